@@ -1,0 +1,92 @@
+//! The builder's errors. Each message says what to do next.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::Arch;
+use crate::toolchain::INSTALL_HINT;
+
+/// Why a device build failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// No rustc with the library sources for `-Zbuild-std` was found.
+    NoDeviceToolchain {
+        /// Each place tried, and why it did not fit.
+        tried: Vec<String>,
+    },
+    /// The kernel crate did not compile; `diagnostics` is rustc's own output.
+    Compile {
+        /// The architecture being built.
+        arch: Arch,
+        /// The inner cargo's stderr: the user's file, line and message.
+        diagnostics: String,
+    },
+    /// `ptxas` rejected the PTX.
+    Ptxas {
+        /// The cubin architecture.
+        arch: Arch,
+        /// What `ptxas` printed.
+        log: String,
+    },
+    /// An architecture that is not `sm_70` or newer.
+    BadArch {
+        /// What was asked for.
+        given: String,
+    },
+    /// A cubin was asked for an architecture older than every PTX architecture.
+    CubinWithoutPtx {
+        /// The cubin architecture.
+        arch: Arch,
+    },
+    /// Neither `out_dir` was set nor `OUT_DIR` (not running in a build script).
+    NoOutDir,
+    /// The crate directory has no `[package]` with a name.
+    NotACrate {
+        /// The manifest that was read.
+        manifest: PathBuf,
+    },
+    /// A file or process operation failed.
+    Io {
+        /// What was being done.
+        what: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoDeviceToolchain { tried } => {
+                writeln!(f, "no Rust toolchain that can build for nvptx64-nvidia-cuda was found (it needs the library sources, rust-src). Tried:")?;
+                for t in tried {
+                    writeln!(f, "  - {t}")?;
+                }
+                write!(f, "To fix it, {INSTALL_HINT}")
+            }
+            Self::Compile { arch, diagnostics } => {
+                write!(f, "the kernel crate failed to compile for {arch}:\n{}", diagnostics.trim_end())
+            }
+            Self::Ptxas { arch, log } => write!(
+                f,
+                "ptxas rejected the PTX for {arch} (a code-generation problem worth reporting; set FERROCUDA_PTXAS to another ptxas to compare):\n{}",
+                log.trim_end()
+            ),
+            Self::BadArch { given } => write!(f, "`{given}` is not a supported GPU architecture: use sm_70 or newer, e.g. `sm_80` or `sm_90`"),
+            Self::CubinWithoutPtx { arch } => write!(f, "a cubin for {arch} needs PTX for {arch} or older: add `.arch(...)` with an older architecture"),
+            Self::NoOutDir => write!(f, "OUT_DIR is not set: call the builder from a build script, or give it `.out_dir(...)`"),
+            Self::NotACrate { manifest } => write!(f, "{} has no [package] name: point KernelBuilder::new at the kernel crate's directory", manifest.display()),
+            Self::Io { what, source } => write!(f, "{what}: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
