@@ -68,9 +68,14 @@ impl fmt::Display for BuildError {
             Self::Compile { arch, diagnostics } => {
                 write!(f, "the kernel crate failed to compile for {arch}:\n{}", diagnostics.trim_end())
             }
+            Self::Ptxas { arch, log } if log.contains("is not defined for option 'gpu-name'") => write!(
+                f,
+                "this ptxas cannot compile for {arch} (CUDA 13 dropped sm_70 and sm_72): remove `.cubin_arch({arch})`, \
+                 or point FERROCUDA_PTXAS at an older toolkit's ptxas; the PTX itself still runs there through the driver's JIT"
+            ),
             Self::Ptxas { arch, log } => write!(
                 f,
-                "ptxas rejected the PTX for {arch} (a code-generation problem worth reporting; set FERROCUDA_PTXAS to another ptxas to compare):\n{}",
+                "ptxas rejected the PTX for {arch} (set FERROCUDA_PTXAS to another ptxas to compare; a PTX that ptxas rejects is a code-generation bug worth reporting):\n{}",
                 log.trim_end()
             ),
             Self::BadArch { given } => write!(f, "`{given}` is not a supported GPU architecture: use sm_70 or newer, e.g. `sm_80` or `sm_90`"),

@@ -1,1 +1,60 @@
+//! The device-side library of ferrocuda: what a `#[kernel]` function calls.
+//!
+//! One dependency for a kernel crate: it re-exports [`kernel`] and [`embed_kernels!`].
+//! Intrinsics compile to single PTX instructions on `nvptx64`; the same names exist on the
+//! host so that kernels type-check there (running them on the CPU is the CPU executor's job).
+//!
+//! A kernel crate starts with:
+//! ```ignore
+//! #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
+//! ferrocuda_device::embed_kernels!();
+//! ```
+#![cfg_attr(target_arch = "nvptx64", no_std)]
+#![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, asm_experimental_arch))]
 
+pub mod atomic;
+#[cfg(target_arch = "nvptx64")]
+mod panic;
+pub mod thread;
+pub mod warp;
+
+pub use ferrocuda_macros::kernel;
+
+/// Embeds the kernels of this crate, as built by `ferrocuda-builder` in its build script.
+///
+/// On the host it defines `pub static KERNELS: EmbeddedModule` (the PTX and cubins), which
+/// every generated launcher loads on first use; on the device it expands to nothing.
+#[macro_export]
+macro_rules! embed_kernels {
+    () => {
+        #[cfg(not(target_arch = "nvptx64"))]
+        #[doc(hidden)]
+        pub mod __ferrocuda_artifacts {
+            include!(concat!(env!("OUT_DIR"), "/ferrocuda_artifacts.rs"));
+        }
+
+        /// The PTX and cubins of this crate's kernels, embedded at build time.
+        #[cfg(not(target_arch = "nvptx64"))]
+        pub static KERNELS: $crate::__private::host::EmbeddedModule = $crate::__private::host::EmbeddedModule {
+            crate_name: __ferrocuda_artifacts::CRATE_NAME,
+            toolchain: __ferrocuda_artifacts::TOOLCHAIN,
+            ptx: __ferrocuda_artifacts::PTX,
+            cubins: __ferrocuda_artifacts::CUBINS,
+            resources: __ferrocuda_artifacts::RESOURCES,
+        };
+    };
+}
+
+/// Used by generated code; not part of the public API.
+#[doc(hidden)]
+pub mod __private {
+    #[cfg(not(target_arch = "nvptx64"))]
+    pub use ferrocuda_host as host;
+}
+
+/// The error the host-side stand-ins give until the CPU executor runs kernels.
+#[cfg(not(target_arch = "nvptx64"))]
+#[track_caller]
+pub(crate) fn not_on_host(what: &str) -> ! {
+    panic!("`{what}` only has a value inside a kernel running on a GPU; the CPU executor is not available yet")
+}

@@ -1,1 +1,32 @@
+//! The host side of ferrocuda: the CUDA driver API, loaded at run time, made safe.
+//!
+//! Layers: `cudarc::driver::sys` (raw bindings) -> [`driver`] (one fallible call each) ->
+//! RAII types ([`Context`], [`Stream`], [`Event`], [`DeviceBuffer`]). A binary built with it
+//! starts on a machine without CUDA and reports [`Error::NoDriver`] from the first call.
+//!
+//! Kernels of a `#[kernel]` crate are launched through their generated launchers
+//! (`saxpy::launch(&stream, config, ...)`); the crate's embedded PTX/cubin is loaded into each
+//! context on first launch, like the runtime API does for `<<<>>>`.
 
+mod context;
+mod device;
+pub mod driver;
+mod embedded;
+mod error;
+mod launch;
+mod memory;
+mod module;
+mod stream;
+
+pub use bytemuck::Pod;
+pub use context::Context;
+pub use device::Device;
+pub use driver::{driver_present, driver_version, init};
+pub use embedded::{EmbeddedModule, Image};
+pub use error::{DriverError, Error, Result};
+pub use launch::{DeviceLimits, Dim3, LaunchConfig, LaunchProblem, SliceArg, launch_embedded, param_ptr};
+pub use memory::{DeviceBuffer, DeviceSlice};
+pub use stream::{Event, Stream};
+
+/// The raw driver bindings, for what the safe layer does not cover yet.
+pub use cudarc::driver::sys;

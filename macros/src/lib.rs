@@ -1,1 +1,30 @@
+//! Procedural macros of ferrocuda: `#[kernel]` and `launch!`.
+//!
+//! Use them through `ferrocuda_device` (kernel crates) and `ferrocuda` (host code).
 
+mod kernel;
+mod launch;
+
+use proc_macro::TokenStream;
+
+/// Marks a `pub fn` as a GPU kernel.
+///
+/// On the device it becomes a PTX entry point named after the function; slices are passed as
+/// pointer + length, `&[T]` as a no-alias read-only pointer (so loads become `ld.global.nc`).
+/// On the host the function stays callable (for the CPU executor), and a module of the same
+/// name holds its typed launcher: `saxpy::launch(&stream, config, a, &x, &mut y)`.
+///
+/// Parameters may be integer, float or `bool` scalars, `&[T]` and `&mut [T]`.
+#[proc_macro_attribute]
+pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    kernel::expand(attr.into(), item.into()).into()
+}
+
+/// CUDA-style launch: `launch!(saxpy<<<grid, block, shared_bytes, &stream>>>(a, &x, &mut y))`.
+///
+/// `shared_bytes` and the stream may be left out; without a stream the launch goes to the
+/// default stream of the thread's current context. Returns `Result<(), ferrocuda::Error>`.
+#[proc_macro]
+pub fn launch(input: TokenStream) -> TokenStream {
+    launch::expand(input.into()).into()
+}

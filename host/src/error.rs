@@ -1,0 +1,145 @@
+//! Errors of the host API. [`DriverError`] is one failed driver call; [`Error`] is what every
+//! fallible function returns, with messages that say what to do next.
+
+use std::ffi::CStr;
+use std::fmt;
+
+use cudarc::driver::sys;
+
+use crate::launch::LaunchProblem;
+
+/// A driver call that returned something other than `CUDA_SUCCESS`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct DriverError {
+    /// The driver function, e.g. `cuMemAlloc`.
+    pub call: &'static str,
+    /// The result code.
+    pub code: sys::CUresult,
+}
+
+impl DriverError {
+    /// The CUDA name of the code, e.g. `CUDA_ERROR_OUT_OF_MEMORY`.
+    pub fn name(&self) -> String {
+        let mut text = std::ptr::null();
+        // SAFETY: cuGetErrorName writes a pointer to a static string or leaves it null.
+        unsafe { sys::cuGetErrorName(self.code, &mut text) };
+        if text.is_null() { format!("{:?}", self.code) } else { unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned() }
+    }
+
+    /// The driver's description of the code.
+    pub fn description(&self) -> String {
+        let mut text = std::ptr::null();
+        // SAFETY: as in `name`.
+        unsafe { sys::cuGetErrorString(self.code, &mut text) };
+        if text.is_null() { String::new() } else { unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned() }
+    }
+
+    /// True for the errors after which the context cannot be used again (a kernel fault).
+    pub fn is_sticky(&self) -> bool {
+        use sys::CUresult::*;
+        matches!(
+            self.code,
+            CUDA_ERROR_ILLEGAL_ADDRESS
+                | CUDA_ERROR_LAUNCH_FAILED
+                | CUDA_ERROR_ILLEGAL_INSTRUCTION
+                | CUDA_ERROR_MISALIGNED_ADDRESS
+                | CUDA_ERROR_INVALID_ADDRESS_SPACE
+                | CUDA_ERROR_INVALID_PC
+                | CUDA_ERROR_HARDWARE_STACK_ERROR
+                | CUDA_ERROR_ASSERT
+        )
+    }
+}
+
+impl fmt::Display for DriverError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} failed: {} ({})", self.call, self.name(), self.description())?;
+        if self.is_sticky() {
+            write!(f, "; a kernel faulted, so this context can no longer be used: drop it and create a new one")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for DriverError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "DriverError({}: {:?})", self.call, self.code)
+    }
+}
+
+impl std::error::Error for DriverError {}
+
+/// Everything that can go wrong in the host API.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The CUDA driver library could not be loaded.
+    #[error(
+        "no CUDA driver found: could not load libcuda.so.1 (nvcuda.dll on Windows). Install the NVIDIA driver, \
+         or add the directory holding libcuda.so.1 to LD_LIBRARY_PATH"
+    )]
+    NoDriver,
+    /// The device ordinal does not exist.
+    #[error("there is no CUDA device {ordinal}: the driver sees {count} device(s)")]
+    NoDevice {
+        /// The ordinal asked for.
+        ordinal: usize,
+        /// How many devices the driver sees.
+        count: usize,
+    },
+    /// A driver call failed.
+    #[error(transparent)]
+    Driver(#[from] DriverError),
+    /// A launch configuration that breaks a device limit; nothing was launched.
+    #[error("cannot launch `{kernel}`: {problem}")]
+    InvalidLaunch {
+        /// The kernel.
+        kernel: String,
+        /// The limit that was broken.
+        problem: LaunchProblem,
+    },
+    /// The driver rejected a module; `log` is the JIT compiler's error log.
+    #[error("loading module `{module}` failed: {source}{}", if log.is_empty() { String::new() } else { format!("\nJIT log:\n{log}") })]
+    ModuleLoad {
+        /// Which module.
+        module: String,
+        /// The driver error.
+        source: DriverError,
+        /// The JIT error log.
+        log: String,
+    },
+    /// No image in an embedded module can run on this device.
+    #[error("module `{module}` has no image for {device} (sm_{arch}): it was built for {built}; rebuild with an older `.arch(..)`")]
+    NoCompatibleImage {
+        /// Which module.
+        module: String,
+        /// The device name.
+        device: String,
+        /// The device's architecture number.
+        arch: u32,
+        /// What the module has.
+        built: String,
+    },
+    /// A kernel is not in the module (stale PTX, or a wrong name).
+    #[error("kernel `{kernel}` is not in module `{module}` (stale build? rebuild the kernel crate)")]
+    KernelNotFound {
+        /// The kernel asked for.
+        kernel: String,
+        /// The module searched.
+        module: String,
+    },
+    /// A copy between buffers of different lengths.
+    #[error("length mismatch: the destination holds {destination} elements, the source {source_len}")]
+    LengthMismatch {
+        /// Destination length.
+        destination: usize,
+        /// Source length.
+        source_len: usize,
+    },
+    /// A launch without a stream, on a thread that has no current context.
+    #[error("no current CUDA context on this thread: create one first (`Context::primary(0)?`) or pass a stream")]
+    NoCurrentContext,
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
