@@ -92,7 +92,7 @@ fn run_sum(context: &Context, stream: &Stream) -> ferrocuda::Result<Row> {
     let sms = context.device().multiprocessor_count()?;
     let config = LaunchConfig::from((sms * 8, 256u32));
     let millis = timed(context, stream, || {
-        out.copy_from_host(&[0.0])?;
+        out.zero_async(stream)?;
         launch!(sum_f32<<<config.grid, config.block, 0, stream>>>(&x, &mut out))
     })?;
     stream.synchronize()?;

@@ -10,6 +10,7 @@ use cudarc::driver::sys;
 use crate::context::Context;
 use crate::driver::check;
 use crate::error::{Error, Result};
+use crate::stream::Stream;
 
 /// A run of `len` values of `T` in device memory. Kernels take `&DeviceSlice<T>` for `&[T]`
 /// parameters and `&mut DeviceSlice<T>` for `&mut [T]`, so an output cannot be aliased.
@@ -77,6 +78,18 @@ impl<T: Pod> DeviceBuffer<T> {
         Ok(DeviceBuffer { slice: DeviceSlice { ptr, len, _element: PhantomData }, context: context.clone() })
     }
 
+    /// Sets every element to zero, queued on `stream` (ordered with the kernels on it).
+    pub fn zero_async(&mut self, stream: &Stream) -> Result<()> {
+        if self.slice.size_bytes() == 0 {
+            return Ok(());
+        }
+        self.context.bind_to_thread()?;
+        // SAFETY: the allocation holds size_bytes bytes and outlives the queued memset (Drop
+        // of the buffer waits for queued work, see below).
+        check("cuMemsetD8Async", unsafe { sys::cuMemsetD8Async(self.slice.ptr, 0, self.slice.size_bytes(), stream.raw()) })?;
+        Ok(())
+    }
+
     /// Copies `data` (same length) from the host. Waits for the copy to finish.
     pub fn copy_from_host(&mut self, data: &[T]) -> Result<()> {
         if data.len() != self.len() {
@@ -137,8 +150,8 @@ impl<T: Pod> Drop for DeviceBuffer<T> {
         if self.slice.ptr == 0 {
             return;
         }
-        // cuMemFree does not return before work already queued on the allocation has finished
-        // (it synchronises), so dropping a buffer that a launched kernel still uses is safe.
+        // cuMemFree synchronises with the device before freeing (the driver API's "API
+        // synchronization behavior"), so a kernel still queued on this buffer finishes first.
         // Errors (a faulted context) cannot be reported from Drop; the next call reports them.
         if self.context.bind_to_thread().is_ok() {
             // SAFETY: allocated by us, freed once.

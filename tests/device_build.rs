@@ -1,0 +1,147 @@
+//! The device build: toolchain discovery and its errors, the PTX the builder produced for
+//! `gpu-kernels`, `ptxas` acceptance, and a broken kernel crate reported with file and line.
+
+use std::path::{Path, PathBuf};
+
+use ferrocuda_builder::{Arch, BuildEnv, BuildError, DeviceToolchain, KernelBuilder, ToolchainSource, find_ptxas};
+
+fn ptx() -> &'static str {
+    gpu_kernels::KERNELS.ptx_for(70).expect("gpu-kernels is built for sm_70")
+}
+
+/// The parameter lines of `.entry name(...)`.
+fn entry_params(ptx: &str, name: &str) -> Vec<String> {
+    let start = ptx.find(&format!(".entry {name}(")).unwrap_or_else(|| panic!("no .entry {name} in the PTX"));
+    let end = start + ptx[start..].find(')').unwrap();
+    ptx[start..end].lines().skip(1).map(|l| l.trim().trim_end_matches(',').to_string()).collect()
+}
+
+/// The body of `.entry name` up to its closing brace.
+fn entry_body<'p>(ptx: &'p str, name: &str) -> &'p str {
+    let start = ptx.find(&format!(".entry {name}(")).unwrap();
+    let end = start + ptx[start..].find("\n}").unwrap();
+    &ptx[start..end]
+}
+
+#[test]
+fn every_kernel_is_an_entry_with_slices_as_pointer_and_length() {
+    let ptx = ptx();
+    assert_eq!(
+        entry_params(ptx, "saxpy"),
+        ["                .param .f32 saxpy_param_0", ".param .u64 .ptr .align 4 saxpy_param_1", ".param .u64 saxpy_param_2", ".param .u64 .ptr .align 4 saxpy_param_3", ".param .u64 saxpy_param_4"]
+            .map(|s| s.trim().to_string())
+    );
+    assert_eq!(entry_params(ptx, "sum_f32").len(), 4);
+    assert_eq!(entry_params(ptx, "square_checked").len(), 4);
+}
+
+#[test]
+fn read_only_slices_use_the_non_coherent_cache_and_outputs_do_not() {
+    let body = entry_body(ptx(), "saxpy");
+    assert_eq!(body.matches("ld.global.nc.").count(), 1, "x[i] should be one ld.global.nc:\n{body}");
+    assert!(body.contains("st.global."), "y[i] should be a global store:\n{body}");
+}
+
+#[test]
+fn multiply_add_is_fused_by_default() {
+    let body = entry_body(ptx(), "saxpy");
+    assert!(body.contains("fma.rn.f32"), "a * x + y should be one fma:\n{body}");
+    assert!(!body.contains("mul.rn.f32"), "unfused multiply in:\n{body}");
+}
+
+#[test]
+fn ptx_carries_line_info_but_no_dwarf_sections() {
+    let ptx = ptx();
+    assert!(ptx.contains("\t.loc\t") && ptx.contains("gpu-kernels/src/lib.rs"), "no line info");
+    assert!(!ptx.contains(".section\t.debug"), "DWARF sections would make ptxas fail");
+    assert!(ptx.lines().any(|l| l == ".target sm_70"), "target line");
+}
+
+#[test]
+fn ptx_passes_ptxas_for_current_architectures() {
+    let Some(ptxas) = find_ptxas(&BuildEnv::process()) else {
+        assert!(std::env::var("REQUIRE_PTXAS").as_deref() != Ok("1"), "REQUIRE_PTXAS=1 but no ptxas was found");
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "SKIPPED ptx_passes_ptxas_for_current_architectures: no ptxas on PATH, CUDA_PATH or FERROCUDA_PTXAS");
+        return;
+    };
+    let dir = scratch("ptxas");
+    let ptx_file = dir.join("gpu_kernels.ptx");
+    std::fs::write(&ptx_file, ptx()).unwrap();
+    for arch in [Arch::SM_80, Arch::SM_90] {
+        let cubin = dir.join(format!("{arch}.cubin"));
+        let resources = ferrocuda_builder::compile_cubin(&ptxas, &ptx_file, arch, true, &cubin).unwrap();
+        let names: Vec<&str> = resources.iter().map(|r| r.kernel.as_str()).collect();
+        for kernel in ["saxpy", "sum_f32", "square_checked"] {
+            assert!(names.contains(&kernel), "{kernel} missing from ptxas's report for {arch}: {names:?}");
+        }
+        assert!(resources.iter().all(|r| r.registers > 0 && r.spill_stores == 0), "{resources:?}");
+    }
+}
+
+#[test]
+fn an_explicit_toolchain_that_does_not_exist_is_an_error_that_says_what_to_install() {
+    let env = BuildEnv::fixed([("FERROCUDA_DEVICE_RUSTC", "/nonexistent/rustc")]);
+    let message = DeviceToolchain::find(&env).unwrap_err().to_string();
+    assert!(message.contains("FERROCUDA_DEVICE_RUSTC=/nonexistent/rustc: not installed"), "{message}");
+    assert!(message.contains("apt-get install rustc-web cargo-web rust-web-src"), "{message}");
+    assert!(message.contains("rustup toolchain install nightly --component rust-src"), "{message}");
+}
+
+#[test]
+fn a_toolchain_without_library_sources_is_rejected() {
+    let dir = scratch("fake-toolchain");
+    let rustc = dir.join("rustc");
+    std::fs::write(&rustc, format!("#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'rustc 9.9.9 (fake)'; else echo '{}'; fi\n", dir.display())).unwrap();
+    std::fs::write(dir.join("cargo"), "#!/bin/sh\n").unwrap();
+    make_executable(&rustc);
+    let error = DeviceToolchain::probe(&rustc, &dir.join("cargo"), ToolchainSource::EnvOverride).unwrap_err();
+    assert!(error.contains("rustc 9.9.9 (fake) has no library sources"), "{error}");
+}
+
+#[test]
+fn the_installed_toolchain_is_found() {
+    let found = DeviceToolchain::find(&BuildEnv::process()).expect("the tests run after a device build, so a toolchain exists");
+    assert!(found.library_sources().join("core").is_dir());
+    eprintln!("device toolchain: {} ({:?})", found.version, found.source);
+}
+
+#[test]
+fn a_broken_kernel_crate_fails_with_the_users_file_and_line() {
+    let dir = scratch("broken-kernels");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"broken-kernels\"\nversion = \"0.0.0\"\nedition = \"2024\"\n[lib]\ncrate-type = [\"rlib\"]\n[workspace]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("src/lib.rs"),
+        "#![no_std]\n#![feature(abi_ptx)]\n#[panic_handler]\nfn p(_: &core::panic::PanicInfo) -> ! { loop {} }\n\n#[unsafe(no_mangle)]\npub unsafe extern \"ptx-kernel\" fn k(out: *mut u32) {\n    let value: u32 = \"not a number\";\n    unsafe { *out = value };\n}\n",
+    )
+    .unwrap();
+    // A target directory shared between runs keeps `core` built once.
+    let target = workspace().join("target/ferrocuda-test-device");
+    let error = KernelBuilder::new(&dir).out_dir(&dir).target_dir(&target).build().unwrap_err();
+    let message = ferrocuda_builder::strip_ansi(&error.to_string());
+    assert!(matches!(error, BuildError::Compile { .. }), "{message}");
+    assert!(message.contains("error[E0308]: mismatched types"), "{message}");
+    assert!(message.contains("src/lib.rs:8:22"), "no file:line:column in:\n{message}");
+}
+
+fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A fresh directory under `target/` for one test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = workspace().join("target/test-scratch").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn make_executable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}

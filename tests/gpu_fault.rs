@@ -1,0 +1,50 @@
+//! A kernel that panics: the host gets an error from the next synchronisation, the device
+//! prints the file, line, block and thread, and the context stays unusable (sticky).
+//!
+//! The faulting kernel runs in a child process (this test binary re-run with
+//! `FERROCUDA_FAULT_CHILD=1`), because a fault poisons the process's primary context.
+
+mod common;
+
+use std::process::Command;
+
+use ferrocuda::{DeviceBuffer, Error, LaunchConfig, Stream};
+use gpu_kernels::square_checked;
+
+const CHILD: &str = "FERROCUDA_FAULT_CHILD";
+
+#[test]
+fn device_panic_reports_file_line_block_and_thread() {
+    if std::env::var_os(CHILD).is_some() {
+        return child();
+    }
+    if common::gpu_or_skip("device_panic_reports_file_line_block_and_thread").is_none() {
+        return;
+    }
+    let output = Command::new(std::env::current_exe().unwrap())
+        .args(["device_panic_reports_file_line_block_and_thread", "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD, "1")
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    println!("child output:\n{text}");
+    let line = include_str!("../gpu-kernels/src/lib.rs").lines().position(|l| l.contains("out[i] = x[i].wrapping_mul(x[i]);")).unwrap() + 1;
+    assert!(text.contains(&format!("kernel panicked at gpu-kernels/src/lib.rs:{line}:")), "no panic location in:\n{text}");
+    assert!(text.contains("block (1, 0, 0), thread ("), "no block/thread in:\n{text}");
+    assert!(text.contains("CHILD SAW: cuStreamSynchronize failed: CUDA_ERROR_"), "no synchronisation error in:\n{text}");
+    assert!(text.contains("CHILD SAW AFTER: ") && text.contains("can no longer be used"), "the fault was not sticky:\n{text}");
+}
+
+/// Squares 64 elements into an output of 40: threads 40..64 index out of bounds.
+fn child() {
+    let context = ferrocuda::Context::primary(0).unwrap();
+    let stream = Stream::new(&context).unwrap();
+    let x = DeviceBuffer::from_slice(&context, &(0..64u32).collect::<Vec<_>>()).unwrap();
+    let mut out = DeviceBuffer::<u32>::zeroed(&context, 40).unwrap();
+    square_checked::launch(&stream, LaunchConfig::from((2u32, 32u32)), &x, &mut out).unwrap();
+    let error = stream.synchronize().unwrap_err();
+    println!("CHILD SAW: {error}");
+    assert!(matches!(error, Error::Driver(e) if e.is_sticky()), "{error:?}");
+    let after = DeviceBuffer::<u32>::zeroed(&context, 1).map(|_| ()).and_then(|_| context.synchronize()).unwrap_err();
+    println!("CHILD SAW AFTER: {after}");
+}
