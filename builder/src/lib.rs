@@ -271,7 +271,10 @@ impl KernelBuilder {
         for arch in self.ptx_archs() {
             let arch_dir = target_dir.join(arch.to_string());
             let raw = self.compile_ptx(&toolchain, &manifest, &crate_name, arch, &arch_dir)?;
-            sources.extend(read_dep_info(&arch_dir.join(TARGET).join(self.profile_dir()).join("deps"), &toolchain)?);
+            // Device crates, then the host side of the device build (the proc macros).
+            for deps in [arch_dir.join(TARGET).join(self.profile_dir()).join("deps"), arch_dir.join(self.profile_dir()).join("deps")] {
+                sources.extend(read_dep_info(&deps, &self.crate_dir, &toolchain)?);
+            }
             let ptx = clean_ptx(&raw);
             let path = out_dir.join(format!("{crate_name}.{arch}.ptx"));
             write(&path, ptx.as_bytes())?;
@@ -407,10 +410,24 @@ pub fn clean_ptx(raw: &str) -> String {
     out
 }
 
-/// The source files the inner build read, from its `.d` files, without the library sources.
-fn read_dep_info(deps_dir: &Path, toolchain: &DeviceToolchain) -> Result<BTreeSet<PathBuf>, BuildError> {
+/// The source files the inner build read, from its `.d` files, without the library sources
+/// and registry crates. Paths in `.d` files are relative to the workspace root that rustc ran
+/// in; each is resolved against the nearest ancestor of `crate_dir` where it exists.
+fn read_dep_info(deps_dir: &Path, crate_dir: &Path, toolchain: &DeviceToolchain) -> Result<BTreeSet<PathBuf>, BuildError> {
     let library = toolchain.library_sources();
-    let cargo_home = std::env::var_os("CARGO_HOME").map(PathBuf::from);
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cargo")));
+    let crate_dir = crate_dir.canonicalize().unwrap_or_else(|_| crate_dir.to_path_buf());
+    let resolve = |dep: PathBuf| -> Option<PathBuf> {
+        if dep.is_absolute() {
+            return dep.exists().then_some(dep);
+        }
+        crate_dir.ancestors().map(|root| root.join(&dep)).find(|candidate| candidate.exists())
+    };
+    if !deps_dir.is_dir() {
+        return Ok(BTreeSet::new());
+    }
     let mut sources = BTreeSet::new();
     let entries = std::fs::read_dir(deps_dir).map_err(|e| BuildError::Io { what: format!("listing {}", deps_dir.display()), source: e })?;
     for entry in entries.flatten() {
@@ -422,10 +439,11 @@ fn read_dep_info(deps_dir: &Path, toolchain: &DeviceToolchain) -> Result<BTreeSe
         for line in text.lines() {
             let Some((_, deps)) = line.split_once(": ") else { continue };
             for dep in deps.split_whitespace() {
-                let dep = PathBuf::from(dep.replace("\\ ", " "));
+                let Some(dep) = resolve(PathBuf::from(dep.replace("\\ ", " "))) else { continue };
                 let is_library = dep.starts_with(&library) || dep.starts_with(&toolchain.sysroot);
                 let is_registry = cargo_home.as_ref().is_some_and(|home| dep.starts_with(home));
-                if dep.is_absolute() && !is_library && !is_registry && dep.exists() {
+                let is_output = dep.components().any(|c| c.as_os_str() == "target");
+                if !is_library && !is_registry && !is_output {
                     sources.insert(dep);
                 }
             }
@@ -570,6 +588,28 @@ mod tests {
     fn default_target_dir_sits_beside_the_profiles() {
         let out = Path::new("/w/target/release/build/gpu-kernels-1234/out");
         assert_eq!(default_target_dir(out, "gpu_kernels"), Path::new("/w/target/ferrocuda-device/gpu_kernels"));
+    }
+
+    /// Regression: rustc writes `.d` paths relative to the workspace root; they were dropped,
+    /// so editing a kernel did not rebuild the PTX.
+    #[test]
+    fn dep_info_paths_relative_to_the_workspace_are_watched() {
+        let root = std::env::temp_dir().join(format!("ferrocuda-depinfo-{}", std::process::id()));
+        let (crate_dir, deps) = (root.join("kernels"), root.join("target/deps"));
+        std::fs::create_dir_all(crate_dir.join("src")).unwrap();
+        std::fs::create_dir_all(&deps).unwrap();
+        std::fs::write(crate_dir.join("src/lib.rs"), "").unwrap();
+        std::fs::write(deps.join("kernels.d"), format!("{}/target/deps/kernels.s: kernels/src/lib.rs\n", root.display())).unwrap();
+        let toolchain = DeviceToolchain {
+            rustc: "rustc".into(),
+            cargo: "cargo".into(),
+            sysroot: "/nonexistent-sysroot".into(),
+            version: String::new(),
+            source: ToolchainSource::EnvOverride,
+        };
+        let sources = read_dep_info(&deps, &crate_dir, &toolchain).unwrap();
+        let expected = crate_dir.canonicalize().unwrap().join("src/lib.rs");
+        assert_eq!(sources.into_iter().collect::<Vec<_>>(), vec![expected]);
     }
 
     #[test]
