@@ -6,6 +6,8 @@ mod common;
 use ferrocuda::{DeviceBuffer, Error, LaunchConfig, LaunchProblem, Stream, launch};
 use gpu_kernels::{saxpy, sum_f32};
 
+/// Regression: with a non-blocking stream, the kernel could start before the synchronous
+/// (pageable, legacy-stream) upload of `y` had landed, and read zeros.
 #[test]
 fn saxpy_matches_the_cpu_for_awkward_sizes() {
     let Some(context) = common::gpu_or_skip("saxpy_matches_the_cpu_for_awkward_sizes") else { return };

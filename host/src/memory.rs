@@ -90,7 +90,10 @@ impl<T: Pod> DeviceBuffer<T> {
         Ok(())
     }
 
-    /// Copies `data` (same length) from the host. Waits for the copy to finish.
+    /// Copies `data` (same length) from the host, on the legacy default stream: launches that
+    /// follow on any stream made by [`Stream::new`] see the data. (From pageable memory the
+    /// driver may return before its DMA ends; that ordering, not this call's return, is what
+    /// protects a kernel, so [`Stream::non_blocking`] streams must synchronise themselves.)
     pub fn copy_from_host(&mut self, data: &[T]) -> Result<()> {
         if data.len() != self.len() {
             return Err(Error::LengthMismatch { destination: self.len(), source_len: data.len() });

@@ -19,12 +19,24 @@ unsafe impl Send for Stream {}
 unsafe impl Sync for Stream {}
 
 impl Stream {
-    /// A new stream that does not synchronise with the legacy default stream.
+    /// A new stream, ordered with the legacy default stream like `cudaStreamCreate`'s: the
+    /// synchronous copies of [`DeviceBuffer`](crate::DeviceBuffer) (which run there) finish
+    /// before later launches on it start, and wait for earlier ones.
     pub fn new(context: &Context) -> Result<Self> {
+        Self::with_flags(context, sys::CUstream_flags::CU_STREAM_DEFAULT)
+    }
+
+    /// A new stream that does not synchronise with the legacy default stream: order its work
+    /// against synchronous copies yourself (for example with [`Stream::synchronize`]).
+    pub fn non_blocking(context: &Context) -> Result<Self> {
+        Self::with_flags(context, sys::CUstream_flags::CU_STREAM_NON_BLOCKING)
+    }
+
+    fn with_flags(context: &Context, flags: sys::CUstream_flags) -> Result<Self> {
         context.bind_to_thread()?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes one handle; destroyed in Drop.
-        check("cuStreamCreate", unsafe { sys::cuStreamCreate(&mut raw, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32) })?;
+        check("cuStreamCreate", unsafe { sys::cuStreamCreate(&mut raw, flags as u32) })?;
         Ok(Stream { raw, context: context.clone(), owned: true })
     }
 
