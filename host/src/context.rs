@@ -114,6 +114,11 @@ impl Context {
 
     /// The function `symbol` of `module`, loading the module into this context on first use.
     pub(crate) fn embedded_function(&self, module: &'static EmbeddedModule, symbol: &'static str) -> Result<sys::CUfunction> {
+        self.with_embedded(module, |loaded| loaded.function(symbol))
+    }
+
+    /// Runs `f` on `module` as loaded into this context, loading it first if needed.
+    fn with_embedded<R>(&self, module: &'static EmbeddedModule, f: impl FnOnce(&mut LoadedEmbedded) -> Result<R>) -> Result<R> {
         let mut loaded = self.inner.embedded.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let index = match loaded.iter().position(|l| l.is(module)) {
             Some(index) => index,
@@ -122,21 +127,14 @@ impl Context {
                 loaded.len() - 1
             }
         };
-        loaded[index].function(symbol)
+        f(&mut loaded[index])
     }
 
     /// Which image of `module` this context runs ("cubin sm_90" or "PTX sm_70, JIT"), loading
     /// it if needed.
     pub fn embedded_image(&self, module: &'static EmbeddedModule) -> Result<String> {
         self.bind_to_thread()?;
-        let mut loaded = self.inner.embedded.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(l) = loaded.iter().find(|l| l.is(module)) {
-            return Ok(l.image().to_string());
-        }
-        let l = LoadedEmbedded::load(module, self)?;
-        let image = l.image().to_string();
-        loaded.push(l);
-        Ok(image)
+        self.with_embedded(module, |loaded| Ok(loaded.image().to_string()))
     }
 }
 
