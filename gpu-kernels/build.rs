@@ -3,10 +3,11 @@
 
 fn main() {
     ferrocuda_builder::KernelBuilder::new(env!("CARGO_MANIFEST_DIR"))
-        // PTX for sm_70 runs on every GPU from Volta on (the driver JIT-compiles it);
-        // cubins (where ptxas is installed) skip the JIT on A100 (sm_80) and H100/H200 (sm_90).
-        .arch(ferrocuda_builder::Arch::SM_70)
-        .cubin_arch(ferrocuda_builder::Arch::SM_80)
-        .cubin_arch(ferrocuda_builder::Arch::SM_90)
+        // PTX for sm_80 runs on A100 and every newer GPU (the driver JIT-compiles it); the sm_90
+        // build adds what only Hopper has (clusters, distributed shared memory), behind
+        // `cfg(ferrocuda_sm = "90")`. CUDA 13 no longer compiles for Volta (sm_70).
+        // Cubins (where ptxas is installed) skip the JIT on A100 (sm_80) and H100/H200 (sm_90).
+        .arch(ferrocuda_builder::Arch::SM_80)
+        .arch(ferrocuda_builder::Arch::SM_90)
         .run();
 }

@@ -1,20 +1,229 @@
-//! Atomic read-modify-write on device memory.
+//! Atomic read-modify-write on global (or shared, through a generic address) memory.
+//!
+//! CUDA's `atomicAdd`, `atomicMin`, `atomicExch`, `atomicCAS`, ... with an explicit scope:
+//! each function compiles to one `atom.relaxed.<scope>.<op>` (or `red.relaxed.<scope>.add` for
+//! [`add`], whose result is unused). Like CUDA's, these are relaxed: they order nothing else;
+//! pair them with [`crate::sync`] fences when other data must become visible with them.
+//!
+//! Many threads may update the same element: each thread's `&mut` to an element of an output
+//! slice is per thread, as everywhere in a kernel, and these functions are the way to update
+//! an element that threads share.
+//!
+//! `core::sync::atomic` also works on device memory (for example
+//! `AtomicU32::from_ptr(&mut out[0])`): loads, stores, fences and compare-exchange honour
+//! their `Ordering` at system scope, and relaxed read-modify-writes are exact. But rustc's
+//! NVPTX backend (LLVM 22) drops the ordering of `fetch_add`/`swap`/`fetch_max`... with
+//! `Acquire`/`Release`/`SeqCst` (they compile to relaxed `atom`); add a fence, or use these.
 
-/// Atomically adds `value` to `*target` at device scope, returning nothing
-/// (`red.add.f32`: CUDA's `atomicAdd` with the result unused).
-///
-/// Many threads may add to the same element; `&mut` here is per thread, as with every output
-/// slice of a kernel, and this is the one way to update an element they share.
+/// Which threads an atomic operation is atomic with respect to (the PTX `.cta`, `.gpu`,
+/// `.sys` scopes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Threads of the same block (`atomicAdd_block`): the cheapest.
+    Block,
+    /// Every thread on this GPU (`atomicAdd`): the default.
+    Device,
+    /// The GPU, the host and peer GPUs (`atomicAdd_system`), for mapped or peer memory.
+    System,
+}
+
+mod sealed {
+    pub trait Sealed {}
+    macro_rules! sealed { ($($t:ty),*) => { $(impl Sealed for $t {})* }; }
+    sealed!(u32, i32, u64, i64, f32, f64);
+}
+
+#[cfg(target_arch = "nvptx64")]
+macro_rules! scoped_asm {
+    ($scope:expr, [$($part:expr),*], $($operands:tt)*) => {
+        match $scope {
+            Scope::Block => core::arch::asm!(concat!("atom.relaxed.cta.", $($part),*), $($operands)*),
+            Scope::Device => core::arch::asm!(concat!("atom.relaxed.gpu.", $($part),*), $($operands)*),
+            Scope::System => core::arch::asm!(concat!("atom.relaxed.sys.", $($part),*), $($operands)*),
+        }
+    };
+}
+
+macro_rules! binary_op {
+    ($(#[$doc:meta])* $trait_name:ident, $method:ident, $public:ident, $public_scoped:ident, $op:literal, $host:expr,
+     [$($ty:ty => $ptx:literal, $reg:ident;)*]) => {
+        #[doc = concat!("Element types with an atomic `", $op, "`.")]
+        pub trait $trait_name: Copy + sealed::Sealed {
+            #[doc(hidden)]
+            /// # Safety
+            /// `target` is valid and aligned.
+            unsafe fn $method(target: *mut Self, value: Self, scope: Scope) -> Self;
+        }
+        $(
+            impl $trait_name for $ty {
+                #[inline(always)]
+                unsafe fn $method(target: *mut Self, value: Self, scope: Scope) -> Self {
+                    #[cfg(target_arch = "nvptx64")]
+                    {
+                        let old: $ty;
+                        // SAFETY: the caller passes a valid, aligned address.
+                        unsafe {
+                            scoped_asm!(scope, [$op, ".", $ptx, " {o}, [{p}], {v};"],
+                                o = out($reg) old, p = in(reg64) target, v = in($reg) value, options(nostack));
+                        }
+                        old
+                    }
+                    #[cfg(not(target_arch = "nvptx64"))]
+                    {
+                        let _ = scope;
+                        let apply: fn($ty, $ty) -> $ty = $host;
+                        // SAFETY: the caller passes a valid, aligned address.
+                        unsafe { crate::emu::atomic_update(target, |old| apply(old, value)) }
+                    }
+                }
+            }
+        )*
+
+        $(#[$doc])*
+        /// Device scope; returns the old value.
+        #[inline(always)]
+        pub fn $public<T: $trait_name>(target: &mut T, value: T) -> T {
+            // SAFETY: a reference is valid and aligned.
+            unsafe { T::$method(target, value, Scope::Device) }
+        }
+
+        $(#[$doc])*
+        /// At the given scope; returns the old value.
+        #[inline(always)]
+        pub fn $public_scoped<T: $trait_name>(scope: Scope, target: &mut T, value: T) -> T {
+            // SAFETY: a reference is valid and aligned.
+            unsafe { T::$method(target, value, scope) }
+        }
+    };
+}
+
+binary_op! {
+    /// `atomicAdd`: `*target += value` (`atom.add`).
+    AtomicAdd, atomic_add, fetch_add, fetch_add_scoped, "add", |a, b| a + b,
+    [u32 => "u32", reg32; i32 => "s32", reg32; u64 => "u64", reg64; f32 => "f32", reg32; f64 => "f64", reg64;]
+}
+
+binary_op! {
+    /// `atomicMin`: `*target = min(*target, value)` (`atom.min`).
+    AtomicMin, atomic_min, fetch_min, fetch_min_scoped, "min", |a, b| if b < a { b } else { a },
+    [u32 => "u32", reg32; i32 => "s32", reg32; u64 => "u64", reg64; i64 => "s64", reg64;]
+}
+
+binary_op! {
+    /// `atomicMax`: `*target = max(*target, value)` (`atom.max`).
+    AtomicMax, atomic_max, fetch_max, fetch_max_scoped, "max", |a, b| if b > a { b } else { a },
+    [u32 => "u32", reg32; i32 => "s32", reg32; u64 => "u64", reg64; i64 => "s64", reg64;]
+}
+
+binary_op! {
+    /// `atomicExch`: `*target = value` (`atom.exch`).
+    AtomicExchange, atomic_exchange, exchange, exchange_scoped, "exch", |_, b| b,
+    [u32 => "b32", reg32; i32 => "b32", reg32; u64 => "b64", reg64; i64 => "b64", reg64; f32 => "b32", reg32; f64 => "b64", reg64;]
+}
+
+binary_op! {
+    /// `atomicAnd`: `*target &= value` (`atom.and`).
+    AtomicAnd, atomic_and, fetch_and, fetch_and_scoped, "and", |a, b| a & b,
+    [u32 => "b32", reg32; u64 => "b64", reg64;]
+}
+
+binary_op! {
+    /// `atomicOr`: `*target |= value` (`atom.or`).
+    AtomicOr, atomic_or, fetch_or, fetch_or_scoped, "or", |a, b| a | b,
+    [u32 => "b32", reg32; u64 => "b64", reg64;]
+}
+
+binary_op! {
+    /// `atomicXor`: `*target ^= value` (`atom.xor`).
+    AtomicXor, atomic_xor, fetch_xor, fetch_xor_scoped, "xor", |a, b| a ^ b,
+    [u32 => "b32", reg32; u64 => "b64", reg64;]
+}
+
+/// Element types with an atomic compare-and-swap.
+pub trait AtomicCompareExchange: Copy + sealed::Sealed {
+    #[doc(hidden)]
+    /// # Safety
+    /// `target` is valid and aligned.
+    unsafe fn atomic_cas(target: *mut Self, expected: Self, new: Self, scope: Scope) -> Self;
+}
+
+macro_rules! compare_exchange {
+    ($($ty:ty => $ptx:literal, $reg:ident;)*) => {$(
+        impl AtomicCompareExchange for $ty {
+            #[inline(always)]
+            unsafe fn atomic_cas(target: *mut Self, expected: Self, new: Self, scope: Scope) -> Self {
+                #[cfg(target_arch = "nvptx64")]
+                {
+                    let old: $ty;
+                    // SAFETY: the caller passes a valid, aligned address.
+                    unsafe {
+                        scoped_asm!(scope, ["cas.", $ptx, " {o}, [{p}], {e}, {n};"],
+                            o = out($reg) old, p = in(reg64) target, e = in($reg) expected, n = in($reg) new, options(nostack));
+                    }
+                    old
+                }
+                #[cfg(not(target_arch = "nvptx64"))]
+                {
+                    let _ = scope;
+                    // SAFETY: the caller passes a valid, aligned address.
+                    unsafe { crate::emu::atomic_update(target, |old| if old.to_bits() == expected.to_bits() { new } else { old }) }
+                }
+            }
+        }
+    )*};
+}
+
+/// Bit-pattern comparison for compare-and-swap (floats compare by bits, like the hardware).
+#[cfg(not(target_arch = "nvptx64"))]
+trait ToBits {
+    fn to_bits(self) -> u64;
+}
+#[cfg(not(target_arch = "nvptx64"))]
+macro_rules! to_bits { ($($t:ty => $e:expr),*) => { $(impl ToBits for $t { fn to_bits(self) -> u64 { let f: fn($t) -> u64 = $e; f(self) } })* }; }
+#[cfg(not(target_arch = "nvptx64"))]
+to_bits!(u32 => |v| v as u64, i32 => |v| v as u32 as u64, u64 => |v| v, i64 => |v| v as u64, f32 => |v| f32::to_bits(v) as u64, f64 => f64::to_bits);
+
+compare_exchange! {
+    u32 => "b32", reg32;
+    i32 => "b32", reg32;
+    u64 => "b64", reg64;
+    i64 => "b64", reg64;
+    f32 => "b32", reg32;
+    f64 => "b64", reg64;
+}
+
+/// `atomicCAS`: if `*target == expected` (bitwise) store `new`; returns the old value either
+/// way (`atom.cas`), device scope.
 #[inline(always)]
-pub fn add_f32(target: &mut f32, value: f32) {
+pub fn compare_exchange<T: AtomicCompareExchange>(target: &mut T, expected: T, new: T) -> T {
+    // SAFETY: a reference is valid and aligned.
+    unsafe { T::atomic_cas(target, expected, new, Scope::Device) }
+}
+
+/// [`compare_exchange`] at the given scope.
+#[inline(always)]
+pub fn compare_exchange_scoped<T: AtomicCompareExchange>(scope: Scope, target: &mut T, expected: T, new: T) -> T {
+    // SAFETY: a reference is valid and aligned.
+    unsafe { T::atomic_cas(target, expected, new, scope) }
+}
+
+/// Atomically adds `value` to `*target` at device scope, returning nothing (`red.add`:
+/// `atomicAdd` with the result unused, which saves the round trip).
+#[inline(always)]
+pub fn add<T: AtomicAdd>(target: &mut T, value: T) {
     #[cfg(target_arch = "nvptx64")]
-    // SAFETY: `target` is a valid, aligned f32; the reduction is atomic at device scope.
-    unsafe {
-        core::arch::asm!("red.add.f32 [{p}], {v};", p = in(reg64) target as *mut f32, v = in(reg32) value);
+    {
+        // The unused result lets ptxas pick the reduction form (RED) by itself.
+        let _ = fetch_add(target, value);
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        let _ = (target, value);
-        crate::not_on_host("atomic::add_f32")
+        fetch_add(target, value);
     }
+}
+
+/// `add` for `f32` (kept for kernels written against the first API).
+#[inline(always)]
+pub fn add_f32(target: &mut f32, value: f32) {
+    add(target, value)
 }

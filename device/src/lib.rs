@@ -13,10 +13,18 @@
 #![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, asm_experimental_arch))]
 
 pub mod atomic;
-#[cfg(target_arch = "nvptx64")]
-mod panic;
+#[cfg(not(target_arch = "nvptx64"))]
+#[doc(hidden)]
+pub mod emu;
+pub mod math;
+pub mod panic;
+pub mod print;
+pub mod shared;
+pub mod sync;
 pub mod thread;
 pub mod warp;
+
+pub use shared::{SharedArray, SharedSlice, dynamic_shared};
 
 pub use ferrocuda_macros::kernel;
 
@@ -52,9 +60,3 @@ pub mod __private {
     pub use ferrocuda_host as host;
 }
 
-/// The error the host-side stand-ins give until the CPU executor runs kernels.
-#[cfg(not(target_arch = "nvptx64"))]
-#[track_caller]
-pub(crate) fn not_on_host(what: &str) -> ! {
-    panic!("`{what}` only has a value inside a kernel running on a GPU; the CPU executor is not available yet")
-}

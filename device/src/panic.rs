@@ -1,50 +1,221 @@
-//! The device panic handler: prints where the panic happened, and in which block and thread,
-//! through `vprintf`, then traps. The host sees the trap as a launch failure at its next
-//! synchronisation, and the printed line on stdout.
+//! Panics in kernels: the first panicking thread of a launch records where and why in a
+//! [`PanicRecord`] that the host mapped into the module, prints the same line through
+//! `vprintf`, and traps. The host's next synchronisation then returns an error carrying the
+//! kernel, file, line, column, message, block and thread (`Error::KernelPanic` in
+//! ferrocuda-host), not just "launch failed".
+//!
+//! The handshake with the host, through two module globals:
+//! - `__ferrocuda_panic_slot` (`u64`, device memory): the device address of a `PanicRecord` in
+//!   page-locked host memory, written by the host when it loads the module; 0 means nobody
+//!   listens, and the panic is only printed.
+//! - `__ferrocuda_panic_claimed` (`u32`, device memory): the first thread to swap it from 0 to 1
+//!   writes the record; later panics of the launch only trap. (After a trap the context is
+//!   unusable, so it is never reset.)
+//! The record lives in host memory because the context cannot be read after a trap.
+//! The kernel's name comes from a shared-memory tag that every `#[kernel]` entry writes
+//! ([`__enter_kernel`]).
 
-use core::panic::PanicInfo;
-
-const TEXT_CAP: usize = 160;
-
-/// `vprintf`'s argument buffer: each argument aligned to its size, as C varargs are packed.
+/// What a panicking thread leaves for the host (mirrored field for field by the host crate).
 #[repr(C)]
-struct PanicArgs {
-    file: *const u8,
-    line: u32,
-    column: u32,
-    block: [u32; 3],
-    thread: [u32; 3],
-    message: *const u8,
+#[derive(Clone, Copy)]
+pub struct PanicRecord {
+    /// 0 empty, 2 complete (written last, after a system fence).
+    pub state: u32,
+    /// Source line.
+    pub line: u32,
+    /// Source column.
+    pub column: u32,
+    /// `blockIdx` of the panicking thread.
+    pub block: [u32; 3],
+    /// `threadIdx` of the panicking thread.
+    pub thread: [u32; 3],
+    /// The kernel's name, NUL-terminated (empty if unknown).
+    pub kernel: [u8; 64],
+    /// The source file, NUL-terminated.
+    pub file: [u8; 192],
+    /// The panic message, NUL-terminated, cut to fit.
+    pub message: [u8; 256],
 }
 
-/// Copies `text` into `buffer` as a NUL-terminated C string (truncated to fit).
-fn c_string<'b>(text: &str, buffer: &'b mut [u8; TEXT_CAP]) -> &'b [u8; TEXT_CAP] {
-    let n = text.len().min(TEXT_CAP - 1);
-    buffer[..n].copy_from_slice(&text.as_bytes()[..n]);
-    buffer[n] = 0;
-    buffer
+/// Value written to `PanicRecord::state` once the record is complete.
+pub const RECORD_COMPLETE: u32 = 2;
+
+/// Copies `text` into `out` as a NUL-terminated string, cut to fit.
+#[cfg(not(target_arch = "nvptx64"))]
+fn copy_c_string(text: &[u8], out: &mut [u8]) {
+    let n = text.len().min(out.len() - 1);
+    out[..n].copy_from_slice(&text[..n]);
+    out[n] = 0;
 }
 
-#[panic_handler]
-fn panic(info: &PanicInfo) -> ! {
-    use crate::thread::*;
-    let (mut file_buf, mut message_buf) = ([0u8; TEXT_CAP], [0u8; TEXT_CAP]);
-    let (file, line, column) = info.location().map(|l| (l.file(), l.line(), l.column())).unwrap_or(("<unknown>", 0, 0));
-    let message = info.message().as_str().unwrap_or("(formatted message not shown on the device)");
-    let args = PanicArgs {
-        file: c_string(file, &mut file_buf).as_ptr(),
-        line,
-        column,
-        block: [block_idx_x(), block_idx_y(), block_idx_z()],
-        thread: [thread_idx_x(), thread_idx_y(), thread_idx_z()],
-        message: c_string(message, &mut message_buf).as_ptr(),
-    };
-    // SAFETY: the format's conversions match `PanicArgs` field by field; strings are NUL-terminated.
-    unsafe {
-        core::arch::nvptx::vprintf(
-            c"kernel panicked at %s:%u:%u, block (%u, %u, %u), thread (%u, %u, %u): %s\n".as_ptr().cast(),
-            (&args as *const PanicArgs).cast(),
-        );
-        core::arch::nvptx::trap()
+#[cfg(target_arch = "nvptx64")]
+mod device {
+    use super::*;
+    use core::panic::PanicInfo;
+
+    /// Where the host wants the record (see the module docs).
+    #[unsafe(no_mangle)]
+    #[used]
+    static mut __ferrocuda_panic_slot: u64 = 0;
+
+    /// Set by the first panicking thread.
+    #[unsafe(no_mangle)]
+    #[used]
+    static mut __ferrocuda_panic_claimed: u32 = 0;
+
+    // The running kernel's name and a check word: shared memory starts with garbage, so the
+    // name is trusted only when `check == name ^ TAG_KEY` (a kernel not made by `#[kernel]`
+    // leaves it unset).
+    core::arch::global_asm!(".shared .align 8 .u64 __ferrocuda_kernel_tag[2];");
+    const TAG_KEY: u64 = 0x6665_7272_6f63_7564;
+
+    /// Records the running kernel's name (a NUL-terminated string) for panic reports; every
+    /// thread writes the same value, once, at kernel entry.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn __enter_kernel(name: &'static core::ffi::CStr) {
+        let name = name.as_ptr() as u64;
+        // SAFETY: writes this block's tag in shared memory.
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .u32 t; mov.u32 t, __ferrocuda_kernel_tag; st.shared.v2.u64 [t], {{{n}, {c}}}; }}",
+                n = in(reg64) name, c = in(reg64) name ^ TAG_KEY, options(nostack),
+            );
+        }
     }
+
+    fn kernel_name() -> &'static [u8] {
+        let (name, check): (u64, u64);
+        // SAFETY: reads this block's tag in shared memory.
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .u32 t; mov.u32 t, __ferrocuda_kernel_tag; ld.shared.v2.u64 {{{n}, {c}}}, [t]; }}",
+                n = out(reg64) name, c = out(reg64) check, options(nostack, readonly),
+            );
+        }
+        if name == 0 || check != name ^ TAG_KEY {
+            return b"";
+        }
+        // SAFETY: the tag was written by `__enter_kernel` from a `&'static CStr`: readable up to
+        // and including its NUL (no `strlen` on the device, so count here; names are short).
+        unsafe {
+            let start = name as *const u8;
+            let mut len = 0;
+            while len < 63 && *start.add(len) != 0 {
+                len += 1;
+            }
+            core::slice::from_raw_parts(start, len)
+        }
+    }
+
+    /// Copies `text` into the host's record field `out` (volatile: the host reads it), cut to
+    /// fit, NUL-terminated.
+    ///
+    /// # Safety
+    /// `out` points at a writable field of `out_len` bytes.
+    #[inline(always)]
+    unsafe fn write_field(out: *mut u8, out_len: usize, text: &[u8]) {
+        let n = text.len().min(out_len - 1);
+        for (i, &byte) in text[..n].iter().enumerate() {
+            // SAFETY: i < n < out_len.
+            unsafe { out.add(i).write_volatile(byte) };
+        }
+        // SAFETY: n < out_len.
+        unsafe { out.add(n).write_volatile(0) };
+    }
+
+    // Kept small on purpose: ptxas charges the registers of this cold path to every kernel
+    // that can panic, so it builds nothing on the stack it does not need, formats nothing, and
+    // prints with `%.*s` straight from the strings.
+    #[panic_handler]
+    #[inline(never)]
+    #[cold]
+    fn panic(info: &PanicInfo) -> ! {
+        use crate::thread::*;
+        let (file, line, column) = info.location().map(|l| (l.file(), l.line(), l.column())).unwrap_or(("<unknown>", 0, 0));
+        // Only a message without arguments is kept: formatting one would pull `core::fmt`
+        // (indirect calls) into the module, and ptxas then gives every kernel 255 registers.
+        let message = info.message().as_str().unwrap_or("(formatted message; its arguments are not available on the GPU)");
+        let kernel = kernel_name();
+        let block = [block_idx_x(), block_idx_y(), block_idx_z()];
+        let thread = [thread_idx_x(), thread_idx_y(), thread_idx_z()];
+
+        // SAFETY: a module global, updated atomically.
+        let first = unsafe { crate::atomic::compare_exchange(&mut *core::ptr::addr_of_mut!(__ferrocuda_panic_claimed), 0, 1) } == 0;
+        if !first {
+            // SAFETY: ends this thread's kernel with an error.
+            unsafe { core::arch::nvptx::trap() }
+        }
+        // SAFETY: the host wrote the slot before any launch (or left it 0).
+        let slot = unsafe { core::ptr::addr_of!(__ferrocuda_panic_slot).read_volatile() } as *mut PanicRecord;
+        if !slot.is_null() {
+            // SAFETY: the slot points at a mapped, page-locked PanicRecord that only this thread
+            // writes (it won the claim). `state` goes last, after a system-scope fence.
+            unsafe {
+                let r = &raw mut *slot;
+                (&raw mut (*r).line).write_volatile(line);
+                (&raw mut (*r).column).write_volatile(column);
+                (&raw mut (*r).block).write_volatile(block);
+                (&raw mut (*r).thread).write_volatile(thread);
+                write_field((&raw mut (*r).kernel).cast(), 64, kernel);
+                write_field((&raw mut (*r).file).cast(), 192, file.as_bytes());
+                write_field((&raw mut (*r).message).cast(), 256, message.as_bytes());
+                crate::sync::fence_system();
+                (&raw mut (*r).state).write_volatile(RECORD_COMPLETE);
+                crate::sync::fence_system();
+            }
+        }
+        #[repr(C)]
+        struct Args {
+            kernel_len: u32,
+            kernel: *const u8,
+            file_len: u32,
+            file: *const u8,
+            line: u32,
+            column: u32,
+            block: [u32; 3],
+            thread: [u32; 3],
+            message_len: u32,
+            message: *const u8,
+        }
+        let args = Args {
+            kernel_len: kernel.len() as u32,
+            kernel: kernel.as_ptr(),
+            file_len: file.len() as u32,
+            file: file.as_ptr(),
+            line,
+            column,
+            block,
+            thread,
+            message_len: message.len() as u32,
+            message: message.as_ptr(),
+        };
+        // SAFETY: the format's conversions match `Args` (C varargs layout).
+        unsafe {
+            core::arch::nvptx::vprintf(
+                c"kernel `%.*s` panicked at %.*s:%u:%u, block (%u, %u, %u), thread (%u, %u, %u): %.*s\n".as_ptr().cast(),
+                (&args as *const Args).cast(),
+            );
+            core::arch::nvptx::trap()
+        }
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+pub use device::__enter_kernel;
+
+/// On the host (CPU executor) the kernel name comes from the executor itself.
+#[cfg(not(target_arch = "nvptx64"))]
+#[doc(hidden)]
+#[inline(always)]
+pub fn __enter_kernel(_name: &'static core::ffi::CStr) {}
+
+#[cfg(not(target_arch = "nvptx64"))]
+#[doc(hidden)]
+pub fn __record_for_host(kernel: &str, file: &str, line: u32, column: u32, block: [u32; 3], thread: [u32; 3], message: &str) -> PanicRecord {
+    let mut record = PanicRecord { state: RECORD_COMPLETE, line, column, block, thread, kernel: [0; 64], file: [0; 192], message: [0; 256] };
+    copy_c_string(kernel.as_bytes(), &mut record.kernel);
+    copy_c_string(file.as_bytes(), &mut record.file);
+    copy_c_string(message.as_bytes(), &mut record.message);
+    record
 }

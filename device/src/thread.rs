@@ -1,9 +1,21 @@
 //! Thread, block and grid indices and sizes (`threadIdx`, `blockIdx`, `blockDim`, `gridDim`).
 //!
-//! Each compiles to one `mov.u32 %r, %tid.x`-style special-register read.
+//! Each axis function compiles to one `mov.u32 %r, %tid.x`-style special-register read; the
+//! 3-D forms read three. On the host they read the CPU executor's current thread.
+
+/// A 3-D index or size, as CUDA's `dim3`/`uint3`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Dim3 {
+    /// x
+    pub x: u32,
+    /// y
+    pub y: u32,
+    /// z
+    pub z: u32,
+}
 
 macro_rules! special_registers {
-    ($($(#[$doc:meta])* $name:ident => $intrinsic:ident;)*) => {$(
+    ($($(#[$doc:meta])* $name:ident => $intrinsic:ident, $which:ident . $axis:ident;)*) => {$(
         $(#[$doc])*
         #[inline(always)]
         pub fn $name() -> u32 {
@@ -11,42 +23,94 @@ macro_rules! special_registers {
             // SAFETY: reading a special register has no preconditions inside a kernel.
             unsafe { core::arch::nvptx::$intrinsic() as u32 }
             #[cfg(not(target_arch = "nvptx64"))]
-            crate::not_on_host(stringify!($name))
+            crate::emu::$which().$axis
         }
     )*};
 }
 
 special_registers! {
     /// `threadIdx.x`
-    thread_idx_x => _thread_idx_x;
+    thread_idx_x => _thread_idx_x, thread_idx.x;
     /// `threadIdx.y`
-    thread_idx_y => _thread_idx_y;
+    thread_idx_y => _thread_idx_y, thread_idx.y;
     /// `threadIdx.z`
-    thread_idx_z => _thread_idx_z;
+    thread_idx_z => _thread_idx_z, thread_idx.z;
     /// `blockIdx.x`
-    block_idx_x => _block_idx_x;
+    block_idx_x => _block_idx_x, block_idx.x;
     /// `blockIdx.y`
-    block_idx_y => _block_idx_y;
+    block_idx_y => _block_idx_y, block_idx.y;
     /// `blockIdx.z`
-    block_idx_z => _block_idx_z;
+    block_idx_z => _block_idx_z, block_idx.z;
     /// `blockDim.x`
-    block_dim_x => _block_dim_x;
+    block_dim_x => _block_dim_x, block_dim.x;
     /// `blockDim.y`
-    block_dim_y => _block_dim_y;
+    block_dim_y => _block_dim_y, block_dim.y;
     /// `blockDim.z`
-    block_dim_z => _block_dim_z;
+    block_dim_z => _block_dim_z, block_dim.z;
     /// `gridDim.x`
-    grid_dim_x => _grid_dim_x;
+    grid_dim_x => _grid_dim_x, grid_dim.x;
     /// `gridDim.y`
-    grid_dim_y => _grid_dim_y;
+    grid_dim_y => _grid_dim_y, grid_dim.y;
     /// `gridDim.z`
-    grid_dim_z => _grid_dim_z;
+    grid_dim_z => _grid_dim_z, grid_dim.z;
+}
+
+/// `threadIdx`: this thread's index in its block.
+#[inline(always)]
+pub fn thread_idx() -> Dim3 {
+    Dim3 { x: thread_idx_x(), y: thread_idx_y(), z: thread_idx_z() }
+}
+
+/// `blockIdx`: this block's index in the grid.
+#[inline(always)]
+pub fn block_idx() -> Dim3 {
+    Dim3 { x: block_idx_x(), y: block_idx_y(), z: block_idx_z() }
+}
+
+/// `blockDim`: threads per block along each axis.
+#[inline(always)]
+pub fn block_dim() -> Dim3 {
+    Dim3 { x: block_dim_x(), y: block_dim_y(), z: block_dim_z() }
+}
+
+/// `gridDim`: blocks per grid along each axis.
+#[inline(always)]
+pub fn grid_dim() -> Dim3 {
+    Dim3 { x: grid_dim_x(), y: grid_dim_y(), z: grid_dim_z() }
 }
 
 /// `blockIdx.x * blockDim.x + threadIdx.x` as `usize`: the 1-D global index.
 #[inline(always)]
 pub fn index_1d() -> usize {
     block_idx_x() as usize * block_dim_x() as usize + thread_idx_x() as usize
+}
+
+/// The global `(x, y)` index of a 2-D launch: `(blockIdx.x * blockDim.x + threadIdx.x,
+/// blockIdx.y * blockDim.y + threadIdx.y)`. Use `x` for the column, so that consecutive
+/// threads touch consecutive addresses.
+#[inline(always)]
+pub fn index_2d() -> (usize, usize) {
+    (index_1d(), block_idx_y() as usize * block_dim_y() as usize + thread_idx_y() as usize)
+}
+
+/// The global `(x, y, z)` index of a 3-D launch.
+#[inline(always)]
+pub fn index_3d() -> (usize, usize, usize) {
+    let (x, y) = index_2d();
+    (x, y, block_idx_z() as usize * block_dim_z() as usize + thread_idx_z() as usize)
+}
+
+/// This thread's rank in its block, `x` fastest: `threadIdx.x + blockDim.x * (threadIdx.y +
+/// blockDim.y * threadIdx.z)`. Warps are formed from consecutive ranks.
+#[inline(always)]
+pub fn rank_in_block() -> u32 {
+    thread_idx_x() + block_dim_x() * (thread_idx_y() + block_dim_y() * thread_idx_z())
+}
+
+/// Threads in a block (`blockDim.x * blockDim.y * blockDim.z`).
+#[inline(always)]
+pub fn block_size() -> u32 {
+    block_dim_x() * block_dim_y() * block_dim_z()
 }
 
 /// `gridDim.x * blockDim.x` as `usize`: the stride of a 1-D grid-stride loop.
@@ -61,14 +125,4 @@ pub fn grid_stride_range(len: usize) -> core::iter::StepBy<core::ops::Range<usiz
     (index_1d().min(len)..len).step_by(grid_stride_1d().max(1))
 }
 
-/// Block-wide barrier (`__syncthreads()`, `bar.sync 0`): every thread of the block must reach it.
-#[inline(always)]
-pub fn sync_threads() {
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: a barrier; the caller keeps it in uniform control flow, as in CUDA.
-    unsafe {
-        core::arch::nvptx::_syncthreads()
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    crate::not_on_host("sync_threads")
-}
+pub use crate::sync::sync_threads;

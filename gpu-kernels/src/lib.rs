@@ -2,7 +2,7 @@
 //!
 //! Each `#[kernel]` is a PTX entry point on the device and, on the host, a module with a typed
 //! launcher: `gpu_kernels::saxpy::launch(&stream, config, a, &x, &mut y)`.
-#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
+#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
 
 use ferrocuda_device::kernel;
 use ferrocuda_device::thread::{grid_stride_range, index_1d, thread_idx_x};
@@ -42,3 +42,5 @@ pub fn square_checked(x: &[u32], out: &mut [u32]) {
         out[i] = x[i].wrapping_mul(x[i]);
     }
 }
+
+pub mod device_lib;

@@ -1,0 +1,349 @@
+//! Shared memory: per-block scratch space, static ([`shared_array!`](crate::shared_array)) or
+//! sized at launch ([`dynamic_shared`]).
+//!
+//! Rust has no address spaces, so a reference into shared memory would be a generic pointer
+//! and its accesses generic `ld`/`st`. These handles instead keep the 32-bit shared-window
+//! address and access it with `ld.shared`/`st.shared`/`atom.shared`, exactly what nvcc emits
+//! for `__shared__` arrays: one instruction per access, bounds-checked like a slice (use the
+//! `_unchecked` forms in hot loops whose indices are known to be in range).
+//!
+//! Shared memory starts with unspecified contents. The element types allowed
+//! ([`SharedElement`]: integers and floats of 4 or 8 bytes) are valid for every bit pattern,
+//! so reading before writing yields an unspecified number, never undefined behaviour.
+//! Each `shared_array!` site is its own array: two arrays never alias, and every block gets
+//! its own copy.
+
+use core::marker::PhantomData;
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A type that can live in shared memory: any bit pattern is a valid value.
+pub trait SharedElement: Copy + sealed::Sealed {
+    #[doc(hidden)]
+    /// # Safety
+    /// `address` is an aligned shared-window address inside an array of `Self`.
+    unsafe fn load_shared(address: u32) -> Self;
+    #[doc(hidden)]
+    /// # Safety
+    /// As for `load_shared`.
+    unsafe fn store_shared(address: u32, value: Self);
+}
+
+/// Shared-memory element types with an atomic add (`atom.shared.add`).
+pub trait SharedAtomicAdd: SharedElement {
+    #[doc(hidden)]
+    /// # Safety
+    /// As for [`SharedElement::load_shared`].
+    unsafe fn fetch_add_shared(address: u32, value: Self) -> Self;
+}
+
+macro_rules! shared_element {
+    ($($ty:ty => $ptx:literal, $reg:ident, $add:tt;)*) => {$(
+        impl sealed::Sealed for $ty {}
+        impl SharedElement for $ty {
+            #[inline(always)]
+            unsafe fn load_shared(address: u32) -> Self {
+                #[cfg(target_arch = "nvptx64")]
+                {
+                    let value: $ty;
+                    // SAFETY: the caller passes an in-bounds, aligned shared address.
+                    unsafe {
+                        core::arch::asm!(concat!("ld.shared.", $ptx, " {v}, [{a}];"), v = out($reg) value, a = in(reg32) address,
+                            options(nostack, readonly, preserves_flags));
+                    }
+                    value
+                }
+                #[cfg(not(target_arch = "nvptx64"))]
+                // SAFETY: on the host the "address" is an offset into this block's shared memory.
+                unsafe { crate::emu::shared_pointer::<$ty>(address).read_volatile() }
+            }
+
+            #[inline(always)]
+            unsafe fn store_shared(address: u32, value: Self) {
+                #[cfg(target_arch = "nvptx64")]
+                // SAFETY: the caller passes an in-bounds, aligned shared address.
+                unsafe {
+                    core::arch::asm!(concat!("st.shared.", $ptx, " [{a}], {v};"), v = in($reg) value, a = in(reg32) address,
+                        options(nostack, preserves_flags));
+                }
+                #[cfg(not(target_arch = "nvptx64"))]
+                // SAFETY: as in `load_shared`.
+                unsafe { crate::emu::shared_pointer::<$ty>(address).write_volatile(value) }
+            }
+        }
+        shared_element!(@add $ty, $reg, $add);
+    )*};
+    (@add $ty:ty, $reg:ident, -) => {};
+    (@add $ty:ty, $reg:ident, $add:literal) => {
+        impl SharedAtomicAdd for $ty {
+            #[inline(always)]
+            unsafe fn fetch_add_shared(address: u32, value: Self) -> Self {
+                #[cfg(target_arch = "nvptx64")]
+                {
+                    let old: $ty;
+                    // SAFETY: the caller passes an in-bounds, aligned shared address.
+                    unsafe {
+                        core::arch::asm!(concat!("atom.shared.add.", $add, " {o}, [{a}], {v};"), o = out($reg) old, a = in(reg32) address,
+                            v = in($reg) value, options(nostack, preserves_flags));
+                    }
+                    old
+                }
+                #[cfg(not(target_arch = "nvptx64"))]
+                // SAFETY: as in `load_shared`.
+                unsafe { crate::emu::shared_fetch_add::<$ty>(address, value) }
+            }
+        }
+    };
+}
+
+shared_element! {
+    u32 => "u32", reg32, "u32";
+    i32 => "s32", reg32, "s32";
+    f32 => "f32", reg32, "f32";
+    u64 => "u64", reg64, "u64";
+    i64 => "s64", reg64, -;
+    f64 => "f64", reg64, "f64";
+}
+
+/// A shared-memory array of `N` elements of `T`, made by [`shared_array!`](crate::shared_array).
+/// A small `Copy` handle (the array's address); pass it to helper functions freely.
+#[derive(Clone, Copy)]
+pub struct SharedArray<T: SharedElement, const N: usize> {
+    base: u32,
+    _element: PhantomData<T>,
+}
+
+/// A run of shared memory sized at launch time, from [`dynamic_shared`].
+#[derive(Clone, Copy)]
+pub struct SharedSlice<T: SharedElement> {
+    base: u32,
+    len: usize,
+    _element: PhantomData<T>,
+}
+
+/// Methods shared by [`SharedArray`] and [`SharedSlice`].
+macro_rules! shared_methods {
+    () => {
+        /// The address of element `index` (no check).
+        #[inline(always)]
+        fn address(&self, index: usize) -> u32 {
+            self.base + (index * core::mem::size_of::<T>()) as u32
+        }
+
+        /// Element `index` (`ld.shared`).
+        ///
+        /// # Panics
+        /// When `index` is out of bounds, like slice indexing.
+        #[inline(always)]
+        #[track_caller]
+        pub fn get(&self, index: usize) -> T {
+            assert!(index < self.len(), "shared memory index out of bounds: the len is {} but the index is {}", self.len(), index);
+            // SAFETY: in bounds.
+            unsafe { T::load_shared(self.address(index)) }
+        }
+
+        /// Writes element `index` (`st.shared`).
+        ///
+        /// # Panics
+        /// When `index` is out of bounds.
+        #[inline(always)]
+        #[track_caller]
+        pub fn set(&self, index: usize, value: T) {
+            assert!(index < self.len(), "shared memory index out of bounds: the len is {} but the index is {}", self.len(), index);
+            // SAFETY: in bounds.
+            unsafe { T::store_shared(self.address(index), value) }
+        }
+
+        /// Element `index` without the bounds check.
+        ///
+        /// # Safety
+        /// `index < self.len()`.
+        #[inline(always)]
+        pub unsafe fn get_unchecked(&self, index: usize) -> T {
+            // SAFETY: the caller keeps `index` in bounds.
+            unsafe { T::load_shared(self.address(index)) }
+        }
+
+        /// Writes element `index` without the bounds check.
+        ///
+        /// # Safety
+        /// `index < self.len()`.
+        #[inline(always)]
+        pub unsafe fn set_unchecked(&self, index: usize, value: T) {
+            // SAFETY: the caller keeps `index` in bounds.
+            unsafe { T::store_shared(self.address(index), value) }
+        }
+
+        /// Atomically adds `value` to element `index` (`atom.shared.add`, relaxed, block scope),
+        /// returning the old value. Shared-memory atomics are what a block-local histogram uses.
+        ///
+        /// # Panics
+        /// When `index` is out of bounds.
+        #[inline(always)]
+        #[track_caller]
+        pub fn fetch_add(&self, index: usize, value: T) -> T
+        where
+            T: SharedAtomicAdd,
+        {
+            assert!(index < self.len(), "shared memory index out of bounds: the len is {} but the index is {}", self.len(), index);
+            // SAFETY: in bounds.
+            unsafe { T::fetch_add_shared(self.address(index), value) }
+        }
+
+        /// The 32-bit shared-window address of element 0 (for inline PTX).
+        #[inline(always)]
+        pub fn shared_address(&self) -> u32 {
+            self.base
+        }
+    };
+}
+
+impl<T: SharedElement, const N: usize> SharedArray<T, N> {
+    #[doc(hidden)]
+    /// # Safety
+    /// `base` is the address of a shared array of `N` `T`s, suitably aligned, used only
+    /// through this handle's site (what `shared_array!` guarantees).
+    #[inline(always)]
+    pub unsafe fn __from_address(base: u32) -> Self {
+        SharedArray { base, _element: PhantomData }
+    }
+
+    /// Number of elements.
+    #[inline(always)]
+    pub const fn len(&self) -> usize {
+        N
+    }
+
+    /// True for a zero-length array.
+    #[inline(always)]
+    pub const fn is_empty(&self) -> bool {
+        N == 0
+    }
+
+    shared_methods!();
+}
+
+impl<T: SharedElement> SharedSlice<T> {
+    /// Number of elements.
+    #[inline(always)]
+    pub const fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when empty.
+    #[inline(always)]
+    pub const fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Splits into `[0, mid)` and `[mid, len)`: two non-overlapping parts, for a kernel that
+    /// needs several dynamically sized arrays.
+    ///
+    /// # Panics
+    /// When `mid > len`.
+    #[track_caller]
+    pub fn split_at(self, mid: usize) -> (SharedSlice<T>, SharedSlice<T>) {
+        assert!(mid <= self.len, "split point {mid} beyond the shared slice's length {}", self.len);
+        let tail = SharedSlice { base: self.address(mid), len: self.len - mid, _element: PhantomData };
+        (SharedSlice { base: self.base, len: mid, _element: PhantomData }, tail)
+    }
+
+    shared_methods!();
+}
+
+/// The dynamic shared memory of this launch (the `shared_bytes` of `<<<grid, block,
+/// shared_bytes>>>`) as elements of `T`: `%dynamic_smem_size / size_of::<T>()` of them,
+/// 16-byte aligned. Every call returns the same memory; use [`SharedSlice::split_at`] for
+/// several arrays.
+#[inline(always)]
+pub fn dynamic_shared<T: SharedElement>() -> SharedSlice<T> {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (base, bytes): (u32, u32);
+        // SAFETY: reads the address of the extern shared array and a special register.
+        unsafe {
+            core::arch::asm!("mov.u32 {b}, __ferrocuda_dynamic_shared;", b = out(reg32) base, options(pure, nomem, nostack));
+            core::arch::asm!("mov.u32 {n}, %dynamic_smem_size;", n = out(reg32) bytes, options(pure, nomem, nostack));
+        }
+        SharedSlice { base, len: bytes as usize / core::mem::size_of::<T>(), _element: PhantomData }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let (base, bytes) = crate::emu::dynamic_shared();
+        SharedSlice { base, len: bytes as usize / core::mem::size_of::<T>(), _element: PhantomData }
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+core::arch::global_asm!(".extern .shared .align 16 .b8 __ferrocuda_dynamic_shared[];");
+
+/// A number naming one `shared_array!` site: FNV-1a of the crate, file, line and column.
+#[doc(hidden)]
+pub const fn __site(krate: &str, file: &str, line: u32, column: u32) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let parts = [krate.as_bytes(), file.as_bytes()];
+    let mut p = 0;
+    while p < parts.len() {
+        let bytes = parts[p];
+        let mut i = 0;
+        while i < bytes.len() {
+            hash = (hash ^ bytes[i] as u64).wrapping_mul(0x0100_0000_01b3);
+            i += 1;
+        }
+        hash = (hash ^ 0xff).wrapping_mul(0x0100_0000_01b3);
+        p += 1;
+    }
+    hash = (hash ^ line as u64).wrapping_mul(0x0100_0000_01b3);
+    (hash ^ column as u64).wrapping_mul(0x0100_0000_01b3)
+}
+
+/// A statically sized shared-memory array, CUDA's `__shared__ T name[N]`:
+/// `let tile = shared_array![f32; 32 * 33];` gives a [`SharedArray<f32, 1056>`](SharedArray).
+///
+/// Each invocation site declares its own `.shared` array in the PTX module (so two sites never
+/// alias, and each block has its own copy); reaching the same site twice, for example in a
+/// helper function called twice, gives the same array, as a `static __shared__` in a CUDA
+/// device function does. The length must be a constant expression; it may use items of the
+/// enclosing module (not local constants of the function). The kernel crate needs
+/// `feature(asm_experimental_arch)` on the device (see the crate docs).
+#[macro_export]
+macro_rules! shared_array {
+    [$ty:ty; $len:expr] => {{
+        #[cfg(target_arch = "nvptx64")]
+        #[doc(hidden)]
+        mod __ferrocuda_shared_site {
+            #[allow(unused_imports)]
+            use super::*;
+            ::core::arch::global_asm!(
+                ".shared .align {align} .b8 __ferrocuda_shared_{site}[{bytes}];",
+                align = const if ::core::mem::align_of::<$ty>() < 4 { 4 } else { ::core::mem::align_of::<$ty>() },
+                bytes = const ::core::mem::size_of::<$ty>() * ($len),
+                site = const $crate::shared::__site(env!("CARGO_CRATE_NAME"), file!(), line!(), column!()),
+            );
+        }
+        #[cfg(target_arch = "nvptx64")]
+        let __ferrocuda_address: u32 = {
+            let address: u32;
+            // SAFETY: reads the address of the array declared just above.
+            unsafe {
+                ::core::arch::asm!(
+                    "mov.u32 {a}, __ferrocuda_shared_{site};",
+                    a = out(reg32) address,
+                    site = const $crate::shared::__site(env!("CARGO_CRATE_NAME"), file!(), line!(), column!()),
+                    options(pure, nomem, nostack),
+                );
+            }
+            address
+        };
+        #[cfg(not(target_arch = "nvptx64"))]
+        let __ferrocuda_address: u32 = $crate::emu::static_shared(
+            $crate::shared::__site(env!("CARGO_CRATE_NAME"), file!(), line!(), column!()),
+            ::core::mem::size_of::<$ty>() * ($len),
+            ::core::mem::align_of::<$ty>(),
+        );
+        // SAFETY: the address is this site's own array of `$len` elements.
+        unsafe { $crate::shared::SharedArray::<$ty, { $len }>::__from_address(__ferrocuda_address) }
+    }};
+}

@@ -1,0 +1,127 @@
+//! Barriers and memory fences.
+//!
+//! | function | CUDA | PTX | cost |
+//! | --- | --- | --- | --- |
+//! | [`sync_threads`] | `__syncthreads()` | `bar.sync 0` | a block-wide wait |
+//! | [`sync_threads_count`] | `__syncthreads_count(p)` | `bar.red.popc.u32` | a wait plus a block reduction |
+//! | [`sync_threads_and`] / [`sync_threads_or`] | `__syncthreads_and/or(p)` | `bar.red.and/or.pred` | as above |
+//! | [`sync_warp`] | `__syncwarp(mask)` | `bar.warp.sync` | converges the lanes of `mask` |
+//! | [`fence_block`] / [`fence_device`] / [`fence_system`] | `__threadfence_block/()/_system` | `fence.sc.cta/gpu/sys` | orders this thread's memory accesses as seen by the block / GPU / host and peers |
+//!
+//! Every thread of the block must reach a block barrier (every lane of `mask`, a warp
+//! barrier), as in CUDA; the CPU executor reports a barrier that some threads skip.
+
+/// Block-wide barrier (`__syncthreads()`, `bar.sync 0`): waits until every thread of the block
+/// has reached it; shared and global memory writes made before it are visible after it.
+#[inline(always)]
+pub fn sync_threads() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a barrier; the caller keeps it in uniform control flow, as in CUDA.
+    unsafe {
+        core::arch::nvptx::_syncthreads()
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::emu::barrier(crate::emu::BarrierKind::Plain, false);
+}
+
+/// Block barrier that also counts the threads whose `predicate` is true
+/// (`__syncthreads_count`, `bar.red.popc.u32`). Every thread gets the same count.
+#[inline(always)]
+pub fn sync_threads_count(predicate: bool) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let count: u32;
+        // SAFETY: a block barrier with a reduction; uniform control flow as in CUDA.
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .pred p; setp.ne.u32 p, {v}, 0; bar.red.popc.u32 {c}, 0, p; }}",
+                v = in(reg32) predicate as u32, c = out(reg32) count,
+            );
+        }
+        count
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::emu::barrier(crate::emu::BarrierKind::Count, predicate)
+}
+
+/// Block barrier returning whether `predicate` is true for every thread (`__syncthreads_and`).
+#[inline(always)]
+pub fn sync_threads_and(predicate: bool) -> bool {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let all: u32;
+        // SAFETY: a block barrier with a reduction; uniform control flow as in CUDA.
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .pred p, q; setp.ne.u32 p, {v}, 0; bar.red.and.pred q, 0, p; selp.u32 {r}, 1, 0, q; }}",
+                v = in(reg32) predicate as u32, r = out(reg32) all,
+            );
+        }
+        all != 0
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        crate::emu::barrier(crate::emu::BarrierKind::And, predicate) != 0
+    }
+}
+
+/// Block barrier returning whether `predicate` is true for any thread (`__syncthreads_or`).
+#[inline(always)]
+pub fn sync_threads_or(predicate: bool) -> bool {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let any: u32;
+        // SAFETY: a block barrier with a reduction; uniform control flow as in CUDA.
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .pred p, q; setp.ne.u32 p, {v}, 0; bar.red.or.pred q, 0, p; selp.u32 {r}, 1, 0, q; }}",
+                v = in(reg32) predicate as u32, r = out(reg32) any,
+            );
+        }
+        any != 0
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        crate::emu::barrier(crate::emu::BarrierKind::Or, predicate) != 0
+    }
+}
+
+/// Warp barrier (`__syncwarp(mask)`, `bar.warp.sync`): the lanes in `mask` (which must include
+/// this one) wait for each other; their memory accesses before it are visible after it.
+#[inline(always)]
+pub fn sync_warp(mask: u32) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a warp barrier over lanes named by the caller, as in CUDA.
+    unsafe {
+        core::arch::asm!("bar.warp.sync {m};", m = in(reg32) mask);
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::emu::warp_sync(mask);
+}
+
+macro_rules! fences {
+    ($($(#[$doc:meta])* $name:ident => $ptx:literal, $ordering:expr;)*) => {$(
+        $(#[$doc])*
+        #[inline(always)]
+        pub fn $name() {
+            #[cfg(target_arch = "nvptx64")]
+            // SAFETY: a fence has no operands; it only orders memory accesses.
+            unsafe {
+                core::arch::asm!($ptx, options(nostack));
+            }
+            #[cfg(not(target_arch = "nvptx64"))]
+            core::sync::atomic::fence($ordering);
+        }
+    )*};
+}
+
+fences! {
+    /// `__threadfence_block()` (`fence.sc.cta`): this thread's earlier memory accesses are
+    /// ordered before its later ones as seen by threads of its block.
+    fence_block => "fence.sc.cta;", core::sync::atomic::Ordering::SeqCst;
+    /// `__threadfence()` (`fence.sc.gpu`): ordering as seen by every thread on the device.
+    fence_device => "fence.sc.gpu;", core::sync::atomic::Ordering::SeqCst;
+    /// `__threadfence_system()` (`fence.sc.sys`): ordering as seen by the host and peer GPUs too
+    /// (for mapped host memory and peer memory).
+    fence_system => "fence.sc.sys;", core::sync::atomic::Ordering::SeqCst;
+}

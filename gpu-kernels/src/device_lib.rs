@@ -1,0 +1,225 @@
+//! Kernels that exercise the device library, one feature each; the tests in
+//! `tests/gpu_device_lib.rs` launch them and check every output against the host.
+
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use ferrocuda_device::atomic::{self, Scope};
+use ferrocuda_device::math::{DeviceFloat, FastMath};
+use ferrocuda_device::sync::{sync_threads, sync_threads_and, sync_threads_count, sync_threads_or, sync_warp};
+use ferrocuda_device::thread::{block_dim, block_idx, grid_dim, index_1d, index_3d, rank_in_block, thread_idx, thread_idx_x};
+use ferrocuda_device::{dynamic_shared, kernel, shared_array, warp};
+
+/// Words written per thread by [`indices_3d`].
+pub const INDEX_WORDS: usize = 8;
+
+/// Every thread of a 3-D launch writes its indices at its global linear position:
+/// `threadIdx.xyz, blockIdx.xyz, rank in block, global linear id`.
+#[kernel]
+pub fn indices_3d(out: &mut [u32]) {
+    let (x, y, z) = index_3d();
+    let (grid, block) = (grid_dim(), block_dim());
+    let width = (grid.x * block.x) as usize;
+    let height = (grid.y * block.y) as usize;
+    let linear = x + width * (y + height * z);
+    let (t, b) = (thread_idx(), block_idx());
+    let words = [t.x, t.y, t.z, b.x, b.y, b.z, rank_in_block(), linear as u32];
+    for (k, w) in words.into_iter().enumerate() {
+        out[linear * INDEX_WORDS + k] = w;
+    }
+}
+
+/// Two static shared arrays of 256 elements: `a` gets `x`, `b` gets `2x`; after a barrier each
+/// thread reads `a` reversed and `b` shifted by one, so a block that shared one array for both,
+/// or skipped the barrier, gives a different answer. Launch with blocks of 256.
+#[kernel]
+pub fn shared_two_arrays(x: &[f32], out: &mut [f32]) {
+    let a = shared_array![f32; 256];
+    let b = shared_array![f32; 256];
+    let t = thread_idx_x() as usize;
+    let i = index_1d();
+    a.set(t, x[i]);
+    b.set(t, 2.0 * x[i]);
+    sync_threads();
+    out[i] = a.get(255 - t) + 1000.0 * b.get((t + 1) % 256);
+}
+
+/// Block sum of `x` through dynamic shared memory (one `u32` per thread, a tree reduction);
+/// `out[block] = sum`. The second half of the dynamic memory holds each thread's index,
+/// checked after the reduction to show the two halves of `split_at` do not overlap.
+#[kernel]
+pub fn dynamic_shared_sum(x: &[u32], out: &mut [u32]) {
+    let (sums, marks) = dynamic_shared::<u32>().split_at(ferrocuda_device::thread::block_size() as usize);
+    let t = thread_idx_x() as usize;
+    sums.set(t, x[index_1d()]);
+    marks.set(t, t as u32);
+    sync_threads();
+    let mut width = sums.len() / 2;
+    while width > 0 {
+        if t < width {
+            sums.set(t, sums.get(t) + sums.get(t + width));
+        }
+        sync_threads();
+        width /= 2;
+    }
+    if t == 0 {
+        out[2 * block_idx().x as usize] = sums.get(0);
+    }
+    if marks.get(t) != t as u32 {
+        out[2 * block_idx().x as usize + 1] = 1;
+    }
+}
+
+/// Block barriers with reductions: per block `[count of odd x, all odd, any odd]`.
+#[kernel]
+pub fn barrier_votes(x: &[u32], out: &mut [u32]) {
+    let odd = x[index_1d()] % 2 == 1;
+    let count = sync_threads_count(odd);
+    let all = sync_threads_and(odd);
+    let any = sync_threads_or(odd);
+    if thread_idx_x() == 0 {
+        let b = block_idx().x as usize;
+        out[3 * b] = count;
+        out[3 * b + 1] = all as u32;
+        out[3 * b + 2] = any as u32;
+    }
+}
+
+/// Words written per thread by [`warp_ops`].
+pub const WARP_WORDS: usize = 14;
+
+/// Each lane writes the results of every warp operation on its `x` (see the test for the list).
+#[kernel]
+pub fn warp_ops(x: &[u32], out: &mut [u32]) {
+    let i = index_1d();
+    let v = x[i];
+    let lane = warp::lane_id();
+    let wide = ((v as u64) << 32) | (v as u64 ^ 0xdead_beef);
+    let results = [
+        lane,
+        warp::shuffle(v, 31 - lane),
+        warp::shuffle_up(v, 3),
+        warp::shuffle_down(v, 5),
+        warp::shuffle_xor(v, 1),
+        (warp::shuffle_xor(wide, 2) >> 32) as u32,
+        warp::shuffle_xor(wide, 2) as u32,
+        warp::ballot(v % 3 == 0),
+        warp::all(v < 1000) as u32,
+        warp::any(v == 7) as u32,
+        warp::match_any(v % 4),
+        warp::reduce_sum(v),
+        warp::reduce_max(v),
+        warp::reduce_sum(v as f32 * 0.5) as u32,
+    ];
+    sync_warp(warp::FULL_MASK);
+    for (k, r) in results.into_iter().enumerate() {
+        out[i * WARP_WORDS + k] = r;
+    }
+}
+
+/// Atomics from every thread on a few shared counters:
+/// `counters = [Σ1 (device), Σ1 (block scope on a per-block slot..), max x, min x, Σx via CAS loop,
+/// Σ1 via core::sync::atomic, exchange count]`, `sums_f32[0] = Σ x as f32`, `sums_f64[0] = Σ x as f64`.
+#[kernel]
+pub fn atomics(x: &[u32], counters: &mut [u32], sums_f32: &mut [f32], sums_f64: &mut [f64]) {
+    let v = x[index_1d()];
+    atomic::fetch_add(&mut counters[0], 1u32);
+    atomic::fetch_add_scoped(Scope::System, &mut counters[1], 1u32);
+    atomic::fetch_max(&mut counters[2], v);
+    atomic::fetch_min(&mut counters[3], v);
+    // Σx through a compare-and-swap loop, the way any other read-modify-write is built.
+    let mut seen = counters[4];
+    loop {
+        let old = atomic::compare_exchange(&mut counters[4], seen, seen.wrapping_add(v));
+        if old == seen {
+            break;
+        }
+        seen = old;
+    }
+    // SAFETY: `counters[5]` is a valid, aligned u32 that every thread updates only atomically.
+    let core_counter = unsafe { AtomicU32::from_ptr(&mut counters[5]) };
+    core_counter.fetch_add(1, Ordering::Relaxed);
+    // Exactly one thread sees 0 come back from the exchange.
+    if atomic::exchange(&mut counters[6], 1u32) == 0 {
+        atomic::fetch_add(&mut counters[7], 1u32);
+    }
+    atomic::add(&mut sums_f32[0], v as f32);
+    atomic::add(&mut sums_f64[0], v as f64);
+}
+
+/// A 256-bin histogram of the low byte of `x`: per-block bins in shared memory
+/// (`atom.shared.add`), then one global atomic add per non-empty bin. Blocks of 256 threads.
+#[kernel]
+pub fn histogram_256(x: &[u32], bins: &mut [u32]) {
+    let local = shared_array![u32; 256];
+    let t = thread_idx_x() as usize;
+    local.set(t, 0);
+    sync_threads();
+    for i in ferrocuda_device::thread::grid_stride_range(x.len()) {
+        local.fetch_add((x[i] & 0xff) as usize, 1);
+    }
+    sync_threads();
+    let count = local.get(t);
+    if count > 0 {
+        atomic::add(&mut bins[t], count);
+    }
+}
+
+/// Functions evaluated by [`math_f32`] and [`math_f64`], in output order.
+pub const MATH_FUNCTIONS: [&str; 24] = [
+    "sqrt", "rsqrt", "cbrt", "exp", "exp2", "exp_m1", "ln", "log2", "log10", "ln_1p", "sin", "cos", "tan", "asin", "atan", "sinh",
+    "tanh", "erf", "erfc", "floor", "ceil", "round", "powf(x, 1.7)", "powi(x, 5)",
+];
+
+macro_rules! math_list {
+    ($x:expr) => {{
+        let x = $x;
+        [
+            x.sqrt(), x.rsqrt(), x.cbrt(), x.exp(), x.exp2(), x.exp_m1(), x.ln(), x.log2(), x.log10(), x.ln_1p(), x.sin(), x.cos(), x.tan(),
+            (x * 0.1).asin(), x.atan(), x.sinh(), x.tanh(), DeviceFloat::erf(x), DeviceFloat::erfc(x), x.floor(), x.ceil(), x.round(), x.powf(1.7), x.powi(5),
+        ]
+    }};
+}
+
+/// `out[f * n + i] = MATH_FUNCTIONS[f](x[i])` in `f32`.
+#[kernel]
+pub fn math_f32(x: &[f32], out: &mut [f32]) {
+    let i = index_1d();
+    if i < x.len() {
+        for (f, r) in math_list!(x[i]).into_iter().enumerate() {
+            out[f * x.len() + i] = r;
+        }
+    }
+}
+
+/// `out[f * n + i] = MATH_FUNCTIONS[f](x[i])` in `f64`.
+#[kernel]
+pub fn math_f64(x: &[f64], out: &mut [f64]) {
+    let i = index_1d();
+    if i < x.len() {
+        for (f, r) in math_list!(x[i]).into_iter().enumerate() {
+            out[f * x.len() + i] = r;
+        }
+    }
+}
+
+/// The fast approximations, in order `exp, exp2, ln, log2, sin, cos, rsqrt, recip, tanh, div(x, 3)`.
+#[kernel]
+pub fn fast_math(x: &[f32], out: &mut [f32]) {
+    let i = index_1d();
+    if i < x.len() {
+        let v = x[i];
+        let r = [v.fast_exp(), v.fast_exp2(), v.fast_ln(), v.fast_log2(), v.fast_sin(), v.fast_cos(), v.fast_rsqrt(), v.fast_recip(), v.fast_tanh(), v.fast_div(3.0)];
+        for (f, r) in r.into_iter().enumerate() {
+            out[f * x.len() + i] = r;
+        }
+    }
+}
+
+/// Panics with a formatted message when `x[i] > limit` (to test panic reports).
+#[kernel]
+pub fn panic_formatted(x: &[u32], limit: u32) {
+    let i = index_1d();
+    if i < x.len() && x[i] > limit {
+        panic!("value {} at {} is over the limit {}", x[i], i, limit);
+    }
+}
