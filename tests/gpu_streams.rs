@@ -106,6 +106,7 @@ fn a_captured_graph_replays_several_kernels_n_times() {
     let mut y = DeviceBuffer::from_slice(&context, &y_host).unwrap();
     let config = LaunchConfig::for_elements(n, 256);
     let callbacks = Arc::new(AtomicUsize::new(0));
+    let mut scratch = DeviceBuffer::<i32>::zeroed(&context, 1000).unwrap();
 
     // Load the module before capturing (a capture cannot load modules).
     context.embedded_image(&gpu_kernels::KERNELS).unwrap();
@@ -113,16 +114,14 @@ fn a_captured_graph_replays_several_kernels_n_times() {
         .capture(|s| {
             saxpy::launch(s, config, 1.0, &x, &mut y)?;
             saxpy::launch(s, config, 2.0, &x, &mut y)?;
-            let counter = callbacks.clone();
-            s.launch_host_fn(move || {
-                counter.fetch_add(1, Ordering::SeqCst);
-            })
+            scratch.fill_async(-7, s)
         })
         .unwrap();
     assert!(!stream.is_capturing().unwrap());
     assert_eq!(graph.node_count().unwrap(), 3);
     stream.synchronize().unwrap();
     assert_eq!(y.to_vec().unwrap(), y_host, "capturing ran the kernels");
+    assert_eq!(scratch.to_vec().unwrap(), vec![0; 1000], "capturing ran the memset");
 
     let exec = graph.instantiate().unwrap();
     drop(graph);
@@ -132,7 +131,21 @@ fn a_captured_graph_replays_several_kernels_n_times() {
         unsafe { exec.launch(&stream) }.unwrap();
     }
     stream.synchronize().unwrap();
-    assert_eq!(callbacks.load(Ordering::SeqCst), REPLAYS);
+    assert_eq!(scratch.to_vec().unwrap(), vec![-7; 1000], "the captured memset did not replay");
+    // A run-once host callback cannot go into a graph that replays it: refused, capture ended.
+    let counter = callbacks.clone();
+    let error = stream
+        .capture(|s| {
+            s.launch_host_fn(move || {
+                counter.fetch_add(1, Ordering::SeqCst);
+            })
+        })
+        .unwrap_err();
+    eprintln!("host callback in a capture: {error}");
+    assert!(matches!(error, Error::HostCallbackInCapture), "{error:?}");
+    assert!(!stream.is_capturing().unwrap());
+    stream.synchronize().unwrap();
+    assert_eq!(callbacks.load(Ordering::SeqCst), 0, "the refused callback ran");
     let got = y.to_vec().unwrap();
     for i in 0..n {
         // Small integers: every intermediate is exact in f32.

@@ -10,7 +10,7 @@ use cudarc::driver::sys;
 use crate::device::Device;
 use crate::driver::{check, init};
 use crate::embedded::{EmbeddedModule, LoadedEmbedded};
-use crate::error::{Error, Result};
+use crate::error::{DriverError, Error, Result};
 use crate::launch::DeviceLimits;
 
 thread_local! {
@@ -169,7 +169,8 @@ impl Context {
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes one handle (destroyed in Drop); null parameters ask for a regular
         // context. The driver pushes it onto this thread's context stack.
-        check("cuCtxCreate", unsafe { sys::cuCtxCreate_v4(&mut raw, std::ptr::null_mut(), schedule.flags(), device.raw()) })?;
+        check("cuCtxCreate", unsafe { sys::cuCtxCreate_v4(&mut raw, std::ptr::null_mut(), schedule.flags(), device.raw()) })
+            .map_err(poisoned_if_sticky)?;
         let mut popped = std::ptr::null_mut();
         // SAFETY: pops what cuCtxCreate pushed, restoring the thread's stack; bound again below.
         unsafe { sys::cuCtxPopCurrent_v2(&mut popped) };
@@ -329,7 +330,7 @@ impl Context {
         match self.inner.kind {
             ContextKind::Created(schedule) => {
                 drop(self);
-                Context::create(ordinal, schedule)
+                Context::create(ordinal, schedule)?.usable_after_recovery()
             }
             ContextKind::Primary => {
                 let registry = PRIMARY.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -343,9 +344,24 @@ impl Context {
                 // under the registry lock, so none can appear meanwhile).
                 check("cuDevicePrimaryCtxReset", unsafe { sys::cuDevicePrimaryCtxReset_v2(device.raw()) })?;
                 drop(registry);
-                Context::primary(ordinal)
+                Context::primary(ordinal)?.usable_after_recovery()
             }
         }
+    }
+
+    /// Checks that a context made by `recover` can do work: the driver may keep the whole
+    /// process poisoned after a fault (see [`Error::ProcessPoisoned`]).
+    fn usable_after_recovery(self) -> Result<Self> {
+        let mut probe = 0;
+        // SAFETY: a one-byte allocation in the bound context, freed right away.
+        let outcome = check("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut probe, 1) }).and_then(|()| {
+            // SAFETY: frees the allocation made above.
+            check("cuMemFree", unsafe { sys::cuMemFree_v2(probe) })?;
+            // SAFETY: no arguments; the context is bound.
+            check("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() })
+        });
+        outcome.map_err(poisoned_if_sticky)?;
+        Ok(self)
     }
 
     /// True when kernels in this context can read and write memory of `peer`'s device
@@ -370,6 +386,11 @@ impl Context {
         check("cuCtxEnablePeerAccess", code)?;
         Ok(())
     }
+}
+
+/// A sticky error outside the context that faulted means the driver poisoned the process.
+fn poisoned_if_sticky(error: DriverError) -> Error {
+    if error.is_sticky() { Error::ProcessPoisoned { source: error } } else { Error::Driver(error) }
 }
 
 impl Drop for ContextInner {

@@ -182,6 +182,21 @@ pub enum Error {
         /// `size_of::<T>()`.
         size: usize,
     },
+    /// `Stream::launch_host_fn` on a stream that is being captured into a graph.
+    #[error(
+        "cannot queue a run-once host callback while the stream is being captured: the graph would run it on every replay; \
+         queue it on the stream after launching the graph instead"
+    )]
+    HostCallbackInCapture,
+    /// After a kernel fault the driver refuses all CUDA work in this process.
+    #[error(
+        "the GPU cannot be used again in this process after the kernel fault ({source}); the driver keeps the process's CUDA state \
+         poisoned, so only a new process can use the GPU: restart it, or run fault-prone GPU work in a child process"
+    )]
+    ProcessPoisoned {
+        /// The sticky error the driver still returns.
+        source: DriverError,
+    },
     /// A launch without a stream, on a thread that has no current context.
     #[error("no current CUDA context on this thread: create one first (`Context::primary(0)?`) or pass a stream")]
     NoCurrentContext,

@@ -140,8 +140,13 @@ impl Stream {
     /// refuses the call. A panic inside it is caught and printed (it cannot unwind into the
     /// driver). It must not call CUDA itself: the driver forbids API calls from callbacks
     /// (they may deadlock or fail); signal another thread instead.
+    ///
+    /// Refused with [`Error::HostCallbackInCapture`] while the stream is being captured: a
+    /// graph replays its host nodes many times, and a `FnOnce` can run only once.
     pub fn launch_host_fn<F: FnOnce() + Send + 'static>(&self, callback: F) -> Result<()> {
-        self.context().bind_to_thread()?;
+        if self.is_capturing()? {
+            return Err(Error::HostCallbackInCapture);
+        }
         let boxed: Box<HostCallback> = Box::new(Box::new(callback));
         let user_data = Box::into_raw(boxed);
         // SAFETY: the trampoline matches CUhostFn and takes ownership of `user_data` exactly
