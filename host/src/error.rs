@@ -57,8 +57,9 @@ impl fmt::Display for DriverError {
         if self.is_sticky() {
             write!(
                 f,
-                "; a kernel faulted, so this context can no longer be used (every later call in it fails): \
-                 drop its buffers, streams and modules and call `Context::recover()`, or continue in a new `Context::create(..)`"
+                "; a kernel faulted, so this context can no longer be used (every later call in it fails). \
+                 Drop its buffers and streams and call `Context::recover()` to start over; the driver may keep the whole \
+                 process poisoned, and then only a new process can use the GPU"
             )?;
         }
         Ok(())
@@ -190,8 +191,9 @@ pub enum Error {
     HostCallbackInCapture,
     /// After a kernel fault the driver refuses all CUDA work in this process.
     #[error(
-        "the GPU cannot be used again in this process after the kernel fault ({source}); the driver keeps the process's CUDA state \
-         poisoned, so only a new process can use the GPU: restart it, or run fault-prone GPU work in a child process"
+        "the GPU cannot be used again in this process after the kernel fault ({} still fails with {}): the driver keeps the \
+         process's CUDA state poisoned, so only a new process can use the GPU: restart it, or run fault-prone GPU work in a child process",
+        source.call, source.name()
     )]
     ProcessPoisoned {
         /// The sticky error the driver still returns.

@@ -242,7 +242,7 @@ unsafe extern "C" fn run_host_callback(user_data: *mut c_void) {
     // SAFETY: `user_data` is the `Box<HostCallback>` leaked by `launch_host_fn`; the driver
     // calls this trampoline exactly once per successful cuLaunchHostFunc.
     let callback = unsafe { Box::from_raw(user_data.cast::<HostCallback>()) };
-    if std::panic::catch_unwind(AssertUnwindSafe(move || callback())).is_err() {
+    if std::panic::catch_unwind(AssertUnwindSafe(callback)).is_err() {
         eprintln!("ferrocuda: a stream host callback panicked (the panic was caught; the stream goes on)");
     }
 }
