@@ -93,7 +93,11 @@ impl<T: Pod> DeviceBuffer<T> {
     /// Allocates `len` elements with `cuMemAllocAsync` on `stream` and zeroes them there:
     /// nothing blocks the host, and kernels queued after it on `stream` see zeros. Dropping the
     /// buffer frees it on the same stream (`cuMemFreeAsync`), after the work queued there.
-    /// Use it on other streams only after ordering them with it (see the module docs).
+    /// Use it on other streams only after ordering them with it (see the module docs). The
+    /// synchronous methods ([`DeviceBuffer::copy_from_host`], [`DeviceBuffer::to_vec`]) run on
+    /// the legacy default stream, which waits for `stream` only when it was made with
+    /// [`StreamOrdering::WithLegacyDefault`](crate::StreamOrdering); otherwise synchronise
+    /// `stream` first.
     pub fn zeroed_async(stream: &Stream, len: usize) -> Result<Self> {
         let context = stream.context();
         context.bind_to_thread()?;

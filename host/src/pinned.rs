@@ -46,10 +46,8 @@ impl<T: Pod> PinnedBuffer<T> {
         if bytes > 0 {
             // SAFETY: writes one host pointer to `bytes` bytes; freed in Drop.
             let code = unsafe { sys::cuMemHostAlloc(&mut ptr, bytes, sys::CU_MEMHOSTALLOC_PORTABLE) };
-            if code == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
-                // Page-locked memory comes from host RAM; the device figures do not apply.
-                return Err(Error::OutOfMemory { device: context.device().ordinal(), requested: bytes, free: 0, total: 0 });
-            }
+            // Page-locked memory comes from host RAM, so the device's out-of-memory figures do
+            // not apply: the driver's own error is reported.
             check("cuMemHostAlloc", code)?;
             // SAFETY: `ptr` holds `bytes` writable bytes; all-zero is a valid `T: Pod`.
             unsafe { std::ptr::write_bytes(ptr.cast::<u8>(), 0, bytes) };
