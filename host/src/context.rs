@@ -2,6 +2,7 @@
 //! (cuBLAS, cuFFT, ...) also use, so work and memory can be shared with them.
 
 use std::cell::RefCell;
+use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, Weak};
 
 use cudarc::driver::sys;
@@ -9,7 +10,7 @@ use cudarc::driver::sys;
 use crate::device::Device;
 use crate::driver::{check, init};
 use crate::embedded::{EmbeddedModule, LoadedEmbedded};
-use crate::error::Result;
+use crate::error::{DriverError, Error, Result};
 use crate::launch::DeviceLimits;
 
 thread_local! {
@@ -17,7 +18,23 @@ thread_local! {
     static CURRENT: RefCell<Weak<ContextInner>> = const { RefCell::new(Weak::new()) };
 }
 
+/// The primary contexts this process holds through ferrocuda, one per device at most, so
+/// that every `Context::primary(n)` shares one handle (and one set of loaded modules), and
+/// [`Context::recover`] can tell whether any other handle is still alive.
+static PRIMARY: Mutex<Vec<Weak<ContextInner>>> = Mutex::new(Vec::new());
+
 /// A CUDA context; cloning shares it. Streams, buffers and modules keep their context alive.
+///
+/// Two kinds (driver reference:
+/// [context management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html),
+/// [primary context management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PRIMARY__CTX.html)):
+/// - [`Context::primary`]: the device's primary context, the one the CUDA runtime and its
+///   libraries (cuBLAS, cuFFT, ...) use, so memory and streams can be shared with them. It is
+///   reference-counted by the driver: dropping the last ferrocuda handle releases our
+///   reference and never resets it under another component's feet.
+/// - [`Context::create`]: a context of its own (`cuCtxCreate`), isolated from every other
+///   component of the process: nobody else can reset or poison it. It costs device memory
+///   and context switches, so use it when isolation matters (plug-ins, fault recovery).
 #[derive(Clone)]
 pub struct Context {
     inner: Arc<ContextInner>,
@@ -26,9 +43,16 @@ pub struct Context {
 pub(crate) struct ContextInner {
     raw: sys::CUcontext,
     device: Device,
+    kind: ContextKind,
     limits: DeviceLimits,
     /// Embedded modules loaded into this context, loaded on first launch (runtime-API style).
     embedded: Mutex<Vec<LoadedEmbedded>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ContextKind {
+    Primary,
+    Created(SchedulePolicy),
 }
 
 // SAFETY: a CUcontext may be used from any thread once made current there; every use binds it.
@@ -36,14 +60,85 @@ unsafe impl Send for ContextInner {}
 // SAFETY: as above; the mutable state is behind a Mutex.
 unsafe impl Sync for ContextInner {}
 
+/// How a host thread waits for the GPU in a context (`CU_CTX_SCHED_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SchedulePolicy {
+    /// The driver's choice: spin when there are fewer busy contexts than CPUs, else yield.
+    #[default]
+    Auto,
+    /// Busy-wait: lowest latency, one CPU core spent per waiting thread.
+    Spin,
+    /// Yield the CPU while waiting: more latency, CPU left to other threads.
+    Yield,
+    /// Block on a synchronisation primitive: least CPU, most latency.
+    BlockingSync,
+}
+
+impl SchedulePolicy {
+    fn flags(self) -> u32 {
+        use sys::CUctx_flags::*;
+        (match self {
+            SchedulePolicy::Auto => CU_CTX_SCHED_AUTO,
+            SchedulePolicy::Spin => CU_CTX_SCHED_SPIN,
+            SchedulePolicy::Yield => CU_CTX_SCHED_YIELD,
+            SchedulePolicy::BlockingSync => CU_CTX_SCHED_BLOCKING_SYNC,
+        }) as u32
+    }
+
+    fn from_flags(flags: u32) -> Self {
+        use sys::CUctx_flags::*;
+        match flags & CU_CTX_SCHED_MASK as u32 {
+            f if f == CU_CTX_SCHED_SPIN as u32 => SchedulePolicy::Spin,
+            f if f == CU_CTX_SCHED_YIELD as u32 => SchedulePolicy::Yield,
+            f if f == CU_CTX_SCHED_BLOCKING_SYNC as u32 => SchedulePolicy::BlockingSync,
+            _ => SchedulePolicy::Auto,
+        }
+    }
+}
+
+/// A per-context resource limit (`CUlimit`), read with [`Context::limit`] and changed with
+/// [`Context::set_limit`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// Stack bytes per GPU thread (deep call chains, large local arrays).
+    StackSize,
+    /// Bytes of the FIFO that device-side `printf` (and kernel panic messages) write into;
+    /// output beyond it is lost.
+    PrintfFifoSize,
+    /// Bytes of the heap behind device-side `malloc`.
+    MallocHeapSize,
+}
+
+impl Limit {
+    fn raw(self) -> sys::CUlimit {
+        match self {
+            Limit::StackSize => sys::CUlimit::CU_LIMIT_STACK_SIZE,
+            Limit::PrintfFifoSize => sys::CUlimit::CU_LIMIT_PRINTF_FIFO_SIZE,
+            Limit::MallocHeapSize => sys::CUlimit::CU_LIMIT_MALLOC_HEAP_SIZE,
+        }
+    }
+}
+
 impl Context {
     /// Retains the primary context of device `ordinal` and makes it current on this thread.
+    ///
+    /// Every call for the same device returns a handle to the same context while one is
+    /// alive. Dropping the last handle releases (never resets) the primary context, so other
+    /// components of the process that use it, through ferrocuda or the CUDA runtime, keep
+    /// working.
     pub fn primary(ordinal: usize) -> Result<Self> {
         init()?;
         let device = Device::get(ordinal)?;
+        let mut registry = PRIMARY.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        registry.retain(|weak| weak.strong_count() > 0);
+        if let Some(inner) = registry.iter().filter_map(Weak::upgrade).find(|inner| inner.device == device) {
+            let context = Context { inner };
+            context.bind_to_thread()?;
+            return Ok(context);
+        }
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes one context handle; released in Drop.
-        check("cuDevicePrimaryCtxRetain", unsafe { sys::cuDevicePrimaryCtxRetain(&mut raw, device.raw()) })?;
+        check("cuDevicePrimaryCtxRetain", unsafe { sys::cuDevicePrimaryCtxRetain(&mut raw, device.raw()) }).map_err(poisoned_if_sticky)?;
         let limits = match device.launch_limits() {
             Ok(limits) => limits,
             Err(e) => {
@@ -52,7 +147,36 @@ impl Context {
                 return Err(e);
             }
         };
-        let context = Context { inner: Arc::new(ContextInner { raw, device, limits, embedded: Mutex::new(Vec::new()) }) };
+        let inner = Arc::new(ContextInner { raw, device, kind: ContextKind::Primary, limits, embedded: Mutex::new(Vec::new()) });
+        registry.push(Arc::downgrade(&inner));
+        drop(registry);
+        let context = Context { inner };
+        context.bind_to_thread()?;
+        Ok(context)
+    }
+
+    /// Creates a new context of its own on device `ordinal` (`cuCtxCreate`) and makes it
+    /// current on this thread (in place of the previous current context; the depth of the
+    /// thread's context stack does not change). It is destroyed when the last handle drops.
+    ///
+    /// Nothing outside this handle can reset it, and a kernel fault in another context does
+    /// not touch it: the tool for isolation (plug-ins in one process) and for starting over
+    /// after a fault.
+    pub fn create(ordinal: usize, schedule: SchedulePolicy) -> Result<Self> {
+        init()?;
+        let device = Device::get(ordinal)?;
+        let limits = device.launch_limits()?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: writes one handle (destroyed in Drop); null parameters ask for a regular
+        // context. The driver pushes it onto this thread's context stack.
+        check("cuCtxCreate", unsafe { sys::cuCtxCreate_v4(&mut raw, std::ptr::null_mut(), schedule.flags(), device.raw()) })
+            .map_err(poisoned_if_sticky)?;
+        let mut popped = std::ptr::null_mut();
+        // SAFETY: pops what cuCtxCreate pushed, restoring the thread's stack; bound again below.
+        unsafe { sys::cuCtxPopCurrent_v2(&mut popped) };
+        let context = Context {
+            inner: Arc::new(ContextInner { raw, device, kind: ContextKind::Created(schedule), limits, embedded: Mutex::new(Vec::new()) }),
+        };
         context.bind_to_thread()?;
         Ok(context)
     }
@@ -136,21 +260,209 @@ impl Context {
         self.bind_to_thread()?;
         self.with_embedded(module, |loaded| Ok(loaded.image().to_string()))
     }
+
+    /// True for the device's primary context, false for one made by [`Context::create`].
+    pub fn is_primary(&self) -> bool {
+        self.inner.kind == ContextKind::Primary
+    }
+
+    /// Makes this context current on the calling thread until the guard drops, then restores
+    /// the previous one (`cuCtxPushCurrent` / `cuCtxPopCurrent`). Guards nest; the guard stays
+    /// on its thread.
+    pub fn push_current(&self) -> Result<CurrentGuard> {
+        // SAFETY: the context is alive (we hold it); popped by the guard.
+        check("cuCtxPushCurrent", unsafe { sys::cuCtxPushCurrent_v2(self.inner.raw) })?;
+        let previous = CURRENT.with(|c| std::mem::replace(&mut *c.borrow_mut(), Arc::downgrade(&self.inner)));
+        Ok(CurrentGuard { _context: self.clone(), previous, _not_send: PhantomData })
+    }
+
+    /// How host threads wait for this context's work.
+    pub fn schedule_policy(&self) -> Result<SchedulePolicy> {
+        self.bind_to_thread()?;
+        let mut flags = 0;
+        // SAFETY: writes one int (flags of the current context, bound above).
+        check("cuCtxGetFlags", unsafe { sys::cuCtxGetFlags(&mut flags) })?;
+        Ok(SchedulePolicy::from_flags(flags))
+    }
+
+    /// The current value of a resource limit, in bytes.
+    pub fn limit(&self, limit: Limit) -> Result<usize> {
+        self.bind_to_thread()?;
+        let mut value = 0;
+        // SAFETY: writes one size for the current context (bound above).
+        check("cuCtxGetLimit", unsafe { sys::cuCtxGetLimit(&mut value, limit.raw()) })?;
+        Ok(value)
+    }
+
+    /// Changes a resource limit, in bytes. The driver may round the value (read it back with
+    /// [`Context::limit`]); a heap size can only be set before the first kernel that uses
+    /// device `malloc`.
+    pub fn set_limit(&self, limit: Limit, bytes: usize) -> Result<()> {
+        self.bind_to_thread()?;
+        // SAFETY: applies to the current context (bound above).
+        check("cuCtxSetLimit", unsafe { sys::cuCtxSetLimit(limit.raw(), bytes) })?;
+        Ok(())
+    }
+
+    /// The stream priorities this context supports, as `(lowest, highest)`: numerically the
+    /// highest priority is the smallest, e.g. `(0, -5)`. See [`Stream::with_priority`](crate::Stream::with_priority).
+    pub fn stream_priority_range(&self) -> Result<(i32, i32)> {
+        self.bind_to_thread()?;
+        let (mut least, mut greatest) = (0, 0);
+        // SAFETY: writes two ints.
+        check("cuCtxGetStreamPriorityRange", unsafe { sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest) })?;
+        Ok((least, greatest))
+    }
+
+    /// Tries to start over after a kernel fault (a "sticky" error, after which every call in
+    /// the context fails): gives up this context and returns a fresh, working one of the same
+    /// kind on the same device, or [`Error::ProcessPoisoned`] when the driver refuses.
+    ///
+    /// - A created context is replaced by a new one (`cuCtxCreate`); the old one is destroyed
+    ///   when its last handle drops.
+    /// - The primary context is shared, so it is only reset (`cuDevicePrimaryCtxReset`) when
+    ///   this is the last ferrocuda handle to it: drop every buffer, stream, event, graph and
+    ///   clone of the context first, or get [`Error::ContextStillInUse`] (nothing is reset
+    ///   then). Other users of the primary context in the process (the CUDA runtime, cuBLAS)
+    ///   lose their state with the reset.
+    ///
+    /// **Measured (CUDA 13.0 driver 580, H200):** after a kernel fault the driver poisons the
+    /// whole process, as NVIDIA's documentation of the sticky errors says ("the process must
+    /// be terminated and relaunched"): the reset succeeds but every new or retained context
+    /// fails with the same error, so this returns [`Error::ProcessPoisoned`]. The recipe that
+    /// works is a new process: run GPU work that may fault in a child process (as
+    /// `tests/gpu_fault.rs` and `tests/gpu_contexts.rs` do) and start a new one after a fault.
+    /// `recover` is still the one call to make: it starts over where the driver allows it and
+    /// says plainly where it does not.
+    pub fn recover(self) -> Result<Context> {
+        let ordinal = self.inner.device.ordinal();
+        match self.inner.kind {
+            ContextKind::Created(schedule) => {
+                drop(self);
+                Context::create(ordinal, schedule)?.usable_after_recovery()
+            }
+            ContextKind::Primary => {
+                let registry = PRIMARY.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                let handles = Arc::strong_count(&self.inner);
+                if handles > 1 {
+                    return Err(Error::ContextStillInUse { device: ordinal, other_handles: handles - 1 });
+                }
+                let device = self.inner.device;
+                drop(self);
+                // SAFETY: no ferrocuda handle to this primary context is left (checked above
+                // under the registry lock, so none can appear meanwhile).
+                check("cuDevicePrimaryCtxReset", unsafe { sys::cuDevicePrimaryCtxReset_v2(device.raw()) })?;
+                drop(registry);
+                Context::primary(ordinal)?.usable_after_recovery()
+            }
+        }
+    }
+
+    /// Checks that a context made by `recover` can do work: the driver may keep the whole
+    /// process poisoned after a fault (see [`Error::ProcessPoisoned`]).
+    fn usable_after_recovery(self) -> Result<Self> {
+        let mut probe = 0;
+        // SAFETY: a one-byte allocation in the bound context, freed right away.
+        let outcome = check("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut probe, 1) }).and_then(|()| {
+            // SAFETY: frees the allocation made above.
+            check("cuMemFree", unsafe { sys::cuMemFree_v2(probe) })?;
+            // SAFETY: no arguments; the context is bound.
+            check("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() })
+        });
+        outcome.map_err(poisoned_if_sticky)?;
+        Ok(self)
+    }
+
+    /// True when kernels in this context can read and write memory of `peer`'s device
+    /// directly (over NVLink or PCIe), once [`Context::enable_peer_access`] was called.
+    pub fn can_access_peer(&self, peer: &Context) -> Result<bool> {
+        self.inner.device.can_access_peer(&peer.inner.device)
+    }
+
+    /// Lets this context access memory allocated in `peer` (kernels dereferencing peer
+    /// pointers, faster peer copies). Enabling it twice is not an error. Fails with
+    /// [`Error::PeerAccessUnsupported`] when the devices cannot reach each other.
+    pub fn enable_peer_access(&self, peer: &Context) -> Result<()> {
+        if !self.can_access_peer(peer)? {
+            return Err(Error::PeerAccessUnsupported { from: self.inner.device.ordinal(), to: peer.inner.device.ordinal() });
+        }
+        self.bind_to_thread()?;
+        // SAFETY: both contexts are alive; flags must be 0.
+        let code = unsafe { sys::cuCtxEnablePeerAccess(peer.inner.raw, 0) };
+        if code == sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
+            return Ok(());
+        }
+        check("cuCtxEnablePeerAccess", code)?;
+        Ok(())
+    }
+}
+
+/// A sticky error outside the context that faulted means the driver poisoned the process.
+fn poisoned_if_sticky(error: DriverError) -> Error {
+    if error.is_sticky() { Error::ProcessPoisoned { source: error } } else { Error::Driver(error) }
 }
 
 impl Drop for ContextInner {
     fn drop(&mut self) {
         // Modules first, while the context still exists; errors cannot be reported from Drop.
-        // SAFETY: the context is still retained here.
+        // SAFETY: the context is still retained (or not yet destroyed) here.
         unsafe { sys::cuCtxSetCurrent(self.raw) };
         self.embedded.get_mut().unwrap_or_else(|p| p.into_inner()).clear();
-        // SAFETY: balances the retain in `Context::primary`.
-        unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.device.raw()) };
+        match self.kind {
+            // SAFETY: balances the retain in `Context::primary`.
+            ContextKind::Primary => unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.device.raw()) },
+            // SAFETY: created in `Context::create`, destroyed once; this also unbinds it from
+            // the calling thread.
+            ContextKind::Created(_) => unsafe { sys::cuCtxDestroy_v2(self.raw) },
+        };
+    }
+}
+
+/// Keeps a context current on this thread (see [`Context::push_current`]); dropping it pops
+/// the context and restores the one that was current before.
+#[must_use = "the context is popped again as soon as the guard drops"]
+pub struct CurrentGuard {
+    _context: Context,
+    previous: Weak<ContextInner>,
+    /// The driver's context stack is per thread: the guard must drop where it was made.
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Drop for CurrentGuard {
+    fn drop(&mut self) {
+        let mut popped = std::ptr::null_mut();
+        // SAFETY: balances the push in `push_current` (on this thread: the guard is !Send).
+        unsafe { sys::cuCtxPopCurrent_v2(&mut popped) };
+        let previous = std::mem::take(&mut self.previous);
+        CURRENT.with(|c| *c.borrow_mut() = previous);
     }
 }
 
 impl std::fmt::Debug for Context {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Context").field("raw", &self.inner.raw).field("device", &self.inner.device.ordinal()).finish()
+        f.debug_struct("Context").field("raw", &self.inner.raw).field("device", &self.inner.device.ordinal()).field("primary", &self.is_primary()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedule_policies_round_trip_through_the_driver_flags() {
+        for policy in [SchedulePolicy::Auto, SchedulePolicy::Spin, SchedulePolicy::Yield, SchedulePolicy::BlockingSync] {
+            // Other flag bits (here CU_CTX_MAP_HOST) must not disturb the policy.
+            let flags = policy.flags() | sys::CUctx_flags::CU_CTX_MAP_HOST as u32;
+            assert_eq!(SchedulePolicy::from_flags(flags), policy);
+        }
+    }
+
+    #[test]
+    fn without_a_driver_contexts_report_no_driver() {
+        if crate::driver_present() {
+            return; // checked on machines without a driver (CI)
+        }
+        assert!(matches!(Context::create(0, SchedulePolicy::Auto), Err(Error::NoDriver)));
+        assert!(matches!(Context::primary(0), Err(Error::NoDriver)));
     }
 }

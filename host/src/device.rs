@@ -36,6 +36,28 @@ impl Device {
         Ok(Self { ordinal, raw })
     }
 
+    /// Every device the driver sees, in ordinal order.
+    pub fn all() -> Result<Vec<Self>> {
+        (0..Self::count()?).map(Self::get).collect()
+    }
+
+    /// True when this device can access memory on `peer` directly (`cuDeviceCanAccessPeer`);
+    /// always false for the device itself.
+    pub fn can_access_peer(&self, peer: &Device) -> Result<bool> {
+        if self == peer {
+            return Ok(false);
+        }
+        let mut can = 0;
+        // SAFETY: writes one int.
+        check("cuDeviceCanAccessPeer", unsafe { sys::cuDeviceCanAccessPeer(&mut can, self.raw, peer.raw) })?;
+        Ok(can != 0)
+    }
+
+    /// True when the device supports stream-ordered allocation (`cuMemAllocAsync`).
+    pub fn supports_memory_pools(&self) -> Result<bool> {
+        Ok(self.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)? != 0)
+    }
+
     /// The ordinal this device was opened with.
     pub fn ordinal(&self) -> usize {
         self.ordinal

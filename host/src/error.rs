@@ -55,7 +55,12 @@ impl fmt::Display for DriverError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} failed: {} ({})", self.call, self.name(), self.description())?;
         if self.is_sticky() {
-            write!(f, "; a kernel faulted, so this context can no longer be used: drop it and create a new one")?;
+            write!(
+                f,
+                "; a kernel faulted, so this context can no longer be used (every later call in it fails). \
+                 Drop its buffers and streams and call `Context::recover()` to start over; the driver may keep the whole \
+                 process poisoned, and then only a new process can use the GPU"
+            )?;
         }
         Ok(())
     }
@@ -136,10 +141,107 @@ pub enum Error {
         /// Source length.
         source_len: usize,
     },
+    /// An allocation the device has no room for.
+    #[error(
+        "out of device memory: allocating {} on device {device} failed with {} free of {}; \
+         free buffers you no longer need, allocate less, or split the work into smaller pieces",
+        human_bytes(*requested), human_bytes(*free), human_bytes(*total)
+    )]
+    OutOfMemory {
+        /// The device ordinal.
+        device: usize,
+        /// Bytes asked for.
+        requested: usize,
+        /// Bytes free when it failed.
+        free: usize,
+        /// The device's memory in bytes.
+        total: usize,
+    },
+    /// [`Context::recover`](crate::Context::recover) on a primary context that other
+    /// handles still use.
+    #[error(
+        "cannot reset the primary context of device {device}: {other_handles} other handle(s) to it are still alive; \
+         drop every buffer, stream, event, graph and clone of the context first (or use `Context::create` for a fresh context)"
+    )]
+    ContextStillInUse {
+        /// The device ordinal.
+        device: usize,
+        /// Handles other than the one given to `recover`.
+        other_handles: usize,
+    },
+    /// Peer access between two devices that cannot reach each other.
+    #[error("device {from} cannot access memory of device {to} directly (no peer access between them); copy through the host instead")]
+    PeerAccessUnsupported {
+        /// The accessing device.
+        from: usize,
+        /// The device whose memory was to be accessed.
+        to: usize,
+    },
+    /// A memset of an element size the driver cannot fill.
+    #[error("cannot fill elements of {size} bytes with a memset (only 1, 2 or 4): upload the values with `copy_from_host` or write them with a kernel")]
+    FillElementSize {
+        /// `size_of::<T>()`.
+        size: usize,
+    },
+    /// `Stream::launch_host_fn` on a stream that is being captured into a graph.
+    #[error(
+        "cannot queue a run-once host callback while the stream is being captured: the graph would run it on every replay; \
+         queue it on the stream after launching the graph instead"
+    )]
+    HostCallbackInCapture,
+    /// After a kernel fault the driver refuses all CUDA work in this process.
+    #[error(
+        "the GPU cannot be used again in this process after the kernel fault ({} still fails with {}): the driver keeps the \
+         process's CUDA state poisoned, so only a new process can use the GPU: restart it, or run fault-prone GPU work in a child process",
+        source.call, source.name()
+    )]
+    ProcessPoisoned {
+        /// The sticky error the driver still returns.
+        source: DriverError,
+    },
     /// A launch without a stream, on a thread that has no current context.
     #[error("no current CUDA context on this thread: create one first (`Context::primary(0)?`) or pass a stream")]
     NoCurrentContext,
 }
 
+/// Bytes as a short human-readable size ("1.50 GiB").
+fn human_bytes(bytes: usize) -> String {
+    const UNITS: [&str; 5] = ["bytes", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 { format!("{bytes} bytes") } else { format!("{value:.2} {}", UNITS[unit]) }
+}
+
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn out_of_memory_names_the_sizes_and_what_to_do() {
+        let error = Error::OutOfMemory { device: 0, requested: 3 << 40, free: 1536 << 20, total: 80 << 30 };
+        let message = error.to_string();
+        assert!(message.contains("allocating 3.00 TiB on device 0"), "{message}");
+        assert!(message.contains("1.50 GiB free of 80.00 GiB"), "{message}");
+        assert!(message.contains("free buffers you no longer need"), "{message}");
+    }
+
+    #[test]
+    fn sticky_errors_tell_how_to_start_over() {
+        let error = DriverError { call: "cuMemAlloc", code: sys::CUresult::CUDA_ERROR_ILLEGAL_ADDRESS };
+        assert!(error.is_sticky());
+        // Display asks the driver for the name, so only the advice is checked without one.
+        let advice = "can no longer be used (every later call in it fails)";
+        if crate::driver_present() {
+            assert!(error.to_string().contains(advice), "{error}");
+        }
+        assert_eq!(human_bytes(512), "512 bytes");
+        assert_eq!(human_bytes(2048), "2.00 KiB");
+    }
+}

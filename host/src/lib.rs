@@ -13,20 +13,24 @@ mod device;
 pub mod driver;
 mod embedded;
 mod error;
+mod graph;
 mod launch;
 mod memory;
 mod module;
+mod pinned;
 mod stream;
 
 pub use bytemuck::Pod;
-pub use context::Context;
+pub use context::{Context, CurrentGuard, Limit, SchedulePolicy};
 pub use device::Device;
+pub use graph::{Graph, GraphExec};
 pub use driver::{driver_present, driver_version, init};
 pub use embedded::{EmbeddedModule, Image};
 pub use error::{DriverError, Error, Result};
 pub use launch::{DeviceLimits, Dim3, LaunchConfig, LaunchProblem, SliceArg, launch_embedded, param_ptr};
 pub use memory::{DeviceBuffer, DeviceSlice};
-pub use stream::{Event, Stream};
+pub use pinned::PinnedBuffer;
+pub use stream::{Event, Stream, StreamOrdering};
 
 /// The raw driver bindings, for what the safe layer does not cover yet.
 pub use cudarc::driver::sys;

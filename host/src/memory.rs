@@ -1,5 +1,18 @@
 //! Typed device memory: [`DeviceBuffer`] owns an allocation; it dereferences to a
 //! [`DeviceSlice`], which is what kernels take.
+//!
+//! Freeing is never undefined behaviour, even with kernels still queued on the buffer:
+//! - a buffer from [`DeviceBuffer::zeroed`] / [`DeviceBuffer::from_slice`] waits, when
+//!   dropped, for all work queued in its context (`cuCtxSynchronize`), then frees
+//!   (`cuMemFree`). Simple and always safe; the price is a wait on drop, so keep buffers
+//!   alive across hot loops rather than reallocating them.
+//! - a stream-ordered buffer ([`DeviceBuffer::zeroed_async`]) is freed with
+//!   `cuMemFreeAsync` on its stream: the memory returns to the pool only after the work
+//!   queued there before the drop, without blocking the host. Work that uses it on *other*
+//!   streams must be ordered before the drop ([`Stream::wait_event`] or a synchronisation).
+//!
+//! Driver reference: [memory management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html),
+//! [stream-ordered allocator](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MALLOC__ASYNC.html).
 
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
@@ -43,10 +56,20 @@ impl<T> DeviceSlice<T> {
     }
 }
 
-/// An owned device allocation of `len` values of `T`, freed on drop.
+/// An owned device allocation of `len` values of `T`, freed on drop (see the module docs for
+/// how a drop waits for queued work).
 pub struct DeviceBuffer<T: Pod> {
     slice: DeviceSlice<T>,
     context: Context,
+    release: Release,
+}
+
+/// How a buffer gives its memory back.
+enum Release {
+    /// `cuCtxSynchronize` + `cuMemFree`.
+    AfterContextIdle,
+    /// `cuMemFreeAsync` on the stream it was allocated on.
+    OnStream(Stream),
 }
 
 impl<T: Pod> DeviceBuffer<T> {
@@ -67,15 +90,167 @@ impl<T: Pod> DeviceBuffer<T> {
         Ok(buffer)
     }
 
+    /// Allocates `len` elements with `cuMemAllocAsync` on `stream` and zeroes them there:
+    /// nothing blocks the host, and kernels queued after it on `stream` see zeros. Dropping the
+    /// buffer frees it on the same stream (`cuMemFreeAsync`), after the work queued there.
+    /// Use it on other streams only after ordering them with it (see the module docs). The
+    /// synchronous methods ([`DeviceBuffer::copy_from_host`], [`DeviceBuffer::to_vec`]) run on
+    /// the legacy default stream, which waits for `stream` only when it was made with
+    /// [`StreamOrdering::WithLegacyDefault`](crate::StreamOrdering); otherwise synchronise
+    /// `stream` first.
+    pub fn zeroed_async(stream: &Stream, len: usize) -> Result<Self> {
+        let context = stream.context();
+        context.bind_to_thread()?;
+        let bytes = Self::bytes_for(len);
+        let mut ptr = 0;
+        if bytes > 0 {
+            // SAFETY: writes one device pointer; freed on the same stream in Drop.
+            let code = unsafe { sys::cuMemAllocAsync(&mut ptr, bytes, stream.raw()) };
+            Self::check_allocation("cuMemAllocAsync", code, context, bytes)?;
+        }
+        let mut buffer = DeviceBuffer {
+            slice: DeviceSlice { ptr, len, _element: PhantomData },
+            context: context.clone(),
+            release: Release::OnStream(stream.clone()),
+        };
+        buffer.zero_async(stream)?;
+        Ok(buffer)
+    }
+
+    fn bytes_for(len: usize) -> usize {
+        len.checked_mul(std::mem::size_of::<T>()).expect("allocation size overflows usize")
+    }
+
     fn allocate(context: &Context, len: usize) -> Result<Self> {
         context.bind_to_thread()?;
-        let bytes = len.checked_mul(std::mem::size_of::<T>()).expect("allocation size overflows usize");
+        let bytes = Self::bytes_for(len);
         let mut ptr = 0;
         if bytes > 0 {
             // SAFETY: writes one device pointer; freed in Drop.
-            check("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) })?;
+            let code = unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) };
+            Self::check_allocation("cuMemAlloc", code, context, bytes)?;
         }
-        Ok(DeviceBuffer { slice: DeviceSlice { ptr, len, _element: PhantomData }, context: context.clone() })
+        Ok(DeviceBuffer { slice: DeviceSlice { ptr, len, _element: PhantomData }, context: context.clone(), release: Release::AfterContextIdle })
+    }
+
+    /// Turns an allocation's result into an error, with the sizes spelled out for
+    /// out-of-memory.
+    fn check_allocation(call: &'static str, code: sys::CUresult, context: &Context, requested: usize) -> Result<()> {
+        if code == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+            let (free, total) = context.memory_info().unwrap_or((0, 0));
+            return Err(Error::OutOfMemory { device: context.device().ordinal(), requested, free, total });
+        }
+        check(call, code)?;
+        Ok(())
+    }
+
+    /// Sets every element to `value` (a synchronous memset on the legacy default stream).
+    /// Elements of 1, 2 or 4 bytes only; others get [`Error::FillElementSize`].
+    pub fn fill(&mut self, value: T) -> Result<()> {
+        self.memset(value, None)
+    }
+
+    /// Sets every element to `value`, queued on `stream` (ordered with the kernels on it).
+    /// Elements of 1, 2 or 4 bytes only; others get [`Error::FillElementSize`].
+    pub fn fill_async(&mut self, value: T, stream: &Stream) -> Result<()> {
+        self.memset(value, Some(stream))
+    }
+
+    fn memset(&mut self, value: T, stream: Option<&Stream>) -> Result<()> {
+        let size = std::mem::size_of::<T>();
+        if !matches!(size, 1 | 2 | 4) {
+            return Err(Error::FillElementSize { size });
+        }
+        if self.is_empty() {
+            return Ok(());
+        }
+        self.context.bind_to_thread()?;
+        let bytes = bytemuck::bytes_of(&value);
+        let (ptr, n) = (self.slice.ptr, self.slice.len);
+        // SAFETY: the allocation holds `n` elements of `size` bytes; an async memset is
+        // finished before the memory is freed (Drop waits or frees on a stream after it).
+        let code = unsafe {
+            match (size, stream) {
+                (1, None) => sys::cuMemsetD8_v2(ptr, bytes[0], n),
+                (1, Some(s)) => sys::cuMemsetD8Async(ptr, bytes[0], n, s.raw()),
+                (2, None) => sys::cuMemsetD16_v2(ptr, u16::from_ne_bytes([bytes[0], bytes[1]]), n),
+                (2, Some(s)) => sys::cuMemsetD16Async(ptr, u16::from_ne_bytes([bytes[0], bytes[1]]), n, s.raw()),
+                (_, None) => sys::cuMemsetD32_v2(ptr, u32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]), n),
+                (_, Some(s)) => sys::cuMemsetD32Async(ptr, u32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]), n, s.raw()),
+            }
+        };
+        check(if stream.is_some() { "cuMemsetAsync" } else { "cuMemset" }, code)?;
+        Ok(())
+    }
+
+    /// Copies `source` (same length, same context) into this buffer, synchronously.
+    pub fn copy_from_device(&mut self, source: &DeviceSlice<T>) -> Result<()> {
+        self.copy_device_to_device(source, None)
+    }
+
+    /// Queues a copy of `source` (same length, same context) into this buffer on `stream`.
+    pub fn copy_from_device_async(&mut self, source: &DeviceSlice<T>, stream: &Stream) -> Result<()> {
+        self.copy_device_to_device(source, Some(stream))
+    }
+
+    fn copy_device_to_device(&mut self, source: &DeviceSlice<T>, stream: Option<&Stream>) -> Result<()> {
+        if source.len() != self.len() {
+            return Err(Error::LengthMismatch { destination: self.len(), source_len: source.len() });
+        }
+        if self.is_empty() {
+            return Ok(());
+        }
+        self.context.bind_to_thread()?;
+        let bytes = self.slice.size_bytes();
+        // SAFETY: both ranges hold `bytes` bytes (equal lengths); `&mut self` and `&source`
+        // cannot overlap; queued copies finish before either side is freed.
+        let code = unsafe {
+            match stream {
+                None => sys::cuMemcpyDtoD_v2(self.slice.ptr, source.ptr, bytes),
+                Some(s) => sys::cuMemcpyDtoDAsync_v2(self.slice.ptr, source.ptr, bytes, s.raw()),
+            }
+        };
+        check(if stream.is_some() { "cuMemcpyDtoDAsync" } else { "cuMemcpyDtoD" }, code)?;
+        Ok(())
+    }
+
+    /// Copies `source`, a buffer in another context (usually on another GPU), into this one
+    /// (`cuMemcpyPeer`). Works without peer access (through the host then); with
+    /// [`Context::enable_peer_access`] it goes directly between the GPUs.
+    pub fn copy_from_peer(&mut self, source: &DeviceBuffer<T>) -> Result<()> {
+        self.copy_peer(source, None)
+    }
+
+    /// Queues a copy of `source`, a buffer in another context, into this one on `stream`
+    /// (a stream of this buffer's context; `cuMemcpyPeerAsync`).
+    pub fn copy_from_peer_async(&mut self, source: &DeviceBuffer<T>, stream: &Stream) -> Result<()> {
+        self.copy_peer(source, Some(stream))
+    }
+
+    fn copy_peer(&mut self, source: &DeviceBuffer<T>, stream: Option<&Stream>) -> Result<()> {
+        if source.len() != self.len() {
+            return Err(Error::LengthMismatch { destination: self.len(), source_len: source.len() });
+        }
+        if self.is_empty() {
+            return Ok(());
+        }
+        self.context.bind_to_thread()?;
+        let (destination, origin) = (self.context.raw(), source.context.raw());
+        let bytes = self.slice.size_bytes();
+        // SAFETY: both allocations hold `bytes` bytes in their own (alive) contexts; queued
+        // copies finish before either side is freed (Drop waits for its context).
+        let code = unsafe {
+            match stream {
+                None => sys::cuMemcpyPeer(self.slice.ptr, destination, source.slice.ptr, origin, bytes),
+                Some(s) => sys::cuMemcpyPeerAsync(self.slice.ptr, destination, source.slice.ptr, origin, bytes, s.raw()),
+            }
+        };
+        check(if stream.is_some() { "cuMemcpyPeerAsync" } else { "cuMemcpyPeer" }, code)?;
+        if stream.is_none() {
+            // cuMemcpyPeer may return before the copy ends; a synchronous copy must not.
+            self.context.synchronize()?;
+        }
+        Ok(())
     }
 
     /// Sets every element to zero, queued on `stream` (ordered with the kernels on it).
@@ -85,7 +260,7 @@ impl<T: Pod> DeviceBuffer<T> {
         }
         self.context.bind_to_thread()?;
         // SAFETY: the allocation holds size_bytes bytes and outlives the queued memset (Drop
-        // of the buffer waits for queued work, see below).
+        // of the buffer waits for queued work or frees on a stream after it).
         check("cuMemsetD8Async", unsafe { sys::cuMemsetD8Async(self.slice.ptr, 0, self.slice.size_bytes(), stream.raw()) })?;
         Ok(())
     }
@@ -153,12 +328,24 @@ impl<T: Pod> Drop for DeviceBuffer<T> {
         if self.slice.ptr == 0 {
             return;
         }
-        // cuMemFree synchronises with the device before freeing (the driver API's "API
-        // synchronization behavior"), so a kernel still queued on this buffer finishes first.
         // Errors (a faulted context) cannot be reported from Drop; the next call reports them.
-        if self.context.bind_to_thread().is_ok() {
-            // SAFETY: allocated by us, freed once.
-            unsafe { sys::cuMemFree_v2(self.slice.ptr) };
+        if self.context.bind_to_thread().is_err() {
+            return;
+        }
+        match &self.release {
+            Release::AfterContextIdle => {
+                // Wait for every kernel or copy that may still use the buffer, in any stream
+                // of the context, before the memory can be handed out again.
+                // SAFETY: no arguments; the context is current (bound above).
+                unsafe { sys::cuCtxSynchronize() };
+                // SAFETY: allocated by us, freed once, no queued work left that uses it.
+                unsafe { sys::cuMemFree_v2(self.slice.ptr) };
+            }
+            Release::OnStream(stream) => {
+                // SAFETY: allocated on this stream by us, freed once; the free is ordered
+                // after the work queued on the stream so far.
+                unsafe { sys::cuMemFreeAsync(self.slice.ptr, stream.raw()) };
+            }
         }
     }
 }

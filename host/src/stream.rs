@@ -1,48 +1,83 @@
-//! Streams and events.
+//! Streams and events: ordering, priorities, waiting, host callbacks and stream capture.
+//!
+//! Driver reference: [stream management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html),
+//! [event management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html),
+//! [`cuLaunchHostFunc`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html).
+
+use std::ffi::c_void;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 
 use cudarc::driver::sys;
 
 use crate::context::Context;
 use crate::driver::check;
 use crate::error::{Error, Result};
+use crate::graph::Graph;
 
 /// A queue of work on one context. [`Stream::default_of`] is CUDA's legacy default stream.
+///
+/// Cloning shares the stream (the handle is destroyed when the last clone goes); buffers
+/// allocated on a stream keep it alive until they are freed there.
+#[derive(Clone)]
 pub struct Stream {
+    inner: Arc<StreamInner>,
+}
+
+struct StreamInner {
     raw: sys::CUstream,
     context: Context,
     owned: bool,
 }
 
 // SAFETY: a CUstream may be used from any thread that binds its context; every use binds it.
-unsafe impl Send for Stream {}
+unsafe impl Send for StreamInner {}
 // SAFETY: as above; the driver serialises work submitted to one stream.
-unsafe impl Sync for Stream {}
+unsafe impl Sync for StreamInner {}
+
+/// How a new stream orders itself with the legacy default stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamOrdering {
+    /// Like `cudaStreamCreate`: work on the legacy default stream (the synchronous copies of
+    /// [`DeviceBuffer`](crate::DeviceBuffer)) and on this stream wait for each other.
+    WithLegacyDefault,
+    /// `CU_STREAM_NON_BLOCKING`: independent of the legacy default stream; order work against
+    /// synchronous copies yourself.
+    NonBlocking,
+}
 
 impl Stream {
     /// A new stream, ordered with the legacy default stream like `cudaStreamCreate`'s: the
     /// synchronous copies of [`DeviceBuffer`](crate::DeviceBuffer) (which run there) finish
     /// before later launches on it start, and wait for earlier ones.
     pub fn new(context: &Context) -> Result<Self> {
-        Self::with_flags(context, sys::CUstream_flags::CU_STREAM_DEFAULT)
+        Self::with_priority(context, StreamOrdering::WithLegacyDefault, 0)
     }
 
     /// A new stream that does not synchronise with the legacy default stream: order its work
     /// against synchronous copies yourself (for example with [`Stream::synchronize`]).
     pub fn non_blocking(context: &Context) -> Result<Self> {
-        Self::with_flags(context, sys::CUstream_flags::CU_STREAM_NON_BLOCKING)
+        Self::with_priority(context, StreamOrdering::NonBlocking, 0)
     }
 
-    fn with_flags(context: &Context, flags: sys::CUstream_flags) -> Result<Self> {
+    /// A new stream with a scheduling priority. Lower numbers run first; the valid range is
+    /// [`Context::stream_priority_range`] (0 is the default; out-of-range values are clamped
+    /// by the driver).
+    pub fn with_priority(context: &Context, ordering: StreamOrdering, priority: i32) -> Result<Self> {
         context.bind_to_thread()?;
+        let flags = match ordering {
+            StreamOrdering::WithLegacyDefault => sys::CUstream_flags::CU_STREAM_DEFAULT,
+            StreamOrdering::NonBlocking => sys::CUstream_flags::CU_STREAM_NON_BLOCKING,
+        };
         let mut raw = std::ptr::null_mut();
-        // SAFETY: writes one handle; destroyed in Drop.
-        check("cuStreamCreate", unsafe { sys::cuStreamCreate(&mut raw, flags as u32) })?;
-        Ok(Stream { raw, context: context.clone(), owned: true })
+        // SAFETY: writes one handle; destroyed in Drop of the last clone.
+        check("cuStreamCreateWithPriority", unsafe { sys::cuStreamCreateWithPriority(&mut raw, flags as u32, priority) })?;
+        Ok(Stream { inner: Arc::new(StreamInner { raw, context: context.clone(), owned: true }) })
     }
 
     /// The legacy default stream (`0` in CUDA) of `context`.
     pub fn default_of(context: &Context) -> Self {
-        Stream { raw: std::ptr::null_mut(), context: context.clone(), owned: false }
+        Stream { inner: Arc::new(StreamInner { raw: std::ptr::null_mut(), context: context.clone(), owned: false }) }
     }
 
     /// The legacy default stream of the calling thread's current context.
@@ -52,30 +87,173 @@ impl Stream {
 
     /// Waits for all work queued so far; reports a kernel fault if one happened.
     pub fn synchronize(&self) -> Result<()> {
-        self.context.bind_to_thread()?;
+        self.context().bind_to_thread()?;
         // SAFETY: the stream is alive.
-        check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(self.raw) })?;
+        check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(self.raw()) })?;
         Ok(())
+    }
+
+    /// True when all work queued so far has finished, false while some is still running.
+    /// Never blocks.
+    pub fn is_idle(&self) -> Result<bool> {
+        self.context().bind_to_thread()?;
+        // SAFETY: the stream is alive.
+        let code = unsafe { sys::cuStreamQuery(self.raw()) };
+        not_ready_is_false("cuStreamQuery", code)
+    }
+
+    /// Makes later work on this stream wait until `event` (recorded on any stream of the same
+    /// context, or of a peer) has completed. The host does not wait.
+    pub fn wait_event(&self, event: &Event) -> Result<()> {
+        self.context().bind_to_thread()?;
+        // SAFETY: both handles are alive; flags must be 0 (CU_EVENT_WAIT_DEFAULT).
+        check("cuStreamWaitEvent", unsafe { sys::cuStreamWaitEvent(self.raw(), event.raw, 0) })?;
+        Ok(())
+    }
+
+    /// The stream's priority (lower runs first).
+    pub fn priority(&self) -> Result<i32> {
+        self.context().bind_to_thread()?;
+        let mut priority = 0;
+        // SAFETY: writes one int.
+        check("cuStreamGetPriority", unsafe { sys::cuStreamGetPriority(self.raw(), &mut priority) })?;
+        Ok(priority)
+    }
+
+    /// How the stream orders itself with the legacy default stream.
+    pub fn ordering(&self) -> Result<StreamOrdering> {
+        self.context().bind_to_thread()?;
+        let mut flags = 0;
+        // SAFETY: writes one int.
+        check("cuStreamGetFlags", unsafe { sys::cuStreamGetFlags(self.raw(), &mut flags) })?;
+        Ok(if flags & sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32 != 0 {
+            StreamOrdering::NonBlocking
+        } else {
+            StreamOrdering::WithLegacyDefault
+        })
+    }
+
+    /// Queues `callback` to run on a driver thread once all work queued before it has
+    /// finished; work queued after it waits for it to return.
+    ///
+    /// The closure is boxed and freed exactly once: after it runs, or right here if the driver
+    /// refuses the call. A panic inside it is caught and printed (it cannot unwind into the
+    /// driver). It must not call CUDA itself: the driver forbids API calls from callbacks
+    /// (they may deadlock or fail); signal another thread instead.
+    ///
+    /// Refused with [`Error::HostCallbackInCapture`] while the stream is being captured: a
+    /// graph replays its host nodes many times, and a `FnOnce` can run only once.
+    pub fn launch_host_fn<F: FnOnce() + Send + 'static>(&self, callback: F) -> Result<()> {
+        if self.is_capturing()? {
+            return Err(Error::HostCallbackInCapture);
+        }
+        let boxed: Box<HostCallback> = Box::new(Box::new(callback));
+        let user_data = Box::into_raw(boxed);
+        // SAFETY: the trampoline matches CUhostFn and takes ownership of `user_data` exactly
+        // once, when the driver runs it.
+        let code = unsafe { sys::cuLaunchHostFunc(self.raw(), Some(run_host_callback), user_data.cast()) };
+        if let Err(error) = check("cuLaunchHostFunc", code) {
+            // SAFETY: the driver refused the call, so it will never run the trampoline: the
+            // box is still ours, and this is its only release.
+            drop(unsafe { Box::from_raw(user_data) });
+            return Err(error.into());
+        }
+        Ok(())
+    }
+
+    /// Starts capturing: work queued on this stream from now on is recorded into a graph
+    /// instead of running, until [`Stream::end_capture`]. Prefer [`Stream::capture`], which
+    /// always ends the capture.
+    ///
+    /// Uses `CU_STREAM_CAPTURE_MODE_THREAD_LOCAL`: this thread may not make calls that would
+    /// implicitly synchronise (synchronous copies, `cuMemAlloc`) while capturing; other
+    /// threads are unaffected. Capture a [`StreamOrdering::NonBlocking`] stream: the legacy
+    /// default stream cannot be captured, and synchronous copies on it would invalidate a
+    /// capture on a stream ordered with it.
+    pub fn begin_capture(&self) -> Result<()> {
+        self.context().bind_to_thread()?;
+        // SAFETY: the stream is alive; the mode is a valid enum value.
+        check("cuStreamBeginCapture", unsafe {
+            sys::cuStreamBeginCapture_v2(self.raw(), sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        })?;
+        Ok(())
+    }
+
+    /// Ends a capture begun with [`Stream::begin_capture`] and returns the recorded graph.
+    pub fn end_capture(&self) -> Result<Graph> {
+        self.context().bind_to_thread()?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: writes one graph handle (owned by the returned Graph).
+        check("cuStreamEndCapture", unsafe { sys::cuStreamEndCapture(self.raw(), &mut raw) })?;
+        Ok(Graph::from_raw(raw, self.context().clone()))
+    }
+
+    /// Records what `work` queues on this stream into a [`Graph`] (nothing runs yet). The
+    /// capture is ended even when `work` fails, and `work`'s error is returned.
+    pub fn capture(&self, work: impl FnOnce(&Stream) -> Result<()>) -> Result<Graph> {
+        self.begin_capture()?;
+        let outcome = work(self);
+        let graph = self.end_capture();
+        outcome?;
+        graph
+    }
+
+    /// True while this stream is being captured.
+    pub fn is_capturing(&self) -> Result<bool> {
+        self.context().bind_to_thread()?;
+        let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+        // SAFETY: writes one enum value.
+        check("cuStreamIsCapturing", unsafe { sys::cuStreamIsCapturing(self.raw(), &mut status) })?;
+        Ok(status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
     }
 
     /// The stream's context.
     pub fn context(&self) -> &Context {
-        &self.context
+        &self.inner.context
     }
 
     /// The raw `CUstream` (null for the default stream).
     pub fn raw(&self) -> sys::CUstream {
-        self.raw
+        self.inner.raw
     }
 }
 
-impl Drop for Stream {
+impl Drop for StreamInner {
     fn drop(&mut self) {
         if self.owned && self.context.bind_to_thread().is_ok() {
-            // SAFETY: created by us, destroyed once; queued work still completes.
+            // SAFETY: created by us, destroyed once (last clone); queued work still completes.
             unsafe { sys::cuStreamDestroy_v2(self.raw) };
         }
     }
+}
+
+impl std::fmt::Debug for Stream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stream").field("raw", &self.inner.raw).field("context", &self.inner.context).finish()
+    }
+}
+
+/// What [`Stream::launch_host_fn`] boxes: a second box, so the pointer handed to the driver
+/// is thin.
+type HostCallback = Box<dyn FnOnce() + Send>;
+
+/// Called by the driver, once, for each [`Stream::launch_host_fn`].
+unsafe extern "C" fn run_host_callback(user_data: *mut c_void) {
+    // SAFETY: `user_data` is the `Box<HostCallback>` leaked by `launch_host_fn`; the driver
+    // calls this trampoline exactly once per successful cuLaunchHostFunc.
+    let callback = unsafe { Box::from_raw(user_data.cast::<HostCallback>()) };
+    if std::panic::catch_unwind(AssertUnwindSafe(callback)).is_err() {
+        eprintln!("ferrocuda: a stream host callback panicked (the panic was caught; the stream goes on)");
+    }
+}
+
+/// Maps `CUDA_SUCCESS` to true and `CUDA_ERROR_NOT_READY` to false (query calls).
+fn not_ready_is_false(call: &'static str, code: sys::CUresult) -> Result<bool> {
+    if code == sys::CUresult::CUDA_ERROR_NOT_READY {
+        return Ok(false);
+    }
+    check(call, code)?;
+    Ok(true)
 }
 
 /// A point in a stream, for timing and waiting.
@@ -84,13 +262,27 @@ pub struct Event {
     context: Context,
 }
 
+// SAFETY: a CUevent may be used from any thread; calls that need a context bind it.
+unsafe impl Send for Event {}
+// SAFETY: as above; the driver synchronises concurrent use of one event.
+unsafe impl Sync for Event {}
+
 impl Event {
-    /// A new event that records timing.
+    /// A new event that records timing (for [`Event::elapsed_ms`]).
     pub fn new(context: &Context) -> Result<Self> {
+        Self::with_flags(context, sys::CUevent_flags::CU_EVENT_DEFAULT as u32)
+    }
+
+    /// A new event without timing: cheaper to record and wait on, for ordering only.
+    pub fn without_timing(context: &Context) -> Result<Self> {
+        Self::with_flags(context, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32)
+    }
+
+    fn with_flags(context: &Context, flags: u32) -> Result<Self> {
         context.bind_to_thread()?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes one handle; destroyed in Drop.
-        check("cuEventCreate", unsafe { sys::cuEventCreate(&mut raw, sys::CUevent_flags::CU_EVENT_DEFAULT as u32) })?;
+        check("cuEventCreate", unsafe { sys::cuEventCreate(&mut raw, flags) })?;
         Ok(Event { raw, context: context.clone() })
     }
 
@@ -109,12 +301,24 @@ impl Event {
         Ok(())
     }
 
+    /// True when the work before the event has finished (or it was never recorded). Never blocks.
+    pub fn is_complete(&self) -> Result<bool> {
+        // SAFETY: the event is alive.
+        let code = unsafe { sys::cuEventQuery(self.raw) };
+        not_ready_is_false("cuEventQuery", code)
+    }
+
     /// Milliseconds from `self` to `end` (both recorded and completed).
     pub fn elapsed_ms(&self, end: &Event) -> Result<f32> {
         let mut ms = 0.0;
         // SAFETY: writes one float.
         check("cuEventElapsedTime", unsafe { sys::cuEventElapsedTime_v2(&mut ms, self.raw, end.raw) })?;
         Ok(ms)
+    }
+
+    /// The raw `CUevent`.
+    pub fn raw(&self) -> sys::CUevent {
+        self.raw
     }
 }
 
@@ -124,5 +328,11 @@ impl Drop for Event {
             // SAFETY: created by us, destroyed once.
             unsafe { sys::cuEventDestroy_v2(self.raw) };
         }
+    }
+}
+
+impl std::fmt::Debug for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Event").field("raw", &self.raw).finish()
     }
 }

@@ -1,0 +1,117 @@
+//! CUDA graphs: work recorded once by stream capture ([`Stream::capture`]), instantiated, and
+//! replayed many times with one launch each.
+//!
+//! Driver reference: [graph management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html).
+
+use cudarc::driver::sys;
+
+use crate::context::Context;
+use crate::driver::check;
+use crate::error::Result;
+use crate::stream::Stream;
+
+/// A recorded graph of work (kernels, copies, memsets, host callbacks), not yet runnable:
+/// [`Graph::instantiate`] makes a [`GraphExec`].
+pub struct Graph {
+    raw: sys::CUgraph,
+    context: Context,
+}
+
+// SAFETY: a CUgraph is a plain driver object; the driver API allows using it from any thread
+// as long as one thread at a time changes it, and `Graph` exposes no mutation through `&self`.
+unsafe impl Send for Graph {}
+// SAFETY: as above: `&self` methods only read the graph.
+unsafe impl Sync for Graph {}
+
+impl Graph {
+    /// Takes ownership of a graph handle made in `context`.
+    pub(crate) fn from_raw(raw: sys::CUgraph, context: Context) -> Self {
+        Graph { raw, context }
+    }
+
+    /// How many nodes (kernels, copies, ...) the graph holds.
+    pub fn node_count(&self) -> Result<usize> {
+        let mut count = 0;
+        // SAFETY: with a null node array the driver only writes the count.
+        check("cuGraphGetNodes", unsafe { sys::cuGraphGetNodes(self.raw, std::ptr::null_mut(), &mut count) })?;
+        Ok(count)
+    }
+
+    /// Makes an executable graph. The graph itself may be dropped afterwards.
+    pub fn instantiate(&self) -> Result<GraphExec> {
+        self.context.bind_to_thread()?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: writes one handle, owned by the returned GraphExec; flags 0 = default.
+        check("cuGraphInstantiateWithFlags", unsafe { sys::cuGraphInstantiateWithFlags(&mut raw, self.raw, 0) })?;
+        Ok(GraphExec { raw, context: self.context.clone() })
+    }
+
+    /// The raw `CUgraph`.
+    pub fn raw(&self) -> sys::CUgraph {
+        self.raw
+    }
+}
+
+impl Drop for Graph {
+    fn drop(&mut self) {
+        if self.context.bind_to_thread().is_ok() {
+            // SAFETY: owned by us, destroyed once; executable graphs made from it stay valid.
+            unsafe { sys::cuGraphDestroy(self.raw) };
+        }
+    }
+}
+
+/// An instantiated graph: launch it on a stream as often as needed.
+pub struct GraphExec {
+    raw: sys::CUgraphExec,
+    context: Context,
+}
+
+// SAFETY: as for `Graph`; launching one executable graph from several threads is allowed
+// (the driver orders the launches).
+unsafe impl Send for GraphExec {}
+// SAFETY: as above.
+unsafe impl Sync for GraphExec {}
+
+impl GraphExec {
+    /// Queues one replay of the whole graph on `stream`.
+    ///
+    /// # Safety
+    /// The graph's kernels and copies use the device addresses that were captured. Every
+    /// buffer (device, pinned host) that the captured work touched must still be alive, and
+    /// not be freed until this replay has finished (a synchronisation of `stream`, or dropping
+    /// the buffer, which waits for the device). Holding the buffers for as long as the
+    /// `GraphExec` lives is enough.
+    pub unsafe fn launch(&self, stream: &Stream) -> Result<()> {
+        self.context.bind_to_thread()?;
+        // SAFETY: both handles are alive; the caller guarantees the captured memory is.
+        check("cuGraphLaunch", unsafe { sys::cuGraphLaunch(self.raw, stream.raw()) })?;
+        Ok(())
+    }
+
+    /// The raw `CUgraphExec`.
+    pub fn raw(&self) -> sys::CUgraphExec {
+        self.raw
+    }
+}
+
+impl Drop for GraphExec {
+    fn drop(&mut self) {
+        if self.context.bind_to_thread().is_ok() {
+            // SAFETY: owned by us, destroyed once; replays already queued still complete.
+            unsafe { sys::cuGraphExecDestroy(self.raw) };
+        }
+    }
+}
+
+impl std::fmt::Debug for Graph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Graph").field("raw", &self.raw).finish()
+    }
+}
+
+impl std::fmt::Debug for GraphExec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GraphExec").field("raw", &self.raw).finish()
+    }
+}

@@ -1,0 +1,177 @@
+//! Page-locked ("pinned") host memory: the only host memory that asynchronous copies can
+//! read or write while the host goes on, and the fastest to copy.
+//!
+//! A [`PinnedBuffer`] remembers the asynchronous copies that use it (as events). Reading or
+//! writing it from the host, and dropping it, first waits for them, so the host never sees a
+//! half-finished copy and the GPU never copies from freed memory.
+//!
+//! Driver reference: [`cuMemHostAlloc`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html),
+//! [`cuMemcpyHtoDAsync`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html).
+
+use std::marker::PhantomData;
+use std::sync::Mutex;
+
+use bytemuck::Pod;
+use cudarc::driver::sys;
+
+use crate::context::Context;
+use crate::driver::check;
+use crate::error::{Error, Result};
+use crate::memory::DeviceBuffer;
+use crate::stream::{Event, Stream};
+
+/// `len` values of `T` in page-locked host memory, zero-filled at allocation.
+pub struct PinnedBuffer<T: Pod> {
+    ptr: *mut T,
+    len: usize,
+    context: Context,
+    /// Events recorded after each queued copy that reads or writes this memory.
+    pending: Mutex<Vec<Event>>,
+    _element: PhantomData<T>,
+}
+
+// SAFETY: the buffer owns its memory like a `Vec<T>` (T: Pod is Send + Sync); host access
+// goes through `&self` / `&mut self` and first waits for queued copies.
+unsafe impl<T: Pod> Send for PinnedBuffer<T> {}
+// SAFETY: as above; `&self` only gives shared reads (the GPU may read concurrently too).
+unsafe impl<T: Pod> Sync for PinnedBuffer<T> {}
+
+impl<T: Pod> PinnedBuffer<T> {
+    /// Allocates `len` zeroed elements of page-locked memory, usable for copies in `context`
+    /// (and, being portable, in every other context).
+    pub fn zeroed(context: &Context, len: usize) -> Result<Self> {
+        context.bind_to_thread()?;
+        let bytes = len.checked_mul(std::mem::size_of::<T>()).expect("allocation size overflows usize");
+        let mut ptr: *mut std::ffi::c_void = std::ptr::null_mut();
+        if bytes > 0 {
+            // SAFETY: writes one host pointer to `bytes` bytes; freed in Drop.
+            let code = unsafe { sys::cuMemHostAlloc(&mut ptr, bytes, sys::CU_MEMHOSTALLOC_PORTABLE) };
+            // Page-locked memory comes from host RAM, so the device's out-of-memory figures do
+            // not apply: the driver's own error is reported.
+            check("cuMemHostAlloc", code)?;
+            // SAFETY: `ptr` holds `bytes` writable bytes; all-zero is a valid `T: Pod`.
+            unsafe { std::ptr::write_bytes(ptr.cast::<u8>(), 0, bytes) };
+        } else {
+            ptr = std::ptr::NonNull::<T>::dangling().as_ptr().cast();
+        }
+        Ok(PinnedBuffer { ptr: ptr.cast(), len, context: context.clone(), pending: Mutex::new(Vec::new()), _element: PhantomData })
+    }
+
+    /// Allocates page-locked memory holding a copy of `data`.
+    pub fn from_slice(context: &Context, data: &[T]) -> Result<Self> {
+        let mut buffer = Self::zeroed(context, data.len())?;
+        buffer.as_mut_slice()?.copy_from_slice(data);
+        Ok(buffer)
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when it holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The contents, after waiting for the queued copies that use this buffer.
+    pub fn as_slice(&self) -> Result<&[T]> {
+        self.wait_for_copies()?;
+        // SAFETY: `ptr` holds `len` initialised elements; no queued copy writes them (copies
+        // into the buffer need `&mut self`, and the ones queued earlier have finished).
+        Ok(unsafe { std::slice::from_raw_parts(self.ptr, self.len) })
+    }
+
+    /// The contents for writing, after waiting for the queued copies that use this buffer.
+    pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
+        self.wait_for_copies()?;
+        // SAFETY: as in `as_slice`, and `&mut self` excludes other host access; no copy is
+        // queued any more that reads or writes the memory.
+        Ok(unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) })
+    }
+
+    /// Queues a copy of this buffer into `destination` (same length) on `stream`; the host
+    /// goes on at once. Host access to this buffer waits for the copy.
+    pub fn copy_to_device_async(&self, destination: &mut DeviceBuffer<T>, stream: &Stream) -> Result<()> {
+        check_lengths(destination.len(), self.len)?;
+        if self.is_empty() {
+            return Ok(());
+        }
+        stream.context().bind_to_thread()?;
+        // SAFETY: both sides hold the same number of bytes; this memory stays allocated until
+        // the copy has finished (Drop and host access wait for the event recorded below), and
+        // the device buffer waits for queued work before it is freed.
+        check("cuMemcpyHtoDAsync", unsafe {
+            sys::cuMemcpyHtoDAsync_v2(destination.device_ptr(), self.ptr.cast(), destination.size_bytes(), stream.raw())
+        })?;
+        self.remember_copy(stream)
+    }
+
+    /// Queues a copy of `source` (same length) into this buffer on `stream`; the host goes on
+    /// at once. [`PinnedBuffer::as_slice`] waits for it.
+    pub fn copy_from_device_async(&mut self, source: &DeviceBuffer<T>, stream: &Stream) -> Result<()> {
+        check_lengths(self.len, source.len())?;
+        if self.is_empty() {
+            return Ok(());
+        }
+        stream.context().bind_to_thread()?;
+        // SAFETY: as in `copy_to_device_async`; `&mut self` means no host reference into the
+        // memory is alive while the device writes it.
+        check("cuMemcpyDtoHAsync", unsafe {
+            sys::cuMemcpyDtoHAsync_v2(self.ptr.cast(), source.device_ptr(), source.size_bytes(), stream.raw())
+        })?;
+        self.remember_copy(stream)
+    }
+
+    /// Waits until every queued copy that reads or writes this buffer has finished.
+    pub fn wait_for_copies(&self) -> Result<()> {
+        let mut pending = self.pending.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        for event in pending.iter() {
+            event.synchronize()?;
+        }
+        pending.clear();
+        Ok(())
+    }
+
+    fn remember_copy(&self, stream: &Stream) -> Result<()> {
+        let event = Event::without_timing(stream.context())?;
+        event.record(stream)?;
+        self.pending.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(event);
+        Ok(())
+    }
+
+    /// The context the memory was allocated in.
+    pub fn context(&self) -> &Context {
+        &self.context
+    }
+}
+
+fn check_lengths(destination: usize, source_len: usize) -> Result<()> {
+    if destination != source_len {
+        return Err(Error::LengthMismatch { destination, source_len });
+    }
+    Ok(())
+}
+
+impl<T: Pod> Drop for PinnedBuffer<T> {
+    fn drop(&mut self) {
+        if self.len == 0 || std::mem::size_of::<T>() == 0 {
+            return;
+        }
+        // A copy that cannot be waited for (faulted context) may still be queued: then leak
+        // the memory rather than free what the GPU might still touch.
+        if self.wait_for_copies().is_err() {
+            return;
+        }
+        if self.context.bind_to_thread().is_ok() {
+            // SAFETY: allocated by cuMemHostAlloc, freed once, no copy uses it any more.
+            unsafe { sys::cuMemFreeHost(self.ptr.cast()) };
+        }
+    }
+}
+
+impl<T: Pod + std::fmt::Debug> std::fmt::Debug for PinnedBuffer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PinnedBuffer").field("ptr", &self.ptr).field("len", &self.len).finish()
+    }
+}
