@@ -60,3 +60,14 @@ pub fn mark_blocks(invert: bool, out: &mut [u32]) {
 /// Does nothing: what launch overhead is measured with.
 #[kernel]
 pub fn empty() {}
+
+/// `low[i] = min(x[i], 0)`, `high[i] = max(x[i], 0)`: two outputs, which the launcher must
+/// never receive as the same buffer.
+#[kernel]
+pub fn split_sign(x: &[f32], low: &mut [f32], high: &mut [f32]) {
+    let i = index_1d();
+    if i < x.len() && i < low.len() && i < high.len() {
+        low[i] = x[i].min(0.0);
+        high[i] = x[i].max(0.0);
+    }
+}

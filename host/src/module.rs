@@ -34,6 +34,7 @@ pub struct JitOptions {
     target: Option<u32>,
     fallback: Option<JitFallback>,
     line_info: bool,
+    verbose: bool,
 }
 
 impl JitOptions {
@@ -74,6 +75,14 @@ impl JitOptions {
     #[must_use]
     pub fn line_info(mut self, on: bool) -> Self {
         self.line_info = on;
+        self
+    }
+
+    /// Ask the JIT for a verbose info log (registers, spills, ... per kernel); see
+    /// [`Module::info_log`].
+    #[must_use]
+    pub fn verbose(mut self, on: bool) -> Self {
+        self.verbose = on;
         self
     }
 
@@ -144,6 +153,9 @@ impl RawModule {
         }
         if options.line_info {
             add(CU_JIT_GENERATE_LINE_INFO, 1);
+        }
+        if options.verbose {
+            add(CU_JIT_LOG_VERBOSE, 1);
         }
         let mut raw = std::ptr::null_mut();
         // SAFETY: the image and the log buffers outlive the call; every option value follows
@@ -393,6 +405,12 @@ pub struct Global<'m, T> {
     address: sys::CUdeviceptr,
     module: &'m Module,
     _value: PhantomData<T>,
+}
+
+impl<T> std::fmt::Debug for Global<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Global").field("address", &format_args!("{:#x}", self.address)).field("type", &std::any::type_name::<T>()).finish()
+    }
 }
 
 impl<T: Pod> Global<'_, T> {

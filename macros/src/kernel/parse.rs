@@ -200,7 +200,7 @@ fn classify(ty: &Type) -> syn::Result<ParamKind> {
         Type::Path(path) if path.qself.is_none() => {
             let last = path.path.segments.last().expect("a path has a segment");
             if HOST_ONLY.contains(&last.ident.to_string().as_str()) {
-                return Err(syn::Error::new_spanned(ty, format!("`{}` lives in host memory and cannot be a kernel parameter; {ALLOWED}", quote::quote!(#ty))));
+                return Err(syn::Error::new_spanned(ty, format!("`{}` lives in host memory and cannot be a kernel parameter; {ALLOWED}", type_text(ty))));
             }
             Ok(ParamKind::Value)
         }
@@ -226,7 +226,7 @@ fn classify(ty: &Type) -> syn::Result<ParamKind> {
             }
             Ok(if reference.mutability.is_some() { ParamKind::SliceMut { elem } } else { ParamKind::Slice { elem } })
         }
-        other => Err(syn::Error::new(other.span(), format!("`{}` cannot be a kernel parameter; {ALLOWED}", quote::quote!(#other)))),
+        other => Err(syn::Error::new(other.span(), format!("`{}` cannot be a kernel parameter; {ALLOWED}", type_text(other)))),
     }
 }
 
@@ -280,4 +280,10 @@ impl Param {
 
 fn is_scalar(ty: &Type) -> bool {
     matches!(ty, Type::Path(p) if p.qself.is_none() && p.path.get_ident().is_some_and(|i| SCALARS.contains(&i.to_string().as_str())))
+}
+
+/// A type as the user wrote it, without the token spacing of `TokenStream::to_string`.
+fn type_text(ty: &Type) -> String {
+    let spaced = quote::quote!(#ty).to_string();
+    spaced.replace(" < ", "<").replace("< ", "<").replace(" >", ">").replace(" ,", ",").replace("& ", "&").replace(" ;", ";")
 }
