@@ -5,7 +5,7 @@
 use ferrocuda_device::kernel;
 use ferrocuda_device::thread::{block_dim_x, block_idx_x, index_1d, thread_idx_x};
 
-/// Parameters of [`affine`], passed to the kernel by value.
+/// Parameters of [`affine()`], passed to the kernel by value.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct Affine {
@@ -37,8 +37,12 @@ pub fn scale_into<T: Copy + core::ops::Mul<Output = T>>(factor: T, x: &[T], out:
 }
 
 /// `out[i] = x[i] + 1` for `i < n`, through raw device pointers (an `unsafe` launcher).
+///
+/// # Safety
+/// `x` and `out` must point to `n` valid `f32` each in device memory, `out` written by no one
+/// else while the kernel runs.
 #[kernel]
-pub fn add_one_raw(n: u32, x: *const f32, out: *mut f32) {
+pub unsafe fn add_one_raw(n: u32, x: *const f32, out: *mut f32) {
     let i = index_1d();
     if i < n as usize {
         // SAFETY: the launcher's caller promised `n` valid elements behind both pointers.

@@ -64,8 +64,9 @@ impl PtxHeader {
 /// The newest PTX ISA a driver of CUDA version `(major, minor)` JIT-compiles, from NVIDIA's
 /// PTX ISA release notes; `None` for a driver newer than this table (assumed able).
 pub fn ptx_isa_of_driver(driver: (u32, u32)) -> Option<(u32, u32)> {
+    type Version = (u32, u32);
     // (CUDA version, PTX ISA), oldest first.
-    const TABLE: &[((u32, u32), (u32, u32))] = &[
+    const TABLE: &[(Version, Version)] = &[
         ((10, 0), (6, 3)),
         ((10, 1), (6, 4)),
         ((10, 2), (6, 5)),

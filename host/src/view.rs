@@ -237,7 +237,7 @@ impl<T> DevicePtr<T> {
         self.address
     }
     /// The address `count` elements further on (no bounds check: it is a raw pointer).
-    pub fn add(self, count: usize) -> Self {
+    pub fn advance(self, count: usize) -> Self {
         DevicePtr::from_address(offset::<T>(self.address, count))
     }
 }
@@ -280,6 +280,7 @@ mod tests {
 
     #[test]
     #[should_panic(expected = "starts at 6 but ends at 5")]
+    #[allow(clippy::reversed_empty_ranges)] // the point of the test
     fn reversed_ranges_panic() {
         resolve(6..5, 10);
     }

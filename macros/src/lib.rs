@@ -19,7 +19,8 @@ use proc_macro::TokenStream;
 /// (or arrays) by value, `&[T]` (read-only input: the launcher takes any
 /// `&impl DeviceRead<T>`, e.g. `&buffer` or `&buffer.slice(..)`), `&mut [T]` (output:
 /// `&mut impl DeviceWrite<T>`), and raw device pointers `*const T` / `*mut T` (the launcher
-/// takes `DevicePtr<T>` and is an `unsafe fn`).
+/// takes `DevicePtr<T>` and is an `unsafe fn`; the kernel itself may be declared `pub unsafe
+/// fn`, which it should be when it dereferences them, and only then).
 ///
 /// A generic kernel lists its instances: `#[kernel(instances(f32, f64))] pub fn
 /// scale<T: ..>(..)` builds one PTX kernel per type, named `scale_f32` and `scale_f64`

@@ -88,7 +88,9 @@ fn device_entry(symbol: &Ident, params: &[Param], body: EntryBody, attrs: &[syn:
     }
     let body = match body {
         EntryBody::Inline(block) => quote!(#block),
-        EntryBody::Call(path) => quote!(#path(#(#names),*)),
+        // The generic function may be an `unsafe fn` (raw pointer parameters); the entry
+        // point is itself unsafe to call, with the same contract.
+        EntryBody::Call(path) => quote!(#[allow(unused_unsafe)] unsafe { #path(#(#names),*) }),
     };
     quote! {
         #[cfg(target_arch = "nvptx64")]

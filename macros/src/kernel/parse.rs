@@ -103,9 +103,6 @@ impl<'a> Kernel<'a> {
         if let Some(token) = &sig.constness {
             errors.push(syn::Error::new_spanned(token, "a kernel cannot be `const`"));
         }
-        if let Some(token) = &sig.unsafety {
-            errors.push(syn::Error::new_spanned(token, "leave out `unsafe`: a kernel with raw pointer parameters gets an `unsafe` launcher by itself"));
-        }
         if let Some(abi) = &sig.abi {
             errors.push(syn::Error::new_spanned(abi, "leave out the ABI: #[kernel] gives the function the PTX kernel ABI itself"));
         }
@@ -129,6 +126,12 @@ impl<'a> Kernel<'a> {
                 Ok(param) => params.push(param),
                 Err(e) => errors.push(e),
             }
+        }
+
+        if let Some(token) = &sig.unsafety
+            && !params.iter().any(|p| matches!(p.kind, ParamKind::Pointer { .. }))
+        {
+            errors.push(syn::Error::new_spanned(token, "only a kernel with raw pointer parameters may be `unsafe fn`: slices and values are checked by their types"));
         }
 
         let mut errors = errors.into_iter();

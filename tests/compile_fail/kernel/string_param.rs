@@ -1,4 +1,4 @@
-// A kernel crate in miniature: `#[kernel]` on the host needs a `KERNELS` module to launch from.
+// A kernel crate in miniature: `#[kernel]` on the host needs a `KERNELS` static to launch from.
 use ferrocuda_device::kernel;
 
 pub static KERNELS: ferrocuda::EmbeddedModule =
