@@ -82,6 +82,11 @@ fn jit_options_apply_and_the_info_log_is_captured() {
     assert!(out.to_vec().unwrap().iter().zip(&x_host).all(|(g, x)| *g == 0.5 * x + 2.0));
     module.unload().unwrap();
 
+    // An explicit JIT target (the device's own architecture) instead of the context's.
+    let arch = context.device().arch().unwrap();
+    let targeted = Module::load_ptx(&context, "targeted", ptx, &JitOptions::new().target(arch)).unwrap();
+    assert_eq!(targeted.function("affine").unwrap().attributes().unwrap().binary_version, arch);
+
     let error = Module::load_ptx(&context, "m", ptx, &JitOptions::new().optimization_level(7)).unwrap_err();
     assert!(error.to_string().contains("optimization level 7 is out of range"), "{error}");
 }
@@ -182,4 +187,29 @@ fn a_stale_module_is_named_with_the_mismatch() {
     // A module without the kernel at all.
     let error = affine::launch_in(&module, &stream, (1u32, 32u32), Affine { scale: 1.0, offset: 0.0, limit: 0 }, &DeviceBuffer::<f32>::zeroed(&context, 1).unwrap(), &mut DeviceBuffer::<f32>::zeroed(&context, 1).unwrap()).unwrap_err();
     assert!(error.to_string().contains("kernel `affine` is not in module `stale`"), "{error}");
+}
+
+#[test]
+fn a_cubin_loads_as_a_binary_module_and_garbage_does_not() {
+    let Some(context) = common::gpu_or_skip("a_cubin_loads_as_a_binary_module_and_garbage_does_not") else { return };
+    let arch = context.device().arch().unwrap();
+    let Some(&(_, cubin)) = gpu_kernels::KERNELS.cubins.iter().find(|(a, _)| *a == arch) else {
+        assert!(!ferrocuda::gpu_required() || gpu_kernels::KERNELS.cubins.is_empty(), "no cubin for sm_{arch} although cubins were built");
+        eprintln!("no cubin for sm_{arch} embedded; nothing to load");
+        return;
+    };
+    let module = Module::load_binary(&context, "gpu_kernels cubin", cubin, &JitOptions::new()).unwrap();
+    module.check_kernels(&[&affine::SIGNATURE, &mark_blocks::SIGNATURE]).unwrap();
+    let stream = Stream::new(&context).unwrap();
+    let mut out = DeviceBuffer::<u32>::zeroed(&context, 5).unwrap();
+    mark_blocks::launch_in(&module, &stream, (5u32, 32u32), false, &mut out).unwrap();
+    stream.synchronize().unwrap();
+    assert_eq!(out.to_vec().unwrap(), [0, 1, 2, 3, 4]);
+
+    let error = Module::load_binary(&context, "garbage", b"not a cubin at all", &JitOptions::new()).unwrap_err();
+    eprintln!("garbage image: {error}");
+    assert!(error.to_string().contains("module `garbage` is not a loadable binary image: it is neither a cubin"), "{error}");
+    // A cubin cut short is refused before the driver could read past its end.
+    let error = Module::load_binary(&context, "truncated", &cubin[..cubin.len() / 2], &JitOptions::new()).unwrap_err();
+    assert!(error.to_string().contains("the ELF is truncated"), "{error}");
 }

@@ -201,6 +201,14 @@ pub enum Error {
         /// The module.
         module: String,
     },
+    /// Bytes given as a cubin/fatbin that are not a complete one.
+    #[error("module `{module}` is not a loadable binary image: {reason}")]
+    InvalidImage {
+        /// Which module.
+        module: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A JIT option out of its range.
     #[error("invalid JIT option: {0}")]
     InvalidJitOption(String),
