@@ -12,7 +12,7 @@
 use std::ffi::c_void;
 use std::time::{Duration, Instant};
 
-use ferrocuda::{Context, DeviceBuffer, LaunchConfig, Stream, sys};
+use ferrocuda::{Context, DeviceBuffer, JitOptions, LaunchConfig, Module, Stream, sys};
 use gpu_kernels::launch_kinds::empty;
 use gpu_kernels::saxpy;
 
@@ -55,6 +55,8 @@ fn main() -> ferrocuda::Result<()> {
         (&n as *const usize).cast_mut().cast(),
     ];
     let saxpy_params_ptr = saxpy_params.as_mut_ptr();
+    let module = Module::load_ptx(&context, "gpu_kernels (explicit)", gpu_kernels::KERNELS.ptx_for(70).expect("sm_70 PTX"), &JitOptions::new())?;
+    let mut y2 = DeviceBuffer::from_slice(&context, &[2.0f32; 32])?;
 
     type Variant<'a> = (&'static str, Box<dyn FnMut() + 'a>);
     let mut variants: Vec<Variant> = vec![
@@ -62,6 +64,7 @@ fn main() -> ferrocuda::Result<()> {
         ("empty, typed empty::launch", Box::new(|| empty::launch(&stream, config).unwrap())),
         ("saxpy, raw cuLaunchKernel", Box::new(|| raw_launch(saxpy_raw, saxpy_params_ptr))),
         ("saxpy, typed saxpy::launch", Box::new(|| saxpy::launch(&stream, config, 2.0, &x, &mut y).unwrap())),
+        ("saxpy, typed launch_in(module)", Box::new(|| saxpy::launch_in(&module, &stream, config, 2.0, &x, &mut y2).unwrap())),
     ];
 
     // Warm-up: loads, lazy driver state.
