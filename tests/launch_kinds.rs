@@ -66,10 +66,14 @@ fn raw_pointers_need_unsafe_and_work() {
     let (px, pout): (DevicePtr<f32>, DevicePtr<f32>) = (x.as_device_ptr(), out.as_device_ptr());
     // SAFETY: both buffers hold at least 200 f32 and live until the synchronize below.
     unsafe { add_one_raw::launch(&stream, LaunchConfig::for_elements(200, 64), 200, px, pout) }.unwrap();
+    // The macro form, on the elements 250..260 (pointer arithmetic on the device addresses).
+    // SAFETY: 10 elements from 250 are inside both buffers, alive until the synchronize.
+    unsafe { launch!(add_one_raw<<<1, 32, 0, &stream>>>(10, px.advance(250), pout.advance(250))) }.unwrap();
     stream.synchronize().unwrap();
     let got = out.to_vec().unwrap();
     for i in 0..n {
-        assert_eq!(got[i], if i < 200 { x_host[i] + 1.0 } else { 0.0 }, "i = {i}");
+        let expected = if i < 200 || (250..260).contains(&i) { x_host[i] + 1.0 } else { 0.0 };
+        assert_eq!(got[i], expected, "i = {i}");
     }
 }
 
@@ -135,6 +139,10 @@ fn a_bool_argument_and_the_current_context_launch() {
     assert_eq!(out.to_vec().unwrap(), (0..8).map(|b| u32::MAX - b).collect::<Vec<_>>());
     launch!(mark_blocks<<<8, 32>>>(false, &mut out)).unwrap();
     context.synchronize().unwrap();
+    assert_eq!(out.to_vec().unwrap(), (0..8).collect::<Vec<_>>());
+    // A thread that never bound a context gets told what to do, and nothing is launched.
+    let message = std::thread::scope(|scope| scope.spawn(|| launch!(mark_blocks<<<8, 32>>>(true, &mut out)).unwrap_err().to_string()).join().unwrap());
+    assert!(message.contains("no current CUDA context on this thread"), "{message}");
     assert_eq!(out.to_vec().unwrap(), (0..8).collect::<Vec<_>>());
 }
 
@@ -208,4 +216,12 @@ fn cluster_launches_run_every_block_and_bad_clusters_are_named() {
     mark_blocks::launch(&stream, LaunchConfig::new(sms, 64u32).cooperative(), false, &mut out).unwrap();
     stream.synchronize().unwrap();
     assert_eq!(out.to_vec().unwrap(), (0..sms).collect::<Vec<_>>());
+    // One that cannot all be resident at once is refused with the numbers.
+    let per_sm = mark_blocks::function(&context).unwrap().max_active_blocks_per_sm(1024, 0).unwrap();
+    let too_many = per_sm * sms + 1;
+    let error = mark_blocks::launch(&stream, LaunchConfig::new(too_many, 1024u32).cooperative(), false, &mut out).unwrap_err();
+    eprintln!("refused: {error}");
+    let expected = format!("a cooperative grid of {too_many} blocks exceeds the {} that can be resident at once ({per_sm} per SM x {sms} SMs", per_sm * sms);
+    assert!(error.to_string().contains(&expected), "{error}");
+    stream.synchronize().unwrap();
 }

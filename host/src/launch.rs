@@ -214,6 +214,17 @@ pub enum LaunchProblem {
         /// The grid's size along the axis.
         grid: u32,
     },
+    /// A cooperative grid with more blocks than can be resident at once.
+    CooperativeGridTooLarge {
+        /// Blocks asked for.
+        blocks: u64,
+        /// Blocks that fit at once (`per_sm * sms`).
+        max: u64,
+        /// Blocks of this kernel and configuration that fit on one SM.
+        per_sm: u32,
+        /// SMs on the device.
+        sms: u32,
+    },
     /// More blocks per cluster than the portable limit.
     ClusterTooLarge {
         /// Blocks asked for.
@@ -242,6 +253,10 @@ impl fmt::Display for LaunchProblem {
             Self::ClusterDoesNotDivideGrid { axis, cluster, grid } => {
                 write!(f, "cluster dimension {axis} = {cluster} does not divide grid dimension {axis} = {grid}; make the grid a multiple of the cluster")
             }
+            Self::CooperativeGridTooLarge { blocks, max, per_sm, sms } => write!(
+                f,
+                "a cooperative grid of {blocks} blocks exceeds the {max} that can be resident at once ({per_sm} per SM x {sms} SMs for this kernel and block size); use at most {max} blocks, e.g. a grid-stride loop"
+            ),
             Self::ClusterTooLarge { blocks, max } => write!(f, "a cluster of {blocks} blocks exceeds the portable limit of {max} blocks per cluster"),
         }
     }
@@ -376,7 +391,7 @@ pub unsafe fn launch_embedded(module: &'static EmbeddedModule, symbol: &'static 
     context.bind_to_thread()?;
     let function = context.embedded_function(module, symbol)?;
     // SAFETY: the function belongs to the bound context; the caller vouches for `params`.
-    unsafe { launch_function(function, stream, &config, params) }
+    unsafe { launch_function(function, symbol, stream, &config, params) }
 }
 
 /// Launches the kernel `signature` names from an explicitly loaded `module`; the first launch
@@ -395,7 +410,7 @@ pub unsafe fn launch_in_module(module: &Module, signature: &'static KernelSignat
     context.bind_to_thread()?;
     let function = module.checked_function(signature)?;
     // SAFETY: the function belongs to the bound context; the caller vouches for `params`.
-    unsafe { launch_function(function, stream, &config, params) }
+    unsafe { launch_function(function, signature.symbol, stream, &config, params) }
 }
 
 /// `cuLaunchKernel`, or `cuLaunchKernelEx` when the configuration has a cluster or is
@@ -405,7 +420,7 @@ pub unsafe fn launch_in_module(module: &Module, signature: &'static KernelSignat
 /// `function` belongs to the current context (the stream's); `params` as for
 /// [`launch_embedded`].
 #[inline]
-pub(crate) unsafe fn launch_function(function: sys::CUfunction, stream: &Stream, config: &LaunchConfig, params: &mut [*mut c_void]) -> Result<()> {
+pub(crate) unsafe fn launch_function(function: sys::CUfunction, symbol: &'static str, stream: &Stream, config: &LaunchConfig, params: &mut [*mut c_void]) -> Result<()> {
     if !config.is_extended() {
         // SAFETY: per this function's contract.
         let code = unsafe {
@@ -452,7 +467,28 @@ pub(crate) unsafe fn launch_function(function: sys::CUfunction, stream: &Stream,
     };
     // SAFETY: `launch` and its attributes outlive the call; the rest per this function's contract.
     let code = unsafe { sys::cuLaunchKernelEx(&launch, function, params.as_mut_ptr(), std::ptr::null_mut()) };
+    if code == sys::CUresult::CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE {
+        // Only on this error path: say how many blocks would have fitted.
+        return Err(cooperative_too_large(function, symbol, stream, config));
+    }
     Ok(check("cuLaunchKernelEx", code)?)
+}
+
+/// The error for a cooperative grid larger than what fits on the device at once, with the
+/// numbers from the occupancy API (or the driver's error when those cannot be had).
+#[cold]
+fn cooperative_too_large(function: sys::CUfunction, symbol: &str, stream: &Stream, config: &LaunchConfig) -> Error {
+    let driver_error = || Error::Driver(crate::error::DriverError { call: "cuLaunchKernelEx", code: sys::CUresult::CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE });
+    let mut per_sm = 0;
+    let threads = config.block.volume().min(i32::MAX as u64) as i32;
+    // SAFETY: writes one int; the function belongs to the bound context.
+    let occupancy = unsafe { sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut per_sm, function, threads, config.shared_bytes as usize) };
+    let Ok(sms) = stream.context().device().multiprocessor_count() else { return driver_error() };
+    if occupancy != sys::CUresult::CUDA_SUCCESS {
+        return driver_error();
+    }
+    let max = per_sm as u64 * sms as u64;
+    Error::InvalidLaunch { kernel: symbol.to_string(), problem: LaunchProblem::CooperativeGridTooLarge { blocks: config.grid.volume(), max, per_sm: per_sm as u32, sms } }
 }
 
 /// The kernel `symbol` of an embedded module as loaded into `context` (loading it if needed),
