@@ -122,6 +122,8 @@ impl Device {
             max_block: [get(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?, get(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?, get(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)?],
             max_grid: [get(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?, get(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?, get(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?],
             max_shared_per_block: get(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?,
+            cluster_launch: get(CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH)? != 0,
+            cooperative_launch: get(CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)? != 0,
         })
     }
 }

@@ -5,7 +5,7 @@ use cudarc::driver::sys;
 
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::module::RawModule;
+use crate::module::{RawModule, check_ptx_supported};
 
 /// The PTX and cubins of one kernel crate, as the builder produced them.
 #[derive(Debug)]
@@ -80,7 +80,11 @@ impl LoadedEmbedded {
                 let bytes = module.cubins.iter().find(|&&(b, _)| b == a).map(|&(_, bytes)| bytes).unwrap_or_default();
                 RawModule::load(module.crate_name, bytes, false)?
             }
-            Image::Ptx(a) => RawModule::load(module.crate_name, module.ptx_for(a).unwrap_or_default().as_bytes(), true)?,
+            Image::Ptx(a) => {
+                let ptx = module.ptx_for(a).unwrap_or_default();
+                check_ptx_supported(module.crate_name, ptx, context)?;
+                RawModule::load(module.crate_name, ptx.as_bytes(), true)?
+            }
         };
         Ok(LoadedEmbedded { source: module, image, functions: Vec::new(), module: raw })
     }

@@ -202,6 +202,79 @@ pub enum Error {
     /// A launch without a stream, on a thread that has no current context.
     #[error("no current CUDA context on this thread: create one first (`Context::primary(0)?`) or pass a stream")]
     NoCurrentContext,
+    /// The PTX needs a newer PTX ISA than the installed driver can JIT-compile.
+    #[error("module `{module}` needs PTX ISA {needs}, but the driver (CUDA {driver}) supports PTX ISA up to {supports}: update the NVIDIA driver, or build the PTX with an older toolchain")]
+    PtxIsaTooNew {
+        /// Which module.
+        module: String,
+        /// The `.version` the PTX declares, e.g. "9.1".
+        needs: String,
+        /// The newest PTX ISA the driver accepts, e.g. "9.0".
+        supports: String,
+        /// The driver's CUDA version, e.g. "13.0".
+        driver: String,
+    },
+    /// The PTX targets a newer architecture than the device has.
+    #[error("module `{module}` targets {target}, which the device (sm_{device_arch}) cannot run: build the PTX for sm_{device_arch} or older")]
+    ArchTooNew {
+        /// Which module.
+        module: String,
+        /// The `.target` of the PTX, e.g. "sm_100".
+        target: String,
+        /// The device's architecture number.
+        device_arch: u32,
+    },
+    /// A kernel in a module does not have the parameters the host launcher passes.
+    #[error("kernel `{kernel}` in module `{module}` does not match its launcher: {detail} (stale PTX? rebuild the kernel crate or reload the module)")]
+    KernelSignatureMismatch {
+        /// The kernel.
+        kernel: String,
+        /// The module.
+        module: String,
+        /// What differs.
+        detail: String,
+    },
+    /// A module global (`__constant__` or global variable) is not in the module.
+    #[error("module `{module}` has no global `{name}`")]
+    GlobalNotFound {
+        /// The symbol asked for.
+        name: String,
+        /// The module searched.
+        module: String,
+    },
+    /// A module global has another size than the type it is accessed as.
+    #[error("global `{name}` of module `{module}` holds {bytes} bytes, but `{type_name}` has {type_bytes}: access it as a type of the same size (an array for an array)")]
+    GlobalSizeMismatch {
+        /// The symbol.
+        name: String,
+        /// The module.
+        module: String,
+        /// Its size in the module.
+        bytes: usize,
+        /// The Rust type asked for.
+        type_name: &'static str,
+        /// That type's size.
+        type_bytes: usize,
+    },
+    /// A kernel of a module was launched on a stream of another context.
+    #[error("cannot launch `{kernel}`: module `{module}` was loaded into another context than the stream's; load it into the stream's context")]
+    WrongContext {
+        /// The kernel.
+        kernel: String,
+        /// The module.
+        module: String,
+    },
+    /// Bytes given as a cubin/fatbin that are not a complete one.
+    #[error("module `{module}` is not a loadable binary image: {reason}")]
+    InvalidImage {
+        /// Which module.
+        module: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A JIT option out of its range.
+    #[error("invalid JIT option: {0}")]
+    InvalidJitOption(String),
 }
 
 /// Bytes as a short human-readable size ("1.50 GiB").

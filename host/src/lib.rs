@@ -13,12 +13,15 @@ mod device;
 pub mod driver;
 mod embedded;
 mod error;
+mod function;
 mod graph;
 mod launch;
 mod memory;
 mod module;
 mod pinned;
+mod ptx_version;
 mod stream;
+mod view;
 
 pub use bytemuck::Pod;
 pub use context::{Context, CurrentGuard, Limit, SchedulePolicy};
@@ -27,10 +30,17 @@ pub use graph::{Graph, GraphExec};
 pub use driver::{driver_present, driver_version, init};
 pub use embedded::{EmbeddedModule, Image};
 pub use error::{DriverError, Error, Result};
-pub use launch::{DeviceLimits, Dim3, LaunchConfig, LaunchProblem, SliceArg, launch_embedded, param_ptr};
+pub use function::{CachePreference, Function, FunctionAttributes};
+pub use launch::{
+    DeviceLimits, Dim3, KernelSignature, KernelValue, LaunchConfig, LaunchProblem, MAX_PORTABLE_CLUSTER_BLOCKS, SliceArg, embedded_function, launch_embedded,
+    launch_in_module, param_ptr, require_kernel_value,
+};
 pub use memory::{DeviceBuffer, DeviceSlice};
+pub use module::{Global, JitFallback, JitOptions, Module, ReloadableModule};
 pub use pinned::PinnedBuffer;
+pub use ptx_version::{PtxHeader, ptx_isa_of_driver};
 pub use stream::{Event, Stream, StreamOrdering};
+pub use view::{DevicePtr, DeviceRead, DeviceView, DeviceViewMut, DeviceWrite};
 
 /// The raw driver bindings, for what the safe layer does not cover yet.
 pub use cudarc::driver::sys;

@@ -12,9 +12,20 @@ use proc_macro::TokenStream;
 /// On the device it becomes a PTX entry point named after the function; slices are passed as
 /// pointer + length, `&[T]` as a no-alias read-only pointer (so loads become `ld.global.nc`).
 /// On the host the function stays callable (for the CPU executor), and a module of the same
-/// name holds its typed launcher: `saxpy::launch(&stream, config, a, &x, &mut y)`.
+/// name holds its typed launchers: `saxpy::launch(&stream, config, a, &x, &mut y)`,
+/// `saxpy::launch_in(&module, &stream, config, ..)`, `saxpy::function(&context)`.
 ///
-/// Parameters may be integer, float or `bool` scalars, `&[T]` and `&mut [T]`.
+/// Parameters may be integer, float or `bool` scalars, `#[repr(C)]` `bytemuck::Pod` structs
+/// (or arrays) by value, `&[T]` (read-only input: the launcher takes any
+/// `&impl DeviceRead<T>`, e.g. `&buffer` or `&buffer.slice(..)`), `&mut [T]` (output:
+/// `&mut impl DeviceWrite<T>`), and raw device pointers `*const T` / `*mut T` (the launcher
+/// takes `DevicePtr<T>` and is an `unsafe fn`; the kernel itself may be declared `pub unsafe
+/// fn`, which it should be when it dereferences them, and only then).
+///
+/// A generic kernel lists its instances: `#[kernel(instances(f32, f64))] pub fn
+/// scale<T: ..>(..)` builds one PTX kernel per type, named `scale_f32` and `scale_f64`
+/// (function name, `_`, the type's last path segment), each with its launcher module of the
+/// same name (`scale_f32::launch(..)`). The generic function stays callable on the host.
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     kernel::expand(attr.into(), item.into()).into()

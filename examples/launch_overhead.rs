@@ -1,0 +1,119 @@
+//! CPU time per kernel launch: raw `cuLaunchKernel` against ferrocuda's typed launchers, on
+//! the same kernels, in the same run.
+//!
+//! Two measurements per variant:
+//! - "batched": 500 launches, then a synchronisation that is not counted, repeated: the
+//!   launch queue never fills, so the submit time is the CPU cost of a launch;
+//! - "100k in a row": 100 000 launches submitted back to back (submit time; once the queue
+//!   is full this is paced by the GPU), then the drain time until the stream is idle.
+//!
+//! `cargo run --release --example launch_overhead`
+
+use std::ffi::c_void;
+use std::time::{Duration, Instant};
+
+use ferrocuda::{Context, DeviceBuffer, JitOptions, LaunchConfig, Module, Stream, sys};
+use gpu_kernels::launch_kinds::empty;
+use gpu_kernels::saxpy;
+
+const LAUNCHES: usize = 100_000;
+const BATCH: usize = 500;
+const ROUNDS: usize = 3;
+
+fn main() -> ferrocuda::Result<()> {
+    let context = match Context::primary(0) {
+        Ok(context) => context,
+        Err(error @ (ferrocuda::Error::NoDriver | ferrocuda::Error::NoDevice { .. })) => {
+            println!("no GPU: {error}");
+            return Ok(());
+        }
+        Err(error) => return Err(error),
+    };
+    let device = context.device();
+    let (major, minor) = ferrocuda::driver_version()?;
+    println!("device: {} (sm_{}), driver CUDA {major}.{minor}", device.name()?, device.arch()?);
+    let stream = Stream::non_blocking(&context)?;
+    let config = LaunchConfig::new(1u32, 32u32);
+
+    // The raw baseline launches the very function the typed launcher uses.
+    let empty_raw = empty::function(&context)?.raw();
+    let saxpy_raw = saxpy::function(&context)?.raw();
+    let x = DeviceBuffer::from_slice(&context, &[1.0f32; 32])?;
+    let mut y = DeviceBuffer::from_slice(&context, &[2.0f32; 32])?;
+    let (x_ptr, y_ptr, n, a) = (x.device_ptr(), y.device_ptr(), 32usize, 2.0f32);
+
+    let raw_launch = |function: sys::CUfunction, params: *mut *mut c_void| {
+        // SAFETY: the function is loaded in the bound context; `params` matches its signature.
+        let code = unsafe { sys::cuLaunchKernel(function, 1, 1, 1, 32, 1, 1, 0, stream.raw(), params, std::ptr::null_mut()) };
+        assert_eq!(code, sys::CUresult::CUDA_SUCCESS);
+    };
+    let mut saxpy_params: [*mut c_void; 5] = [
+        (&a as *const f32).cast_mut().cast(),
+        (&x_ptr as *const u64).cast_mut().cast(),
+        (&n as *const usize).cast_mut().cast(),
+        (&y_ptr as *const u64).cast_mut().cast(),
+        (&n as *const usize).cast_mut().cast(),
+    ];
+    let saxpy_params_ptr = saxpy_params.as_mut_ptr();
+    let module = Module::load_ptx(&context, "gpu_kernels (explicit)", gpu_kernels::KERNELS.ptx_for(70).expect("sm_70 PTX"), &JitOptions::new())?;
+    let mut y2 = DeviceBuffer::from_slice(&context, &[2.0f32; 32])?;
+
+    type Variant<'a> = (&'static str, Box<dyn FnMut() + 'a>);
+    let mut variants: Vec<Variant> = vec![
+        ("empty, raw cuLaunchKernel", Box::new(|| raw_launch(empty_raw, std::ptr::null_mut()))),
+        ("empty, typed empty::launch", Box::new(|| empty::launch(&stream, config).unwrap())),
+        ("saxpy, raw cuLaunchKernel", Box::new(|| raw_launch(saxpy_raw, saxpy_params_ptr))),
+        ("saxpy, typed saxpy::launch", Box::new(|| saxpy::launch(&stream, config, 2.0, &x, &mut y).unwrap())),
+        ("saxpy, typed launch_in(module)", Box::new(|| saxpy::launch_in(&module, &stream, config, 2.0, &x, &mut y2).unwrap())),
+    ];
+
+    // Warm-up: loads, lazy driver state.
+    for (_, launch) in &mut variants {
+        for _ in 0..1000 {
+            launch();
+        }
+    }
+    stream.synchronize()?;
+
+    let mut batched = vec![Vec::new(); variants.len()];
+    let mut straight = vec![Vec::new(); variants.len()];
+    // Rounds interleave the variants so that drift on the machine hits all alike.
+    for _ in 0..ROUNDS {
+        for (i, (_, launch)) in variants.iter_mut().enumerate() {
+            let mut submit = Duration::ZERO;
+            for _ in 0..LAUNCHES / BATCH {
+                let start = Instant::now();
+                for _ in 0..BATCH {
+                    launch();
+                }
+                submit += start.elapsed();
+                stream.synchronize()?;
+            }
+            batched[i].push(micros_per_launch(submit));
+
+            let start = Instant::now();
+            for _ in 0..LAUNCHES {
+                launch();
+            }
+            let submit = start.elapsed();
+            let drain_start = Instant::now();
+            stream.synchronize()?;
+            straight[i].push((micros_per_launch(submit), drain_start.elapsed()));
+        }
+    }
+
+    println!("{LAUNCHES} launches per measurement, best of {ROUNDS} rounds (µs per launch, CPU wall time)");
+    println!("{:<30} {:>16} {:>18} {:>12}", "variant", "batched submit", "100k-row submit", "100k drain");
+    for (i, (name, _)) in variants.iter().enumerate() {
+        let best_batched = batched[i].iter().copied().fold(f64::INFINITY, f64::min);
+        let (best_straight, drain) = straight[i].iter().copied().min_by(|a, b| a.0.total_cmp(&b.0)).unwrap();
+        println!("{name:<30} {best_batched:>16.3} {best_straight:>18.3} {:>10.1}ms", drain.as_secs_f64() * 1e3);
+    }
+    let best = |i: usize| batched[i].iter().copied().fold(f64::INFINITY, f64::min);
+    println!("typed - raw (batched): empty {:+.3} µs, saxpy {:+.3} µs", best(1) - best(0), best(3) - best(2));
+    Ok(())
+}
+
+fn micros_per_launch(elapsed: Duration) -> f64 {
+    elapsed.as_secs_f64() * 1e6 / LAUNCHES as f64
+}

@@ -1,0 +1,287 @@
+//! Borrowed views of device memory, and the traits through which launchers accept device
+//! memory for `&[T]` / `&mut [T]` kernel parameters.
+//!
+//! A view borrows the buffer it was cut from, so the buffer outlives it and, for a mutable
+//! view, nothing else touches that buffer while the view lives: the same exclusivity a
+//! `&mut [T]` has, which is what makes a kernel's output unaliased.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::ops::{Bound, RangeBounds};
+
+use bytemuck::Pod;
+
+use crate::launch::SliceArg;
+use crate::memory::{DeviceBuffer, DeviceSlice};
+
+/// Device memory holding `T`s that a kernel may read: what a `&[T]` kernel parameter takes.
+///
+/// Implemented by [`DeviceBuffer`], [`DeviceSlice`], [`DeviceView`] and [`DeviceViewMut`].
+///
+/// # Safety
+/// `kernel_arg` must return the address and length of device memory that holds `len` valid
+/// `T`s and stays allocated while `self` is borrowed.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not device memory of `{T}`",
+    label = "a `&[{T}]` kernel parameter takes device memory of `{T}`",
+    note = "pass `&buffer` for a `DeviceBuffer<{T}>`, or a view `&buffer.slice(a..b)`; host data must be copied first with `DeviceBuffer::from_slice`"
+)]
+pub unsafe trait DeviceRead<T> {
+    /// The pointer and length the kernel receives.
+    fn kernel_arg(&self) -> SliceArg;
+}
+
+/// Device memory a kernel may write: what a `&mut [T]` kernel parameter takes (through a
+/// `&mut` borrow, so one output cannot be passed twice).
+///
+/// # Safety
+/// As for [`DeviceRead`]; besides, while `self` is mutably borrowed no other live value may
+/// give access to the same memory.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not writable device memory of `{T}`",
+    label = "a `&mut [{T}]` kernel parameter takes writable device memory of `{T}`",
+    note = "pass `&mut buffer` for a `DeviceBuffer<{T}>`, or a view `&mut buffer.slice_mut(a..b)`"
+)]
+pub unsafe trait DeviceWrite<T>: DeviceRead<T> {
+    /// The pointer and length the kernel receives.
+    fn kernel_arg_mut(&mut self) -> SliceArg;
+}
+
+/// A read-only view of part of a device buffer (`buffer.slice(a..b)`).
+pub struct DeviceView<'a, T> {
+    ptr: u64,
+    len: usize,
+    _borrow: PhantomData<&'a [T]>,
+}
+
+/// A writable view of part of a device buffer (`buffer.slice_mut(a..b)`).
+pub struct DeviceViewMut<'a, T> {
+    ptr: u64,
+    len: usize,
+    _borrow: PhantomData<&'a mut [T]>,
+}
+
+impl<T> Clone for DeviceView<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for DeviceView<'_, T> {}
+
+/// Resolves `range` against `len`, panicking like slice indexing does when it is out of bounds
+/// (a programming error, as for host slices).
+fn resolve(range: impl RangeBounds<usize>, len: usize) -> (usize, usize) {
+    let start = match range.start_bound() {
+        Bound::Included(&s) => s,
+        Bound::Excluded(&s) => s.checked_add(1).expect("range start overflows usize"),
+        Bound::Unbounded => 0,
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.checked_add(1).expect("range end overflows usize"),
+        Bound::Excluded(&e) => e,
+        Bound::Unbounded => len,
+    };
+    assert!(start <= end, "device slice index starts at {start} but ends at {end}");
+    assert!(end <= len, "range end index {end} out of range for a device slice of length {len}");
+    (start, end)
+}
+
+fn offset<T>(ptr: u64, start: usize) -> u64 {
+    ptr + (start * std::mem::size_of::<T>()) as u64
+}
+
+impl<T> DeviceSlice<T> {
+    /// A read-only view of `range` (like `&slice[range]`); panics when out of bounds.
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> DeviceView<'_, T> {
+        let (start, end) = resolve(range, self.len());
+        DeviceView { ptr: offset::<T>(self.device_ptr(), start), len: end - start, _borrow: PhantomData }
+    }
+
+    /// A writable view of `range` (like `&mut slice[range]`); panics when out of bounds.
+    pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> DeviceViewMut<'_, T> {
+        let (start, end) = resolve(range, self.len());
+        DeviceViewMut { ptr: offset::<T>(self.device_ptr(), start), len: end - start, _borrow: PhantomData }
+    }
+
+    /// The device address as a typed pointer, for kernels with raw pointer parameters.
+    pub fn as_device_ptr(&self) -> DevicePtr<T> {
+        DevicePtr::from_address(self.device_ptr())
+    }
+}
+
+impl<'a, T> DeviceView<'a, T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// True when it holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// A narrower view of `range` within this one; panics when out of bounds.
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> DeviceView<'a, T> {
+        let (start, end) = resolve(range, self.len);
+        DeviceView { ptr: offset::<T>(self.ptr, start), len: end - start, _borrow: PhantomData }
+    }
+    /// The first element's device address as a typed pointer.
+    pub fn as_device_ptr(&self) -> DevicePtr<T> {
+        DevicePtr::from_address(self.ptr)
+    }
+}
+
+impl<T> DeviceViewMut<'_, T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// True when it holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// A narrower read-only view of `range` within this one; panics when out of bounds.
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> DeviceView<'_, T> {
+        let (start, end) = resolve(range, self.len);
+        DeviceView { ptr: offset::<T>(self.ptr, start), len: end - start, _borrow: PhantomData }
+    }
+    /// A narrower writable view of `range` within this one; panics when out of bounds.
+    pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> DeviceViewMut<'_, T> {
+        let (start, end) = resolve(range, self.len);
+        DeviceViewMut { ptr: offset::<T>(self.ptr, start), len: end - start, _borrow: PhantomData }
+    }
+    /// Splits into two writable views at `mid`, like `split_at_mut`; panics if `mid > len`.
+    pub fn split_at_mut(&mut self, mid: usize) -> (DeviceViewMut<'_, T>, DeviceViewMut<'_, T>) {
+        assert!(mid <= self.len, "split index {mid} out of range for a device slice of length {}", self.len);
+        (
+            DeviceViewMut { ptr: self.ptr, len: mid, _borrow: PhantomData },
+            DeviceViewMut { ptr: offset::<T>(self.ptr, mid), len: self.len - mid, _borrow: PhantomData },
+        )
+    }
+    /// The first element's device address as a typed pointer.
+    pub fn as_device_ptr(&self) -> DevicePtr<T> {
+        DevicePtr::from_address(self.ptr)
+    }
+}
+
+impl<T> fmt::Debug for DeviceView<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeviceView").field("ptr", &format_args!("{:#x}", self.ptr)).field("len", &self.len).finish()
+    }
+}
+
+impl<T> fmt::Debug for DeviceViewMut<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeviceViewMut").field("ptr", &format_args!("{:#x}", self.ptr)).field("len", &self.len).finish()
+    }
+}
+
+// SAFETY (all impls below): the pointer/length come from a live allocation (a buffer, or a
+// view that borrows one), in bounds by construction of the views.
+unsafe impl<T> DeviceRead<T> for DeviceSlice<T> {
+    #[inline]
+    fn kernel_arg(&self) -> SliceArg {
+        SliceArg::from_parts::<T>(self.device_ptr(), self.len())
+    }
+}
+unsafe impl<T> DeviceWrite<T> for DeviceSlice<T> {
+    #[inline]
+    fn kernel_arg_mut(&mut self) -> SliceArg {
+        SliceArg::from_parts::<T>(self.device_ptr(), self.len())
+    }
+}
+unsafe impl<T: Pod> DeviceRead<T> for DeviceBuffer<T> {
+    #[inline]
+    fn kernel_arg(&self) -> SliceArg {
+        (**self).kernel_arg()
+    }
+}
+unsafe impl<T: Pod> DeviceWrite<T> for DeviceBuffer<T> {
+    #[inline]
+    fn kernel_arg_mut(&mut self) -> SliceArg {
+        (**self).kernel_arg()
+    }
+}
+unsafe impl<T> DeviceRead<T> for DeviceView<'_, T> {
+    #[inline]
+    fn kernel_arg(&self) -> SliceArg {
+        SliceArg::from_parts::<T>(self.ptr, self.len)
+    }
+}
+unsafe impl<T> DeviceRead<T> for DeviceViewMut<'_, T> {
+    #[inline]
+    fn kernel_arg(&self) -> SliceArg {
+        SliceArg::from_parts::<T>(self.ptr, self.len)
+    }
+}
+unsafe impl<T> DeviceWrite<T> for DeviceViewMut<'_, T> {
+    #[inline]
+    fn kernel_arg_mut(&mut self) -> SliceArg {
+        SliceArg::from_parts::<T>(self.ptr, self.len)
+    }
+}
+
+/// A raw device address of `T`s, for kernels with `*const T` / `*mut T` parameters (whose
+/// launchers are `unsafe`: nothing ties the address to a live allocation).
+#[repr(transparent)]
+pub struct DevicePtr<T> {
+    address: u64,
+    _element: PhantomData<*mut T>,
+}
+
+impl<T> DevicePtr<T> {
+    /// A pointer from a raw device address (e.g. from another library).
+    pub fn from_address(address: u64) -> Self {
+        DevicePtr { address, _element: PhantomData }
+    }
+    /// The raw device address.
+    pub fn address(self) -> u64 {
+        self.address
+    }
+    /// The address `count` elements further on (no bounds check: it is a raw pointer).
+    pub fn advance(self, count: usize) -> Self {
+        DevicePtr::from_address(offset::<T>(self.address, count))
+    }
+}
+
+impl<T> Clone for DevicePtr<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for DevicePtr<T> {}
+impl<T> fmt::Debug for DevicePtr<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "DevicePtr({:#x})", self.address)
+    }
+}
+// SAFETY: a device address is a number on the host; using it needs `unsafe` anyway.
+unsafe impl<T> Send for DevicePtr<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for DevicePtr<T> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_resolve_like_slices() {
+        assert_eq!(resolve(.., 10), (0, 10));
+        assert_eq!(resolve(2..5, 10), (2, 5));
+        assert_eq!(resolve(2..=5, 10), (2, 6));
+        assert_eq!(resolve(..3, 10), (0, 3));
+        assert_eq!(resolve(10.., 10), (10, 10));
+        assert_eq!(offset::<f64>(0x1000, 3), 0x1018);
+    }
+
+    #[test]
+    #[should_panic(expected = "range end index 11 out of range for a device slice of length 10")]
+    fn out_of_bounds_ranges_panic_with_the_lengths() {
+        resolve(5..11, 10);
+    }
+
+    #[test]
+    #[should_panic(expected = "starts at 6 but ends at 5")]
+    #[allow(clippy::reversed_empty_ranges)] // the point of the test
+    fn reversed_ranges_panic() {
+        resolve(6..5, 10);
+    }
+}

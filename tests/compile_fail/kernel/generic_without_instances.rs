@@ -1,0 +1,10 @@
+// A kernel crate in miniature: `#[kernel]` on the host needs a `KERNELS` static to launch from.
+use ferrocuda_device::kernel;
+
+pub static KERNELS: ferrocuda::EmbeddedModule =
+    ferrocuda::EmbeddedModule { crate_name: "t", toolchain: "", ptx: &[], cubins: &[], resources: &[] };
+
+#[kernel]
+pub fn scale<T: Copy>(_factor: T, _out: &mut [T]) {}
+
+fn main() {}

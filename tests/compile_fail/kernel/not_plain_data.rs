@@ -1,0 +1,17 @@
+// A kernel crate in miniature: `#[kernel]` on the host needs a `KERNELS` static to launch from.
+use ferrocuda_device::kernel;
+
+pub static KERNELS: ferrocuda::EmbeddedModule =
+    ferrocuda::EmbeddedModule { crate_name: "t", toolchain: "", ptx: &[], cubins: &[], resources: &[] };
+
+/// Has a pointer to host memory inside: not `Pod`.
+#[derive(Clone, Copy)]
+pub struct Params {
+    pub name: &'static str,
+    pub scale: f32,
+}
+
+#[kernel]
+pub fn uses_params(_p: Params, _out: &mut [f32]) {}
+
+fn main() {}

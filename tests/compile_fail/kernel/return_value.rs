@@ -1,0 +1,12 @@
+// A kernel crate in miniature: `#[kernel]` on the host needs a `KERNELS` static to launch from.
+use ferrocuda_device::kernel;
+
+pub static KERNELS: ferrocuda::EmbeddedModule =
+    ferrocuda::EmbeddedModule { crate_name: "t", toolchain: "", ptx: &[], cubins: &[], resources: &[] };
+
+#[kernel]
+pub fn returns(_x: &[f32]) -> f32 {
+    _x[0]
+}
+
+fn main() {}
