@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use ferrocuda_builder::{Arch, BuildEnv, BuildError, DeviceToolchain, KernelBuilder, ToolchainSource, find_ptxas};
 
 fn ptx() -> &'static str {
-    gpu_kernels::KERNELS.ptx_for(70).expect("gpu-kernels is built for sm_70")
+    gpu_kernels::KERNELS.ptx_for(80).expect("gpu-kernels is built for sm_80")
 }
 
 /// The parameter lines of `.entry name(...)`.
@@ -54,7 +54,7 @@ fn ptx_carries_line_info_but_no_dwarf_sections() {
     let ptx = ptx();
     assert!(ptx.contains("\t.loc\t") && ptx.contains("gpu-kernels/src/lib.rs"), "no line info");
     assert!(!ptx.contains(".section\t.debug"), "DWARF sections would make ptxas fail");
-    assert!(ptx.lines().any(|l| l == ".target sm_70"), "target line");
+    assert!(ptx.lines().any(|l| l == ".target sm_80"), "target line");
 }
 
 #[test]
@@ -144,4 +144,65 @@ fn scratch(name: &str) -> PathBuf {
 fn make_executable(path: &Path) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn shared_memory_uses_the_shared_state_space_and_two_arrays_do_not_alias() {
+    let body = entry_body(ptx(), "shared_two_arrays");
+    assert!(body.contains("st.shared.f32") && body.contains("ld.shared.f32"), "shared accesses must be ld/st.shared:\n{body}");
+    // The kernel's only generic or global accesses are its slice input and output.
+    let declared: Vec<&str> = body.lines().filter_map(|l| l.trim().strip_prefix("mov.u32").map(str::trim)).filter(|l| l.contains("__ferrocuda_shared_")).collect();
+    assert_eq!(declared.len(), 2, "two arrays, two addresses: {declared:?}");
+    let names: std::collections::BTreeSet<&str> = declared.iter().map(|l| l.rsplit(' ').next().unwrap().trim_end_matches(';')).collect();
+    assert_eq!(names.len(), 2, "the two shared_array! sites must be distinct arrays: {declared:?}");
+    for name in names {
+        assert!(ptx().lines().any(|l| l.starts_with(".shared .align 4 .b8 ") && l.contains(&format!("{name}[1024]"))), "{name} is a 1 KiB .shared array");
+    }
+    let histogram = entry_body(ptx(), "histogram_256");
+    assert!(histogram.contains("atom.shared.add.u32"), "shared-memory atomics:\n{histogram}");
+    let dynamic = entry_body(ptx(), "dynamic_shared_sum");
+    assert!(dynamic.contains("%dynamic_smem_size") && dynamic.contains("__ferrocuda_dynamic_shared"), "dynamic shared memory");
+}
+
+#[test]
+fn atomics_warp_operations_and_barriers_compile_to_their_instructions() {
+    let atomics = entry_body(ptx(), "atomics");
+    for instruction in ["atom.relaxed.gpu.add.u32", "atom.relaxed.sys.add.u32", "atom.relaxed.gpu.max.u32", "atom.relaxed.gpu.min.u32", "atom.relaxed.gpu.cas.b32", "atom.relaxed.gpu.exch.b32", "atom.relaxed.gpu.add.f32", "atom.relaxed.gpu.add.f64"] {
+        assert!(atomics.contains(instruction), "missing {instruction}");
+    }
+    let warp = entry_body(ptx(), "warp_ops");
+    for instruction in ["shfl.sync.idx.b32", "shfl.sync.up.b32", "shfl.sync.down.b32", "shfl.sync.bfly.b32", "vote.sync.ballot.b32", "vote.sync.all.pred", "vote.sync.any.pred", "match.any.sync.b32", "bar.warp.sync"] {
+        assert!(warp.contains(instruction), "missing {instruction}");
+    }
+    let barriers = entry_body(ptx(), "barrier_votes");
+    for instruction in ["bar.red.popc.u32", "bar.red.and.pred", "bar.red.or.pred"] {
+        assert!(barriers.contains(instruction), "missing {instruction}");
+    }
+}
+
+#[test]
+fn device_printing_and_panics_do_not_inflate_registers() {
+    // A reachable indirect call (core::fmt) would make ptxas give kernels 255 registers; the
+    // device println! and panic handler use none. The panic path costs ~50 registers.
+    let resources = gpu_kernels::KERNELS.resources;
+    if resources.is_empty() {
+        assert!(std::env::var("REQUIRE_PTXAS").as_deref() != Ok("1"), "REQUIRE_PTXAS=1 but the kernels were built without ptxas");
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "SKIPPED device_printing_and_panics_do_not_inflate_registers: built without ptxas");
+        return;
+    }
+    for &(arch, kernel, registers, spill_stores, ..) in resources {
+        assert!(registers <= 96 && spill_stores == 0, "sm_{arch} {kernel}: {registers} registers, {spill_stores} bytes spilled");
+    }
+    let print = entry_body(ptx(), "print_lines");
+    assert!(print.contains("vprintf"), "println! is one vprintf call");
+}
+
+#[test]
+fn code_for_newer_gpus_is_built_only_for_them() {
+    let sm80 = gpu_kernels::KERNELS.ptx_for(80).unwrap();
+    let sm90 = gpu_kernels::KERNELS.ptx_for(90).unwrap();
+    assert!(sm90.contains(".entry cluster_ring_exchange("), "the sm_90 build has the cluster kernel");
+    assert!(!sm80.contains("cluster_ring_exchange"), "the sm_80 build must not");
+    assert!(sm80.contains(".entry mma_m16n8k16_f16(") && sm80.contains("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"), "tensor-core mma on sm_80");
 }

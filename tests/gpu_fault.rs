@@ -1,5 +1,6 @@
 //! A kernel that panics: the host gets an error from the next synchronisation, the device
-//! prints the file, line, block and thread, and the context stays unusable (sticky).
+//! prints the kernel, file, line, block and thread, the host's error carries the same
+//! record (`Error::KernelPanic`), and every later call reports it (the fault is sticky).
 //!
 //! The faulting kernel runs in a child process (this test binary re-run with
 //! `FERROCUDA_FAULT_CHILD=1`), because a fault poisons the process's primary context.
@@ -29,10 +30,14 @@ fn device_panic_reports_file_line_block_and_thread() {
     let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     println!("child output:\n{text}");
     let line = include_str!("../gpu-kernels/src/lib.rs").lines().position(|l| l.contains("out[i] = x[i].wrapping_mul(x[i]);")).unwrap() + 1;
-    assert!(text.contains(&format!("kernel panicked at gpu-kernels/src/lib.rs:{line}:")), "no panic location in:\n{text}");
+    // The device's own line, through vprintf.
+    assert!(text.contains(&format!("kernel `square_checked` panicked at gpu-kernels/src/lib.rs:{line}:")), "no panic location in:\n{text}");
     assert!(text.contains("block (1, 0, 0), thread ("), "no block/thread in:\n{text}");
-    assert!(text.contains("CHILD SAW: cuStreamSynchronize failed: CUDA_ERROR_"), "no synchronisation error in:\n{text}");
-    assert!(text.contains("CHILD SAW AFTER: ") && text.contains("can no longer be used"), "the fault was not sticky:\n{text}");
+    // The host's error, built from the record the panicking thread left.
+    assert!(text.contains("CHILD SAW KERNEL: square_checked"), "the synchronisation error did not carry the panic:\n{text}");
+    assert!(text.contains(&format!("CHILD SAW LOCATION: gpu-kernels/src/lib.rs:{line}")), "wrong location:\n{text}");
+    assert!(text.contains("CHILD SAW BLOCK: [1, 0, 0]"), "wrong block:\n{text}");
+    assert!(text.contains("CHILD SAW AFTER: kernel `square_checked` panicked"), "later calls must report the panic too:\n{text}");
 }
 
 /// Squares 64 elements into an output of 40: threads 40..64 index out of bounds.
@@ -44,7 +49,12 @@ fn child() {
     square_checked::launch(&stream, LaunchConfig::from((2u32, 32u32)), &x, &mut out).unwrap();
     let error = stream.synchronize().unwrap_err();
     println!("CHILD SAW: {error}");
-    assert!(matches!(error, Error::Driver(e) if e.is_sticky()), "{error:?}");
+    let Error::KernelPanic { report, source } = &error else { panic!("expected a kernel panic, got {error:?}") };
+    assert!(source.is_sticky());
+    println!("CHILD SAW KERNEL: {}", report.kernel);
+    println!("CHILD SAW LOCATION: {}:{}", report.file, report.line);
+    println!("CHILD SAW BLOCK: {:?}", report.block);
+    assert!((8..32).contains(&report.thread[0]), "threads 40..63 overrun the output: {report:?}");
     let after = DeviceBuffer::<u32>::zeroed(&context, 1).map(|_| ()).and_then(|_| context.synchronize()).unwrap_err();
     println!("CHILD SAW AFTER: {after}");
 }

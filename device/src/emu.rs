@@ -18,6 +18,12 @@ fn no_gpu_thread(what: &str) -> ! {
     panic!("`{what}` only has a value inside a kernel (on a GPU, or run by the CPU executor)")
 }
 
+/// For hardware features the CPU executor does not model (clusters, tensor cores).
+#[track_caller]
+pub(crate) fn unsupported(what: &str) -> ! {
+    panic!("`{what}` is not available on the CPU executor")
+}
+
 pub(crate) fn thread_idx() -> Dim3 {
     no_gpu_thread("thread_idx")
 }

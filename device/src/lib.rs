@@ -13,10 +13,14 @@
 #![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, asm_experimental_arch))]
 
 pub mod atomic;
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
+pub mod cluster;
 #[cfg(not(target_arch = "nvptx64"))]
 #[doc(hidden)]
 pub mod emu;
 pub mod math;
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "80"))]
+pub mod mma;
 pub mod panic;
 pub mod print;
 pub mod shared;
@@ -58,5 +62,6 @@ macro_rules! embed_kernels {
 pub mod __private {
     #[cfg(not(target_arch = "nvptx64"))]
     pub use ferrocuda_host as host;
+    pub use ferrocuda_macros::device_print;
 }
 

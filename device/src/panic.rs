@@ -219,3 +219,17 @@ pub fn __record_for_host(kernel: &str, file: &str, line: u32, column: u32, block
     copy_c_string(message.as_bytes(), &mut record.message);
     record
 }
+
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+mod tests {
+    use super::PanicRecord;
+
+    #[test]
+    fn the_record_has_the_layout_the_host_reads() {
+        // The same numbers are asserted on ferrocuda-host's mirror of this struct.
+        assert_eq!(core::mem::offset_of!(PanicRecord, kernel), 36);
+        assert_eq!(core::mem::offset_of!(PanicRecord, file), 100);
+        assert_eq!(core::mem::offset_of!(PanicRecord, message), 292);
+        assert_eq!(core::mem::size_of::<PanicRecord>(), 548);
+    }
+}

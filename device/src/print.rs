@@ -1,88 +1,293 @@
 //! Printing from a kernel: [`println!`](crate::println) and [`print!`](crate::print), CUDA's
-//! `printf` with Rust's formatting.
+//! `printf` with Rust's format strings.
 //!
-//! On the GPU the text is formatted by `core::fmt` into a 512-byte buffer on the thread's stack
-//! (longer output is cut) and handed to `vprintf` as one `%s`, so one call prints one unbroken
-//! line even when many threads print. A plain string with no arguments skips the formatting.
-//! Cost: the formatting code (a few KiB of PTX) and a stack buffer, only in kernels that print;
-//! the driver's printf FIFO (1 MiB by default) holds the output until the host synchronises.
-
-use core::fmt;
+//! The format string is compiled into one `vprintf` call by a procedural macro: each `{}`
+//! becomes the C conversion for its argument's type (`%lld`, `%llu`, `%g`, `%.*s`, ...), and
+//! the arguments are packed as C varargs in a buffer on the thread's stack. No `core::fmt` runs
+//! on the GPU: its indirect calls would make ptxas give every kernel in the module 255
+//! registers. One call prints one unbroken line even when many threads print.
+//!
+//! Supported: `{}`, `{:?}` (the same), `{0}`, `{name}`, `{:x}`, `{:X}`, `{:e}`, width, `0`
+//! padding, `<`/`>` alignment, `.precision`; argument types: integers, floats, `bool`, `char`
+//! (ASCII), `&str`. Floats without a precision print like C's `%g` (6 significant digits);
+//! `{:.3}` gives `%.3f`. Other specs are a compile error. Cost: a few dozen instructions per
+//! call and ~0.5 KiB of stack in the printing thread; the driver's printf FIFO (1 MiB by
+//! default, see `Context::set_limit`) holds the output until the host synchronises.
+//!
+//! On the host (CPU executor) the same macros print through `std`.
 
 /// Prints to the host's stdout from a kernel, like `std::println!`.
 #[macro_export]
 macro_rules! println {
-    () => { $crate::print::__print(format_args!("\n")) };
-    ($($arg:tt)*) => { $crate::print::__print(format_args!("{}\n", format_args!($($arg)*))) };
+    () => { $crate::__private::device_print!($crate, true, "") };
+    ($format:literal $($rest:tt)*) => { $crate::__private::device_print!($crate, true, $format $($rest)*) };
 }
 
 /// Prints to the host's stdout from a kernel, like `std::print!`.
 #[macro_export]
 macro_rules! print {
-    ($($arg:tt)*) => { $crate::print::__print(format_args!($($arg)*)) };
+    ($format:literal $($rest:tt)*) => { $crate::__private::device_print!($crate, false, $format $($rest)*) };
 }
 
-#[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
-/// A fixed buffer that `core::fmt` writes into, cutting what does not fit (on a char boundary).
-pub(crate) struct FixedBuffer<const N: usize> {
-    bytes: [u8; N],
-    len: usize,
+/// How one argument is to be shown (from its `{:...}` spec).
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct Spec {
+    pub left: bool,
+    pub zero: bool,
+    pub width: Option<u32>,
+    pub precision: Option<u32>,
+    /// `' '`, `'x'`, `'X'` or `'e'`.
+    pub kind: char,
 }
 
-#[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
-impl<const N: usize> FixedBuffer<N> {
-    pub(crate) const fn new() -> Self {
-        FixedBuffer { bytes: [0; N], len: 0 }
-    }
+const FORMAT_BYTES: usize = 256;
+const ARG_WORDS: usize = 32;
 
-    /// The text so far, NUL-terminated (room for the NUL is always kept).
-    pub(crate) fn as_c_str(&mut self) -> *const u8 {
-        self.bytes[self.len.min(N - 1)] = 0;
-        self.bytes.as_ptr()
-    }
+/// A `vprintf` call being assembled: the C format string and the packed arguments.
+#[doc(hidden)]
+pub struct Printf {
+    format: [u8; FORMAT_BYTES],
+    format_len: usize,
+    args: [u64; ARG_WORDS],
+    /// Bytes of `args` used.
+    args_len: usize,
+    /// Set when something did not fit: the call then prints a notice instead.
+    overflow: bool,
+}
 
-    #[allow(dead_code)]
-    pub(crate) fn as_str(&self) -> &str {
-        core::str::from_utf8(&self.bytes[..self.len]).unwrap_or("")
+impl Default for Printf {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
-impl<const N: usize> fmt::Write for FixedBuffer<N> {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        let room = N - 1 - self.len;
-        let mut take = s.len().min(room);
-        while !s.is_char_boundary(take) {
-            take -= 1;
+impl Printf {
+    /// An empty call.
+    #[inline(always)]
+    pub fn new() -> Self {
+        Printf { format: [0; FORMAT_BYTES], format_len: 0, args: [0; ARG_WORDS], args_len: 0, overflow: false }
+    }
+
+    fn push_byte(&mut self, byte: u8) {
+        // One byte stays free for the terminating NUL.
+        if self.format_len + 1 < FORMAT_BYTES {
+            self.format[self.format_len] = byte;
+            self.format_len += 1;
+        } else {
+            self.overflow = true;
         }
-        self.bytes[self.len..self.len + take].copy_from_slice(&s.as_bytes()[..take]);
-        self.len += take;
-        Ok(())
+    }
+
+    fn push_number(&mut self, mut n: u32) {
+        let mut digits = [0u8; 10];
+        let mut count = 0;
+        loop {
+            digits[count] = b'0' + (n % 10) as u8;
+            count += 1;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        while count > 0 {
+            count -= 1;
+            self.push_byte(digits[count]);
+        }
+    }
+
+    /// Literal text (`%` is escaped).
+    #[inline(always)]
+    pub fn literal(&mut self, text: &str) {
+        for &byte in text.as_bytes() {
+            if byte == b'%' {
+                self.push_byte(b'%');
+            }
+            self.push_byte(byte);
+        }
+    }
+
+    /// `%[-][0][width][.precision]<length><conversion>`.
+    fn conversion(&mut self, spec: &Spec, precision: Option<u32>, length: &str, conversion: u8) {
+        self.push_byte(b'%');
+        if spec.left {
+            self.push_byte(b'-');
+        }
+        if spec.zero {
+            self.push_byte(b'0');
+        }
+        if let Some(width) = spec.width {
+            self.push_number(width);
+        }
+        if let Some(precision) = precision {
+            self.push_byte(b'.');
+            self.push_number(precision);
+        }
+        for &b in length.as_bytes() {
+            self.push_byte(b);
+        }
+        self.push_byte(conversion);
+    }
+
+    /// Appends `value` to the argument buffer, aligned to its size as C varargs are.
+    fn push_arg<const N: usize>(&mut self, bytes: [u8; N]) {
+        let offset = self.args_len.next_multiple_of(N);
+        if offset + N > ARG_WORDS * 8 {
+            self.overflow = true;
+            return;
+        }
+        for (i, b) in bytes.into_iter().enumerate() {
+            let (word, shift) = ((offset + i) / 8, ((offset + i) % 8) * 8);
+            self.args[word] |= (b as u64) << shift;
+        }
+        self.args_len = offset + N;
+    }
+
+    /// A signed integer (`%lld`, or `%llx` for hex specs).
+    #[inline(always)]
+    pub fn signed(&mut self, value: i64, spec: &Spec) {
+        let conversion = match spec.kind {
+            'x' => b'x',
+            'X' => b'X',
+            _ => b'd',
+        };
+        self.conversion(spec, None, "ll", conversion);
+        self.push_arg(value.to_le_bytes());
+    }
+
+    /// An unsigned integer (`%llu`, `%llx`, `%llX`).
+    #[inline(always)]
+    pub fn unsigned(&mut self, value: u64, spec: &Spec) {
+        let conversion = match spec.kind {
+            'x' => b'x',
+            'X' => b'X',
+            _ => b'u',
+        };
+        self.conversion(spec, None, "ll", conversion);
+        self.push_arg(value.to_le_bytes());
+    }
+
+    /// A float (`%g`, `%.Nf` with a precision, `%e`).
+    #[inline(always)]
+    pub fn float(&mut self, value: f64, spec: &Spec) {
+        let conversion = match (spec.kind, spec.precision) {
+            ('e', _) => b'e',
+            (_, Some(_)) => b'f',
+            _ => b'g',
+        };
+        self.conversion(spec, spec.precision, "", conversion);
+        self.push_arg(value.to_le_bytes());
+    }
+
+    /// A string (`%.*s`: no NUL terminator needed).
+    #[inline(always)]
+    pub fn string(&mut self, text: &str, spec: &Spec) {
+        self.push_byte(b'%');
+        if spec.left {
+            self.push_byte(b'-');
+        }
+        if let Some(width) = spec.width {
+            self.push_number(width);
+        }
+        self.push_byte(b'.');
+        self.push_byte(b'*');
+        self.push_byte(b's');
+        let len = spec.precision.map_or(text.len(), |p| (p as usize).min(text.len())) as u32;
+        self.push_arg(len.to_le_bytes());
+        self.push_arg((text.as_ptr() as u64).to_le_bytes());
+    }
+
+    /// Prints the assembled line.
+    #[inline(always)]
+    pub fn print(mut self) {
+        if self.overflow {
+            self = Printf::new();
+            self.literal("(device println!: line too long or too many arguments)\n");
+        }
+        self.format[self.format_len] = 0;
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: a NUL-terminated format whose conversions match the packed arguments.
+        unsafe {
+            core::arch::nvptx::vprintf(self.format.as_ptr(), self.args.as_ptr().cast());
+        }
+    }
+}
+
+/// A value that [`println!`](crate::println) can print on the device.
+pub trait PrintfArg {
+    #[doc(hidden)]
+    fn push_to(&self, printf: &mut Printf, spec: Spec);
+}
+
+macro_rules! printf_int {
+    ($method:ident, $as:ty: $($t:ty),*) => {$(
+        impl PrintfArg for $t {
+            #[inline(always)]
+            fn push_to(&self, printf: &mut Printf, spec: Spec) {
+                printf.$method(*self as $as, &spec)
+            }
+        }
+    )*};
+}
+printf_int!(signed, i64: i8, i16, i32, i64, isize);
+printf_int!(unsigned, u64: u8, u16, u32, u64, usize);
+
+impl PrintfArg for f32 {
+    #[inline(always)]
+    fn push_to(&self, printf: &mut Printf, spec: Spec) {
+        printf.float(*self as f64, &spec)
+    }
+}
+
+impl PrintfArg for f64 {
+    #[inline(always)]
+    fn push_to(&self, printf: &mut Printf, spec: Spec) {
+        printf.float(*self, &spec)
+    }
+}
+
+impl PrintfArg for bool {
+    #[inline(always)]
+    fn push_to(&self, printf: &mut Printf, spec: Spec) {
+        printf.string(if *self { "true" } else { "false" }, &spec)
+    }
+}
+
+impl PrintfArg for str {
+    #[inline(always)]
+    fn push_to(&self, printf: &mut Printf, spec: Spec) {
+        printf.string(self, &spec)
+    }
+}
+
+impl PrintfArg for char {
+    #[inline(always)]
+    fn push_to(&self, printf: &mut Printf, spec: Spec) {
+        let mut bytes = [0u8; 4];
+        let text: &str = self.encode_utf8(&mut bytes);
+        // The text lives on this stack frame only until `print`: copy ASCII into the format.
+        for &b in text.as_bytes() {
+            if b == b'%' {
+                printf.push_byte(b'%');
+            }
+            printf.push_byte(b);
+        }
+        let _ = spec;
+    }
+}
+
+impl<T: PrintfArg + ?Sized> PrintfArg for &T {
+    #[inline(always)]
+    fn push_to(&self, printf: &mut Printf, spec: Spec) {
+        (**self).push_to(printf, spec)
     }
 }
 
 #[doc(hidden)]
 #[inline(never)]
-pub fn __print(args: fmt::Arguments<'_>) {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        #[repr(C)]
-        struct Args {
-            len: u32,
-            text: *const u8,
-        }
-        if let Some(text) = args.as_str() {
-            // No arguments: print the string itself (`%.*s` needs no NUL terminator).
-            let args = Args { len: text.len() as u32, text: text.as_ptr() };
-            // SAFETY: the format's conversions match `Args`.
-            unsafe { core::arch::nvptx::vprintf(c"%.*s".as_ptr().cast(), (&args as *const Args).cast()) };
-            return;
-        }
-        let mut buffer = FixedBuffer::<512>::new();
-        let _ = fmt::write(&mut buffer, args);
-        let args = Args { len: buffer.len as u32, text: buffer.as_c_str() };
-        // SAFETY: as above.
-        unsafe { core::arch::nvptx::vprintf(c"%.*s".as_ptr().cast(), (&args as *const Args).cast()) };
-    }
+pub fn __print(args: core::fmt::Arguments<'_>) {
     #[cfg(not(target_arch = "nvptx64"))]
     crate::emu::print(args);
+    #[cfg(target_arch = "nvptx64")]
+    let _ = args;
 }

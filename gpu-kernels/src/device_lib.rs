@@ -223,3 +223,49 @@ pub fn panic_formatted(x: &[u32], limit: u32) {
         panic!("value {} at {} is over the limit {}", x[i], i, limit);
     }
 }
+
+/// Thread 0 of each block prints a formatted line; lane 0 of each other warp of block 0 a
+/// shorter one (the test reads them back from the process's stdout).
+#[kernel]
+pub fn print_lines(value: f32, tag: u32) {
+    let t = thread_idx_x();
+    if t == 0 {
+        ferrocuda_device::println!("block {} of {} says {:.3} tag={:x} ok={}", block_idx().x, grid_dim().x, value, tag, true);
+    } else if block_idx().x == 0 && t % 32 == 0 {
+        ferrocuda_device::println!("warp {:>2} checking in, 100% ready", t / 32);
+    }
+}
+
+/// Distributed shared memory across a cluster (sm_90 only): each block fills its shared array
+/// with `1000 * cluster rank + t`, the cluster synchronises, and each thread reads element `t`
+/// of the NEXT block's array. `out[global thread] = that value`. Launch with clusters of 2-8
+/// blocks of 128 threads.
+#[kernel]
+#[cfg_attr(target_arch = "nvptx64", cfg(ferrocuda_sm = "90"))]
+pub fn cluster_ring_exchange(out: &mut [u32]) {
+    use ferrocuda_device::cluster;
+    let values = shared_array![u32; 128];
+    let t = thread_idx_x() as usize;
+    let rank = cluster::block_rank();
+    values.set(t, 1000 * rank + t as u32);
+    cluster::sync();
+    let next = (rank + 1) % cluster::size();
+    let i = index_1d();
+    if i < out.len() {
+        out[i] = cluster::peer_get(&values, next, t);
+    }
+    // Keep our array alive until every peer has read it.
+    cluster::sync();
+}
+
+/// One warp multiplies a 16x16 f16 matrix `a` (row-major) by a 16x8 f16 matrix `b`
+/// (row-major) on the tensor cores, into `c` (16x8 f32, row-major). Launch 1 block of 32.
+#[kernel]
+pub fn mma_m16n8k16_f16(a: &[u16], b: &[u16], c: &mut [f32]) {
+    use ferrocuda_device::mma;
+    let lane = warp::lane_id();
+    if a.len() >= 256 && b.len() >= 128 && c.len() >= 128 {
+        let d = mma::m16n8k16_f16(mma::load_a(a, 16, lane), mma::load_b(b, 8, lane), [0.0; 4]);
+        mma::store_d(c, 8, lane, d);
+    }
+}

@@ -74,6 +74,19 @@ impl fmt::Debug for DriverError {
 
 impl std::error::Error for DriverError {}
 
+impl From<DriverError> for Error {
+    /// A sticky error after a device panic becomes [`Error::KernelPanic`] with the record the
+    /// panicking thread left; any other driver error stays [`Error::Driver`].
+    fn from(error: DriverError) -> Self {
+        if error.is_sticky()
+            && let Some(report) = crate::panic_report::recorded()
+        {
+            return Error::KernelPanic { report, source: error };
+        }
+        Error::Driver(error)
+    }
+}
+
 /// Everything that can go wrong in the host API.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -94,7 +107,16 @@ pub enum Error {
     },
     /// A driver call failed.
     #[error(transparent)]
-    Driver(#[from] DriverError),
+    Driver(DriverError),
+    /// A kernel panicked (reported by ferrocuda-device's panic handler); the context, and
+    /// with today's drivers the whole process, can no longer use the GPU.
+    #[error("{report}\n({source})")]
+    KernelPanic {
+        /// Where and why.
+        report: crate::KernelPanic,
+        /// The driver's error, from the call that noticed the fault.
+        source: DriverError,
+    },
     /// A launch configuration that breaks a device limit; nothing was launched.
     #[error("cannot launch `{kernel}`: {problem}")]
     InvalidLaunch {

@@ -18,6 +18,7 @@ mod graph;
 mod launch;
 mod memory;
 mod module;
+mod panic_report;
 mod pinned;
 mod ptx_version;
 mod stream;
@@ -36,6 +37,7 @@ pub use launch::{
     launch_in_module, param_ptr, require_kernel_value,
 };
 pub use memory::{DeviceBuffer, DeviceSlice};
+pub use panic_report::KernelPanic;
 pub use module::{Global, JitFallback, JitOptions, Module, ReloadableModule};
 pub use pinned::PinnedBuffer;
 pub use ptx_version::{PtxHeader, ptx_isa_of_driver};

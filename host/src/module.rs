@@ -164,6 +164,7 @@ impl RawModule {
         if let Err(source) = check("cuModuleLoadDataEx", code) {
             return Err(Error::ModuleLoad { module: name.to_string(), source, log: log_text(&error_log) });
         }
+        crate::panic_report::install(raw);
         Ok((RawModule { raw }, log_text(&info_log)))
     }
 

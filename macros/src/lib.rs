@@ -4,6 +4,7 @@
 
 mod kernel;
 mod launch;
+mod print;
 
 use proc_macro::TokenStream;
 
@@ -38,4 +39,12 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro]
 pub fn launch(input: TokenStream) -> TokenStream {
     launch::expand(input.into()).into()
+}
+
+/// The engine of `ferrocuda_device::println!`/`print!`: a Rust format string compiled into one
+/// device `vprintf` call (no `core::fmt` on the GPU). Use those macros, not this one.
+#[doc(hidden)]
+#[proc_macro]
+pub fn device_print(input: TokenStream) -> TokenStream {
+    print::expand(input.into()).into()
 }

@@ -92,12 +92,15 @@ fn device_entry(symbol: &Ident, params: &[Param], body: EntryBody, attrs: &[syn:
         // point is itself unsafe to call, with the same contract.
         EntryBody::Call(path) => quote!(#[allow(unused_unsafe)] unsafe { #path(#(#names),*) }),
     };
+    // The kernel's name, for panic reports (one shared-memory store per thread at entry).
+    let name = proc_macro2::Literal::c_string(&std::ffi::CString::new(symbol.to_string()).expect("identifiers have no NUL"));
     quote! {
         #[cfg(target_arch = "nvptx64")]
         #(#attrs)*
         #[unsafe(no_mangle)]
         #[allow(improper_ctypes_definitions)]
         pub unsafe extern "ptx-kernel" fn #symbol(#(#entry_params),*) {
+            ::ferrocuda_device::panic::__enter_kernel(#name);
             #(#rebuild)*
             #body
         }
