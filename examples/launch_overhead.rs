@@ -55,7 +55,7 @@ fn main() -> ferrocuda::Result<()> {
         (&n as *const usize).cast_mut().cast(),
     ];
     let saxpy_params_ptr = saxpy_params.as_mut_ptr();
-    let module = Module::load_ptx(&context, "gpu_kernels (explicit)", gpu_kernels::KERNELS.ptx_for(70).expect("sm_70 PTX"), &JitOptions::new())?;
+    let module = Module::load_ptx(&context, "gpu_kernels (explicit)", gpu_kernels::KERNELS.ptx_for(80).expect("sm_80 PTX"), &JitOptions::new())?;
     let mut y2 = DeviceBuffer::from_slice(&context, &[2.0f32; 32])?;
 
     type Variant<'a> = (&'static str, Box<dyn FnMut() + 'a>);

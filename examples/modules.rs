@@ -9,7 +9,7 @@ use gpu_kernels::launch_kinds::mark_blocks;
 /// The kernel crate's PTX plus a global `VERSION = version`: a stand-in for PTX rebuilt while
 /// the program runs (same kernels, something new inside), and a global to read back.
 fn ptx_with_version(version: u32) -> String {
-    let ptx = gpu_kernels::KERNELS.ptx_for(70).expect("sm_70 PTX is built");
+    let ptx = gpu_kernels::KERNELS.ptx_for(80).expect("sm_80 PTX is built");
     format!("{ptx}\n.visible .global .align 4 .u32 VERSION = {version};\n")
 }
 

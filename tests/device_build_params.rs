@@ -7,7 +7,7 @@ use gpu_kernels::launch_kinds::{add_one_raw, affine, empty, mark_blocks, scale_i
 use gpu_kernels::saxpy;
 
 fn ptx() -> &'static str {
-    gpu_kernels::KERNELS.ptx_for(70).expect("gpu-kernels is built for sm_70")
+    gpu_kernels::KERNELS.ptx_for(80).expect("gpu-kernels is built for sm_80")
 }
 
 /// The parameter declarations of `.entry name(...)`, trimmed.

@@ -56,7 +56,7 @@ const FROM_GLOBAL: &str = "ld.global.u32 %r3, [FILL];";
 #[test]
 fn jit_options_apply_and_the_info_log_is_captured() {
     let Some(context) = common::gpu_or_skip("jit_options_apply_and_the_info_log_is_captured") else { return };
-    let ptx = gpu_kernels::KERNELS.ptx_for(70).unwrap();
+    let ptx = gpu_kernels::KERNELS.ptx_for(80).unwrap();
     // sm_90 raises a register cap below 24 to 24 (ptxas says so in the log), so cap at 24.
     let options = JitOptions::new().optimization_level(0).max_registers(24).line_info(true).fallback(JitFallback::PreferPtx).verbose(true);
     let module = Module::load_ptx_checked(&context, "gpu_kernels (O0, 24 regs)", ptx, &options, &[&affine::SIGNATURE, &mark_blocks::SIGNATURE]).unwrap();

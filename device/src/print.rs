@@ -2,14 +2,14 @@
 //! `printf` with Rust's format strings.
 //!
 //! The format string is compiled into one `vprintf` call by a procedural macro: each `{}`
-//! becomes the C conversion for its argument's type (`%lld`, `%llu`, `%g`, `%.*s`, ...), and
+//! becomes the C conversion for its argument's type (`%lld`, `%llu`, `%g`, ...; strings are copied into the format), and
 //! the arguments are packed as C varargs in a buffer on the thread's stack. No `core::fmt` runs
 //! on the GPU: its indirect calls would make ptxas give every kernel in the module 255
 //! registers. One call prints one unbroken line even when many threads print.
 //!
 //! Supported: `{}`, `{:?}` (the same), `{0}`, `{name}`, `{:x}`, `{:X}`, `{:e}`, width, `0`
 //! padding, `<`/`>` alignment, `.precision`; argument types: integers, floats, `bool`, `char`
-//! (ASCII), `&str`. Floats without a precision print like C's `%g` (6 significant digits);
+//! `&str` (copied into the format string). Floats without a precision print like C's `%g` (6 significant digits);
 //! `{:.3}` gives `%.3f`. Other specs are a compile error. Cost: a few dozen instructions per
 //! call and ~0.5 KiB of stack in the printing thread; the driver's printf FIFO (1 MiB by
 //! default, see `Context::set_limit`) holds the output until the host synchronises.
@@ -179,22 +179,23 @@ impl Printf {
         self.push_arg(value.to_le_bytes());
     }
 
-    /// A string (`%.*s`: no NUL terminator needed).
+    /// A string, copied into the format itself (`%` escaped) and padded to the width: device
+    /// printf does not take `%.*s` precision arguments reliably after other arguments.
     #[inline(always)]
     pub fn string(&mut self, text: &str, spec: &Spec) {
-        self.push_byte(b'%');
+        let mut len = spec.precision.map_or(text.len(), |p| (p as usize).min(text.len()));
+        while !text.is_char_boundary(len) {
+            len -= 1;
+        }
+        let text = &text[..len];
+        let padding = spec.width.map_or(0, |w| (w as usize).saturating_sub(text.chars().count()));
+        if !spec.left {
+            (0..padding).for_each(|_| self.push_byte(b' '));
+        }
+        self.literal(text);
         if spec.left {
-            self.push_byte(b'-');
+            (0..padding).for_each(|_| self.push_byte(b' '));
         }
-        if let Some(width) = spec.width {
-            self.push_number(width);
-        }
-        self.push_byte(b'.');
-        self.push_byte(b'*');
-        self.push_byte(b's');
-        let len = spec.precision.map_or(text.len(), |p| (p as usize).min(text.len())) as u32;
-        self.push_arg(len.to_le_bytes());
-        self.push_arg((text.as_ptr() as u64).to_le_bytes());
     }
 
     /// Prints the assembled line.
@@ -264,15 +265,7 @@ impl PrintfArg for char {
     #[inline(always)]
     fn push_to(&self, printf: &mut Printf, spec: Spec) {
         let mut bytes = [0u8; 4];
-        let text: &str = self.encode_utf8(&mut bytes);
-        // The text lives on this stack frame only until `print`: copy ASCII into the format.
-        for &b in text.as_bytes() {
-            if b == b'%' {
-                printf.push_byte(b'%');
-            }
-            printf.push_byte(b);
-        }
-        let _ = spec;
+        printf.string(self.encode_utf8(&mut bytes), &spec)
     }
 }
 
