@@ -394,6 +394,43 @@ fn tensor_core_mma_matches_a_host_matrix_product() {
     }
 }
 
+#[test]
+fn tensor_core_mma_bf16_matches_a_host_matrix_product() {
+    let Some((context, stream)) = setup("tensor_core_mma_bf16_matches_a_host_matrix_product") else { return };
+    let mut rng = Rng(41);
+    let a: Vec<f32> = (0..256).map(|_| rng.below(9) as f32 * 0.5 - 2.0).collect();
+    let b: Vec<f32> = (0..128).map(|_| rng.below(9) as f32 * 0.5 - 2.0).collect();
+    // bf16 is the top half of an f32: exact for these values.
+    let bf16 = |v: &f32| (v.to_bits() >> 16) as u16;
+    let a_bits = DeviceBuffer::from_slice(&context, &a.iter().map(bf16).collect::<Vec<_>>()).unwrap();
+    let b_bits = DeviceBuffer::from_slice(&context, &b.iter().map(bf16).collect::<Vec<_>>()).unwrap();
+    let mut c = DeviceBuffer::<f32>::zeroed(&context, 128).unwrap();
+    device_lib::mma_m16n8k16_bf16::launch(&stream, (1u32, 32u32), &a_bits, &b_bits, &mut c).unwrap();
+    let c = c.to_vec().unwrap();
+    for row in 0..16 {
+        for col in 0..8 {
+            let expected: f32 = (0..16).map(|k| a[row * 16 + k] * b[k * 8 + col]).sum();
+            assert_eq!(c[row * 8 + col], expected, "C[{row}][{col}]");
+        }
+    }
+}
+
+#[test]
+fn active_masks_match_all_and_block_scope_atomics() {
+    let Some((context, stream)) = setup("active_masks_match_all_and_block_scope_atomics") else { return };
+    let (blocks, threads) = (12usize, 128usize);
+    let mut out = DeviceBuffer::<u32>::zeroed(&context, 3 * blocks * threads).unwrap();
+    let mut counts = DeviceBuffer::<u32>::zeroed(&context, blocks).unwrap();
+    device_lib::warp_masks_and_block_atomics::launch(&stream, (blocks as u32, threads as u32), &mut out, &mut counts).unwrap();
+    let out = out.to_vec().unwrap();
+    for i in 0..blocks * threads {
+        let lane = i % 32;
+        let expected_branch = if lane % 2 == 0 { 0x5555_5555 } else { 0 };
+        assert_eq!(out[3 * i..3 * i + 3], [expected_branch, u32::MAX, 0], "thread {i}");
+    }
+    assert_eq!(counts.to_vec().unwrap(), vec![threads as u32; blocks]);
+}
+
 /// IEEE half bits of a value exactly representable in f16 (small multiples of 1/2 here).
 fn f16_bits(value: f32) -> u16 {
     if value == 0.0 {

@@ -269,3 +269,38 @@ pub fn mma_m16n8k16_f16(a: &[u16], b: &[u16], c: &mut [f32]) {
         mma::store_d(c, 8, lane, d);
     }
 }
+
+/// Per lane: `[active mask inside an even-lanes branch, match_all of the warp index (uniform),
+/// match_all of the lane (not uniform) as 1/0]`; per block, `block_counts[block]` counts its
+/// threads with a block-scope atomic, published with fences.
+#[kernel]
+pub fn warp_masks_and_block_atomics(out: &mut [u32], block_counts: &mut [u32]) {
+    let i = index_1d();
+    let lane = warp::lane_id();
+    let mut in_branch = 0;
+    if lane % 2 == 0 {
+        in_branch = warp::active_mask();
+    }
+    sync_warp(warp::FULL_MASK);
+    let uniform = warp::match_all(warp::warp_id()).map_or(0, |mask| mask);
+    let varied = warp::match_all(lane).is_some() as u32;
+    ferrocuda_device::sync::fence_block();
+    atomic::fetch_add_scoped(Scope::Block, &mut block_counts[block_idx().x as usize], 1u32);
+    ferrocuda_device::sync::fence_device();
+    if 3 * i + 2 < out.len() {
+        out[3 * i] = in_branch;
+        out[3 * i + 1] = uniform;
+        out[3 * i + 2] = varied;
+    }
+}
+
+/// As [`mma_m16n8k16_f16`] with bf16 inputs.
+#[kernel]
+pub fn mma_m16n8k16_bf16(a: &[u16], b: &[u16], c: &mut [f32]) {
+    use ferrocuda_device::mma;
+    let lane = warp::lane_id();
+    if a.len() >= 256 && b.len() >= 128 && c.len() >= 128 {
+        let d = mma::m16n8k16_bf16(mma::load_a(a, 16, lane), mma::load_b(b, 8, lane), [0.0; 4]);
+        mma::store_d(c, 8, lane, d);
+    }
+}
