@@ -172,7 +172,8 @@ fn function_attributes_and_occupancy_are_reported() {
     assert_eq!(config.grid.x as usize, 1_000_003usize.div_ceil(block as usize));
 
     // More dynamic shared memory than the default 48 KiB needs an opt-in.
-    let max = context.limits().max_shared_per_block;
+    // (The opt-in maximum less the kernel's static shared memory, which counts against it.)
+    let max = context.limits().max_shared_per_block - attributes.static_shared_bytes;
     function.set_max_dynamic_shared_bytes(max).unwrap();
     assert_eq!(function.attributes().unwrap().max_dynamic_shared_bytes, max);
     function.set_cache_preference(CachePreference::Shared).unwrap();

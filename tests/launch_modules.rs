@@ -57,14 +57,14 @@ const FROM_GLOBAL: &str = "ld.global.u32 %r3, [FILL];";
 fn jit_options_apply_and_the_info_log_is_captured() {
     let Some(context) = common::gpu_or_skip("jit_options_apply_and_the_info_log_is_captured") else { return };
     let ptx = gpu_kernels::KERNELS.ptx_for(80).unwrap();
-    // sm_90 raises a register cap below 24 to 24 (ptxas says so in the log), so cap at 24.
-    let options = JitOptions::new().optimization_level(0).max_registers(24).line_info(true).fallback(JitFallback::PreferPtx).verbose(true);
-    let module = Module::load_ptx_checked(&context, "gpu_kernels (O0, 24 regs)", ptx, &options, &[&affine::SIGNATURE, &mark_blocks::SIGNATURE]).unwrap();
+    // sm_90 raises a register cap below 24 to 24, and the tensor-core kernel needs 28: cap at 32.
+    let options = JitOptions::new().optimization_level(0).max_registers(32).line_info(true).fallback(JitFallback::PreferPtx).verbose(true);
+    let module = Module::load_ptx_checked(&context, "gpu_kernels (O0, 32 regs)", ptx, &options, &[&affine::SIGNATURE, &mark_blocks::SIGNATURE]).unwrap();
     eprintln!("JIT info log (first lines):\n{}", module.info_log().lines().take(4).collect::<Vec<_>>().join("\n"));
-    assert!(module.info_log().contains("for 'affine' with  24 of maxrregcount option"), "the JIT should apply the register cap to affine:\n{}", module.info_log());
+    assert!(module.info_log().contains("for 'affine' with  32 of maxrregcount option"), "the JIT should apply the register cap to affine:\n{}", module.info_log());
     let attributes = module.function("affine").unwrap().attributes().unwrap();
-    eprintln!("affine under O0 and max_registers(24): {attributes:?}");
-    assert!(attributes.registers <= 24, "{attributes:?}");
+    eprintln!("affine under O0 and max_registers(32): {attributes:?}");
+    assert!(attributes.registers <= 32, "{attributes:?}");
     assert_eq!(attributes.ptx_version, 70);
     // Without options the same PTX compiles at O4, which needs no more registers than O0.
     let default = Module::load_ptx(&context, "gpu_kernels (defaults)", ptx, &JitOptions::new()).unwrap();

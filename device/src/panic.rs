@@ -124,55 +124,47 @@ mod device {
         unsafe { out.add(n).write_volatile(0) };
     }
 
-    /// `blockIdx` and `threadIdx` of this thread.
-    #[inline(always)]
-    fn block_and_thread() -> ([u32; 3], [u32; 3]) {
-        use crate::thread::*;
-        ([block_idx_x(), block_idx_y(), block_idx_z()], [thread_idx_x(), thread_idx_y(), thread_idx_z()])
-    }
-
-    /// (file, line, column, message) of a panic. Only a message without arguments is kept:
-    /// formatting one would pull `core::fmt` (indirect calls) into the module, and ptxas then
-    /// gives every kernel 255 registers.
-    #[inline(always)]
-    fn describe<'a>(info: &'a PanicInfo<'a>) -> (&'a str, u32, u32, &'a str) {
-        let (file, line, column) = info.location().map(|l| (l.file(), l.line(), l.column())).unwrap_or(("<unknown>", 0, 0));
-        let message = info.message().as_str().unwrap_or("(formatted message; its arguments are not available on the GPU)");
-        (file, line, column, message)
-    }
-
-    /// Fills the host's record (see the module docs).
+    // Kept small on purpose: ptxas charges the registers of this cold path to every kernel
+    // that can panic, so it builds nothing on the stack it does not need, formats nothing, and
+    // prints with `%.*s` straight from the strings.
+    #[panic_handler]
     #[inline(never)]
     #[cold]
-    fn write_record(info: &PanicInfo) {
+    fn panic(info: &PanicInfo) -> ! {
+        use crate::thread::*;
+        let (file, line, column) = info.location().map(|l| (l.file(), l.line(), l.column())).unwrap_or(("<unknown>", 0, 0));
+        // Only a message without arguments is kept: formatting one would pull `core::fmt`
+        // (indirect calls) into the module, and ptxas then gives every kernel 255 registers.
+        let message = info.message().as_str().unwrap_or("(formatted message; its arguments are not available on the GPU)");
+        let kernel = kernel_name();
+        let block = [block_idx_x(), block_idx_y(), block_idx_z()];
+        let thread = [thread_idx_x(), thread_idx_y(), thread_idx_z()];
+
+        // SAFETY: a module global, updated atomically.
+        let first = unsafe { crate::atomic::compare_exchange(&mut *core::ptr::addr_of_mut!(__ferrocuda_panic_claimed), 0, 1) } == 0;
+        if !first {
+            // SAFETY: ends this thread's kernel with an error.
+            unsafe { core::arch::nvptx::trap() }
+        }
         // SAFETY: the host wrote the slot before any launch (or left it 0).
         let slot = unsafe { core::ptr::addr_of!(__ferrocuda_panic_slot).read_volatile() } as *mut PanicRecord;
-        if slot.is_null() {
-            return;
+        if !slot.is_null() {
+            // SAFETY: the slot points at a mapped, page-locked PanicRecord that only this thread
+            // writes (it won the claim). `state` goes last, after a system-scope fence.
+            unsafe {
+                let r = &raw mut *slot;
+                (&raw mut (*r).line).write_volatile(line);
+                (&raw mut (*r).column).write_volatile(column);
+                (&raw mut (*r).block).write_volatile(block);
+                (&raw mut (*r).thread).write_volatile(thread);
+                write_field((&raw mut (*r).kernel).cast(), 64, kernel);
+                write_field((&raw mut (*r).file).cast(), 192, file.as_bytes());
+                write_field((&raw mut (*r).message).cast(), 256, message.as_bytes());
+                crate::sync::fence_system();
+                (&raw mut (*r).state).write_volatile(RECORD_COMPLETE);
+                crate::sync::fence_system();
+            }
         }
-        let (file, line, column, message) = describe(info);
-        let (block, thread) = block_and_thread();
-        // SAFETY: the slot points at a mapped, page-locked PanicRecord that only this thread
-        // writes (it won the claim). `state` goes last, after a system-scope fence.
-        unsafe {
-            let r = &raw mut *slot;
-            (&raw mut (*r).line).write_volatile(line);
-            (&raw mut (*r).column).write_volatile(column);
-            (&raw mut (*r).block).write_volatile(block);
-            (&raw mut (*r).thread).write_volatile(thread);
-            write_field((&raw mut (*r).kernel).cast(), 64, kernel_name());
-            write_field((&raw mut (*r).file).cast(), 192, file.as_bytes());
-            write_field((&raw mut (*r).message).cast(), 256, message.as_bytes());
-            crate::sync::fence_system();
-            (&raw mut (*r).state).write_volatile(RECORD_COMPLETE);
-            crate::sync::fence_system();
-        }
-    }
-
-    /// Prints the panic through `vprintf`.
-    #[inline(never)]
-    #[cold]
-    fn print_panic(info: &PanicInfo) {
         #[repr(C)]
         struct Args {
             kernel_len: u32,
@@ -186,9 +178,6 @@ mod device {
             message_len: u32,
             message: *const u8,
         }
-        let (file, line, column, message) = describe(info);
-        let (block, thread) = block_and_thread();
-        let kernel = kernel_name();
         let args = Args {
             kernel_len: kernel.len() as u32,
             kernel: kernel.as_ptr(),
@@ -207,23 +196,8 @@ mod device {
                 c"kernel `%.*s` panicked at %.*s:%u:%u, block (%u, %u, %u), thread (%u, %u, %u): %.*s\n".as_ptr().cast(),
                 (&args as *const Args).cast(),
             );
+            core::arch::nvptx::trap()
         }
-    }
-
-    // Split in small cold functions on purpose: ptxas charges the registers of this path to
-    // every kernel that can panic, and each part alone needs few.
-    #[panic_handler]
-    #[inline(never)]
-    #[cold]
-    fn panic(info: &PanicInfo) -> ! {
-        // SAFETY: a module global, updated atomically.
-        let first = unsafe { crate::atomic::compare_exchange(&mut *core::ptr::addr_of_mut!(__ferrocuda_panic_claimed), 0, 1) } == 0;
-        if first {
-            write_record(info);
-            print_panic(info);
-        }
-        // SAFETY: ends this thread's kernel with an error; the host sees it at its next sync.
-        unsafe { core::arch::nvptx::trap() }
     }
 }
 
