@@ -176,7 +176,7 @@ fn shared_memory_uses_the_shared_state_space_and_two_arrays_do_not_alias() {
 #[test]
 fn atomics_warp_operations_and_barriers_compile_to_their_instructions() {
     let atomics = entry_body(ptx(), "atomics");
-    for instruction in ["atom.relaxed.gpu.add.u32", "atom.relaxed.sys.add.u32", "atom.relaxed.gpu.max.u32", "atom.relaxed.gpu.min.u32", "atom.relaxed.gpu.cas.b32", "atom.relaxed.gpu.exch.b32", "atom.relaxed.gpu.add.f32", "atom.relaxed.gpu.add.f64"] {
+    for instruction in ["atom.relaxed.gpu.global.add.u32", "atom.relaxed.sys.global.add.u32", "atom.relaxed.gpu.global.max.u32", "atom.relaxed.gpu.global.min.u32", "atom.relaxed.gpu.global.cas.b32", "atom.relaxed.gpu.global.exch.b32", "atom.relaxed.gpu.global.add.f32", "atom.relaxed.gpu.global.add.f64"] {
         assert!(atomics.contains(instruction), "missing {instruction}");
     }
     let warp = entry_body(ptx(), "warp_ops");
@@ -184,7 +184,7 @@ fn atomics_warp_operations_and_barriers_compile_to_their_instructions() {
         assert!(warp.contains(instruction), "missing {instruction}");
     }
     let masks = entry_body(ptx(), "warp_masks_and_block_atomics");
-    for instruction in ["activemask.b32", "match.all.sync.b32", "atom.relaxed.cta.add.u32", "fence.sc.cta", "fence.sc.gpu"] {
+    for instruction in ["activemask.b32", "match.all.sync.b32", "atom.relaxed.cta.global.add.u32", "fence.sc.cta", "fence.sc.gpu"] {
         assert!(masks.contains(instruction), "missing {instruction}");
     }
     let barriers = entry_body(ptx(), "barrier_votes");

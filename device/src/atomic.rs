@@ -1,8 +1,10 @@
-//! Atomic read-modify-write on global (or shared, through a generic address) memory.
+//! Atomic read-modify-write on global memory (the elements of a kernel's slices; for shared
+//! memory use [`SharedArray::fetch_add`](crate::shared::SharedArray::fetch_add)).
 //!
 //! CUDA's `atomicAdd`, `atomicMin`, `atomicExch`, `atomicCAS`, ... with an explicit scope:
-//! each function compiles to one `atom.relaxed.<scope>.<op>` (or `red.relaxed.<scope>.add` for
-//! [`add`], whose result is unused). Like CUDA's, these are relaxed: they order nothing else;
+//! each function compiles to one `atom.relaxed.<scope>.global.<op>` (the address converted
+//! with `cvta.to.global`, so ptxas emits `ATOMG`, and `REDG` for [`add`], whose result is
+//! unused, as nvcc does for a kernel parameter). The target must be global memory. Like CUDA's, these are relaxed: they order nothing else;
 //! pair them with [`crate::sync`] fences when other data must become visible with them.
 //!
 //! Many threads may update the same element: each thread's `&mut` to an element of an output
@@ -37,9 +39,9 @@ mod sealed {
 macro_rules! scoped_asm {
     ($scope:expr, [$($part:expr),*], $($operands:tt)*) => {
         match $scope {
-            Scope::Block => core::arch::asm!(concat!("atom.relaxed.cta.", $($part),*), $($operands)*),
-            Scope::Device => core::arch::asm!(concat!("atom.relaxed.gpu.", $($part),*), $($operands)*),
-            Scope::System => core::arch::asm!(concat!("atom.relaxed.sys.", $($part),*), $($operands)*),
+            Scope::Block => core::arch::asm!(concat!("{{ .reg .u64 g; cvta.to.global.u64 g, {p}; atom.relaxed.cta.global.", $($part),*, " }}"), $($operands)*),
+            Scope::Device => core::arch::asm!(concat!("{{ .reg .u64 g; cvta.to.global.u64 g, {p}; atom.relaxed.gpu.global.", $($part),*, " }}"), $($operands)*),
+            Scope::System => core::arch::asm!(concat!("{{ .reg .u64 g; cvta.to.global.u64 g, {p}; atom.relaxed.sys.global.", $($part),*, " }}"), $($operands)*),
         }
     };
 }
@@ -63,7 +65,7 @@ macro_rules! binary_op {
                         let old: $ty;
                         // SAFETY: the caller passes a valid, aligned address.
                         unsafe {
-                            scoped_asm!(scope, [$op, ".", $ptx, " {o}, [{p}], {v};"],
+                            scoped_asm!(scope, [$op, ".", $ptx, " {o}, [g], {v};"],
                                 o = out($reg) old, p = in(reg64) target, v = in($reg) value, options(nostack));
                         }
                         old
@@ -157,7 +159,7 @@ macro_rules! compare_exchange {
                     let old: $ty;
                     // SAFETY: the caller passes a valid, aligned address.
                     unsafe {
-                        scoped_asm!(scope, ["cas.", $ptx, " {o}, [{p}], {e}, {n};"],
+                        scoped_asm!(scope, ["cas.", $ptx, " {o}, [g], {e}, {n};"],
                             o = out($reg) old, p = in(reg64) target, e = in($reg) expected, n = in($reg) new, options(nostack));
                     }
                     old
