@@ -149,11 +149,13 @@ extern "C" __global__ void softmax_rows_1024(const float4* __restrict__ input, u
 }
 
 #define BINS 256
+#define LANES 32
 extern "C" __global__ void histogram_bytes(const uint4* __restrict__ data, usize n, unsigned* __restrict__ bins, usize n_bins) {
-    __shared__ unsigned local[BINS];
+    // One copy of the bins per lane: local[bin][lane], so lane l only touches bank l.
+    __shared__ unsigned local[BINS * LANES];
     if (n_bins < BINS) return;
-    unsigned tid = threadIdx.x, threads = blockDim.x;
-    for (unsigned b = tid; b < BINS; b += threads) local[b] = 0;
+    unsigned tid = threadIdx.x, threads = blockDim.x, lane = tid % LANES;
+    for (unsigned i = tid; i < BINS * LANES; i += threads) local[i] = 0;
     __syncthreads();
     usize stride = (usize)gridDim.x * threads;
     for (usize i = (usize)blockIdx.x * threads + tid; i < n; i += stride) {
@@ -162,36 +164,49 @@ extern "C" __global__ void histogram_bytes(const uint4* __restrict__ data, usize
         #pragma unroll
         for (int q = 0; q < 4; ++q)
             #pragma unroll
-            for (int shift = 0; shift < 32; shift += 8) atomicAdd(&local[(w[q] >> shift) & 0xff], 1u);
+            for (int shift = 0; shift < 32; shift += 8) atomicAdd(&local[((w[q] >> shift) & 0xff) * LANES + lane], 1u);
     }
     __syncthreads();
-    for (unsigned b = tid; b < BINS; b += threads) {
-        unsigned count = local[b];
-        if (count != 0) atomicAdd(&bins[b], count);
+    for (unsigned bin = tid; bin < BINS; bin += threads) {
+        unsigned count = 0;
+        #pragma unroll
+        for (unsigned l = 0; l < LANES; ++l) count += local[bin * LANES + (l + bin) % LANES];
+        if (count != 0) atomicAdd(&bins[bin], count);
     }
 }
 
-#define ROWS_PER_THREAD 16
+#define ROWS_PER_THREAD 8
 #define STENCIL_BLOCK_X 128
 extern "C" __global__ void stencil_5pt(const float* __restrict__ input, usize n_in, float* __restrict__ output, usize n_out, unsigned rows, unsigned cols) {
+    const int R = ROWS_PER_THREAD;
     usize elements = (usize)rows * cols;
     if (rows % ROWS_PER_THREAD != 0 || cols % STENCIL_BLOCK_X != 0 || n_in < elements || n_out < elements) return;
     unsigned col = blockIdx.x * blockDim.x + threadIdx.x;
     unsigned first_row = blockIdx.y * ROWS_PER_THREAD;
     if (col >= cols || first_row >= rows) return;
     bool inner_col = col > 0 && col + 1 < cols;
-    float north = first_row > 0 ? input[(usize)(first_row - 1) * cols + col] : 0.f;
-    float centre = input[(usize)first_row * cols + col];
-    for (unsigned row = first_row; row < first_row + ROWS_PER_THREAD; ++row) {
-        usize at = (usize)row * cols + col;
-        float south = row + 1 < rows ? input[(usize)(row + 1) * cols + col] : 0.f;
+    // column[i] is row first_row + i - 1.
+    float column[R + 2];
+    #pragma unroll
+    for (int i = 0; i < R + 2; ++i) {
+        unsigned row_plus_one = first_row + i;
+        column[i] = row_plus_one >= 1 && row_plus_one <= rows ? input[(usize)(row_plus_one - 1) * cols + col] : 0.f;
+    }
+    float west[R], east[R];
+    #pragma unroll
+    for (int r = 0; r < R; ++r) {
+        usize centre = (usize)(first_row + r) * cols + col;
+        west[r] = inner_col ? input[centre - 1] : 0.f;
+        east[r] = inner_col ? input[centre + 1] : 0.f;
+    }
+    #pragma unroll
+    for (int r = 0; r < R; ++r) {
+        unsigned row = first_row + r;
         float value;
         if (inner_col && row > 0 && row + 1 < rows)
-            value = 0.5f * centre + 0.125f * ((north + south) + (input[at - 1] + input[at + 1]));
+            value = 0.5f * column[r + 1] + 0.125f * ((column[r] + column[r + 2]) + (west[r] + east[r]));
         else
-            value = centre;
-        output[at] = value;
-        north = centre;
-        centre = south;
+            value = column[r + 1];
+        output[(usize)row * cols + col] = value;
     }
 }

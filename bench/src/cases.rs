@@ -89,6 +89,7 @@ fn float4s(values: &[f32]) -> Vec<Float4> {
 
 /// Largest relative error over all elements, failing at the first one beyond `tolerance`
 /// (relative to `max(|expected|, floor)`).
+#[allow(clippy::neg_cmp_op_on_partial_ord)] // `!(e <= t)` also rejects NaN
 fn compare(what: &str, got: &[f32], expected: impl Iterator<Item = f64>, tolerance: f64, floor: f64) -> BenchResult<f64> {
     let mut worst = 0.0f64;
     let mut count = 0;
@@ -140,6 +141,7 @@ pub fn saxpy(env: &Env) -> BenchResult<Vec<Row>> {
 }
 
 /// `sum_x4`: the sum of 64 Mi floats.
+#[allow(clippy::neg_cmp_op_on_partial_ord)] // `!(e <= t)` also rejects NaN
 pub fn sum(env: &Env) -> BenchResult<Vec<Row>> {
     let x = Random::new(2).floats(ARRAY_FLOATS, 0.0, 1.0);
     let (exact, abs_sum) = cpu::sum(&x);
@@ -205,6 +207,7 @@ const MATMUL_SAMPLES: usize = 16384;
 
 /// Checks sampled elements of `c` (plus the four corners) against f64 dot products, within
 /// the FP32 accumulation bound `k * eps * sum |a_ip b_pj|`.
+#[allow(clippy::neg_cmp_op_on_partial_ord)] // `!(e <= t)` also rejects NaN
 fn check_matmul(c: &[f32], a: &[f32], b: &[f32], side: usize) -> BenchResult<String> {
     let mut random = Random::new(99);
     let corners = [(0, 0), (0, side - 1), (side - 1, 0), (side - 1, side - 1)];

@@ -120,7 +120,8 @@ fn run(options: &Options, context: Context) -> BenchResult<()> {
     let env = Env { context: context.clone(), stream, runs, cuda: compiled.as_ref().map(|c| &c.module), sm_count };
 
     let mut rows = Vec::new();
-    let cases: [(&str, fn(&Env) -> BenchResult<Vec<cases::Row>>); 6] = [
+    type Case = fn(&Env) -> BenchResult<Vec<cases::Row>>;
+    let cases: [(&str, Case); 6] = [
         ("saxpy", cases::saxpy),
         ("sum", cases::sum),
         ("transpose", cases::transpose),

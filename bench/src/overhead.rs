@@ -29,7 +29,8 @@ pub fn launch_overhead(context: &Context) -> Result<Vec<(String, f64)>> {
         assert_eq!(code, sys::CUresult::CUDA_SUCCESS, "cuLaunchKernel failed");
     };
     let typed = || empty::launch(&stream, config).expect("typed launch failed");
-    let mut variants: [(&str, Box<dyn FnMut() + '_>); 2] = [("raw cuLaunchKernel", Box::new(raw)), ("typed empty::launch", Box::new(typed))];
+    type Launcher<'s> = Box<dyn FnMut() + 's>;
+    let mut variants: [(&str, Launcher); 2] = [("raw cuLaunchKernel", Box::new(raw)), ("typed empty::launch", Box::new(typed))];
     context.bind_to_thread()?;
     for (_, launch) in &mut variants {
         for _ in 0..1000 {

@@ -303,24 +303,29 @@ pub fn softmax_rows_1024(input: &[Float4], output: &mut [Float4], rows: u32) {
 
 /// Bins of [`histogram_bytes`].
 pub const HISTOGRAM_BINS: usize = 256;
+const LANES: usize = 32;
 
 /// `bins[b] += number of bytes equal to b` in `data` (read as 16-byte vectors). Each block
-/// counts into its own 256 bins in shared memory (`atom.shared.add`), then adds them to the
-/// global bins with one atomic per non-empty bin. Launch with [`BLOCK_THREADS`] threads, any
-/// grid (a few blocks per SM), and zero `bins` (256 of them) first.
+/// counts in shared memory (`atom.shared.add`), with one copy of the 256 bins per lane
+/// (`local[bin][lane]`): lane `l` only touches bank `l`, so the 32 atomics of a warp never
+/// queue on one bank, whatever the data (one shared copy per block would serialise on bank
+/// conflicts: ~3.5-way for random bytes). At the end each thread sums one bin over the 32
+/// copies (skewed so that a warp reads 32 banks) and adds it to the global bins. Launch with
+/// [`BLOCK_THREADS`] threads, any grid (a few blocks per SM), and zero `bins` (256) first.
 #[kernel]
 pub fn histogram_bytes(data: &[U32x4], bins: &mut [u32]) {
-    let local = shared_array![u32; HISTOGRAM_BINS];
+    let local = shared_array![u32; HISTOGRAM_BINS * LANES];
     if bins.len() < HISTOGRAM_BINS {
         return;
     }
     let tid = thread_idx_x() as usize;
     let threads = block_dim_x() as usize;
-    let mut b = tid;
-    while b < HISTOGRAM_BINS {
-        // SAFETY: `b < 256`.
-        unsafe { local.set_unchecked(b, 0) };
-        b += threads;
+    let lane = tid % LANES;
+    let mut i = tid;
+    while i < HISTOGRAM_BINS * LANES {
+        // SAFETY: `i < 256 * 32`, the array's length.
+        unsafe { local.set_unchecked(i, 0) };
+        i += threads;
     }
     sync_threads();
     let stride = grid_dim_x() as usize * threads;
@@ -330,27 +335,31 @@ pub fn histogram_bytes(data: &[U32x4], bins: &mut [u32]) {
         let words = unsafe { *data.get_unchecked(i) };
         for word in [words.x, words.y, words.z, words.w] {
             for shift in [0, 8, 16, 24] {
-                // A byte indexes 256 bins: the bounds check folds away.
-                local.fetch_add(((word >> shift) & 0xff) as usize, 1);
+                let bin = ((word >> shift) & 0xff) as usize;
+                // A byte and a lane index 256 x 32 counters: the bounds check folds away.
+                local.fetch_add(bin * LANES + lane, 1);
             }
         }
         i += stride;
     }
     sync_threads();
-    let mut b = tid;
-    while b < HISTOGRAM_BINS {
-        // SAFETY: `b < 256 <= bins.len()` (checked above).
-        let count = unsafe { local.get_unchecked(b) };
-        if count != 0 {
-            // SAFETY: as above.
-            atomic::add(unsafe { bins.get_unchecked_mut(b) }, count);
+    let mut bin = tid;
+    while bin < HISTOGRAM_BINS {
+        let mut count = 0;
+        for l in 0..LANES {
+            // SAFETY: `bin < 256` and the lane is below 32.
+            count += unsafe { local.get_unchecked(bin * LANES + (l + bin) % LANES) };
         }
-        b += threads;
+        if count != 0 {
+            // SAFETY: `bin < 256 <= bins.len()` (checked above).
+            atomic::add(unsafe { bins.get_unchecked_mut(bin) }, count);
+        }
+        bin += threads;
     }
 }
 
-/// Rows of the grid that one [`stencil_5pt`] thread walks down.
-pub const STENCIL_ROWS_PER_THREAD: u32 = 16;
+/// Rows of the grid that one [`stencil_5pt`] thread computes.
+pub const STENCIL_ROWS_PER_THREAD: u32 = 8;
 /// Threads per [`stencil_5pt`] block (one column each).
 pub const STENCIL_BLOCK_X: u32 = 128;
 /// Weight of the centre point in [`stencil_5pt`].
@@ -360,12 +369,14 @@ pub const STENCIL_NEIGHBOUR: f32 = 0.125;
 
 /// One Jacobi step of a 5-point stencil on a row-major `rows x cols` grid:
 /// `out = 0.5 * centre + 0.125 * (north + south + east + west)` inside, `out = in` on the
-/// border. Each thread walks 16 rows down one column, keeping the north, centre and south
-/// values in registers (each element is loaded once per thread instead of three times); east
-/// and west come from neighbouring threads' loads through L1. Launch with blocks of 128 and
-/// a grid of (cols / 128, rows / 16); `cols` must be a multiple of 128 and `rows` of 16.
+/// border. Each thread computes 8 rows of one column: it first loads the 10 values of its
+/// column (8 rows and the rows above and below: each loaded once, not three times) and the
+/// 16 east and west neighbours (neighbouring threads' loads, served by L1), all in flight
+/// together, then computes and stores. Launch with blocks of 128 and a grid of
+/// (cols / 128, rows / 8); `cols` must be a multiple of 128 and `rows` of 8.
 #[kernel]
 pub fn stencil_5pt(input: &[f32], output: &mut [f32], rows: u32, cols: u32) {
+    const R: usize = STENCIL_ROWS_PER_THREAD as usize;
     let elements = rows as usize * cols as usize;
     if !rows.is_multiple_of(STENCIL_ROWS_PER_THREAD) || !cols.is_multiple_of(STENCIL_BLOCK_X) || input.len() < elements || output.len() < elements {
         return;
@@ -378,22 +389,32 @@ pub fn stencil_5pt(input: &[f32], output: &mut [f32], rows: u32, cols: u32) {
     let width = cols as usize;
     let at = |row: u32| row as usize * width + col as usize;
     let inner_col = col > 0 && col + 1 < cols;
-    // SAFETY (every load below): the row is below `rows` and the column (col - 1, col or
+    // SAFETY (every access below): the row is below `rows` and the column (col - 1, col or
     // col + 1, the outer two only when `inner_col`) below `cols`, so the index is below
-    // `rows * cols <= input.len()`; the store's index likewise.
-    let mut north = if first_row > 0 { unsafe { *input.get_unchecked(at(first_row - 1)) } } else { 0.0 };
-    let mut centre = unsafe { *input.get_unchecked(at(first_row)) };
-    for row in first_row..first_row + STENCIL_ROWS_PER_THREAD {
-        let south = if row + 1 < rows { unsafe { *input.get_unchecked(at(row + 1)) } } else { 0.0 };
+    // `rows * cols <= input.len()` (and `output.len()`).
+    // column[i] is row first_row + i - 1: the row above this thread's rows, its 8, the row below.
+    let mut column = [0.0f32; R + 2];
+    for (i, value) in column.iter_mut().enumerate() {
+        let row_plus_one = first_row + i as u32;
+        if row_plus_one >= 1 && row_plus_one <= rows {
+            *value = unsafe { *input.get_unchecked(at(row_plus_one - 1)) };
+        }
+    }
+    let (mut west, mut east) = ([0.0f32; R], [0.0f32; R]);
+    if inner_col {
+        for r in 0..R {
+            let centre = at(first_row + r as u32);
+            unsafe { (west[r], east[r]) = (*input.get_unchecked(centre - 1), *input.get_unchecked(centre + 1)) };
+        }
+    }
+    for r in 0..R {
+        let row = first_row + r as u32;
         let value = if inner_col && row > 0 && row + 1 < rows {
-            let (west, east) = unsafe { (*input.get_unchecked(at(row) - 1), *input.get_unchecked(at(row) + 1)) };
-            STENCIL_CENTRE * centre + STENCIL_NEIGHBOUR * ((north + south) + (west + east))
+            STENCIL_CENTRE * column[r + 1] + STENCIL_NEIGHBOUR * ((column[r] + column[r + 2]) + (west[r] + east[r]))
         } else {
-            centre
+            column[r + 1]
         };
         unsafe { *output.get_unchecked_mut(at(row)) = value };
-        north = centre;
-        centre = south;
     }
 }
 
