@@ -4,7 +4,7 @@
 use bytemuck::cast_slice;
 use ferrocuda_host::{Context, DeviceBuffer, LaunchConfig, Module, Stream};
 use gpu_kernels::examples::{
-    BLOCK_THREADS, Float4, HISTOGRAM_BINS, MATMUL_BLOCK_M, MATMUL_BLOCK_N, MATMUL_THREADS, SOFTMAX_COLS, STENCIL_BLOCK_X,
+    self, BLOCK_THREADS, Float4, HISTOGRAM_BINS, MATMUL_BLOCK_M, MATMUL_BLOCK_N, MATMUL_THREADS, SOFTMAX_COLS, STENCIL_BLOCK_X,
     STENCIL_ROWS_PER_THREAD, TRANSPOSE_ROWS, TRANSPOSE_TILE, U32x4,
 };
 
@@ -147,7 +147,7 @@ pub fn sum(env: &Env) -> BenchResult<Vec<Row>> {
     let (exact, abs_sum) = cpu::sum(&x);
     let x_dev = DeviceBuffer::from_slice(&env.context, &float4s(&x))?;
     let mut out = DeviceBuffer::<f32>::zeroed(&env.context, 1)?;
-    let blocks = env.sm_count * (2048 / BLOCK_THREADS);
+    let blocks = env.sm_count * examples::sum_x4::function(&env.context)?.max_active_blocks_per_sm(BLOCK_THREADS, 0)?;
     let config = LaunchConfig::new(blocks, BLOCK_THREADS);
     // Error bound of the summation order used: each of a thread's 4 partial sums adds
     // ~n / (4 threads) values, then 2 + 5 (warp) + 5 (block) levels of a tree, then one
@@ -320,7 +320,10 @@ pub fn histogram(env: &Env) -> BenchResult<Vec<Row>> {
     let expected = cpu::histogram(cast_slice(&data));
     let data_dev = DeviceBuffer::from_slice(&env.context, &data)?;
     let mut bins = DeviceBuffer::<u32>::zeroed(&env.context, HISTOGRAM_BINS)?;
-    let config = LaunchConfig::new(env.sm_count * (2048 / BLOCK_THREADS), BLOCK_THREADS);
+    // One full wave: 32 KiB of shared memory per block limits the blocks per SM (7 on H100/H200),
+    // and a partial second wave of single blocks would idle most of the GPU.
+    let blocks = env.sm_count * examples::histogram_bytes::function(&env.context)?.max_active_blocks_per_sm(BLOCK_THREADS, 0)?;
+    let config = LaunchConfig::new(blocks, BLOCK_THREADS);
     let implementations = env.implementations();
     let mut checks = Vec::new();
     for &implementation in &implementations {

@@ -2,21 +2,23 @@
 //! kernel) and the time to load the kernel module from PTX (JIT) and from a cubin.
 
 use std::ffi::c_void;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use ferrocuda_host::{Context, JitOptions, LaunchConfig, Module, Result, Stream, sys};
 use gpu_kernels::KERNELS;
 use gpu_kernels::launch_kinds::empty;
 
-/// Launches per measurement.
+/// Launches per variant per round.
 pub const LAUNCHES: usize = 100_000;
 /// Launches between (uncounted) synchronisations: few enough that the launch queue never
 /// fills, so the time measured is the CPU's, not the GPU's launch rate.
 pub const BATCH: usize = 500;
 const ROUNDS: usize = 3;
 
-/// µs per launch of the empty kernel: `[("raw cuLaunchKernel", ..), ("typed empty::launch", ..)]`,
-/// best of three rounds, the variants interleaved round by round.
+/// µs per launch of the empty kernel: `[("raw cuLaunchKernel", ..), ("typed empty::launch", ..)]`.
+/// Each round submits 100 000 launches per variant in batches of 500, the variants taking
+/// turns batch by batch (so that the machine's drift, large on these VMs, hits both alike);
+/// the figure is the median over the batches of all rounds.
 pub fn launch_overhead(context: &Context) -> Result<Vec<(String, f64)>> {
     let stream = Stream::non_blocking(context)?;
     let config = LaunchConfig::new(1u32, 32u32);
@@ -38,22 +40,20 @@ pub fn launch_overhead(context: &Context) -> Result<Vec<(String, f64)>> {
         }
     }
     stream.synchronize()?;
-    let mut best = [f64::INFINITY; 2];
+    let mut per_batch = vec![Vec::with_capacity(ROUNDS * LAUNCHES / BATCH); variants.len()];
     for _ in 0..ROUNDS {
-        for (i, (_, launch)) in variants.iter_mut().enumerate() {
-            let mut submit = Duration::ZERO;
-            for _ in 0..LAUNCHES / BATCH {
+        for _ in 0..LAUNCHES / BATCH {
+            for (i, (_, launch)) in variants.iter_mut().enumerate() {
                 let start = Instant::now();
                 for _ in 0..BATCH {
                     launch();
                 }
-                submit += start.elapsed();
+                per_batch[i].push(start.elapsed().as_secs_f64() * 1e6 / BATCH as f64);
                 stream.synchronize()?;
             }
-            best[i] = best[i].min(submit.as_secs_f64() * 1e6 / LAUNCHES as f64);
         }
     }
-    Ok(variants.iter().zip(best).map(|((name, _), us)| (name.to_string(), us)).collect())
+    Ok(variants.iter().zip(&per_batch).map(|((name, _), times)| (name.to_string(), crate::timing::median(times))).collect())
 }
 
 /// Median and first time (ms) to load the whole `gpu-kernels` module and look up the example

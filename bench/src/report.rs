@@ -96,7 +96,7 @@ impl Report {
             }
         }
         if !self.launch_overhead.is_empty() {
-            out += "\nlaunch overhead (empty kernel, CPU time per launch, 100 000 launches in batches of 500, best of 3 rounds)\n";
+            out += "\nlaunch overhead (empty kernel, CPU time per launch: 3 x 100 000 launches in batches of 500, median over batches)\n";
             for (variant, us) in &self.launch_overhead {
                 out += &format!("  {variant:<34} {us:>7.3} µs\n");
             }

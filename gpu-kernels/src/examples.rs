@@ -67,8 +67,8 @@ pub const BLOCK_THREADS: u32 = 256;
 
 /// `out[0] += sum(x)`: a grid-stride loop over `float4`s into four independent partial sums,
 /// a warp-shuffle reduction, the warps' sums through shared memory, one atomic per block.
-/// Launch with [`BLOCK_THREADS`] threads per block, any grid (a few blocks per SM is enough),
-/// and zero `out[0]` first.
+/// Launch with [`BLOCK_THREADS`] threads per block and any grid (one full wave, SMs x resident
+/// blocks per SM, is best), and zero `out[0]` first.
 #[kernel]
 pub fn sum_x4(x: &[Float4], out: &mut [f32]) {
     let warp_sums = shared_array![f32; 32];
@@ -311,7 +311,8 @@ const LANES: usize = 32;
 /// queue on one bank, whatever the data (one shared copy per block would serialise on bank
 /// conflicts: ~3.5-way for random bytes). At the end each thread sums one bin over the 32
 /// copies (skewed so that a warp reads 32 banks) and adds it to the global bins. Launch with
-/// [`BLOCK_THREADS`] threads, any grid (a few blocks per SM), and zero `bins` (256) first.
+/// [`BLOCK_THREADS`] threads, any grid (one full wave, SMs x resident blocks per SM, is best:
+/// the 32 KiB of shared memory allow 7 blocks per SM on H100/H200), and zero `bins` (256) first.
 #[kernel]
 pub fn histogram_bytes(data: &[U32x4], bins: &mut [u32]) {
     let local = shared_array![u32; HISTOGRAM_BINS * LANES];
