@@ -105,3 +105,59 @@ pub fn stencil(input: &[f32], rows: usize, cols: usize) -> Vec<f64> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transpose_swaps_rows_and_columns() {
+        // 2 x 3 -> 3 x 2
+        assert_eq!(transpose(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], 2, 3), vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+    }
+
+    #[test]
+    fn stencil_copies_the_border_and_averages_inside() {
+        let (rows, cols) = (3, 3);
+        let input: Vec<f32> = (0..9).map(|v| v as f32).collect();
+        let out = stencil(&input, rows, cols);
+        // Centre (1, 1) = 4: 0.5 * 4 + 0.125 * (1 + 7 + 3 + 5).
+        assert_eq!(out[4], 0.5 * 4.0 + 0.125 * 16.0);
+        for border in [0, 1, 2, 3, 5, 6, 7, 8] {
+            assert_eq!(out[border], input[border] as f64);
+        }
+    }
+
+    #[test]
+    fn softmax_rows_sum_to_one_and_keep_order() {
+        let mut random = Random::new(3);
+        let input = random.floats(2 * SOFTMAX_COLS, -8.0, 8.0);
+        let out = softmax(&input);
+        for (row_in, row_out) in input.chunks(SOFTMAX_COLS).zip(out.chunks(SOFTMAX_COLS)) {
+            assert!((row_out.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+            let (imax, _) = row_in.iter().enumerate().fold((0, f32::MIN), |m, (i, &v)| if v > m.1 { (i, v) } else { m });
+            assert!(row_out.iter().all(|&p| p <= row_out[imax]));
+        }
+    }
+
+    #[test]
+    fn histogram_counts_every_byte() {
+        let bins = histogram(&[0, 255, 255, 7]);
+        assert_eq!((bins[0], bins[7], bins[255], bins.iter().sum::<u64>()), (1, 1, 2, 4));
+    }
+
+    #[test]
+    fn uniform_values_stay_in_range_and_vary() {
+        let values = Random::new(1).floats(10_000, -1.0, 1.0);
+        assert!(values.iter().all(|&v| (-1.0..1.0).contains(&v)));
+        let mean = values.iter().map(|&v| v as f64).sum::<f64>() / values.len() as f64;
+        assert!(mean.abs() < 0.05, "mean {mean}");
+    }
+
+    #[test]
+    fn matmul_element_is_a_dot_product() {
+        // a = [[1, 2], [3, 4]], b = [[5, 6], [7, 8]]: (a b)[1][0] = 3*5 + 4*7 = 43.
+        let (value, scale) = matmul_element(&[1.0, 2.0, 3.0, 4.0], &[5.0, 6.0, 7.0, 8.0], 2, 2, 1, 0);
+        assert_eq!((value, scale), (43.0, 43.0));
+    }
+}

@@ -112,3 +112,14 @@ pub fn copy_bandwidth_gbps(stream: &Stream, bytes: usize, runs: Runs) -> Result<
     let ms = median(&times[0]);
     Ok((2.0 * bytes as f64 / (ms * 1e-3) / 1e9, ms))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::median;
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+    }
+}
