@@ -62,7 +62,7 @@ pub fn saxpy_x4(a: f32, x: &[Float4], y: &mut [Float4]) {
     }
 }
 
-/// Threads per block that [`sum_x4`], [`softmax_rows_1024`] and [`histogram_bytes`] are written for.
+/// Threads per block that [`sum_x4()`], [`softmax_rows_1024()`] and [`histogram_bytes()`] are written for.
 pub const BLOCK_THREADS: u32 = 256;
 
 /// `out[0] += sum(x)`: a grid-stride loop over `float4`s into four independent partial sums,
@@ -253,7 +253,7 @@ pub fn matmul_128x128(a: &[f32], b: &[f32], c: &mut [f32], m: u32, n: u32, k: u3
     }
 }
 
-/// Columns of a [`softmax_rows_1024`] row.
+/// Columns of a [`softmax_rows_1024()`] row.
 pub const SOFTMAX_COLS: usize = 1024;
 const SOFTMAX_VECTORS_PER_LANE: usize = SOFTMAX_COLS / 4 / 32;
 
@@ -301,7 +301,7 @@ pub fn softmax_rows_1024(input: &[Float4], output: &mut [Float4], rows: u32) {
     }
 }
 
-/// Bins of [`histogram_bytes`].
+/// Bins of [`histogram_bytes()`].
 pub const HISTOGRAM_BINS: usize = 256;
 const LANES: usize = 32;
 
@@ -359,13 +359,13 @@ pub fn histogram_bytes(data: &[U32x4], bins: &mut [u32]) {
     }
 }
 
-/// Rows of the grid that one [`stencil_5pt`] thread computes.
+/// Rows of the grid that one [`stencil_5pt()`] thread computes.
 pub const STENCIL_ROWS_PER_THREAD: u32 = 8;
-/// Threads per [`stencil_5pt`] block (one column each).
+/// Threads per [`stencil_5pt()`] block (one column each).
 pub const STENCIL_BLOCK_X: u32 = 128;
-/// Weight of the centre point in [`stencil_5pt`].
+/// Weight of the centre point in [`stencil_5pt()`].
 pub const STENCIL_CENTRE: f32 = 0.5;
-/// Weight of each of the four neighbours in [`stencil_5pt`].
+/// Weight of each of the four neighbours in [`stencil_5pt()`].
 pub const STENCIL_NEIGHBOUR: f32 = 0.125;
 
 /// One Jacobi step of a 5-point stencil on a row-major `rows x cols` grid:
