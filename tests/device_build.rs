@@ -205,6 +205,11 @@ fn device_printing_and_panics_do_not_inflate_registers() {
         return;
     }
     for &(arch, kernel, registers, spill_stores, ..) in resources {
+        // Register blocking keeps 8 x 8 accumulators per thread on purpose (~120 registers);
+        // tests/example_kernels_ptx.rs holds it to 128 and checks it has no panic path.
+        if kernel == "matmul_128x128" {
+            continue;
+        }
         assert!(registers <= 96 && spill_stores == 0, "sm_{arch} {kernel}: {registers} registers, {spill_stores} bytes spilled");
     }
     let print = entry_body(ptx(), "print_lines");

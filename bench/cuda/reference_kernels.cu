@@ -1,0 +1,212 @@
+// The CUDA C++ twins of gpu-kernels/src/examples.rs: same names, same algorithms, same
+// parameter layout (a Rust slice arrives as a pointer and a length), so that ferrocuda-bench
+// launches both through the same typed launcher with the same configuration.
+// Compiled at benchmark time by NVRTC (no headers needed: float4/uint4 are built in).
+
+typedef unsigned long long usize;
+
+#define WARP_SIZE 32
+#define FULL_MASK 0xffffffffu
+
+__device__ __forceinline__ float warp_sum(float v) {
+    #pragma unroll
+    for (int mask = WARP_SIZE / 2; mask > 0; mask /= 2) v += __shfl_xor_sync(FULL_MASK, v, mask);
+    return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+    #pragma unroll
+    for (int mask = WARP_SIZE / 2; mask > 0; mask /= 2) v = fmaxf(v, __shfl_xor_sync(FULL_MASK, v, mask));
+    return v;
+}
+
+extern "C" __global__ void saxpy_x4(float a, const float4* __restrict__ x, usize nx, float4* __restrict__ y, usize ny) {
+    usize i = (usize)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < nx && i < ny) {
+        float4 xv = x[i], yv = y[i];
+        y[i] = make_float4(a * xv.x + yv.x, a * xv.y + yv.y, a * xv.z + yv.z, a * xv.w + yv.w);
+    }
+}
+
+extern "C" __global__ void sum_x4(const float4* __restrict__ x, usize n, float* __restrict__ out, usize out_len) {
+    __shared__ float warp_sums[32];
+    usize stride = (usize)gridDim.x * blockDim.x;
+    float4 partial = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (usize i = (usize)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        float4 v = x[i];
+        partial.x += v.x; partial.y += v.y; partial.z += v.z; partial.w += v.w;
+    }
+    float thread_sum = warp_sum((partial.x + partial.y) + (partial.z + partial.w));
+    unsigned lane = threadIdx.x % WARP_SIZE, warp = threadIdx.x / WARP_SIZE;
+    if (lane == 0 && warp < 32) warp_sums[warp] = thread_sum;
+    __syncthreads();
+    if (warp == 0) {
+        unsigned warps = (blockDim.x + WARP_SIZE - 1) / WARP_SIZE;
+        float block_sum = warp_sum(lane < warps ? warp_sums[lane] : 0.f);
+        if (lane == 0 && out_len > 0) atomicAdd(out, block_sum);
+    }
+}
+
+#define TILE 32
+#define TILE_ROWS 8
+extern "C" __global__ void transpose_32(const float* __restrict__ input, usize n_in, float* __restrict__ output, usize n_out,
+                                        unsigned rows, unsigned cols) {
+    __shared__ float tile[TILE][TILE + 1];
+    usize elements = (usize)rows * cols;
+    if (rows % TILE != 0 || cols % TILE != 0 || n_in < elements || n_out < elements) return;
+    unsigned tx = threadIdx.x, ty = threadIdx.y;
+    if (tx >= TILE || ty >= TILE_ROWS) return;
+    unsigned tile_col = blockIdx.x * TILE, tile_row = blockIdx.y * TILE;
+    if (tile_col >= cols || tile_row >= rows) return;
+    #pragma unroll
+    for (unsigned j = 0; j < TILE; j += TILE_ROWS)
+        tile[ty + j][tx] = input[(usize)(tile_row + ty + j) * cols + (tile_col + tx)];
+    __syncthreads();
+    #pragma unroll
+    for (unsigned j = 0; j < TILE; j += TILE_ROWS)
+        output[(usize)(tile_col + ty + j) * rows + (tile_row + tx)] = tile[tx][ty + j];
+}
+
+#define BM 128
+#define BN 128
+#define BK 8
+#define TT 8
+extern "C" __global__ void __launch_bounds__(256) matmul_128x128(const float* __restrict__ a, usize na, const float* __restrict__ b, usize nb,
+                                                                 float* __restrict__ c, usize nc, unsigned m, unsigned n, unsigned k) {
+    __shared__ __align__(16) float a_tile[BK * BM];
+    __shared__ __align__(16) float b_tile[BK * BN];
+    bool sizes_fit = m % BM == 0 && n % BN == 0 && k % BK == 0 && na >= (usize)m * k && nb >= (usize)k * n && nc >= (usize)m * n &&
+                     (((usize)a | (usize)b | (usize)c) % 16) == 0 && blockDim.x == 256;
+    unsigned block_row = blockIdx.y * BM, block_col = blockIdx.x * BN;
+    if (!sizes_fit || block_row >= m || block_col >= n) return;
+    unsigned tid = threadIdx.x;
+    unsigned a_row = tid / 2, a_col = (tid % 2) * 4;
+    unsigned b_row = tid / 32, b_col = (tid % 32) * 4;
+    unsigned c_row = (tid / 16) * TT, c_col = (tid % 16) * TT;
+    float acc[TT][TT] = {};
+    for (unsigned k0 = 0; k0 < k; k0 += BK) {
+        float4 av = *reinterpret_cast<const float4*>(&a[(usize)(block_row + a_row) * k + (k0 + a_col)]);
+        float4 bv = *reinterpret_cast<const float4*>(&b[(usize)(k0 + b_row) * n + (block_col + b_col)]);
+        a_tile[(a_col + 0) * BM + a_row] = av.x;
+        a_tile[(a_col + 1) * BM + a_row] = av.y;
+        a_tile[(a_col + 2) * BM + a_row] = av.z;
+        a_tile[(a_col + 3) * BM + a_row] = av.w;
+        *reinterpret_cast<float4*>(&b_tile[b_row * BN + b_col]) = bv;
+        __syncthreads();
+        #pragma unroll
+        for (unsigned kk = 0; kk < BK; ++kk) {
+            float4 a_lo = *reinterpret_cast<const float4*>(&a_tile[kk * BM + c_row]);
+            float4 a_hi = *reinterpret_cast<const float4*>(&a_tile[kk * BM + c_row + 4]);
+            float4 b_lo = *reinterpret_cast<const float4*>(&b_tile[kk * BN + c_col]);
+            float4 b_hi = *reinterpret_cast<const float4*>(&b_tile[kk * BN + c_col + 4]);
+            float a_frag[TT] = {a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w};
+            float b_frag[TT] = {b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w};
+            #pragma unroll
+            for (int i = 0; i < TT; ++i)
+                #pragma unroll
+                for (int j = 0; j < TT; ++j) acc[i][j] = a_frag[i] * b_frag[j] + acc[i][j];
+        }
+        __syncthreads();
+    }
+    #pragma unroll
+    for (int i = 0; i < TT; ++i) {
+        usize index = (usize)(block_row + c_row + i) * n + (block_col + c_col);
+        *reinterpret_cast<float4*>(&c[index]) = make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+        *reinterpret_cast<float4*>(&c[index + 4]) = make_float4(acc[i][4], acc[i][5], acc[i][6], acc[i][7]);
+    }
+}
+
+#define SOFTMAX_COLS 1024
+#define ROW_VECTORS (SOFTMAX_COLS / 4)
+#define V (ROW_VECTORS / 32)
+extern "C" __global__ void softmax_rows_1024(const float4* __restrict__ input, usize n_in, float4* __restrict__ output, usize n_out, unsigned rows) {
+    unsigned warps_per_block = blockDim.x / WARP_SIZE;
+    unsigned row = blockIdx.x * warps_per_block + threadIdx.x / WARP_SIZE;
+    unsigned lane = threadIdx.x % WARP_SIZE;
+    usize vectors = (usize)rows * ROW_VECTORS;
+    if (row >= rows || n_in < vectors || n_out < vectors) return;
+    usize base = (usize)row * ROW_VECTORS + lane;
+    float4 values[V];
+    #pragma unroll
+    for (int v = 0; v < V; ++v) values[v] = input[base + 32 * v];
+    float max = __int_as_float(0xff800000);  // -infinity
+    #pragma unroll
+    for (int v = 0; v < V; ++v) max = fmaxf(fmaxf(fmaxf(fmaxf(max, values[v].x), values[v].y), values[v].z), values[v].w);
+    max = warp_max(max);
+    float sum = 0.f;
+    #pragma unroll
+    for (int v = 0; v < V; ++v) {
+        values[v].x = __expf(values[v].x - max);
+        values[v].y = __expf(values[v].y - max);
+        values[v].z = __expf(values[v].z - max);
+        values[v].w = __expf(values[v].w - max);
+        sum += (values[v].x + values[v].y) + (values[v].z + values[v].w);
+    }
+    float scale = 1.f / warp_sum(sum);
+    #pragma unroll
+    for (int v = 0; v < V; ++v)
+        output[base + 32 * v] = make_float4(values[v].x * scale, values[v].y * scale, values[v].z * scale, values[v].w * scale);
+}
+
+#define BINS 256
+#define LANES 32
+extern "C" __global__ void histogram_bytes(const uint4* __restrict__ data, usize n, unsigned* __restrict__ bins, usize n_bins) {
+    // One copy of the bins per lane: local[bin][lane], so lane l only touches bank l.
+    __shared__ unsigned local[BINS * LANES];
+    if (n_bins < BINS) return;
+    unsigned tid = threadIdx.x, threads = blockDim.x, lane = tid % LANES;
+    for (unsigned i = tid; i < BINS * LANES; i += threads) local[i] = 0;
+    __syncthreads();
+    usize stride = (usize)gridDim.x * threads;
+    for (usize i = (usize)blockIdx.x * threads + tid; i < n; i += stride) {
+        uint4 words = data[i];
+        unsigned w[4] = {words.x, words.y, words.z, words.w};
+        #pragma unroll
+        for (int q = 0; q < 4; ++q)
+            #pragma unroll
+            for (int shift = 0; shift < 32; shift += 8) atomicAdd(&local[((w[q] >> shift) & 0xff) * LANES + lane], 1u);
+    }
+    __syncthreads();
+    for (unsigned bin = tid; bin < BINS; bin += threads) {
+        unsigned count = 0;
+        #pragma unroll
+        for (unsigned l = 0; l < LANES; ++l) count += local[bin * LANES + (l + bin) % LANES];
+        if (count != 0) atomicAdd(&bins[bin], count);
+    }
+}
+
+#define ROWS_PER_THREAD 8
+#define STENCIL_BLOCK_X 128
+extern "C" __global__ void stencil_5pt(const float* __restrict__ input, usize n_in, float* __restrict__ output, usize n_out, unsigned rows, unsigned cols) {
+    const int R = ROWS_PER_THREAD;
+    usize elements = (usize)rows * cols;
+    if (rows % ROWS_PER_THREAD != 0 || cols % STENCIL_BLOCK_X != 0 || n_in < elements || n_out < elements) return;
+    unsigned col = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned first_row = blockIdx.y * ROWS_PER_THREAD;
+    if (col >= cols || first_row >= rows) return;
+    bool inner_col = col > 0 && col + 1 < cols;
+    // column[i] is row first_row + i - 1.
+    float column[R + 2];
+    #pragma unroll
+    for (int i = 0; i < R + 2; ++i) {
+        unsigned row_plus_one = first_row + i;
+        column[i] = row_plus_one >= 1 && row_plus_one <= rows ? input[(usize)(row_plus_one - 1) * cols + col] : 0.f;
+    }
+    float west[R], east[R];
+    #pragma unroll
+    for (int r = 0; r < R; ++r) {
+        usize centre = (usize)(first_row + r) * cols + col;
+        west[r] = inner_col ? input[centre - 1] : 0.f;
+        east[r] = inner_col ? input[centre + 1] : 0.f;
+    }
+    #pragma unroll
+    for (int r = 0; r < R; ++r) {
+        unsigned row = first_row + r;
+        float value;
+        if (inner_col && row > 0 && row + 1 < rows)
+            value = 0.5f * column[r + 1] + 0.125f * ((column[r] + column[r + 2]) + (west[r] + east[r]));
+        else
+            value = column[r + 1];
+        output[(usize)row * cols + col] = value;
+    }
+}

@@ -1,0 +1,114 @@
+//! The CUDA C++ reference kernels, compiled at run time by NVRTC (loaded dynamically through
+//! cudarc) into a cubin for the GPU at hand, and loaded with ferrocuda's `Module`.
+
+use std::ffi::{CStr, CString, c_char};
+use std::time::Instant;
+
+use cudarc::nvrtc::sys as nvrtc;
+use ferrocuda_host::{Context, JitOptions, Module};
+
+/// The reference kernels' source (the twins of `gpu_kernels::examples`).
+pub const REFERENCE_SOURCE: &str = include_str!("../cuda/reference_kernels.cu");
+
+/// NVRTC's output for the reference kernels.
+pub struct Compiled {
+    /// The loaded module.
+    pub module: Module,
+    /// The cubin (for SASS comparisons with `cuobjdump -sass`).
+    pub cubin: Vec<u8>,
+    /// NVRTC's version, e.g. `13.0`.
+    pub version: String,
+    /// Compile time in milliseconds.
+    pub compile_ms: f64,
+}
+
+/// Why the CUDA C++ comparisons cannot run.
+#[derive(Debug)]
+pub enum Unavailable {
+    /// libnvrtc could not be opened.
+    NoLibrary,
+    /// NVRTC rejected the source (the log says why) or a call failed.
+    Failed(String),
+}
+
+impl std::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unavailable::NoLibrary => write!(
+                f,
+                "libnvrtc not found: install the CUDA toolkit's NVRTC and add its directory (e.g. /usr/local/cuda/lib64) to LD_LIBRARY_PATH"
+            ),
+            Unavailable::Failed(why) => write!(f, "NVRTC failed: {why}"),
+        }
+    }
+}
+
+fn check(call: &str, result: nvrtc::nvrtcResult) -> Result<(), Unavailable> {
+    if result == nvrtc::nvrtcResult::NVRTC_SUCCESS {
+        return Ok(());
+    }
+    // SAFETY: returns a pointer to a static string for any result code.
+    let text = unsafe { CStr::from_ptr(nvrtc::nvrtcGetErrorString(result)) };
+    Err(Unavailable::Failed(format!("{call}: {}", text.to_string_lossy())))
+}
+
+/// Owns an NVRTC program and destroys it on drop.
+struct Program(nvrtc::nvrtcProgram);
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // SAFETY: created by nvrtcCreateProgram, destroyed once.
+        unsafe { nvrtc::nvrtcDestroyProgram(&mut self.0) };
+    }
+}
+
+impl Program {
+    fn log(&self) -> String {
+        let mut size = 0usize;
+        // SAFETY: a valid program; `size` receives the log's length including the NUL.
+        if unsafe { nvrtc::nvrtcGetProgramLogSize(self.0, &mut size) } != nvrtc::nvrtcResult::NVRTC_SUCCESS || size == 0 {
+            return String::new();
+        }
+        let mut log = vec![0u8; size];
+        // SAFETY: `log` holds `size` bytes, as NVRTC asked.
+        unsafe { nvrtc::nvrtcGetProgramLog(self.0, log.as_mut_ptr().cast::<c_char>()) };
+        String::from_utf8_lossy(&log).trim_end_matches('\0').trim().to_string()
+    }
+}
+
+/// Compiles [`REFERENCE_SOURCE`] for `sm_{arch}` with nvcc's defaults for device code (`-O3`
+/// equivalent, `--fmad=true`) and loads it into `context`.
+pub fn compile_reference(context: &Context, arch: u32) -> Result<Compiled, Unavailable> {
+    // SAFETY: only probes whether the library can be opened.
+    if !unsafe { nvrtc::is_culib_present() } {
+        return Err(Unavailable::NoLibrary);
+    }
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: two out-parameters.
+    check("nvrtcVersion", unsafe { nvrtc::nvrtcVersion(&mut major, &mut minor) })?;
+    let started = Instant::now();
+    let source = CString::new(REFERENCE_SOURCE).expect("the source has no NUL");
+    let name = c"reference_kernels.cu";
+    let mut raw = std::ptr::null_mut();
+    // SAFETY: NUL-terminated source and name; no headers.
+    check("nvrtcCreateProgram", unsafe { nvrtc::nvrtcCreateProgram(&mut raw, source.as_ptr(), name.as_ptr(), 0, std::ptr::null(), std::ptr::null()) })?;
+    let program = Program(raw);
+    let options = [format!("--gpu-architecture=sm_{arch}"), "--std=c++17".to_string()];
+    let options: Vec<CString> = options.into_iter().map(|o| CString::new(o).unwrap()).collect();
+    let option_ptrs: Vec<*const c_char> = options.iter().map(|o| o.as_ptr()).collect();
+    // SAFETY: `option_ptrs` points at live NUL-terminated strings.
+    let compiled = unsafe { nvrtc::nvrtcCompileProgram(program.0, option_ptrs.len() as i32, option_ptrs.as_ptr()) };
+    if compiled != nvrtc::nvrtcResult::NVRTC_SUCCESS {
+        return Err(Unavailable::Failed(format!("compiling bench/cuda/reference_kernels.cu for sm_{arch}:\n{}", program.log())));
+    }
+    let mut size = 0usize;
+    // SAFETY: a compiled program; one out-parameter.
+    check("nvrtcGetCUBINSize", unsafe { nvrtc::nvrtcGetCUBINSize(program.0, &mut size) })?;
+    let mut cubin = vec![0u8; size];
+    // SAFETY: `cubin` holds the size NVRTC reported.
+    check("nvrtcGetCUBIN", unsafe { nvrtc::nvrtcGetCUBIN(program.0, cubin.as_mut_ptr().cast::<c_char>()) })?;
+    let compile_ms = started.elapsed().as_secs_f64() * 1e3;
+    let module = Module::load_binary(context, "reference_kernels.cu (NVRTC)", &cubin, &JitOptions::new())
+        .map_err(|error| Unavailable::Failed(format!("loading NVRTC's cubin: {error}")))?;
+    Ok(Compiled { module, cubin, version: format!("{major}.{minor}"), compile_ms })
+}

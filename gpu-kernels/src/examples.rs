@@ -1,0 +1,486 @@
+//! Example kernels written the way a CUDA expert writes them: 16-byte vector loads, warp
+//! shuffles, shared-memory tiles with padding, register blocking, shared-memory atomics.
+//!
+//! Each kernel has a twin in CUDA C++ (`bench/cuda/reference_kernels.cu`) with the same name
+//! and the same parameter layout, so the benchmark (`ferrocuda-bench`) launches both through
+//! the same typed launcher (`name::launch_in(&module, ..)`) with the same configuration.
+//!
+//! Sizes a kernel cannot handle (a matrix side that is not a multiple of the tile, a buffer
+//! shorter than the sizes say) make every thread return at once, before any memory access:
+//! the check is uniform across the block, so no barrier is skipped by part of it. The host
+//! side checks the same conditions first and reports them (see `ferrocuda-bench`).
+//!
+//! Hot loops index with `get_unchecked` behind such checks: a bounds check that LLVM cannot
+//! remove keeps the panic path alive, and that path costs ~50 registers per kernel.
+
+use bytemuck::{Pod, Zeroable};
+use ferrocuda_device::kernel;
+use ferrocuda_device::math::FastMath;
+use ferrocuda_device::shared_array;
+use ferrocuda_device::sync::sync_threads;
+use ferrocuda_device::thread::{block_dim_x, block_idx_x, block_idx_y, grid_dim_x, thread_idx_x, thread_idx_y};
+use ferrocuda_device::{atomic, warp};
+
+/// Four `f32`s, 16-byte aligned: CUDA's `float4`. A load or store of one is a single
+/// `ld.global.nc.v4.f32` / `st.global.v4.f32`, a quarter of the instructions of four scalars.
+#[repr(C, align(16))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct Float4 {
+    /// Element 0.
+    pub x: f32,
+    /// Element 1.
+    pub y: f32,
+    /// Element 2.
+    pub z: f32,
+    /// Element 3.
+    pub w: f32,
+}
+
+/// Four `u32`s, 16-byte aligned: CUDA's `uint4`.
+#[repr(C, align(16))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct U32x4 {
+    /// Element 0.
+    pub x: u32,
+    /// Element 1.
+    pub y: u32,
+    /// Element 2.
+    pub z: u32,
+    /// Element 3.
+    pub w: u32,
+}
+
+/// `y = a * x + y` on `float4`s, one vector per thread (launch `ceil(len / block)` blocks).
+/// One 16-byte load per array per thread keeps many loads in flight: what a streaming kernel
+/// needs to come near copy bandwidth.
+#[kernel]
+pub fn saxpy_x4(a: f32, x: &[Float4], y: &mut [Float4]) {
+    let i = block_idx_x() as usize * block_dim_x() as usize + thread_idx_x() as usize;
+    if i < x.len() && i < y.len() {
+        let (xv, yv) = (x[i], y[i]);
+        y[i] = Float4 { x: a * xv.x + yv.x, y: a * xv.y + yv.y, z: a * xv.z + yv.z, w: a * xv.w + yv.w };
+    }
+}
+
+/// Threads per block that [`sum_x4()`], [`softmax_rows_1024()`] and [`histogram_bytes()`] are written for.
+pub const BLOCK_THREADS: u32 = 256;
+
+/// `out[0] += sum(x)`: a grid-stride loop over `float4`s into four independent partial sums,
+/// a warp-shuffle reduction, the warps' sums through shared memory, one atomic per block.
+/// Launch with [`BLOCK_THREADS`] threads per block and any grid (one full wave, SMs x resident
+/// blocks per SM, is best), and zero `out[0]` first.
+#[kernel]
+pub fn sum_x4(x: &[Float4], out: &mut [f32]) {
+    let warp_sums = shared_array![f32; 32];
+    let stride = grid_dim_x() as usize * block_dim_x() as usize;
+    let mut i = block_idx_x() as usize * block_dim_x() as usize + thread_idx_x() as usize;
+    let mut partial = Float4::default();
+    while i < x.len() {
+        // SAFETY: `i < x.len()` is the loop condition.
+        let v = unsafe { *x.get_unchecked(i) };
+        partial.x += v.x;
+        partial.y += v.y;
+        partial.z += v.z;
+        partial.w += v.w;
+        i += stride;
+    }
+    let thread_sum = warp::reduce_sum((partial.x + partial.y) + (partial.z + partial.w));
+    let lane = thread_idx_x() % warp::WARP_SIZE;
+    let warp_index = thread_idx_x() / warp::WARP_SIZE;
+    if lane == 0 && warp_index < 32 {
+        // SAFETY: `warp_index < 32`, the array's length.
+        unsafe { warp_sums.set_unchecked(warp_index as usize, thread_sum) };
+    }
+    sync_threads();
+    if warp_index == 0 {
+        let warps = block_dim_x().div_ceil(warp::WARP_SIZE);
+        // SAFETY: `lane < 32`.
+        let value = if lane < warps { unsafe { warp_sums.get_unchecked(lane as usize) } } else { 0.0 };
+        let block_sum = warp::reduce_sum(value);
+        if lane == 0
+            && let Some(total) = out.first_mut()
+        {
+            atomic::add(total, block_sum);
+        }
+    }
+}
+
+/// Side of a transpose tile.
+pub const TRANSPOSE_TILE: u32 = 32;
+/// Rows of threads per transpose block: each thread moves `TRANSPOSE_TILE / TRANSPOSE_ROWS` elements.
+pub const TRANSPOSE_ROWS: u32 = 8;
+
+/// `output = transpose(input)` for a row-major `rows x cols` input (`output` is `cols x rows`).
+/// A 32 x 32 tile goes through shared memory so that both the reads and the writes are
+/// coalesced; the tile's rows are padded to 33 floats so that reading a column touches 32
+/// different banks. Launch with blocks of (32, 8) and a grid of (cols / 32, rows / 32);
+/// `rows` and `cols` must be multiples of 32.
+#[kernel]
+pub fn transpose_32(input: &[f32], output: &mut [f32], rows: u32, cols: u32) {
+    const STRIDE: u32 = TRANSPOSE_TILE + 1;
+    let tile = shared_array![f32; (TRANSPOSE_TILE * (TRANSPOSE_TILE + 1)) as usize];
+    let elements = rows as usize * cols as usize;
+    if !rows.is_multiple_of(TRANSPOSE_TILE) || !cols.is_multiple_of(TRANSPOSE_TILE) || input.len() < elements || output.len() < elements {
+        return;
+    }
+    let (tx, ty) = (thread_idx_x(), thread_idx_y());
+    if tx >= TRANSPOSE_TILE || ty >= TRANSPOSE_ROWS {
+        return;
+    }
+    let (tile_col, tile_row) = (block_idx_x() * TRANSPOSE_TILE, block_idx_y() * TRANSPOSE_TILE);
+    if tile_col >= cols || tile_row >= rows {
+        return;
+    }
+    let mut j = 0;
+    while j < TRANSPOSE_TILE {
+        let source = (tile_row + ty + j) as usize * cols as usize + (tile_col + tx) as usize;
+        // SAFETY: the row is below `rows` and the column below `cols` (both tiles lie inside
+        // the matrix, checked above), so `source < rows * cols <= input.len()`; the tile index
+        // is below 32 * 33.
+        unsafe { tile.set_unchecked(((ty + j) * STRIDE + tx) as usize, *input.get_unchecked(source)) };
+        j += TRANSPOSE_ROWS;
+    }
+    sync_threads();
+    let mut j = 0;
+    while j < TRANSPOSE_TILE {
+        let target = (tile_col + ty + j) as usize * rows as usize + (tile_row + tx) as usize;
+        // SAFETY: as above, with the roles of rows and columns swapped.
+        unsafe { *output.get_unchecked_mut(target) = tile.get_unchecked((tx * STRIDE + ty + j) as usize) };
+        j += TRANSPOSE_ROWS;
+    }
+}
+
+/// Rows of C computed by one matmul block.
+pub const MATMUL_BLOCK_M: u32 = 128;
+/// Columns of C computed by one matmul block.
+pub const MATMUL_BLOCK_N: u32 = 128;
+/// Depth of one shared-memory step of the matmul.
+pub const MATMUL_BLOCK_K: u32 = 8;
+/// Threads per matmul block (16 x 16, each computing 8 x 8 elements of C).
+pub const MATMUL_THREADS: u32 = 256;
+const MATMUL_THREAD_TILE: usize = 8;
+
+/// `c = a * b` in FP32, all row-major: `a` is `m x k`, `b` is `k x n`, `c` is `m x n`.
+/// Each block computes a 128 x 128 tile of C from 128 x 8 and 8 x 128 tiles of A and B in
+/// shared memory (A transposed on the way in, so that a thread's 8 rows are one 32-byte run);
+/// each thread keeps an 8 x 8 block of C in registers and does 64 FMAs for every 16 floats
+/// it reads from shared memory. Launch with [`MATMUL_THREADS`] threads and a grid of
+/// (n / 128, m / 128); `m` and `n` must be multiples of 128, `k` of 8, and the buffers
+/// 16-byte aligned.
+#[kernel]
+pub fn matmul_128x128(a: &[f32], b: &[f32], c: &mut [f32], m: u32, n: u32, k: u32) {
+    const BM: u32 = MATMUL_BLOCK_M;
+    const BN: u32 = MATMUL_BLOCK_N;
+    const BK: u32 = MATMUL_BLOCK_K;
+    const TT: usize = MATMUL_THREAD_TILE;
+    let a_tile = shared_array![f32; (MATMUL_BLOCK_K * MATMUL_BLOCK_M) as usize];
+    let b_tile = shared_array![f32; (MATMUL_BLOCK_K * MATMUL_BLOCK_N) as usize];
+
+    let sizes_fit = m.is_multiple_of(BM)
+        && n.is_multiple_of(BN)
+        && k.is_multiple_of(BK)
+        && a.len() >= m as usize * k as usize
+        && b.len() >= k as usize * n as usize
+        && c.len() >= m as usize * n as usize
+        && (a.as_ptr() as usize | b.as_ptr() as usize | c.as_ptr() as usize).is_multiple_of(16)
+        && block_dim_x() == MATMUL_THREADS;
+    let (block_row, block_col) = (block_idx_y() * BM, block_idx_x() * BN);
+    if !sizes_fit || block_row >= m || block_col >= n {
+        return;
+    }
+    let tid = thread_idx_x();
+    // Each thread loads one float4 of A (row tid / 2, columns 4 * (tid % 2)..) and one of B
+    // (row tid / 32, columns 4 * (tid % 32)..) per step.
+    let (a_row, a_col) = (tid / 2, (tid % 2) * 4);
+    let (b_row, b_col) = (tid / 32, (tid % 32) * 4);
+    // This thread's 8 x 8 block of C starts at row 8 * (tid / 16), column 8 * (tid % 16).
+    let (c_row, c_col) = ((tid / 16) * TT as u32, (tid % 16) * TT as u32);
+
+    let mut acc = [[0.0f32; TT]; TT];
+    let mut k0 = 0;
+    while k0 < k {
+        let a_index = (block_row + a_row) as usize * k as usize + (k0 + a_col) as usize;
+        let b_index = (k0 + b_row) as usize * n as usize + (block_col + b_col) as usize;
+        // SAFETY: both indices lie inside the matrices (tiles inside m x k and k x n, checked
+        // above) and are multiples of 4 on 16-byte aligned buffers.
+        let (av, bv) = unsafe { (load_float4(a, a_index), load_float4(b, b_index)) };
+        // SAFETY: every index is below 8 * 128, the tiles' length.
+        unsafe {
+            a_tile.set_unchecked((a_col * BM + a_row) as usize, av.x);
+            a_tile.set_unchecked(((a_col + 1) * BM + a_row) as usize, av.y);
+            a_tile.set_unchecked(((a_col + 2) * BM + a_row) as usize, av.z);
+            a_tile.set_unchecked(((a_col + 3) * BM + a_row) as usize, av.w);
+            store_shared_float4(b_tile.shared_address() + (b_row * BN + b_col) * 4, bv);
+        }
+        sync_threads();
+        // One step of depth: 16 floats from shared memory, 64 FMAs. Called with constant
+        // depths so that the eight steps become straight-line code (`#pragma unroll`).
+        let mut step = |kk: u32| {
+            // SAFETY: the addresses are 16-byte aligned and inside the tiles
+            // (kk * 128 + c_row + 4 < 8 * 128).
+            let (a_lo, a_hi, b_lo, b_hi) = unsafe {
+                let a_base = a_tile.shared_address() + (kk * BM + c_row) * 4;
+                let b_base = b_tile.shared_address() + (kk * BN + c_col) * 4;
+                (load_shared_float4(a_base), load_shared_float4(a_base + 16), load_shared_float4(b_base), load_shared_float4(b_base + 16))
+            };
+            let a_frag = [a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w];
+            let b_frag = [b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w];
+            for i in 0..TT {
+                for j in 0..TT {
+                    acc[i][j] += a_frag[i] * b_frag[j];
+                }
+            }
+        };
+        const _: () = assert!(MATMUL_BLOCK_K == 8, "one step call per depth below");
+        step(0);
+        step(1);
+        step(2);
+        step(3);
+        step(4);
+        step(5);
+        step(6);
+        step(7);
+        sync_threads();
+        k0 += BK;
+    }
+    for (i, row) in acc.iter().enumerate() {
+        let index = (block_row + c_row + i as u32) as usize * n as usize + (block_col + c_col) as usize;
+        // SAFETY: inside the m x n matrix (checked above), a multiple of 4, 16-byte aligned.
+        unsafe {
+            store_float4(c, index, Float4 { x: row[0], y: row[1], z: row[2], w: row[3] });
+            store_float4(c, index + 4, Float4 { x: row[4], y: row[5], z: row[6], w: row[7] });
+        }
+    }
+}
+
+/// Columns of a [`softmax_rows_1024()`] row.
+pub const SOFTMAX_COLS: usize = 1024;
+const SOFTMAX_VECTORS_PER_LANE: usize = SOFTMAX_COLS / 4 / 32;
+
+/// Row-wise softmax of a row-major `rows x 1024` matrix: one warp per row, the row held in
+/// registers (eight `float4`s per lane), so it is read once and written once. The maximum
+/// and the sum are warp-shuffle reductions; `exp` is the hardware `ex2.approx` (CUDA's
+/// `__expf`). Launch with [`BLOCK_THREADS`] threads (8 rows per block) and
+/// `ceil(rows / 8)` blocks.
+#[kernel]
+pub fn softmax_rows_1024(input: &[Float4], output: &mut [Float4], rows: u32) {
+    const ROW_VECTORS: usize = SOFTMAX_COLS / 4;
+    const V: usize = SOFTMAX_VECTORS_PER_LANE;
+    let warps_per_block = block_dim_x() / warp::WARP_SIZE;
+    let row = block_idx_x() * warps_per_block + thread_idx_x() / warp::WARP_SIZE;
+    let lane = (thread_idx_x() % warp::WARP_SIZE) as usize;
+    let vectors = rows as usize * ROW_VECTORS;
+    if row >= rows || input.len() < vectors || output.len() < vectors {
+        return;
+    }
+    let base = row as usize * ROW_VECTORS + lane;
+    let mut values = [Float4::default(); V];
+    for (v, value) in values.iter_mut().enumerate() {
+        // SAFETY: `base + 32 * v` is inside row `row < rows` (lane < 32, v < 8), so below
+        // `rows * 256 <= input.len()`.
+        *value = unsafe { *input.get_unchecked(base + 32 * v) };
+    }
+    let mut max = f32::NEG_INFINITY;
+    for value in &values {
+        max = max.max(value.x).max(value.y).max(value.z).max(value.w);
+    }
+    let max = warp::reduce(max, f32::max);
+    let mut sum = 0.0f32;
+    for value in &mut values {
+        value.x = (value.x - max).fast_exp();
+        value.y = (value.y - max).fast_exp();
+        value.z = (value.z - max).fast_exp();
+        value.w = (value.w - max).fast_exp();
+        sum += (value.x + value.y) + (value.z + value.w);
+    }
+    let scale = 1.0 / warp::reduce_sum(sum);
+    for (v, value) in values.iter().enumerate() {
+        let scaled = Float4 { x: value.x * scale, y: value.y * scale, z: value.z * scale, w: value.w * scale };
+        // SAFETY: as for the loads.
+        unsafe { *output.get_unchecked_mut(base + 32 * v) = scaled };
+    }
+}
+
+/// Bins of [`histogram_bytes()`].
+pub const HISTOGRAM_BINS: usize = 256;
+const LANES: usize = 32;
+
+/// `bins[b] += number of bytes equal to b` in `data` (read as 16-byte vectors). Each block
+/// counts in shared memory (`atom.shared.add`), with one copy of the 256 bins per lane
+/// (`local[bin][lane]`): lane `l` only touches bank `l`, so the 32 atomics of a warp never
+/// queue on one bank, whatever the data (one shared copy per block would serialise on bank
+/// conflicts: ~3.5-way for random bytes). At the end each thread sums one bin over the 32
+/// copies (skewed so that a warp reads 32 banks) and adds it to the global bins. Launch with
+/// [`BLOCK_THREADS`] threads, any grid (one full wave, SMs x resident blocks per SM, is best:
+/// the 32 KiB of shared memory allow 7 blocks per SM on H100/H200), and zero `bins` (256) first.
+#[kernel]
+pub fn histogram_bytes(data: &[U32x4], bins: &mut [u32]) {
+    let local = shared_array![u32; HISTOGRAM_BINS * LANES];
+    if bins.len() < HISTOGRAM_BINS {
+        return;
+    }
+    let tid = thread_idx_x() as usize;
+    let threads = block_dim_x() as usize;
+    let lane = tid % LANES;
+    let mut i = tid;
+    while i < HISTOGRAM_BINS * LANES {
+        // SAFETY: `i < 256 * 32`, the array's length.
+        unsafe { local.set_unchecked(i, 0) };
+        i += threads;
+    }
+    sync_threads();
+    let stride = grid_dim_x() as usize * threads;
+    let mut i = block_idx_x() as usize * threads + tid;
+    while i < data.len() {
+        // SAFETY: `i < data.len()` is the loop condition.
+        let words = unsafe { *data.get_unchecked(i) };
+        for word in [words.x, words.y, words.z, words.w] {
+            for shift in [0, 8, 16, 24] {
+                let bin = ((word >> shift) & 0xff) as usize;
+                // A byte and a lane index 256 x 32 counters: the bounds check folds away.
+                local.fetch_add(bin * LANES + lane, 1);
+            }
+        }
+        i += stride;
+    }
+    sync_threads();
+    let mut bin = tid;
+    while bin < HISTOGRAM_BINS {
+        let mut count = 0;
+        for l in 0..LANES {
+            // SAFETY: `bin < 256` and the lane is below 32.
+            count += unsafe { local.get_unchecked(bin * LANES + (l + bin) % LANES) };
+        }
+        if count != 0 {
+            // SAFETY: `bin < 256 <= bins.len()` (checked above).
+            atomic::add(unsafe { bins.get_unchecked_mut(bin) }, count);
+        }
+        bin += threads;
+    }
+}
+
+/// Rows of the grid that one [`stencil_5pt()`] thread computes.
+pub const STENCIL_ROWS_PER_THREAD: u32 = 8;
+/// Threads per [`stencil_5pt()`] block (one column each).
+pub const STENCIL_BLOCK_X: u32 = 128;
+/// Weight of the centre point in [`stencil_5pt()`].
+pub const STENCIL_CENTRE: f32 = 0.5;
+/// Weight of each of the four neighbours in [`stencil_5pt()`].
+pub const STENCIL_NEIGHBOUR: f32 = 0.125;
+
+/// One Jacobi step of a 5-point stencil on a row-major `rows x cols` grid:
+/// `out = 0.5 * centre + 0.125 * (north + south + east + west)` inside, `out = in` on the
+/// border. Each thread computes 8 rows of one column: it first loads the 10 values of its
+/// column (8 rows and the rows above and below: each loaded once, not three times) and the
+/// 16 east and west neighbours (neighbouring threads' loads, served by L1), all in flight
+/// together, then computes and stores. Launch with blocks of 128 and a grid of
+/// (cols / 128, rows / 8); `cols` must be a multiple of 128 and `rows` of 8.
+#[kernel]
+pub fn stencil_5pt(input: &[f32], output: &mut [f32], rows: u32, cols: u32) {
+    const R: usize = STENCIL_ROWS_PER_THREAD as usize;
+    let elements = rows as usize * cols as usize;
+    if !rows.is_multiple_of(STENCIL_ROWS_PER_THREAD) || !cols.is_multiple_of(STENCIL_BLOCK_X) || input.len() < elements || output.len() < elements {
+        return;
+    }
+    let col = block_idx_x() * block_dim_x() + thread_idx_x();
+    let first_row = block_idx_y() * STENCIL_ROWS_PER_THREAD;
+    if col >= cols || first_row >= rows {
+        return;
+    }
+    let width = cols as usize;
+    let at = |row: u32| row as usize * width + col as usize;
+    let inner_col = col > 0 && col + 1 < cols;
+    // SAFETY (every access below): the row is below `rows` and the column (col - 1, col or
+    // col + 1, the outer two only when `inner_col`) below `cols`, so the index is below
+    // `rows * cols <= input.len()` (and `output.len()`).
+    // column[i] is row first_row + i - 1: the row above this thread's rows, its 8, the row below.
+    let mut column = [0.0f32; R + 2];
+    for (i, value) in column.iter_mut().enumerate() {
+        let row_plus_one = first_row + i as u32;
+        if row_plus_one >= 1 && row_plus_one <= rows {
+            *value = unsafe { *input.get_unchecked(at(row_plus_one - 1)) };
+        }
+    }
+    let (mut west, mut east) = ([0.0f32; R], [0.0f32; R]);
+    if inner_col {
+        for r in 0..R {
+            let centre = at(first_row + r as u32);
+            unsafe { (west[r], east[r]) = (*input.get_unchecked(centre - 1), *input.get_unchecked(centre + 1)) };
+        }
+    }
+    for r in 0..R {
+        let row = first_row + r as u32;
+        let value = if inner_col && row > 0 && row + 1 < rows {
+            STENCIL_CENTRE * column[r + 1] + STENCIL_NEIGHBOUR * ((column[r] + column[r + 2]) + (west[r] + east[r]))
+        } else {
+            column[r + 1]
+        };
+        unsafe { *output.get_unchecked_mut(at(row)) = value };
+    }
+}
+
+/// A `float4` of `slice[index..index + 4]` in one 16-byte load (`ld.global.nc.v4.f32` for a
+/// read-only slice).
+///
+/// # Safety
+/// `index + 4 <= slice.len()` and `slice[index]` is 16-byte aligned.
+#[inline(always)]
+unsafe fn load_float4(slice: &[f32], index: usize) -> Float4 {
+    // SAFETY: the caller keeps the four elements in bounds and aligned for a `Float4`.
+    unsafe { *slice.as_ptr().add(index).cast::<Float4>() }
+}
+
+/// Stores `value` to `slice[index..index + 4]` in one 16-byte store.
+///
+/// # Safety
+/// As for [`load_float4`].
+#[inline(always)]
+unsafe fn store_float4(slice: &mut [f32], index: usize, value: Float4) {
+    // SAFETY: the caller keeps the four elements in bounds and aligned for a `Float4`.
+    unsafe { *slice.as_mut_ptr().add(index).cast::<Float4>() = value }
+}
+
+/// Four floats from shared memory in one `ld.shared.v4.f32` (the device library's shared
+/// arrays load scalars; a 16-byte load quarters the shared-memory instructions of the
+/// matmul's inner loop, as `float4` loads from `__shared__` arrays do in CUDA C++).
+///
+/// # Safety
+/// `address` is a 16-byte aligned shared-window address with 16 readable bytes.
+#[inline(always)]
+unsafe fn load_shared_float4(address: u32) -> Float4 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (x, y, z, w): (f32, f32, f32, f32);
+        // SAFETY: the caller passes an aligned, in-bounds shared address.
+        unsafe {
+            core::arch::asm!("ld.shared.v4.f32 {{{x}, {y}, {z}, {w}}}, [{a}];", x = out(reg32) x, y = out(reg32) y, z = out(reg32) z, w = out(reg32) w,
+                a = in(reg32) address, options(nostack, readonly, preserves_flags));
+        }
+        Float4 { x, y, z, w }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        // The CPU executor's shared memory is reached through the scalar accessors.
+        let _ = address;
+        unimplemented!("ld.shared.v4 runs on the GPU only")
+    }
+}
+
+/// Stores four floats to shared memory in one `st.shared.v4.f32`.
+///
+/// # Safety
+/// As for [`load_shared_float4`], with 16 writable bytes.
+#[inline(always)]
+unsafe fn store_shared_float4(address: u32, value: Float4) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: the caller passes an aligned, in-bounds shared address.
+    unsafe {
+        core::arch::asm!("st.shared.v4.f32 [{a}], {{{x}, {y}, {z}, {w}}};", a = in(reg32) address, x = in(reg32) value.x, y = in(reg32) value.y,
+            z = in(reg32) value.z, w = in(reg32) value.w, options(nostack, preserves_flags));
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let _ = (address, value);
+        unimplemented!("st.shared.v4 runs on the GPU only")
+    }
+}
