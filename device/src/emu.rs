@@ -1,6 +1,9 @@
 //! The host side of the device library: what the intrinsics do when a kernel runs on the CPU.
-//! Until the CPU executor provides a current GPU thread, they report that they need one.
+//!
+//! Each hook reads the GPU thread that the CPU executor ([`crate::cpu`]) is running on this OS
+//! thread; outside the executor there is none, and the hook panics saying so.
 
+use crate::cpu::block::{BlockContext, WarpOp};
 use crate::thread::Dim3;
 use crate::warp::ShuffleMode;
 
@@ -14,6 +17,7 @@ pub(crate) enum BarrierKind {
 }
 
 #[track_caller]
+#[cold]
 fn no_gpu_thread(what: &str) -> ! {
     panic!("`{what}` only has a value inside a kernel (on a GPU, or run by the CPU executor)")
 }
@@ -24,47 +28,102 @@ pub(crate) fn unsupported(what: &str) -> ! {
     panic!("`{what}` is not available on the CPU executor")
 }
 
+/// The block the CPU executor is running on this OS thread (panics, naming `what`, outside it).
+#[track_caller]
+#[inline(always)]
+fn block(what: &str) -> &'static BlockContext<'static> {
+    match BlockContext::current() {
+        Some(block) => block,
+        None => no_gpu_thread(what),
+    }
+}
+
+#[track_caller]
 pub(crate) fn thread_idx() -> Dim3 {
-    no_gpu_thread("thread_idx")
+    block("thread_idx").thread().index
 }
+#[track_caller]
 pub(crate) fn block_idx() -> Dim3 {
-    no_gpu_thread("block_idx")
+    block("block_idx").block_idx
 }
+#[track_caller]
 pub(crate) fn block_dim() -> Dim3 {
-    no_gpu_thread("block_dim")
+    block("block_dim").block_dim
 }
+#[track_caller]
 pub(crate) fn grid_dim() -> Dim3 {
-    no_gpu_thread("grid_dim")
+    block("grid_dim").grid_dim
 }
-pub(crate) fn barrier(_kind: BarrierKind, _predicate: bool) -> u32 {
-    no_gpu_thread("sync_threads")
+#[track_caller]
+pub(crate) fn barrier(kind: BarrierKind, predicate: bool) -> u32 {
+    block("sync_threads").barrier(kind, predicate)
 }
-pub(crate) fn warp_sync(_mask: u32) {
-    no_gpu_thread("sync_warp")
+#[track_caller]
+pub(crate) fn warp_sync(mask: u32) {
+    block("sync_warp").warp_op(WarpOp::Sync, mask, 0);
 }
+#[track_caller]
 pub(crate) fn lane_id() -> u32 {
-    no_gpu_thread("lane_id")
+    block("lane_id").current_rank() % crate::warp::WARP_SIZE
 }
-pub(crate) fn warp_shuffle(_value: u32, _mode: ShuffleMode, _lane: u32) -> u32 {
-    no_gpu_thread("shuffle")
+#[track_caller]
+pub(crate) fn warp_shuffle(value: u32, mode: ShuffleMode, lane_or_delta: u32) -> u32 {
+    block("shuffle").warp_op(WarpOp::Shuffle { mode, lane_or_delta }, crate::warp::FULL_MASK, value as u64) as u32
 }
-pub(crate) fn warp_ballot(_predicate: bool) -> u32 {
-    no_gpu_thread("ballot")
+#[track_caller]
+pub(crate) fn warp_ballot(predicate: bool) -> u32 {
+    block("ballot").warp_op(WarpOp::Ballot, crate::warp::FULL_MASK, predicate as u64) as u32
 }
+#[track_caller]
 pub(crate) fn warp_active_mask() -> u32 {
-    no_gpu_thread("active_mask")
+    block("active_mask").active_mask()
 }
-pub(crate) fn warp_match_any(_value: u64) -> u32 {
-    no_gpu_thread("match_any")
+#[track_caller]
+pub(crate) fn warp_match_any(value: u64) -> u32 {
+    block("match_any").warp_op(WarpOp::MatchAny, crate::warp::FULL_MASK, value) as u32
 }
-pub fn static_shared(_site: u64, _bytes: usize, _align: usize) -> u32 {
-    no_gpu_thread("shared_array!")
+/// The shared-memory address of the `shared_array!` at `site` in the running block.
+#[track_caller]
+pub fn static_shared(site: u64, bytes: usize, align: usize) -> u32 {
+    block("shared_array!").shared.static_array(site, bytes, align)
 }
+#[track_caller]
 pub(crate) fn dynamic_shared() -> (u32, u32) {
-    no_gpu_thread("dynamic_shared")
+    let shared = &block("dynamic_shared").shared;
+    (0, shared.dynamic_bytes())
 }
-pub(crate) fn shared_pointer<T>(_address: u32) -> *mut T {
-    no_gpu_thread("shared memory")
+
+/// A pointer to `size_of::<T>()` bytes at `address` in the running block's shared memory,
+/// after checking the bounds and alignment (panicking like an out-of-bounds index).
+#[track_caller]
+pub(crate) fn shared_pointer<T>(address: u32) -> *mut T {
+    block("shared memory").shared.pointer(address, core::mem::size_of::<T>(), core::mem::align_of::<T>()).cast()
+}
+
+/// `ld.shared` on the host: a bounds-checked read of the block's arena, checked for data races.
+///
+/// # Safety
+/// `T` is valid for every bit pattern (the shared-element types are).
+#[track_caller]
+pub(crate) unsafe fn shared_load<T: Copy>(address: u32) -> T {
+    let block = block("shared memory");
+    let pointer = block.shared.pointer(address, core::mem::size_of::<T>(), core::mem::align_of::<T>());
+    block.note_shared_access(address, core::mem::size_of::<T>(), false);
+    // SAFETY: in bounds and aligned (checked above); any bit pattern is a valid `T`.
+    unsafe { pointer.cast::<T>().read_volatile() }
+}
+
+/// `st.shared` on the host: a bounds-checked write of the block's arena, checked for data races.
+///
+/// # Safety
+/// As for [`shared_load`].
+#[track_caller]
+pub(crate) unsafe fn shared_store<T: Copy>(address: u32, value: T) {
+    let block = block("shared memory");
+    let pointer = block.shared.pointer(address, core::mem::size_of::<T>(), core::mem::align_of::<T>());
+    block.note_shared_access(address, core::mem::size_of::<T>(), true);
+    // SAFETY: in bounds and aligned (checked above).
+    unsafe { pointer.cast::<T>().write_volatile(value) }
 }
 
 /// `*target = f(*target)` atomically, returning the old value (a compare-exchange loop on the
@@ -95,16 +154,19 @@ pub(crate) unsafe fn atomic_update<T: Copy>(target: *mut T, f: impl Fn(T) -> T) 
     }
 }
 
-/// Atomic add on this block's shared memory.
+/// Atomic add on this block's shared memory. (Atomics are never data races, so they are not
+/// recorded by the race detector.)
 ///
 /// # Safety
 /// `address` is in bounds and aligned.
+#[track_caller]
 pub(crate) unsafe fn shared_fetch_add<T: Copy + core::ops::Add<Output = T>>(address: u32, value: T) -> T {
-    // SAFETY: as the caller guarantees.
+    // SAFETY: `shared_pointer` checked bounds and alignment; a block runs on one OS thread, so
+    // the arena is only ever touched from here (atomically or not).
     unsafe { atomic_update(shared_pointer::<T>(address), |old| old + value) }
 }
 
+/// Device printing on the host: through `std::print!`, so a test harness captures it.
 pub(crate) fn print(args: core::fmt::Arguments<'_>) {
-    use std::io::Write;
-    let _ = std::io::stdout().write_fmt(args);
+    std::print!("{args}");
 }
