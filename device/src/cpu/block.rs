@@ -285,10 +285,10 @@ impl<'a> BlockContext<'a> {
     fn spawn(&self, rank: u32, kernel: &(dyn Fn() + Sync), stack: DefaultStack) -> ThreadCoroutine {
         let body = move |yielder: &ThreadYielder, ()| {
             self.threads[rank as usize].yielder.set(yielder);
-            if let Err(payload) = catch_unwind(AssertUnwindSafe(kernel)) {
-                if !payload.is::<Cancelled>() {
-                    self.record_panic(rank, &*payload);
-                }
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(kernel))
+                && !payload.is::<Cancelled>()
+            {
+                self.record_panic(rank, &*payload);
             }
         };
         // SAFETY: the coroutine borrows `self` and `kernel`; `run` drives every coroutine it

@@ -125,7 +125,7 @@ impl SharedMemory {
     #[inline]
     pub(crate) fn pointer(&self, address: u32, bytes: usize, align: usize) -> *mut u8 {
         let end = self.end.get() as usize;
-        if address as usize + bytes > end || address as usize % align != 0 {
+        if address as usize + bytes > end || !(address as usize).is_multiple_of(align) {
             shared_access_fault(address, bytes, align, end);
         }
         // SAFETY: in bounds (checked); the arena is not reallocated while a block runs.
@@ -174,7 +174,7 @@ impl SharedMemory {
 #[cold]
 #[track_caller]
 fn shared_access_fault(address: u32, bytes: usize, align: usize, end: usize) -> ! {
-    if address as usize % align != 0 {
+    if !(address as usize).is_multiple_of(align) {
         panic!("misaligned shared memory access: {bytes} bytes at address {address:#x} (needs {align}-byte alignment)");
     }
     panic!("shared memory access out of bounds: {bytes} bytes at address {address:#x}, but this block has {end} bytes of shared memory");
