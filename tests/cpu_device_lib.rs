@@ -3,8 +3,8 @@
 //! (`gpu::name`, skipped without one, a failure under `REQUIRE_GPU=1`), with the same
 //! inputs and the same element-by-element checks against a host reference.
 //!
-//! Not here: tensor-core `mma` and thread-block clusters, which the CPU executor does not
-//! model (tests/gpu_device_lib.rs covers them on the GPU).
+//! Not here: thread-block clusters, which the CPU executor does not model
+//! (tests/gpu_device_lib.rs covers them on the GPU).
 
 mod common;
 #[path = "common/backend.rs"]
@@ -41,6 +41,7 @@ on_both_backends!(
     math_f32_matches_the_host_within_its_documented_ulps,
     math_f64_matches_the_host_within_its_documented_ulps,
     fast_math_is_close_to_the_precise_functions,
+    tensor_core_mma_matches_a_host_matrix_product,
 );
 
 /// A small deterministic generator (xorshift64*), so failures reproduce.
@@ -387,6 +388,37 @@ fn fast_math_is_close_to_the_precise_functions(backend: &Backend) {
         report.push(format!("{name} {worst:.1e}"));
     }
     println!("{}: fast math worst error on [0.5, 3]: {}", backend.name(), report.join(", "));
+}
+
+fn tensor_core_mma_matches_a_host_matrix_product(backend: &Backend) {
+    let mut rng = Rng(37);
+    // Small integers and halves: exact in f16 and in every f32 partial sum.
+    let a: Vec<f32> = (0..256).map(|_| rng.below(9) as f32 * 0.5 - 2.0).collect();
+    let b: Vec<f32> = (0..128).map(|_| rng.below(9) as f32 * 0.5 - 2.0).collect();
+    let a_bits = backend.upload(&a.iter().map(|&v| f16_bits(v)).collect::<Vec<_>>());
+    let b_bits = backend.upload(&b.iter().map(|&v| f16_bits(v)).collect::<Vec<_>>());
+    let mut c = backend.zeroed::<f32>(128);
+    launch_on!(backend, device_lib::mma_m16n8k16_f16, (1u32, 32u32), &a_bits, &b_bits, &mut c).unwrap();
+    let c = backend.download(&c);
+    for row in 0..16 {
+        for col in 0..8 {
+            let expected: f32 = (0..16).map(|k| a[row * 16 + k] * b[k * 8 + col]).sum();
+            assert_eq!(c[row * 8 + col], expected, "{}: C[{row}][{col}]", backend.name());
+        }
+    }
+}
+
+/// IEEE half bits of a value exactly representable in f16 (small multiples of 1/2 here).
+fn f16_bits(value: f32) -> u16 {
+    if value == 0.0 {
+        return 0;
+    }
+    let bits = value.to_bits();
+    let sign = ((bits >> 16) & 0x8000) as u16;
+    let exponent = ((bits >> 23) & 0xff) as i32 - 127 + 15;
+    let mantissa = ((bits >> 13) & 0x3ff) as u16;
+    assert!((1..31).contains(&exponent) && bits & 0x1fff == 0, "{value} is not exact in f16");
+    sign | (exponent as u16) << 10 | mantissa
 }
 
 /// The device's `println!` on the CPU executor prints the same lines as on the GPU (read back
