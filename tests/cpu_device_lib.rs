@@ -3,8 +3,9 @@
 //! (`gpu::name`, skipped without one, a failure under `REQUIRE_GPU=1`), with the same
 //! inputs and the same element-by-element checks against a host reference.
 //!
-//! Not here: thread-block clusters, which the CPU executor does not model
-//! (tests/gpu_device_lib.rs covers them on the GPU).
+//! Every kernel of the device library is here except `print_lines` (whose output is read back
+//! from a child process: `cpu_println_prints_the_gpu_lines` below, and tests/gpu_device_lib.rs
+//! on the GPU) and `panic_formatted` (tests/cpu_executor.rs, tests/gpu_fault.rs).
 
 mod common;
 #[path = "common/backend.rs"]
@@ -42,6 +43,7 @@ on_both_backends!(
     math_f64_matches_the_host_within_its_documented_ulps,
     fast_math_is_close_to_the_precise_functions,
     tensor_core_mma_matches_a_host_matrix_product,
+    cluster_blocks_read_each_others_shared_memory,
 );
 
 /// A small deterministic generator (xorshift64*), so failures reproduce.
@@ -404,6 +406,26 @@ fn tensor_core_mma_matches_a_host_matrix_product(backend: &Backend) {
         for col in 0..8 {
             let expected: f32 = (0..16).map(|k| a[row * 16 + k] * b[k * 8 + col]).sum();
             assert_eq!(c[row * 8 + col], expected, "{}: C[{row}][{col}]", backend.name());
+        }
+    }
+}
+
+fn cluster_blocks_read_each_others_shared_memory(backend: &Backend) {
+    if let Backend::Gpu { context, .. } = backend {
+        let (major, _) = context.device().compute_capability().unwrap();
+        if major < 9 {
+            println!("SKIPPED cluster test: the device is sm_{major}x; clusters need sm_90");
+            return;
+        }
+    }
+    let (blocks, cluster) = (16u32, 4u32);
+    let mut out = backend.zeroed::<u32>((blocks * 128) as usize);
+    launch_on!(backend, device_lib::cluster_ring_exchange, LaunchConfig::new(blocks, 128u32).with_cluster(cluster), &mut out).unwrap();
+    let out = backend.download(&out);
+    for b in 0..blocks {
+        let next = (b % cluster + 1) % cluster;
+        for t in 0..128 {
+            assert_eq!(out[(b * 128 + t) as usize], 1000 * next + t, "{}: block {b} thread {t}", backend.name());
         }
     }
 }

@@ -22,12 +22,6 @@ fn no_gpu_thread(what: &str) -> ! {
     panic!("`{what}` only has a value inside a kernel (on a GPU, or run by the CPU executor)")
 }
 
-/// For hardware features the CPU executor does not model (clusters, tensor cores).
-#[track_caller]
-pub(crate) fn unsupported(what: &str) -> ! {
-    panic!("`{what}` is not available on the CPU executor")
-}
-
 /// The block the CPU executor is running on this OS thread (panics, naming `what`, outside it).
 #[track_caller]
 #[inline(always)]
@@ -164,6 +158,31 @@ pub(crate) unsafe fn shared_fetch_add<T: Copy + core::ops::Add<Output = T>>(addr
     // SAFETY: `shared_pointer` checked bounds and alignment; a block runs on one OS thread, so
     // the arena is only ever touched from here (atomically or not).
     unsafe { atomic_update(shared_pointer::<T>(address), |old| old + value) }
+}
+
+/// `%cluster_ctarank`.
+#[track_caller]
+pub(crate) fn cluster_block_rank() -> u32 {
+    block("cluster::block_rank").cluster_rank
+}
+/// `%cluster_nctarank`.
+#[track_caller]
+pub(crate) fn cluster_size() -> u32 {
+    block("cluster::size").cluster_size()
+}
+/// `barrier.cluster.arrive` + `wait`.
+#[track_caller]
+pub(crate) fn cluster_sync() {
+    block("cluster::sync").cluster_barrier()
+}
+/// `ld.shared::cluster` of a `u32` at `address` in block `rank` of the cluster (not recorded
+/// by the race detector, which watches one block's accesses).
+#[track_caller]
+pub(crate) fn cluster_peer_load_u32(address: u32, rank: u32) -> u32 {
+    let pointer = block("cluster::peer_get").cluster_peer(rank).pointer(address, 4, 4);
+    // SAFETY: in bounds and aligned (checked by `pointer`); the peer block runs on this OS
+    // thread, not concurrently.
+    unsafe { pointer.cast::<u32>().read_volatile() }
 }
 
 /// Device printing on the host: through `std::print!`, so a test harness captures it.

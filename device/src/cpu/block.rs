@@ -1,11 +1,14 @@
-//! One thread block on the CPU: its GPU threads as stackful coroutines on one OS thread,
-//! scheduled round-robin and switching only at block barriers and warp operations.
+//! Thread blocks on the CPU: the GPU threads of a block (or of the blocks of a thread-block
+//! cluster) as stackful coroutines on one OS thread, scheduled round-robin and switching only
+//! at barriers and warp operations.
 //!
-//! A pass resumes every runnable thread once, in rank order; each runs until it exits or
-//! waits (at a barrier or a warp operation). After the pass, warp operations whose lanes have
-//! all arrived complete; when nothing is runnable and every thread waits at the barrier, the
-//! barrier opens. When nothing is runnable and neither can complete, the block is stuck, which
-//! on a GPU is a hang or undefined behaviour, and here an error naming the threads.
+//! A pass resumes every runnable thread of each block once, in rank order; each runs until it
+//! exits or waits (at a barrier or a warp operation). After the pass, warp operations whose
+//! lanes have all arrived complete; when nothing in a block is runnable and every thread waits
+//! at the block barrier, it opens; when nothing in the cluster is runnable and every thread
+//! waits at the cluster barrier, that opens. When nothing is runnable and nothing can
+//! complete, the cluster is stuck, which on a GPU is a hang or undefined behaviour, and here an
+//! error naming the threads.
 
 use std::cell::{Cell, RefCell};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -41,7 +44,19 @@ enum ThreadState {
     Runnable,
     AtBarrier { kind: BarrierKind, predicate: bool },
     AtWarp { op: WarpOp, mask: u32, value: u64 },
+    AtClusterBarrier,
     Exited,
+}
+
+/// What a block's barrier check found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BarrierOutcome {
+    /// Every thread waited at the block barrier; all are runnable again.
+    Opened,
+    /// Every thread has exited.
+    Finished,
+    /// Threads wait for something that only the cluster (or nothing) can complete.
+    Blocked,
 }
 
 /// One GPU thread of the block.
@@ -93,6 +108,10 @@ pub(crate) struct BlockContext<'a> {
     pub(crate) block_dim: Dim3,
     pub(crate) grid_dim: Dim3,
     pub(crate) shared: &'a SharedMemory,
+    /// The shared memory of every block of the cluster, by cluster rank (this block's too).
+    cluster_shared: &'a [SharedMemory],
+    /// This block's rank in its cluster.
+    pub(crate) cluster_rank: u32,
     threads: Box<[ThreadSlot]>,
     /// Rank of the thread now running.
     current: Cell<u32>,
@@ -113,7 +132,9 @@ impl Drop for CurrentGuard {
 }
 
 impl<'a> BlockContext<'a> {
-    pub(crate) fn new(kernel: &'a str, block_idx: Dim3, block_dim: Dim3, grid_dim: Dim3, shared: &'a SharedMemory) -> Self {
+    /// Block `block_idx` of a launch, rank `cluster_rank` of a cluster whose blocks' shared
+    /// memories are `cluster_shared`.
+    pub(crate) fn new(kernel: &'a str, block_idx: Dim3, block_dim: Dim3, grid_dim: Dim3, cluster_shared: &'a [SharedMemory], cluster_rank: u32) -> Self {
         let mut threads = Vec::with_capacity((block_dim.x * block_dim.y * block_dim.z) as usize);
         for z in 0..block_dim.z {
             for y in 0..block_dim.y {
@@ -133,7 +154,9 @@ impl<'a> BlockContext<'a> {
             block_idx,
             block_dim,
             grid_dim,
-            shared,
+            shared: &cluster_shared[cluster_rank as usize],
+            cluster_shared,
+            cluster_rank,
             threads: threads.into_boxed_slice(),
             current: Cell::new(0),
             warp_syncs: (0..warps).map(|_| Cell::new(0)).collect(),
@@ -194,6 +217,25 @@ impl<'a> BlockContext<'a> {
         self.wait(ThreadState::AtWarp { op, mask, value })
     }
 
+    /// `barrier.cluster`: waits until every thread of every block of the cluster arrives.
+    pub(crate) fn cluster_barrier(&self) {
+        self.wait(ThreadState::AtClusterBarrier);
+    }
+
+    /// Blocks in the cluster.
+    pub(crate) fn cluster_size(&self) -> u32 {
+        self.cluster_shared.len() as u32
+    }
+
+    /// The shared memory of the block of rank `rank` in this cluster.
+    #[track_caller]
+    pub(crate) fn cluster_peer(&self, rank: u32) -> &SharedMemory {
+        match self.cluster_shared.get(rank as usize) {
+            Some(shared) => shared,
+            None => panic!("cluster block rank {rank} out of range: the cluster has {} blocks", self.cluster_shared.len()),
+        }
+    }
+
     /// `activemask`: the lanes of this warp that have not exited.
     pub(crate) fn active_mask(&self) -> u32 {
         let (base, lanes) = self.warp_range(self.current.get() / WARP_SIZE);
@@ -234,37 +276,6 @@ impl<'a> BlockContext<'a> {
 
     fn threads_where(&self, f: impl Fn(ThreadState) -> bool) -> Vec<ferrocuda_host::Dim3> {
         self.threads.iter().filter(|t| f(t.state.get())).map(|t| host_dim(t.index)).collect()
-    }
-
-    /// Runs the block to completion; the first error (panic, stuck barrier, data race) ends it.
-    pub(crate) fn run(&self, kernel: &(dyn Fn() + Sync), stacks: &mut StackPool) -> Result<(), CpuError> {
-        let count = self.threads.len();
-        let mut coroutines: Vec<Option<ThreadCoroutine>> = (0..count).map(|_| None).collect();
-        let mut runnable: Vec<u32> = (0..count as u32).collect();
-        'passes: loop {
-            for &rank in &runnable {
-                self.resume(rank, &mut coroutines, kernel, stacks);
-                if self.cancelled.get() {
-                    break 'passes;
-                }
-            }
-            runnable.clear();
-            self.complete_warp_ops(&mut runnable);
-            if runnable.is_empty() && !self.open_barrier(&mut runnable) {
-                break;
-            }
-        }
-        // Unwind the threads that are still suspended (after an error), so that every
-        // coroutine has finished before the borrows it holds end.
-        for rank in 0..count {
-            if coroutines[rank].is_some() {
-                self.resume(rank as u32, &mut coroutines, kernel, stacks);
-            }
-        }
-        match self.error.borrow_mut().take() {
-            Some(error) => Err(error),
-            None => Ok(()),
-        }
     }
 
     /// Resumes (or starts) thread `rank` until it waits or exits.
@@ -386,8 +397,7 @@ impl<'a> BlockContext<'a> {
     }
 
     /// Opens the block barrier when every thread waits at it (their ranks go to `runnable`).
-    /// Returns false when the block is finished or stuck (the error recorded).
-    fn open_barrier(&self, runnable: &mut Vec<u32>) -> bool {
+    fn open_barrier(&self, runnable: &mut Vec<u32>) -> BarrierOutcome {
         let (mut at_barrier, mut exited, mut count, mut all, mut any) = (0usize, 0usize, 0u32, true, false);
         let mut kind = BarrierKind::Plain;
         for thread in self.threads.iter() {
@@ -405,23 +415,37 @@ impl<'a> BlockContext<'a> {
         }
         let total = self.threads.len();
         if exited == total {
-            return false;
+            return BarrierOutcome::Finished;
         }
-        if at_barrier == total {
-            let reply = match kind {
-                BarrierKind::Plain => 0,
-                BarrierKind::Count => count,
-                BarrierKind::And => all as u32,
-                BarrierKind::Or => any as u32,
-            };
-            for thread in self.threads.iter() {
-                thread.reply.set(reply as u64);
-            }
-            self.shared.next_epoch();
-            runnable.extend(0..total as u32);
-            return true;
+        if at_barrier < total {
+            return BarrierOutcome::Blocked;
         }
-        // Stuck: some wait where the others never come.
+        let reply = match kind {
+            BarrierKind::Plain => 0,
+            BarrierKind::Count => count,
+            BarrierKind::And => all as u32,
+            BarrierKind::Or => any as u32,
+        };
+        for thread in self.threads.iter() {
+            thread.reply.set(reply as u64);
+        }
+        self.shared.next_epoch();
+        runnable.extend(0..total as u32);
+        BarrierOutcome::Opened
+    }
+
+    fn all_at_cluster_barrier(&self) -> bool {
+        self.threads.iter().all(|t| matches!(t.state.get(), ThreadState::AtClusterBarrier))
+    }
+
+    fn finished(&self) -> bool {
+        self.threads.iter().all(|t| matches!(t.state.get(), ThreadState::Exited))
+    }
+
+    /// Records why this block cannot go on: lanes stuck in a warp operation, or threads
+    /// waiting at a barrier (block or cluster) that others, having exited or waiting elsewhere,
+    /// never reach.
+    fn report_stuck(&self) {
         let kernel = self.kernel.to_owned();
         let block = host_dim(self.block_idx);
         let stuck_warp = (0..self.warp_syncs.len() as u32).find(|&w| {
@@ -439,18 +463,87 @@ impl<'a> BlockContext<'a> {
                     block,
                     warp,
                     waiting: lanes_where(&|s| matches!(s, ThreadState::AtWarp { .. })),
-                    at_barrier: lanes_where(&|s| matches!(s, ThreadState::AtBarrier { .. })),
+                    at_barrier: lanes_where(&|s| matches!(s, ThreadState::AtBarrier { .. } | ThreadState::AtClusterBarrier)),
                 })
             }
             None => CpuError::BarrierDivergence(BarrierDivergence {
                 kernel,
                 block,
-                waiting: self.threads_where(|s| matches!(s, ThreadState::AtBarrier { .. })),
+                waiting: self.threads_where(|s| matches!(s, ThreadState::AtBarrier { .. } | ThreadState::AtClusterBarrier)),
                 exited: self.threads_where(|s| matches!(s, ThreadState::Exited)),
             }),
         };
         self.fail(error);
-        false
+    }
+}
+
+/// Runs the blocks of one cluster (one block when the launch has no clusters) to completion;
+/// the first error (panic, stuck barrier, data race) ends them all, and the error of the
+/// lowest cluster rank that failed is returned.
+pub(crate) fn run_cluster(blocks: &[BlockContext<'_>], kernel: &(dyn Fn() + Sync), stacks: &mut StackPool) -> Result<(), CpuError> {
+    let mut coroutines: Vec<Vec<Option<ThreadCoroutine>>> = blocks.iter().map(|b| (0..b.threads.len()).map(|_| None).collect()).collect();
+    let mut runnable: Vec<Vec<u32>> = blocks.iter().map(|b| (0..b.threads.len() as u32).collect()).collect();
+    let cancelled = || blocks.iter().any(|b| b.cancelled.get());
+    'passes: loop {
+        let mut progress = false;
+        for (b, block) in blocks.iter().enumerate() {
+            let _current = block.enter();
+            for &rank in &runnable[b] {
+                block.resume(rank, &mut coroutines[b], kernel, stacks);
+                if block.cancelled.get() {
+                    break 'passes;
+                }
+            }
+            runnable[b].clear();
+            block.complete_warp_ops(&mut runnable[b]);
+            if runnable[b].is_empty() {
+                block.open_barrier(&mut runnable[b]);
+            }
+            progress |= !runnable[b].is_empty();
+        }
+        if progress {
+            continue;
+        }
+        if blocks.iter().all(BlockContext::finished) {
+            break;
+        }
+        if blocks.iter().all(BlockContext::all_at_cluster_barrier) {
+            for (b, block) in blocks.iter().enumerate() {
+                block.threads.iter().for_each(|t| t.reply.set(0));
+                block.shared.next_epoch();
+                runnable[b].extend(0..block.threads.len() as u32);
+            }
+            continue;
+        }
+        // Stuck: blame the first block that is neither finished nor waiting at the cluster
+        // barrier (or, if every unfinished block waits there, the first unfinished one: its
+        // peers exited without reaching the cluster barrier).
+        let culprit = blocks
+            .iter()
+            .find(|b| !b.finished() && !b.all_at_cluster_barrier())
+            .or_else(|| blocks.iter().find(|b| !b.finished()))
+            .expect("some block is unfinished");
+        culprit.report_stuck();
+        break;
+    }
+    if cancelled() {
+        for block in blocks {
+            block.cancelled.set(true);
+        }
+    }
+    // Unwind the threads that are still suspended (after an error), so that every coroutine
+    // has finished before the borrows it holds end.
+    for (b, block) in blocks.iter().enumerate() {
+        let _current = block.enter();
+        for rank in 0..block.threads.len() {
+            if coroutines[b][rank].is_some() {
+                block.resume(rank as u32, &mut coroutines[b], kernel, stacks);
+            }
+        }
+    }
+    match blocks.iter().find_map(|b| b.error.borrow_mut().take()) {
+        Some(error) => Err(error),
+        None => Ok(()),
     }
 }
 

@@ -14,6 +14,8 @@
 //! How it runs:
 //! - Blocks run in parallel, one at a time per worker OS thread ([`CpuExecutor::new`]: one
 //!   worker per core); [`CpuExecutor::deterministic`] runs them in order on the calling thread.
+//!   The blocks of a thread-block cluster run together on one worker, so `cluster::sync` and
+//!   distributed shared memory (`cluster::peer_get`) work as on sm_90.
 //! - Inside a block, each GPU thread is a stackful coroutine; threads take turns in rank order
 //!   and switch only at block barriers and warp operations, so a block of 1024 threads needs one
 //!   OS thread, not 1024. Warps are 32 consecutive ranks: a warp operation completes when all
@@ -136,9 +138,9 @@ impl CpuExecutor {
     pub fn run(&self, kernel: &str, config: LaunchConfig, kernel_body: &(dyn Fn() + Sync)) -> Result<(), CpuError> {
         config.validate(&CPU_LIMITS).map_err(|problem| CpuError::InvalidConfig { kernel: kernel.to_owned(), problem })?;
         panic_capture::install();
-        let blocks = config.grid.volume();
-        let launch = Launch { kernel, config, body: kernel_body, next_block: AtomicU64::new(0), abort: AtomicBool::new(false), first_error: Mutex::new(None) };
-        let workers = (self.workers as u64).min(blocks) as usize;
+        let clusters = config.grid.volume() / config.cluster.map_or(1, |c| c.volume());
+        let launch = Launch { kernel, config, body: kernel_body, next_cluster: AtomicU64::new(0), abort: AtomicBool::new(false), first_error: Mutex::new(None) };
+        let workers = (self.workers as u64).min(clusters) as usize;
         if workers <= 1 {
             self.work(&launch);
         } else {
@@ -154,28 +156,42 @@ impl CpuExecutor {
         }
     }
 
-    /// One worker: takes blocks in order until none are left or one failed.
+    /// One worker: takes clusters (single blocks when the launch has none) in order until
+    /// none are left or one failed.
     fn work(&self, launch: &Launch<'_>) {
         let mut stacks = self.pools.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_else(|| StackPool::new(self.stack_size));
-        let shared = SharedMemory::new(launch.config.shared_bytes, self.race_detection);
-        let (grid, block_dim) = (device_dim(launch.config.grid), device_dim(launch.config.block));
-        let blocks = launch.config.grid.volume();
+        let config = &launch.config;
+        let (grid, block_dim) = (device_dim(config.grid), device_dim(config.block));
+        let cluster = device_dim(config.cluster.unwrap_or(ferrocuda_host::Dim3 { x: 1, y: 1, z: 1 }));
+        let clusters = Dim3 { x: grid.x / cluster.x, y: grid.y / cluster.y, z: grid.z / cluster.z };
+        let cluster_blocks = (cluster.x * cluster.y * cluster.z) as usize;
+        let count = clusters.x as u64 * clusters.y as u64 * clusters.z as u64;
+        let shared = SharedMemory::group(cluster_blocks, config.shared_bytes, self.race_detection);
         while !launch.abort.load(Ordering::Relaxed) {
-            let linear = launch.next_block.fetch_add(1, Ordering::Relaxed);
-            if linear >= blocks {
+            let linear = launch.next_cluster.fetch_add(1, Ordering::Relaxed);
+            if linear >= count {
                 break;
             }
-            let block_idx = Dim3 {
-                x: (linear % grid.x as u64) as u32,
-                y: (linear / grid.x as u64 % grid.y as u64) as u32,
-                z: (linear / (grid.x as u64 * grid.y as u64)) as u32,
+            let origin = Dim3 {
+                x: (linear % clusters.x as u64) as u32 * cluster.x,
+                y: (linear / clusters.x as u64 % clusters.y as u64) as u32 * cluster.y,
+                z: (linear / (clusters.x as u64 * clusters.y as u64)) as u32 * cluster.z,
             };
-            shared.begin_block();
-            let context = BlockContext::new(launch.kernel, block_idx, block_dim, grid, &shared);
-            let _current = context.enter();
-            if let Err(error) = context.run(launch.body, &mut stacks) {
+            // Cluster ranks go x fastest, as `%cluster_ctarank` does.
+            let blocks: Vec<BlockContext<'_>> = (0..cluster_blocks as u32)
+                .map(|rank| {
+                    let block_idx = Dim3 {
+                        x: origin.x + rank % cluster.x,
+                        y: origin.y + rank / cluster.x % cluster.y,
+                        z: origin.z + rank / (cluster.x * cluster.y),
+                    };
+                    shared[rank as usize].begin_block();
+                    BlockContext::new(launch.kernel, block_idx, block_dim, grid, &shared, rank)
+                })
+                .collect();
+            if let Err(error) = block::run_cluster(&blocks, launch.body, &mut stacks) {
                 let mut first = launch.first_error.lock().unwrap_or_else(|e| e.into_inner());
-                if first.as_ref().is_none_or(|(b, _)| linear < *b) {
+                if first.as_ref().is_none_or(|(c, _)| linear < *c) {
                     *first = Some((linear, error));
                 }
                 launch.abort.store(true, Ordering::Relaxed);
@@ -190,10 +206,11 @@ struct Launch<'a> {
     kernel: &'a str,
     config: LaunchConfig,
     body: &'a (dyn Fn() + Sync),
-    next_block: AtomicU64,
+    /// The next cluster (or block) to run, numbered x fastest.
+    next_cluster: AtomicU64,
     abort: AtomicBool,
-    /// The error of the lowest-numbered failing block (blocks are taken in order, so every
-    /// lower block has run to the end when a worker stops).
+    /// The error of the lowest-numbered failing cluster (they are taken in order, so every
+    /// lower one has run to the end when a worker stops).
     first_error: Mutex<Option<(u64, CpuError)>>,
 }
 

@@ -5,8 +5,11 @@
 //! Layout: the dynamic shared memory first (offset 0, 16-byte aligned), then each
 //! `shared_array!` site in the order the first block reaches them. One arena serves every block
 //! a worker runs (sites keep their offsets); it is re-poisoned, not reallocated, per block.
+//! The blocks of a thread-block cluster have one arena each, sharing one layout, so that an
+//! array's address means the same array in every block of the cluster.
 
 use std::cell::{Cell, RefCell, UnsafeCell};
+use std::rc::Rc;
 
 use super::error::RaceKind;
 
@@ -51,13 +54,18 @@ pub(crate) struct Race {
     pub(crate) second: u32,
 }
 
-pub(crate) struct SharedMemory {
-    arena: UnsafeCell<Box<[Chunk]>>,
+/// Where each array lives: shared by the arenas of one worker's cluster.
+struct Layout {
     dynamic_bytes: u32,
     /// End of the memory handed out so far (dynamic + static sites).
     end: Cell<u32>,
     /// `(site, address)` of each `shared_array!` site reached.
     sites: RefCell<Vec<(u64, u32)>>,
+}
+
+pub(crate) struct SharedMemory {
+    arena: UnsafeCell<Box<[Chunk]>>,
+    layout: Rc<Layout>,
     shadow: Option<Box<[Cell<Shadow>]>>,
     /// Barrier epoch: advanced at every barrier and every block start, so that shadow entries
     /// of earlier epochs (or blocks) never match.
@@ -65,23 +73,25 @@ pub(crate) struct SharedMemory {
 }
 
 impl SharedMemory {
-    /// Room for `dynamic_bytes` plus CUDA's static limit; `race_detection` adds the shadow.
-    pub(crate) fn new(dynamic_bytes: u32, race_detection: bool) -> Self {
+    /// `count` arenas with one layout (one per block of a cluster), each with room for
+    /// `dynamic_bytes` plus CUDA's static limit; `race_detection` adds the shadow words.
+    pub(crate) fn group(count: usize, dynamic_bytes: u32, race_detection: bool) -> Vec<Self> {
         let dynamic = (dynamic_bytes as usize).next_multiple_of(16);
         let bytes = dynamic + STATIC_SHARED_LIMIT;
-        SharedMemory {
-            arena: UnsafeCell::new(vec![Chunk([SHARED_POISON_BYTE; 16]); bytes / 16].into_boxed_slice()),
-            dynamic_bytes,
-            end: Cell::new(dynamic as u32),
-            sites: RefCell::new(Vec::new()),
-            shadow: race_detection.then(|| (0..bytes / 4).map(|_| Cell::new(Shadow::default())).collect()),
-            epoch: Cell::new(0),
-        }
+        let layout = Rc::new(Layout { dynamic_bytes, end: Cell::new(dynamic as u32), sites: RefCell::new(Vec::new()) });
+        (0..count)
+            .map(|_| SharedMemory {
+                arena: UnsafeCell::new(vec![Chunk([SHARED_POISON_BYTE; 16]); bytes / 16].into_boxed_slice()),
+                layout: layout.clone(),
+                shadow: race_detection.then(|| (0..bytes / 4).map(|_| Cell::new(Shadow::default())).collect()),
+                epoch: Cell::new(0),
+            })
+            .collect()
     }
 
     /// Prepares the arena for a new block: poisoned, and a fresh epoch.
     pub(crate) fn begin_block(&self) {
-        let end = self.end.get() as usize;
+        let end = self.layout.end.get() as usize;
         // SAFETY: no GPU thread of any block runs now (blocks start between runs), so nothing
         // else accesses the arena.
         let arena = unsafe { &mut *self.arena.get() };
@@ -97,24 +107,25 @@ impl SharedMemory {
     }
 
     pub(crate) fn dynamic_bytes(&self) -> u32 {
-        self.dynamic_bytes
+        self.layout.dynamic_bytes
     }
 
     /// The address of the `shared_array!` at `site`, handed out on first use.
     #[track_caller]
     pub(crate) fn static_array(&self, site: u64, bytes: usize, align: usize) -> u32 {
-        let mut sites = self.sites.borrow_mut();
+        let layout = &self.layout;
+        let mut sites = layout.sites.borrow_mut();
         if let Some(&(_, address)) = sites.iter().find(|(s, _)| *s == site) {
             return address;
         }
-        let start = (self.end.get() as usize).next_multiple_of(align.max(4));
-        let static_used = start + bytes - (self.dynamic_bytes as usize).next_multiple_of(16);
+        let start = (layout.end.get() as usize).next_multiple_of(align.max(4));
+        let static_used = start + bytes - (layout.dynamic_bytes as usize).next_multiple_of(16);
         assert!(
             static_used <= STATIC_SHARED_LIMIT,
             "this kernel's shared_array!s need {static_used} bytes per block, more than CUDA's static limit of {STATIC_SHARED_LIMIT}; \
              use dynamic shared memory (`dynamic_shared`) for more"
         );
-        self.end.set((start + bytes) as u32);
+        layout.end.set((start + bytes) as u32);
         sites.push((site, start as u32));
         start as u32
     }
@@ -124,7 +135,7 @@ impl SharedMemory {
     #[track_caller]
     #[inline]
     pub(crate) fn pointer(&self, address: u32, bytes: usize, align: usize) -> *mut u8 {
-        let end = self.end.get() as usize;
+        let end = self.layout.end.get() as usize;
         if address as usize + bytes > end || !(address as usize).is_multiple_of(align) {
             shared_access_fault(address, bytes, align, end);
         }
