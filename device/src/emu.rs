@@ -206,7 +206,7 @@ pub(crate) fn mma_m16n8k16(a: [u32; 4], b: [u32; 2], c: [f32; 4], element: fn(u1
         }
     }
     // Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16"), see `crate::mma`.
-    let half = |word: u32, k: usize| element(if k % 2 == 0 { word as u16 } else { (word >> 16) as u16 });
+    let half = |word: u32, k: usize| element(if k.is_multiple_of(2) { word as u16 } else { (word >> 16) as u16 });
     let a_at = |row: usize, k: usize| half(a_all[(row % 8) * 4 + (k % 8) / 2][(row / 8) + 2 * (k / 8)], k);
     let b_at = |k: usize, col: usize| half(b_all[col * 4 + (k % 8) / 2][k / 8], k);
     let lane = lane_id() as usize;
