@@ -44,6 +44,8 @@ on_both_backends!(
     fast_math_is_close_to_the_precise_functions,
     tensor_core_mma_matches_a_host_matrix_product,
     cluster_blocks_read_each_others_shared_memory,
+    tensor_core_mma_bf16_matches_a_host_matrix_product,
+    active_masks_match_all_and_block_scope_atomics,
 );
 
 /// A small deterministic generator (xorshift64*), so failures reproduce.
@@ -428,6 +430,39 @@ fn cluster_blocks_read_each_others_shared_memory(backend: &Backend) {
             assert_eq!(out[(b * 128 + t) as usize], 1000 * next + t, "{}: block {b} thread {t}", backend.name());
         }
     }
+}
+
+fn tensor_core_mma_bf16_matches_a_host_matrix_product(backend: &Backend) {
+    let mut rng = Rng(41);
+    let a: Vec<f32> = (0..256).map(|_| rng.below(9) as f32 * 0.5 - 2.0).collect();
+    let b: Vec<f32> = (0..128).map(|_| rng.below(9) as f32 * 0.5 - 2.0).collect();
+    // bf16 is the top half of an f32: exact for these values.
+    let bf16 = |v: &f32| (v.to_bits() >> 16) as u16;
+    let a_bits = backend.upload(&a.iter().map(bf16).collect::<Vec<_>>());
+    let b_bits = backend.upload(&b.iter().map(bf16).collect::<Vec<_>>());
+    let mut c = backend.zeroed::<f32>(128);
+    launch_on!(backend, device_lib::mma_m16n8k16_bf16, (1u32, 32u32), &a_bits, &b_bits, &mut c).unwrap();
+    let c = backend.download(&c);
+    for row in 0..16 {
+        for col in 0..8 {
+            let expected: f32 = (0..16).map(|k| a[row * 16 + k] * b[k * 8 + col]).sum();
+            assert_eq!(c[row * 8 + col], expected, "{}: C[{row}][{col}]", backend.name());
+        }
+    }
+}
+
+fn active_masks_match_all_and_block_scope_atomics(backend: &Backend) {
+    let (blocks, threads) = (12usize, 128usize);
+    let mut out = backend.zeroed::<u32>(3 * blocks * threads);
+    let mut counts = backend.zeroed::<u32>(blocks);
+    launch_on!(backend, device_lib::warp_masks_and_block_atomics, (blocks as u32, threads as u32), &mut out, &mut counts).unwrap();
+    let out = backend.download(&out);
+    for i in 0..blocks * threads {
+        let lane = i % 32;
+        let expected_branch = if lane % 2 == 0 { 0x5555_5555 } else { 0 };
+        assert_eq!(out[3 * i..3 * i + 3], [expected_branch, u32::MAX, 0], "{}: thread {i}", backend.name());
+    }
+    assert_eq!(backend.download(&counts), vec![threads as u32; blocks]);
 }
 
 /// IEEE half bits of a value exactly representable in f16 (small multiples of 1/2 here).

@@ -70,7 +70,7 @@ pub(crate) fn warp_ballot(predicate: bool) -> u32 {
 }
 #[track_caller]
 pub(crate) fn warp_active_mask() -> u32 {
-    block("active_mask").active_mask()
+    block("active_mask").warp_op(WarpOp::ActiveMask, crate::warp::FULL_MASK, 0) as u32
 }
 #[track_caller]
 pub(crate) fn warp_match_any(value: u64) -> u32 {

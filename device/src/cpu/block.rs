@@ -37,6 +37,10 @@ pub(crate) enum WarpOp {
     MatchAny,
     /// `bar.warp.sync`.
     Sync,
+    /// `activemask`: which lanes are here together. Not a barrier: it completes for the lanes
+    /// that reached it in the same pass (the lanes a GPU would have converged there), without
+    /// waiting for the others.
+    ActiveMask,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -236,12 +240,6 @@ impl<'a> BlockContext<'a> {
         }
     }
 
-    /// `activemask`: the lanes of this warp that have not exited.
-    pub(crate) fn active_mask(&self) -> u32 {
-        let (base, lanes) = self.warp_range(self.current.get() / WARP_SIZE);
-        (0..lanes).filter(|&l| !matches!(self.threads[base + l as usize].state.get(), ThreadState::Exited)).fold(0, |m, l| m | 1 << l)
-    }
-
     /// First rank and number of lanes of warp `warp`.
     fn warp_range(&self, warp: u32) -> (usize, u32) {
         let base = (warp * WARP_SIZE) as usize;
@@ -333,9 +331,14 @@ impl<'a> BlockContext<'a> {
         for warp in 0..self.warp_syncs.len() as u32 {
             let (base, lanes) = self.warp_range(warp);
             let lane = |l: u32| &self.threads[base + l as usize];
-            let (mut waiting, mut live) = (0u32, 0u32);
+            // `waiting`: lanes in a collective; `asking`: lanes at `activemask`.
+            let (mut waiting, mut asking, mut live) = (0u32, 0u32, 0u32);
             for l in 0..lanes {
                 match lane(l).state.get() {
+                    ThreadState::AtWarp { op: WarpOp::ActiveMask, .. } => {
+                        asking |= 1 << l;
+                        live |= 1 << l;
+                    }
                     ThreadState::AtWarp { .. } => {
                         waiting |= 1 << l;
                         live |= 1 << l;
@@ -344,15 +347,15 @@ impl<'a> BlockContext<'a> {
                     _ => live |= 1 << l,
                 }
             }
-            if waiting == 0 {
+            if waiting | asking == 0 {
                 continue;
             }
             let mut done = 0u32;
             for l in 0..lanes {
-                let ThreadState::AtWarp { mask, .. } = lane(l).state.get() else { continue };
-                if done & (1 << l) != 0 {
+                if waiting & (1 << l) == 0 || done & (1 << l) != 0 {
                     continue;
                 }
+                let ThreadState::AtWarp { mask, .. } = lane(l).state.get() else { continue };
                 // The lanes this operation waits for: those of its mask that have not exited.
                 let group = (mask | 1 << l) & live;
                 if group & !waiting == 0 && group & done == 0 {
@@ -360,6 +363,12 @@ impl<'a> BlockContext<'a> {
                     done |= group;
                 }
             }
+            for l in 0..lanes {
+                if asking & (1 << l) != 0 {
+                    lane(l).reply.set(asking as u64);
+                }
+            }
+            done |= asking;
             runnable.extend((0..lanes).filter(|l| done & (1 << l) != 0).map(|l| base as u32 + l));
         }
     }
@@ -387,6 +396,7 @@ impl<'a> BlockContext<'a> {
                     synced = true;
                     0
                 }
+                WarpOp::ActiveMask => unreachable!("`activemask` completes on its own"),
             };
             self.threads[base + l as usize].reply.set(reply);
         }

@@ -19,7 +19,8 @@
 //! - Inside a block, each GPU thread is a stackful coroutine; threads take turns in rank order
 //!   and switch only at block barriers and warp operations, so a block of 1024 threads needs one
 //!   OS thread, not 1024. Warps are 32 consecutive ranks: a warp operation completes when all
-//!   live lanes of the warp have arrived (shuffles follow PTX's clamping rules).
+//!   live lanes of the warp have arrived (shuffles follow PTX's clamping rules), and
+//!   `active_mask` names the lanes that reached it together (those a GPU would have converged).
 //! - Each block gets its shared memory filled with [`SHARED_POISON_BYTE`], so reading shared
 //!   memory before writing it shows (NaN, `u32::MAX`), and nothing leaks from one block to the
 //!   next.
