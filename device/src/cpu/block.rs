@@ -126,10 +126,11 @@ pub(crate) struct BlockContext<'a> {
     error: RefCell<Option<CpuError>>,
 }
 
-/// Clears the current block of this OS thread when dropped.
-pub(crate) struct CurrentGuard(());
+/// Clears the current block of this OS thread when dropped (it borrows the block, so it
+/// cannot outlive it).
+pub(crate) struct CurrentGuard<'b>(core::marker::PhantomData<&'b ()>);
 
-impl Drop for CurrentGuard {
+impl Drop for CurrentGuard<'_> {
     fn drop(&mut self) {
         CURRENT.with(|c| c.set(core::ptr::null()));
     }
@@ -170,10 +171,11 @@ impl<'a> BlockContext<'a> {
     }
 
     /// Makes this the block the intrinsics of this OS thread see, until the guard drops.
-    pub(crate) fn enter(&self) -> CurrentGuard {
-        // The lifetime is erased for the thread-local; the guard clears it before `self` ends.
+    pub(crate) fn enter(&self) -> CurrentGuard<'_> {
+        // The lifetime is erased for the thread-local; the guard, which borrows `self`, clears
+        // it before `self` ends.
         CURRENT.with(|c| c.set((self as *const BlockContext<'a>).cast()));
-        CurrentGuard(())
+        CurrentGuard(core::marker::PhantomData)
     }
 
     /// The block running on this OS thread, if any.
