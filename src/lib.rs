@@ -24,6 +24,10 @@
 pub use ferrocuda_host::*;
 pub use ferrocuda_macros::launch;
 
+/// The CPU executor: the same kernels run on the CPU with CUDA's semantics (every `#[kernel]`
+/// has `name::launch_cpu(&executor, config, args..)`).
+pub use ferrocuda_device::cpu;
+
 /// True when GPU tests must run rather than skip (`REQUIRE_GPU=1`).
 pub fn gpu_required() -> bool {
     std::env::var("REQUIRE_GPU").is_ok_and(|v| v == "1")

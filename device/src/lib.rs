@@ -16,6 +16,8 @@ pub mod atomic;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
 pub mod cluster;
 #[cfg(not(target_arch = "nvptx64"))]
+pub mod cpu;
+#[cfg(not(target_arch = "nvptx64"))]
 #[doc(hidden)]
 pub mod emu;
 pub mod math;

@@ -56,8 +56,8 @@ macro_rules! shared_element {
                     value
                 }
                 #[cfg(not(target_arch = "nvptx64"))]
-                // SAFETY: on the host the "address" is an offset into this block's shared memory.
-                unsafe { crate::emu::shared_pointer::<$ty>(address).read_volatile() }
+                // SAFETY: every bit pattern is a valid `$ty`; the hook checks the bounds.
+                unsafe { crate::emu::shared_load::<$ty>(address) }
             }
 
             #[inline(always)]
@@ -70,7 +70,7 @@ macro_rules! shared_element {
                 }
                 #[cfg(not(target_arch = "nvptx64"))]
                 // SAFETY: as in `load_shared`.
-                unsafe { crate::emu::shared_pointer::<$ty>(address).write_volatile(value) }
+                unsafe { crate::emu::shared_store::<$ty>(address, value) }
             }
         }
         shared_element!(@add $ty, $reg, $add);

@@ -45,4 +45,5 @@ pub fn square_checked(x: &[u32], out: &mut [u32]) {
 
 pub mod device_lib;
 pub mod launch_kinds;
+pub mod cpu_examples;
 pub mod examples;

@@ -17,7 +17,8 @@ pub fn kernel(kernel: &Kernel) -> TokenStream {
     match &kernel.generic {
         None => {
             let device = device_entry(&function.sig.ident, &kernel.params, EntryBody::Inline(&function.block), &function.attrs);
-            let host = host_launcher(&function.sig.ident, &kernel.params, kernel.has_raw_pointers());
+            let ident = &function.sig.ident;
+            let host = host_launcher(&function.sig.ident, &kernel.params, kernel.has_raw_pointers(), quote!(super::#ident));
             quote! {
                 #device
                 #[cfg(not(target_arch = "nvptx64"))]
@@ -41,7 +42,7 @@ pub fn kernel(kernel: &Kernel) -> TokenStream {
                 let call = EntryBody::Call(quote!(#name::<#ty>));
                 let doc = format!("The `{}` instance of the generic kernel `{name}`.", quote!(#ty));
                 out.extend(device_entry(&instance.symbol, &params, call, &[syn::parse_quote!(#[doc = #doc])]));
-                out.extend(host_launcher(&instance.symbol, &params, kernel.has_raw_pointers()));
+                out.extend(host_launcher(&instance.symbol, &params, kernel.has_raw_pointers(), quote!(super::#name::<#ty>)));
             }
             out
         }
@@ -108,7 +109,7 @@ fn device_entry(symbol: &Ident, params: &[Param], body: EntryBody, attrs: &[syn:
 }
 
 /// `pub mod symbol { SYMBOL, SIGNATURE, launch, launch_on_current_context, launch_in, function }`.
-fn host_launcher(symbol: &Ident, params: &[Param], is_unsafe: bool) -> TokenStream {
+fn host_launcher(symbol: &Ident, params: &[Param], is_unsafe: bool, host_fn: TokenStream) -> TokenStream {
     let fc = host_path();
     let symbol_text = symbol.to_string();
 
@@ -191,6 +192,7 @@ fn host_launcher(symbol: &Ident, params: &[Param], is_unsafe: bool) -> TokenStre
     };
     let embedded = launch_call(quote!(#fc::launch_embedded(&crate::KERNELS, SYMBOL, stream, config.into(), &mut params)));
     let in_module = launch_call(quote!(#fc::launch_in_module(module, &SIGNATURE, stream, config.into(), &mut params)));
+    let cpu = cpu_launcher(params, host_fn, is_unsafe);
     quote! {
         #[cfg(not(target_arch = "nvptx64"))]
         #[doc = #doc]
@@ -254,11 +256,94 @@ fn host_launcher(symbol: &Ident, params: &[Param], is_unsafe: bool) -> TokenStre
                 #in_module
             }
 
+            #cpu
+
             /// The kernel as loaded into `context` (from the embedded module): attributes,
             /// occupancy, shared memory and cache settings.
             pub fn function(context: &#fc::Context) -> ::core::result::Result<#fc::Function, #fc::Error> {
                 #fc::embedded_function(&crate::KERNELS, SYMBOL, context)
             }
+        }
+    }
+}
+
+/// `launch_cpu(&executor, config, args..)`: runs the host copy of the kernel (`host_fn`) on the
+/// CPU executor, every GPU thread calling it with the same arguments, as the GPU's threads do.
+fn cpu_launcher(params: &[Param], host_fn: TokenStream, is_unsafe: bool) -> TokenStream {
+    let cpu = quote!(::ferrocuda_device::cpu);
+    let mut launch_params = Vec::new();
+    let mut prepare = Vec::new();
+    let mut rebuild = Vec::new();
+    let mut names = Vec::new();
+    for p in params {
+        let (ident, ty) = (&p.name, &p.ty);
+        names.push(ident.clone());
+        let parts = format_ident!("__{}_cpu", ident);
+        match &p.kind {
+            ParamKind::Scalar | ParamKind::Value => {
+                launch_params.push(quote!(#ident: #ty));
+                // Copied into each thread's call, as the GPU copies parameters to every thread.
+                rebuild.push(quote!(let #ident: #ty = #ident;));
+            }
+            ParamKind::Slice { elem } => {
+                launch_params.push(quote!(#ident: &[#elem]));
+                prepare.push(quote!(let #parts = #cpu::__private::SliceParts::new(#ident);));
+                rebuild.push(quote! {
+                    // SAFETY: the slice is borrowed by this launch until every thread is done.
+                    let #ident: &[#elem] = unsafe { #parts.get() };
+                });
+            }
+            ParamKind::SliceMut { elem } => {
+                launch_params.push(quote!(#ident: &mut [#elem]));
+                prepare.push(quote!(let #parts = #cpu::__private::SlicePartsMut::new(#ident);));
+                rebuild.push(quote! {
+                    // SAFETY: the slice is exclusively borrowed by this launch until every thread
+                    // is done; as on a GPU, the kernel's threads write disjoint elements or use
+                    // atomics.
+                    let #ident: &mut [#elem] = unsafe { #parts.get() };
+                });
+            }
+            ParamKind::Pointer { .. } => {
+                launch_params.push(quote!(#ident: #ty));
+                prepare.push(quote!(let #parts = #cpu::__private::RawPointer::new(#ident);));
+                rebuild.push(quote!(let #ident: #ty = #parts.get();));
+            }
+        }
+    }
+    let (unsafety, safety_doc) = if is_unsafe {
+        (
+            quote!(unsafe),
+            quote! {
+                ///
+                /// # Safety
+                /// The kernel takes raw pointers: on the CPU they are host pointers, each valid
+                /// for the kernel's reads and writes (with no other writer) until this returns.
+            },
+        )
+    } else {
+        (quote!(), quote!())
+    };
+    quote! {
+        /// Runs the kernel on the CPU executor with `config`: every thread of the grid calls the
+        /// kernel function with these arguments, as on a GPU, with CUDA's block barriers, warp
+        /// operations, shared memory and atomics. Returns when the grid has finished, with a
+        /// structured error for a panic, a barrier some threads never reach, or a shared-memory
+        /// data race.
+        #safety_doc
+        #[allow(clippy::too_many_arguments)]
+        pub #unsafety fn launch_cpu(
+            executor: &#cpu::CpuExecutor,
+            config: impl ::core::convert::Into<#cpu::LaunchConfig>,
+            #(#launch_params),*
+        ) -> ::core::result::Result<(), #cpu::CpuError> {
+            #(#prepare)*
+            let __body = move || {
+                #(#rebuild)*
+                // SAFETY: for an `unsafe` kernel, forwarded from this function's own contract.
+                #[allow(unused_unsafe)]
+                unsafe { #host_fn(#(#names),*) }
+            };
+            executor.run(SYMBOL, config.into(), &__body)
         }
     }
 }

@@ -1,0 +1,158 @@
+//! What can go wrong when a kernel runs on the CPU executor: the mistakes that fail or hang a
+//! GPU launch (a panic, a barrier some threads never reach) and those that silently corrupt
+//! one (a data race on shared memory), each with the threads involved.
+
+use std::fmt;
+
+use ferrocuda_host::{Dim3, LaunchProblem};
+
+/// An error of a CPU-executor launch.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CpuError {
+    /// The launch configuration breaks a limit that a GPU would refuse too.
+    #[error("cannot launch `{kernel}` on the CPU executor: {problem}")]
+    InvalidConfig {
+        /// The kernel.
+        kernel: String,
+        /// The limit broken.
+        problem: LaunchProblem,
+    },
+    /// A thread of the kernel panicked.
+    #[error(transparent)]
+    KernelPanic(#[from] KernelPanic),
+    /// Some threads of a block wait at a barrier that the others, having exited, never reach.
+    #[error(transparent)]
+    BarrierDivergence(#[from] BarrierDivergence),
+    /// Lanes of a warp wait in a warp operation (shuffle, vote, `sync_warp`) that other live
+    /// lanes never join.
+    #[error(transparent)]
+    WarpDeadlock(#[from] WarpDeadlock),
+    /// Two threads accessed the same shared-memory word, at least one writing, with no
+    /// barrier between.
+    #[error(transparent)]
+    SharedMemoryRace(#[from] SharedMemoryRace),
+}
+
+/// A panic in a kernel, reported as the GPU reports it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("kernel `{kernel}` panicked at {file}:{line}:{column}, block {block}, thread {thread}: {message}")]
+pub struct KernelPanic {
+    /// The kernel's symbol.
+    pub kernel: String,
+    /// Source file of the panic.
+    pub file: String,
+    /// Source line.
+    pub line: u32,
+    /// Source column.
+    pub column: u32,
+    /// The panic message.
+    pub message: String,
+    /// `blockIdx` of the panicking thread.
+    pub block: Dim3,
+    /// `threadIdx` of the panicking thread.
+    pub thread: Dim3,
+}
+
+/// A block barrier that some threads wait at while the others have exited.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "kernel `{kernel}`, block {block}: {} threads wait at a block barrier that {} exited threads never reached (waiting: {}; exited: {}); \
+     every thread of a block must reach each sync_threads: return after the barrier, or guard the work instead of the barrier",
+    waiting.len(), exited.len(), ThreadList(waiting), ThreadList(exited)
+)]
+pub struct BarrierDivergence {
+    /// The kernel's symbol.
+    pub kernel: String,
+    /// The block.
+    pub block: Dim3,
+    /// `threadIdx` of the threads waiting at the barrier.
+    pub waiting: Vec<Dim3>,
+    /// `threadIdx` of the threads that exited without reaching it.
+    pub exited: Vec<Dim3>,
+}
+
+/// A warp operation that some lanes wait in while other live lanes wait at a block barrier.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "kernel `{kernel}`, block {block}, warp {warp}: lanes {} wait in a warp operation (shuffle, vote, match or sync_warp) that lanes {} never join \
+     (they wait at a block barrier); call warp operations from all lanes of the warp together",
+    ThreadList(waiting), ThreadList(at_barrier)
+)]
+pub struct WarpDeadlock {
+    /// The kernel's symbol.
+    pub kernel: String,
+    /// The block.
+    pub block: Dim3,
+    /// The warp's index in the block.
+    pub warp: u32,
+    /// `threadIdx` of the lanes waiting in the warp operation.
+    pub waiting: Vec<Dim3>,
+    /// `threadIdx` of the lanes waiting at a block barrier instead.
+    pub at_barrier: Vec<Dim3>,
+}
+
+/// The order of the two accesses of a data race.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RaceKind {
+    /// One thread wrote, another read.
+    ReadAfterWrite,
+    /// Two threads wrote.
+    WriteAfterWrite,
+    /// One thread read, another then wrote.
+    WriteAfterRead,
+}
+
+impl fmt::Display for RaceKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RaceKind::ReadAfterWrite => "wrote it and then",
+            RaceKind::WriteAfterWrite => "wrote it and then",
+            RaceKind::WriteAfterRead => "read it and then",
+        })
+    }
+}
+
+/// Two unsynchronised accesses to one shared-memory word.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "kernel `{kernel}`, block {block}: data race on shared memory at address {address:#x}: thread {first} {kind} thread {second} {} it \
+     with no barrier between; put a sync_threads (or sync_warp, within one warp) between the two accesses",
+    if matches!(kind, RaceKind::ReadAfterWrite) { "read" } else { "wrote" }
+)]
+pub struct SharedMemoryRace {
+    /// The kernel's symbol.
+    pub kernel: String,
+    /// The block.
+    pub block: Dim3,
+    /// The shared-memory address (of the 4-byte word) both threads accessed.
+    pub address: u32,
+    /// Which accesses conflict.
+    pub kind: RaceKind,
+    /// `threadIdx` of the thread that accessed it first.
+    pub first: Dim3,
+    /// `threadIdx` of the thread whose access revealed the race.
+    pub second: Dim3,
+}
+
+/// A list of thread indices, cut after a few.
+struct ThreadList<'a>(&'a [Dim3]);
+
+impl fmt::Display for ThreadList<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const SHOWN: usize = 6;
+        if self.0.is_empty() {
+            return f.write_str("none");
+        }
+        for (i, d) in self.0.iter().take(SHOWN).enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{d}")?;
+        }
+        if self.0.len() > SHOWN {
+            write!(f, " and {} more", self.0.len() - SHOWN)?;
+        }
+        Ok(())
+    }
+}

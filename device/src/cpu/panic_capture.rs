@@ -1,0 +1,61 @@
+//! Where a kernel panicked: a process-wide panic hook (installed once, chained to the one
+//! before it) that, while a GPU thread runs on this OS thread, keeps the location and message
+//! for the executor's error instead of printing them. Elsewhere it defers to the previous hook.
+
+use std::cell::{Cell, RefCell};
+use std::sync::Once;
+
+/// A panic seen by the hook while a GPU thread ran.
+pub(crate) struct CapturedPanic {
+    pub(crate) file: String,
+    pub(crate) line: u32,
+    pub(crate) column: u32,
+    pub(crate) message: String,
+}
+
+thread_local! {
+    static CAPTURING: Cell<bool> = const { Cell::new(false) };
+    static CAPTURED: RefCell<Option<CapturedPanic>> = const { RefCell::new(None) };
+}
+
+/// Installs the hook (once per process).
+pub(crate) fn install() {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !CAPTURING.with(Cell::get) {
+                return previous(info);
+            }
+            let (file, line, column) = info.location().map(|l| (l.file().to_owned(), l.line(), l.column())).unwrap_or_else(|| ("<unknown>".into(), 0, 0));
+            let message = info
+                .payload()
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "(a panic with a non-string payload)".into());
+            CAPTURED.with(|c| *c.borrow_mut() = Some(CapturedPanic { file, line, column, message }));
+        }));
+    });
+}
+
+/// The panic captured on this OS thread since the last call, if any.
+pub(crate) fn take() -> Option<CapturedPanic> {
+    CAPTURED.with(|c| c.borrow_mut().take())
+}
+
+/// Panics on this OS thread are captured while this guard lives (a GPU thread is running).
+pub(crate) struct Capturing(());
+
+impl Capturing {
+    pub(crate) fn begin() -> Self {
+        CAPTURING.with(|c| c.set(true));
+        Capturing(())
+    }
+}
+
+impl Drop for Capturing {
+    fn drop(&mut self) {
+        CAPTURING.with(|c| c.set(false));
+    }
+}

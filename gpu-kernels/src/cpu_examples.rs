@@ -1,0 +1,86 @@
+//! Kernels for the CPU executor's benchmark and tests: a tiled matrix product (shared memory and
+//! barriers at scale), and deliberately wrong kernels whose mistakes hang or corrupt on a GPU
+//! and are reported as errors by the CPU executor. They are valid GPU kernels too (the PTX
+//! build compiles them), but only the correct ones should be launched there.
+
+use ferrocuda_device::sync::sync_threads;
+use ferrocuda_device::thread::{block_idx_x, block_idx_y, index_1d, thread_idx_x, thread_idx_y};
+use ferrocuda_device::{kernel, shared_array, warp};
+
+/// Side of the square tiles of [`matmul_tiled`] (its blocks are `TILE x TILE` threads).
+pub const TILE: usize = 16;
+
+/// `c = a * b` for `n x n` row-major matrices, through `TILE x TILE` tiles of `a` and `b` in
+/// shared memory: launch with blocks of `(TILE, TILE)` and a grid of `(n / TILE, n / TILE)`
+/// (rounded up; edges are guarded).
+#[kernel]
+pub fn matmul_tiled(n: u32, a: &[f32], b: &[f32], c: &mut [f32]) {
+    let a_tile = shared_array![f32; TILE * TILE];
+    let b_tile = shared_array![f32; TILE * TILE];
+    let (tx, ty) = (thread_idx_x() as usize, thread_idx_y() as usize);
+    let n = n as usize;
+    let col = block_idx_x() as usize * TILE + tx;
+    let row = block_idx_y() as usize * TILE + ty;
+    let mut acc = 0.0f32;
+    for t in 0..n.div_ceil(TILE) {
+        let (a_col, b_row) = (t * TILE + tx, t * TILE + ty);
+        a_tile.set(ty * TILE + tx, if row < n && a_col < n { a[row * n + a_col] } else { 0.0 });
+        b_tile.set(ty * TILE + tx, if b_row < n && col < n { b[b_row * n + col] } else { 0.0 });
+        sync_threads();
+        for k in 0..TILE {
+            acc += a_tile.get(ty * TILE + k) * b_tile.get(k * TILE + tx);
+        }
+        sync_threads();
+    }
+    if row < n && col < n {
+        c[row * n + col] = acc;
+    }
+}
+
+/// Deliberately wrong: threads at or past `n` return before the barrier that the others wait
+/// at (a hang or undefined behaviour on a GPU). Blocks of at most 256 threads.
+#[kernel]
+pub fn barrier_after_early_return(n: u32, out: &mut [u32]) {
+    let t = thread_idx_x();
+    if t >= n {
+        return;
+    }
+    let values = shared_array![u32; 256];
+    values.set(t as usize, t);
+    sync_threads();
+    out[t as usize] = values.get(((t + 1) % n) as usize);
+}
+
+/// Deliberately wrong: each thread reads its neighbour's shared value with no barrier after
+/// the writes (a data race: on a GPU the result depends on timing). Blocks of 256 threads.
+#[kernel]
+pub fn shared_race_missing_barrier(x: &[f32], out: &mut [f32]) {
+    let values = shared_array![f32; 256];
+    let t = thread_idx_x() as usize;
+    let i = index_1d();
+    values.set(t, x[i]);
+    out[i] = values.get((t + 1) % 256);
+}
+
+/// Reads shared memory before any thread wrote it (`out[block * 64 + t]`), then writes it:
+/// shows what a block's shared memory starts with, and that no block sees another's writes.
+/// Blocks of 64 threads.
+#[kernel]
+pub fn shared_uninitialized(out: &mut [u32]) {
+    let values = shared_array![u32; 64];
+    let t = thread_idx_x() as usize;
+    let b = block_idx_x();
+    out[b as usize * 64 + t] = values.get(t);
+    values.set(t, b + 1);
+}
+
+/// Deliberately wrong: only the lower half of each warp shuffles, while the upper half waits
+/// at a block barrier (a full-warp shuffle needs every lane).
+#[kernel]
+pub fn warp_shuffle_divergent(out: &mut [u32]) {
+    let lane = warp::lane_id();
+    if lane < 16 {
+        out[index_1d()] = warp::shuffle(lane, 0);
+    }
+    sync_threads();
+}

@@ -1,0 +1,314 @@
+//! The CPU executor: the bundled example kernels on both back ends (the same checks on the
+//! CPU always and on the GPU when present), then what only the CPU executor does: turn a
+//! panic, a barrier some threads skip, a warp operation some lanes skip, and a shared-memory
+//! data race into structured errors, and show poisoned, per-block shared memory.
+
+mod common;
+#[path = "common/backend.rs"]
+mod backend;
+
+use backend::{Backend, KernelArg, launch_on};
+use ferrocuda::LaunchConfig;
+use ferrocuda_device::cpu::{CpuError, CpuExecutor, RaceKind, SHARED_POISON_BYTE};
+use gpu_kernels::cpu_examples::{self, TILE};
+use gpu_kernels::launch_kinds::{self, Affine};
+use gpu_kernels::{device_lib, saxpy, square_checked, sum_f32};
+
+/// Declares `cpu::name` and `gpu::name` tests for each body `name(&Backend)`.
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod cpu {
+            $(#[test] fn $name() { super::$name(&super::Backend::cpu()) })*
+        }
+        mod gpu {
+            $(#[test] fn $name() {
+                if let Some(backend) = super::Backend::gpu_or_skip(concat!("gpu::", stringify!($name))) {
+                    super::$name(&backend)
+                }
+            })*
+        }
+    };
+}
+
+on_both_backends!(
+    saxpy_matches_the_host,
+    sum_reduces_with_shuffles_and_atomics,
+    square_checked_squares_when_the_output_fits,
+    a_struct_argument_arrives_field_by_field,
+    both_instances_of_a_generic_kernel_run,
+    a_bool_argument_marks_every_block,
+    two_outputs_in_one_launch,
+    tiled_matrix_product_matches_the_host,
+);
+
+impl KernelArg for Affine {
+    type Gpu = Affine;
+    type Cpu = Affine;
+    fn gpu(self) -> Affine {
+        self
+    }
+    fn cpu(self) -> Affine {
+        self
+    }
+}
+
+fn close(got: f32, want: f32, relative: f32) -> bool {
+    (got - want).abs() <= relative * want.abs().max(1.0)
+}
+
+fn saxpy_matches_the_host(backend: &Backend) {
+    // Not a multiple of the block: the last block's guard matters.
+    let n = 100_003;
+    let x: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.5).collect();
+    let y0: Vec<f32> = (0..n).map(|i| (i % 7) as f32 - 3.0).collect();
+    let input = backend.upload(&x);
+    let mut y = backend.upload(&y0);
+    launch_on!(backend, saxpy, LaunchConfig::for_elements(n, 256), 2.5f32, &input, &mut y).unwrap();
+    let y = backend.download(&y);
+    for i in 0..n {
+        // The GPU fuses the multiply-add (one rounding), the CPU rounds twice: within an ulp.
+        assert!(close(y[i], 2.5 * x[i] + y0[i], 1e-6), "{}: y[{i}] = {}, want {}", backend.name(), y[i], 2.5 * x[i] + y0[i]);
+    }
+}
+
+fn sum_reduces_with_shuffles_and_atomics(backend: &Backend) {
+    let n = 1 << 18;
+    // Integers: exact in f32 partial sums of this size, whatever the order.
+    let x: Vec<f32> = (0..n).map(|i| (i % 17) as f32).collect();
+    let input = backend.upload(&x);
+    let mut out = backend.zeroed::<f32>(1);
+    launch_on!(backend, sum_f32, (64u32, 256u32), &input, &mut out).unwrap();
+    let expected: f64 = x.iter().map(|&v| v as f64).sum();
+    assert_eq!(backend.download(&out)[0] as f64, expected, "{}", backend.name());
+}
+
+fn square_checked_squares_when_the_output_fits(backend: &Backend) {
+    let x: Vec<u32> = (0..1000).map(|i| i * 3 + 1).collect();
+    let input = backend.upload(&x);
+    let mut out = backend.zeroed::<u32>(1000);
+    launch_on!(backend, square_checked, LaunchConfig::for_elements(1000, 128), &input, &mut out).unwrap();
+    assert_eq!(backend.download(&out), x.iter().map(|v| v.wrapping_mul(*v)).collect::<Vec<_>>(), "{}", backend.name());
+}
+
+fn a_struct_argument_arrives_field_by_field(backend: &Backend) {
+    let n = 1000;
+    let x: Vec<f32> = (0..n).map(|i| i as f32 * 0.25).collect();
+    let p = Affine { scale: 3.0, offset: -1.5, limit: 700 };
+    let input = backend.upload(&x);
+    let mut out = backend.upload(&vec![-7.0f32; n]);
+    launch_on!(backend, launch_kinds::affine, LaunchConfig::for_elements(n, 128), p, &input, &mut out).unwrap();
+    let out = backend.download(&out);
+    for i in 0..n {
+        let want = if i < 700 { 3.0 * x[i] - 1.5 } else { -7.0 };
+        assert!(close(out[i], want, 1e-6), "{}: out[{i}] = {}, want {want}", backend.name(), out[i]);
+    }
+}
+
+fn both_instances_of_a_generic_kernel_run(backend: &Backend) {
+    let n = 777;
+    let x32: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let x64: Vec<f64> = (0..n).map(|i| i as f64).collect();
+    let (in32, in64) = (backend.upload(&x32), backend.upload(&x64));
+    let (mut out32, mut out64) = (backend.zeroed::<f32>(n), backend.zeroed::<f64>(n));
+    launch_on!(backend, launch_kinds::scale_into_f32, LaunchConfig::for_elements(n, 256), -3.0f32, &in32, &mut out32).unwrap();
+    launch_on!(backend, launch_kinds::scale_into_f64, LaunchConfig::for_elements(n, 256), 1.0f64 / 3.0, &in64, &mut out64).unwrap();
+    assert_eq!(backend.download(&out32), x32.iter().map(|v| -3.0 * v).collect::<Vec<_>>());
+    assert_eq!(backend.download(&out64), x64.iter().map(|v| 1.0 / 3.0 * v).collect::<Vec<_>>());
+}
+
+fn a_bool_argument_marks_every_block(backend: &Backend) {
+    let mut out = backend.zeroed::<u32>(8);
+    launch_on!(backend, launch_kinds::mark_blocks, (8u32, 32u32), true, &mut out).unwrap();
+    assert_eq!(backend.download(&out), (0..8).map(|b| u32::MAX - b).collect::<Vec<_>>());
+    launch_on!(backend, launch_kinds::mark_blocks, (8u32, 32u32), false, &mut out).unwrap();
+    assert_eq!(backend.download(&out), (0..8).collect::<Vec<_>>());
+}
+
+fn two_outputs_in_one_launch(backend: &Backend) {
+    let n = 300;
+    let x: Vec<f32> = (0..n).map(|i| i as f32 - 150.0).collect();
+    let input = backend.upload(&x);
+    let (mut low, mut high) = (backend.zeroed::<f32>(n), backend.zeroed::<f32>(n));
+    launch_on!(backend, launch_kinds::split_sign, LaunchConfig::for_elements(n, 128), &input, &mut low, &mut high).unwrap();
+    assert_eq!(backend.download(&low), x.iter().map(|v| v.min(0.0)).collect::<Vec<_>>());
+    assert_eq!(backend.download(&high), x.iter().map(|v| v.max(0.0)).collect::<Vec<_>>());
+}
+
+fn tiled_matrix_product_matches_the_host(backend: &Backend) {
+    // Not a multiple of the tile: the edge guards matter.
+    let n = 100usize;
+    let a: Vec<f32> = (0..n * n).map(|i| ((i * 7) % 13) as f32 * 0.25 - 1.5).collect();
+    let b: Vec<f32> = (0..n * n).map(|i| ((i * 5) % 11) as f32 * 0.5 - 2.0).collect();
+    let (da, db) = (backend.upload(&a), backend.upload(&b));
+    let mut c = backend.upload(&vec![f32::NAN; n * n]);
+    let tiles = n.div_ceil(TILE) as u32;
+    launch_on!(backend, cpu_examples::matmul_tiled, ((tiles, tiles), (TILE as u32, TILE as u32)), n as u32, &da, &db, &mut c).unwrap();
+    let c = backend.download(&c);
+    for row in 0..n {
+        for col in 0..n {
+            // Quarters and halves: every product and partial sum is exact in f32.
+            let want: f32 = (0..n).map(|k| a[row * n + k] * b[k * n + col]).sum();
+            assert_eq!(c[row * n + col], want, "{}: C[{row}][{col}]", backend.name());
+        }
+    }
+}
+
+/// The line of `needle` in `file` (1-based), to check reported panic locations.
+fn line_of(file: &str, needle: &str) -> u32 {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/").to_owned() + file).unwrap();
+    text.lines().position(|l| l.contains(needle)).unwrap_or_else(|| panic!("{needle:?} not in {file}")) as u32 + 1
+}
+
+#[test]
+fn a_panic_reports_kernel_file_line_block_and_thread() {
+    let line = line_of("gpu-kernels/src/lib.rs", "out[i] = x[i].wrapping_mul(x[i]);");
+    let x: Vec<u32> = (0..1000).collect();
+    let mut out = vec![0u32; 500];
+    for executor in [CpuExecutor::new(), CpuExecutor::deterministic()] {
+        let error = square_checked::launch_cpu(&executor, LaunchConfig::for_elements(1000, 256), &x, &mut out).unwrap_err();
+        let CpuError::KernelPanic(panic) = &error else { panic!("expected a kernel panic, got {error:?}") };
+        // The first element past the output is 500: block 1, thread 244 (the lowest failing
+        // block is reported, and its threads run in order).
+        assert_eq!((panic.kernel.as_str(), panic.file.as_str(), panic.line), ("square_checked", "gpu-kernels/src/lib.rs", line));
+        assert_eq!((panic.block.x, panic.thread.x), (1, 244), "{error}");
+        assert!(panic.message.contains("index out of bounds: the len is 500 but the index is 500"), "{}", panic.message);
+        assert_eq!(error.to_string(), format!("kernel `square_checked` panicked at gpu-kernels/src/lib.rs:{line}:{}, block (1, 0, 0), thread (244, 0, 0): {}", panic.column, panic.message));
+    }
+}
+
+#[test]
+fn a_formatted_panic_message_keeps_its_arguments() {
+    let mut x = vec![1u32; 512];
+    x[300] = 77;
+    let error = device_lib::panic_formatted::launch_cpu(&CpuExecutor::new(), (2u32, 256u32), &x, 50).unwrap_err();
+    let CpuError::KernelPanic(panic) = &error else { panic!("expected a kernel panic, got {error:?}") };
+    assert_eq!(panic.message, "value 77 at 300 is over the limit 50");
+    assert_eq!((panic.block.x, panic.thread.x, panic.kernel.as_str()), (1, 44, "panic_formatted"));
+    assert_eq!(panic.line, line_of("gpu-kernels/src/device_lib.rs", "panic!(\"value {} at {} is over the limit {}\""));
+}
+
+#[test]
+fn the_executor_works_again_after_a_failed_launch() {
+    let executor = CpuExecutor::new();
+    let x: Vec<u32> = (0..100).collect();
+    let mut short = vec![0u32; 10];
+    assert!(square_checked::launch_cpu(&executor, (1u32, 128u32), &x, &mut short).is_err());
+    let mut out = vec![0u32; 100];
+    square_checked::launch_cpu(&executor, (1u32, 128u32), &x, &mut out).unwrap();
+    assert_eq!(out, x.iter().map(|v| v * v).collect::<Vec<_>>());
+}
+
+#[test]
+fn threads_that_exit_before_a_barrier_are_an_error_not_a_hang() {
+    let mut out = vec![0u32; 128];
+    let error = cpu_examples::barrier_after_early_return::launch_cpu(&CpuExecutor::new(), (1u32, 128u32), 100, &mut out).unwrap_err();
+    let CpuError::BarrierDivergence(divergence) = &error else { panic!("expected a barrier divergence, got {error:?}") };
+    assert_eq!(divergence.waiting.iter().map(|t| t.x).collect::<Vec<_>>(), (0..100).collect::<Vec<_>>());
+    assert_eq!(divergence.exited.iter().map(|t| t.x).collect::<Vec<_>>(), (100..128).collect::<Vec<_>>());
+    let text = error.to_string();
+    assert!(text.starts_with("kernel `barrier_after_early_return`, block (0, 0, 0): 100 threads wait at a block barrier that 28 exited threads never reached"), "{text}");
+    // When every thread reaches it, the same kernel is fine.
+    cpu_examples::barrier_after_early_return::launch_cpu(&CpuExecutor::new(), (1u32, 100u32), 100, &mut out).unwrap();
+    assert_eq!(out[..100], (0..100).map(|t| (t + 1) % 100).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_warp_operation_that_half_the_warp_skips_is_an_error() {
+    let mut out = vec![0u32; 64];
+    let error = cpu_examples::warp_shuffle_divergent::launch_cpu(&CpuExecutor::new(), (1u32, 64u32), &mut out).unwrap_err();
+    let CpuError::WarpDeadlock(deadlock) = &error else { panic!("expected a warp deadlock, got {error:?}") };
+    assert_eq!(deadlock.warp, 0);
+    assert_eq!(deadlock.waiting.iter().map(|t| t.x).collect::<Vec<_>>(), (0..16).collect::<Vec<_>>());
+    assert_eq!(deadlock.at_barrier.iter().map(|t| t.x).collect::<Vec<_>>(), (16..32).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_missing_barrier_is_reported_as_a_shared_memory_race() {
+    let x: Vec<f32> = (0..512).map(|i| i as f32).collect();
+    let mut out = vec![0.0f32; 512];
+    let error = cpu_examples::shared_race_missing_barrier::launch_cpu(&CpuExecutor::new(), (2u32, 256u32), &x, &mut out).unwrap_err();
+    let CpuError::SharedMemoryRace(race) = &error else { panic!("expected a race, got {error:?}") };
+    // Thread 0 read element 1 before thread 1 wrote it.
+    assert_eq!((race.kind, race.first.x, race.second.x, race.block.x), (RaceKind::WriteAfterRead, 0, 1, 0), "{error}");
+    assert_eq!(race.address % 4, 0);
+    let text = error.to_string();
+    assert!(text.contains("thread (0, 0, 0) read it and then thread (1, 0, 0) wrote it with no barrier between"), "{text}");
+    // The same kernel with a barrier (shared_two_arrays) passes the detector: see the device-library tests.
+}
+
+#[test]
+fn without_race_detection_the_racy_kernel_reads_poison() {
+    // Threads run in rank order between barriers, so thread t reads element t + 1 before its
+    // owner wrote it: the poison shows (NaN), except for thread 255, which reads element 0.
+    let x: Vec<f32> = (0..256).map(|i| i as f32).collect();
+    let mut out = vec![0.0f32; 256];
+    let executor = CpuExecutor::deterministic().with_race_detection(false);
+    cpu_examples::shared_race_missing_barrier::launch_cpu(&executor, (1u32, 256u32), &x, &mut out).unwrap();
+    assert!(out[..255].iter().all(|v| v.is_nan()), "reads before the writes must see the poison");
+    assert_eq!(out[255], 0.0);
+}
+
+#[test]
+fn shared_memory_starts_poisoned_in_every_block_and_never_leaks() {
+    let poison = u32::from_ne_bytes([SHARED_POISON_BYTE; 4]);
+    for executor in [CpuExecutor::new(), CpuExecutor::deterministic()] {
+        let blocks = 50;
+        let mut out = vec![0u32; blocks * 64];
+        // Each block reads its shared array first, then writes its block number + 1 there.
+        cpu_examples::shared_uninitialized::launch_cpu(&executor, (blocks as u32, 64u32), &mut out).unwrap();
+        assert!(out.iter().all(|&v| v == poison), "a block saw another block's shared memory: {:?}", out.iter().find(|&&v| v != poison));
+    }
+}
+
+#[test]
+fn bad_configurations_are_refused_with_the_limit_named() {
+    let executor = CpuExecutor::new();
+    let mut out = vec![0u32; 8];
+    let error = launch_kinds::mark_blocks::launch_cpu(&executor, (1u32, 2048u32), true, &mut out).unwrap_err();
+    assert!(matches!(error, CpuError::InvalidConfig { .. }), "{error:?}");
+    assert_eq!(error.to_string(), "cannot launch `mark_blocks` on the CPU executor: block dimension x = 2048 exceeds the device's limit of 1024");
+    let error = launch_kinds::mark_blocks::launch_cpu(&executor, LaunchConfig::new(1u32, 32u32).with_shared_bytes(300 << 10), true, &mut out).unwrap_err();
+    assert!(error.to_string().contains("bytes of dynamic shared memory exceed"), "{error}");
+    let error = launch_kinds::mark_blocks::launch_cpu(&executor, (0u32, 32u32), true, &mut out).unwrap_err();
+    assert!(error.to_string().contains("has a zero dimension"), "{error}");
+}
+
+#[test]
+fn raw_pointer_kernels_run_with_host_pointers() {
+    let x: Vec<f32> = (0..200).map(|i| i as f32).collect();
+    let mut out = vec![0.0f32; 200];
+    // SAFETY: both pointers cover 200 elements and `out` has no other user during the launch.
+    unsafe { launch_kinds::add_one_raw::launch_cpu(&CpuExecutor::new(), LaunchConfig::for_elements(200, 64), 200, x.as_ptr(), out.as_mut_ptr()) }.unwrap();
+    assert_eq!(out, x.iter().map(|v| v + 1.0).collect::<Vec<_>>());
+}
+
+#[test]
+fn deterministic_and_parallel_executors_agree() {
+    let x: Vec<u32> = (0..200_000u32).map(|i| i.wrapping_mul(2_654_435_761) >> 7).collect();
+    let run = |executor: &CpuExecutor| {
+        let mut bins = vec![0u32; 256];
+        device_lib::histogram_256::launch_cpu(executor, (40u32, 256u32), &x, &mut bins).unwrap();
+        bins
+    };
+    let deterministic = CpuExecutor::deterministic();
+    assert_eq!(deterministic.workers(), 1);
+    let parallel = CpuExecutor::new().with_workers(4);
+    assert_eq!(run(&deterministic), run(&parallel));
+    assert_eq!(run(&deterministic).iter().sum::<u32>(), x.len() as u32);
+}
+
+#[test]
+fn an_empty_kernel_and_a_one_thread_grid_run() {
+    launch_kinds::empty::launch_cpu(&CpuExecutor::new(), (1000u32, 1024u32)).unwrap();
+    let mut out = vec![0u32; 1];
+    launch_kinds::mark_blocks::launch_cpu(&CpuExecutor::new(), (1u32, 1u32), false, &mut out).unwrap();
+    assert_eq!(out, [0]);
+}
+
+#[test]
+fn intrinsics_outside_a_kernel_say_they_need_one() {
+    let result = std::panic::catch_unwind(ferrocuda_device::thread::thread_idx_x);
+    let payload = result.unwrap_err();
+    let message = payload.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(message.contains("`thread_idx` only has a value inside a kernel"), "{message}");
+}
