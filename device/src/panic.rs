@@ -165,35 +165,30 @@ mod device {
                 crate::sync::fence_system();
             }
         }
+        // Device printf cannot take `%.*s` precision arguments, so the strings are copied
+        // NUL-terminated onto the stack and printed with `%s`.
+        let (mut kernel_text, mut file_text, mut message_text) = ([0u8; 64], [0u8; 192], [0u8; 256]);
+        // SAFETY: each buffer is as long as the length given.
+        unsafe {
+            write_field(kernel_text.as_mut_ptr(), 64, kernel);
+            write_field(file_text.as_mut_ptr(), 192, file.as_bytes());
+            write_field(message_text.as_mut_ptr(), 256, message.as_bytes());
+        }
         #[repr(C)]
         struct Args {
-            kernel_len: u32,
             kernel: *const u8,
-            file_len: u32,
             file: *const u8,
             line: u32,
             column: u32,
             block: [u32; 3],
             thread: [u32; 3],
-            message_len: u32,
             message: *const u8,
         }
-        let args = Args {
-            kernel_len: kernel.len() as u32,
-            kernel: kernel.as_ptr(),
-            file_len: file.len() as u32,
-            file: file.as_ptr(),
-            line,
-            column,
-            block,
-            thread,
-            message_len: message.len() as u32,
-            message: message.as_ptr(),
-        };
-        // SAFETY: the format's conversions match `Args` (C varargs layout).
+        let args = Args { kernel: kernel_text.as_ptr(), file: file_text.as_ptr(), line, column, block, thread, message: message_text.as_ptr() };
+        // SAFETY: the format's conversions match `Args` (C varargs layout); strings end in NUL.
         unsafe {
             core::arch::nvptx::vprintf(
-                c"kernel `%.*s` panicked at %.*s:%u:%u, block (%u, %u, %u), thread (%u, %u, %u): %.*s\n".as_ptr().cast(),
+                c"kernel `%s` panicked at %s:%u:%u, block (%u, %u, %u), thread (%u, %u, %u): %s\n".as_ptr().cast(),
                 (&args as *const Args).cast(),
             );
             core::arch::nvptx::trap()

@@ -45,7 +45,7 @@ pub struct FunctionAttributes {
     /// Dynamic shared memory a launch may ask for (raise it with
     /// [`Function::set_max_dynamic_shared_bytes`]).
     pub max_dynamic_shared_bytes: u32,
-    /// PTX version the kernel was compiled from (e.g. 70 for PTX ISA 7.0).
+    /// The virtual architecture the kernel's PTX targets (e.g. 80 for `.target sm_80`).
     pub ptx_version: u32,
     /// Architecture of the binary that runs (e.g. 90 for sm_90).
     pub binary_version: u32,
