@@ -5,21 +5,11 @@
 
 use std::process::ExitCode;
 
-use ferrocuda::{Context, DeviceBuffer, Error, LaunchConfig, Limit, SchedulePolicy, Stream};
+use ferrocuda::{Context, DeviceBuffer, LaunchConfig, Limit, SchedulePolicy, Stream};
 use gpu_kernels::saxpy;
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error @ (Error::NoDriver | Error::NoDevice { .. })) => {
-            println!("nothing to run: {error}");
-            ExitCode::SUCCESS
-        }
-        Err(error) => {
-            eprintln!("error: {error}");
-            ExitCode::FAILURE
-        }
-    }
+    ferrocuda::exit_code(run())
 }
 
 /// `y = 2x + y` in `context`, checked on the host; returns the first element.

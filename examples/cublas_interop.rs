@@ -7,20 +7,10 @@
 use std::process::ExitCode;
 
 use cudarc::cublas::sys as cublas;
-use ferrocuda::{Context, DeviceBuffer, Error, Stream};
+use ferrocuda::{Context, DeviceBuffer, Stream};
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error @ (Error::NoDriver | Error::NoDevice { .. })) => {
-            println!("nothing to run: {error}");
-            ExitCode::SUCCESS
-        }
-        Err(error) => {
-            eprintln!("error: {error}");
-            ExitCode::FAILURE
-        }
-    }
+    ferrocuda::exit_code(run())
 }
 
 fn run() -> ferrocuda::Result<()> {

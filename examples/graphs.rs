@@ -4,21 +4,11 @@
 
 use std::process::ExitCode;
 
-use ferrocuda::{Context, DeviceBuffer, Error, LaunchConfig, Stream};
+use ferrocuda::{Context, DeviceBuffer, LaunchConfig, Stream};
 use gpu_kernels::saxpy;
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error @ (Error::NoDriver | Error::NoDevice { .. })) => {
-            println!("nothing to run: {error}");
-            ExitCode::SUCCESS
-        }
-        Err(error) => {
-            eprintln!("error: {error}");
-            ExitCode::FAILURE
-        }
-    }
+    ferrocuda::exit_code(run())
 }
 
 fn run() -> ferrocuda::Result<()> {

@@ -7,21 +7,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use ferrocuda::{Context, DeviceBuffer, Error, Event, LaunchConfig, PinnedBuffer, Stream, StreamOrdering};
+use ferrocuda::{Context, DeviceBuffer, Event, LaunchConfig, PinnedBuffer, Stream, StreamOrdering};
 use gpu_kernels::saxpy;
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error @ (Error::NoDriver | Error::NoDevice { .. })) => {
-            println!("nothing to run: {error}");
-            ExitCode::SUCCESS
-        }
-        Err(error) => {
-            eprintln!("error: {error}");
-            ExitCode::FAILURE
-        }
-    }
+    ferrocuda::exit_code(run())
 }
 
 fn run() -> ferrocuda::Result<()> {

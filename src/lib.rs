@@ -32,3 +32,20 @@ pub use ferrocuda_device::cpu;
 pub fn gpu_required() -> bool {
     std::env::var("REQUIRE_GPU").is_ok_and(|v| v == "1")
 }
+
+/// The exit code of a program whose GPU work returned `result`: success, or "nothing to run"
+/// (also success) when the machine has no driver or no device, or the error on stderr and a
+/// failure. The examples' `main` is `ferrocuda::exit_code(run())`.
+pub fn exit_code(result: Result<()>) -> std::process::ExitCode {
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error @ (Error::NoDriver | Error::NoDevice { .. })) => {
+            println!("nothing to run: {error}");
+            std::process::ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("error: {error}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
