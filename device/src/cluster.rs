@@ -10,7 +10,7 @@
 //! ```
 //! Launch such a kernel with cluster dimensions (`LaunchConfig::with_cluster`).
 
-use crate::shared::{SharedArray, SharedElement};
+use crate::shared::SharedArray;
 
 /// This block's rank within its cluster (`%cluster_ctarank`).
 #[inline(always)]
@@ -83,5 +83,3 @@ pub fn peer_get<const N: usize>(array: &SharedArray<u32, N>, rank: u32, index: u
     }
 }
 
-#[allow(dead_code)]
-fn _element_bound<T: SharedElement>() {}

@@ -40,13 +40,6 @@ pub struct PanicRecord {
 /// Value written to `PanicRecord::state` once the record is complete.
 pub const RECORD_COMPLETE: u32 = 2;
 
-/// Copies `text` into `out` as a NUL-terminated string, cut to fit.
-#[cfg(not(target_arch = "nvptx64"))]
-fn copy_c_string(text: &[u8], out: &mut [u8]) {
-    let n = text.len().min(out.len() - 1);
-    out[..n].copy_from_slice(&text[..n]);
-    out[n] = 0;
-}
 
 #[cfg(target_arch = "nvptx64")]
 mod device {
@@ -205,15 +198,6 @@ pub use device::__enter_kernel;
 #[inline(always)]
 pub fn __enter_kernel(_name: &'static core::ffi::CStr) {}
 
-#[cfg(not(target_arch = "nvptx64"))]
-#[doc(hidden)]
-pub fn __record_for_host(kernel: &str, file: &str, line: u32, column: u32, block: [u32; 3], thread: [u32; 3], message: &str) -> PanicRecord {
-    let mut record = PanicRecord { state: RECORD_COMPLETE, line, column, block, thread, kernel: [0; 64], file: [0; 192], message: [0; 256] };
-    copy_c_string(kernel.as_bytes(), &mut record.kernel);
-    copy_c_string(file.as_bytes(), &mut record.file);
-    copy_c_string(message.as_bytes(), &mut record.message);
-    record
-}
 
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {
