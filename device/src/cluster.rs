@@ -58,11 +58,13 @@ pub fn sync() {
 /// shared memory: `mapa.shared::cluster` then `ld.shared::cluster`).
 ///
 /// # Panics
-/// When `index` is out of bounds.
+/// When `index` is out of bounds or `rank` is not a block of this cluster.
 #[inline(always)]
 #[track_caller]
 pub fn peer_get<const N: usize>(array: &SharedArray<u32, N>, rank: u32, index: usize) -> u32 {
     assert!(index < N, "shared memory index out of bounds: the len is {N} but the index is {index}");
+    // Mapping to a rank outside the cluster is undefined in PTX.
+    assert!(rank < size(), "cluster rank out of range");
     #[cfg(target_arch = "nvptx64")]
     {
         let local = array.shared_address() + (index * core::mem::size_of::<u32>()) as u32;

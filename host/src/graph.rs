@@ -17,11 +17,10 @@ pub struct Graph {
     context: Context,
 }
 
-// SAFETY: a CUgraph is a plain driver object; the driver API allows using it from any thread
-// as long as one thread at a time changes it, and `Graph` exposes no mutation through `&self`.
+// SAFETY: a CUgraph may move between threads. It is not `Sync`: the driver's graph thread
+// safety rules forbid using one graph object from several threads at once, even through
+// calls that look read-only (instantiation, node counts).
 unsafe impl Send for Graph {}
-// SAFETY: as above: `&self` methods only read the graph.
-unsafe impl Sync for Graph {}
 
 impl Graph {
     /// Takes ownership of a graph handle made in `context`.
@@ -67,11 +66,9 @@ pub struct GraphExec {
     context: Context,
 }
 
-// SAFETY: as for `Graph`; launching one executable graph from several threads is allowed
-// (the driver orders the launches).
+// SAFETY: as for `Graph`: it may move between threads, but is not used from two at once
+// (not `Sync`), as the driver's graph thread-safety rules require.
 unsafe impl Send for GraphExec {}
-// SAFETY: as above.
-unsafe impl Sync for GraphExec {}
 
 impl GraphExec {
     /// Queues one replay of the whole graph on `stream`.

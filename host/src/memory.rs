@@ -15,7 +15,7 @@
 //! [stream-ordered allocator](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MALLOC__ASYNC.html).
 
 use std::marker::PhantomData;
-use std::ops::{Deref, DerefMut};
+use std::ops::Deref;
 
 use bytemuck::Pod;
 use cudarc::driver::sys;
@@ -98,7 +98,13 @@ impl<T: Pod> DeviceBuffer<T> {
     /// the legacy default stream, which waits for `stream` only when it was made with
     /// [`StreamOrdering::WithLegacyDefault`](crate::StreamOrdering); otherwise synchronise
     /// `stream` first.
-    pub fn zeroed_async(stream: &Stream, len: usize) -> Result<Self> {
+    ///
+    /// # Safety
+    /// Work that uses the buffer on any stream other than `stream` (launches, copies) must be
+    /// ordered before the buffer is dropped (synchronise that stream, or make `stream` wait for
+    /// an event recorded after it): the free is queued on `stream` only, and the memory may be
+    /// handed out again by the next stream-ordered allocation while that work still runs.
+    pub unsafe fn zeroed_async(stream: &Stream, len: usize) -> Result<Self> {
         let context = stream.context();
         context.bind_to_thread()?;
         let bytes = Self::bytes_for(len);
@@ -314,12 +320,6 @@ impl<T: Pod> Deref for DeviceBuffer<T> {
     type Target = DeviceSlice<T>;
     fn deref(&self) -> &DeviceSlice<T> {
         &self.slice
-    }
-}
-
-impl<T: Pod> DerefMut for DeviceBuffer<T> {
-    fn deref_mut(&mut self) -> &mut DeviceSlice<T> {
-        &mut self.slice
     }
 }
 

@@ -164,8 +164,10 @@ impl RawModule {
         if let Err(source) = check("cuModuleLoadDataEx", code) {
             return Err(Error::ModuleLoad { module: name.to_string(), source, log: log_text(&error_log) });
         }
-        crate::panic_report::install(raw);
-        Ok((RawModule { raw }, log_text(&info_log)))
+        let module = RawModule { raw };
+        // (On failure `module` is dropped, which unloads it.)
+        crate::panic_report::install(raw)?;
+        Ok((module, log_text(&info_log)))
     }
 
     /// Looks up a kernel by symbol.

@@ -13,6 +13,7 @@ use std::sync::OnceLock;
 use cudarc::driver::sys;
 
 use crate::driver::check;
+use crate::error::DriverError;
 
 /// The device's record, field for field (ferrocuda-device's `panic::PanicRecord`).
 #[repr(C)]
@@ -96,19 +97,20 @@ fn slot() -> Option<&'static Slot> {
 
 /// Points `module`'s `__ferrocuda_panic_slot` at the record, if the module has one (modules
 /// not built with ferrocuda-device do not, and then panics are only printed). The module's
-/// context must be current.
-pub(crate) fn install(module: sys::CUmodule) {
+/// context must be current. A synchronous copy: not allowed while the thread captures a graph.
+pub(crate) fn install(module: sys::CUmodule) -> Result<(), DriverError> {
     let (mut address, mut size) = (0, 0);
     // SAFETY: looks a global up by a NUL-terminated name; writes its address and size.
     let found = unsafe { sys::cuModuleGetGlobal_v2(&mut address, &mut size, module, c"__ferrocuda_panic_slot".as_ptr()) };
     if found != sys::CUresult::CUDA_SUCCESS || size != 8 {
-        return;
+        return Ok(());
     }
     if let Some(slot) = slot() {
         let value = slot.device;
         // SAFETY: copies 8 bytes into the 8-byte global found above.
-        unsafe { sys::cuMemcpyHtoD_v2(address, (&value as *const u64).cast(), 8) };
+        check("cuMemcpyHtoD", unsafe { sys::cuMemcpyHtoD_v2(address, (&value as *const u64).cast(), 8) })?;
     }
+    Ok(())
 }
 
 /// The panic a kernel recorded, if one did.

@@ -97,6 +97,7 @@ impl<T: Pod> PinnedBuffer<T> {
         if self.is_empty() {
             return Ok(());
         }
+        let event = Event::without_timing(stream.context())?;
         stream.context().bind_to_thread()?;
         // SAFETY: both sides hold the same number of bytes; this memory stays allocated until
         // the copy has finished (Drop and host access wait for the event recorded below), and
@@ -104,7 +105,7 @@ impl<T: Pod> PinnedBuffer<T> {
         check("cuMemcpyHtoDAsync", unsafe {
             sys::cuMemcpyHtoDAsync_v2(destination.device_ptr(), self.ptr.cast(), destination.size_bytes(), stream.raw())
         })?;
-        self.remember_copy(stream)
+        self.remember_copy(event, stream)
     }
 
     /// Queues a copy of `source` (same length) into this buffer on `stream`; the host goes on
@@ -114,13 +115,14 @@ impl<T: Pod> PinnedBuffer<T> {
         if self.is_empty() {
             return Ok(());
         }
+        let event = Event::without_timing(stream.context())?;
         stream.context().bind_to_thread()?;
         // SAFETY: as in `copy_to_device_async`; `&mut self` means no host reference into the
         // memory is alive while the device writes it.
         check("cuMemcpyDtoHAsync", unsafe {
             sys::cuMemcpyDtoHAsync_v2(self.ptr.cast(), source.device_ptr(), source.size_bytes(), stream.raw())
         })?;
-        self.remember_copy(stream)
+        self.remember_copy(event, stream)
     }
 
     /// Waits until every queued copy that reads or writes this buffer has finished.
@@ -133,10 +135,18 @@ impl<T: Pod> PinnedBuffer<T> {
         Ok(())
     }
 
-    fn remember_copy(&self, stream: &Stream) -> Result<()> {
-        let event = Event::without_timing(stream.context())?;
-        event.record(stream)?;
-        self.pending.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(event);
+    /// Tracks a queued copy with `event` (made before the copy was queued, so that tracking
+    /// cannot fail to start once the copy is in flight). Completed copies are forgotten here,
+    /// so a streaming loop does not grow the list.
+    fn remember_copy(&self, event: Event, stream: &Stream) -> Result<()> {
+        let mut pending = self.pending.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        pending.retain(|e| !e.is_complete().unwrap_or(false));
+        if let Err(error) = event.record(stream) {
+            // Untracked copies must not outlive the memory: wait for them here instead.
+            stream.synchronize()?;
+            return Err(error);
+        }
+        pending.push(event);
         Ok(())
     }
 

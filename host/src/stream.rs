@@ -191,8 +191,19 @@ impl Stream {
     /// Records what `work` queues on this stream into a [`Graph`] (nothing runs yet). The
     /// capture is ended even when `work` fails, and `work`'s error is returned.
     pub fn capture(&self, work: impl FnOnce(&Stream) -> Result<()>) -> Result<Graph> {
+        /// Ends the capture if `work` panics, so the stream stays usable.
+        struct EndOnUnwind<'s>(&'s Stream);
+        impl Drop for EndOnUnwind<'_> {
+            fn drop(&mut self) {
+                if std::thread::panicking() {
+                    let _ = self.0.end_capture();
+                }
+            }
+        }
         self.begin_capture()?;
+        let guard = EndOnUnwind(self);
         let outcome = work(self);
+        drop(guard);
         let graph = self.end_capture();
         outcome?;
         graph

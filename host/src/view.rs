@@ -109,6 +109,24 @@ impl<T> DeviceSlice<T> {
     }
 }
 
+impl<T: bytemuck::Pod> crate::DeviceBuffer<T> {
+    /// A writable view of `range` (like `&mut buffer[range]`); panics when out of bounds.
+    /// (A buffer gives `&DeviceSlice` through `Deref` but no `&mut DeviceSlice`: swapping two
+    /// buffers' slices would free each allocation the other's way.)
+    pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> DeviceViewMut<'_, T> {
+        let (start, end) = resolve(range, self.len());
+        DeviceViewMut { ptr: offset::<T>(self.device_ptr(), start), len: end - start, _borrow: PhantomData }
+    }
+
+    /// Splits the whole buffer into two writable views at `mid`; panics if `mid > len`.
+    pub fn split_at_mut(&mut self, mid: usize) -> (DeviceViewMut<'_, T>, DeviceViewMut<'_, T>) {
+        let len = self.len();
+        assert!(mid <= len, "split index {mid} out of range for a device buffer of length {len}");
+        let ptr = self.device_ptr();
+        (DeviceViewMut { ptr, len: mid, _borrow: PhantomData }, DeviceViewMut { ptr: offset::<T>(ptr, mid), len: len - mid, _borrow: PhantomData })
+    }
+}
+
 impl<'a, T> DeviceView<'a, T> {
     /// Number of elements.
     pub fn len(&self) -> usize {
