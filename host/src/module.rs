@@ -162,12 +162,12 @@ impl RawModule {
         // cuModuleLoadDataEx's contract for its key.
         let code = unsafe { sys::cuModuleLoadDataEx(&mut raw, data, keys.len() as u32, keys.as_mut_ptr(), values.as_mut_ptr()) };
         if let Err(source) = check("cuModuleLoadDataEx", code) {
-            return Err(Error::ModuleLoad { module: name.to_string(), source, log: log_text(&error_log) });
+            return Err(Error::ModuleLoad { module: name.to_string(), source, log: nul_terminated_text(&error_log) });
         }
         let module = RawModule { raw };
         // (On failure `module` is dropped, which unloads it.)
         crate::panic_report::install(raw)?;
-        Ok((module, log_text(&info_log)))
+        Ok((module, nul_terminated_text(&info_log)))
     }
 
     /// Looks up a kernel by symbol.
@@ -201,7 +201,8 @@ impl Drop for RawModule {
     }
 }
 
-fn log_text(buffer: &[u8]) -> String {
+/// The text of a NUL-terminated byte buffer (a JIT log, a panic record field), trimmed.
+pub(crate) fn nul_terminated_text(buffer: &[u8]) -> String {
     let end = buffer.iter().position(|&b| b == 0).unwrap_or(buffer.len());
     String::from_utf8_lossy(&buffer[..end]).trim().to_string()
 }
@@ -565,6 +566,6 @@ mod tests {
 
     #[test]
     fn logs_stop_at_the_nul() {
-        assert_eq!(log_text(b"ptxas info: 1 register\n\0garbage"), "ptxas info: 1 register");
+        assert_eq!(nul_terminated_text(b"ptxas info: 1 register\n\0garbage"), "ptxas info: 1 register");
     }
 }

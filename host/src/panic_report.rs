@@ -123,10 +123,7 @@ pub(crate) fn recorded() -> Option<KernelPanic> {
             return None;
         }
         let record = slot.host.read_volatile();
-        let text = |bytes: &[u8]| {
-            let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-            String::from_utf8_lossy(&bytes[..end]).into_owned()
-        };
+        let text = crate::module::nul_terminated_text;
         Some(KernelPanic {
             kernel: text(&record.kernel),
             file: text(&record.file),
