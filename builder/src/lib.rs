@@ -268,13 +268,21 @@ impl KernelBuilder {
 
         let mut artifacts = Artifacts { toolchain: Some(toolchain.version.clone()), ..Default::default() };
         let mut sources = BTreeSet::new();
-        for arch in self.ptx_archs() {
+        // One device build per architecture, side by side: each ends in a single-threaded fat
+        // LTO step, so running them together uses the machine's cores better than in turn.
+        let builds = in_parallel(self.ptx_archs(), |arch| {
             let arch_dir = target_dir.join(arch.to_string());
             let raw = self.compile_ptx(&toolchain, &manifest, &crate_name, arch, &arch_dir)?;
+            let mut arch_sources = BTreeSet::new();
             // Device crates, then the host side of the device build (the proc macros).
             for deps in [arch_dir.join(TARGET).join(self.profile_dir()).join("deps"), arch_dir.join(self.profile_dir()).join("deps")] {
-                sources.extend(read_dep_info(&deps, &self.crate_dir, &toolchain)?);
+                arch_sources.extend(read_dep_info(&deps, &self.crate_dir, &toolchain)?);
             }
+            Ok((arch, raw, arch_sources))
+        });
+        for build in builds {
+            let (arch, raw, arch_sources) = build?;
+            sources.extend(arch_sources);
             let ptx = clean_ptx(&raw);
             let path = out_dir.join(format!("{crate_name}.{arch}.ptx"));
             write(&path, ptx.as_bytes())?;
@@ -283,13 +291,16 @@ impl KernelBuilder {
 
         if let Some(ptxas) = find_ptxas(&self.env) {
             let wanted = if self.cubin_archs.is_empty() { self.ptx_archs() } else { sorted(&self.cubin_archs) };
-            for arch in wanted {
+            let cubins = in_parallel(wanted, |arch| {
                 let Some((_, ptx)) = artifacts.ptx.iter().rev().find(|(ptx_arch, _)| *ptx_arch <= arch) else {
                     return Err(BuildError::CubinWithoutPtx { arch });
                 };
                 let path = out_dir.join(format!("{crate_name}.{arch}.cubin"));
                 let resources = compile_cubin(&ptxas, ptx, arch, self.line_info, &path)?;
-                artifacts.cubins.push(Cubin { arch, path, resources });
+                Ok(Cubin { arch, path, resources })
+            });
+            for cubin in cubins {
+                artifacts.cubins.push(cubin?);
             }
         }
 
@@ -520,6 +531,15 @@ fn write(path: &Path, bytes: &[u8]) -> Result<(), BuildError> {
         return Ok(());
     }
     std::fs::write(path, bytes).map_err(|e| BuildError::Io { what: format!("writing {}", path.display()), source: e })
+}
+
+/// Runs `work` for each architecture on its own thread and returns the results in order.
+fn in_parallel<R: Send>(archs: Vec<Arch>, work: impl Fn(Arch) -> Result<R, BuildError> + Sync) -> Vec<Result<R, BuildError>> {
+    std::thread::scope(|scope| {
+        let work = &work;
+        let handles: Vec<_> = archs.into_iter().map(|arch| scope.spawn(move || work(arch))).collect();
+        handles.into_iter().map(|handle| handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+    })
 }
 
 #[cfg(test)]
