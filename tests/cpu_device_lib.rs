@@ -4,32 +4,16 @@
 //! inputs and the same element-by-element checks against a host reference.
 //!
 //! Every kernel of the device library is here except `print_lines` (whose output is read back
-//! from a child process: `cpu_println_prints_the_gpu_lines` below, and tests/gpu_device_lib.rs
+//! from a child process: `cpu_println_prints_the_gpu_lines` below, and tests/gpu_print.rs
 //! on the GPU) and `panic_formatted` (tests/cpu_executor.rs, tests/gpu_fault.rs).
 
 mod common;
 #[path = "common/backend.rs"]
 mod backend;
 
-use backend::{Backend, launch_on};
+use backend::{Backend, launch_on, on_both_backends};
 use ferrocuda::LaunchConfig;
 use gpu_kernels::device_lib::{self, INDEX_WORDS, MATH_FUNCTIONS, WARP_WORDS};
-
-/// Declares `cpu::name` and `gpu::name` tests for each body `name(&Backend)`.
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod cpu {
-            $(#[test] fn $name() { super::$name(&super::Backend::cpu()) })*
-        }
-        mod gpu {
-            $(#[test] fn $name() {
-                if let Some(backend) = super::Backend::gpu_or_skip(concat!("gpu::", stringify!($name))) {
-                    super::$name(&backend)
-                }
-            })*
-        }
-    };
-}
 
 on_both_backends!(
     indices_in_a_3d_launch,

@@ -7,28 +7,12 @@ mod common;
 #[path = "common/backend.rs"]
 mod backend;
 
-use backend::{Backend, KernelArg, launch_on};
+use backend::{Backend, KernelArg, launch_on, on_both_backends};
 use ferrocuda::LaunchConfig;
 use ferrocuda_device::cpu::{CpuError, CpuExecutor, RaceKind, SHARED_POISON_BYTE};
 use gpu_kernels::cpu_examples::{self, TILE};
 use gpu_kernels::launch_kinds::{self, Affine};
 use gpu_kernels::{device_lib, saxpy, square_checked, sum_f32};
-
-/// Declares `cpu::name` and `gpu::name` tests for each body `name(&Backend)`.
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod cpu {
-            $(#[test] fn $name() { super::$name(&super::Backend::cpu()) })*
-        }
-        mod gpu {
-            $(#[test] fn $name() {
-                if let Some(backend) = super::Backend::gpu_or_skip(concat!("gpu::", stringify!($name))) {
-                    super::$name(&backend)
-                }
-            })*
-        }
-    };
-}
 
 on_both_backends!(
     saxpy_matches_the_host,
@@ -170,7 +154,7 @@ fn a_panic_reports_kernel_file_line_block_and_thread() {
         // The first element past the output is 500: block 1, thread 244 (the lowest failing
         // block is reported, and its threads run in order).
         assert_eq!((panic.kernel.as_str(), panic.file.as_str(), panic.line), ("square_checked", "gpu-kernels/src/lib.rs", line));
-        assert_eq!((panic.block.x, panic.thread.x), (1, 244), "{error}");
+        assert_eq!((panic.block[0], panic.thread[0]), (1, 244), "{error}");
         assert!(panic.message.contains("index out of bounds: the len is 500 but the index is 500"), "{}", panic.message);
         assert_eq!(error.to_string(), format!("kernel `square_checked` panicked at gpu-kernels/src/lib.rs:{line}:{}, block (1, 0, 0), thread (244, 0, 0): {}", panic.column, panic.message));
     }
@@ -183,7 +167,7 @@ fn a_formatted_panic_message_keeps_its_arguments() {
     let error = device_lib::panic_formatted::launch_cpu(&CpuExecutor::new(), (2u32, 256u32), &x, 50).unwrap_err();
     let CpuError::KernelPanic(panic) = &error else { panic!("expected a kernel panic, got {error:?}") };
     assert_eq!(panic.message, "value 77 at 300 is over the limit 50");
-    assert_eq!((panic.block.x, panic.thread.x, panic.kernel.as_str()), (1, 44, "panic_formatted"));
+    assert_eq!((panic.block[0], panic.thread[0], panic.kernel.as_str()), (1, 44, "panic_formatted"));
     assert_eq!(panic.line, line_of("gpu-kernels/src/device_lib.rs", "panic!(\"value {} at {} is over the limit {}\""));
 }
 

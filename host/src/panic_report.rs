@@ -62,6 +62,8 @@ impl fmt::Display for KernelPanic {
     }
 }
 
+impl std::error::Error for KernelPanic {}
+
 /// The process's record: host pointer and the address kernels write to.
 struct Slot {
     host: *mut PanicRecord,

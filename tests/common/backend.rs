@@ -141,3 +141,20 @@ macro_rules! launch_on {
     }};
 }
 pub(crate) use launch_on;
+
+/// Declares (in the test file that invokes it) `cpu::name` and `gpu::name` tests for each body `name(&Backend)`.
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod cpu {
+            $(#[test] fn $name() { super::$name(&super::Backend::cpu()) })*
+        }
+        mod gpu {
+            $(#[test] fn $name() {
+                if let Some(backend) = super::Backend::gpu_or_skip(concat!("gpu::", stringify!($name))) {
+                    super::$name(&backend)
+                }
+            })*
+        }
+    };
+}
+pub(crate) use on_both_backends;

@@ -16,7 +16,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
-use super::error::{BarrierDivergence, CpuError, KernelPanic, WarpDeadlock};
+use super::error::{BarrierDivergence, CpuError, WarpDeadlock};
+use ferrocuda_host::KernelPanic;
 use super::panic_capture;
 use super::shared_memory::{RaceCheck, SharedMemory};
 use crate::emu::BarrierKind;
@@ -322,8 +323,8 @@ impl<'a> BlockContext<'a> {
             line,
             column,
             message,
-            block: host_dim(self.block_idx),
-            thread: host_dim(self.threads[rank as usize].index),
+            block: axes(host_dim(self.block_idx)),
+            thread: axes(host_dim(self.threads[rank as usize].index)),
         }));
     }
 
@@ -596,4 +597,9 @@ mod tests {
         assert_eq!(shuffle_source(20, ShuffleMode::Down, 5), 25);
         assert_eq!(shuffle_source(6, ShuffleMode::Xor, 1), 7);
     }
+}
+
+/// `[x, y, z]` of a host `Dim3` (how panic reports give block and thread, on both back ends).
+fn axes(d: ferrocuda_host::Dim3) -> [u32; 3] {
+    [d.x, d.y, d.z]
 }

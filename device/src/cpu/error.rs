@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use ferrocuda_host::{Dim3, LaunchProblem};
+use ferrocuda_host::{Dim3, KernelPanic, LaunchProblem};
 
 /// An error of a CPU-executor launch.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -32,26 +32,6 @@ pub enum CpuError {
     /// barrier between.
     #[error(transparent)]
     SharedMemoryRace(#[from] SharedMemoryRace),
-}
-
-/// A panic in a kernel, reported as the GPU reports it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("kernel `{kernel}` panicked at {file}:{line}:{column}, block {block}, thread {thread}: {message}")]
-pub struct KernelPanic {
-    /// The kernel's symbol.
-    pub kernel: String,
-    /// Source file of the panic.
-    pub file: String,
-    /// Source line.
-    pub line: u32,
-    /// Source column.
-    pub column: u32,
-    /// The panic message.
-    pub message: String,
-    /// `blockIdx` of the panicking thread.
-    pub block: Dim3,
-    /// `threadIdx` of the panicking thread.
-    pub thread: Dim3,
 }
 
 /// A block barrier that some threads wait at while the others have exited.

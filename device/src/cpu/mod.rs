@@ -46,7 +46,9 @@ mod shared_memory;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-pub use error::{BarrierDivergence, CpuError, KernelPanic, RaceKind, SharedMemoryRace, WarpDeadlock};
+pub use error::{BarrierDivergence, CpuError, RaceKind, SharedMemoryRace, WarpDeadlock};
+/// The same report type as a GPU panic's (`ferrocuda_host::KernelPanic`).
+pub use ferrocuda_host::KernelPanic;
 pub use ferrocuda_host::LaunchConfig;
 pub use shared_memory::{SHARED_POISON_BYTE, STATIC_SHARED_LIMIT};
 
