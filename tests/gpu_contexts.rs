@@ -241,3 +241,29 @@ fn an_impossible_allocation_says_how_much_was_asked_and_free() {
     // The context is still usable: out-of-memory is not sticky.
     saxpy_works_in(&context).unwrap();
 }
+
+#[test]
+fn async_work_on_a_stream_of_another_context_is_refused() {
+    let Some(primary) = common::gpu_or_skip("async_work_on_a_stream_of_another_context_is_refused") else { return };
+    let other = Context::create(0, SchedulePolicy::Auto).unwrap();
+    let foreign = Stream::new(&other).unwrap();
+    let mut buffer = DeviceBuffer::<u32>::zeroed(&primary, 1024).unwrap();
+    let source = DeviceBuffer::<u32>::zeroed(&primary, 1024).unwrap();
+    let mut pinned = ferrocuda::PinnedBuffer::<u32>::zeroed(&primary, 1024).unwrap();
+    let refusals = [
+        buffer.fill_async(7, &foreign).unwrap_err(),
+        buffer.zero_async(&foreign).unwrap_err(),
+        buffer.copy_from_device_async(&source, &foreign).unwrap_err(),
+        pinned.copy_to_device_async(&mut buffer, &foreign).unwrap_err(),
+        pinned.copy_from_device_async(&source, &foreign).unwrap_err(),
+    ];
+    for error in &refusals {
+        assert!(matches!(error, Error::StreamInOtherContext { .. }), "{error:?}");
+    }
+    println!("{}", refusals[0]);
+    // The same calls on a stream of the buffer's own context work.
+    let own = Stream::new(&primary).unwrap();
+    buffer.fill_async(7, &own).unwrap();
+    own.synchronize().unwrap();
+    assert!(buffer.to_vec().unwrap().iter().all(|&v| v == 7));
+}

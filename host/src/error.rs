@@ -286,6 +286,13 @@ pub enum Error {
         /// The module.
         module: String,
     },
+    /// Work on a buffer was queued on a stream of another context. A buffer's free waits only
+    /// for its own context, so such work could outlive the memory.
+    #[error("{operation}: the stream belongs to a different context than the buffer; queue it on a stream of the buffer's own context (`Stream::new(buffer.context())`)")]
+    StreamInOtherContext {
+        /// What was asked for.
+        operation: &'static str,
+    },
     /// Bytes given as a cubin/fatbin that are not a complete one.
     #[error("module `{module}` is not a loadable binary image: {reason}")]
     InvalidImage {

@@ -72,6 +72,11 @@ enum Release {
     OnStream(Stream),
 }
 
+/// Refuses `stream` unless it belongs to `context` (see [`Error::StreamInOtherContext`]).
+pub(crate) fn ensure_stream_in(context: &Context, stream: &Stream, operation: &'static str) -> Result<()> {
+    if stream.context().raw() == context.raw() { Ok(()) } else { Err(Error::StreamInOtherContext { operation }) }
+}
+
 impl<T: Pod> DeviceBuffer<T> {
     /// Allocates `len` elements, zero-filled.
     pub fn zeroed(context: &Context, len: usize) -> Result<Self> {
@@ -159,6 +164,7 @@ impl<T: Pod> DeviceBuffer<T> {
     /// Sets every element to `value`, queued on `stream` (ordered with the kernels on it).
     /// Elements of 1, 2 or 4 bytes only; others get [`Error::FillElementSize`].
     pub fn fill_async(&mut self, value: T, stream: &Stream) -> Result<()> {
+        ensure_stream_in(&self.context, stream, "fill_async")?;
         self.memset(value, Some(stream))
     }
 
@@ -196,6 +202,7 @@ impl<T: Pod> DeviceBuffer<T> {
 
     /// Queues a copy of `source` (same length, same context) into this buffer on `stream`.
     pub fn copy_from_device_async(&mut self, source: &DeviceSlice<T>, stream: &Stream) -> Result<()> {
+        ensure_stream_in(&self.context, stream, "copy_from_device_async")?;
         self.copy_device_to_device(source, Some(stream))
     }
 
@@ -229,7 +236,13 @@ impl<T: Pod> DeviceBuffer<T> {
 
     /// Queues a copy of `source`, a buffer in another context, into this one on `stream`
     /// (a stream of this buffer's context; `cuMemcpyPeerAsync`).
-    pub fn copy_from_peer_async(&mut self, source: &DeviceBuffer<T>, stream: &Stream) -> Result<()> {
+    ///
+    /// # Safety
+    /// `source` must stay alive until the copy has finished (synchronise `stream`, or wait for
+    /// an event recorded after the copy, before dropping it): its drop waits only for its own
+    /// context, not for work queued in this one.
+    pub unsafe fn copy_from_peer_async(&mut self, source: &DeviceBuffer<T>, stream: &Stream) -> Result<()> {
+        ensure_stream_in(&self.context, stream, "copy_from_peer_async")?;
         self.copy_peer(source, Some(stream))
     }
 
@@ -261,6 +274,7 @@ impl<T: Pod> DeviceBuffer<T> {
 
     /// Sets every element to zero, queued on `stream` (ordered with the kernels on it).
     pub fn zero_async(&mut self, stream: &Stream) -> Result<()> {
+        ensure_stream_in(&self.context, stream, "zero_async")?;
         if self.slice.size_bytes() == 0 {
             return Ok(());
         }

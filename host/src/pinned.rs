@@ -93,6 +93,7 @@ impl<T: Pod> PinnedBuffer<T> {
     /// Queues a copy of this buffer into `destination` (same length) on `stream`; the host
     /// goes on at once. Host access to this buffer waits for the copy.
     pub fn copy_to_device_async(&self, destination: &mut DeviceBuffer<T>, stream: &Stream) -> Result<()> {
+        crate::memory::ensure_stream_in(destination.context(), stream, "copy_to_device_async")?;
         check_lengths(destination.len(), self.len)?;
         if self.is_empty() {
             return Ok(());
@@ -111,6 +112,7 @@ impl<T: Pod> PinnedBuffer<T> {
     /// Queues a copy of `source` (same length) into this buffer on `stream`; the host goes on
     /// at once. [`PinnedBuffer::as_slice`] waits for it.
     pub fn copy_from_device_async(&mut self, source: &DeviceBuffer<T>, stream: &Stream) -> Result<()> {
+        crate::memory::ensure_stream_in(source.context(), stream, "copy_from_device_async")?;
         check_lengths(self.len, source.len())?;
         if self.is_empty() {
             return Ok(());
