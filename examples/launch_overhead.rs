@@ -20,15 +20,12 @@ const LAUNCHES: usize = 100_000;
 const BATCH: usize = 500;
 const ROUNDS: usize = 3;
 
-fn main() -> ferrocuda::Result<()> {
-    let context = match Context::primary(0) {
-        Ok(context) => context,
-        Err(error @ (ferrocuda::Error::NoDriver | ferrocuda::Error::NoDevice { .. })) => {
-            println!("no GPU: {error}");
-            return Ok(());
-        }
-        Err(error) => return Err(error),
-    };
+fn main() -> std::process::ExitCode {
+    ferrocuda::exit_code(run())
+}
+
+fn run() -> ferrocuda::Result<()> {
+    let context = Context::primary(0)?;
     let device = context.device();
     let (major, minor) = ferrocuda::driver_version()?;
     println!("device: {} (sm_{}), driver CUDA {major}.{minor}", device.name()?, device.arch()?);

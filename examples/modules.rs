@@ -13,15 +13,12 @@ fn ptx_with_version(version: u32) -> String {
     format!("{ptx}\n.visible .global .align 4 .u32 VERSION = {version};\n")
 }
 
-fn main() -> ferrocuda::Result<()> {
-    let context = match Context::primary(0) {
-        Ok(context) => context,
-        Err(error @ (ferrocuda::Error::NoDriver | ferrocuda::Error::NoDevice { .. })) => {
-            println!("no GPU: {error}");
-            return Ok(());
-        }
-        Err(error) => return Err(error),
-    };
+fn main() -> std::process::ExitCode {
+    ferrocuda::exit_code(run())
+}
+
+fn run() -> ferrocuda::Result<()> {
+    let context = Context::primary(0)?;
     let options = JitOptions::new().optimization_level(3).max_registers(32).line_info(true).verbose(true);
     let module = ReloadableModule::load_ptx(&context, "gpu_kernels", &ptx_with_version(1), options, &[&mark_blocks::SIGNATURE])?;
     let current = module.current();

@@ -4,8 +4,8 @@
 //! inputs and the same element-by-element checks against a host reference.
 //!
 //! Every kernel of the device library is here except `print_lines` (whose output is read back
-//! from a child process: `cpu_println_prints_the_gpu_lines` below, and tests/gpu_print.rs
-//! on the GPU) and `panic_formatted` (tests/cpu_executor.rs, tests/gpu_fault.rs).
+//! from a child process: `cpu_println_prints_the_gpu_lines` and `gpu_println_reaches_stdout`
+//! below) and `panic_formatted` (tests/cpu_executor.rs, tests/gpu_fault.rs).
 
 mod common;
 #[path = "common/backend.rs"]
@@ -252,67 +252,43 @@ fn inputs(count: usize, seed: u64) -> Vec<f64> {
     x
 }
 
-/// The host's value of `MATH_FUNCTIONS[f]` at `v` (std and libm), in `f64`.
-fn host_math_f64(f: &str, v: f64) -> f64 {
-    match f {
-        "sqrt" => v.sqrt(),
-        "rsqrt" => 1.0 / v.sqrt(),
-        "cbrt" => v.cbrt(),
-        "exp" => v.exp(),
-        "exp2" => v.exp2(),
-        "exp_m1" => v.exp_m1(),
-        "ln" => v.ln(),
-        "log2" => v.log2(),
-        "log10" => v.log10(),
-        "ln_1p" => v.ln_1p(),
-        "sin" => v.sin(),
-        "cos" => v.cos(),
-        "tan" => v.tan(),
-        "asin" => (v * 0.1).asin(),
-        "atan" => v.atan(),
-        "sinh" => v.sinh(),
-        "tanh" => v.tanh(),
-        "erf" => libm::erf(v),
-        "erfc" => libm::erfc(v),
-        "floor" => v.floor(),
-        "ceil" => v.ceil(),
-        "round" => v.round(),
-        "powf(x, 1.7)" => v.powf(1.7),
-        "powi(x, 5)" => v.powi(5),
-        other => unreachable!("{other}"),
-    }
+/// `host_math_f64` / `host_math_f32`: the host's value of `MATH_FUNCTIONS[f]` at `v` (std,
+/// and libm for erf/erfc, which std lacks), one definition for both float types.
+macro_rules! host_math {
+    ($name:ident, $t:ty, $erf:path, $erfc:path) => {
+        fn $name(f: &str, v: $t) -> $t {
+            match f {
+                "sqrt" => v.sqrt(),
+                "rsqrt" => 1.0 / v.sqrt(),
+                "cbrt" => v.cbrt(),
+                "exp" => v.exp(),
+                "exp2" => v.exp2(),
+                "exp_m1" => v.exp_m1(),
+                "ln" => v.ln(),
+                "log2" => v.log2(),
+                "log10" => v.log10(),
+                "ln_1p" => v.ln_1p(),
+                "sin" => v.sin(),
+                "cos" => v.cos(),
+                "tan" => v.tan(),
+                "asin" => (v * 0.1).asin(),
+                "atan" => v.atan(),
+                "sinh" => v.sinh(),
+                "tanh" => v.tanh(),
+                "erf" => $erf(v),
+                "erfc" => $erfc(v),
+                "floor" => v.floor(),
+                "ceil" => v.ceil(),
+                "round" => v.round(),
+                "powf(x, 1.7)" => v.powf(1.7),
+                "powi(x, 5)" => v.powi(5),
+                other => unreachable!("{other}"),
+            }
+        }
+    };
 }
-
-/// The same in `f32`.
-fn host_math_f32(f: &str, v: f32) -> f32 {
-    match f {
-        "sqrt" => v.sqrt(),
-        "rsqrt" => 1.0 / v.sqrt(),
-        "cbrt" => v.cbrt(),
-        "exp" => v.exp(),
-        "exp2" => v.exp2(),
-        "exp_m1" => v.exp_m1(),
-        "ln" => v.ln(),
-        "log2" => v.log2(),
-        "log10" => v.log10(),
-        "ln_1p" => v.ln_1p(),
-        "sin" => v.sin(),
-        "cos" => v.cos(),
-        "tan" => v.tan(),
-        "asin" => (v * 0.1).asin(),
-        "atan" => v.atan(),
-        "sinh" => v.sinh(),
-        "tanh" => v.tanh(),
-        "erf" => libm::erff(v),
-        "erfc" => libm::erfcf(v),
-        "floor" => v.floor(),
-        "ceil" => v.ceil(),
-        "round" => v.round(),
-        "powf(x, 1.7)" => v.powf(1.7),
-        "powi(x, 5)" => v.powi(5),
-        other => unreachable!("{other}"),
-    }
-}
+host_math!(host_math_f64, f64, libm::erf, libm::erfc);
+host_math!(host_math_f32, f32, libm::erff, libm::erfcf);
 
 fn math_f32_matches_the_host_within_its_documented_ulps(backend: &Backend) {
     let x: Vec<f32> = inputs(100_000, 23).into_iter().map(|v| v as f32).collect();
@@ -462,31 +438,57 @@ fn f16_bits(value: f32) -> u16 {
     sign | (exponent as u16) << 10 | mantissa
 }
 
-/// The device's `println!` on the CPU executor prints the same lines as on the GPU (read back
-/// from a child process's stdout, where the test harness does not capture).
-#[test]
-fn cpu_println_prints_the_gpu_lines() {
-    const CHILD: &str = "FERROCUDA_CPU_PRINT_CHILD";
-    const NAME: &str = "cpu_println_prints_the_gpu_lines";
-    if std::env::var_os(CHILD).is_some() {
-        let executor = ferrocuda_device::cpu::CpuExecutor::deterministic();
-        device_lib::print_lines::launch_cpu(&executor, (3u32, 128u32), 1.23456f32, 0xbeefu32).unwrap();
-        return;
-    }
+/// `println!` from a kernel, read back from a child process's stdout (a child's output is not
+/// captured by the test harness): the same lines on both back ends.
+const PRINT_CHILD: &str = "FERROCUDA_PRINT_CHILD";
+
+/// In the child (this binary re-run for `test`), true; in the parent, false.
+fn is_print_child(test: &str) -> bool {
+    std::env::var(PRINT_CHILD).is_ok_and(|t| t == test)
+}
+
+/// Runs `test` in a child process and checks the lines `print_lines` printed there.
+fn check_printed_lines(test: &str) {
     let output = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([NAME, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD, "1")
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(PRINT_CHILD, test)
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "child failed:\n{text}\n{}", String::from_utf8_lossy(&output.stderr));
-    for b in 0..3 {
-        let line = format!("block {b} of 3 says 1.235 tag=beef ok=true");
-        // (The harness's "test name ... " may share the first line.)
-        assert_eq!(text.matches(&line).count(), 1, "expected once: {line:?} in:\n{text}");
+    // (The harness prints the test's name without a newline, so the first kernel line may
+    // share its line: count occurrences, not whole lines.)
+    let blocks = (0..3).map(|b| format!("block {b} of 3 says 1.235 tag=beef ok=true"));
+    let warps = (1..4).map(|w| format!("warp  {w} checking in, 100% ready"));
+    for line in blocks.chain(warps) {
+        assert_eq!(text.matches(&format!("{line}\n")).count(), 1, "expected once: {line:?} in:\n{text}");
     }
-    for w in 1..4 {
-        let line = format!("warp  {w} checking in, 100% ready");
-        assert_eq!(text.matches(&line).count(), 1, "expected once: {line:?} in:\n{text}");
+    println!("{test}:\n{}", text.lines().filter(|l| l.starts_with("block") || l.starts_with("warp")).collect::<Vec<_>>().join("\n"));
+}
+
+#[test]
+fn cpu_println_prints_the_gpu_lines() {
+    const NAME: &str = "cpu_println_prints_the_gpu_lines";
+    if is_print_child(NAME) {
+        let executor = ferrocuda_device::cpu::CpuExecutor::deterministic();
+        device_lib::print_lines::launch_cpu(&executor, (3u32, 128u32), 1.23456f32, 0xbeefu32).unwrap();
+        return;
     }
+    check_printed_lines(NAME);
+}
+
+#[test]
+fn gpu_println_reaches_stdout() {
+    const NAME: &str = "gpu_println_reaches_stdout";
+    if is_print_child(NAME) {
+        let context = ferrocuda::Context::primary(0).unwrap();
+        let stream = ferrocuda::Stream::new(&context).unwrap();
+        device_lib::print_lines::launch(&stream, (3u32, 128u32), 1.23456f32, 0xbeefu32).unwrap();
+        stream.synchronize().unwrap();
+        return;
+    }
+    if common::gpu_or_skip(NAME).is_none() {
+        return;
+    }
+    check_printed_lines(NAME);
 }
