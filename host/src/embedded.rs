@@ -5,6 +5,7 @@
 use cudarc::driver::sys;
 
 use crate::context::Context;
+
 use crate::error::{Error, Result};
 use crate::module::{RawModule, check_ptx_supported};
 use crate::{EmbeddedModule, Image};

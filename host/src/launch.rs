@@ -5,7 +5,7 @@ use std::ffi::c_void;
 use cudarc::driver::sys;
 
 use crate::context::Context;
-use crate::driver::check;
+use crate::driver;
 use crate::EmbeddedModule;
 use crate::error::{Error, Result};
 use crate::function::Function;
@@ -116,8 +116,8 @@ pub unsafe fn launch_in_module(module: &Module, signature: &'static KernelSignat
 pub(crate) unsafe fn launch_function(function: sys::CUfunction, symbol: &'static str, stream: &Stream, config: &LaunchConfig, params: &mut [*mut c_void]) -> Result<()> {
     if !config.is_extended() {
         // SAFETY: per this function's contract.
-        let code = unsafe {
-            sys::cuLaunchKernel(
+        return Ok(unsafe {
+            driver::launch::launch_kernel(
                 function,
                 config.grid.x,
                 config.grid.y,
@@ -130,8 +130,7 @@ pub(crate) unsafe fn launch_function(function: sys::CUfunction, symbol: &'static
                 params.as_mut_ptr(),
                 std::ptr::null_mut(),
             )
-        };
-        return Ok(check("cuLaunchKernel", code)?);
+        }?);
     }
     // SAFETY: an all-zero attribute is a valid (ignored) value of this plain C union.
     let mut attributes: [sys::CUlaunchAttribute; 2] = unsafe { std::mem::zeroed() };
@@ -159,12 +158,11 @@ pub(crate) unsafe fn launch_function(function: sys::CUfunction, symbol: &'static
         numAttrs: count as u32,
     };
     // SAFETY: `launch` and its attributes outlive the call; the rest per this function's contract.
-    let code = unsafe { sys::cuLaunchKernelEx(&launch, function, params.as_mut_ptr(), std::ptr::null_mut()) };
-    if code == sys::CUresult::CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE {
+    match unsafe { driver::launch::launch_kernel_ex(&launch, function, params.as_mut_ptr(), std::ptr::null_mut()) } {
         // Only on this error path: say how many blocks would have fitted.
-        return Err(cooperative_too_large(function, symbol, stream, config));
+        Err(e) if e.code == sys::CUresult::CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE => Err(cooperative_too_large(function, symbol, stream, config)),
+        other => Ok(other?),
     }
-    Ok(check("cuLaunchKernelEx", code)?)
 }
 
 /// The error for a cooperative grid larger than what fits on the device at once, with the
@@ -175,9 +173,9 @@ fn cooperative_too_large(function: sys::CUfunction, symbol: &str, stream: &Strea
     let mut per_sm = 0;
     let threads = config.block.volume().min(i32::MAX as u64) as i32;
     // SAFETY: writes one int; the function belongs to the bound context.
-    let occupancy = unsafe { sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut per_sm, function, threads, config.shared_bytes as usize) };
+    let occupancy = unsafe { driver::function::occupancy_max_active_blocks_per_multiprocessor(&mut per_sm, function, threads, config.shared_bytes as usize) };
     let Ok(sms) = stream.context().device().multiprocessor_count() else { return driver_error() };
-    if occupancy != sys::CUresult::CUDA_SUCCESS {
+    if occupancy.is_err() {
         return driver_error();
     }
     let max = per_sm as u64 * sms as u64;

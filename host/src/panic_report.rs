@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use cudarc::driver::sys;
 
-use crate::driver::check;
+use crate::driver;
 use crate::error::DriverError;
 use crate::{KernelPanic, PANIC_SLOT_SYMBOL_C, PanicRecord};
 
@@ -37,12 +37,12 @@ fn slot() -> Option<&'static Slot> {
         let flags = sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP;
         // SAFETY: writes one pointer to `size` bytes of page-locked memory (never freed: the
         // record must outlive every context, and a poisoned process could not free it anyway).
-        check("cuMemHostAlloc", unsafe { sys::cuMemHostAlloc(&mut host, size, flags) }).ok()?;
+        unsafe { driver::memory::host_alloc(&mut host, size, flags) }.ok()?;
         // SAFETY: the allocation is `size` bytes; zero means "no panic yet".
         unsafe { std::ptr::write_bytes(host.cast::<u8>(), 0, size) };
         let mut device = 0;
         // SAFETY: `host` was allocated with DEVICEMAP above.
-        check("cuMemHostGetDevicePointer", unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, host, 0) }).ok()?;
+        unsafe { driver::memory::host_get_device_pointer(&mut device, host, 0) }.ok()?;
         Some(Slot { host: host.cast(), device })
     })
     .as_ref()
@@ -54,14 +54,14 @@ fn slot() -> Option<&'static Slot> {
 pub(crate) fn install(module: sys::CUmodule) -> Result<(), DriverError> {
     let (mut address, mut size) = (0, 0);
     // SAFETY: looks a global up by a NUL-terminated name; writes its address and size.
-    let found = unsafe { sys::cuModuleGetGlobal_v2(&mut address, &mut size, module, PANIC_SLOT_SYMBOL_C.as_ptr()) };
-    if found != sys::CUresult::CUDA_SUCCESS || size != 8 {
+    let found = unsafe { driver::module::get_global(&mut address, &mut size, module, PANIC_SLOT_SYMBOL_C.as_ptr()) };
+    if found.is_err() || size != 8 {
         return Ok(());
     }
     if let Some(slot) = slot() {
         let value = slot.device;
         // SAFETY: copies 8 bytes into the 8-byte global found above.
-        check("cuMemcpyHtoD", unsafe { sys::cuMemcpyHtoD_v2(address, (&value as *const u64).cast(), 8) })?;
+        unsafe { driver::memory::memcpy_htod(address, (&value as *const u64).cast(), 8) }?;
     }
     Ok(())
 }
