@@ -52,7 +52,9 @@ fn run() -> ferrocuda::Result<()> {
         (&n as *const usize).cast_mut().cast(),
     ];
     let saxpy_params_ptr = saxpy_params.as_mut_ptr();
-    let module = Module::load_ptx(&context, "gpu_kernels (explicit)", gpu_kernels::KERNELS.ptx_for(80).expect("sm_80 PTX"), &JitOptions::new())?;
+    // SAFETY: the PTX/cubin is this project's own build (kernels built by #[kernel], whose
+    // fingerprints `launch_in` checks), or a module that is never launched through a typed launcher.
+    let module = unsafe { Module::load_ptx(&context, "gpu_kernels (explicit)", gpu_kernels::KERNELS.ptx_for(80).expect("sm_80 PTX"), &JitOptions::new()) }?;
     let mut y2 = DeviceBuffer::from_slice(&context, &[2.0f32; 32])?;
 
     type Variant<'a> = (&'static str, Box<dyn FnMut() + 'a>);

@@ -76,9 +76,21 @@ impl fmt::Debug for DriverError {
 impl std::error::Error for DriverError {}
 
 impl From<DriverError> for Error {
-    /// A sticky error after a device panic becomes [`Error::KernelPanic`] with the record the
-    /// panicking thread left; any other driver error stays [`Error::Driver`].
+    /// Always [`Error::Driver`]: no hidden reads. The calls that notice kernel faults
+    /// (synchronisations, host copies, allocations) upgrade explicitly with
+    /// [`Error::with_kernel_panic`].
     fn from(error: DriverError) -> Self {
+        Error::Driver(error)
+    }
+}
+
+impl Error {
+    /// The error for a failed driver call that may be the first to notice a kernel fault: a
+    /// sticky error after a device panic becomes [`Error::KernelPanic`] with the record the
+    /// panicking thread left (read from the process's panic record); any other driver error
+    /// stays [`Error::Driver`].
+    #[cold]
+    pub fn with_kernel_panic(error: DriverError) -> Self {
         if error.is_sticky()
             && let Some(report) = crate::panic_report::recorded()
         {
@@ -305,6 +317,56 @@ pub enum Error {
     /// A JIT option out of its range.
     #[error("invalid JIT option: {0}")]
     InvalidJitOption(String),
+    /// A kernel argument (or other stream work's buffer) lives in another context than the
+    /// stream, without peer access between them (U3, C2).
+    #[error(
+        "{operation}: buffer `{argument}` belongs to another context than the stream; use a stream of the buffer's context, \
+         copy the data over (`copy_from_peer`), or enable peer access first (`stream_context.enable_peer_access(&buffer_context)`)"
+    )]
+    BufferInOtherContext {
+        /// The kernel launched, or the operation.
+        operation: String,
+        /// The parameter's name (or the buffer's position).
+        argument: &'static str,
+    },
+    /// An allocation whose size in bytes does not fit in `usize`.
+    #[error("cannot allocate {len} elements of {element_bytes} bytes: the size in bytes overflows usize; allocate less")]
+    AllocationTooLarge {
+        /// Elements asked for.
+        len: usize,
+        /// `size_of::<T>()`.
+        element_bytes: usize,
+    },
+    /// A wait that gave up (see [`Stream::synchronize_timeout`](crate::Stream::synchronize_timeout)).
+    #[error("{operation}: the work was still running after {waited:?} (a kernel that never ends, e.g. one spinning on a flag nobody sets?); it keeps running, and a later synchronisation waits for it")]
+    Timeout {
+        /// What timed out.
+        operation: &'static str,
+        /// How long it waited.
+        waited: std::time::Duration,
+    },
+    /// The first launch of a crate's kernel in a context happened inside a stream capture: the
+    /// embedded module would have to be loaded there, which a capture forbids (E1a).
+    #[error(
+        "cannot launch `{kernel}` inside a stream capture: the module `{module}` is not loaded into this context yet, and loading \
+         it is not allowed while capturing. Load it before `begin_capture`/`capture`: `context.embedded_image(&{module}::KERNELS)?` \
+         (or launch one of its kernels once)"
+    )]
+    ModuleNotLoadedInCapture {
+        /// The kernel.
+        kernel: String,
+        /// The kernel crate.
+        module: String,
+    },
+    /// `Stream::end_capture` failed: something illegal during a capture invalidated it.
+    #[error(
+        "{source}; the capture was invalidated by an operation that is not allowed while capturing (a synchronous copy or memset, \
+         a synchronisation, loading a module, an allocation with `cuMemAlloc`), on this thread or on the captured stream"
+    )]
+    CaptureFailed {
+        /// The driver's error from `cuStreamEndCapture`.
+        source: DriverError,
+    },
 }
 
 /// Bytes as a short human-readable size ("1.50 GiB").

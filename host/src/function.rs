@@ -69,6 +69,13 @@ impl Function {
         Function { raw, name, context, _module: module }
     }
 
+    /// The kernel `symbol` of an embedded module (`my_kernels::KERNELS`) as loaded into
+    /// `context`, loading the module if needed: for attributes, occupancy and launches by
+    /// symbol. A `#[kernel]` launcher gives the same as `name::function(&context)`.
+    pub fn from_embedded(context: &Context, module: &'static crate::EmbeddedModule, symbol: &'static str) -> Result<Function> {
+        crate::launch::embedded_function(module, symbol, context)
+    }
+
     /// The kernel's symbol.
     pub fn name(&self) -> &str {
         &self.name

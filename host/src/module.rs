@@ -286,7 +286,15 @@ impl Module {
     /// JIT-compiles `ptx` into `context` with `options`; `name` labels errors. A PTX ISA or
     /// target the driver/device cannot handle is refused before the driver sees it, and a
     /// failed compilation's error carries the JIT error log.
-    pub fn load_ptx(context: &Context, name: &str, ptx: &str, options: &JitOptions) -> Result<Self> {
+    ///
+    /// # Safety
+    /// The typed launchers (`name::launch_in(&module, ..)`) trust the module's kernels to
+    /// take the parameters their signature says (U7: a kernel with the right name and
+    /// parameter sizes but other element types writes out of bounds). Kernels built by
+    /// `#[kernel]` carry a fingerprint of their full signature that `launch_in` checks, so for
+    /// PTX built by this project's builder that is checked; for any other kernel the caller
+    /// vouches that each one launched through a typed launcher has that launcher's signature.
+    pub unsafe fn load_ptx(context: &Context, name: &str, ptx: &str, options: &JitOptions) -> Result<Self> {
         context.bind_to_thread()?;
         check_ptx_supported(name, ptx, context)?;
         let (raw, info_log) = RawModule::load_with(name, ptx.as_bytes(), true, options)?;
@@ -294,9 +302,16 @@ impl Module {
     }
 
     /// Loads a cubin or fatbin image into `context` (fatbins may JIT their PTX with `options`).
-    /// The image's header is checked first (the driver trusts the sizes in it, so a truncated
-    /// image would be read past its end); PTX text goes to [`Module::load_ptx`].
-    pub fn load_binary(context: &Context, name: &str, image: &[u8], options: &JitOptions) -> Result<Self> {
+    /// The image's header is checked first (a truncated image would be read past its end);
+    /// PTX text goes to [`Module::load_ptx`].
+    ///
+    /// # Safety
+    /// The driver trusts the image: section and program-header contents pointing outside it
+    /// crash the process inside the driver (U6), and nothing short of the driver itself could
+    /// check them. The image must be a well-formed cubin or fatbin (e.g. made by `ptxas` or
+    /// `nvcc`, not altered since), and its kernels must have the signatures their typed
+    /// launchers say, as for [`Module::load_ptx`].
+    pub unsafe fn load_binary(context: &Context, name: &str, image: &[u8], options: &JitOptions) -> Result<Self> {
         check_binary_image(image).map_err(|reason| Error::InvalidImage { module: name.to_string(), reason })?;
         context.bind_to_thread()?;
         let (raw, info_log) = RawModule::load_with(name, image, false, options)?;
@@ -304,8 +319,12 @@ impl Module {
     }
 
     /// [`Module::load_ptx`], then [`Module::check_kernels`].
-    pub fn load_ptx_checked(context: &Context, name: &str, ptx: &str, options: &JitOptions, expected: &[&KernelSignature]) -> Result<Self> {
-        let module = Self::load_ptx(context, name, ptx, options)?;
+    ///
+    /// # Safety
+    /// As for [`Module::load_ptx`].
+    pub unsafe fn load_ptx_checked(context: &Context, name: &str, ptx: &str, options: &JitOptions, expected: &[&KernelSignature]) -> Result<Self> {
+        // SAFETY: forwarded to the caller.
+        let module = unsafe { Self::load_ptx(context, name, ptx, options) }?;
         module.check_kernels(expected)?;
         Ok(module)
     }
@@ -331,6 +350,11 @@ impl Module {
         &self.inner.context
     }
 
+    /// A handle that keeps the module loaded (for graphs that captured its kernels).
+    pub(crate) fn keep_alive(&self) -> Arc<dyn std::any::Any + Send + Sync> {
+        self.inner.clone()
+    }
+
     fn raw(&self) -> &RawModule {
         self.inner.raw.as_ref().expect("a Module handle is never observed after unload")
     }
@@ -348,6 +372,7 @@ impl Module {
         self.inner.context.bind_to_thread()?;
         for signature in expected {
             let function = self.raw().function(&self.inner.name, signature.symbol)?;
+            check_fingerprint(self.raw().raw, signature, &self.inner.name)?;
             check_params(function, signature, &self.inner.name)?;
         }
         Ok(())
@@ -361,6 +386,7 @@ impl Module {
             return Ok(f);
         }
         let function = self.raw().function(&self.inner.name, signature.symbol)?;
+        check_fingerprint(self.raw().raw, signature, &self.inner.name)?;
         check_params(function, signature, &self.inner.name)?;
         functions.push((signature, function));
         Ok(function)
@@ -421,6 +447,35 @@ impl std::fmt::Debug for Module {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Module").field("name", &self.inner.name).finish()
     }
+}
+
+/// Compares the kernel's fingerprint global (`#[kernel]` writes one per entry point) with the
+/// launcher's (U7). A module without the global (not built by `#[kernel]`) passes: its loader
+/// vouched for it (`load_ptx` is `unsafe`).
+fn check_fingerprint(raw: sys::CUmodule, signature: &KernelSignature, module: &str) -> Result<()> {
+    if signature.fingerprint == 0 {
+        return Ok(());
+    }
+    let Ok(name) = CString::new(format!("{}{}", crate::FINGERPRINT_SYMBOL_PREFIX, signature.symbol)) else { return Ok(()) };
+    let (mut address, mut bytes) = (0, 0);
+    // SAFETY: looks a global up by a NUL-terminated name in a loaded module.
+    if unsafe { driver::module::get_global(&mut address, &mut bytes, raw, name.as_ptr()) }.is_err() || bytes != 8 {
+        return Ok(());
+    }
+    let mut found = 0u64;
+    // SAFETY: copies the 8-byte global found above into a u64.
+    unsafe { driver::memory::memcpy_dtoh((&mut found as *mut u64).cast(), address, 8) }?;
+    if found != signature.fingerprint {
+        return Err(Error::KernelSignatureMismatch {
+            kernel: signature.symbol.to_string(),
+            module: module.to_string(),
+            detail: format!(
+                "the module's kernel was built with another signature than the launcher's `{}` (fingerprint {found:#018x}, launcher {:#018x}): element types differ even where sizes match",
+                signature.canonical, signature.fingerprint
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// Compares the kernel's PTX parameters with what its launcher passes.
@@ -502,8 +557,12 @@ pub struct ReloadableModule {
 impl ReloadableModule {
     /// Loads `ptx` and checks it has the `expected` kernels; reloads use the same options and
     /// checks.
-    pub fn load_ptx(context: &Context, name: &str, ptx: &str, options: JitOptions, expected: &[&'static KernelSignature]) -> Result<Self> {
-        let module = Module::load_ptx_checked(context, name, ptx, &options, expected)?;
+    ///
+    /// # Safety
+    /// As for [`Module::load_ptx`], for this PTX and every PTX reloaded later.
+    pub unsafe fn load_ptx(context: &Context, name: &str, ptx: &str, options: JitOptions, expected: &[&'static KernelSignature]) -> Result<Self> {
+        // SAFETY: forwarded to the caller.
+        let module = unsafe { Module::load_ptx_checked(context, name, ptx, &options, expected) }?;
         Ok(ReloadableModule { current: RwLock::new(module), expected: expected.to_vec(), options, generation: 0.into() })
     }
 
@@ -519,9 +578,13 @@ impl ReloadableModule {
 
     /// Loads new PTX text and, if it compiles and has the expected kernels, swaps it in. On
     /// error the current module stays.
-    pub fn reload_ptx(&self, ptx: &str) -> Result<()> {
+    ///
+    /// # Safety
+    /// As for [`Module::load_ptx`].
+    pub unsafe fn reload_ptx(&self, ptx: &str) -> Result<()> {
         let old = self.current();
-        let new = Module::load_ptx_checked(old.context(), old.name(), ptx, &self.options, &self.expected)?;
+        // SAFETY: forwarded to the caller.
+        let new = unsafe { Module::load_ptx_checked(old.context(), old.name(), ptx, &self.options, &self.expected) }?;
         let replaced = std::mem::replace(&mut *self.current.write().unwrap_or_else(|p| p.into_inner()), new);
         // Dropped outside the lock: the last handle of a module waits for its queued work.
         drop(replaced);

@@ -7,9 +7,11 @@ use syn::{Ident, Type};
 
 use super::parse::{Kernel, Param, ParamKind};
 
-/// Absolute path of the host runtime as seen from a kernel crate.
+/// Absolute path of the host runtime's macro support (`ferrocuda_host::__private`) as seen
+/// from a kernel crate; becomes `::ferrocuda_host::__private` once kernel crates depend on
+/// ferrocuda-host directly (see /coord/INTERFACE-host-macro.md).
 fn host_path() -> TokenStream {
-    quote!(::ferrocuda_device::__private::host)
+    quote!(::ferrocuda_device::__private::host::__private)
 }
 
 pub fn kernel(kernel: &Kernel) -> TokenStream {
@@ -141,6 +143,7 @@ fn host_launcher(symbol: &Ident, params: &[Param], is_unsafe: bool, host_fn: Tok
     let mut pointers = Vec::new();
     let mut sizes = Vec::new();
     let mut checks = Vec::new();
+    let mut buffers = Vec::new();
     for p in params {
         let (ident, ty) = (&p.name, &p.ty);
         arg_names.push(ident.clone());
@@ -161,6 +164,8 @@ fn host_launcher(symbol: &Ident, params: &[Param], is_unsafe: bool, host_fn: Tok
                 launch_params.push(quote_spanned!(type_span(elem)=> #ident: &(impl #fc::DeviceRead<#elem> + ?::core::marker::Sized)));
                 let arg = format_ident!("__{}_arg", ident);
                 prepare.push(quote!(let #arg = #fc::DeviceRead::<#elem>::kernel_arg(#ident);));
+                let name = ident.to_string();
+                buffers.push(quote!(#arg.read(#name)));
                 pointers.push(quote!(#fc::param_ptr(&#arg.ptr)));
                 pointers.push(quote!(#fc::param_ptr(&#arg.len)));
                 sizes.push(quote!(::core::mem::size_of::<u64>()));
@@ -170,6 +175,8 @@ fn host_launcher(symbol: &Ident, params: &[Param], is_unsafe: bool, host_fn: Tok
                 launch_params.push(quote_spanned!(type_span(elem)=> #ident: &mut (impl #fc::DeviceWrite<#elem> + ?::core::marker::Sized)));
                 let arg = format_ident!("__{}_arg", ident);
                 prepare.push(quote!(let #arg = #fc::DeviceWrite::<#elem>::kernel_arg_mut(#ident);));
+                let name = ident.to_string();
+                buffers.push(quote!(#arg.write(#name)));
                 pointers.push(quote!(#fc::param_ptr(&#arg.ptr)));
                 pointers.push(quote!(#fc::param_ptr(&#arg.len)));
                 sizes.push(quote!(::core::mem::size_of::<u64>()));
@@ -183,6 +190,7 @@ fn host_launcher(symbol: &Ident, params: &[Param], is_unsafe: bool, host_fn: Tok
         }
     }
     let count = pointers.len();
+    let buffer_count = buffers.len();
     let canonical = canonical_signature(symbol, params);
     let fingerprint = fingerprint_literal(&canonical);
     let doc = format!(
@@ -208,14 +216,17 @@ fn host_launcher(symbol: &Ident, params: &[Param], is_unsafe: bool, host_fn: Tok
         quote! {
             #(#prepare)*
             let mut params: [*mut ::core::ffi::c_void; #count] = [#(#pointers),*];
+            // Each slice argument and how the kernel uses it: the launch is ordered after
+            // their earlier work on other streams, and refused for another context's buffer.
+            let buffers: [#fc::BufferAccess<'_>; #buffer_count] = [#(#buffers),*];
             // SAFETY: `params` follows the PTX signature generated from the same function: each
             // slice is a live device allocation of its length, outputs are borrowed exclusively
             // for the call, raw pointers are vouched for by the caller of this `unsafe fn`.
             unsafe { #path }
         }
     };
-    let embedded = launch_call(quote!(#fc::launch_embedded(&crate::KERNELS, SYMBOL, stream, config.into(), &mut params)));
-    let in_module = launch_call(quote!(#fc::launch_in_module(module, &SIGNATURE, stream, config.into(), &mut params)));
+    let embedded = launch_call(quote!(#fc::launch_embedded(&crate::KERNELS, SYMBOL, stream, config.into(), &mut params, &buffers)));
+    let in_module = launch_call(quote!(#fc::launch_in_module(module, &SIGNATURE, stream, config.into(), &mut params, &buffers)));
     let cpu = cpu_launcher(params, host_fn, is_unsafe);
     quote! {
         #[cfg(not(target_arch = "nvptx64"))]
