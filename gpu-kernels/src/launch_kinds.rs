@@ -75,3 +75,16 @@ pub fn split_sign(x: &[f32], low: &mut [f32], high: &mut [f32]) {
         high[i] = x[i].max(0.0);
     }
 }
+
+/// Eight slice arguments (four read, four written), for the launch-overhead measurement of
+/// buffer tracking: thread 0 writes each input's length into the first element of each output.
+#[kernel]
+#[allow(clippy::too_many_arguments)]
+pub fn eight_buffers(a: &[f32], b: &[f32], c: &[f32], d: &[f32], e: &mut [f32], f: &mut [f32], g: &mut [f32], h: &mut [f32]) {
+    if index_1d() == 0 && !e.is_empty() && !f.is_empty() && !g.is_empty() && !h.is_empty() {
+        e[0] = a.len() as f32;
+        f[0] = b.len() as f32;
+        g[0] = c.len() as f32;
+        h[0] = d.len() as f32;
+    }
+}

@@ -10,10 +10,12 @@ use std::sync::{Arc, Mutex, Weak};
 use cudarc::driver::sys;
 
 use crate::device::Device;
-use crate::driver::{self, init};
+use crate::driver;
+use crate::loader::init;
 use crate::EmbeddedModule;
 use crate::embedded::LoadedEmbedded;
-use crate::error::{DriverError, Error, Result};
+use crate::driver::DriverError;
+use crate::error::{Error, Result};
 use crate::DeviceLimits;
 
 thread_local! {
@@ -207,8 +209,9 @@ impl Context {
     }
 
     /// Keeps `module` loaded for the graph that `stream`'s running capture will make (U5).
-    pub(crate) fn keep_for_capture(&self, stream: &crate::Stream, module: Arc<dyn Any + Send + Sync>) {
-        let key = stream.raw() as usize;
+    /// `stream` is the capturing stream's raw handle.
+    pub(crate) fn keep_for_capture(&self, stream: sys::CUstream, module: Arc<dyn Any + Send + Sync>) {
+        let key = stream as usize;
         let mut captured = lock(&self.inner.captured_modules);
         if !captured.iter().any(|(k, m)| *k == key && Arc::ptr_eq(m, &module)) {
             captured.push((key, module));
@@ -216,8 +219,8 @@ impl Context {
     }
 
     /// The modules kept for `stream`'s capture, handed to its graph.
-    pub(crate) fn take_captured_modules(&self, stream: &crate::Stream) -> Vec<Arc<dyn Any + Send + Sync>> {
-        let key = stream.raw() as usize;
+    pub(crate) fn take_captured_modules(&self, stream: sys::CUstream) -> Vec<Arc<dyn Any + Send + Sync>> {
+        let key = stream as usize;
         let mut captured = lock(&self.inner.captured_modules);
         let (mine, others) = std::mem::take(&mut *captured).into_iter().partition(|(k, _)| *k == key);
         *captured = others;
@@ -334,7 +337,7 @@ impl Context {
     pub fn synchronize(&self) -> Result<()> {
         self.bind_to_thread()?;
         // SAFETY: no arguments.
-        unsafe { driver::context::synchronize() }.map_err(Error::with_kernel_panic)?;
+        unsafe { driver::context::synchronize() }.map_err(crate::panic_report::with_kernel_panic)?;
         Ok(())
     }
 
@@ -368,7 +371,7 @@ impl Context {
         let index = match loaded.iter().position(|l| l.is(module)) {
             Some(index) => index,
             None => {
-                loaded.push(LoadedEmbedded::load(module, self)?);
+                loaded.push(LoadedEmbedded::load(module, self.inner.device)?);
                 loaded.len() - 1
             }
         };

@@ -1,101 +1,15 @@
 //! Errors of the host API. [`DriverError`] is one failed driver call; [`Error`] is what every
 //! fallible function returns, with messages that say what to do next.
 
-use std::ffi::CStr;
-use std::fmt;
-
-use cudarc::driver::sys;
 
 use crate::LaunchProblem;
-use crate::driver;
-
-/// A driver call that returned something other than `CUDA_SUCCESS`.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DriverError {
-    /// The driver function, e.g. `cuMemAlloc`.
-    pub call: &'static str,
-    /// The result code.
-    pub code: sys::CUresult,
-}
-
-impl DriverError {
-    /// The CUDA name of the code, e.g. `CUDA_ERROR_OUT_OF_MEMORY`.
-    pub fn name(&self) -> String {
-        let mut text = std::ptr::null();
-        // SAFETY: cuGetErrorName writes a pointer to a static string or leaves it null.
-        let _ = unsafe { driver::init::get_error_name(self.code, &mut text) };
-        if text.is_null() { format!("{:?}", self.code) } else { unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned() }
-    }
-
-    /// The driver's description of the code.
-    pub fn description(&self) -> String {
-        let mut text = std::ptr::null();
-        // SAFETY: as in `name`.
-        let _ = unsafe { driver::init::get_error_string(self.code, &mut text) };
-        if text.is_null() { String::new() } else { unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned() }
-    }
-
-    /// True for the errors after which the context cannot be used again (a kernel fault).
-    pub fn is_sticky(&self) -> bool {
-        use sys::CUresult::*;
-        matches!(
-            self.code,
-            CUDA_ERROR_ILLEGAL_ADDRESS
-                | CUDA_ERROR_LAUNCH_FAILED
-                | CUDA_ERROR_ILLEGAL_INSTRUCTION
-                | CUDA_ERROR_MISALIGNED_ADDRESS
-                | CUDA_ERROR_INVALID_ADDRESS_SPACE
-                | CUDA_ERROR_INVALID_PC
-                | CUDA_ERROR_HARDWARE_STACK_ERROR
-                | CUDA_ERROR_ASSERT
-        )
-    }
-}
-
-impl fmt::Display for DriverError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} failed: {} ({})", self.call, self.name(), self.description())?;
-        if self.is_sticky() {
-            write!(
-                f,
-                "; a kernel faulted, so this context can no longer be used (every later call in it fails). \
-                 Drop its buffers and streams and call `Context::recover()` to start over; the driver may keep the whole \
-                 process poisoned, and then only a new process can use the GPU"
-            )?;
-        }
-        Ok(())
-    }
-}
-
-impl fmt::Debug for DriverError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "DriverError({}: {:?})", self.call, self.code)
-    }
-}
-
-impl std::error::Error for DriverError {}
+pub use crate::driver::DriverError;
 
 impl From<DriverError> for Error {
     /// Always [`Error::Driver`]: no hidden reads. The calls that notice kernel faults
-    /// (synchronisations, host copies, allocations) upgrade explicitly with
-    /// [`Error::with_kernel_panic`].
+    /// (synchronisations, host copies, allocations) upgrade explicitly to
+    /// [`Error::KernelPanic`] (`panic_report::with_kernel_panic`).
     fn from(error: DriverError) -> Self {
-        Error::Driver(error)
-    }
-}
-
-impl Error {
-    /// The error for a failed driver call that may be the first to notice a kernel fault: a
-    /// sticky error after a device panic becomes [`Error::KernelPanic`] with the record the
-    /// panicking thread left (read from the process's panic record); any other driver error
-    /// stays [`Error::Driver`].
-    #[cold]
-    pub fn with_kernel_panic(error: DriverError) -> Self {
-        if error.is_sticky()
-            && let Some(report) = crate::panic_report::recorded()
-        {
-            return Error::KernelPanic { report, source: error };
-        }
         Error::Driver(error)
     }
 }
@@ -386,6 +300,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 #[cfg(test)]
 mod tests {
+    use cudarc::driver::sys;
+
     use super::*;
 
     #[test]

@@ -92,3 +92,15 @@ impl std::fmt::Debug for Event {
         f.debug_struct("Event").field("raw", &self.raw).finish()
     }
 }
+
+/// Event ordering on a stream lives here, with the event.
+impl Stream {
+    /// Makes later work on this stream wait until `event` (recorded on any stream of the same
+    /// context, or of a peer) has completed. The host does not wait.
+    pub fn wait_event(&self, event: &Event) -> Result<()> {
+        self.context().bind_to_thread()?;
+        // SAFETY: both handles are alive; flags must be 0 (CU_EVENT_WAIT_DEFAULT).
+        unsafe { driver::stream::wait_event(self.raw(), event.raw, 0) }?;
+        Ok(())
+    }
+}

@@ -73,7 +73,9 @@ impl Function {
     /// `context`, loading the module if needed: for attributes, occupancy and launches by
     /// symbol. A `#[kernel]` launcher gives the same as `name::function(&context)`.
     pub fn from_embedded(context: &Context, module: &'static crate::EmbeddedModule, symbol: &'static str) -> Result<Function> {
-        crate::launch::embedded_function(module, symbol, context)
+        context.bind_to_thread()?;
+        let raw = context.embedded_function(module, symbol)?;
+        Ok(Function::new(raw, symbol.to_string(), context.clone(), None))
     }
 
     /// The kernel's symbol.

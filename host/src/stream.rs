@@ -14,10 +14,9 @@ use cudarc::driver::sys;
 
 use crate::context::Context;
 use crate::driver;
-use crate::error::{DriverError, Error, Result};
-use crate::event::Event;
+use crate::driver::DriverError;
+use crate::error::{Error, Result};
 use crate::graph::Graph;
-use crate::memory::usage::BufferAccess;
 
 /// A queue of work on one context. [`Stream::default_of`] is CUDA's legacy default stream.
 ///
@@ -107,7 +106,7 @@ impl Stream {
     pub fn synchronize(&self) -> Result<()> {
         self.context().bind_to_thread()?;
         // SAFETY: the stream is alive.
-        unsafe { driver::stream::synchronize(self.raw()) }.map_err(Error::with_kernel_panic)?;
+        unsafe { driver::stream::synchronize(self.raw()) }.map_err(crate::panic_report::with_kernel_panic)?;
         Ok(())
     }
 
@@ -129,19 +128,6 @@ impl Stream {
             std::thread::sleep(pause.min(timeout - waited));
             pause = (pause * 2).min(Duration::from_millis(1));
         }
-    }
-
-    /// Declares work about to be queued on this stream that reads or writes `buffers`
-    /// (a cuBLAS, cuFFT or NCCL call, a raw driver call): makes this stream wait for their
-    /// earlier work on other streams, refuses buffers of another context (unless peer access
-    /// was enabled), and records this stream as their user, so that later work on other
-    /// streams, host copies and the buffers' drops wait for what is queued here.
-    ///
-    /// Call it once, right before queuing the work:
-    /// `stream.will_use(&[BufferAccess::read(&x), BufferAccess::write(&mut y)])?`.
-    /// The launchers of `#[kernel]` do this for their slice arguments.
-    pub fn will_use(&self, buffers: &[BufferAccess<'_>]) -> Result<()> {
-        crate::memory::usage::before_work(self, "Stream::will_use", buffers)
     }
 
     /// True when `self` and `other` are the same CUDA stream.
@@ -204,7 +190,7 @@ impl Stream {
     pub(crate) fn host_wait(&self) -> Result<()> {
         let event = self.record_tail()?;
         // SAFETY: the event is alive (owned by the stream, which we hold).
-        unsafe { driver::event::synchronize(event) }.map_err(Error::with_kernel_panic)?;
+        unsafe { driver::event::synchronize(event) }.map_err(crate::panic_report::with_kernel_panic)?;
         Ok(())
     }
 
@@ -214,15 +200,6 @@ impl Stream {
         self.context().bind_to_thread()?;
         // SAFETY: the stream is alive.
         not_ready_is_false(unsafe { driver::stream::query(self.raw()) })
-    }
-
-    /// Makes later work on this stream wait until `event` (recorded on any stream of the same
-    /// context, or of a peer) has completed. The host does not wait.
-    pub fn wait_event(&self, event: &Event) -> Result<()> {
-        self.context().bind_to_thread()?;
-        // SAFETY: both handles are alive; flags must be 0 (CU_EVENT_WAIT_DEFAULT).
-        unsafe { driver::stream::wait_event(self.raw(), event.raw(), 0) }?;
-        Ok(())
     }
 
     /// The stream's priority (lower runs first).
@@ -303,7 +280,7 @@ impl Stream {
             self.context().capture_ended();
         }
         ended.map_err(|source| Error::CaptureFailed { source })?;
-        let modules = self.context().take_captured_modules(self);
+        let modules = self.context().take_captured_modules(self.raw());
         Ok(Graph::from_raw(raw, self.context().clone(), modules))
     }
 

@@ -39,13 +39,14 @@ pub unsafe fn launch_embedded(
 ) -> Result<()> {
     let context = stream.context();
     config.validate(context.limits()).map_err(|problem| Error::InvalidLaunch { kernel: symbol.to_string(), problem })?;
+    // First: ordering other streams' work may bind their contexts (peer buffers).
+    before_work(stream, symbol, buffers)?;
     context.bind_to_thread()?;
     let function = if stream.is_capturing_fast() {
         context.embedded_function_if_loaded(module, symbol)?
     } else {
         context.embedded_function(module, symbol)?
     };
-    before_work(stream, symbol, buffers)?;
     // SAFETY: the function belongs to the bound context; the caller vouches for `params`.
     unsafe { launch_function(function, symbol, stream, &config, params) }
 }
@@ -72,12 +73,13 @@ pub unsafe fn launch_in_module(
         return Err(Error::WrongContext { kernel: signature.symbol.to_string(), module: module.name().to_string() });
     }
     config.validate(context.limits()).map_err(|problem| Error::InvalidLaunch { kernel: signature.symbol.to_string(), problem })?;
+    // First: ordering other streams' work may bind their contexts (peer buffers).
+    before_work(stream, signature.symbol, buffers)?;
     context.bind_to_thread()?;
     let function = module.checked_function(signature)?;
     if stream.is_capturing_fast() {
-        context.keep_for_capture(stream, module.keep_alive());
+        context.keep_for_capture(stream.raw(), module.keep_alive());
     }
-    before_work(stream, signature.symbol, buffers)?;
     // SAFETY: the function belongs to the bound context; the caller vouches for `params`.
     unsafe { launch_function(function, signature.symbol, stream, &config, params) }
 }
@@ -181,7 +183,5 @@ fn cooperative_too_large(function: sys::CUfunction, symbol: &str, stream: &Strea
 /// for attributes and occupancy. Generated launchers expose it as `name::function(&context)`.
 #[doc(hidden)]
 pub fn embedded_function(module: &'static EmbeddedModule, symbol: &'static str, context: &Context) -> Result<Function> {
-    context.bind_to_thread()?;
-    let raw = context.embedded_function(module, symbol)?;
-    Ok(Function::new(raw, symbol.to_string(), context.clone(), None))
+    Function::from_embedded(context, module, symbol)
 }

@@ -31,7 +31,8 @@ use cudarc::driver::sys;
 
 use crate::context::Context;
 use crate::driver;
-use crate::error::{DriverError, Error, Result};
+use crate::driver::DriverError;
+use crate::error::{Error, Result};
 use crate::stream::Stream;
 use usage::{Access, BufferAccess, BufferUsage, before_work};
 
@@ -159,7 +160,7 @@ impl<T: Pod> DeviceBuffer<T> {
                 let (free, total) = context.memory_info().unwrap_or((0, 0));
                 Err(Error::OutOfMemory { device: context.device().ordinal(), requested, free, total })
             }
-            Err(e) => Err(Error::with_kernel_panic(e)),
+            Err(e) => Err(crate::panic_report::with_kernel_panic(e)),
             Ok(()) => Ok(()),
         }
     }
@@ -328,7 +329,7 @@ impl<T: Pod> DeviceBuffer<T> {
         // SAFETY: both sides hold size_bytes bytes; the driver has read `data` when a copy
         // from pageable memory returns (it may still be moving to the device, ordered on the
         // legacy stream, which later users of the buffer wait for).
-        unsafe { driver::memory::memcpy_htod(self.slice.ptr, data.as_ptr().cast(), self.slice.size_bytes()) }.map_err(Error::with_kernel_panic)?;
+        unsafe { driver::memory::memcpy_htod(self.slice.ptr, data.as_ptr().cast(), self.slice.size_bytes()) }.map_err(crate::panic_report::with_kernel_panic)?;
         let _ = legacy;
         Ok(())
     }
@@ -343,7 +344,7 @@ impl<T: Pod> DeviceBuffer<T> {
         self.context().bind_to_thread()?;
         // SAFETY: both sides hold size_bytes bytes; `T: Pod` accepts any bytes; the copy is
         // ordered after the buffer's writers and complete when it returns.
-        unsafe { driver::memory::memcpy_dtoh(out.as_mut_ptr().cast(), self.slice.ptr, self.slice.size_bytes()) }.map_err(Error::with_kernel_panic)?;
+        unsafe { driver::memory::memcpy_dtoh(out.as_mut_ptr().cast(), self.slice.ptr, self.slice.size_bytes()) }.map_err(crate::panic_report::with_kernel_panic)?;
         Ok(())
     }
 

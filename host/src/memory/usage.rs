@@ -26,7 +26,6 @@ use std::sync::Mutex;
 
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::memory::view::{DeviceRead, DeviceWrite};
 use crate::stream::Stream;
 
 /// The use state of one allocation (shared by every view of it).
@@ -63,16 +62,6 @@ pub struct BufferAccess<'a> {
 }
 
 impl<'a> BufferAccess<'a> {
-    /// Work that reads `buffer`.
-    pub fn read<T>(buffer: &'a (impl DeviceRead<T> + ?Sized)) -> Self {
-        buffer.kernel_arg().read("buffer")
-    }
-
-    /// Work that writes (or reads and writes) `buffer`.
-    pub fn write<T>(buffer: &'a mut (impl DeviceWrite<T> + ?Sized)) -> Self {
-        buffer.kernel_arg_mut().write("buffer")
-    }
-
     /// The access of a kernel argument (see `SliceArg::read` / `SliceArg::write`).
     #[inline]
     pub(crate) fn new(usage: Option<&'a BufferUsage>, access: Access, name: &'static str) -> Self {
@@ -156,6 +145,22 @@ impl BufferUsage {
             }
         }
         streams
+    }
+}
+
+/// Buffer ordering on a stream lives here, with the tracking.
+impl Stream {
+    /// Declares work about to be queued on this stream that reads or writes `buffers`
+    /// (a cuBLAS, cuFFT or NCCL call, a raw driver call): makes this stream wait for their
+    /// earlier work on other streams, refuses buffers of another context (unless peer access
+    /// was enabled), and records this stream as their user, so that later work on other
+    /// streams, host copies and the buffers' drops wait for what is queued here.
+    ///
+    /// Call it once, right before queuing the work:
+    /// `stream.will_use(&[BufferAccess::read(&x), BufferAccess::write(&mut y)])?`.
+    /// The launchers of `#[kernel]` do this for their slice arguments.
+    pub fn will_use(&self, buffers: &[BufferAccess<'_>]) -> Result<()> {
+        before_work(self, "Stream::will_use", buffers)
     }
 }
 

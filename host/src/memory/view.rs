@@ -14,8 +14,7 @@ use std::ops::{Bound, RangeBounds};
 
 use bytemuck::Pod;
 
-use crate::launch::args::SliceArg;
-use crate::memory::usage::BufferUsage;
+use crate::memory::usage::{Access, BufferAccess, BufferUsage};
 use crate::memory::{DeviceBuffer, DeviceSlice};
 
 /// Device memory holding `T`s that a kernel may read: what a `&[T]` kernel parameter takes.
@@ -50,6 +49,72 @@ pub unsafe trait DeviceRead<T> {
 pub unsafe trait DeviceWrite<T>: DeviceRead<T> {
     /// The pointer and length the kernel receives, and the memory's use tracking.
     fn kernel_arg_mut(&mut self) -> SliceArg<'_>;
+}
+
+impl<'a> BufferAccess<'a> {
+    /// Work that reads `buffer`.
+    pub fn read<T>(buffer: &'a (impl DeviceRead<T> + ?Sized)) -> Self {
+        buffer.kernel_arg().read("buffer")
+    }
+
+    /// Work that writes (or reads and writes) `buffer`.
+    pub fn write<T>(buffer: &'a mut (impl DeviceWrite<T> + ?Sized)) -> Self {
+        buffer.kernel_arg_mut().write("buffer")
+    }
+}
+
+/// A slice as a kernel receives it: device pointer and length, and the use tracking of the
+/// memory (see `memory::usage`).
+///
+/// An empty slice, or one of zero-sized elements, gets a dangling but non-null, aligned
+/// pointer, as Rust's references require (W4); the kernel never reads through it.
+#[derive(Debug, Clone, Copy)]
+#[doc(hidden)]
+pub struct SliceArg<'a> {
+    /// Device address.
+    pub ptr: u64,
+    /// Number of elements.
+    pub len: usize,
+    usage: Option<&'a BufferUsage>,
+}
+
+impl<'a> SliceArg<'a> {
+    /// The kernel argument for `slice`.
+    #[inline]
+    pub fn new<T>(slice: &'a DeviceSlice<T>) -> Self {
+        Self::tracked::<T>(slice.device_ptr(), slice.len(), slice.usage())
+    }
+
+    /// The kernel argument for `len` elements of `T` at device address `ptr`, with no use
+    /// tracking (the caller orders the memory's uses itself).
+    #[inline]
+    pub fn from_parts<T>(ptr: u64, len: usize) -> SliceArg<'static> {
+        SliceArg { ptr: Self::valid_ptr::<T>(ptr, len), len, usage: None }
+    }
+
+    /// The kernel argument for memory tracked by `usage`.
+    #[inline]
+    pub(crate) fn tracked<T>(ptr: u64, len: usize, usage: &'a BufferUsage) -> Self {
+        SliceArg { ptr: Self::valid_ptr::<T>(ptr, len), len, usage: Some(usage) }
+    }
+
+    /// `ptr`, or the dangling aligned address when the slice has no bytes.
+    #[inline]
+    fn valid_ptr<T>(ptr: u64, len: usize) -> u64 {
+        if len == 0 || std::mem::size_of::<T>() == 0 { std::mem::align_of::<T>() as u64 } else { ptr }
+    }
+
+    /// The kernel reads this argument (`&[T]`); `name` is the parameter's, for errors.
+    #[inline]
+    pub fn read(&self, name: &'static str) -> BufferAccess<'a> {
+        BufferAccess::new(self.usage, Access::Read, name)
+    }
+
+    /// The kernel writes this argument (`&mut [T]`); `name` is the parameter's, for errors.
+    #[inline]
+    pub fn write(&self, name: &'static str) -> BufferAccess<'a> {
+        BufferAccess::new(self.usage, Access::Write, name)
+    }
 }
 
 /// A read-only view of part of a device buffer (`buffer.slice(a..b)`).
@@ -309,5 +374,15 @@ mod tests {
     #[allow(clippy::reversed_empty_ranges)] // the point of the test
     fn reversed_ranges_panic() {
         resolve(6..5, 10);
+    }
+
+    /// W4: a buffer of zero-sized elements has address 0; the kernel must still get a
+    /// non-null, aligned pointer (it used to get null when `len > 0`).
+    #[test]
+    fn zero_sized_elements_get_a_dangling_aligned_pointer() {
+        assert_eq!(SliceArg::from_parts::<()>(0, 5).ptr, 1);
+        assert_eq!(SliceArg::from_parts::<[u64; 0]>(0, 5).ptr, 8);
+        assert_eq!(SliceArg::from_parts::<f64>(0, 0).ptr, 8);
+        assert_eq!(SliceArg::from_parts::<f64>(0x1000, 3).ptr, 0x1000);
     }
 }
