@@ -272,6 +272,22 @@ pub enum Error {
         /// The kernel crate.
         module: String,
     },
+    /// A run-time library (cuBLAS, ...) could not be loaded.
+    #[error("{library} could not be loaded: add its directory (e.g. /usr/local/cuda/lib64) to LD_LIBRARY_PATH")]
+    LibraryUnavailable {
+        /// The library.
+        library: &'static str,
+    },
+    /// A run-time library call failed.
+    #[error("{library}: {call} failed with {status}")]
+    Library {
+        /// The library.
+        library: &'static str,
+        /// The call.
+        call: &'static str,
+        /// The library's status code.
+        status: String,
+    },
     /// `Stream::end_capture` failed: something illegal during a capture invalidated it.
     #[error(
         "{source}; the capture was invalidated by an operation that is not allowed while capturing (a synchronous copy or memset, \

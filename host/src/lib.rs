@@ -9,6 +9,7 @@
 //! context on first launch, like the runtime API does for `<<<>>>`.
 
 mod context;
+mod cublas;
 mod device;
 pub mod driver;
 mod embedded;
@@ -31,6 +32,7 @@ mod stream;
 
 pub use bytemuck::Pod;
 pub use context::{Context, CurrentGuard, Limit, SchedulePolicy};
+pub use cublas::Cublas;
 pub use device::Device;
 pub use graph::{Graph, GraphExec};
 pub use loader::{driver_present, driver_version, init};
