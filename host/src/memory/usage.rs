@@ -9,7 +9,7 @@
 //!   every reader since for a write (`cuStreamWaitEvent` on the other stream's tail event,
 //!   recorded at that moment: it covers all the work queued there so far, the buffer's
 //!   included); then `S` is recorded as reader or writer. Nothing is recorded when the work
-//!   stays on one stream, so the common case costs a lock and a pointer compare per buffer;
+//!   stays on one stream: the common case costs one atomic load per buffer;
 //! - synchronous host copies are work on the legacy default stream like any other: it waits
 //!   for the other streams first (a non-blocking stream's kernel included);
 //! - dropping the buffer frees it stream-ordered (`cuMemFreeAsync`) on one of its streams,
@@ -23,6 +23,7 @@
 
 use std::fmt;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -32,6 +33,21 @@ use crate::stream::Stream;
 pub struct BufferUsage {
     context: Context,
     state: Mutex<UseState>,
+    /// The raw handle of a stream that may read the buffer with no wait and no bookkeeping
+    /// (it is the last writer, or already ordered after it); 0 for none. The launch path
+    /// checks it with one atomic load before taking the lock.
+    fast_read: AtomicUsize,
+    /// The raw handle of a stream that may write the buffer with no wait and no bookkeeping
+    /// (it is the last writer and the only reader since); 0 for none.
+    fast_write: AtomicUsize,
+}
+
+/// The key of `stream` in `fast_read` / `fast_write`: its raw handle, 0 for the legacy stream
+/// (never fast). A stream in those fields is also held in the state, so its handle cannot be
+/// destroyed and reused by another stream meanwhile.
+#[inline]
+fn key(stream: &Stream) -> usize {
+    stream.raw() as usize
 }
 
 #[derive(Default)]
@@ -91,7 +107,12 @@ impl BufferUsage {
     /// A fresh allocation in `context`, last written by `writer` (the stream its allocation
     /// or initialisation was queued on).
     pub(crate) fn new(context: &Context, writer: Stream) -> Self {
-        BufferUsage { context: context.clone(), state: Mutex::new(UseState { writer: Some(writer), readers: Vec::new() }) }
+        BufferUsage {
+            context: context.clone(),
+            state: Mutex::new(UseState { writer: Some(writer), readers: Vec::new() }),
+            fast_read: AtomicUsize::new(0),
+            fast_write: AtomicUsize::new(0),
+        }
     }
 
     /// The context that owns the allocation.
@@ -103,11 +124,45 @@ impl BufferUsage {
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Orders `stream` after the buffer's earlier work and records it as a user. No driver
-    /// call and no allocation when the buffer's work stays on `stream`.
+    /// True when `stream` may do `access` with no wait and no bookkeeping (see `fast_read`).
+    /// Concurrent changes cannot invalidate the answer: a write needs the buffer borrowed
+    /// exclusively, so no other work is being declared on it meanwhile.
+    #[inline]
+    fn is_fast(&self, stream: &Stream, access: Access) -> bool {
+        let field = match access {
+            Access::Read => &self.fast_read,
+            Access::Write => &self.fast_write,
+        };
+        let k = key(stream);
+        k != 0 && field.load(Ordering::Acquire) == k
+    }
+
+    /// Orders `stream` after the buffer's earlier work and records it as a user. One atomic
+    /// load when the buffer's work stays on `stream`; else a lock, and driver calls only when
+    /// another stream's work must be waited for.
     #[inline]
     fn before_stream_work(&self, stream: &Stream, access: Access) -> Result<()> {
+        if self.is_fast(stream, access) {
+            return Ok(());
+        }
+        self.before_stream_work_slow(stream, access)
+    }
+
+    #[cold]
+    fn before_stream_work_slow(&self, stream: &Stream, access: Access) -> Result<()> {
         let mut state = self.lock();
+        let outcome = Self::order(&mut state, stream, access);
+        // Recompute the fast paths from the new state, under the lock.
+        let writer = state.writer.as_ref().map_or(0, key);
+        let sole_writer = writer != 0 && state.readers.iter().all(|r| key(r) == writer);
+        self.fast_write.store(if sole_writer { writer } else { 0 }, Ordering::Release);
+        let reader = if outcome.is_ok() && (key(stream) == writer || state.readers.iter().any(|r| r.same_as(stream))) { key(stream) } else { writer };
+        self.fast_read.store(reader, Ordering::Release);
+        outcome
+    }
+
+    /// The ordering itself: waits for the conflicting earlier work, records `stream`.
+    fn order(state: &mut UseState, stream: &Stream, access: Access) -> Result<()> {
         match access {
             Access::Read => {
                 if state.readers.iter().any(|r| r.same_as(stream)) {
@@ -138,6 +193,8 @@ impl BufferUsage {
     /// Takes the streams that may still use the buffer (for its release).
     pub(crate) fn take_streams(&self) -> Vec<Stream> {
         let mut state = self.lock();
+        self.fast_read.store(0, Ordering::Release);
+        self.fast_write.store(0, Ordering::Release);
         let mut streams: Vec<Stream> = state.writer.take().into_iter().collect();
         for reader in state.readers.drain(..) {
             if !streams.iter().any(|s| s.same_as(&reader)) {
@@ -175,10 +232,13 @@ pub(crate) fn before_work(stream: &Stream, operation: &str, buffers: &[BufferAcc
     let context = stream.context();
     for buffer in buffers {
         let Some(usage) = buffer.usage else { continue };
+        if usage.is_fast(stream, buffer.access) {
+            continue; // `stream` was checked and ordered when it became the fast one
+        }
         if usage.context.raw() != context.raw() && !context.can_use_memory_of(usage.context.raw()) {
             return Err(Error::BufferInOtherContext { operation: operation.to_string(), argument: buffer.name });
         }
-        usage.before_stream_work(stream, buffer.access)?;
+        usage.before_stream_work_slow(stream, buffer.access)?;
     }
     Ok(())
 }
