@@ -4,7 +4,7 @@
 use std::any::Any;
 use std::cell::RefCell;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, Weak};
 
 use cudarc::driver::sys;
@@ -14,19 +14,29 @@ use crate::driver;
 use crate::loader::init;
 use crate::EmbeddedModule;
 use crate::embedded::LoadedEmbedded;
-use crate::driver::DriverError;
 use crate::error::{Error, Result};
 use crate::DeviceLimits;
 
+mod capture;
+mod current;
+mod options;
+mod peer;
+mod recover;
+
+pub(crate) use capture::DeferredRelease;
+pub use current::CurrentGuard;
+pub use options::{Limit, SchedulePolicy};
+use recover::poisoned_if_sticky;
+
 thread_local! {
     /// The ferrocuda context last bound on this thread (weak: binding does not keep it alive).
-    static CURRENT: RefCell<Weak<ContextInner>> = const { RefCell::new(Weak::new()) };
+    pub(crate) static CURRENT: RefCell<Weak<ContextInner>> = const { RefCell::new(Weak::new()) };
 }
 
 /// The primary contexts this process holds through ferrocuda, one per device at most, so
 /// that every `Context::primary(n)` shares one handle (and one set of loaded modules), and
 /// [`Context::recover`] can tell whether any other handle is still alive.
-static PRIMARY: Mutex<Vec<Weak<ContextInner>>> = Mutex::new(Vec::new());
+pub(crate) static PRIMARY: Mutex<Vec<Weak<ContextInner>>> = Mutex::new(Vec::new());
 
 /// A CUDA context; cloning shares it. Streams, buffers and modules keep their context alive.
 ///
@@ -42,35 +52,32 @@ static PRIMARY: Mutex<Vec<Weak<ContextInner>>> = Mutex::new(Vec::new());
 ///   and context switches, so use it when isolation matters (plug-ins, fault recovery).
 #[derive(Clone)]
 pub struct Context {
-    inner: Arc<ContextInner>,
+    pub(crate) inner: Arc<ContextInner>,
 }
 
 pub(crate) struct ContextInner {
-    raw: sys::CUcontext,
-    device: Device,
-    kind: ContextKind,
-    limits: DeviceLimits,
+    pub(crate) raw: sys::CUcontext,
+    pub(crate) device: Device,
+    pub(crate) kind: ContextKind,
+    pub(crate) limits: DeviceLimits,
     /// Embedded modules loaded into this context, loaded on first launch (runtime-API style).
-    embedded: Mutex<Vec<LoadedEmbedded>>,
+    pub(crate) embedded: Mutex<Vec<LoadedEmbedded>>,
     /// The device supports stream-ordered allocation (`cuMemAllocAsync`); buffers then come
     /// from its default pool and are freed stream-ordered.
-    memory_pools: bool,
+    pub(crate) memory_pools: bool,
     /// Streams of this context being captured through `Stream::begin_capture`.
-    capturing: AtomicUsize,
+    pub(crate) capturing: AtomicUsize,
     /// Frees of buffers dropped while a capture was running (E1b), run when it ends.
-    deferred: Mutex<Vec<DeferredRelease>>,
+    pub(crate) deferred: Mutex<Vec<DeferredRelease>>,
     /// Explicit modules whose kernels were launched into a capture, by capturing stream: the
     /// graph made by `end_capture` keeps them loaded (U5).
-    captured_modules: Mutex<Vec<(usize, Arc<dyn Any + Send + Sync>)>>,
+    pub(crate) captured_modules: Mutex<Vec<(usize, Arc<dyn Any + Send + Sync>)>>,
     /// Contexts whose memory kernels of this one may use (`enable_peer_access`).
-    peers: Mutex<Vec<usize>>,
+    pub(crate) peers: Mutex<Vec<usize>>,
 }
 
-/// A buffer release postponed until no capture runs in the context.
-pub(crate) type DeferredRelease = Box<dyn FnOnce(&Context) + Send>;
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ContextKind {
+pub(crate) enum ContextKind {
     Primary,
     Created(SchedulePolicy),
 }
@@ -79,65 +86,6 @@ enum ContextKind {
 unsafe impl Send for ContextInner {}
 // SAFETY: as above; the mutable state is behind a Mutex.
 unsafe impl Sync for ContextInner {}
-
-/// How a host thread waits for the GPU in a context (`CU_CTX_SCHED_*`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SchedulePolicy {
-    /// The driver's choice: spin when there are fewer busy contexts than CPUs, else yield.
-    #[default]
-    Auto,
-    /// Busy-wait: lowest latency, one CPU core spent per waiting thread.
-    Spin,
-    /// Yield the CPU while waiting: more latency, CPU left to other threads.
-    Yield,
-    /// Block on a synchronisation primitive: least CPU, most latency.
-    BlockingSync,
-}
-
-impl SchedulePolicy {
-    fn flags(self) -> u32 {
-        use sys::CUctx_flags::*;
-        (match self {
-            SchedulePolicy::Auto => CU_CTX_SCHED_AUTO,
-            SchedulePolicy::Spin => CU_CTX_SCHED_SPIN,
-            SchedulePolicy::Yield => CU_CTX_SCHED_YIELD,
-            SchedulePolicy::BlockingSync => CU_CTX_SCHED_BLOCKING_SYNC,
-        }) as u32
-    }
-
-    fn from_flags(flags: u32) -> Self {
-        use sys::CUctx_flags::*;
-        match flags & CU_CTX_SCHED_MASK as u32 {
-            f if f == CU_CTX_SCHED_SPIN as u32 => SchedulePolicy::Spin,
-            f if f == CU_CTX_SCHED_YIELD as u32 => SchedulePolicy::Yield,
-            f if f == CU_CTX_SCHED_BLOCKING_SYNC as u32 => SchedulePolicy::BlockingSync,
-            _ => SchedulePolicy::Auto,
-        }
-    }
-}
-
-/// A per-context resource limit (`CUlimit`), read with [`Context::limit`] and changed with
-/// [`Context::set_limit`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Limit {
-    /// Stack bytes per GPU thread (deep call chains, large local arrays).
-    StackSize,
-    /// Bytes of the FIFO that device-side `printf` (and kernel panic messages) write into;
-    /// output beyond it is lost.
-    PrintfFifoSize,
-    /// Bytes of the heap behind device-side `malloc`.
-    MallocHeapSize,
-}
-
-impl Limit {
-    fn raw(self) -> sys::CUlimit {
-        match self {
-            Limit::StackSize => sys::CUlimit::CU_LIMIT_STACK_SIZE,
-            Limit::PrintfFifoSize => sys::CUlimit::CU_LIMIT_PRINTF_FIFO_SIZE,
-            Limit::MallocHeapSize => sys::CUlimit::CU_LIMIT_MALLOC_HEAP_SIZE,
-        }
-    }
-}
 
 impl ContextInner {
     fn new(raw: sys::CUcontext, device: Device, kind: ContextKind, limits: DeviceLimits) -> Self {
@@ -156,7 +104,7 @@ impl ContextInner {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
@@ -169,69 +117,13 @@ impl Context {
         self.inner.memory_pools
     }
 
-    /// True while a stream of this context is being captured (through `Stream::begin_capture`).
-    #[inline]
-    pub(crate) fn is_capturing(&self) -> bool {
-        self.inner.capturing.load(Ordering::Acquire) > 0
-    }
 
-    pub(crate) fn capture_started(&self) {
-        self.inner.capturing.fetch_add(1, Ordering::AcqRel);
-    }
 
-    /// Called when a capture ends: once none runs any more, performs the releases of the
-    /// buffers dropped meanwhile.
-    pub(crate) fn capture_ended(&self) {
-        if self.inner.capturing.fetch_sub(1, Ordering::AcqRel) == 1 {
-            let deferred = std::mem::take(&mut *lock(&self.inner.deferred));
-            for release in deferred {
-                release(self);
-            }
-        }
-    }
 
-    /// Postpones a buffer's release until no capture runs (E1b); false when none runs now
-    /// (then release it now).
-    pub(crate) fn defer_while_capturing(&self, release: impl FnOnce(&Context) + Send + 'static) -> Result<(), DeferredRelease> {
-        let mut deferred = lock(&self.inner.deferred);
-        // Checked under the lock `capture_ended` drains with, so nothing is left behind.
-        if self.is_capturing() {
-            deferred.push(Box::new(release));
-            Ok(())
-        } else {
-            Err(Box::new(release))
-        }
-    }
 
-    /// How many buffer releases wait for a capture to end (for tests and diagnostics).
-    pub fn deferred_releases(&self) -> usize {
-        lock(&self.inner.deferred).len()
-    }
 
-    /// Keeps `module` loaded for the graph that `stream`'s running capture will make (U5).
-    /// `stream` is the capturing stream's raw handle.
-    pub(crate) fn keep_for_capture(&self, stream: sys::CUstream, module: Arc<dyn Any + Send + Sync>) {
-        let key = stream as usize;
-        let mut captured = lock(&self.inner.captured_modules);
-        if !captured.iter().any(|(k, m)| *k == key && Arc::ptr_eq(m, &module)) {
-            captured.push((key, module));
-        }
-    }
 
-    /// The modules kept for `stream`'s capture, handed to its graph.
-    pub(crate) fn take_captured_modules(&self, stream: sys::CUstream) -> Vec<Arc<dyn Any + Send + Sync>> {
-        let key = stream as usize;
-        let mut captured = lock(&self.inner.captured_modules);
-        let (mine, others) = std::mem::take(&mut *captured).into_iter().partition(|(k, _)| *k == key);
-        *captured = others;
-        mine.into_iter().map(|(_, m): (usize, _)| m).collect()
-    }
 
-    /// True when kernels of this context may use memory of `other` (the same context, or a
-    /// peer after [`Context::enable_peer_access`]).
-    pub(crate) fn can_use_memory_of(&self, other: sys::CUcontext) -> bool {
-        other == self.inner.raw || lock(&self.inner.peers).contains(&(other as usize))
-    }
 
     /// Retains the primary context of device `ordinal` and makes it current on this thread.
     ///
@@ -438,108 +330,9 @@ impl Context {
         Ok((least, greatest))
     }
 
-    /// Tries to start over after a kernel fault (a "sticky" error, after which every call in
-    /// the context fails): gives up this context and returns a fresh, working one of the same
-    /// kind on the same device, or [`Error::ProcessPoisoned`] when the driver refuses.
-    ///
-    /// - A created context is replaced by a new one (`cuCtxCreate`); the old one is destroyed
-    ///   when its last handle drops.
-    /// - The primary context is shared, so it is only reset (`cuDevicePrimaryCtxReset`) when
-    ///   this is the last ferrocuda handle to it: drop every buffer, stream, event, graph and
-    ///   clone of the context first, or get [`Error::ContextStillInUse`] (nothing is reset
-    ///   then). Other users of the primary context in the process (the CUDA runtime, cuBLAS)
-    ///   lose their state with the reset.
-    ///
-    /// **Measured (CUDA 13.0 driver 580, H200):** after a kernel fault the driver poisons the
-    /// whole process, as NVIDIA's documentation of the sticky errors says ("the process must
-    /// be terminated and relaunched"): the reset succeeds but every new or retained context
-    /// fails with the same error, so this returns [`Error::ProcessPoisoned`]. The recipe that
-    /// works is a new process: run GPU work that may fault in a child process (as
-    /// `tests/gpu_fault.rs` and `tests/gpu_contexts.rs` do) and start a new one after a fault.
-    /// `recover` is still the one call to make: it starts over where the driver allows it and
-    /// says plainly where it does not.
-    pub fn recover(self) -> Result<Context> {
-        let ordinal = self.inner.device.ordinal();
-        match self.inner.kind {
-            ContextKind::Created(schedule) => {
-                drop(self);
-                Context::create(ordinal, schedule)?.usable_after_recovery()
-            }
-            ContextKind::Primary => {
-                let registry = PRIMARY.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-                let handles = Arc::strong_count(&self.inner);
-                if handles > 1 {
-                    return Err(Error::ContextStillInUse { device: ordinal, other_handles: handles - 1 });
-                }
-                let device = self.inner.device;
-                drop(self);
-                // SAFETY: no ferrocuda handle to this primary context is left (checked above
-                // under the registry lock, so none can appear meanwhile).
-                unsafe { driver::context::primary_reset(device.raw()) }?;
-                drop(registry);
-                Context::primary(ordinal)?.usable_after_recovery()
-            }
-        }
-    }
 
-    /// Checks that a context made by `recover` can do work: the driver may keep the whole
-    /// process poisoned after a fault (see [`Error::ProcessPoisoned`]).
-    fn usable_after_recovery(self) -> Result<Self> {
-        let mut probe = 0;
-        // SAFETY: a one-byte allocation in the bound context, freed right away.
-        let outcome = unsafe { driver::memory::alloc(&mut probe, 1) }.and_then(|()| {
-            // SAFETY: frees the allocation made above.
-            unsafe { driver::memory::free(probe) }?;
-            // SAFETY: no arguments; the context is bound.
-            unsafe { driver::context::synchronize() }
-        });
-        outcome.map_err(poisoned_if_sticky)?;
-        Ok(self)
-    }
 
-    /// True when kernels in this context can read and write memory of `peer`'s device
-    /// directly (over NVLink or PCIe), once [`Context::enable_peer_access`] was called.
-    pub fn can_access_peer(&self, peer: &Context) -> Result<bool> {
-        self.inner.device.can_access_peer(&peer.inner.device)
-    }
 
-    /// Lets this context access memory allocated in `peer` (kernels dereferencing peer
-    /// pointers, faster peer copies). Enabling it twice is not an error. Fails with
-    /// [`Error::PeerAccessUnsupported`] when the devices cannot reach each other.
-    pub fn enable_peer_access(&self, peer: &Context) -> Result<()> {
-        if !self.can_access_peer(peer)? {
-            return Err(Error::PeerAccessUnsupported { from: self.inner.device.ordinal(), to: peer.inner.device.ordinal() });
-        }
-        self.bind_to_thread()?;
-        // SAFETY: both contexts are alive; flags must be 0.
-        match unsafe { driver::context::enable_peer_access(peer.inner.raw, 0) } {
-            Err(e) if e.code == sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {}
-            other => other?,
-        }
-        if peer.inner.memory_pools {
-            // Buffers of `peer` come from its device's default pool, whose access is granted
-            // per device (peer access between contexts does not cover pools).
-            let mut pool = std::ptr::null_mut();
-            // SAFETY: writes one pool handle of a valid device.
-            unsafe { driver::device::get_default_mem_pool(&mut pool, peer.inner.device.raw()) }?;
-            let access = sys::CUmemAccessDesc {
-                location: sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id: self.inner.device.ordinal() as i32 },
-                flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-            };
-            // SAFETY: one valid descriptor for a live pool.
-            unsafe { driver::memory::pool_set_access(pool, &access, 1) }?;
-        }
-        let mut peers = lock(&self.inner.peers);
-        if !peers.contains(&(peer.inner.raw as usize)) {
-            peers.push(peer.inner.raw as usize);
-        }
-        Ok(())
-    }
-}
-
-/// A sticky error outside the context that faulted means the driver poisoned the process.
-fn poisoned_if_sticky(error: DriverError) -> Error {
-    if error.is_sticky() { Error::ProcessPoisoned { source: error } } else { Error::Driver(error) }
 }
 
 impl Drop for ContextInner {
@@ -563,26 +356,6 @@ impl Drop for ContextInner {
     }
 }
 
-/// Keeps a context current on this thread (see [`Context::push_current`]); dropping it pops
-/// the context and restores the one that was current before.
-#[must_use = "the context is popped again as soon as the guard drops"]
-pub struct CurrentGuard {
-    _context: Context,
-    previous: Weak<ContextInner>,
-    /// The driver's context stack is per thread: the guard must drop where it was made.
-    _not_send: PhantomData<*const ()>,
-}
-
-impl Drop for CurrentGuard {
-    fn drop(&mut self) {
-        let mut popped = std::ptr::null_mut();
-        // SAFETY: balances the push in `push_current` (on this thread: the guard is !Send).
-        let _ = unsafe { driver::context::pop_current(&mut popped) };
-        let previous = std::mem::take(&mut self.previous);
-        CURRENT.with(|c| *c.borrow_mut() = previous);
-    }
-}
-
 impl std::fmt::Debug for Context {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Context").field("raw", &self.inner.raw).field("device", &self.inner.device.ordinal()).field("primary", &self.is_primary()).finish()
@@ -592,15 +365,6 @@ impl std::fmt::Debug for Context {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn schedule_policies_round_trip_through_the_driver_flags() {
-        for policy in [SchedulePolicy::Auto, SchedulePolicy::Spin, SchedulePolicy::Yield, SchedulePolicy::BlockingSync] {
-            // Other flag bits (here CU_CTX_MAP_HOST) must not disturb the policy.
-            let flags = policy.flags() | sys::CUctx_flags::CU_CTX_MAP_HOST as u32;
-            assert_eq!(SchedulePolicy::from_flags(flags), policy);
-        }
-    }
 
     #[test]
     fn without_a_driver_contexts_report_no_driver() {

@@ -1,0 +1,54 @@
+//! Peer access between contexts (usually on two GPUs): kernels of one using memory of the other.
+
+use cudarc::driver::sys;
+
+use super::{Context, lock};
+use crate::driver;
+use crate::error::{Error, Result};
+
+impl Context {
+    /// True when kernels of this context may use memory of `other` (the same context, or a
+    /// peer after [`Context::enable_peer_access`]).
+    pub(crate) fn can_use_memory_of(&self, other: sys::CUcontext) -> bool {
+        other == self.inner.raw || lock(&self.inner.peers).contains(&(other as usize))
+    }
+
+    /// True when kernels in this context can read and write memory of `peer`'s device
+    /// directly (over NVLink or PCIe), once [`Context::enable_peer_access`] was called.
+    pub fn can_access_peer(&self, peer: &Context) -> Result<bool> {
+        self.inner.device.can_access_peer(&peer.inner.device)
+    }
+
+    /// Lets this context access memory allocated in `peer` (kernels dereferencing peer
+    /// pointers, faster peer copies). Enabling it twice is not an error. Fails with
+    /// [`Error::PeerAccessUnsupported`] when the devices cannot reach each other.
+    pub fn enable_peer_access(&self, peer: &Context) -> Result<()> {
+        if !self.can_access_peer(peer)? {
+            return Err(Error::PeerAccessUnsupported { from: self.inner.device.ordinal(), to: peer.inner.device.ordinal() });
+        }
+        self.bind_to_thread()?;
+        // SAFETY: both contexts are alive; flags must be 0.
+        match unsafe { driver::context::enable_peer_access(peer.inner.raw, 0) } {
+            Err(e) if e.code == sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {}
+            other => other?,
+        }
+        if peer.inner.memory_pools {
+            // Buffers of `peer` come from its device's default pool, whose access is granted
+            // per device (peer access between contexts does not cover pools).
+            let mut pool = std::ptr::null_mut();
+            // SAFETY: writes one pool handle of a valid device.
+            unsafe { driver::device::get_default_mem_pool(&mut pool, peer.inner.device.raw()) }?;
+            let access = sys::CUmemAccessDesc {
+                location: sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id: self.inner.device.ordinal() as i32 },
+                flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+            };
+            // SAFETY: one valid descriptor for a live pool.
+            unsafe { driver::memory::pool_set_access(pool, &access, 1) }?;
+        }
+        let mut peers = lock(&self.inner.peers);
+        if !peers.contains(&(peer.inner.raw as usize)) {
+            peers.push(peer.inner.raw as usize);
+        }
+        Ok(())
+    }
+}
