@@ -1,53 +1,64 @@
 //! The host side of ferrocuda: the CUDA driver API, loaded at run time, made safe.
 //!
-//! Layers: `cudarc::driver::sys` (raw bindings) -> [`driver`] (one fallible call each) ->
-//! RAII types ([`Context`], [`Stream`], [`Event`], [`DeviceBuffer`]). A binary built with it
-//! starts on a machine without CUDA and reports [`Error::NoDriver`] from the first call.
+//! Layers, bottom to top (no module uses one above it; `tests/module_graph.rs` checks it):
+//! - `cudarc::driver::sys`: raw bindings, loaded at run time;
+//! - [`driver`]: one thin fallible `unsafe fn` per driver entry point ([`DriverError`] names
+//!   it); the only place that calls the driver. `loader` loads it once ([`init`]);
+//! - plain data from ferrocuda-types ([`LaunchConfig`], [`Dim3`], [`DeviceLimits`], ...),
+//!   errors ([`Error`]), [`Device`];
+//! - RAII handles, one file each: [`Context`], [`Stream`], [`Event`], [`Graph`] /
+//!   [`GraphExec`], [`Module`], [`Function`], [`DeviceBuffer`] and its views, [`PinnedBuffer`],
+//!   [`Cublas`]. Every buffer tracks the streams that use it (`memory::usage`), so work on other
+//!   streams, host copies and its drop are ordered after it;
+//! - launching (`launch`), and the support the generated launchers name (`__private`).
 //!
-//! Kernels of a `#[kernel]` crate are launched through their generated launchers
-//! (`saxpy::launch(&stream, config, ...)`); the crate's embedded PTX/cubin is loaded into each
-//! context on first launch, like the runtime API does for `<<<>>>`.
+//! A binary built with it starts on a machine without CUDA and reports [`Error::NoDriver`]
+//! from the first call. Kernels of a `#[kernel]` crate are launched through their generated
+//! launchers (`saxpy::launch(&stream, config, ...)`); the crate's embedded PTX/cubin is loaded
+//! into each context on first launch, like the runtime API does for `<<<>>>`.
+
+pub mod driver;
+mod loader;
+
+mod error;
+mod panic_report;
+mod ptx_version;
 
 mod context;
-mod cublas;
 mod device;
-pub mod driver;
 mod embedded;
-mod error;
 mod event;
 mod function;
 mod graph;
-mod launch;
-mod loader;
 mod memory;
 mod module;
-mod panic_report;
+mod stream;
+
+mod cublas;
+mod launch;
+
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;
-
-mod ptx_version;
-mod stream;
-
 
 pub use bytemuck::Pod;
 pub use context::{Context, CurrentGuard, Limit, SchedulePolicy};
 pub use cublas::Cublas;
 pub use device::Device;
-pub use graph::{Graph, GraphExec};
-pub use loader::{driver_present, driver_version, init};
 pub use driver::DriverError;
 pub use error::{Error, Result};
+pub use event::Event;
 pub use function::{CachePreference, Function, FunctionAttributes};
+pub use graph::{Graph, GraphExec};
 pub use launch::args::KernelValue;
+pub use loader::{driver_present, driver_version, init};
+pub use memory::pinned::PinnedBuffer;
 pub use memory::usage::{Access, BufferAccess, BufferUsage};
+pub use memory::view::{DevicePtr, DeviceRead, DeviceView, DeviceViewMut, DeviceWrite};
 pub use memory::{DeviceBuffer, DeviceSlice};
 pub use module::{Global, JitFallback, JitOptions, Module, ReloadableModule};
-pub use memory::pinned::PinnedBuffer;
 pub use ptx_version::{PtxHeader, ptx_isa_of_driver};
-pub use event::Event;
 pub use stream::{Stream, StreamOrdering};
-pub use memory::view::{DevicePtr, DeviceRead, DeviceView, DeviceViewMut, DeviceWrite};
 
 /// The plain data shared with the device side, the CPU executor and the macros, re-exported so
 /// users see one type of each (`ferrocuda_host::LaunchConfig` is `ferrocuda_types::LaunchConfig`).

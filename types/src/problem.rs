@@ -97,7 +97,7 @@ pub enum LaunchProblem {
         /// The limit.
         max: u64,
     },
-    /// [`LaunchConfig::try_for_elements`]: covering the elements one per thread needs more
+    /// [`LaunchConfig::try_for_elements`](crate::LaunchConfig::try_for_elements): covering the elements one per thread needs more
     /// than `u32::MAX` blocks.
     TooManyElements {
         /// Elements asked for.

@@ -38,8 +38,8 @@ impl SchedulePolicy {
     }
 }
 
-/// A per-context resource limit (`CUlimit`), read with [`Context::limit`] and changed with
-/// [`Context::set_limit`].
+/// A per-context resource limit (`CUlimit`), read with [`Context::limit`](crate::Context::limit) and changed with
+/// [`Context::set_limit`](crate::Context::set_limit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Limit {
     /// Stack bytes per GPU thread (deep call chains, large local arrays).

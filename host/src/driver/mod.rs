@@ -8,7 +8,7 @@
 //!
 //! The functions keep the driver's out-pointer style (no allocation, no hidden copies); each
 //! is `unsafe` with the driver's own contract. The entry point's name is written once, in the
-//! [`entries!`] line that defines the wrapper, and reaches [`DriverError::call`] from there
+//! `entries!` line that defines the wrapper, and reaches [`DriverError::call`] from there
 //! (without the `_v2`-style ABI suffix, as NVIDIA's documentation names it).
 
 use cudarc::driver::sys;

@@ -71,7 +71,7 @@ impl<T> DeviceSlice<T> {
         self.usage.context()
     }
 
-    /// Which streams still use the memory (see [`usage`]).
+    /// Which streams still use the memory ([`BufferUsage`]).
     pub fn usage(&self) -> &BufferUsage {
         &self.usage
     }

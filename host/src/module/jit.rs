@@ -65,7 +65,7 @@ impl JitOptions {
     }
 
     /// Ask the JIT for a verbose info log (registers, spills, ... per kernel); see
-    /// [`Module::info_log`].
+    /// [`Module::info_log`](crate::Module::info_log).
     #[must_use]
     pub fn verbose(mut self, on: bool) -> Self {
         self.verbose = on;
