@@ -63,6 +63,7 @@ macro_rules! entries {
         /// # Safety
         #[doc = concat!("As the CUDA driver API reference requires of `", stringify!($symbol), "`: every pointer is valid for what the call reads and writes, every handle is alive, and a call that acts on the current context runs with the right context current on this thread.")]
         #[inline]
+        #[allow(clippy::too_many_arguments)] // the driver's own parameter lists
         pub unsafe fn $name($($arg: $ty),*) -> Result<(), DriverError> {
             // SAFETY: forwarded to the caller (this function's contract).
             let code = unsafe { sys::$symbol($($arg),*) };
