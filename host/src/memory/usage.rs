@@ -50,12 +50,77 @@ fn key(stream: &Stream) -> usize {
     stream.raw() as usize
 }
 
-#[derive(Default)]
-struct UseState {
+struct UseState<S = Stream> {
     /// The stream of the last work that wrote the buffer (a host copy's: the legacy stream).
-    writer: Option<Stream>,
+    writer: Option<S>,
     /// Streams that read it since that write, each already ordered after it.
-    readers: Vec<Stream>,
+    readers: Vec<S>,
+}
+
+/// What the ordering rules need of a stream (a trait so that the rules are unit-tested
+/// without a GPU).
+trait Ordered: Clone {
+    /// The same CUDA stream.
+    fn same_as(&self, other: &Self) -> bool;
+    /// Makes later work on `self` wait for the work queued on `other` so far.
+    fn wait_for(&self, other: &Self) -> Result<()>;
+    /// The fast-path key (see `BufferUsage::fast_read`); 0 for never fast.
+    fn key(&self) -> usize;
+}
+
+impl Ordered for Stream {
+    fn same_as(&self, other: &Self) -> bool {
+        Stream::same_as(self, other)
+    }
+    fn wait_for(&self, other: &Self) -> Result<()> {
+        Stream::wait_for(self, other)
+    }
+    fn key(&self) -> usize {
+        key(self)
+    }
+}
+
+impl<S: Ordered> UseState<S> {
+    /// The ordering itself: waits for the conflicting earlier work, records `stream`.
+    fn order(&mut self, stream: &S, access: Access) -> Result<()> {
+        match access {
+            Access::Read => {
+                if self.readers.iter().any(|r| r.same_as(stream)) {
+                    return Ok(()); // already ordered after the current writer
+                }
+                if let Some(writer) = &self.writer {
+                    stream.wait_for(writer)?;
+                }
+                self.readers.push(stream.clone());
+            }
+            Access::Write => {
+                let writer_is_stream = self.writer.as_ref().is_some_and(|w| w.same_as(stream));
+                if !writer_is_stream && let Some(writer) = &self.writer {
+                    stream.wait_for(writer)?;
+                }
+                for reader in &self.readers {
+                    stream.wait_for(reader)?;
+                }
+                self.readers.clear();
+                if !writer_is_stream {
+                    self.writer = Some(stream.clone());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The fast-path keys after `stream`'s ordering (`ordered`: it succeeded): the stream that
+    /// may write with no bookkeeping (the writer, when every reader since is the writer too)
+    /// and the one that may read (`stream` if now ordered after the writer, else the writer).
+    fn fast_keys(&self, stream: &S, ordered: bool) -> (usize, usize) {
+        let writer = self.writer.as_ref().map_or(0, Ordered::key);
+        let sole_writer = writer != 0 && self.readers.iter().all(|r| r.key() == writer);
+        let fast_write = if sole_writer { writer } else { 0 };
+        let is_ordered = ordered && (stream.key() == writer || self.readers.iter().any(|r| r.same_as(stream)));
+        let fast_read = if is_ordered { stream.key() } else { writer };
+        (fast_read, fast_write)
+    }
 }
 
 /// How work uses a buffer.
@@ -151,44 +216,14 @@ impl BufferUsage {
     #[cold]
     fn before_stream_work_slow(&self, stream: &Stream, access: Access) -> Result<()> {
         let mut state = self.lock();
-        let outcome = Self::order(&mut state, stream, access);
+        let outcome = state.order(stream, access);
         // Recompute the fast paths from the new state, under the lock.
-        let writer = state.writer.as_ref().map_or(0, key);
-        let sole_writer = writer != 0 && state.readers.iter().all(|r| key(r) == writer);
-        self.fast_write.store(if sole_writer { writer } else { 0 }, Ordering::Release);
-        let reader = if outcome.is_ok() && (key(stream) == writer || state.readers.iter().any(|r| r.same_as(stream))) { key(stream) } else { writer };
-        self.fast_read.store(reader, Ordering::Release);
+        let (fast_read, fast_write) = state.fast_keys(stream, outcome.is_ok());
+        self.fast_write.store(fast_write, Ordering::Release);
+        self.fast_read.store(fast_read, Ordering::Release);
         outcome
     }
 
-    /// The ordering itself: waits for the conflicting earlier work, records `stream`.
-    fn order(state: &mut UseState, stream: &Stream, access: Access) -> Result<()> {
-        match access {
-            Access::Read => {
-                if state.readers.iter().any(|r| r.same_as(stream)) {
-                    return Ok(()); // already ordered after the current writer
-                }
-                if let Some(writer) = &state.writer {
-                    stream.wait_for(writer)?;
-                }
-                state.readers.push(stream.clone());
-            }
-            Access::Write => {
-                let writer_is_stream = state.writer.as_ref().is_some_and(|w| w.same_as(stream));
-                if !writer_is_stream && let Some(writer) = &state.writer {
-                    stream.wait_for(writer)?;
-                }
-                for reader in &state.readers {
-                    stream.wait_for(reader)?;
-                }
-                state.readers.clear();
-                if !writer_is_stream {
-                    state.writer = Some(stream.clone());
-                }
-            }
-        }
-        Ok(())
-    }
 
     /// Takes the streams that may still use the buffer (for its release).
     pub(crate) fn take_streams(&self) -> Vec<Stream> {
@@ -291,5 +326,94 @@ pub(crate) fn release(context: &Context, ptr: u64, streams: Vec<Stream>, pooled:
         // SAFETY: allocated by us with cuMemAlloc, freed once, after the work of every stream
         // that used it (waited for above).
         let _ = unsafe { crate::driver::memory::free(ptr) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    use super::*;
+
+    /// A stream for the rules alone: an id (0 = the legacy stream) and a shared log of waits.
+    #[derive(Clone)]
+    struct Fake {
+        id: usize,
+        waits: Rc<RefCell<Vec<(usize, usize)>>>,
+    }
+
+    impl Ordered for Fake {
+        fn same_as(&self, other: &Self) -> bool {
+            self.id == other.id
+        }
+        fn wait_for(&self, other: &Self) -> Result<()> {
+            if self.id != other.id {
+                self.waits.borrow_mut().push((self.id, other.id));
+            }
+            Ok(())
+        }
+        fn key(&self) -> usize {
+            self.id
+        }
+    }
+
+    fn streams() -> (Fake, Fake, Fake, Rc<RefCell<Vec<(usize, usize)>>>) {
+        let waits = Rc::new(RefCell::new(Vec::new()));
+        let s = |id| Fake { id, waits: waits.clone() };
+        (s(0), s(1), s(2), waits)
+    }
+
+    /// U4: a reader on another stream waits for the last writer, once.
+    #[test]
+    fn a_read_on_another_stream_waits_for_the_writer_once() {
+        let (legacy, s1, s2, waits) = streams();
+        let mut state = UseState { writer: Some(legacy), readers: Vec::new() };
+        state.order(&s1, Access::Write).unwrap();
+        state.order(&s2, Access::Read).unwrap();
+        state.order(&s2, Access::Read).unwrap();
+        assert_eq!(*waits.borrow(), vec![(1, 0), (2, 1)]);
+    }
+
+    /// U4: a writer waits for the last writer and for every reader since.
+    #[test]
+    fn a_write_waits_for_the_writer_and_every_reader_since() {
+        let (legacy, s1, s2, waits) = streams();
+        let mut state = UseState { writer: Some(s1.clone()), readers: Vec::new() };
+        state.order(&s2, Access::Read).unwrap();
+        state.order(&legacy, Access::Read).unwrap();
+        waits.borrow_mut().clear();
+        state.order(&s1, Access::Write).unwrap();
+        assert_eq!(*waits.borrow(), vec![(1, 2), (1, 0)], "s1 waits for both readers (it was the writer)");
+        assert!(state.readers.is_empty() && state.writer.as_ref().unwrap().id == 1);
+    }
+
+    /// Work that stays on one stream waits for nothing and takes the fast paths.
+    #[test]
+    fn work_on_one_stream_waits_for_nothing_and_becomes_fast() {
+        let (legacy, s1, _, waits) = streams();
+        let mut state = UseState { writer: Some(legacy), readers: Vec::new() };
+        state.order(&s1, Access::Write).unwrap();
+        waits.borrow_mut().clear();
+        for access in [Access::Read, Access::Write, Access::Read] {
+            state.order(&s1, access).unwrap();
+        }
+        assert!(waits.borrow().is_empty());
+        assert_eq!(state.fast_keys(&s1, true), (1, 1));
+    }
+
+    /// A write elsewhere revokes both fast paths of the old stream; the legacy stream is never
+    /// fast.
+    #[test]
+    fn a_write_on_another_stream_revokes_the_fast_paths() {
+        let (legacy, s1, s2, _) = streams();
+        let mut state = UseState { writer: Some(s1.clone()), readers: Vec::new() };
+        assert_eq!(state.fast_keys(&s1, true), (1, 1));
+        state.order(&s2, Access::Read).unwrap();
+        assert_eq!(state.fast_keys(&s2, true), (2, 0), "s2 may read; nobody may write without waiting");
+        state.order(&legacy, Access::Write).unwrap();
+        assert_eq!(state.fast_keys(&legacy, true), (0, 0));
+        state.order(&s1, Access::Read).unwrap();
+        assert_eq!(state.fast_keys(&s1, true), (1, 0));
     }
 }
