@@ -17,9 +17,6 @@ pub mod atomic;
 pub mod cluster;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod cpu;
-#[cfg(not(target_arch = "nvptx64"))]
-#[doc(hidden)]
-pub mod emu;
 pub mod math;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "80"))]
 pub mod mma;

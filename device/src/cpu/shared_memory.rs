@@ -12,6 +12,7 @@ use std::cell::{Cell, RefCell, UnsafeCell};
 use std::rc::Rc;
 
 use super::error::RaceKind;
+use super::hooks::SharedFault;
 
 /// The byte every block's shared memory starts filled with: reading before writing gives
 /// `0xffff_ffff` for integers and NaN for floats, which tests can see.
@@ -111,36 +112,35 @@ impl SharedMemory {
     }
 
     /// The address of the `shared_array!` at `site`, handed out on first use.
-    #[track_caller]
-    pub(crate) fn static_array(&self, site: u64, bytes: usize, align: usize) -> u32 {
+    pub(crate) fn static_array(&self, site: u64, bytes: usize, align: usize) -> Result<u32, SharedFault> {
         let layout = &self.layout;
         let mut sites = layout.sites.borrow_mut();
         if let Some(&(_, address)) = sites.iter().find(|(s, _)| *s == site) {
-            return address;
+            return Ok(address);
         }
         let start = (layout.end.get() as usize).next_multiple_of(align.max(4));
         let static_used = start + bytes - (layout.dynamic_bytes as usize).next_multiple_of(16);
-        assert!(
-            static_used <= STATIC_SHARED_LIMIT,
-            "this kernel's shared_array!s need {static_used} bytes per block, more than CUDA's static limit of {STATIC_SHARED_LIMIT}; \
-             use dynamic shared memory (`dynamic_shared`) for more"
-        );
+        if static_used > STATIC_SHARED_LIMIT {
+            return Err(SharedFault::StaticLimit { needed: static_used, limit: STATIC_SHARED_LIMIT });
+        }
         layout.end.set((start + bytes) as u32);
         sites.push((site, start as u32));
-        start as u32
+        Ok(start as u32)
     }
 
     /// A pointer to `bytes` bytes at `address`, checked to be inside the memory handed out and
     /// aligned to `align`.
-    #[track_caller]
     #[inline]
-    pub(crate) fn pointer(&self, address: u32, bytes: usize, align: usize) -> *mut u8 {
+    pub(crate) fn pointer(&self, address: u32, bytes: usize, align: usize) -> Result<*mut u8, SharedFault> {
         let end = self.layout.end.get() as usize;
-        if address as usize + bytes > end || !(address as usize).is_multiple_of(align) {
-            shared_access_fault(address, bytes, align, end);
+        if !(address as usize).is_multiple_of(align) {
+            return Err(SharedFault::Misaligned);
+        }
+        if address as usize + bytes > end {
+            return Err(SharedFault::OutOfBounds { end });
         }
         // SAFETY: in bounds (checked); the arena is not reallocated while a block runs.
-        unsafe { (*self.arena.get()).as_mut_ptr().cast::<u8>().add(address as usize) }
+        Ok(unsafe { (*self.arena.get()).as_mut_ptr().cast::<u8>().add(address as usize) })
     }
 
     /// Records an access of `bytes` at `address`, returning the first race it reveals.
@@ -180,13 +180,4 @@ impl SharedMemory {
         }
         race
     }
-}
-
-#[cold]
-#[track_caller]
-fn shared_access_fault(address: u32, bytes: usize, align: usize, end: usize) -> ! {
-    if !(address as usize).is_multiple_of(align) {
-        panic!("misaligned shared memory access: {bytes} bytes at address {address:#x} (needs {align}-byte alignment)");
-    }
-    panic!("shared memory access out of bounds: {bytes} bytes at address {address:#x}, but this block has {end} bytes of shared memory");
 }
