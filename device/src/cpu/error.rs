@@ -77,7 +77,7 @@ pub struct ExitedLaneShuffle {
 /// A launch stopped by the watchdog.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "kernel `{kernel}` ran for {elapsed:.2?}, past the watchdog's limit of {limit:.2?}; {} threads had not finished: {}. \
+    "kernel `{kernel}` ran for {elapsed:.2?}, past the watchdog's limit of {limit:.2?}; unfinished threads ({}): {}. \
      A thread waiting for a value no other thread of the launch will write (or for the host) hangs a GPU too; \
      raise the limit with `CpuExecutor::with_watchdog` if the launch is just slow",
     stuck.len(), StuckList(stuck)
