@@ -9,9 +9,10 @@ use cudarc::driver::sys;
 
 use crate::device::Device;
 use crate::driver::{check, init};
-use crate::embedded::{EmbeddedModule, LoadedEmbedded};
+use crate::EmbeddedModule;
+use crate::embedded::LoadedEmbedded;
 use crate::error::{DriverError, Error, Result};
-use crate::launch::DeviceLimits;
+use crate::DeviceLimits;
 
 thread_local! {
     /// The ferrocuda context last bound on this thread (weak: binding does not keep it alive).

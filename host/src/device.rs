@@ -114,10 +114,10 @@ impl Device {
     }
 
     /// The limits a launch configuration is checked against.
-    pub fn launch_limits(&self) -> Result<crate::launch::DeviceLimits> {
+    pub fn launch_limits(&self) -> Result<crate::DeviceLimits> {
         use sys::CUdevice_attribute::*;
         let get = |a| self.attribute(a).map(|v| v as u32);
-        Ok(crate::launch::DeviceLimits {
+        Ok(crate::DeviceLimits {
             max_threads_per_block: get(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
             max_block: [get(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?, get(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?, get(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)?],
             max_grid: [get(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?, get(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?, get(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?],

@@ -6,7 +6,7 @@ use std::fmt;
 
 use cudarc::driver::sys;
 
-use crate::launch::LaunchProblem;
+use crate::LaunchProblem;
 
 /// A driver call that returned something other than `CUDA_SUCCESS`.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -11,7 +11,7 @@ use cudarc::driver::sys;
 use crate::context::Context;
 use crate::driver::check;
 use crate::error::Result;
-use crate::launch::LaunchConfig;
+use crate::LaunchConfig;
 
 /// One kernel loaded into a context. Keeps its context (and its module) alive.
 #[derive(Clone)]

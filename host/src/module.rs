@@ -13,7 +13,7 @@ use crate::context::Context;
 use crate::driver::{check, driver_version};
 use crate::error::{Error, Result};
 use crate::function::Function;
-use crate::launch::KernelSignature;
+use crate::KernelSignature;
 use crate::ptx_version::PtxHeader;
 
 /// How the driver picks between PTX and binary code inside a fatbin.

@@ -1,7 +1,7 @@
 //! Generating the device entry points and the host launchers.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Ident, Type};
 
@@ -47,6 +47,18 @@ pub fn kernel(kernel: &Kernel) -> TokenStream {
             out
         }
     }
+}
+
+/// The canonical text of a kernel's signature, `symbol(type,type,..)`, from which the
+/// fingerprint is made (host constant and device global alike; see ferrocuda-types).
+fn canonical_signature(symbol: &Ident, params: &[Param]) -> String {
+    let types: Vec<String> = params.iter().map(|p| p.ty.to_token_stream().to_string().split_whitespace().collect::<Vec<_>>().join(" ")).collect();
+    format!("{}({})", symbol, types.join(","))
+}
+
+/// The fingerprint of `canonical` as a `u64` literal.
+fn fingerprint_literal(canonical: &str) -> proc_macro2::Literal {
+    proc_macro2::Literal::u64_suffixed(ferrocuda_types::fingerprint(canonical))
 }
 
 enum EntryBody<'a> {
@@ -95,7 +107,17 @@ fn device_entry(symbol: &Ident, params: &[Param], body: EntryBody, attrs: &[syn:
     };
     // The kernel's name, for panic reports (one shared-memory store per thread at entry).
     let name = proc_macro2::Literal::c_string(&std::ffi::CString::new(symbol.to_string()).expect("identifiers have no NUL"));
+    // The full-signature fingerprint as a module global, which the host compares with its
+    // launcher's before the first launch from an explicitly loaded module.
+    let fingerprint = fingerprint_literal(&canonical_signature(symbol, params));
+    let fingerprint_symbol = format!("{}{}", ferrocuda_types::FINGERPRINT_SYMBOL_PREFIX, symbol);
     quote! {
+        #[cfg(target_arch = "nvptx64")]
+        const _: () = {
+            #[unsafe(export_name = #fingerprint_symbol)]
+            #[used]
+            static FINGERPRINT: u64 = #fingerprint;
+        };
         #[cfg(target_arch = "nvptx64")]
         #(#attrs)*
         #[unsafe(no_mangle)]
@@ -161,6 +183,8 @@ fn host_launcher(symbol: &Ident, params: &[Param], is_unsafe: bool, host_fn: Tok
         }
     }
     let count = pointers.len();
+    let canonical = canonical_signature(symbol, params);
+    let fingerprint = fingerprint_literal(&canonical);
     let doc = format!(
         "Typed launcher of the `{symbol_text}` kernel (PTX symbol `{symbol_text}`): `{symbol_text}::launch(&stream, config, ..)`, \
          `launch!({symbol_text}<<<grid, block>>>(..))`, or `{symbol_text}::launch_in(&module, ..)` for an explicitly loaded module."
@@ -203,9 +227,19 @@ fn host_launcher(symbol: &Ident, params: &[Param], is_unsafe: bool, host_fn: Tok
             /// The kernel's symbol in the PTX module.
             pub const SYMBOL: &str = #symbol_text;
 
-            /// What the host expects of the kernel in a module: its symbol and the byte size
-            /// of each PTX parameter (a slice is two: pointer and length).
-            pub const SIGNATURE: #fc::KernelSignature = #fc::KernelSignature { symbol: SYMBOL, param_sizes: &[#(#sizes),*] };
+            /// The fingerprint of the kernel's full signature (element types included), also
+            /// stored in the device module as `__ferrocuda_fingerprint_<symbol>`.
+            pub const FINGERPRINT: u64 = #fingerprint;
+
+            /// What the host expects of the kernel in a module: its symbol, the byte size of
+            /// each PTX parameter (a slice is two: pointer and length) and the fingerprint of
+            /// its full signature.
+            pub const SIGNATURE: #fc::KernelSignature = #fc::KernelSignature {
+                symbol: SYMBOL,
+                param_sizes: &[#(#sizes),*],
+                canonical: #canonical,
+                fingerprint: FINGERPRINT,
+            };
 
             #[allow(dead_code)]
             const _: fn() = || { #(#checks)* };
