@@ -3,16 +3,9 @@
 //! Each axis function compiles to one `mov.u32 %r, %tid.x`-style special-register read; the
 //! 3-D forms read three. On the host they read the CPU executor's current thread.
 
-/// A 3-D index or size, as CUDA's `dim3`/`uint3`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Dim3 {
-    /// x
-    pub x: u32,
-    /// y
-    pub y: u32,
-    /// z
-    pub z: u32,
-}
+/// A 3-D index or size, as CUDA's `dim3`/`uint3` (the one type the host, the device library
+/// and the CPU executor share).
+pub use ferrocuda_types::Dim3;
 
 macro_rules! special_registers {
     ($($(#[$doc:meta])* $name:ident => $intrinsic:ident, $which:ident [$axis:literal];)*) => {$(

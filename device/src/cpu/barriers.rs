@@ -2,7 +2,7 @@
 //! when nothing can run and nothing can open, the block is stuck (a hang or undefined
 //! behaviour on a GPU), and the error names the threads.
 
-use super::block::{BlockContext, ThreadState, host_dim};
+use super::block::{BlockContext, ThreadState};
 use super::error::{BarrierDivergence, CpuError, WarpDeadlock};
 use super::hooks::BarrierKind;
 
@@ -61,7 +61,7 @@ impl BlockContext<'_> {
     /// never reach.
     pub(crate) fn report_stuck(&self) {
         let kernel = self.kernel().to_owned();
-        let block = host_dim(self.block_idx);
+        let block = self.block_idx;
         let stuck_warp = (0..self.warp_syncs.len() as u32).find(|&w| {
             let (base, lanes) = self.warp_range(w);
             (0..lanes).any(|l| matches!(self.threads[base + l as usize].state.get(), ThreadState::AtWarp { .. }))
@@ -70,7 +70,7 @@ impl BlockContext<'_> {
             Some(warp) => {
                 let (base, lanes) = self.warp_range(warp);
                 let lanes_where = |f: &dyn Fn(ThreadState) -> bool| {
-                    (0..lanes).filter(|&l| f(self.threads[base + l as usize].state.get())).map(|l| host_dim(self.threads[base + l as usize].index)).collect()
+                    (0..lanes).filter(|&l| f(self.threads[base + l as usize].state.get())).map(|l| self.threads[base + l as usize].index).collect()
                 };
                 CpuError::WarpDeadlock(WarpDeadlock {
                     kernel,
@@ -83,8 +83,8 @@ impl BlockContext<'_> {
             None => CpuError::BarrierDivergence(BarrierDivergence {
                 kernel,
                 block,
-                waiting: self.threads_where(|s| matches!(s, ThreadState::AtBarrier { .. } | ThreadState::AtClusterBarrier)).into_iter().map(host_dim).collect(),
-                exited: self.threads_where(|s| matches!(s, ThreadState::Exited)).into_iter().map(host_dim).collect(),
+                waiting: self.threads_where(|s| matches!(s, ThreadState::AtBarrier { .. } | ThreadState::AtClusterBarrier)),
+                exited: self.threads_where(|s| matches!(s, ThreadState::Exited)),
             }),
         };
         self.fail(error);

@@ -223,11 +223,11 @@ impl Hooks for BlockContext<'_> {
             let (first, second) = (self.threads[race.first as usize].index, self.threads[race.second as usize].index);
             self.fail(CpuError::SharedMemoryRace(SharedMemoryRace {
                 kernel: self.kernel().to_owned(),
-                block: host_dim(self.block_idx),
+                block: self.block_idx,
                 address: race.address,
                 kind: race.kind,
-                first: host_dim(first),
-                second: host_dim(second),
+                first: first,
+                second: second,
             }));
         }
     }
@@ -240,14 +240,4 @@ impl Hooks for BlockContext<'_> {
     fn cluster_barrier(&self) {
         self.wait(ThreadState::AtClusterBarrier);
     }
-}
-
-/// The device library's `Dim3` as the host crate's (what errors and configurations use).
-pub(crate) fn host_dim(d: Dim3) -> ferrocuda_host::Dim3 {
-    ferrocuda_host::Dim3 { x: d.x, y: d.y, z: d.z }
-}
-
-/// `[x, y, z]` of a `Dim3` (how panic reports give block and thread, on both back ends).
-pub(crate) fn axes(d: Dim3) -> [u32; 3] {
-    [d.x, d.y, d.z]
 }

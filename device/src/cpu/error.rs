@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::watchdog::StuckThread;
 
-use ferrocuda_host::{Dim3, KernelPanic, LaunchProblem};
+use ferrocuda_types::{Dim3, KernelPanic, LaunchProblem};
 
 /// An error of a CPU-executor launch.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -92,8 +92,8 @@ impl<'a> Launch<'a> {
         stack::ensure_signal_stack();
         let mut stacks = executor.take_pool();
         let config = &self.config;
-        let (grid, block_dim) = (device_dim(config.grid), device_dim(config.block));
-        let cluster = device_dim(config.cluster.unwrap_or(ferrocuda_host::Dim3 { x: 1, y: 1, z: 1 }));
+        let (grid, block_dim) = (config.grid, config.block);
+        let cluster = config.cluster.unwrap_or(Dim3::ONE);
         let clusters = Dim3 { x: grid.x / cluster.x, y: grid.y / cluster.y, z: grid.z / cluster.z };
         let cluster_blocks = (cluster.x * cluster.y * cluster.z) as usize;
         let count = clusters.x as u64 * clusters.y as u64 * clusters.z as u64;
@@ -148,8 +148,4 @@ impl Drop for SetOnDrop<'_> {
     fn drop(&mut self) {
         self.0.set();
     }
-}
-
-fn device_dim(d: ferrocuda_host::Dim3) -> Dim3 {
-    Dim3 { x: d.x, y: d.y, z: d.z }
 }

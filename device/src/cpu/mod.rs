@@ -57,9 +57,9 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 pub use error::{BarrierDivergence, CpuError, ExitedLaneShuffle, RaceKind, SharedMemoryRace, WarpDeadlock, Watchdog};
-/// The same report type as a GPU panic's (`ferrocuda_host::KernelPanic`).
-pub use ferrocuda_host::KernelPanic;
-pub use ferrocuda_host::LaunchConfig;
+/// The same report type as a GPU panic's (`ferrocuda_types::KernelPanic`).
+pub use ferrocuda_types::KernelPanic;
+pub use ferrocuda_types::LaunchConfig;
 pub use shared_memory::{SHARED_POISON_BYTE, STATIC_SHARED_LIMIT};
 pub use stack::DEFAULT_STACK_SIZE;
 pub use watchdog::{StuckThread, ThreadActivity};
@@ -68,7 +68,7 @@ use stack::StackPool;
 
 /// The limits the CPU executor checks a launch against: those of a recent NVIDIA GPU (sm_90),
 /// so that a configuration accepted here is accepted there.
-pub const CPU_LIMITS: ferrocuda_host::DeviceLimits = ferrocuda_host::DeviceLimits {
+pub const CPU_LIMITS: ferrocuda_types::DeviceLimits = ferrocuda_types::DeviceLimits {
     max_threads_per_block: 1024,
     max_block: [1024, 1024, 64],
     max_grid: [i32::MAX as u32, 65535, 65535],

@@ -15,12 +15,12 @@ use std::sync::atomic::Ordering;
 
 use corosensei::{Coroutine, CoroutineResult};
 
-use super::block::{BlockContext, Cancelled, ThreadState, ThreadYielder, axes};
+use super::block::{BlockContext, Cancelled, ThreadState, ThreadYielder};
 use super::error::CpuError;
 use super::panic_capture;
 use super::stack::{self, StackPool, ThreadStack};
 use super::watchdog::{StuckThread, ThreadActivity};
-use ferrocuda_host::KernelPanic;
+use ferrocuda_types::KernelPanic;
 
 type ThreadCoroutine = Coroutine<(), (), (), ThreadStack>;
 
@@ -36,8 +36,8 @@ impl BlockContext<'_> {
             guard: slot.guard.get(),
             stack_size: self.link.stack_size,
             kernel: (self.kernel().as_ptr(), self.kernel().len()),
-            block: axes(self.block_idx),
-            thread: axes(slot.index),
+            block: self.block_idx.axes(),
+            thread: slot.index.axes(),
         }));
         self.link.status.enter_thread(slot.index);
         let finished = matches!(coroutine.resume(()), CoroutineResult::Return(()));
@@ -80,8 +80,8 @@ impl BlockContext<'_> {
             line,
             column,
             message,
-            block: axes(self.block_idx),
-            thread: axes(self.threads[rank as usize].index),
+            block: self.block_idx.axes(),
+            thread: self.threads[rank as usize].index.axes(),
         }));
     }
 
@@ -97,7 +97,7 @@ impl BlockContext<'_> {
                     ThreadState::AtWarp { .. } => ThreadActivity::WarpOperation,
                     ThreadState::AtClusterBarrier => ThreadActivity::ClusterBarrier,
                 };
-                Some(StuckThread { block: super::block::host_dim(self.block_idx), thread: super::block::host_dim(t.index), activity })
+                Some(StuckThread { block: self.block_idx, thread: t.index, activity })
             })
             .collect()
     }

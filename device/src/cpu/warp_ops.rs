@@ -77,7 +77,7 @@ impl BlockContext<'_> {
         if !exited_reads.is_empty() {
             return Err(CpuError::ExitedLaneShuffle(ExitedLaneShuffle {
                 kernel: self.kernel().to_owned(),
-                block: super::block::host_dim(self.block_idx),
+                block: self.block_idx,
                 warp,
                 readers: exited_reads.iter().map(|&(l, _)| l).collect(),
                 exited: {

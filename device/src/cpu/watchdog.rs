@@ -20,10 +20,9 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use ferrocuda_host::Dim3;
+use crate::thread::Dim3;
 
 use super::error::{CpuError, Watchdog};
-use crate::thread::Dim3 as DeviceDim3;
 
 /// Where an unfinished GPU thread was when the watchdog stopped the launch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,13 +82,13 @@ pub(crate) struct WorkerStatus {
 }
 
 impl WorkerStatus {
-    pub(crate) fn enter_block(&self, block: DeviceDim3) {
+    pub(crate) fn enter_block(&self, block: Dim3) {
         for (axis, value) in self.block.iter().zip([block.x, block.y, block.z]) {
             axis.store(value, Ordering::Relaxed);
         }
     }
 
-    pub(crate) fn enter_thread(&self, thread: DeviceDim3) {
+    pub(crate) fn enter_thread(&self, thread: Dim3) {
         for (axis, value) in self.thread.iter().zip([thread.x, thread.y, thread.z]) {
             axis.store(value, Ordering::Relaxed);
         }

@@ -7,9 +7,10 @@ use syn::{Ident, Type};
 
 use super::parse::{Kernel, Param, ParamKind};
 
-/// Absolute path of the host runtime as seen from a kernel crate.
+/// Absolute path of the host runtime as seen from a kernel crate (which depends on
+/// `ferrocuda-host` itself, for host targets; the device crate no longer re-exports it).
 fn host_path() -> TokenStream {
-    quote!(::ferrocuda_device::__private::host)
+    quote!(::ferrocuda_host)
 }
 
 pub fn kernel(kernel: &Kernel) -> TokenStream {
