@@ -11,8 +11,8 @@ use super::error::{CpuError, SharedMemoryRace};
 use super::hooks::{self, BarrierKind, Hooks, SharedFault, WarpOp};
 use super::shared_memory::{RaceCheck, SharedMemory};
 use super::watchdog::WorkerStatus;
-use crate::thread::Dim3;
-use crate::warp::WARP_SIZE;
+use ferrocuda_types::Dim3;
+use ferrocuda_types::WARP_SIZE;
 
 /// Where a GPU thread is.
 #[derive(Debug, Clone, Copy)]
@@ -226,8 +226,8 @@ impl Hooks for BlockContext<'_> {
                 block: self.block_idx,
                 address: race.address,
                 kind: race.kind,
-                first: first,
-                second: second,
+                first,
+                second,
             }));
         }
     }

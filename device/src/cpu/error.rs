@@ -5,8 +5,6 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::watchdog::StuckThread;
-
 use ferrocuda_types::{Dim3, KernelPanic, LaunchProblem};
 
 /// An error of a CPU-executor launch.
@@ -215,5 +213,51 @@ impl fmt::Display for ThreadList<'_> {
             write!(f, " and {} more", self.0.len() - SHOWN)?;
         }
         Ok(())
+    }
+}
+
+/// Where an unfinished GPU thread was when the watchdog stopped the launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ThreadActivity {
+    /// It was running and never yielded (no barrier or warp operation) within the grace
+    /// period after the limit: a spin loop, or a very long computation.
+    NeverYielded,
+    /// It was ready to run (it had yielded, or had not started yet).
+    Runnable,
+    /// It waited at a block barrier.
+    BlockBarrier,
+    /// It waited in a warp operation.
+    WarpOperation,
+    /// It waited at the cluster barrier.
+    ClusterBarrier,
+}
+
+impl fmt::Display for ThreadActivity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ThreadActivity::NeverYielded => "running, never yielded",
+            ThreadActivity::Runnable => "ready to run",
+            ThreadActivity::BlockBarrier => "at a block barrier",
+            ThreadActivity::WarpOperation => "in a warp operation",
+            ThreadActivity::ClusterBarrier => "at the cluster barrier",
+        })
+    }
+}
+
+/// A GPU thread that had not finished when the watchdog stopped its launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StuckThread {
+    /// `blockIdx`.
+    pub block: Dim3,
+    /// `threadIdx`.
+    pub thread: Dim3,
+    /// Where it was.
+    pub activity: ThreadActivity,
+}
+
+impl fmt::Display for StuckThread {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "block {} thread {} ({})", self.block, self.thread, self.activity)
     }
 }

@@ -3,8 +3,8 @@
 //!
 //! The intrinsics (`thread`, `sync`, `warp`, `shared`, `cluster`, ...) call the free functions
 //! below on the host; each asks the GPU thread that the executor runs on this OS thread,
-//! through the [`Hooks`] trait that the executor's block implements and registers with
-//! [`enter`]. This file imports nothing else of the crate, so the intrinsics (above it) and the
+//! through the `Hooks` trait that the executor's block implements and registers with
+//! `enter`. This file imports nothing else of the crate, so the intrinsics (above it) and the
 //! executor (which implements it) never import each other. Outside the executor there is no
 //! GPU thread, and a hook panics saying so.
 

@@ -7,12 +7,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::block::{BlockContext, LaunchLink};
-use super::error::{CpuError, Watchdog};
+use super::error::{CpuError, StuckThread, Watchdog};
 use super::scheduler::{self, Stopped};
 use super::shared_memory::SharedMemory;
-use super::watchdog::{self, Finished, StuckThread, WorkerStatus};
+use super::watchdog::{self, Finished, WorkerStatus};
 use super::{CpuExecutor, LaunchConfig, stack};
-use crate::thread::Dim3;
+use ferrocuda_types::Dim3;
 
 /// One launch, shared by its workers.
 pub(crate) struct Launch<'a> {

@@ -1,4 +1,4 @@
-//! The CPU body of the tensor-core intrinsics (`crate::mma`): a warp's `mma.sync` computed
+//! The CPU body of the tensor-core intrinsics (the `mma` module of the device library): a warp's `mma.sync` computed
 //! by each lane from the fragments of the whole warp, gathered with shuffles.
 
 use super::hooks;
@@ -18,7 +18,7 @@ pub(crate) fn mma_m16n8k16(a: [u32; 4], b: [u32; 2], c: [f32; 4], element: fn(u1
             b_all[source as usize][r] = hooks::warp_shuffle(*value, source);
         }
     }
-    // Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16"), see `crate::mma`.
+    // Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16"), see the device library's `mma` module.
     let half = |word: u32, k: usize| element(if k.is_multiple_of(2) { word as u16 } else { (word >> 16) as u16 });
     let a_at = |row: usize, k: usize| half(a_all[(row % 8) * 4 + (k % 8) / 2][(row / 8) + 2 * (k / 8)], k);
     let b_at = |k: usize, col: usize| half(b_all[col * 4 + (k % 8) / 2][k / 8], k);

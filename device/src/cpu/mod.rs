@@ -30,7 +30,23 @@
 //!   ends the launch; two threads touching the same shared word between two barriers, one of
 //!   them writing, is a [`SharedMemoryRace`] (the last writer and reader of each word are kept,
 //!   so most missing-barrier bugs are caught, not every one).
+//! - A shuffle that reads a lane which has exited is an [`ExitedLaneShuffle`] error (CUDA
+//!   leaves the value undefined); exited lanes named in a mask are fine, as in CUDA.
+//! - Each GPU thread has a lazily mapped stack of [`DEFAULT_STACK_SIZE`] (16 MiB) with a guard
+//!   region below it; an overflow prints the kernel, block and thread and how to raise the
+//!   stack ([`CpuExecutor::with_stack_size`]), then aborts the process (a signal handler
+//!   cannot return an error).
+//! - [`CpuExecutor::with_watchdog`] stops a launch that runs too long and names the threads
+//!   that never finished ([`Watchdog`]); a launch from inside a kernel is refused
+//!   ([`CpuError::NestedLaunch`]).
 //! - Atomics are the host's atomics; `println!` prints through `std::print!`.
+//!
+//! Layout: the intrinsics reach the executor only through [`hooks`] (a trait the running
+//! block implements, registered per OS thread); `launch.rs` runs workers over the grid,
+//! `scheduler.rs` runs one cluster's threads as coroutines, `block.rs` holds a block's
+//! state, `warp_ops.rs` and `barriers.rs` complete collectives, `shared_memory.rs` is the
+//! arena and race detector, `stack.rs` the stacks and the overflow handler, `watchdog.rs` the
+//! watchdog, `error.rs` the reports.
 //!
 //! What differs from a GPU: floating-point results may differ in the last bits (no fused
 //! multiply-add unless the kernel asks for `mul_add`, libm's functions rather than CUDA's), and
@@ -56,13 +72,12 @@ mod watchdog;
 use std::sync::Mutex;
 use std::time::Duration;
 
-pub use error::{BarrierDivergence, CpuError, ExitedLaneShuffle, RaceKind, SharedMemoryRace, WarpDeadlock, Watchdog};
+pub use error::{BarrierDivergence, CpuError, ExitedLaneShuffle, RaceKind, SharedMemoryRace, StuckThread, ThreadActivity, WarpDeadlock, Watchdog};
 /// The same report type as a GPU panic's (`ferrocuda_types::KernelPanic`).
 pub use ferrocuda_types::KernelPanic;
 pub use ferrocuda_types::LaunchConfig;
 pub use shared_memory::{SHARED_POISON_BYTE, STATIC_SHARED_LIMIT};
 pub use stack::DEFAULT_STACK_SIZE;
-pub use watchdog::{StuckThread, ThreadActivity};
 
 use stack::StackPool;
 

@@ -16,10 +16,9 @@ use std::sync::atomic::Ordering;
 use corosensei::{Coroutine, CoroutineResult};
 
 use super::block::{BlockContext, Cancelled, ThreadState, ThreadYielder};
-use super::error::CpuError;
+use super::error::{CpuError, StuckThread, ThreadActivity};
 use super::panic_capture;
 use super::stack::{self, StackPool, ThreadStack};
-use super::watchdog::{StuckThread, ThreadActivity};
 use ferrocuda_types::KernelPanic;
 
 type ThreadCoroutine = Coroutine<(), (), (), ThreadStack>;

@@ -148,14 +148,14 @@ impl SharedMemory {
     pub(crate) fn record_access(&self, address: u32, bytes: usize, write: bool, check: &RaceCheck<'_>) -> Option<Race> {
         let shadow = self.shadow.as_ref()?;
         let epoch = self.epoch.get();
-        let warp = check.rank / crate::warp::WARP_SIZE;
+        let warp = check.rank / ferrocuda_types::WARP_SIZE;
         let now = Access { thread: check.rank + 1, epoch, warp_syncs: check.warp_syncs[warp as usize].get() };
         // Is the earlier access `before` unordered with the current one?
         let unordered = |before: Access| {
             before.thread != 0
                 && before.thread != now.thread
                 && before.epoch == epoch
-                && !((before.thread - 1) / crate::warp::WARP_SIZE == warp && now.warp_syncs > before.warp_syncs)
+                && !((before.thread - 1) / ferrocuda_types::WARP_SIZE == warp && now.warp_syncs > before.warp_syncs)
         };
         let mut race = None;
         for word in address / 4..(address + bytes as u32).div_ceil(4) {

@@ -15,60 +15,13 @@
 //! [`CpuExecutor::with_watchdog`]: super::CpuExecutor::with_watchdog
 //! [`CpuError::Watchdog`]: super::CpuError::Watchdog
 
-use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::thread::Dim3;
+use ferrocuda_types::Dim3;
 
-use super::error::{CpuError, Watchdog};
-
-/// Where an unfinished GPU thread was when the watchdog stopped the launch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ThreadActivity {
-    /// It was running and never yielded (no barrier or warp operation) within the grace
-    /// period after the limit: a spin loop, or a very long computation.
-    NeverYielded,
-    /// It was ready to run (it had yielded, or had not started yet).
-    Runnable,
-    /// It waited at a block barrier.
-    BlockBarrier,
-    /// It waited in a warp operation.
-    WarpOperation,
-    /// It waited at the cluster barrier.
-    ClusterBarrier,
-}
-
-impl fmt::Display for ThreadActivity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            ThreadActivity::NeverYielded => "running, never yielded",
-            ThreadActivity::Runnable => "ready to run",
-            ThreadActivity::BlockBarrier => "at a block barrier",
-            ThreadActivity::WarpOperation => "in a warp operation",
-            ThreadActivity::ClusterBarrier => "at the cluster barrier",
-        })
-    }
-}
-
-/// A GPU thread that had not finished when the watchdog stopped its launch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StuckThread {
-    /// `blockIdx`.
-    pub block: Dim3,
-    /// `threadIdx`.
-    pub thread: Dim3,
-    /// Where it was.
-    pub activity: ThreadActivity,
-}
-
-impl fmt::Display for StuckThread {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "block {} thread {} ({})", self.block, self.thread, self.activity)
-    }
-}
+use super::error::{CpuError, StuckThread, ThreadActivity, Watchdog};
 
 /// What one worker runs, published with relaxed atomics for the watchdog.
 #[derive(Default)]
