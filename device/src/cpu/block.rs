@@ -120,9 +120,9 @@ impl<'a> BlockContext<'a> {
     /// Makes this the block the intrinsics of this OS thread see, until the guard drops.
     pub(crate) fn enter(&self) -> hooks::Entered<'_> {
         self.link.status.enter_block(self.block_idx);
-        // SAFETY: the guard is a local of the caller's scope, which `self` outlives; it is
-        // never leaked.
-        unsafe { hooks::enter(self) }
+        // SAFETY: the guard is a local of the caller's scope, which `self` (and the shared
+        // memory it borrows, whose window this is) outlives; it is never leaked.
+        unsafe { hooks::enter(self, self.shared.window()) }
     }
 
     /// The running GPU thread.
@@ -209,11 +209,8 @@ impl Hooks for BlockContext<'_> {
     fn dynamic_shared_bytes(&self) -> u32 {
         self.shared.dynamic_bytes()
     }
-    fn shared_pointer(&self, block: Option<u32>, address: u32, bytes: usize, align: usize) -> Result<*mut u8, SharedFault> {
-        let shared = match block {
-            None => self.shared,
-            Some(rank) => self.cluster_shared.get(rank as usize).ok_or(SharedFault::NoSuchBlock { size: self.cluster_shared.len() as u32 })?,
-        };
+    fn peer_shared_pointer(&self, rank: u32, address: u32, bytes: usize, align: usize) -> Result<*mut u8, SharedFault> {
+        let shared = self.cluster_shared.get(rank as usize).ok_or(SharedFault::NoSuchBlock { size: self.cluster_shared.len() as u32 })?;
         shared.pointer(address, bytes, align)
     }
     fn note_shared_access(&self, address: u32, bytes: usize, write: bool) {

@@ -55,6 +55,38 @@ pub(crate) enum SharedFault {
     StaticLimit { needed: usize, limit: usize },
 }
 
+/// The running block's shared memory as plain data, so that a shared load or store needs no
+/// call into the executor (the hot path of tiled kernels): the arena's first byte, the cell
+/// holding how many bytes are handed out (it grows as `shared_array!` sites are reached), and
+/// whether accesses are recorded for the race detector (then one call per access).
+#[derive(Clone, Copy)]
+pub(crate) struct SharedWindow {
+    /// The arena's first byte; valid for `*end` bytes while the block is entered.
+    pub(crate) base: *mut u8,
+    /// Bytes handed out so far.
+    pub(crate) end: *const Cell<u32>,
+    /// Accesses go to [`Hooks::note_shared_access`].
+    pub(crate) recorded: bool,
+}
+
+impl SharedWindow {
+    /// A pointer to `bytes` bytes at `address`, checked for bounds and alignment.
+    #[inline(always)]
+    fn pointer(&self, address: u32, bytes: usize, align: usize) -> Result<*mut u8, SharedFault> {
+        // SAFETY: `end` points into the block's shared-memory layout, alive while the block is
+        // entered (the window is only read through `running_shared`, inside that window).
+        let end = unsafe { (*self.end).get() } as usize;
+        if !(address as usize).is_multiple_of(align) {
+            return Err(SharedFault::Misaligned);
+        }
+        if address as usize + bytes > end {
+            return Err(SharedFault::OutOfBounds { end });
+        }
+        // SAFETY: in bounds of the arena (checked against `end`, which never exceeds it).
+        Ok(unsafe { self.base.add(address as usize) })
+    }
+}
+
 /// What the intrinsics ask of the GPU thread running on this OS thread. Implemented by the
 /// executor's block (`cpu::block::BlockContext`), for its running thread.
 ///
@@ -80,9 +112,9 @@ pub(crate) trait Hooks {
     fn static_shared(&self, site: u64, bytes: usize, align: usize) -> Result<u32, SharedFault>;
     /// Bytes of dynamic shared memory (at address 0).
     fn dynamic_shared_bytes(&self) -> u32;
-    /// A pointer to `bytes` bytes at `address` of this block's shared memory (or, with
-    /// `Some(rank)`, of the cluster's block `rank`), checked for bounds and alignment.
-    fn shared_pointer(&self, block: Option<u32>, address: u32, bytes: usize, align: usize) -> Result<*mut u8, SharedFault>;
+    /// A pointer to `bytes` bytes at `address` of the shared memory of the cluster's block
+    /// `rank`, checked for bounds and alignment.
+    fn peer_shared_pointer(&self, rank: u32, address: u32, bytes: usize, align: usize) -> Result<*mut u8, SharedFault>;
     /// Records a plain access of this block's shared memory for the race detector.
     fn note_shared_access(&self, address: u32, bytes: usize, write: bool);
     /// `%cluster_ctarank`.
@@ -95,12 +127,19 @@ pub(crate) trait Hooks {
 
 thread_local! {
     /// The GPU thread's hooks on this OS thread (none outside the executor).
-    static CURRENT: Cell<Option<NonNull<dyn Hooks + 'static>>> = const { Cell::new(None) };
+    static CURRENT: Cell<Option<Current>> = const { Cell::new(None) };
+}
+
+/// What `enter` registers: the hooks and the block's shared-memory window.
+#[derive(Clone, Copy)]
+struct Current {
+    hooks: NonNull<dyn Hooks + 'static>,
+    shared: SharedWindow,
 }
 
 /// Restores the hooks that were current before [`enter`] when dropped.
 pub(crate) struct Entered<'a> {
-    previous: Option<NonNull<dyn Hooks + 'static>>,
+    previous: Option<Current>,
     _hooks: core::marker::PhantomData<&'a ()>,
 }
 
@@ -110,16 +149,17 @@ impl Drop for Entered<'_> {
     }
 }
 
-/// Makes `hooks` what the intrinsics on this OS thread see until the returned guard drops.
+/// Makes `hooks` and its block's `shared` window what the intrinsics on this OS thread see
+/// until the returned guard drops.
 ///
 /// # Safety
-/// The guard must be dropped (not leaked with `mem::forget`) before `hooks` ends: the
-/// thread-local keeps a lifetime-erased pointer to it.
-pub(crate) unsafe fn enter<'a>(hooks: &'a (dyn Hooks + 'a)) -> Entered<'a> {
+/// The guard must be dropped (not leaked with `mem::forget`) before `hooks` ends, and the
+/// window must stay valid as long: the thread-local keeps lifetime-erased pointers to both.
+pub(crate) unsafe fn enter<'a>(hooks: &'a (dyn Hooks + 'a), shared: SharedWindow) -> Entered<'a> {
     // SAFETY: only the trait object's lifetime bound changes; the caller keeps `hooks` alive
     // until the guard restores the previous pointer.
     let erased = unsafe { core::mem::transmute::<NonNull<dyn Hooks + 'a>, NonNull<dyn Hooks + 'static>>(NonNull::from(hooks)) };
-    let previous = CURRENT.with(|c| c.replace(Some(erased)));
+    let previous = CURRENT.with(|c| c.replace(Some(Current { hooks: erased, shared })));
     Entered { previous, _hooks: core::marker::PhantomData }
 }
 
@@ -138,10 +178,17 @@ fn no_gpu_thread(what: &str) -> ! {
 #[track_caller]
 #[inline(always)]
 fn running(what: &str) -> &'static dyn Hooks {
+    running_shared(what).0
+}
+
+/// The running GPU thread and its block's shared-memory window.
+#[track_caller]
+#[inline(always)]
+fn running_shared(what: &str) -> (&'static dyn Hooks, SharedWindow) {
     match CURRENT.with(|c| c.get()) {
         // SAFETY: set by `enter` on this OS thread, whose guard clears it before the hooks end;
         // the reference is used only while this GPU thread runs, inside that window.
-        Some(hooks) => unsafe { hooks.as_ref() },
+        Some(current) => (unsafe { current.hooks.as_ref() }, current.shared),
         None => no_gpu_thread(what),
     }
 }
@@ -219,12 +266,13 @@ pub(crate) fn dynamic_shared() -> (u32, u32) {
     (0, running("dynamic_shared").dynamic_shared_bytes())
 }
 
-/// A pointer to `size_of::<T>()` bytes at `address` in the running block's shared memory,
-/// after checking the bounds and alignment (panicking like an out-of-bounds index).
+/// A pointer to `size_of::<T>()` bytes at `address` in `window`, after checking the bounds
+/// and alignment (panicking like an out-of-bounds index).
 #[track_caller]
-fn shared_pointer<T>(hooks: &dyn Hooks, block: Option<u32>, address: u32) -> *mut T {
+#[inline(always)]
+fn shared_pointer<T>(window: &SharedWindow, address: u32) -> *mut T {
     let (bytes, align) = (core::mem::size_of::<T>(), core::mem::align_of::<T>());
-    match hooks.shared_pointer(block, address, bytes, align) {
+    match window.pointer(address, bytes, align) {
         Ok(pointer) => pointer.cast(),
         Err(fault) => shared_fault(fault, address, bytes, align),
     }
@@ -235,10 +283,13 @@ fn shared_pointer<T>(hooks: &dyn Hooks, block: Option<u32>, address: u32) -> *mu
 /// # Safety
 /// `T` is valid for every bit pattern (the shared-element types are).
 #[track_caller]
+#[inline]
 pub(crate) unsafe fn shared_load<T: Copy>(address: u32) -> T {
-    let hooks = running("shared memory");
-    let pointer = shared_pointer::<T>(hooks, None, address);
-    hooks.note_shared_access(address, core::mem::size_of::<T>(), false);
+    let (hooks, window) = running_shared("shared memory");
+    let pointer = shared_pointer::<T>(&window, address);
+    if window.recorded {
+        hooks.note_shared_access(address, core::mem::size_of::<T>(), false);
+    }
     // SAFETY: in bounds and aligned (checked above); any bit pattern is a valid `T`.
     unsafe { pointer.read_volatile() }
 }
@@ -248,10 +299,13 @@ pub(crate) unsafe fn shared_load<T: Copy>(address: u32) -> T {
 /// # Safety
 /// As for [`shared_load`].
 #[track_caller]
+#[inline]
 pub(crate) unsafe fn shared_store<T: Copy>(address: u32, value: T) {
-    let hooks = running("shared memory");
-    let pointer = shared_pointer::<T>(hooks, None, address);
-    hooks.note_shared_access(address, core::mem::size_of::<T>(), true);
+    let (hooks, window) = running_shared("shared memory");
+    let pointer = shared_pointer::<T>(&window, address);
+    if window.recorded {
+        hooks.note_shared_access(address, core::mem::size_of::<T>(), true);
+    }
     // SAFETY: in bounds and aligned (checked above).
     unsafe { pointer.write_volatile(value) }
 }
@@ -291,7 +345,7 @@ pub(crate) unsafe fn atomic_update<T: Copy>(target: *mut T, f: impl Fn(T) -> T) 
 /// `address` is in bounds and aligned.
 #[track_caller]
 pub(crate) unsafe fn shared_fetch_add<T: Copy + core::ops::Add<Output = T>>(address: u32, value: T) -> T {
-    let pointer = shared_pointer::<T>(running("shared memory"), None, address);
+    let pointer = shared_pointer::<T>(&running_shared("shared memory").1, address);
     // SAFETY: `shared_pointer` checked bounds and alignment; a block runs on one OS thread, so
     // the arena is only ever touched from here (atomically or not).
     unsafe { atomic_update(pointer, |old| old + value) }
@@ -316,9 +370,12 @@ pub(crate) fn cluster_sync() {
 /// by the race detector, which watches one block's accesses).
 #[track_caller]
 pub(crate) fn cluster_peer_load_u32(address: u32, rank: u32) -> u32 {
-    let pointer = shared_pointer::<u32>(running("cluster::peer_get"), Some(rank), address);
-    // SAFETY: in bounds and aligned (checked by `shared_pointer`); the peer block runs on this
-    // OS thread, not concurrently.
+    let pointer = match running("cluster::peer_get").peer_shared_pointer(rank, address, 4, 4) {
+        Ok(pointer) => pointer.cast::<u32>(),
+        Err(fault) => shared_fault(fault, address, 4, 4),
+    };
+    // SAFETY: in bounds and aligned (checked by `peer_shared_pointer`); the peer block runs on
+    // this OS thread, not concurrently.
     unsafe { pointer.read_volatile() }
 }
 

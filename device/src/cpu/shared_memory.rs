@@ -12,7 +12,7 @@ use std::cell::{Cell, RefCell, UnsafeCell};
 use std::rc::Rc;
 
 use super::error::RaceKind;
-use super::hooks::SharedFault;
+use super::hooks::{SharedFault, SharedWindow};
 
 /// The byte every block's shared memory starts filled with: reading before writing gives
 /// `0xffff_ffff` for integers and NaN for floats, which tests can see.
@@ -141,6 +141,16 @@ impl SharedMemory {
         }
         // SAFETY: in bounds (checked); the arena is not reallocated while a block runs.
         Ok(unsafe { (*self.arena.get()).as_mut_ptr().cast::<u8>().add(address as usize) })
+    }
+
+    /// This arena as the intrinsics see it (valid while `self` lives: the arena and the layout
+    /// are never reallocated).
+    pub(crate) fn window(&self) -> SharedWindow {
+        // SAFETY: called when a block is entered, between resumes, so no GPU thread is in the
+        // middle of an access and the short-lived `&mut` made here aliases nothing; the
+        // intrinsics use only the raw pointer afterwards.
+        let base = unsafe { (*self.arena.get()).as_mut_ptr().cast::<u8>() };
+        SharedWindow { base, end: &self.layout.end, recorded: self.shadow.is_some() }
     }
 
     /// Records an access of `bytes` at `address`, returning the first race it reveals.

@@ -45,7 +45,8 @@ impl WorkerStatus {
         for (axis, value) in self.thread.iter().zip([thread.x, thread.y, thread.z]) {
             axis.store(value, Ordering::Relaxed);
         }
-        self.resumes.fetch_add(1, Ordering::Relaxed);
+        // Only this worker writes it: a plain increment, not a locked one.
+        self.resumes.store(self.resumes.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         self.in_thread.store(true, Ordering::Relaxed);
     }
 
