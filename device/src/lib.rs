@@ -17,6 +17,11 @@ pub mod atomic;
 pub mod cluster;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod cpu;
+/// The old name of [`cpu::hooks`], kept while code written against it is merged; new code
+/// names `crate::cpu::hooks`.
+#[cfg(not(target_arch = "nvptx64"))]
+#[allow(unused_imports)]
+pub(crate) use cpu::hooks as emu;
 pub mod math;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "80"))]
 pub mod mma;

@@ -270,12 +270,34 @@ pub(crate) fn dynamic_shared() -> (u32, u32) {
 /// and alignment (panicking like an out-of-bounds index).
 #[track_caller]
 #[inline(always)]
-fn shared_pointer<T>(window: &SharedWindow, address: u32) -> *mut T {
+fn window_pointer<T>(window: &SharedWindow, address: u32) -> *mut T {
     let (bytes, align) = (core::mem::size_of::<T>(), core::mem::align_of::<T>());
     match window.pointer(address, bytes, align) {
         Ok(pointer) => pointer.cast(),
         Err(fault) => shared_fault(fault, address, bytes, align),
     }
+}
+
+/// A pointer to a `T` at `address` in the running block's shared memory, checked for bounds
+/// and alignment (panicking like an out-of-bounds index); accesses through it are not
+/// recorded by the race detector (for the CPU bodies of asynchronous copies and barriers).
+#[track_caller]
+#[allow(dead_code, reason = "for the CPU bodies of cp.async, mbarrier and TMA (hopper's branch)")]
+pub(crate) fn shared_pointer<T>(address: u32) -> *mut T {
+    window_pointer::<T>(&running_shared("shared memory").1, address)
+}
+
+/// The running thread's rank in its block (x fastest).
+#[track_caller]
+pub(crate) fn rank() -> u32 {
+    running("rank_in_block").rank()
+}
+
+/// A number identifying the running block among those running now (its executor state's
+/// address): a key for per-block emulation state kept outside the executor.
+#[track_caller]
+pub(crate) fn block_identity() -> usize {
+    (running("block identity") as *const dyn Hooks).cast::<()>() as usize
 }
 
 /// `ld.shared` on the host: a bounds-checked read of the block's arena, checked for data races.
@@ -286,7 +308,7 @@ fn shared_pointer<T>(window: &SharedWindow, address: u32) -> *mut T {
 #[inline]
 pub(crate) unsafe fn shared_load<T: Copy>(address: u32) -> T {
     let (hooks, window) = running_shared("shared memory");
-    let pointer = shared_pointer::<T>(&window, address);
+    let pointer = window_pointer::<T>(&window, address);
     if window.recorded {
         hooks.note_shared_access(address, core::mem::size_of::<T>(), false);
     }
@@ -302,7 +324,7 @@ pub(crate) unsafe fn shared_load<T: Copy>(address: u32) -> T {
 #[inline]
 pub(crate) unsafe fn shared_store<T: Copy>(address: u32, value: T) {
     let (hooks, window) = running_shared("shared memory");
-    let pointer = shared_pointer::<T>(&window, address);
+    let pointer = window_pointer::<T>(&window, address);
     if window.recorded {
         hooks.note_shared_access(address, core::mem::size_of::<T>(), true);
     }
@@ -345,8 +367,8 @@ pub(crate) unsafe fn atomic_update<T: Copy>(target: *mut T, f: impl Fn(T) -> T) 
 /// `address` is in bounds and aligned.
 #[track_caller]
 pub(crate) unsafe fn shared_fetch_add<T: Copy + core::ops::Add<Output = T>>(address: u32, value: T) -> T {
-    let pointer = shared_pointer::<T>(&running_shared("shared memory").1, address);
-    // SAFETY: `shared_pointer` checked bounds and alignment; a block runs on one OS thread, so
+    let pointer = window_pointer::<T>(&running_shared("shared memory").1, address);
+    // SAFETY: `window_pointer` checked bounds and alignment; a block runs on one OS thread, so
     // the arena is only ever touched from here (atomically or not).
     unsafe { atomic_update(pointer, |old| old + value) }
 }
