@@ -161,6 +161,23 @@ fn a_launch_looping_at_barriers_is_stopped_by_the_watchdog() {
 }
 
 #[test]
+fn a_huge_grid_is_stopped_by_the_watchdog_between_blocks() {
+    // The audit's 2^31 - 1 blocks, which would run for hours.
+    let executor = CpuExecutor::new().with_watchdog(Duration::from_millis(200));
+    let ran = AtomicU32::new(0);
+    let start = Instant::now();
+    let error = executor
+        .run("big_grid", LaunchConfig::new(i32::MAX as u32, 1u32), &|| {
+            ran.fetch_add(1, Ordering::Relaxed);
+        })
+        .unwrap_err();
+    assert!(start.elapsed() < Duration::from_secs(10), "stopped after {:?}", start.elapsed());
+    let CpuError::Watchdog(report) = &error else { panic!("expected a watchdog report, got {error}") };
+    assert_eq!(report.kernel, "big_grid");
+    assert!(ran.load(Ordering::Relaxed) > 0 && ran.load(Ordering::Relaxed) < i32::MAX as u32);
+}
+
+#[test]
 fn a_watchdog_lets_a_launch_that_finishes_return_at_once() {
     let executor = CpuExecutor::new().with_watchdog(Duration::from_secs(30));
     let count = AtomicU32::new(0);
