@@ -7,11 +7,10 @@ use syn::{Ident, Type};
 
 use super::parse::{Kernel, Param, ParamKind};
 
-/// Absolute path of the host runtime's macro support (`ferrocuda_host::__private`) as seen
-/// from a kernel crate; becomes `::ferrocuda_host::__private` once kernel crates depend on
-/// ferrocuda-host directly (see /coord/INTERFACE-host-macro.md).
+/// Absolute path of the host runtime's macro support as seen from a kernel crate (which depends
+/// on `ferrocuda-host` itself, for host targets; the device crate no longer re-exports it).
 fn host_path() -> TokenStream {
-    quote!(::ferrocuda_device::__private::host::__private)
+    quote!(::ferrocuda_host::__private)
 }
 
 pub fn kernel(kernel: &Kernel) -> TokenStream {
