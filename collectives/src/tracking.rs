@@ -1,0 +1,26 @@
+//! Stream-ordered buffer lifetimes for work this crate queues outside kernel launches (NCCL
+//! calls): "this stream reads / writes this buffer".
+//!
+//! The host crate's per-buffer tracking (`Stream::will_use(&[BufferAccess::read(&x),
+//! BufferAccess::write(&mut y)])`, see `/work/coord/INTERFACE-host-macro.md`) is not on this
+//! branch's base yet. Every NCCL operation already calls these two functions before it is
+//! queued, so wiring it is a change here alone: replace each body by
+//! `stream.will_use(&[BufferAccess::read(view)])?` / `stream.will_use(&[BufferAccess::write(view)])?`.
+//! Until then the buffers' own rules apply: a `DeviceBuffer` waits for its context's work when
+//! dropped, and a stream-ordered one must only be used on its own stream.
+
+use ferrocuda_host::{DeviceView, DeviceViewMut, Stream};
+
+use crate::error::Result;
+
+/// Records that work queued next on `stream` reads `view`.
+pub(crate) fn will_read<T>(stream: &Stream, view: &DeviceView<'_, T>) -> Result<()> {
+    let _ = (stream, view);
+    Ok(())
+}
+
+/// Records that work queued next on `stream` writes `view`.
+pub(crate) fn will_write<T>(stream: &Stream, view: &DeviceViewMut<'_, T>) -> Result<()> {
+    let _ = (stream, view);
+    Ok(())
+}
