@@ -75,6 +75,18 @@ pub enum Error {
         /// The device of what was passed.
         got: usize,
     },
+    /// A buffer's address is not aligned as the operation needs.
+    #[error("{operation}: the {what} starts at {address:#x}, which is not a multiple of {alignment} bytes; pass a buffer (or a view starting at a multiple of {alignment} bytes)")]
+    Misaligned {
+        /// The operation.
+        operation: &'static str,
+        /// Which buffer.
+        what: &'static str,
+        /// Its device address.
+        address: u64,
+        /// The alignment needed, in bytes.
+        alignment: u64,
+    },
     /// A peer did not answer in time; the communicator was aborted and cannot be used again.
     #[error("{operation} did not complete within {after:?} (a peer is hung or gone); the communicator was aborted: make a new one")]
     Timeout {

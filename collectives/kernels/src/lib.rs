@@ -64,7 +64,9 @@ pub fn block_range(n: u32, block: u32, blocks: u32) -> (u32, u32) {
 /// zeroed flags); `input`, `output` and every staging buffer 16-byte aligned; every address in `table` must be readable and (flags)
 /// writable from this GPU (peer access enabled); `input`/`output` hold `n` elements on this GPU
 /// and `output` is touched by no one else while the kernel runs. Every rank must launch the
-/// call, or the others wait forever (the host side offers a timeout).
+/// call, or the others wait: forever when `spin_limit` is 0, else until a waiting thread has
+/// polled its flag `spin_limit` times, when it stores 1 into `*status` (a `u32` on this GPU)
+/// and carries on with garbage.
 #[kernel]
 pub unsafe fn one_shot_all_reduce_f32(
     rank: u32,
@@ -72,6 +74,8 @@ pub unsafe fn one_shot_all_reduce_f32(
     n: u32,
     capacity: u32,
     epoch: u32,
+    spin_limit: u32,
+    status: *mut u32,
     table: *const u64,
     input: *const f32,
     output: *mut f32,
@@ -122,7 +126,15 @@ pub unsafe fn one_shot_all_reduce_f32(
         let slot = unsafe { (*table.add((world + rank) as usize) as *mut u32).add((tid * MAX_BLOCKS + block) as usize) };
         // SAFETY: a valid, aligned u32 that only atomics touch.
         let flag = unsafe { AtomicU32::from_ptr(slot) };
+        let mut spins = 0u32;
         while !reached(flag.load(Ordering::Acquire), epoch) {
+            spins = spins.wrapping_add(1);
+            if spin_limit != 0 && spins >= spin_limit {
+                // A peer did not arrive: report it and give up (the output is then garbage).
+                // SAFETY: `status` is a valid u32 on this GPU (caller's contract).
+                unsafe { AtomicU32::from_ptr(status) }.store(1, Ordering::Relaxed);
+                break;
+            }
             core::hint::spin_loop();
         }
     }
