@@ -66,7 +66,7 @@ pub trait Collectives {
     ///
     /// The buffers of grouped operations are borrowed for `'a`, which outlives the group, so
     /// none can be freed before the group has issued its work.
-    fn group<'a, R>(&self, body: impl FnOnce(&Grouped<'_, '_, 'a, Self>) -> R) -> Result<R>
+    fn group<'g, 'a: 'g, R>(&'g self, body: impl FnOnce(&Grouped<'_, 'g, 'a, Self>) -> R) -> Result<R>
     where
         Self: Sized,
     {

@@ -51,7 +51,7 @@ impl ThreadGroup {
                         .name(format!("rank-{rank}"))
                         .spawn_scoped(scope, move || {
                             let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&comm)));
-                            comm.shared.leave(rank);
+                            comm.shared.leave(rank, outcome.is_err());
                             outcome
                         })
                         .expect("could not spawn a rank's thread")
@@ -100,6 +100,8 @@ struct State {
     completed: Arc<Vec<Contribution>>,
     /// Ranks whose body has ended (returned or panicked).
     left: Vec<bool>,
+    /// The first rank whose body panicked: named by the errors of the others.
+    first_panic: Option<usize>,
     /// Point-to-point messages by (from, to).
     mailboxes: HashMap<(usize, usize), VecDeque<Vec<u8>>>,
 }
@@ -121,6 +123,7 @@ impl Shared {
                 slots: (0..world_size).map(|_| None).collect(),
                 completed: Arc::new(Vec::new()),
                 left: vec![false; world_size],
+                first_panic: None,
                 mailboxes: HashMap::new(),
             }),
             changed: Condvar::new(),
@@ -131,8 +134,13 @@ impl Shared {
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn leave(&self, rank: usize) {
-        self.lock().left[rank] = true;
+    fn leave(&self, rank: usize, panicked: bool) {
+        let mut state = self.lock();
+        state.left[rank] = true;
+        if panicked && state.first_panic.is_none() {
+            state.first_panic = Some(rank);
+        }
+        drop(state);
         self.changed.notify_all();
     }
 
@@ -164,7 +172,7 @@ impl Shared {
             while state.generation == generation {
                 if let Some(gone) = (0..self.world_size).find(|&r| state.left[r] && state.slots[r].is_none()) {
                     state.slots[rank] = None;
-                    return Err(Error::PeerFailed { operation, rank: gone });
+                    return Err(Error::PeerFailed { operation, rank: state.first_panic.unwrap_or(gone) });
                 }
                 let (next, expired) = self.wait(state, deadline);
                 state = next;
@@ -296,7 +304,7 @@ impl Collectives for HostComm {
                 return Ok(());
             }
             if state.left[peer] {
-                return Err(Error::PeerFailed { operation: "recv", rank: peer });
+                return Err(Error::PeerFailed { operation: "recv", rank: state.first_panic.unwrap_or(peer) });
             }
             let (next, expired) = self.shared.wait(state, deadline);
             state = next;
