@@ -120,6 +120,10 @@ pub unsafe fn one_shot_all_reduce_f32(
         // SAFETY: a valid, aligned u32 that only atomics touch.
         unsafe { AtomicU32::from_ptr(slot) }.store(epoch, Ordering::Release);
     }
+    // All of this block's flags are out before any of its threads waits: on the GPU this costs
+    // one barrier; on the CPU executor, whose threads of a block take turns at barriers, it is
+    // what lets every rank's stores happen whatever the order the waits run in.
+    sync_threads();
     // 3. Wait until each peer's block has staged the same range.
     if tid < world && tid != rank {
         // SAFETY: as above, this rank's own flag array.
