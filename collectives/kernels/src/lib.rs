@@ -182,6 +182,39 @@ pub unsafe fn one_shot_all_reduce_f32(
 #[repr(C, align(16))]
 struct Vector([f32; 4]);
 
+/// The data-parallel example's gradient: for `n` independent scalar models `t ≈ p * d`, the
+/// gradient of `(p[i] * d[i] - t[i])^2` by `p[i]` into `grad[i]`, one element per thread.
+///
+/// # Safety
+/// `params`, `data`, `targets` and `grad` hold `n` `f32` each on this GPU; `grad` is written
+/// by no one else while the kernel runs.
+#[kernel]
+pub unsafe fn local_gradient(n: u32, params: *const f32, data: *const f32, targets: *const f32, grad: *mut f32) {
+    let i = block_idx_x() * block_dim_x() + thread_idx_x();
+    if i < n {
+        let i = i as usize;
+        // SAFETY: i < n; every pointer holds n elements (caller's contract).
+        unsafe {
+            let (p, d, t) = (*params.add(i), *data.add(i), *targets.add(i));
+            *grad.add(i) = 2.0 * (p * d - t) * d;
+        }
+    }
+}
+
+/// The data-parallel example's update: `params[i] -= rate * grad[i]`, one element per thread.
+///
+/// # Safety
+/// `params` and `grad` hold `n` `f32` each on this GPU; `params` is written by no one else
+/// while the kernel runs.
+#[kernel]
+pub unsafe fn sgd_step(n: u32, rate: f32, grad: *const f32, params: *mut f32) {
+    let i = block_idx_x() * block_dim_x() + thread_idx_x();
+    if i < n {
+        // SAFETY: i < n; both pointers hold n elements (caller's contract).
+        unsafe { *params.add(i as usize) -= rate * *grad.add(i as usize) };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
