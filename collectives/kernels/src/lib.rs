@@ -4,7 +4,7 @@
 //!
 //! The host side (buffers, flag tables, epochs, launch) is `ferrocuda_collectives::peer`;
 //! these kernels take raw device pointers, so their launchers are `unsafe`.
-#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
+#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
@@ -101,7 +101,7 @@ pub unsafe fn one_shot_all_reduce_f32(
     let mut i = start + tid * VECTOR;
     while i < vector_end {
         // SAFETY: i + 4 <= n <= capacity; 16-byte aligned (caller's contract); both hold them.
-        unsafe { (own_staging.add(i as usize) as *mut Vector).write((input.add(i as usize) as *const Vector).read()) };
+        unsafe { store4(own_staging.add(i as usize), load4(input.add(i as usize))) };
         i += threads * VECTOR;
     }
     let mut i = vector_end + tid;
@@ -151,7 +151,7 @@ pub unsafe fn one_shot_all_reduce_f32(
         let mut r = 0;
         while r < world {
             // SAFETY: every rank's staging half holds n elements, 16-byte aligned.
-            let v = unsafe { (staging.get_unchecked(r as usize).add(i as usize) as *const Vector).read() };
+            let v = unsafe { load4(staging.get_unchecked(r as usize).add(i as usize)) };
             sum.0[0] += v.0[0];
             sum.0[1] += v.0[1];
             sum.0[2] += v.0[2];
@@ -159,7 +159,7 @@ pub unsafe fn one_shot_all_reduce_f32(
             r += 1;
         }
         // SAFETY: i + 4 <= n; output is ours alone, 16-byte aligned.
-        unsafe { (output.add(i as usize) as *mut Vector).write(sum) };
+        unsafe { store4(output.add(i as usize), sum) };
         i += threads * VECTOR;
     }
     let mut i = vector_end + tid;
@@ -181,6 +181,47 @@ pub unsafe fn one_shot_all_reduce_f32(
 #[derive(Clone, Copy)]
 #[repr(C, align(16))]
 struct Vector([f32; 4]);
+
+/// Loads 16 bytes as one `ld.v4.f32` (LLVM splits a plain 16-byte copy into two 8-byte ones).
+///
+/// # Safety
+/// `p` is valid for 16 bytes and 16-byte aligned.
+#[inline(always)]
+unsafe fn load4(p: *const f32) -> Vector {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (a, b, c, d): (f32, f32, f32, f32);
+        // SAFETY: the caller's contract; a weak (non-.nc) load, so data written by peers
+        // before an acquired flag is seen.
+        unsafe {
+            core::arch::asm!("ld.v4.f32 {{{a}, {b}, {c}, {d}}}, [{p}];", p = in(reg64) p, a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d, options(nostack, readonly, preserves_flags))
+        };
+        Vector([a, b, c, d])
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: the caller's contract.
+    unsafe {
+        (p as *const Vector).read()
+    }
+}
+
+/// Stores 16 bytes as one `st.v4.f32`.
+///
+/// # Safety
+/// `p` is valid for 16 bytes of writes and 16-byte aligned.
+#[inline(always)]
+unsafe fn store4(p: *mut f32, v: Vector) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: the caller's contract.
+    unsafe {
+        core::arch::asm!("st.v4.f32 [{p}], {{{a}, {b}, {c}, {d}}};", p = in(reg64) p, a = in(reg32) v.0[0], b = in(reg32) v.0[1], c = in(reg32) v.0[2], d = in(reg32) v.0[3], options(nostack, preserves_flags))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: the caller's contract.
+    unsafe {
+        (p as *mut Vector).write(v)
+    }
+}
 
 /// The data-parallel example's gradient: for `n` independent scalar models `t ≈ p * d`, the
 /// gradient of `(p[i] * d[i] - t[i])^2` by `p[i]` into `grad[i]`, one element per thread.
