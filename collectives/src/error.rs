@@ -38,9 +38,9 @@ pub enum Error {
         /// NCCL's last error message (what went wrong in detail), possibly empty.
         detail: String,
     },
-    /// The CUDA driver reported an error.
+    /// The CUDA driver reported an error (boxed: the host crate's error is large).
     #[error(transparent)]
-    Driver(#[from] ferrocuda_host::Error),
+    Driver(Box<ferrocuda_host::Error>),
     /// Buffer lengths do not fit the operation.
     #[error("{operation}: {what} holds {got} elements, but {expected} are needed")]
     Length {
@@ -126,6 +126,12 @@ pub enum Error {
         /// What is wrong with it.
         problem: String,
     },
+}
+
+impl From<ferrocuda_host::Error> for Error {
+    fn from(error: ferrocuda_host::Error) -> Self {
+        Error::Driver(Box::new(error))
+    }
 }
 
 /// `Result<T, Error>`.

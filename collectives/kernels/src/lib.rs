@@ -68,6 +68,7 @@ pub fn block_range(n: u32, block: u32, blocks: u32) -> (u32, u32) {
 /// polled its flag `spin_limit` times, when it stores 1 into `*status` (a `u32` on this GPU)
 /// and carries on with garbage.
 #[kernel]
+#[allow(clippy::too_many_arguments)] // a kernel's parameters are its ABI
 pub unsafe fn one_shot_all_reduce_f32(
     rank: u32,
     world: u32,
