@@ -102,11 +102,10 @@ pub fn group<'g, 'a: 'g, C: Collectives, R>(comms: &'g [C], body: impl FnOnce(&[
     let (sends, others): (Vec<_>, Vec<_>) = queued.into_iter().partition(|(is_send, _)| *is_send);
     let mut outcome = Ok(());
     for (_, op) in sends.into_iter().chain(others) {
-        if let Err(e) = op() {
-            if outcome.is_ok() {
+        if let Err(e) = op()
+            && outcome.is_ok() {
                 outcome = Err(e);
             }
-        }
     }
     let end = C::group_end();
     outcome?;

@@ -52,6 +52,7 @@ impl PeerGroup {
     /// `capacity` `f32` per call: enables peer access between every pair and allocates
     /// `2 * capacity` floats of staging per GPU. Returns one [`PeerRank`] per GPU (they may be
     /// moved to one thread each).
+    #[allow(clippy::new_ret_no_self)] // it makes the group's ranks, one per GPU
     pub fn new(contexts: &[Context], capacity: usize) -> Result<Vec<PeerRank>> {
         let world = contexts.len();
         if world == 0 || world > MAX_RANKS as usize {

@@ -225,9 +225,9 @@ fn the_peer_all_reduce_matches_the_host_sum_back_to_back() {
                     rank.all_reduce(&stream, x.slice(..), y.slice_mut(..)).unwrap();
                     stream.synchronize().unwrap();
                     let got = y.to_vec().unwrap();
-                    for i in 0..n {
+                    for (i, value) in got.iter().enumerate() {
                         let want: f32 = (0..world).map(|q| ((q * 7 + i * 3 + call) % 29) as f32 - 14.0).sum();
-                        assert_eq!(got[i], want, "rank {r}, call {call}, n {n}, element {i}");
+                        assert_eq!(*value, want, "rank {r}, call {call}, n {n}, element {i}");
                     }
                 }
                 rank.check().unwrap();

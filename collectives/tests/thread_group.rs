@@ -123,7 +123,7 @@ fn send_and_recv_deliver_in_order_between_pairs() {
 fn ring_exchange(comm: &HostComm, grouped: bool) -> ferrocuda_collectives::Result<Vec<u64>> {
     let world = comm.world_size();
     let (left, right) = ((comm.rank() + world - 1) % world, (comm.rank() + 1) % world);
-    let mine = vec![comm.rank() as u64; 4];
+    let mine = [comm.rank() as u64; 4];
     let mut got = vec![u64::MAX; 4];
     if grouped {
         comm.group(|g| {

@@ -83,10 +83,12 @@ impl Config {
     }
 }
 
+/// `ncclGroupStart` depth on this thread, and the communicators (with their timeouts) that
+/// issued work in the outermost group, polled at its end when non-blocking.
+type GroupState = (u32, Vec<(RawComm, Option<Duration>)>);
+
 thread_local! {
-    /// `ncclGroupStart` depth on this thread, and the communicators that issued work in the
-    /// outermost group (polled at its end when non-blocking).
-    static GROUP: RefCell<(u32, Vec<(RawComm, Option<Duration>)>)> = const { RefCell::new((0, Vec::new())) };
+    static GROUP: RefCell<GroupState> = const { RefCell::new((0, Vec::new())) };
 }
 
 /// One rank of an NCCL communicator, on one GPU (a [`Context`]).
@@ -118,12 +120,11 @@ impl Communicator {
         // SAFETY: writes one communicator handle; the config outlives the call.
         let code = unsafe { (nccl.ncclCommInitRankConfig)(&mut raw, world_size as i32, id.0, rank as i32, &mut raw_config) };
         let comm = Communicator { raw, nccl, rank, world_size, context: context.clone(), timeout: config.timeout, aborted: Cell::new(false) };
-        if code != IN_PROGRESS {
-            if let Err(e) = ffi::check(nccl, "ncclCommInitRankConfig", code, raw) {
+        if code != IN_PROGRESS
+            && let Err(e) = ffi::check(nccl, "ncclCommInitRankConfig", code, raw) {
                 comm.abort_now();
                 return Err(e);
             }
-        }
         comm.wait_ready("ncclCommInitRankConfig")?;
         Ok(comm)
     }
@@ -148,20 +149,18 @@ impl Communicator {
             let mut raw = std::ptr::null_mut();
             // SAFETY: as in init_rank; inside a group the call only registers the rank.
             let code = unsafe { (nccl.ncclCommInitRankConfig)(&mut raw, world_size as i32, id.0, rank as i32, &mut raw_config) };
-            if code != IN_PROGRESS {
-                if let Err(e) = ffi::check(nccl, "ncclCommInitRankConfig", code, raw) {
+            if code != IN_PROGRESS
+                && let Err(e) = ffi::check(nccl, "ncclCommInitRankConfig", code, raw) {
                     first_error.get_or_insert(e);
                 }
-            }
             comms.push(Communicator { raw, nccl, rank, world_size, context: context.clone(), timeout: config.timeout, aborted: Cell::new(false) });
         }
         // SAFETY: ends the group started above.
         let end = unsafe { (nccl.ncclGroupEnd)() };
-        if end != IN_PROGRESS {
-            if let Err(e) = ffi::check(nccl, "ncclGroupEnd", end, std::ptr::null_mut()) {
+        if end != IN_PROGRESS
+            && let Err(e) = ffi::check(nccl, "ncclGroupEnd", end, std::ptr::null_mut()) {
                 first_error.get_or_insert(e);
             }
-        }
         if let Some(e) = first_error {
             comms.iter().for_each(Communicator::abort_now);
             return Err(e);
@@ -328,11 +327,10 @@ fn poll_ready(nccl: &Nccl, raw: RawComm, timeout: Option<Duration>, operation: &
         if state != IN_PROGRESS {
             return ffi::check(nccl, operation, state, raw);
         }
-        if let Some(timeout) = timeout {
-            if start.elapsed() > timeout {
+        if let Some(timeout) = timeout
+            && start.elapsed() > timeout {
                 return Err(Error::Timeout { operation, after: timeout });
             }
-        }
         std::thread::yield_now();
     }
 }
