@@ -100,6 +100,9 @@ struct State {
     completed: Arc<Vec<Contribution>>,
     /// Ranks whose body has ended (returned or panicked).
     left: Vec<bool>,
+    /// The ranks in the order they left: errors name the first missing one, the cause (the
+    /// others left because of it).
+    left_order: Vec<usize>,
     /// The first rank whose body panicked: named by the errors of the others.
     first_panic: Option<usize>,
     /// Point-to-point messages by (from, to).
@@ -123,6 +126,7 @@ impl Shared {
                 slots: (0..world_size).map(|_| None).collect(),
                 completed: Arc::new(Vec::new()),
                 left: vec![false; world_size],
+                left_order: Vec::new(),
                 first_panic: None,
                 mailboxes: HashMap::new(),
             }),
@@ -137,6 +141,7 @@ impl Shared {
     fn leave(&self, rank: usize, panicked: bool) {
         let mut state = self.lock();
         state.left[rank] = true;
+        state.left_order.push(rank);
         if panicked && state.first_panic.is_none() {
             state.first_panic = Some(rank);
         }
@@ -170,7 +175,7 @@ impl Shared {
             self.changed.notify_all();
         } else {
             while state.generation == generation {
-                if let Some(gone) = (0..self.world_size).find(|&r| state.left[r] && state.slots[r].is_none()) {
+                if let Some(&gone) = state.left_order.iter().find(|&&r| state.slots[r].is_none()) {
                     state.slots[rank] = None;
                     return Err(Error::PeerFailed { operation, rank: state.first_panic.unwrap_or(gone) });
                 }
