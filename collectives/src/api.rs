@@ -90,8 +90,19 @@ pub struct Grouped<'q, 'g, 'a, C: Collectives> {
 /// `comms[i]`. Every operation completes together at the end; the first error is returned
 /// (after the group was ended either way).
 pub fn group<'g, 'a: 'g, C: Collectives, R>(comms: &'g [C], body: impl FnOnce(&[Grouped<'_, 'g, 'a, C>]) -> R) -> Result<R> {
+    /// Ends the group if `body` or a queued operation panics, so the thread's NCCL group
+    /// state is not left open.
+    struct EndOnUnwind<C: Collectives>(bool, std::marker::PhantomData<C>);
+    impl<C: Collectives> Drop for EndOnUnwind<C> {
+        fn drop(&mut self) {
+            if self.0 {
+                let _ = C::group_end();
+            }
+        }
+    }
     let queue = RefCell::new(Vec::new());
     C::group_begin()?;
+    let mut guard = EndOnUnwind::<C>(true, std::marker::PhantomData);
     let members: Vec<Grouped<'_, 'g, 'a, C>> =
         comms.iter().map(|comm| Grouped { comm, queue: &queue, _buffers: std::marker::PhantomData }).collect();
     let result = body(&members);
@@ -107,6 +118,7 @@ pub fn group<'g, 'a: 'g, C: Collectives, R>(comms: &'g [C], body: impl FnOnce(&[
                 outcome = Err(e);
             }
     }
+    guard.0 = false;
     let end = C::group_end();
     outcome?;
     end?;

@@ -31,9 +31,10 @@ pub(crate) struct RawUniqueId {
 /// `NCCL_CONFIG_UNDEF_INT`: "use NCCL's default".
 const UNDEF_INT: c_int = i32::MIN;
 
-/// `ncclConfig_t` as NCCL 2.17 defined it. NCCL reads the fields that the `version` says the
-/// caller knew, so a newer libnccl accepts this older layout (the fields added since keep
-/// their defaults).
+/// The start of `ncclConfig_t`, as NCCL 2.17 knew it. NCCL (`parseCommConfig` in init.cc)
+/// copies `size` bytes over its own defaults and then resets every field newer than
+/// `version`, so a newer libnccl accepts this shorter layout: the fields added since (here
+/// `traffic_class`, 2.25) keep their defaults.
 #[repr(C)]
 pub(crate) struct RawConfig {
     size: usize,
@@ -45,6 +46,8 @@ pub(crate) struct RawConfig {
     max_ctas: c_int,
     net_name: *const c_char,
     split_share: c_int,
+    /// Reset to NCCL's default for version 2.17; spelled out so no padding byte is sent.
+    traffic_class: c_int,
 }
 
 impl RawConfig {
@@ -60,6 +63,7 @@ impl RawConfig {
             max_ctas: UNDEF_INT,
             net_name: std::ptr::null(),
             split_share: UNDEF_INT,
+            traffic_class: UNDEF_INT,
         }
     }
 }
@@ -171,4 +175,35 @@ pub(crate) fn check(nccl: &Nccl, call: &'static str, code: NcclResult, comm: Raw
     // SAFETY: both take any code / any communicator or null and return a string or null.
     let (description, detail) = unsafe { ((nccl.ncclGetErrorString)(code), (nccl.ncclGetLastError)(comm)) };
     Err(Error::Nccl { call, code, name: result_name(code), text: text(description), detail: text(detail) })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::mem::{offset_of, size_of};
+
+    use super::*;
+
+    /// The offsets of `ncclConfig_t` in nccl.h (2.17 through 2.30): NCCL copies `size` bytes of
+    /// this struct over its own, so every field must sit where NCCL's does.
+    #[test]
+    fn config_fields_sit_where_nccl_h_puts_them() {
+        assert_eq!(offset_of!(RawConfig, magic), 8);
+        assert_eq!(offset_of!(RawConfig, version), 12);
+        assert_eq!(offset_of!(RawConfig, blocking), 16);
+        assert_eq!(offset_of!(RawConfig, max_ctas), 28);
+        assert_eq!(offset_of!(RawConfig, net_name), 32);
+        assert_eq!(offset_of!(RawConfig, split_share), 40);
+        assert_eq!(offset_of!(RawConfig, traffic_class), 44);
+        assert_eq!(size_of::<RawConfig>(), 48);
+        let config = RawConfig::new(false);
+        assert_eq!((config.size, config.magic, config.version, config.blocking), (48, 0xcafe_beef, 21700, 0));
+        assert_eq!(size_of::<RawUniqueId>(), 128);
+    }
+
+    #[test]
+    fn result_codes_have_their_nccl_names() {
+        assert_eq!(result_name(IN_PROGRESS), "ncclInProgress");
+        assert_eq!(result_name(4), "ncclInvalidArgument");
+        assert_eq!(result_name(99), "unknown ncclResult_t");
+    }
 }
