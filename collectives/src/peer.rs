@@ -134,7 +134,7 @@ impl PeerRank {
     /// order 0, 1, ...). Queued on `stream` (of this rank's context); every rank must make the
     /// same calls with the same lengths. `input` and `output` must start 16-byte aligned (a
     /// whole buffer always does).
-    pub fn all_reduce(&mut self, stream: &Stream, input: DeviceView<'_, f32>, output: DeviceViewMut<'_, f32>) -> Result<()> {
+    pub fn all_reduce(&mut self, stream: &Stream, input: DeviceView<'_, f32>, mut output: DeviceViewMut<'_, f32>) -> Result<()> {
         const OPERATION: &str = "PeerRank::all_reduce";
         if self.poisoned {
             return Err(Error::Aborted { operation: OPERATION });
@@ -156,7 +156,7 @@ impl PeerRank {
             return Ok(());
         }
         will_read(stream, &input)?;
-        will_write(stream, &output)?;
+        will_write(stream, &mut output)?;
         let n = input.len() as u32;
         let blocks = n.div_ceil(THREADS * VECTOR).clamp(1, self.shared.max_blocks[self.rank]);
         self.epoch = self.epoch.wrapping_add(1);

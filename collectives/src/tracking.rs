@@ -2,10 +2,11 @@
 //! calls): "this stream reads / writes this buffer".
 //!
 //! The host crate's per-buffer tracking (`Stream::will_use(&[BufferAccess::read(&x),
-//! BufferAccess::write(&mut y)])`, see `/work/coord/INTERFACE-host-macro.md`) is not on this
-//! branch's base yet. Every NCCL operation already calls these two functions before it is
-//! queued, so wiring it is a change here alone: replace each body by
-//! `stream.will_use(&[BufferAccess::read(view)])?` / `stream.will_use(&[BufferAccess::write(view)])?`.
+//! BufferAccess::write(&mut y)])`, on branch `host`) is not on this branch's base yet. Every
+//! NCCL operation and the peer all-reduce already call these two functions before their work
+//! is queued, so wiring it is a change here alone: the bodies become
+//! `stream.will_use(&[ferrocuda_host::BufferAccess::read(view)])?; Ok(())` and
+//! `stream.will_use(&[ferrocuda_host::BufferAccess::write(view)])?; Ok(())`.
 //! Until then the buffers' own rules apply: a `DeviceBuffer` waits for its context's work when
 //! dropped, and a stream-ordered one must only be used on its own stream.
 
@@ -20,7 +21,7 @@ pub(crate) fn will_read<T>(stream: &Stream, view: &DeviceView<'_, T>) -> Result<
 }
 
 /// Records that work queued next on `stream` writes `view`.
-pub(crate) fn will_write<T>(stream: &Stream, view: &DeviceViewMut<'_, T>) -> Result<()> {
+pub(crate) fn will_write<T>(stream: &Stream, view: &mut DeviceViewMut<'_, T>) -> Result<()> {
     let _ = (stream, view);
     Ok(())
 }

@@ -393,7 +393,7 @@ impl<'c> OnStream<'c> {
         Ok(view.as_device_ptr().address() as usize as *const c_void)
     }
 
-    fn write<T: Element>(&self, view: &DeviceViewMut<'_, T>) -> Result<*mut c_void> {
+    fn write<T: Element>(&self, view: &mut DeviceViewMut<'_, T>) -> Result<*mut c_void> {
         will_write(self.stream, view)?;
         Ok(view.as_device_ptr().address() as usize as *mut c_void)
     }
@@ -422,47 +422,47 @@ impl Collectives for OnStream<'_> {
         self.comm.world_size
     }
 
-    fn all_reduce<T: Element>(&self, send: DeviceView<'_, T>, recv: DeviceViewMut<'_, T>, op: ReduceOp) -> Result<()> {
+    fn all_reduce<T: Element>(&self, send: DeviceView<'_, T>, mut recv: DeviceViewMut<'_, T>, op: ReduceOp) -> Result<()> {
         check_len("all_reduce", "recv", send.len(), recv.len())?;
-        let (s, r, n, stream, comm) = (self.read(&send)?, self.write(&recv)?, send.len(), self.raw_stream(), self.comm.raw);
+        let (s, r, n, stream, comm) = (self.read(&send)?, self.write(&mut recv)?, send.len(), self.raw_stream(), self.comm.raw);
         // SAFETY: both views hold n elements of T on this rank's GPU, alive for the call (and,
         // by the stream-ordered lifetime rules, until the stream passes the operation).
         self.comm.issue("ncclAllReduce", |nccl| unsafe { (nccl.ncclAllReduce)(s, r, n, T::DATA_TYPE as i32, reduce_op(op), comm, stream) })
     }
 
-    fn all_reduce_in_place<T: Element>(&self, buf: DeviceViewMut<'_, T>, op: ReduceOp) -> Result<()> {
-        let (p, n, stream, comm) = (self.write(&buf)?, buf.len(), self.raw_stream(), self.comm.raw);
+    fn all_reduce_in_place<T: Element>(&self, mut buf: DeviceViewMut<'_, T>, op: ReduceOp) -> Result<()> {
+        let (p, n, stream, comm) = (self.write(&mut buf)?, buf.len(), self.raw_stream(), self.comm.raw);
         // SAFETY: as above; NCCL supports sendbuff == recvbuff.
         self.comm.issue("ncclAllReduce", |nccl| unsafe { (nccl.ncclAllReduce)(p, p, n, T::DATA_TYPE as i32, reduce_op(op), comm, stream) })
     }
 
-    fn broadcast<T: Element>(&self, buf: DeviceViewMut<'_, T>, root: usize) -> Result<()> {
+    fn broadcast<T: Element>(&self, mut buf: DeviceViewMut<'_, T>, root: usize) -> Result<()> {
         check_rank("broadcast", root, self.world_size())?;
-        let (p, n, stream, comm) = (self.write(&buf)?, buf.len(), self.raw_stream(), self.comm.raw);
+        let (p, n, stream, comm) = (self.write(&mut buf)?, buf.len(), self.raw_stream(), self.comm.raw);
         // SAFETY: as above (in place).
         self.comm.issue("ncclBroadcast", |nccl| unsafe { (nccl.ncclBroadcast)(p, p, n, T::DATA_TYPE as i32, root as i32, comm, stream) })
     }
 
-    fn reduce<T: Element>(&self, send: DeviceView<'_, T>, recv: DeviceViewMut<'_, T>, op: ReduceOp, root: usize) -> Result<()> {
+    fn reduce<T: Element>(&self, send: DeviceView<'_, T>, mut recv: DeviceViewMut<'_, T>, op: ReduceOp, root: usize) -> Result<()> {
         check_rank("reduce", root, self.world_size())?;
         if self.rank() == root {
             check_len("reduce", "recv", send.len(), recv.len())?;
         }
-        let (s, r, n, stream, comm) = (self.read(&send)?, self.write(&recv)?, send.len(), self.raw_stream(), self.comm.raw);
+        let (s, r, n, stream, comm) = (self.read(&send)?, self.write(&mut recv)?, send.len(), self.raw_stream(), self.comm.raw);
         // SAFETY: as above; recv is written on the root only.
         self.comm.issue("ncclReduce", |nccl| unsafe { (nccl.ncclReduce)(s, r, n, T::DATA_TYPE as i32, reduce_op(op), root as i32, comm, stream) })
     }
 
-    fn all_gather<T: Element>(&self, send: DeviceView<'_, T>, recv: DeviceViewMut<'_, T>) -> Result<()> {
+    fn all_gather<T: Element>(&self, send: DeviceView<'_, T>, mut recv: DeviceViewMut<'_, T>) -> Result<()> {
         check_len("all_gather", "recv", send.len() * self.world_size(), recv.len())?;
-        let (s, r, n, stream, comm) = (self.read(&send)?, self.write(&recv)?, send.len(), self.raw_stream(), self.comm.raw);
+        let (s, r, n, stream, comm) = (self.read(&send)?, self.write(&mut recv)?, send.len(), self.raw_stream(), self.comm.raw);
         // SAFETY: recv holds world_size * n elements.
         self.comm.issue("ncclAllGather", |nccl| unsafe { (nccl.ncclAllGather)(s, r, n, T::DATA_TYPE as i32, comm, stream) })
     }
 
-    fn reduce_scatter<T: Element>(&self, send: DeviceView<'_, T>, recv: DeviceViewMut<'_, T>, op: ReduceOp) -> Result<()> {
+    fn reduce_scatter<T: Element>(&self, send: DeviceView<'_, T>, mut recv: DeviceViewMut<'_, T>, op: ReduceOp) -> Result<()> {
         check_len("reduce_scatter", "send", recv.len() * self.world_size(), send.len())?;
-        let (s, r, n, stream, comm) = (self.read(&send)?, self.write(&recv)?, recv.len(), self.raw_stream(), self.comm.raw);
+        let (s, r, n, stream, comm) = (self.read(&send)?, self.write(&mut recv)?, recv.len(), self.raw_stream(), self.comm.raw);
         // SAFETY: send holds world_size * n elements, recv n.
         self.comm.issue("ncclReduceScatter", |nccl| unsafe { (nccl.ncclReduceScatter)(s, r, n, T::DATA_TYPE as i32, reduce_op(op), comm, stream) })
     }
@@ -474,9 +474,9 @@ impl Collectives for OnStream<'_> {
         self.comm.issue("ncclSend", |nccl| unsafe { (nccl.ncclSend)(p, n, T::DATA_TYPE as i32, peer as i32, comm, stream) })
     }
 
-    fn recv<T: Element>(&self, buf: DeviceViewMut<'_, T>, peer: usize) -> Result<()> {
+    fn recv<T: Element>(&self, mut buf: DeviceViewMut<'_, T>, peer: usize) -> Result<()> {
         check_rank("recv", peer, self.world_size())?;
-        let (p, n, stream, comm) = (self.write(&buf)?, buf.len(), self.raw_stream(), self.comm.raw);
+        let (p, n, stream, comm) = (self.write(&mut buf)?, buf.len(), self.raw_stream(), self.comm.raw);
         // SAFETY: buf holds n elements.
         self.comm.issue("ncclRecv", |nccl| unsafe { (nccl.ncclRecv)(p, n, T::DATA_TYPE as i32, peer as i32, comm, stream) })
     }
