@@ -13,7 +13,7 @@ cargo test --release -p ferrocuda-collectives --no-run --message-format=json 2>/
 import json, shutil, sys
 for line in sys.stdin:
     m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"] and m["target"]["kind"] != ["example"]:
         name = m["target"]["name"] if m["target"]["kind"] != ["lib"] else "unittests"
         shutil.copy(m["executable"], sys.argv[1] + "/" + name)
 ' "$dest"

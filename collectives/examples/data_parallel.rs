@@ -201,3 +201,21 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cpu_step_matches_the_host_for_several_world_sizes() {
+        for ranks in [1, 2, 3] {
+            cpu(Options { ranks: Some(ranks), steps: 5, elements: 3000, cpu: true }).unwrap();
+        }
+    }
+
+    #[test]
+    fn check_reports_the_first_parameter_that_differs() {
+        let err = check(1, &[1.0, 2.0, 3.5], &[1.0, 2.0, 3.0]).unwrap_err();
+        assert!(err.contains("rank 1: parameter 2 is 3.5"), "{err}");
+    }
+}
