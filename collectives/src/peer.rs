@@ -76,7 +76,10 @@ impl PeerGroup {
             shared.flags.push(DeviceBuffer::zeroed(context, world * MAX_BLOCKS as usize)?);
             shared.status.push(DeviceBuffer::zeroed(context, 1)?);
             let sms = context.device().multiprocessor_count()?;
-            shared.max_blocks.push((4 * sms).clamp(1, MAX_BLOCKS));
+            // Two blocks per SM: all of them resident at once even next to other work, so a
+            // block never waits for a peer block that cannot be scheduled (NVLink saturates
+            // well before this many blocks).
+            shared.max_blocks.push((2 * sms).clamp(1, MAX_BLOCKS));
         }
         let padded = capacity.div_ceil(VECTOR as usize) * VECTOR as usize;
         let mut table: Vec<u64> = shared.staging.iter().map(|b| b.device_ptr()).collect();
