@@ -62,7 +62,7 @@ fn rank_loop(
     barrier: &Barrier,
     times: &Mutex<Vec<f64>>,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let stream = Stream::non_blocking(context)?;
+    let stream = Stream::new(context)?;
     let max_count = max_bytes / 4;
     let mut x = DeviceBuffer::<f32>::zeroed(context, max_count)?;
     x.fill((rank + 1) as f32)?;

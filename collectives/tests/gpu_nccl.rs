@@ -146,7 +146,7 @@ fn one_thread_per_gpu_meets_through_a_tcp_rendezvous() {
             s.spawn(move || {
                 let config = Config::new().timeout(Duration::from_secs(60));
                 let comm = Communicator::from_rendezvous(context, rank, world, rendezvous, Duration::from_secs(60), &config).unwrap();
-                let stream = Stream::non_blocking(context).unwrap();
+                let stream = Stream::new(context).unwrap();
                 let mut buf = DeviceBuffer::from_slice(context, &data(rank, n)).unwrap();
                 for _ in 0..3 {
                     comm.on(&stream).unwrap().all_reduce_in_place(buf.slice_mut(..), ReduceOp::Max).unwrap();
@@ -177,7 +177,7 @@ fn a_peer_that_never_joins_the_collective_times_out_and_aborts() {
                     comm.abort();
                     return;
                 }
-                let stream = Stream::non_blocking(context).unwrap();
+                let stream = Stream::new(context).unwrap();
                 let mut buf = DeviceBuffer::<f32>::zeroed(context, 1024).unwrap();
                 let started = std::time::Instant::now();
                 // The timeout may strike while NCCL is still enqueuing (connecting to the
@@ -221,7 +221,7 @@ fn the_peer_all_reduce_matches_the_host_sum_back_to_back() {
             s.spawn(move || {
                 let r = rank.rank();
                 let context = rank.context().clone();
-                let stream = Stream::non_blocking(&context).unwrap();
+                let stream = Stream::new(&context).unwrap();
                 for (call, n) in [1usize, 5, 1000, 4096, 65_536, 1 << 20, capacity, 333, 1 << 22].into_iter().cycle().take(40).enumerate() {
                     let input: Vec<f32> = (0..n).map(|i| ((r * 7 + i * 3 + call) % 29) as f32 - 14.0).collect();
                     let x = DeviceBuffer::from_slice(&context, &input).unwrap();
