@@ -33,14 +33,18 @@ step "tests: unit" 60 ./unittests
 step "example: data-parallel step, one process per GPU" 120 ./data_parallel --steps 20
 step "example: data-parallel step on the CPU" 60 ./data_parallel --cpu --ranks 4
 
-: > "$OUT/bench_raw.txt"
-step "bench: ferrocuda (NCCL + peer kernel)" 240 bash -c "set -o pipefail; ./allreduce_bench | tee -a '$OUT/bench_raw.txt'"
-if nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc) && [ -x "$nvcc" ]; then
-  step "bench: build the C++ reference" 120 "$nvcc" -O2 -std=c++20 -o nccl_allreduce_ref nccl_allreduce_ref.cu /usr/lib/x86_64-linux-gnu/libnccl.so.2 -lpthread
-  step "bench: C++ reference on libnccl" 240 bash -c "set -o pipefail; ./nccl_allreduce_ref | tee -a '$OUT/bench_raw.txt'"
+if [ "$REQUIRE_GPUS" -lt 2 ]; then
+  summary+=("SKIP  benchmarks (they need 2 GPUs; this machine has $REQUIRE_GPUS)")
+else
+  : > "$OUT/bench_raw.txt"
+  step "bench: ferrocuda (NCCL + peer kernel)" 240 bash -c "set -o pipefail; ./allreduce_bench | tee -a '$OUT/bench_raw.txt'"
+  if nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc) && [ -x "$nvcc" ]; then
+    step "bench: build the C++ reference" 120 "$nvcc" -O2 -std=c++20 -o nccl_allreduce_ref nccl_allreduce_ref.cu /usr/lib/x86_64-linux-gnu/libnccl.so.2 -lpthread
+    step "bench: C++ reference on libnccl" 240 bash -c "set -o pipefail; ./nccl_allreduce_ref | tee -a '$OUT/bench_raw.txt'"
+  fi
+  step "bench: torch.distributed reference" 240 bash -c "set -o pipefail; python3 torch_allreduce_ref.py | tee -a '$OUT/bench_raw.txt'"
+  python3 merge_results.py "$OUT/bench_raw.txt" > "$OUT/bench.md" && cat "$OUT/bench.md"
 fi
-step "bench: torch.distributed reference" 240 bash -c "set -o pipefail; python3 torch_allreduce_ref.py | tee -a '$OUT/bench_raw.txt'"
-python3 merge_results.py "$OUT/bench_raw.txt" > "$OUT/bench.md" && cat "$OUT/bench.md"
 
 echo; echo "== summary"
 printf '%s\n' "${summary[@]}"
