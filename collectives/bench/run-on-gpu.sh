@@ -31,6 +31,7 @@ step "tests: peer kernel on the CPU executor" 60 ./peer_cpu
 step "tests: NCCL loading" 60 ./nccl_loading
 step "tests: unit" 60 ./unittests
 step "example: data-parallel step, one process per GPU" 120 ./data_parallel --steps 20
+step "example: data-parallel step, Rust peer kernel over CUDA IPC" 120 ./data_parallel --steps 20 --peer
 step "example: data-parallel step on the CPU" 60 ./data_parallel --cpu --ranks 4
 
 if [ "$REQUIRE_GPUS" -lt 2 ]; then

@@ -9,6 +9,7 @@
 //! RANK=1 WORLD_SIZE=4 LOCAL_RANK=1 MASTER_ADDR=host0 MASTER_PORT=29500 data_parallel
 //!                               # one rank of a multi-host job (see docs/collectives.md)
 //! data_parallel --cpu --ranks 4 # no GPU: threads for ranks, kernels on the CPU executor
+//! data_parallel --peer          # the gradients summed by the Rust peer kernel (CUDA IPC)
 //! ```
 //! Options: `--steps S` (default 20), `--elements N` (default 1 << 20).
 
@@ -16,6 +17,7 @@ use std::error::Error;
 use std::process::{Command, ExitCode};
 
 use ferrocuda_collectives::nccl::{Communicator, Config};
+use ferrocuda_collectives::peer::PeerGroup;
 use ferrocuda_collectives::{Collectives, ReduceOp, ThreadGroup};
 use ferrocuda_collectives_kernels::{local_gradient, sgd_step};
 use ferrocuda_host::{Device, DeviceBuffer, LaunchConfig, Stream};
@@ -28,10 +30,11 @@ struct Options {
     steps: usize,
     elements: usize,
     cpu: bool,
+    peer: bool,
 }
 
 fn options() -> Result<Options, String> {
-    let mut o = Options { ranks: None, steps: 20, elements: 1 << 20, cpu: false };
+    let mut o = Options { ranks: None, steps: 20, elements: 1 << 20, cpu: false, peer: false };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = |name: &str| args.next().and_then(|v| v.parse::<usize>().ok()).ok_or(format!("{name} needs a number"));
@@ -40,6 +43,7 @@ fn options() -> Result<Options, String> {
             "--steps" => o.steps = value("--steps")?,
             "--elements" => o.elements = value("--elements")?,
             "--cpu" => o.cpu = true,
+            "--peer" => o.peer = true,
             other => return Err(format!("unknown argument {other:?} (see the doc comment of examples/data_parallel.rs)")),
         }
     }
@@ -88,6 +92,8 @@ fn gpu_rank(o: Options) -> Result<(), Box<dyn Error>> {
     let (data, targets) = (DeviceBuffer::from_slice(&context, &data)?, DeviceBuffer::from_slice(&context, &targets)?);
     let params = DeviceBuffer::<f32>::zeroed(&context, n)?;
     let mut grad = DeviceBuffer::<f32>::zeroed(&context, n)?;
+    let mut summed = DeviceBuffer::<f32>::zeroed(&context, n)?;
+    let mut peer = if o.peer { Some(PeerGroup::across_processes(&comm, &stream, n)?) } else { None };
     let config = LaunchConfig::for_elements(n, 256);
     let started = std::time::Instant::now();
     for _ in 0..o.steps {
@@ -96,20 +102,35 @@ fn gpu_rank(o: Options) -> Result<(), Box<dyn Error>> {
         unsafe {
             local_gradient::launch(&stream, config, n as u32, params.as_device_ptr(), data.as_device_ptr(), targets.as_device_ptr(), grad.as_device_ptr())?;
         }
-        comm.on(&stream)?.all_reduce_in_place(grad.slice_mut(..), ReduceOp::Avg)?;
+        let (step_grad, rate) = match peer.as_mut() {
+            // The Rust peer kernel sums; the update divides by the number of ranks.
+            Some(peer) => {
+                peer.all_reduce(&stream, grad.slice(..), summed.slice_mut(..))?;
+                (&summed, RATE / launch.world_size as f32)
+            }
+            None => {
+                comm.on(&stream)?.all_reduce_in_place(grad.slice_mut(..), ReduceOp::Avg)?;
+                (&grad, RATE)
+            }
+        };
         // SAFETY: as above; params is written by this kernel alone.
-        unsafe { sgd_step::launch(&stream, config, n as u32, RATE, grad.as_device_ptr(), params.as_device_ptr())? };
+        unsafe { sgd_step::launch(&stream, config, n as u32, rate, step_grad.as_device_ptr(), params.as_device_ptr())? };
     }
     comm.synchronize(&stream)?;
+    if let Some(mut peer) = peer {
+        peer.check()?;
+        peer.finish(&comm, &stream)?;
+    }
     let elapsed = started.elapsed();
     let worst = check(launch.rank, &params.to_vec()?, &host_reference(launch.world_size, n, o.steps))?;
     println!(
-        "rank {}/{} on GPU {} ({}): {} steps of {n} parameters in {:.1} ms; parameters match the host (largest relative error {worst:.1e})",
+        "rank {}/{} on GPU {} ({}): {} steps of {n} parameters ({}) in {:.1} ms; parameters match the host (largest relative error {worst:.1e})",
         launch.rank,
         launch.world_size,
         launch.local_rank,
         Device::get(launch.local_rank)?.name()?,
         o.steps,
+        if o.peer { "Rust peer all-reduce over CUDA IPC" } else { "NCCL all-reduce" },
         elapsed.as_secs_f64() * 1e3
     );
     Ok(())
@@ -135,6 +156,7 @@ fn launcher(o: Options) -> Result<(), Box<dyn Error>> {
         .map(|rank| {
             Command::new(std::env::current_exe()?)
                 .args(["--steps", &o.steps.to_string(), "--elements", &o.elements.to_string()])
+                .args(o.peer.then_some("--peer"))
                 .env("RANK", rank.to_string())
                 .env("WORLD_SIZE", world.to_string())
                 .env("LOCAL_RANK", (rank % gpus).to_string())
@@ -209,7 +231,7 @@ mod tests {
     #[test]
     fn the_cpu_step_matches_the_host_for_several_world_sizes() {
         for ranks in [1, 2, 3] {
-            cpu(Options { ranks: Some(ranks), steps: 5, elements: 3000, cpu: true }).unwrap();
+            cpu(Options { ranks: Some(ranks), steps: 5, elements: 3000, cpu: true, peer: false }).unwrap();
         }
     }
 
