@@ -164,13 +164,18 @@ impl PeerGroup {
         comm.on(stream)?.all_gather(send.slice(..), everyone.slice_mut(..))?;
         comm.synchronize(stream)?;
         let everyone = everyone.to_vec()?;
+        let own = [staging.device_ptr(), flags.device_ptr()];
+        let status = DeviceBuffer::zeroed(&context, 1)?;
+        let max_blocks = (2 * context.device().multiprocessor_count()?).clamp(1, MAX_BLOCKS);
+        // Owned by `shared` before any peer mapping is opened: if a later step fails, its drop
+        // leaks them (peers already have the handles) instead of freeing them.
         let mut shared = Shared {
             contexts: vec![context.clone()],
-            staging: vec![],
-            flags: vec![],
+            staging: vec![staging],
+            flags: vec![flags],
             tables: vec![],
-            status: vec![DeviceBuffer::zeroed(&context, 1)?],
-            max_blocks: vec![(2 * context.device().multiprocessor_count()?).clamp(1, MAX_BLOCKS)],
+            status: vec![status],
+            max_blocks: vec![max_blocks],
             opened: vec![],
             peers_done: false,
         };
@@ -178,7 +183,7 @@ impl PeerGroup {
         for q in 0..world {
             for kind in 0..2 {
                 table[kind * world + q] = if q == rank {
-                    [staging.device_ptr(), flags.device_ptr()][kind]
+                    own[kind]
                 } else {
                     let start = (q * 2 + kind) * IPC_HANDLE;
                     let address = ipc_open(&context, &everyone[start..start + IPC_HANDLE])?;
@@ -187,8 +192,6 @@ impl PeerGroup {
                 };
             }
         }
-        shared.staging.push(staging);
-        shared.flags.push(flags);
         shared.tables.push(DeviceBuffer::from_slice(&context, &table)?);
         Ok(PeerRank { shared: Arc::new(shared), rank, slot: 0, world, epoch: 0, capacity, half: padded as u32, spin_limit: 0, poisoned: false })
     }
