@@ -1,0 +1,510 @@
+//! NCCL communicators on ferrocuda contexts, and their operations on ferrocuda streams.
+
+use std::cell::{Cell, RefCell};
+use std::ffi::c_void;
+use std::time::{Duration, Instant};
+
+use ferrocuda_host::{Context, DeviceView, DeviceViewMut, Stream, sys};
+
+use super::ffi::{self, IN_PROGRESS, Nccl, RawComm, RawConfig, RawStream, RawUniqueId, SUCCESS};
+use crate::api::Collectives;
+use crate::element::{Element, ReduceOp};
+use crate::error::{Error, Result, check_len, check_rank};
+use crate::rendezvous::{Launch, Rendezvous};
+use crate::tracking::{will_read, will_write};
+
+/// NCCL's version as `(major, minor, patch)` (loads libnccl).
+pub fn version() -> Result<(u32, u32, u32)> {
+    let nccl = ffi::nccl()?;
+    let mut code = 0;
+    // SAFETY: writes one int.
+    ffi::check(nccl, "ncclGetVersion", unsafe { (nccl.ncclGetVersion)(&mut code) }, std::ptr::null_mut())?;
+    let code = code as u32;
+    Ok((code / 10000, code % 10000 / 100, code % 100))
+}
+
+/// True when libnccl can be loaded (see [`crate::Error::NcclNotFound`] for where it is looked for).
+pub fn is_available() -> bool {
+    ffi::nccl().is_ok()
+}
+
+/// The id that names one communicator: made by one rank ([`UniqueId::new`]), sent to the
+/// others out of band ([`Rendezvous`], or any channel: [`UniqueId::to_bytes`]).
+#[derive(Clone, Copy)]
+pub struct UniqueId(RawUniqueId);
+
+impl UniqueId {
+    /// A fresh id (`ncclGetUniqueId`; it also starts NCCL's bootstrap listener on this host).
+    pub fn new() -> Result<Self> {
+        let nccl = ffi::nccl()?;
+        let mut raw = RawUniqueId { internal: [0; 128] };
+        // SAFETY: writes one ncclUniqueId.
+        ffi::check(nccl, "ncclGetUniqueId", unsafe { (nccl.ncclGetUniqueId)(&mut raw) }, std::ptr::null_mut())?;
+        Ok(UniqueId(raw))
+    }
+
+    /// The 128 bytes to send to the other ranks.
+    pub fn to_bytes(&self) -> [u8; 128] {
+        self.0.internal
+    }
+
+    /// An id received from rank 0; `None` unless exactly 128 bytes.
+    pub fn from_bytes(bytes: &[u8]) -> Option<Self> {
+        Some(UniqueId(RawUniqueId { internal: bytes.try_into().ok()? }))
+    }
+}
+
+impl std::fmt::Debug for UniqueId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "UniqueId({:02x?}..)", &self.0.internal[..8])
+    }
+}
+
+/// How a communicator is created.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    timeout: Option<Duration>,
+}
+
+impl Config {
+    /// Blocking NCCL calls, no timeout (NCCL's default).
+    pub fn new() -> Self {
+        Config::default()
+    }
+
+    /// Makes the communicator non-blocking (`config.blocking = 0`) and bounds every wait for
+    /// the other ranks (creation, [`Communicator::synchronize`], finalisation) by `timeout`:
+    /// past it the communicator is aborted (`ncclCommAbort`) and the call fails with
+    /// [`Error::Timeout`] instead of hanging on a dead or stuck peer.
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+}
+
+/// `ncclGroupStart` depth on this thread, and the communicators (with their timeouts) that
+/// issued work in the outermost group, polled at its end when non-blocking.
+type GroupState = (u32, Vec<(RawComm, Option<Duration>)>);
+
+thread_local! {
+    static GROUP: RefCell<GroupState> = const { RefCell::new((0, Vec::new())) };
+}
+
+/// One rank of an NCCL communicator, on one GPU (a [`Context`]).
+///
+/// Dropping it finalises and destroys it (`ncclCommFinalize` + `ncclCommDestroy`), which waits
+/// for its queued operations; an aborted communicator is only released.
+pub struct Communicator {
+    raw: RawComm,
+    nccl: &'static Nccl,
+    rank: usize,
+    world_size: usize,
+    context: Context,
+    timeout: Option<Duration>,
+    aborted: Cell<bool>,
+}
+
+// SAFETY: an NCCL communicator may be used from any thread, one at a time (it is not Sync).
+unsafe impl Send for Communicator {}
+
+impl Communicator {
+    /// Joins communicator `id` as `rank` of `world_size`, on `context`'s GPU. Every rank must
+    /// call it (it returns once all have joined, or fails after the config's timeout).
+    pub fn init_rank(context: &Context, world_size: usize, rank: usize, id: &UniqueId, config: &Config) -> Result<Self> {
+        check_rank("Communicator::init_rank", rank, world_size)?;
+        let nccl = ffi::nccl()?;
+        context.bind_to_thread()?;
+        let mut raw_config = RawConfig::new(config.timeout.is_none());
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: writes one communicator handle; the config outlives the call.
+        let code = unsafe { (nccl.ncclCommInitRankConfig)(&mut raw, world_size as i32, id.0, rank as i32, &mut raw_config) };
+        let comm = Communicator { raw, nccl, rank, world_size, context: context.clone(), timeout: config.timeout, aborted: Cell::new(false) };
+        if code != IN_PROGRESS
+            && let Err(e) = ffi::check(nccl, "ncclCommInitRankConfig", code, raw) {
+                comm.abort_now();
+                return Err(e);
+            }
+        comm.wait_ready("ncclCommInitRankConfig")?;
+        Ok(comm)
+    }
+
+    /// One communicator over several GPUs driven by this thread (like `ncclCommInitAll`):
+    /// rank `i` on `contexts[i]`. Operations on them must be issued inside one
+    /// [`crate::group`] (NCCL needs all ranks' calls before any can complete).
+    pub fn init_all(contexts: &[Context], config: &Config) -> Result<Vec<Self>> {
+        let nccl = ffi::nccl()?;
+        let id = UniqueId::new()?;
+        let world_size = contexts.len();
+        let mut comms = Vec::with_capacity(world_size);
+        // SAFETY: no arguments; balanced by ncclGroupEnd below.
+        ffi::check(nccl, "ncclGroupStart", unsafe { (nccl.ncclGroupStart)() }, std::ptr::null_mut())?;
+        let mut first_error = None;
+        for (rank, context) in contexts.iter().enumerate() {
+            if let Err(e) = context.bind_to_thread() {
+                first_error.get_or_insert(Error::from(e));
+                break;
+            }
+            let mut raw_config = RawConfig::new(config.timeout.is_none());
+            let mut raw = std::ptr::null_mut();
+            // SAFETY: as in init_rank; inside a group the call only registers the rank.
+            let code = unsafe { (nccl.ncclCommInitRankConfig)(&mut raw, world_size as i32, id.0, rank as i32, &mut raw_config) };
+            if code != IN_PROGRESS
+                && let Err(e) = ffi::check(nccl, "ncclCommInitRankConfig", code, raw) {
+                    first_error.get_or_insert(e);
+                }
+            comms.push(Communicator { raw, nccl, rank, world_size, context: context.clone(), timeout: config.timeout, aborted: Cell::new(false) });
+        }
+        // SAFETY: ends the group started above.
+        let end = unsafe { (nccl.ncclGroupEnd)() };
+        if end != IN_PROGRESS
+            && let Err(e) = ffi::check(nccl, "ncclGroupEnd", end, std::ptr::null_mut()) {
+                first_error.get_or_insert(e);
+            }
+        if let Some(e) = first_error {
+            comms.iter().for_each(Communicator::abort_now);
+            return Err(e);
+        }
+        for comm in &comms {
+            comm.wait_ready("ncclCommInitAll")?;
+        }
+        Ok(comms)
+    }
+
+    /// One process per GPU, from the environment (see [`crate::rendezvous`]): reads `RANK`,
+    /// `WORLD_SIZE`, `LOCAL_RANK`, uses GPU `LOCAL_RANK`'s primary context, and shares the id
+    /// through `FERROCUDA_RENDEZVOUS_FILE` or `MASTER_ADDR:MASTER_PORT`.
+    pub fn from_env(config: &Config) -> Result<(Self, Launch)> {
+        let launch = Launch::from_env()?;
+        let rendezvous = Rendezvous::from_env()?;
+        let context = Context::primary(launch.local_rank)?;
+        let comm = Self::from_rendezvous(&context, launch.rank, launch.world_size, &rendezvous, Rendezvous::timeout_from_env()?, config)?;
+        Ok((comm, launch))
+    }
+
+    /// Rank 0 makes an id, `rendezvous` gives it to the others, every rank joins.
+    pub fn from_rendezvous(context: &Context, rank: usize, world_size: usize, rendezvous: &Rendezvous, wait: Duration, config: &Config) -> Result<Self> {
+        let mine = if rank == 0 { UniqueId::new()?.to_bytes().to_vec() } else { Vec::new() };
+        let bytes = rendezvous.share(rank, world_size, &mine, wait)?;
+        let id = UniqueId::from_bytes(&bytes)
+            .ok_or_else(|| Error::Rendezvous { method: format!("{rendezvous:?}"), message: format!("received {} bytes, not a 128-byte NCCL id", bytes.len()) })?;
+        let comm = Self::init_rank(context, world_size, rank, &id, config)?;
+        rendezvous.finish(rank)?;
+        Ok(comm)
+    }
+
+    /// This rank.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// The number of ranks.
+    pub fn world_size(&self) -> usize {
+        self.world_size
+    }
+
+    /// The context (GPU) of this rank.
+    pub fn context(&self) -> &Context {
+        &self.context
+    }
+
+    /// The raw `ncclComm_t`, for NCCL calls this crate does not wrap.
+    pub fn raw(&self) -> *mut c_void {
+        self.raw
+    }
+
+    /// This communicator's operations, queued on `stream` (a stream of this rank's context).
+    pub fn on<'c>(&'c self, stream: &'c Stream) -> Result<OnStream<'c>> {
+        if stream.context().raw() != self.context.raw() {
+            return Err(Error::WrongDevice {
+                operation: "Communicator::on",
+                what: "stream",
+                expected: self.context.device().ordinal(),
+                got: stream.context().device().ordinal(),
+            });
+        }
+        Ok(OnStream { comm: self, stream })
+    }
+
+    /// Waits until the work queued on `stream` (collectives included) has finished. With a
+    /// [`Config::timeout`], it polls NCCL's asynchronous error meanwhile and aborts the
+    /// communicator when the timeout passes or NCCL reports an error (a peer that died, a
+    /// network failure), instead of waiting forever.
+    pub fn synchronize(&self, stream: &Stream) -> Result<()> {
+        self.usable("Communicator::synchronize")?;
+        let Some(timeout) = self.timeout else {
+            stream.synchronize()?;
+            return self.async_error("Communicator::synchronize");
+        };
+        stream.context().bind_to_thread()?;
+        let start = Instant::now();
+        loop {
+            // SAFETY: the stream is alive (borrowed).
+            let code = unsafe { sys::cuStreamQuery(stream.raw()) };
+            if code == sys::CUresult::CUDA_SUCCESS {
+                return self.async_error("Communicator::synchronize");
+            }
+            if code != sys::CUresult::CUDA_ERROR_NOT_READY {
+                stream.synchronize()?; // reports the driver error with its text
+            }
+            self.async_error("Communicator::synchronize")?;
+            if start.elapsed() > timeout {
+                self.abort_now();
+                return Err(Error::Timeout { operation: "Communicator::synchronize", after: timeout });
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+
+    /// Aborts the communicator (`ncclCommAbort`): its pending operations are cancelled, and it
+    /// cannot be used again. For when a peer is known to be gone.
+    pub fn abort(self) {
+        self.abort_now();
+    }
+
+    /// Aborts unless already aborted; later calls fail with [`Error::Aborted`].
+    fn abort_now(&self) {
+        if self.aborted.replace(true) || self.raw.is_null() {
+            return;
+        }
+        let _ = self.context.bind_to_thread();
+        // SAFETY: a live communicator, released here exactly once (Drop skips aborted ones).
+        unsafe { (self.nccl.ncclCommAbort)(self.raw) };
+    }
+
+    fn usable(&self, operation: &'static str) -> Result<()> {
+        if self.aborted.get() { Err(Error::Aborted { operation }) } else { Ok(()) }
+    }
+
+    /// NCCL's asynchronous error: `Ok` when none (or still in progress), else the error
+    /// after aborting the communicator.
+    fn async_error(&self, operation: &'static str) -> Result<()> {
+        let mut state = SUCCESS;
+        // SAFETY: a live communicator; writes one result.
+        let code = unsafe { (self.nccl.ncclCommGetAsyncError)(self.raw, &mut state) };
+        ffi::check(self.nccl, "ncclCommGetAsyncError", code, self.raw)?;
+        if state == SUCCESS || state == IN_PROGRESS {
+            return Ok(());
+        }
+        let error = ffi::check(self.nccl, operation, state, self.raw);
+        self.abort_now();
+        error
+    }
+
+    /// Waits while NCCL reports the communicator in progress (non-blocking mode), bounded by
+    /// the timeout; aborts on an error or at the timeout.
+    fn wait_ready(&self, operation: &'static str) -> Result<()> {
+        poll_ready(self.nccl, self.raw, self.timeout, operation).inspect_err(|_| self.abort_now())
+    }
+
+    /// Issues one NCCL call for `operation`, then completes a non-blocking one.
+    fn issue(&self, operation: &'static str, call: impl FnOnce(&Nccl) -> ffi::NcclResult) -> Result<()> {
+        self.usable(operation)?;
+        self.context.bind_to_thread()?;
+        let code = call(self.nccl);
+        let in_group = GROUP.with(|g| {
+            let mut g = g.borrow_mut();
+            if g.0 > 0 && !g.1.iter().any(|(raw, _)| *raw == self.raw) {
+                g.1.push((self.raw, self.timeout));
+            }
+            g.0 > 0
+        });
+        if code == IN_PROGRESS {
+            return if in_group { Ok(()) } else { self.wait_ready(operation) };
+        }
+        ffi::check(self.nccl, operation, code, self.raw)
+    }
+}
+
+/// Polls `ncclCommGetAsyncError` until the communicator is no longer in progress.
+fn poll_ready(nccl: &Nccl, raw: RawComm, timeout: Option<Duration>, operation: &'static str) -> Result<()> {
+    let start = Instant::now();
+    loop {
+        let mut state = SUCCESS;
+        // SAFETY: a live communicator; writes one result.
+        let code = unsafe { (nccl.ncclCommGetAsyncError)(raw, &mut state) };
+        ffi::check(nccl, "ncclCommGetAsyncError", code, raw)?;
+        if state != IN_PROGRESS {
+            return ffi::check(nccl, operation, state, raw);
+        }
+        if let Some(timeout) = timeout
+            && start.elapsed() > timeout {
+                return Err(Error::Timeout { operation, after: timeout });
+            }
+        std::thread::yield_now();
+    }
+}
+
+impl Drop for Communicator {
+    fn drop(&mut self) {
+        if self.aborted.get() || self.raw.is_null() {
+            return;
+        }
+        if self.context.bind_to_thread().is_err() {
+            self.abort_now();
+            return;
+        }
+        // SAFETY: a live communicator; finalising flushes its queued operations.
+        let code = unsafe { (self.nccl.ncclCommFinalize)(self.raw) };
+        if (code != SUCCESS && code != IN_PROGRESS) || poll_ready(self.nccl, self.raw, self.timeout, "ncclCommFinalize").is_err() {
+            self.abort_now();
+            return;
+        }
+        // SAFETY: finalised above; destroyed exactly once.
+        unsafe { (self.nccl.ncclCommDestroy)(self.raw) };
+    }
+}
+
+impl std::fmt::Debug for Communicator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Communicator").field("rank", &self.rank).field("world_size", &self.world_size).field("device", &self.context.device().ordinal()).finish()
+    }
+}
+
+/// A [`Communicator`] with the stream its operations are queued on: the NCCL implementation
+/// of [`Collectives`], on device views (`buffer.slice(..)`, `buffer.slice_mut(..)`).
+///
+/// Operations return once queued; their buffers are in use until the stream reaches them
+/// (a buffer's drop waits for its context's work, so that is safe; for stream-ordered buffers
+/// the use is recorded on the stream, see `crate::tracking`).
+#[derive(Clone, Copy)]
+pub struct OnStream<'c> {
+    comm: &'c Communicator,
+    stream: &'c Stream,
+}
+
+impl<'c> OnStream<'c> {
+    /// The communicator.
+    pub fn comm(&self) -> &'c Communicator {
+        self.comm
+    }
+
+    /// The stream.
+    pub fn stream(&self) -> &'c Stream {
+        self.stream
+    }
+
+    fn raw_stream(&self) -> RawStream {
+        self.stream.raw().cast()
+    }
+
+    fn read<T: Element>(&self, view: &DeviceView<'_, T>) -> Result<*const c_void> {
+        will_read(self.stream, view)?;
+        Ok(view.as_device_ptr().address() as usize as *const c_void)
+    }
+
+    fn write<T: Element>(&self, view: &mut DeviceViewMut<'_, T>) -> Result<*mut c_void> {
+        will_write(self.stream, view)?;
+        Ok(view.as_device_ptr().address() as usize as *mut c_void)
+    }
+}
+
+fn reduce_op(op: ReduceOp) -> i32 {
+    match op {
+        ReduceOp::Sum => 0,
+        ReduceOp::Prod => 1,
+        ReduceOp::Max => 2,
+        ReduceOp::Min => 3,
+        ReduceOp::Avg => 4,
+    }
+}
+
+impl Collectives for OnStream<'_> {
+    type Src<'a, T: Element> = DeviceView<'a, T>;
+    type Dst<'a, T: Element> = DeviceViewMut<'a, T>;
+    const DEFERS_GROUPED_OPS: bool = false;
+
+    fn rank(&self) -> usize {
+        self.comm.rank
+    }
+
+    fn world_size(&self) -> usize {
+        self.comm.world_size
+    }
+
+    fn all_reduce<T: Element>(&self, send: DeviceView<'_, T>, mut recv: DeviceViewMut<'_, T>, op: ReduceOp) -> Result<()> {
+        check_len("all_reduce", "recv", send.len(), recv.len())?;
+        let (s, r, n, stream, comm) = (self.read(&send)?, self.write(&mut recv)?, send.len(), self.raw_stream(), self.comm.raw);
+        // SAFETY: both views hold n elements of T on this rank's GPU, alive for the call (and,
+        // by the stream-ordered lifetime rules, until the stream passes the operation).
+        self.comm.issue("ncclAllReduce", |nccl| unsafe { (nccl.ncclAllReduce)(s, r, n, T::DATA_TYPE as i32, reduce_op(op), comm, stream) })
+    }
+
+    fn all_reduce_in_place<T: Element>(&self, mut buf: DeviceViewMut<'_, T>, op: ReduceOp) -> Result<()> {
+        let (p, n, stream, comm) = (self.write(&mut buf)?, buf.len(), self.raw_stream(), self.comm.raw);
+        // SAFETY: as above; NCCL supports sendbuff == recvbuff.
+        self.comm.issue("ncclAllReduce", |nccl| unsafe { (nccl.ncclAllReduce)(p, p, n, T::DATA_TYPE as i32, reduce_op(op), comm, stream) })
+    }
+
+    fn broadcast<T: Element>(&self, mut buf: DeviceViewMut<'_, T>, root: usize) -> Result<()> {
+        check_rank("broadcast", root, self.world_size())?;
+        let (p, n, stream, comm) = (self.write(&mut buf)?, buf.len(), self.raw_stream(), self.comm.raw);
+        // SAFETY: as above (in place).
+        self.comm.issue("ncclBroadcast", |nccl| unsafe { (nccl.ncclBroadcast)(p, p, n, T::DATA_TYPE as i32, root as i32, comm, stream) })
+    }
+
+    fn reduce<T: Element>(&self, send: DeviceView<'_, T>, mut recv: DeviceViewMut<'_, T>, op: ReduceOp, root: usize) -> Result<()> {
+        check_rank("reduce", root, self.world_size())?;
+        if self.rank() == root {
+            check_len("reduce", "recv", send.len(), recv.len())?;
+        }
+        let (s, r, n, stream, comm) = (self.read(&send)?, self.write(&mut recv)?, send.len(), self.raw_stream(), self.comm.raw);
+        // SAFETY: as above; recv is written on the root only.
+        self.comm.issue("ncclReduce", |nccl| unsafe { (nccl.ncclReduce)(s, r, n, T::DATA_TYPE as i32, reduce_op(op), root as i32, comm, stream) })
+    }
+
+    fn all_gather<T: Element>(&self, send: DeviceView<'_, T>, mut recv: DeviceViewMut<'_, T>) -> Result<()> {
+        check_len("all_gather", "recv", send.len() * self.world_size(), recv.len())?;
+        let (s, r, n, stream, comm) = (self.read(&send)?, self.write(&mut recv)?, send.len(), self.raw_stream(), self.comm.raw);
+        // SAFETY: recv holds world_size * n elements.
+        self.comm.issue("ncclAllGather", |nccl| unsafe { (nccl.ncclAllGather)(s, r, n, T::DATA_TYPE as i32, comm, stream) })
+    }
+
+    fn reduce_scatter<T: Element>(&self, send: DeviceView<'_, T>, mut recv: DeviceViewMut<'_, T>, op: ReduceOp) -> Result<()> {
+        check_len("reduce_scatter", "send", recv.len() * self.world_size(), send.len())?;
+        let (s, r, n, stream, comm) = (self.read(&send)?, self.write(&mut recv)?, recv.len(), self.raw_stream(), self.comm.raw);
+        // SAFETY: send holds world_size * n elements, recv n.
+        self.comm.issue("ncclReduceScatter", |nccl| unsafe { (nccl.ncclReduceScatter)(s, r, n, T::DATA_TYPE as i32, reduce_op(op), comm, stream) })
+    }
+
+    fn send<T: Element>(&self, buf: DeviceView<'_, T>, peer: usize) -> Result<()> {
+        check_rank("send", peer, self.world_size())?;
+        let (p, n, stream, comm) = (self.read(&buf)?, buf.len(), self.raw_stream(), self.comm.raw);
+        // SAFETY: buf holds n elements.
+        self.comm.issue("ncclSend", |nccl| unsafe { (nccl.ncclSend)(p, n, T::DATA_TYPE as i32, peer as i32, comm, stream) })
+    }
+
+    fn recv<T: Element>(&self, mut buf: DeviceViewMut<'_, T>, peer: usize) -> Result<()> {
+        check_rank("recv", peer, self.world_size())?;
+        let (p, n, stream, comm) = (self.write(&mut buf)?, buf.len(), self.raw_stream(), self.comm.raw);
+        // SAFETY: buf holds n elements.
+        self.comm.issue("ncclRecv", |nccl| unsafe { (nccl.ncclRecv)(p, n, T::DATA_TYPE as i32, peer as i32, comm, stream) })
+    }
+
+    fn group_begin() -> Result<()> {
+        let nccl = ffi::nccl()?;
+        // SAFETY: no arguments; balanced by group_end.
+        ffi::check(nccl, "ncclGroupStart", unsafe { (nccl.ncclGroupStart)() }, std::ptr::null_mut())?;
+        GROUP.with(|g| g.borrow_mut().0 += 1);
+        Ok(())
+    }
+
+    fn group_end() -> Result<()> {
+        let nccl = ffi::nccl()?;
+        let touched = GROUP.with(|g| {
+            let mut g = g.borrow_mut();
+            g.0 = g.0.saturating_sub(1);
+            if g.0 == 0 { std::mem::take(&mut g.1) } else { Vec::new() }
+        });
+        // SAFETY: ends the group of the matching group_begin.
+        let code = unsafe { (nccl.ncclGroupEnd)() };
+        if code == IN_PROGRESS {
+            // Non-blocking communicators: the group completes asynchronously; wait for each.
+            for (raw, timeout) in touched {
+                poll_ready(nccl, raw, timeout, "ncclGroupEnd")?;
+            }
+            return Ok(());
+        }
+        ffi::check(nccl, "ncclGroupEnd", code, std::ptr::null_mut())
+    }
+}
