@@ -20,6 +20,7 @@ pub mod cpu;
 #[cfg(not(target_arch = "nvptx64"))]
 #[doc(hidden)]
 pub mod emu;
+pub mod global;
 pub mod math;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "80"))]
 pub mod mma;
@@ -30,6 +31,7 @@ pub mod sync;
 pub mod thread;
 pub mod warp;
 
+pub use global::{AtomicSlice, DisjointSlice, ThreadIndex};
 pub use shared::{SharedArray, SharedSlice, dynamic_shared};
 
 pub use ferrocuda_macros::kernel;
@@ -65,5 +67,7 @@ pub mod __private {
     #[cfg(not(target_arch = "nvptx64"))]
     pub use ferrocuda_host as host;
     pub use ferrocuda_macros::device_print;
+    /// What generated kernel entries and launchers call to build kernel parameters.
+    pub use crate::global::__private as args;
 }
 

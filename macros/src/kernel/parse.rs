@@ -14,10 +14,12 @@ pub enum ParamKind {
     /// Any other type passed by value: must be a `#[repr(C)]` bytemuck `Pod` struct or array
     /// (checked on the host by a trait bound spanned at the type).
     Value,
-    /// `&[T]`: read-only device slice (pointer + length).
+    /// `&[T]`: read-only device slice (pointer + length), `T: Pod`.
     Slice { elem: Type },
-    /// `&mut [T]`: writable device slice (pointer + length).
-    SliceMut { elem: Type },
+    /// `DisjointSlice<T>`: output written per thread (pointer + length), `T: Pod`.
+    Disjoint { elem: Type },
+    /// `AtomicSlice<T>`: elements accessed atomically by any thread (pointer + length).
+    Atomic { elem: Type },
     /// `*const T` / `*mut T`: a raw device pointer; the launcher is `unsafe`.
     Pointer { elem: Type, mutable: bool },
 }
@@ -53,8 +55,15 @@ impl Kernel<'_> {
 const SCALARS: &[&str] = &["bool", "i8", "i16", "i32", "i64", "isize", "u8", "u16", "u32", "u64", "usize", "f32", "f64"];
 /// Owning or pointer-holding standard types that can never be copied to a GPU.
 const HOST_ONLY: &[&str] = &["String", "str", "Vec", "Box", "Rc", "Arc", "Option", "Result", "HashMap", "BTreeMap", "VecDeque", "Cell", "RefCell"];
-const ALLOWED: &str = "kernel parameters may be integer, float or bool scalars, `#[repr(C)]` `bytemuck::Pod` structs by value, \
-                       `&[T]` (read-only input), `&mut [T]` (output), or raw device pointers `*const T` / `*mut T`";
+const ALLOWED: &str = "kernel parameters may be integer, float or bool scalars, `#[repr(C)]` `bytemuck::Pod` structs or arrays by value, \
+                       `&[T]` (read-only input), `DisjointSlice<T>` (output, each thread its own elements), `AtomicSlice<T>` (atomic access \
+                       from any thread), or raw device pointers `*const T` / `*mut T`";
+/// Why `&mut [T]` is refused, and what to write instead (audit finding U2).
+const NO_MUT_SLICE: &str = "a kernel cannot take `&mut [T]`: every GPU thread would get the same `&mut`, which the compiler assumes \
+                            nobody else touches (it then reuses values across `sync_threads()`), and plain writes of one element from \
+                            several threads race. Write `mut out: DisjointSlice<T>` and store through `out.get_mut(thread::unique_index())` \
+                            (each thread its own elements), or `out: AtomicSlice<T>` for elements that threads share (counters, \
+                            flags, values read after a barrier); both from `ferrocuda_device::global`. The host launcher still takes `&mut buffer`.";
 
 /// `#[kernel]` or `#[kernel(instances(f32, f64))]`.
 struct Attribute {
@@ -173,18 +182,32 @@ fn check_generics(function: &ItemFn, instances: Option<(Ident, Vec<Type>)>) -> s
 }
 
 /// `scale` + `f32` -> `scale_f32`; a path type uses its last segment (`my::Pair` -> `scale_Pair`).
+/// A raw kernel name loses its `r#` (`r#type` + `f32` -> `type_f32`).
 fn instance_symbol(base: &Ident, ty: &Type) -> Ident {
+    use syn::ext::IdentExt;
     let text = match ty {
-        Type::Path(p) if p.qself.is_none() => p.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default(),
+        Type::Path(p) if p.qself.is_none() => p.path.segments.last().map(|s| s.ident.unraw().to_string()).unwrap_or_default(),
         other => quote::quote!(#other).to_string(),
     };
     let cleaned: String = text.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+    let base: String = base.unraw().to_string();
+    // Only ASCII letters, digits and `_` after an identifier: always a valid identifier (a
+    // keyword cannot end in `_x`).
     Ident::new(&format!("{base}_{}", cleaned.trim_matches('_')), ty.span())
+}
+
+/// The instance symbols an attribute names, if it parses (for the fallback's stubs).
+pub fn instance_symbols(attr: TokenStream, base: &Ident) -> Option<Vec<Ident>> {
+    let attribute = syn::parse2::<Attribute>(attr).ok()?;
+    let (_, types) = attribute.instances?;
+    Some(types.iter().map(|ty| instance_symbol(base, ty)).collect())
 }
 
 fn parse_param(input: &FnArg) -> syn::Result<Param> {
     let typed = match input {
-        FnArg::Receiver(r) => return Err(syn::Error::new_spanned(r, "a kernel is a free function: it cannot take `self`")),
+        FnArg::Receiver(r) => {
+            return Err(syn::Error::new_spanned(r, "a kernel is a free function: it cannot take `self`. Move it out of the `impl` (the GPU launches free functions by name)"));
+        }
         FnArg::Typed(t) => t,
     };
     let (name, mutable) = match &*typed.pat {
@@ -197,12 +220,32 @@ fn parse_param(input: &FnArg) -> syn::Result<Param> {
 
 fn classify(ty: &Type) -> syn::Result<ParamKind> {
     match ty {
+        Type::Group(group) => classify(&group.elem),
+        Type::Paren(paren) => classify(&paren.elem),
         Type::Path(path) if path.qself.is_none() && path.path.get_ident().is_some_and(|i| SCALARS.contains(&i.to_string().as_str())) => {
             Ok(ParamKind::Scalar)
         }
         Type::Path(path) if path.qself.is_none() => {
-            let last = path.path.segments.last().expect("a path has a segment");
-            if HOST_ONLY.contains(&last.ident.to_string().as_str()) {
+            let Some(last) = path.path.segments.last() else {
+                return Err(syn::Error::new_spanned(ty, format!("`{}` cannot be a kernel parameter; {ALLOWED}", type_text(ty))));
+            };
+            let name = last.ident.to_string();
+            if name == "DisjointSlice" || name == "AtomicSlice" {
+                let elem = single_type_argument(last).ok_or_else(|| syn::Error::new_spanned(ty, format!("write `{name}<T>` with the element type, e.g. `{name}<f32>`")))?;
+                check_element(&elem)?;
+                return Ok(if name == "DisjointSlice" { ParamKind::Disjoint { elem } } else { ParamKind::Atomic { elem } });
+            }
+            if name == "Option" || name == "Result" {
+                return Err(syn::Error::new_spanned(
+                    ty,
+                    format!(
+                        "`{}` is not plain data (its layout is Rust's own, and a GPU thread cannot be handed one): pass the value and a flag \
+                         (`value: f32, present: bool`) or a `#[repr(C)]` `bytemuck::Pod` struct; {ALLOWED}",
+                        type_text(ty)
+                    ),
+                ));
+            }
+            if HOST_ONLY.contains(&name.as_str()) {
                 return Err(syn::Error::new_spanned(ty, format!("`{}` lives in host memory and cannot be a kernel parameter; {ALLOWED}", type_text(ty))));
             }
             Ok(ParamKind::Value)
@@ -219,17 +262,65 @@ fn classify(ty: &Type) -> syn::Result<ParamKind> {
             if let Some(lifetime) = &reference.lifetime {
                 return Err(syn::Error::new_spanned(lifetime, "leave out lifetimes on kernel parameters"));
             }
-            let Type::Slice(slice) = &*reference.elem else {
-                let what = if matches!(&*reference.elem, Type::Reference(_)) { "a reference to a reference" } else { "a reference to a single value" };
-                return Err(syn::Error::new_spanned(ty, format!("{what} cannot be a kernel parameter; {ALLOWED}")));
+            let slice = match &*reference.elem {
+                Type::Slice(slice) => slice,
+                Type::Reference(_) => return Err(syn::Error::new_spanned(ty, format!("a reference to a reference cannot be a kernel parameter; {ALLOWED}"))),
+                Type::Array(array) => {
+                    let elem = &array.elem;
+                    return Err(syn::Error::new_spanned(
+                        ty,
+                        format!(
+                            "a reference to an array cannot be a kernel parameter: pass the array by value (`{}`, copied to every thread) or a \
+                             slice (`&[{}]`, read from device memory)",
+                            type_text(&reference.elem),
+                            type_text(elem)
+                        ),
+                    ));
+                }
+                Type::Path(path) if path.qself.is_none() && !path.path.get_ident().is_some_and(|i| SCALARS.contains(&i.to_string().as_str())) => {
+                    return Err(syn::Error::new_spanned(
+                        ty,
+                        format!(
+                            "a reference to a single value cannot be a kernel parameter: pass `{0}` by value. If `{0}` is a type alias of a \
+                             slice, write the slice type (`&[T]`) itself: #[kernel] reads parameter types as written and cannot see through aliases",
+                            type_text(&reference.elem)
+                        ),
+                    ));
+                }
+                _ => return Err(syn::Error::new_spanned(ty, format!("a reference to a single value cannot be a kernel parameter: pass it by value; {ALLOWED}"))),
             };
-            let elem = (*slice.elem).clone();
-            if matches!(elem, Type::Reference(_) | Type::Slice(_) | Type::Ptr(_)) {
-                return Err(syn::Error::new_spanned(&slice.elem, format!("slice elements must be plain data; {ALLOWED}")));
+            if reference.mutability.is_some() {
+                return Err(syn::Error::new_spanned(ty, NO_MUT_SLICE));
             }
-            Ok(if reference.mutability.is_some() { ParamKind::SliceMut { elem } } else { ParamKind::Slice { elem } })
+            let elem = (*slice.elem).clone();
+            check_element(&elem)?;
+            Ok(ParamKind::Slice { elem })
         }
-        other => Err(syn::Error::new(other.span(), format!("`{}` cannot be a kernel parameter; {ALLOWED}", type_text(other)))),
+        other => Err(syn::Error::new_spanned(other, format!("`{}` cannot be a kernel parameter; {ALLOWED}", type_text(other)))),
+    }
+}
+
+/// `T` of `Name<T>`, if there is exactly one generic argument and it is a type.
+fn single_type_argument(segment: &syn::PathSegment) -> Option<Type> {
+    match &segment.arguments {
+        syn::PathArguments::AngleBracketed(args) if args.args.len() == 1 => match args.args.first() {
+            Some(syn::GenericArgument::Type(t)) => Some(t.clone()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Slice elements: plain data (`Pod` is checked by the compiler; this catches the obvious).
+fn check_element(elem: &Type) -> syn::Result<()> {
+    match elem {
+        Type::Reference(_) | Type::Slice(_) | Type::Ptr(_) | Type::TraitObject(_) | Type::ImplTrait(_) => {
+            Err(syn::Error::new_spanned(elem, format!("slice elements must be plain data (`bytemuck::Pod`); {ALLOWED}")))
+        }
+        Type::Path(path) if path.qself.is_none() && path.path.segments.last().is_some_and(|s| HOST_ONLY.contains(&s.ident.to_string().as_str())) => {
+            Err(syn::Error::new_spanned(elem, format!("`{}` lives in host memory and cannot be a slice element: elements must be plain data (`bytemuck::Pod`)", type_text(elem))))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -266,7 +357,8 @@ impl Param {
             ParamKind::Scalar => ParamKind::Scalar,
             ParamKind::Value => ParamKind::Value,
             ParamKind::Slice { elem } => ParamKind::Slice { elem: substitute(elem, name, with) },
-            ParamKind::SliceMut { elem } => ParamKind::SliceMut { elem: substitute(elem, name, with) },
+            ParamKind::Disjoint { elem } => ParamKind::Disjoint { elem: substitute(elem, name, with) },
+            ParamKind::Atomic { elem } => ParamKind::Atomic { elem: substitute(elem, name, with) },
             ParamKind::Pointer { elem, mutable } => ParamKind::Pointer { elem: substitute(elem, name, with), mutable: *mutable },
         };
         // A bare `T` parameter is classified as a by-value type: after substitution it may be a
@@ -286,7 +378,7 @@ fn is_scalar(ty: &Type) -> bool {
 }
 
 /// A type as the user wrote it, without the token spacing of `TokenStream::to_string`.
-fn type_text(ty: &Type) -> String {
+pub fn type_text(ty: &Type) -> String {
     let spaced = quote::quote!(#ty).to_string();
-    spaced.replace(" < ", "<").replace("< ", "<").replace(" >", ">").replace(" ,", ",").replace("& ", "&").replace(" ;", ";")
+    spaced.replace(" < ", "<").replace("< ", "<").replace(" >", ">").replace(" ,", ",").replace("& ", "&").replace(" ;", ";").replace(" :: ", "::").replace(":: ", "::").replace("* const ", "*const ").replace("* mut ", "*mut ")
 }

@@ -1,0 +1,92 @@
+//! [`ThreadIndex`]: a witness that an index belongs to this thread alone.
+
+use crate::thread::{block_dim_x, block_dim_y, block_dim_z, block_idx_x, block_idx_y, block_idx_z, grid_dim_x, grid_dim_y, grid_dim_z};
+use crate::thread::{thread_idx_x, thread_idx_y, thread_idx_z};
+
+/// An element index that no other thread of the launch holds: the proof
+/// [`DisjointSlice::get_mut`](super::DisjointSlice::get_mut) asks for.
+///
+/// Made only by [`unique_index`] and [`grid_stride`], which derive it from the thread's
+/// position in the grid. It is `Copy` (a thread may use its index many times) but cannot be
+/// handed to another thread: it is not `Pod`, not a shared-memory element and not a shuffle
+/// value, and has no public constructor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ThreadIndex(usize);
+
+impl ThreadIndex {
+    /// The index as a number, to index inputs with (`x[i.get()]`).
+    #[inline(always)]
+    pub fn get(self) -> usize {
+        self.0
+    }
+}
+
+/// The thread's global coordinates and the grid's extent in threads (x, y, z), in `u64`
+/// (no product of hardware limits overflows it: width < 2^41, height < 2^26, depth < 2^22).
+#[inline(always)]
+fn coordinates() -> ([u64; 3], [u64; 3]) {
+    let axis = |block: u32, dim: u32, thread: u32| block as u64 * dim as u64 + thread as u64;
+    let position = [
+        axis(block_idx_x(), block_dim_x(), thread_idx_x()),
+        axis(block_idx_y(), block_dim_y(), thread_idx_y()),
+        axis(block_idx_z(), block_dim_z(), thread_idx_z()),
+    ];
+    let extent = [grid_dim_x() as u64 * block_dim_x() as u64, grid_dim_y() as u64 * block_dim_y() as u64, grid_dim_z() as u64 * block_dim_z() as u64];
+    (position, extent)
+}
+
+/// `usize` from `u64`, saturating (a no-op on 64-bit targets).
+#[inline(always)]
+fn saturate(value: u64) -> usize {
+    usize::try_from(value).unwrap_or(usize::MAX)
+}
+
+/// This thread's index, unique over the whole launch: `x + width * (y + height * z)` over the
+/// thread's global coordinates (`x = blockIdx.x * blockDim.x + threadIdx.x`, ...; `width` and
+/// `height` the grid's extent in threads). On a 1-D launch it equals
+/// [`index_1d()`](crate::thread::index_1d); on a 2-D launch it is `col + width * row`.
+///
+/// A grid too large for `usize` gives `usize::MAX` to the threads past it (the value
+/// saturates, never wraps), which no slice accepts, so uniqueness holds for every launch.
+#[inline(always)]
+pub fn unique_index() -> ThreadIndex {
+    let ([x, y, z], [width, height, _]) = coordinates();
+    // y + height * z < 2^26 + 2^48: no overflow.
+    ThreadIndex(saturate(width.saturating_mul(y + height * z).saturating_add(x)))
+}
+
+/// The indices `unique_index(), unique_index() + threads, ...` below `len`, where `threads`
+/// is the number of threads in the launch: a grid-stride loop. The sets of two threads never
+/// overlap.
+#[inline(always)]
+pub fn grid_stride(len: usize) -> GridStride {
+    let ([x, y, z], [width, height, depth]) = coordinates();
+    let first = saturate(width.saturating_mul(y + height * z).saturating_add(x));
+    // height * depth < 2^48; the product with width saturates.
+    let threads = saturate(width.saturating_mul(height * depth)).max(1);
+    GridStride { next: first, stride: threads, len }
+}
+
+/// The iterator of [`grid_stride`].
+#[derive(Debug)]
+pub struct GridStride {
+    next: usize,
+    stride: usize,
+    len: usize,
+}
+
+impl Iterator for GridStride {
+    type Item = ThreadIndex;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<ThreadIndex> {
+        if self.next < self.len {
+            let index = self.next;
+            // Saturating: past `usize::MAX` there is nothing left below `len`.
+            self.next = self.next.saturating_add(self.stride);
+            Some(ThreadIndex(index))
+        } else {
+            None
+        }
+    }
+}

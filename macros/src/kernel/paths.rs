@@ -1,0 +1,30 @@
+//! Every path the generated code names, in one place. Generated code reaches the runtime only
+//! through these absolute, hidden paths, so a kernel crate needs no `use` for them.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+/// The host runtime (launching, buffers) as seen from a kernel crate.
+pub fn host() -> TokenStream {
+    quote!(::ferrocuda_device::__private::host)
+}
+
+/// The builders of kernel parameters (`DisjointSlice`, `AtomicSlice`, CPU-side parts).
+pub fn args() -> TokenStream {
+    quote!(::ferrocuda_device::__private::args)
+}
+
+/// The CPU executor.
+pub fn cpu() -> TokenStream {
+    quote!(::ferrocuda_device::cpu)
+}
+
+/// The device panic support (the kernel-name tag written at entry).
+pub fn panic() -> TokenStream {
+    quote!(::ferrocuda_device::panic)
+}
+
+/// The crate's embedded PTX/cubins, defined by `embed_kernels!()` at the kernel crate's root.
+pub fn kernels() -> TokenStream {
+    quote!(crate::KERNELS)
+}
