@@ -136,7 +136,8 @@ fn no_panic_path_no_stack_and_no_spills() {
         return;
     }
     for kernel in EXAMPLES {
-        for &(arch, _, registers, spill_stores, spill_loads, stack, _) in resources.iter().filter(|r| r.1 == kernel) {
+        for r in resources.iter().filter(|r| r.kernel == kernel) {
+            let (arch, registers, spill_stores, spill_loads, stack) = (r.arch, r.registers, r.spill_stores, r.spill_loads, r.stack_frame);
             assert_eq!((spill_stores, spill_loads, stack), (0, 0, 0), "{kernel} on sm_{arch}: spills or a stack frame");
             // 256-thread matmul blocks: <= 128 registers keeps two blocks per SM; the
             // memory-bound kernels must stay far below the ~50 a panic path costs.

@@ -56,7 +56,12 @@ macro_rules! embed_kernels {
             toolchain: __ferrocuda_artifacts::TOOLCHAIN,
             ptx: __ferrocuda_artifacts::PTX,
             cubins: __ferrocuda_artifacts::CUBINS,
-            resources: __ferrocuda_artifacts::RESOURCES,
+            resources: {
+                const ROWS: usize = __ferrocuda_artifacts::RESOURCES.len();
+                const RESOURCES: [$crate::__private::host::KernelResources; ROWS] =
+                    $crate::__private::host::KernelResources::from_tuples(__ferrocuda_artifacts::RESOURCES);
+                &RESOURCES
+            },
         };
     };
 }

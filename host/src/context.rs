@@ -8,10 +8,11 @@ use std::sync::{Arc, Mutex, Weak};
 use cudarc::driver::sys;
 
 use crate::device::Device;
-use crate::driver::{check, init};
-use crate::embedded::{EmbeddedModule, LoadedEmbedded};
+use crate::driver::{self, init};
+use crate::EmbeddedModule;
+use crate::embedded::LoadedEmbedded;
 use crate::error::{DriverError, Error, Result};
-use crate::launch::DeviceLimits;
+use crate::DeviceLimits;
 
 thread_local! {
     /// The ferrocuda context last bound on this thread (weak: binding does not keep it alive).
@@ -138,12 +139,12 @@ impl Context {
         }
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes one context handle; released in Drop.
-        check("cuDevicePrimaryCtxRetain", unsafe { sys::cuDevicePrimaryCtxRetain(&mut raw, device.raw()) }).map_err(poisoned_if_sticky)?;
+        unsafe { driver::context::primary_retain(&mut raw, device.raw()) }.map_err(poisoned_if_sticky)?;
         let limits = match device.launch_limits() {
             Ok(limits) => limits,
             Err(e) => {
                 // SAFETY: balances the retain above.
-                unsafe { sys::cuDevicePrimaryCtxRelease_v2(device.raw()) };
+                let _ = unsafe { driver::context::primary_release(device.raw()) };
                 return Err(e);
             }
         };
@@ -169,11 +170,11 @@ impl Context {
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes one handle (destroyed in Drop); null parameters ask for a regular
         // context. The driver pushes it onto this thread's context stack.
-        check("cuCtxCreate", unsafe { sys::cuCtxCreate_v4(&mut raw, std::ptr::null_mut(), schedule.flags(), device.raw()) })
+        unsafe { driver::context::create(&mut raw, std::ptr::null_mut(), schedule.flags(), device.raw()) }
             .map_err(poisoned_if_sticky)?;
         let mut popped = std::ptr::null_mut();
         // SAFETY: pops what cuCtxCreate pushed, restoring the thread's stack; bound again below.
-        unsafe { sys::cuCtxPopCurrent_v2(&mut popped) };
+        let _ = unsafe { driver::context::pop_current(&mut popped) };
         let context = Context {
             inner: Arc::new(ContextInner { raw, device, kind: ContextKind::Created(schedule), limits, embedded: Mutex::new(Vec::new()) }),
         };
@@ -190,10 +191,10 @@ impl Context {
     pub fn bind_to_thread(&self) -> Result<()> {
         let mut current = std::ptr::null_mut();
         // SAFETY: writes one handle.
-        check("cuCtxGetCurrent", unsafe { sys::cuCtxGetCurrent(&mut current) })?;
+        unsafe { driver::context::get_current(&mut current) }?;
         if current != self.inner.raw {
             // SAFETY: the context is alive (we hold it).
-            check("cuCtxSetCurrent", unsafe { sys::cuCtxSetCurrent(self.inner.raw) })?;
+            unsafe { driver::context::set_current(self.inner.raw) }?;
         }
         CURRENT.with(|c| {
             let mut c = c.borrow_mut();
@@ -223,7 +224,7 @@ impl Context {
     pub fn synchronize(&self) -> Result<()> {
         self.bind_to_thread()?;
         // SAFETY: no arguments.
-        check("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() })?;
+        unsafe { driver::context::synchronize() }?;
         Ok(())
     }
 
@@ -232,7 +233,7 @@ impl Context {
         self.bind_to_thread()?;
         let (mut free, mut total) = (0, 0);
         // SAFETY: writes two sizes.
-        check("cuMemGetInfo", unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) })?;
+        unsafe { driver::memory::get_info(&mut free, &mut total) }?;
         Ok((free, total))
     }
 
@@ -271,7 +272,7 @@ impl Context {
     /// on its thread.
     pub fn push_current(&self) -> Result<CurrentGuard> {
         // SAFETY: the context is alive (we hold it); popped by the guard.
-        check("cuCtxPushCurrent", unsafe { sys::cuCtxPushCurrent_v2(self.inner.raw) })?;
+        unsafe { driver::context::push_current(self.inner.raw) }?;
         let previous = CURRENT.with(|c| std::mem::replace(&mut *c.borrow_mut(), Arc::downgrade(&self.inner)));
         Ok(CurrentGuard { _context: self.clone(), previous, _not_send: PhantomData })
     }
@@ -281,7 +282,7 @@ impl Context {
         self.bind_to_thread()?;
         let mut flags = 0;
         // SAFETY: writes one int (flags of the current context, bound above).
-        check("cuCtxGetFlags", unsafe { sys::cuCtxGetFlags(&mut flags) })?;
+        unsafe { driver::context::get_flags(&mut flags) }?;
         Ok(SchedulePolicy::from_flags(flags))
     }
 
@@ -290,7 +291,7 @@ impl Context {
         self.bind_to_thread()?;
         let mut value = 0;
         // SAFETY: writes one size for the current context (bound above).
-        check("cuCtxGetLimit", unsafe { sys::cuCtxGetLimit(&mut value, limit.raw()) })?;
+        unsafe { driver::context::get_limit(&mut value, limit.raw()) }?;
         Ok(value)
     }
 
@@ -300,7 +301,7 @@ impl Context {
     pub fn set_limit(&self, limit: Limit, bytes: usize) -> Result<()> {
         self.bind_to_thread()?;
         // SAFETY: applies to the current context (bound above).
-        check("cuCtxSetLimit", unsafe { sys::cuCtxSetLimit(limit.raw(), bytes) })?;
+        unsafe { driver::context::set_limit(limit.raw(), bytes) }?;
         Ok(())
     }
 
@@ -310,7 +311,7 @@ impl Context {
         self.bind_to_thread()?;
         let (mut least, mut greatest) = (0, 0);
         // SAFETY: writes two ints.
-        check("cuCtxGetStreamPriorityRange", unsafe { sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest) })?;
+        unsafe { driver::context::get_stream_priority_range(&mut least, &mut greatest) }?;
         Ok((least, greatest))
     }
 
@@ -351,7 +352,7 @@ impl Context {
                 drop(self);
                 // SAFETY: no ferrocuda handle to this primary context is left (checked above
                 // under the registry lock, so none can appear meanwhile).
-                check("cuDevicePrimaryCtxReset", unsafe { sys::cuDevicePrimaryCtxReset_v2(device.raw()) })?;
+                unsafe { driver::context::primary_reset(device.raw()) }?;
                 drop(registry);
                 Context::primary(ordinal)?.usable_after_recovery()
             }
@@ -363,11 +364,11 @@ impl Context {
     fn usable_after_recovery(self) -> Result<Self> {
         let mut probe = 0;
         // SAFETY: a one-byte allocation in the bound context, freed right away.
-        let outcome = check("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut probe, 1) }).and_then(|()| {
+        let outcome = unsafe { driver::memory::alloc(&mut probe, 1) }.and_then(|()| {
             // SAFETY: frees the allocation made above.
-            check("cuMemFree", unsafe { sys::cuMemFree_v2(probe) })?;
+            unsafe { driver::memory::free(probe) }?;
             // SAFETY: no arguments; the context is bound.
-            check("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() })
+            unsafe { driver::context::synchronize() }
         });
         outcome.map_err(poisoned_if_sticky)?;
         Ok(self)
@@ -388,11 +389,10 @@ impl Context {
         }
         self.bind_to_thread()?;
         // SAFETY: both contexts are alive; flags must be 0.
-        let code = unsafe { sys::cuCtxEnablePeerAccess(peer.inner.raw, 0) };
-        if code == sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
-            return Ok(());
+        match unsafe { driver::context::enable_peer_access(peer.inner.raw, 0) } {
+            Err(e) if e.code == sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {}
+            other => other?,
         }
-        check("cuCtxEnablePeerAccess", code)?;
         Ok(())
     }
 }
@@ -406,15 +406,16 @@ impl Drop for ContextInner {
     fn drop(&mut self) {
         // Modules first, while the context still exists; errors cannot be reported from Drop.
         // SAFETY: the context is still retained (or not yet destroyed) here.
-        unsafe { sys::cuCtxSetCurrent(self.raw) };
+        let _ = unsafe { driver::context::set_current(self.raw) };
         self.embedded.get_mut().unwrap_or_else(|p| p.into_inner()).clear();
         match self.kind {
             // SAFETY: balances the retain in `Context::primary`.
-            ContextKind::Primary => unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.device.raw()) },
+            ContextKind::Primary => unsafe { driver::context::primary_release(self.device.raw()) },
             // SAFETY: created in `Context::create`, destroyed once; this also unbinds it from
             // the calling thread.
-            ContextKind::Created(_) => unsafe { sys::cuCtxDestroy_v2(self.raw) },
-        };
+            ContextKind::Created(_) => unsafe { driver::context::destroy(self.raw) },
+        }
+        .ok();
     }
 }
 
@@ -432,7 +433,7 @@ impl Drop for CurrentGuard {
     fn drop(&mut self) {
         let mut popped = std::ptr::null_mut();
         // SAFETY: balances the push in `push_current` (on this thread: the guard is !Send).
-        unsafe { sys::cuCtxPopCurrent_v2(&mut popped) };
+        let _ = unsafe { driver::context::pop_current(&mut popped) };
         let previous = std::mem::take(&mut self.previous);
         CURRENT.with(|c| *c.borrow_mut() = previous);
     }

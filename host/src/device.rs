@@ -4,7 +4,7 @@ use std::ffi::CStr;
 
 use cudarc::driver::sys;
 
-use crate::driver::{check, init};
+use crate::driver::{self, init};
 use crate::error::{Error, Result};
 
 /// One CUDA device.
@@ -20,7 +20,7 @@ impl Device {
         init()?;
         let mut count = 0;
         // SAFETY: writes one int.
-        check("cuDeviceGetCount", unsafe { sys::cuDeviceGetCount(&mut count) })?;
+        unsafe { driver::device::get_count(&mut count) }?;
         Ok(count as usize)
     }
 
@@ -32,7 +32,7 @@ impl Device {
         }
         let mut raw = 0;
         // SAFETY: writes one device handle; the ordinal was checked.
-        check("cuDeviceGet", unsafe { sys::cuDeviceGet(&mut raw, ordinal as i32) })?;
+        unsafe { driver::device::get(&mut raw, ordinal as i32) }?;
         Ok(Self { ordinal, raw })
     }
 
@@ -49,7 +49,7 @@ impl Device {
         }
         let mut can = 0;
         // SAFETY: writes one int.
-        check("cuDeviceCanAccessPeer", unsafe { sys::cuDeviceCanAccessPeer(&mut can, self.raw, peer.raw) })?;
+        unsafe { driver::device::can_access_peer(&mut can, self.raw, peer.raw) }?;
         Ok(can != 0)
     }
 
@@ -72,7 +72,7 @@ impl Device {
     pub fn name(&self) -> Result<String> {
         let mut buffer = [0 as std::ffi::c_char; 256];
         // SAFETY: the driver writes a NUL-terminated string of at most `len` bytes.
-        check("cuDeviceGetName", unsafe { sys::cuDeviceGetName(buffer.as_mut_ptr(), buffer.len() as i32, self.raw) })?;
+        unsafe { driver::device::get_name(buffer.as_mut_ptr(), buffer.len() as i32, self.raw) }?;
         // SAFETY: NUL-terminated by the driver (and the buffer was zeroed).
         Ok(unsafe { CStr::from_ptr(buffer.as_ptr()) }.to_string_lossy().into_owned())
     }
@@ -81,7 +81,7 @@ impl Device {
     pub fn attribute(&self, attribute: sys::CUdevice_attribute) -> Result<i32> {
         let mut value = 0;
         // SAFETY: writes one int.
-        check("cuDeviceGetAttribute", unsafe { sys::cuDeviceGetAttribute(&mut value, attribute, self.raw) })?;
+        unsafe { driver::device::get_attribute(&mut value, attribute, self.raw) }?;
         Ok(value)
     }
 
@@ -104,7 +104,7 @@ impl Device {
     pub fn total_memory(&self) -> Result<usize> {
         let mut bytes = 0;
         // SAFETY: writes one size.
-        check("cuDeviceTotalMem", unsafe { sys::cuDeviceTotalMem_v2(&mut bytes, self.raw) })?;
+        unsafe { driver::device::total_mem(&mut bytes, self.raw) }?;
         Ok(bytes)
     }
 
@@ -114,10 +114,10 @@ impl Device {
     }
 
     /// The limits a launch configuration is checked against.
-    pub fn launch_limits(&self) -> Result<crate::launch::DeviceLimits> {
+    pub fn launch_limits(&self) -> Result<crate::DeviceLimits> {
         use sys::CUdevice_attribute::*;
         let get = |a| self.attribute(a).map(|v| v as u32);
-        Ok(crate::launch::DeviceLimits {
+        Ok(crate::DeviceLimits {
             max_threads_per_block: get(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
             max_block: [get(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?, get(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?, get(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)?],
             max_grid: [get(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?, get(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?, get(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?],

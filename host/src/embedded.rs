@@ -1,61 +1,14 @@
 //! Kernels embedded at build time (`embed_kernels!()`): PTX per architecture and, where
-//! `ptxas` was available, cubins. Loaded implicitly, once per context, on first launch.
+//! `ptxas` was available, cubins. Loaded implicitly, once per context, on first launch. The
+//! shape of the artifacts ([`EmbeddedModule`]) is defined in ferrocuda-types.
 
 use cudarc::driver::sys;
 
 use crate::context::Context;
+
 use crate::error::{Error, Result};
 use crate::module::{RawModule, check_ptx_supported};
-
-/// The PTX and cubins of one kernel crate, as the builder produced them.
-#[derive(Debug)]
-pub struct EmbeddedModule {
-    /// The kernel crate.
-    pub crate_name: &'static str,
-    /// `rustc --version` of the device toolchain.
-    pub toolchain: &'static str,
-    /// PTX text per architecture number (70 for sm_70), oldest first.
-    pub ptx: &'static [(u32, &'static str)],
-    /// Cubins per architecture number.
-    pub cubins: &'static [(u32, &'static [u8])],
-    /// `ptxas -v` per cubin and kernel: (arch, kernel, registers, spill stores, spill loads,
-    /// stack frame, shared bytes).
-    pub resources: &'static [(u32, &'static str, u32, u32, u32, u32, u32)],
-}
-
-/// Which image of a module a device runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Image {
-    /// A cubin built for exactly this architecture.
-    Cubin(u32),
-    /// PTX for an older or equal architecture, JIT-compiled by the driver.
-    Ptx(u32),
-}
-
-impl std::fmt::Display for Image {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Image::Cubin(arch) => write!(f, "cubin sm_{arch}"),
-            Image::Ptx(arch) => write!(f, "PTX sm_{arch}, JIT-compiled by the driver"),
-        }
-    }
-}
-
-impl EmbeddedModule {
-    /// The image to load on a device of architecture `arch` (90 for sm_90): the cubin for
-    /// exactly that architecture, else the newest PTX not newer than it.
-    pub fn pick_image(&self, arch: u32) -> Option<Image> {
-        if self.cubins.iter().any(|&(a, _)| a == arch) {
-            return Some(Image::Cubin(arch));
-        }
-        self.ptx.iter().map(|&(a, _)| a).filter(|&a| a <= arch).max().map(Image::Ptx)
-    }
-
-    /// The PTX text for `arch`, if built.
-    pub fn ptx_for(&self, arch: u32) -> Option<&'static str> {
-        self.ptx.iter().find(|&&(a, _)| a == arch).map(|&(_, text)| text)
-    }
-}
+use crate::{EmbeddedModule, Image};
 
 /// An embedded module loaded into one context, with the functions looked up so far.
 pub(crate) struct LoadedEmbedded {
@@ -77,7 +30,7 @@ impl LoadedEmbedded {
         })?;
         let raw = match image {
             Image::Cubin(a) => {
-                let bytes = module.cubins.iter().find(|&&(b, _)| b == a).map(|&(_, bytes)| bytes).unwrap_or_default();
+                let bytes = module.cubin_for(a).unwrap_or_default();
                 RawModule::load(module.crate_name, bytes, false)?
             }
             Image::Ptx(a) => {
@@ -106,27 +59,5 @@ impl LoadedEmbedded {
         let f = self.module.function(name, symbol)?;
         self.functions.push((symbol, f));
         Ok(f)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    static MODULE: EmbeddedModule = EmbeddedModule {
-        crate_name: "k",
-        toolchain: "rustc",
-        ptx: &[(70, "ptx70"), (80, "ptx80")],
-        cubins: &[(90, &[1, 2, 3])],
-        resources: &[],
-    };
-
-    #[test]
-    fn picks_exact_cubin_then_newest_older_ptx() {
-        assert_eq!(MODULE.pick_image(90), Some(Image::Cubin(90)));
-        assert_eq!(MODULE.pick_image(89), Some(Image::Ptx(80)));
-        assert_eq!(MODULE.pick_image(75), Some(Image::Ptx(70)));
-        assert_eq!(MODULE.pick_image(100), Some(Image::Ptx(80)));
-        assert_eq!(MODULE.pick_image(61), None);
     }
 }

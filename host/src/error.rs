@@ -6,7 +6,8 @@ use std::fmt;
 
 use cudarc::driver::sys;
 
-use crate::launch::LaunchProblem;
+use crate::LaunchProblem;
+use crate::driver;
 
 /// A driver call that returned something other than `CUDA_SUCCESS`.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -22,7 +23,7 @@ impl DriverError {
     pub fn name(&self) -> String {
         let mut text = std::ptr::null();
         // SAFETY: cuGetErrorName writes a pointer to a static string or leaves it null.
-        unsafe { sys::cuGetErrorName(self.code, &mut text) };
+        let _ = unsafe { driver::init::get_error_name(self.code, &mut text) };
         if text.is_null() { format!("{:?}", self.code) } else { unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned() }
     }
 
@@ -30,7 +31,7 @@ impl DriverError {
     pub fn description(&self) -> String {
         let mut text = std::ptr::null();
         // SAFETY: as in `name`.
-        unsafe { sys::cuGetErrorString(self.code, &mut text) };
+        let _ = unsafe { driver::init::get_error_string(self.code, &mut text) };
         if text.is_null() { String::new() } else { unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned() }
     }
 

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use cudarc::driver::sys;
 
 use crate::context::Context;
-use crate::driver::check;
+use crate::driver;
 use crate::error::Result;
-use crate::launch::LaunchConfig;
+use crate::LaunchConfig;
 
 /// One kernel loaded into a context. Keeps its context (and its module) alive.
 #[derive(Clone)]
@@ -87,7 +87,7 @@ impl Function {
     fn attribute(&self, attribute: sys::CUfunction_attribute) -> Result<u32> {
         let mut value = 0;
         // SAFETY: writes one int; the function is alive (its module is kept alive).
-        check("cuFuncGetAttribute", unsafe { sys::cuFuncGetAttribute(&mut value, attribute, self.raw) })?;
+        unsafe { driver::function::get_attribute(&mut value, attribute, self.raw) }?;
         Ok(value as u32)
     }
 
@@ -114,7 +114,7 @@ impl Function {
         self.context.bind_to_thread()?;
         let attribute = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
         // SAFETY: sets one attribute of a live function.
-        check("cuFuncSetAttribute", unsafe { sys::cuFuncSetAttribute(self.raw, attribute, bytes as i32) })?;
+        unsafe { driver::function::set_attribute(self.raw, attribute, bytes as i32) }?;
         Ok(())
     }
 
@@ -129,7 +129,7 @@ impl Function {
             CachePreference::Equal => CU_FUNC_CACHE_PREFER_EQUAL,
         };
         // SAFETY: sets the cache configuration of a live function.
-        check("cuFuncSetCacheConfig", unsafe { sys::cuFuncSetCacheConfig(self.raw, config) })?;
+        unsafe { driver::function::set_cache_config(self.raw, config) }?;
         Ok(())
     }
 
@@ -139,9 +139,7 @@ impl Function {
         self.context.bind_to_thread()?;
         let mut blocks = 0;
         // SAFETY: writes one int.
-        check("cuOccupancyMaxActiveBlocksPerMultiprocessor", unsafe {
-            sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut blocks, self.raw, block_threads as i32, dynamic_shared_bytes)
-        })?;
+        unsafe { driver::function::occupancy_max_active_blocks_per_multiprocessor(&mut blocks, self.raw, block_threads as i32, dynamic_shared_bytes) }?;
         Ok(blocks as u32)
     }
 
@@ -151,9 +149,7 @@ impl Function {
         self.context.bind_to_thread()?;
         let (mut min_grid, mut block) = (0, 0);
         // SAFETY: writes two ints; no block-size callback.
-        check("cuOccupancyMaxPotentialBlockSize", unsafe {
-            sys::cuOccupancyMaxPotentialBlockSize(&mut min_grid, &mut block, self.raw, None, dynamic_shared_bytes, 0)
-        })?;
+        unsafe { driver::function::occupancy_max_potential_block_size(&mut min_grid, &mut block, self.raw, None, dynamic_shared_bytes, 0) }?;
         Ok((block as u32, min_grid as u32))
     }
 

@@ -6,7 +6,7 @@
 use cudarc::driver::sys;
 
 use crate::context::Context;
-use crate::driver::check;
+use crate::driver;
 use crate::error::Result;
 use crate::stream::Stream;
 
@@ -32,7 +32,7 @@ impl Graph {
     pub fn node_count(&self) -> Result<usize> {
         let mut count = 0;
         // SAFETY: with a null node array the driver only writes the count.
-        check("cuGraphGetNodes", unsafe { sys::cuGraphGetNodes(self.raw, std::ptr::null_mut(), &mut count) })?;
+        unsafe { driver::graph::get_nodes(self.raw, std::ptr::null_mut(), &mut count) }?;
         Ok(count)
     }
 
@@ -41,7 +41,7 @@ impl Graph {
         self.context.bind_to_thread()?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes one handle, owned by the returned GraphExec; flags 0 = default.
-        check("cuGraphInstantiateWithFlags", unsafe { sys::cuGraphInstantiateWithFlags(&mut raw, self.raw, 0) })?;
+        unsafe { driver::graph::instantiate_with_flags(&mut raw, self.raw, 0) }?;
         Ok(GraphExec { raw, context: self.context.clone() })
     }
 
@@ -55,7 +55,7 @@ impl Drop for Graph {
     fn drop(&mut self) {
         if self.context.bind_to_thread().is_ok() {
             // SAFETY: owned by us, destroyed once; executable graphs made from it stay valid.
-            unsafe { sys::cuGraphDestroy(self.raw) };
+            let _ = unsafe { driver::graph::destroy(self.raw) };
         }
     }
 }
@@ -82,7 +82,7 @@ impl GraphExec {
     pub unsafe fn launch(&self, stream: &Stream) -> Result<()> {
         self.context.bind_to_thread()?;
         // SAFETY: both handles are alive; the caller guarantees the captured memory is.
-        check("cuGraphLaunch", unsafe { sys::cuGraphLaunch(self.raw, stream.raw()) })?;
+        unsafe { driver::graph::launch(self.raw, stream.raw()) }?;
         Ok(())
     }
 
@@ -96,7 +96,7 @@ impl Drop for GraphExec {
     fn drop(&mut self) {
         if self.context.bind_to_thread().is_ok() {
             // SAFETY: owned by us, destroyed once; replays already queued still complete.
-            unsafe { sys::cuGraphExecDestroy(self.raw) };
+            let _ = unsafe { driver::graph::exec_destroy(self.raw) };
         }
     }
 }

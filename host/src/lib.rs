@@ -29,20 +29,24 @@ pub use context::{Context, CurrentGuard, Limit, SchedulePolicy};
 pub use device::Device;
 pub use graph::{Graph, GraphExec};
 pub use driver::{driver_present, driver_version, init};
-pub use embedded::{EmbeddedModule, Image};
 pub use error::{DriverError, Error, Result};
 pub use function::{CachePreference, Function, FunctionAttributes};
-pub use launch::{
-    DeviceLimits, Dim3, KernelSignature, KernelValue, LaunchConfig, LaunchProblem, MAX_PORTABLE_CLUSTER_BLOCKS, SliceArg, embedded_function, launch_embedded,
-    launch_in_module, param_ptr, require_kernel_value,
-};
+pub use launch::{KernelValue, SliceArg, embedded_function, launch_embedded, launch_in_module, param_ptr, require_kernel_value};
 pub use memory::{DeviceBuffer, DeviceSlice};
-pub use panic_report::KernelPanic;
 pub use module::{Global, JitFallback, JitOptions, Module, ReloadableModule};
 pub use pinned::PinnedBuffer;
 pub use ptx_version::{PtxHeader, ptx_isa_of_driver};
 pub use stream::{Event, Stream, StreamOrdering};
 pub use view::{DevicePtr, DeviceRead, DeviceView, DeviceViewMut, DeviceWrite};
+
+/// The plain data shared with the device side, the CPU executor and the macros, re-exported so
+/// users see one type of each (`ferrocuda_host::LaunchConfig` is `ferrocuda_types::LaunchConfig`).
+pub use ferrocuda_types::{
+    Arch, DeviceLimits, Dim3, EmbeddedModule, FINGERPRINT_SYMBOL_PREFIX, FULL_MASK, Image, KernelPanic, KernelResources, KernelSignature, LaunchConfig,
+    LaunchProblem, MAX_PORTABLE_CLUSTER_BLOCKS, PANIC_SLOT_SYMBOL, PANIC_SLOT_SYMBOL_C, PanicRecord, RECORD_COMPLETE, WARP_SIZE, fingerprint,
+};
+/// The shared plain-data crate itself.
+pub use ferrocuda_types as types;
 
 /// The raw driver bindings, for what the safe layer does not cover yet.
 pub use cudarc::driver::sys;

@@ -21,8 +21,8 @@ use bytemuck::Pod;
 use cudarc::driver::sys;
 
 use crate::context::Context;
-use crate::driver::check;
-use crate::error::{Error, Result};
+use crate::driver;
+use crate::error::{DriverError, Error, Result};
 use crate::stream::Stream;
 
 /// A run of `len` values of `T` in device memory. Kernels take `&DeviceSlice<T>` for `&[T]`
@@ -83,7 +83,7 @@ impl<T: Pod> DeviceBuffer<T> {
         let buffer = Self::allocate(context, len)?;
         if buffer.slice.size_bytes() > 0 {
             // SAFETY: the allocation holds exactly size_bytes bytes.
-            check("cuMemsetD8", unsafe { sys::cuMemsetD8_v2(buffer.slice.ptr, 0, buffer.slice.size_bytes()) })?;
+            unsafe { driver::memory::memset_d8(buffer.slice.ptr, 0, buffer.slice.size_bytes()) }?;
         }
         Ok(buffer)
     }
@@ -116,8 +116,8 @@ impl<T: Pod> DeviceBuffer<T> {
         let mut ptr = 0;
         if bytes > 0 {
             // SAFETY: writes one device pointer; freed on the same stream in Drop.
-            let code = unsafe { sys::cuMemAllocAsync(&mut ptr, bytes, stream.raw()) };
-            Self::check_allocation("cuMemAllocAsync", code, context, bytes)?;
+            let allocated = unsafe { driver::memory::alloc_async(&mut ptr, bytes, stream.raw()) };
+            Self::check_allocation(allocated, context, bytes)?;
         }
         let mut buffer = DeviceBuffer {
             slice: DeviceSlice { ptr, len, _element: PhantomData },
@@ -138,21 +138,22 @@ impl<T: Pod> DeviceBuffer<T> {
         let mut ptr = 0;
         if bytes > 0 {
             // SAFETY: writes one device pointer; freed in Drop.
-            let code = unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) };
-            Self::check_allocation("cuMemAlloc", code, context, bytes)?;
+            let allocated = unsafe { driver::memory::alloc(&mut ptr, bytes) };
+            Self::check_allocation(allocated, context, bytes)?;
         }
         Ok(DeviceBuffer { slice: DeviceSlice { ptr, len, _element: PhantomData }, context: context.clone(), release: Release::AfterContextIdle })
     }
 
     /// Turns an allocation's result into an error, with the sizes spelled out for
     /// out-of-memory.
-    fn check_allocation(call: &'static str, code: sys::CUresult, context: &Context, requested: usize) -> Result<()> {
-        if code == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
-            let (free, total) = context.memory_info().unwrap_or((0, 0));
-            return Err(Error::OutOfMemory { device: context.device().ordinal(), requested, free, total });
+    fn check_allocation(allocated: Result<(), DriverError>, context: &Context, requested: usize) -> Result<()> {
+        match allocated {
+            Err(e) if e.code == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
+                let (free, total) = context.memory_info().unwrap_or((0, 0));
+                Err(Error::OutOfMemory { device: context.device().ordinal(), requested, free, total })
+            }
+            other => Ok(other?),
         }
-        check(call, code)?;
-        Ok(())
     }
 
     /// Sets every element to `value` (a synchronous memset on the legacy default stream).
@@ -181,17 +182,16 @@ impl<T: Pod> DeviceBuffer<T> {
         let (ptr, n) = (self.slice.ptr, self.slice.len);
         // SAFETY: the allocation holds `n` elements of `size` bytes; an async memset is
         // finished before the memory is freed (Drop waits or frees on a stream after it).
-        let code = unsafe {
+        unsafe {
             match (size, stream) {
-                (1, None) => sys::cuMemsetD8_v2(ptr, bytes[0], n),
-                (1, Some(s)) => sys::cuMemsetD8Async(ptr, bytes[0], n, s.raw()),
-                (2, None) => sys::cuMemsetD16_v2(ptr, u16::from_ne_bytes([bytes[0], bytes[1]]), n),
-                (2, Some(s)) => sys::cuMemsetD16Async(ptr, u16::from_ne_bytes([bytes[0], bytes[1]]), n, s.raw()),
-                (_, None) => sys::cuMemsetD32_v2(ptr, u32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]), n),
-                (_, Some(s)) => sys::cuMemsetD32Async(ptr, u32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]), n, s.raw()),
+                (1, None) => driver::memory::memset_d8(ptr, bytes[0], n),
+                (1, Some(s)) => driver::memory::memset_d8_async(ptr, bytes[0], n, s.raw()),
+                (2, None) => driver::memory::memset_d16(ptr, u16::from_ne_bytes([bytes[0], bytes[1]]), n),
+                (2, Some(s)) => driver::memory::memset_d16_async(ptr, u16::from_ne_bytes([bytes[0], bytes[1]]), n, s.raw()),
+                (_, None) => driver::memory::memset_d32(ptr, u32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]), n),
+                (_, Some(s)) => driver::memory::memset_d32_async(ptr, u32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]), n, s.raw()),
             }
-        };
-        check(if stream.is_some() { "cuMemsetAsync" } else { "cuMemset" }, code)?;
+        }?;
         Ok(())
     }
 
@@ -217,13 +217,12 @@ impl<T: Pod> DeviceBuffer<T> {
         let bytes = self.slice.size_bytes();
         // SAFETY: both ranges hold `bytes` bytes (equal lengths); `&mut self` and `&source`
         // cannot overlap; queued copies finish before either side is freed.
-        let code = unsafe {
+        unsafe {
             match stream {
-                None => sys::cuMemcpyDtoD_v2(self.slice.ptr, source.ptr, bytes),
-                Some(s) => sys::cuMemcpyDtoDAsync_v2(self.slice.ptr, source.ptr, bytes, s.raw()),
+                None => driver::memory::memcpy_dtod(self.slice.ptr, source.ptr, bytes),
+                Some(s) => driver::memory::memcpy_dtod_async(self.slice.ptr, source.ptr, bytes, s.raw()),
             }
-        };
-        check(if stream.is_some() { "cuMemcpyDtoDAsync" } else { "cuMemcpyDtoD" }, code)?;
+        }?;
         Ok(())
     }
 
@@ -258,13 +257,12 @@ impl<T: Pod> DeviceBuffer<T> {
         let bytes = self.slice.size_bytes();
         // SAFETY: both allocations hold `bytes` bytes in their own (alive) contexts; queued
         // copies finish before either side is freed (Drop waits for its context).
-        let code = unsafe {
+        unsafe {
             match stream {
-                None => sys::cuMemcpyPeer(self.slice.ptr, destination, source.slice.ptr, origin, bytes),
-                Some(s) => sys::cuMemcpyPeerAsync(self.slice.ptr, destination, source.slice.ptr, origin, bytes, s.raw()),
+                None => driver::memory::memcpy_peer(self.slice.ptr, destination, source.slice.ptr, origin, bytes),
+                Some(s) => driver::memory::memcpy_peer_async(self.slice.ptr, destination, source.slice.ptr, origin, bytes, s.raw()),
             }
-        };
-        check(if stream.is_some() { "cuMemcpyPeerAsync" } else { "cuMemcpyPeer" }, code)?;
+        }?;
         if stream.is_none() {
             // cuMemcpyPeer may return before the copy ends; a synchronous copy must not.
             self.context.synchronize()?;
@@ -281,7 +279,7 @@ impl<T: Pod> DeviceBuffer<T> {
         self.context.bind_to_thread()?;
         // SAFETY: the allocation holds size_bytes bytes and outlives the queued memset (Drop
         // of the buffer waits for queued work or frees on a stream after it).
-        check("cuMemsetD8Async", unsafe { sys::cuMemsetD8Async(self.slice.ptr, 0, self.slice.size_bytes(), stream.raw()) })?;
+        unsafe { driver::memory::memset_d8_async(self.slice.ptr, 0, self.slice.size_bytes(), stream.raw()) }?;
         Ok(())
     }
 
@@ -298,7 +296,7 @@ impl<T: Pod> DeviceBuffer<T> {
         }
         self.context.bind_to_thread()?;
         // SAFETY: both sides hold size_bytes bytes; the copy is synchronous.
-        check("cuMemcpyHtoD", unsafe { sys::cuMemcpyHtoD_v2(self.slice.ptr, data.as_ptr().cast(), self.slice.size_bytes()) })?;
+        unsafe { driver::memory::memcpy_htod(self.slice.ptr, data.as_ptr().cast(), self.slice.size_bytes()) }?;
         Ok(())
     }
 
@@ -313,7 +311,7 @@ impl<T: Pod> DeviceBuffer<T> {
         }
         self.context.bind_to_thread()?;
         // SAFETY: both sides hold size_bytes bytes; `T: Pod` accepts any bytes.
-        check("cuMemcpyDtoH", unsafe { sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), self.slice.ptr, self.slice.size_bytes()) })?;
+        unsafe { driver::memory::memcpy_dtoh(out.as_mut_ptr().cast(), self.slice.ptr, self.slice.size_bytes()) }?;
         Ok(())
     }
 
@@ -351,14 +349,14 @@ impl<T: Pod> Drop for DeviceBuffer<T> {
                 // Wait for every kernel or copy that may still use the buffer, in any stream
                 // of the context, before the memory can be handed out again.
                 // SAFETY: no arguments; the context is current (bound above).
-                unsafe { sys::cuCtxSynchronize() };
+                let _ = unsafe { driver::context::synchronize() };
                 // SAFETY: allocated by us, freed once, no queued work left that uses it.
-                unsafe { sys::cuMemFree_v2(self.slice.ptr) };
+                let _ = unsafe { driver::memory::free(self.slice.ptr) };
             }
             Release::OnStream(stream) => {
                 // SAFETY: allocated on this stream by us, freed once; the free is ordered
                 // after the work queued on the stream so far.
-                unsafe { sys::cuMemFreeAsync(self.slice.ptr, stream.raw()) };
+                let _ = unsafe { driver::memory::free_async(self.slice.ptr, stream.raw()) };
             }
         }
     }

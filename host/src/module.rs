@@ -10,10 +10,10 @@ use bytemuck::Pod;
 use cudarc::driver::sys;
 
 use crate::context::Context;
-use crate::driver::{check, driver_version};
+use crate::driver::{self, driver_version};
 use crate::error::{Error, Result};
 use crate::function::Function;
-use crate::launch::KernelSignature;
+use crate::KernelSignature;
 use crate::ptx_version::PtxHeader;
 
 /// How the driver picks between PTX and binary code inside a fatbin.
@@ -160,8 +160,8 @@ impl RawModule {
         let mut raw = std::ptr::null_mut();
         // SAFETY: the image and the log buffers outlive the call; every option value follows
         // cuModuleLoadDataEx's contract for its key.
-        let code = unsafe { sys::cuModuleLoadDataEx(&mut raw, data, keys.len() as u32, keys.as_mut_ptr(), values.as_mut_ptr()) };
-        if let Err(source) = check("cuModuleLoadDataEx", code) {
+        let loaded = unsafe { driver::module::load_data_ex(&mut raw, data, keys.len() as u32, keys.as_mut_ptr(), values.as_mut_ptr()) };
+        if let Err(source) = loaded {
             return Err(Error::ModuleLoad { module: name.to_string(), source, log: nul_terminated_text(&error_log) });
         }
         let module = RawModule { raw };
@@ -175,11 +175,12 @@ impl RawModule {
         let name = CString::new(symbol).map_err(|_| Error::KernelNotFound { kernel: symbol.into(), module: module_name.into() })?;
         let mut function = std::ptr::null_mut();
         // SAFETY: the module is loaded; writes one handle.
-        let code = unsafe { sys::cuModuleGetFunction(&mut function, self.raw, name.as_ptr()) };
-        if code == sys::CUresult::CUDA_ERROR_NOT_FOUND {
-            return Err(Error::KernelNotFound { kernel: symbol.into(), module: module_name.into() });
+        match unsafe { driver::module::get_function(&mut function, self.raw, name.as_ptr()) } {
+            Err(e) if e.code == sys::CUresult::CUDA_ERROR_NOT_FOUND => {
+                return Err(Error::KernelNotFound { kernel: symbol.into(), module: module_name.into() });
+            }
+            other => other?,
         }
-        check("cuModuleGetFunction", code)?;
         Ok(function)
     }
 
@@ -187,7 +188,7 @@ impl RawModule {
     fn unload(mut self) -> Result<()> {
         let raw = std::mem::replace(&mut self.raw, std::ptr::null_mut());
         // SAFETY: loaded by us; `self` is disarmed above so it is unloaded once.
-        check("cuModuleUnload", unsafe { sys::cuModuleUnload(raw) })?;
+        unsafe { driver::module::unload(raw) }?;
         Ok(())
     }
 }
@@ -196,7 +197,7 @@ impl Drop for RawModule {
     fn drop(&mut self) {
         if !self.raw.is_null() {
             // SAFETY: loaded by us and unloaded once; the owning context is current (see owners).
-            unsafe { sys::cuModuleUnload(self.raw) };
+            let _ = unsafe { driver::module::unload(self.raw) };
         }
     }
 }
@@ -372,11 +373,12 @@ impl Module {
         let symbol = CString::new(name).map_err(|_| Error::GlobalNotFound { name: name.into(), module: self.inner.name.clone() })?;
         let (mut address, mut bytes) = (0, 0);
         // SAFETY: writes an address and a size for a loaded module.
-        let code = unsafe { sys::cuModuleGetGlobal_v2(&mut address, &mut bytes, self.raw().raw, symbol.as_ptr()) };
-        if code == sys::CUresult::CUDA_ERROR_NOT_FOUND {
-            return Err(Error::GlobalNotFound { name: name.into(), module: self.inner.name.clone() });
+        match unsafe { driver::module::get_global(&mut address, &mut bytes, self.raw().raw, symbol.as_ptr()) } {
+            Err(e) if e.code == sys::CUresult::CUDA_ERROR_NOT_FOUND => {
+                return Err(Error::GlobalNotFound { name: name.into(), module: self.inner.name.clone() });
+            }
+            other => other?,
         }
-        check("cuModuleGetGlobal", code)?;
         if bytes != std::mem::size_of::<T>() {
             return Err(Error::GlobalSizeMismatch {
                 name: name.into(),
@@ -432,8 +434,8 @@ fn check_params(function: sys::CUfunction, signature: &KernelSignature, module: 
     loop {
         let (mut offset, mut size) = (0, 0);
         // SAFETY: writes two sizes; an index past the last parameter returns an error.
-        let code = unsafe { sys::cuFuncGetParamInfo(function, found.len(), &mut offset, &mut size) };
-        if code != sys::CUresult::CUDA_SUCCESS || found.len() > 4096 {
+        let info = unsafe { driver::function::get_param_info(function, found.len(), &mut offset, &mut size) };
+        if info.is_err() || found.len() > 4096 {
             break;
         }
         found.push(size);
@@ -468,7 +470,7 @@ impl<T: Pod> Global<'_, T> {
         self.module.inner.context.bind_to_thread()?;
         let mut value = T::zeroed();
         // SAFETY: the global holds size_of::<T>() bytes (checked at creation); T accepts any bytes.
-        check("cuMemcpyDtoH", unsafe { sys::cuMemcpyDtoH_v2((&mut value as *mut T).cast(), self.address, std::mem::size_of::<T>()) })?;
+        unsafe { driver::memory::memcpy_dtoh((&mut value as *mut T).cast(), self.address, std::mem::size_of::<T>()) }?;
         Ok(value)
     }
 
@@ -476,7 +478,7 @@ impl<T: Pod> Global<'_, T> {
     pub fn write(&self, value: &T) -> Result<()> {
         self.module.inner.context.bind_to_thread()?;
         // SAFETY: the global holds size_of::<T>() bytes (checked at creation).
-        check("cuMemcpyHtoD", unsafe { sys::cuMemcpyHtoD_v2(self.address, (value as *const T).cast(), std::mem::size_of::<T>()) })?;
+        unsafe { driver::memory::memcpy_htod(self.address, (value as *const T).cast(), std::mem::size_of::<T>()) }?;
         Ok(())
     }
 

@@ -7,62 +7,13 @@
 //! first panic is the one every later error reports, as [`Error::KernelPanic`](crate::Error).
 
 use std::ffi::c_void;
-use std::fmt;
 use std::sync::OnceLock;
 
 use cudarc::driver::sys;
 
-use crate::driver::check;
+use crate::driver;
 use crate::error::DriverError;
-
-/// The device's record, field for field (ferrocuda-device's `panic::PanicRecord`).
-#[repr(C)]
-struct PanicRecord {
-    state: u32,
-    line: u32,
-    column: u32,
-    block: [u32; 3],
-    thread: [u32; 3],
-    kernel: [u8; 64],
-    file: [u8; 192],
-    message: [u8; 256],
-}
-
-/// `state` once the device finished writing the record.
-const RECORD_COMPLETE: u32 = 2;
-
-/// Where a kernel panicked, as its first panicking thread reported it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KernelPanic {
-    /// The kernel's name (empty if the module was not built by `#[kernel]`).
-    pub kernel: String,
-    /// Source file of the panic.
-    pub file: String,
-    /// Source line.
-    pub line: u32,
-    /// Source column.
-    pub column: u32,
-    /// The panic message (messages with arguments show a note instead: see ferrocuda-device).
-    pub message: String,
-    /// `blockIdx` of the thread.
-    pub block: [u32; 3],
-    /// `threadIdx` of the thread.
-    pub thread: [u32; 3],
-}
-
-impl fmt::Display for KernelPanic {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let [bx, by, bz] = self.block;
-        let [tx, ty, tz] = self.thread;
-        write!(
-            f,
-            "kernel `{}` panicked at {}:{}:{}, block ({bx}, {by}, {bz}), thread ({tx}, {ty}, {tz}): {}",
-            self.kernel, self.file, self.line, self.column, self.message
-        )
-    }
-}
-
-impl std::error::Error for KernelPanic {}
+use crate::{KernelPanic, PANIC_SLOT_SYMBOL_C, PanicRecord};
 
 /// The process's record: host pointer and the address kernels write to.
 struct Slot {
@@ -86,12 +37,12 @@ fn slot() -> Option<&'static Slot> {
         let flags = sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP;
         // SAFETY: writes one pointer to `size` bytes of page-locked memory (never freed: the
         // record must outlive every context, and a poisoned process could not free it anyway).
-        check("cuMemHostAlloc", unsafe { sys::cuMemHostAlloc(&mut host, size, flags) }).ok()?;
+        unsafe { driver::memory::host_alloc(&mut host, size, flags) }.ok()?;
         // SAFETY: the allocation is `size` bytes; zero means "no panic yet".
         unsafe { std::ptr::write_bytes(host.cast::<u8>(), 0, size) };
         let mut device = 0;
         // SAFETY: `host` was allocated with DEVICEMAP above.
-        check("cuMemHostGetDevicePointer", unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, host, 0) }).ok()?;
+        unsafe { driver::memory::host_get_device_pointer(&mut device, host, 0) }.ok()?;
         Some(Slot { host: host.cast(), device })
     })
     .as_ref()
@@ -103,14 +54,14 @@ fn slot() -> Option<&'static Slot> {
 pub(crate) fn install(module: sys::CUmodule) -> Result<(), DriverError> {
     let (mut address, mut size) = (0, 0);
     // SAFETY: looks a global up by a NUL-terminated name; writes its address and size.
-    let found = unsafe { sys::cuModuleGetGlobal_v2(&mut address, &mut size, module, c"__ferrocuda_panic_slot".as_ptr()) };
-    if found != sys::CUresult::CUDA_SUCCESS || size != 8 {
+    let found = unsafe { driver::module::get_global(&mut address, &mut size, module, PANIC_SLOT_SYMBOL_C.as_ptr()) };
+    if found.is_err() || size != 8 {
         return Ok(());
     }
     if let Some(slot) = slot() {
         let value = slot.device;
         // SAFETY: copies 8 bytes into the 8-byte global found above.
-        check("cuMemcpyHtoD", unsafe { sys::cuMemcpyHtoD_v2(address, (&value as *const u64).cast(), 8) })?;
+        unsafe { driver::memory::memcpy_htod(address, (&value as *const u64).cast(), 8) }?;
     }
     Ok(())
 }
@@ -119,49 +70,12 @@ pub(crate) fn install(module: sys::CUmodule) -> Result<(), DriverError> {
 pub(crate) fn recorded() -> Option<KernelPanic> {
     let slot = SLOT.get()?.as_ref()?;
     // SAFETY: the record is valid host memory; the device writes `state` last, after a
-    // system-scope fence, so the fields are complete once it reads RECORD_COMPLETE.
+    // system-scope fence, so the fields are complete once it reads RECORD_COMPLETE
+    // (`from_record` checks it on the copy, which was read after `state`).
     unsafe {
-        if std::ptr::addr_of!((*slot.host).state).read_volatile() != RECORD_COMPLETE {
+        if std::ptr::addr_of!((*slot.host).state).read_volatile() != crate::RECORD_COMPLETE {
             return None;
         }
-        let record = slot.host.read_volatile();
-        let text = crate::module::nul_terminated_text;
-        Some(KernelPanic {
-            kernel: text(&record.kernel),
-            file: text(&record.file),
-            line: record.line,
-            column: record.column,
-            message: text(&record.message),
-            block: record.block,
-            thread: record.thread,
-        })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_record_has_the_devices_layout() {
-        // Offsets of ferrocuda-device's PanicRecord (repr(C)): checked there against this list.
-        assert_eq!(std::mem::offset_of!(PanicRecord, kernel), 36);
-        assert_eq!(std::mem::offset_of!(PanicRecord, file), 100);
-        assert_eq!(std::mem::offset_of!(PanicRecord, message), 292);
-        assert_eq!(std::mem::size_of::<PanicRecord>(), 548);
-    }
-
-    #[test]
-    fn a_report_reads_like_the_device_line() {
-        let report = KernelPanic {
-            kernel: "square_checked".into(),
-            file: "gpu-kernels/src/lib.rs".into(),
-            line: 42,
-            column: 9,
-            message: "index out of bounds".into(),
-            block: [1, 0, 0],
-            thread: [8, 0, 0],
-        };
-        assert_eq!(report.to_string(), "kernel `square_checked` panicked at gpu-kernels/src/lib.rs:42:9, block (1, 0, 0), thread (8, 0, 0): index out of bounds");
+        KernelPanic::from_record(&slot.host.read_volatile())
     }
 }

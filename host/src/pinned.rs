@@ -15,7 +15,7 @@ use bytemuck::Pod;
 use cudarc::driver::sys;
 
 use crate::context::Context;
-use crate::driver::check;
+use crate::driver;
 use crate::error::{Error, Result};
 use crate::memory::DeviceBuffer;
 use crate::stream::{Event, Stream};
@@ -45,10 +45,9 @@ impl<T: Pod> PinnedBuffer<T> {
         let mut ptr: *mut std::ffi::c_void = std::ptr::null_mut();
         if bytes > 0 {
             // SAFETY: writes one host pointer to `bytes` bytes; freed in Drop.
-            let code = unsafe { sys::cuMemHostAlloc(&mut ptr, bytes, sys::CU_MEMHOSTALLOC_PORTABLE) };
             // Page-locked memory comes from host RAM, so the device's out-of-memory figures do
             // not apply: the driver's own error is reported.
-            check("cuMemHostAlloc", code)?;
+            unsafe { driver::memory::host_alloc(&mut ptr, bytes, sys::CU_MEMHOSTALLOC_PORTABLE) }?;
             // SAFETY: `ptr` holds `bytes` writable bytes; all-zero is a valid `T: Pod`.
             unsafe { std::ptr::write_bytes(ptr.cast::<u8>(), 0, bytes) };
         } else {
@@ -103,9 +102,7 @@ impl<T: Pod> PinnedBuffer<T> {
         // SAFETY: both sides hold the same number of bytes; this memory stays allocated until
         // the copy has finished (Drop and host access wait for the event recorded below), and
         // the device buffer waits for queued work before it is freed.
-        check("cuMemcpyHtoDAsync", unsafe {
-            sys::cuMemcpyHtoDAsync_v2(destination.device_ptr(), self.ptr.cast(), destination.size_bytes(), stream.raw())
-        })?;
+        unsafe { driver::memory::memcpy_htod_async(destination.device_ptr(), self.ptr.cast(), destination.size_bytes(), stream.raw()) }?;
         self.remember_copy(event, stream)
     }
 
@@ -121,9 +118,7 @@ impl<T: Pod> PinnedBuffer<T> {
         stream.context().bind_to_thread()?;
         // SAFETY: as in `copy_to_device_async`; `&mut self` means no host reference into the
         // memory is alive while the device writes it.
-        check("cuMemcpyDtoHAsync", unsafe {
-            sys::cuMemcpyDtoHAsync_v2(self.ptr.cast(), source.device_ptr(), source.size_bytes(), stream.raw())
-        })?;
+        unsafe { driver::memory::memcpy_dtoh_async(self.ptr.cast(), source.device_ptr(), source.size_bytes(), stream.raw()) }?;
         self.remember_copy(event, stream)
     }
 
@@ -177,7 +172,7 @@ impl<T: Pod> Drop for PinnedBuffer<T> {
         }
         if self.context.bind_to_thread().is_ok() {
             // SAFETY: allocated by cuMemHostAlloc, freed once, no copy uses it any more.
-            unsafe { sys::cuMemFreeHost(self.ptr.cast()) };
+            let _ = unsafe { driver::memory::free_host(self.ptr.cast()) };
         }
     }
 }

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use cudarc::driver::sys;
 
 use crate::context::Context;
-use crate::driver::check;
-use crate::error::{Error, Result};
+use crate::driver;
+use crate::error::{DriverError, Error, Result};
 use crate::graph::Graph;
 
 /// A queue of work on one context. [`Stream::default_of`] is CUDA's legacy default stream.
@@ -71,7 +71,7 @@ impl Stream {
         };
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes one handle; destroyed in Drop of the last clone.
-        check("cuStreamCreateWithPriority", unsafe { sys::cuStreamCreateWithPriority(&mut raw, flags as u32, priority) })?;
+        unsafe { driver::stream::create_with_priority(&mut raw, flags as u32, priority) }?;
         Ok(Stream { inner: Arc::new(StreamInner { raw, context: context.clone(), owned: true }) })
     }
 
@@ -89,7 +89,7 @@ impl Stream {
     pub fn synchronize(&self) -> Result<()> {
         self.context().bind_to_thread()?;
         // SAFETY: the stream is alive.
-        check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(self.raw()) })?;
+        unsafe { driver::stream::synchronize(self.raw()) }?;
         Ok(())
     }
 
@@ -98,8 +98,7 @@ impl Stream {
     pub fn is_idle(&self) -> Result<bool> {
         self.context().bind_to_thread()?;
         // SAFETY: the stream is alive.
-        let code = unsafe { sys::cuStreamQuery(self.raw()) };
-        not_ready_is_false("cuStreamQuery", code)
+        not_ready_is_false(unsafe { driver::stream::query(self.raw()) })
     }
 
     /// Makes later work on this stream wait until `event` (recorded on any stream of the same
@@ -107,7 +106,7 @@ impl Stream {
     pub fn wait_event(&self, event: &Event) -> Result<()> {
         self.context().bind_to_thread()?;
         // SAFETY: both handles are alive; flags must be 0 (CU_EVENT_WAIT_DEFAULT).
-        check("cuStreamWaitEvent", unsafe { sys::cuStreamWaitEvent(self.raw(), event.raw, 0) })?;
+        unsafe { driver::stream::wait_event(self.raw(), event.raw, 0) }?;
         Ok(())
     }
 
@@ -116,7 +115,7 @@ impl Stream {
         self.context().bind_to_thread()?;
         let mut priority = 0;
         // SAFETY: writes one int.
-        check("cuStreamGetPriority", unsafe { sys::cuStreamGetPriority(self.raw(), &mut priority) })?;
+        unsafe { driver::stream::get_priority(self.raw(), &mut priority) }?;
         Ok(priority)
     }
 
@@ -125,7 +124,7 @@ impl Stream {
         self.context().bind_to_thread()?;
         let mut flags = 0;
         // SAFETY: writes one int.
-        check("cuStreamGetFlags", unsafe { sys::cuStreamGetFlags(self.raw(), &mut flags) })?;
+        unsafe { driver::stream::get_flags(self.raw(), &mut flags) }?;
         Ok(if flags & sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32 != 0 {
             StreamOrdering::NonBlocking
         } else {
@@ -151,8 +150,7 @@ impl Stream {
         let user_data = Box::into_raw(boxed);
         // SAFETY: the trampoline matches CUhostFn and takes ownership of `user_data` exactly
         // once, when the driver runs it.
-        let code = unsafe { sys::cuLaunchHostFunc(self.raw(), Some(run_host_callback), user_data.cast()) };
-        if let Err(error) = check("cuLaunchHostFunc", code) {
+        if let Err(error) = unsafe { driver::stream::launch_host_func(self.raw(), Some(run_host_callback), user_data.cast()) } {
             // SAFETY: the driver refused the call, so it will never run the trampoline: the
             // box is still ours, and this is its only release.
             drop(unsafe { Box::from_raw(user_data) });
@@ -173,9 +171,7 @@ impl Stream {
     pub fn begin_capture(&self) -> Result<()> {
         self.context().bind_to_thread()?;
         // SAFETY: the stream is alive; the mode is a valid enum value.
-        check("cuStreamBeginCapture", unsafe {
-            sys::cuStreamBeginCapture_v2(self.raw(), sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-        })?;
+        unsafe { driver::stream::begin_capture(self.raw(), sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) }?;
         Ok(())
     }
 
@@ -184,7 +180,7 @@ impl Stream {
         self.context().bind_to_thread()?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes one graph handle (owned by the returned Graph).
-        check("cuStreamEndCapture", unsafe { sys::cuStreamEndCapture(self.raw(), &mut raw) })?;
+        unsafe { driver::stream::end_capture(self.raw(), &mut raw) }?;
         Ok(Graph::from_raw(raw, self.context().clone()))
     }
 
@@ -214,7 +210,7 @@ impl Stream {
         self.context().bind_to_thread()?;
         let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
         // SAFETY: writes one enum value.
-        check("cuStreamIsCapturing", unsafe { sys::cuStreamIsCapturing(self.raw(), &mut status) })?;
+        unsafe { driver::stream::is_capturing(self.raw(), &mut status) }?;
         Ok(status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
     }
 
@@ -233,7 +229,7 @@ impl Drop for StreamInner {
     fn drop(&mut self) {
         if self.owned && self.context.bind_to_thread().is_ok() {
             // SAFETY: created by us, destroyed once (last clone); queued work still completes.
-            unsafe { sys::cuStreamDestroy_v2(self.raw) };
+            let _ = unsafe { driver::stream::destroy(self.raw) };
         }
     }
 }
@@ -259,12 +255,12 @@ unsafe extern "C" fn run_host_callback(user_data: *mut c_void) {
 }
 
 /// Maps `CUDA_SUCCESS` to true and `CUDA_ERROR_NOT_READY` to false (query calls).
-fn not_ready_is_false(call: &'static str, code: sys::CUresult) -> Result<bool> {
-    if code == sys::CUresult::CUDA_ERROR_NOT_READY {
-        return Ok(false);
+fn not_ready_is_false(result: Result<(), DriverError>) -> Result<bool> {
+    match result {
+        Ok(()) => Ok(true),
+        Err(e) if e.code == sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
+        Err(e) => Err(e.into()),
     }
-    check(call, code)?;
-    Ok(true)
 }
 
 /// A point in a stream, for timing and waiting.
@@ -293,7 +289,7 @@ impl Event {
         context.bind_to_thread()?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes one handle; destroyed in Drop.
-        check("cuEventCreate", unsafe { sys::cuEventCreate(&mut raw, flags) })?;
+        unsafe { driver::event::create(&mut raw, flags) }?;
         Ok(Event { raw, context: context.clone() })
     }
 
@@ -301,29 +297,28 @@ impl Event {
     pub fn record(&self, stream: &Stream) -> Result<()> {
         self.context.bind_to_thread()?;
         // SAFETY: both handles are alive.
-        check("cuEventRecord", unsafe { sys::cuEventRecord(self.raw, stream.raw()) })?;
+        unsafe { driver::event::record(self.raw, stream.raw()) }?;
         Ok(())
     }
 
     /// Waits for the event.
     pub fn synchronize(&self) -> Result<()> {
         // SAFETY: the event is alive.
-        check("cuEventSynchronize", unsafe { sys::cuEventSynchronize(self.raw) })?;
+        unsafe { driver::event::synchronize(self.raw) }?;
         Ok(())
     }
 
     /// True when the work before the event has finished (or it was never recorded). Never blocks.
     pub fn is_complete(&self) -> Result<bool> {
         // SAFETY: the event is alive.
-        let code = unsafe { sys::cuEventQuery(self.raw) };
-        not_ready_is_false("cuEventQuery", code)
+        not_ready_is_false(unsafe { driver::event::query(self.raw) })
     }
 
     /// Milliseconds from `self` to `end` (both recorded and completed).
     pub fn elapsed_ms(&self, end: &Event) -> Result<f32> {
         let mut ms = 0.0;
         // SAFETY: writes one float.
-        check("cuEventElapsedTime", unsafe { sys::cuEventElapsedTime_v2(&mut ms, self.raw, end.raw) })?;
+        unsafe { driver::event::elapsed_time(&mut ms, self.raw, end.raw) }?;
         Ok(ms)
     }
 
@@ -337,7 +332,7 @@ impl Drop for Event {
     fn drop(&mut self) {
         if self.context.bind_to_thread().is_ok() {
             // SAFETY: created by us, destroyed once.
-            unsafe { sys::cuEventDestroy_v2(self.raw) };
+            let _ = unsafe { driver::event::destroy(self.raw) };
         }
     }
 }

@@ -17,7 +17,7 @@ pub fn kernel(kernel: &Kernel) -> TokenStream {
             let ident = &function.sig.ident;
             let lowered: Vec<Lowered> = kernel.params.iter().map(lower).collect();
             let device = device_entry(ident, &kernel.params, &lowered, EntryBody::Inline(&function.block), &function.attrs);
-            let host = host_launcher(ident, &lowered, is_unsafe, quote!(super::#ident));
+            let host = host_launcher(ident, &kernel.params, &lowered, is_unsafe, quote!(super::#ident));
             quote! {
                 #device
                 #[cfg(not(target_arch = "nvptx64"))]
@@ -42,7 +42,7 @@ pub fn kernel(kernel: &Kernel) -> TokenStream {
                 let call = EntryBody::Call(quote!(#name::<#ty>));
                 let doc = format!("The `{}` instance of the generic kernel `{}`.", quote!(#ty), name.unraw());
                 out.extend(device_entry(&instance.symbol, &params, &lowered, call, &[syn::parse_quote!(#[doc = #doc])]));
-                out.extend(host_launcher(&instance.symbol, &lowered, is_unsafe, quote!(super::#name::<#ty>)));
+                out.extend(host_launcher(&instance.symbol, &params, &lowered, is_unsafe, quote!(super::#name::<#ty>)));
             }
             out
         }
@@ -77,7 +77,17 @@ fn device_entry(symbol: &Ident, params: &[Param], lowered: &[Lowered], body: Ent
     // Identifiers contain no NUL, so the C string always exists.
     let name = std::ffi::CString::new(symbol_text(symbol)).map(|c| proc_macro2::Literal::c_string(&c)).unwrap_or_else(|_| proc_macro2::Literal::c_string(c"kernel"));
     let panic = paths::panic();
+    // The full-signature fingerprint as a module global, which the host compares with its
+    // launcher's before the first launch from an explicitly loaded module (U7).
+    let fingerprint = fingerprint_literal(&canonical_signature(symbol, params));
+    let fingerprint_symbol = format!("{}{}", ferrocuda_types::FINGERPRINT_SYMBOL_PREFIX, symbol_text(symbol));
     quote! {
+        #[cfg(target_arch = "nvptx64")]
+        const _: () = {
+            #[unsafe(export_name = #fingerprint_symbol)]
+            #[used]
+            static FINGERPRINT: u64 = #fingerprint;
+        };
         #[cfg(target_arch = "nvptx64")]
         #(#attrs)*
         #[unsafe(no_mangle)]
@@ -90,18 +100,26 @@ fn device_entry(symbol: &Ident, params: &[Param], lowered: &[Lowered], body: Ent
     }
 }
 
-/// The fingerprint of a kernel's full signature: symbol, then each parameter's kind and type.
-pub fn fingerprint(symbol: &Ident, lowered: &[Lowered]) -> String {
-    let params: Vec<&str> = lowered.iter().map(|l| l.fingerprint.as_str()).collect();
-    format!("{}({})", symbol_text(symbol), params.join(", "))
+/// The canonical text of a kernel's signature, `symbol(type,type,..)`, from which the
+/// fingerprint is made (host constant and device global alike; see ferrocuda-types). The
+/// types are the kernel's own (`DisjointSlice < f32 >`, `& [f32]`), so element types count.
+pub fn canonical_signature(symbol: &Ident, params: &[Param]) -> String {
+    let types: Vec<String> = params.iter().map(|p| { let ty = &p.ty; quote!(#ty).to_string().split_whitespace().collect::<Vec<_>>().join(" ") }).collect();
+    format!("{}({})", symbol_text(symbol), types.join(","))
+}
+
+/// The fingerprint of `canonical` as a `u64` literal.
+fn fingerprint_literal(canonical: &str) -> proc_macro2::Literal {
+    proc_macro2::Literal::u64_suffixed(ferrocuda_types::fingerprint(canonical))
 }
 
 /// `pub mod symbol { SYMBOL, SIGNATURE, FINGERPRINT, launch, launch_on_current_context, launch_in, launch_cpu, function }`.
-fn host_launcher(symbol: &Ident, lowered: &[Lowered], is_unsafe: bool, host_fn: TokenStream) -> TokenStream {
+fn host_launcher(symbol: &Ident, params: &[Param], lowered: &[Lowered], is_unsafe: bool, host_fn: TokenStream) -> TokenStream {
     let fc = paths::host();
     let kernels = paths::kernels();
     let text = symbol_text(symbol);
-    let fingerprint = fingerprint(symbol, lowered);
+    let canonical = canonical_signature(symbol, params);
+    let fingerprint = fingerprint_literal(&canonical);
     // Generated parameters: mixed-site names, so user parameters called `stream`, `config`,
     // `module` or `executor` are different variables.
     let (stream, config, module, params_array) =
@@ -157,13 +175,19 @@ fn host_launcher(symbol: &Ident, lowered: &[Lowered], is_unsafe: bool, host_fn: 
             /// The kernel's symbol in the PTX module.
             pub const SYMBOL: &str = #text;
 
-            /// What the host expects of the kernel in a module: its symbol and the byte size
-            /// of each PTX parameter (a slice is two: pointer and length).
-            pub const SIGNATURE: #fc::KernelSignature = #fc::KernelSignature { symbol: self::SYMBOL, param_sizes: &[#(#sizes),*] };
+            /// The fingerprint of the kernel's full signature (element types included), also
+            /// stored in the device module as `__ferrocuda_fingerprint_<symbol>`.
+            pub const FINGERPRINT: u64 = #fingerprint;
 
-            /// The kernel's full signature as text: each parameter's kind and type, element
-            /// types included (two kernels with the same PTX parameter sizes differ here).
-            pub const FINGERPRINT: &str = #fingerprint;
+            /// What the host expects of the kernel in a module: its symbol, the byte size of
+            /// each PTX parameter (a slice is two: pointer and length) and the fingerprint of
+            /// its full signature.
+            pub const SIGNATURE: #fc::KernelSignature = #fc::KernelSignature {
+                symbol: self::SYMBOL,
+                param_sizes: &[#(#sizes),*],
+                canonical: #canonical,
+                fingerprint: self::FINGERPRINT,
+            };
 
             #[allow(dead_code)]
             const _: fn() = || { #(#checks)* };

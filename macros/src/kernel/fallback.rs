@@ -39,8 +39,8 @@ fn stub(symbol: &Ident, arity: usize) -> TokenStream {
         #[doc(hidden)]
         pub mod #symbol {
             pub const SYMBOL: &str = #text;
-            pub const FINGERPRINT: &str = "";
-            pub const SIGNATURE: #fc::KernelSignature = #fc::KernelSignature { symbol: SYMBOL, param_sizes: &[] };
+            pub const FINGERPRINT: u64 = 0;
+            pub const SIGNATURE: #fc::KernelSignature = #fc::KernelSignature { symbol: SYMBOL, param_sizes: &[], canonical: "", fingerprint: 0 };
             pub fn launch(stream: &#fc::Stream, config: impl ::core::convert::Into<#fc::LaunchConfig>, #(#args),*) -> ::core::result::Result<(), #fc::Error> {
                 ::core::unreachable!("the kernel did not compile")
             }

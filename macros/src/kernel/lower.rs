@@ -7,7 +7,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Ident, Type};
 
-use super::parse::{Param, ParamKind, type_text};
+use super::parse::{Param, ParamKind};
 use super::paths;
 
 /// What one parameter becomes on each side.
@@ -32,8 +32,6 @@ pub struct Lowered {
     pub cpu_prepare: TokenStream,
     /// Statement in the per-thread body that rebuilds the kernel's parameter.
     pub cpu_rebuild: TokenStream,
-    /// The parameter's kind and type in the signature fingerprint.
-    pub fingerprint: String,
 }
 
 /// A name only generated code can spell: `__ferrocuda_<param>_<what>`, with mixed-site
@@ -60,7 +58,7 @@ pub fn lower(param: &Param) -> Lowered {
     let (name, ty) = (&param.name, &param.ty);
     let mutability = param.mutable.then(|| quote!(mut));
     let (host, args) = (paths::host(), paths::args());
-    let by_value = |checks: Vec<TokenStream>, kind: &str| Lowered {
+    let by_value = |checks: Vec<TokenStream>| Lowered {
         entry_params: vec![quote!(#mutability #name: #ty)],
         entry_rebuild: quote!(),
         launch_param: quote!(#name: #ty),
@@ -72,12 +70,11 @@ pub fn lower(param: &Param) -> Lowered {
         cpu_prepare: quote!(),
         // Copied into each thread's call, as the GPU copies parameters to every thread.
         cpu_rebuild: quote!(let #mutability #name: #ty = #name;),
-        fingerprint: format!("{kind} {}", type_text(ty)),
     };
     match &param.kind {
-        ParamKind::Scalar => by_value(vec![], "value"),
+        ParamKind::Scalar => by_value(vec![]),
         // Spanned at the user's type, so a non-`Pod` struct is reported there.
-        ParamKind::Value => by_value(vec![quote_spanned!(ty.span()=> #host::require_kernel_value::<#ty>();)], "value"),
+        ParamKind::Value => by_value(vec![quote_spanned!(ty.span()=> #host::require_kernel_value::<#ty>();)], ),
         ParamKind::Pointer { elem, .. } => {
             let parts = generated(name, "cpu");
             Lowered {
@@ -91,7 +88,6 @@ pub fn lower(param: &Param) -> Lowered {
                 cpu_param: quote!(#name: #ty),
                 cpu_prepare: quote!(let #parts = #args::PointerParts::new(#name);),
                 cpu_rebuild: quote!(let #mutability #name: #ty = #parts.get();),
-                fingerprint: format!("pointer {}", type_text(ty)),
             }
         }
         ParamKind::Slice { elem } => slice(
@@ -108,7 +104,6 @@ pub fn lower(param: &Param) -> Lowered {
             },
             |pointer, len| quote!(::core::slice::from_raw_parts(#pointer.as_ptr(), #len)),
             |parts| quote!(#parts.get()),
-            "input",
         ),
         ParamKind::Disjoint { elem } | ParamKind::Atomic { elem } => {
             let atomic = matches!(param.kind, ParamKind::Atomic { .. });
@@ -121,9 +116,9 @@ pub fn lower(param: &Param) -> Lowered {
                 cpu_parts: quote!(#args::OutputParts),
             };
             if atomic {
-                slice(param, elem, abi, |pointer, len| quote!(#args::atomic(#pointer, #len)), |parts| quote!(#parts.atomic()), "atomic")
+                slice(param, elem, abi, |pointer, len| quote!(#args::atomic(#pointer, #len)), |parts| quote!(#parts.atomic()))
             } else {
-                slice(param, elem, abi, |pointer, len| quote!(#args::disjoint(#pointer, #len)), |parts| quote!(#parts.disjoint()), "disjoint")
+                slice(param, elem, abi, |pointer, len| quote!(#args::disjoint(#pointer, #len)), |parts| quote!(#parts.disjoint()))
             }
         }
     }
@@ -137,7 +132,6 @@ fn slice(
     abi: SliceAbi,
     rebuild: impl Fn(&Ident, &Ident) -> TokenStream,
     cpu_rebuild: impl Fn(&Ident) -> TokenStream,
-    kind: &str,
 ) -> Lowered {
     let (name, ty) = (&param.name, &param.ty);
     let mutability = param.mutable.then(|| quote!(mut));
@@ -164,6 +158,5 @@ fn slice(
             // SAFETY: the slice is borrowed by this launch until every thread is done.
             let #mutability #name: #ty = unsafe { #cpu_value };
         },
-        fingerprint: format!("{kind} [{}]", type_text(elem)),
     }
 }

@@ -82,11 +82,13 @@ fn device_only_hints_for_host_code_in_a_kernel() {
 }
 
 #[test]
-fn fingerprint_names_element_types() {
-    let a = expand_ok(quote!(), quote!(pub fn ones(out: DisjointSlice<u32>) {}));
-    assert!(a.contains("\"ones(disjoint [u32])\""), "{a}");
-    let b = expand_ok(quote!(instances(u32, u64)), quote!(pub fn ones<T: Pod>(a: f32, x: &[T], out: AtomicSlice<T>, p: *const T) {}));
-    assert!(b.contains("\"ones_u64(value f32, input [u64], atomic [u64], pointer *const u64)\""), "{b}");
+fn fingerprint_covers_element_types_and_the_unraw_symbol() {
+    let a = expand_ok(quote!(instances(u32, u64)), quote!(pub fn ones<T: Pod>(out: DisjointSlice<T>) {}));
+    let canonical = |s: &str| ferrocuda_types::fingerprint(s).to_string() + "u64";
+    assert!(a.contains(&canonical("ones_u32(DisjointSlice < u32 >)")), "{a}");
+    assert!(a.contains(&canonical("ones_u64(DisjointSlice < u64 >)")), "{a}");
+    let b = expand_ok(quote!(), quote!(pub fn r#type(x: &[f32]) {}));
+    assert!(b.contains(&canonical("type(& [f32])")) && b.contains("\"__ferrocuda_fingerprint_type\""), "{b}");
 }
 
 /// A small deterministic generator (no dependency): xorshift.

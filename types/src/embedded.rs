@@ -1,0 +1,141 @@
+//! The artifacts of one kernel crate as `embed_kernels!()` embeds them: what the builder
+//! writes and the host loads.
+
+use core::fmt;
+
+/// What `ptxas -v` reported for one kernel of one cubin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KernelResources {
+    /// The cubin's architecture number (90 for sm_90).
+    pub arch: u32,
+    /// The kernel's symbol.
+    pub kernel: &'static str,
+    /// Registers per thread.
+    pub registers: u32,
+    /// Bytes of spill stores.
+    pub spill_stores: u32,
+    /// Bytes of spill loads.
+    pub spill_loads: u32,
+    /// Stack frame bytes per thread.
+    pub stack_frame: u32,
+    /// Static shared memory bytes per block.
+    pub shared_bytes: u32,
+}
+
+/// The builder's generated `RESOURCES` rows: (arch, kernel, registers, spill stores, spill
+/// loads, stack frame, shared bytes). Converted by [`KernelResources::from_tuples`].
+pub type ResourceTuple = (u32, &'static str, u32, u32, u32, u32, u32);
+
+impl KernelResources {
+    /// All zero, no kernel.
+    pub const EMPTY: KernelResources = KernelResources { arch: 0, kernel: "", registers: 0, spill_stores: 0, spill_loads: 0, stack_frame: 0, shared_bytes: 0 };
+
+    /// One row of the builder's generated table.
+    pub const fn from_tuple(row: ResourceTuple) -> Self {
+        let (arch, kernel, registers, spill_stores, spill_loads, stack_frame, shared_bytes) = row;
+        KernelResources { arch, kernel, registers, spill_stores, spill_loads, stack_frame, shared_bytes }
+    }
+
+    /// The builder's whole generated table, at compile time (`N` = `rows.len()`):
+    /// `embed_kernels!()` uses it until the builder writes `KernelResources` itself.
+    pub const fn from_tuples<const N: usize>(rows: &[ResourceTuple]) -> [KernelResources; N] {
+        let mut out = [KernelResources::EMPTY; N];
+        let mut i = 0;
+        while i < N && i < rows.len() {
+            out[i] = KernelResources::from_tuple(rows[i]);
+            i += 1;
+        }
+        out
+    }
+}
+
+/// The PTX and cubins of one kernel crate, as the builder produced them: the static that
+/// `embed_kernels!()` defines as `crate::KERNELS`.
+#[derive(Debug)]
+pub struct EmbeddedModule {
+    /// The kernel crate.
+    pub crate_name: &'static str,
+    /// `rustc --version` of the device toolchain.
+    pub toolchain: &'static str,
+    /// PTX text per architecture number (70 for sm_70), oldest first.
+    pub ptx: &'static [(u32, &'static str)],
+    /// Cubins per architecture number.
+    pub cubins: &'static [(u32, &'static [u8])],
+    /// `ptxas -v` per cubin and kernel.
+    pub resources: &'static [KernelResources],
+}
+
+/// Which image of a module a device runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Image {
+    /// A cubin built for exactly this architecture.
+    Cubin(u32),
+    /// PTX for an older or equal architecture, JIT-compiled by the driver.
+    Ptx(u32),
+}
+
+impl fmt::Display for Image {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Image::Cubin(arch) => write!(f, "cubin sm_{arch}"),
+            Image::Ptx(arch) => write!(f, "PTX sm_{arch}, JIT-compiled by the driver"),
+        }
+    }
+}
+
+impl EmbeddedModule {
+    /// The image to load on a device of architecture `arch` (90 for sm_90): the cubin for
+    /// exactly that architecture, else the newest PTX not newer than it.
+    pub fn pick_image(&self, arch: u32) -> Option<Image> {
+        if self.cubins.iter().any(|&(a, _)| a == arch) {
+            return Some(Image::Cubin(arch));
+        }
+        self.ptx.iter().map(|&(a, _)| a).filter(|&a| a <= arch).max().map(Image::Ptx)
+    }
+
+    /// The PTX text for `arch`, if built.
+    pub fn ptx_for(&self, arch: u32) -> Option<&'static str> {
+        self.ptx.iter().find(|&&(a, _)| a == arch).map(|&(_, text)| text)
+    }
+
+    /// The cubin for `arch`, if built.
+    pub fn cubin_for(&self, arch: u32) -> Option<&'static [u8]> {
+        self.cubins.iter().find(|&&(a, _)| a == arch).map(|&(_, bytes)| bytes)
+    }
+
+    /// What `ptxas -v` reported for `kernel` in the cubin for `arch`, if built.
+    pub fn resources_of(&self, kernel: &str, arch: u32) -> Option<&'static KernelResources> {
+        self.resources.iter().find(|r| r.kernel == kernel && r.arch == arch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ROWS: &[ResourceTuple] = &[(90, "saxpy", 16, 0, 0, 0, 0), (90, "reduce", 24, 4, 4, 8, 1024)];
+    static RESOURCES: [KernelResources; ROWS.len()] = KernelResources::from_tuples(ROWS);
+    static MODULE: EmbeddedModule = EmbeddedModule {
+        crate_name: "k",
+        toolchain: "rustc",
+        ptx: &[(70, "ptx70"), (80, "ptx80")],
+        cubins: &[(90, &[1, 2, 3])],
+        resources: &RESOURCES,
+    };
+
+    #[test]
+    fn picks_exact_cubin_then_newest_older_ptx() {
+        assert_eq!(MODULE.pick_image(90), Some(Image::Cubin(90)));
+        assert_eq!(MODULE.pick_image(89), Some(Image::Ptx(80)));
+        assert_eq!(MODULE.pick_image(75), Some(Image::Ptx(70)));
+        assert_eq!(MODULE.pick_image(100), Some(Image::Ptx(80)));
+        assert_eq!(MODULE.pick_image(61), None);
+    }
+
+    #[test]
+    fn resource_rows_become_named_fields() {
+        let reduce = MODULE.resources_of("reduce", 90).unwrap();
+        assert_eq!((reduce.registers, reduce.spill_stores, reduce.stack_frame, reduce.shared_bytes), (24, 4, 8, 1024));
+        assert!(MODULE.resources_of("reduce", 80).is_none());
+    }
+}

@@ -1,0 +1,42 @@
+//! The plain data that every side of ferrocuda shares: the host runtime, the device library,
+//! the CPU executor, the `#[kernel]` macro and the builder.
+//!
+//! Dependency-free and `#![no_std]` (the `std` feature adds [`KernelPanic`] and
+//! `std::error::Error` impls), so the GPU build of a kernel crate can use it too. What lives
+//! here is a contract between crates, written once:
+//! - launch geometry: [`Dim3`], [`LaunchConfig`], [`DeviceLimits`] and the validation that
+//!   names the broken limit ([`LaunchProblem`]);
+//! - what the host expects of a kernel: [`KernelSignature`] and its full-signature
+//!   [`fingerprint`];
+//! - the device-panic handshake: [`PanicRecord`] and its module-global symbol names;
+//! - the embedded artifacts `embed_kernels!()` fills: [`EmbeddedModule`], [`KernelResources`],
+//!   [`Image`], [`Arch`];
+//! - warp constants ([`WARP_SIZE`], [`FULL_MASK`]).
+#![no_std]
+
+#[cfg(feature = "std")]
+extern crate std;
+
+mod arch;
+mod config;
+mod dim3;
+mod embedded;
+mod limits;
+mod panic;
+mod signature;
+
+pub use arch::Arch;
+pub use config::LaunchConfig;
+pub use dim3::Dim3;
+pub use embedded::{EmbeddedModule, Image, KernelResources, ResourceTuple};
+pub use limits::{DeviceLimits, LaunchProblem, MAX_PORTABLE_CLUSTER_BLOCKS};
+#[cfg(feature = "std")]
+pub use panic::KernelPanic;
+pub use panic::{PANIC_CLAIMED_SYMBOL, PANIC_SLOT_SYMBOL, PANIC_SLOT_SYMBOL_C, PanicRecord, RECORD_COMPLETE, RECORD_EMPTY};
+pub use signature::{FINGERPRINT_SYMBOL_PREFIX, KernelSignature, fingerprint};
+
+/// Threads in a warp on every NVIDIA GPU so far.
+pub const WARP_SIZE: u32 = 32;
+
+/// A lane mask naming every lane of a warp.
+pub const FULL_MASK: u32 = 0xffff_ffff;

@@ -1,0 +1,325 @@
+//! [`DeviceLimits`] and the validation of a [`LaunchConfig`] against them, which names the
+//! limit a configuration breaks ([`LaunchProblem`]).
+
+use core::fmt;
+
+use crate::config::LaunchConfig;
+use crate::dim3::Dim3;
+
+/// The device limits a launch is checked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DeviceLimits {
+    /// `CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK`.
+    pub max_threads_per_block: u32,
+    /// Largest block along x, y, z.
+    pub max_block: [u32; 3],
+    /// Largest grid along x, y, z.
+    pub max_grid: [u32; 3],
+    /// Shared memory a block may use (opt-in maximum).
+    pub max_shared_per_block: u32,
+    /// The device supports thread-block clusters (`CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH`).
+    pub cluster_launch: bool,
+    /// The device supports cooperative launches (`CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH`).
+    pub cooperative_launch: bool,
+}
+
+/// Most blocks a cluster may have without the non-portable opt-in (CUDA's portable limit).
+pub const MAX_PORTABLE_CLUSTER_BLOCKS: u64 = 8;
+
+/// Which limit a launch configuration broke.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LaunchProblem {
+    /// A grid dimension is zero.
+    EmptyGrid {
+        /// The grid.
+        grid: Dim3,
+    },
+    /// A block dimension is zero.
+    EmptyBlock {
+        /// The block.
+        block: Dim3,
+    },
+    /// More threads per block than the device allows.
+    BlockTooLarge {
+        /// Threads asked for.
+        threads: u64,
+        /// The device limit.
+        max: u32,
+    },
+    /// One block dimension exceeds its limit.
+    BlockAxisTooLarge {
+        /// "x", "y" or "z".
+        axis: &'static str,
+        /// The size asked for.
+        size: u32,
+        /// The device limit.
+        max: u32,
+    },
+    /// One grid dimension exceeds its limit.
+    GridAxisTooLarge {
+        /// "x", "y" or "z".
+        axis: &'static str,
+        /// The size asked for.
+        size: u32,
+        /// The device limit.
+        max: u32,
+    },
+    /// More dynamic shared memory than a block may have.
+    SharedMemoryTooLarge {
+        /// Bytes asked for.
+        requested: u32,
+        /// The device limit.
+        max: u32,
+    },
+    /// More dynamic shared memory than this kernel currently allows (48 KiB unless raised):
+    /// the device has room, but the kernel's attribute must be raised first.
+    SharedMemoryAboveKernelMax {
+        /// Bytes asked for.
+        requested: u32,
+        /// The kernel's current `max_dynamic_shared_bytes`.
+        kernel_max: u32,
+        /// The device's opt-in limit.
+        device_max: u32,
+    },
+    /// The device cannot launch thread-block clusters (they need sm_90 or newer).
+    ClustersUnsupported,
+    /// The device cannot launch cooperatively.
+    CooperativeUnsupported,
+    /// A cluster dimension is zero.
+    EmptyCluster {
+        /// The cluster.
+        cluster: Dim3,
+    },
+    /// A cluster dimension does not divide the grid's.
+    ClusterDoesNotDivideGrid {
+        /// "x", "y" or "z".
+        axis: &'static str,
+        /// The cluster's size along the axis.
+        cluster: u32,
+        /// The grid's size along the axis.
+        grid: u32,
+    },
+    /// A cooperative grid with more blocks than can be resident at once.
+    CooperativeGridTooLarge {
+        /// Blocks asked for.
+        blocks: u64,
+        /// Blocks that fit at once (`per_sm * sms`).
+        max: u64,
+        /// Blocks of this kernel and configuration that fit on one SM.
+        per_sm: u32,
+        /// SMs on the device.
+        sms: u32,
+    },
+    /// More blocks per cluster than the portable limit.
+    ClusterTooLarge {
+        /// Blocks asked for.
+        blocks: u64,
+        /// The limit.
+        max: u64,
+    },
+    /// [`LaunchConfig::try_for_elements`]: covering the elements one per thread needs more
+    /// than `u32::MAX` blocks.
+    TooManyElements {
+        /// Elements asked for.
+        elements: u64,
+        /// Threads per block.
+        block: u32,
+    },
+}
+
+impl fmt::Display for LaunchProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::EmptyGrid { grid } => write!(f, "the grid {grid} has a zero dimension; every dimension must be at least 1"),
+            Self::EmptyBlock { block } => write!(f, "the block {block} has a zero dimension; every dimension must be at least 1"),
+            Self::BlockTooLarge { threads, max } => {
+                write!(f, "a block of {threads} threads exceeds the device's max threads per block ({max})")
+            }
+            Self::BlockAxisTooLarge { axis, size, max } => write!(f, "block dimension {axis} = {size} exceeds the device's limit of {max}"),
+            Self::GridAxisTooLarge { axis, size, max } => {
+                write!(f, "grid dimension {axis} = {size} exceeds the device's limit of {max}")?;
+                if *size == u32::MAX && *axis == "x" {
+                    // What `LaunchConfig::for_elements` clamps an overflowing grid to.
+                    write!(f, " (`LaunchConfig::for_elements` clamps to this when the elements need more blocks than fit in a u32: use a grid-stride loop over fewer blocks, or `try_for_elements`)")?;
+                }
+                Ok(())
+            }
+            Self::SharedMemoryTooLarge { requested, max } => {
+                write!(f, "{requested} bytes of dynamic shared memory exceed the device's max shared memory per block ({max} bytes)")
+            }
+            Self::SharedMemoryAboveKernelMax { requested, kernel_max, device_max } => write!(
+                f,
+                "{requested} bytes of dynamic shared memory exceed this kernel's limit of {kernel_max} bytes; the device allows up to {device_max}: \
+                 raise the kernel's limit first with `name::function(&context)?.set_max_dynamic_shared_bytes({requested})`"
+            ),
+            Self::ClustersUnsupported => write!(f, "the device does not support thread-block clusters (they need sm_90 or newer); launch without `with_cluster`"),
+            Self::CooperativeUnsupported => write!(f, "the device does not support cooperative launches"),
+            Self::EmptyCluster { cluster } => write!(f, "the cluster {cluster} has a zero dimension; every dimension must be at least 1"),
+            Self::ClusterDoesNotDivideGrid { axis, cluster, grid } => {
+                write!(f, "cluster dimension {axis} = {cluster} does not divide grid dimension {axis} = {grid}; make the grid a multiple of the cluster")
+            }
+            Self::CooperativeGridTooLarge { blocks, max, per_sm, sms } => write!(
+                f,
+                "a cooperative grid of {blocks} blocks exceeds the {max} that can be resident at once ({per_sm} per SM x {sms} SMs for this kernel and block size); use at most {max} blocks, e.g. a grid-stride loop"
+            ),
+            Self::ClusterTooLarge { blocks, max } => write!(f, "a cluster of {blocks} blocks exceeds the portable limit of {max} blocks per cluster"),
+            Self::TooManyElements { elements, block } => write!(
+                f,
+                "{elements} elements at one per thread in blocks of {block} threads need more than {} blocks; use a grid-stride loop over fewer blocks",
+                u32::MAX
+            ),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for LaunchProblem {}
+
+impl LaunchConfig {
+    /// Checks the configuration against `limits`, naming the first limit it breaks.
+    pub fn validate(&self, limits: &DeviceLimits) -> Result<(), LaunchProblem> {
+        const AXES: [&str; 3] = ["x", "y", "z"];
+        if self.grid.volume() == 0 {
+            return Err(LaunchProblem::EmptyGrid { grid: self.grid });
+        }
+        if self.block.volume() == 0 {
+            return Err(LaunchProblem::EmptyBlock { block: self.block });
+        }
+        for (i, (&size, &max)) in self.block.axes().iter().zip(&limits.max_block).enumerate() {
+            if size > max {
+                return Err(LaunchProblem::BlockAxisTooLarge { axis: AXES[i], size, max });
+            }
+        }
+        if self.block.volume() > limits.max_threads_per_block as u64 {
+            return Err(LaunchProblem::BlockTooLarge { threads: self.block.volume(), max: limits.max_threads_per_block });
+        }
+        for (i, (&size, &max)) in self.grid.axes().iter().zip(&limits.max_grid).enumerate() {
+            if size > max {
+                return Err(LaunchProblem::GridAxisTooLarge { axis: AXES[i], size, max });
+            }
+        }
+        if self.shared_bytes > limits.max_shared_per_block {
+            return Err(LaunchProblem::SharedMemoryTooLarge { requested: self.shared_bytes, max: limits.max_shared_per_block });
+        }
+        if let Some(cluster) = self.cluster {
+            if !limits.cluster_launch {
+                return Err(LaunchProblem::ClustersUnsupported);
+            }
+            if cluster.volume() == 0 {
+                return Err(LaunchProblem::EmptyCluster { cluster });
+            }
+            for (i, (&c, &g)) in cluster.axes().iter().zip(&self.grid.axes()).enumerate() {
+                if g % c != 0 {
+                    return Err(LaunchProblem::ClusterDoesNotDivideGrid { axis: AXES[i], cluster: c, grid: g });
+                }
+            }
+            if cluster.volume() > MAX_PORTABLE_CLUSTER_BLOCKS {
+                return Err(LaunchProblem::ClusterTooLarge { blocks: cluster.volume(), max: MAX_PORTABLE_CLUSTER_BLOCKS });
+            }
+        }
+        if self.cooperative && !limits.cooperative_launch {
+            return Err(LaunchProblem::CooperativeUnsupported);
+        }
+        Ok(())
+    }
+
+    /// Checks the dynamic shared memory against a kernel's current limit (its
+    /// `max_dynamic_shared_bytes` attribute, 48 KiB unless raised), after
+    /// [`LaunchConfig::validate`] checked it against the device's.
+    pub fn validate_kernel_shared(&self, kernel_max: u32, limits: &DeviceLimits) -> Result<(), LaunchProblem> {
+        if self.shared_bytes > kernel_max {
+            return Err(LaunchProblem::SharedMemoryAboveKernelMax { requested: self.shared_bytes, kernel_max, device_max: limits.max_shared_per_block });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use std::string::ToString;
+
+    use super::*;
+
+    const H100ISH: DeviceLimits = DeviceLimits {
+        max_threads_per_block: 1024,
+        max_block: [1024, 1024, 64],
+        max_grid: [2147483647, 65535, 65535],
+        max_shared_per_block: 232448,
+        cluster_launch: true,
+        cooperative_launch: true,
+    };
+    const VOLTAISH: DeviceLimits = DeviceLimits { cluster_launch: false, ..H100ISH };
+
+    #[test]
+    fn cluster_checks_name_the_problem() {
+        let ok = LaunchConfig::new((8u32, 4u32), 128u32).with_cluster((2u32, 2u32));
+        assert_eq!(ok.validate(&H100ISH), Ok(()));
+        assert!(ok.is_extended() && !LaunchConfig::new(1u32, 1u32).is_extended());
+        let cases: [(LaunchConfig, &DeviceLimits, &str); 4] = [
+            (LaunchConfig::new(6u32, 32u32).with_cluster(4u32), &H100ISH, "cluster dimension x = 4 does not divide grid dimension x = 6"),
+            (LaunchConfig::new(16u32, 32u32).with_cluster(16u32), &H100ISH, "a cluster of 16 blocks exceeds the portable limit of 8"),
+            (LaunchConfig::new(4u32, 32u32).with_cluster((1u32, 0u32)), &H100ISH, "the cluster (1, 0, 1) has a zero dimension"),
+            (ok, &VOLTAISH, "does not support thread-block clusters"),
+        ];
+        for (config, limits, expected) in cases {
+            let message = config.validate(limits).unwrap_err().to_string();
+            assert!(message.contains(expected), "{message:?} should contain {expected:?}");
+        }
+        let no_coop = DeviceLimits { cooperative_launch: false, ..H100ISH };
+        assert_eq!(LaunchConfig::new(1u32, 32u32).cooperative().validate(&no_coop), Err(LaunchProblem::CooperativeUnsupported));
+    }
+
+    #[test]
+    fn valid_configurations_pass() {
+        assert_eq!(LaunchConfig::from((1000u32, 256u32)).validate(&H100ISH), Ok(()));
+        assert_eq!(LaunchConfig::from(((4u32, 4u32), (16u32, 16u32, 4u32), 1024)).validate(&H100ISH), Ok(()));
+    }
+
+    #[test]
+    fn each_limit_is_named() {
+        let cases: [(LaunchConfig, &str); 6] = [
+            (LaunchConfig::from((0u32, 256u32)), "grid (0, 1, 1) has a zero dimension"),
+            (LaunchConfig::from((1u32, (0u32, 1u32))), "block (0, 1, 1) has a zero dimension"),
+            (LaunchConfig::from((1u32, 2048u32)), "block dimension x = 2048 exceeds the device's limit of 1024"),
+            (LaunchConfig::from((1u32, (64u32, 32u32))), "2048 threads exceeds the device's max threads per block (1024)"),
+            (LaunchConfig::from(((1u32, 70000u32), 32u32)), "grid dimension y = 70000 exceeds the device's limit of 65535"),
+            (LaunchConfig::from((1u32, 32u32, 300_000)), "300000 bytes of dynamic shared memory exceed"),
+        ];
+        for (config, expected) in cases {
+            let message = config.validate(&H100ISH).unwrap_err().to_string();
+            assert!(message.contains(expected), "{message:?} should contain {expected:?}");
+        }
+    }
+
+    #[test]
+    fn for_elements_rounds_up() {
+        let config = LaunchConfig::for_elements(1000, 256);
+        assert_eq!((config.grid.x, config.block.x), (4, 256));
+        assert_eq!(LaunchConfig::for_elements(0, 256).grid.x, 1);
+    }
+
+    /// E7: `for_elements(usize::MAX, 256)` clamped silently and the error named only a grid of
+    /// 4294967295 blocks.
+    #[test]
+    fn for_elements_overflow_is_named() {
+        let problem = LaunchConfig::try_for_elements(usize::MAX, 256).unwrap_err();
+        assert!(matches!(problem, LaunchProblem::TooManyElements { block: 256, .. }));
+        assert!(problem.to_string().contains("grid-stride loop"), "{problem}");
+        let clamped = LaunchConfig::for_elements(usize::MAX, 256);
+        let message = clamped.validate(&H100ISH).unwrap_err().to_string();
+        assert!(message.contains("`LaunchConfig::for_elements` clamps"), "{message}");
+    }
+
+    /// E2: dynamic shared memory above the kernel's 48 KiB default passed validation against
+    /// the device's opt-in maximum, and the driver answered CUDA_ERROR_INVALID_VALUE.
+    #[test]
+    fn shared_memory_above_the_kernel_max_names_the_setter() {
+        let config = LaunchConfig::new(1u32, 32u32).with_shared_bytes(100_000);
+        assert_eq!(config.validate(&H100ISH), Ok(()));
+        let message = config.validate_kernel_shared(48 * 1024, &H100ISH).unwrap_err().to_string();
+        assert!(message.contains("set_max_dynamic_shared_bytes(100000)") && message.contains("49152"), "{message}");
+        assert_eq!(config.validate_kernel_shared(100_000, &H100ISH), Ok(()));
+    }
+}

@@ -1,0 +1,158 @@
+//! The device-panic handshake between ferrocuda-device's panic handler and the host: the
+//! record a panicking thread fills in page-locked host memory, and the module globals that
+//! point to it. Defined once, here, for both sides.
+
+/// The module global (`u64`, device memory) the host fills with the device address of the
+/// process's [`PanicRecord`]; 0 means nobody listens and a panic is only printed.
+pub const PANIC_SLOT_SYMBOL: &str = "__ferrocuda_panic_slot";
+
+/// [`PANIC_SLOT_SYMBOL`] as a C string, for `cuModuleGetGlobal`.
+pub const PANIC_SLOT_SYMBOL_C: &core::ffi::CStr = c"__ferrocuda_panic_slot";
+
+/// The module global (`u32`) the first panicking thread swaps from 0 to 1 before it writes
+/// the record; later panics of the launch only trap.
+pub const PANIC_CLAIMED_SYMBOL: &str = "__ferrocuda_panic_claimed";
+
+/// [`PanicRecord::state`] before any panic.
+pub const RECORD_EMPTY: u32 = 0;
+
+/// [`PanicRecord::state`] once the device finished writing the record (written last, after a
+/// system-scope fence).
+pub const RECORD_COMPLETE: u32 = 2;
+
+/// What a panicking thread leaves for the host. `repr(C)`: the device writes it, the host
+/// reads it (the layout is asserted by the tests below).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct PanicRecord {
+    /// [`RECORD_EMPTY`], or [`RECORD_COMPLETE`] once written.
+    pub state: u32,
+    /// Source line.
+    pub line: u32,
+    /// Source column.
+    pub column: u32,
+    /// `blockIdx` of the panicking thread.
+    pub block: [u32; 3],
+    /// `threadIdx` of the panicking thread.
+    pub thread: [u32; 3],
+    /// The kernel's name, NUL-terminated (empty if unknown).
+    pub kernel: [u8; 64],
+    /// The source file, NUL-terminated.
+    pub file: [u8; 192],
+    /// The panic message, NUL-terminated, cut to fit.
+    pub message: [u8; 256],
+}
+
+impl PanicRecord {
+    /// An empty record (state [`RECORD_EMPTY`], all zero).
+    pub const EMPTY: PanicRecord =
+        PanicRecord { state: RECORD_EMPTY, line: 0, column: 0, block: [0; 3], thread: [0; 3], kernel: [0; 64], file: [0; 192], message: [0; 256] };
+
+    /// True once the device finished writing it.
+    pub fn is_complete(&self) -> bool {
+        self.state == RECORD_COMPLETE
+    }
+}
+
+impl core::fmt::Debug for PanicRecord {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("PanicRecord").field("state", &self.state).field("line", &self.line).field("block", &self.block).field("thread", &self.thread).finish_non_exhaustive()
+    }
+}
+
+/// The text of a NUL-terminated byte field, up to the first NUL (lossy UTF-8), trimmed.
+#[cfg(feature = "std")]
+fn field_text(buffer: &[u8]) -> std::string::String {
+    let end = buffer.iter().position(|&b| b == 0).unwrap_or(buffer.len());
+    std::string::String::from_utf8_lossy(&buffer[..end]).trim().into()
+}
+
+/// Where a kernel panicked, as its first panicking thread reported it: the one report type
+/// of both back ends (a GPU's [`PanicRecord`], the CPU executor's caught panic).
+#[cfg(feature = "std")]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelPanic {
+    /// The kernel's name (empty if the module was not built by `#[kernel]`).
+    pub kernel: std::string::String,
+    /// Source file of the panic.
+    pub file: std::string::String,
+    /// Source line.
+    pub line: u32,
+    /// Source column.
+    pub column: u32,
+    /// The panic message (messages with arguments show a note instead: see ferrocuda-device).
+    pub message: std::string::String,
+    /// `blockIdx` of the thread.
+    pub block: [u32; 3],
+    /// `threadIdx` of the thread.
+    pub thread: [u32; 3],
+}
+
+#[cfg(feature = "std")]
+impl KernelPanic {
+    /// The report of a complete record; `None` while it is not [`RECORD_COMPLETE`].
+    pub fn from_record(record: &PanicRecord) -> Option<Self> {
+        if !record.is_complete() {
+            return None;
+        }
+        Some(KernelPanic {
+            kernel: field_text(&record.kernel),
+            file: field_text(&record.file),
+            line: record.line,
+            column: record.column,
+            message: field_text(&record.message),
+            block: record.block,
+            thread: record.thread,
+        })
+    }
+}
+
+#[cfg(feature = "std")]
+impl core::fmt::Display for KernelPanic {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let [bx, by, bz] = self.block;
+        let [tx, ty, tz] = self.thread;
+        write!(
+            f,
+            "kernel `{}` panicked at {}:{}:{}, block ({bx}, {by}, {bz}), thread ({tx}, {ty}, {tz}): {}",
+            self.kernel, self.file, self.line, self.column, self.message
+        )
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for KernelPanic {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The layout both the device's panic handler and the host's reader rely on (it used to
+    /// be asserted twice, on two copies of the struct).
+    #[test]
+    fn the_record_has_a_fixed_c_layout() {
+        assert_eq!(core::mem::offset_of!(PanicRecord, line), 4);
+        assert_eq!(core::mem::offset_of!(PanicRecord, block), 12);
+        assert_eq!(core::mem::offset_of!(PanicRecord, thread), 24);
+        assert_eq!(core::mem::offset_of!(PanicRecord, kernel), 36);
+        assert_eq!(core::mem::offset_of!(PanicRecord, file), 100);
+        assert_eq!(core::mem::offset_of!(PanicRecord, message), 292);
+        assert_eq!(core::mem::size_of::<PanicRecord>(), 548);
+        assert_eq!(PANIC_SLOT_SYMBOL_C.to_bytes(), PANIC_SLOT_SYMBOL.as_bytes());
+    }
+
+    #[cfg(feature = "std")]
+    #[test]
+    fn a_report_reads_like_the_device_line() {
+        let mut record = PanicRecord::EMPTY;
+        assert!(KernelPanic::from_record(&record).is_none());
+        record.kernel[..14].copy_from_slice(b"square_checked");
+        record.file[..22].copy_from_slice(b"gpu-kernels/src/lib.rs");
+        record.message[..19].copy_from_slice(b"index out of bounds");
+        (record.line, record.column, record.block, record.thread) = (42, 9, [1, 0, 0], [8, 0, 0]);
+        record.state = RECORD_COMPLETE;
+        let report = KernelPanic::from_record(&record).unwrap();
+        use std::string::ToString;
+        assert_eq!(report.to_string(), "kernel `square_checked` panicked at gpu-kernels/src/lib.rs:42:9, block (1, 0, 0), thread (8, 0, 0): index out of bounds");
+    }
+}
