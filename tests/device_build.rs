@@ -204,7 +204,7 @@ fn device_printing_and_panics_do_not_inflate_registers() {
         let _ = writeln!(std::io::stderr(), "SKIPPED device_printing_and_panics_do_not_inflate_registers: built without ptxas");
         return;
     }
-    for &(arch, kernel, registers, spill_stores, ..) in resources {
+    for &ferrocuda::KernelResources { arch, kernel, registers, spill_stores, .. } in resources {
         // Register blocking keeps 8 x 8 accumulators per thread on purpose (~120 registers);
         // tests/example_kernels_ptx.rs holds it to 128 and checks it has no panic path.
         if kernel == "matmul_128x128" {

@@ -85,6 +85,26 @@ impl<T: Pod> DisjointSlice<T> {
         }
     }
 
+    /// Element `index + k * stride` for this thread's `index < stride`, or `None` if `index`
+    /// is not below `stride` or the element does not exist: the `k`-th of several planes of
+    /// `stride` elements (structure-of-arrays outputs, one result per plane per thread).
+    /// Distinct indices below `stride` give distinct elements for every `k`.
+    #[inline(always)]
+    pub fn get_strided_mut(&mut self, index: ThreadIndex, stride: usize, k: usize) -> Option<&mut T> {
+        let i = index.get();
+        if i >= stride {
+            return None;
+        }
+        let element = k.checked_mul(stride)?.checked_add(i)?;
+        if element < self.len {
+            // SAFETY: in bounds; `i < stride` makes `(k, i) -> k * stride + i` one-to-one, and
+            // no other thread holds `index`.
+            Some(unsafe { &mut *self.pointer.add(element) })
+        } else {
+            None
+        }
+    }
+
     /// The element at `index`, which this thread alone accesses, without a bounds check.
     ///
     /// # Safety
@@ -129,4 +149,40 @@ impl<T: Pod> DisjointSlice<T> {
     pub fn as_mut_ptr(&mut self) -> *mut T {
         self.pointer
     }
+}
+
+impl<T: Pod> core::ops::Index<ThreadIndex> for DisjointSlice<T> {
+    type Output = T;
+
+    /// This thread's element; panics past the end, like slice indexing.
+    #[inline(always)]
+    #[track_caller]
+    fn index(&self, index: ThreadIndex) -> &T {
+        let i = index.get();
+        if i >= self.len {
+            out_of_bounds(i, self.len);
+        }
+        // SAFETY: in bounds; only this thread holds `index`, and `&self` keeps it from making
+        // a `&mut` to the element at the same time.
+        unsafe { &*self.pointer.add(i) }
+    }
+}
+
+impl<T: Pod> core::ops::IndexMut<ThreadIndex> for DisjointSlice<T> {
+    /// This thread's element; panics past the end, like slice indexing.
+    #[inline(always)]
+    #[track_caller]
+    fn index_mut(&mut self, index: ThreadIndex) -> &mut T {
+        let len = self.len;
+        match self.get_mut(index) {
+            Some(element) => element,
+            None => out_of_bounds(index.get(), len),
+        }
+    }
+}
+
+#[cold]
+#[track_caller]
+fn out_of_bounds(index: usize, len: usize) -> ! {
+    panic!("index out of bounds: the len is {} but the index is {}", len, index)
 }

@@ -6,7 +6,7 @@ use crate::thread::{thread_idx_x, thread_idx_y, thread_idx_z};
 /// An element index that no other thread of the launch holds: the proof
 /// [`DisjointSlice::get_mut`](super::DisjointSlice::get_mut) asks for.
 ///
-/// Made only by [`unique_index`] and [`grid_stride`], which derive it from the thread's
+/// Made only by [`unique_index`], [`grid_stride`] and [`once_per_block`], which derive it from the thread's
 /// position in the grid. It is `Copy` (a thread may use its index many times) but cannot be
 /// handed to another thread: it is not `Pod`, not a shared-memory element and not a shuffle
 /// value, and has no public constructor.
@@ -67,6 +67,21 @@ pub fn grid_stride(len: usize) -> GridStride {
     GridStride { next: first, stride: threads, len }
 }
 
+/// For the first thread of each block (`threadIdx == (0, 0, 0)`): the block's index in the
+/// grid, `x + gridDim.x * (y + gridDim.y * z)`, as a witness; `None` for every other thread.
+/// For outputs with one element (or one chunk) per block: `if let Some(b) = once_per_block()
+/// { out[b] = block_total }`.
+#[inline(always)]
+pub fn once_per_block() -> Option<ThreadIndex> {
+    if thread_idx_x() == 0 && thread_idx_y() == 0 && thread_idx_z() == 0 {
+        // gridDim.x < 2^31, y and z < 2^16: the product stays below 2^63.
+        let block = block_idx_x() as u64 + grid_dim_x() as u64 * (block_idx_y() as u64 + grid_dim_y() as u64 * block_idx_z() as u64);
+        Some(ThreadIndex(saturate(block)))
+    } else {
+        None
+    }
+}
+
 /// The iterator of [`grid_stride`].
 #[derive(Debug)]
 pub struct GridStride {
@@ -88,5 +103,16 @@ impl Iterator for GridStride {
         } else {
             None
         }
+    }
+}
+
+/// `x[i]` for an input slice and a thread's index (the same as `x[i.get()]`).
+impl<T> core::ops::Index<ThreadIndex> for [T] {
+    type Output = T;
+
+    #[inline(always)]
+    #[track_caller]
+    fn index(&self, index: ThreadIndex) -> &T {
+        &self[index.0]
     }
 }

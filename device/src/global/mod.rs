@@ -25,7 +25,7 @@ mod index;
 pub use crate::atomic::{Atomic, AtomicElement, Scope};
 pub use atomic_slice::AtomicSlice;
 pub use disjoint::DisjointSlice;
-pub use index::{GridStride, ThreadIndex, grid_stride, unique_index};
+pub use index::{GridStride, ThreadIndex, grid_stride, once_per_block, unique_index};
 
 /// What the code `#[kernel]` generates calls to build these parameters; not public API.
 #[doc(hidden)]

@@ -108,17 +108,19 @@ pub fn lower(param: &Param) -> Lowered {
         ParamKind::Disjoint { elem } | ParamKind::Atomic { elem } => {
             let atomic = matches!(param.kind, ParamKind::Atomic { .. });
             let abi = SliceAbi {
-                // A raw pointer: no `noalias`, so nothing is cached across barriers.
-                device_pointer: quote!(*mut #elem),
+                // A shared reference to an empty `UnsafeCell`: no `noalias` and no `readonly`
+                // (interior mutability), so nothing is cached across barriers, while the PTX
+                // parameter keeps the element's alignment (`.ptr .align N`).
+                device_pointer: quote!(&::core::cell::UnsafeCell<[#elem; 0]>),
                 host_argument: quote!(#host::DeviceWrite::<#elem>::kernel_arg_mut(#name)),
                 host_type: quote_spanned!(elem.span()=> &mut (impl #host::DeviceWrite<#elem> + ?::core::marker::Sized)),
                 cpu_type: quote!(&mut [#elem]),
                 cpu_parts: quote!(#args::OutputParts),
             };
             if atomic {
-                slice(param, elem, abi, |pointer, len| quote!(#args::atomic(#pointer, #len)), |parts| quote!(#parts.atomic()))
+                slice(param, elem, abi, |pointer, len| quote!(#args::atomic(#pointer.get().cast::<#elem>(), #len)), |parts| quote!(#parts.atomic()))
             } else {
-                slice(param, elem, abi, |pointer, len| quote!(#args::disjoint(#pointer, #len)), |parts| quote!(#parts.disjoint()))
+                slice(param, elem, abi, |pointer, len| quote!(#args::disjoint(#pointer.get().cast::<#elem>(), #len)), |parts| quote!(#parts.disjoint()))
             }
         }
     }
