@@ -52,3 +52,4 @@ pub mod device_lib;
 pub mod launch_kinds;
 pub mod cpu_examples;
 pub mod examples;
+pub mod kernel_model;

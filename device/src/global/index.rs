@@ -35,6 +35,13 @@ fn coordinates() -> ([u64; 3], [u64; 3]) {
     (position, extent)
 }
 
+/// `a * b + c`, saturating at `u64::MAX`, without a branch (a `selp`, not a jump, on the GPU).
+#[inline(always)]
+fn saturating_mul_add(a: u64, b: u64, c: u64) -> u64 {
+    let (product, overflow) = a.overflowing_mul(b);
+    core::hint::select_unpredictable(overflow, u64::MAX, product).saturating_add(c)
+}
+
 /// `usize` from `u64`, saturating (a no-op on 64-bit targets).
 #[inline(always)]
 fn saturate(value: u64) -> usize {
@@ -52,7 +59,7 @@ fn saturate(value: u64) -> usize {
 pub fn unique_index() -> ThreadIndex {
     let ([x, y, z], [width, height, _]) = coordinates();
     // y + height * z < 2^26 + 2^48: no overflow.
-    ThreadIndex(saturate(width.saturating_mul(y + height * z).saturating_add(x)))
+    ThreadIndex(saturate(saturating_mul_add(width, y + height * z, x)))
 }
 
 /// The indices `unique_index(), unique_index() + threads, ...` below `len`, where `threads`
@@ -61,9 +68,9 @@ pub fn unique_index() -> ThreadIndex {
 #[inline(always)]
 pub fn grid_stride(len: usize) -> GridStride {
     let ([x, y, z], [width, height, depth]) = coordinates();
-    let first = saturate(width.saturating_mul(y + height * z).saturating_add(x));
+    let first = saturate(saturating_mul_add(width, y + height * z, x));
     // height * depth < 2^48; the product with width saturates.
-    let threads = saturate(width.saturating_mul(height * depth)).max(1);
+    let threads = saturate(saturating_mul_add(width, height * depth, 0)).max(1);
     GridStride { next: first, stride: threads, len }
 }
 
