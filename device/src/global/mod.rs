@@ -66,7 +66,7 @@ pub mod __private {
     // SAFETY: as above.
     unsafe impl<T: Sync> Send for InputParts<T> {}
 
-    impl<T: Pod> InputParts<T> {
+    impl<T> InputParts<T> {
         /// Keeps `slice`'s pointer and length.
         pub fn new(slice: &[T]) -> Self {
             InputParts { pointer: slice.as_ptr(), len: slice.len() }

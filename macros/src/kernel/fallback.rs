@@ -8,10 +8,26 @@ use syn::{Ident, ItemFn};
 
 use super::paths;
 
-/// Stub modules for the kernel's symbols: the function's name, or each instance's.
-pub fn stubs(attr: &TokenStream, function: &ItemFn) -> TokenStream {
-    let arity = function.sig.inputs.len();
-    symbols(attr, function).into_iter().map(|symbol| stub(&symbol, arity)).collect()
+/// The function for the host with its body replaced (its signature is what callers need;
+/// errors inside the body are reported once the signature is fixed), and stub modules for the
+/// kernel's symbols: the function's name, or each instance's. Inside an `impl` (a `self`
+/// parameter) no module can be emitted, so only the function is.
+pub fn items(attr: &TokenStream, function: &ItemFn) -> TokenStream {
+    let (attrs, vis, sig) = (&function.attrs, &function.vis, &function.sig);
+    let host_function = quote! {
+        #[cfg(not(target_arch = "nvptx64"))]
+        #[allow(dead_code, unused_variables, unused_mut, clippy::diverging_sub_expression)]
+        #(#attrs)*
+        #vis #sig {
+            ::core::unreachable!("the kernel did not compile")
+        }
+    };
+    if sig.receiver().is_some() {
+        return host_function;
+    }
+    let arity = sig.inputs.len();
+    let stubs: TokenStream = symbols(attr, function).into_iter().map(|symbol| stub(&symbol, arity)).collect();
+    quote!(#host_function #stubs)
 }
 
 /// The launcher modules the kernel would have had, as far as the attribute can be read.

@@ -29,14 +29,11 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
             // The error, plus the function unchanged for the host and stub launchers, so that
             // one mistake does not cascade into "cannot find `saxpy::launch`" everywhere.
             let errors = error.to_compile_error();
-            let stubs = fallback::stubs(&attr, &function);
+            let fallback = fallback::items(&attr, &function);
             quote! {
                 #errors
                 #hints
-                #[cfg(not(target_arch = "nvptx64"))]
-                #[allow(dead_code)]
-                #function
-                #stubs
+                #fallback
             }
         }
     }
