@@ -9,14 +9,41 @@ mod common;
 mod backend;
 
 use backend::{Backend, launch_on, on_both_backends};
-use gpu_kernels::kernel_model::{count_atomic, neighbour_after_barrier, stale_read, witnesses};
+use gpu_kernels::kernel_model::{count_atomic, hygiene, neighbour_after_barrier, r#type, stale_read, witnesses};
 
 on_both_backends!(
     stale_read_sees_the_store_made_after_the_first_barrier,
     count_plain_rewritten_with_atomics_counts_every_thread,
     a_neighbours_store_is_seen_after_the_barrier,
     grid_stride_chunk_and_per_block_witnesses_cover_their_elements,
+    parameters_named_like_generated_variables_arrive_intact,
+    a_raw_identifier_kernel_launches_under_its_unraw_symbol,
 );
+
+/// W1, E3: the user's `__x_arg` is 42 (not half of x's address), and parameters called
+/// `stream`, `config`, `module`, `executor`, `params` are the user's values.
+fn parameters_named_like_generated_variables_arrive_intact(backend: &Backend) {
+    let x = backend.upload(&[5u32; 9]);
+    let mut out = backend.zeroed::<u32>(3);
+    launch_on!(backend, hygiene, (1u32, 1u32), &x, 42u32, 1u32, 20u32, 300u32, 4000u32, 50000u32, &mut out).unwrap();
+    assert_eq!(backend.download(&out), [42, 9, 54321], "{}", backend.name());
+}
+
+/// W2: `r#type` was built but could never be launched (`SYMBOL` was `"r#type"`, the PTX entry
+/// `type`).
+fn a_raw_identifier_kernel_launches_under_its_unraw_symbol(backend: &Backend) {
+    assert_eq!(r#type::SYMBOL, "type");
+    let mut out = backend.zeroed::<u32>(4);
+    launch_on!(backend, r#type, (1u32, 4u32), &mut out).unwrap();
+    assert_eq!(backend.download(&out), [7; 4], "{}", backend.name());
+}
+
+#[test]
+fn the_raw_identifier_kernel_is_the_ptx_entry_type() {
+    let ptx = gpu_kernels::KERNELS.ptx_for(80).expect("gpu-kernels is built for sm_80");
+    assert!(ptx.contains(".entry type("), "no `.entry type(` in the PTX");
+    assert!(ptx.contains("__ferrocuda_fingerprint_type"), "no fingerprint global for `type`");
+}
 
 /// U2: with `&mut [u32]` 63 of 64 threads read the value from before the barrier.
 fn stale_read_sees_the_store_made_after_the_first_barrier(backend: &Backend) {

@@ -71,3 +71,23 @@ pub fn witnesses(mut out: DisjointSlice<u32>, mut blocks: DisjointSlice<u32>, mu
         *pair = [i.get() as u32, i.get() as u32 + 1];
     }
 }
+
+/// Macro hygiene (audit W1, E3): parameters named like the launcher's own variables. The old
+/// launcher's `__x_arg` for slice `x` shadowed the user's `__x_arg` (the kernel saw half of x's
+/// address); `stream`, `config`, `module`, `executor` and `params` were bound twice. Writes
+/// `[__x_arg, x.len(), stream + config + module + executor + params]` to `out[0..3]`.
+#[kernel]
+#[allow(clippy::too_many_arguments)]
+pub fn hygiene(x: &[u32], __x_arg: u32, stream: u32, config: u32, module: u32, executor: u32, params: u32, mut out: DisjointSlice<u32>) {
+    if let Some(words) = out.get_chunk_mut::<3>(unique_index()) {
+        *words = [__x_arg, x.len() as u32, stream + config + module + executor + params];
+    }
+}
+
+/// A raw identifier as the kernel's name (audit W2): its PTX symbol and `SYMBOL` are `type`.
+#[kernel]
+pub fn r#type(mut out: DisjointSlice<u32>) {
+    if let Some(o) = out.get_mut(unique_index()) {
+        *o = 7;
+    }
+}
