@@ -183,7 +183,7 @@ fn check_generics(function: &ItemFn, instances: Option<(Ident, Vec<Type>)>) -> s
 
 /// `scale` + `f32` -> `scale_f32`; a path type uses its last segment (`my::Pair` -> `scale_Pair`).
 /// A raw kernel name loses its `r#` (`r#type` + `f32` -> `type_f32`).
-fn instance_symbol(base: &Ident, ty: &Type) -> Ident {
+pub fn instance_symbol(base: &Ident, ty: &Type) -> Ident {
     use syn::ext::IdentExt;
     let text = match ty {
         Type::Path(p) if p.qself.is_none() => p.path.segments.last().map(|s| s.ident.unraw().to_string()).unwrap_or_default(),
@@ -218,7 +218,7 @@ fn parse_param(input: &FnArg) -> syn::Result<Param> {
     Ok(Param { name, mutable, ty: (*typed.ty).clone(), kind })
 }
 
-fn classify(ty: &Type) -> syn::Result<ParamKind> {
+pub fn classify(ty: &Type) -> syn::Result<ParamKind> {
     match ty {
         Type::Group(group) => classify(&group.elem),
         Type::Paren(paren) => classify(&paren.elem),

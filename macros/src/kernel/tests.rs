@@ -139,3 +139,80 @@ fn never_panics_on_random_signatures() {
         assert!(syn::parse2::<syn::File>(out.clone()).is_ok(), "#[kernel({attr})] {item} expanded to tokens that do not parse:\n{out}");
     }
 }
+
+mod helpers {
+    use syn::{Ident, Type, parse_quote};
+
+    use super::super::lower::{generated, lower};
+    use super::super::parse::{Param, ParamKind, classify, instance_symbol, substitute, type_text};
+
+    fn kind(ty: Type) -> &'static str {
+        match classify(&ty) {
+            Ok(ParamKind::Scalar) => "scalar",
+            Ok(ParamKind::Value) => "value",
+            Ok(ParamKind::Slice { .. }) => "input",
+            Ok(ParamKind::Disjoint { .. }) => "disjoint",
+            Ok(ParamKind::Atomic { .. }) => "atomic",
+            Ok(ParamKind::Pointer { .. }) => "pointer",
+            Err(_) => "error",
+        }
+    }
+
+    #[test]
+    fn classify_sorts_every_parameter_kind() {
+        assert_eq!(kind(parse_quote!(f32)), "scalar");
+        assert_eq!(kind(parse_quote!(Pair)), "value");
+        assert_eq!(kind(parse_quote!([f32; 4])), "value");
+        assert_eq!(kind(parse_quote!(&[f32])), "input");
+        assert_eq!(kind(parse_quote!(DisjointSlice<f32>)), "disjoint");
+        assert_eq!(kind(parse_quote!(ferrocuda_device::global::DisjointSlice<u8>)), "disjoint");
+        assert_eq!(kind(parse_quote!(AtomicSlice<u32>)), "atomic");
+        assert_eq!(kind(parse_quote!(*mut f32)), "pointer");
+        for bad in [parse_quote!(&mut [f32]), parse_quote!(&f32), parse_quote!(Option<u32>), parse_quote!(&[&str]), parse_quote!(DisjointSlice)] {
+            assert_eq!(kind(bad), "error");
+        }
+    }
+
+    #[test]
+    fn instance_symbols_are_valid_identifiers() {
+        let base: Ident = parse_quote!(r#type);
+        assert_eq!(instance_symbol(&base, &parse_quote!(f32)).to_string(), "type_f32");
+        assert_eq!(instance_symbol(&parse_quote!(scale), &parse_quote!(my::Pair<T>)).to_string(), "scale_Pair");
+        assert_eq!(instance_symbol(&parse_quote!(scale), &parse_quote!([f32; 4])).to_string(), "scale_f32___4");
+        assert_eq!(instance_symbol(&parse_quote!(scale), &parse_quote!(())).to_string(), "scale_");
+    }
+
+    #[test]
+    fn substitution_reaches_inside_types() {
+        let t: Ident = parse_quote!(T);
+        let with: Type = parse_quote!(f64);
+        let text = |ty: Type| type_text(&substitute(&ty, &t, &with)).replace(' ', "");
+        assert_eq!(text(parse_quote!(DisjointSlice<T>)), "DisjointSlice<f64>");
+        assert_eq!(text(parse_quote!([T; 2])), "[f64;2]");
+        assert_eq!(text(parse_quote!(Tuple)), "Tuple");
+    }
+
+    #[test]
+    fn generated_names_are_prefixed_unraw_and_mixed_site() {
+        let name = generated(&parse_quote!(r#type), "ptr");
+        assert_eq!(name.to_string(), "__ferrocuda_type_ptr");
+        // (Hygiene itself shows only inside rustc: gpu_kernels::kernel_model::hygiene takes
+        // parameters named `stream`, `config`, `module`, `executor`, `params` and runs.)
+    }
+
+    #[test]
+    fn every_slice_kind_is_two_ptx_parameters_and_values_one() {
+        let param = |ty: Type| {
+            let kind = classify(&ty).expect("a valid parameter");
+            Param { name: parse_quote!(x), mutable: false, ty, kind }
+        };
+        for ty in [parse_quote!(&[f32]), parse_quote!(DisjointSlice<f32>), parse_quote!(AtomicSlice<f32>)] {
+            let lowered = lower(&param(ty));
+            assert_eq!((lowered.entry_params.len(), lowered.launch_pointers.len(), lowered.param_sizes.len()), (2, 2, 2));
+        }
+        for ty in [parse_quote!(f32), parse_quote!(Pair), parse_quote!(*const f32)] {
+            let lowered = lower(&param(ty));
+            assert_eq!((lowered.entry_params.len(), lowered.launch_pointers.len(), lowered.param_sizes.len()), (1, 1, 1));
+        }
+    }
+}
