@@ -6,8 +6,7 @@
 
 use std::process::ExitCode;
 
-use cudarc::cublas::sys as cublas;
-use ferrocuda::{Context, DeviceBuffer, Stream};
+use ferrocuda::{Context, Cublas, DeviceBuffer, Stream};
 
 fn main() -> ExitCode {
     ferrocuda::exit_code(run())
@@ -15,8 +14,7 @@ fn main() -> ExitCode {
 
 fn run() -> ferrocuda::Result<()> {
     let context = Context::primary(0)?;
-    // SAFETY: only probes whether the library can be opened.
-    if !unsafe { cublas::is_culib_present() } {
+    if !Cublas::is_available() {
         println!("nothing to run: libcublas not found; add its directory (e.g. /usr/local/cuda/lib64) to LD_LIBRARY_PATH");
         return Ok(());
     }
@@ -27,40 +25,12 @@ fn run() -> ferrocuda::Result<()> {
     let a_dev = DeviceBuffer::from_slice(&context, &a)?;
     let b_dev = DeviceBuffer::from_slice(&context, &b)?;
     let c_dev = DeviceBuffer::<f32>::zeroed(&context, n * n)?;
-    context.bind_to_thread()?;
-    let (alpha, beta) = (1.0f32, 0.0f32);
-    let mut handle = std::ptr::null_mut();
-    // SAFETY: standard cuBLAS calls on live buffers of n*n floats; the handle is destroyed
-    // after the stream is synchronised.
-    let status = unsafe {
-        let mut status = cublas::cublasCreate_v2(&mut handle);
-        if status == cublas::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
-            cublas::cublasSetStream_v2(handle, stream.raw() as cublas::cudaStream_t);
-            status = cublas::cublasSgemm_v2(
-                handle,
-                cublas::cublasOperation_t::CUBLAS_OP_N,
-                cublas::cublasOperation_t::CUBLAS_OP_N,
-                n as i32,
-                n as i32,
-                n as i32,
-                &alpha,
-                a_dev.device_ptr() as *const f32,
-                n as i32,
-                b_dev.device_ptr() as *const f32,
-                n as i32,
-                &beta,
-                c_dev.device_ptr() as *mut f32,
-                n as i32,
-            );
-        }
-        status
-    };
+    let mut c_dev = c_dev;
+    // One handle on our stream, in our primary context; it declares the buffers it uses, so
+    // the SGEMM is ordered with kernels and copies on other streams like a launch.
+    let cublas = Cublas::new(&stream)?;
+    cublas.sgemm((n, n, n), 1.0, &a_dev, &b_dev, 0.0, &mut c_dev)?;
     stream.synchronize()?;
-    if !handle.is_null() {
-        // SAFETY: created above, its work is done.
-        unsafe { cublas::cublasDestroy_v2(handle) };
-    }
-    assert_eq!(status, cublas::cublasStatus_t::CUBLAS_STATUS_SUCCESS, "cuBLAS failed");
     let c = c_dev.to_vec()?;
     let mut worst = 0.0f64;
     for col in 0..n {

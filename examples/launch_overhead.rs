@@ -1,6 +1,10 @@
 //! CPU time per kernel launch: raw `cuLaunchKernel` against ferrocuda's typed launchers, on
 //! the same kernels, in the same run.
 //!
+//! Kernels with 0 (`empty`), 2 (`saxpy`) and 8 (`eight_buffers`) slice arguments: each slice
+//! argument of a typed launch is checked for its context and ordered with the buffer's other
+//! streams (a lock and a pointer compare when all work stays on one stream).
+//!
 //! Two measurements per variant:
 //! - "batched": 500 launches, then a synchronisation that is not counted, repeated: the
 //!   launch queue never fills, so the submit time is the CPU cost of a launch;
@@ -13,7 +17,7 @@ use std::ffi::c_void;
 use std::time::{Duration, Instant};
 
 use ferrocuda::{Context, DeviceBuffer, JitOptions, LaunchConfig, Module, Stream, sys};
-use gpu_kernels::launch_kinds::empty;
+use gpu_kernels::launch_kinds::{eight_buffers, empty};
 use gpu_kernels::saxpy;
 
 const LAUNCHES: usize = 100_000;
@@ -52,8 +56,22 @@ fn run() -> ferrocuda::Result<()> {
         (&n as *const usize).cast_mut().cast(),
     ];
     let saxpy_params_ptr = saxpy_params.as_mut_ptr();
-    let module = Module::load_ptx(&context, "gpu_kernels (explicit)", gpu_kernels::KERNELS.ptx_for(80).expect("sm_80 PTX"), &JitOptions::new())?;
+    // SAFETY: the PTX/cubin is this project's own build (kernels built by #[kernel], whose
+    // fingerprints `launch_in` checks), or a module that is never launched through a typed launcher.
+    let module = unsafe { Module::load_ptx(&context, "gpu_kernels (explicit)", gpu_kernels::KERNELS.ptx_for(80).expect("sm_80 PTX"), &JitOptions::new()) }?;
     let mut y2 = DeviceBuffer::from_slice(&context, &[2.0f32; 32])?;
+    let eight_raw = eight_buffers::function(&context)?.raw();
+    let inputs: Vec<DeviceBuffer<f32>> = (0..4).map(|_| DeviceBuffer::from_slice(&context, &[1.0f32; 32])).collect::<Result<_, _>>()?;
+    let mut outputs: Vec<DeviceBuffer<f32>> = (0..4).map(|_| DeviceBuffer::zeroed(&context, 32)).collect::<Result<_, _>>()?;
+    let eight_ptrs: Vec<u64> = inputs.iter().chain(outputs.iter()).map(|b| b.device_ptr()).collect();
+    let mut eight_params: Vec<*mut c_void> = Vec::new();
+    for ptr in &eight_ptrs {
+        eight_params.push((ptr as *const u64).cast_mut().cast());
+        eight_params.push((&n as *const usize).cast_mut().cast());
+    }
+    let eight_params_ptr = eight_params.as_mut_ptr();
+    let [i0, i1, i2, i3] = &inputs[..] else { unreachable!() };
+    let [o0, o1, o2, o3] = &mut outputs[..] else { unreachable!() };
 
     type Variant<'a> = (&'static str, Box<dyn FnMut() + 'a>);
     let mut variants: Vec<Variant> = vec![
@@ -62,6 +80,8 @@ fn run() -> ferrocuda::Result<()> {
         ("saxpy, raw cuLaunchKernel", Box::new(|| raw_launch(saxpy_raw, saxpy_params_ptr))),
         ("saxpy, typed saxpy::launch", Box::new(|| saxpy::launch(&stream, config, 2.0, &x, &mut y).unwrap())),
         ("saxpy, typed launch_in(module)", Box::new(|| saxpy::launch_in(&module, &stream, config, 2.0, &x, &mut y2).unwrap())),
+        ("8 buffers, raw cuLaunchKernel", Box::new(|| raw_launch(eight_raw, eight_params_ptr))),
+        ("8 buffers, typed launch", Box::new(|| eight_buffers::launch(&stream, config, i0, i1, i2, i3, o0, o1, o2, o3).unwrap())),
     ];
 
     // Warm-up: loads, lazy driver state.
@@ -107,7 +127,12 @@ fn run() -> ferrocuda::Result<()> {
         println!("{name:<30} {best_batched:>16.3} {best_straight:>18.3} {:>10.1}ms", drain.as_secs_f64() * 1e3);
     }
     let best = |i: usize| batched[i].iter().copied().fold(f64::INFINITY, f64::min);
-    println!("typed - raw (batched): empty {:+.3} µs, saxpy {:+.3} µs", best(1) - best(0), best(3) - best(2));
+    println!(
+        "typed - raw (batched): 0 buffers (empty) {:+.3} µs, 2 buffers (saxpy) {:+.3} µs, 8 buffers {:+.3} µs",
+        best(1) - best(0),
+        best(3) - best(2),
+        best(6) - best(5)
+    );
     Ok(())
 }
 

@@ -20,7 +20,9 @@ fn main() -> std::process::ExitCode {
 fn run() -> ferrocuda::Result<()> {
     let context = Context::primary(0)?;
     let options = JitOptions::new().optimization_level(3).max_registers(32).line_info(true).verbose(true);
-    let module = ReloadableModule::load_ptx(&context, "gpu_kernels", &ptx_with_version(1), options, &[&mark_blocks::SIGNATURE])?;
+    // SAFETY: the PTX/cubin is this project's own build (kernels built by #[kernel], whose
+    // fingerprints `launch_in` checks), or a module that is never launched through a typed launcher.
+    let module = unsafe { ReloadableModule::load_ptx(&context, "gpu_kernels", &ptx_with_version(1), options, &[&mark_blocks::SIGNATURE]) }?;
     let current = module.current();
     println!("JIT log of `{}` ({} lines), first lines:", current.name(), current.info_log().lines().count());
     for line in current.info_log().lines().take(3) {
@@ -36,7 +38,9 @@ fn run() -> ferrocuda::Result<()> {
     for _ in 0..100 {
         mark_blocks::launch_in(&module.current(), &stream, (4u32, 32u32), false, &mut out)?;
     }
-    module.reload_ptx(&ptx_with_version(2))?; // the old module stays until its queued launches end
+    // SAFETY: the PTX/cubin is this project's own build (kernels built by #[kernel], whose
+    // fingerprints `launch_in` checks), or a module that is never launched through a typed launcher.
+    unsafe { module.reload_ptx(&ptx_with_version(2)) }?; // the old module stays until its queued launches end
     mark_blocks::launch_in(&module.current(), &stream, (4u32, 32u32), true, &mut out)?;
     stream.synchronize()?;
     println!("after reload (generation {}): VERSION = {}, out = {:?}", module.generation(), module.current().global::<u32>("VERSION")?.read()?, out.to_vec()?);

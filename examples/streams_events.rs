@@ -23,11 +23,10 @@ fn run() -> ferrocuda::Result<()> {
 
     let n = 1 << 24;
     let host_x = PinnedBuffer::from_slice(&context, &vec![1.0f32; n])?;
-    // SAFETY: `x` is used on `producer` only; `y` is also read on `consumer`, by the copy that
-    // `host_y.as_slice()` waits for before `y` is dropped.
-    let mut x = unsafe { DeviceBuffer::<f32>::zeroed_async(&producer, n)? };
-    // SAFETY: as for `x`.
-    let mut y = unsafe { DeviceBuffer::<f32>::zeroed_async(&producer, n)? };
+    // Stream-ordered buffers: `y` is also read on `consumer`; the copy there waits for the
+    // producer's kernel, and `y`'s drop waits for the copy (each buffer tracks its streams).
+    let mut x = DeviceBuffer::<f32>::zeroed_async(&producer, n)?;
+    let mut y = DeviceBuffer::<f32>::zeroed_async(&producer, n)?;
     host_x.copy_to_device_async(&mut x, &producer)?;
 
     let (start, done) = (Event::new(&context)?, Event::new(&context)?);

@@ -7,18 +7,12 @@
 
 mod common;
 
-use cudarc::cublas::sys as cublas;
-use ferrocuda::{DeviceBuffer, Stream};
-
-fn check(call: &str, status: cublas::cublasStatus_t) {
-    assert_eq!(status, cublas::cublasStatus_t::CUBLAS_STATUS_SUCCESS, "{call} failed");
-}
+use ferrocuda::{Cublas, DeviceBuffer, Stream};
 
 #[test]
 fn cublas_sgemm_on_our_buffers_matches_the_cpu() {
     let Some(context) = common::gpu_or_skip("cublas_sgemm_on_our_buffers_matches_the_cpu") else { return };
-    // SAFETY: only probes whether libcublas can be opened.
-    if !unsafe { cublas::is_culib_present() } {
+    if !Cublas::is_available() {
         assert!(!ferrocuda::gpu_required(), "REQUIRE_GPU=1 but libcublas could not be loaded (add its directory, e.g. /usr/local/cuda/lib64, to LD_LIBRARY_PATH)");
         eprintln!("SKIPPED cublas_sgemm_on_our_buffers_matches_the_cpu: libcublas not found (add its directory to LD_LIBRARY_PATH)");
         return;
@@ -34,35 +28,10 @@ fn cublas_sgemm_on_our_buffers_matches_the_cpu() {
     let a_dev = DeviceBuffer::from_slice(&context, &a).unwrap();
     let b_dev = DeviceBuffer::from_slice(&context, &b).unwrap();
     let c_dev = DeviceBuffer::from_slice(&context, &c0).unwrap();
-    context.bind_to_thread().unwrap();
-    let mut handle = std::ptr::null_mut();
-    // SAFETY: cuBLAS binds to the current (our primary) context; the handle is destroyed below.
-    check("cublasCreate", unsafe { cublas::cublasCreate_v2(&mut handle) });
-    // SAFETY: the stream belongs to the current context and outlives the handle's use.
-    check("cublasSetStream", unsafe { cublas::cublasSetStream_v2(handle, stream.raw() as cublas::cudaStream_t) });
-    // SAFETY: the device pointers hold m*k, k*n and m*n floats with the leading dimensions
-    // given; the buffers outlive the call and the synchronisation below.
-    check("cublasSgemm", unsafe {
-        cublas::cublasSgemm_v2(
-            handle,
-            cublas::cublasOperation_t::CUBLAS_OP_N,
-            cublas::cublasOperation_t::CUBLAS_OP_N,
-            m as i32,
-            n as i32,
-            k as i32,
-            &alpha,
-            a_dev.device_ptr() as *const f32,
-            m as i32,
-            b_dev.device_ptr() as *const f32,
-            k as i32,
-            &beta,
-            c_dev.device_ptr() as *mut f32,
-            m as i32,
-        )
-    });
+    let mut c_dev = c_dev;
+    let cublas = Cublas::new(&stream).unwrap();
+    cublas.sgemm((m, n, k), alpha, &a_dev, &b_dev, beta, &mut c_dev).unwrap();
     stream.synchronize().unwrap();
-    // SAFETY: created above, destroyed once, its work is done.
-    check("cublasDestroy", unsafe { cublas::cublasDestroy_v2(handle) });
 
     let got = c_dev.to_vec().unwrap();
     let mut worst = 0.0f64;

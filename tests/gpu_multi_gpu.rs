@@ -38,8 +38,7 @@ fn peer_copies_between_every_pair_of_devices() {
             assert_eq!(destination.to_vec().unwrap(), data, "synchronous copy {i} -> {j}");
             let stream = Stream::non_blocking(destination_context).unwrap();
             let mut second = DeviceBuffer::<u32>::zeroed(destination_context, n).unwrap();
-            // SAFETY: `source` lives until after the synchronisation below.
-            unsafe { second.copy_from_peer_async(&source, &stream) }.unwrap();
+            second.copy_from_peer_async(&source, &stream).unwrap();
             stream.synchronize().unwrap();
             assert_eq!(second.to_vec().unwrap(), data, "asynchronous copy {i} -> {j}");
             eprintln!("device {i} -> device {j}: peer access {}, copies verified", if direct { "enabled" } else { "unavailable (staged through the host)" });

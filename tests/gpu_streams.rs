@@ -233,16 +233,15 @@ fn dropping_a_buffer_that_queued_kernels_still_read_is_safe() {
         eprintln!("SKIPPED stream-ordered part: the device has no memory pools");
         return;
     }
-    // SAFETY (here and below): these buffers are used on `stream` only.
-    let mut z = unsafe { DeviceBuffer::<f32>::zeroed_async(&stream, n) }.unwrap();
-    let mut temporary = unsafe { DeviceBuffer::<f32>::zeroed_async(&stream, n) }.unwrap();
+    let mut z = DeviceBuffer::<f32>::zeroed_async(&stream, n).unwrap();
+    let mut temporary = DeviceBuffer::<f32>::zeroed_async(&stream, n).unwrap();
     temporary.fill_async(2.0, &stream).unwrap();
     for _ in 0..100 {
         saxpy::launch(&stream, config, 1.0, &temporary, &mut z).unwrap();
     }
     drop(temporary);
     let still_busy = !stream.is_idle().unwrap();
-    let mut reuse = unsafe { DeviceBuffer::<f32>::zeroed_async(&stream, n) }.unwrap();
+    let mut reuse = DeviceBuffer::<f32>::zeroed_async(&stream, n).unwrap();
     reuse.fill_async(-1000.0, &stream).unwrap();
     stream.synchronize().unwrap();
     eprintln!("stream-ordered drop returned with the stream still busy: {still_busy}");

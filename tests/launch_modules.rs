@@ -59,7 +59,9 @@ fn jit_options_apply_and_the_info_log_is_captured() {
     let ptx = gpu_kernels::KERNELS.ptx_for(80).unwrap();
     // sm_90 raises a register cap below 24 to 24, and the tensor-core kernel needs 28: cap at 32.
     let options = JitOptions::new().optimization_level(0).max_registers(32).line_info(true).fallback(JitFallback::PreferPtx).verbose(true);
-    let module = Module::load_ptx_checked(&context, "gpu_kernels (O0, 32 regs)", ptx, &options, &[&affine::SIGNATURE, &mark_blocks::SIGNATURE]).unwrap();
+    // SAFETY: the PTX/cubin is this project's own build (kernels built by #[kernel], whose
+    // fingerprints `launch_in` checks), or a module that is never launched through a typed launcher.
+    let module = unsafe { Module::load_ptx_checked(&context, "gpu_kernels (O0, 32 regs)", ptx, &options, &[&affine::SIGNATURE, &mark_blocks::SIGNATURE]) }.unwrap();
     eprintln!("JIT info log (first lines):\n{}", module.info_log().lines().take(4).collect::<Vec<_>>().join("\n"));
     assert!(module.info_log().contains("for 'affine' with  32 of maxrregcount option"), "the JIT should apply the register cap to affine:\n{}", module.info_log());
     let attributes = module.function("affine").unwrap().attributes().unwrap();
@@ -68,7 +70,9 @@ fn jit_options_apply_and_the_info_log_is_captured() {
     // CU_FUNC_ATTRIBUTE_PTX_VERSION is the virtual architecture the PTX targets (sm_80 -> 80).
     assert_eq!(attributes.ptx_version, 80);
     // Without options the same PTX compiles at O4, which needs no more registers than O0.
-    let default = Module::load_ptx(&context, "gpu_kernels (defaults)", ptx, &JitOptions::new()).unwrap();
+    // SAFETY: the PTX/cubin is this project's own build (kernels built by #[kernel], whose
+    // fingerprints `launch_in` checks), or a module that is never launched through a typed launcher.
+    let default = unsafe { Module::load_ptx(&context, "gpu_kernels (defaults)", ptx, &JitOptions::new()) }.unwrap();
     let optimised = default.function("affine").unwrap().attributes().unwrap();
     eprintln!("affine with the driver's default JIT options: {} registers", optimised.registers);
     assert!(optimised.registers <= attributes.registers, "O4 {optimised:?} vs O0 {attributes:?}");
@@ -85,10 +89,14 @@ fn jit_options_apply_and_the_info_log_is_captured() {
 
     // An explicit JIT target (the device's own architecture) instead of the context's.
     let arch = context.device().arch().unwrap();
-    let targeted = Module::load_ptx(&context, "targeted", ptx, &JitOptions::new().target(arch)).unwrap();
+    // SAFETY: the PTX/cubin is this project's own build (kernels built by #[kernel], whose
+    // fingerprints `launch_in` checks), or a module that is never launched through a typed launcher.
+    let targeted = unsafe { Module::load_ptx(&context, "targeted", ptx, &JitOptions::new().target(arch)) }.unwrap();
     assert_eq!(targeted.function("affine").unwrap().attributes().unwrap().binary_version, arch);
 
-    let error = Module::load_ptx(&context, "m", ptx, &JitOptions::new().optimization_level(7)).unwrap_err();
+    // SAFETY: the PTX/cubin is this project's own build (kernels built by #[kernel], whose
+    // fingerprints `launch_in` checks), or a module that is never launched through a typed launcher.
+    let error = unsafe { Module::load_ptx(&context, "m", ptx, &JitOptions::new().optimization_level(7)) }.unwrap_err();
     assert!(error.to_string().contains("optimization level 7 is out of range"), "{error}");
 }
 
@@ -96,7 +104,9 @@ fn jit_options_apply_and_the_info_log_is_captured() {
 fn a_bad_ptx_error_carries_the_jit_log() {
     let Some(context) = common::gpu_or_skip("a_bad_ptx_error_carries_the_jit_log") else { return };
     let broken = mark_blocks_ptx("ld.global.u32 %r3, [NO_SUCH_SYMBOL];");
-    let error = Module::load_ptx(&context, "broken", &broken, &JitOptions::new()).unwrap_err();
+    // SAFETY: the PTX/cubin is this project's own build (kernels built by #[kernel], whose
+    // fingerprints `launch_in` checks), or a module that is never launched through a typed launcher.
+    let error = unsafe { Module::load_ptx(&context, "broken", &broken, &JitOptions::new()) }.unwrap_err();
     let message = error.to_string();
     eprintln!("bad PTX: {message}");
     let Error::ModuleLoad { log, .. } = &error else { panic!("expected ModuleLoad, got {error:?}") };
@@ -108,12 +118,16 @@ fn a_bad_ptx_error_carries_the_jit_log() {
 fn ptx_for_a_newer_driver_or_device_is_refused_by_name() {
     let Some(context) = common::gpu_or_skip("ptx_for_a_newer_driver_or_device_is_refused_by_name") else { return };
     let too_new_isa = mark_blocks_ptx(FROM_GLOBAL).replace(".version 7.0", ".version 99.1");
-    let message = Module::load_ptx(&context, "future", &too_new_isa, &JitOptions::new()).unwrap_err().to_string();
+    // SAFETY: the PTX/cubin is this project's own build (kernels built by #[kernel], whose
+    // fingerprints `launch_in` checks), or a module that is never launched through a typed launcher.
+    let message = unsafe { Module::load_ptx(&context, "future", &too_new_isa, &JitOptions::new()) }.unwrap_err().to_string();
     eprintln!("{message}");
     assert!(message.contains("needs PTX ISA 99.1, but the driver (CUDA"), "{message}");
     let arch = context.device().arch().unwrap();
     let too_new_arch = mark_blocks_ptx(FROM_GLOBAL).replace(".target sm_70", &format!(".target sm_{}", arch + 10));
-    let message = Module::load_ptx(&context, "future", &too_new_arch, &JitOptions::new()).unwrap_err().to_string();
+    // SAFETY: the PTX/cubin is this project's own build (kernels built by #[kernel], whose
+    // fingerprints `launch_in` checks), or a module that is never launched through a typed launcher.
+    let message = unsafe { Module::load_ptx(&context, "future", &too_new_arch, &JitOptions::new()) }.unwrap_err().to_string();
     eprintln!("{message}");
     assert!(message.contains(&format!("targets sm_{}", arch + 10)) && message.contains(&format!("(sm_{arch})")), "{message}");
 }
@@ -121,7 +135,9 @@ fn ptx_for_a_newer_driver_or_device_is_refused_by_name() {
 #[test]
 fn module_globals_read_and_write_as_typed_values() {
     let Some(context) = common::gpu_or_skip("module_globals_read_and_write_as_typed_values") else { return };
-    let module = Module::load_ptx_checked(&context, "globals", &mark_blocks_ptx(FROM_GLOBAL), &JitOptions::new(), &[&mark_blocks::SIGNATURE]).unwrap();
+    // SAFETY: the PTX/cubin is this project's own build (kernels built by #[kernel], whose
+    // fingerprints `launch_in` checks), or a module that is never launched through a typed launcher.
+    let module = unsafe { Module::load_ptx_checked(&context, "globals", &mark_blocks_ptx(FROM_GLOBAL), &JitOptions::new(), &[&mark_blocks::SIGNATURE]) }.unwrap();
     let fill = module.global::<u32>("FILL").unwrap();
     assert_eq!(fill.read().unwrap(), 1);
     assert_eq!(module.global::<[u32; 4]>("TABLE").unwrap().read().unwrap(), [1, 2, 3, 4]);
@@ -143,7 +159,9 @@ fn module_globals_read_and_write_as_typed_values() {
 #[test]
 fn hot_reload_swaps_code_without_breaking_launches_in_flight() {
     let Some(context) = common::gpu_or_skip("hot_reload_swaps_code_without_breaking_launches_in_flight") else { return };
-    let reloadable = ReloadableModule::load_ptx(&context, "hot", &mark_blocks_ptx("mov.u32 %r3, 1000;"), JitOptions::new(), &[&mark_blocks::SIGNATURE]).unwrap();
+    // SAFETY: the PTX/cubin is this project's own build (kernels built by #[kernel], whose
+    // fingerprints `launch_in` checks), or a module that is never launched through a typed launcher.
+    let reloadable = unsafe { ReloadableModule::load_ptx(&context, "hot", &mark_blocks_ptx("mov.u32 %r3, 1000;"), JitOptions::new(), &[&mark_blocks::SIGNATURE]) }.unwrap();
     let stream = Stream::new(&context).unwrap();
     let blocks = 1 << 16;
     let mut before = DeviceBuffer::<u32>::zeroed(&context, blocks).unwrap();
@@ -152,7 +170,9 @@ fn hot_reload_swaps_code_without_breaking_launches_in_flight() {
     for _ in 0..200 {
         mark_blocks::launch_in(&reloadable.current(), &stream, (blocks as u32, 256u32), false, &mut before).unwrap();
     }
-    reloadable.reload_ptx(&mark_blocks_ptx("mov.u32 %r3, 2000;")).unwrap();
+    // SAFETY: the PTX/cubin is this project's own build (kernels built by #[kernel], whose
+    // fingerprints `launch_in` checks), or a module that is never launched through a typed launcher.
+    unsafe { reloadable.reload_ptx(&mark_blocks_ptx("mov.u32 %r3, 2000;")) }.unwrap();
     assert_eq!(reloadable.generation(), 1);
     mark_blocks::launch_in(&reloadable.current(), &stream, (blocks as u32, 256u32), false, &mut after).unwrap();
     stream.synchronize().unwrap();
@@ -161,7 +181,9 @@ fn hot_reload_swaps_code_without_breaking_launches_in_flight() {
 
     // A reload that would break the launcher is refused and the current code stays.
     let stale = mark_blocks_ptx("mov.u32 %r3, 3000;").replace("\t.param .u8 mark_blocks_param_0,\n", "");
-    let error = reloadable.reload_ptx(&stale).unwrap_err();
+    // SAFETY: the PTX/cubin is this project's own build (kernels built by #[kernel], whose
+    // fingerprints `launch_in` checks), or a module that is never launched through a typed launcher.
+    let error = unsafe { reloadable.reload_ptx(&stale) }.unwrap_err();
     eprintln!("stale reload: {error}");
     assert!(matches!(error, Error::KernelSignatureMismatch { .. }), "{error}");
     assert_eq!(reloadable.generation(), 1);
@@ -172,14 +194,18 @@ fn a_stale_module_is_named_with_the_mismatch() {
     let Some(context) = common::gpu_or_skip("a_stale_module_is_named_with_the_mismatch") else { return };
     // The kernel lost its `bool` parameter: two PTX parameters where the launcher passes three.
     let stale = mark_blocks_ptx(FROM_GLOBAL).replace("\t.param .u8 mark_blocks_param_0,\n", "");
-    let error = Module::load_ptx_checked(&context, "stale", &stale, &JitOptions::new(), &[&mark_blocks::SIGNATURE]).unwrap_err();
+    // SAFETY: the PTX/cubin is this project's own build (kernels built by #[kernel], whose
+    // fingerprints `launch_in` checks), or a module that is never launched through a typed launcher.
+    let error = unsafe { Module::load_ptx_checked(&context, "stale", &stale, &JitOptions::new(), &[&mark_blocks::SIGNATURE]) }.unwrap_err();
     let message = error.to_string();
     eprintln!("{message}");
     assert!(message.contains("kernel `mark_blocks` in module `stale` does not match its launcher"), "{message}");
     assert!(message.contains("has 2 parameters, the launcher passes 3"), "{message}");
 
     // Loaded without the check, the first typed launch reports the same and launches nothing.
-    let module = Module::load_ptx(&context, "stale", &stale, &JitOptions::new()).unwrap();
+    // SAFETY: the PTX/cubin is this project's own build (kernels built by #[kernel], whose
+    // fingerprints `launch_in` checks), or a module that is never launched through a typed launcher.
+    let module = unsafe { Module::load_ptx(&context, "stale", &stale, &JitOptions::new()) }.unwrap();
     let stream = Stream::new(&context).unwrap();
     let mut out = DeviceBuffer::<u32>::zeroed(&context, 4).unwrap();
     let error = mark_blocks::launch_in(&module, &stream, (4u32, 32u32), true, &mut out).unwrap_err();
@@ -199,7 +225,9 @@ fn a_cubin_loads_as_a_binary_module_and_garbage_does_not() {
         eprintln!("no cubin for sm_{arch} embedded; nothing to load");
         return;
     };
-    let module = Module::load_binary(&context, "gpu_kernels cubin", cubin, &JitOptions::new()).unwrap();
+    // SAFETY: the PTX/cubin is this project's own build (kernels built by #[kernel], whose
+    // fingerprints `launch_in` checks), or a module that is never launched through a typed launcher.
+    let module = unsafe { Module::load_binary(&context, "gpu_kernels cubin", cubin, &JitOptions::new()) }.unwrap();
     module.check_kernels(&[&affine::SIGNATURE, &mark_blocks::SIGNATURE]).unwrap();
     let stream = Stream::new(&context).unwrap();
     let mut out = DeviceBuffer::<u32>::zeroed(&context, 5).unwrap();
@@ -207,10 +235,14 @@ fn a_cubin_loads_as_a_binary_module_and_garbage_does_not() {
     stream.synchronize().unwrap();
     assert_eq!(out.to_vec().unwrap(), [0, 1, 2, 3, 4]);
 
-    let error = Module::load_binary(&context, "garbage", b"not a cubin at all", &JitOptions::new()).unwrap_err();
+    // SAFETY: the PTX/cubin is this project's own build (kernels built by #[kernel], whose
+    // fingerprints `launch_in` checks), or a module that is never launched through a typed launcher.
+    let error = unsafe { Module::load_binary(&context, "garbage", b"not a cubin at all", &JitOptions::new()) }.unwrap_err();
     eprintln!("garbage image: {error}");
     assert!(error.to_string().contains("module `garbage` is not a loadable binary image: it is neither a cubin"), "{error}");
     // A cubin cut short is refused before the driver could read past its end.
-    let error = Module::load_binary(&context, "truncated", &cubin[..cubin.len() / 2], &JitOptions::new()).unwrap_err();
+    // SAFETY: the PTX/cubin is this project's own build (kernels built by #[kernel], whose
+    // fingerprints `launch_in` checks), or a module that is never launched through a typed launcher.
+    let error = unsafe { Module::load_binary(&context, "truncated", &cubin[..cubin.len() / 2], &JitOptions::new()) }.unwrap_err();
     assert!(error.to_string().contains("the ELF is truncated"), "{error}");
 }

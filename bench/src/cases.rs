@@ -46,7 +46,7 @@ impl<'m> Env<'m> {
 
     fn registers(&self, implementation: Implementation<'_>, symbol: &str) -> Option<u32> {
         let function = match implementation {
-            Implementation::Rust => ferrocuda_host::embedded_function(&gpu_kernels::KERNELS, leak(symbol), &self.context),
+            Implementation::Rust => ferrocuda_host::Function::from_embedded(&self.context, &gpu_kernels::KERNELS, leak(symbol)),
             Implementation::CudaCpp(module) => module.function(symbol),
         };
         function.and_then(|f| f.attributes()).ok().map(|a| a.registers)

@@ -108,7 +108,9 @@ pub fn compile_reference(context: &Context, arch: u32) -> Result<Compiled, Unava
     // SAFETY: `cubin` holds the size NVRTC reported.
     check("nvrtcGetCUBIN", unsafe { nvrtc::nvrtcGetCUBIN(program.0, cubin.as_mut_ptr().cast::<c_char>()) })?;
     let compile_ms = started.elapsed().as_secs_f64() * 1e3;
-    let module = Module::load_binary(context, "reference_kernels.cu (NVRTC)", &cubin, &JitOptions::new())
+    // SAFETY: a cubin NVRTC just compiled from bench/cuda/reference_kernels.cu, unaltered;
+    // its kernels are launched with the parameters that source declares.
+    let module = unsafe { Module::load_binary(context, "reference_kernels.cu (NVRTC)", &cubin, &JitOptions::new()) }
         .map_err(|error| Unavailable::Failed(format!("loading NVRTC's cubin: {error}")))?;
     Ok(Compiled { module, cubin, version: format!("{major}.{minor}"), compile_ms })
 }

@@ -5,7 +5,7 @@
 //! ferrocuda-host), not just "launch failed".
 //!
 //! The handshake with the host, through two module globals:
-//! - `__ferrocuda_panic_slot` (`u64`, device memory): the device address of a `PanicRecord` in
+//! - `__ferrocuda_panic_slot` (`u64`, device memory; `ferrocuda_types::PANIC_SLOT_SYMBOL`): the device address of a `PanicRecord` in
 //!   page-locked host memory, written by the host when it loads the module; 0 means nobody
 //!   listens, and the panic is only printed.
 //! - `__ferrocuda_panic_claimed` (`u32`, device memory): the first thread to swap it from 0 to 1
@@ -15,31 +15,9 @@
 //! The kernel's name comes from a shared-memory tag that every `#[kernel]` entry writes
 //! ([`__enter_kernel`]).
 
-/// What a panicking thread leaves for the host (mirrored field for field by the host crate).
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct PanicRecord {
-    /// 0 empty, 2 complete (written last, after a system fence).
-    pub state: u32,
-    /// Source line.
-    pub line: u32,
-    /// Source column.
-    pub column: u32,
-    /// `blockIdx` of the panicking thread.
-    pub block: [u32; 3],
-    /// `threadIdx` of the panicking thread.
-    pub thread: [u32; 3],
-    /// The kernel's name, NUL-terminated (empty if unknown).
-    pub kernel: [u8; 64],
-    /// The source file, NUL-terminated.
-    pub file: [u8; 192],
-    /// The panic message, NUL-terminated, cut to fit.
-    pub message: [u8; 256],
-}
-
-/// Value written to `PanicRecord::state` once the record is complete.
-pub const RECORD_COMPLETE: u32 = 2;
-
+/// What a panicking thread leaves for the host, and the value of its `state` once complete:
+/// one definition shared with the host (ferrocuda-types), so the layout cannot drift.
+pub use ferrocuda_types::{PanicRecord, RECORD_COMPLETE};
 
 #[cfg(target_arch = "nvptx64")]
 mod device {
@@ -197,18 +175,3 @@ pub use device::__enter_kernel;
 #[doc(hidden)]
 #[inline(always)]
 pub fn __enter_kernel(_name: &'static core::ffi::CStr) {}
-
-
-#[cfg(all(test, not(target_arch = "nvptx64")))]
-mod tests {
-    use super::PanicRecord;
-
-    #[test]
-    fn the_record_has_the_layout_the_host_reads() {
-        // The same numbers are asserted on ferrocuda-host's mirror of this struct.
-        assert_eq!(core::mem::offset_of!(PanicRecord, kernel), 36);
-        assert_eq!(core::mem::offset_of!(PanicRecord, file), 100);
-        assert_eq!(core::mem::offset_of!(PanicRecord, message), 292);
-        assert_eq!(core::mem::size_of::<PanicRecord>(), 548);
-    }
-}

@@ -84,3 +84,26 @@ pub fn split_sign(x: &[f32], mut low: DisjointSlice<f32>, mut high: DisjointSlic
         *h = x[i].max(0.0);
     }
 }
+
+/// Eight slice arguments (four read, four written), for the launch-overhead measurement of
+/// buffer tracking: thread 0 writes each input's length into the first element of each output.
+#[kernel]
+#[allow(clippy::too_many_arguments)]
+pub fn eight_buffers(
+    a: &[f32],
+    b: &[f32],
+    c: &[f32],
+    d: &[f32],
+    mut e: DisjointSlice<f32>,
+    mut f: DisjointSlice<f32>,
+    mut g: DisjointSlice<f32>,
+    mut h: DisjointSlice<f32>,
+) {
+    // Thread 0 of block 0 is the thread whose unique index is 0.
+    let i = unique_index();
+    if i.get() == 0
+        && let (Some(e0), Some(f0), Some(g0), Some(h0)) = (e.get_mut(i), f.get_mut(i), g.get_mut(i), h.get_mut(i))
+    {
+        (*e0, *f0, *g0, *h0) = (a.len() as f32, b.len() as f32, c.len() as f32, d.len() as f32);
+    }
+}

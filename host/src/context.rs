@@ -1,17 +1,21 @@
 //! Contexts. The default is the device's primary context, the one runtime-API libraries
 //! (cuBLAS, cuFFT, ...) also use, so work and memory can be shared with them.
 
+use std::any::Any;
 use std::cell::RefCell;
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use cudarc::driver::sys;
 
 use crate::device::Device;
-use crate::driver::{self, init};
+use crate::driver;
+use crate::loader::init;
 use crate::EmbeddedModule;
 use crate::embedded::LoadedEmbedded;
-use crate::error::{DriverError, Error, Result};
+use crate::driver::DriverError;
+use crate::error::{Error, Result};
 use crate::DeviceLimits;
 
 thread_local! {
@@ -48,7 +52,22 @@ pub(crate) struct ContextInner {
     limits: DeviceLimits,
     /// Embedded modules loaded into this context, loaded on first launch (runtime-API style).
     embedded: Mutex<Vec<LoadedEmbedded>>,
+    /// The device supports stream-ordered allocation (`cuMemAllocAsync`); buffers then come
+    /// from its default pool and are freed stream-ordered.
+    memory_pools: bool,
+    /// Streams of this context being captured through `Stream::begin_capture`.
+    capturing: AtomicUsize,
+    /// Frees of buffers dropped while a capture was running (E1b), run when it ends.
+    deferred: Mutex<Vec<DeferredRelease>>,
+    /// Explicit modules whose kernels were launched into a capture, by capturing stream: the
+    /// graph made by `end_capture` keeps them loaded (U5).
+    captured_modules: Mutex<Vec<(usize, Arc<dyn Any + Send + Sync>)>>,
+    /// Contexts whose memory kernels of this one may use (`enable_peer_access`).
+    peers: Mutex<Vec<usize>>,
 }
+
+/// A buffer release postponed until no capture runs in the context.
+pub(crate) type DeferredRelease = Box<dyn FnOnce(&Context) + Send>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ContextKind {
@@ -120,7 +139,100 @@ impl Limit {
     }
 }
 
+impl ContextInner {
+    fn new(raw: sys::CUcontext, device: Device, kind: ContextKind, limits: DeviceLimits) -> Self {
+        ContextInner {
+            raw,
+            device,
+            kind,
+            limits,
+            embedded: Mutex::new(Vec::new()),
+            memory_pools: device.supports_memory_pools().unwrap_or(false) && std::env::var_os("FERROCUDA_NO_MEMORY_POOLS").is_none(),
+            capturing: AtomicUsize::new(0),
+            deferred: Mutex::new(Vec::new()),
+            captured_modules: Mutex::new(Vec::new()),
+            peers: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 impl Context {
+    /// True when buffers of this context come from the device's default memory pool
+    /// (`cuMemAllocAsync`) and are freed stream-ordered (`cuMemFreeAsync`). Set
+    /// `FERROCUDA_NO_MEMORY_POOLS` to use `cuMemAlloc` instead (frees then wait for the
+    /// streams that used the buffer).
+    pub fn uses_memory_pools(&self) -> bool {
+        self.inner.memory_pools
+    }
+
+    /// True while a stream of this context is being captured (through `Stream::begin_capture`).
+    #[inline]
+    pub(crate) fn is_capturing(&self) -> bool {
+        self.inner.capturing.load(Ordering::Acquire) > 0
+    }
+
+    pub(crate) fn capture_started(&self) {
+        self.inner.capturing.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Called when a capture ends: once none runs any more, performs the releases of the
+    /// buffers dropped meanwhile.
+    pub(crate) fn capture_ended(&self) {
+        if self.inner.capturing.fetch_sub(1, Ordering::AcqRel) == 1 {
+            let deferred = std::mem::take(&mut *lock(&self.inner.deferred));
+            for release in deferred {
+                release(self);
+            }
+        }
+    }
+
+    /// Postpones a buffer's release until no capture runs (E1b); false when none runs now
+    /// (then release it now).
+    pub(crate) fn defer_while_capturing(&self, release: impl FnOnce(&Context) + Send + 'static) -> Result<(), DeferredRelease> {
+        let mut deferred = lock(&self.inner.deferred);
+        // Checked under the lock `capture_ended` drains with, so nothing is left behind.
+        if self.is_capturing() {
+            deferred.push(Box::new(release));
+            Ok(())
+        } else {
+            Err(Box::new(release))
+        }
+    }
+
+    /// How many buffer releases wait for a capture to end (for tests and diagnostics).
+    pub fn deferred_releases(&self) -> usize {
+        lock(&self.inner.deferred).len()
+    }
+
+    /// Keeps `module` loaded for the graph that `stream`'s running capture will make (U5).
+    /// `stream` is the capturing stream's raw handle.
+    pub(crate) fn keep_for_capture(&self, stream: sys::CUstream, module: Arc<dyn Any + Send + Sync>) {
+        let key = stream as usize;
+        let mut captured = lock(&self.inner.captured_modules);
+        if !captured.iter().any(|(k, m)| *k == key && Arc::ptr_eq(m, &module)) {
+            captured.push((key, module));
+        }
+    }
+
+    /// The modules kept for `stream`'s capture, handed to its graph.
+    pub(crate) fn take_captured_modules(&self, stream: sys::CUstream) -> Vec<Arc<dyn Any + Send + Sync>> {
+        let key = stream as usize;
+        let mut captured = lock(&self.inner.captured_modules);
+        let (mine, others) = std::mem::take(&mut *captured).into_iter().partition(|(k, _)| *k == key);
+        *captured = others;
+        mine.into_iter().map(|(_, m): (usize, _)| m).collect()
+    }
+
+    /// True when kernels of this context may use memory of `other` (the same context, or a
+    /// peer after [`Context::enable_peer_access`]).
+    pub(crate) fn can_use_memory_of(&self, other: sys::CUcontext) -> bool {
+        other == self.inner.raw || lock(&self.inner.peers).contains(&(other as usize))
+    }
+
     /// Retains the primary context of device `ordinal` and makes it current on this thread.
     ///
     /// Every call for the same device returns a handle to the same context while one is
@@ -148,7 +260,7 @@ impl Context {
                 return Err(e);
             }
         };
-        let inner = Arc::new(ContextInner { raw, device, kind: ContextKind::Primary, limits, embedded: Mutex::new(Vec::new()) });
+        let inner = Arc::new(ContextInner::new(raw, device, ContextKind::Primary, limits));
         registry.push(Arc::downgrade(&inner));
         drop(registry);
         let context = Context { inner };
@@ -176,7 +288,7 @@ impl Context {
         // SAFETY: pops what cuCtxCreate pushed, restoring the thread's stack; bound again below.
         let _ = unsafe { driver::context::pop_current(&mut popped) };
         let context = Context {
-            inner: Arc::new(ContextInner { raw, device, kind: ContextKind::Created(schedule), limits, embedded: Mutex::new(Vec::new()) }),
+            inner: Arc::new(ContextInner::new(raw, device, ContextKind::Created(schedule), limits)),
         };
         context.bind_to_thread()?;
         Ok(context)
@@ -220,11 +332,12 @@ impl Context {
         self.inner.raw
     }
 
-    /// Waits until all work in this context is done; reports a kernel fault if one happened.
+    /// Waits until all work in this context is done; reports a kernel fault if one happened
+    /// (with the kernel's panic report when a `#[kernel]` panicked).
     pub fn synchronize(&self) -> Result<()> {
         self.bind_to_thread()?;
         // SAFETY: no arguments.
-        unsafe { driver::context::synchronize() }?;
+        unsafe { driver::context::synchronize() }.map_err(crate::panic_report::with_kernel_panic)?;
         Ok(())
     }
 
@@ -242,13 +355,23 @@ impl Context {
         self.with_embedded(module, |loaded| loaded.function(symbol))
     }
 
+    /// The function `symbol` of `module` if the module is already loaded into this context;
+    /// else [`Error::ModuleNotLoadedInCapture`] (loading is not allowed during a capture, E1a).
+    pub(crate) fn embedded_function_if_loaded(&self, module: &'static EmbeddedModule, symbol: &'static str) -> Result<sys::CUfunction> {
+        let mut loaded = lock(&self.inner.embedded);
+        match loaded.iter_mut().find(|l| l.is(module)) {
+            Some(loaded) => loaded.function(symbol),
+            None => Err(Error::ModuleNotLoadedInCapture { kernel: symbol.to_string(), module: module.crate_name.to_string() }),
+        }
+    }
+
     /// Runs `f` on `module` as loaded into this context, loading it first if needed.
     fn with_embedded<R>(&self, module: &'static EmbeddedModule, f: impl FnOnce(&mut LoadedEmbedded) -> Result<R>) -> Result<R> {
         let mut loaded = self.inner.embedded.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let index = match loaded.iter().position(|l| l.is(module)) {
             Some(index) => index,
             None => {
-                loaded.push(LoadedEmbedded::load(module, self)?);
+                loaded.push(LoadedEmbedded::load(module, self.inner.device)?);
                 loaded.len() - 1
             }
         };
@@ -393,6 +516,23 @@ impl Context {
             Err(e) if e.code == sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {}
             other => other?,
         }
+        if peer.inner.memory_pools {
+            // Buffers of `peer` come from its device's default pool, whose access is granted
+            // per device (peer access between contexts does not cover pools).
+            let mut pool = std::ptr::null_mut();
+            // SAFETY: writes one pool handle of a valid device.
+            unsafe { driver::device::get_default_mem_pool(&mut pool, peer.inner.device.raw()) }?;
+            let access = sys::CUmemAccessDesc {
+                location: sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id: self.inner.device.ordinal() as i32 },
+                flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+            };
+            // SAFETY: one valid descriptor for a live pool.
+            unsafe { driver::memory::pool_set_access(pool, &access, 1) }?;
+        }
+        let mut peers = lock(&self.inner.peers);
+        if !peers.contains(&(peer.inner.raw as usize)) {
+            peers.push(peer.inner.raw as usize);
+        }
         Ok(())
     }
 }
@@ -407,6 +547,10 @@ impl Drop for ContextInner {
         // Modules first, while the context still exists; errors cannot be reported from Drop.
         // SAFETY: the context is still retained (or not yet destroyed) here.
         let _ = unsafe { driver::context::set_current(self.raw) };
+        // Kernels of the embedded modules may still run (their stream and last handles may be
+        // gone, with only scalar or raw-pointer arguments): wait before unloading the code (S1).
+        // SAFETY: no arguments; the context is current (set above).
+        let _ = unsafe { driver::context::synchronize() };
         self.embedded.get_mut().unwrap_or_else(|p| p.into_inner()).clear();
         match self.kind {
             // SAFETY: balances the retain in `Context::primary`.

@@ -4,7 +4,8 @@ use std::ffi::CStr;
 
 use cudarc::driver::sys;
 
-use crate::driver::{self, init};
+use crate::driver;
+use crate::loader::init;
 use crate::error::{Error, Result};
 
 /// One CUDA device.

@@ -4,10 +4,10 @@
 
 use cudarc::driver::sys;
 
-use crate::context::Context;
+use crate::device::Device;
 
 use crate::error::{Error, Result};
-use crate::module::{RawModule, check_ptx_supported};
+use crate::module::raw::{RawModule, check_ptx_supported};
 use crate::{EmbeddedModule, Image};
 
 /// An embedded module loaded into one context, with the functions looked up so far.
@@ -19,8 +19,7 @@ pub(crate) struct LoadedEmbedded {
 }
 
 impl LoadedEmbedded {
-    pub(crate) fn load(module: &'static EmbeddedModule, context: &Context) -> Result<Self> {
-        let device = context.device();
+    pub(crate) fn load(module: &'static EmbeddedModule, device: Device) -> Result<Self> {
         let arch = device.arch()?;
         let image = module.pick_image(arch).ok_or_else(|| Error::NoCompatibleImage {
             module: module.crate_name.to_string(),
@@ -35,7 +34,7 @@ impl LoadedEmbedded {
             }
             Image::Ptx(a) => {
                 let ptx = module.ptx_for(a).unwrap_or_default();
-                check_ptx_supported(module.crate_name, ptx, context)?;
+                check_ptx_supported(module.crate_name, ptx, device)?;
                 RawModule::load(module.crate_name, ptx.as_bytes(), true)?
             }
         };

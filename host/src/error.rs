@@ -1,89 +1,15 @@
 //! Errors of the host API. [`DriverError`] is one failed driver call; [`Error`] is what every
 //! fallible function returns, with messages that say what to do next.
 
-use std::ffi::CStr;
-use std::fmt;
-
-use cudarc::driver::sys;
 
 use crate::LaunchProblem;
-use crate::driver;
-
-/// A driver call that returned something other than `CUDA_SUCCESS`.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DriverError {
-    /// The driver function, e.g. `cuMemAlloc`.
-    pub call: &'static str,
-    /// The result code.
-    pub code: sys::CUresult,
-}
-
-impl DriverError {
-    /// The CUDA name of the code, e.g. `CUDA_ERROR_OUT_OF_MEMORY`.
-    pub fn name(&self) -> String {
-        let mut text = std::ptr::null();
-        // SAFETY: cuGetErrorName writes a pointer to a static string or leaves it null.
-        let _ = unsafe { driver::init::get_error_name(self.code, &mut text) };
-        if text.is_null() { format!("{:?}", self.code) } else { unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned() }
-    }
-
-    /// The driver's description of the code.
-    pub fn description(&self) -> String {
-        let mut text = std::ptr::null();
-        // SAFETY: as in `name`.
-        let _ = unsafe { driver::init::get_error_string(self.code, &mut text) };
-        if text.is_null() { String::new() } else { unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned() }
-    }
-
-    /// True for the errors after which the context cannot be used again (a kernel fault).
-    pub fn is_sticky(&self) -> bool {
-        use sys::CUresult::*;
-        matches!(
-            self.code,
-            CUDA_ERROR_ILLEGAL_ADDRESS
-                | CUDA_ERROR_LAUNCH_FAILED
-                | CUDA_ERROR_ILLEGAL_INSTRUCTION
-                | CUDA_ERROR_MISALIGNED_ADDRESS
-                | CUDA_ERROR_INVALID_ADDRESS_SPACE
-                | CUDA_ERROR_INVALID_PC
-                | CUDA_ERROR_HARDWARE_STACK_ERROR
-                | CUDA_ERROR_ASSERT
-        )
-    }
-}
-
-impl fmt::Display for DriverError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} failed: {} ({})", self.call, self.name(), self.description())?;
-        if self.is_sticky() {
-            write!(
-                f,
-                "; a kernel faulted, so this context can no longer be used (every later call in it fails). \
-                 Drop its buffers and streams and call `Context::recover()` to start over; the driver may keep the whole \
-                 process poisoned, and then only a new process can use the GPU"
-            )?;
-        }
-        Ok(())
-    }
-}
-
-impl fmt::Debug for DriverError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "DriverError({}: {:?})", self.call, self.code)
-    }
-}
-
-impl std::error::Error for DriverError {}
+pub use crate::driver::DriverError;
 
 impl From<DriverError> for Error {
-    /// A sticky error after a device panic becomes [`Error::KernelPanic`] with the record the
-    /// panicking thread left; any other driver error stays [`Error::Driver`].
+    /// Always [`Error::Driver`]: no hidden reads. The calls that notice kernel faults
+    /// (synchronisations, host copies, allocations) upgrade explicitly to
+    /// [`Error::KernelPanic`] (`panic_report::with_kernel_panic`).
     fn from(error: DriverError) -> Self {
-        if error.is_sticky()
-            && let Some(report) = crate::panic_report::recorded()
-        {
-            return Error::KernelPanic { report, source: error };
-        }
         Error::Driver(error)
     }
 }
@@ -305,6 +231,72 @@ pub enum Error {
     /// A JIT option out of its range.
     #[error("invalid JIT option: {0}")]
     InvalidJitOption(String),
+    /// A kernel argument (or other stream work's buffer) lives in another context than the
+    /// stream, without peer access between them (U3, C2).
+    #[error(
+        "{operation}: buffer `{argument}` belongs to another context than the stream; use a stream of the buffer's context, \
+         copy the data over (`copy_from_peer`), or enable peer access first (`stream_context.enable_peer_access(&buffer_context)`)"
+    )]
+    BufferInOtherContext {
+        /// The kernel launched, or the operation.
+        operation: String,
+        /// The parameter's name (or the buffer's position).
+        argument: &'static str,
+    },
+    /// An allocation whose size in bytes does not fit in `usize`.
+    #[error("cannot allocate {len} elements of {element_bytes} bytes: the size in bytes overflows usize; allocate less")]
+    AllocationTooLarge {
+        /// Elements asked for.
+        len: usize,
+        /// `size_of::<T>()`.
+        element_bytes: usize,
+    },
+    /// A wait that gave up (see [`Stream::synchronize_timeout`](crate::Stream::synchronize_timeout)).
+    #[error("{operation}: the work was still running after {waited:?} (a kernel that never ends, e.g. one spinning on a flag nobody sets?); it keeps running, and a later synchronisation waits for it")]
+    Timeout {
+        /// What timed out.
+        operation: &'static str,
+        /// How long it waited.
+        waited: std::time::Duration,
+    },
+    /// The first launch of a crate's kernel in a context happened inside a stream capture: the
+    /// embedded module would have to be loaded there, which a capture forbids (E1a).
+    #[error(
+        "cannot launch `{kernel}` inside a stream capture: the module `{module}` is not loaded into this context yet, and loading \
+         it is not allowed while capturing. Load it before `begin_capture`/`capture`: `context.embedded_image(&{module}::KERNELS)?` \
+         (or launch one of its kernels once)"
+    )]
+    ModuleNotLoadedInCapture {
+        /// The kernel.
+        kernel: String,
+        /// The kernel crate.
+        module: String,
+    },
+    /// A run-time library (cuBLAS, ...) could not be loaded.
+    #[error("{library} could not be loaded: add its directory (e.g. /usr/local/cuda/lib64) to LD_LIBRARY_PATH")]
+    LibraryUnavailable {
+        /// The library.
+        library: &'static str,
+    },
+    /// A run-time library call failed.
+    #[error("{library}: {call} failed with {status}")]
+    Library {
+        /// The library.
+        library: &'static str,
+        /// The call.
+        call: &'static str,
+        /// The library's status code.
+        status: String,
+    },
+    /// `Stream::end_capture` failed: something illegal during a capture invalidated it.
+    #[error(
+        "{source}; the capture was invalidated by an operation that is not allowed while capturing (a synchronous copy or memset, \
+         a synchronisation, loading a module, an allocation with `cuMemAlloc`), on this thread or on the captured stream"
+    )]
+    CaptureFailed {
+        /// The driver's error from `cuStreamEndCapture`.
+        source: DriverError,
+    },
 }
 
 /// Bytes as a short human-readable size ("1.50 GiB").
@@ -324,6 +316,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 #[cfg(test)]
 mod tests {
+    use cudarc::driver::sys;
+
     use super::*;
 
     #[test]

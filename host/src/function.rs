@@ -69,6 +69,15 @@ impl Function {
         Function { raw, name, context, _module: module }
     }
 
+    /// The kernel `symbol` of an embedded module (`my_kernels::KERNELS`) as loaded into
+    /// `context`, loading the module if needed: for attributes, occupancy and launches by
+    /// symbol. A `#[kernel]` launcher gives the same as `name::function(&context)`.
+    pub fn from_embedded(context: &Context, module: &'static crate::EmbeddedModule, symbol: &'static str) -> Result<Function> {
+        context.bind_to_thread()?;
+        let raw = context.embedded_function(module, symbol)?;
+        Ok(Function::new(raw, symbol.to_string(), context.clone(), None))
+    }
+
     /// The kernel's symbol.
     pub fn name(&self) -> &str {
         &self.name

@@ -3,6 +3,9 @@
 //!
 //! Driver reference: [graph management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html).
 
+use std::any::Any;
+use std::sync::Arc;
+
 use cudarc::driver::sys;
 
 use crate::context::Context;
@@ -15,6 +18,9 @@ use crate::stream::Stream;
 pub struct Graph {
     raw: sys::CUgraph,
     context: Context,
+    /// Explicitly loaded modules whose kernels the graph holds (U5: a graph node pointing at
+    /// an unloaded module crashes `instantiate`).
+    modules: Vec<Arc<dyn Any + Send + Sync>>,
 }
 
 // SAFETY: a CUgraph may move between threads. It is not `Sync`: the driver's graph thread
@@ -23,9 +29,9 @@ pub struct Graph {
 unsafe impl Send for Graph {}
 
 impl Graph {
-    /// Takes ownership of a graph handle made in `context`.
-    pub(crate) fn from_raw(raw: sys::CUgraph, context: Context) -> Self {
-        Graph { raw, context }
+    /// Takes ownership of a graph handle made in `context`, keeping `modules` loaded.
+    pub(crate) fn from_raw(raw: sys::CUgraph, context: Context, modules: Vec<Arc<dyn Any + Send + Sync>>) -> Self {
+        Graph { raw, context, modules }
     }
 
     /// How many nodes (kernels, copies, ...) the graph holds.
@@ -42,7 +48,7 @@ impl Graph {
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes one handle, owned by the returned GraphExec; flags 0 = default.
         unsafe { driver::graph::instantiate_with_flags(&mut raw, self.raw, 0) }?;
-        Ok(GraphExec { raw, context: self.context.clone() })
+        Ok(GraphExec { raw, context: self.context.clone(), _modules: self.modules.clone() })
     }
 
     /// The raw `CUgraph`.
@@ -64,6 +70,8 @@ impl Drop for Graph {
 pub struct GraphExec {
     raw: sys::CUgraphExec,
     context: Context,
+    /// As for [`Graph`]: the modules of its kernels stay loaded while it lives.
+    _modules: Vec<Arc<dyn Any + Send + Sync>>,
 }
 
 // SAFETY: as for `Graph`: it may move between threads, but is not used from two at once
@@ -76,9 +84,12 @@ impl GraphExec {
     /// # Safety
     /// The graph's kernels and copies use the device addresses that were captured. Every
     /// buffer (device, pinned host) that the captured work touched must still be alive, and
-    /// not be freed until this replay has finished (a synchronisation of `stream`, or dropping
-    /// the buffer, which waits for the device). Holding the buffers for as long as the
-    /// `GraphExec` lives is enough.
+    /// not be freed until this replay has finished, and the replay is not ordered with other
+    /// streams' work on those buffers (work queued inside a capture is not tracked): order it
+    /// yourself (synchronise, or `stream.will_use(..)` the buffers before this call). Holding
+    /// the buffers for as long as the `GraphExec` lives, and using them on `stream` only, is
+    /// enough. The modules of captured kernels are kept loaded by the graph itself (the
+    /// embedded ones live as long as the context).
     pub unsafe fn launch(&self, stream: &Stream) -> Result<()> {
         self.context.bind_to_thread()?;
         // SAFETY: both handles are alive; the caller guarantees the captured memory is.

@@ -9,35 +9,45 @@
 //! context on first launch, like the runtime API does for `<<<>>>`.
 
 mod context;
+mod cublas;
 mod device;
 pub mod driver;
 mod embedded;
 mod error;
+mod event;
 mod function;
 mod graph;
 mod launch;
+mod loader;
 mod memory;
 mod module;
 mod panic_report;
-mod pinned;
+#[doc(hidden)]
+#[path = "private.rs"]
+pub mod __private;
+
 mod ptx_version;
 mod stream;
-mod view;
+
 
 pub use bytemuck::Pod;
 pub use context::{Context, CurrentGuard, Limit, SchedulePolicy};
+pub use cublas::Cublas;
 pub use device::Device;
 pub use graph::{Graph, GraphExec};
-pub use driver::{driver_present, driver_version, init};
-pub use error::{DriverError, Error, Result};
+pub use loader::{driver_present, driver_version, init};
+pub use driver::DriverError;
+pub use error::{Error, Result};
 pub use function::{CachePreference, Function, FunctionAttributes};
-pub use launch::{KernelValue, SliceArg, embedded_function, launch_embedded, launch_in_module, param_ptr, require_kernel_value};
+pub use launch::args::KernelValue;
+pub use memory::usage::{Access, BufferAccess, BufferUsage};
 pub use memory::{DeviceBuffer, DeviceSlice};
 pub use module::{Global, JitFallback, JitOptions, Module, ReloadableModule};
-pub use pinned::PinnedBuffer;
+pub use memory::pinned::PinnedBuffer;
 pub use ptx_version::{PtxHeader, ptx_isa_of_driver};
-pub use stream::{Event, Stream, StreamOrdering};
-pub use view::{DevicePtr, DeviceRead, DeviceView, DeviceViewMut, DeviceWrite};
+pub use event::Event;
+pub use stream::{Stream, StreamOrdering};
+pub use memory::view::{DevicePtr, DeviceRead, DeviceView, DeviceViewMut, DeviceWrite};
 
 /// The plain data shared with the device side, the CPU executor and the macros, re-exported so
 /// users see one type of each (`ferrocuda_host::LaunchConfig` is `ferrocuda_types::LaunchConfig`).

@@ -12,7 +12,8 @@ use std::sync::OnceLock;
 use cudarc::driver::sys;
 
 use crate::driver;
-use crate::error::DriverError;
+use crate::driver::DriverError;
+use crate::error::Error;
 use crate::{KernelPanic, PANIC_SLOT_SYMBOL_C, PanicRecord};
 
 /// The process's record: host pointer and the address kernels write to.
@@ -64,6 +65,20 @@ pub(crate) fn install(module: sys::CUmodule) -> Result<(), DriverError> {
         unsafe { driver::memory::memcpy_htod(address, (&value as *const u64).cast(), 8) }?;
     }
     Ok(())
+}
+
+/// The error for a failed driver call that may be the first to notice a kernel fault: a
+/// sticky error after a device panic becomes [`Error::KernelPanic`] with the record the
+/// panicking thread left (read from the process's panic record); any other driver error
+/// stays [`Error::Driver`].
+#[cold]
+pub(crate) fn with_kernel_panic(error: DriverError) -> Error {
+    if error.is_sticky()
+        && let Some(report) = recorded()
+    {
+        return Error::KernelPanic { report, source: error };
+    }
+    Error::Driver(error)
 }
 
 /// The panic a kernel recorded, if one did.

@@ -1,18 +1,21 @@
-//! Streams and events: ordering, priorities, waiting, host callbacks and stream capture.
+//! Streams: ordering, priorities, waiting, host callbacks and stream capture, and the
+//! cross-stream ordering that buffers rely on ([`Stream::will_use`]).
 //!
 //! Driver reference: [stream management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html),
-//! [event management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html),
 //! [`cuLaunchHostFunc`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html).
 
 use std::ffi::c_void;
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use cudarc::driver::sys;
 
 use crate::context::Context;
 use crate::driver;
-use crate::error::{DriverError, Error, Result};
+use crate::driver::DriverError;
+use crate::error::{Error, Result};
 use crate::graph::Graph;
 
 /// A queue of work on one context. [`Stream::default_of`] is CUDA's legacy default stream.
@@ -28,7 +31,16 @@ struct StreamInner {
     raw: sys::CUstream,
     context: Context,
     owned: bool,
+    /// True while [`Stream::begin_capture`] is capturing it: buffer tracking then stays out of
+    /// the way (captured work runs later, when the graph is launched).
+    capturing: AtomicBool,
+    /// The event other streams and the host wait on to order themselves after this stream's
+    /// work so far: created on first need, re-recorded each time (see [`Stream::wait_for`]).
+    tail: OnceLock<TailEvent>,
 }
+
+/// A `CUevent` owned by its stream (destroyed with it).
+struct TailEvent(sys::CUevent);
 
 // SAFETY: a CUstream may be used from any thread that binds its context; every use binds it.
 unsafe impl Send for StreamInner {}
@@ -72,12 +84,16 @@ impl Stream {
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes one handle; destroyed in Drop of the last clone.
         unsafe { driver::stream::create_with_priority(&mut raw, flags as u32, priority) }?;
-        Ok(Stream { inner: Arc::new(StreamInner { raw, context: context.clone(), owned: true }) })
+        Ok(Self::wrap(raw, context, true))
+    }
+
+    fn wrap(raw: sys::CUstream, context: &Context, owned: bool) -> Self {
+        Stream { inner: Arc::new(StreamInner { raw, context: context.clone(), owned, capturing: AtomicBool::new(false), tail: OnceLock::new() }) }
     }
 
     /// The legacy default stream (`0` in CUDA) of `context`.
     pub fn default_of(context: &Context) -> Self {
-        Stream { inner: Arc::new(StreamInner { raw: std::ptr::null_mut(), context: context.clone(), owned: false }) }
+        Self::wrap(std::ptr::null_mut(), context, false)
     }
 
     /// The legacy default stream of the calling thread's current context.
@@ -85,11 +101,96 @@ impl Stream {
         Context::current().map(|c| Self::default_of(&c)).ok_or(Error::NoCurrentContext)
     }
 
-    /// Waits for all work queued so far; reports a kernel fault if one happened.
+    /// Waits for all work queued so far; reports a kernel fault if one happened (with the
+    /// kernel's panic report when a `#[kernel]` panicked).
     pub fn synchronize(&self) -> Result<()> {
         self.context().bind_to_thread()?;
         // SAFETY: the stream is alive.
-        unsafe { driver::stream::synchronize(self.raw()) }?;
+        unsafe { driver::stream::synchronize(self.raw()) }.map_err(crate::panic_report::with_kernel_panic)?;
+        Ok(())
+    }
+
+    /// Like [`Stream::synchronize`], but gives up after `timeout` with [`Error::Timeout`]
+    /// (a kernel that never ends, e.g. one spinning on a flag nobody sets, H1). The work keeps
+    /// running: a later `synchronize` still waits for it. Polls `cuStreamQuery`, sleeping up
+    /// to 1 ms between polls.
+    pub fn synchronize_timeout(&self, timeout: Duration) -> Result<()> {
+        let start = Instant::now();
+        let mut pause = Duration::from_micros(10);
+        loop {
+            if self.is_idle()? {
+                return Ok(());
+            }
+            let waited = start.elapsed();
+            if waited >= timeout {
+                return Err(Error::Timeout { operation: "Stream::synchronize_timeout", waited });
+            }
+            std::thread::sleep(pause.min(timeout - waited));
+            pause = (pause * 2).min(Duration::from_millis(1));
+        }
+    }
+
+    /// True when `self` and `other` are the same CUDA stream.
+    pub(crate) fn same_as(&self, other: &Stream) -> bool {
+        self.raw() == other.raw() && (!self.raw().is_null() || self.context().raw() == other.context().raw())
+    }
+
+    /// True while being captured through [`Stream::begin_capture`].
+    #[inline]
+    pub(crate) fn is_capturing_fast(&self) -> bool {
+        self.inner.capturing.load(Ordering::Relaxed)
+    }
+
+    /// Records this stream's tail event at the current end of the stream and returns it: an
+    /// event that completes once everything queued here so far has.
+    fn record_tail(&self) -> Result<sys::CUevent> {
+        let context = self.context();
+        let event = match self.inner.tail.get() {
+            Some(tail) => tail.0,
+            None => {
+                context.bind_to_thread()?;
+                let mut raw = std::ptr::null_mut();
+                let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
+                // SAFETY: writes one handle, destroyed with the stream (or right below when
+                // another thread won the race).
+                unsafe { driver::event::create(&mut raw, flags) }?;
+                if let Err(TailEvent(lost)) = self.inner.tail.set(TailEvent(raw)) {
+                    // SAFETY: created above, never shared.
+                    let _ = unsafe { driver::event::destroy(lost) };
+                }
+                self.inner.tail.get().expect("set above").0
+            }
+        };
+        if self.raw().is_null() {
+            // The legacy stream is the current context's: bind this one.
+            context.bind_to_thread()?;
+        }
+        // SAFETY: event and stream are alive and of the same context.
+        unsafe { driver::event::record(event, self.raw()) }?;
+        Ok(event)
+    }
+
+    /// Makes later work on this stream wait until the work queued on `other` so far is done
+    /// (no-op for the same stream). The host does not wait. Works across contexts.
+    pub(crate) fn wait_for(&self, other: &Stream) -> Result<()> {
+        if self.same_as(other) {
+            return Ok(());
+        }
+        let event = other.record_tail()?;
+        if self.raw().is_null() {
+            self.context().bind_to_thread()?;
+        }
+        // SAFETY: both handles are alive; waiting on another context's event is allowed.
+        unsafe { driver::stream::wait_event(self.raw(), event, 0) }?;
+        Ok(())
+    }
+
+    /// Blocks the host until the work queued on this stream so far is done (through the tail
+    /// event, so work queued later by other threads is not waited for).
+    pub(crate) fn host_wait(&self) -> Result<()> {
+        let event = self.record_tail()?;
+        // SAFETY: the event is alive (owned by the stream, which we hold).
+        unsafe { driver::event::synchronize(event) }.map_err(crate::panic_report::with_kernel_panic)?;
         Ok(())
     }
 
@@ -99,15 +200,6 @@ impl Stream {
         self.context().bind_to_thread()?;
         // SAFETY: the stream is alive.
         not_ready_is_false(unsafe { driver::stream::query(self.raw()) })
-    }
-
-    /// Makes later work on this stream wait until `event` (recorded on any stream of the same
-    /// context, or of a peer) has completed. The host does not wait.
-    pub fn wait_event(&self, event: &Event) -> Result<()> {
-        self.context().bind_to_thread()?;
-        // SAFETY: both handles are alive; flags must be 0 (CU_EVENT_WAIT_DEFAULT).
-        unsafe { driver::stream::wait_event(self.raw(), event.raw, 0) }?;
-        Ok(())
     }
 
     /// The stream's priority (lower runs first).
@@ -172,6 +264,8 @@ impl Stream {
         self.context().bind_to_thread()?;
         // SAFETY: the stream is alive; the mode is a valid enum value.
         unsafe { driver::stream::begin_capture(self.raw(), sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) }?;
+        self.inner.capturing.store(true, Ordering::Relaxed);
+        self.context().capture_started();
         Ok(())
     }
 
@@ -180,8 +274,14 @@ impl Stream {
         self.context().bind_to_thread()?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes one graph handle (owned by the returned Graph).
-        unsafe { driver::stream::end_capture(self.raw(), &mut raw) }?;
-        Ok(Graph::from_raw(raw, self.context().clone()))
+        let ended = unsafe { driver::stream::end_capture(self.raw(), &mut raw) };
+        if self.inner.capturing.swap(false, Ordering::Relaxed) {
+            // Frees the buffers dropped during the capture (E1b), now that it is over.
+            self.context().capture_ended();
+        }
+        ended.map_err(|source| Error::CaptureFailed { source })?;
+        let modules = self.context().take_captured_modules(self.raw());
+        Ok(Graph::from_raw(raw, self.context().clone(), modules))
     }
 
     /// Records what `work` queues on this stream into a [`Graph`] (nothing runs yet). The
@@ -227,6 +327,12 @@ impl Stream {
 
 impl Drop for StreamInner {
     fn drop(&mut self) {
+        if let Some(TailEvent(event)) = self.tail.take()
+            && self.context.bind_to_thread().is_ok()
+        {
+            // SAFETY: created by `record_tail`, destroyed once; a queued wait on it stays valid.
+            let _ = unsafe { driver::event::destroy(event) };
+        }
         if self.owned && self.context.bind_to_thread().is_ok() {
             // SAFETY: created by us, destroyed once (last clone); queued work still completes.
             let _ = unsafe { driver::stream::destroy(self.raw) };
@@ -255,7 +361,7 @@ unsafe extern "C" fn run_host_callback(user_data: *mut c_void) {
 }
 
 /// Maps `CUDA_SUCCESS` to true and `CUDA_ERROR_NOT_READY` to false (query calls).
-fn not_ready_is_false(result: Result<(), DriverError>) -> Result<bool> {
+pub(crate) fn not_ready_is_false(result: Result<(), DriverError>) -> Result<bool> {
     match result {
         Ok(()) => Ok(true),
         Err(e) if e.code == sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
@@ -263,82 +369,3 @@ fn not_ready_is_false(result: Result<(), DriverError>) -> Result<bool> {
     }
 }
 
-/// A point in a stream, for timing and waiting.
-pub struct Event {
-    raw: sys::CUevent,
-    context: Context,
-}
-
-// SAFETY: a CUevent may be used from any thread; calls that need a context bind it.
-unsafe impl Send for Event {}
-// SAFETY: as above; the driver synchronises concurrent use of one event.
-unsafe impl Sync for Event {}
-
-impl Event {
-    /// A new event that records timing (for [`Event::elapsed_ms`]).
-    pub fn new(context: &Context) -> Result<Self> {
-        Self::with_flags(context, sys::CUevent_flags::CU_EVENT_DEFAULT as u32)
-    }
-
-    /// A new event without timing: cheaper to record and wait on, for ordering only.
-    pub fn without_timing(context: &Context) -> Result<Self> {
-        Self::with_flags(context, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32)
-    }
-
-    fn with_flags(context: &Context, flags: u32) -> Result<Self> {
-        context.bind_to_thread()?;
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: writes one handle; destroyed in Drop.
-        unsafe { driver::event::create(&mut raw, flags) }?;
-        Ok(Event { raw, context: context.clone() })
-    }
-
-    /// Records the event at the current end of `stream`.
-    pub fn record(&self, stream: &Stream) -> Result<()> {
-        self.context.bind_to_thread()?;
-        // SAFETY: both handles are alive.
-        unsafe { driver::event::record(self.raw, stream.raw()) }?;
-        Ok(())
-    }
-
-    /// Waits for the event.
-    pub fn synchronize(&self) -> Result<()> {
-        // SAFETY: the event is alive.
-        unsafe { driver::event::synchronize(self.raw) }?;
-        Ok(())
-    }
-
-    /// True when the work before the event has finished (or it was never recorded). Never blocks.
-    pub fn is_complete(&self) -> Result<bool> {
-        // SAFETY: the event is alive.
-        not_ready_is_false(unsafe { driver::event::query(self.raw) })
-    }
-
-    /// Milliseconds from `self` to `end` (both recorded and completed).
-    pub fn elapsed_ms(&self, end: &Event) -> Result<f32> {
-        let mut ms = 0.0;
-        // SAFETY: writes one float.
-        unsafe { driver::event::elapsed_time(&mut ms, self.raw, end.raw) }?;
-        Ok(ms)
-    }
-
-    /// The raw `CUevent`.
-    pub fn raw(&self) -> sys::CUevent {
-        self.raw
-    }
-}
-
-impl Drop for Event {
-    fn drop(&mut self) {
-        if self.context.bind_to_thread().is_ok() {
-            // SAFETY: created by us, destroyed once.
-            let _ = unsafe { driver::event::destroy(self.raw) };
-        }
-    }
-}
-
-impl std::fmt::Debug for Event {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Event").field("raw", &self.raw).finish()
-    }
-}

@@ -1,7 +1,7 @@
 //! [`LaunchConfig`]: CUDA's `<<<grid, block, shared>>>` plus the extended launch's options.
 
 use crate::dim3::Dim3;
-use crate::limits::LaunchProblem;
+use crate::problem::LaunchProblem;
 
 /// Grid, block and dynamic shared memory of one launch: CUDA's `<<<grid, block, shared>>>`,
 /// plus the extended launch's thread-block cluster and cooperative flag.

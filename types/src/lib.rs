@@ -23,13 +23,15 @@ mod dim3;
 mod embedded;
 mod limits;
 mod panic;
+mod problem;
 mod signature;
 
 pub use arch::Arch;
 pub use config::LaunchConfig;
 pub use dim3::Dim3;
 pub use embedded::{EmbeddedModule, Image, KernelResources, ResourceTuple};
-pub use limits::{DeviceLimits, LaunchProblem, MAX_PORTABLE_CLUSTER_BLOCKS};
+pub use limits::{DeviceLimits, MAX_PORTABLE_CLUSTER_BLOCKS};
+pub use problem::LaunchProblem;
 #[cfg(feature = "std")]
 pub use panic::KernelPanic;
 pub use panic::{PANIC_CLAIMED_SYMBOL, PANIC_SLOT_SYMBOL, PANIC_SLOT_SYMBOL_C, PanicRecord, RECORD_COMPLETE, RECORD_EMPTY};

@@ -11,11 +11,10 @@
 //! [`entries!`] line that defines the wrapper, and reaches [`DriverError::call`] from there
 //! (without the `_v2`-style ABI suffix, as NVIDIA's documentation names it).
 
-use std::sync::OnceLock;
-
 use cudarc::driver::sys;
 
-use crate::error::{DriverError, Error, Result};
+mod result;
+pub use result::DriverError;
 
 pub mod context;
 pub mod device;
@@ -34,7 +33,7 @@ mod prelude {
 
     pub(super) use cudarc::driver::sys;
 
-    pub(super) use crate::error::DriverError;
+    pub(super) use super::DriverError;
 }
 
 /// `"cuMemAlloc_v2"` -> `"cuMemAlloc"`: the name NVIDIA's documentation uses.
@@ -84,41 +83,6 @@ pub(crate) const fn name_of(symbol: &'static str) -> &'static str {
 #[inline]
 pub(crate) fn check(call: &'static str, code: sys::CUresult) -> Result<(), DriverError> {
     if code == sys::CUresult::CUDA_SUCCESS { Ok(()) } else { Err(DriverError { call, code }) }
-}
-
-/// Loads `libcuda` and calls `cuInit` once per process.
-///
-/// Every entry point of the host API calls this first, so a machine without a driver gets
-/// [`Error::NoDriver`] instead of a panic from the dynamic loader.
-pub fn init() -> Result<()> {
-    static INIT: OnceLock<Result<(), Option<DriverError>>> = OnceLock::new();
-    let outcome = INIT.get_or_init(|| {
-        if !driver_present() {
-            return Err(None);
-        }
-        // SAFETY: cuInit has no preconditions.
-        unsafe { init::init(0) }.map_err(Some)
-    });
-    match outcome {
-        Ok(()) => Ok(()),
-        Err(None) => Err(Error::NoDriver),
-        Err(Some(e)) => Err(Error::Driver(*e)),
-    }
-}
-
-/// True when the CUDA driver library can be loaded (it may still have no device).
-pub fn driver_present() -> bool {
-    // SAFETY: only probes whether the library can be opened.
-    unsafe { sys::is_culib_present() }
-}
-
-/// The driver's CUDA version as (major, minor), e.g. (13, 0).
-pub fn driver_version() -> Result<(u32, u32)> {
-    init()?;
-    let mut version = 0;
-    // SAFETY: writes one int.
-    unsafe { init::driver_get_version(&mut version) }?;
-    Ok((version as u32 / 1000, (version as u32 % 1000) / 10))
 }
 
 #[cfg(test)]

@@ -122,8 +122,15 @@ fn host_launcher(symbol: &Ident, params: &[Param], lowered: &[Lowered], is_unsaf
     let fingerprint = fingerprint_literal(&canonical);
     // Generated parameters: mixed-site names, so user parameters called `stream`, `config`,
     // `module` or `executor` are different variables.
-    let (stream, config, module, params_array) =
-        (Ident::new("stream", Span::mixed_site()), Ident::new("config", Span::mixed_site()), Ident::new("module", Span::mixed_site()), Ident::new("params", Span::mixed_site()));
+    let (stream, config, module, params_array, buffers) = (
+        Ident::new("stream", Span::mixed_site()),
+        Ident::new("config", Span::mixed_site()),
+        Ident::new("module", Span::mixed_site()),
+        Ident::new("params", Span::mixed_site()),
+        Ident::new("buffers", Span::mixed_site()),
+    );
+    let accesses: Vec<&TokenStream> = lowered.iter().filter_map(|l| l.buffer_access.as_ref()).collect();
+    let buffer_count = accesses.len();
 
     let launch_params: Vec<&TokenStream> = lowered.iter().map(|l| &l.launch_param).collect();
     let prepare = lowered.iter().map(|l| &l.launch_prepare);
@@ -155,6 +162,9 @@ fn host_launcher(symbol: &Ident, params: &[Param], lowered: &[Lowered], is_unsaf
         quote! {
             #(#prepare)*
             let mut #params_array: [*mut ::core::ffi::c_void; #count] = [#(#pointers),*];
+            // Each buffer parameter and how the kernel uses it: the host orders the stream
+            // after other streams' work on it and refuses another context's buffer.
+            let #buffers: [#fc::BufferAccess<'_>; #buffer_count] = [#(#accesses),*];
             // SAFETY: the parameter array follows the PTX signature generated from the same
             // function: each slice is a live device allocation of its length, outputs are
             // borrowed exclusively for the call, raw pointers are vouched for by the caller of
@@ -162,8 +172,8 @@ fn host_launcher(symbol: &Ident, params: &[Param], lowered: &[Lowered], is_unsaf
             unsafe { #path }
         }
     };
-    let embedded = launch_call(quote!(#fc::launch_embedded(&#kernels, self::SYMBOL, #stream, #config.into(), &mut #params_array)));
-    let in_module = launch_call(quote!(#fc::launch_in_module(#module, &self::SIGNATURE, #stream, #config.into(), &mut #params_array)));
+    let embedded = launch_call(quote!(#fc::launch_embedded(&#kernels, self::SYMBOL, #stream, #config.into(), &mut #params_array, &#buffers)));
+    let in_module = launch_call(quote!(#fc::launch_in_module(#module, &self::SIGNATURE, #stream, #config.into(), &mut #params_array, &#buffers)));
     let cpu = cpu_launcher(lowered, host_fn, is_unsafe);
     quote! {
         #[cfg(not(target_arch = "nvptx64"))]

@@ -24,6 +24,9 @@ pub struct Lowered {
     pub launch_pointers: Vec<TokenStream>,
     /// Byte size of each PTX parameter, in order.
     pub param_sizes: Vec<TokenStream>,
+    /// For a buffer parameter: its `BufferAccess` (read or write) for the host's stream
+    /// ordering and context checks.
+    pub buffer_access: Option<TokenStream>,
     /// Compile-time checks (spanned at the user's type).
     pub checks: Vec<TokenStream>,
     /// Parameter of the CPU launcher.
@@ -49,6 +52,8 @@ struct SliceAbi {
     host_argument: TokenStream,
     /// The launcher's parameter type.
     host_type: TokenStream,
+    /// True if the kernel writes the buffer.
+    writes: bool,
     /// The CPU launcher's parameter type and the parts type built from it.
     cpu_type: TokenStream,
     cpu_parts: TokenStream,
@@ -65,6 +70,7 @@ pub fn lower(param: &Param) -> Lowered {
         launch_prepare: quote!(),
         launch_pointers: vec![quote!(#host::param_ptr(&#name))],
         param_sizes: vec![quote!(::core::mem::size_of::<#ty>())],
+        buffer_access: None,
         checks,
         cpu_param: quote!(#name: #ty),
         cpu_prepare: quote!(),
@@ -84,6 +90,8 @@ pub fn lower(param: &Param) -> Lowered {
                 launch_prepare: quote!(),
                 launch_pointers: vec![quote!(#host::param_ptr(&#name))],
                 param_sizes: vec![quote!(::core::mem::size_of::<u64>())],
+                // Raw pointers are the caller's business (the launcher is `unsafe`).
+                buffer_access: None,
                 checks: vec![],
                 cpu_param: quote!(#name: #ty),
                 cpu_prepare: quote!(let #parts = #args::PointerParts::new(#name);),
@@ -99,6 +107,7 @@ pub fn lower(param: &Param) -> Lowered {
                 device_pointer: quote!(&[#elem; 0]),
                 host_argument: quote!(#host::DeviceRead::<#elem>::kernel_arg(#name)),
                 host_type: quote_spanned!(elem.span()=> &(impl #host::DeviceRead<#elem> + ?::core::marker::Sized)),
+                writes: false,
                 cpu_type: quote!(&[#elem]),
                 cpu_parts: quote!(#args::InputParts),
             },
@@ -114,6 +123,7 @@ pub fn lower(param: &Param) -> Lowered {
                 device_pointer: quote!(&::core::cell::UnsafeCell<[#elem; 0]>),
                 host_argument: quote!(#host::DeviceWrite::<#elem>::kernel_arg_mut(#name)),
                 host_type: quote_spanned!(elem.span()=> &mut (impl #host::DeviceWrite<#elem> + ?::core::marker::Sized)),
+                writes: true,
                 cpu_type: quote!(&mut [#elem]),
                 cpu_parts: quote!(#args::OutputParts),
             };
@@ -139,7 +149,12 @@ fn slice(
     let mutability = param.mutable.then(|| quote!(mut));
     let (host, args) = (paths::host(), paths::args());
     let (pointer, len, arg, parts) = (generated(name, "ptr"), generated(name, "len"), generated(name, "arg"), generated(name, "cpu"));
-    let SliceAbi { device_pointer, host_argument, host_type, cpu_type, cpu_parts } = abi;
+    let SliceAbi { device_pointer, host_argument, host_type, writes, cpu_type, cpu_parts } = abi;
+    let label = {
+        use syn::ext::IdentExt;
+        name.unraw().to_string()
+    };
+    let buffer_access = if writes { quote!(#arg.write(#label)) } else { quote!(#arg.read(#label)) };
     let device_rebuild = rebuild(&pointer, &len);
     let cpu_value = cpu_rebuild(&parts);
     Lowered {
@@ -153,6 +168,7 @@ fn slice(
         launch_prepare: quote!(let #arg = #host_argument;),
         launch_pointers: vec![quote!(#host::param_ptr(&#arg.ptr)), quote!(#host::param_ptr(&#arg.len))],
         param_sizes: vec![quote!(::core::mem::size_of::<u64>()), quote!(::core::mem::size_of::<usize>())],
+        buffer_access: Some(buffer_access),
         checks: vec![quote_spanned!(elem.span()=> #args::require_pod::<#elem>();)],
         cpu_param: quote!(#name: #cpu_type),
         cpu_prepare: quote!(let #parts = #cpu_parts::new(#name);),

@@ -4,9 +4,11 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
-/// The host runtime (launching, buffers) as seen from a kernel crate.
+/// The host runtime's macro support (launching, buffers, `DeviceRead`/`DeviceWrite`, the
+/// types the launchers name), as seen from a kernel crate, which depends on ferrocuda-host
+/// for host targets (INTERFACE-host-macro.md).
 pub fn host() -> TokenStream {
-    quote!(::ferrocuda_device::__private::host)
+    quote!(::ferrocuda_host::__private)
 }
 
 /// The builders of kernel parameters (`DisjointSlice`, `AtomicSlice`, CPU-side parts).

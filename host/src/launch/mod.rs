@@ -1,4 +1,7 @@
-//! Launch configurations, their validation against device limits, and the launch itself.
+//! The launch itself: validation against the device and the kernel, buffer ordering, then
+//! `cuLaunchKernel` / `cuLaunchKernelEx`. Configuration types come from ferrocuda-types.
+
+pub mod args;
 
 use std::ffi::c_void;
 
@@ -9,101 +12,92 @@ use crate::driver;
 use crate::EmbeddedModule;
 use crate::error::{Error, Result};
 use crate::function::Function;
-use crate::memory::DeviceSlice;
 use crate::module::Module;
+use crate::memory::usage::{BufferAccess, before_work};
 use crate::stream::Stream;
 use crate::{KernelSignature, LaunchConfig, LaunchProblem};
 
-/// A slice as a kernel receives it: device pointer and length.
-///
-/// An empty slice gets a dangling but non-null, aligned pointer, as Rust's references require;
-/// the kernel never reads through it.
-#[derive(Debug, Clone, Copy)]
-#[doc(hidden)]
-pub struct SliceArg {
-    /// Device address.
-    pub ptr: u64,
-    /// Number of elements.
-    pub len: usize,
-}
-
-impl SliceArg {
-    /// The kernel argument for `slice`.
-    #[inline]
-    pub fn new<T>(slice: &DeviceSlice<T>) -> Self {
-        Self::from_parts::<T>(slice.device_ptr(), slice.len())
-    }
-
-    /// The kernel argument for `len` elements of `T` at device address `ptr`.
-    #[inline]
-    pub fn from_parts<T>(ptr: u64, len: usize) -> Self {
-        let ptr = if len == 0 { std::mem::align_of::<T>() as u64 } else { ptr };
-        SliceArg { ptr, len }
-    }
-}
-
-/// A type that can be passed to a kernel by value: plain data with no pointers to host
-/// memory. Every `bytemuck::Pod` type is one (derive `Pod` on a `#[repr(C)]` struct).
-///
-/// # Safety
-/// Every bit pattern of the type's bytes must be valid on the device, and it must hold no
-/// host pointers (what `Pod` promises).
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be passed to a kernel by value",
-    label = "not plain data",
-    note = "kernel parameters by value must be integers, floats, bool, or `#[repr(C)]` structs that derive `bytemuck::Pod` and `bytemuck::Zeroable`"
-)]
-pub unsafe trait KernelValue: Copy {}
-// SAFETY: `Pod` is exactly the promise above.
-unsafe impl<T: bytemuck::Pod> KernelValue for T {}
-
-/// Compile-time check used by generated launchers: `T` may be passed by value.
-#[doc(hidden)]
-#[inline(always)]
-pub fn require_kernel_value<T: KernelValue>() {}
-
-/// The `void*` that `cuLaunchKernel` wants for one argument.
-#[doc(hidden)]
-#[inline(always)]
-pub fn param_ptr<T>(value: &T) -> *mut c_void {
-    value as *const T as *mut c_void
-}
-
 /// Launches `symbol` of an embedded module, loading the module into the stream's context on
-/// first use.
+/// first use (outside a capture: inside one, a module that is not loaded yet is an error that
+/// says how to load it first, E1a).
 ///
 /// # Safety
 /// `params` must match the kernel's parameters in number, order and type, and every device
-/// pointer among them must stay valid (and, for outputs, unaliased) until the kernel ends.
-/// The `#[kernel]` launchers guarantee this from the kernel's own signature.
+/// pointer among them must stay valid (and, for outputs, unaliased) until the kernel ends;
+/// `buffers` must list every slice argument among them (with its access), so that the launch
+/// is ordered with the other work on those buffers. The `#[kernel]` launchers guarantee this
+/// from the kernel's own signature.
 #[doc(hidden)]
 #[inline]
-pub unsafe fn launch_embedded(module: &'static EmbeddedModule, symbol: &'static str, stream: &Stream, config: LaunchConfig, params: &mut [*mut c_void]) -> Result<()> {
+pub unsafe fn launch_embedded(
+    module: &'static EmbeddedModule,
+    symbol: &'static str,
+    stream: &Stream,
+    config: LaunchConfig,
+    params: &mut [*mut c_void],
+    buffers: &[BufferAccess<'_>],
+) -> Result<()> {
     let context = stream.context();
     config.validate(context.limits()).map_err(|problem| Error::InvalidLaunch { kernel: symbol.to_string(), problem })?;
+    // First: ordering other streams' work may bind their contexts (peer buffers).
+    before_work(stream, symbol, buffers)?;
     context.bind_to_thread()?;
-    let function = context.embedded_function(module, symbol)?;
+    let function = if stream.is_capturing_fast() {
+        context.embedded_function_if_loaded(module, symbol)?
+    } else {
+        context.embedded_function(module, symbol)?
+    };
     // SAFETY: the function belongs to the bound context; the caller vouches for `params`.
     unsafe { launch_function(function, symbol, stream, &config, params) }
 }
 
 /// Launches the kernel `signature` names from an explicitly loaded `module`; the first launch
-/// checks the module's kernel against the signature.
+/// checks the module's kernel against the signature (its fingerprint, where the module has
+/// one, and its parameter sizes). Inside a stream capture the module is kept loaded for the
+/// graph (U5).
 ///
 /// # Safety
 /// As for [`launch_embedded`].
 #[doc(hidden)]
 #[inline]
-pub unsafe fn launch_in_module(module: &Module, signature: &'static KernelSignature, stream: &Stream, config: LaunchConfig, params: &mut [*mut c_void]) -> Result<()> {
+pub unsafe fn launch_in_module(
+    module: &Module,
+    signature: &'static KernelSignature,
+    stream: &Stream,
+    config: LaunchConfig,
+    params: &mut [*mut c_void],
+    buffers: &[BufferAccess<'_>],
+) -> Result<()> {
     let context = stream.context();
     if context.raw() != module.context().raw() {
         return Err(Error::WrongContext { kernel: signature.symbol.to_string(), module: module.name().to_string() });
     }
     config.validate(context.limits()).map_err(|problem| Error::InvalidLaunch { kernel: signature.symbol.to_string(), problem })?;
+    // First: ordering other streams' work may bind their contexts (peer buffers).
+    before_work(stream, signature.symbol, buffers)?;
     context.bind_to_thread()?;
     let function = module.checked_function(signature)?;
+    if stream.is_capturing_fast() {
+        context.keep_for_capture(stream.raw(), module.keep_alive());
+    }
     // SAFETY: the function belongs to the bound context; the caller vouches for `params`.
     unsafe { launch_function(function, signature.symbol, stream, &config, params) }
+}
+
+/// The dynamic shared memory a kernel allows without raising its attribute.
+const DEFAULT_DYNAMIC_SHARED_LIMIT: u32 = 48 * 1024;
+
+/// Above the default 48 KiB, checks the dynamic shared memory against the kernel's own limit
+/// (E2: the driver answers only `CUDA_ERROR_INVALID_VALUE`). One attribute read, only then.
+#[cold]
+fn check_kernel_shared(function: sys::CUfunction, symbol: &str, stream: &Stream, config: &LaunchConfig) -> Result<()> {
+    let mut max = 0;
+    let attribute = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+    // SAFETY: writes one int; the function belongs to the bound context.
+    unsafe { driver::function::get_attribute(&mut max, attribute, function) }?;
+    config
+        .validate_kernel_shared(max.max(0) as u32, stream.context().limits())
+        .map_err(|problem| Error::InvalidLaunch { kernel: symbol.to_string(), problem })
 }
 
 /// `cuLaunchKernel`, or `cuLaunchKernelEx` when the configuration has a cluster or is
@@ -114,6 +108,9 @@ pub unsafe fn launch_in_module(module: &Module, signature: &'static KernelSignat
 /// [`launch_embedded`].
 #[inline]
 pub(crate) unsafe fn launch_function(function: sys::CUfunction, symbol: &'static str, stream: &Stream, config: &LaunchConfig, params: &mut [*mut c_void]) -> Result<()> {
+    if config.shared_bytes > DEFAULT_DYNAMIC_SHARED_LIMIT {
+        check_kernel_shared(function, symbol, stream, config)?;
+    }
     if !config.is_extended() {
         // SAFETY: per this function's contract.
         return Ok(unsafe {
@@ -186,7 +183,5 @@ fn cooperative_too_large(function: sys::CUfunction, symbol: &str, stream: &Strea
 /// for attributes and occupancy. Generated launchers expose it as `name::function(&context)`.
 #[doc(hidden)]
 pub fn embedded_function(module: &'static EmbeddedModule, symbol: &'static str, context: &Context) -> Result<Function> {
-    context.bind_to_thread()?;
-    let raw = context.embedded_function(module, symbol)?;
-    Ok(Function::new(raw, symbol.to_string(), context.clone(), None))
+    Function::from_embedded(context, module, symbol)
 }

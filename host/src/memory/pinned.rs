@@ -18,7 +18,9 @@ use crate::context::Context;
 use crate::driver;
 use crate::error::{Error, Result};
 use crate::memory::DeviceBuffer;
-use crate::stream::{Event, Stream};
+use crate::memory::usage::BufferAccess;
+use crate::event::Event;
+use crate::stream::Stream;
 
 /// `len` values of `T` in page-locked host memory, zero-filled at allocation.
 pub struct PinnedBuffer<T: Pod> {
@@ -41,7 +43,7 @@ impl<T: Pod> PinnedBuffer<T> {
     /// (and, being portable, in every other context).
     pub fn zeroed(context: &Context, len: usize) -> Result<Self> {
         context.bind_to_thread()?;
-        let bytes = len.checked_mul(std::mem::size_of::<T>()).expect("allocation size overflows usize");
+        let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or(Error::AllocationTooLarge { len, element_bytes: std::mem::size_of::<T>() })?;
         let mut ptr: *mut std::ffi::c_void = std::ptr::null_mut();
         if bytes > 0 {
             // SAFETY: writes one host pointer to `bytes` bytes; freed in Drop.
@@ -97,6 +99,7 @@ impl<T: Pod> PinnedBuffer<T> {
         if self.is_empty() {
             return Ok(());
         }
+        stream.will_use(&[BufferAccess::write(destination)])?;
         let event = Event::without_timing(stream.context())?;
         stream.context().bind_to_thread()?;
         // SAFETY: both sides hold the same number of bytes; this memory stays allocated until
@@ -114,6 +117,7 @@ impl<T: Pod> PinnedBuffer<T> {
         if self.is_empty() {
             return Ok(());
         }
+        stream.will_use(&[BufferAccess::read(source)])?;
         let event = Event::without_timing(stream.context())?;
         stream.context().bind_to_thread()?;
         // SAFETY: as in `copy_to_device_async`; `&mut self` means no host reference into the

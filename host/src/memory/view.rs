@@ -2,8 +2,11 @@
 //! memory for `&[T]` / `&mut [T]` kernel parameters.
 //!
 //! A view borrows the buffer it was cut from, so the buffer outlives it and, for a mutable
-//! view, nothing else touches that buffer while the view lives: the same exclusivity a
-//! `&mut [T]` has, which is what makes a kernel's output unaliased.
+//! view, no other host-side value touches that buffer while the view lives: the same
+//! exclusivity a `&mut [T]` has. That exclusivity ends when a launch returns, while the kernel
+//! runs on; the ordering of work on the GPU (other streams, host copies, the free) comes from
+//! the buffer's use tracking instead, which a view shares with its buffer
+//! ([`BufferUsage`], see `memory::usage`).
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -11,7 +14,7 @@ use std::ops::{Bound, RangeBounds};
 
 use bytemuck::Pod;
 
-use crate::launch::SliceArg;
+use crate::memory::usage::{Access, BufferAccess, BufferUsage};
 use crate::memory::{DeviceBuffer, DeviceSlice};
 
 /// Device memory holding `T`s that a kernel may read: what a `&[T]` kernel parameter takes.
@@ -20,15 +23,16 @@ use crate::memory::{DeviceBuffer, DeviceSlice};
 ///
 /// # Safety
 /// `kernel_arg` must return the address and length of device memory that holds `len` valid
-/// `T`s and stays allocated while `self` is borrowed.
+/// `T`s and stays allocated while `self` is borrowed, with the use tracking of that memory
+/// (or none, for memory whose ordering the implementer guarantees otherwise).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not device memory of `{T}`",
     label = "a `&[{T}]` kernel parameter takes device memory of `{T}`",
     note = "pass `&buffer` for a `DeviceBuffer<{T}>`, or a view `&buffer.slice(a..b)`; host data must be copied first with `DeviceBuffer::from_slice`"
 )]
 pub unsafe trait DeviceRead<T> {
-    /// The pointer and length the kernel receives.
-    fn kernel_arg(&self) -> SliceArg;
+    /// The pointer and length the kernel receives, and the memory's use tracking.
+    fn kernel_arg(&self) -> SliceArg<'_>;
 }
 
 /// Device memory a kernel may write: what a `&mut [T]` kernel parameter takes (through a
@@ -43,14 +47,81 @@ pub unsafe trait DeviceRead<T> {
     note = "pass `&mut buffer` for a `DeviceBuffer<{T}>`, or a view `&mut buffer.slice_mut(a..b)`"
 )]
 pub unsafe trait DeviceWrite<T>: DeviceRead<T> {
-    /// The pointer and length the kernel receives.
-    fn kernel_arg_mut(&mut self) -> SliceArg;
+    /// The pointer and length the kernel receives, and the memory's use tracking.
+    fn kernel_arg_mut(&mut self) -> SliceArg<'_>;
+}
+
+impl<'a> BufferAccess<'a> {
+    /// Work that reads `buffer`.
+    pub fn read<T>(buffer: &'a (impl DeviceRead<T> + ?Sized)) -> Self {
+        buffer.kernel_arg().read("buffer")
+    }
+
+    /// Work that writes (or reads and writes) `buffer`.
+    pub fn write<T>(buffer: &'a mut (impl DeviceWrite<T> + ?Sized)) -> Self {
+        buffer.kernel_arg_mut().write("buffer")
+    }
+}
+
+/// A slice as a kernel receives it: device pointer and length, and the use tracking of the
+/// memory (see `memory::usage`).
+///
+/// An empty slice, or one of zero-sized elements, gets a dangling but non-null, aligned
+/// pointer, as Rust's references require (W4); the kernel never reads through it.
+#[derive(Debug, Clone, Copy)]
+#[doc(hidden)]
+pub struct SliceArg<'a> {
+    /// Device address.
+    pub ptr: u64,
+    /// Number of elements.
+    pub len: usize,
+    usage: Option<&'a BufferUsage>,
+}
+
+impl<'a> SliceArg<'a> {
+    /// The kernel argument for `slice`.
+    #[inline]
+    pub fn new<T>(slice: &'a DeviceSlice<T>) -> Self {
+        Self::tracked::<T>(slice.device_ptr(), slice.len(), slice.usage())
+    }
+
+    /// The kernel argument for `len` elements of `T` at device address `ptr`, with no use
+    /// tracking (the caller orders the memory's uses itself).
+    #[inline]
+    pub fn from_parts<T>(ptr: u64, len: usize) -> SliceArg<'static> {
+        SliceArg { ptr: Self::valid_ptr::<T>(ptr, len), len, usage: None }
+    }
+
+    /// The kernel argument for memory tracked by `usage`.
+    #[inline]
+    pub(crate) fn tracked<T>(ptr: u64, len: usize, usage: &'a BufferUsage) -> Self {
+        SliceArg { ptr: Self::valid_ptr::<T>(ptr, len), len, usage: Some(usage) }
+    }
+
+    /// `ptr`, or the dangling aligned address when the slice has no bytes.
+    #[inline]
+    fn valid_ptr<T>(ptr: u64, len: usize) -> u64 {
+        if len == 0 || std::mem::size_of::<T>() == 0 { std::mem::align_of::<T>() as u64 } else { ptr }
+    }
+
+    /// The kernel reads this argument (`&[T]`); `name` is the parameter's, for errors.
+    #[inline]
+    pub fn read(&self, name: &'static str) -> BufferAccess<'a> {
+        BufferAccess::new(self.usage, Access::Read, name)
+    }
+
+    /// The kernel writes this argument (`&mut [T]`); `name` is the parameter's, for errors.
+    #[inline]
+    pub fn write(&self, name: &'static str) -> BufferAccess<'a> {
+        BufferAccess::new(self.usage, Access::Write, name)
+    }
 }
 
 /// A read-only view of part of a device buffer (`buffer.slice(a..b)`).
 pub struct DeviceView<'a, T> {
     ptr: u64,
     len: usize,
+    usage: &'a BufferUsage,
     _borrow: PhantomData<&'a [T]>,
 }
 
@@ -58,6 +129,7 @@ pub struct DeviceView<'a, T> {
 pub struct DeviceViewMut<'a, T> {
     ptr: u64,
     len: usize,
+    usage: &'a BufferUsage,
     _borrow: PhantomData<&'a mut [T]>,
 }
 
@@ -94,13 +166,13 @@ impl<T> DeviceSlice<T> {
     /// A read-only view of `range` (like `&slice[range]`); panics when out of bounds.
     pub fn slice(&self, range: impl RangeBounds<usize>) -> DeviceView<'_, T> {
         let (start, end) = resolve(range, self.len());
-        DeviceView { ptr: offset::<T>(self.device_ptr(), start), len: end - start, _borrow: PhantomData }
+        DeviceView { ptr: offset::<T>(self.device_ptr(), start), len: end - start, usage: self.usage(), _borrow: PhantomData }
     }
 
     /// A writable view of `range` (like `&mut slice[range]`); panics when out of bounds.
     pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> DeviceViewMut<'_, T> {
         let (start, end) = resolve(range, self.len());
-        DeviceViewMut { ptr: offset::<T>(self.device_ptr(), start), len: end - start, _borrow: PhantomData }
+        DeviceViewMut { ptr: offset::<T>(self.device_ptr(), start), len: end - start, usage: self.usage(), _borrow: PhantomData }
     }
 
     /// The device address as a typed pointer, for kernels with raw pointer parameters.
@@ -115,15 +187,15 @@ impl<T: bytemuck::Pod> crate::DeviceBuffer<T> {
     /// buffers' slices would free each allocation the other's way.)
     pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> DeviceViewMut<'_, T> {
         let (start, end) = resolve(range, self.len());
-        DeviceViewMut { ptr: offset::<T>(self.device_ptr(), start), len: end - start, _borrow: PhantomData }
+        DeviceViewMut { ptr: offset::<T>(self.device_ptr(), start), len: end - start, usage: self.usage(), _borrow: PhantomData }
     }
 
     /// Splits the whole buffer into two writable views at `mid`; panics if `mid > len`.
     pub fn split_at_mut(&mut self, mid: usize) -> (DeviceViewMut<'_, T>, DeviceViewMut<'_, T>) {
         let len = self.len();
         assert!(mid <= len, "split index {mid} out of range for a device buffer of length {len}");
-        let ptr = self.device_ptr();
-        (DeviceViewMut { ptr, len: mid, _borrow: PhantomData }, DeviceViewMut { ptr: offset::<T>(ptr, mid), len: len - mid, _borrow: PhantomData })
+        let (ptr, usage) = (self.device_ptr(), self.usage());
+        (DeviceViewMut { ptr, len: mid, usage, _borrow: PhantomData }, DeviceViewMut { ptr: offset::<T>(ptr, mid), len: len - mid, usage, _borrow: PhantomData })
     }
 }
 
@@ -139,7 +211,7 @@ impl<'a, T> DeviceView<'a, T> {
     /// A narrower view of `range` within this one; panics when out of bounds.
     pub fn slice(&self, range: impl RangeBounds<usize>) -> DeviceView<'a, T> {
         let (start, end) = resolve(range, self.len);
-        DeviceView { ptr: offset::<T>(self.ptr, start), len: end - start, _borrow: PhantomData }
+        DeviceView { ptr: offset::<T>(self.ptr, start), len: end - start, usage: self.usage, _borrow: PhantomData }
     }
     /// The first element's device address as a typed pointer.
     pub fn as_device_ptr(&self) -> DevicePtr<T> {
@@ -159,19 +231,19 @@ impl<T> DeviceViewMut<'_, T> {
     /// A narrower read-only view of `range` within this one; panics when out of bounds.
     pub fn slice(&self, range: impl RangeBounds<usize>) -> DeviceView<'_, T> {
         let (start, end) = resolve(range, self.len);
-        DeviceView { ptr: offset::<T>(self.ptr, start), len: end - start, _borrow: PhantomData }
+        DeviceView { ptr: offset::<T>(self.ptr, start), len: end - start, usage: self.usage, _borrow: PhantomData }
     }
     /// A narrower writable view of `range` within this one; panics when out of bounds.
     pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> DeviceViewMut<'_, T> {
         let (start, end) = resolve(range, self.len);
-        DeviceViewMut { ptr: offset::<T>(self.ptr, start), len: end - start, _borrow: PhantomData }
+        DeviceViewMut { ptr: offset::<T>(self.ptr, start), len: end - start, usage: self.usage, _borrow: PhantomData }
     }
     /// Splits into two writable views at `mid`, like `split_at_mut`; panics if `mid > len`.
     pub fn split_at_mut(&mut self, mid: usize) -> (DeviceViewMut<'_, T>, DeviceViewMut<'_, T>) {
         assert!(mid <= self.len, "split index {mid} out of range for a device slice of length {}", self.len);
         (
-            DeviceViewMut { ptr: self.ptr, len: mid, _borrow: PhantomData },
-            DeviceViewMut { ptr: offset::<T>(self.ptr, mid), len: self.len - mid, _borrow: PhantomData },
+            DeviceViewMut { ptr: self.ptr, len: mid, usage: self.usage, _borrow: PhantomData },
+            DeviceViewMut { ptr: offset::<T>(self.ptr, mid), len: self.len - mid, usage: self.usage, _borrow: PhantomData },
         )
     }
     /// The first element's device address as a typed pointer.
@@ -193,47 +265,48 @@ impl<T> fmt::Debug for DeviceViewMut<'_, T> {
 }
 
 // SAFETY (all impls below): the pointer/length come from a live allocation (a buffer, or a
-// view that borrows one), in bounds by construction of the views.
+// view that borrows one), in bounds by construction of the views, with that allocation's
+// use tracking.
 unsafe impl<T> DeviceRead<T> for DeviceSlice<T> {
     #[inline]
-    fn kernel_arg(&self) -> SliceArg {
-        SliceArg::from_parts::<T>(self.device_ptr(), self.len())
+    fn kernel_arg(&self) -> SliceArg<'_> {
+        SliceArg::tracked::<T>(self.device_ptr(), self.len(), self.usage())
     }
 }
 unsafe impl<T> DeviceWrite<T> for DeviceSlice<T> {
     #[inline]
-    fn kernel_arg_mut(&mut self) -> SliceArg {
-        SliceArg::from_parts::<T>(self.device_ptr(), self.len())
+    fn kernel_arg_mut(&mut self) -> SliceArg<'_> {
+        SliceArg::tracked::<T>(self.device_ptr(), self.len(), self.usage())
     }
 }
 unsafe impl<T: Pod> DeviceRead<T> for DeviceBuffer<T> {
     #[inline]
-    fn kernel_arg(&self) -> SliceArg {
+    fn kernel_arg(&self) -> SliceArg<'_> {
         (**self).kernel_arg()
     }
 }
 unsafe impl<T: Pod> DeviceWrite<T> for DeviceBuffer<T> {
     #[inline]
-    fn kernel_arg_mut(&mut self) -> SliceArg {
+    fn kernel_arg_mut(&mut self) -> SliceArg<'_> {
         (**self).kernel_arg()
     }
 }
 unsafe impl<T> DeviceRead<T> for DeviceView<'_, T> {
     #[inline]
-    fn kernel_arg(&self) -> SliceArg {
-        SliceArg::from_parts::<T>(self.ptr, self.len)
+    fn kernel_arg(&self) -> SliceArg<'_> {
+        SliceArg::tracked::<T>(self.ptr, self.len, self.usage)
     }
 }
 unsafe impl<T> DeviceRead<T> for DeviceViewMut<'_, T> {
     #[inline]
-    fn kernel_arg(&self) -> SliceArg {
-        SliceArg::from_parts::<T>(self.ptr, self.len)
+    fn kernel_arg(&self) -> SliceArg<'_> {
+        SliceArg::tracked::<T>(self.ptr, self.len, self.usage)
     }
 }
 unsafe impl<T> DeviceWrite<T> for DeviceViewMut<'_, T> {
     #[inline]
-    fn kernel_arg_mut(&mut self) -> SliceArg {
-        SliceArg::from_parts::<T>(self.ptr, self.len)
+    fn kernel_arg_mut(&mut self) -> SliceArg<'_> {
+        SliceArg::tracked::<T>(self.ptr, self.len, self.usage)
     }
 }
 
@@ -301,5 +374,15 @@ mod tests {
     #[allow(clippy::reversed_empty_ranges)] // the point of the test
     fn reversed_ranges_panic() {
         resolve(6..5, 10);
+    }
+
+    /// W4: a buffer of zero-sized elements has address 0; the kernel must still get a
+    /// non-null, aligned pointer (it used to get null when `len > 0`).
+    #[test]
+    fn zero_sized_elements_get_a_dangling_aligned_pointer() {
+        assert_eq!(SliceArg::from_parts::<()>(0, 5).ptr, 1);
+        assert_eq!(SliceArg::from_parts::<[u64; 0]>(0, 5).ptr, 8);
+        assert_eq!(SliceArg::from_parts::<f64>(0, 0).ptr, 8);
+        assert_eq!(SliceArg::from_parts::<f64>(0x1000, 3).ptr, 0x1000);
     }
 }

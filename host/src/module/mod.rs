@@ -1,0 +1,218 @@
+//! Modules: PTX (JIT-compiled by the driver, with its logs captured) or cubins/fatbins,
+//! loaded explicitly with JIT options, checked against the kernels the host expects,
+//! reloadable at run time, with typed access to their globals.
+
+mod checks;
+mod global;
+mod image;
+pub(crate) mod jit;
+pub(crate) mod raw;
+mod reloadable;
+
+use std::ffi::CString;
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex};
+
+use bytemuck::Pod;
+use cudarc::driver::sys;
+
+use crate::KernelSignature;
+use crate::context::Context;
+use crate::driver;
+use crate::error::{Error, Result};
+use crate::function::Function;
+pub use global::Global;
+pub use jit::{JitFallback, JitOptions};
+pub(crate) use raw::{RawModule, check_ptx_supported};
+pub use reloadable::ReloadableModule;
+
+/// An explicitly loaded module: PTX JIT-compiled with [`JitOptions`], or a cubin/fatbin.
+/// Cloning shares it; it is unloaded when the last clone (and the last [`Function`] from it)
+/// is dropped, after the work queued in its context has finished.
+#[derive(Clone)]
+pub struct Module {
+    inner: Arc<ModuleInner>,
+}
+
+struct ModuleInner {
+    /// `None` only after an explicit unload.
+    raw: Option<RawModule>,
+    context: Context,
+    name: String,
+    info_log: String,
+    /// Kernels looked up and checked for typed launchers, by signature (two crates may have
+    /// kernels of one name with different parameters: each is checked).
+    functions: Mutex<Vec<(&'static KernelSignature, sys::CUfunction)>>,
+}
+
+// SAFETY: the module handle is used with its context bound; mutable state is behind a Mutex.
+unsafe impl Send for ModuleInner {}
+// SAFETY: as above.
+unsafe impl Sync for ModuleInner {}
+
+impl Module {
+    /// JIT-compiles `ptx` into `context` with `options`; `name` labels errors. A PTX ISA or
+    /// target the driver/device cannot handle is refused before the driver sees it, and a
+    /// failed compilation's error carries the JIT error log.
+    ///
+    /// # Safety
+    /// The typed launchers (`name::launch_in(&module, ..)`) trust the module's kernels to
+    /// take the parameters their signature says (U7: a kernel with the right name and
+    /// parameter sizes but other element types writes out of bounds). Kernels built by
+    /// `#[kernel]` carry a fingerprint of their full signature that `launch_in` checks, so for
+    /// PTX built by this project's builder that is checked; for any other kernel the caller
+    /// vouches that each one launched through a typed launcher has that launcher's signature.
+    pub unsafe fn load_ptx(context: &Context, name: &str, ptx: &str, options: &JitOptions) -> Result<Self> {
+        context.bind_to_thread()?;
+        check_ptx_supported(name, ptx, context.device())?;
+        let (raw, info_log) = RawModule::load_with(name, ptx.as_bytes(), true, options)?;
+        Ok(Self::wrap(context, name, raw, info_log))
+    }
+
+    /// Loads a cubin or fatbin image into `context` (fatbins may JIT their PTX with `options`).
+    /// The image's header is checked first (a truncated image would be read past its end);
+    /// PTX text goes to [`Module::load_ptx`].
+    ///
+    /// # Safety
+    /// The driver trusts the image: section and program-header contents pointing outside it
+    /// crash the process inside the driver (U6), and nothing short of the driver itself could
+    /// check them. The image must be a well-formed cubin or fatbin (e.g. made by `ptxas` or
+    /// `nvcc`, not altered since), and its kernels must have the signatures their typed
+    /// launchers say, as for [`Module::load_ptx`].
+    pub unsafe fn load_binary(context: &Context, name: &str, image: &[u8], options: &JitOptions) -> Result<Self> {
+        image::check_binary_image(image).map_err(|reason| Error::InvalidImage { module: name.to_string(), reason })?;
+        context.bind_to_thread()?;
+        let (raw, info_log) = RawModule::load_with(name, image, false, options)?;
+        Ok(Self::wrap(context, name, raw, info_log))
+    }
+
+    /// [`Module::load_ptx`], then [`Module::check_kernels`].
+    ///
+    /// # Safety
+    /// As for [`Module::load_ptx`].
+    pub unsafe fn load_ptx_checked(context: &Context, name: &str, ptx: &str, options: &JitOptions, expected: &[&KernelSignature]) -> Result<Self> {
+        // SAFETY: forwarded to the caller.
+        let module = unsafe { Self::load_ptx(context, name, ptx, options) }?;
+        module.check_kernels(expected)?;
+        Ok(module)
+    }
+
+    fn wrap(context: &Context, name: &str, raw: RawModule, info_log: String) -> Self {
+        Module {
+            inner: Arc::new(ModuleInner { raw: Some(raw), context: context.clone(), name: name.to_string(), info_log, functions: Mutex::new(Vec::new()) }),
+        }
+    }
+
+    /// The name given at load time.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The JIT compiler's info log (empty for a cubin, and often for PTX).
+    pub fn info_log(&self) -> &str {
+        &self.inner.info_log
+    }
+
+    /// The context it is loaded in.
+    pub fn context(&self) -> &Context {
+        &self.inner.context
+    }
+
+    /// A handle that keeps the module loaded (for graphs that captured its kernels).
+    pub(crate) fn keep_alive(&self) -> Arc<dyn std::any::Any + Send + Sync> {
+        self.inner.clone()
+    }
+
+    fn raw(&self) -> &RawModule {
+        self.inner.raw.as_ref().expect("a Module handle is never observed after unload")
+    }
+
+    /// The kernel `symbol`, for attributes and occupancy.
+    pub fn function(&self, symbol: &str) -> Result<Function> {
+        self.inner.context.bind_to_thread()?;
+        let raw = self.raw().function(&self.inner.name, symbol)?;
+        Ok(Function::new(raw, symbol.to_string(), self.inner.context.clone(), Some(self.inner.clone())))
+    }
+
+    /// Checks that every kernel in `expected` is in the module with the parameter sizes its
+    /// launcher passes (`cuFuncGetParamInfo`, CUDA 12.4+; older drivers check names only).
+    pub fn check_kernels(&self, expected: &[&KernelSignature]) -> Result<()> {
+        self.inner.context.bind_to_thread()?;
+        for signature in expected {
+            let function = self.raw().function(&self.inner.name, signature.symbol)?;
+            checks::check_fingerprint(self.raw().raw, signature, &self.inner.name)?;
+            checks::check_params(function, signature, &self.inner.name)?;
+        }
+        Ok(())
+    }
+
+    /// The kernel of `signature`, looked up and checked on first use, then cached (the typed
+    /// launchers' path: `name::launch_in(&module, ..)`). The context must be bound.
+    pub(crate) fn checked_function(&self, signature: &'static KernelSignature) -> Result<sys::CUfunction> {
+        let mut functions = self.inner.functions.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(&(_, f)) = functions.iter().find(|(s, _)| std::ptr::eq(*s, signature) || *s == signature) {
+            return Ok(f);
+        }
+        let function = self.raw().function(&self.inner.name, signature.symbol)?;
+        checks::check_fingerprint(self.raw().raw, signature, &self.inner.name)?;
+        checks::check_params(function, signature, &self.inner.name)?;
+        functions.push((signature, function));
+        Ok(function)
+    }
+
+    /// A typed view of the global (or `__constant__`) variable `name`, which must have exactly
+    /// the size of `T` (use an array type for an array).
+    pub fn global<T: Pod>(&self, name: &str) -> Result<Global<'_, T>> {
+        self.inner.context.bind_to_thread()?;
+        let symbol = CString::new(name).map_err(|_| Error::GlobalNotFound { name: name.into(), module: self.inner.name.clone() })?;
+        let (mut address, mut bytes) = (0, 0);
+        // SAFETY: writes an address and a size for a loaded module.
+        match unsafe { driver::module::get_global(&mut address, &mut bytes, self.raw().raw, symbol.as_ptr()) } {
+            Err(e) if e.code == sys::CUresult::CUDA_ERROR_NOT_FOUND => {
+                return Err(Error::GlobalNotFound { name: name.into(), module: self.inner.name.clone() });
+            }
+            other => other?,
+        }
+        if bytes != std::mem::size_of::<T>() {
+            return Err(Error::GlobalSizeMismatch {
+                name: name.into(),
+                module: self.inner.name.clone(),
+                bytes,
+                type_name: std::any::type_name::<T>(),
+                type_bytes: std::mem::size_of::<T>(),
+            });
+        }
+        Ok(Global { address, module: self, _value: PhantomData })
+    }
+
+    /// Unloads the module now, reporting errors, once queued work in its context finished. If
+    /// clones or [`Function`]s of it are still alive, it is unloaded when the last one drops.
+    pub fn unload(self) -> Result<()> {
+        let Some(mut inner) = Arc::into_inner(self.inner) else { return Ok(()) };
+        inner.context.synchronize()?;
+        match inner.raw.take() {
+            Some(raw) => raw.unload(),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for ModuleInner {
+    fn drop(&mut self) {
+        // Kernels of this module may still be queued or running (a hot reload swaps modules
+        // while launches are in flight): let them finish before the code goes away. Errors
+        // cannot be reported from Drop; a faulted context reports them on its next call.
+        if self.raw.is_some() && self.context.synchronize().is_ok() {
+            self.raw.take();
+        } else if let Some(raw) = self.raw.take() {
+            // The context is unusable; unloading would fail, and leaking is harmless then.
+            std::mem::forget(raw);
+        }
+    }
+}
+
+impl std::fmt::Debug for Module {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Module").field("name", &self.inner.name).finish()
+    }
+}

@@ -1,0 +1,156 @@
+//! [`LaunchProblem`]: which limit a launch configuration broke, with a message that says what
+//! to do.
+
+use core::fmt;
+
+use crate::dim3::Dim3;
+
+/// Which limit a launch configuration broke.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LaunchProblem {
+    /// A grid dimension is zero.
+    EmptyGrid {
+        /// The grid.
+        grid: Dim3,
+    },
+    /// A block dimension is zero.
+    EmptyBlock {
+        /// The block.
+        block: Dim3,
+    },
+    /// More threads per block than the device allows.
+    BlockTooLarge {
+        /// Threads asked for.
+        threads: u64,
+        /// The device limit.
+        max: u32,
+    },
+    /// One block dimension exceeds its limit.
+    BlockAxisTooLarge {
+        /// "x", "y" or "z".
+        axis: &'static str,
+        /// The size asked for.
+        size: u32,
+        /// The device limit.
+        max: u32,
+    },
+    /// One grid dimension exceeds its limit.
+    GridAxisTooLarge {
+        /// "x", "y" or "z".
+        axis: &'static str,
+        /// The size asked for.
+        size: u32,
+        /// The device limit.
+        max: u32,
+    },
+    /// More dynamic shared memory than a block may have.
+    SharedMemoryTooLarge {
+        /// Bytes asked for.
+        requested: u32,
+        /// The device limit.
+        max: u32,
+    },
+    /// More dynamic shared memory than this kernel currently allows (48 KiB unless raised):
+    /// the device has room, but the kernel's attribute must be raised first.
+    SharedMemoryAboveKernelMax {
+        /// Bytes asked for.
+        requested: u32,
+        /// The kernel's current `max_dynamic_shared_bytes`.
+        kernel_max: u32,
+        /// The device's opt-in limit.
+        device_max: u32,
+    },
+    /// The device cannot launch thread-block clusters (they need sm_90 or newer).
+    ClustersUnsupported,
+    /// The device cannot launch cooperatively.
+    CooperativeUnsupported,
+    /// A cluster dimension is zero.
+    EmptyCluster {
+        /// The cluster.
+        cluster: Dim3,
+    },
+    /// A cluster dimension does not divide the grid's.
+    ClusterDoesNotDivideGrid {
+        /// "x", "y" or "z".
+        axis: &'static str,
+        /// The cluster's size along the axis.
+        cluster: u32,
+        /// The grid's size along the axis.
+        grid: u32,
+    },
+    /// A cooperative grid with more blocks than can be resident at once.
+    CooperativeGridTooLarge {
+        /// Blocks asked for.
+        blocks: u64,
+        /// Blocks that fit at once (`per_sm * sms`).
+        max: u64,
+        /// Blocks of this kernel and configuration that fit on one SM.
+        per_sm: u32,
+        /// SMs on the device.
+        sms: u32,
+    },
+    /// More blocks per cluster than the portable limit.
+    ClusterTooLarge {
+        /// Blocks asked for.
+        blocks: u64,
+        /// The limit.
+        max: u64,
+    },
+    /// [`LaunchConfig::try_for_elements`]: covering the elements one per thread needs more
+    /// than `u32::MAX` blocks.
+    TooManyElements {
+        /// Elements asked for.
+        elements: u64,
+        /// Threads per block.
+        block: u32,
+    },
+}
+
+impl fmt::Display for LaunchProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::EmptyGrid { grid } => write!(f, "the grid {grid} has a zero dimension; every dimension must be at least 1"),
+            Self::EmptyBlock { block } => write!(f, "the block {block} has a zero dimension; every dimension must be at least 1"),
+            Self::BlockTooLarge { threads, max } => {
+                write!(f, "a block of {threads} threads exceeds the device's max threads per block ({max})")
+            }
+            Self::BlockAxisTooLarge { axis, size, max } => write!(f, "block dimension {axis} = {size} exceeds the device's limit of {max}"),
+            Self::GridAxisTooLarge { axis, size, max } => {
+                write!(f, "grid dimension {axis} = {size} exceeds the device's limit of {max}")?;
+                if *size == u32::MAX && *axis == "x" {
+                    // What `LaunchConfig::for_elements` clamps an overflowing grid to.
+                    write!(f, " (`LaunchConfig::for_elements` clamps to this when the elements need more blocks than fit in a u32: use a grid-stride loop over fewer blocks, or `try_for_elements`)")?;
+                }
+                Ok(())
+            }
+            Self::SharedMemoryTooLarge { requested, max } => {
+                write!(f, "{requested} bytes of dynamic shared memory exceed the device's max shared memory per block ({max} bytes)")
+            }
+            Self::SharedMemoryAboveKernelMax { requested, kernel_max, device_max } => write!(
+                f,
+                "{requested} bytes of dynamic shared memory exceed this kernel's limit of {kernel_max} bytes; the device allows up to {device_max}: \
+                 raise the kernel's limit first with `name::function(&context)?.set_max_dynamic_shared_bytes({requested})`"
+            ),
+            Self::ClustersUnsupported => write!(f, "the device does not support thread-block clusters (they need sm_90 or newer); launch without `with_cluster`"),
+            Self::CooperativeUnsupported => write!(f, "the device does not support cooperative launches"),
+            Self::EmptyCluster { cluster } => write!(f, "the cluster {cluster} has a zero dimension; every dimension must be at least 1"),
+            Self::ClusterDoesNotDivideGrid { axis, cluster, grid } => {
+                write!(f, "cluster dimension {axis} = {cluster} does not divide grid dimension {axis} = {grid}; make the grid a multiple of the cluster")
+            }
+            Self::CooperativeGridTooLarge { blocks, max, per_sm, sms } => write!(
+                f,
+                "a cooperative grid of {blocks} blocks exceeds the {max} that can be resident at once ({per_sm} per SM x {sms} SMs for this kernel and block size); use at most {max} blocks, e.g. a grid-stride loop"
+            ),
+            Self::ClusterTooLarge { blocks, max } => write!(f, "a cluster of {blocks} blocks exceeds the portable limit of {max} blocks per cluster"),
+            Self::TooManyElements { elements, block } => write!(
+                f,
+                "{elements} elements at one per thread in blocks of {block} threads need more than {} blocks; use a grid-stride loop over fewer blocks",
+                u32::MAX
+            ),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for LaunchProblem {}
