@@ -212,7 +212,7 @@ macro_rules! binary_op {
                         let _ = scope;
                         let apply: fn($ty, $ty) -> $ty = $host;
                         // SAFETY: the caller passes a valid, aligned address.
-                        unsafe { crate::emu::atomic_update(target, |old| apply(old, value)) }
+                        unsafe { crate::cpu::hooks::atomic_update(target, |old| apply(old, value)) }
                     }
                 }
             }
@@ -321,7 +321,7 @@ macro_rules! compare_exchange {
                 {
                     let _ = scope;
                     // SAFETY: the caller passes a valid, aligned address.
-                    unsafe { crate::emu::atomic_update(target, |old| if old.to_bits() == expected.to_bits() { new } else { old }) }
+                    unsafe { crate::cpu::hooks::atomic_update(target, |old| if old.to_bits() == expected.to_bits() { new } else { old }) }
                 }
             }
         }

@@ -23,7 +23,7 @@ pub fn block_rank() -> u32 {
         r
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::emu::cluster_block_rank()
+    crate::cpu::hooks::cluster_block_rank()
 }
 
 /// Blocks in this cluster (`%cluster_nctarank`).
@@ -37,7 +37,7 @@ pub fn size() -> u32 {
         r
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::emu::cluster_size()
+    crate::cpu::hooks::cluster_size()
 }
 
 /// Cluster-wide barrier (`barrier.cluster.arrive` + `barrier.cluster.wait`, which release and acquire by default):
@@ -51,7 +51,7 @@ pub fn sync() {
         core::arch::asm!("barrier.cluster.arrive.aligned;", "barrier.cluster.wait.aligned;", options(nostack));
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::emu::cluster_sync()
+    crate::cpu::hooks::cluster_sync()
 }
 
 /// Element `index` of the same `shared_array!` in block `rank` of this cluster (distributed
@@ -81,7 +81,7 @@ pub fn peer_get<const N: usize>(array: &SharedArray<u32, N>, rank: u32, index: u
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        crate::emu::cluster_peer_load_u32(array.shared_address() + (index * core::mem::size_of::<u32>()) as u32, rank)
+        crate::cpu::hooks::cluster_peer_load_u32(array.shared_address() + (index * core::mem::size_of::<u32>()) as u32, rank)
     }
 }
 

@@ -17,9 +17,11 @@ pub mod atomic;
 pub mod cluster;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod cpu;
+/// The old name of [`cpu::hooks`], kept while code written against it is merged; new code
+/// names `crate::cpu::hooks`.
 #[cfg(not(target_arch = "nvptx64"))]
-#[doc(hidden)]
-pub mod emu;
+#[allow(unused_imports)]
+pub(crate) use cpu::hooks as emu;
 pub mod global;
 pub mod math;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "80"))]
@@ -51,15 +53,15 @@ macro_rules! embed_kernels {
 
         /// The PTX and cubins of this crate's kernels, embedded at build time.
         #[cfg(not(target_arch = "nvptx64"))]
-        pub static KERNELS: $crate::__private::host::EmbeddedModule = $crate::__private::host::EmbeddedModule {
+        pub static KERNELS: $crate::__private::types::EmbeddedModule = $crate::__private::types::EmbeddedModule {
             crate_name: __ferrocuda_artifacts::CRATE_NAME,
             toolchain: __ferrocuda_artifacts::TOOLCHAIN,
             ptx: __ferrocuda_artifacts::PTX,
             cubins: __ferrocuda_artifacts::CUBINS,
             resources: {
                 const ROWS: usize = __ferrocuda_artifacts::RESOURCES.len();
-                const RESOURCES: [$crate::__private::host::KernelResources; ROWS] =
-                    $crate::__private::host::KernelResources::from_tuples(__ferrocuda_artifacts::RESOURCES);
+                const RESOURCES: [$crate::__private::types::KernelResources; ROWS] =
+                    $crate::__private::types::KernelResources::from_tuples(__ferrocuda_artifacts::RESOURCES);
                 &RESOURCES
             },
         };
@@ -69,8 +71,7 @@ macro_rules! embed_kernels {
 /// Used by generated code; not part of the public API.
 #[doc(hidden)]
 pub mod __private {
-    #[cfg(not(target_arch = "nvptx64"))]
-    pub use ferrocuda_host as host;
+    pub use ferrocuda_types as types;
     pub use ferrocuda_macros::device_print;
     /// What generated kernel entries and launchers call to build kernel parameters.
     pub use crate::global::__private as args;

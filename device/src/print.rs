@@ -280,7 +280,7 @@ impl<T: PrintfArg + ?Sized> PrintfArg for &T {
 #[inline(never)]
 pub fn __print(args: core::fmt::Arguments<'_>) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::emu::print(args);
+    crate::cpu::hooks::print(args);
     #[cfg(target_arch = "nvptx64")]
     let _ = args;
 }

@@ -57,7 +57,7 @@ macro_rules! shared_element {
                 }
                 #[cfg(not(target_arch = "nvptx64"))]
                 // SAFETY: every bit pattern is a valid `$ty`; the hook checks the bounds.
-                unsafe { crate::emu::shared_load::<$ty>(address) }
+                unsafe { crate::cpu::hooks::shared_load::<$ty>(address) }
             }
 
             #[inline(always)]
@@ -70,7 +70,7 @@ macro_rules! shared_element {
                 }
                 #[cfg(not(target_arch = "nvptx64"))]
                 // SAFETY: as in `load_shared`.
-                unsafe { crate::emu::shared_store::<$ty>(address, value) }
+                unsafe { crate::cpu::hooks::shared_store::<$ty>(address, value) }
             }
         }
         shared_element!(@add $ty, $reg, $add);
@@ -92,7 +92,7 @@ macro_rules! shared_element {
                 }
                 #[cfg(not(target_arch = "nvptx64"))]
                 // SAFETY: as in `load_shared`.
-                unsafe { crate::emu::shared_fetch_add::<$ty>(address, value) }
+                unsafe { crate::cpu::hooks::shared_fetch_add::<$ty>(address, value) }
             }
         }
     };
@@ -271,7 +271,7 @@ pub fn dynamic_shared<T: SharedElement>() -> SharedSlice<T> {
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        let (base, bytes) = crate::emu::dynamic_shared();
+        let (base, bytes) = crate::cpu::hooks::dynamic_shared();
         SharedSlice { base, len: bytes as usize / core::mem::size_of::<T>(), _element: PhantomData }
     }
 }
@@ -338,7 +338,7 @@ macro_rules! shared_array {
             address
         };
         #[cfg(not(target_arch = "nvptx64"))]
-        let __ferrocuda_address: u32 = $crate::emu::static_shared(
+        let __ferrocuda_address: u32 = $crate::cpu::hooks::static_shared(
             $crate::shared::__site(env!("CARGO_CRATE_NAME"), file!(), line!(), column!()),
             ::core::mem::size_of::<$ty>() * ($len),
             ::core::mem::align_of::<$ty>(),

@@ -21,7 +21,7 @@ pub fn sync_threads() {
         core::arch::nvptx::_syncthreads()
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::emu::barrier(crate::emu::BarrierKind::Plain, false);
+    crate::cpu::hooks::barrier(crate::cpu::hooks::BarrierKind::Plain, false);
 }
 
 /// Block barrier that also counts the threads whose `predicate` is true
@@ -41,7 +41,7 @@ pub fn sync_threads_count(predicate: bool) -> u32 {
         count
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::emu::barrier(crate::emu::BarrierKind::Count, predicate)
+    crate::cpu::hooks::barrier(crate::cpu::hooks::BarrierKind::Count, predicate)
 }
 
 /// Block barrier returning whether `predicate` is true for every thread (`__syncthreads_and`).
@@ -61,7 +61,7 @@ pub fn sync_threads_and(predicate: bool) -> bool {
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        crate::emu::barrier(crate::emu::BarrierKind::And, predicate) != 0
+        crate::cpu::hooks::barrier(crate::cpu::hooks::BarrierKind::And, predicate) != 0
     }
 }
 
@@ -82,7 +82,7 @@ pub fn sync_threads_or(predicate: bool) -> bool {
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        crate::emu::barrier(crate::emu::BarrierKind::Or, predicate) != 0
+        crate::cpu::hooks::barrier(crate::cpu::hooks::BarrierKind::Or, predicate) != 0
     }
 }
 
@@ -96,7 +96,7 @@ pub fn sync_warp(mask: u32) {
         core::arch::asm!("bar.warp.sync {m};", m = in(reg32) mask);
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::emu::warp_sync(mask);
+    crate::cpu::hooks::warp_sync(mask);
 }
 
 macro_rules! fences {

@@ -3,19 +3,12 @@
 //! Each axis function compiles to one `mov.u32 %r, %tid.x`-style special-register read; the
 //! 3-D forms read three. On the host they read the CPU executor's current thread.
 
-/// A 3-D index or size, as CUDA's `dim3`/`uint3`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Dim3 {
-    /// x
-    pub x: u32,
-    /// y
-    pub y: u32,
-    /// z
-    pub z: u32,
-}
+/// A 3-D index or size, as CUDA's `dim3`/`uint3` (the one type the host, the device library
+/// and the CPU executor share).
+pub use ferrocuda_types::Dim3;
 
 macro_rules! special_registers {
-    ($($(#[$doc:meta])* $name:ident => $intrinsic:ident, $which:ident . $axis:ident;)*) => {$(
+    ($($(#[$doc:meta])* $name:ident => $intrinsic:ident, $which:ident [$axis:literal];)*) => {$(
         $(#[$doc])*
         #[inline(always)]
         pub fn $name() -> u32 {
@@ -23,36 +16,36 @@ macro_rules! special_registers {
             // SAFETY: reading a special register has no preconditions inside a kernel.
             unsafe { core::arch::nvptx::$intrinsic() as u32 }
             #[cfg(not(target_arch = "nvptx64"))]
-            crate::emu::$which().$axis
+            crate::cpu::hooks::$which()[$axis]
         }
     )*};
 }
 
 special_registers! {
     /// `threadIdx.x`
-    thread_idx_x => _thread_idx_x, thread_idx.x;
+    thread_idx_x => _thread_idx_x, thread_idx[0];
     /// `threadIdx.y`
-    thread_idx_y => _thread_idx_y, thread_idx.y;
+    thread_idx_y => _thread_idx_y, thread_idx[1];
     /// `threadIdx.z`
-    thread_idx_z => _thread_idx_z, thread_idx.z;
+    thread_idx_z => _thread_idx_z, thread_idx[2];
     /// `blockIdx.x`
-    block_idx_x => _block_idx_x, block_idx.x;
+    block_idx_x => _block_idx_x, block_idx[0];
     /// `blockIdx.y`
-    block_idx_y => _block_idx_y, block_idx.y;
+    block_idx_y => _block_idx_y, block_idx[1];
     /// `blockIdx.z`
-    block_idx_z => _block_idx_z, block_idx.z;
+    block_idx_z => _block_idx_z, block_idx[2];
     /// `blockDim.x`
-    block_dim_x => _block_dim_x, block_dim.x;
+    block_dim_x => _block_dim_x, block_dim[0];
     /// `blockDim.y`
-    block_dim_y => _block_dim_y, block_dim.y;
+    block_dim_y => _block_dim_y, block_dim[1];
     /// `blockDim.z`
-    block_dim_z => _block_dim_z, block_dim.z;
+    block_dim_z => _block_dim_z, block_dim[2];
     /// `gridDim.x`
-    grid_dim_x => _grid_dim_x, grid_dim.x;
+    grid_dim_x => _grid_dim_x, grid_dim[0];
     /// `gridDim.y`
-    grid_dim_y => _grid_dim_y, grid_dim.y;
+    grid_dim_y => _grid_dim_y, grid_dim[1];
     /// `gridDim.z`
-    grid_dim_z => _grid_dim_z, grid_dim.z;
+    grid_dim_z => _grid_dim_z, grid_dim[2];
 }
 
 /// `threadIdx`: this thread's index in its block.

@@ -45,7 +45,28 @@ fn shuffle_b32(value: u32, mode: ShuffleMode, lane_or_delta: u32) -> u32 {
         out
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::emu::warp_shuffle(value, mode, lane_or_delta)
+    crate::cpu::hooks::warp_shuffle(value, shuffle_source(crate::cpu::hooks::lane_id(), mode, lane_or_delta))
+}
+
+/// The lane a shuffle reads, by PTX's rules for `shfl.sync` with the clamp values CUDA's
+/// `__shfl_*_sync` use (31 for idx/down/bfly, 0 for up): an out-of-range source means the
+/// lane's own value. Only the low 5 bits of the lane or delta count. (The CPU executor's
+/// shuffle; on a GPU `shfl.sync` does this.)
+#[cfg(not(target_arch = "nvptx64"))]
+fn shuffle_source(lane: u32, mode: ShuffleMode, lane_or_delta: u32) -> u32 {
+    let b = lane_or_delta & 31;
+    match mode {
+        ShuffleMode::Index => b,
+        ShuffleMode::Up => lane.checked_sub(b).unwrap_or(lane),
+        ShuffleMode::Down => {
+            if lane + b <= 31 {
+                lane + b
+            } else {
+                lane
+            }
+        }
+        ShuffleMode::Xor => lane ^ b,
+    }
 }
 
 /// Values a shuffle can move: 32-bit (one `shfl.sync`) or 64-bit (two).
@@ -177,7 +198,7 @@ pub fn all(predicate: bool) -> bool {
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        crate::emu::warp_ballot(predicate) == crate::emu::warp_active_mask()
+        crate::cpu::hooks::warp_ballot(predicate) == crate::cpu::hooks::warp_active_mask()
     }
 }
 
@@ -196,7 +217,7 @@ pub fn any(predicate: bool) -> bool {
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        crate::emu::warp_ballot(predicate) != 0
+        crate::cpu::hooks::warp_ballot(predicate) != 0
     }
 }
 
@@ -214,7 +235,7 @@ pub fn ballot(predicate: bool) -> u32 {
         r
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::emu::warp_ballot(predicate)
+    crate::cpu::hooks::warp_ballot(predicate)
 }
 
 /// `__activemask()`: the lanes executing this call together (`activemask.b32`).
@@ -228,7 +249,7 @@ pub fn active_mask() -> u32 {
         r
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::emu::warp_active_mask()
+    crate::cpu::hooks::warp_active_mask()
 }
 
 /// `__match_any_sync(FULL, value)`: the lanes whose `value` equals this lane's
@@ -243,7 +264,7 @@ pub fn match_any(value: u32) -> u32 {
         r
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::emu::warp_match_any(value as u64)
+    crate::cpu::hooks::warp_match_any(value as u64)
 }
 
 /// `__match_all_sync(FULL, value, &pred)`: `Some(mask of all lanes)` when every lane has the
@@ -262,8 +283,8 @@ pub fn match_all(value: u32) -> Option<u32> {
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        let mask = crate::emu::warp_match_any(value as u64);
-        if mask == crate::emu::warp_active_mask() { Some(mask) } else { None }
+        let mask = crate::cpu::hooks::warp_match_any(value as u64);
+        if mask == crate::cpu::hooks::warp_active_mask() { Some(mask) } else { None }
     }
 }
 
@@ -278,11 +299,26 @@ pub fn lane_id() -> u32 {
         lane
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::emu::lane_id()
+    crate::cpu::hooks::lane_id()
 }
 
 /// This warp's index within its block (`rank_in_block() / 32`).
 #[inline(always)]
 pub fn warp_id() -> u32 {
     crate::thread::rank_in_block() / WARP_SIZE
+}
+
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shuffle_sources_follow_ptx_clamping() {
+        assert_eq!(shuffle_source(5, ShuffleMode::Index, 37), 5, "idx uses the low 5 bits");
+        assert_eq!(shuffle_source(2, ShuffleMode::Up, 3), 2, "up below delta keeps its own");
+        assert_eq!(shuffle_source(7, ShuffleMode::Up, 3), 4);
+        assert_eq!(shuffle_source(29, ShuffleMode::Down, 5), 29, "down past 31 keeps its own");
+        assert_eq!(shuffle_source(20, ShuffleMode::Down, 5), 25);
+        assert_eq!(shuffle_source(6, ShuffleMode::Xor, 1), 7);
+    }
 }

@@ -3,8 +3,9 @@
 //! one (a data race on shared memory), each with the threads involved.
 
 use std::fmt;
+use std::time::Duration;
 
-use ferrocuda_host::{Dim3, KernelPanic, LaunchProblem};
+use ferrocuda_types::{Dim3, KernelPanic, LaunchProblem};
 
 /// An error of a CPU-executor launch.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -32,6 +33,84 @@ pub enum CpuError {
     /// barrier between.
     #[error(transparent)]
     SharedMemoryRace(#[from] SharedMemoryRace),
+    /// Lanes of a warp shuffled from lanes that had exited (CUDA leaves the result undefined).
+    #[error(transparent)]
+    ExitedLaneShuffle(#[from] ExitedLaneShuffle),
+    /// The launch ran longer than the executor's watchdog allows
+    /// ([`CpuExecutor::with_watchdog`](super::CpuExecutor::with_watchdog)).
+    #[error(transparent)]
+    Watchdog(#[from] Watchdog),
+    /// A kernel launched a kernel (CUDA's dynamic parallelism), which the CPU executor does
+    /// not support.
+    #[error(
+        "cannot launch `{kernel}` from inside a kernel running on the CPU executor: launches from device code (dynamic parallelism) \
+         are not supported; launch it from the host after the running launch returns"
+    )]
+    NestedLaunch {
+        /// The kernel whose launch was refused.
+        kernel: String,
+    },
+}
+
+/// A shuffle that read lanes which had already exited.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "kernel `{kernel}`, block {block}, warp {warp}: lanes {readers:?} shuffled from lanes {exited:?}, which had exited; \
+     CUDA leaves such a value undefined (a GPU gave 0). Keep the lanes a shuffle reads alive until it (return after the \
+     shuffle, not before), or read only lanes that take part"
+)]
+pub struct ExitedLaneShuffle {
+    /// The kernel's symbol.
+    pub kernel: String,
+    /// The block.
+    pub block: Dim3,
+    /// The warp's index in the block.
+    pub warp: u32,
+    /// The lanes (0..32) whose shuffle read an exited lane.
+    pub readers: Vec<u32>,
+    /// The exited lanes they read.
+    pub exited: Vec<u32>,
+}
+
+/// A launch stopped by the watchdog.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "kernel `{kernel}` ran for {elapsed:.2?}, past the watchdog's limit of {limit:.2?}; unfinished threads ({}): {}. \
+     A thread waiting for a value no other thread of the launch will write (or for the host) hangs a GPU too; \
+     raise the limit with `CpuExecutor::with_watchdog` if the launch is just slow",
+    stuck.len(), StuckList(stuck)
+)]
+pub struct Watchdog {
+    /// The kernel's symbol.
+    pub kernel: String,
+    /// The limit.
+    pub limit: Duration,
+    /// How long the launch had run when it was reported.
+    pub elapsed: Duration,
+    /// The threads that had not finished (in block order), each with where it was.
+    pub stuck: Vec<StuckThread>,
+}
+
+/// A list of stuck threads, cut after a few.
+struct StuckList<'a>(&'a [StuckThread]);
+
+impl fmt::Display for StuckList<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const SHOWN: usize = 6;
+        if self.0.is_empty() {
+            return f.write_str("none found");
+        }
+        for (i, t) in self.0.iter().take(SHOWN).enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{t}")?;
+        }
+        if self.0.len() > SHOWN {
+            write!(f, " and {} more", self.0.len() - SHOWN)?;
+        }
+        Ok(())
+    }
 }
 
 /// A block barrier that some threads wait at while the others have exited.
@@ -134,5 +213,51 @@ impl fmt::Display for ThreadList<'_> {
             write!(f, " and {} more", self.0.len() - SHOWN)?;
         }
         Ok(())
+    }
+}
+
+/// Where an unfinished GPU thread was when the watchdog stopped the launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ThreadActivity {
+    /// It was running and never yielded (no barrier or warp operation) within the grace
+    /// period after the limit: a spin loop, or a very long computation.
+    NeverYielded,
+    /// It was ready to run (it had yielded, or had not started yet).
+    Runnable,
+    /// It waited at a block barrier.
+    BlockBarrier,
+    /// It waited in a warp operation.
+    WarpOperation,
+    /// It waited at the cluster barrier.
+    ClusterBarrier,
+}
+
+impl fmt::Display for ThreadActivity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ThreadActivity::NeverYielded => "running, never yielded",
+            ThreadActivity::Runnable => "ready to run",
+            ThreadActivity::BlockBarrier => "at a block barrier",
+            ThreadActivity::WarpOperation => "in a warp operation",
+            ThreadActivity::ClusterBarrier => "at the cluster barrier",
+        })
+    }
+}
+
+/// A GPU thread that had not finished when the watchdog stopped its launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StuckThread {
+    /// `blockIdx`.
+    pub block: Dim3,
+    /// `threadIdx`.
+    pub thread: Dim3,
+    /// Where it was.
+    pub activity: ThreadActivity,
+}
+
+impl fmt::Display for StuckThread {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "block {} thread {} ({})", self.block, self.thread, self.activity)
     }
 }

@@ -30,7 +30,23 @@
 //!   ends the launch; two threads touching the same shared word between two barriers, one of
 //!   them writing, is a [`SharedMemoryRace`] (the last writer and reader of each word are kept,
 //!   so most missing-barrier bugs are caught, not every one).
+//! - A shuffle that reads a lane which has exited is an [`ExitedLaneShuffle`] error (CUDA
+//!   leaves the value undefined); exited lanes named in a mask are fine, as in CUDA.
+//! - Each GPU thread has a lazily mapped stack of [`DEFAULT_STACK_SIZE`] (16 MiB) with a guard
+//!   region below it; an overflow prints the kernel, block and thread and how to raise the
+//!   stack ([`CpuExecutor::with_stack_size`]), then aborts the process (a signal handler
+//!   cannot return an error).
+//! - [`CpuExecutor::with_watchdog`] stops a launch that runs too long and names the threads
+//!   that never finished ([`Watchdog`]); a launch from inside a kernel is refused
+//!   ([`CpuError::NestedLaunch`]).
 //! - Atomics are the host's atomics; `println!` prints through `std::print!`.
+//!
+//! Layout: the intrinsics reach the executor only through [`hooks`] (a trait the running
+//! block implements, registered per OS thread); `launch.rs` runs workers over the grid,
+//! `scheduler.rs` runs one cluster's threads as coroutines, `block.rs` holds a block's
+//! state, `warp_ops.rs` and `barriers.rs` complete collectives, `shared_memory.rs` is the
+//! arena and race detector, `stack.rs` the stacks and the overflow handler, `watchdog.rs` the
+//! watchdog, `error.rs` the reports.
 //!
 //! What differs from a GPU: floating-point results may differ in the last bits (no fused
 //! multiply-add unless the kernel asks for `mul_add`, libm's functions rather than CUDA's), and
@@ -38,28 +54,36 @@
 //! Kernel parameters `&mut [T]` are, as on the GPU, given to every thread at once: threads must
 //! write disjoint elements (or use atomics), as any correct CUDA kernel does.
 
-pub(crate) mod block;
+mod args;
+mod barriers;
+mod block;
 mod error;
+#[doc(hidden)]
+pub mod hooks;
+mod launch;
+pub(crate) mod mma;
 mod panic_capture;
+mod scheduler;
 mod shared_memory;
+mod stack;
+mod warp_ops;
+mod watchdog;
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
 
-pub use error::{BarrierDivergence, CpuError, RaceKind, SharedMemoryRace, WarpDeadlock};
-/// The same report type as a GPU panic's (`ferrocuda_host::KernelPanic`).
-pub use ferrocuda_host::KernelPanic;
-pub use ferrocuda_host::LaunchConfig;
+pub use error::{BarrierDivergence, CpuError, ExitedLaneShuffle, RaceKind, SharedMemoryRace, StuckThread, ThreadActivity, WarpDeadlock, Watchdog};
+/// The same report type as a GPU panic's (`ferrocuda_types::KernelPanic`).
+pub use ferrocuda_types::KernelPanic;
+pub use ferrocuda_types::LaunchConfig;
 pub use shared_memory::{SHARED_POISON_BYTE, STATIC_SHARED_LIMIT};
+pub use stack::DEFAULT_STACK_SIZE;
 
-use block::{BlockContext, StackPool};
-use shared_memory::SharedMemory;
-
-use crate::thread::Dim3;
+use stack::StackPool;
 
 /// The limits the CPU executor checks a launch against: those of a recent NVIDIA GPU (sm_90),
 /// so that a configuration accepted here is accepted there.
-pub const CPU_LIMITS: ferrocuda_host::DeviceLimits = ferrocuda_host::DeviceLimits {
+pub const CPU_LIMITS: ferrocuda_types::DeviceLimits = ferrocuda_types::DeviceLimits {
     max_threads_per_block: 1024,
     max_block: [1024, 1024, 64],
     max_grid: [i32::MAX as u32, 65535, 65535],
@@ -68,14 +92,12 @@ pub const CPU_LIMITS: ferrocuda_host::DeviceLimits = ferrocuda_host::DeviceLimit
     cooperative_launch: true,
 };
 
-/// Default size of each GPU thread's coroutine stack (mapped lazily: only touched pages cost).
-pub const DEFAULT_STACK_SIZE: usize = 256 * 1024;
-
 /// Runs kernels on the CPU. Cheap to create; reuse one to keep its coroutine stacks.
 pub struct CpuExecutor {
     workers: usize,
     stack_size: usize,
     race_detection: bool,
+    watchdog: Option<Duration>,
     /// Stack pools of finished workers, reused by the next launch.
     pools: Mutex<Vec<StackPool>>,
 }
@@ -88,7 +110,9 @@ impl Default for CpuExecutor {
 
 impl std::fmt::Debug for CpuExecutor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CpuExecutor").field("workers", &self.workers).field("stack_size", &self.stack_size).field("race_detection", &self.race_detection).finish()
+        f.debug_struct("CpuExecutor").field("workers", &self.workers).field("stack_size", &self.stack_size).field("race_detection", &self.race_detection)
+            .field("watchdog", &self.watchdog)
+            .finish()
     }
 }
 
@@ -97,7 +121,7 @@ impl CpuExecutor {
     /// shared-memory race detection.
     pub fn new() -> Self {
         let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-        CpuExecutor { workers, stack_size: DEFAULT_STACK_SIZE, race_detection: true, pools: Mutex::new(Vec::new()) }
+        CpuExecutor { workers, stack_size: DEFAULT_STACK_SIZE, race_detection: true, watchdog: None, pools: Mutex::new(Vec::new()) }
     }
 
     /// The debugging mode: blocks run one after the other, in order (x fastest), on the calling
@@ -113,8 +137,14 @@ impl CpuExecutor {
         self
     }
 
-    /// The same executor with `bytes` of stack per GPU thread (default [`DEFAULT_STACK_SIZE`]);
-    /// raise it for kernels with large local arrays or deep recursion.
+    /// The same executor with `bytes` of stack per GPU thread (default [`DEFAULT_STACK_SIZE`],
+    /// rounded up to whole pages); raise it for kernels with large local arrays or deep
+    /// recursion. Stacks are mapped lazily, so only the pages a thread touches cost memory.
+    ///
+    /// A thread that overflows its stack hits a guard region below it: the executor prints
+    /// the kernel, block and thread and this method's name, then **aborts the process** (a
+    /// stack overflow is caught by a signal handler, which cannot unwind the kernel to return
+    /// an error). Platforms other than Unix get no such message.
     #[must_use]
     pub fn with_stack_size(mut self, bytes: usize) -> Self {
         self.stack_size = bytes;
@@ -130,175 +160,62 @@ impl CpuExecutor {
         self
     }
 
+    /// The same executor with a watchdog: a launch that runs longer than `limit` is stopped
+    /// and reported as [`CpuError::Watchdog`], naming the threads that had not finished and
+    /// where each was (none by default).
+    ///
+    /// GPU threads cannot be pre-empted: they are stopped at their next barrier or warp
+    /// operation. A thread that never reaches one (a spin loop such as `while flag == 0 {}`)
+    /// cannot be stopped, and the launch cannot return while it runs (it borrows the launch's
+    /// arguments); if a worker is still inside the same thread a grace period after the limit
+    /// (the limit again, between 50 ms and 1 s), the executor prints the report, naming that
+    /// thread, and **aborts the process**, so that a test or CI job fails with the report
+    /// instead of hanging.
+    #[must_use]
+    pub fn with_watchdog(mut self, limit: Duration) -> Self {
+        self.watchdog = Some(limit);
+        self
+    }
+
     /// Worker threads that run blocks.
     pub fn workers(&self) -> usize {
         self.workers
     }
 
+    /// Bytes of stack per GPU thread.
+    pub fn stack_size(&self) -> usize {
+        self.stack_size
+    }
+
     /// Runs `kernel_body` as every thread of a grid: what the generated `name::launch_cpu`
     /// calls. `kernel` names the kernel in errors. Returns when every block has finished, or
     /// with the error of the lowest-numbered failing block.
+    ///
+    /// Called from inside a kernel (a launch from device code), it returns
+    /// [`CpuError::NestedLaunch`] without running anything.
     pub fn run(&self, kernel: &str, config: LaunchConfig, kernel_body: &(dyn Fn() + Sync)) -> Result<(), CpuError> {
+        if hooks::inside_kernel() {
+            return Err(CpuError::NestedLaunch { kernel: kernel.to_owned() });
+        }
         config.validate(&CPU_LIMITS).map_err(|problem| CpuError::InvalidConfig { kernel: kernel.to_owned(), problem })?;
         panic_capture::install();
-        let clusters = config.grid.volume() / config.cluster.map_or(1, |c| c.volume());
-        let launch = Launch { kernel, config, body: kernel_body, next_cluster: AtomicU64::new(0), abort: AtomicBool::new(false), first_error: Mutex::new(None) };
-        let workers = (self.workers as u64).min(clusters) as usize;
-        if workers <= 1 {
-            self.work(&launch);
-        } else {
-            std::thread::scope(|scope| {
-                for _ in 0..workers {
-                    scope.spawn(|| self.work(&launch));
-                }
-            });
-        }
-        match launch.first_error.into_inner().unwrap_or_else(|e| e.into_inner()) {
-            Some((_, error)) => Err(error),
-            None => Ok(()),
-        }
+        stack::install_overflow_handler();
+        launch::Launch::new(kernel, config, kernel_body, self.watchdog).run(self)
     }
 
-    /// One worker: takes clusters (single blocks when the launch has none) in order until
-    /// none are left or one failed.
-    fn work(&self, launch: &Launch<'_>) {
-        let mut stacks = self.pools.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_else(|| StackPool::new(self.stack_size));
-        let config = &launch.config;
-        let (grid, block_dim) = (device_dim(config.grid), device_dim(config.block));
-        let cluster = device_dim(config.cluster.unwrap_or(ferrocuda_host::Dim3 { x: 1, y: 1, z: 1 }));
-        let clusters = Dim3 { x: grid.x / cluster.x, y: grid.y / cluster.y, z: grid.z / cluster.z };
-        let cluster_blocks = (cluster.x * cluster.y * cluster.z) as usize;
-        let count = clusters.x as u64 * clusters.y as u64 * clusters.z as u64;
-        let shared = SharedMemory::group(cluster_blocks, config.shared_bytes, self.race_detection);
-        while !launch.abort.load(Ordering::Relaxed) {
-            let linear = launch.next_cluster.fetch_add(1, Ordering::Relaxed);
-            if linear >= count {
-                break;
-            }
-            let origin = Dim3 {
-                x: (linear % clusters.x as u64) as u32 * cluster.x,
-                y: (linear / clusters.x as u64 % clusters.y as u64) as u32 * cluster.y,
-                z: (linear / (clusters.x as u64 * clusters.y as u64)) as u32 * cluster.z,
-            };
-            // Cluster ranks go x fastest, as `%cluster_ctarank` does.
-            let blocks: Vec<BlockContext<'_>> = (0..cluster_blocks as u32)
-                .map(|rank| {
-                    let block_idx = Dim3 {
-                        x: origin.x + rank % cluster.x,
-                        y: origin.y + rank / cluster.x % cluster.y,
-                        z: origin.z + rank / (cluster.x * cluster.y),
-                    };
-                    shared[rank as usize].begin_block();
-                    BlockContext::new(launch.kernel, block_idx, block_dim, grid, &shared, rank)
-                })
-                .collect();
-            if let Err(error) = block::run_cluster(&blocks, launch.body, &mut stacks) {
-                let mut first = launch.first_error.lock().unwrap_or_else(|e| e.into_inner());
-                if first.as_ref().is_none_or(|(c, _)| linear < *c) {
-                    *first = Some((linear, error));
-                }
-                launch.abort.store(true, Ordering::Relaxed);
-            }
-        }
-        self.pools.lock().unwrap_or_else(|e| e.into_inner()).push(stacks);
+    /// A stack pool for a worker: one a finished worker left, or a new one.
+    fn take_pool(&self) -> StackPool {
+        self.pools.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_else(|| StackPool::new(self.stack_size))
     }
-}
 
-/// One launch, shared by its workers.
-struct Launch<'a> {
-    kernel: &'a str,
-    config: LaunchConfig,
-    body: &'a (dyn Fn() + Sync),
-    /// The next cluster (or block) to run, numbered x fastest.
-    next_cluster: AtomicU64,
-    abort: AtomicBool,
-    /// The error of the lowest-numbered failing cluster (they are taken in order, so every
-    /// lower one has run to the end when a worker stops).
-    first_error: Mutex<Option<(u64, CpuError)>>,
-}
-
-fn device_dim(d: ferrocuda_host::Dim3) -> Dim3 {
-    Dim3 { x: d.x, y: d.y, z: d.z }
+    /// Keeps a worker's stacks for the next launch.
+    fn give_pool(&self, pool: StackPool) {
+        self.pools.lock().unwrap_or_else(|e| e.into_inner()).push(pool);
+    }
 }
 
 /// Used by the code `#[kernel]` generates; not part of the public API.
 #[doc(hidden)]
 pub mod __private {
-    /// A host slice handed to every GPU thread of a CPU launch.
-    pub struct SliceParts<T> {
-        pointer: *const T,
-        len: usize,
-    }
-
-    // SAFETY: only shared references are made from it, and `T: Sync`.
-    unsafe impl<T: Sync> Sync for SliceParts<T> {}
-    // SAFETY: as above.
-    unsafe impl<T: Sync> Send for SliceParts<T> {}
-
-    impl<T> SliceParts<T> {
-        /// Keeps `slice`'s pointer and length.
-        pub fn new(slice: &[T]) -> Self {
-            SliceParts { pointer: slice.as_ptr(), len: slice.len() }
-        }
-
-        /// The slice again.
-        ///
-        /// # Safety
-        /// The slice this was made from is still borrowed (the launch has not returned).
-        pub unsafe fn get<'a>(&self) -> &'a [T] {
-            // SAFETY: as the caller guarantees.
-            unsafe { core::slice::from_raw_parts(self.pointer, self.len) }
-        }
-    }
-
-    /// A mutable host slice handed to every GPU thread of a CPU launch, as a device pointer
-    /// is on a GPU: the kernel's threads write disjoint elements (or use atomics).
-    pub struct SlicePartsMut<T> {
-        pointer: *mut T,
-        len: usize,
-    }
-
-    // SAFETY: the threads of a kernel write disjoint elements or use atomics (the kernel's
-    // contract on a GPU as well); `T: Send + Sync` so elements may cross threads.
-    unsafe impl<T: Send + Sync> Sync for SlicePartsMut<T> {}
-    // SAFETY: as above.
-    unsafe impl<T: Send + Sync> Send for SlicePartsMut<T> {}
-
-    impl<T> SlicePartsMut<T> {
-        /// Keeps `slice`'s pointer and length; the slice stays borrowed by the caller's launch.
-        pub fn new(slice: &mut [T]) -> Self {
-            SlicePartsMut { pointer: slice.as_mut_ptr(), len: slice.len() }
-        }
-
-        /// The slice again, for one GPU thread.
-        ///
-        /// # Safety
-        /// The slice this was made from is still exclusively borrowed by the launch, and the
-        /// threads given it do not write the same element without atomics.
-        #[allow(clippy::mut_from_ref)]
-        pub unsafe fn get<'a>(&self) -> &'a mut [T] {
-            // SAFETY: as the caller guarantees.
-            unsafe { core::slice::from_raw_parts_mut(self.pointer, self.len) }
-        }
-    }
-
-    /// A raw pointer argument of an `unsafe` kernel, handed to every thread of a CPU launch.
-    pub struct RawPointer<P>(P);
-
-    // SAFETY: the launcher is an `unsafe fn` whose caller vouches for the pointer's use.
-    unsafe impl<P> Sync for RawPointer<P> {}
-    // SAFETY: as above.
-    unsafe impl<P> Send for RawPointer<P> {}
-
-    impl<P: Copy> RawPointer<P> {
-        /// Wraps `pointer`.
-        pub fn new(pointer: P) -> Self {
-            RawPointer(pointer)
-        }
-
-        /// The pointer.
-        pub fn get(&self) -> P {
-            self.0
-        }
-    }
+    pub use super::args::{RawPointer, SliceParts, SlicePartsMut};
 }

@@ -12,6 +12,7 @@ use std::cell::{Cell, RefCell, UnsafeCell};
 use std::rc::Rc;
 
 use super::error::RaceKind;
+use super::hooks::{SharedFault, SharedWindow};
 
 /// The byte every block's shared memory starts filled with: reading before writing gives
 /// `0xffff_ffff` for integers and NaN for floats, which tests can see.
@@ -111,36 +112,45 @@ impl SharedMemory {
     }
 
     /// The address of the `shared_array!` at `site`, handed out on first use.
-    #[track_caller]
-    pub(crate) fn static_array(&self, site: u64, bytes: usize, align: usize) -> u32 {
+    pub(crate) fn static_array(&self, site: u64, bytes: usize, align: usize) -> Result<u32, SharedFault> {
         let layout = &self.layout;
         let mut sites = layout.sites.borrow_mut();
         if let Some(&(_, address)) = sites.iter().find(|(s, _)| *s == site) {
-            return address;
+            return Ok(address);
         }
         let start = (layout.end.get() as usize).next_multiple_of(align.max(4));
         let static_used = start + bytes - (layout.dynamic_bytes as usize).next_multiple_of(16);
-        assert!(
-            static_used <= STATIC_SHARED_LIMIT,
-            "this kernel's shared_array!s need {static_used} bytes per block, more than CUDA's static limit of {STATIC_SHARED_LIMIT}; \
-             use dynamic shared memory (`dynamic_shared`) for more"
-        );
+        if static_used > STATIC_SHARED_LIMIT {
+            return Err(SharedFault::StaticLimit { needed: static_used, limit: STATIC_SHARED_LIMIT });
+        }
         layout.end.set((start + bytes) as u32);
         sites.push((site, start as u32));
-        start as u32
+        Ok(start as u32)
     }
 
     /// A pointer to `bytes` bytes at `address`, checked to be inside the memory handed out and
     /// aligned to `align`.
-    #[track_caller]
     #[inline]
-    pub(crate) fn pointer(&self, address: u32, bytes: usize, align: usize) -> *mut u8 {
+    pub(crate) fn pointer(&self, address: u32, bytes: usize, align: usize) -> Result<*mut u8, SharedFault> {
         let end = self.layout.end.get() as usize;
-        if address as usize + bytes > end || !(address as usize).is_multiple_of(align) {
-            shared_access_fault(address, bytes, align, end);
+        if !(address as usize).is_multiple_of(align) {
+            return Err(SharedFault::Misaligned);
+        }
+        if address as usize + bytes > end {
+            return Err(SharedFault::OutOfBounds { end });
         }
         // SAFETY: in bounds (checked); the arena is not reallocated while a block runs.
-        unsafe { (*self.arena.get()).as_mut_ptr().cast::<u8>().add(address as usize) }
+        Ok(unsafe { (*self.arena.get()).as_mut_ptr().cast::<u8>().add(address as usize) })
+    }
+
+    /// This arena as the intrinsics see it (valid while `self` lives: the arena and the layout
+    /// are never reallocated).
+    pub(crate) fn window(&self) -> SharedWindow {
+        // SAFETY: called when a block is entered, between resumes, so no GPU thread is in the
+        // middle of an access and the short-lived `&mut` made here aliases nothing; the
+        // intrinsics use only the raw pointer afterwards.
+        let base = unsafe { (*self.arena.get()).as_mut_ptr().cast::<u8>() };
+        SharedWindow { base, end: &self.layout.end, recorded: self.shadow.is_some() }
     }
 
     /// Records an access of `bytes` at `address`, returning the first race it reveals.
@@ -148,14 +158,14 @@ impl SharedMemory {
     pub(crate) fn record_access(&self, address: u32, bytes: usize, write: bool, check: &RaceCheck<'_>) -> Option<Race> {
         let shadow = self.shadow.as_ref()?;
         let epoch = self.epoch.get();
-        let warp = check.rank / crate::warp::WARP_SIZE;
+        let warp = check.rank / ferrocuda_types::WARP_SIZE;
         let now = Access { thread: check.rank + 1, epoch, warp_syncs: check.warp_syncs[warp as usize].get() };
         // Is the earlier access `before` unordered with the current one?
         let unordered = |before: Access| {
             before.thread != 0
                 && before.thread != now.thread
                 && before.epoch == epoch
-                && !((before.thread - 1) / crate::warp::WARP_SIZE == warp && now.warp_syncs > before.warp_syncs)
+                && !((before.thread - 1) / ferrocuda_types::WARP_SIZE == warp && now.warp_syncs > before.warp_syncs)
         };
         let mut race = None;
         for word in address / 4..(address + bytes as u32).div_ceil(4) {
@@ -180,13 +190,4 @@ impl SharedMemory {
         }
         race
     }
-}
-
-#[cold]
-#[track_caller]
-fn shared_access_fault(address: u32, bytes: usize, align: usize, end: usize) -> ! {
-    if !(address as usize).is_multiple_of(align) {
-        panic!("misaligned shared memory access: {bytes} bytes at address {address:#x} (needs {align}-byte alignment)");
-    }
-    panic!("shared memory access out of bounds: {bytes} bytes at address {address:#x}, but this block has {end} bytes of shared memory");
 }

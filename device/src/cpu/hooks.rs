@@ -1,0 +1,407 @@
+//! The one interface between the intrinsics and the CPU executor: what an intrinsic does when
+//! a kernel runs on the CPU.
+//!
+//! The intrinsics (`thread`, `sync`, `warp`, `shared`, `cluster`, ...) call the free functions
+//! below on the host; each asks the GPU thread that the executor runs on this OS thread,
+//! through the `Hooks` trait that the executor's block implements and registers with
+//! `enter`. This file imports nothing else of the crate, so the intrinsics (above it) and the
+//! executor (which implements it) never import each other. Outside the executor there is no
+//! GPU thread, and a hook panics saying so.
+
+use core::cell::Cell;
+use core::ptr::NonNull;
+
+/// The kind of block barrier being waited on (`bar.sync` and its `.red` forms).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BarrierKind {
+    /// `sync_threads`.
+    Plain,
+    /// `sync_threads_count`: how many threads passed `true`.
+    Count,
+    /// `sync_threads_and`.
+    And,
+    /// `sync_threads_or`.
+    Or,
+}
+
+/// A warp collective a lane waits in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WarpOp {
+    /// `shfl.sync` of the lane's 32-bit value, reading lane `source` (already resolved by the
+    /// intrinsic with PTX's clamping rules; the lane's own index when out of range).
+    Shuffle { source: u32 },
+    /// `vote.sync.ballot` of the lane's predicate (0 or 1).
+    Ballot,
+    /// `match.any.sync` of the lane's value.
+    MatchAny,
+    /// `bar.warp.sync`.
+    Sync,
+    /// `activemask`: which lanes are here together. Not a barrier: it completes for the lanes
+    /// that reached it in the same pass (the lanes a GPU would have converged there), without
+    /// waiting for the others.
+    ActiveMask,
+}
+
+/// Why a shared-memory address cannot be accessed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SharedFault {
+    /// The address is not a multiple of the access's alignment.
+    Misaligned,
+    /// The access ends past the `end` bytes handed out.
+    OutOfBounds { end: usize },
+    /// A cluster peer rank beyond the cluster's `size` blocks.
+    NoSuchBlock { size: u32 },
+    /// `shared_array!`s need `needed` bytes of static shared memory, over `limit`.
+    StaticLimit { needed: usize, limit: usize },
+}
+
+/// The running block's shared memory as plain data, so that a shared load or store needs no
+/// call into the executor (the hot path of tiled kernels): the arena's first byte, the cell
+/// holding how many bytes are handed out (it grows as `shared_array!` sites are reached), and
+/// whether accesses are recorded for the race detector (then one call per access).
+#[derive(Clone, Copy)]
+pub(crate) struct SharedWindow {
+    /// The arena's first byte; valid for `*end` bytes while the block is entered.
+    pub(crate) base: *mut u8,
+    /// Bytes handed out so far.
+    pub(crate) end: *const Cell<u32>,
+    /// Accesses go to [`Hooks::note_shared_access`].
+    pub(crate) recorded: bool,
+}
+
+impl SharedWindow {
+    /// A pointer to `bytes` bytes at `address`, checked for bounds and alignment.
+    #[inline(always)]
+    fn pointer(&self, address: u32, bytes: usize, align: usize) -> Result<*mut u8, SharedFault> {
+        // SAFETY: `end` points into the block's shared-memory layout, alive while the block is
+        // entered (the window is only read through `running_shared`, inside that window).
+        let end = unsafe { (*self.end).get() } as usize;
+        if !(address as usize).is_multiple_of(align) {
+            return Err(SharedFault::Misaligned);
+        }
+        if address as usize + bytes > end {
+            return Err(SharedFault::OutOfBounds { end });
+        }
+        // SAFETY: in bounds of the arena (checked against `end`, which never exceeds it).
+        Ok(unsafe { self.base.add(address as usize) })
+    }
+}
+
+/// What the intrinsics ask of the GPU thread running on this OS thread. Implemented by the
+/// executor's block (`cpu::block::BlockContext`), for its running thread.
+///
+/// Methods return faults instead of panicking: the free functions below panic with
+/// `#[track_caller]`, so a kernel's panic names the kernel's line (a call through `dyn` does
+/// not carry the caller's location).
+pub(crate) trait Hooks {
+    /// `threadIdx` of the running thread, `[x, y, z]`.
+    fn thread_idx(&self) -> [u32; 3];
+    /// `blockIdx`.
+    fn block_idx(&self) -> [u32; 3];
+    /// `blockDim`.
+    fn block_dim(&self) -> [u32; 3];
+    /// `gridDim`.
+    fn grid_dim(&self) -> [u32; 3];
+    /// The running thread's linear rank in its block (x fastest).
+    fn rank(&self) -> u32;
+    /// Waits at the block barrier; returns the barrier's reduction (0 for `Plain`).
+    fn barrier(&self, kind: BarrierKind, predicate: bool) -> u32;
+    /// Waits in a warp collective with the lanes of `mask`; returns this lane's result.
+    fn warp_op(&self, op: WarpOp, mask: u32, value: u64) -> u64;
+    /// The address of the `shared_array!` at `site` (handed out on first use).
+    fn static_shared(&self, site: u64, bytes: usize, align: usize) -> Result<u32, SharedFault>;
+    /// Bytes of dynamic shared memory (at address 0).
+    fn dynamic_shared_bytes(&self) -> u32;
+    /// A pointer to `bytes` bytes at `address` of the shared memory of the cluster's block
+    /// `rank`, checked for bounds and alignment.
+    fn peer_shared_pointer(&self, rank: u32, address: u32, bytes: usize, align: usize) -> Result<*mut u8, SharedFault>;
+    /// Records a plain access of this block's shared memory for the race detector.
+    fn note_shared_access(&self, address: u32, bytes: usize, write: bool);
+    /// `%cluster_ctarank`.
+    fn cluster_rank(&self) -> u32;
+    /// `%cluster_nctarank`.
+    fn cluster_size(&self) -> u32;
+    /// Waits at the cluster barrier.
+    fn cluster_barrier(&self);
+}
+
+thread_local! {
+    /// The GPU thread's hooks on this OS thread (none outside the executor).
+    static CURRENT: Cell<Option<Current>> = const { Cell::new(None) };
+}
+
+/// What `enter` registers: the hooks and the block's shared-memory window.
+#[derive(Clone, Copy)]
+struct Current {
+    hooks: NonNull<dyn Hooks + 'static>,
+    shared: SharedWindow,
+}
+
+/// Restores the hooks that were current before [`enter`] when dropped.
+pub(crate) struct Entered<'a> {
+    previous: Option<Current>,
+    _hooks: core::marker::PhantomData<&'a ()>,
+}
+
+impl Drop for Entered<'_> {
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.set(self.previous));
+    }
+}
+
+/// Makes `hooks` and its block's `shared` window what the intrinsics on this OS thread see
+/// until the returned guard drops.
+///
+/// # Safety
+/// The guard must be dropped (not leaked with `mem::forget`) before `hooks` ends, and the
+/// window must stay valid as long: the thread-local keeps lifetime-erased pointers to both.
+pub(crate) unsafe fn enter<'a>(hooks: &'a (dyn Hooks + 'a), shared: SharedWindow) -> Entered<'a> {
+    // SAFETY: only the trait object's lifetime bound changes; the caller keeps `hooks` alive
+    // until the guard restores the previous pointer.
+    let erased = unsafe { core::mem::transmute::<NonNull<dyn Hooks + 'a>, NonNull<dyn Hooks + 'static>>(NonNull::from(hooks)) };
+    let previous = CURRENT.with(|c| c.replace(Some(Current { hooks: erased, shared })));
+    Entered { previous, _hooks: core::marker::PhantomData }
+}
+
+/// Whether a GPU thread of the executor runs on this OS thread (a launch from a kernel).
+pub(crate) fn inside_kernel() -> bool {
+    CURRENT.with(|c| c.get().is_some())
+}
+
+#[track_caller]
+#[cold]
+fn no_gpu_thread(what: &str) -> ! {
+    panic!("`{what}` only has a value inside a kernel (on a GPU, or run by the CPU executor)")
+}
+
+/// The running GPU thread (panics, naming `what`, outside the executor).
+#[track_caller]
+#[inline(always)]
+fn running(what: &str) -> &'static dyn Hooks {
+    running_shared(what).0
+}
+
+/// The running GPU thread and its block's shared-memory window.
+#[track_caller]
+#[inline(always)]
+fn running_shared(what: &str) -> (&'static dyn Hooks, SharedWindow) {
+    match CURRENT.with(|c| c.get()) {
+        // SAFETY: set by `enter` on this OS thread, whose guard clears it before the hooks end;
+        // the reference is used only while this GPU thread runs, inside that window.
+        Some(current) => (unsafe { current.hooks.as_ref() }, current.shared),
+        None => no_gpu_thread(what),
+    }
+}
+
+#[cold]
+#[track_caller]
+fn shared_fault(fault: SharedFault, address: u32, bytes: usize, align: usize) -> ! {
+    match fault {
+        SharedFault::Misaligned => panic!("misaligned shared memory access: {bytes} bytes at address {address:#x} (needs {align}-byte alignment)"),
+        SharedFault::OutOfBounds { end } => {
+            panic!("shared memory access out of bounds: {bytes} bytes at address {address:#x}, but this block has {end} bytes of shared memory")
+        }
+        SharedFault::NoSuchBlock { size } => panic!("cluster block rank out of range: the cluster has {size} blocks"),
+        SharedFault::StaticLimit { needed, limit } => panic!(
+            "this kernel's shared_array!s need {needed} bytes per block, more than CUDA's static limit of {limit}; \
+             use dynamic shared memory (`dynamic_shared`) for more"
+        ),
+    }
+}
+
+#[track_caller]
+pub(crate) fn thread_idx() -> [u32; 3] {
+    running("thread_idx").thread_idx()
+}
+#[track_caller]
+pub(crate) fn block_idx() -> [u32; 3] {
+    running("block_idx").block_idx()
+}
+#[track_caller]
+pub(crate) fn block_dim() -> [u32; 3] {
+    running("block_dim").block_dim()
+}
+#[track_caller]
+pub(crate) fn grid_dim() -> [u32; 3] {
+    running("grid_dim").grid_dim()
+}
+#[track_caller]
+pub(crate) fn barrier(kind: BarrierKind, predicate: bool) -> u32 {
+    running("sync_threads").barrier(kind, predicate)
+}
+#[track_caller]
+pub(crate) fn warp_sync(mask: u32) {
+    running("sync_warp").warp_op(WarpOp::Sync, mask, 0);
+}
+/// The running thread's lane (`%laneid`): its rank modulo the warp size.
+#[track_caller]
+pub(crate) fn lane_id() -> u32 {
+    running("lane_id").rank() % 32
+}
+/// `shfl.sync` with the full mask, reading lane `source` (which the caller resolved).
+#[track_caller]
+pub(crate) fn warp_shuffle(value: u32, source: u32) -> u32 {
+    running("shuffle").warp_op(WarpOp::Shuffle { source }, u32::MAX, value as u64) as u32
+}
+#[track_caller]
+pub(crate) fn warp_ballot(predicate: bool) -> u32 {
+    running("ballot").warp_op(WarpOp::Ballot, u32::MAX, predicate as u64) as u32
+}
+#[track_caller]
+pub(crate) fn warp_active_mask() -> u32 {
+    running("active_mask").warp_op(WarpOp::ActiveMask, u32::MAX, 0) as u32
+}
+#[track_caller]
+pub(crate) fn warp_match_any(value: u64) -> u32 {
+    running("match_any").warp_op(WarpOp::MatchAny, u32::MAX, value) as u32
+}
+/// The shared-memory address of the `shared_array!` at `site` in the running block.
+#[track_caller]
+pub fn static_shared(site: u64, bytes: usize, align: usize) -> u32 {
+    running("shared_array!").static_shared(site, bytes, align).unwrap_or_else(|fault| shared_fault(fault, 0, bytes, align))
+}
+/// `(address, bytes)` of the running block's dynamic shared memory.
+#[track_caller]
+pub(crate) fn dynamic_shared() -> (u32, u32) {
+    (0, running("dynamic_shared").dynamic_shared_bytes())
+}
+
+/// A pointer to `size_of::<T>()` bytes at `address` in `window`, after checking the bounds
+/// and alignment (panicking like an out-of-bounds index).
+#[track_caller]
+#[inline(always)]
+fn window_pointer<T>(window: &SharedWindow, address: u32) -> *mut T {
+    let (bytes, align) = (core::mem::size_of::<T>(), core::mem::align_of::<T>());
+    match window.pointer(address, bytes, align) {
+        Ok(pointer) => pointer.cast(),
+        Err(fault) => shared_fault(fault, address, bytes, align),
+    }
+}
+
+/// A pointer to a `T` at `address` in the running block's shared memory, checked for bounds
+/// and alignment (panicking like an out-of-bounds index); accesses through it are not
+/// recorded by the race detector (for the CPU bodies of asynchronous copies and barriers).
+#[track_caller]
+#[allow(dead_code, reason = "for the CPU bodies of cp.async, mbarrier and TMA (hopper's branch)")]
+pub(crate) fn shared_pointer<T>(address: u32) -> *mut T {
+    window_pointer::<T>(&running_shared("shared memory").1, address)
+}
+
+/// The running thread's rank in its block (x fastest).
+#[track_caller]
+pub(crate) fn rank() -> u32 {
+    running("rank_in_block").rank()
+}
+
+/// A number identifying the running block among those running now (its executor state's
+/// address): a key for per-block emulation state kept outside the executor.
+#[track_caller]
+pub(crate) fn block_identity() -> usize {
+    (running("block identity") as *const dyn Hooks).cast::<()>() as usize
+}
+
+/// `ld.shared` on the host: a bounds-checked read of the block's arena, checked for data races.
+///
+/// # Safety
+/// `T` is valid for every bit pattern (the shared-element types are).
+#[track_caller]
+#[inline]
+pub(crate) unsafe fn shared_load<T: Copy>(address: u32) -> T {
+    let (hooks, window) = running_shared("shared memory");
+    let pointer = window_pointer::<T>(&window, address);
+    if window.recorded {
+        hooks.note_shared_access(address, core::mem::size_of::<T>(), false);
+    }
+    // SAFETY: in bounds and aligned (checked above); any bit pattern is a valid `T`.
+    unsafe { pointer.read_volatile() }
+}
+
+/// `st.shared` on the host: a bounds-checked write of the block's arena, checked for data races.
+///
+/// # Safety
+/// As for [`shared_load`].
+#[track_caller]
+#[inline]
+pub(crate) unsafe fn shared_store<T: Copy>(address: u32, value: T) {
+    let (hooks, window) = running_shared("shared memory");
+    let pointer = window_pointer::<T>(&window, address);
+    if window.recorded {
+        hooks.note_shared_access(address, core::mem::size_of::<T>(), true);
+    }
+    // SAFETY: in bounds and aligned (checked above).
+    unsafe { pointer.write_volatile(value) }
+}
+
+/// `*target = f(*target)` atomically, returning the old value (a compare-exchange loop on the
+/// value's bits; the element types are 4 or 8 bytes).
+///
+/// # Safety
+/// `target` is valid and aligned for `T`, and accessed by others only atomically.
+pub(crate) unsafe fn atomic_update<T: Copy>(target: *mut T, f: impl Fn(T) -> T) -> T {
+    use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+    fn from_bits<T: Copy, B: Copy>(bits: B) -> T {
+        // SAFETY: only called with B of T's size (checked below); all element types are Pod.
+        unsafe { core::mem::transmute_copy(&bits) }
+    }
+    match core::mem::size_of::<T>() {
+        4 => {
+            // SAFETY: T is 4 bytes and suitably aligned (the caller's guarantee).
+            let atomic = unsafe { AtomicU32::from_ptr(target.cast()) };
+            let old = atomic.fetch_update(Ordering::AcqRel, Ordering::Acquire, |bits| Some(from_bits::<u32, T>(f(from_bits::<T, u32>(bits))))).unwrap_or_else(|b| b);
+            from_bits(old)
+        }
+        8 => {
+            // SAFETY: T is 8 bytes and suitably aligned.
+            let atomic = unsafe { AtomicU64::from_ptr(target.cast()) };
+            let old = atomic.fetch_update(Ordering::AcqRel, Ordering::Acquire, |bits| Some(from_bits::<u64, T>(f(from_bits::<T, u64>(bits))))).unwrap_or_else(|b| b);
+            from_bits(old)
+        }
+        size => unreachable!("atomics on {size}-byte values"),
+    }
+}
+
+/// Atomic add on this block's shared memory. (Atomics are never data races, so they are not
+/// recorded by the race detector.)
+///
+/// # Safety
+/// `address` is in bounds and aligned.
+#[track_caller]
+pub(crate) unsafe fn shared_fetch_add<T: Copy + core::ops::Add<Output = T>>(address: u32, value: T) -> T {
+    let pointer = window_pointer::<T>(&running_shared("shared memory").1, address);
+    // SAFETY: `window_pointer` checked bounds and alignment; a block runs on one OS thread, so
+    // the arena is only ever touched from here (atomically or not).
+    unsafe { atomic_update(pointer, |old| old + value) }
+}
+
+/// `%cluster_ctarank`.
+#[track_caller]
+pub(crate) fn cluster_block_rank() -> u32 {
+    running("cluster::block_rank").cluster_rank()
+}
+/// `%cluster_nctarank`.
+#[track_caller]
+pub(crate) fn cluster_size() -> u32 {
+    running("cluster::size").cluster_size()
+}
+/// `barrier.cluster.arrive` + `wait`.
+#[track_caller]
+pub(crate) fn cluster_sync() {
+    running("cluster::sync").cluster_barrier()
+}
+/// `ld.shared::cluster` of a `u32` at `address` in block `rank` of the cluster (not recorded
+/// by the race detector, which watches one block's accesses).
+#[track_caller]
+pub(crate) fn cluster_peer_load_u32(address: u32, rank: u32) -> u32 {
+    let pointer = match running("cluster::peer_get").peer_shared_pointer(rank, address, 4, 4) {
+        Ok(pointer) => pointer.cast::<u32>(),
+        Err(fault) => shared_fault(fault, address, 4, 4),
+    };
+    // SAFETY: in bounds and aligned (checked by `peer_shared_pointer`); the peer block runs on
+    // this OS thread, not concurrently.
+    unsafe { pointer.read_volatile() }
+}
+
+/// Device printing on the host: through `std::print!`, so a test harness captures it.
+pub(crate) fn print(args: core::fmt::Arguments<'_>) {
+    std::print!("{args}");
+}

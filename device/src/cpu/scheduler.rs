@@ -1,0 +1,195 @@
+//! Running the blocks of a cluster: the GPU threads of a block (or of the blocks of a
+//! thread-block cluster) as stackful coroutines on one OS thread, scheduled round-robin and
+//! switching only at barriers and warp operations.
+//!
+//! A pass resumes every runnable thread of each block once, in rank order; each runs until it
+//! exits or waits (at a barrier or a warp operation). After the pass, warp operations whose
+//! lanes have all arrived complete; when nothing in a block is runnable and every thread waits
+//! at the block barrier, it opens; when nothing in the cluster is runnable and every thread
+//! waits at the cluster barrier, that opens. When nothing is runnable and nothing can
+//! complete, the cluster is stuck, which on a GPU is a hang or undefined behaviour, and here an
+//! error naming the threads.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::Ordering;
+
+use corosensei::{Coroutine, CoroutineResult};
+
+use super::block::{BlockContext, Cancelled, ThreadState, ThreadYielder};
+use super::error::{CpuError, StuckThread, ThreadActivity};
+use super::panic_capture;
+use super::stack::{self, StackPool, ThreadStack};
+use ferrocuda_types::KernelPanic;
+
+type ThreadCoroutine = Coroutine<(), (), (), ThreadStack>;
+
+impl BlockContext<'_> {
+    /// Resumes (or starts) thread `rank` until it waits or exits.
+    fn resume(&self, rank: u32, coroutines: &mut [Option<ThreadCoroutine>], kernel: &(dyn Fn() + Sync), stacks: &mut StackPool) {
+        self.current.set(rank);
+        let slot = &self.threads[rank as usize];
+        slot.state.set(ThreadState::Runnable);
+        let coroutine = coroutines[rank as usize].get_or_insert_with(|| self.spawn(rank, kernel, stacks.take()));
+        let _capturing = panic_capture::Capturing::begin();
+        stack::set_running(Some(stack::Running {
+            guard: slot.guard.get(),
+            stack_size: self.link.stack_size,
+            kernel: (self.kernel().as_ptr(), self.kernel().len()),
+            block: self.block_idx.axes(),
+            thread: slot.index.axes(),
+        }));
+        self.link.status.enter_thread(slot.index);
+        let finished = matches!(coroutine.resume(()), CoroutineResult::Return(()));
+        self.link.status.leave_thread();
+        stack::set_running(None);
+        if finished {
+            slot.state.set(ThreadState::Exited);
+            let done = coroutines[rank as usize].take().expect("the coroutine just ran");
+            stacks.give(done.into_stack());
+        }
+    }
+
+    fn spawn(&self, rank: u32, kernel: &(dyn Fn() + Sync), stack: ThreadStack) -> ThreadCoroutine {
+        self.threads[rank as usize].guard.set(stack::guard_of(&stack));
+        let body = move |yielder: &ThreadYielder, ()| {
+            self.threads[rank as usize].yielder.set(yielder);
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(kernel))
+                && !payload.is::<Cancelled>()
+            {
+                self.record_panic(rank, &*payload);
+            }
+        };
+        // SAFETY: the coroutine borrows `self` and `kernel`; `run_cluster` drives every
+        // coroutine it starts to completion (the final unwinding loop) before it returns, so
+        // the borrows outlive the coroutine.
+        unsafe { Coroutine::with_stack_unchecked(stack, body) }
+    }
+
+    fn record_panic(&self, rank: u32, payload: &(dyn std::any::Any + Send)) {
+        let captured = panic_capture::take();
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| captured.as_ref().map(|c| c.message.clone()).unwrap_or_else(|| "(a panic with a non-string payload)".into()));
+        let (file, line, column) = captured.map(|c| (c.file, c.line, c.column)).unwrap_or_else(|| ("<unknown>".into(), 0, 0));
+        self.fail(CpuError::KernelPanic(KernelPanic {
+            kernel: self.kernel().to_owned(),
+            file,
+            line,
+            column,
+            message,
+            block: self.block_idx.axes(),
+            thread: self.threads[rank as usize].index.axes(),
+        }));
+    }
+
+    /// The threads that have not finished, and where each is (for the watchdog's report).
+    fn unfinished(&self) -> Vec<StuckThread> {
+        self.threads
+            .iter()
+            .filter_map(|t| {
+                let activity = match t.state.get() {
+                    ThreadState::Exited => return None,
+                    ThreadState::Runnable => ThreadActivity::Runnable,
+                    ThreadState::AtBarrier { .. } => ThreadActivity::BlockBarrier,
+                    ThreadState::AtWarp { .. } => ThreadActivity::WarpOperation,
+                    ThreadState::AtClusterBarrier => ThreadActivity::ClusterBarrier,
+                };
+                Some(StuckThread { block: self.block_idx, thread: t.index, activity })
+            })
+            .collect()
+    }
+}
+
+/// How a cluster's run ended without finishing.
+pub(crate) enum Stopped {
+    /// A thread failed (panic, stuck barrier, data race, ...).
+    Failed(CpuError),
+    /// The watchdog stopped it; these threads had not finished.
+    Watchdog(Vec<StuckThread>),
+}
+
+/// Runs the blocks of one cluster (one block when the launch has no clusters) to completion;
+/// the first error (panic, stuck barrier, data race) ends them all, and the error of the
+/// lowest cluster rank that failed is returned. When the watchdog's stop flag is set, the
+/// threads are stopped at their next switch.
+pub(crate) fn run_cluster(blocks: &[BlockContext<'_>], kernel: &(dyn Fn() + Sync), stacks: &mut StackPool) -> Result<(), Stopped> {
+    let mut coroutines: Vec<Vec<Option<ThreadCoroutine>>> = blocks.iter().map(|b| (0..b.threads.len()).map(|_| None).collect()).collect();
+    let mut runnable: Vec<Vec<u32>> = blocks.iter().map(|b| (0..b.threads.len() as u32).collect()).collect();
+    let cancelled = || blocks.iter().any(|b| b.cancelled.get());
+    let stop = blocks.first().map(|b| b.link.stop);
+    let stopped = || stop.is_some_and(|s| s.load(Ordering::Relaxed));
+    let mut watchdog_stuck = None;
+    'passes: loop {
+        let mut progress = false;
+        for (b, block) in blocks.iter().enumerate() {
+            let _current = block.enter();
+            for &rank in &runnable[b] {
+                block.resume(rank, &mut coroutines[b], kernel, stacks);
+                if block.cancelled.get() {
+                    break 'passes;
+                }
+                if stopped() {
+                    watchdog_stuck = Some(blocks.iter().flat_map(BlockContext::unfinished).collect());
+                    break 'passes;
+                }
+            }
+            runnable[b].clear();
+            block.complete_warp_ops(&mut runnable[b]);
+            if block.cancelled.get() {
+                break 'passes;
+            }
+            if runnable[b].is_empty() {
+                block.open_barrier(&mut runnable[b]);
+            }
+            progress |= !runnable[b].is_empty();
+        }
+        if progress {
+            continue;
+        }
+        if blocks.iter().all(BlockContext::finished) {
+            break;
+        }
+        if blocks.iter().all(BlockContext::all_at_cluster_barrier) {
+            for (b, block) in blocks.iter().enumerate() {
+                block.threads.iter().for_each(|t| t.reply.set(0));
+                block.shared.next_epoch();
+                runnable[b].extend(0..block.threads.len() as u32);
+            }
+            continue;
+        }
+        // Stuck: blame the first block that is neither finished nor waiting at the cluster
+        // barrier (or, if every unfinished block waits there, the first unfinished one: its
+        // peers exited without reaching the cluster barrier).
+        let culprit = blocks
+            .iter()
+            .find(|b| !b.finished() && !b.all_at_cluster_barrier())
+            .or_else(|| blocks.iter().find(|b| !b.finished()))
+            .expect("some block is unfinished");
+        culprit.report_stuck();
+        break;
+    }
+    if cancelled() || watchdog_stuck.is_some() {
+        for block in blocks {
+            block.cancelled.set(true);
+        }
+    }
+    // Unwind the threads that are still suspended (after an error), so that every coroutine
+    // has finished before the borrows it holds end.
+    for (b, block) in blocks.iter().enumerate() {
+        let _current = block.enter();
+        for rank in 0..block.threads.len() {
+            if coroutines[b][rank].is_some() {
+                block.resume(rank as u32, &mut coroutines[b], kernel, stacks);
+            }
+        }
+    }
+    if let Some(error) = blocks.iter().find_map(|b| b.error.borrow_mut().take()) {
+        return Err(Stopped::Failed(error));
+    }
+    match watchdog_stuck {
+        Some(stuck) => Err(Stopped::Watchdog(stuck)),
+        None => Ok(()),
+    }
+}
