@@ -10,6 +10,11 @@ use crate::thread::{thread_idx_x, thread_idx_y, thread_idx_z};
 /// position in the grid. It is `Copy` (a thread may use its index many times) but cannot be
 /// handed to another thread: it is not `Pod`, not a shared-memory element and not a shuffle
 /// value, and has no public constructor.
+///
+/// One way around this exists on the CPU executor only, where kernels are host code: a kernel
+/// body that stores its witness in a `std` thread-local (or another `std` container) and lets
+/// another GPU thread of the same OS thread take it out. The GPU build has no `std`, so such a
+/// kernel does not build for the GPU; do not write one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ThreadIndex(usize);
 

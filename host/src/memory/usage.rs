@@ -47,7 +47,8 @@ struct UseState {
 pub enum Access {
     /// Reads only (`&[T]` kernel parameters, copy sources).
     Read,
-    /// Writes, or reads and writes (`&mut [T]` kernel parameters, copy destinations).
+    /// Writes, or reads and writes (`DisjointSlice`/`AtomicSlice` kernel parameters, copy
+    /// destinations).
     Write,
 }
 
