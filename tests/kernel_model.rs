@@ -9,7 +9,8 @@ mod common;
 mod backend;
 
 use backend::{Backend, launch_on, on_both_backends};
-use gpu_kernels::kernel_model::{count_atomic, hygiene, neighbour_after_barrier, r#type, stale_read, witnesses};
+use ferrocuda_device::cpu::{CpuError, CpuExecutor};
+use gpu_kernels::kernel_model::{count_atomic, hygiene, neighbour_after_barrier, r#type, smuggled_witness, stale_read, witnesses};
 
 on_both_backends!(
     stale_read_sees_the_store_made_after_the_first_barrier,
@@ -96,4 +97,16 @@ fn grid_stride_chunk_and_per_block_witnesses_cover_their_elements(backend: &Back
     }
     // The last element belongs to no complete chunk: untouched.
     assert_eq!(pairs[pairs_len - 1], u32::MAX, "{}", backend.name());
+}
+
+/// A witness handed to another GPU thread through host-only state (possible on the CPU
+/// executor, where kernels are host code) is caught at its use instead of letting two threads
+/// write one element.
+#[test]
+fn a_witness_passed_to_another_thread_is_refused_on_the_cpu_executor() {
+    let mut out = vec![0u32; 2];
+    let error = smuggled_witness::launch_cpu(&CpuExecutor::deterministic(), (1u32, 2u32), &mut out).unwrap_err();
+    let CpuError::KernelPanic(panic) = &error else { panic!("expected a kernel panic, got {error:?}") };
+    assert!(panic.message.contains("was made by another GPU thread"), "{}", panic.message);
+    assert_eq!(out, [0, 0], "no element was written through the smuggled witness");
 }

@@ -91,3 +91,24 @@ pub fn r#type(mut out: DisjointSlice<u32>) {
         *o = 7;
     }
 }
+
+/// Deliberately wrong, CPU executor only: each thread leaves its witness in a host
+/// thread-local and uses the one the previous thread (same OS thread) left there. The CPU
+/// executor's check turns that into a panic instead of two threads writing one element
+/// (`ThreadIndex`'s docs). On the GPU (no `std`) the body is empty.
+#[kernel]
+pub fn smuggled_witness(mut out: DisjointSlice<u32>) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        use core::cell::Cell;
+        use ferrocuda_device::global::ThreadIndex;
+        std::thread_local! {
+            static LEFT: Cell<Option<ThreadIndex>> = const { Cell::new(None) };
+        }
+        let mine = unique_index();
+        if let Some(theirs) = LEFT.with(|left| left.replace(Some(mine))) {
+            out[theirs] = 1;
+        }
+    }
+    let _ = &mut out;
+}

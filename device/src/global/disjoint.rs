@@ -59,8 +59,9 @@ impl<T: Pod> DisjointSlice<T> {
 
     /// This thread's element `index`, or `None` past the end.
     #[inline(always)]
+    #[track_caller]
     pub fn get_mut(&mut self, index: ThreadIndex) -> Option<&mut T> {
-        let i = index.get();
+        let i = index.owned();
         if i < self.len {
             // SAFETY: in bounds; no other thread holds `index` (see `ThreadIndex`), and the
             // borrow of `self` keeps this thread from making a second reference to it.
@@ -74,8 +75,9 @@ impl<T: Pod> DisjointSlice<T> {
     /// do not all exist: several elements per thread (witnesses of different threads give
     /// disjoint chunks).
     #[inline(always)]
+    #[track_caller]
     pub fn get_chunk_mut<const N: usize>(&mut self, index: ThreadIndex) -> Option<&mut [T; N]> {
-        let start = index.get().checked_mul(N)?;
+        let start = index.owned().checked_mul(N)?;
         if start <= self.len && N <= self.len - start {
             // SAFETY: in bounds; the chunk of `index` overlaps no other index's chunk, and no
             // other thread holds `index`.
@@ -90,8 +92,9 @@ impl<T: Pod> DisjointSlice<T> {
     /// `stride` elements (structure-of-arrays outputs, one result per plane per thread).
     /// Distinct indices below `stride` give distinct elements for every `k`.
     #[inline(always)]
+    #[track_caller]
     pub fn get_strided_mut(&mut self, index: ThreadIndex, stride: usize, k: usize) -> Option<&mut T> {
-        let i = index.get();
+        let i = index.owned();
         if i >= stride {
             return None;
         }
@@ -158,7 +161,7 @@ impl<T: Pod> core::ops::Index<ThreadIndex> for DisjointSlice<T> {
     #[inline(always)]
     #[track_caller]
     fn index(&self, index: ThreadIndex) -> &T {
-        let i = index.get();
+        let i = index.owned();
         if i >= self.len {
             out_of_bounds(i, self.len);
         }

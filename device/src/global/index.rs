@@ -16,14 +16,55 @@ use crate::thread::{thread_idx_x, thread_idx_y, thread_idx_z};
 /// another GPU thread of the same OS thread take it out. The GPU build has no `std`, so such a
 /// kernel does not build for the GPU; do not write one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ThreadIndex(usize);
+pub struct ThreadIndex {
+    index: usize,
+    /// On the CPU executor: the [`unique_index`] of the thread that made it, checked when an
+    /// output is accessed with it (see above). The GPU build has no such field.
+    #[cfg(not(target_arch = "nvptx64"))]
+    owner: usize,
+}
 
 impl ThreadIndex {
+    #[inline(always)]
+    fn new(index: usize, #[cfg_attr(target_arch = "nvptx64", allow(unused_variables))] owner: usize) -> Self {
+        ThreadIndex {
+            index,
+            #[cfg(not(target_arch = "nvptx64"))]
+            owner,
+        }
+    }
+
     /// The index as a number, to index inputs with (`x[i.get()]`).
     #[inline(always)]
     pub fn get(self) -> usize {
-        self.0
+        self.index
     }
+
+    /// The index, for an access to an output: on the CPU executor, after checking that the
+    /// running GPU thread is the one that made it (a panic otherwise).
+    #[inline(always)]
+    #[track_caller]
+    pub(crate) fn owned(self) -> usize {
+        #[cfg(not(target_arch = "nvptx64"))]
+        if self.owner != current_thread() {
+            used_by_another_thread(self.index);
+        }
+        self.index
+    }
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+#[cold]
+#[track_caller]
+fn used_by_another_thread(index: usize) -> ! {
+    panic!("ThreadIndex {index} was made by another GPU thread: a witness must not be passed between threads (through a thread-local or other host-only state)")
+}
+
+/// The running thread's own `unique_index()` value.
+#[inline(always)]
+fn current_thread() -> usize {
+    let ([x, y, z], [width, height, _]) = coordinates();
+    saturate(saturating_mul_add(width, y + height * z, x))
 }
 
 /// The thread's global coordinates and the grid's extent in threads (x, y, z), in `u64`
@@ -62,9 +103,9 @@ fn saturate(value: u64) -> usize {
 /// saturates, never wraps), which no slice accepts, so uniqueness holds for every launch.
 #[inline(always)]
 pub fn unique_index() -> ThreadIndex {
-    let ([x, y, z], [width, height, _]) = coordinates();
     // y + height * z < 2^26 + 2^48: no overflow.
-    ThreadIndex(saturate(saturating_mul_add(width, y + height * z, x)))
+    let me = current_thread();
+    ThreadIndex::new(me, me)
 }
 
 /// The indices `unique_index(), unique_index() + threads, ...` below `len`, where `threads`
@@ -76,7 +117,7 @@ pub fn grid_stride(len: usize) -> GridStride {
     let first = saturate(saturating_mul_add(width, y + height * z, x));
     // height * depth < 2^48; the product with width saturates.
     let threads = saturate(saturating_mul_add(width, height * depth, 0)).max(1);
-    GridStride { next: first, stride: threads, len }
+    GridStride { next: first, stride: threads, len, owner: first }
 }
 
 /// For the first thread of each block (`threadIdx == (0, 0, 0)`): the block's index in the
@@ -88,7 +129,7 @@ pub fn once_per_block() -> Option<ThreadIndex> {
     if thread_idx_x() == 0 && thread_idx_y() == 0 && thread_idx_z() == 0 {
         // gridDim.x < 2^31, y and z < 2^16: the product stays below 2^63.
         let block = block_idx_x() as u64 + grid_dim_x() as u64 * (block_idx_y() as u64 + grid_dim_y() as u64 * block_idx_z() as u64);
-        Some(ThreadIndex(saturate(block)))
+        Some(ThreadIndex::new(saturate(block), current_thread()))
     } else {
         None
     }
@@ -100,6 +141,7 @@ pub struct GridStride {
     next: usize,
     stride: usize,
     len: usize,
+    owner: usize,
 }
 
 impl Iterator for GridStride {
@@ -111,7 +153,7 @@ impl Iterator for GridStride {
             let index = self.next;
             // Saturating: past `usize::MAX` there is nothing left below `len`.
             self.next = self.next.saturating_add(self.stride);
-            Some(ThreadIndex(index))
+            Some(ThreadIndex::new(index, self.owner))
         } else {
             None
         }
@@ -125,6 +167,6 @@ impl<T> core::ops::Index<ThreadIndex> for [T] {
     #[inline(always)]
     #[track_caller]
     fn index(&self, index: ThreadIndex) -> &T {
-        &self[index.0]
+        &self[index.index]
     }
 }
