@@ -98,7 +98,7 @@ pub fn warp_ops(x: &[u32], mut out: DisjointSlice<u32>) {
         warp::shuffle_xor(v, 1),
         (warp::shuffle_xor(wide, 2) >> 32) as u32,
         warp::shuffle_xor(wide, 2) as u32,
-        warp::ballot(v % 3 == 0),
+        warp::ballot(v.is_multiple_of(3)),
         warp::all(v < 1000) as u32,
         warp::any(v == 7) as u32,
         warp::match_any(v % 4),
@@ -227,7 +227,7 @@ pub fn print_lines(value: f32, tag: u32) {
     let t = thread_idx_x();
     if t == 0 {
         ferrocuda_device::println!("block {} of {} says {:.3} tag={:x} ok={}", block_idx().x, grid_dim().x, value, tag, true);
-    } else if block_idx().x == 0 && t % 32 == 0 {
+    } else if block_idx().x == 0 && t.is_multiple_of(32) {
         ferrocuda_device::println!("warp {:>2} checking in, 100% ready", t / 32);
     }
 }
@@ -283,7 +283,7 @@ pub fn warp_masks_and_block_atomics(mut out: DisjointSlice<u32>, block_counts: A
     let i = unique_index();
     let lane = warp::lane_id();
     let mut in_branch = 0;
-    if lane % 2 == 0 {
+    if lane.is_multiple_of(2) {
         in_branch = warp::active_mask();
     }
     sync_warp(warp::FULL_MASK);

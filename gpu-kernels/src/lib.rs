@@ -20,7 +20,7 @@ pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
     if let Some(y_i) = y.get_mut(i)
         && i.get() < x.len()
     {
-        *y_i = a * x[i] + *y_i;
+        *y_i += a * x[i];
     }
 }
 
@@ -33,7 +33,7 @@ pub fn sum_f32(x: &[f32], out: AtomicSlice<f32>) {
         partial += x[i.get()];
     }
     let warp_sum = warp::reduce_sum_f32(partial);
-    if thread_idx_x() % warp::WARP_SIZE == 0 {
+    if thread_idx_x().is_multiple_of(warp::WARP_SIZE) {
         out.add(0, warp_sum);
     }
 }

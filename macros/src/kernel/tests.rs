@@ -127,7 +127,7 @@ fn never_panics_on_random_signatures() {
         let count = (rng.next() % 5) as usize;
         let params: Vec<String> = (0..count)
             .map(|_| {
-                let mutability = if rng.next() % 4 == 0 { "mut " } else { "" };
+                let mutability = if rng.next().is_multiple_of(4) { "mut " } else { "" };
                 format!("{mutability}{}: {}", rng.pick(NAMES), rng.pick(TYPES))
             })
             .collect();
