@@ -30,3 +30,9 @@ pub fn panic() -> TokenStream {
 pub fn kernels() -> TokenStream {
     quote!(crate::KERNELS)
 }
+
+/// The launch-bounds marker the builder turns into `.maxntid`/`.minnctapersm`/`.reqntid`
+/// (hopper's `ferrocuda_device::launch_bounds!`).
+pub fn launch_bounds() -> TokenStream {
+    quote!(::ferrocuda_device::launch_bounds!)
+}

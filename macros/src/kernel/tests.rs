@@ -64,6 +64,16 @@ fn specific_messages_for_common_mistakes() {
 }
 
 #[test]
+fn launch_bounds_become_one_marker_per_entry() {
+    let out = expand_ok(quote!(instances(f32, f64), launch_bounds(256, 2)), quote!(pub fn k<T: Pod>(out: DisjointSlice<T>) {}));
+    assert!(out.contains("launch_bounds ! (k_f32 , 256 , 2)") && out.contains("launch_bounds ! (k_f64 , 256 , 2)"), "{out}");
+    let out = expand_ok(quote!(reqntid(128)), quote!(pub fn k(out: DisjointSlice<f32>) {}));
+    assert!(out.contains("launch_bounds ! (reqntid k , 128)"), "{out}");
+    let out = expand(quote!(launch_bounds(1, 2, 3)), quote!(pub fn k(out: DisjointSlice<f32>) {})).to_string();
+    assert!(out.contains("write `launch_bounds(max_threads)`"), "{out}");
+}
+
+#[test]
 fn errors_keep_stub_launchers() {
     let out = expand_ok(quote!(), quote!(pub fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {}));
     assert!(out.contains("compile_error"), "{out}");
@@ -116,7 +126,7 @@ fn never_panics_on_random_signatures() {
         "Option<f32>", "String", "&[String]", "Vec<u8>", "&'a [f32]", "(f32, f32)", "fn()", "impl Copy", "dyn Copy", "!", "_", "my::Pair<T>", "<T as X>::Y",
         "&mut f32", "&str", "&[&str]", "&[[u8; 3]]", "DisjointSlice<&f32>", "AtomicSlice<[u32; 2]>",
     ];
-    const ATTRS: &[&str] = &["", "", "instances(f32)", "instances(f32, f64)", "instances(u32, u32)", "instances()", "instance(f32)", "instances(a::X, b::X)", "instances([f32; 4], (u8, u8))", "nonsense", "instances(f32) extra"];
+    const ATTRS: &[&str] = &["", "", "launch_bounds(256, 2)", "reqntid(32), instances(f32)", "launch_bounds()", "instances(f32)", "instances(f32, f64)", "instances(u32, u32)", "instances()", "instance(f32)", "instances(a::X, b::X)", "instances([f32; 4], (u8, u8))", "nonsense", "instances(f32) extra"];
     const PREFIX: &[&str] = &["pub fn", "pub fn", "pub unsafe fn", "fn", "pub async fn", "pub const fn", "pub extern \"C\" fn"];
     const GENERICS: &[&str] = &["", "", "<T: Pod>", "<T>", "<T, U>", "<'a>", "<const N: usize>"];
     const NAMES_FN: &[&str] = &["k", "r#type", "saxpy", "r#match", "launch"];
