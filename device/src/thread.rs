@@ -119,7 +119,3 @@ pub fn grid_stride_range(len: usize) -> core::iter::StepBy<core::ops::Range<usiz
 }
 
 pub use crate::sync::sync_threads;
-
-/// The witnesses for writing outputs (`DisjointSlice`), also reachable here beside the plain
-/// indices: see [`crate::global`].
-pub use crate::global::{grid_stride, once_per_block, unique_index};

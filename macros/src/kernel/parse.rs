@@ -64,7 +64,7 @@ const ALLOWED: &str = "kernel parameters may be integer, float or bool scalars, 
 /// Why `&mut [T]` is refused, and what to write instead (audit finding U2).
 const NO_MUT_SLICE: &str = "a kernel cannot take `&mut [T]`: every GPU thread would get the same `&mut`, which the compiler assumes \
                             nobody else touches (it then reuses values across `sync_threads()`), and plain writes of one element from \
-                            several threads race. Write `mut out: DisjointSlice<T>` and store through `out.get_mut(thread::unique_index())` \
+                            several threads race. Write `mut out: DisjointSlice<T>` and store through `out.get_mut(unique_index())` \
                             (each thread its own elements), or `out: AtomicSlice<T>` for elements that threads share (counters, \
                             flags, values read after a barrier); both from `ferrocuda_device::global`. The host launcher still takes `&mut buffer`.";
 
