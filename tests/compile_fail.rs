@@ -3,11 +3,14 @@
 //!
 //! `launch/`: misuse of a typed launcher (wrong element type, host data, `&` for `&mut`,
 //! argument count, one output twice, raw pointers without `unsafe`). `kernel/`: kernel
-//! signatures `#[kernel]` rejects.
+//! signatures `#[kernel]` rejects. `kernel_model/`: the unsound
+//! kernels of audit findings U1/U2 (`stale_read`, `count_plain`, non-`Pod` elements) and the
+//! ways around the output model that must not compile.
 
 #[test]
 fn compile_fail() {
     let cases = trybuild::TestCases::new();
     cases.compile_fail("tests/compile_fail/launch/*.rs");
     cases.compile_fail("tests/compile_fail/kernel/*.rs");
+    cases.compile_fail("tests/compile_fail/kernel_model/*.rs");
 }

@@ -146,3 +146,36 @@ fn no_panic_path_no_stack_and_no_spills() {
         }
     }
 }
+
+/// The kernel model's outputs (`DisjointSlice`) compile to what `&mut [T]` did: saxpy has one
+/// non-coherent load of `x`, one plain load and one store of `y`, one fused multiply-add, and
+/// one conditional branch (the bounds guard); the thread's unique index adds no branch.
+#[test]
+fn migrated_saxpy_keeps_its_loads_stores_and_single_guard() {
+    let body = entry_body("saxpy");
+    let ops = opcodes(body);
+    let n = |op: &str| ops.iter().filter(|o| **o == op).count();
+    assert_eq!((n("ld.global.nc.b32") + n("ld.global.nc.f32"), n("ld.global.b32") + n("ld.global.f32")), (1, 1), "{body}");
+    assert_eq!(n("st.global.b32") + n("st.global.f32"), 1, "{body}");
+    assert_eq!(n("fma.rn.f32"), 1, "{body}");
+    let conditional_branches = body.lines().filter(|l| l.trim_start().starts_with('@') && l.contains(" bra")).count();
+    assert_eq!(conditional_branches, 1, "one bounds guard, no other branch:\n{body}");
+    assert!(!body.contains("trap;"), "no panic path:\n{body}");
+    // The output parameter keeps the element alignment, like the `&mut [f32; 0]` it replaces.
+    assert!(body.contains(".param .u64 .ptr .align 4 saxpy_param_3"), "{body}");
+}
+
+/// U2 in the PTX: `stale_read` (its `AtomicSlice` form) loads the flag again after the second
+/// barrier; the `&mut [u32]` form had one load before the first barrier and none after.
+#[test]
+fn stale_read_loads_the_flag_again_after_each_barrier() {
+    // The accesses are inline-assembly blocks (`{ .reg .u64 g; cvta.to.global..; ld.relaxed.. }`),
+    // which `opcodes` skips: count the text.
+    let body = entry_body("stale_read");
+    let barriers: Vec<usize> = body.match_indices("bar.sync").map(|(at, _)| at).collect();
+    assert_eq!(barriers.len(), 2, "{body}");
+    let (before, between, after) = (&body[..barriers[0]], &body[barriers[0]..barriers[1]], &body[barriers[1]..]);
+    assert_eq!(before.matches("ld.relaxed.gpu.global").count(), 1, "{body}");
+    assert_eq!(between.matches("st.relaxed.gpu.global").count(), 1, "{body}");
+    assert_eq!(after.matches("ld.relaxed.gpu.global").count(), 1, "the load after the last barrier:\n{body}");
+}

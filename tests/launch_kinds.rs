@@ -51,7 +51,7 @@ fn both_instances_of_a_generic_kernel_run() {
     assert_ne!(scale_into_f32::SYMBOL, scale_into_f64::SYMBOL);
     assert_eq!((scale_into_f32::SYMBOL, scale_into_f64::SYMBOL), ("scale_into_f32", "scale_into_f64"));
     // The generic function is still an ordinary host function.
-    let _: fn(f32, &[f32], &mut [f32]) = gpu_kernels::launch_kinds::scale_into::<f32>;
+    let _: fn(f32, &[f32], ferrocuda_device::DisjointSlice<f32>) = gpu_kernels::launch_kinds::scale_into::<f32>;
 }
 
 #[test]

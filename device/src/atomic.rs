@@ -1,5 +1,6 @@
-//! Atomic read-modify-write on global memory (the elements of a kernel's slices; for shared
-//! memory use [`SharedArray::fetch_add`](crate::shared::SharedArray::fetch_add)).
+//! Atomic operations on global memory: [`Atomic<T>`], the elements of a kernel's
+//! [`AtomicSlice`](crate::global::AtomicSlice) parameters (for shared memory use
+//! [`SharedArray::fetch_add`](crate::shared::SharedArray::fetch_add)).
 //!
 //! CUDA's `atomicAdd`, `atomicMin`, `atomicExch`, `atomicCAS`, ... with an explicit scope:
 //! each function compiles to one `atom.relaxed.<scope>.global.<op>` (the address converted
@@ -7,12 +8,12 @@
 //! unused, as nvcc does for a kernel parameter). The target must be global memory. Like CUDA's, these are relaxed: they order nothing else;
 //! pair them with [`crate::sync`] fences when other data must become visible with them.
 //!
-//! Many threads may update the same element: each thread's `&mut` to an element of an output
-//! slice is per thread, as everywhere in a kernel, and these functions are the way to update
-//! an element that threads share.
+//! Many threads may update the same element: they reach it as a shared `&Atomic<T>` (never a
+//! `&mut T`, which would claim that no other thread touches it), from
+//! [`AtomicSlice::at`](crate::global::AtomicSlice::at) or the slice's own methods.
 //!
 //! `core::sync::atomic` also works on device memory (for example
-//! `AtomicU32::from_ptr(&mut out[0])`): loads, stores, fences and compare-exchange honour
+//! `AtomicU32::from_ptr(counters.as_ptr())`): loads, stores, fences and compare-exchange honour
 //! their `Ordering` at system scope, and relaxed read-modify-writes are exact. But rustc's
 //! NVPTX backend (LLVM 22) drops the ordering of `fetch_add`/`swap`/`fetch_max`... with
 //! `Acquire`/`Release`/`SeqCst` (they compile to relaxed `atom`); add a fence, or use these.
@@ -35,6 +36,142 @@ mod sealed {
     sealed!(u32, i32, u64, i64, f32, f64);
 }
 
+/// An element of global memory that threads access only atomically: what an
+/// [`AtomicSlice`](crate::global::AtomicSlice) is made of. Shared (`&Atomic<T>`) between
+/// threads; every method is one atomic PTX instruction.
+#[repr(transparent)]
+pub struct Atomic<T: AtomicElement> {
+    value: core::cell::UnsafeCell<T>,
+}
+
+// SAFETY: every access through an `Atomic` is atomic, and the element types are plain data.
+unsafe impl<T: AtomicElement> Sync for Atomic<T> {}
+
+impl<T: AtomicElement> Atomic<T> {
+    /// The element at `pointer` as an atomic cell.
+    ///
+    /// # Safety
+    /// `pointer` is aligned and valid for reads and writes for `'a`, and during `'a` every
+    /// access to it (from any thread) is atomic.
+    #[inline(always)]
+    pub unsafe fn from_ptr<'a>(pointer: *mut T) -> &'a Atomic<T> {
+        // SAFETY: `Atomic<T>` is `repr(transparent)` over `UnsafeCell<T>`, itself over `T`.
+        unsafe { &*pointer.cast::<Atomic<T>>() }
+    }
+
+    /// The element's address.
+    #[inline(always)]
+    pub fn as_ptr(&self) -> *mut T {
+        self.value.get()
+    }
+
+    /// Reads the value (relaxed, device scope: `ld.relaxed.gpu`).
+    #[inline(always)]
+    pub fn load(&self) -> T {
+        // SAFETY: valid, aligned, accessed only atomically.
+        unsafe { T::load_relaxed(self.as_ptr(), Scope::Device) }
+    }
+
+    /// Writes the value (relaxed, device scope: `st.relaxed.gpu`).
+    #[inline(always)]
+    pub fn store(&self, value: T) {
+        // SAFETY: as above.
+        unsafe { T::store_relaxed(self.as_ptr(), value, Scope::Device) }
+    }
+
+    /// [`load`](Self::load) at the given scope (`Scope::Block` is enough after
+    /// `sync_threads()` when only the block's threads wrote it).
+    #[inline(always)]
+    pub fn load_scoped(&self, scope: Scope) -> T {
+        // SAFETY: as above.
+        unsafe { T::load_relaxed(self.as_ptr(), scope) }
+    }
+
+    /// [`store`](Self::store) at the given scope.
+    #[inline(always)]
+    pub fn store_scoped(&self, scope: Scope, value: T) {
+        // SAFETY: as above.
+        unsafe { T::store_relaxed(self.as_ptr(), value, scope) }
+    }
+}
+
+/// Types an [`Atomic`] can hold: 4- and 8-byte integers and floats, with relaxed loads and
+/// stores (the read-modify-writes each have their own trait below).
+pub trait AtomicElement: bytemuck::Pod + sealed::Sealed {
+    #[doc(hidden)]
+    /// # Safety
+    /// `target` is valid, aligned global memory accessed only atomically.
+    unsafe fn load_relaxed(target: *mut Self, scope: Scope) -> Self;
+    #[doc(hidden)]
+    /// # Safety
+    /// As for `load_relaxed`.
+    unsafe fn store_relaxed(target: *mut Self, value: Self, scope: Scope);
+}
+
+macro_rules! atomic_element {
+    ($($ty:ty => $ptx:literal, $reg:ident, $bits:ty, $host_atomic:ident;)*) => {$(
+        impl AtomicElement for $ty {
+            #[inline(always)]
+            unsafe fn load_relaxed(target: *mut Self, scope: Scope) -> Self {
+                #[cfg(target_arch = "nvptx64")]
+                {
+                    let value: $ty;
+                    // SAFETY: the caller passes a valid, aligned global address.
+                    unsafe {
+                        scoped_access!(scope, "ld", [$ptx, " {o}, [g];"], o = out($reg) value, p = in(reg64) target, options(nostack));
+                    }
+                    value
+                }
+                #[cfg(not(target_arch = "nvptx64"))]
+                {
+                    let _ = scope;
+                    // SAFETY: valid and aligned (the caller's guarantee); same size as `$bits`.
+                    let bits = unsafe { core::sync::atomic::$host_atomic::from_ptr(target.cast::<$bits>()) }.load(core::sync::atomic::Ordering::Relaxed);
+                    bytemuck::cast(bits)
+                }
+            }
+
+            #[inline(always)]
+            unsafe fn store_relaxed(target: *mut Self, value: Self, scope: Scope) {
+                #[cfg(target_arch = "nvptx64")]
+                // SAFETY: the caller passes a valid, aligned global address.
+                unsafe {
+                    scoped_access!(scope, "st", [$ptx, " [g], {v};"], p = in(reg64) target, v = in($reg) value, options(nostack));
+                }
+                #[cfg(not(target_arch = "nvptx64"))]
+                {
+                    let _ = scope;
+                    let bits: $bits = bytemuck::cast(value);
+                    // SAFETY: as for the load.
+                    unsafe { core::sync::atomic::$host_atomic::from_ptr(target.cast::<$bits>()) }.store(bits, core::sync::atomic::Ordering::Relaxed);
+                }
+            }
+        }
+    )*};
+}
+
+/// `ld.relaxed.<scope>.global` / `st.relaxed.<scope>.global` with the address converted to
+/// the global window.
+#[cfg(target_arch = "nvptx64")]
+macro_rules! scoped_access {
+    ($scope:expr, $op:literal, [$($part:expr),*], $($operands:tt)*) => {
+        match $scope {
+            Scope::Block => core::arch::asm!(concat!("{{ .reg .u64 g; cvta.to.global.u64 g, {p}; ", $op, ".relaxed.cta.global.", $($part),*, " }}"), $($operands)*),
+            Scope::Device => core::arch::asm!(concat!("{{ .reg .u64 g; cvta.to.global.u64 g, {p}; ", $op, ".relaxed.gpu.global.", $($part),*, " }}"), $($operands)*),
+            Scope::System => core::arch::asm!(concat!("{{ .reg .u64 g; cvta.to.global.u64 g, {p}; ", $op, ".relaxed.sys.global.", $($part),*, " }}"), $($operands)*),
+        }
+    };
+}
+
+atomic_element! {
+    u32 => "b32", reg32, u32, AtomicU32;
+    i32 => "b32", reg32, u32, AtomicU32;
+    u64 => "b64", reg64, u64, AtomicU64;
+    i64 => "b64", reg64, u64, AtomicU64;
+    f32 => "b32", reg32, u32, AtomicU32;
+    f64 => "b64", reg64, u64, AtomicU64;
+}
+
 #[cfg(target_arch = "nvptx64")]
 macro_rules! scoped_asm {
     ($scope:expr, [$($part:expr),*], $($operands:tt)*) => {
@@ -50,7 +187,7 @@ macro_rules! binary_op {
     ($(#[$doc:meta])* $trait_name:ident, $method:ident, $public:ident, $public_scoped:ident, $op:literal, $host:expr,
      [$($ty:ty => $ptx:literal, $reg:ident;)*]) => {
         #[doc = concat!("Element types with an atomic `", $op, "`.")]
-        pub trait $trait_name: Copy + sealed::Sealed {
+        pub trait $trait_name: AtomicElement {
             #[doc(hidden)]
             /// # Safety
             /// `target` is valid and aligned.
@@ -84,17 +221,33 @@ macro_rules! binary_op {
         $(#[$doc])*
         /// Device scope; returns the old value.
         #[inline(always)]
-        pub fn $public<T: $trait_name>(target: &mut T, value: T) -> T {
-            // SAFETY: a reference is valid and aligned.
-            unsafe { T::$method(target, value, Scope::Device) }
+        pub fn $public<T: $trait_name>(target: &Atomic<T>, value: T) -> T {
+            target.$public(value)
         }
 
         $(#[$doc])*
         /// At the given scope; returns the old value.
         #[inline(always)]
-        pub fn $public_scoped<T: $trait_name>(scope: Scope, target: &mut T, value: T) -> T {
-            // SAFETY: a reference is valid and aligned.
-            unsafe { T::$method(target, value, scope) }
+        pub fn $public_scoped<T: $trait_name>(scope: Scope, target: &Atomic<T>, value: T) -> T {
+            target.$public_scoped(scope, value)
+        }
+
+        impl<T: $trait_name> Atomic<T> {
+            $(#[$doc])*
+            /// Device scope; returns the old value.
+            #[inline(always)]
+            pub fn $public(&self, value: T) -> T {
+                // SAFETY: an `Atomic` is valid, aligned global memory accessed only atomically.
+                unsafe { T::$method(self.as_ptr(), value, Scope::Device) }
+            }
+
+            $(#[$doc])*
+            /// At the given scope; returns the old value.
+            #[inline(always)]
+            pub fn $public_scoped(&self, scope: Scope, value: T) -> T {
+                // SAFETY: as above.
+                unsafe { T::$method(self.as_ptr(), value, scope) }
+            }
         }
     };
 }
@@ -142,7 +295,7 @@ binary_op! {
 }
 
 /// Element types with an atomic compare-and-swap.
-pub trait AtomicCompareExchange: Copy + sealed::Sealed {
+pub trait AtomicCompareExchange: AtomicElement {
     #[doc(hidden)]
     /// # Safety
     /// `target` is valid and aligned.
@@ -197,35 +350,45 @@ compare_exchange! {
 /// `atomicCAS`: if `*target == expected` (bitwise) store `new`; returns the old value either
 /// way (`atom.cas`), device scope.
 #[inline(always)]
-pub fn compare_exchange<T: AtomicCompareExchange>(target: &mut T, expected: T, new: T) -> T {
-    // SAFETY: a reference is valid and aligned.
-    unsafe { T::atomic_cas(target, expected, new, Scope::Device) }
+pub fn compare_exchange<T: AtomicCompareExchange>(target: &Atomic<T>, expected: T, new: T) -> T {
+    target.compare_exchange(expected, new)
 }
 
 /// [`compare_exchange`] at the given scope.
 #[inline(always)]
-pub fn compare_exchange_scoped<T: AtomicCompareExchange>(scope: Scope, target: &mut T, expected: T, new: T) -> T {
-    // SAFETY: a reference is valid and aligned.
-    unsafe { T::atomic_cas(target, expected, new, scope) }
+pub fn compare_exchange_scoped<T: AtomicCompareExchange>(scope: Scope, target: &Atomic<T>, expected: T, new: T) -> T {
+    target.compare_exchange_scoped(scope, expected, new)
+}
+
+impl<T: AtomicCompareExchange> Atomic<T> {
+    /// `atomicCAS`: if the value is `expected` (bitwise) store `new`; returns the old value
+    /// either way (device scope).
+    #[inline(always)]
+    pub fn compare_exchange(&self, expected: T, new: T) -> T {
+        // SAFETY: an `Atomic` is valid, aligned global memory accessed only atomically.
+        unsafe { T::atomic_cas(self.as_ptr(), expected, new, Scope::Device) }
+    }
+
+    /// [`compare_exchange`](Self::compare_exchange) at the given scope.
+    #[inline(always)]
+    pub fn compare_exchange_scoped(&self, scope: Scope, expected: T, new: T) -> T {
+        // SAFETY: as above.
+        unsafe { T::atomic_cas(self.as_ptr(), expected, new, scope) }
+    }
 }
 
 /// Atomically adds `value` to `*target` at device scope, returning nothing (`red.add`:
 /// `atomicAdd` with the result unused, which saves the round trip).
 #[inline(always)]
-pub fn add<T: AtomicAdd>(target: &mut T, value: T) {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        // The unused result lets ptxas pick the reduction form (RED) by itself.
-        let _ = fetch_add(target, value);
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    {
-        fetch_add(target, value);
-    }
+pub fn add<T: AtomicAdd>(target: &Atomic<T>, value: T) {
+    target.add(value)
 }
 
-/// `add` for `f32` (kept for kernels written against the first API).
-#[inline(always)]
-pub fn add_f32(target: &mut f32, value: f32) {
-    add(target, value)
+impl<T: AtomicAdd> Atomic<T> {
+    /// Adds `value` at device scope and returns nothing (`red.add`).
+    #[inline(always)]
+    pub fn add(&self, value: T) {
+        // The unused result lets ptxas pick the reduction form (RED) by itself.
+        let _ = self.fetch_add(value);
+    }
 }

@@ -6,7 +6,7 @@
 //! ```ignore
 //! #[kernel]
 //! #[cfg_attr(target_arch = "nvptx64", cfg(ferrocuda_sm = "90"))]
-//! pub fn exchange(out: &mut [u32]) { /* uses ferrocuda_device::cluster */ }
+//! pub fn exchange(out: DisjointSlice<u32>) { /* uses ferrocuda_device::cluster */ }
 //! ```
 //! Launch such a kernel with cluster dimensions (`LaunchConfig::with_cluster`).
 

@@ -22,6 +22,7 @@ pub mod cpu;
 #[cfg(not(target_arch = "nvptx64"))]
 #[allow(unused_imports)]
 pub(crate) use cpu::hooks as emu;
+pub mod global;
 pub mod math;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "80"))]
 pub mod mma;
@@ -32,6 +33,7 @@ pub mod sync;
 pub mod thread;
 pub mod warp;
 
+pub use global::{AtomicSlice, DisjointSlice, ThreadIndex};
 pub use shared::{SharedArray, SharedSlice, dynamic_shared};
 
 pub use ferrocuda_macros::kernel;
@@ -71,5 +73,7 @@ macro_rules! embed_kernels {
 pub mod __private {
     pub use ferrocuda_types as types;
     pub use ferrocuda_macros::device_print;
+    /// What generated kernel entries and launchers call to build kernel parameters.
+    pub use crate::global::__private as args;
 }
 

@@ -112,7 +112,7 @@ mod device {
         let thread = [thread_idx_x(), thread_idx_y(), thread_idx_z()];
 
         // SAFETY: a module global, updated atomically.
-        let first = unsafe { crate::atomic::compare_exchange(&mut *core::ptr::addr_of_mut!(__ferrocuda_panic_claimed), 0, 1) } == 0;
+        let first = unsafe { crate::atomic::Atomic::from_ptr(core::ptr::addr_of_mut!(__ferrocuda_panic_claimed)) }.compare_exchange(0, 1) == 0;
         if !first {
             // SAFETY: ends this thread's kernel with an error.
             unsafe { core::arch::nvptx::trap() }

@@ -3,8 +3,9 @@
 //! and are reported as errors by the CPU executor. They are valid GPU kernels too (the PTX
 //! build compiles them), but only the correct ones should be launched there.
 
+use ferrocuda_device::global::{DisjointSlice, unique_index};
 use ferrocuda_device::sync::sync_threads;
-use ferrocuda_device::thread::{block_idx_x, block_idx_y, index_1d, thread_idx_x, thread_idx_y};
+use ferrocuda_device::thread::{block_dim, block_idx_x, block_idx_y, block_idx_z, thread_idx_x, thread_idx_y};
 use ferrocuda_device::{kernel, shared_array, warp};
 
 /// Side of the square tiles of [`matmul_tiled`] (its blocks are `TILE x TILE` threads).
@@ -14,9 +15,15 @@ pub const TILE: usize = 16;
 /// shared memory: launch with blocks of `(TILE, TILE)` and a grid of `(n / TILE, n / TILE)`
 /// (rounded up; edges are guarded).
 #[kernel]
-pub fn matmul_tiled(n: u32, a: &[f32], b: &[f32], c: &mut [f32]) {
+pub fn matmul_tiled(n: u32, a: &[f32], b: &[f32], mut c: DisjointSlice<f32>) {
     let a_tile = shared_array![f32; TILE * TILE];
     let b_tile = shared_array![f32; TILE * TILE];
+    let dim = block_dim();
+    if (dim.x, dim.y, dim.z) != (TILE as u32, TILE as u32, 1) || block_idx_z() != 0 {
+        // Another launch shape: two threads could own the same element of `c` (and the
+        // tiles are sized for TILE x TILE); the whole block returns, before any barrier.
+        return;
+    }
     let (tx, ty) = (thread_idx_x() as usize, thread_idx_y() as usize);
     let n = n as usize;
     let col = block_idx_x() as usize * TILE + tx;
@@ -32,15 +39,17 @@ pub fn matmul_tiled(n: u32, a: &[f32], b: &[f32], c: &mut [f32]) {
         }
         sync_threads();
     }
-    if row < n && col < n {
-        c[row * n + col] = acc;
+    if row < n && col < n && row * n + col < c.len() {
+        // SAFETY: in bounds (checked); only this thread writes element (row, col): blocks of
+        // TILE x TILE threads in a 2-D grid (checked above) give each (row, col) one thread.
+        unsafe { c.write_unchecked(row * n + col, acc) };
     }
 }
 
 /// Deliberately wrong: threads at or past `n` return before the barrier that the others wait
 /// at (a hang or undefined behaviour on a GPU). Blocks of at most 256 threads.
 #[kernel]
-pub fn barrier_after_early_return(n: u32, out: &mut [u32]) {
+pub fn barrier_after_early_return(n: u32, mut out: DisjointSlice<u32>) {
     let t = thread_idx_x();
     if t >= n {
         return;
@@ -48,16 +57,16 @@ pub fn barrier_after_early_return(n: u32, out: &mut [u32]) {
     let values = shared_array![u32; 256];
     values.set(t as usize, t);
     sync_threads();
-    out[t as usize] = values.get(((t + 1) % n) as usize);
+    out[unique_index()] = values.get(((t + 1) % n) as usize);
 }
 
 /// Deliberately wrong: each thread reads its neighbour's shared value with no barrier after
 /// the writes (a data race: on a GPU the result depends on timing). Blocks of 256 threads.
 #[kernel]
-pub fn shared_race_missing_barrier(x: &[f32], out: &mut [f32]) {
+pub fn shared_race_missing_barrier(x: &[f32], mut out: DisjointSlice<f32>) {
     let values = shared_array![f32; 256];
     let t = thread_idx_x() as usize;
-    let i = index_1d();
+    let i = unique_index();
     values.set(t, x[i]);
     out[i] = values.get((t + 1) % 256);
 }
@@ -66,21 +75,22 @@ pub fn shared_race_missing_barrier(x: &[f32], out: &mut [f32]) {
 /// shows what a block's shared memory starts with, and that no block sees another's writes.
 /// Blocks of 64 threads.
 #[kernel]
-pub fn shared_uninitialized(out: &mut [u32]) {
+pub fn shared_uninitialized(mut out: DisjointSlice<u32>) {
     let values = shared_array![u32; 64];
     let t = thread_idx_x() as usize;
     let b = block_idx_x();
-    out[b as usize * 64 + t] = values.get(t);
+    // `unique_index()` is `block * 64 + t` on this 1-D launch of 64-thread blocks.
+    out[unique_index()] = values.get(t);
     values.set(t, b + 1);
 }
 
 /// Deliberately wrong: only the lower half of each warp shuffles, while the upper half waits
 /// at a block barrier (a full-warp shuffle needs every lane).
 #[kernel]
-pub fn warp_shuffle_divergent(out: &mut [u32]) {
+pub fn warp_shuffle_divergent(mut out: DisjointSlice<u32>) {
     let lane = warp::lane_id();
     if lane < 16 {
-        out[index_1d()] = warp::shuffle(lane, 0);
+        out[unique_index()] = warp::shuffle(lane, 0);
     }
     sync_threads();
 }

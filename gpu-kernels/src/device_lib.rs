@@ -4,9 +4,11 @@
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use ferrocuda_device::atomic::{self, Scope};
+use ferrocuda_device::global::{AtomicSlice, DisjointSlice, once_per_block, unique_index};
 use ferrocuda_device::math::{DeviceFloat, FastMath};
 use ferrocuda_device::sync::{sync_threads, sync_threads_and, sync_threads_count, sync_threads_or, sync_warp};
-use ferrocuda_device::thread::{block_dim, block_idx, grid_dim, index_1d, index_3d, rank_in_block, thread_idx, thread_idx_x};
+use ferrocuda_device::thread::{block_idx, grid_dim, index_1d, rank_in_block, thread_idx, thread_idx_x};
+use ferrocuda_device::thread::{block_size, grid_stride_range};
 use ferrocuda_device::{dynamic_shared, kernel, shared_array, warp};
 
 /// Words written per thread by [`indices_3d`].
@@ -15,28 +17,24 @@ pub const INDEX_WORDS: usize = 8;
 /// Every thread of a 3-D launch writes its indices at its global linear position:
 /// `threadIdx.xyz, blockIdx.xyz, rank in block, global linear id`.
 #[kernel]
-pub fn indices_3d(out: &mut [u32]) {
-    let (x, y, z) = index_3d();
-    let (grid, block) = (grid_dim(), block_dim());
-    let width = (grid.x * block.x) as usize;
-    let height = (grid.y * block.y) as usize;
-    let linear = x + width * (y + height * z);
+pub fn indices_3d(mut out: DisjointSlice<u32>) {
+    // `unique_index()` is `x + width * (y + height * z)` over the global coordinates
+    // (`index_3d()`); the test checks word 7 against that formula.
+    let i = unique_index();
     let (t, b) = (thread_idx(), block_idx());
-    let words = [t.x, t.y, t.z, b.x, b.y, b.z, rank_in_block(), linear as u32];
-    for (k, w) in words.into_iter().enumerate() {
-        out[linear * INDEX_WORDS + k] = w;
-    }
+    let words = [t.x, t.y, t.z, b.x, b.y, b.z, rank_in_block(), i.get() as u32];
+    *out.get_chunk_mut::<INDEX_WORDS>(i).expect("an output of 8 words per thread") = words;
 }
 
 /// Two static shared arrays of 256 elements: `a` gets `x`, `b` gets `2x`; after a barrier each
 /// thread reads `a` reversed and `b` shifted by one, so a block that shared one array for both,
 /// or skipped the barrier, gives a different answer. Launch with blocks of 256.
 #[kernel]
-pub fn shared_two_arrays(x: &[f32], out: &mut [f32]) {
+pub fn shared_two_arrays(x: &[f32], mut out: DisjointSlice<f32>) {
     let a = shared_array![f32; 256];
     let b = shared_array![f32; 256];
     let t = thread_idx_x() as usize;
-    let i = index_1d();
+    let i = unique_index();
     a.set(t, x[i]);
     b.set(t, 2.0 * x[i]);
     sync_threads();
@@ -47,8 +45,8 @@ pub fn shared_two_arrays(x: &[f32], out: &mut [f32]) {
 /// `out[block] = sum`. The second half of the dynamic memory holds each thread's index,
 /// checked after the reduction to show the two halves of `split_at` do not overlap.
 #[kernel]
-pub fn dynamic_shared_sum(x: &[u32], out: &mut [u32]) {
-    let (sums, marks) = dynamic_shared::<u32>().split_at(ferrocuda_device::thread::block_size() as usize);
+pub fn dynamic_shared_sum(x: &[u32], out: AtomicSlice<u32>) {
+    let (sums, marks) = dynamic_shared::<u32>().split_at(block_size() as usize);
     let t = thread_idx_x() as usize;
     sums.set(t, x[index_1d()]);
     marks.set(t, t as u32);
@@ -62,25 +60,23 @@ pub fn dynamic_shared_sum(x: &[u32], out: &mut [u32]) {
         width /= 2;
     }
     if t == 0 {
-        out[2 * block_idx().x as usize] = sums.get(0);
+        out.store(2 * block_idx().x as usize, sums.get(0));
     }
     if marks.get(t) != t as u32 {
-        out[2 * block_idx().x as usize + 1] = 1;
+        // Any number of threads may find a wrong mark: an atomic store, not a plain race.
+        out.store(2 * block_idx().x as usize + 1, 1);
     }
 }
 
 /// Block barriers with reductions: per block `[count of odd x, all odd, any odd]`.
 #[kernel]
-pub fn barrier_votes(x: &[u32], out: &mut [u32]) {
+pub fn barrier_votes(x: &[u32], mut out: DisjointSlice<u32>) {
     let odd = x[index_1d()] % 2 == 1;
     let count = sync_threads_count(odd);
     let all = sync_threads_and(odd);
     let any = sync_threads_or(odd);
-    if thread_idx_x() == 0 {
-        let b = block_idx().x as usize;
-        out[3 * b] = count;
-        out[3 * b + 1] = all as u32;
-        out[3 * b + 2] = any as u32;
+    if let Some(b) = once_per_block() {
+        *out.get_chunk_mut::<3>(b).expect("3 words per block") = [count, all as u32, any as u32];
     }
 }
 
@@ -89,8 +85,8 @@ pub const WARP_WORDS: usize = 14;
 
 /// Each lane writes the results of every warp operation on its `x` (see the test for the list).
 #[kernel]
-pub fn warp_ops(x: &[u32], out: &mut [u32]) {
-    let i = index_1d();
+pub fn warp_ops(x: &[u32], mut out: DisjointSlice<u32>) {
+    let i = unique_index();
     let v = x[i];
     let lane = warp::lane_id();
     let wide = ((v as u64) << 32) | (v as u64 ^ 0xdead_beef);
@@ -102,7 +98,7 @@ pub fn warp_ops(x: &[u32], out: &mut [u32]) {
         warp::shuffle_xor(v, 1),
         (warp::shuffle_xor(wide, 2) >> 32) as u32,
         warp::shuffle_xor(wide, 2) as u32,
-        warp::ballot(v % 3 == 0),
+        warp::ballot(v.is_multiple_of(3)),
         warp::all(v < 1000) as u32,
         warp::any(v == 7) as u32,
         warp::match_any(v % 4),
@@ -111,56 +107,56 @@ pub fn warp_ops(x: &[u32], out: &mut [u32]) {
         warp::reduce_sum(v as f32 * 0.5) as u32,
     ];
     sync_warp(warp::FULL_MASK);
-    for (k, r) in results.into_iter().enumerate() {
-        out[i * WARP_WORDS + k] = r;
-    }
+    *out.get_chunk_mut::<WARP_WORDS>(i).expect("14 words per thread") = results;
 }
 
 /// Atomics from every thread on a few shared counters:
 /// `counters = [Σ1 (device), Σ1 (block scope on a per-block slot..), max x, min x, Σx via CAS loop,
 /// Σ1 via core::sync::atomic, exchange count]`, `sums_f32[0] = Σ x as f32`, `sums_f64[0] = Σ x as f64`.
 #[kernel]
-pub fn atomics(x: &[u32], counters: &mut [u32], sums_f32: &mut [f32], sums_f64: &mut [f64]) {
+pub fn atomics(x: &[u32], counters: AtomicSlice<u32>, sums_f32: AtomicSlice<f32>, sums_f64: AtomicSlice<f64>) {
     let v = x[index_1d()];
-    atomic::fetch_add(&mut counters[0], 1u32);
-    atomic::fetch_add_scoped(Scope::System, &mut counters[1], 1u32);
-    atomic::fetch_max(&mut counters[2], v);
-    atomic::fetch_min(&mut counters[3], v);
+    atomic::fetch_add(counters.at(0), 1u32);
+    counters.fetch_add_scoped(Scope::System, 1, 1u32);
+    counters.fetch_max(2, v);
+    counters.at(3).fetch_min(v);
     // Σx through a compare-and-swap loop, the way any other read-modify-write is built.
-    let mut seen = counters[4];
+    let mut seen = counters.load(4);
     loop {
-        let old = atomic::compare_exchange(&mut counters[4], seen, seen.wrapping_add(v));
+        let old = counters.compare_exchange(4, seen, seen.wrapping_add(v));
         if old == seen {
             break;
         }
         seen = old;
     }
-    // SAFETY: `counters[5]` is a valid, aligned u32 that every thread updates only atomically.
-    let core_counter = unsafe { AtomicU32::from_ptr(&mut counters[5]) };
+    assert!(counters.len() > 7, "8 counters");
+    // SAFETY: element 5 is a valid, aligned u32 (in bounds: checked above) that every thread
+    // updates only atomically.
+    let core_counter = unsafe { AtomicU32::from_ptr(counters.as_ptr().add(5)) };
     core_counter.fetch_add(1, Ordering::Relaxed);
     // Exactly one thread sees 0 come back from the exchange.
-    if atomic::exchange(&mut counters[6], 1u32) == 0 {
-        atomic::fetch_add(&mut counters[7], 1u32);
+    if counters.exchange(6, 1u32) == 0 {
+        counters.fetch_add(7, 1u32);
     }
-    atomic::add(&mut sums_f32[0], v as f32);
-    atomic::add(&mut sums_f64[0], v as f64);
+    atomic::add(sums_f32.at(0), v as f32);
+    sums_f64.add(0, v as f64);
 }
 
 /// A 256-bin histogram of the low byte of `x`: per-block bins in shared memory
 /// (`atom.shared.add`), then one global atomic add per non-empty bin. Blocks of 256 threads.
 #[kernel]
-pub fn histogram_256(x: &[u32], bins: &mut [u32]) {
+pub fn histogram_256(x: &[u32], bins: AtomicSlice<u32>) {
     let local = shared_array![u32; 256];
     let t = thread_idx_x() as usize;
     local.set(t, 0);
     sync_threads();
-    for i in ferrocuda_device::thread::grid_stride_range(x.len()) {
+    for i in grid_stride_range(x.len()) {
         local.fetch_add((x[i] & 0xff) as usize, 1);
     }
     sync_threads();
     let count = local.get(t);
     if count > 0 {
-        atomic::add(&mut bins[t], count);
+        bins.add(t, count);
     }
 }
 
@@ -182,35 +178,35 @@ macro_rules! math_list {
 
 /// `out[f * n + i] = MATH_FUNCTIONS[f](x[i])` in `f32`.
 #[kernel]
-pub fn math_f32(x: &[f32], out: &mut [f32]) {
-    let i = index_1d();
-    if i < x.len() {
+pub fn math_f32(x: &[f32], mut out: DisjointSlice<f32>) {
+    let i = unique_index();
+    if i.get() < x.len() {
         for (f, r) in math_list!(x[i]).into_iter().enumerate() {
-            out[f * x.len() + i] = r;
+            *out.get_strided_mut(i, x.len(), f).expect("24 results per input") = r;
         }
     }
 }
 
 /// `out[f * n + i] = MATH_FUNCTIONS[f](x[i])` in `f64`.
 #[kernel]
-pub fn math_f64(x: &[f64], out: &mut [f64]) {
-    let i = index_1d();
-    if i < x.len() {
+pub fn math_f64(x: &[f64], mut out: DisjointSlice<f64>) {
+    let i = unique_index();
+    if i.get() < x.len() {
         for (f, r) in math_list!(x[i]).into_iter().enumerate() {
-            out[f * x.len() + i] = r;
+            *out.get_strided_mut(i, x.len(), f).expect("24 results per input") = r;
         }
     }
 }
 
 /// The fast approximations, in order `exp, exp2, ln, log2, sin, cos, rsqrt, recip, tanh, div(x, 3)`.
 #[kernel]
-pub fn fast_math(x: &[f32], out: &mut [f32]) {
-    let i = index_1d();
-    if i < x.len() {
+pub fn fast_math(x: &[f32], mut out: DisjointSlice<f32>) {
+    let i = unique_index();
+    if i.get() < x.len() {
         let v = x[i];
         let r = [v.fast_exp(), v.fast_exp2(), v.fast_ln(), v.fast_log2(), v.fast_sin(), v.fast_cos(), v.fast_rsqrt(), v.fast_recip(), v.fast_tanh(), v.fast_div(3.0)];
         for (f, r) in r.into_iter().enumerate() {
-            out[f * x.len() + i] = r;
+            *out.get_strided_mut(i, x.len(), f).expect("10 results per input") = r;
         }
     }
 }
@@ -231,7 +227,7 @@ pub fn print_lines(value: f32, tag: u32) {
     let t = thread_idx_x();
     if t == 0 {
         ferrocuda_device::println!("block {} of {} says {:.3} tag={:x} ok={}", block_idx().x, grid_dim().x, value, tag, true);
-    } else if block_idx().x == 0 && t % 32 == 0 {
+    } else if block_idx().x == 0 && t.is_multiple_of(32) {
         ferrocuda_device::println!("warp {:>2} checking in, 100% ready", t / 32);
     }
 }
@@ -242,7 +238,7 @@ pub fn print_lines(value: f32, tag: u32) {
 /// blocks of 128 threads.
 #[kernel]
 #[cfg_attr(target_arch = "nvptx64", cfg(ferrocuda_sm = "90"))]
-pub fn cluster_ring_exchange(out: &mut [u32]) {
+pub fn cluster_ring_exchange(mut out: DisjointSlice<u32>) {
     use ferrocuda_device::cluster;
     let values = shared_array![u32; 128];
     let t = thread_idx_x() as usize;
@@ -250,9 +246,8 @@ pub fn cluster_ring_exchange(out: &mut [u32]) {
     values.set(t, 1000 * rank + t as u32);
     cluster::sync();
     let next = (rank + 1) % cluster::size();
-    let i = index_1d();
-    if i < out.len() {
-        out[i] = cluster::peer_get(&values, next, t);
+    if let Some(o) = out.get_mut(unique_index()) {
+        *o = cluster::peer_get(&values, next, t);
     }
     // Keep our array alive until every peer has read it.
     cluster::sync();
@@ -261,46 +256,55 @@ pub fn cluster_ring_exchange(out: &mut [u32]) {
 /// One warp multiplies a 16x16 f16 matrix `a` (row-major) by a 16x8 f16 matrix `b`
 /// (row-major) on the tensor cores, into `c` (16x8 f32, row-major). Launch 1 block of 32.
 #[kernel]
-pub fn mma_m16n8k16_f16(a: &[u16], b: &[u16], c: &mut [f32]) {
+pub fn mma_m16n8k16_f16(a: &[u16], b: &[u16], mut c: DisjointSlice<f32>) {
     use ferrocuda_device::mma;
     let lane = warp::lane_id();
-    if a.len() >= 256 && b.len() >= 128 && c.len() >= 128 {
+    if a.len() >= 256 && b.len() >= 128 && c.len() >= 128 && first_warp_of_the_grid() {
         let d = mma::m16n8k16_f16(mma::load_a(a, 16, lane), mma::load_b(b, 8, lane), [0.0; 4]);
-        mma::store_d(c, 8, lane, d);
+        // SAFETY: only the first warp of the grid gets here, and its lanes store disjoint
+        // elements of the 16 x 8 tile (`store_d`'s fragment layout).
+        mma::store_d(unsafe { c.as_mut_slice() }, 8, lane, d);
     }
+}
+
+/// True in the 32 threads of warp 0 of block (0, 0, 0), the only warp the single-tile mma
+/// kernels let store (any launch shape stays race-free).
+#[inline(always)]
+fn first_warp_of_the_grid() -> bool {
+    let b = block_idx();
+    (b.x, b.y, b.z) == (0, 0, 0) && warp::warp_id() == 0 && block_size() >= 32
 }
 
 /// Per lane: `[active mask inside an even-lanes branch, match_all of the warp index (uniform),
 /// match_all of the lane (not uniform) as 1/0]`; per block, `block_counts[block]` counts its
 /// threads with a block-scope atomic, published with fences.
 #[kernel]
-pub fn warp_masks_and_block_atomics(out: &mut [u32], block_counts: &mut [u32]) {
-    let i = index_1d();
+pub fn warp_masks_and_block_atomics(mut out: DisjointSlice<u32>, block_counts: AtomicSlice<u32>) {
+    let i = unique_index();
     let lane = warp::lane_id();
     let mut in_branch = 0;
-    if lane % 2 == 0 {
+    if lane.is_multiple_of(2) {
         in_branch = warp::active_mask();
     }
     sync_warp(warp::FULL_MASK);
     let uniform = warp::match_all(warp::warp_id()).map_or(0, |mask| mask);
     let varied = warp::match_all(lane).is_some() as u32;
     ferrocuda_device::sync::fence_block();
-    atomic::fetch_add_scoped(Scope::Block, &mut block_counts[block_idx().x as usize], 1u32);
+    block_counts.fetch_add_scoped(Scope::Block, block_idx().x as usize, 1u32);
     ferrocuda_device::sync::fence_device();
-    if 3 * i + 2 < out.len() {
-        out[3 * i] = in_branch;
-        out[3 * i + 1] = uniform;
-        out[3 * i + 2] = varied;
+    if let Some(words) = out.get_chunk_mut::<3>(i) {
+        *words = [in_branch, uniform, varied];
     }
 }
 
 /// As [`mma_m16n8k16_f16`] with bf16 inputs.
 #[kernel]
-pub fn mma_m16n8k16_bf16(a: &[u16], b: &[u16], c: &mut [f32]) {
+pub fn mma_m16n8k16_bf16(a: &[u16], b: &[u16], mut c: DisjointSlice<f32>) {
     use ferrocuda_device::mma;
     let lane = warp::lane_id();
-    if a.len() >= 256 && b.len() >= 128 && c.len() >= 128 {
+    if a.len() >= 256 && b.len() >= 128 && c.len() >= 128 && first_warp_of_the_grid() {
         let d = mma::m16n8k16_bf16(mma::load_a(a, 16, lane), mma::load_b(b, 8, lane), [0.0; 4]);
-        mma::store_d(c, 8, lane, d);
+        // SAFETY: as in `mma_m16n8k16_f16`.
+        mma::store_d(unsafe { c.as_mut_slice() }, 8, lane, d);
     }
 }

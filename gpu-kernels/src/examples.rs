@@ -12,14 +12,21 @@
 //!
 //! Hot loops index with `get_unchecked` behind such checks: a bounds check that LLVM cannot
 //! remove keeps the panic path alive, and that path costs ~50 registers per kernel.
+//!
+//! Outputs are `DisjointSlice`s. Where a thread's elements follow a tile pattern that a
+//! `ThreadIndex` cannot express, the kernel writes with `write_unchecked` and its SAFETY
+//! comment shows that no two threads of any launch write the same element; the kernels
+//! therefore return at once on launch shapes they were not written for (extra block or grid
+//! dimensions would give two threads the same position).
 
 use bytemuck::{Pod, Zeroable};
+use ferrocuda_device::global::{AtomicSlice, DisjointSlice, unique_index};
 use ferrocuda_device::kernel;
 use ferrocuda_device::math::FastMath;
 use ferrocuda_device::shared_array;
 use ferrocuda_device::sync::sync_threads;
-use ferrocuda_device::thread::{block_dim_x, block_idx_x, block_idx_y, grid_dim_x, thread_idx_x, thread_idx_y};
-use ferrocuda_device::{atomic, warp};
+use ferrocuda_device::thread::{block_dim_x, block_dim_y, block_dim_z, block_idx_x, block_idx_y, block_idx_z, grid_dim_x, thread_idx_x, thread_idx_y, thread_idx_z};
+use ferrocuda_device::warp;
 
 /// Four `f32`s, 16-byte aligned: CUDA's `float4`. A load or store of one is a single
 /// `ld.global.nc.v4.f32` / `st.global.v4.f32`, a quarter of the instructions of four scalars.
@@ -54,11 +61,13 @@ pub struct U32x4 {
 /// One 16-byte load per array per thread keeps many loads in flight: what a streaming kernel
 /// needs to come near copy bandwidth.
 #[kernel]
-pub fn saxpy_x4(a: f32, x: &[Float4], y: &mut [Float4]) {
-    let i = block_idx_x() as usize * block_dim_x() as usize + thread_idx_x() as usize;
-    if i < x.len() && i < y.len() {
-        let (xv, yv) = (x[i], y[i]);
-        y[i] = Float4 { x: a * xv.x + yv.x, y: a * xv.y + yv.y, z: a * xv.z + yv.z, w: a * xv.w + yv.w };
+pub fn saxpy_x4(a: f32, x: &[Float4], mut y: DisjointSlice<Float4>) {
+    let i = unique_index();
+    if let Some(y_i) = y.get_mut(i)
+        && i.get() < x.len()
+    {
+        let (xv, yv) = (x[i], *y_i);
+        *y_i = Float4 { x: a * xv.x + yv.x, y: a * xv.y + yv.y, z: a * xv.z + yv.z, w: a * xv.w + yv.w };
     }
 }
 
@@ -70,7 +79,7 @@ pub const BLOCK_THREADS: u32 = 256;
 /// Launch with [`BLOCK_THREADS`] threads per block and any grid (one full wave, SMs x resident
 /// blocks per SM, is best), and zero `out[0]` first.
 #[kernel]
-pub fn sum_x4(x: &[Float4], out: &mut [f32]) {
+pub fn sum_x4(x: &[Float4], out: AtomicSlice<f32>) {
     let warp_sums = shared_array![f32; 32];
     let stride = grid_dim_x() as usize * block_dim_x() as usize;
     let mut i = block_idx_x() as usize * block_dim_x() as usize + thread_idx_x() as usize;
@@ -98,9 +107,9 @@ pub fn sum_x4(x: &[Float4], out: &mut [f32]) {
         let value = if lane < warps { unsafe { warp_sums.get_unchecked(lane as usize) } } else { 0.0 };
         let block_sum = warp::reduce_sum(value);
         if lane == 0
-            && let Some(total) = out.first_mut()
+            && let Some(total) = out.get(0)
         {
-            atomic::add(total, block_sum);
+            total.add(block_sum);
         }
     }
 }
@@ -116,7 +125,7 @@ pub const TRANSPOSE_ROWS: u32 = 8;
 /// different banks. Launch with blocks of (32, 8) and a grid of (cols / 32, rows / 32);
 /// `rows` and `cols` must be multiples of 32.
 #[kernel]
-pub fn transpose_32(input: &[f32], output: &mut [f32], rows: u32, cols: u32) {
+pub fn transpose_32(input: &[f32], mut output: DisjointSlice<f32>, rows: u32, cols: u32) {
     const STRIDE: u32 = TRANSPOSE_TILE + 1;
     let tile = shared_array![f32; (TRANSPOSE_TILE * (TRANSPOSE_TILE + 1)) as usize];
     let elements = rows as usize * cols as usize;
@@ -124,7 +133,7 @@ pub fn transpose_32(input: &[f32], output: &mut [f32], rows: u32, cols: u32) {
         return;
     }
     let (tx, ty) = (thread_idx_x(), thread_idx_y());
-    if tx >= TRANSPOSE_TILE || ty >= TRANSPOSE_ROWS {
+    if tx >= TRANSPOSE_TILE || ty >= TRANSPOSE_ROWS || thread_idx_z() != 0 || block_idx_z() != 0 {
         return;
     }
     let (tile_col, tile_row) = (block_idx_x() * TRANSPOSE_TILE, block_idx_y() * TRANSPOSE_TILE);
@@ -144,8 +153,11 @@ pub fn transpose_32(input: &[f32], output: &mut [f32], rows: u32, cols: u32) {
     let mut j = 0;
     while j < TRANSPOSE_TILE {
         let target = (tile_col + ty + j) as usize * rows as usize + (tile_row + tx) as usize;
-        // SAFETY: as above, with the roles of rows and columns swapped.
-        unsafe { *output.get_unchecked_mut(target) = tile.get_unchecked((tx * STRIDE + ty + j) as usize) };
+        // SAFETY: in bounds as above, with the roles of rows and columns swapped. Only this
+        // thread writes `target`: it is output row `tile_col + ty + j`, column `tile_row + tx`,
+        // and (block x, block y, tx < 32, ty < 8, j) -> (row, column) is one-to-one (threads
+        // with z != 0, in blocks with z != 0 or past the matrix returned above).
+        unsafe { output.write_unchecked(target, tile.get_unchecked((tx * STRIDE + ty + j) as usize)) };
         j += TRANSPOSE_ROWS;
     }
 }
@@ -168,7 +180,7 @@ const MATMUL_THREAD_TILE: usize = 8;
 /// (n / 128, m / 128); `m` and `n` must be multiples of 128, `k` of 8, and the buffers
 /// 16-byte aligned.
 #[kernel]
-pub fn matmul_128x128(a: &[f32], b: &[f32], c: &mut [f32], m: u32, n: u32, k: u32) {
+pub fn matmul_128x128(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k: u32) {
     const BM: u32 = MATMUL_BLOCK_M;
     const BN: u32 = MATMUL_BLOCK_N;
     const BK: u32 = MATMUL_BLOCK_K;
@@ -182,8 +194,9 @@ pub fn matmul_128x128(a: &[f32], b: &[f32], c: &mut [f32], m: u32, n: u32, k: u3
         && a.len() >= m as usize * k as usize
         && b.len() >= k as usize * n as usize
         && c.len() >= m as usize * n as usize
-        && (a.as_ptr() as usize | b.as_ptr() as usize | c.as_ptr() as usize).is_multiple_of(16)
-        && block_dim_x() == MATMUL_THREADS;
+        && (a.as_ptr() as usize | b.as_ptr() as usize | c.as_mut_ptr() as usize).is_multiple_of(16)
+        && block_dim_x() == MATMUL_THREADS
+        && one_dimensional_blocks_in_a_2d_grid();
     let (block_row, block_col) = (block_idx_y() * BM, block_idx_x() * BN);
     if !sizes_fit || block_row >= m || block_col >= n {
         return;
@@ -246,9 +259,12 @@ pub fn matmul_128x128(a: &[f32], b: &[f32], c: &mut [f32], m: u32, n: u32, k: u3
     for (i, row) in acc.iter().enumerate() {
         let index = (block_row + c_row + i as u32) as usize * n as usize + (block_col + c_col) as usize;
         // SAFETY: inside the m x n matrix (checked above), a multiple of 4, 16-byte aligned.
+        // Only this thread writes these 8 elements: thread `tid < 256` of block (x, y) owns
+        // rows `128 y + 8 (tid / 16) ..+8`, columns `128 x + 8 (tid % 16) ..+8` of C, disjoint
+        // from every other (tid, block) (1-D blocks in a 2-D grid, checked above).
         unsafe {
-            store_float4(c, index, Float4 { x: row[0], y: row[1], z: row[2], w: row[3] });
-            store_float4(c, index + 4, Float4 { x: row[4], y: row[5], z: row[6], w: row[7] });
+            store_float4(&mut c, index, Float4 { x: row[0], y: row[1], z: row[2], w: row[3] });
+            store_float4(&mut c, index + 4, Float4 { x: row[4], y: row[5], z: row[6], w: row[7] });
         }
     }
 }
@@ -263,14 +279,14 @@ const SOFTMAX_VECTORS_PER_LANE: usize = SOFTMAX_COLS / 4 / 32;
 /// `__expf`). Launch with [`BLOCK_THREADS`] threads (8 rows per block) and
 /// `ceil(rows / 8)` blocks.
 #[kernel]
-pub fn softmax_rows_1024(input: &[Float4], output: &mut [Float4], rows: u32) {
+pub fn softmax_rows_1024(input: &[Float4], mut output: DisjointSlice<Float4>, rows: u32) {
     const ROW_VECTORS: usize = SOFTMAX_COLS / 4;
     const V: usize = SOFTMAX_VECTORS_PER_LANE;
     let warps_per_block = block_dim_x() / warp::WARP_SIZE;
     let row = block_idx_x() * warps_per_block + thread_idx_x() / warp::WARP_SIZE;
     let lane = (thread_idx_x() % warp::WARP_SIZE) as usize;
     let vectors = rows as usize * ROW_VECTORS;
-    if row >= rows || input.len() < vectors || output.len() < vectors {
+    if row >= rows || input.len() < vectors || output.len() < vectors || !block_dim_x().is_multiple_of(warp::WARP_SIZE) || !one_dimensional_launch() {
         return;
     }
     let base = row as usize * ROW_VECTORS + lane;
@@ -296,8 +312,10 @@ pub fn softmax_rows_1024(input: &[Float4], output: &mut [Float4], rows: u32) {
     let scale = 1.0 / warp::reduce_sum(sum);
     for (v, value) in values.iter().enumerate() {
         let scaled = Float4 { x: value.x * scale, y: value.y * scale, z: value.z * scale, w: value.w * scale };
-        // SAFETY: as for the loads.
-        unsafe { *output.get_unchecked_mut(base + 32 * v) = scaled };
+        // SAFETY: in bounds as for the loads. Only this thread writes the element: each warp
+        // of a 1-D launch (checked above, with whole warps) owns one row, each lane the
+        // vectors `lane + 32 v` of it.
+        unsafe { output.write_unchecked(base + 32 * v, scaled) };
     }
 }
 
@@ -314,7 +332,7 @@ const LANES: usize = 32;
 /// [`BLOCK_THREADS`] threads, any grid (one full wave, SMs x resident blocks per SM, is best:
 /// the 32 KiB of shared memory allow 7 blocks per SM on H100/H200), and zero `bins` (256) first.
 #[kernel]
-pub fn histogram_bytes(data: &[U32x4], bins: &mut [u32]) {
+pub fn histogram_bytes(data: &[U32x4], bins: AtomicSlice<u32>) {
     let local = shared_array![u32; HISTOGRAM_BINS * LANES];
     if bins.len() < HISTOGRAM_BINS {
         return;
@@ -353,7 +371,7 @@ pub fn histogram_bytes(data: &[U32x4], bins: &mut [u32]) {
         }
         if count != 0 {
             // SAFETY: `bin < 256 <= bins.len()` (checked above).
-            atomic::add(unsafe { bins.get_unchecked_mut(bin) }, count);
+            unsafe { bins.at_unchecked(bin) }.add(count);
         }
         bin += threads;
     }
@@ -376,10 +394,15 @@ pub const STENCIL_NEIGHBOUR: f32 = 0.125;
 /// together, then computes and stores. Launch with blocks of 128 and a grid of
 /// (cols / 128, rows / 8); `cols` must be a multiple of 128 and `rows` of 8.
 #[kernel]
-pub fn stencil_5pt(input: &[f32], output: &mut [f32], rows: u32, cols: u32) {
+pub fn stencil_5pt(input: &[f32], mut output: DisjointSlice<f32>, rows: u32, cols: u32) {
     const R: usize = STENCIL_ROWS_PER_THREAD as usize;
     let elements = rows as usize * cols as usize;
-    if !rows.is_multiple_of(STENCIL_ROWS_PER_THREAD) || !cols.is_multiple_of(STENCIL_BLOCK_X) || input.len() < elements || output.len() < elements {
+    if !rows.is_multiple_of(STENCIL_ROWS_PER_THREAD)
+        || !cols.is_multiple_of(STENCIL_BLOCK_X)
+        || input.len() < elements
+        || output.len() < elements
+        || !one_dimensional_blocks_in_a_2d_grid()
+    {
         return;
     }
     let col = block_idx_x() * block_dim_x() + thread_idx_x();
@@ -392,7 +415,9 @@ pub fn stencil_5pt(input: &[f32], output: &mut [f32], rows: u32, cols: u32) {
     let inner_col = col > 0 && col + 1 < cols;
     // SAFETY (every access below): the row is below `rows` and the column (col - 1, col or
     // col + 1, the outer two only when `inner_col`) below `cols`, so the index is below
-    // `rows * cols <= input.len()` (and `output.len()`).
+    // `rows * cols <= input.len()` (and `output.len()`). Only this thread writes its output
+    // elements: column `col` (one per thread of a block row) and rows `8 * block y ..+8`
+    // (1-D blocks in a 2-D grid, checked above).
     // column[i] is row first_row + i - 1: the row above this thread's rows, its 8, the row below.
     let mut column = [0.0f32; R + 2];
     for (i, value) in column.iter_mut().enumerate() {
@@ -415,7 +440,7 @@ pub fn stencil_5pt(input: &[f32], output: &mut [f32], rows: u32, cols: u32) {
         } else {
             column[r + 1]
         };
-        unsafe { *output.get_unchecked_mut(at(row)) = value };
+        unsafe { output.write_unchecked(at(row), value) };
     }
 }
 
@@ -433,11 +458,26 @@ unsafe fn load_float4(slice: &[f32], index: usize) -> Float4 {
 /// Stores `value` to `slice[index..index + 4]` in one 16-byte store.
 ///
 /// # Safety
-/// As for [`load_float4`].
+/// As for [`load_float4`], and no other thread of the launch accesses the four elements
+/// (the contract of [`DisjointSlice::write_unchecked`]).
 #[inline(always)]
-unsafe fn store_float4(slice: &mut [f32], index: usize, value: Float4) {
-    // SAFETY: the caller keeps the four elements in bounds and aligned for a `Float4`.
-    unsafe { *slice.as_mut_ptr().add(index).cast::<Float4>() = value }
+unsafe fn store_float4(slice: &mut DisjointSlice<f32>, index: usize, value: Float4) {
+    // SAFETY: the caller keeps the four elements in bounds, aligned for a `Float4` and to
+    // this thread.
+    unsafe { slice.as_mut_ptr().add(index).cast::<Float4>().write(value) }
+}
+
+/// True on a launch of 1-D blocks (`blockDim.y == blockDim.z == 1`) in a 2-D grid (this
+/// block's `z == 0`): the shape under which the 2-D kernels' threads own disjoint elements.
+#[inline(always)]
+fn one_dimensional_blocks_in_a_2d_grid() -> bool {
+    block_dim_y() == 1 && block_dim_z() == 1 && block_idx_z() == 0
+}
+
+/// True on a 1-D launch (1-D blocks, this block at `y == z == 0`).
+#[inline(always)]
+fn one_dimensional_launch() -> bool {
+    one_dimensional_blocks_in_a_2d_grid() && block_idx_y() == 0
 }
 
 /// Four floats from shared memory in one `ld.shared.v4.f32` (the device library's shared

@@ -2,8 +2,9 @@
 //! generic kernel with two instances, raw device pointers, a `bool`, and an empty kernel (for
 //! launch-overhead measurements).
 
+use ferrocuda_device::global::{DisjointSlice, once_per_block, unique_index};
 use ferrocuda_device::kernel;
-use ferrocuda_device::thread::{block_dim_x, block_idx_x, index_1d, thread_idx_x};
+use ferrocuda_device::thread::index_1d;
 
 /// Parameters of [`affine()`], passed to the kernel by value.
 #[repr(C)]
@@ -19,20 +20,25 @@ pub struct Affine {
 
 /// `out[i] = p.scale * x[i] + p.offset` for `i < p.limit`: a struct argument.
 #[kernel]
-pub fn affine(p: Affine, x: &[f32], out: &mut [f32]) {
-    let i = index_1d();
-    if i < out.len() && i < x.len() && i < p.limit as usize {
-        out[i] = p.scale * x[i] + p.offset;
+pub fn affine(p: Affine, x: &[f32], mut out: DisjointSlice<f32>) {
+    let i = unique_index();
+    if let Some(o) = out.get_mut(i)
+        && i.get() < x.len()
+        && i.get() < p.limit as usize
+    {
+        *o = p.scale * x[i] + p.offset;
     }
 }
 
 /// `out[i] = factor * x[i]` for any multipliable type: instances `scale_into_f32` and
 /// `scale_into_f64`.
 #[kernel(instances(f32, f64))]
-pub fn scale_into<T: Copy + core::ops::Mul<Output = T>>(factor: T, x: &[T], out: &mut [T]) {
-    let i = index_1d();
-    if i < out.len() && i < x.len() {
-        out[i] = factor * x[i];
+pub fn scale_into<T: bytemuck::Pod + core::ops::Mul<Output = T>>(factor: T, x: &[T], mut out: DisjointSlice<T>) {
+    let i = unique_index();
+    if let Some(o) = out.get_mut(i)
+        && i.get() < x.len()
+    {
+        *o = factor * x[i];
     }
 }
 
@@ -53,12 +59,13 @@ pub unsafe fn add_one_raw(n: u32, x: *const f32, out: *mut f32) {
 /// Thread 0 of each block writes its block index (or `u32::MAX - index` when `invert`): shows
 /// which blocks ran, e.g. under a cluster launch.
 #[kernel]
-pub fn mark_blocks(invert: bool, out: &mut [u32]) {
-    let block = block_idx_x() as usize;
-    if thread_idx_x() == 0 && block < out.len() {
-        out[block] = if invert { u32::MAX - block as u32 } else { block as u32 };
+pub fn mark_blocks(invert: bool, mut out: DisjointSlice<u32>) {
+    // Thread 0 of block b writes element b (of a 1-D grid).
+    if let Some(b) = once_per_block()
+        && let Some(o) = out.get_mut(b)
+    {
+        *o = if invert { u32::MAX - b.get() as u32 } else { b.get() as u32 };
     }
-    let _ = block_dim_x();
 }
 
 /// Does nothing: what launch overhead is measured with.
@@ -68,11 +75,13 @@ pub fn empty() {}
 /// `low[i] = min(x[i], 0)`, `high[i] = max(x[i], 0)`: two outputs, which the launcher must
 /// never receive as the same buffer.
 #[kernel]
-pub fn split_sign(x: &[f32], low: &mut [f32], high: &mut [f32]) {
-    let i = index_1d();
-    if i < x.len() && i < low.len() && i < high.len() {
-        low[i] = x[i].min(0.0);
-        high[i] = x[i].max(0.0);
+pub fn split_sign(x: &[f32], mut low: DisjointSlice<f32>, mut high: DisjointSlice<f32>) {
+    let i = unique_index();
+    if let (Some(l), Some(h)) = (low.get_mut(i), high.get_mut(i))
+        && i.get() < x.len()
+    {
+        *l = x[i].min(0.0);
+        *h = x[i].max(0.0);
     }
 }
 
@@ -80,11 +89,21 @@ pub fn split_sign(x: &[f32], low: &mut [f32], high: &mut [f32]) {
 /// buffer tracking: thread 0 writes each input's length into the first element of each output.
 #[kernel]
 #[allow(clippy::too_many_arguments)]
-pub fn eight_buffers(a: &[f32], b: &[f32], c: &[f32], d: &[f32], e: &mut [f32], f: &mut [f32], g: &mut [f32], h: &mut [f32]) {
-    if index_1d() == 0 && !e.is_empty() && !f.is_empty() && !g.is_empty() && !h.is_empty() {
-        e[0] = a.len() as f32;
-        f[0] = b.len() as f32;
-        g[0] = c.len() as f32;
-        h[0] = d.len() as f32;
+pub fn eight_buffers(
+    a: &[f32],
+    b: &[f32],
+    c: &[f32],
+    d: &[f32],
+    mut e: DisjointSlice<f32>,
+    mut f: DisjointSlice<f32>,
+    mut g: DisjointSlice<f32>,
+    mut h: DisjointSlice<f32>,
+) {
+    // Thread 0 of block 0 is the thread whose unique index is 0.
+    let i = unique_index();
+    if i.get() == 0
+        && let (Some(e0), Some(f0), Some(g0), Some(h0)) = (e.get_mut(i), f.get_mut(i), g.get_mut(i), h.get_mut(i))
+    {
+        (*e0, *f0, *g0, *h0) = (a.len() as f32, b.len() as f32, c.len() as f32, d.len() as f32);
     }
 }

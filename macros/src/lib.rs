@@ -18,10 +18,18 @@ use proc_macro::TokenStream;
 ///
 /// Parameters may be integer, float or `bool` scalars, `#[repr(C)]` `bytemuck::Pod` structs
 /// (or arrays) by value, `&[T]` (read-only input: the launcher takes any
-/// `&impl DeviceRead<T>`, e.g. `&buffer` or `&buffer.slice(..)`), `&mut [T]` (output:
-/// `&mut impl DeviceWrite<T>`), and raw device pointers `*const T` / `*mut T` (the launcher
-/// takes `DevicePtr<T>` and is an `unsafe fn`; the kernel itself may be declared `pub unsafe
-/// fn`, which it should be when it dereferences them, and only then).
+/// `&impl DeviceRead<T>`, e.g. `&buffer` or `&buffer.slice(..)`), `DisjointSlice<T>` (output
+/// each thread writes its own elements of) and `AtomicSlice<T>` (elements any thread accesses
+/// atomically), both taking `&mut impl DeviceWrite<T>` in the launcher, and raw device
+/// pointers `*const T` / `*mut T` (the launcher takes `DevicePtr<T>` and is an `unsafe fn`;
+/// the kernel itself may be declared `pub unsafe fn`, which it should be when it dereferences
+/// them, and only then). Slice elements are `bytemuck::Pod`. `&mut [T]` is refused: every
+/// thread would share one `&mut` (see `ferrocuda_device::global`).
+///
+/// Each launcher module also has `SYMBOL` (the PTX name, without `r#`), `FINGERPRINT` and
+/// `SIGNATURE` (checked against an explicitly loaded module), and `launch_cpu` for the CPU
+/// executor. On an error the macro still emits the launcher module as a stub, so the error is
+/// reported once, at the kernel.
 ///
 /// A generic kernel lists its instances: `#[kernel(instances(f32, f64))] pub fn
 /// scale<T: ..>(..)` builds one PTX kernel per type, named `scale_f32` and `scale_f64`

@@ -51,8 +51,9 @@
 //! What differs from a GPU: floating-point results may differ in the last bits (no fused
 //! multiply-add unless the kernel asks for `mul_add`, libm's functions rather than CUDA's), and
 //! the order in which threads run is one fixed interleaving among those a GPU allows.
-//! Kernel parameters `&mut [T]` are, as on the GPU, given to every thread at once: threads must
-//! write disjoint elements (or use atomics), as any correct CUDA kernel does.
+//! Output parameters are, as on the GPU, given to every thread at once, as `DisjointSlice`s
+//! (each thread writes the elements its `ThreadIndex` names) or `AtomicSlice`s (atomic
+//! accesses): see `ferrocuda_device::global`.
 
 mod args;
 mod barriers;

@@ -37,7 +37,8 @@ use crate::stream::Stream;
 use usage::{Access, BufferAccess, BufferUsage, before_work};
 
 /// A run of `len` values of `T` in device memory. Kernels take `&DeviceSlice<T>` for `&[T]`
-/// parameters and `&mut DeviceSlice<T>` for `&mut [T]`, so an output cannot be aliased.
+/// parameters and `&mut DeviceSlice<T>` for `DisjointSlice<T>` / `AtomicSlice<T>`, so an
+/// output cannot be aliased.
 pub struct DeviceSlice<T> {
     ptr: sys::CUdeviceptr,
     len: usize,

@@ -128,7 +128,8 @@ impl<S: Ordered> UseState<S> {
 pub enum Access {
     /// Reads only (`&[T]` kernel parameters, copy sources).
     Read,
-    /// Writes, or reads and writes (`&mut [T]` kernel parameters, copy destinations).
+    /// Writes, or reads and writes (`DisjointSlice`/`AtomicSlice` kernel parameters, copy
+    /// destinations).
     Write,
 }
 

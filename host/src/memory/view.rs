@@ -1,5 +1,5 @@
 //! Borrowed views of device memory, and the traits through which launchers accept device
-//! memory for `&[T]` / `&mut [T]` kernel parameters.
+//! memory for `&[T]` and `DisjointSlice<T>` / `AtomicSlice<T>` kernel parameters.
 //!
 //! A view borrows the buffer it was cut from, so the buffer outlives it and, for a mutable
 //! view, no other host-side value touches that buffer while the view lives: the same
@@ -35,8 +35,8 @@ pub unsafe trait DeviceRead<T> {
     fn kernel_arg(&self) -> SliceArg<'_>;
 }
 
-/// Device memory a kernel may write: what a `&mut [T]` kernel parameter takes (through a
-/// `&mut` borrow, so one output cannot be passed twice).
+/// Device memory a kernel may write: what a `DisjointSlice<T>` or `AtomicSlice<T>` kernel
+/// parameter takes (through a `&mut` borrow, so one output cannot be passed twice).
 ///
 /// # Safety
 /// As for [`DeviceRead`]; besides, while `self` is mutably borrowed no other live value may
@@ -110,7 +110,8 @@ impl<'a> SliceArg<'a> {
         BufferAccess::new(self.usage, Access::Read, name)
     }
 
-    /// The kernel writes this argument (`&mut [T]`); `name` is the parameter's, for errors.
+    /// The kernel writes this argument (`DisjointSlice<T>`, `AtomicSlice<T>`); `name` is the
+    /// parameter's, for errors.
     #[inline]
     pub fn write(&self, name: &'static str) -> BufferAccess<'a> {
         BufferAccess::new(self.usage, Access::Write, name)

@@ -1,25 +1,47 @@
-//! Generating the device entry points and the host launchers.
+//! Generating the device entry points and the host launchers from the per-kind lowerings.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{ToTokens, format_ident, quote, quote_spanned};
-use syn::spanned::Spanned;
-use syn::{Ident, Type};
+use quote::{format_ident, quote};
+use syn::Ident;
+use syn::ext::IdentExt;
 
-use super::parse::{Kernel, Param, ParamKind};
-
-/// Absolute path of the host runtime's macro support as seen from a kernel crate (which depends
-/// on `ferrocuda-host` itself, for host targets; the device crate no longer re-exports it).
-fn host_path() -> TokenStream {
-    quote!(::ferrocuda_host::__private)
-}
+use super::lower::{Lowered, lower};
+use super::parse::{Kernel, Param};
+use super::paths;
 
 pub fn kernel(kernel: &Kernel) -> TokenStream {
+    let mut out = kernel_items(kernel);
+    // Launch bounds: one marker per entry point, turned into `.maxntid`/`.minnctapersm`/
+    // `.reqntid` by ferrocuda-builder (see `ferrocuda_device::launch_bounds!`).
+    if let Some(bounds) = &kernel.bounds {
+        let symbols: Vec<&Ident> = match &kernel.generic {
+            None => vec![&kernel.function.sig.ident],
+            Some((_, instances)) => instances.iter().map(|i| &i.symbol).collect(),
+        };
+        let marker = paths::launch_bounds();
+        for symbol in symbols {
+            let args = match bounds.clone().into_iter().next() {
+                Some(proc_macro2::TokenTree::Ident(word)) if word == "reqntid" => {
+                    let rest: TokenStream = bounds.clone().into_iter().skip(1).collect();
+                    quote!(reqntid #symbol, #rest)
+                }
+                _ => quote!(#symbol, #bounds),
+            };
+            out.extend(quote!(#marker(#args);));
+        }
+    }
+    out
+}
+
+fn kernel_items(kernel: &Kernel) -> TokenStream {
     let function = kernel.function;
+    let is_unsafe = kernel.has_raw_pointers();
     match &kernel.generic {
         None => {
-            let device = device_entry(&function.sig.ident, &kernel.params, EntryBody::Inline(&function.block), &function.attrs);
             let ident = &function.sig.ident;
-            let host = host_launcher(&function.sig.ident, &kernel.params, kernel.has_raw_pointers(), quote!(super::#ident));
+            let lowered: Vec<Lowered> = kernel.params.iter().map(lower).collect();
+            let device = device_entry(ident, &kernel.params, &lowered, EntryBody::Inline(&function.block), &function.attrs);
+            let host = host_launcher(ident, &kernel.params, &lowered, is_unsafe, quote!(super::#ident));
             quote! {
                 #device
                 #[cfg(not(target_arch = "nvptx64"))]
@@ -39,27 +61,16 @@ pub fn kernel(kernel: &Kernel) -> TokenStream {
             };
             for instance in instances {
                 let params: Vec<Param> = kernel.params.iter().map(|p| p.instantiate(type_param, &instance.ty)).collect();
+                let lowered: Vec<Lowered> = params.iter().map(lower).collect();
                 let ty = &instance.ty;
                 let call = EntryBody::Call(quote!(#name::<#ty>));
-                let doc = format!("The `{}` instance of the generic kernel `{name}`.", quote!(#ty));
-                out.extend(device_entry(&instance.symbol, &params, call, &[syn::parse_quote!(#[doc = #doc])]));
-                out.extend(host_launcher(&instance.symbol, &params, kernel.has_raw_pointers(), quote!(super::#name::<#ty>)));
+                let doc = format!("The `{}` instance of the generic kernel `{}`.", quote!(#ty), name.unraw());
+                out.extend(device_entry(&instance.symbol, &params, &lowered, call, &[syn::parse_quote!(#[doc = #doc])]));
+                out.extend(host_launcher(&instance.symbol, &params, &lowered, is_unsafe, quote!(super::#name::<#ty>)));
             }
             out
         }
     }
-}
-
-/// The canonical text of a kernel's signature, `symbol(type,type,..)`, from which the
-/// fingerprint is made (host constant and device global alike; see ferrocuda-types).
-fn canonical_signature(symbol: &Ident, params: &[Param]) -> String {
-    let types: Vec<String> = params.iter().map(|p| p.ty.to_token_stream().to_string().split_whitespace().collect::<Vec<_>>().join(" ")).collect();
-    format!("{}({})", symbol, types.join(","))
-}
-
-/// The fingerprint of `canonical` as a `u64` literal.
-fn fingerprint_literal(canonical: &str) -> proc_macro2::Literal {
-    proc_macro2::Literal::u64_suffixed(ferrocuda_types::fingerprint(canonical))
 }
 
 enum EntryBody<'a> {
@@ -69,37 +80,17 @@ enum EntryBody<'a> {
     Call(TokenStream),
 }
 
+/// The PTX symbol of a kernel: its name without `r#`.
+pub fn symbol_text(symbol: &Ident) -> String {
+    symbol.unraw().to_string()
+}
+
 /// `#[no_mangle] extern "ptx-kernel" fn symbol(...)`: slices arrive as (pointer, length) and
 /// are rebuilt before the body runs.
-fn device_entry(symbol: &Ident, params: &[Param], body: EntryBody, attrs: &[syn::Attribute]) -> TokenStream {
-    let mut entry_params = Vec::new();
-    let mut rebuild = Vec::new();
-    let mut names = Vec::new();
-    for p in params {
-        let (ident, ty) = (&p.name, &p.ty);
-        names.push(ident.clone());
-        let mutability = p.mutable.then(|| quote!(mut));
-        match &p.kind {
-            ParamKind::Scalar | ParamKind::Value | ParamKind::Pointer { .. } => entry_params.push(quote!(#mutability #ident: #ty)),
-            ParamKind::Slice { elem } => {
-                let (ptr, len) = (format_ident!("__{}_ptr", ident), format_ident!("__{}_len", ident));
-                // `&[T; 0]`: no-alias and read-only like `&[T]`, yet valid for an empty slice.
-                entry_params.push(quote!(#ptr: &[#elem; 0], #len: usize));
-                rebuild.push(quote! {
-                    // SAFETY: the host launcher passed a device allocation of `len` elements.
-                    let #mutability #ident: &[#elem] = unsafe { ::core::slice::from_raw_parts(#ptr.as_ptr(), #len) };
-                });
-            }
-            ParamKind::SliceMut { elem } => {
-                let (ptr, len) = (format_ident!("__{}_ptr", ident), format_ident!("__{}_len", ident));
-                entry_params.push(quote!(#ptr: &mut [#elem; 0], #len: usize));
-                rebuild.push(quote! {
-                    // SAFETY: the host launcher passed an exclusively borrowed device allocation.
-                    let #mutability #ident: &mut [#elem] = unsafe { ::core::slice::from_raw_parts_mut(#ptr.as_mut_ptr(), #len) };
-                });
-            }
-        }
-    }
+fn device_entry(symbol: &Ident, params: &[Param], lowered: &[Lowered], body: EntryBody, attrs: &[syn::Attribute]) -> TokenStream {
+    let entry_params = lowered.iter().flat_map(|l| l.entry_params.iter());
+    let rebuild = lowered.iter().map(|l| &l.entry_rebuild);
+    let names = params.iter().map(|p| &p.name);
     let body = match body {
         EntryBody::Inline(block) => quote!(#block),
         // The generic function may be an `unsafe fn` (raw pointer parameters); the entry
@@ -107,11 +98,13 @@ fn device_entry(symbol: &Ident, params: &[Param], body: EntryBody, attrs: &[syn:
         EntryBody::Call(path) => quote!(#[allow(unused_unsafe)] unsafe { #path(#(#names),*) }),
     };
     // The kernel's name, for panic reports (one shared-memory store per thread at entry).
-    let name = proc_macro2::Literal::c_string(&std::ffi::CString::new(symbol.to_string()).expect("identifiers have no NUL"));
+    // Identifiers contain no NUL, so the C string always exists.
+    let name = std::ffi::CString::new(symbol_text(symbol)).map(|c| proc_macro2::Literal::c_string(&c)).unwrap_or_else(|_| proc_macro2::Literal::c_string(c"kernel"));
+    let panic = paths::panic();
     // The full-signature fingerprint as a module global, which the host compares with its
-    // launcher's before the first launch from an explicitly loaded module.
+    // launcher's before the first launch from an explicitly loaded module (U7).
     let fingerprint = fingerprint_literal(&canonical_signature(symbol, params));
-    let fingerprint_symbol = format!("{}{}", ferrocuda_types::FINGERPRINT_SYMBOL_PREFIX, symbol);
+    let fingerprint_symbol = format!("{}{}", ferrocuda_types::FINGERPRINT_SYMBOL_PREFIX, symbol_text(symbol));
     quote! {
         #[cfg(target_arch = "nvptx64")]
         const _: () = {
@@ -124,79 +117,57 @@ fn device_entry(symbol: &Ident, params: &[Param], body: EntryBody, attrs: &[syn:
         #[unsafe(no_mangle)]
         #[allow(improper_ctypes_definitions)]
         pub unsafe extern "ptx-kernel" fn #symbol(#(#entry_params),*) {
-            ::ferrocuda_device::panic::__enter_kernel(#name);
+            #panic::__enter_kernel(#name);
             #(#rebuild)*
             #body
         }
     }
 }
 
-/// `pub mod symbol { SYMBOL, SIGNATURE, launch, launch_on_current_context, launch_in, function }`.
-fn host_launcher(symbol: &Ident, params: &[Param], is_unsafe: bool, host_fn: TokenStream) -> TokenStream {
-    let fc = host_path();
-    let symbol_text = symbol.to_string();
+/// The canonical text of a kernel's signature, `symbol(type,type,..)`, from which the
+/// fingerprint is made (host constant and device global alike; see ferrocuda-types). The
+/// types are the kernel's own (`DisjointSlice < f32 >`, `& [f32]`), so element types count.
+pub fn canonical_signature(symbol: &Ident, params: &[Param]) -> String {
+    let types: Vec<String> = params.iter().map(|p| { let ty = &p.ty; quote!(#ty).to_string().split_whitespace().collect::<Vec<_>>().join(" ") }).collect();
+    format!("{}({})", symbol_text(symbol), types.join(","))
+}
 
-    let mut launch_params = Vec::new();
-    let mut arg_names = Vec::new();
-    let mut prepare = Vec::new();
-    let mut pointers = Vec::new();
-    let mut sizes = Vec::new();
-    let mut checks = Vec::new();
-    let mut buffers = Vec::new();
-    for p in params {
-        let (ident, ty) = (&p.name, &p.ty);
-        arg_names.push(ident.clone());
-        match &p.kind {
-            ParamKind::Scalar => {
-                launch_params.push(quote!(#ident: #ty));
-                pointers.push(quote!(#fc::param_ptr(&#ident)));
-                sizes.push(quote!(::core::mem::size_of::<#ty>()));
-            }
-            ParamKind::Value => {
-                launch_params.push(quote!(#ident: #ty));
-                pointers.push(quote!(#fc::param_ptr(&#ident)));
-                sizes.push(quote!(::core::mem::size_of::<#ty>()));
-                // Spanned at the user's type, so a non-`Pod` struct is reported there.
-                checks.push(quote_spanned!(type_span(ty)=> #fc::require_kernel_value::<#ty>();));
-            }
-            ParamKind::Slice { elem } => {
-                launch_params.push(quote_spanned!(type_span(elem)=> #ident: &(impl #fc::DeviceRead<#elem> + ?::core::marker::Sized)));
-                let arg = format_ident!("__{}_arg", ident);
-                prepare.push(quote!(let #arg = #fc::DeviceRead::<#elem>::kernel_arg(#ident);));
-                let name = ident.to_string();
-                buffers.push(quote!(#arg.read(#name)));
-                pointers.push(quote!(#fc::param_ptr(&#arg.ptr)));
-                pointers.push(quote!(#fc::param_ptr(&#arg.len)));
-                sizes.push(quote!(::core::mem::size_of::<u64>()));
-                sizes.push(quote!(::core::mem::size_of::<usize>()));
-            }
-            ParamKind::SliceMut { elem } => {
-                launch_params.push(quote_spanned!(type_span(elem)=> #ident: &mut (impl #fc::DeviceWrite<#elem> + ?::core::marker::Sized)));
-                let arg = format_ident!("__{}_arg", ident);
-                prepare.push(quote!(let #arg = #fc::DeviceWrite::<#elem>::kernel_arg_mut(#ident);));
-                let name = ident.to_string();
-                buffers.push(quote!(#arg.write(#name)));
-                pointers.push(quote!(#fc::param_ptr(&#arg.ptr)));
-                pointers.push(quote!(#fc::param_ptr(&#arg.len)));
-                sizes.push(quote!(::core::mem::size_of::<u64>()));
-                sizes.push(quote!(::core::mem::size_of::<usize>()));
-            }
-            ParamKind::Pointer { elem, .. } => {
-                launch_params.push(quote_spanned!(type_span(elem)=> #ident: #fc::DevicePtr<#elem>));
-                pointers.push(quote!(#fc::param_ptr(&#ident)));
-                sizes.push(quote!(::core::mem::size_of::<u64>()));
-            }
-        }
-    }
-    let count = pointers.len();
-    let buffer_count = buffers.len();
+/// The fingerprint of `canonical` as a `u64` literal.
+fn fingerprint_literal(canonical: &str) -> proc_macro2::Literal {
+    proc_macro2::Literal::u64_suffixed(ferrocuda_types::fingerprint(canonical))
+}
+
+/// `pub mod symbol { SYMBOL, SIGNATURE, FINGERPRINT, launch, launch_on_current_context, launch_in, launch_cpu, function }`.
+fn host_launcher(symbol: &Ident, params: &[Param], lowered: &[Lowered], is_unsafe: bool, host_fn: TokenStream) -> TokenStream {
+    let fc = paths::host();
+    let kernels = paths::kernels();
+    let text = symbol_text(symbol);
     let canonical = canonical_signature(symbol, params);
     let fingerprint = fingerprint_literal(&canonical);
-    let doc = format!(
-        "Typed launcher of the `{symbol_text}` kernel (PTX symbol `{symbol_text}`): `{symbol_text}::launch(&stream, config, ..)`, \
-         `launch!({symbol_text}<<<grid, block>>>(..))`, or `{symbol_text}::launch_in(&module, ..)` for an explicitly loaded module."
+    // Generated parameters: mixed-site names, so user parameters called `stream`, `config`,
+    // `module` or `executor` are different variables.
+    let (stream, config, module, params_array, buffers) = (
+        Ident::new("stream", Span::mixed_site()),
+        Ident::new("config", Span::mixed_site()),
+        Ident::new("module", Span::mixed_site()),
+        Ident::new("params", Span::mixed_site()),
+        Ident::new("buffers", Span::mixed_site()),
     );
-    let (unsafety, safety_doc, call_unsafe) = if is_unsafe {
+    let accesses: Vec<&TokenStream> = lowered.iter().filter_map(|l| l.buffer_access.as_ref()).collect();
+    let buffer_count = accesses.len();
+
+    let launch_params: Vec<&TokenStream> = lowered.iter().map(|l| &l.launch_param).collect();
+    let prepare = lowered.iter().map(|l| &l.launch_prepare);
+    let pointers: Vec<&TokenStream> = lowered.iter().flat_map(|l| l.launch_pointers.iter()).collect();
+    let sizes = lowered.iter().flat_map(|l| l.param_sizes.iter());
+    let checks = lowered.iter().flat_map(|l| l.checks.iter());
+    let arg_names: Vec<TokenStream> = launch_params.iter().map(|p| param_name(p)).collect();
+    let count = pointers.len();
+    let doc = format!(
+        "Typed launcher of the `{text}` kernel (PTX symbol `{text}`): `{symbol}::launch(&stream, config, ..)`, \
+         `launch!({symbol}<<<grid, block>>>(..))`, or `{symbol}::launch_in(&module, ..)` for an explicitly loaded module."
+    );
+    let (unsafety, safety_doc) = if is_unsafe {
         (
             quote!(unsafe),
             quote! {
@@ -206,27 +177,28 @@ fn host_launcher(symbol: &Ident, params: &[Param], is_unsafe: bool, host_fn: Tok
                 /// this context that stays allocated, and is valid for the kernel's reads and
                 /// writes (with no other writer), until the kernel has finished.
             },
-            quote!(unsafe),
         )
     } else {
-        (quote!(), quote!(), quote!())
+        (quote!(), quote!())
     };
+    let prepare: Vec<&TokenStream> = prepare.collect();
     let launch_call = |path: TokenStream| {
         quote! {
             #(#prepare)*
-            let mut params: [*mut ::core::ffi::c_void; #count] = [#(#pointers),*];
-            // Each slice argument and how the kernel uses it: the launch is ordered after
-            // their earlier work on other streams, and refused for another context's buffer.
-            let buffers: [#fc::BufferAccess<'_>; #buffer_count] = [#(#buffers),*];
-            // SAFETY: `params` follows the PTX signature generated from the same function: each
-            // slice is a live device allocation of its length, outputs are borrowed exclusively
-            // for the call, raw pointers are vouched for by the caller of this `unsafe fn`.
+            let mut #params_array: [*mut ::core::ffi::c_void; #count] = [#(#pointers),*];
+            // Each buffer parameter and how the kernel uses it: the host orders the stream
+            // after other streams' work on it and refuses another context's buffer.
+            let #buffers: [#fc::BufferAccess<'_>; #buffer_count] = [#(#accesses),*];
+            // SAFETY: the parameter array follows the PTX signature generated from the same
+            // function: each slice is a live device allocation of its length, outputs are
+            // borrowed exclusively for the call, raw pointers are vouched for by the caller of
+            // this `unsafe fn`.
             unsafe { #path }
         }
     };
-    let embedded = launch_call(quote!(#fc::launch_embedded(&crate::KERNELS, SYMBOL, stream, config.into(), &mut params, &buffers)));
-    let in_module = launch_call(quote!(#fc::launch_in_module(module, &SIGNATURE, stream, config.into(), &mut params, &buffers)));
-    let cpu = cpu_launcher(params, host_fn, is_unsafe);
+    let embedded = launch_call(quote!(#fc::launch_embedded(&#kernels, self::SYMBOL, #stream, #config.into(), &mut #params_array, &#buffers)));
+    let in_module = launch_call(quote!(#fc::launch_in_module(#module, &self::SIGNATURE, #stream, #config.into(), &mut #params_array, &#buffers)));
+    let cpu = cpu_launcher(lowered, host_fn, is_unsafe);
     quote! {
         #[cfg(not(target_arch = "nvptx64"))]
         #[doc = #doc]
@@ -235,7 +207,7 @@ fn host_launcher(symbol: &Ident, params: &[Param], is_unsafe: bool, host_fn: Tok
             use super::*;
 
             /// The kernel's symbol in the PTX module.
-            pub const SYMBOL: &str = #symbol_text;
+            pub const SYMBOL: &str = #text;
 
             /// The fingerprint of the kernel's full signature (element types included), also
             /// stored in the device module as `__ferrocuda_fingerprint_<symbol>`.
@@ -245,10 +217,10 @@ fn host_launcher(symbol: &Ident, params: &[Param], is_unsafe: bool, host_fn: Tok
             /// each PTX parameter (a slice is two: pointer and length) and the fingerprint of
             /// its full signature.
             pub const SIGNATURE: #fc::KernelSignature = #fc::KernelSignature {
-                symbol: SYMBOL,
+                symbol: self::SYMBOL,
                 param_sizes: &[#(#sizes),*],
                 canonical: #canonical,
-                fingerprint: FINGERPRINT,
+                fingerprint: self::FINGERPRINT,
             };
 
             #[allow(dead_code)]
@@ -264,8 +236,8 @@ fn host_launcher(symbol: &Ident, params: &[Param], is_unsafe: bool, host_fn: Tok
             #[inline]
             #[allow(clippy::too_many_arguments)]
             pub #unsafety fn launch(
-                stream: &#fc::Stream,
-                config: impl ::core::convert::Into<#fc::LaunchConfig>,
+                #stream: &#fc::Stream,
+                #config: impl ::core::convert::Into<#fc::LaunchConfig>,
                 #(#launch_params),*
             ) -> ::core::result::Result<(), #fc::Error> {
                 #embedded
@@ -276,13 +248,13 @@ fn host_launcher(symbol: &Ident, params: &[Param], is_unsafe: bool, host_fn: Tok
             #[inline]
             #[allow(clippy::too_many_arguments)]
             pub #unsafety fn launch_on_current_context(
-                config: impl ::core::convert::Into<#fc::LaunchConfig>,
+                #config: impl ::core::convert::Into<#fc::LaunchConfig>,
                 #(#launch_params),*
             ) -> ::core::result::Result<(), #fc::Error> {
-                let stream = #fc::Stream::current_default()?;
+                let #stream = #fc::Stream::current_default()?;
                 // SAFETY: forwarded from this function's own contract.
                 #[allow(unused_unsafe)]
-                #call_unsafe { launch(&stream, config, #(#arg_names),*) }
+                unsafe { self::launch(&#stream, #config, #(#arg_names),*) }
             }
 
             /// Launches the kernel from an explicitly loaded `module` (JIT options, hot
@@ -292,9 +264,9 @@ fn host_launcher(symbol: &Ident, params: &[Param], is_unsafe: bool, host_fn: Tok
             #[inline]
             #[allow(clippy::too_many_arguments)]
             pub #unsafety fn launch_in(
-                module: &#fc::Module,
-                stream: &#fc::Stream,
-                config: impl ::core::convert::Into<#fc::LaunchConfig>,
+                #module: &#fc::Module,
+                #stream: &#fc::Stream,
+                #config: impl ::core::convert::Into<#fc::LaunchConfig>,
                 #(#launch_params),*
             ) -> ::core::result::Result<(), #fc::Error> {
                 #in_module
@@ -305,55 +277,26 @@ fn host_launcher(symbol: &Ident, params: &[Param], is_unsafe: bool, host_fn: Tok
             /// The kernel as loaded into `context` (from the embedded module): attributes,
             /// occupancy, shared memory and cache settings.
             pub fn function(context: &#fc::Context) -> ::core::result::Result<#fc::Function, #fc::Error> {
-                #fc::embedded_function(&crate::KERNELS, SYMBOL, context)
+                #fc::embedded_function(&#kernels, self::SYMBOL, context)
             }
         }
     }
 }
 
+/// The name of a `name: type` parameter (its first token).
+fn param_name(param: &TokenStream) -> TokenStream {
+    param.clone().into_iter().take(1).collect()
+}
+
 /// `launch_cpu(&executor, config, args..)`: runs the host copy of the kernel (`host_fn`) on the
-/// CPU executor, every GPU thread calling it with the same arguments, as the GPU's threads do.
-fn cpu_launcher(params: &[Param], host_fn: TokenStream, is_unsafe: bool) -> TokenStream {
-    let cpu = quote!(::ferrocuda_device::cpu);
-    let mut launch_params = Vec::new();
-    let mut prepare = Vec::new();
-    let mut rebuild = Vec::new();
-    let mut names = Vec::new();
-    for p in params {
-        let (ident, ty) = (&p.name, &p.ty);
-        names.push(ident.clone());
-        let parts = format_ident!("__{}_cpu", ident);
-        match &p.kind {
-            ParamKind::Scalar | ParamKind::Value => {
-                launch_params.push(quote!(#ident: #ty));
-                // Copied into each thread's call, as the GPU copies parameters to every thread.
-                rebuild.push(quote!(let #ident: #ty = #ident;));
-            }
-            ParamKind::Slice { elem } => {
-                launch_params.push(quote!(#ident: &[#elem]));
-                prepare.push(quote!(let #parts = #cpu::__private::SliceParts::new(#ident);));
-                rebuild.push(quote! {
-                    // SAFETY: the slice is borrowed by this launch until every thread is done.
-                    let #ident: &[#elem] = unsafe { #parts.get() };
-                });
-            }
-            ParamKind::SliceMut { elem } => {
-                launch_params.push(quote!(#ident: &mut [#elem]));
-                prepare.push(quote!(let #parts = #cpu::__private::SlicePartsMut::new(#ident);));
-                rebuild.push(quote! {
-                    // SAFETY: the slice is exclusively borrowed by this launch until every thread
-                    // is done; as on a GPU, the kernel's threads write disjoint elements or use
-                    // atomics.
-                    let #ident: &mut [#elem] = unsafe { #parts.get() };
-                });
-            }
-            ParamKind::Pointer { .. } => {
-                launch_params.push(quote!(#ident: #ty));
-                prepare.push(quote!(let #parts = #cpu::__private::RawPointer::new(#ident);));
-                rebuild.push(quote!(let #ident: #ty = #parts.get();));
-            }
-        }
-    }
+/// CPU executor, every GPU thread calling it with its own copy of the parameters.
+fn cpu_launcher(lowered: &[Lowered], host_fn: TokenStream, is_unsafe: bool) -> TokenStream {
+    let cpu = paths::cpu();
+    let (executor, config, body) = (Ident::new("executor", Span::mixed_site()), Ident::new("config", Span::mixed_site()), format_ident!("__ferrocuda_body", span = Span::mixed_site()));
+    let launch_params = lowered.iter().map(|l| &l.cpu_param);
+    let prepare = lowered.iter().map(|l| &l.cpu_prepare);
+    let rebuild = lowered.iter().map(|l| &l.cpu_rebuild);
+    let names: Vec<TokenStream> = lowered.iter().map(|l| param_name(&l.cpu_param)).collect();
     let (unsafety, safety_doc) = if is_unsafe {
         (
             quote!(unsafe),
@@ -376,22 +319,18 @@ fn cpu_launcher(params: &[Param], host_fn: TokenStream, is_unsafe: bool) -> Toke
         #safety_doc
         #[allow(clippy::too_many_arguments)]
         pub #unsafety fn launch_cpu(
-            executor: &#cpu::CpuExecutor,
-            config: impl ::core::convert::Into<#cpu::LaunchConfig>,
+            #executor: &#cpu::CpuExecutor,
+            #config: impl ::core::convert::Into<#cpu::LaunchConfig>,
             #(#launch_params),*
         ) -> ::core::result::Result<(), #cpu::CpuError> {
             #(#prepare)*
-            let __body = move || {
+            let #body = move || {
                 #(#rebuild)*
                 // SAFETY: for an `unsafe` kernel, forwarded from this function's own contract.
                 #[allow(unused_unsafe)]
                 unsafe { #host_fn(#(#names),*) }
             };
-            executor.run(SYMBOL, config.into(), &__body)
+            #executor.run(self::SYMBOL, #config.into(), &#body)
         }
     }
-}
-
-fn type_span(ty: &Type) -> Span {
-    ty.span()
 }

@@ -14,10 +14,12 @@ pub enum ParamKind {
     /// Any other type passed by value: must be a `#[repr(C)]` bytemuck `Pod` struct or array
     /// (checked on the host by a trait bound spanned at the type).
     Value,
-    /// `&[T]`: read-only device slice (pointer + length).
+    /// `&[T]`: read-only device slice (pointer + length), `T: Pod`.
     Slice { elem: Type },
-    /// `&mut [T]`: writable device slice (pointer + length).
-    SliceMut { elem: Type },
+    /// `DisjointSlice<T>`: output written per thread (pointer + length), `T: Pod`.
+    Disjoint { elem: Type },
+    /// `AtomicSlice<T>`: elements accessed atomically by any thread (pointer + length).
+    Atomic { elem: Type },
     /// `*const T` / `*mut T`: a raw device pointer; the launcher is `unsafe`.
     Pointer { elem: Type, mutable: bool },
 }
@@ -41,6 +43,9 @@ pub struct Kernel<'a> {
     pub params: Vec<Param>,
     /// For a generic kernel: its type parameter and the instances to build.
     pub generic: Option<(Ident, Vec<Instance>)>,
+    /// `launch_bounds(threads, min_blocks)` / `reqntid(threads)`: the arguments of the
+    /// `ferrocuda_device::launch_bounds!` marker emitted for each entry point.
+    pub bounds: Option<TokenStream>,
 }
 
 impl Kernel<'_> {
@@ -53,33 +58,59 @@ impl Kernel<'_> {
 const SCALARS: &[&str] = &["bool", "i8", "i16", "i32", "i64", "isize", "u8", "u16", "u32", "u64", "usize", "f32", "f64"];
 /// Owning or pointer-holding standard types that can never be copied to a GPU.
 const HOST_ONLY: &[&str] = &["String", "str", "Vec", "Box", "Rc", "Arc", "Option", "Result", "HashMap", "BTreeMap", "VecDeque", "Cell", "RefCell"];
-const ALLOWED: &str = "kernel parameters may be integer, float or bool scalars, `#[repr(C)]` `bytemuck::Pod` structs by value, \
-                       `&[T]` (read-only input), `&mut [T]` (output), or raw device pointers `*const T` / `*mut T`";
+const ALLOWED: &str = "kernel parameters may be integer, float or bool scalars, `#[repr(C)]` `bytemuck::Pod` structs or arrays by value, \
+                       `&[T]` (read-only input), `DisjointSlice<T>` (output, each thread its own elements), `AtomicSlice<T>` (atomic access \
+                       from any thread), or raw device pointers `*const T` / `*mut T`";
+/// Why `&mut [T]` is refused, and what to write instead (audit finding U2).
+const NO_MUT_SLICE: &str = "a kernel cannot take `&mut [T]`: every GPU thread would get the same `&mut`, which the compiler assumes \
+                            nobody else touches (it then reuses values across `sync_threads()`), and plain writes of one element from \
+                            several threads race. Write `mut out: DisjointSlice<T>` and store through `out.get_mut(unique_index())` \
+                            (each thread its own elements), or `out: AtomicSlice<T>` for elements that threads share (counters, \
+                            flags, values read after a barrier); both from `ferrocuda_device::global`. The host launcher still takes `&mut buffer`.";
 
-/// `#[kernel]` or `#[kernel(instances(f32, f64))]`.
+/// `#[kernel]`, `#[kernel(instances(f32, f64))]`, `#[kernel(launch_bounds(256, 2))]`,
+/// `#[kernel(reqntid(256))]`, comma-separated (launch bounds: hopper's, ported here unchanged).
+#[derive(Default)]
 struct Attribute {
     instances: Option<(Ident, Vec<Type>)>,
+    bounds: Option<TokenStream>,
 }
 
 impl Parse for Attribute {
     fn parse(input: ParseStream) -> syn::Result<Self> {
-        if input.is_empty() {
-            return Ok(Attribute { instances: None });
+        let mut attribute = Attribute::default();
+        while !input.is_empty() {
+            let key: Ident = input.parse()?;
+            let content;
+            syn::parenthesized!(content in input);
+            if key == "instances" {
+                let types: Punctuated<Type, Token![,]> = content.parse_terminated(Type::parse, Token![,])?;
+                if types.is_empty() {
+                    return Err(syn::Error::new(key.span(), "`instances()` needs at least one type, e.g. `instances(f32, f64)`"));
+                }
+                attribute.instances = Some((key, types.into_iter().collect()));
+            } else if key == "launch_bounds" || key == "reqntid" {
+                let values: Punctuated<syn::Expr, Token![,]> = content.parse_terminated(syn::Expr::parse, Token![,])?;
+                let values: Vec<_> = values.into_iter().collect();
+                attribute.bounds = Some(match (key.to_string().as_str(), values.as_slice()) {
+                    ("launch_bounds", [threads]) => quote::quote!(#threads, 0),
+                    ("launch_bounds", [threads, min_blocks]) => quote::quote!(#threads, #min_blocks),
+                    ("reqntid", [threads]) => quote::quote!(reqntid #threads),
+                    _ => {
+                        return Err(syn::Error::new(key.span(), "write `launch_bounds(max_threads)`, `launch_bounds(max_threads, min_blocks_per_sm)` or `reqntid(threads)`"));
+                    }
+                });
+            } else {
+                return Err(syn::Error::new(
+                    key.span(),
+                    "unknown #[kernel] argument; expected `instances(T1, T2, ..)`, `launch_bounds(max_threads[, min_blocks])` or `reqntid(threads)`",
+                ));
+            }
+            if !input.is_empty() {
+                input.parse::<Token![,]>()?;
+            }
         }
-        let key: Ident = input.parse()?;
-        if key != "instances" {
-            return Err(syn::Error::new(key.span(), "unknown #[kernel] argument; the only one is `instances(T1, T2, ..)` for a generic kernel"));
-        }
-        let content;
-        syn::parenthesized!(content in input);
-        let types: Punctuated<Type, Token![,]> = content.parse_terminated(Type::parse, Token![,])?;
-        if !input.is_empty() {
-            return Err(input.error("expected nothing after `instances(..)`"));
-        }
-        if types.is_empty() {
-            return Err(syn::Error::new(key.span(), "`instances()` needs at least one type, e.g. `instances(f32, f64)`"));
-        }
-        Ok(Attribute { instances: Some((key, types.into_iter().collect())) })
+        Ok(attribute)
     }
 }
 
@@ -90,9 +121,10 @@ impl<'a> Kernel<'a> {
             Ok(a) => a,
             Err(e) => {
                 errors.push(e);
-                Attribute { instances: None }
+                Attribute::default()
             }
         };
+        let bounds = attribute.bounds.clone();
         let sig = &function.sig;
         if !matches!(function.vis, syn::Visibility::Public(_)) {
             errors.push(syn::Error::new(sig.fn_token.span, "a kernel must be `pub fn`: the host launches it from outside the crate"));
@@ -136,7 +168,7 @@ impl<'a> Kernel<'a> {
 
         let mut errors = errors.into_iter();
         match errors.next() {
-            None => Ok(Kernel { function, params, generic }),
+            None => Ok(Kernel { function, params, generic, bounds }),
             Some(mut first) => {
                 errors.for_each(|e| first.combine(e));
                 Err(first)
@@ -173,18 +205,32 @@ fn check_generics(function: &ItemFn, instances: Option<(Ident, Vec<Type>)>) -> s
 }
 
 /// `scale` + `f32` -> `scale_f32`; a path type uses its last segment (`my::Pair` -> `scale_Pair`).
-fn instance_symbol(base: &Ident, ty: &Type) -> Ident {
+/// A raw kernel name loses its `r#` (`r#type` + `f32` -> `type_f32`).
+pub fn instance_symbol(base: &Ident, ty: &Type) -> Ident {
+    use syn::ext::IdentExt;
     let text = match ty {
-        Type::Path(p) if p.qself.is_none() => p.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default(),
+        Type::Path(p) if p.qself.is_none() => p.path.segments.last().map(|s| s.ident.unraw().to_string()).unwrap_or_default(),
         other => quote::quote!(#other).to_string(),
     };
     let cleaned: String = text.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+    let base: String = base.unraw().to_string();
+    // Only ASCII letters, digits and `_` after an identifier: always a valid identifier (a
+    // keyword cannot end in `_x`).
     Ident::new(&format!("{base}_{}", cleaned.trim_matches('_')), ty.span())
+}
+
+/// The instance symbols an attribute names, if it parses (for the fallback's stubs).
+pub fn instance_symbols(attr: TokenStream, base: &Ident) -> Option<Vec<Ident>> {
+    let attribute = syn::parse2::<Attribute>(attr).ok()?;
+    let (_, types) = attribute.instances?;
+    Some(types.iter().map(|ty| instance_symbol(base, ty)).collect())
 }
 
 fn parse_param(input: &FnArg) -> syn::Result<Param> {
     let typed = match input {
-        FnArg::Receiver(r) => return Err(syn::Error::new_spanned(r, "a kernel is a free function: it cannot take `self`")),
+        FnArg::Receiver(r) => {
+            return Err(syn::Error::new_spanned(r, "a kernel is a free function: it cannot take `self`. Move it out of the `impl` (the GPU launches free functions by name)"));
+        }
         FnArg::Typed(t) => t,
     };
     let (name, mutable) = match &*typed.pat {
@@ -195,14 +241,34 @@ fn parse_param(input: &FnArg) -> syn::Result<Param> {
     Ok(Param { name, mutable, ty: (*typed.ty).clone(), kind })
 }
 
-fn classify(ty: &Type) -> syn::Result<ParamKind> {
+pub fn classify(ty: &Type) -> syn::Result<ParamKind> {
     match ty {
+        Type::Group(group) => classify(&group.elem),
+        Type::Paren(paren) => classify(&paren.elem),
         Type::Path(path) if path.qself.is_none() && path.path.get_ident().is_some_and(|i| SCALARS.contains(&i.to_string().as_str())) => {
             Ok(ParamKind::Scalar)
         }
         Type::Path(path) if path.qself.is_none() => {
-            let last = path.path.segments.last().expect("a path has a segment");
-            if HOST_ONLY.contains(&last.ident.to_string().as_str()) {
+            let Some(last) = path.path.segments.last() else {
+                return Err(syn::Error::new_spanned(ty, format!("`{}` cannot be a kernel parameter; {ALLOWED}", type_text(ty))));
+            };
+            let name = last.ident.to_string();
+            if name == "DisjointSlice" || name == "AtomicSlice" {
+                let elem = single_type_argument(last).ok_or_else(|| syn::Error::new_spanned(ty, format!("write `{name}<T>` with the element type, e.g. `{name}<f32>`")))?;
+                check_element(&elem)?;
+                return Ok(if name == "DisjointSlice" { ParamKind::Disjoint { elem } } else { ParamKind::Atomic { elem } });
+            }
+            if name == "Option" || name == "Result" {
+                return Err(syn::Error::new_spanned(
+                    ty,
+                    format!(
+                        "`{}` is not plain data (its layout is Rust's own, and a GPU thread cannot be handed one): pass the value and a flag \
+                         (`value: f32, present: bool`) or a `#[repr(C)]` `bytemuck::Pod` struct; {ALLOWED}",
+                        type_text(ty)
+                    ),
+                ));
+            }
+            if HOST_ONLY.contains(&name.as_str()) {
                 return Err(syn::Error::new_spanned(ty, format!("`{}` lives in host memory and cannot be a kernel parameter; {ALLOWED}", type_text(ty))));
             }
             Ok(ParamKind::Value)
@@ -219,17 +285,65 @@ fn classify(ty: &Type) -> syn::Result<ParamKind> {
             if let Some(lifetime) = &reference.lifetime {
                 return Err(syn::Error::new_spanned(lifetime, "leave out lifetimes on kernel parameters"));
             }
-            let Type::Slice(slice) = &*reference.elem else {
-                let what = if matches!(&*reference.elem, Type::Reference(_)) { "a reference to a reference" } else { "a reference to a single value" };
-                return Err(syn::Error::new_spanned(ty, format!("{what} cannot be a kernel parameter; {ALLOWED}")));
+            let slice = match &*reference.elem {
+                Type::Slice(slice) => slice,
+                Type::Reference(_) => return Err(syn::Error::new_spanned(ty, format!("a reference to a reference cannot be a kernel parameter; {ALLOWED}"))),
+                Type::Array(array) => {
+                    let elem = &array.elem;
+                    return Err(syn::Error::new_spanned(
+                        ty,
+                        format!(
+                            "a reference to an array cannot be a kernel parameter: pass the array by value (`{}`, copied to every thread) or a \
+                             slice (`&[{}]`, read from device memory)",
+                            type_text(&reference.elem),
+                            type_text(elem)
+                        ),
+                    ));
+                }
+                Type::Path(path) if path.qself.is_none() && !path.path.get_ident().is_some_and(|i| SCALARS.contains(&i.to_string().as_str())) => {
+                    return Err(syn::Error::new_spanned(
+                        ty,
+                        format!(
+                            "a reference to a single value cannot be a kernel parameter: pass `{0}` by value. If `{0}` is a type alias of a \
+                             slice, write the slice type (`&[T]`) itself: #[kernel] reads parameter types as written and cannot see through aliases",
+                            type_text(&reference.elem)
+                        ),
+                    ));
+                }
+                _ => return Err(syn::Error::new_spanned(ty, format!("a reference to a single value cannot be a kernel parameter: pass it by value; {ALLOWED}"))),
             };
-            let elem = (*slice.elem).clone();
-            if matches!(elem, Type::Reference(_) | Type::Slice(_) | Type::Ptr(_)) {
-                return Err(syn::Error::new_spanned(&slice.elem, format!("slice elements must be plain data; {ALLOWED}")));
+            if reference.mutability.is_some() {
+                return Err(syn::Error::new_spanned(ty, NO_MUT_SLICE));
             }
-            Ok(if reference.mutability.is_some() { ParamKind::SliceMut { elem } } else { ParamKind::Slice { elem } })
+            let elem = (*slice.elem).clone();
+            check_element(&elem)?;
+            Ok(ParamKind::Slice { elem })
         }
-        other => Err(syn::Error::new(other.span(), format!("`{}` cannot be a kernel parameter; {ALLOWED}", type_text(other)))),
+        other => Err(syn::Error::new_spanned(other, format!("`{}` cannot be a kernel parameter; {ALLOWED}", type_text(other)))),
+    }
+}
+
+/// `T` of `Name<T>`, if there is exactly one generic argument and it is a type.
+fn single_type_argument(segment: &syn::PathSegment) -> Option<Type> {
+    match &segment.arguments {
+        syn::PathArguments::AngleBracketed(args) if args.args.len() == 1 => match args.args.first() {
+            Some(syn::GenericArgument::Type(t)) => Some(t.clone()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Slice elements: plain data (`Pod` is checked by the compiler; this catches the obvious).
+fn check_element(elem: &Type) -> syn::Result<()> {
+    match elem {
+        Type::Reference(_) | Type::Slice(_) | Type::Ptr(_) | Type::TraitObject(_) | Type::ImplTrait(_) => {
+            Err(syn::Error::new_spanned(elem, format!("slice elements must be plain data (`bytemuck::Pod`); {ALLOWED}")))
+        }
+        Type::Path(path) if path.qself.is_none() && path.path.segments.last().is_some_and(|s| HOST_ONLY.contains(&s.ident.to_string().as_str())) => {
+            Err(syn::Error::new_spanned(elem, format!("`{}` lives in host memory and cannot be a slice element: elements must be plain data (`bytemuck::Pod`)", type_text(elem))))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -266,7 +380,8 @@ impl Param {
             ParamKind::Scalar => ParamKind::Scalar,
             ParamKind::Value => ParamKind::Value,
             ParamKind::Slice { elem } => ParamKind::Slice { elem: substitute(elem, name, with) },
-            ParamKind::SliceMut { elem } => ParamKind::SliceMut { elem: substitute(elem, name, with) },
+            ParamKind::Disjoint { elem } => ParamKind::Disjoint { elem: substitute(elem, name, with) },
+            ParamKind::Atomic { elem } => ParamKind::Atomic { elem: substitute(elem, name, with) },
             ParamKind::Pointer { elem, mutable } => ParamKind::Pointer { elem: substitute(elem, name, with), mutable: *mutable },
         };
         // A bare `T` parameter is classified as a by-value type: after substitution it may be a
@@ -286,7 +401,7 @@ fn is_scalar(ty: &Type) -> bool {
 }
 
 /// A type as the user wrote it, without the token spacing of `TokenStream::to_string`.
-fn type_text(ty: &Type) -> String {
+pub fn type_text(ty: &Type) -> String {
     let spaced = quote::quote!(#ty).to_string();
-    spaced.replace(" < ", "<").replace("< ", "<").replace(" >", ">").replace(" ,", ",").replace("& ", "&").replace(" ;", ";")
+    spaced.replace(" < ", "<").replace("< ", "<").replace(" >", ">").replace(" ,", ",").replace("& ", "&").replace(" ;", ";").replace(" :: ", "::").replace(":: ", "::").replace("* const ", "*const ").replace("* mut ", "*mut ")
 }

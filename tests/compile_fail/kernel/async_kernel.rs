@@ -5,6 +5,6 @@ pub static KERNELS: ferrocuda::EmbeddedModule =
     ferrocuda::EmbeddedModule { crate_name: "t", toolchain: "", ptx: &[], cubins: &[], resources: &[] };
 
 #[kernel]
-pub async fn later(_out: &mut [f32]) {}
+pub async fn later(_out: ferrocuda_device::DisjointSlice<f32>) {}
 
 fn main() {}

@@ -5,6 +5,6 @@ pub static KERNELS: ferrocuda::EmbeddedModule =
     ferrocuda::EmbeddedModule { crate_name: "t", toolchain: "", ptx: &[], cubins: &[], resources: &[] };
 
 #[kernel]
-pub fn scale<T: Copy>(_factor: T, _out: &mut [T]) {}
+pub fn scale<T: bytemuck::Pod>(_factor: T, _out: ferrocuda_device::DisjointSlice<T>) {}
 
 fn main() {}

@@ -12,6 +12,6 @@ pub struct Params {
 }
 
 #[kernel]
-pub fn uses_params(_p: Params, _out: &mut [f32]) {}
+pub fn uses_params(_p: Params, _out: ferrocuda_device::DisjointSlice<f32>) {}
 
 fn main() {}

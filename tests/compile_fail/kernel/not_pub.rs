@@ -5,6 +5,6 @@ pub static KERNELS: ferrocuda::EmbeddedModule =
     ferrocuda::EmbeddedModule { crate_name: "t", toolchain: "", ptx: &[], cubins: &[], resources: &[] };
 
 #[kernel]
-fn private(_out: &mut [f32]) {}
+fn private(_out: ferrocuda_device::DisjointSlice<f32>) {}
 
 fn main() {}

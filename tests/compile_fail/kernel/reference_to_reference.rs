@@ -5,6 +5,6 @@ pub static KERNELS: ferrocuda::EmbeddedModule =
     ferrocuda::EmbeddedModule { crate_name: "t", toolchain: "", ptx: &[], cubins: &[], resources: &[] };
 
 #[kernel]
-pub fn nested(_x: &&[f32], _out: &mut [f32]) {}
+pub fn nested(_x: &&[f32], _out: ferrocuda_device::DisjointSlice<f32>) {}
 
 fn main() {}

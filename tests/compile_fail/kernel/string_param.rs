@@ -5,6 +5,6 @@ pub static KERNELS: ferrocuda::EmbeddedModule =
     ferrocuda::EmbeddedModule { crate_name: "t", toolchain: "", ptx: &[], cubins: &[], resources: &[] };
 
 #[kernel]
-pub fn takes_a_string(_name: String, _out: &mut [u8]) {}
+pub fn takes_a_string(_name: String, _out: ferrocuda_device::DisjointSlice<u8>) {}
 
 fn main() {}

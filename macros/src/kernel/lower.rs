@@ -1,0 +1,180 @@
+//! One lowering per parameter kind: how a kernel parameter crosses from the host launcher
+//! (and the CPU launcher) to the device entry. The device entry, the GPU launchers and the CPU
+//! launcher are all assembled from these descriptions, so each kind's ABI is stated once.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{Ident, Type};
+
+use super::parse::{Param, ParamKind};
+use super::paths;
+
+/// What one parameter becomes on each side.
+pub struct Lowered {
+    /// Parameters of the PTX entry (`name: ty`).
+    pub entry_params: Vec<TokenStream>,
+    /// Statement in the entry that rebuilds the kernel's own parameter from them.
+    pub entry_rebuild: TokenStream,
+    /// Parameter of the GPU launchers (`name: ty`).
+    pub launch_param: TokenStream,
+    /// Statement in the GPU launchers before the parameter array is built.
+    pub launch_prepare: TokenStream,
+    /// Pointers to each PTX parameter's value, in order.
+    pub launch_pointers: Vec<TokenStream>,
+    /// Byte size of each PTX parameter, in order.
+    pub param_sizes: Vec<TokenStream>,
+    /// For a buffer parameter: its `BufferAccess` (read or write) for the host's stream
+    /// ordering and context checks.
+    pub buffer_access: Option<TokenStream>,
+    /// Compile-time checks (spanned at the user's type).
+    pub checks: Vec<TokenStream>,
+    /// Parameter of the CPU launcher.
+    pub cpu_param: TokenStream,
+    /// Statement in the CPU launcher, before the per-thread body.
+    pub cpu_prepare: TokenStream,
+    /// Statement in the per-thread body that rebuilds the kernel's parameter.
+    pub cpu_rebuild: TokenStream,
+}
+
+/// A name only generated code can spell: `__ferrocuda_<param>_<what>`, with mixed-site
+/// hygiene (user parameters named `__ferrocuda*` are rejected besides).
+pub fn generated(param: &Ident, what: &str) -> Ident {
+    use syn::ext::IdentExt;
+    format_ident!("__ferrocuda_{}_{}", param.unraw(), what, span = Span::mixed_site())
+}
+
+/// How a device slice (pointer + length) travels: stated once for every slice kind.
+struct SliceAbi {
+    /// The PTX entry's pointer parameter type.
+    device_pointer: TokenStream,
+    /// `DeviceRead::<T>::kernel_arg(x)` or `DeviceWrite::<T>::kernel_arg_mut(x)`.
+    host_argument: TokenStream,
+    /// The launcher's parameter type.
+    host_type: TokenStream,
+    /// True if the kernel writes the buffer.
+    writes: bool,
+    /// The CPU launcher's parameter type and the parts type built from it.
+    cpu_type: TokenStream,
+    cpu_parts: TokenStream,
+}
+
+pub fn lower(param: &Param) -> Lowered {
+    let (name, ty) = (&param.name, &param.ty);
+    let mutability = param.mutable.then(|| quote!(mut));
+    let (host, args) = (paths::host(), paths::args());
+    let by_value = |checks: Vec<TokenStream>| Lowered {
+        entry_params: vec![quote!(#mutability #name: #ty)],
+        entry_rebuild: quote!(),
+        launch_param: quote!(#name: #ty),
+        launch_prepare: quote!(),
+        launch_pointers: vec![quote!(#host::param_ptr(&#name))],
+        param_sizes: vec![quote!(::core::mem::size_of::<#ty>())],
+        buffer_access: None,
+        checks,
+        cpu_param: quote!(#name: #ty),
+        cpu_prepare: quote!(),
+        // Copied into each thread's call, as the GPU copies parameters to every thread.
+        cpu_rebuild: quote!(let #mutability #name: #ty = #name;),
+    };
+    match &param.kind {
+        ParamKind::Scalar => by_value(vec![]),
+        // Spanned at the user's type, so a non-`Pod` struct is reported there.
+        ParamKind::Value => by_value(vec![quote_spanned!(ty.span()=> #host::require_kernel_value::<#ty>();)], ),
+        ParamKind::Pointer { elem, .. } => {
+            let parts = generated(name, "cpu");
+            Lowered {
+                entry_params: vec![quote!(#mutability #name: #ty)],
+                entry_rebuild: quote!(),
+                launch_param: quote_spanned!(elem.span()=> #name: #host::DevicePtr<#elem>),
+                launch_prepare: quote!(),
+                launch_pointers: vec![quote!(#host::param_ptr(&#name))],
+                param_sizes: vec![quote!(::core::mem::size_of::<u64>())],
+                // Raw pointers are the caller's business (the launcher is `unsafe`).
+                buffer_access: None,
+                checks: vec![],
+                cpu_param: quote!(#name: #ty),
+                cpu_prepare: quote!(let #parts = #args::PointerParts::new(#name);),
+                cpu_rebuild: quote!(let #mutability #name: #ty = #parts.get();),
+            }
+        }
+        ParamKind::Slice { elem } => slice(
+            param,
+            elem,
+            SliceAbi {
+                // `&[T; 0]`: no-alias and read-only like `&[T]` (so loads become
+                // `ld.global.nc`), yet valid for an empty slice.
+                device_pointer: quote!(&[#elem; 0]),
+                host_argument: quote!(#host::DeviceRead::<#elem>::kernel_arg(#name)),
+                host_type: quote_spanned!(elem.span()=> &(impl #host::DeviceRead<#elem> + ?::core::marker::Sized)),
+                writes: false,
+                cpu_type: quote!(&[#elem]),
+                cpu_parts: quote!(#args::InputParts),
+            },
+            |pointer, len| quote!(::core::slice::from_raw_parts(#pointer.as_ptr(), #len)),
+            |parts| quote!(#parts.get()),
+        ),
+        ParamKind::Disjoint { elem } | ParamKind::Atomic { elem } => {
+            let atomic = matches!(param.kind, ParamKind::Atomic { .. });
+            let abi = SliceAbi {
+                // A shared reference to an empty `UnsafeCell`: no `noalias` and no `readonly`
+                // (interior mutability), so nothing is cached across barriers, while the PTX
+                // parameter keeps the element's alignment (`.ptr .align N`).
+                device_pointer: quote!(&::core::cell::UnsafeCell<[#elem; 0]>),
+                host_argument: quote!(#host::DeviceWrite::<#elem>::kernel_arg_mut(#name)),
+                host_type: quote_spanned!(elem.span()=> &mut (impl #host::DeviceWrite<#elem> + ?::core::marker::Sized)),
+                writes: true,
+                cpu_type: quote!(&mut [#elem]),
+                cpu_parts: quote!(#args::OutputParts),
+            };
+            if atomic {
+                slice(param, elem, abi, |pointer, len| quote!(#args::atomic(#pointer.get().cast::<#elem>(), #len)), |parts| quote!(#parts.atomic()))
+            } else {
+                slice(param, elem, abi, |pointer, len| quote!(#args::disjoint(#pointer.get().cast::<#elem>(), #len)), |parts| quote!(#parts.disjoint()))
+            }
+        }
+    }
+}
+
+/// The slice ABI: a pointer and a `usize` length on the device; the launcher's prepared
+/// argument (`ptr`, `len`) on the host; a parts value shared by the CPU executor's threads.
+fn slice(
+    param: &Param,
+    elem: &Type,
+    abi: SliceAbi,
+    rebuild: impl Fn(&Ident, &Ident) -> TokenStream,
+    cpu_rebuild: impl Fn(&Ident) -> TokenStream,
+) -> Lowered {
+    let (name, ty) = (&param.name, &param.ty);
+    let mutability = param.mutable.then(|| quote!(mut));
+    let (host, args) = (paths::host(), paths::args());
+    let (pointer, len, arg, parts) = (generated(name, "ptr"), generated(name, "len"), generated(name, "arg"), generated(name, "cpu"));
+    let SliceAbi { device_pointer, host_argument, host_type, writes, cpu_type, cpu_parts } = abi;
+    let label = {
+        use syn::ext::IdentExt;
+        name.unraw().to_string()
+    };
+    let buffer_access = if writes { quote!(#arg.write(#label)) } else { quote!(#arg.read(#label)) };
+    let device_rebuild = rebuild(&pointer, &len);
+    let cpu_value = cpu_rebuild(&parts);
+    Lowered {
+        entry_params: vec![quote!(#pointer: #device_pointer), quote!(#len: usize)],
+        entry_rebuild: quote! {
+            // SAFETY: the host launcher passed a device allocation of `len` elements, borrowed
+            // (exclusively, for outputs) until the kernel has finished.
+            let #mutability #name: #ty = unsafe { #device_rebuild };
+        },
+        launch_param: quote!(#name: #host_type),
+        launch_prepare: quote!(let #arg = #host_argument;),
+        launch_pointers: vec![quote!(#host::param_ptr(&#arg.ptr)), quote!(#host::param_ptr(&#arg.len))],
+        param_sizes: vec![quote!(::core::mem::size_of::<u64>()), quote!(::core::mem::size_of::<usize>())],
+        buffer_access: Some(buffer_access),
+        checks: vec![quote_spanned!(elem.span()=> #args::require_pod::<#elem>();)],
+        cpu_param: quote!(#name: #cpu_type),
+        cpu_prepare: quote!(let #parts = #cpu_parts::new(#name);),
+        cpu_rebuild: quote! {
+            // SAFETY: the slice is borrowed by this launch until every thread is done.
+            let #mutability #name: #ty = unsafe { #cpu_value };
+        },
+    }
+}

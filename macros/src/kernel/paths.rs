@@ -1,0 +1,38 @@
+//! Every path the generated code names, in one place. Generated code reaches the runtime only
+//! through these absolute, hidden paths, so a kernel crate needs no `use` for them.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+/// The host runtime's macro support (launching, buffers, `DeviceRead`/`DeviceWrite`, the
+/// types the launchers name), as seen from a kernel crate, which depends on ferrocuda-host
+/// for host targets (INTERFACE-host-macro.md).
+pub fn host() -> TokenStream {
+    quote!(::ferrocuda_host::__private)
+}
+
+/// The builders of kernel parameters (`DisjointSlice`, `AtomicSlice`, CPU-side parts).
+pub fn args() -> TokenStream {
+    quote!(::ferrocuda_device::__private::args)
+}
+
+/// The CPU executor.
+pub fn cpu() -> TokenStream {
+    quote!(::ferrocuda_device::cpu)
+}
+
+/// The device panic support (the kernel-name tag written at entry).
+pub fn panic() -> TokenStream {
+    quote!(::ferrocuda_device::panic)
+}
+
+/// The crate's embedded PTX/cubins, defined by `embed_kernels!()` at the kernel crate's root.
+pub fn kernels() -> TokenStream {
+    quote!(crate::KERNELS)
+}
+
+/// The launch-bounds marker the builder turns into `.maxntid`/`.minnctapersm`/`.reqntid`
+/// (hopper's `ferrocuda_device::launch_bounds!`).
+pub fn launch_bounds() -> TokenStream {
+    quote!(::ferrocuda_device::launch_bounds!)
+}

@@ -1,0 +1,112 @@
+//! The kernel model (audit findings U1, U2) on both back ends: the correct forms of the
+//! audit's `stale_read` and `count_plain`, data handed between threads across a barrier, and
+//! every output witness. The unsound forms are compile-fail cases
+//! (`tests/compile_fail/kernel_model/`); the CPU half of each test runs everywhere (CI), the
+//! GPU half with a GPU (`REQUIRE_GPU=1` makes a missing GPU a failure).
+
+mod common;
+#[path = "common/backend.rs"]
+mod backend;
+
+use backend::{Backend, launch_on, on_both_backends};
+use ferrocuda_device::cpu::{CpuError, CpuExecutor};
+use gpu_kernels::kernel_model::{count_atomic, hygiene, neighbour_after_barrier, r#type, smuggled_witness, stale_read, witnesses};
+
+on_both_backends!(
+    stale_read_sees_the_store_made_after_the_first_barrier,
+    count_plain_rewritten_with_atomics_counts_every_thread,
+    a_neighbours_store_is_seen_after_the_barrier,
+    grid_stride_chunk_and_per_block_witnesses_cover_their_elements,
+    parameters_named_like_generated_variables_arrive_intact,
+    a_raw_identifier_kernel_launches_under_its_unraw_symbol,
+);
+
+/// W1, E3: the user's `__x_arg` is 42 (not half of x's address), and parameters called
+/// `stream`, `config`, `module`, `executor`, `params` are the user's values.
+fn parameters_named_like_generated_variables_arrive_intact(backend: &Backend) {
+    let x = backend.upload(&[5u32; 9]);
+    let mut out = backend.zeroed::<u32>(3);
+    launch_on!(backend, hygiene, (1u32, 1u32), &x, 42u32, 1u32, 20u32, 300u32, 4000u32, 50000u32, &mut out).unwrap();
+    assert_eq!(backend.download(&out), [42, 9, 54321], "{}", backend.name());
+}
+
+/// W2: `r#type` was built but could never be launched (`SYMBOL` was `"r#type"`, the PTX entry
+/// `type`).
+fn a_raw_identifier_kernel_launches_under_its_unraw_symbol(backend: &Backend) {
+    assert_eq!(r#type::SYMBOL, "type");
+    let mut out = backend.zeroed::<u32>(4);
+    launch_on!(backend, r#type, (1u32, 4u32), &mut out).unwrap();
+    assert_eq!(backend.download(&out), [7; 4], "{}", backend.name());
+}
+
+#[test]
+fn the_raw_identifier_kernel_is_the_ptx_entry_type() {
+    let ptx = gpu_kernels::KERNELS.ptx_for(80).expect("gpu-kernels is built for sm_80");
+    assert!(ptx.contains(".entry type("), "no `.entry type(` in the PTX");
+    assert!(ptx.contains("__ferrocuda_fingerprint_type"), "no fingerprint global for `type`");
+}
+
+/// U2: with `&mut [u32]` 63 of 64 threads read the value from before the barrier.
+fn stale_read_sees_the_store_made_after_the_first_barrier(backend: &Backend) {
+    for before in [0u32, 41] {
+        let mut flags = backend.upload(&[before]);
+        let mut out = backend.zeroed::<u32>(64);
+        launch_on!(backend, stale_read, (1u32, 64u32), &mut flags, &mut out).unwrap();
+        let out = backend.download(&out);
+        let stale = out.iter().filter(|&&v| v != before + 1).count();
+        assert_eq!(stale, 0, "{}: {stale} of 64 threads read a stale flag: {out:?}", backend.name());
+        assert_eq!(backend.download(&flags), [before + 1], "{}", backend.name());
+    }
+}
+
+/// U2: `out[0] += 1` from every thread was a data race (4.81M of 5.12M on the CPU, 132 on a GPU).
+fn count_plain_rewritten_with_atomics_counts_every_thread(backend: &Backend) {
+    let mut out = backend.zeroed::<u32>(1);
+    launch_on!(backend, count_atomic, (20_000u32, 256u32), &mut out).unwrap();
+    assert_eq!(backend.download(&out), [20_000 * 256], "{}", backend.name());
+}
+
+fn a_neighbours_store_is_seen_after_the_barrier(backend: &Backend) {
+    let (blocks, threads) = (40u32, 128u32);
+    let n = (blocks * threads) as usize;
+    let mut scratch = backend.zeroed::<u32>(n);
+    let mut out = backend.zeroed::<u32>(n);
+    launch_on!(backend, neighbour_after_barrier, (blocks, threads), 1000u32, &mut scratch, &mut out).unwrap();
+    let out = backend.download(&out);
+    for (i, &v) in out.iter().enumerate() {
+        let (start, t) = (i - i % threads as usize, i % threads as usize);
+        let neighbour = start + (t + 1) % threads as usize;
+        assert_eq!(v, (1000 + neighbour as u32) * 2, "{}: out[{i}]", backend.name());
+    }
+}
+
+fn grid_stride_chunk_and_per_block_witnesses_cover_their_elements(backend: &Backend) {
+    // 7 blocks of 64 threads: the grid-stride loop covers 10_000 elements in several rounds.
+    let (blocks, threads) = (7u32, 64u32);
+    let mut out = backend.zeroed::<u32>(10_000);
+    let mut per_block = backend.zeroed::<u32>(blocks as usize);
+    let pairs_len = 2 * (blocks * threads) as usize + 1;
+    let mut pairs = backend.upload(&vec![u32::MAX; pairs_len]);
+    launch_on!(backend, witnesses, (blocks, threads), &mut out, &mut per_block, &mut pairs).unwrap();
+    let out = backend.download(&out);
+    assert!(out.iter().enumerate().all(|(i, &v)| v == i as u32 * 3), "{}: grid-stride output", backend.name());
+    assert_eq!(backend.download(&per_block), (0..blocks).collect::<Vec<_>>(), "{}", backend.name());
+    let pairs = backend.download(&pairs);
+    for i in 0..(blocks * threads) as usize {
+        assert_eq!(pairs[2 * i..2 * i + 2], [i as u32, i as u32 + 1], "{}: chunk {i}", backend.name());
+    }
+    // The last element belongs to no complete chunk: untouched.
+    assert_eq!(pairs[pairs_len - 1], u32::MAX, "{}", backend.name());
+}
+
+/// A witness handed to another GPU thread through host-only state (possible on the CPU
+/// executor, where kernels are host code) is caught at its use instead of letting two threads
+/// write one element.
+#[test]
+fn a_witness_passed_to_another_thread_is_refused_on_the_cpu_executor() {
+    let mut out = vec![0u32; 2];
+    let error = smuggled_witness::launch_cpu(&CpuExecutor::deterministic(), (1u32, 2u32), &mut out).unwrap_err();
+    let CpuError::KernelPanic(panic) = &error else { panic!("expected a kernel panic, got {error:?}") };
+    assert!(panic.message.contains("was made by another GPU thread"), "{}", panic.message);
+    assert_eq!(out, [0, 0], "no element was written through the smuggled witness");
+}
