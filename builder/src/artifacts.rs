@@ -33,7 +33,9 @@ pub struct Cubin {
 
 /// Makes rustc's PTX acceptable to `ptxas` and the JIT when it carries line information:
 /// keeps the `.file`/`.loc` directives but drops the DWARF sections (which ptxas cannot
-/// parse) and the `debug` target modifier that would demand them.
+/// parse) and the `debug` target modifier that would demand them. Newer LLVMs (rustc 1.101)
+/// add `, function_name $L__info_stringN, inlined_at ...` to `.loc` lines for PTX ISA >= 7.2;
+/// those labels live in the dropped `.debug_str`, so that part goes too (line numbers stay).
 pub fn clean_ptx(raw: &str) -> String {
     let mut out = String::with_capacity(raw.len());
     for line in raw.lines() {
@@ -42,6 +44,10 @@ pub fn clean_ptx(raw: &str) -> String {
         }
         if line.starts_with(".target ") {
             out.push_str(&line.replace(", debug", ""));
+        } else if line.trim_start().starts_with(".loc")
+            && let Some(at) = line.find(", function_name")
+        {
+            out.push_str(&line[..at]);
         } else {
             out.push_str(line);
         }
@@ -104,6 +110,16 @@ mod tests {
         assert!(clean.contains(".loc\t1 2 3"));
         assert!(clean.contains(".file\t1 \"k.rs\""));
         assert!(!clean.contains(".debug_abbrev") && !clean.contains("sec_end"));
+    }
+
+    /// Regression (issue 11): with rustc 1.101's LLVM the sm_90 PTX's `.loc` lines name
+    /// `$L__info_string` labels of the dropped DWARF, and ptxas failed with "Unresolved label".
+    #[test]
+    fn clean_ptx_drops_inlining_info_that_names_dwarf_labels() {
+        let raw = ".version 7.8\n.target sm_90, debug\n\t.loc\t2 73 13, function_name $L__info_string0, inlined_at 1 44 1\n\tret;\n\t.section\t.debug_str\n\t{\n$L__info_string0:\n\t}\n";
+        let clean = clean_ptx(raw);
+        assert!(clean.contains("\t.loc\t2 73 13\n"), "{clean}");
+        assert!(!clean.contains("L__info_string"), "{clean}");
     }
 
     #[test]

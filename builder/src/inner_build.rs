@@ -78,7 +78,10 @@ impl InnerBuild<'_> {
         }
         forward_warnings(&diagnostics);
         match std::fs::read_to_string(asm) {
-            Ok(ptx) => Ok(ptx),
+            Ok(ptx) => {
+                let _ = std::fs::remove_file(asm); // the caller keeps the cleaned copy
+                Ok(ptx)
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(BuildError::MissingPtx {
                 arch,
                 expected: asm.to_path_buf(),
