@@ -9,7 +9,8 @@
 #   2. NVIDIA's ptxas (PyPI's nvidia-cuda-nvcc), optional: for cubins and the PTX checks.
 # Safe to run again: each step checks first. It prints what it found and what it changed.
 #
-# Environment: FERROCUDA_SKIP_PTXAS=1 skips step 2. For tests (scripts/test-install-device-toolchain.sh):
+# Environment: FERROCUDA_SKIP_PTXAS=1 skips step 2; FERROCUDA_INSTALL_PREFER=rustup tries rustup
+# before apt. For tests (scripts/test-install-device-toolchain.sh):
 # FERROCUDA_INSTALL_ROOT=<dir> prefixes every system path the script checks or writes
 # (/usr/bin/rustc, /usr/lib/rustlib, /var/lib/apt/lists, /usr/local/bin/ptxas, ...).
 set -euo pipefail
@@ -108,7 +109,12 @@ if found=$(device_toolchain); then
   say "device toolchain present: $found"
 else
   say "no device toolchain (a rustc whose sysroot has rust-src) found"
-  install_debian || install_rustup || {
+  if [ "${FERROCUDA_INSTALL_PREFER:-debian}" = rustup ]; then
+    say "FERROCUDA_INSTALL_PREFER=rustup: trying rustup first"
+    install_rustup || install_debian
+  else
+    install_debian || install_rustup
+  fi || {
     say "could not install a device toolchain. Install Debian's rustc-web cargo-web rust-web-src,"
     say "or with rustup and internet: 'rustup component add rust-src' (or nightly with rust-src),"
     say "or set FERROCUDA_DEVICE_RUSTC to a rustc whose sysroot has rust-src."

@@ -83,7 +83,7 @@ run_case() {
   for switch in "$@"; do touch "$STATE/$switch"; done
   if declare -F "prepare_$name" >/dev/null; then "prepare_$name"; fi
   set +e
-  env -i HOME="$work/$name" STATE="$STATE" ROOT="$ROOT" FERROCUDA_INSTALL_ROOT="$ROOT" \
+  env -i HOME="$work/$name" STATE="$STATE" ROOT="$ROOT" FERROCUDA_INSTALL_ROOT="$ROOT" FERROCUDA_INSTALL_PREFER="${PREFER:-}" \
     PATH="$work/$name/bin:/usr/bin:/bin" bash "$script" >"$work/$name/out" 2>&1
   status=$?
   set -e
@@ -129,6 +129,10 @@ expect_log "rustup component add rust-src --toolchain 1.95.0-x86_64-unknown-linu
 expect out "device toolchain now: rustc 1.95.0 (stub host) (the host toolchain"
 expect_not_log "rustup toolchain install"
 
+# A user who prefers rustup: apt is not touched although it has the packages.
+name=prefer-rustup; PREFER=rustup run_case $name 0 apt-has-packages apt-updated
+expect_log "rustup component add rust-src"; expect_not_log "apt-get"
+
 # No network: apt-get update, rustup and pip all fail; the script says what to do and fails.
 name=no-network; run_case $name 1 no-network
 expect out "apt-get update failed (no network?)"; expect out "rustup component add rust-src failed"
@@ -154,4 +158,4 @@ if (set -o pipefail; "$work/sigpipe/bin/apt-cache" policy rustc-web | grep -q 'C
 else
   echo "ok: the stub reproduces the SIGPIPE failure of 'apt-cache policy | grep -q' under pipefail"
 fi
-echo "ok: $cases install-script scenarios (fresh Debian + rerun, lists present, no candidate, no network, complete, ptxas without network)"
+echo "ok: $cases install-script scenarios (fresh Debian + rerun, lists present, no candidate, prefer rustup, no network, complete, ptxas without network)"
