@@ -10,7 +10,7 @@ use cudarc::cublas::sys as cublas;
 use ferrocuda::{Context, DeviceBuffer, Stream};
 
 fn main() -> ExitCode {
-    ferrocuda::exit_code(run())
+    ferrocuda_test_support::exit_code(run())
 }
 
 fn run() -> ferrocuda::Result<()> {

@@ -13,7 +13,7 @@ mod backend;
 
 use backend::{Backend, launch_on, on_both_backends};
 use ferrocuda::LaunchConfig;
-use gpu_kernels::device_lib::{self, INDEX_WORDS, MATH_FUNCTIONS, WARP_WORDS};
+use test_kernels::device_lib::{self, INDEX_WORDS, MATH_FUNCTIONS, WARP_WORDS};
 
 on_both_backends!(
     indices_in_a_3d_launch,

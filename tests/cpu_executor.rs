@@ -10,9 +10,10 @@ mod backend;
 use backend::{Backend, KernelArg, launch_on, on_both_backends};
 use ferrocuda::LaunchConfig;
 use ferrocuda_device::cpu::{CpuError, CpuExecutor, RaceKind, SHARED_POISON_BYTE};
-use gpu_kernels::cpu_examples::{self, TILE};
-use gpu_kernels::launch_kinds::{self, Affine};
-use gpu_kernels::{device_lib, saxpy, square_checked, sum_f32};
+use test_kernels::cpu_examples::{self, TILE};
+use test_kernels::launch_kinds::{self, Affine};
+use gpu_kernels::{saxpy, sum_f32};
+use test_kernels::{device_lib, square_checked};
 
 on_both_backends!(
     saxpy_matches_the_host,

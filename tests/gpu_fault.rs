@@ -10,7 +10,7 @@ mod common;
 use std::process::Command;
 
 use ferrocuda::{DeviceBuffer, Error, LaunchConfig, Stream};
-use gpu_kernels::square_checked;
+use test_kernels::square_checked;
 
 const CHILD: &str = "FERROCUDA_FAULT_CHILD";
 

@@ -1,0 +1,24 @@
+//! Kernels for the tests only (fixtures): deliberately panicking kernels, every launch and
+//! parameter kind, checks of the device library, and kernels for the CPU executor's tests.
+//! Built like any user's kernel crate (its own `build.rs`), and never shipped in the example
+//! module that the main job loads.
+#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
+
+use ferrocuda_device::kernel;
+use ferrocuda_device::thread::index_1d;
+
+ferrocuda_device::embed_kernels!();
+
+/// `out[i] = x[i] * x[i]` on integers, panicking (on purpose) when the output is shorter than
+/// the input: a kernel to show how a device panic reaches the host.
+#[kernel]
+pub fn square_checked(x: &[u32], out: &mut [u32]) {
+    let i = index_1d();
+    if i < x.len() {
+        out[i] = x[i].wrapping_mul(x[i]);
+    }
+}
+
+pub mod cpu_examples;
+pub mod device_lib;
+pub mod launch_kinds;
