@@ -1,4 +1,4 @@
-//! The device library's kernels (gpu-kernels/src/device_lib.rs) on both back ends: each test
+//! The device library's kernels (tests/kernels/src/device_lib.rs) on both back ends: each test
 //! body below runs once on the CPU executor (`cpu::name`, always) and once on the GPU
 //! (`gpu::name`, skipped without one, a failure under `REQUIRE_GPU=1`), with the same
 //! inputs and the same element-by-element checks against a host reference.

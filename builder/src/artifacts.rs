@@ -126,7 +126,11 @@ mod tests {
     fn artifact_list_names_every_file_and_resource() {
         let artifacts = Artifacts {
             ptx: vec![(Arch::SM_80, "/o/k.sm_80.ptx".into())],
-            cubins: vec![Cubin { arch: Arch::SM_90, path: "/o/k.sm_90.cubin".into(), resources: vec![KernelResources { kernel: "saxpy".into(), registers: 10, ..Default::default() }] }],
+            cubins: vec![Cubin {
+                arch: Arch::SM_90,
+                path: "/o/k.sm_90.cubin".into(),
+                resources: vec![KernelResources { kernel: "saxpy".into(), registers: 10, ..Default::default() }],
+            }],
             ..Default::default()
         };
         let list = artifact_list("k", "rustc 1.96.0", &artifacts);

@@ -12,7 +12,13 @@ use crate::BuildError;
 /// (`library`, `sysroot`), registry crates (under `cargo_home`) and build outputs. Relative
 /// paths (rustc's, or cargo's with `build.dep-info-basedir`) are resolved against the nearest
 /// ancestor of `crate_dir` where they exist. `Ok(None)` when `file` does not exist.
-pub(crate) fn read_dep_info(file: &Path, crate_dir: &Path, library: &Path, sysroot: &Path, cargo_home: Option<&Path>) -> Result<Option<BTreeSet<PathBuf>>, BuildError> {
+pub(crate) fn read_dep_info(
+    file: &Path,
+    crate_dir: &Path,
+    library: &Path,
+    sysroot: &Path,
+    cargo_home: Option<&Path>,
+) -> Result<Option<BTreeSet<PathBuf>>, BuildError> {
     let text = match std::fs::read_to_string(file) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -102,8 +108,15 @@ mod tests {
         }
         let r = root.display();
         let file = root.join("k.d");
-        std::fs::write(&file, format!("{r}/out.ptx: {r}/sysroot/lib/core.rs {r}/home/registry/dep.rs {r}/my\\ crate/src/lib.rs {r}/target/gen.rs\n\n{r}/my\\ crate/src/lib.rs:\n")).unwrap();
-        let sources = read_dep_info(&file, &root.join("my crate"), &root.join("sysroot/lib"), &root.join("sysroot"), Some(&root.join("home"))).unwrap().unwrap();
+        std::fs::write(
+            &file,
+            format!(
+                "{r}/out.ptx: {r}/sysroot/lib/core.rs {r}/home/registry/dep.rs {r}/my\\ crate/src/lib.rs {r}/target/gen.rs\n\n{r}/my\\ crate/src/lib.rs:\n"
+            ),
+        )
+        .unwrap();
+        let sources =
+            read_dep_info(&file, &root.join("my crate"), &root.join("sysroot/lib"), &root.join("sysroot"), Some(&root.join("home"))).unwrap().unwrap();
         assert_eq!(sources.into_iter().collect::<Vec<_>>(), vec![root.join("my crate/src/lib.rs")]);
     }
 

@@ -105,7 +105,10 @@ pub(crate) fn files_written_since(dir: &Path, since: SystemTime) -> Vec<PathBuf>
             let Ok(meta) = entry.metadata() else { continue };
             if meta.is_dir() {
                 pending.push(path);
-            } else if path.extension().is_some_and(|e| ["s", "ptx", "ll", "bc", "o"].iter().any(|x| e == *x)) && meta.modified().is_ok_and(|m| m >= since) && found.len() < 20 {
+            } else if path.extension().is_some_and(|e| ["s", "ptx", "ll", "bc", "o"].iter().any(|x| e == *x))
+                && meta.modified().is_ok_and(|m| m >= since)
+                && found.len() < 20
+            {
                 found.push(path);
             }
         }
@@ -117,7 +120,23 @@ pub(crate) fn files_written_since(dir: &Path, since: SystemTime) -> Vec<PathBuf>
 /// Removes what the outer cargo set for its build script, so the inner cargo starts clean.
 fn clean_environment(command: &mut Command) {
     const KEEP: &[&str] = &["CARGO_HOME", "CARGO_NET_", "CARGO_HTTP_", "CARGO_REGISTRIES_", "CARGO_REGISTRY_"];
-    const DROP: &[&str] = &["RUSTFLAGS", "RUSTDOCFLAGS", "RUSTC", "RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTDOC", "RUSTUP_TOOLCHAIN", "TARGET", "HOST", "OUT_DIR", "OPT_LEVEL", "PROFILE", "DEBUG", "NUM_JOBS", "RUSTC_LINKER"];
+    const DROP: &[&str] = &[
+        "RUSTFLAGS",
+        "RUSTDOCFLAGS",
+        "RUSTC",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "RUSTDOC",
+        "RUSTUP_TOOLCHAIN",
+        "TARGET",
+        "HOST",
+        "OUT_DIR",
+        "OPT_LEVEL",
+        "PROFILE",
+        "DEBUG",
+        "NUM_JOBS",
+        "RUSTC_LINKER",
+    ];
     for (key, _) in std::env::vars_os() {
         let Some(key) = key.to_str() else { continue };
         let cargo_var = key.starts_with("CARGO") && !KEEP.iter().any(|k| key.starts_with(k));
@@ -166,7 +185,13 @@ mod tests {
     use crate::ToolchainSource;
 
     fn toolchain() -> DeviceToolchain {
-        DeviceToolchain { rustc: "/tc/rustc".into(), cargo: "/tc/cargo".into(), sysroot: "/tc".into(), version: "rustc 1.101.0-nightly".into(), source: ToolchainSource::RustupNightly }
+        DeviceToolchain {
+            rustc: "/tc/rustc".into(),
+            cargo: "/tc/cargo".into(),
+            sysroot: "/tc".into(),
+            version: "rustc 1.101.0-nightly".into(),
+            source: ToolchainSource::RustupNightly,
+        }
     }
 
     #[test]
@@ -186,7 +211,8 @@ mod tests {
         let separator = args.iter().position(|a| a == "--").expect("a -- separator");
         assert_eq!(&args[separator + 1..], ["-Clinker=/bin/true", "--emit=asm=/out/k.sm_80.s"]);
         assert!(!args[..separator].iter().any(|a| a.contains("emit") || a.contains("target-cpu")), "{args:?}");
-        let env: Vec<(String, String)> = command.get_envs().filter_map(|(k, v)| Some((k.to_string_lossy().into_owned(), v?.to_string_lossy().into_owned()))).collect();
+        let env: Vec<(String, String)> =
+            command.get_envs().filter_map(|(k, v)| Some((k.to_string_lossy().into_owned(), v?.to_string_lossy().into_owned()))).collect();
         assert!(env.contains(&("CARGO_ENCODED_RUSTFLAGS".into(), "-Ctarget-cpu=sm_80\x1f--cfg\x1fx".into())), "{env:?}");
         assert!(env.contains(&("RUSTC".into(), "/tc/rustc".into())) && env.contains(&("RUSTC_BOOTSTRAP".into(), "1".into())), "{env:?}");
         assert_eq!(build.dep_info_file(Path::new("/t/sm_80")), Path::new("/t/sm_80/nvptx64-nvidia-cuda/release/k.d"));

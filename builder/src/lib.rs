@@ -213,7 +213,13 @@ impl KernelBuilder {
             let arch_dir = target_dir.join(arch.to_string());
             let asm = out_dir.join(format!("{crate_name}.{arch}.s"));
             let raw = inner.run(arch, &arch_dir, &self.rustflags(arch), &asm)?;
-            let read = dep_info::read_dep_info(&inner.dep_info_file(&arch_dir), &self.crate_dir, &toolchain.library_sources(), &toolchain.sysroot, cargo_home.as_deref())?;
+            let read = dep_info::read_dep_info(
+                &inner.dep_info_file(&arch_dir),
+                &self.crate_dir,
+                &toolchain.library_sources(),
+                &toolchain.sysroot,
+                cargo_home.as_deref(),
+            )?;
             Ok((arch, raw, read))
         });
         for build in builds {

@@ -102,7 +102,9 @@ impl DeviceToolchain {
             Err(why) => tried.push(format!("Debian rustc-web ({}): {why}", rustc.display())),
         }
 
-        let which = |tool: &str| -> Result<PathBuf, String> { run_stdout(Command::new(&places.rustup).args(["which", "--toolchain", "nightly", tool])).map(PathBuf::from) };
+        let which = |tool: &str| -> Result<PathBuf, String> {
+            run_stdout(Command::new(&places.rustup).args(["which", "--toolchain", "nightly", tool])).map(PathBuf::from)
+        };
         match which("rustc").and_then(|rustc| Ok((rustc, which("cargo")?))) {
             Ok((rustc, cargo)) => match Self::probe(&rustc, &cargo, ToolchainSource::RustupNightly) {
                 Ok(found) => return Ok(found),
