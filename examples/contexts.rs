@@ -9,7 +9,7 @@ use ferrocuda::{Context, DeviceBuffer, LaunchConfig, Limit, SchedulePolicy, Stre
 use gpu_kernels::saxpy;
 
 fn main() -> ExitCode {
-    ferrocuda::exit_code(run())
+    ferrocuda_test_support::exit_code(run())
 }
 
 /// `y = 2x + y` in `context`, checked on the host; returns the first element.

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use ferrocuda_device::cpu::{CpuExecutor, LaunchConfig};
-use gpu_kernels::cpu_examples::{TILE, matmul_tiled};
+use test_kernels::cpu_examples::{TILE, matmul_tiled};
 use gpu_kernels::saxpy;
 
 /// Best of `runs` timings of `body` (after one warm-up run).

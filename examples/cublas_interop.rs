@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use ferrocuda::{Context, Cublas, DeviceBuffer, Stream};
 
 fn main() -> ExitCode {
-    ferrocuda::exit_code(run())
+    ferrocuda_test_support::exit_code(run())
 }
 
 fn run() -> ferrocuda::Result<()> {

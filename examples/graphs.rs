@@ -8,7 +8,7 @@ use ferrocuda::{Context, DeviceBuffer, LaunchConfig, Stream};
 use gpu_kernels::saxpy;
 
 fn main() -> ExitCode {
-    ferrocuda::exit_code(run())
+    ferrocuda_test_support::exit_code(run())
 }
 
 fn run() -> ferrocuda::Result<()> {

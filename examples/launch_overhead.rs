@@ -17,7 +17,7 @@ use std::ffi::c_void;
 use std::time::{Duration, Instant};
 
 use ferrocuda::{Context, DeviceBuffer, JitOptions, LaunchConfig, Module, Stream, sys};
-use gpu_kernels::launch_kinds::{eight_buffers, empty};
+use test_kernels::launch_kinds::{eight_buffers, empty};
 use gpu_kernels::saxpy;
 
 const LAUNCHES: usize = 100_000;
@@ -25,7 +25,7 @@ const BATCH: usize = 500;
 const ROUNDS: usize = 3;
 
 fn main() -> std::process::ExitCode {
-    ferrocuda::exit_code(run())
+    ferrocuda_test_support::exit_code(run())
 }
 
 fn run() -> ferrocuda::Result<()> {

@@ -4,17 +4,17 @@
 //! `cargo run --release --example modules`
 
 use ferrocuda::{Context, DeviceBuffer, JitOptions, ReloadableModule, Stream};
-use gpu_kernels::launch_kinds::mark_blocks;
+use test_kernels::launch_kinds::mark_blocks;
 
 /// The kernel crate's PTX plus a global `VERSION = version`: a stand-in for PTX rebuilt while
 /// the program runs (same kernels, something new inside), and a global to read back.
 fn ptx_with_version(version: u32) -> String {
-    let ptx = gpu_kernels::KERNELS.ptx_for(80).expect("sm_80 PTX is built");
+    let ptx = test_kernels::KERNELS.ptx_for(80).expect("sm_80 PTX is built");
     format!("{ptx}\n.visible .global .align 4 .u32 VERSION = {version};\n")
 }
 
 fn main() -> std::process::ExitCode {
-    ferrocuda::exit_code(run())
+    ferrocuda_test_support::exit_code(run())
 }
 
 fn run() -> ferrocuda::Result<()> {
@@ -22,7 +22,7 @@ fn run() -> ferrocuda::Result<()> {
     let options = JitOptions::new().optimization_level(3).max_registers(32).line_info(true).verbose(true);
     // SAFETY: the PTX/cubin is this project's own build (kernels built by #[kernel], whose
     // fingerprints `launch_in` checks), or a module that is never launched through a typed launcher.
-    let module = unsafe { ReloadableModule::load_ptx(&context, "gpu_kernels", &ptx_with_version(1), options, &[&mark_blocks::SIGNATURE]) }?;
+    let module = unsafe { ReloadableModule::load_ptx(&context, "test_kernels", &ptx_with_version(1), options, &[&mark_blocks::SIGNATURE]) }?;
     let current = module.current();
     println!("JIT log of `{}` ({} lines), first lines:", current.name(), current.info_log().lines().count());
     for line in current.info_log().lines().take(3) {

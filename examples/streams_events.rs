@@ -11,7 +11,7 @@ use ferrocuda::{Context, DeviceBuffer, Event, LaunchConfig, PinnedBuffer, Stream
 use gpu_kernels::saxpy;
 
 fn main() -> ExitCode {
-    ferrocuda::exit_code(run())
+    ferrocuda_test_support::exit_code(run())
 }
 
 fn run() -> ferrocuda::Result<()> {

@@ -1,57 +1,168 @@
 #!/usr/bin/env bash
 # Installs what building ferrocuda's kernels needs, skipping what is already there:
-#   1. a Rust toolchain that can build `core` for nvptx64-nvidia-cuda (it needs rust-src):
-#      Debian's rustc-web + cargo-web + rust-web-src, or else a rustup nightly with rust-src;
-#   2. optionally NVIDIA's ptxas (from PyPI's nvidia-cuda-nvcc), for cubins and PTX checks.
-# Safe to run again: each step checks first. Set FERROCUDA_SKIP_PTXAS=1 to skip step 2.
+#   1. a Rust toolchain that can build `core` for nvptx64-nvidia-cuda (it needs rust-src), in
+#      the builder's order: FERROCUDA_DEVICE_RUSTC; Debian's rustc-web + cargo-web +
+#      rust-web-src; a rustup nightly with rust-src; the host toolchain with rust-src. When none
+#      is there it installs Debian's packages (running `apt-get update` first when the package
+#      lists are empty or have no candidate), else `rustup component add rust-src` for the
+#      toolchain this repository builds with, else a rustup nightly with rust-src;
+#   2. NVIDIA's ptxas (PyPI's nvidia-cuda-nvcc), optional: for cubins and the PTX checks.
+# Safe to run again: each step checks first. It prints what it found and what it changed.
+#
+# Environment: FERROCUDA_SKIP_PTXAS=1 skips step 2; FERROCUDA_INSTALL_PREFER=rustup tries rustup
+# before apt. For tests (scripts/test-install-device-toolchain.sh):
+# FERROCUDA_INSTALL_ROOT=<dir> prefixes every system path the script checks or writes
+# (/usr/bin/rustc, /usr/lib/rustlib, /var/lib/apt/lists, /usr/local/bin/ptxas, ...).
 set -euo pipefail
+cd "$(dirname "$0")/.."   # rustup picks this repository's toolchain (rust-toolchain.toml) here
 
+root=${FERROCUDA_INSTALL_ROOT:-}
+changed=()
 say() { printf 'install-device-toolchain: %s\n' "$*"; }
-as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else return 1; fi; }
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+    say "cannot run '$*': not root and no sudo"; return 1; fi
+}
+has_core_src() { [ -f "$1/lib/rustlib/src/rust/library/core/src/lib.rs" ]; }
 
-has_debian_toolchain() { [ -x /usr/bin/rustc ] && [ -x /usr/bin/cargo ] && [ -f /usr/lib/rustlib/src/rust/library/core/src/lib.rs ]; }
-has_rustup_nightly() {
-  command -v rustup >/dev/null && local sysroot && sysroot=$(rustup run nightly rustc --print sysroot 2>/dev/null) &&
-    [ -f "$sysroot/lib/rustlib/src/rust/library/core/src/lib.rs" ]
+# Each check prints a description of what it found and succeeds, or fails silently.
+# Outputs are captured into variables before they are tested: no `cmd | grep -q` pipelines,
+# whose early-exiting reader kills the writer with SIGPIPE and fails the pipeline under pipefail.
+debian_toolchain() {
+  [ -x "$root/usr/bin/rustc" ] && [ -x "$root/usr/bin/cargo" ] && has_core_src "$root/usr" || return 1
+  local version
+  version=$("$root/usr/bin/rustc" --version 2>/dev/null) || version="rustc (version unknown)"
+  echo "$version from Debian rustc-web ($root/usr/bin/rustc) with rust-web-src"
+}
+rustup_nightly_toolchain() {
+  command -v rustup >/dev/null || return 1
+  local rustc sysroot
+  rustc=$(rustup which --toolchain nightly rustc 2>/dev/null) || return 1
+  sysroot=$("$rustc" --print sysroot 2>/dev/null) || return 1
+  has_core_src "$sysroot" || return 1
+  echo "$("$rustc" --version 2>/dev/null) from rustup nightly with rust-src"
+}
+host_toolchain() {
+  command -v rustc >/dev/null || return 1
+  local sysroot
+  sysroot=$(rustc --print sysroot 2>/dev/null) || return 1
+  has_core_src "$sysroot" || return 1
+  echo "$(rustc --version 2>/dev/null) (the host toolchain, $sysroot) with rust-src"
+}
+device_toolchain() {
+  if [ -n "${FERROCUDA_DEVICE_RUSTC:-}" ]; then echo "FERROCUDA_DEVICE_RUSTC=$FERROCUDA_DEVICE_RUSTC (not checked here)"; return 0; fi
+  debian_toolchain || rustup_nightly_toolchain || host_toolchain
 }
 
-if [ -n "${FERROCUDA_DEVICE_RUSTC:-}" ]; then
-  say "FERROCUDA_DEVICE_RUSTC is set ($FERROCUDA_DEVICE_RUSTC): using it"
-elif has_debian_toolchain; then
-  say "device toolchain present: $(/usr/bin/rustc --version) with rust-src"
-elif has_rustup_nightly; then
-  say "device toolchain present: rustup nightly with rust-src"
-elif command -v apt-get >/dev/null && apt-cache policy rustc-web 2>/dev/null | grep -q 'Candidate: [0-9]'; then
-  say "installing Debian's rustc-web, cargo-web, rust-web-src"
-  as_root apt-get install -y -q rustc-web cargo-web rust-web-src || {
-    as_root apt-get update -q && as_root apt-get install -y -q rustc-web cargo-web rust-web-src; }
-elif command -v apt-get >/dev/null && as_root apt-get update -q >/dev/null && apt-cache policy rustc-web | grep -q 'Candidate: [0-9]'; then
-  say "installing Debian's rustc-web, cargo-web, rust-web-src"
-  as_root apt-get install -y -q rustc-web cargo-web rust-web-src
-elif command -v rustup >/dev/null; then
+# "yes" when apt has an installable candidate for every package named.
+apt_candidates() {
+  local policy package
+  policy=$(apt-cache policy "$@" 2>/dev/null) || return 1
+  for package in "$@"; do
+    # The block of `package:` up to the next unindented line, then its Candidate line.
+    local block
+    block=$(awk -v p="$package:" '$0 == p {on = 1; next} /^[^ ]/ {on = 0} on' <<<"$policy")
+    [[ $block =~ Candidate:\ [0-9] ]] || return 1
+  done
+}
+apt_lists_empty() {
+  local lists
+  lists=$(find "$root/var/lib/apt/lists" -maxdepth 1 -name '*_Packages*' 2>/dev/null) || true
+  [ -z "$lists" ]
+}
+install_debian() {
+  command -v apt-get >/dev/null && command -v apt-cache >/dev/null || { say "no apt-get: not a Debian/Ubuntu machine"; return 1; }
+  local packages=(rustc-web cargo-web rust-web-src)
+  if apt_lists_empty || ! apt_candidates "${packages[@]}"; then
+    say "apt has no candidate for ${packages[*]} (package lists $(apt_lists_empty && echo empty || echo present)): running apt-get update"
+    as_root apt-get update -q || { say "apt-get update failed (no network?)"; return 1; }
+    changed+=("apt-get update")
+  fi
+  if ! apt_candidates "${packages[@]}"; then
+    say "this distribution has no ${packages[*]} (they are in Debian 12's security archive)"
+    return 1
+  fi
+  say "installing Debian's ${packages[*]}"
+  as_root apt-get install -y -q "${packages[@]}" || { say "apt-get install failed"; return 1; }
+  changed+=("apt-get install ${packages[*]}")
+}
+install_rustup() {
+  command -v rustup >/dev/null || { say "no rustup"; return 1; }
+  local active
+  active=$(rustup show active-toolchain 2>/dev/null) || active=""
+  active=${active%% *}
+  if [ -n "$active" ]; then
+    say "adding rust-src to the active rustup toolchain $active (needs internet)"
+    if rustup component add rust-src --toolchain "$active"; then
+      changed+=("rustup component add rust-src --toolchain $active")
+      return 0
+    fi
+    say "rustup component add rust-src failed"
+  fi
   say "installing a rustup nightly with rust-src (needs internet)"
-  rustup toolchain install nightly --profile minimal --component rust-src
+  rustup toolchain install nightly --profile minimal --component rust-src || { say "rustup toolchain install nightly failed"; return 1; }
+  changed+=("rustup toolchain install nightly --component rust-src")
+}
+
+# 1. The device toolchain.
+if found=$(device_toolchain); then
+  say "device toolchain present: $found"
 else
-  say "no way to install a device toolchain found. Install Debian's rustc-web cargo-web rust-web-src,"
-  say "or rustup with 'rustup toolchain install nightly --component rust-src'."
-  exit 1
+  say "no device toolchain (a rustc whose sysroot has rust-src) found"
+  if [ "${FERROCUDA_INSTALL_PREFER:-debian}" = rustup ]; then
+    say "FERROCUDA_INSTALL_PREFER=rustup: trying rustup first"
+    install_rustup || install_debian
+  else
+    install_debian || install_rustup
+  fi || {
+    say "could not install a device toolchain. Install Debian's rustc-web cargo-web rust-web-src,"
+    say "or with rustup and internet: 'rustup component add rust-src' (or nightly with rust-src),"
+    say "or set FERROCUDA_DEVICE_RUSTC to a rustc whose sysroot has rust-src."
+    exit 1
+  }
+  found=$(device_toolchain) || { say "installed, but still no device toolchain found: please report this"; exit 1; }
+  say "device toolchain now: $found"
 fi
 
-# ptxas: optional for building, used for cubins (no JIT at load time) and by the PTX tests.
-if [ "${FERROCUDA_SKIP_PTXAS:-0}" = 1 ]; then
-  say "skipping ptxas (FERROCUDA_SKIP_PTXAS=1)"
-elif [ -n "${FERROCUDA_PTXAS:-}" ] || command -v ptxas >/dev/null || [ -x /usr/local/cuda/bin/ptxas ]; then
-  say "ptxas present: $(command -v ptxas || echo "${FERROCUDA_PTXAS:-/usr/local/cuda/bin/ptxas}")"
-elif command -v python3 >/dev/null && python3 -m pip --version >/dev/null 2>&1; then
+# 2. ptxas: optional for building, used for cubins (no JIT at load time) and by the PTX tests.
+ptxas_path() {
+  if [ -n "${FERROCUDA_PTXAS:-}" ]; then echo "$FERROCUDA_PTXAS"; return 0; fi
+  command -v ptxas 2>/dev/null && return 0
+  local candidate
+  for candidate in "$root/usr/local/bin/ptxas" "$root/usr/local/cuda/bin/ptxas"; do
+    if [ -x "$candidate" ]; then echo "$candidate"; return 0; fi
+  done
+  return 1
+}
+install_ptxas() {
+  command -v python3 >/dev/null && python3 -m pip --version >/dev/null 2>&1 || {
+    say "no ptxas and no pip: kernels are still built to PTX (the driver JIT-compiles them); no cubins"; return 0; }
   say "installing ptxas from PyPI (nvidia-cuda-nvcc 13.0.88, matching CUDA 13.0 drivers)"
-  python3 -m pip install -q nvidia-cuda-nvcc==13.0.88
-  ptxas=$(python3 -c 'import nvidia, os; print(next(os.path.join(p, "cu13/bin/ptxas") for p in nvidia.__path__ if os.path.exists(os.path.join(p, "cu13/bin/ptxas"))))')
-  if as_root ln -sf "$ptxas" /usr/local/bin/ptxas 2>/dev/null; then
-    say "linked /usr/local/bin/ptxas -> $ptxas"
+  python3 -m pip install -q nvidia-cuda-nvcc==13.0.88 || {
+    say "pip install failed (no network?): no cubins; the PTX still runs through the driver's JIT"; return 0; }
+  changed+=("pip install nvidia-cuda-nvcc==13.0.88")
+  local ptxas
+  ptxas=$(python3 -c 'import nvidia, os; print(next(os.path.join(p, "cu13/bin/ptxas") for p in nvidia.__path__ if os.path.exists(os.path.join(p, "cu13/bin/ptxas"))))') || {
+    say "nvidia-cuda-nvcc is installed but its ptxas was not found"; return 0; }
+  if as_root mkdir -p "$root/usr/local/bin" && as_root ln -sf "$ptxas" "$root/usr/local/bin/ptxas"; then
+    say "linked $root/usr/local/bin/ptxas -> $ptxas"
+    changed+=("ln -s $ptxas $root/usr/local/bin/ptxas")
   else
     mkdir -p "$HOME/.local/bin" && ln -sf "$ptxas" "$HOME/.local/bin/ptxas"
     say "linked ~/.local/bin/ptxas -> $ptxas (make sure ~/.local/bin is on PATH)"
+    changed+=("ln -s $ptxas ~/.local/bin/ptxas")
   fi
+}
+if [ "${FERROCUDA_SKIP_PTXAS:-0}" = 1 ]; then
+  say "skipping ptxas (FERROCUDA_SKIP_PTXAS=1)"
+elif found_ptxas=$(ptxas_path); then
+  say "ptxas present: $found_ptxas"
 else
-  say "no ptxas and no pip: kernels are still built to PTX (the driver JIT-compiles them); no cubins"
+  install_ptxas
+fi
+
+if [ ${#changed[@]} -eq 0 ]; then
+  say "done: nothing to change"
+else
+  say "done; changed: $(printf '%s; ' "${changed[@]}")"
 fi

@@ -27,11 +27,11 @@ fn main() -> ExitCode {
             print_table(&rows);
             if rows.iter().all(|r| r.verified.is_ok()) { ExitCode::SUCCESS } else { ExitCode::FAILURE }
         }
-        Err(Error::NoDriver) if !ferrocuda::gpu_required() => {
+        Err(Error::NoDriver) if !ferrocuda_test_support::gpu_required() => {
             println!("No GPU: no CUDA driver found (libcuda.so.1 could not be loaded).");
             run_on_cpu()
         }
-        Err(Error::NoDevice { count: 0, .. }) if !ferrocuda::gpu_required() => {
+        Err(Error::NoDevice { count: 0, .. }) if !ferrocuda_test_support::gpu_required() => {
             println!("No GPU: the CUDA driver is installed but reports no device.");
             run_on_cpu()
         }

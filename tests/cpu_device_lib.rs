@@ -1,4 +1,4 @@
-//! The device library's kernels (gpu-kernels/src/device_lib.rs) on both back ends: each test
+//! The device library's kernels (tests/kernels/src/device_lib.rs) on both back ends: each test
 //! body below runs once on the CPU executor (`cpu::name`, always) and once on the GPU
 //! (`gpu::name`, skipped without one, a failure under `REQUIRE_GPU=1`), with the same
 //! inputs and the same element-by-element checks against a host reference.
@@ -13,7 +13,7 @@ mod backend;
 
 use backend::{Backend, launch_on, on_both_backends};
 use ferrocuda::LaunchConfig;
-use gpu_kernels::device_lib::{self, INDEX_WORDS, MATH_FUNCTIONS, WARP_WORDS};
+use test_kernels::device_lib::{self, INDEX_WORDS, MATH_FUNCTIONS, WARP_WORDS};
 
 on_both_backends!(
     indices_in_a_3d_launch,

@@ -10,9 +10,10 @@ mod backend;
 use backend::{Backend, KernelArg, launch_on, on_both_backends};
 use ferrocuda::LaunchConfig;
 use ferrocuda_device::cpu::{CpuError, CpuExecutor, RaceKind, SHARED_POISON_BYTE};
-use gpu_kernels::cpu_examples::{self, TILE};
-use gpu_kernels::launch_kinds::{self, Affine};
-use gpu_kernels::{device_lib, saxpy, square_checked, sum_f32};
+use test_kernels::cpu_examples::{self, TILE};
+use test_kernels::launch_kinds::{self, Affine};
+use gpu_kernels::{saxpy, sum_f32};
+use test_kernels::{device_lib, square_checked};
 
 on_both_backends!(
     saxpy_matches_the_host,
@@ -145,7 +146,7 @@ fn line_of(file: &str, needle: &str) -> u32 {
 
 #[test]
 fn a_panic_reports_kernel_file_line_block_and_thread() {
-    let line = line_of("gpu-kernels/src/lib.rs", "out[i] = x[i].wrapping_mul(x[i]);");
+    let line = line_of("tests/kernels/src/lib.rs", "out[i] = x[i].wrapping_mul(x[i]);");
     let x: Vec<u32> = (0..1000).collect();
     let mut out = vec![0u32; 500];
     for executor in [CpuExecutor::new(), CpuExecutor::deterministic()] {
@@ -153,10 +154,10 @@ fn a_panic_reports_kernel_file_line_block_and_thread() {
         let CpuError::KernelPanic(panic) = &error else { panic!("expected a kernel panic, got {error:?}") };
         // The first element past the output is 500: block 1, thread 244 (the lowest failing
         // block is reported, and its threads run in order).
-        assert_eq!((panic.kernel.as_str(), panic.file.as_str(), panic.line), ("square_checked", "gpu-kernels/src/lib.rs", line));
+        assert_eq!((panic.kernel.as_str(), panic.file.as_str(), panic.line), ("square_checked", "tests/kernels/src/lib.rs", line));
         assert_eq!((panic.block[0], panic.thread[0]), (1, 244), "{error}");
         assert!(panic.message.contains("index out of bounds: the len is 500 but the index is 500"), "{}", panic.message);
-        assert_eq!(error.to_string(), format!("kernel `square_checked` panicked at gpu-kernels/src/lib.rs:{line}:{}, block (1, 0, 0), thread (244, 0, 0): {}", panic.column, panic.message));
+        assert_eq!(error.to_string(), format!("kernel `square_checked` panicked at tests/kernels/src/lib.rs:{line}:{}, block (1, 0, 0), thread (244, 0, 0): {}", panic.column, panic.message));
     }
 }
 
@@ -168,7 +169,7 @@ fn a_formatted_panic_message_keeps_its_arguments() {
     let CpuError::KernelPanic(panic) = &error else { panic!("expected a kernel panic, got {error:?}") };
     assert_eq!(panic.message, "value 77 at 300 is over the limit 50");
     assert_eq!((panic.block[0], panic.thread[0], panic.kernel.as_str()), (1, 44, "panic_formatted"));
-    assert_eq!(panic.line, line_of("gpu-kernels/src/device_lib.rs", "panic!(\"value {} at {} is over the limit {}\""));
+    assert_eq!(panic.line, line_of("tests/kernels/src/device_lib.rs", "panic!(\"value {} at {} is over the limit {}\""));
 }
 
 #[test]

@@ -1,12 +1,22 @@
-//! The device build: toolchain discovery and its errors, the PTX the builder produced for
-//! `gpu-kernels`, `ptxas` acceptance, and a broken kernel crate reported with file and line.
+//! The device build: toolchain discovery and its errors, the PTX the builder produced for the
+//! example kernels (`gpu_kernels`) and the test kernels (`test_kernels`), `ptxas` acceptance,
+//! and a broken kernel crate reported with file and line.
 
 use std::path::{Path, PathBuf};
 
 use ferrocuda_builder::{Arch, BuildEnv, BuildError, DeviceToolchain, KernelBuilder, ToolchainSource, find_ptxas};
 
+/// The two sm_80 modules, one after the other (for looking kernels up by name).
 fn ptx() -> &'static str {
-    gpu_kernels::KERNELS.ptx_for(80).expect("gpu-kernels is built for sm_80")
+    static BOTH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BOTH.get_or_init(|| modules().map(|(_, ptx)| ptx).collect::<Vec<_>>().join("\n"))
+}
+
+/// Each sm_80 module by crate: the example kernels and the test fixtures.
+fn modules() -> impl Iterator<Item = (&'static str, &'static str)> {
+    [("gpu_kernels", gpu_kernels::KERNELS.ptx_for(80)), ("test_kernels", test_kernels::KERNELS.ptx_for(80))]
+        .into_iter()
+        .map(|(name, ptx)| (name, ptx.unwrap_or_else(|| panic!("{name} is built for sm_80"))))
 }
 
 /// The parameter lines of `.entry name(...)`.
@@ -66,16 +76,19 @@ fn ptx_passes_ptxas_for_current_architectures() {
         return;
     };
     let dir = scratch("ptxas");
-    let ptx_file = dir.join("gpu_kernels.ptx");
-    std::fs::write(&ptx_file, ptx()).unwrap();
     for arch in [Arch::SM_80, Arch::SM_90] {
-        let cubin = dir.join(format!("{arch}.cubin"));
-        let resources = ferrocuda_builder::compile_cubin(&ptxas, &ptx_file, arch, true, &cubin).unwrap();
-        let names: Vec<&str> = resources.iter().map(|r| r.kernel.as_str()).collect();
-        for kernel in ["saxpy", "sum_f32", "square_checked"] {
-            assert!(names.contains(&kernel), "{kernel} missing from ptxas's report for {arch}: {names:?}");
+        let mut names = Vec::new();
+        for (name, ptx) in modules() {
+            let ptx_file = dir.join(format!("{name}.ptx"));
+            std::fs::write(&ptx_file, ptx).unwrap();
+            let cubin = dir.join(format!("{name}.{arch}.cubin"));
+            let resources = ferrocuda_builder::compile_cubin(&ptxas, &ptx_file, arch, true, &cubin).unwrap();
+            assert!(resources.iter().all(|r| r.registers > 0 && r.spill_stores == 0), "{resources:?}");
+            names.extend(resources.into_iter().map(|r| r.kernel));
         }
-        assert!(resources.iter().all(|r| r.registers > 0 && r.spill_stores == 0), "{resources:?}");
+        for kernel in ["saxpy", "sum_f32", "square_checked"] {
+            assert!(names.iter().any(|n| n == kernel), "{kernel} missing from ptxas's report for {arch}: {names:?}");
+        }
     }
 }
 
@@ -197,14 +210,14 @@ fn atomics_warp_operations_and_barriers_compile_to_their_instructions() {
 fn device_printing_and_panics_do_not_inflate_registers() {
     // A reachable indirect call (core::fmt) would make ptxas give kernels 255 registers; the
     // device println! and panic handler use none. The panic path costs ~50 registers.
-    let resources = gpu_kernels::KERNELS.resources;
+    let resources: Vec<_> = gpu_kernels::KERNELS.resources.iter().chain(test_kernels::KERNELS.resources).collect();
     if resources.is_empty() {
         assert!(std::env::var("REQUIRE_PTXAS").as_deref() != Ok("1"), "REQUIRE_PTXAS=1 but the kernels were built without ptxas");
         use std::io::Write;
         let _ = writeln!(std::io::stderr(), "SKIPPED device_printing_and_panics_do_not_inflate_registers: built without ptxas");
         return;
     }
-    for &ferrocuda::KernelResources { arch, kernel, registers, spill_stores, .. } in resources {
+    for &&ferrocuda::KernelResources { arch, kernel, registers, spill_stores, .. } in &resources {
         // Register blocking keeps 8 x 8 accumulators per thread on purpose (~120 registers);
         // tests/example_kernels_ptx.rs holds it to 128 and checks it has no panic path.
         if kernel == "matmul_128x128" {
@@ -218,9 +231,23 @@ fn device_printing_and_panics_do_not_inflate_registers() {
 
 #[test]
 fn code_for_newer_gpus_is_built_only_for_them() {
-    let sm80 = gpu_kernels::KERNELS.ptx_for(80).unwrap();
-    let sm90 = gpu_kernels::KERNELS.ptx_for(90).unwrap();
+    let sm80 = test_kernels::KERNELS.ptx_for(80).unwrap();
+    let sm90 = test_kernels::KERNELS.ptx_for(90).unwrap();
     assert!(sm90.contains(".entry cluster_ring_exchange("), "the sm_90 build has the cluster kernel");
     assert!(!sm80.contains("cluster_ring_exchange"), "the sm_80 build must not");
     assert!(sm80.contains(".entry mma_m16n8k16_f16(") && sm80.contains("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"), "tensor-core mma on sm_80");
+}
+
+/// Issue 11: the module the main job ships held every test fixture (845 KiB of PTX, 9.2 s of
+/// JIT on an H100). The example module now has the example kernels only.
+#[test]
+fn the_example_module_holds_no_test_fixtures() {
+    let examples = gpu_kernels::KERNELS.ptx_for(80).unwrap();
+    for kernel in ["saxpy", "sum_f32", "matmul_128x128"] {
+        assert!(examples.contains(&format!(".entry {kernel}(")), "{kernel} missing from the example module");
+    }
+    for fixture in ["square_checked", "mark_blocks", "shared_two_arrays", "atomics", "matmul_tiled"] {
+        assert!(!examples.contains(&format!(".entry {fixture}(")), "test fixture {fixture} is in the example module");
+    }
+    eprintln!("example module: {} KiB of sm_80 PTX; test module: {} KiB", examples.len() / 1024, test_kernels::KERNELS.ptx_for(80).unwrap().len() / 1024);
 }

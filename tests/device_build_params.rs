@@ -3,11 +3,17 @@
 //! in every kind of kernel, raw pointers do not. And each launcher's `SIGNATURE` matches the
 //! parameter sizes in the PTX, which is what the stale-module check relies on.
 
-use gpu_kernels::launch_kinds::{add_one_raw, affine, empty, mark_blocks, scale_into_f32, scale_into_f64};
+use test_kernels::launch_kinds::{add_one_raw, affine, empty, mark_blocks, scale_into_f32, scale_into_f64};
 use gpu_kernels::saxpy;
 
+/// The example kernels' and the test kernels' sm_80 modules, one after the other.
 fn ptx() -> &'static str {
-    gpu_kernels::KERNELS.ptx_for(80).expect("gpu-kernels is built for sm_80")
+    static BOTH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BOTH.get_or_init(|| {
+        let examples = gpu_kernels::KERNELS.ptx_for(80).expect("gpu_kernels is built for sm_80");
+        let fixtures = test_kernels::KERNELS.ptx_for(80).expect("test_kernels is built for sm_80");
+        format!("{examples}\n{fixtures}")
+    })
 }
 
 /// The parameter declarations of `.entry name(...)`, trimmed.

@@ -9,7 +9,8 @@ mod common;
 use std::process::Command;
 
 use ferrocuda::{Context, DeviceBuffer, Error, LaunchConfig, Limit, SchedulePolicy, Stream, sys};
-use gpu_kernels::{saxpy, square_checked};
+use gpu_kernels::saxpy;
+use test_kernels::square_checked;
 
 const CHILD: &str = "FERROCUDA_CONTEXT_CHILD";
 

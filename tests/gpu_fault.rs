@@ -10,7 +10,7 @@ mod common;
 use std::process::Command;
 
 use ferrocuda::{DeviceBuffer, Error, LaunchConfig, Stream};
-use gpu_kernels::square_checked;
+use test_kernels::square_checked;
 
 const CHILD: &str = "FERROCUDA_FAULT_CHILD";
 
@@ -29,15 +29,15 @@ fn device_panic_reports_file_line_block_and_thread() {
         .unwrap();
     let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     println!("child output:\n{text}");
-    let line = include_str!("../gpu-kernels/src/lib.rs").lines().position(|l| l.contains("out[i] = x[i].wrapping_mul(x[i]);")).unwrap() + 1;
+    let line = include_str!("kernels/src/lib.rs").lines().position(|l| l.contains("out[i] = x[i].wrapping_mul(x[i]);")).unwrap() + 1;
     // The device's own line (through vprintf), then the host's error and the later call's:
     // the same text three times.
-    let location = format!("kernel `square_checked` panicked at gpu-kernels/src/lib.rs:{line}:");
+    let location = format!("kernel `square_checked` panicked at tests/kernels/src/lib.rs:{line}:");
     assert_eq!(text.matches(&location).count(), 3, "the device's line, the error and the later error, in:\n{text}");
     assert!(text.contains("block (1, 0, 0), thread ("), "no block/thread in:\n{text}");
     // The host's error, built from the record the panicking thread left.
     assert!(text.contains("CHILD SAW KERNEL: square_checked"), "the synchronisation error did not carry the panic:\n{text}");
-    assert!(text.contains(&format!("CHILD SAW LOCATION: gpu-kernels/src/lib.rs:{line}")), "wrong location:\n{text}");
+    assert!(text.contains(&format!("CHILD SAW LOCATION: tests/kernels/src/lib.rs:{line}")), "wrong location:\n{text}");
     assert!(text.contains("CHILD SAW BLOCK: [1, 0, 0]"), "wrong block:\n{text}");
     assert!(text.contains("CHILD SAW AFTER: kernel `square_checked` panicked"), "later calls must report the panic too:\n{text}");
 }

@@ -19,7 +19,7 @@ const N: usize = 1 << 24;
 const ROUNDS: usize = 40;
 
 fn skip(test: &str, why: &str) {
-    assert!(!ferrocuda::gpu_required() || why.contains("two GPUs"), "REQUIRE_GPU=1 but {test} skipped: {why}");
+    assert!(!ferrocuda_test_support::gpu_required() || why.contains("two GPUs"), "REQUIRE_GPU=1 but {test} skipped: {why}");
     let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
 }
 

@@ -10,7 +10,7 @@ mod backend;
 
 use backend::{Backend, launch_on, on_both_backends};
 use ferrocuda_device::cpu::{CpuError, CpuExecutor};
-use gpu_kernels::kernel_model::{count_atomic, hygiene, neighbour_after_barrier, r#type, smuggled_witness, stale_read, witnesses};
+use test_kernels::kernel_model::{count_atomic, hygiene, neighbour_after_barrier, r#type, smuggled_witness, stale_read, witnesses};
 
 on_both_backends!(
     stale_read_sees_the_store_made_after_the_first_barrier,
@@ -41,7 +41,7 @@ fn a_raw_identifier_kernel_launches_under_its_unraw_symbol(backend: &Backend) {
 
 #[test]
 fn the_raw_identifier_kernel_is_the_ptx_entry_type() {
-    let ptx = gpu_kernels::KERNELS.ptx_for(80).expect("gpu-kernels is built for sm_80");
+    let ptx = test_kernels::KERNELS.ptx_for(80).expect("test-kernels is built for sm_80");
     assert!(ptx.contains(".entry type("), "no `.entry type(` in the PTX");
     assert!(ptx.contains("__ferrocuda_fingerprint_type"), "no fingerprint global for `type`");
 }

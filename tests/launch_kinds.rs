@@ -5,7 +5,7 @@
 mod common;
 
 use ferrocuda::{CachePreference, DeviceBuffer, DevicePtr, Error, LaunchConfig, LaunchProblem, Stream, launch};
-use gpu_kernels::launch_kinds::{Affine, add_one_raw, affine, mark_blocks, scale_into_f32, scale_into_f64, split_sign};
+use test_kernels::launch_kinds::{Affine, add_one_raw, affine, mark_blocks, scale_into_f32, scale_into_f64, split_sign};
 
 fn inputs(n: usize) -> Vec<f32> {
     (0..n).map(|i| (i % 17) as f32 * 0.5 - 3.0).collect()
@@ -51,7 +51,7 @@ fn both_instances_of_a_generic_kernel_run() {
     assert_ne!(scale_into_f32::SYMBOL, scale_into_f64::SYMBOL);
     assert_eq!((scale_into_f32::SYMBOL, scale_into_f64::SYMBOL), ("scale_into_f32", "scale_into_f64"));
     // The generic function is still an ordinary host function.
-    let _: fn(f32, &[f32], ferrocuda_device::DisjointSlice<f32>) = gpu_kernels::launch_kinds::scale_into::<f32>;
+    let _: fn(f32, &[f32], ferrocuda_device::DisjointSlice<f32>) = test_kernels::launch_kinds::scale_into::<f32>;
 }
 
 #[test]

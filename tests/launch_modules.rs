@@ -5,7 +5,7 @@
 mod common;
 
 use ferrocuda::{DeviceBuffer, Error, JitFallback, JitOptions, Module, ReloadableModule, Stream};
-use gpu_kernels::launch_kinds::{Affine, affine, mark_blocks};
+use test_kernels::launch_kinds::{Affine, affine, mark_blocks};
 
 /// A hand-written `mark_blocks` (same parameters as the Rust kernel: bool, &mut [u32]): thread
 /// 0 of block `b` writes `VALUE + b`, where `VALUE` is `{value}` (a register or the global).
@@ -56,12 +56,12 @@ const FROM_GLOBAL: &str = "ld.global.u32 %r3, [FILL];";
 #[test]
 fn jit_options_apply_and_the_info_log_is_captured() {
     let Some(context) = common::gpu_or_skip("jit_options_apply_and_the_info_log_is_captured") else { return };
-    let ptx = gpu_kernels::KERNELS.ptx_for(80).unwrap();
+    let ptx = test_kernels::KERNELS.ptx_for(80).unwrap();
     // sm_90 raises a register cap below 24 to 24, and the tensor-core kernel needs 28: cap at 32.
     let options = JitOptions::new().optimization_level(0).max_registers(32).line_info(true).fallback(JitFallback::PreferPtx).verbose(true);
     // SAFETY: the PTX/cubin is this project's own build (kernels built by #[kernel], whose
     // fingerprints `launch_in` checks), or a module that is never launched through a typed launcher.
-    let module = unsafe { Module::load_ptx_checked(&context, "gpu_kernels (O0, 32 regs)", ptx, &options, &[&affine::SIGNATURE, &mark_blocks::SIGNATURE]) }.unwrap();
+    let module = unsafe { Module::load_ptx_checked(&context, "test_kernels (O0, 32 regs)", ptx, &options, &[&affine::SIGNATURE, &mark_blocks::SIGNATURE]) }.unwrap();
     eprintln!("JIT info log (first lines):\n{}", module.info_log().lines().take(4).collect::<Vec<_>>().join("\n"));
     assert!(module.info_log().contains("for 'affine' with  32 of maxrregcount option"), "the JIT should apply the register cap to affine:\n{}", module.info_log());
     let attributes = module.function("affine").unwrap().attributes().unwrap();
@@ -72,7 +72,7 @@ fn jit_options_apply_and_the_info_log_is_captured() {
     // Without options the same PTX compiles at O4, which needs no more registers than O0.
     // SAFETY: the PTX/cubin is this project's own build (kernels built by #[kernel], whose
     // fingerprints `launch_in` checks), or a module that is never launched through a typed launcher.
-    let default = unsafe { Module::load_ptx(&context, "gpu_kernels (defaults)", ptx, &JitOptions::new()) }.unwrap();
+    let default = unsafe { Module::load_ptx(&context, "test_kernels (defaults)", ptx, &JitOptions::new()) }.unwrap();
     let optimised = default.function("affine").unwrap().attributes().unwrap();
     eprintln!("affine with the driver's default JIT options: {} registers", optimised.registers);
     assert!(optimised.registers <= attributes.registers, "O4 {optimised:?} vs O0 {attributes:?}");
@@ -220,14 +220,14 @@ fn a_stale_module_is_named_with_the_mismatch() {
 fn a_cubin_loads_as_a_binary_module_and_garbage_does_not() {
     let Some(context) = common::gpu_or_skip("a_cubin_loads_as_a_binary_module_and_garbage_does_not") else { return };
     let arch = context.device().arch().unwrap();
-    let Some(&(_, cubin)) = gpu_kernels::KERNELS.cubins.iter().find(|(a, _)| *a == arch) else {
-        assert!(!ferrocuda::gpu_required() || gpu_kernels::KERNELS.cubins.is_empty(), "no cubin for sm_{arch} although cubins were built");
+    let Some(&(_, cubin)) = test_kernels::KERNELS.cubins.iter().find(|(a, _)| *a == arch) else {
+        assert!(!ferrocuda_test_support::gpu_required() || test_kernels::KERNELS.cubins.is_empty(), "no cubin for sm_{arch} although cubins were built");
         eprintln!("no cubin for sm_{arch} embedded; nothing to load");
         return;
     };
     // SAFETY: the PTX/cubin is this project's own build (kernels built by #[kernel], whose
     // fingerprints `launch_in` checks), or a module that is never launched through a typed launcher.
-    let module = unsafe { Module::load_binary(&context, "gpu_kernels cubin", cubin, &JitOptions::new()) }.unwrap();
+    let module = unsafe { Module::load_binary(&context, "test_kernels cubin", cubin, &JitOptions::new()) }.unwrap();
     module.check_kernels(&[&affine::SIGNATURE, &mark_blocks::SIGNATURE]).unwrap();
     let stream = Stream::new(&context).unwrap();
     let mut out = DeviceBuffer::<u32>::zeroed(&context, 5).unwrap();

@@ -8,7 +8,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ferrocuda::{DeviceBuffer, JitOptions, LaunchConfig, Module, Stream};
-use gpu_kernels::launch_kinds::{empty, mark_blocks};
+use test_kernels::launch_kinds::{empty, mark_blocks};
 use gpu_kernels::saxpy;
 
 struct CountingAllocator;

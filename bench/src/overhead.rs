@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use ferrocuda_host::{Context, JitOptions, LaunchConfig, Module, Result, Stream, sys};
 use gpu_kernels::KERNELS;
-use gpu_kernels::launch_kinds::empty;
+use test_kernels::launch_kinds::empty;
 
 /// Launches per variant per round.
 pub const LAUNCHES: usize = 100_000;

@@ -22,6 +22,17 @@ pub enum BuildError {
         /// The inner cargo's stderr: the user's file, line and message.
         diagnostics: String,
     },
+    /// The device build succeeded but the PTX is not where rustc was told to write it.
+    MissingPtx {
+        /// The architecture being built.
+        arch: Arch,
+        /// Where `--emit=asm=` asked for it.
+        expected: PathBuf,
+        /// The toolchain that ran ([`crate::DeviceToolchain::describe`]).
+        toolchain: String,
+        /// Code files the build wrote instead (at most 20).
+        produced: Vec<PathBuf>,
+    },
     /// `ptxas` rejected the PTX.
     Ptxas {
         /// The cubin architecture.
@@ -68,6 +79,18 @@ impl fmt::Display for BuildError {
             Self::Compile { arch, diagnostics } => {
                 write!(f, "the kernel crate failed to compile for {arch}:\n{}", diagnostics.trim_end())
             }
+            Self::MissingPtx { arch, expected, toolchain, produced } => {
+                writeln!(f, "the device build for {arch} with {toolchain} finished but wrote no PTX at {} (asked for with --emit=asm=).", expected.display())?;
+                if produced.is_empty() {
+                    writeln!(f, "It wrote no .s/.ptx/.ll/.bc/.o files in its target directory.")?;
+                } else {
+                    writeln!(f, "Code files it wrote:")?;
+                    for path in produced {
+                        writeln!(f, "  {}", path.display())?;
+                    }
+                }
+                write!(f, "Please report this with that version. To use another toolchain, {INSTALL_HINT}")
+            }
             Self::Ptxas { arch, log } if log.contains("is not defined for option 'gpu-name'") => write!(
                 f,
                 "this ptxas cannot compile for {arch} (CUDA 13 dropped sm_70 and sm_72): remove `.cubin_arch({arch})`, \
@@ -84,6 +107,13 @@ impl fmt::Display for BuildError {
             Self::NotACrate { manifest } => write!(f, "{} has no [package] name: point KernelBuilder::new at the kernel crate's directory", manifest.display()),
             Self::Io { what, source } => write!(f, "{what}: {source}"),
         }
+    }
+}
+
+impl BuildError {
+    /// A `ptxas` error saying it cannot compile for that architecture at all.
+    pub fn is_unsupported_arch(&self) -> bool {
+        matches!(self, Self::Ptxas { log, .. } if log.contains("is not defined for option 'gpu-name'"))
     }
 }
 

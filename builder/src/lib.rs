@@ -1,7 +1,7 @@
 //! Build-script helper that compiles a Rust kernel crate to PTX with rustc's own NVPTX backend.
 //!
 //! ```no_run
-//! // gpu-kernels/build.rs
+//! // build.rs of a kernel crate
 //! fn main() {
 //!     ferrocuda_builder::KernelBuilder::new(env!("CARGO_MANIFEST_DIR"))
 //!         .cubin_arch("sm_90".parse().unwrap())
@@ -10,87 +10,41 @@
 //! ```
 //!
 //! The crate is built for `nvptx64-nvidia-cuda` by a second cargo in its own target directory,
-//! with `-Zbuild-std=core`, fat LTO and `--emit=asm`, which yields one self-contained PTX module
-//! per requested architecture. When `ptxas` is found, cubins are compiled too, and `ptxas -v`'s
-//! registers, spills and shared memory are recorded per kernel. A Rust file listing the
-//! artifacts is written to `OUT_DIR`; `ferrocuda_device::embed_kernels!()` includes it.
+//! with `-Zbuild-std=core`, fat LTO and `--emit=asm=<path>`, which yields one self-contained PTX
+//! module per requested architecture at a path the builder chooses. When `ptxas` is found,
+//! cubins are compiled too, and `ptxas -v`'s registers, spills and shared memory are recorded
+//! per kernel. A Rust file listing the artifacts is written to `OUT_DIR`;
+//! `ferrocuda_device::embed_kernels!()` includes it. The builder also declares the cfgs it sets
+//! (`ferrocuda_sm`, `ferrocuda_device`) to cargo, so kernel crates need no check-cfg list.
 #![deny(unsafe_code)]
+// The example above is a whole build script, so it shows its `fn main`.
+#![allow(clippy::needless_doctest_main)]
 
+mod arch;
+mod artifacts;
+mod dep_info;
 mod env;
 mod error;
+mod inner_build;
+mod manifest;
 mod ptxas;
 mod toolchain;
 
 use std::collections::BTreeSet;
-use std::fmt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::str::FromStr;
 
+pub use arch::{Arch, FmaContraction, KNOWN_ARCHS, check_cfg_lines};
+pub use artifacts::{Artifacts, Cubin, clean_ptx};
 pub use env::BuildEnv;
 pub use error::BuildError;
+pub use inner_build::strip_ansi;
 pub use ptxas::{KernelResources, compile_cubin, find_ptxas, parse_resources};
 pub use toolchain::{DeviceToolchain, ToolchainSource};
 
+use inner_build::InnerBuild;
+
 /// The rustc target of every device build.
 pub const TARGET: &str = "nvptx64-nvidia-cuda";
-
-/// Architectures the builder knows, oldest first; building for one sets `ferrocuda_sm = "N"`
-/// for it and every older one, so `#[cfg(ferrocuda_sm = "90")]` reads "sm_90 or newer".
-pub const KNOWN_ARCHS: &[u32] = &[70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 120, 121];
-
-/// A GPU architecture (`sm_XY`), at least `sm_70`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Arch(u32);
-
-impl Arch {
-    /// `sm_70`: the default; its PTX is JIT-compiled by the driver for every newer GPU.
-    pub const SM_70: Arch = Arch(70);
-    /// `sm_80` (A100).
-    pub const SM_80: Arch = Arch(80);
-    /// `sm_90` (H100, H200).
-    pub const SM_90: Arch = Arch(90);
-
-    /// The number after `sm_` (70 for `sm_70`).
-    pub fn number(self) -> u32 {
-        self.0
-    }
-
-    /// `ferrocuda_sm` values for this architecture: itself and every older known one.
-    pub fn cfg_values(self) -> impl Iterator<Item = u32> {
-        KNOWN_ARCHS.iter().copied().filter(move |&n| n <= self.0)
-    }
-}
-
-impl fmt::Display for Arch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "sm_{}", self.0)
-    }
-}
-
-impl FromStr for Arch {
-    type Err = BuildError;
-
-    /// Accepts `sm_90`, `compute_90` or `90`.
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let digits = text.trim_start_matches("sm_").trim_start_matches("compute_");
-        let bad = || BuildError::BadArch { given: text.to_string() };
-        let number: u32 = digits.parse().map_err(|_| bad())?;
-        if number < 70 {
-            return Err(bad());
-        }
-        Ok(Arch(number))
-    }
-}
-
-/// How floating-point `a * b + c` is compiled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FmaContraction {
-    /// Fuse into `fma.rn` where the source multiplies then adds (nvcc's default, `--fmad=true`).
-    Fast,
-    /// Keep separate `mul.rn` and `add.rn` (bit-identical to the CPU, half the FP32 throughput).
-    Off,
-}
 
 /// Compiles one kernel crate to PTX (and cubins). See the crate docs.
 #[must_use]
@@ -106,32 +60,6 @@ pub struct KernelBuilder {
     target_dir: Option<PathBuf>,
     out_dir: Option<PathBuf>,
     env: BuildEnv,
-}
-
-/// What a build produced.
-#[derive(Debug, Clone, Default)]
-pub struct Artifacts {
-    /// One PTX module per requested architecture.
-    pub ptx: Vec<(Arch, PathBuf)>,
-    /// One cubin per cubin architecture, with `ptxas -v`'s figures (empty without `ptxas`).
-    pub cubins: Vec<Cubin>,
-    /// The Rust file listing the artifacts, for `include!` (see `embed_kernels!`).
-    pub manifest: Option<PathBuf>,
-    /// `rustc --version` of the device toolchain, when a build ran.
-    pub toolchain: Option<String>,
-    /// Every source file the device build read (what `rerun-if-changed` was printed for).
-    pub sources: Vec<PathBuf>,
-}
-
-/// A cubin compiled by `ptxas`.
-#[derive(Debug, Clone)]
-pub struct Cubin {
-    /// Its architecture.
-    pub arch: Arch,
-    /// Where it was written.
-    pub path: PathBuf,
-    /// Registers, spills and shared memory per kernel.
-    pub resources: Vec<KernelResources>,
 }
 
 impl KernelBuilder {
@@ -152,14 +80,16 @@ impl KernelBuilder {
     }
 
     /// Adds a PTX target architecture (default: `sm_70` alone). Each one is a device build of
-    /// its own; the host loads the newest one the GPU can run.
+    /// its own; the host loads the newest one the GPU can run. One PTX architecture plus
+    /// [`cubin_arch`](Self::cubin_arch) for the GPUs you run on builds fastest.
     pub fn arch(mut self, arch: Arch) -> Self {
         self.ptx_archs.push(arch);
         self
     }
 
     /// Adds a cubin architecture, compiled by `ptxas` from the newest PTX not newer than it
-    /// (default: one cubin per PTX architecture). Ignored when `ptxas` is not found.
+    /// (default: one cubin per PTX architecture that the installed `ptxas` supports). Ignored
+    /// when `ptxas` is not found.
     pub fn cubin_arch(mut self, arch: Arch) -> Self {
         self.cubin_archs.push(arch);
         self
@@ -190,8 +120,9 @@ impl KernelBuilder {
         self
     }
 
-    /// The inner cargo's target directory (default: `ferrocuda-device/<crate>` beside the
-    /// outer build's profile directories, so `cargo clean` removes it).
+    /// The inner cargo's target directory, with one subdirectory per architecture (default:
+    /// `ferrocuda-device/` in the outer build's target directory, shared by every kernel crate
+    /// of the build so that `core` is compiled once per architecture; `cargo clean` removes it).
     pub fn target_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.target_dir = Some(dir.into());
         self
@@ -214,7 +145,7 @@ impl KernelBuilder {
         if self.ptx_archs.is_empty() { vec![Arch::SM_70] } else { sorted(&self.ptx_archs) }
     }
 
-    /// The `RUSTFLAGS` of the device build for `arch`.
+    /// The `RUSTFLAGS` of the device build for `arch` (they reach `core` too).
     pub fn rustflags(&self, arch: Arch) -> Vec<String> {
         let mut flags = vec![format!("-Ctarget-cpu={arch}")];
         if self.fma == FmaContraction::Fast {
@@ -248,11 +179,18 @@ impl KernelBuilder {
 
     /// Builds the PTX modules, the cubins when `ptxas` is available, and the artifact list.
     ///
-    /// Inside the device build itself (a build script run for `nvptx64`), does nothing.
+    /// Inside the device build itself (a build script run for `nvptx64`), only declares the
+    /// cfgs.
     ///
     /// # Errors
     /// See [`BuildError`]; each variant says what to do.
     pub fn build(self) -> Result<Artifacts, BuildError> {
+        let in_build_script = self.env.var("OUT_DIR").is_some();
+        if in_build_script {
+            for line in check_cfg_lines(&self.ptx_archs()) {
+                println!("{line}");
+            }
+        }
         if self.env.var("CARGO_CFG_TARGET_ARCH").as_deref() == Some("nvptx64") {
             return Ok(Artifacts::default());
         }
@@ -261,10 +199,13 @@ impl KernelBuilder {
             (None, Some(dir)) => PathBuf::from(dir),
             (None, None) => return Err(BuildError::NoOutDir),
         };
+        let out_dir = std::path::absolute(&out_dir).unwrap_or(out_dir);
         let manifest = self.crate_dir.join("Cargo.toml");
-        let crate_name = package_name(&manifest)?.replace('-', "_");
+        let crate_name = manifest::lib_crate_name(&manifest)?;
         let toolchain = DeviceToolchain::find(&self.env)?;
-        let target_dir = self.target_dir.clone().unwrap_or_else(|| default_target_dir(&out_dir, &crate_name));
+        let target_dir = self.target_dir.clone().unwrap_or_else(|| default_target_dir(&out_dir));
+        let inner = InnerBuild { toolchain: &toolchain, manifest: &manifest, crate_name: &crate_name, release: self.release };
+        let cargo_home = self.env.var("CARGO_HOME").map(PathBuf::from).or_else(|| self.env.var("HOME").map(|home| PathBuf::from(home).join(".cargo")));
 
         let mut artifacts = Artifacts { toolchain: Some(toolchain.version.clone()), ..Default::default() };
         let mut sources = BTreeSet::new();
@@ -272,25 +213,38 @@ impl KernelBuilder {
         // LTO step, so running them together uses the machine's cores better than in turn.
         let builds = in_parallel(self.ptx_archs(), |arch| {
             let arch_dir = target_dir.join(arch.to_string());
-            let raw = self.compile_ptx(&toolchain, &manifest, &crate_name, arch, &arch_dir)?;
-            let mut arch_sources = BTreeSet::new();
-            // Device crates, then the host side of the device build (the proc macros).
-            for deps in [arch_dir.join(TARGET).join(self.profile_dir()).join("deps"), arch_dir.join(self.profile_dir()).join("deps")] {
-                arch_sources.extend(read_dep_info(&deps, &self.crate_dir, &toolchain)?);
-            }
-            Ok((arch, raw, arch_sources))
+            let asm = out_dir.join(format!("{crate_name}.{arch}.s"));
+            let raw = inner.run(arch, &arch_dir, &self.rustflags(arch), &asm)?;
+            let read = dep_info::read_dep_info(
+                &inner.dep_info_file(&arch_dir),
+                &self.crate_dir,
+                &toolchain.library_sources(),
+                &toolchain.sysroot,
+                cargo_home.as_deref(),
+            )?;
+            Ok((arch, raw, read))
         });
         for build in builds {
-            let (arch, raw, arch_sources) = build?;
-            sources.extend(arch_sources);
+            let (arch, raw, read) = build?;
+            match read {
+                Some(arch_sources) => sources.extend(arch_sources),
+                None => {
+                    // Without cargo's dep-info, watch the whole crate directory (cargo scans it).
+                    if in_build_script {
+                        println!("cargo:warning=no dep-info from the device build for {arch}; watching {} as a whole", self.crate_dir.display());
+                    }
+                    sources.insert(self.crate_dir.clone());
+                }
+            }
             let ptx = clean_ptx(&raw);
             let path = out_dir.join(format!("{crate_name}.{arch}.ptx"));
-            write(&path, ptx.as_bytes())?;
+            artifacts::write(&path, ptx.as_bytes())?;
             artifacts.ptx.push((arch, path));
         }
 
         if let Some(ptxas) = find_ptxas(&self.env) {
-            let wanted = if self.cubin_archs.is_empty() { self.ptx_archs() } else { sorted(&self.cubin_archs) };
+            let defaults = self.cubin_archs.is_empty();
+            let wanted = if defaults { self.ptx_archs() } else { sorted(&self.cubin_archs) };
             let cubins = in_parallel(wanted, |arch| {
                 let Some((_, ptx)) = artifacts.ptx.iter().rev().find(|(ptx_arch, _)| *ptx_arch <= arch) else {
                     return Err(BuildError::CubinWithoutPtx { arch });
@@ -300,11 +254,21 @@ impl KernelBuilder {
                 Ok(Cubin { arch, path, resources })
             });
             for cubin in cubins {
-                artifacts.cubins.push(cubin?);
+                match cubin {
+                    Ok(cubin) => artifacts.cubins.push(cubin),
+                    // A default cubin this ptxas cannot make (CUDA 13 and sm_70) is skipped: the
+                    // PTX still runs there through the driver's JIT.
+                    Err(error @ BuildError::Ptxas { .. }) if defaults && error.is_unsupported_arch() => {
+                        if in_build_script {
+                            println!("cargo:warning=no cubin: {error}");
+                        }
+                    }
+                    Err(error) => return Err(error),
+                }
             }
         }
 
-        if self.env.var("OUT_DIR").is_some() {
+        if in_build_script {
             for source in &sources {
                 println!("cargo:rerun-if-changed={}", source.display());
             }
@@ -312,210 +276,18 @@ impl KernelBuilder {
         }
         artifacts.sources = sources.into_iter().collect();
         let list = out_dir.join("ferrocuda_artifacts.rs");
-        write(&list, artifact_list(&crate_name, &toolchain, &artifacts).as_bytes())?;
+        artifacts::write(&list, artifacts::artifact_list(&crate_name, &toolchain.version, &artifacts).as_bytes())?;
         artifacts.manifest = Some(list);
         Ok(artifacts)
     }
-
-    fn profile_dir(&self) -> &'static str {
-        if self.release { "release" } else { "debug" }
-    }
-
-    /// Runs the inner cargo for one architecture and returns the PTX text it wrote.
-    fn compile_ptx(&self, toolchain: &DeviceToolchain, manifest: &Path, crate_name: &str, arch: Arch, target_dir: &Path) -> Result<String, BuildError> {
-        let mut command = Command::new(&toolchain.cargo);
-        command
-            .args(["rustc", "--lib", "--crate-type", "cdylib", "--target", TARGET, "-Zbuild-std=core"])
-            .arg("--manifest-path")
-            .arg(manifest)
-            .arg("--target-dir")
-            .arg(target_dir)
-            .args(["--color", "always"]);
-        if self.release {
-            command.arg("--release");
-        }
-        command.args(["--", "-Clinker=/bin/true", "--emit=asm"]);
-        clean_environment(&mut command);
-        let profile = if self.release { "RELEASE" } else { "DEV" };
-        command
-            .env("RUSTC", &toolchain.rustc)
-            .env("RUSTC_BOOTSTRAP", "1")
-            .env("CARGO_ENCODED_RUSTFLAGS", self.rustflags(arch).join("\x1f"))
-            .env(format!("CARGO_PROFILE_{profile}_PANIC"), "abort")
-            .env(format!("CARGO_PROFILE_{profile}_LTO"), "fat")
-            .env(format!("CARGO_PROFILE_{profile}_CODEGEN_UNITS"), "1");
-
-        let output = command.output().map_err(|e| BuildError::Io { what: format!("running {}", toolchain.cargo.display()), source: e })?;
-        let diagnostics = String::from_utf8_lossy(&output.stderr).into_owned();
-        if !output.status.success() {
-            return Err(BuildError::Compile { arch, diagnostics });
-        }
-        forward_warnings(&diagnostics);
-        let asm = target_dir.join(TARGET).join(self.profile_dir()).join("deps").join(format!("{crate_name}.s"));
-        std::fs::read_to_string(&asm).map_err(|e| BuildError::Io { what: format!("reading the PTX {}", asm.display()), source: e })
-    }
 }
 
-/// Removes what the outer cargo set for its build script, so the inner cargo starts clean.
-fn clean_environment(command: &mut Command) {
-    const KEEP: &[&str] = &["CARGO_HOME", "CARGO_NET_", "CARGO_HTTP_", "CARGO_REGISTRIES_", "CARGO_REGISTRY_"];
-    const DROP: &[&str] = &["RUSTFLAGS", "RUSTDOCFLAGS", "RUSTC", "RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTDOC", "RUSTUP_TOOLCHAIN", "TARGET", "HOST", "OUT_DIR", "OPT_LEVEL", "PROFILE", "DEBUG", "NUM_JOBS", "RUSTC_LINKER"];
-    for (key, _) in std::env::vars_os() {
-        let Some(key) = key.to_str() else { continue };
-        let cargo_var = key.starts_with("CARGO") && !KEEP.iter().any(|k| key.starts_with(k));
-        if cargo_var || DROP.contains(&key) || key.starts_with("DEP_") {
-            command.env_remove(key);
-        }
-    }
-}
-
-/// Re-prints the device build's warnings as cargo warnings (first line and location).
-fn forward_warnings(diagnostics: &str) {
-    if std::env::var_os("OUT_DIR").is_none() {
-        return;
-    }
-    let plain = strip_ansi(diagnostics);
-    let mut lines = plain.lines().peekable();
-    while let Some(line) = lines.next() {
-        if line.starts_with("warning:") && !line.contains("generated") {
-            let location = lines.peek().map(|l| l.trim()).filter(|l| l.starts_with("-->")).unwrap_or("");
-            println!("cargo:warning=device build: {line} {location}");
-        }
-    }
-}
-
-/// Removes ANSI colour sequences (the inner cargo colours its output for the user's terminal).
-pub fn strip_ansi(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\x1b' {
-            for end in chars.by_ref() {
-                if end.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// Makes rustc's PTX acceptable to `ptxas` and the JIT when it carries line information:
-/// keeps the `.file`/`.loc` directives but drops the DWARF sections (which ptxas cannot
-/// parse) and the `debug` target modifier that would demand them.
-pub fn clean_ptx(raw: &str) -> String {
-    let mut out = String::with_capacity(raw.len());
-    for line in raw.lines() {
-        if line.trim_start().starts_with(".section") && line.contains(".debug") {
-            break;
-        }
-        if line.starts_with(".target ") {
-            out.push_str(&line.replace(", debug", ""));
-        } else {
-            out.push_str(line);
-        }
-        out.push('\n');
-    }
-    out
-}
-
-/// The source files the inner build read, from its `.d` files, without the library sources
-/// and registry crates. Paths in `.d` files are relative to the workspace root that rustc ran
-/// in; each is resolved against the nearest ancestor of `crate_dir` where it exists.
-fn read_dep_info(deps_dir: &Path, crate_dir: &Path, toolchain: &DeviceToolchain) -> Result<BTreeSet<PathBuf>, BuildError> {
-    let library = toolchain.library_sources();
-    let cargo_home = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cargo")));
-    let crate_dir = crate_dir.canonicalize().unwrap_or_else(|_| crate_dir.to_path_buf());
-    let resolve = |dep: PathBuf| -> Option<PathBuf> {
-        if dep.is_absolute() {
-            return dep.exists().then_some(dep);
-        }
-        crate_dir.ancestors().map(|root| root.join(&dep)).find(|candidate| candidate.exists())
-    };
-    if !deps_dir.is_dir() {
-        return Ok(BTreeSet::new());
-    }
-    let mut sources = BTreeSet::new();
-    let entries = std::fs::read_dir(deps_dir).map_err(|e| BuildError::Io { what: format!("listing {}", deps_dir.display()), source: e })?;
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.extension().is_none_or(|e| e != "d") {
-            continue;
-        }
-        let text = std::fs::read_to_string(&path).map_err(|e| BuildError::Io { what: format!("reading {}", path.display()), source: e })?;
-        for line in text.lines() {
-            let Some((_, deps)) = line.split_once(": ") else { continue };
-            for dep in deps.split_whitespace() {
-                let Some(dep) = resolve(PathBuf::from(dep.replace("\\ ", " "))) else { continue };
-                let is_library = dep.starts_with(&library) || dep.starts_with(&toolchain.sysroot);
-                let is_registry = cargo_home.as_ref().is_some_and(|home| dep.starts_with(home));
-                let is_output = dep.components().any(|c| c.as_os_str() == "target");
-                if !is_library && !is_registry && !is_output {
-                    sources.insert(dep);
-                }
-            }
-        }
-    }
-    Ok(sources)
-}
-
-/// The Rust file that `embed_kernels!()` includes.
-fn artifact_list(crate_name: &str, toolchain: &DeviceToolchain, artifacts: &Artifacts) -> String {
-    let mut text = String::from("// Generated by ferrocuda-builder. Do not edit.\n");
-    text += &format!("/// The crate the kernels come from.\npub const CRATE_NAME: &str = {crate_name:?};\n");
-    text += &format!("/// The device toolchain that built them.\npub const TOOLCHAIN: &str = {:?};\n", toolchain.version);
-    text += "/// PTX modules by architecture (`70` for `sm_70`).\npub const PTX: &[(u32, &str)] = &[\n";
-    for (arch, path) in &artifacts.ptx {
-        text += &format!("    ({}, include_str!({:?})),\n", arch.number(), path.display().to_string());
-    }
-    text += "];\n/// Cubins by architecture.\npub const CUBINS: &[(u32, &[u8])] = &[\n";
-    for cubin in &artifacts.cubins {
-        text += &format!("    ({}, include_bytes!({:?})),\n", cubin.arch.number(), cubin.path.display().to_string());
-    }
-    text += "];\n/// `ptxas -v` per kernel and cubin: (arch, kernel, registers, spill stores, spill loads, stack frame, shared bytes).\n";
-    text += "pub const RESOURCES: &[(u32, &str, u32, u32, u32, u32, u32)] = &[\n";
-    for cubin in &artifacts.cubins {
-        for k in &cubin.resources {
-            text += &format!(
-                "    ({}, {:?}, {}, {}, {}, {}, {}),\n",
-                cubin.arch.number(),
-                k.kernel,
-                k.registers,
-                k.spill_stores,
-                k.spill_loads,
-                k.stack_frame,
-                k.shared_bytes
-            );
-        }
-    }
-    text += "];\n";
-    text
-}
-
-/// `<target>/ferrocuda-device/<crate>` where `out_dir` is `<target>/<profile>/build/<pkg>/out`.
-fn default_target_dir(out_dir: &Path, crate_name: &str) -> PathBuf {
-    let target = out_dir.ancestors().nth(4).unwrap_or(out_dir);
-    target.join("ferrocuda-device").join(crate_name)
-}
-
-/// The `name` of `[package]` in a `Cargo.toml` (a minimal reader: the first `name = "..."`
-/// after the `[package]` header).
-fn package_name(manifest: &Path) -> Result<String, BuildError> {
-    let text = std::fs::read_to_string(manifest).map_err(|e| BuildError::Io { what: format!("reading {}", manifest.display()), source: e })?;
-    let mut in_package = false;
-    for line in text.lines().map(str::trim) {
-        if line.starts_with('[') {
-            in_package = line == "[package]";
-        } else if in_package && let Some(value) = line.strip_prefix("name") {
-            let value = value.trim_start().trim_start_matches('=').trim().trim_matches('"');
-            return Ok(value.to_string());
-        }
-    }
-    Err(BuildError::NotACrate { manifest: manifest.to_path_buf() })
+/// `<target>/ferrocuda-device`, where `<target>` is the outer build's target (or build)
+/// directory: the nearest ancestor of `out_dir` holding cargo's `CACHEDIR.TAG`. Without one,
+/// `<out_dir>/ferrocuda-device`.
+fn default_target_dir(out_dir: &Path) -> PathBuf {
+    let target = out_dir.ancestors().find(|dir| dir.join("CACHEDIR.TAG").is_file()).unwrap_or(out_dir);
+    target.join("ferrocuda-device")
 }
 
 fn sorted(archs: &[Arch]) -> Vec<Arch> {
@@ -523,14 +295,6 @@ fn sorted(archs: &[Arch]) -> Vec<Arch> {
     archs.sort();
     archs.dedup();
     archs
-}
-
-fn write(path: &Path, bytes: &[u8]) -> Result<(), BuildError> {
-    // Leave the file alone when unchanged so that include_str!/include_bytes! users are not rebuilt.
-    if std::fs::read(path).is_ok_and(|old| old == bytes) {
-        return Ok(());
-    }
-    std::fs::write(path, bytes).map_err(|e| BuildError::Io { what: format!("writing {}", path.display()), source: e })
 }
 
 /// Runs `work` for each architecture on its own thread and returns the results in order.
@@ -547,22 +311,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn arch_parses_and_rejects() {
-        assert_eq!("sm_90".parse::<Arch>().unwrap(), Arch::SM_90);
-        assert_eq!("compute_80".parse::<Arch>().unwrap(), Arch::SM_80);
-        assert_eq!("75".parse::<Arch>().unwrap().to_string(), "sm_75");
-        let err = "sm_61".parse::<Arch>().unwrap_err().to_string();
-        assert!(err.contains("sm_61") && err.contains("sm_70"), "{err}");
-        assert!("gfx90a".parse::<Arch>().is_err());
-    }
-
-    #[test]
-    fn arch_cfgs_include_every_older_arch() {
-        let values: Vec<u32> = Arch::SM_80.cfg_values().collect();
-        assert_eq!(values, vec![70, 72, 75, 80]);
-    }
-
-    #[test]
     fn rustflags_follow_options() {
         let builder = KernelBuilder::new("x").cfg("fast_math").fma(FmaContraction::Off).line_info(false);
         let flags = builder.rustflags(Arch::SM_90);
@@ -571,6 +319,7 @@ mod tests {
         assert!(!flags.iter().any(|f| f.contains("debuginfo")));
         assert!(flags.windows(2).any(|w| w == ["--cfg", "fast_math"]));
         assert!(flags.windows(2).any(|w| w == ["--cfg", "ferrocuda_sm=\"90\""]));
+        assert!(!flags.iter().any(|f| f.contains("emit")), "--emit must not reach core through RUSTFLAGS");
         let default = KernelBuilder::new("x").rustflags(Arch::SM_70);
         assert!(default.contains(&"-Cllvm-args=-nvptx-fma-level=1".to_string()));
         assert!(default.contains(&"-Cdebuginfo=line-tables-only".to_string()));
@@ -583,57 +332,20 @@ mod tests {
         assert_eq!(b.ptx_archs(), vec![Arch::SM_70, Arch::SM_90]);
     }
 
+    /// Regression (issue 11): the default inner target directory was `OUT_DIR`'s fourth
+    /// ancestor, an assumption about cargo's layout that its build-directory change broke.
     #[test]
-    fn clean_ptx_drops_dwarf_but_keeps_lines() {
-        let raw = ".version 6.0\n.target sm_70, debug\n.entry k()\n{\n\t.loc\t1 2 3\n\tret;\n}\n\t.file\t1 \"k.rs\"\n\t.section\t.debug_abbrev\n\t{\n$L__sec_end0:\n\t}\n";
-        let clean = clean_ptx(raw);
-        assert!(clean.contains(".target sm_70\n"));
-        assert!(clean.contains(".loc\t1 2 3"));
-        assert!(clean.contains(".file\t1 \"k.rs\""));
-        assert!(!clean.contains(".debug_abbrev") && !clean.contains("sec_end"));
-    }
-
-    #[test]
-    fn package_name_is_read_from_the_package_table() {
-        let dir = std::env::temp_dir().join(format!("ferrocuda-pkgname-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let manifest = dir.join("Cargo.toml");
-        std::fs::write(&manifest, "[lib]\nname = \"not_this\"\n[package]\nversion = \"1.0.0\"\nname = \"my-kernels\"\n").unwrap();
-        assert_eq!(package_name(&manifest).unwrap(), "my-kernels");
-        std::fs::write(&manifest, "[workspace]\n").unwrap();
-        assert!(matches!(package_name(&manifest), Err(BuildError::NotACrate { .. })));
-    }
-
-    #[test]
-    fn default_target_dir_sits_beside_the_profiles() {
-        let out = Path::new("/w/target/release/build/gpu-kernels-1234/out");
-        assert_eq!(default_target_dir(out, "gpu_kernels"), Path::new("/w/target/ferrocuda-device/gpu_kernels"));
-    }
-
-    /// Regression: rustc writes `.d` paths relative to the workspace root; they were dropped,
-    /// so editing a kernel did not rebuild the PTX.
-    #[test]
-    fn dep_info_paths_relative_to_the_workspace_are_watched() {
-        let root = std::env::temp_dir().join(format!("ferrocuda-depinfo-{}", std::process::id()));
-        let (crate_dir, deps) = (root.join("kernels"), root.join("target/deps"));
-        std::fs::create_dir_all(crate_dir.join("src")).unwrap();
-        std::fs::create_dir_all(&deps).unwrap();
-        std::fs::write(crate_dir.join("src/lib.rs"), "").unwrap();
-        std::fs::write(deps.join("kernels.d"), format!("{}/target/deps/kernels.s: kernels/src/lib.rs\n", root.display())).unwrap();
-        let toolchain = DeviceToolchain {
-            rustc: "rustc".into(),
-            cargo: "cargo".into(),
-            sysroot: "/nonexistent-sysroot".into(),
-            version: String::new(),
-            source: ToolchainSource::EnvOverride,
-        };
-        let sources = read_dep_info(&deps, &crate_dir, &toolchain).unwrap();
-        let expected = crate_dir.canonicalize().unwrap().join("src/lib.rs");
-        assert_eq!(sources.into_iter().collect::<Vec<_>>(), vec![expected]);
-    }
-
-    #[test]
-    fn strip_ansi_removes_colours() {
-        assert_eq!(strip_ansi("\x1b[1m\x1b[91merror\x1b[0m: x"), "error: x");
+    fn default_target_dir_is_found_by_cargos_cachedir_tag_in_either_layout() {
+        let root = std::env::temp_dir().join(format!("ferrocuda-targetdir-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let old = root.join("target/release/build/gpu-kernels-1234/out");
+        let new = root.join("target/release/build/gpu-kernels/5678/out");
+        std::fs::create_dir_all(&old).unwrap();
+        std::fs::create_dir_all(&new).unwrap();
+        std::fs::write(root.join("target/CACHEDIR.TAG"), "Signature: 8a477f597d28d172789f06886806bc55").unwrap();
+        assert_eq!(default_target_dir(&old), root.join("target/ferrocuda-device"));
+        assert_eq!(default_target_dir(&new), root.join("target/ferrocuda-device"));
+        let untagged = root.join("elsewhere/out");
+        assert_eq!(default_target_dir(&untagged), untagged.join("ferrocuda-device"));
     }
 }

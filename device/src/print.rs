@@ -1,4 +1,4 @@
-//! Printing from a kernel: [`println!`](crate::println) and [`print!`](crate::print), CUDA's
+//! Printing from a kernel: [`println!`](crate::println) and [`print!`](macro@crate::print), CUDA's
 //! `printf` with Rust's format strings.
 //!
 //! The format string is compiled into one `vprintf` call by a procedural macro: each `{}`

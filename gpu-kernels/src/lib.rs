@@ -1,4 +1,5 @@
-//! Example kernels, written in Rust and compiled to PTX when this crate is built.
+//! The example kernels, written in Rust and compiled to PTX by this package's top-level
+//! `build.rs` (the main job and the benchmarks run them). Test fixtures live in `tests/kernels/`.
 //!
 //! Each `#[kernel]` is a PTX entry point on the device and, on the host, a module with a typed
 //! launcher: `gpu_kernels::saxpy::launch(&stream, config, a, &x, &mut y)`. Outputs are
@@ -38,18 +39,4 @@ pub fn sum_f32(x: &[f32], out: AtomicSlice<f32>) {
     }
 }
 
-/// `out[i] = x[i] * x[i]` on integers, panicking (on purpose) when the output is shorter than
-/// the input: a kernel to show how a device panic reaches the host.
-#[kernel]
-pub fn square_checked(x: &[u32], mut out: DisjointSlice<u32>) {
-    let i = unique_index();
-    if i.get() < x.len() {
-        out[i] = x[i].wrapping_mul(x[i]);
-    }
-}
-
-pub mod device_lib;
-pub mod launch_kinds;
-pub mod cpu_examples;
 pub mod examples;
-pub mod kernel_model;

@@ -13,7 +13,7 @@ pub fn gpu_or_skip(test: &str) -> Option<Context> {
     match Context::primary(0) {
         Ok(context) => Some(context),
         Err(error @ (Error::NoDriver | Error::NoDevice { .. })) => {
-            assert!(!ferrocuda::gpu_required(), "REQUIRE_GPU=1 but {test} found no GPU: {error}");
+            assert!(!ferrocuda_test_support::gpu_required(), "REQUIRE_GPU=1 but {test} found no GPU: {error}");
             // Straight to stderr: the test harness captures `eprintln!` of passing tests.
             let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {error}");
             None

@@ -1,5 +1,5 @@
 use ferrocuda::{Context, DeviceBuffer, Stream, LaunchConfig};
-use gpu_kernels::launch_kinds::add_one_raw;
+use test_kernels::launch_kinds::add_one_raw;
 
 fn main() -> ferrocuda::Result<()> {
     let context = Context::primary(0)?;

@@ -1,5 +1,5 @@
 use ferrocuda::{Context, DeviceBuffer, Stream, LaunchConfig};
-use gpu_kernels::launch_kinds::split_sign;
+use test_kernels::launch_kinds::split_sign;
 
 fn main() -> ferrocuda::Result<()> {
     let context = Context::primary(0)?;

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Builds the kernels and runs the device-build tests (PTX shape, ptxas, toolchain errors) once
+# with every device toolchain installed here: Debian's rustc-web, a rustup nightly with
+# rust-src, and the host toolchain with rust-src (each through FERROCUDA_DEVICE_RUSTC).
+# Prints one line per toolchain and fails if any failed. Run by .ci/run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+has_src() { [ -f "$1/lib/rustlib/src/rust/library/core/src/lib.rs" ]; }
+toolchains=()
+if [ -x /usr/bin/rustc ] && has_src /usr; then toolchains+=(/usr/bin/rustc); fi
+if nightly=$(rustup which --toolchain nightly rustc 2>/dev/null) && has_src "$("$nightly" --print sysroot)"; then toolchains+=("$nightly"); fi
+if sysroot=$(rustc --print sysroot 2>/dev/null) && has_src "$sysroot"; then toolchains+=("$sysroot/bin/rustc"); fi
+[ ${#toolchains[@]} -gt 0 ] || { echo "no device toolchain installed"; exit 1; }
+results=() failed=0
+for rustc in "${toolchains[@]}"; do
+  version=$("$rustc" --version)
+  start=$(date +%s)
+  if FERROCUDA_DEVICE_RUSTC=$rustc cargo test --release -q --test device_build --test device_build_params --test example_kernels_ptx >"/tmp/ferrocuda-toolchain-$$.log" 2>&1; then
+    results+=("PASS $(( $(date +%s) - start )) s  $version ($rustc)")
+  else
+    failed=1; results+=("FAIL $(( $(date +%s) - start )) s  $version ($rustc)"); tail -n 40 "/tmp/ferrocuda-toolchain-$$.log"
+  fi
+done
+rm -f "/tmp/ferrocuda-toolchain-$$.log"
+printf '%s\n' "${results[@]}"
+exit $failed

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# The check to run before saying "a new user can build this": clones this repository (its
+# committed HEAD) into a temporary directory, REMOVES the device toolchain from this machine
+# (Debian's rustc-web cargo-web rust-web-src, the ptxas link and its pip package, rustup's
+# nightly toolchain and the host toolchain's rust-src), then runs README.md's two Quick start
+# commands exactly as written, timing each, and prints a summary.
+#
+#   scripts/fresh-machine-check.sh [--path debian|rustup] [--no-remove] [--dry-run] [--keep]
+#
+#   --path debian   the install script may use apt (default; it prefers Debian's packages)
+#   --path rustup   the install script is told to use rustup (FERROCUDA_INSTALL_PREFER=rustup)
+#   --no-remove     leave the installed toolchain alone (checks the clone and the commands only)
+#   --dry-run       print what would be removed and run, change nothing
+#   --keep          keep the clone (its path is printed)
+#
+# It needs root (or sudo) to remove packages, and internet for the install script to put the
+# toolchain back. Do not run it on a machine where others are building with that toolchain.
+set -euo pipefail
+
+path=debian remove=1 dry=0 keep=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --path) path=${2:?--path needs debian or rustup}; shift 2 ;;
+    --path=*) path=${1#--path=}; shift ;;
+    --no-remove) remove=0; shift ;;
+    --dry-run) dry=1; shift ;;
+    --keep) keep=1; shift ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+case "$path" in debian|rustup) ;; *) echo "--path must be debian or rustup, not '$path'" >&2; exit 2 ;; esac
+
+say() { printf 'fresh-machine-check: %s\n' "$*"; }
+act() {   # runs a command that changes the machine, or only prints it with --dry-run
+  say "+ $*"
+  [ "$dry" = 1 ] || "$@"
+}
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+source_repo=$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel)
+readme="$source_repo/README.md"
+# The two Quick start commands, read from the README so that the check runs what it says.
+mapfile -t commands < <(awk '/^## Quick start/{on=1} on && /^```sh/{code=1; next} code && /^```/{exit} code' "$readme" | sed 's/[[:space:]]*#.*$//' | sed '/^[[:space:]]*$/d')
+[ "${#commands[@]}" -ge 2 ] || { say "could not read two commands from README.md's Quick start"; exit 1; }
+
+say "path: $path; remove the device toolchain: $([ "$remove" = 1 ] && echo yes || echo no)$([ "$dry" = 1 ] && echo ' (dry run)')"
+for c in "${commands[@]}"; do say "README command: $c"; done
+
+# 1. Remove the device toolchain.
+if [ "$remove" = 1 ]; then
+  installed=$(dpkg-query -W -f='${Package} ${Status}\n' rustc-web cargo-web rust-web-src 2>/dev/null || true)
+  packages=()
+  for p in rustc-web cargo-web rust-web-src; do
+    [[ $installed == *"$p install ok installed"* ]] && packages+=("$p")
+  done
+  if [ ${#packages[@]} -gt 0 ]; then act as_root apt-get remove -y -q "${packages[@]}"; else say "no Debian device packages installed"; fi
+  for link in /usr/local/bin/ptxas "$HOME/.local/bin/ptxas"; do
+    if [ -L "$link" ]; then act as_root rm -f "$link"; fi
+  done
+  pip_show=$(python3 -m pip show nvidia-cuda-nvcc 2>/dev/null || true)
+  if [ -n "$pip_show" ]; then act python3 -m pip uninstall -y -q nvidia-cuda-nvcc; fi
+  if command -v rustup >/dev/null; then
+    toolchains=$(rustup toolchain list 2>/dev/null || true)
+    if [[ $toolchains == *nightly* ]]; then act rustup toolchain uninstall nightly; fi
+    while read -r toolchain _; do
+      [ -n "$toolchain" ] && [[ $toolchain != nightly* ]] || continue
+      components=$(rustup component list --installed --toolchain "$toolchain" 2>/dev/null || true)
+      if [[ $components == *rust-src* ]]; then act rustup component remove rust-src --toolchain "$toolchain"; fi
+    done <<<"$toolchains"
+  fi
+  leftover=$(command -v ptxas || true)
+  [ -z "$leftover" ] || [ "$dry" = 1 ] || say "note: a ptxas is still on PATH ($leftover); it is not one this check installed"
+fi
+
+# 2. A fresh clone.
+clone=$(mktemp -d /tmp/ferrocuda-fresh.XXXXXX)
+[ "$keep" = 1 ] || trap 'rm -rf "$clone"' EXIT
+say "cloning $source_repo (HEAD $(git -C "$source_repo" rev-parse --short HEAD)) into $clone/ferrocuda"
+git clone -q "$source_repo" "$clone/ferrocuda"
+
+# 3. The README commands, as written, in the clone, timed.
+export FERROCUDA_INSTALL_PREFER=$path
+results=()
+status_all=0
+for i in "${!commands[@]}"; do
+  c=${commands[$i]}
+  log="$clone/command-$((i + 1)).log"
+  if [ "$dry" = 1 ]; then say "would run in $clone/ferrocuda: $c"; results+=("dry run: $c"); continue; fi
+  say "running: $c (log: $log)"
+  start=$(date +%s.%N)
+  times_before=$(awk '{print $14 + $15 + $16 + $17}' /proc/$$/stat)
+  set +e
+  (cd "$clone/ferrocuda" && bash -c "$c") >"$log" 2>&1
+  status=$?
+  set -e
+  end=$(date +%s.%N)
+  wall=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.0f", b - a }')
+  ticks=$(awk '{print $14 + $15 + $16 + $17}' /proc/$$/stat)
+  cpu=$(awk -v a="$times_before" -v b="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.0f", (b - a) / hz }')
+  toolchain=$(grep -m1 -o 'device toolchain \(present\|now\): .*' "$log" || echo "device toolchain: ?")
+  results+=("$([ $status = 0 ] && echo PASS || echo "FAIL ($status)")  ${wall} s wall, ${cpu} s CPU (user+sys)  $c")
+  results+=("      $toolchain")
+  if [ $status != 0 ]; then status_all=1; say "failed; last lines of $log:"; tail -n 30 "$log"; fi
+done
+
+echo
+echo "== fresh-machine check ($path path, $(nproc) cores, $(date -u +%FT%TZ)) =="
+for r in "${results[@]}"; do echo "  $r"; done
+[ "$keep" = 1 ] && echo "  clone kept at $clone"
+exit $status_all

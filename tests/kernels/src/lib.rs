@@ -1,0 +1,25 @@
+//! Kernels for the tests only (fixtures): deliberately panicking kernels, every launch and
+//! parameter kind, checks of the device library, and kernels for the CPU executor's tests.
+//! Built like any user's kernel crate (its own `build.rs`), and never shipped in the example
+//! module that the main job loads.
+#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
+
+use ferrocuda_device::global::{DisjointSlice, unique_index};
+use ferrocuda_device::kernel;
+
+ferrocuda_device::embed_kernels!();
+
+/// `out[i] = x[i] * x[i]` on integers, panicking (on purpose) when the output is shorter than
+/// the input: a kernel to show how a device panic reaches the host.
+#[kernel]
+pub fn square_checked(x: &[u32], mut out: DisjointSlice<u32>) {
+    let i = unique_index();
+    if i.get() < x.len() {
+        out[i] = x[i].wrapping_mul(x[i]);
+    }
+}
+
+pub mod cpu_examples;
+pub mod device_lib;
+pub mod kernel_model;
+pub mod launch_kinds;
