@@ -10,7 +10,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use ferrocuda::{Context, DeviceBuffer, Error, Event, JitOptions, LaunchConfig, LaunchProblem, Module, PinnedBuffer, SchedulePolicy, Stream};
-use gpu_kernels::device_lib::{dynamic_shared_sum, math_f32};
+use test_kernels::device_lib::{dynamic_shared_sum, math_f32};
 use gpu_kernels::saxpy;
 
 /// Elements of the buffers the slow writers work on (64 MiB of f32).
@@ -180,7 +180,7 @@ fn u5_a_graph_keeps_the_module_of_its_captured_kernels_loaded() {
 #[test]
 fn u7_launch_in_refuses_a_kernel_whose_signature_differs_only_in_element_types() {
     let Some(context) = common::gpu_or_skip("u7_launch_in_refuses_a_kernel_whose_signature_differs_only_in_element_types") else { return };
-    let ptx = gpu_kernels::KERNELS.ptx_for(80).expect("sm_80 PTX");
+    let ptx = test_kernels::KERNELS.ptx_for(80).expect("sm_80 PTX");
     let swapped = ptx.replace("math_f32", "math_tmp").replace("math_f64", "math_f32").replace("math_tmp", "math_f64");
     // SAFETY: deliberately violated to check that the fingerprint catches it: the launch must
     // be refused before anything runs.
