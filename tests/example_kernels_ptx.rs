@@ -15,7 +15,11 @@ fn ptx() -> &'static str {
 
 /// The body of `.entry name` up to its closing brace.
 fn entry_body(name: &str) -> &'static str {
-    let ptx = ptx();
+    entry_body_in(ptx(), name)
+}
+
+/// The body of `.entry name` in `ptx` up to its closing brace.
+fn entry_body_in(ptx: &'static str, name: &str) -> &'static str {
     let start = ptx.find(&format!(".entry {name}(")).unwrap_or_else(|| panic!("no .entry {name} in the PTX"));
     let end = start + ptx[start..].find("\n}").expect("an entry ends with a closing brace");
     &ptx[start..end]
@@ -171,7 +175,8 @@ fn migrated_saxpy_keeps_its_loads_stores_and_single_guard() {
 fn stale_read_loads_the_flag_again_after_each_barrier() {
     // The accesses are inline-assembly blocks (`{ .reg .u64 g; cvta.to.global..; ld.relaxed.. }`),
     // which `opcodes` skips: count the text.
-    let body = entry_body("stale_read");
+    // `stale_read` is a test fixture (test-kernels), not an example kernel.
+    let body = entry_body_in(test_kernels::KERNELS.ptx_for(80).expect("test-kernels is built for sm_80"), "stale_read");
     let barriers: Vec<usize> = body.match_indices("bar.sync").map(|(at, _)| at).collect();
     assert_eq!(barriers.len(), 2, "{body}");
     let (before, between, after) = (&body[..barriers[0]], &body[barriers[0]..barriers[1]], &body[barriers[1]..]);
