@@ -3,6 +3,7 @@
 #   1. a Rust toolchain that can build `core` for nvptx64-nvidia-cuda (it needs rust-src):
 #      Debian's rustc-web + cargo-web + rust-web-src, or else a rustup nightly with rust-src;
 #   2. optionally NVIDIA's ptxas (from PyPI's nvidia-cuda-nvcc), for cubins and PTX checks.
+#   3. optionally nvdisasm (from PyPI's nvidia-cuda-nvdisasm), for `ferrocuda-inspect sass`.
 # Safe to run again: each step checks first. Set FERROCUDA_SKIP_PTXAS=1 to skip step 2.
 set -euo pipefail
 
@@ -54,4 +55,29 @@ elif command -v python3 >/dev/null && python3 -m pip --version >/dev/null 2>&1; 
   fi
 else
   say "no ptxas and no pip: kernels are still built to PTX (the driver JIT-compiles them); no cubins"
+fi
+
+# nvdisasm (optional; owned by the tools helper, issue 15): SASS listings for
+# `ferrocuda-inspect sass`. PyPI's nvidia-cuda-nvdisasm starts at 13.2 (there is no 13.0 wheel);
+# a newer disassembler reads cubins of older toolkits, so the oldest cu13 one is pinned.
+# It lands in the same nvidia/cu13/bin as ptxas, where ferrocuda-inspect looks (beside ptxas).
+if [ "${FERROCUDA_SKIP_NVDISASM:-0}" = 1 ] || [ "${FERROCUDA_SKIP_PTXAS:-0}" = 1 ]; then
+  say "skipping nvdisasm"
+elif [ -n "${FERROCUDA_NVDISASM:-}" ] || command -v nvdisasm >/dev/null || command -v cuobjdump >/dev/null || [ -x /usr/local/cuda/bin/nvdisasm ]; then
+  say "a disassembler is present"
+elif command -v python3 >/dev/null && python3 -m pip --version >/dev/null 2>&1; then
+  say "installing nvdisasm from PyPI (nvidia-cuda-nvdisasm 13.2.51)"
+  if python3 -m pip install -q nvidia-cuda-nvdisasm==13.2.51; then
+    nvdisasm=$(python3 -c 'import nvidia, os; print(next(os.path.join(p, "cu13/bin/nvdisasm") for p in nvidia.__path__ if os.path.exists(os.path.join(p, "cu13/bin/nvdisasm"))))')
+    if as_root ln -sf "$nvdisasm" /usr/local/bin/nvdisasm 2>/dev/null; then
+      say "linked /usr/local/bin/nvdisasm -> $nvdisasm"
+    else
+      mkdir -p "$HOME/.local/bin" && ln -sf "$nvdisasm" "$HOME/.local/bin/nvdisasm"
+      say "linked ~/.local/bin/nvdisasm -> $nvdisasm"
+    fi
+  else
+    say "could not install nvdisasm (optional: only \`ferrocuda-inspect sass\` needs it)"
+  fi
+else
+  say "no nvdisasm and no pip: \`ferrocuda-inspect sass\` will ask for one"
 fi
