@@ -35,6 +35,14 @@ pub use toolchain::{DeviceToolchain, ToolchainSource};
 /// The rustc target of every device build.
 pub const TARGET: &str = "nvptx64-nvidia-cuda";
 
+/// The PTX architecture built when none is given: the oldest one CUDA 13's `ptxas` accepts
+/// (it rejects `sm_70` and `sm_72`), so the PTX runs on every GPU a CUDA 13 driver supports.
+pub const DEFAULT_PTX_ARCH: Arch = Arch::SM_75;
+
+/// Cubins compiled when no architecture is given (and `ptxas` is found): A100 and H100/H200
+/// start without a JIT step; other GPUs JIT-compile the [`DEFAULT_PTX_ARCH`] PTX.
+pub const DEFAULT_CUBIN_ARCHS: &[Arch] = &[Arch::SM_80, Arch::SM_90];
+
 /// Architectures the builder knows, oldest first; building for one sets `ferrocuda_sm = "N"`
 /// for it and every older one, so `#[cfg(ferrocuda_sm = "90")]` reads "sm_90 or newer".
 pub const KNOWN_ARCHS: &[u32] = &[70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 120, 121];
@@ -44,8 +52,11 @@ pub const KNOWN_ARCHS: &[u32] = &[70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103,
 pub struct Arch(u32);
 
 impl Arch {
-    /// `sm_70`: the default; its PTX is JIT-compiled by the driver for every newer GPU.
+    /// `sm_70` (V100). CUDA 13's `ptxas` and drivers no longer compile for it.
     pub const SM_70: Arch = Arch(70);
+    /// `sm_75` (T4, RTX 20): the oldest architecture CUDA 13 compiles for, and the default PTX
+    /// target; its PTX is JIT-compiled by the driver for every newer GPU.
+    pub const SM_75: Arch = Arch(75);
     /// `sm_80` (A100).
     pub const SM_80: Arch = Arch(80);
     /// `sm_90` (H100, H200).
@@ -151,15 +162,16 @@ impl KernelBuilder {
         }
     }
 
-    /// Adds a PTX target architecture (default: `sm_70` alone). Each one is a device build of
-    /// its own; the host loads the newest one the GPU can run.
+    /// Adds a PTX target architecture (default: [`DEFAULT_PTX_ARCH`] alone). Each one is a
+    /// device build of its own; the host loads the newest one the GPU can run.
     pub fn arch(mut self, arch: Arch) -> Self {
         self.ptx_archs.push(arch);
         self
     }
 
     /// Adds a cubin architecture, compiled by `ptxas` from the newest PTX not newer than it
-    /// (default: one cubin per PTX architecture). Ignored when `ptxas` is not found.
+    /// (default: one cubin per PTX architecture given with [`KernelBuilder::arch`], or
+    /// [`DEFAULT_CUBIN_ARCHS`] when none was given). Ignored when `ptxas` is not found.
     pub fn cubin_arch(mut self, arch: Arch) -> Self {
         self.cubin_archs.push(arch);
         self
@@ -211,7 +223,16 @@ impl KernelBuilder {
 
     /// The PTX architectures that will be built.
     pub fn ptx_archs(&self) -> Vec<Arch> {
-        if self.ptx_archs.is_empty() { vec![Arch::SM_70] } else { sorted(&self.ptx_archs) }
+        if self.ptx_archs.is_empty() { vec![DEFAULT_PTX_ARCH] } else { sorted(&self.ptx_archs) }
+    }
+
+    /// The cubin architectures that will be compiled when `ptxas` is found.
+    pub fn cubin_archs(&self) -> Vec<Arch> {
+        match (self.cubin_archs.is_empty(), self.ptx_archs.is_empty()) {
+            (false, _) => sorted(&self.cubin_archs),
+            (true, false) => self.ptx_archs(),
+            (true, true) => DEFAULT_CUBIN_ARCHS.to_vec(),
+        }
     }
 
     /// The `RUSTFLAGS` of the device build for `arch`.
@@ -290,7 +311,7 @@ impl KernelBuilder {
         }
 
         if let Some(ptxas) = find_ptxas(&self.env) {
-            let wanted = if self.cubin_archs.is_empty() { self.ptx_archs() } else { sorted(&self.cubin_archs) };
+            let wanted = self.cubin_archs();
             let cubins = in_parallel(wanted, |arch| {
                 let Some((_, ptx)) = artifacts.ptx.iter().rev().find(|(ptx_arch, _)| *ptx_arch <= arch) else {
                     return Err(BuildError::CubinWithoutPtx { arch });
@@ -578,9 +599,12 @@ mod tests {
 
     #[test]
     fn default_and_requested_archs() {
-        assert_eq!(KernelBuilder::new("x").ptx_archs(), vec![Arch::SM_70]);
+        assert_eq!(KernelBuilder::new("x").ptx_archs(), vec![Arch::SM_75]);
+        assert_eq!(KernelBuilder::new("x").cubin_archs(), vec![Arch::SM_80, Arch::SM_90]);
         let b = KernelBuilder::new("x").arch(Arch::SM_90).arch(Arch::SM_70).arch(Arch::SM_90);
         assert_eq!(b.ptx_archs(), vec![Arch::SM_70, Arch::SM_90]);
+        assert_eq!(b.cubin_archs(), vec![Arch::SM_70, Arch::SM_90]);
+        assert_eq!(KernelBuilder::new("x").cubin_arch(Arch::SM_90).cubin_archs(), vec![Arch::SM_90]);
     }
 
     #[test]
