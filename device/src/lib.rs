@@ -6,7 +6,7 @@
 //!
 //! A kernel crate starts with:
 //! ```ignore
-//! #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
+//! #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
 //! ferrocuda_device::embed_kernels!();
 //! ```
 #![cfg_attr(target_arch = "nvptx64", no_std)]
