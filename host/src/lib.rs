@@ -9,6 +9,7 @@
 //! context on first launch, like the runtime API does for `<<<>>>`.
 
 mod context;
+pub mod cufft;
 mod device;
 pub mod driver;
 mod embedded;
