@@ -29,7 +29,7 @@ use std::str::FromStr;
 
 pub use env::BuildEnv;
 pub use error::BuildError;
-pub use ptxas::{KernelResources, compile_cubin, find_ptxas, parse_resources};
+pub use ptxas::{DeviceDebug, KernelResources, compile_cubin, compile_cubin_with, find_ptxas, parse_resources};
 pub use toolchain::{DeviceToolchain, ToolchainSource};
 
 /// The rustc target of every device build.
@@ -112,6 +112,7 @@ pub struct KernelBuilder {
     cubin_archs: Vec<Arch>,
     release: bool,
     line_info: bool,
+    debug_info: bool,
     fma: FmaContraction,
     cfgs: Vec<String>,
     target_dir: Option<PathBuf>,
@@ -154,6 +155,7 @@ impl KernelBuilder {
             cubin_archs: Vec::new(),
             release: true,
             line_info: true,
+            debug_info: false,
             fma: FmaContraction::Fast,
             cfgs: Vec::new(),
             target_dir: None,
@@ -188,6 +190,26 @@ impl KernelBuilder {
     pub fn line_info(mut self, line_info: bool) -> Self {
         self.line_info = line_info;
         self
+    }
+
+    /// Full device debug information (default off): rustc's `-Cdebuginfo=2` and `ptxas -g`
+    /// (`--device-debug`), for cuda-gdb and for compute-sanitizer reports with inlined frames.
+    /// `ptxas -g` also turns off ptxas's optimisations, so the cubins are much slower; the
+    /// PTX itself stays optimised (set [`KernelBuilder::release`] to `false` for that too).
+    /// Line information ([`KernelBuilder::line_info`]) is enough for file:line in
+    /// compute-sanitizer and in Nsight Compute's source view, at no cost.
+    pub fn debug_info(mut self, debug_info: bool) -> Self {
+        self.debug_info = debug_info;
+        self
+    }
+
+    /// The `ptxas` debug level the options ask for.
+    pub fn device_debug(&self) -> DeviceDebug {
+        match (self.debug_info, self.line_info) {
+            (true, _) => DeviceDebug::Full,
+            (false, true) => DeviceDebug::LineInfo,
+            (false, false) => DeviceDebug::None,
+        }
     }
 
     /// Floating-point contraction policy (default [`FmaContraction::Fast`], as nvcc).
@@ -241,7 +263,9 @@ impl KernelBuilder {
         if self.fma == FmaContraction::Fast {
             flags.push("-Cllvm-args=-nvptx-fma-level=1".into());
         }
-        if self.line_info {
+        if self.debug_info {
+            flags.push("-Cdebuginfo=2".into());
+        } else if self.line_info {
             flags.push("-Cdebuginfo=line-tables-only".into());
         }
         for n in arch.cfg_values() {
@@ -311,7 +335,7 @@ impl KernelBuilder {
         for build in builds {
             let (arch, raw, arch_sources) = build?;
             sources.extend(arch_sources);
-            let ptx = clean_ptx(&raw);
+            let ptx = if self.debug_info { clean_debug_ptx(&raw) } else { clean_ptx(&raw) };
             let path = out_dir.join(format!("{crate_name}.{arch}.ptx"));
             write(&path, ptx.as_bytes())?;
             artifacts.ptx.push((arch, path));
@@ -324,7 +348,7 @@ impl KernelBuilder {
                     return Err(BuildError::CubinWithoutPtx { arch });
                 };
                 let path = out_dir.join(format!("{crate_name}.{arch}.cubin"));
-                let resources = compile_cubin(&ptxas, ptx, arch, self.line_info, &path)?;
+                let resources = compile_cubin_with(&ptxas, ptx, arch, self.device_debug(), &path)?;
                 Ok(Cubin { arch, path, resources })
             });
             for cubin in cubins {
@@ -444,6 +468,33 @@ pub fn clean_ptx(raw: &str) -> String {
         } else {
             out.push_str(line);
         }
+        out.push('\n');
+    }
+    out
+}
+
+/// Makes rustc's PTX with full debug information (`-Cdebuginfo=2`) acceptable to `ptxas -g`:
+/// keeps the DWARF sections and the `debug` target modifier, but drops what LLVM's NVPTX
+/// backend writes that `ptxas` 13.0 rejects (seen with LLVM 22): the `$L__sec_end` labels it
+/// places after a section's closing brace, and the `.debug_aranges` section (which refers to
+/// them and carries malformed `.b84,255` lines). `ptxas` rebuilds address ranges itself.
+pub fn clean_debug_ptx(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut in_aranges = false;
+    for line in raw.lines() {
+        let trimmed = line.trim();
+        if in_aranges {
+            in_aranges = trimmed != "}";
+            continue;
+        }
+        if trimmed.starts_with(".section") && trimmed.contains(".debug_aranges") {
+            in_aranges = !trimmed.ends_with('}');
+            continue;
+        }
+        if trimmed.starts_with("$L__sec_end") && trimmed.ends_with(':') {
+            continue;
+        }
+        out.push_str(line);
         out.push('\n');
     }
     out
@@ -617,6 +668,16 @@ mod tests {
     }
 
     #[test]
+    fn debug_info_asks_rustc_and_ptxas_for_full_debug_information() {
+        let builder = KernelBuilder::new("x").debug_info(true);
+        let flags = builder.rustflags(Arch::SM_80);
+        assert!(flags.contains(&"-Cdebuginfo=2".to_string()) && !flags.iter().any(|f| f.contains("line-tables-only")));
+        assert_eq!(builder.device_debug(), DeviceDebug::Full);
+        assert_eq!(KernelBuilder::new("x").device_debug(), DeviceDebug::LineInfo);
+        assert_eq!(KernelBuilder::new("x").line_info(false).device_debug(), DeviceDebug::None);
+    }
+
+    #[test]
     fn default_and_requested_archs() {
         assert_eq!(KernelBuilder::new("x").ptx_archs(), vec![Arch::SM_75]);
         assert_eq!(KernelBuilder::new("x").cubin_archs(), vec![Arch::SM_80, Arch::SM_90]);
@@ -634,6 +695,17 @@ mod tests {
         assert!(clean.contains(".loc\t1 2 3"));
         assert!(clean.contains(".file\t1 \"k.rs\""));
         assert!(!clean.contains(".debug_abbrev") && !clean.contains("sec_end"));
+    }
+
+    /// Regression guard: ptxas 13.0 stopped at `$L__sec_end0:` ("syntax error") and at the
+    /// `.debug_aranges` section of rustc's `-Cdebuginfo=2` PTX.
+    #[test]
+    fn clean_debug_ptx_keeps_dwarf_but_drops_what_ptxas_rejects() {
+        let raw = ".version 7.0\n.target sm_80, debug\n.entry k()\n{\n\tret;\n}\n\t.section\t.debug_info\n\t{\n.b32 10\n\t}\n$L__sec_end0:\n\t.section\t.debug_aranges\n\t{\n.b84,255\n.b64 $L__sec_end0-$L__func_begin0\n\t}\n\t.section\t.debug_macinfo\t{\t}\n";
+        let clean = clean_debug_ptx(raw);
+        assert!(clean.contains(".target sm_80, debug") && clean.contains(".section\t.debug_info") && clean.contains(".b32 10"));
+        assert!(clean.contains(".debug_macinfo"));
+        assert!(!clean.contains("sec_end") && !clean.contains("aranges") && !clean.contains(".b84"), "{clean}");
     }
 
     #[test]
