@@ -70,3 +70,55 @@ fn debug_info_build_carries_dwarf_through_ptxas() {
     // Variable locations exist only with full debug information.
     assert!(contains(&cubin, ".debug_loc"), "ptxas -g should keep the variable locations");
 }
+
+/// The text of each `.func`/`.entry` definition whose header line contains `name`.
+fn definitions<'p>(ptx: &'p str, name: &str) -> Vec<&'p str> {
+    let mut found = Vec::new();
+    let mut rest = ptx;
+    while let Some(at) = rest.find(name) {
+        let line_start = rest[..at].rfind('\n').map_or(0, |n| n + 1);
+        let header = &rest[line_start..];
+        let line = header.lines().next().unwrap_or_default();
+        let is_definition = (line.contains(".func") || line.contains(".entry")) && !header.split("\n}").next().unwrap_or_default().contains("\n;");
+        let end = header.find("\n}").map_or(header.len(), |e| e + 2);
+        if is_definition {
+            found.push(&header[..end]);
+        }
+        rest = &rest[at + name.len()..];
+    }
+    found
+}
+
+/// A `call` whose target is a register (`call (retval0), %rd4, (...)`): an indirect call.
+fn indirect_calls(text: &str) -> usize {
+    text.lines()
+        .map(str::trim)
+        .filter_map(|l| l.strip_prefix("call.uni").or_else(|| l.strip_prefix("call")))
+        .filter(|rest| {
+            let rest = rest.trim_start();
+            let target = if rest.starts_with('(') { rest.split_once("),").map_or("", |(_, t)| t.trim_start()) } else { rest };
+            target.starts_with('%')
+        })
+        .count()
+}
+
+/// `kernel_panic!` formats its arguments without `core::fmt`: its formatter makes no indirect
+/// call, and the kernel keeps the registers of an ordinary panicking kernel.
+#[test]
+fn kernel_panic_formats_without_core_fmt() {
+    if !tools_or_skip("kernel_panic_formats_without_core_fmt") {
+        return;
+    }
+    let artifacts = build(false);
+    let ptx = std::fs::read_to_string(&artifacts.ptx[0].1).unwrap();
+    // The check itself works: core::fmt (reached by the std panic path) has indirect calls.
+    assert!(indirect_calls(&ptx) > 0, "expected core::fmt's indirect calls somewhere in the module");
+    let formatter = definitions(&ptx, "Message6format");
+    assert_eq!(formatter.len(), 1, "one definition of panic_args::Message::format");
+    for text in formatter.iter().chain(&definitions(&ptx, "___panic_with")) {
+        assert_eq!(indirect_calls(text), 0, "indirect call in\n{text}");
+    }
+    let resources = &artifacts.cubins[0].resources;
+    let registers = |kernel: &str| resources.iter().find(|r| r.kernel == kernel).unwrap_or_else(|| panic!("no {kernel} in {resources:?}")).registers;
+    assert!(registers("over_limit") < 128, "over_limit uses {} registers", registers("over_limit"));
+}

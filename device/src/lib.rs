@@ -24,6 +24,7 @@ pub mod math;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "80"))]
 pub mod mma;
 pub mod panic;
+pub mod panic_args;
 pub mod print;
 pub mod shared;
 pub mod sync;
