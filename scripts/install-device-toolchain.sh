@@ -6,10 +6,11 @@
 #      is there it installs Debian's packages (running `apt-get update` first when the package
 #      lists are empty or have no candidate), else `rustup component add rust-src` for the
 #      toolchain this repository builds with, else a rustup nightly with rust-src;
-#   2. NVIDIA's ptxas (PyPI's nvidia-cuda-nvcc), optional: for cubins and the PTX checks.
+#   2. NVIDIA's ptxas (PyPI's nvidia-cuda-nvcc), optional: for cubins and the PTX checks;
+#   3. nvdisasm (PyPI's nvidia-cuda-nvdisasm), optional: SASS listings for `ferrocuda-inspect sass`.
 # Safe to run again: each step checks first. It prints what it found and what it changed.
 #
-# Environment: FERROCUDA_SKIP_PTXAS=1 skips step 2; FERROCUDA_INSTALL_PREFER=rustup tries rustup
+# Environment: FERROCUDA_SKIP_PTXAS=1 skips steps 2 and 3, FERROCUDA_SKIP_NVDISASM=1 step 3; FERROCUDA_INSTALL_PREFER=rustup tries rustup
 # before apt. For tests (scripts/test-install-device-toolchain.sh):
 # FERROCUDA_INSTALL_ROOT=<dir> prefixes every system path the script checks or writes
 # (/usr/bin/rustc, /usr/lib/rustlib, /var/lib/apt/lists, /usr/local/bin/ptxas, ...).
@@ -159,6 +160,46 @@ elif found_ptxas=$(ptxas_path); then
   say "ptxas present: $found_ptxas"
 else
   install_ptxas
+fi
+
+# 3. nvdisasm: optional, for `ferrocuda-inspect sass`. PyPI's nvidia-cuda-nvdisasm starts at 13.2
+# (there is no 13.0 wheel); a newer disassembler reads older toolkits' cubins, so the oldest cu13
+# one is pinned. It lands in the same nvidia/cu13/bin as ptxas.
+nvdisasm_path() {
+  if [ -n "${FERROCUDA_NVDISASM:-}" ]; then echo "$FERROCUDA_NVDISASM"; return 0; fi
+  command -v nvdisasm 2>/dev/null && return 0
+  command -v cuobjdump 2>/dev/null && return 0
+  local candidate
+  for candidate in "$root/usr/local/bin/nvdisasm" "$root/usr/local/cuda/bin/nvdisasm"; do
+    if [ -x "$candidate" ]; then echo "$candidate"; return 0; fi
+  done
+  return 1
+}
+install_nvdisasm() {
+  command -v python3 >/dev/null && python3 -m pip --version >/dev/null 2>&1 || {
+    say "no nvdisasm and no pip: \`ferrocuda-inspect sass\` will ask for one"; return 0; }
+  say "installing nvdisasm from PyPI (nvidia-cuda-nvdisasm 13.2.51)"
+  python3 -m pip install -q nvidia-cuda-nvdisasm==13.2.51 || {
+    say "could not install nvdisasm (optional: only \`ferrocuda-inspect sass\` needs it)"; return 0; }
+  changed+=("pip install nvidia-cuda-nvdisasm==13.2.51")
+  local nvdisasm
+  nvdisasm=$(python3 -c 'import nvidia, os; print(next(os.path.join(p, "cu13/bin/nvdisasm") for p in nvidia.__path__ if os.path.exists(os.path.join(p, "cu13/bin/nvdisasm"))))') || {
+    say "nvidia-cuda-nvdisasm is installed but its nvdisasm was not found"; return 0; }
+  if as_root mkdir -p "$root/usr/local/bin" && as_root ln -sf "$nvdisasm" "$root/usr/local/bin/nvdisasm"; then
+    say "linked $root/usr/local/bin/nvdisasm -> $nvdisasm"
+    changed+=("ln -s $nvdisasm $root/usr/local/bin/nvdisasm")
+  else
+    mkdir -p "$HOME/.local/bin" && ln -sf "$nvdisasm" "$HOME/.local/bin/nvdisasm"
+    say "linked ~/.local/bin/nvdisasm -> $nvdisasm (make sure ~/.local/bin is on PATH)"
+    changed+=("ln -s $nvdisasm ~/.local/bin/nvdisasm")
+  fi
+}
+if [ "${FERROCUDA_SKIP_NVDISASM:-0}" = 1 ] || [ "${FERROCUDA_SKIP_PTXAS:-0}" = 1 ]; then
+  say "skipping nvdisasm"
+elif found_nvdisasm=$(nvdisasm_path); then
+  say "disassembler present: $found_nvdisasm"
+else
+  install_nvdisasm
 fi
 
 if [ ${#changed[@]} -eq 0 ]; then

@@ -10,13 +10,24 @@ use crate::BuildError;
 /// for it and every older one, so `#[cfg(ferrocuda_sm = "90")]` reads "sm_90 or newer".
 pub const KNOWN_ARCHS: &[u32] = &[70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 120, 121];
 
+/// The PTX architecture built when none is given: the oldest one CUDA 13's `ptxas` accepts
+/// (it rejects `sm_70` and `sm_72`), so the PTX runs on every GPU a CUDA 13 driver supports.
+pub const DEFAULT_PTX_ARCH: Arch = Arch::SM_75;
+
+/// Cubins compiled when no architecture is given (and `ptxas` is found): A100 and H100/H200
+/// start without a JIT step; other GPUs JIT-compile the [`DEFAULT_PTX_ARCH`] PTX.
+pub const DEFAULT_CUBIN_ARCHS: &[Arch] = &[Arch::SM_80, Arch::SM_90];
+
 /// A GPU architecture (`sm_XY`), at least `sm_70`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Arch(u32);
 
 impl Arch {
-    /// `sm_70`: the default; its PTX is JIT-compiled by the driver for every newer GPU.
+    /// `sm_70` (V100). CUDA 13's `ptxas` and drivers no longer compile for it.
     pub const SM_70: Arch = Arch(70);
+    /// `sm_75` (T4, RTX 20): the oldest architecture CUDA 13 compiles for, and the default PTX
+    /// target; its PTX is JIT-compiled by the driver for every newer GPU.
+    pub const SM_75: Arch = Arch(75);
     /// `sm_80` (A100).
     pub const SM_80: Arch = Arch(80);
     /// `sm_90` (H100, H200).

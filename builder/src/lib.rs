@@ -33,12 +33,12 @@ mod toolchain;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-pub use arch::{Arch, FmaContraction, KNOWN_ARCHS, check_cfg_lines};
-pub use artifacts::{Artifacts, Cubin, clean_ptx};
+pub use arch::{Arch, DEFAULT_CUBIN_ARCHS, DEFAULT_PTX_ARCH, FmaContraction, KNOWN_ARCHS, check_cfg_lines};
+pub use artifacts::{Artifacts, Cubin, clean_debug_ptx, clean_ptx};
 pub use env::BuildEnv;
 pub use error::BuildError;
 pub use inner_build::strip_ansi;
-pub use ptxas::{KernelResources, compile_cubin, find_ptxas, parse_resources};
+pub use ptxas::{DeviceDebug, KernelResources, compile_cubin, compile_cubin_with, find_ptxas, parse_resources};
 pub use toolchain::{DeviceToolchain, ToolchainSource};
 
 use inner_build::InnerBuild;
@@ -55,6 +55,7 @@ pub struct KernelBuilder {
     cubin_archs: Vec<Arch>,
     release: bool,
     line_info: bool,
+    debug_info: bool,
     fma: FmaContraction,
     cfgs: Vec<String>,
     target_dir: Option<PathBuf>,
@@ -71,6 +72,7 @@ impl KernelBuilder {
             cubin_archs: Vec::new(),
             release: true,
             line_info: true,
+            debug_info: false,
             fma: FmaContraction::Fast,
             cfgs: Vec::new(),
             target_dir: None,
@@ -79,7 +81,7 @@ impl KernelBuilder {
         }
     }
 
-    /// Adds a PTX target architecture (default: `sm_70` alone). Each one is a device build of
+    /// Adds a PTX target architecture (default: [`DEFAULT_PTX_ARCH`] alone). Each one is a device build of
     /// its own; the host loads the newest one the GPU can run. One PTX architecture plus
     /// [`cubin_arch`](Self::cubin_arch) for the GPUs you run on builds fastest.
     pub fn arch(mut self, arch: Arch) -> Self {
@@ -88,8 +90,8 @@ impl KernelBuilder {
     }
 
     /// Adds a cubin architecture, compiled by `ptxas` from the newest PTX not newer than it
-    /// (default: one cubin per PTX architecture that the installed `ptxas` supports). Ignored
-    /// when `ptxas` is not found.
+    /// (default: one cubin per PTX architecture given with [`arch`](Self::arch), or
+    /// [`DEFAULT_CUBIN_ARCHS`] when none was given). Ignored when `ptxas` is not found.
     pub fn cubin_arch(mut self, arch: Arch) -> Self {
         self.cubin_archs.push(arch);
         self
@@ -106,6 +108,26 @@ impl KernelBuilder {
     pub fn line_info(mut self, line_info: bool) -> Self {
         self.line_info = line_info;
         self
+    }
+
+    /// Full device debug information (default off): rustc's `-Cdebuginfo=2` and `ptxas -g`
+    /// (`--device-debug`), for cuda-gdb and for compute-sanitizer reports with inlined frames.
+    /// `ptxas -g` also turns off ptxas's optimisations, so the cubins are much slower; the
+    /// PTX itself stays optimised (set [`KernelBuilder::release`] to `false` for that too).
+    /// Line information ([`KernelBuilder::line_info`]) is enough for file:line in
+    /// compute-sanitizer and in Nsight Compute's source view, at no cost.
+    pub fn debug_info(mut self, debug_info: bool) -> Self {
+        self.debug_info = debug_info;
+        self
+    }
+
+    /// The `ptxas` debug level the options ask for.
+    pub fn device_debug(&self) -> DeviceDebug {
+        match (self.debug_info, self.line_info) {
+            (true, _) => DeviceDebug::Full,
+            (false, true) => DeviceDebug::LineInfo,
+            (false, false) => DeviceDebug::None,
+        }
     }
 
     /// Floating-point contraction policy (default [`FmaContraction::Fast`], as nvcc).
@@ -142,7 +164,16 @@ impl KernelBuilder {
 
     /// The PTX architectures that will be built.
     pub fn ptx_archs(&self) -> Vec<Arch> {
-        if self.ptx_archs.is_empty() { vec![Arch::SM_70] } else { sorted(&self.ptx_archs) }
+        if self.ptx_archs.is_empty() { vec![DEFAULT_PTX_ARCH] } else { sorted(&self.ptx_archs) }
+    }
+
+    /// The cubin architectures that will be compiled when `ptxas` is found.
+    pub fn cubin_archs(&self) -> Vec<Arch> {
+        match (self.cubin_archs.is_empty(), self.ptx_archs.is_empty()) {
+            (false, _) => sorted(&self.cubin_archs),
+            (true, false) => self.ptx_archs(),
+            (true, true) => DEFAULT_CUBIN_ARCHS.to_vec(),
+        }
     }
 
     /// The `RUSTFLAGS` of the device build for `arch` (they reach `core` too).
@@ -151,7 +182,9 @@ impl KernelBuilder {
         if self.fma == FmaContraction::Fast {
             flags.push("-Cllvm-args=-nvptx-fma-level=1".into());
         }
-        if self.line_info {
+        if self.debug_info {
+            flags.push("-Cdebuginfo=2".into());
+        } else if self.line_info {
             flags.push("-Cdebuginfo=line-tables-only".into());
         }
         for n in arch.cfg_values() {
@@ -202,6 +235,13 @@ impl KernelBuilder {
         let out_dir = std::path::absolute(&out_dir).unwrap_or(out_dir);
         let manifest = self.crate_dir.join("Cargo.toml");
         let crate_name = manifest::lib_crate_name(&manifest)?;
+        if self.env.var("DOCS_RS").is_some() {
+            // docs.rs has no device toolchain; the docs need only the host build, which
+            // compiles against an artifact list without kernels.
+            let list = out_dir.join("ferrocuda_artifacts.rs");
+            artifacts::write(&list, artifacts::empty_artifact_list(&crate_name).as_bytes())?;
+            return Ok(Artifacts { manifest: Some(list), ..Default::default() });
+        }
         let toolchain = DeviceToolchain::find(&self.env)?;
         let target_dir = self.target_dir.clone().unwrap_or_else(|| default_target_dir(&out_dir));
         let inner = InnerBuild { toolchain: &toolchain, manifest: &manifest, crate_name: &crate_name, release: self.release };
@@ -236,7 +276,7 @@ impl KernelBuilder {
                     sources.insert(self.crate_dir.clone());
                 }
             }
-            let ptx = clean_ptx(&raw);
+            let ptx = if self.debug_info { clean_debug_ptx(&raw) } else { clean_ptx(&raw) };
             let path = out_dir.join(format!("{crate_name}.{arch}.ptx"));
             artifacts::write(&path, ptx.as_bytes())?;
             artifacts.ptx.push((arch, path));
@@ -244,13 +284,13 @@ impl KernelBuilder {
 
         if let Some(ptxas) = find_ptxas(&self.env) {
             let defaults = self.cubin_archs.is_empty();
-            let wanted = if defaults { self.ptx_archs() } else { sorted(&self.cubin_archs) };
+            let wanted = self.cubin_archs();
             let cubins = in_parallel(wanted, |arch| {
                 let Some((_, ptx)) = artifacts.ptx.iter().rev().find(|(ptx_arch, _)| *ptx_arch <= arch) else {
                     return Err(BuildError::CubinWithoutPtx { arch });
                 };
                 let path = out_dir.join(format!("{crate_name}.{arch}.cubin"));
-                let resources = compile_cubin(&ptxas, ptx, arch, self.line_info, &path)?;
+                let resources = compile_cubin_with(&ptxas, ptx, arch, self.device_debug(), &path)?;
                 Ok(Cubin { arch, path, resources })
             });
             for cubin in cubins {
@@ -311,6 +351,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn debug_info_asks_rustc_and_ptxas_for_full_debug_information() {
+        let builder = KernelBuilder::new("x").debug_info(true);
+        let flags = builder.rustflags(Arch::SM_80);
+        assert!(flags.contains(&"-Cdebuginfo=2".to_string()) && !flags.iter().any(|f| f.contains("line-tables-only")));
+        assert_eq!(builder.device_debug(), DeviceDebug::Full);
+        assert_eq!(KernelBuilder::new("x").device_debug(), DeviceDebug::LineInfo);
+        assert_eq!(KernelBuilder::new("x").line_info(false).device_debug(), DeviceDebug::None);
+    }
+
+    /// Regression guard for docs.rs: without a device toolchain a documentation build
+    /// (`DOCS_RS` set) still gets an artifact list, with no kernels.
+    #[test]
+    fn docs_rs_builds_get_an_empty_artifact_list() {
+        let dir = std::env::temp_dir().join(format!("ferrocuda-docsrs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("Cargo.toml"), "[package]\nname = \"my-kernels\"\n").unwrap();
+        let env = BuildEnv::fixed([("DOCS_RS", "1"), ("FERROCUDA_DEVICE_RUSTC", "/nonexistent/rustc")]);
+        let artifacts = KernelBuilder::new(&dir).out_dir(&dir).env(env).build().unwrap();
+        let list = std::fs::read_to_string(artifacts.manifest.unwrap()).unwrap();
+        assert!(list.contains("pub const CRATE_NAME: &str = \"my_kernels\";"), "{list}");
+        assert!(list.contains("pub const PTX: &[(u32, &str)] = &[") && list.contains("RESOURCES"), "{list}");
+        assert!(artifacts.ptx.is_empty() && artifacts.toolchain.is_none());
+    }
+
+    #[test]
     fn rustflags_follow_options() {
         let builder = KernelBuilder::new("x").cfg("fast_math").fma(FmaContraction::Off).line_info(false);
         let flags = builder.rustflags(Arch::SM_90);
@@ -327,7 +392,9 @@ mod tests {
 
     #[test]
     fn default_and_requested_archs() {
-        assert_eq!(KernelBuilder::new("x").ptx_archs(), vec![Arch::SM_70]);
+        assert_eq!(KernelBuilder::new("x").ptx_archs(), vec![Arch::SM_75]);
+        assert_eq!(KernelBuilder::new("x").cubin_archs(), vec![Arch::SM_80, Arch::SM_90]);
+        assert_eq!(KernelBuilder::new("x").cubin_arch(Arch::SM_90).cubin_archs(), vec![Arch::SM_90]);
         let b = KernelBuilder::new("x").arch(Arch::SM_90).arch(Arch::SM_70).arch(Arch::SM_90);
         assert_eq!(b.ptx_archs(), vec![Arch::SM_70, Arch::SM_90]);
     }

@@ -39,12 +39,34 @@ pub fn find_ptxas(env: &BuildEnv) -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
+/// How much debug information `ptxas` puts into a cubin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceDebug {
+    /// None.
+    None,
+    /// Source lines only (`-lineinfo`): optimised code, file:line in tools.
+    LineInfo,
+    /// Full device debug information (`-g`): unoptimised SASS, for cuda-gdb.
+    Full,
+}
+
 /// Compiles `ptx` for `arch` into `cubin`, returning what `ptxas -v` reported per kernel.
 pub fn compile_cubin(ptxas: &Path, ptx: &Path, arch: Arch, line_info: bool, cubin: &Path) -> Result<Vec<KernelResources>, BuildError> {
+    compile_cubin_with(ptxas, ptx, arch, if line_info { DeviceDebug::LineInfo } else { DeviceDebug::None }, cubin)
+}
+
+/// [`compile_cubin`] with a choice of debug information.
+pub fn compile_cubin_with(ptxas: &Path, ptx: &Path, arch: Arch, debug: DeviceDebug, cubin: &Path) -> Result<Vec<KernelResources>, BuildError> {
     let mut command = Command::new(ptxas);
     command.arg(format!("-arch={arch}")).arg("-v").arg(ptx).arg("-o").arg(cubin);
-    if line_info {
-        command.arg("-lineinfo");
+    match debug {
+        DeviceDebug::None => {}
+        DeviceDebug::LineInfo => {
+            command.arg("-lineinfo");
+        }
+        DeviceDebug::Full => {
+            command.arg("-g");
+        }
     }
     let output = command.output().map_err(|e| BuildError::Io { what: format!("running {}", ptxas.display()), source: e })?;
     let log = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));

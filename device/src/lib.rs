@@ -6,7 +6,7 @@
 //!
 //! A kernel crate starts with:
 //! ```ignore
-//! #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx))]
+//! #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
 //! ferrocuda_device::embed_kernels!();
 //! ```
 #![cfg_attr(target_arch = "nvptx64", no_std)]
@@ -27,6 +27,7 @@ pub mod math;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "80"))]
 pub mod mma;
 pub mod panic;
+pub mod panic_args;
 pub mod print;
 pub mod shared;
 pub mod sync;

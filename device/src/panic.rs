@@ -102,11 +102,21 @@ mod device {
     #[inline(never)]
     #[cold]
     fn panic(info: &PanicInfo) -> ! {
-        use crate::thread::*;
         let (file, line, column) = info.location().map(|l| (l.file(), l.line(), l.column())).unwrap_or(("<unknown>", 0, 0));
         // Only a message without arguments is kept: formatting one would pull `core::fmt`
         // (indirect calls) into the module, and ptxas then gives every kernel 255 registers.
-        let message = info.message().as_str().unwrap_or("(formatted message; its arguments are not available on the GPU)");
+        // `kernel_panic!` (panic_args.rs) keeps integer and float arguments.
+        let message = info.message().as_str().unwrap_or("(formatted message; its arguments are not available on the GPU: use ferrocuda_device::kernel_panic!)");
+        __report(message.as_bytes(), file, line, column)
+    }
+
+    /// Records and prints a panic of this thread, then traps (the panic handler and
+    /// `kernel_panic!` end here).
+    #[doc(hidden)]
+    #[inline(never)]
+    #[cold]
+    pub fn __report(message: &[u8], file: &str, line: u32, column: u32) -> ! {
+        use crate::thread::*;
         let kernel = kernel_name();
         let block = [block_idx_x(), block_idx_y(), block_idx_z()];
         let thread = [thread_idx_x(), thread_idx_y(), thread_idx_z()];
@@ -130,7 +140,7 @@ mod device {
                 (&raw mut (*r).thread).write_volatile(thread);
                 write_field((&raw mut (*r).kernel).cast(), 64, kernel);
                 write_field((&raw mut (*r).file).cast(), 192, file.as_bytes());
-                write_field((&raw mut (*r).message).cast(), 256, message.as_bytes());
+                write_field((&raw mut (*r).message).cast(), 256, message);
                 crate::sync::fence_system();
                 (&raw mut (*r).state).write_volatile(RECORD_COMPLETE);
                 crate::sync::fence_system();
@@ -143,7 +153,7 @@ mod device {
         unsafe {
             write_field(kernel_text.as_mut_ptr(), 64, kernel);
             write_field(file_text.as_mut_ptr(), 192, file.as_bytes());
-            write_field(message_text.as_mut_ptr(), 256, message.as_bytes());
+            write_field(message_text.as_mut_ptr(), 256, message);
         }
         #[repr(C)]
         struct Args {
@@ -168,7 +178,7 @@ mod device {
 }
 
 #[cfg(target_arch = "nvptx64")]
-pub use device::__enter_kernel;
+pub use device::{__enter_kernel, __report};
 
 /// On the host (CPU executor) the kernel name comes from the executor itself.
 #[cfg(not(target_arch = "nvptx64"))]

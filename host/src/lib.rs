@@ -25,6 +25,7 @@ mod panic_report;
 mod ptx_version;
 
 mod context;
+pub mod cufft;
 mod device;
 mod embedded;
 mod event;

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Checks that every published crate of the workspace packages for crates.io:
+#   - metadata: description, license, repository, readme, [package.metadata.docs.rs];
+#   - the .crate holds LICENSE-MIT, LICENSE-APACHE and its README;
+#   - `cargo package` succeeds for all of them together (versions on every path dependency);
+#   - `cargo package` with verification (an unpacked build of each .crate) for the crates
+#     whose build does not compile kernels.
+# Crates with `publish = false` (benchmarks, test fixtures, templates) are skipped.
+#
+# Why some crates are packaged with --no-verify: verification builds the unpacked .crate, and
+# for a kernel crate (gpu-kernels, and the `ferrocuda` facade that depends on it) that runs
+# ferrocuda-builder's device build, a second cargo on the unpacked manifest. That inner cargo
+# cannot see cargo package's local registry of the not-yet-published ferrocuda crates, so it
+# cannot resolve `ferrocuda-device = "0.1"` until those are on crates.io. Their host builds
+# are what the workspace tests compile anyway.
+# VERIFY=0 skips the verification step (it compiles the verified crates once more).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+fail() { echo "check-packaging: $*" >&2; exit 1; }
+
+meta=$(cargo metadata --no-deps --format-version 1)
+mapfile -t published < <(python3 -c '
+import json, sys
+for p in json.load(sys.stdin)["packages"]:
+    if p["publish"] != []:
+        print(p["name"])' <<<"$meta")
+mapfile -t unpublished < <(python3 -c '
+import json, sys
+for p in json.load(sys.stdin)["packages"]:
+    if p["publish"] == []:
+        print(p["name"])' <<<"$meta")
+echo "check-packaging: published: ${published[*]}; not published: ${unpublished[*]:-none}"
+
+# Metadata crates.io and docs.rs use.
+CARGO_METADATA="$meta" python3 - "${published[@]}" <<'PY' || fail "missing metadata (see above)"
+import json, os, sys
+packages = {p["name"]: p for p in json.loads(os.environ["CARGO_METADATA"])["packages"]}
+bad = False
+for name in sys.argv[1:]:
+    p = packages[name]
+    for field in ("description", "license", "repository", "readme"):
+        if not p.get(field):
+            print(f"{name}: no `{field}` in Cargo.toml"); bad = True
+    if "rs" not in ((p.get("metadata") or {}).get("docs") or {}):
+        print(f"{name}: no [package.metadata.docs.rs]"); bad = True
+sys.exit(1 if bad else 0)
+PY
+
+# What each .crate contains.
+for crate in "${published[@]}"; do
+  list=$(cargo package --list --allow-dirty -p "$crate" 2>/dev/null) || fail "cargo package --list -p $crate failed"
+  for file in LICENSE-MIT LICENSE-APACHE README.md; do
+    grep -qx "$file" <<<"$list" || fail "$crate: $file is not in the package (add it, or a symlink to the root one, beside its Cargo.toml)"
+  done
+done
+
+# Everything together: path dependencies resolve to the packages being made.
+excludes=()
+for crate in "${unpublished[@]}"; do excludes+=(--exclude "$crate"); done
+cargo package --workspace "${excludes[@]}" --no-verify --allow-dirty
+
+# Verified builds of the crates that do not build kernels.
+if [ "${VERIFY:-1}" = 1 ]; then
+  verify=()
+  for crate in "${published[@]}"; do
+    case "$crate" in ferrocuda|gpu-kernels) ;; *) verify+=(-p "$crate") ;; esac
+  done
+  cargo package "${verify[@]}" --allow-dirty
+fi
+echo "check-packaging: ${#published[@]} crates package"
