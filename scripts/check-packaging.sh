@@ -8,7 +8,7 @@
 # Crates with `publish = false` (benchmarks, test fixtures, templates) are skipped.
 #
 # Why some crates are packaged with --no-verify: verification builds the unpacked .crate, and
-# for a kernel crate (gpu-kernels, and the `ferrocuda` facade that depends on it) that runs
+# for a kernel crate (ferrocuda-collectives-kernels, and ferrocuda-collectives on it) that runs
 # ferrocuda-builder's device build, a second cargo on the unpacked manifest. That inner cargo
 # cannot see cargo package's local registry of the not-yet-published ferrocuda crates, so it
 # cannot resolve `ferrocuda-device = "0.1"` until those are on crates.io. Their host builds
@@ -64,7 +64,7 @@ cargo package --workspace "${excludes[@]}" --no-verify --allow-dirty
 if [ "${VERIFY:-1}" = 1 ]; then
   verify=()
   for crate in "${published[@]}"; do
-    case "$crate" in ferrocuda|gpu-kernels) ;; *) verify+=(-p "$crate") ;; esac
+    case "$crate" in ferrocuda-collectives|ferrocuda-collectives-kernels) ;; *) verify+=(-p "$crate") ;; esac
   done
   cargo package "${verify[@]}" --allow-dirty
 fi
