@@ -10,7 +10,7 @@ use ferrocuda::cufft::{C2C, Complex, Plan, R2C, cufft_present, cufft_version};
 use ferrocuda::{Context, DeviceBuffer, Stream};
 
 fn main() -> ExitCode {
-    ferrocuda::exit_code(run())
+    ferrocuda_test_support::exit_code(run())
 }
 
 fn run() -> ferrocuda::Result<()> {

@@ -13,7 +13,7 @@ use ferrocuda::{Context, DeviceBuffer, Stream};
 fn gpu_with_cufft(test: &str) -> Option<(Context, Stream)> {
     let context = common::gpu_or_skip(test)?;
     if !cufft_present() {
-        assert!(!ferrocuda::gpu_required(), "REQUIRE_GPU=1 but cuFFT could not be loaded: {}", cufft_version().unwrap_err());
+        assert!(!ferrocuda_test_support::gpu_required(), "REQUIRE_GPU=1 but cuFFT could not be loaded: {}", cufft_version().unwrap_err());
         eprintln!("SKIPPED {test}: {}", cufft_version().unwrap_err());
         return None;
     }
