@@ -38,6 +38,7 @@ pub use artifacts::{Artifacts, Cubin, clean_debug_ptx, clean_ptx};
 pub use env::BuildEnv;
 pub use error::BuildError;
 pub use inner_build::strip_ansi;
+pub use manifest::lib_crate_name;
 pub use ptxas::{DeviceDebug, KernelResources, compile_cubin, compile_cubin_with, find_ptxas, parse_resources};
 pub use toolchain::{DeviceToolchain, ToolchainSource};
 

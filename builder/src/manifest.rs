@@ -4,10 +4,10 @@ use std::path::Path;
 
 use crate::BuildError;
 
-/// The crate name of the library in `manifest`: `[lib] name` if given, else `[package] name`
+/// The crate name of the library in the `Cargo.toml` at `manifest`: `[lib] name` if given, else `[package] name`
 /// with `-` replaced by `_` (cargo's rule). A minimal reader: the first `name = "..."` line of
 /// each table.
-pub(crate) fn lib_crate_name(manifest: &Path) -> Result<String, BuildError> {
+pub fn lib_crate_name(manifest: &Path) -> Result<String, BuildError> {
     let text = std::fs::read_to_string(manifest).map_err(|e| BuildError::Io { what: format!("reading {}", manifest.display()), source: e })?;
     let (mut package, mut lib) = (None, None);
     let mut table = String::new();

@@ -138,7 +138,7 @@ pub struct BuildOptions {
 
 /// Builds the kernel crate in `crate_dir` with `ferrocuda-builder`, into
 /// `<target>/ferrocuda-inspect/<crate>`; the inner cargo reuses the target directory that the
-/// crate's own build script uses (`<target>/ferrocuda-device/<crate>`), so a crate that was
+/// crate's own build script uses (`<target>/ferrocuda-device`), so a crate that was
 /// built before rebuilds in about a second.
 pub fn build_crate(crate_dir: &Path, options: &BuildOptions) -> Result<Build, SourceError> {
     let manifest = crate_dir.join("Cargo.toml");
@@ -147,10 +147,11 @@ pub fn build_crate(crate_dir: &Path, options: &BuildOptions) -> Result<Build, So
     }
     let crate_dir = crate_dir.canonicalize().map_err(|e| SourceError(format!("{}: {e}", crate_dir.display())))?;
     let target = target_dir(&crate_dir);
-    let name = package_name(&manifest)?.replace('-', "_");
+    // The library's crate name, as the crate's own build names its artifacts.
+    let name = ferrocuda_builder::lib_crate_name(&manifest).map_err(|e| SourceError(e.to_string()))?;
     let out_dir = target.join("ferrocuda-inspect").join(&name);
     std::fs::create_dir_all(&out_dir).map_err(|e| SourceError(format!("creating {}: {e}", out_dir.display())))?;
-    let mut builder = KernelBuilder::new(&crate_dir).out_dir(&out_dir).target_dir(target.join("ferrocuda-device").join(&name));
+    let mut builder = KernelBuilder::new(&crate_dir).out_dir(&out_dir).target_dir(target.join("ferrocuda-device"));
     for &arch in &options.ptx_archs {
         builder = builder.arch(arch);
     }
@@ -162,20 +163,6 @@ pub fn build_crate(crate_dir: &Path, options: &BuildOptions) -> Result<Build, So
     }
     builder.build().map_err(|e| SourceError(format!("building {}: {e}", crate_dir.display())))?;
     Build::read(&out_dir)
-}
-
-/// The `name` in the `[package]` table of `manifest`.
-fn package_name(manifest: &Path) -> Result<String, SourceError> {
-    let text = std::fs::read_to_string(manifest).map_err(|e| SourceError(format!("reading {}: {e}", manifest.display())))?;
-    let mut in_package = false;
-    for line in text.lines().map(str::trim) {
-        if line.starts_with('[') {
-            in_package = line == "[package]";
-        } else if in_package && let Some(value) = line.strip_prefix("name") {
-            return Ok(value.trim_start().trim_start_matches('=').trim().trim_matches('"').to_string());
-        }
-    }
-    Err(SourceError(format!("{} has no [package] name", manifest.display())))
 }
 
 /// The target directory of the workspace that holds `crate_dir`: `CARGO_TARGET_DIR`, else

@@ -123,7 +123,8 @@ fn lists_and_disassembles_the_example_kernel_crate() {
     if !have_ptxas("lists_and_disassembles_the_example_kernel_crate") || !have_device_toolchain("lists_and_disassembles_the_example_kernel_crate") {
         return;
     }
-    let crate_dir = workspace().join("gpu-kernels");
+    // The example kernels are the root package's library (`gpu_kernels`, in gpu-kernels/src).
+    let crate_dir = workspace();
     let (status, out, err) = inspect(&[crate_dir.to_str().unwrap(), "--arch", "sm_90"]);
     assert_eq!(status, 0, "{err}");
     assert!(out.starts_with("gpu_kernels: ") && out.contains("sm_90 from gpu_kernels.sm_90.ptx"), "{out}");
@@ -132,8 +133,11 @@ fn lists_and_disassembles_the_example_kernel_crate() {
     assert!((8..=32).contains(&registers), "saxpy should need few registers:\n{out}");
     assert_eq!(saxpy[2], "0/0", "{out}");
     assert!(saxpy[7].starts_with("100% (8 blk"), "{out}");
-    assert_eq!(row(&out, "dynamic_shared_sum")[5], "yes (0)", "{out}");
-    assert_eq!(row(&out, "histogram_256")[5], "-", "{out}");
+    // Dynamic shared memory is shown for the kernels that declare it (test fixtures).
+    let (status, fixtures, err) = inspect(&[workspace().join("tests/kernels").to_str().unwrap(), "--arch", "sm_90"]);
+    assert_eq!(status, 0, "{err}");
+    assert_eq!(row(&fixtures, "dynamic_shared_sum")[5], "yes (0)", "{fixtures}");
+    assert_eq!(row(&fixtures, "histogram_256")[5], "-", "{fixtures}");
 
     // The same build read back from its artifact list, without rebuilding.
     let out_dir = workspace().join("target/ferrocuda-inspect/gpu_kernels");

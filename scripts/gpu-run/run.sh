@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Runs the staged GPU checks (see stage.sh) on a GPU machine: every GPU-facing test binary with
+# REQUIRE_GPU=1 (so nothing skips silently), the examples, the main job and the benchmark,
+# and prints a summary. Logs go to $OUT (or ./out). NVLink multicast stays off for NCCL.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+out=${OUT:-$here/out}
+mkdir -p "$out"
+work=$(mktemp -d)
+tar -xJf "$here/bins.tar.xz" -C "$work"
+cd "$work/bin"
+export REQUIRE_GPU=1 NCCL_NVLS_ENABLE=0 RUST_BACKTRACE=1
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; echo "commit $(cat "$here/commit.txt" 2>/dev/null)"; } | tee "$out/gpus.txt"
+summary="$out/summary.txt"; : > "$summary"
+run() { # name, timeout, command...
+  local name=$1 limit=$2; shift 2
+  local start=$(date +%s)
+  timeout "$limit" "$@" > "$out/$name.log" 2>&1; local rc=$?
+  local results=$(grep -E '^test result' "$out/$name.log" | sed -E 's/test result: //; s/; finished.*//' | tr '\n' ' ')
+  printf '%-26s rc=%-3s %4ss %s\n' "$name" "$rc" "$(( $(date +%s) - start ))" "${results:0:110}" | tee -a "$summary"
+}
+gpu_tests=(gpu_soundness gpu_streams gpu_contexts gpu_kernels gpu_fault gpu_multi_gpu gpu_cublas gpu_cufft gpu_nccl
+  launch_kinds launch_modules launch_no_alloc kernel_model cpu_executor cpu_device_lib cpu_main_job nccl_loading)
+for t in "${gpu_tests[@]}"; do
+  [ -x "$t" ] && run "$t" 150 "./$t" --test-threads=1
+done
+for e in contexts streams_events graphs cublas_interop modules cufft module_load launch_overhead; do
+  [ -x "ex_$e" ] && run "ex_$e" 120 "./ex_$e"
+done
+run main_job 120 ./ferrocuda
+run bench 300 ./ferrocuda-bench
+echo "---- failed tests:" | tee -a "$summary"
+grep -h -E "^test .* FAILED|^SKIPPED" "$out"/*.log | sort | uniq | head -40 | tee -a "$summary"
+echo "---- launch overhead:" | tee -a "$summary"
+grep -E "typed - raw|buffer" "$out/ex_launch_overhead.log" | tail -8 | tee -a "$summary"
+echo "---- module load:" | tee -a "$summary"
+grep -E "JIT|load" "$out/ex_module_load.log" | tee -a "$summary"
+echo "---- main job:" | tee -a "$summary"
+tail -12 "$out/main_job.log" | tee -a "$summary"
+rm -rf "$work"

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Stages everything the GPU checks need into one folder, for a GPU machine without cargo:
+# the workspace's test binaries, the examples, the main job and the benchmark, built here, plus
+# run.sh beside them. Usage: scripts/gpu-run/stage.sh <dest> (e.g. .device-bin/final, a folder
+# that git ignores), then on the GPU machine: `cd <dest> && ./run.sh` (logs in $OUT or ./out).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+dest=${1:?usage: stage.sh <dest>}
+mkdir -p "$dest"
+dest=$(cd "$dest" && pwd)
+cd "$root"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/bin"
+
+# Test binaries: `cargo test --no-run` prints each executable in its JSON messages.
+cargo test --release --workspace --no-run --message-format=json 2>/dev/null |
+  python3 -c '
+import json, sys, shutil
+for line in sys.stdin:
+    try: m = json.loads(line)
+    except ValueError: continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
+        kind = m["target"]["kind"][0]
+        name = m["target"]["name"] if kind == "test" else m["target"]["name"] + "-unit"
+        shutil.copy(m["executable"], sys.argv[1] + "/" + name)
+' "$work/bin"
+# The examples, the main job and the benchmark.
+cargo build --release --workspace --examples --bins --message-format=json 2>/dev/null |
+  python3 -c '
+import json, sys, shutil
+for line in sys.stdin:
+    try: m = json.loads(line)
+    except ValueError: continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable"):
+        kind = m["target"]["kind"][0]
+        name = ("ex_" if kind == "example" else "") + m["target"]["name"]
+        shutil.copy(m["executable"], sys.argv[1] + "/" + name)
+' "$work/bin"
+tar -C "$work" -cJf "$dest/bins.tar.xz" bin
+cp "$root/scripts/gpu-run/run.sh" "$dest/run.sh"
+git -C "$root" rev-parse HEAD > "$dest/commit.txt"
+echo "staged $(ls "$work/bin" | wc -l) binaries of $(cat "$dest/commit.txt") in $dest ($(du -sh "$dest" | cut -f1))"
