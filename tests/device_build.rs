@@ -229,6 +229,24 @@ fn device_printing_and_panics_do_not_inflate_registers() {
     assert!(print.contains("vprintf"), "println! is one vprintf call");
 }
 
+/// Regression: `dynamic_shared_sum` (launched with 1024 threads per block by cpu_device_lib)
+/// reached 75 registers after the kernel model's `AtomicSlice` bounds check formatted its
+/// panic message with `core::fmt` and the panic handler called a second non-inlined function;
+/// over 64 registers a 1024-thread block cannot launch (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES).
+#[test]
+fn a_kernel_launched_with_1024_threads_fits_in_64_registers() {
+    let resources: Vec<_> = test_kernels::KERNELS.resources.iter().filter(|r| r.kernel == "dynamic_shared_sum").collect();
+    if resources.is_empty() {
+        assert!(std::env::var("REQUIRE_PTXAS").as_deref() != Ok("1"), "REQUIRE_PTXAS=1 but the kernels were built without ptxas");
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "SKIPPED a_kernel_launched_with_1024_threads_fits_in_64_registers: built without ptxas");
+        return;
+    }
+    for r in resources {
+        assert!(r.registers <= 64, "sm_{} dynamic_shared_sum: {} registers; 1024 threads per block need <= 64", r.arch, r.registers);
+    }
+}
+
 #[test]
 fn code_for_newer_gpus_is_built_only_for_them() {
     let sm80 = test_kernels::KERNELS.ptx_for(80).unwrap();

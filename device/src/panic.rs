@@ -107,15 +107,23 @@ mod device {
         // (indirect calls) into the module, and ptxas then gives every kernel 255 registers.
         // `kernel_panic!` (panic_args.rs) keeps integer and float arguments.
         let message = info.message().as_str().unwrap_or("(formatted message; its arguments are not available on the GPU: use ferrocuda_device::kernel_panic!)");
-        __report(message.as_bytes(), file, line, column)
+        report(message.as_bytes(), file, line, column)
     }
 
-    /// Records and prints a panic of this thread, then traps (the panic handler and
-    /// `kernel_panic!` end here).
+    /// Records and prints a panic of this thread, then traps: what `kernel_panic!` calls.
     #[doc(hidden)]
     #[inline(never)]
     #[cold]
     pub fn __report(message: &[u8], file: &str, line: u32, column: u32) -> ! {
+        report(message, file, line, column)
+    }
+
+    /// The body of the panic handler and of [`__report`], inlined into each so that the panic
+    /// handler stays one function: a call from it to a second non-inlined function raised the
+    /// register count ptxas gives every kernel with a panic path (52 to 75 for
+    /// `dynamic_shared_sum`, which then no longer launched with 1024 threads).
+    #[inline(always)]
+    fn report(message: &[u8], file: &str, line: u32, column: u32) -> ! {
         use crate::thread::*;
         let kernel = kernel_name();
         let block = [block_idx_x(), block_idx_y(), block_idx_z()];
