@@ -11,22 +11,31 @@
 # others are using, wall time is the less reliable of the two.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-target=${FERROCUDA_MEASURE_TARGET:-$(mktemp -d /tmp/ferrocuda-measure.XXXXXX)}
+# A directory cargo creates itself, so that it holds cargo's CACHEDIR.TAG (where the builder
+# puts the shared device build, target/ferrocuda-device).
+scratch=${FERROCUDA_MEASURE_DIR:-$(mktemp -d /tmp/ferrocuda-measure.XXXXXX)}
+mkdir -p "$scratch"
+target=$scratch/target
+rm -rf "$target"
 export CARGO_TARGET_DIR=$target
 kernels=gpu-kernels/src/lib.rs
-cp "$kernels" "$target/kernels.rs.bak"
-trap 'cp "$target/kernels.rs.bak" "$kernels"; [ -n "${FERROCUDA_MEASURE_TARGET:-}" ] || rm -rf "$target"' EXIT
+cp "$kernels" "$scratch/kernels.rs.bak"
+trap 'cp "$scratch/kernels.rs.bak" "$kernels"; [ -n "${FERROCUDA_MEASURE_DIR:-}" ] || rm -rf "$scratch"' EXIT
 
 measure() {   # prints "<wall> <cpu>" in seconds for one build
-  local start end before after
-  before=$(awk '{print $16 + $17}' /proc/$BASHPID/stat)
+  local start end before after stat
+  # cutime + cstime of this shell (fields 16 and 17), read without starting a subshell.
+  read -ra stat </proc/$BASHPID/stat
+  before=$((stat[15] + stat[16]))
   start=$(date +%s.%N)
-  cargo build --release --lib -q >/dev/null 2>"$target/last.log" || { cat "$target/last.log" >&2; exit 1; }
+  cargo build --release --lib -q >/dev/null 2>"$scratch/last.log" || { cat "$scratch/last.log" >&2; exit 1; }
   end=$(date +%s.%N)
-  after=$(awk '{print $16 + $17}' /proc/$BASHPID/stat)
+  read -ra stat </proc/$BASHPID/stat
+  after=$((stat[15] + stat[16]))
   awk -v s="$start" -v e="$end" -v b="$before" -v a="$after" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%6.1f s wall %6.1f s CPU", e - s, (a - b) / hz }'
 }
 clean=$(measure)
+[ -d "$target/ferrocuda-device" ] || { echo "no $target/ferrocuda-device: the device build went elsewhere" >&2; exit 1; }
 rm -rf "$target/ferrocuda-device"; touch "$kernels"
 device=$(measure)
 noop=$(measure)

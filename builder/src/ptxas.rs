@@ -101,10 +101,7 @@ pub fn parse_resources(log: &str) -> Vec<KernelResources> {
 
 /// The number just before `label` in `line` ("Used 10 registers" -> 10), or 0.
 fn number_before(line: &str, label: &str) -> u32 {
-    line.find(label)
-        .and_then(|at| line[..at].split([' ', ',']).rev().find(|w| !w.is_empty()))
-        .and_then(|word| word.parse().ok())
-        .unwrap_or(0)
+    line.find(label).and_then(|at| line[..at].split([' ', ',']).rev().find(|w| !w.is_empty())).and_then(|word| word.parse().ok()).unwrap_or(0)
 }
 
 #[cfg(test)]
