@@ -18,6 +18,7 @@
 
 mod env;
 mod error;
+mod launch_bounds;
 mod ptxas;
 mod toolchain;
 
@@ -29,6 +30,7 @@ use std::str::FromStr;
 
 pub use env::BuildEnv;
 pub use error::BuildError;
+pub use launch_bounds::apply_launch_bounds;
 pub use ptxas::{KernelResources, compile_cubin, find_ptxas, parse_resources};
 pub use toolchain::{DeviceToolchain, ToolchainSource};
 
@@ -39,21 +41,33 @@ pub const TARGET: &str = "nvptx64-nvidia-cuda";
 /// for it and every older one, so `#[cfg(ferrocuda_sm = "90")]` reads "sm_90 or newer".
 pub const KNOWN_ARCHS: &[u32] = &[70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 120, 121];
 
-/// A GPU architecture (`sm_XY`), at least `sm_70`.
+/// A GPU architecture (`sm_XY`), at least `sm_70`, optionally arch-specific (`sm_90a`).
+///
+/// An arch-specific target (`a` suffix) enables instructions that only that exact GPU
+/// generation has (`wgmma`, `setmaxnreg` on sm_90a); its PTX and cubins run on that generation
+/// alone. It orders just after its plain twin (`sm_90 < sm_90a < sm_100`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Arch(u32);
+pub struct Arch(u32, bool);
 
 impl Arch {
     /// `sm_70`: the default; its PTX is JIT-compiled by the driver for every newer GPU.
-    pub const SM_70: Arch = Arch(70);
+    pub const SM_70: Arch = Arch(70, false);
     /// `sm_80` (A100).
-    pub const SM_80: Arch = Arch(80);
+    pub const SM_80: Arch = Arch(80, false);
     /// `sm_90` (H100, H200).
-    pub const SM_90: Arch = Arch(90);
+    pub const SM_90: Arch = Arch(90, false);
+    /// `sm_90a`: H100/H200 with the Hopper-only instructions (`wgmma`, `setmaxnreg`). Its
+    /// device build also sets `ferrocuda_sm = "90a"` and emits PTX ISA 8.3.
+    pub const SM_90A: Arch = Arch(90, true);
 
-    /// The number after `sm_` (70 for `sm_70`).
+    /// The number after `sm_` (70 for `sm_70`, 90 for `sm_90a`).
     pub fn number(self) -> u32 {
         self.0
+    }
+
+    /// Whether this is an arch-specific target (`sm_90a`).
+    pub fn is_arch_specific(self) -> bool {
+        self.1
     }
 
     /// `ferrocuda_sm` values for this architecture: itself and every older known one.
@@ -64,22 +78,26 @@ impl Arch {
 
 impl fmt::Display for Arch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "sm_{}", self.0)
+        write!(f, "sm_{}{}", self.0, if self.1 { "a" } else { "" })
     }
 }
 
 impl FromStr for Arch {
     type Err = BuildError;
 
-    /// Accepts `sm_90`, `compute_90` or `90`.
+    /// Accepts `sm_90`, `compute_90` or `90`, each with an optional `a` suffix (`sm_90a`).
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let digits = text.trim_start_matches("sm_").trim_start_matches("compute_");
+        let (digits, specific) = match digits.strip_suffix('a') {
+            Some(digits) => (digits, true),
+            None => (digits, false),
+        };
         let bad = || BuildError::BadArch { given: text.to_string() };
         let number: u32 = digits.parse().map_err(|_| bad())?;
-        if number < 70 {
+        if number < 70 || (specific && number < 90) {
             return Err(bad());
         }
-        Ok(Arch(number))
+        Ok(Arch(number, specific))
     }
 }
 
@@ -227,6 +245,13 @@ impl KernelBuilder {
             flags.push("--cfg".into());
             flags.push(format!("ferrocuda_sm=\"{n}\""));
         }
+        if arch.is_arch_specific() {
+            // `ferrocuda_sm = "90a"` gates wgmma/setmaxnreg; PTX ISA 8.3 (rustc's default for
+            // sm_90a is 8.0) adds `fence.proxy.tensormap` for tensor maps in global memory.
+            flags.push("--cfg".into());
+            flags.push(format!("ferrocuda_sm=\"{}a\"", arch.number()));
+            flags.push("-Ctarget-feature=+ptx83".into());
+        }
         for cfg in &self.cfgs {
             flags.push("--cfg".into());
             flags.push(cfg.clone());
@@ -283,7 +308,7 @@ impl KernelBuilder {
         for build in builds {
             let (arch, raw, arch_sources) = build?;
             sources.extend(arch_sources);
-            let ptx = clean_ptx(&raw);
+            let ptx = apply_launch_bounds(&clean_ptx(&raw));
             let path = out_dir.join(format!("{crate_name}.{arch}.ptx"));
             write(&path, ptx.as_bytes())?;
             artifacts.ptx.push((arch, path));
@@ -377,7 +402,8 @@ fn forward_warnings(diagnostics: &str) {
     let plain = strip_ansi(diagnostics);
     let mut lines = plain.lines().peekable();
     while let Some(line) = lines.next() {
-        if line.starts_with("warning:") && !line.contains("generated") {
+        // `+ptx83` (set for arch-specific targets) is "unstable" to rustc but understood by LLVM.
+        if line.starts_with("warning:") && !line.contains("generated") && !line.contains("`ptx83`") {
             let location = lines.peek().map(|l| l.trim()).filter(|l| l.starts_with("-->")).unwrap_or("");
             println!("cargo:warning=device build: {line} {location}");
         }
@@ -551,6 +577,10 @@ mod tests {
         assert_eq!("sm_90".parse::<Arch>().unwrap(), Arch::SM_90);
         assert_eq!("compute_80".parse::<Arch>().unwrap(), Arch::SM_80);
         assert_eq!("75".parse::<Arch>().unwrap().to_string(), "sm_75");
+        assert_eq!("sm_90a".parse::<Arch>().unwrap(), Arch::SM_90A);
+        assert_eq!(Arch::SM_90A.to_string(), "sm_90a");
+        assert!(Arch::SM_90 < Arch::SM_90A && Arch::SM_90A < "sm_100".parse().unwrap());
+        assert!("sm_80a".parse::<Arch>().is_err());
         let err = "sm_61".parse::<Arch>().unwrap_err().to_string();
         assert!(err.contains("sm_61") && err.contains("sm_70"), "{err}");
         assert!("gfx90a".parse::<Arch>().is_err());
@@ -571,6 +601,11 @@ mod tests {
         assert!(!flags.iter().any(|f| f.contains("debuginfo")));
         assert!(flags.windows(2).any(|w| w == ["--cfg", "fast_math"]));
         assert!(flags.windows(2).any(|w| w == ["--cfg", "ferrocuda_sm=\"90\""]));
+        let specific = KernelBuilder::new("x").rustflags(Arch::SM_90A);
+        assert_eq!(specific[0], "-Ctarget-cpu=sm_90a");
+        assert!(specific.windows(2).any(|w| w == ["--cfg", "ferrocuda_sm=\"90a\""]));
+        assert!(specific.windows(2).any(|w| w == ["--cfg", "ferrocuda_sm=\"90\""]));
+        assert!(specific.contains(&"-Ctarget-feature=+ptx83".to_string()));
         let default = KernelBuilder::new("x").rustflags(Arch::SM_70);
         assert!(default.contains(&"-Cllvm-args=-nvptx-fma-level=1".to_string()));
         assert!(default.contains(&"-Cdebuginfo=line-tables-only".to_string()));

@@ -20,7 +20,11 @@ pub mod cpu;
 #[cfg(not(target_arch = "nvptx64"))]
 #[doc(hidden)]
 pub mod emu;
+pub mod half;
+pub mod launch_bounds;
 pub mod math;
+#[cfg(all(target_arch = "nvptx64", ferrocuda_sm = "90"))]
+pub mod mbarrier;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "80"))]
 pub mod mma;
 pub mod panic;
@@ -28,7 +32,13 @@ pub mod print;
 pub mod shared;
 pub mod sync;
 pub mod thread;
+#[cfg(all(target_arch = "nvptx64", ferrocuda_sm = "90"))]
+pub mod tma;
 pub mod warp;
+#[cfg(all(target_arch = "nvptx64", ferrocuda_sm = "90"))]
+pub mod warpgroup;
+#[cfg(all(target_arch = "nvptx64", ferrocuda_sm = "90a"))]
+pub mod wgmma;
 
 pub use shared::{SharedArray, SharedSlice, dynamic_shared};
 

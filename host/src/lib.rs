@@ -22,6 +22,7 @@ mod panic_report;
 mod pinned;
 mod ptx_version;
 mod stream;
+mod tensor_map;
 mod view;
 
 pub use bytemuck::Pod;
@@ -42,6 +43,7 @@ pub use module::{Global, JitFallback, JitOptions, Module, ReloadableModule};
 pub use pinned::PinnedBuffer;
 pub use ptx_version::{PtxHeader, ptx_isa_of_driver};
 pub use stream::{Event, Stream, StreamOrdering};
+pub use tensor_map::{TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
 pub use view::{DevicePtr, DeviceRead, DeviceView, DeviceViewMut, DeviceWrite};
 
 /// The raw driver bindings, for what the safe layer does not cover yet.

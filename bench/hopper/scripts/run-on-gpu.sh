@@ -1,0 +1,28 @@
+#!/bin/bash
+# The Hopper GEMM's GPU checks and benchmark, for one call on an H100/H200 machine.
+# Expects beside it: hopper-gemm (the bench binary), hopper_kernels.sm_90a.cubin and .ptx.
+# Writes logs to $OUT (or ./out). Prints a summary last.
+set -u
+cd "$(dirname "$0")"
+OUT=${OUT:-./out}
+mkdir -p "$OUT"
+export REQUIRE_GPU=1
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export PATH=/usr/local/cuda/bin:$PATH
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv > "$OUT/gpu.txt" 2>&1
+cat "$OUT/gpu.txt"
+# SASS evidence: HGMMA present, no local memory (LDL/STL) anywhere in the GEMM kernels.
+cuobjdump -res-usage hopper_kernels.sm_90a.cubin > "$OUT/res-usage.txt" 2>&1
+cuobjdump -sass hopper_kernels.sm_90a.cubin > "$OUT/sass.txt" 2>&1
+for k in gemm_bf16_tn gemm_bf16_tn_serial; do
+  awk -v k="$k" '/Function : /{f=($3==k)} f' "$OUT/sass.txt" > "$OUT/sass-$k.txt"
+  echo "SASS $k: $(grep -c HGMMA "$OUT/sass-$k.txt") HGMMA, $(grep -cE 'LDL|STL' "$OUT/sass-$k.txt") LDL/STL, $(grep -c 'UTMALDG' "$OUT/sass-$k.txt") UTMALDG, $(grep -c 'SYNCS' "$OUT/sass-$k.txt") SYNCS, $(grep -c 'USETMAXREG' "$OUT/sass-$k.txt") USETMAXREG; $(grep -m1 'HGMMA' "$OUT/sass-$k.txt" | sed 's/^ *//')"
+done | tee "$OUT/sass-summary.txt"
+grep -A1 "gemm_bf16_tn\b\|gemm_bf16_tn " "$OUT/res-usage.txt" | head -4
+timeout 200 ./hopper-gemm --sizes "${SIZES:-4096,8192}" --runs "${RUNS:-20}" --json "$OUT/hopper-gemm.json" 2>&1 | tee "$OUT/hopper-gemm.txt"
+status=${PIPESTATUS[0]}
+echo "=== summary ==="
+cat "$OUT/sass-summary.txt"
+grep -E "PASS|FAIL|TFLOP|device" "$OUT/hopper-gemm.txt"
+echo "hopper-gemm exit status: $status"
+exit $status

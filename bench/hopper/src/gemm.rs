@@ -1,0 +1,241 @@
+//! The bf16 GEMM: `C (M x N, row-major bf16) = A (M x K, row-major) · Bᵀ` where B is N x K
+//! row-major (both operands K-major: cuBLAS's "TN" case), f32 accumulation.
+//!
+//! Per block (384 threads, persistent: one block per SM walks the 128x256 output tiles):
+//! - warpgroup 0 (producer) gives up registers (`setmaxnreg.dec 24`); one thread issues, per
+//!   64-wide K step, two TMA loads (A 128x64, B 256x64, 128-byte swizzle) into one of
+//!   [`STAGES`] shared-memory stages, signalling the stage's "full" mbarrier with 48 KiB;
+//! - warpgroups 1 and 2 (consumers, `setmaxnreg.inc 240`) each own 64 rows of the tile: wait
+//!   for "full", four `wgmma.m64n256k16` (K = 64), wait for them, arrive on the stage's
+//!   "empty" mbarrier (one arrival per warp), and after the last K step convert the 128 f32
+//!   accumulators per thread to bf16 and store them.
+//!
+//! Requirements (checked by the host launcher): `M % 128 == 0`, `N % 256 == 0`, `K % 64 == 0`.
+
+/// Output tile rows per block.
+pub const BM: u32 = 128;
+/// Output tile columns per block.
+pub const BN: u32 = 256;
+/// K elements per pipeline stage.
+pub const BK: u32 = 64;
+/// Pipeline depth.
+pub const STAGES: u32 = 4;
+/// Threads per block: one producer and two consumer warpgroups.
+pub const THREADS: u32 = 384;
+const A_TILE: u32 = BM * BK * 2;
+const B_TILE: u32 = BN * BK * 2;
+const STAGE: u32 = A_TILE + B_TILE;
+/// Dynamic shared memory per block: the stages, the barriers and 1 KiB to align to 1024.
+pub const SHARED_BYTES: u32 = STAGES * STAGE + 2 * STAGES * 8 + 1024;
+/// Rows and columns of the `tma_copy_tile` test's tile.
+pub const COPY_TILE: u32 = 64;
+
+#[cfg(target_arch = "nvptx64")]
+mod device {
+    use super::*;
+    use ferrocuda_device::half::pack_bf16x2;
+    use ferrocuda_device::mbarrier::{MBarrier, fence_init};
+    use ferrocuda_device::sync::sync_threads;
+    use ferrocuda_device::thread::{block_idx_x, block_idx_y, grid_dim_x, thread_idx_x};
+    use ferrocuda_device::tma::{TensorMap, dynamic_shared_address};
+    use ferrocuda_device::warpgroup;
+    use ferrocuda_device::wgmma::{self, Descriptor, fence_accumulators_128, m64n256k16_bf16};
+
+    ferrocuda_device::launch_bounds!(gemm_bf16_tn, 384, 1);
+    ferrocuda_device::launch_bounds!(gemm_bf16_tn_serial, 384, 1);
+
+    /// Stores accumulator pair `i` (columns `8i + 2(lane%4)`, rows `row` and `row + 8`).
+    macro_rules! store_pairs {
+        ($c:ident, $acc:ident, $row:ident, $col0:ident, $n:ident; $($i:literal)*) => {$(
+            {
+                let col = $col0 + 8 * $i;
+                // SAFETY: row < M and col + 1 < N (the tile lies inside C, the launcher checked
+                // the shape); C holds M x N bf16, so the pair index is in bounds.
+                unsafe {
+                    *$c.add((($row * $n + col) / 2) as usize) = pack_bf16x2($acc[4 * $i], $acc[4 * $i + 1]);
+                    *$c.add(((($row + 8) * $n + col) / 2) as usize) = pack_bf16x2($acc[4 * $i + 2], $acc[4 * $i + 3]);
+                }
+            }
+        )*};
+    }
+
+    /// The GEMM (see the module docs). `c` points at bf16 pairs.
+    ///
+    /// # Safety
+    /// `a_map`/`b_map` are tensor maps in global memory (bf16, dims `[K, M]` / `[K, N]`, box
+    /// `[64, 128]` / `[64, 256]`, 128-byte swizzle) of live buffers; `c` holds `M*N` bf16;
+    /// the shape conditions hold; 384 threads, [`SHARED_BYTES`] of dynamic shared memory.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn gemm_bf16_tn(a_map: *const TensorMap, b_map: *const TensorMap, c: *mut u32, m: u32, n: u32, k: u32) {
+        // SAFETY: the kernel's contract.
+        unsafe { gemm_body::<true>(a_map, b_map, c, m, n, k) }
+    }
+
+    /// As [`gemm_bf16_tn`], waiting for each K step's `wgmma`s before the next (no overlap of
+    /// one step's tensor-core work with the next step's issue): the simpler variant, kept to
+    /// measure what the overlap gives.
+    ///
+    /// # Safety
+    /// As for [`gemm_bf16_tn`].
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn gemm_bf16_tn_serial(a_map: *const TensorMap, b_map: *const TensorMap, c: *mut u32, m: u32, n: u32, k: u32) {
+        // SAFETY: the kernel's contract.
+        unsafe { gemm_body::<false>(a_map, b_map, c, m, n, k) }
+    }
+
+    /// The kernel body; `OVERLAP`: keep one K step's `wgmma` group in flight while the next is
+    /// issued (`wgmma.wait_group 1`), releasing each stage one step later.
+    #[inline(always)]
+    unsafe fn gemm_body<const OVERLAP: bool>(a_map: *const TensorMap, b_map: *const TensorMap, c: *mut u32, m: u32, n: u32, k: u32) {
+        let tid = thread_idx_x();
+        let base = (dynamic_shared_address() + 1023) & !1023;
+        let bars = base + STAGES * STAGE;
+        // SAFETY (both): 8-byte slots after the stages, inside the requested shared memory,
+        // used only as barriers.
+        let full = |s: u32| unsafe { MBarrier::at(bars + 8 * s) };
+        let empty = |s: u32| unsafe { MBarrier::at(bars + 8 * (STAGES + s)) };
+        if tid == 0 {
+            for s in 0..STAGES {
+                full(s).init(1);
+                empty(s).init(8);
+            }
+            fence_init();
+        }
+        sync_threads();
+        let tiles = (m / BM) * (n / BN);
+        // `.max(1)` spares the `%` below a division-by-zero panic path (and its stack frame):
+        // with no full row of tiles there are no tiles either.
+        let tiles_m = (m / BM).max(1);
+        let k_steps = k / BK;
+        if tid / 128 == 0 {
+            // SAFETY: the whole warpgroup executes it; the producer needs few registers.
+            unsafe { warpgroup::dealloc_registers::<24>() };
+            if tid == 0 {
+                // SAFETY: the maps are valid (the kernel's contract).
+                unsafe {
+                    TensorMap::acquire(a_map);
+                    TensorMap::acquire(b_map);
+                }
+                let mut step = 0u32;
+                let mut tile = block_idx_x();
+                while tile < tiles {
+                    let (tm, tn) = (tile % tiles_m, tile / tiles_m);
+                    for kb in 0..k_steps {
+                        let s = step % STAGES;
+                        empty(s).wait(((step / STAGES) & 1) ^ 1);
+                        full(s).arrive_expect_tx(STAGE);
+                        let dst = base + s * STAGE;
+                        // SAFETY: the stage is empty (waited above) and 1024-aligned; the
+                        // coordinates lie inside the maps (shape checked by the launcher).
+                        unsafe {
+                            TensorMap::load_2d(a_map, dst, full(s), (kb * BK) as i32, (tm * BM) as i32);
+                            TensorMap::load_2d(b_map, dst + A_TILE, full(s), (kb * BK) as i32, (tn * BN) as i32);
+                        }
+                        step += 1;
+                    }
+                    tile += grid_dim_x();
+                }
+            }
+        } else {
+            // SAFETY: the whole warpgroup executes it; 2 x 128 x 240 + 128 x 24 registers fit.
+            unsafe { warpgroup::alloc_registers::<240>() };
+            let consumer = tid / 128 - 1;
+            let lane = tid % 32;
+            let warp = (tid % 128) / 32;
+            let mut step = 0u32;
+            let mut tile = block_idx_x();
+            while tile < tiles {
+                let (tm, tn) = (tile % tiles_m, tile / tiles_m);
+                // Not `[0.0f32; 128]`: rustc lowers that repeat expression to a store loop with a
+                // run-time index, which keeps the array in local memory (docs/performance.md).
+                // SAFETY: all-zero bits are 0.0 for every element.
+                let mut acc: [f32; 128] = unsafe { core::mem::zeroed() };
+                for kb in 0..k_steps {
+                    let s = step % STAGES;
+                    full(s).wait((step / STAGES) & 1);
+                    let a_tile = base + s * STAGE + consumer * 64 * 128;
+                    let b_tile = base + s * STAGE + A_TILE;
+                    wgmma::fence();
+                    // SAFETY: the stage is full (TMA-written, so visible to the async proxy)
+                    // and stays so until this warpgroup arrives on `empty` below.
+                    unsafe {
+                        m64n256k16_bf16(&mut acc, Descriptor::k_major_128b(a_tile).0, Descriptor::k_major_128b(b_tile).0, true);
+                        m64n256k16_bf16(&mut acc, Descriptor::k_major_128b(a_tile + 32).0, Descriptor::k_major_128b(b_tile + 32).0, true);
+                        m64n256k16_bf16(&mut acc, Descriptor::k_major_128b(a_tile + 64).0, Descriptor::k_major_128b(b_tile + 64).0, true);
+                        m64n256k16_bf16(&mut acc, Descriptor::k_major_128b(a_tile + 96).0, Descriptor::k_major_128b(b_tile + 96).0, true);
+                    }
+                    wgmma::commit();
+                    if OVERLAP {
+                        // This step's group may still run; the previous one is done, so its
+                        // stage can be refilled.
+                        wgmma::wait::<1>();
+                        fence_accumulators_128(&mut acc);
+                        if lane == 0 && kb > 0 {
+                            empty((step + STAGES - 1) % STAGES).arrive();
+                        }
+                    } else {
+                        wgmma::wait::<0>();
+                        fence_accumulators_128(&mut acc);
+                        if lane == 0 {
+                            empty(s).arrive();
+                        }
+                    }
+                    step += 1;
+                }
+                if OVERLAP {
+                    wgmma::wait::<0>();
+                    fence_accumulators_128(&mut acc);
+                    if lane == 0 && k_steps > 0 {
+                        empty((step + STAGES - 1) % STAGES).arrive();
+                    }
+                }
+                let row = tm * BM + consumer * 64 + warp * 16 + lane / 4;
+                let col0 = tn * BN + 2 * (lane % 4);
+                store_pairs!(c, acc, row, col0, n; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
+                tile += grid_dim_x();
+            }
+        }
+    }
+
+    /// The tensor-map test: block `(bx, by)` loads the 64x64 bf16 tile at `(64·bx, 64·by)` of
+    /// the 2-D map (no swizzle, box 64x64) into shared memory with one TMA load completing on
+    /// an mbarrier, then all threads copy it to the same place in `out` (row length `width`).
+    ///
+    /// # Safety
+    /// `map` is a tensor map in global memory as described; `out` holds the whole array;
+    /// 128 threads, 8 KiB + 1 KiB of dynamic shared memory.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn tma_copy_tile(map: *const TensorMap, out: *mut u32, width: u32) {
+        let tid = thread_idx_x();
+        let base = (dynamic_shared_address() + 1023) & !1023;
+        let tile_bytes = COPY_TILE * COPY_TILE * 2;
+        // SAFETY: 8 bytes after the tile, inside the requested shared memory.
+        let bar = unsafe { MBarrier::at(base + tile_bytes) };
+        if tid == 0 {
+            bar.init(1);
+            fence_init();
+        }
+        sync_threads();
+        if tid == 0 {
+            // SAFETY: the map is valid (contract); the tile area is free and 1024-aligned.
+            unsafe {
+                TensorMap::acquire(map);
+                bar.arrive_expect_tx(tile_bytes);
+                TensorMap::load_2d(map, base, bar, (block_idx_x() * COPY_TILE) as i32, (block_idx_y() * COPY_TILE) as i32);
+            }
+        }
+        bar.wait(0);
+        let mut i = tid;
+        while i < COPY_TILE * COPY_TILE / 2 {
+            let (r, c2) = (i / (COPY_TILE / 2), i % (COPY_TILE / 2));
+            let v: u32;
+            // SAFETY: inside the tile just loaded (the barrier's phase completed).
+            unsafe { core::arch::asm!("ld.shared.b32 {v}, [{a}];", v = out(reg32) v, a = in(reg32) base + 4 * i, options(nostack, readonly)) };
+            let row = block_idx_y() * COPY_TILE + r;
+            let col2 = block_idx_x() * (COPY_TILE / 2) + c2;
+            // SAFETY: inside `out` (grid covers the array exactly, the caller's contract).
+            unsafe { *out.add((row * (width / 2) + col2) as usize) = v };
+            i += 128;
+        }
+    }
+}
