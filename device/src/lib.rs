@@ -15,6 +15,8 @@
 pub mod atomic;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
 pub mod cluster;
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "80"))]
+pub mod cp_async;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod cpu;
 #[cfg(not(target_arch = "nvptx64"))]
@@ -22,6 +24,8 @@ pub mod cpu;
 pub mod emu;
 pub mod half;
 pub mod launch_bounds;
+#[cfg(all(target_arch = "nvptx64", ferrocuda_sm = "75"))]
+pub mod ldmatrix;
 pub mod math;
 #[cfg(all(target_arch = "nvptx64", ferrocuda_sm = "90"))]
 pub mod mbarrier;
@@ -32,8 +36,10 @@ pub mod print;
 pub mod shared;
 pub mod sync;
 pub mod thread;
+pub mod unroll;
 #[cfg(all(target_arch = "nvptx64", ferrocuda_sm = "90"))]
 pub mod tma;
+pub mod vector;
 pub mod warp;
 #[cfg(all(target_arch = "nvptx64", ferrocuda_sm = "90"))]
 pub mod warpgroup;

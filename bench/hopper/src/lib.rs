@@ -10,3 +10,4 @@
 ferrocuda_device::embed_kernels!();
 
 pub mod gemm;
+pub mod probes;

@@ -13,6 +13,29 @@ fn host_path() -> TokenStream {
 }
 
 pub fn kernel(kernel: &Kernel) -> TokenStream {
+    let mut out = kernel_items(kernel);
+    // Launch bounds: one marker per entry point, turned into `.maxntid`/`.minnctapersm`/
+    // `.reqntid` by ferrocuda-builder (see `ferrocuda_device::launch_bounds!`).
+    if let Some(bounds) = &kernel.bounds {
+        let symbols: Vec<&Ident> = match &kernel.generic {
+            None => vec![&kernel.function.sig.ident],
+            Some((_, instances)) => instances.iter().map(|i| &i.symbol).collect(),
+        };
+        for symbol in symbols {
+            let args = match bounds.clone().into_iter().next() {
+                Some(proc_macro2::TokenTree::Ident(word)) if word == "reqntid" => {
+                    let rest: TokenStream = bounds.clone().into_iter().skip(1).collect();
+                    quote!(reqntid #symbol, #rest)
+                }
+                _ => quote!(#symbol, #bounds),
+            };
+            out.extend(quote!(::ferrocuda_device::launch_bounds!(#args);));
+        }
+    }
+    out
+}
+
+fn kernel_items(kernel: &Kernel) -> TokenStream {
     let function = kernel.function;
     match &kernel.generic {
         None => {

@@ -41,6 +41,9 @@ pub struct Kernel<'a> {
     pub params: Vec<Param>,
     /// For a generic kernel: its type parameter and the instances to build.
     pub generic: Option<(Ident, Vec<Instance>)>,
+    /// `launch_bounds(threads, min_blocks)` / `reqntid(threads)`: the arguments of the
+    /// `ferrocuda_device::launch_bounds!` marker emitted for each entry point.
+    pub bounds: Option<TokenStream>,
 }
 
 impl Kernel<'_> {
@@ -56,30 +59,49 @@ const HOST_ONLY: &[&str] = &["String", "str", "Vec", "Box", "Rc", "Arc", "Option
 const ALLOWED: &str = "kernel parameters may be integer, float or bool scalars, `#[repr(C)]` `bytemuck::Pod` structs by value, \
                        `&[T]` (read-only input), `&mut [T]` (output), or raw device pointers `*const T` / `*mut T`";
 
-/// `#[kernel]` or `#[kernel(instances(f32, f64))]`.
+/// `#[kernel]`, `#[kernel(instances(f32, f64))]`, `#[kernel(launch_bounds(256, 2))]`,
+/// `#[kernel(reqntid(256))]`, comma-separated.
+#[derive(Default)]
 struct Attribute {
     instances: Option<(Ident, Vec<Type>)>,
+    bounds: Option<TokenStream>,
 }
 
 impl Parse for Attribute {
     fn parse(input: ParseStream) -> syn::Result<Self> {
-        if input.is_empty() {
-            return Ok(Attribute { instances: None });
+        let mut attribute = Attribute::default();
+        while !input.is_empty() {
+            let key: Ident = input.parse()?;
+            let content;
+            syn::parenthesized!(content in input);
+            if key == "instances" {
+                let types: Punctuated<Type, Token![,]> = content.parse_terminated(Type::parse, Token![,])?;
+                if types.is_empty() {
+                    return Err(syn::Error::new(key.span(), "`instances()` needs at least one type, e.g. `instances(f32, f64)`"));
+                }
+                attribute.instances = Some((key, types.into_iter().collect()));
+            } else if key == "launch_bounds" || key == "reqntid" {
+                let values: Punctuated<syn::Expr, Token![,]> = content.parse_terminated(syn::Expr::parse, Token![,])?;
+                let values: Vec<_> = values.into_iter().collect();
+                attribute.bounds = Some(match (key.to_string().as_str(), values.as_slice()) {
+                    ("launch_bounds", [threads]) => quote::quote!(#threads, 0),
+                    ("launch_bounds", [threads, min_blocks]) => quote::quote!(#threads, #min_blocks),
+                    ("reqntid", [threads]) => quote::quote!(reqntid #threads),
+                    _ => {
+                        return Err(syn::Error::new(key.span(), "write `launch_bounds(max_threads)`, `launch_bounds(max_threads, min_blocks_per_sm)` or `reqntid(threads)`"));
+                    }
+                });
+            } else {
+                return Err(syn::Error::new(
+                    key.span(),
+                    "unknown #[kernel] argument; expected `instances(T1, T2, ..)`, `launch_bounds(max_threads[, min_blocks])` or `reqntid(threads)`",
+                ));
+            }
+            if !input.is_empty() {
+                input.parse::<Token![,]>()?;
+            }
         }
-        let key: Ident = input.parse()?;
-        if key != "instances" {
-            return Err(syn::Error::new(key.span(), "unknown #[kernel] argument; the only one is `instances(T1, T2, ..)` for a generic kernel"));
-        }
-        let content;
-        syn::parenthesized!(content in input);
-        let types: Punctuated<Type, Token![,]> = content.parse_terminated(Type::parse, Token![,])?;
-        if !input.is_empty() {
-            return Err(input.error("expected nothing after `instances(..)`"));
-        }
-        if types.is_empty() {
-            return Err(syn::Error::new(key.span(), "`instances()` needs at least one type, e.g. `instances(f32, f64)`"));
-        }
-        Ok(Attribute { instances: Some((key, types.into_iter().collect())) })
+        Ok(attribute)
     }
 }
 
@@ -90,9 +112,10 @@ impl<'a> Kernel<'a> {
             Ok(a) => a,
             Err(e) => {
                 errors.push(e);
-                Attribute { instances: None }
+                Attribute::default()
             }
         };
+        let bounds = attribute.bounds.clone();
         let sig = &function.sig;
         if !matches!(function.vis, syn::Visibility::Public(_)) {
             errors.push(syn::Error::new(sig.fn_token.span, "a kernel must be `pub fn`: the host launches it from outside the crate"));
@@ -136,7 +159,7 @@ impl<'a> Kernel<'a> {
 
         let mut errors = errors.into_iter();
         match errors.next() {
-            None => Ok(Kernel { function, params, generic }),
+            None => Ok(Kernel { function, params, generic, bounds }),
             Some(mut first) => {
                 errors.for_each(|e| first.combine(e));
                 Err(first)

@@ -1,0 +1,135 @@
+//! Small kernels that pin what the device library's Hopper/Ampere data-movement functions and
+//! the performance fixes compile to; `tests/ptx.rs` checks their PTX and `ptxas` figures
+//! (no GPU needed). They are launchable too, but only the GEMM and `tma_copy_tile` are run
+//! by `hopper-gemm`.
+
+use ferrocuda_device::kernel;
+use ferrocuda_device::thread::thread_idx_x;
+
+/// Launch bounds through the macro: `.maxntid 256, 1, 1` and `.minnctapersm 2` in the PTX.
+#[kernel(launch_bounds(256, 2))]
+pub fn probe_launch_bounds(out: &mut [u32]) {
+    let i = thread_idx_x() as usize;
+    if i < out.len() {
+        out[i] = i as u32;
+    }
+}
+
+/// `.reqntid 128, 1, 1` in the PTX.
+#[kernel(reqntid(128))]
+pub fn probe_reqntid(out: &mut [u32]) {
+    let i = thread_idx_x() as usize;
+    if i < out.len() {
+        out[i] = 2 * i as u32;
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+mod device {
+    use ferrocuda_device::thread::thread_idx_x;
+    use ferrocuda_device::tma::{dynamic_shared_address, fence_proxy_async_shared};
+    use ferrocuda_device::unroll::unroll;
+    use ferrocuda_device::{cp_async, ldmatrix, vector, warpgroup};
+
+    /// A 16-byte struct as in the trap (`dst[i] = src[i]` gave two 64-bit loads).
+    #[repr(C, align(16))]
+    #[derive(Clone, Copy)]
+    pub struct Float4 {
+        x: f32,
+        y: f32,
+        z: f32,
+        w: f32,
+    }
+
+    /// One `ld.global.nc.v4.u32` + one `st.global.v4.u32` per thread.
+    ///
+    /// # Safety
+    /// `dst`/`src` hold one `Float4` per thread.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn probe_copy16(dst: *mut Float4, src: *const Float4) {
+        let i = thread_idx_x() as usize;
+        // SAFETY: the kernel's contract.
+        unsafe { vector::copy16(dst.add(i), src.add(i)) };
+    }
+
+    /// `cp.async.cg` 16 bytes per thread into shared memory, commit, wait, read back.
+    ///
+    /// # Safety
+    /// `src` holds 16 bytes per thread; `dst` one `u32` per thread; 16 bytes of dynamic
+    /// shared memory per thread.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn probe_cp_async(src: *const u8, dst: *mut u32) {
+        let i = thread_idx_x();
+        let slot = dynamic_shared_address() + 16 * i;
+        // SAFETY: the kernel's contract; each thread uses its own 16 bytes.
+        unsafe { cp_async::copy_16(slot, src.add(16 * i as usize)) };
+        cp_async::commit();
+        cp_async::wait::<0>();
+        let v: u32;
+        // SAFETY: this thread's slot, written by its own completed copy.
+        unsafe { core::arch::asm!("ld.shared.b32 {v}, [{a}];", v = out(reg32) v, a = in(reg32) slot, options(nostack, readonly)) };
+        // SAFETY: the kernel's contract.
+        unsafe { *dst.add(i as usize) = v };
+    }
+
+    /// `stmatrix` then `ldmatrix` (x4) through 512 bytes of shared memory; one warp.
+    ///
+    /// # Safety
+    /// 32 threads, 512 bytes of dynamic shared memory, `out` holds 128 `u32`.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn probe_ldmatrix(out: *mut u32) {
+        let lane = thread_idx_x();
+        let row = dynamic_shared_address() + 16 * lane;
+        let value = [lane, lane + 32, lane + 64, lane + 96];
+        // SAFETY: one converged warp, row addresses inside the 512 bytes.
+        let back = unsafe {
+            ldmatrix::store_x4(row, value);
+            fence_proxy_async_shared();
+            core::arch::asm!("bar.warp.sync -1;", options(nostack));
+            ldmatrix::load_x4(row)
+        };
+        for (j, v) in back.into_iter().enumerate() {
+            // SAFETY: the kernel's contract.
+            unsafe { *out.add(4 * lane as usize + j) = v };
+        }
+    }
+
+    /// A 32-element register array updated in a run-time loop through `unroll`: no local
+    /// memory (pinned by `tests/ptx.rs`: 0 bytes stack frame).
+    ///
+    /// # Safety
+    /// `out` holds 32 floats per thread; `elect` one `u32` per thread.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn probe_unroll(out: *mut f32, elect: *mut u32, x: f32, steps: u32) {
+        // SAFETY: zero bits are 0.0.
+        let mut acc: [f32; 32] = unsafe { core::mem::zeroed() };
+        for step in 0..steps {
+            unroll::<32>(|i| acc[i] = acc[i] * x + (i as u32 + step) as f32);
+        }
+        let t = thread_idx_x() as usize;
+        unroll::<32>(|i| {
+            // SAFETY: the kernel's contract.
+            unsafe { *out.add(32 * t + i) = acc[i] }
+        });
+        // SAFETY: the kernel's contract.
+        unsafe { *elect.add(t) = warpgroup::elect_one() as u32 };
+    }
+
+    /// The trap pinned by `tests/ptx.rs`: `[0.0f32; 128]` is lowered to a store loop with a
+    /// run-time index, which keeps the whole array in local memory.
+    ///
+    /// # Safety
+    /// `out` holds 128 floats per thread.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn probe_repeat_trap(out: *mut f32, x: f32, steps: u32) {
+        let mut acc = [0.0f32; 128];
+        for _ in 0..steps {
+            unroll::<128>(|i| acc[i] = acc[i] * x + i as f32);
+        }
+        let t = thread_idx_x() as usize;
+        unroll::<128>(|i| {
+            // SAFETY: the kernel's contract.
+            unsafe { *out.add(128 * t + i) = acc[i] }
+        });
+    }
+}
