@@ -27,7 +27,9 @@ pub mod launch_bounds;
 #[cfg(all(target_arch = "nvptx64", ferrocuda_sm = "75"))]
 pub mod ldmatrix;
 pub mod math;
-#[cfg(all(target_arch = "nvptx64", ferrocuda_sm = "90"))]
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod hopper_emu;
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
 pub mod mbarrier;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "80"))]
 pub mod mma;
@@ -37,13 +39,13 @@ pub mod shared;
 pub mod sync;
 pub mod thread;
 pub mod unroll;
-#[cfg(all(target_arch = "nvptx64", ferrocuda_sm = "90"))]
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
 pub mod tma;
 pub mod vector;
 pub mod warp;
-#[cfg(all(target_arch = "nvptx64", ferrocuda_sm = "90"))]
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
 pub mod warpgroup;
-#[cfg(all(target_arch = "nvptx64", ferrocuda_sm = "90a"))]
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90a"))]
 pub mod wgmma;
 
 pub use shared::{SharedArray, SharedSlice, dynamic_shared};

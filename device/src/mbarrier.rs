@@ -12,6 +12,9 @@
 //! Costs (H100, order of magnitude): init/arrive ~ a shared-memory atomic; a `try_wait` that
 //! succeeds ~20-30 cycles; a failing one suspends the thread for a system-dependent time.
 //!
+//! On the host (the CPU executor) see `hopper_emu`: a failing `try_wait` yields to the block's
+//! other threads.
+//!
 //! PTX: `mbarrier.init.shared::cta.b64`, `mbarrier.arrive.shared::cta.b64`,
 //! `mbarrier.arrive.expect_tx.shared::cta.b64`, `mbarrier.try_wait.parity.shared::cta.b64`.
 
@@ -40,38 +43,58 @@ impl MBarrier {
     /// anyone uses the barrier; then [`fence_init`] and a block barrier publish it).
     #[inline(always)]
     pub fn init(self, count: u32) {
+        #[cfg(target_arch = "nvptx64")]
         // SAFETY: `at` guaranteed a valid barrier address.
-        unsafe { core::arch::asm!("mbarrier.init.shared::cta.b64 [{a}], {n};", a = in(reg32) self.0, n = in(reg32) count, options(nostack)) };
+        unsafe {
+            core::arch::asm!("mbarrier.init.shared::cta.b64 [{a}], {n};", a = in(reg32) self.0, n = in(reg32) count, options(nostack))
+        };
+        #[cfg(not(target_arch = "nvptx64"))]
+        crate::hopper_emu::mbarrier_init(self.0, count);
     }
 
     /// One arrival (release semantics at CTA scope).
     #[inline(always)]
     pub fn arrive(self) {
+        #[cfg(target_arch = "nvptx64")]
         // SAFETY: as in `init`.
-        unsafe { core::arch::asm!("mbarrier.arrive.shared::cta.b64 _, [{a}];", a = in(reg32) self.0, options(nostack)) };
+        unsafe {
+            core::arch::asm!("mbarrier.arrive.shared::cta.b64 _, [{a}];", a = in(reg32) self.0, options(nostack))
+        };
+        #[cfg(not(target_arch = "nvptx64"))]
+        crate::hopper_emu::mbarrier_update(self.0, 1, 0);
     }
 
     /// One arrival that also adds `bytes` to the phase's expected transaction count: the phase
     /// then completes only once bulk copies have delivered that many bytes to it.
     #[inline(always)]
     pub fn arrive_expect_tx(self, bytes: u32) {
+        #[cfg(target_arch = "nvptx64")]
         // SAFETY: as in `init`.
-        unsafe { core::arch::asm!("mbarrier.arrive.expect_tx.shared::cta.b64 _, [{a}], {b};", a = in(reg32) self.0, b = in(reg32) bytes, options(nostack)) };
+        unsafe {
+            core::arch::asm!("mbarrier.arrive.expect_tx.shared::cta.b64 _, [{a}], {b};", a = in(reg32) self.0, b = in(reg32) bytes, options(nostack))
+        };
+        #[cfg(not(target_arch = "nvptx64"))]
+        crate::hopper_emu::mbarrier_update(self.0, 1, bytes as i32);
     }
 
     /// Whether the phase with parity `parity` has completed (one `try_wait`, which may suspend
     /// the thread for a short while before answering; acquire semantics at CTA scope).
     #[inline(always)]
     pub fn try_wait(self, parity: u32) -> bool {
-        let done: u32;
-        // SAFETY: as in `init`.
-        unsafe {
-            core::arch::asm!(
-                "{{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [{a}], {ph}; selp.u32 {d}, 1, 0, p; }}",
-                a = in(reg32) self.0, ph = in(reg32) parity, d = out(reg32) done, options(nostack)
-            )
-        };
-        done != 0
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let done: u32;
+            // SAFETY: as in `init`.
+            unsafe {
+                core::arch::asm!(
+                    "{{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [{a}], {ph}; selp.u32 {d}, 1, 0, p; }}",
+                    a = in(reg32) self.0, ph = in(reg32) parity, d = out(reg32) done, options(nostack)
+                )
+            };
+            done != 0
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        crate::hopper_emu::mbarrier_try_wait(self.0, parity)
     }
 
     /// Waits until the phase with parity `parity` has completed. A fresh barrier is in phase 0,
@@ -88,6 +111,9 @@ impl MBarrier {
 /// `fence.proxy.async.shared::cta`. Call it in the initialising thread, then a block barrier.
 #[inline(always)]
 pub fn fence_init() {
+    #[cfg(target_arch = "nvptx64")]
     // SAFETY: fences only.
-    unsafe { core::arch::asm!("fence.mbarrier_init.release.cluster;", "fence.proxy.async.shared::cta;", options(nostack)) };
+    unsafe {
+        core::arch::asm!("fence.mbarrier_init.release.cluster;", "fence.proxy.async.shared::cta;", options(nostack))
+    };
 }

@@ -16,6 +16,9 @@
 //! Cost: one instruction to issue; the copy engine moves ~the full L2 bandwidth with few
 //! instructions. Shared destinations must be 128-byte aligned (1024 for the 128-byte swizzle).
 //!
+//! On the host (the CPU executor) loads are emulated (`hopper_emu`): tensor maps made by
+//! `ferrocuda_host::TensorMap::emulated`, copy done at issue; stores are device only.
+//!
 //! PTX: `cp.async.bulk.tensor.{1..5}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes`,
 //! `prefetch.tensormap`, `fence.proxy.tensormap::generic.acquire.gpu` (PTX ISA 8.3),
 //! `fence.proxy.async.shared::cta`.
@@ -33,8 +36,13 @@ impl TensorMap {
     /// `map` points to a valid tensor map in global memory that stays unchanged while in use.
     #[inline(always)]
     pub unsafe fn acquire(map: *const TensorMap) {
+        #[cfg(target_arch = "nvptx64")]
         // SAFETY: the caller's contract; a fence reading nothing but the map's address.
-        unsafe { core::arch::asm!("fence.proxy.tensormap::generic.acquire.gpu [{m}], 128;", m = in(reg64) map, options(nostack)) };
+        unsafe {
+            core::arch::asm!("fence.proxy.tensormap::generic.acquire.gpu [{m}], 128;", m = in(reg64) map, options(nostack))
+        };
+        #[cfg(not(target_arch = "nvptx64"))]
+        let _ = map;
     }
 
     /// Brings the map into the descriptor cache ahead of the first copy (`prefetch.tensormap`).
@@ -43,8 +51,13 @@ impl TensorMap {
     /// As for [`TensorMap::acquire`].
     #[inline(always)]
     pub unsafe fn prefetch(map: *const TensorMap) {
+        #[cfg(target_arch = "nvptx64")]
         // SAFETY: a prefetch; the caller vouches for the address.
-        unsafe { core::arch::asm!("prefetch.tensormap [{m}];", m = in(reg64) map, options(nostack)) };
+        unsafe {
+            core::arch::asm!("prefetch.tensormap [{m}];", m = in(reg64) map, options(nostack))
+        };
+        #[cfg(not(target_arch = "nvptx64"))]
+        let _ = map;
     }
 
     /// Starts copying the box at element coordinates `(x, y)` (`x` innermost) of the 2-D map
@@ -57,6 +70,9 @@ impl TensorMap {
     /// barrier that expects these bytes.
     #[inline(always)]
     pub unsafe fn load_2d(map: *const TensorMap, dst: u32, bar: crate::mbarrier::MBarrier, x: i32, y: i32) {
+        #[cfg(not(target_arch = "nvptx64"))]
+        crate::hopper_emu::tma_load(map.cast(), dst, bar.address(), &[x, y]);
+        #[cfg(target_arch = "nvptx64")]
         // SAFETY: the caller's contract.
         unsafe {
             core::arch::asm!(
@@ -72,6 +88,9 @@ impl TensorMap {
     /// As for [`TensorMap::load_2d`], with a 3-D map.
     #[inline(always)]
     pub unsafe fn load_3d(map: *const TensorMap, dst: u32, bar: crate::mbarrier::MBarrier, x: i32, y: i32, z: i32) {
+        #[cfg(not(target_arch = "nvptx64"))]
+        crate::hopper_emu::tma_load(map.cast(), dst, bar.address(), &[x, y, z]);
+        #[cfg(target_arch = "nvptx64")]
         // SAFETY: the caller's contract.
         unsafe {
             core::arch::asm!(
@@ -89,6 +108,9 @@ impl TensorMap {
     /// `map` as in [`TensorMap::load_2d`]; `src` holds the box, written before a
     /// [`fence_proxy_async_shared`] by each writing thread and a block barrier, and stays
     /// unchanged until [`store_wait_read`] returns.
+    ///
+    /// Device only: the CPU executor does not emulate TMA stores yet.
+    #[cfg(target_arch = "nvptx64")]
     #[inline(always)]
     pub unsafe fn store_2d(map: *const TensorMap, src: u32, x: i32, y: i32) {
         // SAFETY: the caller's contract.
@@ -103,6 +125,7 @@ impl TensorMap {
 
 /// Closes the group of bulk stores issued so far by this thread (`cp.async.bulk.commit_group`).
 #[inline(always)]
+#[cfg(target_arch = "nvptx64")]
 pub fn store_commit() {
     // SAFETY: bookkeeping of this thread's bulk copies.
     unsafe { core::arch::asm!("cp.async.bulk.commit_group;", options(nostack)) };
@@ -111,6 +134,7 @@ pub fn store_commit() {
 /// Waits until the shared-memory sources of all but the newest `N` store groups may be reused
 /// (`cp.async.bulk.wait_group.read N`).
 #[inline(always)]
+#[cfg(target_arch = "nvptx64")]
 pub fn store_wait_read<const N: u32>() {
     // SAFETY: a wait.
     unsafe { core::arch::asm!("cp.async.bulk.wait_group.read {n};", n = const N, options(nostack)) };
@@ -118,6 +142,7 @@ pub fn store_wait_read<const N: u32>() {
 
 /// Waits until all but the newest `N` store groups have completed (`cp.async.bulk.wait_group N`).
 #[inline(always)]
+#[cfg(target_arch = "nvptx64")]
 pub fn store_wait<const N: u32>() {
     // SAFETY: a wait.
     unsafe { core::arch::asm!("cp.async.bulk.wait_group {n};", n = const N, options(nostack)) };
@@ -127,8 +152,11 @@ pub fn store_wait<const N: u32>() {
 /// proxy (TMA stores, `wgmma` operand reads) (`fence.proxy.async.shared::cta`).
 #[inline(always)]
 pub fn fence_proxy_async_shared() {
+    #[cfg(target_arch = "nvptx64")]
     // SAFETY: a fence.
-    unsafe { core::arch::asm!("fence.proxy.async.shared::cta;", options(nostack)) };
+    unsafe {
+        core::arch::asm!("fence.proxy.async.shared::cta;", options(nostack))
+    };
 }
 
 /// The shared-window address where this block's dynamic shared memory starts (16-byte
@@ -136,8 +164,13 @@ pub fn fence_proxy_async_shared() {
 /// more at launch).
 #[inline(always)]
 pub fn dynamic_shared_address() -> u32 {
-    let base: u32;
-    // SAFETY: reads the address of the extern shared array that `crate::shared` declares.
-    unsafe { core::arch::asm!("mov.u32 {b}, __ferrocuda_dynamic_shared;", b = out(reg32) base, options(pure, nomem, nostack)) };
-    base
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let base: u32;
+        // SAFETY: reads the address of the extern shared array that `crate::shared` declares.
+        unsafe { core::arch::asm!("mov.u32 {b}, __ferrocuda_dynamic_shared;", b = out(reg32) base, options(pure, nomem, nostack)) };
+        base
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::emu::dynamic_shared().0
 }

@@ -17,6 +17,9 @@
 //! FLOP per 4 sub-cores at 1024 dense bf16 FLOP/cycle each); issuing it takes a few cycles.
 //! In SASS it is `HGMMA.64x256x16.F32.BF16`.
 //!
+//! On the host (the CPU executor) each `wgmma` is computed at once by each thread for its own
+//! accumulators (`hopper_emu`; 128-byte-swizzled K-major operands only).
+//!
 //! This module needs the arch-specific target (`Arch::SM_90A`, `cfg(ferrocuda_sm = "90a")`).
 
 #[path = "wgmma_shapes.rs"]
@@ -66,20 +69,29 @@ impl Descriptor {
 /// (`wgmma.fence.sync.aligned`). All threads of the warpgroup.
 #[inline(always)]
 pub fn fence() {
+    #[cfg(target_arch = "nvptx64")]
     // SAFETY: a fence.
-    unsafe { core::arch::asm!("wgmma.fence.sync.aligned;", options(nostack)) };
+    unsafe {
+        core::arch::asm!("wgmma.fence.sync.aligned;", options(nostack))
+    };
 }
 
 /// Closes the group of `wgmma`s issued so far (`wgmma.commit_group.sync.aligned`).
 #[inline(always)]
 pub fn commit() {
+    #[cfg(target_arch = "nvptx64")]
     // SAFETY: bookkeeping.
-    unsafe { core::arch::asm!("wgmma.commit_group.sync.aligned;", options(nostack)) };
+    unsafe {
+        core::arch::asm!("wgmma.commit_group.sync.aligned;", options(nostack))
+    };
 }
 
 /// Waits until at most `N` committed groups are pending (`wgmma.wait_group.sync.aligned N`).
 #[inline(always)]
 pub fn wait<const N: u32>() {
+    #[cfg(target_arch = "nvptx64")]
     // SAFETY: a wait.
-    unsafe { core::arch::asm!("wgmma.wait_group.sync.aligned {n};", n = const N, options(nostack)) };
+    unsafe {
+        core::arch::asm!("wgmma.wait_group.sync.aligned {n};", n = const N, options(nostack))
+    };
 }

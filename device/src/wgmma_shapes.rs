@@ -16,7 +16,10 @@
 /// unchanged until the group is waited for.
 #[inline(always)]
 pub unsafe fn m64n64k16_bf16(acc: &mut [f32; 32], a: u64, b: u64, accumulate: bool) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::hopper_emu::wgmma(acc, 64, a, b, accumulate, crate::hopper_emu::bf16);
     // SAFETY: the caller's contract.
+    #[cfg(target_arch = "nvptx64")]
     unsafe {
         core::arch::asm!(
             "{{ .reg .pred p; setp.ne.u32 p, {s}, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}}}, {a}, {b}, p, 1, 1, 0, 0; }}",
@@ -42,7 +45,10 @@ pub unsafe fn m64n64k16_bf16(acc: &mut [f32; 32], a: u64, b: u64, accumulate: bo
 /// unchanged until the group is waited for.
 #[inline(always)]
 pub unsafe fn m64n64k16_f16(acc: &mut [f32; 32], a: u64, b: u64, accumulate: bool) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::hopper_emu::wgmma(acc, 64, a, b, accumulate, crate::hopper_emu::f16);
     // SAFETY: the caller's contract.
+    #[cfg(target_arch = "nvptx64")]
     unsafe {
         core::arch::asm!(
             "{{ .reg .pred p; setp.ne.u32 p, {s}, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}}}, {a}, {b}, p, 1, 1, 0, 0; }}",
@@ -58,7 +64,10 @@ pub unsafe fn m64n64k16_f16(acc: &mut [f32; 32], a: u64, b: u64, accumulate: boo
 /// `wgmma` wait (CUTLASS's `warpgroup_fence_operand`). Free: it emits only a PTX comment.
 #[inline(always)]
 pub fn fence_accumulators_32(acc: &mut [f32; 32]) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    let _ = acc;
     // SAFETY: an empty asm statement.
+    #[cfg(target_arch = "nvptx64")]
     unsafe {
         core::arch::asm!(
             "// fence_accumulators {d0} {d1} {d2} {d3} {d4} {d5} {d6} {d7} {d8} {d9} {d10} {d11} {d12} {d13} {d14} {d15} {d16} {d17} {d18} {d19} {d20} {d21} {d22} {d23} {d24} {d25} {d26} {d27} {d28} {d29} {d30} {d31}",
@@ -83,7 +92,10 @@ pub fn fence_accumulators_32(acc: &mut [f32; 32]) {
 /// unchanged until the group is waited for.
 #[inline(always)]
 pub unsafe fn m64n128k16_bf16(acc: &mut [f32; 64], a: u64, b: u64, accumulate: bool) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::hopper_emu::wgmma(acc, 128, a, b, accumulate, crate::hopper_emu::bf16);
     // SAFETY: the caller's contract.
+    #[cfg(target_arch = "nvptx64")]
     unsafe {
         core::arch::asm!(
             "{{ .reg .pred p; setp.ne.u32 p, {s}, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}}}, {a}, {b}, p, 1, 1, 0, 0; }}",
@@ -109,7 +121,10 @@ pub unsafe fn m64n128k16_bf16(acc: &mut [f32; 64], a: u64, b: u64, accumulate: b
 /// unchanged until the group is waited for.
 #[inline(always)]
 pub unsafe fn m64n128k16_f16(acc: &mut [f32; 64], a: u64, b: u64, accumulate: bool) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::hopper_emu::wgmma(acc, 128, a, b, accumulate, crate::hopper_emu::f16);
     // SAFETY: the caller's contract.
+    #[cfg(target_arch = "nvptx64")]
     unsafe {
         core::arch::asm!(
             "{{ .reg .pred p; setp.ne.u32 p, {s}, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}}}, {a}, {b}, p, 1, 1, 0, 0; }}",
@@ -125,7 +140,10 @@ pub unsafe fn m64n128k16_f16(acc: &mut [f32; 64], a: u64, b: u64, accumulate: bo
 /// `wgmma` wait (CUTLASS's `warpgroup_fence_operand`). Free: it emits only a PTX comment.
 #[inline(always)]
 pub fn fence_accumulators_64(acc: &mut [f32; 64]) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    let _ = acc;
     // SAFETY: an empty asm statement.
+    #[cfg(target_arch = "nvptx64")]
     unsafe {
         core::arch::asm!(
             "// fence_accumulators {d0} {d1} {d2} {d3} {d4} {d5} {d6} {d7} {d8} {d9} {d10} {d11} {d12} {d13} {d14} {d15} {d16} {d17} {d18} {d19} {d20} {d21} {d22} {d23} {d24} {d25} {d26} {d27} {d28} {d29} {d30} {d31} {d32} {d33} {d34} {d35} {d36} {d37} {d38} {d39} {d40} {d41} {d42} {d43} {d44} {d45} {d46} {d47} {d48} {d49} {d50} {d51} {d52} {d53} {d54} {d55} {d56} {d57} {d58} {d59} {d60} {d61} {d62} {d63}",
@@ -150,7 +168,10 @@ pub fn fence_accumulators_64(acc: &mut [f32; 64]) {
 /// unchanged until the group is waited for.
 #[inline(always)]
 pub unsafe fn m64n256k16_bf16(acc: &mut [f32; 128], a: u64, b: u64, accumulate: bool) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::hopper_emu::wgmma(acc, 256, a, b, accumulate, crate::hopper_emu::bf16);
     // SAFETY: the caller's contract.
+    #[cfg(target_arch = "nvptx64")]
     unsafe {
         core::arch::asm!(
             "{{ .reg .pred p; setp.ne.u32 p, {s}, 0; wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}, {d64}, {d65}, {d66}, {d67}, {d68}, {d69}, {d70}, {d71}, {d72}, {d73}, {d74}, {d75}, {d76}, {d77}, {d78}, {d79}, {d80}, {d81}, {d82}, {d83}, {d84}, {d85}, {d86}, {d87}, {d88}, {d89}, {d90}, {d91}, {d92}, {d93}, {d94}, {d95}, {d96}, {d97}, {d98}, {d99}, {d100}, {d101}, {d102}, {d103}, {d104}, {d105}, {d106}, {d107}, {d108}, {d109}, {d110}, {d111}, {d112}, {d113}, {d114}, {d115}, {d116}, {d117}, {d118}, {d119}, {d120}, {d121}, {d122}, {d123}, {d124}, {d125}, {d126}, {d127}}}, {a}, {b}, p, 1, 1, 0, 0; }}",
@@ -176,7 +197,10 @@ pub unsafe fn m64n256k16_bf16(acc: &mut [f32; 128], a: u64, b: u64, accumulate: 
 /// unchanged until the group is waited for.
 #[inline(always)]
 pub unsafe fn m64n256k16_f16(acc: &mut [f32; 128], a: u64, b: u64, accumulate: bool) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::hopper_emu::wgmma(acc, 256, a, b, accumulate, crate::hopper_emu::f16);
     // SAFETY: the caller's contract.
+    #[cfg(target_arch = "nvptx64")]
     unsafe {
         core::arch::asm!(
             "{{ .reg .pred p; setp.ne.u32 p, {s}, 0; wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}, {d64}, {d65}, {d66}, {d67}, {d68}, {d69}, {d70}, {d71}, {d72}, {d73}, {d74}, {d75}, {d76}, {d77}, {d78}, {d79}, {d80}, {d81}, {d82}, {d83}, {d84}, {d85}, {d86}, {d87}, {d88}, {d89}, {d90}, {d91}, {d92}, {d93}, {d94}, {d95}, {d96}, {d97}, {d98}, {d99}, {d100}, {d101}, {d102}, {d103}, {d104}, {d105}, {d106}, {d107}, {d108}, {d109}, {d110}, {d111}, {d112}, {d113}, {d114}, {d115}, {d116}, {d117}, {d118}, {d119}, {d120}, {d121}, {d122}, {d123}, {d124}, {d125}, {d126}, {d127}}}, {a}, {b}, p, 1, 1, 0, 0; }}",
@@ -192,7 +216,10 @@ pub unsafe fn m64n256k16_f16(acc: &mut [f32; 128], a: u64, b: u64, accumulate: b
 /// `wgmma` wait (CUTLASS's `warpgroup_fence_operand`). Free: it emits only a PTX comment.
 #[inline(always)]
 pub fn fence_accumulators_128(acc: &mut [f32; 128]) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    let _ = acc;
     // SAFETY: an empty asm statement.
+    #[cfg(target_arch = "nvptx64")]
     unsafe {
         core::arch::asm!(
             "// fence_accumulators {d0} {d1} {d2} {d3} {d4} {d5} {d6} {d7} {d8} {d9} {d10} {d11} {d12} {d13} {d14} {d15} {d16} {d17} {d18} {d19} {d20} {d21} {d22} {d23} {d24} {d25} {d26} {d27} {d28} {d29} {d30} {d31} {d32} {d33} {d34} {d35} {d36} {d37} {d38} {d39} {d40} {d41} {d42} {d43} {d44} {d45} {d46} {d47} {d48} {d49} {d50} {d51} {d52} {d53} {d54} {d55} {d56} {d57} {d58} {d59} {d60} {d61} {d62} {d63} {d64} {d65} {d66} {d67} {d68} {d69} {d70} {d71} {d72} {d73} {d74} {d75} {d76} {d77} {d78} {d79} {d80} {d81} {d82} {d83} {d84} {d85} {d86} {d87} {d88} {d89} {d90} {d91} {d92} {d93} {d94} {d95} {d96} {d97} {d98} {d99} {d100} {d101} {d102} {d103} {d104} {d105} {d106} {d107} {d108} {d109} {d110} {d111} {d112} {d113} {d114} {d115} {d116} {d117} {d118} {d119} {d120} {d121} {d122} {d123} {d124} {d125} {d126} {d127}",

@@ -153,6 +153,44 @@ impl TensorMap {
         unsafe { TensorMap::encode_tiled(buffer.device_ptr(), &layout) }
     }
 
+    /// A map for the CPU executor, which cannot read the driver's opaque encoding: the layout
+    /// in plain fields (`ferrocuda_device::hopper_emu::EmulatedMap`: magic "ferroTMA",
+    /// address, rank, element size, swizzle 0/1/2/3, dims, box, strides). A GPU rejects it.
+    ///
+    /// # Errors
+    /// `CUDA_ERROR_INVALID_VALUE` when the rank is not 1..=5 or the slices disagree with it.
+    pub fn emulated(address: u64, layout: &TiledLayout<'_>) -> Result<TensorMap> {
+        let rank = layout.dims.len();
+        if !(1..=5).contains(&rank) || layout.strides_bytes.len() + 1 != rank || layout.box_dims.len() != rank {
+            check("TensorMap::emulated", sys::CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        }
+        let mut bytes = [0u8; 128];
+        let mut put = |at: usize, value: &[u8]| bytes[at..at + value.len()].copy_from_slice(value);
+        put(0, &0x6665_7272_6f54_4d41u64.to_le_bytes());
+        put(8, &address.to_le_bytes());
+        put(16, &(rank as u32).to_le_bytes());
+        put(20, &(layout.data_type.size() as u32).to_le_bytes());
+        let swizzle: u32 = match layout.swizzle {
+            TensorSwizzle::None => 0,
+            TensorSwizzle::B32 => 1,
+            TensorSwizzle::B64 => 2,
+            TensorSwizzle::B128 => 3,
+        };
+        put(24, &swizzle.to_le_bytes());
+        for d in 0..rank {
+            put(32 + 4 * d, &(layout.dims[d] as u32).to_le_bytes());
+            put(52 + 4 * d, &layout.box_dims[d].to_le_bytes());
+        }
+        for (d, stride) in layout.strides_bytes.iter().enumerate() {
+            put(72 + 8 * d, &stride.to_le_bytes());
+        }
+        let mut opaque = [0u64; 16];
+        for (word, chunk) in opaque.iter_mut().zip(bytes.chunks_exact(8)) {
+            *word = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        }
+        Ok(TensorMap { raw: sys::CUtensorMap { opaque } })
+    }
+
     /// The 128 bytes, as the device's `ferrocuda_device::tma::TensorMap` holds them.
     pub fn words(&self) -> [u64; 16] {
         self.raw.opaque

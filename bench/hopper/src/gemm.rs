@@ -30,11 +30,15 @@ pub const SHARED_BYTES: u32 = STAGES * STAGE + 2 * STAGES * 8 + 1024;
 /// Rows and columns of the `tma_copy_tile` test's tile.
 pub const COPY_TILE: u32 = 64;
 
-#[cfg(target_arch = "nvptx64")]
-mod device {
+pub use body::{gemm_body, tma_copy_body};
+
+/// The kernel bodies, on both targets: the PTX entry points below call them on the GPU; on the
+/// host the CPU executor runs them (`tests/cpu_gemm.rs`).
+mod body {
     use super::*;
     use ferrocuda_device::half::pack_bf16x2;
     use ferrocuda_device::mbarrier::{MBarrier, fence_init};
+    use ferrocuda_device::shared::SharedElement;
     use ferrocuda_device::sync::sync_threads;
     use ferrocuda_device::thread::{block_idx_x, block_idx_y, grid_dim_x, thread_idx_x};
     use ferrocuda_device::tma::{TensorMap, dynamic_shared_address};
@@ -43,6 +47,7 @@ mod device {
 
     ferrocuda_device::launch_bounds!(gemm_bf16_tn, 384, 1);
     ferrocuda_device::launch_bounds!(gemm_bf16_tn_serial, 384, 1);
+    ferrocuda_device::launch_bounds!(tma_copy_tile, 128, 0);
 
     /// Stores accumulator pair `i` (columns `8i + 2(lane%4)`, rows `row` and `row + 8`).
     macro_rules! store_pairs {
@@ -65,18 +70,20 @@ mod device {
     /// `a_map`/`b_map` are tensor maps in global memory (bf16, dims `[K, M]` / `[K, N]`, box
     /// `[64, 128]` / `[64, 256]`, 128-byte swizzle) of live buffers; `c` holds `M*N` bf16;
     /// the shape conditions hold; 384 threads, [`SHARED_BYTES`] of dynamic shared memory.
+    #[cfg(target_arch = "nvptx64")]
     #[unsafe(no_mangle)]
     pub unsafe extern "ptx-kernel" fn gemm_bf16_tn(a_map: *const TensorMap, b_map: *const TensorMap, c: *mut u32, m: u32, n: u32, k: u32) {
         // SAFETY: the kernel's contract.
         unsafe { gemm_body::<true>(a_map, b_map, c, m, n, k) }
     }
 
-    /// As [`gemm_bf16_tn`], waiting for each K step's `wgmma`s before the next (no overlap of
+    /// As `gemm_bf16_tn`, waiting for each K step's `wgmma`s before the next (no overlap of
     /// one step's tensor-core work with the next step's issue): the simpler variant, kept to
     /// measure what the overlap gives.
     ///
     /// # Safety
-    /// As for [`gemm_bf16_tn`].
+    /// As for `gemm_bf16_tn`.
+    #[cfg(target_arch = "nvptx64")]
     #[unsafe(no_mangle)]
     pub unsafe extern "ptx-kernel" fn gemm_bf16_tn_serial(a_map: *const TensorMap, b_map: *const TensorMap, c: *mut u32, m: u32, n: u32, k: u32) {
         // SAFETY: the kernel's contract.
@@ -85,8 +92,11 @@ mod device {
 
     /// The kernel body; `OVERLAP`: keep one K step's `wgmma` group in flight while the next is
     /// issued (`wgmma.wait_group 1`), releasing each stage one step later.
+    ///
+    /// # Safety
+    /// As for `gemm_bf16_tn`, run as every thread of the grid.
     #[inline(always)]
-    unsafe fn gemm_body<const OVERLAP: bool>(a_map: *const TensorMap, b_map: *const TensorMap, c: *mut u32, m: u32, n: u32, k: u32) {
+    pub unsafe fn gemm_body<const OVERLAP: bool>(a_map: *const TensorMap, b_map: *const TensorMap, c: *mut u32, m: u32, n: u32, k: u32) {
         let tid = thread_idx_x();
         let base = (dynamic_shared_address() + 1023) & !1023;
         let bars = base + STAGES * STAGE;
@@ -204,8 +214,19 @@ mod device {
     /// # Safety
     /// `map` is a tensor map in global memory as described; `out` holds the whole array;
     /// 128 threads, 8 KiB + 1 KiB of dynamic shared memory.
+    #[cfg(target_arch = "nvptx64")]
     #[unsafe(no_mangle)]
     pub unsafe extern "ptx-kernel" fn tma_copy_tile(map: *const TensorMap, out: *mut u32, width: u32) {
+        // SAFETY: the kernel's contract.
+        unsafe { tma_copy_body(map, out, width) }
+    }
+
+    /// The body of `tma_copy_tile`.
+    ///
+    /// # Safety
+    /// As for `tma_copy_tile`, run as every thread of the grid.
+    #[inline(always)]
+    pub unsafe fn tma_copy_body(map: *const TensorMap, out: *mut u32, width: u32) {
         let tid = thread_idx_x();
         let base = (dynamic_shared_address() + 1023) & !1023;
         let tile_bytes = COPY_TILE * COPY_TILE * 2;
@@ -228,9 +249,8 @@ mod device {
         let mut i = tid;
         while i < COPY_TILE * COPY_TILE / 2 {
             let (r, c2) = (i / (COPY_TILE / 2), i % (COPY_TILE / 2));
-            let v: u32;
             // SAFETY: inside the tile just loaded (the barrier's phase completed).
-            unsafe { core::arch::asm!("ld.shared.b32 {v}, [{a}];", v = out(reg32) v, a = in(reg32) base + 4 * i, options(nostack, readonly)) };
+            let v = unsafe { u32::load_shared(base + 4 * i) };
             let row = block_idx_y() * COPY_TILE + r;
             let col2 = block_idx_x() * (COPY_TILE / 2) + c2;
             // SAFETY: inside `out` (grid covers the array exactly, the caller's contract).
