@@ -33,6 +33,8 @@ pub mod hopper_emu;
 pub mod mbarrier;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "80"))]
 pub mod mma;
+#[cfg(not(target_arch = "nvptx64"))]
+mod mma_emu;
 pub mod panic;
 pub mod print;
 pub mod shared;

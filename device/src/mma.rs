@@ -36,7 +36,7 @@ pub fn m16n8k16_f16(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        crate::emu::mma_m16n8k16(a, b, c, crate::emu::f16_to_f32)
+        crate::mma_emu::mma_m16n8k16(a, b, c, crate::emu::f16_to_f32)
     }
 }
 
@@ -61,7 +61,7 @@ pub fn m16n8k16_bf16(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        crate::emu::mma_m16n8k16(a, b, c, crate::emu::bf16_to_f32)
+        crate::mma_emu::mma_m16n8k16(a, b, c, crate::emu::bf16_to_f32)
     }
 }
 
