@@ -27,6 +27,7 @@ pub mod launch_bounds;
 #[cfg(all(target_arch = "nvptx64", ferrocuda_sm = "75"))]
 pub mod ldmatrix;
 pub mod math;
+pub mod matrix;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod hopper_emu;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]

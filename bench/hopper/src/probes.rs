@@ -133,3 +133,36 @@ mod device {
         });
     }
 }
+
+/// Transposes 32x32 tiles (one thread per element of a 32x8 block, 4 rows each), through a
+/// [`Matrix`](ferrocuda_device::matrix::Matrix) view: the `row < rows && col < cols` guard
+/// proves the view's checks, so no bounds-check panic path remains (pinned by `tests/ptx.rs`).
+#[kernel]
+pub fn probe_matrix_transpose(input: &[f32], output: &mut [f32], rows: u32, cols: u32) {
+    use ferrocuda_device::matrix::{Matrix, MatrixMut};
+    use ferrocuda_device::thread::{block_idx_x, block_idx_y, thread_idx_y};
+    let (Some(src), Some(mut dst)) = (Matrix::new(input, rows, cols), MatrixMut::new(output, cols, rows)) else {
+        return;
+    };
+    let col = block_idx_x() * 32 + thread_idx_x();
+    for i in 0..4 {
+        let row = block_idx_y() * 32 + thread_idx_y() + 8 * i;
+        if row < rows && col < cols {
+            dst.set(col, row, src.at(row, col));
+        }
+    }
+}
+
+/// The same transpose with slice indexing: `input[row * cols + col]` keeps its bounds check
+/// (the trap; pinned by `tests/ptx.rs` so that a compiler that learns to remove it is noticed).
+#[kernel]
+pub fn probe_slice_transpose(input: &[f32], output: &mut [f32], rows: u32, cols: u32) {
+    use ferrocuda_device::thread::{block_idx_x, block_idx_y, thread_idx_y};
+    let col = block_idx_x() * 32 + thread_idx_x();
+    for i in 0..4 {
+        let row = block_idx_y() * 32 + thread_idx_y() + 8 * i;
+        if row < rows && col < cols {
+            output[(col * rows + row) as usize] = input[(row * cols + col) as usize];
+        }
+    }
+}

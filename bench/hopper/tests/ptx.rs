@@ -100,3 +100,14 @@ fn gemm_sass_has_hgmma_and_no_local_memory() {
         assert!(!body.contains("LDL") && !body.contains("STL"), "{kernel}: local memory in SASS");
     }
 }
+
+/// 2-D indexing: the `Matrix` view's checks are proven by the kernel's guard and vanish; slice
+/// indexing `input[row * cols + col]` keeps a `panic_bounds_check` call per access.
+#[test]
+fn matrix_views_lose_their_bounds_checks_and_slice_indexing_keeps_them() {
+    let view = entry("probe_matrix_transpose");
+    assert!(!view.contains("panic") && !view.contains("call"), "the Matrix transpose kept a bounds check:\n{view}");
+    assert!(view.contains("ld.global.nc"), "reads through a `&[T]` view stay on the read-only path");
+    let slice = entry("probe_slice_transpose");
+    assert!(slice.contains("panic_bounds_check"), "slice indexing lost its check: update docs/performance.md");
+}
