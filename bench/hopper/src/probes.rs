@@ -52,6 +52,21 @@ mod device {
         unsafe { vector::copy16(dst.add(i), src.add(i)) };
     }
 
+    /// The trap from issue 13: a plain copy of a 16-byte struct through slices (pinned by
+    /// `tests/ptx.rs`, which records what LLVM emits for it).
+    ///
+    /// # Safety
+    /// `dst`/`src` hold one `Float4` per thread.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn probe_struct_copy(dst: *mut Float4, src: *const Float4, n: usize) {
+        // SAFETY: the kernel's contract.
+        let (dst, src) = unsafe { (core::slice::from_raw_parts_mut(dst, n), core::slice::from_raw_parts(src, n)) };
+        let i = thread_idx_x() as usize;
+        if i < n {
+            dst[i] = src[i];
+        }
+    }
+
     /// `cp.async.cg` 16 bytes per thread into shared memory, commit, wait, read back.
     ///
     /// # Safety

@@ -111,3 +111,14 @@ fn matrix_views_lose_their_bounds_checks_and_slice_indexing_keeps_them() {
     let slice = entry("probe_slice_transpose");
     assert!(slice.contains("panic_bounds_check"), "slice indexing lost its check: update docs/performance.md");
 }
+
+/// The 16-byte struct copy trap of issue 13: `dst[i] = src[i]` on a `#[repr(C, align(16))]`
+/// struct is two 64-bit loads without `.nc` and two 64-bit stores; `vector::copy16` (see
+/// `data_movement_functions_are_single_vector_instructions`) is one `.nc.v4` load + one store.
+#[test]
+fn struct_copy_trap_is_pinned() {
+    let copy = entry("probe_struct_copy");
+    let wide = copy.matches("ld.global.nc.v4").count() + copy.matches("ld.global.v4").count();
+    assert_eq!(wide, 0, "LLVM now vectorises the struct copy: update docs/performance.md\n{copy}");
+    assert_eq!(copy.matches("ld.global.b64").count(), 2, "{copy}");
+}
