@@ -108,6 +108,7 @@ fn matrix_views_lose_their_bounds_checks_and_slice_indexing_keeps_them() {
     let view = entry("probe_matrix_transpose");
     assert!(!view.contains("panic") && !view.contains("call"), "the Matrix transpose kept a bounds check:\n{view}");
     assert!(view.contains("ld.global.nc"), "reads through a `&[T]` view stay on the read-only path");
+    assert!(view.contains("mul.wide.u32"), "addresses from 32-bit index math");
     let slice = entry("probe_slice_transpose");
     assert!(slice.contains("panic_bounds_check"), "slice indexing lost its check: update docs/performance.md");
 }
