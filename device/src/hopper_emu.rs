@@ -123,8 +123,8 @@ pub(crate) fn tma_load(map: *const u64, dst: u32, bar: u32, coords: &[i32]) {
         // Coordinates of this box row in dimensions 1.. (dimension 1 fastest).
         let mut rest = row;
         let mut base: Option<u64> = Some(map.address);
-        for d in 1..rank {
-            let i = (rest % map.box_dims[d] as usize) as i64 + coords[d] as i64;
+        for (d, &coord) in coords.iter().enumerate().skip(1) {
+            let i = (rest % map.box_dims[d] as usize) as i64 + coord as i64;
             rest /= map.box_dims[d] as usize;
             if i < 0 || i >= map.dims[d] as i64 {
                 base = None;

@@ -1,4 +1,5 @@
 //! Tensor maps for the TMA copy engine (sm_90): `cuTensorMapEncodeTiled` made safe.
+#![allow(clippy::result_large_err)] // `crate::Error` is large by design (it carries launch details).
 //!
 //! A [`TensorMap`] describes a 1-5-D array in device memory, the box (tile) a copy moves and
 //! how it is laid out in shared memory (swizzle). Kernels read it from global memory: copy it

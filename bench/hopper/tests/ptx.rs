@@ -28,7 +28,7 @@ fn gemm_uses_wgmma_tma_mbarriers_and_setmaxnreg_without_local_memory() {
         assert_eq!(text.matches("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16").count(), 4, "{kernel}: 4 wgmma per K step");
         // A and B loads (LLVM peels the producer loop, so the pair can appear several times).
         let loads = text.matches("cp.async.bulk.tensor.2d").count();
-        assert!(loads >= 2 && loads % 2 == 0, "{kernel}: {loads} TMA loads");
+        assert!(loads >= 2 && loads.is_multiple_of(2), "{kernel}: {loads} TMA loads");
         for needle in ["setmaxnreg.dec.sync.aligned.u32 24", "setmaxnreg.inc.sync.aligned.u32 240", "mbarrier.try_wait.parity", "mbarrier.arrive.expect_tx", "fence.proxy.tensormap::generic.acquire.gpu", ".maxntid 384, 1, 1", ".minnctapersm 1"] {
             assert!(text.contains(needle), "{kernel}: `{needle}` missing");
         }

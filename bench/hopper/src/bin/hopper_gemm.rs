@@ -129,7 +129,7 @@ impl Drop for Cublas {
 fn median(times: &mut [f64]) -> f64 {
     times.sort_by(f64::total_cmp);
     let mid = times.len() / 2;
-    if times.len() % 2 == 0 { (times[mid - 1] + times[mid]) / 2.0 } else { times[mid] }
+    if times.len().is_multiple_of(2) { (times[mid - 1] + times[mid]) / 2.0 } else { times[mid] }
 }
 
 /// The TMA round trip: a 256 x 512 bf16 array copied tile by tile through shared memory by
