@@ -140,7 +140,7 @@ fn tma_round_trip(context: &Context, stream: &Stream, module: &Module) -> Res<St
     let input: Vec<Bf16> = (0..rows * cols).map(|_| rng.bf16()).collect();
     let src = DeviceBuffer::from_slice(context, &input).map_err(err("upload"))?;
     let mut dst = DeviceBuffer::<Bf16>::zeroed(context, input.len()).map_err(err("alloc"))?;
-    dst.fill(Bf16(0xffff)).map_err(err("poison"))?;
+    dst.fill_async(Bf16(0xffff), stream).map_err(err("poison"))?;
     let map = TensorMap::tiled_2d(&src, TensorDataType::Bf16, rows as u64, cols as u64, COPY_TILE, COPY_TILE, TensorSwizzle::None).map_err(err("cuTensorMapEncodeTiled"))?;
     let map_dev = map.to_device(context).map_err(err("map upload"))?;
     let function = module.function("tma_copy_tile").map_err(err("tma_copy_tile"))?;
@@ -217,7 +217,8 @@ fn run_size(context: &Context, stream: &Stream, module: &Module, blas: &Cublas, 
     stream.synchronize().map_err(err("cuBLAS"))?;
     let reference = c_ref.to_vec().map_err(err("download C ref"))?;
     for (name, function) in kernels.iter().zip(&functions) {
-        c.fill(Bf16(0x7fc1)).map_err(err("poison C"))?;
+        eprintln!("checking {name} at {side}^3 ...");
+        c.fill_async(Bf16(0x7fc1), stream).map_err(err("poison C"))?;
         ours(function)?;
         stream.synchronize().map_err(err(name))?;
         let got = c.to_vec().map_err(err("download C"))?;
@@ -264,6 +265,7 @@ fn run_size(context: &Context, stream: &Stream, module: &Module, blas: &Cublas, 
     }
 
     // Timing, interleaved: ours (both variants) and cuBLAS, run by run.
+    eprintln!("timing {side}^3 ({runs} runs + 3 warm-ups per implementation) ...");
     let (start, end) = (Event::new(context).map_err(err("event"))?, Event::new(context).map_err(err("event"))?);
     let mut times = vec![Vec::new(); functions.len() + 1];
     for round in 0..runs + 3 {
@@ -335,6 +337,7 @@ fn run() -> Res<bool> {
             ok = false;
         }
     }
+    eprintln!("TMA round trip done; creating the cuBLAS handle ...");
     let blas = Cublas::new(&stream)?;
     let mut json = Vec::new();
     for side in sizes {
