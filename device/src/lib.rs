@@ -22,6 +22,8 @@ pub mod cpu;
 #[cfg(not(target_arch = "nvptx64"))]
 #[doc(hidden)]
 pub mod emu;
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
+pub mod grid_dependency;
 pub mod half;
 pub mod launch_bounds;
 #[cfg(all(target_arch = "nvptx64", ferrocuda_sm = "75"))]

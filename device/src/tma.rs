@@ -100,6 +100,62 @@ impl TensorMap {
         };
     }
 
+    /// As [`TensorMap::load_2d`] for a 1-D map.
+    ///
+    /// # Safety
+    /// As for [`TensorMap::load_2d`], with a 1-D map.
+    #[inline(always)]
+    pub unsafe fn load_1d(map: *const TensorMap, dst: u32, bar: crate::mbarrier::MBarrier, x: i32) {
+        #[cfg(not(target_arch = "nvptx64"))]
+        crate::hopper_emu::tma_load(map.cast(), dst, bar.address(), &[x]);
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: the caller's contract.
+        unsafe {
+            core::arch::asm!(
+                "cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{x}}}], [{b}];",
+                d = in(reg32) dst, m = in(reg64) map, x = in(reg32) x, b = in(reg32) bar.address(), options(nostack)
+            )
+        };
+    }
+
+    /// As [`TensorMap::load_2d`] for a 4-D map (`c[0]` innermost).
+    ///
+    /// # Safety
+    /// As for [`TensorMap::load_2d`], with a 4-D map.
+    #[inline(always)]
+    pub unsafe fn load_4d(map: *const TensorMap, dst: u32, bar: crate::mbarrier::MBarrier, c: [i32; 4]) {
+        #[cfg(not(target_arch = "nvptx64"))]
+        crate::hopper_emu::tma_load(map.cast(), dst, bar.address(), &c);
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: the caller's contract.
+        unsafe {
+            core::arch::asm!(
+                "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{c0}, {c1}, {c2}, {c3}}}], [{b}];",
+                d = in(reg32) dst, m = in(reg64) map, c0 = in(reg32) c[0], c1 = in(reg32) c[1], c2 = in(reg32) c[2], c3 = in(reg32) c[3],
+                b = in(reg32) bar.address(), options(nostack)
+            )
+        };
+    }
+
+    /// As [`TensorMap::load_2d`] for a 5-D map (`c[0]` innermost).
+    ///
+    /// # Safety
+    /// As for [`TensorMap::load_2d`], with a 5-D map.
+    #[inline(always)]
+    pub unsafe fn load_5d(map: *const TensorMap, dst: u32, bar: crate::mbarrier::MBarrier, c: [i32; 5]) {
+        #[cfg(not(target_arch = "nvptx64"))]
+        crate::hopper_emu::tma_load(map.cast(), dst, bar.address(), &c);
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: the caller's contract.
+        unsafe {
+            core::arch::asm!(
+                "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{c0}, {c1}, {c2}, {c3}, {c4}}}], [{b}];",
+                d = in(reg32) dst, m = in(reg64) map, c0 = in(reg32) c[0], c1 = in(reg32) c[1], c2 = in(reg32) c[2], c3 = in(reg32) c[3], c4 = in(reg32) c[4],
+                b = in(reg32) bar.address(), options(nostack)
+            )
+        };
+    }
+
     /// Starts storing the box in shared memory at `src` to coordinates `(x, y)` of the 2-D map
     /// (`cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group`); finish with
     /// [`store_commit`] and [`store_wait_read`] / [`store_wait`].

@@ -181,3 +181,31 @@ pub fn probe_slice_transpose(input: &[f32], output: &mut [f32], rows: u32, cols:
         }
     }
 }
+
+#[cfg(target_arch = "nvptx64")]
+mod device_tma {
+    use ferrocuda_device::grid_dependency;
+    use ferrocuda_device::mbarrier::MBarrier;
+    use ferrocuda_device::tma::{TensorMap, dynamic_shared_address};
+
+    /// Issues 1-D, 3-D, 4-D and 5-D TMA loads (PTX pinned by `tests/ptx.rs`; not launched) and
+    /// the programmatic-dependent-launch pair.
+    ///
+    /// # Safety
+    /// Not meant to be launched without maps of the matching ranks.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn probe_tma_ranks(maps: *const TensorMap, x: i32) {
+        grid_dependency::wait_for_prerequisites();
+        let base = (dynamic_shared_address() + 127) & !127;
+        // SAFETY: the address is inside the requested shared memory (the caller's contract).
+        let bar = unsafe { MBarrier::at(base + 4096) };
+        // SAFETY: the kernel's contract.
+        unsafe {
+            TensorMap::load_1d(maps, base, bar, x);
+            TensorMap::load_3d(maps.add(1), base, bar, x, 0, 0);
+            TensorMap::load_4d(maps.add(2), base, bar, [x, 0, 0, 0]);
+            TensorMap::load_5d(maps.add(3), base, bar, [x, 0, 0, 0, 1]);
+        }
+        grid_dependency::launch_dependents();
+    }
+}

@@ -123,3 +123,13 @@ fn struct_copy_trap_is_pinned() {
     assert_eq!(wide, 0, "LLVM now vectorises the struct copy: update docs/performance.md\n{copy}");
     assert_eq!(copy.matches("ld.global.b64").count(), 2, "{copy}");
 }
+
+#[test]
+fn tma_loads_of_every_rank_and_grid_dependency_control_assemble() {
+    let text = entry("probe_tma_ranks");
+    for needle in ["cp.async.bulk.tensor.1d", "cp.async.bulk.tensor.3d", "cp.async.bulk.tensor.4d", "cp.async.bulk.tensor.5d", "griddepcontrol.wait", "griddepcontrol.launch_dependents"] {
+        assert!(text.contains(needle), "`{needle}` missing");
+    }
+    // ptxas accepted the module (the cubin is embedded) when it was found.
+    assert!(KERNELS.resources.is_empty() || resources("probe_tma_ranks").is_some());
+}
