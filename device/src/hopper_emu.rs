@@ -198,3 +198,42 @@ pub(crate) fn bf16(bits: u16) -> f32 {
 pub(crate) fn f16(bits: u16) -> f32 {
     crate::half::F16(bits).to_f32()
 }
+
+std::thread_local! {
+    /// Per (block, warp): the warp's A fragments for [`wgmma_rs`].
+    static A_FRAGMENTS: core::cell::RefCell<std::collections::HashMap<(usize, u32), [[u32; 4]; 32]>> = core::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// `wgmma.mma_async` m64nNk16 with A from registers: the warp's A fragments (the `mma.m16n8k16`
+/// A layout, one per warp for its 16 rows) are gathered with two warp syncs, then each thread
+/// computes its own accumulators.
+pub(crate) fn wgmma_rs(acc: &mut [f32], n: u32, a: [u32; 4], b: u64, accumulate: bool, element: fn(u16) -> f32) {
+    let Some(block) = crate::cpu::block::BlockContext::current() else {
+        panic!("`wgmma` only has a value inside a kernel (on a GPU, or run by the CPU executor)");
+    };
+    let key = (block as *const crate::cpu::block::BlockContext<'_> as usize, block.current_rank() / 32);
+    let lane = emu::lane_id();
+    A_FRAGMENTS.with(|slots| slots.borrow_mut().entry(key).or_insert([[0; 4]; 32])[lane as usize] = a);
+    emu::warp_sync(crate::warp::FULL_MASK);
+    let all = A_FRAGMENTS.with(|slots| slots.borrow()[&key]);
+    emu::warp_sync(crate::warp::FULL_MASK);
+    // Row r (0..16) of the warp's slice, element k (0..16), as in `crate::mma`.
+    let a_at = |r: u32, k: u32| {
+        let word = all[((r % 8) * 4 + (k % 8) / 2) as usize][((r / 8) + 2 * (k / 8)) as usize];
+        element(if k.is_multiple_of(2) { word as u16 } else { (word >> 16) as u16 })
+    };
+    for i in 0..n / 8 {
+        for half in 0..2 {
+            let r = lane / 4 + 8 * half;
+            for j in 0..2 {
+                let col = 8 * i + 2 * (lane % 4) + j;
+                let mut sum = 0.0f32;
+                for k in 0..16 {
+                    sum += a_at(r, k) * element(operand(b, col, k));
+                }
+                let slot = &mut acc[(4 * i + 2 * half + j) as usize];
+                *slot = if accumulate { *slot + sum } else { sum };
+            }
+        }
+    }
+}

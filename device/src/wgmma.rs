@@ -56,6 +56,16 @@ impl Descriptor {
         Descriptor(start | (leading << 16) | (stride << 32) | ((swizzle as u64) << 62))
     }
 
+    /// Where element `k` (0..64, 16-bit) of row `row` of a 128-byte-swizzled K-major tile at
+    /// `base` (1024-byte aligned) lives: for tiles written by threads (`st.shared`, `stmatrix`)
+    /// rather than TMA, to be read through [`Descriptor::k_major_128b`]. The 16-byte chunks of
+    /// each row are XOR-permuted by `row % 8`.
+    #[inline(always)]
+    pub const fn swizzled_128b_address(base: u32, row: u32, k: u32) -> u32 {
+        let logical = base + (row / 8) * 1024 + (row % 8) * 128 + 2 * k;
+        logical ^ (((logical >> 7) & 7) << 4)
+    }
+
     /// A K-major operand tile with 64 16-bit elements (128 bytes) per row, loaded by TMA with
     /// the 128-byte swizzle: 8-row groups are 1024 bytes apart. Step along K inside the tile
     /// by adding 32 bytes (16 elements) to `address`.

@@ -209,3 +209,91 @@ mod device_tma {
         grid_dependency::launch_dependents();
     }
 }
+
+/// `out_ss`, `out_rs` (64x64 f32, row-major) = A (64x16 bf16, row-major) · Bᵀ (B 64x16 bf16,
+/// row-major), by one warpgroup: B (and, for the SS form, A) stored by the threads into shared
+/// memory at the 128-byte-swizzled addresses a `k_major_128b` descriptor reads, then one
+/// `wgmma` with A from shared memory (`out_ss`) and one with A from registers (`out_rs`).
+/// Checks the descriptor/swizzle model independently of TMA (`tests/cpu_gemm.rs` on the CPU
+/// executor, `hopper-gemm` on a GPU).
+///
+/// # Safety
+/// 128 threads, 1 block, [`WGMMA_TILE_SHARED_BYTES`] of dynamic shared memory; `a`, `b` hold
+/// 64x16 bf16 bits each, `out_ss`, `out_rs` 64x64 f32 each.
+#[inline(always)]
+pub unsafe fn wgmma_tile_body(a: *const u16, b: *const u16, out_ss: *mut f32, out_rs: *mut f32) {
+    use ferrocuda_device::shared::SharedElement;
+    use ferrocuda_device::sync::sync_threads;
+    use ferrocuda_device::tma::{dynamic_shared_address, fence_proxy_async_shared};
+    use ferrocuda_device::unroll::unroll;
+    use ferrocuda_device::wgmma::{self, Descriptor};
+
+    let t = thread_idx_x();
+    let a_tile = (dynamic_shared_address() + 1023) & !1023;
+    let b_tile = a_tile + 8192;
+    // 64 rows x 8 pairs per operand: 4 pairs per thread each.
+    for p in 0..4 {
+        let index = t + 128 * p;
+        let (row, k) = (index / 8, 2 * (index % 8));
+        // SAFETY: inside the 64x16 inputs (the caller's contract) and the two 8 KiB tiles.
+        unsafe {
+            let pa = *a.add((row * 16 + k) as usize) as u32 | (*a.add((row * 16 + k + 1) as usize) as u32) << 16;
+            let pb = *b.add((row * 16 + k) as usize) as u32 | (*b.add((row * 16 + k + 1) as usize) as u32) << 16;
+            u32::store_shared(Descriptor::swizzled_128b_address(a_tile, row, k), pa);
+            u32::store_shared(Descriptor::swizzled_128b_address(b_tile, row, k), pb);
+        }
+    }
+    fence_proxy_async_shared();
+    sync_threads();
+    let (warp, lane) = (t / 32, t % 32);
+    let row = 16 * warp + lane / 4;
+    let k = 2 * (lane % 4);
+    // SAFETY: inside A (the caller's contract).
+    let pair = |r: u32, k: u32| unsafe { *a.add((r * 16 + k) as usize) as u32 | (*a.add((r * 16 + k + 1) as usize) as u32) << 16 };
+    let fragment = [pair(row, k), pair(row + 8, k), pair(row, k + 8), pair(row + 8, k + 8)];
+    // SAFETY: zero bits are 0.0.
+    let mut ss: [f32; 32] = unsafe { core::mem::zeroed() };
+    // SAFETY: zero bits are 0.0.
+    let mut rs: [f32; 32] = unsafe { core::mem::zeroed() };
+    wgmma::fence();
+    // SAFETY: one whole warpgroup; the tiles were written and fenced above.
+    unsafe {
+        wgmma::m64n64k16_bf16(&mut ss, Descriptor::k_major_128b(a_tile).0, Descriptor::k_major_128b(b_tile).0, false);
+        wgmma::m64n64k16_bf16_rs(&mut rs, fragment, Descriptor::k_major_128b(b_tile).0, false);
+    }
+    wgmma::commit();
+    wgmma::wait::<0>();
+    wgmma::fence_accumulators_32(&mut ss);
+    wgmma::fence_accumulators_32(&mut rs);
+    unroll::<8>(|i| {
+        let col = 8 * i as u32 + 2 * (lane % 4);
+        for (half, r) in [(0, row), (1, row + 8)] {
+            for j in 0..2 {
+                let at = (r * 64 + col + j) as usize;
+                // SAFETY: inside the 64x64 outputs.
+                unsafe {
+                    *out_ss.add(at) = ss[4 * i + 2 * half + j as usize];
+                    *out_rs.add(at) = rs[4 * i + 2 * half + j as usize];
+                }
+            }
+        }
+    });
+}
+
+/// Dynamic shared memory of `probe_wgmma_tile`: two 8 KiB tiles and 1 KiB alignment.
+pub const WGMMA_TILE_SHARED_BYTES: u32 = 2 * 8192 + 1024;
+
+#[cfg(target_arch = "nvptx64")]
+mod device_wgmma {
+    ferrocuda_device::launch_bounds!(probe_wgmma_tile, 128, 1);
+
+    /// See [`wgmma_tile_body`](super::wgmma_tile_body).
+    ///
+    /// # Safety
+    /// As for `wgmma_tile_body`.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn probe_wgmma_tile(a: *const u16, b: *const u16, out_ss: *mut f32, out_rs: *mut f32) {
+        // SAFETY: the kernel's contract.
+        unsafe { super::wgmma_tile_body(a, b, out_ss, out_rs) }
+    }
+}

@@ -88,3 +88,32 @@ fn cpu_tma_round_trip_is_exact() {
     let want: Vec<u16> = input.iter().map(|x| x.0).collect();
     assert!(got == want, "the round trip changed {} elements", got.iter().zip(&want).filter(|(a, b)| a != b).count());
 }
+
+/// One warpgroup, one `wgmma` m64n64k16 with A from shared memory and one with A from
+/// registers, operands stored by the threads at `Descriptor::swizzled_128b_address`: both
+/// equal the exact product (quarter-integer inputs: every sum is exact in f32).
+#[test]
+fn cpu_wgmma_tile_ss_and_rs_are_exact() {
+    use hopper_kernels::probes::{WGMMA_TILE_SHARED_BYTES, wgmma_tile_body};
+    let mut seed = 99u64;
+    let mut next = || {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        Bf16::from_f32(((seed >> 60) as f32 - 8.0) / 4.0).0
+    };
+    let a: Vec<u16> = (0..64 * 16).map(|_| next()).collect();
+    let b: Vec<u16> = (0..64 * 16).map(|_| next()).collect();
+    let mut ss = vec![f32::NAN; 64 * 64];
+    let mut rs = vec![f32::NAN; 64 * 64];
+    let (pa, pb, pss, prs) = (a.as_ptr() as usize, b.as_ptr() as usize, ss.as_mut_ptr() as usize, rs.as_mut_ptr() as usize);
+    // SAFETY: the vectors have the sizes the body needs and outlive `run`.
+    let body = || unsafe { wgmma_tile_body(pa as *const u16, pb as *const u16, pss as *mut f32, prs as *mut f32) };
+    CpuExecutor::new().run("probe_wgmma_tile", LaunchConfig::new(1u32, 128u32).with_shared_bytes(WGMMA_TILE_SHARED_BYTES), &body).unwrap();
+    let f = |bits: u16| Bf16(bits).to_f32();
+    for i in 0..64 {
+        for j in 0..64 {
+            let expected: f32 = (0..16).map(|k| f(a[i * 16 + k]) * f(b[j * 16 + k])).sum();
+            assert_eq!(ss[i * 64 + j], expected, "SS C[{i}][{j}]");
+            assert_eq!(rs[i * 64 + j], expected, "RS C[{i}][{j}]");
+        }
+    }
+}

@@ -133,3 +133,12 @@ fn tma_loads_of_every_rank_and_grid_dependency_control_assemble() {
     // ptxas accepted the module (the cubin is embedded) when it was found.
     assert!(KERNELS.resources.is_empty() || resources("probe_tma_ranks").is_some());
 }
+
+#[test]
+fn wgmma_with_a_from_registers_assembles() {
+    let text = entry("probe_wgmma_tile");
+    assert!(text.contains("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"), "{text}");
+    // The RS form: A as a 4-register vector, three immediates after the predicate.
+    assert!(text.lines().any(|l| l.contains("m64n64k16") && l.contains("p, 1, 1, 0;") && !l.contains("p, 1, 1, 0, 0;")), "no RS-form wgmma");
+    assert!(!text.contains(".local"));
+}
