@@ -199,9 +199,11 @@ pub(crate) fn f16(bits: u16) -> f32 {
     crate::half::F16(bits).to_f32()
 }
 
+/// The A fragments of each warp (keyed by block context address and warp) for [`wgmma_rs`].
+type WarpFragments = std::collections::HashMap<(usize, u32), [[u32; 4]; 32]>;
+
 std::thread_local! {
-    /// Per (block, warp): the warp's A fragments for [`wgmma_rs`].
-    static A_FRAGMENTS: core::cell::RefCell<std::collections::HashMap<(usize, u32), [[u32; 4]; 32]>> = core::cell::RefCell::new(std::collections::HashMap::new());
+    static A_FRAGMENTS: core::cell::RefCell<WarpFragments> = core::cell::RefCell::new(WarpFragments::new());
 }
 
 /// `wgmma.mma_async` m64nNk16 with A from registers: the warp's A fragments (the `mma.m16n8k16`
