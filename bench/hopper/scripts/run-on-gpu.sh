@@ -12,10 +12,17 @@ export PATH=/usr/local/cuda/bin:$PATH
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv > "$OUT/gpu.txt" 2>&1
 cat "$OUT/gpu.txt"
 # SASS evidence: HGMMA present, no local memory (LDL/STL) anywhere in the GEMM kernels.
+# (At most 8 files come back from $OUT: gpu, res-usage, 2 x sass-<kernel>, sass-summary,
+# hopper-gemm.txt/.json.)
 cuobjdump -res-usage hopper_kernels.sm_90a.cubin > "$OUT/res-usage.txt" 2>&1
-cuobjdump -sass hopper_kernels.sm_90a.cubin > "$OUT/sass.txt" 2>&1
+if command -v cuobjdump > /dev/null; then
+  cuobjdump -sass hopper_kernels.sm_90a.cubin > /tmp/hopper-sass.txt 2>&1
+else
+  nvdisasm -c hopper_kernels.sm_90a.cubin > /tmp/hopper-sass.txt 2>&1
+fi
 for k in gemm_bf16_tn gemm_bf16_tn_serial; do
-  awk -v k="$k" '/Function : /{f=($3==k)} f' "$OUT/sass.txt" > "$OUT/sass-$k.txt"
+  # cuobjdump: "Function : NAME"; nvdisasm: ".text.NAME:".
+  awk -v k="$k" '/Function : /{f=($3==k)} /^\.text\./{f=($0==".text." k ":")} f' /tmp/hopper-sass.txt > "$OUT/sass-$k.txt"
   echo "SASS $k: $(grep -c HGMMA "$OUT/sass-$k.txt") HGMMA, $(grep -cE 'LDL|STL' "$OUT/sass-$k.txt") LDL/STL, $(grep -c 'UTMALDG' "$OUT/sass-$k.txt") UTMALDG, $(grep -c 'SYNCS' "$OUT/sass-$k.txt") SYNCS, $(grep -c 'USETMAXREG' "$OUT/sass-$k.txt") USETMAXREG; $(grep -m1 'HGMMA' "$OUT/sass-$k.txt" | sed 's/^ *//')"
 done | tee "$OUT/sass-summary.txt"
 grep -A1 "gemm_bf16_tn\b\|gemm_bf16_tn " "$OUT/res-usage.txt" | head -4
