@@ -6,22 +6,29 @@
 use ferrocuda_device::kernel;
 use ferrocuda_device::thread::thread_idx_x;
 
+// Outputs of the `#[kernel]` probes are raw pointers: valid in both the current kernel model
+// and the new one (/work/coord/KERNEL-MODEL.md: `&mut [T]` parameters are going away).
+
 /// Launch bounds through the macro: `.maxntid 256, 1, 1` and `.minnctapersm 2` in the PTX.
+///
+/// # Safety
+/// `out` holds one `u32` per thread of the block.
 #[kernel(launch_bounds(256, 2))]
-pub fn probe_launch_bounds(out: &mut [u32]) {
-    let i = thread_idx_x() as usize;
-    if i < out.len() {
-        out[i] = i as u32;
-    }
+pub unsafe fn probe_launch_bounds(out: *mut u32) {
+    let i = thread_idx_x();
+    // SAFETY: the kernel's contract.
+    unsafe { *out.add(i as usize) = i };
 }
 
 /// `.reqntid 128, 1, 1` in the PTX.
+///
+/// # Safety
+/// `out` holds one `u32` per thread of the block.
 #[kernel(reqntid(128))]
-pub fn probe_reqntid(out: &mut [u32]) {
-    let i = thread_idx_x() as usize;
-    if i < out.len() {
-        out[i] = 2 * i as u32;
-    }
+pub unsafe fn probe_reqntid(out: *mut u32) {
+    let i = thread_idx_x();
+    // SAFETY: the kernel's contract.
+    unsafe { *out.add(i as usize) = 2 * i };
 }
 
 #[cfg(target_arch = "nvptx64")]
@@ -152,10 +159,15 @@ mod device {
 /// Transposes 32x32 tiles (one thread per element of a 32x8 block, 4 rows each), through a
 /// [`Matrix`](ferrocuda_device::matrix::Matrix) view: the `row < rows && col < cols` guard
 /// proves the view's checks, so no bounds-check panic path remains (pinned by `tests/ptx.rs`).
+///
+/// # Safety
+/// `output` holds `rows * cols` floats that only this launch accesses.
 #[kernel]
-pub fn probe_matrix_transpose(input: &[f32], output: &mut [f32], rows: u32, cols: u32) {
+pub unsafe fn probe_matrix_transpose(input: &[f32], output: *mut f32, rows: u32, cols: u32) {
     use ferrocuda_device::matrix::{Matrix, MatrixMut};
     use ferrocuda_device::thread::{block_idx_x, block_idx_y, thread_idx_y};
+    // SAFETY: the kernel's contract (each thread writes distinct elements).
+    let output = unsafe { core::slice::from_raw_parts_mut(output, rows as usize * cols as usize) };
     let (Some(src), Some(mut dst)) = (Matrix::new(input, rows, cols), MatrixMut::new(output, cols, rows)) else {
         return;
     };
@@ -170,9 +182,14 @@ pub fn probe_matrix_transpose(input: &[f32], output: &mut [f32], rows: u32, cols
 
 /// The same transpose with slice indexing: `input[row * cols + col]` keeps its bounds check
 /// (the trap; pinned by `tests/ptx.rs` so that a compiler that learns to remove it is noticed).
+///
+/// # Safety
+/// `output` holds `rows * cols` floats that only this launch accesses.
 #[kernel]
-pub fn probe_slice_transpose(input: &[f32], output: &mut [f32], rows: u32, cols: u32) {
+pub unsafe fn probe_slice_transpose(input: &[f32], output: *mut f32, rows: u32, cols: u32) {
     use ferrocuda_device::thread::{block_idx_x, block_idx_y, thread_idx_y};
+    // SAFETY: the kernel's contract (each thread writes distinct elements).
+    let output = unsafe { core::slice::from_raw_parts_mut(output, rows as usize * cols as usize) };
     let col = block_idx_x() * 32 + thread_idx_x();
     for i in 0..4 {
         let row = block_idx_y() * 32 + thread_idx_y() + 8 * i;
