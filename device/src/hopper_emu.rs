@@ -206,14 +206,21 @@ std::thread_local! {
     static A_FRAGMENTS: core::cell::RefCell<WarpFragments> = core::cell::RefCell::new(WarpFragments::new());
 }
 
+/// The running warp: its block (the executor's context address) and warp index. The one place
+/// that reaches into the executor's internals (with the CPU executor's hooks interface:
+/// `(emu::block_identity(), emu::rank() / 32)`).
+fn warp_key() -> (usize, u32) {
+    let Some(block) = crate::cpu::block::BlockContext::current() else {
+        panic!("`wgmma` only has a value inside a kernel (on a GPU, or run by the CPU executor)");
+    };
+    (block as *const crate::cpu::block::BlockContext<'_> as usize, block.current_rank() / 32)
+}
+
 /// `wgmma.mma_async` m64nNk16 with A from registers: the warp's A fragments (the `mma.m16n8k16`
 /// A layout, one per warp for its 16 rows) are gathered with two warp syncs, then each thread
 /// computes its own accumulators.
 pub(crate) fn wgmma_rs(acc: &mut [f32], n: u32, a: [u32; 4], b: u64, accumulate: bool, element: fn(u16) -> f32) {
-    let Some(block) = crate::cpu::block::BlockContext::current() else {
-        panic!("`wgmma` only has a value inside a kernel (on a GPU, or run by the CPU executor)");
-    };
-    let key = (block as *const crate::cpu::block::BlockContext<'_> as usize, block.current_rank() / 32);
+    let key = warp_key();
     let lane = emu::lane_id();
     A_FRAGMENTS.with(|slots| slots.borrow_mut().entry(key).or_insert([[0; 4]; 32])[lane as usize] = a);
     emu::warp_sync(crate::warp::FULL_MASK);
