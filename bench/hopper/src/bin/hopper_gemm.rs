@@ -359,9 +359,16 @@ fn run() -> Res<bool> {
     for (arch, kernel, registers, spill_stores, spill_loads, stack, _) in hopper_kernels::KERNELS.resources {
         println!("ptxas (sm_{arch}a): {kernel}: {registers} registers, {spill_stores} B spill stores, {spill_loads} B spill loads, {stack} B stack");
     }
-    let module = match hopper_kernels::KERNELS.cubins.iter().find(|(a, _)| *a == 90) {
-        Some((_, image)) => Module::load_binary(&context, "hopper_kernels", image, &JitOptions::new()),
-        None => Module::load_ptx(&context, "hopper_kernels", hopper_kernels::KERNELS.ptx[0].1, &JitOptions::new()),
+    // `unsafe` (and the allow) because the host crate's next API makes module loading unsafe:
+    // SAFETY: the image is this crate's own build (ptxas output, embedded unaltered); its
+    // kernels are launched only through
+    // `launch` with the parameter lists they declare (checked by reading each call site).
+    #[allow(unused_unsafe)]
+    let module = unsafe {
+        match hopper_kernels::KERNELS.cubins.iter().find(|(a, _)| *a == 90) {
+            Some((_, image)) => Module::load_binary(&context, "hopper_kernels", image, &JitOptions::new()),
+            None => Module::load_ptx(&context, "hopper_kernels", hopper_kernels::KERNELS.ptx[0].1, &JitOptions::new()),
+        }
     }
     .map_err(err("loading the kernels"))?;
     let stream = Stream::non_blocking(&context).map_err(err("stream"))?;
