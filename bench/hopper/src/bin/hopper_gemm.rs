@@ -361,8 +361,7 @@ fn run() -> Res<bool> {
     }
     // `unsafe` (and the allow) because the host crate's next API makes module loading unsafe:
     // SAFETY: the image is this crate's own build (ptxas output, embedded unaltered); its
-    // kernels are launched only through
-    // `launch` with the parameter lists they declare (checked by reading each call site).
+    // kernels are launched only through `launch` with the parameter lists they declare.
     #[allow(unused_unsafe)]
     let module = unsafe {
         match hopper_kernels::KERNELS.cubins.iter().find(|(a, _)| *a == 90) {
