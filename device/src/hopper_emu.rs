@@ -54,6 +54,15 @@ fn barrier_word(address: u32) -> *mut u64 {
     emu::shared_pointer::<u64>(address)
 }
 
+/// A pointer to `size_of::<T>()` bytes at `address` in the shared memory of cluster block
+/// `rank` (bounds and alignment checked).
+fn peer_pointer<T>(rank: u32, address: u32) -> *mut T {
+    let Some(block) = crate::cpu::block::BlockContext::current() else {
+        panic!("distributed shared memory only exists inside a kernel run by the CPU executor or a GPU");
+    };
+    block.cluster_peer(rank).pointer(address, core::mem::size_of::<T>(), core::mem::align_of::<T>()).cast()
+}
+
 fn decode(word: u64) -> (u64, u64, u64, i32) {
     (word >> 63, (word >> 48) & 0x7fff, (word >> 32) & 0xffff, word as u32 as i32)
 }
@@ -72,7 +81,16 @@ pub(crate) fn mbarrier_init(address: u32, count: u32) {
 
 /// Arrivals and transaction bytes (`tx` may be negative: bytes delivered).
 pub(crate) fn mbarrier_update(address: u32, arrivals: u64, tx: i32) {
-    let word = barrier_word(address);
+    update_word(barrier_word(address), address, arrivals, tx);
+}
+
+/// As [`mbarrier_update`] on the barrier at `address` of cluster block `rank` (a remote
+/// `mbarrier.arrive.shared::cluster`, or a multicast copy's `complete_tx`).
+pub(crate) fn mbarrier_update_peer(rank: u32, address: u32, arrivals: u64, tx: i32) {
+    update_word(peer_pointer::<u64>(rank, address), address, arrivals, tx);
+}
+
+fn update_word(word: *mut u64, address: u32, arrivals: u64, tx: i32) {
     // SAFETY: as in `mbarrier_init`.
     let (phase, count, pending, old_tx) = decode(unsafe { *word });
     assert!(count > 0, "mbarrier at shared address {address:#x} used before mbarrier.init");
@@ -89,11 +107,29 @@ pub(crate) fn mbarrier_try_wait(address: u32, parity: u32) -> bool {
     // SAFETY: as in `mbarrier_init`.
     let word = unsafe { *barrier_word(address) };
     let done = ((word & PHASE) >> 63) != (parity & 1) as u64;
+    FAILED_WAITS.with(|failed| {
+        if done {
+            failed.set(0);
+        } else {
+            // No thread of any block on this worker completed a wait for this long: a
+            // deadlock (a barrier nobody will complete), not a slow producer.
+            let count = failed.get() + 1;
+            failed.set(count);
+            assert!(count < STUCK_AFTER, "mbarrier wait at shared address {address:#x} (parity {parity}): no mbarrier wait succeeded in {STUCK_AFTER} tries; the barrier's phase never completes (count or expected bytes wrong?)");
+        }
+    });
     if !done {
         // Let the other threads run (the producer this thread waits for among them).
         emu::warp_active_mask();
     }
     done
+}
+
+/// Failed `try_wait`s in a row on this worker thread, for the deadlock report.
+const STUCK_AFTER: u64 = 2_000_000;
+
+std::thread_local! {
+    static FAILED_WAITS: core::cell::Cell<u64> = const { core::cell::Cell::new(0) };
 }
 
 /// The swizzled shared-memory address of logical `address` (`mode` as in [`EmulatedMap`] /
@@ -110,6 +146,20 @@ fn swizzle(address: u32, mode: u32) -> u32 {
 
 /// `cp.async.bulk.tensor` (global to shared) done at once, then `complete_tx` on `bar`.
 pub(crate) fn tma_load(map: *const u64, dst: u32, bar: u32, coords: &[i32]) {
+    tma_load_to(map, dst, bar, coords, None);
+}
+
+/// `cp.async.bulk.tensor ... .multicast::cluster`: the box lands at `dst` in every cluster block
+/// whose bit is set in `mask`, and completes its bytes on `bar` in each of them.
+pub(crate) fn tma_load_multicast(map: *const u64, dst: u32, bar: u32, coords: &[i32], mask: u16) {
+    for rank in 0..16 {
+        if mask & (1 << rank) != 0 {
+            tma_load_to(map, dst, bar, coords, Some(rank));
+        }
+    }
+}
+
+fn tma_load_to(map: *const u64, dst: u32, bar: u32, coords: &[i32], peer: Option<u32>) {
     // SAFETY: the caller of the public function vouched for the map's address.
     let map = unsafe { *(map as *const EmulatedMap) };
     assert_eq!(map.magic, EMULATED_MAP_MAGIC, "the CPU executor needs tensor maps made by ferrocuda_host::TensorMap::emulated");
@@ -143,13 +193,20 @@ pub(crate) fn tma_load(map: *const u64, dst: u32, bar: u32, coords: &[i32]) {
                     }
                     _ => 0, // out of bounds: zero fill, as `OOB_FILL_NONE`
                 };
-                // SAFETY: `shared_pointer` checks the bounds of each byte.
-                unsafe { *emu::shared_pointer::<u8>(dst + target + byte as u32) = value };
+                let byte_pointer = match peer {
+                    None => emu::shared_pointer::<u8>(dst + target + byte as u32),
+                    Some(peer) => peer_pointer::<u8>(peer, dst + target + byte as u32),
+                };
+                // SAFETY: the pointer functions check the bounds of each byte.
+                unsafe { *byte_pointer = value };
             }
             offset += esize as u32;
         }
     }
-    mbarrier_update(bar, 0, -(offset as i32));
+    match peer {
+        None => mbarrier_update(bar, 0, -(offset as i32)),
+        Some(peer) => mbarrier_update_peer(peer, bar, 0, -(offset as i32)),
+    }
 }
 
 /// One 16-bit element of a K-major, 128-byte-swizzled operand: row `row`, element `k`.

@@ -77,6 +77,26 @@ impl MBarrier {
         crate::hopper_emu::mbarrier_update(self.0, 1, bytes as i32);
     }
 
+    /// One arrival on the barrier at the same address in cluster block `rank` (`mapa` then
+    /// `mbarrier.arrive.release.cluster.shared::cluster.b64`): how consumers in one block
+    /// release a buffer that a peer's multicast copy fills.
+    ///
+    /// # Safety
+    /// The peer block is running (not exited) and uses that address as an initialised barrier.
+    #[inline(always)]
+    pub unsafe fn arrive_cluster(self, rank: u32) {
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: the caller's contract.
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .b32 remote; mapa.shared::cluster.u32 remote, {a}, {r}; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote]; }}",
+                a = in(reg32) self.0, r = in(reg32) rank, options(nostack)
+            )
+        };
+        #[cfg(not(target_arch = "nvptx64"))]
+        crate::hopper_emu::mbarrier_update_peer(rank, self.0, 1, 0);
+    }
+
     /// Whether the phase with parity `parity` has completed (one `try_wait`, which may suspend
     /// the thread for a short while before answering; acquire semantics at CTA scope).
     #[inline(always)]

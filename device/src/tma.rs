@@ -82,6 +82,27 @@ impl TensorMap {
         };
     }
 
+    /// As [`TensorMap::load_2d`], delivering the box to the same shared-memory offset `dst` in
+    /// every block of the cluster whose bit is set in `mask`, each completing its bytes on its
+    /// own barrier at `bar`'s offset (`.multicast::cluster`, sm_90a for best performance).
+    ///
+    /// # Safety
+    /// As for [`TensorMap::load_2d`], in every destination block (launched in a cluster that
+    /// contains them; each destination's barrier expects these bytes).
+    #[inline(always)]
+    pub unsafe fn load_2d_multicast(map: *const TensorMap, dst: u32, bar: crate::mbarrier::MBarrier, x: i32, y: i32, mask: u16) {
+        #[cfg(not(target_arch = "nvptx64"))]
+        crate::hopper_emu::tma_load_multicast(map.cast(), dst, bar.address(), &[x, y], mask);
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: the caller's contract.
+        unsafe {
+            core::arch::asm!(
+                "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [{d}], [{m}, {{{x}, {y}}}], [{b}], {k};",
+                d = in(reg32) dst, m = in(reg64) map, x = in(reg32) x, y = in(reg32) y, b = in(reg32) bar.address(), k = in(reg16) mask, options(nostack)
+            )
+        };
+    }
+
     /// As [`TensorMap::load_2d`] for a 3-D map (`x` innermost).
     ///
     /// # Safety

@@ -30,7 +30,7 @@ pub const SHARED_BYTES: u32 = STAGES * STAGE + 2 * STAGES * 8 + 1024;
 /// Rows and columns of the `tma_copy_tile` test's tile.
 pub const COPY_TILE: u32 = 64;
 
-pub use body::{gemm_body, tma_copy_body};
+pub use body::{gemm_body, gemm_cluster_body, tma_copy_body};
 
 /// The kernel bodies, on both targets: the PTX entry points below call them on the GPU; on the
 /// host the CPU executor runs them (`tests/cpu_gemm.rs`).
@@ -48,6 +48,7 @@ mod body {
     ferrocuda_device::launch_bounds!(gemm_bf16_tn, 384, 1);
     ferrocuda_device::launch_bounds!(gemm_bf16_tn_serial, 384, 1);
     ferrocuda_device::launch_bounds!(tma_copy_tile, 128, 0);
+    ferrocuda_device::launch_bounds!(gemm_bf16_tn_cluster, 384, 1);
 
     /// Stores accumulator pair `i` (columns `8i + 2(lane%4)`, rows `row` and `row + 8`).
     macro_rules! store_pairs {
@@ -205,6 +206,136 @@ mod body {
                 tile += grid_dim_x();
             }
         }
+    }
+
+    /// The cluster variant: launched in clusters of 2 blocks along x, which compute vertically
+    /// adjacent tiles `(2p, n)` and `(2p + 1, n)` and share B: each block loads its own A tile
+    /// and one half (128 rows) of the B tile, multicast into both blocks' shared memory, so the
+    /// L2-to-SM traffic per K step drops from 48 to 32 KiB per block. Each stage's "empty"
+    /// barrier then counts the consumer warps of both blocks (16): a consumer warp arrives on
+    /// its own block's barrier and on its peer's (`mapa` + remote arrive). All threads meet at
+    /// a cluster barrier before exiting, so no block leaves while its peer may still signal it.
+    ///
+    /// # Safety
+    /// As for `gemm_bf16_tn`, except: `b_map` has the box `[64, 128]`; `M % 256 == 0`; launched
+    /// with cluster dimensions (2, 1, 1) and an even grid.
+    #[cfg(target_arch = "nvptx64")]
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn gemm_bf16_tn_cluster(a_map: *const TensorMap, b_map: *const TensorMap, c: *mut u32, m: u32, n: u32, k: u32) {
+        // SAFETY: the kernel's contract.
+        unsafe { gemm_cluster_body(a_map, b_map, c, m, n, k) }
+    }
+
+    /// The body of `gemm_bf16_tn_cluster`.
+    ///
+    /// # Safety
+    /// As for `gemm_bf16_tn_cluster`, run as every thread of the grid.
+    #[inline(always)]
+    pub unsafe fn gemm_cluster_body(a_map: *const TensorMap, b_map: *const TensorMap, c: *mut u32, m: u32, n: u32, k: u32) {
+        use ferrocuda_device::cluster;
+        let tid = thread_idx_x();
+        let rank = cluster::block_rank();
+        let peer = rank ^ 1;
+        let base = (dynamic_shared_address() + 1023) & !1023;
+        let bars = base + STAGES * STAGE;
+        // SAFETY (both): 8-byte slots after the stages, inside the requested shared memory,
+        // used only as barriers (at the same offsets in both blocks of the cluster).
+        let full = |s: u32| unsafe { MBarrier::at(bars + 8 * s) };
+        let empty = |s: u32| unsafe { MBarrier::at(bars + 8 * (STAGES + s)) };
+        if tid == 0 {
+            for s in 0..STAGES {
+                full(s).init(1);
+                empty(s).init(16);
+            }
+            fence_init();
+        }
+        // Both blocks' barriers exist before either block copies into or arrives on the other.
+        cluster::sync();
+        let pairs = (m / (2 * BM)) * (n / BN);
+        let pairs_m = (m / (2 * BM)).max(1);
+        let k_steps = k / BK;
+        let (cluster_id, clusters) = (block_idx_x() / 2, grid_dim_x() / 2);
+        if tid / 128 == 0 {
+            // SAFETY: the whole warpgroup executes it.
+            unsafe { warpgroup::dealloc_registers::<24>() };
+            if tid == 0 {
+                // SAFETY: the maps are valid (the kernel's contract).
+                unsafe {
+                    TensorMap::acquire(a_map);
+                    TensorMap::acquire(b_map);
+                }
+                let mut step = 0u32;
+                let mut pair = cluster_id;
+                while pair < pairs {
+                    let (tm, tn) = (2 * (pair % pairs_m) + rank, pair / pairs_m);
+                    for kb in 0..k_steps {
+                        let s = step % STAGES;
+                        // Empty in both blocks: both blocks' consumers arrived on this barrier.
+                        empty(s).wait(((step / STAGES) & 1) ^ 1);
+                        full(s).arrive_expect_tx(STAGE);
+                        let dst = base + s * STAGE;
+                        // SAFETY: the stage is empty in both blocks, 1024-aligned; the
+                        // coordinates lie inside the maps (shape checked by the launcher).
+                        unsafe {
+                            TensorMap::load_2d(a_map, dst, full(s), (kb * BK) as i32, (tm * BM) as i32);
+                            TensorMap::load_2d_multicast(b_map, dst + A_TILE + rank * (B_TILE / 2), full(s), (kb * BK) as i32, (tn * BN + rank * (BN / 2)) as i32, 0b11);
+                        }
+                        step += 1;
+                    }
+                    pair += clusters;
+                }
+            }
+        } else {
+            // SAFETY: the whole warpgroup executes it; 2 x 128 x 240 + 128 x 24 registers fit.
+            unsafe { warpgroup::alloc_registers::<240>() };
+            let consumer = tid / 128 - 1;
+            let lane = tid % 32;
+            let warp = (tid % 128) / 32;
+            let release = |s: u32| {
+                empty(s).arrive();
+                // SAFETY: the peer is running: it cannot pass the final cluster barrier
+                // before this block reaches it.
+                unsafe { empty(s).arrive_cluster(peer) };
+            };
+            let mut step = 0u32;
+            let mut pair = cluster_id;
+            while pair < pairs {
+                let (tm, tn) = (2 * (pair % pairs_m) + rank, pair / pairs_m);
+                // SAFETY: all-zero bits are 0.0 for every element.
+                let mut acc: [f32; 128] = unsafe { core::mem::zeroed() };
+                for kb in 0..k_steps {
+                    let s = step % STAGES;
+                    full(s).wait((step / STAGES) & 1);
+                    let a_tile = base + s * STAGE + consumer * 64 * 128;
+                    let b_tile = base + s * STAGE + A_TILE;
+                    wgmma::fence();
+                    // SAFETY: the stage is full and stays so until released below.
+                    unsafe {
+                        m64n256k16_bf16(&mut acc, Descriptor::k_major_128b(a_tile).0, Descriptor::k_major_128b(b_tile).0, true);
+                        m64n256k16_bf16(&mut acc, Descriptor::k_major_128b(a_tile + 32).0, Descriptor::k_major_128b(b_tile + 32).0, true);
+                        m64n256k16_bf16(&mut acc, Descriptor::k_major_128b(a_tile + 64).0, Descriptor::k_major_128b(b_tile + 64).0, true);
+                        m64n256k16_bf16(&mut acc, Descriptor::k_major_128b(a_tile + 96).0, Descriptor::k_major_128b(b_tile + 96).0, true);
+                    }
+                    wgmma::commit();
+                    wgmma::wait::<1>();
+                    fence_accumulators_128(&mut acc);
+                    if lane == 0 && kb > 0 {
+                        release((step + STAGES - 1) % STAGES);
+                    }
+                    step += 1;
+                }
+                wgmma::wait::<0>();
+                fence_accumulators_128(&mut acc);
+                if lane == 0 && k_steps > 0 {
+                    release((step + STAGES - 1) % STAGES);
+                }
+                let row = tm * BM + consumer * 64 + warp * 16 + lane / 4;
+                let col0 = tn * BN + 2 * (lane % 4);
+                store_pairs!(c, acc, row, col0, n; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
+                pair += clusters;
+            }
+        }
+        cluster::sync();
     }
 
     /// The tensor-map test: block `(bx, by)` loads the 64x64 bf16 tile at `(64·bx, 64·by)` of

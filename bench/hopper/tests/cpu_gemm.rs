@@ -117,3 +117,36 @@ fn cpu_wgmma_tile_ss_and_rs_are_exact() {
         }
     }
 }
+
+/// The cluster variant: clusters of 2 blocks sharing B through multicast TMA loads, remote
+/// arrivals on the peer's "empty" barriers, a final cluster barrier. 4 tile pairs on 2
+/// persistent clusters (each takes two), 3 K steps per tile.
+#[test]
+fn cpu_cluster_gemm_matches_the_host_reference() {
+    use hopper_kernels::gemm::gemm_cluster_body;
+    let (m, n, k) = (4 * BM, 2 * BN, 3 * BK);
+    let a = random_bf16((m * k) as usize, 0x5555);
+    let b = random_bf16((n * k) as usize, 0x7777);
+    let mut c = vec![0x7fc1_7fc1u32; (m * n / 2) as usize];
+    let a_map = map(a.as_ptr() as u64, m as u64, k as u64, BM, BK, TensorSwizzle::B128);
+    let b_map = map(b.as_ptr() as u64, n as u64, k as u64, BN / 2, BK, TensorSwizzle::B128);
+    let (pa, pb, pc) = (&*a_map as *const DeviceMap as usize, &*b_map as *const DeviceMap as usize, c.as_mut_ptr() as usize);
+    let config = LaunchConfig::new(4u32, THREADS).with_shared_bytes(SHARED_BYTES).with_cluster(2u32);
+    // SAFETY: as in `check_gemm`, with the half-height B box the cluster variant needs.
+    let body = || unsafe { gemm_cluster_body(pa as *const DeviceMap, pb as *const DeviceMap, pc as *mut u32, m, n, k) };
+    CpuExecutor::new().with_race_detection(false).run("gemm_bf16_tn_cluster", config, &body).unwrap();
+    for i in 0..m as usize {
+        for j in 0..n as usize {
+            let (mut exact, mut magnitude) = (0.0f64, 0.0f64);
+            for kk in 0..k as usize {
+                let p = a[i * k as usize + kk].to_f32() as f64 * b[j * k as usize + kk].to_f32() as f64;
+                exact += p;
+                magnitude += p.abs();
+            }
+            let pair = c[(i * n as usize + j) / 2];
+            let got = Bf16(if j % 2 == 0 { pair as u16 } else { (pair >> 16) as u16 }).to_f32() as f64;
+            let bound = exact.abs() / 256.0 + magnitude / 65536.0;
+            assert!((got - exact).abs() <= bound, "C[{i}][{j}] = {got}, expected {exact} (bound {bound})");
+        }
+    }
+}
