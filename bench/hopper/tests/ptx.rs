@@ -42,6 +42,20 @@ fn gemm_uses_wgmma_tma_mbarriers_and_setmaxnreg_without_local_memory() {
 }
 
 #[test]
+fn cluster_gemm_multicasts_b_and_arrives_remotely() {
+    let text = entry("gemm_bf16_tn_cluster");
+    assert_eq!(text.matches("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16").count(), 4);
+    for needle in [".multicast::cluster", "mapa.shared::cluster.u32", "mbarrier.arrive.release.cluster.shared::cluster.b64", "barrier.cluster.arrive", "barrier.cluster.wait", "%cluster_ctarank", ".maxntid 384, 1, 1"] {
+        assert!(text.contains(needle), "`{needle}` missing");
+    }
+    assert!(!text.contains(".local"));
+    if let Some((registers, spill_stores, spill_loads, stack)) = resources("gemm_bf16_tn_cluster") {
+        assert_eq!((spill_stores, spill_loads, stack), (0, 0, 0));
+        assert!(registers <= 168);
+    }
+}
+
+#[test]
 fn launch_bounds_reach_the_ptx() {
     assert!(entry("probe_launch_bounds").contains(")\n.maxntid 256, 1, 1\n.minnctapersm 2\n{"));
     assert!(entry("probe_reqntid").contains(")\n.reqntid 128, 1, 1\n{"));
@@ -91,7 +105,7 @@ fn gemm_sass_has_hgmma_and_no_local_memory() {
         return;
     };
     let sass = String::from_utf8_lossy(&output.stdout);
-    for kernel in ["gemm_bf16_tn", "gemm_bf16_tn_serial"] {
+    for kernel in ["gemm_bf16_tn", "gemm_bf16_tn_serial", "gemm_bf16_tn_cluster"] {
         let start = sass.find(&format!(".text.{kernel}:")).unwrap_or_else(|| panic!("no SASS for {kernel}"));
         let rest = &sass[start..];
         let body = &rest[..rest[1..].find(".text.").map(|e| e + 1).unwrap_or(rest.len())];

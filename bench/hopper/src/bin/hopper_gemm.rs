@@ -58,6 +58,54 @@ unsafe fn launch(function: &Function, stream: &Stream, grid: (u32, u32), block: 
     Ok(())
 }
 
+/// The launch configuration of a (2, 1, 1)-cluster launch.
+fn cluster_config(stream: &Stream, grid: u32, block: u32, shared: u32, attribute: &mut sys::CUlaunchAttribute) -> sys::CUlaunchConfig {
+    attribute.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attribute.value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x: 2, y: 1, z: 1 };
+    sys::CUlaunchConfig {
+        gridDimX: grid,
+        gridDimY: 1,
+        gridDimZ: 1,
+        blockDimX: block,
+        blockDimY: 1,
+        blockDimZ: 1,
+        sharedMemBytes: shared,
+        hStream: stream.raw(),
+        attrs: attribute,
+        numAttrs: 1,
+    }
+}
+
+/// How many 2-block clusters of `function` can be resident at once.
+fn max_active_clusters(function: &Function, stream: &Stream, shared: u32) -> Res<u32> {
+    // SAFETY: an all-zero attribute is a valid value of this plain C struct/union.
+    let mut attribute: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    let config = cluster_config(stream, 2, THREADS, shared, &mut attribute);
+    let mut clusters = 0;
+    // SAFETY: `config` and its attribute outlive the call; writes one int.
+    let code = unsafe { sys::cuOccupancyMaxActiveClusters(&mut clusters, function.raw(), &config) };
+    if code != sys::CUresult::CUDA_SUCCESS {
+        return Err(format!("cuOccupancyMaxActiveClusters({}) failed: {code:?}", function.name()));
+    }
+    Ok(clusters as u32)
+}
+
+/// Launches `function` in clusters of (2, 1, 1) blocks.
+///
+/// # Safety
+/// As for [`launch`]; `grid` is even and the kernel expects 2-block clusters.
+unsafe fn launch_cluster(function: &Function, stream: &Stream, grid: u32, block: u32, shared: u32, params: &mut [*mut c_void]) -> Res<()> {
+    // SAFETY: an all-zero attribute is a valid value of this plain C struct/union.
+    let mut attribute: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    let config = cluster_config(stream, grid, block, shared, &mut attribute);
+    // SAFETY: the caller's contract; `config` and its attribute outlive the call.
+    let code = unsafe { sys::cuLaunchKernelEx(&config, function.raw(), params.as_mut_ptr(), std::ptr::null_mut()) };
+    if code != sys::CUresult::CUDA_SUCCESS {
+        return Err(format!("cuLaunchKernelEx({}, cluster 2) failed: {code:?}", function.name()));
+    }
+    Ok(())
+}
+
 struct Cublas(cublas::cublasHandle_t);
 
 impl Cublas {
@@ -221,20 +269,36 @@ fn run_size(context: &Context, stream: &Stream, module: &Module, blas: &Cublas, 
     let grid = tiles.min(sm_count);
     let flop = 2.0 * m as f64 * n as f64 * k as f64;
 
-    let kernels = ["gemm_bf16_tn", "gemm_bf16_tn_serial"];
+    // The cluster variant's B map: half-height boxes (each block of a pair loads 128 rows).
+    let b_half_map = TensorMap::tiled_2d(&b, TensorDataType::Bf16, n as u64, k as u64, BN / 2, BK, TensorSwizzle::B128).map_err(err("B half map"))?.to_device(context).map_err(err("B map upload"))?;
+    let mut kernels = vec!["gemm_bf16_tn", "gemm_bf16_tn_serial"];
+    if m % (2 * BM) == 0 {
+        kernels.push("gemm_bf16_tn_cluster");
+    }
     let mut functions = Vec::new();
-    for name in kernels {
+    let mut cluster_grid = 0;
+    for &name in &kernels {
         let function = module.function(name).map_err(err(name))?;
         function.set_max_dynamic_shared_bytes(SHARED_BYTES).map_err(err("smem attribute"))?;
         let attributes = function.attributes().map_err(err("attributes"))?;
+        let mut grid_text = format!("grid {grid}");
+        if name.ends_with("cluster") {
+            let resident = max_active_clusters(&function, stream, SHARED_BYTES)?;
+            if resident == 0 {
+                return Err(format!("{name}: no cluster of 2 blocks with {SHARED_BYTES} B of shared memory fits this GPU"));
+            }
+            cluster_grid = 2 * (tiles / 2).min(resident);
+            grid_text = format!("grid {cluster_grid} in clusters of 2 ({resident} clusters resident at once)");
+        }
         if side == 4096 {
-            lines.push(format!("{name}: {} registers at entry (setmaxnreg 24/240 at run time), {} B local, {} B dynamic smem, {THREADS} threads, grid {grid}", attributes.registers, attributes.local_bytes, SHARED_BYTES));
+            lines.push(format!("{name}: {} registers at entry (setmaxnreg 24/240 at run time), {} B local, {} B dynamic smem, {THREADS} threads, {grid_text}", attributes.registers, attributes.local_bytes, SHARED_BYTES));
         }
         functions.push(function);
     }
-    let (p_a, p_b, p_c) = (a_map.device_ptr(), b_map.device_ptr(), c.device_ptr());
+    let (p_a, p_b, p_b_half, p_c) = (a_map.device_ptr(), b_map.device_ptr(), b_half_map.device_ptr(), c.device_ptr());
     let ours = |function: &Function| -> Res<()> {
-        let (mut pa, mut pb, mut pc, mut pm, mut pn, mut pk) = (p_a, p_b, p_c, m, n, k);
+        let cluster = function.name().ends_with("cluster");
+        let (mut pa, mut pb, mut pc, mut pm, mut pn, mut pk) = (p_a, if cluster { p_b_half } else { p_b }, p_c, m, n, k);
         let mut params: [*mut c_void; 6] = [
             (&mut pa as *mut u64).cast(),
             (&mut pb as *mut u64).cast(),
@@ -244,8 +308,15 @@ fn run_size(context: &Context, stream: &Stream, module: &Module, blas: &Cublas, 
             (&mut pk as *mut u32).cast(),
         ];
         // SAFETY: the maps describe A (m x k) and B (n x k) with the kernel's boxes and
-        // swizzle, C holds m*n bf16, the shape is a multiple of the tile (checked above).
-        unsafe { launch(function, stream, (grid, 1), THREADS, SHARED_BYTES, &mut params) }
+        // swizzle (half-height B boxes for the cluster variant, which also needs M % 256 == 0,
+        // checked above), C holds m*n bf16, the shape is a multiple of the tile (checked above).
+        unsafe {
+            if cluster {
+                launch_cluster(function, stream, cluster_grid, THREADS, SHARED_BYTES, &mut params)
+            } else {
+                launch(function, stream, (grid, 1), THREADS, SHARED_BYTES, &mut params)
+            }
+        }
     };
 
     // Correctness of each variant: poison, run once, compare.
