@@ -75,7 +75,7 @@ mod body {
     #[unsafe(no_mangle)]
     pub unsafe extern "ptx-kernel" fn gemm_bf16_tn(a_map: *const TensorMap, b_map: *const TensorMap, c: *mut u32, m: u32, n: u32, k: u32) {
         // SAFETY: the kernel's contract.
-        unsafe { gemm_body::<true>(a_map, b_map, c, m, n, k) }
+        unsafe { gemm_body::<true, true>(a_map, b_map, c, m, n, k) }
     }
 
     /// As `gemm_bf16_tn`, waiting for each K step's `wgmma`s before the next (no overlap of
@@ -88,7 +88,7 @@ mod body {
     #[unsafe(no_mangle)]
     pub unsafe extern "ptx-kernel" fn gemm_bf16_tn_serial(a_map: *const TensorMap, b_map: *const TensorMap, c: *mut u32, m: u32, n: u32, k: u32) {
         // SAFETY: the kernel's contract.
-        unsafe { gemm_body::<false>(a_map, b_map, c, m, n, k) }
+        unsafe { gemm_body::<false, true>(a_map, b_map, c, m, n, k) }
     }
 
     /// The kernel body; `OVERLAP`: keep one K step's `wgmma` group in flight while the next is
@@ -97,7 +97,7 @@ mod body {
     /// # Safety
     /// As for `gemm_bf16_tn`, run as every thread of the grid.
     #[inline(always)]
-    pub unsafe fn gemm_body<const OVERLAP: bool>(a_map: *const TensorMap, b_map: *const TensorMap, c: *mut u32, m: u32, n: u32, k: u32) {
+    pub unsafe fn gemm_body<const OVERLAP: bool, const ACQUIRE: bool>(a_map: *const TensorMap, b_map: *const TensorMap, c: *mut u32, m: u32, n: u32, k: u32) {
         let tid = thread_idx_x();
         let base = (dynamic_shared_address() + 1023) & !1023;
         let bars = base + STAGES * STAGE;
@@ -122,10 +122,12 @@ mod body {
             // SAFETY: the whole warpgroup executes it; the producer needs few registers.
             unsafe { warpgroup::dealloc_registers::<24>() };
             if tid == 0 {
-                // SAFETY: the maps are valid (the kernel's contract).
-                unsafe {
-                    TensorMap::acquire(a_map);
-                    TensorMap::acquire(b_map);
+                if ACQUIRE {
+                    // SAFETY: the maps are valid (the kernel's contract).
+                    unsafe {
+                        TensorMap::acquire(a_map);
+                        TensorMap::acquire(b_map);
+                    }
                 }
                 let mut step = 0u32;
                 let mut tile = block_idx_x();
@@ -223,7 +225,7 @@ mod body {
     #[unsafe(no_mangle)]
     pub unsafe extern "ptx-kernel" fn gemm_bf16_tn_cluster(a_map: *const TensorMap, b_map: *const TensorMap, c: *mut u32, m: u32, n: u32, k: u32) {
         // SAFETY: the kernel's contract.
-        unsafe { gemm_cluster_body(a_map, b_map, c, m, n, k) }
+        unsafe { gemm_cluster_body::<true>(a_map, b_map, c, m, n, k) }
     }
 
     /// The body of `gemm_bf16_tn_cluster`.
@@ -231,7 +233,7 @@ mod body {
     /// # Safety
     /// As for `gemm_bf16_tn_cluster`, run as every thread of the grid.
     #[inline(always)]
-    pub unsafe fn gemm_cluster_body(a_map: *const TensorMap, b_map: *const TensorMap, c: *mut u32, m: u32, n: u32, k: u32) {
+    pub unsafe fn gemm_cluster_body<const ACQUIRE: bool>(a_map: *const TensorMap, b_map: *const TensorMap, c: *mut u32, m: u32, n: u32, k: u32) {
         use ferrocuda_device::cluster;
         let tid = thread_idx_x();
         let rank = cluster::block_rank();
@@ -259,10 +261,12 @@ mod body {
             // SAFETY: the whole warpgroup executes it.
             unsafe { warpgroup::dealloc_registers::<24>() };
             if tid == 0 {
-                // SAFETY: the maps are valid (the kernel's contract).
-                unsafe {
-                    TensorMap::acquire(a_map);
-                    TensorMap::acquire(b_map);
+                if ACQUIRE {
+                    // SAFETY: the maps are valid (the kernel's contract).
+                    unsafe {
+                        TensorMap::acquire(a_map);
+                        TensorMap::acquire(b_map);
+                    }
                 }
                 let mut step = 0u32;
                 let mut pair = cluster_id;
@@ -336,6 +340,145 @@ mod body {
             }
         }
         cluster::sync();
+    }
+
+    // Tensor maps in constant memory, the other place CUDA allows besides a grid-constant
+    // parameter and global memory: written by the host (`cuModuleGetGlobal` + a copy) before
+    // the launch, read through their generic address; no proxy fence needed.
+    #[cfg(target_arch = "nvptx64")]
+    core::arch::global_asm!(
+        ".visible .const .align 64 .b8 hopper_const_map_a[128];",
+        ".visible .const .align 64 .b8 hopper_const_map_b[128];",
+        ".visible .const .align 64 .b8 hopper_const_map_b_half[128];"
+    );
+
+    /// The generic addresses of the constant-memory tensor maps (A, B, B with half-height boxes).
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub fn const_maps() -> (*const TensorMap, *const TensorMap, *const TensorMap) {
+        let (a, b, h): (u64, u64, u64);
+        // SAFETY: address arithmetic on module symbols.
+        unsafe {
+            core::arch::asm!(
+                "mov.u64 {a}, hopper_const_map_a;", "cvta.const.u64 {a}, {a};",
+                "mov.u64 {b}, hopper_const_map_b;", "cvta.const.u64 {b}, {b};",
+                "mov.u64 {h}, hopper_const_map_b_half;", "cvta.const.u64 {h}, {h};",
+                a = out(reg64) a, b = out(reg64) b, h = out(reg64) h, options(pure, nomem, nostack)
+            )
+        };
+        (a as *const TensorMap, b as *const TensorMap, h as *const TensorMap)
+    }
+
+    ferrocuda_device::launch_bounds!(gemm_bf16_tn_const, 384, 1);
+    ferrocuda_device::launch_bounds!(gemm_bf16_tn_cluster_const, 384, 1);
+
+    /// `gemm_bf16_tn` with its tensor maps read from constant memory (`hopper_const_map_a`,
+    /// `hopper_const_map_b`, written by the host before the launch); the pointer parameters
+    /// are ignored.
+    ///
+    /// # Safety
+    /// As for `gemm_bf16_tn`, with the maps in the constant symbols.
+    #[cfg(target_arch = "nvptx64")]
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn gemm_bf16_tn_const(_a: *const TensorMap, _b: *const TensorMap, c: *mut u32, m: u32, n: u32, k: u32) {
+        let (a_map, b_map, _) = const_maps();
+        // SAFETY: the kernel's contract.
+        unsafe { gemm_body::<true, false>(a_map, b_map, c, m, n, k) }
+    }
+
+    /// `gemm_bf16_tn_cluster` with its tensor maps in constant memory (B's with the half box).
+    ///
+    /// # Safety
+    /// As for `gemm_bf16_tn_cluster`, with the maps in the constant symbols.
+    #[cfg(target_arch = "nvptx64")]
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn gemm_bf16_tn_cluster_const(_a: *const TensorMap, _b: *const TensorMap, c: *mut u32, m: u32, n: u32, k: u32) {
+        let (a_map, _, b_half) = const_maps();
+        // SAFETY: the kernel's contract.
+        unsafe { gemm_cluster_body::<false>(a_map, b_half, c, m, n, k) }
+    }
+
+    /// Diagnostics of the TMA path with bounded waits (the kernel always finishes): mode 0: an
+    /// mbarrier with one plain arrival; 1: a 64x64 TMA load with the map at `map` (global
+    /// memory) after `fence.proxy.tensormap` `.gpu`; 2: the same with `.sys`; 3: the map in
+    /// constant memory (`hopper_const_map_a`), no fence; 4: a 1-D bulk copy of 8 KiB from `src`
+    /// (no tensor map). `diag[0]` = 1 when the wait succeeded, `diag[1]` = the barrier word,
+    /// `diag[2..18]` = the map as this kernel reads it, `diag[18]` = tries used.
+    ///
+    /// # Safety
+    /// `map` a valid 2-D bf16 map with a 64x64 box (modes 1, 2; mode 3: the constant one),
+    /// `src` 8 KiB (mode 4); `out` 2048 `u32`; `diag` 19 `u64`; 128 threads, 10 KiB dynamic
+    /// shared memory.
+    #[cfg(target_arch = "nvptx64")]
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn probe_tma_diag(map: *const TensorMap, src: *const u8, out: *mut u32, diag: *mut u64, mode: u32) {
+        let tid = thread_idx_x();
+        let base = (dynamic_shared_address() + 1023) & !1023;
+        // SAFETY: 8 bytes after the 8 KiB tile, inside the requested shared memory.
+        let bar = unsafe { MBarrier::at(base + 8192) };
+        if tid == 0 {
+            bar.init(1);
+            fence_init();
+        }
+        sync_threads();
+        let map = if mode == 3 { const_maps().0 } else { map };
+        if tid == 0 {
+            // SAFETY: per mode, the kernel's contract.
+            unsafe {
+                match mode {
+                    0 => bar.arrive(),
+                    1 | 3 => {
+                        if mode == 1 {
+                            TensorMap::acquire(map);
+                        }
+                        bar.arrive_expect_tx(8192);
+                        TensorMap::load_2d(map, base, bar, 0, 0);
+                    }
+                    2 => {
+                        core::arch::asm!("fence.proxy.tensormap::generic.acquire.sys [{m}], 128;", m = in(reg64) map, options(nostack));
+                        bar.arrive_expect_tx(8192);
+                        TensorMap::load_2d(map, base, bar, 0, 0);
+                    }
+                    _ => {
+                        bar.arrive_expect_tx(8192);
+                        core::arch::asm!("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [{d}], [{s}], 8192, [{b}];", d = in(reg32) base, s = in(reg64) src, b = in(reg32) bar.address(), options(nostack));
+                    }
+                }
+            }
+        }
+        let mut done = false;
+        let mut tries = 0u64;
+        while tries < (1 << 24) {
+            tries += 1;
+            if bar.try_wait(0) {
+                done = true;
+                break;
+            }
+        }
+        if tid == 0 {
+            let word: u64;
+            // SAFETY: the barrier's 8 bytes.
+            unsafe { core::arch::asm!("ld.shared.b64 {w}, [{a}];", w = out(reg64) word, a = in(reg32) bar.address(), options(nostack, readonly)) };
+            // SAFETY: `diag` holds 19 words (the kernel's contract); the map is readable.
+            unsafe {
+                *diag = done as u64;
+                *diag.add(1) = word;
+                for i in 0..16 {
+                    *diag.add(2 + i) = if mode == 4 { 0 } else { *(map as *const u64).add(i) };
+                }
+                *diag.add(18) = tries;
+            }
+        }
+        if done {
+            let mut i = tid;
+            while i < 2048 {
+                // SAFETY: inside the tile just loaded.
+                let v = unsafe { u32::load_shared(base + 4 * i) };
+                // SAFETY: `out` holds 2048 words.
+                unsafe { *out.add(i as usize) = v };
+                i += 128;
+            }
+        }
     }
 
     /// The tensor-map test: block `(bx, by)` loads the 64x64 bf16 tile at `(64·bx, 64·by)` of

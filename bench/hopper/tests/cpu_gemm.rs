@@ -39,9 +39,9 @@ fn check_gemm(overlap: bool, m: u32, n: u32, k: u32, grid: u32) {
         // m*n bf16, the shape is a multiple of the tile; all live until `run` returns.
         unsafe {
             if overlap {
-                gemm_body::<true>(pa as *const DeviceMap, pb as *const DeviceMap, pc as *mut u32, m, n, k)
+                gemm_body::<true, true>(pa as *const DeviceMap, pb as *const DeviceMap, pc as *mut u32, m, n, k)
             } else {
-                gemm_body::<false>(pa as *const DeviceMap, pb as *const DeviceMap, pc as *mut u32, m, n, k)
+                gemm_body::<false, true>(pa as *const DeviceMap, pb as *const DeviceMap, pc as *mut u32, m, n, k)
             }
         }
     };
@@ -133,7 +133,7 @@ fn cpu_cluster_gemm_matches_the_host_reference() {
     let (pa, pb, pc) = (&*a_map as *const DeviceMap as usize, &*b_map as *const DeviceMap as usize, c.as_mut_ptr() as usize);
     let config = LaunchConfig::new(4u32, THREADS).with_shared_bytes(SHARED_BYTES).with_cluster(2u32);
     // SAFETY: as in `check_gemm`, with the half-height B box the cluster variant needs.
-    let body = || unsafe { gemm_cluster_body(pa as *const DeviceMap, pb as *const DeviceMap, pc as *mut u32, m, n, k) };
+    let body = || unsafe { gemm_cluster_body::<true>(pa as *const DeviceMap, pb as *const DeviceMap, pc as *mut u32, m, n, k) };
     CpuExecutor::new().with_race_detection(false).run("gemm_bf16_tn_cluster", config, &body).unwrap();
     for i in 0..m as usize {
         for j in 0..n as usize {
