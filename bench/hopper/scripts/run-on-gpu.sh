@@ -26,10 +26,17 @@ for k in gemm_bf16_tn gemm_bf16_tn_serial gemm_bf16_tn_cluster; do
   echo "SASS $k: $(grep -c HGMMA "$OUT/sass-$k.txt") HGMMA, $(grep -cE 'LDL|STL' "$OUT/sass-$k.txt") LDL/STL, $(grep -c 'UTMALDG' "$OUT/sass-$k.txt") UTMALDG, $(grep -c 'SYNCS' "$OUT/sass-$k.txt") SYNCS, $(grep -c 'USETMAXREG' "$OUT/sass-$k.txt") USETMAXREG; $(grep -m1 'HGMMA' "$OUT/sass-$k.txt" | sed 's/^ *//')"
 done | tee "$OUT/sass-summary.txt"
 grep -A1 "gemm_bf16_tn\b\|gemm_bf16_tn " "$OUT/res-usage.txt" | head -4
-timeout 200 ./hopper-gemm --sizes "${SIZES:-4096,8192}" --runs "${RUNS:-20}" --json "$OUT/hopper-gemm.json" 2>&1 | tee "$OUT/hopper-gemm.txt"
+# First a short pass with every kernel loaded at module load (CUDA_MODULE_LOADING=EAGER): the
+# first runs stopped right after "loading the module"/before the first kernel reported; the
+# [time] trace lines on stderr say where a hang happens.
+echo "=== short pass, CUDA_MODULE_LOADING=EAGER ===" | tee "$OUT/hopper-gemm.txt"
+timeout 90 env CUDA_MODULE_LOADING=EAGER ./hopper-gemm --sizes 4096 --runs 3 --json /tmp/eager.json 2>&1 | tee -a "$OUT/hopper-gemm.txt"
+echo "short pass exit status: ${PIPESTATUS[0]}" | tee -a "$OUT/hopper-gemm.txt"
+echo "=== full run ===" | tee -a "$OUT/hopper-gemm.txt"
+timeout 200 ./hopper-gemm --sizes "${SIZES:-4096,8192}" --runs "${RUNS:-20}" --json "$OUT/hopper-gemm.json" 2>&1 | tee -a "$OUT/hopper-gemm.txt"
 status=${PIPESTATUS[0]}
 echo "=== summary ==="
 cat "$OUT/sass-summary.txt"
-grep -E "PASS|FAIL|TFLOP|device" "$OUT/hopper-gemm.txt"
+grep -E "PASS|FAIL|TFLOP|device|HANG|===|exit status|failed" "$OUT/hopper-gemm.txt"
 echo "hopper-gemm exit status: $status"
 exit $status

@@ -22,6 +22,15 @@ use hopper_kernels::gemm::{BK, BM, BN, COPY_TILE, SHARED_BYTES, THREADS};
 
 type Res<T> = Result<T, String>;
 
+/// Progress on stderr with the time since start: on the first GPU runs (2026-11-23, H100 and
+/// H200) the program stopped printing after loading the module and was killed after 200 s, so
+/// every step says where it is.
+fn trace(what: &str) {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let start = START.get_or_init(std::time::Instant::now);
+    eprintln!("[{:8.3} s] {what}", start.elapsed().as_secs_f64());
+}
+
 fn err<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> String + '_ {
     move |e| format!("{what}: {e}")
 }
@@ -267,10 +276,14 @@ fn tma_diag(context: &Context, stream: &Stream, module: &Module) -> Res<MapPaths
     let (rows, cols) = (256u32, 512u32);
     let mut rng = Rng(0x00d1_a9d1_a9);
     let input: Vec<Bf16> = (0..rows * cols).map(|_| rng.bf16()).collect();
+    trace("diag: uploading");
     let src = DeviceBuffer::from_slice(context, &input).map_err(err("upload"))?;
+    trace("diag: encoding the tensor map");
     let map = TensorMap::tiled_2d(&src, TensorDataType::Bf16, rows as u64, cols as u64, 64, 64, TensorSwizzle::None).map_err(err("cuTensorMapEncodeTiled"))?;
     let map_dev = map.to_device(context).map_err(err("map upload"))?;
+    trace("diag: writing the constant-memory map");
     module.global::<[u64; 16]>("hopper_const_map_a").map_err(err("const map symbol"))?.write(&map.words()).map_err(err("const map write"))?;
+    trace("diag: looking up probe_tma_diag");
     let function = module.function("probe_tma_diag").map_err(err("probe_tma_diag"))?;
     let shared = 8192 + 8 + 1024;
     function.set_max_dynamic_shared_bytes(shared).map_err(err("smem attribute"))?;
@@ -281,9 +294,12 @@ fn tma_diag(context: &Context, stream: &Stream, module: &Module) -> Res<MapPaths
         let diag = DeviceBuffer::<u64>::zeroed(context, 19).map_err(err("alloc"))?;
         let (mut pm, mut ps, mut po, mut pd, mut md) = (map_dev.device_ptr(), src.device_ptr(), out.device_ptr(), diag.device_ptr(), mode as u32);
         let mut params = [(&mut pm as *mut u64).cast(), (&mut ps as *mut u64).cast(), (&mut po as *mut u64).cast(), (&mut pd as *mut u64).cast(), (&mut md as *mut u32).cast()];
+        trace(&format!("diag {mode}: launching"));
         // SAFETY: parameters as `probe_tma_diag` declares them, with the sizes it needs.
         unsafe { launch(&function, stream, (1, 1), 128, shared, &mut params)? };
+        trace(&format!("diag {mode}: launched, waiting"));
         wait_idle(stream, &format!("probe_tma_diag mode {mode}"), 20.0)?;
+        trace(&format!("diag {mode}: finished"));
         let d = diag.to_vec().map_err(err("download"))?;
         let got = out.to_vec().map_err(err("download"))?;
         let tile_ok = match mode {
@@ -507,6 +523,7 @@ fn run() -> Res<bool> {
     // `unsafe` (and the allow) because the host crate's next API makes module loading unsafe:
     // SAFETY: the image is this crate's own build (ptxas output, embedded unaltered); its
     // kernels are launched only through `launch` with the parameter lists they declare.
+    trace("loading the module");
     #[allow(unused_unsafe)]
     let module = unsafe {
         match hopper_kernels::KERNELS.cubins.iter().find(|(a, _)| *a == 90) {
@@ -515,7 +532,9 @@ fn run() -> Res<bool> {
         }
     }
     .map_err(err("loading the kernels"))?;
+    trace("module loaded");
     let stream = Stream::non_blocking(&context).map_err(err("stream"))?;
+    trace("stream created");
     let mut ok = true;
     let paths = tma_diag(&context, &stream, &module)?;
     if paths.global {
