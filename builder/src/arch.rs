@@ -18,24 +18,36 @@ pub const DEFAULT_PTX_ARCH: Arch = Arch::SM_75;
 /// start without a JIT step; other GPUs JIT-compile the [`DEFAULT_PTX_ARCH`] PTX.
 pub const DEFAULT_CUBIN_ARCHS: &[Arch] = &[Arch::SM_80, Arch::SM_90];
 
-/// A GPU architecture (`sm_XY`), at least `sm_70`.
+/// A GPU architecture (`sm_XY`), at least `sm_70`, optionally arch-specific (`sm_90a`).
+///
+/// An arch-specific target (`a` suffix) enables instructions that only that exact GPU
+/// generation has (`wgmma`, `setmaxnreg` on sm_90a); its PTX and cubins run on that generation
+/// alone. It orders just after its plain twin (`sm_90 < sm_90a < sm_100`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Arch(u32);
+pub struct Arch(u32, bool);
 
 impl Arch {
     /// `sm_70` (V100). CUDA 13's `ptxas` and drivers no longer compile for it.
-    pub const SM_70: Arch = Arch(70);
+    pub const SM_70: Arch = Arch(70, false);
     /// `sm_75` (T4, RTX 20): the oldest architecture CUDA 13 compiles for, and the default PTX
     /// target; its PTX is JIT-compiled by the driver for every newer GPU.
-    pub const SM_75: Arch = Arch(75);
+    pub const SM_75: Arch = Arch(75, false);
     /// `sm_80` (A100).
-    pub const SM_80: Arch = Arch(80);
+    pub const SM_80: Arch = Arch(80, false);
     /// `sm_90` (H100, H200).
-    pub const SM_90: Arch = Arch(90);
+    pub const SM_90: Arch = Arch(90, false);
+    /// `sm_90a`: H100/H200 with the Hopper-only instructions (`wgmma`, `setmaxnreg`). Its
+    /// device build also sets `ferrocuda_sm = "90a"` and emits PTX ISA 8.3.
+    pub const SM_90A: Arch = Arch(90, true);
 
-    /// The number after `sm_` (70 for `sm_70`).
+    /// The number after `sm_` (70 for `sm_70`, 90 for `sm_90a`).
     pub fn number(self) -> u32 {
         self.0
+    }
+
+    /// Whether this is an arch-specific target (`sm_90a`).
+    pub fn is_arch_specific(self) -> bool {
+        self.1
     }
 
     /// `ferrocuda_sm` values for this architecture: itself and every older known one.
@@ -46,22 +58,26 @@ impl Arch {
 
 impl fmt::Display for Arch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "sm_{}", self.0)
+        write!(f, "sm_{}{}", self.0, if self.1 { "a" } else { "" })
     }
 }
 
 impl FromStr for Arch {
     type Err = BuildError;
 
-    /// Accepts `sm_90`, `compute_90` or `90`.
+    /// Accepts `sm_90`, `compute_90` or `90`, each with an optional `a` suffix (`sm_90a`).
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let digits = text.trim_start_matches("sm_").trim_start_matches("compute_");
         let bad = || BuildError::BadArch { given: text.to_string() };
+        let (digits, specific) = match digits.strip_suffix('a') {
+            Some(digits) => (digits, true),
+            None => (digits, false),
+        };
         let number: u32 = digits.parse().map_err(|_| bad())?;
-        if number < 70 {
+        if number < 70 || (specific && number < 90) {
             return Err(bad());
         }
-        Ok(Arch(number))
+        Ok(Arch(number, specific))
     }
 }
 
@@ -81,7 +97,9 @@ pub fn check_cfg_lines(extra: &[Arch]) -> Vec<String> {
     let mut numbers: Vec<u32> = KNOWN_ARCHS.iter().copied().chain(extra.iter().map(|a| a.number())).collect();
     numbers.sort_unstable();
     numbers.dedup();
-    let values: Vec<String> = numbers.iter().map(|n| format!("\"{n}\"")).collect();
+    let mut values: Vec<String> = numbers.iter().map(|n| format!("\"{n}\"")).collect();
+    // Arch-specific targets (sm_90a) set `ferrocuda_sm = "90a"` too.
+    values.push("\"90a\"".to_string());
     vec![format!("cargo::rustc-check-cfg=cfg(ferrocuda_sm, values({}))", values.join(", ")), "cargo::rustc-check-cfg=cfg(ferrocuda_device)".to_string()]
 }
 
@@ -97,6 +115,10 @@ mod tests {
         let err = "sm_61".parse::<Arch>().unwrap_err().to_string();
         assert!(err.contains("sm_61") && err.contains("sm_70"), "{err}");
         assert!("gfx90a".parse::<Arch>().is_err());
+        assert_eq!("sm_90a".parse::<Arch>().unwrap(), Arch::SM_90A);
+        assert_eq!(Arch::SM_90A.to_string(), "sm_90a");
+        assert!(Arch::SM_90 < Arch::SM_90A && Arch::SM_90A < "sm_100".parse().unwrap());
+        assert!("sm_80a".parse::<Arch>().is_err());
     }
 
     #[test]

@@ -26,6 +26,7 @@ mod dep_info;
 mod env;
 mod error;
 mod inner_build;
+mod launch_bounds;
 mod manifest;
 mod ptxas;
 mod toolchain;
@@ -38,6 +39,7 @@ pub use artifacts::{Artifacts, Cubin, clean_debug_ptx, clean_ptx};
 pub use env::BuildEnv;
 pub use error::BuildError;
 pub use inner_build::strip_ansi;
+pub use launch_bounds::apply_launch_bounds;
 pub use manifest::lib_crate_name;
 pub use ptxas::{DeviceDebug, KernelResources, compile_cubin, compile_cubin_with, find_ptxas, parse_resources};
 pub use toolchain::{DeviceToolchain, ToolchainSource};
@@ -192,6 +194,13 @@ impl KernelBuilder {
             flags.push("--cfg".into());
             flags.push(format!("ferrocuda_sm=\"{n}\""));
         }
+        if arch.is_arch_specific() {
+            // `ferrocuda_sm = "90a"` gates wgmma/setmaxnreg; PTX ISA 8.3 (rustc's default for
+            // sm_90a is 8.0) adds `fence.proxy.tensormap` for tensor maps in global memory.
+            flags.push("--cfg".into());
+            flags.push(format!("ferrocuda_sm=\"{}a\"", arch.number()));
+            flags.push("-Ctarget-feature=+ptx83".into());
+        }
         for cfg in &self.cfgs {
             flags.push("--cfg".into());
             flags.push(cfg.clone());
@@ -278,6 +287,8 @@ impl KernelBuilder {
                 }
             }
             let ptx = if self.debug_info { clean_debug_ptx(&raw) } else { clean_ptx(&raw) };
+            // `#[kernel(launch_bounds(..))]` markers become `.maxntid`/`.minnctapersm`/`.reqntid`.
+            let ptx = apply_launch_bounds(&ptx);
             let path = out_dir.join(format!("{crate_name}.{arch}.ptx"));
             artifacts::write(&path, ptx.as_bytes())?;
             artifacts.ptx.push((arch, path));
@@ -350,6 +361,15 @@ fn in_parallel<R: Send>(archs: Vec<Arch>, work: impl Fn(Arch) -> Result<R, Build
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn arch_specific_targets_set_their_cfg_and_ptx_isa() {
+        let specific = KernelBuilder::new("x").rustflags(Arch::SM_90A);
+        assert_eq!(specific[0], "-Ctarget-cpu=sm_90a");
+        assert!(specific.windows(2).any(|w| w == ["--cfg", "ferrocuda_sm=\"90a\""]));
+        assert!(specific.windows(2).any(|w| w == ["--cfg", "ferrocuda_sm=\"90\""]));
+        assert!(specific.contains(&"-Ctarget-feature=+ptx83".to_string()));
+    }
 
     #[test]
     fn debug_info_asks_rustc_and_ptxas_for_full_debug_information() {

@@ -15,6 +15,8 @@
 pub mod atomic;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
 pub mod cluster;
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "80"))]
+pub mod cp_async;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod cpu;
 /// The old name of [`cpu::hooks`], kept while code written against it is merged; new code
@@ -23,7 +25,18 @@ pub mod cpu;
 #[allow(unused_imports)]
 pub(crate) use cpu::hooks as emu;
 pub mod global;
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
+pub mod grid_dependency;
+pub mod half;
+pub mod launch_bounds;
+#[cfg(all(target_arch = "nvptx64", ferrocuda_sm = "75"))]
+pub mod ldmatrix;
 pub mod math;
+pub mod matrix;
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod hopper_emu;
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
+pub mod mbarrier;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "80"))]
 pub mod mma;
 pub mod panic;
@@ -32,7 +45,15 @@ pub mod print;
 pub mod shared;
 pub mod sync;
 pub mod thread;
+pub mod unroll;
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
+pub mod tma;
+pub mod vector;
 pub mod warp;
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
+pub mod warpgroup;
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90a"))]
+pub mod wgmma;
 
 pub use global::{AtomicSlice, DisjointSlice, ThreadIndex};
 pub use shared::{SharedArray, SharedSlice, dynamic_shared};

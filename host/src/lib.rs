@@ -41,6 +41,7 @@ mod launch;
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;
+mod tensor_map;
 
 pub use bytemuck::Pod;
 pub use context::{Context, CurrentGuard, Limit, SchedulePolicy};
@@ -69,6 +70,7 @@ pub use ferrocuda_types::{
 };
 /// The shared plain-data crate itself.
 pub use ferrocuda_types as types;
+pub use tensor_map::{TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
 
 /// The raw driver bindings, for what the safe layer does not cover yet.
 pub use cudarc::driver::sys;

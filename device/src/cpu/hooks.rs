@@ -388,6 +388,18 @@ pub(crate) fn cluster_size() -> u32 {
 pub(crate) fn cluster_sync() {
     running("cluster::sync").cluster_barrier()
 }
+/// A pointer to `size_of::<T>()` bytes at `address` in the shared memory of cluster block
+/// `rank` (bounds and alignment checked; not recorded by the race detector), for the CPU
+/// bodies of the Hopper instructions that reach a peer block (multicast TMA, remote arrive).
+#[track_caller]
+pub(crate) fn cluster_peer_pointer<T>(rank: u32, address: u32) -> *mut T {
+    let (bytes, align) = (core::mem::size_of::<T>(), core::mem::align_of::<T>());
+    match running("distributed shared memory").peer_shared_pointer(rank, address, bytes, align) {
+        Ok(pointer) => pointer.cast::<T>(),
+        Err(fault) => shared_fault(fault, address, bytes, align),
+    }
+}
+
 /// `ld.shared::cluster` of a `u32` at `address` in block `rank` of the cluster (not recorded
 /// by the race detector, which watches one block's accesses).
 #[track_caller]

@@ -1,0 +1,589 @@
+//! `hopper-gemm`: the Rust Hopper bf16 GEMM (`hopper_kernels::gemm`) against cuBLAS
+//! (`cublasGemmEx`, bf16 in/out, f32 compute) on the same GPU in one run, plus the
+//! tensor-map round-trip test.
+//!
+//! ```text
+//! hopper-gemm [--sizes 4096,8192] [--runs 20] [--json FILE]
+//! ```
+//! For each size: fresh random bf16 inputs in [-1, 1); C poisoned with NaN before the first
+//! launch; 2048 sampled entries checked against an f64 host reference with the bound
+//! `|c - ref| <= 2^-8 |ref| + 2^-16 sum_k |a_ik b_jk|` (bf16 output rounding plus f32
+//! accumulation); the whole C compared with cuBLAS's; then CUDA-event timings (median),
+//! interleaved run by run. Exit status 1 when a check fails.
+#![allow(clippy::result_large_err)]
+
+use std::ffi::c_void;
+use std::process::ExitCode;
+
+use cudarc::cublas::sys as cublas;
+use ferrocuda_device::half::Bf16;
+use ferrocuda_host::{Context, DeviceBuffer, Event, Function, JitOptions, Module, Stream, TensorDataType, TensorMap, TensorSwizzle, sys};
+use hopper_kernels::gemm::{BK, BM, BN, COPY_TILE, SHARED_BYTES, THREADS};
+
+type Res<T> = Result<T, String>;
+
+/// Progress on stderr with the time since start: on the first GPU runs (2026-11-23, H100 and
+/// H200) the program stopped printing after loading the module and was killed after 200 s, so
+/// every step says where it is.
+fn trace(what: &str) {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let start = START.get_or_init(std::time::Instant::now);
+    eprintln!("[{:8.3} s] {what}", start.elapsed().as_secs_f64());
+}
+
+fn err<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> String + '_ {
+    move |e| format!("{what}: {e}")
+}
+
+/// A small deterministic generator (xorshift64*), one stream per matrix.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Uniform in [-1, 1), rounded to bf16.
+    fn bf16(&mut self) -> Bf16 {
+        let unit = (self.next() >> 40) as f32 / (1u64 << 24) as f32;
+        Bf16::from_f32(2.0 * unit - 1.0)
+    }
+}
+
+/// Launches `function` with raw parameters.
+///
+/// # Safety
+/// `params` match the kernel's parameters in number, order and type, and the buffers they
+/// point to satisfy the kernel's contract.
+unsafe fn launch(function: &Function, stream: &Stream, grid: (u32, u32), block: u32, shared: u32, params: &mut [*mut c_void]) -> Res<()> {
+    // SAFETY: the caller's contract; the function and stream belong to the current context.
+    let code = unsafe { sys::cuLaunchKernel(function.raw(), grid.0, grid.1, 1, block, 1, 1, shared, stream.raw(), params.as_mut_ptr(), std::ptr::null_mut()) };
+    if code != sys::CUresult::CUDA_SUCCESS {
+        return Err(format!("cuLaunchKernel({}) failed: {code:?}", function.name()));
+    }
+    Ok(())
+}
+
+/// The launch configuration of a (2, 1, 1)-cluster launch.
+fn cluster_config(stream: &Stream, grid: u32, block: u32, shared: u32, attribute: &mut sys::CUlaunchAttribute) -> sys::CUlaunchConfig {
+    attribute.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attribute.value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x: 2, y: 1, z: 1 };
+    sys::CUlaunchConfig {
+        gridDimX: grid,
+        gridDimY: 1,
+        gridDimZ: 1,
+        blockDimX: block,
+        blockDimY: 1,
+        blockDimZ: 1,
+        sharedMemBytes: shared,
+        hStream: stream.raw(),
+        attrs: attribute,
+        numAttrs: 1,
+    }
+}
+
+/// How many 2-block clusters of `function` can be resident at once.
+fn max_active_clusters(function: &Function, stream: &Stream, shared: u32) -> Res<u32> {
+    // SAFETY: an all-zero attribute is a valid value of this plain C struct/union.
+    let mut attribute: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    let config = cluster_config(stream, 2, THREADS, shared, &mut attribute);
+    let mut clusters = 0;
+    // SAFETY: `config` and its attribute outlive the call; writes one int.
+    let code = unsafe { sys::cuOccupancyMaxActiveClusters(&mut clusters, function.raw(), &config) };
+    if code != sys::CUresult::CUDA_SUCCESS {
+        return Err(format!("cuOccupancyMaxActiveClusters({}) failed: {code:?}", function.name()));
+    }
+    Ok(clusters as u32)
+}
+
+/// Launches `function` in clusters of (2, 1, 1) blocks.
+///
+/// # Safety
+/// As for [`launch`]; `grid` is even and the kernel expects 2-block clusters.
+unsafe fn launch_cluster(function: &Function, stream: &Stream, grid: u32, block: u32, shared: u32, params: &mut [*mut c_void]) -> Res<()> {
+    // SAFETY: an all-zero attribute is a valid value of this plain C struct/union.
+    let mut attribute: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    let config = cluster_config(stream, grid, block, shared, &mut attribute);
+    // SAFETY: the caller's contract; `config` and its attribute outlive the call.
+    let code = unsafe { sys::cuLaunchKernelEx(&config, function.raw(), params.as_mut_ptr(), std::ptr::null_mut()) };
+    if code != sys::CUresult::CUDA_SUCCESS {
+        return Err(format!("cuLaunchKernelEx({}, cluster 2) failed: {code:?}", function.name()));
+    }
+    Ok(())
+}
+
+struct Cublas(cublas::cublasHandle_t);
+
+impl Cublas {
+    fn new(stream: &Stream) -> Res<Self> {
+        // SAFETY: probes whether libcublas loads.
+        if !unsafe { cublas::is_culib_present() } {
+            return Err("libcublas not found: add /usr/local/cuda/lib64 to LD_LIBRARY_PATH".into());
+        }
+        stream.context().bind_to_thread().map_err(err("binding the context"))?;
+        let mut handle = std::ptr::null_mut();
+        // SAFETY: creates a handle in the current context; destroyed in Drop.
+        let status = unsafe { cublas::cublasCreate_v2(&mut handle) };
+        if status != cublas::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+            return Err(format!("cublasCreate: {status:?}"));
+        }
+        let this = Cublas(handle);
+        // SAFETY: the stream outlives the handle (dropped first in `run`).
+        let status = unsafe { cublas::cublasSetStream_v2(handle, stream.raw() as cublas::cudaStream_t) };
+        if status != cublas::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+            return Err(format!("cublasSetStream: {status:?}"));
+        }
+        Ok(this)
+    }
+
+    /// Row-major `C (m x n) = A (m x k) · Bᵀ` with B n x k row-major, bf16 in and out, f32
+    /// compute. Column-major view: `Cᵀ (n x m) = op_T(B as k x n) · (A as k x m)`.
+    fn gemm_tn(&self, a: &DeviceBuffer<Bf16>, b: &DeviceBuffer<Bf16>, c: &mut DeviceBuffer<Bf16>, m: i32, n: i32, k: i32) -> Res<()> {
+        let (alpha, beta) = (1.0f32, 0.0f32);
+        let bf16 = cublas::cudaDataType::CUDA_R_16BF;
+        // SAFETY: the buffers hold m*k, n*k and m*n elements (allocated so by the caller) and
+        // outlive the queued work (the caller synchronises before dropping them).
+        let status = unsafe {
+            cublas::cublasGemmEx(
+                self.0,
+                cublas::cublasOperation_t::CUBLAS_OP_T,
+                cublas::cublasOperation_t::CUBLAS_OP_N,
+                n,
+                m,
+                k,
+                (&alpha as *const f32).cast(),
+                b.device_ptr() as *const c_void,
+                bf16,
+                k,
+                a.device_ptr() as *const c_void,
+                bf16,
+                k,
+                (&beta as *const f32).cast(),
+                c.device_ptr() as *mut c_void,
+                bf16,
+                n,
+                cublas::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                cublas::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+            )
+        };
+        if status != cublas::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+            return Err(format!("cublasGemmEx: {status:?}"));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Cublas {
+    fn drop(&mut self) {
+        // SAFETY: created in `new`, destroyed once.
+        unsafe { cublas::cublasDestroy_v2(self.0) };
+    }
+}
+
+fn median(times: &mut [f64]) -> f64 {
+    times.sort_by(f64::total_cmp);
+    let mid = times.len() / 2;
+    if times.len().is_multiple_of(2) { (times[mid - 1] + times[mid]) / 2.0 } else { times[mid] }
+}
+
+/// The TMA round trip: a 256 x 512 bf16 array copied tile by tile through shared memory by
+/// `tma_copy_tile` (tensor map in global memory + `fence.proxy.tensormap` acquire). Exact.
+fn tma_round_trip(context: &Context, stream: &Stream, module: &Module) -> Res<String> {
+    let (rows, cols) = (256u32, 512u32);
+    let mut rng = Rng(0x1234_5678_9abc_def1);
+    let input: Vec<Bf16> = (0..rows * cols).map(|_| rng.bf16()).collect();
+    let src = DeviceBuffer::from_slice(context, &input).map_err(err("upload"))?;
+    let mut dst = DeviceBuffer::<Bf16>::zeroed(context, input.len()).map_err(err("alloc"))?;
+    dst.fill_async(Bf16(0xffff), stream).map_err(err("poison"))?;
+    let map = TensorMap::tiled_2d(&src, TensorDataType::Bf16, rows as u64, cols as u64, COPY_TILE, COPY_TILE, TensorSwizzle::None).map_err(err("cuTensorMapEncodeTiled"))?;
+    let map_dev = map.to_device(context).map_err(err("map upload"))?;
+    let function = module.function("tma_copy_tile").map_err(err("tma_copy_tile"))?;
+    let shared = COPY_TILE * COPY_TILE * 2 + 8 + 1024;
+    function.set_max_dynamic_shared_bytes(shared).map_err(err("smem attribute"))?;
+    let (mut p_map, mut p_out, mut p_width) = (map_dev.device_ptr(), dst.device_ptr(), cols);
+    let mut params = [(&mut p_map as *mut u64).cast(), (&mut p_out as *mut u64).cast(), (&mut p_width as *mut u32).cast()];
+    // SAFETY: (map, out, width) as the kernel declares; the grid covers the array exactly.
+    unsafe { launch(&function, stream, (cols / COPY_TILE, rows / COPY_TILE), 128, shared, &mut params)? };
+    wait_idle(stream, "tma_copy_tile", 20.0)?;
+    let output = dst.to_vec().map_err(err("download"))?;
+    let wrong = output.iter().zip(&input).filter(|(a, b)| a != b).count();
+    if wrong > 0 {
+        return Err(format!("TMA round trip: {wrong} of {} elements differ", input.len()));
+    }
+    Ok(format!("TMA round trip (tensor map in global memory, {rows}x{cols} bf16, {}x{} boxes): exact, {} elements", COPY_TILE, COPY_TILE, input.len()))
+}
+
+/// One `wgmma` m64n64k16 with A from shared memory and one with A from registers, operands
+/// stored by threads at the 128-byte-swizzled addresses (`probe_wgmma_tile`): exact results
+/// (quarter-integer inputs) check the descriptor and swizzle model independently of TMA.
+fn wgmma_tile(context: &Context, stream: &Stream, module: &Module) -> Res<String> {
+    use hopper_kernels::probes::WGMMA_TILE_SHARED_BYTES;
+    let mut rng = Rng(0x0bad_cafe);
+    let mut quarter = || Bf16::from_f32(((rng.next() >> 60) as f32 - 8.0) / 4.0);
+    let a: Vec<Bf16> = (0..64 * 16).map(|_| quarter()).collect();
+    let b: Vec<Bf16> = (0..64 * 16).map(|_| quarter()).collect();
+    let (da, db) = (DeviceBuffer::from_slice(context, &a).map_err(err("upload"))?, DeviceBuffer::from_slice(context, &b).map_err(err("upload"))?);
+    let mut ss = DeviceBuffer::<f32>::zeroed(context, 64 * 64).map_err(err("alloc"))?;
+    let mut rs = DeviceBuffer::<f32>::zeroed(context, 64 * 64).map_err(err("alloc"))?;
+    ss.fill_async(f32::NAN, stream).map_err(err("poison"))?;
+    rs.fill_async(f32::NAN, stream).map_err(err("poison"))?;
+    let function = module.function("probe_wgmma_tile").map_err(err("probe_wgmma_tile"))?;
+    let (mut pa, mut pb, mut pss, mut prs) = (da.device_ptr(), db.device_ptr(), ss.device_ptr(), rs.device_ptr());
+    let mut params = [(&mut pa as *mut u64).cast(), (&mut pb as *mut u64).cast(), (&mut pss as *mut u64).cast(), (&mut prs as *mut u64).cast()];
+    // SAFETY: (a, b, out_ss, out_rs) as the kernel declares, with the sizes it needs; one block
+    // of 128 threads.
+    unsafe { launch(&function, stream, (1, 1), 128, WGMMA_TILE_SHARED_BYTES, &mut params)? };
+    wait_idle(stream, "probe_wgmma_tile", 20.0)?;
+    let (ss, rs) = (ss.to_vec().map_err(err("download"))?, rs.to_vec().map_err(err("download"))?);
+    let mut wrong = (0, 0);
+    for i in 0..64 {
+        for j in 0..64 {
+            let expected: f32 = (0..16).map(|k| a[i * 16 + k].to_f32() * b[j * 16 + k].to_f32()).sum();
+            wrong.0 += usize::from(ss[i * 64 + j] != expected);
+            wrong.1 += usize::from(rs[i * 64 + j] != expected);
+        }
+    }
+    if wrong != (0, 0) {
+        return Err(format!("wgmma tile: {} (A in shared memory) and {} (A in registers) of 4096 elements wrong", wrong.0, wrong.1));
+    }
+    Ok("wgmma m64n64k16 tile, A from shared memory and from registers, thread-written 128-byte swizzle: exact".into())
+}
+
+/// Polls until `stream` is idle, at most `seconds`: a kernel that hangs is reported instead of
+/// blocking the run (the process must then exit: the context cannot be used any more).
+fn wait_idle(stream: &Stream, what: &str, seconds: f64) -> Res<()> {
+    let start = std::time::Instant::now();
+    while !stream.is_idle().map_err(err(what))? {
+        if start.elapsed().as_secs_f64() > seconds {
+            return Err(format!("HANG: {what} did not finish within {seconds} s"));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    stream.synchronize().map_err(err(what))
+}
+
+/// Which ways of handing a tensor map to a kernel work on this GPU (`probe_tma_diag`).
+struct MapPaths {
+    global: bool,
+    constant: bool,
+}
+
+/// Runs `probe_tma_diag` in each mode (bounded waits: it always finishes) and prints what it saw.
+fn tma_diag(context: &Context, stream: &Stream, module: &Module) -> Res<MapPaths> {
+    let (rows, cols) = (256u32, 512u32);
+    let mut rng = Rng(0x0000_d1a9_d1a9);
+    let input: Vec<Bf16> = (0..rows * cols).map(|_| rng.bf16()).collect();
+    trace("diag: uploading");
+    let src = DeviceBuffer::from_slice(context, &input).map_err(err("upload"))?;
+    trace("diag: encoding the tensor map");
+    let map = TensorMap::tiled_2d(&src, TensorDataType::Bf16, rows as u64, cols as u64, 64, 64, TensorSwizzle::None).map_err(err("cuTensorMapEncodeTiled"))?;
+    let map_dev = map.to_device(context).map_err(err("map upload"))?;
+    trace("diag: writing the constant-memory map");
+    module.global::<[u64; 16]>("hopper_const_map_a").map_err(err("const map symbol"))?.write(&map.words()).map_err(err("const map write"))?;
+    trace("diag: looking up probe_tma_diag");
+    let function = module.function("probe_tma_diag").map_err(err("probe_tma_diag"))?;
+    let shared = 8192 + 8 + 1024;
+    function.set_max_dynamic_shared_bytes(shared).map_err(err("smem attribute"))?;
+    let names = ["mbarrier, plain arrival", "TMA, map in global memory, fence .gpu", "TMA, map in global memory, fence .sys", "TMA, map in constant memory", "1-D bulk copy, no map"];
+    let mut ok = [false; 5];
+    for (mode, name) in names.iter().enumerate() {
+        let out = DeviceBuffer::<u32>::zeroed(context, 2048).map_err(err("alloc"))?;
+        let diag = DeviceBuffer::<u64>::zeroed(context, 19).map_err(err("alloc"))?;
+        let (mut pm, mut ps, mut po, mut pd, mut md) = (map_dev.device_ptr(), src.device_ptr(), out.device_ptr(), diag.device_ptr(), mode as u32);
+        let mut params = [(&mut pm as *mut u64).cast(), (&mut ps as *mut u64).cast(), (&mut po as *mut u64).cast(), (&mut pd as *mut u64).cast(), (&mut md as *mut u32).cast()];
+        trace(&format!("diag {mode}: launching"));
+        // SAFETY: parameters as `probe_tma_diag` declares them, with the sizes it needs.
+        unsafe { launch(&function, stream, (1, 1), 128, shared, &mut params)? };
+        trace(&format!("diag {mode}: launched, waiting"));
+        wait_idle(stream, &format!("probe_tma_diag mode {mode}"), 20.0)?;
+        trace(&format!("diag {mode}: finished"));
+        let d = diag.to_vec().map_err(err("download"))?;
+        let got = out.to_vec().map_err(err("download"))?;
+        let tile_ok = match mode {
+            0 => true,
+            4 => got.iter().enumerate().all(|(i, w)| *w == (input[2 * i].0 as u32 | (input[2 * i + 1].0 as u32) << 16)),
+            _ => (0..64).all(|r| (0..32).all(|c2| got[r * 32 + c2] == (input[r * cols as usize + 2 * c2].0 as u32 | (input[r * cols as usize + 2 * c2 + 1].0 as u32) << 16))),
+        };
+        let map_seen = if mode == 4 || mode == 0 { String::new() } else { format!(", map as the kernel reads it {}", if d[2..18] == map.words() { "= host's" } else { "DIFFERS from host's" }) };
+        ok[mode] = d[0] == 1 && tile_ok;
+        println!("{} diag {mode} ({name}): wait {}, barrier word {:#018x}, {} tries, data {}{map_seen}", if ok[mode] { "PASS" } else { "FAIL" }, if d[0] == 1 { "completed" } else { "TIMED OUT" }, d[1], d[18], if tile_ok { "correct" } else { "wrong" });
+    }
+    Ok(MapPaths { global: ok[1], constant: ok[3] })
+}
+
+struct SizeResult {
+    lines: Vec<String>,
+    json: String,
+    ok: bool,
+}
+
+#[allow(clippy::too_many_arguments)] // one call site; the arguments are the run's shared state
+fn run_size(context: &Context, stream: &Stream, module: &Module, blas: &Cublas, side: u32, runs: usize, sm_count: u32, paths: &MapPaths) -> Res<SizeResult> {
+    let (m, n, k) = (side, side, side);
+    if m % BM != 0 || n % BN != 0 || k % BK != 0 {
+        return Err(format!("size {side}: M must be a multiple of {BM}, N of {BN}, K of {BK}"));
+    }
+    let mut lines = Vec::new();
+    let mut ok = true;
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ side as u64);
+    let a_host: Vec<Bf16> = (0..m as usize * k as usize).map(|_| rng.bf16()).collect();
+    let b_host: Vec<Bf16> = (0..n as usize * k as usize).map(|_| rng.bf16()).collect();
+    let a = DeviceBuffer::from_slice(context, &a_host).map_err(err("upload A"))?;
+    let b = DeviceBuffer::from_slice(context, &b_host).map_err(err("upload B"))?;
+    let mut c = DeviceBuffer::<Bf16>::zeroed(context, m as usize * n as usize).map_err(err("alloc C"))?;
+    let mut c_ref = DeviceBuffer::<Bf16>::zeroed(context, m as usize * n as usize).map_err(err("alloc C ref"))?;
+    let a_map = TensorMap::tiled_2d(&a, TensorDataType::Bf16, m as u64, k as u64, BM, BK, TensorSwizzle::B128).map_err(err("A map"))?.to_device(context).map_err(err("A map upload"))?;
+    let b_map = TensorMap::tiled_2d(&b, TensorDataType::Bf16, n as u64, k as u64, BN, BK, TensorSwizzle::B128).map_err(err("B map"))?.to_device(context).map_err(err("B map upload"))?;
+    let tiles = (m / BM) * (n / BN);
+    let grid = tiles.min(sm_count);
+    let flop = 2.0 * m as f64 * n as f64 * k as f64;
+
+    // The cluster variant's B map: half-height boxes (each block of a pair loads 128 rows).
+    let b_half_map = TensorMap::tiled_2d(&b, TensorDataType::Bf16, n as u64, k as u64, BN / 2, BK, TensorSwizzle::B128).map_err(err("B half map"))?.to_device(context).map_err(err("B map upload"))?;
+    // The same maps in constant memory for the `_const` variants (written once per size,
+    // after the previous size's work has finished).
+    stream.synchronize().map_err(err("sync"))?;
+    let words = |map: &DeviceBuffer<[u64; 16]>| -> Res<[u64; 16]> { Ok(map.to_vec().map_err(err("map download"))?[0]) };
+    for (symbol, map) in [("hopper_const_map_a", &a_map), ("hopper_const_map_b", &b_map), ("hopper_const_map_b_half", &b_half_map)] {
+        module.global::<[u64; 16]>(symbol).map_err(err(symbol))?.write(&words(map)?).map_err(err(symbol))?;
+    }
+    let mut kernels = Vec::new();
+    if paths.global {
+        kernels.extend(["gemm_bf16_tn", "gemm_bf16_tn_serial"]);
+        if m % (2 * BM) == 0 {
+            kernels.push("gemm_bf16_tn_cluster");
+        }
+    }
+    if paths.constant {
+        kernels.push("gemm_bf16_tn_const");
+        if m % (2 * BM) == 0 {
+            kernels.push("gemm_bf16_tn_cluster_const");
+        }
+    }
+    if kernels.is_empty() {
+        return Err("no way of passing a tensor map worked (see the diag lines): no GEMM variant can run".into());
+    }
+    let mut functions = Vec::new();
+    let mut cluster_grid = 0;
+    for &name in &kernels {
+        let function = module.function(name).map_err(err(name))?;
+        function.set_max_dynamic_shared_bytes(SHARED_BYTES).map_err(err("smem attribute"))?;
+        let attributes = function.attributes().map_err(err("attributes"))?;
+        let mut grid_text = format!("grid {grid}");
+        if name.contains("cluster") {
+            let resident = max_active_clusters(&function, stream, SHARED_BYTES)?;
+            if resident == 0 {
+                return Err(format!("{name}: no cluster of 2 blocks with {SHARED_BYTES} B of shared memory fits this GPU"));
+            }
+            cluster_grid = 2 * (tiles / 2).min(resident);
+            grid_text = format!("grid {cluster_grid} in clusters of 2 ({resident} clusters resident at once)");
+        }
+        if side == 4096 {
+            lines.push(format!("{name}: {} registers at entry (setmaxnreg 24/240 at run time), {} B local, {} B dynamic smem, {THREADS} threads, {grid_text}", attributes.registers, attributes.local_bytes, SHARED_BYTES));
+        }
+        functions.push(function);
+    }
+    let (p_a, p_b, p_b_half, p_c) = (a_map.device_ptr(), b_map.device_ptr(), b_half_map.device_ptr(), c.device_ptr());
+    let ours = |function: &Function| -> Res<()> {
+        let cluster = function.name().contains("cluster");
+        let (mut pa, mut pb, mut pc, mut pm, mut pn, mut pk) = (p_a, if cluster { p_b_half } else { p_b }, p_c, m, n, k);
+        let mut params: [*mut c_void; 6] = [
+            (&mut pa as *mut u64).cast(),
+            (&mut pb as *mut u64).cast(),
+            (&mut pc as *mut u64).cast(),
+            (&mut pm as *mut u32).cast(),
+            (&mut pn as *mut u32).cast(),
+            (&mut pk as *mut u32).cast(),
+        ];
+        // SAFETY: the maps describe A (m x k) and B (n x k) with the kernel's boxes and
+        // swizzle (half-height B boxes for the cluster variant, which also needs M % 256 == 0,
+        // checked above), C holds m*n bf16, the shape is a multiple of the tile (checked above).
+        unsafe {
+            if cluster {
+                launch_cluster(function, stream, cluster_grid, THREADS, SHARED_BYTES, &mut params)
+            } else {
+                launch(function, stream, (grid, 1), THREADS, SHARED_BYTES, &mut params)
+            }
+        }
+    };
+
+    // Correctness of each variant: poison, run once, compare.
+    blas.gemm_tn(&a, &b, &mut c_ref, m as i32, n as i32, k as i32)?;
+    stream.synchronize().map_err(err("cuBLAS"))?;
+    let reference = c_ref.to_vec().map_err(err("download C ref"))?;
+    for (name, function) in kernels.iter().zip(&functions) {
+        eprintln!("checking {name} at {side}^3 ...");
+        c.fill_async(Bf16(0x7fc1), stream).map_err(err("poison C"))?;
+        ours(function)?;
+        wait_idle(stream, name, 20.0)?;
+        let got = c.to_vec().map_err(err("download C"))?;
+        // Sampled host reference in f64.
+        let mut worst = 0.0f64;
+        let mut failures = 0;
+        let mut pick = Rng(0x5151_5151 ^ side as u64);
+        for _ in 0..2048 {
+            let i = (pick.next() % m as u64) as usize;
+            let j = (pick.next() % n as u64) as usize;
+            let (mut exact, mut magnitude) = (0.0f64, 0.0f64);
+            for kk in 0..k as usize {
+                let product = a_host[i * k as usize + kk].to_f32() as f64 * b_host[j * k as usize + kk].to_f32() as f64;
+                exact += product;
+                magnitude += product.abs();
+            }
+            let value = got[i * n as usize + j].to_f32() as f64;
+            let bound = exact.abs() / 256.0 + magnitude / 65536.0;
+            let error = (value - exact).abs();
+            if error.is_nan() || error > bound {
+                failures += 1;
+            }
+            worst = worst.max(error / bound);
+        }
+        // Whole matrix against cuBLAS (every element written, no NaN).
+        let (mut diff2, mut ref2, mut nans, mut max_diff) = (0.0f64, 0.0f64, 0usize, 0.0f64);
+        for (x, y) in got.iter().zip(&reference) {
+            let (x, y) = (x.to_f32() as f64, y.to_f32() as f64);
+            if x.is_nan() {
+                nans += 1;
+                continue;
+            }
+            diff2 += (x - y) * (x - y);
+            ref2 += y * y;
+            max_diff = max_diff.max((x - y).abs());
+        }
+        let rel = (diff2 / ref2).sqrt();
+        let passed = failures == 0 && nans == 0 && rel < 1e-2;
+        ok &= passed;
+        lines.push(format!(
+            "{side}^3 {name}: {} (sampled 2048 vs f64: {failures} outside bound, worst error/bound {worst:.3}; vs cuBLAS: rel Frobenius {rel:.2e}, max |diff| {max_diff:.3e}, {nans} NaN/unwritten)",
+            if passed { "PASS" } else { "FAIL" }
+        ));
+    }
+
+    // Timing, interleaved: ours (both variants) and cuBLAS, run by run.
+    eprintln!("timing {side}^3 ({runs} runs + 3 warm-ups per implementation) ...");
+    let (start, end) = (Event::new(context).map_err(err("event"))?, Event::new(context).map_err(err("event"))?);
+    let mut times = vec![Vec::new(); functions.len() + 1];
+    for round in 0..runs + 3 {
+        for (i, slot) in times.iter_mut().enumerate() {
+            start.record(stream).map_err(err("record"))?;
+            if i < functions.len() {
+                ours(&functions[i])?;
+            } else {
+                blas.gemm_tn(&a, &b, &mut c_ref, m as i32, n as i32, k as i32)?;
+            }
+            end.record(stream).map_err(err("record"))?;
+            end.synchronize().map_err(err("kernel"))?;
+            if round >= 3 {
+                slot.push(start.elapsed_ms(&end).map_err(err("elapsed"))? as f64);
+            }
+        }
+    }
+    let medians: Vec<f64> = times.iter_mut().map(|t| median(t)).collect();
+    let spread: Vec<f64> = times.iter().map(|t| (t[t.len() - 1] - t[0]) / t[t.len() / 2] * 100.0).collect();
+    let cublas_tflops = flop / (medians[functions.len()] * 1e-3) / 1e12;
+    let mut json = format!("{{\"size\": {side}, \"cublas_ms\": {:.4}, \"cublas_tflops\": {cublas_tflops:.1}", medians[functions.len()]);
+    lines.push(format!("{side}^3 cuBLAS (cublasGemmEx bf16, f32 compute): {:.3} ms, {cublas_tflops:.1} TFLOP/s (min..max spread {:.1}%)", medians[functions.len()], spread[functions.len()]));
+    for (i, name) in kernels.iter().enumerate() {
+        let tflops = flop / (medians[i] * 1e-3) / 1e12;
+        lines.push(format!("{side}^3 {name}: {:.3} ms, {tflops:.1} TFLOP/s = {:.1}% of cuBLAS (spread {:.1}%)", medians[i], 100.0 * tflops / cublas_tflops, spread[i]));
+        json += &format!(", \"{name}_ms\": {:.4}, \"{name}_tflops\": {tflops:.1}", medians[i]);
+    }
+    json += "}";
+    Ok(SizeResult { lines, json, ok })
+}
+
+fn run() -> Res<bool> {
+    let mut sizes = vec![4096u32, 8192];
+    let mut runs = 20usize;
+    let mut json_path = "hopper-gemm.json".to_string();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let value = args.next().ok_or_else(|| format!("{arg} needs a value"))?;
+        match arg.as_str() {
+            "--sizes" => sizes = value.split(',').map(|s| s.trim().parse().map_err(|_| format!("bad size {s}"))).collect::<Res<_>>()?,
+            "--runs" => runs = value.parse().map_err(|_| "--runs takes a number".to_string())?,
+            "--json" => json_path = value,
+            other => return Err(format!("unknown argument {other}; usage: hopper-gemm [--sizes 4096,8192] [--runs 20] [--json FILE]")),
+        }
+    }
+    let context = Context::primary(0).map_err(err("opening GPU 0"))?;
+    let device = context.device();
+    let arch = device.arch().map_err(err("arch"))?;
+    let sm_count = device.multiprocessor_count().map_err(err("SM count"))?;
+    println!("device: {} (sm_{arch}, {sm_count} SMs)", device.name().map_err(err("name"))?);
+    if arch != 90 {
+        return Err(format!("these kernels are built for sm_90a (H100/H200); this GPU is sm_{arch}"));
+    }
+    println!("kernels: built by {}", hopper_kernels::KERNELS.toolchain);
+    for &ferrocuda_host::KernelResources { arch, kernel, registers, spill_stores, spill_loads, stack_frame: stack, .. } in hopper_kernels::KERNELS.resources {
+        println!("ptxas (sm_{arch}a): {kernel}: {registers} registers, {spill_stores} B spill stores, {spill_loads} B spill loads, {stack} B stack");
+    }
+    // `unsafe` (and the allow) because the host crate's next API makes module loading unsafe:
+    // SAFETY: the image is this crate's own build (ptxas output, embedded unaltered); its
+    // kernels are launched only through `launch` with the parameter lists they declare.
+    trace("loading the module");
+    #[allow(unused_unsafe)]
+    let module = unsafe {
+        match hopper_kernels::KERNELS.cubins.iter().find(|(a, _)| *a == 90) {
+            Some((_, image)) => Module::load_binary(&context, "hopper_kernels", image, &JitOptions::new()),
+            None => Module::load_ptx(&context, "hopper_kernels", hopper_kernels::KERNELS.ptx[0].1, &JitOptions::new()),
+        }
+    }
+    .map_err(err("loading the kernels"))?;
+    trace("module loaded");
+    let stream = Stream::non_blocking(&context).map_err(err("stream"))?;
+    trace("stream created");
+    let mut ok = true;
+    let paths = tma_diag(&context, &stream, &module)?;
+    if paths.global {
+        match tma_round_trip(&context, &stream, &module) {
+            Ok(line) => println!("PASS {line}"),
+            Err(why) => {
+                println!("FAIL {why}");
+                ok = false;
+            }
+        }
+    } else {
+        println!("FAIL tensor maps in global memory do not work here (diag 1): the global-memory variants are skipped");
+        ok = false;
+    }
+    match wgmma_tile(&context, &stream, &module) {
+        Ok(line) => println!("PASS {line}"),
+        Err(why) => {
+            println!("FAIL {why}");
+            ok = false;
+        }
+    }
+    eprintln!("TMA round trip and wgmma tile done; creating the cuBLAS handle ...");
+    let blas = Cublas::new(&stream)?;
+    let mut json = Vec::new();
+    for side in sizes {
+        let result = run_size(&context, &stream, &module, &blas, side, runs, sm_count, &paths)?;
+        for line in &result.lines {
+            println!("{line}");
+        }
+        ok &= result.ok;
+        json.push(result.json);
+    }
+    drop(blas);
+    std::fs::write(&json_path, format!("[{}]\n", json.join(",\n"))).map_err(err("writing JSON"))?;
+    println!("JSON written to {json_path}");
+    Ok(ok)
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => {
+            println!("hopper-gemm: a check FAILED");
+            ExitCode::FAILURE
+        }
+        Err(why) => {
+            eprintln!("hopper-gemm failed: {why}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,316 @@
+//! Small kernels that pin what the device library's Hopper/Ampere data-movement functions and
+//! the performance fixes compile to; `tests/ptx.rs` checks their PTX and `ptxas` figures
+//! (no GPU needed). They are launchable too, but only the GEMM and `tma_copy_tile` are run
+//! by `hopper-gemm`.
+
+use ferrocuda_device::kernel;
+use ferrocuda_device::thread::thread_idx_x;
+
+// Outputs of the `#[kernel]` probes are raw pointers: valid in both the current kernel model
+// and the new one (/work/coord/KERNEL-MODEL.md: `&mut [T]` parameters are going away).
+
+/// Launch bounds through the macro: `.maxntid 256, 1, 1` and `.minnctapersm 2` in the PTX.
+///
+/// # Safety
+/// `out` holds one `u32` per thread of the block.
+#[kernel(launch_bounds(256, 2))]
+pub unsafe fn probe_launch_bounds(out: *mut u32) {
+    let i = thread_idx_x();
+    // SAFETY: the kernel's contract.
+    unsafe { *out.add(i as usize) = i };
+}
+
+/// `.reqntid 128, 1, 1` in the PTX.
+///
+/// # Safety
+/// `out` holds one `u32` per thread of the block.
+#[kernel(reqntid(128))]
+pub unsafe fn probe_reqntid(out: *mut u32) {
+    let i = thread_idx_x();
+    // SAFETY: the kernel's contract.
+    unsafe { *out.add(i as usize) = 2 * i };
+}
+
+#[cfg(target_arch = "nvptx64")]
+mod device {
+    use ferrocuda_device::thread::thread_idx_x;
+    use ferrocuda_device::tma::{dynamic_shared_address, fence_proxy_async_shared};
+    use ferrocuda_device::unroll::unroll;
+    use ferrocuda_device::{cp_async, ldmatrix, vector, warpgroup};
+
+    /// A 16-byte struct as in the issue's trap (`dst[i] = src[i]` gave two 64-bit loads).
+    #[repr(C, align(16))]
+    #[derive(Clone, Copy)]
+    pub struct Float4 {
+        x: f32,
+        y: f32,
+        z: f32,
+        w: f32,
+    }
+
+    /// One `ld.global.nc.v4.u32` + one `st.global.v4.u32` per thread.
+    ///
+    /// # Safety
+    /// `dst`/`src` hold one `Float4` per thread.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn probe_copy16(dst: *mut Float4, src: *const Float4) {
+        let i = thread_idx_x() as usize;
+        // SAFETY: the kernel's contract.
+        unsafe { vector::copy16(dst.add(i), src.add(i)) };
+    }
+
+    /// The trap from issue 13: a plain copy of a 16-byte struct through slices (pinned by
+    /// `tests/ptx.rs`, which records what LLVM emits for it).
+    ///
+    /// # Safety
+    /// `dst`/`src` hold one `Float4` per thread.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn probe_struct_copy(dst: *mut Float4, src: *const Float4, n: usize) {
+        // SAFETY: the kernel's contract.
+        let (dst, src) = unsafe { (core::slice::from_raw_parts_mut(dst, n), core::slice::from_raw_parts(src, n)) };
+        let i = thread_idx_x() as usize;
+        if i < n {
+            dst[i] = src[i];
+        }
+    }
+
+    /// `cp.async.cg` 16 bytes per thread into shared memory, commit, wait, read back.
+    ///
+    /// # Safety
+    /// `src` holds 16 bytes per thread; `dst` one `u32` per thread; 16 bytes of dynamic
+    /// shared memory per thread.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn probe_cp_async(src: *const u8, dst: *mut u32) {
+        let i = thread_idx_x();
+        let slot = dynamic_shared_address() + 16 * i;
+        // SAFETY: the kernel's contract; each thread uses its own 16 bytes.
+        unsafe { cp_async::copy_16(slot, src.add(16 * i as usize)) };
+        cp_async::commit();
+        cp_async::wait::<0>();
+        let v: u32;
+        // SAFETY: this thread's slot, written by its own completed copy.
+        unsafe { core::arch::asm!("ld.shared.b32 {v}, [{a}];", v = out(reg32) v, a = in(reg32) slot, options(nostack, readonly)) };
+        // SAFETY: the kernel's contract.
+        unsafe { *dst.add(i as usize) = v };
+    }
+
+    /// `stmatrix` then `ldmatrix` (x4) through 512 bytes of shared memory; one warp.
+    ///
+    /// # Safety
+    /// 32 threads, 512 bytes of dynamic shared memory, `out` holds 128 `u32`.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn probe_ldmatrix(out: *mut u32) {
+        let lane = thread_idx_x();
+        let row = dynamic_shared_address() + 16 * lane;
+        let value = [lane, lane + 32, lane + 64, lane + 96];
+        // SAFETY: one converged warp, row addresses inside the 512 bytes.
+        let back = unsafe {
+            ldmatrix::store_x4(row, value);
+            fence_proxy_async_shared();
+            core::arch::asm!("bar.warp.sync -1;", options(nostack));
+            ldmatrix::load_x4(row)
+        };
+        for (j, v) in back.into_iter().enumerate() {
+            // SAFETY: the kernel's contract.
+            unsafe { *out.add(4 * lane as usize + j) = v };
+        }
+    }
+
+    /// A 32-element register array updated in a run-time loop through `unroll`: no local
+    /// memory (pinned by `tests/ptx.rs`: 0 bytes stack frame).
+    ///
+    /// # Safety
+    /// `out` holds 32 floats per thread; `elect` one `u32` per thread.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn probe_unroll(out: *mut f32, elect: *mut u32, x: f32, steps: u32) {
+        // SAFETY: zero bits are 0.0.
+        let mut acc: [f32; 32] = unsafe { core::mem::zeroed() };
+        for step in 0..steps {
+            unroll::<32>(|i| acc[i] = acc[i] * x + (i as u32 + step) as f32);
+        }
+        let t = thread_idx_x() as usize;
+        unroll::<32>(|i| {
+            // SAFETY: the kernel's contract.
+            unsafe { *out.add(32 * t + i) = acc[i] }
+        });
+        // SAFETY: the kernel's contract.
+        unsafe { *elect.add(t) = warpgroup::elect_one() as u32 };
+    }
+
+    /// The trap pinned by `tests/ptx.rs`: `[0.0f32; 128]` is lowered to a store loop with a
+    /// run-time index, which keeps the whole array in local memory.
+    ///
+    /// # Safety
+    /// `out` holds 128 floats per thread.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn probe_repeat_trap(out: *mut f32, x: f32, steps: u32) {
+        let mut acc = [0.0f32; 128];
+        for _ in 0..steps {
+            unroll::<128>(|i| acc[i] = acc[i] * x + i as f32);
+        }
+        let t = thread_idx_x() as usize;
+        unroll::<128>(|i| {
+            // SAFETY: the kernel's contract.
+            unsafe { *out.add(128 * t + i) = acc[i] }
+        });
+    }
+}
+
+/// Transposes 32x32 tiles (one thread per element of a 32x8 block, 4 rows each), through a
+/// [`Matrix`](ferrocuda_device::matrix::Matrix) view: the `row < rows && col < cols` guard
+/// proves the view's checks, so no bounds-check panic path remains (pinned by `tests/ptx.rs`).
+///
+/// # Safety
+/// `output` holds `rows * cols` floats that only this launch accesses.
+#[kernel]
+pub unsafe fn probe_matrix_transpose(input: &[f32], output: *mut f32, rows: u32, cols: u32) {
+    use ferrocuda_device::matrix::{Matrix, MatrixMut};
+    use ferrocuda_device::thread::{block_idx_x, block_idx_y, thread_idx_y};
+    // SAFETY: the kernel's contract (each thread writes distinct elements).
+    let output = unsafe { core::slice::from_raw_parts_mut(output, rows as usize * cols as usize) };
+    let (Some(src), Some(mut dst)) = (Matrix::new(input, rows, cols), MatrixMut::new(output, cols, rows)) else {
+        return;
+    };
+    let col = block_idx_x() * 32 + thread_idx_x();
+    for i in 0..4 {
+        let row = block_idx_y() * 32 + thread_idx_y() + 8 * i;
+        if row < rows && col < cols {
+            dst.set(col, row, src.at(row, col));
+        }
+    }
+}
+
+/// The same transpose with slice indexing: `input[row * cols + col]` keeps its bounds check
+/// (the trap; pinned by `tests/ptx.rs` so that a compiler that learns to remove it is noticed).
+///
+/// # Safety
+/// `output` holds `rows * cols` floats that only this launch accesses.
+#[kernel]
+pub unsafe fn probe_slice_transpose(input: &[f32], output: *mut f32, rows: u32, cols: u32) {
+    use ferrocuda_device::thread::{block_idx_x, block_idx_y, thread_idx_y};
+    // SAFETY: the kernel's contract (each thread writes distinct elements).
+    let output = unsafe { core::slice::from_raw_parts_mut(output, rows as usize * cols as usize) };
+    let col = block_idx_x() * 32 + thread_idx_x();
+    for i in 0..4 {
+        let row = block_idx_y() * 32 + thread_idx_y() + 8 * i;
+        if row < rows && col < cols {
+            output[(col * rows + row) as usize] = input[(row * cols + col) as usize];
+        }
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+mod device_tma {
+    use ferrocuda_device::grid_dependency;
+    use ferrocuda_device::mbarrier::MBarrier;
+    use ferrocuda_device::tma::{TensorMap, dynamic_shared_address};
+
+    /// Issues 1-D, 3-D, 4-D and 5-D TMA loads (PTX pinned by `tests/ptx.rs`; not launched) and
+    /// the programmatic-dependent-launch pair.
+    ///
+    /// # Safety
+    /// Not meant to be launched without maps of the matching ranks.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn probe_tma_ranks(maps: *const TensorMap, x: i32) {
+        grid_dependency::wait_for_prerequisites();
+        let base = (dynamic_shared_address() + 127) & !127;
+        // SAFETY: the address is inside the requested shared memory (the caller's contract).
+        let bar = unsafe { MBarrier::at(base + 4096) };
+        // SAFETY: the kernel's contract.
+        unsafe {
+            TensorMap::load_1d(maps, base, bar, x);
+            TensorMap::load_3d(maps.add(1), base, bar, x, 0, 0);
+            TensorMap::load_4d(maps.add(2), base, bar, [x, 0, 0, 0]);
+            TensorMap::load_5d(maps.add(3), base, bar, [x, 0, 0, 0, 1]);
+        }
+        grid_dependency::launch_dependents();
+    }
+}
+
+/// `out_ss`, `out_rs` (64x64 f32, row-major) = A (64x16 bf16, row-major) · Bᵀ (B 64x16 bf16,
+/// row-major), by one warpgroup: B (and, for the SS form, A) stored by the threads into shared
+/// memory at the 128-byte-swizzled addresses a `k_major_128b` descriptor reads, then one
+/// `wgmma` with A from shared memory (`out_ss`) and one with A from registers (`out_rs`).
+/// Checks the descriptor/swizzle model independently of TMA (`tests/cpu_gemm.rs` on the CPU
+/// executor, `hopper-gemm` on a GPU).
+///
+/// # Safety
+/// 128 threads, 1 block, [`WGMMA_TILE_SHARED_BYTES`] of dynamic shared memory; `a`, `b` hold
+/// 64x16 bf16 bits each, `out_ss`, `out_rs` 64x64 f32 each.
+#[inline(always)]
+pub unsafe fn wgmma_tile_body(a: *const u16, b: *const u16, out_ss: *mut f32, out_rs: *mut f32) {
+    use ferrocuda_device::shared::SharedElement;
+    use ferrocuda_device::sync::sync_threads;
+    use ferrocuda_device::tma::{dynamic_shared_address, fence_proxy_async_shared};
+    use ferrocuda_device::unroll::unroll;
+    use ferrocuda_device::wgmma::{self, Descriptor};
+
+    let t = thread_idx_x();
+    let a_tile = (dynamic_shared_address() + 1023) & !1023;
+    let b_tile = a_tile + 8192;
+    // 64 rows x 8 pairs per operand: 4 pairs per thread each.
+    for p in 0..4 {
+        let index = t + 128 * p;
+        let (row, k) = (index / 8, 2 * (index % 8));
+        // SAFETY: inside the 64x16 inputs (the caller's contract) and the two 8 KiB tiles.
+        unsafe {
+            let pa = *a.add((row * 16 + k) as usize) as u32 | (*a.add((row * 16 + k + 1) as usize) as u32) << 16;
+            let pb = *b.add((row * 16 + k) as usize) as u32 | (*b.add((row * 16 + k + 1) as usize) as u32) << 16;
+            u32::store_shared(Descriptor::swizzled_128b_address(a_tile, row, k), pa);
+            u32::store_shared(Descriptor::swizzled_128b_address(b_tile, row, k), pb);
+        }
+    }
+    fence_proxy_async_shared();
+    sync_threads();
+    let (warp, lane) = (t / 32, t % 32);
+    let row = 16 * warp + lane / 4;
+    let k = 2 * (lane % 4);
+    // SAFETY: inside A (the caller's contract).
+    let pair = |r: u32, k: u32| unsafe { *a.add((r * 16 + k) as usize) as u32 | (*a.add((r * 16 + k + 1) as usize) as u32) << 16 };
+    let fragment = [pair(row, k), pair(row + 8, k), pair(row, k + 8), pair(row + 8, k + 8)];
+    // SAFETY: zero bits are 0.0.
+    let mut ss: [f32; 32] = unsafe { core::mem::zeroed() };
+    // SAFETY: zero bits are 0.0.
+    let mut rs: [f32; 32] = unsafe { core::mem::zeroed() };
+    wgmma::fence();
+    // SAFETY: one whole warpgroup; the tiles were written and fenced above.
+    unsafe {
+        wgmma::m64n64k16_bf16(&mut ss, Descriptor::k_major_128b(a_tile).0, Descriptor::k_major_128b(b_tile).0, false);
+        wgmma::m64n64k16_bf16_rs(&mut rs, fragment, Descriptor::k_major_128b(b_tile).0, false);
+    }
+    wgmma::commit();
+    wgmma::wait::<0>();
+    wgmma::fence_accumulators_32(&mut ss);
+    wgmma::fence_accumulators_32(&mut rs);
+    unroll::<8>(|i| {
+        let col = 8 * i as u32 + 2 * (lane % 4);
+        for (half, r) in [(0, row), (1, row + 8)] {
+            for j in 0..2 {
+                let at = (r * 64 + col + j) as usize;
+                // SAFETY: inside the 64x64 outputs.
+                unsafe {
+                    *out_ss.add(at) = ss[4 * i + 2 * half + j as usize];
+                    *out_rs.add(at) = rs[4 * i + 2 * half + j as usize];
+                }
+            }
+        }
+    });
+}
+
+/// Dynamic shared memory of `probe_wgmma_tile`: two 8 KiB tiles and 1 KiB alignment.
+pub const WGMMA_TILE_SHARED_BYTES: u32 = 2 * 8192 + 1024;
+
+#[cfg(target_arch = "nvptx64")]
+mod device_wgmma {
+    ferrocuda_device::launch_bounds!(probe_wgmma_tile, 128, 1);
+
+    /// See [`wgmma_tile_body`](super::wgmma_tile_body).
+    ///
+    /// # Safety
+    /// As for `wgmma_tile_body`.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn probe_wgmma_tile(a: *const u16, b: *const u16, out_ss: *mut f32, out_rs: *mut f32) {
+        // SAFETY: the kernel's contract.
+        unsafe { super::wgmma_tile_body(a, b, out_ss, out_rs) }
+    }
+}

@@ -1,0 +1,158 @@
+//! What the Hopper kernels and the probes compile to, checked on the PTX, `ptxas -v`'s figures
+//! and (where `nvdisasm` or `cuobjdump` is installed) the SASS. No GPU needed.
+
+use hopper_kernels::KERNELS;
+
+fn ptx() -> &'static str {
+    KERNELS.ptx.iter().find(|(arch, _)| *arch == 90).map(|(_, ptx)| *ptx).expect("the sm_90a PTX is embedded")
+}
+
+/// The PTX text of one entry (from `.entry name(` to the next `.entry`).
+fn entry(name: &str) -> &'static str {
+    let ptx = ptx();
+    let start = ptx.find(&format!(".entry {name}(")).unwrap_or_else(|| panic!("no entry {name} in the PTX"));
+    let rest = &ptx[start..];
+    let end = rest[1..].find(".entry ").map(|e| e + 1).unwrap_or(rest.len());
+    &rest[..end]
+}
+
+/// `(registers, spill stores, spill loads, stack frame)` from ptxas, when ptxas was found.
+fn resources(name: &str) -> Option<(u32, u32, u32, u32)> {
+    KERNELS.resources.iter().find(|r| r.kernel == name).map(|r| (r.registers, r.spill_stores, r.spill_loads, r.stack_frame))
+}
+
+#[test]
+fn gemm_uses_wgmma_tma_mbarriers_and_setmaxnreg_without_local_memory() {
+    for kernel in ["gemm_bf16_tn", "gemm_bf16_tn_serial"] {
+        let text = entry(kernel);
+        assert_eq!(text.matches("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16").count(), 4, "{kernel}: 4 wgmma per K step");
+        // A and B loads (LLVM peels the producer loop, so the pair can appear several times).
+        let loads = text.matches("cp.async.bulk.tensor.2d").count();
+        assert!(loads >= 2 && loads.is_multiple_of(2), "{kernel}: {loads} TMA loads");
+        for needle in ["setmaxnreg.dec.sync.aligned.u32 24", "setmaxnreg.inc.sync.aligned.u32 240", "mbarrier.try_wait.parity", "mbarrier.arrive.expect_tx", "fence.proxy.tensormap::generic.acquire.gpu", ".maxntid 384, 1, 1", ".minnctapersm 1"] {
+            assert!(text.contains(needle), "{kernel}: `{needle}` missing");
+        }
+        assert!(!text.contains(".local"), "{kernel}: local memory in the PTX");
+        if let Some((registers, spill_stores, spill_loads, stack)) = resources(kernel) {
+            assert_eq!((spill_stores, spill_loads, stack), (0, 0, 0), "{kernel}: spills or stack frame");
+            assert!(registers <= 168, "{kernel}: {registers} registers at entry exceed the 384-thread cap");
+        }
+    }
+    assert!(entry("gemm_bf16_tn").contains("wgmma.wait_group.sync.aligned 1"), "the overlapped variant keeps one group in flight");
+}
+
+#[test]
+fn cluster_gemm_multicasts_b_and_arrives_remotely() {
+    let text = entry("gemm_bf16_tn_cluster");
+    assert_eq!(text.matches("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16").count(), 4);
+    for needle in [".multicast::cluster", "mapa.shared::cluster.u32", "mbarrier.arrive.release.cluster.shared::cluster.b64", "barrier.cluster.arrive", "barrier.cluster.wait", "%cluster_ctarank", ".maxntid 384, 1, 1"] {
+        assert!(text.contains(needle), "`{needle}` missing");
+    }
+    assert!(!text.contains(".local"));
+    if let Some((registers, spill_stores, spill_loads, stack)) = resources("gemm_bf16_tn_cluster") {
+        assert_eq!((spill_stores, spill_loads, stack), (0, 0, 0));
+        assert!(registers <= 168);
+    }
+}
+
+#[test]
+fn launch_bounds_reach_the_ptx() {
+    assert!(entry("probe_launch_bounds").contains(")\n.maxntid 256, 1, 1\n.minnctapersm 2\n{"));
+    assert!(entry("probe_reqntid").contains(")\n.reqntid 128, 1, 1\n{"));
+    assert!(!ptx().contains("__ferrocuda_launch_bounds__"), "markers are removed");
+}
+
+#[test]
+fn data_movement_functions_are_single_vector_instructions() {
+    let copy = entry("probe_copy16");
+    assert_eq!(copy.matches("ld.global.nc.v4.u32").count(), 1, "{copy}");
+    assert_eq!(copy.matches("st.global.v4.u32").count(), 1);
+    let cp = entry("probe_cp_async");
+    for needle in ["cp.async.cg.shared.global", "cp.async.commit_group", "cp.async.wait_group 0"] {
+        assert!(cp.contains(needle), "`{needle}` missing");
+    }
+    let ld = entry("probe_ldmatrix");
+    assert!(ld.contains("stmatrix.sync.aligned.m8n8.x4.shared.b16") && ld.contains("ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
+    assert!(entry("probe_unroll").contains("elect.sync"));
+}
+
+/// Regression for the trap found while writing the GEMM: `[0.0f32; N]` (large N) is a store
+/// loop with a run-time index, so the array lives in local memory; `mem::zeroed()` plus
+/// `unroll` keeps it in registers.
+#[test]
+fn unroll_keeps_register_arrays_out_of_local_memory_and_the_repeat_trap_is_pinned() {
+    assert!(!entry("probe_unroll").contains(".local"));
+    assert!(entry("probe_repeat_trap").contains(".local"), "if this fails, rustc fixed the trap: update docs/performance.md");
+    if let (Some(good), Some(trap)) = (resources("probe_unroll"), resources("probe_repeat_trap")) {
+        assert_eq!(good.3, 0, "probe_unroll has a stack frame");
+        assert!(trap.3 >= 512, "the trap's array should be on the stack: {trap:?}");
+    }
+}
+
+/// SASS: `HGMMA.64x256x16.F32.BF16`, `UTMALDG`, `USETMAXREG` and no `LDL`/`STL` in the GEMM.
+#[test]
+fn gemm_sass_has_hgmma_and_no_local_memory() {
+    let Some(&(_, cubin)) = KERNELS.cubins.iter().find(|(arch, _)| *arch == 90) else {
+        eprintln!("skipped: no cubin (ptxas was not found at build time)");
+        return;
+    };
+    let path = std::env::temp_dir().join(format!("hopper-kernels-{}.cubin", std::process::id()));
+    std::fs::write(&path, cubin).unwrap();
+    let sass = ["nvdisasm", "/usr/local/cuda/bin/nvdisasm"].iter().find_map(|tool| std::process::Command::new(tool).arg("-c").arg(&path).output().ok().filter(|o| o.status.success()));
+    let _ = std::fs::remove_file(&path);
+    let Some(output) = sass else {
+        eprintln!("skipped: nvdisasm not found");
+        return;
+    };
+    let sass = String::from_utf8_lossy(&output.stdout);
+    for kernel in ["gemm_bf16_tn", "gemm_bf16_tn_serial", "gemm_bf16_tn_cluster"] {
+        let start = sass.find(&format!(".text.{kernel}:")).unwrap_or_else(|| panic!("no SASS for {kernel}"));
+        let rest = &sass[start..];
+        let body = &rest[..rest[1..].find(".text.").map(|e| e + 1).unwrap_or(rest.len())];
+        assert_eq!(body.matches("HGMMA.64x256x16.F32.BF16").count(), 4, "{kernel}: one K step's 4 HGMMA, in one loop body");
+        assert!(body.contains("UTMALDG.2D") && body.contains("USETMAXREG"), "{kernel}");
+        assert!(!body.contains("LDL") && !body.contains("STL"), "{kernel}: local memory in SASS");
+    }
+}
+
+/// 2-D indexing: the `Matrix` view's checks are proven by the kernel's guard and vanish; slice
+/// indexing `input[row * cols + col]` keeps a `panic_bounds_check` call per access.
+#[test]
+fn matrix_views_lose_their_bounds_checks_and_slice_indexing_keeps_them() {
+    let view = entry("probe_matrix_transpose");
+    assert!(!view.contains("panic") && !view.contains("call"), "the Matrix transpose kept a bounds check:\n{view}");
+    assert!(view.contains("ld.global.nc"), "reads through a `&[T]` view stay on the read-only path");
+    assert!(view.contains("mul.wide.u32"), "addresses from 32-bit index math");
+    let slice = entry("probe_slice_transpose");
+    assert!(slice.contains("panic_bounds_check"), "slice indexing lost its check: update docs/performance.md");
+}
+
+/// The 16-byte struct copy trap of issue 13: `dst[i] = src[i]` on a `#[repr(C, align(16))]`
+/// struct is two 64-bit loads without `.nc` and two 64-bit stores; `vector::copy16` (see
+/// `data_movement_functions_are_single_vector_instructions`) is one `.nc.v4` load + one store.
+#[test]
+fn struct_copy_trap_is_pinned() {
+    let copy = entry("probe_struct_copy");
+    let wide = copy.matches("ld.global.nc.v4").count() + copy.matches("ld.global.v4").count();
+    assert_eq!(wide, 0, "LLVM now vectorises the struct copy: update docs/performance.md\n{copy}");
+    assert_eq!(copy.matches("ld.global.b64").count(), 2, "{copy}");
+}
+
+#[test]
+fn tma_loads_of_every_rank_and_grid_dependency_control_assemble() {
+    let text = entry("probe_tma_ranks");
+    for needle in ["cp.async.bulk.tensor.1d", "cp.async.bulk.tensor.3d", "cp.async.bulk.tensor.4d", "cp.async.bulk.tensor.5d", "griddepcontrol.wait", "griddepcontrol.launch_dependents"] {
+        assert!(text.contains(needle), "`{needle}` missing");
+    }
+    // ptxas accepted the module (the cubin is embedded) when it was found.
+    assert!(KERNELS.resources.is_empty() || resources("probe_tma_ranks").is_some());
+}
+
+#[test]
+fn wgmma_with_a_from_registers_assembles() {
+    let text = entry("probe_wgmma_tile");
+    assert!(text.contains("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"), "{text}");
+    // The RS form: A as a 4-register vector, three immediates after the predicate.
+    assert!(text.lines().any(|l| l.contains("m64n64k16") && l.contains("p, 1, 1, 0;") && !l.contains("p, 1, 1, 0, 0;")), "no RS-form wgmma");
+    assert!(!text.contains(".local"));
+}

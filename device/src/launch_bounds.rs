@@ -1,0 +1,29 @@
+//! Launch bounds for kernels: the `__launch_bounds__(threads, min_blocks)` of CUDA C++.
+//!
+//! [`launch_bounds!`](crate::launch_bounds) emits a marker global that `ferrocuda-builder`
+//! turns into the kernel's `.maxntid threads, 1, 1` and `.minnctapersm min_blocks` (or
+//! `.reqntid threads, 1, 1`) PTX directives, then removes. ptxas then caps the kernel's
+//! registers so that `min_blocks` blocks of `threads` fit on one SM, as nvcc does.
+//! Launching with more threads than the bound fails (`CUDA_ERROR_INVALID_VALUE`).
+
+/// Declares launch bounds for the kernel named `$kernel` (its exported symbol):
+/// `launch_bounds!(gemm, 384, 1)` is `.maxntid 384, 1, 1` + `.minnctapersm 1`;
+/// `launch_bounds!(gemm, 384, 0)` is `.maxntid` alone; `launch_bounds!(reqntid gemm, 256)`
+/// is `.reqntid 256, 1, 1` (the block must have exactly 256 threads).
+#[macro_export]
+macro_rules! launch_bounds {
+    ($kernel:ident, $threads:expr, $min_blocks:expr) => {
+        $crate::launch_bounds!(@marker $kernel, $threads, $min_blocks, 0);
+    };
+    (reqntid $kernel:ident, $threads:expr) => {
+        $crate::launch_bounds!(@marker $kernel, $threads, 0, 1);
+    };
+    (@marker $kernel:ident, $threads:expr, $min_blocks:expr, $kind:expr) => {
+        const _: () = {
+            #[cfg(target_arch = "nvptx64")]
+            #[used]
+            #[unsafe(export_name = concat!("__ferrocuda_launch_bounds__", stringify!($kernel)))]
+            static MARKER: [u32; 3] = [$threads, $min_blocks, $kind];
+        };
+    };
+}

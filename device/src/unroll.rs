@@ -1,0 +1,61 @@
+//! Guaranteed full unrolling: [`unroll`]`::<N>(|i| ..)` calls the closure with `i = 0, 1, ..,
+//! N - 1` as compile-time constants, expanded at compile time (a chain of `#[inline(always)]`
+//! calls, one per index), whatever LLVM's unroll heuristics would have done.
+//!
+//! Why: LLVM unrolls loops by a factor of 0-4 at its discretion (nvcc: `#pragma unroll`), and
+//! a register array (`[f32; 32]` of accumulators) indexed by a loop counter that is not
+//! unrolled is moved to local memory (stack-frame bytes in `ptxas -v`, `LDL`/`STL` in SASS).
+//! With `unroll`, each index is a constant, so the array stays in registers:
+//! ```ignore
+//! let mut acc = [0.0f32; 8];  // see docs/performance.md for large arrays
+//! ferrocuda_device::unroll::unroll::<8>(|i| acc[i] += a[i] * b);
+//! ```
+//! Cost: code size grows N-fold; N is at most 128.
+
+/// A count known at compile time (`Const<N>`), the type that [`Unrolled`] is implemented for.
+pub struct Const<const N: usize>;
+
+/// Counts from 0 to `N - 1` by expansion (implemented for `Const<0>` to `Const<128>`).
+pub trait Unrolled {
+    /// Calls `f(0)`, `f(1)`, .. in order.
+    fn each<F: FnMut(usize)>(f: &mut F);
+}
+
+impl Unrolled for Const<0> {
+    #[inline(always)]
+    fn each<F: FnMut(usize)>(_f: &mut F) {}
+}
+
+macro_rules! unrolled {
+    ($($n:literal => $previous:literal),*) => {$(
+        impl Unrolled for Const<$n> {
+            #[inline(always)]
+            fn each<F: FnMut(usize)>(f: &mut F) {
+                <Const<$previous> as Unrolled>::each(f);
+                f($previous);
+            }
+        }
+    )*};
+}
+
+unrolled!(1 => 0, 2 => 1, 3 => 2, 4 => 3, 5 => 4, 6 => 5, 7 => 6, 8 => 7, 9 => 8, 10 => 9, 11 => 10, 12 => 11, 13 => 12, 14 => 13, 15 => 14, 16 => 15, 17 => 16, 18 => 17, 19 => 18, 20 => 19, 21 => 20, 22 => 21, 23 => 22, 24 => 23, 25 => 24, 26 => 25, 27 => 26, 28 => 27, 29 => 28, 30 => 29, 31 => 30, 32 => 31, 33 => 32, 34 => 33, 35 => 34, 36 => 35, 37 => 36, 38 => 37, 39 => 38, 40 => 39, 41 => 40, 42 => 41, 43 => 42, 44 => 43, 45 => 44, 46 => 45, 47 => 46, 48 => 47, 49 => 48, 50 => 49, 51 => 50, 52 => 51, 53 => 52, 54 => 53, 55 => 54, 56 => 55, 57 => 56, 58 => 57, 59 => 58, 60 => 59, 61 => 60, 62 => 61, 63 => 62, 64 => 63, 65 => 64, 66 => 65, 67 => 66, 68 => 67, 69 => 68, 70 => 69, 71 => 70, 72 => 71, 73 => 72, 74 => 73, 75 => 74, 76 => 75, 77 => 76, 78 => 77, 79 => 78, 80 => 79, 81 => 80, 82 => 81, 83 => 82, 84 => 83, 85 => 84, 86 => 85, 87 => 86, 88 => 87, 89 => 88, 90 => 89, 91 => 90, 92 => 91, 93 => 92, 94 => 93, 95 => 94, 96 => 95, 97 => 96, 98 => 97, 99 => 98, 100 => 99, 101 => 100, 102 => 101, 103 => 102, 104 => 103, 105 => 104, 106 => 105, 107 => 106, 108 => 107, 109 => 108, 110 => 109, 111 => 110, 112 => 111, 113 => 112, 114 => 113, 115 => 114, 116 => 115, 117 => 116, 118 => 117, 119 => 118, 120 => 119, 121 => 120, 122 => 121, 123 => 122, 124 => 123, 125 => 124, 126 => 125, 127 => 126, 128 => 127);
+
+/// Calls `f(i)` for `i` in `0..N`, fully unrolled at compile time (`N <= 128`).
+#[inline(always)]
+pub fn unroll<const N: usize>(mut f: impl FnMut(usize))
+where
+    Const<N>: Unrolled,
+{
+    <Const<N> as Unrolled>::each(&mut f);
+}
+
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+mod tests {
+    #[test]
+    fn unroll_visits_each_index_in_order() {
+        let mut seen = Vec::new();
+        super::unroll::<37>(|i| seen.push(i));
+        assert_eq!(seen, (0..37).collect::<Vec<_>>());
+        super::unroll::<0>(|_| panic!("no index in 0..0"));
+    }
+}

@@ -1,0 +1,208 @@
+//! Tensor maps for the TMA copy engine (sm_90): `cuTensorMapEncodeTiled` made safe.
+#![allow(clippy::result_large_err)] // `crate::Error` is large by design (it carries launch details).
+//!
+//! A [`TensorMap`] describes a 1-5-D array in device memory, the box (tile) a copy moves and
+//! how it is laid out in shared memory (swizzle). Kernels read it from global memory: copy it
+//! there with [`TensorMap::to_device`] and pass the buffer's address (the device side,
+//! `ferrocuda_device::tma`, explains why not by value and which fence makes it sound).
+//! ([driver API](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TENSOR__MEMORY.html))
+
+use cudarc::driver::sys;
+
+use crate::driver::check;
+use crate::{Context, DeviceBuffer, Result};
+
+/// Element type of a tensor map.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TensorDataType {
+    /// 8-bit unsigned integers.
+    U8,
+    /// 16-bit unsigned integers.
+    U16,
+    /// 32-bit unsigned integers.
+    U32,
+    /// IEEE half precision.
+    F16,
+    /// bfloat16.
+    Bf16,
+    /// f32.
+    F32,
+    /// f64.
+    F64,
+}
+
+impl TensorDataType {
+    /// Bytes per element.
+    pub fn size(self) -> u64 {
+        match self {
+            TensorDataType::U8 => 1,
+            TensorDataType::U16 | TensorDataType::F16 | TensorDataType::Bf16 => 2,
+            TensorDataType::U32 | TensorDataType::F32 => 4,
+            TensorDataType::F64 => 8,
+        }
+    }
+
+    fn raw(self) -> sys::CUtensorMapDataType {
+        use sys::CUtensorMapDataType::*;
+        match self {
+            TensorDataType::U8 => CU_TENSOR_MAP_DATA_TYPE_UINT8,
+            TensorDataType::U16 => CU_TENSOR_MAP_DATA_TYPE_UINT16,
+            TensorDataType::U32 => CU_TENSOR_MAP_DATA_TYPE_UINT32,
+            TensorDataType::F16 => CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+            TensorDataType::Bf16 => CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+            TensorDataType::F32 => CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+            TensorDataType::F64 => CU_TENSOR_MAP_DATA_TYPE_FLOAT64,
+        }
+    }
+}
+
+/// Shared-memory swizzle of the box (the `wgmma` operand layouts use 128 bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TensorSwizzle {
+    /// Row-major box, no swizzle.
+    None,
+    /// 32-byte swizzle (inner box dimension at most 32 bytes).
+    B32,
+    /// 64-byte swizzle (at most 64 bytes).
+    B64,
+    /// 128-byte swizzle (at most 128 bytes): 16-byte chunks of row `r` XOR-permuted by `r % 8`.
+    B128,
+}
+
+/// A `CUtensorMap` (128 bytes) for tiled copies of one array.
+#[derive(Clone, Copy, Debug)]
+pub struct TensorMap {
+    raw: sys::CUtensorMap,
+}
+
+/// What describes a tiled tensor map: dimensions innermost first.
+#[derive(Clone, Debug)]
+pub struct TiledLayout<'a> {
+    /// Element type.
+    pub data_type: TensorDataType,
+    /// Elements per dimension (1 to 5 dimensions), innermost first.
+    pub dims: &'a [u64],
+    /// Byte stride of dimensions 1.. (multiples of 16; dimension 0 is contiguous).
+    pub strides_bytes: &'a [u64],
+    /// Box (tile) size per dimension, each at most 256; the innermost box times the element
+    /// size is a multiple of 16 bytes and, when swizzled, at most the swizzle span.
+    pub box_dims: &'a [u32],
+    /// Shared-memory swizzle.
+    pub swizzle: TensorSwizzle,
+}
+
+impl TensorMap {
+    /// Encodes a tiled map of the array at device address `address`.
+    ///
+    /// # Safety
+    /// `address` is 16-byte aligned (128 for interleaved maps) and the memory the layout
+    /// describes stays allocated as long as kernels copy through the map: the map holds a raw
+    /// address, no borrow. [`TensorMap::tiled`] checks this for a buffer it borrows.
+    ///
+    /// # Errors
+    /// `CUDA_ERROR_INVALID_VALUE` from the driver when the layout breaks a rule above.
+    pub unsafe fn encode_tiled(address: u64, layout: &TiledLayout<'_>) -> Result<TensorMap> {
+        let rank = layout.dims.len();
+        let element_strides = [1u32; 5];
+        if !(1..=5).contains(&rank) || layout.strides_bytes.len() + 1 != rank || layout.box_dims.len() != rank {
+            // The driver would read past the slices: refuse before calling it.
+            check("cuTensorMapEncodeTiled", sys::CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        }
+        let swizzle = match layout.swizzle {
+            TensorSwizzle::None => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
+            TensorSwizzle::B32 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B,
+            TensorSwizzle::B64 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B,
+            TensorSwizzle::B128 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+        };
+        let mut raw = sys::CUtensorMap { opaque: [0; 16] };
+        // SAFETY: the slices have the lengths the rank demands (checked above); the driver
+        // only writes `raw`. The address's validity is the caller's contract.
+        check("cuTensorMapEncodeTiled", unsafe {
+            sys::cuTensorMapEncodeTiled(
+                &mut raw,
+                layout.data_type.raw(),
+                rank as u32,
+                address as *mut core::ffi::c_void,
+                layout.dims.as_ptr(),
+                layout.strides_bytes.as_ptr(),
+                layout.box_dims.as_ptr(),
+                element_strides.as_ptr(),
+                sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+                swizzle,
+                sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            )
+        })?;
+        Ok(TensorMap { raw })
+    }
+
+    /// A 2-D row-major map of `rows x cols` elements of `buffer` (row stride `cols`), copied in
+    /// boxes of `box_rows x box_cols`.
+    ///
+    /// # Errors
+    /// [`crate::Error`] when `buffer` is smaller than `rows * cols` elements of `data_type`
+    /// (as `CUDA_ERROR_INVALID_VALUE`), or when the driver rejects the layout.
+    pub fn tiled_2d<T: bytemuck::Pod>(buffer: &DeviceBuffer<T>, data_type: TensorDataType, rows: u64, cols: u64, box_rows: u32, box_cols: u32, swizzle: TensorSwizzle) -> Result<TensorMap> {
+        if (buffer.size_bytes() as u64) < rows * cols * data_type.size() {
+            check("cuTensorMapEncodeTiled", sys::CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        }
+        let layout = TiledLayout { data_type, dims: &[cols, rows], strides_bytes: &[cols * data_type.size()], box_dims: &[box_cols, box_rows], swizzle };
+        buffer.context().bind_to_thread()?;
+        // SAFETY: the buffer is large enough (checked) and allocations are 256-byte aligned.
+        // Keeping it alive while kernels use the map is documented on `TensorMap`.
+        unsafe { TensorMap::encode_tiled(buffer.device_ptr(), &layout) }
+    }
+
+    /// A map for the CPU executor, which cannot read the driver's opaque encoding: the layout
+    /// in plain fields (`ferrocuda_device::hopper_emu::EmulatedMap`: magic "ferroTMA",
+    /// address, rank, element size, swizzle 0/1/2/3, dims, box, strides). A GPU rejects it.
+    ///
+    /// # Errors
+    /// `CUDA_ERROR_INVALID_VALUE` when the rank is not 1..=5 or the slices disagree with it.
+    pub fn emulated(address: u64, layout: &TiledLayout<'_>) -> Result<TensorMap> {
+        let rank = layout.dims.len();
+        if !(1..=5).contains(&rank) || layout.strides_bytes.len() + 1 != rank || layout.box_dims.len() != rank {
+            check("TensorMap::emulated", sys::CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        }
+        let mut bytes = [0u8; 128];
+        let mut put = |at: usize, value: &[u8]| bytes[at..at + value.len()].copy_from_slice(value);
+        put(0, &0x6665_7272_6f54_4d41u64.to_le_bytes());
+        put(8, &address.to_le_bytes());
+        put(16, &(rank as u32).to_le_bytes());
+        put(20, &(layout.data_type.size() as u32).to_le_bytes());
+        let swizzle: u32 = match layout.swizzle {
+            TensorSwizzle::None => 0,
+            TensorSwizzle::B32 => 1,
+            TensorSwizzle::B64 => 2,
+            TensorSwizzle::B128 => 3,
+        };
+        put(24, &swizzle.to_le_bytes());
+        for d in 0..rank {
+            put(32 + 4 * d, &(layout.dims[d] as u32).to_le_bytes());
+            put(52 + 4 * d, &layout.box_dims[d].to_le_bytes());
+        }
+        for (d, stride) in layout.strides_bytes.iter().enumerate() {
+            put(72 + 8 * d, &stride.to_le_bytes());
+        }
+        let mut opaque = [0u64; 16];
+        for (word, chunk) in opaque.iter_mut().zip(bytes.chunks_exact(8)) {
+            *word = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        }
+        Ok(TensorMap { raw: sys::CUtensorMap { opaque } })
+    }
+
+    /// The 128 bytes, as the device's `ferrocuda_device::tma::TensorMap` holds them.
+    pub fn words(&self) -> [u64; 16] {
+        self.raw.opaque
+    }
+
+    /// A copy of the map in device memory (64-byte aligned), whose address a kernel takes as
+    /// `*const TensorMap`.
+    ///
+    /// # Errors
+    /// Allocation or copy failures.
+    pub fn to_device(&self, context: &Context) -> Result<DeviceBuffer<[u64; 16]>> {
+        DeviceBuffer::from_slice(context, &[self.raw.opaque])
+    }
+}
