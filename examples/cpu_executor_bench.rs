@@ -5,8 +5,8 @@
 use std::time::{Duration, Instant};
 
 use ferrocuda_device::cpu::{CpuExecutor, LaunchConfig};
-use test_kernels::cpu_examples::{TILE, matmul_tiled};
 use gpu_kernels::saxpy;
+use test_kernels::cpu_examples::{TILE, matmul_tiled};
 
 /// Best of `runs` timings of `body` (after one warm-up run).
 fn best_of(runs: usize, mut body: impl FnMut()) -> Duration {
@@ -60,13 +60,7 @@ fn main() {
     println!("CPU executor, {} cores available", parallel.workers());
     println!("{:<28} {:>12} {:>16} {:>22}", "case", "parallel", "deterministic", "parallel, no race check");
     let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1e3);
-    println!(
-        "{:<28} {:>12} {:>16} {:>22}",
-        "saxpy, 1M elements",
-        ms(saxpy_case(&parallel)),
-        ms(saxpy_case(&deterministic)),
-        ms(saxpy_case(&no_races))
-    );
+    println!("{:<28} {:>12} {:>16} {:>22}", "saxpy, 1M elements", ms(saxpy_case(&parallel)), ms(saxpy_case(&deterministic)), ms(saxpy_case(&no_races)));
     println!(
         "{:<28} {:>12} {:>16} {:>22}",
         "matmul 256x256, 16x16 tiles",

@@ -17,8 +17,8 @@ use std::ffi::c_void;
 use std::time::{Duration, Instant};
 
 use ferrocuda::{Context, DeviceBuffer, JitOptions, LaunchConfig, Module, Stream, sys};
-use test_kernels::launch_kinds::{eight_buffers, empty};
 use gpu_kernels::saxpy;
+use test_kernels::launch_kinds::{eight_buffers, empty};
 
 const LAUNCHES: usize = 100_000;
 const BATCH: usize = 500;

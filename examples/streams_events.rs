@@ -49,7 +49,11 @@ fn run() -> ferrocuda::Result<()> {
     let values = host_y.as_slice()?; // waits for its copy
     assert!(values.iter().all(|&v| v == 10.0), "wrong result");
     producer.synchronize()?;
-    println!("20 saxpy launches over {n} elements took {:.3} ms (events); host callback ran {} time(s)", start.elapsed_ms(&done)?, callbacks.load(Ordering::SeqCst));
+    println!(
+        "20 saxpy launches over {n} elements took {:.3} ms (events); host callback ran {} time(s)",
+        start.elapsed_ms(&done)?,
+        callbacks.load(Ordering::SeqCst)
+    );
     println!("y[0] = {} (expected 10): streams and events example verified", values[0]);
     Ok(())
 }

@@ -7,9 +7,9 @@
 //! from a child process: `cpu_println_prints_the_gpu_lines` and `gpu_println_reaches_stdout`
 //! below) and `panic_formatted` (tests/cpu_executor.rs, tests/gpu_fault.rs).
 
-mod common;
 #[path = "common/backend.rs"]
 mod backend;
+mod common;
 
 use backend::{Backend, launch_on, on_both_backends};
 use ferrocuda::LaunchConfig;
@@ -300,7 +300,14 @@ fn math_f32_matches_the_host_within_its_documented_ulps(backend: &Backend) {
     for (f, name) in MATH_FUNCTIONS.iter().enumerate() {
         let (worst, i) = (0..x.len()).map(|i| (ulps_f32(out[f * x.len() + i], host_math_f32(name, x[i])), i)).max_by_key(|p| p.0).unwrap();
         report.push(format!("{name} {worst}"));
-        assert!(worst <= bound(name), "{}: f32 {name}: {worst} ulps at x = {:e} (kernel {}, host {})", backend.name(), x[i], out[f * x.len() + i], host_math_f32(name, x[i]));
+        assert!(
+            worst <= bound(name),
+            "{}: f32 {name}: {worst} ulps at x = {:e} (kernel {}, host {})",
+            backend.name(),
+            x[i],
+            out[f * x.len() + i],
+            host_math_f32(name, x[i])
+        );
     }
     println!("{}: f32 worst ulps over {} inputs: {}", backend.name(), x.len(), report.join(", "));
 }

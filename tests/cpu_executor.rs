@@ -3,16 +3,16 @@
 //! panic, a barrier some threads skip, a warp operation some lanes skip, and a shared-memory
 //! data race into structured errors, and show poisoned, per-block shared memory.
 
-mod common;
 #[path = "common/backend.rs"]
 mod backend;
+mod common;
 
 use backend::{Backend, KernelArg, launch_on, on_both_backends};
 use ferrocuda::LaunchConfig;
 use ferrocuda_device::cpu::{CpuError, CpuExecutor, RaceKind, SHARED_POISON_BYTE};
+use gpu_kernels::{saxpy, sum_f32};
 use test_kernels::cpu_examples::{self, TILE};
 use test_kernels::launch_kinds::{self, Affine};
-use gpu_kernels::{saxpy, sum_f32};
 use test_kernels::{device_lib, square_checked};
 
 on_both_backends!(
@@ -162,7 +162,13 @@ fn a_panic_reports_kernel_file_line_block_and_thread() {
         assert_eq!((panic.kernel.as_str(), panic.file.as_str(), panic.line), ("square_checked", "tests/kernels/src/lib.rs", line));
         assert_eq!((panic.block[0], panic.thread[0]), (1, 244), "{error}");
         assert!(panic.message.contains("index out of bounds: the len is 500 but the index is 500"), "{}", panic.message);
-        assert_eq!(error.to_string(), format!("kernel `square_checked` panicked at tests/kernels/src/lib.rs:{line}:{}, block (1, 0, 0), thread (244, 0, 0): {}", panic.column, panic.message));
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "kernel `square_checked` panicked at tests/kernels/src/lib.rs:{line}:{}, block (1, 0, 0), thread (244, 0, 0): {}",
+                panic.column, panic.message
+            )
+        );
     }
 }
 
@@ -196,7 +202,10 @@ fn threads_that_exit_before_a_barrier_are_an_error_not_a_hang() {
     assert_eq!(divergence.waiting.iter().map(|t| t.x).collect::<Vec<_>>(), (0..100).collect::<Vec<_>>());
     assert_eq!(divergence.exited.iter().map(|t| t.x).collect::<Vec<_>>(), (100..128).collect::<Vec<_>>());
     let text = error.to_string();
-    assert!(text.starts_with("kernel `barrier_after_early_return`, block (0, 0, 0): 100 threads wait at a block barrier that 28 exited threads never reached"), "{text}");
+    assert!(
+        text.starts_with("kernel `barrier_after_early_return`, block (0, 0, 0): 100 threads wait at a block barrier that 28 exited threads never reached"),
+        "{text}"
+    );
     // When every thread reaches it, the same kernel is fine.
     cpu_examples::barrier_after_early_return::launch_cpu(&CpuExecutor::new(), (1u32, 100u32), 100, &mut out).unwrap();
     assert_eq!(out[..100], (0..100).map(|t| (t + 1) % 100).collect::<Vec<_>>());

@@ -38,8 +38,14 @@ fn every_kernel_is_an_entry_with_slices_as_pointer_and_length() {
     let ptx = ptx();
     assert_eq!(
         entry_params(ptx, "saxpy"),
-        ["                .param .f32 saxpy_param_0", ".param .u64 .ptr .align 4 saxpy_param_1", ".param .u64 saxpy_param_2", ".param .u64 .ptr .align 4 saxpy_param_3", ".param .u64 saxpy_param_4"]
-            .map(|s| s.trim().to_string())
+        [
+            "                .param .f32 saxpy_param_0",
+            ".param .u64 .ptr .align 4 saxpy_param_1",
+            ".param .u64 saxpy_param_2",
+            ".param .u64 .ptr .align 4 saxpy_param_3",
+            ".param .u64 saxpy_param_4"
+        ]
+        .map(|s| s.trim().to_string())
     );
     assert_eq!(entry_params(ptx, "sum_f32").len(), 4);
     assert_eq!(entry_params(ptx, "square_checked").len(), 4);
@@ -173,7 +179,8 @@ fn shared_memory_uses_the_shared_state_space_and_two_arrays_do_not_alias() {
     let body = entry_body(ptx(), "shared_two_arrays");
     assert!(body.contains("st.shared.f32") && body.contains("ld.shared.f32"), "shared accesses must be ld/st.shared:\n{body}");
     // The kernel's only generic or global accesses are its slice input and output.
-    let declared: Vec<&str> = body.lines().filter_map(|l| l.trim().strip_prefix("mov.u32").map(str::trim)).filter(|l| l.contains("__ferrocuda_shared_")).collect();
+    let declared: Vec<&str> =
+        body.lines().filter_map(|l| l.trim().strip_prefix("mov.u32").map(str::trim)).filter(|l| l.contains("__ferrocuda_shared_")).collect();
     assert_eq!(declared.len(), 2, "two arrays, two addresses: {declared:?}");
     let names: std::collections::BTreeSet<&str> = declared.iter().map(|l| l.rsplit(' ').next().unwrap().trim_end_matches(';')).collect();
     assert_eq!(names.len(), 2, "the two shared_array! sites must be distinct arrays: {declared:?}");
@@ -189,11 +196,30 @@ fn shared_memory_uses_the_shared_state_space_and_two_arrays_do_not_alias() {
 #[test]
 fn atomics_warp_operations_and_barriers_compile_to_their_instructions() {
     let atomics = entry_body(ptx(), "atomics");
-    for instruction in ["atom.relaxed.gpu.global.add.u32", "atom.relaxed.sys.global.add.u32", "atom.relaxed.gpu.global.max.u32", "atom.relaxed.gpu.global.min.u32", "atom.relaxed.gpu.global.cas.b32", "atom.relaxed.gpu.global.exch.b32", "atom.relaxed.gpu.global.add.f32", "atom.relaxed.gpu.global.add.f64"] {
+    for instruction in [
+        "atom.relaxed.gpu.global.add.u32",
+        "atom.relaxed.sys.global.add.u32",
+        "atom.relaxed.gpu.global.max.u32",
+        "atom.relaxed.gpu.global.min.u32",
+        "atom.relaxed.gpu.global.cas.b32",
+        "atom.relaxed.gpu.global.exch.b32",
+        "atom.relaxed.gpu.global.add.f32",
+        "atom.relaxed.gpu.global.add.f64",
+    ] {
         assert!(atomics.contains(instruction), "missing {instruction}");
     }
     let warp = entry_body(ptx(), "warp_ops");
-    for instruction in ["shfl.sync.idx.b32", "shfl.sync.up.b32", "shfl.sync.down.b32", "shfl.sync.bfly.b32", "vote.sync.ballot.b32", "vote.sync.all.pred", "vote.sync.any.pred", "match.any.sync.b32", "bar.warp.sync"] {
+    for instruction in [
+        "shfl.sync.idx.b32",
+        "shfl.sync.up.b32",
+        "shfl.sync.down.b32",
+        "shfl.sync.bfly.b32",
+        "vote.sync.ballot.b32",
+        "vote.sync.all.pred",
+        "vote.sync.any.pred",
+        "match.any.sync.b32",
+        "bar.warp.sync",
+    ] {
         assert!(warp.contains(instruction), "missing {instruction}");
     }
     let masks = entry_body(ptx(), "warp_masks_and_block_atomics");

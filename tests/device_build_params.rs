@@ -3,8 +3,8 @@
 //! in every kind of kernel, raw pointers do not. And each launcher's `SIGNATURE` matches the
 //! parameter sizes in the PTX, which is what the stale-module check relies on.
 
-use test_kernels::launch_kinds::{add_one_raw, affine, empty, mark_blocks, scale_into_f32, scale_into_f64};
 use gpu_kernels::saxpy;
+use test_kernels::launch_kinds::{add_one_raw, affine, empty, mark_blocks, scale_into_f32, scale_into_f64};
 
 /// The example kernels' and the test kernels' sm_80 modules, one after the other.
 fn ptx() -> &'static str {

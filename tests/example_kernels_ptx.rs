@@ -30,7 +30,9 @@ fn entry_body_in(ptx: &'static str, name: &str) -> &'static str {
 fn opcodes(body: &str) -> Vec<&str> {
     body.lines()
         .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with("//") && !line.starts_with('.') && !line.ends_with(':') && !line.starts_with('{') && !line.starts_with('}'))
+        .filter(|line| {
+            !line.is_empty() && !line.starts_with("//") && !line.starts_with('.') && !line.ends_with(':') && !line.starts_with('{') && !line.starts_with('}')
+        })
         .map(|line| {
             let mut words = line.split_whitespace();
             let first = words.next().unwrap_or("");

@@ -40,11 +40,7 @@ fn current_raw() -> sys::CUcontext {
 
 /// Re-runs this binary for one test in a child process and returns its output.
 fn run_child(test: &str) -> String {
-    let output = Command::new(std::env::current_exe().unwrap())
-        .args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD, test)
-        .output()
-        .unwrap();
+    let output = Command::new(std::env::current_exe().unwrap()).args([test, "--exact", "--nocapture", "--test-threads=1"]).env(CHILD, test).output().unwrap();
     let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     println!("child output:\n{text}");
     assert!(output.status.success(), "the child failed:\n{text}");
@@ -223,10 +219,7 @@ fn after_a_kernel_fault_starting_over_works_or_says_why_not() {
     println!("NEW PROCESS AFTER THE FAULT: works");
     for step in ["CREATED CONTEXT AFTER FAULT", "CREATED CONTEXT AFTER FAULT, UNBOUND", "RECOVERED PRIMARY", "CREATED CONTEXT AFTER RECOVER"] {
         let line = text.lines().find(|l| l.starts_with(&format!("{step}: "))).unwrap_or_else(|| panic!("no {step} line in:\n{text}"));
-        assert!(
-            line.ends_with(": works") || line.contains("only a new process can use the GPU"),
-            "starting over neither worked nor said why: {line}"
-        );
+        assert!(line.ends_with(": works") || line.contains("only a new process can use the GPU"), "starting over neither worked nor said why: {line}");
     }
 }
 

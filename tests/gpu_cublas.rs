@@ -13,7 +13,10 @@ use ferrocuda::{Cublas, DeviceBuffer, Stream};
 fn cublas_sgemm_on_our_buffers_matches_the_cpu() {
     let Some(context) = common::gpu_or_skip("cublas_sgemm_on_our_buffers_matches_the_cpu") else { return };
     if !Cublas::is_available() {
-        assert!(!ferrocuda_test_support::gpu_required(), "REQUIRE_GPU=1 but libcublas could not be loaded (add its directory, e.g. /usr/local/cuda/lib64, to LD_LIBRARY_PATH)");
+        assert!(
+            !ferrocuda_test_support::gpu_required(),
+            "REQUIRE_GPU=1 but libcublas could not be loaded (add its directory, e.g. /usr/local/cuda/lib64, to LD_LIBRARY_PATH)"
+        );
         eprintln!("SKIPPED cublas_sgemm_on_our_buffers_matches_the_cpu: libcublas not found (add its directory to LD_LIBRARY_PATH)");
         return;
     }

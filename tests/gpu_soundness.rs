@@ -10,8 +10,8 @@ use std::io::Write;
 use std::time::Duration;
 
 use ferrocuda::{Context, DeviceBuffer, Error, Event, JitOptions, LaunchConfig, LaunchProblem, Module, PinnedBuffer, SchedulePolicy, Stream};
-use test_kernels::device_lib::{dynamic_shared_sum, math_f32};
 use gpu_kernels::saxpy;
+use test_kernels::device_lib::{dynamic_shared_sum, math_f32};
 
 /// Elements of the buffers the slow writers work on (64 MiB of f32).
 const N: usize = 1 << 24;
@@ -34,7 +34,12 @@ fn slow_writer(stream: &Stream, x: &DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>
 fn all_equal(values: &[f32], expected: f32) -> Result<(), String> {
     match values.iter().position(|&v| v != expected) {
         None => Ok(()),
-        Some(i) => Err(format!("element {i} is {} instead of {expected} ({} of {} differ)", values[i], values.iter().filter(|&&v| v != expected).count(), values.len())),
+        Some(i) => Err(format!(
+            "element {i} is {} instead of {expected} ({} of {} differ)",
+            values[i],
+            values.iter().filter(|&&v| v != expected).count(),
+            values.len()
+        )),
     }
 }
 

@@ -4,13 +4,13 @@
 //! (`tests/compile_fail/kernel_model/`); the CPU half of each test runs everywhere (CI), the
 //! GPU half with a GPU (`REQUIRE_GPU=1` makes a missing GPU a failure).
 
-mod common;
 #[path = "common/backend.rs"]
 mod backend;
+mod common;
 
 use backend::{Backend, launch_on, on_both_backends};
 use ferrocuda_device::cpu::{CpuError, CpuExecutor};
-use test_kernels::kernel_model::{count_atomic, hygiene, neighbour_after_barrier, r#type, smuggled_witness, stale_read, witnesses};
+use test_kernels::kernel_model::{count_atomic, hygiene, neighbour_after_barrier, smuggled_witness, stale_read, r#type, witnesses};
 
 on_both_backends!(
     stale_read_sees_the_store_made_after_the_first_barrier,

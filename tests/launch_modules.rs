@@ -61,9 +61,14 @@ fn jit_options_apply_and_the_info_log_is_captured() {
     let options = JitOptions::new().optimization_level(0).max_registers(32).line_info(true).fallback(JitFallback::PreferPtx).verbose(true);
     // SAFETY: the PTX/cubin is this project's own build (kernels built by #[kernel], whose
     // fingerprints `launch_in` checks), or a module that is never launched through a typed launcher.
-    let module = unsafe { Module::load_ptx_checked(&context, "test_kernels (O0, 32 regs)", ptx, &options, &[&affine::SIGNATURE, &mark_blocks::SIGNATURE]) }.unwrap();
+    let module =
+        unsafe { Module::load_ptx_checked(&context, "test_kernels (O0, 32 regs)", ptx, &options, &[&affine::SIGNATURE, &mark_blocks::SIGNATURE]) }.unwrap();
     eprintln!("JIT info log (first lines):\n{}", module.info_log().lines().take(4).collect::<Vec<_>>().join("\n"));
-    assert!(module.info_log().contains("for 'affine' with  32 of maxrregcount option"), "the JIT should apply the register cap to affine:\n{}", module.info_log());
+    assert!(
+        module.info_log().contains("for 'affine' with  32 of maxrregcount option"),
+        "the JIT should apply the register cap to affine:\n{}",
+        module.info_log()
+    );
     let attributes = module.function("affine").unwrap().attributes().unwrap();
     eprintln!("affine under O0 and max_registers(32): {attributes:?}");
     assert!(attributes.registers <= 32, "{attributes:?}");
@@ -137,7 +142,8 @@ fn module_globals_read_and_write_as_typed_values() {
     let Some(context) = common::gpu_or_skip("module_globals_read_and_write_as_typed_values") else { return };
     // SAFETY: the PTX/cubin is this project's own build (kernels built by #[kernel], whose
     // fingerprints `launch_in` checks), or a module that is never launched through a typed launcher.
-    let module = unsafe { Module::load_ptx_checked(&context, "globals", &mark_blocks_ptx(FROM_GLOBAL), &JitOptions::new(), &[&mark_blocks::SIGNATURE]) }.unwrap();
+    let module =
+        unsafe { Module::load_ptx_checked(&context, "globals", &mark_blocks_ptx(FROM_GLOBAL), &JitOptions::new(), &[&mark_blocks::SIGNATURE]) }.unwrap();
     let fill = module.global::<u32>("FILL").unwrap();
     assert_eq!(fill.read().unwrap(), 1);
     assert_eq!(module.global::<[u32; 4]>("TABLE").unwrap().read().unwrap(), [1, 2, 3, 4]);
@@ -161,7 +167,8 @@ fn hot_reload_swaps_code_without_breaking_launches_in_flight() {
     let Some(context) = common::gpu_or_skip("hot_reload_swaps_code_without_breaking_launches_in_flight") else { return };
     // SAFETY: the PTX/cubin is this project's own build (kernels built by #[kernel], whose
     // fingerprints `launch_in` checks), or a module that is never launched through a typed launcher.
-    let reloadable = unsafe { ReloadableModule::load_ptx(&context, "hot", &mark_blocks_ptx("mov.u32 %r3, 1000;"), JitOptions::new(), &[&mark_blocks::SIGNATURE]) }.unwrap();
+    let reloadable =
+        unsafe { ReloadableModule::load_ptx(&context, "hot", &mark_blocks_ptx("mov.u32 %r3, 1000;"), JitOptions::new(), &[&mark_blocks::SIGNATURE]) }.unwrap();
     let stream = Stream::new(&context).unwrap();
     let blocks = 1 << 16;
     let mut before = DeviceBuffer::<u32>::zeroed(&context, blocks).unwrap();
@@ -212,7 +219,15 @@ fn a_stale_module_is_named_with_the_mismatch() {
     assert!(matches!(error, Error::KernelSignatureMismatch { .. }), "{error}");
 
     // A module without the kernel at all.
-    let error = affine::launch_in(&module, &stream, (1u32, 32u32), Affine { scale: 1.0, offset: 0.0, limit: 0 }, &DeviceBuffer::<f32>::zeroed(&context, 1).unwrap(), &mut DeviceBuffer::<f32>::zeroed(&context, 1).unwrap()).unwrap_err();
+    let error = affine::launch_in(
+        &module,
+        &stream,
+        (1u32, 32u32),
+        Affine { scale: 1.0, offset: 0.0, limit: 0 },
+        &DeviceBuffer::<f32>::zeroed(&context, 1).unwrap(),
+        &mut DeviceBuffer::<f32>::zeroed(&context, 1).unwrap(),
+    )
+    .unwrap_err();
     assert!(error.to_string().contains("kernel `affine` is not in module `stale`"), "{error}");
 }
 

@@ -8,8 +8,8 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ferrocuda::{DeviceBuffer, JitOptions, LaunchConfig, Module, Stream};
-use test_kernels::launch_kinds::{empty, mark_blocks};
 use gpu_kernels::saxpy;
+use test_kernels::launch_kinds::{empty, mark_blocks};
 
 struct CountingAllocator;
 

@@ -321,10 +321,8 @@ fn the_parser_reads_grouped_imports_and_finds_cycles() {
     let mut paths = Vec::new();
     parse_tree("a::{b, c::{D, e}}, f", Vec::new(), &mut paths);
     assert_eq!(paths, vec![vec!["a", "b"], vec!["a", "c", "D"], vec!["a", "c", "e"]]);
-    let edges: BTreeMap<String, BTreeSet<String>> = [("x", "y"), ("y", "z"), ("z", "x"), ("w", "x")]
-        .iter()
-        .map(|(a, b)| (a.to_string(), BTreeSet::from([b.to_string()])))
-        .collect();
+    let edges: BTreeMap<String, BTreeSet<String>> =
+        [("x", "y"), ("y", "z"), ("z", "x"), ("w", "x")].iter().map(|(a, b)| (a.to_string(), BTreeSet::from([b.to_string()]))).collect();
     let mut edges = edges;
     edges.insert("w".into(), BTreeSet::from(["x".to_string()]));
     assert_eq!(cycles(&edges), vec![vec!["x".to_string(), "y".to_string(), "z".to_string()]]);

@@ -4,8 +4,8 @@
 use bytemuck::cast_slice;
 use ferrocuda_host::{Context, DeviceBuffer, LaunchConfig, Module, Stream};
 use gpu_kernels::examples::{
-    self, BLOCK_THREADS, Float4, HISTOGRAM_BINS, MATMUL_BLOCK_M, MATMUL_BLOCK_N, MATMUL_THREADS, SOFTMAX_COLS, STENCIL_BLOCK_X,
-    STENCIL_ROWS_PER_THREAD, TRANSPOSE_ROWS, TRANSPOSE_TILE, U32x4,
+    self, BLOCK_THREADS, Float4, HISTOGRAM_BINS, MATMUL_BLOCK_M, MATMUL_BLOCK_N, MATMUL_THREADS, SOFTMAX_COLS, STENCIL_BLOCK_X, STENCIL_ROWS_PER_THREAD,
+    TRANSPOSE_ROWS, TRANSPOSE_TILE, U32x4,
 };
 
 use crate::cpu::{self, Random, mismatch};
@@ -55,7 +55,13 @@ impl<'m> Env<'m> {
     /// Rows from interleaved timings, in the order of `implementations`.
     #[allow(clippy::too_many_arguments)]
     fn rows(
-        &self, kernel: &'static str, size: String, implementations: &[Implementation<'_>], times: &[Vec<f64>], bytes: Option<f64>, flops: Option<f64>,
+        &self,
+        kernel: &'static str,
+        size: String,
+        implementations: &[Implementation<'_>],
+        times: &[Vec<f64>],
+        bytes: Option<f64>,
+        flops: Option<f64>,
         checks: Vec<String>,
     ) -> Vec<Row> {
         implementations

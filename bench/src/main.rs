@@ -163,7 +163,10 @@ fn run(options: &Options, context: Context) -> BenchResult<()> {
         skipped.push("runtime-API launch overhead: not measured (bench/run-on-gpu.sh builds bench/cuda/launch_overhead.cu with nvcc and passes --runtime-launch-overhead)".into());
     }
     let module_load = overhead::module_load(&context, arch)?;
-    header.push(("CUDA_MODULE_LOADING / CUDA_CACHE_DISABLE".to_string(), format!("{:?} / {:?}", std::env::var("CUDA_MODULE_LOADING").ok(), std::env::var("CUDA_CACHE_DISABLE").ok())));
+    header.push((
+        "CUDA_MODULE_LOADING / CUDA_CACHE_DISABLE".to_string(),
+        format!("{:?} / {:?}", std::env::var("CUDA_MODULE_LOADING").ok(), std::env::var("CUDA_CACHE_DISABLE").ok()),
+    ));
 
     let report = Report { header, copy_gbps, rows, launch_overhead, module_load, skipped, failures };
     print!("{}", report.table());

@@ -34,10 +34,9 @@ pub enum Unavailable {
 impl std::fmt::Display for Unavailable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Unavailable::NoLibrary => write!(
-                f,
-                "libnvrtc not found: install the CUDA toolkit's NVRTC and add its directory (e.g. /usr/local/cuda/lib64) to LD_LIBRARY_PATH"
-            ),
+            Unavailable::NoLibrary => {
+                write!(f, "libnvrtc not found: install the CUDA toolkit's NVRTC and add its directory (e.g. /usr/local/cuda/lib64) to LD_LIBRARY_PATH")
+            }
             Unavailable::Failed(why) => write!(f, "NVRTC failed: {why}"),
         }
     }

@@ -82,12 +82,16 @@ pub fn module_load(context: &Context, arch: u32) -> Result<Vec<(String, f64, f64
     if let Some(&(ptx_arch, text)) = ptx {
         // SAFETY: the PTX/cubin is this project's own build (kernels built by #[kernel], whose
         // fingerprints `launch_in` checks), or a module that is never launched through a typed launcher.
-        time(format!("PTX sm_{ptx_arch} (JIT), {} KiB", text.len() / 1024), &|| unsafe { Module::load_ptx(context, "gpu_kernels PTX", text, &JitOptions::new()) })?;
+        time(format!("PTX sm_{ptx_arch} (JIT), {} KiB", text.len() / 1024), &|| unsafe {
+            Module::load_ptx(context, "gpu_kernels PTX", text, &JitOptions::new())
+        })?;
     }
     if let Some(&(cubin_arch, image)) = cubin {
         // SAFETY: the PTX/cubin is this project's own build (kernels built by #[kernel], whose
         // fingerprints `launch_in` checks), or a module that is never launched through a typed launcher.
-        time(format!("cubin sm_{cubin_arch}, {} KiB", image.len() / 1024), &|| unsafe { Module::load_binary(context, "gpu_kernels cubin", image, &JitOptions::new()) })?;
+        time(format!("cubin sm_{cubin_arch}, {} KiB", image.len() / 1024), &|| unsafe {
+            Module::load_binary(context, "gpu_kernels cubin", image, &JitOptions::new())
+        })?;
     }
     Ok(results)
 }

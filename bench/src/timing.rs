@@ -72,7 +72,10 @@ impl Stopwatch {
 /// drift hits all alike. `step` queues any preparation, calls `stopwatch.start()`, then
 /// launches. Returns the run times in milliseconds, one vector per implementation.
 pub fn measure<T: Copy, E: From<ferrocuda_host::Error>>(
-    stream: &Stream, runs: Runs, implementations: &[T], mut step: impl FnMut(T, &Stopwatch) -> std::result::Result<(), E>,
+    stream: &Stream,
+    runs: Runs,
+    implementations: &[T],
+    mut step: impl FnMut(T, &Stopwatch) -> std::result::Result<(), E>,
 ) -> std::result::Result<Vec<Vec<f64>>, E> {
     let stopwatch = Stopwatch::new(stream)?;
     for &implementation in implementations {

@@ -103,8 +103,7 @@ pub fn group<'g, 'a: 'g, C: Collectives, R>(comms: &'g [C], body: impl FnOnce(&[
     let queue = RefCell::new(Vec::new());
     C::group_begin()?;
     let mut guard = EndOnUnwind::<C>(true, std::marker::PhantomData);
-    let members: Vec<Grouped<'_, 'g, 'a, C>> =
-        comms.iter().map(|comm| Grouped { comm, queue: &queue, _buffers: std::marker::PhantomData }).collect();
+    let members: Vec<Grouped<'_, 'g, 'a, C>> = comms.iter().map(|comm| Grouped { comm, queue: &queue, _buffers: std::marker::PhantomData }).collect();
     let result = body(&members);
     drop(members);
     // Sends first: they never wait (the thread backend buffers them), so every receive that
@@ -114,9 +113,10 @@ pub fn group<'g, 'a: 'g, C: Collectives, R>(comms: &'g [C], body: impl FnOnce(&[
     let mut outcome = Ok(());
     for (_, op) in sends.into_iter().chain(others) {
         if let Err(e) = op()
-            && outcome.is_ok() {
-                outcome = Err(e);
-            }
+            && outcome.is_ok()
+        {
+            outcome = Err(e);
+        }
     }
     guard.0 = false;
     let end = C::group_end();

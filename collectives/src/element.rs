@@ -139,13 +139,9 @@ mod tests {
         let b = [3i32, 5, -2];
         let c = [2i32, 2, 2];
         let mut out = [0; 3];
-        for (op, expected) in [
-            (ReduceOp::Sum, [6, 3, 7]),
-            (ReduceOp::Prod, [6, -40, -28]),
-            (ReduceOp::Min, [1, -4, -2]),
-            (ReduceOp::Max, [3, 5, 7]),
-            (ReduceOp::Avg, [2, 1, 2]),
-        ] {
+        for (op, expected) in
+            [(ReduceOp::Sum, [6, 3, 7]), (ReduceOp::Prod, [6, -40, -28]), (ReduceOp::Min, [1, -4, -2]), (ReduceOp::Max, [3, 5, 7]), (ReduceOp::Avg, [2, 1, 2])]
+        {
             reduce_into(&[&a, &b, &c], op, &mut out);
             assert_eq!(out, expected, "{op:?}");
         }

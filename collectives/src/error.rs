@@ -76,7 +76,9 @@ pub enum Error {
         got: usize,
     },
     /// A buffer's address is not aligned as the operation needs.
-    #[error("{operation}: the {what} starts at {address:#x}, which is not a multiple of {alignment} bytes; pass a buffer (or a view starting at a multiple of {alignment} bytes)")]
+    #[error(
+        "{operation}: the {what} starts at {address:#x}, which is not a multiple of {alignment} bytes; pass a buffer (or a view starting at a multiple of {alignment} bytes)"
+    )]
     Misaligned {
         /// The operation.
         operation: &'static str,

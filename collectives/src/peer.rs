@@ -225,11 +225,7 @@ fn ipc_open(context: &Context, bytes: &[u8]) -> Result<u64> {
 
 /// A driver result as this crate's error.
 fn cuda(call: &'static str, code: sys::CUresult) -> Result<()> {
-    if code == sys::CUresult::CUDA_SUCCESS {
-        Ok(())
-    } else {
-        Err(ferrocuda_host::Error::Driver(ferrocuda_host::DriverError { call, code }).into())
-    }
+    if code == sys::CUresult::CUDA_SUCCESS { Ok(()) } else { Err(ferrocuda_host::Error::Driver(ferrocuda_host::DriverError { call, code }).into()) }
 }
 
 /// One GPU's side of a peer all-reduce (see [`PeerGroup::new`]).
@@ -291,7 +287,12 @@ impl PeerRank {
         }
         let context = &self.shared.contexts[self.slot];
         if stream.context().raw() != context.raw() {
-            return Err(Error::WrongDevice { operation: OPERATION, what: "stream", expected: context.device().ordinal(), got: stream.context().device().ordinal() });
+            return Err(Error::WrongDevice {
+                operation: OPERATION,
+                what: "stream",
+                expected: context.device().ordinal(),
+                got: stream.context().device().ordinal(),
+            });
         }
         for (what, address) in [("input", input.as_device_ptr().address()), ("output", output.as_device_ptr().address())] {
             if address % 16 != 0 {

@@ -37,7 +37,10 @@ fn env_number(name: &'static str) -> Result<Option<usize>> {
 }
 
 fn required(name: &'static str) -> Result<usize> {
-    env_number(name)?.ok_or(Error::Env { name, problem: "not set; start each process with RANK and WORLD_SIZE (a launcher such as torchrun or mpirun sets them), see docs/collectives.md".into() })
+    env_number(name)?.ok_or(Error::Env {
+        name,
+        problem: "not set; start each process with RANK and WORLD_SIZE (a launcher such as torchrun or mpirun sets them), see docs/collectives.md".into(),
+    })
 }
 
 impl Launch {
@@ -74,7 +77,8 @@ impl Rendezvous {
         }
         let addr = std::env::var("MASTER_ADDR").map_err(|_| Error::Env {
             name: "MASTER_ADDR",
-            problem: "not set: set MASTER_ADDR and MASTER_PORT (rank 0's host and a free port), or FERROCUDA_RENDEZVOUS_FILE to a path every rank can read".into(),
+            problem: "not set: set MASTER_ADDR and MASTER_PORT (rank 0's host and a free port), or FERROCUDA_RENDEZVOUS_FILE to a path every rank can read"
+                .into(),
         })?;
         let port = required("MASTER_PORT")?;
         Ok(Rendezvous::Tcp(format!("{addr}:{port}")))
@@ -208,9 +212,10 @@ impl Rendezvous {
             return Ok(payload.to_vec());
         }
         let mut stream = loop {
-            let attempt = addr.to_socket_addrs().map_err(|e| io("could not resolve MASTER_ADDR", e))?.find_map(|a| {
-                TcpStream::connect_timeout(&a, Duration::from_secs(1)).ok()
-            });
+            let attempt = addr
+                .to_socket_addrs()
+                .map_err(|e| io("could not resolve MASTER_ADDR", e))?
+                .find_map(|a| TcpStream::connect_timeout(&a, Duration::from_secs(1)).ok());
             if let Some(stream) = attempt {
                 break stream;
             }

@@ -193,7 +193,10 @@ impl Shared {
         if let Some((other, theirs)) = completed.iter().enumerate().find(|(_, c)| c.call != *mine) {
             return Err(Error::Rendezvous {
                 method: "thread group".into(),
-                message: format!("rank {rank} called {mine:?} while rank {other} called {:?}: every rank must make the same calls in the same order", theirs.call),
+                message: format!(
+                    "rank {rank} called {mine:?} while rank {other} called {:?}: every rank must make the same calls in the same order",
+                    theirs.call
+                ),
             });
         }
         Ok(completed)

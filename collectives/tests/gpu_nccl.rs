@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use ferrocuda_collectives::nccl::{self, Communicator, Config};
 use ferrocuda_collectives::peer::PeerGroup;
-use ferrocuda_collectives::{Collectives, Error, Rendezvous, ReduceOp, group, reduce_into};
+use ferrocuda_collectives::{Collectives, Error, ReduceOp, Rendezvous, group, reduce_into};
 use ferrocuda_host::{Context, Device, DeviceBuffer, Stream};
 
 fn required(var: &str) -> usize {

@@ -84,4 +84,3 @@ pub fn peer_get<const N: usize>(array: &SharedArray<u32, N>, rank: u32, index: u
         crate::cpu::hooks::cluster_peer_load_u32(array.shared_address() + (index * core::mem::size_of::<u32>()) as u32, rank)
     }
 }
-

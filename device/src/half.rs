@@ -194,7 +194,9 @@ pub fn pack_bf16x2(lo: f32, hi: f32) -> u32 {
     {
         let packed: u32;
         // SAFETY: a register-only conversion; PTX takes the high element first.
-        unsafe { core::arch::asm!("cvt.rn.bf16x2.f32 {p}, {h}, {l};", p = out(reg32) packed, h = in(reg32) hi, l = in(reg32) lo, options(pure, nomem, nostack)) };
+        unsafe {
+            core::arch::asm!("cvt.rn.bf16x2.f32 {p}, {h}, {l};", p = out(reg32) packed, h = in(reg32) hi, l = in(reg32) lo, options(pure, nomem, nostack))
+        };
         packed
     }
     #[cfg(not(all(target_arch = "nvptx64", ferrocuda_sm = "80")))]

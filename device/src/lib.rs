@@ -28,13 +28,13 @@ pub mod global;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
 pub mod grid_dependency;
 pub mod half;
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod hopper_emu;
 pub mod launch_bounds;
 #[cfg(all(target_arch = "nvptx64", ferrocuda_sm = "75"))]
 pub mod ldmatrix;
 pub mod math;
 pub mod matrix;
-#[cfg(not(target_arch = "nvptx64"))]
-pub mod hopper_emu;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
 pub mod mbarrier;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "80"))]
@@ -45,9 +45,9 @@ pub mod print;
 pub mod shared;
 pub mod sync;
 pub mod thread;
-pub mod unroll;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
 pub mod tma;
+pub mod unroll;
 pub mod vector;
 pub mod warp;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
@@ -93,9 +93,8 @@ macro_rules! embed_kernels {
 /// Used by generated code; not part of the public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use ferrocuda_types as types;
-    pub use ferrocuda_macros::device_print;
     /// What generated kernel entries and launchers call to build kernel parameters.
     pub use crate::global::__private as args;
+    pub use ferrocuda_macros::device_print;
+    pub use ferrocuda_types as types;
 }
-

@@ -157,36 +157,96 @@ device_float!(f64, reg64, "f64", {
 macro_rules! host_float {
     ($t:ty, $erf:path, $erfc:path) => {
         impl DeviceFloat for $t {
-            fn sqrt(self) -> Self { <$t>::sqrt(self) }
-            fn rsqrt(self) -> Self { 1.0 / <$t>::sqrt(self) }
-            fn cbrt(self) -> Self { <$t>::cbrt(self) }
-            fn exp(self) -> Self { <$t>::exp(self) }
-            fn exp2(self) -> Self { <$t>::exp2(self) }
-            fn exp_m1(self) -> Self { <$t>::exp_m1(self) }
-            fn ln(self) -> Self { <$t>::ln(self) }
-            fn log2(self) -> Self { <$t>::log2(self) }
-            fn log10(self) -> Self { <$t>::log10(self) }
-            fn ln_1p(self) -> Self { <$t>::ln_1p(self) }
-            fn sin(self) -> Self { <$t>::sin(self) }
-            fn cos(self) -> Self { <$t>::cos(self) }
-            fn tan(self) -> Self { <$t>::tan(self) }
-            fn asin(self) -> Self { <$t>::asin(self) }
-            fn acos(self) -> Self { <$t>::acos(self) }
-            fn atan(self) -> Self { <$t>::atan(self) }
-            fn atan2(self, other: Self) -> Self { <$t>::atan2(self, other) }
-            fn sinh(self) -> Self { <$t>::sinh(self) }
-            fn cosh(self) -> Self { <$t>::cosh(self) }
-            fn tanh(self) -> Self { <$t>::tanh(self) }
-            fn hypot(self, other: Self) -> Self { <$t>::hypot(self, other) }
-            fn powf(self, n: Self) -> Self { <$t>::powf(self, n) }
-            fn powi(self, n: i32) -> Self { <$t>::powi(self, n) }
-            fn erf(self) -> Self { $erf(self) }
-            fn erfc(self) -> Self { $erfc(self) }
-            fn floor(self) -> Self { <$t>::floor(self) }
-            fn ceil(self) -> Self { <$t>::ceil(self) }
-            fn round(self) -> Self { <$t>::round(self) }
-            fn trunc(self) -> Self { <$t>::trunc(self) }
-            fn mul_add(self, a: Self, b: Self) -> Self { <$t>::mul_add(self, a, b) }
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
+            fn rsqrt(self) -> Self {
+                1.0 / <$t>::sqrt(self)
+            }
+            fn cbrt(self) -> Self {
+                <$t>::cbrt(self)
+            }
+            fn exp(self) -> Self {
+                <$t>::exp(self)
+            }
+            fn exp2(self) -> Self {
+                <$t>::exp2(self)
+            }
+            fn exp_m1(self) -> Self {
+                <$t>::exp_m1(self)
+            }
+            fn ln(self) -> Self {
+                <$t>::ln(self)
+            }
+            fn log2(self) -> Self {
+                <$t>::log2(self)
+            }
+            fn log10(self) -> Self {
+                <$t>::log10(self)
+            }
+            fn ln_1p(self) -> Self {
+                <$t>::ln_1p(self)
+            }
+            fn sin(self) -> Self {
+                <$t>::sin(self)
+            }
+            fn cos(self) -> Self {
+                <$t>::cos(self)
+            }
+            fn tan(self) -> Self {
+                <$t>::tan(self)
+            }
+            fn asin(self) -> Self {
+                <$t>::asin(self)
+            }
+            fn acos(self) -> Self {
+                <$t>::acos(self)
+            }
+            fn atan(self) -> Self {
+                <$t>::atan(self)
+            }
+            fn atan2(self, other: Self) -> Self {
+                <$t>::atan2(self, other)
+            }
+            fn sinh(self) -> Self {
+                <$t>::sinh(self)
+            }
+            fn cosh(self) -> Self {
+                <$t>::cosh(self)
+            }
+            fn tanh(self) -> Self {
+                <$t>::tanh(self)
+            }
+            fn hypot(self, other: Self) -> Self {
+                <$t>::hypot(self, other)
+            }
+            fn powf(self, n: Self) -> Self {
+                <$t>::powf(self, n)
+            }
+            fn powi(self, n: i32) -> Self {
+                <$t>::powi(self, n)
+            }
+            fn erf(self) -> Self {
+                $erf(self)
+            }
+            fn erfc(self) -> Self {
+                $erfc(self)
+            }
+            fn floor(self) -> Self {
+                <$t>::floor(self)
+            }
+            fn ceil(self) -> Self {
+                <$t>::ceil(self)
+            }
+            fn round(self) -> Self {
+                <$t>::round(self)
+            }
+            fn trunc(self) -> Self {
+                <$t>::trunc(self)
+            }
+            fn mul_add(self, a: Self, b: Self) -> Self {
+                <$t>::mul_add(self, a, b)
+            }
         }
     };
 }
@@ -234,27 +294,47 @@ macro_rules! approx {
 #[cfg(target_arch = "nvptx64")]
 impl FastMath for f32 {
     #[inline(always)]
-    fn fast_exp2(self) -> f32 { approx!("ex2.approx.ftz.f32", self) }
+    fn fast_exp2(self) -> f32 {
+        approx!("ex2.approx.ftz.f32", self)
+    }
     #[inline(always)]
-    fn fast_exp(self) -> f32 { (self * core::f32::consts::LOG2_E).fast_exp2() }
+    fn fast_exp(self) -> f32 {
+        (self * core::f32::consts::LOG2_E).fast_exp2()
+    }
     #[inline(always)]
-    fn fast_log2(self) -> f32 { approx!("lg2.approx.ftz.f32", self) }
+    fn fast_log2(self) -> f32 {
+        approx!("lg2.approx.ftz.f32", self)
+    }
     #[inline(always)]
-    fn fast_ln(self) -> f32 { self.fast_log2() * core::f32::consts::LN_2 }
+    fn fast_ln(self) -> f32 {
+        self.fast_log2() * core::f32::consts::LN_2
+    }
     #[inline(always)]
-    fn fast_sin(self) -> f32 { approx!("sin.approx.ftz.f32", self) }
+    fn fast_sin(self) -> f32 {
+        approx!("sin.approx.ftz.f32", self)
+    }
     #[inline(always)]
-    fn fast_cos(self) -> f32 { approx!("cos.approx.ftz.f32", self) }
+    fn fast_cos(self) -> f32 {
+        approx!("cos.approx.ftz.f32", self)
+    }
     #[inline(always)]
-    fn fast_rsqrt(self) -> f32 { approx!("rsqrt.approx.ftz.f32", self) }
+    fn fast_rsqrt(self) -> f32 {
+        approx!("rsqrt.approx.ftz.f32", self)
+    }
     #[inline(always)]
-    fn fast_recip(self) -> f32 { approx!("rcp.approx.ftz.f32", self) }
+    fn fast_recip(self) -> f32 {
+        approx!("rcp.approx.ftz.f32", self)
+    }
     #[inline(always)]
     fn fast_tanh(self) -> f32 {
         #[cfg(ferrocuda_sm = "75")]
-        { approx!("tanh.approx.f32", self) }
+        {
+            approx!("tanh.approx.f32", self)
+        }
         #[cfg(not(ferrocuda_sm = "75"))]
-        { DeviceFloat::tanh(self) }
+        {
+            DeviceFloat::tanh(self)
+        }
     }
     #[inline(always)]
     fn fast_div(self, d: f32) -> f32 {
@@ -267,14 +347,34 @@ impl FastMath for f32 {
 
 #[cfg(not(target_arch = "nvptx64"))]
 impl FastMath for f32 {
-    fn fast_exp2(self) -> f32 { self.exp2() }
-    fn fast_exp(self) -> f32 { self.exp() }
-    fn fast_log2(self) -> f32 { self.log2() }
-    fn fast_ln(self) -> f32 { self.ln() }
-    fn fast_sin(self) -> f32 { self.sin() }
-    fn fast_cos(self) -> f32 { self.cos() }
-    fn fast_rsqrt(self) -> f32 { 1.0 / self.sqrt() }
-    fn fast_recip(self) -> f32 { 1.0 / self }
-    fn fast_tanh(self) -> f32 { self.tanh() }
-    fn fast_div(self, d: f32) -> f32 { self / d }
+    fn fast_exp2(self) -> f32 {
+        self.exp2()
+    }
+    fn fast_exp(self) -> f32 {
+        self.exp()
+    }
+    fn fast_log2(self) -> f32 {
+        self.log2()
+    }
+    fn fast_ln(self) -> f32 {
+        self.ln()
+    }
+    fn fast_sin(self) -> f32 {
+        self.sin()
+    }
+    fn fast_cos(self) -> f32 {
+        self.cos()
+    }
+    fn fast_rsqrt(self) -> f32 {
+        1.0 / self.sqrt()
+    }
+    fn fast_recip(self) -> f32 {
+        1.0 / self
+    }
+    fn fast_tanh(self) -> f32 {
+        self.tanh()
+    }
+    fn fast_div(self, d: f32) -> f32 {
+        self / d
+    }
 }

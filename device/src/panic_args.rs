@@ -261,8 +261,17 @@ mod tests {
 
     #[test]
     fn floats_print_like_display_for_common_values() {
-        let cases: [(f64, &str); 9] =
-            [(3.0, "3"), (0.1, "0.1"), (-1.25, "-1.25"), (1.0 / 3.0, "0.333333"), (0.0, "0"), (123456.5, "123456.5"), (f64::NAN, "NaN"), (f64::NEG_INFINITY, "-inf"), (2.5e20, "2.5e20")];
+        let cases: [(f64, &str); 9] = [
+            (3.0, "3"),
+            (0.1, "0.1"),
+            (-1.25, "-1.25"),
+            (1.0 / 3.0, "0.333333"),
+            (0.0, "0"),
+            (123456.5, "123456.5"),
+            (f64::NAN, "NaN"),
+            (f64::NEG_INFINITY, "-inf"),
+            (2.5e20, "2.5e20"),
+        ];
         for (value, want) in cases {
             assert_eq!(format("{}", &[Arg::from(value)]), want, "{value}");
         }

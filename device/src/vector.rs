@@ -65,7 +65,9 @@ pub unsafe fn load_nc_v2(src: *const [u32; 2]) -> [u32; 2] {
     {
         let (a, b): (u32, u32);
         // SAFETY: the caller's contract.
-        unsafe { core::arch::asm!("ld.global.nc.v2.u32 {{{a}, {b}}}, [{p}];", a = out(reg32) a, b = out(reg32) b, p = in(reg64) src, options(nostack, readonly, pure)) };
+        unsafe {
+            core::arch::asm!("ld.global.nc.v2.u32 {{{a}, {b}}}, [{p}];", a = out(reg32) a, b = out(reg32) b, p = in(reg64) src, options(nostack, readonly, pure))
+        };
         [a, b]
     }
     #[cfg(not(target_arch = "nvptx64"))]

@@ -36,10 +36,18 @@ fn shuffle_b32(value: u32, mode: ShuffleMode, lane_or_delta: u32) -> u32 {
         // SAFETY: a full-warp shuffle; the caller keeps all 32 lanes converged, as in CUDA.
         unsafe {
             match mode {
-                ShuffleMode::Index => core::arch::asm!("shfl.sync.idx.b32 {o}, {v}, {l}, 31, -1;", o = out(reg32) out, v = in(reg32) value, l = in(reg32) lane_or_delta),
-                ShuffleMode::Up => core::arch::asm!("shfl.sync.up.b32 {o}, {v}, {l}, 0, -1;", o = out(reg32) out, v = in(reg32) value, l = in(reg32) lane_or_delta),
-                ShuffleMode::Down => core::arch::asm!("shfl.sync.down.b32 {o}, {v}, {l}, 31, -1;", o = out(reg32) out, v = in(reg32) value, l = in(reg32) lane_or_delta),
-                ShuffleMode::Xor => core::arch::asm!("shfl.sync.bfly.b32 {o}, {v}, {l}, 31, -1;", o = out(reg32) out, v = in(reg32) value, l = in(reg32) lane_or_delta),
+                ShuffleMode::Index => {
+                    core::arch::asm!("shfl.sync.idx.b32 {o}, {v}, {l}, 31, -1;", o = out(reg32) out, v = in(reg32) value, l = in(reg32) lane_or_delta)
+                }
+                ShuffleMode::Up => {
+                    core::arch::asm!("shfl.sync.up.b32 {o}, {v}, {l}, 0, -1;", o = out(reg32) out, v = in(reg32) value, l = in(reg32) lane_or_delta)
+                }
+                ShuffleMode::Down => {
+                    core::arch::asm!("shfl.sync.down.b32 {o}, {v}, {l}, 31, -1;", o = out(reg32) out, v = in(reg32) value, l = in(reg32) lane_or_delta)
+                }
+                ShuffleMode::Xor => {
+                    core::arch::asm!("shfl.sync.bfly.b32 {o}, {v}, {l}, 31, -1;", o = out(reg32) out, v = in(reg32) value, l = in(reg32) lane_or_delta)
+                }
             }
         }
         out

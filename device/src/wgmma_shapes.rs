@@ -378,4 +378,3 @@ pub fn fence_accumulators_128(acc: &mut [f32; 128]) {
         )
     }
 }
-

@@ -25,7 +25,9 @@ use ferrocuda_device::kernel;
 use ferrocuda_device::math::FastMath;
 use ferrocuda_device::shared_array;
 use ferrocuda_device::sync::sync_threads;
-use ferrocuda_device::thread::{block_dim_x, block_dim_y, block_dim_z, block_idx_x, block_idx_y, block_idx_z, grid_dim_x, thread_idx_x, thread_idx_y, thread_idx_z};
+use ferrocuda_device::thread::{
+    block_dim_x, block_dim_y, block_dim_z, block_idx_x, block_idx_y, block_idx_z, grid_dim_x, thread_idx_x, thread_idx_y, thread_idx_z,
+};
 use ferrocuda_device::warp;
 
 /// Four `f32`s, 16-byte aligned: CUDA's `float4`. A load or store of one is a single

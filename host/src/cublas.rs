@@ -22,7 +22,11 @@ pub struct Cublas {
 unsafe impl Send for Cublas {}
 
 fn check(call: &'static str, status: cublas::cublasStatus_t) -> Result<()> {
-    if status == cublas::cublasStatus_t::CUBLAS_STATUS_SUCCESS { Ok(()) } else { Err(Error::Library { library: "cuBLAS", call, status: format!("{status:?}") }) }
+    if status == cublas::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+        Ok(())
+    } else {
+        Err(Error::Library { library: "cuBLAS", call, status: format!("{status:?}") })
+    }
 }
 
 impl Cublas {
@@ -79,7 +83,8 @@ impl Cublas {
                 return Err(Error::LengthMismatch { destination: needed, source_len: have });
             }
         }
-        let dims = |x: usize| i32::try_from(x).map_err(|_| Error::Library { library: "cuBLAS", call: "cublasSgemm", status: format!("dimension {x} exceeds i32") });
+        let dims =
+            |x: usize| i32::try_from(x).map_err(|_| Error::Library { library: "cuBLAS", call: "cublasSgemm", status: format!("dimension {x} exceeds i32") });
         let (mi, ni, ki) = (dims(m)?, dims(n)?, dims(k)?);
         self.stream.will_use(&[a.read("a"), b.read("b"), c.write("c")])?;
         self.stream.context().bind_to_thread()?;

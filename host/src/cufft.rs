@@ -88,7 +88,9 @@ pub enum FftError {
         status: sys::cufftResult,
     },
     /// A plan shape cuFFT does not take.
-    #[error("a cuFFT plan needs 1 to 3 dimensions of at least 1 point each and a batch of at least 1 (got shape {shape:?}, batch {batch}); sizes must fit in an i32")]
+    #[error(
+        "a cuFFT plan needs 1 to 3 dimensions of at least 1 point each and a batch of at least 1 (got shape {shape:?}, batch {batch}); sizes must fit in an i32"
+    )]
     BadShape {
         /// The dimensions given.
         shape: Vec<usize>,

@@ -5,8 +5,8 @@ use std::ffi::CStr;
 use cudarc::driver::sys;
 
 use crate::driver;
-use crate::loader::init;
 use crate::error::{Error, Result};
+use crate::loader::init;
 
 /// One CUDA device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,10 +89,7 @@ impl Device {
     /// Compute capability as (major, minor), e.g. (9, 0).
     pub fn compute_capability(&self) -> Result<(u32, u32)> {
         use sys::CUdevice_attribute::*;
-        Ok((
-            self.attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)? as u32,
-            self.attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)? as u32,
-        ))
+        Ok((self.attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)? as u32, self.attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)? as u32))
     }
 
     /// The architecture number, e.g. 90 for sm_90.

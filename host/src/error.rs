@@ -1,7 +1,6 @@
 //! Errors of the host API. [`DriverError`] is one failed driver call; [`Error`] is what every
 //! fallible function returns, with messages that say what to do next.
 
-
 use crate::LaunchProblem;
 pub use crate::driver::DriverError;
 
@@ -152,7 +151,9 @@ pub enum Error {
     #[error("no current CUDA context on this thread: create one first (`Context::primary(0)?`) or pass a stream")]
     NoCurrentContext,
     /// The PTX needs a newer PTX ISA than the installed driver can JIT-compile.
-    #[error("module `{module}` needs PTX ISA {needs}, but the driver (CUDA {driver}) supports PTX ISA up to {supports}: update the NVIDIA driver, or build the PTX with an older toolchain")]
+    #[error(
+        "module `{module}` needs PTX ISA {needs}, but the driver (CUDA {driver}) supports PTX ISA up to {supports}: update the NVIDIA driver, or build the PTX with an older toolchain"
+    )]
     PtxIsaTooNew {
         /// Which module.
         module: String,
@@ -192,7 +193,9 @@ pub enum Error {
         module: String,
     },
     /// A module global has another size than the type it is accessed as.
-    #[error("global `{name}` of module `{module}` holds {bytes} bytes, but `{type_name}` has {type_bytes}: access it as a type of the same size (an array for an array)")]
+    #[error(
+        "global `{name}` of module `{module}` holds {bytes} bytes, but `{type_name}` has {type_bytes}: access it as a type of the same size (an array for an array)"
+    )]
     GlobalSizeMismatch {
         /// The symbol.
         name: String,
@@ -215,7 +218,9 @@ pub enum Error {
     },
     /// Work on a buffer was queued on a stream of another context. A buffer's free waits only
     /// for its own context, so such work could outlive the memory.
-    #[error("{operation}: the stream belongs to a different context than the buffer; queue it on a stream of the buffer's own context (`Stream::new(buffer.context())`)")]
+    #[error(
+        "{operation}: the stream belongs to a different context than the buffer; queue it on a stream of the buffer's own context (`Stream::new(buffer.context())`)"
+    )]
     StreamInOtherContext {
         /// What was asked for.
         operation: &'static str,
@@ -252,7 +257,9 @@ pub enum Error {
         element_bytes: usize,
     },
     /// A wait that gave up (see [`Stream::synchronize_timeout`](crate::Stream::synchronize_timeout)).
-    #[error("{operation}: the work was still running after {waited:?} (a kernel that never ends, e.g. one spinning on a flag nobody sets?); it keeps running, and a later synchronisation waits for it")]
+    #[error(
+        "{operation}: the work was still running after {waited:?} (a kernel that never ends, e.g. one spinning on a flag nobody sets?); it keeps running, and a later synchronisation waits for it"
+    )]
     Timeout {
         /// What timed out.
         operation: &'static str,

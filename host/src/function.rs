@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use cudarc::driver::sys;
 
+use crate::LaunchConfig;
 use crate::context::Context;
 use crate::driver;
 use crate::error::Result;
-use crate::LaunchConfig;
 
 /// One kernel loaded into a context. Keeps its context (and its module) alive.
 #[derive(Clone)]

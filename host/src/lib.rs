@@ -62,14 +62,14 @@ pub use module::{Global, JitFallback, JitOptions, Module, ReloadableModule};
 pub use ptx_version::{PtxHeader, ptx_isa_of_driver};
 pub use stream::{Stream, StreamOrdering};
 
+/// The shared plain-data crate itself.
+pub use ferrocuda_types as types;
 /// The plain data shared with the device side, the CPU executor and the macros, re-exported so
 /// users see one type of each (`ferrocuda_host::LaunchConfig` is `ferrocuda_types::LaunchConfig`).
 pub use ferrocuda_types::{
     Arch, DeviceLimits, Dim3, EmbeddedModule, FINGERPRINT_SYMBOL_PREFIX, FULL_MASK, Image, KernelPanic, KernelResources, KernelSignature, LaunchConfig,
     LaunchProblem, MAX_PORTABLE_CLUSTER_BLOCKS, PANIC_SLOT_SYMBOL, PANIC_SLOT_SYMBOL_C, PanicRecord, RECORD_COMPLETE, WARP_SIZE, fingerprint,
 };
-/// The shared plain-data crate itself.
-pub use ferrocuda_types as types;
 pub use tensor_map::{TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
 
 /// The raw driver bindings, for what the safe layer does not cover yet.

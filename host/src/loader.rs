@@ -42,4 +42,3 @@ pub fn driver_version() -> Result<(u32, u32)> {
     unsafe { driver::init::driver_get_version(&mut version) }?;
     Ok((version as u32 / 1000, (version as u32 % 1000) / 10))
 }
-

@@ -217,11 +217,7 @@ impl Stream {
         let mut flags = 0;
         // SAFETY: writes one int.
         unsafe { driver::stream::get_flags(self.raw(), &mut flags) }?;
-        Ok(if flags & sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32 != 0 {
-            StreamOrdering::NonBlocking
-        } else {
-            StreamOrdering::WithLegacyDefault
-        })
+        Ok(if flags & sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32 != 0 { StreamOrdering::NonBlocking } else { StreamOrdering::WithLegacyDefault })
     }
 
     /// Queues `callback` to run on a driver thread once all work queued before it has
@@ -368,4 +364,3 @@ pub(crate) fn not_ready_is_false(result: Result<(), DriverError>) -> Result<bool
         Err(e) => Err(e.into()),
     }
 }
-

@@ -143,7 +143,15 @@ impl TensorMap {
     /// # Errors
     /// [`crate::Error`] when `buffer` is smaller than `rows * cols` elements of `data_type`
     /// (as `CUDA_ERROR_INVALID_VALUE`), or when the driver rejects the layout.
-    pub fn tiled_2d<T: bytemuck::Pod>(buffer: &DeviceBuffer<T>, data_type: TensorDataType, rows: u64, cols: u64, box_rows: u32, box_cols: u32, swizzle: TensorSwizzle) -> Result<TensorMap> {
+    pub fn tiled_2d<T: bytemuck::Pod>(
+        buffer: &DeviceBuffer<T>,
+        data_type: TensorDataType,
+        rows: u64,
+        cols: u64,
+        box_rows: u32,
+        box_cols: u32,
+        swizzle: TensorSwizzle,
+    ) -> Result<TensorMap> {
         if (buffer.size_bytes() as u64) < rows * cols * data_type.size() {
             check("cuTensorMapEncodeTiled", sys::CUresult::CUDA_ERROR_INVALID_VALUE)?;
         }

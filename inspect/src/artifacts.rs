@@ -171,10 +171,8 @@ pub fn target_dir(crate_dir: &Path) -> PathBuf {
     if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
         return PathBuf::from(dir);
     }
-    let workspace = crate_dir
-        .ancestors()
-        .filter(|dir| std::fs::read_to_string(dir.join("Cargo.toml")).is_ok_and(|t| t.lines().any(|l| l.trim() == "[workspace]")))
-        .last();
+    let workspace =
+        crate_dir.ancestors().filter(|dir| std::fs::read_to_string(dir.join("Cargo.toml")).is_ok_and(|t| t.lines().any(|l| l.trim() == "[workspace]"))).last();
     workspace.unwrap_or(crate_dir).join("target")
 }
 
@@ -207,7 +205,10 @@ pub const RESOURCES: &[(u32, &str, u32, u32, u32, u32, u32)] = &[
         assert_eq!(build.ptx_for(89), Some(Path::new("/nonexistent/out/k.sm_80.ptx")));
         assert_eq!(build.ptx_for(75), None);
         let spilly = &build.resources_for(90)[1];
-        assert_eq!((spilly.kernel.as_str(), spilly.registers, spilly.spill_stores, spilly.spill_loads, spilly.stack_frame, spilly.shared_bytes), ("spilly", 255, 8, 12, 24, 2064));
+        assert_eq!(
+            (spilly.kernel.as_str(), spilly.registers, spilly.spill_stores, spilly.spill_loads, spilly.stack_frame, spilly.shared_bytes),
+            ("spilly", 255, 8, 12, 24, 2064)
+        );
         assert!(build.resources_for(80).is_empty());
     }
 

@@ -61,7 +61,8 @@ pub struct Options {
 
 /// Parses `args` (without the program name). `Err` carries the message to print.
 pub fn parse(args: &[String]) -> Result<Options, String> {
-    let mut options = Options { command: "list".into(), positional: Vec::new(), arch: 90, block: 256, dynamic_shared: 0, ptx_archs: Vec::new(), cfgs: Vec::new() };
+    let mut options =
+        Options { command: "list".into(), positional: Vec::new(), arch: 90, block: 256, dynamic_shared: 0, ptx_archs: Vec::new(), cfgs: Vec::new() };
     let mut iter = args.iter();
     let mut first = true;
     while let Some(arg) = iter.next() {
@@ -85,7 +86,11 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
         _ => 2..=2,
     };
     if !expected.contains(&options.positional.len()) {
-        return Err(format!("`{}` takes {} argument(s)\n\n{USAGE}", options.command, if options.command == "diff" { "2" } else { "a kernel name and an optional source" }));
+        return Err(format!(
+            "`{}` takes {} argument(s)\n\n{USAGE}",
+            options.command,
+            if options.command == "diff" { "2" } else { "a kernel name and an optional source" }
+        ));
     }
     Ok(options)
 }
@@ -106,7 +111,11 @@ pub fn main(args: Vec<String>) -> i32 {
         Ok(options) => options,
         Err(message) => {
             let help = args.iter().any(|a| a == "-h" || a == "--help");
-            if help { println!("{message}") } else { eprintln!("error: {message}") }
+            if help {
+                println!("{message}")
+            } else {
+                eprintln!("error: {message}")
+            }
             return if help { 0 } else { 2 };
         }
     };
@@ -141,7 +150,10 @@ pub fn run(options: &Options) -> Result<String, SourceError> {
             if inspected.module.function(kernel).is_none() {
                 return Err(unknown_kernel(kernel, &inspected.module));
             }
-            let cubin = inspected.cubin.as_ref().ok_or_else(|| SourceError("no cubin: install ptxas (scripts/install-device-toolchain.sh) or set FERROCUDA_PTXAS".into()))?;
+            let cubin = inspected
+                .cubin
+                .as_ref()
+                .ok_or_else(|| SourceError("no cubin: install ptxas (scripts/install-device-toolchain.sh) or set FERROCUDA_PTXAS".into()))?;
             let tool = find_disassembler(find_ptxas(&BuildEnv::process()).as_deref()).ok_or_else(|| {
                 SourceError("neither nvdisasm nor cuobjdump found: run scripts/install-device-toolchain.sh (it installs nvdisasm from PyPI), install the CUDA toolkit, or set FERROCUDA_NVDISASM".into())
             })?;
@@ -193,7 +205,9 @@ impl Inspected {
         };
         let ptx_path = build
             .ptx_for(arch)
-            .ok_or_else(|| SourceError(format!("{}: no PTX for sm_{arch} or older (it has {:?})", source.display(), build.ptx.iter().map(|(a, _)| a).collect::<Vec<_>>())))?
+            .ok_or_else(|| {
+                SourceError(format!("{}: no PTX for sm_{arch} or older (it has {:?})", source.display(), build.ptx.iter().map(|(a, _)| a).collect::<Vec<_>>()))
+            })?
             .to_path_buf();
         let module = PtxModule::parse(&read(&ptx_path)?);
         let recorded_cubin = build.cubins.iter().find(|(a, p)| *a == arch && p.is_file()).map(|(_, p)| p.clone());

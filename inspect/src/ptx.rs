@@ -88,7 +88,8 @@ impl std::fmt::Display for LaunchBounds {
     }
 }
 
-const BOUND_DIRECTIVES: &[&str] = &[".maxntid", ".reqntid", ".minnctapersm", ".maxnreg", ".maxclusterrank", ".reqnctapercluster", ".explicitcluster", ".noreturn"];
+const BOUND_DIRECTIVES: &[&str] =
+    &[".maxntid", ".reqntid", ".minnctapersm", ".maxnreg", ".maxclusterrank", ".reqnctapercluster", ".explicitcluster", ".noreturn"];
 
 impl PtxModule {
     /// Parses `text`. Unknown lines are kept for [`PtxModule::extract`] but otherwise ignored.

@@ -42,7 +42,12 @@ pub fn rows(module: &PtxModule, resources: &[KernelResources], limits: Option<&S
                     Some(max) if block > max => Occupancy::CannotLaunch("block over the kernel's launch bounds"),
                     _ => occupancy(
                         limits,
-                        KernelNeeds { registers: r.registers, static_shared: r.shared_bytes, dynamic_shared: if uses_dynamic { dynamic_shared } else { 0 }, block_threads: block },
+                        KernelNeeds {
+                            registers: r.registers,
+                            static_shared: r.shared_bytes,
+                            dynamic_shared: if uses_dynamic { dynamic_shared } else { 0 },
+                            block_threads: block,
+                        },
                     ),
                 }),
                 _ => None,

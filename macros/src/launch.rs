@@ -36,7 +36,10 @@ fn parse(input: TokenStream) -> syn::Result<LaunchCall> {
     let config_tokens: TokenStream = tokens[open + 3..close].iter().cloned().collect();
     let config: Vec<Expr> = Punctuated::<Expr, syn::Token![,]>::parse_terminated.parse2(config_tokens.clone())?.into_iter().collect();
     if !(2..=4).contains(&config.len()) {
-        return Err(syn::Error::new_spanned(config_tokens, "the launch configuration is `<<<grid, block>>>`, `<<<grid, block, shared_bytes>>>` or `<<<grid, block, shared_bytes, &stream>>>`"));
+        return Err(syn::Error::new_spanned(
+            config_tokens,
+            "the launch configuration is `<<<grid, block>>>`, `<<<grid, block, shared_bytes>>>` or `<<<grid, block, shared_bytes, &stream>>>`",
+        ));
     }
     let args = match &tokens[close + 3..] {
         [TokenTree::Group(g)] if g.delimiter() == Delimiter::Parenthesis => g.stream(),

@@ -162,7 +162,11 @@ pub fn expand(input: TokenStream) -> TokenStream {
                 let value = match &p.argument {
                     Argument::Next => {
                         let Some(arg) = input.args.get(next) else {
-                            return syn::Error::new(input.format.span(), format!("the format string has more placeholders than the {} argument(s) given", input.args.len())).to_compile_error();
+                            return syn::Error::new(
+                                input.format.span(),
+                                format!("the format string has more placeholders than the {} argument(s) given", input.args.len()),
+                            )
+                            .to_compile_error();
                         };
                         next += 1;
                         quote!(#arg)

@@ -115,13 +115,8 @@ mod tests {
 
     const ROWS: &[ResourceTuple] = &[(90, "saxpy", 16, 0, 0, 0, 0), (90, "reduce", 24, 4, 4, 8, 1024)];
     static RESOURCES: [KernelResources; ROWS.len()] = KernelResources::from_tuples(ROWS);
-    static MODULE: EmbeddedModule = EmbeddedModule {
-        crate_name: "k",
-        toolchain: "rustc",
-        ptx: &[(70, "ptx70"), (80, "ptx80")],
-        cubins: &[(90, &[1, 2, 3])],
-        resources: &RESOURCES,
-    };
+    static MODULE: EmbeddedModule =
+        EmbeddedModule { crate_name: "k", toolchain: "rustc", ptx: &[(70, "ptx70"), (80, "ptx80")], cubins: &[(90, &[1, 2, 3])], resources: &RESOURCES };
 
     #[test]
     fn picks_exact_cubin_then_newest_older_ptx() {

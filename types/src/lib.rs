@@ -31,10 +31,10 @@ pub use config::LaunchConfig;
 pub use dim3::Dim3;
 pub use embedded::{EmbeddedModule, Image, KernelResources, ResourceTuple};
 pub use limits::{DeviceLimits, MAX_PORTABLE_CLUSTER_BLOCKS};
-pub use problem::LaunchProblem;
 #[cfg(feature = "std")]
 pub use panic::KernelPanic;
 pub use panic::{PANIC_CLAIMED_SYMBOL, PANIC_SLOT_SYMBOL, PANIC_SLOT_SYMBOL_C, PanicRecord, RECORD_COMPLETE, RECORD_EMPTY};
+pub use problem::LaunchProblem;
 pub use signature::{FINGERPRINT_SYMBOL_PREFIX, KernelSignature, fingerprint};
 
 /// Threads in a warp on every NVIDIA GPU so far.

@@ -56,7 +56,12 @@ impl PanicRecord {
 
 impl core::fmt::Debug for PanicRecord {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("PanicRecord").field("state", &self.state).field("line", &self.line).field("block", &self.block).field("thread", &self.thread).finish_non_exhaustive()
+        f.debug_struct("PanicRecord")
+            .field("state", &self.state)
+            .field("line", &self.line)
+            .field("block", &self.block)
+            .field("thread", &self.thread)
+            .finish_non_exhaustive()
     }
 }
 
@@ -153,6 +158,9 @@ mod tests {
         record.state = RECORD_COMPLETE;
         let report = KernelPanic::from_record(&record).unwrap();
         use std::string::ToString;
-        assert_eq!(report.to_string(), "kernel `square_checked` panicked at gpu-kernels/src/lib.rs:42:9, block (1, 0, 0), thread (8, 0, 0): index out of bounds");
+        assert_eq!(
+            report.to_string(),
+            "kernel `square_checked` panicked at gpu-kernels/src/lib.rs:42:9, block (1, 0, 0), thread (8, 0, 0): index out of bounds"
+        );
     }
 }

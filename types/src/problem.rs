@@ -120,7 +120,10 @@ impl fmt::Display for LaunchProblem {
                 write!(f, "grid dimension {axis} = {size} exceeds the device's limit of {max}")?;
                 if *size == u32::MAX && *axis == "x" {
                     // What `LaunchConfig::for_elements` clamps an overflowing grid to.
-                    write!(f, " (`LaunchConfig::for_elements` clamps to this when the elements need more blocks than fit in a u32: use a grid-stride loop over fewer blocks, or `try_for_elements`)")?;
+                    write!(
+                        f,
+                        " (`LaunchConfig::for_elements` clamps to this when the elements need more blocks than fit in a u32: use a grid-stride loop over fewer blocks, or `try_for_elements`)"
+                    )?;
                 }
                 Ok(())
             }
@@ -132,7 +135,9 @@ impl fmt::Display for LaunchProblem {
                 "{requested} bytes of dynamic shared memory exceed this kernel's limit of {kernel_max} bytes; the device allows up to {device_max}: \
                  raise the kernel's limit first with `name::function(&context)?.set_max_dynamic_shared_bytes({requested})`"
             ),
-            Self::ClustersUnsupported => write!(f, "the device does not support thread-block clusters (they need sm_90 or newer); launch without `with_cluster`"),
+            Self::ClustersUnsupported => {
+                write!(f, "the device does not support thread-block clusters (they need sm_90 or newer); launch without `with_cluster`")
+            }
             Self::CooperativeUnsupported => write!(f, "the device does not support cooperative launches"),
             Self::EmptyCluster { cluster } => write!(f, "the cluster {cluster} has a zero dimension; every dimension must be at least 1"),
             Self::ClusterDoesNotDivideGrid { axis, cluster, grid } => {

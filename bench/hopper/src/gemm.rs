@@ -282,7 +282,14 @@ mod body {
                         // coordinates lie inside the maps (shape checked by the launcher).
                         unsafe {
                             TensorMap::load_2d(a_map, dst, full(s), (kb * BK) as i32, (tm * BM) as i32);
-                            TensorMap::load_2d_multicast(b_map, dst + A_TILE + rank * (B_TILE / 2), full(s), (kb * BK) as i32, (tn * BN + rank * (BN / 2)) as i32, 0b11);
+                            TensorMap::load_2d_multicast(
+                                b_map,
+                                dst + A_TILE + rank * (B_TILE / 2),
+                                full(s),
+                                (kb * BK) as i32,
+                                (tn * BN + rank * (BN / 2)) as i32,
+                                0b11,
+                            );
                         }
                         step += 1;
                     }

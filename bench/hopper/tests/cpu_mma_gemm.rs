@@ -38,7 +38,13 @@ fn cpu_mma_gemm_256_checks_in_seconds() {
     let body = || {
         // SAFETY: the three vectors outlive `run`; each warp writes only its own C tile, and the
         // executor runs a block's threads one at a time.
-        let (a, b, c) = unsafe { (std::slice::from_raw_parts(pa as *const u16, n * n), std::slice::from_raw_parts(pb as *const u16, n * n), std::slice::from_raw_parts_mut(pc as *mut f32, n * n)) };
+        let (a, b, c) = unsafe {
+            (
+                std::slice::from_raw_parts(pa as *const u16, n * n),
+                std::slice::from_raw_parts(pb as *const u16, n * n),
+                std::slice::from_raw_parts_mut(pc as *mut f32, n * n),
+            )
+        };
         tile_kernel(a, b, c, n);
     };
     let start = Instant::now();

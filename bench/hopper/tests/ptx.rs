@@ -29,7 +29,15 @@ fn gemm_uses_wgmma_tma_mbarriers_and_setmaxnreg_without_local_memory() {
         // A and B loads (LLVM peels the producer loop, so the pair can appear several times).
         let loads = text.matches("cp.async.bulk.tensor.2d").count();
         assert!(loads >= 2 && loads.is_multiple_of(2), "{kernel}: {loads} TMA loads");
-        for needle in ["setmaxnreg.dec.sync.aligned.u32 24", "setmaxnreg.inc.sync.aligned.u32 240", "mbarrier.try_wait.parity", "mbarrier.arrive.expect_tx", "fence.proxy.tensormap::generic.acquire.gpu", ".maxntid 384, 1, 1", ".minnctapersm 1"] {
+        for needle in [
+            "setmaxnreg.dec.sync.aligned.u32 24",
+            "setmaxnreg.inc.sync.aligned.u32 240",
+            "mbarrier.try_wait.parity",
+            "mbarrier.arrive.expect_tx",
+            "fence.proxy.tensormap::generic.acquire.gpu",
+            ".maxntid 384, 1, 1",
+            ".minnctapersm 1",
+        ] {
             assert!(text.contains(needle), "{kernel}: `{needle}` missing");
         }
         assert!(!text.contains(".local"), "{kernel}: local memory in the PTX");
@@ -45,7 +53,15 @@ fn gemm_uses_wgmma_tma_mbarriers_and_setmaxnreg_without_local_memory() {
 fn cluster_gemm_multicasts_b_and_arrives_remotely() {
     let text = entry("gemm_bf16_tn_cluster");
     assert_eq!(text.matches("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16").count(), 4);
-    for needle in [".multicast::cluster", "mapa.shared::cluster.u32", "mbarrier.arrive.release.cluster.shared::cluster.b64", "barrier.cluster.arrive", "barrier.cluster.wait", "%cluster_ctarank", ".maxntid 384, 1, 1"] {
+    for needle in [
+        ".multicast::cluster",
+        "mapa.shared::cluster.u32",
+        "mbarrier.arrive.release.cluster.shared::cluster.b64",
+        "barrier.cluster.arrive",
+        "barrier.cluster.wait",
+        "%cluster_ctarank",
+        ".maxntid 384, 1, 1",
+    ] {
         assert!(text.contains(needle), "`{needle}` missing");
     }
     assert!(!text.contains(".local"));
@@ -98,7 +114,9 @@ fn gemm_sass_has_hgmma_and_no_local_memory() {
     };
     let path = std::env::temp_dir().join(format!("hopper-kernels-{}.cubin", std::process::id()));
     std::fs::write(&path, cubin).unwrap();
-    let sass = ["nvdisasm", "/usr/local/cuda/bin/nvdisasm"].iter().find_map(|tool| std::process::Command::new(tool).arg("-c").arg(&path).output().ok().filter(|o| o.status.success()));
+    let sass = ["nvdisasm", "/usr/local/cuda/bin/nvdisasm"]
+        .iter()
+        .find_map(|tool| std::process::Command::new(tool).arg("-c").arg(&path).output().ok().filter(|o| o.status.success()));
     let _ = std::fs::remove_file(&path);
     let Some(output) = sass else {
         eprintln!("skipped: nvdisasm not found");
@@ -141,7 +159,14 @@ fn struct_copy_trap_is_pinned() {
 #[test]
 fn tma_loads_of_every_rank_and_grid_dependency_control_assemble() {
     let text = entry("probe_tma_ranks");
-    for needle in ["cp.async.bulk.tensor.1d", "cp.async.bulk.tensor.3d", "cp.async.bulk.tensor.4d", "cp.async.bulk.tensor.5d", "griddepcontrol.wait", "griddepcontrol.launch_dependents"] {
+    for needle in [
+        "cp.async.bulk.tensor.1d",
+        "cp.async.bulk.tensor.3d",
+        "cp.async.bulk.tensor.4d",
+        "cp.async.bulk.tensor.5d",
+        "griddepcontrol.wait",
+        "griddepcontrol.launch_dependents",
+    ] {
         assert!(text.contains(needle), "`{needle}` missing");
     }
     // ptxas accepted the module (the cubin is embedded) when it was found.

@@ -121,10 +121,11 @@ impl Communicator {
         let code = unsafe { (nccl.ncclCommInitRankConfig)(&mut raw, world_size as i32, id.0, rank as i32, &mut raw_config) };
         let comm = Communicator { raw, nccl, rank, world_size, context: context.clone(), timeout: config.timeout, aborted: Cell::new(false) };
         if code != IN_PROGRESS
-            && let Err(e) = ffi::check(nccl, "ncclCommInitRankConfig", code, raw) {
-                comm.abort_now();
-                return Err(e);
-            }
+            && let Err(e) = ffi::check(nccl, "ncclCommInitRankConfig", code, raw)
+        {
+            comm.abort_now();
+            return Err(e);
+        }
         comm.wait_ready("ncclCommInitRankConfig")?;
         Ok(comm)
     }
@@ -150,17 +151,19 @@ impl Communicator {
             // SAFETY: as in init_rank; inside a group the call only registers the rank.
             let code = unsafe { (nccl.ncclCommInitRankConfig)(&mut raw, world_size as i32, id.0, rank as i32, &mut raw_config) };
             if code != IN_PROGRESS
-                && let Err(e) = ffi::check(nccl, "ncclCommInitRankConfig", code, raw) {
-                    first_error.get_or_insert(e);
-                }
+                && let Err(e) = ffi::check(nccl, "ncclCommInitRankConfig", code, raw)
+            {
+                first_error.get_or_insert(e);
+            }
             comms.push(Communicator { raw, nccl, rank, world_size, context: context.clone(), timeout: config.timeout, aborted: Cell::new(false) });
         }
         // SAFETY: ends the group started above.
         let end = unsafe { (nccl.ncclGroupEnd)() };
         if end != IN_PROGRESS
-            && let Err(e) = ffi::check(nccl, "ncclGroupEnd", end, std::ptr::null_mut()) {
-                first_error.get_or_insert(e);
-            }
+            && let Err(e) = ffi::check(nccl, "ncclGroupEnd", end, std::ptr::null_mut())
+        {
+            first_error.get_or_insert(e);
+        }
         if let Some(e) = first_error {
             comms.iter().for_each(Communicator::abort_now);
             return Err(e);
@@ -186,8 +189,10 @@ impl Communicator {
     pub fn from_rendezvous(context: &Context, rank: usize, world_size: usize, rendezvous: &Rendezvous, wait: Duration, config: &Config) -> Result<Self> {
         let mine = if rank == 0 { UniqueId::new()?.to_bytes().to_vec() } else { Vec::new() };
         let bytes = rendezvous.share(rank, world_size, &mine, wait)?;
-        let id = UniqueId::from_bytes(&bytes)
-            .ok_or_else(|| Error::Rendezvous { method: format!("{rendezvous:?}"), message: format!("received {} bytes, not a 128-byte NCCL id", bytes.len()) })?;
+        let id = UniqueId::from_bytes(&bytes).ok_or_else(|| Error::Rendezvous {
+            method: format!("{rendezvous:?}"),
+            message: format!("received {} bytes, not a 128-byte NCCL id", bytes.len()),
+        })?;
         let comm = Self::init_rank(context, world_size, rank, &id, config)?;
         rendezvous.finish(rank)?;
         Ok(comm)
@@ -328,9 +333,10 @@ fn poll_ready(nccl: &Nccl, raw: RawComm, timeout: Option<Duration>, operation: &
             return ffi::check(nccl, operation, state, raw);
         }
         if let Some(timeout) = timeout
-            && start.elapsed() > timeout {
-                return Err(Error::Timeout { operation, after: timeout });
-            }
+            && start.elapsed() > timeout
+        {
+            return Err(Error::Timeout { operation, after: timeout });
+        }
         std::thread::yield_now();
     }
 }
@@ -357,7 +363,11 @@ impl Drop for Communicator {
 
 impl std::fmt::Debug for Communicator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Communicator").field("rank", &self.rank).field("world_size", &self.world_size).field("device", &self.context.device().ordinal()).finish()
+        f.debug_struct("Communicator")
+            .field("rank", &self.rank)
+            .field("world_size", &self.world_size)
+            .field("device", &self.context.device().ordinal())
+            .finish()
     }
 }
 

@@ -136,7 +136,8 @@ pub struct BarrierDivergence {
 #[error(
     "kernel `{kernel}`, block {block}, warp {warp}: lanes {} wait in a warp operation (shuffle, vote, match or sync_warp) that lanes {} never join \
      (they wait at a block barrier); call warp operations from all lanes of the warp together",
-    ThreadList(waiting), ThreadList(at_barrier)
+    ThreadList(waiting),
+    ThreadList(at_barrier)
 )]
 pub struct WarpDeadlock {
     /// The kernel's symbol.

@@ -347,13 +347,15 @@ pub(crate) unsafe fn atomic_update<T: Copy>(target: *mut T, f: impl Fn(T) -> T) 
         4 => {
             // SAFETY: T is 4 bytes and suitably aligned (the caller's guarantee).
             let atomic = unsafe { AtomicU32::from_ptr(target.cast()) };
-            let old = atomic.fetch_update(Ordering::AcqRel, Ordering::Acquire, |bits| Some(from_bits::<u32, T>(f(from_bits::<T, u32>(bits))))).unwrap_or_else(|b| b);
+            let old =
+                atomic.fetch_update(Ordering::AcqRel, Ordering::Acquire, |bits| Some(from_bits::<u32, T>(f(from_bits::<T, u32>(bits))))).unwrap_or_else(|b| b);
             from_bits(old)
         }
         8 => {
             // SAFETY: T is 8 bytes and suitably aligned.
             let atomic = unsafe { AtomicU64::from_ptr(target.cast()) };
-            let old = atomic.fetch_update(Ordering::AcqRel, Ordering::Acquire, |bits| Some(from_bits::<u64, T>(f(from_bits::<T, u64>(bits))))).unwrap_or_else(|b| b);
+            let old =
+                atomic.fetch_update(Ordering::AcqRel, Ordering::Acquire, |bits| Some(from_bits::<u64, T>(f(from_bits::<T, u64>(bits))))).unwrap_or_else(|b| b);
             from_bits(old)
         }
         size => unreachable!("atomics on {size}-byte values"),

@@ -81,7 +81,12 @@ impl<'a> Launch<'a> {
         }
         let stuck = self.stopped.into_inner().unwrap_or_else(|e| e.into_inner());
         if fired || !stuck.is_empty() {
-            return Err(CpuError::Watchdog(Watchdog { kernel: self.kernel.to_owned(), limit: self.watchdog.unwrap_or_default(), elapsed: start.elapsed(), stuck }));
+            return Err(CpuError::Watchdog(Watchdog {
+                kernel: self.kernel.to_owned(),
+                limit: self.watchdog.unwrap_or_default(),
+                elapsed: start.elapsed(),
+                stuck,
+            }));
         }
         Ok(())
     }
@@ -112,11 +117,8 @@ impl<'a> Launch<'a> {
             // Cluster ranks go x fastest, as `%cluster_ctarank` does.
             let blocks: Vec<BlockContext<'_>> = (0..cluster_blocks as u32)
                 .map(|rank| {
-                    let block_idx = Dim3 {
-                        x: origin.x + rank % cluster.x,
-                        y: origin.y + rank / cluster.x % cluster.y,
-                        z: origin.z + rank / (cluster.x * cluster.y),
-                    };
+                    let block_idx =
+                        Dim3 { x: origin.x + rank % cluster.x, y: origin.y + rank / cluster.x % cluster.y, z: origin.z + rank / (cluster.x * cluster.y) };
                     shared[rank as usize].begin_block();
                     BlockContext::new(link, block_idx, block_dim, grid, &shared, rank)
                 })

@@ -111,7 +111,10 @@ impl Default for CpuExecutor {
 
 impl std::fmt::Debug for CpuExecutor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CpuExecutor").field("workers", &self.workers).field("stack_size", &self.stack_size).field("race_detection", &self.race_detection)
+        f.debug_struct("CpuExecutor")
+            .field("workers", &self.workers)
+            .field("stack_size", &self.stack_size)
+            .field("race_detection", &self.race_detection)
             .field("watchdog", &self.watchdog)
             .finish()
     }

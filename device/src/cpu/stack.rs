@@ -141,9 +141,8 @@ mod unix {
             let guard = GUARD_BYTES.next_multiple_of(page);
             let len = usable.checked_add(guard).ok_or_else(|| io::Error::other("stack size overflows usize"))?;
             // SAFETY: an anonymous private mapping at an address the kernel picks.
-            let start = unsafe {
-                libc::mmap(core::ptr::null_mut(), len, libc::PROT_NONE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE, -1, 0)
-            };
+            let start =
+                unsafe { libc::mmap(core::ptr::null_mut(), len, libc::PROT_NONE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE, -1, 0) };
             if start == libc::MAP_FAILED {
                 return Err(io::Error::last_os_error());
             }

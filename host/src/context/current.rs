@@ -25,4 +25,3 @@ impl Drop for CurrentGuard {
         CURRENT.with(|c| *c.borrow_mut() = previous);
     }
 }
-

@@ -9,13 +9,13 @@ use std::sync::{Arc, Mutex, Weak};
 
 use cudarc::driver::sys;
 
+use crate::DeviceLimits;
+use crate::EmbeddedModule;
 use crate::device::Device;
 use crate::driver;
-use crate::loader::init;
-use crate::EmbeddedModule;
 use crate::embedded::LoadedEmbedded;
 use crate::error::{Error, Result};
-use crate::DeviceLimits;
+use crate::loader::init;
 
 mod capture;
 mod current;
@@ -117,14 +117,6 @@ impl Context {
         self.inner.memory_pools
     }
 
-
-
-
-
-
-
-
-
     /// Retains the primary context of device `ordinal` and makes it current on this thread.
     ///
     /// Every call for the same device returns a handle to the same context while one is
@@ -174,14 +166,11 @@ impl Context {
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes one handle (destroyed in Drop); null parameters ask for a regular
         // context. The driver pushes it onto this thread's context stack.
-        unsafe { driver::context::create(&mut raw, std::ptr::null_mut(), schedule.flags(), device.raw()) }
-            .map_err(poisoned_if_sticky)?;
+        unsafe { driver::context::create(&mut raw, std::ptr::null_mut(), schedule.flags(), device.raw()) }.map_err(poisoned_if_sticky)?;
         let mut popped = std::ptr::null_mut();
         // SAFETY: pops what cuCtxCreate pushed, restoring the thread's stack; bound again below.
         let _ = unsafe { driver::context::pop_current(&mut popped) };
-        let context = Context {
-            inner: Arc::new(ContextInner::new(raw, device, ContextKind::Created(schedule), limits)),
-        };
+        let context = Context { inner: Arc::new(ContextInner::new(raw, device, ContextKind::Created(schedule), limits)) };
         context.bind_to_thread()?;
         Ok(context)
     }
@@ -329,10 +318,6 @@ impl Context {
         unsafe { driver::context::get_stream_priority_range(&mut least, &mut greatest) }?;
         Ok((least, greatest))
     }
-
-
-
-
 }
 
 impl Drop for ContextInner {

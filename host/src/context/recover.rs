@@ -71,4 +71,3 @@ impl Context {
 pub(super) fn poisoned_if_sticky(error: DriverError) -> Error {
     if error.is_sticky() { Error::ProcessPoisoned { source: error } } else { Error::Driver(error) }
 }
-

@@ -2,9 +2,9 @@
 //!
 //! Reference: <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html>, <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PRIMARY__CTX.html>.
 
+use super::entries;
 #[allow(unused_imports)]
 use super::prelude::*;
-use super::entries;
 
 entries! {
     create = cuCtxCreate_v4(pctx: *mut sys::CUcontext, ctx_create_params: *mut sys::CUctxCreateParams, flags: c_uint, dev: sys::CUdevice);

@@ -2,9 +2,9 @@
 //!
 //! Reference: <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__DEVICE.html>.
 
+use super::entries;
 #[allow(unused_imports)]
 use super::prelude::*;
-use super::entries;
 
 entries! {
     can_access_peer = cuDeviceCanAccessPeer(can_access_peer: *mut c_int, dev: sys::CUdevice, peer_dev: sys::CUdevice);

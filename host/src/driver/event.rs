@@ -2,9 +2,9 @@
 //!
 //! Reference: <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html>.
 
+use super::entries;
 #[allow(unused_imports)]
 use super::prelude::*;
-use super::entries;
 
 entries! {
     create = cuEventCreate(ph_event: *mut sys::CUevent, flags: c_uint);

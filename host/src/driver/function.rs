@@ -2,9 +2,9 @@
 //!
 //! Reference: <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html>, <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__OCCUPANCY.html>.
 
+use super::entries;
 #[allow(unused_imports)]
 use super::prelude::*;
-use super::entries;
 
 entries! {
     get_attribute = cuFuncGetAttribute(pi: *mut c_int, attrib: sys::CUfunction_attribute, hfunc: sys::CUfunction);

@@ -1,8 +1,8 @@
 //! Loading the driver, its version, and the names of its result codes.
 
+use super::entries;
 #[allow(unused_imports)]
 use super::prelude::*;
-use super::entries;
 
 entries! {
     driver_get_version = cuDriverGetVersion(driver_version: *mut c_int);

@@ -2,9 +2,9 @@
 //!
 //! Reference: <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html>, <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MALLOC__ASYNC.html>.
 
+use super::entries;
 #[allow(unused_imports)]
 use super::prelude::*;
-use super::entries;
 
 entries! {
     alloc_async = cuMemAllocAsync(dptr: *mut sys::CUdeviceptr, bytesize: usize, h_stream: sys::CUstream);

@@ -2,9 +2,9 @@
 //!
 //! Reference: <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html>.
 
+use super::entries;
 #[allow(unused_imports)]
 use super::prelude::*;
-use super::entries;
 
 entries! {
     get_function = cuModuleGetFunction(hfunc: *mut sys::CUfunction, hmod: sys::CUmodule, name: *const c_char);

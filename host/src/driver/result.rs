@@ -70,4 +70,3 @@ impl fmt::Debug for DriverError {
 }
 
 impl std::error::Error for DriverError {}
-

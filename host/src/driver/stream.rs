@@ -2,9 +2,9 @@
 //!
 //! Reference: <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html>.
 
+use super::entries;
 #[allow(unused_imports)]
 use super::prelude::*;
-use super::entries;
 
 entries! {
     launch_host_func = cuLaunchHostFunc(h_stream: sys::CUstream, fn_: sys::CUhostFn, user_data: *mut c_void);

@@ -3,7 +3,6 @@
 
 use std::ffi::c_void;
 
-
 /// A type that can be passed to a kernel by value: plain data with no pointers to host
 /// memory. Every `bytemuck::Pod` type is one (derive `Pod` on a `#[repr(C)]` struct).
 ///

@@ -7,13 +7,13 @@ use std::ffi::c_void;
 
 use cudarc::driver::sys;
 
+use crate::EmbeddedModule;
 use crate::context::Context;
 use crate::driver;
-use crate::EmbeddedModule;
 use crate::error::{Error, Result};
 use crate::function::Function;
-use crate::module::Module;
 use crate::memory::usage::{BufferAccess, before_work};
+use crate::module::Module;
 use crate::stream::Stream;
 use crate::{KernelSignature, LaunchConfig, LaunchProblem};
 
@@ -42,11 +42,7 @@ pub unsafe fn launch_embedded(
     // First: ordering other streams' work may bind their contexts (peer buffers).
     before_work(stream, symbol, buffers)?;
     context.bind_to_thread()?;
-    let function = if stream.is_capturing_fast() {
-        context.embedded_function_if_loaded(module, symbol)?
-    } else {
-        context.embedded_function(module, symbol)?
-    };
+    let function = if stream.is_capturing_fast() { context.embedded_function_if_loaded(module, symbol)? } else { context.embedded_function(module, symbol)? };
     // SAFETY: the function belongs to the bound context; the caller vouches for `params`.
     unsafe { launch_function(function, symbol, stream, &config, params) }
 }
@@ -95,9 +91,7 @@ fn check_kernel_shared(function: sys::CUfunction, symbol: &str, stream: &Stream,
     let attribute = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
     // SAFETY: writes one int; the function belongs to the bound context.
     unsafe { driver::function::get_attribute(&mut max, attribute, function) }?;
-    config
-        .validate_kernel_shared(max.max(0) as u32, stream.context().limits())
-        .map_err(|problem| Error::InvalidLaunch { kernel: symbol.to_string(), problem })
+    config.validate_kernel_shared(max.max(0) as u32, stream.context().limits()).map_err(|problem| Error::InvalidLaunch { kernel: symbol.to_string(), problem })
 }
 
 /// `cuLaunchKernel`, or `cuLaunchKernelEx` when the configuration has a cluster or is
@@ -107,7 +101,13 @@ fn check_kernel_shared(function: sys::CUfunction, symbol: &str, stream: &Stream,
 /// `function` belongs to the current context (the stream's); `params` as for
 /// [`launch_embedded`].
 #[inline]
-pub(crate) unsafe fn launch_function(function: sys::CUfunction, symbol: &'static str, stream: &Stream, config: &LaunchConfig, params: &mut [*mut c_void]) -> Result<()> {
+pub(crate) unsafe fn launch_function(
+    function: sys::CUfunction,
+    symbol: &'static str,
+    stream: &Stream,
+    config: &LaunchConfig,
+    params: &mut [*mut c_void],
+) -> Result<()> {
     if config.shared_bytes > DEFAULT_DYNAMIC_SHARED_LIMIT {
         check_kernel_shared(function, symbol, stream, config)?;
     }
@@ -176,7 +176,10 @@ fn cooperative_too_large(function: sys::CUfunction, symbol: &str, stream: &Strea
         return driver_error();
     }
     let max = per_sm as u64 * sms as u64;
-    Error::InvalidLaunch { kernel: symbol.to_string(), problem: LaunchProblem::CooperativeGridTooLarge { blocks: config.grid.volume(), max, per_sm: per_sm as u32, sms } }
+    Error::InvalidLaunch {
+        kernel: symbol.to_string(),
+        problem: LaunchProblem::CooperativeGridTooLarge { blocks: config.grid.volume(), max, per_sm: per_sm as u32, sms },
+    }
 }
 
 /// The kernel `symbol` of an embedded module as loaded into `context` (loading it if needed),

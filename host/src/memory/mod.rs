@@ -144,9 +144,7 @@ impl<T: Pod> DeviceBuffer<T> {
         let mut ptr = 0;
         if bytes > 0 {
             // SAFETY: writes one device pointer; freed once, in Drop (`usage::release`).
-            let allocated = unsafe {
-                if pooled { driver::memory::alloc_async(&mut ptr, bytes, stream.raw()) } else { driver::memory::alloc(&mut ptr, bytes) }
-            };
+            let allocated = unsafe { if pooled { driver::memory::alloc_async(&mut ptr, bytes, stream.raw()) } else { driver::memory::alloc(&mut ptr, bytes) } };
             Self::check_allocation(allocated, context, bytes)?;
         }
         let usage = BufferUsage::new(context, stream.clone());
@@ -330,7 +328,8 @@ impl<T: Pod> DeviceBuffer<T> {
         // SAFETY: both sides hold size_bytes bytes; the driver has read `data` when a copy
         // from pageable memory returns (it may still be moving to the device, ordered on the
         // legacy stream, which later users of the buffer wait for).
-        unsafe { driver::memory::memcpy_htod(self.slice.ptr, data.as_ptr().cast(), self.slice.size_bytes()) }.map_err(crate::panic_report::with_kernel_panic)?;
+        unsafe { driver::memory::memcpy_htod(self.slice.ptr, data.as_ptr().cast(), self.slice.size_bytes()) }
+            .map_err(crate::panic_report::with_kernel_panic)?;
         let _ = legacy;
         Ok(())
     }
@@ -345,7 +344,8 @@ impl<T: Pod> DeviceBuffer<T> {
         self.context().bind_to_thread()?;
         // SAFETY: both sides hold size_bytes bytes; `T: Pod` accepts any bytes; the copy is
         // ordered after the buffer's writers and complete when it returns.
-        unsafe { driver::memory::memcpy_dtoh(out.as_mut_ptr().cast(), self.slice.ptr, self.slice.size_bytes()) }.map_err(crate::panic_report::with_kernel_panic)?;
+        unsafe { driver::memory::memcpy_dtoh(out.as_mut_ptr().cast(), self.slice.ptr, self.slice.size_bytes()) }
+            .map_err(crate::panic_report::with_kernel_panic)?;
         Ok(())
     }
 

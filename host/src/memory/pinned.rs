@@ -17,9 +17,9 @@ use cudarc::driver::sys;
 use crate::context::Context;
 use crate::driver;
 use crate::error::{Error, Result};
+use crate::event::Event;
 use crate::memory::DeviceBuffer;
 use crate::memory::usage::BufferAccess;
-use crate::event::Event;
 use crate::stream::Stream;
 
 /// `len` values of `T` in page-locked host memory, zero-filled at allocation.

@@ -225,7 +225,6 @@ impl BufferUsage {
         outcome
     }
 
-
     /// Takes the streams that may still use the buffer (for its release).
     pub(crate) fn take_streams(&self) -> Vec<Stream> {
         let mut state = self.lock();

@@ -196,7 +196,10 @@ impl<T: bytemuck::Pod> crate::DeviceBuffer<T> {
         let len = self.len();
         assert!(mid <= len, "split index {mid} out of range for a device buffer of length {len}");
         let (ptr, usage) = (self.device_ptr(), self.usage());
-        (DeviceViewMut { ptr, len: mid, usage, _borrow: PhantomData }, DeviceViewMut { ptr: offset::<T>(ptr, mid), len: len - mid, usage, _borrow: PhantomData })
+        (
+            DeviceViewMut { ptr, len: mid, usage, _borrow: PhantomData },
+            DeviceViewMut { ptr: offset::<T>(ptr, mid), len: len - mid, usage, _borrow: PhantomData },
+        )
     }
 }
 

@@ -7,8 +7,8 @@ use cudarc::driver::sys;
 
 use crate::KernelSignature;
 use crate::driver;
-use crate::loader::driver_version;
 use crate::error::{Error, Result};
+use crate::loader::driver_version;
 
 /// Compares the kernel's fingerprint global (`#[kernel]` writes one per entry point) with the
 /// launcher's (U7). A module without the global (not built by `#[kernel]`) passes: its loader
@@ -58,7 +58,11 @@ pub(crate) fn check_params(function: sys::CUfunction, signature: &KernelSignatur
     }
     let expected = signature.param_sizes;
     if found.len() != expected.len() {
-        return Err(mismatch(format!("the module's kernel has {} parameters, the launcher passes {} (sizes in bytes: module {found:?}, launcher {expected:?})", found.len(), expected.len())));
+        return Err(mismatch(format!(
+            "the module's kernel has {} parameters, the launcher passes {} (sizes in bytes: module {found:?}, launcher {expected:?})",
+            found.len(),
+            expected.len()
+        )));
     }
     if let Some(i) = (0..found.len()).find(|&i| found[i] != expected[i]) {
         return Err(mismatch(format!("parameter {i} is {} bytes in the module but {} bytes in the launcher", found[i], expected[i])));

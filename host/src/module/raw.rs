@@ -8,8 +8,8 @@ use cudarc::driver::sys;
 
 use crate::device::Device;
 use crate::driver;
-use crate::loader::driver_version;
 use crate::error::{Error, Result};
+use crate::loader::driver_version;
 use crate::module::jit::{JitFallback, JitOptions};
 use crate::ptx_version::PtxHeader;
 
@@ -130,7 +130,8 @@ pub(crate) fn check_ptx_supported(name: &str, ptx: &str, device: Device) -> Resu
             // E7: the driver would say "Binary format for key='0', ident='' is not recognized".
             return Err(Error::InvalidImage {
                 module: name.to_string(),
-                reason: "it is not PTX text (no `.version` / `.target` header): pass the text of a `.ptx` file, or load a cubin with `Module::load_binary`".into(),
+                reason: "it is not PTX text (no `.version` / `.target` header): pass the text of a `.ptx` file, or load a cubin with `Module::load_binary`"
+                    .into(),
             });
         }
         return Ok(()); // Let the driver's own error (and log) describe malformed PTX.

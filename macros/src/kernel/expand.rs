@@ -99,7 +99,8 @@ fn device_entry(symbol: &Ident, params: &[Param], lowered: &[Lowered], body: Ent
     };
     // The kernel's name, for panic reports (one shared-memory store per thread at entry).
     // Identifiers contain no NUL, so the C string always exists.
-    let name = std::ffi::CString::new(symbol_text(symbol)).map(|c| proc_macro2::Literal::c_string(&c)).unwrap_or_else(|_| proc_macro2::Literal::c_string(c"kernel"));
+    let name =
+        std::ffi::CString::new(symbol_text(symbol)).map(|c| proc_macro2::Literal::c_string(&c)).unwrap_or_else(|_| proc_macro2::Literal::c_string(c"kernel"));
     let panic = paths::panic();
     // The full-signature fingerprint as a module global, which the host compares with its
     // launcher's before the first launch from an explicitly loaded module (U7).
@@ -128,7 +129,13 @@ fn device_entry(symbol: &Ident, params: &[Param], lowered: &[Lowered], body: Ent
 /// fingerprint is made (host constant and device global alike; see ferrocuda-types). The
 /// types are the kernel's own (`DisjointSlice < f32 >`, `& [f32]`), so element types count.
 pub fn canonical_signature(symbol: &Ident, params: &[Param]) -> String {
-    let types: Vec<String> = params.iter().map(|p| { let ty = &p.ty; quote!(#ty).to_string().split_whitespace().collect::<Vec<_>>().join(" ") }).collect();
+    let types: Vec<String> = params
+        .iter()
+        .map(|p| {
+            let ty = &p.ty;
+            quote!(#ty).to_string().split_whitespace().collect::<Vec<_>>().join(" ")
+        })
+        .collect();
     format!("{}({})", symbol_text(symbol), types.join(","))
 }
 
@@ -292,7 +299,8 @@ fn param_name(param: &TokenStream) -> TokenStream {
 /// CPU executor, every GPU thread calling it with its own copy of the parameters.
 fn cpu_launcher(lowered: &[Lowered], host_fn: TokenStream, is_unsafe: bool) -> TokenStream {
     let cpu = paths::cpu();
-    let (executor, config, body) = (Ident::new("executor", Span::mixed_site()), Ident::new("config", Span::mixed_site()), format_ident!("__ferrocuda_body", span = Span::mixed_site()));
+    let (executor, config, body) =
+        (Ident::new("executor", Span::mixed_site()), Ident::new("config", Span::mixed_site()), format_ident!("__ferrocuda_body", span = Span::mixed_site()));
     let launch_params = lowered.iter().map(|l| &l.cpu_param);
     let prepare = lowered.iter().map(|l| &l.cpu_prepare);
     let rebuild = lowered.iter().map(|l| &l.cpu_rebuild);

@@ -80,7 +80,7 @@ pub fn lower(param: &Param) -> Lowered {
     match &param.kind {
         ParamKind::Scalar => by_value(vec![]),
         // Spanned at the user's type, so a non-`Pod` struct is reported there.
-        ParamKind::Value => by_value(vec![quote_spanned!(ty.span()=> #host::require_kernel_value::<#ty>();)], ),
+        ParamKind::Value => by_value(vec![quote_spanned!(ty.span()=> #host::require_kernel_value::<#ty>();)]),
         ParamKind::Pointer { elem, .. } => {
             let parts = generated(name, "cpu");
             Lowered {
@@ -138,13 +138,7 @@ pub fn lower(param: &Param) -> Lowered {
 
 /// The slice ABI: a pointer and a `usize` length on the device; the launcher's prepared
 /// argument (`ptr`, `len`) on the host; a parts value shared by the CPU executor's threads.
-fn slice(
-    param: &Param,
-    elem: &Type,
-    abi: SliceAbi,
-    rebuild: impl Fn(&Ident, &Ident) -> TokenStream,
-    cpu_rebuild: impl Fn(&Ident) -> TokenStream,
-) -> Lowered {
+fn slice(param: &Param, elem: &Type, abi: SliceAbi, rebuild: impl Fn(&Ident, &Ident) -> TokenStream, cpu_rebuild: impl Fn(&Ident) -> TokenStream) -> Lowered {
     let (name, ty) = (&param.name, &param.ty);
     let mutability = param.mutable.then(|| quote!(mut));
     let (host, args) = (paths::host(), paths::args());

@@ -6,9 +6,9 @@ mod fallback;
 mod lower;
 mod parse;
 mod paths;
-mod validate;
 #[cfg(test)]
 mod tests;
+mod validate;
 
 use proc_macro2::TokenStream;
 use quote::quote;

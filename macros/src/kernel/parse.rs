@@ -97,7 +97,10 @@ impl Parse for Attribute {
                     ("launch_bounds", [threads, min_blocks]) => quote::quote!(#threads, #min_blocks),
                     ("reqntid", [threads]) => quote::quote!(reqntid #threads),
                     _ => {
-                        return Err(syn::Error::new(key.span(), "write `launch_bounds(max_threads)`, `launch_bounds(max_threads, min_blocks_per_sm)` or `reqntid(threads)`"));
+                        return Err(syn::Error::new(
+                            key.span(),
+                            "write `launch_bounds(max_threads)`, `launch_bounds(max_threads, min_blocks_per_sm)` or `reqntid(threads)`",
+                        ));
                     }
                 });
             } else {
@@ -163,7 +166,10 @@ impl<'a> Kernel<'a> {
         if let Some(token) = &sig.unsafety
             && !params.iter().any(|p| matches!(p.kind, ParamKind::Pointer { .. }))
         {
-            errors.push(syn::Error::new_spanned(token, "only a kernel with raw pointer parameters may be `unsafe fn`: slices and values are checked by their types"));
+            errors.push(syn::Error::new_spanned(
+                token,
+                "only a kernel with raw pointer parameters may be `unsafe fn`: slices and values are checked by their types",
+            ));
         }
 
         let mut errors = errors.into_iter();
@@ -185,12 +191,16 @@ fn check_generics(function: &ItemFn, instances: Option<(Ident, Vec<Type>)>) -> s
         match param {
             GenericParam::Type(_) => {}
             GenericParam::Lifetime(l) => return Err(syn::Error::new_spanned(l, "leave out lifetimes on kernels")),
-            GenericParam::Const(c) => return Err(syn::Error::new_spanned(c, "const generic kernels are not supported; use a type parameter with `instances(..)`")),
+            GenericParam::Const(c) => {
+                return Err(syn::Error::new_spanned(c, "const generic kernels are not supported; use a type parameter with `instances(..)`"));
+            }
         }
     }
     match (type_params.as_slice(), instances) {
         ([], None) => Ok(None),
-        ([], Some((key, _))) => Err(syn::Error::new(key.span(), "`instances(..)` is for a generic kernel: add a type parameter, e.g. `pub fn scale<T: Copy>(..)`")),
+        ([], Some((key, _))) => {
+            Err(syn::Error::new(key.span(), "`instances(..)` is for a generic kernel: add a type parameter, e.g. `pub fn scale<T: Copy>(..)`"))
+        }
         ([param], Some((_, types))) => {
             let base = &function.sig.ident;
             let instances = types.into_iter().map(|ty| Instance { symbol: instance_symbol(base, &ty), ty }).collect::<Vec<_>>();
@@ -229,7 +239,10 @@ pub fn instance_symbols(attr: TokenStream, base: &Ident) -> Option<Vec<Ident>> {
 fn parse_param(input: &FnArg) -> syn::Result<Param> {
     let typed = match input {
         FnArg::Receiver(r) => {
-            return Err(syn::Error::new_spanned(r, "a kernel is a free function: it cannot take `self`. Move it out of the `impl` (the GPU launches free functions by name)"));
+            return Err(syn::Error::new_spanned(
+                r,
+                "a kernel is a free function: it cannot take `self`. Move it out of the `impl` (the GPU launches free functions by name)",
+            ));
         }
         FnArg::Typed(t) => t,
     };
@@ -245,16 +258,15 @@ pub fn classify(ty: &Type) -> syn::Result<ParamKind> {
     match ty {
         Type::Group(group) => classify(&group.elem),
         Type::Paren(paren) => classify(&paren.elem),
-        Type::Path(path) if path.qself.is_none() && path.path.get_ident().is_some_and(|i| SCALARS.contains(&i.to_string().as_str())) => {
-            Ok(ParamKind::Scalar)
-        }
+        Type::Path(path) if path.qself.is_none() && path.path.get_ident().is_some_and(|i| SCALARS.contains(&i.to_string().as_str())) => Ok(ParamKind::Scalar),
         Type::Path(path) if path.qself.is_none() => {
             let Some(last) = path.path.segments.last() else {
                 return Err(syn::Error::new_spanned(ty, format!("`{}` cannot be a kernel parameter; {ALLOWED}", type_text(ty))));
             };
             let name = last.ident.to_string();
             if name == "DisjointSlice" || name == "AtomicSlice" {
-                let elem = single_type_argument(last).ok_or_else(|| syn::Error::new_spanned(ty, format!("write `{name}<T>` with the element type, e.g. `{name}<f32>`")))?;
+                let elem = single_type_argument(last)
+                    .ok_or_else(|| syn::Error::new_spanned(ty, format!("write `{name}<T>` with the element type, e.g. `{name}<f32>`")))?;
                 check_element(&elem)?;
                 return Ok(if name == "DisjointSlice" { ParamKind::Disjoint { elem } } else { ParamKind::Atomic { elem } });
             }
@@ -310,7 +322,12 @@ pub fn classify(ty: &Type) -> syn::Result<ParamKind> {
                         ),
                     ));
                 }
-                _ => return Err(syn::Error::new_spanned(ty, format!("a reference to a single value cannot be a kernel parameter: pass it by value; {ALLOWED}"))),
+                _ => {
+                    return Err(syn::Error::new_spanned(
+                        ty,
+                        format!("a reference to a single value cannot be a kernel parameter: pass it by value; {ALLOWED}"),
+                    ));
+                }
             };
             if reference.mutability.is_some() {
                 return Err(syn::Error::new_spanned(ty, NO_MUT_SLICE));
@@ -341,7 +358,10 @@ fn check_element(elem: &Type) -> syn::Result<()> {
             Err(syn::Error::new_spanned(elem, format!("slice elements must be plain data (`bytemuck::Pod`); {ALLOWED}")))
         }
         Type::Path(path) if path.qself.is_none() && path.path.segments.last().is_some_and(|s| HOST_ONLY.contains(&s.ident.to_string().as_str())) => {
-            Err(syn::Error::new_spanned(elem, format!("`{}` lives in host memory and cannot be a slice element: elements must be plain data (`bytemuck::Pod`)", type_text(elem))))
+            Err(syn::Error::new_spanned(
+                elem,
+                format!("`{}` lives in host memory and cannot be a slice element: elements must be plain data (`bytemuck::Pod`)", type_text(elem)),
+            ))
         }
         _ => Ok(()),
     }
@@ -403,5 +423,15 @@ fn is_scalar(ty: &Type) -> bool {
 /// A type as the user wrote it, without the token spacing of `TokenStream::to_string`.
 pub fn type_text(ty: &Type) -> String {
     let spaced = quote::quote!(#ty).to_string();
-    spaced.replace(" < ", "<").replace("< ", "<").replace(" >", ">").replace(" ,", ",").replace("& ", "&").replace(" ;", ";").replace(" :: ", "::").replace(":: ", "::").replace("* const ", "*const ").replace("* mut ", "*mut ")
+    spaced
+        .replace(" < ", "<")
+        .replace("< ", "<")
+        .replace(" >", ">")
+        .replace(" ,", ",")
+        .replace("& ", "&")
+        .replace(" ;", ";")
+        .replace(" :: ", "::")
+        .replace(":: ", "::")
+        .replace("* const ", "*const ")
+        .replace("* mut ", "*mut ")
 }

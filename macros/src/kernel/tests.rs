@@ -16,88 +16,229 @@ fn expand_ok(attr: TokenStream, item: TokenStream) -> String {
 
 #[test]
 fn raw_identifiers_get_their_unraw_symbol() {
-    let out = expand_ok(quote!(), quote!(pub fn r#type(mut out: DisjointSlice<u32>) {}));
+    let out = expand_ok(
+        quote!(),
+        quote!(
+            pub fn r#type(mut out: DisjointSlice<u32>) {}
+        ),
+    );
     assert!(out.contains("pub const SYMBOL : & str = \"type\""), "{out}");
     assert!(out.contains("pub mod r#type"), "{out}");
-    let generic = expand_ok(quote!(instances(f32)), quote!(pub fn r#match<T: Pod>(x: &[T]) {}));
+    let generic = expand_ok(
+        quote!(instances(f32)),
+        quote!(
+            pub fn r#match<T: Pod>(x: &[T]) {}
+        ),
+    );
     assert!(generic.contains("pub mod match_f32"), "{generic}");
     assert!(generic.contains("\"match_f32\""), "{generic}");
 }
 
 #[test]
 fn generated_names_cannot_be_spelled_by_users() {
-    let out = expand(quote!(), quote!(pub fn hygiene(x: &[u32], __ferrocuda_x_arg: u32, out: AtomicSlice<u32>) {})).to_string();
+    let out = expand(
+        quote!(),
+        quote!(
+            pub fn hygiene(x: &[u32], __ferrocuda_x_arg: u32, out: AtomicSlice<u32>) {}
+        ),
+    )
+    .to_string();
     assert!(out.contains("reserved for the code #[kernel] generates"), "{out}");
-    let out = expand(quote!(), quote!(pub fn k(SYMBOL: u32) {})).to_string();
+    let out = expand(
+        quote!(),
+        quote!(
+            pub fn k(SYMBOL: u32) {}
+        ),
+    )
+    .to_string();
     assert!(out.contains("cannot be named `SYMBOL`"), "{out}");
     // `stream`, `config`, `module`, `executor` are fine: the generated ones are hygienic.
-    let out = expand_ok(quote!(), quote!(pub fn k(stream: u32, config: u32, module: u32, executor: u32, params: u32) {}));
+    let out = expand_ok(
+        quote!(),
+        quote!(
+            pub fn k(stream: u32, config: u32, module: u32, executor: u32, params: u32) {}
+        ),
+    );
     assert!(!out.contains("compile_error"), "{out}");
 }
 
 #[test]
 fn mutable_slices_are_refused_with_the_replacements_named() {
-    let out = expand(quote!(), quote!(pub fn stale_read(flags: &mut [u32]) {})).to_string();
+    let out = expand(
+        quote!(),
+        quote!(
+            pub fn stale_read(flags: &mut [u32]) {}
+        ),
+    )
+    .to_string();
     assert!(out.contains("DisjointSlice") && out.contains("AtomicSlice") && out.contains("compile_error"), "{out}");
 }
 
 #[test]
 fn specific_messages_for_common_mistakes() {
     let cases: &[(TokenStream, &str)] = &[
-        (quote!(pub fn k(x: Option<f32>) {}), "is not plain data"),
-        (quote!(pub fn k(x: &[f32; 4]) {}), "a reference to an array"),
-        (quote!(pub fn k(x: &V) {}), "cannot see through aliases"),
-        (quote!(pub fn k(&self) {}), "Move it out of the `impl`"),
-        (quote!(pub fn k(x: Self) {}), "Move the kernel out of the `impl`"),
-        (quote!(fn k(x: u32);), "a trait method cannot be a kernel"),
-        (quote!(pub fn k(x: &[String]) {}), "cannot be a slice element"),
-        (quote!(pub fn k(x: DisjointSlice) {}), "with the element type"),
+        (
+            quote!(
+                pub fn k(x: Option<f32>) {}
+            ),
+            "is not plain data",
+        ),
+        (
+            quote!(
+                pub fn k(x: &[f32; 4]) {}
+            ),
+            "a reference to an array",
+        ),
+        (
+            quote!(
+                pub fn k(x: &V) {}
+            ),
+            "cannot see through aliases",
+        ),
+        (
+            quote!(
+                pub fn k(&self) {}
+            ),
+            "Move it out of the `impl`",
+        ),
+        (
+            quote!(
+                pub fn k(x: Self) {}
+            ),
+            "Move the kernel out of the `impl`",
+        ),
+        (
+            quote!(
+                fn k(x: u32);
+            ),
+            "a trait method cannot be a kernel",
+        ),
+        (
+            quote!(
+                pub fn k(x: &[String]) {}
+            ),
+            "cannot be a slice element",
+        ),
+        (
+            quote!(
+                pub fn k(x: DisjointSlice) {}
+            ),
+            "with the element type",
+        ),
     ];
     for (item, message) in cases {
         let out = expand(quote!(), item.clone()).to_string();
         assert!(out.contains(message), "{item}: expected {message:?} in\n{out}");
     }
-    let out = expand(quote!(instances(f32)), quote!(pub fn k<T: Pod>(out: DisjointSlice<T>) { let s = shared_array![T; 32]; })).to_string();
+    let out = expand(
+        quote!(instances(f32)),
+        quote!(
+            pub fn k<T: Pod>(out: DisjointSlice<T>) {
+                let s = shared_array![T; 32];
+            }
+        ),
+    )
+    .to_string();
     assert!(out.contains("`shared_array!` cannot use the kernel's type parameter `T`"), "{out}");
-    let out = expand(quote!(instances(a::X, b::X)), quote!(pub fn k<T: Pod>(out: DisjointSlice<T>) {})).to_string();
+    let out = expand(
+        quote!(instances(a::X, b::X)),
+        quote!(
+            pub fn k<T: Pod>(out: DisjointSlice<T>) {}
+        ),
+    )
+    .to_string();
     assert!(out.contains("two instances have the PTX symbol `k_X`"), "{out}");
 }
 
 #[test]
 fn launch_bounds_become_one_marker_per_entry() {
-    let out = expand_ok(quote!(instances(f32, f64), launch_bounds(256, 2)), quote!(pub fn k<T: Pod>(out: DisjointSlice<T>) {}));
+    let out = expand_ok(
+        quote!(instances(f32, f64), launch_bounds(256, 2)),
+        quote!(
+            pub fn k<T: Pod>(out: DisjointSlice<T>) {}
+        ),
+    );
     assert!(out.contains("launch_bounds ! (k_f32 , 256 , 2)") && out.contains("launch_bounds ! (k_f64 , 256 , 2)"), "{out}");
-    let out = expand_ok(quote!(reqntid(128)), quote!(pub fn k(out: DisjointSlice<f32>) {}));
+    let out = expand_ok(
+        quote!(reqntid(128)),
+        quote!(
+            pub fn k(out: DisjointSlice<f32>) {}
+        ),
+    );
     assert!(out.contains("launch_bounds ! (reqntid k , 128)"), "{out}");
-    let out = expand(quote!(launch_bounds(1, 2, 3)), quote!(pub fn k(out: DisjointSlice<f32>) {})).to_string();
+    let out = expand(
+        quote!(launch_bounds(1, 2, 3)),
+        quote!(
+            pub fn k(out: DisjointSlice<f32>) {}
+        ),
+    )
+    .to_string();
     assert!(out.contains("write `launch_bounds(max_threads)`"), "{out}");
 }
 
 #[test]
 fn errors_keep_stub_launchers() {
-    let out = expand_ok(quote!(), quote!(pub fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {}));
+    let out = expand_ok(
+        quote!(),
+        quote!(
+            pub fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {}
+        ),
+    );
     assert!(out.contains("compile_error"), "{out}");
     assert!(out.contains("pub mod saxpy") && out.contains("pub fn launch"), "no stub launcher: {out}");
-    let out = expand_ok(quote!(instances(f32, f64)), quote!(pub fn scale<T>(x: &mut [T]) {}));
+    let out = expand_ok(
+        quote!(instances(f32, f64)),
+        quote!(
+            pub fn scale<T>(x: &mut [T]) {}
+        ),
+    );
     assert!(out.contains("pub mod scale_f32") && out.contains("pub mod scale_f64"), "{out}");
 }
 
 #[test]
 fn device_only_hints_for_host_code_in_a_kernel() {
-    let out = expand_ok(quote!(), quote!(pub fn k(out: AtomicSlice<u32>) { let v = vec![1u32]; let s = std::env::var("X"); }));
+    let out = expand_ok(
+        quote!(),
+        quote!(
+            pub fn k(out: AtomicSlice<u32>) {
+                let v = vec![1u32];
+                let s = std::env::var("X");
+            }
+        ),
+    );
     assert!(out.contains("`vec!` allocates") && out.contains("`std` does not exist on the GPU"), "{out}");
     // Gated code is the user's business.
-    let out = expand_ok(quote!(), quote!(pub fn k(out: AtomicSlice<u32>) { #[cfg(not(target_arch = "nvptx64"))] { let v = vec![1u32]; } }));
+    let out = expand_ok(
+        quote!(),
+        quote!(
+            pub fn k(out: AtomicSlice<u32>) {
+                #[cfg(not(target_arch = "nvptx64"))]
+                {
+                    let v = vec![1u32];
+                }
+            }
+        ),
+    );
     assert!(!out.contains("allocates"), "{out}");
 }
 
 #[test]
 fn fingerprint_covers_element_types_and_the_unraw_symbol() {
-    let a = expand_ok(quote!(instances(u32, u64)), quote!(pub fn ones<T: Pod>(out: DisjointSlice<T>) {}));
+    let a = expand_ok(
+        quote!(instances(u32, u64)),
+        quote!(
+            pub fn ones<T: Pod>(out: DisjointSlice<T>) {}
+        ),
+    );
     let canonical = |s: &str| ferrocuda_types::fingerprint(s).to_string() + "u64";
     assert!(a.contains(&canonical("ones_u32(DisjointSlice < u32 >)")), "{a}");
     assert!(a.contains(&canonical("ones_u64(DisjointSlice < u64 >)")), "{a}");
-    let b = expand_ok(quote!(), quote!(pub fn r#type(x: &[f32]) {}));
+    let b = expand_ok(
+        quote!(),
+        quote!(
+            pub fn r#type(x: &[f32]) {}
+        ),
+    );
     assert!(b.contains(&canonical("type(& [f32])")) && b.contains("\"__ferrocuda_fingerprint_type\""), "{b}");
 }
 
@@ -119,14 +260,86 @@ impl Rng {
 /// expansion never panics and its output always parses as items.
 #[test]
 fn never_panics_on_random_signatures() {
-    const NAMES: &[&str] = &["x", "y", "out", "r#type", "r#match", "stream", "config", "module", "executor", "SYMBOL", "__ferrocuda_x_ptr", "__x_arg", "self", "_", "T", "params", "launch"];
-    const TYPES: &[&str] = &[
-        "f32", "u32", "bool", "usize", "T", "Self", "&[f32]", "&[T]", "&mut [f32]", "&mut [T]", "&[f32; 4]", "[f32; 4]", "[T; 2]", "&V", "&&[f32]", "*const f32",
-        "*mut T", "*mut *mut u8", "DisjointSlice<f32>", "DisjointSlice<T>", "DisjointSlice", "DisjointSlice<f32, u32>", "AtomicSlice<u32>", "AtomicSlice<T>",
-        "Option<f32>", "String", "&[String]", "Vec<u8>", "&'a [f32]", "(f32, f32)", "fn()", "impl Copy", "dyn Copy", "!", "_", "my::Pair<T>", "<T as X>::Y",
-        "&mut f32", "&str", "&[&str]", "&[[u8; 3]]", "DisjointSlice<&f32>", "AtomicSlice<[u32; 2]>",
+    const NAMES: &[&str] = &[
+        "x",
+        "y",
+        "out",
+        "r#type",
+        "r#match",
+        "stream",
+        "config",
+        "module",
+        "executor",
+        "SYMBOL",
+        "__ferrocuda_x_ptr",
+        "__x_arg",
+        "self",
+        "_",
+        "T",
+        "params",
+        "launch",
     ];
-    const ATTRS: &[&str] = &["", "", "launch_bounds(256, 2)", "reqntid(32), instances(f32)", "launch_bounds()", "instances(f32)", "instances(f32, f64)", "instances(u32, u32)", "instances()", "instance(f32)", "instances(a::X, b::X)", "instances([f32; 4], (u8, u8))", "nonsense", "instances(f32) extra"];
+    const TYPES: &[&str] = &[
+        "f32",
+        "u32",
+        "bool",
+        "usize",
+        "T",
+        "Self",
+        "&[f32]",
+        "&[T]",
+        "&mut [f32]",
+        "&mut [T]",
+        "&[f32; 4]",
+        "[f32; 4]",
+        "[T; 2]",
+        "&V",
+        "&&[f32]",
+        "*const f32",
+        "*mut T",
+        "*mut *mut u8",
+        "DisjointSlice<f32>",
+        "DisjointSlice<T>",
+        "DisjointSlice",
+        "DisjointSlice<f32, u32>",
+        "AtomicSlice<u32>",
+        "AtomicSlice<T>",
+        "Option<f32>",
+        "String",
+        "&[String]",
+        "Vec<u8>",
+        "&'a [f32]",
+        "(f32, f32)",
+        "fn()",
+        "impl Copy",
+        "dyn Copy",
+        "!",
+        "_",
+        "my::Pair<T>",
+        "<T as X>::Y",
+        "&mut f32",
+        "&str",
+        "&[&str]",
+        "&[[u8; 3]]",
+        "DisjointSlice<&f32>",
+        "AtomicSlice<[u32; 2]>",
+    ];
+    const ATTRS: &[&str] = &[
+        "",
+        "",
+        "launch_bounds(256, 2)",
+        "reqntid(32), instances(f32)",
+        "launch_bounds()",
+        "instances(f32)",
+        "instances(f32, f64)",
+        "instances(u32, u32)",
+        "instances()",
+        "instance(f32)",
+        "instances(a::X, b::X)",
+        "instances([f32; 4], (u8, u8))",
+        "nonsense",
+        "instances(f32) extra",
+    ];
     const PREFIX: &[&str] = &["pub fn", "pub fn", "pub unsafe fn", "fn", "pub async fn", "pub const fn", "pub extern \"C\" fn"];
     const GENERICS: &[&str] = &["", "", "<T: Pod>", "<T>", "<T, U>", "<'a>", "<const N: usize>"];
     const NAMES_FN: &[&str] = &["k", "r#type", "saxpy", "r#match", "launch"];
@@ -141,7 +354,8 @@ fn never_panics_on_random_signatures() {
                 format!("{mutability}{}: {}", rng.pick(NAMES), rng.pick(TYPES))
             })
             .collect();
-        let item = format!("{} {}{}({}) {} {}", rng.pick(PREFIX), rng.pick(NAMES_FN), rng.pick(GENERICS), params.join(", "), rng.pick(RETURNS), rng.pick(BODIES));
+        let item =
+            format!("{} {}{}({}) {} {}", rng.pick(PREFIX), rng.pick(NAMES_FN), rng.pick(GENERICS), params.join(", "), rng.pick(RETURNS), rng.pick(BODIES));
         let attr = rng.pick(ATTRS);
         let (Ok(item), Ok(attr)) = (item.parse::<TokenStream>(), attr.parse::<TokenStream>()) else { continue };
         let out = std::panic::catch_unwind(|| expand(attr.clone(), item.clone()));

@@ -19,7 +19,10 @@ pub fn check(kernel: &Kernel) -> syn::Result<()> {
     for param in &kernel.params {
         let name = param.name.unraw().to_string();
         if name.starts_with("__ferrocuda") {
-            errors.push(syn::Error::new(param.name.span(), "names starting with `__ferrocuda` are reserved for the code #[kernel] generates; rename the parameter"));
+            errors.push(syn::Error::new(
+                param.name.span(),
+                "names starting with `__ferrocuda` are reserved for the code #[kernel] generates; rename the parameter",
+            ));
         } else if LAUNCHER_CONSTANTS.contains(&name.as_str()) {
             errors.push(syn::Error::new(
                 param.name.span(),
@@ -27,7 +30,10 @@ pub fn check(kernel: &Kernel) -> syn::Result<()> {
             ));
         }
         if mentions_self(&param.ty) {
-            errors.push(syn::Error::new_spanned(&param.ty, "a kernel is a free function: `Self` has no meaning here. Move the kernel out of the `impl` or trait"));
+            errors.push(syn::Error::new_spanned(
+                &param.ty,
+                "a kernel is a free function: `Self` has no meaning here. Move the kernel out of the `impl` or trait",
+            ));
         }
     }
     if let Some((type_param, instances)) = &kernel.generic {

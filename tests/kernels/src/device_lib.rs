@@ -162,16 +162,60 @@ pub fn histogram_256(x: &[u32], bins: AtomicSlice<u32>) {
 
 /// Functions evaluated by [`math_f32`] and [`math_f64`], in output order.
 pub const MATH_FUNCTIONS: [&str; 24] = [
-    "sqrt", "rsqrt", "cbrt", "exp", "exp2", "exp_m1", "ln", "log2", "log10", "ln_1p", "sin", "cos", "tan", "asin", "atan", "sinh",
-    "tanh", "erf", "erfc", "floor", "ceil", "round", "powf(x, 1.7)", "powi(x, 5)",
+    "sqrt",
+    "rsqrt",
+    "cbrt",
+    "exp",
+    "exp2",
+    "exp_m1",
+    "ln",
+    "log2",
+    "log10",
+    "ln_1p",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "atan",
+    "sinh",
+    "tanh",
+    "erf",
+    "erfc",
+    "floor",
+    "ceil",
+    "round",
+    "powf(x, 1.7)",
+    "powi(x, 5)",
 ];
 
 macro_rules! math_list {
     ($x:expr) => {{
         let x = $x;
         [
-            x.sqrt(), x.rsqrt(), x.cbrt(), x.exp(), x.exp2(), x.exp_m1(), x.ln(), x.log2(), x.log10(), x.ln_1p(), x.sin(), x.cos(), x.tan(),
-            (x * 0.1).asin(), x.atan(), x.sinh(), x.tanh(), DeviceFloat::erf(x), DeviceFloat::erfc(x), x.floor(), x.ceil(), x.round(), x.powf(1.7), x.powi(5),
+            x.sqrt(),
+            x.rsqrt(),
+            x.cbrt(),
+            x.exp(),
+            x.exp2(),
+            x.exp_m1(),
+            x.ln(),
+            x.log2(),
+            x.log10(),
+            x.ln_1p(),
+            x.sin(),
+            x.cos(),
+            x.tan(),
+            (x * 0.1).asin(),
+            x.atan(),
+            x.sinh(),
+            x.tanh(),
+            DeviceFloat::erf(x),
+            DeviceFloat::erfc(x),
+            x.floor(),
+            x.ceil(),
+            x.round(),
+            x.powf(1.7),
+            x.powi(5),
         ]
     }};
 }
@@ -204,7 +248,18 @@ pub fn fast_math(x: &[f32], mut out: DisjointSlice<f32>) {
     let i = unique_index();
     if i.get() < x.len() {
         let v = x[i];
-        let r = [v.fast_exp(), v.fast_exp2(), v.fast_ln(), v.fast_log2(), v.fast_sin(), v.fast_cos(), v.fast_rsqrt(), v.fast_recip(), v.fast_tanh(), v.fast_div(3.0)];
+        let r = [
+            v.fast_exp(),
+            v.fast_exp2(),
+            v.fast_ln(),
+            v.fast_log2(),
+            v.fast_sin(),
+            v.fast_cos(),
+            v.fast_rsqrt(),
+            v.fast_recip(),
+            v.fast_tanh(),
+            v.fast_div(3.0),
+        ];
         for (f, r) in r.into_iter().enumerate() {
             *out.get_strided_mut(i, x.len(), f).expect("10 results per input") = r;
         }

@@ -198,7 +198,8 @@ fn tma_round_trip(context: &Context, stream: &Stream, module: &Module) -> Res<St
     let src = DeviceBuffer::from_slice(context, &input).map_err(err("upload"))?;
     let mut dst = DeviceBuffer::<Bf16>::zeroed(context, input.len()).map_err(err("alloc"))?;
     dst.fill_async(Bf16(0xffff), stream).map_err(err("poison"))?;
-    let map = TensorMap::tiled_2d(&src, TensorDataType::Bf16, rows as u64, cols as u64, COPY_TILE, COPY_TILE, TensorSwizzle::None).map_err(err("cuTensorMapEncodeTiled"))?;
+    let map = TensorMap::tiled_2d(&src, TensorDataType::Bf16, rows as u64, cols as u64, COPY_TILE, COPY_TILE, TensorSwizzle::None)
+        .map_err(err("cuTensorMapEncodeTiled"))?;
     let map_dev = map.to_device(context).map_err(err("map upload"))?;
     let function = module.function("tma_copy_tile").map_err(err("tma_copy_tile"))?;
     let shared = COPY_TILE * COPY_TILE * 2 + 8 + 1024;
@@ -287,13 +288,25 @@ fn tma_diag(context: &Context, stream: &Stream, module: &Module) -> Res<MapPaths
     let function = module.function("probe_tma_diag").map_err(err("probe_tma_diag"))?;
     let shared = 8192 + 8 + 1024;
     function.set_max_dynamic_shared_bytes(shared).map_err(err("smem attribute"))?;
-    let names = ["mbarrier, plain arrival", "TMA, map in global memory, fence .gpu", "TMA, map in global memory, fence .sys", "TMA, map in constant memory", "1-D bulk copy, no map"];
+    let names = [
+        "mbarrier, plain arrival",
+        "TMA, map in global memory, fence .gpu",
+        "TMA, map in global memory, fence .sys",
+        "TMA, map in constant memory",
+        "1-D bulk copy, no map",
+    ];
     let mut ok = [false; 5];
     for (mode, name) in names.iter().enumerate() {
         let out = DeviceBuffer::<u32>::zeroed(context, 2048).map_err(err("alloc"))?;
         let diag = DeviceBuffer::<u64>::zeroed(context, 19).map_err(err("alloc"))?;
         let (mut pm, mut ps, mut po, mut pd, mut md) = (map_dev.device_ptr(), src.device_ptr(), out.device_ptr(), diag.device_ptr(), mode as u32);
-        let mut params = [(&mut pm as *mut u64).cast(), (&mut ps as *mut u64).cast(), (&mut po as *mut u64).cast(), (&mut pd as *mut u64).cast(), (&mut md as *mut u32).cast()];
+        let mut params = [
+            (&mut pm as *mut u64).cast(),
+            (&mut ps as *mut u64).cast(),
+            (&mut po as *mut u64).cast(),
+            (&mut pd as *mut u64).cast(),
+            (&mut md as *mut u32).cast(),
+        ];
         trace(&format!("diag {mode}: launching"));
         // SAFETY: parameters as `probe_tma_diag` declares them, with the sizes it needs.
         unsafe { launch(&function, stream, (1, 1), 128, shared, &mut params)? };
@@ -305,11 +318,24 @@ fn tma_diag(context: &Context, stream: &Stream, module: &Module) -> Res<MapPaths
         let tile_ok = match mode {
             0 => true,
             4 => got.iter().enumerate().all(|(i, w)| *w == (input[2 * i].0 as u32 | (input[2 * i + 1].0 as u32) << 16)),
-            _ => (0..64).all(|r| (0..32).all(|c2| got[r * 32 + c2] == (input[r * cols as usize + 2 * c2].0 as u32 | (input[r * cols as usize + 2 * c2 + 1].0 as u32) << 16))),
+            _ => (0..64).all(|r| {
+                (0..32).all(|c2| got[r * 32 + c2] == (input[r * cols as usize + 2 * c2].0 as u32 | (input[r * cols as usize + 2 * c2 + 1].0 as u32) << 16))
+            }),
         };
-        let map_seen = if mode == 4 || mode == 0 { String::new() } else { format!(", map as the kernel reads it {}", if d[2..18] == map.words() { "= host's" } else { "DIFFERS from host's" }) };
+        let map_seen = if mode == 4 || mode == 0 {
+            String::new()
+        } else {
+            format!(", map as the kernel reads it {}", if d[2..18] == map.words() { "= host's" } else { "DIFFERS from host's" })
+        };
         ok[mode] = d[0] == 1 && tile_ok;
-        println!("{} diag {mode} ({name}): wait {}, barrier word {:#018x}, {} tries, data {}{map_seen}", if ok[mode] { "PASS" } else { "FAIL" }, if d[0] == 1 { "completed" } else { "TIMED OUT" }, d[1], d[18], if tile_ok { "correct" } else { "wrong" });
+        println!(
+            "{} diag {mode} ({name}): wait {}, barrier word {:#018x}, {} tries, data {}{map_seen}",
+            if ok[mode] { "PASS" } else { "FAIL" },
+            if d[0] == 1 { "completed" } else { "TIMED OUT" },
+            d[1],
+            d[18],
+            if tile_ok { "correct" } else { "wrong" }
+        );
     }
     Ok(MapPaths { global: ok[1], constant: ok[3] })
 }
@@ -335,14 +361,23 @@ fn run_size(context: &Context, stream: &Stream, module: &Module, blas: &Cublas, 
     let b = DeviceBuffer::from_slice(context, &b_host).map_err(err("upload B"))?;
     let mut c = DeviceBuffer::<Bf16>::zeroed(context, m as usize * n as usize).map_err(err("alloc C"))?;
     let mut c_ref = DeviceBuffer::<Bf16>::zeroed(context, m as usize * n as usize).map_err(err("alloc C ref"))?;
-    let a_map = TensorMap::tiled_2d(&a, TensorDataType::Bf16, m as u64, k as u64, BM, BK, TensorSwizzle::B128).map_err(err("A map"))?.to_device(context).map_err(err("A map upload"))?;
-    let b_map = TensorMap::tiled_2d(&b, TensorDataType::Bf16, n as u64, k as u64, BN, BK, TensorSwizzle::B128).map_err(err("B map"))?.to_device(context).map_err(err("B map upload"))?;
+    let a_map = TensorMap::tiled_2d(&a, TensorDataType::Bf16, m as u64, k as u64, BM, BK, TensorSwizzle::B128)
+        .map_err(err("A map"))?
+        .to_device(context)
+        .map_err(err("A map upload"))?;
+    let b_map = TensorMap::tiled_2d(&b, TensorDataType::Bf16, n as u64, k as u64, BN, BK, TensorSwizzle::B128)
+        .map_err(err("B map"))?
+        .to_device(context)
+        .map_err(err("B map upload"))?;
     let tiles = (m / BM) * (n / BN);
     let grid = tiles.min(sm_count);
     let flop = 2.0 * m as f64 * n as f64 * k as f64;
 
     // The cluster variant's B map: half-height boxes (each block of a pair loads 128 rows).
-    let b_half_map = TensorMap::tiled_2d(&b, TensorDataType::Bf16, n as u64, k as u64, BN / 2, BK, TensorSwizzle::B128).map_err(err("B half map"))?.to_device(context).map_err(err("B map upload"))?;
+    let b_half_map = TensorMap::tiled_2d(&b, TensorDataType::Bf16, n as u64, k as u64, BN / 2, BK, TensorSwizzle::B128)
+        .map_err(err("B half map"))?
+        .to_device(context)
+        .map_err(err("B map upload"))?;
     // The same maps in constant memory for the `_const` variants (written once per size,
     // after the previous size's work has finished).
     stream.synchronize().map_err(err("sync"))?;
@@ -382,7 +417,10 @@ fn run_size(context: &Context, stream: &Stream, module: &Module, blas: &Cublas, 
             grid_text = format!("grid {cluster_grid} in clusters of 2 ({resident} clusters resident at once)");
         }
         if side == 4096 {
-            lines.push(format!("{name}: {} registers at entry (setmaxnreg 24/240 at run time), {} B local, {} B dynamic smem, {THREADS} threads, {grid_text}", attributes.registers, attributes.local_bytes, SHARED_BYTES));
+            lines.push(format!(
+                "{name}: {} registers at entry (setmaxnreg 24/240 at run time), {} B local, {} B dynamic smem, {THREADS} threads, {grid_text}",
+                attributes.registers, attributes.local_bytes, SHARED_BYTES
+            ));
         }
         functions.push(function);
     }
@@ -485,10 +523,19 @@ fn run_size(context: &Context, stream: &Stream, module: &Module, blas: &Cublas, 
     let spread: Vec<f64> = times.iter().map(|t| (t[t.len() - 1] - t[0]) / t[t.len() / 2] * 100.0).collect();
     let cublas_tflops = flop / (medians[functions.len()] * 1e-3) / 1e12;
     let mut json = format!("{{\"size\": {side}, \"cublas_ms\": {:.4}, \"cublas_tflops\": {cublas_tflops:.1}", medians[functions.len()]);
-    lines.push(format!("{side}^3 cuBLAS (cublasGemmEx bf16, f32 compute): {:.3} ms, {cublas_tflops:.1} TFLOP/s (min..max spread {:.1}%)", medians[functions.len()], spread[functions.len()]));
+    lines.push(format!(
+        "{side}^3 cuBLAS (cublasGemmEx bf16, f32 compute): {:.3} ms, {cublas_tflops:.1} TFLOP/s (min..max spread {:.1}%)",
+        medians[functions.len()],
+        spread[functions.len()]
+    ));
     for (i, name) in kernels.iter().enumerate() {
         let tflops = flop / (medians[i] * 1e-3) / 1e12;
-        lines.push(format!("{side}^3 {name}: {:.3} ms, {tflops:.1} TFLOP/s = {:.1}% of cuBLAS (spread {:.1}%)", medians[i], 100.0 * tflops / cublas_tflops, spread[i]));
+        lines.push(format!(
+            "{side}^3 {name}: {:.3} ms, {tflops:.1} TFLOP/s = {:.1}% of cuBLAS (spread {:.1}%)",
+            medians[i],
+            100.0 * tflops / cublas_tflops,
+            spread[i]
+        ));
         json += &format!(", \"{name}_ms\": {:.4}, \"{name}_tflops\": {tflops:.1}", medians[i]);
     }
     json += "}";
