@@ -145,7 +145,7 @@ fn warp_shuffles_votes_matches_and_reductions(backend: &Backend) {
     let out = backend.download(&out);
     for w in 0..warps {
         let v = &x[w * 32..][..32];
-        let ballot = (0..32).filter(|&l| v[l] % 3 == 0).fold(0u32, |m, l| m | 1 << l);
+        let ballot = (0..32).filter(|&l| v[l].is_multiple_of(3)).fold(0u32, |m, l| m | 1 << l);
         for lane in 0..32usize {
             let wide = |l: usize| ((v[l] as u64) << 32) | (v[l] as u64 ^ 0xdead_beef);
             let matching = (0..32).filter(|&l| v[l] % 4 == v[lane] % 4).fold(0u32, |m, l| m | 1 << l);
@@ -335,7 +335,8 @@ fn fast_math_is_close_to_the_precise_functions(backend: &Backend) {
     launch_on!(backend, device_lib::fast_math, LaunchConfig::for_elements(x.len(), 256), &input, &mut out).unwrap();
     let out = backend.download(&out);
     // (name, precise, relative bound, absolute bound)
-    let checks: [(&str, fn(f64) -> f64, f64, f64); 10] = [
+    type Check = (&'static str, fn(f64) -> f64, f64, f64);
+    let checks: [Check; 10] = [
         ("fast_exp", f64::exp, 2e-6, 0.0),
         ("fast_exp2", f64::exp2, 1e-6, 0.0),
         ("fast_ln", f64::ln, 0.0, 1e-6),

@@ -4,7 +4,15 @@ use std::fmt;
 use std::path::PathBuf;
 
 use crate::Arch;
-use crate::toolchain::INSTALL_HINT;
+
+/// What to tell a user who has no device toolchain.
+pub(crate) const INSTALL_HINT: &str = "\
+install one of:
+  - Debian/Ubuntu packages: `sudo apt-get install rustc-web cargo-web rust-web-src`
+    (or run `scripts/install-device-toolchain.sh`, which does that and installs ptxas);
+  - with rustup: `rustup component add rust-src` (the library sources for the toolchain you
+    build with), or `rustup toolchain install nightly --component rust-src`;
+  - or point FERROCUDA_DEVICE_RUSTC (and FERROCUDA_DEVICE_CARGO) at a rustc whose sysroot has rust-src";
 
 /// Why a device build failed.
 #[derive(Debug)]

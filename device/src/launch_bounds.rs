@@ -1,6 +1,6 @@
 //! Launch bounds for kernels: the `__launch_bounds__(threads, min_blocks)` of CUDA C++.
 //!
-//! [`launch_bounds!`](crate::launch_bounds) emits a marker global that `ferrocuda-builder`
+//! [`launch_bounds!`](macro@crate::launch_bounds) emits a marker global that `ferrocuda-builder`
 //! turns into the kernel's `.maxntid threads, 1, 1` and `.minnctapersm min_blocks` (or
 //! `.reqntid threads, 1, 1`) PTX directives, then removes. ptxas then caps the kernel's
 //! registers so that `min_blocks` blocks of `threads` fit on one SM, as nvcc does.

@@ -11,6 +11,7 @@
 //! - `__ferrocuda_panic_claimed` (`u32`, device memory): the first thread to swap it from 0 to 1
 //!   writes the record; later panics of the launch only trap. (After a trap the context is
 //!   unusable, so it is never reset.)
+//!
 //! The record lives in host memory because the context cannot be read after a trap.
 //! The kernel's name comes from a shared-memory tag that every `#[kernel]` entry writes
 //! ([`__enter_kernel`]).

@@ -38,8 +38,9 @@ pub enum Error {
     /// with today's drivers the whole process, can no longer use the GPU.
     #[error("{report}\n({source})")]
     KernelPanic {
-        /// Where and why.
-        report: crate::KernelPanic,
+        /// Where and why (boxed: it is the largest payload, and every `Result` of this crate
+        /// carries the size of the largest variant).
+        report: Box<crate::KernelPanic>,
         /// The driver's error, from the call that noticed the fault.
         source: DriverError,
     },

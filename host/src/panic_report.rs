@@ -76,7 +76,7 @@ pub(crate) fn with_kernel_panic(error: DriverError) -> Error {
     if error.is_sticky()
         && let Some(report) = recorded()
     {
-        return Error::KernelPanic { report, source: error };
+        return Error::KernelPanic { report: Box::new(report), source: error };
     }
     Error::Driver(error)
 }

@@ -1,5 +1,4 @@
 //! Tensor maps for the TMA copy engine (sm_90): `cuTensorMapEncodeTiled` made safe.
-#![allow(clippy::result_large_err)] // `crate::Error` is large by design (it carries launch details).
 //!
 //! A [`TensorMap`] describes a 1-5-D array in device memory, the box (tile) a copy moves and
 //! how it is laid out in shared memory (swizzle). Kernels read it from global memory: copy it
@@ -98,7 +97,7 @@ impl TensorMap {
     /// # Safety
     /// `address` is 16-byte aligned (128 for interleaved maps) and the memory the layout
     /// describes stays allocated as long as kernels copy through the map: the map holds a raw
-    /// address, no borrow. [`TensorMap::tiled`] checks this for a buffer it borrows.
+    /// address, no borrow. [`TensorMap::tiled_2d`] checks this for a buffer it borrows.
     ///
     /// # Errors
     /// `CUDA_ERROR_INVALID_VALUE` from the driver when the layout breaks a rule above.

@@ -358,7 +358,10 @@ mod tests {
         }
     }
 
-    fn streams() -> (Fake, Fake, Fake, Rc<RefCell<Vec<(usize, usize)>>>) {
+    /// The (waiting stream, awaited stream) pairs the fakes recorded.
+    type Waits = Rc<RefCell<Vec<(usize, usize)>>>;
+
+    fn streams() -> (Fake, Fake, Fake, Waits) {
         let waits = Rc::new(RefCell::new(Vec::new()));
         let s = |id| Fake { id, waits: waits.clone() };
         (s(0), s(1), s(2), waits)
