@@ -117,8 +117,8 @@ impl TensorMap {
         let mut raw = sys::CUtensorMap { opaque: [0; 16] };
         // SAFETY: the slices have the lengths the rank demands (checked above); the driver
         // only writes `raw`. The address's validity is the caller's contract.
-        check("cuTensorMapEncodeTiled", unsafe {
-            sys::cuTensorMapEncodeTiled(
+        unsafe {
+            crate::driver::tensor_map::encode_tiled(
                 &mut raw,
                 layout.data_type.raw(),
                 rank as u32,
@@ -132,7 +132,7 @@ impl TensorMap {
                 sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                 sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
             )
-        })?;
+        }?;
         Ok(TensorMap { raw })
     }
 

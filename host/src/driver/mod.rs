@@ -26,6 +26,7 @@ pub mod launch;
 pub mod memory;
 pub mod module;
 pub mod stream;
+pub mod tensor_map;
 
 /// What each topic file needs.
 mod prelude {
