@@ -104,6 +104,14 @@ impl fmt::Display for BuildError {
                 "this ptxas cannot compile for {arch} (CUDA 13 dropped sm_70 and sm_72): remove `.cubin_arch({arch})`, \
                  or point FERROCUDA_PTXAS at an older toolkit's ptxas; the PTX itself still runs there through the driver's JIT"
             ),
+            Self::Ptxas { arch, log } if !resource_overflows(log).is_empty() => {
+                // A kernel over a hardware limit is the kernel's doing, not the compiler's: name
+                // the kernel, the limit and the remedy.
+                for overflow in resource_overflows(log) {
+                    writeln!(f, "{}", overflow.explain(*arch))?;
+                }
+                write!(f, "(ptxas said:)\n{}", log.trim_end())
+            }
             Self::Ptxas { arch, log } => write!(
                 f,
                 "ptxas rejected the PTX for {arch} (set FERROCUDA_PTXAS to another ptxas to compare; a PTX that ptxas rejects is a code-generation bug worth reporting):\n{}",
@@ -116,6 +124,54 @@ impl fmt::Display for BuildError {
             Self::Io { what, source } => write!(f, "{what}: {source}"),
         }
     }
+}
+
+/// A kernel over one of ptxas's per-kernel limits (audit finding E4), from lines like
+/// `ptxas error   : Entry function 'k' uses too much shared data (0x13890 bytes, 0xc000 max)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ResourceOverflow {
+    /// The kernel (the PTX entry's name).
+    pub kernel: String,
+    /// What ran out: `parameter space`, `shared data` or `local data`.
+    pub what: String,
+    /// Bytes used.
+    pub used: u64,
+    /// Bytes allowed.
+    pub max: u64,
+}
+
+impl ResourceOverflow {
+    /// What to tell the kernel's author.
+    fn explain(&self, arch: Arch) -> String {
+        let remedy = match self.what.as_str() {
+            "parameter space" => {
+                "pass big data in a device buffer (a `&[T]` parameter, or a struct in a one-element buffer) \
+                 instead of by value, or take fewer parameters"
+            }
+            "shared data" => {
+                "declare the big arrays with `dynamic_shared::<T>()` and size them at launch \
+                 (`LaunchConfig::with_shared_bytes`; above 48 KiB also `Function::set_max_dynamic_shared_bytes`)"
+            }
+            _ => "make the kernel's local arrays smaller, or keep the data in shared or global memory",
+        };
+        format!("kernel `{}` uses {} bytes of {}, over the limit of {} bytes for {arch}: {remedy}", self.kernel, self.used, self.what, self.max)
+    }
+}
+
+/// The resource overflows ptxas reported in `log` (empty when it failed for another reason).
+pub(crate) fn resource_overflows(log: &str) -> Vec<ResourceOverflow> {
+    let hex = |text: &str| u64::from_str_radix(text.trim().trim_start_matches("0x"), 16).ok();
+    log.lines()
+        .filter_map(|line| {
+            let rest = &line[line.find("Entry function '")? + "Entry function '".len()..];
+            let (kernel, rest) = rest.split_once('\'')?;
+            let rest = rest.trim_start().strip_prefix("uses too much ")?;
+            let (what, rest) = rest.split_once(" (")?;
+            let (used, rest) = rest.split_once(" bytes, ")?;
+            let (max, _) = rest.split_once(" max")?;
+            Some(ResourceOverflow { kernel: kernel.to_string(), what: what.to_string(), used: hex(used)?, max: hex(max)? })
+        })
+        .collect()
 }
 
 impl BuildError {
@@ -131,5 +187,31 @@ impl std::error::Error for BuildError {
             Self::Io { source, .. } => Some(source),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression (audit E4): a kernel over ptxas's parameter or shared-memory limit was
+    /// reported as a code-generation bug; the message now names the kernel, the limit and what
+    /// to do instead.
+    #[test]
+    fn ptxas_resource_overflows_name_the_kernel_the_limit_and_the_remedy() {
+        let log = "ptxas error   : Entry function 'many_slices' uses too much parameter space (0x12d0 bytes, 0x1100 max).\n\
+                   ptxas error   : Entry function 'big_shared' uses too much shared data (0x13890 bytes, 0xc000 max)\n";
+        let overflows = resource_overflows(log);
+        assert_eq!(overflows.len(), 2);
+        assert_eq!(overflows[0], ResourceOverflow { kernel: "many_slices".into(), what: "parameter space".into(), used: 0x12d0, max: 0x1100 });
+        let text = BuildError::Ptxas { arch: Arch::SM_90, log: log.into() }.to_string();
+        assert!(text.contains("kernel `many_slices` uses 4816 bytes of parameter space, over the limit of 4352 bytes for sm_90"), "{text}");
+        assert!(
+            text.contains("kernel `big_shared` uses 80016 bytes of shared data, over the limit of 49152 bytes") && text.contains("dynamic_shared"),
+            "{text}"
+        );
+        assert!(!text.contains("code-generation bug"), "{text}");
+        let other = BuildError::Ptxas { arch: Arch::SM_90, log: "ptxas fatal   : Unresolved label".into() }.to_string();
+        assert!(other.contains("code-generation bug"), "{other}");
     }
 }
