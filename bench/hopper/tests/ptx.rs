@@ -98,10 +98,21 @@ fn data_movement_functions_are_single_vector_instructions() {
 #[test]
 fn unroll_keeps_register_arrays_out_of_local_memory_and_the_repeat_trap_is_pinned() {
     assert!(!entry("probe_unroll").contains(".local"));
-    assert!(entry("probe_repeat_trap").contains(".local"), "if this fails, rustc fixed the trap: update docs/performance.md");
-    if let (Some(good), Some(trap)) = (resources("probe_unroll"), resources("probe_repeat_trap")) {
+    if let Some(good) = resources("probe_unroll") {
         assert_eq!(good.3, 0, "probe_unroll has a stack frame");
-        assert!(trap.3 >= 512, "the trap's array should be on the stack: {trap:?}");
+    }
+    // The trap depends on the compiler: it was seen with Debian's rustc 1.96 (LLVM 22), not with
+    // rustup's stable 1.95 + rust-src (found by the fresh-machine check's rustup path). Pinned
+    // where it was seen; elsewhere only reported.
+    let toolchain = KERNELS.toolchain;
+    let trapped = entry("probe_repeat_trap").contains(".local");
+    if toolchain.contains("1.96.0") {
+        assert!(trapped, "if this fails, rustc fixed the trap: update docs/performance.md");
+        if let Some(trap) = resources("probe_repeat_trap") {
+            assert!(trap.3 >= 512, "the trap's array should be on the stack: {trap:?}");
+        }
+    } else {
+        eprintln!("[0.0; N] trap with {toolchain}: {}", if trapped { "present" } else { "absent" });
     }
 }
 
