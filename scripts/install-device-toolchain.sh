@@ -125,81 +125,59 @@ else
   say "device toolchain now: $found"
 fi
 
-# 2. ptxas: optional for building, used for cubins (no JIT at load time) and by the PTX tests.
-ptxas_path() {
-  if [ -n "${FERROCUDA_PTXAS:-}" ]; then echo "$FERROCUDA_PTXAS"; return 0; fi
-  command -v ptxas 2>/dev/null && return 0
-  local candidate
-  for candidate in "$root/usr/local/bin/ptxas" "$root/usr/local/cuda/bin/ptxas"; do
+# 2. and 3.: NVIDIA's command-line tools from PyPI, linked into /usr/local/bin (or ~/.local/bin).
+# The first of: the override variable's value, `command -v` of each name, the usual paths.
+tool_path() { # override, name...
+  local override=$1; shift
+  if [ -n "$override" ]; then echo "$override"; return 0; fi
+  local name candidate
+  for name in "$@"; do command -v "$name" 2>/dev/null && return 0; done
+  for candidate in "$root/usr/local/bin/$1" "$root/usr/local/cuda/bin/$1"; do
     if [ -x "$candidate" ]; then echo "$candidate"; return 0; fi
   done
   return 1
 }
-install_ptxas() {
+# Installs `package` (pinned) with pip and links its `nvidia/cu13/bin/<tool>`; never fails the
+# script (the tools are optional), but says why one is missing.
+install_from_pypi() { # package==version, tool, what is lost without it
+  local package=$1 tool=$2 without=$3
   command -v python3 >/dev/null && python3 -m pip --version >/dev/null 2>&1 || {
-    say "no ptxas and no pip: kernels are still built to PTX (the driver JIT-compiles them); no cubins"; return 0; }
-  say "installing ptxas from PyPI (nvidia-cuda-nvcc 13.0.88, matching CUDA 13.0 drivers)"
-  python3 -m pip install -q nvidia-cuda-nvcc==13.0.88 || {
-    say "pip install failed (no network?): no cubins; the PTX still runs through the driver's JIT"; return 0; }
-  changed+=("pip install nvidia-cuda-nvcc==13.0.88")
-  local ptxas
-  ptxas=$(python3 -c 'import nvidia, os; print(next(os.path.join(p, "cu13/bin/ptxas") for p in nvidia.__path__ if os.path.exists(os.path.join(p, "cu13/bin/ptxas"))))') || {
-    say "nvidia-cuda-nvcc is installed but its ptxas was not found"; return 0; }
-  if as_root mkdir -p "$root/usr/local/bin" && as_root ln -sf "$ptxas" "$root/usr/local/bin/ptxas"; then
-    say "linked $root/usr/local/bin/ptxas -> $ptxas"
-    changed+=("ln -s $ptxas $root/usr/local/bin/ptxas")
+    say "no $tool and no pip: $without"; return 0; }
+  say "installing $tool from PyPI ($package)"
+  python3 -m pip install -q "$package" || { say "pip install $package failed (no network?): $without"; return 0; }
+  changed+=("pip install $package")
+  local path
+  path=$(python3 -c 'import nvidia, os, sys; t = "cu13/bin/" + sys.argv[1]; print(next(os.path.join(p, t) for p in nvidia.__path__ if os.path.exists(os.path.join(p, t))))' "$tool") || {
+    say "${package%%==*} is installed but its $tool was not found"; return 0; }
+  if as_root mkdir -p "$root/usr/local/bin" && as_root ln -sf "$path" "$root/usr/local/bin/$tool"; then
+    say "linked $root/usr/local/bin/$tool -> $path"
+    changed+=("ln -s $path $root/usr/local/bin/$tool")
   else
-    mkdir -p "$HOME/.local/bin" && ln -sf "$ptxas" "$HOME/.local/bin/ptxas"
-    say "linked ~/.local/bin/ptxas -> $ptxas (make sure ~/.local/bin is on PATH)"
-    changed+=("ln -s $ptxas ~/.local/bin/ptxas")
+    mkdir -p "$HOME/.local/bin" && ln -sf "$path" "$HOME/.local/bin/$tool"
+    say "linked ~/.local/bin/$tool -> $path (make sure ~/.local/bin is on PATH)"
+    changed+=("ln -s $path ~/.local/bin/$tool")
   fi
 }
+
+# 2. ptxas: optional for building, used for cubins (no JIT at load time) and by the PTX tests;
+# 13.0.88 matches the CUDA 13.0 drivers of the GPU machines.
 if [ "${FERROCUDA_SKIP_PTXAS:-0}" = 1 ]; then
   say "skipping ptxas (FERROCUDA_SKIP_PTXAS=1)"
-elif found_ptxas=$(ptxas_path); then
+elif found_ptxas=$(tool_path "${FERROCUDA_PTXAS:-}" ptxas); then
   say "ptxas present: $found_ptxas"
 else
-  install_ptxas
+  install_from_pypi nvidia-cuda-nvcc==13.0.88 ptxas "kernels are still built to PTX (the driver JIT-compiles them); no cubins"
 fi
 
 # 3. nvdisasm: optional, for `ferrocuda-inspect sass`. PyPI's nvidia-cuda-nvdisasm starts at 13.2
 # (there is no 13.0 wheel); a newer disassembler reads older toolkits' cubins, so the oldest cu13
-# one is pinned. It lands in the same nvidia/cu13/bin as ptxas.
-nvdisasm_path() {
-  if [ -n "${FERROCUDA_NVDISASM:-}" ]; then echo "$FERROCUDA_NVDISASM"; return 0; fi
-  command -v nvdisasm 2>/dev/null && return 0
-  command -v cuobjdump 2>/dev/null && return 0
-  local candidate
-  for candidate in "$root/usr/local/bin/nvdisasm" "$root/usr/local/cuda/bin/nvdisasm"; do
-    if [ -x "$candidate" ]; then echo "$candidate"; return 0; fi
-  done
-  return 1
-}
-install_nvdisasm() {
-  command -v python3 >/dev/null && python3 -m pip --version >/dev/null 2>&1 || {
-    say "no nvdisasm and no pip: \`ferrocuda-inspect sass\` will ask for one"; return 0; }
-  say "installing nvdisasm from PyPI (nvidia-cuda-nvdisasm 13.2.51)"
-  python3 -m pip install -q nvidia-cuda-nvdisasm==13.2.51 || {
-    say "could not install nvdisasm (optional: only \`ferrocuda-inspect sass\` needs it)"; return 0; }
-  changed+=("pip install nvidia-cuda-nvdisasm==13.2.51")
-  local nvdisasm
-  nvdisasm=$(python3 -c 'import nvidia, os; print(next(os.path.join(p, "cu13/bin/nvdisasm") for p in nvidia.__path__ if os.path.exists(os.path.join(p, "cu13/bin/nvdisasm"))))') || {
-    say "nvidia-cuda-nvdisasm is installed but its nvdisasm was not found"; return 0; }
-  if as_root mkdir -p "$root/usr/local/bin" && as_root ln -sf "$nvdisasm" "$root/usr/local/bin/nvdisasm"; then
-    say "linked $root/usr/local/bin/nvdisasm -> $nvdisasm"
-    changed+=("ln -s $nvdisasm $root/usr/local/bin/nvdisasm")
-  else
-    mkdir -p "$HOME/.local/bin" && ln -sf "$nvdisasm" "$HOME/.local/bin/nvdisasm"
-    say "linked ~/.local/bin/nvdisasm -> $nvdisasm (make sure ~/.local/bin is on PATH)"
-    changed+=("ln -s $nvdisasm ~/.local/bin/nvdisasm")
-  fi
-}
+# one is pinned. It lands in the same nvidia/cu13/bin as ptxas. cuobjdump serves as well.
 if [ "${FERROCUDA_SKIP_NVDISASM:-0}" = 1 ] || [ "${FERROCUDA_SKIP_PTXAS:-0}" = 1 ]; then
   say "skipping nvdisasm"
-elif found_nvdisasm=$(nvdisasm_path); then
+elif found_nvdisasm=$(tool_path "${FERROCUDA_NVDISASM:-}" nvdisasm cuobjdump); then
   say "disassembler present: $found_nvdisasm"
 else
-  install_nvdisasm
+  install_from_pypi nvidia-cuda-nvdisasm==13.2.51 nvdisasm "\`ferrocuda-inspect sass\` will ask for one"
 fi
 
 if [ ${#changed[@]} -eq 0 ]; then

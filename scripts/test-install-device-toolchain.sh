@@ -62,8 +62,13 @@ echo "python3 $*" >>"$STATE/log"
 case "$1 $2" in
   "-m pip") [ "$3" = --version ] && exit 0
             [ -e "$STATE/no-network" ] && exit 1
-            mkdir -p "$STATE/site/nvidia/cu13/bin"; printf '#!/bin/sh\n' >"$STATE/site/nvidia/cu13/bin/ptxas"; chmod +x "$STATE/site/nvidia/cu13/bin/ptxas" ;;
-  "-c "*) echo "$STATE/site/nvidia/cu13/bin/ptxas" ;;
+            # The package decides the tool: nvidia-cuda-nvcc brings ptxas, nvidia-cuda-nvdisasm nvdisasm.
+            case "$*" in *nvdisasm*) tool=nvdisasm ;; *) tool=ptxas ;; esac
+            mkdir -p "$STATE/site/nvidia/cu13/bin"; printf '#!/bin/sh\n' >"$STATE/site/nvidia/cu13/bin/$tool"; chmod +x "$STATE/site/nvidia/cu13/bin/$tool" ;;
+  # The script asks where a tool landed, naming it as the argument after the program.
+  "-c "*) tool=${3:?the script must name the tool it looks for}
+          [ -e "$STATE/site/nvidia/cu13/bin/$tool" ] || exit 1
+          echo "$STATE/site/nvidia/cu13/bin/$tool" ;;
 esac
 STUB
   cat >"$bin/sudo" <<'STUB'
@@ -108,11 +113,15 @@ expect_log "apt-get update"; expect_log "apt-get install -y -q rustc-web cargo-w
 expect out "device toolchain now: rustc 1.96.0 (stub debian) from Debian rustc-web"
 expect_log "python3 -m pip install -q nvidia-cuda-nvcc==13.0.88"
 [ -L "$ROOT/usr/local/bin/ptxas" ] || fail "$name: no ptxas link"
+expect_log "python3 -m pip install -q nvidia-cuda-nvdisasm==13.2.51"
+[ "$(readlink "$ROOT/usr/local/bin/nvdisasm")" = "$STATE/site/nvidia/cu13/bin/nvdisasm" ] || fail "$name: nvdisasm must link to nvdisasm, not to another tool"
+[ "$(readlink "$ROOT/usr/local/bin/ptxas")" = "$STATE/site/nvidia/cu13/bin/ptxas" ] || fail "$name: ptxas must link to ptxas"
 expect out "changed: apt-get update; apt-get install rustc-web cargo-web rust-web-src; pip install"
 expect_not_log "rustup component add"
 # Idempotent: a second run finds everything and changes nothing.
 : >"$STATE/log"; rerun $name
 expect out2 "device toolchain present: rustc 1.96.0 (stub debian)"; expect out2 "ptxas present: $ROOT/usr/local/bin/ptxas"
+expect out2 "disassembler present: $ROOT/usr/local/bin/nvdisasm"
 expect out2 "done: nothing to change"; expect_not_log "apt-get"; expect_not_log "pip install"
 
 # Lists present with a candidate: no update needed.
@@ -140,15 +149,19 @@ expect out "could not install a device toolchain"; expect out "FERROCUDA_DEVICE_
 
 # Everything there already (host toolchain with rust-src, ptxas): nothing runs.
 host_has_rust_src() { mkdir -p "$STATE/host-sysroot/lib/rustlib/src/rust/library/core/src"; touch "$STATE/host-sysroot/lib/rustlib/src/rust/library/core/src/lib.rs"; }
-prepare_complete() { host_has_rust_src; mkdir -p "$ROOT/usr/local/bin"; printf '#!/bin/sh\n' >"$ROOT/usr/local/bin/ptxas"; chmod +x "$ROOT/usr/local/bin/ptxas"; }
+prepare_complete() {
+  host_has_rust_src; mkdir -p "$ROOT/usr/local/bin"
+  for tool in ptxas nvdisasm; do printf '#!/bin/sh\n' >"$ROOT/usr/local/bin/$tool"; chmod +x "$ROOT/usr/local/bin/$tool"; done
+}
 name=complete; run_case $name 0
 expect out "device toolchain present: rustc 1.95.0 (stub host) (the host toolchain"; expect out "done: nothing to change"
 expect_not_log "apt-get"; expect_not_log "rustup component"; expect_not_log "pip install"
 
-# ptxas from pip without network: optional, so a warning and success.
+# ptxas and nvdisasm from pip without network: optional, so a warning and success.
 prepare_ptxas-no-network() { host_has_rust_src; }
 name=ptxas-no-network; run_case $name 0 no-network
-expect out "pip install failed (no network?)"; expect out "done: nothing to change"
+expect out "pip install nvidia-cuda-nvcc==13.0.88 failed (no network?)"
+expect out "pip install nvidia-cuda-nvdisasm==13.2.51 failed (no network?)"; expect out "done: nothing to change"
 
 # The old bug itself: `apt-cache policy ... | grep -q` under pipefail fails on this output.
 export STATE="$work/sigpipe"; mkdir -p "$STATE"; touch "$STATE/apt-has-packages" "$STATE/apt-updated"
