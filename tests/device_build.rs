@@ -227,9 +227,24 @@ fn atomics_warp_operations_and_barriers_compile_to_their_instructions() {
         assert!(masks.contains(instruction), "missing {instruction}");
     }
     let barriers = entry_body(ptx(), "barrier_votes");
-    for instruction in ["bar.red.popc.u32", "bar.red.and.pred", "bar.red.or.pred"] {
+    for instruction in ["barrier.red.popc.u32", "barrier.red.and.pred", "barrier.red.or.pred"] {
         assert!(barriers.contains(instruction), "missing {instruction}");
     }
+}
+
+/// `bar.sync`/`bar.red` are the `.aligned` barriers: every thread must execute the same
+/// instruction. LLVM copies a barrier into both arms of `if tid == 0 { .. }` (rustc marks
+/// nothing convergent), and with the aligned form warp 0 then arrives twice: the Hopper TMA
+/// probes hung on an H100 and an H200. The device library emits only the non-aligned forms.
+#[test]
+fn block_barriers_are_never_the_aligned_form_that_llvm_may_duplicate() {
+    for (module, ptx) in modules() {
+        for line in ptx.lines().map(str::trim) {
+            let aligned = line.starts_with("bar.sync") || line.starts_with("bar.red") || line.starts_with("bar.arrive") || line.contains("barrier.sync.aligned");
+            assert!(!aligned, "{module}: aligned block barrier `{line}`");
+        }
+    }
+    assert!(ptx().contains("barrier.sync 0;"), "the block barrier's PTX changed");
 }
 
 #[test]

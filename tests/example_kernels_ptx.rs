@@ -179,7 +179,7 @@ fn stale_read_loads_the_flag_again_after_each_barrier() {
     // which `opcodes` skips: count the text.
     // `stale_read` is a test fixture (test-kernels), not an example kernel.
     let body = entry_body_in(test_kernels::KERNELS.ptx_for(80).expect("test-kernels is built for sm_80"), "stale_read");
-    let barriers: Vec<usize> = body.match_indices("bar.sync").map(|(at, _)| at).collect();
+    let barriers: Vec<usize> = body.match_indices("barrier.sync 0").map(|(at, _)| at).collect();
     assert_eq!(barriers.len(), 2, "{body}");
     let (before, between, after) = (&body[..barriers[0]], &body[barriers[0]..barriers[1]], &body[barriers[1]..]);
     assert_eq!(before.matches("ld.relaxed.gpu.global").count(), 1, "{body}");

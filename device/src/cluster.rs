@@ -42,13 +42,14 @@ pub fn size() -> u32 {
 
 /// Cluster-wide barrier (`barrier.cluster.arrive` + `barrier.cluster.wait`, which release and acquire by default):
 /// every thread of every block of the cluster must reach it; shared-memory writes before it
-/// are visible to the cluster's other blocks after it.
+/// are visible to the cluster's other blocks after it. Not the `.aligned` forms, for the reason
+/// given in [`crate::sync`]'s module docs.
 #[inline(always)]
 pub fn sync() {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: a barrier; every thread of the cluster reaches it, as in CUDA's cluster.sync().
     unsafe {
-        core::arch::asm!("barrier.cluster.arrive.aligned;", "barrier.cluster.wait.aligned;", options(nostack));
+        core::arch::asm!("barrier.cluster.arrive;", "barrier.cluster.wait;", options(nostack));
     }
     #[cfg(not(target_arch = "nvptx64"))]
     crate::cpu::hooks::cluster_sync()

@@ -2,30 +2,40 @@
 //!
 //! | function | CUDA | PTX | cost |
 //! | --- | --- | --- | --- |
-//! | [`sync_threads`] | `__syncthreads()` | `bar.sync 0` | a block-wide wait |
-//! | [`sync_threads_count`] | `__syncthreads_count(p)` | `bar.red.popc.u32` | a wait plus a block reduction |
-//! | [`sync_threads_and`] / [`sync_threads_or`] | `__syncthreads_and/or(p)` | `bar.red.and/or.pred` | as above |
+//! | [`sync_threads`] | `__syncthreads()` | `barrier.sync 0` | a block-wide wait |
+//! | [`sync_threads_count`] | `__syncthreads_count(p)` | `barrier.red.popc.u32` | a wait plus a block reduction |
+//! | [`sync_threads_and`] / [`sync_threads_or`] | `__syncthreads_and/or(p)` | `barrier.red.and/or.pred` | as above |
 //! | [`sync_warp`] | `__syncwarp(mask)` | `bar.warp.sync` | converges the lanes of `mask` |
 //! | [`fence_block`] / [`fence_device`] / [`fence_system`] | `__threadfence_block/()/_system` | `fence.sc.cta/gpu/sys` | orders this thread's memory accesses as seen by the block / GPU / host and peers |
 //!
 //! Every thread of the block must reach a block barrier (every lane of `mask`, a warp
 //! barrier), as in CUDA; the CPU executor reports a barrier that some threads skip.
-
-/// Block-wide barrier (`__syncthreads()`, `bar.sync 0`): waits until every thread of the block
+//!
+//! # Why not `bar.sync`
+//! `bar.sync` is `barrier.sync.aligned`: every thread must execute the *same* barrier
+//! instruction. rustc does not mark code as convergent, so LLVM may copy a barrier into both
+//! arms of a branch that ends just before it: `if tid == 0 { init } sync_threads();` became
+//! one `bar.sync` per arm. Warp 0 then reached the barrier twice (lane 0 in one copy, lanes
+//! 1-31 in the other, each counted as a whole warp), and the block hung on an H200
+//! (`probe_tma_diag`, 2026-11-23). The non-`.aligned` forms used here allow threads to reach
+//! the barrier through different copies; ptxas emits the same `BAR.SYNC` for uniform code and
+//! a divergence check where a copy may be reached by part of a warp.
+/// Block-wide barrier (`__syncthreads()`, `barrier.sync 0`): waits until every thread of the block
 /// has reached it; shared and global memory writes made before it are visible after it.
 #[inline(always)]
 pub fn sync_threads() {
     #[cfg(target_arch = "nvptx64")]
-    // SAFETY: a barrier; the caller keeps it in uniform control flow, as in CUDA.
+    // SAFETY: a barrier (not `.aligned`: see the module docs); it orders memory, so the asm is
+    // not `nomem` and the compiler keeps loads and stores on their side of it.
     unsafe {
-        core::arch::nvptx::_syncthreads()
+        core::arch::asm!("barrier.sync 0;", options(nostack))
     }
     #[cfg(not(target_arch = "nvptx64"))]
     crate::cpu::hooks::barrier(crate::cpu::hooks::BarrierKind::Plain, false);
 }
 
 /// Block barrier that also counts the threads whose `predicate` is true
-/// (`__syncthreads_count`, `bar.red.popc.u32`). Every thread gets the same count.
+/// (`__syncthreads_count`, `barrier.red.popc.u32`). Every thread gets the same count.
 #[inline(always)]
 pub fn sync_threads_count(predicate: bool) -> u32 {
     #[cfg(target_arch = "nvptx64")]
@@ -34,7 +44,7 @@ pub fn sync_threads_count(predicate: bool) -> u32 {
         // SAFETY: a block barrier with a reduction; uniform control flow as in CUDA.
         unsafe {
             core::arch::asm!(
-                "{{ .reg .pred p; setp.ne.u32 p, {v}, 0; bar.red.popc.u32 {c}, 0, p; }}",
+                "{{ .reg .pred p; setp.ne.u32 p, {v}, 0; barrier.red.popc.u32 {c}, 0, p; }}",
                 v = in(reg32) predicate as u32, c = out(reg32) count,
             );
         }
@@ -53,7 +63,7 @@ pub fn sync_threads_and(predicate: bool) -> bool {
         // SAFETY: a block barrier with a reduction; uniform control flow as in CUDA.
         unsafe {
             core::arch::asm!(
-                "{{ .reg .pred p, q; setp.ne.u32 p, {v}, 0; bar.red.and.pred q, 0, p; selp.u32 {r}, 1, 0, q; }}",
+                "{{ .reg .pred p, q; setp.ne.u32 p, {v}, 0; barrier.red.and.pred q, 0, p; selp.u32 {r}, 1, 0, q; }}",
                 v = in(reg32) predicate as u32, r = out(reg32) all,
             );
         }
@@ -74,7 +84,7 @@ pub fn sync_threads_or(predicate: bool) -> bool {
         // SAFETY: a block barrier with a reduction; uniform control flow as in CUDA.
         unsafe {
             core::arch::asm!(
-                "{{ .reg .pred p, q; setp.ne.u32 p, {v}, 0; bar.red.or.pred q, 0, p; selp.u32 {r}, 1, 0, q; }}",
+                "{{ .reg .pred p, q; setp.ne.u32 p, {v}, 0; barrier.red.or.pred q, 0, p; selp.u32 {r}, 1, 0, q; }}",
                 v = in(reg32) predicate as u32, r = out(reg32) any,
             );
         }

@@ -192,3 +192,21 @@ fn wgmma_with_a_from_registers_assembles() {
     assert!(text.lines().any(|l| l.contains("m64n64k16") && l.contains("p, 1, 1, 0;") && !l.contains("p, 1, 1, 0, 0;")), "no RS-form wgmma");
     assert!(!text.contains(".local"));
 }
+
+/// The hang of `probe_tma_diag` and `tma_copy_tile` on the H100 and H200 (2026-11-23): after
+/// `if tid == 0 { init the mbarrier }`, LLVM put a copy of the block barrier in each arm, and
+/// the copies were the `.aligned` `bar.sync`, which ptxas predicated per arm, so warp 0 arrived
+/// twice. The barrier is now `barrier.sync` (not aligned): copies are allowed, and ptxas guards
+/// each with a divergence check (`BRA.DIV` in the SASS).
+#[test]
+fn the_barrier_after_thread_zero_initialises_a_barrier_is_not_aligned() {
+    for kernel in ["probe_tma_diag", "tma_copy_tile", "gemm_bf16_tn", "gemm_bf16_tn_serial", "probe_wgmma_tile"] {
+        let text = entry(kernel);
+        assert!(text.contains("barrier.sync 0;"), "{kernel}: no block barrier");
+        for aligned in ["bar.sync", "barrier.sync.aligned", "barrier.cluster.arrive.aligned", "barrier.cluster.wait.aligned"] {
+            assert!(!text.contains(aligned), "{kernel}: `{aligned}` may be duplicated into divergent arms");
+        }
+    }
+    let cluster = entry("gemm_bf16_tn_cluster");
+    assert!(cluster.contains("barrier.cluster.arrive;") && cluster.contains("barrier.cluster.wait;"), "cluster barriers not aligned");
+}
