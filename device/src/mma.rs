@@ -13,14 +13,20 @@
 //! [`load_a`], [`load_b`] and [`store_d`] do that indexing for tiles in ordinary slices.
 
 /// `D = A·B + C` for f16 inputs and f32 accumulators
-/// (`mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32`). Every lane of the warp must call it.
+/// (`mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32`).
+///
+/// # Safety
+/// Every lane of the warp executes this same call together (warp-uniform control flow, no
+/// lane exited): `mma.sync.aligned` executed by part of a warp is undefined behaviour. The
+/// CPU executor does not check this.
 #[inline(always)]
-pub fn m16n8k16_f16(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
+pub unsafe fn m16n8k16_f16(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
     #[cfg(target_arch = "nvptx64")]
     {
         let d: [f32; 4];
         let (d0, d1, d2, d3): (f32, f32, f32, f32);
-        // SAFETY: a warp-wide tensor-core instruction on register fragments; all lanes converged.
+        // SAFETY: a warp-wide tensor-core instruction on register fragments; the caller keeps
+        // all lanes converged.
         unsafe {
             core::arch::asm!(
                 "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {{{d0}, {d1}, {d2}, {d3}}}, {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{c0}, {c1}, {c2}, {c3}}};",
@@ -28,7 +34,8 @@ pub fn m16n8k16_f16(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
                 a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
                 b0 = in(reg32) b[0], b1 = in(reg32) b[1],
                 c0 = in(reg32) c[0], c1 = in(reg32) c[1], c2 = in(reg32) c[2], c3 = in(reg32) c[3],
-                options(pure, nomem, nostack),
+                // Not `pure`: LLVM could then sink it into a branch that only some lanes take.
+                options(nomem, nostack),
             );
         }
         d = [d0, d1, d2, d3];
@@ -41,8 +48,11 @@ pub fn m16n8k16_f16(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
 }
 
 /// As [`m16n8k16_f16`] with bf16 inputs (`.f32.bf16.bf16.f32`).
+///
+/// # Safety
+/// As for [`m16n8k16_f16`].
 #[inline(always)]
-pub fn m16n8k16_bf16(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
+pub unsafe fn m16n8k16_bf16(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
     #[cfg(target_arch = "nvptx64")]
     {
         let (d0, d1, d2, d3): (f32, f32, f32, f32);
@@ -54,7 +64,8 @@ pub fn m16n8k16_bf16(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
                 a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
                 b0 = in(reg32) b[0], b1 = in(reg32) b[1],
                 c0 = in(reg32) c[0], c1 = in(reg32) c[1], c2 = in(reg32) c[2], c3 = in(reg32) c[3],
-                options(pure, nomem, nostack),
+                // Not `pure`: LLVM could then sink it into a branch that only some lanes take.
+                options(nomem, nostack),
             );
         }
         [d0, d1, d2, d3]

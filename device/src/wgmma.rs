@@ -76,9 +76,13 @@ impl Descriptor {
 }
 
 /// Orders register and shared-memory accesses before the following `wgmma`s
-/// (`wgmma.fence.sync.aligned`). All threads of the warpgroup.
+/// (`wgmma.fence.sync.aligned`).
+///
+/// # Safety
+/// Every thread of the warpgroup (4 warps) executes this same call together: the
+/// `.sync.aligned` form executed by part of a warpgroup is undefined behaviour.
 #[inline(always)]
-pub fn fence() {
+pub unsafe fn fence() {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: a fence.
     unsafe {
@@ -87,8 +91,12 @@ pub fn fence() {
 }
 
 /// Closes the group of `wgmma`s issued so far (`wgmma.commit_group.sync.aligned`).
+///
+/// # Safety
+/// Every thread of the warpgroup (4 warps) executes this same call together: the
+/// `.sync.aligned` form executed by part of a warpgroup is undefined behaviour.
 #[inline(always)]
-pub fn commit() {
+pub unsafe fn commit() {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: bookkeeping.
     unsafe {
@@ -97,8 +105,12 @@ pub fn commit() {
 }
 
 /// Waits until at most `N` committed groups are pending (`wgmma.wait_group.sync.aligned N`).
+///
+/// # Safety
+/// Every thread of the warpgroup (4 warps) executes this same call together: the
+/// `.sync.aligned` form executed by part of a warpgroup is undefined behaviour.
 #[inline(always)]
-pub fn wait<const N: u32>() {
+pub unsafe fn wait<const N: u32>() {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: a wait.
     unsafe {

@@ -168,7 +168,8 @@ mod body {
                     full(s).wait((step / STAGES) & 1);
                     let a_tile = base + s * STAGE + consumer * 64 * 128;
                     let b_tile = base + s * STAGE + A_TILE;
-                    wgmma::fence();
+                    // SAFETY: the consumer warpgroup's 128 threads run this code together (the branch is on `tid / 128`).
+                    unsafe { wgmma::fence() };
                     // SAFETY: the stage is full (TMA-written, so visible to the async proxy)
                     // and stays so until this warpgroup arrives on `empty` below.
                     unsafe {
@@ -177,17 +178,20 @@ mod body {
                         m64n256k16_bf16(&mut acc, Descriptor::k_major_128b(a_tile + 64).0, Descriptor::k_major_128b(b_tile + 64).0, true);
                         m64n256k16_bf16(&mut acc, Descriptor::k_major_128b(a_tile + 96).0, Descriptor::k_major_128b(b_tile + 96).0, true);
                     }
-                    wgmma::commit();
+                    // SAFETY: the consumer warpgroup's 128 threads run this code together (the branch is on `tid / 128`).
+                    unsafe { wgmma::commit() };
                     if OVERLAP {
                         // This step's group may still run; the previous one is done, so its
                         // stage can be refilled.
-                        wgmma::wait::<1>();
+                        // SAFETY: the consumer warpgroup's 128 threads run this code together (the branch is on `tid / 128`).
+                        unsafe { wgmma::wait::<1>() };
                         fence_accumulators_128(&mut acc);
                         if lane == 0 && kb > 0 {
                             empty((step + STAGES - 1) % STAGES).arrive();
                         }
                     } else {
-                        wgmma::wait::<0>();
+                        // SAFETY: the consumer warpgroup's 128 threads run this code together (the branch is on `tid / 128`).
+                        unsafe { wgmma::wait::<0>() };
                         fence_accumulators_128(&mut acc);
                         if lane == 0 {
                             empty(s).arrive();
@@ -196,7 +200,8 @@ mod body {
                     step += 1;
                 }
                 if OVERLAP {
-                    wgmma::wait::<0>();
+                    // SAFETY: the consumer warpgroup's 128 threads run this code together (the branch is on `tid / 128`).
+                    unsafe { wgmma::wait::<0>() };
                     fence_accumulators_128(&mut acc);
                     if lane == 0 && k_steps > 0 {
                         empty((step + STAGES - 1) % STAGES).arrive();
@@ -319,7 +324,8 @@ mod body {
                     full(s).wait((step / STAGES) & 1);
                     let a_tile = base + s * STAGE + consumer * 64 * 128;
                     let b_tile = base + s * STAGE + A_TILE;
-                    wgmma::fence();
+                    // SAFETY: the consumer warpgroup's 128 threads run this code together (the branch is on `tid / 128`).
+                    unsafe { wgmma::fence() };
                     // SAFETY: the stage is full and stays so until released below.
                     unsafe {
                         m64n256k16_bf16(&mut acc, Descriptor::k_major_128b(a_tile).0, Descriptor::k_major_128b(b_tile).0, true);
@@ -327,15 +333,18 @@ mod body {
                         m64n256k16_bf16(&mut acc, Descriptor::k_major_128b(a_tile + 64).0, Descriptor::k_major_128b(b_tile + 64).0, true);
                         m64n256k16_bf16(&mut acc, Descriptor::k_major_128b(a_tile + 96).0, Descriptor::k_major_128b(b_tile + 96).0, true);
                     }
-                    wgmma::commit();
-                    wgmma::wait::<1>();
+                    // SAFETY: the consumer warpgroup's 128 threads run this code together (the branch is on `tid / 128`).
+                    unsafe { wgmma::commit() };
+                    // SAFETY: the consumer warpgroup's 128 threads run this code together (the branch is on `tid / 128`).
+                    unsafe { wgmma::wait::<1>() };
                     fence_accumulators_128(&mut acc);
                     if lane == 0 && kb > 0 {
                         release((step + STAGES - 1) % STAGES);
                     }
                     step += 1;
                 }
-                wgmma::wait::<0>();
+                // SAFETY: the consumer warpgroup's 128 threads run this code together (the branch is on `tid / 128`).
+                unsafe { wgmma::wait::<0>() };
                 fence_accumulators_128(&mut acc);
                 if lane == 0 && k_steps > 0 {
                     release((step + STAGES - 1) % STAGES);

@@ -272,14 +272,15 @@ pub unsafe fn wgmma_tile_body(a: *const u16, b: *const u16, out_ss: *mut f32, ou
     let mut ss: [f32; 32] = unsafe { core::mem::zeroed() };
     // SAFETY: zero bits are 0.0.
     let mut rs: [f32; 32] = unsafe { core::mem::zeroed() };
-    wgmma::fence();
-    // SAFETY: one whole warpgroup; the tiles were written and fenced above.
+    // SAFETY (fence, the wgmmas, commit, wait): one whole warpgroup (the caller's contract: 128
+    // threads, 1 block) runs this straight-line code together; the tiles were written and fenced.
     unsafe {
+        wgmma::fence();
         wgmma::m64n64k16_bf16(&mut ss, Descriptor::k_major_128b(a_tile).0, Descriptor::k_major_128b(b_tile).0, false);
         wgmma::m64n64k16_bf16_rs(&mut rs, fragment, Descriptor::k_major_128b(b_tile).0, false);
+        wgmma::commit();
+        wgmma::wait::<0>();
     }
-    wgmma::commit();
-    wgmma::wait::<0>();
     wgmma::fence_accumulators_32(&mut ss);
     wgmma::fence_accumulators_32(&mut rs);
     unroll::<8>(|i| {

@@ -17,7 +17,8 @@ fn tile_kernel(a: &[u16], b: &[u16], c: &mut [f32], n: usize) {
     for k0 in (0..n).step_by(16) {
         let fa = mma::load_a(&a[row0 * n + k0..], n, lane);
         let fb = mma::load_b(&b[k0 * n + col0..], n, lane);
-        acc = mma::m16n8k16_bf16(fa, fb, acc);
+        // SAFETY: every lane of the warp (the block is one warp) runs this loop together.
+        acc = unsafe { mma::m16n8k16_bf16(fa, fb, acc) };
     }
     mma::store_d(&mut c[row0 * n + col0..], n, lane, acc);
 }

@@ -315,7 +315,9 @@ pub fn mma_m16n8k16_f16(a: &[u16], b: &[u16], mut c: DisjointSlice<f32>) {
     use ferrocuda_device::mma;
     let lane = warp::lane_id();
     if a.len() >= 256 && b.len() >= 128 && c.len() >= 128 && first_warp_of_the_grid() {
-        let d = mma::m16n8k16_f16(mma::load_a(a, 16, lane), mma::load_b(b, 8, lane), [0.0; 4]);
+        // SAFETY: the condition is uniform across the warp (lengths, block and warp index), so
+        // all 32 lanes of warp 0 execute the mma together.
+        let d = unsafe { mma::m16n8k16_f16(mma::load_a(a, 16, lane), mma::load_b(b, 8, lane), [0.0; 4]) };
         // SAFETY: only the first warp of the grid gets here, and its lanes store disjoint
         // elements of the 16 x 8 tile (`store_d`'s fragment layout).
         mma::store_d(unsafe { c.as_mut_slice() }, 8, lane, d);
@@ -358,7 +360,8 @@ pub fn mma_m16n8k16_bf16(a: &[u16], b: &[u16], mut c: DisjointSlice<f32>) {
     use ferrocuda_device::mma;
     let lane = warp::lane_id();
     if a.len() >= 256 && b.len() >= 128 && c.len() >= 128 && first_warp_of_the_grid() {
-        let d = mma::m16n8k16_bf16(mma::load_a(a, 16, lane), mma::load_b(b, 8, lane), [0.0; 4]);
+        // SAFETY: as in `mma_m16n8k16_f16`: the whole warp 0 executes it together.
+        let d = unsafe { mma::m16n8k16_bf16(mma::load_a(a, 16, lane), mma::load_b(b, 8, lane), [0.0; 4]) };
         // SAFETY: as in `mma_m16n8k16_f16`.
         mma::store_d(unsafe { c.as_mut_slice() }, 8, lane, d);
     }

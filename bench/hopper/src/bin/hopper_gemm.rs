@@ -253,6 +253,70 @@ fn wgmma_tile(context: &Context, stream: &Stream, module: &Module) -> Res<String
     Ok("wgmma m64n64k16 tile, A from shared memory and from registers, thread-written 128-byte swizzle: exact".into())
 }
 
+/// The data-movement probes on the GPU, each against what its instruction must produce:
+/// `probe_copy16` (`ld.global.nc.v4` + `st.global.v4`), `probe_cp_async` (`cp.async.cg` +
+/// commit/wait), `probe_ldmatrix` (`stmatrix` then `ldmatrix` x4 at the same rows: the
+/// fragments come back unchanged) and `probe_unroll`'s `elect.sync` (one lane per warp).
+fn data_movement_probes(context: &Context, stream: &Stream, module: &Module) -> Res<String> {
+    const THREADS: u32 = 128;
+    let mut rng = Rng(0x00c0_ffee);
+    let words: Vec<u32> = (0..4 * THREADS).map(|_| rng.next() as u32).collect();
+    let src = DeviceBuffer::from_slice(context, &words).map_err(err("upload"))?;
+    let run = |name: &str, block: u32, shared: u32, params: &mut [*mut c_void]| -> Res<()> {
+        let function = module.function(name).map_err(err(name))?;
+        // SAFETY: each caller passes the parameters `name` declares, with the sizes its
+        // contract asks for (see the buffers below), and one block of `block` threads.
+        unsafe { launch(&function, stream, (1, 1), block, shared, params)? };
+        wait_idle(stream, name, 20.0)
+    };
+    let mut problems = Vec::new();
+
+    let copy = DeviceBuffer::<u32>::zeroed(context, words.len()).map_err(err("alloc"))?;
+    let (mut pd, mut ps) = (copy.device_ptr(), src.device_ptr());
+    run("probe_copy16", THREADS, 0, &mut [(&mut pd as *mut u64).cast(), (&mut ps as *mut u64).cast()])?;
+    if copy.to_vec().map_err(err("download"))? != words {
+        problems.push("probe_copy16: the copy differs from the source");
+    }
+
+    let firsts = DeviceBuffer::<u32>::zeroed(context, THREADS as usize).map_err(err("alloc"))?;
+    let (mut ps, mut pd) = (src.device_ptr(), firsts.device_ptr());
+    run("probe_cp_async", THREADS, 16 * THREADS, &mut [(&mut ps as *mut u64).cast(), (&mut pd as *mut u64).cast()])?;
+    let expected: Vec<u32> = (0..THREADS as usize).map(|t| words[4 * t]).collect();
+    if firsts.to_vec().map_err(err("download"))? != expected {
+        problems.push("probe_cp_async: a thread did not read back the first word of its 16 bytes");
+    }
+
+    let fragments = DeviceBuffer::<u32>::zeroed(context, 128).map_err(err("alloc"))?;
+    let mut pd = fragments.device_ptr();
+    run("probe_ldmatrix", 32, 512, &mut [(&mut pd as *mut u64).cast()])?;
+    let expected: Vec<u32> = (0..32u32).flat_map(|lane| [lane, lane + 32, lane + 64, lane + 96]).collect();
+    if fragments.to_vec().map_err(err("download"))? != expected {
+        problems.push("probe_ldmatrix: stmatrix + ldmatrix did not give the fragments back");
+    }
+
+    let out = DeviceBuffer::<f32>::zeroed(context, 32 * THREADS as usize).map_err(err("alloc"))?;
+    let elected = DeviceBuffer::<u32>::zeroed(context, THREADS as usize).map_err(err("alloc"))?;
+    let (mut po, mut pe, mut px, mut steps) = (out.device_ptr(), elected.device_ptr(), 0.5f32, 3u32);
+    let mut params = [(&mut po as *mut u64).cast(), (&mut pe as *mut u64).cast(), (&mut px as *mut f32).cast(), (&mut steps as *mut u32).cast()];
+    run("probe_unroll", THREADS, 0, &mut params)?;
+    let elected = elected.to_vec().map_err(err("download"))?;
+    let per_warp: Vec<u32> = elected.chunks(32).map(|warp| warp.iter().sum()).collect();
+    if per_warp.iter().any(|&n| n != 1) {
+        problems.push("elect.sync: not exactly one lane per warp elected");
+    }
+    // acc[i] after `steps` rounds of acc = acc * x + (i + step), from 0.
+    let values = out.to_vec().map_err(err("download"))?;
+    let expect = |i: usize| (0..3u32).fold(0.0f32, |acc, step| acc * 0.5 + (i as u32 + step) as f32);
+    if (0..THREADS as usize).any(|t| (0..32).any(|i| values[32 * t + i] != expect(i))) {
+        problems.push("probe_unroll: the unrolled register array has wrong values");
+    }
+    if problems.is_empty() {
+        Ok("data movement on the GPU: copy16, cp.async (commit/wait), stmatrix+ldmatrix x4, elect.sync, unroll: all exact".into())
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
 /// Polls until `stream` is idle, at most `seconds`: a kernel that hangs is reported instead of
 /// blocking the run (the process must then exit: the context cannot be used any more).
 fn wait_idle(stream: &Stream, what: &str, seconds: f64) -> Res<()> {
@@ -604,7 +668,14 @@ fn run() -> Res<bool> {
             ok = false;
         }
     }
-    eprintln!("TMA round trip and wgmma tile done; creating the cuBLAS handle ...");
+    match data_movement_probes(&context, &stream, &module) {
+        Ok(line) => println!("PASS {line}"),
+        Err(why) => {
+            println!("FAIL {why}");
+            ok = false;
+        }
+    }
+    eprintln!("TMA round trip, wgmma tile and data-movement probes done; creating the cuBLAS handle ...");
     let blas = Cublas::new(&stream)?;
     let mut json = Vec::new();
     for side in sizes {
