@@ -240,7 +240,8 @@ fn atomics_warp_operations_and_barriers_compile_to_their_instructions() {
 fn block_barriers_are_never_the_aligned_form_that_llvm_may_duplicate() {
     for (module, ptx) in modules() {
         for line in ptx.lines().map(str::trim) {
-            let aligned = line.starts_with("bar.sync") || line.starts_with("bar.red") || line.starts_with("bar.arrive") || line.contains("barrier.sync.aligned");
+            let aligned =
+                line.starts_with("bar.sync") || line.starts_with("bar.red") || line.starts_with("bar.arrive") || line.contains("barrier.sync.aligned");
             assert!(!aligned, "{module}: aligned block barrier `{line}`");
         }
     }
