@@ -10,6 +10,7 @@ mod common;
 use backend::{Backend, KernelArg, launch_on, on_both_backends};
 use ferrocuda::LaunchConfig;
 use ferrocuda_device::cpu::{CpuError, CpuExecutor, RaceKind, SHARED_POISON_BYTE};
+use gpu_kernels::examples::{self, MATMUL_BLOCK_M, MATMUL_BLOCK_N, MATMUL_THREADS};
 use gpu_kernels::{saxpy, sum_f32};
 use test_kernels::cpu_examples::{self, TILE};
 use test_kernels::launch_kinds::{self, Affine};
@@ -24,6 +25,8 @@ on_both_backends!(
     a_bool_argument_marks_every_block,
     two_outputs_in_one_launch,
     tiled_matrix_product_matches_the_host,
+    pipelined_sgemm_matches_the_host,
+    pipelined_sgemm_refuses_shapes_it_was_not_written_for,
 );
 
 impl KernelArg for Affine {
@@ -310,4 +313,50 @@ fn intrinsics_outside_a_kernel_say_they_need_one() {
     let payload = result.unwrap_err();
     let message = payload.downcast_ref::<String>().cloned().unwrap_or_default();
     assert!(message.contains("`thread_idx` only has a value inside a kernel"), "{message}");
+}
+
+/// Inputs of the SGEMM tests: quarters in [-1.5, 1.5] and halves in [-2, 3], so that every
+/// product and partial sum below is exact in f32 (the GPU's fused and the CPU's separate
+/// multiply-adds then agree bit for bit, in any order).
+fn sgemm_inputs(m: usize, n: usize, k: usize) -> (Vec<f32>, Vec<f32>) {
+    let a = (0..m * k).map(|i| ((i * 7) % 13) as f32 * 0.25 - 1.5).collect();
+    let b = (0..k * n).map(|i| ((i * 5) % 11) as f32 * 0.5 - 2.0).collect();
+    (a, b)
+}
+
+/// `sgemm_pipelined` on C = A B for `m x k` by `k x n`, C first filled with NaN.
+fn run_sgemm(backend: &Backend, a: &[f32], b: &[f32], (m, n, k): (u32, u32, u32)) -> Vec<f32> {
+    let (da, db) = (backend.upload(a), backend.upload(b));
+    let mut c = backend.upload(&vec![f32::NAN; (m * n) as usize]);
+    let grid = (n.div_ceil(MATMUL_BLOCK_N).max(1), m.div_ceil(MATMUL_BLOCK_M).max(1));
+    launch_on!(backend, examples::sgemm_pipelined, LaunchConfig::new(grid, MATMUL_THREADS), &da, &db, &mut c, m, n, k).unwrap();
+    backend.download(&c)
+}
+
+fn pipelined_sgemm_matches_the_host(backend: &Backend) {
+    // Square with 8 depth steps (both stages used four times); then wider than tall, and
+    // taller than wide, with 4 and 2 steps (the last step's prefetch of the same tile).
+    for (m, n, k) in [(256u32, 256u32, 64u32), (128, 384, 32), (384, 128, 16)] {
+        let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+        let (a, b) = sgemm_inputs(mu, nu, ku);
+        // Host vectors of f32 from the system allocator are 16-byte aligned on the targets
+        // this runs on; a misaligned one would make the kernel return and leave NaN.
+        let c = run_sgemm(backend, &a, &b, (m, n, k));
+        for row in 0..mu {
+            for col in 0..nu {
+                let want: f32 = (0..ku).map(|p| a[row * ku + p] * b[p * nu + col]).sum();
+                assert_eq!(c[row * nu + col], want, "{}: {m}x{n}x{k}: C[{row}][{col}]", backend.name());
+            }
+        }
+    }
+}
+
+fn pipelined_sgemm_refuses_shapes_it_was_not_written_for(backend: &Backend) {
+    // m not a multiple of 128, k not a multiple of 8, k = 0: every thread returns at once,
+    // before any access, and C keeps its NaN.
+    for (m, n, k) in [(100u32, 128u32, 8u32), (128, 128, 12), (128, 128, 0)] {
+        let (a, b) = sgemm_inputs(m as usize, n as usize, k as usize);
+        let c = run_sgemm(backend, &a, &b, (m, n, k));
+        assert!(c.iter().all(|v| v.is_nan()), "{}: {m}x{n}x{k} wrote C", backend.name());
+    }
 }

@@ -261,8 +261,8 @@ fn device_printing_and_panics_do_not_inflate_registers() {
     }
     for &&ferrocuda::KernelResources { arch, kernel, registers, spill_stores, .. } in &resources {
         // Register blocking keeps 8 x 8 accumulators per thread on purpose (~120 registers);
-        // tests/example_kernels_ptx.rs holds it to 128 and checks it has no panic path.
-        if kernel == "matmul_128x128" {
+        // tests/example_kernels_ptx.rs holds the SGEMMs to 128 and checks they have no panic path.
+        if kernel == "matmul_128x128" || kernel == "sgemm_pipelined" {
             continue;
         }
         assert!(registers <= 96 && spill_stores == 0, "sm_{arch} {kernel}: {registers} registers, {spill_stores} bytes spilled");

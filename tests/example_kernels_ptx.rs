@@ -7,7 +7,7 @@
 //! These are the properties that made the Rust kernels match their CUDA C++ twins in
 //! `ferrocuda-bench` (BENCHMARKS.md); each test guards one of them.
 
-const EXAMPLES: [&str; 7] = ["saxpy_x4", "sum_x4", "transpose_32", "matmul_128x128", "softmax_rows_1024", "histogram_bytes", "stencil_5pt"];
+const EXAMPLES: [&str; 8] = ["saxpy_x4", "sum_x4", "transpose_32", "matmul_128x128", "sgemm_pipelined", "softmax_rows_1024", "histogram_bytes", "stencil_5pt"];
 
 fn ptx() -> &'static str {
     gpu_kernels::KERNELS.ptx_for(80).expect("gpu-kernels is built for sm_80")
@@ -60,7 +60,8 @@ fn multiply_adds_are_fused() {
     assert_eq!(count("matmul_128x128", "fma.rn.f32"), 512);
     // stencil: 0.5 * centre + 0.125 * (...) is one mul and one fma per row (8 rows).
     assert_eq!(count("stencil_5pt", "fma.rn.f32"), 8, "{}", entry_body("stencil_5pt"));
-    for kernel in ["saxpy_x4", "matmul_128x128"] {
+    assert_eq!(count("sgemm_pipelined", "fma.rn.f32"), 512);
+    for kernel in ["saxpy_x4", "matmul_128x128", "sgemm_pipelined"] {
         let unfused = count_prefix(kernel, "mul.rn.f32") + count_prefix(kernel, "add.rn.f32") + count(kernel, "mul.f32") + count(kernel, "add.f32");
         assert_eq!(unfused, 0, "{kernel} has a multiply or add that is not part of an fma");
     }
@@ -74,6 +75,8 @@ fn read_only_slices_load_through_the_non_coherent_cache_16_bytes_at_a_time() {
         ("sum_x4", 1, 0),
         ("transpose_32", 0, 4),
         ("matmul_128x128", 2, 0),
+        // The first tile before the loop, the next one in it.
+        ("sgemm_pipelined", 4, 0),
         ("softmax_rows_1024", 8, 0),
         ("histogram_bytes", 1, 0),
         ("stencil_5pt", 0, 26),
@@ -92,6 +95,7 @@ fn read_only_slices_load_through_the_non_coherent_cache_16_bytes_at_a_time() {
     assert_eq!(count_prefix("saxpy_x4", "st.global.v4."), 1);
     assert_eq!(count_prefix("softmax_rows_1024", "st.global.v4."), 8);
     assert_eq!(count_prefix("matmul_128x128", "st.global.v4."), 16);
+    assert_eq!(count_prefix("sgemm_pipelined", "st.global.v4."), 16);
 }
 
 #[test]
@@ -147,7 +151,7 @@ fn no_panic_path_no_stack_and_no_spills() {
             assert_eq!((spill_stores, spill_loads, stack), (0, 0, 0), "{kernel} on sm_{arch}: spills or a stack frame");
             // 256-thread matmul blocks: <= 128 registers keeps two blocks per SM; the
             // memory-bound kernels must stay far below the ~50 a panic path costs.
-            let limit = if kernel == "matmul_128x128" { 128 } else { 64 };
+            let limit = if kernel == "matmul_128x128" || kernel == "sgemm_pipelined" { 128 } else { 64 };
             assert!(registers <= limit, "{kernel} on sm_{arch}: {registers} registers (limit {limit})");
         }
     }
@@ -185,4 +189,42 @@ fn stale_read_loads_the_flag_again_after_each_barrier() {
     assert_eq!(before.matches("ld.relaxed.gpu.global").count(), 1, "{body}");
     assert_eq!(between.matches("st.relaxed.gpu.global").count(), 1, "{body}");
     assert_eq!(after.matches("ld.relaxed.gpu.global").count(), 1, "the load after the last barrier:\n{body}");
+}
+
+/// Issue 13: what makes `sgemm_pipelined` faster than `matmul_128x128`, on the PTX. One K step
+/// (the loop body: everything after the first barrier, with the C stores) has 32 `ld.shared.v4.f32` and 512 FMAs in
+/// straight-line code, the next tile's two 16-byte global loads, its stores to the other
+/// stage, and one barrier; the only other barrier follows the first tile's stores.
+#[test]
+fn pipelined_sgemm_has_one_barrier_per_step_and_only_vector_shared_loads() {
+    let kernel = "sgemm_pipelined";
+    let body = entry_body(kernel);
+    let ops = opcodes(body);
+    // This base spells the block barrier `bar.sync 0`; newer ones `barrier.sync 0`.
+    let is_barrier = |op: &str| op == "bar.sync" || op == "barrier.sync" || op == "barrier.sync.aligned";
+    // The prologue ends with the first barrier; the K loop and the C stores follow.
+    let first_barrier = ops.iter().position(|op| is_barrier(op)).expect("a barrier");
+    let (prologue, step) = ops.split_at(first_barrier + 1);
+    let count_in = |ops: &[&str], prefix: &str| ops.iter().filter(|op| op.starts_with(prefix)).count();
+    assert_eq!(
+        (prologue.iter().filter(|op| is_barrier(op)).count(), step.iter().filter(|op| is_barrier(op)).count()),
+        (1, 1),
+        "barriers (before, in) the loop\n{body}"
+    );
+    // Both operands are read 16 bytes at a time: no scalar shared load at all.
+    assert_eq!(count_in(&ops, "ld.shared.v4.f32"), 32, "8 depths x 4 float4 per step");
+    assert_eq!(count_in(&ops, "ld.shared."), 32, "no scalar shared loads");
+    assert_eq!(count_in(step, "ld.shared.v4.f32"), 32);
+    assert_eq!(count_in(step, "fma.rn.f32"), 512);
+    // The prefetch: two 16-byte loads per step, A stored transposed (4 scalars) and B as one
+    // vector to the other stage, in the loop and once before it.
+    assert_eq!(count_in(step, "ld.global.nc.v4."), 2, "the next tile's loads are in the loop");
+    assert_eq!((count_in(prologue, "st.shared.f32"), count_in(step, "st.shared.f32")), (4, 4));
+    assert_eq!((count_in(prologue, "st.shared.v4.f32"), count_in(step, "st.shared.v4.f32")), (1, 1));
+    // Launch bounds (256 threads, 2 blocks per SM) reach the PTX, so ptxas keeps <= 128 registers.
+    assert!(body.contains(".maxntid 256, 1, 1") && body.contains(".minnctapersm 2"), "launch bounds\n{body}");
+    // u32 index arithmetic: 64-bit products appear only in the size guard (three
+    // `m k`-style checks), not per load.
+    assert!(count_in(step, "mul.lo.s64") + count_in(step, "mul.lo.u64") == 0, "64-bit index products in the loop\n{body}");
+    assert!(!body.contains(".local"), "no local memory");
 }

@@ -116,6 +116,72 @@ extern "C" __global__ void __launch_bounds__(256) matmul_128x128(const float* __
     }
 }
 
+// sgemm_pipelined: the same 128 x 128 x 8 tiles, two shared-memory stages (the next tile's
+// global loads issued before this tile's math, stored to the other stage after it, one
+// barrier per step), A depth-major with rows padded to 132, and each thread's 8 x 8 block of
+// C split into 4 x 4 quadrants 64 rows / columns apart.
+#define SG_A_STRIDE (BM + 4)
+extern "C" __global__ void __launch_bounds__(256, 2) sgemm_pipelined(const float* __restrict__ a, usize na, const float* __restrict__ b, usize nb,
+                                                                    float* __restrict__ c, usize nc, unsigned m, unsigned n, unsigned k) {
+    __shared__ __align__(16) float a_tile[2][BK][SG_A_STRIDE];
+    __shared__ __align__(16) float b_tile[2][BK][BN];
+    const usize u32_max = 0xffffffffull;
+    bool sizes_fit = m % BM == 0 && n % BN == 0 && k % BK == 0 && k != 0 && (usize)m * k <= u32_max && (usize)k * n <= u32_max &&
+                     (usize)m * n <= u32_max && na >= (usize)m * k && nb >= (usize)k * n && nc >= (usize)m * n &&
+                     (((usize)a | (usize)b | (usize)c) % 16) == 0 && blockDim.x == 256 && blockDim.y == 1 && blockDim.z == 1 && blockIdx.z == 0;
+    if (!sizes_fit || blockIdx.x >= n / BN || blockIdx.y >= m / BM) return;
+    unsigned block_row = blockIdx.y * BM, block_col = blockIdx.x * BN;
+    unsigned tid = threadIdx.x;
+    unsigned a_row = tid / 2, a_col = (tid % 2) * 4;
+    unsigned b_row = tid / 32, b_col = (tid % 32) * 4;
+    unsigned a_global = (block_row + a_row) * k + a_col;
+    unsigned b_global = b_row * n + block_col + b_col;
+    unsigned ty = tid / 16, tx = tid % 16;
+    float acc[TT][TT] = {};
+
+    float4 av = *reinterpret_cast<const float4*>(&a[a_global]);
+    float4 bv = *reinterpret_cast<const float4*>(&b[b_global]);
+    a_tile[0][a_col + 0][a_row] = av.x;
+    a_tile[0][a_col + 1][a_row] = av.y;
+    a_tile[0][a_col + 2][a_row] = av.z;
+    a_tile[0][a_col + 3][a_row] = av.w;
+    *reinterpret_cast<float4*>(&b_tile[0][b_row][b_col]) = bv;
+    __syncthreads();
+
+    unsigned stage = 0;
+    for (unsigned k0 = 0; k0 < k; k0 += BK) {
+        unsigned k_next = k0 + BK < k ? k0 + BK : k0;
+        av = *reinterpret_cast<const float4*>(&a[a_global + k_next]);
+        bv = *reinterpret_cast<const float4*>(&b[b_global + k_next * n]);
+        #pragma unroll
+        for (unsigned kk = 0; kk < BK; ++kk) {
+            float4 a_lo = *reinterpret_cast<const float4*>(&a_tile[stage][kk][4 * ty]);
+            float4 a_hi = *reinterpret_cast<const float4*>(&a_tile[stage][kk][64 + 4 * ty]);
+            float4 b_lo = *reinterpret_cast<const float4*>(&b_tile[stage][kk][4 * tx]);
+            float4 b_hi = *reinterpret_cast<const float4*>(&b_tile[stage][kk][64 + 4 * tx]);
+            float a_frag[TT] = {a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w};
+            float b_frag[TT] = {b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w};
+            #pragma unroll
+            for (int i = 0; i < TT; ++i)
+                #pragma unroll
+                for (int j = 0; j < TT; ++j) acc[i][j] = a_frag[i] * b_frag[j] + acc[i][j];
+        }
+        stage ^= 1;
+        a_tile[stage][a_col + 0][a_row] = av.x;
+        a_tile[stage][a_col + 1][a_row] = av.y;
+        a_tile[stage][a_col + 2][a_row] = av.z;
+        a_tile[stage][a_col + 3][a_row] = av.w;
+        *reinterpret_cast<float4*>(&b_tile[stage][b_row][b_col]) = bv;
+        __syncthreads();
+    }
+    #pragma unroll
+    for (int i = 0; i < TT; ++i) {
+        unsigned index = (block_row + 4 * ty + (i / 4) * 64 + i % 4) * n + block_col + 4 * tx;
+        *reinterpret_cast<float4*>(&c[index]) = make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+        *reinterpret_cast<float4*>(&c[index + 64]) = make_float4(acc[i][4], acc[i][5], acc[i][6], acc[i][7]);
+    }
+}
+
 #define SOFTMAX_COLS 1024
 #define ROW_VECTORS (SOFTMAX_COLS / 4)
 #define V (ROW_VECTORS / 32)

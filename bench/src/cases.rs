@@ -231,7 +231,8 @@ fn check_matmul(c: &[f32], a: &[f32], b: &[f32], side: usize) -> BenchResult<Str
     Ok(format!("{} sampled, max err {worst:.1e}·Σ|ab|", MATMUL_SAMPLES + 4))
 }
 
-/// `matmul_128x128` (and cuBLAS SGEMM on the same buffers): 4096³ in FP32.
+/// `matmul_128x128` and `sgemm_pipelined` (and cuBLAS SGEMM on the same buffers): 4096³ in
+/// FP32. Both kernels' rows are compared with the one cuBLAS row (same size).
 pub fn matmul(env: &Env) -> BenchResult<(Vec<Row>, Option<String>)> {
     let side = MATMUL_SIDE;
     let n = (side * side) as usize;
@@ -242,20 +243,28 @@ pub fn matmul(env: &Env) -> BenchResult<(Vec<Row>, Option<String>)> {
     let mut c_dev = DeviceBuffer::<f32>::zeroed(&env.context, n)?;
     let config = LaunchConfig::new((side / MATMUL_BLOCK_N, side / MATMUL_BLOCK_M), MATMUL_THREADS);
     let implementations = env.implementations();
-    let mut checks = Vec::new();
-    for &implementation in &implementations {
-        c_dev.zero_async(&env.stream)?;
-        launch_with!(implementation, matmul_128x128, &env.stream, config, &a_dev, &b_dev, &mut c_dev, side, side, side)?;
-        env.stream.synchronize()?;
-        checks.push(check_matmul(&c_dev.to_vec()?, &a, &b, side as usize)?);
-    }
-    let times = measure(&env.stream, env.runs, &implementations, |implementation, stopwatch| {
-        stopwatch.start()?;
-        launch_with!(implementation, matmul_128x128, &env.stream, config, &a_dev, &b_dev, &mut c_dev, side, side, side)
-    })?;
     let flops = 2.0 * (side as f64).powi(3);
     let size = format!("{side}x{side}x{side} f32");
-    let mut rows = env.rows("matmul_128x128", size.clone(), &implementations, &times, None, Some(flops), checks);
+    let mut rows = Vec::new();
+    // The same launch, check and timing for each kernel (`launch_with!` takes the kernel's name).
+    macro_rules! bench_kernel {
+        ($kernel:ident) => {{
+            let mut checks = Vec::new();
+            for &implementation in &implementations {
+                c_dev.zero_async(&env.stream)?;
+                launch_with!(implementation, $kernel, &env.stream, config, &a_dev, &b_dev, &mut c_dev, side, side, side)?;
+                env.stream.synchronize()?;
+                checks.push(check_matmul(&c_dev.to_vec()?, &a, &b, side as usize)?);
+            }
+            let times = measure(&env.stream, env.runs, &implementations, |implementation, stopwatch| {
+                stopwatch.start()?;
+                launch_with!(implementation, $kernel, &env.stream, config, &a_dev, &b_dev, &mut c_dev, side, side, side)
+            })?;
+            rows.extend(env.rows(stringify!($kernel), size.clone(), &implementations, &times, None, Some(flops), checks));
+        }};
+    }
+    bench_kernel!(matmul_128x128);
+    bench_kernel!(sgemm_pipelined);
 
     let skipped = match crate::cublas::Sgemm::new(&env.stream) {
         Ok(sgemm) => {

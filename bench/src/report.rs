@@ -62,9 +62,10 @@ impl Report {
         Some(reference.median_ms / row.median_ms)
     }
 
-    /// This row's time relative to cuBLAS for the same kernel (cuBLAS time / this time).
+    /// This row's time relative to cuBLAS on the same problem (cuBLAS time / this time): the
+    /// cuBLAS row of the same size, which every SGEMM kernel of that size is compared with.
     pub fn speed_vs_cublas(&self, row: &Row) -> Option<f64> {
-        let reference = self.rows.iter().find(|r| r.kernel == row.kernel && r.implementation == "cuBLAS")?;
+        let reference = self.rows.iter().find(|r| r.size == row.size && r.flops.is_some() && r.implementation == "cuBLAS")?;
         Some(reference.median_ms / row.median_ms)
     }
 

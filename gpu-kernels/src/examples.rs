@@ -23,11 +23,13 @@ use bytemuck::{Pod, Zeroable};
 use ferrocuda_device::global::{AtomicSlice, DisjointSlice, unique_index};
 use ferrocuda_device::kernel;
 use ferrocuda_device::math::FastMath;
+use ferrocuda_device::shared::SharedArray;
 use ferrocuda_device::shared_array;
 use ferrocuda_device::sync::sync_threads;
 use ferrocuda_device::thread::{
     block_dim_x, block_dim_y, block_dim_z, block_idx_x, block_idx_y, block_idx_z, grid_dim_x, thread_idx_x, thread_idx_y, thread_idx_z,
 };
+use ferrocuda_device::unroll::unroll;
 use ferrocuda_device::warp;
 
 /// Four `f32`s, 16-byte aligned: CUDA's `float4`. A load or store of one is a single
@@ -269,6 +271,147 @@ pub fn matmul_128x128(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n
             store_float4(&mut c, index + 4, Float4 { x: row[4], y: row[5], z: row[6], w: row[7] });
         }
     }
+}
+
+/// Row stride, in floats, of [`sgemm_pipelined()`]'s transposed A tile: 128 + 4. The pad
+/// puts the two halves of a warp's transposing stores (depth `4 (tid % 2) + i`, rows
+/// `tid / 2`) on different banks, and keeps each row 16 bytes aligned for `ld.shared.v4`.
+const SGEMM_A_STRIDE: u32 = MATMUL_BLOCK_M + 4;
+/// Floats of one stage of A (8 depths of 132) and of B (8 rows of 128).
+const SGEMM_A_STAGE: u32 = MATMUL_BLOCK_K * SGEMM_A_STRIDE;
+const SGEMM_B_STAGE: u32 = MATMUL_BLOCK_K * MATMUL_BLOCK_N;
+/// Two stages of A, then two of B, plus 4 floats of slack so that the base can be rounded up
+/// to 16 bytes (a `shared_array!` of `f32` is only declared 4-byte aligned).
+const SGEMM_SHARED_FLOATS: u32 = 2 * (SGEMM_A_STAGE + SGEMM_B_STAGE) + 4;
+
+/// `c = a * b` in FP32, all row-major (`a` is `m x k`, `b` is `k x n`, `c` is `m x n`): the
+/// 128 x 128 x 8 tiling of [`matmul_128x128()`] with the schedule that brings SGEMM near
+/// cuBLAS (docs/performance.md, "FP32 SGEMM"):
+///
+/// - **Two shared-memory stages.** Step `t` issues the global loads of tile `t + 1` into
+///   registers, does its 512 FMAs on the tile in stage `t % 2`, then stores the registers to
+///   the other stage: the loads' latency hides behind the math, and one barrier per step
+///   suffices (the stage being written was last read a barrier ago).
+/// - **A transposed (depth-major)**, so that both operands are read with `ld.shared.v4.f32`:
+///   four 16-byte loads and 64 FMAs per depth.
+/// - **Split 8 x 8 thread tile.** Thread `(ty, tx) = (tid / 16, tid % 16)` owns rows
+///   `4 ty..+4` and `64 + 4 ty..+4`, columns `4 tx..+4` and `64 + 4 tx..+4`: the eight lanes
+///   of a quarter-warp read 128 contiguous bytes of B (no bank conflict; contiguous 8-column
+///   blocks would be 32 bytes apart, a two-way conflict), and the C stores of a half-warp
+///   are 256 contiguous bytes.
+/// - **`u32` index arithmetic** (the sizes are checked to fit) and fully unrolled loops.
+///
+/// Launch with [`MATMUL_THREADS`] threads (1-D) and a grid of (n / 128, m / 128); `m` and `n`
+/// must be multiples of 128, `k` a positive multiple of 8, `m k`, `k n` and `m n` below 2³²,
+/// and the buffers 16-byte aligned. Other shapes make every thread return at once.
+#[kernel(launch_bounds(256, 2))]
+pub fn sgemm_pipelined(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k: u32) {
+    const BM: u32 = MATMUL_BLOCK_M;
+    const BN: u32 = MATMUL_BLOCK_N;
+    const BK: u32 = MATMUL_BLOCK_K;
+    const _: () = assert!(MATMUL_THREADS == 256 && BM == 128 && BN == 128 && BK == 8, "the thread mappings below");
+    let smem = shared_array![f32; SGEMM_SHARED_FLOATS as usize];
+
+    let fits_u32 = |x: u32, y: u32| x as u64 * y as u64 <= u32::MAX as u64;
+    let sizes_fit = m.is_multiple_of(BM)
+        && n.is_multiple_of(BN)
+        && k.is_multiple_of(BK)
+        && k != 0
+        && fits_u32(m, k)
+        && fits_u32(k, n)
+        && fits_u32(m, n)
+        && a.len() >= m as usize * k as usize
+        && b.len() >= k as usize * n as usize
+        && c.len() >= m as usize * n as usize
+        && (a.as_ptr() as usize | b.as_ptr() as usize | c.as_mut_ptr() as usize).is_multiple_of(16)
+        && block_dim_x() == MATMUL_THREADS
+        && one_dimensional_blocks_in_a_2d_grid();
+    // Block indices are compared before they are multiplied, so no tile origin wraps.
+    if !sizes_fit || block_idx_x() >= n / BN || block_idx_y() >= m / BM {
+        return;
+    }
+    let (block_row, block_col) = (block_idx_y() * BM, block_idx_x() * BN);
+    let tid = thread_idx_x();
+    // Global -> shared: one float4 of A (row tid / 2, depths 4 (tid % 2)..+4) and one of B
+    // (depth tid / 32, columns 4 (tid % 32)..+4) per step.
+    let (a_row, a_col) = (tid / 2, (tid % 2) * 4);
+    let (b_row, b_col) = (tid / 32, (tid % 32) * 4);
+    let a_global = (block_row + a_row) * k + a_col;
+    let b_global = b_row * n + block_col + b_col;
+    // Shared -> registers: rows 4 ty (+64) of A, columns 4 tx (+64) of B.
+    let (ty, tx) = (tid / 16, tid % 16);
+    // Floats from the array's start to its first 16-byte boundary (0 to 3).
+    let pad = (smem.shared_address().wrapping_neg() % 16) / 4;
+    let (a_shared, b_shared) = (pad, pad + 2 * SGEMM_A_STAGE);
+
+    // SAFETY (every shared access below): `a_shared + stage * 1056 + depth * 132 + row`
+    // (stage < 2, depth < 8, row < 128) and `b_shared + stage * 1024 + depth * 128 + col`
+    // (col < 128) are below `pad + 4160 <= 4164`, the array's length; a 16-byte access
+    // starts at a multiple of 4 floats from the rounded-up base (132, 128, 4 ty, 4 tx, 64
+    // and 4 (tid % 32) are multiples of 4), so its address is 16-byte aligned.
+    let store_stage = |stage: u32, av: Float4, bv: Float4| unsafe {
+        let a_at = a_shared + stage * SGEMM_A_STAGE + a_col * SGEMM_A_STRIDE + a_row;
+        smem.set_unchecked(a_at as usize, av.x);
+        smem.set_unchecked((a_at + SGEMM_A_STRIDE) as usize, av.y);
+        smem.set_unchecked((a_at + 2 * SGEMM_A_STRIDE) as usize, av.z);
+        smem.set_unchecked((a_at + 3 * SGEMM_A_STRIDE) as usize, av.w);
+        store_shared_f32x4(smem, b_shared + stage * SGEMM_B_STAGE + b_row * BN + b_col, bv);
+    };
+    // SAFETY (both loads of each step): `a_global + k0` is row `block_row + a_row < m`,
+    // column `k0 + a_col <= k - 4` of A and `b_global + k0 n` row `k0 + b_row < k`, column
+    // `block_col + b_col <= n - 4` of B (k0 <= k - 8, tiles inside the matrices, checked
+    // above), so the four floats are in bounds; the sums stay below m k and k n, which fit
+    // `u32`; both are multiples of 4 (k, n, a_col, b_col are) on 16-byte aligned buffers.
+    let load_tile = |k0: u32| unsafe { (load_float4(a, (a_global + k0) as usize), load_float4(b, (b_global + k0 * n) as usize)) };
+
+    let (av, bv) = load_tile(0);
+    store_stage(0, av, bv);
+    sync_threads();
+
+    // SAFETY: all-zero bits are 0.0 (a `[[0.0; 8]; 8]` repeat can become a store loop that
+    // keeps the array in local memory: docs/performance.md).
+    let mut acc: [[f32; 8]; 8] = unsafe { core::mem::zeroed() };
+    let mut k0 = 0;
+    let mut stage = 0;
+    while k0 < k {
+        // Prefetch the next tile (on the last step, this tile again: an in-bounds load whose
+        // store goes to the stage no one reads any more, which keeps the loop branch-free).
+        let (av, bv) = load_tile(if k0 + BK < k { k0 + BK } else { k0 });
+        let a_read = a_shared + stage * SGEMM_A_STAGE + 4 * ty;
+        let b_read = b_shared + stage * SGEMM_B_STAGE + 4 * tx;
+        unroll::<{ MATMUL_BLOCK_K as usize }>(|depth| {
+            let depth = depth as u32;
+            // SAFETY: see above.
+            let (a_lo, a_hi, b_lo, b_hi) = unsafe {
+                let (a_at, b_at) = (a_read + depth * SGEMM_A_STRIDE, b_read + depth * BN);
+                (load_shared_f32x4(smem, a_at), load_shared_f32x4(smem, a_at + 64), load_shared_f32x4(smem, b_at), load_shared_f32x4(smem, b_at + 64))
+            };
+            let a_frag = [a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w];
+            let b_frag = [b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w];
+            unroll::<8>(|i| unroll::<8>(|j| acc[i][j] += a_frag[i] * b_frag[j]));
+        });
+        stage ^= 1;
+        store_stage(stage, av, bv);
+        // The one barrier of the step: the stage just written is complete before the next
+        // step reads it, and every read of the stage the next step writes is done.
+        sync_threads();
+        k0 += BK;
+    }
+    unroll::<8>(|i| {
+        let row = block_row + 4 * ty + (i as u32 / 4) * 64 + i as u32 % 4;
+        let index = row * n + block_col + 4 * tx;
+        let r = &acc[i];
+        // SAFETY: row `row < m`, columns `block_col + 4 tx..+4` and `+64..+68` below `n` (the
+        // tile lies inside C), so both runs are in bounds and `row n + col < m n` fits `u32`;
+        // multiples of 4 on a 16-byte aligned buffer. Only this thread writes them: thread
+        // `tid < 256` of block (x, y) owns rows `128 y + 4 (tid / 16) + {0..4, 64..68}` and
+        // columns `128 x + 4 (tid % 16) + {0..4, 64..68}`, disjoint from every other
+        // (tid, block) of a launch of 1-D blocks in a 2-D grid (checked above).
+        unsafe {
+            store_float4(&mut c, index as usize, Float4 { x: r[0], y: r[1], z: r[2], w: r[3] });
+            store_float4(&mut c, index as usize + 64, Float4 { x: r[4], y: r[5], z: r[6], w: r[7] });
+        }
+    });
 }
 
 /// Columns of a [`softmax_rows_1024()`] row.
@@ -524,5 +667,49 @@ unsafe fn store_shared_float4(address: u32, value: Float4) {
     {
         let _ = (address, value);
         unimplemented!("st.shared.v4 runs on the GPU only")
+    }
+}
+
+/// Four floats of `tile` from element `index`: one `ld.shared.v4.f32` on the GPU, four
+/// checked scalar reads on the CPU executor (which has no vector shared access).
+///
+/// # Safety
+/// `index + 4 <= N`, and the address of element `index` is a multiple of 16.
+#[inline(always)]
+unsafe fn load_shared_f32x4<const N: usize>(tile: SharedArray<f32, N>, index: u32) -> Float4 {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: the caller keeps the 16 bytes inside the array and aligned.
+    unsafe {
+        load_shared_float4(tile.shared_address() + index * 4)
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let i = index as usize;
+        // SAFETY: the caller keeps `i + 3 < N`.
+        unsafe { Float4 { x: tile.get_unchecked(i), y: tile.get_unchecked(i + 1), z: tile.get_unchecked(i + 2), w: tile.get_unchecked(i + 3) } }
+    }
+}
+
+/// Stores four floats to `tile` from element `index`: one `st.shared.v4.f32` on the GPU.
+///
+/// # Safety
+/// As for [`load_shared_f32x4`].
+#[inline(always)]
+unsafe fn store_shared_f32x4<const N: usize>(tile: SharedArray<f32, N>, index: u32, value: Float4) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: the caller keeps the 16 bytes inside the array and aligned.
+    unsafe {
+        store_shared_float4(tile.shared_address() + index * 4, value)
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let i = index as usize;
+        // SAFETY: the caller keeps `i + 3 < N`.
+        unsafe {
+            tile.set_unchecked(i, value.x);
+            tile.set_unchecked(i + 1, value.y);
+            tile.set_unchecked(i + 2, value.z);
+            tile.set_unchecked(i + 3, value.w);
+        }
     }
 }
