@@ -157,6 +157,80 @@ fn a_broken_kernel_crate_fails_with_the_users_file_and_line() {
     assert!(message.contains("src/lib.rs:8:22"), "no file:line:column in:\n{message}");
 }
 
+/// Issue 13 ("first-try traps"): every `#[kernel]` prologue stored the kernel-name tag for
+/// panic reports (`st.shared.v2.u64` to `__ferrocuda_kernel_tag`, one `STS.128` per thread);
+/// the builder now removes the store from kernels that cannot reach the panic report
+/// (builder/src/kernel_tag.rs). Kernels that can panic keep it, so reports still name them.
+#[test]
+fn only_kernels_that_can_panic_store_the_kernel_tag() {
+    const STORE: &str = "mov.u32 t, __ferrocuda_kernel_tag; st.shared.v2.u64";
+    let (examples, fixtures) = (gpu_kernels::KERNELS.ptx_for(80).unwrap(), test_kernels::KERNELS.ptx_for(80).unwrap());
+    // No panic path (no call at all): no store.
+    for (ptx, kernel) in
+        [(examples, "saxpy"), (examples, "saxpy_x4"), (examples, "matmul_128x128"), (fixtures, "empty"), (fixtures, "affine"), (fixtures, "mark_blocks")]
+    {
+        let body = entry_body(ptx, kernel);
+        assert!(!body.contains("call") && !body.contains("trap;"), "{kernel} has a panic path now:\n{body}");
+        assert!(!body.contains("__ferrocuda_kernel_tag"), "{kernel} cannot panic but stores the kernel tag:\n{body}");
+    }
+    // The panic fixtures (tests/gpu_fault.rs, gpu_contexts.rs, cpu_executor.rs) and a bounds
+    // check in an example keep it.
+    for (ptx, kernel) in [(fixtures, "square_checked"), (fixtures, "panic_formatted"), (examples, "sum_f32")] {
+        let body = entry_body(ptx, kernel);
+        assert_eq!(body.matches(STORE).count(), 1, "{kernel} can panic, so its report needs the tag:\n{body}");
+    }
+    // Over whole modules: an entry that calls nothing (these modules' only callees are panic
+    // paths and vprintf) has no store; one that calls something keeps its store.
+    for (name, ptx) in modules() {
+        let (mut kept, mut removed) = (0, 0);
+        for part in ptx.split(".visible .entry ").skip(1) {
+            let kernel = &part[..part.find('(').unwrap()];
+            let body = entry_body(ptx, kernel);
+            let stores = body.contains(STORE);
+            let calls = body.lines().any(|l| l.trim_start().starts_with("call"));
+            if stores {
+                kept += 1;
+                assert!(calls, "{name}::{kernel} keeps the tag store without any call:\n{body}");
+            } else {
+                removed += 1;
+                assert!(!body.contains("__ferrocuda_kernel_tag"), "{name}::{kernel}: the tag in another shape:\n{body}");
+            }
+        }
+        eprintln!("{name}: {kept} entries keep the kernel tag store, {removed} have none");
+        assert!(kept > 0 && removed > 0, "{name}: {kept} kept, {removed} without");
+        // The report still reads the tag, so the 16-byte declaration stays in these modules.
+        assert!(ptx.contains(".shared .align 8 .u64 __ferrocuda_kernel_tag[2];"), "{name}");
+    }
+
+    // SASS, where the build made cubins and nvdisasm is installed: saxpy's prologue has no
+    // shared store at all, square_checked keeps its STS.128.
+    let Some(&(arch, cubin)) = test_kernels::KERNELS.cubins.first() else {
+        eprintln!("SKIPPED the SASS check: no cubin (ptxas was not found at build time)");
+        return;
+    };
+    let path = scratch("kernel-tag-sass").join(format!("test_kernels.sm_{arch}.cubin"));
+    std::fs::write(&path, cubin).unwrap();
+    let sass = ["nvdisasm", "/usr/local/cuda/bin/nvdisasm"]
+        .iter()
+        .find_map(|tool| std::process::Command::new(tool).arg("-c").arg(&path).output().ok().filter(|o| o.status.success()));
+    let Some(output) = sass else {
+        eprintln!("SKIPPED the SASS check: nvdisasm not found");
+        return;
+    };
+    let sass = String::from_utf8_lossy(&output.stdout);
+    let function = |kernel: &str| {
+        let start = sass.find(&format!(".text.{kernel}:")).unwrap_or_else(|| panic!("no SASS for {kernel}"));
+        let rest = &sass[start..];
+        rest[..rest[1..].find(".text.").map(|e| e + 1).unwrap_or(rest.len())].to_string()
+    };
+    for kernel in ["affine", "empty", "mark_blocks"] {
+        let body = function(kernel);
+        assert!(!body.contains("STS"), "sm_{arch} {kernel}: a shared store in a kernel that cannot panic:\n{body}");
+    }
+    let checked = function("square_checked");
+    assert!(checked.contains("STS.128"), "sm_{arch} square_checked: the tag store is gone:\n{checked}");
+}
+
 fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }

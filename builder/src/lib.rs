@@ -26,6 +26,7 @@ mod dep_info;
 mod env;
 mod error;
 mod inner_build;
+mod kernel_tag;
 mod launch_bounds;
 mod manifest;
 mod ptxas;
@@ -39,6 +40,7 @@ pub use artifacts::{Artifacts, Cubin, clean_debug_ptx, clean_ptx};
 pub use env::BuildEnv;
 pub use error::BuildError;
 pub use inner_build::strip_ansi;
+pub use kernel_tag::remove_dead_kernel_tags;
 pub use launch_bounds::apply_launch_bounds;
 pub use manifest::lib_crate_name;
 pub use ptxas::{DeviceDebug, KernelResources, compile_cubin, compile_cubin_with, find_ptxas, parse_resources};
@@ -289,6 +291,8 @@ impl KernelBuilder {
             let ptx = if self.debug_info { clean_debug_ptx(&raw) } else { clean_ptx(&raw) };
             // `#[kernel(launch_bounds(..))]` markers become `.maxntid`/`.minnctapersm`/`.reqntid`.
             let ptx = apply_launch_bounds(&ptx);
+            // Kernels that cannot panic lose the kernel-name tag store (a dead STS.128).
+            let ptx = remove_dead_kernel_tags(&ptx);
             let path = out_dir.join(format!("{crate_name}.{arch}.ptx"));
             artifacts::write(&path, ptx.as_bytes())?;
             artifacts.ptx.push((arch, path));

@@ -13,8 +13,13 @@
 //!   unusable, so it is never reset.)
 //!
 //! The record lives in host memory because the context cannot be read after a trap.
-//! The kernel's name comes from a shared-memory tag that every `#[kernel]` entry writes
-//! ([`__enter_kernel`]).
+//! The kernel's name comes from a shared-memory tag, `__ferrocuda_kernel_tag`, that every
+//! `#[kernel]` entry writes ([`__enter_kernel`]) and only the report reads. That store costs
+//! an `STS.128` per thread, so ferrocuda-builder removes it from the PTX of each kernel that
+//! cannot reach the report (no panic path left after optimisation), and the tag's declaration
+//! when nothing in the module names it any more (builder/src/kernel_tag.rs). The pass
+//! recognises the exact inline-assembly text of the store below (any other mention of the tag
+//! counts as a read, and a store in another shape is left alone): change the two together.
 
 /// What a panicking thread leaves for the host, and the value of its `state` once complete:
 /// one definition shared with the host (ferrocuda-types), so the layout cannot drift.
@@ -42,7 +47,8 @@ mod device {
     const TAG_KEY: u64 = 0x6665_7272_6f63_7564;
 
     /// Records the running kernel's name (a NUL-terminated string) for panic reports; every
-    /// thread writes the same value, once, at kernel entry.
+    /// thread writes the same value, once, at kernel entry. The builder deletes this store from
+    /// kernels that cannot panic (see the module docs), matching its text exactly.
     #[doc(hidden)]
     #[inline(always)]
     pub fn __enter_kernel(name: &'static core::ffi::CStr) {
