@@ -360,3 +360,20 @@ fn pipelined_sgemm_refuses_shapes_it_was_not_written_for(backend: &Backend) {
         assert!(c.iter().all(|v| v.is_nan()), "{}: {m}x{n}x{k} wrote C", backend.name());
     }
 }
+
+/// A block index whose tile origin would wrap around `u32` is refused, not wrapped onto another
+/// block's tile: with `block * 32` in plain `u32`, block 2^27 of the transpose would write the
+/// tile of block 0 (two threads on one element: a data race in a safe kernel). transpose,
+/// matmul, softmax and the stencil compute their origins with `offset_below`.
+#[test]
+fn tile_origins_that_would_wrap_around_u32_are_refused() {
+    use gpu_kernels::examples::offset_below;
+    assert_eq!((1u32 << 27).wrapping_mul(32), 0, "the wrap this guards against");
+    assert_eq!(offset_below(1 << 27, 32, 0, 64), None);
+    assert_eq!(offset_below(1 << 25, 128, 0, 4096), None);
+    assert_eq!(offset_below(u32::MAX / 1024 + 1, 1024, 1023, u32::MAX), None);
+    assert_eq!(offset_below(u32::MAX / 1024, 1024, u32::MAX, u32::MAX), None, "the offset's add overflows");
+    assert_eq!(offset_below(1, 32, 0, 64), Some(32));
+    assert_eq!(offset_below(2, 32, 0, 64), None);
+    assert_eq!(offset_below(3, 4, 2, 15), Some(14));
+}

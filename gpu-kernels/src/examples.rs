@@ -140,10 +140,9 @@ pub fn transpose_32(input: &[f32], mut output: DisjointSlice<f32>, rows: u32, co
     if tx >= TRANSPOSE_TILE || ty >= TRANSPOSE_ROWS || thread_idx_z() != 0 || block_idx_z() != 0 {
         return;
     }
-    let (tile_col, tile_row) = (block_idx_x() * TRANSPOSE_TILE, block_idx_y() * TRANSPOSE_TILE);
-    if tile_col >= cols || tile_row >= rows {
+    let (Some(tile_col), Some(tile_row)) = (offset_below(block_idx_x(), TRANSPOSE_TILE, 0, cols), offset_below(block_idx_y(), TRANSPOSE_TILE, 0, rows)) else {
         return;
-    }
+    };
     let mut j = 0;
     while j < TRANSPOSE_TILE {
         let source = (tile_row + ty + j) as usize * cols as usize + (tile_col + tx) as usize;
@@ -201,8 +200,10 @@ pub fn matmul_128x128(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n
         && (a.as_ptr() as usize | b.as_ptr() as usize | c.as_mut_ptr() as usize).is_multiple_of(16)
         && block_dim_x() == MATMUL_THREADS
         && one_dimensional_blocks_in_a_2d_grid();
-    let (block_row, block_col) = (block_idx_y() * BM, block_idx_x() * BN);
-    if !sizes_fit || block_row >= m || block_col >= n {
+    let (Some(block_row), Some(block_col)) = (offset_below(block_idx_y(), BM, 0, m), offset_below(block_idx_x(), BN, 0, n)) else {
+        return;
+    };
+    if !sizes_fit {
         return;
     }
     let tid = thread_idx_x();
@@ -428,10 +429,12 @@ pub fn softmax_rows_1024(input: &[Float4], mut output: DisjointSlice<Float4>, ro
     const ROW_VECTORS: usize = SOFTMAX_COLS / 4;
     const V: usize = SOFTMAX_VECTORS_PER_LANE;
     let warps_per_block = block_dim_x() / warp::WARP_SIZE;
-    let row = block_idx_x() * warps_per_block + thread_idx_x() / warp::WARP_SIZE;
+    let Some(row) = offset_below(block_idx_x(), warps_per_block, thread_idx_x() / warp::WARP_SIZE, rows) else {
+        return;
+    };
     let lane = (thread_idx_x() % warp::WARP_SIZE) as usize;
     let vectors = rows as usize * ROW_VECTORS;
-    if row >= rows || input.len() < vectors || output.len() < vectors || !block_dim_x().is_multiple_of(warp::WARP_SIZE) || !one_dimensional_launch() {
+    if input.len() < vectors || output.len() < vectors || !block_dim_x().is_multiple_of(warp::WARP_SIZE) || !one_dimensional_launch() {
         return;
     }
     let base = row as usize * ROW_VECTORS + lane;
@@ -550,11 +553,9 @@ pub fn stencil_5pt(input: &[f32], mut output: DisjointSlice<f32>, rows: u32, col
     {
         return;
     }
-    let col = block_idx_x() * block_dim_x() + thread_idx_x();
-    let first_row = block_idx_y() * STENCIL_ROWS_PER_THREAD;
-    if col >= cols || first_row >= rows {
+    let (Some(col), Some(first_row)) = (offset_below(block_idx_x(), block_dim_x(), thread_idx_x(), cols), offset_below(block_idx_y(), STENCIL_ROWS_PER_THREAD, 0, rows)) else {
         return;
-    }
+    };
     let width = cols as usize;
     let at = |row: u32| row as usize * width + col as usize;
     let inner_col = col > 0 && col + 1 < cols;
@@ -617,6 +618,16 @@ unsafe fn store_float4(slice: &mut DisjointSlice<f32>, index: usize, value: Floa
 #[inline(always)]
 fn one_dimensional_blocks_in_a_2d_grid() -> bool {
     block_dim_y() == 1 && block_dim_z() == 1 && block_idx_z() == 0
+}
+
+/// `index * size + offset` when it is below `limit`, else `None`: where a block's tile or a
+/// thread's element starts, without the `u32` wrap-around of a plain multiply. A launch of
+/// 2^27 blocks of a 32-wide tile would wrap `block * 32` back onto another block's tile and
+/// make two threads write one element (a data race in safe code); this is one `mul.hi` more.
+#[inline(always)]
+pub fn offset_below(index: u32, size: u32, offset: u32, limit: u32) -> Option<u32> {
+    let start = index.checked_mul(size)?.checked_add(offset)?;
+    (start < limit).then_some(start)
 }
 
 /// True on a 1-D launch (1-D blocks, this block at `y == z == 0`).
