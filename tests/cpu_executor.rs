@@ -287,8 +287,8 @@ fn a_programmatic_dependent_launch_runs_in_order_on_the_cpu() {
     // SAFETY: `pdl_secondary` calls `wait_for_prerequisites()` before it touches memory.
     let config = unsafe { LaunchConfig::new(blocks, threads).with_programmatic_dependent_launch() };
     pdl_secondary::launch_cpu(&executor, config, &primary, &mut secondary, &mut started).unwrap();
-    for i in 0..n {
-        assert_eq!(secondary[i], secondary_of((0..rounds).fold(i as u32, |x, _| mix(x))), "element {i}");
+    for (i, &got) in secondary.iter().enumerate() {
+        assert_eq!(got, secondary_of((0..rounds).fold(i as u32, |x, _| mix(x))), "element {i}");
     }
 }
 
