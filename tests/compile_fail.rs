@@ -2,7 +2,8 @@
 //! error in its `.stderr` (regenerate with `TRYBUILD=overwrite` after checking the new text).
 //!
 //! `launch/`: misuse of a typed launcher (wrong element type, host data, `&` for `&mut`,
-//! argument count, one output twice, raw pointers without `unsafe`). `kernel/`: kernel
+//! argument count, one output twice, raw pointers without `unsafe`, a programmatic dependent
+//! launch without `unsafe` or by struct literal). `kernel/`: kernel
 //! signatures `#[kernel]` rejects. `kernel_model/`: the unsound
 //! kernels of audit findings U1/U2 (`stale_read`, `count_plain`, non-`Pod` elements) and the
 //! ways around the output model that must not compile.

@@ -275,6 +275,26 @@ fn bad_configurations_are_refused_with_the_limit_named() {
     assert!(error.to_string().contains("has a zero dimension"), "{error}");
 }
 
+/// The programmatic-dependent-launch pair of `tests/launch_kinds.rs` on the CPU executor: the
+/// configuration flag is accepted, launches run one after another, and the `grid_dependency`
+/// calls do nothing, so the secondary reads the primary's finished output.
+#[test]
+fn a_programmatic_dependent_launch_runs_in_order_on_the_cpu() {
+    use test_kernels::grid_dependency::{mix, pdl_primary, pdl_secondary, secondary_of};
+    let executor = CpuExecutor::new();
+    let (blocks, threads, rounds) = (4u32, 64u32, 100u32);
+    let n = (blocks * threads) as usize;
+    let (mut primary, mut finished) = (vec![0xdead_beef_u32; n], vec![0u64; n]);
+    let (mut secondary, mut started) = (vec![0u32; n], vec![0u64; n]);
+    pdl_primary::launch_cpu(&executor, LaunchConfig::new(blocks, threads), rounds, &mut primary, &mut finished).unwrap();
+    // SAFETY: `pdl_secondary` calls `wait_for_prerequisites()` before it touches memory.
+    let config = unsafe { LaunchConfig::new(blocks, threads).with_programmatic_dependent_launch() };
+    pdl_secondary::launch_cpu(&executor, config, &primary, &mut secondary, &mut started).unwrap();
+    for (i, &got) in secondary.iter().enumerate() {
+        assert_eq!(got, secondary_of((0..rounds).fold(i as u32, |x, _| mix(x))), "element {i}");
+    }
+}
+
 #[test]
 fn raw_pointer_kernels_run_with_host_pointers() {
     let x: Vec<f32> = (0..200).map(|i| i as f32).collect();

@@ -4,6 +4,8 @@
 
 mod common;
 
+use std::io::Write;
+
 use ferrocuda::{CachePreference, DeviceBuffer, DevicePtr, Error, LaunchConfig, LaunchProblem, Stream, launch};
 use test_kernels::launch_kinds::{Affine, add_one_raw, affine, mark_blocks, scale_into_f32, scale_into_f64, split_sign};
 
@@ -227,4 +229,67 @@ fn cluster_launches_run_every_block_and_bad_clusters_are_named() {
     let expected = format!("a cooperative grid of {too_many} blocks exceeds the {} that can be resident at once ({per_sm} per SM x {sms} SMs", per_sm * sms);
     assert!(error.to_string().contains(&expected), "{error}");
     stream.synchronize().unwrap();
+}
+
+/// Programmatic dependent launch (sm_90): the secondary, launched with the attribute while the
+/// primary still computes, must read the primary's final output on every element, because it
+/// calls `wait_for_prerequisites()` first. The primary signals `launch_dependents()` at its
+/// start and takes ~1 ms, so a secondary that did not wait would read the initial values.
+#[test]
+fn programmatic_dependent_launch_reads_the_previous_kernels_output_after_waiting() {
+    use test_kernels::grid_dependency::{mix, pdl_primary, pdl_secondary, secondary_of};
+    let test = "programmatic_dependent_launch_reads_the_previous_kernels_output_after_waiting";
+    let Some(context) = common::gpu_or_skip(test) else { return };
+    let (major, minor) = context.device().compute_capability().unwrap();
+    if major < 9 {
+        // The kernels need sm_90 PTX (`griddepcontrol`), which this device cannot run.
+        // Straight to stderr, like `gpu_or_skip`: the harness captures `eprintln!`.
+        let _ = writeln!(std::io::stderr(), "SKIPPED {test}: sm_{major}{minor} has no programmatic dependent launch (sm_90+)");
+        return;
+    }
+    let stream = Stream::new(&context).unwrap();
+    // A grid that fits on the device at once (so every block of the primary can signal early
+    // and the secondary's blocks find room beside it), with enough rounds to run ~1 ms.
+    let (blocks, threads, rounds) = (64u32, 128u32, 1u32 << 16);
+    let n = (blocks * threads) as usize;
+    const UNWRITTEN: u32 = 0xdead_beef;
+    let mut primary_out = DeviceBuffer::<u32>::zeroed(&context, n).unwrap();
+    let mut finished = DeviceBuffer::<u64>::zeroed(&context, n).unwrap();
+    let mut secondary_out = DeviceBuffer::<u32>::zeroed(&context, n).unwrap();
+    let mut started = DeviceBuffer::<u64>::zeroed(&context, n).unwrap();
+    // The host reference, on every core (half a billion `mix` steps).
+    let workers = std::thread::available_parallelism().map_or(4, |p| p.get());
+    let expected: Vec<u32> = std::thread::scope(|scope| {
+        let chunks: Vec<_> = (0..workers)
+            .map(|w| {
+                let range = n * w / workers..n * (w + 1) / workers;
+                scope.spawn(move || range.map(|i| secondary_of((0..rounds).fold(i as u32, |x, _| mix(x)))).collect::<Vec<u32>>())
+            })
+            .collect();
+        chunks.into_iter().flat_map(|c| c.join().unwrap()).collect()
+    });
+
+    for repeat in 0..3 {
+        // Each round starts from values the secondary must never see.
+        primary_out.fill(UNWRITTEN).unwrap();
+        secondary_out.fill(0).unwrap();
+        pdl_primary::launch(&stream, LaunchConfig::new(blocks, threads), rounds, &mut primary_out, &mut finished).unwrap();
+        // SAFETY: `pdl_secondary` calls `wait_for_prerequisites()` in every thread before it
+        // touches memory (its first statement reads only `%globaltimer`).
+        let config = unsafe { LaunchConfig::new(blocks, threads).with_programmatic_dependent_launch() };
+        // The driver accepts the attribute on this device: the launch itself succeeds.
+        pdl_secondary::launch(&stream, config, &primary_out, &mut secondary_out, &mut started).unwrap();
+        stream.synchronize().unwrap();
+
+        let got = secondary_out.to_vec().unwrap();
+        let stale = got.iter().filter(|&&g| g == secondary_of(UNWRITTEN)).count();
+        for i in 0..n {
+            assert_eq!(got[i], expected[i], "repeat {repeat}, element {i} ({stale} of {n} elements read the primary's input)");
+        }
+        // Whether the secondary really started early is the scheduler's choice: reported only.
+        let last_primary_write = finished.to_vec().unwrap().into_iter().max().unwrap();
+        let first_secondary_start = started.to_vec().unwrap().into_iter().min().unwrap();
+        let overlap_us = (last_primary_write as f64 - first_secondary_start as f64) / 1e3;
+        eprintln!("repeat {repeat}: secondary started {overlap_us:.1} us before the primary's last write (negative: no overlap)");
+    }
 }

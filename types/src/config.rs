@@ -4,7 +4,15 @@ use crate::dim3::Dim3;
 use crate::problem::LaunchProblem;
 
 /// Grid, block and dynamic shared memory of one launch: CUDA's `<<<grid, block, shared>>>`,
-/// plus the extended launch's thread-block cluster and cooperative flag.
+/// plus the extended launch's thread-block cluster, cooperative flag and programmatic
+/// dependent launch.
+///
+/// Build one with [`LaunchConfig::new`], [`LaunchConfig::for_elements`] or from a tuple
+/// (`(grid, block)`, `(grid, block, shared_bytes)`), then the `with_*` methods. Grid, block,
+/// shared memory, cluster and the cooperative flag are public fields; programmatic dependent
+/// launch is not, because enabling it is `unsafe`
+/// ([`LaunchConfig::with_programmatic_dependent_launch`]), so a configuration is built with
+/// these functions rather than a struct literal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct LaunchConfig {
     /// Blocks in the grid.
@@ -18,12 +26,16 @@ pub struct LaunchConfig {
     pub cluster: Option<Dim3>,
     /// A cooperative launch: all blocks are resident at once, so they may synchronise grid-wide.
     pub cooperative: bool,
+    /// Programmatic dependent launch (`CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`).
+    /// Private: only [`LaunchConfig::with_programmatic_dependent_launch`], an `unsafe fn`,
+    /// sets it.
+    programmatic_dependent_launch: bool,
 }
 
 impl LaunchConfig {
     /// A configuration of `grid` blocks of `block` threads, without shared memory or clusters.
     pub fn new(grid: impl Into<Dim3>, block: impl Into<Dim3>) -> Self {
-        LaunchConfig { grid: grid.into(), block: block.into(), shared_bytes: 0, cluster: None, cooperative: false }
+        LaunchConfig { grid: grid.into(), block: block.into(), shared_bytes: 0, cluster: None, cooperative: false, programmatic_dependent_launch: false }
     }
 
     /// A 1-D configuration covering `n` elements with `block` threads per block.
@@ -68,9 +80,61 @@ impl LaunchConfig {
         self
     }
 
-    /// True when the launch needs `cuLaunchKernelEx` (clusters or cooperative).
+    /// The same configuration as a programmatic dependent launch (sm_90 and newer;
+    /// `cuLaunchKernelEx` with `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`): the
+    /// kernel may start before the previous kernel on its stream has finished, once every
+    /// block of that kernel has called `ferrocuda_device::grid_dependency::launch_dependents()`
+    /// (or exited). This hides the launch latency of this kernel, and the tail of the previous
+    /// one, behind the previous kernel's last blocks. The kernel itself calls
+    /// `ferrocuda_device::grid_dependency::wait_for_prerequisites()`, which returns once the
+    /// earlier kernels have completed and their writes are visible.
+    ///
+    /// ```
+    /// # use ferrocuda_types::LaunchConfig;
+    /// // SAFETY: the kernel launched with this configuration calls `wait_for_prerequisites()`
+    /// // in every thread before it touches any memory.
+    /// let config = unsafe { LaunchConfig::for_elements(1 << 20, 256).with_programmatic_dependent_launch() };
+    /// assert!(config.programmatic_dependent_launch() && config.is_extended());
+    /// ```
+    ///
+    /// On devices older than sm_90 the driver accepts the attribute and the launch is ordered
+    /// as usual (the CUDA Programming Guide: these APIs "require at least compute capability
+    /// 9.0 to provide overlapping execution"); `griddepcontrol` itself needs sm_90 PTX, so a
+    /// kernel that calls the `grid_dependency` functions is built for sm_90 or newer.
+    ///
+    /// # Safety
+    /// With this attribute the stream no longer orders the kernel after the work queued
+    /// before it; the kernel does so itself. So every thread of the kernel launched with this
+    /// configuration must call `wait_for_prerequisites()`
+    /// - before it reads or writes any memory that work queued earlier on the stream (or that
+    ///   the stream was made to wait for, e.g. by ferrocuda's ordering of buffers used on other
+    ///   streams) writes: a read before the wait may see stale data;
+    /// - before it writes any memory that such earlier work reads or writes: a write before the
+    ///   wait may change the earlier kernel's input or be overwritten by it;
+    /// - and before it returns, so that the kernel cannot finish before the work it overlaps
+    ///   has (work queued after it, and `Stream::synchronize`, rely on that ordering).
+    ///
+    /// Calling `wait_for_prerequisites()` as the first statement of the kernel always meets
+    /// this contract; work before it may only touch memory no earlier kernel uses (compute,
+    /// shared memory, loads of data nothing on the device writes). A kernel that never calls
+    /// it must not be launched with this configuration. What the previous kernel does with
+    /// `launch_dependents()` is not part of the contract: it is only a hint when to start.
+    #[must_use]
+    pub unsafe fn with_programmatic_dependent_launch(mut self) -> Self {
+        self.programmatic_dependent_launch = true;
+        self
+    }
+
+    /// True when the launch is a programmatic dependent launch
+    /// ([`LaunchConfig::with_programmatic_dependent_launch`]).
+    pub fn programmatic_dependent_launch(&self) -> bool {
+        self.programmatic_dependent_launch
+    }
+
+    /// True when the launch needs `cuLaunchKernelEx` (clusters, cooperative or programmatic
+    /// dependent launch).
     pub fn is_extended(&self) -> bool {
-        self.cluster.is_some() || self.cooperative
+        self.cluster.is_some() || self.cooperative || self.programmatic_dependent_launch
     }
 }
 
@@ -83,5 +147,25 @@ impl<G: Into<Dim3>, B: Into<Dim3>> From<(G, B)> for LaunchConfig {
 impl<G: Into<Dim3>, B: Into<Dim3>> From<(G, B, u32)> for LaunchConfig {
     fn from((grid, block, shared_bytes): (G, B, u32)) -> Self {
         LaunchConfig::new(grid, block).with_shared_bytes(shared_bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn programmatic_dependent_launch_is_off_unless_asked_for_and_kept_by_the_builders() {
+        let plain = LaunchConfig::new(4u32, 32u32);
+        assert!(!plain.programmatic_dependent_launch() && !plain.is_extended());
+        let from_tuple: LaunchConfig = (4u32, 32u32, 128u32).into();
+        assert!(!from_tuple.programmatic_dependent_launch());
+        assert!(!LaunchConfig::for_elements(1000, 128).programmatic_dependent_launch());
+        // SAFETY: a test of the flag only; nothing is launched.
+        let pdl = unsafe { plain.with_programmatic_dependent_launch() };
+        assert!(pdl.programmatic_dependent_launch() && pdl.is_extended());
+        assert_ne!(pdl, plain);
+        let pdl = pdl.with_shared_bytes(64).with_cluster(2u32).cooperative();
+        assert!(pdl.programmatic_dependent_launch() && pdl.cooperative && pdl.cluster.is_some() && pdl.shared_bytes == 64);
     }
 }

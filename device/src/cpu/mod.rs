@@ -16,6 +16,9 @@
 //!   worker per core); [`CpuExecutor::deterministic`] runs them in order on the calling thread.
 //!   The blocks of a thread-block cluster run together on one worker, so `cluster::sync` and
 //!   distributed shared memory (`cluster::peer_get`) work as on sm_90.
+//! - Launches run one after another, each to its end: a programmatic dependent launch
+//!   (`LaunchConfig::with_programmatic_dependent_launch`) runs like any other, and
+//!   `grid_dependency::launch_dependents`/`wait_for_prerequisites` do nothing.
 //! - Inside a block, each GPU thread is a stackful coroutine; threads take turns in rank order
 //!   and switch only at block barriers and warp operations, so a block of 1024 threads needs one
 //!   OS thread, not 1024. Warps are 32 consecutive ranks: a warp operation completes when all

@@ -94,8 +94,39 @@ fn check_kernel_shared(function: sys::CUfunction, symbol: &str, stream: &Stream,
     config.validate_kernel_shared(max.max(0) as u32, stream.context().limits()).map_err(|problem| Error::InvalidLaunch { kernel: symbol.to_string(), problem })
 }
 
-/// `cuLaunchKernel`, or `cuLaunchKernelEx` when the configuration has a cluster or is
-/// cooperative. Allocates nothing: the extended attributes live on the stack.
+/// The most launch attributes one launch sets: cluster dimension, cooperative, programmatic
+/// stream serialization.
+const MAX_ATTRIBUTES: usize = 3;
+
+/// The `cuLaunchKernelEx` attributes of `config`, in the first `count` entries (the rest are
+/// zero, `CU_LAUNCH_ATTRIBUTE_IGNORE`): the cluster dimension, the cooperative flag and
+/// programmatic stream serialization (programmatic dependent launch), each only when set.
+/// [`CUlaunchAttributeValue`](https://docs.nvidia.com/cuda/cuda-driver-api/cuda_driver_api/unionCUlaunchAttributeValue.html).
+fn launch_attributes(config: &LaunchConfig) -> ([sys::CUlaunchAttribute; MAX_ATTRIBUTES], usize) {
+    // SAFETY: an all-zero attribute is a valid (ignored) value of this plain C union.
+    let mut attributes: [sys::CUlaunchAttribute; MAX_ATTRIBUTES] = unsafe { std::mem::zeroed() };
+    let mut count = 0;
+    if let Some(cluster) = config.cluster {
+        attributes[count].id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        attributes[count].value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x: cluster.x, y: cluster.y, z: cluster.z };
+        count += 1;
+    }
+    if config.cooperative {
+        attributes[count].id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+        attributes[count].value.cooperative = 1;
+        count += 1;
+    }
+    if config.programmatic_dependent_launch() {
+        attributes[count].id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attributes[count].value.programmaticStreamSerializationAllowed = 1;
+        count += 1;
+    }
+    (attributes, count)
+}
+
+/// `cuLaunchKernel`, or `cuLaunchKernelEx` when the configuration has a cluster, is
+/// cooperative or is a programmatic dependent launch. Allocates nothing: the extended
+/// attributes live on the stack.
 ///
 /// # Safety
 /// `function` belongs to the current context (the stream's); `params` as for
@@ -129,19 +160,7 @@ pub(crate) unsafe fn launch_function(
             )
         }?);
     }
-    // SAFETY: an all-zero attribute is a valid (ignored) value of this plain C union.
-    let mut attributes: [sys::CUlaunchAttribute; 2] = unsafe { std::mem::zeroed() };
-    let mut count = 0;
-    if let Some(cluster) = config.cluster {
-        attributes[count].id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-        attributes[count].value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x: cluster.x, y: cluster.y, z: cluster.z };
-        count += 1;
-    }
-    if config.cooperative {
-        attributes[count].id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-        attributes[count].value.cooperative = 1;
-        count += 1;
-    }
+    let (mut attributes, count) = launch_attributes(config);
     let launch = sys::CUlaunchConfig {
         gridDimX: config.grid.x,
         gridDimY: config.grid.y,
@@ -187,4 +206,55 @@ fn cooperative_too_large(function: sys::CUfunction, symbol: &str, stream: &Strea
 #[doc(hidden)]
 pub fn embedded_function(module: &'static EmbeddedModule, symbol: &'static str, context: &Context) -> Result<Function> {
     Function::from_embedded(context, module, symbol)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `(id, value)` of each set attribute, the value read through the id's union field.
+    fn attributes(config: LaunchConfig) -> Vec<(sys::CUlaunchAttributeID, [u32; 3])> {
+        use sys::CUlaunchAttributeID as Id;
+        let (attributes, count) = launch_attributes(&config);
+        assert!(attributes[count..].iter().all(|a| a.id == Id::CU_LAUNCH_ATTRIBUTE_IGNORE), "entries past `count` stay ignored");
+        attributes[..count]
+            .iter()
+            .map(|a| {
+                // SAFETY: each arm reads the union field its id names, which `launch_attributes` wrote.
+                let value = unsafe {
+                    match a.id {
+                        Id::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION => [a.value.clusterDim.x, a.value.clusterDim.y, a.value.clusterDim.z],
+                        Id::CU_LAUNCH_ATTRIBUTE_COOPERATIVE => [a.value.cooperative as u32, 0, 0],
+                        Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION => [a.value.programmaticStreamSerializationAllowed as u32, 0, 0],
+                        other => panic!("unexpected attribute {other:?}"),
+                    }
+                };
+                (a.id, value)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn launch_attributes_name_cluster_cooperative_and_programmatic_serialization() {
+        use sys::CUlaunchAttributeID as Id;
+        let cluster = (Id::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, [2, 1, 3]);
+        let cooperative = (Id::CU_LAUNCH_ATTRIBUTE_COOPERATIVE, [1, 0, 0]);
+        let pdl = (Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, [1, 0, 0]);
+        let plain = LaunchConfig::new((8u32, 1u32, 3u32), 64u32);
+        // SAFETY: attribute building only; nothing is launched.
+        let with_pdl = |c: LaunchConfig| unsafe { c.with_programmatic_dependent_launch() };
+
+        assert!(!plain.is_extended());
+        assert_eq!(attributes(plain), []);
+        assert_eq!(attributes(plain.with_cluster((2u32, 1u32, 3u32))), [cluster]);
+        assert_eq!(attributes(plain.cooperative()), [cooperative]);
+        assert_eq!(attributes(with_pdl(plain)), [pdl]);
+        assert_eq!(attributes(with_pdl(plain.cooperative())), [cooperative, pdl]);
+        assert_eq!(attributes(with_pdl(plain.with_cluster((2u32, 1u32, 3u32)))), [cluster, pdl]);
+        // All three at once fill the array (the driver decides whether it accepts them together).
+        assert_eq!(attributes(with_pdl(plain.with_cluster((2u32, 1u32, 3u32)).cooperative())), [cluster, cooperative, pdl]);
+        for config in [plain.cooperative(), with_pdl(plain), plain.with_cluster(1u32)] {
+            assert!(config.is_extended(), "{config:?} must go through cuLaunchKernelEx");
+        }
+    }
 }

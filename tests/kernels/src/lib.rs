@@ -21,5 +21,8 @@ pub fn square_checked(x: &[u32], mut out: DisjointSlice<u32>) {
 
 pub mod cpu_examples;
 pub mod device_lib;
+// `griddepcontrol` needs sm_90: the sm_80 PTX leaves the whole module out.
+#[cfg_attr(target_arch = "nvptx64", cfg(ferrocuda_sm = "90"))]
+pub mod grid_dependency;
 pub mod kernel_model;
 pub mod launch_kinds;
