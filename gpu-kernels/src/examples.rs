@@ -553,7 +553,9 @@ pub fn stencil_5pt(input: &[f32], mut output: DisjointSlice<f32>, rows: u32, col
     {
         return;
     }
-    let (Some(col), Some(first_row)) = (offset_below(block_idx_x(), block_dim_x(), thread_idx_x(), cols), offset_below(block_idx_y(), STENCIL_ROWS_PER_THREAD, 0, rows)) else {
+    let (Some(col), Some(first_row)) =
+        (offset_below(block_idx_x(), block_dim_x(), thread_idx_x(), cols), offset_below(block_idx_y(), STENCIL_ROWS_PER_THREAD, 0, rows))
+    else {
         return;
     };
     let width = cols as usize;
