@@ -19,6 +19,18 @@ cd "$(dirname "$0")/.."
 
 fail() { echo "check-packaging: $*" >&2; exit 1; }
 
+# `cargo package` verifies each .crate against the others through a local registry, and cargo
+# treats a registry crate of a given name and version as immutable: it unpacks it once and
+# reuses its compiled artifacts. A second run after a change (same version 0.1.0) verified
+# ferrocuda-host against the first run's ferrocuda-types and failed (2026-11-23). So the
+# verification builds in its own folder, `target/package-verify`, where every ferrocuda crate
+# comes from the local registry: their unpacked copies and artifacts are removed before each
+# run (third-party crates stay built), and so are the unpacked copies cargo keeps under
+# CARGO_HOME for local registries (directories named `-<hash>`; crates.io's is `index.crates.io-*`).
+verify_dir=target/package-verify
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/ferrocuda-* "$verify_dir/package" \
+  "$verify_dir"/debug/.fingerprint/ferrocuda-* "$verify_dir"/debug/deps/*ferrocuda_* "$verify_dir"/debug/build/ferrocuda-*
+
 meta=$(cargo metadata --no-deps --format-version 1)
 mapfile -t published < <(python3 -c '
 import json, sys
@@ -66,6 +78,6 @@ if [ "${VERIFY:-1}" = 1 ]; then
   for crate in "${published[@]}"; do
     case "$crate" in ferrocuda-collectives|ferrocuda-collectives-kernels) ;; *) verify+=(-p "$crate") ;; esac
   done
-  cargo package "${verify[@]}" --allow-dirty
+  CARGO_TARGET_DIR="$verify_dir" cargo package "${verify[@]}" --allow-dirty
 fi
 echo "check-packaging: ${#published[@]} crates package"
