@@ -97,7 +97,7 @@ impl TensorMap {
     /// # Safety
     /// `address` is 16-byte aligned (128 for interleaved maps) and the memory the layout
     /// describes stays allocated as long as kernels copy through the map: the map holds a raw
-    /// address, no borrow. [`TensorMap::tiled_2d`] checks this for a buffer it borrows.
+    /// address, no borrow. [`TensorMap::tiled`] checks this for a buffer it borrows.
     ///
     /// # Errors
     /// `CUDA_ERROR_INVALID_VALUE` from the driver when the layout breaks a rule above.
@@ -136,12 +136,36 @@ impl TensorMap {
         Ok(TensorMap { raw })
     }
 
-    /// A 2-D row-major map of `rows x cols` elements of `buffer` (row stride `cols`), copied in
-    /// boxes of `box_rows x box_cols`.
+    /// A map of the packed row-major array in `buffer` with dimensions `dims` (1 to 5,
+    /// innermost first, as `cuTensorMapEncodeTiled` takes them: `dims[0]` is contiguous, the
+    /// stride of dimension `d` is the product of `dims[..d]` elements), copied in boxes of
+    /// `box_dims` (innermost first, each at most 256).
     ///
     /// # Errors
-    /// [`crate::Error`] when `buffer` is smaller than `rows * cols` elements of `data_type`
-    /// (as `CUDA_ERROR_INVALID_VALUE`), or when the driver rejects the layout.
+    /// `CUDA_ERROR_INVALID_VALUE` when the rank is not 1..=5, `box_dims` has another length,
+    /// or `buffer` is smaller than the product of `dims` elements of `data_type`; the
+    /// driver's error when it rejects the layout (strides not multiples of 16 bytes, a box
+    /// too large, ...).
+    pub fn tiled<T: bytemuck::Pod>(
+        buffer: &DeviceBuffer<T>,
+        data_type: TensorDataType,
+        dims: &[u64],
+        box_dims: &[u32],
+        swizzle: TensorSwizzle,
+    ) -> Result<TensorMap> {
+        let strides = packed_strides(data_type, dims, box_dims, buffer.size_bytes() as u64)?;
+        let layout = TiledLayout { data_type, dims, strides_bytes: &strides[..dims.len() - 1], box_dims, swizzle };
+        buffer.context().bind_to_thread()?;
+        // SAFETY: the buffer holds the whole array (checked) and allocations are 256-byte
+        // aligned. Keeping it alive while kernels use the map is documented on `TensorMap`.
+        unsafe { TensorMap::encode_tiled(buffer.device_ptr(), &layout) }
+    }
+
+    /// A 2-D row-major map of `rows x cols` elements of `buffer` (row stride `cols`), copied in
+    /// boxes of `box_rows x box_cols`: [`TensorMap::tiled`] with `dims = [cols, rows]`.
+    ///
+    /// # Errors
+    /// As for [`TensorMap::tiled`].
     pub fn tiled_2d<T: bytemuck::Pod>(
         buffer: &DeviceBuffer<T>,
         data_type: TensorDataType,
@@ -151,14 +175,7 @@ impl TensorMap {
         box_cols: u32,
         swizzle: TensorSwizzle,
     ) -> Result<TensorMap> {
-        if (buffer.size_bytes() as u64) < rows * cols * data_type.size() {
-            check("cuTensorMapEncodeTiled", sys::CUresult::CUDA_ERROR_INVALID_VALUE)?;
-        }
-        let layout = TiledLayout { data_type, dims: &[cols, rows], strides_bytes: &[cols * data_type.size()], box_dims: &[box_cols, box_rows], swizzle };
-        buffer.context().bind_to_thread()?;
-        // SAFETY: the buffer is large enough (checked) and allocations are 256-byte aligned.
-        // Keeping it alive while kernels use the map is documented on `TensorMap`.
-        unsafe { TensorMap::encode_tiled(buffer.device_ptr(), &layout) }
+        TensorMap::tiled(buffer, data_type, &[cols, rows], &[box_cols, box_rows], swizzle)
     }
 
     /// A map for the CPU executor, which cannot read the driver's opaque encoding: the layout
@@ -211,5 +228,52 @@ impl TensorMap {
     /// Allocation or copy failures.
     pub fn to_device(&self, context: &Context) -> Result<DeviceBuffer<[u64; 16]>> {
         DeviceBuffer::from_slice(context, &[self.raw.opaque])
+    }
+}
+
+/// The byte strides of dimensions 1.. of a packed row-major array (`dims` innermost first),
+/// after checking the rank, the box's rank and that `buffer_bytes` hold the whole array.
+fn packed_strides(data_type: TensorDataType, dims: &[u64], box_dims: &[u32], buffer_bytes: u64) -> Result<[u64; 4]> {
+    let invalid = || check("TensorMap::tiled", sys::CUresult::CUDA_ERROR_INVALID_VALUE);
+    if !(1..=5).contains(&dims.len()) || box_dims.len() != dims.len() {
+        invalid()?;
+    }
+    // `None` when the product overflows: no buffer can hold such an array.
+    let bytes = dims.iter().try_fold(data_type.size(), |bytes, &extent| bytes.checked_mul(extent));
+    if bytes.is_none_or(|bytes| bytes > buffer_bytes) {
+        invalid()?;
+    }
+    let mut strides = [0u64; 4];
+    let mut stride = data_type.size();
+    for (d, &extent) in dims.iter().enumerate().take(dims.len() - 1) {
+        stride *= extent;
+        strides[d] = stride;
+    }
+    Ok(strides)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packed_strides_are_products_of_the_inner_dimensions() {
+        let strides = packed_strides(TensorDataType::U16, &[16, 3, 4, 2, 5], &[16, 2, 2, 2, 3], 1920 * 2).unwrap();
+        assert_eq!(strides, [32, 96, 384, 768]);
+        assert_eq!(packed_strides(TensorDataType::F32, &[256], &[64], 1024).unwrap(), [0; 4]);
+    }
+
+    #[test]
+    fn a_buffer_smaller_than_the_array_is_refused() {
+        assert!(packed_strides(TensorDataType::U16, &[16, 8, 4], &[16, 4, 2], 16 * 8 * 4 * 2 - 1).is_err());
+        assert!(packed_strides(TensorDataType::U16, &[16, 8, 4], &[16, 4, 2], 16 * 8 * 4 * 2).is_ok());
+        assert!(packed_strides(TensorDataType::U8, &[1 << 40, 1 << 30], &[16, 1], u64::MAX).is_err());
+    }
+
+    #[test]
+    fn ranks_outside_one_to_five_and_mismatched_boxes_are_refused() {
+        assert!(packed_strides(TensorDataType::U16, &[], &[], 1 << 20).is_err());
+        assert!(packed_strides(TensorDataType::U16, &[2, 2, 2, 2, 2, 2], &[2, 2, 2, 2, 2, 2], 1 << 20).is_err());
+        assert!(packed_strides(TensorDataType::U16, &[16, 8], &[16], 1 << 20).is_err());
     }
 }

@@ -1,7 +1,7 @@
 //! Small kernels that pin what the device library's Hopper/Ampere data-movement functions and
 //! the performance fixes compile to; `tests/ptx.rs` checks their PTX and `ptxas` figures
-//! (no GPU needed). They are launchable too, but only the GEMM and `tma_copy_tile` are run
-//! by `hopper-gemm`.
+//! (no GPU needed). They are launchable too; `hopper-gemm` runs `probe_tma_rank_loads`,
+//! `probe_wgmma_tile` and the data-movement probes on the GPU.
 
 use ferrocuda_device::kernel;
 use ferrocuda_device::thread::thread_idx_x;
@@ -200,29 +200,19 @@ pub unsafe fn probe_slice_transpose(input: &[f32], output: *mut f32, rows: u32, 
 }
 
 #[cfg(target_arch = "nvptx64")]
-mod device_tma {
+mod device_grid_dependency {
     use ferrocuda_device::grid_dependency;
-    use ferrocuda_device::mbarrier::MBarrier;
-    use ferrocuda_device::tma::{TensorMap, dynamic_shared_address};
 
-    /// Issues 1-D, 3-D, 4-D and 5-D TMA loads (PTX pinned by `tests/ptx.rs`; not launched) and
-    /// the programmatic-dependent-launch pair.
+    /// The programmatic-dependent-launch pair (PTX pinned by `tests/ptx.rs`). The TMA loads of
+    /// ranks 1, 3, 4 and 5 it used to issue are now launched by `probe_tma_rank_loads`.
     ///
     /// # Safety
-    /// Not meant to be launched without maps of the matching ranks.
+    /// `out` holds one `u32`; launched alone or as a programmatic dependent.
     #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn probe_tma_ranks(maps: *const TensorMap, x: i32) {
+    pub unsafe extern "ptx-kernel" fn probe_grid_dependency(out: *mut u32, x: u32) {
         grid_dependency::wait_for_prerequisites();
-        let base = (dynamic_shared_address() + 127) & !127;
-        // SAFETY: the address is inside the requested shared memory (the caller's contract).
-        let bar = unsafe { MBarrier::at(base + 4096) };
         // SAFETY: the kernel's contract.
-        unsafe {
-            TensorMap::load_1d(maps, base, bar, x);
-            TensorMap::load_3d(maps.add(1), base, bar, x, 0, 0);
-            TensorMap::load_4d(maps.add(2), base, bar, [x, 0, 0, 0]);
-            TensorMap::load_5d(maps.add(3), base, bar, [x, 0, 0, 0, 1]);
-        }
+        unsafe { *out = x };
         grid_dependency::launch_dependents();
     }
 }
@@ -313,5 +303,134 @@ mod device_wgmma {
     pub unsafe extern "ptx-kernel" fn probe_wgmma_tile(a: *const u16, b: *const u16, out_ss: *mut f32, out_rs: *mut f32) {
         // SAFETY: the kernel's contract.
         unsafe { super::wgmma_tile_body(a, b, out_ss, out_rs) }
+    }
+}
+
+/// One box load of `probe_tma_rank_loads`: a packed row-major u16 array of `dims` (innermost
+/// first), the box shape and the coordinates of the box's first element.
+#[derive(Clone, Copy, Debug)]
+pub struct RankLoad {
+    /// Elements per dimension, innermost first.
+    pub dims: &'static [u64],
+    /// Box elements per dimension (innermost extent times 2 bytes a multiple of 16).
+    pub box_dims: &'static [u32],
+    /// Where the box starts, innermost first (every box lies inside its array).
+    pub coords: &'static [i32],
+}
+
+/// The loads of `probe_tma_rank_loads`, of ranks 1, 3, 4 and 5, each box at a nonzero
+/// coordinate in at least one dimension.
+pub const TMA_RANK_LOADS: [RankLoad; 4] = [
+    RankLoad { dims: &[256], box_dims: &[64], coords: &[64] },
+    RankLoad { dims: &[16, 8, 4], box_dims: &[16, 4, 2], coords: &[0, 3, 2] },
+    RankLoad { dims: &[32, 4, 6, 3], box_dims: &[8, 2, 3, 2], coords: &[8, 1, 2, 1] },
+    RankLoad { dims: &[16, 3, 4, 2, 5], box_dims: &[16, 2, 2, 2, 3], coords: &[0, 1, 2, 0, 2] },
+];
+
+const fn box_bytes(load: &RankLoad) -> u32 {
+    let (mut bytes, mut d) = (2, 0);
+    while d < load.box_dims.len() {
+        bytes *= load.box_dims[d];
+        d += 1;
+    }
+    bytes
+}
+
+/// Bytes of each box of [`TMA_RANK_LOADS`].
+pub const TMA_RANK_BOX_BYTES: [u32; 4] =
+    [box_bytes(&TMA_RANK_LOADS[0]), box_bytes(&TMA_RANK_LOADS[1]), box_bytes(&TMA_RANK_LOADS[2]), box_bytes(&TMA_RANK_LOADS[3])];
+/// Bytes the four loads deliver: the barrier's expected transaction count, and the size of
+/// the output (the boxes one after another, each in box order, innermost first).
+pub const TMA_RANK_TOTAL_BYTES: u32 = TMA_RANK_BOX_BYTES[0] + TMA_RANK_BOX_BYTES[1] + TMA_RANK_BOX_BYTES[2] + TMA_RANK_BOX_BYTES[3];
+/// Where each box lands in shared memory, from the 128-byte-aligned base (each 128-byte
+/// aligned, as TMA destinations without swizzle must be), then the barrier's offset.
+const TMA_RANK_SHARED_OFFSETS: [u32; 5] = {
+    let mut offsets = [0u32; 5];
+    let mut k = 0;
+    while k < 4 {
+        offsets[k + 1] = offsets[k] + TMA_RANK_BOX_BYTES[k].next_multiple_of(128);
+        k += 1;
+    }
+    offsets
+};
+/// Dynamic shared memory of `probe_tma_rank_loads`: the boxes, the barrier, 128 bytes to align.
+pub const TMA_RANK_SHARED_BYTES: u32 = TMA_RANK_SHARED_OFFSETS[4] + 8 + 128;
+
+/// Loads one box of each of [`TMA_RANK_LOADS`] (`TensorMap::load_1d`, `load_3d`, `load_4d`,
+/// `load_5d`) into dynamic shared memory, all completing on one barrier, then the block copies
+/// the four boxes to `out` one after another ([`TMA_RANK_TOTAL_BYTES`]).
+///
+/// # Safety
+/// `maps[k]` is a tensor map in global memory of load `k` of [`TMA_RANK_LOADS`] (u16 or
+/// bf16, no swizzle) over a live array; `out` holds [`TMA_RANK_TOTAL_BYTES`]; one block of 128
+/// threads, [`TMA_RANK_SHARED_BYTES`] of dynamic shared memory; run as every thread of it.
+#[inline(always)]
+pub unsafe fn tma_rank_loads_body(maps: [*const ferrocuda_device::tma::TensorMap; 4], out: *mut u32) {
+    use ferrocuda_device::mbarrier::{MBarrier, fence_init};
+    use ferrocuda_device::shared::SharedElement;
+    use ferrocuda_device::sync::sync_threads;
+    use ferrocuda_device::tma::{TensorMap, dynamic_shared_address};
+
+    let tid = thread_idx_x();
+    let base = (dynamic_shared_address() + 127) & !127;
+    let at = |k: usize| base + TMA_RANK_SHARED_OFFSETS[k];
+    // SAFETY: 8 bytes after the boxes, 8-byte aligned, inside the requested shared memory.
+    let bar = unsafe { MBarrier::at(at(4)) };
+    if tid == 0 {
+        bar.init(1);
+        fence_init();
+    }
+    sync_threads();
+    if tid == 0 {
+        let [l1, l3, l4, l5] = TMA_RANK_LOADS;
+        let (c1, c3, c4, c5) = (l1.coords, l3.coords, l4.coords, l5.coords);
+        // SAFETY: the maps are valid and of these ranks (the caller's contract); each box has
+        // its own 128-byte-aligned area, read only after the barrier's phase completes.
+        unsafe {
+            for map in maps {
+                TensorMap::acquire(map);
+            }
+            bar.arrive_expect_tx(TMA_RANK_TOTAL_BYTES);
+            TensorMap::load_1d(maps[0], at(0), bar, c1[0]);
+            TensorMap::load_3d(maps[1], at(1), bar, c3[0], c3[1], c3[2]);
+            TensorMap::load_4d(maps[2], at(2), bar, [c4[0], c4[1], c4[2], c4[3]]);
+            TensorMap::load_5d(maps[3], at(3), bar, [c5[0], c5[1], c5[2], c5[3], c5[4]]);
+        }
+    }
+    bar.wait(0);
+    let mut out_word = 0;
+    for (k, bytes) in TMA_RANK_BOX_BYTES.into_iter().enumerate() {
+        let words = bytes / 4;
+        let mut w = tid;
+        while w < words {
+            // SAFETY: inside box `k`, delivered (the barrier's phase completed); inside `out`,
+            // which holds every box (the caller's contract).
+            unsafe { *out.add((out_word + w) as usize) = u32::load_shared(at(k) + 4 * w) };
+            w += 128;
+        }
+        out_word += words;
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+mod device_tma_rank_loads {
+    use ferrocuda_device::tma::TensorMap;
+
+    ferrocuda_device::launch_bounds!(probe_tma_rank_loads, 128, 1);
+
+    /// See [`tma_rank_loads_body`](super::tma_rank_loads_body).
+    ///
+    /// # Safety
+    /// As for `tma_rank_loads_body`, with `maps = [m1, m3, m4, m5]`.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn probe_tma_rank_loads(
+        m1: *const TensorMap,
+        m3: *const TensorMap,
+        m4: *const TensorMap,
+        m5: *const TensorMap,
+        out: *mut u32,
+    ) {
+        // SAFETY: the kernel's contract.
+        unsafe { super::tma_rank_loads_body([m1, m3, m4, m5], out) }
     }
 }

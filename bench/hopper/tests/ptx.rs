@@ -169,19 +169,17 @@ fn struct_copy_trap_is_pinned() {
 
 #[test]
 fn tma_loads_of_every_rank_and_grid_dependency_control_assemble() {
-    let text = entry("probe_tma_ranks");
-    for needle in [
-        "cp.async.bulk.tensor.1d",
-        "cp.async.bulk.tensor.3d",
-        "cp.async.bulk.tensor.4d",
-        "cp.async.bulk.tensor.5d",
-        "griddepcontrol.wait",
-        "griddepcontrol.launch_dependents",
-    ] {
+    let text = entry("probe_tma_rank_loads");
+    for needle in ["cp.async.bulk.tensor.1d", "cp.async.bulk.tensor.3d", "cp.async.bulk.tensor.4d", "cp.async.bulk.tensor.5d"] {
+        assert!(text.contains(needle), "`{needle}` missing");
+    }
+    assert_eq!(text.matches("fence.proxy.tensormap::generic.acquire.gpu").count(), 4, "one acquire per map");
+    let text = entry("probe_grid_dependency");
+    for needle in ["griddepcontrol.wait", "griddepcontrol.launch_dependents"] {
         assert!(text.contains(needle), "`{needle}` missing");
     }
     // ptxas accepted the module (the cubin is embedded) when it was found.
-    assert!(KERNELS.resources.is_empty() || resources("probe_tma_ranks").is_some());
+    assert!(KERNELS.resources.is_empty() || resources("probe_tma_rank_loads").is_some());
 }
 
 #[test]
@@ -200,7 +198,7 @@ fn wgmma_with_a_from_registers_assembles() {
 /// each with a divergence check (`BRA.DIV` in the SASS).
 #[test]
 fn the_barrier_after_thread_zero_initialises_a_barrier_is_not_aligned() {
-    for kernel in ["probe_tma_diag", "tma_copy_tile", "gemm_bf16_tn", "gemm_bf16_tn_serial", "probe_wgmma_tile"] {
+    for kernel in ["probe_tma_diag", "tma_copy_tile", "gemm_bf16_tn", "gemm_bf16_tn_serial", "probe_wgmma_tile", "probe_tma_rank_loads"] {
         let text = entry(kernel);
         assert!(text.contains("barrier.sync 0;"), "{kernel}: no block barrier");
         for aligned in ["bar.sync", "barrier.sync.aligned", "barrier.cluster.arrive.aligned", "barrier.cluster.wait.aligned"] {

@@ -1,6 +1,6 @@
 //! `hopper-gemm`: the Rust Hopper bf16 GEMM (`hopper_kernels::gemm`) against cuBLAS
 //! (`cublasGemmEx`, bf16 in/out, f32 compute) on the same GPU in one run, plus the
-//! tensor-map round-trip test.
+//! tensor-map round-trip test and the TMA loads of ranks 1, 3, 4 and 5.
 //!
 //! ```text
 //! hopper-gemm [--sizes 4096,8192] [--runs 20] [--json FILE]
@@ -215,6 +215,62 @@ fn tma_round_trip(context: &Context, stream: &Stream, module: &Module) -> Res<St
         return Err(format!("TMA round trip: {wrong} of {} elements differ", input.len()));
     }
     Ok(format!("TMA round trip (tensor map in global memory, {rows}x{cols} bf16, {}x{} boxes): exact, {} elements", COPY_TILE, COPY_TILE, input.len()))
+}
+
+/// TMA loads of ranks 1, 3, 4 and 5 (`probe_tma_rank_loads`): one box from each of four
+/// packed u16 arrays of distinct values, maps from `TensorMap::tiled`, every element of every
+/// box compared with the box computed here from its coordinates. Exact.
+fn tma_rank_loads(context: &Context, stream: &Stream, module: &Module) -> Res<String> {
+    use hopper_kernels::probes::{TMA_RANK_LOADS, TMA_RANK_SHARED_BYTES, TMA_RANK_TOTAL_BYTES};
+    // Array `k`'s element at linear index `i` (every array has fewer than 4096 elements).
+    let value = |k: usize, i: usize| ((k as u16 + 1) << 12) | i as u16;
+    let mut sources = Vec::new();
+    let mut maps = Vec::new();
+    for (k, load) in TMA_RANK_LOADS.iter().enumerate() {
+        let len = load.dims.iter().product::<u64>() as usize;
+        let data: Vec<u16> = (0..len).map(|i| value(k, i)).collect();
+        let buffer = DeviceBuffer::from_slice(context, &data).map_err(err("upload"))?;
+        let map = TensorMap::tiled(&buffer, TensorDataType::U16, load.dims, load.box_dims, TensorSwizzle::None)
+            .map_err(|e| format!("cuTensorMapEncodeTiled (rank {}): {e}", load.dims.len()))?;
+        maps.push(map.to_device(context).map_err(err("map upload"))?);
+        sources.push(buffer);
+    }
+    let words = TMA_RANK_TOTAL_BYTES as usize / 4;
+    let mut out = DeviceBuffer::<u32>::zeroed(context, words).map_err(err("alloc"))?;
+    out.fill_async(0xffff_ffff, stream).map_err(err("poison"))?;
+    let function = module.function("probe_tma_rank_loads").map_err(err("probe_tma_rank_loads"))?;
+    let mut pointers: Vec<u64> = maps.iter().map(|m| m.device_ptr()).collect();
+    pointers.push(out.device_ptr());
+    let mut params: Vec<*mut c_void> = pointers.iter_mut().map(|p| (p as *mut u64).cast()).collect();
+    // SAFETY: (m1, m3, m4, m5, out) as the kernel declares: map `k` describes source `k` (alive
+    // until the wait below) with load `k`'s shape and box; `out` holds every box; one block of
+    // 128 threads with the shared memory it asks for (under 48 KiB).
+    unsafe { launch(&function, stream, (1, 1), 128, TMA_RANK_SHARED_BYTES, &mut params)? };
+    wait_idle(stream, "probe_tma_rank_loads", 20.0)?;
+    let got: Vec<u16> = out.to_vec().map_err(err("download"))?.iter().flat_map(|w| [*w as u16, (*w >> 16) as u16]).collect();
+    let (mut at, mut problems) = (0, Vec::new());
+    for (k, load) in TMA_RANK_LOADS.iter().enumerate() {
+        let count: usize = load.box_dims.iter().map(|&b| b as usize).product();
+        let mut wrong = 0;
+        for e in 0..count {
+            // Element `e` of the box, innermost first: at `coords[d] + its index in d`.
+            let (mut rest, mut linear, mut pitch) = (e, 0usize, 1usize);
+            for d in 0..load.dims.len() {
+                linear += (load.coords[d] as usize + rest % load.box_dims[d] as usize) * pitch;
+                rest /= load.box_dims[d] as usize;
+                pitch *= load.dims[d] as usize;
+            }
+            wrong += usize::from(got[at + e] != value(k, linear));
+        }
+        if wrong > 0 {
+            problems.push(format!("rank {}: {wrong} of {count} elements differ", load.dims.len()));
+        }
+        at += count;
+    }
+    if !problems.is_empty() {
+        return Err(format!("TMA loads of rank 1, 3, 4, 5: {}", problems.join("; ")));
+    }
+    Ok(format!("TMA loads of rank 1, 3, 4, 5: exact ({at} elements in 4 boxes)"))
 }
 
 /// One `wgmma` m64n64k16 with A from shared memory and one with A from registers, operands
@@ -661,6 +717,15 @@ fn run() -> Res<bool> {
         println!("FAIL tensor maps in global memory do not work here (diag 1): the global-memory variants are skipped");
         ok = false;
     }
+    if paths.global {
+        match tma_rank_loads(&context, &stream, &module) {
+            Ok(line) => println!("PASS {line}"),
+            Err(why) => {
+                println!("FAIL {why}");
+                ok = false;
+            }
+        }
+    }
     match wgmma_tile(&context, &stream, &module) {
         Ok(line) => println!("PASS {line}"),
         Err(why) => {
@@ -675,7 +740,7 @@ fn run() -> Res<bool> {
             ok = false;
         }
     }
-    eprintln!("TMA round trip, wgmma tile and data-movement probes done; creating the cuBLAS handle ...");
+    eprintln!("TMA round trip, TMA ranks, wgmma tile and data-movement probes done; creating the cuBLAS handle ...");
     let blas = Cublas::new(&stream)?;
     let mut json = Vec::new();
     for side in sizes {

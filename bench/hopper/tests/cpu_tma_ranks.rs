@@ -1,0 +1,69 @@
+//! `probe_tma_rank_loads` on the CPU executor: TMA loads of ranks 1, 3, 4 and 5 from packed
+//! u16 arrays, compared element by element with boxes computed here from the coordinates
+//! (the GPU check is `hopper-gemm`'s `tma_rank_loads`).
+
+use ferrocuda_device::cpu::CpuExecutor;
+use ferrocuda_device::tma::TensorMap as DeviceMap;
+use ferrocuda_host::{LaunchConfig, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
+use hopper_kernels::probes::{RankLoad, TMA_RANK_LOADS, TMA_RANK_SHARED_BYTES, TMA_RANK_TOTAL_BYTES, tma_rank_loads_body};
+
+/// Array `k`'s element at linear index `i`: distinct within and across the arrays.
+fn value(k: usize, i: usize) -> u16 {
+    assert!(i < 1 << 12);
+    ((k as u16 + 1) << 12) | i as u16
+}
+
+/// The box of `load` from array `k`, innermost first: element `e` of the box is at
+/// `coords[d] + (e's index in dimension d)` in each dimension.
+fn expected_box(k: usize, load: &RankLoad) -> Vec<u16> {
+    let count: usize = load.box_dims.iter().map(|&b| b as usize).product();
+    (0..count)
+        .map(|e| {
+            let (mut rest, mut linear, mut pitch) = (e, 0usize, 1usize);
+            for d in 0..load.dims.len() {
+                let index = load.coords[d] as usize + rest % load.box_dims[d] as usize;
+                rest /= load.box_dims[d] as usize;
+                assert!(index < load.dims[d] as usize, "the box leaves the array");
+                linear += index * pitch;
+                pitch *= load.dims[d] as usize;
+            }
+            value(k, linear)
+        })
+        .collect()
+}
+
+#[test]
+fn cpu_tma_loads_of_rank_1_3_4_5_are_exact() {
+    let arrays: Vec<Vec<u16>> =
+        TMA_RANK_LOADS.iter().enumerate().map(|(k, load)| (0..load.dims.iter().product::<u64>() as usize).map(|i| value(k, i)).collect()).collect();
+    let maps: Vec<Box<DeviceMap>> = TMA_RANK_LOADS
+        .iter()
+        .zip(&arrays)
+        .map(|(load, array)| {
+            let strides: Vec<u64> = (1..load.dims.len()).map(|d| 2 * load.dims[..d].iter().product::<u64>()).collect();
+            let layout =
+                TiledLayout { data_type: TensorDataType::U16, dims: load.dims, strides_bytes: &strides, box_dims: load.box_dims, swizzle: TensorSwizzle::None };
+            Box::new(DeviceMap(TensorMap::emulated(array.as_ptr() as u64, &layout).unwrap().words()))
+        })
+        .collect();
+    let mut out = vec![0xffff_ffffu32; TMA_RANK_TOTAL_BYTES as usize / 4];
+    let pm: Vec<usize> = maps.iter().map(|m| &**m as *const DeviceMap as usize).collect();
+    let po = out.as_mut_ptr() as usize;
+    let body = || {
+        let maps = [pm[0], pm[1], pm[2], pm[3]].map(|p| p as *const DeviceMap);
+        // SAFETY: map `k` describes `arrays[k]` with load `k`'s shape and box; `out` holds
+        // every box; all outlive `run`.
+        unsafe { tma_rank_loads_body(maps, po as *mut u32) }
+    };
+    CpuExecutor::new().run("probe_tma_rank_loads", LaunchConfig::new(1u32, 128u32).with_shared_bytes(TMA_RANK_SHARED_BYTES), &body).unwrap();
+    let got: Vec<u16> = out.iter().flat_map(|w| [*w as u16, (*w >> 16) as u16]).collect();
+    let mut at = 0;
+    for (k, load) in TMA_RANK_LOADS.iter().enumerate() {
+        let want = expected_box(k, load);
+        let have = &got[at..at + want.len()];
+        let wrong = have.iter().zip(&want).filter(|(a, b)| a != b).count();
+        assert_eq!(wrong, 0, "rank {}: {wrong} of {} elements differ\n got {have:?}\nwant {want:?}", load.dims.len(), want.len());
+        at += want.len();
+    }
+    assert_eq!(at, got.len());
+}
