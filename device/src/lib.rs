@@ -31,7 +31,7 @@ pub mod half;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod hopper_emu;
 pub mod launch_bounds;
-#[cfg(all(target_arch = "nvptx64", ferrocuda_sm = "75"))]
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "75"))]
 pub mod ldmatrix;
 pub mod math;
 pub mod matrix;

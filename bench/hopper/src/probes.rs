@@ -34,9 +34,9 @@ pub unsafe fn probe_reqntid(out: *mut u32) {
 #[cfg(target_arch = "nvptx64")]
 mod device {
     use ferrocuda_device::thread::thread_idx_x;
-    use ferrocuda_device::tma::{dynamic_shared_address, fence_proxy_async_shared};
+    use ferrocuda_device::tma::dynamic_shared_address;
     use ferrocuda_device::unroll::unroll;
-    use ferrocuda_device::{cp_async, ldmatrix, vector, warpgroup};
+    use ferrocuda_device::{cp_async, vector, warpgroup};
 
     /// A 16-byte struct as in the trap (`dst[i] = src[i]` gave two 64-bit loads).
     #[repr(C, align(16))]
@@ -94,26 +94,14 @@ mod device {
         unsafe { *dst.add(i as usize) = v };
     }
 
-    /// `stmatrix` then `ldmatrix` (x4) through 512 bytes of shared memory; one warp.
+    /// See [`ldmatrix_body`](super::ldmatrix_body).
     ///
     /// # Safety
-    /// 32 threads, 512 bytes of dynamic shared memory, `out` holds 128 `u32`.
+    /// As for `ldmatrix_body`.
     #[unsafe(no_mangle)]
     pub unsafe extern "ptx-kernel" fn probe_ldmatrix(out: *mut u32) {
-        let lane = thread_idx_x();
-        let row = dynamic_shared_address() + 16 * lane;
-        let value = [lane, lane + 32, lane + 64, lane + 96];
-        // SAFETY: one converged warp, row addresses inside the 512 bytes.
-        let back = unsafe {
-            ldmatrix::store_x4(row, value);
-            fence_proxy_async_shared();
-            core::arch::asm!("bar.warp.sync -1;", options(nostack));
-            ldmatrix::load_x4(row)
-        };
-        for (j, v) in back.into_iter().enumerate() {
-            // SAFETY: the kernel's contract.
-            unsafe { *out.add(4 * lane as usize + j) = v };
-        }
+        // SAFETY: the kernel's contract.
+        unsafe { super::ldmatrix_body(out) }
     }
 
     /// A 32-element register array updated in a run-time loop through `unroll`: no local
@@ -286,6 +274,36 @@ pub unsafe fn wgmma_tile_body(a: *const u16, b: *const u16, out_ss: *mut f32, ou
             }
         }
     });
+}
+
+/// The body of `probe_ldmatrix`: `stmatrix` then `ldmatrix` (x4) through 512 bytes of shared
+/// memory, at the same row addresses, so each lane gets its registers back:
+/// `out[4 * lane + j]` is `lane + 32 * j` (run by `tests/cpu_gemm.rs` on the CPU executor,
+/// `hopper-gemm` on a GPU).
+///
+/// # Safety
+/// One warp of 32 threads, 512 bytes of dynamic shared memory, `out` holds 128 `u32`.
+#[inline(always)]
+pub unsafe fn ldmatrix_body(out: *mut u32) {
+    use ferrocuda_device::ldmatrix;
+    use ferrocuda_device::sync::sync_warp;
+    use ferrocuda_device::tma::{dynamic_shared_address, fence_proxy_async_shared};
+    use ferrocuda_device::warp::FULL_MASK;
+
+    let lane = thread_idx_x();
+    let row = dynamic_shared_address() + 16 * lane;
+    let value = [lane, lane + 32, lane + 64, lane + 96];
+    // SAFETY: one converged warp, row addresses inside the 512 bytes.
+    let back = unsafe {
+        ldmatrix::store_x4(row, value);
+        fence_proxy_async_shared();
+        sync_warp(FULL_MASK);
+        ldmatrix::load_x4(row)
+    };
+    for (j, v) in back.into_iter().enumerate() {
+        // SAFETY: the kernel's contract.
+        unsafe { *out.add(4 * lane as usize + j) = v };
+    }
 }
 
 /// Dynamic shared memory of `probe_wgmma_tile`: two 8 KiB tiles and 1 KiB alignment.

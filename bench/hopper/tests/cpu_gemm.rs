@@ -150,3 +150,20 @@ fn cpu_cluster_gemm_matches_the_host_reference() {
         }
     }
 }
+
+/// `probe_ldmatrix`'s body: `stmatrix` then `ldmatrix` (x4) at the same row addresses give
+/// every lane its registers back.
+#[test]
+fn cpu_ldmatrix_probe_round_trips_the_fragments() {
+    use hopper_kernels::probes::ldmatrix_body;
+    let mut out = vec![u32::MAX; 128];
+    let po = out.as_mut_ptr() as usize;
+    // SAFETY: one warp, 512 bytes of shared memory, `out` holds 128 `u32` and outlives `run`.
+    let body = || unsafe { ldmatrix_body(po as *mut u32) };
+    CpuExecutor::new().run("probe_ldmatrix", LaunchConfig::new(1u32, 32u32).with_shared_bytes(512), &body).unwrap();
+    for lane in 0..32u32 {
+        for j in 0..4u32 {
+            assert_eq!(out[(4 * lane + j) as usize], lane + 32 * j, "lane {lane} register {j}");
+        }
+    }
+}

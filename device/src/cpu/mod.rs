@@ -65,6 +65,7 @@ mod error;
 #[doc(hidden)]
 pub mod hooks;
 mod launch;
+pub(crate) mod ldmatrix;
 pub(crate) mod mma;
 mod panic_capture;
 mod scheduler;
