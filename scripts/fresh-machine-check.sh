@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The check to run before saying "a new user can build this": clones this repository (its
 # committed HEAD) into a temporary directory, REMOVES the device toolchain from this machine
-# (Debian's rustc-web cargo-web rust-web-src, the ptxas link and its pip package, rustup's
+# (Debian's rustc-web cargo-web rust-web-src, the ptxas and nvdisasm links and their pip packages, rustup's
 # nightly toolchain and the host toolchain's rust-src), then runs README.md's two Quick start
 # commands exactly as written, timing each, and prints a summary.
 #
@@ -55,11 +55,14 @@ if [ "$remove" = 1 ]; then
     [[ $installed == *"$p install ok installed"* ]] && packages+=("$p")
   done
   if [ ${#packages[@]} -gt 0 ]; then act as_root apt-get remove -y -q "${packages[@]}"; else say "no Debian device packages installed"; fi
-  for link in /usr/local/bin/ptxas "$HOME/.local/bin/ptxas"; do
+  # ptxas and nvdisasm: the install script links both from PyPI packages.
+  for link in /usr/local/bin/ptxas "$HOME/.local/bin/ptxas" /usr/local/bin/nvdisasm "$HOME/.local/bin/nvdisasm"; do
     if [ -L "$link" ]; then act as_root rm -f "$link"; fi
   done
-  pip_show=$(python3 -m pip show nvidia-cuda-nvcc 2>/dev/null || true)
-  if [ -n "$pip_show" ]; then act python3 -m pip uninstall -y -q nvidia-cuda-nvcc; fi
+  for package in nvidia-cuda-nvcc nvidia-cuda-nvdisasm; do
+    pip_show=$(python3 -m pip show "$package" 2>/dev/null || true)
+    if [ -n "$pip_show" ]; then act python3 -m pip uninstall -y -q "$package"; fi
+  done
   if command -v rustup >/dev/null; then
     toolchains=$(rustup toolchain list 2>/dev/null || true)
     if [[ $toolchains == *nightly* ]]; then act rustup toolchain uninstall nightly; fi
