@@ -12,6 +12,7 @@ use std::time::Duration;
 use ferrocuda::{Context, DeviceBuffer, Error, Event, JitOptions, LaunchConfig, LaunchProblem, Module, PinnedBuffer, SchedulePolicy, Stream};
 use gpu_kernels::saxpy;
 use test_kernels::device_lib::{dynamic_shared_sum, math_f32};
+use test_kernels::launch_kinds::spin_for;
 
 /// Elements of the buffers the slow writers work on (64 MiB of f32).
 const N: usize = 1 << 24;
@@ -306,4 +307,29 @@ fn h1_synchronize_timeout_gives_up_on_long_work() {
     assert!(matches!(error, Error::Timeout { .. }), "{error:?}");
     stream.synchronize_timeout(Duration::from_secs(60)).unwrap();
     all_equal(&y.to_vec().unwrap(), ROUNDS as f32).unwrap();
+}
+
+/// S1: dropping the last handles of a created context (its stream first) while a kernel of its
+/// embedded module still runs must wait for the kernel before the module is unloaded; the
+/// kernel has only a scalar argument, so no buffer keeps anything alive. Before the fix
+/// `ContextInner::drop` unloaded the module at once, under the running code.
+#[test]
+fn s1_dropping_the_last_context_handle_waits_for_a_kernel_still_running_its_code() {
+    let test = "s1_dropping_the_last_context_handle_waits_for_a_kernel_still_running_its_code";
+    let Some(_primary) = common::gpu_or_skip(test) else { return };
+    const SPIN: Duration = Duration::from_millis(300);
+    let context = Context::create(0, SchedulePolicy::Auto).unwrap();
+    let stream = Stream::non_blocking(&context).unwrap();
+    // Load the module first, so that the timed part is the drop alone.
+    spin_for::launch(&stream, (1u32, 1u32), 0).unwrap();
+    stream.synchronize().unwrap();
+    spin_for::launch(&stream, (1u32, 1u32), SPIN.as_nanos() as u64).unwrap();
+    let start = std::time::Instant::now();
+    drop(stream);
+    drop(context);
+    let waited = start.elapsed();
+    assert!(
+        waited >= SPIN * 2 / 3,
+        "dropping the last handles returned after {waited:?} while a {SPIN:?} kernel of the context's module was running: the module was unloaded under it"
+    );
 }

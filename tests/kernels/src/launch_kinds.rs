@@ -107,3 +107,25 @@ pub fn eight_buffers(
         (*e0, *f0, *g0, *h0) = (a.len() as f32, b.len() as f32, c.len() as f32, d.len() as f32);
     }
 }
+
+/// Spins until `%globaltimer` has advanced by `nanoseconds`, touching no memory: a kernel with
+/// only a scalar argument, so nothing but its module keeps it alive once its launcher returned
+/// (the S1 test drops the last handles of its context while it runs). Returns at once on the
+/// CPU executor, which has no such clock.
+#[kernel]
+pub fn spin_for(nanoseconds: u64) {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let now = || {
+            let t: u64;
+            // SAFETY: reads a special register; touches no memory. Not `pure`: each read must
+            // happen, so the loop cannot be folded away.
+            unsafe { core::arch::asm!("mov.u64 {t}, %globaltimer;", t = out(reg64) t, options(nomem, nostack)) };
+            t
+        };
+        let start = now();
+        while now().wrapping_sub(start) < nanoseconds {}
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    let _ = nanoseconds;
+}
