@@ -65,6 +65,28 @@ mod body {
         )*};
     }
 
+    /// One K step of a consumer warpgroup: four `wgmma.m64n256k16` over the 64-wide K slice of
+    /// the stage at shared address `stage` (A rows `64 * consumer ..+64`, all of B), between a
+    /// `wgmma.fence` and a `commit`. Both GEMM bodies issue their K steps through it.
+    ///
+    /// # Safety
+    /// The whole consumer warpgroup calls it together; the stage is full (written by TMA, so
+    /// visible to the async proxy) and stays so until the group committed here has completed.
+    #[inline(always)]
+    unsafe fn issue_k_step(acc: &mut [f32; 128], stage: u32, consumer: u32) {
+        let a_tile = stage + consumer * 64 * 128;
+        let b_tile = stage + A_TILE;
+        // SAFETY: the caller's contract (warpgroup-uniform, the stage full); each step of 16 K
+        // elements is 32 bytes further along the 128-byte-swizzled rows.
+        unsafe {
+            wgmma::fence();
+            for step in 0..4 {
+                m64n256k16_bf16(acc, Descriptor::k_major_128b(a_tile + 32 * step).0, Descriptor::k_major_128b(b_tile + 32 * step).0, true);
+            }
+            wgmma::commit();
+        }
+    }
+
     /// The GEMM (see the module docs). `c` points at bf16 pairs.
     ///
     /// # Safety
@@ -166,20 +188,10 @@ mod body {
                 for kb in 0..k_steps {
                     let s = step % STAGES;
                     full(s).wait((step / STAGES) & 1);
-                    let a_tile = base + s * STAGE + consumer * 64 * 128;
-                    let b_tile = base + s * STAGE + A_TILE;
-                    // SAFETY: the consumer warpgroup's 128 threads run this code together (the branch is on `tid / 128`).
-                    unsafe { wgmma::fence() };
-                    // SAFETY: the stage is full (TMA-written, so visible to the async proxy)
-                    // and stays so until this warpgroup arrives on `empty` below.
-                    unsafe {
-                        m64n256k16_bf16(&mut acc, Descriptor::k_major_128b(a_tile).0, Descriptor::k_major_128b(b_tile).0, true);
-                        m64n256k16_bf16(&mut acc, Descriptor::k_major_128b(a_tile + 32).0, Descriptor::k_major_128b(b_tile + 32).0, true);
-                        m64n256k16_bf16(&mut acc, Descriptor::k_major_128b(a_tile + 64).0, Descriptor::k_major_128b(b_tile + 64).0, true);
-                        m64n256k16_bf16(&mut acc, Descriptor::k_major_128b(a_tile + 96).0, Descriptor::k_major_128b(b_tile + 96).0, true);
-                    }
-                    // SAFETY: the consumer warpgroup's 128 threads run this code together (the branch is on `tid / 128`).
-                    unsafe { wgmma::commit() };
+                    // SAFETY: the consumer warpgroup's 128 threads run this together (the branch is
+                    // on `tid / 128`); the stage is full (TMA-written, so visible to the async
+                    // proxy) and stays so until this warpgroup arrives on `empty` below.
+                    unsafe { issue_k_step(&mut acc, base + s * STAGE, consumer) };
                     if OVERLAP {
                         // This step's group may still run; the previous one is done, so its
                         // stage can be refilled.
@@ -322,19 +334,9 @@ mod body {
                 for kb in 0..k_steps {
                     let s = step % STAGES;
                     full(s).wait((step / STAGES) & 1);
-                    let a_tile = base + s * STAGE + consumer * 64 * 128;
-                    let b_tile = base + s * STAGE + A_TILE;
-                    // SAFETY: the consumer warpgroup's 128 threads run this code together (the branch is on `tid / 128`).
-                    unsafe { wgmma::fence() };
-                    // SAFETY: the stage is full and stays so until released below.
-                    unsafe {
-                        m64n256k16_bf16(&mut acc, Descriptor::k_major_128b(a_tile).0, Descriptor::k_major_128b(b_tile).0, true);
-                        m64n256k16_bf16(&mut acc, Descriptor::k_major_128b(a_tile + 32).0, Descriptor::k_major_128b(b_tile + 32).0, true);
-                        m64n256k16_bf16(&mut acc, Descriptor::k_major_128b(a_tile + 64).0, Descriptor::k_major_128b(b_tile + 64).0, true);
-                        m64n256k16_bf16(&mut acc, Descriptor::k_major_128b(a_tile + 96).0, Descriptor::k_major_128b(b_tile + 96).0, true);
-                    }
-                    // SAFETY: the consumer warpgroup's 128 threads run this code together (the branch is on `tid / 128`).
-                    unsafe { wgmma::commit() };
+                    // SAFETY: the consumer warpgroup's 128 threads run this together (the branch is
+                    // on `tid / 128`); the stage is full and stays so until released below.
+                    unsafe { issue_k_step(&mut acc, base + s * STAGE, consumer) };
                     // SAFETY: the consumer warpgroup's 128 threads run this code together (the branch is on `tid / 128`).
                     unsafe { wgmma::wait::<1>() };
                     fence_accumulators_128(&mut acc);
