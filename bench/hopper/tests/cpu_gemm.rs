@@ -26,6 +26,29 @@ fn map(address: u64, rows: u64, cols: u64, box_rows: u32, box_cols: u32, swizzle
     Box::new(DeviceMap(TensorMap::emulated(address, &layout).unwrap().words()))
 }
 
+/// Asserts every element of `c` (M x N bf16, two per `u32`) against the f64 reference
+/// `A · Bᵀ` within `|ref| / 2^8 + Σ|a·b| / 2^16` (bf16 output rounding plus f32
+/// accumulation); returns the worst error / bound.
+fn assert_c_matches(a: &[Bf16], b: &[Bf16], c: &[u32], m: u32, n: u32, k: u32, what: &str) -> f64 {
+    let mut worst = 0.0f64;
+    for i in 0..m as usize {
+        for j in 0..n as usize {
+            let (mut exact, mut magnitude) = (0.0f64, 0.0f64);
+            for kk in 0..k as usize {
+                let p = a[i * k as usize + kk].to_f32() as f64 * b[j * k as usize + kk].to_f32() as f64;
+                exact += p;
+                magnitude += p.abs();
+            }
+            let pair = c[(i * n as usize + j) / 2];
+            let got = Bf16(if j % 2 == 0 { pair as u16 } else { (pair >> 16) as u16 }).to_f32() as f64;
+            let bound = exact.abs() / 256.0 + magnitude / 65536.0;
+            assert!((got - exact).abs() <= bound, "C[{i}][{j}] = {got}, expected {exact} (bound {bound}); {what}");
+            worst = worst.max((got - exact).abs() / bound);
+        }
+    }
+    worst
+}
+
 fn check_gemm(overlap: bool, m: u32, n: u32, k: u32, grid: u32) {
     let a = random_bf16((m * k) as usize, 0x1234 + m as u64);
     let b = random_bf16((n * k) as usize, 0x9876 + n as u64);
@@ -46,22 +69,7 @@ fn check_gemm(overlap: bool, m: u32, n: u32, k: u32, grid: u32) {
         }
     };
     CpuExecutor::new().with_race_detection(false).run("gemm_bf16_tn", config, &body).unwrap();
-    let mut worst = 0.0f64;
-    for i in 0..m as usize {
-        for j in 0..n as usize {
-            let (mut exact, mut magnitude) = (0.0f64, 0.0f64);
-            for kk in 0..k as usize {
-                let p = a[i * k as usize + kk].to_f32() as f64 * b[j * k as usize + kk].to_f32() as f64;
-                exact += p;
-                magnitude += p.abs();
-            }
-            let pair = c[(i * n as usize + j) / 2];
-            let got = Bf16(if j % 2 == 0 { pair as u16 } else { (pair >> 16) as u16 }).to_f32() as f64;
-            let bound = exact.abs() / 256.0 + magnitude / 65536.0;
-            assert!((got - exact).abs() <= bound, "C[{i}][{j}] = {got}, expected {exact} (bound {bound}); overlap {overlap}");
-            worst = worst.max((got - exact).abs() / bound);
-        }
-    }
+    let worst = assert_c_matches(&a, &b, &c, m, n, k, &format!("overlap {overlap}"));
     eprintln!("{m}x{n}x{k} on {grid} blocks (overlap {overlap}): every element within the bound, worst error/bound {worst:.3}");
 }
 
@@ -135,20 +143,7 @@ fn cpu_cluster_gemm_matches_the_host_reference() {
     // SAFETY: as in `check_gemm`, with the half-height B box the cluster variant needs.
     let body = || unsafe { gemm_cluster_body::<true>(pa as *const DeviceMap, pb as *const DeviceMap, pc as *mut u32, m, n, k) };
     CpuExecutor::new().with_race_detection(false).run("gemm_bf16_tn_cluster", config, &body).unwrap();
-    for i in 0..m as usize {
-        for j in 0..n as usize {
-            let (mut exact, mut magnitude) = (0.0f64, 0.0f64);
-            for kk in 0..k as usize {
-                let p = a[i * k as usize + kk].to_f32() as f64 * b[j * k as usize + kk].to_f32() as f64;
-                exact += p;
-                magnitude += p.abs();
-            }
-            let pair = c[(i * n as usize + j) / 2];
-            let got = Bf16(if j % 2 == 0 { pair as u16 } else { (pair >> 16) as u16 }).to_f32() as f64;
-            let bound = exact.abs() / 256.0 + magnitude / 65536.0;
-            assert!((got - exact).abs() <= bound, "C[{i}][{j}] = {got}, expected {exact} (bound {bound})");
-        }
-    }
+    assert_c_matches(&a, &b, &c, m, n, k, "cluster");
 }
 
 /// `probe_ldmatrix`'s body: `stmatrix` then `ldmatrix` (x4) at the same row addresses give
