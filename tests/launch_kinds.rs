@@ -247,16 +247,20 @@ fn programmatic_dependent_launch_reads_the_previous_kernels_output_after_waiting
         let _ = writeln!(std::io::stderr(), "SKIPPED {test}: sm_{major}{minor} has no programmatic dependent launch (sm_90+)");
         return;
     }
-    let stream = Stream::new(&context).unwrap();
+    // Every buffer is prepared on this one stream, so nothing comes between the two launches:
+    // a buffer last written elsewhere (a synchronous `fill` runs on the legacy stream) makes the
+    // secondary's launch wait for that stream first, and that wait is what kept the secondary
+    // from starting early in session 4's run (it started 2-5 us after the primary's end).
+    let stream = Stream::non_blocking(&context).unwrap();
     // A grid that fits on the device at once (so every block of the primary can signal early
     // and the secondary's blocks find room beside it), with enough rounds to run ~1 ms.
     let (blocks, threads, rounds) = (64u32, 128u32, 1u32 << 16);
     let n = (blocks * threads) as usize;
     const UNWRITTEN: u32 = 0xdead_beef;
-    let mut primary_out = DeviceBuffer::<u32>::zeroed(&context, n).unwrap();
-    let mut finished = DeviceBuffer::<u64>::zeroed(&context, n).unwrap();
-    let mut secondary_out = DeviceBuffer::<u32>::zeroed(&context, n).unwrap();
-    let mut started = DeviceBuffer::<u64>::zeroed(&context, n).unwrap();
+    let mut primary_out = DeviceBuffer::<u32>::zeroed_async(&stream, n).unwrap();
+    let mut finished = DeviceBuffer::<u64>::zeroed_async(&stream, n).unwrap();
+    let mut secondary_out = DeviceBuffer::<u32>::zeroed_async(&stream, n).unwrap();
+    let mut started = DeviceBuffer::<u64>::zeroed_async(&stream, n).unwrap();
     // The host reference, on every core (half a billion `mix` steps).
     let workers = std::thread::available_parallelism().map_or(4, |p| p.get());
     let expected: Vec<u32> = std::thread::scope(|scope| {
@@ -269,10 +273,13 @@ fn programmatic_dependent_launch_reads_the_previous_kernels_output_after_waiting
         chunks.into_iter().flat_map(|c| c.join().unwrap()).collect()
     });
 
+    let mut overlaps_us = Vec::new();
     for repeat in 0..3 {
         // Each round starts from values the secondary must never see.
-        primary_out.fill(UNWRITTEN).unwrap();
-        secondary_out.fill(0).unwrap();
+        primary_out.fill_async(UNWRITTEN, &stream).unwrap();
+        secondary_out.fill_async(0, &stream).unwrap();
+        finished.zero_async(&stream).unwrap();
+        started.zero_async(&stream).unwrap();
         pdl_primary::launch(&stream, LaunchConfig::new(blocks, threads), rounds, &mut primary_out, &mut finished).unwrap();
         // SAFETY: `pdl_secondary` calls `wait_for_prerequisites()` in every thread before it
         // touches memory (its first statement reads only `%globaltimer`).
@@ -286,10 +293,16 @@ fn programmatic_dependent_launch_reads_the_previous_kernels_output_after_waiting
         for i in 0..n {
             assert_eq!(got[i], expected[i], "repeat {repeat}, element {i} ({stale} of {n} elements read the primary's input)");
         }
-        // Whether the secondary really started early is the scheduler's choice: reported only.
         let last_primary_write = finished.to_vec().unwrap().into_iter().max().unwrap();
         let first_secondary_start = started.to_vec().unwrap().into_iter().min().unwrap();
         let overlap_us = (last_primary_write as f64 - first_secondary_start as f64) / 1e3;
         eprintln!("repeat {repeat}: secondary started {overlap_us:.1} us before the primary's last write (negative: no overlap)");
+        overlaps_us.push(overlap_us);
     }
+    // The point of the launch attribute: with the primary signalling at once and running ~1 ms,
+    // the secondary starts while it runs. The scheduler may decline once; not in all three.
+    assert!(
+        overlaps_us.iter().any(|&o| o > 100.0),
+        "the secondary never started while the primary ran (overlaps {overlaps_us:?} us): the attribute had no effect"
+    );
 }

@@ -15,13 +15,13 @@
 mod cases;
 mod cpu;
 mod cublas;
-mod nvrtc;
 mod overhead;
 mod report;
 mod timing;
 
 use std::process::ExitCode;
 
+use ferrocuda_bench::nvrtc;
 use ferrocuda_host::{Context, Error, Stream};
 
 use crate::cases::{BenchResult, Env};

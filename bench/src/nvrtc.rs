@@ -75,9 +75,21 @@ impl Program {
     }
 }
 
-/// Compiles [`REFERENCE_SOURCE`] for `sm_{arch}` with nvcc's defaults for device code (`-O3`
-/// equivalent, `--fmad=true`) and loads it into `context`.
+/// Compiles [`REFERENCE_SOURCE`] for `sm_{arch}` (see [`compile`]) and loads it into `context`.
 pub fn compile_reference(context: &Context, arch: u32) -> Result<Compiled, Unavailable> {
+    // SAFETY: the reference kernels are launched only through the typed launchers of their
+    // Rust twins, whose parameters are the ones the source declares (bench/src/cases.rs).
+    unsafe { compile(context, "bench/cuda/reference_kernels.cu", REFERENCE_SOURCE, &format!("sm_{arch}")) }
+}
+
+/// Compiles the CUDA C++ `source` (no headers; `file` names it in errors and the module's
+/// name) for `--gpu-architecture={arch}` (e.g. `sm_90a`) with nvcc's defaults for device code
+/// (`-O3` equivalent, `--fmad=true`) and loads the cubin into `context`.
+///
+/// # Safety
+/// The kernels of the returned module are launched only with the parameters `source` declares
+/// (the module's contract for [`Module::load_binary`]); NVRTC's cubin is well formed.
+pub unsafe fn compile(context: &Context, file: &str, source: &str, arch: &str) -> Result<Compiled, Unavailable> {
     // SAFETY: only probes whether the library can be opened.
     if !unsafe { nvrtc::is_culib_present() } {
         return Err(Unavailable::NoLibrary);
@@ -86,19 +98,19 @@ pub fn compile_reference(context: &Context, arch: u32) -> Result<Compiled, Unava
     // SAFETY: two out-parameters.
     check("nvrtcVersion", unsafe { nvrtc::nvrtcVersion(&mut major, &mut minor) })?;
     let started = Instant::now();
-    let source = CString::new(REFERENCE_SOURCE).expect("the source has no NUL");
-    let name = c"reference_kernels.cu";
+    let source = CString::new(source).map_err(|_| Unavailable::Failed(format!("{file} contains a NUL byte")))?;
+    let name = CString::new(file).map_err(|_| Unavailable::Failed(format!("{file:?}: a file name with a NUL byte")))?;
     let mut raw = std::ptr::null_mut();
     // SAFETY: NUL-terminated source and name; no headers.
     check("nvrtcCreateProgram", unsafe { nvrtc::nvrtcCreateProgram(&mut raw, source.as_ptr(), name.as_ptr(), 0, std::ptr::null(), std::ptr::null()) })?;
     let program = Program(raw);
-    let options = [format!("--gpu-architecture=sm_{arch}"), "--std=c++17".to_string()];
-    let options: Vec<CString> = options.into_iter().map(|o| CString::new(o).unwrap()).collect();
+    let options = [format!("--gpu-architecture={arch}"), "--std=c++17".to_string()];
+    let options: Vec<CString> = options.into_iter().map(|o| CString::new(o).expect("no NUL in the options")).collect();
     let option_ptrs: Vec<*const c_char> = options.iter().map(|o| o.as_ptr()).collect();
     // SAFETY: `option_ptrs` points at live NUL-terminated strings.
     let compiled = unsafe { nvrtc::nvrtcCompileProgram(program.0, option_ptrs.len() as i32, option_ptrs.as_ptr()) };
     if compiled != nvrtc::nvrtcResult::NVRTC_SUCCESS {
-        return Err(Unavailable::Failed(format!("compiling bench/cuda/reference_kernels.cu for sm_{arch}:\n{}", program.log())));
+        return Err(Unavailable::Failed(format!("compiling {file} for {arch}:\n{}", program.log())));
     }
     let mut size = 0usize;
     // SAFETY: a compiled program; one out-parameter.
@@ -107,9 +119,9 @@ pub fn compile_reference(context: &Context, arch: u32) -> Result<Compiled, Unava
     // SAFETY: `cubin` holds the size NVRTC reported.
     check("nvrtcGetCUBIN", unsafe { nvrtc::nvrtcGetCUBIN(program.0, cubin.as_mut_ptr().cast::<c_char>()) })?;
     let compile_ms = started.elapsed().as_secs_f64() * 1e3;
-    // SAFETY: a cubin NVRTC just compiled from bench/cuda/reference_kernels.cu, unaltered;
-    // its kernels are launched with the parameters that source declares.
-    let module = unsafe { Module::load_binary(context, "reference_kernels.cu (NVRTC)", &cubin, &JitOptions::new()) }
+    // SAFETY: a cubin NVRTC just compiled from `source`, unaltered; its kernels are launched
+    // with the parameters the source declares (this function's contract).
+    let module = unsafe { Module::load_binary(context, &format!("{file} (NVRTC)"), &cubin, &JitOptions::new()) }
         .map_err(|error| Unavailable::Failed(format!("loading NVRTC's cubin: {error}")))?;
     Ok(Compiled { module, cubin, version: format!("{major}.{minor}"), compile_ms })
 }

@@ -1,10 +1,14 @@
 //! `hopper-gemm`: the Rust Hopper bf16 GEMM (`hopper_kernels::gemm`) against cuBLAS
-//! (`cublasGemmEx`, bf16 in/out, f32 compute) on the same GPU in one run, plus the
-//! tensor-map round-trip test and the TMA loads of ranks 1, 3, 4 and 5.
+//! (`cublasGemmEx`, bf16 in/out, f32 compute) and against the same algorithm in CUDA C++
+//! (`bench/hopper/cuda/gemm_bf16_tn.cu`, compiled here by NVRTC for sm_90a) on the same GPU in
+//! one run, plus the tensor-map round-trip test, the TMA loads of ranks 1, 3, 4 and 5 and the
+//! data-movement probes.
 //!
 //! ```text
-//! hopper-gemm [--sizes 4096,8192] [--runs 20] [--json FILE]
+//! hopper-gemm [--sizes 4096,8192] [--runs 20] [--json FILE] [--twin-cubin FILE]
 //! ```
+//! `--twin-cubin` writes NVRTC's cubin of the CUDA C++ twin (for `nvdisasm`; default
+//! `hopper-gemm-twin.cubin`).
 //! For each size: fresh random bf16 inputs in [-1, 1); C poisoned with NaN before the first
 //! launch; 2048 sampled entries checked against an f64 host reference with the bound
 //! `|c - ref| <= 2^-8 |ref| + 2^-16 sum_k |a_ik b_jk|` (bf16 output rounding plus f32
@@ -16,11 +20,17 @@ use std::ffi::c_void;
 use std::process::ExitCode;
 
 use cudarc::cublas::sys as cublas;
+use ferrocuda_bench::nvrtc;
 use ferrocuda_device::half::Bf16;
 use ferrocuda_host::{Context, DeviceBuffer, Event, Function, JitOptions, Module, Stream, TensorDataType, TensorMap, TensorSwizzle, sys};
 use hopper_kernels::gemm::{BK, BM, BN, COPY_TILE, SHARED_BYTES, THREADS};
 
 type Res<T> = Result<T, String>;
+
+/// The CUDA C++ twin of `gemm_bf16_tn`: the same tiles, pipeline and instructions.
+const TWIN_SOURCE: &str = include_str!("../../cuda/gemm_bf16_tn.cu");
+/// Its kernel, with `gemm_bf16_tn`'s parameters.
+const TWIN_KERNEL: &str = "gemm_bf16_tn_cpp";
 
 /// Progress on stderr with the time since start: on the first GPU runs (2026-11-23, H100 and
 /// H200) the program stopped printing after loading the module and was killed after 200 s, so
@@ -467,7 +477,17 @@ struct SizeResult {
 }
 
 #[allow(clippy::too_many_arguments)] // one call site; the arguments are the run's shared state
-fn run_size(context: &Context, stream: &Stream, module: &Module, blas: &Cublas, side: u32, runs: usize, sm_count: u32, paths: &MapPaths) -> Res<SizeResult> {
+fn run_size(
+    context: &Context,
+    stream: &Stream,
+    module: &Module,
+    twin: Option<&Module>,
+    blas: &Cublas,
+    side: u32,
+    runs: usize,
+    sm_count: u32,
+    paths: &MapPaths,
+) -> Res<SizeResult> {
     let (m, n, k) = (side, side, side);
     if m % BM != 0 || n % BN != 0 || k % BK != 0 {
         return Err(format!("size {side}: M must be a multiple of {BM}, N of {BN}, K of {BK}"));
@@ -544,6 +564,20 @@ fn run_size(context: &Context, stream: &Stream, module: &Module, blas: &Cublas, 
         }
         functions.push(function);
     }
+    // The CUDA C++ twin takes the same parameters as `gemm_bf16_tn` (global-memory maps).
+    if let (Some(twin), true) = (twin, paths.global) {
+        let function = twin.function(TWIN_KERNEL).map_err(err(TWIN_KERNEL))?;
+        function.set_max_dynamic_shared_bytes(SHARED_BYTES).map_err(err("smem attribute"))?;
+        let attributes = function.attributes().map_err(err("attributes"))?;
+        if side == 4096 {
+            lines.push(format!(
+                "{TWIN_KERNEL} (CUDA C++, NVRTC): {} registers at entry, {} B local, {} B dynamic smem, {THREADS} threads, grid {grid}",
+                attributes.registers, attributes.local_bytes, SHARED_BYTES
+            ));
+        }
+        kernels.push(TWIN_KERNEL);
+        functions.push(function);
+    }
     let (p_a, p_b, p_b_half, p_c) = (a_map.device_ptr(), b_map.device_ptr(), b_half_map.device_ptr(), c.device_ptr());
     let ours = |function: &Function| -> Res<()> {
         let cluster = function.name().contains("cluster");
@@ -559,6 +593,7 @@ fn run_size(context: &Context, stream: &Stream, module: &Module, blas: &Cublas, 
         // SAFETY: the maps describe A (m x k) and B (n x k) with the kernel's boxes and
         // swizzle (half-height B boxes for the cluster variant, which also needs M % 256 == 0,
         // checked above), C holds m*n bf16, the shape is a multiple of the tile (checked above).
+        // Every kernel here, the CUDA C++ twin included, declares these six parameters.
         unsafe {
             if cluster {
                 launch_cluster(function, stream, cluster_grid, THREADS, SHARED_BYTES, &mut params)
@@ -658,6 +693,12 @@ fn run_size(context: &Context, stream: &Stream, module: &Module, blas: &Cublas, 
         ));
         json += &format!(", \"{name}_ms\": {:.4}, \"{name}_tflops\": {tflops:.1}", medians[i]);
     }
+    let position = |name: &str| kernels.iter().position(|k| *k == name);
+    if let (Some(rust), Some(cpp)) = (position("gemm_bf16_tn"), position(TWIN_KERNEL)) {
+        let ratio = medians[cpp] / medians[rust];
+        lines.push(format!("{side}^3 Rust gemm_bf16_tn / CUDA C++ {TWIN_KERNEL}: {ratio:.3}x (the C++ time over the Rust time; > 1: Rust faster)"));
+        json += &format!(", \"rust_over_cpp\": {ratio:.4}");
+    }
     json += "}";
     Ok(SizeResult { lines, json, ok })
 }
@@ -666,6 +707,7 @@ fn run() -> Res<bool> {
     let mut sizes = vec![4096u32, 8192];
     let mut runs = 20usize;
     let mut json_path = "hopper-gemm.json".to_string();
+    let mut twin_cubin_path = "hopper-gemm-twin.cubin".to_string();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let value = args.next().ok_or_else(|| format!("{arg} needs a value"))?;
@@ -673,7 +715,8 @@ fn run() -> Res<bool> {
             "--sizes" => sizes = value.split(',').map(|s| s.trim().parse().map_err(|_| format!("bad size {s}"))).collect::<Res<_>>()?,
             "--runs" => runs = value.parse().map_err(|_| "--runs takes a number".to_string())?,
             "--json" => json_path = value,
-            other => return Err(format!("unknown argument {other}; usage: hopper-gemm [--sizes 4096,8192] [--runs 20] [--json FILE]")),
+            "--twin-cubin" => twin_cubin_path = value,
+            other => return Err(format!("unknown argument {other}; usage: hopper-gemm [--sizes 4096,8192] [--runs 20] [--json FILE] [--twin-cubin FILE]")),
         }
     }
     let context = Context::primary(0).map_err(err("opening GPU 0"))?;
@@ -740,11 +783,33 @@ fn run() -> Res<bool> {
             ok = false;
         }
     }
+    trace("compiling the CUDA C++ twin with NVRTC");
+    // SAFETY: the twin's one kernel is launched only by `run_size`, with the six parameters
+    // its source declares (the same as `gemm_bf16_tn`'s).
+    let twin = match unsafe { nvrtc::compile(&context, "bench/hopper/cuda/gemm_bf16_tn.cu", TWIN_SOURCE, "sm_90a") } {
+        Ok(compiled) => {
+            println!("CUDA C++ twin: compiled by NVRTC {} for sm_90a in {:.0} ms", compiled.version, compiled.compile_ms);
+            match std::fs::write(&twin_cubin_path, &compiled.cubin) {
+                Ok(()) => println!("CUDA C++ twin: cubin written to {twin_cubin_path}"),
+                Err(why) => println!("CUDA C++ twin: cubin not written to {twin_cubin_path}: {why}"),
+            }
+            Some(compiled.module)
+        }
+        Err(nvrtc::Unavailable::NoLibrary) => {
+            println!("SKIP CUDA C++ twin: {}", nvrtc::Unavailable::NoLibrary);
+            None
+        }
+        Err(why) => {
+            println!("FAIL CUDA C++ twin: {why}");
+            ok = false;
+            None
+        }
+    };
     eprintln!("TMA round trip, TMA ranks, wgmma tile and data-movement probes done; creating the cuBLAS handle ...");
     let blas = Cublas::new(&stream)?;
     let mut json = Vec::new();
     for side in sizes {
-        let result = run_size(&context, &stream, &module, &blas, side, runs, sm_count, &paths)?;
+        let result = run_size(&context, &stream, &module, twin.as_ref(), &blas, side, runs, sm_count, &paths)?;
         for line in &result.lines {
             println!("{line}");
         }
