@@ -5,7 +5,8 @@
 //!   the arrival count per phase, bits 32..48 the pending arrivals, bits 0..32 the pending
 //!   transaction bytes (signed). A thread whose `try_wait` fails yields to the other threads of
 //!   its block (through the executor's `activemask` pass), so spin-waits make progress.
-//! - A TMA copy happens at once, when issued, and then completes its bytes on the barrier.
+//! - A TMA copy happens at once, when issued, and then completes its bytes on the barrier; a
+//!   TMA store writes global memory at once, so its commit and waits have nothing to do.
 //!   Tensor maps for the executor are made by `ferrocuda_host::TensorMap::emulated` (the
 //!   driver's encoding is opaque): [`EmulatedMap`] is their layout.
 //! - A `wgmma` is computed at once by each thread for its own accumulators, reading A and B
@@ -157,6 +158,40 @@ pub(crate) fn tma_load_multicast(map: *const u64, dst: u32, bar: u32, coords: &[
 }
 
 fn tma_load_to(map: *const u64, dst: u32, bar: u32, coords: &[i32], peer: Option<u32>) {
+    let bytes = for_each_box_byte(map, coords, |global, offset| {
+        // Out of bounds: zero fill, as `OOB_FILL_NONE`.
+        // SAFETY: `global` lies inside the array the map describes (checked by the walk).
+        let value = global.map_or(0, |g| unsafe { *g });
+        let byte_pointer = match peer {
+            None => emu::shared_pointer::<u8>(dst + offset),
+            Some(peer) => peer_pointer::<u8>(peer, dst + offset),
+        };
+        // SAFETY: the pointer functions check the bounds of each byte.
+        unsafe { *byte_pointer = value };
+    });
+    match peer {
+        None => mbarrier_update(bar, 0, -(bytes as i32)),
+        Some(peer) => mbarrier_update_peer(peer, bar, 0, -(bytes as i32)),
+    }
+}
+
+/// `cp.async.bulk.tensor` (shared to global) done at once: the box at `src` is written to the
+/// array at `coords`, its elements outside the array skipped (as the hardware does).
+pub(crate) fn tma_store(map: *const u64, src: u32, coords: &[i32]) {
+    for_each_box_byte(map, coords, |global, offset| {
+        if let Some(g) = global {
+            // SAFETY: `shared_pointer` checks bounds; `g` lies inside the array the map
+            // describes (checked by the walk), which the store's contract lets this write.
+            unsafe { *g = *emu::shared_pointer::<u8>(src + offset) };
+        }
+    });
+}
+
+/// Walks the box of the (emulated) tensor map at `map` whose first element is at `coords`,
+/// byte by byte in shared-memory order: calls `visit(global, offset)` with the byte's address
+/// in the array (`None` outside it) and its swizzled offset from the box's shared-memory start.
+/// Returns the box's size in bytes.
+fn for_each_box_byte(map: *const u64, coords: &[i32], mut visit: impl FnMut(Option<*mut u8>, u32)) -> u32 {
     // SAFETY: the caller of the public function vouched for the map's address.
     let map = unsafe { *(map as *const EmulatedMap) };
     assert_eq!(map.magic, EMULATED_MAP_MAGIC, "the CPU executor needs tensor maps made by ferrocuda_host::TensorMap::emulated");
@@ -182,28 +217,17 @@ fn tma_load_to(map: *const u64, dst: u32, bar: u32, coords: &[i32], peer: Option
         for e in 0..row_elems {
             let x = coords[0] as i64 + e as i64;
             let target = swizzle(offset, map.swizzle);
+            let element = match base {
+                Some(b) if x >= 0 && x < map.dims[0] as i64 => Some(b + x as u64 * esize as u64),
+                _ => None,
+            };
             for byte in 0..esize {
-                let value = match base {
-                    Some(b) if x >= 0 && x < map.dims[0] as i64 => {
-                        // SAFETY: inside the array the map describes (bounds checked above).
-                        unsafe { *((b + x as u64 * esize as u64) as *const u8).add(byte) }
-                    }
-                    _ => 0, // out of bounds: zero fill, as `OOB_FILL_NONE`
-                };
-                let byte_pointer = match peer {
-                    None => emu::shared_pointer::<u8>(dst + target + byte as u32),
-                    Some(peer) => peer_pointer::<u8>(peer, dst + target + byte as u32),
-                };
-                // SAFETY: the pointer functions check the bounds of each byte.
-                unsafe { *byte_pointer = value };
+                visit(element.map(|e| (e + byte as u64) as *mut u8), target + byte as u32);
             }
             offset += esize as u32;
         }
     }
-    match peer {
-        None => mbarrier_update(bar, 0, -(offset as i32)),
-        Some(peer) => mbarrier_update_peer(peer, bar, 0, -(offset as i32)),
-    }
+    offset
 }
 
 /// One 16-bit element of a K-major, 128-byte-swizzled operand: row `row`, element `k`.

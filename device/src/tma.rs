@@ -179,17 +179,24 @@ impl TensorMap {
 
     /// Starts storing the box in shared memory at `src` to coordinates `(x, y)` of the 2-D map
     /// (`cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group`); finish with
-    /// [`store_commit`] and [`store_wait_read`] / [`store_wait`].
+    /// [`store_commit`] and [`store_wait_read`] / [`store_wait`]. Box elements outside the
+    /// array are not written. Cost: one instruction from one thread; the copy engine moves the
+    /// box while the thread goes on.
     ///
     /// # Safety
-    /// `map` as in [`TensorMap::load_2d`]; `src` holds the box, written before a
+    /// `map` as in [`TensorMap::load_2d`]; `src` is aligned as the map's swizzle requires
+    /// (1024 bytes for the 128-byte swizzle) and holds the box, written before a
     /// [`fence_proxy_async_shared`] by each writing thread and a block barrier, and stays
-    /// unchanged until [`store_wait_read`] returns.
+    /// unchanged until [`store_wait_read`] returns; no other thread or kernel reads or writes
+    /// the box's part of the array until [`store_wait`] returns (the store is a write by this
+    /// thread that lasts until then).
     ///
-    /// Device only: the CPU executor does not emulate TMA stores yet.
-    #[cfg(target_arch = "nvptx64")]
+    /// On the CPU executor the store happens at once.
     #[inline(always)]
     pub unsafe fn store_2d(map: *const TensorMap, src: u32, x: i32, y: i32) {
+        #[cfg(not(target_arch = "nvptx64"))]
+        crate::hopper_emu::tma_store(map.cast(), src, &[x, y]);
+        #[cfg(target_arch = "nvptx64")]
         // SAFETY: the caller's contract.
         unsafe {
             core::arch::asm!(
@@ -201,28 +208,37 @@ impl TensorMap {
 }
 
 /// Closes the group of bulk stores issued so far by this thread (`cp.async.bulk.commit_group`).
+/// Nothing to do on the CPU executor (its stores are done when issued).
 #[inline(always)]
-#[cfg(target_arch = "nvptx64")]
 pub fn store_commit() {
+    #[cfg(target_arch = "nvptx64")]
     // SAFETY: bookkeeping of this thread's bulk copies.
-    unsafe { core::arch::asm!("cp.async.bulk.commit_group;", options(nostack)) };
+    unsafe {
+        core::arch::asm!("cp.async.bulk.commit_group;", options(nostack))
+    };
 }
 
 /// Waits until the shared-memory sources of all but the newest `N` store groups may be reused
 /// (`cp.async.bulk.wait_group.read N`).
 #[inline(always)]
-#[cfg(target_arch = "nvptx64")]
 pub fn store_wait_read<const N: u32>() {
+    #[cfg(target_arch = "nvptx64")]
     // SAFETY: a wait.
-    unsafe { core::arch::asm!("cp.async.bulk.wait_group.read {n};", n = const N, options(nostack)) };
+    unsafe {
+        core::arch::asm!("cp.async.bulk.wait_group.read {n};", n = const N, options(nostack))
+    };
 }
 
-/// Waits until all but the newest `N` store groups have completed (`cp.async.bulk.wait_group N`).
+/// Waits until all but the newest `N` store groups have completed (`cp.async.bulk.wait_group N`):
+/// their writes to global memory are done (visible to this thread; to the rest of the grid
+/// after the usual fences or the kernel's end).
 #[inline(always)]
-#[cfg(target_arch = "nvptx64")]
 pub fn store_wait<const N: u32>() {
+    #[cfg(target_arch = "nvptx64")]
     // SAFETY: a wait.
-    unsafe { core::arch::asm!("cp.async.bulk.wait_group {n};", n = const N, options(nostack)) };
+    unsafe {
+        core::arch::asm!("cp.async.bulk.wait_group {n};", n = const N, options(nostack))
+    };
 }
 
 /// Orders this thread's ordinary shared-memory accesses before later accesses by the async

@@ -452,3 +452,80 @@ mod device_tma_rank_loads {
         unsafe { super::tma_rank_loads_body([m1, m3, m4, m5], out) }
     }
 }
+
+/// Rows of the bf16 array `probe_tma_store` writes into.
+pub const TMA_STORE_ROWS: u32 = 80;
+/// Columns of that array (a row is 192 bytes, a multiple of 16 as TMA needs).
+pub const TMA_STORE_COLS: u32 = 96;
+/// Rows and columns of the box it stores (128-byte rows: the 128-byte swizzle).
+pub const TMA_STORE_BOX: u32 = 64;
+/// Where the box goes, `(column, row)`: only its first 32 columns and 48 rows lie inside the
+/// array, so the store must clip the rest.
+pub const TMA_STORE_AT: (i32, i32) = (64, 32);
+/// Dynamic shared memory of `probe_tma_store`: the box and 1 KiB to align it to 1024 bytes.
+pub const TMA_STORE_SHARED_BYTES: u32 = TMA_STORE_BOX * TMA_STORE_BOX * 2 + 1024;
+
+/// What `probe_tma_store` puts at `(row, col)` of its box: distinct for each element.
+pub const fn tma_store_value(row: u32, col: u32) -> u16 {
+    (0x4000 | (row * TMA_STORE_BOX + col)) as u16
+}
+
+/// The block writes a 64x64 box of [`tma_store_value`]s into shared memory at the 128-byte
+/// swizzled addresses (`Descriptor::swizzled_128b_address`), then thread 0 stores it with one
+/// TMA store (`TensorMap::store_2d`) at `(x, y)` of the map, commits and waits for it.
+///
+/// # Safety
+/// `map` is a tensor map in global memory over a live 16-bit array, with a 64x64 box and the
+/// 128-byte swizzle; nothing else touches the box's part of the array while the kernel runs;
+/// one block of 128 threads, [`TMA_STORE_SHARED_BYTES`] of dynamic shared memory; run as every
+/// thread of it.
+#[inline(always)]
+pub unsafe fn tma_store_body(map: *const ferrocuda_device::tma::TensorMap, x: i32, y: i32) {
+    use ferrocuda_device::shared::SharedElement;
+    use ferrocuda_device::sync::sync_threads;
+    use ferrocuda_device::tma::{self, TensorMap, dynamic_shared_address, fence_proxy_async_shared};
+    use ferrocuda_device::wgmma::Descriptor;
+
+    let tid = thread_idx_x();
+    let base = (dynamic_shared_address() + 1023) & !1023;
+    let mut pair = tid;
+    while pair < TMA_STORE_BOX * TMA_STORE_BOX / 2 {
+        let (row, col) = (pair / (TMA_STORE_BOX / 2), 2 * (pair % (TMA_STORE_BOX / 2)));
+        let word = tma_store_value(row, col) as u32 | (tma_store_value(row, col + 1) as u32) << 16;
+        // SAFETY: inside the box (row < 64, col + 1 < 64), 4-byte aligned (col is even and the
+        // swizzle moves whole 16-byte chunks), inside the requested shared memory.
+        unsafe { u32::store_shared(Descriptor::swizzled_128b_address(base, row, col), word) };
+        pair += 128;
+    }
+    // The box was written through the generic proxy; the TMA engine reads it through the async
+    // proxy: each writer fences, then the barrier orders all writers before thread 0's store.
+    fence_proxy_async_shared();
+    sync_threads();
+    if tid == 0 {
+        // SAFETY: the map is valid (the caller's contract); the box at `base` is complete,
+        // fenced and 1024-aligned, and stays unchanged until the wait below.
+        unsafe {
+            TensorMap::acquire(map);
+            TensorMap::store_2d(map, base, x, y);
+        }
+        tma::store_commit();
+        tma::store_wait::<0>();
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+mod device_tma_store {
+    use ferrocuda_device::tma::TensorMap;
+
+    ferrocuda_device::launch_bounds!(probe_tma_store, 128, 1);
+
+    /// See [`tma_store_body`](super::tma_store_body).
+    ///
+    /// # Safety
+    /// As for `tma_store_body`.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn probe_tma_store(map: *const TensorMap, x: i32, y: i32) {
+        // SAFETY: the kernel's contract.
+        unsafe { super::tma_store_body(map, x, y) }
+    }
+}

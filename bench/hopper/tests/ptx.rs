@@ -183,6 +183,24 @@ fn tma_loads_of_every_rank_and_grid_dependency_control_assemble() {
 }
 
 #[test]
+fn the_tma_store_is_fenced_committed_and_waited_for() {
+    let text = entry("probe_tma_store");
+    let order = [
+        "fence.proxy.async.shared::cta",
+        "barrier.sync",
+        "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group",
+        "cp.async.bulk.commit_group",
+        "cp.async.bulk.wait_group 0",
+    ];
+    let mut at = 0;
+    for needle in order {
+        let found = text[at..].find(needle).unwrap_or_else(|| panic!("`{needle}` missing, or before the previous step of {order:?}"));
+        at += found + needle.len();
+    }
+    assert!(KERNELS.resources.is_empty() || resources("probe_tma_store").is_some());
+}
+
+#[test]
 fn wgmma_with_a_from_registers_assembles() {
     let text = entry("probe_wgmma_tile");
     assert!(text.contains("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"), "{text}");

@@ -1,8 +1,8 @@
 //! `hopper-gemm`: the Rust Hopper bf16 GEMM (`hopper_kernels::gemm`) against cuBLAS
 //! (`cublasGemmEx`, bf16 in/out, f32 compute) and against the same algorithm in CUDA C++
 //! (`bench/hopper/cuda/gemm_bf16_tn.cu`, compiled here by NVRTC for sm_90a) on the same GPU in
-//! one run, plus the tensor-map round-trip test, the TMA loads of ranks 1, 3, 4 and 5 and the
-//! data-movement probes.
+//! one run, plus the tensor-map round-trip test, the TMA loads of ranks 1, 3, 4 and 5, the TMA
+//! store and the data-movement probes.
 //!
 //! ```text
 //! hopper-gemm [--sizes 4096,8192] [--runs 20] [--json FILE] [--twin-cubin FILE]
@@ -281,6 +281,46 @@ fn tma_rank_loads(context: &Context, stream: &Stream, module: &Module) -> Res<St
         return Err(format!("TMA loads of rank 1, 3, 4, 5: {}", problems.join("; ")));
     }
     Ok(format!("TMA loads of rank 1, 3, 4, 5: exact ({at} elements in 4 boxes)"))
+}
+
+/// `probe_tma_store`: a 64x64 bf16 box written to shared memory with the 128-byte swizzle and
+/// stored by one TMA store at a corner of an 80x96 array poisoned with 0xffff: the part inside
+/// the array must hold the box's values (the swizzle undone), the rest stay untouched.
+fn tma_store_check(context: &Context, stream: &Stream, module: &Module) -> Res<String> {
+    use hopper_kernels::probes::{TMA_STORE_AT, TMA_STORE_BOX, TMA_STORE_COLS, TMA_STORE_ROWS, TMA_STORE_SHARED_BYTES, tma_store_value};
+    let (rows, cols, side) = (TMA_STORE_ROWS, TMA_STORE_COLS, TMA_STORE_BOX);
+    let mut array = DeviceBuffer::<Bf16>::zeroed(context, (rows * cols) as usize).map_err(err("alloc"))?;
+    array.fill_async(Bf16(0xffff), stream).map_err(err("poison"))?;
+    let map = TensorMap::tiled_2d(&array, TensorDataType::Bf16, rows as u64, cols as u64, side, side, TensorSwizzle::B128)
+        .map_err(err("store map"))?
+        .to_device(context)
+        .map_err(err("map upload"))?;
+    let function = module.function("probe_tma_store").map_err(err("probe_tma_store"))?;
+    let (mut pm, mut px, mut py) = (map.device_ptr(), TMA_STORE_AT.0, TMA_STORE_AT.1);
+    let mut params: [*mut c_void; 3] = [(&mut pm as *mut u64).cast(), (&mut px as *mut i32).cast(), (&mut py as *mut i32).cast()];
+    // SAFETY: (map, x, y) as the kernel declares: the map describes `array` (alive until the
+    // wait below, touched by nothing else meanwhile) with a 64x64 box and the 128-byte swizzle;
+    // one block of 128 threads with the shared memory it asks for (under 48 KiB).
+    unsafe { launch(&function, stream, (1, 1), 128, TMA_STORE_SHARED_BYTES, &mut params)? };
+    wait_idle(stream, "probe_tma_store", 20.0)?;
+    let got = array.to_vec().map_err(err("download"))?;
+    let (x, y) = (TMA_STORE_AT.0 as u32, TMA_STORE_AT.1 as u32);
+    let (mut stored, mut wrong) = (0, 0);
+    for row in 0..rows {
+        for col in 0..cols {
+            let inside = (y..y + side).contains(&row) && (x..x + side).contains(&col);
+            let want = if inside { tma_store_value(row - y, col - x) } else { 0xffff };
+            stored += usize::from(inside);
+            wrong += usize::from(got[(row * cols + col) as usize].0 != want);
+        }
+    }
+    if wrong > 0 {
+        return Err(format!("TMA store (2-D, 128-byte swizzle, clipped at the array's edge): {wrong} of {} elements wrong", rows * cols));
+    }
+    Ok(format!(
+        "TMA store (2-D, 128-byte swizzle, clipped at the array's edge): exact ({stored} elements stored, {} left untouched)",
+        rows * cols - stored as u32
+    ))
 }
 
 /// One `wgmma` m64n64k16 with A from shared memory and one with A from registers, operands
@@ -762,6 +802,15 @@ fn run() -> Res<bool> {
     }
     if paths.global {
         match tma_rank_loads(&context, &stream, &module) {
+            Ok(line) => println!("PASS {line}"),
+            Err(why) => {
+                println!("FAIL {why}");
+                ok = false;
+            }
+        }
+    }
+    if paths.global {
+        match tma_store_check(&context, &stream, &module) {
             Ok(line) => println!("PASS {line}"),
             Err(why) => {
                 println!("FAIL {why}");
