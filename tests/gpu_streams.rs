@@ -251,3 +251,39 @@ fn dropping_a_buffer_that_queued_kernels_still_read_is_safe() {
     eprintln!("stream-ordered drop returned with the stream still busy: {still_busy}");
     assert_eq!(z.to_vec().unwrap(), vec![200.0f32; n]);
 }
+
+/// Synchronous copies run on the legacy default stream. Between it and a stream made with
+/// `StreamOrdering::WithLegacyDefault` the buffer tracking queues no event wait (CUDA orders the
+/// two already); between it and a non-blocking stream it must. Both directions, both kinds of
+/// stream, with the stream kept busy for 50 ms so that a missing order shows: a download that
+/// did not wait for the kernel reads zeros, an upload that did not wait for the kernel's read
+/// changes what the kernel squares.
+#[test]
+fn synchronous_copies_stay_ordered_with_launches_on_either_kind_of_stream() {
+    use test_kernels::launch_kinds::spin_for;
+    use test_kernels::square_checked;
+    let test = "synchronous_copies_stay_ordered_with_launches_on_either_kind_of_stream";
+    let Some(context) = common::gpu_or_skip(test) else { return };
+    let n = 1 << 20;
+    let first: Vec<u32> = (0..n as u32).map(|i| i % 60_000 + 1).collect();
+    let second = vec![7u32; n];
+    let config = LaunchConfig::for_elements(n, 256);
+    for ordering in [StreamOrdering::WithLegacyDefault, StreamOrdering::NonBlocking] {
+        let stream = Stream::with_priority(&context, ordering, 0).unwrap();
+        let mut x = DeviceBuffer::from_slice(&context, &first).unwrap();
+        let mut out = DeviceBuffer::<u32>::zeroed(&context, n).unwrap();
+        // Kernel after a synchronous upload, download after the kernel.
+        spin_for::launch(&stream, LaunchConfig::new(1u32, 1u32), 50_000_000).unwrap();
+        square_checked::launch(&stream, config, &x, &mut out).unwrap();
+        let squares = out.to_vec().unwrap();
+        assert!(squares.iter().zip(&first).all(|(s, f)| *s == f * f), "{ordering:?}: the download did not wait for the kernel");
+        // A synchronous upload over a buffer that a queued kernel still reads.
+        spin_for::launch(&stream, LaunchConfig::new(1u32, 1u32), 50_000_000).unwrap();
+        square_checked::launch(&stream, config, &x, &mut out).unwrap();
+        x.copy_from_host(&second).unwrap();
+        let squares = out.to_vec().unwrap();
+        assert!(squares.iter().zip(&first).all(|(s, f)| *s == f * f), "{ordering:?}: the upload overwrote the input before the kernel read it");
+        square_checked::launch(&stream, config, &x, &mut out).unwrap();
+        assert_eq!(out.to_vec().unwrap(), vec![49u32; n], "{ordering:?}: the kernel after the upload read stale input");
+    }
+}

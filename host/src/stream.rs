@@ -31,6 +31,11 @@ struct StreamInner {
     raw: sys::CUstream,
     context: Context,
     owned: bool,
+    /// Created here with `CU_STREAM_DEFAULT` ([`StreamOrdering::WithLegacyDefault`]): CUDA
+    /// orders its work and the legacy default stream's both ways, so [`Stream::wait_for`]
+    /// between the two has nothing to add. False for the legacy stream itself and for
+    /// non-blocking streams.
+    with_legacy: bool,
     /// True while [`Stream::begin_capture`] is capturing it: buffer tracking then stays out of
     /// the way (captured work runs later, when the graph is launched).
     capturing: AtomicBool,
@@ -84,16 +89,17 @@ impl Stream {
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes one handle; destroyed in Drop of the last clone.
         unsafe { driver::stream::create_with_priority(&mut raw, flags as u32, priority) }?;
-        Ok(Self::wrap(raw, context, true))
+        Ok(Self::wrap(raw, context, true, ordering == StreamOrdering::WithLegacyDefault))
     }
 
-    fn wrap(raw: sys::CUstream, context: &Context, owned: bool) -> Self {
-        Stream { inner: Arc::new(StreamInner { raw, context: context.clone(), owned, capturing: AtomicBool::new(false), tail: OnceLock::new() }) }
+    fn wrap(raw: sys::CUstream, context: &Context, owned: bool, with_legacy: bool) -> Self {
+        let inner = StreamInner { raw, context: context.clone(), owned, with_legacy, capturing: AtomicBool::new(false), tail: OnceLock::new() };
+        Stream { inner: Arc::new(inner) }
     }
 
     /// The legacy default stream (`0` in CUDA) of `context`.
     pub fn default_of(context: &Context) -> Self {
-        Self::wrap(std::ptr::null_mut(), context, false)
+        Self::wrap(std::ptr::null_mut(), context, false, false)
     }
 
     /// The legacy default stream of the calling thread's current context.
@@ -170,10 +176,23 @@ impl Stream {
         Ok(event)
     }
 
+    /// True when CUDA itself orders later work on `self` after the work queued on `other` so
+    /// far: one is the legacy default stream of a context and the other a stream of that
+    /// context created with [`StreamOrdering::WithLegacyDefault`] (work on the legacy stream
+    /// waits for all earlier work on such streams, and work on them waits for all earlier work
+    /// on the legacy stream).
+    fn implicitly_after(&self, other: &Stream) -> bool {
+        let one_legacy_one_blocking = (self.raw().is_null() && other.inner.with_legacy) || (other.raw().is_null() && self.inner.with_legacy);
+        one_legacy_one_blocking && self.context().raw() == other.context().raw()
+    }
+
     /// Makes later work on this stream wait until the work queued on `other` so far is done
-    /// (no-op for the same stream). The host does not wait. Works across contexts.
+    /// (no-op for the same stream, and between the legacy default stream and a stream ordered
+    /// with it, which CUDA orders already: no event is recorded between two launches there, so
+    /// a programmatic dependent launch after a synchronous copy can still start early). The
+    /// host does not wait. Works across contexts.
     pub(crate) fn wait_for(&self, other: &Stream) -> Result<()> {
-        if self.same_as(other) {
+        if self.same_as(other) || self.implicitly_after(other) {
             return Ok(());
         }
         let event = other.record_tail()?;

@@ -9,7 +9,9 @@
 //!   every reader since for a write (`cuStreamWaitEvent` on the other stream's tail event,
 //!   recorded at that moment: it covers all the work queued there so far, the buffer's
 //!   included); then `S` is recorded as reader or writer. Nothing is recorded when the work
-//!   stays on one stream: the common case costs one atomic load per buffer;
+//!   stays on one stream: the common case costs one atomic load per buffer; nor between the
+//!   legacy default stream and a stream ordered with it (`StreamOrdering::WithLegacyDefault`),
+//!   which CUDA orders both ways already (`Stream::wait_for`);
 //! - synchronous host copies are work on the legacy default stream like any other: it waits
 //!   for the other streams first (a non-blocking stream's kernel included);
 //! - dropping the buffer frees it stream-ordered (`cuMemFreeAsync`) on one of its streams,
