@@ -743,6 +743,20 @@ fn run_size(
     Ok(SizeResult { lines, json, ok })
 }
 
+/// Prints a check's outcome as a `PASS` or `FAIL` line; true when it passed.
+fn report(outcome: Res<String>) -> bool {
+    match outcome {
+        Ok(line) => {
+            println!("PASS {line}");
+            true
+        }
+        Err(why) => {
+            println!("FAIL {why}");
+            false
+        }
+    }
+}
+
 fn run() -> Res<bool> {
     let mut sizes = vec![4096u32, 8192];
     let mut runs = 20usize;
@@ -789,49 +803,15 @@ fn run() -> Res<bool> {
     let mut ok = true;
     let paths = tma_diag(&context, &stream, &module)?;
     if paths.global {
-        match tma_round_trip(&context, &stream, &module) {
-            Ok(line) => println!("PASS {line}"),
-            Err(why) => {
-                println!("FAIL {why}");
-                ok = false;
-            }
-        }
+        ok &= report(tma_round_trip(&context, &stream, &module));
+        ok &= report(tma_rank_loads(&context, &stream, &module));
+        ok &= report(tma_store_check(&context, &stream, &module));
     } else {
         println!("FAIL tensor maps in global memory do not work here (diag 1): the global-memory variants are skipped");
         ok = false;
     }
-    if paths.global {
-        match tma_rank_loads(&context, &stream, &module) {
-            Ok(line) => println!("PASS {line}"),
-            Err(why) => {
-                println!("FAIL {why}");
-                ok = false;
-            }
-        }
-    }
-    if paths.global {
-        match tma_store_check(&context, &stream, &module) {
-            Ok(line) => println!("PASS {line}"),
-            Err(why) => {
-                println!("FAIL {why}");
-                ok = false;
-            }
-        }
-    }
-    match wgmma_tile(&context, &stream, &module) {
-        Ok(line) => println!("PASS {line}"),
-        Err(why) => {
-            println!("FAIL {why}");
-            ok = false;
-        }
-    }
-    match data_movement_probes(&context, &stream, &module) {
-        Ok(line) => println!("PASS {line}"),
-        Err(why) => {
-            println!("FAIL {why}");
-            ok = false;
-        }
-    }
+    ok &= report(wgmma_tile(&context, &stream, &module));
+    ok &= report(data_movement_probes(&context, &stream, &module));
     trace("compiling the CUDA C++ twin with NVRTC");
     // SAFETY: the twin's one kernel is launched only by `run_size`, with the six parameters
     // its source declares (the same as `gemm_bf16_tn`'s).
