@@ -205,6 +205,80 @@ impl TensorMap {
             )
         };
     }
+
+    /// As [`TensorMap::store_2d`] for a 1-D map.
+    ///
+    /// # Safety
+    /// As for [`TensorMap::store_2d`], with a 1-D map.
+    #[inline(always)]
+    pub unsafe fn store_1d(map: *const TensorMap, src: u32, x: i32) {
+        #[cfg(not(target_arch = "nvptx64"))]
+        crate::hopper_emu::tma_store(map.cast(), src, &[x]);
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: the caller's contract.
+        unsafe {
+            core::arch::asm!(
+                "cp.async.bulk.tensor.1d.global.shared::cta.tile.bulk_group [{m}, {{{x}}}], [{s}];",
+                m = in(reg64) map, x = in(reg32) x, s = in(reg32) src, options(nostack)
+            )
+        };
+    }
+
+    /// As [`TensorMap::store_2d`] for a 3-D map (`x` innermost).
+    ///
+    /// # Safety
+    /// As for [`TensorMap::store_2d`], with a 3-D map.
+    #[inline(always)]
+    pub unsafe fn store_3d(map: *const TensorMap, src: u32, x: i32, y: i32, z: i32) {
+        #[cfg(not(target_arch = "nvptx64"))]
+        crate::hopper_emu::tma_store(map.cast(), src, &[x, y, z]);
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: the caller's contract.
+        unsafe {
+            core::arch::asm!(
+                "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [{m}, {{{x}, {y}, {z}}}], [{s}];",
+                m = in(reg64) map, x = in(reg32) x, y = in(reg32) y, z = in(reg32) z, s = in(reg32) src, options(nostack)
+            )
+        };
+    }
+
+    /// As [`TensorMap::store_2d`] for a 4-D map (`c[0]` innermost).
+    ///
+    /// # Safety
+    /// As for [`TensorMap::store_2d`], with a 4-D map.
+    #[inline(always)]
+    pub unsafe fn store_4d(map: *const TensorMap, src: u32, c: [i32; 4]) {
+        #[cfg(not(target_arch = "nvptx64"))]
+        crate::hopper_emu::tma_store(map.cast(), src, &c);
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: the caller's contract.
+        unsafe {
+            core::arch::asm!(
+                "cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group [{m}, {{{c0}, {c1}, {c2}, {c3}}}], [{s}];",
+                m = in(reg64) map, c0 = in(reg32) c[0], c1 = in(reg32) c[1], c2 = in(reg32) c[2], c3 = in(reg32) c[3], s = in(reg32) src,
+                options(nostack)
+            )
+        };
+    }
+
+    /// As [`TensorMap::store_2d`] for a 5-D map (`c[0]` innermost).
+    ///
+    /// # Safety
+    /// As for [`TensorMap::store_2d`], with a 5-D map.
+    #[inline(always)]
+    pub unsafe fn store_5d(map: *const TensorMap, src: u32, c: [i32; 5]) {
+        #[cfg(not(target_arch = "nvptx64"))]
+        crate::hopper_emu::tma_store(map.cast(), src, &c);
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: the caller's contract.
+        unsafe {
+            core::arch::asm!(
+                "cp.async.bulk.tensor.5d.global.shared::cta.tile.bulk_group [{m}, {{{c0}, {c1}, {c2}, {c3}, {c4}}}], [{s}];",
+                m = in(reg64) map, c0 = in(reg32) c[0], c1 = in(reg32) c[1], c2 = in(reg32) c[2], c3 = in(reg32) c[3], c4 = in(reg32) c[4],
+                s = in(reg32) src, options(nostack)
+            )
+        };
+    }
 }
 
 /// Closes the group of bulk stores issued so far by this thread (`cp.async.bulk.commit_group`).

@@ -384,8 +384,71 @@ pub const TMA_RANK_SHARED_BYTES: u32 = TMA_RANK_SHARED_OFFSETS[4] + 8 + 128;
 /// threads, [`TMA_RANK_SHARED_BYTES`] of dynamic shared memory; run as every thread of it.
 #[inline(always)]
 pub unsafe fn tma_rank_loads_body(maps: [*const ferrocuda_device::tma::TensorMap; 4], out: *mut u32) {
-    use ferrocuda_device::mbarrier::{MBarrier, fence_init};
     use ferrocuda_device::shared::SharedElement;
+
+    let tid = thread_idx_x();
+    // SAFETY: the caller's contract covers the loads' (the same maps, block and shared memory).
+    let at = unsafe { load_rank_boxes(maps) };
+    let mut out_word = 0;
+    for (k, bytes) in TMA_RANK_BOX_BYTES.into_iter().enumerate() {
+        let words = bytes / 4;
+        let mut w = tid;
+        while w < words {
+            // SAFETY: inside box `k`, delivered (the barrier's phase completed); inside `out`,
+            // which holds every box (the caller's contract).
+            unsafe { *out.add((out_word + w) as usize) = u32::load_shared(at[k] + 4 * w) };
+            w += 128;
+        }
+        out_word += words;
+    }
+}
+
+/// Loads one box of each of [`TMA_RANK_LOADS`] as [`tma_rank_loads_body`] does, then thread 0
+/// stores each box back with the TMA store of the same rank (`TensorMap::store_1d`,
+/// `store_3d`, `store_4d`, `store_5d`) at the same coordinates of `stores[k]`, commits and
+/// waits: each destination array then holds the source's values inside the box and is
+/// untouched elsewhere.
+///
+/// # Safety
+/// `loads[k]` as `maps[k]` of [`tma_rank_loads_body`]; `stores[k]` a tensor map in global
+/// memory of the same dims, box and element size over another live array that nothing else
+/// touches while the kernel runs; one block of 128 threads, [`TMA_RANK_SHARED_BYTES`] of
+/// dynamic shared memory; run as every thread of it.
+#[inline(always)]
+pub unsafe fn tma_rank_stores_body(loads: [*const ferrocuda_device::tma::TensorMap; 4], stores: [*const ferrocuda_device::tma::TensorMap; 4]) {
+    use ferrocuda_device::tma::{self, TensorMap};
+
+    // SAFETY: the caller's contract covers the loads'.
+    let at = unsafe { load_rank_boxes(loads) };
+    if thread_idx_x() == 0 {
+        let [l1, l3, l4, l5] = TMA_RANK_LOADS;
+        let (c1, c3, c4, c5) = (l1.coords, l3.coords, l4.coords, l5.coords);
+        // SAFETY: the destination maps are valid, of these ranks and boxes (the caller's
+        // contract); each box is complete in shared memory (the barrier's phase completed)
+        // and stays unchanged until the wait below.
+        unsafe {
+            for map in stores {
+                TensorMap::acquire(map);
+            }
+            TensorMap::store_1d(stores[0], at[0], c1[0]);
+            TensorMap::store_3d(stores[1], at[1], c3[0], c3[1], c3[2]);
+            TensorMap::store_4d(stores[2], at[2], [c4[0], c4[1], c4[2], c4[3]]);
+            TensorMap::store_5d(stores[3], at[3], [c5[0], c5[1], c5[2], c5[3], c5[4]]);
+        }
+        tma::store_commit();
+        tma::store_wait::<0>();
+    }
+}
+
+/// The common start of the rank probes: thread 0 loads one box of each of [`TMA_RANK_LOADS`]
+/// through `maps` into its own 128-byte-aligned area of dynamic shared memory, all completing
+/// on one barrier, and every thread waits for it. Returns the four areas' addresses.
+///
+/// # Safety
+/// As `maps` and the launch of [`tma_rank_loads_body`]; run as every thread of the block.
+#[inline(always)]
+unsafe fn load_rank_boxes(maps: [*const ferrocuda_device::tma::TensorMap; 4]) -> [u32; 4] {
+    use ferrocuda_device::mbarrier::{MBarrier, fence_init};
     use ferrocuda_device::sync::sync_threads;
     use ferrocuda_device::tma::{TensorMap, dynamic_shared_address};
 
@@ -416,18 +479,7 @@ pub unsafe fn tma_rank_loads_body(maps: [*const ferrocuda_device::tma::TensorMap
         }
     }
     bar.wait(0);
-    let mut out_word = 0;
-    for (k, bytes) in TMA_RANK_BOX_BYTES.into_iter().enumerate() {
-        let words = bytes / 4;
-        let mut w = tid;
-        while w < words {
-            // SAFETY: inside box `k`, delivered (the barrier's phase completed); inside `out`,
-            // which holds every box (the caller's contract).
-            unsafe { *out.add((out_word + w) as usize) = u32::load_shared(at(k) + 4 * w) };
-            w += 128;
-        }
-        out_word += words;
-    }
+    [at(0), at(1), at(2), at(3)]
 }
 
 #[cfg(target_arch = "nvptx64")]
@@ -450,6 +502,28 @@ mod device_tma_rank_loads {
     ) {
         // SAFETY: the kernel's contract.
         unsafe { super::tma_rank_loads_body([m1, m3, m4, m5], out) }
+    }
+
+    ferrocuda_device::launch_bounds!(probe_tma_rank_stores, 128, 1);
+
+    /// See [`tma_rank_stores_body`](super::tma_rank_stores_body).
+    ///
+    /// # Safety
+    /// As for `tma_rank_stores_body`, with `loads = [l1, l3, l4, l5]`, `stores = [s1, s3, s4, s5]`.
+    #[unsafe(no_mangle)]
+    #[allow(clippy::too_many_arguments)] // one tensor map per rank, loaded and stored
+    pub unsafe extern "ptx-kernel" fn probe_tma_rank_stores(
+        l1: *const TensorMap,
+        l3: *const TensorMap,
+        l4: *const TensorMap,
+        l5: *const TensorMap,
+        s1: *const TensorMap,
+        s3: *const TensorMap,
+        s4: *const TensorMap,
+        s5: *const TensorMap,
+    ) {
+        // SAFETY: the kernel's contract.
+        unsafe { super::tma_rank_stores_body([l1, l3, l4, l5], [s1, s3, s4, s5]) }
     }
 }
 

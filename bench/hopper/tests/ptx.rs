@@ -168,18 +168,24 @@ fn struct_copy_trap_is_pinned() {
 }
 
 #[test]
-fn tma_loads_of_every_rank_and_grid_dependency_control_assemble() {
+fn tma_loads_and_stores_of_every_rank_and_grid_dependency_control_assemble() {
     let text = entry("probe_tma_rank_loads");
     for needle in ["cp.async.bulk.tensor.1d", "cp.async.bulk.tensor.3d", "cp.async.bulk.tensor.4d", "cp.async.bulk.tensor.5d"] {
         assert!(text.contains(needle), "`{needle}` missing");
     }
     assert_eq!(text.matches("fence.proxy.tensormap::generic.acquire.gpu").count(), 4, "one acquire per map");
+    let text = entry("probe_tma_rank_stores");
+    for rank in [1, 3, 4, 5] {
+        let needle = format!("cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group");
+        assert!(text.contains(&needle), "`{needle}` missing");
+    }
+    assert_eq!(text.matches("fence.proxy.tensormap::generic.acquire.gpu").count(), 8, "one acquire per map, loaded and stored");
     let text = entry("probe_grid_dependency");
     for needle in ["griddepcontrol.wait", "griddepcontrol.launch_dependents"] {
         assert!(text.contains(needle), "`{needle}` missing");
     }
     // ptxas accepted the module (the cubin is embedded) when it was found.
-    assert!(KERNELS.resources.is_empty() || resources("probe_tma_rank_loads").is_some());
+    assert!(KERNELS.resources.is_empty() || (resources("probe_tma_rank_loads").is_some() && resources("probe_tma_rank_stores").is_some()));
 }
 
 #[test]

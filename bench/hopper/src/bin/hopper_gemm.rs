@@ -1,8 +1,8 @@
 //! `hopper-gemm`: the Rust Hopper bf16 GEMM (`hopper_kernels::gemm`) against cuBLAS
 //! (`cublasGemmEx`, bf16 in/out, f32 compute) and against the same algorithm in CUDA C++
 //! (`bench/hopper/cuda/gemm_bf16_tn.cu`, compiled here by NVRTC for sm_90a) on the same GPU in
-//! one run, plus the tensor-map round-trip test, the TMA loads of ranks 1, 3, 4 and 5, the TMA
-//! store and the data-movement probes.
+//! one run, plus the tensor-map round-trip test, the TMA loads and stores of ranks 1, 3, 4 and
+//! 5, the swizzled 2-D TMA store and the data-movement probes.
 //!
 //! ```text
 //! hopper-gemm [--sizes 4096,8192] [--runs 20] [--json FILE] [--twin-cubin FILE]
@@ -232,19 +232,8 @@ fn tma_round_trip(context: &Context, stream: &Stream, module: &Module) -> Res<St
 /// box compared with the box computed here from its coordinates. Exact.
 fn tma_rank_loads(context: &Context, stream: &Stream, module: &Module) -> Res<String> {
     use hopper_kernels::probes::{TMA_RANK_LOADS, TMA_RANK_SHARED_BYTES, TMA_RANK_TOTAL_BYTES};
-    // Array `k`'s element at linear index `i` (every array has fewer than 4096 elements).
-    let value = |k: usize, i: usize| ((k as u16 + 1) << 12) | i as u16;
-    let mut sources = Vec::new();
-    let mut maps = Vec::new();
-    for (k, load) in TMA_RANK_LOADS.iter().enumerate() {
-        let len = load.dims.iter().product::<u64>() as usize;
-        let data: Vec<u16> = (0..len).map(|i| value(k, i)).collect();
-        let buffer = DeviceBuffer::from_slice(context, &data).map_err(err("upload"))?;
-        let map = TensorMap::tiled(&buffer, TensorDataType::U16, load.dims, load.box_dims, TensorSwizzle::None)
-            .map_err(|e| format!("cuTensorMapEncodeTiled (rank {}): {e}", load.dims.len()))?;
-        maps.push(map.to_device(context).map_err(err("map upload"))?);
-        sources.push(buffer);
-    }
+    let (_sources, maps) = rank_arrays(context, rank_value)?;
+    let value = rank_value;
     let words = TMA_RANK_TOTAL_BYTES as usize / 4;
     let mut out = DeviceBuffer::<u32>::zeroed(context, words).map_err(err("alloc"))?;
     out.fill_async(0xffff_ffff, stream).map_err(err("poison"))?;
@@ -281,6 +270,72 @@ fn tma_rank_loads(context: &Context, stream: &Stream, module: &Module) -> Res<St
         return Err(format!("TMA loads of rank 1, 3, 4, 5: {}", problems.join("; ")));
     }
     Ok(format!("TMA loads of rank 1, 3, 4, 5: exact ({at} elements in 4 boxes)"))
+}
+
+/// Element `i` (linear) of the rank probes' source array `k` (each has fewer than 4096).
+fn rank_value(k: usize, i: usize) -> u16 {
+    ((k as u16 + 1) << 12) | i as u16
+}
+
+type RankArrays = (Vec<DeviceBuffer<u16>>, Vec<DeviceBuffer<[u64; 16]>>);
+
+/// One packed u16 array per load of `TMA_RANK_LOADS`, element `i` of array `k` = `fill(k, i)`,
+/// and a tensor map of the load's shape and box over each (in device memory).
+fn rank_arrays(context: &Context, fill: fn(usize, usize) -> u16) -> Res<RankArrays> {
+    use hopper_kernels::probes::TMA_RANK_LOADS;
+    let (mut arrays, mut maps) = (Vec::new(), Vec::new());
+    for (k, load) in TMA_RANK_LOADS.iter().enumerate() {
+        let len = load.dims.iter().product::<u64>() as usize;
+        let data: Vec<u16> = (0..len).map(|i| fill(k, i)).collect();
+        let buffer = DeviceBuffer::from_slice(context, &data).map_err(err("upload"))?;
+        let map = TensorMap::tiled(&buffer, TensorDataType::U16, load.dims, load.box_dims, TensorSwizzle::None)
+            .map_err(|e| format!("cuTensorMapEncodeTiled (rank {}): {e}", load.dims.len()))?;
+        maps.push(map.to_device(context).map_err(err("map upload"))?);
+        arrays.push(buffer);
+    }
+    Ok((arrays, maps))
+}
+
+/// `probe_tma_rank_stores`: each rank's box loaded by TMA and stored back by the TMA store of
+/// the same rank into an array poisoned with 0xffff: the box's elements must arrive, the rest
+/// stay untouched.
+fn tma_rank_stores(context: &Context, stream: &Stream, module: &Module) -> Res<String> {
+    use hopper_kernels::probes::{TMA_RANK_LOADS, TMA_RANK_SHARED_BYTES};
+    const UNTOUCHED: u16 = 0xffff;
+    let (_sources, load_maps) = rank_arrays(context, rank_value)?;
+    let (destinations, store_maps) = rank_arrays(context, |_, _| UNTOUCHED)?;
+    let function = module.function("probe_tma_rank_stores").map_err(err("probe_tma_rank_stores"))?;
+    let mut pointers: Vec<u64> = load_maps.iter().chain(&store_maps).map(|m| m.device_ptr()).collect();
+    let mut params: Vec<*mut c_void> = pointers.iter_mut().map(|p| (p as *mut u64).cast()).collect();
+    // SAFETY: (l1, l3, l4, l5, s1, s3, s4, s5) as the kernel declares: load map `k` describes
+    // source `k`, store map `k` destination `k` (both alive until the wait below, the
+    // destinations touched by nothing else), with load `k`'s shape and box; one block of 128
+    // threads with the shared memory it asks for (under 48 KiB).
+    unsafe { launch(&function, stream, (1, 1), 128, TMA_RANK_SHARED_BYTES, &mut params)? };
+    wait_idle(stream, "probe_tma_rank_stores", 20.0)?;
+    let (mut stored, mut problems) = (0, Vec::new());
+    for (k, load) in TMA_RANK_LOADS.iter().enumerate() {
+        let got = destinations[k].to_vec().map_err(err("download"))?;
+        let mut wrong = 0;
+        for (i, &g) in got.iter().enumerate() {
+            // Inside the box when every coordinate of `i` lies in `coords[d]..+box_dims[d]`.
+            let mut rest = i;
+            let inside = (0..load.dims.len()).all(|d| {
+                let index = (rest % load.dims[d] as usize) as i64;
+                rest /= load.dims[d] as usize;
+                (load.coords[d] as i64..load.coords[d] as i64 + load.box_dims[d] as i64).contains(&index)
+            });
+            stored += usize::from(inside);
+            wrong += usize::from(g != if inside { rank_value(k, i) } else { UNTOUCHED });
+        }
+        if wrong > 0 {
+            problems.push(format!("rank {}: {wrong} of {} elements wrong", load.dims.len(), got.len()));
+        }
+    }
+    if !problems.is_empty() {
+        return Err(format!("TMA stores of rank 1, 3, 4, 5: {}", problems.join("; ")));
+    }
+    Ok(format!("TMA stores of rank 1, 3, 4, 5: exact ({stored} elements stored in 4 boxes, the rest untouched)"))
 }
 
 /// `probe_tma_store`: a 64x64 bf16 box written to shared memory with the 128-byte swizzle and
@@ -805,6 +860,7 @@ fn run() -> Res<bool> {
     if paths.global {
         ok &= report(tma_round_trip(&context, &stream, &module));
         ok &= report(tma_rank_loads(&context, &stream, &module));
+        ok &= report(tma_rank_stores(&context, &stream, &module));
         ok &= report(tma_store_check(&context, &stream, &module));
     } else {
         println!("FAIL tensor maps in global memory do not work here (diag 1): the global-memory variants are skipped");
