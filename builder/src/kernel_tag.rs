@@ -23,6 +23,8 @@
 //! the store counts as a reader and nothing is removed. The registers that fed the store stay
 //! behind unused, which PTX allows (ptxas drops the dead moves).
 
+use crate::ptx_text::{function_header, is_identifier_char};
+
 /// The shared variable holding the running kernel's tag (device/src/panic.rs).
 pub const TAG_SYMBOL: &str = "__ferrocuda_kernel_tag";
 
@@ -161,26 +163,6 @@ fn parse(lines: &[&str]) -> Option<Module> {
     Some(Module { functions, declaration: declaration? })
 }
 
-/// `(name, is_entry)` when `line` starts a function at module scope:
-/// `.visible .entry k(`, `.func  (.param .b32 func_retval0) f(`, `.extern .func vprintf`...
-fn function_header(line: &str) -> Option<(String, bool)> {
-    let mut rest = line;
-    for linkage in [".visible ", ".weak ", ".extern "] {
-        rest = rest.strip_prefix(linkage).unwrap_or(rest).trim_start();
-    }
-    let (entry, rest) = if let Some(rest) = rest.strip_prefix(".entry") { (true, rest) } else { (false, rest.strip_prefix(".func")?) };
-    if !rest.starts_with([' ', '\t', '(']) && !rest.is_empty() {
-        return None;
-    }
-    let mut rest = rest.trim_start();
-    // A `.func`'s return parameters come before its name.
-    if rest.starts_with('(') {
-        rest = rest[rest.find(')')? + 1..].trim_start();
-    }
-    let name: String = rest.chars().take_while(|&c| is_identifier_char(c)).collect();
-    (!name.is_empty()).then_some((name, entry))
-}
-
 /// For a call instruction, `Some(Some(callee))` when it names its target and `Some(None)` when
 /// it does not (a call through a register); `None` for any other line.
 fn call_target(line: &str) -> Option<Option<String>> {
@@ -201,11 +183,6 @@ fn call_target(line: &str) -> Option<Option<String>> {
     }
     let target: String = operands.chars().take_while(|&c| is_identifier_char(c) || c == '%').collect();
     Some((!target.is_empty() && !target.starts_with('%')).then_some(target))
-}
-
-/// PTX identifiers: letters, digits, `_`, `$` (the first character is not a digit).
-fn is_identifier_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || c == '_' || c == '$'
 }
 
 /// Whether `line` is exactly the store `__enter_kernel` emits:
@@ -378,13 +355,7 @@ mod tests {
     }
 
     #[test]
-    fn headers_and_calls_are_parsed() {
-        assert_eq!(function_header(".visible .entry saxpy("), Some(("saxpy".into(), true)));
-        assert_eq!(function_header(".entry empty()"), Some(("empty".into(), true)));
-        assert_eq!(function_header(".func  (.param .b32 func_retval0) _RNvXs8_fmt("), Some(("_RNvXs8_fmt".into(), false)));
-        assert_eq!(function_header(".extern .func  (.param .b32 func_retval0) vprintf"), Some(("vprintf".into(), false)));
-        assert_eq!(function_header(".funcs"), None);
-        assert_eq!(function_header("\tret;"), None);
+    fn calls_are_parsed() {
         assert_eq!(call_target("call.uni _RNvNtCs_panic_fmt, (param0, param1, param2);"), Some(Some("_RNvNtCs_panic_fmt".into())));
         assert_eq!(call_target("call.uni (retval0), vprintf, (param0, param1);"), Some(Some("vprintf".into())));
         assert_eq!(call_target("@%p1 call.uni f, ();"), Some(Some("f".into())));

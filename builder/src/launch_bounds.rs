@@ -12,6 +12,8 @@
 //! With a bound ptxas caps registers at `65536 / (threads * min_blocks)` (rounded down to its
 //! allocation granularity), as nvcc does for `__launch_bounds__`; `setmaxnreg` needs it.
 
+use crate::ptx_text::{function_header, is_identifier_char};
+
 /// The prefix of the marker global's name; the kernel's name follows it.
 pub const MARKER_PREFIX: &str = "__ferrocuda_launch_bounds__";
 
@@ -41,9 +43,8 @@ pub fn apply_launch_bounds(ptx: &str) -> String {
     let mut pending: Option<Bounds> = None;
     for line in kept {
         let trimmed = line.trim_start();
-        if let Some(rest) = trimmed.strip_prefix(".visible .entry ").or_else(|| trimmed.strip_prefix(".entry ")) {
-            let name = rest.split(['(', ' ']).next().unwrap_or("");
-            pending = bounds.iter().find(|(kernel, _)| kernel == name).map(|(_, b)| *b);
+        if let Some((name, true)) = function_header(trimmed) {
+            pending = bounds.iter().find(|(kernel, _)| *kernel == name).map(|(_, b)| *b);
         }
         // The entry's body starts at its first `{` line: the directives go right before it.
         if let Some(b) = pending
@@ -73,7 +74,7 @@ fn parse_marker(line: &str) -> Option<(String, Bounds)> {
         return None;
     }
     let rest = &line[start + MARKER_PREFIX.len()..];
-    let kernel: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '$').collect();
+    let kernel: String = rest.chars().take_while(|&c| is_identifier_char(c)).collect();
     let mut values: Vec<u64> = line.split_once('{')?.1.split_once('}')?.0.split(',').map(|v| v.trim().parse().ok()).collect::<Option<_>>()?;
     // LLVM leaves trailing zero bytes out of initialisers (`{128, 1, 0, 0, 1}` for 384, 1, 0).
     values.resize(values.len().max(12), 0);

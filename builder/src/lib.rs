@@ -29,6 +29,7 @@ mod inner_build;
 mod kernel_tag;
 mod launch_bounds;
 mod manifest;
+mod ptx_text;
 mod ptxas;
 mod toolchain;
 
