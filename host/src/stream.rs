@@ -66,7 +66,10 @@ pub enum StreamOrdering {
 impl Stream {
     /// A new stream, ordered with the legacy default stream like `cudaStreamCreate`'s: the
     /// synchronous copies of [`DeviceBuffer`](crate::DeviceBuffer) (which run there) finish
-    /// before later launches on it start, and wait for earlier ones.
+    /// before later launches on it start, and wait for earlier ones. Because CUDA keeps that
+    /// order itself, a buffer passed between the two needs no event wait from the buffer
+    /// tracking (a [`Stream::non_blocking`] stream gets one), so nothing comes between two
+    /// launches here, which a programmatic dependent launch needs to start early.
     pub fn new(context: &Context) -> Result<Self> {
         Self::with_priority(context, StreamOrdering::WithLegacyDefault, 0)
     }
