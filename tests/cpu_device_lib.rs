@@ -28,6 +28,7 @@ on_both_backends!(
     fast_math_is_close_to_the_precise_functions,
     tensor_core_mma_matches_a_host_matrix_product,
     cluster_blocks_read_each_others_shared_memory,
+    a_kernel_compiled_for_clusters_runs_in_them_without_asking,
     tensor_core_mma_bf16_matches_a_host_matrix_product,
     active_masks_match_all_and_block_scope_atomics,
 );
@@ -398,6 +399,37 @@ fn cluster_blocks_read_each_others_shared_memory(backend: &Backend) {
             assert_eq!(out[(b * 128 + t) as usize], 1000 * next + t, "{}: block {b} thread {t}", backend.name());
         }
     }
+}
+
+/// `#[kernel(cluster_dims(2))]`: a configuration without a cluster runs in pairs (the launcher
+/// fills in the compiled shape, and on the GPU `.reqnctapercluster` would impose it anyway), the
+/// same cluster is accepted, another is refused by name, and a grid the pairs do not divide is
+/// refused as for any cluster.
+fn a_kernel_compiled_for_clusters_runs_in_them_without_asking(backend: &Backend) {
+    if let Backend::Gpu { context, .. } = backend {
+        let (major, _) = context.device().compute_capability().unwrap();
+        if major < 9 {
+            println!("SKIPPED compiled cluster test: the device is sm_{major}x; clusters need sm_90");
+            return;
+        }
+    }
+    assert_eq!(device_lib::compiled_cluster_shape::CLUSTER_DIMS, Some(ferrocuda::Dim3 { x: 2, y: 1, z: 1 }));
+    let blocks = 8u32;
+    for config in [LaunchConfig::new(blocks, 64u32), LaunchConfig::new(blocks, 64u32).with_cluster(2u32)] {
+        let mut out = backend.zeroed::<u32>((blocks * 64) as usize);
+        launch_on!(backend, device_lib::compiled_cluster_shape, config, &mut out).unwrap();
+        let out = backend.download(&out);
+        for b in 0..blocks {
+            for t in 0..64 {
+                assert_eq!(out[(b * 64 + t) as usize], 2000 + b % 2, "{}: {config:?}, block {b} thread {t}", backend.name());
+            }
+        }
+    }
+    let mut out = backend.zeroed::<u32>((blocks * 64) as usize);
+    let refused = launch_on!(backend, device_lib::compiled_cluster_shape, LaunchConfig::new(blocks, 64u32).with_cluster(4u32), &mut out).unwrap_err();
+    assert!(refused.contains("compiled for clusters of (2, 1, 1) blocks") && refused.contains("asks for (4, 1, 1)"), "{}: {refused}", backend.name());
+    let odd = launch_on!(backend, device_lib::compiled_cluster_shape, LaunchConfig::new(7u32, 64u32), &mut out).unwrap_err();
+    assert!(odd.contains("cluster dimension x = 2 does not divide grid dimension x = 7"), "{}: {odd}", backend.name());
 }
 
 fn tensor_core_mma_bf16_matches_a_host_matrix_product(backend: &Backend) {

@@ -369,6 +369,13 @@ fn code_for_newer_gpus_is_built_only_for_them() {
     let sm90 = test_kernels::KERNELS.ptx_for(90).unwrap();
     assert!(sm90.contains(".entry cluster_ring_exchange("), "the sm_90 build has the cluster kernel");
     assert!(!sm80.contains("cluster_ring_exchange"), "the sm_80 build must not");
+    // `#[kernel(cluster_dims(2))]` reaches the PTX as the entry's `.reqnctapercluster`, and its
+    // marker is gone from both builds.
+    let entry = &sm90[sm90.find(".entry compiled_cluster_shape(").expect("the sm_90 build has the compiled-cluster kernel")..];
+    let body = &entry[..entry.find('{').unwrap()];
+    assert!(body.contains(".reqnctapercluster 2, 1, 1"), "no cluster directive:\n{body}");
+    assert!(!sm90.contains("__ferrocuda_cluster_dims__") && !sm80.contains("__ferrocuda_cluster_dims__"), "a marker was left in the PTX");
+    assert!(!sm80.contains(".reqnctapercluster"), "sm_80 has no clusters");
     assert!(sm80.contains(".entry mma_m16n8k16_f16(") && sm80.contains("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"), "tensor-core mma on sm_80");
 }
 

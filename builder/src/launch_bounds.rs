@@ -11,11 +11,18 @@
 //! when it is not 0), 1 is `.reqntid threads, 1, 1` (the block size must be exactly that).
 //! With a bound ptxas caps registers at `65536 / (threads * min_blocks)` (rounded down to its
 //! allocation granularity), as nvcc does for `__launch_bounds__`; `setmaxnreg` needs it.
+//!
+//! The same pass handles `ferrocuda_device::cluster_dims!` (and `#[kernel(cluster_dims(..))]`):
+//! a marker `__ferrocuda_cluster_dims__<kernel>` of three u32 becomes `.reqnctapercluster x, y, z`
+//! (CUDA C++'s `__cluster_dims__`), after the launch bounds of the same entry.
 
 use crate::ptx_text::{function_header, is_identifier_char};
 
-/// The prefix of the marker global's name; the kernel's name follows it.
+/// The prefix of the launch-bounds marker global's name; the kernel's name follows it.
 pub const MARKER_PREFIX: &str = "__ferrocuda_launch_bounds__";
+/// The prefix of the cluster-dims marker (`ferrocuda_device::cluster_dims!`): three u32, the
+/// cluster's x, y and z, become `.reqnctapercluster x, y, z`.
+pub const CLUSTER_MARKER_PREFIX: &str = "__ferrocuda_cluster_dims__";
 
 /// One kernel's bounds, read from its marker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,39 +32,71 @@ struct Bounds {
     required: bool,
 }
 
-/// Rewrites `ptx`: each kernel with a launch-bounds marker gets its directives; the markers
-/// are removed. PTX without markers is returned unchanged.
+/// The directives one kernel gets.
+#[derive(Debug, Clone, Copy, Default)]
+struct Directives {
+    bounds: Option<Bounds>,
+    cluster: Option<[u32; 3]>,
+}
+
+impl Directives {
+    /// The directive lines, in the order the PTX ISA lists them.
+    fn text(&self) -> String {
+        let mut text = String::new();
+        if let Some(b) = self.bounds {
+            if b.required {
+                text += &format!(".reqntid {}, 1, 1\n", b.threads);
+            } else {
+                text += &format!(".maxntid {}, 1, 1\n", b.threads);
+            }
+            if b.min_blocks > 0 {
+                text += &format!(".minnctapersm {}\n", b.min_blocks);
+            }
+        }
+        if let Some([x, y, z]) = self.cluster {
+            text += &format!(".reqnctapercluster {x}, {y}, {z}\n");
+        }
+        text
+    }
+}
+
+/// Rewrites `ptx`: each kernel with a launch-bounds or cluster-dims marker gets its
+/// directives; the markers are removed. PTX without markers is returned unchanged.
 pub fn apply_launch_bounds(ptx: &str) -> String {
-    if !ptx.contains(MARKER_PREFIX) {
+    if !ptx.contains(MARKER_PREFIX) && !ptx.contains(CLUSTER_MARKER_PREFIX) {
         return ptx.to_string();
     }
-    let mut bounds = Vec::new();
+    let mut directives: Vec<(String, Directives)> = Vec::new();
+    /// The directives of `kernel`, added empty when it has none yet.
+    fn of(directives: &mut Vec<(String, Directives)>, kernel: String) -> &mut Directives {
+        let i = directives.iter().position(|(k, _)| *k == kernel).unwrap_or_else(|| {
+            directives.push((kernel, Directives::default()));
+            directives.len() - 1
+        });
+        &mut directives[i].1
+    }
     let mut kept = Vec::new();
     for line in ptx.lines() {
-        match parse_marker(line) {
-            Some((kernel, b)) => bounds.push((kernel, b)),
-            None => kept.push(line),
+        if let Some((kernel, [threads, min_blocks, kind])) = parse_marker(line, MARKER_PREFIX) {
+            of(&mut directives, kernel).bounds = Some(Bounds { threads, min_blocks, required: kind == 1 });
+        } else if let Some((kernel, dims)) = parse_marker(line, CLUSTER_MARKER_PREFIX) {
+            of(&mut directives, kernel).cluster = Some(dims);
+        } else {
+            kept.push(line);
         }
     }
-    let mut out = String::with_capacity(ptx.len() + 64 * bounds.len());
-    let mut pending: Option<Bounds> = None;
+    let mut out = String::with_capacity(ptx.len() + 64 * directives.len());
+    let mut pending: Option<Directives> = None;
     for line in kept {
         let trimmed = line.trim_start();
         if let Some((name, true)) = function_header(trimmed) {
-            pending = bounds.iter().find(|(kernel, _)| *kernel == name).map(|(_, b)| *b);
+            pending = directives.iter().find(|(kernel, _)| *kernel == name).map(|(_, d)| *d);
         }
         // The entry's body starts at its first `{` line: the directives go right before it.
-        if let Some(b) = pending
+        if let Some(d) = pending
             && trimmed == "{"
         {
-            if b.required {
-                out += &format!(".reqntid {}, 1, 1\n", b.threads);
-            } else {
-                out += &format!(".maxntid {}, 1, 1\n", b.threads);
-            }
-            if b.min_blocks > 0 {
-                out += &format!(".minnctapersm {}\n", b.min_blocks);
-            }
+            out += &d.text();
             pending = None;
         }
         out.push_str(line);
@@ -66,14 +105,15 @@ pub fn apply_launch_bounds(ptx: &str) -> String {
     out
 }
 
-/// `(kernel, bounds)` when `line` declares a marker global (as bytes or as 32-bit words).
-fn parse_marker(line: &str) -> Option<(String, Bounds)> {
-    let start = line.find(MARKER_PREFIX)?;
+/// `(kernel, [three u32])` when `line` declares a marker global named `prefix<kernel>` (as
+/// bytes or as 32-bit words).
+fn parse_marker(line: &str, prefix: &str) -> Option<(String, [u32; 3])> {
+    let start = line.find(prefix)?;
     let trimmed = line.trim_start();
     if !(trimmed.starts_with(".visible .global") || trimmed.starts_with(".global") || trimmed.starts_with(".visible .const") || trimmed.starts_with(".const")) {
         return None;
     }
-    let rest = &line[start + MARKER_PREFIX.len()..];
+    let rest = &line[start + prefix.len()..];
     let kernel: String = rest.chars().take_while(|&c| is_identifier_char(c)).collect();
     let mut values: Vec<u64> = line.split_once('{')?.1.split_once('}')?.0.split(',').map(|v| v.trim().parse().ok()).collect::<Option<_>>()?;
     // LLVM leaves trailing zero bytes out of initialisers (`{128, 1, 0, 0, 1}` for 384, 1, 0).
@@ -84,8 +124,7 @@ fn parse_marker(line: &str) -> Option<(String, Bounds)> {
     } else {
         values.iter().map(|&v| v as u32).collect()
     };
-    let [threads, min_blocks, kind] = words.get(..3)?.try_into().ok()?;
-    Some((kernel, Bounds { threads, min_blocks, required: kind == 1 }))
+    Some((kernel, words.get(..3)?.try_into().ok()?))
 }
 
 #[cfg(test)]
@@ -122,6 +161,22 @@ mod tests {
         assert!(out.contains(".entry exact()\n.reqntid 256, 1, 1\n{"), "{out}");
         assert!(out.contains(".entry other()\n{"), "{out}");
         assert_eq!(out.matches(".maxntid").count() + out.matches(".reqntid").count(), 2);
+    }
+
+    #[test]
+    fn cluster_markers_become_reqnctapercluster_beside_launch_bounds() {
+        let ptx = PTX.replace(
+            ".visible .global .align 4 .u32 __ferrocuda_launch_bounds__exact[3] = {256, 0, 1};",
+            ".visible .global .align 4 .u32 __ferrocuda_launch_bounds__exact[3] = {256, 0, 1};\n\
+             .visible .global .align 4 .b8 __ferrocuda_cluster_dims__gemm[12] = {2, 0, 0, 0, 1, 0, 0, 0, 1};\n\
+             .visible .global .align 4 .u32 __ferrocuda_cluster_dims__other[3] = {4, 2, 1};",
+        );
+        let out = apply_launch_bounds(&ptx);
+        assert!(!out.contains(CLUSTER_MARKER_PREFIX) && !out.contains(MARKER_PREFIX), "{out}");
+        assert!(out.contains("gemm_param_0\n)\n.maxntid 384, 1, 1\n.minnctapersm 1\n.reqnctapercluster 2, 1, 1\n{"), "{out}");
+        assert!(out.contains(".entry exact()\n.reqntid 256, 1, 1\n{"), "{out}");
+        assert!(out.contains(".entry other()\n.reqnctapercluster 4, 2, 1\n{"), "{out}");
+        assert_eq!(out.matches(".reqnctapercluster").count(), 2);
     }
 
     #[test]

@@ -5,6 +5,10 @@
 //! `.reqntid threads, 1, 1`) PTX directives, then removes. ptxas then caps the kernel's
 //! registers so that `min_blocks` blocks of `threads` fit on one SM, as nvcc does.
 //! Launching with more threads than the bound fails (`CUDA_ERROR_INVALID_VALUE`).
+//!
+//! [`cluster_dims!`](macro@crate::cluster_dims) is CUDA C++'s `__cluster_dims__(x, y, z)`: a
+//! marker the builder turns into `.reqnctapercluster x, y, z`, so that the kernel always runs
+//! in clusters of that shape.
 
 /// Declares launch bounds for the kernel named `$kernel` (its exported symbol):
 /// `launch_bounds!(gemm, 384, 1)` is `.maxntid 384, 1, 1` + `.minnctapersm 1`;
@@ -24,6 +28,25 @@ macro_rules! launch_bounds {
             #[used]
             #[unsafe(export_name = concat!("__ferrocuda_launch_bounds__", stringify!($kernel)))]
             static MARKER: [u32; 3] = [$threads, $min_blocks, $kind];
+        };
+    };
+}
+
+/// Declares the cluster shape of the kernel named `$kernel` (CUDA C++'s `__cluster_dims__`):
+/// `cluster_dims!(exchange, 2, 1, 1)` becomes `.reqnctapercluster 2, 1, 1` in its PTX
+/// (through `ferrocuda-builder`), and the kernel always runs in clusters of 2 blocks along x,
+/// even from a launch that names no cluster. `#[kernel(cluster_dims(2))]` writes it for a
+/// `#[kernel]`, and its typed launchers then fill in the cluster of a configuration without
+/// one and refuse another (`LaunchConfig::for_compiled_cluster`). Clusters need sm_90: gate
+/// such a kernel with `#[cfg_attr(target_arch = "nvptx64", cfg(ferrocuda_sm = "90"))]`.
+#[macro_export]
+macro_rules! cluster_dims {
+    ($kernel:ident, $x:expr, $y:expr, $z:expr) => {
+        const _: () = {
+            #[cfg(target_arch = "nvptx64")]
+            #[used]
+            #[unsafe(export_name = concat!("__ferrocuda_cluster_dims__", stringify!($kernel)))]
+            static MARKER: [u32; 3] = [$x, $y, $z];
         };
     };
 }

@@ -4,7 +4,7 @@
 //! and macros (`launch_embedded(&crate::KERNELS, SYMBOL, stream, config, &mut params, &buffers)`).
 
 pub use crate::launch::args::{KernelValue, param_ptr, require_kernel_value};
-pub use crate::launch::{embedded_function, launch_embedded, launch_in_module};
+pub use crate::launch::{compiled_cluster, embedded_function, launch_embedded, launch_in_module};
 pub use crate::memory::usage::BufferAccess;
 pub use crate::memory::view::{DevicePtr, DeviceRead, DeviceWrite, SliceArg};
-pub use crate::{Context, EmbeddedModule, Error, Function, KernelResources, KernelSignature, LaunchConfig, Module, Stream};
+pub use crate::{Context, Dim3, EmbeddedModule, Error, Function, KernelResources, KernelSignature, LaunchConfig, Module, Stream};

@@ -72,6 +72,24 @@ impl LaunchConfig {
         self
     }
 
+    /// This configuration for a kernel compiled with the cluster shape `compiled`
+    /// (`#[kernel(cluster_dims(..))]`; `None`: no compiled shape, the configuration as it is).
+    /// A configuration without a cluster gets the compiled one, so that the usual checks
+    /// (the grid a multiple of the cluster, the device able to launch clusters) apply and the
+    /// CPU executor forms the same clusters as the GPU; one with another cluster is refused.
+    /// The typed launchers call it.
+    ///
+    /// # Errors
+    /// [`LaunchProblem::ClusterDiffersFromCompiled`] when the configuration's cluster differs.
+    pub fn for_compiled_cluster(self, compiled: Option<Dim3>) -> Result<Self, LaunchProblem> {
+        match (compiled, self.cluster) {
+            (None, _) => Ok(self),
+            (Some(compiled), None) => Ok(self.with_cluster(compiled)),
+            (Some(compiled), Some(requested)) if requested == compiled => Ok(self),
+            (Some(compiled), Some(requested)) => Err(LaunchProblem::ClusterDiffersFromCompiled { compiled, requested }),
+        }
+    }
+
     /// The same configuration as a cooperative launch (`cuLaunchKernelEx` with the
     /// cooperative attribute): the grid must fit on the device at once.
     #[must_use]
@@ -152,7 +170,22 @@ impl<G: Into<Dim3>, B: Into<Dim3>> From<(G, B, u32)> for LaunchConfig {
 
 #[cfg(test)]
 mod tests {
+    extern crate std;
     use super::*;
+    use std::string::ToString;
+
+    #[test]
+    fn a_compiled_cluster_fills_in_a_missing_one_and_refuses_another() {
+        let plain = LaunchConfig::new(8u32, 64u32);
+        let pair = Dim3::from(2u32);
+        assert_eq!(plain.for_compiled_cluster(None), Ok(plain));
+        assert_eq!(plain.with_cluster(4u32).for_compiled_cluster(None), Ok(plain.with_cluster(4u32)));
+        assert_eq!(plain.for_compiled_cluster(Some(pair)), Ok(plain.with_cluster(pair)));
+        assert_eq!(plain.with_cluster(pair).for_compiled_cluster(Some(pair)), Ok(plain.with_cluster(pair)));
+        let refused = plain.with_cluster(4u32).for_compiled_cluster(Some(pair)).unwrap_err();
+        assert_eq!(refused, LaunchProblem::ClusterDiffersFromCompiled { compiled: pair, requested: Dim3::from(4u32) });
+        assert!(refused.to_string().contains("compiled for clusters of (2, 1, 1) blocks") && refused.to_string().contains("asks for (4, 1, 1)"), "{refused}");
+    }
 
     #[test]
     fn programmatic_dependent_launch_is_off_unless_asked_for_and_kept_by_the_builders() {

@@ -70,6 +70,14 @@ pub enum LaunchProblem {
         /// The cluster.
         cluster: Dim3,
     },
+    /// The launch asks for clusters of another shape than the kernel was compiled for
+    /// (`#[kernel(cluster_dims(..))]`, `.reqnctapercluster` in its PTX).
+    ClusterDiffersFromCompiled {
+        /// The kernel's compiled cluster shape.
+        compiled: Dim3,
+        /// The cluster the launch configuration asks for.
+        requested: Dim3,
+    },
     /// A cluster dimension does not divide the grid's.
     ClusterDoesNotDivideGrid {
         /// "x", "y" or "z".
@@ -140,6 +148,11 @@ impl fmt::Display for LaunchProblem {
             }
             Self::CooperativeUnsupported => write!(f, "the device does not support cooperative launches"),
             Self::EmptyCluster { cluster } => write!(f, "the cluster {cluster} has a zero dimension; every dimension must be at least 1"),
+            Self::ClusterDiffersFromCompiled { compiled, requested } => write!(
+                f,
+                "the kernel was compiled for clusters of {compiled} blocks (`#[kernel(cluster_dims(..))]`) but the launch asks for {requested}; \
+                 leave the cluster out of the configuration (the compiled one is used) or ask for {compiled}"
+            ),
             Self::ClusterDoesNotDivideGrid { axis, cluster, grid } => {
                 write!(f, "cluster dimension {axis} = {cluster} does not divide grid dimension {axis} = {grid}; make the grid a multiple of the cluster")
             }

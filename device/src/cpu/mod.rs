@@ -86,6 +86,14 @@ pub use stack::DEFAULT_STACK_SIZE;
 
 use stack::StackPool;
 
+/// `config` for the kernel `symbol` compiled with the cluster shape `compiled`
+/// (`LaunchConfig::for_compiled_cluster`), or the error that names the mismatch: the CPU
+/// executor forms the same clusters as the GPU. The `#[kernel]` CPU launchers call it first.
+#[doc(hidden)]
+pub fn compiled_cluster(symbol: &str, config: LaunchConfig, compiled: Option<ferrocuda_types::Dim3>) -> Result<LaunchConfig, CpuError> {
+    config.for_compiled_cluster(compiled).map_err(|problem| CpuError::InvalidConfig { kernel: symbol.to_string(), problem })
+}
+
 /// The limits the CPU executor checks a launch against: those of a recent NVIDIA GPU (sm_90),
 /// so that a configuration accepted here is accepted there.
 pub const CPU_LIMITS: ferrocuda_types::DeviceLimits = ferrocuda_types::DeviceLimits {

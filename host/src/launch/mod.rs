@@ -47,6 +47,15 @@ pub unsafe fn launch_embedded(
     unsafe { launch_function(function, symbol, stream, &config, params) }
 }
 
+/// `config` for the kernel `symbol` compiled with the cluster shape `compiled`
+/// ([`LaunchConfig::for_compiled_cluster`]), or the error that names the mismatch. The
+/// `#[kernel]` launchers call it first.
+#[doc(hidden)]
+#[inline]
+pub fn compiled_cluster(symbol: &'static str, config: LaunchConfig, compiled: Option<crate::Dim3>) -> Result<LaunchConfig> {
+    config.for_compiled_cluster(compiled).map_err(|problem| Error::InvalidLaunch { kernel: symbol.to_string(), problem })
+}
+
 /// Launches the kernel `signature` names from an explicitly loaded `module`; the first launch
 /// checks the module's kernel against the signature (its fingerprint, where the module has
 /// one, and its parameter sizes). Inside a stream capture the module is kept loaded for the

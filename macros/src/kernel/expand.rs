@@ -14,12 +14,8 @@ pub fn kernel(kernel: &Kernel) -> TokenStream {
     // Launch bounds: one marker per entry point, turned into `.maxntid`/`.minnctapersm`/
     // `.reqntid` by ferrocuda-builder (see `ferrocuda_device::launch_bounds!`).
     if let Some(bounds) = &kernel.bounds {
-        let symbols: Vec<&Ident> = match &kernel.generic {
-            None => vec![&kernel.function.sig.ident],
-            Some((_, instances)) => instances.iter().map(|i| &i.symbol).collect(),
-        };
         let marker = paths::launch_bounds();
-        for symbol in symbols {
+        for symbol in entry_symbols(kernel) {
             let args = match bounds.clone().into_iter().next() {
                 Some(proc_macro2::TokenTree::Ident(word)) if word == "reqntid" => {
                     let rest: TokenStream = bounds.clone().into_iter().skip(1).collect();
@@ -30,7 +26,23 @@ pub fn kernel(kernel: &Kernel) -> TokenStream {
             out.extend(quote!(#marker(#args);));
         }
     }
+    // Cluster dims: one marker per entry point, turned into `.reqnctapercluster` by
+    // ferrocuda-builder (see `ferrocuda_device::cluster_dims!`).
+    if let Some([x, y, z]) = &kernel.cluster {
+        let marker = paths::cluster_dims();
+        for symbol in entry_symbols(kernel) {
+            out.extend(quote!(#marker(#symbol, #x, #y, #z);));
+        }
+    }
     out
+}
+
+/// The PTX symbols of the kernel's entry points: its own name, or one per generic instance.
+fn entry_symbols<'k>(kernel: &'k Kernel) -> Vec<&'k Ident> {
+    match &kernel.generic {
+        None => vec![&kernel.function.sig.ident],
+        Some((_, instances)) => instances.iter().map(|i| &i.symbol).collect(),
+    }
 }
 
 fn kernel_items(kernel: &Kernel) -> TokenStream {
@@ -41,7 +53,7 @@ fn kernel_items(kernel: &Kernel) -> TokenStream {
             let ident = &function.sig.ident;
             let lowered: Vec<Lowered> = kernel.params.iter().map(lower).collect();
             let device = device_entry(ident, &kernel.params, &lowered, EntryBody::Inline(&function.block), &function.attrs);
-            let host = host_launcher(ident, &kernel.params, &lowered, is_unsafe, quote!(super::#ident));
+            let host = host_launcher(ident, &kernel.params, &lowered, is_unsafe, quote!(super::#ident), kernel.cluster.as_ref());
             quote! {
                 #device
                 #[cfg(not(target_arch = "nvptx64"))]
@@ -66,7 +78,7 @@ fn kernel_items(kernel: &Kernel) -> TokenStream {
                 let call = EntryBody::Call(quote!(#name::<#ty>));
                 let doc = format!("The `{}` instance of the generic kernel `{}`.", quote!(#ty), name.unraw());
                 out.extend(device_entry(&instance.symbol, &params, &lowered, call, &[syn::parse_quote!(#[doc = #doc])]));
-                out.extend(host_launcher(&instance.symbol, &params, &lowered, is_unsafe, quote!(super::#name::<#ty>)));
+                out.extend(host_launcher(&instance.symbol, &params, &lowered, is_unsafe, quote!(super::#name::<#ty>), kernel.cluster.as_ref()));
             }
             out
         }
@@ -145,7 +157,14 @@ fn fingerprint_literal(canonical: &str) -> proc_macro2::Literal {
 }
 
 /// `pub mod symbol { SYMBOL, SIGNATURE, FINGERPRINT, launch, launch_on_current_context, launch_in, launch_cpu, function }`.
-fn host_launcher(symbol: &Ident, params: &[Param], lowered: &[Lowered], is_unsafe: bool, host_fn: TokenStream) -> TokenStream {
+fn host_launcher(
+    symbol: &Ident,
+    params: &[Param],
+    lowered: &[Lowered],
+    is_unsafe: bool,
+    host_fn: TokenStream,
+    cluster: Option<&[TokenStream; 3]>,
+) -> TokenStream {
     let fc = paths::host();
     let kernels = paths::kernels();
     let text = symbol_text(symbol);
@@ -189,8 +208,13 @@ fn host_launcher(symbol: &Ident, params: &[Param], lowered: &[Lowered], is_unsaf
         (quote!(), quote!())
     };
     let prepare: Vec<&TokenStream> = prepare.collect();
+    let cluster_dims = match cluster {
+        Some([x, y, z]) => quote!(::core::option::Option::Some(#fc::Dim3 { x: #x, y: #y, z: #z })),
+        None => quote!(::core::option::Option::None),
+    };
     let launch_call = |path: TokenStream| {
         quote! {
+            let #config = #fc::compiled_cluster(self::SYMBOL, #config.into(), self::CLUSTER_DIMS)?;
             #(#prepare)*
             let mut #params_array: [*mut ::core::ffi::c_void; #count] = [#(#pointers),*];
             // Each buffer parameter and how the kernel uses it: the host orders the stream
@@ -203,8 +227,8 @@ fn host_launcher(symbol: &Ident, params: &[Param], lowered: &[Lowered], is_unsaf
             unsafe { #path }
         }
     };
-    let embedded = launch_call(quote!(#fc::launch_embedded(&#kernels, self::SYMBOL, #stream, #config.into(), &mut #params_array, &#buffers)));
-    let in_module = launch_call(quote!(#fc::launch_in_module(#module, &self::SIGNATURE, #stream, #config.into(), &mut #params_array, &#buffers)));
+    let embedded = launch_call(quote!(#fc::launch_embedded(&#kernels, self::SYMBOL, #stream, #config, &mut #params_array, &#buffers)));
+    let in_module = launch_call(quote!(#fc::launch_in_module(#module, &self::SIGNATURE, #stream, #config, &mut #params_array, &#buffers)));
     let cpu = cpu_launcher(lowered, host_fn, is_unsafe);
     quote! {
         #[cfg(not(target_arch = "nvptx64"))]
@@ -215,6 +239,12 @@ fn host_launcher(symbol: &Ident, params: &[Param], lowered: &[Lowered], is_unsaf
 
             /// The kernel's symbol in the PTX module.
             pub const SYMBOL: &str = #text;
+
+            /// The cluster shape the kernel was compiled for (`#[kernel(cluster_dims(..))]`,
+            /// `.reqnctapercluster` in its PTX): the launchers use it when the configuration
+            /// names no cluster and refuse another. `None`: clusters come from the
+            /// configuration alone.
+            pub const CLUSTER_DIMS: ::core::option::Option<#fc::Dim3> = #cluster_dims;
 
             /// The fingerprint of the kernel's full signature (element types included), also
             /// stored in the device module as `__ferrocuda_fingerprint_<symbol>`.
@@ -338,7 +368,8 @@ fn cpu_launcher(lowered: &[Lowered], host_fn: TokenStream, is_unsafe: bool) -> T
                 #[allow(unused_unsafe)]
                 unsafe { #host_fn(#(#names),*) }
             };
-            #executor.run(self::SYMBOL, #config.into(), &#body)
+            let #config = #cpu::compiled_cluster(self::SYMBOL, #config.into(), self::CLUSTER_DIMS)?;
+            #executor.run(self::SYMBOL, #config, &#body)
         }
     }
 }

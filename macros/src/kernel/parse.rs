@@ -46,6 +46,8 @@ pub struct Kernel<'a> {
     /// `launch_bounds(threads, min_blocks)` / `reqntid(threads)`: the arguments of the
     /// `ferrocuda_device::launch_bounds!` marker emitted for each entry point.
     pub bounds: Option<TokenStream>,
+    /// `cluster_dims(x[, y[, z]])`: the compiled cluster shape (missing dimensions are 1).
+    pub cluster: Option<[TokenStream; 3]>,
 }
 
 impl Kernel<'_> {
@@ -69,11 +71,12 @@ const NO_MUT_SLICE: &str = "a kernel cannot take `&mut [T]`: every GPU thread wo
                             flags, values read after a barrier); both from `ferrocuda_device::global`. The host launcher still takes `&mut buffer`.";
 
 /// `#[kernel]`, `#[kernel(instances(f32, f64))]`, `#[kernel(launch_bounds(256, 2))]`,
-/// `#[kernel(reqntid(256))]`, comma-separated (launch bounds: hopper's, ported here unchanged).
+/// `#[kernel(reqntid(256))]`, `#[kernel(cluster_dims(2))]`, comma-separated.
 #[derive(Default)]
 struct Attribute {
     instances: Option<(Ident, Vec<Type>)>,
     bounds: Option<TokenStream>,
+    cluster: Option<[TokenStream; 3]>,
 }
 
 impl Parse for Attribute {
@@ -103,10 +106,18 @@ impl Parse for Attribute {
                         ));
                     }
                 });
+            } else if key == "cluster_dims" {
+                let values: Punctuated<syn::Expr, Token![,]> = content.parse_terminated(syn::Expr::parse, Token![,])?;
+                let mut dims: Vec<TokenStream> = values.into_iter().map(|v| quote::quote!(#v)).collect();
+                if dims.is_empty() || dims.len() > 3 {
+                    return Err(syn::Error::new(key.span(), "write `cluster_dims(x)`, `cluster_dims(x, y)` or `cluster_dims(x, y, z)` (blocks per cluster)"));
+                }
+                dims.resize(3, quote::quote!(1u32));
+                attribute.cluster = Some([dims[0].clone(), dims[1].clone(), dims[2].clone()]);
             } else {
                 return Err(syn::Error::new(
                     key.span(),
-                    "unknown #[kernel] argument; expected `instances(T1, T2, ..)`, `launch_bounds(max_threads[, min_blocks])` or `reqntid(threads)`",
+                    "unknown #[kernel] argument; expected `instances(T1, T2, ..)`, `launch_bounds(max_threads[, min_blocks])`, `reqntid(threads)` or `cluster_dims(x[, y[, z]])`",
                 ));
             }
             if !input.is_empty() {
@@ -128,6 +139,7 @@ impl<'a> Kernel<'a> {
             }
         };
         let bounds = attribute.bounds.clone();
+        let cluster = attribute.cluster.clone();
         let sig = &function.sig;
         if !matches!(function.vis, syn::Visibility::Public(_)) {
             errors.push(syn::Error::new(sig.fn_token.span, "a kernel must be `pub fn`: the host launches it from outside the crate"));
@@ -174,7 +186,7 @@ impl<'a> Kernel<'a> {
 
         let mut errors = errors.into_iter();
         match errors.next() {
-            None => Ok(Kernel { function, params, generic, bounds }),
+            None => Ok(Kernel { function, params, generic, bounds, cluster }),
             Some(mut first) => {
                 errors.for_each(|e| first.combine(e));
                 Err(first)

@@ -36,3 +36,9 @@ pub fn kernels() -> TokenStream {
 pub fn launch_bounds() -> TokenStream {
     quote!(::ferrocuda_device::launch_bounds!)
 }
+
+/// The cluster-dims marker the builder turns into `.reqnctapercluster`
+/// (`ferrocuda_device::cluster_dims!`).
+pub fn cluster_dims() -> TokenStream {
+    quote!(::ferrocuda_device::cluster_dims!)
+}

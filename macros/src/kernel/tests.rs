@@ -177,6 +177,36 @@ fn launch_bounds_become_one_marker_per_entry() {
 }
 
 #[test]
+fn cluster_dims_become_a_marker_per_entry_and_the_launchers_constant() {
+    let out = expand_ok(
+        quote!(instances(f32, f64), cluster_dims(2)),
+        quote!(
+            pub fn k<T: Pod>(out: DisjointSlice<T>) {}
+        ),
+    );
+    assert!(out.contains("cluster_dims ! (k_f32 , 2 , 1u32 , 1u32)") && out.contains("cluster_dims ! (k_f64 , 2 , 1u32 , 1u32)"), "{out}");
+    assert!(out.contains("CLUSTER_DIMS : :: core :: option :: Option < :: ferrocuda_host :: __private :: Dim3 > = :: core :: option :: Option :: Some"), "{out}");
+    assert!(out.contains("compiled_cluster (self :: SYMBOL"), "the launchers apply it: {out}");
+    let out = expand_ok(
+        quote!(),
+        quote!(
+            pub fn k(out: DisjointSlice<f32>) {}
+        ),
+    );
+    assert!(!out.contains("cluster_dims !") && out.contains("CLUSTER_DIMS : :: core :: option :: Option < :: ferrocuda_host :: __private :: Dim3 > = :: core :: option :: Option :: None"), "{out}");
+    for bad in [quote!(cluster_dims()), quote!(cluster_dims(1, 2, 3, 4))] {
+        let out = expand(
+            bad,
+            quote!(
+                pub fn k(out: DisjointSlice<f32>) {}
+            ),
+        )
+        .to_string();
+        assert!(out.contains("write `cluster_dims(x)`"), "{out}");
+    }
+}
+
+#[test]
 fn errors_keep_stub_launchers() {
     let out = expand_ok(
         quote!(),

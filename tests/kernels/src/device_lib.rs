@@ -308,6 +308,18 @@ pub fn cluster_ring_exchange(mut out: DisjointSlice<u32>) {
     cluster::sync();
 }
 
+/// A kernel compiled for clusters of 2 blocks along x (`cluster_dims(2)`, `.reqnctapercluster
+/// 2, 1, 1` in its PTX): `out[global thread] = 1000 * cluster size + cluster rank`, so a launch
+/// whose configuration names no cluster shows that it still ran in pairs.
+#[kernel(cluster_dims(2))]
+#[cfg_attr(target_arch = "nvptx64", cfg(ferrocuda_sm = "90"))]
+pub fn compiled_cluster_shape(mut out: DisjointSlice<u32>) {
+    use ferrocuda_device::cluster;
+    if let Some(o) = out.get_mut(unique_index()) {
+        *o = 1000 * cluster::size() + cluster::block_rank();
+    }
+}
+
 /// One warp multiplies a 16x16 f16 matrix `a` (row-major) by a 16x8 f16 matrix `b`
 /// (row-major) on the tensor cores, into `c` (16x8 f32, row-major). Launch 1 block of 32.
 #[kernel]
