@@ -185,7 +185,10 @@ fn cluster_dims_become_a_marker_per_entry_and_the_launchers_constant() {
         ),
     );
     assert!(out.contains("cluster_dims ! (k_f32 , 2 , 1u32 , 1u32)") && out.contains("cluster_dims ! (k_f64 , 2 , 1u32 , 1u32)"), "{out}");
-    assert!(out.contains("CLUSTER_DIMS : :: core :: option :: Option < :: ferrocuda_host :: __private :: Dim3 > = :: core :: option :: Option :: Some"), "{out}");
+    assert!(
+        out.contains("CLUSTER_DIMS : :: core :: option :: Option < :: ferrocuda_host :: __private :: Dim3 > = :: core :: option :: Option :: Some"),
+        "{out}"
+    );
     assert!(out.contains("compiled_cluster (self :: SYMBOL"), "the launchers apply it: {out}");
     let out = expand_ok(
         quote!(),
@@ -193,7 +196,11 @@ fn cluster_dims_become_a_marker_per_entry_and_the_launchers_constant() {
             pub fn k(out: DisjointSlice<f32>) {}
         ),
     );
-    assert!(!out.contains("cluster_dims !") && out.contains("CLUSTER_DIMS : :: core :: option :: Option < :: ferrocuda_host :: __private :: Dim3 > = :: core :: option :: Option :: None"), "{out}");
+    assert!(
+        !out.contains("cluster_dims !")
+            && out.contains("CLUSTER_DIMS : :: core :: option :: Option < :: ferrocuda_host :: __private :: Dim3 > = :: core :: option :: Option :: None"),
+        "{out}"
+    );
     for bad in [quote!(cluster_dims()), quote!(cluster_dims(1, 2, 3, 4))] {
         let out = expand(
             bad,
