@@ -381,13 +381,22 @@ fn tensor_core_mma_matches_a_host_matrix_product(backend: &Backend) {
     }
 }
 
-fn cluster_blocks_read_each_others_shared_memory(backend: &Backend) {
+/// False (after printing why) on a GPU older than sm_90, which cannot launch clusters; the
+/// CPU executor always can.
+fn clusters_supported(backend: &Backend, test: &str) -> bool {
     if let Backend::Gpu { context, .. } = backend {
         let (major, _) = context.device().compute_capability().unwrap();
         if major < 9 {
-            println!("SKIPPED cluster test: the device is sm_{major}x; clusters need sm_90");
-            return;
+            println!("SKIPPED {test}: the device is sm_{major}x; clusters need sm_90");
+            return false;
         }
+    }
+    true
+}
+
+fn cluster_blocks_read_each_others_shared_memory(backend: &Backend) {
+    if !clusters_supported(backend, "cluster test") {
+        return;
     }
     let (blocks, cluster) = (16u32, 4u32);
     let mut out = backend.zeroed::<u32>((blocks * 128) as usize);
@@ -406,12 +415,8 @@ fn cluster_blocks_read_each_others_shared_memory(backend: &Backend) {
 /// same cluster is accepted, another is refused by name, and a grid the pairs do not divide is
 /// refused as for any cluster.
 fn a_kernel_compiled_for_clusters_runs_in_them_without_asking(backend: &Backend) {
-    if let Backend::Gpu { context, .. } = backend {
-        let (major, _) = context.device().compute_capability().unwrap();
-        if major < 9 {
-            println!("SKIPPED compiled cluster test: the device is sm_{major}x; clusters need sm_90");
-            return;
-        }
+    if !clusters_supported(backend, "compiled cluster test") {
+        return;
     }
     assert_eq!(device_lib::compiled_cluster_shape::CLUSTER_DIMS, Some(ferrocuda::Dim3 { x: 2, y: 1, z: 1 }));
     let blocks = 8u32;

@@ -336,6 +336,49 @@ pub struct RankLoad {
     pub coords: &'static [i32],
 }
 
+impl RankLoad {
+    /// Elements of the array.
+    pub fn array_len(&self) -> usize {
+        self.dims.iter().product::<u64>() as usize
+    }
+
+    /// Elements of the box.
+    pub fn box_len(&self) -> usize {
+        self.box_dims.iter().map(|&b| b as usize).product()
+    }
+
+    /// The linear index in the array of the box's element `e` (innermost first): in each
+    /// dimension `d` it sits at `coords[d]` plus `e`'s index in `d`.
+    pub fn box_element(&self, e: usize) -> usize {
+        let (mut rest, mut linear, mut pitch) = (e, 0usize, 1usize);
+        for d in 0..self.dims.len() {
+            let index = self.coords[d] as usize + rest % self.box_dims[d] as usize;
+            rest /= self.box_dims[d] as usize;
+            assert!(index < self.dims[d] as usize, "the box leaves the array");
+            linear += index * pitch;
+            pitch *= self.dims[d] as usize;
+        }
+        linear
+    }
+
+    /// Whether the array's element at linear index `i` lies inside the box.
+    pub fn contains(&self, i: usize) -> bool {
+        let mut rest = i;
+        (0..self.dims.len()).all(|d| {
+            let index = rest % self.dims[d] as usize;
+            rest /= self.dims[d] as usize;
+            (self.coords[d] as usize..self.coords[d] as usize + self.box_dims[d] as usize).contains(&index)
+        })
+    }
+}
+
+/// The rank probes' source array `k` at linear index `i`: distinct within and across the
+/// arrays (each has fewer than 4096 elements).
+pub fn tma_rank_value(k: usize, i: usize) -> u16 {
+    assert!(i < 1 << 12);
+    ((k as u16 + 1) << 12) | i as u16
+}
+
 /// The loads of `probe_tma_rank_loads`, of ranks 1, 3, 4 and 5, each box at a nonzero
 /// coordinate in at least one dimension.
 pub const TMA_RANK_LOADS: [RankLoad; 4] = [

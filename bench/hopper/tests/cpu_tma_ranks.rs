@@ -6,46 +6,11 @@
 use ferrocuda_device::cpu::CpuExecutor;
 use ferrocuda_device::tma::TensorMap as DeviceMap;
 use ferrocuda_host::{LaunchConfig, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
-use hopper_kernels::probes::{RankLoad, TMA_RANK_LOADS, TMA_RANK_SHARED_BYTES, TMA_RANK_TOTAL_BYTES, tma_rank_loads_body, tma_rank_stores_body};
-
-/// Array `k`'s element at linear index `i`: distinct within and across the arrays.
-fn value(k: usize, i: usize) -> u16 {
-    assert!(i < 1 << 12);
-    ((k as u16 + 1) << 12) | i as u16
-}
-
-/// The box of `load` from array `k`, innermost first: element `e` of the box is at
-/// `coords[d] + (e's index in dimension d)` in each dimension.
-fn expected_box(k: usize, load: &RankLoad) -> Vec<u16> {
-    let count: usize = load.box_dims.iter().map(|&b| b as usize).product();
-    (0..count)
-        .map(|e| {
-            let (mut rest, mut linear, mut pitch) = (e, 0usize, 1usize);
-            for d in 0..load.dims.len() {
-                let index = load.coords[d] as usize + rest % load.box_dims[d] as usize;
-                rest /= load.box_dims[d] as usize;
-                assert!(index < load.dims[d] as usize, "the box leaves the array");
-                linear += index * pitch;
-                pitch *= load.dims[d] as usize;
-            }
-            value(k, linear)
-        })
-        .collect()
-}
-
-/// Whether linear index `i` of `load`'s array lies inside its box.
-fn inside_box(load: &RankLoad, i: usize) -> bool {
-    let mut rest = i;
-    (0..load.dims.len()).all(|d| {
-        let index = rest % load.dims[d] as usize;
-        rest /= load.dims[d] as usize;
-        (load.coords[d] as usize..load.coords[d] as usize + load.box_dims[d] as usize).contains(&index)
-    })
-}
+use hopper_kernels::probes::{TMA_RANK_LOADS, TMA_RANK_SHARED_BYTES, TMA_RANK_TOTAL_BYTES, tma_rank_loads_body, tma_rank_stores_body, tma_rank_value as value};
 
 /// The four source arrays: array `k` holds `value(k, i)` at linear index `i`.
 fn source_arrays() -> Vec<Vec<u16>> {
-    TMA_RANK_LOADS.iter().enumerate().map(|(k, load)| (0..load.dims.iter().product::<u64>() as usize).map(|i| value(k, i)).collect()).collect()
+    TMA_RANK_LOADS.iter().enumerate().map(|(k, load)| (0..load.array_len()).map(|i| value(k, i)).collect()).collect()
 }
 
 /// Emulated tensor maps of `TMA_RANK_LOADS` over `arrays` (their addresses are passed, so the
@@ -80,7 +45,7 @@ fn cpu_tma_stores_of_rank_1_3_4_5_write_the_box_and_nothing_else() {
     };
     CpuExecutor::new().run("probe_tma_rank_stores", LaunchConfig::new(1u32, 128u32).with_shared_bytes(TMA_RANK_SHARED_BYTES), &body).unwrap();
     for (k, load) in TMA_RANK_LOADS.iter().enumerate() {
-        let want: Vec<u16> = (0..sources[k].len()).map(|i| if inside_box(load, i) { value(k, i) } else { UNTOUCHED }).collect();
+        let want: Vec<u16> = (0..sources[k].len()).map(|i| if load.contains(i) { value(k, i) } else { UNTOUCHED }).collect();
         let wrong = destinations[k].iter().zip(&want).filter(|(a, b)| a != b).count();
         assert_eq!(wrong, 0, "rank {}: {wrong} of {} elements differ", load.dims.len(), want.len());
         assert!(destinations[k].iter().any(|&v| v != UNTOUCHED), "rank {}: nothing stored", load.dims.len());
@@ -104,7 +69,8 @@ fn cpu_tma_loads_of_rank_1_3_4_5_are_exact() {
     let got: Vec<u16> = out.iter().flat_map(|w| [*w as u16, (*w >> 16) as u16]).collect();
     let mut at = 0;
     for (k, load) in TMA_RANK_LOADS.iter().enumerate() {
-        let want = expected_box(k, load);
+        // Element `e` of the box, innermost first.
+        let want: Vec<u16> = (0..load.box_len()).map(|e| value(k, load.box_element(e))).collect();
         let have = &got[at..at + want.len()];
         let wrong = have.iter().zip(&want).filter(|(a, b)| a != b).count();
         assert_eq!(wrong, 0, "rank {}: {wrong} of {} elements differ\n got {have:?}\nwant {want:?}", load.dims.len(), want.len());

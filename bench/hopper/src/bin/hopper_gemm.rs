@@ -231,9 +231,8 @@ fn tma_round_trip(context: &Context, stream: &Stream, module: &Module) -> Res<St
 /// packed u16 arrays of distinct values, maps from `TensorMap::tiled`, every element of every
 /// box compared with the box computed here from its coordinates. Exact.
 fn tma_rank_loads(context: &Context, stream: &Stream, module: &Module) -> Res<String> {
-    use hopper_kernels::probes::{TMA_RANK_LOADS, TMA_RANK_SHARED_BYTES, TMA_RANK_TOTAL_BYTES};
-    let (_sources, maps) = rank_arrays(context, rank_value)?;
-    let value = rank_value;
+    use hopper_kernels::probes::{TMA_RANK_LOADS, TMA_RANK_SHARED_BYTES, TMA_RANK_TOTAL_BYTES, tma_rank_value};
+    let (_sources, maps) = rank_arrays(context, tma_rank_value)?;
     let words = TMA_RANK_TOTAL_BYTES as usize / 4;
     let mut out = DeviceBuffer::<u32>::zeroed(context, words).map_err(err("alloc"))?;
     out.fill_async(0xffff_ffff, stream).map_err(err("poison"))?;
@@ -249,18 +248,9 @@ fn tma_rank_loads(context: &Context, stream: &Stream, module: &Module) -> Res<St
     let got: Vec<u16> = out.to_vec().map_err(err("download"))?.iter().flat_map(|w| [*w as u16, (*w >> 16) as u16]).collect();
     let (mut at, mut problems) = (0, Vec::new());
     for (k, load) in TMA_RANK_LOADS.iter().enumerate() {
-        let count: usize = load.box_dims.iter().map(|&b| b as usize).product();
-        let mut wrong = 0;
-        for e in 0..count {
-            // Element `e` of the box, innermost first: at `coords[d] + its index in d`.
-            let (mut rest, mut linear, mut pitch) = (e, 0usize, 1usize);
-            for d in 0..load.dims.len() {
-                linear += (load.coords[d] as usize + rest % load.box_dims[d] as usize) * pitch;
-                rest /= load.box_dims[d] as usize;
-                pitch *= load.dims[d] as usize;
-            }
-            wrong += usize::from(got[at + e] != value(k, linear));
-        }
+        let count = load.box_len();
+        // Element `e` of the box, innermost first.
+        let wrong = (0..count).filter(|&e| got[at + e] != tma_rank_value(k, load.box_element(e))).count();
         if wrong > 0 {
             problems.push(format!("rank {}: {wrong} of {count} elements differ", load.dims.len()));
         }
@@ -272,11 +262,6 @@ fn tma_rank_loads(context: &Context, stream: &Stream, module: &Module) -> Res<St
     Ok(format!("TMA loads of rank 1, 3, 4, 5: exact ({at} elements in 4 boxes)"))
 }
 
-/// Element `i` (linear) of the rank probes' source array `k` (each has fewer than 4096).
-fn rank_value(k: usize, i: usize) -> u16 {
-    ((k as u16 + 1) << 12) | i as u16
-}
-
 type RankArrays = (Vec<DeviceBuffer<u16>>, Vec<DeviceBuffer<[u64; 16]>>);
 
 /// One packed u16 array per load of `TMA_RANK_LOADS`, element `i` of array `k` = `fill(k, i)`,
@@ -285,8 +270,7 @@ fn rank_arrays(context: &Context, fill: fn(usize, usize) -> u16) -> Res<RankArra
     use hopper_kernels::probes::TMA_RANK_LOADS;
     let (mut arrays, mut maps) = (Vec::new(), Vec::new());
     for (k, load) in TMA_RANK_LOADS.iter().enumerate() {
-        let len = load.dims.iter().product::<u64>() as usize;
-        let data: Vec<u16> = (0..len).map(|i| fill(k, i)).collect();
+        let data: Vec<u16> = (0..load.array_len()).map(|i| fill(k, i)).collect();
         let buffer = DeviceBuffer::from_slice(context, &data).map_err(err("upload"))?;
         let map = TensorMap::tiled(&buffer, TensorDataType::U16, load.dims, load.box_dims, TensorSwizzle::None)
             .map_err(|e| format!("cuTensorMapEncodeTiled (rank {}): {e}", load.dims.len()))?;
@@ -300,9 +284,9 @@ fn rank_arrays(context: &Context, fill: fn(usize, usize) -> u16) -> Res<RankArra
 /// the same rank into an array poisoned with 0xffff: the box's elements must arrive, the rest
 /// stay untouched.
 fn tma_rank_stores(context: &Context, stream: &Stream, module: &Module) -> Res<String> {
-    use hopper_kernels::probes::{TMA_RANK_LOADS, TMA_RANK_SHARED_BYTES};
+    use hopper_kernels::probes::{TMA_RANK_LOADS, TMA_RANK_SHARED_BYTES, tma_rank_value};
     const UNTOUCHED: u16 = 0xffff;
-    let (_sources, load_maps) = rank_arrays(context, rank_value)?;
+    let (_sources, load_maps) = rank_arrays(context, tma_rank_value)?;
     let (destinations, store_maps) = rank_arrays(context, |_, _| UNTOUCHED)?;
     let function = module.function("probe_tma_rank_stores").map_err(err("probe_tma_rank_stores"))?;
     let mut pointers: Vec<u64> = load_maps.iter().chain(&store_maps).map(|m| m.device_ptr()).collect();
@@ -318,15 +302,9 @@ fn tma_rank_stores(context: &Context, stream: &Stream, module: &Module) -> Res<S
         let got = destinations[k].to_vec().map_err(err("download"))?;
         let mut wrong = 0;
         for (i, &g) in got.iter().enumerate() {
-            // Inside the box when every coordinate of `i` lies in `coords[d]..+box_dims[d]`.
-            let mut rest = i;
-            let inside = (0..load.dims.len()).all(|d| {
-                let index = (rest % load.dims[d] as usize) as i64;
-                rest /= load.dims[d] as usize;
-                (load.coords[d] as i64..load.coords[d] as i64 + load.box_dims[d] as i64).contains(&index)
-            });
+            let inside = load.contains(i);
             stored += usize::from(inside);
-            wrong += usize::from(g != if inside { rank_value(k, i) } else { UNTOUCHED });
+            wrong += usize::from(g != if inside { tma_rank_value(k, i) } else { UNTOUCHED });
         }
         if wrong > 0 {
             problems.push(format!("rank {}: {wrong} of {} elements wrong", load.dims.len(), got.len()));
