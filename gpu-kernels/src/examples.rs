@@ -191,15 +191,7 @@ pub fn matmul_128x128(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n
     let a_tile = shared_array![f32; (MATMUL_BLOCK_K * MATMUL_BLOCK_M) as usize];
     let b_tile = shared_array![f32; (MATMUL_BLOCK_K * MATMUL_BLOCK_N) as usize];
 
-    let sizes_fit = m.is_multiple_of(BM)
-        && n.is_multiple_of(BN)
-        && k.is_multiple_of(BK)
-        && a.len() >= m as usize * k as usize
-        && b.len() >= k as usize * n as usize
-        && c.len() >= m as usize * n as usize
-        && (a.as_ptr() as usize | b.as_ptr() as usize | c.as_mut_ptr() as usize).is_multiple_of(16)
-        && block_dim_x() == MATMUL_THREADS
-        && one_dimensional_blocks_in_a_2d_grid();
+    let sizes_fit = matmul_operands_fit(a, b, &mut c, m, n, k);
     let (Some(block_row), Some(block_col)) = (offset_below(block_idx_y(), BM, 0, m), offset_below(block_idx_x(), BN, 0, n)) else {
         return;
     };
@@ -241,13 +233,7 @@ pub fn matmul_128x128(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n
                 let b_base = b_tile.shared_address() + (kk * BN + c_col) * 4;
                 (load_shared_float4(a_base), load_shared_float4(a_base + 16), load_shared_float4(b_base), load_shared_float4(b_base + 16))
             };
-            let a_frag = [a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w];
-            let b_frag = [b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w];
-            for i in 0..TT {
-                for j in 0..TT {
-                    acc[i][j] += a_frag[i] * b_frag[j];
-                }
-            }
+            accumulate_outer_product(&mut acc, [a_lo, a_hi], [b_lo, b_hi]);
         };
         const _: () = assert!(MATMUL_BLOCK_K == 8, "one step call per depth below");
         step(0);
@@ -314,19 +300,7 @@ pub fn sgemm_pipelined(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, 
     let smem = shared_array![f32; SGEMM_SHARED_FLOATS as usize];
 
     let fits_u32 = |x: u32, y: u32| x as u64 * y as u64 <= u32::MAX as u64;
-    let sizes_fit = m.is_multiple_of(BM)
-        && n.is_multiple_of(BN)
-        && k.is_multiple_of(BK)
-        && k != 0
-        && fits_u32(m, k)
-        && fits_u32(k, n)
-        && fits_u32(m, n)
-        && a.len() >= m as usize * k as usize
-        && b.len() >= k as usize * n as usize
-        && c.len() >= m as usize * n as usize
-        && (a.as_ptr() as usize | b.as_ptr() as usize | c.as_mut_ptr() as usize).is_multiple_of(16)
-        && block_dim_x() == MATMUL_THREADS
-        && one_dimensional_blocks_in_a_2d_grid();
+    let sizes_fit = k != 0 && fits_u32(m, k) && fits_u32(k, n) && fits_u32(m, n) && matmul_operands_fit(a, b, &mut c, m, n, k);
     // Block indices are compared before they are multiplied, so no tile origin wraps.
     if !sizes_fit || block_idx_x() >= n / BN || block_idx_y() >= m / BM {
         return;
@@ -387,9 +361,7 @@ pub fn sgemm_pipelined(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, 
                 let (a_at, b_at) = (a_read + depth * SGEMM_A_STRIDE, b_read + depth * BN);
                 (load_shared_f32x4(smem, a_at), load_shared_f32x4(smem, a_at + 64), load_shared_f32x4(smem, b_at), load_shared_f32x4(smem, b_at + 64))
             };
-            let a_frag = [a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w];
-            let b_frag = [b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w];
-            unroll::<8>(|i| unroll::<8>(|j| acc[i][j] += a_frag[i] * b_frag[j]));
+            accumulate_outer_product(&mut acc, [a_lo, a_hi], [b_lo, b_hi]);
         });
         stage ^= 1;
         store_stage(stage, av, bv);
@@ -613,6 +585,31 @@ unsafe fn store_float4(slice: &mut DisjointSlice<f32>, index: usize, value: Floa
     // SAFETY: the caller keeps the four elements in bounds, aligned for a `Float4` and to
     // this thread.
     unsafe { slice.as_mut_ptr().add(index).cast::<Float4>().write(value) }
+}
+
+/// What both 128x128-tile matmuls need of their operands and launch: `m`, `n`, `k` multiples
+/// of the block tile, `a` (m x k), `b` (k x n) and `c` (m x n) long enough and 16-byte
+/// aligned, [`MATMUL_THREADS`] threads in 1-D blocks of a 2-D grid.
+#[inline(always)]
+fn matmul_operands_fit(a: &[f32], b: &[f32], c: &mut DisjointSlice<f32>, m: u32, n: u32, k: u32) -> bool {
+    m.is_multiple_of(MATMUL_BLOCK_M)
+        && n.is_multiple_of(MATMUL_BLOCK_N)
+        && k.is_multiple_of(MATMUL_BLOCK_K)
+        && a.len() >= m as usize * k as usize
+        && b.len() >= k as usize * n as usize
+        && c.len() >= m as usize * n as usize
+        && (a.as_ptr() as usize | b.as_ptr() as usize | c.as_mut_ptr() as usize).is_multiple_of(16)
+        && block_dim_x() == MATMUL_THREADS
+        && one_dimensional_blocks_in_a_2d_grid()
+}
+
+/// One depth step of a thread's 8 x 8 block of C: `acc[i][j] += a[i] * b[j]`, 64 FMAs, with
+/// `a` and `b` the 8 floats of two float4 loads each.
+#[inline(always)]
+fn accumulate_outer_product(acc: &mut [[f32; MATMUL_THREAD_TILE]; MATMUL_THREAD_TILE], a: [Float4; 2], b: [Float4; 2]) {
+    let a = [a[0].x, a[0].y, a[0].z, a[0].w, a[1].x, a[1].y, a[1].z, a[1].w];
+    let b = [b[0].x, b[0].y, b[0].z, b[0].w, b[1].x, b[1].y, b[1].z, b[1].w];
+    unroll::<MATMUL_THREAD_TILE>(|i| unroll::<MATMUL_THREAD_TILE>(|j| acc[i][j] += a[i] * b[j]));
 }
 
 /// True on a launch of 1-D blocks (`blockDim.y == blockDim.z == 1`) in a 2-D grid (this
