@@ -81,6 +81,7 @@ impl LaunchConfig {
     ///
     /// # Errors
     /// [`LaunchProblem::ClusterDiffersFromCompiled`] when the configuration's cluster differs.
+    #[inline]
     pub fn for_compiled_cluster(self, compiled: Option<Dim3>) -> Result<Self, LaunchProblem> {
         match (compiled, self.cluster) {
             (None, _) => Ok(self),

@@ -212,9 +212,15 @@ fn host_launcher(
         Some([x, y, z]) => quote!(::core::option::Option::Some(#fc::Dim3 { x: #x, y: #y, z: #z })),
         None => quote!(::core::option::Option::None),
     };
+    // Only a kernel compiled for a cluster shape checks its configuration against it: the
+    // launch path of every other kernel stays as it was.
+    let config_value = match cluster {
+        Some(_) => quote!(#fc::compiled_cluster(self::SYMBOL, #config.into(), self::CLUSTER_DIMS)?),
+        None => quote!(#config.into()),
+    };
     let launch_call = |path: TokenStream| {
         quote! {
-            let #config = #fc::compiled_cluster(self::SYMBOL, #config.into(), self::CLUSTER_DIMS)?;
+            let #config: #fc::LaunchConfig = #config_value;
             #(#prepare)*
             let mut #params_array: [*mut ::core::ffi::c_void; #count] = [#(#pointers),*];
             // Each buffer parameter and how the kernel uses it: the host orders the stream
@@ -229,7 +235,7 @@ fn host_launcher(
     };
     let embedded = launch_call(quote!(#fc::launch_embedded(&#kernels, self::SYMBOL, #stream, #config, &mut #params_array, &#buffers)));
     let in_module = launch_call(quote!(#fc::launch_in_module(#module, &self::SIGNATURE, #stream, #config, &mut #params_array, &#buffers)));
-    let cpu = cpu_launcher(lowered, host_fn, is_unsafe);
+    let cpu = cpu_launcher(lowered, host_fn, is_unsafe, cluster.is_some());
     quote! {
         #[cfg(not(target_arch = "nvptx64"))]
         #[doc = #doc]
@@ -327,10 +333,12 @@ fn param_name(param: &TokenStream) -> TokenStream {
 
 /// `launch_cpu(&executor, config, args..)`: runs the host copy of the kernel (`host_fn`) on the
 /// CPU executor, every GPU thread calling it with its own copy of the parameters.
-fn cpu_launcher(lowered: &[Lowered], host_fn: TokenStream, is_unsafe: bool) -> TokenStream {
+fn cpu_launcher(lowered: &[Lowered], host_fn: TokenStream, is_unsafe: bool, compiled_cluster: bool) -> TokenStream {
     let cpu = paths::cpu();
     let (executor, config, body) =
         (Ident::new("executor", Span::mixed_site()), Ident::new("config", Span::mixed_site()), format_ident!("__ferrocuda_body", span = Span::mixed_site()));
+    let config_value =
+        if compiled_cluster { quote!(#cpu::compiled_cluster(self::SYMBOL, #config.into(), self::CLUSTER_DIMS)?) } else { quote!(#config.into()) };
     let launch_params = lowered.iter().map(|l| &l.cpu_param);
     let prepare = lowered.iter().map(|l| &l.cpu_prepare);
     let rebuild = lowered.iter().map(|l| &l.cpu_rebuild);
@@ -368,8 +376,7 @@ fn cpu_launcher(lowered: &[Lowered], host_fn: TokenStream, is_unsafe: bool) -> T
                 #[allow(unused_unsafe)]
                 unsafe { #host_fn(#(#names),*) }
             };
-            let #config = #cpu::compiled_cluster(self::SYMBOL, #config.into(), self::CLUSTER_DIMS)?;
-            #executor.run(self::SYMBOL, #config, &#body)
+            #executor.run(self::SYMBOL, #config_value, &#body)
         }
     }
 }

@@ -196,6 +196,7 @@ fn cluster_dims_become_a_marker_per_entry_and_the_launchers_constant() {
             pub fn k(out: DisjointSlice<f32>) {}
         ),
     );
+    assert!(!out.contains("compiled_cluster"), "a kernel without cluster dims keeps its launch path: {out}");
     assert!(
         !out.contains("cluster_dims !")
             && out.contains("CLUSTER_DIMS : :: core :: option :: Option < :: ferrocuda_host :: __private :: Dim3 > = :: core :: option :: Option :: None"),
