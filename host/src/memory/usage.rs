@@ -49,7 +49,7 @@ pub struct BufferUsage {
 /// destroyed and reused by another stream meanwhile.
 #[inline]
 fn key(stream: &Stream) -> usize {
-    stream.raw() as usize
+    stream.key()
 }
 
 struct UseState<S = Stream> {
@@ -142,6 +142,9 @@ pub enum Access {
 pub struct BufferAccess<'a> {
     usage: Option<&'a BufferUsage>,
     access: Access,
+    /// Memory any context's work may use (pinned host memory, a peer copy's source): not
+    /// refused for being of another context.
+    any_context: bool,
     name: &'static str,
 }
 
@@ -149,7 +152,14 @@ impl<'a> BufferAccess<'a> {
     /// The access of a kernel argument (see `SliceArg::read` / `SliceArg::write`).
     #[inline]
     pub(crate) fn new(usage: Option<&'a BufferUsage>, access: Access, name: &'static str) -> Self {
-        BufferAccess { usage, access, name }
+        BufferAccess { usage, access, any_context: false, name }
+    }
+
+    /// The same access, to memory that work of any context may use (a copy engine reaches
+    /// it without peer access).
+    pub(crate) fn in_any_context(mut self) -> Self {
+        self.any_context = true;
+        self
     }
 
     /// How the work uses the buffer.
@@ -183,9 +193,41 @@ impl BufferUsage {
         }
     }
 
+    /// Memory in `context` that no work has used yet (pinned host memory, a library's work
+    /// area, a module's globals).
+    pub(crate) fn idle(context: &Context) -> Self {
+        BufferUsage {
+            context: context.clone(),
+            state: Mutex::new(UseState { writer: None, readers: Vec::new() }),
+            fast_read: AtomicUsize::new(0),
+            fast_write: AtomicUsize::new(0),
+        }
+    }
+
     /// The context that owns the allocation.
     pub fn context(&self) -> &Context {
         &self.context
+    }
+
+    /// Blocks the host until the queued work that conflicts with a host `access` has
+    /// finished: the last writer's for a read, every user's for a write. That work is then
+    /// forgotten (for pinned host memory, which the host reads and writes directly).
+    pub(crate) fn wait_on_host(&self, access: Access) -> Result<()> {
+        let mut state = self.lock();
+        if let Some(writer) = &state.writer {
+            writer.host_wait()?;
+        }
+        state.writer = None;
+        if access == Access::Write {
+            for reader in &state.readers {
+                reader.host_wait()?;
+            }
+            state.readers.clear();
+        }
+        // No stream is the writer any more: no fast path until the next stream work.
+        self.fast_read.store(0, Ordering::Release);
+        self.fast_write.store(0, Ordering::Release);
+        Ok(())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, UseState> {
@@ -203,17 +245,6 @@ impl BufferUsage {
         };
         let k = key(stream);
         k != 0 && field.load(Ordering::Acquire) == k
-    }
-
-    /// Orders `stream` after the buffer's earlier work and records it as a user. One atomic
-    /// load when the buffer's work stays on `stream`; else a lock, and driver calls only when
-    /// another stream's work must be waited for.
-    #[inline]
-    fn before_stream_work(&self, stream: &Stream, access: Access) -> Result<()> {
-        if self.is_fast(stream, access) {
-            return Ok(());
-        }
-        self.before_stream_work_slow(stream, access)
     }
 
     #[cold]
@@ -272,24 +303,10 @@ pub(crate) fn before_work(stream: &Stream, operation: &str, buffers: &[BufferAcc
         if usage.is_fast(stream, buffer.access) {
             continue; // `stream` was checked and ordered when it became the fast one
         }
-        if usage.context.raw() != context.raw() && !context.can_use_memory_of(usage.context.raw()) {
+        if !buffer.any_context && usage.context.raw() != context.raw() && !context.can_use_memory_of(usage.context.raw()) {
             return Err(Error::BufferInOtherContext { operation: operation.to_string(), argument: buffer.name });
         }
         usage.before_stream_work_slow(stream, buffer.access)?;
-    }
-    Ok(())
-}
-
-/// [`before_work`] for a buffer that may be in another context without peer access: a copy
-/// engine reaches it either way (`cuMemcpyPeerAsync`).
-pub(crate) fn before_work_any_context(stream: &Stream, buffers: &[BufferAccess<'_>]) -> Result<()> {
-    if stream.is_capturing_fast() {
-        return Ok(());
-    }
-    for buffer in buffers {
-        if let Some(usage) = buffer.usage {
-            usage.before_stream_work(stream, buffer.access)?;
-        }
     }
     Ok(())
 }
@@ -310,12 +327,9 @@ pub(crate) fn release(context: &Context, ptr: u64, streams: Vec<Stream>, pooled:
                 return;
             }
         }
-        if context.bind_to_thread().is_err() {
-            return;
-        }
         // SAFETY: allocated from the pool by us, freed once; the free is ordered after every
         // stream that used the buffer (waited for above).
-        let _ = unsafe { crate::driver::memory::free_async(ptr, own.raw()) };
+        let _ = own.enqueue("cuMemFreeAsync", &[], |stream| Ok::<_, Error>(unsafe { crate::driver::memory::free_async(ptr, stream.get()) }?));
     } else {
         for stream in &streams {
             if stream.host_wait().is_err() {
