@@ -225,7 +225,12 @@ fn n10_buffers_dropped_in_host_callbacks_are_freed() {
     assert_eq!(context.deferred_releases(), 0, "releases from host callbacks are stuck");
     let (free_after, _) = context.memory_info().unwrap();
     let lost = free_before.saturating_sub(free_after) >> 20;
-    assert!(lost < 256, "{lost} MiB of the 1024 MiB dropped in host callbacks were not freed (free before {} MiB, after {} MiB)", free_before >> 20, free_after >> 20);
+    assert!(
+        lost < 256,
+        "{lost} MiB of the 1024 MiB dropped in host callbacks were not freed (free before {} MiB, after {} MiB)",
+        free_before >> 20,
+        free_after >> 20
+    );
 }
 
 /// N11: a stream dropped while capturing ends its capture, so buffers dropped afterwards are

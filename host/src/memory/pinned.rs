@@ -102,7 +102,7 @@ impl<T: Pod> PinnedBuffer<T> {
             return Ok(());
         }
         let (target, host, bytes) = (destination.device_ptr(), Handle(self.ptr), destination.size_bytes());
-        let accesses = [BufferAccess::write(destination), self.access(Access::Read)];
+        let accesses = [BufferAccess::write(destination), self.read_access()];
         // SAFETY: both sides hold `bytes` bytes; the door orders the copy after the earlier
         // copies into this memory (on any stream) and records it, so that host access and the
         // drop wait for it; the device buffer likewise.
@@ -119,16 +119,23 @@ impl<T: Pod> PinnedBuffer<T> {
             return Ok(());
         }
         let (host, origin, bytes) = (Handle(self.ptr), source.device_ptr(), source.size_bytes());
-        let accesses = [BufferAccess::read(source), self.access(Access::Write)];
+        let accesses = [BufferAccess::read(source), self.write_access()];
         // SAFETY: as in `copy_to_device_async`; `&mut self` means no host reference into the
         // memory is alive while the device writes it.
         stream.enqueue("copy_from_device_async", &accesses, |s| Ok(unsafe { driver::memory::memcpy_dtoh_async(host.0.cast(), origin, bytes, s.get()) }?))
     }
 
-    /// This memory's use by stream work (`access`), for [`Stream::enqueue`]. Any context's
-    /// streams may use it (it is allocated portable).
-    pub fn access(&self, access: Access) -> BufferAccess<'_> {
-        BufferAccess::new(Some(&self.usage), access, "pinned buffer").in_any_context()
+    /// This memory as read by stream work, for [`Stream::enqueue`] (any context's streams
+    /// may use it: it is allocated portable).
+    pub fn read_access(&self) -> BufferAccess<'_> {
+        BufferAccess::new(Some(&self.usage), Access::Read, "pinned buffer").in_any_context()
+    }
+
+    /// This memory as written by stream work, for [`Stream::enqueue`]: borrowed exclusively,
+    /// like a device buffer's write, so no other declaration can come between this one and
+    /// the work it declares.
+    pub fn write_access(&mut self) -> BufferAccess<'_> {
+        BufferAccess::new(Some(&self.usage), Access::Write, "pinned buffer").in_any_context()
     }
 
     /// Waits until every queued copy that reads or writes this buffer has finished.

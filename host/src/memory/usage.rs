@@ -4,7 +4,10 @@
 //! The borrow checker sees a launch's borrows end when the kernel is queued, not when it
 //! finishes; this module covers the rest, like cudarc's `CudaSlice` in multi-stream mode but
 //! without an event per launch:
-//! - a launch (or copy, or [`Stream::will_use`]) on stream `S` first makes `S` wait for the
+//! The same record tracks every other memory with a GPU lifetime: pinned host buffers, a
+//! cuFFT plan's work area, a module's globals. All stream work reaches it through one door,
+//! [`Stream::enqueue`] (`stream/door.rs`, issue 21), which takes the accesses with the work:
+//! - work (a launch, copy, library call, or [`Stream::will_use`]) on stream `S` first makes `S` wait for the
 //!   buffer's earlier work on other streams: the last writer for a read, the last writer and
 //!   every reader since for a write (`cuStreamWaitEvent` on the other stream's tail event,
 //!   recorded at that moment: it covers all the work queued there so far, the buffer's
@@ -15,8 +18,8 @@
 //! - synchronous host copies are work on the legacy default stream like any other: it waits
 //!   for the other streams first (a non-blocking stream's kernel included);
 //! - dropping the buffer frees it stream-ordered (`cuMemFreeAsync`) on one of its streams,
-//!   after making that stream wait for the others, or, while a capture runs in the context,
-//!   later (E1b);
+//!   after making that stream wait for the others, or, while a capture runs in the context or
+//!   inside a host callback, later (E1b, N10; `context::release`);
 //! - a buffer of another context is refused, unless peer access makes it usable, and then
 //!   the ordering above holds across the contexts (events work across contexts).
 //!
@@ -275,15 +278,16 @@ impl BufferUsage {
 
 /// Buffer ordering on a stream lives here, with the tracking.
 impl Stream {
-    /// Declares work about to be queued on this stream that reads or writes `buffers`
-    /// (a cuBLAS, cuFFT or NCCL call, a raw driver call): makes this stream wait for their
-    /// earlier work on other streams, refuses buffers of another context (unless peer access
-    /// was enabled), and records this stream as their user, so that later work on other
-    /// streams, host copies and the buffers' drops wait for what is queued here.
+    /// Declares that work queued next on this stream reads or writes `buffers`, without
+    /// queuing anything: makes this stream wait for their earlier work on other streams,
+    /// refuses buffers of another context (unless peer access was enabled), and records this
+    /// stream as their user, so that later work on other streams, host copies and the buffers'
+    /// drops wait for what is queued here after it.
     ///
-    /// Call it once, right before queuing the work:
-    /// `stream.will_use(&[BufferAccess::read(&x), BufferAccess::write(&mut y)])?`.
-    /// The launchers of `#[kernel]` do this for their slice arguments.
+    /// For work you queue yourself, use [`Stream::enqueue`], which declares and queues in one
+    /// step (and is the only way to the raw stream handle). This call is for work queued by
+    /// a typed launcher whose arguments are raw device pointers (`DevicePtr`), which the
+    /// launcher cannot declare: `stream.will_use(&[BufferAccess::read(&x)])?`, then launch.
     pub fn will_use(&self, buffers: &[BufferAccess<'_>]) -> Result<()> {
         before_work(self, "Stream::will_use", buffers)
     }

@@ -43,7 +43,7 @@ impl Stream {
     ///
     /// `accesses` lists all the tracked memory the work reads or writes
     /// (`BufferAccess::read(&x)`, `BufferAccess::write(&mut y)`, a pinned buffer's
-    /// [`PinnedBuffer::access`](crate::PinnedBuffer::access), ...). The stream first waits for
+    /// [`PinnedBuffer::read_access`](crate::PinnedBuffer::read_access), ...). The stream first waits for
     /// the earlier work on that memory that conflicts (on other streams: the last writer for a
     /// read, the last writer and the readers since for a write), buffers of another context
     /// are refused ([`Error::BufferInOtherContext`], unless peer access was enabled), the
