@@ -666,3 +666,45 @@ fn a26_to_vec_waits_for_a_pinned_copy_into_the_buffer() {
     pinned.copy_to_device_async(&mut target, &stream).unwrap();
     assert!(target.to_vec().unwrap().iter().all(|&v| v == 8));
 }
+
+/// A buffer used on a stream before that stream's capture, dropped during the capture, then
+/// the stream dropped: the postponed release must not keep the capturing stream (and so its
+/// capture) alive; the capture ends and the buffer is freed.
+#[test]
+fn a27_a_buffer_used_on_the_capturing_stream_does_not_keep_its_capture_alive() {
+    if common::gpu_or_skip("a27_a_buffer_used_on_the_capturing_stream_does_not_keep_its_capture_alive").is_none() {
+        return;
+    }
+    let context = own_context();
+    let stream = Stream::non_blocking(&context).unwrap();
+    let mut y = DeviceBuffer::<u32>::zeroed(&context, 1 << 20).unwrap();
+    mark_blocks::launch(&stream, (4u32, 32u32), false, &mut y).unwrap(); // y's record holds `stream`
+    stream.synchronize().unwrap();
+    stream.begin_capture().unwrap();
+    drop(y);
+    assert_eq!(context.deferred_releases(), 1);
+    drop(stream);
+    assert_eq!(context.deferred_releases(), 0, "the postponed release kept the capturing stream alive");
+    assert_eq!(settle(&context), 0);
+}
+
+/// The same with a cuFFT plan used on the capturing stream before the capture.
+#[test]
+fn a28_a_plan_used_on_the_capturing_stream_does_not_keep_its_capture_alive() {
+    if gpu_with_cufft("a28_a_plan_used_on_the_capturing_stream_does_not_keep_its_capture_alive").is_none() {
+        return;
+    }
+    let context = own_context();
+    let stream = Stream::non_blocking(&context).unwrap();
+    let n = 1 << 12;
+    let plan = Plan::<C2C>::new(&context, &[n], 1).unwrap();
+    let input = DeviceBuffer::from_slice(&context, &ones(n)).unwrap();
+    let mut output = DeviceBuffer::<Complex<f32>>::zeroed(&context, n).unwrap();
+    plan.forward(&stream, &input, &mut output).unwrap();
+    stream.synchronize().unwrap();
+    stream.begin_capture().unwrap();
+    drop(plan);
+    drop(stream);
+    assert_eq!(settle(&context), 0, "the plan's postponed release kept the capturing stream alive");
+    assert_eq!(output.to_vec().unwrap()[0], Complex::new(n as f32, 0.0));
+}

@@ -45,7 +45,7 @@ use bytemuck::{Pod, Zeroable};
 use cudarc::cufft::sys;
 
 use crate::memory::usage::{Access, BufferAccess, BufferUsage};
-use crate::stream::RawStream;
+use crate::stream::{RawStream, UsedStreams};
 use crate::{Context, DeviceBuffer, Error, Stream};
 
 /// A complex number as cuFFT stores it (`cufftComplex` for `f32`, `cufftDoubleComplex` for `f64`).
@@ -477,8 +477,9 @@ impl<T: Transform> Drop for Plan<T> {
         // cufftDestroy frees the plan's work area, which executions still queued use: wait for
         // the streams that ran the plan first. Inside a capture that would invalidate it, and
         // in a host callback CUDA is refused: `release` postpones it then (N12).
-        let (handle, streams) = (self.handle, self.work_area.take_streams());
+        let (handle, streams) = (self.handle, UsedStreams::hold(self.work_area.take_streams()));
         self.context.release(move |context| {
+            let Ok(streams) = streams.resolve(context) else { return };
             if streams.iter().any(|s| s.host_wait().is_err()) || context.bind_to_thread().is_err() {
                 return; // a faulted context: the plan is left to its teardown
             }

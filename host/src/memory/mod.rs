@@ -33,7 +33,7 @@ use crate::context::Context;
 use crate::driver;
 use crate::driver::DriverError;
 use crate::error::{Error, Result};
-use crate::stream::Stream;
+use crate::stream::{Stream, UsedStreams};
 use usage::{Access, BufferAccess, BufferUsage};
 
 /// A run of `len` values of `T` in device memory. Kernels take `&DeviceSlice<T>` for `&[T]`
@@ -152,7 +152,7 @@ impl<T: Pod> DeviceBuffer<T> {
             })?;
             Self::check_allocation(allocated, context, bytes)?;
         }
-        let usage = BufferUsage::new(context, stream.clone());
+        let usage = BufferUsage::new(context, stream.record());
         Ok(DeviceBuffer { slice: DeviceSlice { ptr, len, usage, _element: PhantomData }, pooled })
     }
 
@@ -377,7 +377,7 @@ impl<T: Pod> Drop for DeviceBuffer<T> {
         }
         // Errors (a faulted context) cannot be reported from Drop; the next call reports them.
         let (ptr, pooled) = (self.slice.ptr, self.pooled);
-        let streams = self.slice.usage.take_streams();
+        let streams = UsedStreams::hold(self.slice.usage.take_streams());
         self.context().release(move |context: &Context| usage::release(context, ptr, streams, pooled));
     }
 }

@@ -22,7 +22,7 @@ use crate::driver;
 use crate::error::{Error, Result};
 use crate::memory::DeviceBuffer;
 use crate::memory::usage::{Access, BufferAccess, BufferUsage};
-use crate::stream::Stream;
+use crate::stream::{Stream, UsedStreams};
 
 /// `len` values of `T` in page-locked host memory, zero-filled at allocation.
 pub struct PinnedBuffer<T: Pod> {
@@ -161,10 +161,11 @@ impl<T: Pod> Drop for PinnedBuffer<T> {
         if self.len == 0 || std::mem::size_of::<T>() == 0 {
             return;
         }
-        let (ptr, streams) = (Handle(self.ptr), self.usage.take_streams());
+        let (ptr, streams) = (Handle(self.ptr), UsedStreams::hold(self.usage.take_streams()));
         self.context().release(move |context| {
             // A copy that cannot be waited for (faulted context) may still be queued: then leak
             // the memory rather than free what the GPU might still touch.
+            let Ok(streams) = streams.resolve(context) else { return };
             if streams.iter().any(|s| s.host_wait().is_err()) || context.bind_to_thread().is_err() {
                 return;
             }

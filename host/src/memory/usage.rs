@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::stream::Stream;
+use crate::stream::{Stream, UsedStreams};
 
 /// The use state of one allocation (shared by every view of it).
 pub struct BufferUsage {
@@ -64,13 +64,15 @@ struct UseState<S = Stream> {
 
 /// What the ordering rules need of a stream (a trait so that the rules are unit-tested
 /// without a GPU).
-trait Ordered: Clone {
+trait Ordered {
     /// The same CUDA stream.
     fn same_as(&self, other: &Self) -> bool;
     /// Makes later work on `self` wait for the work queued on `other` so far.
     fn wait_for(&self, other: &Self) -> Result<()>;
     /// The fast-path key (see `BufferUsage::fast_read`); 0 for never fast.
     fn key(&self) -> usize;
+    /// The handle the record keeps (not one of the caller's: see `Stream::record`).
+    fn record(&self) -> Self;
 }
 
 impl Ordered for Stream {
@@ -82,6 +84,9 @@ impl Ordered for Stream {
     }
     fn key(&self) -> usize {
         key(self)
+    }
+    fn record(&self) -> Self {
+        Stream::record(self)
     }
 }
 
@@ -96,7 +101,7 @@ impl<S: Ordered> UseState<S> {
                 if let Some(writer) = &self.writer {
                     stream.wait_for(writer)?;
                 }
-                self.readers.push(stream.clone());
+                self.readers.push(stream.record());
             }
             Access::Write => {
                 let writer_is_stream = self.writer.as_ref().is_some_and(|w| w.same_as(stream));
@@ -108,7 +113,7 @@ impl<S: Ordered> UseState<S> {
                 }
                 self.readers.clear();
                 if !writer_is_stream {
-                    self.writer = Some(stream.clone());
+                    self.writer = Some(stream.record());
                 }
             }
         }
@@ -319,7 +324,8 @@ pub(crate) fn before_work(stream: &Stream, operation: &str, buffers: &[BufferAcc
 /// (`cuMemFreeAsync` on one of them after it waits for the others) for pool memory, else
 /// after the host waited for them (`cuMemFree`). Errors (a faulted context) leak the memory:
 /// freeing what the GPU may still touch would be worse.
-pub(crate) fn release(context: &Context, ptr: u64, streams: Vec<Stream>, pooled: bool) {
+pub(crate) fn release(context: &Context, ptr: u64, streams: UsedStreams, pooled: bool) {
+    let Ok(streams) = streams.resolve(context) else { return };
     if context.bind_to_thread().is_err() {
         return;
     }
@@ -375,6 +381,9 @@ mod tests {
         }
         fn key(&self) -> usize {
             self.id
+        }
+        fn record(&self) -> Self {
+            self.clone()
         }
     }
 

@@ -28,6 +28,10 @@ pub use door::RawStream;
 #[derive(Clone)]
 pub struct Stream {
     inner: Arc<StreamInner>,
+    /// Shared by the handles the caller holds (`None` in the records ferrocuda keeps of the
+    /// streams that used a buffer): when the last of them drops while the stream is being
+    /// captured, the capture ends (N11), even though records still hold the stream.
+    user: Option<Arc<()>>,
 }
 
 struct StreamInner {
@@ -100,7 +104,7 @@ impl Stream {
 
     fn wrap(raw: sys::CUstream, context: &Context, owned: bool, with_legacy: bool) -> Self {
         let inner = StreamInner { raw, context: context.clone(), owned, with_legacy, capturing: AtomicBool::new(false), tail: OnceLock::new() };
-        Stream { inner: Arc::new(inner) }
+        Stream { inner: Arc::new(inner), user: Some(Arc::new(())) }
     }
 
     /// The legacy default stream (`0` in CUDA) of `context`.
@@ -345,11 +349,36 @@ impl Stream {
         self.inner.raw
     }
 
+    /// A handle for ferrocuda's own records of the streams that used a buffer: it keeps the
+    /// stream alive but does not count as the caller's (see `Stream::user`).
+    pub(crate) fn record(&self) -> Stream {
+        Stream { inner: self.inner.clone(), user: None }
+    }
+
     /// A key naming this CUDA stream among the live ones of its context: its raw handle as a
     /// number, 0 for the legacy default stream (for the buffer tracking's fast path and the
     /// capture bookkeeping; nothing can be queued with it).
     pub(crate) fn key(&self) -> usize {
         self.inner.raw as usize
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        // The last handle of the caller's (exactly one drop gets the count to zero).
+        let last_user_handle = self.user.take().is_some_and(|user| Arc::into_inner(user).is_some());
+        if last_user_handle && self.inner.capturing.swap(false, Ordering::Relaxed) {
+            if crate::context::in_host_callback() {
+                let (context, raw) = (self.inner.context.clone(), Handle(self.inner.raw));
+                let keep = self.record();
+                context.release(move |context| {
+                    end_abandoned_capture(context, raw.into_inner());
+                    drop(keep);
+                });
+            } else {
+                end_abandoned_capture(&self.inner.context, self.inner.raw);
+            }
+        }
     }
 }
 
@@ -406,6 +435,45 @@ fn end_abandoned_capture(context: &Context, raw: sys::CUstream) {
 impl std::fmt::Debug for Stream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Stream").field("raw", &self.inner.raw).field("context", &self.inner.context).finish()
+    }
+}
+
+/// The streams that used a released resource, held by its postponed release. A stream that
+/// is being captured is held weakly: a strong handle in a release that waits for the end of
+/// the capture would keep the stream, and so its capture, alive forever once the caller has
+/// dropped it (N11 through a buffer used on the capturing stream).
+pub(crate) struct UsedStreams(Vec<Held>);
+
+enum Held {
+    Strong(Stream),
+    Weak(std::sync::Weak<StreamInner>),
+}
+
+impl UsedStreams {
+    /// Holds `streams` for a release.
+    pub(crate) fn hold(streams: Vec<Stream>) -> Self {
+        UsedStreams(streams.into_iter().map(|s| if s.is_capturing_fast() { Held::Weak(Arc::downgrade(&s.inner)) } else { Held::Strong(s) }).collect())
+    }
+
+    /// The streams to order the release after. When one of them is gone (destroyed since,
+    /// with work perhaps still queued), waits for all the work of `context` first, which
+    /// covers it; an error then means the release must not happen (a faulted context).
+    pub(crate) fn resolve(self, context: &Context) -> Result<Vec<Stream>> {
+        let mut live = Vec::with_capacity(self.0.len());
+        let mut gone = false;
+        for held in self.0 {
+            match held {
+                Held::Strong(stream) => live.push(stream),
+                Held::Weak(weak) => match weak.upgrade() {
+                    Some(inner) => live.push(Stream { inner, user: None }),
+                    None => gone = true,
+                },
+            }
+        }
+        if gone {
+            context.synchronize_queued_work()?;
+        }
+        Ok(live)
     }
 }
 
