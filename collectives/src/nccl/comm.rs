@@ -4,7 +4,7 @@ use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
 use std::time::{Duration, Instant};
 
-use ferrocuda_host::{BufferAccess, Context, DeviceView, DeviceViewMut, Stream};
+use ferrocuda_host::{BufferAccess, BufferUsage, Context, DeviceView, DeviceViewMut, Stream};
 
 use super::ffi::{self, IN_PROGRESS, Nccl, RawComm, RawConfig, RawStream, RawUniqueId, SUCCESS};
 use crate::api::Collectives;
@@ -102,6 +102,9 @@ pub struct Communicator {
     context: Context,
     timeout: Option<Duration>,
     aborted: Cell<bool>,
+    /// NCCL's own buffers of this communicator: every operation declares them written, so
+    /// operations queued on different streams run one after the other.
+    state: BufferUsage,
 }
 
 // SAFETY: an NCCL communicator may be used from any thread, one at a time (it is not Sync).
@@ -118,7 +121,16 @@ impl Communicator {
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes one communicator handle; the config outlives the call.
         let code = unsafe { (nccl.ncclCommInitRankConfig)(&mut raw, world_size as i32, id.0, rank as i32, &mut raw_config) };
-        let comm = Communicator { raw, nccl, rank, world_size, context: context.clone(), timeout: config.timeout, aborted: Cell::new(false) };
+        let comm = Communicator {
+            raw,
+            nccl,
+            rank,
+            world_size,
+            context: context.clone(),
+            timeout: config.timeout,
+            aborted: Cell::new(false),
+            state: BufferUsage::for_library_state(context),
+        };
         if code != IN_PROGRESS
             && let Err(e) = ffi::check(nccl, "ncclCommInitRankConfig", code, raw)
         {
@@ -154,7 +166,16 @@ impl Communicator {
             {
                 first_error.get_or_insert(e);
             }
-            comms.push(Communicator { raw, nccl, rank, world_size, context: context.clone(), timeout: config.timeout, aborted: Cell::new(false) });
+            comms.push(Communicator {
+                raw,
+                nccl,
+                rank,
+                world_size,
+                context: context.clone(),
+                timeout: config.timeout,
+                aborted: Cell::new(false),
+                state: BufferUsage::for_library_state(context),
+            });
         }
         // SAFETY: ends the group started above.
         let end = unsafe { (nccl.ncclGroupEnd)() };
@@ -427,16 +448,20 @@ impl Collectives for OnStream<'_> {
         let (s, r, n, comm) = (address(&send), address_mut(&recv), send.len(), self.comm.raw);
         // SAFETY: both views hold n elements of T on this rank's GPU, alive for the call and,
         // declared to the door, until the stream passes the operation.
-        self.stream.enqueue("ncclAllReduce", &[BufferAccess::read(&send), BufferAccess::write(&mut recv)], |stream| {
-            let stream: RawStream = stream.get().cast();
-            self.comm.issue("ncclAllReduce", |nccl| unsafe { (nccl.ncclAllReduce)(s, r, n, T::DATA_TYPE as i32, reduce_op(op), comm, stream) })
-        })
+        self.stream.enqueue(
+            "ncclAllReduce",
+            &[BufferAccess::library_state(&self.comm.state), BufferAccess::read(&send), BufferAccess::write(&mut recv)],
+            |stream| {
+                let stream: RawStream = stream.get().cast();
+                self.comm.issue("ncclAllReduce", |nccl| unsafe { (nccl.ncclAllReduce)(s, r, n, T::DATA_TYPE as i32, reduce_op(op), comm, stream) })
+            },
+        )
     }
 
     fn all_reduce_in_place<T: Element>(&self, mut buf: DeviceViewMut<'_, T>, op: ReduceOp) -> Result<()> {
         let (p, n, comm) = (address_mut(&buf), buf.len(), self.comm.raw);
         // SAFETY: as above; NCCL supports sendbuff == recvbuff.
-        self.stream.enqueue("ncclAllReduce", &[BufferAccess::write(&mut buf)], |stream| {
+        self.stream.enqueue("ncclAllReduce", &[BufferAccess::library_state(&self.comm.state), BufferAccess::write(&mut buf)], |stream| {
             let stream: RawStream = stream.get().cast();
             self.comm.issue("ncclAllReduce", |nccl| unsafe { (nccl.ncclAllReduce)(p, p, n, T::DATA_TYPE as i32, reduce_op(op), comm, stream) })
         })
@@ -446,7 +471,7 @@ impl Collectives for OnStream<'_> {
         check_rank("broadcast", root, self.world_size())?;
         let (p, n, comm) = (address_mut(&buf), buf.len(), self.comm.raw);
         // SAFETY: as above (in place).
-        self.stream.enqueue("ncclBroadcast", &[BufferAccess::write(&mut buf)], |stream| {
+        self.stream.enqueue("ncclBroadcast", &[BufferAccess::library_state(&self.comm.state), BufferAccess::write(&mut buf)], |stream| {
             let stream: RawStream = stream.get().cast();
             self.comm.issue("ncclBroadcast", |nccl| unsafe { (nccl.ncclBroadcast)(p, p, n, T::DATA_TYPE as i32, root as i32, comm, stream) })
         })
@@ -459,37 +484,49 @@ impl Collectives for OnStream<'_> {
         }
         let (s, r, n, comm) = (address(&send), address_mut(&recv), send.len(), self.comm.raw);
         // SAFETY: as above; recv is written on the root only.
-        self.stream.enqueue("ncclReduce", &[BufferAccess::read(&send), BufferAccess::write(&mut recv)], |stream| {
-            let stream: RawStream = stream.get().cast();
-            self.comm.issue("ncclReduce", |nccl| unsafe { (nccl.ncclReduce)(s, r, n, T::DATA_TYPE as i32, reduce_op(op), root as i32, comm, stream) })
-        })
+        self.stream.enqueue(
+            "ncclReduce",
+            &[BufferAccess::library_state(&self.comm.state), BufferAccess::read(&send), BufferAccess::write(&mut recv)],
+            |stream| {
+                let stream: RawStream = stream.get().cast();
+                self.comm.issue("ncclReduce", |nccl| unsafe { (nccl.ncclReduce)(s, r, n, T::DATA_TYPE as i32, reduce_op(op), root as i32, comm, stream) })
+            },
+        )
     }
 
     fn all_gather<T: Element>(&self, send: DeviceView<'_, T>, mut recv: DeviceViewMut<'_, T>) -> Result<()> {
         check_len("all_gather", "recv", send.len() * self.world_size(), recv.len())?;
         let (s, r, n, comm) = (address(&send), address_mut(&recv), send.len(), self.comm.raw);
         // SAFETY: recv holds world_size * n elements.
-        self.stream.enqueue("ncclAllGather", &[BufferAccess::read(&send), BufferAccess::write(&mut recv)], |stream| {
-            let stream: RawStream = stream.get().cast();
-            self.comm.issue("ncclAllGather", |nccl| unsafe { (nccl.ncclAllGather)(s, r, n, T::DATA_TYPE as i32, comm, stream) })
-        })
+        self.stream.enqueue(
+            "ncclAllGather",
+            &[BufferAccess::library_state(&self.comm.state), BufferAccess::read(&send), BufferAccess::write(&mut recv)],
+            |stream| {
+                let stream: RawStream = stream.get().cast();
+                self.comm.issue("ncclAllGather", |nccl| unsafe { (nccl.ncclAllGather)(s, r, n, T::DATA_TYPE as i32, comm, stream) })
+            },
+        )
     }
 
     fn reduce_scatter<T: Element>(&self, send: DeviceView<'_, T>, mut recv: DeviceViewMut<'_, T>, op: ReduceOp) -> Result<()> {
         check_len("reduce_scatter", "send", recv.len() * self.world_size(), send.len())?;
         let (s, r, n, comm) = (address(&send), address_mut(&recv), recv.len(), self.comm.raw);
         // SAFETY: send holds world_size * n elements, recv n.
-        self.stream.enqueue("ncclReduceScatter", &[BufferAccess::read(&send), BufferAccess::write(&mut recv)], |stream| {
-            let stream: RawStream = stream.get().cast();
-            self.comm.issue("ncclReduceScatter", |nccl| unsafe { (nccl.ncclReduceScatter)(s, r, n, T::DATA_TYPE as i32, reduce_op(op), comm, stream) })
-        })
+        self.stream.enqueue(
+            "ncclReduceScatter",
+            &[BufferAccess::library_state(&self.comm.state), BufferAccess::read(&send), BufferAccess::write(&mut recv)],
+            |stream| {
+                let stream: RawStream = stream.get().cast();
+                self.comm.issue("ncclReduceScatter", |nccl| unsafe { (nccl.ncclReduceScatter)(s, r, n, T::DATA_TYPE as i32, reduce_op(op), comm, stream) })
+            },
+        )
     }
 
     fn send<T: Element>(&self, buf: DeviceView<'_, T>, peer: usize) -> Result<()> {
         check_rank("send", peer, self.world_size())?;
         let (p, n, comm) = (address(&buf), buf.len(), self.comm.raw);
         // SAFETY: buf holds n elements.
-        self.stream.enqueue("ncclSend", &[BufferAccess::read(&buf)], |stream| {
+        self.stream.enqueue("ncclSend", &[BufferAccess::library_state(&self.comm.state), BufferAccess::read(&buf)], |stream| {
             let stream: RawStream = stream.get().cast();
             self.comm.issue("ncclSend", |nccl| unsafe { (nccl.ncclSend)(p, n, T::DATA_TYPE as i32, peer as i32, comm, stream) })
         })
@@ -499,7 +536,7 @@ impl Collectives for OnStream<'_> {
         check_rank("recv", peer, self.world_size())?;
         let (p, n, comm) = (address_mut(&buf), buf.len(), self.comm.raw);
         // SAFETY: buf holds n elements.
-        self.stream.enqueue("ncclRecv", &[BufferAccess::write(&mut buf)], |stream| {
+        self.stream.enqueue("ncclRecv", &[BufferAccess::library_state(&self.comm.state), BufferAccess::write(&mut buf)], |stream| {
             let stream: RawStream = stream.get().cast();
             self.comm.issue("ncclRecv", |nccl| unsafe { (nccl.ncclRecv)(p, n, T::DATA_TYPE as i32, peer as i32, comm, stream) })
         })

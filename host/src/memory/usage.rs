@@ -170,6 +170,14 @@ impl<'a> BufferAccess<'a> {
         self
     }
 
+    /// Work that reads and writes the library state that `usage` tracks
+    /// ([`BufferUsage::for_library_state`]). Declaring it through a shared reference is sound
+    /// only if no two threads declare it at once: keep the library object `!Sync`, or hold a
+    /// lock from the declaration to the queuing (as `cufft::Plan` does).
+    pub fn library_state(usage: &'a BufferUsage) -> Self {
+        BufferAccess::new(Some(usage), Access::Write, "library state")
+    }
+
     /// How the work uses the buffer.
     pub fn access(&self) -> Access {
         self.access
@@ -210,6 +218,13 @@ impl BufferUsage {
             fast_read: AtomicUsize::new(0),
             fast_write: AtomicUsize::new(0),
         }
+    }
+
+    /// The record of a library's internal state in `context` (a communicator's or a handle's
+    /// own device buffers), for a wrapper to declare with [`BufferAccess::library_state`] in
+    /// each call that uses the state: calls on different streams are then ordered.
+    pub fn for_library_state(context: &Context) -> Self {
+        Self::idle(context)
     }
 
     /// The context that owns the allocation.
