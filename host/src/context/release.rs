@@ -101,19 +101,18 @@ impl Context {
             return;
         }
         if let Err(now) = self.defer_while_capturing(release) {
-            now();
+            now(self);
         }
     }
 
     /// Postpones `release` until no capture runs in the context (E1b); hands it back when
-    /// none runs now (then run it now).
-    pub(crate) fn defer_while_capturing(&self, release: impl FnOnce(&Context) + Send + 'static) -> Result<(), DeferredRelease> {
-        let context = self.clone();
-        let release: DeferredRelease = Box::new(move || release(&context));
+    /// none runs now (then run it now: nothing is boxed on that common path).
+    pub(crate) fn defer_while_capturing<F: FnOnce(&Context) + Send + 'static>(&self, release: F) -> Result<(), F> {
         let mut deferred = lock(&self.inner.deferred);
         // Checked under the lock that `capture_ended` drains with, so nothing is left behind.
         if self.is_capturing() {
-            deferred.push(release);
+            let context = self.clone();
+            deferred.push(Box::new(move || release(&context)));
             Ok(())
         } else {
             Err(release)
