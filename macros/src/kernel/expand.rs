@@ -123,7 +123,7 @@ fn device_entry(symbol: &Ident, params: &[Param], lowered: &[Lowered], body: Ent
         const _: () = {
             #[unsafe(export_name = #fingerprint_symbol)]
             #[used]
-            static FINGERPRINT: u64 = #fingerprint;
+            static FINGERPRINT: ::core::primitive::u64 = #fingerprint;
         };
         #[cfg(target_arch = "nvptx64")]
         #(#attrs)*
@@ -218,9 +218,14 @@ fn host_launcher(
         Some(_) => quote!(#fc::compiled_cluster(self::SYMBOL, #config.into(), self::CLUSTER_DIMS)?),
         None => quote!(#config.into()),
     };
+    let args = paths::args();
+    let requirements = lowered.iter().filter_map(|l| l.requirements.as_ref());
     let launch_call = |path: TokenStream| {
         quote! {
             let #config: #fc::LaunchConfig = #config_value;
+            // Before anything else: what the outputs' witnesses rely on (a 1-D launch of at
+            // most u32::MAX threads for per-thread outputs).
+            #fc::check_requirements(self::SYMBOL, &#config, self::REQUIREMENTS)?;
             #(#prepare)*
             let mut #params_array: [*mut ::core::ffi::c_void; #count] = [#(#pointers),*];
             // Each buffer parameter and how the kernel uses it: the host orders the stream
@@ -254,7 +259,7 @@ fn host_launcher(
 
             /// The fingerprint of the kernel's full signature (element types included), also
             /// stored in the device module as `__ferrocuda_fingerprint_<symbol>`.
-            pub const FINGERPRINT: u64 = #fingerprint;
+            pub const FINGERPRINT: ::core::primitive::u64 = #fingerprint;
 
             /// What the host expects of the kernel in a module: its symbol, the byte size of
             /// each PTX parameter (a slice is two: pointer and length) and the fingerprint of
@@ -265,6 +270,11 @@ fn host_launcher(
                 canonical: #canonical,
                 fingerprint: self::FINGERPRINT,
             };
+
+            /// What the kernel's output parameters require of a launch configuration (every
+            /// launcher checks it before the kernel runs): `LINEAR_THREADS` for a per-thread
+            /// output (`DisjointSlice`, `DisjointChunks`, `DisjointPlanes`).
+            pub const REQUIREMENTS: #args::LaunchRequirements = #args::LaunchRequirements::NONE #(.and(#requirements))*;
 
             #[allow(dead_code)]
             const _: fn() = || { #(#checks)* };
@@ -369,6 +379,11 @@ fn cpu_launcher(lowered: &[Lowered], host_fn: TokenStream, is_unsafe: bool, comp
             #config: impl ::core::convert::Into<#cpu::LaunchConfig>,
             #(#launch_params),*
         ) -> ::core::result::Result<(), #cpu::CpuError> {
+            let #config: #cpu::LaunchConfig = #config_value;
+            // Before anything else, as on the GPU: what the outputs' witnesses rely on.
+            if let ::core::result::Result::Err(__ferrocuda_problem) = #config.check_requirements(self::REQUIREMENTS) {
+                return ::core::result::Result::Err(#cpu::CpuError::InvalidConfig { kernel: ::std::string::ToString::to_string(self::SYMBOL), problem: __ferrocuda_problem });
+            }
             #(#prepare)*
             let #body = move || {
                 #(#rebuild)*
@@ -376,7 +391,7 @@ fn cpu_launcher(lowered: &[Lowered], host_fn: TokenStream, is_unsafe: bool, comp
                 #[allow(unused_unsafe)]
                 unsafe { #host_fn(#(#names),*) }
             };
-            #executor.run(self::SYMBOL, #config_value, &#body)
+            #executor.run(self::SYMBOL, #config, &#body)
         }
     }
 }

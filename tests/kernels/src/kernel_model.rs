@@ -3,7 +3,7 @@
 //! by every thread, plain writes to one element from all threads) no longer compile: see
 //! `tests/compile_fail/kernel_model/`.
 
-use ferrocuda_device::global::{AtomicSlice, DisjointSlice, grid_stride, once_per_block, unique_index};
+use ferrocuda_device::global::{AtomicSlice, DisjointChunks, DisjointSlice, PerBlock, grid_stride, once_per_block, unique_index};
 use ferrocuda_device::kernel;
 use ferrocuda_device::sync::sync_threads;
 use ferrocuda_device::thread::thread_idx_x;
@@ -57,7 +57,7 @@ pub fn neighbour_after_barrier(seed: u32, scratch: AtomicSlice<u32>, mut out: Di
 /// first thread of each block writes its block's index to `blocks`, and each thread its
 /// 2-element chunk of `pairs` (`[i, i + 1]`).
 #[kernel]
-pub fn witnesses(mut out: DisjointSlice<u32>, mut blocks: DisjointSlice<u32>, mut pairs: DisjointSlice<u32>) {
+pub fn witnesses(mut out: DisjointSlice<u32>, mut blocks: PerBlock<u32>, mut pairs: DisjointChunks<u32, 2>) {
     for i in grid_stride(out.len()) {
         out[i] = i.get() as u32 * 3;
     }
@@ -67,7 +67,7 @@ pub fn witnesses(mut out: DisjointSlice<u32>, mut blocks: DisjointSlice<u32>, mu
         *slot = b.get() as u32;
     }
     let i = unique_index();
-    if let Some(pair) = pairs.get_chunk_mut::<2>(i) {
+    if let Some(pair) = pairs.get_mut(i) {
         *pair = [i.get() as u32, i.get() as u32 + 1];
     }
 }
@@ -78,8 +78,8 @@ pub fn witnesses(mut out: DisjointSlice<u32>, mut blocks: DisjointSlice<u32>, mu
 /// `[__x_arg, x.len(), stream + config + module + executor + params]` to `out[0..3]`.
 #[kernel]
 #[allow(clippy::too_many_arguments)]
-pub fn hygiene(x: &[u32], __x_arg: u32, stream: u32, config: u32, module: u32, executor: u32, params: u32, mut out: DisjointSlice<u32>) {
-    if let Some(words) = out.get_chunk_mut::<3>(unique_index()) {
+pub fn hygiene(x: &[u32], __x_arg: u32, stream: u32, config: u32, module: u32, executor: u32, params: u32, mut out: DisjointChunks<u32, 3>) {
+    if let Some(words) = out.get_mut(unique_index()) {
         *words = [__x_arg, x.len() as u32, stream + config + module + executor + params];
     }
 }
