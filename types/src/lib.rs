@@ -36,7 +36,7 @@ pub use limits::{DeviceLimits, MAX_PORTABLE_CLUSTER_BLOCKS};
 pub use panic::KernelPanic;
 pub use panic::{PANIC_CLAIMED_SYMBOL, PANIC_SLOT_SYMBOL, PANIC_SLOT_SYMBOL_C, PanicRecord, RECORD_COMPLETE, RECORD_EMPTY};
 pub use problem::LaunchProblem;
-pub use requirements::LaunchRequirements;
+pub use requirements::{LaunchRequirements, same_lengths};
 pub use signature::{FINGERPRINT_SYMBOL_PREFIX, KernelSignature, fingerprint};
 
 /// Threads in a warp on every NVIDIA GPU so far.

@@ -122,6 +122,17 @@ pub enum LaunchProblem {
         /// The block.
         block: Dim3,
     },
+    /// Slices a kernel declares of one length (`#[kernel(same_len(..))]`) differ.
+    LengthsDiffer {
+        /// The group's first parameter.
+        first: &'static str,
+        /// Its length.
+        first_len: u64,
+        /// The parameter whose length differs.
+        other: &'static str,
+        /// Its length.
+        other_len: u64,
+    },
     /// The kernel has a per-thread output and the launch has more threads than its 32-bit
     /// thread index can name.
     TooManyThreadsForIndex {
@@ -188,6 +199,11 @@ impl fmt::Display for LaunchProblem {
                 "the kernel has a per-thread output (`DisjointSlice`, `DisjointChunks`, `DisjointPlanes`), whose elements belong to the 1-D thread \
                  index `blockIdx.x * blockDim.x + threadIdx.x`, but the grid {grid} and block {block} are not both 1-D: launch with y = z = 1 \
                  (a grid-stride loop covers any length), or write a multi-dimensional result through an `AtomicSlice` or a `PerBlock` output"
+            ),
+            Self::LengthsDiffer { first, first_len, other, other_len } => write!(
+                f,
+                "the kernel declares `{first}` and `{other}` of the same length (`#[kernel(same_len(..))]`) but `{first}` has {first_len} \
+                 elements and `{other}` {other_len}: pass slices of one length (`buffer.slice(..n)`)"
             ),
             Self::TooManyThreadsForIndex { threads, max } => write!(
                 f,

@@ -55,6 +55,21 @@ impl LaunchConfig {
     }
 }
 
+/// Checks that the slices of a `#[kernel(same_len(a, b, ..))]` group have one length: the
+/// device code then uses the first one's length for all of them. `lengths` pairs each
+/// parameter's name with its length, the first being the group's reference.
+///
+/// # Errors
+/// [`LaunchProblem::LengthsDiffer`] naming the first parameter whose length differs.
+#[inline]
+pub fn same_lengths(lengths: &[(&'static str, usize)]) -> Result<(), LaunchProblem> {
+    let Some(&(first, first_len)) = lengths.first() else { return Ok(()) };
+    match lengths.iter().find(|(_, len)| *len != first_len) {
+        None => Ok(()),
+        Some(&(other, other_len)) => Err(LaunchProblem::LengthsDiffer { first, first_len: first_len as u64, other, other_len: other_len as u64 }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,5 +89,13 @@ mod tests {
         let problem = huge.check_requirements(need).unwrap_err();
         assert_eq!(problem, LaunchProblem::TooManyThreadsForIndex { threads: i32::MAX as u64 * 4, max: u32::MAX as u64 });
         assert!(problem.to_string().contains("4294967295"), "{problem}");
+    }
+
+    #[test]
+    fn same_lengths_names_the_first_that_differs() {
+        assert!(same_lengths(&[("x", 4), ("y", 4), ("z", 4)]).is_ok());
+        let problem = same_lengths(&[("x", 4), ("y", 4), ("z", 5)]).unwrap_err();
+        assert_eq!(problem, LaunchProblem::LengthsDiffer { first: "x", first_len: 4, other: "z", other_len: 5 });
+        assert!(problem.to_string().contains("same_len"), "{problem}");
     }
 }

@@ -131,21 +131,20 @@ pub fn unique_index() -> ThreadIndex {
     ThreadIndex::new(me as usize, me)
 }
 
-/// Largest length a grid-stride loop walks: past it, `index + stride` could overflow `usize`
-/// (no buffer is that long).
-const STRIDE_LIMIT: usize = usize::MAX - u32::MAX as usize;
+/// Largest length a grid-stride loop walks: past it, `index + stride` (`stride < 2^41`) could
+/// overflow `usize` and wrap to another thread's index. No buffer is that long.
+const STRIDE_LIMIT: usize = usize::MAX - (1 << 41);
 
 /// The indices `unique_index(), unique_index() + threads, ...` below `len`, where `threads =
 /// gridDim.x * blockDim.x` is the number of threads in the (1-D) launch: a grid-stride loop.
 /// The sets of two threads never overlap (they are the indices congruent to each thread's
-/// own modulo `threads`).
+/// own modulo `threads`). The loop compiles to CUDA's `for (i = index; i < n; i += stride)`.
 #[inline(always)]
 pub fn grid_stride(len: usize) -> GridStride {
     let first = linear_thread();
-    // At most u32::MAX in a launch that admits per-thread outputs; `max(1)` keeps any other
-    // launch from looping forever on a wrapped 0.
-    let stride = grid_dim_x().wrapping_mul(block_dim_x()).max(1);
-    GridStride { next: first as usize, stride: stride as usize, len: len.min(STRIDE_LIMIT), owner: first }
+    // One `mul.wide.u32`: never 0, below 2^41.
+    let stride = grid_dim_x() as usize * block_dim_x() as usize;
+    GridStride { next: first as usize, stride, len: len.min(STRIDE_LIMIT), owner: first }
 }
 
 /// For the first thread of each block (`threadIdx == (0, 0, 0)`): the block's index in the
@@ -183,7 +182,7 @@ impl Iterator for GridStride {
     fn next(&mut self) -> Option<ThreadIndex> {
         if self.next < self.len {
             let index = self.next;
-            // No overflow: `index < len <= usize::MAX - u32::MAX` and `stride <= u32::MAX`.
+            // No overflow: `index < len <= usize::MAX - 2^41` and `stride < 2^41`.
             self.next = index + self.stride;
             Some(ThreadIndex::new(index, self.owner))
         } else {

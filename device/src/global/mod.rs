@@ -84,6 +84,7 @@ fn out_of_bounds(index: usize, len: usize) -> ! {
 pub mod __private {
     pub use super::{KernelOutput, LaunchRequirements};
     use bytemuck::Pod;
+    pub use ferrocuda_types::same_lengths;
 
     /// Builds an output parameter from the pointer and length the host launcher passed.
     ///

@@ -47,19 +47,3 @@ impl<T> SamePrimitive<T> for T {}
 #[doc(hidden)]
 #[inline(always)]
 pub fn require_primitive<Written: SamePrimitive<Primitive>, Primitive>() {}
-
-/// The copy of a primitive parameter each CPU thread gets (the bound of [`require_primitive`],
-/// so a refused type gives no second error).
-#[doc(hidden)]
-#[inline(always)]
-pub fn copy_primitive<Written: SamePrimitive<Primitive> + Copy, Primitive>(value: &Written) -> Written {
-    *value
-}
-
-/// The copy of a by-value parameter each CPU thread gets (the bound of
-/// [`require_kernel_value`], so a refused type gives no second error).
-#[doc(hidden)]
-#[inline(always)]
-pub fn copy_kernel_value<T: KernelValue>(value: &T) -> T {
-    *value
-}

@@ -68,11 +68,8 @@ pub fn lower(param: &Param) -> Lowered {
     let (host, args) = (paths::host(), paths::args());
     // Every by-value parameter is checked by what its type is, not how it is spelled (N5):
     // a primitive's spelling must name the primitive itself, anything else must be `Pod`.
-    // Spanned at the user's type, so the error is reported there. The CPU launcher copies the
-    // value into each thread's call (as the GPU copies parameters to every thread) through a
-    // function with the same bound, so a refused type gives that one error and no follow-up
-    // about the launcher's closure (c05's E0525).
-    let by_value = |check: TokenStream, copy: TokenStream| Lowered {
+    // Spanned at the user's type, so the error is reported there.
+    let by_value = |check: TokenStream| Lowered {
         entry_params: vec![quote!(#mutability #name: #ty)],
         entry_rebuild: quote!(),
         launch_param: quote!(#name: #ty),
@@ -84,16 +81,19 @@ pub fn lower(param: &Param) -> Lowered {
         requirements: None,
         cpu_param: quote!(#name: #ty),
         cpu_prepare: quote!(),
-        cpu_rebuild: quote!(let #mutability #name: #ty = #copy;),
+        // Copied into each thread's call, as the GPU copies parameters to every thread. A
+        // bitwise copy with no bound of its own, so that a refused type gives only the check's
+        // error (not a second one about the launcher's closure, c05's E0525).
+        cpu_rebuild: quote! {
+            // SAFETY: the check above (`require_primitive` / `require_kernel_value`, in this
+            // same module) makes the crate fail to build unless the type is `Copy` plain data,
+            // so a build that runs this copies a `Copy` value.
+            let #mutability #name: #ty = unsafe { ::core::ptr::read(&#name) };
+        },
     };
     match &param.kind {
-        ParamKind::Scalar { primitive } => by_value(
-            quote_spanned!(ty.span()=> #host::require_primitive::<#ty, #primitive>();),
-            quote_spanned!(ty.span()=> #host::copy_primitive::<#ty, #primitive>(&#name)),
-        ),
-        ParamKind::Value => {
-            by_value(quote_spanned!(ty.span()=> #host::require_kernel_value::<#ty>();), quote_spanned!(ty.span()=> #host::copy_kernel_value::<#ty>(&#name)))
-        }
+        ParamKind::Scalar { primitive } => by_value(quote_spanned!(ty.span()=> #host::require_primitive::<#ty, #primitive>();)),
+        ParamKind::Value => by_value(quote_spanned!(ty.span()=> #host::require_kernel_value::<#ty>();)),
         ParamKind::Pointer { elem, .. } => {
             let parts = generated(name, "cpu");
             Lowered {

@@ -51,6 +51,9 @@ pub struct Kernel<'a> {
     pub bounds: Option<TokenStream>,
     /// `cluster_dims(x[, y[, z]])`: the compiled cluster shape (missing dimensions are 1).
     pub cluster: Option<[TokenStream; 3]>,
+    /// `same_len(a, b, ..)` groups: slice parameters whose lengths the launchers check equal,
+    /// so that the device code uses one length for all of them (one bounds check covers all).
+    pub same_len: Vec<Vec<Ident>>,
 }
 
 impl Kernel<'_> {
@@ -86,6 +89,7 @@ struct Attribute {
     instances: Option<(Ident, Vec<Type>)>,
     bounds: Option<TokenStream>,
     cluster: Option<[TokenStream; 3]>,
+    same_len: Vec<Vec<Ident>>,
 }
 
 impl Parse for Attribute {
@@ -123,10 +127,17 @@ impl Parse for Attribute {
                 }
                 dims.resize(3, quote::quote!(1u32));
                 attribute.cluster = Some([dims[0].clone(), dims[1].clone(), dims[2].clone()]);
+            } else if key == "same_len" {
+                let names: Punctuated<Ident, Token![,]> = content.parse_terminated(Ident::parse, Token![,])?;
+                if names.len() < 2 {
+                    return Err(syn::Error::new(key.span(), "write `same_len(a, b, ..)` with at least two slice parameters"));
+                }
+                attribute.same_len.push(names.into_iter().collect());
             } else {
                 return Err(syn::Error::new(
                     key.span(),
-                    "unknown #[kernel] argument; expected `instances(T1, T2, ..)`, `launch_bounds(max_threads[, min_blocks])`, `reqntid(threads)` or `cluster_dims(x[, y[, z]])`",
+                    "unknown #[kernel] argument; expected `instances(T1, T2, ..)`, `launch_bounds(max_threads[, min_blocks])`, `reqntid(threads)`, \
+                     `cluster_dims(x[, y[, z]])` or `same_len(a, b, ..)`",
                 ));
             }
             if !input.is_empty() {
@@ -149,6 +160,7 @@ impl<'a> Kernel<'a> {
         };
         let bounds = attribute.bounds.clone();
         let cluster = attribute.cluster.clone();
+        let same_len = attribute.same_len.clone();
         let sig = &function.sig;
         if !matches!(function.vis, syn::Visibility::Public(_)) {
             errors.push(syn::Error::new(sig.fn_token.span, "a kernel must be `pub fn`: the host launches it from outside the crate"));
@@ -197,9 +209,20 @@ impl<'a> Kernel<'a> {
             ));
         }
 
+        for group in &same_len {
+            for (i, name) in group.iter().enumerate() {
+                let is_slice = params.iter().any(|p| p.name == *name && matches!(p.kind, ParamKind::Slice { .. } | ParamKind::Output { .. }));
+                if !is_slice {
+                    errors.push(syn::Error::new(name.span(), format!("`same_len` names slice parameters (`&[T]` or an output); `{name}` is not one")));
+                } else if group[..i].contains(name) {
+                    errors.push(syn::Error::new(name.span(), format!("`{name}` is named twice in `same_len`")));
+                }
+            }
+        }
+
         let mut errors = errors.into_iter();
         match errors.next() {
-            None => Ok(Kernel { function, params, generic, bounds, cluster }),
+            None => Ok(Kernel { function, params, generic, bounds, cluster, same_len }),
             Some(mut first) => {
                 errors.for_each(|e| first.combine(e));
                 Err(first)

@@ -308,7 +308,10 @@ pub fn cluster_ring_exchange(mut out: DisjointSlice<u32>) {
     cluster::sync();
     let next = (rank + 1) % cluster::size();
     if let Some(o) = out.get_mut(unique_index()) {
-        *o = cluster::peer_get(&values, next, t);
+        // SAFETY: no thread returns before the second `sync()` below, so block `next` is
+        // running until every peer has read; its `values` were written before the first
+        // `sync()` and are not written again.
+        *o = unsafe { cluster::peer_get(&values, next, t) };
     }
     // Keep our array alive until every peer has read it.
     cluster::sync();
