@@ -24,6 +24,7 @@ mod embedded;
 mod limits;
 mod panic;
 mod problem;
+mod requirements;
 mod signature;
 
 pub use arch::Arch;
@@ -35,6 +36,7 @@ pub use limits::{DeviceLimits, MAX_PORTABLE_CLUSTER_BLOCKS};
 pub use panic::KernelPanic;
 pub use panic::{PANIC_CLAIMED_SYMBOL, PANIC_SLOT_SYMBOL, PANIC_SLOT_SYMBOL_C, PanicRecord, RECORD_COMPLETE, RECORD_EMPTY};
 pub use problem::LaunchProblem;
+pub use requirements::{LaunchRequirements, same_lengths};
 pub use signature::{FINGERPRINT_SYMBOL_PREFIX, KernelSignature, fingerprint};
 
 /// Threads in a warp on every NVIDIA GPU so far.

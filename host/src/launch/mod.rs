@@ -57,6 +57,28 @@ pub fn compiled_cluster(symbol: &'static str, config: LaunchConfig, compiled: Op
     config.for_compiled_cluster(compiled).map_err(|problem| Error::InvalidLaunch { kernel: symbol.to_string(), problem })
 }
 
+/// Checks `config` against what the kernel's output parameters require
+/// ([`LaunchConfig::check_requirements`]): the `#[kernel]` launchers call it before anything
+/// else, on every path (`launch`, `launch_in`; `launch_cpu` does the same check).
+///
+/// # Errors
+/// [`Error::InvalidLaunch`] naming the kernel and the limit.
+#[doc(hidden)]
+#[inline]
+pub fn check_requirements(symbol: &'static str, config: &LaunchConfig, requirements: ferrocuda_types::LaunchRequirements) -> Result<()> {
+    config.check_requirements(requirements).map_err(|problem| Error::InvalidLaunch { kernel: symbol.to_string(), problem })
+}
+
+/// Checks the lengths of a `#[kernel(same_len(..))]` group ([`ferrocuda_types::same_lengths`]).
+///
+/// # Errors
+/// [`Error::InvalidLaunch`] naming the kernel and the two parameters.
+#[doc(hidden)]
+#[inline]
+pub fn check_same_len(symbol: &'static str, lengths: &[(&'static str, usize)]) -> Result<()> {
+    ferrocuda_types::same_lengths(lengths).map_err(|problem| Error::InvalidLaunch { kernel: symbol.to_string(), problem })
+}
+
 /// Launches the kernel `signature` names from an explicitly loaded `module`; the first launch
 /// checks the module's kernel against the signature (its fingerprint, where the module has
 /// one, and its parameter sizes). Inside a stream capture the module is kept loaded for the
