@@ -7,7 +7,8 @@
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::AtomicBool;
 
-use super::error::{CpuError, SharedMemoryRace};
+use super::error::{CpuError, GlobalMemoryRace, SharedMemoryRace};
+use super::global_memory::{LaunchThread, OutputShadow};
 use super::hooks::{self, BarrierKind, Hooks, SharedFault, WarpOp};
 use super::shared_memory::{RaceCheck, SharedMemory};
 use super::watchdog::WorkerStatus;
@@ -54,6 +55,8 @@ pub(crate) struct LaunchLink<'a> {
     pub(crate) status: &'a WorkerStatus,
     /// Bytes of each GPU thread's stack (for the overflow report).
     pub(crate) stack_size: usize,
+    /// Who took which output element (`None` without race detection).
+    pub(crate) outputs: Option<&'a OutputShadow>,
 }
 
 /// Everything the intrinsics of one running block read and write.
@@ -166,6 +169,23 @@ impl<'a> BlockContext<'a> {
         self.threads.iter().filter(|t| f(t.state.get())).map(|t| t.index).collect()
     }
 
+    /// Thread `rank` of this block as a thread of the launch.
+    fn launch_thread(&self, rank: u32) -> LaunchThread {
+        let (b, g) = (self.block_idx, self.grid_dim);
+        let block = b.x as u64 + g.x as u64 * (b.y as u64 + g.y as u64 * b.z as u64);
+        block * self.threads.len() as u64 + rank as u64
+    }
+
+    /// `(blockIdx, threadIdx)` of a thread of the launch.
+    fn locate(&self, thread: LaunchThread) -> (Dim3, Dim3) {
+        let (g, d) = (self.grid_dim, self.block_dim);
+        let (block, rank) = (thread / self.threads.len() as u64, thread % self.threads.len() as u64);
+        let (gx, gy) = (g.x as u64, g.y as u64);
+        let block_idx = Dim3 { x: (block % gx) as u32, y: (block / gx % gy) as u32, z: (block / (gx * gy)) as u32 };
+        let (dx, dy) = (d.x as u64, d.y as u64);
+        (block_idx, Dim3 { x: (rank % dx) as u32, y: (rank / dx % dy) as u32, z: (rank / (dx * dy)) as u32 })
+    }
+
     /// Every thread has exited.
     pub(crate) fn finished(&self) -> bool {
         self.threads.iter().all(|t| matches!(t.state.get(), ThreadState::Exited))
@@ -226,6 +246,28 @@ impl Hooks for BlockContext<'_> {
                 first,
                 second,
             }));
+        }
+    }
+    fn note_output_access(&self, base: usize, element_bytes: usize, index: usize, count: usize, write: bool) {
+        let Some(outputs) = self.link.outputs else { return };
+        let me = self.launch_thread(self.current.get());
+        for i in index..index.saturating_add(count) {
+            let address = base.wrapping_add(i.wrapping_mul(element_bytes));
+            if let Some(conflict) = outputs.record(address, me, write) {
+                let (first_block, first_thread) = self.locate(conflict.other);
+                self.fail(CpuError::GlobalMemoryRace(GlobalMemoryRace {
+                    kernel: self.kernel().to_owned(),
+                    address,
+                    index: i,
+                    element_bytes,
+                    kind: conflict.kind,
+                    first_block,
+                    first_thread,
+                    second_block: self.block_idx,
+                    second_thread: self.thread().index,
+                }));
+                return;
+            }
         }
     }
     fn cluster_rank(&self) -> u32 {

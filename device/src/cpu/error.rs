@@ -33,6 +33,9 @@ pub enum CpuError {
     /// barrier between.
     #[error(transparent)]
     SharedMemoryRace(#[from] SharedMemoryRace),
+    /// Two threads of a launch took the same element of an output, one of them to write it.
+    #[error(transparent)]
+    GlobalMemoryRace(#[from] GlobalMemoryRace),
     /// Lanes of a warp shuffled from lanes that had exited (CUDA leaves the result undefined).
     #[error(transparent)]
     ExitedLaneShuffle(#[from] ExitedLaneShuffle),
@@ -193,6 +196,40 @@ pub struct SharedMemoryRace {
     pub first: Dim3,
     /// `threadIdx` of the thread whose access revealed the race.
     pub second: Dim3,
+}
+
+/// Two threads of one launch that took the same element of a kernel output (a
+/// `DisjointSlice` or another output type), one of them to write it. An output element
+/// belongs to one thread for the whole launch: barriers do not make a second thread's access
+/// valid, since the element is handed out as a `&mut` (the compiler may keep its value in a
+/// register across them).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "kernel `{kernel}`: data race on an output element: block {first_block} thread {first_thread} {kind} block {second_block} thread \
+     {second_thread} {} it (the {element_bytes}-byte element at {address:#x}, element {index} of the output it was reached through); \
+     an output element belongs to one thread for the whole launch, even across barriers: give each thread its own elements \
+     (`unique_index`, `grid_stride`), or hand values between threads through an `AtomicSlice` or shared memory",
+    if matches!(kind, RaceKind::ReadAfterWrite) { "read" } else { "wrote" }
+)]
+pub struct GlobalMemoryRace {
+    /// The kernel's symbol.
+    pub kernel: String,
+    /// The host address of the element.
+    pub address: usize,
+    /// The element's index in the output (the view) whose method the second access used.
+    pub index: usize,
+    /// Bytes of one element.
+    pub element_bytes: usize,
+    /// Which accesses conflict.
+    pub kind: RaceKind,
+    /// `blockIdx` of the thread that took the element first.
+    pub first_block: Dim3,
+    /// `threadIdx` of the thread that took the element first.
+    pub first_thread: Dim3,
+    /// `blockIdx` of the thread whose access revealed the race.
+    pub second_block: Dim3,
+    /// `threadIdx` of the thread whose access revealed the race.
+    pub second_thread: Dim3,
 }
 
 /// A list of thread indices, cut after a few.

@@ -117,6 +117,10 @@ pub(crate) trait Hooks {
     fn peer_shared_pointer(&self, rank: u32, address: u32, bytes: usize, align: usize) -> Result<*mut u8, SharedFault>;
     /// Records a plain access of this block's shared memory for the race detector.
     fn note_shared_access(&self, address: u32, bytes: usize, write: bool);
+    /// Records that the running thread takes elements `index..index + count` (of
+    /// `element_bytes` bytes each) of the kernel output at `base`, to write them or only to
+    /// read them, for the race detector of global memory.
+    fn note_output_access(&self, base: usize, element_bytes: usize, index: usize, count: usize, write: bool);
     /// `%cluster_ctarank`.
     fn cluster_rank(&self) -> u32;
     /// `%cluster_nctarank`.
@@ -373,6 +377,27 @@ pub(crate) unsafe fn shared_fetch_add<T: Copy + core::ops::Add<Output = T>>(addr
     // SAFETY: `window_pointer` checked bounds and alignment; a block runs on one OS thread, so
     // the arena is only ever touched from here (atomically or not).
     unsafe { atomic_update(pointer, |old| old + value) }
+}
+
+/// Records that the running GPU thread takes elements `index..index + count` of the kernel
+/// output that starts at `base` (a `DisjointSlice` or another output type), to write them
+/// (`write`; also for a `&mut` that is only read) or only to read them. On the CPU executor
+/// with race detection, a thread taking an element that another thread of the launch has
+/// taken, one of the two to write it, ends the launch with a
+/// [`GlobalMemoryRace`](super::GlobalMemoryRace).
+///
+/// The output types call it from every method that hands out an element or a pointer into
+/// the output; atomic accesses are not recorded (they never race). Outside a kernel it does
+/// nothing.
+#[inline]
+pub fn note_output_access<T>(base: *const T, index: usize, count: usize, write: bool) {
+    if let Some(current) = CURRENT.with(|c| c.get())
+        && current.shared.recorded
+    {
+        // SAFETY: as in `running_shared`: set by `enter` on this OS thread for as long as the
+        // hooks live.
+        unsafe { current.hooks.as_ref() }.note_output_access(base as usize, core::mem::size_of::<T>(), index, count, write);
+    }
 }
 
 /// `%cluster_ctarank`.

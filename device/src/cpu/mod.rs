@@ -62,6 +62,7 @@ mod args;
 mod barriers;
 mod block;
 mod error;
+mod global_memory;
 #[doc(hidden)]
 pub mod hooks;
 mod launch;
@@ -77,7 +78,9 @@ mod watchdog;
 use std::sync::Mutex;
 use std::time::Duration;
 
-pub use error::{BarrierDivergence, CpuError, ExitedLaneShuffle, RaceKind, SharedMemoryRace, StuckThread, ThreadActivity, WarpDeadlock, Watchdog};
+pub use error::{
+    BarrierDivergence, CpuError, ExitedLaneShuffle, GlobalMemoryRace, RaceKind, SharedMemoryRace, StuckThread, ThreadActivity, WarpDeadlock, Watchdog,
+};
 /// The same report type as a GPU panic's (`ferrocuda_types::KernelPanic`).
 pub use ferrocuda_types::KernelPanic;
 pub use ferrocuda_types::LaunchConfig;

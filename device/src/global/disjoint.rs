@@ -45,6 +45,16 @@ impl<T: Pod> DisjointSlice<T> {
         DisjointSlice { pointer, len, _elements: PhantomData }
     }
 
+    /// Tells the CPU executor's race detector that this thread takes elements
+    /// `index..index + count` (nothing on the GPU).
+    #[inline(always)]
+    fn note(&self, index: usize, count: usize, write: bool) {
+        #[cfg(not(target_arch = "nvptx64"))]
+        crate::cpu::hooks::note_output_access(self.pointer, index, count, write);
+        #[cfg(target_arch = "nvptx64")]
+        let _ = (index, count, write);
+    }
+
     /// Number of elements.
     #[inline(always)]
     pub fn len(&self) -> usize {
@@ -63,6 +73,7 @@ impl<T: Pod> DisjointSlice<T> {
     pub fn get_mut(&mut self, index: ThreadIndex) -> Option<&mut T> {
         let i = index.owned();
         if i < self.len {
+            self.note(i, 1, true);
             // SAFETY: in bounds; no other thread holds `index` (see `ThreadIndex`), and the
             // borrow of `self` keeps this thread from making a second reference to it.
             Some(unsafe { &mut *self.pointer.add(i) })
@@ -79,6 +90,7 @@ impl<T: Pod> DisjointSlice<T> {
     pub fn get_chunk_mut<const N: usize>(&mut self, index: ThreadIndex) -> Option<&mut [T; N]> {
         let start = index.owned().checked_mul(N)?;
         if start <= self.len && N <= self.len - start {
+            self.note(start, N, true);
             // SAFETY: in bounds; the chunk of `index` overlaps no other index's chunk, and no
             // other thread holds `index`.
             Some(unsafe { &mut *self.pointer.add(start).cast::<[T; N]>() })
@@ -100,6 +112,7 @@ impl<T: Pod> DisjointSlice<T> {
         }
         let element = k.checked_mul(stride)?.checked_add(i)?;
         if element < self.len {
+            self.note(element, 1, true);
             // SAFETY: in bounds; `i < stride` makes `(k, i) -> k * stride + i` one-to-one, and
             // no other thread holds `index`.
             Some(unsafe { &mut *self.pointer.add(element) })
@@ -117,6 +130,7 @@ impl<T: Pod> DisjointSlice<T> {
     /// [`AtomicSlice`](super::AtomicSlice)).
     #[inline(always)]
     pub unsafe fn get_unchecked_mut(&mut self, index: usize) -> &mut T {
+        self.note(index, 1, true);
         // SAFETY: the caller keeps the index in bounds and the element to this thread.
         unsafe { &mut *self.pointer.add(index) }
     }
@@ -127,6 +141,7 @@ impl<T: Pod> DisjointSlice<T> {
     /// As for [`get_unchecked_mut`](Self::get_unchecked_mut).
     #[inline(always)]
     pub unsafe fn write_unchecked(&mut self, index: usize, value: T) {
+        self.note(index, 1, true);
         // SAFETY: as the caller guarantees.
         unsafe { self.pointer.add(index).write(value) }
     }
@@ -165,6 +180,7 @@ impl<T: Pod> core::ops::Index<ThreadIndex> for DisjointSlice<T> {
         if i >= self.len {
             out_of_bounds(i, self.len);
         }
+        self.note(i, 1, false);
         // SAFETY: in bounds; only this thread holds `index`, and `&self` keeps it from making
         // a `&mut` to the element at the same time.
         unsafe { &*self.pointer.add(i) }

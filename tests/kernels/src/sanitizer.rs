@@ -1,0 +1,74 @@
+//! Kernels that break one rule each, for the CPU executor's sanitizer checks
+//! (tests/cpu_sanitizer.rs; issue 20 part 5, audit 2026-11-24 N6-N9, N13). Each comes with a
+//! control that follows the rule, so a test can show the check fires on the mistake only.
+//! They are valid GPU code, but the broken ones hang or race there: never launch them on a GPU
+//! except to see that.
+
+use ferrocuda_device::global::{AtomicSlice, DisjointSlice, unique_index};
+use ferrocuda_device::kernel;
+use ferrocuda_device::sync::sync_threads;
+use ferrocuda_device::thread::{block_idx_x, thread_idx_x};
+
+// ---------------------------------------------------------------------------------------------
+// Output elements taken by two threads of a launch.
+
+/// Thread `t` adds 1 to element `t / share` through `get_unchecked_mut`: with `share == 2`,
+/// threads 0 and 1 write element 0 (a race); with `share == 1` every thread has its own.
+#[kernel]
+pub fn unchecked_overlap(share: u32, mut y: DisjointSlice<u32>) {
+    let e = (unique_index().get() / share.max(1) as usize).min(y.len().saturating_sub(1));
+    if !y.is_empty() {
+        // SAFETY: in bounds; exclusivity is what the test breaks on purpose (share == 2).
+        unsafe { *y.get_unchecked_mut(e) += 1 };
+    }
+}
+
+/// One block of 2. Thread 0 reads its own `y[0]` (through `Index`), both wait at a barrier,
+/// then thread 1 writes `y[0]` through `get_unchecked_mut` when `steal`: a race even with the
+/// barrier between, since thread 0 holds the element for the whole launch (audit N1's
+/// `stale_overlap`). Without `steal` thread 1 writes its own `y[1]`.
+#[kernel]
+pub fn write_after_barrier(steal: bool, mut y: DisjointSlice<u32>, mut out: DisjointSlice<u32>) {
+    let i = unique_index();
+    let t = thread_idx_x();
+    let mut seen = 0;
+    if t == 0 && i.get() < y.len() {
+        seen = y[i];
+    }
+    sync_threads();
+    if t == 1 {
+        let target = if steal { 0 } else { 1 };
+        if target < y.len() {
+            // SAFETY: in bounds; taking thread 0's element is the mistake under test.
+            unsafe { *y.get_unchecked_mut(target) = 100 };
+        }
+    }
+    if let Some(o) = out.get_mut(i) {
+        *o = seen;
+    }
+}
+
+/// Thread 0 of every block writes element `block % blocks_per_element`: with
+/// `blocks_per_element == 1` every block writes element 0 (a race between blocks, which run
+/// on different workers), otherwise each block its own element.
+#[kernel]
+pub fn one_element_per_block(blocks_per_element: u32, mut y: DisjointSlice<u32>) {
+    if thread_idx_x() != 0 {
+        return;
+    }
+    let e = if blocks_per_element == 1 { 0 } else { block_idx_x() as usize };
+    if e < y.len() {
+        // SAFETY: in bounds; one block per element unless the test asks for the race.
+        unsafe { y.write_unchecked(e, block_idx_x() + 1) };
+    }
+}
+
+/// Every thread adds 1 to `counts[0]` atomically and writes its own `y[i]`: no race (atomics
+/// are never recorded).
+#[kernel]
+pub fn atomics_and_own_elements(counts: AtomicSlice<u32>, mut y: DisjointSlice<u32>) {
+    counts.add(0, 1);
+    if let Some(r) = y.get_mut(unique_index()) {
+        *r += 1;
+    }
+}
