@@ -4,7 +4,7 @@
 //! FINDINGS.md) are in the test names.
 
 use ferrocuda::Dim3;
-use ferrocuda_device::cpu::{CpuError, CpuExecutor, GlobalMemoryRace, LaunchConfig, RaceKind};
+use ferrocuda_device::cpu::{CpuError, CpuExecutor, GlobalMemoryRace, LaunchConfig, RaceKind, WarpDeadlock};
 use test_kernels::sanitizer;
 
 fn dim(x: u32) -> Dim3 {
@@ -76,4 +76,58 @@ fn atomics_and_own_elements_are_no_race_and_detection_can_be_turned_off() {
     let mut y = vec![0u32; 4];
     sanitizer::unchecked_overlap::launch_cpu(&CpuExecutor::deterministic().with_race_detection(false), (1u32, 4u32), 2, &mut y).unwrap();
     assert_eq!(y, [2, 2, 0, 0]);
+}
+
+fn warp_deadlock(result: Result<(), CpuError>) -> WarpDeadlock {
+    match result {
+        Err(CpuError::WarpDeadlock(deadlock)) => deadlock,
+        other => panic!("expected a WarpDeadlock, got {other:?}"),
+    }
+}
+
+#[test]
+fn n7_lanes_in_a_shuffle_and_a_ballot_are_a_warp_deadlock() {
+    let mut out = vec![0u32; 32];
+    let deadlock = warp_deadlock(sanitizer::n7_warp_mixed_ops::launch_cpu(&CpuExecutor::deterministic(), (1u32, 32u32), true, &mut out));
+    assert_eq!((deadlock.warp, deadlock.waiting.clone(), deadlock.at_barrier.clone()), (0, vec![dim(0)], vec![]));
+    assert_eq!(deadlock.other_operation, (1..32).map(dim).collect::<Vec<_>>());
+    let message = CpuError::WarpDeadlock(deadlock).to_string();
+    assert!(message.contains("different warp operation") && message.contains("hangs"), "{message}");
+
+    sanitizer::n7_warp_mixed_ops::launch_cpu(&CpuExecutor::deterministic(), (1u32, 32u32), false, &mut out).unwrap();
+    assert_eq!(out, vec![0b10; 32]);
+}
+
+#[test]
+fn n7_sync_warp_with_different_masks_is_a_warp_deadlock() {
+    let mut out = vec![0u32; 32];
+    let deadlock = warp_deadlock(sanitizer::n7_warp_sync_masks::launch_cpu(&CpuExecutor::deterministic(), (1u32, 32u32), 0x3, 0x7, &mut out));
+    assert_eq!((deadlock.waiting, deadlock.other_operation), (vec![dim(0)], vec![dim(1), dim(2)]));
+    // The same masks: lanes 0..3 meet.
+    sanitizer::n7_warp_sync_masks::launch_cpu(&CpuExecutor::deterministic(), (1u32, 32u32), 0x7, 0x7, &mut out).unwrap();
+    // Lane 0 alone (mask 0x1) and lanes 1, 2 together (mask 0x6): two groups, both complete.
+    sanitizer::n7_warp_sync_masks::launch_cpu(&CpuExecutor::deterministic(), (1u32, 32u32), 0x1, 0x6, &mut out).unwrap();
+}
+
+#[test]
+fn n7_a_lane_may_wait_in_a_shuffle_while_the_others_complete_a_sync_warp() {
+    let mut out = vec![0u32; 32];
+    sanitizer::n7_subgroup_then_shuffle::launch_cpu(&CpuExecutor::deterministic(), (1u32, 32u32), &mut out).unwrap();
+    assert_eq!(out, vec![310; 32]);
+}
+
+#[test]
+fn n7_threads_at_sync_threads_and_sync_threads_count_are_an_error() {
+    let mut out = vec![0u32; 64];
+    match sanitizer::n7_mixed_barriers::launch_cpu(&CpuExecutor::deterministic(), (1u32, 64u32), true, &mut out) {
+        Err(CpuError::MixedBarriers(mixed)) => {
+            assert_eq!((mixed.first_kind, mixed.second_kind), ("sync_threads", "sync_threads_count"));
+            assert_eq!((mixed.first.clone(), mixed.second.len()), (vec![dim(0)], 63));
+            let message = CpuError::MixedBarriers(mixed).to_string();
+            assert!(message.contains("same barrier function"), "{message}");
+        }
+        other => panic!("expected MixedBarriers, got {other:?}"),
+    }
+    sanitizer::n7_mixed_barriers::launch_cpu(&CpuExecutor::deterministic(), (1u32, 64u32), false, &mut out).unwrap();
+    assert_eq!(out, vec![64; 64]);
 }

@@ -29,6 +29,9 @@ pub enum CpuError {
     /// lanes never join.
     #[error(transparent)]
     WarpDeadlock(#[from] WarpDeadlock),
+    /// Threads of a block wait at block barriers of different kinds.
+    #[error(transparent)]
+    MixedBarriers(#[from] MixedBarriers),
     /// Two threads accessed the same shared-memory word, at least one writing, with no
     /// barrier between.
     #[error(transparent)]
@@ -134,13 +137,16 @@ pub struct BarrierDivergence {
     pub exited: Vec<Dim3>,
 }
 
-/// A warp operation that some lanes wait in while other live lanes wait at a block barrier.
+/// A warp operation that some lanes wait in while other live lanes it names never join it:
+/// they wait at a block barrier, or in another warp operation (a different collective, or the
+/// same with another mask: audit N7). A GPU hangs there.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "kernel `{kernel}`, block {block}, warp {warp}: lanes {} wait in a warp operation (shuffle, vote, match or sync_warp) that lanes {} never join \
-     (they wait at a block barrier); call warp operations from all lanes of the warp together",
+    "kernel `{kernel}`, block {block}, warp {warp}: lanes {} wait in a warp operation (shuffle, vote, match or sync_warp) that lanes {} never join{}; \
+     a GPU hangs here: call each warp operation from all the lanes its mask names, together, with the same mask",
     ThreadList(waiting),
-    ThreadList(at_barrier)
+    if other_operation.is_empty() { ThreadList(at_barrier) } else { ThreadList(other_operation) },
+    if other_operation.is_empty() { " (they wait at a block barrier)" } else { " (they wait in a different warp operation, or in the same one with another mask)" },
 )]
 pub struct WarpDeadlock {
     /// The kernel's symbol.
@@ -149,10 +155,38 @@ pub struct WarpDeadlock {
     pub block: Dim3,
     /// The warp's index in the block.
     pub warp: u32,
-    /// `threadIdx` of the lanes waiting in the warp operation.
+    /// `threadIdx` of the lanes waiting in the (first) warp operation.
     pub waiting: Vec<Dim3>,
     /// `threadIdx` of the lanes waiting at a block barrier instead.
     pub at_barrier: Vec<Dim3>,
+    /// `threadIdx` of the lanes waiting in another warp operation, or in the same with
+    /// another mask, than the lanes of `waiting`.
+    pub other_operation: Vec<Dim3>,
+}
+
+/// Threads of a block that wait at block barriers of different kinds (`sync_threads` and
+/// `sync_threads_count`, `_and` or `_or`): different PTX instructions on one hardware
+/// barrier, whose outcome PTX leaves unpredictable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "kernel `{kernel}`, block {block}: threads {} wait at `{first_kind}` while threads {} wait at `{second_kind}`; \
+     PTX leaves mixing barrier kinds unpredictable: make every thread of the block call the same barrier function",
+    ThreadList(first),
+    ThreadList(second)
+)]
+pub struct MixedBarriers {
+    /// The kernel's symbol.
+    pub kernel: String,
+    /// The block.
+    pub block: Dim3,
+    /// The barrier function the first thread waits at.
+    pub first_kind: &'static str,
+    /// `threadIdx` of the threads waiting there.
+    pub first: Vec<Dim3>,
+    /// Another barrier function other threads wait at.
+    pub second_kind: &'static str,
+    /// `threadIdx` of the threads waiting there.
+    pub second: Vec<Dim3>,
 }
 
 /// The order of the two accesses of a data race.

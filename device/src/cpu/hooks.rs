@@ -24,6 +24,18 @@ pub(crate) enum BarrierKind {
     Or,
 }
 
+impl BarrierKind {
+    /// The device library's function that waits at this barrier.
+    pub(crate) fn function(self) -> &'static str {
+        match self {
+            BarrierKind::Plain => "sync_threads",
+            BarrierKind::Count => "sync_threads_count",
+            BarrierKind::And => "sync_threads_and",
+            BarrierKind::Or => "sync_threads_or",
+        }
+    }
+}
+
 /// A warp collective a lane waits in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum WarpOp {

@@ -6,6 +6,11 @@ use super::block::{BlockContext, ThreadState};
 use super::error::{CpuError, ExitedLaneShuffle};
 use super::hooks::WarpOp;
 
+/// Two lanes wait in the same collective: the same operation (a shuffle reading any lane).
+pub(crate) fn same_collective(a: WarpOp, b: WarpOp) -> bool {
+    core::mem::discriminant(&a) == core::mem::discriminant(&b)
+}
+
 impl BlockContext<'_> {
     /// Completes every warp operation whose lanes have all arrived; their ranks go to
     /// `runnable` in rank order.
@@ -37,10 +42,15 @@ impl BlockContext<'_> {
                 if waiting & (1 << l) == 0 || done & (1 << l) != 0 {
                     continue;
                 }
-                let ThreadState::AtWarp { mask, .. } = lane(l).state.get() else { continue };
+                let ThreadState::AtWarp { op, mask, .. } = lane(l).state.get() else { continue };
                 // The lanes this operation waits for: those of its mask that have not exited.
                 let group = (mask | 1 << l) & live;
-                if group & !waiting == 0 && group & done == 0 {
+                // Each waits in the same operation with the same mask, or none can go on: on a
+                // GPU every `.sync` instruction waits for the other lanes of its mask to
+                // execute that same instruction (audit N7). Such a group stays waiting; if
+                // nothing else completes, the block is stuck and `report_stuck` names it.
+                let same = |m: u32| matches!(lane(m).state.get(), ThreadState::AtWarp { op: o, mask: k, .. } if same_collective(o, op) && k == mask);
+                if group & !waiting == 0 && group & done == 0 && (0..lanes).filter(|&m| group & (1 << m) != 0).all(same) {
                     if let Err(error) = self.complete_group(warp, base, lanes, group, live) {
                         self.fail(error);
                         return;

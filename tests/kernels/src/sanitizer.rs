@@ -5,9 +5,9 @@
 //! except to see that.
 
 use ferrocuda_device::global::{AtomicSlice, DisjointSlice, unique_index};
-use ferrocuda_device::kernel;
-use ferrocuda_device::sync::sync_threads;
+use ferrocuda_device::sync::{sync_threads, sync_threads_count, sync_warp};
 use ferrocuda_device::thread::{block_idx_x, thread_idx_x};
+use ferrocuda_device::{kernel, warp};
 
 // ---------------------------------------------------------------------------------------------
 // Output elements taken by two threads of a launch.
@@ -70,5 +70,67 @@ pub fn atomics_and_own_elements(counts: AtomicSlice<u32>, mut y: DisjointSlice<u
     counts.add(0, 1);
     if let Some(r) = y.get_mut(unique_index()) {
         *r += 1;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// N7: lanes of one warp in different collectives, threads at different kinds of barrier.
+
+/// One warp. `mixed`: lane 0 shuffles from lane 1 while the other lanes vote (`ballot`), two
+/// different `.sync` instructions that wait for each other forever on a GPU. Otherwise every
+/// lane votes. `out[lane]` is the result.
+#[kernel]
+pub fn n7_warp_mixed_ops(mixed: bool, mut out: DisjointSlice<u32>) {
+    let t = thread_idx_x();
+    let v = if mixed && t == 0 { warp::shuffle(7u32, 1) } else { warp::ballot(t == 1) };
+    if let Some(o) = out.get_mut(unique_index()) {
+        *o = v;
+    }
+}
+
+/// One warp. Lanes 0 and 1 call `sync_warp` with the masks `mask0` and `mask1`, lane 2 with
+/// `mask1`, the others do nothing: with different masks (0x3 and 0x7) lane 0 waits for lane 1
+/// to execute `bar.warp.sync 0x3`, which it never does.
+#[kernel]
+pub fn n7_warp_sync_masks(mask0: u32, mask1: u32, mut out: DisjointSlice<u32>) {
+    let t = thread_idx_x();
+    if t == 0 {
+        sync_warp(mask0);
+    } else if t < 3 {
+        sync_warp(mask1);
+    }
+    if let Some(o) = out.get_mut(unique_index()) {
+        *o = 1;
+    }
+}
+
+/// One warp. Lane 0 waits in a shuffle while lanes 1..32 first `sync_warp` among themselves
+/// and then join the shuffle: valid (a lane may wait while others complete another
+/// collective), and each lane gets lane 31's value.
+#[kernel]
+pub fn n7_subgroup_then_shuffle(mut out: DisjointSlice<u32>) {
+    let t = thread_idx_x();
+    if t != 0 {
+        sync_warp(!1);
+    }
+    let v = warp::shuffle(t * 10, 31);
+    if let Some(o) = out.get_mut(unique_index()) {
+        *o = v;
+    }
+}
+
+/// Thread 0 waits at `sync_threads()` while the others (when `mixed`) wait at
+/// `sync_threads_count`: two kinds of barrier instruction on one hardware barrier. Otherwise
+/// every thread calls `sync_threads_count(true)`. `out[t]` is the count (0 for thread 0).
+#[kernel]
+pub fn n7_mixed_barriers(mixed: bool, mut out: DisjointSlice<u32>) {
+    let v = if mixed && thread_idx_x() == 0 {
+        sync_threads();
+        0
+    } else {
+        sync_threads_count(true)
+    };
+    if let Some(o) = out.get_mut(unique_index()) {
+        *o = v;
     }
 }
