@@ -4,7 +4,7 @@
 //! FINDINGS.md) are in the test names.
 
 use ferrocuda::Dim3;
-use ferrocuda_device::cpu::{CpuError, CpuExecutor, GlobalMemoryRace, LaunchConfig, RaceKind, WarpDeadlock};
+use ferrocuda_device::cpu::{CpuError, CpuExecutor, GlobalMemoryRace, LaunchConfig, RaceKind, SharedMemoryRace, WarpDeadlock};
 use test_kernels::sanitizer;
 
 fn dim(x: u32) -> Dim3 {
@@ -130,4 +130,40 @@ fn n7_threads_at_sync_threads_and_sync_threads_count_are_an_error() {
     }
     sanitizer::n7_mixed_barriers::launch_cpu(&CpuExecutor::deterministic(), (1u32, 64u32), false, &mut out).unwrap();
     assert_eq!(out, vec![64; 64]);
+}
+
+fn shared_race(result: Result<(), CpuError>) -> SharedMemoryRace {
+    match result {
+        Err(CpuError::SharedMemoryRace(race)) => race,
+        other => panic!("expected a SharedMemoryRace, got {other:?}"),
+    }
+}
+
+#[test]
+fn n8_reads_by_many_threads_then_a_write_without_a_barrier_is_a_race() {
+    let mut out = vec![0u32; 64];
+    let race = shared_race(sanitizer::n8_broadcast_then_update::launch_cpu(&CpuExecutor::deterministic(), (1u32, 64u32), false, &mut out));
+    assert_eq!((race.kind, race.second), (RaceKind::WriteAfterRead, dim(63)));
+    assert_ne!(race.first, dim(63), "the race is with another thread's read, not thread 63's own");
+    sanitizer::n8_broadcast_then_update::launch_cpu(&CpuExecutor::deterministic(), (1u32, 64u32), true, &mut out).unwrap();
+    assert_eq!(out, vec![1; 64]);
+}
+
+#[test]
+fn n8_a_sync_warp_orders_only_the_lanes_in_its_group() {
+    let mut out = vec![0u32; 32];
+    let race = shared_race(sanitizer::n8_partial_warp_sync::launch_cpu(&CpuExecutor::deterministic(), (1u32, 32u32), 0x1, 0x2, &mut out));
+    assert_eq!((race.kind, race.first, race.second), (RaceKind::ReadAfterWrite, dim(1), dim(0)));
+    sanitizer::n8_partial_warp_sync::launch_cpu(&CpuExecutor::deterministic(), (1u32, 32u32), 0x3, 0x3, &mut out).unwrap();
+    assert_eq!(out[0], 42);
+}
+
+#[test]
+fn n8_sync_warps_order_transitively_through_a_common_lane() {
+    let mut out = vec![0u32; 32];
+    sanitizer::n8_warp_sync_chain::launch_cpu(&CpuExecutor::deterministic(), (1u32, 32u32), true, &mut out).unwrap();
+    assert_eq!(out[0], 42);
+    // Lane 0 waits nowhere, so it reads before lane 1 (next in rank order) writes.
+    let race = shared_race(sanitizer::n8_warp_sync_chain::launch_cpu(&CpuExecutor::deterministic(), (1u32, 32u32), false, &mut out));
+    assert_eq!((race.kind, race.first, race.second), (RaceKind::WriteAfterRead, dim(0), dim(1)));
 }

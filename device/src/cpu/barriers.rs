@@ -81,7 +81,7 @@ impl BlockContext<'_> {
     pub(crate) fn report_stuck(&self) {
         let kernel = self.kernel().to_owned();
         let block = self.block_idx;
-        let stuck_warp = (0..self.warp_syncs.len() as u32).find(|&w| {
+        let stuck_warp = (0..self.warps).find(|&w| {
             let (base, lanes) = self.warp_range(w);
             (0..lanes).any(|l| matches!(self.threads[base + l as usize].state.get(), ThreadState::AtWarp { .. }))
         });

@@ -73,8 +73,11 @@ pub(crate) struct BlockContext<'a> {
     pub(crate) threads: Box<[ThreadSlot]>,
     /// Rank of the thread now running.
     pub(crate) current: Cell<u32>,
-    /// Per warp: how many `sync_warp`s it has completed (orders shared accesses within a warp).
-    pub(crate) warp_syncs: Box<[Cell<u32>]>,
+    /// Warps in the block (the last may be partial).
+    pub(crate) warps: u32,
+    /// Per thread, its warp clock (32 entries, by lane): what completed `sync_warp`s order
+    /// before its next shared access (see `shared_memory::RaceCheck`).
+    pub(crate) warp_clocks: Box<[Cell<u32>]>,
     /// Set by the first error: the remaining threads are unwound, the block ends.
     pub(crate) cancelled: Cell<bool>,
     pub(crate) error: RefCell<Option<CpuError>>,
@@ -99,6 +102,7 @@ impl<'a> BlockContext<'a> {
             }
         }
         let warps = threads.len().div_ceil(WARP_SIZE as usize);
+        let clock_entries = threads.len() * WARP_SIZE as usize;
         BlockContext {
             link,
             block_idx,
@@ -109,7 +113,9 @@ impl<'a> BlockContext<'a> {
             cluster_rank,
             threads: threads.into_boxed_slice(),
             current: Cell::new(0),
-            warp_syncs: (0..warps).map(|_| Cell::new(0)).collect(),
+            warps: warps as u32,
+            // Each thread's own entry starts at 1, the others at 0: nothing ordered yet.
+            warp_clocks: (0..clock_entries).map(|i| Cell::new((i / WARP_SIZE as usize % WARP_SIZE as usize == i % WARP_SIZE as usize) as u32)).collect(),
             cancelled: Cell::new(false),
             error: RefCell::new(None),
         }
@@ -167,6 +173,12 @@ impl<'a> BlockContext<'a> {
     /// `threadIdx` of the threads whose state passes `f`.
     pub(crate) fn threads_where(&self, f: impl Fn(ThreadState) -> bool) -> Vec<Dim3> {
         self.threads.iter().filter(|t| f(t.state.get())).map(|t| t.index).collect()
+    }
+
+    /// Thread `rank`'s warp clock (32 entries, by lane).
+    pub(crate) fn warp_clock(&self, rank: u32) -> &[Cell<u32>] {
+        let start = rank as usize * WARP_SIZE as usize;
+        &self.warp_clocks[start..start + WARP_SIZE as usize]
     }
 
     /// Thread `rank` of this block as a thread of the launch.
@@ -235,7 +247,7 @@ impl Hooks for BlockContext<'_> {
     }
     fn note_shared_access(&self, address: u32, bytes: usize, write: bool) {
         let rank = self.current.get();
-        let check = RaceCheck { rank, warp_syncs: &self.warp_syncs };
+        let check = RaceCheck { rank, clock: self.warp_clock(rank) };
         if let Some(race) = self.shared.record_access(address, bytes, write, &check) {
             let (first, second) = (self.threads[race.first as usize].index, self.threads[race.second as usize].index);
             self.fail(CpuError::SharedMemoryRace(SharedMemoryRace {

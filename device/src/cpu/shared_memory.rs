@@ -25,26 +25,62 @@ pub const STATIC_SHARED_LIMIT: usize = 48 * 1024;
 #[derive(Clone, Copy)]
 struct Chunk([u8; 16]);
 
-/// The last write and the last read of one 4-byte word: who, in which barrier epoch, after
-/// how many `sync_warp`s of its warp.
+/// What the race detector keeps of one 4-byte word: its last write, and the reads since then
+/// in the current barrier epoch (one, or a set of them: audit N8 found that keeping only the
+/// last reader misses a broadcast-then-update race).
 #[derive(Clone, Copy, Default)]
 struct Shadow {
     writer: Access,
+    /// The one read since the last write (when `readers` holds no set of this epoch).
     reader: Access,
+    /// 0, or 1 + the index of this word's set of readers in `SharedMemory::reader_sets`
+    /// (which holds readers of one epoch: valid while its epoch is the current one).
+    readers: u32,
 }
 
+/// One access: who, in which barrier epoch, at which of its own warp-sync clock ticks.
 #[derive(Clone, Copy, Default)]
 struct Access {
     /// Rank + 1 (0: none).
     thread: u32,
     epoch: u32,
-    warp_syncs: u32,
+    /// The thread's own component of its warp clock when it accessed.
+    clock: u32,
+}
+
+/// The reads of one word in one epoch by two or more threads that do not order each other.
+#[derive(Default)]
+struct ReaderSet {
+    epoch: u32,
+    /// `(rank + 1, clock)` of each read (a thread's repeated reads in one run are one entry).
+    reads: Vec<(u32, u32)>,
 }
 
 /// What the race check needs to know about the accessing thread.
 pub(crate) struct RaceCheck<'a> {
     pub(crate) rank: u32,
-    pub(crate) warp_syncs: &'a [Cell<u32>],
+    /// The thread's warp clock: entry `l` is the last tick of lane `l` of its warp that is
+    /// ordered before this thread's next access by completed `sync_warp`s (its own entry is
+    /// its own clock).
+    pub(crate) clock: &'a [Cell<u32>],
+}
+
+impl RaceCheck<'_> {
+    fn now(&self, epoch: u32) -> Access {
+        Access { thread: self.rank + 1, epoch, clock: self.clock[(self.rank % ferrocuda_types::WARP_SIZE) as usize].get() }
+    }
+
+    /// Whether the earlier access `before` (by thread `rank + 1`, with its clock tick) is
+    /// ordered before this thread's access in `epoch`: it is none, from an earlier epoch
+    /// (a barrier lies between), by this thread, or by a lane of this warp that a completed
+    /// `sync_warp` with this thread ordered after it.
+    fn ordered_after(&self, before_thread: u32, before_epoch: u32, before_clock: u32, epoch: u32) -> bool {
+        let warp = ferrocuda_types::WARP_SIZE;
+        before_thread == 0
+            || before_epoch != epoch
+            || before_thread == self.rank + 1
+            || ((before_thread - 1) / warp == self.rank / warp && before_clock <= self.clock[((before_thread - 1) % warp) as usize].get())
+    }
 }
 
 /// A detected race: two accesses to `address` by different threads with no barrier between.
@@ -68,6 +104,8 @@ pub(crate) struct SharedMemory {
     arena: UnsafeCell<Box<[Chunk]>>,
     layout: Rc<Layout>,
     shadow: Option<Box<[Cell<Shadow>]>>,
+    /// The sets of readers of words read by several unordered threads in one epoch.
+    reader_sets: RefCell<Vec<ReaderSet>>,
     /// Barrier epoch: advanced at every barrier and every block start, so that shadow entries
     /// of earlier epochs (or blocks) never match.
     epoch: Cell<u32>,
@@ -85,6 +123,7 @@ impl SharedMemory {
                 arena: UnsafeCell::new(vec![Chunk([SHARED_POISON_BYTE; 16]); bytes / 16].into_boxed_slice()),
                 layout: layout.clone(),
                 shadow: race_detection.then(|| (0..bytes / 4).map(|_| Cell::new(Shadow::default())).collect()),
+                reader_sets: RefCell::new(Vec::new()),
                 epoch: Cell::new(0),
             })
             .collect()
@@ -154,37 +193,66 @@ impl SharedMemory {
     }
 
     /// Records an access of `bytes` at `address`, returning the first race it reveals.
+    ///
+    /// FastTrack's scheme, with block barriers as epochs: a write must be ordered after the
+    /// word's last write and after every read of it since; a read after its last write. Two
+    /// accesses are ordered when a barrier lies between them, or when they are by one thread,
+    /// or by two lanes of a warp that a completed `sync_warp` joined in between (warp clocks).
+    /// The read state is one read while each read is ordered after the one before (a later
+    /// write ordered after the last is then ordered after all), else the set of reads.
     #[inline]
     pub(crate) fn record_access(&self, address: u32, bytes: usize, write: bool, check: &RaceCheck<'_>) -> Option<Race> {
         let shadow = self.shadow.as_ref()?;
         let epoch = self.epoch.get();
-        let warp = check.rank / ferrocuda_types::WARP_SIZE;
-        let now = Access { thread: check.rank + 1, epoch, warp_syncs: check.warp_syncs[warp as usize].get() };
-        // Is the earlier access `before` unordered with the current one?
-        let unordered = |before: Access| {
-            before.thread != 0
-                && before.thread != now.thread
-                && before.epoch == epoch
-                && !((before.thread - 1) / ferrocuda_types::WARP_SIZE == warp && now.warp_syncs > before.warp_syncs)
-        };
+        let now = check.now(epoch);
+        let ordered = |a: Access| check.ordered_after(a.thread, a.epoch, a.clock, epoch);
         let mut race = None;
         for word in address / 4..(address + bytes as u32).div_ceil(4) {
             let cell = &shadow[word as usize];
             let mut entry = cell.get();
-            let conflict = if unordered(entry.writer) {
-                Some((if write { RaceKind::WriteAfterWrite } else { RaceKind::ReadAfterWrite }, entry.writer))
-            } else if write && unordered(entry.reader) {
-                Some((RaceKind::WriteAfterRead, entry.reader))
-            } else {
-                None
+            let mut found = |kind, thread: u32| {
+                if race.is_none() {
+                    race = Some(Race { address: word * 4, kind, first: thread - 1, second: check.rank });
+                }
             };
-            if let (None, Some((kind, before))) = (&race, conflict) {
-                race = Some(Race { address: word * 4, kind, first: before.thread - 1, second: check.rank });
+            if !ordered(entry.writer) {
+                found(if write { RaceKind::WriteAfterWrite } else { RaceKind::ReadAfterWrite }, entry.writer.thread);
             }
+            let mut sets = self.reader_sets.borrow_mut();
+            let set = match entry.readers {
+                0 => None,
+                index => Some(&mut sets[index as usize - 1]).filter(|set| set.epoch == epoch),
+            };
             if write {
+                match set {
+                    Some(set) => {
+                        if let Some(&(thread, _)) = set.reads.iter().find(|&&(thread, clock)| !check.ordered_after(thread, epoch, clock, epoch)) {
+                            found(RaceKind::WriteAfterRead, thread);
+                        }
+                        set.epoch = epoch.wrapping_sub(1);
+                    }
+                    None if !ordered(entry.reader) => found(RaceKind::WriteAfterRead, entry.reader.thread),
+                    None => {}
+                }
                 entry.writer = now;
+                entry.reader = Access::default();
             } else {
-                entry.reader = now;
+                match set {
+                    Some(set) => match set.reads.last_mut() {
+                        Some(last) if last.0 == now.thread => last.1 = now.clock,
+                        _ => set.reads.push((now.thread, now.clock)),
+                    },
+                    None if ordered(entry.reader) => entry.reader = now,
+                    None => {
+                        // A second read that the first does not order: keep both.
+                        let reads = vec![(entry.reader.thread, entry.reader.clock), (now.thread, now.clock)];
+                        if entry.readers == 0 {
+                            sets.push(ReaderSet::default());
+                            entry.readers = sets.len() as u32;
+                        }
+                        sets[entry.readers as usize - 1] = ReaderSet { epoch, reads };
+                    }
+                }
             }
             cell.set(entry);
         }

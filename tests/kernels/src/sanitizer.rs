@@ -7,7 +7,7 @@
 use ferrocuda_device::global::{AtomicSlice, DisjointSlice, unique_index};
 use ferrocuda_device::sync::{sync_threads, sync_threads_count, sync_warp};
 use ferrocuda_device::thread::{block_idx_x, thread_idx_x};
-use ferrocuda_device::{kernel, warp};
+use ferrocuda_device::{kernel, shared_array, warp};
 
 // ---------------------------------------------------------------------------------------------
 // Output elements taken by two threads of a launch.
@@ -130,6 +130,80 @@ pub fn n7_mixed_barriers(mixed: bool, mut out: DisjointSlice<u32>) {
     } else {
         sync_threads_count(true)
     };
+    if let Some(o) = out.get_mut(unique_index()) {
+        *o = v;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// N8: shared-memory races that keeping one reader per word, or one sync_warp count per warp,
+// misses.
+
+/// One block of 64. Thread 0 writes `s[0]`, a barrier, every thread reads it, then thread 63
+/// writes it: with `barrier_before_update` false the other threads' reads race with that write
+/// (racecheck reports it on an H100); with it, a barrier separates them.
+#[kernel]
+pub fn n8_broadcast_then_update(barrier_before_update: bool, mut out: DisjointSlice<u32>) {
+    let s = shared_array![u32; 1];
+    let t = thread_idx_x();
+    if t == 0 {
+        s.set(0, 1);
+    }
+    sync_threads();
+    let v = s.get(0);
+    if barrier_before_update {
+        sync_threads();
+    }
+    if t == 63 {
+        s.set(0, v + 1);
+    }
+    if let Some(o) = out.get_mut(unique_index()) {
+        *o = v;
+    }
+}
+
+/// One warp. Lane 1 writes `s[0]` and waits at `sync_warp(writer_mask)` (when lane 1 is in
+/// it); lane 0 waits at `sync_warp(reader_mask)` and reads `s[0]` into `out[0]`. Masks 0x1/0x2
+/// (each lane alone): a race. 0x3/0x3: ordered.
+#[kernel]
+pub fn n8_partial_warp_sync(reader_mask: u32, writer_mask: u32, mut out: DisjointSlice<u32>) {
+    let s = shared_array![u32; 1];
+    let t = thread_idx_x();
+    if t == 1 {
+        s.set(0, 42);
+        sync_warp(writer_mask);
+    }
+    let mut v = 0;
+    if t == 0 {
+        sync_warp(reader_mask);
+        v = s.get(0);
+    }
+    if let Some(o) = out.get_mut(unique_index()) {
+        *o = v;
+    }
+}
+
+/// One warp, ordering by a chain of `sync_warp`s: lane 1 writes `s[0]`; lanes 1 and 2 sync;
+/// lanes 2 and 0 sync (`chained`) or lanes 2 and 3 (not); lane 0 reads. Chained, the write is
+/// ordered before the read (through lane 2); otherwise lane 0 synced with nobody: a race.
+#[kernel]
+pub fn n8_warp_sync_chain(chained: bool, mut out: DisjointSlice<u32>) {
+    let s = shared_array![u32; 1];
+    let t = thread_idx_x();
+    let partner = if chained { 0 } else { 3 };
+    if t == 1 {
+        s.set(0, 42);
+        sync_warp(0b110);
+    } else if t == 2 {
+        sync_warp(0b110);
+        sync_warp(0b100 | 1 << partner);
+    } else if t == partner {
+        sync_warp(0b100 | 1 << partner);
+    }
+    let mut v = 0;
+    if t == 0 {
+        v = s.get(0);
+    }
     if let Some(o) = out.get_mut(unique_index()) {
         *o = v;
     }
