@@ -167,3 +167,26 @@ fn n8_sync_warps_order_transitively_through_a_common_lane() {
     let race = shared_race(sanitizer::n8_warp_sync_chain::launch_cpu(&CpuExecutor::deterministic(), (1u32, 32u32), false, &mut out));
     assert_eq!((race.kind, race.first, race.second), (RaceKind::WriteAfterRead, dim(0), dim(1)));
 }
+
+#[test]
+fn n13_a_thread_ended_after_another_failed_runs_no_destructor_and_the_first_panic_is_reported() {
+    use std::sync::atomic::Ordering;
+    let mut out = vec![0u32; 2];
+    let before = sanitizer::DROPS.load(Ordering::Relaxed);
+    match sanitizer::n13_drop_bomb::launch_cpu(&CpuExecutor::deterministic(), (1u32, 2u32), true, &mut out) {
+        Err(CpuError::KernelPanic(panic)) => {
+            assert_eq!((panic.kernel.as_str(), panic.message.as_str()), ("n13_drop_bomb", "thread 1 fails"));
+            assert_eq!((panic.block, panic.thread), ([0, 0, 0], [1, 0, 0]));
+            assert!(panic.file.ends_with("sanitizer.rs"), "{}", panic.file);
+        }
+        other => panic!("expected thread 1's KernelPanic, got {other:?}"),
+    }
+    // Thread 1's own Bomb(0) dropped as its panic unwound; thread 0's Bomb(1) never drops (a
+    // GPU does not unwind a trapped kernel either), so nothing panicked while ending it.
+    assert_eq!(sanitizer::DROPS.load(Ordering::Relaxed) - before, 1);
+    assert_eq!(out, [0, 0]);
+
+    // The executor (and this OS thread) works on; the control drops both defused Bombs.
+    sanitizer::n13_drop_bomb::launch_cpu(&CpuExecutor::deterministic(), (1u32, 2u32), false, &mut out).unwrap();
+    assert_eq!(out, [1, 1]);
+}

@@ -41,9 +41,6 @@ pub(crate) struct ThreadSlot {
     pub(crate) guard: Cell<(usize, usize)>,
 }
 
-/// Payload of the unwinding that ends the threads of a block that has failed.
-pub(crate) struct Cancelled;
-
 /// What a block shares with the rest of its launch.
 #[derive(Clone, Copy)]
 pub(crate) struct LaunchLink<'a> {
@@ -78,7 +75,8 @@ pub(crate) struct BlockContext<'a> {
     /// Per thread, its warp clock (32 entries, by lane): what completed `sync_warp`s order
     /// before its next shared access (see `shared_memory::RaceCheck`).
     pub(crate) warp_clocks: Box<[Cell<u32>]>,
-    /// Set by the first error: the remaining threads are unwound, the block ends.
+    /// Set by the first error: the remaining threads are abandoned where they wait, the
+    /// block ends.
     pub(crate) cancelled: Cell<bool>,
     pub(crate) error: RefCell<Option<CpuError>>,
 }
@@ -148,10 +146,8 @@ impl<'a> BlockContext<'a> {
         // SAFETY: set when this thread's coroutine started; the coroutine (and so its yielder)
         // is running right now, since this code runs on it.
         unsafe { (*yielder).suspend(()) };
-        if self.cancelled.get() {
-            // Another thread failed: end this one by unwinding its stack (no panic hook runs).
-            std::panic::resume_unwind(Box::new(Cancelled));
-        }
+        // A thread of a block that failed is never resumed (`scheduler::abandon`).
+        debug_assert!(!self.cancelled.get(), "a cancelled GPU thread was resumed");
         slot.reply.get()
     }
 
@@ -260,12 +256,12 @@ impl Hooks for BlockContext<'_> {
             }));
         }
     }
-    fn note_output_access(&self, base: usize, element_bytes: usize, index: usize, count: usize, write: bool) {
+    fn note_output_access(&self, base: usize, elements: usize, element_bytes: usize, index: usize, count: usize, write: bool) {
         let Some(outputs) = self.link.outputs else { return };
         let me = self.launch_thread(self.current.get());
         for i in index..index.saturating_add(count) {
             let address = base.wrapping_add(i.wrapping_mul(element_bytes));
-            if let Some(conflict) = outputs.record(address, me, write) {
+            if let Some(conflict) = outputs.record(base, elements, element_bytes, i, me, write) {
                 let (first_block, first_thread) = self.locate(conflict.other);
                 self.fail(CpuError::GlobalMemoryRace(GlobalMemoryRace {
                     kernel: self.kernel().to_owned(),

@@ -130,9 +130,9 @@ pub(crate) trait Hooks {
     /// Records a plain access of this block's shared memory for the race detector.
     fn note_shared_access(&self, address: u32, bytes: usize, write: bool);
     /// Records that the running thread takes elements `index..index + count` (of
-    /// `element_bytes` bytes each) of the kernel output at `base`, to write them or only to
+    /// `element_bytes` bytes each) of the kernel output of `elements` elements at `base`, to write them or only to
     /// read them, for the race detector of global memory.
-    fn note_output_access(&self, base: usize, element_bytes: usize, index: usize, count: usize, write: bool);
+    fn note_output_access(&self, base: usize, elements: usize, element_bytes: usize, index: usize, count: usize, write: bool);
     /// `%cluster_ctarank`.
     fn cluster_rank(&self) -> u32;
     /// `%cluster_nctarank`.
@@ -392,7 +392,8 @@ pub(crate) unsafe fn shared_fetch_add<T: Copy + core::ops::Add<Output = T>>(addr
 }
 
 /// Records that the running GPU thread takes elements `index..index + count` of the kernel
-/// output that starts at `base` (a `DisjointSlice` or another output type), to write them
+/// output of `elements` elements that starts at `base` (a `DisjointSlice` or another output
+/// type, or a view of one), to write them
 /// (`write`; also for a `&mut` that is only read) or only to read them. On the CPU executor
 /// with race detection, a thread taking an element that another thread of the launch has
 /// taken, one of the two to write it, ends the launch with a
@@ -402,13 +403,13 @@ pub(crate) unsafe fn shared_fetch_add<T: Copy + core::ops::Add<Output = T>>(addr
 /// the output; atomic accesses are not recorded (they never race). Outside a kernel it does
 /// nothing.
 #[inline]
-pub fn note_output_access<T>(base: *const T, index: usize, count: usize, write: bool) {
+pub fn note_output_access<T>(base: *const T, elements: usize, index: usize, count: usize, write: bool) {
     if let Some(current) = CURRENT.with(|c| c.get())
         && current.shared.recorded
     {
         // SAFETY: as in `running_shared`: set by `enter` on this OS thread for as long as the
         // hooks live.
-        unsafe { current.hooks.as_ref() }.note_output_access(base as usize, core::mem::size_of::<T>(), index, count, write);
+        unsafe { current.hooks.as_ref() }.note_output_access(base as usize, elements, core::mem::size_of::<T>(), index, count, write);
     }
 }
 

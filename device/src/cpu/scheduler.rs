@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 
 use corosensei::{Coroutine, CoroutineResult};
 
-use super::block::{BlockContext, Cancelled, ThreadState, ThreadYielder};
+use super::block::{BlockContext, ThreadState, ThreadYielder};
 use super::error::{CpuError, StuckThread, ThreadActivity};
 use super::panic_capture;
 use super::stack::{self, StackPool, ThreadStack};
@@ -53,15 +53,13 @@ impl BlockContext<'_> {
         self.threads[rank as usize].guard.set(stack::guard_of(&stack));
         let body = move |yielder: &ThreadYielder, ()| {
             self.threads[rank as usize].yielder.set(yielder);
-            if let Err(payload) = catch_unwind(AssertUnwindSafe(kernel))
-                && !payload.is::<Cancelled>()
-            {
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(kernel)) {
                 self.record_panic(rank, &*payload);
             }
         };
         // SAFETY: the coroutine borrows `self` and `kernel`; `run_cluster` drives every
-        // coroutine it starts to completion (the final unwinding loop) before it returns, so
-        // the borrows outlive the coroutine.
+        // coroutine it starts to completion or abandons it (`abandon`: never resumed again)
+        // before it returns, so the borrows outlive every use the coroutine makes of them.
         unsafe { Coroutine::with_stack_unchecked(stack, body) }
     }
 
@@ -99,6 +97,32 @@ impl BlockContext<'_> {
                 Some(StuckThread { block: self.block_idx, thread: t.index, activity })
             })
             .collect()
+    }
+}
+
+/// Ends a thread of a failed block without running any more of its code.
+///
+/// Unwinding it (as this executor used to) runs the destructors of the values on its stack,
+/// and a destructor that panics during that unwinding aborts the whole process, losing the
+/// report of the first error (audit N13). A GPU does not unwind either: a trap ends the
+/// kernel. So a started coroutine is marked finished without unwinding (`force_reset`), and
+/// its stack is leaked, not reused: the values on it were never dropped, and one that is
+/// pinned may be referenced from elsewhere until its destructor runs (`Pin`'s guarantee), so
+/// its memory must stay valid. The cost is the stack's touched pages (usually one or two) per
+/// abandoned thread of a failed launch; the destructors of its values never run (a `Vec`
+/// on it leaks, a lock guard on it keeps its lock). A thread that never started only drops
+/// its start closure, and its stack goes back to the pool.
+fn abandon(mut coroutine: ThreadCoroutine, stacks: &mut StackPool) {
+    if coroutine.started() {
+        // SAFETY: the coroutine never runs again, and nothing of its stack is dropped or
+        // reused: the stack is leaked below, so every value on it stays where it is (a leak,
+        // which safe Rust allows).
+        unsafe { coroutine.force_reset() };
+        std::mem::forget(coroutine.into_stack());
+    } else {
+        // Not started: this only drops the start closure (a few references).
+        coroutine.force_unwind();
+        stacks.give(coroutine.into_stack());
     }
 }
 
@@ -175,13 +199,12 @@ pub(crate) fn run_cluster(blocks: &[BlockContext<'_>], kernel: &(dyn Fn() + Sync
             block.cancelled.set(true);
         }
     }
-    // Unwind the threads that are still suspended (after an error), so that every coroutine
-    // has finished before the borrows it holds end.
-    for (b, block) in blocks.iter().enumerate() {
-        let _current = block.enter();
-        for rank in 0..block.threads.len() {
-            if coroutines[b][rank].is_some() {
-                block.resume(rank as u32, &mut coroutines[b], kernel, stacks);
+    // Threads still suspended (after an error, or stopped by the watchdog) are abandoned
+    // where they wait, as a GPU's trap ends them: no code of theirs runs again.
+    for threads in &mut coroutines {
+        for coroutine in threads.iter_mut() {
+            if let Some(coroutine) = coroutine.take() {
+                abandon(coroutine, stacks);
             }
         }
     }

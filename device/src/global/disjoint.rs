@@ -50,7 +50,7 @@ impl<T: Pod> DisjointSlice<T> {
     #[inline(always)]
     fn note(&self, index: usize, count: usize, write: bool) {
         #[cfg(not(target_arch = "nvptx64"))]
-        crate::cpu::hooks::note_output_access(self.pointer, index, count, write);
+        crate::cpu::hooks::note_output_access(self.pointer, self.len, index, count, write);
         #[cfg(target_arch = "nvptx64")]
         let _ = (index, count, write);
     }

@@ -208,3 +208,40 @@ pub fn n8_warp_sync_chain(chained: bool, mut out: DisjointSlice<u32>) {
         *o = v;
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// N13: a destructor that would panic while the executor ends a failed block.
+
+/// Panics when dropped with `1`; counts its drops in `DROPS` (host only).
+pub struct Bomb(pub u32);
+
+/// How many `Bomb`s were dropped (the CPU executor's tests read it).
+#[cfg(not(target_arch = "nvptx64"))]
+pub static DROPS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        #[cfg(not(target_arch = "nvptx64"))]
+        DROPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if self.0 == 1 {
+            panic!("a Bomb was dropped");
+        }
+    }
+}
+
+/// One block of 2: thread 0 waits at the barrier holding a `Bomb(1)`; thread 1 (when
+/// `fail`) panics first, so thread 0 is ended while it waits. Without `fail` both pass the
+/// barrier and thread 0's `Bomb` is defused (`Bomb(0)`) before it drops.
+#[kernel]
+pub fn n13_drop_bomb(fail: bool, mut out: DisjointSlice<u32>) {
+    let t = thread_idx_x();
+    let mut bomb = Bomb(if t == 0 { 1 } else { 0 });
+    if t == 1 && fail {
+        panic!("thread 1 fails");
+    }
+    sync_threads();
+    bomb.0 = 0;
+    if let Some(o) = out.get_mut(unique_index()) {
+        *o = 1;
+    }
+}
