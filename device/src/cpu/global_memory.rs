@@ -136,7 +136,9 @@ thread_local! {
 /// The claims on every output element taken during one launch.
 pub(crate) struct OutputShadow {
     launch: u64,
-    /// Boxed, never removed before the launch ends: the cache keeps pointers to them.
+    /// Boxed, never removed before the launch ends: the cache keeps pointers to them, which
+    /// must survive the vector's growth.
+    #[allow(clippy::vec_box, reason = "the worker caches point at the buffers")]
     buffers: RwLock<Vec<Box<Buffer>>>,
 }
 
