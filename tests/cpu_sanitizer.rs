@@ -190,3 +190,49 @@ fn n13_a_thread_ended_after_another_failed_runs_no_destructor_and_the_first_pani
     sanitizer::n13_drop_bomb::launch_cpu(&CpuExecutor::deterministic(), (1u32, 2u32), false, &mut out).unwrap();
     assert_eq!(out, [1, 1]);
 }
+
+fn cluster_of_two() -> LaunchConfig {
+    LaunchConfig::new(2u32, 32u32).with_cluster(2u32)
+}
+
+#[test]
+fn n6_reading_the_shared_memory_of_an_exited_cluster_block_is_an_error() {
+    let mut out = vec![0u32; 64];
+    // The executor runs rank 0 before rank 1, so rank 0 reads while rank 1 still waits to
+    // run; on a GPU rank 1 may exit first. The error comes at rank 1's exit.
+    match sanitizer::n6_read_exited_peer::launch_cpu(&CpuExecutor::deterministic(), cluster_of_two(), false, false, &mut out) {
+        Err(CpuError::ExitedPeerAccess(exited)) => {
+            assert_eq!((exited.block, exited.reader_block, exited.reader), (dim(1), dim(0), dim(31)));
+            let message = CpuError::ExitedPeerAccess(exited).to_string();
+            assert!(message.contains("cluster::sync()"), "{message}");
+        }
+        other => panic!("expected ExitedPeerAccess, got {other:?}"),
+    }
+    // Here rank 1 has run to its end before rank 0 reads: the read itself fails, at its line.
+    match sanitizer::n6_read_exited_peer::launch_cpu(&CpuExecutor::deterministic(), cluster_of_two(), false, true, &mut out) {
+        Err(CpuError::KernelPanic(panic)) => {
+            assert_eq!((panic.block, panic.thread), ([0, 0, 0], [0, 0, 0]));
+            assert!(panic.message.contains("cluster block 1, which has exited") && panic.message.contains("cluster::sync()"), "{}", panic.message);
+            assert!(panic.file.ends_with("sanitizer.rs"), "the kernel's line: {}", panic.file);
+        }
+        other => panic!("expected a KernelPanic about the exited block, got {other:?}"),
+    }
+    for reader_syncs_first in [false, true] {
+        sanitizer::n6_read_exited_peer::launch_cpu(&CpuExecutor::deterministic(), cluster_of_two(), true, reader_syncs_first, &mut out).unwrap();
+    }
+    assert_eq!(&out[..32], (0..32).map(|t| 0xC0DE_0000 + t).collect::<Vec<u32>>());
+}
+
+#[test]
+fn n6_a_peer_read_without_a_cluster_barrier_after_the_write_is_a_race() {
+    let mut out = vec![0u32; 64];
+    let race = shared_race(sanitizer::n6_peer_read_race::launch_cpu(&CpuExecutor::deterministic(), cluster_of_two(), false, &mut out));
+    // Rank 0 runs first: it reads rank 1's word 0 before rank 1 writes it.
+    assert_eq!((race.kind, race.address), (RaceKind::WriteAfterRead, race.address));
+    assert_eq!((race.block, race.first_block, race.first, race.second_block, race.second), (dim(1), dim(0), dim(0), dim(1), dim(0)));
+    let message = CpuError::SharedMemoryRace(race).to_string();
+    assert!(message.contains("thread (0, 0, 0) of block (0, 0, 0)") && message.contains("cluster::sync"), "{message}");
+
+    sanitizer::n6_peer_read_race::launch_cpu(&CpuExecutor::deterministic(), cluster_of_two(), true, &mut out).unwrap();
+    assert_eq!(&out[..32], (0..32).map(|t| 0xBEEF_0000 + t).collect::<Vec<u32>>());
+}

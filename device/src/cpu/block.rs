@@ -7,7 +7,7 @@
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::AtomicBool;
 
-use super::error::{CpuError, GlobalMemoryRace, SharedMemoryRace};
+use super::error::{CpuError, ExitedPeerAccess, GlobalMemoryRace, SharedMemoryRace};
 use super::global_memory::{LaunchThread, OutputShadow};
 use super::hooks::{self, BarrierKind, Hooks, SharedFault, WarpOp};
 use super::shared_memory::{RaceCheck, SharedMemory};
@@ -67,6 +67,10 @@ pub(crate) struct BlockContext<'a> {
     pub(crate) cluster_shared: &'a [SharedMemory],
     /// This block's rank in its cluster.
     pub(crate) cluster_rank: u32,
+    /// The cluster's shape in blocks (1, 1, 1 without clusters).
+    pub(crate) cluster_dim: Dim3,
+    /// Threads that have exited.
+    pub(crate) exited: Cell<u32>,
     pub(crate) threads: Box<[ThreadSlot]>,
     /// Rank of the thread now running.
     pub(crate) current: Cell<u32>,
@@ -84,7 +88,15 @@ pub(crate) struct BlockContext<'a> {
 impl<'a> BlockContext<'a> {
     /// Block `block_idx` of a launch, rank `cluster_rank` of a cluster whose blocks' shared
     /// memories are `cluster_shared`.
-    pub(crate) fn new(link: LaunchLink<'a>, block_idx: Dim3, block_dim: Dim3, grid_dim: Dim3, cluster_shared: &'a [SharedMemory], cluster_rank: u32) -> Self {
+    pub(crate) fn new(
+        link: LaunchLink<'a>,
+        block_idx: Dim3,
+        block_dim: Dim3,
+        grid_dim: Dim3,
+        cluster_shared: &'a [SharedMemory],
+        cluster_rank: u32,
+        cluster_dim: Dim3,
+    ) -> Self {
         let mut threads = Vec::with_capacity((block_dim.x * block_dim.y * block_dim.z) as usize);
         for z in 0..block_dim.z {
             for y in 0..block_dim.y {
@@ -109,6 +121,8 @@ impl<'a> BlockContext<'a> {
             shared: &cluster_shared[cluster_rank as usize],
             cluster_shared,
             cluster_rank,
+            cluster_dim,
+            exited: Cell::new(0),
             threads: threads.into_boxed_slice(),
             current: Cell::new(0),
             warps: warps as u32,
@@ -169,6 +183,54 @@ impl<'a> BlockContext<'a> {
     /// `threadIdx` of the threads whose state passes `f`.
     pub(crate) fn threads_where(&self, f: impl Fn(ThreadState) -> bool) -> Vec<Dim3> {
         self.threads.iter().filter(|t| f(t.state.get())).map(|t| t.index).collect()
+    }
+
+    /// Records an access by the running thread of the shared memory of cluster block `rank`
+    /// (this block's, or a peer's), failing the block on a race.
+    pub(crate) fn record_shared(&self, rank: u32, address: u32, bytes: usize, write: bool) {
+        let me = self.current.get();
+        let check = RaceCheck { block: self.cluster_rank, rank: me, epochs: self.shared.epochs(), clock: self.warp_clock(me) };
+        let memory = &self.cluster_shared[rank as usize];
+        if let Some(race) = memory.record_access(address, bytes, write, &check) {
+            let thread = |(block, rank): (u32, u32)| (self.cluster_block_idx(block), self.thread_index(rank));
+            let ((first_block, first), (second_block, second)) = (thread(race.first), thread(race.second));
+            self.fail(CpuError::SharedMemoryRace(SharedMemoryRace {
+                kernel: self.kernel().to_owned(),
+                block: self.cluster_block_idx(rank),
+                address: race.address,
+                kind: race.kind,
+                first,
+                first_block,
+                second,
+                second_block,
+            }));
+        }
+    }
+
+    /// Every thread of this block has exited: its shared memory is gone. A peer's access of
+    /// it since the last cluster barrier is an error (nothing kept this block alive for it).
+    pub(crate) fn block_exited(&self) {
+        if let Some((block, rank)) = self.shared.mark_exited() {
+            self.fail(CpuError::ExitedPeerAccess(ExitedPeerAccess {
+                kernel: self.kernel().to_owned(),
+                block: self.block_idx,
+                reader_block: self.cluster_block_idx(block),
+                reader: self.thread_index(rank),
+            }));
+        }
+    }
+
+    /// `blockIdx` of the cluster's block `rank` (ranks go x fastest).
+    fn cluster_block_idx(&self, rank: u32) -> Dim3 {
+        let c = self.cluster_dim;
+        let offset = |r: u32| Dim3 { x: r % c.x, y: r / c.x % c.y, z: r / (c.x * c.y) };
+        let (mine, theirs) = (offset(self.cluster_rank), offset(rank));
+        Dim3 { x: self.block_idx.x - mine.x + theirs.x, y: self.block_idx.y - mine.y + theirs.y, z: self.block_idx.z - mine.z + theirs.z }
+    }
+
+    /// `threadIdx` of rank `rank` (of any block of the launch: they have one shape).
+    fn thread_index(&self, rank: u32) -> Dim3 {
+        self.threads[rank as usize].index
     }
 
     /// Thread `rank`'s warp clock (32 entries, by lane).
@@ -239,22 +301,19 @@ impl Hooks for BlockContext<'_> {
     }
     fn peer_shared_pointer(&self, rank: u32, address: u32, bytes: usize, align: usize) -> Result<*mut u8, SharedFault> {
         let shared = self.cluster_shared.get(rank as usize).ok_or(SharedFault::NoSuchBlock { size: self.cluster_shared.len() as u32 })?;
+        if shared.has_exited() {
+            return Err(SharedFault::ExitedBlock { rank });
+        }
         shared.pointer(address, bytes, align)
     }
-    fn note_shared_access(&self, address: u32, bytes: usize, write: bool) {
-        let rank = self.current.get();
-        let check = RaceCheck { rank, clock: self.warp_clock(rank) };
-        if let Some(race) = self.shared.record_access(address, bytes, write, &check) {
-            let (first, second) = (self.threads[race.first as usize].index, self.threads[race.second as usize].index);
-            self.fail(CpuError::SharedMemoryRace(SharedMemoryRace {
-                kernel: self.kernel().to_owned(),
-                block: self.block_idx,
-                address: race.address,
-                kind: race.kind,
-                first,
-                second,
-            }));
+    fn note_peer_access(&self, rank: u32, address: u32, bytes: usize, write: bool) {
+        if rank != self.cluster_rank {
+            self.cluster_shared[rank as usize].note_peer_access(self.cluster_rank, self.current.get());
         }
+        self.record_shared(rank, address, bytes, write);
+    }
+    fn note_shared_access(&self, address: u32, bytes: usize, write: bool) {
+        self.record_shared(self.cluster_rank, address, bytes, write);
     }
     fn note_output_access(&self, base: usize, elements: usize, element_bytes: usize, index: usize, count: usize, write: bool) {
         let Some(outputs) = self.link.outputs else { return };

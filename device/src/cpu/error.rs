@@ -29,6 +29,10 @@ pub enum CpuError {
     /// lanes never join.
     #[error(transparent)]
     WarpDeadlock(#[from] WarpDeadlock),
+    /// A block of a cluster exited while a peer block's thread had accessed its shared
+    /// memory with no cluster barrier between.
+    #[error(transparent)]
+    ExitedPeerAccess(#[from] ExitedPeerAccess),
     /// Threads of a block wait at block barriers of different kinds.
     #[error(transparent)]
     MixedBarriers(#[from] MixedBarriers),
@@ -164,6 +168,27 @@ pub struct WarpDeadlock {
     pub other_operation: Vec<Dim3>,
 }
 
+/// A block of a cluster whose threads all exited while a thread of a peer block had accessed
+/// its shared memory (`cluster::peer_get`) since the last cluster barrier: nothing kept the
+/// block alive until that access, so on a GPU it may come after the exit, and the kernel
+/// faults (audit N6).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "kernel `{kernel}`: block {block} exited while thread {reader} of block {reader_block} used its shared memory with no cluster \
+     barrier between: a block's shared memory is gone once all its threads return (a GPU faults). Put a cluster::sync() after the \
+     last peer access, before any block of the cluster returns"
+)]
+pub struct ExitedPeerAccess {
+    /// The kernel's symbol.
+    pub kernel: String,
+    /// `blockIdx` of the block that exited.
+    pub block: Dim3,
+    /// `blockIdx` of the block whose thread accessed its memory.
+    pub reader_block: Dim3,
+    /// `threadIdx` of that thread.
+    pub reader: Dim3,
+}
+
 /// Threads of a block that wait at block barriers of different kinds (`sync_threads` and
 /// `sync_threads_count`, `_and` or `_or`): different PTX instructions on one hardware
 /// barrier, whose outcome PTX leaves unpredictable.
@@ -210,17 +235,20 @@ impl fmt::Display for RaceKind {
     }
 }
 
-/// Two unsynchronised accesses to one shared-memory word.
+/// Two unsynchronised accesses to one shared-memory word (of a block, by its own threads or,
+/// through distributed shared memory, by threads of another block of its cluster).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "kernel `{kernel}`, block {block}: data race on shared memory at address {address:#x}: thread {first} {kind} thread {second} {} it \
-     with no barrier between; put a sync_threads (or sync_warp, within one warp) between the two accesses",
+    "kernel `{kernel}`, block {block}: data race on shared memory at address {address:#x}: thread {first}{} {kind} thread {second}{} {} it \
+     with no barrier between; put a sync_threads (or sync_warp, within one warp; cluster::sync between blocks of a cluster) between the two accesses",
+    PeerBlock(*first_block, *block),
+    PeerBlock(*second_block, *block),
     if matches!(kind, RaceKind::ReadAfterWrite) { "read" } else { "wrote" }
 )]
 pub struct SharedMemoryRace {
     /// The kernel's symbol.
     pub kernel: String,
-    /// The block.
+    /// The block whose shared memory it is.
     pub block: Dim3,
     /// The shared-memory address (of the 4-byte word) both threads accessed.
     pub address: u32,
@@ -228,8 +256,21 @@ pub struct SharedMemoryRace {
     pub kind: RaceKind,
     /// `threadIdx` of the thread that accessed it first.
     pub first: Dim3,
+    /// `blockIdx` of that thread (`block`, unless it reached the memory from a peer block).
+    pub first_block: Dim3,
     /// `threadIdx` of the thread whose access revealed the race.
     pub second: Dim3,
+    /// `blockIdx` of that thread.
+    pub second_block: Dim3,
+}
+
+/// " of block B" when a thread's block is not the memory's.
+struct PeerBlock(Dim3, Dim3);
+
+impl fmt::Display for PeerBlock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0 != self.1 { write!(f, " of block {}", self.0) } else { Ok(()) }
+    }
 }
 
 /// Two threads of one launch that took the same element of a kernel output (a

@@ -125,7 +125,7 @@ impl<'a> Launch<'a> {
                     let block_idx =
                         Dim3 { x: origin.x + rank % cluster.x, y: origin.y + rank / cluster.x % cluster.y, z: origin.z + rank / (cluster.x * cluster.y) };
                     shared[rank as usize].begin_block();
-                    BlockContext::new(link, block_idx, block_dim, grid, &shared, rank)
+                    BlockContext::new(link, block_idx, block_dim, grid, &shared, rank, cluster)
                 })
                 .collect();
             match scheduler::run_cluster(&blocks, self.body, &mut stacks) {

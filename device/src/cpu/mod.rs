@@ -79,8 +79,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 pub use error::{
-    BarrierDivergence, CpuError, ExitedLaneShuffle, GlobalMemoryRace, MixedBarriers, RaceKind, SharedMemoryRace, StuckThread, ThreadActivity, WarpDeadlock,
-    Watchdog,
+    BarrierDivergence, CpuError, ExitedLaneShuffle, ExitedPeerAccess, GlobalMemoryRace, MixedBarriers, RaceKind, SharedMemoryRace, StuckThread, ThreadActivity,
+    WarpDeadlock, Watchdog,
 };
 /// The same report type as a GPU panic's (`ferrocuda_types::KernelPanic`).
 pub use ferrocuda_types::KernelPanic;

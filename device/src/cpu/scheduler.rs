@@ -44,6 +44,10 @@ impl BlockContext<'_> {
         stack::set_running(None);
         if finished {
             slot.state.set(ThreadState::Exited);
+            self.exited.set(self.exited.get() + 1);
+            if self.exited.get() as usize == self.threads.len() {
+                self.block_exited();
+            }
             let done = coroutines[rank as usize].take().expect("the coroutine just ran");
             stacks.give(done.into_stack());
         }
@@ -176,6 +180,9 @@ pub(crate) fn run_cluster(blocks: &[BlockContext<'_>], kernel: &(dyn Fn() + Sync
             break;
         }
         if blocks.iter().all(BlockContext::all_at_cluster_barrier) {
+            if let Some(first) = blocks.first() {
+                first.shared.next_cluster_epoch();
+            }
             for (b, block) in blocks.iter().enumerate() {
                 block.threads.iter().for_each(|t| t.reply.set(0));
                 block.shared.next_epoch();

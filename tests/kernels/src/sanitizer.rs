@@ -245,3 +245,63 @@ pub fn n13_drop_bomb(fail: bool, mut out: DisjointSlice<u32>) {
         *o = 1;
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// N6: distributed shared memory of a block that has exited, and peer accesses that race.
+
+/// Cluster of 2 blocks of 32. Both fill their array and meet at `cluster::sync()`; rank 0
+/// then reads rank 1's array (after a block barrier of its own when `reader_syncs_first`, so
+/// that on the CPU rank 1 has run to its end before the read). With `peer_waits`, rank 1
+/// waits at a second `cluster::sync()` until rank 0 has read (the rule); without, rank 1
+/// returns at once and rank 0 reads the memory of an exited block (a GPU faults).
+#[kernel]
+#[cfg_attr(target_arch = "nvptx64", cfg(ferrocuda_sm = "90"))]
+pub fn n6_read_exited_peer(peer_waits: bool, reader_syncs_first: bool, mut out: DisjointSlice<u32>) {
+    use ferrocuda_device::cluster;
+    let arr = shared_array![u32; 32];
+    let t = thread_idx_x();
+    arr.set(t as usize, 0xC0DE_0000 + t);
+    cluster::sync();
+    if reader_syncs_first && cluster::block_rank() == 0 {
+        sync_threads();
+    }
+    if cluster::block_rank() == 0 {
+        #[allow(unused_unsafe)]
+        // SAFETY: (if `peer_get` is `unsafe`) in bounds; rank 1 is alive only with `peer_waits`,
+        // which is what the test checks.
+        let v = unsafe { cluster::peer_get(&arr, 1, t as usize) };
+        if let Some(o) = out.get_mut(unique_index()) {
+            *o = v;
+        }
+    }
+    if peer_waits {
+        cluster::sync();
+    }
+}
+
+/// Cluster of 2 blocks of 32. Rank 1 writes its array; rank 0 reads it with `peer_get` (with
+/// a `cluster::sync()` between when `synced`, otherwise none: a race), then both meet at a
+/// `cluster::sync()` so neither reads an exited block.
+#[kernel]
+#[cfg_attr(target_arch = "nvptx64", cfg(ferrocuda_sm = "90"))]
+pub fn n6_peer_read_race(synced: bool, mut out: DisjointSlice<u32>) {
+    use ferrocuda_device::cluster;
+    let arr = shared_array![u32; 32];
+    let t = thread_idx_x();
+    let rank = cluster::block_rank();
+    if rank == 1 {
+        arr.set(t as usize, 0xBEEF_0000 + t);
+    }
+    if synced {
+        cluster::sync();
+    }
+    if rank == 0 {
+        #[allow(unused_unsafe)]
+        // SAFETY: (if `peer_get` is `unsafe`) in bounds, rank 1 alive (the last sync below).
+        let v = unsafe { cluster::peer_get(&arr, 1, t as usize) };
+        if let Some(o) = out.get_mut(unique_index()) {
+            *o = v;
+        }
+    }
+    cluster::sync();
+}
