@@ -129,6 +129,19 @@ impl DeviceToolchain {
             return Err(format!("{} not found next to it", cargo.display()));
         }
         let version = run_stdout(Command::new(rustc).arg("--version"))?;
+        if let Some((major, minor)) = parse_version(&version)
+            && (major, minor) < MIN_DEVICE_RUSTC
+        {
+            let fix = if source == ToolchainSource::Debian {
+                "this distribution's rustc-web is too old: `rustup component add rust-src` lets the host toolchain build kernels instead"
+            } else {
+                "update it (`rustup update`) or point FERROCUDA_DEVICE_RUSTC at a newer rustc with rust-src"
+            };
+            return Err(format!(
+                "{version} is older than {}.{}, the oldest rustc the device crates build with ({fix})",
+                MIN_DEVICE_RUSTC.0, MIN_DEVICE_RUSTC.1
+            ));
+        }
         let sysroot = PathBuf::from(run_stdout(Command::new(rustc).args(["--print", "sysroot"]))?);
         let core_src = sysroot.join("lib/rustlib/src/rust/library/core/src/lib.rs");
         if !core_src.exists() {
@@ -153,6 +166,19 @@ impl DeviceToolchain {
         };
         format!("{} from {from} ({})", self.version, self.rustc.display())
     }
+}
+
+/// The oldest rustc that builds the device crates (`rust-version` of the workspace): an older
+/// toolchain is skipped with this reason, so the search goes on to the next place (Debian 12's
+/// main archive ships rustc-web 1.85, for example).
+pub const MIN_DEVICE_RUSTC: (u32, u32) = (1, 95);
+
+/// `(major, minor)` from `rustc 1.96.0 (...)` or `rustc 1.101.0-nightly (...)`; `None` when the
+/// text has no version (then nothing is refused on its account).
+fn parse_version(version: &str) -> Option<(u32, u32)> {
+    let number = version.split_whitespace().nth(1)?;
+    let mut parts = number.split(['.', '-']);
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
 }
 
 fn run_stdout(command: &mut Command) -> Result<String, String> {
@@ -248,6 +274,27 @@ mod tests {
         let toolchain = found(&places(&root, Some(true), Some(true), Some(true))).unwrap();
         assert_eq!(toolchain.source, ToolchainSource::Debian);
         assert!(toolchain.describe().starts_with("rustc 1.96.0 (debian) from Debian rustc-web"), "{}", toolchain.describe());
+    }
+
+    #[test]
+    fn a_debian_rustc_older_than_the_workspace_minimum_is_skipped_for_the_host_toolchain() {
+        let _turn = SCRIPTS.lock().unwrap_or_else(|p| p.into_inner());
+        let root = scratch("old-debian");
+        let (rustc, cargo) = fake_toolchain(&root.join("debian"), "rustc 1.85.0 (4d91de4e4 2025-02-17)", true);
+        let mut places = places(&root, None, None, Some(true));
+        places.debian = (rustc, cargo);
+        let toolchain = found(&places).unwrap();
+        assert_eq!(toolchain.source, ToolchainSource::Host, "{}", toolchain.describe());
+        places.host_rustc = root.join("no-host/rustc").into_os_string();
+        let message = found(&places).unwrap_err();
+        assert!(message.contains("rustc 1.85.0") && message.contains("older than 1.95") && message.contains("rustup component add rust-src"), "{message}");
+    }
+
+    #[test]
+    fn versions_parse_from_stable_and_nightly_banners() {
+        assert_eq!(parse_version("rustc 1.96.0 (abc 2026-01-01)"), Some((1, 96)));
+        assert_eq!(parse_version("rustc 1.101.0-nightly (abc)"), Some((1, 101)));
+        assert_eq!(parse_version("something else"), None);
     }
 
     #[test]
