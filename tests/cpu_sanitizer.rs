@@ -236,3 +236,39 @@ fn n6_a_peer_read_without_a_cluster_barrier_after_the_write_is_a_race() {
     sanitizer::n6_peer_read_race::launch_cpu(&CpuExecutor::deterministic(), cluster_of_two(), true, &mut out).unwrap();
     assert_eq!(&out[..32], (0..32).map(|t| 0xBEEF_0000 + t).collect::<Vec<u32>>());
 }
+
+#[test]
+fn n9_two_shared_arrays_from_one_macro_call_are_two_arrays() {
+    let mut out = vec![0u32; 64];
+    sanitizer::n9_two_arrays_from_one_macro_call::launch_cpu(&CpuExecutor::deterministic(), (2u32, 32u32), &mut out).unwrap();
+    assert_eq!(out, vec![12; 64]);
+}
+
+#[test]
+fn n9_a_shared_array_site_reached_with_another_size_is_an_error() {
+    let mut out = vec![0u32; 32];
+    match sanitizer::n9_generic_site_sizes::launch_cpu(&CpuExecutor::deterministic(), (1u32, 32u32), true, &mut out) {
+        Err(CpuError::KernelPanic(panic)) => {
+            assert!(panic.message.contains("reached with 64 bytes aligned to 8, where it was first reached with 32 bytes aligned to 4"), "{}", panic.message);
+            assert!(panic.file.ends_with("sanitizer.rs"), "the helper's line: {}", panic.file);
+        }
+        other => panic!("expected a KernelPanic about the site, got {other:?}"),
+    }
+    sanitizer::n9_generic_site_sizes::launch_cpu(&CpuExecutor::deterministic(), (1u32, 32u32), false, &mut out).unwrap();
+    assert_eq!(out, vec![1; 32]);
+}
+
+#[test]
+fn n9_the_device_build_declares_two_shared_variables_for_two_arrays_from_one_macro_call() {
+    let ptx = test_kernels::KERNELS.ptx_for(80).expect("test-kernels is built for sm_80");
+    let body = ptx.split(".entry n9_two_arrays_from_one_macro_call(").nth(1).expect("the kernel is in the sm_80 PTX");
+    let body = &body[..body.find("\n}").expect("the kernel's end")];
+    let mut arrays: Vec<&str> =
+        body.match_indices("__ferrocuda_shared_").map(|(at, _)| body[at..].split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).next().unwrap()).collect();
+    arrays.sort_unstable();
+    arrays.dedup();
+    assert_eq!(arrays.len(), 2, "the kernel uses {arrays:?}");
+    for array in arrays {
+        assert_eq!(ptx.matches(&format!(".b8 {array}[")).count(), 1, "{array} is declared once");
+    }
+}

@@ -293,7 +293,11 @@ pub(crate) fn warp_match_any(value: u64) -> u32 {
 /// The shared-memory address of the `shared_array!` at `site` in the running block.
 #[track_caller]
 pub fn static_shared(site: u64, bytes: usize, align: usize) -> u32 {
-    running("shared_array!").static_shared(site, bytes, align).unwrap_or_else(|fault| shared_fault(fault, 0, bytes, align))
+    match running("shared_array!").static_shared(site, bytes, align) {
+        Ok(address) => address,
+        // Not in a closure: the panic names the kernel's line (`track_caller`).
+        Err(fault) => shared_fault(fault, 0, bytes, align),
+    }
 }
 /// `(address, bytes)` of the running block's dynamic shared memory.
 #[track_caller]

@@ -305,3 +305,47 @@ pub fn n6_peer_read_race(synced: bool, mut out: DisjointSlice<u32>) {
     }
     cluster::sync();
 }
+
+// ---------------------------------------------------------------------------------------------
+// N9: `shared_array!` sites are distinct per expansion.
+
+/// Two arrays from one call of a user's macro (one `file!()`/`line!()`/`column!()` for both).
+macro_rules! n9_two_tiles {
+    () => {
+        (shared_array![u32; 32], shared_array![u32; 32])
+    };
+}
+
+/// One warp: `a[t] = 1`, `b[t] = 2`, barrier, `out[t] = a[t] * 10 + b[t]` (12 when `a` and
+/// `b` are two arrays; 22 when they alias). Built for the GPU too: the device build then has
+/// two `.shared` variables, which ptxas refused when they had one name.
+#[kernel]
+pub fn n9_two_arrays_from_one_macro_call(mut out: DisjointSlice<u32>) {
+    let (a, b) = n9_two_tiles!();
+    let t = thread_idx_x() as usize % 32;
+    a.set(t, 1);
+    b.set(t, 2);
+    sync_threads();
+    if let Some(o) = out.get_mut(unique_index()) {
+        *o = a.get(t) * 10 + b.get(t);
+    }
+}
+
+/// A generic helper's array: one site for every instance, so its size must not depend on `T`
+/// (the device build refuses that; the CPU executor stops at the second size). Host only.
+#[cfg(not(target_arch = "nvptx64"))]
+fn n9_tile_of<T: ferrocuda_device::shared::SharedElement>() -> u32 {
+    shared_array![T; 8].shared_address()
+}
+
+/// Reaches `n9_tile_of`'s one site as `[u32; 8]` and then (when `mixed`) as `[u64; 8]`.
+/// Host only (see `n9_tile_of`).
+#[kernel]
+#[cfg_attr(target_arch = "nvptx64", cfg(any()))]
+pub fn n9_generic_site_sizes(mixed: bool, mut out: DisjointSlice<u32>) {
+    let first = n9_tile_of::<u32>();
+    let second = if mixed { n9_tile_of::<u64>() } else { n9_tile_of::<u32>() };
+    if let Some(o) = out.get_mut(unique_index()) {
+        *o = (first == second) as u32;
+    }
+}
