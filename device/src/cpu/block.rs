@@ -41,6 +41,9 @@ pub(crate) struct ThreadSlot {
     pub(crate) guard: Cell<(usize, usize)>,
 }
 
+/// Payload of the unwinding that ends a thread of a failed block past the leak budget.
+pub(crate) struct Cancelled;
+
 /// What a block shares with the rest of its launch.
 #[derive(Clone, Copy)]
 pub(crate) struct LaunchLink<'a> {
@@ -79,8 +82,8 @@ pub(crate) struct BlockContext<'a> {
     /// Per thread, its warp clock (32 entries, by lane): what completed `sync_warp`s order
     /// before its next shared access (see `shared_memory::RaceCheck`).
     pub(crate) warp_clocks: Box<[Cell<u32>]>,
-    /// Set by the first error: the remaining threads are abandoned where they wait, the
-    /// block ends.
+    /// Set by the first error: the remaining threads are abandoned where they wait (or
+    /// unwound), the block ends.
     pub(crate) cancelled: Cell<bool>,
     pub(crate) error: RefCell<Option<CpuError>>,
 }
@@ -160,8 +163,11 @@ impl<'a> BlockContext<'a> {
         // SAFETY: set when this thread's coroutine started; the coroutine (and so its yielder)
         // is running right now, since this code runs on it.
         unsafe { (*yielder).suspend(()) };
-        // A thread of a block that failed is never resumed (`scheduler::abandon`).
-        debug_assert!(!self.cancelled.get(), "a cancelled GPU thread was resumed");
+        if self.cancelled.get() {
+            // Another thread failed, and this one is unwound, not abandoned (past the leak
+            // budget: `scheduler::abandon`). No panic hook runs.
+            std::panic::resume_unwind(Box::new(Cancelled));
+        }
         slot.reply.get()
     }
 

@@ -47,7 +47,8 @@
 //!   peer read it with no cluster barrier between is an [`ExitedPeerAccess`].
 //! - When a thread fails, the other threads of its block (and cluster) are abandoned where
 //!   they wait, as a GPU's trap ends them: none of their code runs again (no destructors, so
-//!   a panicking one cannot abort the process), and their stacks are leaked, not reused.
+//!   a panicking one cannot abort the process), and their stacks are leaked, not reused (up
+//!   to 16384 per process; past that they are unwound).
 //! - A `shared_array!` site is one array per expansion of the macro; reaching one with another
 //!   size or alignment (a generic helper's array) panics.
 //! - Each GPU thread has a lazily mapped stack of [`DEFAULT_STACK_SIZE`] (16 MiB) with a guard

@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 
 use corosensei::{Coroutine, CoroutineResult};
 
-use super::block::{BlockContext, ThreadState, ThreadYielder};
+use super::block::{BlockContext, Cancelled, ThreadState, ThreadYielder};
 use super::error::{CpuError, StuckThread, ThreadActivity};
 use super::panic_capture;
 use super::stack::{self, StackPool, ThreadStack};
@@ -57,7 +57,9 @@ impl BlockContext<'_> {
         self.threads[rank as usize].guard.set(stack::guard_of(&stack));
         let body = move |yielder: &ThreadYielder, ()| {
             self.threads[rank as usize].yielder.set(yielder);
-            if let Err(payload) = catch_unwind(AssertUnwindSafe(kernel)) {
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(kernel))
+                && !payload.is::<Cancelled>()
+            {
                 self.record_panic(rank, &*payload);
             }
         };
@@ -104,7 +106,8 @@ impl BlockContext<'_> {
     }
 }
 
-/// Ends a thread of a failed block without running any more of its code.
+/// Ends a thread of a failed block without running any more of its code, or returns it to be
+/// unwound when the process has leaked `stack::LEAK_BUDGET` stacks already.
 ///
 /// Unwinding it (as this executor used to) runs the destructors of the values on its stack,
 /// and a destructor that panics during that unwinding aborts the whole process, losing the
@@ -112,22 +115,28 @@ impl BlockContext<'_> {
 /// kernel. So a started coroutine is marked finished without unwinding (`force_reset`), and
 /// its stack is leaked, not reused: the values on it were never dropped, and one that is
 /// pinned may be referenced from elsewhere until its destructor runs (`Pin`'s guarantee), so
-/// its memory must stay valid. The cost is the stack's touched pages (usually one or two) per
-/// abandoned thread of a failed launch; the destructors of its values never run (a `Vec`
-/// on it leaks, a lock guard on it keeps its lock). A thread that never started only drops
-/// its start closure, and its stack goes back to the pool.
-fn abandon(mut coroutine: ThreadCoroutine, stacks: &mut StackPool) {
-    if coroutine.started() {
-        // SAFETY: the coroutine never runs again, and nothing of its stack is dropped or
-        // reused: the stack is leaked below, so every value on it stays where it is (a leak,
-        // which safe Rust allows).
-        unsafe { coroutine.force_reset() };
-        std::mem::forget(coroutine.into_stack());
-    } else {
+/// its memory must stay valid. The cost is the stack's touched pages (measured: 4 KiB per
+/// abandoned thread, 4 MiB per failed block of 1024) and one memory mapping; the destructors
+/// of its values never run (a `Vec` on it leaks, a lock guard on it keeps its lock). Past the
+/// budget (16384 stacks, a quarter of Linux's default limit on mappings), threads are unwound
+/// as before, and only there a panicking destructor still aborts. A thread that never
+/// started only drops its start closure, and its stack goes back to the pool.
+fn abandon(mut coroutine: ThreadCoroutine, stacks: &mut StackPool) -> Option<ThreadCoroutine> {
+    if !coroutine.started() {
         // Not started: this only drops the start closure (a few references).
         coroutine.force_unwind();
         stacks.give(coroutine.into_stack());
+        return None;
     }
+    if !stack::take_leak_permit() {
+        return Some(coroutine);
+    }
+    // SAFETY: the coroutine never runs again, and nothing of its stack is dropped or reused:
+    // the stack is leaked below, so every value on it stays where it is (a leak, which safe
+    // Rust allows).
+    unsafe { coroutine.force_reset() };
+    stack::leak(coroutine.into_stack());
+    None
 }
 
 /// How a cluster's run ended without finishing.
@@ -208,10 +217,14 @@ pub(crate) fn run_cluster(blocks: &[BlockContext<'_>], kernel: &(dyn Fn() + Sync
     }
     // Threads still suspended (after an error, or stopped by the watchdog) are abandoned
     // where they wait, as a GPU's trap ends them: no code of theirs runs again.
-    for threads in &mut coroutines {
-        for coroutine in threads.iter_mut() {
-            if let Some(coroutine) = coroutine.take() {
-                abandon(coroutine, stacks);
+    for (b, block) in blocks.iter().enumerate() {
+        let _current = block.enter();
+        for rank in 0..block.threads.len() {
+            if let Some(coroutine) = coroutines[b][rank].take()
+                && let Some(unwind) = abandon(coroutine, stacks)
+            {
+                coroutines[b][rank] = Some(unwind);
+                block.resume(rank as u32, &mut coroutines[b], kernel, stacks);
             }
         }
     }
