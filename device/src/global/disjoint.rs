@@ -54,6 +54,13 @@ unsafe impl<T: Pod> KernelOutput for DisjointSlice<T> {
 }
 
 impl<T: Pod> DisjointSlice<T> {
+    /// Tells the CPU executor's race detector that this thread takes elements
+    /// `index..index + count` (nothing on the GPU).
+    #[inline(always)]
+    fn note(&self, index: usize, count: usize, write: bool) {
+        super::note_output(self.pointer, self.len, index, count, write);
+    }
+
     /// Number of elements.
     #[inline(always)]
     pub fn len(&self) -> usize {
@@ -72,6 +79,7 @@ impl<T: Pod> DisjointSlice<T> {
     pub fn get_mut(&mut self, index: ThreadIndex) -> Option<&mut T> {
         let i = index.owned();
         if i < self.len {
+            self.note(i, 1, true);
             // SAFETY: in bounds; no other thread holds `index` (see `ThreadIndex`), and the
             // borrow of `self` keeps this thread from making a second reference to it.
             Some(unsafe { &mut *self.pointer.add(i) })
@@ -89,6 +97,7 @@ impl<T: Pod> DisjointSlice<T> {
     /// [`AtomicSlice`](super::AtomicSlice)).
     #[inline(always)]
     pub unsafe fn get_unchecked_mut(&mut self, index: usize) -> &mut T {
+        self.note(index, 1, true);
         // SAFETY: the caller keeps the index in bounds and the element to this thread.
         unsafe { &mut *self.pointer.add(index) }
     }
@@ -99,6 +108,7 @@ impl<T: Pod> DisjointSlice<T> {
     /// As for [`get_unchecked_mut`](Self::get_unchecked_mut).
     #[inline(always)]
     pub unsafe fn write_unchecked(&mut self, index: usize, value: T) {
+        self.note(index, 1, true);
         // SAFETY: as the caller guarantees.
         unsafe { self.pointer.add(index).write(value) }
     }
@@ -136,6 +146,7 @@ impl<T: Pod> core::ops::Index<ThreadIndex> for DisjointSlice<T> {
         if i >= self.len {
             super::out_of_bounds(i, self.len);
         }
+        self.note(i, 1, false);
         // SAFETY: in bounds; only this thread holds `index`, and `&self` keeps it from making
         // a `&mut` to the element at the same time.
         unsafe { &*self.pointer.add(i) }

@@ -79,6 +79,18 @@ fn out_of_bounds(index: usize, len: usize) -> ! {
     panic!("index out of bounds: the len is {} but the index is {}", len, index)
 }
 
+/// Tells the CPU executor's race detector that the running thread takes elements
+/// `index..index + count` of the output at `pointer` (`len` elements) for reading or writing;
+/// nothing on the GPU. Every output type calls it where it hands out an element, so two
+/// threads reaching one element during a launch are reported whichever types they went through.
+#[inline(always)]
+pub(crate) fn note_output<T>(pointer: *const T, len: usize, index: usize, count: usize, write: bool) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::cpu::hooks::note_output_access(pointer, len, index, count, write);
+    #[cfg(target_arch = "nvptx64")]
+    let _ = (pointer, len, index, count, write);
+}
+
 /// What the code `#[kernel]` generates calls to build these parameters; not public API.
 #[doc(hidden)]
 pub mod __private {

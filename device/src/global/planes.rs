@@ -60,6 +60,7 @@ impl<T: Pod, const P: usize> DisjointPlanes<T, P> {
         if i < self.plane_len && plane < P {
             // SAFETY: `plane * plane_len + i < P * plane_len <= len`; the element belongs to
             // `index` alone (see the impl of `KernelOutput`), which no other thread holds.
+            super::note_output(self.pointer, P * self.plane_len, plane * self.plane_len + i, 1, true);
             Some(unsafe { &mut *self.pointer.add(plane * self.plane_len + i) })
         } else {
             None
@@ -73,6 +74,9 @@ impl<T: Pod, const P: usize> DisjointPlanes<T, P> {
         let i = index.owned();
         if i < self.plane_len {
             let (pointer, plane_len) = (self.pointer, self.plane_len);
+            for plane in 0..P {
+                super::note_output(pointer, P * plane_len, plane * plane_len + i, 1, true);
+            }
             // SAFETY: as in `get_mut`; the `P` elements are distinct (one per plane).
             Some(core::array::from_fn(|plane| unsafe { &mut *pointer.add(plane * plane_len + i) }))
         } else {

@@ -57,6 +57,7 @@ impl<T: Pod> UncheckedSlice<T> {
     #[inline(always)]
     pub unsafe fn get_unchecked_mut(&mut self, index: usize) -> &mut T {
         // SAFETY: the caller keeps the index in bounds and the element to this thread.
+        super::note_output(self.pointer, self.len, index, 1, true);
         unsafe { &mut *self.pointer.add(index) }
     }
 
@@ -67,6 +68,7 @@ impl<T: Pod> UncheckedSlice<T> {
     #[inline(always)]
     pub unsafe fn write_unchecked(&mut self, index: usize, value: T) {
         // SAFETY: as the caller guarantees.
+        super::note_output(self.pointer, self.len, index, 1, true);
         unsafe { self.pointer.add(index).write(value) }
     }
 
