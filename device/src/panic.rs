@@ -112,8 +112,9 @@ mod device {
 
     /// Copies `text` (its first `len` bytes, or up to its first NUL if that comes sooner) into
     /// the host's record field `out` of `capacity` bytes, cut to fit, NUL-terminated (volatile:
-    /// the host reads it). One byte loop with a 32-bit count and volatile reads, so that LLVM
-    /// neither unrolls nor widens it: either raised the registers of small kernels by 6-8.
+    /// the host reads it). A byte loop with a 32-bit count: with a `usize` count (and the
+    /// string's length computed first) the handler needed 6-8 more registers, which small
+    /// kernels pay (measured on tests/fixtures/panic-cost). Speed does not matter: it runs once.
     ///
     /// # Safety
     /// `out` points at a writable field of `capacity` (>= 1) bytes; `text` is readable up to
