@@ -111,8 +111,12 @@ fn kernel_panic_formats_without_core_fmt() {
     }
     let artifacts = build(false);
     let ptx = std::fs::read_to_string(&artifacts.ptx[0].1).unwrap();
-    // The check itself works: core::fmt (reached by the std panic path) has indirect calls.
-    assert!(indirect_calls(&ptx) > 0, "expected core::fmt's indirect calls somewhere in the module");
+    // The check itself works on an indirect call as ptxas prints one.
+    assert_eq!(indirect_calls("\tcall (retval0), %rd38, (param0, param1, param2), prototype_14;\n\tcall.uni f, (param0);"), 1);
+    // The cheap panic handler (the default, issue 20) never reads a panic's message, so even
+    // `over_limit_std_panic`'s `panic!("{}", ..)` leaves core::fmt, and its indirect calls,
+    // out of the module (the detailed handler kept them).
+    assert_eq!(indirect_calls(&ptx), 0, "core::fmt's indirect calls are in the module");
     let formatter = definitions(&ptx, "Message6format");
     assert_eq!(formatter.len(), 1, "one definition of panic_args::Message::format");
     for text in formatter.iter().chain(&definitions(&ptx, "___panic_with")) {

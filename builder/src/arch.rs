@@ -100,7 +100,12 @@ pub fn check_cfg_lines(extra: &[Arch]) -> Vec<String> {
     let mut values: Vec<String> = numbers.iter().map(|n| format!("\"{n}\"")).collect();
     // Arch-specific targets (sm_90a) set `ferrocuda_sm = "90a"` too.
     values.push("\"90a\"".to_string());
-    vec![format!("cargo::rustc-check-cfg=cfg(ferrocuda_sm, values({}))", values.join(", ")), "cargo::rustc-check-cfg=cfg(ferrocuda_device)".to_string()]
+    vec![
+        format!("cargo::rustc-check-cfg=cfg(ferrocuda_sm, values({}))", values.join(", ")),
+        "cargo::rustc-check-cfg=cfg(ferrocuda_device)".to_string(),
+        // Set by `KernelBuilder::panic_messages(true)`: the device library's detailed panic handler.
+        "cargo::rustc-check-cfg=cfg(ferrocuda_panic_messages)".to_string(),
+    ]
 }
 
 #[cfg(test)]

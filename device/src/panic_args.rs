@@ -231,7 +231,7 @@ macro_rules! kernel_panic {
 #[inline(never)]
 #[cold]
 pub fn __panic_with(message: &Message, location: &'static core::panic::Location<'static>) -> ! {
-    crate::panic::__report(message.as_str().as_bytes(), location.file(), location.line(), location.column())
+    crate::panic::__report(message.as_str().as_bytes(), location)
 }
 
 /// Used by [`kernel_panic!`](crate::kernel_panic): on the host, an ordinary `panic!` with the

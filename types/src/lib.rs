@@ -34,7 +34,9 @@ pub use embedded::{EmbeddedModule, Image, KernelResources, ResourceTuple};
 pub use limits::{DeviceLimits, MAX_PORTABLE_CLUSTER_BLOCKS};
 #[cfg(feature = "std")]
 pub use panic::KernelPanic;
-pub use panic::{PANIC_CLAIMED_SYMBOL, PANIC_SLOT_SYMBOL, PANIC_SLOT_SYMBOL_C, PanicRecord, RECORD_COMPLETE, RECORD_EMPTY};
+pub use panic::{
+    MESSAGE_NOT_KEPT, PANIC_CLAIMED_SYMBOL, PANIC_SLOT_SYMBOL, PANIC_SLOT_SYMBOL_C, PanicRecord, RECORD_COMPLETE, RECORD_COMPLETE_WITHOUT_MESSAGE, RECORD_EMPTY,
+};
 pub use problem::LaunchProblem;
 pub use requirements::{LaunchRequirements, same_lengths};
 pub use signature::{FINGERPRINT_SYMBOL_PREFIX, KernelSignature, fingerprint};

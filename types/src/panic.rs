@@ -20,12 +20,22 @@ pub const RECORD_EMPTY: u32 = 0;
 /// system-scope fence).
 pub const RECORD_COMPLETE: u32 = 2;
 
+/// [`PanicRecord::state`] once the device finished writing a record without its message: the
+/// default, cheap panic handler of ferrocuda-device does not keep the messages of core's panics
+/// (see its `panic` module; `KernelBuilder::panic_messages(true)` keeps them).
+pub const RECORD_COMPLETE_WITHOUT_MESSAGE: u32 = 3;
+
+/// The message a report shows when the record has none ([`RECORD_COMPLETE_WITHOUT_MESSAGE`]).
+pub const MESSAGE_NOT_KEPT: &str =
+    "(message not kept by the cheap panic handler: build the kernels with KernelBuilder::panic_messages(true) for it, or use ferrocuda_device::kernel_panic!)";
+
 /// What a panicking thread leaves for the host. `repr(C)`: the device writes it, the host
 /// reads it (the layout is asserted by the tests below).
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct PanicRecord {
-    /// [`RECORD_EMPTY`], or [`RECORD_COMPLETE`] once written.
+    /// [`RECORD_EMPTY`], or [`RECORD_COMPLETE`] / [`RECORD_COMPLETE_WITHOUT_MESSAGE`] once
+    /// written.
     pub state: u32,
     /// Source line.
     pub line: u32,
@@ -39,7 +49,8 @@ pub struct PanicRecord {
     pub kernel: [u8; 64],
     /// The source file, NUL-terminated.
     pub file: [u8; 192],
-    /// The panic message, NUL-terminated, cut to fit.
+    /// The panic message, NUL-terminated, cut to fit (not written under
+    /// [`RECORD_COMPLETE_WITHOUT_MESSAGE`]).
     pub message: [u8; 256],
 }
 
@@ -48,9 +59,9 @@ impl PanicRecord {
     pub const EMPTY: PanicRecord =
         PanicRecord { state: RECORD_EMPTY, line: 0, column: 0, block: [0; 3], thread: [0; 3], kernel: [0; 64], file: [0; 192], message: [0; 256] };
 
-    /// True once the device finished writing it.
+    /// True once the device finished writing it (with or without its message).
     pub fn is_complete(&self) -> bool {
-        self.state == RECORD_COMPLETE
+        self.state == RECORD_COMPLETE || self.state == RECORD_COMPLETE_WITHOUT_MESSAGE
     }
 }
 
@@ -85,7 +96,10 @@ pub struct KernelPanic {
     pub line: u32,
     /// Source column.
     pub column: u32,
-    /// The panic message (messages with arguments show a note instead: see ferrocuda-device).
+    /// The panic message. Kernels built with the default, cheap panic handler keep only the
+    /// messages of `kernel_panic!` and show [`MESSAGE_NOT_KEPT`] for the others; with
+    /// `panic_messages(true)`, messages with arguments show a note instead (see
+    /// ferrocuda-device's `panic` module).
     pub message: std::string::String,
     /// `blockIdx` of the thread.
     pub block: [u32; 3],
@@ -95,7 +109,7 @@ pub struct KernelPanic {
 
 #[cfg(feature = "std")]
 impl KernelPanic {
-    /// The report of a complete record; `None` while it is not [`RECORD_COMPLETE`].
+    /// The report of a complete record; `None` while it is not [`complete`](PanicRecord::is_complete).
     pub fn from_record(record: &PanicRecord) -> Option<Self> {
         if !record.is_complete() {
             return None;
@@ -105,7 +119,7 @@ impl KernelPanic {
             file: field_text(&record.file),
             line: record.line,
             column: record.column,
-            message: field_text(&record.message),
+            message: if record.state == RECORD_COMPLETE_WITHOUT_MESSAGE { MESSAGE_NOT_KEPT.into() } else { field_text(&record.message) },
             block: record.block,
             thread: record.thread,
         })
@@ -162,5 +176,25 @@ mod tests {
             report.to_string(),
             "kernel `square_checked` panicked at gpu-kernels/src/lib.rs:42:9, block (1, 0, 0), thread (8, 0, 0): index out of bounds"
         );
+    }
+
+    /// The cheap handler's record (issue 20): complete without a message, reported with the
+    /// note that says how to get it, never with whatever the message field holds.
+    #[cfg(feature = "std")]
+    #[test]
+    fn a_record_without_its_message_says_how_to_keep_it() {
+        let mut record = PanicRecord::EMPTY;
+        record.kernel[..6].copy_from_slice(b"divide");
+        record.file[..10].copy_from_slice(b"src/lib.rs");
+        record.message[..5].copy_from_slice(b"stale");
+        (record.line, record.column, record.block, record.thread) = (7, 3, [0, 2, 0], [5, 1, 0]);
+        record.state = RECORD_COMPLETE_WITHOUT_MESSAGE;
+        assert!(record.is_complete());
+        let report = KernelPanic::from_record(&record).unwrap();
+        assert_eq!((report.kernel.as_str(), report.file.as_str(), report.line, report.column), ("divide", "src/lib.rs", 7, 3));
+        assert_eq!((report.block, report.thread), ([0, 2, 0], [5, 1, 0]));
+        assert_eq!(report.message, MESSAGE_NOT_KEPT);
+        record.state = 1;
+        assert!(KernelPanic::from_record(&record).is_none(), "a state that is neither complete value is not a report");
     }
 }
