@@ -183,3 +183,23 @@ pub unsafe fn scale_loop_unchecked(a: f32, n: usize, x: *const f32, y: *mut f32)
         i += stride;
     }
 }
+
+/// Deliberately wrong, CPU executor only: as [`smuggled_witness`], with a block's witness
+/// carried to the next block's first thread through a host thread-local.
+#[kernel]
+pub fn smuggled_block_witness(mut out: PerBlock<u32>) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        use core::cell::Cell;
+        use ferrocuda_device::global::BlockIndex;
+        std::thread_local! {
+            static LEFT: Cell<Option<BlockIndex>> = const { Cell::new(None) };
+        }
+        if let Some(mine) = once_per_block()
+            && let Some(theirs) = LEFT.with(|left| left.replace(Some(mine)))
+        {
+            out[theirs] = 1;
+        }
+    }
+    let _ = &mut out;
+}
