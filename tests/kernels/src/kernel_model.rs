@@ -140,7 +140,7 @@ pub fn planes(x: &[u32], mut out: DisjointPlanes<u32, 2>) {
 pub fn saxpy_safe(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
     let i = unique_index();
     if let Some(y_i) = y.get_mut(i) {
-        *y_i = a * x[i] + *y_i;
+        *y_i += a * x[i];
     }
 }
 
