@@ -10,7 +10,10 @@ mod common;
 
 use backend::{Backend, launch_on, on_both_backends};
 use ferrocuda_device::cpu::{CpuError, CpuExecutor};
-use test_kernels::kernel_model::{count_atomic, divide_by_nonzero, hygiene, neighbour_after_barrier, planes, smuggled_witness, stale_read, r#type, witnesses};
+use test_kernels::kernel_model::{
+    count_atomic, divide_by_nonzero, hygiene, neighbour_after_barrier, planes, saxpy_safe, smuggled_block_witness, smuggled_witness, stale_read, r#type,
+    witnesses,
+};
 
 on_both_backends!(
     stale_read_sees_the_store_made_after_the_first_barrier,
@@ -23,7 +26,21 @@ on_both_backends!(
     n1_per_thread_outputs_refuse_more_threads_than_u32,
     a_non_zero_divisor_arrives_and_divides,
     structure_of_arrays_planes_hold_each_index_once,
+    same_len_slices_of_different_lengths_are_refused,
 );
+
+/// `#[kernel(same_len(x, y))]`: the device uses one length for both, so every launcher
+/// refuses slices of different lengths (naming both) before anything runs; equal ones run.
+fn same_len_slices_of_different_lengths_are_refused(backend: &Backend) {
+    let x = backend.upload(&[1.0f32; 100]);
+    let mut short = backend.upload(&[5.0f32; 99]);
+    let error = launch_on!(backend, saxpy_safe, (1u32, 128u32), 2.0f32, &x, &mut short).unwrap_err();
+    assert!(error.contains("`x`") && error.contains("`y`") && error.contains("100") && error.contains("99"), "{}: {error}", backend.name());
+    assert_eq!(backend.download(&short), [5.0; 99], "{}: a refused launch wrote", backend.name());
+    let mut y = backend.upload(&[5.0f32; 100]);
+    launch_on!(backend, saxpy_safe, (1u32, 128u32), 2.0f32, &x, &mut y).unwrap();
+    assert_eq!(backend.download(&y), [7.0; 100], "{}", backend.name());
+}
 
 /// N1 (the launch half): a kernel with per-thread outputs partitions them by the 1-D thread
 /// index, which names one thread only in a 1-D launch, so every launcher refuses a 2-D grid
@@ -163,5 +180,16 @@ fn a_witness_passed_to_another_thread_is_refused_on_the_cpu_executor() {
     let error = smuggled_witness::launch_cpu(&CpuExecutor::deterministic(), (1u32, 2u32), &mut out).unwrap_err();
     let CpuError::KernelPanic(panic) = &error else { panic!("expected a kernel panic, got {error:?}") };
     assert!(panic.message.contains("was made by another GPU thread"), "{}", panic.message);
+    assert_eq!(out, [0, 0], "no element was written through the smuggled witness");
+}
+
+/// As above for a block's witness (`BlockIndex`): carried to another block's first thread, it
+/// is refused at its use, and the element stays unwritten.
+#[test]
+fn a_block_witness_passed_to_another_block_is_refused_on_the_cpu_executor() {
+    let mut out = vec![0u32; 2];
+    let error = smuggled_block_witness::launch_cpu(&CpuExecutor::deterministic(), (2u32, 1u32), &mut out).unwrap_err();
+    let CpuError::KernelPanic(panic) = &error else { panic!("expected a kernel panic, got {error:?}") };
+    assert!(panic.message.contains("BlockIndex 0 was made by another GPU thread"), "{}", panic.message);
     assert_eq!(out, [0, 0], "no element was written through the smuggled witness");
 }

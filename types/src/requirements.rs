@@ -72,6 +72,9 @@ pub fn same_lengths(lengths: &[(&'static str, usize)]) -> Result<(), LaunchProbl
 
 #[cfg(test)]
 mod tests {
+    extern crate std;
+    use std::string::ToString;
+
     use super::*;
     use crate::Dim3;
 

@@ -19,8 +19,9 @@ use crate::thread::{block_dim_x, block_idx_x, block_idx_y, block_idx_z, grid_dim
 /// names one thread.
 ///
 /// It is `Copy` (a thread may use its index many times) but cannot be handed to another
-/// thread: it is not `Pod`, not a shared-memory element and not a shuffle value, and has no
-/// public constructor.
+/// thread: it is not `Pod`, not a shared-memory element and not a shuffle value, has no
+/// public constructor, and is neither `Send` nor `Sync`, so no `static` (global memory every
+/// GPU thread sees, e.g. behind a spin lock) can hold one.
 ///
 /// One way around this exists on the CPU executor only, where kernels are host code: a kernel
 /// body that stores its witness in a `std` thread-local (or another `std` container) and lets
@@ -34,7 +35,11 @@ pub struct ThreadIndex {
     /// is accessed with it (see above). The GPU build has no such field.
     #[cfg(not(target_arch = "nvptx64"))]
     owner: u32,
+    _this_thread: NotSend,
 }
+
+/// Makes a witness `!Send + !Sync`: it stays in the thread that made it.
+type NotSend = core::marker::PhantomData<*const ()>;
 
 impl ThreadIndex {
     #[inline(always)]
@@ -43,6 +48,7 @@ impl ThreadIndex {
             index,
             #[cfg(not(target_arch = "nvptx64"))]
             owner,
+            _this_thread: core::marker::PhantomData,
         }
     }
 
@@ -69,7 +75,8 @@ impl ThreadIndex {
 /// [`PerBlock`](super::PerBlock) output asks for. Made only by [`once_per_block`].
 ///
 /// Block `b` owns element `b` of a `PerBlock` output; one thread per block holds the witness,
-/// so no two threads hold the same `BlockIndex`. It is a different type from [`ThreadIndex`]
+/// so no two threads hold the same `BlockIndex` (it cannot be handed on, for the reasons
+/// [`ThreadIndex`] gives). It is a different type from [`ThreadIndex`]
 /// on purpose: block 1 and thread 1 are different owners, and a per-thread output does not
 /// accept a block's index (audit finding N1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -77,6 +84,7 @@ pub struct BlockIndex {
     index: usize,
     #[cfg(not(target_arch = "nvptx64"))]
     owner: [u32; 6],
+    _this_thread: NotSend,
 }
 
 impl BlockIndex {
@@ -144,7 +152,7 @@ pub fn grid_stride(len: usize) -> GridStride {
     let first = linear_thread();
     // One `mul.wide.u32`: never 0, below 2^41.
     let stride = grid_dim_x() as usize * block_dim_x() as usize;
-    GridStride { next: first as usize, stride, len: len.min(STRIDE_LIMIT), owner: first }
+    GridStride { next: first as usize, stride, len: len.min(STRIDE_LIMIT), owner: first, _this_thread: core::marker::PhantomData }
 }
 
 /// For the first thread of each block (`threadIdx == (0, 0, 0)`): the block's index in the
@@ -160,6 +168,7 @@ pub fn once_per_block() -> Option<BlockIndex> {
             index: block as usize,
             #[cfg(not(target_arch = "nvptx64"))]
             owner: block_thread(),
+            _this_thread: core::marker::PhantomData,
         })
     } else {
         None
@@ -173,6 +182,7 @@ pub struct GridStride {
     stride: usize,
     len: usize,
     owner: u32,
+    _this_thread: NotSend,
 }
 
 impl Iterator for GridStride {

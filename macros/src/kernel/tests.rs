@@ -500,7 +500,7 @@ mod helpers {
             (parse_quote!(NonZero<u64>), "::core::num::NonZero<::core::primitive::u64>"),
         ] {
             let check = lower(&param(ty)).checks.iter().map(|c| c.to_string().replace(' ', "")).collect::<String>();
-            assert!(check.contains(&format!("require_primitive::<")), "{check}");
+            assert!(check.contains("require_primitive::<"), "{check}");
             assert!(check.contains(primitive), "{check} should name {primitive}");
         }
         // A struct by value is checked `Pod`.

@@ -140,7 +140,7 @@ pub fn planes(x: &[u32], mut out: DisjointPlanes<u32, 2>) {
 pub fn saxpy_safe(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
     let i = unique_index();
     if let Some(y_i) = y.get_mut(i) {
-        *y_i = a * x[i] + *y_i;
+        *y_i += a * x[i];
     }
 }
 
@@ -182,4 +182,24 @@ pub unsafe fn scale_loop_unchecked(a: f32, n: usize, x: *const f32, y: *mut f32)
         unsafe { *y.add(i) = a * *x.add(i) };
         i += stride;
     }
+}
+
+/// Deliberately wrong, CPU executor only: as [`smuggled_witness`], with a block's witness
+/// carried to the next block's first thread through a host thread-local.
+#[kernel]
+pub fn smuggled_block_witness(mut out: PerBlock<u32>) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        use core::cell::Cell;
+        use ferrocuda_device::global::BlockIndex;
+        std::thread_local! {
+            static LEFT: Cell<Option<BlockIndex>> = const { Cell::new(None) };
+        }
+        if let Some(mine) = once_per_block()
+            && let Some(theirs) = LEFT.with(|left| left.replace(Some(mine)))
+        {
+            out[theirs] = 1;
+        }
+    }
+    let _ = &mut out;
 }
