@@ -23,7 +23,7 @@
 //! state says the message was not kept, and the host says so). Messages of
 //! [`kernel_panic!`](crate::kernel_panic) are kept, values included, still without formatting
 //! on the GPU: the format string is copied and the values are stored raw
-//! ([`__report_template`]), and the host formats them. Building the kernels with `KernelBuilder::panic_messages(true)` (the cfg
+//! (`__report_template`), and the host formats them. Building the kernels with `KernelBuilder::panic_messages(true)` (the cfg
 //! `ferrocuda_panic_messages`) brings back the detailed handler: messages without arguments
 //! ("attempt to divide by zero") in the record, and the report printed by the device through
 //! `vprintf`, for the price above. docs/performance.md has the figures of both.
