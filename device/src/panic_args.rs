@@ -33,9 +33,26 @@ pub const MAX_ARGS: usize = ferrocuda_types::PANIC_RECORD_ARGS;
 #[macro_export]
 macro_rules! kernel_panic {
     ($format:literal $(, $arg:expr)* $(,)?) => {{
+        $crate::__kernel_panic_at_most_4_arguments!($($arg),*);
         let args = [$($crate::panic_args::Arg::from($arg)),*];
         $crate::panic_args::__panic_with($format, &args, ::core::panic::Location::caller())
     }};
+}
+
+/// Used by [`kernel_panic!`](crate::kernel_panic): a compile error for more than [`MAX_ARGS`]
+/// arguments, when the macro expands (a `const` assertion would wait for code generation,
+/// which `cargo check` never reaches).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __kernel_panic_at_most_4_arguments {
+    () => {};
+    ($a:expr) => {};
+    ($a:expr, $b:expr) => {};
+    ($a:expr, $b:expr, $c:expr) => {};
+    ($a:expr, $b:expr, $c:expr, $d:expr) => {};
+    ($($more:expr),*) => {
+        compile_error!("kernel_panic! keeps at most 4 arguments (the value slots of the panic record): format the rest into fewer, or split the check")
+    };
 }
 
 /// Used by [`kernel_panic!`](crate::kernel_panic) with the cheap panic handler: records the
