@@ -21,8 +21,9 @@
 //!
 //! What it records is the report of today without the message of core's own panics (the record's
 //! state says the message was not kept, and the host says so). Messages of
-//! [`kernel_panic!`](crate::kernel_panic) are kept: their formatting is the caller's explicit
-//! choice. Building the kernels with `KernelBuilder::panic_messages(true)` (the cfg
+//! [`kernel_panic!`](crate::kernel_panic) are kept, values included, still without formatting
+//! on the GPU: the format string is copied and the values are stored raw
+//! (`__report_template`), and the host formats them. Building the kernels with `KernelBuilder::panic_messages(true)` (the cfg
 //! `ferrocuda_panic_messages`) brings back the detailed handler: messages without arguments
 //! ("attempt to divide by zero") in the record, and the report printed by the device through
 //! `vprintf`, for the price above. docs/performance.md has the figures of both.
@@ -49,7 +50,7 @@
 
 /// What a panicking thread leaves for the host, and the value of its `state` once complete:
 /// one definition shared with the host (ferrocuda-types), so the layout cannot drift.
-pub use ferrocuda_types::{PanicRecord, RECORD_COMPLETE, RECORD_COMPLETE_WITHOUT_MESSAGE};
+pub use ferrocuda_types::{PANIC_RECORD_ARGS, PanicRecord, RECORD_COMPLETE, RECORD_COMPLETE_WITH_ARGUMENTS, RECORD_COMPLETE_WITHOUT_MESSAGE};
 
 /// `__ferrocuda_panic_claimed` once a thread won the right to write the record.
 pub const CLAIMED: u32 = 1;
@@ -119,8 +120,9 @@ mod device {
     /// # Safety
     /// `out` points at a writable field of `capacity` (>= 1) bytes; `text` is readable up to
     /// `len` bytes or its first NUL.
+    /// Returns the number of bytes copied before the NUL.
     #[inline(always)]
-    unsafe fn copy_field(out: *mut u8, capacity: u32, text: *const u8, len: usize) {
+    unsafe fn copy_field(out: *mut u8, capacity: u32, text: *const u8, len: usize) -> u32 {
         let limit = if len < (capacity - 1) as usize { len as u32 } else { capacity - 1 };
         let mut i = 0u32;
         loop {
@@ -129,7 +131,7 @@ mod device {
             // SAFETY: i <= limit < capacity.
             unsafe { out.add(i as usize).write_volatile(byte) };
             if byte == 0 {
-                break;
+                return i;
             }
             i += 1;
         }
@@ -143,11 +145,11 @@ mod device {
         // Core's panics always have a location; a missing one is reported at this file.
         let location = info.location().unwrap_or(core::panic::Location::caller());
         #[cfg(not(ferrocuda_panic_messages))]
-        let message = None;
+        let message = Text::NotKept;
         // Only a message without arguments is kept: formatting one would pull `core::fmt`
         // (indirect calls) into the module, and ptxas then gives every kernel 255 registers.
         #[cfg(ferrocuda_panic_messages)]
-        let message = Some(
+        let message = Text::Plain(
             info.message()
                 .as_str()
                 .unwrap_or("(formatted message; its arguments are not available on the GPU: use ferrocuda_device::kernel_panic!)")
@@ -156,12 +158,33 @@ mod device {
         record_and_trap(message, location.file(), location.line(), location.column())
     }
 
-    /// Records a panic of this thread with its message, then traps: what `kernel_panic!` calls.
+    /// Records a panic of this thread with its message, then traps: what `kernel_panic!` calls
+    /// under the detailed handler.
     #[doc(hidden)]
     #[inline(never)]
     #[cold]
     pub fn __report(message: &[u8], location: &core::panic::Location<'_>) -> ! {
-        record_and_trap(Some(message), location.file(), location.line(), location.column())
+        record_and_trap(Text::Plain(message), location.file(), location.line(), location.column())
+    }
+
+    /// Records a panic of this thread with a template and its raw arguments, then traps: what
+    /// `kernel_panic!` calls under the cheap handler. Inlined, so that the arguments stay in
+    /// registers.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn __report_template(format: &str, args: &[crate::panic_args::Arg<'_>], location: &core::panic::Location<'_>) -> ! {
+        record_and_trap(Text::Template(format, args), location.file(), location.line(), location.column())
+    }
+
+    /// What a record's message is made of.
+    #[derive(Clone, Copy)]
+    enum Text<'a> {
+        /// Not kept (core's panics under the cheap handler).
+        NotKept,
+        /// The message itself.
+        Plain(&'a [u8]),
+        /// A format string and its arguments, formatted by the host.
+        Template(&'a str, &'a [crate::panic_args::Arg<'a>]),
     }
 
     /// The body of the panic handler and of [`__report`], inlined into each so that the panic
@@ -170,9 +193,9 @@ mod device {
     ///
     /// The first thread to claim `__ferrocuda_panic_claimed` writes the record (`state` last,
     /// after a system-scope fence) and marks it [`WRITTEN`]; every other panicking thread waits
-    /// for that mark, then all trap. `message` is `None` when the message was not kept.
+    /// for that mark, then all trap.
     #[inline(always)]
-    fn record_and_trap(message: Option<&[u8]>, file: &str, line: u32, column: u32) -> ! {
+    fn record_and_trap(message: Text<'_>, file: &str, line: u32, column: u32) -> ! {
         use crate::thread::*;
         // SAFETY: a module global, only ever accessed atomically.
         let claim = unsafe { crate::atomic::Atomic::from_ptr(core::ptr::addr_of_mut!(__ferrocuda_panic_claimed)) };
@@ -185,7 +208,9 @@ mod device {
         }
         let kernel = kernel_name();
         #[cfg(ferrocuda_panic_messages)]
-        detailed::print(kernel, file, line, column, message.unwrap_or_default());
+        if let Text::Plain(text) = message {
+            detailed::print(kernel, file, line, column, text);
+        }
         // SAFETY: the host wrote the slot before any launch (or left it 0).
         let slot = unsafe { core::ptr::addr_of!(__ferrocuda_panic_slot).read_volatile() } as *mut PanicRecord;
         if !slot.is_null() {
@@ -196,9 +221,17 @@ mod device {
                 let r = &raw mut *slot;
                 copy_field((&raw mut (*r).kernel).cast(), 64, kernel, usize::MAX);
                 copy_field((&raw mut (*r).file).cast(), 192, file.as_ptr(), file.len());
-                if let Some(message) = message {
-                    copy_field((&raw mut (*r).message).cast(), 256, message.as_ptr(), message.len());
-                }
+                let state = match message {
+                    Text::NotKept => RECORD_COMPLETE_WITHOUT_MESSAGE,
+                    Text::Plain(text) => {
+                        copy_field((&raw mut (*r).message).cast(), 256, text.as_ptr(), text.len());
+                        RECORD_COMPLETE
+                    }
+                    Text::Template(format, args) => {
+                        write_template(r, format, args);
+                        RECORD_COMPLETE_WITH_ARGUMENTS
+                    }
+                };
                 (&raw mut (*r).line).write_volatile(line);
                 (&raw mut (*r).column).write_volatile(column);
                 (&raw mut (*r).block[0]).write_volatile(block_idx_x());
@@ -208,7 +241,6 @@ mod device {
                 (&raw mut (*r).thread[1]).write_volatile(thread_idx_y());
                 (&raw mut (*r).thread[2]).write_volatile(thread_idx_z());
                 crate::sync::fence_system();
-                let state = if message.is_some() { RECORD_COMPLETE } else { RECORD_COMPLETE_WITHOUT_MESSAGE };
                 (&raw mut (*r).state).write_volatile(state);
                 crate::sync::fence_system();
             }
@@ -216,6 +248,36 @@ mod device {
         claim.store(WRITTEN);
         // SAFETY: ends this thread's kernel with an error.
         unsafe { core::arch::nvptx::trap() }
+    }
+
+    /// Writes `format` (NUL-terminated) into the record's message field, each string argument's
+    /// text after it, and each argument's kind and bits (for a string: its text's offset) into
+    /// the value slots; `ferrocuda_types::KernelPanic` formats them.
+    ///
+    /// # Safety
+    /// `r` points at the record, which only this thread writes.
+    #[inline(always)]
+    unsafe fn write_template(r: *mut PanicRecord, format: &str, args: &[crate::panic_args::Arg<'_>]) {
+        use crate::panic_args::Arg;
+        // SAFETY (every access below): `r` is the record; offsets stay inside its fields.
+        unsafe {
+            let message: *mut u8 = (&raw mut (*r).message).cast();
+            let mut used = copy_field(message, 256, format.as_ptr(), format.len()) + 1;
+            let count = if args.len() < PANIC_RECORD_ARGS { args.len() } else { PANIC_RECORD_ARGS };
+            for (k, arg) in args[..count].iter().enumerate() {
+                let (kind, mut bits) = arg.raw();
+                if let Arg::Str(text) = *arg {
+                    // The text follows the previous one; without room it reads as empty.
+                    bits = used as u64;
+                    if used < 256 {
+                        used += copy_field(message.add(used as usize), 256 - used, text.as_ptr(), text.len()) + 1;
+                    }
+                }
+                (&raw mut (*r).arg_kinds[k]).write_volatile(kind);
+                (&raw mut (*r).args[k]).write_volatile(bits);
+            }
+            (&raw mut (*r).arg_count).write_volatile(count as u32);
+        }
     }
 
     /// The detailed mode's printed report (`KernelBuilder::panic_messages(true)`).
@@ -267,7 +329,7 @@ mod device {
 }
 
 #[cfg(target_arch = "nvptx64")]
-pub use device::{__enter_kernel, __report};
+pub use device::{__enter_kernel, __report, __report_template};
 
 /// On the host (CPU executor) the kernel name comes from the executor itself.
 #[cfg(not(target_arch = "nvptx64"))]

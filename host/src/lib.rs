@@ -69,7 +69,7 @@ pub use ferrocuda_types as types;
 pub use ferrocuda_types::{
     Arch, DeviceLimits, Dim3, EmbeddedModule, FINGERPRINT_SYMBOL_PREFIX, FULL_MASK, Image, KernelPanic, KernelResources, KernelSignature, LaunchConfig,
     LaunchProblem, LaunchRequirements, MAX_PORTABLE_CLUSTER_BLOCKS, MESSAGE_NOT_KEPT, PANIC_SLOT_SYMBOL, PANIC_SLOT_SYMBOL_C, PanicRecord, RECORD_COMPLETE,
-    RECORD_COMPLETE_WITHOUT_MESSAGE, WARP_SIZE, fingerprint,
+    RECORD_COMPLETE_WITH_ARGUMENTS, RECORD_COMPLETE_WITHOUT_MESSAGE, WARP_SIZE, fingerprint,
 };
 pub use tensor_map::{TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
 

@@ -85,11 +85,11 @@ pub(crate) fn with_kernel_panic(error: DriverError) -> Error {
 pub(crate) fn recorded() -> Option<KernelPanic> {
     let slot = SLOT.get()?.as_ref()?;
     // SAFETY: the record is valid host memory; the device writes `state` last, after a
-    // system-scope fence, so the fields are complete once it reads a complete state, with or
-    // without the message (`from_record` checks it on the copy, which was read after `state`).
+    // system-scope fence, so the fields are complete once it reads a complete state (with a
+    // message, without one, or with a template and its arguments) (`from_record` checks it on the copy, which was read after `state`).
     unsafe {
         let state = std::ptr::addr_of!((*slot.host).state).read_volatile();
-        if state != crate::RECORD_COMPLETE && state != crate::RECORD_COMPLETE_WITHOUT_MESSAGE {
+        if !matches!(state, crate::RECORD_COMPLETE | crate::RECORD_COMPLETE_WITHOUT_MESSAGE | crate::RECORD_COMPLETE_WITH_ARGUMENTS) {
             return None;
         }
         KernelPanic::from_record(&slot.host.read_volatile())

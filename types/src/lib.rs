@@ -23,6 +23,7 @@ mod dim3;
 mod embedded;
 mod limits;
 mod panic;
+pub mod panic_format;
 mod problem;
 mod requirements;
 mod signature;
@@ -35,7 +36,8 @@ pub use limits::{DeviceLimits, MAX_PORTABLE_CLUSTER_BLOCKS};
 #[cfg(feature = "std")]
 pub use panic::KernelPanic;
 pub use panic::{
-    MESSAGE_NOT_KEPT, PANIC_CLAIMED_SYMBOL, PANIC_SLOT_SYMBOL, PANIC_SLOT_SYMBOL_C, PanicRecord, RECORD_COMPLETE, RECORD_COMPLETE_WITHOUT_MESSAGE, RECORD_EMPTY,
+    MESSAGE_NOT_KEPT, PANIC_CLAIMED_SYMBOL, PANIC_RECORD_ARGS, PANIC_SLOT_SYMBOL, PANIC_SLOT_SYMBOL_C, PanicRecord, RECORD_COMPLETE,
+    RECORD_COMPLETE_WITH_ARGUMENTS, RECORD_COMPLETE_WITHOUT_MESSAGE, RECORD_EMPTY,
 };
 pub use problem::LaunchProblem;
 pub use requirements::{LaunchRequirements, same_lengths};
