@@ -1,6 +1,7 @@
 //! A block's shared memory on the CPU: an arena of bytes addressed by 32-bit offsets (the
 //! "shared-window addresses" the device library passes around), poisoned at every block start,
-//! with an optional shadow word per 4 bytes for data-race detection.
+//! with an optional shadow entry per 2 bytes (the smallest shared-memory element, a 16-bit
+//! float) for data-race detection.
 //!
 //! Layout: the dynamic shared memory first (offset 0, 16-byte aligned), then each
 //! `shared_array!` site in the order the first block reaches them. One arena serves every block
@@ -25,7 +26,12 @@ pub const STATIC_SHARED_LIMIT: usize = 48 * 1024;
 #[derive(Clone, Copy)]
 struct Chunk([u8; 16]);
 
-/// The last write and the last read of one 4-byte word: who, in which barrier epoch, after
+/// Bytes per shadow entry: the size of the smallest [`SharedElement`](crate::shared::SharedElement)
+/// (`bf16`, `f16`). Coarser entries would report two threads writing neighbouring 16-bit
+/// elements of one word, which is no race on a GPU, as one.
+const GRANULE: u32 = 2;
+
+/// The last write and the last read of one 2-byte granule: who, in which barrier epoch, after
 /// how many `sync_warp`s of its warp.
 #[derive(Clone, Copy, Default)]
 struct Shadow {
@@ -75,7 +81,7 @@ pub(crate) struct SharedMemory {
 
 impl SharedMemory {
     /// `count` arenas with one layout (one per block of a cluster), each with room for
-    /// `dynamic_bytes` plus CUDA's static limit; `race_detection` adds the shadow words.
+    /// `dynamic_bytes` plus CUDA's static limit; `race_detection` adds the shadow entries.
     pub(crate) fn group(count: usize, dynamic_bytes: u32, race_detection: bool) -> Vec<Self> {
         let dynamic = (dynamic_bytes as usize).next_multiple_of(16);
         let bytes = dynamic + STATIC_SHARED_LIMIT;
@@ -84,7 +90,7 @@ impl SharedMemory {
             .map(|_| SharedMemory {
                 arena: UnsafeCell::new(vec![Chunk([SHARED_POISON_BYTE; 16]); bytes / 16].into_boxed_slice()),
                 layout: layout.clone(),
-                shadow: race_detection.then(|| (0..bytes / 4).map(|_| Cell::new(Shadow::default())).collect()),
+                shadow: race_detection.then(|| (0..bytes / GRANULE as usize).map(|_| Cell::new(Shadow::default())).collect()),
                 epoch: Cell::new(0),
             })
             .collect()
@@ -168,8 +174,8 @@ impl SharedMemory {
                 && !((before.thread - 1) / ferrocuda_types::WARP_SIZE == warp && now.warp_syncs > before.warp_syncs)
         };
         let mut race = None;
-        for word in address / 4..(address + bytes as u32).div_ceil(4) {
-            let cell = &shadow[word as usize];
+        for granule in address / GRANULE..(address + bytes as u32).div_ceil(GRANULE) {
+            let cell = &shadow[granule as usize];
             let mut entry = cell.get();
             let conflict = if unordered(entry.writer) {
                 Some((if write { RaceKind::WriteAfterWrite } else { RaceKind::ReadAfterWrite }, entry.writer))
@@ -179,7 +185,7 @@ impl SharedMemory {
                 None
             };
             if let (None, Some((kind, before))) = (&race, conflict) {
-                race = Some(Race { address: word * 4, kind, first: before.thread - 1, second: check.rank });
+                race = Some(Race { address: granule * GRANULE, kind, first: before.thread - 1, second: check.rank });
             }
             if write {
                 entry.writer = now;
