@@ -109,7 +109,7 @@ fn conversions_round_like_the_gpu(backend: &Backend) {
     while x.len() < 4096 {
         let bits = rng.next() as u32;
         // Most inputs within f16's range, the rest anywhere.
-        x.push(if x.len() % 4 == 0 { f32::from_bits(bits) } else { f32::from_bits((bits & 0x87ff_ffff) | 0x3000_0000) });
+        x.push(if x.len().is_multiple_of(4) { f32::from_bits(bits) } else { f32::from_bits((bits & 0x87ff_ffff) | 0x3000_0000) });
     }
     let n = x.len();
     let x_buf = backend.upload(&x);

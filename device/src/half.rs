@@ -1,4 +1,4 @@
-//! The 16-bit floats: the [`half`](::half) crate's [`bf16`] and [`f16`], on the host and in
+//! The 16-bit floats: the [`half`] crate's [`bf16`] and [`f16`](struct@f16), on the host and in
 //! kernels, with the GPU's conversion and packed instructions.
 //!
 //! `bf16` and `f16` are the 16-bit floats of Rust's GPU ecosystem (candle, burn, cudarc's
