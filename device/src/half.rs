@@ -8,6 +8,26 @@
 //! parameters, shared-memory elements ([`SharedElement`](crate::shared::SharedElement)) and
 //! warp shuffle values ([`ShuffleValue`](crate::warp::ShuffleValue)).
 //!
+//! ```ignore
+//! use ferrocuda_device::half::{F32ToHalf, HalfFloat, bf16};
+//! use ferrocuda_device::{DisjointSlice, global::unique_index, kernel};
+//!
+//! /// `out[i] = x[i] * scale`, in f32, rounded once (tests/kernels/src/half_floats.rs has
+//! /// this kernel with a bias, run on the GPU and the CPU executor).
+//! #[kernel]
+//! pub fn scale_bf16(x: &[bf16], scale: bf16, mut out: DisjointSlice<bf16>) {
+//!     let i = unique_index();
+//!     if i.get() < x.len() {
+//!         out[i] = (x[i].widen() * scale.widen()).to_bf16(); // shifts, mul.rn.f32, cvt.rn.bf16.f32
+//!     }
+//! }
+//!
+//! // On the host: the same type, from `ferrocuda::half` or the `half` crate.
+//! let x = DeviceBuffer::from_slice(&context, &[bf16::from_f32(1.5); 1024])?;
+//! let mut out = DeviceBuffer::<bf16>::zeroed(&context, 1024)?;
+//! scale_bf16::launch(&stream, LaunchConfig::for_elements(1024, 256), &x, bf16::from_f32(2.0), &mut out)?;
+//! ```
+//!
 //! # Conversions in kernels
 //! `half`'s own `bf16::from_f32` and `f16::from_f32`/`to_f32` are portable integer code: on
 //! the GPU they cost 10 to 40 instructions each. In kernels convert with [`F32ToHalf`] and
