@@ -20,6 +20,7 @@ on_both_backends!(
     conversions_round_like_the_gpu,
     packed_pairs_round_like_the_gpu,
     shared_memory_and_shuffles_move_16_bit_floats,
+    atomic_adds_of_16_bit_floats_sum_exactly,
 );
 
 /// xorshift64*: reproducible inputs.
@@ -236,6 +237,44 @@ fn shared_memory_and_shuffles_move_16_bit_floats(backend: &Backend) {
     }
 }
 
+fn atomic_adds_of_16_bit_floats_sum_exactly(backend: &Backend) {
+    // Multiples of 1/2 (f16) or whole numbers (bf16) whose every partial sum is exact in the
+    // format, so the sums do not depend on the order the atomics land in.
+    let n = 512;
+    let x: Vec<f16> = (0..n).map(|i| f16::from_f32((i % 5) as f32 * 0.5)).collect();
+    let pairs: Vec<F16x2> = (0..n).map(|i| F16x2::new(f16::ONE, f16::from_f32(-((i % 3) as f32)))).collect();
+    let (x_buf, pairs_buf) = (backend.upload(&x), backend.upload(&pairs));
+    let (mut sums, mut pair_sums) = (backend.zeroed::<f16>(4), backend.zeroed::<F16x2>(4));
+    launch_on!(backend, half_floats::atomic_f16_sums, config(n), &x_buf, &pairs_buf, &mut sums, &mut pair_sums).unwrap();
+    let (sums, pair_sums) = (backend.download(&sums), backend.download(&pair_sums));
+    for bin in 0..4 {
+        let members = (bin..n).step_by(4);
+        let want: f32 = members.clone().map(|i| x[i].to_f32()).sum();
+        let want_hi: f32 = members.clone().map(|i| pairs[i].hi().to_f32()).sum();
+        assert_eq!(sums[bin].to_f32(), want, "{}: f16 sum {bin}", backend.name());
+        assert_eq!(pair_sums[bin].to_f32s(), (128.0, want_hi), "{}: f16 pair sum {bin}", backend.name());
+    }
+    if let Backend::Gpu { context, .. } = backend
+        && context.device().arch().expect("the device's architecture") < 90
+    {
+        println!("bf16 atomics need sm_90: checked on the CPU executor only");
+        return;
+    }
+    let x: Vec<bf16> = (0..n).map(|i| bf16::from_f32((i % 3) as f32)).collect();
+    let pairs: Vec<Bf16x2> = (0..n).map(|i| Bf16x2::new(bf16::ONE, bf16::from_f32(-((i % 2) as f32)))).collect();
+    let (x_buf, pairs_buf) = (backend.upload(&x), backend.upload(&pairs));
+    let (mut sums, mut pair_sums) = (backend.zeroed::<bf16>(4), backend.zeroed::<Bf16x2>(4));
+    launch_on!(backend, half_floats::sm90::atomic_bf16_sums, config(n), &x_buf, &pairs_buf, &mut sums, &mut pair_sums).unwrap();
+    let (sums, pair_sums) = (backend.download(&sums), backend.download(&pair_sums));
+    for bin in 0..4 {
+        let members = (bin..n).step_by(4);
+        let want: f32 = members.clone().map(|i| x[i].to_f32()).sum();
+        let want_hi: f32 = members.clone().map(|i| pairs[i].hi().to_f32()).sum();
+        assert_eq!(sums[bin].to_f32(), want, "{}: bf16 sum {bin}", backend.name());
+        assert_eq!(pair_sums[bin].to_f32s(), (128.0, want_hi), "{}: bf16 pair sum {bin}", backend.name());
+    }
+}
+
 /// Regression: the CPU executor's race detector kept one shadow entry per 4 bytes, so two
 /// threads writing neighbouring 16-bit elements of one word (no race on a GPU) were reported
 /// as a race. Each 2-byte element is now its own entry; a real race on one is still found.
@@ -256,12 +295,17 @@ fn cpu_race_detector_tells_neighbouring_16_bit_elements_apart() {
 /// examples' architecture) and sm_90, and none falls back to the software twin (whose fused
 /// multiply-add works in f64).
 mod ptx {
-    /// The opcodes of `.entry name` in the `arch` PTX of the test kernels.
-    fn opcodes(arch: u32, name: &str) -> Vec<&'static str> {
+    /// The text of `.entry name` in the `arch` PTX of the test kernels.
+    fn body(arch: u32, name: &str) -> &'static str {
         let ptx = test_kernels::KERNELS.ptx_for(arch).unwrap_or_else(|| panic!("test-kernels is built for sm_{arch}"));
         let start = ptx.find(&format!(".entry {name}(")).unwrap_or_else(|| panic!("no .entry {name} in the sm_{arch} PTX"));
-        let body = &ptx[start..start + ptx[start..].find("\n}").expect("an entry ends with a closing brace")];
-        body.lines()
+        &ptx[start..start + ptx[start..].find("\n}").expect("an entry ends with a closing brace")]
+    }
+
+    /// The opcodes of `.entry name` in the `arch` PTX of the test kernels.
+    fn opcodes(arch: u32, name: &str) -> Vec<&'static str> {
+        body(arch, name)
+            .lines()
             .map(str::trim)
             .filter(|line| !line.is_empty() && !line.starts_with("//") && !line.starts_with('.') && !line.ends_with(':') && !line.starts_with(['{', '}']))
             .map(|line| line.split_whitespace().find(|word| !word.starts_with('@')).unwrap_or("").trim_end_matches(';'))
@@ -315,6 +359,20 @@ mod ptx {
             }
             assert_no_software_twin(&ops, "packed_f16");
         }
+    }
+
+    #[test]
+    fn atomic_adds_are_single_atom_instructions() {
+        // The atomics sit in `{ .reg .u64 g; cvta.to.global.u64 g, ..; atom.. }` blocks.
+        let count_in = |arch: u32, name: &str, op: &str| body(arch, name).matches(&format!("{op} ")).count();
+        for arch in [80, 90] {
+            assert_eq!(count_in(arch, "atomic_f16_sums", "atom.relaxed.gpu.global.add.noftz.f16"), 1, "sm_{arch}");
+            assert_eq!(count_in(arch, "atomic_f16_sums", "atom.relaxed.gpu.global.add.noftz.f16x2"), 1, "sm_{arch}");
+        }
+        assert_eq!(count_in(90, "atomic_bf16_sums", "atom.relaxed.gpu.global.add.noftz.bf16"), 1);
+        assert_eq!(count_in(90, "atomic_bf16_sums", "atom.relaxed.gpu.global.add.noftz.bf16x2"), 1);
+        let sm80 = test_kernels::KERNELS.ptx_for(80).expect("sm_80 PTX");
+        assert!(!sm80.contains(".entry atomic_bf16_sums("), "bf16 atomics need sm_90: the sm_80 PTX must leave them out");
     }
 
     #[test]

@@ -5,8 +5,9 @@
 //! `f16` feature and `half` itself), so a kernel taking `&[bf16]` takes what a candle tensor
 //! holds. Through `half`'s `bytemuck` feature they are [`bytemuck::Pod`] on every target,
 //! the device included: kernel slice elements (`&[bf16]`, `DisjointSlice<bf16>`), by-value
-//! parameters, shared-memory elements ([`SharedElement`](crate::shared::SharedElement)) and
-//! warp shuffle values ([`ShuffleValue`](crate::warp::ShuffleValue)).
+//! parameters, shared-memory elements ([`SharedElement`](crate::shared::SharedElement)), warp
+//! shuffle values ([`ShuffleValue`](crate::warp::ShuffleValue)) and atomic elements
+//! ([`AtomicElement`](crate::atomic::AtomicElement), with [`AtomicAdd`](crate::atomic::AtomicAdd)).
 //!
 //! ```ignore
 //! use ferrocuda_device::half::{F32ToHalf, HalfFloat, bf16};
@@ -44,6 +45,8 @@
 //! | [`Bf16x2::fma`] | `fma.rn.bf16x2` | sm_80+ |
 //! | `Bf16x2 + Bf16x2`, `*` | `add.rn.bf16x2`, `mul.rn.bf16x2` | sm_90+ (sm_80: `fma.rn.bf16x2`) |
 //! | [`F16x2::fma`], `+`, `*` | `fma.rn.f16x2`, `add.rn.f16x2`, `mul.rn.f16x2` | every GPU |
+//! | `AtomicSlice<f16>::add` (and `F16x2`) | `atom.add.noftz.f16` (`.f16x2`) | every GPU |
+//! | `AtomicSlice<bf16>::add` (and `Bf16x2`) | `atom.add.noftz.bf16` (`.bf16x2`) | sm_90+ only |
 //!
 //! Every one rounds to nearest, ties to even, and keeps subnormals (no `.ftz`). Where a GPU
 //! lacks the instruction, and on the host (the CPU executor, host code), a software twin

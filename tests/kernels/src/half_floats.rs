@@ -3,7 +3,7 @@
 //! shared memory and shuffles. `tests/cpu_half_floats.rs` runs each on the CPU executor and
 //! the GPU and compares every output with the software twins (`half::soft`).
 
-use ferrocuda_device::global::{DisjointSlice, unique_index};
+use ferrocuda_device::global::{AtomicSlice, DisjointSlice, unique_index};
 use ferrocuda_device::half::{Bf16x2, F16x2, F32ToHalf, HalfFloat, bf16, f16};
 use ferrocuda_device::math::DeviceFloat;
 use ferrocuda_device::sync::sync_threads;
@@ -91,4 +91,34 @@ pub fn neighbouring_halves(same_element: bool, mut out: DisjointSlice<f16>) {
     let slot = if same_element { 0 } else { t };
     staged.set(slot, (t as f32).to_f16());
     out[unique_index()] = staged.get(slot);
+}
+
+/// Atomic adds of f16 and f16 pairs (`atom.add.noftz.f16`, `.f16x2`): thread `i` adds `x[i]`
+/// to `sums[i % 4]` and `pairs[i]` to `pair_sums[i % 4]`.
+#[kernel]
+pub fn atomic_f16_sums(x: &[f16], pairs: &[F16x2], sums: AtomicSlice<f16>, pair_sums: AtomicSlice<F16x2>) {
+    let i = unique_index();
+    if i.get() < x.len() {
+        sums.add(i.get() % 4, x[i]);
+        pair_sums.add(i.get() % 4, pairs[i]);
+    }
+}
+
+/// bf16 atomics (`atom.add.noftz.bf16`, `.bf16x2`) need sm_90: the sm_80 PTX leaves this
+/// module out.
+#[cfg_attr(target_arch = "nvptx64", cfg(ferrocuda_sm = "90"))]
+pub mod sm90 {
+    use ferrocuda_device::global::{AtomicSlice, unique_index};
+    use ferrocuda_device::half::{Bf16x2, bf16};
+    use ferrocuda_device::kernel;
+
+    /// [`atomic_f16_sums`](super::atomic_f16_sums) on bf16.
+    #[kernel]
+    pub fn atomic_bf16_sums(x: &[bf16], pairs: &[Bf16x2], sums: AtomicSlice<bf16>, pair_sums: AtomicSlice<Bf16x2>) {
+        let i = unique_index();
+        if i.get() < x.len() {
+            sums.add(i.get() % 4, x[i]);
+            pair_sums.add(i.get() % 4, pairs[i]);
+        }
+    }
 }
