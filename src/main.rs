@@ -118,14 +118,14 @@ fn run() -> Result<Outcome, Box<dyn std::error::Error>> {
         device.total_memory()? as f64 / (1u64 << 30) as f64
     );
     println!("Rust kernels: crate {}, built by {}, running {}", KERNELS.crate_name, KERNELS.toolchain, context.embedded_image(&KERNELS)?);
-    let twins = match nvrtc::compile_reference(&context, arch) {
+    let (twins, nvrtc_missing) = match nvrtc::compile_reference(&context, arch) {
         Ok(compiled) => {
             println!("CUDA C++ twins: bench/cuda/reference_kernels.cu, NVRTC {} -> cubin sm_{arch} in {:.0} ms", compiled.version, compiled.compile_ms);
-            Some(compiled)
+            (Some(compiled), false)
         }
         Err(why) => {
             println!("CUDA C++ twins: not shown ({why})");
-            None
+            (None, matches!(why, nvrtc::Unavailable::NoLibrary))
         }
     };
     let runs = Runs { warmup: 2, timed: 5 };
@@ -137,7 +137,7 @@ fn run() -> Result<Outcome, Box<dyn std::error::Error>> {
     );
     let outcome = gpu_kernels::twins::run_all(&env, |_| {});
     print_twin_table(&outcome, twins.is_some());
-    if twins.is_none() {
+    if nvrtc_missing {
         println!("\nTo see the CUDA C++ twins beside these, make NVRTC (libnvrtc.so of CUDA 13) loadable and run again:");
         println!("  with the CUDA toolkit:  LD_LIBRARY_PATH=/usr/local/cuda/lib64 cargo run --release");
         println!("  without it:             pip install 'nvidia-cuda-nvrtc==13.0.*', then put its nvidia/cu13/lib on LD_LIBRARY_PATH");

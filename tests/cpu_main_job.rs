@@ -25,10 +25,9 @@ fn the_main_job_verifies_its_kernels_on_whatever_back_end_it_has() {
     }
     assert!(!text.contains("NOT verified"), "{text}");
     let with_twins = text.contains("CUDA C++ twins: bench/cuda/reference_kernels.cu, NVRTC");
-    assert!(
-        with_twins || text.contains("CUDA C++ twins: not shown (") && text.contains("To see the CUDA C++ twins"),
-        "the twins are neither shown nor explained:\n{text}"
-    );
+    // Without the twins the job says why, and with no NVRTC at all what to install.
+    let explained = text.contains("CUDA C++ twins: not shown (") && (!text.contains("libnvrtc not found") || text.contains("To see the CUDA C++ twins"));
+    assert!(with_twins || explained, "the twins are neither shown nor explained:\n{text}");
     for kernel in EXAMPLES {
         let line = row(kernel);
         assert!(line.ends_with("yes"), "{kernel} not verified on the GPU:\n{text}");
