@@ -274,7 +274,7 @@ pub(crate) fn bf16(bits: u16) -> f32 {
 
 /// f16 bits as f32, for [`wgmma`].
 pub(crate) fn f16(bits: u16) -> f32 {
-    crate::half::F16(bits).to_f32()
+    ::half::f16::from_bits(bits).to_f32()
 }
 
 /// The A fragments of each warp (keyed by block context address and warp) for [`wgmma_rs`].

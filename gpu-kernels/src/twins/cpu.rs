@@ -1,7 +1,7 @@
 //! Inputs (deterministic pseudo-random) and the CPU references every GPU result is checked
 //! against before its time is reported.
 
-use gpu_kernels::examples::{SOFTMAX_COLS, STENCIL_CENTRE, STENCIL_NEIGHBOUR};
+use crate::examples::{SOFTMAX_COLS, STENCIL_CENTRE, STENCIL_NEIGHBOUR};
 
 /// SplitMix64: a fast, seedable generator; good enough for benchmark inputs.
 pub struct Random(u64);
