@@ -34,6 +34,9 @@ impl Context {
                 drop(self);
                 Context::create(ordinal, schedule)?.usable_after_recovery()
             }
+            ContextKind::Borrowed => Err(Error::BorrowedHandle {
+                problem: "cannot recover a context borrowed from another library: its owner must start it over (then borrow the new one)".into(),
+            }),
             ContextKind::Primary => {
                 let registry = PRIMARY.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
                 let handles = Arc::strong_count(&self.inner);
