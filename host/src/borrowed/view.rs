@@ -63,6 +63,7 @@ impl<'a, T: Pod> BorrowedSlice<'a, T> {
     ///
     /// # Safety
     /// As for [`BorrowedSlice::new`].
+    #[cfg_attr(not(feature = "cudarc"), allow(dead_code))] // used by the cudarc adapter
     pub(crate) unsafe fn with_home(home: Stream, ptr: u64, len: usize) -> Result<Self> {
         Ok(BorrowedSlice { memory: Borrowed::new::<T>(home, ptr, len)?, _owner: PhantomData })
     }
@@ -85,6 +86,7 @@ impl<'a, T: Pod> BorrowedSliceMut<'a, T> {
     ///
     /// # Safety
     /// As for [`BorrowedSliceMut::new`].
+    #[cfg_attr(not(feature = "cudarc"), allow(dead_code))] // used by the cudarc adapter
     pub(crate) unsafe fn with_home(home: Stream, ptr: u64, len: usize) -> Result<Self> {
         Ok(BorrowedSliceMut { memory: Borrowed::new::<T>(home, ptr, len)?, _owner: PhantomData })
     }
