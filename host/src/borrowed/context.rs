@@ -3,6 +3,7 @@
 
 use std::any::Any;
 use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
 use std::ops::Deref;
 use std::sync::Arc;
 
@@ -24,7 +25,8 @@ use crate::loader::init;
 /// the [`Context`]) may still be alive, and the process aborts with a message if something is,
 /// since the owner may destroy the context right after.
 pub struct BorrowedContext<'a> {
-    context: Context,
+    /// Taken (once) by `drop`.
+    context: ManuallyDrop<Context>,
     _owner: PhantomData<&'a ()>,
 }
 
@@ -38,7 +40,7 @@ impl<'a> BorrowedContext<'a> {
     pub unsafe fn new(raw: sys::CUcontext) -> Result<Self> {
         // SAFETY: forwarded (`raw` is live).
         let context = unsafe { adopt(raw, None) }?;
-        Ok(BorrowedContext { context, _owner: PhantomData })
+        Ok(BorrowedContext { context: ManuallyDrop::new(context), _owner: PhantomData })
     }
 
     /// True when the context is its device's primary context (then retained, see the type's
@@ -57,20 +59,26 @@ impl Deref for BorrowedContext<'_> {
 
 impl Drop for BorrowedContext<'_> {
     fn drop(&mut self) {
-        if self.context.is_primary() {
+        // SAFETY: taken once, here; `self.context` is not used again.
+        let context = unsafe { ManuallyDrop::take(&mut self.context) };
+        if context.is_primary() {
             return; // retained: our handles keep it valid
         }
-        let others = Arc::strong_count(&self.context.inner) - 1;
-        if others > 0 {
-            // Returning would let the owner destroy the context under live handles (a
-            // use-after-free in the driver); unwinding would too. Only stopping is sound.
-            eprintln!(
-                "ferrocuda: a BorrowedContext was dropped while {others} ferrocuda handle(s) made in it (streams, buffers, modules, events, \
-                 graphs or Context clones) were still alive; its owner may destroy the context now, so the process stops here. \
-                 Drop everything made in a borrowed context before the borrow ends."
-            );
-            std::process::abort();
+        // Atomic with the weak handles' upgrades (another thread's `Context::current()`):
+        // either this is the last handle and the context's state goes now, before its owner
+        // may destroy it, or another handle lives on.
+        if let Some(inner) = Arc::into_inner(context.inner) {
+            drop(inner); // waits for its work, unloads its modules; never destroys it
+            return;
         }
+        // Returning would let the owner destroy the context under live handles (a
+        // use-after-free in the driver); unwinding would too. Only stopping is sound.
+        eprintln!(
+            "ferrocuda: a BorrowedContext was dropped while ferrocuda handles made in it (streams, buffers, modules, events, \
+             graphs or Context clones) were still alive; its owner may destroy the context now, so the process stops here. \
+             Drop everything made in a borrowed context before the borrow ends."
+        );
+        std::process::abort();
     }
 }
 

@@ -76,3 +76,27 @@ use crate::{Context, Stream};
 fn problem(message: impl Into<String>) -> crate::Error {
     crate::Error::BorrowedHandle { problem: message.into() }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Context, Error};
+
+    /// CI has no driver: the constructors report that first, before looking at the handles.
+    #[test]
+    fn without_a_driver_borrowing_reports_no_driver() {
+        if crate::driver_present() {
+            return; // checked on machines without a driver (CI); gpu_borrowed.rs covers the rest
+        }
+        // SAFETY: refused before the handle is used (no driver).
+        assert!(matches!(unsafe { BorrowedContext::new(std::ptr::null_mut()) }, Err(Error::NoDriver)));
+        // SAFETY: as above.
+        assert!(matches!(unsafe { Context::from_raw(std::ptr::null_mut(), ()) }, Err(Error::NoDriver)));
+    }
+
+    #[test]
+    fn borrowing_errors_say_what_is_wrong_and_what_to_do() {
+        let message = problem("device address 0x2 is not aligned for f32 (4 bytes): borrow it as bytes, or fix the offset").to_string();
+        assert!(message.contains("not aligned") && message.contains("fix the offset"), "{message}");
+    }
+}

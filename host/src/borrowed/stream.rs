@@ -34,6 +34,12 @@ pub struct BorrowedStream<'a> {
     _owner: PhantomData<&'a ()>,
 }
 
+// SAFETY: the owner's handle is used only in `drop`, from any thread, with the context bound
+// (CUDA streams may be used from any thread); the rest is a `Stream`, which is Send + Sync.
+unsafe impl Send for BorrowedStream<'_> {}
+// SAFETY: as above; `&self` methods do not touch the owner's handle.
+unsafe impl Sync for BorrowedStream<'_> {}
+
 impl<'a> BorrowedStream<'a> {
     /// Borrows the stream `raw` of `context`.
     ///
