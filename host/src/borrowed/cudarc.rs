@@ -25,7 +25,7 @@ use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
 use bytemuck::Pod;
-use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop};
+use cudarc::driver::{CudaContext, CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop};
 
 use super::{BorrowedSlice, BorrowedSliceMut, problem};
 use crate::context::Context;
@@ -73,27 +73,28 @@ pub struct CudaWrite<'a, T> {
     _cudarc: SyncOnDrop<'a>,
 }
 
-/// Borrows `slice` to be read by ferrocuda work, with `on` (a stream of the slice's context,
-/// usually `slice.stream()`) as its home stream.
-pub fn slice<'a, T: Pod>(slice: &'a CudaSlice<T>, on: &'a Arc<CudaStream>) -> Result<CudaRead<'a, T>> {
+/// Borrows `slice` (a `CudaSlice<T>`, or a `CudaView` / `CudaViewMut` of part of one) to be
+/// read by ferrocuda work, with `on` (a stream of the slice's context, usually
+/// `slice.stream()`) as its home stream.
+pub fn slice<'a, T: Pod, S: DevicePtr<T>>(slice: &'a S, on: &'a Arc<CudaStream>) -> Result<CudaRead<'a, T>> {
     let home = stream(on)?;
     let len = slice.len();
     let (ptr, sync) = slice.device_ptr(on);
-    // SAFETY: the CudaSlice is borrowed shared for 'a, so cudarc's safe API cannot write it
-    // meanwhile or free it; cudarc's earlier writes are ordered before `on` (device_ptr above),
+    // SAFETY: the slice (or view) is borrowed shared for 'a, so cudarc's safe API cannot
+    // write it meanwhile or free it; cudarc's earlier writes are ordered before `on` (device_ptr above),
     // so the range holds initialised `T`s (`Pod`) of a live allocation.
     let slice = unsafe { BorrowedSlice::with_home(home, ptr, len) }?;
     Ok(CudaRead { slice, _cudarc: sync })
 }
 
-/// Borrows `slice` to be written by ferrocuda work, with `on` as its home stream (see
-/// [`slice()`]).
-pub fn slice_mut<'a, T: Pod>(slice: &'a mut CudaSlice<T>, on: &'a Arc<CudaStream>) -> Result<CudaWrite<'a, T>> {
+/// Borrows `slice` (a `CudaSlice<T>` or a `CudaViewMut` of part of one) to be written by
+/// ferrocuda work, with `on` as its home stream (see [`slice()`]).
+pub fn slice_mut<'a, T: Pod, S: DevicePtrMut<T>>(slice: &'a mut S, on: &'a Arc<CudaStream>) -> Result<CudaWrite<'a, T>> {
     let home = stream(on)?;
     let len = slice.len();
     let (ptr, sync) = slice.device_ptr_mut(on);
-    // SAFETY: as in `slice`, and the CudaSlice is borrowed exclusively for 'a, so nothing else
-    // reaches it meanwhile; its earlier reads and writes are ordered before `on`.
+    // SAFETY: as in `slice`, and the slice (or view) is borrowed exclusively for 'a, so
+    // nothing else reaches it meanwhile; its earlier reads and writes are ordered before `on`.
     let slice = unsafe { BorrowedSliceMut::with_home(home, ptr, len) }?;
     Ok(CudaWrite { slice, _cudarc: sync })
 }
