@@ -179,8 +179,12 @@ fn borrowing_checks_alignment_extent_memory_kind_and_context() {
     // SAFETY (each): the checks under test refuse these before any use.
     let misaligned = unsafe { BorrowedSlice::<f32>::new(&home, ptr + 2, 10) }.map(drop).map_err(message).unwrap_err();
     assert!(misaligned.contains("not aligned"), "{misaligned}");
-    let too_long = unsafe { BorrowedSlice::<f32>::new(&home, ptr, 1_000_000) }.map(drop).map_err(message).unwrap_err();
+    let too_long = unsafe { BorrowedSlice::<f32>::new(&home, ptr, 1 << 34) }.map(drop).map_err(message).unwrap_err();
     assert!(too_long.contains("run past the end of their allocation"), "{too_long}");
+    // How tight the driver's extent is (pool allocations may sit in a larger range): a fact
+    // for the log, not a promise.
+    let one_more = unsafe { BorrowedSlice::<f32>::new(&home, ptr, 1001) }.map(drop).map_err(message);
+    eprintln!("borrowing 1001 floats of a 1000-float cudarc allocation: {one_more:?}");
     let host = vec![0.0f32; 16];
     let on_host = unsafe { BorrowedSliceMut::<f32>::new(&home, host.as_ptr() as u64, 16) }.map(drop).map_err(message).unwrap_err();
     assert!(on_host.contains("not device memory"), "{on_host}");

@@ -175,8 +175,8 @@ impl Drop for Borrowed {
     }
 }
 
-/// Checks `ptr .. ptr + bytes` with the driver: aligned to `align`, one allocation it knows, on
-/// `home`'s device.
+/// Checks `ptr .. ptr + bytes` with the driver: aligned to `align`, device memory (not host
+/// memory) of `home`'s device, within one allocation where the driver reports its extent.
 fn check_range(home: &Stream, ptr: u64, bytes: usize, align: usize, type_name: &str) -> Result<()> {
     if ptr == 0 {
         return Err(problem(format!("a borrowed range of {bytes} bytes cannot start at address 0")));
@@ -186,15 +186,18 @@ fn check_range(home: &Stream, ptr: u64, bytes: usize, align: usize, type_name: &
     }
     let context = home.context();
     context.bind_to_thread()?;
-    let (mut ordinal, mut start, mut size): (i32, u64, usize) = (0, 0, 0);
     let not_device = |e| problem(format!("address {ptr:#x} is not device memory the driver knows ({e}); host data must be copied first"));
-    // SAFETY: each call writes one value of the attribute's documented type (int, CUdeviceptr,
-    // size_t); `ptr` is only looked up.
+    use sys::CUpointer_attribute as A;
+    let mut memory_type = 0u32;
+    let mut ordinal = 0i32;
+    // SAFETY: each call writes one value of the attribute's documented type (an unsigned int
+    // for the memory type, an int for the ordinal); `ptr` is only looked up.
     unsafe {
-        use sys::CUpointer_attribute as A;
+        driver::memory::pointer_get_attribute((&mut memory_type as *mut u32).cast(), A::CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr).map_err(not_device)?;
         driver::memory::pointer_get_attribute((&mut ordinal as *mut i32).cast(), A::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr).map_err(not_device)?;
-        driver::memory::pointer_get_attribute((&mut start as *mut u64).cast(), A::CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, ptr).map_err(not_device)?;
-        driver::memory::pointer_get_attribute((&mut size as *mut usize).cast(), A::CU_POINTER_ATTRIBUTE_RANGE_SIZE, ptr).map_err(not_device)?;
+    }
+    if memory_type != sys::CUmemorytype::CU_MEMORYTYPE_DEVICE as u32 {
+        return Err(problem(format!("address {ptr:#x} is host memory (CUmemorytype {memory_type}), not device memory: copy it to the device first")));
     }
     let device = context.device().ordinal();
     if ordinal as usize != device {
@@ -202,8 +205,15 @@ fn check_range(home: &Stream, ptr: u64, bytes: usize, align: usize, type_name: &
             "address {ptr:#x} is memory of device {ordinal}, but the home stream is on device {device}: borrow it with a stream of device {ordinal}"
         )));
     }
-    let end = ptr.checked_add(bytes as u64);
-    if end.is_none_or(|end| end > start + size as u64) {
+    let (mut start, mut size): (u64, usize) = (0, 0);
+    // SAFETY: as above (a CUdeviceptr, a size_t).
+    let range = unsafe {
+        driver::memory::pointer_get_attribute((&mut start as *mut u64).cast(), A::CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, ptr)
+            .and_then(|()| driver::memory::pointer_get_attribute((&mut size as *mut usize).cast(), A::CU_POINTER_ATTRIBUTE_RANGE_SIZE, ptr))
+    };
+    // Where the driver does not report the allocation's extent, the length is the caller's
+    // word (the constructor's contract).
+    if range.is_ok() && ptr.checked_add(bytes as u64).is_none_or(|end| end > start + size as u64) {
         return Err(problem(format!(
             "{bytes} bytes at {ptr:#x} run past the end of their allocation ({size} bytes at {start:#x}): the length is wrong, or the memory belongs to another owner"
         )));
