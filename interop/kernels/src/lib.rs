@@ -13,6 +13,7 @@ use ferrocuda_device::global::{DisjointSlice, unique_index};
 use ferrocuda_device::kernel;
 use ferrocuda_device::math::{DeviceFloat, FastMath};
 use ferrocuda_device::thread::{block_dim_x, block_dim_y, block_dim_z, block_idx_x, block_idx_y, block_idx_z, thread_idx_x};
+use ferrocuda_device::unroll::unroll;
 use ferrocuda_device::warp;
 
 ferrocuda_device::embed_kernels!();
@@ -38,26 +39,59 @@ pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
     }
 }
 
+/// Columns a lane loads per step of the row loops: all eight loads are issued before any is
+/// used, so eight are in flight per lane. One at a time, each column waited for the memory's
+/// latency: 7x slower than candle's RMSNorm on an H100 (bench/results/h100-2026-11-25-interop.txt).
+const UNROLL: usize = 8;
+/// The lanes of a warp, as a column stride.
+const LANES: usize = warp::WARP_SIZE as usize;
+/// The span of one unrolled step's columns (`c ..= c + 32 * 7`): sliced once per step, so its
+/// eight constant-offset reads need no bounds check each.
+const SPAN: usize = LANES * (UNROLL - 1) + 1;
+
+/// The first column of each unrolled step of a lane (`lane`, `lane + 256`, ...) while all eight
+/// of its columns (`c + 32 k`) are below `cols`; then the rest one by one.
+#[inline(always)]
+fn steps(lane: usize, cols: usize) -> (core::iter::StepBy<core::ops::Range<usize>>, core::iter::StepBy<core::ops::Range<usize>>) {
+    let full = cols / (LANES * UNROLL) * (LANES * UNROLL);
+    ((lane..full).step_by(LANES * UNROLL), (full + lane..cols).step_by(LANES))
+}
+
 /// `out[r][c] = x[r][c] / sqrt(mean_c(x[r][c]²) + eps) * weight[c]` for the `rows` rows of
 /// `weight.len()` columns (RMSNorm, as in LLaMA and `torch.nn.functional.rms_norm`).
 #[kernel]
 pub fn rms_norm(x: &[f32], weight: &[f32], mut out: DisjointSlice<f32>, rows: u32, eps: f32) {
     let cols = weight.len();
     let Some((base, lane)) = warp_row(rows, cols, x.len().min(out.len())) else { return };
-    let mut squares = 0.0f32;
-    let mut c = lane;
-    while c < cols {
-        let v = x[base + c];
-        squares = v.mul_add(v, squares);
-        c += warp::WARP_SIZE as usize;
+    let row = &x[base..base + cols];
+    let (unrolled, rest) = steps(lane, cols);
+    let mut squares = [0.0f32; UNROLL];
+    for c in unrolled.clone() {
+        let mut v = [0.0f32; UNROLL];
+        let span = &row[c..c + SPAN];
+        unroll::<UNROLL>(|k| v[k] = span[LANES * k]);
+        unroll::<UNROLL>(|k| squares[k] = v[k].mul_add(v[k], squares[k]));
     }
-    let scale = (warp::reduce_sum(squares) / cols as f32 + eps).rsqrt();
-    let mut c = lane;
-    while c < cols {
-        // SAFETY: `base + c < base + cols <= out.len()` (warp_row); element `base + c` is in
-        // the row this warp alone owns, and `c ≡ lane (mod 32)` gives it to this lane alone.
-        unsafe { out.write_unchecked(base + c, x[base + c] * scale * weight[c]) };
-        c += warp::WARP_SIZE as usize;
+    for c in rest.clone() {
+        squares[0] = row[c].mul_add(row[c], squares[0]);
+    }
+    let mut sum = 0.0f32;
+    unroll::<UNROLL>(|k| sum += squares[k]);
+    let scale = (warp::reduce_sum(sum) / cols as f32 + eps).rsqrt();
+    for c in unrolled {
+        let (mut v, mut g) = ([0.0f32; UNROLL], [0.0f32; UNROLL]);
+        let (span, gains) = (&row[c..c + SPAN], &weight[c..c + SPAN]);
+        unroll::<UNROLL>(|k| {
+            v[k] = span[LANES * k];
+            g[k] = gains[LANES * k];
+        });
+        // SAFETY: `base + c + 32 k < base + cols <= out.len()` (warp_row); the element is in
+        // the row this warp alone owns, and its column is `lane` mod 32, this lane's alone.
+        unroll::<UNROLL>(|k| unsafe { out.write_unchecked(base + c + LANES * k, v[k] * scale * g[k]) });
+    }
+    for c in rest {
+        // SAFETY: as above.
+        unsafe { out.write_unchecked(base + c, row[c] * scale * weight[c]) };
     }
 }
 
@@ -67,26 +101,44 @@ pub fn rms_norm(x: &[f32], weight: &[f32], mut out: DisjointSlice<f32>, rows: u3
 pub fn softmax(x: &[f32], mut out: DisjointSlice<f32>, rows: u32, cols: u32) {
     let cols = cols as usize;
     let Some((base, lane)) = warp_row(rows, cols, x.len().min(out.len())) else { return };
-    let step = warp::WARP_SIZE as usize;
+    let row = &x[base..base + cols];
+    let (unrolled, rest) = steps(lane, cols);
+    let mut maxes = [f32::NEG_INFINITY; UNROLL];
+    for c in unrolled.clone() {
+        let mut v = [0.0f32; UNROLL];
+        let span = &row[c..c + SPAN];
+        unroll::<UNROLL>(|k| v[k] = span[LANES * k]);
+        unroll::<UNROLL>(|k| maxes[k] = maxes[k].max(v[k]));
+    }
+    for c in rest.clone() {
+        maxes[0] = maxes[0].max(row[c]);
+    }
     let mut max = f32::NEG_INFINITY;
-    let mut c = lane;
-    while c < cols {
-        max = max.max(x[base + c]);
-        c += step;
-    }
+    unroll::<UNROLL>(|k| max = max.max(maxes[k]));
     let max = warp::reduce(max, f32::max);
-    let mut sum = 0.0f32;
-    let mut c = lane;
-    while c < cols {
-        sum += (x[base + c] - max).fast_exp();
-        c += step;
+    let mut sums = [0.0f32; UNROLL];
+    for c in unrolled.clone() {
+        let mut v = [0.0f32; UNROLL];
+        let span = &row[c..c + SPAN];
+        unroll::<UNROLL>(|k| v[k] = span[LANES * k]);
+        unroll::<UNROLL>(|k| sums[k] += (v[k] - max).fast_exp());
     }
+    for c in rest.clone() {
+        sums[0] += (row[c] - max).fast_exp();
+    }
+    let mut sum = 0.0f32;
+    unroll::<UNROLL>(|k| sum += sums[k]);
     let scale = 1.0 / warp::reduce_sum(sum);
-    let mut c = lane;
-    while c < cols {
+    for c in unrolled {
+        let mut v = [0.0f32; UNROLL];
+        let span = &row[c..c + SPAN];
+        unroll::<UNROLL>(|k| v[k] = span[LANES * k]);
         // SAFETY: as in `rms_norm`: in bounds, and this lane's alone.
-        unsafe { out.write_unchecked(base + c, (x[base + c] - max).fast_exp() * scale) };
-        c += step;
+        unroll::<UNROLL>(|k| unsafe { out.write_unchecked(base + c + LANES * k, (v[k] - max).fast_exp() * scale) });
+    }
+    for c in rest {
+        // SAFETY: as above.
+        unsafe { out.write_unchecked(base + c, (row[c] - max).fast_exp() * scale) };
     }
 }
 
