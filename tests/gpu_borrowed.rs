@@ -185,7 +185,7 @@ fn borrowing_checks_alignment_extent_memory_kind_and_context() {
     // for the log, not a promise.
     let one_more = unsafe { BorrowedSlice::<f32>::new(&home, ptr, 1001) }.map(drop).map_err(message);
     eprintln!("borrowing 1001 floats of a 1000-float cudarc allocation: {one_more:?}");
-    let host = vec![0.0f32; 16];
+    let host = [0.0f32; 16];
     let on_host = unsafe { BorrowedSliceMut::<f32>::new(&home, host.as_ptr() as u64, 16) }.map(drop).map_err(message).unwrap_err();
     assert!(on_host.contains("not device memory"), "{on_host}");
     let whole = unsafe { BorrowedSlice::<f32>::new(&home, ptr, 1000) }.unwrap();
