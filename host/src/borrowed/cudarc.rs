@@ -15,7 +15,7 @@
 //!
 //! cudarc keeps a read and a write event per slice when its context tracks events on several
 //! streams ([`CudaContext::is_managing_stream_synchronization`](cudarc::driver::CudaContext::is_managing_stream_synchronization)).
-//! [`slice`] and [`slice_mut`] go through cudarc's own `DevicePtr::device_ptr` /
+//! [`slice()`] and [`slice_mut()`] go through cudarc's own `DevicePtr::device_ptr` /
 //! `DevicePtrMut::device_ptr_mut` on the stream you name: that stream first waits for the
 //! slice's earlier writes (and reads, for a write), and when the borrow ends, after the stream
 //! waited for ferrocuda's work on the slice (see [`BorrowedSlice`]), cudarc records the

@@ -4,7 +4,7 @@
 //!
 //! Everything works at the level of raw driver handles (`CUcontext`, `CUstream`, a device
 //! address), so no version of another crate is forced on you; the `cudarc` feature adds an
-//! adapter for cudarc 0.19 ([`cudarc`](self::cudarc), which candle 0.11 is built on).
+//! adapter for cudarc 0.19 (`borrowed::cudarc`, which candle 0.11 is built on).
 //!
 //! | borrowed thing | constructor | tied to its owner by |
 //! |---|---|---|

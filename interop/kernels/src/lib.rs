@@ -21,7 +21,7 @@ ferrocuda_device::embed_kernels!();
 /// Threads per block the row kernels are launched with by [`rows_config`]: 8 rows per block.
 pub const ROW_BLOCK_THREADS: u32 = 256;
 
-/// The launch configuration of [`rms_norm`] and [`softmax`] for `rows` rows.
+/// The launch configuration of [`rms_norm()`] and [`softmax()`] for `rows` rows.
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn rows_config(rows: usize) -> ferrocuda_host::LaunchConfig {
     let rows_per_block = (ROW_BLOCK_THREADS / warp::WARP_SIZE) as usize;
