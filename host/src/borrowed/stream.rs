@@ -29,6 +29,8 @@ const PER_THREAD: usize = 0x2;
 /// used directly.
 pub struct BorrowedStream<'a> {
     stream: Stream,
+    /// The handle the owner gave (a default stream handle or the owner's stream).
+    handle: sys::CUstream,
     /// The owner's stream, for the join back when the borrow ends (`None`: used directly).
     owner: Option<sys::CUstream>,
     _owner: PhantomData<&'a ()>,
@@ -50,7 +52,7 @@ impl<'a> BorrowedStream<'a> {
     /// destroy it before the returned value drops.
     pub unsafe fn new(context: &'a Context, raw: sys::CUstream) -> Result<Self> {
         if let Some(stream) = default_stream(context, raw) {
-            return Ok(BorrowedStream { stream, owner: None, _owner: PhantomData });
+            return Ok(BorrowedStream { stream, handle: raw, owner: None, _owner: PhantomData });
         }
         // SAFETY: `raw` is live (the caller's contract).
         let flags = unsafe { check_stream(context, raw) }?;
@@ -60,14 +62,15 @@ impl<'a> BorrowedStream<'a> {
         // SAFETY: writes one int; `raw` is live.
         unsafe { driver::stream::get_priority(raw, &mut priority) }?;
         let stream = Stream::with_priority(context, ordering, priority)?;
-        // SAFETY: both streams are live and of `context` (checked), which is current.
-        unsafe { join(stream.raw(), raw) }?;
-        Ok(BorrowedStream { stream, owner: Some(raw), _owner: PhantomData })
+        // Through the door with no memory: the join orders two streams and touches none.
+        // SAFETY: both streams are live and of `context` (checked), which the door binds.
+        stream.enqueue("BorrowedStream::new", &[], |ours| unsafe { join(ours.get(), raw) })?;
+        Ok(BorrowedStream { stream, handle: raw, owner: Some(raw), _owner: PhantomData })
     }
 
     /// The owner's stream handle this borrows.
     pub fn owner_raw(&self) -> sys::CUstream {
-        self.owner.unwrap_or_else(|| self.stream.raw())
+        self.handle
     }
 }
 
@@ -83,10 +86,8 @@ impl Drop for BorrowedStream<'_> {
         let Some(owner) = self.owner else { return };
         // The owner's later work waits for ours. If that cannot be queued (a faulted context),
         // wait on the host instead: the owner may destroy its stream right after this.
-        let joined = self.stream.context().bind_to_thread().is_ok() && {
-            // SAFETY: `owner` is live until we return (the contract of `new`); ours is alive.
-            unsafe { join(owner, self.stream.raw()) }.is_ok()
-        };
+        // SAFETY: `owner` is live until we return (the contract of `new`); ours is alive.
+        let joined = self.stream.enqueue("BorrowedStream::drop", &[], |ours| unsafe { join(owner, ours.get()) }).is_ok();
         if !joined {
             let _ = self.stream.synchronize();
         }
@@ -125,10 +126,9 @@ impl Stream {
     /// # Safety
     /// `event` is a live event of this stream's context (or of a peer context).
     pub unsafe fn wait_raw_event(&self, event: sys::CUevent) -> Result<()> {
-        self.context().bind_to_thread()?;
+        // Through the door with no memory: a wait orders streams and touches none.
         // SAFETY: the stream is alive; `event` per the caller's contract; flags must be 0.
-        unsafe { driver::stream::wait_event(self.raw(), event, 0) }?;
-        Ok(())
+        self.enqueue("Stream::wait_raw_event", &[], |ours| Ok(unsafe { driver::stream::wait_event(ours.get(), event, 0) }?))
     }
 }
 
