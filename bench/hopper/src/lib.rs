@@ -9,5 +9,6 @@
 
 ferrocuda_device::embed_kernels!();
 
+pub mod attention;
 pub mod gemm;
 pub mod probes;
