@@ -58,6 +58,67 @@ pub const fn kv_tiles(causal: bool, q0: u32, seq_len: u32) -> u32 {
 
 pub use body::attention_body;
 
+/// One query row of the f64 reference: `o[c]`, the softmax-weighted magnitude
+/// `weight[c] = Σ_j p_j |v_jc| / Σ_j p_j` (the scale of `o[c]`'s rounding error) and the LSE.
+#[cfg(not(target_arch = "nvptx64"))]
+pub struct Reference {
+    /// The exact output row.
+    pub o: Vec<f64>,
+    /// `Σ p |v| / Σ p` per column.
+    pub weight: Vec<f64>,
+    /// `ln Σ_j exp(scale · q·k_j)`.
+    pub lse: f64,
+}
+
+/// The f64 reference of row `row` of head `head` (arrays `[heads, seq_len, d]` bf16, scale
+/// `1/sqrt(d)`, keys after `row` left out when `causal`).
+#[cfg(not(target_arch = "nvptx64"))]
+#[allow(clippy::too_many_arguments)] // the problem's shape, spelled out
+pub fn reference_row(
+    q: &[ferrocuda_device::half::Bf16],
+    k: &[ferrocuda_device::half::Bf16],
+    v: &[ferrocuda_device::half::Bf16],
+    d: usize,
+    seq_len: usize,
+    head: usize,
+    row: usize,
+    causal: bool,
+) -> Reference {
+    let at = |i: usize| head * seq_len * d + i * d;
+    let scale = 1.0 / (d as f64).sqrt();
+    let keys = if causal { row + 1 } else { seq_len };
+    let scores: Vec<f64> = (0..keys).map(|j| scale * (0..d).map(|c| q[at(row) + c].to_f32() as f64 * k[at(j) + c].to_f32() as f64).sum::<f64>()).collect();
+    let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let p: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
+    let l: f64 = p.iter().sum();
+    let column = |c: usize, f: fn(f64) -> f64| (0..keys).map(|j| p[j] * f(v[at(j) + c].to_f32() as f64)).sum::<f64>() / l;
+    Reference { o: (0..d).map(|c| column(c, |x| x)).collect(), weight: (0..d).map(|c| column(c, f64::abs)).collect(), lse: max + l.ln() }
+}
+
+/// Checks a computed row against its reference: every `|o - ref| <= (weight + |ref|) / 256 +
+/// 1e-6` (P rounded to bf16 before `P·V`, relative error 2^-9 per element, on the numerator
+/// only, plus O's bf16 rounding: about 2^-8 weight + 2^-9 |ref|, bound doubled), and `|lse -
+/// ref| <= 1e-3 + 1e-5 |ref|` (f32 sums, `ex2`/`lg2.approx`). Returns the worst error / bound,
+/// or which element is off. A NaN (an unwritten output) fails.
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn within_bound(reference: &Reference, o: &[f32], lse: f32) -> Result<f64, String> {
+    let mut worst = 0.0f64;
+    for (c, &got) in o.iter().enumerate() {
+        let bound = (reference.weight[c] + reference.o[c].abs()) / 256.0 + 1e-6;
+        let error = (got as f64 - reference.o[c]).abs();
+        if error.is_nan() || error > bound {
+            return Err(format!("O[{c}] = {got}, expected {} (bound {bound:.3e})", reference.o[c]));
+        }
+        worst = worst.max(error / bound);
+    }
+    let bound = 1e-3 + 1e-5 * reference.lse.abs();
+    let error = (lse as f64 - reference.lse).abs();
+    if error.is_nan() || error > bound {
+        return Err(format!("LSE = {lse}, expected {} (bound {bound:.1e})", reference.lse));
+    }
+    Ok(worst.max(error / bound))
+}
+
 mod body {
     use super::*;
     use ferrocuda_device::half::pack_bf16x2;
@@ -70,7 +131,8 @@ mod body {
     use ferrocuda_device::warp::shuffle_xor;
     use ferrocuda_device::warpgroup;
     use ferrocuda_device::wgmma::{
-        self, Descriptor, a_fragments_bf16_64, fence_accumulators_32, fence_accumulators_64, m64n64k16_bf16_rs_n_major, m64n128k16_bf16, m64n128k16_bf16_init, m64n128k16_bf16_rs_n_major,
+        self, Descriptor, a_fragments_bf16_64, fence_accumulators_32, fence_accumulators_64, m64n64k16_bf16_rs_n_major, m64n128k16_bf16, m64n128k16_bf16_init,
+        m64n128k16_bf16_rs_n_major,
     };
 
     /// The P fragments of one 128-key tile: 8 k16 steps of 4 registers.
