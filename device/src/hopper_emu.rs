@@ -344,3 +344,35 @@ fn wgmma_rs_with(acc: &mut [f32], n: u32, a: [u32; 4], accumulate: bool, element
         }
     }
 }
+
+/// The state of each named barrier of each block: (threads arrived in the open phase, phases
+/// completed).
+type NamedBarriers = std::collections::HashMap<(usize, u32), (u32, u64)>;
+
+std::thread_local! {
+    static NAMED_BARRIERS: core::cell::RefCell<NamedBarriers> = core::cell::RefCell::new(NamedBarriers::new());
+}
+
+/// `barrier.sync id, threads` (`wait`) or `barrier.arrive id, threads`: one arrival; with
+/// `wait`, yields to the block's other threads until the phase completes.
+pub(crate) fn named_barrier(id: u32, threads: u32, wait: bool) {
+    let key = (emu::block_identity(), id);
+    let phase = NAMED_BARRIERS.with(|all| {
+        let mut all = all.borrow_mut();
+        let (arrived, phases) = all.entry(key).or_insert((0, 0));
+        let phase = *phases;
+        *arrived += 1;
+        if *arrived == threads {
+            *arrived = 0;
+            *phases += 1;
+        }
+        phase
+    });
+    let mut tries = 0u64;
+    while wait && NAMED_BARRIERS.with(|all| all.borrow()[&key].1) == phase {
+        tries += 1;
+        assert!(tries < STUCK_AFTER, "named barrier {id} ({threads} threads): the phase never completes (wrong count, or a role that never arrives)");
+        // Let the other threads run.
+        emu::warp_active_mask();
+    }
+}

@@ -124,6 +124,7 @@ mod body {
     use ferrocuda_device::half::pack_bf16x2;
     use ferrocuda_device::math::FastMath;
     use ferrocuda_device::mbarrier::{MBarrier, fence_init};
+    use ferrocuda_device::named_barrier::NamedBarrier;
     use ferrocuda_device::sync::sync_threads;
     use ferrocuda_device::thread::{block_idx_x, block_idx_y, grid_dim_x, thread_idx_x};
     use ferrocuda_device::tma::{TensorMap, dynamic_shared_address};
@@ -348,7 +349,7 @@ mod body {
     /// The module's requirements; 384 threads, [`shared_bytes`]`(D)` of dynamic shared memory,
     /// grid `(⌈seq_len / 128⌉, batch·heads)`; run as every thread of the grid.
     #[inline(always)]
-    pub unsafe fn attention_body<const D: u32, const CAUSAL: bool, const OVERLAP: bool>(
+    pub unsafe fn attention_body<const D: u32, const CAUSAL: bool, const OVERLAP: bool, const PINGPONG: bool>(
         q_map: *const TensorMap,
         k_map: *const TensorMap,
         v_map: *const TensorMap,
@@ -456,14 +457,32 @@ mod body {
                 }
             }
         } else if tiles > 0 {
+            // Ping-pong: consumer c issues its tensor-core work only after waiting on barrier
+            // 1 + c, and then arrives on the other's, so the two warpgroups take turns and one's
+            // softmax overlaps the other's products. Consumer 0 goes first (consumer 1's
+            // arrival below); each consumer passes its barrier tiles + 1 times (consumer 0 once
+            // more at the end, taking consumer 1's last arrival, so no phase is left open).
+            // (Constants: `NamedBarrier::new` checks its arguments, at compile time here.)
+            const TURN: [NamedBarrier; 2] = [NamedBarrier::new(1, 256), NamedBarrier::new(2, 256)];
+            let (mine, other) = if consumer == 0 { (TURN[0], TURN[1]) } else { (TURN[1], TURN[0]) };
+            if PINGPONG && consumer == 1 {
+                other.arrive();
+            }
             layout.k_full(0).wait(0);
+            if PINGPONG {
+                mine.sync();
+            }
             // (No fence of `s` here: the first score `wgmma` only writes it.)
             // SAFETY: see above.
             unsafe {
                 wgmma::fence();
                 issue_scores::<D>(&mut s, q, layout.k(0));
-                wgmma::wait::<0>();
             }
+            if PINGPONG {
+                other.arrive();
+            }
+            // SAFETY: see above.
+            unsafe { wgmma::wait::<0>() };
             let (_, probabilities) = finish_scores::<CAUSAL>(&mut s, &mut state, rows, layout, 0);
             let mut p = a_fragments_bf16_64(&probabilities);
             // The factor by which O's rows must be rescaled before the next P·V.
@@ -472,25 +491,32 @@ mod body {
                 let (slot, phase) = stage(j);
                 let next = j + 1 < tiles;
                 if next {
-                    let (next_slot, next_phase) = stage(j + 1);
-                    layout.k_full(next_slot).wait(next_phase);
+                    layout.k_full(stage(j + 1).0).wait(stage(j + 1).1);
+                }
+                layout.v_full(slot).wait(phase);
+                if PINGPONG {
+                    mine.sync();
+                }
+                if next {
                     // (No fence of `s` here: the first score `wgmma` only writes it.)
                     // SAFETY: see above. The scores of tile j+1 go first, so that they are done
                     // (the older group) while P_j·V_j still runs.
                     unsafe {
                         wgmma::fence();
-                        issue_scores::<D>(&mut s, q, layout.k(next_slot));
+                        issue_scores::<D>(&mut s, q, layout.k(stage(j + 1).0));
                     }
                 }
                 // O is not in flight here (P_{j-1}·V_{j-1} was waited for); this overlaps S_{j+1}.
                 rescale_rows(&mut state.acc, factor);
-                layout.v_full(slot).wait(phase);
                 fence_accumulators_64(&mut state.acc);
                 fence_fragments(&mut p);
                 // SAFETY: see above.
                 unsafe {
                     wgmma::fence();
                     issue_pv::<D>(&mut state.acc, &p, layout.v(slot));
+                }
+                if PINGPONG {
+                    other.arrive();
                 }
                 if next {
                     // The softmax of tile j+1 runs while P_j·V_j is on the tensor cores. Its
@@ -514,6 +540,9 @@ mod body {
                 if lane == 0 {
                     layout.v_empty(slot).arrive();
                 }
+            }
+            if PINGPONG && consumer == 0 {
+                mine.sync();
             }
         }
         // Epilogue: normalise, store this thread's two rows of O and (one lane per row) the LSE.
@@ -543,7 +572,7 @@ mod body {
     }
 
     macro_rules! kernels {
-        ($($name:ident: $d:literal, $causal:literal, $overlap:literal;)*) => {$(
+        ($($name:ident: $d:literal, $causal:literal, $overlap:literal, $pingpong:literal;)*) => {$(
             ferrocuda_device::launch_bounds!($name, 384, 1);
             /// Attention forward (see the module docs), head dimension and variant in the name.
             ///
@@ -556,19 +585,23 @@ mod body {
                 q_map: *const TensorMap, k_map: *const TensorMap, v_map: *const TensorMap, o: *mut u32, lse: *mut f32, seq_len: u32, scale_log2: f32,
             ) {
                 // SAFETY: the kernel's contract.
-                unsafe { attention_body::<$d, $causal, $overlap>(q_map, k_map, v_map, o, lse, seq_len, scale_log2) }
+                unsafe { attention_body::<$d, $causal, $overlap, $pingpong>(q_map, k_map, v_map, o, lse, seq_len, scale_log2) }
             }
         )*};
     }
 
     kernels! {
-        attention_d64: 64, false, true;
-        attention_d64_causal: 64, true, true;
-        attention_d128: 128, false, true;
-        attention_d128_causal: 128, true, true;
-        attention_d64_serial: 64, false, false;
-        attention_d64_causal_serial: 64, true, false;
-        attention_d128_serial: 128, false, false;
-        attention_d128_causal_serial: 128, true, false;
+        attention_d64: 64, false, true, false;
+        attention_d64_causal: 64, true, true, false;
+        attention_d128: 128, false, true, false;
+        attention_d128_causal: 128, true, true, false;
+        attention_d64_serial: 64, false, false, false;
+        attention_d64_causal_serial: 64, true, false, false;
+        attention_d128_serial: 128, false, false, false;
+        attention_d128_causal_serial: 128, true, false, false;
+        attention_d64_pingpong: 64, false, true, true;
+        attention_d64_causal_pingpong: 64, true, true, true;
+        attention_d128_pingpong: 128, false, true, true;
+        attention_d128_causal_pingpong: 128, true, true, true;
     }
 }

@@ -30,9 +30,19 @@ fn map(data: &[Bf16], d: u32, seq_len: u32, heads: u32) -> Box<DeviceMap> {
     Box::new(DeviceMap(TensorMap::emulated(data.as_ptr() as u64, &layout).unwrap().words()))
 }
 
+/// How the consumers schedule their tensor-core work (the kernel's `OVERLAP`, `PINGPONG`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Schedule {
+    overlap: bool,
+    pingpong: bool,
+}
+
+const SCHEDULES: [Schedule; 3] =
+    [Schedule { overlap: false, pingpong: false }, Schedule { overlap: true, pingpong: false }, Schedule { overlap: true, pingpong: true }];
+
 /// Runs one variant on the CPU executor and checks every O element and LSE against the f64
 /// reference (bounds in `within_bound`); returns the worst error / bound.
-fn check(d: u32, causal: bool, overlap: bool, seq_len: u32, heads: u32) -> f64 {
+fn check(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u32) -> f64 {
     let len = (heads * seq_len * d) as usize;
     let seed = 0x1000 * d as u64 + 10 * seq_len as u64 + causal as u64;
     let (q, k, v) = (random_bf16(len, seed + 1), random_bf16(len, seed + 2), random_bf16(len, seed + 3));
@@ -55,20 +65,20 @@ fn check(d: u32, causal: bool, overlap: bool, seq_len: u32, heads: u32) -> f64 {
         // swizzle), `o` and `lse` hold heads·seq_len·d bf16 and heads·seq_len f32; all live until
         // `run` returns; the grid and shared memory are the kernel's.
         unsafe {
-            match (d, causal, overlap) {
-                (64, false, false) => attention_body::<64, false, false>(qm, km, vm, o, lse, seq_len, scale_log2),
-                (64, false, true) => attention_body::<64, false, true>(qm, km, vm, o, lse, seq_len, scale_log2),
-                (64, true, false) => attention_body::<64, true, false>(qm, km, vm, o, lse, seq_len, scale_log2),
-                (64, true, true) => attention_body::<64, true, true>(qm, km, vm, o, lse, seq_len, scale_log2),
-                (128, false, false) => attention_body::<128, false, false>(qm, km, vm, o, lse, seq_len, scale_log2),
-                (128, false, true) => attention_body::<128, false, true>(qm, km, vm, o, lse, seq_len, scale_log2),
-                (128, true, false) => attention_body::<128, true, false>(qm, km, vm, o, lse, seq_len, scale_log2),
-                _ => attention_body::<128, true, true>(qm, km, vm, o, lse, seq_len, scale_log2),
+            macro_rules! pick {
+                ($($d:literal $c:literal $o:literal $p:literal),*) => {
+                    match (d, causal, schedule) {
+                        $(($d, $c, Schedule { overlap: $o, pingpong: $p }) => attention_body::<$d, $c, $o, $p>(qm, km, vm, o, lse, seq_len, scale_log2),)*
+                        _ => unreachable!("no such variant"),
+                    }
+                };
             }
+            pick!(64 false false false, 64 false true false, 64 false true true, 64 true false false, 64 true true false, 64 true true true,
+                128 false false false, 128 false true false, 128 false true true, 128 true false false, 128 true true false, 128 true true true)
         }
     };
     CpuExecutor::new().with_race_detection(false).run("attention", config, &body).unwrap();
-    let what = format!("d {d}, causal {causal}, overlap {overlap}, seq_len {seq_len}");
+    let what = format!("d {d}, causal {causal}, {schedule:?}, seq_len {seq_len}");
     let mut worst = 0.0f64;
     for head in 0..heads as usize {
         for row in 0..seq_len as usize {
@@ -88,8 +98,8 @@ fn check(d: u32, causal: bool, overlap: bool, seq_len: u32, heads: u32) -> f64 {
 #[test]
 fn cpu_attention_d64_matches_the_f64_reference() {
     for causal in [false, true] {
-        for overlap in [true, false] {
-            check(64, causal, overlap, 200, 1);
+        for schedule in SCHEDULES {
+            check(64, causal, schedule, 200, 1);
         }
     }
 }
@@ -97,8 +107,8 @@ fn cpu_attention_d64_matches_the_f64_reference() {
 #[test]
 fn cpu_attention_d128_matches_the_f64_reference() {
     for causal in [false, true] {
-        for overlap in [true, false] {
-            check(128, causal, overlap, 200, 1);
+        for schedule in SCHEDULES {
+            check(128, causal, schedule, 200, 1);
         }
     }
 }
@@ -107,6 +117,6 @@ fn cpu_attention_d128_matches_the_f64_reference() {
 /// map coordinate): 300 keys.
 #[test]
 fn cpu_attention_three_key_tiles_two_heads() {
-    check(128, false, true, 300, 2);
-    check(64, true, true, 300, 2);
+    check(128, false, SCHEDULES[2], 300, 2);
+    check(64, true, SCHEDULES[1], 300, 2);
 }

@@ -261,9 +261,10 @@ fn run() -> Res<bool> {
     let stream = Stream::non_blocking(&context).map_err(err("stream"))?;
     let mut ok = true;
     let mut json = Vec::new();
-    let variants = [(false, false), (false, true), (true, false), (true, true)];
-    let kernel = |d: u32, causal: bool, serial: bool| -> Res<Function> {
-        let name = format!("attention_d{d}{}{}", if causal { "_causal" } else { "" }, if serial { "_serial" } else { "" });
+    // (causal, schedule): the kernel name's suffixes.
+    let variants = [(false, ""), (false, "_serial"), (false, "_pingpong"), (true, ""), (true, "_serial"), (true, "_pingpong")];
+    let kernel = |d: u32, causal: bool, schedule: &str| -> Res<Function> {
+        let name = format!("attention_d{d}{}{schedule}", if causal { "_causal" } else { "" });
         let function = module.function(&name).map_err(err("kernel lookup"))?;
         function.set_max_dynamic_shared_bytes(shared_bytes(d)).map_err(err("smem attribute"))?;
         Ok(function)
@@ -272,8 +273,8 @@ fn run() -> Res<bool> {
         // Correctness-only lengths (no multiple of the tile: the last key tile masked), B·H = 4.
         for &s in &check_seqs {
             let mut problem = Problem::new(&context, d, 4, s, 0xabc ^ s as u64 ^ (d as u64) << 20)?;
-            for (causal, serial) in variants {
-                let function = kernel(d, causal, serial)?;
+            for (causal, schedule) in variants {
+                let function = kernel(d, causal, schedule)?;
                 match problem.check(&function, &stream, causal, 48) {
                     Ok(line) => println!("PASS {} B·H 4 S {s}: {line}", function.name()),
                     Err(why) => {
@@ -290,7 +291,7 @@ fn run() -> Res<bool> {
                 dump(dir, &format!("{tag}.{name}"), bytemuck::cast_slice(&x.iter().map(|x| x.0).collect::<Vec<u16>>()))?;
             }
             for causal in [false, true] {
-                let function = kernel(d, causal, false)?;
+                let function = kernel(d, causal, "")?;
                 problem.check(&function, &stream, causal, 8)?;
                 let o = problem.o.to_vec().map_err(err("download"))?;
                 dump(dir, &format!("{tag}{}.o", if causal { "_causal" } else { "" }), bytemuck::cast_slice(&o.iter().map(|x| x.0).collect::<Vec<u16>>()))?;
@@ -299,8 +300,8 @@ fn run() -> Res<bool> {
         for &s in &seqs {
             let (batch, heads) = ((16384 / s).max(1), 2048 / d);
             let mut problem = Problem::new(&context, d, batch * heads, s, 0x1234 ^ (s as u64) << 4 ^ (d as u64) << 24)?;
-            for (causal, serial) in variants {
-                let function = kernel(d, causal, serial)?;
+            for (causal, schedule) in variants {
+                let function = kernel(d, causal, schedule)?;
                 let name = function.name().to_string();
                 let check = problem.check(&function, &stream, causal, if s <= 4096 { 48 } else { 16 });
                 let passed = check.is_ok();
@@ -314,7 +315,8 @@ fn run() -> Res<bool> {
                     check.unwrap_or_else(|why| why)
                 );
                 json.push(format!(
-                    "{{\"kernel\": \"{name}\", \"d\": {d}, \"causal\": {causal}, \"serial\": {serial}, \"batch\": {batch}, \"heads\": {heads}, \"seq\": {s}, \"isolated_ms\": {isolated:.4}, \"steady_ms\": {steady:.4}, \"isolated_tflops\": {tf_isolated:.1}, \"steady_tflops\": {tf_steady:.1}, \"ok\": {passed}}}"
+                    "{{\"kernel\": \"{name}\", \"d\": {d}, \"causal\": {causal}, \"schedule\": \"{}\", \"batch\": {batch}, \"heads\": {heads}, \"seq\": {s}, \"isolated_ms\": {isolated:.4}, \"steady_ms\": {steady:.4}, \"isolated_tflops\": {tf_isolated:.1}, \"steady_tflops\": {tf_steady:.1}, \"ok\": {passed}}}",
+                    if schedule.is_empty() { "overlap" } else { &schedule[1..] }
                 ));
             }
         }
