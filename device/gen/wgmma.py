@@ -141,4 +141,4 @@ for n in NS:
     w("    }")
     w("}")
     w("")
-print("\n".join(out))
+print("\n".join(out).rstrip("\n"))

@@ -672,4 +672,3 @@ pub fn fence_accumulators_128(acc: &mut [f32; 128]) {
         )
     }
 }
-
