@@ -555,7 +555,7 @@ mod body {
                         unsafe { *o.add((at + col) / 2) = pair };
                     }
                 });
-                if lane % 4 == 0 {
+                if lane.is_multiple_of(4) {
                     // SAFETY: inside `lse` (the kernel's contract).
                     unsafe { *lse.add(head as usize * seq_len as usize + row as usize) = (m[h] + total.fast_log2()) * core::f32::consts::LN_2 };
                 }
