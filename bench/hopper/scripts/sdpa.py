@@ -116,7 +116,7 @@ def main():
     sdpa = {(r["backend"], r["d"], r["seq"], r["causal"]): r for r in results}
     print("\nTFLOP/s, steady state (20 back-to-back launches per event pair); isolated launches in brackets")
     print("ratios: the best of our schedules (steady) over cuDNN's and FA2's (steady)")
-    print(f"{'D':>4} {'causal':>6} {'S':>6} | {'serial':>15} {'overlap':>15} {'pingpong':>15} | {'cuDNN':>15} {'FA2':>15} | {'/cuDNN':>6} {'/FA2':>6}")
+    print(f"{'D':>4} {'causal':>6} {'S':>6} | {'serial':>15} {'overlap':>15} {'pingpong':>15} {'overlap s3':>15} {'pingpong s3':>15} | {'cuDNN':>15} {'FA2':>15} | {'/cuDNN':>6} {'/FA2':>6}")
     keys = sorted({(r["d"], r["causal"], r["seq"]) for r in ours})
     for d, causal, seq in keys:
         mine = {r["schedule"]: r for r in ours if (r["d"], r["causal"], r["seq"]) == (d, causal, seq)}
@@ -124,7 +124,7 @@ def main():
         cudnn, fa2 = sdpa.get(("cudnn", d, seq, causal)), sdpa.get(("flash2", d, seq, causal))
         cell = lambda x: f"{x['steady_tflops']:6.1f} [{x['isolated_tflops']:6.1f}]" if x else f"{'-':>15}"
         ratio = lambda x: f"{best['steady_tflops'] / x['steady_tflops']:6.2f}" if x else f"{'-':>6}"
-        row = " ".join(cell(mine.get(k)) for k in ("serial", "overlap", "pingpong"))
+        row = " ".join(cell(mine.get(k)) for k in ("serial", "overlap", "pingpong", "s3", "pingpong_s3"))
         print(f"{d:>4} {str(causal):>6} {seq:>6} | {row} | {cell(cudnn)} {cell(fa2)} | {ratio(cudnn)} {ratio(fa2)}")
     print("sdpa.py:", "all checks passed" if ok else "a check FAILED")
     sys.exit(0 if ok else 1)

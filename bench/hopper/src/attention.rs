@@ -31,6 +31,8 @@ pub const BM: u32 = 128;
 pub const BN: u32 = 128;
 /// Depth of the K and V rings.
 pub const STAGES: u32 = 2;
+/// Depth of the rings of the `_s3` kernels (the whole 227 KiB of shared memory at D = 128).
+pub const STAGES_DEEP: u32 = 3;
 /// Threads per block: one producer and two consumer warpgroups.
 pub const THREADS: u32 = 384;
 /// Bytes of one TMA box: 128 rows of 64 bf16 (128 bytes, the 128-byte swizzle's span).
@@ -44,8 +46,8 @@ pub const fn tile_bytes(head_dim: u32) -> u32 {
 }
 
 /// Dynamic shared memory per block: Q, the K and V rings, the barriers, 1 KiB to align.
-pub const fn shared_bytes(head_dim: u32) -> u32 {
-    (1 + 2 * STAGES) * tile_bytes(head_dim) + 8 * (1 + 4 * STAGES) + 1024
+pub const fn shared_bytes(head_dim: u32, stages: u32) -> u32 {
+    (1 + 2 * stages) * tile_bytes(head_dim) + 8 * (1 + 4 * stages) + 1024
 }
 
 /// Key tiles a query tile starting at row `q0` visits: all of them, or (causal) those up to
@@ -242,12 +244,12 @@ mod body {
 
     /// Where the tiles and barriers of a block live in shared memory.
     #[derive(Clone, Copy)]
-    struct Layout {
+    struct Layout<const STAGES: u32> {
         base: u32,
         tile: u32,
     }
 
-    impl Layout {
+    impl<const STAGES: u32> Layout<STAGES> {
         #[inline(always)]
         fn q(self) -> u32 {
             self.base
@@ -273,21 +275,18 @@ mod body {
         }
         /// The K tiles' ring.
         #[inline(always)]
-        fn keys(self) -> Tiles {
-            // SAFETY: the next `Tiles::BARRIER_BYTES`, inside the requested shared memory
+        fn keys(self) -> Ring<STAGES> {
+            // SAFETY: the next `Ring::BARRIER_BYTES`, inside the requested shared memory
             // ([`shared_bytes`]), used only by this ring.
-            unsafe { Tiles::at(self.barriers() + 8) }
+            unsafe { Ring::at(self.barriers() + 8) }
         }
         /// The V tiles' ring.
         #[inline(always)]
-        fn values(self) -> Tiles {
+        fn values(self) -> Ring<STAGES> {
             // SAFETY: as for `keys`, the bytes after them.
-            unsafe { Tiles::at(self.barriers() + 8 + Tiles::BARRIER_BYTES) }
+            unsafe { Ring::at(self.barriers() + 8 + Ring::<STAGES>::BARRIER_BYTES) }
         }
     }
-
-    /// The K and V rings' type: [`STAGES`] slots of one 128-row tile each.
-    type Tiles = Ring<STAGES>;
 
     /// What one consumer thread needs to finish a score tile.
     #[derive(Clone, Copy)]
@@ -322,7 +321,13 @@ mod body {
     /// and the probabilities P (f32, in the accumulator layout; `a_fragments_bf16_64` makes
     /// them the next `wgmma`'s A operand).
     #[inline(always)]
-    fn finish_scores<const CAUSAL: bool>(s: &mut [f32; 64], state: &mut Running, rows: Rows, layout: Layout, j: u32) -> ([f32; 2], [f32; 64]) {
+    fn finish_scores<const CAUSAL: bool, const STAGES: u32>(
+        s: &mut [f32; 64],
+        state: &mut Running,
+        rows: Rows,
+        layout: Layout<STAGES>,
+        j: u32,
+    ) -> ([f32; 2], [f32; 64]) {
         fence_accumulators_64(s);
         if rows.lane == 0 {
             layout.keys().release(j);
@@ -341,10 +346,10 @@ mod body {
     /// The kernel body (see the module docs).
     ///
     /// # Safety
-    /// The module's requirements; 384 threads, [`shared_bytes`]`(D)` of dynamic shared memory,
+    /// The module's requirements; 384 threads, [`shared_bytes`]`(D, STAGES)` of dynamic shared memory,
     /// grid `(⌈seq_len / 128⌉, batch·heads)`; run as every thread of the grid.
     #[inline(always)]
-    pub unsafe fn attention_body<const D: u32, const CAUSAL: bool, const OVERLAP: bool, const PINGPONG: bool>(
+    pub unsafe fn attention_body<const D: u32, const CAUSAL: bool, const OVERLAP: bool, const PINGPONG: bool, const STAGES: u32>(
         q_map: *const TensorMap,
         k_map: *const TensorMap,
         v_map: *const TensorMap,
@@ -355,7 +360,7 @@ mod body {
     ) {
         let tid = thread_idx_x();
         let tile = tile_bytes(D);
-        let layout = Layout { base: (dynamic_shared_address() + 1023) & !1023, tile };
+        let layout = Layout::<STAGES> { base: (dynamic_shared_address() + 1023) & !1023, tile };
         if tid == 0 {
             layout.q_full().init(1);
             // One release per consumer warp.
@@ -385,7 +390,7 @@ mod body {
                         TensorMap::load_3d(q_map, layout.q() + c * SLAB, layout.q_full(), (64 * c) as i32, q0 as i32, head as i32);
                     }
                     for j in 0..tiles {
-                        let slot = Tiles::slot(j);
+                        let slot = Ring::<STAGES>::slot(j);
                         let full = layout.keys().produce(j, tile);
                         for c in 0..D / 64 {
                             TensorMap::load_3d(k_map, layout.k(slot) + c * SLAB, full, (64 * c) as i32, (j * BN) as i32, head as i32);
@@ -419,7 +424,7 @@ mod body {
         // has been waited for.
         if !OVERLAP {
             for j in 0..tiles {
-                let slot = Tiles::slot(j);
+                let slot = Ring::<STAGES>::slot(j);
                 layout.keys().consume(j);
                 // (No fence of `s` here: the first score `wgmma` only writes it.)
                 // SAFETY: see above.
@@ -428,7 +433,7 @@ mod body {
                     issue_scores::<D>(&mut s, q, layout.k(slot));
                     wgmma::wait::<0>();
                 }
-                let (factor, probabilities) = finish_scores::<CAUSAL>(&mut s, &mut state, rows, layout, j);
+                let (factor, probabilities) = finish_scores::<CAUSAL, STAGES>(&mut s, &mut state, rows, layout, j);
                 let mut p = a_fragments_bf16_64(&probabilities);
                 rescale_rows(&mut state.acc, factor);
                 layout.values().consume(j);
@@ -472,12 +477,12 @@ mod body {
             }
             // SAFETY: see above.
             unsafe { wgmma::wait::<0>() };
-            let (_, probabilities) = finish_scores::<CAUSAL>(&mut s, &mut state, rows, layout, 0);
+            let (_, probabilities) = finish_scores::<CAUSAL, STAGES>(&mut s, &mut state, rows, layout, 0);
             let mut p = a_fragments_bf16_64(&probabilities);
             // The factor by which O's rows must be rescaled before the next P·V.
             let mut factor = [1.0f32; 2];
             for j in 0..tiles {
-                let slot = Tiles::slot(j);
+                let slot = Ring::<STAGES>::slot(j);
                 let next = j + 1 < tiles;
                 if next {
                     layout.keys().consume(j + 1);
@@ -491,7 +496,7 @@ mod body {
                     // (the older group) while P_j·V_j still runs.
                     unsafe {
                         wgmma::fence();
-                        issue_scores::<D>(&mut s, q, layout.k(Tiles::slot(j + 1)));
+                        issue_scores::<D>(&mut s, q, layout.k(Ring::<STAGES>::slot(j + 1)));
                     }
                 }
                 // O is not in flight here (P_{j-1}·V_{j-1} was waited for); this overlaps S_{j+1}.
@@ -517,7 +522,7 @@ mod body {
                     // or ptxas serialises every `wgmma` of the kernel (C7513).
                     // SAFETY: see above.
                     unsafe { wgmma::wait::<1>() };
-                    let (f, probabilities) = finish_scores::<CAUSAL>(&mut s, &mut state, rows, layout, j + 1);
+                    let (f, probabilities) = finish_scores::<CAUSAL, STAGES>(&mut s, &mut state, rows, layout, j + 1);
                     factor = f;
                     // SAFETY: see above.
                     unsafe { wgmma::wait::<0>() };
@@ -564,12 +569,12 @@ mod body {
     }
 
     macro_rules! kernels {
-        ($($name:ident: $d:literal, $causal:literal, $overlap:literal, $pingpong:literal;)*) => {$(
+        ($($name:ident: $d:literal, $causal:literal, $overlap:literal, $pingpong:literal, $stages:literal;)*) => {$(
             ferrocuda_device::launch_bounds!($name, 384, 1);
             /// Attention forward (see the module docs), head dimension and variant in the name.
             ///
             /// # Safety
-            /// The module's requirements; 384 threads, `shared_bytes(D)` of dynamic shared
+            /// The module's requirements; 384 threads, `shared_bytes(D, STAGES)` of dynamic shared
             /// memory, grid `(⌈seq_len / 128⌉, batch·heads)`.
             #[cfg(target_arch = "nvptx64")]
             #[unsafe(no_mangle)]
@@ -577,23 +582,31 @@ mod body {
                 q_map: *const TensorMap, k_map: *const TensorMap, v_map: *const TensorMap, o: *mut u32, lse: *mut f32, seq_len: u32, scale_log2: f32,
             ) {
                 // SAFETY: the kernel's contract.
-                unsafe { attention_body::<$d, $causal, $overlap, $pingpong>(q_map, k_map, v_map, o, lse, seq_len, scale_log2) }
+                unsafe { attention_body::<$d, $causal, $overlap, $pingpong, $stages>(q_map, k_map, v_map, o, lse, seq_len, scale_log2) }
             }
         )*};
     }
 
     kernels! {
-        attention_d64: 64, false, true, false;
-        attention_d64_causal: 64, true, true, false;
-        attention_d128: 128, false, true, false;
-        attention_d128_causal: 128, true, true, false;
-        attention_d64_serial: 64, false, false, false;
-        attention_d64_causal_serial: 64, true, false, false;
-        attention_d128_serial: 128, false, false, false;
-        attention_d128_causal_serial: 128, true, false, false;
-        attention_d64_pingpong: 64, false, true, true;
-        attention_d64_causal_pingpong: 64, true, true, true;
-        attention_d128_pingpong: 128, false, true, true;
-        attention_d128_causal_pingpong: 128, true, true, true;
+        attention_d64: 64, false, true, false, 2;
+        attention_d64_causal: 64, true, true, false, 2;
+        attention_d128: 128, false, true, false, 2;
+        attention_d128_causal: 128, true, true, false, 2;
+        attention_d64_serial: 64, false, false, false, 2;
+        attention_d64_causal_serial: 64, true, false, false, 2;
+        attention_d128_serial: 128, false, false, false, 2;
+        attention_d128_causal_serial: 128, true, false, false, 2;
+        attention_d64_pingpong: 64, false, true, true, 2;
+        attention_d64_causal_pingpong: 64, true, true, true, 2;
+        attention_d128_pingpong: 128, false, true, true, 2;
+        attention_d128_causal_pingpong: 128, true, true, true, 2;
+        attention_d64_s3: 64, false, true, false, 3;
+        attention_d64_causal_s3: 64, true, true, false, 3;
+        attention_d128_s3: 128, false, true, false, 3;
+        attention_d128_causal_s3: 128, true, true, false, 3;
+        attention_d64_pingpong_s3: 64, false, true, true, 3;
+        attention_d64_causal_pingpong_s3: 64, true, true, true, 3;
+        attention_d128_pingpong_s3: 128, false, true, true, 3;
+        attention_d128_causal_pingpong_s3: 128, true, true, true, 3;
     }
 }

@@ -35,10 +35,16 @@ fn map(data: &[Bf16], d: u32, seq_len: u32, heads: u32) -> Box<DeviceMap> {
 struct Schedule {
     overlap: bool,
     pingpong: bool,
+    stages: u32,
 }
 
-const SCHEDULES: [Schedule; 3] =
-    [Schedule { overlap: false, pingpong: false }, Schedule { overlap: true, pingpong: false }, Schedule { overlap: true, pingpong: true }];
+const SCHEDULES: [Schedule; 5] = [
+    Schedule { overlap: false, pingpong: false, stages: 2 },
+    Schedule { overlap: true, pingpong: false, stages: 2 },
+    Schedule { overlap: true, pingpong: true, stages: 2 },
+    Schedule { overlap: true, pingpong: false, stages: 3 },
+    Schedule { overlap: true, pingpong: true, stages: 3 },
+];
 
 /// Runs one variant on the CPU executor and checks every O element and LSE against the f64
 /// reference (bounds in `within_bound`); returns the worst error / bound.
@@ -57,7 +63,7 @@ fn check(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u32) -> 
         lse.as_mut_ptr() as usize,
     ];
     let scale_log2 = (1.0 / (d as f32).sqrt()) * std::f32::consts::LOG2_E;
-    let config = LaunchConfig::new((seq_len.div_ceil(BM), heads), THREADS).with_shared_bytes(shared_bytes(d));
+    let config = LaunchConfig::new((seq_len.div_ceil(BM), heads), THREADS).with_shared_bytes(shared_bytes(d, schedule.stages));
     let body = || {
         let [qm, km, vm, o, lse] = pointers;
         let (qm, km, vm, o, lse) = (qm as *const DeviceMap, km as *const DeviceMap, vm as *const DeviceMap, o as *mut u32, lse as *mut f32);
@@ -66,15 +72,17 @@ fn check(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u32) -> 
         // `run` returns; the grid and shared memory are the kernel's.
         unsafe {
             macro_rules! pick {
-                ($($d:literal $c:literal $o:literal $p:literal),*) => {
+                ($($d:literal $c:literal $o:literal $p:literal $s:literal),*) => {
                     match (d, causal, schedule) {
-                        $(($d, $c, Schedule { overlap: $o, pingpong: $p }) => attention_body::<$d, $c, $o, $p>(qm, km, vm, o, lse, seq_len, scale_log2),)*
+                        $(($d, $c, Schedule { overlap: $o, pingpong: $p, stages: $s }) => attention_body::<$d, $c, $o, $p, $s>(qm, km, vm, o, lse, seq_len, scale_log2),)*
                         _ => unreachable!("no such variant"),
                     }
                 };
             }
-            pick!(64 false false false, 64 false true false, 64 false true true, 64 true false false, 64 true true false, 64 true true true,
-                128 false false false, 128 false true false, 128 false true true, 128 true false false, 128 true true false, 128 true true true)
+            pick!(64 false false false 2, 64 false true false 2, 64 false true true 2, 64 true false false 2, 64 true true false 2, 64 true true true 2,
+                128 false false false 2, 128 false true false 2, 128 false true true 2, 128 true false false 2, 128 true true false 2, 128 true true true 2,
+                64 false true false 3, 64 false true true 3, 64 true true false 3, 64 true true true 3,
+                128 false true false 3, 128 false true true 3, 128 true true false 3, 128 true true true 3)
         }
     };
     CpuExecutor::new().with_race_detection(false).run("attention", config, &body).unwrap();
@@ -114,9 +122,11 @@ fn cpu_attention_d128_matches_the_f64_reference() {
 }
 
 /// Three key tiles (the rings' slots reused with the other parity) and two heads (the third
-/// map coordinate): 300 keys.
+/// map coordinate): 300 keys. With 3 stages, 4 key tiles (452 keys) wrap the ring.
 #[test]
 fn cpu_attention_three_key_tiles_two_heads() {
     check(128, false, SCHEDULES[2], 300, 2);
     check(64, true, SCHEDULES[1], 300, 2);
+    check(128, true, SCHEDULES[4], 452, 1);
+    check(64, false, SCHEDULES[3], 452, 1);
 }

@@ -24,7 +24,7 @@ use std::process::ExitCode;
 
 use ferrocuda_device::half::Bf16;
 use ferrocuda_host::{Context, DeviceBuffer, Event, Function, JitOptions, Module, Stream, TensorDataType, TensorMap, TensorSwizzle, sys};
-use hopper_kernels::attention::{BM, BOX, THREADS, reference_row, shared_bytes, within_bound};
+use hopper_kernels::attention::{BM, BOX, STAGES, STAGES_DEEP, THREADS, reference_row, shared_bytes, within_bound};
 
 type Res<T> = Result<T, String>;
 
@@ -119,7 +119,7 @@ impl Problem {
             (&mut ps as *mut u32).cast(),
             (&mut scale_log2 as *mut f32).cast(),
         ];
-        let shared = shared_bytes(self.d);
+        let shared = shared_bytes(self.d, stages(function.name()));
         // SAFETY: the kernel's seven parameters in order: the maps describe Q, K, V ([B·H, S, D]
         // bf16, box [64, 128, 1], 128-byte swizzle; the buffers live in `self`), O and LSE hold
         // B·H·S·D bf16 and B·H·S f32; the grid, block and shared memory are the kernel's; the
@@ -204,6 +204,11 @@ fn time(problem: &Problem, function: &Function, stream: &Stream, context: &Conte
     Ok((median(&mut isolated), median(&mut steady)))
 }
 
+/// The ring depth of kernel `name` (the `_s3` kernels: 3).
+fn stages(name: &str) -> u32 {
+    if name.ends_with("_s3") { STAGES_DEEP } else { STAGES }
+}
+
 /// Writes `bytes` to `dir/name`.
 fn dump(dir: &str, name: &str, bytes: &[u8]) -> Res<()> {
     std::fs::write(format!("{dir}/{name}"), bytes).map_err(err("dump"))
@@ -262,11 +267,25 @@ fn run() -> Res<bool> {
     let mut ok = true;
     let mut json = Vec::new();
     // (causal, schedule): the kernel name's suffixes.
-    let variants = [(false, ""), (false, "_serial"), (false, "_pingpong"), (true, ""), (true, "_serial"), (true, "_pingpong")];
+    // Kernel name suffixes: the default schedule (`OVERLAP`: the next scores issued before P·V),
+    // `_serial` (each product waited for), `_pingpong` (the two consumer warpgroups take turns
+    // through named barriers), `_s3` (3-deep K/V rings instead of 2).
+    let variants = [
+        (false, ""),
+        (false, "_serial"),
+        (false, "_pingpong"),
+        (false, "_s3"),
+        (false, "_pingpong_s3"),
+        (true, ""),
+        (true, "_serial"),
+        (true, "_pingpong"),
+        (true, "_s3"),
+        (true, "_pingpong_s3"),
+    ];
     let kernel = |d: u32, causal: bool, schedule: &str| -> Res<Function> {
         let name = format!("attention_d{d}{}{schedule}", if causal { "_causal" } else { "" });
         let function = module.function(&name).map_err(err("kernel lookup"))?;
-        function.set_max_dynamic_shared_bytes(shared_bytes(d)).map_err(err("smem attribute"))?;
+        function.set_max_dynamic_shared_bytes(shared_bytes(d, stages(&name))).map_err(err("smem attribute"))?;
         Ok(function)
     };
     for d in [64u32, 128] {
