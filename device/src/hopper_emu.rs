@@ -354,7 +354,10 @@ std::thread_local! {
 }
 
 /// `barrier.sync id, threads` (`wait`) or `barrier.arrive id, threads`: one arrival; with
-/// `wait`, yields to the block's other threads until the phase completes.
+/// `wait`, yields to the block's other threads until the phase completes. The state is keyed by
+/// the running block's context address, which a later block may reuse: a kernel that exits with
+/// a phase still open (arrivals nobody waited for) would leave them to that block, where the
+/// hardware starts every block with fresh barriers. The kernels here close every phase.
 pub(crate) fn named_barrier(id: u32, threads: u32, wait: bool) {
     let key = (emu::block_identity(), id);
     let phase = NAMED_BARRIERS.with(|all| {

@@ -41,10 +41,10 @@ pub mod mbarrier;
 pub mod mma;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
 pub mod named_barrier;
-#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
-pub mod pipeline;
 pub mod panic;
 pub mod panic_args;
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
+pub mod pipeline;
 pub mod print;
 pub mod shared;
 pub mod sync;
