@@ -19,159 +19,20 @@
 //! Exit status 1 when a check fails.
 #![allow(clippy::result_large_err)]
 
-use std::ffi::c_void;
 use std::process::ExitCode;
 
-use ferrocuda_device::half::Bf16;
-use ferrocuda_host::{Context, DeviceBuffer, Event, Function, JitOptions, Module, Stream, TensorDataType, TensorMap, TensorSwizzle, sys};
-use hopper_kernels::attention::{BM, BOX, STAGES, STAGES_DEEP, THREADS, reference_row, shared_bytes, within_bound};
-
-type Res<T> = Result<T, String>;
+use ferrocuda_host::{Context, Event, Function, JitOptions, Module, Stream};
+use hopper_kernels::attention::shared_bytes;
+use hopper_kernels::attention_host::{Problem, Res, stages};
 
 fn err<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> String + '_ {
     move |e| format!("{what}: {e}")
-}
-
-/// xorshift64*, uniform bf16 in [-1, 1).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    /// Two values from one draw (24 bits each).
-    fn bf16_pair(&mut self) -> [Bf16; 2] {
-        let bits = self.next();
-        let unit = |x: u64| 2.0 * ((x & 0xff_ffff) as f32 / (1u64 << 24) as f32) - 1.0;
-        [Bf16::from_f32(unit(bits >> 40)), Bf16::from_f32(unit(bits >> 16))]
-    }
 }
 
 fn median(times: &mut [f64]) -> f64 {
     times.sort_by(f64::total_cmp);
     let mid = times.len() / 2;
     if times.len().is_multiple_of(2) { (times[mid - 1] + times[mid]) / 2.0 } else { times[mid] }
-}
-
-/// Polls until `stream` is idle, at most `seconds` (a hang is reported, not waited out).
-fn wait_idle(stream: &Stream, what: &str, seconds: f64) -> Res<()> {
-    let start = std::time::Instant::now();
-    while !stream.is_idle().map_err(err(what))? {
-        if start.elapsed().as_secs_f64() > seconds {
-            return Err(format!("HANG: {what} did not finish within {seconds} s"));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
-    stream.synchronize().map_err(err(what))
-}
-
-/// One problem's device data: Q, K, V, O, LSE and the three tensor maps.
-struct Problem {
-    d: u32,
-    heads: u32,
-    seq_len: u32,
-    q: Vec<Bf16>,
-    k: Vec<Bf16>,
-    v: Vec<Bf16>,
-    // Kept alive while the maps point into them.
-    _buffers: [DeviceBuffer<Bf16>; 3],
-    o: DeviceBuffer<Bf16>,
-    lse: DeviceBuffer<f32>,
-    maps: [DeviceBuffer<[u64; 16]>; 3],
-}
-
-impl Problem {
-    fn new(context: &Context, d: u32, batch_heads: u32, seq_len: u32, seed: u64) -> Res<Problem> {
-        let len = (batch_heads * seq_len * d) as usize;
-        let mut rng = Rng(seed);
-        let mut random = || -> Vec<Bf16> { (0..len.div_ceil(2)).flat_map(|_| rng.bf16_pair()).take(len).collect() };
-        let (q, k, v) = (random(), random(), random());
-        let upload = |x: &[Bf16]| DeviceBuffer::from_slice(context, x).map_err(err("upload"));
-        let buffers = [upload(&q)?, upload(&k)?, upload(&v)?];
-        let dims = [d as u64, seq_len as u64, batch_heads as u64];
-        let map = |b: &DeviceBuffer<Bf16>| -> Res<DeviceBuffer<[u64; 16]>> {
-            TensorMap::tiled(b, TensorDataType::Bf16, &dims, &BOX, TensorSwizzle::B128)
-                .map_err(err("cuTensorMapEncodeTiled"))?
-                .to_device(context)
-                .map_err(err("map upload"))
-        };
-        let maps = [map(&buffers[0])?, map(&buffers[1])?, map(&buffers[2])?];
-        let o = DeviceBuffer::<Bf16>::zeroed(context, len).map_err(err("alloc O"))?;
-        let lse = DeviceBuffer::<f32>::zeroed(context, (batch_heads * seq_len) as usize).map_err(err("alloc LSE"))?;
-        Ok(Problem { d, heads: batch_heads, seq_len, q, k, v, _buffers: buffers, o, lse, maps })
-    }
-
-    /// Launches `function` (one of this problem's head dimension) once.
-    fn launch(&self, function: &Function, stream: &Stream) -> Res<()> {
-        let [mut pq, mut pk, mut pv] = [self.maps[0].device_ptr(), self.maps[1].device_ptr(), self.maps[2].device_ptr()];
-        let (mut po, mut pl, mut ps) = (self.o.device_ptr(), self.lse.device_ptr(), self.seq_len);
-        let mut scale_log2 = (1.0 / (self.d as f32).sqrt()) * std::f32::consts::LOG2_E;
-        let mut params: [*mut c_void; 7] = [
-            (&mut pq as *mut u64).cast(),
-            (&mut pk as *mut u64).cast(),
-            (&mut pv as *mut u64).cast(),
-            (&mut po as *mut u64).cast(),
-            (&mut pl as *mut u64).cast(),
-            (&mut ps as *mut u32).cast(),
-            (&mut scale_log2 as *mut f32).cast(),
-        ];
-        let shared = shared_bytes(self.d, stages(function.name()));
-        // SAFETY: the kernel's seven parameters in order: the maps describe Q, K, V ([B·H, S, D]
-        // bf16, box [64, 128, 1], 128-byte swizzle; the buffers live in `self`), O and LSE hold
-        // B·H·S·D bf16 and B·H·S f32; the grid, block and shared memory are the kernel's; the
-        // function was built for this head dimension (the caller picks it by name).
-        let code = unsafe {
-            sys::cuLaunchKernel(
-                function.raw(),
-                self.seq_len.div_ceil(BM),
-                self.heads,
-                1,
-                THREADS,
-                1,
-                1,
-                shared,
-                stream.raw(),
-                params.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
-        };
-        if code != sys::CUresult::CUDA_SUCCESS {
-            return Err(format!("cuLaunchKernel({}) failed: {code:?}", function.name()));
-        }
-        Ok(())
-    }
-
-    /// Poisons O and LSE, runs once, compares `rows` sampled rows (first and last included)
-    /// with the f64 reference. Returns a report line; Err when a row is off.
-    fn check(&mut self, function: &Function, stream: &Stream, causal: bool, rows: usize) -> Res<String> {
-        self.o.fill_async(Bf16(0x7fc1), stream).map_err(err("poison O"))?;
-        self.lse.fill_async(f32::NAN, stream).map_err(err("poison LSE"))?;
-        self.launch(function, stream)?;
-        wait_idle(stream, function.name(), 30.0)?;
-        let (o, lse) = (self.o.to_vec().map_err(err("download O"))?, self.lse.to_vec().map_err(err("download LSE"))?);
-        let (d, s) = (self.d as usize, self.seq_len as usize);
-        let mut pick = Rng(0x5eed ^ (s as u64) << 8 ^ d as u64);
-        let mut worst = 0.0f64;
-        for i in 0..rows {
-            let (head, row) = match i {
-                0 => (0, 0),
-                1 => (self.heads as usize - 1, s - 1),
-                _ => ((pick.next() % self.heads as u64) as usize, (pick.next() % s as u64) as usize),
-            };
-            let reference = reference_row(&self.q, &self.k, &self.v, d, s, head, row, causal);
-            let at = (head * s + row) * d;
-            let got: Vec<f32> = o[at..at + d].iter().map(|x| x.to_f32()).collect();
-            match within_bound(&reference, &got, lse[head * s + row]) {
-                Ok(ratio) => worst = worst.max(ratio),
-                Err(why) => return Err(format!("{}: head {head} row {row}: {why}", function.name())),
-            }
-        }
-        Ok(format!("{rows} sampled rows within the bound vs f64 (worst error/bound {worst:.3})"))
-    }
 }
 
 /// Median time of one launch: isolated (`runs` launches, each between its own events and
@@ -182,7 +43,9 @@ fn time(problem: &Problem, function: &Function, stream: &Stream, context: &Conte
     let mut isolated = Vec::new();
     for round in 0..runs + 2 {
         start.record(stream).map_err(err("record"))?;
-        problem.launch(function, stream)?;
+        // SAFETY: `function` is the attention kernel `run` looked up for this problem's head
+        // dimension; `end.synchronize()` below waits for it before `problem` can be dropped.
+        unsafe { problem.launch(function, stream)? };
         end.record(stream).map_err(err("record"))?;
         end.synchronize().map_err(err(function.name()))?;
         if round >= 2 {
@@ -193,7 +56,8 @@ fn time(problem: &Problem, function: &Function, stream: &Stream, context: &Conte
     for round in 0..(runs / 2).max(5) + 1 {
         start.record(stream).map_err(err("record"))?;
         for _ in 0..BATCH {
-            problem.launch(function, stream)?;
+            // SAFETY: as above.
+            unsafe { problem.launch(function, stream)? };
         }
         end.record(stream).map_err(err("record"))?;
         end.synchronize().map_err(err(function.name()))?;
@@ -202,11 +66,6 @@ fn time(problem: &Problem, function: &Function, stream: &Stream, context: &Conte
         }
     }
     Ok((median(&mut isolated), median(&mut steady)))
-}
-
-/// The ring depth of kernel `name` (the `_s3` kernels: 3).
-fn stages(name: &str) -> u32 {
-    if name.ends_with("_s3") { STAGES_DEEP } else { STAGES }
 }
 
 /// Writes `bytes` to `dir/name`.
@@ -306,13 +165,13 @@ fn run() -> Res<bool> {
         if let Some(dir) = &dump_dir {
             let mut problem = Problem::new(&context, d, 4, 1000, 0xd00d ^ d as u64)?;
             let tag = format!("d{d}");
-            for (name, x) in [("q", &problem.q), ("k", &problem.k), ("v", &problem.v)] {
+            for (name, x) in ["q", "k", "v"].into_iter().zip(problem.inputs()) {
                 dump(dir, &format!("{tag}.{name}"), bytemuck::cast_slice(&x.iter().map(|x| x.0).collect::<Vec<u16>>()))?;
             }
             for causal in [false, true] {
                 let function = kernel(d, causal, "")?;
                 problem.check(&function, &stream, causal, 8)?;
-                let o = problem.o.to_vec().map_err(err("download"))?;
+                let o = problem.output()?;
                 dump(dir, &format!("{tag}{}.o", if causal { "_causal" } else { "" }), bytemuck::cast_slice(&o.iter().map(|x| x.0).collect::<Vec<u16>>()))?;
             }
         }
