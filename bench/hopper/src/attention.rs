@@ -20,10 +20,15 @@
 //!   `wgmma` A-from-registers, B N-major (V as stored). The `OVERLAP` variant (the default
 //!   kernels) issues the next tile's `Q·Kᵀ` before this tile's `P·V`, so the softmax of tile
 //!   `j+1` runs while the tensor cores compute `P_j·V_j` (FlashAttention-3's intra-warpgroup
-//!   overlap); the `_serial` kernels wait for each product.
+//!   overlap); the `_serial` kernels wait for each product; the `_pingpong` kernels add
+//!   FlashAttention-3's inter-warpgroup schedule (the two consumers take turns issuing their
+//!   products through named barriers, so one's softmax overlaps the other's products); the
+//!   `_s3` kernels have 3-deep K/V rings ([`STAGES_DEEP`]).
 //!
-//! Requirements (checked by the host): the maps describe live arrays with the layout above,
-//! box `[64, 128, 1]`, 128-byte swizzle; `o` holds `B·H·S·D` bf16, `lse` `B·H·S` f32.
+//! Requirements (the kernels' contract; `attention_host::Problem` builds inputs that meet it):
+//! the maps describe live arrays with the layout above, box `[64, 128, 1]`, 128-byte swizzle;
+//! `o` holds `B·H·S·D` bf16, `lse` `B·H·S` f32. Design notes, checks and figures:
+//! `docs/hopper.md`, "Attention forward".
 
 /// Query rows per block (two consumer warpgroups of 64).
 pub const BM: u32 = 128;
