@@ -13,7 +13,9 @@
 //! launch; 2048 sampled entries checked against an f64 host reference with the bound
 //! `|c - ref| <= 2^-8 |ref| + 2^-16 sum_k |a_ik b_jk|` (bf16 output rounding plus f32
 //! accumulation); the whole C compared with cuBLAS's; then CUDA-event timings (median),
-//! interleaved run by run. Exit status 1 when a check fails.
+//! interleaved run by run: isolated (one launch per event pair, synchronised after each) and
+//! steady state (20 launches back to back per event pair, as cuBLAS users time it).
+//! Exit status 1 when a check fails.
 #![allow(clippy::result_large_err)]
 
 use std::ffi::c_void;
@@ -781,6 +783,50 @@ fn run_size(
         let ratio = medians[cpp] / medians[rust];
         lines.push(format!("{side}^3 Rust gemm_bf16_tn / CUDA C++ {TWIN_KERNEL}: {ratio:.3}x (the C++ time over the Rust time; > 1: Rust faster)"));
         json += &format!(", \"rust_over_cpp\": {ratio:.4}");
+    }
+
+    // Steady state, as cuBLAS users time it: `BATCH` launches back to back between one pair of
+    // events (no synchronisation between them), the time per launch; median over `runs / 2`
+    // (at least 5) batches, implementations interleaved batch by batch after one warm-up batch.
+    const BATCH: usize = 20;
+    let batches = (runs / 2).max(5);
+    eprintln!("timing {side}^3 in steady state ({batches} batches of {BATCH} back-to-back launches per implementation) ...");
+    let mut steady = vec![Vec::new(); functions.len() + 1];
+    for round in 0..batches + 1 {
+        for (i, slot) in steady.iter_mut().enumerate() {
+            start.record(stream).map_err(err("record"))?;
+            for _ in 0..BATCH {
+                if i < functions.len() {
+                    ours(&functions[i])?;
+                } else {
+                    blas.gemm_tn(&a, &b, &mut c_ref, m as i32, n as i32, k as i32)?;
+                }
+            }
+            end.record(stream).map_err(err("record"))?;
+            end.synchronize().map_err(err("kernel"))?;
+            if round >= 1 {
+                slot.push(start.elapsed_ms(&end).map_err(err("elapsed"))? as f64 / BATCH as f64);
+            }
+        }
+    }
+    let steady_medians: Vec<f64> = steady.iter_mut().map(|t| median(t)).collect();
+    let steady_spread: Vec<f64> = steady.iter().map(|t| (t[t.len() - 1] - t[0]) / t[t.len() / 2] * 100.0).collect();
+    let cublas_steady = flop / (steady_medians[functions.len()] * 1e-3) / 1e12;
+    lines.push(format!(
+        "{side}^3 steady state ({BATCH} back-to-back launches per event pair) cuBLAS: {:.3} ms, {cublas_steady:.1} TFLOP/s (spread {:.1}%)",
+        steady_medians[functions.len()],
+        steady_spread[functions.len()]
+    ));
+    json += &format!(", \"steady_batch\": {BATCH}, \"cublas_steady_tflops\": {cublas_steady:.1}");
+    for (i, name) in kernels.iter().enumerate() {
+        let tflops = flop / (steady_medians[i] * 1e-3) / 1e12;
+        lines.push(format!(
+            "{side}^3 steady state {name}: {:.3} ms, {tflops:.1} TFLOP/s = {:.1}% of cuBLAS (spread {:.1}%)",
+            steady_medians[i],
+            100.0 * tflops / cublas_steady,
+            steady_spread[i]
+        ));
+        json += &format!(", \"{name}_steady_tflops\": {tflops:.1}");
     }
     json += "}";
     Ok(SizeResult { lines, json, ok })
