@@ -82,9 +82,9 @@ pub struct Reference {
 #[cfg(not(target_arch = "nvptx64"))]
 #[allow(clippy::too_many_arguments)] // the problem's shape, spelled out
 pub fn reference_row(
-    q: &[ferrocuda_device::half::Bf16],
-    k: &[ferrocuda_device::half::Bf16],
-    v: &[ferrocuda_device::half::Bf16],
+    q: &[ferrocuda_device::half::bf16],
+    k: &[ferrocuda_device::half::bf16],
+    v: &[ferrocuda_device::half::bf16],
     d: usize,
     seq_len: usize,
     head: usize,

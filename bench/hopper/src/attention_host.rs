@@ -4,8 +4,8 @@
 
 use std::ffi::c_void;
 
-use ferrocuda_device::half::Bf16;
-use ferrocuda_host::{Context, DeviceBuffer, Function, Stream, TensorDataType, TensorMap, TensorSwizzle, sys};
+use ferrocuda_device::half::bf16;
+use ferrocuda_host::{Context, DeviceBuffer, DeviceRead, Function, Stream, TensorDataType, TensorMap, TensorSwizzle, sys};
 
 use crate::attention::{BM, BOX, STAGES, STAGES_DEEP, THREADS, reference_row, shared_bytes, within_bound};
 
@@ -34,10 +34,10 @@ impl Rng {
     }
 
     /// Two values from one draw (24 bits each).
-    pub fn bf16_pair(&mut self) -> [Bf16; 2] {
+    pub fn bf16_pair(&mut self) -> [bf16; 2] {
         let bits = self.next_u64();
         let unit = |x: u64| 2.0 * ((x & 0xff_ffff) as f32 / (1u64 << 24) as f32) - 1.0;
-        [Bf16::from_f32(unit(bits >> 40)), Bf16::from_f32(unit(bits >> 16))]
+        [bf16::from_f32(unit(bits >> 40)), bf16::from_f32(unit(bits >> 16))]
     }
 }
 
@@ -60,24 +60,24 @@ pub struct Problem {
     d: u32,
     heads: u32,
     seq_len: u32,
-    q: Vec<Bf16>,
-    k: Vec<Bf16>,
-    v: Vec<Bf16>,
+    q: Vec<bf16>,
+    k: Vec<bf16>,
+    v: Vec<bf16>,
     // Kept alive while the maps point into them.
-    _buffers: [DeviceBuffer<Bf16>; 3],
-    o: DeviceBuffer<Bf16>,
+    _buffers: [DeviceBuffer<bf16>; 3],
+    o: DeviceBuffer<bf16>,
     lse: DeviceBuffer<f32>,
     maps: [DeviceBuffer<[u64; 16]>; 3],
 }
 
 impl Problem {
     /// The host copies of Q, K and V (`[heads, seq_len, d]`).
-    pub fn inputs(&self) -> [&[Bf16]; 3] {
+    pub fn inputs(&self) -> [&[bf16]; 3] {
         [&self.q, &self.k, &self.v]
     }
 
     /// O as the last launch left it (after synchronising `stream`-ordered work: `to_vec` waits).
-    pub fn output(&self) -> Res<Vec<Bf16>> {
+    pub fn output(&self) -> Res<Vec<bf16>> {
         self.o.to_vec().map_err(err("download O"))
     }
 
@@ -86,19 +86,19 @@ impl Problem {
     pub fn new(context: &Context, d: u32, batch_heads: u32, seq_len: u32, seed: u64) -> Res<Problem> {
         let len = (batch_heads * seq_len * d) as usize;
         let mut rng = Rng(seed);
-        let mut random = || -> Vec<Bf16> { (0..len.div_ceil(2)).flat_map(|_| rng.bf16_pair()).take(len).collect() };
+        let mut random = || -> Vec<bf16> { (0..len.div_ceil(2)).flat_map(|_| rng.bf16_pair()).take(len).collect() };
         let (q, k, v) = (random(), random(), random());
-        let upload = |x: &[Bf16]| DeviceBuffer::from_slice(context, x).map_err(err("upload"));
+        let upload = |x: &[bf16]| DeviceBuffer::from_slice(context, x).map_err(err("upload"));
         let buffers = [upload(&q)?, upload(&k)?, upload(&v)?];
         let dims = [d as u64, seq_len as u64, batch_heads as u64];
-        let map = |b: &DeviceBuffer<Bf16>| -> Res<DeviceBuffer<[u64; 16]>> {
+        let map = |b: &DeviceBuffer<bf16>| -> Res<DeviceBuffer<[u64; 16]>> {
             TensorMap::tiled(b, TensorDataType::Bf16, &dims, &BOX, TensorSwizzle::B128)
                 .map_err(err("cuTensorMapEncodeTiled"))?
                 .to_device(context)
                 .map_err(err("map upload"))
         };
         let maps = [map(&buffers[0])?, map(&buffers[1])?, map(&buffers[2])?];
-        let o = DeviceBuffer::<Bf16>::zeroed(context, len).map_err(err("alloc O"))?;
+        let o = DeviceBuffer::<bf16>::zeroed(context, len).map_err(err("alloc O"))?;
         let lse = DeviceBuffer::<f32>::zeroed(context, (batch_heads * seq_len) as usize).map_err(err("alloc LSE"))?;
         Ok(Problem { d, heads: batch_heads, seq_len, q, k, v, _buffers: buffers, o, lse, maps })
     }
@@ -126,25 +126,34 @@ impl Problem {
             (&mut scale_log2 as *mut f32).cast(),
         ];
         let shared = shared_bytes(self.d, stages(function.name()));
-        // SAFETY: the kernel's seven parameters in order: the maps describe Q, K, V ([B·H, S, D]
-        // bf16, box [64, 128, 1], 128-byte swizzle; the buffers live in `self`), O and LSE hold
-        // B·H·S·D bf16 and B·H·S f32; the grid, block and shared memory are the kernel's; the
-        // function was built for this head dimension (the caller picks it by name).
-        let code = unsafe {
-            sys::cuLaunchKernel(
-                function.raw(),
-                self.seq_len.div_ceil(BM),
-                self.heads,
-                1,
-                THREADS,
-                1,
-                1,
-                shared,
-                stream.raw(),
-                params.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
-        };
+        // Through the door: the kernel reads Q, K, V (through the maps) and writes O and LSE.
+        let [q, k, v] = &self._buffers;
+        let accesses =
+            [q.kernel_arg().read("q"), k.kernel_arg().read("k"), v.kernel_arg().read("v"), self.o.kernel_arg().write("o"), self.lse.kernel_arg().write("lse")];
+        let code = stream
+            .enqueue("attention", &accesses, |raw| {
+                // SAFETY: the kernel's seven parameters in order: the maps describe Q, K, V
+                // ([B·H, S, D] bf16, box [64, 128, 1], 128-byte swizzle; the buffers live in
+                // `self`), O and LSE hold B·H·S·D bf16 and B·H·S f32; the grid, block and shared
+                // memory are the kernel's; the function was built for this head dimension (the
+                // caller picks it by name).
+                Ok::<_, ferrocuda_host::Error>(unsafe {
+                    sys::cuLaunchKernel(
+                        function.raw(),
+                        self.seq_len.div_ceil(BM),
+                        self.heads,
+                        1,
+                        THREADS,
+                        1,
+                        1,
+                        shared,
+                        raw.get(),
+                        params.as_mut_ptr(),
+                        std::ptr::null_mut(),
+                    )
+                })
+            })
+            .map_err(err("declare the attention's buffers"))?;
         if code != sys::CUresult::CUDA_SUCCESS {
             return Err(format!("cuLaunchKernel({}) failed: {code:?}", function.name()));
         }
@@ -154,7 +163,7 @@ impl Problem {
     /// Poisons O and LSE, runs once, compares `rows` sampled rows (first and last included; every
     /// row when `rows` is at least heads x seq_len) with the f64 reference. Returns a report line; Err when a row is off.
     pub fn check(&mut self, function: &Function, stream: &Stream, causal: bool, rows: usize) -> Res<String> {
-        self.o.fill_async(Bf16(0x7fc1), stream).map_err(err("poison O"))?;
+        self.o.fill_async(bf16::from_bits(0x7fc1), stream).map_err(err("poison O"))?;
         self.lse.fill_async(f32::NAN, stream).map_err(err("poison LSE"))?;
         // SAFETY: the caller passes a kernel of this module (the name is checked); the stream is
         // synchronised below before anything else happens to `self`.

@@ -6,24 +6,24 @@
 //! reference on every output without a GPU.
 
 use ferrocuda_device::cpu::CpuExecutor;
-use ferrocuda_device::half::Bf16;
+use ferrocuda_device::half::bf16;
 use ferrocuda_device::tma::TensorMap as DeviceMap;
 use ferrocuda_host::{LaunchConfig, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
 use hopper_kernels::attention::{BM, BOX, THREADS, attention_body, reference_row, shared_bytes, within_bound};
 
-fn random_bf16(len: usize, mut seed: u64) -> Vec<Bf16> {
+fn random_bf16(len: usize, mut seed: u64) -> Vec<bf16> {
     (0..len)
         .map(|_| {
             seed ^= seed << 13;
             seed ^= seed >> 7;
             seed ^= seed << 17;
-            Bf16::from_f32(((seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0)
+            bf16::from_f32(((seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0)
         })
         .collect()
 }
 
 /// A 3-D map `[D, seq_len, heads]` of a packed bf16 array, as the host launcher builds it.
-fn map(data: &[Bf16], d: u32, seq_len: u32, heads: u32) -> Box<DeviceMap> {
+fn map(data: &[bf16], d: u32, seq_len: u32, heads: u32) -> Box<DeviceMap> {
     let dims = [d as u64, seq_len as u64, heads as u64];
     let strides = [d as u64 * 2, d as u64 * seq_len as u64 * 2];
     let layout = TiledLayout { data_type: TensorDataType::Bf16, dims: &dims, strides_bytes: &strides, box_dims: &BOX, swizzle: TensorSwizzle::B128 };
@@ -92,7 +92,7 @@ fn check(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u32) -> 
         for row in 0..seq_len as usize {
             let at = (head * seq_len as usize + row) * d as usize;
             let reference = reference_row(&q, &k, &v, d as usize, seq_len as usize, head, row, causal);
-            let got: Vec<f32> = (0..d as usize).map(|c| Bf16((o[(at + c) / 2] >> (16 * ((at + c) % 2))) as u16).to_f32()).collect();
+            let got: Vec<f32> = (0..d as usize).map(|c| bf16::from_bits((o[(at + c) / 2] >> (16 * ((at + c) % 2))) as u16).to_f32()).collect();
             let ratio = within_bound(&reference, &got, lse[head * seq_len as usize + row]).unwrap_or_else(|why| panic!("{what}: head {head} row {row}: {why}"));
             worst = worst.max(ratio);
         }

@@ -3,7 +3,7 @@
 //! shared memory and shuffles. `tests/cpu_half_floats.rs` runs each on the CPU executor and
 //! the GPU and compares every output with the software twins (`half::soft`).
 
-use ferrocuda_device::global::{AtomicSlice, DisjointSlice, unique_index};
+use ferrocuda_device::global::{AtomicSlice, DisjointChunks, DisjointSlice, unique_index};
 use ferrocuda_device::half::{Bf16x2, F16x2, F32ToHalf, HalfFloat, bf16, f16};
 use ferrocuda_device::math::DeviceFloat;
 use ferrocuda_device::sync::sync_threads;
@@ -35,21 +35,21 @@ pub fn round_and_widen(x: &[f32], mut to_bf16: DisjointSlice<bf16>, mut to_f16: 
 
 /// Packed bf16 pairs: per pair `i`, `out[4i..4i+4] = [from_f32s(x, y), a*b + c, a + b, a * b]`.
 #[kernel]
-pub fn packed_bf16(xy: &[f32], a: &[Bf16x2], b: &[Bf16x2], c: &[Bf16x2], mut out: DisjointSlice<Bf16x2>) {
+pub fn packed_bf16(xy: &[f32], a: &[Bf16x2], b: &[Bf16x2], c: &[Bf16x2], mut out: DisjointChunks<Bf16x2, 4>) {
     let i = unique_index();
     if i.get() < a.len() {
         let (x, y, a, b, c) = (xy[2 * i.get()], xy[2 * i.get() + 1], a[i], b[i], c[i]);
-        *out.get_chunk_mut::<4>(i).expect("4 pairs per thread") = [Bf16x2::from_f32s(x, y), a.fma(b, c), a + b, a * b];
+        *out.get_mut(i).expect("4 pairs per thread") = [Bf16x2::from_f32s(x, y), a.fma(b, c), a + b, a * b];
     }
 }
 
 /// [`packed_bf16`] on f16 pairs.
 #[kernel]
-pub fn packed_f16(xy: &[f32], a: &[F16x2], b: &[F16x2], c: &[F16x2], mut out: DisjointSlice<F16x2>) {
+pub fn packed_f16(xy: &[f32], a: &[F16x2], b: &[F16x2], c: &[F16x2], mut out: DisjointChunks<F16x2, 4>) {
     let i = unique_index();
     if i.get() < a.len() {
         let (x, y, a, b, c) = (xy[2 * i.get()], xy[2 * i.get() + 1], a[i], b[i], c[i]);
-        *out.get_chunk_mut::<4>(i).expect("4 pairs per thread") = [F16x2::from_f32s(x, y), a.fma(b, c), a + b, a * b];
+        *out.get_mut(i).expect("4 pairs per thread") = [F16x2::from_f32s(x, y), a.fma(b, c), a + b, a * b];
     }
 }
 

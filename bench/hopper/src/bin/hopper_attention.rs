@@ -166,13 +166,13 @@ fn run() -> Res<bool> {
             let mut problem = Problem::new(&context, d, 4, 1000, 0xd00d ^ d as u64)?;
             let tag = format!("d{d}");
             for (name, x) in ["q", "k", "v"].into_iter().zip(problem.inputs()) {
-                dump(dir, &format!("{tag}.{name}"), bytemuck::cast_slice(&x.iter().map(|x| x.0).collect::<Vec<u16>>()))?;
+                dump(dir, &format!("{tag}.{name}"), bytemuck::cast_slice(&x.iter().map(|x| x.to_bits()).collect::<Vec<u16>>()))?;
             }
             for causal in [false, true] {
                 let function = kernel(d, causal, "")?;
                 problem.check(&function, &stream, causal, 8)?;
                 let o = problem.output()?;
-                dump(dir, &format!("{tag}{}.o", if causal { "_causal" } else { "" }), bytemuck::cast_slice(&o.iter().map(|x| x.0).collect::<Vec<u16>>()))?;
+                dump(dir, &format!("{tag}{}.o", if causal { "_causal" } else { "" }), bytemuck::cast_slice(&o.iter().map(|x| x.to_bits()).collect::<Vec<u16>>()))?;
             }
         }
         for &s in &seqs {
