@@ -92,7 +92,8 @@ pub enum FmaContraction {
 
 /// The build-script lines that declare the cfgs a kernel crate may test, so that neither its
 /// host build nor its device build warns about `unexpected_cfgs`: `ferrocuda_sm` with every
-/// known architecture (and any the build asks for) and `ferrocuda_device`.
+/// known architecture (and any the build asks for), `ferrocuda_device` and
+/// `ferrocuda_fast_math` ([`crate::KernelBuilder::fast_math`]).
 pub fn check_cfg_lines(extra: &[Arch]) -> Vec<String> {
     let mut numbers: Vec<u32> = KNOWN_ARCHS.iter().copied().chain(extra.iter().map(|a| a.number())).collect();
     numbers.sort_unstable();
@@ -100,7 +101,11 @@ pub fn check_cfg_lines(extra: &[Arch]) -> Vec<String> {
     let mut values: Vec<String> = numbers.iter().map(|n| format!("\"{n}\"")).collect();
     // Arch-specific targets (sm_90a) set `ferrocuda_sm = "90a"` too.
     values.push("\"90a\"".to_string());
-    vec![format!("cargo::rustc-check-cfg=cfg(ferrocuda_sm, values({}))", values.join(", ")), "cargo::rustc-check-cfg=cfg(ferrocuda_device)".to_string()]
+    vec![
+        format!("cargo::rustc-check-cfg=cfg(ferrocuda_sm, values({}))", values.join(", ")),
+        "cargo::rustc-check-cfg=cfg(ferrocuda_device)".to_string(),
+        "cargo::rustc-check-cfg=cfg(ferrocuda_fast_math)".to_string(),
+    ]
 }
 
 #[cfg(test)]

@@ -11,8 +11,17 @@
 //! ```
 #![cfg_attr(target_arch = "nvptx64", no_std)]
 #![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, asm_experimental_arch))]
+// `where Target: Sm80` on an intrinsic (see `arch`) is a bound without type parameters; in a
+// device build for an older GPU it does not hold, which makes the intrinsic uncallable there
+// (the caller gets the bound's message) instead of being an error in this crate.
+#![cfg_attr(target_arch = "nvptx64", feature(trivial_bounds, link_llvm_intrinsics))]
+#![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
+#![allow(trivial_bounds)]
 
+pub mod arch;
 pub mod atomic;
+pub mod block;
+pub mod cache;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
 pub mod cluster;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "80"))]
@@ -43,6 +52,7 @@ pub mod panic;
 pub mod panic_args;
 pub mod print;
 pub mod shared;
+pub mod shared_vector;
 pub mod sync;
 pub mod thread;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]

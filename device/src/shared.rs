@@ -305,7 +305,10 @@ pub const fn __site(krate: &str, file: &str, line: u32, column: u32) -> u64 {
 /// Each invocation site declares its own `.shared` array in the PTX module (so two sites never
 /// alias, and each block has its own copy); reaching the same site twice, for example in a
 /// helper function called twice, gives the same array, as a `static __shared__` in a CUDA
-/// device function does. The length must be a constant expression; it may use items of the
+/// device function does (a helper that needs scratch of its own per caller takes it as a
+/// parameter instead: see [`crate::block`]). Every array is 16-byte aligned (CUDA's
+/// `__align__(16)`), so its 16-byte vector accesses ([`SharedArray::get_x4`],
+/// [`crate::shared_vector`]) are always allowed. The length must be a constant expression; it may use items of the
 /// enclosing module (not local constants of the function). The kernel crate needs
 /// `feature(asm_experimental_arch)` on the device (see the crate docs).
 #[macro_export]
@@ -318,7 +321,9 @@ macro_rules! shared_array {
             use super::*;
             ::core::arch::global_asm!(
                 ".shared .align {align} .b8 __ferrocuda_shared_{site}[{bytes}];",
-                align = const if ::core::mem::align_of::<$ty>() < 4 { 4 } else { ::core::mem::align_of::<$ty>() },
+                // 16 bytes (CUDA's `__align__(16)`) for every array, so that its 16-byte
+                // vector accesses (`get_x4`, `SharedArray::x4`) need no check.
+                align = const $crate::shared_vector::__shared_align(::core::mem::align_of::<$ty>()),
                 bytes = const ::core::mem::size_of::<$ty>() * ($len),
                 site = const $crate::shared::__site(env!("CARGO_CRATE_NAME"), file!(), line!(), column!()),
             );
@@ -341,7 +346,7 @@ macro_rules! shared_array {
         let __ferrocuda_address: u32 = $crate::cpu::hooks::static_shared(
             $crate::shared::__site(env!("CARGO_CRATE_NAME"), file!(), line!(), column!()),
             ::core::mem::size_of::<$ty>() * ($len),
-            ::core::mem::align_of::<$ty>(),
+            $crate::shared_vector::__shared_align(::core::mem::align_of::<$ty>()),
         );
         // SAFETY: the address is this site's own array of `$len` elements.
         unsafe { $crate::shared::SharedArray::<$ty, { $len }>::__from_address(__ferrocuda_address) }

@@ -26,3 +26,4 @@ pub mod device_lib;
 pub mod grid_dependency;
 pub mod kernel_model;
 pub mod launch_kinds;
+pub mod port_gaps;
