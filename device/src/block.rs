@@ -5,7 +5,7 @@
 //! use ferrocuda_device::block::{BlockReduce, BlockScan};
 //! use ferrocuda_device::block_scratch;
 //!
-//! #[kernel(launch_bounds(max_threads = 256))]
+//! #[kernel(launch_bounds(256, 1))]
 //! pub fn row_sums(x: &[f32], mut out: DisjointSlice<f32>) {
 //!     let reduce = BlockReduce::<f32, 256>::new(block_scratch!(f32));
 //!     let total = reduce.sum(x[index_1d()]);          // every thread gets the block's sum
