@@ -203,8 +203,9 @@ macro_rules! shared_methods {
 impl<T: SharedElement, const N: usize> SharedArray<T, N> {
     #[doc(hidden)]
     /// # Safety
-    /// `base` is the address of a shared array of `N` `T`s, suitably aligned, used only
-    /// through this handle's site (what `shared_array!` guarantees).
+    /// `base` is the address of a shared array of `N` `T`s, 16-byte aligned (the vector
+    /// accesses of `shared_vector` rely on it), used only through this handle's site (what
+    /// `shared_array!` guarantees).
     #[inline(always)]
     pub unsafe fn __from_address(base: u32) -> Self {
         SharedArray { base, _element: PhantomData }
