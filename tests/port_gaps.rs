@@ -18,6 +18,7 @@ on_both_backends!(
     fast_math_is_within_its_documented_error_and_flushes_denormals,
     block_reduce_and_scan_match_the_host_for_256_threads,
     block_reduce_and_scan_match_the_host_for_one_and_two_warps,
+    a_cache_hint_on_a_local_array_reads_the_local_value,
 );
 
 /// A small deterministic generator (xorshift64*), so failures reproduce.
@@ -228,4 +229,35 @@ fn cpu_a_block_collective_launched_with_the_wrong_block_size_panics_naming_both(
     let mut out = backend.zeroed::<u32>(v.len() * SMALL_WORDS);
     let error = launch_on!(backend, port_gaps::block_collectives_small, (1u32, 128u32), &vs, false, &mut out).unwrap_err();
     assert!(error.contains("a block collective for 64 threads ran in a block of 128"), "{error}");
+}
+
+fn a_cache_hint_on_a_local_array_reads_the_local_value(backend: &Backend) {
+    let n = 1000usize;
+    let mut rng = Rng(19);
+    let x: Vec<u32> = (0..n).map(|_| rng.below(1000)).collect();
+    let xs = backend.upload(&x);
+    let mut out = backend.zeroed::<u32>(n);
+    launch_on!(backend, port_gaps::cache_hint_local, (n.div_ceil(128) as u32, 128u32), &xs, &mut out).unwrap();
+    let out = backend.download(&out);
+    for i in 0..n {
+        assert_eq!(out[i], 10 * (x[i] % 8) + i as u32, "{}: element {i}", backend.name());
+    }
+}
+
+/// CPU executor only (on a GPU a panic ends the context): the checked vector accesses refuse
+/// an index past the end and a misaligned slice, naming what was wrong.
+#[test]
+fn cpu_checked_shared_vector_accesses_refuse_out_of_bounds_and_misaligned_slices() {
+    use ferrocuda::LaunchConfig;
+    let backend = &Backend::cpu();
+    let mut out = backend.zeroed::<f32>(4);
+    launch_on!(backend, port_gaps::shared_x4_checks, (1u32, 4u32), 3u32, 0u32, &mut out).unwrap();
+    assert_eq!(backend.download(&out), [1.0; 4], "index 3 is the last in-bounds vector");
+    let error = launch_on!(backend, port_gaps::shared_x4_checks, (1u32, 4u32), 4u32, 0u32, &mut out).unwrap_err();
+    assert!(error.contains("shared memory vector index out of bounds: elements 16..20 of 16"), "{error}");
+    let config = LaunchConfig::new(1u32, 4u32).with_shared_bytes(64);
+    launch_on!(backend, port_gaps::shared_x4_checks, config, 0u32, 4u32, &mut out).unwrap();
+    assert_eq!(backend.download(&out), [6.0; 4], "a split at 4 floats keeps 16-byte alignment");
+    let error = launch_on!(backend, port_gaps::shared_x4_checks, config, 0u32, 2u32, &mut out).unwrap_err();
+    assert!(error.contains("not 16-byte aligned"), "{error}");
 }

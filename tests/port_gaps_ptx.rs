@@ -210,3 +210,16 @@ fn block_collectives_use_two_barriers_each_and_16_byte_reads_of_the_partials() {
     // No local memory: the collectives live in registers and their scratch.
     assert!(!body.contains(".local"), "{body}");
 }
+
+/// Soundness of the safe cache hints: a reference into a thread's local array must not get a
+/// hinted `ld.global`/`st.global` (the wrong state space; `.cs` on local memory means "last
+/// use"). The state-space test is folded to "not global" for the array (a plain local load)
+/// and to "global" for the output (the hinted store).
+#[test]
+fn a_cache_hint_on_a_local_reference_is_a_plain_access() {
+    let name = "cache_hint_local";
+    let body = entry_body(80, name);
+    assert_eq!(count(80, name, "ld.global.cs.b32"), 0, "a hinted global load of a local address:\n{body}");
+    assert_eq!(count(80, name, "st.global.cs.b32"), 1, "the output keeps its hint:\n{body}");
+    assert_eq!(count(80, name, "ld.local.b32"), 1, "the plain local load:\n{body}");
+}

@@ -201,3 +201,44 @@ pub fn block_collectives_small(v: &[u32], one_warp: bool, mut out: DisjointSlice
         *chunk = words;
     }
 }
+
+/// `out[0] = tile.get_x4(index)[0]` on a 16-float tile (indices 0..4 are in bounds), and, when
+/// `split` is nonzero, a 16-byte read of dynamic shared memory split `split` floats in (which
+/// is misaligned unless `split` is a multiple of 4). For the panics of the checked forms.
+#[kernel]
+pub fn shared_x4_checks(index: u32, split: u32, mut out: DisjointSlice<f32>) {
+    let tile = shared_array![f32; 16];
+    let i = unique_index();
+    tile.set_x4(thread_idx_x() as usize % 4, [1.0, 2.0, 3.0, 4.0]);
+    sync_threads();
+    let mut v = tile.get_x4(index as usize)[0];
+    if split != 0 {
+        let (_, rest) = ferrocuda_device::dynamic_shared::<f32>().split_at(split as usize);
+        if thread_idx_x() == 0 {
+            rest.set(0, 5.0);
+        }
+        sync_threads();
+        v += rest.get_x4(0)[0];
+    }
+    if let Some(o) = out.get_mut(i) {
+        *o = v;
+    }
+}
+
+/// A cache hint on a reference to a local (per-thread) array: the state-space test keeps the
+/// hinted global load away from it (a plain local load instead), so the value is right.
+/// `out[i] = local[x[i] as usize % 8]` where `local[k] = 10 k + i`.
+#[kernel]
+pub fn cache_hint_local(x: &[u32], mut out: DisjointSlice<u32>) {
+    let i = unique_index();
+    let mut local = [0u32; 8];
+    for (k, slot) in local.iter_mut().enumerate() {
+        *slot = 10 * k as u32 + i.get() as u32;
+    }
+    let Some(&k) = x.get(i.get()) else { return };
+    // An opaque index keeps the array in local memory.
+    let v = cache::load(&local[k as usize % 8], Load::Streaming);
+    if let Some(o) = out.get_mut(i) {
+        cache::store(o, v, Store::Streaming);
+    }
+}
