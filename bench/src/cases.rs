@@ -8,10 +8,13 @@ use gpu_kernels::examples::{
     TRANSPOSE_ROWS, TRANSPOSE_TILE, U32x4,
 };
 
+mod llm;
+
 use crate::cpu::{self, Random, mismatch};
 use crate::launch_with;
 pub use crate::report::Row;
 use crate::timing::{Implementation, Runs, measure, median};
+pub use llm::{adamw, layernorm, softmax_online};
 
 /// What every case needs.
 pub struct Env<'m> {

@@ -125,13 +125,16 @@ fn run(options: &Options, context: Context) -> BenchResult<()> {
 
     let mut rows = Vec::new();
     type Case = fn(&Env) -> BenchResult<Vec<cases::Row>>;
-    let cases: [(&str, Case); 6] = [
+    let cases: [(&str, Case); 9] = [
         ("saxpy", cases::saxpy),
         ("sum", cases::sum),
         ("transpose", cases::transpose),
         ("softmax", cases::softmax),
         ("histogram", cases::histogram),
         ("stencil", cases::stencil),
+        ("layernorm", cases::layernorm),
+        ("softmax_online", cases::softmax_online),
+        ("adamw", cases::adamw),
     ];
     // A failed case (a result that disagrees with the CPU) is reported and the others still
     // run; the exit status says that something failed.

@@ -40,3 +40,4 @@ pub fn sum_f32(x: &[f32], out: AtomicSlice<f32>) {
 }
 
 pub mod examples;
+pub mod llm;
