@@ -280,6 +280,13 @@ pub fn dynamic_shared<T: SharedElement>() -> SharedSlice<T> {
 #[cfg(target_arch = "nvptx64")]
 core::arch::global_asm!(".extern .shared .align 16 .b8 __ferrocuda_dynamic_shared[];");
 
+/// The alignment `shared_array!` declares for an element type of alignment `align`: 16 bytes
+/// (or more, for a type that needs more), which `shared_vector`'s 16-byte accesses rely on.
+#[doc(hidden)]
+pub const fn __shared_align(align: usize) -> usize {
+    if align < 16 { 16 } else { align }
+}
+
 /// A number naming one `shared_array!` site: FNV-1a of the crate, file, line and column.
 #[doc(hidden)]
 pub const fn __site(krate: &str, file: &str, line: u32, column: u32) -> u64 {
@@ -324,7 +331,7 @@ macro_rules! shared_array {
                 ".shared .align {align} .b8 __ferrocuda_shared_{site}[{bytes}];",
                 // 16 bytes (CUDA's `__align__(16)`) for every array, so that its 16-byte
                 // vector accesses (`get_x4`, `SharedArray::x4`) need no check.
-                align = const $crate::shared_vector::__shared_align(::core::mem::align_of::<$ty>()),
+                align = const $crate::shared::__shared_align(::core::mem::align_of::<$ty>()),
                 bytes = const ::core::mem::size_of::<$ty>() * ($len),
                 site = const $crate::shared::__site(env!("CARGO_CRATE_NAME"), file!(), line!(), column!()),
             );
@@ -347,7 +354,7 @@ macro_rules! shared_array {
         let __ferrocuda_address: u32 = $crate::cpu::hooks::static_shared(
             $crate::shared::__site(env!("CARGO_CRATE_NAME"), file!(), line!(), column!()),
             ::core::mem::size_of::<$ty>() * ($len),
-            $crate::shared_vector::__shared_align(::core::mem::align_of::<$ty>()),
+            $crate::shared::__shared_align(::core::mem::align_of::<$ty>()),
         );
         // SAFETY: the address is this site's own array of `$len` elements.
         unsafe { $crate::shared::SharedArray::<$ty, { $len }>::__from_address(__ferrocuda_address) }

@@ -23,13 +23,6 @@
 
 use crate::shared::{SharedArray, SharedElement, SharedSlice};
 
-/// The alignment `shared_array!` declares for an element type of alignment `align`: 16 bytes
-/// (or more, for a type that needs more).
-#[doc(hidden)]
-pub const fn __shared_align(align: usize) -> usize {
-    if align < 16 { 16 } else { align }
-}
-
 /// A value aligned to 16 bytes, so that the CPU executor's access checks 16-byte alignment.
 #[cfg(not(target_arch = "nvptx64"))]
 #[derive(Clone, Copy)]
