@@ -117,3 +117,31 @@ fn adamw_step_matches_the_host(backend: &Backend) {
         assert!((ps[i] as f64 - want).abs() <= 1e-6 * (1.0 + want.abs()), "{}: params[{i}] {} vs {want}", backend.name(), ps[i]);
     }
 }
+
+/// The body of `.entry name` in the sm_80 PTX of the example kernels.
+fn entry_body(name: &str) -> &'static str {
+    let ptx = gpu_kernels::KERNELS.ptx_for(80).expect("gpu_kernels is built for sm_80");
+    let start = ptx.find(&format!(".entry {name}(")).unwrap_or_else(|| panic!("no .entry {name}"));
+    let end = start + ptx[start..].find("\n}").expect("an entry ends with a closing brace");
+    &ptx[start..end]
+}
+
+/// What made the CUDA C++ twins fast, present in the Rust PTX: 16-byte streaming accesses
+/// (`__ldcs`/`__stcs`), the row in registers (no local memory), `rsqrt.approx`/`ex2.approx`.
+#[test]
+fn the_llm_kernels_compile_to_the_instructions_of_their_cuda_twins() {
+    let layernorm = entry_body("layernorm_768");
+    assert_eq!(layernorm.matches("ld.global.cs.v4.b32").count(), 6, "six streaming float4 loads per lane:\n{layernorm}");
+    assert_eq!(layernorm.matches("st.global.cs.v4.b32").count(), 6, "six streaming float4 stores:\n{layernorm}");
+    assert_eq!(layernorm.matches("st.global.cs.b32").count(), 2, "mean and rstd:\n{layernorm}");
+    assert_eq!(layernorm.matches("rsqrt.approx.ftz.f32").count(), 1);
+    assert!(!layernorm.contains(".local"), "the row must stay in registers:\n{layernorm}");
+    let softmax = entry_body("softmax_online");
+    assert_eq!(softmax.matches("ld.global.cs.v4.b32").count(), 1, "the second pass streams:\n{softmax}");
+    assert_eq!(softmax.matches("st.global.cs.v4.b32").count(), 1);
+    assert!(!softmax.contains(".local"), "{softmax}");
+    assert_eq!(softmax.matches("div.rn.f32").count(), 1, "one division, 1 / sum, as in the twin:\n{softmax}");
+    let adamw = entry_body("adamw_step");
+    assert_eq!(adamw.matches("sqrt.rn.f32").count(), 1, "{adamw}");
+    assert!(!adamw.contains(".local"), "{adamw}");
+}

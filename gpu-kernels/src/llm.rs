@@ -12,6 +12,7 @@ use ferrocuda_device::global::{DisjointSlice, unique_index};
 use ferrocuda_device::math::DeviceFloat;
 use ferrocuda_device::math::FastMath;
 use ferrocuda_device::thread::{block_dim_x, block_idx_x, thread_idx_x};
+use ferrocuda_device::unroll::unroll;
 use ferrocuda_device::{kernel, warp};
 
 use crate::examples::{Float4, offset_below};
@@ -57,23 +58,25 @@ pub fn layernorm_768(
         return;
     }
     let base = row as usize * ROW_VECTORS + lane;
+    // Every loop over the row's six vectors is unrolled (`unroll`), so `x` stays in registers
+    // (a loop LLVM leaves rolled indexes it at run time and puts it in local memory).
     let mut x = [Float4::default(); LN_V];
     let mut sum = 0.0f32;
-    for (v, value) in x.iter_mut().enumerate() {
+    unroll::<LN_V>(|v| {
         // SAFETY: `base + 32 v` lies in row `row < rows` (lane < 32, v < 6), below
         // `rows * 192 <= input.len()`.
-        *value = cache::load(unsafe { input.get_unchecked(base + 32 * v) }, Load::Streaming);
-        sum += (value.x + value.y) + (value.z + value.w);
-    }
+        x[v] = cache::load(unsafe { input.get_unchecked(base + 32 * v) }, Load::Streaming);
+        sum += (x[v].x + x[v].y) + (x[v].z + x[v].w);
+    });
     let m = warp::reduce_sum(sum) * (1.0 / LAYERNORM_C as f32);
     let mut squares = 0.0f32;
-    for value in &x {
-        let (a, b, c, d) = (value.x - m, value.y - m, value.z - m, value.w - m);
+    unroll::<LN_V>(|v| {
+        let (a, b, c, d) = (x[v].x - m, x[v].y - m, x[v].z - m, x[v].w - m);
         squares += (a * a + b * b) + (c * c + d * d);
-    }
+    });
     let s = (warp::reduce_sum(squares) * (1.0 / LAYERNORM_C as f32) + 1e-5).fast_rsqrt();
-    for (v, value) in x.iter().enumerate() {
-        let c = lane + 32 * v;
+    unroll::<LN_V>(|v| {
+        let (c, value) = (lane + 32 * v, x[v]);
         // SAFETY: `c < 192 <= weight.len(), bias.len()` (checked above).
         let (w, b) = unsafe { (*weight.get_unchecked(c), *bias.get_unchecked(c)) };
         let normed =
@@ -82,7 +85,7 @@ pub fn layernorm_768(
         // of a 1-D launch of whole warps (checked above) owns one row, each lane the vectors
         // `lane + 32 v` of it.
         unsafe { cache::store(out.get_unchecked_mut(base + 32 * v), normed, Store::Streaming) };
-    }
+    });
     if lane == 0 {
         // SAFETY: `row < rows <= mean.len(), rstd.len()`; lane 0 of the row's warp alone writes them.
         unsafe {
