@@ -11,7 +11,10 @@
 //!
 //! The crate is built for `nvptx64-nvidia-cuda` by a second cargo in its own target directory,
 //! with `-Zbuild-std=core`, fat LTO and `--emit=asm=<path>`, which yields one self-contained PTX
-//! module per requested architecture at a path the builder chooses. When `ptxas` is found,
+//! module per requested architecture at a path the builder chooses. The module's `.version` is
+//! the builder's choice, not rustc's ([`pinned_ptx_isa`]: 7.8 below sm_90, 8.3 for sm_90), so
+//! every instruction the device library offers for the architecture assembles;
+//! [`KernelBuilder::fast_math`] is nvcc's `--use_fast_math`. When `ptxas` is found,
 //! cubins are compiled too, and `ptxas -v`'s registers, spills and shared memory are recorded
 //! per kernel. A Rust file listing the artifacts is written to `OUT_DIR`;
 //! `ferrocuda_device::embed_kernels!()` includes it. The builder also declares the cfgs it sets
