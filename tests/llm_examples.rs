@@ -137,8 +137,10 @@ fn the_llm_kernels_compile_to_the_instructions_of_their_cuda_twins() {
     assert_eq!(layernorm.matches("rsqrt.approx.ftz.f32").count(), 1);
     assert!(!layernorm.contains(".local"), "the row must stay in registers:\n{layernorm}");
     let softmax = entry_body("softmax_online");
-    assert_eq!(softmax.matches("ld.global.cs.v4.b32").count(), 1, "the second pass streams:\n{softmax}");
-    assert_eq!(softmax.matches("st.global.cs.v4.b32").count(), 1);
+    // The second pass streams (LLVM may unroll it: one or more copies), and every store does.
+    assert!(softmax.matches("ld.global.cs.v4.b32").count() >= 1, "the second pass streams:\n{softmax}");
+    assert_eq!(softmax.matches("st.global.cs.v4.b32").count(), softmax.matches("ld.global.cs.v4.b32").count(), "{softmax}");
+    assert!(!softmax.contains("st.global.v4"), "a store without the streaming hint:\n{softmax}");
     assert!(!softmax.contains(".local"), "{softmax}");
     assert_eq!(softmax.matches("rcp.rn.f32").count(), 1, "one reciprocal, 1 / sum, as nvcc compiles the twin:\n{softmax}");
     let adamw = entry_body("adamw_step");

@@ -107,25 +107,24 @@ pub fn softmax_online(input: &[Float4], mut output: DisjointSlice<Float4>, rows:
         return;
     };
     let lane = (thread_idx_x() % warp::WARP_SIZE) as usize;
-    let (cols4, vectors) = (cols4 as usize, rows as usize * cols4 as usize);
+    let vectors = rows as usize * cols4 as usize;
     if input.len() < vectors || output.len() < vectors || !block_dim_x().is_multiple_of(warp::WARP_SIZE) || !crate::examples::one_dimensional_launch() {
         return;
     }
-    let start = row as usize * cols4;
+    // The row as its own slice (in bounds: `(row + 1) * cols4 <= vectors <= input.len()`), read
+    // with a strided iterator: pointer increments, no index arithmetic or bounds checks.
+    let start = row as usize * cols4 as usize;
+    let Some(row_in) = input.get(start..start + cols4 as usize) else { return };
     // A finite start: a lane that sees no element (cols4 < 32) combines as (MIN, 0) without
     // the NaN of -inf - -inf.
     let (mut max, mut sum) = (f32::MIN, 0.0f32);
-    let mut c = lane;
-    while c < cols4 {
-        // SAFETY: `c < cols4`, so `start + c < (row + 1) * cols4 <= input.len()`.
-        let v = unsafe { *input.get_unchecked(start + c) };
+    for &v in row_in.iter().skip(lane).step_by(32) {
         let block_max = v.x.max(v.y).max(v.z.max(v.w));
         if block_max > max {
             sum *= (max - block_max).fast_exp();
             max = block_max;
         }
         sum += ((v.x - max).fast_exp() + (v.y - max).fast_exp()) + ((v.z - max).fast_exp() + (v.w - max).fast_exp());
-        c += 32;
     }
     let mut mask = warp::WARP_SIZE / 2;
     while mask > 0 {
@@ -136,19 +135,19 @@ pub fn softmax_online(input: &[Float4], mut output: DisjointSlice<Float4>, rows:
         mask /= 2;
     }
     let scale = 1.0 / sum;
-    let mut c = lane;
-    while c < cols4 {
-        // SAFETY: as above, for the loads and the stores; the row belongs to this warp and the
-        // vector `c` to this lane (1-D launch of whole warps, checked above).
+    let mut c = start + lane;
+    for v in row_in.iter().skip(lane).step_by(32) {
+        let v = cache::load(v, Load::Streaming);
+        // SAFETY: `c < start + cols4 <= output.len()` (checked above); the row belongs to this
+        // warp and the vector `c` to this lane (1-D launch of whole warps, checked above).
         unsafe {
-            let v = cache::load(input.get_unchecked(start + c), Load::Streaming);
             let y = Float4 {
                 x: (v.x - max).fast_exp() * scale,
                 y: (v.y - max).fast_exp() * scale,
                 z: (v.z - max).fast_exp() * scale,
                 w: (v.w - max).fast_exp() * scale,
             };
-            cache::store(output.get_unchecked_mut(start + c), y, Store::Streaming);
+            cache::store(output.get_unchecked_mut(c), y, Store::Streaming);
         }
         c += 32;
     }
