@@ -124,7 +124,7 @@ fn fast_math_is_within_its_documented_error_and_flushes_denormals(backend: &Back
     let mut out = backend.zeroed::<f32>(n * FAST_WORDS);
     launch_on!(backend, port_gaps::fast_math_ops, ((n / 128) as u32, 128u32), &xs, &ys, &mut out).unwrap();
     let out = backend.download(&out);
-    // Relative errors a few times the documented ~2 ulp (2^-22 relative); tanh's ~2^-11 absolute.
+    // Relative errors a few times the documented ~2 ulp (2^-22 relative); tanh's ~2^-11 relative.
     let ulp4 = 4.0 * f32::EPSILON as f64;
     for i in 0..n {
         let (a, b) = (x[i] as f64, y[i] as f64);
@@ -134,7 +134,8 @@ fn fast_math_is_within_its_documented_error_and_flushes_denormals(backend: &Back
         assert!(close(w[1], a / b, 0.0, ulp4), "{name}: fast_div({a}, {b}) = {}", w[1]);
         assert!(close(w[2], b.exp2(), 0.0, ulp4), "{name}: fast_exp2({b}) = {}", w[2]);
         assert!(close(w[3], 1.0 / a.sqrt(), 0.0, ulp4), "{name}: fast_rsqrt({a}) = {}", w[3]);
-        assert!(close(w[4], b.tanh(), 1.0 / 2048.0, 0.0), "{name}: fast_tanh({b}) = {}", w[4]);
+        // tanh.approx: relative error up to 2^-10.987 (PTX ISA); 2^-10 leaves a margin.
+        assert!(close(w[4], b.tanh(), 1e-30, 1.0 / 1024.0), "{name}: fast_tanh({b}) = {}", w[4]);
         // exp10 and powf scale the argument first: error grows with |y·log2 x|.
         assert!(close(w[5], 10f64.powf(b), 0.0, 16.0 * ulp4), "{name}: fast_exp10({b}) = {}", w[5]);
         assert!(close(w[6], a.log10(), 2.0f64.powi(-21), ulp4), "{name}: fast_log10({a}) = {}", w[6]);

@@ -16,7 +16,7 @@
 //! | [`FastMath`]: `fast_exp2`, `fast_log2`, `fast_sin`, `fast_cos`, `fast_sqrt`, `fast_rsqrt`, `fast_recip` | one `ex2/lg2/sin/cos/sqrt/rsqrt/rcp.approx.ftz.f32` (the SFU) | ~2 ulp (ex2/lg2/sqrt/rsqrt/rcp); sin/cos absolute error ~2^-21 on [-π, π] |
 //! | `fast_exp`, `fast_exp10`, `fast_ln`, `fast_log10`, `fast_powf` | `ex2.approx` / `lg2.approx` with a scale | as above plus one rounding (`fast_powf`: error grows with `|y·log2 x|`) |
 //! | `fast_tan` | `sin.approx`, `cos.approx`, `div.approx` | as sin/cos, larger near the poles |
-//! | `fast_tanh` | `tanh.approx.f32`, sm_75 and newer only (refused at compile time below) | absolute error ~2^-11 |
+//! | `fast_tanh` | `tanh.approx.f32`, sm_75 and newer only (refused at compile time on older targets) | relative error up to 2^-10.987 |
 //! | `fast_div` | `div.approx.ftz.f32` (CUDA `__fdividef`) | ~2 ulp for `|d|` in [2^-126, 2^126] |
 //!
 //! ## `--use_fast_math`
@@ -317,7 +317,7 @@ pub trait FastMath: Copy {
     fn fast_recip(self) -> Self;
     /// `x^y` as `2^(y·log2 x)` (CUDA `__powf`): for `x > 0`; NaN for negative `x`.
     fn fast_powf(self, y: Self) -> Self;
-    /// `tanh(x)` (`tanh.approx.f32`, absolute error ~2^-11). Needs sm_75: a device build for
+    /// `tanh(x)` (`tanh.approx.f32`, relative error up to 2^-10.987). Needs sm_75: a device build for
     /// an older GPU refuses the call at compile time ([`crate::arch`]).
     fn fast_tanh(self) -> Self
     where
