@@ -43,9 +43,12 @@ fn run() -> ferrocuda::Result<()> {
     let mut y = DeviceBuffer::from_slice(&context, &[2.0f32; 32])?;
     let (x_ptr, y_ptr, n, a) = (x.device_ptr(), y.device_ptr(), 32usize, 2.0f32);
 
+    // The baseline's stream handle, taken once through the door with nothing declared (the
+    // raw launches below touch only `x` and `y`, which nothing else uses meanwhile).
+    let raw_stream = stream.enqueue("raw baseline", &[], |s| Ok::<_, ferrocuda::Error>(s.get()))?;
     let raw_launch = |function: sys::CUfunction, params: *mut *mut c_void| {
         // SAFETY: the function is loaded in the bound context; `params` matches its signature.
-        let code = unsafe { sys::cuLaunchKernel(function, 1, 1, 1, 32, 1, 1, 0, stream.raw(), params, std::ptr::null_mut()) };
+        let code = unsafe { sys::cuLaunchKernel(function, 1, 1, 1, 32, 1, 1, 0, raw_stream, params, std::ptr::null_mut()) };
         assert_eq!(code, sys::CUresult::CUDA_SUCCESS);
     };
     let mut saxpy_params: [*mut c_void; 5] = [

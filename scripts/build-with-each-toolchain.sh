@@ -14,6 +14,19 @@ if nightly=$(rustup which --toolchain nightly rustc 2>/dev/null) && has_src "$("
 if sysroot=$(rustc --print sysroot 2>/dev/null) && has_src "$sysroot"; then toolchains+=("$sysroot/bin/rustc"); fi
 [ ${#toolchains[@]} -gt 0 ] || { echo "no device toolchain installed"; exit 1; }
 results=() failed=0
+# A rustc older than the workspace's rust-version (Debian 12 main's rustc-web 1.85) is one the
+# builder skips too: it is listed, not built with.
+usable=()
+for rustc in "${toolchains[@]}"; do
+  version=$("$rustc" --version)
+  if [[ $version =~ ^rustc\ 1\.([0-9]+)\. ]] && [ "${BASH_REMATCH[1]}" -lt 95 ]; then
+    results+=("SKIP $version ($rustc): older than 1.95, the oldest rustc the device crates build with")
+  else
+    usable+=("$rustc")
+  fi
+done
+[ ${#usable[@]} -gt 0 ] || { printf '%s\n' "${results[@]}"; echo "no device toolchain new enough"; exit 1; }
+toolchains=("${usable[@]}")
 log=/tmp/ferrocuda-toolchain-$$.log
 for i in "${!toolchains[@]}"; do
   rustc=${toolchains[$i]}

@@ -29,10 +29,22 @@ has_core_src() { [ -f "$1/lib/rustlib/src/rust/library/core/src/lib.rs" ]; }
 # Each check prints a description of what it found and succeeds, or fails silently.
 # Outputs are captured into variables before they are tested: no `cmd | grep -q` pipelines,
 # whose early-exiting reader kills the writer with SIGPIPE and fails the pipeline under pipefail.
+# The oldest rustc the device crates build with (the workspace's rust-version); the builder
+# skips an older one too (builder/src/toolchain.rs, MIN_DEVICE_RUSTC). Debian 12's main archive
+# has rustc-web 1.85, its security archive had 1.96: which one apt offers depends on the mirror.
+min_minor=95
+# Succeeds when the version in "rustc 1.96.0 (...)" or "1.96.0+dfsg1-1~deb12u1" is new enough.
+new_enough() {
+  local text=$1 minor
+  [[ $text =~ (^|[^0-9.])1\.([0-9]+)\. ]] || return 0   # no version to judge: not refused here
+  minor=${BASH_REMATCH[2]}
+  [ "$minor" -ge "$min_minor" ]
+}
 debian_toolchain() {
   [ -x "$root/usr/bin/rustc" ] && [ -x "$root/usr/bin/cargo" ] && has_core_src "$root/usr" || return 1
   local version
   version=$("$root/usr/bin/rustc" --version 2>/dev/null) || version="rustc (version unknown)"
+  new_enough "$version" || return 1
   echo "$version from Debian rustc-web ($root/usr/bin/rustc) with rust-web-src"
 }
 rustup_nightly_toolchain() {
@@ -81,6 +93,13 @@ install_debian() {
   fi
   if ! apt_candidates "${packages[@]}"; then
     say "this distribution has no ${packages[*]} (they are in Debian 12's security archive)"
+    return 1
+  fi
+  local policy candidate
+  policy=$(apt-cache policy rustc-web 2>/dev/null) || policy=""
+  candidate=$(awk '/Candidate:/ {print $2; exit}' <<<"$policy")
+  if ! new_enough "$candidate"; then
+    say "apt's rustc-web is $candidate, older than 1.$min_minor (the oldest rustc the device crates build with): not installing it"
     return 1
   fi
   say "installing Debian's ${packages[*]}"

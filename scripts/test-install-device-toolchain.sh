@@ -21,7 +21,8 @@ echo "apt-cache $*" >>"$STATE/log"
 shift
 for p in "$@"; do
   if [ -e "$STATE/apt-has-packages" ] && [ -e "$STATE/apt-updated" ]; then
-    printf '%s:\n  Installed: (none)\n  Candidate: 1.96.0+dfsg1-1~deb12u1\n  Version table:\n' "$p"
+    candidate=1.96.0+dfsg1-1~deb12u1; [ -e "$STATE/apt-old-packages" ] && candidate=1.85.0+dfsg3-1~deb12u3
+    printf '%s:\n  Installed: (none)\n  Candidate: %s\n  Version table:\n' "$p" "$candidate"
     # A long version table: a reader that stops at the Candidate line makes this write fail.
     for i in $(seq 1 3000); do printf '     1.%s.0 500\n        500 http://deb.debian.org/debian bookworm/main amd64 Packages\n' "$i"; done
   elif [ -e "$STATE/apt-updated" ] || [ -e "$STATE/apt-lists-present" ]; then
@@ -138,6 +139,24 @@ expect_log "rustup component add rust-src --toolchain 1.95.0-x86_64-unknown-linu
 expect out "device toolchain now: rustc 1.95.0 (stub host) (the host toolchain"
 expect_not_log "rustup toolchain install"
 
+# Debian 12's main archive alone (no security archive): rustc-web 1.85, older than the
+# workspace's 1.95. It is not installed; rust-src for the rustup toolchain is added instead.
+name=old-debian-candidate; run_case $name 0 apt-has-packages apt-old-packages
+expect out "apt's rustc-web is 1.85.0+dfsg3-1~deb12u3, older than 1.95"; expect_not_log "apt-get install"
+expect_log "rustup component add rust-src --toolchain 1.95.0-x86_64-unknown-linux-gnu"
+expect out "device toolchain now: rustc 1.95.0 (stub host) (the host toolchain"
+
+# That old rustc-web already installed (as an earlier run of this script did on 2026-11-25):
+# it does not count as a device toolchain.
+prepare_old-debian-installed() {
+  mkdir -p "$ROOT/usr/bin" "$ROOT/usr/lib/rustlib/src/rust/library/core/src"
+  printf '#!/bin/sh\necho "rustc 1.85.0 (stub old debian)"\n' >"$ROOT/usr/bin/rustc"; printf '#!/bin/sh\n' >"$ROOT/usr/bin/cargo"
+  chmod +x "$ROOT/usr/bin/rustc" "$ROOT/usr/bin/cargo"; touch "$ROOT/usr/lib/rustlib/src/rust/library/core/src/lib.rs"
+}
+name=old-debian-installed; run_case $name 0 apt-has-packages apt-updated apt-old-packages
+expect out "no device toolchain"; expect_log "rustup component add rust-src"
+expect out "device toolchain now: rustc 1.95.0 (stub host) (the host toolchain"
+
 # A user who prefers rustup: apt is not touched although it has the packages.
 name=prefer-rustup; PREFER=rustup run_case $name 0 apt-has-packages apt-updated
 expect_log "rustup component add rust-src"; expect_not_log "apt-get"
@@ -171,4 +190,4 @@ if (set -o pipefail; "$work/sigpipe/bin/apt-cache" policy rustc-web | grep -q 'C
 else
   echo "ok: the stub reproduces the SIGPIPE failure of 'apt-cache policy | grep -q' under pipefail"
 fi
-echo "ok: $cases install-script scenarios (fresh Debian + rerun, lists present, no candidate, prefer rustup, no network, complete, ptxas without network)"
+echo "ok: $cases install-script scenarios (fresh Debian + rerun, lists present, no candidate, old Debian candidate, old Debian installed, prefer rustup, no network, complete, ptxas without network)"

@@ -122,9 +122,9 @@ fn barriers_count_and_vote_across_the_block(backend: &Backend) {
     x[512..768].iter_mut().for_each(|v| *v *= 2);
     x[768..1024].iter_mut().enumerate().for_each(|(i, v)| *v = if i == 200 { 5 } else { 2 * *v });
     let input = backend.upload(&x);
-    let mut out = backend.zeroed::<u32>(3 * blocks);
+    let mut out = backend.zeroed::<[u32; 3]>(blocks);
     launch_on!(backend, device_lib::barrier_votes, (blocks as u32, 256u32), &input, &mut out).unwrap();
-    let out = backend.download(&out);
+    let out = backend.download(&out).concat();
     for b in 0..blocks {
         let odd = x[b * 256..][..256].iter().filter(|v| *v % 2 == 1).count() as u32;
         assert_eq!(out[3 * b..3 * b + 3], [odd, (odd == 256) as u32, (odd > 0) as u32], "{}: block {b}", backend.name());

@@ -394,3 +394,46 @@ fn the_example_module_holds_no_test_fixtures() {
     }
     eprintln!("example module: {} KiB of sm_80 PTX; test module: {} KiB", examples.len() / 1024, test_kernels::KERNELS.ptx_for(80).unwrap().len() / 1024);
 }
+
+/// The instructions of a PTX body: no directives, labels, comments or braces.
+fn instructions(body: &str) -> Vec<&str> {
+    body.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with(['.', '/', '{', '}', '(', ')']) && !l.ends_with(':') && !l.starts_with("$L"))
+        .collect()
+}
+
+/// The instructions of the first loop of a body: from its label to the branch back to it.
+fn first_loop(body: &str) -> Vec<&str> {
+    let lines: Vec<&str> = body.lines().map(str::trim).collect();
+    for (start, line) in lines.iter().enumerate() {
+        if let Some(label) = line.strip_suffix(':')
+            && let Some(end) = lines[start..].iter().position(|l| l.contains("bra") && l.ends_with(&format!("{label};")))
+        {
+            return lines[start..start + end + 1].iter().flat_map(|l| instructions(l)).collect();
+        }
+    }
+    panic!("no loop in:\n{body}")
+}
+
+/// Issue 20, part 2: the safe way is the fast way. A safe 1-D kernel (`unique_index()`, a
+/// `DisjointSlice`, `same_len` so one check covers both slices) compiles to no more
+/// instructions than its unchecked twin written as CUDA C++ would be, and has no panic path;
+/// the hot loop of a safe grid-stride kernel is no longer than its twin's.
+#[test]
+fn safe_1d_kernels_are_no_longer_than_their_unchecked_twins() {
+    let ptx = ptx();
+    let (safe, unchecked) = (entry_body(ptx, "saxpy_safe"), entry_body(ptx, "saxpy_unchecked"));
+    let (s, u) = (instructions(safe), instructions(unchecked));
+    assert!(s.len() <= u.len(), "saxpy_safe has {} instructions, its unchecked twin {}:\n{safe}\n\n{unchecked}", s.len(), u.len());
+    // The index is one 32-bit multiply-add, as CUDA's `blockIdx.x * blockDim.x + threadIdx.x`.
+    assert_eq!(s.iter().filter(|l| l.starts_with("mad.lo.s32") || l.starts_with("mad.lo.u32")).count(), 1, "{safe}");
+    for body in [safe, entry_body(ptx, "scale_loop_safe")] {
+        assert!(!body.contains("call") && !body.contains("trap"), "a panic path in a safe kernel:\n{body}");
+    }
+    let (safe, unchecked) = (entry_body(ptx, "scale_loop_safe"), entry_body(ptx, "scale_loop_unchecked"));
+    let (s, u) = (first_loop(safe), first_loop(unchecked));
+    assert!(s.len() <= u.len(), "the safe grid-stride loop has {} instructions, its unchecked twin's {}:\n{s:#?}\n{u:#?}", s.len(), u.len());
+    // Outside the loop, the safe kernel may spend one instruction clamping the length.
+    assert!(instructions(safe).len() <= instructions(unchecked).len() + 1, "{safe}\n\n{unchecked}");
+}

@@ -102,8 +102,9 @@ fn indirect_calls(text: &str) -> usize {
         .count()
 }
 
-/// `kernel_panic!` formats its arguments without `core::fmt`: its formatter makes no indirect
-/// call, and the kernel keeps the registers of an ordinary panicking kernel.
+/// `kernel_panic!` keeps its arguments without `core::fmt`: under the cheap panic handler (the
+/// default) nothing in the module formats (the host formats the recorded template and values),
+/// no indirect call is left, and the kernel has no stack frame.
 #[test]
 fn kernel_panic_formats_without_core_fmt() {
     if !tools_or_skip("kernel_panic_formats_without_core_fmt") {
@@ -111,14 +112,15 @@ fn kernel_panic_formats_without_core_fmt() {
     }
     let artifacts = build(false);
     let ptx = std::fs::read_to_string(&artifacts.ptx[0].1).unwrap();
-    // The check itself works: core::fmt (reached by the std panic path) has indirect calls.
-    assert!(indirect_calls(&ptx) > 0, "expected core::fmt's indirect calls somewhere in the module");
-    let formatter = definitions(&ptx, "Message6format");
-    assert_eq!(formatter.len(), 1, "one definition of panic_args::Message::format");
-    for text in formatter.iter().chain(&definitions(&ptx, "___panic_with")) {
-        assert_eq!(indirect_calls(text), 0, "indirect call in\n{text}");
-    }
+    // The check itself works on an indirect call as ptxas prints one.
+    assert_eq!(indirect_calls("\tcall (retval0), %rd38, (param0, param1, param2), prototype_14;\n\tcall.uni f, (param0);"), 1);
+    // The cheap panic handler (issue 20) never reads a panic's message, so even
+    // `over_limit_std_panic`'s `panic!("{}", ..)` leaves core::fmt, and its indirect calls,
+    // out of the module (the detailed handler kept them).
+    assert_eq!(indirect_calls(&ptx), 0, "core::fmt's indirect calls are in the module");
+    assert!(definitions(&ptx, "Message6format").is_empty(), "kernel_panic! formats on the GPU");
     let resources = &artifacts.cubins[0].resources;
-    let registers = |kernel: &str| resources.iter().find(|r| r.kernel == kernel).unwrap_or_else(|| panic!("no {kernel} in {resources:?}")).registers;
-    assert!(registers("over_limit") < 128, "over_limit uses {} registers", registers("over_limit"));
+    let kernel = |name: &str| resources.iter().find(|r| r.kernel == name).unwrap_or_else(|| panic!("no {name} in {resources:?}"));
+    assert!(kernel("over_limit").registers <= 32, "over_limit uses {} registers", kernel("over_limit").registers);
+    assert_eq!(kernel("over_limit").stack_frame, 0, "kernel_panic!'s values go through the stack");
 }

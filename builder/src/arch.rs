@@ -105,6 +105,8 @@ pub fn check_cfg_lines(extra: &[Arch]) -> Vec<String> {
         format!("cargo::rustc-check-cfg=cfg(ferrocuda_sm, values({}))", values.join(", ")),
         "cargo::rustc-check-cfg=cfg(ferrocuda_device)".to_string(),
         "cargo::rustc-check-cfg=cfg(ferrocuda_fast_math)".to_string(),
+        // Set by `KernelBuilder::panic_messages(true)`: the device library's detailed panic handler.
+        "cargo::rustc-check-cfg=cfg(ferrocuda_panic_messages)".to_string(),
     ]
 }
 

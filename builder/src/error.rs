@@ -133,6 +133,14 @@ impl fmt::Display for BuildError {
                     log.trim_end()
                 )
             }
+            Self::Ptxas { arch, log } if log.contains("Duplicate definition of variable '__ferrocuda_shared_") => write!(
+                f,
+                "ptxas rejected the PTX for {arch}: two `shared_array!`s got one site (one `.shared` variable name). Each expansion of \
+                 `shared_array!` gets its own site, so this means two copies of the `shared_array!` macro numbered their sites apart \
+                 (for example two versions of ferrocuda-device with the same crate name and version): build the kernel crate \
+                 against one ferrocuda-device.\n(ptxas said:)\n{}",
+                log.trim_end()
+            ),
             Self::Ptxas { arch, log } => write!(
                 f,
                 "ptxas rejected the PTX for {arch} (set FERROCUDA_PTXAS to another ptxas to compare; a PTX that ptxas rejects is a code-generation bug worth reporting):\n{}",
@@ -248,5 +256,16 @@ mod tests {
         let log = "ptxas k.ptx, line 3; error   : Feature 'tanh' requires PTX ISA .version 8.8 or later";
         let text = BuildError::Ptxas { arch: Arch::SM_75, log: log.into() }.to_string();
         assert!(text.contains("needs PTX ISA 8.8") && text.contains("KernelBuilder::ptx_isa(8, 8)"), "{text}");
+    }
+
+    /// Regression (audit N9): two `shared_array!`s with one site name were reported as a
+    /// code-generation bug.
+    #[test]
+    fn n9_a_duplicate_shared_array_site_is_explained() {
+        let log = "ptxas /tmp/x.sm_90.ptx, line 11; error   : Duplicate definition of variable '__ferrocuda_shared_7849955388371688246'\n\
+                   ptxas fatal   : Ptx assembly aborted due to errors\n";
+        let text = BuildError::Ptxas { arch: Arch::SM_90, log: log.into() }.to_string();
+        assert!(text.contains("two `shared_array!`s got one site") && text.contains("one ferrocuda-device"), "{text}");
+        assert!(text.contains("__ferrocuda_shared_7849955388371688246") && !text.contains("code-generation bug"), "{text}");
     }
 }

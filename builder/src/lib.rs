@@ -70,6 +70,7 @@ pub struct KernelBuilder {
     fma: FmaContraction,
     fast_math: bool,
     ptx_isa: Option<(u32, u32)>,
+    panic_messages: Option<bool>,
     cfgs: Vec<String>,
     target_dir: Option<PathBuf>,
     out_dir: Option<PathBuf>,
@@ -89,6 +90,7 @@ impl KernelBuilder {
             fma: FmaContraction::Fast,
             fast_math: false,
             ptx_isa: None,
+            panic_messages: None,
             cfgs: Vec::new(),
             target_dir: None,
             out_dir: None,
@@ -143,6 +145,27 @@ impl KernelBuilder {
             (false, true) => DeviceDebug::LineInfo,
             (false, false) => DeviceDebug::None,
         }
+    }
+
+    /// The detailed panic handler (`true`) or the cheap one (`false`; the default for optimised
+    /// builds, while [`release(false)`](Self::release) builds default to the detailed one).
+    ///
+    /// The cheap handler records the kernel, file, line, column, block and thread of the first
+    /// panicking thread, and the message of `kernel_panic!`, with no stack frame and a few
+    /// registers at most (see docs/performance.md, "Panic paths"). The detailed one also keeps
+    /// the messages of core's panics that have no arguments ("attempt to divide by zero") and
+    /// prints the report from the device through `vprintf`, for a ~600-byte stack frame, 30-50
+    /// registers and ~1,500 SASS instructions in every kernel with a panic path. It sets the
+    /// cfg `ferrocuda_panic_messages` in the device build.
+    pub fn panic_messages(mut self, detailed: bool) -> Self {
+        self.panic_messages = Some(detailed);
+        self
+    }
+
+    /// Whether the device build uses the detailed panic handler (see
+    /// [`panic_messages`](Self::panic_messages)).
+    pub fn keeps_panic_messages(&self) -> bool {
+        self.panic_messages.unwrap_or(!self.release)
     }
 
     /// Floating-point contraction policy (default [`FmaContraction::Fast`], as nvcc).
@@ -247,6 +270,10 @@ impl KernelBuilder {
             flags.push("-Cllvm-args=-nvptx-prec-sqrtf32=0".into());
             flags.push("--cfg".into());
             flags.push("ferrocuda_fast_math".into());
+        }
+        if self.keeps_panic_messages() {
+            flags.push("--cfg".into());
+            flags.push("ferrocuda_panic_messages".into());
         }
         for cfg in &self.cfgs {
             flags.push("--cfg".into());
@@ -446,6 +473,18 @@ mod tests {
         assert!(list.contains("pub const CRATE_NAME: &str = \"my_kernels\";"), "{list}");
         assert!(list.contains("pub const PTX: &[(u32, &str)] = &[") && list.contains("RESOURCES"), "{list}");
         assert!(artifacts.ptx.is_empty() && artifacts.toolchain.is_none());
+    }
+
+    /// Issue 20: the cheap panic handler is the default of optimised builds; the detailed one
+    /// is one option (or an unoptimised build) away.
+    #[test]
+    fn panic_messages_select_the_detailed_handler() {
+        let detailed = |b: KernelBuilder| b.rustflags(Arch::SM_90).windows(2).any(|w| w == ["--cfg", "ferrocuda_panic_messages"]);
+        assert!(!detailed(KernelBuilder::new("x")));
+        assert!(detailed(KernelBuilder::new("x").panic_messages(true)));
+        assert!(detailed(KernelBuilder::new("x").release(false)));
+        assert!(!detailed(KernelBuilder::new("x").release(false).panic_messages(false)));
+        assert!(check_cfg_lines(&[]).iter().any(|l| l == "cargo::rustc-check-cfg=cfg(ferrocuda_panic_messages)"));
     }
 
     #[test]

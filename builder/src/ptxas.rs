@@ -17,7 +17,8 @@ pub struct KernelResources {
     pub spill_stores: u32,
     /// Bytes of spill loads.
     pub spill_loads: u32,
-    /// Stack frame bytes per thread.
+    /// Local-memory stack bytes per thread: the kernel's own frame, or the cumulative stack of
+    /// its call graph when ptxas reports a larger one.
     pub stack_frame: u32,
     /// Static shared memory bytes per block.
     pub shared_bytes: u32,
@@ -77,23 +78,39 @@ pub fn compile_cubin_with(ptxas: &Path, ptx: &Path, arch: Arch, debug: DeviceDeb
 }
 
 /// Parses `ptxas -v` output into one record per kernel.
+///
+/// After a kernel's `Compiling entry function` line, ptxas prints the properties of the kernel
+/// and then of each function compiled with it (`Function properties for <name>`): only the
+/// lines under the kernel's own name are its figures. Its stack frame is the larger of its own
+/// frame and the `cumulative stack size` of its `Used` line (the frames of the functions it
+/// calls that were not inlined): the local memory one of its threads needs.
 pub fn parse_resources(log: &str) -> Vec<KernelResources> {
     let mut kernels: Vec<KernelResources> = Vec::new();
+    // The function whose `Function properties` are being read.
+    let mut properties_of = String::new();
     for line in log.lines() {
         let line = line.trim();
         if let Some(rest) = line.strip_prefix("ptxas info    : Compiling entry function '") {
             let name = rest.split('\'').next().unwrap_or_default();
             kernels.push(KernelResources { kernel: name.to_string(), ..Default::default() });
+            properties_of.clear();
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("ptxas info    : Function properties for ") {
+            properties_of = rest.trim().to_string();
             continue;
         }
         let Some(current) = kernels.last_mut() else { continue };
         if line.contains("bytes stack frame") {
-            current.stack_frame = number_before(line, "bytes stack frame");
-            current.spill_stores = number_before(line, "bytes spill stores");
-            current.spill_loads = number_before(line, "bytes spill loads");
+            if properties_of == current.kernel {
+                current.stack_frame = current.stack_frame.max(number_before(line, "bytes stack frame"));
+                current.spill_stores = number_before(line, "bytes spill stores");
+                current.spill_loads = number_before(line, "bytes spill loads");
+            }
         } else if line.contains("Used ") && line.contains("registers") {
             current.registers = number_before(line, "registers");
             current.shared_bytes = number_before(line, "bytes smem");
+            current.stack_frame = current.stack_frame.max(number_before(line, "bytes cumulative stack size"));
         }
     }
     kernels
@@ -127,5 +144,37 @@ ptxas info    : Used 16 registers, used 0 barriers, 376 bytes cmem[0]\n";
                 KernelResources { kernel: "sum".into(), registers: 16, ..Default::default() },
             ]
         );
+    }
+
+    /// Regression (issue 23): the functions ptxas compiles with a kernel print their own
+    /// `Function properties` after the kernel's, and the last one's figures were the kernel's:
+    /// a kernel with a 640-byte panic path showed `local 0` (its last callee's frame), and one
+    /// whose callees spill showed their spills.
+    #[test]
+    fn n23_a_kernel_keeps_its_own_figures_not_its_last_callees() {
+        let log = "ptxas info    : 850 bytes gmem\n\
+ptxas info    : Compiling entry function 'stencil_checked' for 'sm_90'\n\
+ptxas info    : Function properties for stencil_checked\n\
+    640 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n\
+ptxas info    : Used 52 registers, used 0 barriers, 640 bytes cumulative stack size, 16 bytes smem\n\
+ptxas info    : Compile time = 147.484 ms\n\
+ptxas info    : Function properties for _RNvXsi_NtNtNtCsgJ6ytTPJmYV_4core3fmt3num3impjNtB9_7Display3fmt\n\
+    120 bytes stack frame, 100 bytes spill stores, 100 bytes spill loads\n\
+ptxas info    : Function properties for _RNvNtCsgJ6ytTPJmYV_4core9panicking18panic_bounds_check\n\
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n\
+ptxas info    : Compiling entry function 'calls_a_framed_function' for 'sm_90'\n\
+ptxas info    : Function properties for helper\n\
+    96 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads\n\
+ptxas info    : Function properties for calls_a_framed_function\n\
+    16 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n\
+ptxas info    : Used 30 registers, used 0 barriers, 112 bytes cumulative stack size\n\
+ptxas info    : Compiling entry function 'plain' for 'sm_90'\n\
+ptxas info    : Function properties for plain\n\
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n\
+ptxas info    : Used 12 registers, used 0 barriers\n";
+        let parsed = parse_resources(log);
+        let figures: Vec<(&str, u32, u32, u32, u32)> =
+            parsed.iter().map(|k| (k.kernel.as_str(), k.registers, k.stack_frame, k.spill_stores, k.shared_bytes)).collect();
+        assert_eq!(figures, [("stencil_checked", 52, 640, 0, 16), ("calls_a_framed_function", 30, 112, 0, 0), ("plain", 12, 0, 0, 0)]);
     }
 }

@@ -58,11 +58,33 @@ pub fn sync() {
 /// Element `index` of the same `shared_array!` in block `rank` of this cluster (distributed
 /// shared memory: `mapa.shared::cluster` then `ld.shared::cluster`).
 ///
+/// It is `unsafe` because the peer block's shared memory exists only while that block runs:
+/// a read from a block that has exited faults the kernel (audit finding N6), and no safe
+/// shape can rule that out, since a thread that exits *releases* the cluster barrier its
+/// peers wait at (PTX `exit`), so even "read only between two `sync()`s" reaches an exited
+/// block when that block returned early.
+///
+/// ```ignore
+/// cluster::sync(); // every block has written `values`
+/// // SAFETY: every thread of every block of the cluster passes both `sync()`s (no early
+/// // return above or between them), so block `next` is running and has written `values`.
+/// let v = unsafe { cluster::peer_get(&values, next, t) };
+/// cluster::sync(); // no block exits before every peer has read
+/// ```
+///
+/// # Safety
+/// - Block `rank` has not exited and does not exit before this read completes: every thread
+///   of that block reaches a [`sync`] after this call (a barrier that this thread also
+///   reaches after the read), and none of them has exited before it.
+/// - No thread writes element `index` of `array` in block `rank` between the last [`sync`]
+///   before this read and the first one after it (the barrier orders the write before the
+///   read; a concurrent write is a data race).
+///
 /// # Panics
 /// When `index` is out of bounds or `rank` is not a block of this cluster.
 #[inline(always)]
 #[track_caller]
-pub fn peer_get<const N: usize>(array: &SharedArray<u32, N>, rank: u32, index: usize) -> u32 {
+pub unsafe fn peer_get<const N: usize>(array: &SharedArray<u32, N>, rank: u32, index: usize) -> u32 {
     assert!(index < N, "shared memory index out of bounds: the len is {N} but the index is {index}");
     // Mapping to a rank outside the cluster is undefined in PTX.
     assert!(rank < size(), "cluster rank out of range");
@@ -71,7 +93,8 @@ pub fn peer_get<const N: usize>(array: &SharedArray<u32, N>, rank: u32, index: u
         let local = array.shared_address() + (index * core::mem::size_of::<u32>()) as u32;
         let value: u32;
         // SAFETY: maps an in-bounds address of our own array to the same array in block
-        // `rank` of the cluster and loads it; the caller synchronised the cluster before.
+        // `rank` (< size, checked) of the cluster and loads it; the caller guarantees that the
+        // block is running and that the element is not written concurrently.
         unsafe {
             core::arch::asm!(
                 "{{ .reg .u32 remote; mapa.shared::cluster.u32 remote, {a}, {r}; ld.shared::cluster.u32 {v}, [remote]; }}",

@@ -74,7 +74,7 @@ pub mod warpgroup;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90a"))]
 pub mod wgmma;
 
-pub use global::{AtomicSlice, DisjointSlice, ThreadIndex};
+pub use global::{AtomicSlice, BlockIndex, DisjointChunks, DisjointPlanes, DisjointSlice, PerBlock, ThreadIndex, UncheckedSlice};
 pub use shared::{SharedArray, SharedSlice, dynamic_shared};
 
 pub use ferrocuda_macros::kernel;

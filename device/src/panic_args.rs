@@ -1,11 +1,9 @@
-//! [`kernel_panic!`](crate::kernel_panic): a panic whose message keeps its integer, float and
-//! `bool` arguments on the GPU.
+//! [`kernel_panic!`](crate::kernel_panic): a panic whose message keeps its integer, float,
+//! `bool` and string arguments on the GPU.
 //!
-//! `panic!("value {} at {}", v, i)` on the GPU reports only "(formatted message; its arguments
-//! are not available on the GPU)": formatting it needs `core::fmt`, whose indirect calls make
-//! ptxas give every kernel of the module 255 registers. `kernel_panic!` formats instead with
-//! the small formatter below (direct calls only, a 256-byte buffer on the panicking thread's
-//! stack), so the host's `KernelPanic` and the printed line carry `value 7 at 3`:
+//! `panic!("value {} at {}", v, i)` on the GPU cannot show its values: formatting it needs
+//! `core::fmt`, whose indirect calls make ptxas give every kernel of the module 255 registers.
+//! `kernel_panic!` keeps them, so the host's `KernelPanic` carries `value 7 at 3`:
 //!
 //! ```ignore
 //! if x[i] > limit {
@@ -13,225 +11,71 @@
 //! }
 //! ```
 //!
+//! With the cheap panic handler (the default, see [`crate::panic`]) nothing is formatted on the
+//! GPU: the panicking thread copies the format string (and any string argument) into the
+//! host's record and stores each value's kind and bits beside it, in registers (no stack
+//! frame), and the host formats the message. With the detailed handler
+//! (`KernelBuilder::panic_messages(true)`) the GPU formats it with the same formatter
+//! ([`Message`], a 256-byte buffer on the panicking thread's stack) to print it.
+//!
 //! Placeholders: `{}` and `{:?}` (the same), `{{`/`}}` for braces; any other `{...}` takes the
-//! next argument and ignores its spec. Arguments: integers, `f32`/`f64` (fixed notation with
-//! up to 6 decimals, trailing zeros dropped, exponent form beyond 1e16), `bool`, `&'static str`.
-//! On the host (CPU executor) the same text is formatted and passed to `panic!`.
+//! next argument and ignores its spec. Arguments, at most [`MAX_ARGS`] (more is a compile
+//! error): integers, `f32`/`f64` (fixed notation with up to 6 decimals, trailing zeros
+//! dropped, exponent form beyond 1e16), `bool`, `&str`. On the host (CPU executor) the same
+//! text is formatted and passed to `panic!`.
 
-/// One argument of [`kernel_panic!`](crate::kernel_panic), converted without `core::fmt`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Arg {
-    /// Any unsigned integer.
-    Unsigned(u64),
-    /// Any signed integer.
-    Signed(i64),
-    /// `f32` or `f64`.
-    Float(f64),
-    /// `bool`.
-    Bool(bool),
-    /// A static string.
-    Str(&'static str),
-}
+pub use ferrocuda_types::panic_format::{Arg, MESSAGE_CAPACITY, Message};
 
-macro_rules! from_ints {
-    ($variant:ident as $wide:ty: $($t:ty),*) => {$(
-        impl From<$t> for Arg {
-            #[inline(always)]
-            fn from(value: $t) -> Self {
-                Arg::$variant(value as $wide)
-            }
-        }
-    )*};
-}
-from_ints!(Unsigned as u64: u8, u16, u32, u64, usize);
-from_ints!(Signed as i64: i8, i16, i32, i64, isize);
-
-impl From<f32> for Arg {
-    #[inline(always)]
-    fn from(value: f32) -> Self {
-        Arg::Float(value as f64)
-    }
-}
-impl From<f64> for Arg {
-    #[inline(always)]
-    fn from(value: f64) -> Self {
-        Arg::Float(value)
-    }
-}
-impl From<bool> for Arg {
-    #[inline(always)]
-    fn from(value: bool) -> Self {
-        Arg::Bool(value)
-    }
-}
-impl From<&'static str> for Arg {
-    #[inline(always)]
-    fn from(value: &'static str) -> Self {
-        Arg::Str(value)
-    }
-}
-
-/// Capacity of a formatted message (the host's record keeps 255 bytes of it).
-pub const MESSAGE_CAPACITY: usize = 255;
-
-/// A formatted panic message, cut at [`MESSAGE_CAPACITY`] bytes.
-pub struct Message {
-    bytes: [u8; MESSAGE_CAPACITY],
-    len: usize,
-}
-
-impl Message {
-    /// `format` with each placeholder replaced by the next of `args` (see the module docs).
-    #[inline(never)]
-    pub fn format(format: &str, args: &[Arg]) -> Message {
-        let mut message = Message { bytes: [0; MESSAGE_CAPACITY], len: 0 };
-        let text = format.as_bytes();
-        let (mut i, mut next) = (0, 0);
-        while i < text.len() {
-            let c = text[i];
-            if (c == b'{' || c == b'}') && text.get(i + 1) == Some(&c) {
-                message.push(c);
-                i += 2;
-            } else if c == b'{' {
-                while i < text.len() && text[i] != b'}' {
-                    i += 1;
-                }
-                i += 1;
-                match args.get(next) {
-                    Some(arg) => message.push_arg(*arg),
-                    None => message.push_str("{?}"),
-                }
-                next += 1;
-            } else {
-                message.push(c);
-                i += 1;
-            }
-        }
-        message
-    }
-
-    /// The text (ASCII and whole UTF-8 sequences of the format and string arguments; a cut
-    /// inside a sequence is dropped).
-    pub fn as_str(&self) -> &str {
-        match core::str::from_utf8(&self.bytes[..self.len]) {
-            Ok(text) => text,
-            // SAFETY: `valid_up_to` bytes are valid UTF-8.
-            Err(error) => unsafe { core::str::from_utf8_unchecked(&self.bytes[..error.valid_up_to()]) },
-        }
-    }
-
-    fn push(&mut self, byte: u8) {
-        if self.len < MESSAGE_CAPACITY {
-            self.bytes[self.len] = byte;
-            self.len += 1;
-        }
-    }
-
-    fn push_str(&mut self, text: &str) {
-        for &byte in text.as_bytes() {
-            self.push(byte);
-        }
-    }
-
-    fn push_unsigned(&mut self, mut value: u64) {
-        let mut digits = [0u8; 20];
-        let mut n = 0;
-        loop {
-            digits[n] = b'0' + (value % 10) as u8;
-            n += 1;
-            value /= 10;
-            if value == 0 {
-                break;
-            }
-        }
-        while n > 0 {
-            n -= 1;
-            self.push(digits[n]);
-        }
-    }
-
-    fn push_float(&mut self, value: f64) {
-        if value.is_nan() {
-            return self.push_str("NaN");
-        }
-        if value < 0.0 || (value == 0.0 && value.is_sign_negative()) {
-            self.push(b'-');
-        }
-        let magnitude = if value < 0.0 { -value } else { value };
-        if magnitude == f64::INFINITY {
-            return self.push_str("inf");
-        }
-        if magnitude >= 1e16 || (magnitude != 0.0 && magnitude < 1e-6) {
-            return self.push_exponent(magnitude);
-        }
-        // Fixed notation, 6 decimals rounded, trailing zeros dropped.
-        let scaled = magnitude * 1e6 + 0.5;
-        let whole = scaled as u64;
-        let (integer, mut fraction) = (whole / 1_000_000, whole % 1_000_000);
-        self.push_unsigned(integer);
-        if fraction != 0 {
-            self.push(b'.');
-            let mut width = 6;
-            while fraction % 10 == 0 {
-                fraction /= 10;
-                width -= 1;
-            }
-            let mut divisor = 10u64.pow(width - 1);
-            while divisor > 0 {
-                self.push(b'0' + (fraction / divisor % 10) as u8);
-                divisor /= 10;
-            }
-        }
-    }
-
-    /// `d.dddddde±N` for very large or very small magnitudes (no `core::fmt`, no libm).
-    fn push_exponent(&mut self, mut magnitude: f64) {
-        let mut exponent = 0i64;
-        while magnitude >= 10.0 {
-            magnitude /= 10.0;
-            exponent += 1;
-        }
-        while magnitude < 1.0 {
-            magnitude *= 10.0;
-            exponent -= 1;
-        }
-        self.push_float(magnitude);
-        self.push(b'e');
-        self.push_arg(Arg::Signed(exponent));
-    }
-
-    fn push_arg(&mut self, arg: Arg) {
-        match arg {
-            Arg::Unsigned(v) => self.push_unsigned(v),
-            Arg::Signed(v) => {
-                if v < 0 {
-                    self.push(b'-');
-                }
-                self.push_unsigned(v.unsigned_abs());
-            }
-            Arg::Float(v) => self.push_float(v),
-            Arg::Bool(v) => self.push_str(if v { "true" } else { "false" }),
-            Arg::Str(s) => self.push_str(s),
-        }
-    }
-}
+/// The most arguments a [`kernel_panic!`](crate::kernel_panic) keeps (the record's value slots).
+pub const MAX_ARGS: usize = ferrocuda_types::PANIC_RECORD_ARGS;
 
 /// Panics with a message whose arguments survive on the GPU (see the [module docs](self)).
 #[macro_export]
 macro_rules! kernel_panic {
     ($format:literal $(, $arg:expr)* $(,)?) => {{
-        let message = $crate::panic_args::Message::format($format, &[$($crate::panic_args::Arg::from($arg)),*]);
-        $crate::panic_args::__panic_with(&message, ::core::panic::Location::caller())
+        $crate::__kernel_panic_at_most_4_arguments!($($arg),*);
+        let args = [$($crate::panic_args::Arg::from($arg)),*];
+        $crate::panic_args::__panic_with($format, &args, ::core::panic::Location::caller())
     }};
 }
 
-/// Used by [`kernel_panic!`](crate::kernel_panic): reports `message` as a panic at `location`.
+/// Used by [`kernel_panic!`](crate::kernel_panic): a compile error for more than [`MAX_ARGS`]
+/// arguments, when the macro expands (a `const` assertion would wait for code generation,
+/// which `cargo check` never reaches).
 #[doc(hidden)]
-#[cfg(target_arch = "nvptx64")]
+#[macro_export]
+macro_rules! __kernel_panic_at_most_4_arguments {
+    () => {};
+    ($a:expr) => {};
+    ($a:expr, $b:expr) => {};
+    ($a:expr, $b:expr, $c:expr) => {};
+    ($a:expr, $b:expr, $c:expr, $d:expr) => {};
+    ($($more:expr),*) => {
+        compile_error!("kernel_panic! keeps at most 4 arguments (the value slots of the panic record): format the rest into fewer, or split the check")
+    };
+}
+
+/// Used by [`kernel_panic!`](crate::kernel_panic) with the cheap panic handler: records the
+/// template and the raw arguments, then traps. Inlined into the panicking site so that the
+/// arguments stay in registers (an out-of-line call would pass them through the stack).
+#[doc(hidden)]
+#[cfg(all(target_arch = "nvptx64", not(ferrocuda_panic_messages)))]
+#[inline(always)]
+pub fn __panic_with<const N: usize>(format: &'static str, args: &[Arg<'_>; N], location: &'static core::panic::Location<'static>) -> ! {
+    const { assert!(N <= MAX_ARGS, "kernel_panic! keeps at most 4 arguments") };
+    crate::panic::__report_template(format, args, location)
+}
+
+/// Used by [`kernel_panic!`](crate::kernel_panic) with the detailed panic handler: formats the
+/// message on the GPU (to print it) and reports it.
+#[doc(hidden)]
+#[cfg(all(target_arch = "nvptx64", ferrocuda_panic_messages))]
 #[inline(never)]
 #[cold]
-pub fn __panic_with(message: &Message, location: &'static core::panic::Location<'static>) -> ! {
-    crate::panic::__report(message.as_str().as_bytes(), location.file(), location.line(), location.column())
+pub fn __panic_with<const N: usize>(format: &'static str, args: &[Arg<'_>; N], location: &'static core::panic::Location<'static>) -> ! {
+    const { assert!(N <= MAX_ARGS, "kernel_panic! keeps at most 4 arguments") };
+    let message = Message::format(format, args);
+    crate::panic::__report(message.as_str().as_bytes(), location)
 }
 
 /// Used by [`kernel_panic!`](crate::kernel_panic): on the host, an ordinary `panic!` with the
@@ -239,15 +83,16 @@ pub fn __panic_with(message: &Message, location: &'static core::panic::Location<
 #[doc(hidden)]
 #[cfg(not(target_arch = "nvptx64"))]
 #[track_caller]
-pub fn __panic_with(message: &Message, _location: &'static core::panic::Location<'static>) -> ! {
-    panic!("{}", message.as_str())
+pub fn __panic_with<const N: usize>(format: &'static str, args: &[Arg<'_>; N], _location: &'static core::panic::Location<'static>) -> ! {
+    const { assert!(N <= MAX_ARGS, "kernel_panic! keeps at most 4 arguments") };
+    panic!("{}", Message::format(format, args).as_str())
 }
 
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {
     use super::*;
 
-    fn format(text: &str, args: &[Arg]) -> String {
+    fn format(text: &str, args: &[Arg<'_>]) -> String {
         Message::format(text, args).as_str().to_string()
     }
 

@@ -287,38 +287,26 @@ pub const fn __shared_align(align: usize) -> usize {
     if align < 16 { 16 } else { align }
 }
 
-/// A number naming one `shared_array!` site: FNV-1a of the crate, file, line and column.
+/// A number naming one expansion of `shared_array!` (a new one at every call, even for two
+/// arrays expanded from one call of a user's macro: audit N9).
 #[doc(hidden)]
-pub const fn __site(krate: &str, file: &str, line: u32, column: u32) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    let parts = [krate.as_bytes(), file.as_bytes()];
-    let mut p = 0;
-    while p < parts.len() {
-        let bytes = parts[p];
-        let mut i = 0;
-        while i < bytes.len() {
-            hash = (hash ^ bytes[i] as u64).wrapping_mul(0x0100_0000_01b3);
-            i += 1;
-        }
-        hash = (hash ^ 0xff).wrapping_mul(0x0100_0000_01b3);
-        p += 1;
-    }
-    hash = (hash ^ line as u64).wrapping_mul(0x0100_0000_01b3);
-    (hash ^ column as u64).wrapping_mul(0x0100_0000_01b3)
-}
+pub use ferrocuda_macros::__shared_site;
 
 /// A statically sized shared-memory array, CUDA's `__shared__ T name[N]`:
 /// `let tile = shared_array![f32; 32 * 33];` gives a [`SharedArray<f32, 1056>`](SharedArray).
 ///
-/// Each invocation site declares its own `.shared` array in the PTX module (so two sites never
-/// alias, and each block has its own copy); reaching the same site twice, for example in a
-/// helper function called twice, gives the same array, as a `static __shared__` in a CUDA
-/// device function does (a helper that needs scratch of its own per caller takes it as a
-/// parameter instead: see [`crate::block`]). Every array is 16-byte aligned (CUDA's
-/// `__align__(16)`), so its 16-byte vector accesses ([`SharedArray::get_x4`],
-/// [`crate::shared_vector`]) are always allowed. The length must be a constant expression; it may use items of the
-/// enclosing module (not local constants of the function). The kernel crate needs
-/// `feature(asm_experimental_arch)` on the device (see the crate docs).
+/// Each expansion of the macro declares its own `.shared` array in the PTX module (so two
+/// arrays never alias, also when one call of your own `macro_rules!` expands two of them, and
+/// each block has its own copy); reaching the same expansion twice, for example in a helper
+/// function called twice, gives the same array, as a `static __shared__` in a CUDA device
+/// function does (a helper that needs scratch of its own per caller takes it as a parameter
+/// instead: see [`crate::block`]). In a generic function, the array is one for every instance: its element type
+/// and length must not depend on the type parameters (the device build cannot compile that,
+/// and the CPU executor stops with an error naming both sizes). The length must be a constant
+/// expression; it may use items of the enclosing module (not local constants of the function).
+/// Every array is 16-byte aligned (CUDA's `__align__(16)`), so its 16-byte vector accesses
+/// ([`SharedArray::get_x4`], [`crate::shared_vector`]) are always allowed. The kernel crate
+/// needs `feature(asm_experimental_arch)` on the device (see the crate docs).
 #[macro_export]
 macro_rules! shared_array {
     [$ty:ty; $len:expr] => {{
@@ -327,13 +315,15 @@ macro_rules! shared_array {
         mod __ferrocuda_shared_site {
             #[allow(unused_imports)]
             use super::*;
+            /// This expansion's number (one call of `__shared_site!`, shared by both uses).
+            pub(super) const SITE: u64 = $crate::shared::__shared_site!();
             ::core::arch::global_asm!(
                 ".shared .align {align} .b8 __ferrocuda_shared_{site}[{bytes}];",
                 // 16 bytes (CUDA's `__align__(16)`) for every array, so that its 16-byte
-                // vector accesses (`get_x4`, `SharedArray::x4`) need no check.
+                // vector accesses (`get_x4`, `set_x4`) need no check.
                 align = const $crate::shared::__shared_align(::core::mem::align_of::<$ty>()),
                 bytes = const ::core::mem::size_of::<$ty>() * ($len),
-                site = const $crate::shared::__site(env!("CARGO_CRATE_NAME"), file!(), line!(), column!()),
+                site = const SITE,
             );
         }
         #[cfg(target_arch = "nvptx64")]
@@ -344,7 +334,7 @@ macro_rules! shared_array {
                 ::core::arch::asm!(
                     "mov.u32 {a}, __ferrocuda_shared_{site};",
                     a = out(reg32) address,
-                    site = const $crate::shared::__site(env!("CARGO_CRATE_NAME"), file!(), line!(), column!()),
+                    site = const __ferrocuda_shared_site::SITE,
                     options(pure, nomem, nostack),
                 );
             }
@@ -352,7 +342,7 @@ macro_rules! shared_array {
         };
         #[cfg(not(target_arch = "nvptx64"))]
         let __ferrocuda_address: u32 = $crate::cpu::hooks::static_shared(
-            $crate::shared::__site(env!("CARGO_CRATE_NAME"), file!(), line!(), column!()),
+            $crate::shared::__shared_site!(),
             ::core::mem::size_of::<$ty>() * ($len),
             $crate::shared::__shared_align(::core::mem::align_of::<$ty>()),
         );

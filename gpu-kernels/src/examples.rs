@@ -13,14 +13,15 @@
 //! Hot loops index with `get_unchecked` behind such checks: a bounds check that LLVM cannot
 //! remove keeps the panic path alive, and that path costs ~50 registers per kernel.
 //!
-//! Outputs are `DisjointSlice`s. Where a thread's elements follow a tile pattern that a
-//! `ThreadIndex` cannot express, the kernel writes with `write_unchecked` and its SAFETY
+//! Outputs written one element per thread are `DisjointSlice`s. Where a thread's elements
+//! follow a tile pattern that a `ThreadIndex` cannot express (or the launch is 2-D), the
+//! output is an `UncheckedSlice`: the kernel writes with `write_unchecked` and its SAFETY
 //! comment shows that no two threads of any launch write the same element; the kernels
 //! therefore return at once on launch shapes they were not written for (extra block or grid
 //! dimensions would give two threads the same position).
 
 use bytemuck::{Pod, Zeroable};
-use ferrocuda_device::global::{AtomicSlice, DisjointSlice, unique_index};
+use ferrocuda_device::global::{AtomicSlice, DisjointSlice, UncheckedSlice, unique_index};
 use ferrocuda_device::kernel;
 use ferrocuda_device::math::FastMath;
 use ferrocuda_device::shared::SharedArray;
@@ -129,7 +130,7 @@ pub const TRANSPOSE_ROWS: u32 = 8;
 /// different banks. Launch with blocks of (32, 8) and a grid of (cols / 32, rows / 32);
 /// `rows` and `cols` must be multiples of 32.
 #[kernel]
-pub fn transpose_32(input: &[f32], mut output: DisjointSlice<f32>, rows: u32, cols: u32) {
+pub fn transpose_32(input: &[f32], mut output: UncheckedSlice<f32>, rows: u32, cols: u32) {
     const STRIDE: u32 = TRANSPOSE_TILE + 1;
     let tile = shared_array![f32; (TRANSPOSE_TILE * (TRANSPOSE_TILE + 1)) as usize];
     let elements = rows as usize * cols as usize;
@@ -183,7 +184,7 @@ const MATMUL_THREAD_TILE: usize = 8;
 /// (n / 128, m / 128); `m` and `n` must be multiples of 128, `k` of 8, and the buffers
 /// 16-byte aligned.
 #[kernel]
-pub fn matmul_128x128(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k: u32) {
+pub fn matmul_128x128(a: &[f32], b: &[f32], mut c: UncheckedSlice<f32>, m: u32, n: u32, k: u32) {
     const BM: u32 = MATMUL_BLOCK_M;
     const BN: u32 = MATMUL_BLOCK_N;
     const BK: u32 = MATMUL_BLOCK_K;
@@ -292,7 +293,7 @@ const SGEMM_SHARED_FLOATS: u32 = 2 * (SGEMM_A_STAGE + SGEMM_B_STAGE) + 4;
 /// must be multiples of 128, `k` a positive multiple of 8, `m k`, `k n` and `m n` below 2³²,
 /// and the buffers 16-byte aligned. Other shapes make every thread return at once.
 #[kernel(launch_bounds(256, 2))]
-pub fn sgemm_pipelined(a: &[f32], b: &[f32], mut c: DisjointSlice<f32>, m: u32, n: u32, k: u32) {
+pub fn sgemm_pipelined(a: &[f32], b: &[f32], mut c: UncheckedSlice<f32>, m: u32, n: u32, k: u32) {
     const BM: u32 = MATMUL_BLOCK_M;
     const BN: u32 = MATMUL_BLOCK_N;
     const BK: u32 = MATMUL_BLOCK_K;
@@ -397,7 +398,7 @@ const SOFTMAX_VECTORS_PER_LANE: usize = SOFTMAX_COLS / 4 / 32;
 /// `__expf`). Launch with [`BLOCK_THREADS`] threads (8 rows per block) and
 /// `ceil(rows / 8)` blocks.
 #[kernel]
-pub fn softmax_rows_1024(input: &[Float4], mut output: DisjointSlice<Float4>, rows: u32) {
+pub fn softmax_rows_1024(input: &[Float4], mut output: UncheckedSlice<Float4>, rows: u32) {
     const ROW_VECTORS: usize = SOFTMAX_COLS / 4;
     const V: usize = SOFTMAX_VECTORS_PER_LANE;
     let warps_per_block = block_dim_x() / warp::WARP_SIZE;
@@ -514,7 +515,7 @@ pub const STENCIL_NEIGHBOUR: f32 = 0.125;
 /// together, then computes and stores. Launch with blocks of 128 and a grid of
 /// (cols / 128, rows / 8); `cols` must be a multiple of 128 and `rows` of 8.
 #[kernel]
-pub fn stencil_5pt(input: &[f32], mut output: DisjointSlice<f32>, rows: u32, cols: u32) {
+pub fn stencil_5pt(input: &[f32], mut output: UncheckedSlice<f32>, rows: u32, cols: u32) {
     const R: usize = STENCIL_ROWS_PER_THREAD as usize;
     let elements = rows as usize * cols as usize;
     if !rows.is_multiple_of(STENCIL_ROWS_PER_THREAD)
@@ -579,9 +580,9 @@ unsafe fn load_float4(slice: &[f32], index: usize) -> Float4 {
 ///
 /// # Safety
 /// As for [`load_float4`], and no other thread of the launch accesses the four elements
-/// (the contract of [`DisjointSlice::write_unchecked`]).
+/// (the contract of [`UncheckedSlice::write_unchecked`]).
 #[inline(always)]
-unsafe fn store_float4(slice: &mut DisjointSlice<f32>, index: usize, value: Float4) {
+unsafe fn store_float4(slice: &mut UncheckedSlice<f32>, index: usize, value: Float4) {
     // SAFETY: the caller keeps the four elements in bounds, aligned for a `Float4` and to
     // this thread.
     unsafe { slice.as_mut_ptr().add(index).cast::<Float4>().write(value) }
@@ -591,7 +592,7 @@ unsafe fn store_float4(slice: &mut DisjointSlice<f32>, index: usize, value: Floa
 /// of the block tile, `a` (m x k), `b` (k x n) and `c` (m x n) long enough and 16-byte
 /// aligned, [`MATMUL_THREADS`] threads in 1-D blocks of a 2-D grid.
 #[inline(always)]
-fn matmul_operands_fit(a: &[f32], b: &[f32], c: &mut DisjointSlice<f32>, m: u32, n: u32, k: u32) -> bool {
+fn matmul_operands_fit(a: &[f32], b: &[f32], c: &mut UncheckedSlice<f32>, m: u32, n: u32, k: u32) -> bool {
     m.is_multiple_of(MATMUL_BLOCK_M)
         && n.is_multiple_of(MATMUL_BLOCK_N)
         && k.is_multiple_of(MATMUL_BLOCK_K)

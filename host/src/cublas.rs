@@ -2,11 +2,13 @@
 //! run time through cudarc, like the driver). The benchmark, the example and the GPU test use
 //! this one way of making a handle.
 //!
-//! Each call declares the buffers it reads and writes ([`Stream::will_use`]), so cuBLAS work
-//! is ordered with kernels and copies on other streams like a launch is.
+//! Each call goes through [`Stream::enqueue`] with the buffers it reads and writes, so cuBLAS
+//! work is ordered with kernels and copies on other streams like a launch is. The handle's
+//! own work area is used on its one stream only (the handle is `Send` but not `Sync`).
 
 use cudarc::cublas::sys as cublas;
 
+use crate::context::Handle;
 use crate::error::{Error, Result};
 use crate::memory::view::{DeviceRead, DeviceWrite};
 use crate::stream::Stream;
@@ -48,8 +50,10 @@ impl Cublas {
         check("cublasCreate", unsafe { cublas::cublasCreate_v2(&mut handle) })?;
         let cublas = Cublas { handle, stream: stream.clone() };
         // SAFETY: the stream belongs to the handle's context and lives as long as the handle
-        // (held above).
-        check("cublasSetStream", unsafe { cublas::cublasSetStream_v2(handle, stream.raw() as cublas::cudaStream_t) })?;
+        // (held above). The handle's work area is used on this one stream only.
+        stream.enqueue("cublasSetStream", &[], |raw| {
+            check("cublasSetStream", unsafe { cublas::cublasSetStream_v2(handle, raw.get() as cublas::cudaStream_t) })
+        })?;
         Ok(cublas)
     }
 
@@ -58,8 +62,8 @@ impl Cublas {
         &self.stream
     }
 
-    /// The raw handle, for cuBLAS calls this wrapper does not cover (declare their buffers with
-    /// [`Stream::will_use`] first).
+    /// The raw handle, for cuBLAS calls this wrapper does not cover: make them inside
+    /// [`Stream::enqueue`] on [`Cublas::stream`], declaring their buffers there.
     pub fn raw(&self) -> cublas::cublasHandle_t {
         self.handle
     }
@@ -86,38 +90,42 @@ impl Cublas {
         let dims =
             |x: usize| i32::try_from(x).map_err(|_| Error::Library { library: "cuBLAS", call: "cublasSgemm", status: format!("dimension {x} exceeds i32") });
         let (mi, ni, ki) = (dims(m)?, dims(n)?, dims(k)?);
-        self.stream.will_use(&[a.read("a"), b.read("b"), c.write("c")])?;
-        self.stream.context().bind_to_thread()?;
+        let handle = self.handle;
         // SAFETY: the pointers hold at least m*k, k*n and m*n floats (checked above) in the
-        // handle's context (`will_use` refused others), stay allocated until the work is done
+        // handle's context (the door refused others), stay allocated until the work is done
         // (their drops wait for this stream), and `c` is borrowed exclusively.
-        check("cublasSgemm", unsafe {
-            cublas::cublasSgemm_v2(
-                self.handle,
-                cublas::cublasOperation_t::CUBLAS_OP_N,
-                cublas::cublasOperation_t::CUBLAS_OP_N,
-                mi,
-                ni,
-                ki,
-                &alpha,
-                a.ptr as *const f32,
-                mi,
-                b.ptr as *const f32,
-                ki,
-                &beta,
-                c.ptr as *mut f32,
-                mi,
-            )
+        self.stream.enqueue("cublasSgemm", &[a.read("a"), b.read("b"), c.write("c")], |_bound_stream| {
+            check("cublasSgemm", unsafe {
+                cublas::cublasSgemm_v2(
+                    handle,
+                    cublas::cublasOperation_t::CUBLAS_OP_N,
+                    cublas::cublasOperation_t::CUBLAS_OP_N,
+                    mi,
+                    ni,
+                    ki,
+                    &alpha,
+                    a.ptr as *const f32,
+                    mi,
+                    b.ptr as *const f32,
+                    ki,
+                    &beta,
+                    c.ptr as *mut f32,
+                    mi,
+                )
+            })
         })
     }
 }
 
 impl Drop for Cublas {
     fn drop(&mut self) {
-        if self.stream.context().bind_to_thread().is_ok() {
-            // SAFETY: created in `new`, destroyed once; queued work still completes.
-            unsafe { cublas::cublasDestroy_v2(self.handle) };
-        }
+        let handle = Handle(self.handle);
+        self.stream.context().release(move |context| {
+            if context.bind_to_thread().is_ok() {
+                // SAFETY: created in `new`, destroyed once; queued work still completes.
+                unsafe { cublas::cublasDestroy_v2(handle.into_inner()) };
+            }
+        });
     }
 }
 

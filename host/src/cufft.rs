@@ -20,8 +20,14 @@
 //! cuFFT's conventions hold: transforms are unnormalised (forward then inverse multiplies by
 //! the number of points), the last dimension is the contiguous one, and a real-to-complex
 //! transform of `[.., n]` points gives `[.., n / 2 + 1]` complex values (the rest is their
-//! conjugate mirror). Work is queued on the stream given to each call, like a kernel launch:
-//! the buffers must outlive it (dropping a buffer waits for its context's queued work).
+//! conjugate mirror). Work is queued on the stream given to each call, like a kernel launch,
+//! through [`Stream::enqueue`]: each call declares the buffers it reads and writes (a
+//! complex-to-real transform writes its input too) and the plan's work area, so that other
+//! streams' work, host copies and the buffers' drops are ordered with it (N2), and a plan used
+//! on one stream then on another waits for its earlier use (N3). Calls on one plan from
+//! several threads take turns (a lock around setting the stream and executing, S4). Dropping a
+//! plan waits for the streams that used it; inside a capture or a host callback its
+//! destruction is postponed (N12, see [`Context::deferred_releases`]).
 //!
 //! The library is loaded at run time: `libcufft.so` and its versioned names through the
 //! loader's search path, then `$CUDA_PATH/lib64`, `$CUDA_HOME/lib64` and
@@ -33,11 +39,13 @@
 
 use std::marker::PhantomData;
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use bytemuck::{Pod, Zeroable};
 use cudarc::cufft::sys;
 
+use crate::memory::usage::{Access, BufferAccess, BufferUsage};
+use crate::stream::{RawStream, UsedStreams};
 use crate::{Context, DeviceBuffer, Error, Stream};
 
 /// A complex number as cuFFT stores it (`cufftComplex` for `f32`, `cufftDoubleComplex` for `f64`).
@@ -249,6 +257,12 @@ pub struct Plan<T: Transform> {
     context: Context,
     shape: Vec<usize>,
     batch: usize,
+    /// The streams that used the plan's work area: every execution writes it.
+    work_area: BufferUsage,
+    /// Held from an execution's declaration to its queuing: cuFFT keeps one stream per plan,
+    /// so setting it and executing must not interleave with another thread's (S4), and a
+    /// declaration must not fall between another thread's declaration and its execution.
+    turn: Mutex<()>,
     _kind: PhantomData<T>,
 }
 
@@ -279,7 +293,15 @@ impl<T: Transform> Plan<T> {
         call("cufftPlanMany", unsafe {
             sys::cufftPlanMany(&mut handle, dims.len() as i32, dims.as_mut_ptr(), std::ptr::null_mut(), 1, 0, std::ptr::null_mut(), 1, 0, T::TYPE, batch_i32)
         })?;
-        Ok(Plan { handle, context: context.clone(), shape: shape.to_vec(), batch, _kind: PhantomData })
+        Ok(Plan {
+            handle,
+            context: context.clone(),
+            shape: shape.to_vec(),
+            batch,
+            work_area: BufferUsage::idle(context),
+            turn: Mutex::new(()),
+            _kind: PhantomData,
+        })
     }
 
     /// The dimensions of one transform.
@@ -303,8 +325,8 @@ impl<T: Transform> Plan<T> {
         lengths::<T>(&self.shape, self.batch).1
     }
 
-    /// Checks contexts and lengths, binds the context and puts the plan on `stream`.
-    fn prepare(&self, stream: &Stream, input: &DeviceBuffer<T::Input>, output: &DeviceBuffer<T::Output>) -> Result<(), FftError> {
+    /// Checks contexts and lengths.
+    fn check(&self, stream: &Stream, input: &DeviceBuffer<T::Input>, output: &DeviceBuffer<T::Output>) -> Result<(), FftError> {
         let own = self.context.raw();
         for (what, context) in [("stream", stream.context()), ("input buffer", input.context()), ("output buffer", output.context())] {
             if context.raw() != own {
@@ -316,10 +338,38 @@ impl<T: Transform> Plan<T> {
                 return Err(FftError::BufferTooShort { which, len, needed });
             }
         }
-        self.context.bind_to_thread()?;
-        // SAFETY: the plan and the stream are live and of the same context.
-        call("cufftSetStream", unsafe { sys::cufftSetStream(self.handle, stream.raw() as sys::cudaStream_t) })
+        Ok(())
     }
+
+    /// Checks an execution's arguments and takes the plan's turn (held from the declaration
+    /// to the queuing: cuFFT keeps one stream per plan, S4). Returns the handle, the two device
+    /// addresses, what the execution touches (`input`, read, or written by a transform that
+    /// overwrites it; `output` and the work area, written) and the turn.
+    #[allow(clippy::type_complexity)]
+    fn prepare<'a>(
+        &'a self,
+        stream: &Stream,
+        input: &'a DeviceBuffer<T::Input>,
+        output: &'a mut DeviceBuffer<T::Output>,
+    ) -> Result<(sys::cufftHandle, *mut std::ffi::c_void, *mut std::ffi::c_void, [BufferAccess<'a>; 3], std::sync::MutexGuard<'a, ()>), FftError> {
+        self.check(stream, input, output)?;
+        let (input_ptr, output_ptr) = (input.device_ptr() as usize as *mut std::ffi::c_void, output.device_ptr() as usize as *mut std::ffi::c_void);
+        let input_access = if T::REAL_OUTPUT { Access::Write } else { Access::Read };
+        let accesses = [
+            BufferAccess::new(Some(input.usage()), input_access, "input"),
+            BufferAccess::write(output),
+            BufferAccess::new(Some(&self.work_area), Access::Write, "cuFFT work area"),
+        ];
+        let turn = self.turn.lock().unwrap_or_else(|p| p.into_inner());
+        Ok((self.handle, input_ptr, output_ptr, accesses, turn))
+    }
+}
+
+/// Inside the door: puts the plan on the stream, then runs the execution `exec` named `name`.
+fn run(handle: sys::cufftHandle, raw: RawStream<'_>, name: &'static str, exec: impl FnOnce() -> sys::cufftResult) -> Result<(), FftError> {
+    // SAFETY: the plan and the stream are live and of the same context (checked by `prepare`).
+    call("cufftSetStream", unsafe { sys::cufftSetStream(handle, raw.get() as sys::cudaStream_t) })?;
+    call(name, exec())
 }
 
 /// (input, output) elements of `batch` transforms of `shape` of kind `T`.
@@ -334,55 +384,66 @@ fn lengths<T: Transform>(shape: &[usize], batch: usize) -> (usize, usize) {
     (input, output)
 }
 
-/// Queues one cuFFT exec function on the plan's stream.
-macro_rules! exec {
-    ($self:ident, $stream:ident, $input:ident, $output:ident, $function:ident $(, $direction:expr)?) => {{
-        $self.prepare($stream, $input, $output)?;
-        let input_ptr = $input.device_ptr() as usize as *mut _;
-        let output_ptr = $output.device_ptr() as usize as *mut _;
-        // SAFETY: both buffers are live device allocations of this plan's context, at least as
-        // long as the plan reads and writes (checked above), and distinct (one is borrowed
-        // mutably); the work is queued on `stream`, whose order the caller keeps as for a launch.
-        call(stringify!($function), unsafe { sys::$function($self.handle, input_ptr, output_ptr $(, $direction)?) })
-    }};
-}
-
 const FORWARD: i32 = -1;
 const INVERSE: i32 = 1;
 
 impl Plan<C2C> {
     /// `output = FFT(input)` (sign -1), queued on `stream`.
     pub fn forward(&self, stream: &Stream, input: &DeviceBuffer<Complex<f32>>, output: &mut DeviceBuffer<Complex<f32>>) -> Result<(), FftError> {
-        exec!(self, stream, input, output, cufftExecC2C, FORWARD)
+        let (handle, i, o, accesses, _turn) = self.prepare(stream, input, output)?;
+        // SAFETY: both buffers are live device allocations of this plan's context, at least as
+        // long as the plan reads and writes (checked), and distinct (one is borrowed mutably);
+        // declared to the door, so their drops and other streams' work wait for the transform.
+        stream.enqueue("cufftExecC2C", &accesses, |raw| run(handle, raw, "cufftExecC2C", || unsafe { sys::cufftExecC2C(handle, i.cast(), o.cast(), FORWARD) }))
     }
     /// `output = IFFT(input)` (sign +1, unnormalised), queued on `stream`.
     pub fn inverse(&self, stream: &Stream, input: &DeviceBuffer<Complex<f32>>, output: &mut DeviceBuffer<Complex<f32>>) -> Result<(), FftError> {
-        exec!(self, stream, input, output, cufftExecC2C, INVERSE)
+        let (handle, i, o, accesses, _turn) = self.prepare(stream, input, output)?;
+        // SAFETY: both buffers are live device allocations of this plan's context, at least as
+        // long as the plan reads and writes (checked), and distinct (one is borrowed mutably);
+        // declared to the door, so their drops and other streams' work wait for the transform.
+        stream.enqueue("cufftExecC2C", &accesses, |raw| run(handle, raw, "cufftExecC2C", || unsafe { sys::cufftExecC2C(handle, i.cast(), o.cast(), INVERSE) }))
     }
 }
 
 impl Plan<Z2Z> {
     /// `output = FFT(input)` (sign -1), queued on `stream`.
     pub fn forward(&self, stream: &Stream, input: &DeviceBuffer<Complex<f64>>, output: &mut DeviceBuffer<Complex<f64>>) -> Result<(), FftError> {
-        exec!(self, stream, input, output, cufftExecZ2Z, FORWARD)
+        let (handle, i, o, accesses, _turn) = self.prepare(stream, input, output)?;
+        // SAFETY: both buffers are live device allocations of this plan's context, at least as
+        // long as the plan reads and writes (checked), and distinct (one is borrowed mutably);
+        // declared to the door, so their drops and other streams' work wait for the transform.
+        stream.enqueue("cufftExecZ2Z", &accesses, |raw| run(handle, raw, "cufftExecZ2Z", || unsafe { sys::cufftExecZ2Z(handle, i.cast(), o.cast(), FORWARD) }))
     }
     /// `output = IFFT(input)` (sign +1, unnormalised), queued on `stream`.
     pub fn inverse(&self, stream: &Stream, input: &DeviceBuffer<Complex<f64>>, output: &mut DeviceBuffer<Complex<f64>>) -> Result<(), FftError> {
-        exec!(self, stream, input, output, cufftExecZ2Z, INVERSE)
+        let (handle, i, o, accesses, _turn) = self.prepare(stream, input, output)?;
+        // SAFETY: both buffers are live device allocations of this plan's context, at least as
+        // long as the plan reads and writes (checked), and distinct (one is borrowed mutably);
+        // declared to the door, so their drops and other streams' work wait for the transform.
+        stream.enqueue("cufftExecZ2Z", &accesses, |raw| run(handle, raw, "cufftExecZ2Z", || unsafe { sys::cufftExecZ2Z(handle, i.cast(), o.cast(), INVERSE) }))
     }
 }
 
 impl Plan<R2C> {
     /// The non-redundant half spectrum of real `input`, queued on `stream`.
     pub fn forward(&self, stream: &Stream, input: &DeviceBuffer<f32>, output: &mut DeviceBuffer<Complex<f32>>) -> Result<(), FftError> {
-        exec!(self, stream, input, output, cufftExecR2C)
+        let (handle, i, o, accesses, _turn) = self.prepare(stream, input, output)?;
+        // SAFETY: both buffers are live device allocations of this plan's context, at least as
+        // long as the plan reads and writes (checked), and distinct (one is borrowed mutably);
+        // declared to the door, so their drops and other streams' work wait for the transform.
+        stream.enqueue("cufftExecR2C", &accesses, |raw| run(handle, raw, "cufftExecR2C", || unsafe { sys::cufftExecR2C(handle, i.cast(), o.cast()) }))
     }
 }
 
 impl Plan<D2Z> {
     /// The non-redundant half spectrum of real `input`, queued on `stream`.
     pub fn forward(&self, stream: &Stream, input: &DeviceBuffer<f64>, output: &mut DeviceBuffer<Complex<f64>>) -> Result<(), FftError> {
-        exec!(self, stream, input, output, cufftExecD2Z)
+        let (handle, i, o, accesses, _turn) = self.prepare(stream, input, output)?;
+        // SAFETY: both buffers are live device allocations of this plan's context, at least as
+        // long as the plan reads and writes (checked), and distinct (one is borrowed mutably);
+        // declared to the door, so their drops and other streams' work wait for the transform.
+        stream.enqueue("cufftExecD2Z", &accesses, |raw| run(handle, raw, "cufftExecD2Z", || unsafe { sys::cufftExecD2Z(handle, i.cast(), o.cast()) }))
     }
 }
 
@@ -391,7 +452,11 @@ impl Plan<C2R> {
     /// input as scratch space, so it is taken mutably and its contents are undefined after.
     pub fn inverse(&self, stream: &Stream, input: &mut DeviceBuffer<Complex<f32>>, output: &mut DeviceBuffer<f32>) -> Result<(), FftError> {
         let input = &*input;
-        exec!(self, stream, input, output, cufftExecC2R)
+        let (handle, i, o, accesses, _turn) = self.prepare(stream, input, output)?;
+        // SAFETY: both buffers are live device allocations of this plan's context, at least as
+        // long as the plan reads and writes (checked), and distinct (one is borrowed mutably);
+        // declared to the door, so their drops and other streams' work wait for the transform.
+        stream.enqueue("cufftExecC2R", &accesses, |raw| run(handle, raw, "cufftExecC2R", || unsafe { sys::cufftExecC2R(handle, i.cast(), o.cast()) }))
     }
 }
 
@@ -399,20 +464,28 @@ impl Plan<Z2D> {
     /// The real signal of a half spectrum (unnormalised); overwrites `input` like [`Plan::<C2R>::inverse`].
     pub fn inverse(&self, stream: &Stream, input: &mut DeviceBuffer<Complex<f64>>, output: &mut DeviceBuffer<f64>) -> Result<(), FftError> {
         let input = &*input;
-        exec!(self, stream, input, output, cufftExecZ2D)
+        let (handle, i, o, accesses, _turn) = self.prepare(stream, input, output)?;
+        // SAFETY: both buffers are live device allocations of this plan's context, at least as
+        // long as the plan reads and writes (checked), and distinct (one is borrowed mutably);
+        // declared to the door, so their drops and other streams' work wait for the transform.
+        stream.enqueue("cufftExecZ2D", &accesses, |raw| run(handle, raw, "cufftExecZ2D", || unsafe { sys::cufftExecZ2D(handle, i.cast(), o.cast()) }))
     }
 }
 
 impl<T: Transform> Drop for Plan<T> {
     fn drop(&mut self) {
-        // Work queued with this plan may still run: cufftDestroy frees the plan's work area,
-        // so wait for the context first (as a buffer's drop does). Errors cannot be reported
-        // from drop; a failed bind leaves the plan to the context's teardown.
-        if self.context.bind_to_thread().is_ok() {
-            let _ = self.context.synchronize();
-            // SAFETY: the handle came from cufftPlanMany and is destroyed once.
-            let _ = unsafe { sys::cufftDestroy(self.handle) };
-        }
+        // cufftDestroy frees the plan's work area, which executions still queued use: wait for
+        // the streams that ran the plan first. Inside a capture that would invalidate it, and
+        // in a host callback CUDA is refused: `release` postpones it then (N12).
+        let (handle, streams) = (self.handle, UsedStreams::hold(self.work_area.take_streams()));
+        self.context.release(move |context| {
+            let Ok(streams) = streams.resolve(context) else { return };
+            if streams.iter().any(|s| s.host_wait().is_err()) || context.bind_to_thread().is_err() {
+                return; // a faulted context: the plan is left to its teardown
+            }
+            // SAFETY: the handle came from cufftPlanMany and is destroyed once, after its work.
+            let _ = unsafe { sys::cufftDestroy(handle) };
+        });
     }
 }
 

@@ -4,7 +4,7 @@
 
 use cudarc::driver::sys;
 
-use crate::context::Context;
+use crate::context::{Context, Handle};
 use crate::driver;
 use crate::error::{Error, Result};
 use crate::stream::{Stream, not_ready_is_false};
@@ -45,10 +45,9 @@ impl Event {
         if stream.context().raw() != self.context.raw() {
             return Err(Error::StreamInOtherContext { operation: "Event::record" });
         }
-        self.context.bind_to_thread()?;
-        // SAFETY: both handles are alive.
-        unsafe { driver::event::record(self.raw, stream.raw()) }?;
-        Ok(())
+        let event = self.raw;
+        // SAFETY: both handles are alive and of one context (checked above).
+        stream.enqueue("cuEventRecord", &[], |s| Ok(unsafe { driver::event::record(event, s.get()) }?))
     }
 
     /// Waits for the event.
@@ -80,10 +79,13 @@ impl Event {
 
 impl Drop for Event {
     fn drop(&mut self) {
-        if self.context.bind_to_thread().is_ok() {
-            // SAFETY: created by us, destroyed once.
-            let _ = unsafe { driver::event::destroy(self.raw) };
-        }
+        let event = Handle(self.raw);
+        self.context.release(move |context| {
+            if context.bind_to_thread().is_ok() {
+                // SAFETY: created by us, destroyed once.
+                let _ = unsafe { driver::event::destroy(event.into_inner()) };
+            }
+        });
     }
 }
 
@@ -98,9 +100,8 @@ impl Stream {
     /// Makes later work on this stream wait until `event` (recorded on any stream of the same
     /// context, or of a peer) has completed. The host does not wait.
     pub fn wait_event(&self, event: &Event) -> Result<()> {
-        self.context().bind_to_thread()?;
+        let event = event.raw;
         // SAFETY: both handles are alive; flags must be 0 (CU_EVENT_WAIT_DEFAULT).
-        unsafe { driver::stream::wait_event(self.raw(), event.raw, 0) }?;
-        Ok(())
+        self.enqueue("cuStreamWaitEvent", &[], |s| Ok(unsafe { driver::stream::wait_event(s.get(), event, 0) }?))
     }
 }

@@ -60,7 +60,7 @@ pub use memory::view::{DevicePtr, DeviceRead, DeviceView, DeviceViewMut, DeviceW
 pub use memory::{DeviceBuffer, DeviceSlice};
 pub use module::{Global, JitFallback, JitOptions, Module, ReloadableModule};
 pub use ptx_version::{PtxHeader, ptx_isa_of_driver};
-pub use stream::{Stream, StreamOrdering};
+pub use stream::{RawStream, Stream, StreamOrdering};
 
 /// The shared plain-data crate itself.
 pub use ferrocuda_types as types;
@@ -68,7 +68,8 @@ pub use ferrocuda_types as types;
 /// users see one type of each (`ferrocuda_host::LaunchConfig` is `ferrocuda_types::LaunchConfig`).
 pub use ferrocuda_types::{
     Arch, DeviceLimits, Dim3, EmbeddedModule, FINGERPRINT_SYMBOL_PREFIX, FULL_MASK, Image, KernelPanic, KernelResources, KernelSignature, LaunchConfig,
-    LaunchProblem, MAX_PORTABLE_CLUSTER_BLOCKS, PANIC_SLOT_SYMBOL, PANIC_SLOT_SYMBOL_C, PanicRecord, RECORD_COMPLETE, WARP_SIZE, fingerprint,
+    LaunchProblem, LaunchRequirements, MAX_PORTABLE_CLUSTER_BLOCKS, MESSAGE_NOT_KEPT, PANIC_SLOT_SYMBOL, PANIC_SLOT_SYMBOL_C, PanicRecord, RECORD_COMPLETE,
+    RECORD_COMPLETE_WITH_ARGUMENTS, RECORD_COMPLETE_WITHOUT_MESSAGE, WARP_SIZE, fingerprint,
 };
 pub use tensor_map::{TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
 

@@ -1,7 +1,7 @@
 //! Device panics reported to the host with their details.
 //!
-//! ferrocuda-device's panic handler writes a record (kernel, file, line, column, message,
-//! block, thread) into page-locked host memory before it traps; this module owns that memory
+//! ferrocuda-device's panic handler writes a record (kernel, file, line, column, block,
+//! thread, and the message when it keeps one) into page-locked host memory before it traps; this module owns that memory
 //! and tells every loaded module where it is (the module global `__ferrocuda_panic_slot`).
 //! A trap poisons the whole process's CUDA state, so one record per process is enough: the
 //! first panic is the one every later error reports, as [`Error::KernelPanic`](crate::Error).
@@ -85,10 +85,11 @@ pub(crate) fn with_kernel_panic(error: DriverError) -> Error {
 pub(crate) fn recorded() -> Option<KernelPanic> {
     let slot = SLOT.get()?.as_ref()?;
     // SAFETY: the record is valid host memory; the device writes `state` last, after a
-    // system-scope fence, so the fields are complete once it reads RECORD_COMPLETE
-    // (`from_record` checks it on the copy, which was read after `state`).
+    // system-scope fence, so the fields are complete once it reads a complete state (with a
+    // message, without one, or with a template and its arguments) (`from_record` checks it on the copy, which was read after `state`).
     unsafe {
-        if std::ptr::addr_of!((*slot.host).state).read_volatile() != crate::RECORD_COMPLETE {
+        let state = std::ptr::addr_of!((*slot.host).state).read_volatile();
+        if !matches!(state, crate::RECORD_COMPLETE | crate::RECORD_COMPLETE_WITHOUT_MESSAGE | crate::RECORD_COMPLETE_WITH_ARGUMENTS) {
             return None;
         }
         KernelPanic::from_record(&slot.host.read_volatile())

@@ -5,6 +5,7 @@
 mod kernel;
 mod launch;
 mod print;
+mod shared_site;
 
 use proc_macro::TokenStream;
 
@@ -55,4 +56,12 @@ pub fn launch(input: TokenStream) -> TokenStream {
 #[proc_macro]
 pub fn device_print(input: TokenStream) -> TokenStream {
     print::expand(input.into()).into()
+}
+
+/// A number naming one expansion of `ferrocuda_device::shared_array!`, new at every call (see
+/// `shared_site.rs`). Used by that macro; not public API.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __shared_site(input: TokenStream) -> TokenStream {
+    shared_site::expand(input.into()).into()
 }

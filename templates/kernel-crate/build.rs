@@ -9,6 +9,8 @@ fn main() {
     // SM_90) and put that code under `#[cfg(ferrocuda_sm = "80")]`.
     // Other choices: `.cubin_arch(Arch::SM_90)` (cubins), `.fast_math(true)` (nvcc's
     // --use_fast_math), `.ptx_isa(8, 0)`, `.release(false)`, `.line_info(false)`,
-    // `.fma(FmaContraction::Off)`, `.cfg("name")`.
+    // `.fma(FmaContraction::Off)`, `.cfg("name")`, `.panic_messages(true)` (panic reports with
+    // core's messages, printed by the device too, for a ~600-byte stack frame in every kernel
+    // that can panic).
     ferrocuda_builder::KernelBuilder::new(env!("CARGO_MANIFEST_DIR")).run();
 }

@@ -127,7 +127,7 @@ macro_rules! by_value {
         }
     )*};
 }
-by_value!(bool, u32, i32, u64, i64, f32, f64, usize);
+by_value!(bool, u32, i32, u64, i64, f32, f64, usize, core::num::NonZeroU32);
 
 /// `launch_on!(backend, path::to::kernel, config, args..)`: the kernel's `launch` on the
 /// backend's stream, or its `launch_cpu` on the executor; errors as text.

@@ -23,7 +23,9 @@ mod dim3;
 mod embedded;
 mod limits;
 mod panic;
+pub mod panic_format;
 mod problem;
+mod requirements;
 mod signature;
 
 pub use arch::Arch;
@@ -33,8 +35,12 @@ pub use embedded::{EmbeddedModule, Image, KernelResources, ResourceTuple};
 pub use limits::{DeviceLimits, MAX_PORTABLE_CLUSTER_BLOCKS};
 #[cfg(feature = "std")]
 pub use panic::KernelPanic;
-pub use panic::{PANIC_CLAIMED_SYMBOL, PANIC_SLOT_SYMBOL, PANIC_SLOT_SYMBOL_C, PanicRecord, RECORD_COMPLETE, RECORD_EMPTY};
+pub use panic::{
+    MESSAGE_NOT_KEPT, PANIC_CLAIMED_SYMBOL, PANIC_RECORD_ARGS, PANIC_SLOT_SYMBOL, PANIC_SLOT_SYMBOL_C, PanicRecord, RECORD_COMPLETE,
+    RECORD_COMPLETE_WITH_ARGUMENTS, RECORD_COMPLETE_WITHOUT_MESSAGE, RECORD_EMPTY,
+};
 pub use problem::LaunchProblem;
+pub use requirements::{LaunchRequirements, same_lengths};
 pub use signature::{FINGERPRINT_SYMBOL_PREFIX, KernelSignature, fingerprint};
 
 /// Threads in a warp on every NVIDIA GPU so far.

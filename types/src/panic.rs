@@ -20,12 +20,31 @@ pub const RECORD_EMPTY: u32 = 0;
 /// system-scope fence).
 pub const RECORD_COMPLETE: u32 = 2;
 
+/// [`PanicRecord::state`] once the device finished writing a record without its message: the
+/// default, cheap panic handler of ferrocuda-device does not keep the messages of core's panics
+/// (see its `panic` module; `KernelBuilder::panic_messages(true)` keeps them).
+pub const RECORD_COMPLETE_WITHOUT_MESSAGE: u32 = 3;
+
+/// [`PanicRecord::state`] once the device finished writing a record whose message is a
+/// template to format with the recorded arguments (`kernel_panic!` under the cheap panic
+/// handler): [`PanicRecord::message`] holds the format string, [`PanicRecord::arg_kinds`] and
+/// [`PanicRecord::args`] the values (see [`crate::panic_format`]).
+pub const RECORD_COMPLETE_WITH_ARGUMENTS: u32 = 4;
+
+/// The value slots of a [`PanicRecord`]: the most arguments `kernel_panic!` keeps.
+pub const PANIC_RECORD_ARGS: usize = 4;
+
+/// The message a report shows when the record has none ([`RECORD_COMPLETE_WITHOUT_MESSAGE`]).
+pub const MESSAGE_NOT_KEPT: &str =
+    "(message not kept by the cheap panic handler: build the kernels with KernelBuilder::panic_messages(true) for it, or use ferrocuda_device::kernel_panic!)";
+
 /// What a panicking thread leaves for the host. `repr(C)`: the device writes it, the host
 /// reads it (the layout is asserted by the tests below).
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct PanicRecord {
-    /// [`RECORD_EMPTY`], or [`RECORD_COMPLETE`] once written.
+    /// [`RECORD_EMPTY`], or [`RECORD_COMPLETE`] / [`RECORD_COMPLETE_WITHOUT_MESSAGE`] once
+    /// written.
     pub state: u32,
     /// Source line.
     pub line: u32,
@@ -39,18 +58,37 @@ pub struct PanicRecord {
     pub kernel: [u8; 64],
     /// The source file, NUL-terminated.
     pub file: [u8; 192],
-    /// The panic message, NUL-terminated, cut to fit.
+    /// The panic message, NUL-terminated, cut to fit (not written under
+    /// [`RECORD_COMPLETE_WITHOUT_MESSAGE`]); under [`RECORD_COMPLETE_WITH_ARGUMENTS`] the format
+    /// string, NUL-terminated, followed by the text of each string argument, NUL-terminated.
     pub message: [u8; 256],
+    /// How many of [`args`](Self::args) are set (under [`RECORD_COMPLETE_WITH_ARGUMENTS`]).
+    pub arg_count: u32,
+    /// The kind of each argument (`crate::panic_format::ARG_*`).
+    pub arg_kinds: [u32; PANIC_RECORD_ARGS],
+    /// The bits of each argument (for a string, the offset of its text in `message`).
+    pub args: [u64; PANIC_RECORD_ARGS],
 }
 
 impl PanicRecord {
     /// An empty record (state [`RECORD_EMPTY`], all zero).
-    pub const EMPTY: PanicRecord =
-        PanicRecord { state: RECORD_EMPTY, line: 0, column: 0, block: [0; 3], thread: [0; 3], kernel: [0; 64], file: [0; 192], message: [0; 256] };
+    pub const EMPTY: PanicRecord = PanicRecord {
+        state: RECORD_EMPTY,
+        line: 0,
+        column: 0,
+        block: [0; 3],
+        thread: [0; 3],
+        kernel: [0; 64],
+        file: [0; 192],
+        message: [0; 256],
+        arg_count: 0,
+        arg_kinds: [0; PANIC_RECORD_ARGS],
+        args: [0; PANIC_RECORD_ARGS],
+    };
 
-    /// True once the device finished writing it.
+    /// True once the device finished writing it (with or without its message).
     pub fn is_complete(&self) -> bool {
-        self.state == RECORD_COMPLETE
+        matches!(self.state, RECORD_COMPLETE | RECORD_COMPLETE_WITHOUT_MESSAGE | RECORD_COMPLETE_WITH_ARGUMENTS)
     }
 }
 
@@ -68,8 +106,31 @@ impl core::fmt::Debug for PanicRecord {
 /// The text of a NUL-terminated byte field, up to the first NUL (lossy UTF-8), trimmed.
 #[cfg(feature = "std")]
 fn field_text(buffer: &[u8]) -> std::string::String {
+    std::string::String::from_utf8_lossy(until_nul(buffer)).trim().into()
+}
+
+/// `buffer` up to its first NUL.
+#[cfg(feature = "std")]
+fn until_nul(buffer: &[u8]) -> &[u8] {
     let end = buffer.iter().position(|&b| b == 0).unwrap_or(buffer.len());
-    std::string::String::from_utf8_lossy(&buffer[..end]).trim().into()
+    &buffer[..end]
+}
+
+/// The message of a [`RECORD_COMPLETE_WITH_ARGUMENTS`] record: its template formatted with its
+/// arguments (a string argument's text is read at its offset in the message field; an offset
+/// outside it reads as empty).
+#[cfg(feature = "std")]
+fn formatted_message(record: &PanicRecord) -> std::string::String {
+    use crate::panic_format::{Arg, Message};
+    use std::vec::Vec;
+    let template = std::string::String::from_utf8_lossy(until_nul(&record.message));
+    let text_at = |offset: u64| {
+        let tail = record.message.get(offset as usize..).unwrap_or_default();
+        core::str::from_utf8(until_nul(tail)).unwrap_or("(not UTF-8)")
+    };
+    let count = (record.arg_count as usize).min(PANIC_RECORD_ARGS);
+    let args: Vec<Arg<'_>> = (0..count).filter_map(|k| Arg::from_raw(record.arg_kinds[k], record.args[k], text_at)).collect();
+    Message::format(&template, &args).as_str().trim().into()
 }
 
 /// Where a kernel panicked, as its first panicking thread reported it: the one report type
@@ -85,7 +146,10 @@ pub struct KernelPanic {
     pub line: u32,
     /// Source column.
     pub column: u32,
-    /// The panic message (messages with arguments show a note instead: see ferrocuda-device).
+    /// The panic message. Kernels built with the default, cheap panic handler keep only the
+    /// messages of `kernel_panic!` and show [`MESSAGE_NOT_KEPT`] for the others; with
+    /// `panic_messages(true)`, messages with arguments show a note instead (see
+    /// ferrocuda-device's `panic` module).
     pub message: std::string::String,
     /// `blockIdx` of the thread.
     pub block: [u32; 3],
@@ -95,7 +159,7 @@ pub struct KernelPanic {
 
 #[cfg(feature = "std")]
 impl KernelPanic {
-    /// The report of a complete record; `None` while it is not [`RECORD_COMPLETE`].
+    /// The report of a complete record; `None` while it is not [`complete`](PanicRecord::is_complete).
     pub fn from_record(record: &PanicRecord) -> Option<Self> {
         if !record.is_complete() {
             return None;
@@ -105,7 +169,11 @@ impl KernelPanic {
             file: field_text(&record.file),
             line: record.line,
             column: record.column,
-            message: field_text(&record.message),
+            message: match record.state {
+                RECORD_COMPLETE_WITHOUT_MESSAGE => MESSAGE_NOT_KEPT.into(),
+                RECORD_COMPLETE_WITH_ARGUMENTS => formatted_message(record),
+                _ => field_text(&record.message),
+            },
             block: record.block,
             thread: record.thread,
         })
@@ -142,7 +210,10 @@ mod tests {
         assert_eq!(core::mem::offset_of!(PanicRecord, kernel), 36);
         assert_eq!(core::mem::offset_of!(PanicRecord, file), 100);
         assert_eq!(core::mem::offset_of!(PanicRecord, message), 292);
-        assert_eq!(core::mem::size_of::<PanicRecord>(), 548);
+        assert_eq!(core::mem::offset_of!(PanicRecord, arg_count), 548);
+        assert_eq!(core::mem::offset_of!(PanicRecord, arg_kinds), 552);
+        assert_eq!(core::mem::offset_of!(PanicRecord, args), 568);
+        assert_eq!(core::mem::size_of::<PanicRecord>(), 600);
         assert_eq!(PANIC_SLOT_SYMBOL_C.to_bytes(), PANIC_SLOT_SYMBOL.as_bytes());
     }
 
@@ -162,5 +233,49 @@ mod tests {
             report.to_string(),
             "kernel `square_checked` panicked at gpu-kernels/src/lib.rs:42:9, block (1, 0, 0), thread (8, 0, 0): index out of bounds"
         );
+    }
+
+    /// The cheap handler's record (issue 20): complete without a message, reported with the
+    /// note that says how to get it, never with whatever the message field holds.
+    #[cfg(feature = "std")]
+    #[test]
+    fn a_record_without_its_message_says_how_to_keep_it() {
+        let mut record = PanicRecord::EMPTY;
+        record.kernel[..6].copy_from_slice(b"divide");
+        record.file[..10].copy_from_slice(b"src/lib.rs");
+        record.message[..5].copy_from_slice(b"stale");
+        (record.line, record.column, record.block, record.thread) = (7, 3, [0, 2, 0], [5, 1, 0]);
+        record.state = RECORD_COMPLETE_WITHOUT_MESSAGE;
+        assert!(record.is_complete());
+        let report = KernelPanic::from_record(&record).unwrap();
+        assert_eq!((report.kernel.as_str(), report.file.as_str(), report.line, report.column), ("divide", "src/lib.rs", 7, 3));
+        assert_eq!((report.block, report.thread), ([0, 2, 0], [5, 1, 0]));
+        assert_eq!(report.message, MESSAGE_NOT_KEPT);
+        record.state = 1;
+        assert!(KernelPanic::from_record(&record).is_none(), "a state that is neither complete value is not a report");
+    }
+
+    /// `kernel_panic!` under the cheap handler (issue 20): the device records the template, the
+    /// text of string arguments after it, and the raw values; the host formats them.
+    #[cfg(feature = "std")]
+    #[test]
+    fn a_template_record_is_formatted_with_its_arguments() {
+        use crate::panic_format::{ARG_FLOAT, ARG_SIGNED, ARG_STR, ARG_UNSIGNED};
+        let mut record = PanicRecord::EMPTY;
+        let template = b"value {} at {} of {} over {}: {} {}\0name\0";
+        record.message[..template.len()].copy_from_slice(template);
+        record.arg_count = 4;
+        record.arg_kinds = [ARG_SIGNED, ARG_UNSIGNED, ARG_STR, ARG_FLOAT];
+        let name_at = template.iter().position(|&b| b == 0).unwrap() as u64 + 1;
+        record.args = [(-7i64) as u64, 3, name_at, 2.5f64.to_bits()];
+        record.state = RECORD_COMPLETE_WITH_ARGUMENTS;
+        let report = KernelPanic::from_record(&record).unwrap();
+        assert_eq!(report.message, "value -7 at 3 of name over 2.5: {?} {?}");
+        // A string offset outside the field reads as empty instead of failing.
+        record.args[2] = 1000;
+        assert_eq!(KernelPanic::from_record(&record).unwrap().message, "value -7 at 3 of  over 2.5: {?} {?}");
+        // More arguments than slots are not read.
+        record.arg_count = 99;
+        assert!(KernelPanic::from_record(&record).is_some());
     }
 }

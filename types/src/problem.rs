@@ -113,6 +113,34 @@ pub enum LaunchProblem {
         /// Threads per block.
         block: u32,
     },
+    /// The kernel has a per-thread output (`DisjointSlice`, `DisjointChunks`,
+    /// `DisjointPlanes`), whose elements are owned by the 1-D thread index, and the launch is
+    /// not 1-D.
+    NotOneDimensional {
+        /// The grid.
+        grid: Dim3,
+        /// The block.
+        block: Dim3,
+    },
+    /// Slices a kernel declares of one length (`#[kernel(same_len(..))]`) differ.
+    LengthsDiffer {
+        /// The group's first parameter.
+        first: &'static str,
+        /// Its length.
+        first_len: u64,
+        /// The parameter whose length differs.
+        other: &'static str,
+        /// Its length.
+        other_len: u64,
+    },
+    /// The kernel has a per-thread output and the launch has more threads than its 32-bit
+    /// thread index can name.
+    TooManyThreadsForIndex {
+        /// Threads asked for.
+        threads: u64,
+        /// The limit.
+        max: u64,
+    },
 }
 
 impl fmt::Display for LaunchProblem {
@@ -165,6 +193,22 @@ impl fmt::Display for LaunchProblem {
                 f,
                 "{elements} elements at one per thread in blocks of {block} threads need more than {} blocks; use a grid-stride loop over fewer blocks",
                 u32::MAX
+            ),
+            Self::NotOneDimensional { grid, block } => write!(
+                f,
+                "the kernel has a per-thread output (`DisjointSlice`, `DisjointChunks`, `DisjointPlanes`), whose elements belong to the 1-D thread \
+                 index `blockIdx.x * blockDim.x + threadIdx.x`, but the grid {grid} and block {block} are not both 1-D: launch with y = z = 1 \
+                 (a grid-stride loop covers any length), or write a multi-dimensional result through an `AtomicSlice` or a `PerBlock` output"
+            ),
+            Self::LengthsDiffer { first, first_len, other, other_len } => write!(
+                f,
+                "the kernel declares `{first}` and `{other}` of the same length (`#[kernel(same_len(..))]`) but `{first}` has {first_len} \
+                 elements and `{other}` {other_len}: pass slices of one length (`buffer.slice(..n)`)"
+            ),
+            Self::TooManyThreadsForIndex { threads, max } => write!(
+                f,
+                "the launch has {threads} threads but a kernel with a per-thread output (`DisjointSlice`, `DisjointChunks`, `DisjointPlanes`) \
+                 allows at most {max} (its thread index is 32-bit): use fewer blocks and a grid-stride loop (`grid_stride(len)`)"
             ),
         }
     }

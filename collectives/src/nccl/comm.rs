@@ -4,14 +4,13 @@ use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
 use std::time::{Duration, Instant};
 
-use ferrocuda_host::{Context, DeviceView, DeviceViewMut, Stream, sys};
+use ferrocuda_host::{BufferAccess, BufferUsage, Context, DeviceView, DeviceViewMut, Stream};
 
 use super::ffi::{self, IN_PROGRESS, Nccl, RawComm, RawConfig, RawStream, RawUniqueId, SUCCESS};
 use crate::api::Collectives;
 use crate::element::{Element, ReduceOp};
 use crate::error::{Error, Result, check_len, check_rank};
 use crate::rendezvous::{Launch, Rendezvous};
-use crate::tracking::{will_read, will_write};
 
 /// NCCL's version as `(major, minor, patch)` (loads libnccl).
 pub fn version() -> Result<(u32, u32, u32)> {
@@ -103,6 +102,9 @@ pub struct Communicator {
     context: Context,
     timeout: Option<Duration>,
     aborted: Cell<bool>,
+    /// NCCL's own buffers of this communicator: every operation declares them written, so
+    /// operations queued on different streams run one after the other.
+    state: BufferUsage,
 }
 
 // SAFETY: an NCCL communicator may be used from any thread, one at a time (it is not Sync).
@@ -119,7 +121,16 @@ impl Communicator {
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes one communicator handle; the config outlives the call.
         let code = unsafe { (nccl.ncclCommInitRankConfig)(&mut raw, world_size as i32, id.0, rank as i32, &mut raw_config) };
-        let comm = Communicator { raw, nccl, rank, world_size, context: context.clone(), timeout: config.timeout, aborted: Cell::new(false) };
+        let comm = Communicator {
+            raw,
+            nccl,
+            rank,
+            world_size,
+            context: context.clone(),
+            timeout: config.timeout,
+            aborted: Cell::new(false),
+            state: BufferUsage::for_library_state(context),
+        };
         if code != IN_PROGRESS
             && let Err(e) = ffi::check(nccl, "ncclCommInitRankConfig", code, raw)
         {
@@ -155,7 +166,16 @@ impl Communicator {
             {
                 first_error.get_or_insert(e);
             }
-            comms.push(Communicator { raw, nccl, rank, world_size, context: context.clone(), timeout: config.timeout, aborted: Cell::new(false) });
+            comms.push(Communicator {
+                raw,
+                nccl,
+                rank,
+                world_size,
+                context: context.clone(),
+                timeout: config.timeout,
+                aborted: Cell::new(false),
+                state: BufferUsage::for_library_state(context),
+            });
         }
         // SAFETY: ends the group started above.
         let end = unsafe { (nccl.ncclGroupEnd)() };
@@ -241,16 +261,11 @@ impl Communicator {
             stream.synchronize()?;
             return self.async_error("Communicator::synchronize");
         };
-        stream.context().bind_to_thread()?;
         let start = Instant::now();
         loop {
-            // SAFETY: the stream is alive (borrowed).
-            let code = unsafe { sys::cuStreamQuery(stream.raw()) };
-            if code == sys::CUresult::CUDA_SUCCESS {
+            // A driver error (a fault) is reported with its text.
+            if stream.is_idle()? {
                 return self.async_error("Communicator::synchronize");
-            }
-            if code != sys::CUresult::CUDA_ERROR_NOT_READY {
-                stream.synchronize()?; // reports the driver error with its text
             }
             self.async_error("Communicator::synchronize")?;
             if start.elapsed() > timeout {
@@ -374,9 +389,9 @@ impl std::fmt::Debug for Communicator {
 /// A [`Communicator`] with the stream its operations are queued on: the NCCL implementation
 /// of [`Collectives`], on device views (`buffer.slice(..)`, `buffer.slice_mut(..)`).
 ///
-/// Operations return once queued; their buffers are in use until the stream reaches them
-/// (a buffer's drop waits for its context's work, so that is safe; for stream-ordered buffers
-/// the use is recorded on the stream, see `crate::tracking`).
+/// Operations return once queued, through [`Stream::enqueue`] with the views they read and
+/// write: the stream waits for those buffers' earlier work on other streams, and their later
+/// work, host copies and drops wait for the operation.
 #[derive(Clone, Copy)]
 pub struct OnStream<'c> {
     comm: &'c Communicator,
@@ -393,20 +408,16 @@ impl<'c> OnStream<'c> {
     pub fn stream(&self) -> &'c Stream {
         self.stream
     }
+}
 
-    fn raw_stream(&self) -> RawStream {
-        self.stream.raw().cast()
-    }
+/// The device address of a view, as NCCL takes it.
+fn address<T>(view: &DeviceView<'_, T>) -> *mut c_void {
+    view.as_device_ptr().address() as usize as *mut c_void
+}
 
-    fn read<T: Element>(&self, view: &DeviceView<'_, T>) -> Result<*const c_void> {
-        will_read(self.stream, view)?;
-        Ok(view.as_device_ptr().address() as usize as *const c_void)
-    }
-
-    fn write<T: Element>(&self, view: &mut DeviceViewMut<'_, T>) -> Result<*mut c_void> {
-        will_write(self.stream, view)?;
-        Ok(view.as_device_ptr().address() as usize as *mut c_void)
-    }
+/// The device address of a writable view, as NCCL takes it.
+fn address_mut<T>(view: &DeviceViewMut<'_, T>) -> *mut c_void {
+    view.as_device_ptr().address() as usize as *mut c_void
 }
 
 fn reduce_op(op: ReduceOp) -> i32 {
@@ -434,23 +445,36 @@ impl Collectives for OnStream<'_> {
 
     fn all_reduce<T: Element>(&self, send: DeviceView<'_, T>, mut recv: DeviceViewMut<'_, T>, op: ReduceOp) -> Result<()> {
         check_len("all_reduce", "recv", send.len(), recv.len())?;
-        let (s, r, n, stream, comm) = (self.read(&send)?, self.write(&mut recv)?, send.len(), self.raw_stream(), self.comm.raw);
-        // SAFETY: both views hold n elements of T on this rank's GPU, alive for the call (and,
-        // by the stream-ordered lifetime rules, until the stream passes the operation).
-        self.comm.issue("ncclAllReduce", |nccl| unsafe { (nccl.ncclAllReduce)(s, r, n, T::DATA_TYPE as i32, reduce_op(op), comm, stream) })
+        let (s, r, n, comm) = (address(&send), address_mut(&recv), send.len(), self.comm.raw);
+        // SAFETY: both views hold n elements of T on this rank's GPU, alive for the call and,
+        // declared to the door, until the stream passes the operation.
+        self.stream.enqueue(
+            "ncclAllReduce",
+            &[BufferAccess::library_state(&self.comm.state), BufferAccess::read(&send), BufferAccess::write(&mut recv)],
+            |stream| {
+                let stream: RawStream = stream.get().cast();
+                self.comm.issue("ncclAllReduce", |nccl| unsafe { (nccl.ncclAllReduce)(s, r, n, T::DATA_TYPE as i32, reduce_op(op), comm, stream) })
+            },
+        )
     }
 
     fn all_reduce_in_place<T: Element>(&self, mut buf: DeviceViewMut<'_, T>, op: ReduceOp) -> Result<()> {
-        let (p, n, stream, comm) = (self.write(&mut buf)?, buf.len(), self.raw_stream(), self.comm.raw);
+        let (p, n, comm) = (address_mut(&buf), buf.len(), self.comm.raw);
         // SAFETY: as above; NCCL supports sendbuff == recvbuff.
-        self.comm.issue("ncclAllReduce", |nccl| unsafe { (nccl.ncclAllReduce)(p, p, n, T::DATA_TYPE as i32, reduce_op(op), comm, stream) })
+        self.stream.enqueue("ncclAllReduce", &[BufferAccess::library_state(&self.comm.state), BufferAccess::write(&mut buf)], |stream| {
+            let stream: RawStream = stream.get().cast();
+            self.comm.issue("ncclAllReduce", |nccl| unsafe { (nccl.ncclAllReduce)(p, p, n, T::DATA_TYPE as i32, reduce_op(op), comm, stream) })
+        })
     }
 
     fn broadcast<T: Element>(&self, mut buf: DeviceViewMut<'_, T>, root: usize) -> Result<()> {
         check_rank("broadcast", root, self.world_size())?;
-        let (p, n, stream, comm) = (self.write(&mut buf)?, buf.len(), self.raw_stream(), self.comm.raw);
+        let (p, n, comm) = (address_mut(&buf), buf.len(), self.comm.raw);
         // SAFETY: as above (in place).
-        self.comm.issue("ncclBroadcast", |nccl| unsafe { (nccl.ncclBroadcast)(p, p, n, T::DATA_TYPE as i32, root as i32, comm, stream) })
+        self.stream.enqueue("ncclBroadcast", &[BufferAccess::library_state(&self.comm.state), BufferAccess::write(&mut buf)], |stream| {
+            let stream: RawStream = stream.get().cast();
+            self.comm.issue("ncclBroadcast", |nccl| unsafe { (nccl.ncclBroadcast)(p, p, n, T::DATA_TYPE as i32, root as i32, comm, stream) })
+        })
     }
 
     fn reduce<T: Element>(&self, send: DeviceView<'_, T>, mut recv: DeviceViewMut<'_, T>, op: ReduceOp, root: usize) -> Result<()> {
@@ -458,37 +482,64 @@ impl Collectives for OnStream<'_> {
         if self.rank() == root {
             check_len("reduce", "recv", send.len(), recv.len())?;
         }
-        let (s, r, n, stream, comm) = (self.read(&send)?, self.write(&mut recv)?, send.len(), self.raw_stream(), self.comm.raw);
+        let (s, r, n, comm) = (address(&send), address_mut(&recv), send.len(), self.comm.raw);
         // SAFETY: as above; recv is written on the root only.
-        self.comm.issue("ncclReduce", |nccl| unsafe { (nccl.ncclReduce)(s, r, n, T::DATA_TYPE as i32, reduce_op(op), root as i32, comm, stream) })
+        self.stream.enqueue(
+            "ncclReduce",
+            &[BufferAccess::library_state(&self.comm.state), BufferAccess::read(&send), BufferAccess::write(&mut recv)],
+            |stream| {
+                let stream: RawStream = stream.get().cast();
+                self.comm.issue("ncclReduce", |nccl| unsafe { (nccl.ncclReduce)(s, r, n, T::DATA_TYPE as i32, reduce_op(op), root as i32, comm, stream) })
+            },
+        )
     }
 
     fn all_gather<T: Element>(&self, send: DeviceView<'_, T>, mut recv: DeviceViewMut<'_, T>) -> Result<()> {
         check_len("all_gather", "recv", send.len() * self.world_size(), recv.len())?;
-        let (s, r, n, stream, comm) = (self.read(&send)?, self.write(&mut recv)?, send.len(), self.raw_stream(), self.comm.raw);
+        let (s, r, n, comm) = (address(&send), address_mut(&recv), send.len(), self.comm.raw);
         // SAFETY: recv holds world_size * n elements.
-        self.comm.issue("ncclAllGather", |nccl| unsafe { (nccl.ncclAllGather)(s, r, n, T::DATA_TYPE as i32, comm, stream) })
+        self.stream.enqueue(
+            "ncclAllGather",
+            &[BufferAccess::library_state(&self.comm.state), BufferAccess::read(&send), BufferAccess::write(&mut recv)],
+            |stream| {
+                let stream: RawStream = stream.get().cast();
+                self.comm.issue("ncclAllGather", |nccl| unsafe { (nccl.ncclAllGather)(s, r, n, T::DATA_TYPE as i32, comm, stream) })
+            },
+        )
     }
 
     fn reduce_scatter<T: Element>(&self, send: DeviceView<'_, T>, mut recv: DeviceViewMut<'_, T>, op: ReduceOp) -> Result<()> {
         check_len("reduce_scatter", "send", recv.len() * self.world_size(), send.len())?;
-        let (s, r, n, stream, comm) = (self.read(&send)?, self.write(&mut recv)?, recv.len(), self.raw_stream(), self.comm.raw);
+        let (s, r, n, comm) = (address(&send), address_mut(&recv), recv.len(), self.comm.raw);
         // SAFETY: send holds world_size * n elements, recv n.
-        self.comm.issue("ncclReduceScatter", |nccl| unsafe { (nccl.ncclReduceScatter)(s, r, n, T::DATA_TYPE as i32, reduce_op(op), comm, stream) })
+        self.stream.enqueue(
+            "ncclReduceScatter",
+            &[BufferAccess::library_state(&self.comm.state), BufferAccess::read(&send), BufferAccess::write(&mut recv)],
+            |stream| {
+                let stream: RawStream = stream.get().cast();
+                self.comm.issue("ncclReduceScatter", |nccl| unsafe { (nccl.ncclReduceScatter)(s, r, n, T::DATA_TYPE as i32, reduce_op(op), comm, stream) })
+            },
+        )
     }
 
     fn send<T: Element>(&self, buf: DeviceView<'_, T>, peer: usize) -> Result<()> {
         check_rank("send", peer, self.world_size())?;
-        let (p, n, stream, comm) = (self.read(&buf)?, buf.len(), self.raw_stream(), self.comm.raw);
+        let (p, n, comm) = (address(&buf), buf.len(), self.comm.raw);
         // SAFETY: buf holds n elements.
-        self.comm.issue("ncclSend", |nccl| unsafe { (nccl.ncclSend)(p, n, T::DATA_TYPE as i32, peer as i32, comm, stream) })
+        self.stream.enqueue("ncclSend", &[BufferAccess::library_state(&self.comm.state), BufferAccess::read(&buf)], |stream| {
+            let stream: RawStream = stream.get().cast();
+            self.comm.issue("ncclSend", |nccl| unsafe { (nccl.ncclSend)(p, n, T::DATA_TYPE as i32, peer as i32, comm, stream) })
+        })
     }
 
     fn recv<T: Element>(&self, mut buf: DeviceViewMut<'_, T>, peer: usize) -> Result<()> {
         check_rank("recv", peer, self.world_size())?;
-        let (p, n, stream, comm) = (self.write(&mut buf)?, buf.len(), self.raw_stream(), self.comm.raw);
+        let (p, n, comm) = (address_mut(&buf), buf.len(), self.comm.raw);
         // SAFETY: buf holds n elements.
-        self.comm.issue("ncclRecv", |nccl| unsafe { (nccl.ncclRecv)(p, n, T::DATA_TYPE as i32, peer as i32, comm, stream) })
+        self.stream.enqueue("ncclRecv", &[BufferAccess::library_state(&self.comm.state), BufferAccess::write(&mut buf)], |stream| {
+            let stream: RawStream = stream.get().cast();
+            self.comm.issue("ncclRecv", |nccl| unsafe { (nccl.ncclRecv)(p, n, T::DATA_TYPE as i32, peer as i32, comm, stream) })
+        })
     }
 
     fn group_begin() -> Result<()> {

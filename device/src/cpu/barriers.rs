@@ -3,8 +3,9 @@
 //! behaviour on a GPU), and the error names the threads.
 
 use super::block::{BlockContext, ThreadState};
-use super::error::{BarrierDivergence, CpuError, WarpDeadlock};
+use super::error::{BarrierDivergence, CpuError, MixedBarriers, WarpDeadlock};
 use super::hooks::BarrierKind;
+use super::warp_ops::same_collective;
 
 /// What a block's barrier check found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +43,24 @@ impl BlockContext<'_> {
         if at_barrier < total {
             return BarrierOutcome::Blocked;
         }
+        // Every thread waits at the same kind of barrier, or the outcome is unpredictable.
+        let kind_of = |t: &super::block::ThreadSlot| match t.state.get() {
+            ThreadState::AtBarrier { kind, .. } => kind,
+            _ => unreachable!("every thread waits at the barrier"),
+        };
+        let first_kind = kind_of(&self.threads[0]);
+        if let Some(other) = self.threads.iter().map(kind_of).find(|&k| k != first_kind) {
+            let at = |k: BarrierKind| self.threads.iter().filter(|t| kind_of(t) == k).map(|t| t.index).collect();
+            self.fail(CpuError::MixedBarriers(MixedBarriers {
+                kernel: self.kernel().to_owned(),
+                block: self.block_idx,
+                first_kind: first_kind.function(),
+                first: at(first_kind),
+                second_kind: other.function(),
+                second: at(other),
+            }));
+            return BarrierOutcome::Blocked;
+        }
         let reply = match kind {
             BarrierKind::Plain => 0,
             BarrierKind::Count => count,
@@ -62,7 +81,7 @@ impl BlockContext<'_> {
     pub(crate) fn report_stuck(&self) {
         let kernel = self.kernel().to_owned();
         let block = self.block_idx;
-        let stuck_warp = (0..self.warp_syncs.len() as u32).find(|&w| {
+        let stuck_warp = (0..self.warps).find(|&w| {
             let (base, lanes) = self.warp_range(w);
             (0..lanes).any(|l| matches!(self.threads[base + l as usize].state.get(), ThreadState::AtWarp { .. }))
         });
@@ -72,12 +91,21 @@ impl BlockContext<'_> {
                 let lanes_where = |f: &dyn Fn(ThreadState) -> bool| {
                     (0..lanes).filter(|&l| f(self.threads[base + l as usize].state.get())).map(|l| self.threads[base + l as usize].index).collect()
                 };
+                // The first waiting lane's operation and mask; lanes waiting in another one
+                // (or with another mask) are listed apart.
+                let first = (0..lanes).find_map(|l| match self.threads[base + l as usize].state.get() {
+                    ThreadState::AtWarp { op, mask, .. } => Some((op, mask)),
+                    _ => None,
+                });
+                let first_op =
+                    |s: ThreadState| matches!((s, first), (ThreadState::AtWarp { op, mask, .. }, Some((o, m))) if same_collective(op, o) && mask == m);
                 CpuError::WarpDeadlock(WarpDeadlock {
                     kernel,
                     block,
                     warp,
-                    waiting: lanes_where(&|s| matches!(s, ThreadState::AtWarp { .. })),
+                    waiting: lanes_where(&first_op),
                     at_barrier: lanes_where(&|s| matches!(s, ThreadState::AtBarrier { .. } | ThreadState::AtClusterBarrier)),
+                    other_operation: lanes_where(&|s| matches!(s, ThreadState::AtWarp { .. }) && !first_op(s)),
                 })
             }
             None => CpuError::BarrierDivergence(BarrierDivergence {

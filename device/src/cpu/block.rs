@@ -7,7 +7,8 @@
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::AtomicBool;
 
-use super::error::{CpuError, SharedMemoryRace};
+use super::error::{CpuError, ExitedPeerAccess, GlobalMemoryRace, SharedMemoryRace};
+use super::global_memory::{LaunchThread, OutputShadow};
 use super::hooks::{self, BarrierKind, Hooks, SharedFault, WarpOp};
 use super::shared_memory::{RaceCheck, SharedMemory};
 use super::watchdog::WorkerStatus;
@@ -40,7 +41,7 @@ pub(crate) struct ThreadSlot {
     pub(crate) guard: Cell<(usize, usize)>,
 }
 
-/// Payload of the unwinding that ends the threads of a block that has failed.
+/// Payload of the unwinding that ends a thread of a failed block past the leak budget.
 pub(crate) struct Cancelled;
 
 /// What a block shares with the rest of its launch.
@@ -54,6 +55,8 @@ pub(crate) struct LaunchLink<'a> {
     pub(crate) status: &'a WorkerStatus,
     /// Bytes of each GPU thread's stack (for the overflow report).
     pub(crate) stack_size: usize,
+    /// Who took which output element (`None` without race detection).
+    pub(crate) outputs: Option<&'a OutputShadow>,
 }
 
 /// Everything the intrinsics of one running block read and write.
@@ -67,12 +70,20 @@ pub(crate) struct BlockContext<'a> {
     pub(crate) cluster_shared: &'a [SharedMemory],
     /// This block's rank in its cluster.
     pub(crate) cluster_rank: u32,
+    /// The cluster's shape in blocks (1, 1, 1 without clusters).
+    pub(crate) cluster_dim: Dim3,
+    /// Threads that have exited.
+    pub(crate) exited: Cell<u32>,
     pub(crate) threads: Box<[ThreadSlot]>,
     /// Rank of the thread now running.
     pub(crate) current: Cell<u32>,
-    /// Per warp: how many `sync_warp`s it has completed (orders shared accesses within a warp).
-    pub(crate) warp_syncs: Box<[Cell<u32>]>,
-    /// Set by the first error: the remaining threads are unwound, the block ends.
+    /// Warps in the block (the last may be partial).
+    pub(crate) warps: u32,
+    /// Per thread, its warp clock (32 entries, by lane): what completed `sync_warp`s order
+    /// before its next shared access (see `shared_memory::RaceCheck`).
+    pub(crate) warp_clocks: Box<[Cell<u32>]>,
+    /// Set by the first error: the remaining threads are abandoned where they wait (or
+    /// unwound), the block ends.
     pub(crate) cancelled: Cell<bool>,
     pub(crate) error: RefCell<Option<CpuError>>,
 }
@@ -80,7 +91,15 @@ pub(crate) struct BlockContext<'a> {
 impl<'a> BlockContext<'a> {
     /// Block `block_idx` of a launch, rank `cluster_rank` of a cluster whose blocks' shared
     /// memories are `cluster_shared`.
-    pub(crate) fn new(link: LaunchLink<'a>, block_idx: Dim3, block_dim: Dim3, grid_dim: Dim3, cluster_shared: &'a [SharedMemory], cluster_rank: u32) -> Self {
+    pub(crate) fn new(
+        link: LaunchLink<'a>,
+        block_idx: Dim3,
+        block_dim: Dim3,
+        grid_dim: Dim3,
+        cluster_shared: &'a [SharedMemory],
+        cluster_rank: u32,
+        cluster_dim: Dim3,
+    ) -> Self {
         let mut threads = Vec::with_capacity((block_dim.x * block_dim.y * block_dim.z) as usize);
         for z in 0..block_dim.z {
             for y in 0..block_dim.y {
@@ -96,6 +115,7 @@ impl<'a> BlockContext<'a> {
             }
         }
         let warps = threads.len().div_ceil(WARP_SIZE as usize);
+        let clock_entries = threads.len() * WARP_SIZE as usize;
         BlockContext {
             link,
             block_idx,
@@ -104,9 +124,13 @@ impl<'a> BlockContext<'a> {
             shared: &cluster_shared[cluster_rank as usize],
             cluster_shared,
             cluster_rank,
+            cluster_dim,
+            exited: Cell::new(0),
             threads: threads.into_boxed_slice(),
             current: Cell::new(0),
-            warp_syncs: (0..warps).map(|_| Cell::new(0)).collect(),
+            warps: warps as u32,
+            // Each thread's own entry starts at 1, the others at 0: nothing ordered yet.
+            warp_clocks: (0..clock_entries).map(|i| Cell::new((i / WARP_SIZE as usize % WARP_SIZE as usize == i % WARP_SIZE as usize) as u32)).collect(),
             cancelled: Cell::new(false),
             error: RefCell::new(None),
         }
@@ -140,7 +164,8 @@ impl<'a> BlockContext<'a> {
         // is running right now, since this code runs on it.
         unsafe { (*yielder).suspend(()) };
         if self.cancelled.get() {
-            // Another thread failed: end this one by unwinding its stack (no panic hook runs).
+            // Another thread failed, and this one is unwound, not abandoned (past the leak
+            // budget: `scheduler::abandon`). No panic hook runs.
             std::panic::resume_unwind(Box::new(Cancelled));
         }
         slot.reply.get()
@@ -164,6 +189,77 @@ impl<'a> BlockContext<'a> {
     /// `threadIdx` of the threads whose state passes `f`.
     pub(crate) fn threads_where(&self, f: impl Fn(ThreadState) -> bool) -> Vec<Dim3> {
         self.threads.iter().filter(|t| f(t.state.get())).map(|t| t.index).collect()
+    }
+
+    /// Records an access by the running thread of the shared memory of cluster block `rank`
+    /// (this block's, or a peer's), failing the block on a race.
+    pub(crate) fn record_shared(&self, rank: u32, address: u32, bytes: usize, write: bool) {
+        let me = self.current.get();
+        let check = RaceCheck { block: self.cluster_rank, rank: me, epochs: self.shared.epochs(), clock: self.warp_clock(me) };
+        let memory = &self.cluster_shared[rank as usize];
+        if let Some(race) = memory.record_access(address, bytes, write, &check) {
+            let thread = |(block, rank): (u32, u32)| (self.cluster_block_idx(block), self.thread_index(rank));
+            let ((first_block, first), (second_block, second)) = (thread(race.first), thread(race.second));
+            self.fail(CpuError::SharedMemoryRace(SharedMemoryRace {
+                kernel: self.kernel().to_owned(),
+                block: self.cluster_block_idx(rank),
+                address: race.address,
+                kind: race.kind,
+                first,
+                first_block,
+                second,
+                second_block,
+            }));
+        }
+    }
+
+    /// Every thread of this block has exited: its shared memory is gone. A peer's access of
+    /// it since the last cluster barrier is an error (nothing kept this block alive for it).
+    pub(crate) fn block_exited(&self) {
+        if let Some((block, rank)) = self.shared.mark_exited() {
+            self.fail(CpuError::ExitedPeerAccess(ExitedPeerAccess {
+                kernel: self.kernel().to_owned(),
+                block: self.block_idx,
+                reader_block: self.cluster_block_idx(block),
+                reader: self.thread_index(rank),
+            }));
+        }
+    }
+
+    /// `blockIdx` of the cluster's block `rank` (ranks go x fastest).
+    fn cluster_block_idx(&self, rank: u32) -> Dim3 {
+        let c = self.cluster_dim;
+        let offset = |r: u32| Dim3 { x: r % c.x, y: r / c.x % c.y, z: r / (c.x * c.y) };
+        let (mine, theirs) = (offset(self.cluster_rank), offset(rank));
+        Dim3 { x: self.block_idx.x - mine.x + theirs.x, y: self.block_idx.y - mine.y + theirs.y, z: self.block_idx.z - mine.z + theirs.z }
+    }
+
+    /// `threadIdx` of rank `rank` (of any block of the launch: they have one shape).
+    fn thread_index(&self, rank: u32) -> Dim3 {
+        self.threads[rank as usize].index
+    }
+
+    /// Thread `rank`'s warp clock (32 entries, by lane).
+    pub(crate) fn warp_clock(&self, rank: u32) -> &[Cell<u32>] {
+        let start = rank as usize * WARP_SIZE as usize;
+        &self.warp_clocks[start..start + WARP_SIZE as usize]
+    }
+
+    /// Thread `rank` of this block as a thread of the launch.
+    fn launch_thread(&self, rank: u32) -> LaunchThread {
+        let (b, g) = (self.block_idx, self.grid_dim);
+        let block = b.x as u64 + g.x as u64 * (b.y as u64 + g.y as u64 * b.z as u64);
+        block * self.threads.len() as u64 + rank as u64
+    }
+
+    /// `(blockIdx, threadIdx)` of a thread of the launch.
+    fn locate(&self, thread: LaunchThread) -> (Dim3, Dim3) {
+        let (g, d) = (self.grid_dim, self.block_dim);
+        let (block, rank) = (thread / self.threads.len() as u64, thread % self.threads.len() as u64);
+        let (gx, gy) = (g.x as u64, g.y as u64);
+        let block_idx = Dim3 { x: (block % gx) as u32, y: (block / gx % gy) as u32, z: (block / (gx * gy)) as u32 };
+        let (dx, dy) = (d.x as u64, d.y as u64);
+        (block_idx, Dim3 { x: (rank % dx) as u32, y: (rank / dx % dy) as u32, z: (rank / (dx * dy)) as u32 })
     }
 
     /// Every thread has exited.
@@ -211,21 +307,40 @@ impl Hooks for BlockContext<'_> {
     }
     fn peer_shared_pointer(&self, rank: u32, address: u32, bytes: usize, align: usize) -> Result<*mut u8, SharedFault> {
         let shared = self.cluster_shared.get(rank as usize).ok_or(SharedFault::NoSuchBlock { size: self.cluster_shared.len() as u32 })?;
+        if shared.has_exited() {
+            return Err(SharedFault::ExitedBlock { rank });
+        }
         shared.pointer(address, bytes, align)
     }
+    fn note_peer_access(&self, rank: u32, address: u32, bytes: usize, write: bool) {
+        if rank != self.cluster_rank {
+            self.cluster_shared[rank as usize].note_peer_access(self.cluster_rank, self.current.get());
+        }
+        self.record_shared(rank, address, bytes, write);
+    }
     fn note_shared_access(&self, address: u32, bytes: usize, write: bool) {
-        let rank = self.current.get();
-        let check = RaceCheck { rank, warp_syncs: &self.warp_syncs };
-        if let Some(race) = self.shared.record_access(address, bytes, write, &check) {
-            let (first, second) = (self.threads[race.first as usize].index, self.threads[race.second as usize].index);
-            self.fail(CpuError::SharedMemoryRace(SharedMemoryRace {
-                kernel: self.kernel().to_owned(),
-                block: self.block_idx,
-                address: race.address,
-                kind: race.kind,
-                first,
-                second,
-            }));
+        self.record_shared(self.cluster_rank, address, bytes, write);
+    }
+    fn note_output_access(&self, base: usize, elements: usize, element_bytes: usize, index: usize, count: usize, write: bool) {
+        let Some(outputs) = self.link.outputs else { return };
+        let me = self.launch_thread(self.current.get());
+        for i in index..index.saturating_add(count) {
+            let address = base.wrapping_add(i.wrapping_mul(element_bytes));
+            if let Some(conflict) = outputs.record(base, elements, element_bytes, i, me, write) {
+                let (first_block, first_thread) = self.locate(conflict.other);
+                self.fail(CpuError::GlobalMemoryRace(GlobalMemoryRace {
+                    kernel: self.kernel().to_owned(),
+                    address,
+                    index: i,
+                    element_bytes,
+                    kind: conflict.kind,
+                    first_block,
+                    first_thread,
+                    second_block: self.block_idx,
+                    second_thread: self.thread().index,
+                }));
+                return;
+            }
         }
     }
     fn cluster_rank(&self) -> u32 {

@@ -29,10 +29,20 @@ pub enum CpuError {
     /// lanes never join.
     #[error(transparent)]
     WarpDeadlock(#[from] WarpDeadlock),
+    /// A block of a cluster exited while a peer block's thread had accessed its shared
+    /// memory with no cluster barrier between.
+    #[error(transparent)]
+    ExitedPeerAccess(#[from] ExitedPeerAccess),
+    /// Threads of a block wait at block barriers of different kinds.
+    #[error(transparent)]
+    MixedBarriers(#[from] MixedBarriers),
     /// Two threads accessed the same shared-memory word, at least one writing, with no
     /// barrier between.
     #[error(transparent)]
     SharedMemoryRace(#[from] SharedMemoryRace),
+    /// Two threads of a launch took the same element of an output, one of them to write it.
+    #[error(transparent)]
+    GlobalMemoryRace(#[from] GlobalMemoryRace),
     /// Lanes of a warp shuffled from lanes that had exited (CUDA leaves the result undefined).
     #[error(transparent)]
     ExitedLaneShuffle(#[from] ExitedLaneShuffle),
@@ -131,13 +141,16 @@ pub struct BarrierDivergence {
     pub exited: Vec<Dim3>,
 }
 
-/// A warp operation that some lanes wait in while other live lanes wait at a block barrier.
+/// A warp operation that some lanes wait in while other live lanes it names never join it:
+/// they wait at a block barrier, or in another warp operation (a different collective, or the
+/// same with another mask: audit N7). A GPU hangs there.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "kernel `{kernel}`, block {block}, warp {warp}: lanes {} wait in a warp operation (shuffle, vote, match or sync_warp) that lanes {} never join \
-     (they wait at a block barrier); call warp operations from all lanes of the warp together",
+    "kernel `{kernel}`, block {block}, warp {warp}: lanes {} wait in a warp operation (shuffle, vote, match or sync_warp) that lanes {} never join{}; \
+     a GPU hangs here: call each warp operation from all the lanes its mask names, together, with the same mask",
     ThreadList(waiting),
-    ThreadList(at_barrier)
+    if other_operation.is_empty() { ThreadList(at_barrier) } else { ThreadList(other_operation) },
+    if other_operation.is_empty() { " (they wait at a block barrier)" } else { " (they wait in a different warp operation, or in the same one with another mask)" },
 )]
 pub struct WarpDeadlock {
     /// The kernel's symbol.
@@ -146,10 +159,59 @@ pub struct WarpDeadlock {
     pub block: Dim3,
     /// The warp's index in the block.
     pub warp: u32,
-    /// `threadIdx` of the lanes waiting in the warp operation.
+    /// `threadIdx` of the lanes waiting in the (first) warp operation.
     pub waiting: Vec<Dim3>,
     /// `threadIdx` of the lanes waiting at a block barrier instead.
     pub at_barrier: Vec<Dim3>,
+    /// `threadIdx` of the lanes waiting in another warp operation, or in the same with
+    /// another mask, than the lanes of `waiting`.
+    pub other_operation: Vec<Dim3>,
+}
+
+/// A block of a cluster whose threads all exited while a thread of a peer block had accessed
+/// its shared memory (`cluster::peer_get`) since the last cluster barrier: nothing kept the
+/// block alive until that access, so on a GPU it may come after the exit, and the kernel
+/// faults (audit N6).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "kernel `{kernel}`: block {block} exited while thread {reader} of block {reader_block} used its shared memory with no cluster \
+     barrier between: a block's shared memory is gone once all its threads return (a GPU faults). Put a cluster::sync() after the \
+     last peer access, before any block of the cluster returns"
+)]
+pub struct ExitedPeerAccess {
+    /// The kernel's symbol.
+    pub kernel: String,
+    /// `blockIdx` of the block that exited.
+    pub block: Dim3,
+    /// `blockIdx` of the block whose thread accessed its memory.
+    pub reader_block: Dim3,
+    /// `threadIdx` of that thread.
+    pub reader: Dim3,
+}
+
+/// Threads of a block that wait at block barriers of different kinds (`sync_threads` and
+/// `sync_threads_count`, `_and` or `_or`): different PTX instructions on one hardware
+/// barrier, whose outcome PTX leaves unpredictable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "kernel `{kernel}`, block {block}: threads {} wait at `{first_kind}` while threads {} wait at `{second_kind}`; \
+     PTX leaves mixing barrier kinds unpredictable: make every thread of the block call the same barrier function",
+    ThreadList(first),
+    ThreadList(second)
+)]
+pub struct MixedBarriers {
+    /// The kernel's symbol.
+    pub kernel: String,
+    /// The block.
+    pub block: Dim3,
+    /// The barrier function the first thread waits at.
+    pub first_kind: &'static str,
+    /// `threadIdx` of the threads waiting there.
+    pub first: Vec<Dim3>,
+    /// Another barrier function other threads wait at.
+    pub second_kind: &'static str,
+    /// `threadIdx` of the threads waiting there.
+    pub second: Vec<Dim3>,
 }
 
 /// The order of the two accesses of a data race.
@@ -173,17 +235,20 @@ impl fmt::Display for RaceKind {
     }
 }
 
-/// Two unsynchronised accesses to one shared-memory word.
+/// Two unsynchronised accesses to one shared-memory word (of a block, by its own threads or,
+/// through distributed shared memory, by threads of another block of its cluster).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "kernel `{kernel}`, block {block}: data race on shared memory at address {address:#x}: thread {first} {kind} thread {second} {} it \
-     with no barrier between; put a sync_threads (or sync_warp, within one warp) between the two accesses",
+    "kernel `{kernel}`, block {block}: data race on shared memory at address {address:#x}: thread {first}{} {kind} thread {second}{} {} it \
+     with no barrier between; put a sync_threads (or sync_warp, within one warp; cluster::sync between blocks of a cluster) between the two accesses",
+    PeerBlock(*first_block, *block),
+    PeerBlock(*second_block, *block),
     if matches!(kind, RaceKind::ReadAfterWrite) { "read" } else { "wrote" }
 )]
 pub struct SharedMemoryRace {
     /// The kernel's symbol.
     pub kernel: String,
-    /// The block.
+    /// The block whose shared memory it is.
     pub block: Dim3,
     /// The shared-memory address (of the 4-byte word) both threads accessed.
     pub address: u32,
@@ -191,8 +256,55 @@ pub struct SharedMemoryRace {
     pub kind: RaceKind,
     /// `threadIdx` of the thread that accessed it first.
     pub first: Dim3,
+    /// `blockIdx` of that thread (`block`, unless it reached the memory from a peer block).
+    pub first_block: Dim3,
     /// `threadIdx` of the thread whose access revealed the race.
     pub second: Dim3,
+    /// `blockIdx` of that thread.
+    pub second_block: Dim3,
+}
+
+/// " of block B" when a thread's block is not the memory's.
+struct PeerBlock(Dim3, Dim3);
+
+impl fmt::Display for PeerBlock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0 != self.1 { write!(f, " of block {}", self.0) } else { Ok(()) }
+    }
+}
+
+/// Two threads of one launch that took the same element of a kernel output (a
+/// `DisjointSlice` or another output type), one of them to write it. An output element
+/// belongs to one thread for the whole launch: barriers do not make a second thread's access
+/// valid, since the element is handed out as a `&mut` (the compiler may keep its value in a
+/// register across them).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "kernel `{kernel}`: data race on an output element: block {first_block} thread {first_thread} {kind} block {second_block} thread \
+     {second_thread} {} it (the {element_bytes}-byte element at {address:#x}, element {index} of the output it was reached through); \
+     an output element belongs to one thread for the whole launch, even across barriers: give each thread its own elements \
+     (`unique_index`, `grid_stride`), or hand values between threads through an `AtomicSlice` or shared memory",
+    if matches!(kind, RaceKind::ReadAfterWrite) { "read" } else { "wrote" }
+)]
+pub struct GlobalMemoryRace {
+    /// The kernel's symbol.
+    pub kernel: String,
+    /// The host address of the element.
+    pub address: usize,
+    /// The element's index in the output (the view) whose method the second access used.
+    pub index: usize,
+    /// Bytes of one element.
+    pub element_bytes: usize,
+    /// Which accesses conflict.
+    pub kind: RaceKind,
+    /// `blockIdx` of the thread that took the element first.
+    pub first_block: Dim3,
+    /// `threadIdx` of the thread that took the element first.
+    pub first_thread: Dim3,
+    /// `blockIdx` of the thread whose access revealed the race.
+    pub second_block: Dim3,
+    /// `threadIdx` of the thread whose access revealed the race.
+    pub second_thread: Dim3,
 }
 
 /// A list of thread indices, cut after a few.

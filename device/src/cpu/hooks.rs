@@ -24,6 +24,18 @@ pub(crate) enum BarrierKind {
     Or,
 }
 
+impl BarrierKind {
+    /// The device library's function that waits at this barrier.
+    pub(crate) fn function(self) -> &'static str {
+        match self {
+            BarrierKind::Plain => "sync_threads",
+            BarrierKind::Count => "sync_threads_count",
+            BarrierKind::And => "sync_threads_and",
+            BarrierKind::Or => "sync_threads_or",
+        }
+    }
+}
+
 /// A warp collective a lane waits in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum WarpOp {
@@ -53,6 +65,11 @@ pub(crate) enum SharedFault {
     NoSuchBlock { size: u32 },
     /// `shared_array!`s need `needed` bytes of static shared memory, over `limit`.
     StaticLimit { needed: usize, limit: usize },
+    /// The cluster's block `rank` has exited: its shared memory is gone (audit N6).
+    ExitedBlock { rank: u32 },
+    /// A `shared_array!` site first reached with `first_bytes` bytes aligned to
+    /// `first_align`, now with others.
+    SiteMismatch { first_bytes: usize, first_align: usize },
 }
 
 /// The running block's shared memory as plain data, so that a shared load or store needs no
@@ -117,6 +134,13 @@ pub(crate) trait Hooks {
     fn peer_shared_pointer(&self, rank: u32, address: u32, bytes: usize, align: usize) -> Result<*mut u8, SharedFault>;
     /// Records a plain access of this block's shared memory for the race detector.
     fn note_shared_access(&self, address: u32, bytes: usize, write: bool);
+    /// Records a plain access of the shared memory of the cluster's block `rank` (distributed
+    /// shared memory) for the race detector.
+    fn note_peer_access(&self, rank: u32, address: u32, bytes: usize, write: bool);
+    /// Records that the running thread takes elements `index..index + count` (of
+    /// `element_bytes` bytes each) of the kernel output of `elements` elements at `base`, to write them or only to
+    /// read them, for the race detector of global memory.
+    fn note_output_access(&self, base: usize, elements: usize, element_bytes: usize, index: usize, count: usize, write: bool);
     /// `%cluster_ctarank`.
     fn cluster_rank(&self) -> u32;
     /// `%cluster_nctarank`.
@@ -202,6 +226,17 @@ fn shared_fault(fault: SharedFault, address: u32, bytes: usize, align: usize) ->
             panic!("shared memory access out of bounds: {bytes} bytes at address {address:#x}, but this block has {end} bytes of shared memory")
         }
         SharedFault::NoSuchBlock { size } => panic!("cluster block rank out of range: the cluster has {size} blocks"),
+        SharedFault::ExitedBlock { rank } => panic!(
+            "distributed shared memory of cluster block {rank}, which has exited: a block's shared memory is gone once all its threads \
+             have returned (a GPU faults). Keep the block alive until its peers are done with its memory: put a cluster::sync() after \
+             the last peer access, before any block returns"
+        ),
+        SharedFault::SiteMismatch { first_bytes, first_align } => panic!(
+            "a shared_array! site reached with {bytes} bytes aligned to {align}, where it was first reached with {first_bytes} bytes \
+             aligned to {first_align}: one site is one array per block (as on the GPU). A generic function's shared_array! whose \
+             element type or length depends on a type parameter has one array for every instance: give each instance its own \
+             site, or make the array's type independent of the parameter"
+        ),
         SharedFault::StaticLimit { needed, limit } => panic!(
             "this kernel's shared_array!s need {needed} bytes per block, more than CUDA's static limit of {limit}; \
              use dynamic shared memory (`dynamic_shared`) for more"
@@ -258,7 +293,11 @@ pub(crate) fn warp_match_any(value: u64) -> u32 {
 /// The shared-memory address of the `shared_array!` at `site` in the running block.
 #[track_caller]
 pub fn static_shared(site: u64, bytes: usize, align: usize) -> u32 {
-    running("shared_array!").static_shared(site, bytes, align).unwrap_or_else(|fault| shared_fault(fault, 0, bytes, align))
+    match running("shared_array!").static_shared(site, bytes, align) {
+        Ok(address) => address,
+        // Not in a closure: the panic names the kernel's line (`track_caller`).
+        Err(fault) => shared_fault(fault, 0, bytes, align),
+    }
 }
 /// `(address, bytes)` of the running block's dynamic shared memory.
 #[track_caller]
@@ -375,6 +414,28 @@ pub(crate) unsafe fn shared_fetch_add<T: Copy + core::ops::Add<Output = T>>(addr
     unsafe { atomic_update(pointer, |old| old + value) }
 }
 
+/// Records that the running GPU thread takes elements `index..index + count` of the kernel
+/// output of `elements` elements that starts at `base` (a `DisjointSlice` or another output
+/// type, or a view of one), to write them
+/// (`write`; also for a `&mut` that is only read) or only to read them. On the CPU executor
+/// with race detection, a thread taking an element that another thread of the launch has
+/// taken, one of the two to write it, ends the launch with a
+/// [`GlobalMemoryRace`](super::GlobalMemoryRace).
+///
+/// The output types call it from every method that hands out an element or a pointer into
+/// the output; atomic accesses are not recorded (they never race). Outside a kernel it does
+/// nothing.
+#[inline]
+pub fn note_output_access<T>(base: *const T, elements: usize, index: usize, count: usize, write: bool) {
+    if let Some(current) = CURRENT.with(|c| c.get())
+        && current.shared.recorded
+    {
+        // SAFETY: as in `running_shared`: set by `enter` on this OS thread for as long as the
+        // hooks live.
+        unsafe { current.hooks.as_ref() }.note_output_access(base as usize, elements, core::mem::size_of::<T>(), index, count, write);
+    }
+}
+
 /// `%cluster_ctarank`.
 #[track_caller]
 pub(crate) fn cluster_block_rank() -> u32 {
@@ -391,7 +452,8 @@ pub(crate) fn cluster_sync() {
     running("cluster::sync").cluster_barrier()
 }
 /// A pointer to `size_of::<T>()` bytes at `address` in the shared memory of cluster block
-/// `rank` (bounds and alignment checked; not recorded by the race detector), for the CPU
+/// `rank` (bounds and alignment checked, refused if that block has exited; not recorded by the
+/// race detector), for the CPU
 /// bodies of the Hopper instructions that reach a peer block (multicast TMA, remote arrive).
 #[track_caller]
 pub(crate) fn cluster_peer_pointer<T>(rank: u32, address: u32) -> *mut T {
@@ -402,14 +464,16 @@ pub(crate) fn cluster_peer_pointer<T>(rank: u32, address: u32) -> *mut T {
     }
 }
 
-/// `ld.shared::cluster` of a `u32` at `address` in block `rank` of the cluster (not recorded
-/// by the race detector, which watches one block's accesses).
+/// `ld.shared::cluster` of a `u32` at `address` in block `rank` of the cluster: refused if
+/// that block has exited (a GPU faults), recorded by the race detector.
 #[track_caller]
 pub(crate) fn cluster_peer_load_u32(address: u32, rank: u32) -> u32 {
-    let pointer = match running("cluster::peer_get").peer_shared_pointer(rank, address, 4, 4) {
+    let hooks = running("cluster::peer_get");
+    let pointer = match hooks.peer_shared_pointer(rank, address, 4, 4) {
         Ok(pointer) => pointer.cast::<u32>(),
         Err(fault) => shared_fault(fault, address, 4, 4),
     };
+    hooks.note_peer_access(rank, address, 4, false);
     // SAFETY: in bounds and aligned (checked by `peer_shared_pointer`); the peer block runs on
     // this OS thread, not concurrently.
     unsafe { pointer.read_volatile() }

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::block::{BlockContext, LaunchLink};
 use super::error::{CpuError, StuckThread, Watchdog};
+use super::global_memory::OutputShadow;
 use super::scheduler::{self, Stopped};
 use super::shared_memory::SharedMemory;
 use super::watchdog::{self, Finished, WorkerStatus};
@@ -30,6 +31,8 @@ pub(crate) struct Launch<'a> {
     first_error: Mutex<Option<(u64, CpuError)>>,
     /// Threads stopped by the watchdog, from every worker.
     stopped: Mutex<Vec<StuckThread>>,
+    /// Who took which output element, for the race detector.
+    outputs: OutputShadow,
 }
 
 impl<'a> Launch<'a> {
@@ -44,6 +47,7 @@ impl<'a> Launch<'a> {
             stop: AtomicBool::new(false),
             first_error: Mutex::new(None),
             stopped: Mutex::new(Vec::new()),
+            outputs: OutputShadow::new(),
         }
     }
 
@@ -103,7 +107,8 @@ impl<'a> Launch<'a> {
         let cluster_blocks = (cluster.x * cluster.y * cluster.z) as usize;
         let count = clusters.x as u64 * clusters.y as u64 * clusters.z as u64;
         let shared = SharedMemory::group(cluster_blocks, config.shared_bytes, executor.race_detection);
-        let link = LaunchLink { kernel: self.kernel, stop: &self.stop, status, stack_size: executor.stack_size };
+        let outputs = executor.race_detection.then_some(&self.outputs);
+        let link = LaunchLink { kernel: self.kernel, stop: &self.stop, status, stack_size: executor.stack_size, outputs };
         while !self.abort.load(Ordering::Relaxed) && !self.stop.load(Ordering::Relaxed) {
             let linear = self.next_cluster.fetch_add(1, Ordering::Relaxed);
             if linear >= count {
@@ -120,7 +125,7 @@ impl<'a> Launch<'a> {
                     let block_idx =
                         Dim3 { x: origin.x + rank % cluster.x, y: origin.y + rank / cluster.x % cluster.y, z: origin.z + rank / (cluster.x * cluster.y) };
                     shared[rank as usize].begin_block();
-                    BlockContext::new(link, block_idx, block_dim, grid, &shared, rank)
+                    BlockContext::new(link, block_idx, block_dim, grid, &shared, rank, cluster)
                 })
                 .collect();
             match scheduler::run_cluster(&blocks, self.body, &mut stacks) {

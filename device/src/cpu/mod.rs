@@ -27,14 +27,30 @@
 //! - Each block gets its shared memory filled with [`SHARED_POISON_BYTE`], so reading shared
 //!   memory before writing it shows (NaN, `u32::MAX`), and nothing leaks from one block to the
 //!   next.
-//! - Errors instead of hangs or silent corruption: a panic is reported with its kernel, file,
-//!   line, column, block and thread ([`KernelPanic`]); a barrier that exited threads never
-//!   reach ([`BarrierDivergence`]) or a warp operation that lanes never join ([`WarpDeadlock`])
-//!   ends the launch; two threads touching the same shared word between two barriers, one of
-//!   them writing, is a [`SharedMemoryRace`] (the last writer and reader of each word are kept,
-//!   so most missing-barrier bugs are caught, not every one).
+//! - Errors instead of hangs or silent corruption (the executor is a sanitizer; what each
+//!   check guarantees and its limits: docs/kernel-model.md, "The CPU executor as a
+//!   sanitizer"): a panic is reported with its kernel, file, line, column, block and thread
+//!   ([`KernelPanic`]); a barrier that exited threads never reach ([`BarrierDivergence`]),
+//!   threads at different kinds of barrier ([`MixedBarriers`]), or a warp operation that lanes
+//!   of its mask never join, because they wait elsewhere or in another collective or with
+//!   another mask ([`WarpDeadlock`]), ends the launch.
+//! - Data races ([`with_race_detection`](CpuExecutor::with_race_detection), on by default):
+//!   two threads taking one element of an output (a `DisjointSlice`, through its safe or its
+//!   `unsafe` element methods), one of them to write, at any time in the launch, barriers or
+//!   not, is a [`GlobalMemoryRace`]; two accesses of one shared-memory word, one a write, that
+//!   no block barrier, common `sync_warp` group or (for a peer block's `cluster::peer_get`)
+//!   cluster barrier orders, is a [`SharedMemoryRace`] (FastTrack: the last write and every
+//!   unordered read are kept).
 //! - A shuffle that reads a lane which has exited is an [`ExitedLaneShuffle`] error (CUDA
-//!   leaves the value undefined); exited lanes named in a mask are fine, as in CUDA.
+//!   leaves the value undefined); exited lanes named in a mask are fine, as in CUDA. Reading
+//!   the shared memory of a cluster block that has exited panics, and a block exiting after a
+//!   peer read it with no cluster barrier between is an [`ExitedPeerAccess`].
+//! - When a thread fails, the other threads of its block (and cluster) are abandoned where
+//!   they wait, as a GPU's trap ends them: none of their code runs again (no destructors, so
+//!   a panicking one cannot abort the process), and their stacks are leaked, not reused (up
+//!   to 16384 per process; past that they are unwound).
+//! - A `shared_array!` site is one array per expansion of the macro; reaching one with another
+//!   size or alignment (a generic helper's array) panics.
 //! - Each GPU thread has a lazily mapped stack of [`DEFAULT_STACK_SIZE`] (16 MiB) with a guard
 //!   region below it; an overflow prints the kernel, block and thread and how to raise the
 //!   stack ([`CpuExecutor::with_stack_size`]), then aborts the process (a signal handler
@@ -48,7 +64,7 @@
 //! block implements, registered per OS thread); `launch.rs` runs workers over the grid,
 //! `scheduler.rs` runs one cluster's threads as coroutines, `block.rs` holds a block's
 //! state, `warp_ops.rs` and `barriers.rs` complete collectives, `shared_memory.rs` is the
-//! arena and race detector, `stack.rs` the stacks and the overflow handler, `watchdog.rs` the
+//! arena and its race detector, `global_memory.rs` the race detector of output elements, `stack.rs` the stacks and the overflow handler, `watchdog.rs` the
 //! watchdog, `error.rs` the reports.
 //!
 //! What differs from a GPU: floating-point results may differ in the last bits (no fused
@@ -62,6 +78,7 @@ mod args;
 mod barriers;
 mod block;
 mod error;
+mod global_memory;
 #[doc(hidden)]
 pub mod hooks;
 mod launch;
@@ -77,7 +94,10 @@ mod watchdog;
 use std::sync::Mutex;
 use std::time::Duration;
 
-pub use error::{BarrierDivergence, CpuError, ExitedLaneShuffle, RaceKind, SharedMemoryRace, StuckThread, ThreadActivity, WarpDeadlock, Watchdog};
+pub use error::{
+    BarrierDivergence, CpuError, ExitedLaneShuffle, ExitedPeerAccess, GlobalMemoryRace, MixedBarriers, RaceKind, SharedMemoryRace, StuckThread, ThreadActivity,
+    WarpDeadlock, Watchdog,
+};
 /// The same report type as a GPU panic's (`ferrocuda_types::KernelPanic`).
 pub use ferrocuda_types::KernelPanic;
 pub use ferrocuda_types::LaunchConfig;
@@ -133,8 +153,8 @@ impl std::fmt::Debug for CpuExecutor {
 }
 
 impl CpuExecutor {
-    /// An executor running blocks in parallel on one worker per available core, with
-    /// shared-memory race detection.
+    /// An executor running blocks in parallel on one worker per available core, with race
+    /// detection.
     pub fn new() -> Self {
         let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
         CpuExecutor { workers, stack_size: DEFAULT_STACK_SIZE, race_detection: true, watchdog: None, pools: Mutex::new(Vec::new()) }
@@ -168,8 +188,9 @@ impl CpuExecutor {
         self
     }
 
-    /// The same executor with shared-memory race detection on or off (on by default; off saves
-    /// a shadow-word update per shared access).
+    /// The same executor with race detection on or off (on by default): of shared memory
+    /// ([`SharedMemoryRace`]) and of output elements ([`GlobalMemoryRace`]). Off saves a
+    /// shadow update per shared access and per output element handed out.
     #[must_use]
     pub fn with_race_detection(mut self, on: bool) -> Self {
         self.race_detection = on;

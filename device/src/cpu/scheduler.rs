@@ -44,6 +44,10 @@ impl BlockContext<'_> {
         stack::set_running(None);
         if finished {
             slot.state.set(ThreadState::Exited);
+            self.exited.set(self.exited.get() + 1);
+            if self.exited.get() as usize == self.threads.len() {
+                self.block_exited();
+            }
             let done = coroutines[rank as usize].take().expect("the coroutine just ran");
             stacks.give(done.into_stack());
         }
@@ -60,8 +64,8 @@ impl BlockContext<'_> {
             }
         };
         // SAFETY: the coroutine borrows `self` and `kernel`; `run_cluster` drives every
-        // coroutine it starts to completion (the final unwinding loop) before it returns, so
-        // the borrows outlive the coroutine.
+        // coroutine it starts to completion or abandons it (`abandon`: never resumed again)
+        // before it returns, so the borrows outlive every use the coroutine makes of them.
         unsafe { Coroutine::with_stack_unchecked(stack, body) }
     }
 
@@ -100,6 +104,39 @@ impl BlockContext<'_> {
             })
             .collect()
     }
+}
+
+/// Ends a thread of a failed block without running any more of its code, or returns it to be
+/// unwound when the process has leaked `stack::LEAK_BUDGET` stacks already.
+///
+/// Unwinding it (as this executor used to) runs the destructors of the values on its stack,
+/// and a destructor that panics during that unwinding aborts the whole process, losing the
+/// report of the first error (audit N13). A GPU does not unwind either: a trap ends the
+/// kernel. So a started coroutine is marked finished without unwinding (`force_reset`), and
+/// its stack is leaked, not reused: the values on it were never dropped, and one that is
+/// pinned may be referenced from elsewhere until its destructor runs (`Pin`'s guarantee), so
+/// its memory must stay valid. The cost is the stack's touched pages (measured: 4 KiB per
+/// abandoned thread, 4 MiB per failed block of 1024) and one memory mapping; the destructors
+/// of its values never run (a `Vec` on it leaks, a lock guard on it keeps its lock). Past the
+/// budget (16384 stacks, a quarter of Linux's default limit on mappings), threads are unwound
+/// as before, and only there a panicking destructor still aborts. A thread that never
+/// started only drops its start closure, and its stack goes back to the pool.
+fn abandon(mut coroutine: ThreadCoroutine, stacks: &mut StackPool) -> Option<ThreadCoroutine> {
+    if !coroutine.started() {
+        // Not started: this only drops the start closure (a few references).
+        coroutine.force_unwind();
+        stacks.give(coroutine.into_stack());
+        return None;
+    }
+    if !stack::take_leak_permit() {
+        return Some(coroutine);
+    }
+    // SAFETY: the coroutine never runs again, and nothing of its stack is dropped or reused:
+    // the stack is leaked below, so every value on it stays where it is (a leak, which safe
+    // Rust allows).
+    unsafe { coroutine.force_reset() };
+    stack::leak(coroutine.into_stack());
+    None
 }
 
 /// How a cluster's run ended without finishing.
@@ -152,6 +189,9 @@ pub(crate) fn run_cluster(blocks: &[BlockContext<'_>], kernel: &(dyn Fn() + Sync
             break;
         }
         if blocks.iter().all(BlockContext::all_at_cluster_barrier) {
+            if let Some(first) = blocks.first() {
+                first.shared.next_cluster_epoch();
+            }
             for (b, block) in blocks.iter().enumerate() {
                 block.threads.iter().for_each(|t| t.reply.set(0));
                 block.shared.next_epoch();
@@ -175,12 +215,15 @@ pub(crate) fn run_cluster(blocks: &[BlockContext<'_>], kernel: &(dyn Fn() + Sync
             block.cancelled.set(true);
         }
     }
-    // Unwind the threads that are still suspended (after an error), so that every coroutine
-    // has finished before the borrows it holds end.
+    // Threads still suspended (after an error, or stopped by the watchdog) are abandoned
+    // where they wait, as a GPU's trap ends them: no code of theirs runs again.
     for (b, block) in blocks.iter().enumerate() {
         let _current = block.enter();
         for rank in 0..block.threads.len() {
-            if coroutines[b][rank].is_some() {
+            if let Some(coroutine) = coroutines[b][rank].take()
+                && let Some(unwind) = abandon(coroutine, stacks)
+            {
+                coroutines[b][rank] = Some(unwind);
                 block.resume(rank as u32, &mut coroutines[b], kernel, stacks);
             }
         }

@@ -25,34 +25,103 @@ pub const STATIC_SHARED_LIMIT: usize = 48 * 1024;
 #[derive(Clone, Copy)]
 struct Chunk([u8; 16]);
 
-/// The last write and the last read of one 4-byte word: who, in which barrier epoch, after
-/// how many `sync_warp`s of its warp.
+/// What the race detector keeps of one 4-byte word: its last write, and the reads since then
+/// that no later read is known to be ordered after (one, or a set of them: audit N8 found
+/// that keeping only the last reader misses a broadcast-then-update race).
 #[derive(Clone, Copy, Default)]
 struct Shadow {
     writer: Access,
+    /// The one read since the last write (when `readers` holds no reads).
     reader: Access,
+    /// 0, or 1 + the index of this word's set of reads in `SharedMemory::reader_sets`.
+    readers: u32,
 }
 
-#[derive(Clone, Copy, Default)]
+/// One access: who (a thread of the cluster), in which epochs, at which of its own warp-sync
+/// clock ticks.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
 struct Access {
-    /// Rank + 1 (0: none).
+    /// `cluster rank * 1024 + rank + 1` of the accessing thread (0: none).
     thread: u32,
+    /// The accessing thread's block's barrier epoch.
     epoch: u32,
-    warp_syncs: u32,
+    /// The cluster barrier epoch (orders the accesses of different blocks).
+    cluster_epoch: u32,
+    /// The thread's own component of its warp clock when it accessed.
+    clock: u32,
+}
+
+/// Threads per block, in an access's thread number.
+const BLOCK_THREADS: u32 = 1024;
+
+impl Access {
+    fn block(self) -> u32 {
+        (self.thread - 1) / BLOCK_THREADS
+    }
+    fn rank(self) -> u32 {
+        (self.thread - 1) % BLOCK_THREADS
+    }
+}
+
+/// The reads of one word since its last write by threads that do not order each other.
+#[derive(Default)]
+struct ReaderSet {
+    /// Each read (a thread's repeated reads in one run are one entry).
+    reads: Vec<Access>,
+    /// Prune the reads ordered before a new one when there are more than this.
+    prune_at: usize,
 }
 
 /// What the race check needs to know about the accessing thread.
 pub(crate) struct RaceCheck<'a> {
+    /// Its block's rank in the cluster.
+    pub(crate) block: u32,
+    /// Its rank in its block.
     pub(crate) rank: u32,
-    pub(crate) warp_syncs: &'a [Cell<u32>],
+    /// Its block's barrier epoch and the cluster's (`SharedMemory::epochs` of its block).
+    pub(crate) epochs: (u32, u32),
+    /// The thread's warp clock: entry `l` is the last tick of lane `l` of its warp that is
+    /// ordered before this thread's next access by completed `sync_warp`s (its own entry is
+    /// its own clock).
+    pub(crate) clock: &'a [Cell<u32>],
+}
+
+impl RaceCheck<'_> {
+    fn now(&self) -> Access {
+        Access {
+            thread: self.block * BLOCK_THREADS + self.rank + 1,
+            epoch: self.epochs.0,
+            cluster_epoch: self.epochs.1,
+            clock: self.clock[(self.rank % ferrocuda_types::WARP_SIZE) as usize].get(),
+        }
+    }
+
+    /// Whether the earlier access `before` is ordered before this thread's access: it is
+    /// none, or by this thread; by a thread of this block with a block barrier between (an
+    /// earlier epoch), or by a lane of this warp that a completed `sync_warp` with this
+    /// thread ordered before it (warp clocks); or by a thread of another block of the
+    /// cluster with a cluster barrier between.
+    fn ordered_after(&self, before: Access) -> bool {
+        let now = self.now();
+        let warp = ferrocuda_types::WARP_SIZE;
+        if before.thread == 0 || before.thread == now.thread {
+            return true;
+        }
+        if before.block() != self.block {
+            return before.cluster_epoch != now.cluster_epoch;
+        }
+        before.epoch != now.epoch || (before.rank() / warp == self.rank / warp && before.clock <= self.clock[(before.rank() % warp) as usize].get())
+    }
 }
 
 /// A detected race: two accesses to `address` by different threads with no barrier between.
 pub(crate) struct Race {
     pub(crate) address: u32,
     pub(crate) kind: RaceKind,
-    pub(crate) first: u32,
-    pub(crate) second: u32,
+    /// `(cluster rank, rank)` of the thread of the earlier access.
+    pub(crate) first: (u32, u32),
+    /// `(cluster rank, rank)` of the thread whose access revealed the race.
+    pub(crate) second: (u32, u32),
 }
 
 /// Where each array lives: shared by the arenas of one worker's cluster.
@@ -60,17 +129,28 @@ struct Layout {
     dynamic_bytes: u32,
     /// End of the memory handed out so far (dynamic + static sites).
     end: Cell<u32>,
-    /// `(site, address)` of each `shared_array!` site reached.
-    sites: RefCell<Vec<(u64, u32)>>,
+    /// `(site, address, bytes, align)` of each `shared_array!` site reached.
+    sites: RefCell<Vec<(u64, u32, usize, usize)>>,
+    /// Cluster barrier epoch: advanced at every cluster barrier and every block start, so
+    /// that accesses by different blocks are ordered only by a cluster barrier between them.
+    cluster_epoch: Cell<u32>,
 }
 
 pub(crate) struct SharedMemory {
     arena: UnsafeCell<Box<[Chunk]>>,
     layout: Rc<Layout>,
     shadow: Option<Box<[Cell<Shadow>]>>,
+    /// The sets of readers of words read by several unordered threads in one epoch.
+    reader_sets: RefCell<Vec<ReaderSet>>,
     /// Barrier epoch: advanced at every barrier and every block start, so that shadow entries
     /// of earlier epochs (or blocks) never match.
     epoch: Cell<u32>,
+    /// Every thread of the block running in this arena has exited (its distributed shared
+    /// memory may no longer be accessed).
+    exited: Cell<bool>,
+    /// The last access by a thread of another block: `(cluster epoch, its block's cluster
+    /// rank, its rank)`.
+    peer_access: Cell<Option<(u32, u32, u32)>>,
 }
 
 impl SharedMemory {
@@ -79,13 +159,16 @@ impl SharedMemory {
     pub(crate) fn group(count: usize, dynamic_bytes: u32, race_detection: bool) -> Vec<Self> {
         let dynamic = (dynamic_bytes as usize).next_multiple_of(16);
         let bytes = dynamic + STATIC_SHARED_LIMIT;
-        let layout = Rc::new(Layout { dynamic_bytes, end: Cell::new(dynamic as u32), sites: RefCell::new(Vec::new()) });
+        let layout = Rc::new(Layout { dynamic_bytes, end: Cell::new(dynamic as u32), sites: RefCell::new(Vec::new()), cluster_epoch: Cell::new(0) });
         (0..count)
             .map(|_| SharedMemory {
                 arena: UnsafeCell::new(vec![Chunk([SHARED_POISON_BYTE; 16]); bytes / 16].into_boxed_slice()),
                 layout: layout.clone(),
                 shadow: race_detection.then(|| (0..bytes / 4).map(|_| Cell::new(Shadow::default())).collect()),
+                reader_sets: RefCell::new(Vec::new()),
                 epoch: Cell::new(0),
+                exited: Cell::new(false),
+                peer_access: Cell::new(None),
             })
             .collect()
     }
@@ -100,6 +183,9 @@ impl SharedMemory {
             *chunk = Chunk([SHARED_POISON_BYTE; 16]);
         }
         self.next_epoch();
+        self.next_cluster_epoch();
+        self.exited.set(false);
+        self.peer_access.set(None);
     }
 
     /// A barrier opened: accesses after it are ordered after those before it.
@@ -107,15 +193,51 @@ impl SharedMemory {
         self.epoch.set(self.epoch.get().wrapping_add(1));
     }
 
+    /// A cluster barrier opened (call once per cluster barrier; with `next_epoch` for each
+    /// block): accesses of every block after it are ordered after all those before it.
+    pub(crate) fn next_cluster_epoch(&self) {
+        let epoch = &self.layout.cluster_epoch;
+        epoch.set(epoch.get().wrapping_add(1));
+    }
+
+    /// This block's barrier epoch and the cluster's, for a `RaceCheck` of its threads.
+    pub(crate) fn epochs(&self) -> (u32, u32) {
+        (self.epoch.get(), self.layout.cluster_epoch.get())
+    }
+
+    /// Every thread of the block has exited. Returns the last access by another block's
+    /// thread (`(cluster rank, rank)`) if it was since the last cluster barrier: nothing
+    /// ordered it before this exit, so on a GPU it may come after it (audit N6).
+    pub(crate) fn mark_exited(&self) -> Option<(u32, u32)> {
+        self.exited.set(true);
+        let cluster_epoch = self.layout.cluster_epoch.get();
+        self.peer_access.get().filter(|&(epoch, ..)| epoch == cluster_epoch).map(|(_, block, rank)| (block, rank))
+    }
+
+    /// Thread `rank` of the cluster's block `block` accesses this (another block's) memory.
+    pub(crate) fn note_peer_access(&self, block: u32, rank: u32) {
+        self.peer_access.set(Some((self.layout.cluster_epoch.get(), block, rank)));
+    }
+
+    /// Whether every thread of the block has exited.
+    pub(crate) fn has_exited(&self) -> bool {
+        self.exited.get()
+    }
+
     pub(crate) fn dynamic_bytes(&self) -> u32 {
         self.layout.dynamic_bytes
     }
 
-    /// The address of the `shared_array!` at `site`, handed out on first use.
+    /// The address of the `shared_array!` at `site`, handed out on first use. A site reached
+    /// again with another size or alignment is an error (a generic function's array, whose
+    /// type depends on its instance: one site has one array, as on the GPU).
     pub(crate) fn static_array(&self, site: u64, bytes: usize, align: usize) -> Result<u32, SharedFault> {
         let layout = &self.layout;
         let mut sites = layout.sites.borrow_mut();
-        if let Some(&(_, address)) = sites.iter().find(|(s, _)| *s == site) {
+        if let Some(&(_, address, first_bytes, first_align)) = sites.iter().find(|(s, ..)| *s == site) {
+            if (first_bytes, first_align) != (bytes, align) {
+                return Err(SharedFault::SiteMismatch { first_bytes, first_align });
+            }
             return Ok(address);
         }
         let start = (layout.end.get() as usize).next_multiple_of(align.max(4));
@@ -124,7 +246,7 @@ impl SharedMemory {
             return Err(SharedFault::StaticLimit { needed: static_used, limit: STATIC_SHARED_LIMIT });
         }
         layout.end.set((start + bytes) as u32);
-        sites.push((site, start as u32));
+        sites.push((site, start as u32, bytes, align));
         Ok(start as u32)
     }
 
@@ -153,38 +275,74 @@ impl SharedMemory {
         SharedWindow { base, end: &self.layout.end, recorded: self.shadow.is_some() }
     }
 
-    /// Records an access of `bytes` at `address`, returning the first race it reveals.
+    /// Records an access of `bytes` at `address` by the thread `check` describes (of this
+    /// block, or of another block of the cluster through distributed shared memory),
+    /// returning the first race it reveals.
+    ///
+    /// FastTrack's scheme: a write must be ordered after the word's last write and after
+    /// every read of it since; a read after its last write (see `RaceCheck::ordered_after`
+    /// for what orders two accesses). The read state is one read while each read is ordered
+    /// after the one before (a later write ordered after the last is then ordered after all),
+    /// else the set of reads, from which the reads ordered before a newer one are pruned.
     #[inline]
     pub(crate) fn record_access(&self, address: u32, bytes: usize, write: bool, check: &RaceCheck<'_>) -> Option<Race> {
         let shadow = self.shadow.as_ref()?;
-        let epoch = self.epoch.get();
-        let warp = check.rank / ferrocuda_types::WARP_SIZE;
-        let now = Access { thread: check.rank + 1, epoch, warp_syncs: check.warp_syncs[warp as usize].get() };
-        // Is the earlier access `before` unordered with the current one?
-        let unordered = |before: Access| {
-            before.thread != 0
-                && before.thread != now.thread
-                && before.epoch == epoch
-                && !((before.thread - 1) / ferrocuda_types::WARP_SIZE == warp && now.warp_syncs > before.warp_syncs)
-        };
+        let now = check.now();
         let mut race = None;
         for word in address / 4..(address + bytes as u32).div_ceil(4) {
             let cell = &shadow[word as usize];
             let mut entry = cell.get();
-            let conflict = if unordered(entry.writer) {
-                Some((if write { RaceKind::WriteAfterWrite } else { RaceKind::ReadAfterWrite }, entry.writer))
-            } else if write && unordered(entry.reader) {
-                Some((RaceKind::WriteAfterRead, entry.reader))
-            } else {
-                None
+            let mut found = |kind, before: Access| {
+                if race.is_none() {
+                    race = Some(Race { address: word * 4, kind, first: (before.block(), before.rank()), second: (check.block, check.rank) });
+                }
             };
-            if let (None, Some((kind, before))) = (&race, conflict) {
-                race = Some(Race { address: word * 4, kind, first: before.thread - 1, second: check.rank });
+            if !check.ordered_after(entry.writer) {
+                found(if write { RaceKind::WriteAfterWrite } else { RaceKind::ReadAfterWrite }, entry.writer);
             }
+            let mut sets = self.reader_sets.borrow_mut();
+            let set = match entry.readers {
+                0 => None,
+                index => Some(&mut sets[index as usize - 1]).filter(|set| !set.reads.is_empty()),
+            };
             if write {
+                match set {
+                    Some(set) => {
+                        if let Some(&before) = set.reads.iter().find(|&&read| !check.ordered_after(read)) {
+                            found(RaceKind::WriteAfterRead, before);
+                        }
+                        set.reads.clear();
+                    }
+                    None if !check.ordered_after(entry.reader) => found(RaceKind::WriteAfterRead, entry.reader),
+                    None => {}
+                }
                 entry.writer = now;
+                entry.reader = Access::default();
             } else {
-                entry.reader = now;
+                match set {
+                    Some(set) => {
+                        match set.reads.last_mut() {
+                            Some(last) if last.thread == now.thread => *last = now,
+                            _ => set.reads.push(now),
+                        }
+                        if set.reads.len() > set.prune_at {
+                            set.reads.retain(|&read| read == now || !check.ordered_after(read));
+                            set.prune_at = (2 * set.reads.len()).max(64);
+                        }
+                    }
+                    None if check.ordered_after(entry.reader) => entry.reader = now,
+                    None => {
+                        // A second read that the first does not order: keep both.
+                        if entry.readers == 0 {
+                            sets.push(ReaderSet::default());
+                            entry.readers = sets.len() as u32;
+                        }
+                        let set = &mut sets[entry.readers as usize - 1];
+                        set.reads.extend([entry.reader, now]);
+                        set.prune_at = 64;
+                        entry.reader = Access::default();
+                    }
+                }
             }
             cell.set(entry);
         }

@@ -71,6 +71,28 @@ impl Running {
     const NONE: Running = Running { guard: (0, 0), stack_size: 0, kernel: (core::ptr::null(), 0), block: [0; 3], thread: [0; 3] };
 }
 
+/// How many stacks of abandoned GPU threads (`leak`) a process keeps at most: each costs one
+/// memory mapping (of the 65530 Linux allows by default) and a page or so of memory. Past
+/// it, the threads of a failed block are unwound instead (see `scheduler::abandon`).
+pub(crate) const LEAK_BUDGET: usize = 16 * 1024;
+
+static LEAKED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Takes one of the `LEAK_BUDGET` stacks this process may leak (false when none is left).
+pub(crate) fn take_leak_permit() -> bool {
+    use std::sync::atomic::Ordering;
+    LEAKED.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < LEAK_BUDGET).then_some(n + 1)).is_ok()
+}
+
+/// Keeps `stack`'s memory mapped for the rest of the process, never reused (an abandoned GPU
+/// thread's frames stay where they are); its guard region is given back.
+pub(crate) fn leak(stack: ThreadStack) {
+    #[cfg(unix)]
+    stack.leak();
+    #[cfg(not(unix))]
+    core::mem::forget(stack);
+}
+
 /// Maps a stack of `size` bytes.
 pub(crate) fn new_stack(size: usize) -> std::io::Result<ThreadStack> {
     ThreadStack::new(size)
@@ -157,6 +179,15 @@ mod unix {
         /// `[start, end)` of the guard region.
         pub(crate) fn guard(&self) -> (usize, usize) {
             (self.start, self.start + GUARD_BYTES.next_multiple_of(page_size()))
+        }
+
+        /// Keeps the usable region mapped forever (the frames of an abandoned coroutine stay
+        /// valid) and unmaps the guard region, so the leak costs one mapping.
+        pub(crate) fn leak(self) {
+            let (start, end) = self.guard();
+            // SAFETY: the guard region of this mapping: inaccessible, and nothing points into it.
+            unsafe { libc::munmap(start as *mut libc::c_void, end - start) };
+            core::mem::forget(self);
         }
 
         /// Usable bytes.

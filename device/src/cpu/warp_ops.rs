@@ -5,12 +5,18 @@
 use super::block::{BlockContext, ThreadState};
 use super::error::{CpuError, ExitedLaneShuffle};
 use super::hooks::WarpOp;
+use ferrocuda_types::WARP_SIZE;
+
+/// Two lanes wait in the same collective: the same operation (a shuffle reading any lane).
+pub(crate) fn same_collective(a: WarpOp, b: WarpOp) -> bool {
+    core::mem::discriminant(&a) == core::mem::discriminant(&b)
+}
 
 impl BlockContext<'_> {
     /// Completes every warp operation whose lanes have all arrived; their ranks go to
     /// `runnable` in rank order.
     pub(crate) fn complete_warp_ops(&self, runnable: &mut Vec<u32>) {
-        for warp in 0..self.warp_syncs.len() as u32 {
+        for warp in 0..self.warps {
             let (base, lanes) = self.warp_range(warp);
             let lane = |l: u32| &self.threads[base + l as usize];
             // `waiting`: lanes in a collective; `asking`: lanes at `activemask`.
@@ -37,10 +43,15 @@ impl BlockContext<'_> {
                 if waiting & (1 << l) == 0 || done & (1 << l) != 0 {
                     continue;
                 }
-                let ThreadState::AtWarp { mask, .. } = lane(l).state.get() else { continue };
+                let ThreadState::AtWarp { op, mask, .. } = lane(l).state.get() else { continue };
                 // The lanes this operation waits for: those of its mask that have not exited.
                 let group = (mask | 1 << l) & live;
-                if group & !waiting == 0 && group & done == 0 {
+                // Each waits in the same operation with the same mask, or none can go on: on a
+                // GPU every `.sync` instruction waits for the other lanes of its mask to
+                // execute that same instruction (audit N7). Such a group stays waiting; if
+                // nothing else completes, the block is stuck and `report_stuck` names it.
+                let same = |m: u32| matches!(lane(m).state.get(), ThreadState::AtWarp { op: o, mask: k, .. } if same_collective(o, op) && k == mask);
+                if group & !waiting == 0 && group & done == 0 && (0..lanes).filter(|&m| group & (1 << m) != 0).all(same) {
                     if let Err(error) = self.complete_group(warp, base, lanes, group, live) {
                         self.fail(error);
                         return;
@@ -55,6 +66,27 @@ impl BlockContext<'_> {
             }
             done |= asking;
             runnable.extend((0..lanes).filter(|l| done & (1 << l) != 0).map(|l| base as u32 + l));
+        }
+    }
+
+    /// A `sync_warp` of the lanes in `group` completed: each member's accesses so far are
+    /// ordered before every member's next ones (and nothing is ordered for the lanes outside
+    /// the group: audit N8). Each member's clock becomes the join of the members' clocks,
+    /// then each ticks its own entry.
+    fn join_warp_clocks(&self, base: usize, lanes: u32, group: u32) {
+        let members = || (0..lanes).filter(move |l| group & (1 << l) != 0);
+        let mut joined = [0u32; WARP_SIZE as usize];
+        for m in members() {
+            for (j, c) in joined.iter_mut().zip(self.warp_clock((base as u32) + m)) {
+                *j = (*j).max(c.get());
+            }
+        }
+        for m in members() {
+            let clock = self.warp_clock(base as u32 + m);
+            for (c, j) in clock.iter().zip(joined) {
+                c.set(j);
+            }
+            clock[m as usize].set(joined[m as usize] + 1);
         }
     }
 
@@ -112,8 +144,7 @@ impl BlockContext<'_> {
             self.threads[base + l as usize].reply.set(reply);
         }
         if synced {
-            let counter = &self.warp_syncs[warp as usize];
-            counter.set(counter.get() + 1);
+            self.join_warp_clocks(base, lanes, group);
         }
         Ok(())
     }

@@ -50,6 +50,18 @@ macro_rules! forward {
     )*};
 }
 
+// SAFETY: every access is atomic (or `unsafe`), so any thread may reach any element.
+unsafe impl<T: AtomicElement> super::KernelOutput for AtomicSlice<T> {
+    type Element = T;
+    const REQUIREMENTS: super::LaunchRequirements = super::LaunchRequirements::NONE;
+
+    #[inline(always)]
+    unsafe fn from_raw_parts(pointer: *mut T, len: usize) -> Self {
+        // SAFETY: forwarded.
+        unsafe { AtomicSlice::from_raw_parts(pointer, len) }
+    }
+}
+
 impl<T: AtomicElement> AtomicSlice<T> {
     /// # Safety
     /// `pointer` is aligned and valid for reads and writes of `len` elements for the lifetime

@@ -4,11 +4,12 @@ use core::marker::PhantomData;
 
 use bytemuck::Pod;
 
-use super::ThreadIndex;
+use super::{KernelOutput, LaunchRequirements, ThreadIndex};
 
 /// A kernel output that each thread writes only its own elements of: those named by a
 /// [`ThreadIndex`] (from [`unique_index`](super::unique_index) or
-/// [`grid_stride`](super::grid_stride)), which no other thread of the launch holds.
+/// [`grid_stride`](super::grid_stride)). Thread `t` of a launch of `threads` threads owns the
+/// elements `t, t + threads, t + 2 * threads, ...`, and nothing else gives access to them.
 ///
 /// ```ignore
 /// #[kernel]
@@ -23,11 +24,16 @@ use super::ThreadIndex;
 /// It is a pointer and a length, not a `&mut [T]`: the compiler makes no assumption that
 /// other threads leave the memory alone, so nothing is miscompiled across barriers, and the
 /// accesses compile to plain `ld.global`/`st.global`. The host launcher takes the buffer as
-/// `&mut` (exclusive for the launch), `launch_cpu` a `&mut [T]`.
+/// `&mut` (exclusive for the launch), `launch_cpu` a `&mut [T]`; both refuse a launch that is
+/// not 1-D or has more than `u32::MAX` threads, which keeps the witnesses unique.
 ///
-/// To read what other threads wrote, use an [`AtomicSlice`](super::AtomicSlice) instead. For
-/// index patterns a witness cannot express (tiles, transposes, one warp per row) there is an
-/// `unsafe` escape hatch: [`get_unchecked_mut`](Self::get_unchecked_mut),
+/// It has exactly one index-to-element map. Several elements per thread in a row are a
+/// [`DisjointChunks`](super::DisjointChunks), one element per block a
+/// [`PerBlock`](super::PerBlock), structure-of-arrays results a
+/// [`DisjointPlanes`](super::DisjointPlanes): each is its own parameter type, so one buffer
+/// has one map during a launch (audit finding N1). To read what other threads wrote, use an
+/// [`AtomicSlice`](super::AtomicSlice). For index patterns a witness cannot express (tiles,
+/// transposes) there is an `unsafe` escape hatch: [`get_unchecked_mut`](Self::get_unchecked_mut),
 /// [`write_unchecked`](Self::write_unchecked), [`as_mut_slice`](Self::as_mut_slice).
 pub struct DisjointSlice<T: Pod> {
     pointer: *mut T,
@@ -35,14 +41,24 @@ pub struct DisjointSlice<T: Pod> {
     _elements: PhantomData<*mut T>,
 }
 
-impl<T: Pod> DisjointSlice<T> {
-    /// # Safety
-    /// `pointer` is valid for reads and writes of `len` elements for the lifetime of the
-    /// value, and every access to them during the launch goes through the kernel's copies of
-    /// this parameter (which only hand out what this type's rules allow).
+// SAFETY: `from_raw_parts` keeps the pointer and length; every access goes through a witness
+// of the per-thread partition (`ThreadIndex`), which `LINEAR_THREADS` makes unique.
+unsafe impl<T: Pod> KernelOutput for DisjointSlice<T> {
+    type Element = T;
+    const REQUIREMENTS: LaunchRequirements = LaunchRequirements::LINEAR_THREADS;
+
     #[inline(always)]
-    pub(crate) unsafe fn from_raw_parts(pointer: *mut T, len: usize) -> Self {
+    unsafe fn from_raw_parts(pointer: *mut T, len: usize) -> Self {
         DisjointSlice { pointer, len, _elements: PhantomData }
+    }
+}
+
+impl<T: Pod> DisjointSlice<T> {
+    /// Tells the CPU executor's race detector that this thread takes elements
+    /// `index..index + count` (nothing on the GPU).
+    #[inline(always)]
+    fn note(&self, index: usize, count: usize, write: bool) {
+        super::note_output(self.pointer, self.len, index, count, write);
     }
 
     /// Number of elements.
@@ -63,46 +79,10 @@ impl<T: Pod> DisjointSlice<T> {
     pub fn get_mut(&mut self, index: ThreadIndex) -> Option<&mut T> {
         let i = index.owned();
         if i < self.len {
+            self.note(i, 1, true);
             // SAFETY: in bounds; no other thread holds `index` (see `ThreadIndex`), and the
             // borrow of `self` keeps this thread from making a second reference to it.
             Some(unsafe { &mut *self.pointer.add(i) })
-        } else {
-            None
-        }
-    }
-
-    /// This thread's `N` consecutive elements `N * index .. N * index + N`, or `None` if they
-    /// do not all exist: several elements per thread (witnesses of different threads give
-    /// disjoint chunks).
-    #[inline(always)]
-    #[track_caller]
-    pub fn get_chunk_mut<const N: usize>(&mut self, index: ThreadIndex) -> Option<&mut [T; N]> {
-        let start = index.owned().checked_mul(N)?;
-        if start <= self.len && N <= self.len - start {
-            // SAFETY: in bounds; the chunk of `index` overlaps no other index's chunk, and no
-            // other thread holds `index`.
-            Some(unsafe { &mut *self.pointer.add(start).cast::<[T; N]>() })
-        } else {
-            None
-        }
-    }
-
-    /// Element `index + k * stride` for this thread's `index < stride`, or `None` if `index`
-    /// is not below `stride` or the element does not exist: the `k`-th of several planes of
-    /// `stride` elements (structure-of-arrays outputs, one result per plane per thread).
-    /// Distinct indices below `stride` give distinct elements for every `k`.
-    #[inline(always)]
-    #[track_caller]
-    pub fn get_strided_mut(&mut self, index: ThreadIndex, stride: usize, k: usize) -> Option<&mut T> {
-        let i = index.owned();
-        if i >= stride {
-            return None;
-        }
-        let element = k.checked_mul(stride)?.checked_add(i)?;
-        if element < self.len {
-            // SAFETY: in bounds; `i < stride` makes `(k, i) -> k * stride + i` one-to-one, and
-            // no other thread holds `index`.
-            Some(unsafe { &mut *self.pointer.add(element) })
         } else {
             None
         }
@@ -117,6 +97,7 @@ impl<T: Pod> DisjointSlice<T> {
     /// [`AtomicSlice`](super::AtomicSlice)).
     #[inline(always)]
     pub unsafe fn get_unchecked_mut(&mut self, index: usize) -> &mut T {
+        self.note(index, 1, true);
         // SAFETY: the caller keeps the index in bounds and the element to this thread.
         unsafe { &mut *self.pointer.add(index) }
     }
@@ -127,6 +108,7 @@ impl<T: Pod> DisjointSlice<T> {
     /// As for [`get_unchecked_mut`](Self::get_unchecked_mut).
     #[inline(always)]
     pub unsafe fn write_unchecked(&mut self, index: usize, value: T) {
+        self.note(index, 1, true);
         // SAFETY: as the caller guarantees.
         unsafe { self.pointer.add(index).write(value) }
     }
@@ -140,7 +122,6 @@ impl<T: Pod> DisjointSlice<T> {
     /// carries for the compiler; breaking it lets the compiler reuse stale values across
     /// barriers (audit finding U2).
     #[inline(always)]
-    #[allow(clippy::mut_from_ref)]
     pub unsafe fn as_mut_slice(&mut self) -> &mut [T] {
         // SAFETY: valid for `len` elements; exclusivity of the touched ones is the caller's.
         unsafe { core::slice::from_raw_parts_mut(self.pointer, self.len) }
@@ -163,8 +144,9 @@ impl<T: Pod> core::ops::Index<ThreadIndex> for DisjointSlice<T> {
     fn index(&self, index: ThreadIndex) -> &T {
         let i = index.owned();
         if i >= self.len {
-            out_of_bounds(i, self.len);
+            super::out_of_bounds(i, self.len);
         }
+        self.note(i, 1, false);
         // SAFETY: in bounds; only this thread holds `index`, and `&self` keeps it from making
         // a `&mut` to the element at the same time.
         unsafe { &*self.pointer.add(i) }
@@ -179,13 +161,7 @@ impl<T: Pod> core::ops::IndexMut<ThreadIndex> for DisjointSlice<T> {
         let len = self.len;
         match self.get_mut(index) {
             Some(element) => element,
-            None => out_of_bounds(index.get(), len),
+            None => super::out_of_bounds(index.get(), len),
         }
     }
-}
-
-#[cold]
-#[track_caller]
-fn out_of_bounds(index: usize, len: usize) -> ! {
-    panic!("index out of bounds: the len is {} but the index is {}", len, index)
 }

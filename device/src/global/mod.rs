@@ -8,8 +8,20 @@
 //! | parameter | who may access what |
 //! |---|---|
 //! | `x: &[T]` | every thread reads any element; nobody writes (compiled to `ld.global.nc`) |
-//! | [`DisjointSlice<T>`] | each thread writes (and reads) only the elements its [`ThreadIndex`] names |
+//! | [`DisjointSlice<T>`] | thread `t` (1-D index) reads and writes elements `t, t + threads, ...`, named by its [`ThreadIndex`] |
+//! | [`DisjointChunks<T, N>`] | thread `t` reads and writes chunks `t, t + threads, ...` of `N` elements, named by its [`ThreadIndex`] |
+//! | [`DisjointPlanes<T, P>`] | thread `t` reads and writes element `i` of each of `P` planes for its indices `i` |
+//! | [`PerBlock<T>`] | one thread of block `b` reads and writes element `b`, named by its [`BlockIndex`] |
+//! | [`UncheckedSlice<T>`] | only `unsafe` accesses, whose callers state which thread owns which element (tiles, 2-D launches) |
 //! | [`AtomicSlice<T>`] | every thread reads and writes any element, atomically; this is also how threads read each other's writes after a barrier or grid sync |
+//!
+//! Each output type has exactly one index-to-element map, fixed by the type (and, for
+//! chunks and planes, by a const generic and the buffer's length), and accepts exactly one
+//! kind of witness; one buffer is one parameter of one type during a launch (the host
+//! launchers borrow outputs exclusively). So no two threads of a launch reach the same
+//! element of an output, whatever calls a kernel mixes (audit finding N1). The per-thread
+//! outputs need a 1-D launch of at most `u32::MAX` threads, which every launcher checks
+//! ([`LaunchRequirements`]): that keeps [`unique_index`] one `mad.lo.u32`.
 //!
 //! Element types are [`bytemuck::Pod`]. An `unsafe` escape hatch
 //! ([`DisjointSlice::get_unchecked_mut`], [`DisjointSlice::as_mut_slice`]) covers computed
@@ -19,41 +31,85 @@
 //! generated `launch_cpu` from the host slices, with the same rules.
 
 mod atomic_slice;
+mod chunks;
 mod disjoint;
 mod index;
+mod per_block;
+mod planes;
+mod unchecked;
 
 pub use crate::atomic::{Atomic, AtomicElement, Scope};
 pub use atomic_slice::AtomicSlice;
+pub use chunks::DisjointChunks;
 pub use disjoint::DisjointSlice;
-pub use index::{GridStride, ThreadIndex, grid_stride, once_per_block, unique_index};
+pub use ferrocuda_types::LaunchRequirements;
+pub use index::{BlockIndex, GridStride, ThreadIndex, grid_stride, once_per_block, unique_index};
+pub use per_block::PerBlock;
+pub use planes::DisjointPlanes;
+pub use unchecked::UncheckedSlice;
+
+/// A kernel output parameter type: what `#[kernel]` builds from the pointer and length the
+/// launcher passes, and what it requires of the launch. Implemented by the output types of
+/// this module; not for other types (its contract is the soundness of the kernel model).
+///
+/// # Safety
+/// The type hands out access to its elements only as its documented partition allows: no
+/// two threads of a launch that meets [`REQUIREMENTS`](Self::REQUIREMENTS) reach the same
+/// element, except atomically.
+#[doc(hidden)]
+pub unsafe trait KernelOutput: Sized {
+    /// The buffer's element type.
+    type Element;
+    /// What the launch must satisfy for the partition to hold.
+    const REQUIREMENTS: LaunchRequirements;
+
+    /// Builds the parameter.
+    ///
+    /// # Safety
+    /// `pointer` is valid (and aligned) for reads and writes of `len` elements for the whole
+    /// launch, no other parameter or memory access of the launch reaches those elements
+    /// except through the kernel's copies of this parameter, and the launch meets
+    /// [`REQUIREMENTS`](Self::REQUIREMENTS).
+    unsafe fn from_raw_parts(pointer: *mut Self::Element, len: usize) -> Self;
+}
+
+#[cold]
+#[track_caller]
+fn out_of_bounds(index: usize, len: usize) -> ! {
+    panic!("index out of bounds: the len is {} but the index is {}", len, index)
+}
+
+/// Tells the CPU executor's race detector that the running thread takes elements
+/// `index..index + count` of the output at `pointer` (`len` elements) for reading or writing;
+/// nothing on the GPU. Every output type calls it where it hands out an element, so two
+/// threads reaching one element during a launch are reported whichever types they went through.
+#[inline(always)]
+pub(crate) fn note_output<T>(pointer: *const T, len: usize, index: usize, count: usize, write: bool) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::cpu::hooks::note_output_access(pointer, len, index, count, write);
+    #[cfg(target_arch = "nvptx64")]
+    let _ = (pointer, len, index, count, write);
+}
 
 /// What the code `#[kernel]` generates calls to build these parameters; not public API.
 #[doc(hidden)]
 pub mod __private {
-    use super::{AtomicElement, AtomicSlice, DisjointSlice};
+    pub use super::{KernelOutput, LaunchRequirements};
     use bytemuck::Pod;
+    pub use ferrocuda_types::same_lengths;
 
     /// Builds an output parameter from the pointer and length the host launcher passed.
     ///
     /// # Safety
-    /// `pointer` is valid for reads and writes of `len` elements for the whole launch and no
-    /// other parameter or memory access of the launch reaches those elements except through
-    /// the kernel's copies of this parameter.
+    /// As for [`KernelOutput::from_raw_parts`].
     #[inline(always)]
-    pub unsafe fn disjoint<T: Pod>(pointer: *mut T, len: usize) -> DisjointSlice<T> {
+    pub unsafe fn output<O: KernelOutput>(pointer: *mut O::Element, len: usize) -> O {
         // SAFETY: forwarded.
-        unsafe { DisjointSlice::from_raw_parts(pointer, len) }
+        unsafe { O::from_raw_parts(pointer, len) }
     }
 
-    /// As [`disjoint`], for an atomic parameter.
-    ///
-    /// # Safety
-    /// As for [`disjoint`]; the pointer is aligned for `T`.
-    #[inline(always)]
-    pub unsafe fn atomic<T: AtomicElement>(pointer: *mut T, len: usize) -> AtomicSlice<T> {
-        // SAFETY: forwarded.
-        unsafe { AtomicSlice::from_raw_parts(pointer, len) }
-    }
+    /// Compile-time check the launchers use: `O` is an output type whose elements are `T`.
+    pub const fn require_output<O: KernelOutput<Element = T>, T: Pod>() {}
 
     /// A read-only host slice handed to every GPU thread of a CPU launch.
     pub struct InputParts<T> {
@@ -82,15 +138,15 @@ pub mod __private {
         }
     }
 
-    /// An exclusively borrowed host slice handed to every GPU thread of a CPU launch as a
-    /// [`DisjointSlice`] or an [`AtomicSlice`] (both only ever hand out what their rules allow).
+    /// An exclusively borrowed host slice handed to every GPU thread of a CPU launch as an
+    /// output parameter (a [`KernelOutput`], which only ever hands out what its rules allow).
     pub struct OutputParts<T> {
         pointer: *mut T,
         len: usize,
     }
 
-    // SAFETY: the threads reach the elements only through `DisjointSlice` (each element from
-    // one thread) or `AtomicSlice` (atomic accesses); `T: Send + Sync` so values may cross.
+    // SAFETY: the threads reach the elements only through a `KernelOutput` (each element from
+    // one thread, or atomically); `T: Send + Sync` so values may cross.
     unsafe impl<T: Send + Sync> Sync for OutputParts<T> {}
     // SAFETY: as above.
     unsafe impl<T: Send + Sync> Send for OutputParts<T> {}
@@ -104,21 +160,11 @@ pub mod __private {
         /// The slice as one GPU thread's output parameter.
         ///
         /// # Safety
-        /// The slice this was made from is still exclusively borrowed by the launch.
-        pub unsafe fn disjoint(&self) -> DisjointSlice<T> {
+        /// The slice this was made from is still exclusively borrowed by the launch, and the
+        /// launch meets `O::REQUIREMENTS`.
+        pub unsafe fn output<O: KernelOutput<Element = T>>(&self) -> O {
             // SAFETY: as the caller guarantees; the launch borrows it exclusively.
-            unsafe { DisjointSlice::from_raw_parts(self.pointer, self.len) }
-        }
-    }
-
-    impl<T: AtomicElement> OutputParts<T> {
-        /// The slice as one GPU thread's atomic parameter.
-        ///
-        /// # Safety
-        /// As for [`OutputParts::disjoint`].
-        pub unsafe fn atomic(&self) -> AtomicSlice<T> {
-            // SAFETY: as the caller guarantees.
-            unsafe { AtomicSlice::from_raw_parts(self.pointer, self.len) }
+            unsafe { O::from_raw_parts(self.pointer, self.len) }
         }
     }
 

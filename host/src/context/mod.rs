@@ -22,11 +22,12 @@ mod current;
 mod options;
 mod peer;
 mod recover;
+mod release;
 
-pub(crate) use capture::DeferredRelease;
 pub use current::CurrentGuard;
 pub use options::{Limit, SchedulePolicy};
 use recover::poisoned_if_sticky;
+pub(crate) use release::{DeferredRelease, Handle, HostCallbackScope, in_host_callback};
 
 thread_local! {
     /// The ferrocuda context last bound on this thread (weak: binding does not keep it alive).
@@ -67,8 +68,10 @@ pub(crate) struct ContextInner {
     pub(crate) memory_pools: bool,
     /// Streams of this context being captured through `Stream::begin_capture`.
     pub(crate) capturing: AtomicUsize,
-    /// Frees of buffers dropped while a capture was running (E1b), run when it ends.
+    /// Releases of resources dropped while a capture was running (E1b), run when it ends.
     pub(crate) deferred: Mutex<Vec<DeferredRelease>>,
+    /// Releases from host callbacks handed to the release thread and not yet performed.
+    pub(crate) handed_off: AtomicUsize,
     /// Explicit modules whose kernels were launched into a capture, by capturing stream: the
     /// graph made by `end_capture` keeps them loaded (U5).
     pub(crate) captured_modules: Mutex<Vec<(usize, Arc<dyn Any + Send + Sync>)>>,
@@ -98,6 +101,7 @@ impl ContextInner {
             memory_pools: device.supports_memory_pools().unwrap_or(false) && std::env::var_os("FERROCUDA_NO_MEMORY_POOLS").is_none(),
             capturing: AtomicUsize::new(0),
             deferred: Mutex::new(Vec::new()),
+            handed_off: AtomicUsize::new(0),
             captured_modules: Mutex::new(Vec::new()),
             peers: Mutex::new(Vec::new()),
         }
@@ -215,7 +219,20 @@ impl Context {
 
     /// Waits until all work in this context is done; reports a kernel fault if one happened
     /// (with the kernel's panic report when a `#[kernel]` panicked).
+    ///
+    /// Releases of resources dropped inside host callbacks in this context are performed
+    /// first (see [`Context::deferred_releases`]).
     pub fn synchronize(&self) -> Result<()> {
+        if !in_host_callback() {
+            self.wait_for_handed_off_releases();
+            self.drain_deferred();
+        }
+        self.synchronize_queued_work()
+    }
+
+    /// Waits for the work queued in this context (the releases' own wait: it does not wait
+    /// for the release thread, which may be the caller).
+    pub(crate) fn synchronize_queued_work(&self) -> Result<()> {
         self.bind_to_thread()?;
         // SAFETY: no arguments.
         unsafe { driver::context::synchronize() }.map_err(crate::panic_report::with_kernel_panic)?;
@@ -322,6 +339,32 @@ impl Context {
 
 impl Drop for ContextInner {
     fn drop(&mut self) {
+        let teardown = Teardown {
+            raw: self.raw,
+            device: self.device,
+            kind: self.kind,
+            embedded: std::mem::take(self.embedded.get_mut().unwrap_or_else(|p| p.into_inner())),
+        };
+        let teardown = Handle(teardown);
+        if in_host_callback() {
+            // The last handle went inside a host callback, where CUDA calls are refused.
+            release::run_on_release_thread(Box::new(move || teardown.into_inner().run()));
+        } else {
+            teardown.into_inner().run();
+        }
+    }
+}
+
+/// What destroying a context takes, moved out of it so that it can run on another thread.
+struct Teardown {
+    raw: sys::CUcontext,
+    device: Device,
+    kind: ContextKind,
+    embedded: Vec<LoadedEmbedded>,
+}
+
+impl Teardown {
+    fn run(mut self) {
         // Modules first, while the context still exists; errors cannot be reported from Drop.
         // SAFETY: the context is still retained (or not yet destroyed) here.
         let _ = unsafe { driver::context::set_current(self.raw) };
@@ -329,7 +372,7 @@ impl Drop for ContextInner {
         // gone, with only scalar or raw-pointer arguments): wait before unloading the code (S1).
         // SAFETY: no arguments; the context is current (set above).
         let _ = unsafe { driver::context::synchronize() };
-        self.embedded.get_mut().unwrap_or_else(|p| p.into_inner()).clear();
+        self.embedded.clear();
         match self.kind {
             // SAFETY: balances the retain in `Context::primary`.
             ContextKind::Primary => unsafe { driver::context::primary_release(self.device.raw()) },

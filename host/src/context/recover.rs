@@ -18,6 +18,13 @@ impl Context {
     ///   clone of the context first, or get [`Error::ContextStillInUse`] (nothing is reset
     ///   then). Other users of the primary context in the process (the CUDA runtime, cuBLAS)
     ///   lose their state with the reset.
+    /// - Against other threads (S3): whether this handle is the last one is decided in one
+    ///   atomic step. A thread that revives the context first ([`Context::current`] on a
+    ///   thread where it was bound, [`Context::primary`]) holds a handle, and `recover` then
+    ///   fails with [`Error::ContextStillInUse`], resetting nothing. Once `recover` has taken
+    ///   the last handle, [`Context::current`] returns `None` everywhere, and
+    ///   [`Context::primary`] waits until the reset is done and returns the fresh context. No
+    ///   thread ever holds a handle to a context that is being reset.
     ///
     /// **Measured (CUDA 13.0 driver 580, H200):** after a kernel fault the driver poisons the
     /// whole process, as NVIDIA's documentation of the sticky errors says ("the process must
@@ -35,15 +42,17 @@ impl Context {
                 Context::create(ordinal, schedule)?.usable_after_recovery()
             }
             ContextKind::Primary => {
+                // Under the registry lock, `Context::primary` cannot hand out a handle; the
+                // take below is atomic against `Context::current()` upgrading its weak handle
+                // on another thread (S3): see `take_last_handle`.
                 let registry = PRIMARY.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-                let handles = Arc::strong_count(&self.inner);
-                if handles > 1 {
-                    return Err(Error::ContextStillInUse { device: ordinal, other_handles: handles - 1 });
-                }
                 let device = self.inner.device;
-                drop(self);
-                // SAFETY: no ferrocuda handle to this primary context is left (checked above
-                // under the registry lock, so none can appear meanwhile).
+                let inner = take_last_handle(self.inner).map_err(|other_handles| Error::ContextStillInUse { device: ordinal, other_handles })?;
+                // Releases our reference to the primary context (after its work is done).
+                drop(inner);
+                // SAFETY: no ferrocuda handle to this primary context is left, and none can
+                // appear: the last one was taken above, so weak handles no longer upgrade, and
+                // `Context::primary` waits for the registry lock.
                 unsafe { driver::context::primary_reset(device.raw()) }?;
                 drop(registry);
                 Context::primary(ordinal)?.usable_after_recovery()
@@ -67,7 +76,70 @@ impl Context {
     }
 }
 
+/// Takes `inner` if it is the last strong handle, in one atomic step (`Arc::try_unwrap`): a
+/// weak handle upgraded on another thread before it makes it fail (with the count of other
+/// handles); once it succeeded, no weak handle can be upgraded any more.
+pub(super) fn take_last_handle<T>(inner: Arc<T>) -> std::result::Result<T, usize> {
+    Arc::try_unwrap(inner).map_err(|shared| Arc::strong_count(&shared) - 1)
+}
+
 /// A sticky error outside the context that faulted means the driver poisoned the process.
 pub(super) fn poisoned_if_sticky(error: DriverError) -> Error {
     if error.is_sticky() { Error::ProcessPoisoned { source: error } } else { Error::Driver(error) }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::{Arc, Weak};
+
+    use super::take_last_handle;
+
+    /// S3 at the CPU level: threads keep reviving a weak handle (as `Context::current` does)
+    /// while another takes the last strong one (as `recover` does). Either the take fails
+    /// (a revived handle existed), or it succeeds and no revival succeeds afterwards.
+    #[test]
+    fn s3_recover_and_a_reviving_thread_never_both_win() {
+        for _ in 0..200 {
+            let strong = Arc::new(7u32);
+            let weak: Weak<u32> = Arc::downgrade(&strong);
+            let taken = Arc::new(AtomicBool::new(false));
+            let revived_after_take = Arc::new(AtomicUsize::new(0));
+            let reviver = {
+                let (weak, taken, revived_after_take) = (weak.clone(), taken.clone(), revived_after_take.clone());
+                std::thread::spawn(move || {
+                    for _ in 0..2000 {
+                        let was_taken = taken.load(Ordering::SeqCst);
+                        if let Some(handle) = weak.upgrade() {
+                            if was_taken {
+                                revived_after_take.fetch_add(1, Ordering::SeqCst);
+                            }
+                            drop(handle);
+                        }
+                    }
+                })
+            };
+            let mut candidate = strong;
+            loop {
+                match take_last_handle(candidate) {
+                    Ok(value) => {
+                        taken.store(true, Ordering::SeqCst);
+                        assert_eq!(value, 7);
+                        break;
+                    }
+                    Err(others) => {
+                        assert!(others >= 1, "a failed take names the other handles");
+                        // Retry with a fresh strong handle, as a caller would after dropping its clones.
+                        match weak.upgrade() {
+                            Some(again) => candidate = again,
+                            None => break,
+                        }
+                    }
+                }
+            }
+            reviver.join().unwrap();
+            assert_eq!(revived_after_take.load(Ordering::SeqCst), 0, "a handle was revived after the last one was taken");
+            assert!(weak.upgrade().is_none());
+        }
+    }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use cudarc::driver::sys;
 
-use crate::context::Context;
+use crate::context::{Context, Handle};
 use crate::driver;
 use crate::error::Result;
 use crate::stream::Stream;
@@ -40,10 +40,9 @@ impl GraphExec {
     /// enough. The modules of captured kernels are kept loaded by the graph itself (the
     /// embedded ones live as long as the context).
     pub unsafe fn launch(&self, stream: &Stream) -> Result<()> {
-        self.context.bind_to_thread()?;
+        let graph = self.raw;
         // SAFETY: both handles are alive; the caller guarantees the captured memory is.
-        unsafe { driver::graph::launch(self.raw, stream.raw()) }?;
-        Ok(())
+        stream.enqueue("cuGraphLaunch", &[], |s| Ok(unsafe { driver::graph::launch(graph, s.get()) }?))
     }
 
     /// The raw `CUgraphExec`.
@@ -54,10 +53,14 @@ impl GraphExec {
 
 impl Drop for GraphExec {
     fn drop(&mut self) {
-        if self.context.bind_to_thread().is_ok() {
-            // SAFETY: owned by us, destroyed once; replays already queued still complete.
-            let _ = unsafe { driver::graph::exec_destroy(self.raw) };
-        }
+        let (graph, modules) = (Handle(self.raw), std::mem::take(&mut self._modules));
+        self.context.release(move |context| {
+            if context.bind_to_thread().is_ok() {
+                // SAFETY: owned by us, destroyed once; replays already queued still complete.
+                let _ = unsafe { driver::graph::exec_destroy(graph.into_inner()) };
+            }
+            drop(modules);
+        });
     }
 }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use cudarc::driver::sys;
 
-use crate::context::Context;
+use crate::context::{Context, Handle};
 use crate::driver;
 use crate::error::Result;
 
@@ -61,10 +61,14 @@ impl Graph {
 
 impl Drop for Graph {
     fn drop(&mut self) {
-        if self.context.bind_to_thread().is_ok() {
-            // SAFETY: owned by us, destroyed once; executable graphs made from it stay valid.
-            let _ = unsafe { driver::graph::destroy(self.raw) };
-        }
+        let (graph, modules) = (Handle(self.raw), std::mem::take(&mut self.modules));
+        self.context.release(move |context| {
+            if context.bind_to_thread().is_ok() {
+                // SAFETY: owned by us, destroyed once; executable graphs made from it stay valid.
+                let _ = unsafe { driver::graph::destroy(graph.into_inner()) };
+            }
+            drop(modules);
+        });
     }
 }
 

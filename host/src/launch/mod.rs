@@ -12,9 +12,9 @@ use crate::context::Context;
 use crate::driver;
 use crate::error::{Error, Result};
 use crate::function::Function;
-use crate::memory::usage::{BufferAccess, before_work};
+use crate::memory::usage::{Access, BufferAccess};
 use crate::module::Module;
-use crate::stream::Stream;
+use crate::stream::{RawStream, Stream};
 use crate::{KernelSignature, LaunchConfig, LaunchProblem};
 
 /// Launches `symbol` of an embedded module, loading the module into the stream's context on
@@ -39,12 +39,13 @@ pub unsafe fn launch_embedded(
 ) -> Result<()> {
     let context = stream.context();
     config.validate(context.limits()).map_err(|problem| Error::InvalidLaunch { kernel: symbol.to_string(), problem })?;
-    // First: ordering other streams' work may bind their contexts (peer buffers).
-    before_work(stream, symbol, buffers)?;
-    context.bind_to_thread()?;
-    let function = if stream.is_capturing_fast() { context.embedded_function_if_loaded(module, symbol)? } else { context.embedded_function(module, symbol)? };
-    // SAFETY: the function belongs to the bound context; the caller vouches for `params`.
-    unsafe { launch_function(function, symbol, stream, &config, params) }
+    // Through the door: the buffers are ordered and recorded, the context bound.
+    stream.enqueue(symbol, buffers, |raw| {
+        let function =
+            if stream.is_capturing_fast() { context.embedded_function_if_loaded(module, symbol)? } else { context.embedded_function(module, symbol)? };
+        // SAFETY: the function belongs to the bound context; the caller vouches for `params`.
+        unsafe { launch_function(function, symbol, stream, raw, &config, params) }
+    })
 }
 
 /// `config` for the kernel `symbol` compiled with the cluster shape `compiled`
@@ -54,6 +55,28 @@ pub unsafe fn launch_embedded(
 #[inline]
 pub fn compiled_cluster(symbol: &'static str, config: LaunchConfig, compiled: Option<crate::Dim3>) -> Result<LaunchConfig> {
     config.for_compiled_cluster(compiled).map_err(|problem| Error::InvalidLaunch { kernel: symbol.to_string(), problem })
+}
+
+/// Checks `config` against what the kernel's output parameters require
+/// ([`LaunchConfig::check_requirements`]): the `#[kernel]` launchers call it before anything
+/// else, on every path (`launch`, `launch_in`; `launch_cpu` does the same check).
+///
+/// # Errors
+/// [`Error::InvalidLaunch`] naming the kernel and the limit.
+#[doc(hidden)]
+#[inline]
+pub fn check_requirements(symbol: &'static str, config: &LaunchConfig, requirements: ferrocuda_types::LaunchRequirements) -> Result<()> {
+    config.check_requirements(requirements).map_err(|problem| Error::InvalidLaunch { kernel: symbol.to_string(), problem })
+}
+
+/// Checks the lengths of a `#[kernel(same_len(..))]` group ([`ferrocuda_types::same_lengths`]).
+///
+/// # Errors
+/// [`Error::InvalidLaunch`] naming the kernel and the two parameters.
+#[doc(hidden)]
+#[inline]
+pub fn check_same_len(symbol: &'static str, lengths: &[(&'static str, usize)]) -> Result<()> {
+    ferrocuda_types::same_lengths(lengths).map_err(|problem| Error::InvalidLaunch { kernel: symbol.to_string(), problem })
 }
 
 /// Launches the kernel `signature` names from an explicitly loaded `module`; the first launch
@@ -78,15 +101,18 @@ pub unsafe fn launch_in_module(
         return Err(Error::WrongContext { kernel: signature.symbol.to_string(), module: module.name().to_string() });
     }
     config.validate(context.limits()).map_err(|problem| Error::InvalidLaunch { kernel: signature.symbol.to_string(), problem })?;
-    // First: ordering other streams' work may bind their contexts (peer buffers).
-    before_work(stream, signature.symbol, buffers)?;
-    context.bind_to_thread()?;
-    let function = module.checked_function(signature)?;
-    if stream.is_capturing_fast() {
-        context.keep_for_capture(stream.raw(), module.keep_alive());
-    }
-    // SAFETY: the function belongs to the bound context; the caller vouches for `params`.
-    unsafe { launch_function(function, signature.symbol, stream, &config, params) }
+    // Through the door, with the module's globals as read (S1: `Global::write` waits for the
+    // launch, the launch for earlier writes).
+    module.with_globals(Access::Read, |globals| {
+        stream.enqueue_both(signature.symbol, buffers, &[globals], |raw| {
+            let function = module.checked_function(signature)?;
+            if stream.is_capturing_fast() {
+                context.keep_for_capture(stream.key(), module.keep_alive());
+            }
+            // SAFETY: the function belongs to the bound context; the caller vouches for `params`.
+            unsafe { launch_function(function, signature.symbol, stream, raw, &config, params) }
+        })
+    })
 }
 
 /// The dynamic shared memory a kernel allows without raising its attribute.
@@ -138,13 +164,14 @@ fn launch_attributes(config: &LaunchConfig) -> ([sys::CUlaunchAttribute; MAX_ATT
 /// attributes live on the stack.
 ///
 /// # Safety
-/// `function` belongs to the current context (the stream's); `params` as for
-/// [`launch_embedded`].
+/// `function` belongs to the current context (the stream's), `raw` is `stream`'s (lent by
+/// [`Stream::enqueue`]); `params` as for [`launch_embedded`].
 #[inline]
 pub(crate) unsafe fn launch_function(
     function: sys::CUfunction,
     symbol: &'static str,
     stream: &Stream,
+    raw: RawStream<'_>,
     config: &LaunchConfig,
     params: &mut [*mut c_void],
 ) -> Result<()> {
@@ -163,7 +190,7 @@ pub(crate) unsafe fn launch_function(
                 config.block.y,
                 config.block.z,
                 config.shared_bytes,
-                stream.raw(),
+                raw.get(),
                 params.as_mut_ptr(),
                 std::ptr::null_mut(),
             )
@@ -178,7 +205,7 @@ pub(crate) unsafe fn launch_function(
         blockDimY: config.block.y,
         blockDimZ: config.block.z,
         sharedMemBytes: config.shared_bytes,
-        hStream: stream.raw(),
+        hStream: raw.get(),
         attrs: attributes.as_mut_ptr(),
         numAttrs: count as u32,
     };

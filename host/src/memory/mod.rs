@@ -33,8 +33,8 @@ use crate::context::Context;
 use crate::driver;
 use crate::driver::DriverError;
 use crate::error::{Error, Result};
-use crate::stream::Stream;
-use usage::{Access, BufferAccess, BufferUsage, before_work};
+use crate::stream::{Stream, UsedStreams};
+use usage::{Access, BufferAccess, BufferUsage};
 
 /// A run of `len` values of `T` in device memory. Kernels take `&DeviceSlice<T>` for `&[T]`
 /// parameters and `&mut DeviceSlice<T>` for `DisjointSlice<T>` / `AtomicSlice<T>`, so an
@@ -143,11 +143,16 @@ impl<T: Pod> DeviceBuffer<T> {
         let pooled = context.uses_memory_pools();
         let mut ptr = 0;
         if bytes > 0 {
-            // SAFETY: writes one device pointer; freed once, in Drop (`usage::release`).
-            let allocated = unsafe { if pooled { driver::memory::alloc_async(&mut ptr, bytes, stream.raw()) } else { driver::memory::alloc(&mut ptr, bytes) } };
+            // New memory: nothing to declare.
+            let allocated = stream.enqueue("cuMemAllocAsync", &[], |stream| {
+                // SAFETY: writes one device pointer; freed once, in Drop (`usage::release`).
+                Ok::<_, Error>(unsafe {
+                    if pooled { driver::memory::alloc_async(&mut ptr, bytes, stream.get()) } else { driver::memory::alloc(&mut ptr, bytes) }
+                })
+            })?;
             Self::check_allocation(allocated, context, bytes)?;
         }
-        let usage = BufferUsage::new(context, stream.clone());
+        let usage = BufferUsage::new(context, stream.record());
         Ok(DeviceBuffer { slice: DeviceSlice { ptr, len, usage, _element: PhantomData }, pooled })
     }
 
@@ -164,16 +169,14 @@ impl<T: Pod> DeviceBuffer<T> {
         }
     }
 
-    /// The legacy default stream of the buffer's context, where the synchronous methods run,
-    /// ordered after the buffer's work on other streams for `access`.
-    fn legacy_for(&self, access: Access, operation: &str, also: Option<BufferAccess<'_>>) -> Result<Stream> {
-        let legacy = Stream::default_of(self.context());
-        let mine = usage::BufferAccess::new(Some(&self.slice.usage), access, "self");
-        match also {
-            None => before_work(&legacy, operation, &[mine])?,
-            Some(other) => before_work(&legacy, operation, &[mine, other])?,
-        }
-        Ok(legacy)
+    /// The legacy default stream of the buffer's context, where the synchronous methods run.
+    fn legacy(&self) -> Stream {
+        Stream::default_of(self.context())
+    }
+
+    /// This buffer's access for work of its own.
+    fn access(&self, access: Access) -> BufferAccess<'_> {
+        BufferAccess::new(Some(&self.slice.usage), access, "self")
     }
 
     /// Sets every element to `value` (a synchronous memset on the legacy default stream).
@@ -214,28 +217,27 @@ impl<T: Pod> DeviceBuffer<T> {
         }
         let legacy;
         let stream = match stream {
-            Some(s) => {
-                before_work(s, "memset", &[BufferAccess::new(Some(&self.slice.usage), Access::Write, "self")])?;
-                s
-            }
+            Some(s) => s,
             None => {
-                legacy = self.legacy_for(Access::Write, "fill", None)?;
+                legacy = self.legacy();
                 &legacy
             }
         };
-        self.context().bind_to_thread()?;
-        let (ptr, n, bytes, s) = (self.slice.ptr, self.slice.len, self.slice.size_bytes(), stream.raw());
-        // SAFETY: the allocation holds `n` elements (`bytes` bytes); the memset is ordered
-        // after the buffer's earlier work and before its release (see the module docs).
-        unsafe {
-            match pattern {
-                Pattern::Bytes(b) => driver::memory::memset_d8_async(ptr, b, bytes, s),
-                Pattern::D8(v) => driver::memory::memset_d8_async(ptr, v, n, s),
-                Pattern::D16(v) => driver::memory::memset_d16_async(ptr, v, n, s),
-                Pattern::D32(v) => driver::memory::memset_d32_async(ptr, v, n, s),
+        let (ptr, n, bytes) = (self.slice.ptr, self.slice.len, self.slice.size_bytes());
+        stream.enqueue("memset", &[self.access(Access::Write)], |s| {
+            let s = s.get();
+            // SAFETY: the allocation holds `n` elements (`bytes` bytes); the memset is ordered
+            // after the buffer's earlier work and before its release (see the module docs).
+            unsafe {
+                match pattern {
+                    Pattern::Bytes(b) => driver::memory::memset_d8_async(ptr, b, bytes, s),
+                    Pattern::D8(v) => driver::memory::memset_d8_async(ptr, v, n, s),
+                    Pattern::D16(v) => driver::memory::memset_d16_async(ptr, v, n, s),
+                    Pattern::D32(v) => driver::memory::memset_d32_async(ptr, v, n, s),
+                }
             }
-        }?;
-        Ok(())
+            .map_err(Error::from)
+        })
     }
 
     /// Copies `source` (same length, same context) into this buffer, synchronously.
@@ -243,8 +245,8 @@ impl<T: Pod> DeviceBuffer<T> {
         if !check_copy(self.len(), source.len())? {
             return Ok(());
         }
-        let legacy = self.legacy_for(Access::Write, "copy_from_device", Some(BufferAccess::new(Some(&source.usage), Access::Read, "source")))?;
-        self.copy_device_to_device(source, &legacy)?;
+        let legacy = self.legacy();
+        self.copy_device_to_device(source, &legacy, "copy_from_device")?;
         legacy.synchronize()
     }
 
@@ -254,18 +256,16 @@ impl<T: Pod> DeviceBuffer<T> {
         if !check_copy(self.len(), source.len())? {
             return Ok(());
         }
-        let accesses = [BufferAccess::new(Some(&self.slice.usage), Access::Write, "self"), BufferAccess::new(Some(&source.usage), Access::Read, "source")];
-        before_work(stream, "copy_from_device_async", &accesses)?;
-        self.copy_device_to_device(source, stream)
+        self.copy_device_to_device(source, stream, "copy_from_device_async")
     }
 
-    fn copy_device_to_device(&mut self, source: &DeviceSlice<T>, stream: &Stream) -> Result<()> {
-        self.context().bind_to_thread()?;
-        // SAFETY: both ranges hold `size_bytes` bytes (equal lengths); `&mut self` and
-        // `&source` cannot overlap; the copy is ordered after both buffers' earlier work and
-        // before their release.
-        unsafe { driver::memory::memcpy_dtod_async(self.slice.ptr, source.ptr, self.slice.size_bytes(), stream.raw()) }?;
-        Ok(())
+    fn copy_device_to_device(&mut self, source: &DeviceSlice<T>, stream: &Stream, operation: &str) -> Result<()> {
+        let (destination, origin, bytes) = (self.slice.ptr, source.ptr, self.slice.size_bytes());
+        let accesses = [self.access(Access::Write), BufferAccess::new(Some(&source.usage), Access::Read, "source")];
+        // SAFETY: both ranges hold `bytes` bytes (equal lengths); `&mut self` and `&source`
+        // cannot overlap; the door orders the copy after both buffers' earlier work and before
+        // their release.
+        stream.enqueue(operation, &accesses, |s| Ok(unsafe { driver::memory::memcpy_dtod_async(destination, origin, bytes, s.get()) }?))
     }
 
     /// Copies `source`, a buffer in another context (usually on another GPU), into this one
@@ -275,8 +275,7 @@ impl<T: Pod> DeviceBuffer<T> {
         if !check_copy(self.len(), source.len())? {
             return Ok(());
         }
-        let legacy = Stream::default_of(self.context());
-        self.order_peer_copy(source, &legacy)?;
+        let legacy = self.legacy();
         self.copy_peer(source, &legacy)?;
         // cuMemcpyPeer may return before the copy ends; a synchronous copy must not.
         legacy.synchronize()
@@ -290,24 +289,20 @@ impl<T: Pod> DeviceBuffer<T> {
         if !check_copy(self.len(), source.len())? {
             return Ok(());
         }
-        self.order_peer_copy(source, stream)?;
         self.copy_peer(source, stream)
     }
 
-    /// Orders a peer copy on `stream` after both buffers' earlier work (the source may be in
-    /// another context: a copy needs no peer access).
-    fn order_peer_copy(&mut self, source: &DeviceBuffer<T>, stream: &Stream) -> Result<()> {
-        before_work(stream, "copy_from_peer", &[BufferAccess::new(Some(&self.slice.usage), Access::Write, "self")])?;
-        usage::before_work_any_context(stream, &[BufferAccess::new(Some(&source.slice.usage), Access::Read, "source")])
-    }
-
+    /// Queues a peer copy on `stream`, ordered after both buffers' earlier work (the source
+    /// may be in another context: a copy engine reaches it without peer access).
     fn copy_peer(&mut self, source: &DeviceBuffer<T>, stream: &Stream) -> Result<()> {
-        self.context().bind_to_thread()?;
-        let (destination, origin) = (self.context().raw(), source.context().raw());
-        // SAFETY: both allocations hold `size_bytes` bytes in their own (alive) contexts; the
-        // copy is ordered after both buffers' earlier work and before their release.
-        unsafe { driver::memory::memcpy_peer_async(self.slice.ptr, destination, source.slice.ptr, origin, self.slice.size_bytes(), stream.raw()) }?;
-        Ok(())
+        let (destination_context, origin_context) = (self.context().raw(), source.context().raw());
+        let (destination, origin, bytes) = (self.slice.ptr, source.slice.ptr, self.slice.size_bytes());
+        let accesses = [self.access(Access::Write), BufferAccess::new(Some(&source.slice.usage), Access::Read, "source").in_any_context()];
+        // SAFETY: both allocations hold `bytes` bytes in their own (alive) contexts; the door
+        // orders the copy after both buffers' earlier work and before their release.
+        stream.enqueue("copy_from_peer", &accesses, |s| {
+            Ok(unsafe { driver::memory::memcpy_peer_async(destination, destination_context, origin, origin_context, bytes, s.get()) }?)
+        })
     }
 
     /// Sets every element to zero, queued on `stream` (ordered with the kernels on it).
@@ -323,15 +318,13 @@ impl<T: Pod> DeviceBuffer<T> {
         if !check_copy(self.len(), data.len())? {
             return Ok(());
         }
-        let legacy = self.legacy_for(Access::Write, "copy_from_host", None)?;
-        self.context().bind_to_thread()?;
-        // SAFETY: both sides hold size_bytes bytes; the driver has read `data` when a copy
-        // from pageable memory returns (it may still be moving to the device, ordered on the
-        // legacy stream, which later users of the buffer wait for).
-        unsafe { driver::memory::memcpy_htod(self.slice.ptr, data.as_ptr().cast(), self.slice.size_bytes()) }
-            .map_err(crate::panic_report::with_kernel_panic)?;
-        let _ = legacy;
-        Ok(())
+        let (destination, bytes) = (self.slice.ptr, self.slice.size_bytes());
+        // SAFETY: both sides hold `bytes` bytes; the driver has read `data` when a copy from
+        // pageable memory returns (it may still be moving to the device, ordered on the legacy
+        // stream, which later users of the buffer wait for).
+        self.legacy().enqueue("copy_from_host", &[self.access(Access::Write)], |_legacy| {
+            unsafe { driver::memory::memcpy_htod(destination, data.as_ptr().cast(), bytes) }.map_err(crate::panic_report::with_kernel_panic)
+        })
     }
 
     /// Copies the contents into `out` (same length), after the buffer's queued writes on every
@@ -340,13 +333,12 @@ impl<T: Pod> DeviceBuffer<T> {
         if !check_copy(out.len(), self.len())? {
             return Ok(());
         }
-        let _legacy = self.legacy_for(Access::Read, "copy_to_host", None)?;
-        self.context().bind_to_thread()?;
-        // SAFETY: both sides hold size_bytes bytes; `T: Pod` accepts any bytes; the copy is
+        let (origin, bytes) = (self.slice.ptr, self.slice.size_bytes());
+        // SAFETY: both sides hold `bytes` bytes; `T: Pod` accepts any bytes; the copy is
         // ordered after the buffer's writers and complete when it returns.
-        unsafe { driver::memory::memcpy_dtoh(out.as_mut_ptr().cast(), self.slice.ptr, self.slice.size_bytes()) }
-            .map_err(crate::panic_report::with_kernel_panic)?;
-        Ok(())
+        self.legacy().enqueue("copy_to_host", &[self.access(Access::Read)], |_legacy| {
+            unsafe { driver::memory::memcpy_dtoh(out.as_mut_ptr().cast(), origin, bytes) }.map_err(crate::panic_report::with_kernel_panic)
+        })
     }
 
     /// Copies the contents into a new `Vec`.
@@ -385,12 +377,8 @@ impl<T: Pod> Drop for DeviceBuffer<T> {
         }
         // Errors (a faulted context) cannot be reported from Drop; the next call reports them.
         let (ptr, pooled) = (self.slice.ptr, self.pooled);
-        let streams = self.slice.usage.take_streams();
-        let release = move |context: &Context| usage::release(context, ptr, streams, pooled);
-        let context = self.context().clone();
-        if let Err(now) = context.defer_while_capturing(release) {
-            now(&context);
-        }
+        let streams = UsedStreams::hold(self.slice.usage.take_streams());
+        self.context().release(move |context: &Context| usage::release(context, ptr, streams, pooled));
     }
 }
 

@@ -1,34 +1,35 @@
 //! Page-locked ("pinned") host memory: the only host memory that asynchronous copies can
 //! read or write while the host goes on, and the fastest to copy.
 //!
-//! A [`PinnedBuffer`] remembers the asynchronous copies that use it (as events). Reading or
-//! writing it from the host, and dropping it, first waits for them, so the host never sees a
-//! half-finished copy and the GPU never copies from freed memory.
+//! A [`PinnedBuffer`] is tracked like a device buffer ([`BufferUsage`], N4): an asynchronous
+//! copy on stream `S` that reads it first makes `S` wait for the copies on other streams that
+//! write it, and one that writes it waits for every earlier copy, so copies on different
+//! streams never race on it. Reading or writing it from the host waits for the copies that
+//! conflict, and dropping it waits for all of them (or, inside a host callback or a capture,
+//! is postponed, see `context::release`), so the host never sees a half-finished copy and the
+//! GPU never copies from freed memory.
 //!
 //! Driver reference: [`cuMemHostAlloc`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html),
 //! [`cuMemcpyHtoDAsync`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html).
 
 use std::marker::PhantomData;
-use std::sync::Mutex;
 
 use bytemuck::Pod;
 use cudarc::driver::sys;
 
-use crate::context::Context;
+use crate::context::{Context, Handle};
 use crate::driver;
 use crate::error::{Error, Result};
-use crate::event::Event;
 use crate::memory::DeviceBuffer;
-use crate::memory::usage::BufferAccess;
-use crate::stream::Stream;
+use crate::memory::usage::{Access, BufferAccess, BufferUsage};
+use crate::stream::{Stream, UsedStreams};
 
 /// `len` values of `T` in page-locked host memory, zero-filled at allocation.
 pub struct PinnedBuffer<T: Pod> {
     ptr: *mut T,
     len: usize,
-    context: Context,
-    /// Events recorded after each queued copy that reads or writes this memory.
-    pending: Mutex<Vec<Event>>,
+    /// The streams whose copies read or write this memory (it holds the context).
+    usage: BufferUsage,
     _element: PhantomData<T>,
 }
 
@@ -55,7 +56,7 @@ impl<T: Pod> PinnedBuffer<T> {
         } else {
             ptr = std::ptr::NonNull::<T>::dangling().as_ptr().cast();
         }
-        Ok(PinnedBuffer { ptr: ptr.cast(), len, context: context.clone(), pending: Mutex::new(Vec::new()), _element: PhantomData })
+        Ok(PinnedBuffer { ptr: ptr.cast(), len, usage: BufferUsage::idle(context), _element: PhantomData })
     }
 
     /// Allocates page-locked memory holding a copy of `data`.
@@ -75,9 +76,9 @@ impl<T: Pod> PinnedBuffer<T> {
         self.len == 0
     }
 
-    /// The contents, after waiting for the queued copies that use this buffer.
+    /// The contents, after waiting for the queued copies that write this buffer.
     pub fn as_slice(&self) -> Result<&[T]> {
-        self.wait_for_copies()?;
+        self.usage.wait_on_host(Access::Read)?;
         // SAFETY: `ptr` holds `len` initialised elements; no queued copy writes them (copies
         // into the buffer need `&mut self`, and the ones queued earlier have finished).
         Ok(unsafe { std::slice::from_raw_parts(self.ptr, self.len) })
@@ -92,68 +93,59 @@ impl<T: Pod> PinnedBuffer<T> {
     }
 
     /// Queues a copy of this buffer into `destination` (same length) on `stream`; the host
-    /// goes on at once. Host access to this buffer waits for the copy.
+    /// goes on at once. The copy waits for earlier copies into this buffer on other streams;
+    /// host access to this buffer waits for the copy.
     pub fn copy_to_device_async(&self, destination: &mut DeviceBuffer<T>, stream: &Stream) -> Result<()> {
         crate::memory::ensure_stream_in(destination.context(), stream, "copy_to_device_async")?;
         check_lengths(destination.len(), self.len)?;
         if self.is_empty() {
             return Ok(());
         }
-        stream.will_use(&[BufferAccess::write(destination)])?;
-        let event = Event::without_timing(stream.context())?;
-        stream.context().bind_to_thread()?;
-        // SAFETY: both sides hold the same number of bytes; this memory stays allocated until
-        // the copy has finished (Drop and host access wait for the event recorded below), and
-        // the device buffer waits for queued work before it is freed.
-        unsafe { driver::memory::memcpy_htod_async(destination.device_ptr(), self.ptr.cast(), destination.size_bytes(), stream.raw()) }?;
-        self.remember_copy(event, stream)
+        let (target, host, bytes) = (destination.device_ptr(), Handle(self.ptr), destination.size_bytes());
+        let accesses = [BufferAccess::write(destination), self.read_access()];
+        // SAFETY: both sides hold `bytes` bytes; the door orders the copy after the earlier
+        // copies into this memory (on any stream) and records it, so that host access and the
+        // drop wait for it; the device buffer likewise.
+        stream.enqueue("copy_to_device_async", &accesses, |s| Ok(unsafe { driver::memory::memcpy_htod_async(target, host.0.cast(), bytes, s.get()) }?))
     }
 
     /// Queues a copy of `source` (same length) into this buffer on `stream`; the host goes on
-    /// at once. [`PinnedBuffer::as_slice`] waits for it.
+    /// at once. The copy waits for every earlier copy of this buffer on other streams (N4);
+    /// [`PinnedBuffer::as_slice`] waits for it.
     pub fn copy_from_device_async(&mut self, source: &DeviceBuffer<T>, stream: &Stream) -> Result<()> {
         crate::memory::ensure_stream_in(source.context(), stream, "copy_from_device_async")?;
         check_lengths(self.len, source.len())?;
         if self.is_empty() {
             return Ok(());
         }
-        stream.will_use(&[BufferAccess::read(source)])?;
-        let event = Event::without_timing(stream.context())?;
-        stream.context().bind_to_thread()?;
+        let (host, origin, bytes) = (Handle(self.ptr), source.device_ptr(), source.size_bytes());
+        let accesses = [BufferAccess::read(source), self.write_access()];
         // SAFETY: as in `copy_to_device_async`; `&mut self` means no host reference into the
         // memory is alive while the device writes it.
-        unsafe { driver::memory::memcpy_dtoh_async(self.ptr.cast(), source.device_ptr(), source.size_bytes(), stream.raw()) }?;
-        self.remember_copy(event, stream)
+        stream.enqueue("copy_from_device_async", &accesses, |s| Ok(unsafe { driver::memory::memcpy_dtoh_async(host.0.cast(), origin, bytes, s.get()) }?))
+    }
+
+    /// This memory as read by stream work, for [`Stream::enqueue`] (any context's streams
+    /// may use it: it is allocated portable).
+    pub fn read_access(&self) -> BufferAccess<'_> {
+        BufferAccess::new(Some(&self.usage), Access::Read, "pinned buffer").in_any_context()
+    }
+
+    /// This memory as written by stream work, for [`Stream::enqueue`]: borrowed exclusively,
+    /// like a device buffer's write, so no other declaration can come between this one and
+    /// the work it declares.
+    pub fn write_access(&mut self) -> BufferAccess<'_> {
+        BufferAccess::new(Some(&self.usage), Access::Write, "pinned buffer").in_any_context()
     }
 
     /// Waits until every queued copy that reads or writes this buffer has finished.
     pub fn wait_for_copies(&self) -> Result<()> {
-        let mut pending = self.pending.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        for event in pending.iter() {
-            event.synchronize()?;
-        }
-        pending.clear();
-        Ok(())
-    }
-
-    /// Tracks a queued copy with `event` (made before the copy was queued, so that tracking
-    /// cannot fail to start once the copy is in flight). Completed copies are forgotten here,
-    /// so a streaming loop does not grow the list.
-    fn remember_copy(&self, event: Event, stream: &Stream) -> Result<()> {
-        let mut pending = self.pending.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        pending.retain(|e| !e.is_complete().unwrap_or(false));
-        if let Err(error) = event.record(stream) {
-            // Untracked copies must not outlive the memory: wait for them here instead.
-            stream.synchronize()?;
-            return Err(error);
-        }
-        pending.push(event);
-        Ok(())
+        self.usage.wait_on_host(Access::Write)
     }
 
     /// The context the memory was allocated in.
     pub fn context(&self) -> &Context {
-        &self.context
+        self.usage.context()
     }
 }
 
@@ -169,15 +161,17 @@ impl<T: Pod> Drop for PinnedBuffer<T> {
         if self.len == 0 || std::mem::size_of::<T>() == 0 {
             return;
         }
-        // A copy that cannot be waited for (faulted context) may still be queued: then leak
-        // the memory rather than free what the GPU might still touch.
-        if self.wait_for_copies().is_err() {
-            return;
-        }
-        if self.context.bind_to_thread().is_ok() {
+        let (ptr, streams) = (Handle(self.ptr), UsedStreams::hold(self.usage.take_streams()));
+        self.context().release(move |context| {
+            // A copy that cannot be waited for (faulted context) may still be queued: then leak
+            // the memory rather than free what the GPU might still touch.
+            let Ok(streams) = streams.resolve(context) else { return };
+            if streams.iter().any(|s| s.host_wait().is_err()) || context.bind_to_thread().is_err() {
+                return;
+            }
             // SAFETY: allocated by cuMemHostAlloc, freed once, no copy uses it any more.
-            let _ = unsafe { driver::memory::free_host(self.ptr.cast()) };
-        }
+            let _ = unsafe { driver::memory::free_host(ptr.into_inner().cast()) };
+        });
     }
 }
 

@@ -4,7 +4,10 @@
 //! The borrow checker sees a launch's borrows end when the kernel is queued, not when it
 //! finishes; this module covers the rest, like cudarc's `CudaSlice` in multi-stream mode but
 //! without an event per launch:
-//! - a launch (or copy, or [`Stream::will_use`]) on stream `S` first makes `S` wait for the
+//! The same record tracks every other memory with a GPU lifetime: pinned host buffers, a
+//! cuFFT plan's work area, a module's globals. All stream work reaches it through one door,
+//! [`Stream::enqueue`] (`stream/door.rs`, issue 21), which takes the accesses with the work:
+//! - work (a launch, copy, library call, or [`Stream::will_use`]) on stream `S` first makes `S` wait for the
 //!   buffer's earlier work on other streams: the last writer for a read, the last writer and
 //!   every reader since for a write (`cuStreamWaitEvent` on the other stream's tail event,
 //!   recorded at that moment: it covers all the work queued there so far, the buffer's
@@ -15,8 +18,8 @@
 //! - synchronous host copies are work on the legacy default stream like any other: it waits
 //!   for the other streams first (a non-blocking stream's kernel included);
 //! - dropping the buffer frees it stream-ordered (`cuMemFreeAsync`) on one of its streams,
-//!   after making that stream wait for the others, or, while a capture runs in the context,
-//!   later (E1b);
+//!   after making that stream wait for the others, or, while a capture runs in the context or
+//!   inside a host callback, later (E1b, N10; `context::release`);
 //! - a buffer of another context is refused, unless peer access makes it usable, and then
 //!   the ordering above holds across the contexts (events work across contexts).
 //!
@@ -29,7 +32,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::stream::Stream;
+use crate::stream::{Stream, UsedStreams};
 
 /// The use state of one allocation (shared by every view of it).
 pub struct BufferUsage {
@@ -49,7 +52,7 @@ pub struct BufferUsage {
 /// destroyed and reused by another stream meanwhile.
 #[inline]
 fn key(stream: &Stream) -> usize {
-    stream.raw() as usize
+    stream.key()
 }
 
 struct UseState<S = Stream> {
@@ -61,13 +64,15 @@ struct UseState<S = Stream> {
 
 /// What the ordering rules need of a stream (a trait so that the rules are unit-tested
 /// without a GPU).
-trait Ordered: Clone {
+trait Ordered {
     /// The same CUDA stream.
     fn same_as(&self, other: &Self) -> bool;
     /// Makes later work on `self` wait for the work queued on `other` so far.
     fn wait_for(&self, other: &Self) -> Result<()>;
     /// The fast-path key (see `BufferUsage::fast_read`); 0 for never fast.
     fn key(&self) -> usize;
+    /// The handle the record keeps (not one of the caller's: see `Stream::record`).
+    fn record(&self) -> Self;
 }
 
 impl Ordered for Stream {
@@ -79,6 +84,9 @@ impl Ordered for Stream {
     }
     fn key(&self) -> usize {
         key(self)
+    }
+    fn record(&self) -> Self {
+        Stream::record(self)
     }
 }
 
@@ -93,7 +101,7 @@ impl<S: Ordered> UseState<S> {
                 if let Some(writer) = &self.writer {
                     stream.wait_for(writer)?;
                 }
-                self.readers.push(stream.clone());
+                self.readers.push(stream.record());
             }
             Access::Write => {
                 let writer_is_stream = self.writer.as_ref().is_some_and(|w| w.same_as(stream));
@@ -105,7 +113,7 @@ impl<S: Ordered> UseState<S> {
                 }
                 self.readers.clear();
                 if !writer_is_stream {
-                    self.writer = Some(stream.clone());
+                    self.writer = Some(stream.record());
                 }
             }
         }
@@ -142,6 +150,9 @@ pub enum Access {
 pub struct BufferAccess<'a> {
     usage: Option<&'a BufferUsage>,
     access: Access,
+    /// Memory any context's work may use (pinned host memory, a peer copy's source): not
+    /// refused for being of another context.
+    any_context: bool,
     name: &'static str,
 }
 
@@ -149,7 +160,22 @@ impl<'a> BufferAccess<'a> {
     /// The access of a kernel argument (see `SliceArg::read` / `SliceArg::write`).
     #[inline]
     pub(crate) fn new(usage: Option<&'a BufferUsage>, access: Access, name: &'static str) -> Self {
-        BufferAccess { usage, access, name }
+        BufferAccess { usage, access, any_context: false, name }
+    }
+
+    /// The same access, to memory that work of any context may use (a copy engine reaches
+    /// it without peer access).
+    pub(crate) fn in_any_context(mut self) -> Self {
+        self.any_context = true;
+        self
+    }
+
+    /// Work that reads and writes the library state that `usage` tracks
+    /// ([`BufferUsage::for_library_state`]). Declaring it through a shared reference is sound
+    /// only if no two threads declare it at once: keep the library object `!Sync`, or hold a
+    /// lock from the declaration to the queuing (as `cufft::Plan` does).
+    pub fn library_state(usage: &'a BufferUsage) -> Self {
+        BufferAccess::new(Some(usage), Access::Write, "library state")
     }
 
     /// How the work uses the buffer.
@@ -183,9 +209,48 @@ impl BufferUsage {
         }
     }
 
+    /// Memory in `context` that no work has used yet (pinned host memory, a library's work
+    /// area, a module's globals).
+    pub(crate) fn idle(context: &Context) -> Self {
+        BufferUsage {
+            context: context.clone(),
+            state: Mutex::new(UseState { writer: None, readers: Vec::new() }),
+            fast_read: AtomicUsize::new(0),
+            fast_write: AtomicUsize::new(0),
+        }
+    }
+
+    /// The record of a library's internal state in `context` (a communicator's or a handle's
+    /// own device buffers), for a wrapper to declare with [`BufferAccess::library_state`] in
+    /// each call that uses the state: calls on different streams are then ordered.
+    pub fn for_library_state(context: &Context) -> Self {
+        Self::idle(context)
+    }
+
     /// The context that owns the allocation.
     pub fn context(&self) -> &Context {
         &self.context
+    }
+
+    /// Blocks the host until the queued work that conflicts with a host `access` has
+    /// finished: the last writer's for a read, every user's for a write. That work is then
+    /// forgotten (for pinned host memory, which the host reads and writes directly).
+    pub(crate) fn wait_on_host(&self, access: Access) -> Result<()> {
+        let mut state = self.lock();
+        if let Some(writer) = &state.writer {
+            writer.host_wait()?;
+        }
+        state.writer = None;
+        if access == Access::Write {
+            for reader in &state.readers {
+                reader.host_wait()?;
+            }
+            state.readers.clear();
+        }
+        // No stream is the writer any more: no fast path until the next stream work.
+        self.fast_read.store(0, Ordering::Release);
+        self.fast_write.store(0, Ordering::Release);
+        Ok(())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, UseState> {
@@ -203,17 +268,6 @@ impl BufferUsage {
         };
         let k = key(stream);
         k != 0 && field.load(Ordering::Acquire) == k
-    }
-
-    /// Orders `stream` after the buffer's earlier work and records it as a user. One atomic
-    /// load when the buffer's work stays on `stream`; else a lock, and driver calls only when
-    /// another stream's work must be waited for.
-    #[inline]
-    fn before_stream_work(&self, stream: &Stream, access: Access) -> Result<()> {
-        if self.is_fast(stream, access) {
-            return Ok(());
-        }
-        self.before_stream_work_slow(stream, access)
     }
 
     #[cold]
@@ -244,15 +298,16 @@ impl BufferUsage {
 
 /// Buffer ordering on a stream lives here, with the tracking.
 impl Stream {
-    /// Declares work about to be queued on this stream that reads or writes `buffers`
-    /// (a cuBLAS, cuFFT or NCCL call, a raw driver call): makes this stream wait for their
-    /// earlier work on other streams, refuses buffers of another context (unless peer access
-    /// was enabled), and records this stream as their user, so that later work on other
-    /// streams, host copies and the buffers' drops wait for what is queued here.
+    /// Declares that work queued next on this stream reads or writes `buffers`, without
+    /// queuing anything: makes this stream wait for their earlier work on other streams,
+    /// refuses buffers of another context (unless peer access was enabled), and records this
+    /// stream as their user, so that later work on other streams, host copies and the buffers'
+    /// drops wait for what is queued here after it.
     ///
-    /// Call it once, right before queuing the work:
-    /// `stream.will_use(&[BufferAccess::read(&x), BufferAccess::write(&mut y)])?`.
-    /// The launchers of `#[kernel]` do this for their slice arguments.
+    /// For work you queue yourself, use [`Stream::enqueue`], which declares and queues in one
+    /// step (and is the only way to the raw stream handle). This call is for work queued by
+    /// a typed launcher whose arguments are raw device pointers (`DevicePtr`), which the
+    /// launcher cannot declare: `stream.will_use(&[BufferAccess::read(&x)])?`, then launch.
     pub fn will_use(&self, buffers: &[BufferAccess<'_>]) -> Result<()> {
         before_work(self, "Stream::will_use", buffers)
     }
@@ -272,24 +327,10 @@ pub(crate) fn before_work(stream: &Stream, operation: &str, buffers: &[BufferAcc
         if usage.is_fast(stream, buffer.access) {
             continue; // `stream` was checked and ordered when it became the fast one
         }
-        if usage.context.raw() != context.raw() && !context.can_use_memory_of(usage.context.raw()) {
+        if !buffer.any_context && usage.context.raw() != context.raw() && !context.can_use_memory_of(usage.context.raw()) {
             return Err(Error::BufferInOtherContext { operation: operation.to_string(), argument: buffer.name });
         }
         usage.before_stream_work_slow(stream, buffer.access)?;
-    }
-    Ok(())
-}
-
-/// [`before_work`] for a buffer that may be in another context without peer access: a copy
-/// engine reaches it either way (`cuMemcpyPeerAsync`).
-pub(crate) fn before_work_any_context(stream: &Stream, buffers: &[BufferAccess<'_>]) -> Result<()> {
-    if stream.is_capturing_fast() {
-        return Ok(());
-    }
-    for buffer in buffers {
-        if let Some(usage) = buffer.usage {
-            usage.before_stream_work(stream, buffer.access)?;
-        }
     }
     Ok(())
 }
@@ -298,7 +339,8 @@ pub(crate) fn before_work_any_context(stream: &Stream, buffers: &[BufferAccess<'
 /// (`cuMemFreeAsync` on one of them after it waits for the others) for pool memory, else
 /// after the host waited for them (`cuMemFree`). Errors (a faulted context) leak the memory:
 /// freeing what the GPU may still touch would be worse.
-pub(crate) fn release(context: &Context, ptr: u64, streams: Vec<Stream>, pooled: bool) {
+pub(crate) fn release(context: &Context, ptr: u64, streams: UsedStreams, pooled: bool) {
+    let Ok(streams) = streams.resolve(context) else { return };
     if context.bind_to_thread().is_err() {
         return;
     }
@@ -310,12 +352,9 @@ pub(crate) fn release(context: &Context, ptr: u64, streams: Vec<Stream>, pooled:
                 return;
             }
         }
-        if context.bind_to_thread().is_err() {
-            return;
-        }
         // SAFETY: allocated from the pool by us, freed once; the free is ordered after every
         // stream that used the buffer (waited for above).
-        let _ = unsafe { crate::driver::memory::free_async(ptr, own.raw()) };
+        let _ = own.enqueue("cuMemFreeAsync", &[], |stream| Ok::<_, Error>(unsafe { crate::driver::memory::free_async(ptr, stream.get()) }?));
     } else {
         for stream in &streams {
             if stream.host_wait().is_err() {
@@ -357,6 +396,9 @@ mod tests {
         }
         fn key(&self) -> usize {
             self.id
+        }
+        fn record(&self) -> Self {
+            self.clone()
         }
     }
 

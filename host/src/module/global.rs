@@ -6,11 +6,16 @@ use bytemuck::Pod;
 use cudarc::driver::sys;
 
 use crate::driver;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::memory::usage::Access;
 use crate::module::Module;
+use crate::stream::Stream;
 
-/// A typed global variable of a [`Module`]; reads and writes are synchronous copies ordered
-/// on the legacy default stream, like [`DeviceBuffer`](crate::DeviceBuffer)'s.
+/// A typed global variable of a [`Module`]; reads and writes are synchronous copies on the
+/// legacy default stream, tracked like a [`DeviceBuffer`](crate::DeviceBuffer)'s: every launch
+/// of the module's kernels (on any stream) reads the module's globals, a write waits for
+/// those queued before it and those queued after wait for it (S1). Kernels must not write
+/// globals that the host reads concurrently (device code needs `unsafe` to write a global).
 pub struct Global<'m, T> {
     pub(crate) address: sys::CUdeviceptr,
     pub(crate) module: &'m Module,
@@ -24,21 +29,32 @@ impl<T> std::fmt::Debug for Global<'_, T> {
 }
 
 impl<T: Pod> Global<'_, T> {
-    /// The current value.
+    /// The current value, once the writes queued before have landed.
     pub fn read(&self) -> Result<T> {
-        self.module.context().bind_to_thread()?;
-        let mut value = T::zeroed();
-        // SAFETY: the global holds size_of::<T>() bytes (checked at creation); T accepts any bytes.
-        unsafe { driver::memory::memcpy_dtoh((&mut value as *mut T).cast(), self.address, std::mem::size_of::<T>()) }?;
+        let (address, mut value) = (self.address, T::zeroed());
+        let legacy = Stream::default_of(self.module.context());
+        self.module.with_globals(Access::Read, |globals| {
+            // SAFETY: the global holds size_of::<T>() bytes (checked at creation); T accepts
+            // any bytes; the door ordered the legacy stream after the last write.
+            legacy.enqueue("Global::read", &[globals], |_| {
+                Ok::<_, Error>(unsafe { driver::memory::memcpy_dtoh((&mut value as *mut T).cast(), address, std::mem::size_of::<T>()) }?)
+            })
+        })?;
         Ok(value)
     }
 
-    /// Sets the value; launches queued after this see it.
+    /// Sets the value: after the module's kernels queued before (on any stream) have run, so
+    /// none of them sees the new value, and before those queued after, which all see it (S1).
     pub fn write(&self, value: &T) -> Result<()> {
-        self.module.context().bind_to_thread()?;
-        // SAFETY: the global holds size_of::<T>() bytes (checked at creation).
-        unsafe { driver::memory::memcpy_htod(self.address, (value as *const T).cast(), std::mem::size_of::<T>()) }?;
-        Ok(())
+        let address = self.address;
+        let legacy = Stream::default_of(self.module.context());
+        self.module.with_globals(Access::Write, |globals| {
+            // SAFETY: the global holds size_of::<T>() bytes (checked at creation); the door
+            // ordered the legacy stream after every launch of the module's kernels so far.
+            legacy.enqueue("Global::write", &[globals], |_| {
+                Ok::<_, Error>(unsafe { driver::memory::memcpy_htod(address, (value as *const T).cast(), std::mem::size_of::<T>()) }?)
+            })
+        })
     }
 
     /// The device address.

@@ -11,16 +11,17 @@ mod reloadable;
 
 use std::ffi::CString;
 use std::marker::PhantomData;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use bytemuck::Pod;
 use cudarc::driver::sys;
 
 use crate::KernelSignature;
-use crate::context::Context;
+use crate::context::{Context, Handle};
 use crate::driver;
 use crate::error::{Error, Result};
 use crate::function::Function;
+use crate::memory::usage::{Access, BufferAccess, BufferUsage};
 pub use global::Global;
 pub use jit::{JitFallback, JitOptions};
 pub(crate) use raw::{RawModule, check_ptx_supported};
@@ -43,6 +44,13 @@ struct ModuleInner {
     /// Kernels looked up and checked for typed launchers, by signature (two crates may have
     /// kernels of one name with different parameters: each is checked).
     functions: Mutex<Vec<(&'static KernelSignature, sys::CUfunction)>>,
+    /// The use of the module's global variables by stream work (S1): every launch of one of
+    /// its kernels reads them, [`Global::write`] writes them.
+    globals: BufferUsage,
+    /// Held shared by launches and [`Global::read`], exclusively by [`Global::write`], around
+    /// their declaration and queuing: a write's declaration cannot fall between another
+    /// thread's declaration and its launch (the fast path then stays sound across threads).
+    globals_gate: RwLock<()>,
 }
 
 // SAFETY: the module handle is used with its context bound; mutable state is behind a Mutex.
@@ -99,7 +107,15 @@ impl Module {
 
     fn wrap(context: &Context, name: &str, raw: RawModule, info_log: String) -> Self {
         Module {
-            inner: Arc::new(ModuleInner { raw: Some(raw), context: context.clone(), name: name.to_string(), info_log, functions: Mutex::new(Vec::new()) }),
+            inner: Arc::new(ModuleInner {
+                raw: Some(raw),
+                context: context.clone(),
+                name: name.to_string(),
+                info_log,
+                functions: Mutex::new(Vec::new()),
+                globals: BufferUsage::idle(context),
+                globals_gate: RwLock::new(()),
+            }),
         }
     }
 
@@ -121,6 +137,23 @@ impl Module {
     /// A handle that keeps the module loaded (for graphs that captured its kernels).
     pub(crate) fn keep_alive(&self) -> Arc<dyn std::any::Any + Send + Sync> {
         self.inner.clone()
+    }
+
+    /// Runs `f` with the access of stream work to the module's globals, holding the gate for
+    /// `access` (shared for a read, exclusive for a write) while `f` declares and queues it.
+    pub(crate) fn with_globals<R>(&self, access: Access, f: impl FnOnce(BufferAccess<'_>) -> R) -> R {
+        let globals = BufferAccess::new(Some(&self.inner.globals), access, "module globals");
+        let gate = &self.inner.globals_gate;
+        match access {
+            Access::Read => {
+                let _shared = gate.read().unwrap_or_else(|p| p.into_inner());
+                f(globals)
+            }
+            Access::Write => {
+                let _exclusive = gate.write().unwrap_or_else(|p| p.into_inner());
+                f(globals)
+            }
+        }
     }
 
     fn raw(&self) -> &RawModule {
@@ -189,6 +222,11 @@ impl Module {
     /// clones or [`Function`]s of it are still alive, it is unloaded when the last one drops.
     pub fn unload(self) -> Result<()> {
         let Some(mut inner) = Arc::into_inner(self.inner) else { return Ok(()) };
+        if inner.context.is_capturing() || crate::context::in_host_callback() {
+            // Synchronising would invalidate the capture (S2) or be refused: unloaded later.
+            drop(inner);
+            return Ok(());
+        }
         inner.context.synchronize()?;
         match inner.raw.take() {
             Some(raw) => raw.unload(),
@@ -202,12 +240,18 @@ impl Drop for ModuleInner {
         // Kernels of this module may still be queued or running (a hot reload swaps modules
         // while launches are in flight): let them finish before the code goes away. Errors
         // cannot be reported from Drop; a faulted context reports them on its next call.
-        if self.raw.is_some() && self.context.synchronize().is_ok() {
-            self.raw.take();
-        } else if let Some(raw) = self.raw.take() {
-            // The context is unusable; unloading would fail, and leaking is harmless then.
-            std::mem::forget(raw);
-        }
+        // Inside a capture the synchronisation would invalidate it (S2): `release` postpones
+        // the unload until the capture ends (and out of host callbacks).
+        let Some(raw) = self.raw.take() else { return };
+        let raw = Handle(raw);
+        self.context.release(move |context| {
+            if context.synchronize_queued_work().is_ok() {
+                drop(raw.into_inner());
+            } else {
+                // The context is unusable; unloading would fail, and leaking is harmless then.
+                std::mem::forget(raw.into_inner());
+            }
+        });
     }
 }
 

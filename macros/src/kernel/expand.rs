@@ -5,7 +5,7 @@ use quote::{format_ident, quote};
 use syn::Ident;
 use syn::ext::IdentExt;
 
-use super::lower::{Lowered, lower};
+use super::lower::{Lowered, generated, lower};
 use super::parse::{Kernel, Param};
 use super::paths;
 
@@ -52,8 +52,8 @@ fn kernel_items(kernel: &Kernel) -> TokenStream {
         None => {
             let ident = &function.sig.ident;
             let lowered: Vec<Lowered> = kernel.params.iter().map(lower).collect();
-            let device = device_entry(ident, &kernel.params, &lowered, EntryBody::Inline(&function.block), &function.attrs);
-            let host = host_launcher(ident, &kernel.params, &lowered, is_unsafe, quote!(super::#ident), kernel.cluster.as_ref());
+            let device = device_entry(ident, &kernel.params, &lowered, EntryBody::Inline(&function.block), &function.attrs, &kernel.same_len);
+            let host = host_launcher(ident, &kernel.params, &lowered, is_unsafe, quote!(super::#ident), kernel.cluster.as_ref(), &kernel.same_len);
             quote! {
                 #device
                 #[cfg(not(target_arch = "nvptx64"))]
@@ -77,8 +77,16 @@ fn kernel_items(kernel: &Kernel) -> TokenStream {
                 let ty = &instance.ty;
                 let call = EntryBody::Call(quote!(#name::<#ty>));
                 let doc = format!("The `{}` instance of the generic kernel `{}`.", quote!(#ty), name.unraw());
-                out.extend(device_entry(&instance.symbol, &params, &lowered, call, &[syn::parse_quote!(#[doc = #doc])]));
-                out.extend(host_launcher(&instance.symbol, &params, &lowered, is_unsafe, quote!(super::#name::<#ty>), kernel.cluster.as_ref()));
+                out.extend(device_entry(&instance.symbol, &params, &lowered, call, &[syn::parse_quote!(#[doc = #doc])], &kernel.same_len));
+                out.extend(host_launcher(
+                    &instance.symbol,
+                    &params,
+                    &lowered,
+                    is_unsafe,
+                    quote!(super::#name::<#ty>),
+                    kernel.cluster.as_ref(),
+                    &kernel.same_len,
+                ));
             }
             out
         }
@@ -99,8 +107,17 @@ pub fn symbol_text(symbol: &Ident) -> String {
 
 /// `#[no_mangle] extern "ptx-kernel" fn symbol(...)`: slices arrive as (pointer, length) and
 /// are rebuilt before the body runs.
-fn device_entry(symbol: &Ident, params: &[Param], lowered: &[Lowered], body: EntryBody, attrs: &[syn::Attribute]) -> TokenStream {
+fn device_entry(symbol: &Ident, params: &[Param], lowered: &[Lowered], body: EntryBody, attrs: &[syn::Attribute], same_len: &[Vec<Ident>]) -> TokenStream {
     let entry_params = lowered.iter().flat_map(|l| l.entry_params.iter());
+    // `same_len(a, b)`: the launchers checked the lengths equal, so every slice of the group is
+    // rebuilt with the first one's length, one value, and one bounds check covers them all.
+    let shared_lengths = same_len.iter().flat_map(|group| {
+        let first = generated(&group[0], "len");
+        group[1..].iter().map(move |name| {
+            let len = generated(name, "len");
+            quote!(let #len: ::core::primitive::usize = #first;)
+        })
+    });
     let rebuild = lowered.iter().map(|l| &l.entry_rebuild);
     let names = params.iter().map(|p| &p.name);
     let body = match body {
@@ -123,7 +140,7 @@ fn device_entry(symbol: &Ident, params: &[Param], lowered: &[Lowered], body: Ent
         const _: () = {
             #[unsafe(export_name = #fingerprint_symbol)]
             #[used]
-            static FINGERPRINT: u64 = #fingerprint;
+            static FINGERPRINT: ::core::primitive::u64 = #fingerprint;
         };
         #[cfg(target_arch = "nvptx64")]
         #(#attrs)*
@@ -131,6 +148,7 @@ fn device_entry(symbol: &Ident, params: &[Param], lowered: &[Lowered], body: Ent
         #[allow(improper_ctypes_definitions)]
         pub unsafe extern "ptx-kernel" fn #symbol(#(#entry_params),*) {
             #panic::__enter_kernel(#name);
+            #(#shared_lengths)*
             #(#rebuild)*
             #body
         }
@@ -164,8 +182,30 @@ fn host_launcher(
     is_unsafe: bool,
     host_fn: TokenStream,
     cluster: Option<&[TokenStream; 3]>,
+    same_len: &[Vec<Ident>],
 ) -> TokenStream {
     let fc = paths::host();
+    let label = |name: &Ident| name.unraw().to_string();
+    let gpu_lengths: Vec<TokenStream> = same_len
+        .iter()
+        .map(|group| {
+            let pairs = group.iter().map(|name| {
+                let (text, arg) = (label(name), generated(name, "arg"));
+                quote!((#text, #arg.len))
+            });
+            quote!(#fc::check_same_len(self::SYMBOL, &[#(#pairs),*])?;)
+        })
+        .collect::<Vec<_>>();
+    let cpu_lengths: Vec<TokenStream> = same_len
+        .iter()
+        .map(|group| {
+            let pairs = group.iter().map(|name| {
+                let text = label(name);
+                quote!((#text, #name.len()))
+            });
+            quote!(&[#(#pairs),*])
+        })
+        .collect();
     let kernels = paths::kernels();
     let text = symbol_text(symbol);
     let canonical = canonical_signature(symbol, params);
@@ -218,10 +258,16 @@ fn host_launcher(
         Some(_) => quote!(#fc::compiled_cluster(self::SYMBOL, #config.into(), self::CLUSTER_DIMS)?),
         None => quote!(#config.into()),
     };
+    let args = paths::args();
+    let requirements = lowered.iter().filter_map(|l| l.requirements.as_ref());
     let launch_call = |path: TokenStream| {
         quote! {
             let #config: #fc::LaunchConfig = #config_value;
+            // Before anything else: what the outputs' witnesses rely on (a 1-D launch of at
+            // most u32::MAX threads for per-thread outputs).
+            #fc::check_requirements(self::SYMBOL, &#config, self::REQUIREMENTS)?;
             #(#prepare)*
+            #(#gpu_lengths)*
             let mut #params_array: [*mut ::core::ffi::c_void; #count] = [#(#pointers),*];
             // Each buffer parameter and how the kernel uses it: the host orders the stream
             // after other streams' work on it and refuses another context's buffer.
@@ -235,7 +281,7 @@ fn host_launcher(
     };
     let embedded = launch_call(quote!(#fc::launch_embedded(&#kernels, self::SYMBOL, #stream, #config, &mut #params_array, &#buffers)));
     let in_module = launch_call(quote!(#fc::launch_in_module(#module, &self::SIGNATURE, #stream, #config, &mut #params_array, &#buffers)));
-    let cpu = cpu_launcher(lowered, host_fn, is_unsafe, cluster.is_some());
+    let cpu = cpu_launcher(lowered, host_fn, is_unsafe, cluster.is_some(), &cpu_lengths);
     quote! {
         #[cfg(not(target_arch = "nvptx64"))]
         #[doc = #doc]
@@ -254,7 +300,7 @@ fn host_launcher(
 
             /// The fingerprint of the kernel's full signature (element types included), also
             /// stored in the device module as `__ferrocuda_fingerprint_<symbol>`.
-            pub const FINGERPRINT: u64 = #fingerprint;
+            pub const FINGERPRINT: ::core::primitive::u64 = #fingerprint;
 
             /// What the host expects of the kernel in a module: its symbol, the byte size of
             /// each PTX parameter (a slice is two: pointer and length) and the fingerprint of
@@ -265,6 +311,11 @@ fn host_launcher(
                 canonical: #canonical,
                 fingerprint: self::FINGERPRINT,
             };
+
+            /// What the kernel's output parameters require of a launch configuration (every
+            /// launcher checks it before the kernel runs): `LINEAR_THREADS` for a per-thread
+            /// output (`DisjointSlice`, `DisjointChunks`, `DisjointPlanes`).
+            pub const REQUIREMENTS: #args::LaunchRequirements = #args::LaunchRequirements::NONE #(.and(#requirements))*;
 
             #[allow(dead_code)]
             const _: fn() = || { #(#checks)* };
@@ -333,7 +384,8 @@ fn param_name(param: &TokenStream) -> TokenStream {
 
 /// `launch_cpu(&executor, config, args..)`: runs the host copy of the kernel (`host_fn`) on the
 /// CPU executor, every GPU thread calling it with its own copy of the parameters.
-fn cpu_launcher(lowered: &[Lowered], host_fn: TokenStream, is_unsafe: bool, compiled_cluster: bool) -> TokenStream {
+fn cpu_launcher(lowered: &[Lowered], host_fn: TokenStream, is_unsafe: bool, compiled_cluster: bool, same_len: &[TokenStream]) -> TokenStream {
+    let args = paths::args();
     let cpu = paths::cpu();
     let (executor, config, body) =
         (Ident::new("executor", Span::mixed_site()), Ident::new("config", Span::mixed_site()), format_ident!("__ferrocuda_body", span = Span::mixed_site()));
@@ -369,6 +421,16 @@ fn cpu_launcher(lowered: &[Lowered], host_fn: TokenStream, is_unsafe: bool, comp
             #config: impl ::core::convert::Into<#cpu::LaunchConfig>,
             #(#launch_params),*
         ) -> ::core::result::Result<(), #cpu::CpuError> {
+            let #config: #cpu::LaunchConfig = #config_value;
+            // Before anything else, as on the GPU: what the outputs' witnesses rely on.
+            if let ::core::result::Result::Err(__ferrocuda_problem) = #config.check_requirements(self::REQUIREMENTS) {
+                return ::core::result::Result::Err(#cpu::CpuError::InvalidConfig { kernel: ::std::string::ToString::to_string(self::SYMBOL), problem: __ferrocuda_problem });
+            }
+            #(
+                if let ::core::result::Result::Err(__ferrocuda_problem) = #args::same_lengths(#same_len) {
+                    return ::core::result::Result::Err(#cpu::CpuError::InvalidConfig { kernel: ::std::string::ToString::to_string(self::SYMBOL), problem: __ferrocuda_problem });
+                }
+            )*
             #(#prepare)*
             let #body = move || {
                 #(#rebuild)*
@@ -376,7 +438,7 @@ fn cpu_launcher(lowered: &[Lowered], host_fn: TokenStream, is_unsafe: bool, comp
                 #[allow(unused_unsafe)]
                 unsafe { #host_fn(#(#names),*) }
             };
-            #executor.run(self::SYMBOL, #config_value, &#body)
+            #executor.run(self::SYMBOL, #config, &#body)
         }
     }
 }

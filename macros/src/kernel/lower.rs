@@ -29,6 +29,9 @@ pub struct Lowered {
     pub buffer_access: Option<TokenStream>,
     /// Compile-time checks (spanned at the user's type).
     pub checks: Vec<TokenStream>,
+    /// For an output: what it requires of the launch configuration (a constant
+    /// `LaunchRequirements`), which every launcher checks before the kernel runs.
+    pub requirements: Option<TokenStream>,
     /// Parameter of the CPU launcher.
     pub cpu_param: TokenStream,
     /// Statement in the CPU launcher, before the per-thread body.
@@ -63,7 +66,10 @@ pub fn lower(param: &Param) -> Lowered {
     let (name, ty) = (&param.name, &param.ty);
     let mutability = param.mutable.then(|| quote!(mut));
     let (host, args) = (paths::host(), paths::args());
-    let by_value = |checks: Vec<TokenStream>| Lowered {
+    // Every by-value parameter is checked by what its type is, not how it is spelled (N5):
+    // a primitive's spelling must name the primitive itself, anything else must be `Pod`.
+    // Spanned at the user's type, so the error is reported there.
+    let by_value = |check: TokenStream| Lowered {
         entry_params: vec![quote!(#mutability #name: #ty)],
         entry_rebuild: quote!(),
         launch_param: quote!(#name: #ty),
@@ -71,16 +77,23 @@ pub fn lower(param: &Param) -> Lowered {
         launch_pointers: vec![quote!(#host::param_ptr(&#name))],
         param_sizes: vec![quote!(::core::mem::size_of::<#ty>())],
         buffer_access: None,
-        checks,
+        checks: vec![check],
+        requirements: None,
         cpu_param: quote!(#name: #ty),
         cpu_prepare: quote!(),
-        // Copied into each thread's call, as the GPU copies parameters to every thread.
-        cpu_rebuild: quote!(let #mutability #name: #ty = #name;),
+        // Copied into each thread's call, as the GPU copies parameters to every thread. A
+        // bitwise copy with no bound of its own, so that a refused type gives only the check's
+        // error (not a second one about the launcher's closure, c05's E0525).
+        cpu_rebuild: quote! {
+            // SAFETY: the check above (`require_primitive` / `require_kernel_value`, in this
+            // same module) makes the crate fail to build unless the type is `Copy` plain data,
+            // so a build that runs this copies a `Copy` value.
+            let #mutability #name: #ty = unsafe { ::core::ptr::read(&#name) };
+        },
     };
     match &param.kind {
-        ParamKind::Scalar => by_value(vec![]),
-        // Spanned at the user's type, so a non-`Pod` struct is reported there.
-        ParamKind::Value => by_value(vec![quote_spanned!(ty.span()=> #host::require_kernel_value::<#ty>();)]),
+        ParamKind::Scalar { primitive } => by_value(quote_spanned!(ty.span()=> #host::require_primitive::<#ty, #primitive>();)),
+        ParamKind::Value => by_value(quote_spanned!(ty.span()=> #host::require_kernel_value::<#ty>();)),
         ParamKind::Pointer { elem, .. } => {
             let parts = generated(name, "cpu");
             Lowered {
@@ -89,10 +102,11 @@ pub fn lower(param: &Param) -> Lowered {
                 launch_param: quote_spanned!(elem.span()=> #name: #host::DevicePtr<#elem>),
                 launch_prepare: quote!(),
                 launch_pointers: vec![quote!(#host::param_ptr(&#name))],
-                param_sizes: vec![quote!(::core::mem::size_of::<u64>())],
+                param_sizes: vec![quote!(::core::mem::size_of::<::core::primitive::u64>())],
                 // Raw pointers are the caller's business (the launcher is `unsafe`).
                 buffer_access: None,
                 checks: vec![],
+                requirements: None,
                 cpu_param: quote!(#name: #ty),
                 cpu_prepare: quote!(let #parts = #args::PointerParts::new(#name);),
                 cpu_rebuild: quote!(let #mutability #name: #ty = #parts.get();),
@@ -114,8 +128,7 @@ pub fn lower(param: &Param) -> Lowered {
             |pointer, len| quote!(::core::slice::from_raw_parts(#pointer.as_ptr(), #len)),
             |parts| quote!(#parts.get()),
         ),
-        ParamKind::Disjoint { elem } | ParamKind::Atomic { elem } => {
-            let atomic = matches!(param.kind, ParamKind::Atomic { .. });
+        ParamKind::Output { elem } => {
             let abi = SliceAbi {
                 // A shared reference to an empty `UnsafeCell`: no `noalias` and no `readonly`
                 // (interior mutability), so nothing is cached across barriers, while the PTX
@@ -127,11 +140,17 @@ pub fn lower(param: &Param) -> Lowered {
                 cpu_type: quote!(&mut [#elem]),
                 cpu_parts: quote!(#args::OutputParts),
             };
-            if atomic {
-                slice(param, elem, abi, |pointer, len| quote!(#args::atomic(#pointer.get().cast::<#elem>(), #len)), |parts| quote!(#parts.atomic()))
-            } else {
-                slice(param, elem, abi, |pointer, len| quote!(#args::disjoint(#pointer.get().cast::<#elem>(), #len)), |parts| quote!(#parts.disjoint()))
-            }
+            let check = quote_spanned!(ty.span()=> #args::require_output::<#ty, #elem>(););
+            let mut lowered = slice(
+                param,
+                elem,
+                abi,
+                |pointer, len| quote!(#args::output::<#ty>(#pointer.get().cast::<#elem>(), #len)),
+                |parts| quote!(#parts.output::<#ty>()),
+            );
+            lowered.checks.push(check);
+            lowered.requirements = Some(quote!(<#ty as #args::KernelOutput>::REQUIREMENTS));
+            lowered
         }
     }
 }
@@ -152,22 +171,25 @@ fn slice(param: &Param, elem: &Type, abi: SliceAbi, rebuild: impl Fn(&Ident, &Id
     let device_rebuild = rebuild(&pointer, &len);
     let cpu_value = cpu_rebuild(&parts);
     Lowered {
-        entry_params: vec![quote!(#pointer: #device_pointer), quote!(#len: usize)],
+        entry_params: vec![quote!(#pointer: #device_pointer), quote!(#len: ::core::primitive::usize)],
         entry_rebuild: quote! {
             // SAFETY: the host launcher passed a device allocation of `len` elements, borrowed
-            // (exclusively, for outputs) until the kernel has finished.
+            // (exclusively, for outputs) until the kernel has finished, and checked the
+            // launch against the outputs' `REQUIREMENTS`.
             let #mutability #name: #ty = unsafe { #device_rebuild };
         },
         launch_param: quote!(#name: #host_type),
         launch_prepare: quote!(let #arg = #host_argument;),
         launch_pointers: vec![quote!(#host::param_ptr(&#arg.ptr)), quote!(#host::param_ptr(&#arg.len))],
-        param_sizes: vec![quote!(::core::mem::size_of::<u64>()), quote!(::core::mem::size_of::<usize>())],
+        param_sizes: vec![quote!(::core::mem::size_of::<::core::primitive::u64>()), quote!(::core::mem::size_of::<::core::primitive::usize>())],
         buffer_access: Some(buffer_access),
         checks: vec![quote_spanned!(elem.span()=> #args::require_pod::<#elem>();)],
+        requirements: None,
         cpu_param: quote!(#name: #cpu_type),
         cpu_prepare: quote!(let #parts = #cpu_parts::new(#name);),
         cpu_rebuild: quote! {
-            // SAFETY: the slice is borrowed by this launch until every thread is done.
+            // SAFETY: the slice is borrowed by this launch until every thread is done, and the
+            // launch was checked against the outputs' `REQUIREMENTS`.
             let #mutability #name: #ty = unsafe { #cpu_value };
         },
     }

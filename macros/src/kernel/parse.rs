@@ -9,17 +9,20 @@ use syn::{FnArg, GenericParam, Ident, ItemFn, Pat, ReturnType, Token, Type};
 /// How one parameter crosses from host to device.
 #[derive(Clone)]
 pub enum ParamKind {
-    /// A primitive passed by value: an integer, float or `bool`.
-    Scalar,
+    /// A primitive passed by value: an integer, float, `bool` or `NonZero` integer. The
+    /// `TokenStream` is the type's absolute path (`::core::primitive::u32`,
+    /// `::core::num::NonZeroU32`): the generated code checks that the written type is that
+    /// type, so an alias named like a primitive (`type f64 = &'static u64`) is refused (N5).
+    Scalar { primitive: TokenStream },
     /// Any other type passed by value: must be a `#[repr(C)]` bytemuck `Pod` struct or array
     /// (checked on the host by a trait bound spanned at the type).
     Value,
     /// `&[T]`: read-only device slice (pointer + length), `T: Pod`.
     Slice { elem: Type },
-    /// `DisjointSlice<T>`: output written per thread (pointer + length), `T: Pod`.
-    Disjoint { elem: Type },
-    /// `AtomicSlice<T>`: elements accessed atomically by any thread (pointer + length).
-    Atomic { elem: Type },
+    /// An output (pointer + length): `DisjointSlice<T>`, `DisjointChunks<T, N>`,
+    /// `DisjointPlanes<T, P>`, `PerBlock<T>` or `AtomicSlice<T>`, built on the device through
+    /// its `KernelOutput` impl (which the generated code requires of the type).
+    Output { elem: Type },
     /// `*const T` / `*mut T`: a raw device pointer; the launcher is `unsafe`.
     Pointer { elem: Type, mutable: bool },
 }
@@ -48,6 +51,9 @@ pub struct Kernel<'a> {
     pub bounds: Option<TokenStream>,
     /// `cluster_dims(x[, y[, z]])`: the compiled cluster shape (missing dimensions are 1).
     pub cluster: Option<[TokenStream; 3]>,
+    /// `same_len(a, b, ..)` groups: slice parameters whose lengths the launchers check equal,
+    /// so that the device code uses one length for all of them (one bounds check covers all).
+    pub same_len: Vec<Vec<Ident>>,
 }
 
 impl Kernel<'_> {
@@ -58,11 +64,17 @@ impl Kernel<'_> {
 }
 
 const SCALARS: &[&str] = &["bool", "i8", "i16", "i32", "i64", "isize", "u8", "u16", "u32", "u64", "usize", "f32", "f64"];
+/// `core::num`'s non-zero integers: by value, so that division by them has no panic path.
+const NON_ZERO: &[&str] =
+    &["NonZeroU8", "NonZeroU16", "NonZeroU32", "NonZeroU64", "NonZeroUsize", "NonZeroI8", "NonZeroI16", "NonZeroI32", "NonZeroI64", "NonZeroIsize"];
+/// The output parameter types of `ferrocuda_device::global` (element type first).
+pub const OUTPUTS: &[&str] = &["DisjointSlice", "DisjointChunks", "DisjointPlanes", "PerBlock", "UncheckedSlice", "AtomicSlice"];
 /// Owning or pointer-holding standard types that can never be copied to a GPU.
 const HOST_ONLY: &[&str] = &["String", "str", "Vec", "Box", "Rc", "Arc", "Option", "Result", "HashMap", "BTreeMap", "VecDeque", "Cell", "RefCell"];
 const ALLOWED: &str = "kernel parameters may be integer, float or bool scalars, `#[repr(C)]` `bytemuck::Pod` structs or arrays by value, \
-                       `&[T]` (read-only input), `DisjointSlice<T>` (output, each thread its own elements), `AtomicSlice<T>` (atomic access \
-                       from any thread), or raw device pointers `*const T` / `*mut T`";
+                       `core::num::NonZero*` integers, `&[T]` (read-only input), the outputs `DisjointSlice<T>` (each thread its own elements), \
+                       `DisjointChunks<T, N>` (each thread its own chunks of N), `DisjointPlanes<T, P>` (structure of arrays), `PerBlock<T>` \
+                       (one element per block), `UncheckedSlice<T>` (`unsafe` accesses only) and `AtomicSlice<T>` (atomic access from any thread), or raw device pointers `*const T` / `*mut T`";
 /// Why `&mut [T]` is refused, and what to write instead (audit finding U2).
 const NO_MUT_SLICE: &str = "a kernel cannot take `&mut [T]`: every GPU thread would get the same `&mut`, which the compiler assumes \
                             nobody else touches (it then reuses values across `sync_threads()`), and plain writes of one element from \
@@ -77,6 +89,7 @@ struct Attribute {
     instances: Option<(Ident, Vec<Type>)>,
     bounds: Option<TokenStream>,
     cluster: Option<[TokenStream; 3]>,
+    same_len: Vec<Vec<Ident>>,
 }
 
 impl Parse for Attribute {
@@ -114,10 +127,17 @@ impl Parse for Attribute {
                 }
                 dims.resize(3, quote::quote!(1u32));
                 attribute.cluster = Some([dims[0].clone(), dims[1].clone(), dims[2].clone()]);
+            } else if key == "same_len" {
+                let names: Punctuated<Ident, Token![,]> = content.parse_terminated(Ident::parse, Token![,])?;
+                if names.len() < 2 {
+                    return Err(syn::Error::new(key.span(), "write `same_len(a, b, ..)` with at least two slice parameters"));
+                }
+                attribute.same_len.push(names.into_iter().collect());
             } else {
                 return Err(syn::Error::new(
                     key.span(),
-                    "unknown #[kernel] argument; expected `instances(T1, T2, ..)`, `launch_bounds(max_threads[, min_blocks])`, `reqntid(threads)` or `cluster_dims(x[, y[, z]])`",
+                    "unknown #[kernel] argument; expected `instances(T1, T2, ..)`, `launch_bounds(max_threads[, min_blocks])`, `reqntid(threads)`, \
+                     `cluster_dims(x[, y[, z]])` or `same_len(a, b, ..)`",
                 ));
             }
             if !input.is_empty() {
@@ -140,6 +160,7 @@ impl<'a> Kernel<'a> {
         };
         let bounds = attribute.bounds.clone();
         let cluster = attribute.cluster.clone();
+        let same_len = attribute.same_len.clone();
         let sig = &function.sig;
         if !matches!(function.vis, syn::Visibility::Public(_)) {
             errors.push(syn::Error::new(sig.fn_token.span, "a kernel must be `pub fn`: the host launches it from outside the crate"));
@@ -154,7 +175,11 @@ impl<'a> Kernel<'a> {
             errors.push(syn::Error::new_spanned(abi, "leave out the ABI: #[kernel] gives the function the PTX kernel ABI itself"));
         }
         if let ReturnType::Type(_, ty) = &sig.output {
-            errors.push(syn::Error::new_spanned(ty, "a kernel returns nothing: write results into a `&mut [T]` parameter"));
+            errors.push(syn::Error::new_spanned(
+                ty,
+                "a kernel returns nothing: write results into an output parameter, `mut out: DisjointSlice<T>` (each thread its own elements, \
+                 `out.get_mut(unique_index())`) or `out: AtomicSlice<T>` (elements threads share), from `ferrocuda_device::global`",
+            ));
         }
         if let Some(variadic) = &sig.variadic {
             errors.push(syn::Error::new_spanned(variadic, "a kernel cannot be variadic"));
@@ -184,9 +209,20 @@ impl<'a> Kernel<'a> {
             ));
         }
 
+        for group in &same_len {
+            for (i, name) in group.iter().enumerate() {
+                let is_slice = params.iter().any(|p| p.name == *name && matches!(p.kind, ParamKind::Slice { .. } | ParamKind::Output { .. }));
+                if !is_slice {
+                    errors.push(syn::Error::new(name.span(), format!("`same_len` names slice parameters (`&[T]` or an output); `{name}` is not one")));
+                } else if group[..i].contains(name) {
+                    errors.push(syn::Error::new(name.span(), format!("`{name}` is named twice in `same_len`")));
+                }
+            }
+        }
+
         let mut errors = errors.into_iter();
         match errors.next() {
-            None => Ok(Kernel { function, params, generic, bounds, cluster }),
+            None => Ok(Kernel { function, params, generic, bounds, cluster, same_len }),
             Some(mut first) => {
                 errors.for_each(|e| first.combine(e));
                 Err(first)
@@ -258,6 +294,13 @@ fn parse_param(input: &FnArg) -> syn::Result<Param> {
         }
         FnArg::Typed(t) => t,
     };
+    if let Some(attribute) = typed.attrs.first() {
+        return Err(syn::Error::new_spanned(
+            attribute,
+            "#[kernel] parameters cannot have attributes (`#[cfg]` included): the device entry, the launchers and the CPU launcher \
+             must all see the same parameters. Pass the value always (and ignore it where unused), or write one kernel per configuration",
+        ));
+    }
     let (name, mutable) = match &*typed.pat {
         Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => (p.ident.clone(), p.mutability.is_some()),
         other => return Err(syn::Error::new_spanned(other, "kernel parameters must be plain names (`x: &[f32]`), not patterns")),
@@ -270,17 +313,18 @@ pub fn classify(ty: &Type) -> syn::Result<ParamKind> {
     match ty {
         Type::Group(group) => classify(&group.elem),
         Type::Paren(paren) => classify(&paren.elem),
-        Type::Path(path) if path.qself.is_none() && path.path.get_ident().is_some_and(|i| SCALARS.contains(&i.to_string().as_str())) => Ok(ParamKind::Scalar),
+        Type::Path(path) if path.qself.is_none() && scalar_path(ty).is_some() => Ok(ParamKind::Scalar { primitive: scalar_path(ty).unwrap_or_default() }),
         Type::Path(path) if path.qself.is_none() => {
             let Some(last) = path.path.segments.last() else {
                 return Err(syn::Error::new_spanned(ty, format!("`{}` cannot be a kernel parameter; {ALLOWED}", type_text(ty))));
             };
             let name = last.ident.to_string();
-            if name == "DisjointSlice" || name == "AtomicSlice" {
-                let elem = single_type_argument(last)
-                    .ok_or_else(|| syn::Error::new_spanned(ty, format!("write `{name}<T>` with the element type, e.g. `{name}<f32>`")))?;
+            if OUTPUTS.contains(&name.as_str()) {
+                let elem = first_type_argument(last).ok_or_else(|| {
+                    syn::Error::new_spanned(ty, format!("write `{name}<T..>` with the element type first, e.g. `{name}<f32>` (`DisjointChunks<f32, 4>`)"))
+                })?;
                 check_element(&elem)?;
-                return Ok(if name == "DisjointSlice" { ParamKind::Disjoint { elem } } else { ParamKind::Atomic { elem } });
+                return Ok(ParamKind::Output { elem });
             }
             if name == "Option" || name == "Result" {
                 return Err(syn::Error::new_spanned(
@@ -352,15 +396,52 @@ pub fn classify(ty: &Type) -> syn::Result<ParamKind> {
     }
 }
 
-/// `T` of `Name<T>`, if there is exactly one generic argument and it is a type.
-fn single_type_argument(segment: &syn::PathSegment) -> Option<Type> {
+/// `T` of `Name<T, ..>`, if the first generic argument is a type.
+fn first_type_argument(segment: &syn::PathSegment) -> Option<Type> {
     match &segment.arguments {
-        syn::PathArguments::AngleBracketed(args) if args.args.len() == 1 => match args.args.first() {
+        syn::PathArguments::AngleBracketed(args) => match args.args.first() {
             Some(syn::GenericArgument::Type(t)) => Some(t.clone()),
             _ => None,
         },
         _ => None,
     }
+}
+
+/// The absolute path of the primitive (or `core::num` non-zero integer) a type is written as,
+/// if it is written as one: `u32` -> `::core::primitive::u32`, `NonZeroU32` or
+/// `core::num::NonZeroU32` -> `::core::num::NonZeroU32`, `NonZero<u32>` ->
+/// `::core::num::NonZero<::core::primitive::u32>`. Only the spelling is read here; the
+/// generated code then requires the written type to *be* that type.
+pub fn scalar_path(ty: &Type) -> Option<TokenStream> {
+    let ty = match ty {
+        Type::Group(group) => &*group.elem,
+        other => other,
+    };
+    let Type::Path(path) = ty else { return None };
+    if path.qself.is_some() {
+        return None;
+    }
+    if let Some(ident) = path.path.get_ident() {
+        let name = ident.to_string();
+        if SCALARS.contains(&name.as_str()) {
+            return Some(quote::quote!(::core::primitive::#ident));
+        }
+    }
+    let last = path.path.segments.last()?;
+    let name = last.ident.to_string();
+    let ident = &last.ident;
+    if NON_ZERO.contains(&name.as_str()) && last.arguments.is_empty() {
+        return Some(quote::quote!(::core::num::#ident));
+    }
+    if name == "NonZero"
+        && let Some(Type::Path(inner)) = first_type_argument(last)
+        && let Some(integer) = inner.path.get_ident()
+        && SCALARS.contains(&integer.to_string().as_str())
+        && !matches!(integer.to_string().as_str(), "bool" | "f32" | "f64")
+    {
+        return Some(quote::quote!(::core::num::NonZero<::core::primitive::#integer>));
+    }
+    None
 }
 
 /// Slice elements: plain data (`Pod` is checked by the compiler; this catches the obvious).
@@ -409,27 +490,21 @@ impl Param {
     /// This parameter with the generic type `name` replaced by `with`.
     pub fn instantiate(&self, name: &Ident, with: &Type) -> Param {
         let kind = match &self.kind {
-            ParamKind::Scalar => ParamKind::Scalar,
+            ParamKind::Scalar { primitive } => ParamKind::Scalar { primitive: primitive.clone() },
             ParamKind::Value => ParamKind::Value,
             ParamKind::Slice { elem } => ParamKind::Slice { elem: substitute(elem, name, with) },
-            ParamKind::Disjoint { elem } => ParamKind::Disjoint { elem: substitute(elem, name, with) },
-            ParamKind::Atomic { elem } => ParamKind::Atomic { elem: substitute(elem, name, with) },
+            ParamKind::Output { elem } => ParamKind::Output { elem: substitute(elem, name, with) },
             ParamKind::Pointer { elem, mutable } => ParamKind::Pointer { elem: substitute(elem, name, with), mutable: *mutable },
         };
         // A bare `T` parameter is classified as a by-value type: after substitution it may be a
         // primitive, which needs no `Pod` check.
         let ty = substitute(&self.ty, name, with);
-        let kind = match (&kind, &ty) {
-            (ParamKind::Value, Type::Group(g)) if is_scalar(&g.elem) => ParamKind::Scalar,
-            (ParamKind::Value, t) if is_scalar(t) => ParamKind::Scalar,
+        let kind = match (&kind, scalar_path(&ty)) {
+            (ParamKind::Value, Some(primitive)) => ParamKind::Scalar { primitive },
             _ => kind,
         };
         Param { name: self.name.clone(), mutable: self.mutable, ty, kind }
     }
-}
-
-fn is_scalar(ty: &Type) -> bool {
-    matches!(ty, Type::Path(p) if p.qself.is_none() && p.path.get_ident().is_some_and(|i| SCALARS.contains(&i.to_string().as_str())))
 }
 
 /// A type as the user wrote it, without the token spacing of `TokenStream::to_string`.

@@ -410,11 +410,10 @@ mod helpers {
 
     fn kind(ty: Type) -> &'static str {
         match classify(&ty) {
-            Ok(ParamKind::Scalar) => "scalar",
+            Ok(ParamKind::Scalar { .. }) => "scalar",
             Ok(ParamKind::Value) => "value",
             Ok(ParamKind::Slice { .. }) => "input",
-            Ok(ParamKind::Disjoint { .. }) => "disjoint",
-            Ok(ParamKind::Atomic { .. }) => "atomic",
+            Ok(ParamKind::Output { .. }) => "output",
             Ok(ParamKind::Pointer { .. }) => "pointer",
             Err(_) => "error",
         }
@@ -426,9 +425,16 @@ mod helpers {
         assert_eq!(kind(parse_quote!(Pair)), "value");
         assert_eq!(kind(parse_quote!([f32; 4])), "value");
         assert_eq!(kind(parse_quote!(&[f32])), "input");
-        assert_eq!(kind(parse_quote!(DisjointSlice<f32>)), "disjoint");
-        assert_eq!(kind(parse_quote!(ferrocuda_device::global::DisjointSlice<u8>)), "disjoint");
-        assert_eq!(kind(parse_quote!(AtomicSlice<u32>)), "atomic");
+        assert_eq!(kind(parse_quote!(DisjointSlice<f32>)), "output");
+        assert_eq!(kind(parse_quote!(ferrocuda_device::global::DisjointSlice<u8>)), "output");
+        assert_eq!(kind(parse_quote!(DisjointChunks<u8, 4>)), "output");
+        assert_eq!(kind(parse_quote!(DisjointPlanes<f32, 24>)), "output");
+        assert_eq!(kind(parse_quote!(PerBlock<[u32; 3]>)), "output");
+        assert_eq!(kind(parse_quote!(UncheckedSlice<f32>)), "output");
+        assert_eq!(kind(parse_quote!(AtomicSlice<u32>)), "output");
+        assert_eq!(kind(parse_quote!(NonZeroU32)), "scalar");
+        assert_eq!(kind(parse_quote!(core::num::NonZeroU64)), "scalar");
+        assert_eq!(kind(parse_quote!(NonZero<u32>)), "scalar");
         assert_eq!(kind(parse_quote!(*mut f32)), "pointer");
         for bad in [parse_quote!(&mut [f32]), parse_quote!(&f32), parse_quote!(Option<u32>), parse_quote!(&[&str]), parse_quote!(DisjointSlice)] {
             assert_eq!(kind(bad), "error");
@@ -468,7 +474,7 @@ mod helpers {
             let kind = classify(&ty).expect("a valid parameter");
             Param { name: parse_quote!(x), mutable: false, ty, kind }
         };
-        for ty in [parse_quote!(&[f32]), parse_quote!(DisjointSlice<f32>), parse_quote!(AtomicSlice<f32>)] {
+        for ty in [parse_quote!(&[f32]), parse_quote!(DisjointSlice<f32>), parse_quote!(DisjointChunks<f32, 2>), parse_quote!(AtomicSlice<f32>)] {
             let lowered = lower(&param(ty));
             assert_eq!((lowered.entry_params.len(), lowered.launch_pointers.len(), lowered.param_sizes.len()), (2, 2, 2));
         }
@@ -477,4 +483,78 @@ mod helpers {
             assert_eq!((lowered.entry_params.len(), lowered.launch_pointers.len(), lowered.param_sizes.len()), (1, 1, 1));
         }
     }
+
+    /// N5: a scalar's spelling only picks the primitive the generated code then requires the
+    /// written type to be; the check names the absolute path, so a local `f64` alias or a
+    /// shadowing `usize` import is compared with the real primitive.
+    #[test]
+    fn n5_a_scalar_is_checked_against_the_absolute_primitive() {
+        let param = |ty: Type| {
+            let kind = classify(&ty).expect("a valid parameter");
+            Param { name: parse_quote!(x), mutable: false, ty, kind }
+        };
+        for (ty, primitive) in [
+            (parse_quote!(f64), "::core::primitive::f64"),
+            (parse_quote!(usize), "::core::primitive::usize"),
+            (parse_quote!(NonZeroU32), "::core::num::NonZeroU32"),
+            (parse_quote!(NonZero<u64>), "::core::num::NonZero<::core::primitive::u64>"),
+        ] {
+            let check = lower(&param(ty)).checks.iter().map(|c| c.to_string().replace(' ', "")).collect::<String>();
+            assert!(check.contains("require_primitive::<"), "{check}");
+            assert!(check.contains(primitive), "{check} should name {primitive}");
+        }
+        // A struct by value is checked `Pod`.
+        let check = lower(&param(parse_quote!(Pair))).checks.iter().map(|c| c.to_string().replace(' ', "")).collect::<String>();
+        assert!(check.contains("require_kernel_value::<Pair>"), "{check}");
+    }
+}
+
+/// N14: generated code names `::core::primitive` types, never a bare `usize`/`u64` that a
+/// crate could shadow.
+#[test]
+fn n14_generated_code_names_primitives_by_absolute_path() {
+    let out = expand_ok(
+        quote!(),
+        quote!(
+            pub fn k(n: u32, x: &[f32], mut y: DisjointSlice<f32>, p: *const f32) {}
+        ),
+    );
+    let tokens: Vec<&str> = out.split_whitespace().collect();
+    for (i, word) in tokens.iter().enumerate() {
+        if matches!(*word, "usize" | "u64") {
+            assert_eq!(tokens[i - 1], "::", "bare `{word}` in the expansion: {out}");
+            assert_eq!(tokens[i - 2], "primitive", "`{word}` not under `::core::primitive`: {out}");
+        }
+    }
+}
+
+/// N14: an attribute on a parameter (`#[cfg]` kept the parameter in one build and not in
+/// another, giving E0061 at `#[kernel]`) is refused with a message naming it.
+#[test]
+fn n14_attributes_on_parameters_are_refused() {
+    let out = expand(
+        quote!(),
+        quote!(
+            pub fn k(#[cfg(feature = "extra")] extra: u32, mut y: DisjointSlice<f32>) {}
+        ),
+    )
+    .to_string();
+    assert!(out.contains("parameters cannot have attributes"), "{out}");
+}
+
+/// N14: the "returns nothing" message names the output types the macro accepts, not the
+/// `&mut [T]` it refuses.
+#[test]
+fn n14_the_return_value_message_names_the_output_types() {
+    let out = expand(
+        quote!(),
+        quote!(
+            pub fn k(x: &[f32]) -> f32 {
+                x[0]
+            }
+        ),
+    )
+    .to_string();
+    assert!(out.contains("DisjointSlice<T>") && out.contains("AtomicSlice<T>"), "{out}");
+    assert!(!out.contains("`&mut [T]` parameter"), "{out}");
 }

@@ -7,7 +7,7 @@
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
 
 use bytemuck::{Pod, Zeroable};
-use ferrocuda_device::global::{DisjointSlice, once_per_block, unique_index};
+use ferrocuda_device::global::{DisjointSlice, PerBlock, once_per_block, unique_index};
 use ferrocuda_device::sync::sync_threads;
 use ferrocuda_device::thread::{block_dim_x, index_1d, thread_idx_x};
 use ferrocuda_device::cache::{self, Load, Store};
@@ -44,7 +44,7 @@ pub const BLOCK: u32 = 256;
 /// `sums[b] = x[b * BLOCK ..][..BLOCK].sum()`: a tree reduction in shared memory, one output
 /// per block. Launch with [`BLOCK`] threads per block and `x.len().div_ceil(BLOCK)` blocks.
 #[kernel]
-pub fn block_sums(x: &[f32], mut sums: DisjointSlice<f32>) {
+pub fn block_sums(x: &[f32], mut sums: PerBlock<f32>) {
     let partial = shared_array![f32; BLOCK as usize];
     let t = thread_idx_x();
     let i = index_1d();
@@ -59,7 +59,7 @@ pub fn block_sums(x: &[f32], mut sums: DisjointSlice<f32>) {
         sync_threads();
         stride /= 2;
     }
-    // Thread 0 of each block holds the block's index as its witness.
+    // Thread 0 of each block holds the block's index as its witness (`PerBlock`: one element per block).
     if let Some(sum) = once_per_block().and_then(|block| sums.get_mut(block)) {
         *sum = partial.get(0);
     }

@@ -3,7 +3,7 @@
 //! and are reported as errors by the CPU executor. They are valid GPU kernels too (the PTX
 //! build compiles them), but only the correct ones should be launched there.
 
-use ferrocuda_device::global::{DisjointSlice, unique_index};
+use ferrocuda_device::global::{DisjointSlice, UncheckedSlice, unique_index};
 use ferrocuda_device::sync::sync_threads;
 use ferrocuda_device::thread::{block_dim, block_idx_x, block_idx_y, block_idx_z, thread_idx_x, thread_idx_y};
 use ferrocuda_device::{kernel, shared_array, warp};
@@ -15,7 +15,7 @@ pub const TILE: usize = 16;
 /// shared memory: launch with blocks of `(TILE, TILE)` and a grid of `(n / TILE, n / TILE)`
 /// (rounded up; edges are guarded).
 #[kernel]
-pub fn matmul_tiled(n: u32, a: &[f32], b: &[f32], mut c: DisjointSlice<f32>) {
+pub fn matmul_tiled(n: u32, a: &[f32], b: &[f32], mut c: UncheckedSlice<f32>) {
     let a_tile = shared_array![f32; TILE * TILE];
     let b_tile = shared_array![f32; TILE * TILE];
     let dim = block_dim();

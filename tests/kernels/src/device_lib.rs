@@ -4,10 +4,10 @@
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use ferrocuda_device::atomic::{self, Scope};
-use ferrocuda_device::global::{AtomicSlice, DisjointSlice, once_per_block, unique_index};
+use ferrocuda_device::global::{AtomicSlice, DisjointChunks, DisjointPlanes, DisjointSlice, PerBlock, once_per_block, unique_index};
 use ferrocuda_device::math::{DeviceFloat, FastMath};
 use ferrocuda_device::sync::{sync_threads, sync_threads_and, sync_threads_count, sync_threads_or, sync_warp};
-use ferrocuda_device::thread::{block_idx, grid_dim, index_1d, rank_in_block, thread_idx, thread_idx_x};
+use ferrocuda_device::thread::{block_dim, block_idx, grid_dim, index_1d, index_3d, rank_in_block, thread_idx, thread_idx_x};
 use ferrocuda_device::thread::{block_size, grid_stride_range};
 use ferrocuda_device::{dynamic_shared, kernel, shared_array, warp};
 
@@ -15,15 +15,21 @@ use ferrocuda_device::{dynamic_shared, kernel, shared_array, warp};
 pub const INDEX_WORDS: usize = 8;
 
 /// Every thread of a 3-D launch writes its indices at its global linear position:
-/// `threadIdx.xyz, blockIdx.xyz, rank in block, global linear id`.
+/// `threadIdx.xyz, blockIdx.xyz, rank in block, global linear id`. The per-thread outputs
+/// need a 1-D launch, so a 3-D kernel stores through an `AtomicSlice` (relaxed stores, as
+/// cheap as plain ones).
 #[kernel]
-pub fn indices_3d(mut out: DisjointSlice<u32>) {
-    // `unique_index()` is `x + width * (y + height * z)` over the global coordinates
-    // (`index_3d()`); the test checks word 7 against that formula.
-    let i = unique_index();
+pub fn indices_3d(out: AtomicSlice<u32>) {
+    // The global linear id `x + width * (y + height * z)` over the global coordinates; the
+    // test checks word 7 against that formula.
+    let ((x, y, z), (d, g)) = (index_3d(), (block_dim(), grid_dim()));
+    let (width, height) = ((d.x * g.x) as usize, (d.y * g.y) as usize);
+    let i = x + width * (y + height * z);
     let (t, b) = (thread_idx(), block_idx());
-    let words = [t.x, t.y, t.z, b.x, b.y, b.z, rank_in_block(), i.get() as u32];
-    *out.get_chunk_mut::<INDEX_WORDS>(i).expect("an output of 8 words per thread") = words;
+    let words = [t.x, t.y, t.z, b.x, b.y, b.z, rank_in_block(), i as u32];
+    for (k, word) in words.into_iter().enumerate() {
+        out.store(i * INDEX_WORDS + k, word);
+    }
 }
 
 /// Two static shared arrays of 256 elements: `a` gets `x`, `b` gets `2x`; after a barrier each
@@ -70,13 +76,13 @@ pub fn dynamic_shared_sum(x: &[u32], out: AtomicSlice<u32>) {
 
 /// Block barriers with reductions: per block `[count of odd x, all odd, any odd]`.
 #[kernel]
-pub fn barrier_votes(x: &[u32], mut out: DisjointSlice<u32>) {
+pub fn barrier_votes(x: &[u32], mut out: PerBlock<[u32; 3]>) {
     let odd = x[index_1d()] % 2 == 1;
     let count = sync_threads_count(odd);
     let all = sync_threads_and(odd);
     let any = sync_threads_or(odd);
     if let Some(b) = once_per_block() {
-        *out.get_chunk_mut::<3>(b).expect("3 words per block") = [count, all as u32, any as u32];
+        out[b] = [count, all as u32, any as u32];
     }
 }
 
@@ -85,7 +91,7 @@ pub const WARP_WORDS: usize = 14;
 
 /// Each lane writes the results of every warp operation on its `x` (see the test for the list).
 #[kernel]
-pub fn warp_ops(x: &[u32], mut out: DisjointSlice<u32>) {
+pub fn warp_ops(x: &[u32], mut out: DisjointChunks<u32, WARP_WORDS>) {
     let i = unique_index();
     let v = x[i];
     let lane = warp::lane_id();
@@ -107,7 +113,7 @@ pub fn warp_ops(x: &[u32], mut out: DisjointSlice<u32>) {
         warp::reduce_sum(v as f32 * 0.5) as u32,
     ];
     sync_warp(warp::FULL_MASK);
-    *out.get_chunk_mut::<WARP_WORDS>(i).expect("14 words per thread") = results;
+    out[i] = results;
 }
 
 /// Atomics from every thread on a few shared counters:
@@ -222,29 +228,29 @@ macro_rules! math_list {
 
 /// `out[f * n + i] = MATH_FUNCTIONS[f](x[i])` in `f32`.
 #[kernel]
-pub fn math_f32(x: &[f32], mut out: DisjointSlice<f32>) {
+pub fn math_f32(x: &[f32], mut out: DisjointPlanes<f32, 24>) {
     let i = unique_index();
     if i.get() < x.len() {
         for (f, r) in math_list!(x[i]).into_iter().enumerate() {
-            *out.get_strided_mut(i, x.len(), f).expect("24 results per input") = r;
+            *out.get_mut(i, f).expect("24 planes of x.len()") = r;
         }
     }
 }
 
 /// `out[f * n + i] = MATH_FUNCTIONS[f](x[i])` in `f64`.
 #[kernel]
-pub fn math_f64(x: &[f64], mut out: DisjointSlice<f64>) {
+pub fn math_f64(x: &[f64], mut out: DisjointPlanes<f64, 24>) {
     let i = unique_index();
     if i.get() < x.len() {
         for (f, r) in math_list!(x[i]).into_iter().enumerate() {
-            *out.get_strided_mut(i, x.len(), f).expect("24 results per input") = r;
+            *out.get_mut(i, f).expect("24 planes of x.len()") = r;
         }
     }
 }
 
 /// The fast approximations, in order `exp, exp2, ln, log2, sin, cos, rsqrt, recip, tanh, div(x, 3)`.
 #[kernel]
-pub fn fast_math(x: &[f32], mut out: DisjointSlice<f32>) {
+pub fn fast_math(x: &[f32], mut out: DisjointPlanes<f32, 10>) {
     let i = unique_index();
     if i.get() < x.len() {
         let v = x[i];
@@ -261,7 +267,7 @@ pub fn fast_math(x: &[f32], mut out: DisjointSlice<f32>) {
             v.fast_div(3.0),
         ];
         for (f, r) in r.into_iter().enumerate() {
-            *out.get_strided_mut(i, x.len(), f).expect("10 results per input") = r;
+            *out.get_mut(i, f).expect("10 planes of x.len()") = r;
         }
     }
 }
@@ -302,7 +308,10 @@ pub fn cluster_ring_exchange(mut out: DisjointSlice<u32>) {
     cluster::sync();
     let next = (rank + 1) % cluster::size();
     if let Some(o) = out.get_mut(unique_index()) {
-        *o = cluster::peer_get(&values, next, t);
+        // SAFETY: no thread returns before the second `sync()` below, so block `next` is
+        // running until every peer has read; its `values` were written before the first
+        // `sync()` and are not written again.
+        *o = unsafe { cluster::peer_get(&values, next, t) };
     }
     // Keep our array alive until every peer has read it.
     cluster::sync();
@@ -348,7 +357,7 @@ fn first_warp_of_the_grid() -> bool {
 /// match_all of the lane (not uniform) as 1/0]`; per block, `block_counts[block]` counts its
 /// threads with a block-scope atomic, published with fences.
 #[kernel]
-pub fn warp_masks_and_block_atomics(mut out: DisjointSlice<u32>, block_counts: AtomicSlice<u32>) {
+pub fn warp_masks_and_block_atomics(mut out: DisjointChunks<u32, 3>, block_counts: AtomicSlice<u32>) {
     let i = unique_index();
     let lane = warp::lane_id();
     let mut in_branch = 0;
@@ -361,7 +370,7 @@ pub fn warp_masks_and_block_atomics(mut out: DisjointSlice<u32>, block_counts: A
     ferrocuda_device::sync::fence_block();
     block_counts.fetch_add_scoped(Scope::Block, block_idx().x as usize, 1u32);
     ferrocuda_device::sync::fence_device();
-    if let Some(words) = out.get_chunk_mut::<3>(i) {
+    if let Some(words) = out.get_mut(i) {
         *words = [in_branch, uniform, varied];
     }
 }

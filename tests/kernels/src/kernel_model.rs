@@ -3,10 +3,10 @@
 //! by every thread, plain writes to one element from all threads) no longer compile: see
 //! `tests/compile_fail/kernel_model/`.
 
-use ferrocuda_device::global::{AtomicSlice, DisjointSlice, grid_stride, once_per_block, unique_index};
+use ferrocuda_device::global::{AtomicSlice, DisjointChunks, DisjointPlanes, DisjointSlice, PerBlock, grid_stride, once_per_block, unique_index};
 use ferrocuda_device::kernel;
 use ferrocuda_device::sync::sync_threads;
-use ferrocuda_device::thread::thread_idx_x;
+use ferrocuda_device::thread::{block_dim_x, block_idx_x, grid_stride_1d, index_1d, thread_idx_x};
 
 /// The audit's `stale_read`, correct: every thread reads `flags[0]`; after a barrier thread 0
 /// stores `before + 1`; after a second barrier every thread reads it again into `out[t]`.
@@ -57,7 +57,7 @@ pub fn neighbour_after_barrier(seed: u32, scratch: AtomicSlice<u32>, mut out: Di
 /// first thread of each block writes its block's index to `blocks`, and each thread its
 /// 2-element chunk of `pairs` (`[i, i + 1]`).
 #[kernel]
-pub fn witnesses(mut out: DisjointSlice<u32>, mut blocks: DisjointSlice<u32>, mut pairs: DisjointSlice<u32>) {
+pub fn witnesses(mut out: DisjointSlice<u32>, mut blocks: PerBlock<u32>, mut pairs: DisjointChunks<u32, 2>) {
     for i in grid_stride(out.len()) {
         out[i] = i.get() as u32 * 3;
     }
@@ -67,7 +67,7 @@ pub fn witnesses(mut out: DisjointSlice<u32>, mut blocks: DisjointSlice<u32>, mu
         *slot = b.get() as u32;
     }
     let i = unique_index();
-    if let Some(pair) = pairs.get_chunk_mut::<2>(i) {
+    if let Some(pair) = pairs.get_mut(i) {
         *pair = [i.get() as u32, i.get() as u32 + 1];
     }
 }
@@ -78,8 +78,8 @@ pub fn witnesses(mut out: DisjointSlice<u32>, mut blocks: DisjointSlice<u32>, mu
 /// `[__x_arg, x.len(), stream + config + module + executor + params]` to `out[0..3]`.
 #[kernel]
 #[allow(clippy::too_many_arguments)]
-pub fn hygiene(x: &[u32], __x_arg: u32, stream: u32, config: u32, module: u32, executor: u32, params: u32, mut out: DisjointSlice<u32>) {
-    if let Some(words) = out.get_chunk_mut::<3>(unique_index()) {
+pub fn hygiene(x: &[u32], __x_arg: u32, stream: u32, config: u32, module: u32, executor: u32, params: u32, mut out: DisjointChunks<u32, 3>) {
+    if let Some(words) = out.get_mut(unique_index()) {
         *words = [__x_arg, x.len() as u32, stream + config + module + executor + params];
     }
 }
@@ -107,6 +107,97 @@ pub fn smuggled_witness(mut out: DisjointSlice<u32>) {
         }
         let mine = unique_index();
         if let Some(theirs) = LEFT.with(|left| left.replace(Some(mine))) {
+            out[theirs] = 1;
+        }
+    }
+    let _ = &mut out;
+}
+
+/// `out[i] = [x[i] / d, x[i] % d]`: a `NonZeroU32` parameter, so the division has no
+/// divide-by-zero panic path (the launcher's argument type already says `d != 0`).
+#[kernel]
+pub fn divide_by_nonzero(d: core::num::NonZeroU32, x: &[u32], mut out: DisjointChunks<u32, 2>) {
+    let i = unique_index();
+    if let (Some(o), Some(&v)) = (out.get_mut(i), x.get(i.get())) {
+        *o = [v / d, v % d];
+    }
+}
+
+/// Structure of arrays: plane 0 gets `x[i] + 1`, plane 1 gets `x[i] * 2`, for a grid-stride
+/// loop over `x` (several indices per thread).
+#[kernel]
+pub fn planes(x: &[u32], mut out: DisjointPlanes<u32, 2>) {
+    for i in grid_stride(x.len()) {
+        if let Some([a, b]) = out.get_all_mut(i) {
+            (*a, *b) = (x[i] + 1, x[i] * 2);
+        }
+    }
+}
+
+/// The speed pin's safe form (`tests/device_build.rs`): `y[i] = a * x[i] + y[i]`, one element
+/// per thread, the lengths declared equal so that `y.get_mut(i)`'s check also covers `x[i]`.
+#[kernel(same_len(x, y))]
+pub fn saxpy_safe(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
+    let i = unique_index();
+    if let Some(y_i) = y.get_mut(i) {
+        *y_i += a * x[i];
+    }
+}
+
+/// Its unchecked twin, as CUDA C++ writes it (`int i = blockIdx.x * blockDim.x + threadIdx.x;
+/// if (i < n) ..`).
+///
+/// # Safety
+/// `x` and `y` point to `n` valid elements each, `y` written by no one else.
+#[kernel]
+pub unsafe fn saxpy_unchecked(a: f32, n: u32, x: *const f32, y: *mut f32) {
+    let i = block_idx_x() * block_dim_x() + thread_idx_x();
+    if i < n {
+        let i = i as usize;
+        // SAFETY: `i < n`, and only this thread touches element `i`.
+        unsafe { *y.add(i) = a * *x.add(i) + *y.add(i) };
+    }
+}
+
+/// The speed pin's grid-stride form: `y[i] = a * x[i]` over the whole slice.
+#[kernel(same_len(x, y))]
+pub fn scale_loop_safe(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
+    for i in grid_stride(x.len()) {
+        if let Some(y_i) = y.get_mut(i) {
+            *y_i = a * x[i];
+        }
+    }
+}
+
+/// Its unchecked twin (`for (i = index; i < n; i += gridDim.x * blockDim.x)`).
+///
+/// # Safety
+/// As for [`saxpy_unchecked`].
+#[kernel]
+pub unsafe fn scale_loop_unchecked(a: f32, n: usize, x: *const f32, y: *mut f32) {
+    let mut i = index_1d();
+    let stride = grid_stride_1d();
+    while i < n {
+        // SAFETY: `i < n`; the indices of two threads never meet.
+        unsafe { *y.add(i) = a * *x.add(i) };
+        i += stride;
+    }
+}
+
+/// Deliberately wrong, CPU executor only: as [`smuggled_witness`], with a block's witness
+/// carried to the next block's first thread through a host thread-local.
+#[kernel]
+pub fn smuggled_block_witness(mut out: PerBlock<u32>) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        use core::cell::Cell;
+        use ferrocuda_device::global::BlockIndex;
+        std::thread_local! {
+            static LEFT: Cell<Option<BlockIndex>> = const { Cell::new(None) };
+        }
+        if let Some(mine) = once_per_block()
+            && let Some(theirs) = LEFT.with(|left| left.replace(Some(mine)))
+        {
             out[theirs] = 1;
         }
     }

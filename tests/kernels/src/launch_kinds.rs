@@ -2,7 +2,7 @@
 //! generic kernel with two instances, raw device pointers, a `bool`, and an empty kernel (for
 //! launch-overhead measurements).
 
-use ferrocuda_device::global::{DisjointSlice, once_per_block, unique_index};
+use ferrocuda_device::global::{DisjointSlice, PerBlock, once_per_block, unique_index};
 use ferrocuda_device::kernel;
 use ferrocuda_device::thread::index_1d;
 
@@ -59,8 +59,8 @@ pub unsafe fn add_one_raw(n: u32, x: *const f32, out: *mut f32) {
 /// Thread 0 of each block writes its block index (or `u32::MAX - index` when `invert`): shows
 /// which blocks ran, e.g. under a cluster launch.
 #[kernel]
-pub fn mark_blocks(invert: bool, mut out: DisjointSlice<u32>) {
-    // Thread 0 of block b writes element b (of a 1-D grid).
+pub fn mark_blocks(invert: bool, mut out: PerBlock<u32>) {
+    // Thread 0 of block b writes element b.
     if let Some(b) = once_per_block()
         && let Some(o) = out.get_mut(b)
     {

@@ -19,6 +19,19 @@ pub fn square_checked(x: &[u32], mut out: DisjointSlice<u32>) {
     }
 }
 
+/// Panics through `kernel_panic!` in every thread whose element is over `limit`: with the
+/// cheap panic handler (the default) the message keeps its arguments, and when several threads
+/// panic at once the record is one thread's, whole (tests/gpu_fault.rs).
+#[kernel]
+pub fn check_limit(x: &[u32], limit: u32) {
+    let i = ferrocuda_device::thread::index_1d();
+    if let Some(&value) = x.get(i)
+        && value > limit
+    {
+        ferrocuda_device::kernel_panic!("value {} at {} is over the limit {}", value, i, limit);
+    }
+}
+
 pub mod cpu_examples;
 pub mod device_lib;
 // `griddepcontrol` needs sm_90: the sm_80 PTX leaves the whole module out.
@@ -27,3 +40,4 @@ pub mod grid_dependency;
 pub mod kernel_model;
 pub mod launch_kinds;
 pub mod port_gaps;
+pub mod sanitizer;

@@ -12,11 +12,14 @@ use std::time::{Duration, Instant};
 
 use cudarc::driver::sys;
 
-use crate::context::Context;
+use crate::context::{Context, Handle, HostCallbackScope};
 use crate::driver;
 use crate::driver::DriverError;
 use crate::error::{Error, Result};
 use crate::graph::Graph;
+
+mod door;
+pub use door::RawStream;
 
 /// A queue of work on one context. [`Stream::default_of`] is CUDA's legacy default stream.
 ///
@@ -25,6 +28,10 @@ use crate::graph::Graph;
 #[derive(Clone)]
 pub struct Stream {
     inner: Arc<StreamInner>,
+    /// Shared by the handles the caller holds (`None` in the records ferrocuda keeps of the
+    /// streams that used a buffer): when the last of them drops while the stream is being
+    /// captured, the capture ends (N11), even though records still hold the stream.
+    user: Option<Arc<()>>,
 }
 
 struct StreamInner {
@@ -97,7 +104,7 @@ impl Stream {
 
     fn wrap(raw: sys::CUstream, context: &Context, owned: bool, with_legacy: bool) -> Self {
         let inner = StreamInner { raw, context: context.clone(), owned, with_legacy, capturing: AtomicBool::new(false), tail: OnceLock::new() };
-        Stream { inner: Arc::new(inner) }
+        Stream { inner: Arc::new(inner), user: Some(Arc::new(())) }
     }
 
     /// The legacy default stream (`0` in CUDA) of `context`.
@@ -115,7 +122,7 @@ impl Stream {
     pub fn synchronize(&self) -> Result<()> {
         self.context().bind_to_thread()?;
         // SAFETY: the stream is alive.
-        unsafe { driver::stream::synchronize(self.raw()) }.map_err(crate::panic_report::with_kernel_panic)?;
+        unsafe { driver::stream::synchronize(self.handle()) }.map_err(crate::panic_report::with_kernel_panic)?;
         Ok(())
     }
 
@@ -141,7 +148,7 @@ impl Stream {
 
     /// True when `self` and `other` are the same CUDA stream.
     pub(crate) fn same_as(&self, other: &Stream) -> bool {
-        self.raw() == other.raw() && (!self.raw().is_null() || self.context().raw() == other.context().raw())
+        self.handle() == other.handle() && (!self.handle().is_null() || self.context().raw() == other.context().raw())
     }
 
     /// True while being captured through [`Stream::begin_capture`].
@@ -170,12 +177,9 @@ impl Stream {
                 self.inner.tail.get().expect("set above").0
             }
         };
-        if self.raw().is_null() {
-            // The legacy stream is the current context's: bind this one.
-            context.bind_to_thread()?;
-        }
-        // SAFETY: event and stream are alive and of the same context.
-        unsafe { driver::event::record(event, self.raw()) }?;
+        // SAFETY: event and stream are alive and of the same context (bound by the door: the
+        // legacy stream is the current context's).
+        self.enqueue("cuEventRecord", &[], |stream| Ok::<_, Error>(unsafe { driver::event::record(event, stream.get()) }?))?;
         Ok(event)
     }
 
@@ -185,7 +189,7 @@ impl Stream {
     /// waits for all earlier work on such streams, and work on them waits for all earlier work
     /// on the legacy stream).
     fn implicitly_after(&self, other: &Stream) -> bool {
-        let one_legacy_one_blocking = (self.raw().is_null() && other.inner.with_legacy) || (other.raw().is_null() && self.inner.with_legacy);
+        let one_legacy_one_blocking = (self.handle().is_null() && other.inner.with_legacy) || (other.handle().is_null() && self.inner.with_legacy);
         one_legacy_one_blocking && self.context().raw() == other.context().raw()
     }
 
@@ -199,12 +203,8 @@ impl Stream {
             return Ok(());
         }
         let event = other.record_tail()?;
-        if self.raw().is_null() {
-            self.context().bind_to_thread()?;
-        }
         // SAFETY: both handles are alive; waiting on another context's event is allowed.
-        unsafe { driver::stream::wait_event(self.raw(), event, 0) }?;
-        Ok(())
+        self.enqueue("cuStreamWaitEvent", &[], |stream| Ok(unsafe { driver::stream::wait_event(stream.get(), event, 0) }?))
     }
 
     /// Blocks the host until the work queued on this stream so far is done (through the tail
@@ -221,7 +221,7 @@ impl Stream {
     pub fn is_idle(&self) -> Result<bool> {
         self.context().bind_to_thread()?;
         // SAFETY: the stream is alive.
-        not_ready_is_false(unsafe { driver::stream::query(self.raw()) })
+        not_ready_is_false(unsafe { driver::stream::query(self.handle()) })
     }
 
     /// The stream's priority (lower runs first).
@@ -229,7 +229,7 @@ impl Stream {
         self.context().bind_to_thread()?;
         let mut priority = 0;
         // SAFETY: writes one int.
-        unsafe { driver::stream::get_priority(self.raw(), &mut priority) }?;
+        unsafe { driver::stream::get_priority(self.handle(), &mut priority) }?;
         Ok(priority)
     }
 
@@ -238,7 +238,7 @@ impl Stream {
         self.context().bind_to_thread()?;
         let mut flags = 0;
         // SAFETY: writes one int.
-        unsafe { driver::stream::get_flags(self.raw(), &mut flags) }?;
+        unsafe { driver::stream::get_flags(self.handle(), &mut flags) }?;
         Ok(if flags & sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32 != 0 { StreamOrdering::NonBlocking } else { StreamOrdering::WithLegacyDefault })
     }
 
@@ -247,8 +247,11 @@ impl Stream {
     ///
     /// The closure is boxed and freed exactly once: after it runs, or right here if the driver
     /// refuses the call. A panic inside it is caught and printed (it cannot unwind into the
-    /// driver). It must not call CUDA itself: the driver forbids API calls from callbacks
-    /// (they may deadlock or fail); signal another thread instead.
+    /// driver). Calls that need CUDA fail inside it (the driver forbids API calls from
+    /// callbacks; ferrocuda returns its error instead of deadlocking): signal another thread
+    /// instead. Dropping ferrocuda values inside it is fine: the release of what they own on
+    /// the GPU is handed to a release thread and performed once the callback has returned
+    /// (N10; [`Context::deferred_releases`] counts it until then).
     ///
     /// Refused with [`Error::HostCallbackInCapture`] while the stream is being captured: a
     /// graph replays its host nodes many times, and a `FnOnce` can run only once.
@@ -260,11 +263,14 @@ impl Stream {
         let user_data = Box::into_raw(boxed);
         // SAFETY: the trampoline matches CUhostFn and takes ownership of `user_data` exactly
         // once, when the driver runs it.
-        if let Err(error) = unsafe { driver::stream::launch_host_func(self.raw(), Some(run_host_callback), user_data.cast()) } {
+        let queued = self.enqueue("cuLaunchHostFunc", &[], |stream| {
+            Ok::<_, Error>(unsafe { driver::stream::launch_host_func(stream.get(), Some(run_host_callback), user_data.cast()) }?)
+        });
+        if let Err(error) = queued {
             // SAFETY: the driver refused the call, so it will never run the trampoline: the
             // box is still ours, and this is its only release.
             drop(unsafe { Box::from_raw(user_data) });
-            return Err(error.into());
+            return Err(error);
         }
         Ok(())
     }
@@ -281,7 +287,7 @@ impl Stream {
     pub fn begin_capture(&self) -> Result<()> {
         self.context().bind_to_thread()?;
         // SAFETY: the stream is alive; the mode is a valid enum value.
-        unsafe { driver::stream::begin_capture(self.raw(), sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) }?;
+        unsafe { driver::stream::begin_capture(self.handle(), sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) }?;
         self.inner.capturing.store(true, Ordering::Relaxed);
         self.context().capture_started();
         Ok(())
@@ -292,13 +298,13 @@ impl Stream {
         self.context().bind_to_thread()?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes one graph handle (owned by the returned Graph).
-        let ended = unsafe { driver::stream::end_capture(self.raw(), &mut raw) };
+        let ended = unsafe { driver::stream::end_capture(self.handle(), &mut raw) };
         if self.inner.capturing.swap(false, Ordering::Relaxed) {
             // Frees the buffers dropped during the capture (E1b), now that it is over.
             self.context().capture_ended();
         }
         ended.map_err(|source| Error::CaptureFailed { source })?;
-        let modules = self.context().take_captured_modules(self.raw());
+        let modules = self.context().take_captured_modules(self.key());
         Ok(Graph::from_raw(raw, self.context().clone(), modules))
     }
 
@@ -328,7 +334,7 @@ impl Stream {
         self.context().bind_to_thread()?;
         let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
         // SAFETY: writes one enum value.
-        unsafe { driver::stream::is_capturing(self.raw(), &mut status) }?;
+        unsafe { driver::stream::is_capturing(self.handle(), &mut status) }?;
         Ok(status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
     }
 
@@ -337,30 +343,137 @@ impl Stream {
         &self.inner.context
     }
 
-    /// The raw `CUstream` (null for the default stream).
-    pub fn raw(&self) -> sys::CUstream {
+    /// The raw `CUstream` (null for the default stream), for the calls of this module that
+    /// queue nothing (queries, synchronisation, capture). Work goes through [`Stream::enqueue`].
+    fn handle(&self) -> sys::CUstream {
         self.inner.raw
+    }
+
+    /// A handle for ferrocuda's own records of the streams that used a buffer: it keeps the
+    /// stream alive but does not count as the caller's (see `Stream::user`).
+    pub(crate) fn record(&self) -> Stream {
+        Stream { inner: self.inner.clone(), user: None }
+    }
+
+    /// A key naming this CUDA stream among the live ones of its context: its raw handle as a
+    /// number, 0 for the legacy default stream (for the buffer tracking's fast path and the
+    /// capture bookkeeping; nothing can be queued with it).
+    pub(crate) fn key(&self) -> usize {
+        self.inner.raw as usize
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        // The last handle of the caller's (exactly one drop gets the count to zero).
+        let last_user_handle = self.user.take().is_some_and(|user| Arc::into_inner(user).is_some());
+        if last_user_handle && self.inner.capturing.swap(false, Ordering::Relaxed) {
+            if crate::context::in_host_callback() {
+                let (context, raw) = (self.inner.context.clone(), Handle(self.inner.raw));
+                let keep = self.record();
+                context.release(move |context| {
+                    end_abandoned_capture(context, raw.into_inner());
+                    drop(keep);
+                });
+            } else {
+                end_abandoned_capture(&self.inner.context, self.inner.raw);
+            }
+        }
     }
 }
 
 impl Drop for StreamInner {
     fn drop(&mut self) {
-        if let Some(TailEvent(event)) = self.tail.take()
-            && self.context.bind_to_thread().is_ok()
-        {
-            // SAFETY: created by `record_tail`, destroyed once; a queued wait on it stays valid.
-            let _ = unsafe { driver::event::destroy(event) };
-        }
-        if self.owned && self.context.bind_to_thread().is_ok() {
-            // SAFETY: created by us, destroyed once (last clone); queued work still completes.
-            let _ = unsafe { driver::stream::destroy(self.raw) };
+        let parts = Handle((self.raw, self.owned, self.tail.take()));
+        let capturing = self.capturing.swap(false, Ordering::Relaxed);
+        let context = self.context.clone();
+        let destroy = move |context: &Context| {
+            let (raw, owned, tail) = parts.into_inner();
+            if capturing {
+                end_abandoned_capture(context, raw);
+            }
+            if context.bind_to_thread().is_err() {
+                return; // a faulted context: its teardown reclaims the handles
+            }
+            if let Some(TailEvent(event)) = tail {
+                // SAFETY: created by `record_tail`, destroyed once; a queued wait on it stays valid.
+                let _ = unsafe { driver::event::destroy(event) };
+            }
+            if owned {
+                // SAFETY: created by us, destroyed once (last clone); queued work still completes.
+                let _ = unsafe { driver::stream::destroy(raw) };
+            }
+        };
+        if capturing && !crate::context::in_host_callback() {
+            // Its own capture must end first (N11): the release below would otherwise wait for
+            // the end of this very capture, forever.
+            destroy(&context);
+        } else {
+            context.release(destroy);
         }
     }
+}
+
+/// Ends the capture of a stream dropped while capturing (N11): the partial graph is
+/// discarded, the modules kept for it are let go, and the context's count of captures goes
+/// down, so that the releases postponed for it happen.
+fn end_abandoned_capture(context: &Context, raw: sys::CUstream) {
+    if context.bind_to_thread().is_ok() {
+        let mut graph = std::ptr::null_mut();
+        // SAFETY: the stream is alive (destroyed after this); writes one graph handle. On
+        // another thread than the capturing one this fails, and destroying the stream ends
+        // the capture for the driver.
+        if unsafe { driver::stream::end_capture(raw, &mut graph) }.is_ok() && !graph.is_null() {
+            // SAFETY: made by the end of the capture just above, owned here, destroyed once.
+            let _ = unsafe { driver::graph::destroy(graph) };
+        }
+    }
+    drop(context.take_captured_modules(raw as usize));
+    context.capture_ended();
 }
 
 impl std::fmt::Debug for Stream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Stream").field("raw", &self.inner.raw).field("context", &self.inner.context).finish()
+    }
+}
+
+/// The streams that used a released resource, held by its postponed release. A stream that
+/// is being captured is held weakly: a strong handle in a release that waits for the end of
+/// the capture would keep the stream, and so its capture, alive forever once the caller has
+/// dropped it (N11 through a buffer used on the capturing stream).
+pub(crate) struct UsedStreams(Vec<Held>);
+
+enum Held {
+    Strong(Stream),
+    Weak(std::sync::Weak<StreamInner>),
+}
+
+impl UsedStreams {
+    /// Holds `streams` for a release.
+    pub(crate) fn hold(streams: Vec<Stream>) -> Self {
+        UsedStreams(streams.into_iter().map(|s| if s.is_capturing_fast() { Held::Weak(Arc::downgrade(&s.inner)) } else { Held::Strong(s) }).collect())
+    }
+
+    /// The streams to order the release after. When one of them is gone (destroyed since,
+    /// with work perhaps still queued), waits for all the work of `context` first, which
+    /// covers it; an error then means the release must not happen (a faulted context).
+    pub(crate) fn resolve(self, context: &Context) -> Result<Vec<Stream>> {
+        let mut live = Vec::with_capacity(self.0.len());
+        let mut gone = false;
+        for held in self.0 {
+            match held {
+                Held::Strong(stream) => live.push(stream),
+                Held::Weak(weak) => match weak.upgrade() {
+                    Some(inner) => live.push(Stream { inner, user: None }),
+                    None => gone = true,
+                },
+            }
+        }
+        if gone {
+            context.synchronize_queued_work()?;
+        }
+        Ok(live)
     }
 }
 
@@ -373,6 +486,9 @@ unsafe extern "C" fn run_host_callback(user_data: *mut c_void) {
     // SAFETY: `user_data` is the `Box<HostCallback>` leaked by `launch_host_fn`; the driver
     // calls this trampoline exactly once per successful cuLaunchHostFunc.
     let callback = unsafe { Box::from_raw(user_data.cast::<HostCallback>()) };
+    // Drops inside the callback (of what it owns, too) hand their CUDA calls to the release
+    // thread: the driver refuses them here (N10).
+    let _scope = HostCallbackScope::enter();
     if std::panic::catch_unwind(AssertUnwindSafe(callback)).is_err() {
         eprintln!("ferrocuda: a stream host callback panicked (the panic was caught; the stream goes on)");
     }

@@ -1,0 +1,103 @@
+//! [`PerBlock`]: an output with one element per block.
+
+use core::marker::PhantomData;
+
+use bytemuck::Pod;
+
+use super::{BlockIndex, KernelOutput, LaunchRequirements};
+
+/// A kernel output with one element per block: block `b` (linear index `blockIdx.x +
+/// gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)`) owns element `b`, written by the one
+/// thread of the block that holds the [`BlockIndex`] `b` (from
+/// [`once_per_block`](super::once_per_block)). For several values per block, use a `Pod`
+/// array or struct element (`PerBlock<[u32; 3]>`).
+///
+/// ```ignore
+/// #[kernel]
+/// pub fn block_sums(x: &[f32], mut sums: PerBlock<f32>) {
+///     let total = /* block reduction */;
+///     if let Some(b) = once_per_block() && let Some(sum) = sums.get_mut(b) {
+///         *sum = total;
+///     }
+/// }
+/// ```
+///
+/// It accepts only a `BlockIndex`, and the per-thread outputs only a `ThreadIndex`: thread 1
+/// of block 0 and thread 0 of block 1 no longer both own element 1 (audit finding N1). Any
+/// launch shape is allowed.
+pub struct PerBlock<T: Pod> {
+    pointer: *mut T,
+    len: usize,
+    _elements: PhantomData<*mut T>,
+}
+
+// SAFETY: element `b` is reached only through the `BlockIndex` `b`, which one thread of the
+// launch holds (thread (0, 0, 0) of block `b`).
+unsafe impl<T: Pod> KernelOutput for PerBlock<T> {
+    type Element = T;
+    const REQUIREMENTS: LaunchRequirements = LaunchRequirements::NONE;
+
+    #[inline(always)]
+    unsafe fn from_raw_parts(pointer: *mut T, len: usize) -> Self {
+        PerBlock { pointer, len, _elements: PhantomData }
+    }
+}
+
+impl<T: Pod> PerBlock<T> {
+    /// Number of elements.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True if there are no elements.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// This block's element, or `None` past the end.
+    #[inline(always)]
+    #[track_caller]
+    pub fn get_mut(&mut self, block: BlockIndex) -> Option<&mut T> {
+        let b = block.owned();
+        if b < self.len {
+            // SAFETY: in bounds; only this thread holds `block`, and the borrow of `self`
+            // keeps it from a second reference.
+            super::note_output(self.pointer, self.len, b, 1, true);
+            Some(unsafe { &mut *self.pointer.add(b) })
+        } else {
+            None
+        }
+    }
+}
+
+impl<T: Pod> core::ops::Index<BlockIndex> for PerBlock<T> {
+    type Output = T;
+
+    /// This block's element; panics past the end.
+    #[inline(always)]
+    #[track_caller]
+    fn index(&self, block: BlockIndex) -> &T {
+        let b = block.owned();
+        if b >= self.len {
+            super::out_of_bounds(b, self.len);
+        }
+        // SAFETY: in bounds; only this thread holds `block`.
+        super::note_output(self.pointer, self.len, b, 1, false);
+        unsafe { &*self.pointer.add(b) }
+    }
+}
+
+impl<T: Pod> core::ops::IndexMut<BlockIndex> for PerBlock<T> {
+    /// This block's element; panics past the end.
+    #[inline(always)]
+    #[track_caller]
+    fn index_mut(&mut self, block: BlockIndex) -> &mut T {
+        let len = self.len;
+        match self.get_mut(block) {
+            Some(element) => element,
+            None => super::out_of_bounds(block.get(), len),
+        }
+    }
+}

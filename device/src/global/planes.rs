@@ -1,0 +1,93 @@
+//! [`DisjointPlanes`]: a structure-of-arrays output, `P` planes with one element per thread
+//! index in each.
+
+use core::marker::PhantomData;
+
+use bytemuck::Pod;
+
+use super::{KernelOutput, LaunchRequirements, ThreadIndex};
+
+/// A kernel output of `P` planes of equal length (structure of arrays: results `0..P` of
+/// input `i` at `i`, `i + plane_len`, `i + 2 * plane_len`, ...), each thread writing only the
+/// elements of its own indices. The plane length is the buffer's length divided by `P`,
+/// fixed for the launch, so every thread maps `(index, plane)` to elements the same way and
+/// distinct indices never meet (audit finding N1: a stride chosen at each access let
+/// `get_strided_mut(0, 1, 1)` reach another thread's element 1).
+///
+/// ```ignore
+/// #[kernel]
+/// pub fn sin_cos(x: &[f32], mut out: DisjointPlanes<f32, 2>) {
+///     let i = unique_index();
+///     if let (Some(&v), Some([s, c])) = (x.get(i.get()), out.get_all_mut(i)) {
+///         (*s, *c) = (v.sin(), v.cos());
+///     }
+/// }
+/// ```
+///
+/// The last `len % P` elements belong to no plane.
+pub struct DisjointPlanes<T: Pod, const P: usize> {
+    pointer: *mut T,
+    plane_len: usize,
+    _elements: PhantomData<*mut T>,
+}
+
+// SAFETY: `(i, plane) -> plane * plane_len + i` is one-to-one for `i < plane_len` and
+// `plane < P`; every access goes through a `ThreadIndex`, unique under `LINEAR_THREADS`.
+unsafe impl<T: Pod, const P: usize> KernelOutput for DisjointPlanes<T, P> {
+    type Element = T;
+    const REQUIREMENTS: LaunchRequirements = LaunchRequirements::LINEAR_THREADS;
+
+    #[inline(always)]
+    unsafe fn from_raw_parts(pointer: *mut T, len: usize) -> Self {
+        const { assert!(P > 0, "DisjointPlanes<T, P> needs at least one plane (P > 0)") };
+        DisjointPlanes { pointer, plane_len: len / P, _elements: PhantomData }
+    }
+}
+
+impl<T: Pod, const P: usize> DisjointPlanes<T, P> {
+    /// Elements per plane (the buffer's length divided by `P`).
+    #[inline(always)]
+    pub fn plane_len(&self) -> usize {
+        self.plane_len
+    }
+
+    /// This thread's element `index` of plane `plane`, or `None` if `index` is past the plane
+    /// length or `plane >= P`.
+    #[inline(always)]
+    #[track_caller]
+    pub fn get_mut(&mut self, index: ThreadIndex, plane: usize) -> Option<&mut T> {
+        let i = index.owned();
+        if i < self.plane_len && plane < P {
+            // SAFETY: `plane * plane_len + i < P * plane_len <= len`; the element belongs to
+            // `index` alone (see the impl of `KernelOutput`), which no other thread holds.
+            super::note_output(self.pointer, P * self.plane_len, plane * self.plane_len + i, 1, true);
+            Some(unsafe { &mut *self.pointer.add(plane * self.plane_len + i) })
+        } else {
+            None
+        }
+    }
+
+    /// This thread's element `index` of every plane, or `None` past the plane length.
+    #[inline(always)]
+    #[track_caller]
+    pub fn get_all_mut(&mut self, index: ThreadIndex) -> Option<[&mut T; P]> {
+        let i = index.owned();
+        if i < self.plane_len {
+            let (pointer, plane_len) = (self.pointer, self.plane_len);
+            for plane in 0..P {
+                super::note_output(pointer, P * plane_len, plane * plane_len + i, 1, true);
+            }
+            // SAFETY: as in `get_mut`; the `P` elements are distinct (one per plane).
+            Some(core::array::from_fn(|plane| unsafe { &mut *pointer.add(plane * plane_len + i) }))
+        } else {
+            None
+        }
+    }
+
+    /// The start of the output, for `unsafe` code under the contract of
+    /// [`DisjointSlice::get_unchecked_mut`](super::DisjointSlice::get_unchecked_mut).
+    #[inline(always)]
+    pub fn as_mut_ptr(&mut self) -> *mut T {
+        self.pointer
+    }
+}

@@ -1,0 +1,182 @@
+//! Releases of GPU resources that cannot happen now happen later, and are never lost
+//! (issue 21: N10, N11, N12, S2).
+//!
+//! Every `Drop` of a type that owns something on the GPU (buffers, pinned memory, streams,
+//! events, graphs, modules, library plans and handles) hands its release to
+//! [`Context::release`], which runs it at once unless:
+//! - the drop happens inside a stream host callback ([`Stream::launch_host_fn`](crate::Stream::launch_host_fn)),
+//!   where the driver refuses every CUDA call: the trampoline marks the thread, and the
+//!   release goes to the release thread, which runs it as soon as the callback has returned;
+//! - a stream capture runs in the context: freeing or synchronising would invalidate it (E1b,
+//!   N12, S2), so the release waits in the context's list until the last capture ends. A
+//!   stream dropped while capturing ends its capture (N11), so that list cannot be stranded.
+//!
+//! Each waiting release holds a handle to its context, so a context is never destroyed with
+//! releases pending. [`Context::deferred_releases`] counts both kinds;
+//! [`Context::synchronize`] first waits for the release thread to finish this context's.
+
+use std::cell::Cell;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Mutex, OnceLock};
+
+use super::{Context, lock};
+
+/// A release postponed until no capture runs in the context (it holds its context).
+pub(crate) type DeferredRelease = Box<dyn FnOnce() + Send>;
+
+thread_local! {
+    /// True while this thread runs a stream host callback (set by the trampoline).
+    static IN_HOST_CALLBACK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// True on a thread that is running a stream host callback, where CUDA calls are refused.
+#[inline]
+pub(crate) fn in_host_callback() -> bool {
+    IN_HOST_CALLBACK.with(Cell::get)
+}
+
+/// Marks the current thread as running a host callback until dropped.
+pub(crate) struct HostCallbackScope {
+    was: bool,
+}
+
+impl HostCallbackScope {
+    /// Entered by the host-callback trampoline around the user's closure.
+    pub(crate) fn enter() -> Self {
+        HostCallbackScope { was: IN_HOST_CALLBACK.with(|c| c.replace(true)) }
+    }
+}
+
+impl Drop for HostCallbackScope {
+    fn drop(&mut self) {
+        IN_HOST_CALLBACK.with(|c| c.set(self.was));
+    }
+}
+
+/// A raw CUDA handle moved into a release closure. CUDA handles may be used from any thread
+/// once their context is bound there, which every release does first.
+pub(crate) struct Handle<T>(pub(crate) T);
+
+// SAFETY: see the type's documentation: the handle is only used with its context bound.
+unsafe impl<T> Send for Handle<T> {}
+
+impl<T> Handle<T> {
+    /// The handle (a method, so that a closure calling it captures the whole `Handle`).
+    pub(crate) fn into_inner(self) -> T {
+        self.0
+    }
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Runs `job` on the release thread (started on first use).
+pub(super) fn run_on_release_thread(job: Job) {
+    static SENDER: OnceLock<Option<Mutex<Sender<Job>>>> = OnceLock::new();
+    let sender = SENDER.get_or_init(|| {
+        let (sender, receiver) = mpsc::channel::<Job>();
+        let started = std::thread::Builder::new().name("ferrocuda-release".into()).spawn(move || {
+            for job in receiver {
+                job();
+            }
+        });
+        started.ok().map(|_| Mutex::new(sender))
+    });
+    match sender {
+        Some(sender) if lock(sender).send(job).is_ok() => {}
+        _ => eprintln!("ferrocuda: the release thread could not be started; a GPU resource dropped in a host callback is leaked"),
+    }
+}
+
+impl Context {
+    /// Releases a GPU resource now, or later when it cannot be done now (see the module docs).
+    pub(crate) fn release(&self, release: impl FnOnce(&Context) + Send + 'static) {
+        if in_host_callback() {
+            self.inner.handed_off.fetch_add(1, Ordering::AcqRel);
+            let context = self.clone();
+            run_on_release_thread(Box::new(move || {
+                context.release(release);
+                context.inner.handed_off.fetch_sub(1, Ordering::AcqRel);
+            }));
+            return;
+        }
+        if let Err(now) = self.defer_while_capturing(release) {
+            now(self);
+        }
+    }
+
+    /// Postpones `release` until no capture runs in the context (E1b); hands it back when
+    /// none runs now (then run it now: nothing is boxed on that common path).
+    pub(crate) fn defer_while_capturing<F: FnOnce(&Context) + Send + 'static>(&self, release: F) -> Result<(), F> {
+        let mut deferred = lock(&self.inner.deferred);
+        // Checked under the lock that `capture_ended` drains with, so nothing is left behind.
+        if self.is_capturing() {
+            let context = self.clone();
+            deferred.push(Box::new(move || release(&context)));
+            Ok(())
+        } else {
+            Err(release)
+        }
+    }
+
+    /// Runs the postponed releases unless a capture still runs.
+    pub(crate) fn drain_deferred(&self) {
+        let deferred = {
+            let mut deferred = lock(&self.inner.deferred);
+            if self.is_capturing() {
+                return;
+            }
+            std::mem::take(&mut *deferred)
+        };
+        for release in deferred {
+            release();
+        }
+    }
+
+    /// Waits until the release thread has handled this context's releases from host
+    /// callbacks (they may still wait for a capture to end, see [`Context::deferred_releases`]).
+    pub(crate) fn wait_for_handed_off_releases(&self) {
+        while self.inner.handed_off.load(Ordering::Acquire) > 0 {
+            std::thread::sleep(std::time::Duration::from_micros(20));
+        }
+    }
+
+    /// How many releases of GPU resources dropped in this context wait to happen: those
+    /// dropped while a capture ran (freed when the last capture in the context ends) and
+    /// those dropped inside host callbacks that the release thread has not performed yet
+    /// ([`Context::synchronize`] waits for those). Zero when nothing is stuck.
+    pub fn deferred_releases(&self) -> usize {
+        lock(&self.inner.deferred).len() + self.inner.handed_off.load(Ordering::Acquire)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_host_callback_scope_nests_and_restores() {
+        assert!(!in_host_callback());
+        {
+            let _outer = HostCallbackScope::enter();
+            assert!(in_host_callback());
+            {
+                let _inner = HostCallbackScope::enter();
+                assert!(in_host_callback());
+            }
+            assert!(in_host_callback(), "leaving a nested scope keeps the outer one");
+        }
+        assert!(!in_host_callback());
+    }
+
+    #[test]
+    fn the_release_thread_runs_jobs_in_order() {
+        let (tx, rx) = mpsc::channel();
+        for i in 0..5 {
+            let tx = tx.clone();
+            run_on_release_thread(Box::new(move || tx.send(i).unwrap()));
+        }
+        let got: Vec<i32> = (0..5).map(|_| rx.recv_timeout(std::time::Duration::from_secs(5)).unwrap()).collect();
+        assert_eq!(got, [0, 1, 2, 3, 4]);
+    }
+}

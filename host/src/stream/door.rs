@@ -1,0 +1,79 @@
+//! The one door through which work reaches a stream (issue 21).
+//!
+//! Every piece of work that ferrocuda (or a library wrapper built on it) queues on a stream is
+//! queued by a closure passed to [`Stream::enqueue`], together with the list of tracked memory
+//! the work reads and writes: device buffers and views, pinned host buffers, library work
+//! areas, module globals. The door orders the stream after the earlier conflicting work on
+//! that memory, records the stream as its user, binds the context, and only then lends the
+//! closure the raw stream handle ([`RawStream`]), which exists nowhere else: `Stream` has no
+//! public accessor for it. Forgetting to declare is therefore not a matter of discipline: a
+//! wrapper that wants to enqueue must write down what it touches to get a handle at all.
+//! `host/tests/one_door.rs` scans the host crates' sources and fails when a driver or library
+//! enqueue call (`cuLaunchKernel*`, `cuMemcpy*`, `cuMemset*`, `cuGraphLaunch`,
+//! `cuStreamWaitEvent`, `cuEventRecord`, `cuLaunchHostFunc`, `cuMemAllocAsync`,
+//! `cuMemFreeAsync`, cuBLAS and cuFFT execution, NCCL collectives) appears outside such a
+//! closure.
+
+use std::marker::PhantomData;
+
+use cudarc::driver::sys;
+
+use super::Stream;
+use crate::error::Error;
+use crate::memory::usage::{BufferAccess, before_work};
+
+/// The raw `CUstream` of a [`Stream`], lent to the work of one [`Stream::enqueue`] call (the
+/// lifetime keeps it inside the closure; null is the legacy default stream).
+#[derive(Clone, Copy, Debug)]
+pub struct RawStream<'door> {
+    raw: sys::CUstream,
+    _call: PhantomData<&'door ()>,
+}
+
+impl RawStream<'_> {
+    /// The handle, to pass to the driver or library call being queued.
+    #[inline(always)]
+    pub fn get(self) -> sys::CUstream {
+        self.raw
+    }
+}
+
+impl Stream {
+    /// Queues work on this stream: the one way to reach the raw stream handle.
+    ///
+    /// `accesses` lists all the tracked memory the work reads or writes
+    /// (`BufferAccess::read(&x)`, `BufferAccess::write(&mut y)`, a pinned buffer's
+    /// [`PinnedBuffer::read_access`](crate::PinnedBuffer::read_access), ...). The stream first waits for
+    /// the earlier work on that memory that conflicts (on other streams: the last writer for a
+    /// read, the last writer and the readers since for a write), buffers of another context
+    /// are refused ([`Error::BufferInOtherContext`], unless peer access was enabled), the
+    /// stream is recorded as the memory's user (so later work on other streams, host access and
+    /// the memory's release wait for this work), the stream's context is bound, and `work` runs
+    /// with the raw handle.
+    ///
+    /// `work` must queue only work whose device memory is in `accesses` (or is otherwise kept
+    /// alive and ordered, as a library's internal state bound to this one stream is), and it
+    /// is the only place where the handle may be used. While the stream is being captured,
+    /// nothing is recorded (captured work runs when the graph is launched, see
+    /// [`GraphExec::launch`](crate::GraphExec::launch)).
+    #[inline]
+    pub fn enqueue<R, E: From<Error>>(&self, operation: &str, accesses: &[BufferAccess<'_>], work: impl FnOnce(RawStream<'_>) -> Result<R, E>) -> Result<R, E> {
+        before_work(self, operation, accesses)?;
+        self.context().bind_to_thread()?;
+        work(RawStream { raw: self.inner.raw, _call: PhantomData })
+    }
+
+    /// [`Stream::enqueue`] with the accesses in two lists (a launch's slice arguments and what
+    /// the launch touches besides, such as its module's globals), so neither is copied.
+    #[inline]
+    pub(crate) fn enqueue_both<R, E: From<Error>>(
+        &self,
+        operation: &str,
+        accesses: &[BufferAccess<'_>],
+        also: &[BufferAccess<'_>],
+        work: impl FnOnce(RawStream<'_>) -> Result<R, E>,
+    ) -> Result<R, E> {
+        before_work(self, operation, also)?;
+        self.enqueue(operation, accesses, work)
+    }
+}

@@ -1,0 +1,18 @@
+// A kernel crate in miniature: `#[kernel]` on the host needs a `KERNELS` static to launch from.
+use ferrocuda_device::kernel;
+
+pub static KERNELS: ferrocuda::EmbeddedModule =
+    ferrocuda::EmbeddedModule { crate_name: "t", toolchain: "", ptx: &[], cubins: &[], resources: &[] };
+
+// Audit N14 (c05): `&mut [T]` behind an alias is refused as not plain data, and that is the
+// only error (no E0525 about the CPU launcher's closure after it).
+use ferrocuda_device::thread::thread_idx_x;
+
+pub type Out = &'static mut [u32];
+
+#[kernel]
+pub fn alias_out(out: Out) {
+    out[thread_idx_x() as usize] = 1;
+}
+
+fn main() {}

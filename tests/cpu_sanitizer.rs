@@ -1,0 +1,274 @@
+//! The CPU executor as a sanitizer (issue 20 part 5): each mistake that races, hangs or faults
+//! on a GPU ends a CPU launch with an error naming it, and its control (the same kernel
+//! without the mistake) runs. Kernels: tests/kernels/src/sanitizer.rs. Audit ids (2026-11-24
+//! FINDINGS.md) are in the test names.
+
+use ferrocuda::Dim3;
+use ferrocuda_device::cpu::{CpuError, CpuExecutor, GlobalMemoryRace, LaunchConfig, RaceKind, SharedMemoryRace, WarpDeadlock};
+use test_kernels::sanitizer;
+
+fn dim(x: u32) -> Dim3 {
+    Dim3 { x, y: 0, z: 0 }
+}
+
+fn global_race(result: Result<(), CpuError>) -> GlobalMemoryRace {
+    match result {
+        Err(CpuError::GlobalMemoryRace(race)) => race,
+        other => panic!("expected a GlobalMemoryRace, got {other:?}"),
+    }
+}
+
+#[test]
+fn two_threads_writing_one_output_element_through_get_unchecked_mut_is_a_race() {
+    let mut y = vec![0u32; 4];
+    let race = global_race(sanitizer::unchecked_overlap::launch_cpu(&CpuExecutor::deterministic(), (1u32, 4u32), 2, &mut y));
+    assert_eq!(race.kind, RaceKind::WriteAfterWrite);
+    assert_eq!((race.index, race.element_bytes), (0, 4));
+    assert_eq!((race.first_block, race.first_thread), (dim(0), dim(0)));
+    assert_eq!((race.second_block, race.second_thread), (dim(0), dim(1)));
+    assert_eq!(race.address, y.as_ptr() as usize);
+    let message = CpuError::GlobalMemoryRace(race).to_string();
+    assert!(message.contains("unchecked_overlap") && message.contains("AtomicSlice"), "{message}");
+
+    // The control: one element per thread, and the next launch starts with a clean shadow
+    // (the same elements, taken again by the same threads, are no race across launches).
+    let mut y = vec![0u32; 4];
+    for _ in 0..2 {
+        sanitizer::unchecked_overlap::launch_cpu(&CpuExecutor::deterministic(), (1u32, 4u32), 1, &mut y).unwrap();
+    }
+    assert_eq!(y, [2, 2, 2, 2]);
+}
+
+#[test]
+fn n1_an_output_element_read_by_one_thread_and_written_by_another_after_a_barrier_is_a_race() {
+    let (mut y, mut out) = (vec![7u32; 2], vec![0u32; 2]);
+    let race = global_race(sanitizer::write_after_barrier::launch_cpu(&CpuExecutor::deterministic(), (1u32, 2u32), true, &mut y, &mut out));
+    assert_eq!(race.kind, RaceKind::WriteAfterRead);
+    assert_eq!((race.first_thread, race.second_thread, race.index), (dim(0), dim(1), 0));
+
+    let (mut y, mut out) = (vec![7u32; 2], vec![0u32; 2]);
+    sanitizer::write_after_barrier::launch_cpu(&CpuExecutor::deterministic(), (1u32, 2u32), false, &mut y, &mut out).unwrap();
+    assert_eq!((y, out), (vec![7, 100], vec![7, 0]));
+}
+
+#[test]
+fn blocks_on_different_workers_writing_one_output_element_is_a_race() {
+    for executor in [CpuExecutor::deterministic(), CpuExecutor::new().with_workers(4)] {
+        let mut y = vec![0u32; 64];
+        let race = global_race(sanitizer::one_element_per_block::launch_cpu(&executor, (64u32, 32u32), 1, &mut y));
+        assert_eq!((race.kind, race.index), (RaceKind::WriteAfterWrite, 0));
+        assert_ne!(race.first_block, race.second_block);
+        assert_eq!((race.first_thread, race.second_thread), (dim(0), dim(0)));
+
+        let mut y = vec![0u32; 64];
+        sanitizer::one_element_per_block::launch_cpu(&executor, (64u32, 32u32), 2, &mut y).unwrap();
+        assert_eq!(y, (1..=64).collect::<Vec<u32>>());
+    }
+}
+
+#[test]
+fn atomics_and_own_elements_are_no_race_and_detection_can_be_turned_off() {
+    let (mut counts, mut y) = (vec![0u32; 1], vec![0u32; 1000]);
+    sanitizer::atomics_and_own_elements::launch_cpu(&CpuExecutor::new(), LaunchConfig::for_elements(1000, 128), &mut counts, &mut y).unwrap();
+    assert_eq!(counts[0], 1024);
+    assert!(y.iter().all(|&v| v == 1));
+    // Without race detection the racy kernel runs (and loses nothing here: one OS thread).
+    let mut y = vec![0u32; 4];
+    sanitizer::unchecked_overlap::launch_cpu(&CpuExecutor::deterministic().with_race_detection(false), (1u32, 4u32), 2, &mut y).unwrap();
+    assert_eq!(y, [2, 2, 0, 0]);
+}
+
+fn warp_deadlock(result: Result<(), CpuError>) -> WarpDeadlock {
+    match result {
+        Err(CpuError::WarpDeadlock(deadlock)) => deadlock,
+        other => panic!("expected a WarpDeadlock, got {other:?}"),
+    }
+}
+
+#[test]
+fn n7_lanes_in_a_shuffle_and_a_ballot_are_a_warp_deadlock() {
+    let mut out = vec![0u32; 32];
+    let deadlock = warp_deadlock(sanitizer::n7_warp_mixed_ops::launch_cpu(&CpuExecutor::deterministic(), (1u32, 32u32), true, &mut out));
+    assert_eq!((deadlock.warp, deadlock.waiting.clone(), deadlock.at_barrier.clone()), (0, vec![dim(0)], vec![]));
+    assert_eq!(deadlock.other_operation, (1..32).map(dim).collect::<Vec<_>>());
+    let message = CpuError::WarpDeadlock(deadlock).to_string();
+    assert!(message.contains("different warp operation") && message.contains("hangs"), "{message}");
+
+    sanitizer::n7_warp_mixed_ops::launch_cpu(&CpuExecutor::deterministic(), (1u32, 32u32), false, &mut out).unwrap();
+    assert_eq!(out, vec![0b10; 32]);
+}
+
+#[test]
+fn n7_sync_warp_with_different_masks_is_a_warp_deadlock() {
+    let mut out = vec![0u32; 32];
+    let deadlock = warp_deadlock(sanitizer::n7_warp_sync_masks::launch_cpu(&CpuExecutor::deterministic(), (1u32, 32u32), 0x3, 0x7, &mut out));
+    assert_eq!((deadlock.waiting, deadlock.other_operation), (vec![dim(0)], vec![dim(1), dim(2)]));
+    // The same masks: lanes 0..3 meet.
+    sanitizer::n7_warp_sync_masks::launch_cpu(&CpuExecutor::deterministic(), (1u32, 32u32), 0x7, 0x7, &mut out).unwrap();
+    // Lane 0 alone (mask 0x1) and lanes 1, 2 together (mask 0x6): two groups, both complete.
+    sanitizer::n7_warp_sync_masks::launch_cpu(&CpuExecutor::deterministic(), (1u32, 32u32), 0x1, 0x6, &mut out).unwrap();
+}
+
+#[test]
+fn n7_a_lane_may_wait_in_a_shuffle_while_the_others_complete_a_sync_warp() {
+    let mut out = vec![0u32; 32];
+    sanitizer::n7_subgroup_then_shuffle::launch_cpu(&CpuExecutor::deterministic(), (1u32, 32u32), &mut out).unwrap();
+    assert_eq!(out, vec![310; 32]);
+}
+
+#[test]
+fn n7_threads_at_sync_threads_and_sync_threads_count_are_an_error() {
+    let mut out = vec![0u32; 64];
+    match sanitizer::n7_mixed_barriers::launch_cpu(&CpuExecutor::deterministic(), (1u32, 64u32), true, &mut out) {
+        Err(CpuError::MixedBarriers(mixed)) => {
+            assert_eq!((mixed.first_kind, mixed.second_kind), ("sync_threads", "sync_threads_count"));
+            assert_eq!((mixed.first.clone(), mixed.second.len()), (vec![dim(0)], 63));
+            let message = CpuError::MixedBarriers(mixed).to_string();
+            assert!(message.contains("same barrier function"), "{message}");
+        }
+        other => panic!("expected MixedBarriers, got {other:?}"),
+    }
+    sanitizer::n7_mixed_barriers::launch_cpu(&CpuExecutor::deterministic(), (1u32, 64u32), false, &mut out).unwrap();
+    assert_eq!(out, vec![64; 64]);
+}
+
+fn shared_race(result: Result<(), CpuError>) -> SharedMemoryRace {
+    match result {
+        Err(CpuError::SharedMemoryRace(race)) => race,
+        other => panic!("expected a SharedMemoryRace, got {other:?}"),
+    }
+}
+
+#[test]
+fn n8_reads_by_many_threads_then_a_write_without_a_barrier_is_a_race() {
+    let mut out = vec![0u32; 64];
+    let race = shared_race(sanitizer::n8_broadcast_then_update::launch_cpu(&CpuExecutor::deterministic(), (1u32, 64u32), false, &mut out));
+    assert_eq!((race.kind, race.second), (RaceKind::WriteAfterRead, dim(63)));
+    assert_ne!(race.first, dim(63), "the race is with another thread's read, not thread 63's own");
+    sanitizer::n8_broadcast_then_update::launch_cpu(&CpuExecutor::deterministic(), (1u32, 64u32), true, &mut out).unwrap();
+    assert_eq!(out, vec![1; 64]);
+}
+
+#[test]
+fn n8_a_sync_warp_orders_only_the_lanes_in_its_group() {
+    let mut out = vec![0u32; 32];
+    let race = shared_race(sanitizer::n8_partial_warp_sync::launch_cpu(&CpuExecutor::deterministic(), (1u32, 32u32), 0x1, 0x2, &mut out));
+    assert_eq!((race.kind, race.first, race.second), (RaceKind::ReadAfterWrite, dim(1), dim(0)));
+    sanitizer::n8_partial_warp_sync::launch_cpu(&CpuExecutor::deterministic(), (1u32, 32u32), 0x3, 0x3, &mut out).unwrap();
+    assert_eq!(out[0], 42);
+}
+
+#[test]
+fn n8_sync_warps_order_transitively_through_a_common_lane() {
+    let mut out = vec![0u32; 32];
+    sanitizer::n8_warp_sync_chain::launch_cpu(&CpuExecutor::deterministic(), (1u32, 32u32), true, &mut out).unwrap();
+    assert_eq!(out[0], 42);
+    // Lane 0 waits nowhere, so it reads before lane 1 (next in rank order) writes.
+    let race = shared_race(sanitizer::n8_warp_sync_chain::launch_cpu(&CpuExecutor::deterministic(), (1u32, 32u32), false, &mut out));
+    assert_eq!((race.kind, race.first, race.second), (RaceKind::WriteAfterRead, dim(0), dim(1)));
+}
+
+#[test]
+fn n13_a_thread_ended_after_another_failed_runs_no_destructor_and_the_first_panic_is_reported() {
+    use std::sync::atomic::Ordering;
+    let mut out = vec![0u32; 2];
+    let before = sanitizer::DROPS.load(Ordering::Relaxed);
+    match sanitizer::n13_drop_bomb::launch_cpu(&CpuExecutor::deterministic(), (1u32, 2u32), true, &mut out) {
+        Err(CpuError::KernelPanic(panic)) => {
+            assert_eq!((panic.kernel.as_str(), panic.message.as_str()), ("n13_drop_bomb", "thread 1 fails"));
+            assert_eq!((panic.block, panic.thread), ([0, 0, 0], [1, 0, 0]));
+            assert!(panic.file.ends_with("sanitizer.rs"), "{}", panic.file);
+        }
+        other => panic!("expected thread 1's KernelPanic, got {other:?}"),
+    }
+    // Thread 1's own Bomb(0) dropped as its panic unwound; thread 0's Bomb(1) never drops (a
+    // GPU does not unwind a trapped kernel either), so nothing panicked while ending it.
+    assert_eq!(sanitizer::DROPS.load(Ordering::Relaxed) - before, 1);
+    assert_eq!(out, [0, 0]);
+
+    // The executor (and this OS thread) works on; the control drops both defused Bombs.
+    sanitizer::n13_drop_bomb::launch_cpu(&CpuExecutor::deterministic(), (1u32, 2u32), false, &mut out).unwrap();
+    assert_eq!(out, [1, 1]);
+}
+
+fn cluster_of_two() -> LaunchConfig {
+    LaunchConfig::new(2u32, 32u32).with_cluster(2u32)
+}
+
+#[test]
+fn n6_reading_the_shared_memory_of_an_exited_cluster_block_is_an_error() {
+    let mut out = vec![0u32; 64];
+    // The executor runs rank 0 before rank 1, so rank 0 reads while rank 1 still waits to
+    // run; on a GPU rank 1 may exit first. The error comes at rank 1's exit.
+    match sanitizer::n6_read_exited_peer::launch_cpu(&CpuExecutor::deterministic(), cluster_of_two(), false, false, &mut out) {
+        Err(CpuError::ExitedPeerAccess(exited)) => {
+            assert_eq!((exited.block, exited.reader_block, exited.reader), (dim(1), dim(0), dim(31)));
+            let message = CpuError::ExitedPeerAccess(exited).to_string();
+            assert!(message.contains("cluster::sync()"), "{message}");
+        }
+        other => panic!("expected ExitedPeerAccess, got {other:?}"),
+    }
+    // Here rank 1 has run to its end before rank 0 reads: the read itself fails, at its line.
+    match sanitizer::n6_read_exited_peer::launch_cpu(&CpuExecutor::deterministic(), cluster_of_two(), false, true, &mut out) {
+        Err(CpuError::KernelPanic(panic)) => {
+            assert_eq!((panic.block, panic.thread), ([0, 0, 0], [0, 0, 0]));
+            assert!(panic.message.contains("cluster block 1, which has exited") && panic.message.contains("cluster::sync()"), "{}", panic.message);
+            assert!(panic.file.ends_with("sanitizer.rs"), "the kernel's line: {}", panic.file);
+        }
+        other => panic!("expected a KernelPanic about the exited block, got {other:?}"),
+    }
+    for reader_syncs_first in [false, true] {
+        sanitizer::n6_read_exited_peer::launch_cpu(&CpuExecutor::deterministic(), cluster_of_two(), true, reader_syncs_first, &mut out).unwrap();
+    }
+    assert_eq!(&out[..32], (0..32).map(|t| 0xC0DE_0000 + t).collect::<Vec<u32>>());
+}
+
+#[test]
+fn n6_a_peer_read_without_a_cluster_barrier_after_the_write_is_a_race() {
+    let mut out = vec![0u32; 64];
+    let race = shared_race(sanitizer::n6_peer_read_race::launch_cpu(&CpuExecutor::deterministic(), cluster_of_two(), false, &mut out));
+    // Rank 0 runs first: it reads rank 1's word 0 before rank 1 writes it.
+    assert_eq!((race.kind, race.address), (RaceKind::WriteAfterRead, race.address));
+    assert_eq!((race.block, race.first_block, race.first, race.second_block, race.second), (dim(1), dim(0), dim(0), dim(1), dim(0)));
+    let message = CpuError::SharedMemoryRace(race).to_string();
+    assert!(message.contains("thread (0, 0, 0) of block (0, 0, 0)") && message.contains("cluster::sync"), "{message}");
+
+    sanitizer::n6_peer_read_race::launch_cpu(&CpuExecutor::deterministic(), cluster_of_two(), true, &mut out).unwrap();
+    assert_eq!(&out[..32], (0..32).map(|t| 0xBEEF_0000 + t).collect::<Vec<u32>>());
+}
+
+#[test]
+fn n9_two_shared_arrays_from_one_macro_call_are_two_arrays() {
+    let mut out = vec![0u32; 64];
+    sanitizer::n9_two_arrays_from_one_macro_call::launch_cpu(&CpuExecutor::deterministic(), (2u32, 32u32), &mut out).unwrap();
+    assert_eq!(out, vec![12; 64]);
+}
+
+#[test]
+fn n9_a_shared_array_site_reached_with_another_size_is_an_error() {
+    let mut out = vec![0u32; 32];
+    match sanitizer::n9_generic_site_sizes::launch_cpu(&CpuExecutor::deterministic(), (1u32, 32u32), true, &mut out) {
+        Err(CpuError::KernelPanic(panic)) => {
+            assert!(panic.message.contains("reached with 64 bytes aligned to 8, where it was first reached with 32 bytes aligned to 4"), "{}", panic.message);
+            assert!(panic.file.ends_with("sanitizer.rs"), "the helper's line: {}", panic.file);
+        }
+        other => panic!("expected a KernelPanic about the site, got {other:?}"),
+    }
+    sanitizer::n9_generic_site_sizes::launch_cpu(&CpuExecutor::deterministic(), (1u32, 32u32), false, &mut out).unwrap();
+    assert_eq!(out, vec![1; 32]);
+}
+
+#[test]
+fn n9_the_device_build_declares_two_shared_variables_for_two_arrays_from_one_macro_call() {
+    let ptx = test_kernels::KERNELS.ptx_for(80).expect("test-kernels is built for sm_80");
+    let body = ptx.split(".entry n9_two_arrays_from_one_macro_call(").nth(1).expect("the kernel is in the sm_80 PTX");
+    let body = &body[..body.find("\n}").expect("the kernel's end")];
+    let mut arrays: Vec<&str> =
+        body.match_indices("__ferrocuda_shared_").map(|(at, _)| body[at..].split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).next().unwrap()).collect();
+    arrays.sort_unstable();
+    arrays.dedup();
+    assert_eq!(arrays.len(), 2, "the kernel uses {arrays:?}");
+    for array in arrays {
+        assert_eq!(ptx.matches(&format!(".b8 {array}[")).count(), 1, "{array} is declared once");
+    }
+}
