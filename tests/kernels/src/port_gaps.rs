@@ -6,7 +6,7 @@
 use bytemuck::{Pod, Zeroable};
 use ferrocuda_device::block::{self, BlockReduce, BlockScan, BlockScratch};
 use ferrocuda_device::cache::{self, CachePolicy, Load, Store};
-use ferrocuda_device::global::{DisjointSlice, unique_index};
+use ferrocuda_device::global::{DisjointChunks, DisjointSlice, unique_index};
 use ferrocuda_device::math::FastMath;
 use ferrocuda_device::sync::sync_threads;
 use ferrocuda_device::thread::{index_1d, thread_idx_x};
@@ -120,7 +120,7 @@ pub const FAST_WORDS: usize = 10;
 /// The `FastMath` methods of issue 23 on `x[i]` and `y[i]`: `[sqrt x, x / y, exp2 y, rsqrt x,
 /// tanh y, exp10 y, log10 x, tan y, powf(x, y), sqrt(x) via fast_sqrt of a denormal·x]`.
 #[kernel]
-pub fn fast_math_ops(x: &[f32], y: &[f32], mut out: DisjointSlice<f32>) {
+pub fn fast_math_ops(x: &[f32], y: &[f32], mut out: DisjointChunks<f32, FAST_WORDS>) {
     let i = unique_index();
     let (a, b) = (x[i.get()], y[i.get()]);
     let words = [
@@ -136,7 +136,7 @@ pub fn fast_math_ops(x: &[f32], y: &[f32], mut out: DisjointSlice<f32>) {
         // A denormal input flushes to zero (`.ftz`) on both back ends.
         (a * 1.0e-40).fast_div(1.0),
     ];
-    if let Some(chunk) = out.get_chunk_mut::<FAST_WORDS>(i) {
+    if let Some(chunk) = out.get_mut(i) {
         *chunk = words;
     }
 }
@@ -156,7 +156,7 @@ fn twice_sum<const THREADS: u32>(scratch: BlockScratch<u32>, value: u32) -> (u32
 /// inclusive sum, u32 exclusive sum, u32 block total, any(v == 7), all(v < 1000), twice_sum
 /// second minus first]` (floats as bits).
 #[kernel]
-pub fn block_collectives_256(x: &[f32], v: &[u32], mut out: DisjointSlice<u32>) {
+pub fn block_collectives_256(x: &[f32], v: &[u32], mut out: DisjointChunks<u32, BLOCK_WORDS>) {
     let i = unique_index();
     let (a, b) = (x[index_1d()], v[index_1d()]);
     let floats = BlockReduce::<f32, 256>::new(block_scratch!(f32));
@@ -172,7 +172,7 @@ pub fn block_collectives_256(x: &[f32], v: &[u32], mut out: DisjointSlice<u32>) 
     let all = block::all(b < 1000);
     let (first, second) = twice_sum::<256>(block_scratch!(u32), b);
     let words = [sum.to_bits(), sum_x4.to_bits(), max.to_bits(), min, inclusive, exclusive, total, any as u32, all as u32, second - first];
-    if let Some(chunk) = out.get_chunk_mut::<BLOCK_WORDS>(i) {
+    if let Some(chunk) = out.get_mut(i) {
         *chunk = words;
     }
 }
@@ -184,7 +184,7 @@ pub const SMALL_WORDS: usize = 4;
 /// memory), chosen by `one_warp`: per thread `[u32 sum, u32 max, inclusive scan with max,
 /// exclusive scan with max from 0]`.
 #[kernel]
-pub fn block_collectives_small(v: &[u32], one_warp: bool, mut out: DisjointSlice<u32>) {
+pub fn block_collectives_small(v: &[u32], one_warp: bool, mut out: DisjointChunks<u32, SMALL_WORDS>) {
     let i = unique_index();
     let b = v[index_1d()];
     let max = |p: u32, q: u32| p.max(q);
@@ -197,7 +197,7 @@ pub fn block_collectives_small(v: &[u32], one_warp: bool, mut out: DisjointSlice
         let scan = BlockScan::<u32, 64>::new(block_scratch!(u32));
         [reduce.sum(b), reduce.max(b), scan.inclusive(b, max), scan.exclusive(b, 0, max).0]
     };
-    if let Some(chunk) = out.get_chunk_mut::<SMALL_WORDS>(i) {
+    if let Some(chunk) = out.get_mut(i) {
         *chunk = words;
     }
 }
