@@ -1,5 +1,6 @@
 //! The part of `ferrocuda-bench` that other benchmarks share: compiling CUDA C++ twins of
-//! Rust kernels with NVRTC ([`nvrtc`]). `hopper-gemm` (bench/hopper) uses it for the CUDA C++
-//! version of the Hopper GEMM.
+//! Rust kernels with NVRTC ([`nvrtc`], which lives with the example kernels' twins in
+//! `gpu_kernels::twins` so that the main job uses it too). `hopper-gemm` (bench/hopper) uses
+//! it for the CUDA C++ version of the Hopper GEMM.
 
-pub mod nvrtc;
+pub use gpu_kernels::twins::nvrtc;

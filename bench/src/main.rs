@@ -12,21 +12,18 @@
 // as the host API returns it.
 #![allow(clippy::result_large_err)]
 
-mod cases;
-mod cpu;
-mod cublas;
 mod overhead;
 mod report;
-mod timing;
 
 use std::process::ExitCode;
 
 use ferrocuda_bench::nvrtc;
 use ferrocuda_host::{Context, Error, Stream};
 
-use crate::cases::{BenchResult, Env};
+use gpu_kernels::twins::timing::{self, Runs};
+use gpu_kernels::twins::{BenchResult, Env, Sizes};
+
 use crate::report::Report;
-use crate::timing::Runs;
 
 /// Command-line options.
 struct Options {
@@ -121,39 +118,13 @@ fn run(options: &Options, context: Context) -> BenchResult<()> {
     header.push(("timing".to_string(), format!("CUDA events around each launch, {} warm-up + {} timed runs per kernel, median", runs.warmup, runs.timed)));
     let stream = Stream::non_blocking(&context)?;
     let (copy_gbps, _) = timing::copy_bandwidth_gbps(&stream, 256 << 20, runs)?;
-    let env = Env { context: context.clone(), stream, runs, cuda: compiled.as_ref().map(|c| &c.module), sm_count };
+    let env = Env { context: context.clone(), stream, runs, cuda: compiled.as_ref().map(|c| &c.module), sm_count, sizes: Sizes::BENCH };
 
-    let mut rows = Vec::new();
-    type Case = fn(&Env) -> BenchResult<Vec<cases::Row>>;
-    let cases: [(&str, Case); 9] = [
-        ("saxpy", cases::saxpy),
-        ("sum", cases::sum),
-        ("transpose", cases::transpose),
-        ("softmax", cases::softmax),
-        ("histogram", cases::histogram),
-        ("stencil", cases::stencil),
-        ("layernorm", cases::layernorm),
-        ("softmax_online", cases::softmax_online),
-        ("adamw", cases::adamw),
-    ];
     // A failed case (a result that disagrees with the CPU) is reported and the others still
     // run; the exit status says that something failed.
-    let mut failures = Vec::new();
-    for (name, case) in cases {
-        eprintln!("running {name} ...");
-        match case(&env) {
-            Ok(case_rows) => rows.extend(case_rows),
-            Err(error) => failures.push(format!("{name}: {error}")),
-        }
-    }
-    eprintln!("running matmul ...");
-    match cases::matmul(&env) {
-        Ok((matmul_rows, cublas_skipped)) => {
-            rows.extend(matmul_rows);
-            skipped.extend(cublas_skipped);
-        }
-        Err(error) => failures.push(format!("matmul: {error}")),
-    }
+    let outcome = gpu_kernels::twins::run_all(&env, |name| eprintln!("running {name} ..."));
+    let (rows, failures) = (outcome.rows, outcome.failures);
+    skipped.extend(outcome.skipped);
 
     eprintln!("measuring launch overhead and module loads ...");
     let mut launch_overhead = overhead::launch_overhead(&context)?;

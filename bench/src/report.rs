@@ -1,41 +1,7 @@
 //! The result rows, the printed table and the JSON file.
 
+use gpu_kernels::twins::Row;
 use serde_json::{Value, json};
-
-/// One measured kernel in one implementation.
-#[derive(Debug, Clone)]
-pub struct Row {
-    /// Kernel name (the symbol in both implementations).
-    pub kernel: &'static str,
-    /// "Rust (ferrocuda)", "CUDA C++ (NVRTC)" or "cuBLAS".
-    pub implementation: String,
-    /// Problem size in words.
-    pub size: String,
-    /// Median GPU time of the timed runs, in milliseconds.
-    pub median_ms: f64,
-    /// Fastest timed run, in milliseconds.
-    pub min_ms: f64,
-    /// Bytes the kernel must read and write at least (memory-bound kernels).
-    pub bytes: Option<f64>,
-    /// Floating-point operations (compute-bound kernels).
-    pub flops: Option<f64>,
-    /// Registers per thread, as the driver reports for the loaded kernel.
-    pub registers: Option<u32>,
-    /// What the check against the CPU found ("exact", "max rel err ...").
-    pub check: String,
-}
-
-impl Row {
-    /// Achieved bandwidth in GB/s (10^9 bytes per second).
-    pub fn gbps(&self) -> Option<f64> {
-        self.bytes.map(|b| b / (self.median_ms * 1e-3) / 1e9)
-    }
-
-    /// Achieved TFLOP/s.
-    pub fn tflops(&self) -> Option<f64> {
-        self.flops.map(|f| f / (self.median_ms * 1e-3) / 1e12)
-    }
-}
 
 /// Everything one run produced.
 pub struct Report {

@@ -34,6 +34,7 @@ mod sealed {
     pub trait Sealed {}
     macro_rules! sealed { ($($t:ty),*) => { $(impl Sealed for $t {})* }; }
     sealed!(u32, i32, u64, i64, f32, f64);
+    sealed!(::half::bf16, ::half::f16, crate::half::Bf16x2, crate::half::F16x2);
 }
 
 /// An element of global memory that threads access only atomically: what an
@@ -95,8 +96,9 @@ impl<T: AtomicElement> Atomic<T> {
     }
 }
 
-/// Types an [`Atomic`] can hold: 4- and 8-byte integers and floats, with relaxed loads and
-/// stores (the read-modify-writes each have their own trait below).
+/// Types an [`Atomic`] can hold: 4- and 8-byte integers and floats, and the 16-bit floats of
+/// [`crate::half`] with their pairs, with relaxed loads and stores (the read-modify-writes
+/// each have their own trait below).
 pub trait AtomicElement: bytemuck::Pod + sealed::Sealed {
     #[doc(hidden)]
     /// # Safety
@@ -170,6 +172,54 @@ atomic_element! {
     i64 => "b64", reg64, u64, AtomicU64;
     f32 => "b32", reg32, u32, AtomicU32;
     f64 => "b64", reg64, u64, AtomicU64;
+}
+
+/// The 16-bit floats and their pairs ([`crate::half`]): relaxed loads and stores of their bits.
+macro_rules! atomic_element_bits {
+    ($($ty:ty => $ptx:literal, $reg:ident, $bits:ty, $host_atomic:ident;)*) => {$(
+        impl AtomicElement for $ty {
+            #[inline(always)]
+            unsafe fn load_relaxed(target: *mut Self, scope: Scope) -> Self {
+                #[cfg(target_arch = "nvptx64")]
+                {
+                    let bits: $bits;
+                    // SAFETY: the caller passes a valid, aligned global address.
+                    unsafe {
+                        scoped_access!(scope, "ld", [$ptx, " {o}, [g];"], o = out($reg) bits, p = in(reg64) target, options(nostack));
+                    }
+                    <$ty>::from_bits(bits)
+                }
+                #[cfg(not(target_arch = "nvptx64"))]
+                {
+                    let _ = scope;
+                    // SAFETY: valid and aligned (the caller's guarantee); same size as `$bits`.
+                    <$ty>::from_bits(unsafe { core::sync::atomic::$host_atomic::from_ptr(target.cast::<$bits>()) }.load(core::sync::atomic::Ordering::Relaxed))
+                }
+            }
+
+            #[inline(always)]
+            unsafe fn store_relaxed(target: *mut Self, value: Self, scope: Scope) {
+                #[cfg(target_arch = "nvptx64")]
+                // SAFETY: the caller passes a valid, aligned global address.
+                unsafe {
+                    scoped_access!(scope, "st", [$ptx, " [g], {v};"], p = in(reg64) target, v = in($reg) value.to_bits(), options(nostack));
+                }
+                #[cfg(not(target_arch = "nvptx64"))]
+                {
+                    let _ = scope;
+                    // SAFETY: as for the load.
+                    unsafe { core::sync::atomic::$host_atomic::from_ptr(target.cast::<$bits>()) }.store(value.to_bits(), core::sync::atomic::Ordering::Relaxed);
+                }
+            }
+        }
+    )*};
+}
+
+atomic_element_bits! {
+    ::half::bf16 => "b16", reg16, u16, AtomicU16;
+    ::half::f16 => "b16", reg16, u16, AtomicU16;
+    crate::half::Bf16x2 => "b32", reg32, u32, AtomicU32;
+    crate::half::F16x2 => "b32", reg32, u32, AtomicU32;
 }
 
 #[cfg(target_arch = "nvptx64")]
@@ -256,6 +306,46 @@ binary_op! {
     /// `atomicAdd`: `*target += value` (`atom.add`).
     AtomicAdd, atomic_add, fetch_add, fetch_add_scoped, "add", |a, b| a + b,
     [u32 => "u32", reg32; i32 => "s32", reg32; u64 => "u64", reg64; f32 => "f32", reg32; f64 => "f64", reg64;]
+}
+
+/// `atomicAdd` on the 16-bit floats and their pairs: `atom.add.noftz` (round to nearest even,
+/// subnormals kept), f16 and f16 pairs on every GPU, bf16 and bf16 pairs on sm_90+ (the
+/// instruction's minimum). On the host, the correctly rounded sum (`half`'s `+`, the pairs'
+/// software twin) in a compare-exchange loop.
+macro_rules! atomic_add_bits {
+    ($($(#[$gate:meta])* $ty:ty => $ptx:literal, $reg:ident, $bits:ty;)*) => {$(
+        $(#[$gate])*
+        impl AtomicAdd for $ty {
+            #[inline(always)]
+            unsafe fn atomic_add(target: *mut Self, value: Self, scope: Scope) -> Self {
+                #[cfg(target_arch = "nvptx64")]
+                {
+                    let old: $bits;
+                    // SAFETY: the caller passes a valid, aligned address.
+                    unsafe {
+                        scoped_asm!(scope, ["add.noftz.", $ptx, " {o}, [g], {v};"],
+                            o = out($reg) old, p = in(reg64) target, v = in($reg) value.to_bits(), options(nostack));
+                    }
+                    <$ty>::from_bits(old)
+                }
+                #[cfg(not(target_arch = "nvptx64"))]
+                {
+                    let _ = scope;
+                    // SAFETY: the caller passes a valid, aligned address.
+                    unsafe { crate::cpu::hooks::atomic_update(target, |old| old + value) }
+                }
+            }
+        }
+    )*};
+}
+
+atomic_add_bits! {
+    ::half::f16 => "f16", reg16, u16;
+    crate::half::F16x2 => "f16x2", reg32, u32;
+    #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
+    ::half::bf16 => "bf16", reg16, u16;
+    #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
+    crate::half::Bf16x2 => "bf16x2", reg32, u32;
 }
 
 binary_op! {

@@ -1,235 +1,79 @@
-//! 16-bit floating-point storage types, [`Bf16`] and [`F16`], usable on the host and the device.
+//! The 16-bit floats: the [`half`] crate's [`bf16`] and [`f16`](struct@f16), on the host and in
+//! kernels, with the GPU's conversion and packed instructions.
 //!
-//! Both are plain `#[repr(transparent)]` wrappers of their bits (`u16`): any bit pattern is a
-//! value (NaNs included), so they are `Pod` on the host and can sit in device buffers, shared
-//! memory and tensor-core fragments. Arithmetic is done in `f32`: convert with
-//! [`Bf16::from_f32`] (round to nearest even, as `cvt.rn.bf16.f32`) and [`Bf16::to_f32`]
-//! (exact). [`pack_bf16x2`] converts two `f32` into the packed pair the tensor cores and 32-bit
-//! stores use.
+//! `bf16` and `f16` are the 16-bit floats of Rust's GPU ecosystem (candle, burn, cudarc's
+//! `f16` feature and `half` itself), so a kernel taking `&[bf16]` takes what a candle tensor
+//! holds. Through `half`'s `bytemuck` feature they are [`bytemuck::Pod`] on every target,
+//! the device included: kernel slice elements (`&[bf16]`, `DisjointSlice<bf16>`), by-value
+//! parameters, shared-memory elements ([`SharedElement`](crate::shared::SharedElement)), warp
+//! shuffle values ([`ShuffleValue`](crate::warp::ShuffleValue)) and atomic elements
+//! ([`AtomicElement`](crate::atomic::AtomicElement), with [`AtomicAdd`](crate::atomic::AtomicAdd)).
 //!
-//! Cost on the GPU: `to_f32` is one shift/`mov` (bf16) or one `cvt.f32.f16`; `from_f32` is one
-//! `cvt.rn` on sm_80+ (sm_70 gets the integer rounding sequence, ~5 instructions);
-//! `pack_bf16x2` is one `cvt.rn.bf16x2.f32` on sm_80+.
+//! ```ignore
+//! use ferrocuda_device::half::{F32ToHalf, HalfFloat, bf16};
+//! use ferrocuda_device::{DisjointSlice, global::unique_index, kernel};
+//!
+//! /// `out[i] = x[i] * scale`, in f32, rounded once (tests/kernels/src/half_floats.rs has
+//! /// this kernel with a bias, run on the GPU and the CPU executor).
+//! #[kernel]
+//! pub fn scale_bf16(x: &[bf16], scale: bf16, mut out: DisjointSlice<bf16>) {
+//!     let i = unique_index();
+//!     if i.get() < x.len() {
+//!         out[i] = (x[i].widen() * scale.widen()).to_bf16(); // shifts, mul.rn.f32, cvt.rn.bf16.f32
+//!     }
+//! }
+//!
+//! // On the host: the same type, from `ferrocuda::half` or the `half` crate.
+//! let x = DeviceBuffer::from_slice(&context, &[bf16::from_f32(1.5); 1024])?;
+//! let mut out = DeviceBuffer::<bf16>::zeroed(&context, 1024)?;
+//! scale_bf16::launch(&stream, LaunchConfig::for_elements(1024, 256), &x, bf16::from_f32(2.0), &mut out)?;
+//! ```
+//!
+//! # Conversions in kernels
+//! `half`'s own `bf16::from_f32` and `f16::from_f32`/`to_f32` are portable integer code: on
+//! the GPU they cost 10 to 40 instructions each. In kernels convert with [`F32ToHalf`] and
+//! [`HalfFloat`], which are one instruction where the GPU has it:
+//!
+//! | call | PTX | where |
+//! |------|-----|-------|
+//! | `x.to_bf16()`, `bf16::from_f32_rn(x)` | `cvt.rn.bf16.f32` | sm_80+ (older: integer rounding) |
+//! | `x.to_f16()`, `f16::from_f32_rn(x)` | `cvt.rn.f16.f32` | every GPU |
+//! | `h.widen()` on `bf16` | a 16-bit shift (bf16 is the top half of an f32) | every GPU |
+//! | `h.widen()` on `f16` | `cvt.f32.f16` | every GPU |
+//! | [`Bf16x2::from_f32s`] | `cvt.rn.bf16x2.f32` | sm_80+ |
+//! | [`F16x2::from_f32s`] | `cvt.rn.f16x2.f32` | sm_80+ (older: two `cvt.rn.f16.f32`) |
+//! | [`Bf16x2::fma`] | `fma.rn.bf16x2` | sm_80+ |
+//! | `Bf16x2 + Bf16x2`, `*` | `add.rn.bf16x2`, `mul.rn.bf16x2` | sm_90+ (sm_80: `fma.rn.bf16x2`) |
+//! | [`F16x2::fma`], `+`, `*` | `fma.rn.f16x2`, `add.rn.f16x2`, `mul.rn.f16x2` | every GPU |
+//! | `AtomicSlice<f16>::add` (and `F16x2`) | `atom.add.noftz.f16` (`.f16x2`) | every GPU |
+//! | `AtomicSlice<bf16>::add` (and `Bf16x2`) | `atom.add.noftz.bf16` (`.bf16x2`) | sm_90+ only |
+//!
+//! Every one rounds to nearest, ties to even, and keeps subnormals (no `.ftz`). Where a GPU
+//! lacks the instruction, and on the host (the CPU executor, host code), a software twin
+//! computes the same correctly rounded result: the same bits for every result that is not a
+//! NaN. A NaN result is a NaN on both, but its payload may differ (the GPU returns a canonical
+//! NaN). The twins live in [`soft`] and are tested against an independent oracle.
+//!
+//! # Why two types of our own
+//! `half` has no packed pair, and the GPU's packed instructions work on a pair held in one
+//! 32-bit register. [`Bf16x2`] and [`F16x2`] are that register: 4-byte aligned, so a pair is
+//! one 32-bit load or store (a `[bf16; 2]` is only 2-byte aligned, so it can't be), with the
+//! low element in bits 0-15 as in `mma`/`wgmma` fragments. Everything else is `half`'s.
+//!
+//! On the host, depend on `half` 2 (or name these re-exports): the types are the same.
 
-/// bfloat16: 1 sign, 8 exponent, 7 mantissa bits (the top half of an `f32`).
-#[allow(non_camel_case_types)]
-#[repr(transparent)]
-#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, Debug)]
-pub struct Bf16(pub u16);
+mod convert;
+mod packed;
+pub mod soft;
 
-/// IEEE binary16: 1 sign, 5 exponent, 10 mantissa bits.
-#[repr(transparent)]
-#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, Debug)]
-pub struct F16(pub u16);
+pub use ::half::{bf16, f16};
+pub use convert::{F32ToHalf, HalfFloat};
+pub use packed::{Bf16x2, F16x2};
 
-#[cfg(not(target_arch = "nvptx64"))]
-// SAFETY: `repr(transparent)` over `u16`; every bit pattern is a valid value.
-unsafe impl bytemuck::Zeroable for Bf16 {}
-#[cfg(not(target_arch = "nvptx64"))]
-// SAFETY: as above; no padding, no pointers.
-unsafe impl bytemuck::Pod for Bf16 {}
-#[cfg(not(target_arch = "nvptx64"))]
-// SAFETY: `repr(transparent)` over `u16`; every bit pattern is a valid value.
-unsafe impl bytemuck::Zeroable for F16 {}
-#[cfg(not(target_arch = "nvptx64"))]
-// SAFETY: as above; no padding, no pointers.
-unsafe impl bytemuck::Pod for F16 {}
-
-/// Round-to-nearest-even `f32` -> bf16 bits in integer arithmetic (NaN stays a quiet NaN).
-#[inline(always)]
-const fn bf16_bits_rne(x: f32) -> u16 {
-    let bits = x.to_bits();
-    if (bits & 0x7fff_ffff) > 0x7f80_0000 {
-        return ((bits >> 16) | 0x40) as u16;
-    }
-    let rounding = 0x7fff + ((bits >> 16) & 1);
-    ((bits.wrapping_add(rounding)) >> 16) as u16
-}
-
-impl Bf16 {
-    /// 0.0
-    pub const ZERO: Bf16 = Bf16(0);
-    /// 1.0
-    pub const ONE: Bf16 = Bf16(0x3f80);
-
-    /// The nearest bf16 (ties to even), as `cvt.rn.bf16.f32`.
-    #[inline(always)]
-    pub fn from_f32(x: f32) -> Bf16 {
-        #[cfg(all(target_arch = "nvptx64", ferrocuda_sm = "80"))]
-        {
-            let bits: u16;
-            // SAFETY: a register-only conversion.
-            unsafe { core::arch::asm!("cvt.rn.bf16.f32 {b}, {x};", b = out(reg16) bits, x = in(reg32) x, options(pure, nomem, nostack)) };
-            Bf16(bits)
-        }
-        #[cfg(not(all(target_arch = "nvptx64", ferrocuda_sm = "80")))]
-        Bf16(bf16_bits_rne(x))
-    }
-
-    /// The same rounding, usable in constants.
-    pub const fn from_f32_const(x: f32) -> Bf16 {
-        Bf16(bf16_bits_rne(x))
-    }
-
-    /// The exact `f32` value.
-    #[inline(always)]
-    pub const fn to_f32(self) -> f32 {
-        f32::from_bits((self.0 as u32) << 16)
-    }
-
-    /// The raw bits.
-    #[inline(always)]
-    pub const fn to_bits(self) -> u16 {
-        self.0
-    }
-
-    /// From raw bits.
-    #[inline(always)]
-    pub const fn from_bits(bits: u16) -> Bf16 {
-        Bf16(bits)
-    }
-}
-
-impl F16 {
-    /// 0.0
-    pub const ZERO: F16 = F16(0);
-    /// 1.0
-    pub const ONE: F16 = F16(0x3c00);
-
-    /// The nearest f16 (ties to even; overflow gives infinity), as `cvt.rn.f16.f32`.
-    #[inline(always)]
-    pub fn from_f32(x: f32) -> F16 {
-        #[cfg(target_arch = "nvptx64")]
-        {
-            let bits: u16;
-            // SAFETY: a register-only conversion.
-            unsafe { core::arch::asm!("cvt.rn.f16.f32 {b}, {x};", b = out(reg16) bits, x = in(reg32) x, options(pure, nomem, nostack)) };
-            F16(bits)
-        }
-        #[cfg(not(target_arch = "nvptx64"))]
-        F16(f16_bits_rne(x))
-    }
-
-    /// The exact `f32` value.
-    #[inline(always)]
-    pub fn to_f32(self) -> f32 {
-        #[cfg(target_arch = "nvptx64")]
-        {
-            let x: f32;
-            // SAFETY: a register-only conversion.
-            unsafe { core::arch::asm!("cvt.f32.f16 {x}, {b};", x = out(reg32) x, b = in(reg16) self.0, options(pure, nomem, nostack)) };
-            x
-        }
-        #[cfg(not(target_arch = "nvptx64"))]
-        f16_bits_to_f32(self.0)
-    }
-
-    /// The raw bits.
-    #[inline(always)]
-    pub const fn to_bits(self) -> u16 {
-        self.0
-    }
-
-    /// From raw bits.
-    #[inline(always)]
-    pub const fn from_bits(bits: u16) -> F16 {
-        F16(bits)
-    }
-}
-
-#[cfg(not(target_arch = "nvptx64"))]
-fn f16_bits_to_f32(h: u16) -> f32 {
-    let sign = ((h as u32) & 0x8000) << 16;
-    let exp = ((h >> 10) & 0x1f) as i32;
-    let man = (h & 0x3ff) as u32;
-    let bits = match (exp, man) {
-        (0, 0) => sign,
-        (0, _) => {
-            // Subnormal: value = man * 2^-24.
-            let value = man as f32 * f32::from_bits(0x3380_0000);
-            return if sign != 0 { -value } else { value };
-        }
-        (31, 0) => sign | 0x7f80_0000,
-        (31, _) => sign | 0x7fc0_0000 | (man << 13),
-        _ => sign | (((exp - 15 + 127) as u32) << 23) | (man << 13),
-    };
-    f32::from_bits(bits)
-}
-
-#[cfg(not(target_arch = "nvptx64"))]
-fn f16_bits_rne(x: f32) -> u16 {
-    let bits = x.to_bits();
-    let sign = ((bits >> 16) & 0x8000) as u16;
-    let abs = bits & 0x7fff_ffff;
-    if abs > 0x7f80_0000 {
-        return sign | 0x7e00;
-    }
-    if abs >= 0x4780_0000 {
-        // >= 65536 (after rounding anything >= 65520 overflows): infinity.
-        return sign | 0x7c00;
-    }
-    let exp = (abs >> 23) as i32 - 127;
-    if exp < -25 {
-        return sign;
-    }
-    let (man, shift) = if exp < -14 { ((abs & 0x7f_ffff) | 0x80_0000, (-1 - exp) as u32) } else { (abs & 0x7f_ffff, 13) };
-    let base = if exp < -14 { 0 } else { (((exp + 15) as u32) << 10) as u16 };
-    let half = 1u32 << (shift - 1);
-    let rest = man & ((1 << shift) - 1);
-    let mut out = base as u32 + (man >> shift);
-    if rest > half || (rest == half && (out & 1) == 1) {
-        out += 1;
-    }
-    if abs >= 0x477f_f000 {
-        return sign | 0x7c00;
-    }
-    sign | out as u16
-}
-
-/// Two `f32` rounded to bf16 and packed as `lo | hi << 16` (`cvt.rn.bf16x2.f32`): the
-/// register layout of a bf16 pair in `mma`/`wgmma` fragments and 32-bit stores.
+/// Two `f32` rounded to bf16 and packed as `lo | hi << 16` (`cvt.rn.bf16x2.f32` on sm_80+):
+/// the register layout of a bf16 pair in `mma`/`wgmma` fragments and 32-bit stores. The same
+/// as [`Bf16x2::from_f32s`]`(lo, hi).to_bits()`.
 #[inline(always)]
 pub fn pack_bf16x2(lo: f32, hi: f32) -> u32 {
-    #[cfg(all(target_arch = "nvptx64", ferrocuda_sm = "80"))]
-    {
-        let packed: u32;
-        // SAFETY: a register-only conversion; PTX takes the high element first.
-        unsafe {
-            core::arch::asm!("cvt.rn.bf16x2.f32 {p}, {h}, {l};", p = out(reg32) packed, h = in(reg32) hi, l = in(reg32) lo, options(pure, nomem, nostack))
-        };
-        packed
-    }
-    #[cfg(not(all(target_arch = "nvptx64", ferrocuda_sm = "80")))]
-    {
-        bf16_bits_rne(lo) as u32 | ((bf16_bits_rne(hi) as u32) << 16)
-    }
-}
-
-#[cfg(all(test, not(target_arch = "nvptx64")))]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bf16_rounds_to_nearest_even() {
-        assert_eq!(Bf16::from_f32(1.0), Bf16::ONE);
-        assert_eq!(Bf16::from_f32(-2.5).to_f32(), -2.5);
-        // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties to even (1.0).
-        assert_eq!(Bf16::from_f32(1.0 + 1.0 / 256.0), Bf16::ONE);
-        // 1 + 3·2^-8 is halfway between 1+2^-7 and 1+2^-6: ties to even (1 + 2^-6).
-        assert_eq!(Bf16::from_f32(1.0 + 3.0 / 256.0).to_f32(), 1.0 + 1.0 / 64.0);
-        assert!(Bf16::from_f32(f32::NAN).to_f32().is_nan());
-        assert_eq!(Bf16::from_f32(f32::INFINITY).to_f32(), f32::INFINITY);
-        assert_eq!(pack_bf16x2(1.0, -2.0), 0xc000_3f80);
-    }
-
-    #[test]
-    fn f16_round_trips_and_rounds() {
-        for x in [0.0f32, 1.0, -1.5, 65504.0, 6.1035156e-5, 5.9604645e-8, -0.33325195] {
-            assert_eq!(F16::from_f32(x).to_f32(), x, "{x}");
-        }
-        assert_eq!(F16::from_f32(1.0), F16::ONE);
-        assert_eq!(F16::from_f32(70000.0).to_f32(), f32::INFINITY);
-        assert_eq!(F16::from_f32(1.0 + 1.0 / 2048.0), F16::ONE); // tie to even
-        assert!(F16::from_f32(f32::NAN).to_f32().is_nan());
-    }
+    Bf16x2::from_f32s(lo, hi).to_bits()
 }

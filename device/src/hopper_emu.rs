@@ -241,6 +241,21 @@ fn operand(descriptor: u64, row: u32, k: u32) -> u16 {
     unsafe { *emu::shared_pointer::<u16>(swizzle(logical, 3)) }
 }
 
+/// One 16-bit element of an N-major (`imm-trans-b = 1`), 128-byte-swizzled B operand: column
+/// `n`, element `k`. 64 N-elements per 128-byte K row, 8 K rows per 1024-byte atom; the next 8
+/// K rows lie SBO further, the next 64 N-elements LBO further (CUTLASS's canonical MN-major
+/// `Swizzle<3,4,3> o ((T,8,m),(8,k)):((1,T,LBO),(8T,SBO))`).
+fn operand_n_major(descriptor: u64, n: u32, k: u32) -> u16 {
+    let start = ((descriptor & 0x3fff) << 4) as u32;
+    let leading = (((descriptor >> 16) & 0x3fff) << 4) as u32;
+    let stride = (((descriptor >> 32) & 0x3fff) << 4) as u32;
+    let mode = (descriptor >> 62) as u32;
+    assert_eq!(mode, 1, "the CPU executor emulates N-major wgmma operands with the 128-byte swizzle only (Descriptor::n_major_128b)");
+    let logical = start + (n / 64) * leading + (k / 8) * stride + (k % 8) * 128 + 2 * (n % 64);
+    // SAFETY: `shared_pointer` checks bounds and alignment.
+    unsafe { *emu::shared_pointer::<u16>(swizzle(logical, 3)) }
+}
+
 /// `wgmma.mma_async` m64nNk16 (f32 accumulators), for the calling thread's accumulators.
 pub(crate) fn wgmma(acc: &mut [f32], n: u32, a: u64, b: u64, accumulate: bool, element: fn(u16) -> f32) {
     let t = crate::thread::thread_idx_x() % 128;
@@ -274,7 +289,7 @@ pub(crate) fn bf16(bits: u16) -> f32 {
 
 /// f16 bits as f32, for [`wgmma`].
 pub(crate) fn f16(bits: u16) -> f32 {
-    crate::half::F16(bits).to_f32()
+    ::half::f16::from_bits(bits).to_f32()
 }
 
 /// The A fragments of each warp (keyed by block context address and warp) for [`wgmma_rs`].
@@ -293,6 +308,16 @@ fn warp_key() -> (usize, u32) {
 /// A layout, one per warp for its 16 rows) are gathered with two warp syncs, then each thread
 /// computes its own accumulators.
 pub(crate) fn wgmma_rs(acc: &mut [f32], n: u32, a: [u32; 4], b: u64, accumulate: bool, element: fn(u16) -> f32) {
+    wgmma_rs_with(acc, n, a, accumulate, element, |col, k| operand(b, col, k));
+}
+
+/// [`wgmma_rs`] with B N-major (`imm-trans-b = 1`).
+pub(crate) fn wgmma_rs_n_major(acc: &mut [f32], n: u32, a: [u32; 4], b: u64, accumulate: bool, element: fn(u16) -> f32) {
+    wgmma_rs_with(acc, n, a, accumulate, element, |col, k| operand_n_major(b, col, k));
+}
+
+/// The RS `wgmma` with B's element `(col, k)` read by `b_at`.
+fn wgmma_rs_with(acc: &mut [f32], n: u32, a: [u32; 4], accumulate: bool, element: fn(u16) -> f32, b_at: impl Fn(u32, u32) -> u16) {
     let key = warp_key();
     let lane = emu::lane_id();
     A_FRAGMENTS.with(|slots| slots.borrow_mut().entry(key).or_insert([[0; 4]; 32])[lane as usize] = a);
@@ -311,11 +336,46 @@ pub(crate) fn wgmma_rs(acc: &mut [f32], n: u32, a: [u32; 4], b: u64, accumulate:
                 let col = 8 * i + 2 * (lane % 4) + j;
                 let mut sum = 0.0f32;
                 for k in 0..16 {
-                    sum += a_at(r, k) * element(operand(b, col, k));
+                    sum += a_at(r, k) * element(b_at(col, k));
                 }
                 let slot = &mut acc[(4 * i + 2 * half + j) as usize];
                 *slot = if accumulate { *slot + sum } else { sum };
             }
         }
+    }
+}
+
+/// The state of each named barrier of each block: (threads arrived in the open phase, phases
+/// completed).
+type NamedBarriers = std::collections::HashMap<(usize, u32), (u32, u64)>;
+
+std::thread_local! {
+    static NAMED_BARRIERS: core::cell::RefCell<NamedBarriers> = core::cell::RefCell::new(NamedBarriers::new());
+}
+
+/// `barrier.sync id, threads` (`wait`) or `barrier.arrive id, threads`: one arrival; with
+/// `wait`, yields to the block's other threads until the phase completes. The state is keyed by
+/// the running block's context address, which a later block may reuse: a kernel that exits with
+/// a phase still open (arrivals nobody waited for) would leave them to that block, where the
+/// hardware starts every block with fresh barriers. The kernels here close every phase.
+pub(crate) fn named_barrier(id: u32, threads: u32, wait: bool) {
+    let key = (emu::block_identity(), id);
+    let phase = NAMED_BARRIERS.with(|all| {
+        let mut all = all.borrow_mut();
+        let (arrived, phases) = all.entry(key).or_insert((0, 0));
+        let phase = *phases;
+        *arrived += 1;
+        if *arrived == threads {
+            *arrived = 0;
+            *phases += 1;
+        }
+        phase
+    });
+    let mut tries = 0u64;
+    while wait && NAMED_BARRIERS.with(|all| all.borrow()[&key].1) == phase {
+        tries += 1;
+        assert!(tries < STUCK_AFTER, "named barrier {id} ({threads} threads): the phase never completes (wrong count, or a role that never arrives)");
+        // Let the other threads run.
+        emu::warp_active_mask();
     }
 }

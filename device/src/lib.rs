@@ -57,8 +57,12 @@ pub mod matrix;
 pub mod mbarrier;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "80"))]
 pub mod mma;
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
+pub mod named_barrier;
 pub mod panic;
 pub mod panic_args;
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
+pub mod pipeline;
 pub mod print;
 pub mod shared;
 pub mod shared_vector;

@@ -8,7 +8,8 @@
 //! `_unchecked` forms in hot loops whose indices are known to be in range).
 //!
 //! Shared memory starts with unspecified contents. The element types allowed
-//! ([`SharedElement`]: integers and floats of 4 or 8 bytes) are valid for every bit pattern,
+//! ([`SharedElement`]: integers and floats of 4 or 8 bytes, and the 16-bit floats of
+//! [`crate::half`] with their packed pairs) are valid for every bit pattern,
 //! so reading before writing yields an unspecified number, never undefined behaviour.
 //! Each `shared_array!` site is its own array: two arrays never alias, and every block gets
 //! its own copy.
@@ -105,6 +106,52 @@ shared_element! {
     u64 => "u64", reg64, "u64";
     i64 => "s64", reg64, -;
     f64 => "f64", reg64, "f64";
+}
+
+/// The 16-bit floats and their packed pairs ([`crate::half`]) are stored as their bits: one
+/// `ld.shared.b16`/`st.shared.b16` (`.b32` for a pair). Every bit pattern is a value.
+macro_rules! shared_element_bits {
+    ($($ty:ty => $bits:ty, $ptx:literal, $reg:ident;)*) => {$(
+        impl sealed::Sealed for $ty {}
+        impl SharedElement for $ty {
+            #[inline(always)]
+            unsafe fn load_shared(address: u32) -> Self {
+                #[cfg(target_arch = "nvptx64")]
+                {
+                    let bits: $bits;
+                    // SAFETY: the caller passes an in-bounds, aligned shared address.
+                    unsafe {
+                        core::arch::asm!(concat!("ld.shared.", $ptx, " {v}, [{a}];"), v = out($reg) bits, a = in(reg32) address,
+                            options(nostack, readonly, preserves_flags));
+                    }
+                    <$ty>::from_bits(bits)
+                }
+                #[cfg(not(target_arch = "nvptx64"))]
+                // SAFETY: every bit pattern is a valid `$ty`; the hook checks the bounds.
+                unsafe { crate::cpu::hooks::shared_load::<$ty>(address) }
+            }
+
+            #[inline(always)]
+            unsafe fn store_shared(address: u32, value: Self) {
+                #[cfg(target_arch = "nvptx64")]
+                // SAFETY: the caller passes an in-bounds, aligned shared address.
+                unsafe {
+                    core::arch::asm!(concat!("st.shared.", $ptx, " [{a}], {v};"), v = in($reg) value.to_bits(), a = in(reg32) address,
+                        options(nostack, preserves_flags));
+                }
+                #[cfg(not(target_arch = "nvptx64"))]
+                // SAFETY: as in `load_shared`.
+                unsafe { crate::cpu::hooks::shared_store::<$ty>(address, value) }
+            }
+        }
+    )*};
+}
+
+shared_element_bits! {
+    ::half::bf16 => u16, "b16", reg16;
+    ::half::f16 => u16, "b16", reg16;
+    crate::half::Bf16x2 => u32, "b32", reg32;
+    crate::half::F16x2 => u32, "b32", reg32;
 }
 
 /// A shared-memory array of `N` elements of `T`, made by [`shared_array!`](crate::shared_array).

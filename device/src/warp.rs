@@ -14,6 +14,7 @@ mod sealed {
     pub trait Sealed {}
     macro_rules! sealed { ($($t:ty),*) => { $(impl Sealed for $t {})* }; }
     sealed!(u32, i32, f32, u64, i64, f64);
+    sealed!(::half::bf16, ::half::f16, crate::half::Bf16x2, crate::half::F16x2);
 }
 
 /// The four shuffle modes (`shfl.sync.idx/up/down/bfly`).
@@ -77,7 +78,8 @@ fn shuffle_source(lane: u32, mode: ShuffleMode, lane_or_delta: u32) -> u32 {
     }
 }
 
-/// Values a shuffle can move: 32-bit (one `shfl.sync`) or 64-bit (two).
+/// Values a shuffle can move: 32-bit (one `shfl.sync`) or 64-bit (two); the 16-bit floats and
+/// their pairs ([`crate::half`]) take one.
 pub trait ShuffleValue: Copy + sealed::Sealed {
     #[doc(hidden)]
     fn shuffle_with(self, mode: ShuffleMode, lane_or_delta: u32) -> Self;
@@ -99,6 +101,11 @@ shuffle_32! {
     u32: |v| v, |b| b;
     i32: |v| v as u32, |b| b as i32;
     f32: f32::to_bits, f32::from_bits;
+    // The 16-bit floats travel as their bits in one 32-bit shuffle; a pair fills it.
+    ::half::bf16: |v| v.to_bits() as u32, |b| ::half::bf16::from_bits(b as u16);
+    ::half::f16: |v| v.to_bits() as u32, |b| ::half::f16::from_bits(b as u16);
+    crate::half::Bf16x2: crate::half::Bf16x2::to_bits, crate::half::Bf16x2::from_bits;
+    crate::half::F16x2: crate::half::F16x2::to_bits, crate::half::F16x2::from_bits;
 }
 
 macro_rules! shuffle_64 {

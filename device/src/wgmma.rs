@@ -66,6 +66,16 @@ impl Descriptor {
         logical ^ (((logical >> 7) & 7) << 4)
     }
 
+    /// An N-major B operand (`imm-trans-b = 1`, the `*_rs_n_major` shapes) loaded by TMA with
+    /// the 128-byte swizzle from an array whose N index is contiguous: each K row holds 64
+    /// N-elements (128 bytes), 8 K rows make a 1024-byte atom (SBO = 1024), and the next 64
+    /// N-elements lie `next_n_bytes` further (LBO; a separate TMA box, e.g. 16 KiB for a
+    /// 128-row box). Step along K by adding 16 rows x 128 bytes = 2048 bytes per `k16` step.
+    #[inline(always)]
+    pub const fn n_major_128b(address: u32, next_n_bytes: u32) -> Descriptor {
+        Descriptor::new(address, next_n_bytes, 1024, Swizzle::B128)
+    }
+
     /// A K-major operand tile with 64 16-bit elements (128 bytes) per row, loaded by TMA with
     /// the 128-byte swizzle: 8-row groups are 1024 bytes apart. Step along K inside the tile
     /// by adding 32 bytes (16 elements) to `address`.
@@ -116,4 +126,42 @@ pub unsafe fn wait<const N: u32>() {
     unsafe {
         core::arch::asm!("wgmma.wait_group.sync.aligned {n};", n = const N, options(nostack))
     };
+}
+
+macro_rules! a_fragments {
+    ($($name:ident: $acc:literal => $steps:literal, $n:literal;)*) => {$(
+        /// The accumulator-to-operand conversion: this thread's f32 accumulators of a
+        #[doc = concat!("m64n", $n, " `wgmma` (an `M x ", $n, "` product, e.g. attention's probabilities P)")]
+        /// rounded to bf16 and packed as the A fragments of the next `wgmma` that reads the
+        /// product as its A operand from registers (the `*_rs` shapes): element `t` is the A
+        /// fragment of K step `t` (columns `16t..16t+16`).
+        ///
+        /// No data moves between threads: the accumulator layout (columns `8i + 2(lane%4)`,
+        /// rows `lane/4` and `+8`) is the A-fragment layout of two neighbouring 8-column
+        /// groups, so step `t`'s registers are `pack(acc[8t], acc[8t+1])` (row `lane/4`, k
+        /// `2(lane%4)`), `pack(acc[8t+2], acc[8t+3])` (row `+8`), `pack(acc[8t+4], acc[8t+5])`
+        /// (k `+8`) and `pack(acc[8t+6], acc[8t+7])`. Cost: one `cvt.rn.bf16x2.f32` per pair.
+        #[inline(always)]
+        pub fn $name(acc: &[f32; $acc]) -> [[u32; 4]; $steps] {
+            use crate::half::pack_bf16x2;
+            // SAFETY: all-zero bits are valid `u32`s (not a repeat expression: that would be a
+            // store loop keeping the array in local memory, docs/performance.md).
+            let mut fragments: [[u32; 4]; $steps] = unsafe { core::mem::zeroed() };
+            crate::unroll::unroll::<$steps>(|t| {
+                fragments[t] = [
+                    pack_bf16x2(acc[8 * t], acc[8 * t + 1]),
+                    pack_bf16x2(acc[8 * t + 2], acc[8 * t + 3]),
+                    pack_bf16x2(acc[8 * t + 4], acc[8 * t + 5]),
+                    pack_bf16x2(acc[8 * t + 6], acc[8 * t + 7]),
+                ];
+            });
+            fragments
+        }
+    )*};
+}
+
+a_fragments! {
+    a_fragments_bf16_32: 32 => 4, 64;
+    a_fragments_bf16_64: 64 => 8, 128;
+    a_fragments_bf16_128: 128 => 16, 256;
 }

@@ -59,6 +59,54 @@ pub unsafe fn m64n64k16_f16(acc: &mut [f32; 32], a: u64, b: u64, accumulate: boo
     }
 }
 
+/// `D = A·B` ([`m64n64k16_bf16`] with `accumulate == false`), declaring `acc` as outputs
+/// only: the old accumulators are no input of the instruction, so the compiler may reuse
+/// their registers before it (e.g. for values computed from the previous product), and
+/// registers written by ordinary instructions while an earlier group is in flight are no
+/// `wgmma` input (ptxas serialises every `wgmma` of a kernel where they are: C7513).
+///
+/// # Safety
+/// As for [`m64n64k16_bf16`].
+#[inline(always)]
+pub unsafe fn m64n64k16_bf16_init(acc: &mut [f32; 32], a: u64, b: u64) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::hopper_emu::wgmma(acc, 64, a, b, false, crate::hopper_emu::bf16);
+    // SAFETY: the caller's contract.
+    #[cfg(target_arch = "nvptx64")]
+    unsafe {
+        core::arch::asm!(
+            "{{ .reg .pred p; setp.ne.u32 p, 0, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}}}, {a}, {b}, p, 1, 1, 0, 0; }}",
+            d0 = out(reg32) acc[0], d1 = out(reg32) acc[1], d2 = out(reg32) acc[2], d3 = out(reg32) acc[3], d4 = out(reg32) acc[4], d5 = out(reg32) acc[5], d6 = out(reg32) acc[6], d7 = out(reg32) acc[7], d8 = out(reg32) acc[8], d9 = out(reg32) acc[9], d10 = out(reg32) acc[10], d11 = out(reg32) acc[11], d12 = out(reg32) acc[12], d13 = out(reg32) acc[13], d14 = out(reg32) acc[14], d15 = out(reg32) acc[15], d16 = out(reg32) acc[16], d17 = out(reg32) acc[17], d18 = out(reg32) acc[18], d19 = out(reg32) acc[19], d20 = out(reg32) acc[20], d21 = out(reg32) acc[21], d22 = out(reg32) acc[22], d23 = out(reg32) acc[23], d24 = out(reg32) acc[24], d25 = out(reg32) acc[25], d26 = out(reg32) acc[26], d27 = out(reg32) acc[27], d28 = out(reg32) acc[28], d29 = out(reg32) acc[29], d30 = out(reg32) acc[30], d31 = out(reg32) acc[31],
+            a = in(reg64) a, b = in(reg64) b,
+            options(nostack),
+        )
+    }
+}
+
+/// `D = A·B` ([`m64n64k16_f16`] with `accumulate == false`), declaring `acc` as outputs
+/// only: the old accumulators are no input of the instruction, so the compiler may reuse
+/// their registers before it (e.g. for values computed from the previous product), and
+/// registers written by ordinary instructions while an earlier group is in flight are no
+/// `wgmma` input (ptxas serialises every `wgmma` of a kernel where they are: C7513).
+///
+/// # Safety
+/// As for [`m64n64k16_f16`].
+#[inline(always)]
+pub unsafe fn m64n64k16_f16_init(acc: &mut [f32; 32], a: u64, b: u64) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::hopper_emu::wgmma(acc, 64, a, b, false, crate::hopper_emu::f16);
+    // SAFETY: the caller's contract.
+    #[cfg(target_arch = "nvptx64")]
+    unsafe {
+        core::arch::asm!(
+            "{{ .reg .pred p; setp.ne.u32 p, 0, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}}}, {a}, {b}, p, 1, 1, 0, 0; }}",
+            d0 = out(reg32) acc[0], d1 = out(reg32) acc[1], d2 = out(reg32) acc[2], d3 = out(reg32) acc[3], d4 = out(reg32) acc[4], d5 = out(reg32) acc[5], d6 = out(reg32) acc[6], d7 = out(reg32) acc[7], d8 = out(reg32) acc[8], d9 = out(reg32) acc[9], d10 = out(reg32) acc[10], d11 = out(reg32) acc[11], d12 = out(reg32) acc[12], d13 = out(reg32) acc[13], d14 = out(reg32) acc[14], d15 = out(reg32) acc[15], d16 = out(reg32) acc[16], d17 = out(reg32) acc[17], d18 = out(reg32) acc[18], d19 = out(reg32) acc[19], d20 = out(reg32) acc[20], d21 = out(reg32) acc[21], d22 = out(reg32) acc[22], d23 = out(reg32) acc[23], d24 = out(reg32) acc[24], d25 = out(reg32) acc[25], d26 = out(reg32) acc[26], d27 = out(reg32) acc[27], d28 = out(reg32) acc[28], d29 = out(reg32) acc[29], d30 = out(reg32) acc[30], d31 = out(reg32) acc[31],
+            a = in(reg64) a, b = in(reg64) b,
+            options(nostack),
+        )
+    }
+}
+
 /// As [`m64n64k16_bf16`] with A from registers (`wgmma.mma_async` "RS" form): `a` is this
 /// thread's A fragment of its warp's 16 rows, laid out as the A fragment of
 /// `mma.m16n8k16` (`crate::mma`): `a[0]` row `lane/4`, k `2(lane%4)..+1`; `a[1]` row `+8`;
@@ -101,6 +149,56 @@ pub unsafe fn m64n64k16_f16_rs(acc: &mut [f32; 32], a: [u32; 4], b: u64, accumul
     unsafe {
         core::arch::asm!(
             "{{ .reg .pred p; setp.ne.u32 p, {s}, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}}}, {{{a0}, {a1}, {a2}, {a3}}}, {b}, p, 1, 1, 0; }}",
+            d0 = inout(reg32) acc[0], d1 = inout(reg32) acc[1], d2 = inout(reg32) acc[2], d3 = inout(reg32) acc[3], d4 = inout(reg32) acc[4], d5 = inout(reg32) acc[5], d6 = inout(reg32) acc[6], d7 = inout(reg32) acc[7], d8 = inout(reg32) acc[8], d9 = inout(reg32) acc[9], d10 = inout(reg32) acc[10], d11 = inout(reg32) acc[11], d12 = inout(reg32) acc[12], d13 = inout(reg32) acc[13], d14 = inout(reg32) acc[14], d15 = inout(reg32) acc[15], d16 = inout(reg32) acc[16], d17 = inout(reg32) acc[17], d18 = inout(reg32) acc[18], d19 = inout(reg32) acc[19], d20 = inout(reg32) acc[20], d21 = inout(reg32) acc[21], d22 = inout(reg32) acc[22], d23 = inout(reg32) acc[23], d24 = inout(reg32) acc[24], d25 = inout(reg32) acc[25], d26 = inout(reg32) acc[26], d27 = inout(reg32) acc[27], d28 = inout(reg32) acc[28], d29 = inout(reg32) acc[29], d30 = inout(reg32) acc[30], d31 = inout(reg32) acc[31],
+            a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
+            b = in(reg64) b, s = in(reg32) accumulate as u32,
+            options(nostack),
+        )
+    }
+}
+
+/// As [`m64n64k16_bf16_rs`] with B N-major (`imm-trans-b = 1`): B is stored with its N
+/// index contiguous, as V (`[keys, head_dim]`, row-major) is for `O += P·V` in attention.
+/// `b` describes it with the 128-byte swizzle: 64 N-elements (128 bytes) per K row, 8 K rows
+/// per 1024-byte atom, the next 8 K rows `stride_bytes` (SBO) further, the next 64 N-elements
+/// `leading_bytes` (LBO) further ([`Descriptor::n_major_128b`](super::Descriptor::n_major_128b)).
+///
+/// # Safety
+/// As for [`m64n64k16_bf16_rs`].
+#[inline(always)]
+pub unsafe fn m64n64k16_bf16_rs_n_major(acc: &mut [f32; 32], a: [u32; 4], b: u64, accumulate: bool) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::hopper_emu::wgmma_rs_n_major(acc, 64, a, b, accumulate, crate::hopper_emu::bf16);
+    // SAFETY: the caller's contract.
+    #[cfg(target_arch = "nvptx64")]
+    unsafe {
+        core::arch::asm!(
+            "{{ .reg .pred p; setp.ne.u32 p, {s}, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}}}, {{{a0}, {a1}, {a2}, {a3}}}, {b}, p, 1, 1, 1; }}",
+            d0 = inout(reg32) acc[0], d1 = inout(reg32) acc[1], d2 = inout(reg32) acc[2], d3 = inout(reg32) acc[3], d4 = inout(reg32) acc[4], d5 = inout(reg32) acc[5], d6 = inout(reg32) acc[6], d7 = inout(reg32) acc[7], d8 = inout(reg32) acc[8], d9 = inout(reg32) acc[9], d10 = inout(reg32) acc[10], d11 = inout(reg32) acc[11], d12 = inout(reg32) acc[12], d13 = inout(reg32) acc[13], d14 = inout(reg32) acc[14], d15 = inout(reg32) acc[15], d16 = inout(reg32) acc[16], d17 = inout(reg32) acc[17], d18 = inout(reg32) acc[18], d19 = inout(reg32) acc[19], d20 = inout(reg32) acc[20], d21 = inout(reg32) acc[21], d22 = inout(reg32) acc[22], d23 = inout(reg32) acc[23], d24 = inout(reg32) acc[24], d25 = inout(reg32) acc[25], d26 = inout(reg32) acc[26], d27 = inout(reg32) acc[27], d28 = inout(reg32) acc[28], d29 = inout(reg32) acc[29], d30 = inout(reg32) acc[30], d31 = inout(reg32) acc[31],
+            a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
+            b = in(reg64) b, s = in(reg32) accumulate as u32,
+            options(nostack),
+        )
+    }
+}
+
+/// As [`m64n64k16_f16_rs`] with B N-major (`imm-trans-b = 1`): B is stored with its N
+/// index contiguous, as V (`[keys, head_dim]`, row-major) is for `O += P·V` in attention.
+/// `b` describes it with the 128-byte swizzle: 64 N-elements (128 bytes) per K row, 8 K rows
+/// per 1024-byte atom, the next 8 K rows `stride_bytes` (SBO) further, the next 64 N-elements
+/// `leading_bytes` (LBO) further ([`Descriptor::n_major_128b`](super::Descriptor::n_major_128b)).
+///
+/// # Safety
+/// As for [`m64n64k16_f16_rs`].
+#[inline(always)]
+pub unsafe fn m64n64k16_f16_rs_n_major(acc: &mut [f32; 32], a: [u32; 4], b: u64, accumulate: bool) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::hopper_emu::wgmma_rs_n_major(acc, 64, a, b, accumulate, crate::hopper_emu::f16);
+    // SAFETY: the caller's contract.
+    #[cfg(target_arch = "nvptx64")]
+    unsafe {
+        core::arch::asm!(
+            "{{ .reg .pred p; setp.ne.u32 p, {s}, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}}}, {{{a0}, {a1}, {a2}, {a3}}}, {b}, p, 1, 1, 1; }}",
             d0 = inout(reg32) acc[0], d1 = inout(reg32) acc[1], d2 = inout(reg32) acc[2], d3 = inout(reg32) acc[3], d4 = inout(reg32) acc[4], d5 = inout(reg32) acc[5], d6 = inout(reg32) acc[6], d7 = inout(reg32) acc[7], d8 = inout(reg32) acc[8], d9 = inout(reg32) acc[9], d10 = inout(reg32) acc[10], d11 = inout(reg32) acc[11], d12 = inout(reg32) acc[12], d13 = inout(reg32) acc[13], d14 = inout(reg32) acc[14], d15 = inout(reg32) acc[15], d16 = inout(reg32) acc[16], d17 = inout(reg32) acc[17], d18 = inout(reg32) acc[18], d19 = inout(reg32) acc[19], d20 = inout(reg32) acc[20], d21 = inout(reg32) acc[21], d22 = inout(reg32) acc[22], d23 = inout(reg32) acc[23], d24 = inout(reg32) acc[24], d25 = inout(reg32) acc[25], d26 = inout(reg32) acc[26], d27 = inout(reg32) acc[27], d28 = inout(reg32) acc[28], d29 = inout(reg32) acc[29], d30 = inout(reg32) acc[30], d31 = inout(reg32) acc[31],
             a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
             b = in(reg64) b, s = in(reg32) accumulate as u32,
@@ -185,6 +283,54 @@ pub unsafe fn m64n128k16_f16(acc: &mut [f32; 64], a: u64, b: u64, accumulate: bo
     }
 }
 
+/// `D = A·B` ([`m64n128k16_bf16`] with `accumulate == false`), declaring `acc` as outputs
+/// only: the old accumulators are no input of the instruction, so the compiler may reuse
+/// their registers before it (e.g. for values computed from the previous product), and
+/// registers written by ordinary instructions while an earlier group is in flight are no
+/// `wgmma` input (ptxas serialises every `wgmma` of a kernel where they are: C7513).
+///
+/// # Safety
+/// As for [`m64n128k16_bf16`].
+#[inline(always)]
+pub unsafe fn m64n128k16_bf16_init(acc: &mut [f32; 64], a: u64, b: u64) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::hopper_emu::wgmma(acc, 128, a, b, false, crate::hopper_emu::bf16);
+    // SAFETY: the caller's contract.
+    #[cfg(target_arch = "nvptx64")]
+    unsafe {
+        core::arch::asm!(
+            "{{ .reg .pred p; setp.ne.u32 p, 0, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}}}, {a}, {b}, p, 1, 1, 0, 0; }}",
+            d0 = out(reg32) acc[0], d1 = out(reg32) acc[1], d2 = out(reg32) acc[2], d3 = out(reg32) acc[3], d4 = out(reg32) acc[4], d5 = out(reg32) acc[5], d6 = out(reg32) acc[6], d7 = out(reg32) acc[7], d8 = out(reg32) acc[8], d9 = out(reg32) acc[9], d10 = out(reg32) acc[10], d11 = out(reg32) acc[11], d12 = out(reg32) acc[12], d13 = out(reg32) acc[13], d14 = out(reg32) acc[14], d15 = out(reg32) acc[15], d16 = out(reg32) acc[16], d17 = out(reg32) acc[17], d18 = out(reg32) acc[18], d19 = out(reg32) acc[19], d20 = out(reg32) acc[20], d21 = out(reg32) acc[21], d22 = out(reg32) acc[22], d23 = out(reg32) acc[23], d24 = out(reg32) acc[24], d25 = out(reg32) acc[25], d26 = out(reg32) acc[26], d27 = out(reg32) acc[27], d28 = out(reg32) acc[28], d29 = out(reg32) acc[29], d30 = out(reg32) acc[30], d31 = out(reg32) acc[31], d32 = out(reg32) acc[32], d33 = out(reg32) acc[33], d34 = out(reg32) acc[34], d35 = out(reg32) acc[35], d36 = out(reg32) acc[36], d37 = out(reg32) acc[37], d38 = out(reg32) acc[38], d39 = out(reg32) acc[39], d40 = out(reg32) acc[40], d41 = out(reg32) acc[41], d42 = out(reg32) acc[42], d43 = out(reg32) acc[43], d44 = out(reg32) acc[44], d45 = out(reg32) acc[45], d46 = out(reg32) acc[46], d47 = out(reg32) acc[47], d48 = out(reg32) acc[48], d49 = out(reg32) acc[49], d50 = out(reg32) acc[50], d51 = out(reg32) acc[51], d52 = out(reg32) acc[52], d53 = out(reg32) acc[53], d54 = out(reg32) acc[54], d55 = out(reg32) acc[55], d56 = out(reg32) acc[56], d57 = out(reg32) acc[57], d58 = out(reg32) acc[58], d59 = out(reg32) acc[59], d60 = out(reg32) acc[60], d61 = out(reg32) acc[61], d62 = out(reg32) acc[62], d63 = out(reg32) acc[63],
+            a = in(reg64) a, b = in(reg64) b,
+            options(nostack),
+        )
+    }
+}
+
+/// `D = A·B` ([`m64n128k16_f16`] with `accumulate == false`), declaring `acc` as outputs
+/// only: the old accumulators are no input of the instruction, so the compiler may reuse
+/// their registers before it (e.g. for values computed from the previous product), and
+/// registers written by ordinary instructions while an earlier group is in flight are no
+/// `wgmma` input (ptxas serialises every `wgmma` of a kernel where they are: C7513).
+///
+/// # Safety
+/// As for [`m64n128k16_f16`].
+#[inline(always)]
+pub unsafe fn m64n128k16_f16_init(acc: &mut [f32; 64], a: u64, b: u64) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::hopper_emu::wgmma(acc, 128, a, b, false, crate::hopper_emu::f16);
+    // SAFETY: the caller's contract.
+    #[cfg(target_arch = "nvptx64")]
+    unsafe {
+        core::arch::asm!(
+            "{{ .reg .pred p; setp.ne.u32 p, 0, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}}}, {a}, {b}, p, 1, 1, 0, 0; }}",
+            d0 = out(reg32) acc[0], d1 = out(reg32) acc[1], d2 = out(reg32) acc[2], d3 = out(reg32) acc[3], d4 = out(reg32) acc[4], d5 = out(reg32) acc[5], d6 = out(reg32) acc[6], d7 = out(reg32) acc[7], d8 = out(reg32) acc[8], d9 = out(reg32) acc[9], d10 = out(reg32) acc[10], d11 = out(reg32) acc[11], d12 = out(reg32) acc[12], d13 = out(reg32) acc[13], d14 = out(reg32) acc[14], d15 = out(reg32) acc[15], d16 = out(reg32) acc[16], d17 = out(reg32) acc[17], d18 = out(reg32) acc[18], d19 = out(reg32) acc[19], d20 = out(reg32) acc[20], d21 = out(reg32) acc[21], d22 = out(reg32) acc[22], d23 = out(reg32) acc[23], d24 = out(reg32) acc[24], d25 = out(reg32) acc[25], d26 = out(reg32) acc[26], d27 = out(reg32) acc[27], d28 = out(reg32) acc[28], d29 = out(reg32) acc[29], d30 = out(reg32) acc[30], d31 = out(reg32) acc[31], d32 = out(reg32) acc[32], d33 = out(reg32) acc[33], d34 = out(reg32) acc[34], d35 = out(reg32) acc[35], d36 = out(reg32) acc[36], d37 = out(reg32) acc[37], d38 = out(reg32) acc[38], d39 = out(reg32) acc[39], d40 = out(reg32) acc[40], d41 = out(reg32) acc[41], d42 = out(reg32) acc[42], d43 = out(reg32) acc[43], d44 = out(reg32) acc[44], d45 = out(reg32) acc[45], d46 = out(reg32) acc[46], d47 = out(reg32) acc[47], d48 = out(reg32) acc[48], d49 = out(reg32) acc[49], d50 = out(reg32) acc[50], d51 = out(reg32) acc[51], d52 = out(reg32) acc[52], d53 = out(reg32) acc[53], d54 = out(reg32) acc[54], d55 = out(reg32) acc[55], d56 = out(reg32) acc[56], d57 = out(reg32) acc[57], d58 = out(reg32) acc[58], d59 = out(reg32) acc[59], d60 = out(reg32) acc[60], d61 = out(reg32) acc[61], d62 = out(reg32) acc[62], d63 = out(reg32) acc[63],
+            a = in(reg64) a, b = in(reg64) b,
+            options(nostack),
+        )
+    }
+}
+
 /// As [`m64n128k16_bf16`] with A from registers (`wgmma.mma_async` "RS" form): `a` is this
 /// thread's A fragment of its warp's 16 rows, laid out as the A fragment of
 /// `mma.m16n8k16` (`crate::mma`): `a[0]` row `lane/4`, k `2(lane%4)..+1`; `a[1]` row `+8`;
@@ -227,6 +373,56 @@ pub unsafe fn m64n128k16_f16_rs(acc: &mut [f32; 64], a: [u32; 4], b: u64, accumu
     unsafe {
         core::arch::asm!(
             "{{ .reg .pred p; setp.ne.u32 p, {s}, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}}}, {{{a0}, {a1}, {a2}, {a3}}}, {b}, p, 1, 1, 0; }}",
+            d0 = inout(reg32) acc[0], d1 = inout(reg32) acc[1], d2 = inout(reg32) acc[2], d3 = inout(reg32) acc[3], d4 = inout(reg32) acc[4], d5 = inout(reg32) acc[5], d6 = inout(reg32) acc[6], d7 = inout(reg32) acc[7], d8 = inout(reg32) acc[8], d9 = inout(reg32) acc[9], d10 = inout(reg32) acc[10], d11 = inout(reg32) acc[11], d12 = inout(reg32) acc[12], d13 = inout(reg32) acc[13], d14 = inout(reg32) acc[14], d15 = inout(reg32) acc[15], d16 = inout(reg32) acc[16], d17 = inout(reg32) acc[17], d18 = inout(reg32) acc[18], d19 = inout(reg32) acc[19], d20 = inout(reg32) acc[20], d21 = inout(reg32) acc[21], d22 = inout(reg32) acc[22], d23 = inout(reg32) acc[23], d24 = inout(reg32) acc[24], d25 = inout(reg32) acc[25], d26 = inout(reg32) acc[26], d27 = inout(reg32) acc[27], d28 = inout(reg32) acc[28], d29 = inout(reg32) acc[29], d30 = inout(reg32) acc[30], d31 = inout(reg32) acc[31], d32 = inout(reg32) acc[32], d33 = inout(reg32) acc[33], d34 = inout(reg32) acc[34], d35 = inout(reg32) acc[35], d36 = inout(reg32) acc[36], d37 = inout(reg32) acc[37], d38 = inout(reg32) acc[38], d39 = inout(reg32) acc[39], d40 = inout(reg32) acc[40], d41 = inout(reg32) acc[41], d42 = inout(reg32) acc[42], d43 = inout(reg32) acc[43], d44 = inout(reg32) acc[44], d45 = inout(reg32) acc[45], d46 = inout(reg32) acc[46], d47 = inout(reg32) acc[47], d48 = inout(reg32) acc[48], d49 = inout(reg32) acc[49], d50 = inout(reg32) acc[50], d51 = inout(reg32) acc[51], d52 = inout(reg32) acc[52], d53 = inout(reg32) acc[53], d54 = inout(reg32) acc[54], d55 = inout(reg32) acc[55], d56 = inout(reg32) acc[56], d57 = inout(reg32) acc[57], d58 = inout(reg32) acc[58], d59 = inout(reg32) acc[59], d60 = inout(reg32) acc[60], d61 = inout(reg32) acc[61], d62 = inout(reg32) acc[62], d63 = inout(reg32) acc[63],
+            a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
+            b = in(reg64) b, s = in(reg32) accumulate as u32,
+            options(nostack),
+        )
+    }
+}
+
+/// As [`m64n128k16_bf16_rs`] with B N-major (`imm-trans-b = 1`): B is stored with its N
+/// index contiguous, as V (`[keys, head_dim]`, row-major) is for `O += P·V` in attention.
+/// `b` describes it with the 128-byte swizzle: 64 N-elements (128 bytes) per K row, 8 K rows
+/// per 1024-byte atom, the next 8 K rows `stride_bytes` (SBO) further, the next 64 N-elements
+/// `leading_bytes` (LBO) further ([`Descriptor::n_major_128b`](super::Descriptor::n_major_128b)).
+///
+/// # Safety
+/// As for [`m64n128k16_bf16_rs`].
+#[inline(always)]
+pub unsafe fn m64n128k16_bf16_rs_n_major(acc: &mut [f32; 64], a: [u32; 4], b: u64, accumulate: bool) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::hopper_emu::wgmma_rs_n_major(acc, 128, a, b, accumulate, crate::hopper_emu::bf16);
+    // SAFETY: the caller's contract.
+    #[cfg(target_arch = "nvptx64")]
+    unsafe {
+        core::arch::asm!(
+            "{{ .reg .pred p; setp.ne.u32 p, {s}, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}}}, {{{a0}, {a1}, {a2}, {a3}}}, {b}, p, 1, 1, 1; }}",
+            d0 = inout(reg32) acc[0], d1 = inout(reg32) acc[1], d2 = inout(reg32) acc[2], d3 = inout(reg32) acc[3], d4 = inout(reg32) acc[4], d5 = inout(reg32) acc[5], d6 = inout(reg32) acc[6], d7 = inout(reg32) acc[7], d8 = inout(reg32) acc[8], d9 = inout(reg32) acc[9], d10 = inout(reg32) acc[10], d11 = inout(reg32) acc[11], d12 = inout(reg32) acc[12], d13 = inout(reg32) acc[13], d14 = inout(reg32) acc[14], d15 = inout(reg32) acc[15], d16 = inout(reg32) acc[16], d17 = inout(reg32) acc[17], d18 = inout(reg32) acc[18], d19 = inout(reg32) acc[19], d20 = inout(reg32) acc[20], d21 = inout(reg32) acc[21], d22 = inout(reg32) acc[22], d23 = inout(reg32) acc[23], d24 = inout(reg32) acc[24], d25 = inout(reg32) acc[25], d26 = inout(reg32) acc[26], d27 = inout(reg32) acc[27], d28 = inout(reg32) acc[28], d29 = inout(reg32) acc[29], d30 = inout(reg32) acc[30], d31 = inout(reg32) acc[31], d32 = inout(reg32) acc[32], d33 = inout(reg32) acc[33], d34 = inout(reg32) acc[34], d35 = inout(reg32) acc[35], d36 = inout(reg32) acc[36], d37 = inout(reg32) acc[37], d38 = inout(reg32) acc[38], d39 = inout(reg32) acc[39], d40 = inout(reg32) acc[40], d41 = inout(reg32) acc[41], d42 = inout(reg32) acc[42], d43 = inout(reg32) acc[43], d44 = inout(reg32) acc[44], d45 = inout(reg32) acc[45], d46 = inout(reg32) acc[46], d47 = inout(reg32) acc[47], d48 = inout(reg32) acc[48], d49 = inout(reg32) acc[49], d50 = inout(reg32) acc[50], d51 = inout(reg32) acc[51], d52 = inout(reg32) acc[52], d53 = inout(reg32) acc[53], d54 = inout(reg32) acc[54], d55 = inout(reg32) acc[55], d56 = inout(reg32) acc[56], d57 = inout(reg32) acc[57], d58 = inout(reg32) acc[58], d59 = inout(reg32) acc[59], d60 = inout(reg32) acc[60], d61 = inout(reg32) acc[61], d62 = inout(reg32) acc[62], d63 = inout(reg32) acc[63],
+            a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
+            b = in(reg64) b, s = in(reg32) accumulate as u32,
+            options(nostack),
+        )
+    }
+}
+
+/// As [`m64n128k16_f16_rs`] with B N-major (`imm-trans-b = 1`): B is stored with its N
+/// index contiguous, as V (`[keys, head_dim]`, row-major) is for `O += P·V` in attention.
+/// `b` describes it with the 128-byte swizzle: 64 N-elements (128 bytes) per K row, 8 K rows
+/// per 1024-byte atom, the next 8 K rows `stride_bytes` (SBO) further, the next 64 N-elements
+/// `leading_bytes` (LBO) further ([`Descriptor::n_major_128b`](super::Descriptor::n_major_128b)).
+///
+/// # Safety
+/// As for [`m64n128k16_f16_rs`].
+#[inline(always)]
+pub unsafe fn m64n128k16_f16_rs_n_major(acc: &mut [f32; 64], a: [u32; 4], b: u64, accumulate: bool) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::hopper_emu::wgmma_rs_n_major(acc, 128, a, b, accumulate, crate::hopper_emu::f16);
+    // SAFETY: the caller's contract.
+    #[cfg(target_arch = "nvptx64")]
+    unsafe {
+        core::arch::asm!(
+            "{{ .reg .pred p; setp.ne.u32 p, {s}, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}}}, {{{a0}, {a1}, {a2}, {a3}}}, {b}, p, 1, 1, 1; }}",
             d0 = inout(reg32) acc[0], d1 = inout(reg32) acc[1], d2 = inout(reg32) acc[2], d3 = inout(reg32) acc[3], d4 = inout(reg32) acc[4], d5 = inout(reg32) acc[5], d6 = inout(reg32) acc[6], d7 = inout(reg32) acc[7], d8 = inout(reg32) acc[8], d9 = inout(reg32) acc[9], d10 = inout(reg32) acc[10], d11 = inout(reg32) acc[11], d12 = inout(reg32) acc[12], d13 = inout(reg32) acc[13], d14 = inout(reg32) acc[14], d15 = inout(reg32) acc[15], d16 = inout(reg32) acc[16], d17 = inout(reg32) acc[17], d18 = inout(reg32) acc[18], d19 = inout(reg32) acc[19], d20 = inout(reg32) acc[20], d21 = inout(reg32) acc[21], d22 = inout(reg32) acc[22], d23 = inout(reg32) acc[23], d24 = inout(reg32) acc[24], d25 = inout(reg32) acc[25], d26 = inout(reg32) acc[26], d27 = inout(reg32) acc[27], d28 = inout(reg32) acc[28], d29 = inout(reg32) acc[29], d30 = inout(reg32) acc[30], d31 = inout(reg32) acc[31], d32 = inout(reg32) acc[32], d33 = inout(reg32) acc[33], d34 = inout(reg32) acc[34], d35 = inout(reg32) acc[35], d36 = inout(reg32) acc[36], d37 = inout(reg32) acc[37], d38 = inout(reg32) acc[38], d39 = inout(reg32) acc[39], d40 = inout(reg32) acc[40], d41 = inout(reg32) acc[41], d42 = inout(reg32) acc[42], d43 = inout(reg32) acc[43], d44 = inout(reg32) acc[44], d45 = inout(reg32) acc[45], d46 = inout(reg32) acc[46], d47 = inout(reg32) acc[47], d48 = inout(reg32) acc[48], d49 = inout(reg32) acc[49], d50 = inout(reg32) acc[50], d51 = inout(reg32) acc[51], d52 = inout(reg32) acc[52], d53 = inout(reg32) acc[53], d54 = inout(reg32) acc[54], d55 = inout(reg32) acc[55], d56 = inout(reg32) acc[56], d57 = inout(reg32) acc[57], d58 = inout(reg32) acc[58], d59 = inout(reg32) acc[59], d60 = inout(reg32) acc[60], d61 = inout(reg32) acc[61], d62 = inout(reg32) acc[62], d63 = inout(reg32) acc[63],
             a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
             b = in(reg64) b, s = in(reg32) accumulate as u32,
@@ -311,6 +507,54 @@ pub unsafe fn m64n256k16_f16(acc: &mut [f32; 128], a: u64, b: u64, accumulate: b
     }
 }
 
+/// `D = A·B` ([`m64n256k16_bf16`] with `accumulate == false`), declaring `acc` as outputs
+/// only: the old accumulators are no input of the instruction, so the compiler may reuse
+/// their registers before it (e.g. for values computed from the previous product), and
+/// registers written by ordinary instructions while an earlier group is in flight are no
+/// `wgmma` input (ptxas serialises every `wgmma` of a kernel where they are: C7513).
+///
+/// # Safety
+/// As for [`m64n256k16_bf16`].
+#[inline(always)]
+pub unsafe fn m64n256k16_bf16_init(acc: &mut [f32; 128], a: u64, b: u64) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::hopper_emu::wgmma(acc, 256, a, b, false, crate::hopper_emu::bf16);
+    // SAFETY: the caller's contract.
+    #[cfg(target_arch = "nvptx64")]
+    unsafe {
+        core::arch::asm!(
+            "{{ .reg .pred p; setp.ne.u32 p, 0, 0; wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}, {d64}, {d65}, {d66}, {d67}, {d68}, {d69}, {d70}, {d71}, {d72}, {d73}, {d74}, {d75}, {d76}, {d77}, {d78}, {d79}, {d80}, {d81}, {d82}, {d83}, {d84}, {d85}, {d86}, {d87}, {d88}, {d89}, {d90}, {d91}, {d92}, {d93}, {d94}, {d95}, {d96}, {d97}, {d98}, {d99}, {d100}, {d101}, {d102}, {d103}, {d104}, {d105}, {d106}, {d107}, {d108}, {d109}, {d110}, {d111}, {d112}, {d113}, {d114}, {d115}, {d116}, {d117}, {d118}, {d119}, {d120}, {d121}, {d122}, {d123}, {d124}, {d125}, {d126}, {d127}}}, {a}, {b}, p, 1, 1, 0, 0; }}",
+            d0 = out(reg32) acc[0], d1 = out(reg32) acc[1], d2 = out(reg32) acc[2], d3 = out(reg32) acc[3], d4 = out(reg32) acc[4], d5 = out(reg32) acc[5], d6 = out(reg32) acc[6], d7 = out(reg32) acc[7], d8 = out(reg32) acc[8], d9 = out(reg32) acc[9], d10 = out(reg32) acc[10], d11 = out(reg32) acc[11], d12 = out(reg32) acc[12], d13 = out(reg32) acc[13], d14 = out(reg32) acc[14], d15 = out(reg32) acc[15], d16 = out(reg32) acc[16], d17 = out(reg32) acc[17], d18 = out(reg32) acc[18], d19 = out(reg32) acc[19], d20 = out(reg32) acc[20], d21 = out(reg32) acc[21], d22 = out(reg32) acc[22], d23 = out(reg32) acc[23], d24 = out(reg32) acc[24], d25 = out(reg32) acc[25], d26 = out(reg32) acc[26], d27 = out(reg32) acc[27], d28 = out(reg32) acc[28], d29 = out(reg32) acc[29], d30 = out(reg32) acc[30], d31 = out(reg32) acc[31], d32 = out(reg32) acc[32], d33 = out(reg32) acc[33], d34 = out(reg32) acc[34], d35 = out(reg32) acc[35], d36 = out(reg32) acc[36], d37 = out(reg32) acc[37], d38 = out(reg32) acc[38], d39 = out(reg32) acc[39], d40 = out(reg32) acc[40], d41 = out(reg32) acc[41], d42 = out(reg32) acc[42], d43 = out(reg32) acc[43], d44 = out(reg32) acc[44], d45 = out(reg32) acc[45], d46 = out(reg32) acc[46], d47 = out(reg32) acc[47], d48 = out(reg32) acc[48], d49 = out(reg32) acc[49], d50 = out(reg32) acc[50], d51 = out(reg32) acc[51], d52 = out(reg32) acc[52], d53 = out(reg32) acc[53], d54 = out(reg32) acc[54], d55 = out(reg32) acc[55], d56 = out(reg32) acc[56], d57 = out(reg32) acc[57], d58 = out(reg32) acc[58], d59 = out(reg32) acc[59], d60 = out(reg32) acc[60], d61 = out(reg32) acc[61], d62 = out(reg32) acc[62], d63 = out(reg32) acc[63], d64 = out(reg32) acc[64], d65 = out(reg32) acc[65], d66 = out(reg32) acc[66], d67 = out(reg32) acc[67], d68 = out(reg32) acc[68], d69 = out(reg32) acc[69], d70 = out(reg32) acc[70], d71 = out(reg32) acc[71], d72 = out(reg32) acc[72], d73 = out(reg32) acc[73], d74 = out(reg32) acc[74], d75 = out(reg32) acc[75], d76 = out(reg32) acc[76], d77 = out(reg32) acc[77], d78 = out(reg32) acc[78], d79 = out(reg32) acc[79], d80 = out(reg32) acc[80], d81 = out(reg32) acc[81], d82 = out(reg32) acc[82], d83 = out(reg32) acc[83], d84 = out(reg32) acc[84], d85 = out(reg32) acc[85], d86 = out(reg32) acc[86], d87 = out(reg32) acc[87], d88 = out(reg32) acc[88], d89 = out(reg32) acc[89], d90 = out(reg32) acc[90], d91 = out(reg32) acc[91], d92 = out(reg32) acc[92], d93 = out(reg32) acc[93], d94 = out(reg32) acc[94], d95 = out(reg32) acc[95], d96 = out(reg32) acc[96], d97 = out(reg32) acc[97], d98 = out(reg32) acc[98], d99 = out(reg32) acc[99], d100 = out(reg32) acc[100], d101 = out(reg32) acc[101], d102 = out(reg32) acc[102], d103 = out(reg32) acc[103], d104 = out(reg32) acc[104], d105 = out(reg32) acc[105], d106 = out(reg32) acc[106], d107 = out(reg32) acc[107], d108 = out(reg32) acc[108], d109 = out(reg32) acc[109], d110 = out(reg32) acc[110], d111 = out(reg32) acc[111], d112 = out(reg32) acc[112], d113 = out(reg32) acc[113], d114 = out(reg32) acc[114], d115 = out(reg32) acc[115], d116 = out(reg32) acc[116], d117 = out(reg32) acc[117], d118 = out(reg32) acc[118], d119 = out(reg32) acc[119], d120 = out(reg32) acc[120], d121 = out(reg32) acc[121], d122 = out(reg32) acc[122], d123 = out(reg32) acc[123], d124 = out(reg32) acc[124], d125 = out(reg32) acc[125], d126 = out(reg32) acc[126], d127 = out(reg32) acc[127],
+            a = in(reg64) a, b = in(reg64) b,
+            options(nostack),
+        )
+    }
+}
+
+/// `D = A·B` ([`m64n256k16_f16`] with `accumulate == false`), declaring `acc` as outputs
+/// only: the old accumulators are no input of the instruction, so the compiler may reuse
+/// their registers before it (e.g. for values computed from the previous product), and
+/// registers written by ordinary instructions while an earlier group is in flight are no
+/// `wgmma` input (ptxas serialises every `wgmma` of a kernel where they are: C7513).
+///
+/// # Safety
+/// As for [`m64n256k16_f16`].
+#[inline(always)]
+pub unsafe fn m64n256k16_f16_init(acc: &mut [f32; 128], a: u64, b: u64) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::hopper_emu::wgmma(acc, 256, a, b, false, crate::hopper_emu::f16);
+    // SAFETY: the caller's contract.
+    #[cfg(target_arch = "nvptx64")]
+    unsafe {
+        core::arch::asm!(
+            "{{ .reg .pred p; setp.ne.u32 p, 0, 0; wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}, {d64}, {d65}, {d66}, {d67}, {d68}, {d69}, {d70}, {d71}, {d72}, {d73}, {d74}, {d75}, {d76}, {d77}, {d78}, {d79}, {d80}, {d81}, {d82}, {d83}, {d84}, {d85}, {d86}, {d87}, {d88}, {d89}, {d90}, {d91}, {d92}, {d93}, {d94}, {d95}, {d96}, {d97}, {d98}, {d99}, {d100}, {d101}, {d102}, {d103}, {d104}, {d105}, {d106}, {d107}, {d108}, {d109}, {d110}, {d111}, {d112}, {d113}, {d114}, {d115}, {d116}, {d117}, {d118}, {d119}, {d120}, {d121}, {d122}, {d123}, {d124}, {d125}, {d126}, {d127}}}, {a}, {b}, p, 1, 1, 0, 0; }}",
+            d0 = out(reg32) acc[0], d1 = out(reg32) acc[1], d2 = out(reg32) acc[2], d3 = out(reg32) acc[3], d4 = out(reg32) acc[4], d5 = out(reg32) acc[5], d6 = out(reg32) acc[6], d7 = out(reg32) acc[7], d8 = out(reg32) acc[8], d9 = out(reg32) acc[9], d10 = out(reg32) acc[10], d11 = out(reg32) acc[11], d12 = out(reg32) acc[12], d13 = out(reg32) acc[13], d14 = out(reg32) acc[14], d15 = out(reg32) acc[15], d16 = out(reg32) acc[16], d17 = out(reg32) acc[17], d18 = out(reg32) acc[18], d19 = out(reg32) acc[19], d20 = out(reg32) acc[20], d21 = out(reg32) acc[21], d22 = out(reg32) acc[22], d23 = out(reg32) acc[23], d24 = out(reg32) acc[24], d25 = out(reg32) acc[25], d26 = out(reg32) acc[26], d27 = out(reg32) acc[27], d28 = out(reg32) acc[28], d29 = out(reg32) acc[29], d30 = out(reg32) acc[30], d31 = out(reg32) acc[31], d32 = out(reg32) acc[32], d33 = out(reg32) acc[33], d34 = out(reg32) acc[34], d35 = out(reg32) acc[35], d36 = out(reg32) acc[36], d37 = out(reg32) acc[37], d38 = out(reg32) acc[38], d39 = out(reg32) acc[39], d40 = out(reg32) acc[40], d41 = out(reg32) acc[41], d42 = out(reg32) acc[42], d43 = out(reg32) acc[43], d44 = out(reg32) acc[44], d45 = out(reg32) acc[45], d46 = out(reg32) acc[46], d47 = out(reg32) acc[47], d48 = out(reg32) acc[48], d49 = out(reg32) acc[49], d50 = out(reg32) acc[50], d51 = out(reg32) acc[51], d52 = out(reg32) acc[52], d53 = out(reg32) acc[53], d54 = out(reg32) acc[54], d55 = out(reg32) acc[55], d56 = out(reg32) acc[56], d57 = out(reg32) acc[57], d58 = out(reg32) acc[58], d59 = out(reg32) acc[59], d60 = out(reg32) acc[60], d61 = out(reg32) acc[61], d62 = out(reg32) acc[62], d63 = out(reg32) acc[63], d64 = out(reg32) acc[64], d65 = out(reg32) acc[65], d66 = out(reg32) acc[66], d67 = out(reg32) acc[67], d68 = out(reg32) acc[68], d69 = out(reg32) acc[69], d70 = out(reg32) acc[70], d71 = out(reg32) acc[71], d72 = out(reg32) acc[72], d73 = out(reg32) acc[73], d74 = out(reg32) acc[74], d75 = out(reg32) acc[75], d76 = out(reg32) acc[76], d77 = out(reg32) acc[77], d78 = out(reg32) acc[78], d79 = out(reg32) acc[79], d80 = out(reg32) acc[80], d81 = out(reg32) acc[81], d82 = out(reg32) acc[82], d83 = out(reg32) acc[83], d84 = out(reg32) acc[84], d85 = out(reg32) acc[85], d86 = out(reg32) acc[86], d87 = out(reg32) acc[87], d88 = out(reg32) acc[88], d89 = out(reg32) acc[89], d90 = out(reg32) acc[90], d91 = out(reg32) acc[91], d92 = out(reg32) acc[92], d93 = out(reg32) acc[93], d94 = out(reg32) acc[94], d95 = out(reg32) acc[95], d96 = out(reg32) acc[96], d97 = out(reg32) acc[97], d98 = out(reg32) acc[98], d99 = out(reg32) acc[99], d100 = out(reg32) acc[100], d101 = out(reg32) acc[101], d102 = out(reg32) acc[102], d103 = out(reg32) acc[103], d104 = out(reg32) acc[104], d105 = out(reg32) acc[105], d106 = out(reg32) acc[106], d107 = out(reg32) acc[107], d108 = out(reg32) acc[108], d109 = out(reg32) acc[109], d110 = out(reg32) acc[110], d111 = out(reg32) acc[111], d112 = out(reg32) acc[112], d113 = out(reg32) acc[113], d114 = out(reg32) acc[114], d115 = out(reg32) acc[115], d116 = out(reg32) acc[116], d117 = out(reg32) acc[117], d118 = out(reg32) acc[118], d119 = out(reg32) acc[119], d120 = out(reg32) acc[120], d121 = out(reg32) acc[121], d122 = out(reg32) acc[122], d123 = out(reg32) acc[123], d124 = out(reg32) acc[124], d125 = out(reg32) acc[125], d126 = out(reg32) acc[126], d127 = out(reg32) acc[127],
+            a = in(reg64) a, b = in(reg64) b,
+            options(nostack),
+        )
+    }
+}
+
 /// As [`m64n256k16_bf16`] with A from registers (`wgmma.mma_async` "RS" form): `a` is this
 /// thread's A fragment of its warp's 16 rows, laid out as the A fragment of
 /// `mma.m16n8k16` (`crate::mma`): `a[0]` row `lane/4`, k `2(lane%4)..+1`; `a[1]` row `+8`;
@@ -353,6 +597,56 @@ pub unsafe fn m64n256k16_f16_rs(acc: &mut [f32; 128], a: [u32; 4], b: u64, accum
     unsafe {
         core::arch::asm!(
             "{{ .reg .pred p; setp.ne.u32 p, {s}, 0; wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}, {d64}, {d65}, {d66}, {d67}, {d68}, {d69}, {d70}, {d71}, {d72}, {d73}, {d74}, {d75}, {d76}, {d77}, {d78}, {d79}, {d80}, {d81}, {d82}, {d83}, {d84}, {d85}, {d86}, {d87}, {d88}, {d89}, {d90}, {d91}, {d92}, {d93}, {d94}, {d95}, {d96}, {d97}, {d98}, {d99}, {d100}, {d101}, {d102}, {d103}, {d104}, {d105}, {d106}, {d107}, {d108}, {d109}, {d110}, {d111}, {d112}, {d113}, {d114}, {d115}, {d116}, {d117}, {d118}, {d119}, {d120}, {d121}, {d122}, {d123}, {d124}, {d125}, {d126}, {d127}}}, {{{a0}, {a1}, {a2}, {a3}}}, {b}, p, 1, 1, 0; }}",
+            d0 = inout(reg32) acc[0], d1 = inout(reg32) acc[1], d2 = inout(reg32) acc[2], d3 = inout(reg32) acc[3], d4 = inout(reg32) acc[4], d5 = inout(reg32) acc[5], d6 = inout(reg32) acc[6], d7 = inout(reg32) acc[7], d8 = inout(reg32) acc[8], d9 = inout(reg32) acc[9], d10 = inout(reg32) acc[10], d11 = inout(reg32) acc[11], d12 = inout(reg32) acc[12], d13 = inout(reg32) acc[13], d14 = inout(reg32) acc[14], d15 = inout(reg32) acc[15], d16 = inout(reg32) acc[16], d17 = inout(reg32) acc[17], d18 = inout(reg32) acc[18], d19 = inout(reg32) acc[19], d20 = inout(reg32) acc[20], d21 = inout(reg32) acc[21], d22 = inout(reg32) acc[22], d23 = inout(reg32) acc[23], d24 = inout(reg32) acc[24], d25 = inout(reg32) acc[25], d26 = inout(reg32) acc[26], d27 = inout(reg32) acc[27], d28 = inout(reg32) acc[28], d29 = inout(reg32) acc[29], d30 = inout(reg32) acc[30], d31 = inout(reg32) acc[31], d32 = inout(reg32) acc[32], d33 = inout(reg32) acc[33], d34 = inout(reg32) acc[34], d35 = inout(reg32) acc[35], d36 = inout(reg32) acc[36], d37 = inout(reg32) acc[37], d38 = inout(reg32) acc[38], d39 = inout(reg32) acc[39], d40 = inout(reg32) acc[40], d41 = inout(reg32) acc[41], d42 = inout(reg32) acc[42], d43 = inout(reg32) acc[43], d44 = inout(reg32) acc[44], d45 = inout(reg32) acc[45], d46 = inout(reg32) acc[46], d47 = inout(reg32) acc[47], d48 = inout(reg32) acc[48], d49 = inout(reg32) acc[49], d50 = inout(reg32) acc[50], d51 = inout(reg32) acc[51], d52 = inout(reg32) acc[52], d53 = inout(reg32) acc[53], d54 = inout(reg32) acc[54], d55 = inout(reg32) acc[55], d56 = inout(reg32) acc[56], d57 = inout(reg32) acc[57], d58 = inout(reg32) acc[58], d59 = inout(reg32) acc[59], d60 = inout(reg32) acc[60], d61 = inout(reg32) acc[61], d62 = inout(reg32) acc[62], d63 = inout(reg32) acc[63], d64 = inout(reg32) acc[64], d65 = inout(reg32) acc[65], d66 = inout(reg32) acc[66], d67 = inout(reg32) acc[67], d68 = inout(reg32) acc[68], d69 = inout(reg32) acc[69], d70 = inout(reg32) acc[70], d71 = inout(reg32) acc[71], d72 = inout(reg32) acc[72], d73 = inout(reg32) acc[73], d74 = inout(reg32) acc[74], d75 = inout(reg32) acc[75], d76 = inout(reg32) acc[76], d77 = inout(reg32) acc[77], d78 = inout(reg32) acc[78], d79 = inout(reg32) acc[79], d80 = inout(reg32) acc[80], d81 = inout(reg32) acc[81], d82 = inout(reg32) acc[82], d83 = inout(reg32) acc[83], d84 = inout(reg32) acc[84], d85 = inout(reg32) acc[85], d86 = inout(reg32) acc[86], d87 = inout(reg32) acc[87], d88 = inout(reg32) acc[88], d89 = inout(reg32) acc[89], d90 = inout(reg32) acc[90], d91 = inout(reg32) acc[91], d92 = inout(reg32) acc[92], d93 = inout(reg32) acc[93], d94 = inout(reg32) acc[94], d95 = inout(reg32) acc[95], d96 = inout(reg32) acc[96], d97 = inout(reg32) acc[97], d98 = inout(reg32) acc[98], d99 = inout(reg32) acc[99], d100 = inout(reg32) acc[100], d101 = inout(reg32) acc[101], d102 = inout(reg32) acc[102], d103 = inout(reg32) acc[103], d104 = inout(reg32) acc[104], d105 = inout(reg32) acc[105], d106 = inout(reg32) acc[106], d107 = inout(reg32) acc[107], d108 = inout(reg32) acc[108], d109 = inout(reg32) acc[109], d110 = inout(reg32) acc[110], d111 = inout(reg32) acc[111], d112 = inout(reg32) acc[112], d113 = inout(reg32) acc[113], d114 = inout(reg32) acc[114], d115 = inout(reg32) acc[115], d116 = inout(reg32) acc[116], d117 = inout(reg32) acc[117], d118 = inout(reg32) acc[118], d119 = inout(reg32) acc[119], d120 = inout(reg32) acc[120], d121 = inout(reg32) acc[121], d122 = inout(reg32) acc[122], d123 = inout(reg32) acc[123], d124 = inout(reg32) acc[124], d125 = inout(reg32) acc[125], d126 = inout(reg32) acc[126], d127 = inout(reg32) acc[127],
+            a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
+            b = in(reg64) b, s = in(reg32) accumulate as u32,
+            options(nostack),
+        )
+    }
+}
+
+/// As [`m64n256k16_bf16_rs`] with B N-major (`imm-trans-b = 1`): B is stored with its N
+/// index contiguous, as V (`[keys, head_dim]`, row-major) is for `O += P·V` in attention.
+/// `b` describes it with the 128-byte swizzle: 64 N-elements (128 bytes) per K row, 8 K rows
+/// per 1024-byte atom, the next 8 K rows `stride_bytes` (SBO) further, the next 64 N-elements
+/// `leading_bytes` (LBO) further ([`Descriptor::n_major_128b`](super::Descriptor::n_major_128b)).
+///
+/// # Safety
+/// As for [`m64n256k16_bf16_rs`].
+#[inline(always)]
+pub unsafe fn m64n256k16_bf16_rs_n_major(acc: &mut [f32; 128], a: [u32; 4], b: u64, accumulate: bool) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::hopper_emu::wgmma_rs_n_major(acc, 256, a, b, accumulate, crate::hopper_emu::bf16);
+    // SAFETY: the caller's contract.
+    #[cfg(target_arch = "nvptx64")]
+    unsafe {
+        core::arch::asm!(
+            "{{ .reg .pred p; setp.ne.u32 p, {s}, 0; wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}, {d64}, {d65}, {d66}, {d67}, {d68}, {d69}, {d70}, {d71}, {d72}, {d73}, {d74}, {d75}, {d76}, {d77}, {d78}, {d79}, {d80}, {d81}, {d82}, {d83}, {d84}, {d85}, {d86}, {d87}, {d88}, {d89}, {d90}, {d91}, {d92}, {d93}, {d94}, {d95}, {d96}, {d97}, {d98}, {d99}, {d100}, {d101}, {d102}, {d103}, {d104}, {d105}, {d106}, {d107}, {d108}, {d109}, {d110}, {d111}, {d112}, {d113}, {d114}, {d115}, {d116}, {d117}, {d118}, {d119}, {d120}, {d121}, {d122}, {d123}, {d124}, {d125}, {d126}, {d127}}}, {{{a0}, {a1}, {a2}, {a3}}}, {b}, p, 1, 1, 1; }}",
+            d0 = inout(reg32) acc[0], d1 = inout(reg32) acc[1], d2 = inout(reg32) acc[2], d3 = inout(reg32) acc[3], d4 = inout(reg32) acc[4], d5 = inout(reg32) acc[5], d6 = inout(reg32) acc[6], d7 = inout(reg32) acc[7], d8 = inout(reg32) acc[8], d9 = inout(reg32) acc[9], d10 = inout(reg32) acc[10], d11 = inout(reg32) acc[11], d12 = inout(reg32) acc[12], d13 = inout(reg32) acc[13], d14 = inout(reg32) acc[14], d15 = inout(reg32) acc[15], d16 = inout(reg32) acc[16], d17 = inout(reg32) acc[17], d18 = inout(reg32) acc[18], d19 = inout(reg32) acc[19], d20 = inout(reg32) acc[20], d21 = inout(reg32) acc[21], d22 = inout(reg32) acc[22], d23 = inout(reg32) acc[23], d24 = inout(reg32) acc[24], d25 = inout(reg32) acc[25], d26 = inout(reg32) acc[26], d27 = inout(reg32) acc[27], d28 = inout(reg32) acc[28], d29 = inout(reg32) acc[29], d30 = inout(reg32) acc[30], d31 = inout(reg32) acc[31], d32 = inout(reg32) acc[32], d33 = inout(reg32) acc[33], d34 = inout(reg32) acc[34], d35 = inout(reg32) acc[35], d36 = inout(reg32) acc[36], d37 = inout(reg32) acc[37], d38 = inout(reg32) acc[38], d39 = inout(reg32) acc[39], d40 = inout(reg32) acc[40], d41 = inout(reg32) acc[41], d42 = inout(reg32) acc[42], d43 = inout(reg32) acc[43], d44 = inout(reg32) acc[44], d45 = inout(reg32) acc[45], d46 = inout(reg32) acc[46], d47 = inout(reg32) acc[47], d48 = inout(reg32) acc[48], d49 = inout(reg32) acc[49], d50 = inout(reg32) acc[50], d51 = inout(reg32) acc[51], d52 = inout(reg32) acc[52], d53 = inout(reg32) acc[53], d54 = inout(reg32) acc[54], d55 = inout(reg32) acc[55], d56 = inout(reg32) acc[56], d57 = inout(reg32) acc[57], d58 = inout(reg32) acc[58], d59 = inout(reg32) acc[59], d60 = inout(reg32) acc[60], d61 = inout(reg32) acc[61], d62 = inout(reg32) acc[62], d63 = inout(reg32) acc[63], d64 = inout(reg32) acc[64], d65 = inout(reg32) acc[65], d66 = inout(reg32) acc[66], d67 = inout(reg32) acc[67], d68 = inout(reg32) acc[68], d69 = inout(reg32) acc[69], d70 = inout(reg32) acc[70], d71 = inout(reg32) acc[71], d72 = inout(reg32) acc[72], d73 = inout(reg32) acc[73], d74 = inout(reg32) acc[74], d75 = inout(reg32) acc[75], d76 = inout(reg32) acc[76], d77 = inout(reg32) acc[77], d78 = inout(reg32) acc[78], d79 = inout(reg32) acc[79], d80 = inout(reg32) acc[80], d81 = inout(reg32) acc[81], d82 = inout(reg32) acc[82], d83 = inout(reg32) acc[83], d84 = inout(reg32) acc[84], d85 = inout(reg32) acc[85], d86 = inout(reg32) acc[86], d87 = inout(reg32) acc[87], d88 = inout(reg32) acc[88], d89 = inout(reg32) acc[89], d90 = inout(reg32) acc[90], d91 = inout(reg32) acc[91], d92 = inout(reg32) acc[92], d93 = inout(reg32) acc[93], d94 = inout(reg32) acc[94], d95 = inout(reg32) acc[95], d96 = inout(reg32) acc[96], d97 = inout(reg32) acc[97], d98 = inout(reg32) acc[98], d99 = inout(reg32) acc[99], d100 = inout(reg32) acc[100], d101 = inout(reg32) acc[101], d102 = inout(reg32) acc[102], d103 = inout(reg32) acc[103], d104 = inout(reg32) acc[104], d105 = inout(reg32) acc[105], d106 = inout(reg32) acc[106], d107 = inout(reg32) acc[107], d108 = inout(reg32) acc[108], d109 = inout(reg32) acc[109], d110 = inout(reg32) acc[110], d111 = inout(reg32) acc[111], d112 = inout(reg32) acc[112], d113 = inout(reg32) acc[113], d114 = inout(reg32) acc[114], d115 = inout(reg32) acc[115], d116 = inout(reg32) acc[116], d117 = inout(reg32) acc[117], d118 = inout(reg32) acc[118], d119 = inout(reg32) acc[119], d120 = inout(reg32) acc[120], d121 = inout(reg32) acc[121], d122 = inout(reg32) acc[122], d123 = inout(reg32) acc[123], d124 = inout(reg32) acc[124], d125 = inout(reg32) acc[125], d126 = inout(reg32) acc[126], d127 = inout(reg32) acc[127],
+            a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
+            b = in(reg64) b, s = in(reg32) accumulate as u32,
+            options(nostack),
+        )
+    }
+}
+
+/// As [`m64n256k16_f16_rs`] with B N-major (`imm-trans-b = 1`): B is stored with its N
+/// index contiguous, as V (`[keys, head_dim]`, row-major) is for `O += P·V` in attention.
+/// `b` describes it with the 128-byte swizzle: 64 N-elements (128 bytes) per K row, 8 K rows
+/// per 1024-byte atom, the next 8 K rows `stride_bytes` (SBO) further, the next 64 N-elements
+/// `leading_bytes` (LBO) further ([`Descriptor::n_major_128b`](super::Descriptor::n_major_128b)).
+///
+/// # Safety
+/// As for [`m64n256k16_f16_rs`].
+#[inline(always)]
+pub unsafe fn m64n256k16_f16_rs_n_major(acc: &mut [f32; 128], a: [u32; 4], b: u64, accumulate: bool) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::hopper_emu::wgmma_rs_n_major(acc, 256, a, b, accumulate, crate::hopper_emu::f16);
+    // SAFETY: the caller's contract.
+    #[cfg(target_arch = "nvptx64")]
+    unsafe {
+        core::arch::asm!(
+            "{{ .reg .pred p; setp.ne.u32 p, {s}, 0; wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {{{d0}, {d1}, {d2}, {d3}, {d4}, {d5}, {d6}, {d7}, {d8}, {d9}, {d10}, {d11}, {d12}, {d13}, {d14}, {d15}, {d16}, {d17}, {d18}, {d19}, {d20}, {d21}, {d22}, {d23}, {d24}, {d25}, {d26}, {d27}, {d28}, {d29}, {d30}, {d31}, {d32}, {d33}, {d34}, {d35}, {d36}, {d37}, {d38}, {d39}, {d40}, {d41}, {d42}, {d43}, {d44}, {d45}, {d46}, {d47}, {d48}, {d49}, {d50}, {d51}, {d52}, {d53}, {d54}, {d55}, {d56}, {d57}, {d58}, {d59}, {d60}, {d61}, {d62}, {d63}, {d64}, {d65}, {d66}, {d67}, {d68}, {d69}, {d70}, {d71}, {d72}, {d73}, {d74}, {d75}, {d76}, {d77}, {d78}, {d79}, {d80}, {d81}, {d82}, {d83}, {d84}, {d85}, {d86}, {d87}, {d88}, {d89}, {d90}, {d91}, {d92}, {d93}, {d94}, {d95}, {d96}, {d97}, {d98}, {d99}, {d100}, {d101}, {d102}, {d103}, {d104}, {d105}, {d106}, {d107}, {d108}, {d109}, {d110}, {d111}, {d112}, {d113}, {d114}, {d115}, {d116}, {d117}, {d118}, {d119}, {d120}, {d121}, {d122}, {d123}, {d124}, {d125}, {d126}, {d127}}}, {{{a0}, {a1}, {a2}, {a3}}}, {b}, p, 1, 1, 1; }}",
             d0 = inout(reg32) acc[0], d1 = inout(reg32) acc[1], d2 = inout(reg32) acc[2], d3 = inout(reg32) acc[3], d4 = inout(reg32) acc[4], d5 = inout(reg32) acc[5], d6 = inout(reg32) acc[6], d7 = inout(reg32) acc[7], d8 = inout(reg32) acc[8], d9 = inout(reg32) acc[9], d10 = inout(reg32) acc[10], d11 = inout(reg32) acc[11], d12 = inout(reg32) acc[12], d13 = inout(reg32) acc[13], d14 = inout(reg32) acc[14], d15 = inout(reg32) acc[15], d16 = inout(reg32) acc[16], d17 = inout(reg32) acc[17], d18 = inout(reg32) acc[18], d19 = inout(reg32) acc[19], d20 = inout(reg32) acc[20], d21 = inout(reg32) acc[21], d22 = inout(reg32) acc[22], d23 = inout(reg32) acc[23], d24 = inout(reg32) acc[24], d25 = inout(reg32) acc[25], d26 = inout(reg32) acc[26], d27 = inout(reg32) acc[27], d28 = inout(reg32) acc[28], d29 = inout(reg32) acc[29], d30 = inout(reg32) acc[30], d31 = inout(reg32) acc[31], d32 = inout(reg32) acc[32], d33 = inout(reg32) acc[33], d34 = inout(reg32) acc[34], d35 = inout(reg32) acc[35], d36 = inout(reg32) acc[36], d37 = inout(reg32) acc[37], d38 = inout(reg32) acc[38], d39 = inout(reg32) acc[39], d40 = inout(reg32) acc[40], d41 = inout(reg32) acc[41], d42 = inout(reg32) acc[42], d43 = inout(reg32) acc[43], d44 = inout(reg32) acc[44], d45 = inout(reg32) acc[45], d46 = inout(reg32) acc[46], d47 = inout(reg32) acc[47], d48 = inout(reg32) acc[48], d49 = inout(reg32) acc[49], d50 = inout(reg32) acc[50], d51 = inout(reg32) acc[51], d52 = inout(reg32) acc[52], d53 = inout(reg32) acc[53], d54 = inout(reg32) acc[54], d55 = inout(reg32) acc[55], d56 = inout(reg32) acc[56], d57 = inout(reg32) acc[57], d58 = inout(reg32) acc[58], d59 = inout(reg32) acc[59], d60 = inout(reg32) acc[60], d61 = inout(reg32) acc[61], d62 = inout(reg32) acc[62], d63 = inout(reg32) acc[63], d64 = inout(reg32) acc[64], d65 = inout(reg32) acc[65], d66 = inout(reg32) acc[66], d67 = inout(reg32) acc[67], d68 = inout(reg32) acc[68], d69 = inout(reg32) acc[69], d70 = inout(reg32) acc[70], d71 = inout(reg32) acc[71], d72 = inout(reg32) acc[72], d73 = inout(reg32) acc[73], d74 = inout(reg32) acc[74], d75 = inout(reg32) acc[75], d76 = inout(reg32) acc[76], d77 = inout(reg32) acc[77], d78 = inout(reg32) acc[78], d79 = inout(reg32) acc[79], d80 = inout(reg32) acc[80], d81 = inout(reg32) acc[81], d82 = inout(reg32) acc[82], d83 = inout(reg32) acc[83], d84 = inout(reg32) acc[84], d85 = inout(reg32) acc[85], d86 = inout(reg32) acc[86], d87 = inout(reg32) acc[87], d88 = inout(reg32) acc[88], d89 = inout(reg32) acc[89], d90 = inout(reg32) acc[90], d91 = inout(reg32) acc[91], d92 = inout(reg32) acc[92], d93 = inout(reg32) acc[93], d94 = inout(reg32) acc[94], d95 = inout(reg32) acc[95], d96 = inout(reg32) acc[96], d97 = inout(reg32) acc[97], d98 = inout(reg32) acc[98], d99 = inout(reg32) acc[99], d100 = inout(reg32) acc[100], d101 = inout(reg32) acc[101], d102 = inout(reg32) acc[102], d103 = inout(reg32) acc[103], d104 = inout(reg32) acc[104], d105 = inout(reg32) acc[105], d106 = inout(reg32) acc[106], d107 = inout(reg32) acc[107], d108 = inout(reg32) acc[108], d109 = inout(reg32) acc[109], d110 = inout(reg32) acc[110], d111 = inout(reg32) acc[111], d112 = inout(reg32) acc[112], d113 = inout(reg32) acc[113], d114 = inout(reg32) acc[114], d115 = inout(reg32) acc[115], d116 = inout(reg32) acc[116], d117 = inout(reg32) acc[117], d118 = inout(reg32) acc[118], d119 = inout(reg32) acc[119], d120 = inout(reg32) acc[120], d121 = inout(reg32) acc[121], d122 = inout(reg32) acc[122], d123 = inout(reg32) acc[123], d124 = inout(reg32) acc[124], d125 = inout(reg32) acc[125], d126 = inout(reg32) acc[126], d127 = inout(reg32) acc[127],
             a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
             b = in(reg64) b, s = in(reg32) accumulate as u32,

@@ -29,3 +29,8 @@ pub use ferrocuda_macros::launch;
 /// The CPU executor: the same kernels run on the CPU with CUDA's semantics (every `#[kernel]`
 /// has `name::launch_cpu(&executor, config, args..)`).
 pub use ferrocuda_device::cpu;
+
+/// The 16-bit floats kernels take and return: the `half` crate's `bf16` and `f16` (host code
+/// fills a `DeviceBuffer<bf16>` with them), their packed pairs and the software twins of the
+/// GPU's conversions (see `ferrocuda_device::half`).
+pub use ferrocuda_device::half;

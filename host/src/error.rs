@@ -305,6 +305,13 @@ pub enum Error {
         /// The driver's error from `cuStreamEndCapture`.
         source: DriverError,
     },
+    /// A handle or allocation borrowed from another library (`ferrocuda_host::borrowed`) does
+    /// not fit what it was borrowed as (wrong context, misaligned, too short, ...).
+    #[error("{problem}")]
+    BorrowedHandle {
+        /// What is wrong and what to do.
+        problem: String,
+    },
 }
 
 /// Bytes as a short human-readable size ("1.50 GiB").

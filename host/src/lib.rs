@@ -24,6 +24,7 @@ mod error;
 mod panic_report;
 mod ptx_version;
 
+pub mod borrowed;
 mod context;
 pub mod cufft;
 mod device;
@@ -43,6 +44,7 @@ mod launch;
 pub mod __private;
 mod tensor_map;
 
+pub use borrowed::{BorrowedContext, BorrowedSlice, BorrowedSliceMut, BorrowedStream};
 pub use bytemuck::Pod;
 pub use context::{Context, CurrentGuard, Limit, SchedulePolicy};
 pub use cublas::Cublas;

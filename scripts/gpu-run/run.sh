@@ -21,9 +21,7 @@ run() { # name, timeout, command...
   printf '%-26s rc=%-3s %4ss %s\n' "$name" "$rc" "$(( $(date +%s) - start ))" "${results:0:110}" | tee -a "$summary"
 }
 gpu_tests=(gpu_soundness gpu_streams gpu_contexts gpu_kernels gpu_fault gpu_multi_gpu gpu_cublas gpu_cufft gpu_nccl
-  launch_kinds launch_modules launch_no_alloc kernel_model cpu_executor cpu_device_lib nccl_loading)
-# cpu_main_job is left out: it runs the main job by its build-machine path (CARGO_BIN_EXE_ferrocuda);
-# `main_job` below runs the staged binary instead.
+  launch_kinds launch_modules launch_no_alloc kernel_model cpu_executor cpu_device_lib nccl_loading cpu_half_floats)
 for t in "${gpu_tests[@]}"; do
   [ -x "$t" ] && run "$t" 150 "./$t" --test-threads=1
 done
@@ -31,6 +29,8 @@ for e in contexts streams_events graphs cublas_interop modules cufft module_load
   [ -x "ex_$e" ] && run "ex_$e" 120 "./ex_$e"
 done
 run main_job 120 ./ferrocuda
+# The main job's test, on the staged binary (its build-machine path would not exist here).
+[ -x cpu_main_job ] && run cpu_main_job 150 env FERROCUDA_MAIN_JOB=./ferrocuda ./cpu_main_job
 run bench 300 ./ferrocuda-bench
 echo "---- failed tests:" | tee -a "$summary"
 grep -h -E "^test .* FAILED|^SKIPPED" "$out"/*.log | sort | uniq | head -40 | tee -a "$summary"
@@ -39,5 +39,5 @@ grep -E "typed - raw|buffer" "$out/ex_launch_overhead.log" | tail -8 | tee -a "$
 echo "---- module load:" | tee -a "$summary"
 grep -E "JIT|load" "$out/ex_module_load.log" | tee -a "$summary"
 echo "---- main job:" | tee -a "$summary"
-tail -12 "$out/main_job.log" | tee -a "$summary"
+tail -20 "$out/main_job.log" | tee -a "$summary"
 rm -rf "$work"

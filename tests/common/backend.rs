@@ -128,6 +128,7 @@ macro_rules! by_value {
     )*};
 }
 by_value!(bool, u32, i32, u64, i64, f32, f64, usize, core::num::NonZeroU32);
+by_value!(ferrocuda_device::half::bf16, ferrocuda_device::half::f16);
 
 /// `launch_on!(backend, path::to::kernel, config, args..)`: the kernel's `launch` on the
 /// backend's stream, or its `launch_cpu` on the executor; errors as text.

@@ -38,6 +38,10 @@ mod body {
     use super::*;
     use ferrocuda_device::half::pack_bf16x2;
     use ferrocuda_device::mbarrier::{MBarrier, fence_init};
+    use ferrocuda_device::pipeline::Ring;
+
+    /// The ring of K-step stages (A and B tiles) between the producer and the consumers.
+    type Stages = Ring<STAGES>;
     use ferrocuda_device::shared::SharedElement;
     use ferrocuda_device::sync::sync_threads;
     use ferrocuda_device::thread::{block_idx_x, block_idx_y, grid_dim_x, thread_idx_x};
@@ -122,16 +126,12 @@ mod body {
     pub unsafe fn gemm_body<const OVERLAP: bool, const ACQUIRE: bool>(a_map: *const TensorMap, b_map: *const TensorMap, c: *mut u32, m: u32, n: u32, k: u32) {
         let tid = thread_idx_x();
         let base = (dynamic_shared_address() + 1023) & !1023;
-        let bars = base + STAGES * STAGE;
-        // SAFETY (both): 8-byte slots after the stages, inside the requested shared memory,
-        // used only as barriers.
-        let full = |s: u32| unsafe { MBarrier::at(bars + 8 * s) };
-        let empty = |s: u32| unsafe { MBarrier::at(bars + 8 * (STAGES + s)) };
+        // SAFETY: the ring's barriers follow the stages, inside the requested shared memory
+        // (`SHARED_BYTES`), used only by the ring.
+        let ring = unsafe { Stages::at(base + STAGES * STAGE) };
         if tid == 0 {
-            for s in 0..STAGES {
-                full(s).init(1);
-                empty(s).init(8);
-            }
+            // One release per consumer warp.
+            ring.init(8);
             fence_init();
         }
         sync_threads();
@@ -156,15 +156,13 @@ mod body {
                 while tile < tiles {
                     let (tm, tn) = (tile % tiles_m, tile / tiles_m);
                     for kb in 0..k_steps {
-                        let s = step % STAGES;
-                        empty(s).wait(((step / STAGES) & 1) ^ 1);
-                        full(s).arrive_expect_tx(STAGE);
-                        let dst = base + s * STAGE;
-                        // SAFETY: the stage is empty (waited above) and 1024-aligned; the
+                        let full = ring.produce(step, STAGE);
+                        let dst = base + Stages::slot(step) * STAGE;
+                        // SAFETY: the stage is empty (`produce` waited) and 1024-aligned; the
                         // coordinates lie inside the maps (shape checked by the launcher).
                         unsafe {
-                            TensorMap::load_2d(a_map, dst, full(s), (kb * BK) as i32, (tm * BM) as i32);
-                            TensorMap::load_2d(b_map, dst + A_TILE, full(s), (kb * BK) as i32, (tn * BN) as i32);
+                            TensorMap::load_2d(a_map, dst, full, (kb * BK) as i32, (tm * BM) as i32);
+                            TensorMap::load_2d(b_map, dst + A_TILE, full, (kb * BK) as i32, (tn * BN) as i32);
                         }
                         step += 1;
                     }
@@ -186,12 +184,11 @@ mod body {
                 // SAFETY: all-zero bits are 0.0 for every element.
                 let mut acc: [f32; 128] = unsafe { core::mem::zeroed() };
                 for kb in 0..k_steps {
-                    let s = step % STAGES;
-                    full(s).wait((step / STAGES) & 1);
+                    ring.consume(step);
                     // SAFETY: the consumer warpgroup's 128 threads run this together (the branch is
                     // on `tid / 128`); the stage is full (TMA-written, so visible to the async
-                    // proxy) and stays so until this warpgroup arrives on `empty` below.
-                    unsafe { issue_k_step(&mut acc, base + s * STAGE, consumer) };
+                    // proxy) and stays so until this warpgroup releases it below.
+                    unsafe { issue_k_step(&mut acc, base + Stages::slot(step) * STAGE, consumer) };
                     if OVERLAP {
                         // This step's group may still run; the previous one is done, so its
                         // stage can be refilled.
@@ -199,14 +196,14 @@ mod body {
                         unsafe { wgmma::wait::<1>() };
                         fence_accumulators_128(&mut acc);
                         if lane == 0 && kb > 0 {
-                            empty((step + STAGES - 1) % STAGES).arrive();
+                            ring.release(step - 1);
                         }
                     } else {
                         // SAFETY: the consumer warpgroup's 128 threads run this code together (the branch is on `tid / 128`).
                         unsafe { wgmma::wait::<0>() };
                         fence_accumulators_128(&mut acc);
                         if lane == 0 {
-                            empty(s).arrive();
+                            ring.release(step);
                         }
                     }
                     step += 1;
@@ -216,7 +213,7 @@ mod body {
                     unsafe { wgmma::wait::<0>() };
                     fence_accumulators_128(&mut acc);
                     if lane == 0 && k_steps > 0 {
-                        empty((step + STAGES - 1) % STAGES).arrive();
+                        ring.release(step - 1);
                     }
                 }
                 let row = tm * BM + consumer * 64 + warp * 16 + lane / 4;
@@ -256,16 +253,12 @@ mod body {
         let rank = cluster::block_rank();
         let peer = rank ^ 1;
         let base = (dynamic_shared_address() + 1023) & !1023;
-        let bars = base + STAGES * STAGE;
-        // SAFETY (both): 8-byte slots after the stages, inside the requested shared memory,
-        // used only as barriers (at the same offsets in both blocks of the cluster).
-        let full = |s: u32| unsafe { MBarrier::at(bars + 8 * s) };
-        let empty = |s: u32| unsafe { MBarrier::at(bars + 8 * (STAGES + s)) };
+        // SAFETY: the ring's barriers follow the stages, inside the requested shared memory,
+        // used only by the ring (at the same offsets in both blocks of the cluster).
+        let ring = unsafe { Stages::at(base + STAGES * STAGE) };
         if tid == 0 {
-            for s in 0..STAGES {
-                full(s).init(1);
-                empty(s).init(16);
-            }
+            // One release per consumer warp of both blocks.
+            ring.init(16);
             fence_init();
         }
         // Both blocks' barriers exist before either block copies into or arrives on the other.
@@ -290,19 +283,17 @@ mod body {
                 while pair < pairs {
                     let (tm, tn) = (2 * (pair % pairs_m) + rank, pair / pairs_m);
                     for kb in 0..k_steps {
-                        let s = step % STAGES;
-                        // Empty in both blocks: both blocks' consumers arrived on this barrier.
-                        empty(s).wait(((step / STAGES) & 1) ^ 1);
-                        full(s).arrive_expect_tx(STAGE);
-                        let dst = base + s * STAGE;
+                        // Empty in both blocks: both blocks' consumers released this slot.
+                        let full = ring.produce(step, STAGE);
+                        let dst = base + Stages::slot(step) * STAGE;
                         // SAFETY: the stage is empty in both blocks, 1024-aligned; the
                         // coordinates lie inside the maps (shape checked by the launcher).
                         unsafe {
-                            TensorMap::load_2d(a_map, dst, full(s), (kb * BK) as i32, (tm * BM) as i32);
+                            TensorMap::load_2d(a_map, dst, full, (kb * BK) as i32, (tm * BM) as i32);
                             TensorMap::load_2d_multicast(
                                 b_map,
                                 dst + A_TILE + rank * (B_TILE / 2),
-                                full(s),
+                                full,
                                 (kb * BK) as i32,
                                 (tn * BN + rank * (BN / 2)) as i32,
                                 0b11,
@@ -319,11 +310,11 @@ mod body {
             let consumer = tid / 128 - 1;
             let lane = tid % 32;
             let warp = (tid % 128) / 32;
-            let release = |s: u32| {
-                empty(s).arrive();
+            let release = |step: u32| {
+                ring.release(step);
                 // SAFETY: the peer is running: it cannot pass the final cluster barrier
                 // before this block reaches it.
-                unsafe { empty(s).arrive_cluster(peer) };
+                unsafe { ring.empty(Stages::slot(step)).arrive_cluster(peer) };
             };
             let mut step = 0u32;
             let mut pair = cluster_id;
@@ -332,16 +323,15 @@ mod body {
                 // SAFETY: all-zero bits are 0.0 for every element.
                 let mut acc: [f32; 128] = unsafe { core::mem::zeroed() };
                 for kb in 0..k_steps {
-                    let s = step % STAGES;
-                    full(s).wait((step / STAGES) & 1);
+                    ring.consume(step);
                     // SAFETY: the consumer warpgroup's 128 threads run this together (the branch is
                     // on `tid / 128`); the stage is full and stays so until released below.
-                    unsafe { issue_k_step(&mut acc, base + s * STAGE, consumer) };
+                    unsafe { issue_k_step(&mut acc, base + Stages::slot(step) * STAGE, consumer) };
                     // SAFETY: the consumer warpgroup's 128 threads run this code together (the branch is on `tid / 128`).
                     unsafe { wgmma::wait::<1>() };
                     fence_accumulators_128(&mut acc);
                     if lane == 0 && kb > 0 {
-                        release((step + STAGES - 1) % STAGES);
+                        release(step - 1);
                     }
                     step += 1;
                 }
@@ -349,7 +339,7 @@ mod body {
                 unsafe { wgmma::wait::<0>() };
                 fence_accumulators_128(&mut acc);
                 if lane == 0 && k_steps > 0 {
-                    release((step + STAGES - 1) % STAGES);
+                    release(step - 1);
                 }
                 let row = tm * BM + consumer * 64 + warp * 16 + lane / 4;
                 let col0 = tn * BN + 2 * (lane % 4);

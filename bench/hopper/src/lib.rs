@@ -9,5 +9,8 @@
 
 ferrocuda_device::embed_kernels!();
 
+pub mod attention;
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod attention_host;
 pub mod gemm;
 pub mod probes;

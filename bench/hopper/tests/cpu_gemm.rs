@@ -4,18 +4,18 @@
 //! epilogue's indexing, checked against a host reference without a GPU.
 
 use ferrocuda_device::cpu::CpuExecutor;
-use ferrocuda_device::half::Bf16;
+use ferrocuda_device::half::bf16;
 use ferrocuda_device::tma::TensorMap as DeviceMap;
 use ferrocuda_host::{LaunchConfig, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
 use hopper_kernels::gemm::{BK, BM, BN, COPY_TILE, SHARED_BYTES, THREADS, gemm_body, tma_copy_body};
 
-fn random_bf16(len: usize, mut seed: u64) -> Vec<Bf16> {
+fn random_bf16(len: usize, mut seed: u64) -> Vec<bf16> {
     (0..len)
         .map(|_| {
             seed ^= seed << 13;
             seed ^= seed >> 7;
             seed ^= seed << 17;
-            Bf16::from_f32(((seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0)
+            bf16::from_f32(((seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0)
         })
         .collect()
 }
@@ -29,7 +29,7 @@ fn map(address: u64, rows: u64, cols: u64, box_rows: u32, box_cols: u32, swizzle
 /// Asserts every element of `c` (M x N bf16, two per `u32`) against the f64 reference
 /// `A · Bᵀ` within `|ref| / 2^8 + Σ|a·b| / 2^16` (bf16 output rounding plus f32
 /// accumulation); returns the worst error / bound.
-fn assert_c_matches(a: &[Bf16], b: &[Bf16], c: &[u32], m: u32, n: u32, k: u32, what: &str) -> f64 {
+fn assert_c_matches(a: &[bf16], b: &[bf16], c: &[u32], m: u32, n: u32, k: u32, what: &str) -> f64 {
     let mut worst = 0.0f64;
     for i in 0..m as usize {
         for j in 0..n as usize {
@@ -40,7 +40,7 @@ fn assert_c_matches(a: &[Bf16], b: &[Bf16], c: &[u32], m: u32, n: u32, k: u32, w
                 magnitude += p.abs();
             }
             let pair = c[(i * n as usize + j) / 2];
-            let got = Bf16(if j % 2 == 0 { pair as u16 } else { (pair >> 16) as u16 }).to_f32() as f64;
+            let got = bf16::from_bits(if j % 2 == 0 { pair as u16 } else { (pair >> 16) as u16 }).to_f32() as f64;
             let bound = exact.abs() / 256.0 + magnitude / 65536.0;
             assert!((got - exact).abs() <= bound, "C[{i}][{j}] = {got}, expected {exact} (bound {bound}); {what}");
             worst = worst.max((got - exact).abs() / bound);
@@ -93,7 +93,7 @@ fn cpu_tma_round_trip_is_exact() {
     let body = || unsafe { tma_copy_body(pm as *const DeviceMap, po as *mut u32, cols) };
     CpuExecutor::new().run("tma_copy_tile", config, &body).unwrap();
     let got: Vec<u16> = out.iter().flat_map(|w| [*w as u16, (*w >> 16) as u16]).collect();
-    let want: Vec<u16> = input.iter().map(|x| x.0).collect();
+    let want: Vec<u16> = input.iter().map(|x| x.to_bits()).collect();
     assert!(got == want, "the round trip changed {} elements", got.iter().zip(&want).filter(|(a, b)| a != b).count());
 }
 
@@ -106,7 +106,7 @@ fn cpu_wgmma_tile_ss_and_rs_are_exact() {
     let mut seed = 99u64;
     let mut next = || {
         seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        Bf16::from_f32(((seed >> 60) as f32 - 8.0) / 4.0).0
+        bf16::from_f32(((seed >> 60) as f32 - 8.0) / 4.0).to_bits()
     };
     let a: Vec<u16> = (0..64 * 16).map(|_| next()).collect();
     let b: Vec<u16> = (0..64 * 16).map(|_| next()).collect();
@@ -116,7 +116,7 @@ fn cpu_wgmma_tile_ss_and_rs_are_exact() {
     // SAFETY: the vectors have the sizes the body needs and outlive `run`.
     let body = || unsafe { wgmma_tile_body(pa as *const u16, pb as *const u16, pss as *mut f32, prs as *mut f32) };
     CpuExecutor::new().run("probe_wgmma_tile", LaunchConfig::new(1u32, 128u32).with_shared_bytes(WGMMA_TILE_SHARED_BYTES), &body).unwrap();
-    let f = |bits: u16| Bf16(bits).to_f32();
+    let f = |bits: u16| bf16::from_bits(bits).to_f32();
     for i in 0..64 {
         for j in 0..64 {
             let expected: f32 = (0..16).map(|k| f(a[i * 16 + k]) * f(b[j * 16 + k])).sum();

@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use ferrocuda_device::cpu::CpuExecutor;
-use ferrocuda_device::half::Bf16;
+use ferrocuda_device::half::bf16;
 use ferrocuda_device::mma;
 use ferrocuda_device::thread::{block_idx_x, block_idx_y, thread_idx_x};
 use ferrocuda_host::LaunchConfig;
@@ -30,7 +30,7 @@ fn cpu_mma_gemm_256_checks_in_seconds() {
     let mut next = || {
         seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         // Small multiples of 1/4: exact in bf16 and in every f32 partial sum.
-        Bf16::from_f32(((seed >> 59) as f32 - 16.0) / 4.0).0
+        bf16::from_f32(((seed >> 59) as f32 - 16.0) / 4.0).to_bits()
     };
     let a: Vec<u16> = (0..n * n).map(|_| next()).collect();
     let b: Vec<u16> = (0..n * n).map(|_| next()).collect();
@@ -51,7 +51,7 @@ fn cpu_mma_gemm_256_checks_in_seconds() {
     let start = Instant::now();
     CpuExecutor::new().run("mma_gemm_256", LaunchConfig::new(((n / 8) as u32, (n / 16) as u32), 32u32), &body).unwrap();
     let seconds = start.elapsed().as_secs_f64();
-    let f = |bits: u16| Bf16(bits).to_f32();
+    let f = |bits: u16| bf16::from_bits(bits).to_f32();
     for i in 0..n {
         for j in 0..n {
             let expected: f32 = (0..n).map(|k| f(a[i * n + k]) * f(b[k * n + j])).sum();

@@ -116,31 +116,75 @@ fn unroll_keeps_register_arrays_out_of_local_memory_and_the_repeat_trap_is_pinne
     }
 }
 
-/// SASS: `HGMMA.64x256x16.F32.BF16`, `UTMALDG`, `USETMAXREG` and no `LDL`/`STL` in the GEMM.
-#[test]
-fn gemm_sass_has_hgmma_and_no_local_memory() {
+/// The SASS of the embedded sm_90a cubin (`nvdisasm -c`), or why there is none.
+fn sass() -> Result<String, &'static str> {
     let Some(&(_, cubin)) = KERNELS.cubins.iter().find(|(arch, _)| *arch == 90) else {
-        eprintln!("skipped: no cubin (ptxas was not found at build time)");
-        return;
+        return Err("no cubin (ptxas was not found at build time)");
     };
-    let path = std::env::temp_dir().join(format!("hopper-kernels-{}.cubin", std::process::id()));
+    let path = std::env::temp_dir().join(format!("hopper-kernels-{}-{:?}.cubin", std::process::id(), std::thread::current().id()));
     std::fs::write(&path, cubin).unwrap();
     let sass = ["nvdisasm", "/usr/local/cuda/bin/nvdisasm"]
         .iter()
         .find_map(|tool| std::process::Command::new(tool).arg("-c").arg(&path).output().ok().filter(|o| o.status.success()));
     let _ = std::fs::remove_file(&path);
-    let Some(output) = sass else {
-        eprintln!("skipped: nvdisasm not found");
-        return;
+    sass.map(|output| String::from_utf8_lossy(&output.stdout).into_owned()).ok_or("nvdisasm not found")
+}
+
+/// One kernel's SASS (from `.text.name:` to the next `.text.`).
+fn kernel_sass<'a>(sass: &'a str, kernel: &str) -> &'a str {
+    let start = sass.find(&format!(".text.{kernel}:")).unwrap_or_else(|| panic!("no SASS for {kernel}"));
+    let rest = &sass[start..];
+    &rest[..rest[1..].find(".text.").map(|e| e + 1).unwrap_or(rest.len())]
+}
+
+/// SASS: `HGMMA.64x256x16.F32.BF16`, `UTMALDG`, `USETMAXREG` and no `LDL`/`STL` in the GEMM.
+#[test]
+fn gemm_sass_has_hgmma_and_no_local_memory() {
+    let sass = match sass() {
+        Ok(sass) => sass,
+        Err(why) => return eprintln!("skipped: {why}"),
     };
-    let sass = String::from_utf8_lossy(&output.stdout);
     for kernel in ["gemm_bf16_tn", "gemm_bf16_tn_serial", "gemm_bf16_tn_cluster"] {
-        let start = sass.find(&format!(".text.{kernel}:")).unwrap_or_else(|| panic!("no SASS for {kernel}"));
-        let rest = &sass[start..];
-        let body = &rest[..rest[1..].find(".text.").map(|e| e + 1).unwrap_or(rest.len())];
+        let body = kernel_sass(&sass, kernel);
         assert_eq!(body.matches("HGMMA.64x256x16.F32.BF16").count(), 4, "{kernel}: one K step's 4 HGMMA, in one loop body");
         assert!(body.contains("UTMALDG.2D") && body.contains("USETMAXREG"), "{kernel}");
         assert!(!body.contains("LDL") && !body.contains("STL"), "{kernel}: local memory in SASS");
+    }
+}
+
+/// Attention: ptxas serialised every `wgmma` of the overlapped kernels (info C7513: "non wgmma
+/// instructions defining input registers of a wgmma between start and end of the pipeline
+/// stage") while the softmax wrote registers that a later `wgmma` reads, or the first score
+/// `wgmma` kept its accumulators as inputs; a serialised kernel waits (`WARPGROUP.DEPBAR`) after
+/// every `HGMMA`. Pinned: per kernel, the groups (an `HGMMA` with `gsb0` closes one) are the
+/// prologue's scores, then per key tile the next scores and this tile's P·V (A from registers,
+/// B N-major: `.tnspB`); at most 4 waits; no local memory at D = 64, at most 24 `LDL`/`STL` (the
+/// loop's spilled constants) at D = 128.
+#[test]
+fn attention_wgmma_groups_are_not_serialised_by_ptxas_c7513() {
+    let sass = match sass() {
+        Ok(sass) => sass,
+        Err(why) => return eprintln!("skipped: {why}"),
+    };
+    for d in [64, 128] {
+        for causal in ["", "_causal"] {
+            for schedule in ["", "_serial", "_pingpong", "_s3", "_pingpong_s3"] {
+                let kernel = format!("attention_d{d}{causal}{schedule}");
+                let body = kernel_sass(&sass, &kernel);
+                let hgmma: Vec<&str> = body.lines().filter(|l| l.contains("HGMMA.64x")).collect();
+                let (scores, pv) = (d / 16, 8);
+                let groups: Vec<usize> = hgmma.iter().enumerate().filter(|(_, l)| l.contains("gsb0")).map(|(i, _)| i + 1).collect();
+                let expected = if schedule == "_serial" { vec![scores, scores + pv] } else { vec![scores, 2 * scores, 2 * scores + pv] };
+                assert_eq!(groups, expected, "{kernel}: HGMMA groups (cumulative counts at each gsb0)");
+                assert_eq!(hgmma.iter().filter(|l| l.contains(".tnspB")).count(), pv, "{kernel}: P·V with B N-major");
+                let waits = body.matches("WARPGROUP.DEPBAR").count();
+                assert!(waits <= 4, "{kernel}: {waits} wgmma waits: serialised (C7513)?");
+                let local = body.lines().filter(|l| l.contains("LDL") || l.contains("STL")).count();
+                let allowed = if d == 64 || schedule == "_serial" { 0 } else { 24 };
+                assert!(local <= allowed, "{kernel}: {local} LDL/STL (allowed {allowed})");
+                assert!(body.contains("MUFU.EX2") && body.contains("USETMAXREG"), "{kernel}");
+            }
+        }
     }
 }
 

@@ -372,17 +372,24 @@ pub(crate) unsafe fn shared_store<T: Copy>(address: u32, value: T) {
 }
 
 /// `*target = f(*target)` atomically, returning the old value (a compare-exchange loop on the
-/// value's bits; the element types are 4 or 8 bytes).
+/// value's bits; the element types are 2, 4 or 8 bytes).
 ///
 /// # Safety
 /// `target` is valid and aligned for `T`, and accessed by others only atomically.
 pub(crate) unsafe fn atomic_update<T: Copy>(target: *mut T, f: impl Fn(T) -> T) -> T {
-    use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+    use core::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, Ordering};
     fn from_bits<T: Copy, B: Copy>(bits: B) -> T {
         // SAFETY: only called with B of T's size (checked below); all element types are Pod.
         unsafe { core::mem::transmute_copy(&bits) }
     }
     match core::mem::size_of::<T>() {
+        2 => {
+            // SAFETY: T is 2 bytes (a 16-bit float) and suitably aligned.
+            let atomic = unsafe { AtomicU16::from_ptr(target.cast()) };
+            let old =
+                atomic.fetch_update(Ordering::AcqRel, Ordering::Acquire, |bits| Some(from_bits::<u16, T>(f(from_bits::<T, u16>(bits))))).unwrap_or_else(|b| b);
+            from_bits(old)
+        }
         4 => {
             // SAFETY: T is 4 bytes and suitably aligned (the caller's guarantee).
             let atomic = unsafe { AtomicU32::from_ptr(target.cast()) };

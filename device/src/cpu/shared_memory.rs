@@ -1,6 +1,7 @@
 //! A block's shared memory on the CPU: an arena of bytes addressed by 32-bit offsets (the
 //! "shared-window addresses" the device library passes around), poisoned at every block start,
-//! with an optional shadow word per 4 bytes for data-race detection.
+//! with an optional shadow entry per 2 bytes (the smallest shared-memory element, a 16-bit
+//! float) for data-race detection.
 //!
 //! Layout: the dynamic shared memory first (offset 0, 16-byte aligned), then each
 //! `shared_array!` site in the order the first block reaches them. One arena serves every block
@@ -25,7 +26,12 @@ pub const STATIC_SHARED_LIMIT: usize = 48 * 1024;
 #[derive(Clone, Copy)]
 struct Chunk([u8; 16]);
 
-/// What the race detector keeps of one 4-byte word: its last write, and the reads since then
+/// Bytes per shadow entry: the size of the smallest [`SharedElement`](crate::shared::SharedElement)
+/// (`bf16`, `f16`). Coarser entries would report two threads writing neighbouring 16-bit
+/// elements of one word, which is no race on a GPU, as one.
+const GRANULE: u32 = 2;
+
+/// What the race detector keeps of one 2-byte granule: its last write, and the reads since then
 /// that no later read is known to be ordered after (one, or a set of them: audit N8 found
 /// that keeping only the last reader misses a broadcast-then-update race).
 #[derive(Clone, Copy, Default)]
@@ -155,7 +161,7 @@ pub(crate) struct SharedMemory {
 
 impl SharedMemory {
     /// `count` arenas with one layout (one per block of a cluster), each with room for
-    /// `dynamic_bytes` plus CUDA's static limit; `race_detection` adds the shadow words.
+    /// `dynamic_bytes` plus CUDA's static limit; `race_detection` adds the shadow entries.
     pub(crate) fn group(count: usize, dynamic_bytes: u32, race_detection: bool) -> Vec<Self> {
         let dynamic = (dynamic_bytes as usize).next_multiple_of(16);
         let bytes = dynamic + STATIC_SHARED_LIMIT;
@@ -164,7 +170,7 @@ impl SharedMemory {
             .map(|_| SharedMemory {
                 arena: UnsafeCell::new(vec![Chunk([SHARED_POISON_BYTE; 16]); bytes / 16].into_boxed_slice()),
                 layout: layout.clone(),
-                shadow: race_detection.then(|| (0..bytes / 4).map(|_| Cell::new(Shadow::default())).collect()),
+                shadow: race_detection.then(|| (0..bytes / GRANULE as usize).map(|_| Cell::new(Shadow::default())).collect()),
                 reader_sets: RefCell::new(Vec::new()),
                 epoch: Cell::new(0),
                 exited: Cell::new(false),
@@ -289,12 +295,12 @@ impl SharedMemory {
         let shadow = self.shadow.as_ref()?;
         let now = check.now();
         let mut race = None;
-        for word in address / 4..(address + bytes as u32).div_ceil(4) {
-            let cell = &shadow[word as usize];
+        for granule in address / GRANULE..(address + bytes as u32).div_ceil(GRANULE) {
+            let cell = &shadow[granule as usize];
             let mut entry = cell.get();
             let mut found = |kind, before: Access| {
                 if race.is_none() {
-                    race = Some(Race { address: word * 4, kind, first: (before.block(), before.rank()), second: (check.block, check.rank) });
+                    race = Some(Race { address: granule * GRANULE, kind, first: (before.block(), before.rank()), second: (check.block, check.rank) });
                 }
             };
             if !check.ordered_after(entry.writer) {

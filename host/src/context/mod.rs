@@ -77,12 +77,16 @@ pub(crate) struct ContextInner {
     pub(crate) captured_modules: Mutex<Vec<(usize, Arc<dyn Any + Send + Sync>)>>,
     /// Contexts whose memory kernels of this one may use (`enable_peer_access`).
     pub(crate) peers: Mutex<Vec<usize>>,
+    /// For a context borrowed from another library: what keeps it alive (`crate::borrowed`).
+    pub(crate) keep_alive: Option<Arc<dyn Any + Send + Sync>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ContextKind {
     Primary,
     Created(SchedulePolicy),
+    /// Owned by another library (`crate::borrowed`): never released or destroyed here.
+    Borrowed,
 }
 
 // SAFETY: a CUcontext may be used from any thread once made current there; every use binds it.
@@ -104,7 +108,17 @@ impl ContextInner {
             handed_off: AtomicUsize::new(0),
             captured_modules: Mutex::new(Vec::new()),
             peers: Mutex::new(Vec::new()),
+            keep_alive: None,
         }
+    }
+
+    /// A context another library owns (`crate::borrowed`), kept alive by `keep_alive` or, for
+    /// `None`, by the caller's contract.
+    pub(crate) fn borrowed(raw: sys::CUcontext, device: Device, keep_alive: Option<Arc<dyn Any + Send + Sync>>) -> Result<Arc<Self>> {
+        let limits = device.launch_limits()?;
+        let mut inner = ContextInner::new(raw, device, ContextKind::Borrowed, limits);
+        inner.keep_alive = keep_alive;
+        Ok(Arc::new(inner))
     }
 }
 
@@ -379,6 +393,8 @@ impl Teardown {
             // SAFETY: created in `Context::create`, destroyed once; this also unbinds it from
             // the calling thread.
             ContextKind::Created(_) => unsafe { driver::context::destroy(self.raw) },
+            // Its owner destroys it (after `keep_alive`, dropped with this, lets it).
+            ContextKind::Borrowed => Ok(()),
         }
         .ok();
     }

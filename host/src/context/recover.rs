@@ -41,6 +41,9 @@ impl Context {
                 drop(self);
                 Context::create(ordinal, schedule)?.usable_after_recovery()
             }
+            ContextKind::Borrowed => Err(Error::BorrowedHandle {
+                problem: "cannot recover a context borrowed from another library: its owner must start it over (then borrow the new one)".into(),
+            }),
             ContextKind::Primary => {
                 // Under the registry lock, `Context::primary` cannot hand out a handle; the
                 // take below is atomic against `Context::current()` upgrading its weak handle

@@ -11,6 +11,7 @@ entries! {
     destroy = cuCtxDestroy_v2(ctx: sys::CUcontext);
     enable_peer_access = cuCtxEnablePeerAccess(peer_context: sys::CUcontext, flags: c_uint);
     get_current = cuCtxGetCurrent(pctx: *mut sys::CUcontext);
+    get_device = cuCtxGetDevice(device: *mut sys::CUdevice);
     get_flags = cuCtxGetFlags(flags: *mut c_uint);
     get_limit = cuCtxGetLimit(pvalue: *mut usize, limit: sys::CUlimit);
     get_stream_priority_range = cuCtxGetStreamPriorityRange(least_priority: *mut c_int, greatest_priority: *mut c_int);
@@ -19,6 +20,7 @@ entries! {
     set_current = cuCtxSetCurrent(ctx: sys::CUcontext);
     set_limit = cuCtxSetLimit(limit: sys::CUlimit, value: usize);
     synchronize = cuCtxSynchronize();
+    primary_get_state = cuDevicePrimaryCtxGetState(dev: sys::CUdevice, flags: *mut c_uint, active: *mut c_int);
     primary_release = cuDevicePrimaryCtxRelease_v2(dev: sys::CUdevice);
     primary_reset = cuDevicePrimaryCtxReset_v2(dev: sys::CUdevice);
     primary_retain = cuDevicePrimaryCtxRetain(pctx: *mut sys::CUcontext, dev: sys::CUdevice);

@@ -15,6 +15,7 @@ entries! {
     get_info = cuMemGetInfo_v2(free: *mut usize, total: *mut usize);
     host_alloc = cuMemHostAlloc(pp: *mut *mut c_void, bytesize: usize, flags: c_uint);
     host_get_device_pointer = cuMemHostGetDevicePointer_v2(pdptr: *mut sys::CUdeviceptr, p: *mut c_void, flags: c_uint);
+    pointer_get_attribute = cuPointerGetAttribute(data: *mut c_void, attribute: sys::CUpointer_attribute, ptr: sys::CUdeviceptr);
     pool_set_access = cuMemPoolSetAccess(pool: sys::CUmemoryPool, map: *const sys::CUmemAccessDesc, count: usize);
     memcpy_dtod_async = cuMemcpyDtoDAsync_v2(dst_device: sys::CUdeviceptr, src_device: sys::CUdeviceptr, byte_count: usize, h_stream: sys::CUstream);
     memcpy_dtod = cuMemcpyDtoD_v2(dst_device: sys::CUdeviceptr, src_device: sys::CUdeviceptr, byte_count: usize);

@@ -204,6 +204,11 @@ impl<T: bytemuck::Pod> crate::DeviceBuffer<T> {
 }
 
 impl<'a, T> DeviceView<'a, T> {
+    /// A view of `len` elements at `ptr`, tracked by `usage` (memory borrowed from another
+    /// library, `crate::borrowed`: the caller vouches for the range).
+    pub(crate) fn from_tracked(ptr: u64, len: usize, usage: &'a BufferUsage) -> Self {
+        DeviceView { ptr, len, usage, _borrow: PhantomData }
+    }
     /// Number of elements.
     pub fn len(&self) -> usize {
         self.len
@@ -223,7 +228,12 @@ impl<'a, T> DeviceView<'a, T> {
     }
 }
 
-impl<T> DeviceViewMut<'_, T> {
+impl<'a, T> DeviceViewMut<'a, T> {
+    /// As [`DeviceView::from_tracked`], writable: the caller also vouches that nothing else
+    /// gives access to the range while the view lives.
+    pub(crate) fn from_tracked(ptr: u64, len: usize, usage: &'a BufferUsage) -> Self {
+        DeviceViewMut { ptr, len, usage, _borrow: PhantomData }
+    }
     /// Number of elements.
     pub fn len(&self) -> usize {
         self.len

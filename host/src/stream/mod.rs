@@ -49,6 +49,9 @@ struct StreamInner {
     /// The event other streams and the host wait on to order themselves after this stream's
     /// work so far: created on first need, re-recorded each time (see [`Stream::wait_for`]).
     tail: OnceLock<TailEvent>,
+    /// For a stream borrowed from another library: what keeps its handle alive
+    /// (`crate::borrowed`); dropped after the tail event is destroyed.
+    _keep_alive: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 /// A `CUevent` owned by its stream (destroyed with it).
@@ -103,7 +106,27 @@ impl Stream {
     }
 
     fn wrap(raw: sys::CUstream, context: &Context, owned: bool, with_legacy: bool) -> Self {
-        let inner = StreamInner { raw, context: context.clone(), owned, with_legacy, capturing: AtomicBool::new(false), tail: OnceLock::new() };
+        Self::wrap_kept(raw, context, owned, with_legacy, None)
+    }
+
+    /// `wrap`, holding `keep_alive` as long as the stream (`crate::borrowed`: a handle owned by
+    /// another library, never destroyed here when `owned` is false).
+    pub(crate) fn wrap_kept(
+        raw: sys::CUstream,
+        context: &Context,
+        owned: bool,
+        with_legacy: bool,
+        keep_alive: Option<Arc<dyn std::any::Any + Send + Sync>>,
+    ) -> Self {
+        let inner = StreamInner {
+            raw,
+            context: context.clone(),
+            owned,
+            with_legacy,
+            capturing: AtomicBool::new(false),
+            tail: OnceLock::new(),
+            _keep_alive: keep_alive,
+        };
         Stream { inner: Arc::new(inner), user: Some(Arc::new(())) }
     }
 

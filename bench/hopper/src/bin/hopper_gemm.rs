@@ -13,7 +13,9 @@
 //! launch; 2048 sampled entries checked against an f64 host reference with the bound
 //! `|c - ref| <= 2^-8 |ref| + 2^-16 sum_k |a_ik b_jk|` (bf16 output rounding plus f32
 //! accumulation); the whole C compared with cuBLAS's; then CUDA-event timings (median),
-//! interleaved run by run. Exit status 1 when a check fails.
+//! interleaved run by run: isolated (one launch per event pair, synchronised after each) and
+//! steady state (20 launches back to back per event pair, as cuBLAS users time it).
+//! Exit status 1 when a check fails.
 #![allow(clippy::result_large_err)]
 
 use std::ffi::c_void;
@@ -21,7 +23,7 @@ use std::process::ExitCode;
 
 use cudarc::cublas::sys as cublas;
 use ferrocuda_bench::nvrtc;
-use ferrocuda_device::half::Bf16;
+use ferrocuda_device::half::bf16;
 use ferrocuda_host::{Context, DeviceBuffer, Event, Function, JitOptions, Module, Stream, TensorDataType, TensorMap, TensorSwizzle, sys};
 use hopper_kernels::gemm::{BK, BM, BN, COPY_TILE, SHARED_BYTES, THREADS};
 
@@ -57,9 +59,9 @@ impl Rng {
     }
 
     /// Uniform in [-1, 1), rounded to bf16.
-    fn bf16(&mut self) -> Bf16 {
+    fn bf16(&mut self) -> bf16 {
         let unit = (self.next() >> 40) as f32 / (1u64 << 24) as f32;
-        Bf16::from_f32(2.0 * unit - 1.0)
+        bf16::from_f32(2.0 * unit - 1.0)
     }
 }
 
@@ -159,7 +161,7 @@ impl Cublas {
 
     /// Row-major `C (m x n) = A (m x k) · Bᵀ` with B n x k row-major, bf16 in and out, f32
     /// compute. Column-major view: `Cᵀ (n x m) = op_T(B as k x n) · (A as k x m)`.
-    fn gemm_tn(&self, a: &DeviceBuffer<Bf16>, b: &DeviceBuffer<Bf16>, c: &mut DeviceBuffer<Bf16>, m: i32, n: i32, k: i32) -> Res<()> {
+    fn gemm_tn(&self, a: &DeviceBuffer<bf16>, b: &DeviceBuffer<bf16>, c: &mut DeviceBuffer<bf16>, m: i32, n: i32, k: i32) -> Res<()> {
         let (alpha, beta) = (1.0f32, 0.0f32);
         let bf16 = cublas::cudaDataType::CUDA_R_16BF;
         // SAFETY: the buffers hold m*k, n*k and m*n elements (allocated so by the caller) and
@@ -212,10 +214,10 @@ fn median(times: &mut [f64]) -> f64 {
 fn tma_round_trip(context: &Context, stream: &Stream, module: &Module) -> Res<String> {
     let (rows, cols) = (256u32, 512u32);
     let mut rng = Rng(0x1234_5678_9abc_def1);
-    let input: Vec<Bf16> = (0..rows * cols).map(|_| rng.bf16()).collect();
+    let input: Vec<bf16> = (0..rows * cols).map(|_| rng.bf16()).collect();
     let src = DeviceBuffer::from_slice(context, &input).map_err(err("upload"))?;
-    let mut dst = DeviceBuffer::<Bf16>::zeroed(context, input.len()).map_err(err("alloc"))?;
-    dst.fill_async(Bf16(0xffff), stream).map_err(err("poison"))?;
+    let mut dst = DeviceBuffer::<bf16>::zeroed(context, input.len()).map_err(err("alloc"))?;
+    dst.fill_async(bf16::from_bits(0xffff), stream).map_err(err("poison"))?;
     let map = TensorMap::tiled_2d(&src, TensorDataType::Bf16, rows as u64, cols as u64, COPY_TILE, COPY_TILE, TensorSwizzle::None)
         .map_err(err("cuTensorMapEncodeTiled"))?;
     let map_dev = map.to_device(context).map_err(err("map upload"))?;
@@ -330,8 +332,8 @@ fn tma_rank_stores(context: &Context, stream: &Stream, module: &Module) -> Res<S
 fn tma_store_check(context: &Context, stream: &Stream, module: &Module) -> Res<String> {
     use hopper_kernels::probes::{TMA_STORE_AT, TMA_STORE_BOX, TMA_STORE_COLS, TMA_STORE_ROWS, TMA_STORE_SHARED_BYTES, tma_store_value};
     let (rows, cols, side) = (TMA_STORE_ROWS, TMA_STORE_COLS, TMA_STORE_BOX);
-    let mut array = DeviceBuffer::<Bf16>::zeroed(context, (rows * cols) as usize).map_err(err("alloc"))?;
-    array.fill_async(Bf16(0xffff), stream).map_err(err("poison"))?;
+    let mut array = DeviceBuffer::<bf16>::zeroed(context, (rows * cols) as usize).map_err(err("alloc"))?;
+    array.fill_async(bf16::from_bits(0xffff), stream).map_err(err("poison"))?;
     let map = TensorMap::tiled_2d(&array, TensorDataType::Bf16, rows as u64, cols as u64, side, side, TensorSwizzle::B128)
         .map_err(err("store map"))?
         .to_device(context)
@@ -352,7 +354,7 @@ fn tma_store_check(context: &Context, stream: &Stream, module: &Module) -> Res<S
             let inside = (y..y + side).contains(&row) && (x..x + side).contains(&col);
             let want = if inside { tma_store_value(row - y, col - x) } else { 0xffff };
             stored += usize::from(inside);
-            wrong += usize::from(got[(row * cols + col) as usize].0 != want);
+            wrong += usize::from(got[(row * cols + col) as usize].to_bits() != want);
         }
     }
     if wrong > 0 {
@@ -370,9 +372,9 @@ fn tma_store_check(context: &Context, stream: &Stream, module: &Module) -> Res<S
 fn wgmma_tile(context: &Context, stream: &Stream, module: &Module) -> Res<String> {
     use hopper_kernels::probes::WGMMA_TILE_SHARED_BYTES;
     let mut rng = Rng(0x0bad_cafe);
-    let mut quarter = || Bf16::from_f32(((rng.next() >> 60) as f32 - 8.0) / 4.0);
-    let a: Vec<Bf16> = (0..64 * 16).map(|_| quarter()).collect();
-    let b: Vec<Bf16> = (0..64 * 16).map(|_| quarter()).collect();
+    let mut quarter = || bf16::from_f32(((rng.next() >> 60) as f32 - 8.0) / 4.0);
+    let a: Vec<bf16> = (0..64 * 16).map(|_| quarter()).collect();
+    let b: Vec<bf16> = (0..64 * 16).map(|_| quarter()).collect();
     let (da, db) = (DeviceBuffer::from_slice(context, &a).map_err(err("upload"))?, DeviceBuffer::from_slice(context, &b).map_err(err("upload"))?);
     let mut ss = DeviceBuffer::<f32>::zeroed(context, 64 * 64).map_err(err("alloc"))?;
     let mut rs = DeviceBuffer::<f32>::zeroed(context, 64 * 64).map_err(err("alloc"))?;
@@ -487,7 +489,7 @@ struct MapPaths {
 fn tma_diag(context: &Context, stream: &Stream, module: &Module) -> Res<MapPaths> {
     let (rows, cols) = (256u32, 512u32);
     let mut rng = Rng(0x0000_d1a9_d1a9);
-    let input: Vec<Bf16> = (0..rows * cols).map(|_| rng.bf16()).collect();
+    let input: Vec<bf16> = (0..rows * cols).map(|_| rng.bf16()).collect();
     trace("diag: uploading");
     let src = DeviceBuffer::from_slice(context, &input).map_err(err("upload"))?;
     trace("diag: encoding the tensor map");
@@ -528,9 +530,11 @@ fn tma_diag(context: &Context, stream: &Stream, module: &Module) -> Res<MapPaths
         let got = out.to_vec().map_err(err("download"))?;
         let tile_ok = match mode {
             0 => true,
-            4 => got.iter().enumerate().all(|(i, w)| *w == (input[2 * i].0 as u32 | (input[2 * i + 1].0 as u32) << 16)),
+            4 => got.iter().enumerate().all(|(i, w)| *w == (input[2 * i].to_bits() as u32 | (input[2 * i + 1].to_bits() as u32) << 16)),
             _ => (0..64).all(|r| {
-                (0..32).all(|c2| got[r * 32 + c2] == (input[r * cols as usize + 2 * c2].0 as u32 | (input[r * cols as usize + 2 * c2 + 1].0 as u32) << 16))
+                (0..32).all(|c2| {
+                    got[r * 32 + c2] == (input[r * cols as usize + 2 * c2].to_bits() as u32 | (input[r * cols as usize + 2 * c2 + 1].to_bits() as u32) << 16)
+                })
             }),
         };
         let map_seen = if mode == 4 || mode == 0 {
@@ -576,12 +580,12 @@ fn run_size(
     let mut lines = Vec::new();
     let mut ok = true;
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ side as u64);
-    let a_host: Vec<Bf16> = (0..m as usize * k as usize).map(|_| rng.bf16()).collect();
-    let b_host: Vec<Bf16> = (0..n as usize * k as usize).map(|_| rng.bf16()).collect();
+    let a_host: Vec<bf16> = (0..m as usize * k as usize).map(|_| rng.bf16()).collect();
+    let b_host: Vec<bf16> = (0..n as usize * k as usize).map(|_| rng.bf16()).collect();
     let a = DeviceBuffer::from_slice(context, &a_host).map_err(err("upload A"))?;
     let b = DeviceBuffer::from_slice(context, &b_host).map_err(err("upload B"))?;
-    let mut c = DeviceBuffer::<Bf16>::zeroed(context, m as usize * n as usize).map_err(err("alloc C"))?;
-    let mut c_ref = DeviceBuffer::<Bf16>::zeroed(context, m as usize * n as usize).map_err(err("alloc C ref"))?;
+    let mut c = DeviceBuffer::<bf16>::zeroed(context, m as usize * n as usize).map_err(err("alloc C"))?;
+    let mut c_ref = DeviceBuffer::<bf16>::zeroed(context, m as usize * n as usize).map_err(err("alloc C ref"))?;
     let a_map = TensorMap::tiled_2d(&a, TensorDataType::Bf16, m as u64, k as u64, BM, BK, TensorSwizzle::B128)
         .map_err(err("A map"))?
         .to_device(context)
@@ -690,7 +694,7 @@ fn run_size(
     let reference = c_ref.to_vec().map_err(err("download C ref"))?;
     for (name, function) in kernels.iter().zip(&functions) {
         eprintln!("checking {name} at {side}^3 ...");
-        c.fill_async(Bf16(0x7fc1), stream).map_err(err("poison C"))?;
+        c.fill_async(bf16::from_bits(0x7fc1), stream).map_err(err("poison C"))?;
         ours(function)?;
         wait_idle(stream, name, 20.0)?;
         let got = c.to_vec().map_err(err("download C"))?;
@@ -779,6 +783,50 @@ fn run_size(
         let ratio = medians[cpp] / medians[rust];
         lines.push(format!("{side}^3 Rust gemm_bf16_tn / CUDA C++ {TWIN_KERNEL}: {ratio:.3}x (the C++ time over the Rust time; > 1: Rust faster)"));
         json += &format!(", \"rust_over_cpp\": {ratio:.4}");
+    }
+
+    // Steady state, as cuBLAS users time it: `BATCH` launches back to back between one pair of
+    // events (no synchronisation between them), the time per launch; median over `runs / 2`
+    // (at least 5) batches, implementations interleaved batch by batch after one warm-up batch.
+    const BATCH: usize = 20;
+    let batches = (runs / 2).max(5);
+    eprintln!("timing {side}^3 in steady state ({batches} batches of {BATCH} back-to-back launches per implementation) ...");
+    let mut steady = vec![Vec::new(); functions.len() + 1];
+    for round in 0..batches + 1 {
+        for (i, slot) in steady.iter_mut().enumerate() {
+            start.record(stream).map_err(err("record"))?;
+            for _ in 0..BATCH {
+                if i < functions.len() {
+                    ours(&functions[i])?;
+                } else {
+                    blas.gemm_tn(&a, &b, &mut c_ref, m as i32, n as i32, k as i32)?;
+                }
+            }
+            end.record(stream).map_err(err("record"))?;
+            end.synchronize().map_err(err("kernel"))?;
+            if round >= 1 {
+                slot.push(start.elapsed_ms(&end).map_err(err("elapsed"))? as f64 / BATCH as f64);
+            }
+        }
+    }
+    let steady_medians: Vec<f64> = steady.iter_mut().map(|t| median(t)).collect();
+    let steady_spread: Vec<f64> = steady.iter().map(|t| (t[t.len() - 1] - t[0]) / t[t.len() / 2] * 100.0).collect();
+    let cublas_steady = flop / (steady_medians[functions.len()] * 1e-3) / 1e12;
+    lines.push(format!(
+        "{side}^3 steady state ({BATCH} back-to-back launches per event pair) cuBLAS: {:.3} ms, {cublas_steady:.1} TFLOP/s (spread {:.1}%)",
+        steady_medians[functions.len()],
+        steady_spread[functions.len()]
+    ));
+    json += &format!(", \"steady_batch\": {BATCH}, \"cublas_steady_tflops\": {cublas_steady:.1}");
+    for (i, name) in kernels.iter().enumerate() {
+        let tflops = flop / (steady_medians[i] * 1e-3) / 1e12;
+        lines.push(format!(
+            "{side}^3 steady state {name}: {:.3} ms, {tflops:.1} TFLOP/s = {:.1}% of cuBLAS (spread {:.1}%)",
+            steady_medians[i],
+            100.0 * tflops / cublas_steady,
+            steady_spread[i]
+        ));
+        json += &format!(", \"{name}_steady_tflops\": {tflops:.1}");
     }
     json += "}";
     Ok(SizeResult { lines, json, ok })

@@ -27,8 +27,8 @@ impl Implementation<'_> {
 macro_rules! launch_with {
     ($implementation:expr, $kernel:ident, $stream:expr, $config:expr, $($arg:expr),* $(,)?) => {
         match $implementation {
-            $crate::timing::Implementation::Rust => gpu_kernels::examples::$kernel::launch($stream, $config, $($arg),*),
-            $crate::timing::Implementation::CudaCpp(module) => gpu_kernels::examples::$kernel::launch_in(module, $stream, $config, $($arg),*),
+            $crate::twins::timing::Implementation::Rust => $crate::examples::$kernel::launch($stream, $config, $($arg),*),
+            $crate::twins::timing::Implementation::CudaCpp(module) => $crate::examples::$kernel::launch_in(module, $stream, $config, $($arg),*),
         }
     };
 }

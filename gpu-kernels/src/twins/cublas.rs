@@ -3,7 +3,7 @@
 
 use ferrocuda_host::{Cublas, DeviceBuffer, Stream};
 
-use crate::cases::BenchResult;
+use super::cases::BenchResult;
 
 /// A cuBLAS handle (ferrocuda-host's one way of making one) bound to one stream.
 pub struct Sgemm {

@@ -1,19 +1,19 @@
 //! One function per example kernel: inputs, a checked run of each implementation, then the
-//! timed runs. Sizes are fixed: >= 256 MiB per array for the memory-bound kernels.
+//! timed runs, at the [`Sizes`] the caller picks.
 
-use bytemuck::cast_slice;
-use ferrocuda_host::{Context, DeviceBuffer, LaunchConfig, Module, Stream};
-use gpu_kernels::examples::{
+use crate::examples::{
     self, BLOCK_THREADS, Float4, HISTOGRAM_BINS, MATMUL_BLOCK_M, MATMUL_BLOCK_N, MATMUL_THREADS, SOFTMAX_COLS, STENCIL_BLOCK_X, STENCIL_ROWS_PER_THREAD,
     TRANSPOSE_ROWS, TRANSPOSE_TILE, U32x4,
 };
+use bytemuck::cast_slice;
+use ferrocuda_host::{Context, DeviceBuffer, LaunchConfig, Module, Stream};
 
 mod llm;
 
-use crate::cpu::{self, Random, mismatch};
+pub use super::Row;
+use super::cpu::{self, Random, mismatch};
+use super::timing::{Implementation, Runs, measure, median};
 use crate::launch_with;
-pub use crate::report::Row;
-use crate::timing::{Implementation, Runs, measure, median};
 pub use llm::{adamw, layernorm, softmax_online};
 
 /// What every case needs.
@@ -28,15 +28,31 @@ pub struct Env<'m> {
     pub cuda: Option<&'m Module>,
     /// Streaming multiprocessors (grid sizing for grid-stride kernels).
     pub sm_count: u32,
+    /// Problem sizes.
+    pub sizes: Sizes,
 }
 
 /// The binary's error type: a driver error, or a GPU result that disagrees with the CPU.
 pub type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
 
-/// 256 MiB of `f32`.
-const ARRAY_FLOATS: usize = 64 << 20;
-/// Side of the square matrices of transpose and stencil (8192² floats = 256 MiB).
-const GRID_SIDE: u32 = 8192;
+/// Problem sizes: [`Sizes::BENCH`] for the benchmark, [`Sizes::QUICK`] for the main job.
+#[derive(Clone, Copy, Debug)]
+pub struct Sizes {
+    /// `f32` per array of the memory-bound kernels (saxpy, sum, softmax, histogram bytes / 4).
+    pub array_floats: usize,
+    /// Side of the square matrices of transpose and stencil.
+    pub grid_side: u32,
+    /// Side of the square matrices of the matmuls.
+    pub matmul_side: u32,
+}
+
+impl Sizes {
+    /// The benchmark's: 256 MiB per array (8192² floats for the 2-D kernels), matmul 4096³.
+    pub const BENCH: Sizes = Sizes { array_floats: 64 << 20, grid_side: 8192, matmul_side: 4096 };
+    /// The main job's: 64 MiB per array (beyond an H100's or H200's 50-60 MB L2, so still
+    /// memory-bound), 4096² for the 2-D kernels, matmul 2048³; a few seconds in all.
+    pub const QUICK: Sizes = Sizes { array_floats: 16 << 20, grid_side: 4096, matmul_side: 2048 };
+}
 
 impl<'m> Env<'m> {
     fn implementations(&self) -> Vec<Implementation<'m>> {
@@ -49,7 +65,7 @@ impl<'m> Env<'m> {
 
     fn registers(&self, implementation: Implementation<'_>, symbol: &str) -> Option<u32> {
         let function = match implementation {
-            Implementation::Rust => ferrocuda_host::Function::from_embedded(&self.context, &gpu_kernels::KERNELS, leak(symbol)),
+            Implementation::Rust => ferrocuda_host::Function::from_embedded(&self.context, &crate::KERNELS, leak(symbol)),
             Implementation::CudaCpp(module) => module.function(symbol),
         };
         function.and_then(|f| f.attributes()).ok().map(|a| a.registers)
@@ -120,16 +136,16 @@ fn describe(worst: f64) -> String {
     if worst == 0.0 { "exact".to_string() } else { format!("max rel err {worst:.1e}") }
 }
 
-/// `saxpy_x4`: y = a x + y on 64 Mi floats per array.
+/// `saxpy_x4`: y = a x + y.
 pub fn saxpy(env: &Env) -> BenchResult<Vec<Row>> {
     let mut random = Random::new(1);
-    let (x, y) = (random.floats(ARRAY_FLOATS, -1.0, 1.0), random.floats(ARRAY_FLOATS, -1.0, 1.0));
+    let (x, y) = (random.floats(env.sizes.array_floats, -1.0, 1.0), random.floats(env.sizes.array_floats, -1.0, 1.0));
     let a = 1.5f32;
     let expected = cpu::saxpy(a, &x, &y);
     let x_dev = DeviceBuffer::from_slice(&env.context, &float4s(&x))?;
     let y4 = float4s(&y);
     let mut y_dev = DeviceBuffer::from_slice(&env.context, &y4)?;
-    let vectors = ARRAY_FLOATS / 4;
+    let vectors = env.sizes.array_floats / 4;
     let config = LaunchConfig::new((vectors as u32).div_ceil(BLOCK_THREADS), BLOCK_THREADS);
     let implementations = env.implementations();
     let mut checks = Vec::new();
@@ -145,14 +161,14 @@ pub fn saxpy(env: &Env) -> BenchResult<Vec<Row>> {
         stopwatch.start()?;
         launch_with!(implementation, saxpy_x4, &env.stream, config, a, &x_dev, &mut y_dev)
     })?;
-    let bytes = 3.0 * (ARRAY_FLOATS * 4) as f64;
-    Ok(env.rows("saxpy_x4", format!("{ARRAY_FLOATS} f32 x2"), &implementations, &times, Some(bytes), None, checks))
+    let bytes = 3.0 * (env.sizes.array_floats * 4) as f64;
+    Ok(env.rows("saxpy_x4", format!("{} f32 x2", env.sizes.array_floats), &implementations, &times, Some(bytes), None, checks))
 }
 
-/// `sum_x4`: the sum of 64 Mi floats.
+/// `sum_x4`: the sum of an array.
 #[allow(clippy::neg_cmp_op_on_partial_ord)] // `!(e <= t)` also rejects NaN
 pub fn sum(env: &Env) -> BenchResult<Vec<Row>> {
-    let x = Random::new(2).floats(ARRAY_FLOATS, 0.0, 1.0);
+    let x = Random::new(2).floats(env.sizes.array_floats, 0.0, 1.0);
     let (exact, abs_sum) = cpu::sum(&x);
     let x_dev = DeviceBuffer::from_slice(&env.context, &float4s(&x))?;
     let mut out = DeviceBuffer::<f32>::zeroed(&env.context, 1)?;
@@ -162,7 +178,7 @@ pub fn sum(env: &Env) -> BenchResult<Vec<Row>> {
     // ~n / (4 threads) values, then 2 + 5 (warp) + 5 (block) levels of a tree, then one
     // atomic add per block in sequence; each step rounds with at most eps * (running |sum|).
     let threads = (blocks * BLOCK_THREADS) as usize;
-    let steps = ARRAY_FLOATS.div_ceil(4 * threads) + 12 + blocks as usize;
+    let steps = env.sizes.array_floats.div_ceil(4 * threads) + 12 + blocks as usize;
     let bound = steps as f64 * f32::EPSILON as f64 * abs_sum;
     let implementations = env.implementations();
     let mut checks = Vec::new();
@@ -181,13 +197,13 @@ pub fn sum(env: &Env) -> BenchResult<Vec<Row>> {
         stopwatch.start()?;
         launch_with!(implementation, sum_x4, &env.stream, config, &x_dev, &mut out)
     })?;
-    let bytes = (ARRAY_FLOATS * 4) as f64;
-    Ok(env.rows("sum_x4", format!("{ARRAY_FLOATS} f32"), &implementations, &times, Some(bytes), None, checks))
+    let bytes = (env.sizes.array_floats * 4) as f64;
+    Ok(env.rows("sum_x4", format!("{} f32", env.sizes.array_floats), &implementations, &times, Some(bytes), None, checks))
 }
 
-/// `transpose_32`: an 8192 x 8192 matrix.
+/// `transpose_32`: a square matrix (8192² in the benchmark).
 pub fn transpose(env: &Env) -> BenchResult<Vec<Row>> {
-    let (rows, cols) = (GRID_SIDE, GRID_SIDE);
+    let (rows, cols) = (env.sizes.grid_side, env.sizes.grid_side);
     let n = (rows * cols) as usize;
     let input = Random::new(3).floats(n, -1.0, 1.0);
     let expected = cpu::transpose(&input, rows as usize, cols as usize);
@@ -210,7 +226,6 @@ pub fn transpose(env: &Env) -> BenchResult<Vec<Row>> {
 }
 
 /// Matrix sizes of the matmul benchmark (M = N = K).
-pub const MATMUL_SIDE: u32 = 4096;
 /// Elements of C checked against the CPU (a full check of 4096³ would take minutes).
 const MATMUL_SAMPLES: usize = 16384;
 
@@ -234,10 +249,10 @@ fn check_matmul(c: &[f32], a: &[f32], b: &[f32], side: usize) -> BenchResult<Str
     Ok(format!("{} sampled, max err {worst:.1e}·Σ|ab|", MATMUL_SAMPLES + 4))
 }
 
-/// `matmul_128x128` and `sgemm_pipelined` (and cuBLAS SGEMM on the same buffers): 4096³ in
-/// FP32. Both kernels' rows are compared with the one cuBLAS row (same size).
+/// `matmul_128x128` and `sgemm_pipelined` (and cuBLAS SGEMM on the same buffers) in FP32
+/// (4096³ in the benchmark). Both kernels' rows are compared with the one cuBLAS row (same size).
 pub fn matmul(env: &Env) -> BenchResult<(Vec<Row>, Option<String>)> {
-    let side = MATMUL_SIDE;
+    let side = env.sizes.matmul_side;
     let n = (side * side) as usize;
     let mut random = Random::new(4);
     let (a, b) = (random.floats(n, -1.0, 1.0), random.floats(n, -1.0, 1.0));
@@ -269,7 +284,7 @@ pub fn matmul(env: &Env) -> BenchResult<(Vec<Row>, Option<String>)> {
     bench_kernel!(matmul_128x128);
     bench_kernel!(sgemm_pipelined);
 
-    let skipped = match crate::cublas::Sgemm::new(&env.stream) {
+    let skipped = match super::cublas::Sgemm::new(&env.stream) {
         Ok(sgemm) => {
             c_dev.zero_async(&env.stream)?;
             sgemm.row_major(&a_dev, &b_dev, &mut c_dev, side)?;
@@ -297,13 +312,13 @@ pub fn matmul(env: &Env) -> BenchResult<(Vec<Row>, Option<String>)> {
     Ok((rows, skipped))
 }
 
-/// `softmax_rows_1024`: 65 536 rows of 1024 floats.
+/// `softmax_rows_1024`: rows of 1024 floats (65 536 rows in the benchmark).
 pub fn softmax(env: &Env) -> BenchResult<Vec<Row>> {
-    let rows = (ARRAY_FLOATS / SOFTMAX_COLS) as u32;
-    let input = Random::new(5).floats(ARRAY_FLOATS, -8.0, 8.0);
+    let rows = (env.sizes.array_floats / SOFTMAX_COLS) as u32;
+    let input = Random::new(5).floats(env.sizes.array_floats, -8.0, 8.0);
     let expected = cpu::softmax(&input);
     let input_dev = DeviceBuffer::from_slice(&env.context, &float4s(&input))?;
-    let mut output = DeviceBuffer::<Float4>::zeroed(&env.context, ARRAY_FLOATS / 4)?;
+    let mut output = DeviceBuffer::<Float4>::zeroed(&env.context, env.sizes.array_floats / 4)?;
     let rows_per_block = BLOCK_THREADS / 32;
     let config = LaunchConfig::new(rows.div_ceil(rows_per_block), BLOCK_THREADS);
     let implementations = env.implementations();
@@ -321,13 +336,13 @@ pub fn softmax(env: &Env) -> BenchResult<Vec<Row>> {
         stopwatch.start()?;
         launch_with!(implementation, softmax_rows_1024, &env.stream, config, &input_dev, &mut output, rows)
     })?;
-    let bytes = 2.0 * (ARRAY_FLOATS * 4) as f64;
+    let bytes = 2.0 * (env.sizes.array_floats * 4) as f64;
     Ok(env.rows("softmax_rows_1024", format!("{rows}x{SOFTMAX_COLS} f32"), &implementations, &times, Some(bytes), None, checks))
 }
 
-/// `histogram_bytes`: 256 MiB of random bytes into 256 bins.
+/// `histogram_bytes`: random bytes into 256 bins (256 MiB in the benchmark).
 pub fn histogram(env: &Env) -> BenchResult<Vec<Row>> {
-    let bytes_len = ARRAY_FLOATS * 4;
+    let bytes_len = env.sizes.array_floats * 4;
     let mut random = Random::new(6);
     let data: Vec<U32x4> = (0..bytes_len / 16)
         .map(|_| {
@@ -362,9 +377,9 @@ pub fn histogram(env: &Env) -> BenchResult<Vec<Row>> {
     Ok(env.rows("histogram_bytes", format!("{bytes_len} u8"), &implementations, &times, Some(bytes_len as f64), None, checks))
 }
 
-/// `stencil_5pt`: one Jacobi step on an 8192 x 8192 grid.
+/// `stencil_5pt`: one Jacobi step on a square grid (8192² in the benchmark).
 pub fn stencil(env: &Env) -> BenchResult<Vec<Row>> {
-    let (rows, cols) = (GRID_SIDE, GRID_SIDE);
+    let (rows, cols) = (env.sizes.grid_side, env.sizes.grid_side);
     let n = (rows * cols) as usize;
     let input = Random::new(7).floats(n, 0.0, 1.0);
     let expected = cpu::stencil(&input, rows as usize, cols as usize);

@@ -1,7 +1,7 @@
 //! Inputs (deterministic pseudo-random) and the CPU references every GPU result is checked
 //! against before its time is reported.
 
-use gpu_kernels::examples::{SOFTMAX_COLS, STENCIL_CENTRE, STENCIL_NEIGHBOUR};
+use crate::examples::{SOFTMAX_COLS, STENCIL_CENTRE, STENCIL_NEIGHBOUR};
 
 /// SplitMix64: a fast, seedable generator; good enough for benchmark inputs.
 pub struct Random(u64);
@@ -131,7 +131,7 @@ pub fn softmax_rows(input: &[f32], cols: usize) -> Vec<f64> {
 }
 
 /// One AdamW step's new parameters, in f32 with the kernels' fma sequence.
-pub fn adamw(params: &[f32], grads: &[f32], m: &[f32], v: &[f32], hp: &gpu_kernels::llm::AdamW) -> Vec<f64> {
+pub fn adamw(params: &[f32], grads: &[f32], m: &[f32], v: &[f32], hp: &crate::llm::AdamW) -> Vec<f64> {
     let lerp = |a: f32, b: f32, w: f32| w.mul_add(b, (-w).mul_add(a, a));
     (0..params.len())
         .map(|i| {

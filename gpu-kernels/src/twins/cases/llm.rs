@@ -4,19 +4,19 @@
 
 use bytemuck::cast_slice;
 use ferrocuda_host::{DeviceBuffer, LaunchConfig};
-use gpu_kernels::examples::Float4;
-use gpu_kernels::llm::{AdamW, LAYERNORM_C};
 
-use super::{ARRAY_FLOATS, BenchResult, Env, Row, compare, describe, float4s};
-use crate::cpu::Random;
-use crate::timing::{Implementation, measure};
+use super::{BenchResult, Env, Row, compare, describe, float4s};
+use crate::examples::Float4;
+use crate::llm::{AdamW, LAYERNORM_C};
+use crate::twins::cpu::Random;
+use crate::twins::timing::{Implementation, measure};
 
 /// `launch_with!` for the kernels of `gpu_kernels::llm`.
 macro_rules! launch_llm {
     ($implementation:expr, $kernel:ident, $stream:expr, $config:expr, $($arg:expr),* $(,)?) => {
         match $implementation {
-            Implementation::Rust => gpu_kernels::llm::$kernel::launch($stream, $config, $($arg),*),
-            Implementation::CudaCpp(module) => gpu_kernels::llm::$kernel::launch_in(module, $stream, $config, $($arg),*),
+            Implementation::Rust => crate::llm::$kernel::launch($stream, $config, $($arg),*),
+            Implementation::CudaCpp(module) => crate::llm::$kernel::launch_in(module, $stream, $config, $($arg),*),
         }
     };
 }
@@ -24,15 +24,15 @@ macro_rules! launch_llm {
 /// Threads per block of the warp-per-row kernels (8 rows per block).
 const ROW_BLOCK: u32 = 256;
 
-/// `layernorm_768`: 65 536 rows of 768 floats (192 MiB in, 192 MiB out).
+/// `layernorm_768`: rows of 768 floats, one array of the sizes' floats in and out.
 pub fn layernorm(env: &Env) -> BenchResult<Vec<Row>> {
-    let rows = 65536u32;
+    let rows = (env.sizes.array_floats / LAYERNORM_C) as u32;
     let n = rows as usize * LAYERNORM_C;
     let mut random = Random::new(11);
     let input = random.floats(n, -4.0, 4.0);
     let weight = random.floats(LAYERNORM_C, 0.5, 1.5);
     let bias = random.floats(LAYERNORM_C, -0.5, 0.5);
-    let expected = crate::cpu::layernorm(&input, &weight, &bias, LAYERNORM_C);
+    let expected = crate::twins::cpu::layernorm(&input, &weight, &bias, LAYERNORM_C);
     let input_dev = DeviceBuffer::from_slice(&env.context, &float4s(&input))?;
     let weight_dev = DeviceBuffer::from_slice(&env.context, &float4s(&weight))?;
     let bias_dev = DeviceBuffer::from_slice(&env.context, &float4s(&bias))?;
@@ -58,13 +58,14 @@ pub fn layernorm(env: &Env) -> BenchResult<Vec<Row>> {
     Ok(env.rows("layernorm_768", format!("{rows}x{LAYERNORM_C} f32"), &implementations, &times, Some(bytes), None, checks))
 }
 
-/// `softmax_online`: 8192 rows of 8192 floats (256 MiB in, 256 MiB out; the second read of
-/// each 32 KiB row counts as traffic too).
+/// `softmax_online`: rows of 8192 floats, one array of the sizes' floats in and out (the
+/// second read of each 32 KiB row counts as traffic too).
 pub fn softmax_online(env: &Env) -> BenchResult<Vec<Row>> {
-    let (rows, cols) = (8192u32, 8192usize);
+    let cols = 8192usize;
+    let rows = (env.sizes.array_floats / cols) as u32;
     let n = rows as usize * cols;
     let input = Random::new(12).floats(n, -8.0, 8.0);
-    let expected = crate::cpu::softmax_rows(&input, cols);
+    let expected = crate::twins::cpu::softmax_rows(&input, cols);
     let input_dev = DeviceBuffer::from_slice(&env.context, &float4s(&input))?;
     let mut output = DeviceBuffer::<Float4>::zeroed(&env.context, n / 4)?;
     let config = LaunchConfig::new(rows.div_ceil(ROW_BLOCK / 32), ROW_BLOCK);
@@ -87,9 +88,10 @@ pub fn softmax_online(env: &Env) -> BenchResult<Vec<Row>> {
     Ok(env.rows("softmax_online", format!("{rows}x{cols} f32"), &implementations, &times, Some(bytes), None, checks))
 }
 
-/// `adamw_step`: 64 Mi parameters (reads params, grads, m, v; writes params, m, v).
+/// `adamw_step`: one array of the sizes' floats of parameters (reads params, grads, m, v;
+/// writes params, m, v).
 pub fn adamw(env: &Env) -> BenchResult<Vec<Row>> {
-    let n = ARRAY_FLOATS;
+    let n = env.sizes.array_floats;
     let mut random = Random::new(13);
     let (params, grads) = (random.floats(n, -1.0, 1.0), random.floats(n, -0.1, 0.1));
     let (m, v) = (random.floats(n, -0.01, 0.01), random.floats(n, 0.0, 1e-4));
@@ -102,7 +104,7 @@ pub fn adamw(env: &Env) -> BenchResult<Vec<Row>> {
         eps: 1e-8,
         weight_decay: 0.01,
     };
-    let expected = crate::cpu::adamw(&params, &grads, &m, &v, &hp);
+    let expected = crate::twins::cpu::adamw(&params, &grads, &m, &v, &hp);
     let grads_dev = DeviceBuffer::from_slice(&env.context, &grads)?;
     let mut params_dev = DeviceBuffer::from_slice(&env.context, &params)?;
     let mut m_dev = DeviceBuffer::from_slice(&env.context, &m)?;

@@ -8,7 +8,7 @@ use cudarc::nvrtc::sys as nvrtc;
 use ferrocuda_host::{Context, JitOptions, Module};
 
 /// The reference kernels' source (the twins of `gpu_kernels::examples`).
-pub const REFERENCE_SOURCE: &str = include_str!("../cuda/reference_kernels.cu");
+pub const REFERENCE_SOURCE: &str = include_str!("../../../bench/cuda/reference_kernels.cu");
 
 /// NVRTC's output for the reference kernels.
 pub struct Compiled {
@@ -78,7 +78,7 @@ impl Program {
 /// Compiles [`REFERENCE_SOURCE`] for `sm_{arch}` (see [`compile`]) and loads it into `context`.
 pub fn compile_reference(context: &Context, arch: u32) -> Result<Compiled, Unavailable> {
     // SAFETY: the reference kernels are launched only through the typed launchers of their
-    // Rust twins, whose parameters are the ones the source declares (bench/src/cases.rs).
+    // Rust twins, whose parameters are the ones the source declares (`twins::cases`).
     unsafe { compile(context, "bench/cuda/reference_kernels.cu", REFERENCE_SOURCE, &format!("sm_{arch}")) }
 }
 

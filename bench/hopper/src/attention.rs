@@ -1,0 +1,617 @@
+//! Attention forward on Hopper (FlashAttention-style, one pass over the keys with an online
+//! softmax): `O = softmax(scale · Q·Kᵀ) · V` per (batch, head), with the log-sum-exp of each
+//! query row, `lse = ln Σ_j exp(scale · q·k_j)` (natural log, for a later backward pass).
+//!
+//! Layout: Q, K, V and O are bf16 `[batch·heads, seq_len, D]` (PyTorch's `[B, H, S, D]`,
+//! contiguous), `lse` f32 `[batch·heads, seq_len]`; `D` is 64 or 128; any `seq_len >= 1` (the
+//! last key tile is masked, the last query tile's extra rows are not stored); optionally
+//! causal (key `j` attends to query `i` only when `j <= i`).
+//!
+//! Per block (384 threads, one 128-row query tile of one head; grid `(⌈S/128⌉, B·H)`):
+//! - warpgroup 0 (producer, `setmaxnreg.dec 24`): one thread loads the Q tile once, then each
+//!   128-row key tile and value tile through TMA (3-D maps, 128-byte swizzle, one box per 64
+//!   columns) into a [`STAGES`]-deep ring, K and V with their own full/empty mbarriers so the
+//!   consumers can start on K while V is still on its way;
+//! - warpgroups 1 and 2 (consumers, `setmaxnreg.inc 240`) each own 64 query rows: per key tile,
+//!   `S = Q·Kᵀ` with `wgmma` m64n128k16 (A and B from shared memory), the mask on the tiles
+//!   that need it, the online softmax in registers (`ex2.approx` with `scale·log2 e` folded in:
+//!   one FFMA and one MUFU.EX2 per score), `P` converted from the accumulator fragment to the
+//!   register A fragment (`wgmma::a_fragments_bf16_64`: no shared memory), and `O += P·V` with
+//!   `wgmma` A-from-registers, B N-major (V as stored). The `OVERLAP` variant (the default
+//!   kernels) issues the next tile's `Q·Kᵀ` before this tile's `P·V`, so the softmax of tile
+//!   `j+1` runs while the tensor cores compute `P_j·V_j` (FlashAttention-3's intra-warpgroup
+//!   overlap); the `_serial` kernels wait for each product; the `_pingpong` kernels add
+//!   FlashAttention-3's inter-warpgroup schedule (the two consumers take turns issuing their
+//!   products through named barriers, so one's softmax overlaps the other's products); the
+//!   `_s3` kernels have 3-deep K/V rings ([`STAGES_DEEP`]).
+//!
+//! Requirements (the kernels' contract; `attention_host::Problem` builds inputs that meet it):
+//! the maps describe live arrays with the layout above, box `[64, 128, 1]`, 128-byte swizzle;
+//! `o` holds `B·H·S·D` bf16, `lse` `B·H·S` f32. Design notes, checks and figures:
+//! `docs/hopper.md`, "Attention forward".
+
+/// Query rows per block (two consumer warpgroups of 64).
+pub const BM: u32 = 128;
+/// Key rows per pipeline stage.
+pub const BN: u32 = 128;
+/// Depth of the K and V rings.
+pub const STAGES: u32 = 2;
+/// Depth of the rings of the `_s3` kernels (the whole 227 KiB of shared memory at D = 128).
+pub const STAGES_DEEP: u32 = 3;
+/// Threads per block: one producer and two consumer warpgroups.
+pub const THREADS: u32 = 384;
+/// Bytes of one TMA box: 128 rows of 64 bf16 (128 bytes, the 128-byte swizzle's span).
+pub const SLAB: u32 = 128 * 128;
+/// TMA box of every map: 64 columns, 128 rows, one head.
+pub const BOX: [u32; 3] = [64, 128, 1];
+
+/// Bytes of a 128-row tile of head dimension `head_dim` (one [`SLAB`] per 64 columns).
+pub const fn tile_bytes(head_dim: u32) -> u32 {
+    head_dim / 64 * SLAB
+}
+
+/// Dynamic shared memory per block: Q, the K and V rings, the barriers, 1 KiB to align.
+pub const fn shared_bytes(head_dim: u32, stages: u32) -> u32 {
+    (1 + 2 * stages) * tile_bytes(head_dim) + 8 * (1 + 4 * stages) + 1024
+}
+
+/// Key tiles a query tile starting at row `q0` visits: all of them, or (causal) those up to
+/// the one holding its last row.
+pub const fn kv_tiles(causal: bool, q0: u32, seq_len: u32) -> u32 {
+    let all = seq_len.div_ceil(BN);
+    let upto = (q0 + BM - 1) / BN + 1;
+    if causal && upto < all { upto } else { all }
+}
+
+pub use body::attention_body;
+
+/// One query row of the f64 reference: `o[c]`, the softmax-weighted magnitude
+/// `weight[c] = Σ_j p_j |v_jc| / Σ_j p_j` (the scale of `o[c]`'s rounding error) and the LSE.
+#[cfg(not(target_arch = "nvptx64"))]
+pub struct Reference {
+    /// The exact output row.
+    pub o: Vec<f64>,
+    /// `Σ p |v| / Σ p` per column.
+    pub weight: Vec<f64>,
+    /// `ln Σ_j exp(scale · q·k_j)`.
+    pub lse: f64,
+}
+
+/// The f64 reference of row `row` of head `head` (arrays `[heads, seq_len, d]` bf16, scale
+/// `1/sqrt(d)`, keys after `row` left out when `causal`).
+#[cfg(not(target_arch = "nvptx64"))]
+#[allow(clippy::too_many_arguments)] // the problem's shape, spelled out
+pub fn reference_row(
+    q: &[ferrocuda_device::half::bf16],
+    k: &[ferrocuda_device::half::bf16],
+    v: &[ferrocuda_device::half::bf16],
+    d: usize,
+    seq_len: usize,
+    head: usize,
+    row: usize,
+    causal: bool,
+) -> Reference {
+    let at = |i: usize| head * seq_len * d + i * d;
+    let scale = 1.0 / (d as f64).sqrt();
+    let keys = if causal { row + 1 } else { seq_len };
+    let scores: Vec<f64> = (0..keys).map(|j| scale * (0..d).map(|c| q[at(row) + c].to_f32() as f64 * k[at(j) + c].to_f32() as f64).sum::<f64>()).collect();
+    let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let p: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
+    let l: f64 = p.iter().sum();
+    let column = |c: usize, f: fn(f64) -> f64| (0..keys).map(|j| p[j] * f(v[at(j) + c].to_f32() as f64)).sum::<f64>() / l;
+    Reference { o: (0..d).map(|c| column(c, |x| x)).collect(), weight: (0..d).map(|c| column(c, f64::abs)).collect(), lse: max + l.ln() }
+}
+
+/// Checks a computed row against its reference: every `|o - ref| <= (weight + |ref|) / 256 +
+/// 1e-6` (P rounded to bf16 before `P·V`, relative error 2^-9 per element, on the numerator
+/// only, plus O's bf16 rounding: about 2^-8 weight + 2^-9 |ref|, bound doubled), and `|lse -
+/// ref| <= 1e-3 + 1e-5 |ref|` (f32 sums, `ex2`/`lg2.approx`). Returns the worst error / bound,
+/// or which element is off. A NaN (an unwritten output) fails.
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn within_bound(reference: &Reference, o: &[f32], lse: f32) -> Result<f64, String> {
+    let mut worst = 0.0f64;
+    for (c, &got) in o.iter().enumerate() {
+        let bound = (reference.weight[c] + reference.o[c].abs()) / 256.0 + 1e-6;
+        let error = (got as f64 - reference.o[c]).abs();
+        if error.is_nan() || error > bound {
+            return Err(format!("O[{c}] = {got}, expected {} (bound {bound:.3e})", reference.o[c]));
+        }
+        worst = worst.max(error / bound);
+    }
+    let bound = 1e-3 + 1e-5 * reference.lse.abs();
+    let error = (lse as f64 - reference.lse).abs();
+    if error.is_nan() || error > bound {
+        return Err(format!("LSE = {lse}, expected {} (bound {bound:.1e})", reference.lse));
+    }
+    Ok(worst.max(error / bound))
+}
+
+mod body {
+    use super::*;
+    use ferrocuda_device::half::pack_bf16x2;
+    use ferrocuda_device::math::FastMath;
+    use ferrocuda_device::mbarrier::{MBarrier, fence_init};
+    use ferrocuda_device::named_barrier::NamedBarrier;
+    use ferrocuda_device::pipeline::Ring;
+    use ferrocuda_device::sync::sync_threads;
+    use ferrocuda_device::thread::{block_idx_x, block_idx_y, grid_dim_x, thread_idx_x};
+    use ferrocuda_device::tma::{TensorMap, dynamic_shared_address};
+    use ferrocuda_device::unroll::unroll;
+    use ferrocuda_device::warp::shuffle_xor;
+    use ferrocuda_device::warpgroup;
+    use ferrocuda_device::wgmma::{
+        self, Descriptor, a_fragments_bf16_64, fence_accumulators_32, fence_accumulators_64, m64n64k16_bf16_rs_n_major, m64n128k16_bf16, m64n128k16_bf16_init,
+        m64n128k16_bf16_rs_n_major,
+    };
+
+    /// The P fragments of one 128-key tile: 8 k16 steps of 4 registers.
+    type Fragments = [[u32; 4]; 8];
+
+    /// Issues `S = Q·Kᵀ` for one consumer warpgroup (64 query rows at `q`, 128 keys at `k`,
+    /// each a stack of [`SLAB`]s): `D / 16` `wgmma` m64n128k16 stepping 32 bytes along the
+    /// swizzled rows, then a new slab every 4 steps.
+    ///
+    /// # Safety
+    /// The whole warpgroup calls it together after a `wgmma::fence`; Q and the K tile are in
+    /// shared memory (written by TMA) until the group is waited for.
+    #[inline(always)]
+    unsafe fn issue_scores<const D: u32>(s: &mut [f32; 64], q: u32, k: u32) {
+        unroll::<8>(|step| {
+            let step = step as u32;
+            if step < D / 16 {
+                let offset = (step / 4) * SLAB + 32 * (step % 4);
+                // SAFETY: the caller's contract; the offsets stay inside the tiles.
+                unsafe {
+                    let (a, b) = (Descriptor::k_major_128b(q + offset).0, Descriptor::k_major_128b(k + offset).0);
+                    if step == 0 { m64n128k16_bf16_init(s, a, b) } else { m64n128k16_bf16(s, a, b, true) }
+                }
+            }
+        });
+        // SAFETY: the caller's contract.
+        unsafe { wgmma::commit() };
+    }
+
+    /// Issues `O += P·V` (V tile at `v`: 128 keys, N-major, one [`SLAB`] per 64 columns):
+    /// 8 `wgmma` (k16 steps of 16 keys = 2048 bytes) with A from the registers `p`.
+    ///
+    /// # Safety
+    /// As for [`issue_scores`]; `p` and `o` stay untouched until the group is waited for.
+    #[inline(always)]
+    unsafe fn issue_pv<const D: u32>(o: &mut [f32; 64], p: &Fragments, v: u32) {
+        unroll::<8>(|step| {
+            let b = Descriptor::n_major_128b(v + 2048 * step as u32, SLAB).0;
+            // SAFETY: the caller's contract. For D = 64 the accumulators are the first 32 of
+            // `o` (columns 0..64 in the m64n64 layout, the same registers as in m64n128).
+            unsafe {
+                if D == 64 {
+                    m64n64k16_bf16_rs_n_major(&mut *(o.as_mut_ptr() as *mut [f32; 32]), p[step], b, true);
+                } else {
+                    m64n128k16_bf16_rs_n_major(o, p[step], b, true);
+                }
+            }
+        });
+        // SAFETY: the caller's contract.
+        unsafe { wgmma::commit() };
+    }
+
+    /// Sets the scores of keys past `seq_len` and (causal) past the query to -inf. `col0`: the
+    /// tile's first key plus `2 (lane % 4)`; `row0`: this thread's first query row.
+    #[inline(always)]
+    fn mask<const CAUSAL: bool>(s: &mut [f32; 64], col0: u32, row0: u32, seq_len: u32) {
+        unroll::<16>(|i| {
+            unroll::<4>(|e| {
+                let col = col0 + 8 * i as u32 + (e as u32 & 1);
+                let row = row0 + 8 * (e as u32 >> 1);
+                if col >= seq_len || (CAUSAL && col > row) {
+                    s[4 * i + e] = f32::NEG_INFINITY;
+                }
+            })
+        });
+    }
+
+    /// The online softmax of one score tile for this thread's two rows: the new running maxima
+    /// `m` (in log2 units, `scale_log2` folded in), `s` replaced by `p = 2^(s·scale_log2 - m)`,
+    /// the running sums `l` (this thread's columns only) rescaled and extended. Returns the
+    /// factor by which the rows of O must be rescaled.
+    #[inline(always)]
+    fn softmax(s: &mut [f32; 64], m: &mut [f32; 2], l: &mut [f32; 2], scale_log2: f32) -> [f32; 2] {
+        let mut rescale = [1.0f32; 2];
+        unroll::<2>(|h| {
+            let mut max = f32::NEG_INFINITY;
+            unroll::<16>(|i| max = max.max(s[4 * i + 2 * h]).max(s[4 * i + 2 * h + 1]));
+            // The row's other columns live in the 3 other lanes of the quad.
+            max = max.max(shuffle_xor(max, 1));
+            max = max.max(shuffle_xor(max, 2));
+            let new = m[h].max(max * scale_log2);
+            // A row with every score so far masked keeps m = -inf; subtract 0 instead so that
+            // no -inf - -inf = NaN appears (its p and rescale factor are then 0).
+            let shift = if new == f32::NEG_INFINITY { 0.0 } else { new };
+            rescale[h] = (m[h] - shift).fast_exp2();
+            let mut sum = 0.0f32;
+            unroll::<16>(|i| {
+                unroll::<2>(|j| {
+                    let p = (s[4 * i + 2 * h + j] * scale_log2 - shift).fast_exp2();
+                    s[4 * i + 2 * h + j] = p;
+                    sum += p;
+                })
+            });
+            l[h] = l[h] * rescale[h] + sum;
+            m[h] = new;
+        });
+        rescale
+    }
+
+    /// Multiplies this thread's two rows of O by `factor`.
+    #[inline(always)]
+    fn rescale_rows(o: &mut [f32; 64], factor: [f32; 2]) {
+        unroll::<16>(|i| unroll::<4>(|e| o[4 * i + e] *= factor[e >> 1]));
+    }
+
+    /// Where the tiles and barriers of a block live in shared memory.
+    #[derive(Clone, Copy)]
+    struct Layout<const STAGES: u32> {
+        base: u32,
+        tile: u32,
+    }
+
+    impl<const STAGES: u32> Layout<STAGES> {
+        #[inline(always)]
+        fn q(self) -> u32 {
+            self.base
+        }
+        #[inline(always)]
+        fn k(self, slot: u32) -> u32 {
+            self.base + self.tile * (1 + slot)
+        }
+        #[inline(always)]
+        fn v(self, slot: u32) -> u32 {
+            self.base + self.tile * (1 + STAGES + slot)
+        }
+        /// The barriers after the tiles: Q's "full", then the K ring's, then the V ring's.
+        #[inline(always)]
+        fn barriers(self) -> u32 {
+            self.base + self.tile * (1 + 2 * STAGES)
+        }
+        #[inline(always)]
+        fn q_full(self) -> MBarrier {
+            // SAFETY: the first 8-byte slot after the tiles, inside the requested shared
+            // memory, used only as this barrier.
+            unsafe { MBarrier::at(self.barriers()) }
+        }
+        /// The K tiles' ring.
+        #[inline(always)]
+        fn keys(self) -> Ring<STAGES> {
+            // SAFETY: the next `Ring::BARRIER_BYTES`, inside the requested shared memory
+            // ([`shared_bytes`]), used only by this ring.
+            unsafe { Ring::at(self.barriers() + 8) }
+        }
+        /// The V tiles' ring.
+        #[inline(always)]
+        fn values(self) -> Ring<STAGES> {
+            // SAFETY: as for `keys`, the bytes after them.
+            unsafe { Ring::at(self.barriers() + 8 + Ring::<STAGES>::BARRIER_BYTES) }
+        }
+    }
+
+    /// What one consumer thread needs to finish a score tile.
+    #[derive(Clone, Copy)]
+    struct Rows {
+        lane: u32,
+        /// This thread's first query row (the second is 8 further).
+        row0: u32,
+        /// The block's first query row.
+        q0: u32,
+        seq_len: u32,
+        scale_log2: f32,
+    }
+
+    /// The consumer's running state: O's accumulators, the row maxima (log2 units) and sums.
+    struct Running {
+        acc: [f32; 64],
+        m: [f32; 2],
+        l: [f32; 2],
+    }
+
+    /// Keeps the compiler from moving register writes of `p` past a `wgmma::fence` (the same
+    /// empty `asm` as the accumulator fences): `p` is read by an asynchronous `wgmma`.
+    #[inline(always)]
+    fn fence_fragments(p: &mut Fragments) {
+        // SAFETY: `[[u32; 4]; 8]` and `[f32; 32]` have the same size and alignment, and every bit
+        // pattern is valid for both.
+        fence_accumulators_32(unsafe { &mut *(p as *mut Fragments as *mut [f32; 32]) });
+    }
+
+    /// Finishes the scores of key tile `j` (their group already waited for): releases K_j's
+    /// slot, masks if needed, runs the online softmax. Returns the rescale factor of O's rows
+    /// and the probabilities P (f32, in the accumulator layout; `a_fragments_bf16_64` makes
+    /// them the next `wgmma`'s A operand).
+    #[inline(always)]
+    fn finish_scores<const CAUSAL: bool, const STAGES: u32>(
+        s: &mut [f32; 64],
+        state: &mut Running,
+        rows: Rows,
+        layout: Layout<STAGES>,
+        j: u32,
+    ) -> ([f32; 2], [f32; 64]) {
+        fence_accumulators_64(s);
+        if rows.lane == 0 {
+            layout.keys().release(j);
+        }
+        // Work on a copy: `s` stays as the last `wgmma` wrote it (it is the next score group's
+        // accumulator operand), so nothing but a `wgmma` defines it while P·V is in flight
+        // (otherwise ptxas serialises the `wgmma`s: C7513).
+        let mut x = *s;
+        if (j + 1) * BN > rows.seq_len || (CAUSAL && (j + 1) * BN > rows.q0 + 1) {
+            mask::<CAUSAL>(&mut x, j * BN + 2 * (rows.lane % 4), rows.row0, rows.seq_len);
+        }
+        let factor = softmax(&mut x, &mut state.m, &mut state.l, rows.scale_log2);
+        (factor, x)
+    }
+
+    /// The kernel body (see the module docs).
+    ///
+    /// # Safety
+    /// The module's requirements; 384 threads, [`shared_bytes`]`(D, STAGES)` of dynamic shared memory,
+    /// grid `(⌈seq_len / 128⌉, batch·heads)`; run as every thread of the grid.
+    #[inline(always)]
+    pub unsafe fn attention_body<const D: u32, const CAUSAL: bool, const OVERLAP: bool, const PINGPONG: bool, const STAGES: u32>(
+        q_map: *const TensorMap,
+        k_map: *const TensorMap,
+        v_map: *const TensorMap,
+        o: *mut u32,
+        lse: *mut f32,
+        seq_len: u32,
+        scale_log2: f32,
+    ) {
+        let tid = thread_idx_x();
+        let tile = tile_bytes(D);
+        let layout = Layout::<STAGES> { base: (dynamic_shared_address() + 1023) & !1023, tile };
+        if tid == 0 {
+            layout.q_full().init(1);
+            // One release per consumer warp.
+            layout.keys().init(8);
+            layout.values().init(8);
+            fence_init();
+        }
+        sync_threads();
+        // Causal: the longest query tiles (the last ones) first, so the short ones fill the tail.
+        let q_tile = if CAUSAL { grid_dim_x() - 1 - block_idx_x() } else { block_idx_x() };
+        let q0 = q_tile * BM;
+        let head = block_idx_y();
+        let tiles = kv_tiles(CAUSAL, q0, seq_len);
+        if tid / 128 == 0 {
+            // SAFETY: the whole warpgroup executes it; the producer needs few registers.
+            unsafe { warpgroup::dealloc_registers::<24>() };
+            if tid == 0 {
+                // SAFETY: the maps are valid (the kernel's contract); every box starts inside
+                // its array (rows past `seq_len` are filled with zeros by the copy engine); each
+                // slot is free (its `empty` phase waited for) before it is refilled.
+                unsafe {
+                    TensorMap::acquire(q_map);
+                    TensorMap::acquire(k_map);
+                    TensorMap::acquire(v_map);
+                    layout.q_full().arrive_expect_tx(tile);
+                    for c in 0..D / 64 {
+                        TensorMap::load_3d(q_map, layout.q() + c * SLAB, layout.q_full(), (64 * c) as i32, q0 as i32, head as i32);
+                    }
+                    for j in 0..tiles {
+                        let slot = Ring::<STAGES>::slot(j);
+                        let full = layout.keys().produce(j, tile);
+                        for c in 0..D / 64 {
+                            TensorMap::load_3d(k_map, layout.k(slot) + c * SLAB, full, (64 * c) as i32, (j * BN) as i32, head as i32);
+                        }
+                        let full = layout.values().produce(j, tile);
+                        for c in 0..D / 64 {
+                            TensorMap::load_3d(v_map, layout.v(slot) + c * SLAB, full, (64 * c) as i32, (j * BN) as i32, head as i32);
+                        }
+                    }
+                }
+            }
+            return;
+        }
+        // SAFETY: the whole warpgroup executes it; 2 x 128 x 240 + 128 x 24 registers fit.
+        unsafe { warpgroup::alloc_registers::<240>() };
+        let consumer = tid / 128 - 1;
+        let lane = tid % 32;
+        let rows = Rows { lane, row0: q0 + 64 * consumer + 16 * ((tid % 128) / 32) + lane / 4, q0, seq_len, scale_log2 };
+        let q = layout.q() + consumer * 64 * 128;
+        // Not `[0.0; 64]`: a repeat expression becomes a store loop that keeps the array in
+        // local memory (docs/performance.md). SAFETY: all-zero bits are 0.0.
+        let mut state = Running { acc: unsafe { core::mem::zeroed() }, m: [f32::NEG_INFINITY; 2], l: [0.0; 2] };
+        // SAFETY: as above.
+        let mut s: [f32; 64] = unsafe { core::mem::zeroed() };
+        layout.q_full().wait(0);
+        // Every `unsafe` block below issues or waits for `wgmma`s: the consumer warpgroup's 128
+        // threads run this code together (the branch is on `tid / 128`, the loop bounds are the
+        // block's); the shared tiles a group reads stay untouched until the arrival on their
+        // `empty` barrier, which follows the wait for that group; the registers of a group in
+        // flight (`s`, `state.acc`, `p`) are fenced before its issue and not touched until it
+        // has been waited for.
+        if !OVERLAP {
+            for j in 0..tiles {
+                let slot = Ring::<STAGES>::slot(j);
+                layout.keys().consume(j);
+                // (No fence of `s` here: the first score `wgmma` only writes it.)
+                // SAFETY: see above.
+                unsafe {
+                    wgmma::fence();
+                    issue_scores::<D>(&mut s, q, layout.k(slot));
+                    wgmma::wait::<0>();
+                }
+                let (factor, probabilities) = finish_scores::<CAUSAL, STAGES>(&mut s, &mut state, rows, layout, j);
+                let mut p = a_fragments_bf16_64(&probabilities);
+                rescale_rows(&mut state.acc, factor);
+                layout.values().consume(j);
+                fence_accumulators_64(&mut state.acc);
+                fence_fragments(&mut p);
+                // SAFETY: see above.
+                unsafe {
+                    wgmma::fence();
+                    issue_pv::<D>(&mut state.acc, &p, layout.v(slot));
+                    wgmma::wait::<0>();
+                }
+                fence_accumulators_64(&mut state.acc);
+                if lane == 0 {
+                    layout.values().release(j);
+                }
+            }
+        } else if tiles > 0 {
+            // Ping-pong: consumer c issues its tensor-core work only after waiting on barrier
+            // 1 + c, and then arrives on the other's, so the two warpgroups take turns and one's
+            // softmax overlaps the other's products. Consumer 0 goes first (consumer 1's
+            // arrival below); each consumer passes its barrier tiles + 1 times (consumer 0 once
+            // more at the end, taking consumer 1's last arrival, so no phase is left open).
+            // (Constants: `NamedBarrier::new` checks its arguments, at compile time here.)
+            const TURN: [NamedBarrier; 2] = [NamedBarrier::new(1, 256), NamedBarrier::new(2, 256)];
+            let (mine, other) = if consumer == 0 { (TURN[0], TURN[1]) } else { (TURN[1], TURN[0]) };
+            if PINGPONG && consumer == 1 {
+                other.arrive();
+            }
+            layout.keys().consume(0);
+            if PINGPONG {
+                mine.sync();
+            }
+            // (No fence of `s` here: the first score `wgmma` only writes it.)
+            // SAFETY: see above.
+            unsafe {
+                wgmma::fence();
+                issue_scores::<D>(&mut s, q, layout.k(0));
+            }
+            if PINGPONG {
+                other.arrive();
+            }
+            // SAFETY: see above.
+            unsafe { wgmma::wait::<0>() };
+            let (_, probabilities) = finish_scores::<CAUSAL, STAGES>(&mut s, &mut state, rows, layout, 0);
+            let mut p = a_fragments_bf16_64(&probabilities);
+            // The factor by which O's rows must be rescaled before the next P·V.
+            let mut factor = [1.0f32; 2];
+            for j in 0..tiles {
+                let slot = Ring::<STAGES>::slot(j);
+                let next = j + 1 < tiles;
+                if next {
+                    layout.keys().consume(j + 1);
+                }
+                if PINGPONG {
+                    mine.sync();
+                }
+                if next {
+                    // (No fence of `s` here: the first score `wgmma` only writes it.)
+                    // SAFETY: see above. The scores of tile j+1 go first, so that they are done
+                    // (the older group) while P_j·V_j still runs.
+                    unsafe {
+                        wgmma::fence();
+                        issue_scores::<D>(&mut s, q, layout.k(Ring::<STAGES>::slot(j + 1)));
+                    }
+                }
+                // O is not in flight here (P_{j-1}·V_{j-1} was waited for); this overlaps S_{j+1}.
+                rescale_rows(&mut state.acc, factor);
+                // V_j after issuing S_{j+1}: V_j may still be on its way (the producer loads it
+                // after K_j); waiting for it first kept the tensor cores idle (H100 run 2: d64
+                // overlap 20% slower than with this order in run 1).
+                layout.values().consume(j);
+                fence_accumulators_64(&mut state.acc);
+                fence_fragments(&mut p);
+                // SAFETY: see above.
+                unsafe {
+                    wgmma::fence();
+                    issue_pv::<D>(&mut state.acc, &p, layout.v(slot));
+                }
+                if PINGPONG {
+                    other.arrive();
+                }
+                if next {
+                    // The softmax of tile j+1 runs while P_j·V_j is on the tensor cores. Its
+                    // probabilities become A fragments only after the wait below: registers
+                    // that a later `wgmma` reads must not be written while a group is in flight,
+                    // or ptxas serialises every `wgmma` of the kernel (C7513).
+                    // SAFETY: see above.
+                    unsafe { wgmma::wait::<1>() };
+                    let (f, probabilities) = finish_scores::<CAUSAL, STAGES>(&mut s, &mut state, rows, layout, j + 1);
+                    factor = f;
+                    // SAFETY: see above.
+                    unsafe { wgmma::wait::<0>() };
+                    fence_accumulators_64(&mut state.acc);
+                    fence_fragments(&mut p);
+                    p = a_fragments_bf16_64(&probabilities);
+                } else {
+                    // SAFETY: see above.
+                    unsafe { wgmma::wait::<0>() };
+                    fence_accumulators_64(&mut state.acc);
+                }
+                if lane == 0 {
+                    layout.values().release(j);
+                }
+            }
+            if PINGPONG && consumer == 0 {
+                mine.sync();
+            }
+        }
+        // Epilogue: normalise, store this thread's two rows of O and (one lane per row) the LSE.
+        let Running { acc, m, l } = state;
+        unroll::<2>(|h| {
+            let mut total = l[h];
+            total += shuffle_xor(total, 1);
+            total += shuffle_xor(total, 2);
+            let row = rows.row0 + 8 * h as u32;
+            if row < seq_len {
+                let inverse = if total > 0.0 { 1.0 / total } else { 0.0 };
+                let at = (head as usize * seq_len as usize + row as usize) * D as usize;
+                unroll::<16>(|i| {
+                    if i < D as usize / 8 {
+                        let col = 8 * i + 2 * (lane as usize % 4);
+                        let pair = pack_bf16x2(acc[4 * i + 2 * h] * inverse, acc[4 * i + 2 * h + 1] * inverse);
+                        // SAFETY: row < seq_len and col + 1 < D: inside O (the kernel's contract).
+                        unsafe { *o.add((at + col) / 2) = pair };
+                    }
+                });
+                if lane.is_multiple_of(4) {
+                    // SAFETY: inside `lse` (the kernel's contract).
+                    unsafe { *lse.add(head as usize * seq_len as usize + row as usize) = (m[h] + total.fast_log2()) * core::f32::consts::LN_2 };
+                }
+            }
+        });
+    }
+
+    macro_rules! kernels {
+        ($($name:ident: $d:literal, $causal:literal, $overlap:literal, $pingpong:literal, $stages:literal;)*) => {$(
+            ferrocuda_device::launch_bounds!($name, 384, 1);
+            /// Attention forward (see the module docs), head dimension and variant in the name.
+            ///
+            /// # Safety
+            /// The module's requirements; 384 threads, `shared_bytes(D, STAGES)` of dynamic shared
+            /// memory, grid `(⌈seq_len / 128⌉, batch·heads)`.
+            #[cfg(target_arch = "nvptx64")]
+            #[unsafe(no_mangle)]
+            pub unsafe extern "ptx-kernel" fn $name(
+                q_map: *const TensorMap, k_map: *const TensorMap, v_map: *const TensorMap, o: *mut u32, lse: *mut f32, seq_len: u32, scale_log2: f32,
+            ) {
+                // SAFETY: the kernel's contract.
+                unsafe { attention_body::<$d, $causal, $overlap, $pingpong, $stages>(q_map, k_map, v_map, o, lse, seq_len, scale_log2) }
+            }
+        )*};
+    }
+
+    kernels! {
+        attention_d64: 64, false, true, false, 2;
+        attention_d64_causal: 64, true, true, false, 2;
+        attention_d128: 128, false, true, false, 2;
+        attention_d128_causal: 128, true, true, false, 2;
+        attention_d64_serial: 64, false, false, false, 2;
+        attention_d64_causal_serial: 64, true, false, false, 2;
+        attention_d128_serial: 128, false, false, false, 2;
+        attention_d128_causal_serial: 128, true, false, false, 2;
+        attention_d64_pingpong: 64, false, true, true, 2;
+        attention_d64_causal_pingpong: 64, true, true, true, 2;
+        attention_d128_pingpong: 128, false, true, true, 2;
+        attention_d128_causal_pingpong: 128, true, true, true, 2;
+        attention_d64_s3: 64, false, true, false, 3;
+        attention_d64_causal_s3: 64, true, true, false, 3;
+        attention_d128_s3: 128, false, true, false, 3;
+        attention_d128_causal_s3: 128, true, true, false, 3;
+        attention_d64_pingpong_s3: 64, false, true, true, 3;
+        attention_d64_causal_pingpong_s3: 64, true, true, true, 3;
+        attention_d128_pingpong_s3: 128, false, true, true, 3;
+        attention_d128_causal_pingpong_s3: 128, true, true, true, 3;
+    }
+}

@@ -1,0 +1,108 @@
+//! Named barriers (`barrier.sync` / `barrier.arrive` with an id and a thread count) and the
+//! `pipeline::Ring` on the CPU executor: the orderings the Hopper kernels rely on, checked
+//! without the kernels. The executor's race detector knows block barriers only (not mbarrier
+//! phases or named barriers, as for the Hopper GEMM's tests), so it is off here; the orderings
+//! are checked by the values each side sees.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use ferrocuda_device::cpu::{CpuExecutor, LaunchConfig};
+use ferrocuda_device::mbarrier::fence_init;
+use ferrocuda_device::named_barrier::NamedBarrier;
+use ferrocuda_device::pipeline::Ring;
+use ferrocuda_device::shared::SharedElement;
+use ferrocuda_device::sync::sync_threads;
+use ferrocuda_device::thread::thread_idx_x;
+use ferrocuda_device::tma::dynamic_shared_address;
+
+/// Ping-pong as in the attention kernel: warpgroup c waits on barrier 1 + c, appends its index
+/// to a log in shared memory, then arrives on the other's barrier; warpgroup 1 lets 0 go first,
+/// and 0 takes 1's last arrival at the end. The log must alternate 0, 1, 0, 1, ... .
+#[test]
+fn named_barriers_make_two_warpgroups_take_turns() {
+    const ROUNDS: u32 = 5;
+    let log: Vec<AtomicU32> = (0..2 * ROUNDS).map(|_| AtomicU32::new(u32::MAX)).collect();
+    let body = || {
+        let tid = thread_idx_x();
+        let group = tid / 128;
+        let turn = [NamedBarrier::new(1, 256), NamedBarrier::new(2, 256)];
+        let (mine, other) = (turn[group as usize], turn[1 - group as usize]);
+        let counter = dynamic_shared_address();
+        if tid == 0 {
+            // SAFETY: 4 bytes of the block's shared memory, used only as this counter.
+            unsafe { u32::store_shared(counter, 0) };
+        }
+        sync_threads();
+        if group == 1 {
+            other.arrive();
+        }
+        for _ in 0..ROUNDS {
+            mine.sync();
+            if tid.is_multiple_of(128) {
+                // SAFETY: as above; one thread of the warpgroup whose turn it is.
+                let at = unsafe { u32::load_shared(counter) };
+                log[at as usize].store(group, Ordering::Relaxed);
+                // SAFETY: as above.
+                unsafe { u32::store_shared(counter, at + 1) };
+            }
+            other.arrive();
+        }
+        if group == 0 {
+            mine.sync();
+        }
+    };
+    CpuExecutor::new().with_race_detection(false).run("ping_pong", LaunchConfig::new(1u32, 256u32).with_shared_bytes(16), &body).unwrap();
+    let order: Vec<u32> = log.iter().map(|x| x.load(Ordering::Relaxed)).collect();
+    let expected: Vec<u32> = (0..2 * ROUNDS).map(|i| i % 2).collect();
+    assert_eq!(order, expected, "the warpgroups did not alternate");
+}
+
+/// A `Ring` of 2 slots between one producer thread (writing each round's value into its slot) and
+/// 4 consumer warps that check each round's value and release it: 7 rounds wrap the ring with
+/// both parities; a slot reused before its release would show the next round's value.
+#[test]
+fn ring_rounds_reach_the_consumers_in_order_and_slots_are_reused_only_after_release() {
+    const ROUNDS: u32 = 7;
+    let seen = AtomicU32::new(0);
+    let body = || {
+        let tid = thread_idx_x();
+        let base = dynamic_shared_address();
+        // SAFETY: 8-aligned, 32 bytes of the block's shared memory after two 4-byte slots
+        // (at base + 16), used only as the ring's barriers.
+        let ring = unsafe { Ring::<2>::at(base + 16) };
+        if tid == 0 {
+            ring.init(4);
+            fence_init();
+        }
+        sync_threads();
+        if tid == 0 {
+            for j in 0..ROUNDS {
+                // A plain store stands in for the copy engine: wait for the slot's release, write,
+                // then `produce` with no bytes announced (its wait passes at once, its arrival
+                // completes the round).
+                ring.empty(Ring::<2>::slot(j)).wait(Ring::<2>::phase(j) ^ 1);
+                // SAFETY: the slot is free (its release was waited for).
+                unsafe { u32::store_shared(base + 4 * Ring::<2>::slot(j), 1000 + j) };
+                ring.produce(j, 0);
+            }
+        } else if tid >= 32 {
+            for j in 0..ROUNDS {
+                ring.consume(j);
+                // SAFETY: the round's value landed (`consume` waited).
+                let value = unsafe { u32::load_shared(base + 4 * Ring::<2>::slot(j)) };
+                assert_eq!(value, 1000 + j, "round {j}");
+                sync_warp_then_release(&ring, j, tid);
+            }
+            seen.fetch_add(1, Ordering::Relaxed);
+        }
+    };
+    CpuExecutor::new().with_race_detection(false).run("ring", LaunchConfig::new(1u32, 160u32).with_shared_bytes(64), &body).unwrap();
+    assert_eq!(seen.load(Ordering::Relaxed), 128, "every consumer thread saw every round");
+}
+
+fn sync_warp_then_release(ring: &Ring<2>, j: u32, tid: u32) {
+    ferrocuda_device::sync::sync_warp(u32::MAX);
+    if tid.is_multiple_of(32) {
+        ring.release(j);
+    }
+}

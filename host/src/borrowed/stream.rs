@@ -1,0 +1,186 @@
+//! Streams owned by another library: PyTorch's current stream, a cudarc or candle stream.
+
+use std::any::Any;
+use std::marker::PhantomData;
+use std::ops::Deref;
+use std::sync::Arc;
+
+use cudarc::driver::sys;
+
+use super::problem;
+use crate::context::Context;
+use crate::driver;
+use crate::error::Result;
+use crate::stream::{Stream, StreamOrdering};
+
+/// `CU_STREAM_LEGACY`: the legacy default stream, under any compilation mode.
+const LEGACY: usize = 0x1;
+/// `CU_STREAM_PER_THREAD`: the calling thread's default stream.
+const PER_THREAD: usize = 0x2;
+
+/// A stream another library owns, usable for `'a` wherever a [`Stream`] is (it dereferences
+/// to one): `saxpy::launch(&borrowed, config, a, &x, &mut y)`.
+///
+/// Work queued through it runs in the order it would on the owner's stream: on a stream of
+/// ferrocuda's that first waits for everything queued on the owner's stream so far, and that
+/// the owner's stream waits for when this value drops (events, recorded once each way; see the
+/// [module docs](super) for why the owner's handle itself is not used). The default streams
+/// (null, `CU_STREAM_LEGACY`, `CU_STREAM_PER_THREAD`), which live as long as the context, are
+/// used directly.
+pub struct BorrowedStream<'a> {
+    stream: Stream,
+    /// The handle the owner gave (a default stream handle or the owner's stream).
+    handle: sys::CUstream,
+    /// The owner's stream, for the join back when the borrow ends (`None`: used directly).
+    owner: Option<sys::CUstream>,
+    _owner: PhantomData<&'a ()>,
+}
+
+// SAFETY: the owner's handle is used only in `drop`, from any thread, with the context bound
+// (CUDA streams may be used from any thread); the rest is a `Stream`, which is Send + Sync.
+unsafe impl Send for BorrowedStream<'_> {}
+// SAFETY: as above; `&self` methods do not touch the owner's handle.
+unsafe impl Sync for BorrowedStream<'_> {}
+
+impl<'a> BorrowedStream<'a> {
+    /// Borrows the stream `raw` of `context`.
+    ///
+    /// Refused when `raw` belongs to another context, or is being captured into a graph.
+    ///
+    /// # Safety
+    /// `raw` is a live stream (or one of the default stream handles), and its owner does not
+    /// destroy it before the returned value drops.
+    pub unsafe fn new(context: &'a Context, raw: sys::CUstream) -> Result<Self> {
+        if let Some(stream) = default_stream(context, raw) {
+            return Ok(BorrowedStream { stream, handle: raw, owner: None, _owner: PhantomData });
+        }
+        // SAFETY: `raw` is live (the caller's contract).
+        let flags = unsafe { check_stream(context, raw) }?;
+        let ordering =
+            if flags & sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32 != 0 { StreamOrdering::NonBlocking } else { StreamOrdering::WithLegacyDefault };
+        let mut priority = 0;
+        // SAFETY: writes one int; `raw` is live.
+        unsafe { driver::stream::get_priority(raw, &mut priority) }?;
+        let stream = Stream::with_priority(context, ordering, priority)?;
+        // Through the door with no memory: the join orders two streams and touches none.
+        // SAFETY: both streams are live and of `context` (checked), which the door binds.
+        stream.enqueue("BorrowedStream::new", &[], |ours| unsafe { join(ours.get(), raw) })?;
+        Ok(BorrowedStream { stream, handle: raw, owner: Some(raw), _owner: PhantomData })
+    }
+
+    /// The owner's stream handle this borrows.
+    pub fn owner_raw(&self) -> sys::CUstream {
+        self.handle
+    }
+}
+
+impl Deref for BorrowedStream<'_> {
+    type Target = Stream;
+    fn deref(&self) -> &Stream {
+        &self.stream
+    }
+}
+
+impl Drop for BorrowedStream<'_> {
+    fn drop(&mut self) {
+        let Some(owner) = self.owner else { return };
+        // The owner's later work waits for ours. If that cannot be queued (a faulted context),
+        // wait on the host instead: the owner may destroy its stream right after this.
+        // SAFETY: `owner` is live until we return (the contract of `new`); ours is alive.
+        let joined = self.stream.enqueue("BorrowedStream::drop", &[], |ours| unsafe { join(owner, ours.get()) }).is_ok();
+        if !joined {
+            let _ = self.stream.synchronize();
+        }
+    }
+}
+
+impl Stream {
+    /// A [`Stream`] for the stream `raw` of `context` that another library owns, used
+    /// directly (work queued on it runs on that very stream), holding `keep_alive` (for example
+    /// an `Arc` of the owner's stream object) until its last clone drops. It is never
+    /// destroyed here.
+    ///
+    /// Refused when `raw` belongs to another context, or is being captured into a graph.
+    ///
+    /// # Safety
+    /// `raw` is a live stream of `context` (or a default stream handle) that stays valid while
+    /// `keep_alive` lives, that is while the returned stream or any clone of it lives. Clones
+    /// are made by you and by the buffer tracking: a [`DeviceBuffer`](crate::DeviceBuffer) used
+    /// on the stream keeps one until it is used on another stream or dropped. Handles that live
+    /// as long as the process (the default streams, PyTorch's pooled streams) need nothing
+    /// (`keep_alive = ()`); for a shorter-lived stream, pass what owns it, or use
+    /// [`BorrowedStream`].
+    pub unsafe fn from_raw(context: &Context, raw: sys::CUstream, keep_alive: impl Any + Send + Sync) -> Result<Stream> {
+        if let Some(stream) = default_stream(context, raw) {
+            return Ok(stream);
+        }
+        // SAFETY: `raw` is live (the caller's contract).
+        let flags = unsafe { check_stream(context, raw) }?;
+        let with_legacy = flags & sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32 == 0;
+        Ok(Stream::wrap_kept(raw, context, false, with_legacy, Some(Arc::new(keep_alive))))
+    }
+
+    /// Makes later work on this stream wait for `event`, an event another library recorded
+    /// (`cudaEventRecord` on its stream). The host does not wait.
+    ///
+    /// # Safety
+    /// `event` is a live event of this stream's context (or of a peer context).
+    pub unsafe fn wait_raw_event(&self, event: sys::CUevent) -> Result<()> {
+        // Through the door with no memory: a wait orders streams and touches none.
+        // SAFETY: the stream is alive; `event` per the caller's contract; flags must be 0.
+        self.enqueue("Stream::wait_raw_event", &[], |ours| Ok(unsafe { driver::stream::wait_event(ours.get(), event, 0) }?))
+    }
+}
+
+/// The default streams, which need no lifetime: they live as long as the context.
+fn default_stream(context: &Context, raw: sys::CUstream) -> Option<Stream> {
+    match raw as usize {
+        0 | LEGACY => Some(Stream::default_of(context)),
+        // Ordered with the legacy stream like a blocking stream.
+        PER_THREAD => Some(Stream::wrap_kept(raw, context, false, true, None)),
+        _ => None,
+    }
+}
+
+/// Checks that `raw` belongs to `context` and is not being captured; returns its flags.
+///
+/// # Safety
+/// `raw` is a live stream.
+unsafe fn check_stream(context: &Context, raw: sys::CUstream) -> Result<u32> {
+    context.bind_to_thread()?;
+    let mut owner = std::ptr::null_mut();
+    // SAFETY: writes one context handle; `raw` is live.
+    unsafe { driver::stream::get_ctx(raw, &mut owner) }?;
+    if owner != context.raw() {
+        return Err(problem(format!(
+            "the borrowed stream {raw:?} belongs to context {owner:?}, not to {:?}: borrow that context (BorrowedContext::new) and the stream with it",
+            context.raw()
+        )));
+    }
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    // SAFETY: writes one enum value; `raw` is live.
+    unsafe { driver::stream::is_capturing(raw, &mut status) }?;
+    if status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+        return Err(problem(format!("the stream {raw:?} is being captured into a CUDA graph: borrow it before or after the capture")));
+    }
+    let mut flags = 0;
+    // SAFETY: writes one uint; `raw` is live.
+    unsafe { driver::stream::get_flags(raw, &mut flags) }?;
+    Ok(flags)
+}
+
+/// Makes later work on `waiter` wait for the work queued on `awaited` so far: one event,
+/// recorded on `awaited`, waited on by `waiter`, then destroyed (the wait keeps what it needs).
+///
+/// # Safety
+/// Both streams are live and of the current context.
+unsafe fn join(waiter: sys::CUstream, awaited: sys::CUstream) -> Result<()> {
+    let mut event = std::ptr::null_mut();
+    // SAFETY: writes one handle, destroyed below.
+    unsafe { driver::event::create(&mut event, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32) }?;
+    // SAFETY: the event and both streams are live (the caller's contract).
+    let outcome = unsafe { driver::event::record(event, awaited) }.and_then(|()| unsafe { driver::stream::wait_event(waiter, event, 0) });
+    // SAFETY: created above, destroyed once; a queued wait on it stays valid.
+    let _ = unsafe { driver::event::destroy(event) };
+    Ok(outcome?)
+}

@@ -1,0 +1,222 @@
+//! Device memory owned by another library (a PyTorch tensor's storage, a cudarc `CudaSlice`),
+//! borrowed for `'a` with ferrocuda's use tracking.
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use bytemuck::Pod;
+use cudarc::driver::sys;
+
+use super::problem;
+use crate::driver;
+use crate::error::Result;
+use crate::memory::usage::BufferUsage;
+use crate::memory::view::{DeviceRead, DeviceView, DeviceViewMut, DeviceWrite, SliceArg};
+use crate::stream::Stream;
+
+/// `len` values of `T` in device memory another library owns, borrowed for `'a` to be read
+/// (like a `&'a [T]`): pass `&slice` (or [`BorrowedSlice::view`]) to a `&[T]` kernel
+/// parameter.
+///
+/// See the [module docs](super) for the home stream and the ordering with the owner's work.
+pub struct BorrowedSlice<'a, T> {
+    memory: Borrowed,
+    _owner: PhantomData<&'a [T]>,
+}
+
+/// `len` values of `T` in device memory another library owns, borrowed for `'a` to be written
+/// (like a `&'a mut [T]`): pass `&mut slice` (or [`BorrowedSliceMut::view_mut`]) to a
+/// `DisjointSlice<T>` / `AtomicSlice<T>` kernel parameter.
+pub struct BorrowedSliceMut<'a, T> {
+    memory: Borrowed,
+    _owner: PhantomData<&'a mut [T]>,
+}
+
+/// What both kinds hold: the range, its tracking, and the owner's stream.
+struct Borrowed {
+    ptr: u64,
+    len: usize,
+    usage: BufferUsage,
+    home: Stream,
+}
+
+impl<'a, T: Pod> BorrowedSlice<'a, T> {
+    /// Borrows `len` values of `T` at device address `ptr` for reading. `home` is the owner's
+    /// stream (a [`BorrowedStream`](super::BorrowedStream), a [`Stream::from_raw`], or a
+    /// default stream): ferrocuda's first use on another stream waits for the work queued on it
+    /// so far, and when the borrow ends it waits for ferrocuda's work.
+    ///
+    /// Checked, with an error that says what is wrong: the address is aligned for `T`, and the
+    /// driver knows `ptr .. ptr + len * size_of::<T>()` as one allocation on `home`'s device.
+    ///
+    /// # Safety
+    /// For `'a`: the range holds initialised memory of one allocation of `home`'s context (or
+    /// one its kernels may access), which is not freed, and which nobody writes except through
+    /// work ordered with ferrocuda's use: queued on `home` before this call, or after this
+    /// value drops (on `home`, or after waiting for it), or ordered with events.
+    pub unsafe fn new(home: &'a Stream, ptr: u64, len: usize) -> Result<Self> {
+        Ok(BorrowedSlice { memory: Borrowed::new::<T>(home.clone(), ptr, len)?, _owner: PhantomData })
+    }
+
+    /// [`BorrowedSlice::new`] with a home stream that stays valid while any clone of it lives
+    /// (the owner's own handle, [`Stream::from_raw`]), so the borrow needs no `&'a` of it.
+    ///
+    /// # Safety
+    /// As for [`BorrowedSlice::new`].
+    #[cfg_attr(not(feature = "cudarc"), allow(dead_code))] // used by the cudarc adapter
+    pub(crate) unsafe fn with_home(home: Stream, ptr: u64, len: usize) -> Result<Self> {
+        Ok(BorrowedSlice { memory: Borrowed::new::<T>(home, ptr, len)?, _owner: PhantomData })
+    }
+}
+
+impl<'a, T: Pod> BorrowedSliceMut<'a, T> {
+    /// Borrows `len` values of `T` at device address `ptr` for writing (and reading); `home`
+    /// and the checks as for [`BorrowedSlice::new`].
+    ///
+    /// # Safety
+    /// As for [`BorrowedSlice::new`], and besides, for `'a`, nobody reads the range either
+    /// except through work ordered as said there, and no other borrow of it exists (from this
+    /// or another call): as for a `&'a mut [T]`.
+    pub unsafe fn new(home: &'a Stream, ptr: u64, len: usize) -> Result<Self> {
+        Ok(BorrowedSliceMut { memory: Borrowed::new::<T>(home.clone(), ptr, len)?, _owner: PhantomData })
+    }
+
+    /// [`BorrowedSliceMut::new`] with a home stream valid while any clone lives (see
+    /// [`BorrowedSlice::with_home`]).
+    ///
+    /// # Safety
+    /// As for [`BorrowedSliceMut::new`].
+    #[cfg_attr(not(feature = "cudarc"), allow(dead_code))] // used by the cudarc adapter
+    pub(crate) unsafe fn with_home(home: Stream, ptr: u64, len: usize) -> Result<Self> {
+        Ok(BorrowedSliceMut { memory: Borrowed::new::<T>(home, ptr, len)?, _owner: PhantomData })
+    }
+
+    /// A writable view of the whole range.
+    pub fn view_mut(&mut self) -> DeviceViewMut<'_, T> {
+        DeviceViewMut::from_tracked(self.memory.ptr, self.memory.len, &self.memory.usage)
+    }
+}
+
+/// The accessors both kinds share.
+macro_rules! common {
+    ($ty:ident) => {
+        impl<T> $ty<'_, T> {
+            /// Number of elements.
+            pub fn len(&self) -> usize {
+                self.memory.len
+            }
+            /// True when it holds no elements.
+            pub fn is_empty(&self) -> bool {
+                self.memory.len == 0
+            }
+            /// The device address (the owner's, unchanged: nothing was copied).
+            pub fn device_ptr(&self) -> u64 {
+                self.memory.ptr
+            }
+            /// The owner's stream (see [`BorrowedSlice::new`]).
+            pub fn home(&self) -> &Stream {
+                &self.memory.home
+            }
+            /// A read-only view of the whole range.
+            pub fn view(&self) -> DeviceView<'_, T> {
+                DeviceView::from_tracked(self.memory.ptr, self.memory.len, &self.memory.usage)
+            }
+        }
+
+        impl<T> fmt::Debug for $ty<'_, T> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct(stringify!($ty)).field("ptr", &format_args!("{:#x}", self.memory.ptr)).field("len", &self.memory.len).finish()
+            }
+        }
+
+        // SAFETY: the range was checked against the driver's allocation and is valid for the
+        // borrow (the constructor's contract); the tracking is this borrow's own.
+        unsafe impl<T> DeviceRead<T> for $ty<'_, T> {
+            #[inline]
+            fn kernel_arg(&self) -> SliceArg<'_> {
+                SliceArg::tracked::<T>(self.memory.ptr, self.memory.len, &self.memory.usage)
+            }
+        }
+    };
+}
+common!(BorrowedSlice);
+common!(BorrowedSliceMut);
+
+// SAFETY: as for `DeviceRead`; exclusive for the borrow (the constructor's contract), and the
+// `&mut self` borrow keeps every other view of it out while the argument lives.
+unsafe impl<T> DeviceWrite<T> for BorrowedSliceMut<'_, T> {
+    #[inline]
+    fn kernel_arg_mut(&mut self) -> SliceArg<'_> {
+        SliceArg::tracked::<T>(self.memory.ptr, self.memory.len, &self.memory.usage)
+    }
+}
+
+impl Borrowed {
+    fn new<T>(home: Stream, ptr: u64, len: usize) -> Result<Self> {
+        let size = std::mem::size_of::<T>();
+        let bytes = len.checked_mul(size).ok_or_else(|| problem(format!("{len} elements of {size} bytes do not fit in the address space")))?;
+        if bytes > 0 {
+            check_range(&home, ptr, bytes, std::mem::align_of::<T>(), std::any::type_name::<T>())?;
+        }
+        let usage = BufferUsage::new(home.context(), home.clone());
+        Ok(Borrowed { ptr, len, usage, home })
+    }
+}
+
+impl Drop for Borrowed {
+    /// The owner's later work on its home stream waits for everything ferrocuda queued on the
+    /// memory (the host waits instead where a wait cannot be queued).
+    fn drop(&mut self) {
+        for stream in self.usage.take_streams() {
+            if self.home.wait_for(&stream).is_err() {
+                let _ = stream.host_wait();
+            }
+        }
+    }
+}
+
+/// Checks `ptr .. ptr + bytes` with the driver: aligned to `align`, device memory (not host
+/// memory) of `home`'s device, within one allocation where the driver reports its extent.
+fn check_range(home: &Stream, ptr: u64, bytes: usize, align: usize, type_name: &str) -> Result<()> {
+    if ptr == 0 {
+        return Err(problem(format!("a borrowed range of {bytes} bytes cannot start at address 0")));
+    }
+    if !ptr.is_multiple_of(align as u64) {
+        return Err(problem(format!("device address {ptr:#x} is not aligned for {type_name} ({align} bytes): borrow it as bytes, or fix the offset")));
+    }
+    let context = home.context();
+    context.bind_to_thread()?;
+    let not_device = |e| problem(format!("address {ptr:#x} is not device memory the driver knows ({e}); host data must be copied first"));
+    use sys::CUpointer_attribute as A;
+    let mut memory_type = 0u32;
+    let mut ordinal = 0i32;
+    // SAFETY: each call writes one value of the attribute's documented type (an unsigned int
+    // for the memory type, an int for the ordinal); `ptr` is only looked up.
+    unsafe {
+        driver::memory::pointer_get_attribute((&mut memory_type as *mut u32).cast(), A::CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr).map_err(not_device)?;
+        driver::memory::pointer_get_attribute((&mut ordinal as *mut i32).cast(), A::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr).map_err(not_device)?;
+    }
+    if memory_type != sys::CUmemorytype::CU_MEMORYTYPE_DEVICE as u32 {
+        return Err(problem(format!("address {ptr:#x} is host memory (CUmemorytype {memory_type}), not device memory: copy it to the device first")));
+    }
+    let device = context.device().ordinal();
+    if ordinal as usize != device {
+        return Err(problem(format!(
+            "address {ptr:#x} is memory of device {ordinal}, but the home stream is on device {device}: borrow it with a stream of device {ordinal}"
+        )));
+    }
+    let (mut start, mut size): (u64, usize) = (0, 0);
+    // SAFETY: as above (a CUdeviceptr, a size_t).
+    let range = unsafe {
+        driver::memory::pointer_get_attribute((&mut start as *mut u64).cast(), A::CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, ptr)
+            .and_then(|()| driver::memory::pointer_get_attribute((&mut size as *mut usize).cast(), A::CU_POINTER_ATTRIBUTE_RANGE_SIZE, ptr))
+    };
+    // Where the driver does not report the allocation's extent, the length is the caller's
+    // word (the constructor's contract).
+    if range.is_ok() && ptr.checked_add(bytes as u64).is_none_or(|end| end > start + size as u64) {
+        return Err(problem(format!(
+            "{bytes} bytes at {ptr:#x} run past the end of their allocation ({size} bytes at {start:#x}): the length is wrong, or the memory belongs to another owner"
+        )));
+    }
+    Ok(())
+}

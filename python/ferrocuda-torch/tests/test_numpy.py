@@ -1,0 +1,75 @@
+"""ferrocuda_torch on NumPy arrays: the kernels run on ferrocuda's CPU executor, in place.
+Runs in CI (scripts/check-python.sh), no GPU needed."""
+
+import numpy as np
+import pytest
+
+import ferrocuda_torch as ft
+
+
+def rng(seed):
+    return np.random.default_rng(seed)
+
+
+def test_saxpy_writes_y_in_place():
+    x = rng(1).standard_normal(1000, dtype=np.float32)
+    y = rng(2).standard_normal(1000, dtype=np.float32)
+    expected = np.float32(1.5) * x + y
+    before = y.ctypes.data
+    ft.saxpy(1.5, x, y)
+    assert y.ctypes.data == before
+    np.testing.assert_allclose(y, expected, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 31), (4, 5, 64), (17, 1000)])
+def test_rms_norm_matches_numpy(shape):
+    x = rng(3).standard_normal(shape, dtype=np.float32)
+    w = rng(4).standard_normal(shape[-1], dtype=np.float32)
+    out = np.full_like(x, np.nan)
+    ft.rms_norm(x, w, out, eps=1e-6)
+    expected = x / np.sqrt(np.mean(x.astype(np.float64) ** 2, axis=-1, keepdims=True) + 1e-6) * w
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 31), (2, 3, 128), (9, 1000)])
+def test_softmax_matches_numpy(shape):
+    x = rng(5).standard_normal(shape, dtype=np.float32) * 4
+    out = np.full_like(x, np.nan)
+    ft.softmax(x, out)
+    e = np.exp(x.astype(np.float64) - x.max(axis=-1, keepdims=True))
+    np.testing.assert_allclose(out, e / e.sum(axis=-1, keepdims=True), rtol=1e-5, atol=1e-6)
+
+
+def test_a_strided_view_is_refused_with_what_to_do():
+    x = np.zeros((8, 8), dtype=np.float32)[:, ::2]
+    with pytest.raises(ValueError, match="not C-contiguous"):
+        ft.softmax(x, np.zeros((8, 4), dtype=np.float32))
+
+
+def test_another_dtype_is_refused_with_what_to_do():
+    with pytest.raises(TypeError, match="only float32"):
+        ft.softmax(np.zeros((2, 4)), np.zeros((2, 4)))
+
+
+def test_an_output_overlapping_an_input_is_refused():
+    x = np.ones((4, 16), dtype=np.float32)
+    with pytest.raises(ValueError, match="overlaps an input"):
+        ft.softmax(x, x)
+    with pytest.raises(ValueError, match="overlaps an input"):
+        ft.saxpy(2.0, x.reshape(-1)[:32], x.reshape(-1)[16:48])
+
+
+def test_mismatched_shapes_and_non_arrays_are_refused():
+    x = np.ones((4, 16), dtype=np.float32)
+    with pytest.raises(ValueError, match="last dimension"):
+        ft.rms_norm(x, np.ones(8, dtype=np.float32), np.empty_like(x))
+    with pytest.raises(ValueError, match="out has shape"):
+        ft.softmax(x, np.empty((16, 4), dtype=np.float32))
+    with pytest.raises(ValueError, match="x has 64 elements but y has 3"):
+        ft.saxpy(1.0, x, np.ones(3, dtype=np.float32))
+    with pytest.raises(TypeError, match="not an array"):
+        ft.softmax([1.0, 2.0], x)
+
+
+def test_no_gpu_launch_was_recorded_on_the_cpu():
+    assert ft.last_launch() is None

@@ -1,0 +1,256 @@
+//! Borrowing what other libraries own (`ferrocuda::borrowed`), with cudarc 0.19 playing the
+//! other library: its context, streams and allocations, used in place by ferrocuda kernels.
+//! Skip (printed) without a GPU; fail under `REQUIRE_GPU=1`.
+
+mod common;
+
+use std::process::Command;
+use std::sync::Arc;
+
+use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr};
+use ferrocuda::borrowed::{self, BorrowedContext, BorrowedSlice, BorrowedSliceMut, BorrowedStream};
+use ferrocuda::{Context, DeviceBuffer, Error, Event, LaunchConfig, Stream, sys};
+use gpu_kernels::saxpy;
+
+/// 64 Mi floats: big enough that queued work is still running when the next call is made.
+const N: usize = 1 << 26;
+
+/// cudarc's context for device 0 (the primary one, as `CudaContext::new` takes), or `None`
+/// without a GPU.
+fn owner(test: &str) -> Option<(Context, Arc<CudaContext>)> {
+    let context = common::gpu_or_skip(test)?;
+    Some((context, CudaContext::new(0).expect("cudarc opens device 0")))
+}
+
+/// The device address of a cudarc slice (the owner's own view of it).
+fn address<T>(slice: &CudaSlice<T>, stream: &CudaStream) -> u64 {
+    let (ptr, _record) = slice.device_ptr(stream);
+    ptr
+}
+
+/// The owner's work queued before the borrow comes first: the owner fills `x` with 20 slow
+/// device copies on its stream; ferrocuda reads it on a stream of its own, which must wait.
+#[test]
+fn the_owners_earlier_work_on_its_home_stream_comes_first() {
+    let Some((context, cuda)) = owner("the_owners_earlier_work_on_its_home_stream_comes_first") else { return };
+    let home_cu = cuda.new_stream().unwrap();
+    let threes = home_cu.clone_htod(&vec![3.0f32; N]).unwrap();
+    let mut x = home_cu.alloc_zeros::<f32>(N).unwrap();
+    home_cu.synchronize().unwrap();
+    for _ in 0..20 {
+        home_cu.memcpy_dtod(&threes, &mut x).unwrap();
+    }
+    let x_ptr = address(&x, &home_cu);
+    // SAFETY: cudarc's stream of this context, alive while the Arc clone kept with it is.
+    let home = unsafe { Stream::from_raw(&context, home_cu.cu_stream(), home_cu.clone()) }.unwrap();
+    // SAFETY: `x` is N floats of a live cudarc allocation, written only on `home` before now.
+    let xs = unsafe { BorrowedSlice::<f32>::new(&home, x_ptr, N) }.unwrap();
+    assert_eq!(xs.device_ptr(), x_ptr, "nothing copied: the kernel gets the owner's address");
+    let ours = Stream::non_blocking(&context).unwrap();
+    let mut y = DeviceBuffer::<f32>::zeroed(&context, N).unwrap();
+    saxpy::launch(&ours, LaunchConfig::for_elements(N, 256), 1.0, &xs, &mut y).unwrap();
+    drop(xs);
+    let y = y.to_vec().unwrap();
+    assert!(y.iter().all(|&v| v == 3.0), "the kernel read x before the owner's copies ended: y[0] = {}", y[0]);
+}
+
+/// The owner's work after the borrow waits for ours: 50 launches on a stream of ours write the
+/// owner's `y`; the owner then copies it back on its own stream and sees all 50.
+#[test]
+fn the_owners_later_work_on_its_home_stream_waits_for_ours() {
+    let Some((context, cuda)) = owner("the_owners_later_work_on_its_home_stream_waits_for_ours") else { return };
+    let home_cu = cuda.new_stream().unwrap();
+    let ones = home_cu.clone_htod(&vec![1.0f32; N]).unwrap();
+    let y = home_cu.alloc_zeros::<f32>(N).unwrap();
+    home_cu.synchronize().unwrap();
+    let (x_ptr, y_ptr) = (address(&ones, &home_cu), address(&y, &home_cu));
+    {
+        let home = borrowed::cudarc::stream(&home_cu).unwrap();
+        assert_eq!(home.raw(), home_cu.cu_stream(), "Stream::from_raw uses the owner's stream itself");
+        // SAFETY: live cudarc allocations of N floats, not used by cudarc during the borrow.
+        let (xs, mut ys) = unsafe { (BorrowedSlice::<f32>::new(&home, x_ptr, N).unwrap(), BorrowedSliceMut::<f32>::new(&home, y_ptr, N).unwrap()) };
+        let ours = Stream::non_blocking(&context).unwrap();
+        for _ in 0..50 {
+            saxpy::launch(&ours, LaunchConfig::for_elements(N, 256), 1.0, &xs, &mut ys).unwrap();
+        }
+    } // the borrows end: `home` (the owner's stream) now waits for `ours`
+    let back = home_cu.clone_dtoh(&y).unwrap();
+    assert!(back.iter().all(|&v| v == 50.0), "the owner's copy ran before our launches ended: y[0] = {}, y[N-1] = {}", back[0], back[N - 1]);
+}
+
+/// A BorrowedStream runs our work in the owner's order: after what the owner queued before the
+/// borrow, before what it queues after the borrow ends.
+#[test]
+fn a_borrowed_stream_keeps_the_owners_order_both_ways() {
+    let Some((context, cuda)) = owner("a_borrowed_stream_keeps_the_owners_order_both_ways") else { return };
+    let owner_cu = cuda.new_stream().unwrap();
+    let twos = owner_cu.clone_htod(&vec![2.0f32; N]).unwrap();
+    let mut x = owner_cu.alloc_zeros::<f32>(N).unwrap();
+    let y = owner_cu.alloc_zeros::<f32>(N).unwrap();
+    owner_cu.synchronize().unwrap();
+    for _ in 0..20 {
+        owner_cu.memcpy_dtod(&twos, &mut x).unwrap(); // before the borrow
+    }
+    let (x_ptr, y_ptr) = (address(&x, &owner_cu), address(&y, &owner_cu));
+    {
+        // SAFETY: cudarc's live stream of this context, destroyed only after this scope.
+        let stream = unsafe { BorrowedStream::new(&context, owner_cu.cu_stream()) }.unwrap();
+        assert_eq!(stream.owner_raw(), owner_cu.cu_stream());
+        // SAFETY: live allocations of N floats, used by cudarc only on its stream, before the
+        // borrow or after it ends.
+        let (xs, mut ys) = unsafe { (BorrowedSlice::<f32>::new(&stream, x_ptr, N).unwrap(), BorrowedSliceMut::<f32>::new(&stream, y_ptr, N).unwrap()) };
+        for _ in 0..10 {
+            saxpy::launch(&stream, LaunchConfig::for_elements(N, 256), 1.0, &xs, &mut ys).unwrap();
+        }
+    }
+    owner_cu.memset_zeros(&mut x).unwrap(); // after: must not overtake our reads of x
+    let back = owner_cu.clone_dtoh(&y).unwrap();
+    assert!(back.iter().all(|&v| v == 20.0), "y[0] = {}, y[N-1] = {} (expected 10 launches of y += 2)", back[0], back[N - 1]);
+}
+
+/// The cudarc adapter honours cudarc's per-slice events across two cudarc streams: cudarc
+/// writes `x` on stream A, ferrocuda reads it and writes `y` with B as home, cudarc then reads
+/// `y` on A; cudarc's own events order each step.
+#[test]
+fn the_cudarc_adapter_honours_cudarcs_events_across_streams() {
+    let Some((_context, cuda)) = owner("the_cudarc_adapter_honours_cudarcs_events_across_streams") else { return };
+    let (a, b) = (cuda.new_stream().unwrap(), cuda.new_stream().unwrap());
+    assert!(cuda.is_managing_stream_synchronization(), "two streams: cudarc tracks events per slice");
+    let fours = a.clone_htod(&vec![4.0f32; N]).unwrap();
+    let mut x = a.alloc_zeros::<f32>(N).unwrap();
+    let mut y = a.alloc_zeros::<f32>(N).unwrap();
+    for _ in 0..20 {
+        a.memcpy_dtod(&fours, &mut x).unwrap(); // cudarc records x's write event on A
+    }
+    {
+        let stream = borrowed::cudarc::stream(&b).unwrap();
+        let xs = borrowed::cudarc::slice(&x, &b).unwrap(); // B waits for x's write event
+        let mut ys = borrowed::cudarc::slice_mut(&mut y, &b).unwrap();
+        assert_eq!(ys.home().raw(), b.cu_stream());
+        for _ in 0..5 {
+            saxpy::launch(&stream, LaunchConfig::for_elements(N, 256), 0.5, &*xs, &mut *ys).unwrap();
+        }
+    } // cudarc records y's write event and x's read event on B
+    let back = a.clone_dtoh(&y).unwrap(); // A waits for y's write event
+    assert!(back.iter().all(|&v| v == 10.0), "y[0] = {}, y[N-1] = {} (expected 5 x 0.5 x 4)", back[0], back[N - 1]);
+}
+
+/// Events for what the tracking cannot see: the owner's work on another stream, ordered by an
+/// event the owner recorded, and ours, by one we record for the owner.
+#[test]
+fn events_order_with_the_owners_other_streams() {
+    let Some((context, cuda)) = owner("events_order_with_the_owners_other_streams") else { return };
+    let (home_cu, side_cu) = (cuda.new_stream().unwrap(), cuda.new_stream().unwrap());
+    let fives = side_cu.clone_htod(&vec![5.0f32; N]).unwrap();
+    let mut x = side_cu.alloc_zeros::<f32>(N).unwrap();
+    side_cu.synchronize().unwrap();
+    for _ in 0..20 {
+        side_cu.memcpy_dtod(&fives, &mut x).unwrap();
+    }
+    let written = side_cu.record_event(None).unwrap(); // the owner's event
+    let x_ptr = address(&x, &side_cu);
+    let home = borrowed::cudarc::stream(&home_cu).unwrap();
+    // SAFETY: the owner's event, alive until after the wait is queued.
+    unsafe { home.wait_raw_event(written.cu_event()) }.unwrap();
+    let mut y = DeviceBuffer::<f32>::zeroed(&context, N).unwrap();
+    let done = Event::without_timing(&context).unwrap();
+    {
+        // SAFETY: live allocation; the owner's write is ordered before `home` by the event.
+        let xs = unsafe { BorrowedSlice::<f32>::new(&home, x_ptr, N) }.unwrap();
+        saxpy::launch(&home, LaunchConfig::for_elements(N, 256), 1.0, &xs, &mut y).unwrap();
+        done.record(&home).unwrap(); // for the owner's side stream
+    }
+    // SAFETY: our event, alive (we hold it) until the wait is queued.
+    assert_eq!(unsafe { sys::cuStreamWaitEvent(side_cu.cu_stream(), done.raw(), 0) }, sys::CUresult::CUDA_SUCCESS);
+    side_cu.memset_zeros(&mut x).unwrap(); // after our read, thanks to the event
+    assert!(y.to_vec().unwrap().iter().all(|&v| v == 5.0), "the read of x was not ordered after the owner's writes, or before its memset");
+}
+
+/// The checks of the unsafe constructors: what the driver can tell is wrong is an error that
+/// says so, before anything runs.
+#[test]
+fn borrowing_checks_alignment_extent_memory_kind_and_context() {
+    let Some((context, cuda)) = owner("borrowing_checks_alignment_extent_memory_kind_and_context") else { return };
+    let cu = cuda.new_stream().unwrap();
+    let x = cu.alloc_zeros::<f32>(1000).unwrap();
+    let ptr = address(&x, &cu);
+    let home = borrowed::cudarc::stream(&cu).unwrap();
+    let message = |e: Error| e.to_string();
+    // SAFETY (each): the checks under test refuse these before any use.
+    let misaligned = unsafe { BorrowedSlice::<f32>::new(&home, ptr + 2, 10) }.map(drop).map_err(message).unwrap_err();
+    assert!(misaligned.contains("not aligned"), "{misaligned}");
+    let too_long = unsafe { BorrowedSlice::<f32>::new(&home, ptr, 1 << 34) }.map(drop).map_err(message).unwrap_err();
+    assert!(too_long.contains("run past the end of their allocation"), "{too_long}");
+    // How tight the driver's extent is (pool allocations may sit in a larger range): a fact
+    // for the log, not a promise.
+    let one_more = unsafe { BorrowedSlice::<f32>::new(&home, ptr, 1001) }.map(drop).map_err(message);
+    eprintln!("borrowing 1001 floats of a 1000-float cudarc allocation: {one_more:?}");
+    let host = [0.0f32; 16];
+    let on_host = unsafe { BorrowedSliceMut::<f32>::new(&home, host.as_ptr() as u64, 16) }.map(drop).map_err(message).unwrap_err();
+    assert!(on_host.contains("not device memory"), "{on_host}");
+    let whole = unsafe { BorrowedSlice::<f32>::new(&home, ptr, 1000) }.unwrap();
+    assert_eq!(whole.len(), 1000);
+    drop(whole);
+    // A stream of another context.
+    let other = Context::create(0, ferrocuda::SchedulePolicy::Auto).unwrap();
+    let wrong = unsafe { BorrowedStream::new(&other, cu.cu_stream()) }.map(drop).map_err(message).unwrap_err();
+    assert!(wrong.contains("belongs to context"), "{wrong}");
+    drop(other);
+    context.bind_to_thread().unwrap();
+    // A stream being captured.
+    let capturing = Stream::non_blocking(&context).unwrap();
+    capturing.begin_capture().unwrap();
+    let captured = unsafe { BorrowedStream::new(&context, capturing.raw()) }.map(drop).map_err(message).unwrap_err();
+    assert!(captured.contains("being captured"), "{captured}");
+    capturing.end_capture().unwrap();
+}
+
+/// The primary context that cudarc (and PyTorch, and candle) use is the one ferrocuda retains:
+/// borrowing it gives the same handle, and kernels loaded through it are shared.
+#[test]
+fn borrowing_the_primary_context_gives_ferrocudas_own_handle() {
+    let Some((context, cuda)) = owner("borrowing_the_primary_context_gives_ferrocudas_own_handle") else { return };
+    // SAFETY: cudarc's primary context, alive while `cuda` is.
+    let borrowed = unsafe { BorrowedContext::new(cuda.cu_ctx()) }.unwrap();
+    assert!(borrowed.is_primary());
+    assert_eq!(borrowed.raw(), context.raw());
+    assert_eq!(borrowed::cudarc::context(&cuda).unwrap().raw(), context.raw());
+}
+
+const CHILD: &str = "FERROCUDA_BORROWED_CHILD";
+
+/// A context another library created (not primary): work in it through ferrocuda, then the
+/// borrow ends cleanly when everything made in it is gone; a buffer left alive when it ends
+/// stops the process (child process) instead of letting the owner destroy the context under it.
+#[test]
+fn a_borrowed_created_context_ends_cleanly_or_stops_the_process_if_something_outlives_it() {
+    let Some((_context, _cuda)) = owner("a_borrowed_created_context_ends_cleanly_or_stops_the_process_if_something_outlives_it") else { return };
+    let escape = std::env::var(CHILD).is_ok();
+    let theirs = CudaContext::new_non_primary(0, 0).unwrap();
+    let mut kept = None;
+    {
+        // SAFETY: cudarc's created context, alive while `theirs` is (past this scope).
+        let borrowed = unsafe { BorrowedContext::new(theirs.cu_ctx()) }.unwrap();
+        assert!(!borrowed.is_primary());
+        let stream = Stream::non_blocking(&borrowed).unwrap();
+        let x = DeviceBuffer::from_slice(&borrowed, &[1.0f32; 1024]).unwrap();
+        let mut y = DeviceBuffer::from_slice(&borrowed, &[1.0f32; 1024]).unwrap();
+        saxpy::launch(&stream, LaunchConfig::for_elements(1024, 256), 2.0, &x, &mut y).unwrap();
+        assert_eq!(y.to_vec().unwrap(), vec![3.0f32; 1024]);
+        if escape {
+            kept = Some(y); // outlives the borrow: must stop the process
+        }
+    }
+    assert!(kept.is_none(), "the borrow ended with a buffer of it alive, and the process went on");
+    if !escape {
+        let output = Command::new(std::env::current_exe().unwrap())
+            .args(["a_borrowed_created_context_ends_cleanly_or_stops_the_process_if_something_outlives_it", "--exact", "--nocapture", "--test-threads=1"])
+            .env(CHILD, "1")
+            .output()
+            .unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        println!("child output:\n{text}");
+        assert!(!output.status.success(), "the child went on with a buffer outliving its borrowed context");
+        assert!(text.contains("Drop everything made in a borrowed context before the borrow ends"), "{text}");
+    }
+}
