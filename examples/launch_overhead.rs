@@ -83,9 +83,9 @@ fn run() -> ferrocuda::Result<()> {
     // (with buffers of its own, so that no launch waits for the other stream); and memory
     // borrowed by address, as from another library.
     // SAFETY: `stream`'s own handle, kept alive by the clone held with it.
-    let wrapped = unsafe { Stream::from_raw(&context, stream.raw(), stream.clone()) }?;
+    let wrapped = unsafe { Stream::from_raw(&context, raw_stream, stream.clone()) }?;
     // SAFETY: `stream` outlives the borrow (dropped at the end of `run`, after it).
-    let borrowed_stream = unsafe { BorrowedStream::new(&context, stream.raw()) }?;
+    let borrowed_stream = unsafe { BorrowedStream::new(&context, raw_stream) }?;
     let mut y5 = DeviceBuffer::from_slice(&context, &[2.0f32; 32])?;
     let (x3, mut y3) = (DeviceBuffer::from_slice(&context, &[1.0f32; 32])?, DeviceBuffer::from_slice(&context, &[2.0f32; 32])?);
     let (x4, y4) = (DeviceBuffer::from_slice(&context, &[1.0f32; 32])?, DeviceBuffer::from_slice(&context, &[2.0f32; 32])?);

@@ -172,7 +172,7 @@ mod device {
     /// registers.
     #[doc(hidden)]
     #[inline(always)]
-    pub fn __report_template(format: &str, args: &[crate::panic_args::Arg<'_>], location: &core::panic::Location<'_>) -> ! {
+    pub fn __report_template(format: &str, args: &[ferrocuda_types::panic_format::Arg<'_>], location: &core::panic::Location<'_>) -> ! {
         record_and_trap(Text::Template(format, args), location.file(), location.line(), location.column())
     }
 
@@ -184,7 +184,7 @@ mod device {
         /// The message itself.
         Plain(&'a [u8]),
         /// A format string and its arguments, formatted by the host.
-        Template(&'a str, &'a [crate::panic_args::Arg<'a>]),
+        Template(&'a str, &'a [ferrocuda_types::panic_format::Arg<'a>]),
     }
 
     /// The body of the panic handler and of [`__report`], inlined into each so that the panic
@@ -257,8 +257,8 @@ mod device {
     /// # Safety
     /// `r` points at the record, which only this thread writes.
     #[inline(always)]
-    unsafe fn write_template(r: *mut PanicRecord, format: &str, args: &[crate::panic_args::Arg<'_>]) {
-        use crate::panic_args::Arg;
+    unsafe fn write_template(r: *mut PanicRecord, format: &str, args: &[ferrocuda_types::panic_format::Arg<'_>]) {
+        use ferrocuda_types::panic_format::Arg;
         // SAFETY (every access below): `r` is the record; offsets stay inside its fields.
         unsafe {
             let message: *mut u8 = (&raw mut (*r).message).cast();

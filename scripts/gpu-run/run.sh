@@ -21,6 +21,7 @@ run() { # name, timeout, command...
   printf '%-26s rc=%-3s %4ss %s\n' "$name" "$rc" "$(( $(date +%s) - start ))" "${results:0:110}" | tee -a "$summary"
 }
 gpu_tests=(gpu_soundness gpu_streams gpu_contexts gpu_kernels gpu_fault gpu_multi_gpu gpu_cublas gpu_cufft gpu_nccl
+  gpu_host_safety gpu_host_adversarial gpu_borrowed gpu_attention gpu_peer_lengths port_gaps
   launch_kinds launch_modules launch_no_alloc kernel_model cpu_executor cpu_device_lib nccl_loading cpu_half_floats)
 for t in "${gpu_tests[@]}"; do
   [ -x "$t" ] && run "$t" 150 "./$t" --test-threads=1
@@ -31,7 +32,7 @@ done
 run main_job 120 ./ferrocuda
 # The main job's test, on the staged binary (its build-machine path would not exist here).
 [ -x cpu_main_job ] && run cpu_main_job 150 env FERROCUDA_MAIN_JOB=./ferrocuda ./cpu_main_job
-run bench 300 ./ferrocuda-bench
+[ -n "${SKIP_BENCH:-}" ] || run bench 300 ./ferrocuda-bench
 echo "---- failed tests:" | tee -a "$summary"
 grep -h -E "^test .* FAILED|^SKIPPED" "$out"/*.log | sort | uniq | head -40 | tee -a "$summary"
 echo "---- launch overhead:" | tee -a "$summary"
