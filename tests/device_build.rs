@@ -261,7 +261,9 @@ fn shared_memory_uses_the_shared_state_space_and_two_arrays_do_not_alias() {
     let names: std::collections::BTreeSet<&str> = declared.iter().map(|l| l.rsplit(' ').next().unwrap().trim_end_matches(';')).collect();
     assert_eq!(names.len(), 2, "the two shared_array! sites must be distinct arrays: {declared:?}");
     for name in names {
-        assert!(ptx().lines().any(|l| l.starts_with(".shared .align 4 .b8 ") && l.contains(&format!("{name}[1024]"))), "{name} is a 1 KiB .shared array");
+        // 16-byte aligned whatever the element (CUDA's `__align__(16)`, issue 23), so its
+        // vector accesses need no check.
+        assert!(ptx().lines().any(|l| l.starts_with(".shared .align 16 .b8 ") && l.contains(&format!("{name}[1024]"))), "{name} is a 1 KiB .shared array");
     }
     let histogram = entry_body(ptx(), "histogram_256");
     assert!(histogram.contains("atom.shared.add.u32"), "shared-memory atomics:\n{histogram}");

@@ -276,3 +276,92 @@ extern "C" __global__ void stencil_5pt(const float* __restrict__ input, usize n_
         output[(usize)row * cols + col] = value;
     }
 }
+
+// ---- Issue 23's LLM kernels (gpu-kernels/src/llm.rs), as llm.c writes them. ----
+
+#define LN_C 768
+#define LN_V (LN_C / 4 / 32)
+extern "C" __global__ void layernorm_768(const float4* __restrict__ input, usize n_in, const float4* __restrict__ weight, usize n_w,
+                                         const float4* __restrict__ bias, usize n_b, float4* __restrict__ out, usize n_out,
+                                         float* __restrict__ mean, usize n_mean, float* __restrict__ rstd, usize n_rstd, unsigned rows) {
+    unsigned row = blockIdx.x * (blockDim.x / WARP_SIZE) + threadIdx.x / WARP_SIZE;
+    unsigned lane = threadIdx.x % WARP_SIZE;
+    usize vectors = (usize)rows * (LN_C / 4);
+    if (row >= rows || n_in < vectors || n_out < vectors || n_w < LN_C / 4 || n_b < LN_C / 4 || n_mean < rows || n_rstd < rows) return;
+    const float4* x = input + (usize)row * (LN_C / 4);
+    float4 v[LN_V];
+    float sum = 0.f;
+    #pragma unroll
+    for (int i = 0; i < LN_V; ++i) {
+        v[i] = __ldcs(x + lane + 32 * i);
+        sum += (v[i].x + v[i].y) + (v[i].z + v[i].w);
+    }
+    float m = warp_sum(sum) * (1.f / LN_C);
+    float squares = 0.f;
+    #pragma unroll
+    for (int i = 0; i < LN_V; ++i) {
+        float a = v[i].x - m, b = v[i].y - m, c = v[i].z - m, d = v[i].w - m;
+        squares += (a * a + b * b) + (c * c + d * d);
+    }
+    float s = rsqrtf(warp_sum(squares) * (1.f / LN_C) + 1e-5f);
+    float4* o = out + (usize)row * (LN_C / 4);
+    #pragma unroll
+    for (int i = 0; i < LN_V; ++i) {
+        int c = lane + 32 * i;
+        float4 w = weight[c], b = bias[c];
+        __stcs(o + c, make_float4((v[i].x - m) * s * w.x + b.x, (v[i].y - m) * s * w.y + b.y, (v[i].z - m) * s * w.z + b.z, (v[i].w - m) * s * w.w + b.w));
+    }
+    if (lane == 0) {
+        __stcs(mean + row, m);
+        __stcs(rstd + row, s);
+    }
+}
+
+extern "C" __global__ void softmax_online(const float4* __restrict__ input, usize n_in, float4* __restrict__ output, usize n_out, unsigned rows, unsigned cols4) {
+    unsigned row = blockIdx.x * (blockDim.x / WARP_SIZE) + threadIdx.x / WARP_SIZE;
+    unsigned lane = threadIdx.x % WARP_SIZE;
+    usize vectors = (usize)rows * cols4;
+    if (row >= rows || n_in < vectors || n_out < vectors) return;
+    const float4* x = input + (usize)row * cols4;
+    float maxv = -3.402823466e38f, sum = 0.f;
+    for (unsigned c = lane; c < cols4; c += WARP_SIZE) {
+        float4 v = x[c];
+        float bm = fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w));
+        if (bm > maxv) {
+            sum *= __expf(maxv - bm);
+            maxv = bm;
+        }
+        sum += (__expf(v.x - maxv) + __expf(v.y - maxv)) + (__expf(v.z - maxv) + __expf(v.w - maxv));
+    }
+    #pragma unroll
+    for (int mask = WARP_SIZE / 2; mask > 0; mask /= 2) {
+        float om = __shfl_xor_sync(FULL_MASK, maxv, mask), os = __shfl_xor_sync(FULL_MASK, sum, mask);
+        float nm = fmaxf(maxv, om);
+        sum = sum * __expf(maxv - nm) + os * __expf(om - nm);
+        maxv = nm;
+    }
+    float scale = 1.f / sum;
+    float4* y = output + (usize)row * cols4;
+    for (unsigned c = lane; c < cols4; c += WARP_SIZE) {
+        float4 v = __ldcs(x + c);
+        __stcs(y + c, make_float4(__expf(v.x - maxv) * scale, __expf(v.y - maxv) * scale, __expf(v.z - maxv) * scale, __expf(v.w - maxv) * scale));
+    }
+}
+
+struct AdamW { float learning_rate, beta1, beta2, beta1_correction, beta2_correction, eps, weight_decay; };
+
+__device__ __forceinline__ float lerp_fma(float start, float end, float weight) { return fmaf(weight, end, fmaf(-weight, start, start)); }
+
+extern "C" __global__ void adamw_step(float* __restrict__ params, usize n_p, const float* __restrict__ grads, usize n_g, float* __restrict__ m, usize n_m,
+                                      float* __restrict__ v, usize n_v, AdamW hp) {
+    usize i = (usize)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_p || i >= n_g || i >= n_m || i >= n_v) return;
+    float g = grads[i];
+    float mm = lerp_fma(g, m[i], hp.beta1);
+    m[i] = mm;
+    float vv = lerp_fma(g * g, v[i], hp.beta2);
+    v[i] = vv;
+    mm /= hp.beta1_correction;
+    vv /= hp.beta2_correction;
+    params[i] -= hp.learning_rate * (mm / (sqrtf(vv) + hp.eps) + hp.weight_decay * params[i]);
+}

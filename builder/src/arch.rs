@@ -92,7 +92,8 @@ pub enum FmaContraction {
 
 /// The build-script lines that declare the cfgs a kernel crate may test, so that neither its
 /// host build nor its device build warns about `unexpected_cfgs`: `ferrocuda_sm` with every
-/// known architecture (and any the build asks for) and `ferrocuda_device`.
+/// known architecture (and any the build asks for), `ferrocuda_device` and
+/// `ferrocuda_fast_math` ([`crate::KernelBuilder::fast_math`]).
 pub fn check_cfg_lines(extra: &[Arch]) -> Vec<String> {
     let mut numbers: Vec<u32> = KNOWN_ARCHS.iter().copied().chain(extra.iter().map(|a| a.number())).collect();
     numbers.sort_unstable();
@@ -103,6 +104,7 @@ pub fn check_cfg_lines(extra: &[Arch]) -> Vec<String> {
     vec![
         format!("cargo::rustc-check-cfg=cfg(ferrocuda_sm, values({}))", values.join(", ")),
         "cargo::rustc-check-cfg=cfg(ferrocuda_device)".to_string(),
+        "cargo::rustc-check-cfg=cfg(ferrocuda_fast_math)".to_string(),
         // Set by `KernelBuilder::panic_messages(true)`: the device library's detailed panic handler.
         "cargo::rustc-check-cfg=cfg(ferrocuda_panic_messages)".to_string(),
     ]

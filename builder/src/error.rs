@@ -112,6 +112,27 @@ impl fmt::Display for BuildError {
                 }
                 write!(f, "(ptxas said:)\n{}", log.trim_end())
             }
+            Self::Ptxas { arch, log } if crate::ptx_isa::missing_architecture(log).is_some() => {
+                let (feature, needs) = crate::ptx_isa::missing_architecture(log).unwrap_or_default();
+                write!(
+                    f,
+                    "the kernels use {feature}, which needs sm_{needs} or newer, but this PTX is built for {arch}: \
+                     build the kernel crate for sm_{needs} (`KernelBuilder::arch(\"sm_{needs}\".parse().unwrap())`), \
+                     or keep that code out of older builds with `#[cfg(ferrocuda_sm = \"{needs}\")]`\n(ptxas said:)\n{}",
+                    log.trim_end()
+                )
+            }
+            Self::Ptxas { arch, log } if crate::ptx_isa::missing_isa(log).is_some() => {
+                let ((feature, (major, minor)), declared) = (crate::ptx_isa::missing_isa(log).unwrap_or_default(), crate::ptx_isa::pinned_ptx_isa(*arch));
+                write!(
+                    f,
+                    "the kernels use {feature}, which needs PTX ISA {major}.{minor}, newer than the module declares for {arch} \
+                     (by default {}.{}): raise it with `KernelBuilder::ptx_isa({major}, {minor})`\n(ptxas said:)\n{}",
+                    declared.0,
+                    declared.1,
+                    log.trim_end()
+                )
+            }
             Self::Ptxas { arch, log } if log.contains("Duplicate definition of variable '__ferrocuda_shared_") => write!(
                 f,
                 "ptxas rejected the PTX for {arch}: two `shared_array!`s got one site (one `.shared` variable name). Each expansion of \
@@ -221,6 +242,20 @@ mod tests {
         assert!(!text.contains("code-generation bug"), "{text}");
         let other = BuildError::Ptxas { arch: Arch::SM_90, log: "ptxas fatal   : Unresolved label".into() }.to_string();
         assert!(other.contains("code-generation bug"), "{other}");
+    }
+
+    /// Regression (issue 23): an instruction the target lacks read as a ptxas bug ("set
+    /// FERROCUDA_PTXAS to another ptxas") instead of naming the architecture it needs.
+    #[test]
+    fn an_instruction_newer_than_the_target_names_the_architecture_it_needs() {
+        let log =
+            "ptxas k.ptx, line 8; error   : Modifier '.L2::cache_hint' requires .target sm_80 or higher\nptxas fatal   : Ptx assembly aborted due to errors";
+        let text = BuildError::Ptxas { arch: Arch::SM_75, log: log.into() }.to_string();
+        assert!(text.contains("Modifier '.L2::cache_hint', which needs sm_80 or newer, but this PTX is built for sm_75"), "{text}");
+        assert!(text.contains("ferrocuda_sm = \"80\"") && !text.contains("FERROCUDA_PTXAS"), "{text}");
+        let log = "ptxas k.ptx, line 3; error   : Feature 'tanh' requires PTX ISA .version 8.8 or later";
+        let text = BuildError::Ptxas { arch: Arch::SM_75, log: log.into() }.to_string();
+        assert!(text.contains("needs PTX ISA 8.8") && text.contains("KernelBuilder::ptx_isa(8, 8)"), "{text}");
     }
 
     /// Regression (audit N9): two `shared_array!`s with one site name were reported as a

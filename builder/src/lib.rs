@@ -11,7 +11,10 @@
 //!
 //! The crate is built for `nvptx64-nvidia-cuda` by a second cargo in its own target directory,
 //! with `-Zbuild-std=core`, fat LTO and `--emit=asm=<path>`, which yields one self-contained PTX
-//! module per requested architecture at a path the builder chooses. When `ptxas` is found,
+//! module per requested architecture at a path the builder chooses. The module's `.version` is
+//! the builder's choice, not rustc's ([`pinned_ptx_isa`]: 7.8 below sm_90, 8.3 for sm_90), so
+//! every instruction the device library offers for the architecture assembles;
+//! [`KernelBuilder::fast_math`] is nvcc's `--use_fast_math`. When `ptxas` is found,
 //! cubins are compiled too, and `ptxas -v`'s registers, spills and shared memory are recorded
 //! per kernel. A Rust file listing the artifacts is written to `OUT_DIR`;
 //! `ferrocuda_device::embed_kernels!()` includes it. The builder also declares the cfgs it sets
@@ -29,6 +32,7 @@ mod inner_build;
 mod kernel_tag;
 mod launch_bounds;
 mod manifest;
+mod ptx_isa;
 mod ptx_text;
 mod ptxas;
 mod toolchain;
@@ -44,6 +48,7 @@ pub use inner_build::strip_ansi;
 pub use kernel_tag::remove_dead_kernel_tags;
 pub use launch_bounds::apply_launch_bounds;
 pub use manifest::lib_crate_name;
+pub use ptx_isa::{declare_ptx_isa, pinned_ptx_isa};
 pub use ptxas::{DeviceDebug, KernelResources, compile_cubin, compile_cubin_with, find_ptxas, parse_resources};
 pub use toolchain::{DeviceToolchain, ToolchainSource};
 
@@ -63,6 +68,8 @@ pub struct KernelBuilder {
     line_info: bool,
     debug_info: bool,
     fma: FmaContraction,
+    fast_math: bool,
+    ptx_isa: Option<(u32, u32)>,
     panic_messages: Option<bool>,
     cfgs: Vec<String>,
     target_dir: Option<PathBuf>,
@@ -81,6 +88,8 @@ impl KernelBuilder {
             line_info: true,
             debug_info: false,
             fma: FmaContraction::Fast,
+            fast_math: false,
+            ptx_isa: None,
             panic_messages: None,
             cfgs: Vec::new(),
             target_dir: None,
@@ -165,6 +174,34 @@ impl KernelBuilder {
         self
     }
 
+    /// The PTX ISA version the modules declare (`.version`), for every architecture built
+    /// (default: [`pinned_ptx_isa`] of each, under which everything `ferrocuda-device` offers
+    /// for that architecture assembles). Lower it only to load the PTX on an older driver
+    /// (ISA 7.8 needs CUDA 11.8, 8.3 needs CUDA 12.3); a module never declares less than
+    /// rustc wrote for the architecture.
+    pub fn ptx_isa(mut self, major: u32, minor: u32) -> Self {
+        self.ptx_isa = Some((major, minor));
+        self
+    }
+
+    /// The PTX ISA the module for `arch` declares (at least; rustc may have written newer).
+    pub fn ptx_isa_for(&self, arch: Arch) -> (u32, u32) {
+        self.ptx_isa.unwrap_or_else(|| pinned_ptx_isa(arch))
+    }
+
+    /// nvcc's `--use_fast_math` (default off): sets `--cfg ferrocuda_fast_math` on the device
+    /// build, under which `ferrocuda_device::math`'s `DeviceFloat` methods on `f32` use the
+    /// hardware approximations (`sqrt`/`rsqrt`/`exp`/`exp2`/`ln`/`log2`/`sin`/`cos`/`tanh`
+    /// become `*.approx.ftz.f32`, denormal inputs and results flush to zero) and
+    /// `f32` `/` compiles to `div.approx.f32` (nvcc's `-prec-div=false`). `f64` is unchanged,
+    /// as under nvcc; plain `f32` arithmetic does not flush denormals (rustc cannot ask for
+    /// `.ftz` arithmetic). Accuracy: see the `math` module's table. The CPU executor runs the
+    /// precise functions either way.
+    pub fn fast_math(mut self, fast_math: bool) -> Self {
+        self.fast_math = fast_math;
+        self
+    }
+
     /// Adds `--cfg <cfg>` to the device build (for example `my_feature` or `mode="fast"`).
     pub fn cfg(mut self, cfg: impl Into<String>) -> Self {
         self.cfgs.push(cfg.into());
@@ -226,6 +263,13 @@ impl KernelBuilder {
             flags.push("--cfg".into());
             flags.push(format!("ferrocuda_sm=\"{}a\"", arch.number()));
             flags.push("-Ctarget-feature=+ptx83".into());
+        }
+        if self.fast_math {
+            // nvcc's `-prec-div=false -prec-sqrt=false`: `f32` `/` and `sqrt` approximate.
+            flags.push("-Cllvm-args=-nvptx-prec-divf32=0".into());
+            flags.push("-Cllvm-args=-nvptx-prec-sqrtf32=0".into());
+            flags.push("--cfg".into());
+            flags.push("ferrocuda_fast_math".into());
         }
         if self.keeps_panic_messages() {
             flags.push("--cfg".into());
@@ -321,6 +365,9 @@ impl KernelBuilder {
             let ptx = apply_launch_bounds(&ptx);
             // Kernels that cannot panic lose the kernel-name tag store (a dead STS.128).
             let ptx = remove_dead_kernel_tags(&ptx);
+            // rustc declares the oldest ISA its LLVM knows for the target; declare the one
+            // under which the device library's instructions for this architecture assemble.
+            let ptx = declare_ptx_isa(&ptx, self.ptx_isa_for(arch));
             let path = out_dir.join(format!("{crate_name}.{arch}.ptx"));
             artifacts::write(&path, ptx.as_bytes())?;
             artifacts.ptx.push((arch, path));
@@ -450,6 +497,10 @@ mod tests {
         assert!(flags.windows(2).any(|w| w == ["--cfg", "fast_math"]));
         assert!(flags.windows(2).any(|w| w == ["--cfg", "ferrocuda_sm=\"90\""]));
         assert!(!flags.iter().any(|f| f.contains("emit")), "--emit must not reach core through RUSTFLAGS");
+        assert!(!flags.iter().any(|f| f.contains("ferrocuda_fast_math") || f.contains("prec-divf32")));
+        let fast = KernelBuilder::new("x").fast_math(true).rustflags(Arch::SM_80);
+        assert!(fast.windows(2).any(|w| w == ["--cfg", "ferrocuda_fast_math"]), "{fast:?}");
+        assert!(fast.contains(&"-Cllvm-args=-nvptx-prec-divf32=0".to_string()), "{fast:?}");
         let default = KernelBuilder::new("x").rustflags(Arch::SM_70);
         assert!(default.contains(&"-Cllvm-args=-nvptx-fma-level=1".to_string()));
         assert!(default.contains(&"-Cdebuginfo=line-tables-only".to_string()));
@@ -457,6 +508,8 @@ mod tests {
 
     #[test]
     fn default_and_requested_archs() {
+        assert_eq!(KernelBuilder::new("x").ptx_isa_for(Arch::SM_75), (7, 8));
+        assert_eq!(KernelBuilder::new("x").ptx_isa(8, 0).ptx_isa_for(Arch::SM_75), (8, 0));
         assert_eq!(KernelBuilder::new("x").ptx_archs(), vec![Arch::SM_75]);
         assert_eq!(KernelBuilder::new("x").cubin_archs(), vec![Arch::SM_80, Arch::SM_90]);
         assert_eq!(KernelBuilder::new("x").cubin_arch(Arch::SM_90).cubin_archs(), vec![Arch::SM_90]);

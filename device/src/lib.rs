@@ -4,6 +4,15 @@
 //! Intrinsics compile to single PTX instructions on `nvptx64`; the same names exist on the
 //! host so that kernels type-check there (running them on the CPU is the CPU executor's job).
 //!
+//! Coming from CUDA C++: docs/performance.md has a table from each construct to its spelling
+//! here and its cost. The pieces a port usually needs beyond indexing and barriers:
+//! [`block`] (CUB's `BlockReduce`/`BlockScan`), [`warp`] (`__shfl_*_sync`, votes),
+//! [`shared_vector`] (`float4` on `__shared__ __align__(16)` arrays), [`cache`] (`__ldcs`,
+//! `__stcs`, L1/L2 eviction policies), [`math`] (`FastMath`, and `KernelBuilder::fast_math`
+//! for `--use_fast_math`), [`vector`] (16-byte global accesses), [`unroll`] and
+//! [`launch_bounds`](mod@launch_bounds). What needs a newer GPU than the build targets is refused at compile time
+//! with the architecture it needs ([`arch`]).
+//!
 //! A kernel crate starts with:
 //! ```ignore
 //! #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
@@ -11,8 +20,17 @@
 //! ```
 #![cfg_attr(target_arch = "nvptx64", no_std)]
 #![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, asm_experimental_arch))]
+// `where Target: Sm80` on an intrinsic (see `arch`) is a bound without type parameters; in a
+// device build for an older GPU it does not hold, which makes the intrinsic uncallable there
+// (the caller gets the bound's message) instead of being an error in this crate.
+#![cfg_attr(target_arch = "nvptx64", feature(trivial_bounds, link_llvm_intrinsics))]
+#![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
+#![allow(trivial_bounds)]
 
+pub mod arch;
 pub mod atomic;
+pub mod block;
+pub mod cache;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
 pub mod cluster;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "80"))]
@@ -47,6 +65,7 @@ pub mod panic_args;
 pub mod pipeline;
 pub mod print;
 pub mod shared;
+pub mod shared_vector;
 pub mod sync;
 pub mod thread;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]

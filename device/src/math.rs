@@ -13,10 +13,22 @@
 //! | `rsqrt` | `1 / sqrt.rn` (two roundings) | ≤ 1 ulp |
 //! | `exp`, `exp2`, `exp_m1`, `ln`, `log2`, `log10`, `ln_1p`, `sin`, `cos`, `tan`, `asin`, `acos`, `atan`, `atan2`, `sinh`, `cosh`, `tanh`, `cbrt`, `hypot`, `powf`, `erf`, `erfc` | the `libm` crate (a port of musl's libm), compiled to plain PTX arithmetic | musl's: ≤ 1 ulp for most, up to a few ulp for `tan`, `pow`, `erf`, hyperbolics near their limits |
 //! | `powi` | square-and-multiply | a few ulp for large exponents, like `std` |
-//! | [`FastMath`]: `fast_exp2`, `fast_log2`, `fast_sin`, `fast_cos`, `fast_rsqrt`, `fast_recip` | one `ex2/lg2/sin/cos/rsqrt/rcp.approx.ftz.f32` (the SFU) | ~2 ulp (ex2/lg2/rsqrt/rcp); sin/cos absolute error ~2^-21 on [-π, π] |
-//! | `fast_exp`, `fast_ln` | `ex2.approx` / `lg2.approx` with a scale | as above plus one rounding |
-//! | `fast_tanh` | `tanh.approx.f32` on sm_75+ | absolute error ~2^-11 |
-//! | `fast_div` | `div.approx.f32` | ~2 ulp |
+//! | [`FastMath`]: `fast_exp2`, `fast_log2`, `fast_sin`, `fast_cos`, `fast_sqrt`, `fast_rsqrt`, `fast_recip` | one `ex2/lg2/sin/cos/sqrt/rsqrt/rcp.approx.ftz.f32` (the SFU) | ~2 ulp (ex2/lg2/sqrt/rsqrt/rcp); sin/cos absolute error ~2^-21 on [-π, π] |
+//! | `fast_exp`, `fast_exp10`, `fast_ln`, `fast_log10`, `fast_powf` | `ex2.approx` / `lg2.approx` with a scale | as above plus one rounding (`fast_powf`: error grows with `|y·log2 x|`) |
+//! | `fast_tan` | `sin.approx`, `cos.approx`, `div.approx` | as sin/cos, larger near the poles |
+//! | `fast_tanh` | `tanh.approx.f32`, sm_75 and newer only (refused at compile time on older targets) | relative error up to 2^-10.987 |
+//! | `fast_div` | `div.approx.ftz.f32` (CUDA `__fdividef`) | ~2 ulp for `|d|` in [2^-126, 2^126] |
+//!
+//! ## `--use_fast_math`
+//!
+//! `KernelBuilder::fast_math(true)` is nvcc's `--use_fast_math` for a kernel crate: it sets
+//! `cfg(ferrocuda_fast_math)`, under which `f32`'s `sqrt`, `rsqrt`, `exp`, `exp2`, `ln`,
+//! `log2`, `log10`, `sin`, `cos`, `tan` and `powf` above are the `fast_*` forms (what nvcc
+//! maps to `__expf`, `__sinf`, ... and `sqrt.approx`), and it has LLVM compile `f32` `/` as
+//! `div.approx.f32` (`-nvptx-prec-divf32=0`, nvcc's `-prec-div=false`). The other functions,
+//! and every `f64` one, stay precise, as under nvcc. One difference: plain `+`, `*`, `/` do
+//! not flush denormals (rustc cannot ask LLVM for `.ftz` arithmetic); the `fast_*` methods
+//! do. Test code that needs to know reads `cfg!(ferrocuda_fast_math)`.
 //!
 //! On the host the methods are `std`'s (more exact where they differ), so the CPU executor
 //! runs the same kernel source.
@@ -87,19 +99,23 @@ pub trait DeviceFloat: Copy {
 
 #[cfg(target_arch = "nvptx64")]
 macro_rules! device_float {
-    ($t:ty, $reg:ident, $sfx:literal, { $($method:ident => $libm:ident;)* }, { $($method2:ident => $libm2:ident;)* }) => {
+    ($t:ty, $reg:ident, $sfx:literal, sqrt = $sqrt:literal, rsqrt = $rsqrt:expr,
+     { $($method:ident => $libm:ident;)* }, { $($method2:ident => $libm2:ident;)* },
+     fast { $($fast:ident => $fastf:ident;)* }, fast2 { $($fast2:ident => $fastf2:ident;)* }) => {
         impl DeviceFloat for $t {
             $(#[inline(always)] fn $method(self) -> Self { libm::$libm(self) })*
             $(#[inline(always)] fn $method2(self, other: Self) -> Self { libm::$libm2(self, other) })*
+            $(#[inline(always)] fn $fast(self) -> Self { FastMath::$fastf(self) })*
+            $(#[inline(always)] fn $fast2(self, other: Self) -> Self { FastMath::$fastf2(self, other) })*
             #[inline(always)]
             fn sqrt(self) -> Self {
                 let r: $t;
                 // SAFETY: arithmetic only.
-                unsafe { core::arch::asm!(concat!("sqrt.rn.", $sfx, " {r}, {x};"), r = out($reg) r, x = in($reg) self, options(pure, nomem, nostack)) };
+                unsafe { core::arch::asm!(concat!($sqrt, " {r}, {x};"), r = out($reg) r, x = in($reg) self, options(pure, nomem, nostack)) };
                 r
             }
             #[inline(always)]
-            fn rsqrt(self) -> Self { 1.0 / self.sqrt() }
+            fn rsqrt(self) -> Self { let f: fn($t) -> $t = $rsqrt; f(self) }
             #[inline(always)]
             fn powi(self, n: i32) -> Self {
                 let (mut base, mut e, mut acc) = (self, n.unsigned_abs(), 1.0 as $t);
@@ -139,19 +155,33 @@ macro_rules! device_float {
     }};
 }
 
-#[cfg(target_arch = "nvptx64")]
-device_float!(f32, reg32, "f32", {
+// The precise f32 functions (the default).
+#[cfg(all(target_arch = "nvptx64", not(ferrocuda_fast_math)))]
+device_float!(f32, reg32, "f32", sqrt = "sqrt.rn.f32", rsqrt = |x: f32| 1.0 / x.sqrt(), {
     cbrt => cbrtf; exp => expf; exp2 => exp2f; exp_m1 => expm1f; ln => logf; log2 => log2f; log10 => log10f;
     ln_1p => log1pf; sin => sinf; cos => cosf; tan => tanf; asin => asinf; acos => acosf; atan => atanf;
     sinh => sinhf; cosh => coshf; tanh => tanhf; erf => erff; erfc => erfcf;
-}, { atan2 => atan2f; hypot => hypotf; powf => powf; });
+}, { atan2 => atan2f; hypot => hypotf; powf => powf; }, fast {}, fast2 {});
+
+// `--use_fast_math` (`KernelBuilder::fast_math(true)`): what nvcc maps to its `__` intrinsics
+// (`sqrtf`, `rsqrtf`, `expf`, `exp2f`, `logf`, `log2f`, `log10f`, `sinf`, `cosf`, `tanf`,
+// `powf`) becomes the special-function unit's approximation; the rest stays precise, as there.
+#[cfg(all(target_arch = "nvptx64", ferrocuda_fast_math))]
+device_float!(f32, reg32, "f32", sqrt = "sqrt.approx.ftz.f32", rsqrt = |x: f32| x.fast_rsqrt(), {
+    cbrt => cbrtf; exp_m1 => expm1f;
+    ln_1p => log1pf; asin => asinf; acos => acosf; atan => atanf;
+    sinh => sinhf; cosh => coshf; tanh => tanhf; erf => erff; erfc => erfcf;
+}, { atan2 => atan2f; hypot => hypotf; }, fast {
+    exp => fast_exp; exp2 => fast_exp2; ln => fast_ln; log2 => fast_log2; log10 => fast_log10;
+    sin => fast_sin; cos => fast_cos; tan => fast_tan;
+}, fast2 { powf => fast_powf; });
 
 #[cfg(target_arch = "nvptx64")]
-device_float!(f64, reg64, "f64", {
+device_float!(f64, reg64, "f64", sqrt = "sqrt.rn.f64", rsqrt = |x: f64| 1.0 / x.sqrt(), {
     cbrt => cbrt; exp => exp; exp2 => exp2; exp_m1 => expm1; ln => log; log2 => log2; log10 => log10;
     ln_1p => log1p; sin => sin; cos => cos; tan => tan; asin => asin; acos => acos; atan => atan;
     sinh => sinh; cosh => cosh; tanh => tanh; erf => erf; erfc => erfc;
-}, { atan2 => atan2; hypot => hypot; powf => pow; });
+}, { atan2 => atan2; hypot => hypot; powf => pow; }, fast {}, fast2 {});
 
 #[cfg(not(target_arch = "nvptx64"))]
 macro_rules! host_float {
@@ -257,27 +287,43 @@ host_float!(f32, libm::erff, libm::erfcf);
 host_float!(f64, libm::erf, libm::erfc);
 
 /// Hardware approximations for `f32` (the special-function unit): much faster than
-/// [`DeviceFloat`]'s methods, less accurate (see the module docs). Denormals flush to zero.
+/// [`DeviceFloat`]'s methods, less accurate (see the module docs). Denormal inputs and results
+/// flush to zero (the `.ftz` forms, as under nvcc's `--use_fast_math`). These are CUDA's
+/// `__expf`, `__logf`, `__sinf`, `__fdividef`, ... (the table in docs/performance.md).
 pub trait FastMath: Copy {
-    /// `2^x` (`ex2.approx.ftz.f32`).
+    /// `2^x` (`ex2.approx.ftz.f32`; CUDA `exp2f` under fast math).
     fn fast_exp2(self) -> Self;
-    /// `e^x` as `2^(x·log2 e)`.
+    /// `e^x` as `2^(x·log2 e)` (CUDA `__expf`).
     fn fast_exp(self) -> Self;
-    /// `log2(x)` (`lg2.approx.ftz.f32`).
+    /// `10^x` as `2^(x·log2 10)` (CUDA `__exp10f`).
+    fn fast_exp10(self) -> Self;
+    /// `log2(x)` (`lg2.approx.ftz.f32`; CUDA `__log2f`).
     fn fast_log2(self) -> Self;
-    /// `ln(x)` as `log2(x)·ln 2`.
+    /// `ln(x)` as `log2(x)·ln 2` (CUDA `__logf`).
     fn fast_ln(self) -> Self;
-    /// `sin(x)` (`sin.approx.ftz.f32`), best on [-π, π].
+    /// `log10(x)` as `log2(x)·log10 2` (CUDA `__log10f`).
+    fn fast_log10(self) -> Self;
+    /// `sin(x)` (`sin.approx.ftz.f32`; CUDA `__sinf`), best on [-π, π].
     fn fast_sin(self) -> Self;
-    /// `cos(x)` (`cos.approx.ftz.f32`), best on [-π, π].
+    /// `cos(x)` (`cos.approx.ftz.f32`; CUDA `__cosf`), best on [-π, π].
     fn fast_cos(self) -> Self;
-    /// `1/sqrt(x)` (`rsqrt.approx.ftz.f32`).
+    /// `tan(x)` as `sin(x) / cos(x)` (CUDA `__tanf`), best on [-π/2, π/2] away from the poles.
+    fn fast_tan(self) -> Self;
+    /// `sqrt(x)` (`sqrt.approx.ftz.f32`; CUDA `sqrtf` under `-prec-sqrt=false`).
+    fn fast_sqrt(self) -> Self;
+    /// `1/sqrt(x)` (`rsqrt.approx.ftz.f32`; CUDA `rsqrtf`/`__frsqrt_rn`'s fast twin).
     fn fast_rsqrt(self) -> Self;
     /// `1/x` (`rcp.approx.ftz.f32`).
     fn fast_recip(self) -> Self;
-    /// `tanh(x)` (`tanh.approx.f32` on sm_75 and newer; the precise one on older targets).
-    fn fast_tanh(self) -> Self;
-    /// `self / d` (`div.approx.f32`).
+    /// `x^y` as `2^(y·log2 x)` (CUDA `__powf`): for `x > 0`; NaN for negative `x`.
+    fn fast_powf(self, y: Self) -> Self;
+    /// `tanh(x)` (`tanh.approx.f32`, relative error up to 2^-10.987). Needs sm_75: a device build for
+    /// an older GPU refuses the call at compile time ([`crate::arch`]).
+    fn fast_tanh(self) -> Self
+    where
+        crate::arch::Target: crate::arch::Sm75;
+    /// `self / d` (`div.approx.ftz.f32`; CUDA `__fdividef`): ~2 ulp for `|d|` in
+    /// [2^-126, 2^126]; 0 when `|d|` is beyond 2^126.
     fn fast_div(self, d: Self) -> Self;
 }
 
@@ -302,12 +348,20 @@ impl FastMath for f32 {
         (self * core::f32::consts::LOG2_E).fast_exp2()
     }
     #[inline(always)]
+    fn fast_exp10(self) -> f32 {
+        (self * core::f32::consts::LOG2_10).fast_exp2()
+    }
+    #[inline(always)]
     fn fast_log2(self) -> f32 {
         approx!("lg2.approx.ftz.f32", self)
     }
     #[inline(always)]
     fn fast_ln(self) -> f32 {
         self.fast_log2() * core::f32::consts::LN_2
+    }
+    #[inline(always)]
+    fn fast_log10(self) -> f32 {
+        self.fast_log2() * core::f32::consts::LOG10_2
     }
     #[inline(always)]
     fn fast_sin(self) -> f32 {
@@ -318,6 +372,14 @@ impl FastMath for f32 {
         approx!("cos.approx.ftz.f32", self)
     }
     #[inline(always)]
+    fn fast_tan(self) -> f32 {
+        self.fast_sin().fast_div(self.fast_cos())
+    }
+    #[inline(always)]
+    fn fast_sqrt(self) -> f32 {
+        approx!("sqrt.approx.ftz.f32", self)
+    }
+    #[inline(always)]
     fn fast_rsqrt(self) -> f32 {
         approx!("rsqrt.approx.ftz.f32", self)
     }
@@ -326,55 +388,79 @@ impl FastMath for f32 {
         approx!("rcp.approx.ftz.f32", self)
     }
     #[inline(always)]
-    fn fast_tanh(self) -> f32 {
-        #[cfg(ferrocuda_sm = "75")]
-        {
-            approx!("tanh.approx.f32", self)
-        }
-        #[cfg(not(ferrocuda_sm = "75"))]
-        {
-            DeviceFloat::tanh(self)
-        }
+    fn fast_powf(self, y: f32) -> f32 {
+        (y * self.fast_log2()).fast_exp2()
+    }
+    #[inline(always)]
+    fn fast_tanh(self) -> f32
+    where
+        crate::arch::Target: crate::arch::Sm75,
+    {
+        approx!("tanh.approx.f32", self)
     }
     #[inline(always)]
     fn fast_div(self, d: f32) -> f32 {
         let r: f32;
         // SAFETY: arithmetic only.
-        unsafe { core::arch::asm!("div.approx.f32 {r}, {x}, {d};", r = out(reg32) r, x = in(reg32) self, d = in(reg32) d, options(pure, nomem, nostack)) };
+        unsafe { core::arch::asm!("div.approx.ftz.f32 {r}, {x}, {d};", r = out(reg32) r, x = in(reg32) self, d = in(reg32) d, options(pure, nomem, nostack)) };
         r
     }
 }
 
+/// On the host the approximations are the precise functions, except that denormal results
+/// flush to zero as on the GPU (`.ftz`), so a kernel that depends on flushing behaves alike.
 #[cfg(not(target_arch = "nvptx64"))]
 impl FastMath for f32 {
     fn fast_exp2(self) -> f32 {
-        self.exp2()
+        ftz(ftz(self).exp2())
     }
     fn fast_exp(self) -> f32 {
-        self.exp()
+        ftz(ftz(self).exp())
+    }
+    fn fast_exp10(self) -> f32 {
+        ftz(10f32.powf(ftz(self)))
     }
     fn fast_log2(self) -> f32 {
-        self.log2()
+        ftz(self).log2()
     }
     fn fast_ln(self) -> f32 {
-        self.ln()
+        ftz(self).ln()
+    }
+    fn fast_log10(self) -> f32 {
+        ftz(self).log10()
     }
     fn fast_sin(self) -> f32 {
-        self.sin()
+        ftz(ftz(self).sin())
     }
     fn fast_cos(self) -> f32 {
-        self.cos()
+        ftz(self).cos()
+    }
+    fn fast_tan(self) -> f32 {
+        ftz(ftz(self).tan())
+    }
+    fn fast_sqrt(self) -> f32 {
+        ftz(self).sqrt()
     }
     fn fast_rsqrt(self) -> f32 {
-        1.0 / self.sqrt()
+        1.0 / ftz(self).sqrt()
     }
     fn fast_recip(self) -> f32 {
-        1.0 / self
+        ftz(1.0 / ftz(self))
+    }
+    fn fast_powf(self, y: f32) -> f32 {
+        ftz(ftz(self).powf(ftz(y)))
     }
     fn fast_tanh(self) -> f32 {
         self.tanh()
     }
     fn fast_div(self, d: f32) -> f32 {
-        self / d
+        ftz(ftz(self) / ftz(d))
     }
+}
+
+/// `x` with a denormal flushed to a zero of the same sign (what `.ftz` does to inputs and
+/// results).
+#[cfg(not(target_arch = "nvptx64"))]
+fn ftz(x: f32) -> f32 {
+    if x != 0.0 && x.abs() < f32::MIN_POSITIVE { 0.0f32.copysign(x) } else { x }
 }

@@ -250,8 +250,9 @@ macro_rules! shared_methods {
 impl<T: SharedElement, const N: usize> SharedArray<T, N> {
     #[doc(hidden)]
     /// # Safety
-    /// `base` is the address of a shared array of `N` `T`s, suitably aligned, used only
-    /// through this handle's site (what `shared_array!` guarantees).
+    /// `base` is the address of a shared array of `N` `T`s, 16-byte aligned (the vector
+    /// accesses of `shared_vector` rely on it), used only through this handle's site (what
+    /// `shared_array!` guarantees).
     #[inline(always)]
     pub unsafe fn __from_address(base: u32) -> Self {
         SharedArray { base, _element: PhantomData }
@@ -326,6 +327,13 @@ pub fn dynamic_shared<T: SharedElement>() -> SharedSlice<T> {
 #[cfg(target_arch = "nvptx64")]
 core::arch::global_asm!(".extern .shared .align 16 .b8 __ferrocuda_dynamic_shared[];");
 
+/// The alignment `shared_array!` declares for an element type of alignment `align`: 16 bytes
+/// (or more, for a type that needs more), which `shared_vector`'s 16-byte accesses rely on.
+#[doc(hidden)]
+pub const fn __shared_align(align: usize) -> usize {
+    if align < 16 { 16 } else { align }
+}
+
 /// A number naming one expansion of `shared_array!` (a new one at every call, even for two
 /// arrays expanded from one call of a user's macro: audit N9).
 #[doc(hidden)]
@@ -338,11 +346,14 @@ pub use ferrocuda_macros::__shared_site;
 /// arrays never alias, also when one call of your own `macro_rules!` expands two of them, and
 /// each block has its own copy); reaching the same expansion twice, for example in a helper
 /// function called twice, gives the same array, as a `static __shared__` in a CUDA device
-/// function does. In a generic function, the array is one for every instance: its element type
+/// function does (a helper that needs scratch of its own per caller takes it as a parameter
+/// instead: see [`crate::block`]). In a generic function, the array is one for every instance: its element type
 /// and length must not depend on the type parameters (the device build cannot compile that,
 /// and the CPU executor stops with an error naming both sizes). The length must be a constant
 /// expression; it may use items of the enclosing module (not local constants of the function).
-/// The kernel crate needs `feature(asm_experimental_arch)` on the device (see the crate docs).
+/// Every array is 16-byte aligned (CUDA's `__align__(16)`), so its 16-byte vector accesses
+/// ([`SharedArray::get_x4`], [`crate::shared_vector`]) are always allowed. The kernel crate
+/// needs `feature(asm_experimental_arch)` on the device (see the crate docs).
 #[macro_export]
 macro_rules! shared_array {
     [$ty:ty; $len:expr] => {{
@@ -355,7 +366,9 @@ macro_rules! shared_array {
             pub(super) const SITE: u64 = $crate::shared::__shared_site!();
             ::core::arch::global_asm!(
                 ".shared .align {align} .b8 __ferrocuda_shared_{site}[{bytes}];",
-                align = const if ::core::mem::align_of::<$ty>() < 4 { 4 } else { ::core::mem::align_of::<$ty>() },
+                // 16 bytes (CUDA's `__align__(16)`) for every array, so that its 16-byte
+                // vector accesses (`get_x4`, `set_x4`) need no check.
+                align = const $crate::shared::__shared_align(::core::mem::align_of::<$ty>()),
                 bytes = const ::core::mem::size_of::<$ty>() * ($len),
                 site = const SITE,
             );
@@ -378,7 +391,7 @@ macro_rules! shared_array {
         let __ferrocuda_address: u32 = $crate::cpu::hooks::static_shared(
             $crate::shared::__shared_site!(),
             ::core::mem::size_of::<$ty>() * ($len),
-            ::core::mem::align_of::<$ty>(),
+            $crate::shared::__shared_align(::core::mem::align_of::<$ty>()),
         );
         // SAFETY: the address is this site's own array of `$len` elements.
         unsafe { $crate::shared::SharedArray::<$ty, { $len }>::__from_address(__ferrocuda_address) }

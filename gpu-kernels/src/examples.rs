@@ -632,7 +632,7 @@ pub fn offset_below(index: u32, size: u32, offset: u32, limit: u32) -> Option<u3
 
 /// True on a 1-D launch (1-D blocks, this block at `y == z == 0`).
 #[inline(always)]
-fn one_dimensional_launch() -> bool {
+pub(crate) fn one_dimensional_launch() -> bool {
     one_dimensional_blocks_in_a_2d_grid() && block_idx_y() == 0
 }
 

@@ -2,10 +2,15 @@
 
 fn main() {
     // Defaults: PTX for sm_75 (the oldest architecture CUDA 13 compiles for; the driver
-    // JIT-compiles it for newer GPUs) and, where ptxas is installed, cubins for sm_80 and sm_90.
-    // Other choices: `.arch(Arch::SM_80)` (PTX targets), `.cubin_arch(Arch::SM_90)` (cubins),
-    // `.release(false)`, `.line_info(false)`, `.fma(FmaContraction::Off)`, `.cfg("name")`,
-    // `.panic_messages(true)` (panic reports with core's messages, printed by the device too,
-    // for a ~600-byte stack frame in every kernel that can panic).
+    // JIT-compiles it for newer GPUs) declaring PTX ISA 7.8, under which everything the device
+    // library offers for sm_75 assembles, and, where ptxas is installed, cubins for sm_80 and
+    // sm_90. What needs a newer GPU (L2 cache policies, cp.async: sm_80; clusters, TMA: sm_90)
+    // is refused at compile time with the architecture it needs: add `.arch(Arch::SM_80)` (or
+    // SM_90) and put that code under `#[cfg(ferrocuda_sm = "80")]`.
+    // Other choices: `.cubin_arch(Arch::SM_90)` (cubins), `.fast_math(true)` (nvcc's
+    // --use_fast_math), `.ptx_isa(8, 0)`, `.release(false)`, `.line_info(false)`,
+    // `.fma(FmaContraction::Off)`, `.cfg("name")`, `.panic_messages(true)` (panic reports with
+    // core's messages, printed by the device too, for a ~600-byte stack frame in every kernel
+    // that can panic).
     ferrocuda_builder::KernelBuilder::new(env!("CARGO_MANIFEST_DIR")).run();
 }

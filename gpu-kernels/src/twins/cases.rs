@@ -8,10 +8,13 @@ use crate::examples::{
 use bytemuck::cast_slice;
 use ferrocuda_host::{Context, DeviceBuffer, LaunchConfig, Module, Stream};
 
+mod llm;
+
 pub use super::Row;
 use super::cpu::{self, Random, mismatch};
 use super::timing::{Implementation, Runs, measure, median};
 use crate::launch_with;
+pub use llm::{adamw, layernorm, softmax_online};
 
 /// What every case needs.
 pub struct Env<'m> {

@@ -106,6 +106,43 @@ pub fn stencil(input: &[f32], rows: usize, cols: usize) -> Vec<f64> {
     out
 }
 
+/// Layer norm of each row of `channels` floats (eps 1e-5), in f64.
+pub fn layernorm(input: &[f32], weight: &[f32], bias: &[f32], channels: usize) -> Vec<f64> {
+    let mut out = Vec::with_capacity(input.len());
+    for row in input.chunks_exact(channels) {
+        let mean = row.iter().map(|&v| v as f64).sum::<f64>() / channels as f64;
+        let var = row.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / channels as f64;
+        let rstd = 1.0 / (var + 1e-5).sqrt();
+        out.extend(row.iter().zip(weight.iter().zip(bias)).map(|(&v, (&w, &b))| (v as f64 - mean) * rstd * w as f64 + b as f64));
+    }
+    out
+}
+
+/// Softmax of each row of `cols` floats, in f64.
+pub fn softmax_rows(input: &[f32], cols: usize) -> Vec<f64> {
+    let mut out = Vec::with_capacity(input.len());
+    for row in input.chunks_exact(cols) {
+        let max = row.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v)) as f64;
+        let exps: Vec<f64> = row.iter().map(|&v| (v as f64 - max).exp()).collect();
+        let total: f64 = exps.iter().sum();
+        out.extend(exps.iter().map(|e| e / total));
+    }
+    out
+}
+
+/// One AdamW step's new parameters, in f32 with the kernels' fma sequence.
+pub fn adamw(params: &[f32], grads: &[f32], m: &[f32], v: &[f32], hp: &crate::llm::AdamW) -> Vec<f64> {
+    let lerp = |a: f32, b: f32, w: f32| w.mul_add(b, (-w).mul_add(a, a));
+    (0..params.len())
+        .map(|i| {
+            let (g, p) = (grads[i], params[i]);
+            let mean = lerp(g, m[i], hp.beta1) / hp.beta1_correction;
+            let var = lerp(g * g, v[i], hp.beta2) / hp.beta2_correction;
+            (p - hp.learning_rate * (mean / (var.sqrt() + hp.eps) + hp.weight_decay * p)) as f64
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

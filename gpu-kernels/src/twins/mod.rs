@@ -63,13 +63,16 @@ pub struct Outcome {
 pub fn run_all(env: &Env, mut progress: impl FnMut(&str)) -> Outcome {
     let mut outcome = Outcome::default();
     type Case = fn(&Env) -> BenchResult<Vec<Row>>;
-    let cases: [(&str, Case); 6] = [
+    let cases: [(&str, Case); 9] = [
         ("saxpy", cases::saxpy),
         ("sum", cases::sum),
         ("transpose", cases::transpose),
         ("softmax", cases::softmax),
         ("histogram", cases::histogram),
         ("stencil", cases::stencil),
+        ("layernorm", cases::layernorm),
+        ("softmax_online", cases::softmax_online),
+        ("adamw", cases::adamw),
     ];
     for (name, case) in cases {
         progress(name);

@@ -2,7 +2,7 @@
 
 use ferrocuda::LaunchConfig;
 use ferrocuda::cpu::CpuExecutor;
-use my_kernels::{Affine, BLOCK, affine, block_sums};
+use my_kernels::{Affine, BLOCK, affine, block_sums, gelu};
 
 #[test]
 fn affine_scales_and_offsets_every_element() {
@@ -26,5 +26,18 @@ fn block_sums_reduce_each_block_through_shared_memory() {
     for (b, &sum) in sums.iter().enumerate() {
         let want: f32 = x.iter().skip(b * BLOCK as usize).take(BLOCK as usize).sum();
         assert_eq!(sum, want, "block {b}");
+    }
+}
+
+#[test]
+fn gelu_matches_the_tanh_formula() {
+    let n = 1000;
+    let x: Vec<f32> = (0..n).map(|i| (i as f32 - 500.0) / 100.0).collect();
+    let mut y = vec![0.0f32; n];
+    gelu::launch_cpu(&CpuExecutor::new(), LaunchConfig::for_elements(n, BLOCK), &x, &mut y).unwrap();
+    for (i, (&v, &got)) in x.iter().zip(&y).enumerate() {
+        let want = 0.5 * v * (1.0 + (0.797_884_6 * (v + 0.044_715 * v * v * v)).tanh());
+        // tanh.approx's absolute error (~2^-11) scaled by 0.5·|x| on the GPU; exact on the CPU.
+        assert!((got - want).abs() <= 0.5 * v.abs() / 1024.0 + 1e-6, "y[{i}] = {got}, want {want}");
     }
 }

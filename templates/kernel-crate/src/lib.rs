@@ -10,6 +10,8 @@ use bytemuck::{Pod, Zeroable};
 use ferrocuda_device::global::{DisjointSlice, PerBlock, once_per_block, unique_index};
 use ferrocuda_device::sync::sync_threads;
 use ferrocuda_device::thread::{block_dim_x, index_1d, thread_idx_x};
+use ferrocuda_device::cache::{self, Load, Store};
+use ferrocuda_device::math::FastMath;
 use ferrocuda_device::{kernel, shared_array};
 
 // The PTX and cubins built by build.rs, and what every launcher below loads on first use.
@@ -60,5 +62,18 @@ pub fn block_sums(x: &[f32], mut sums: PerBlock<f32>) {
     // Thread 0 of each block holds the block's index as its witness (`PerBlock`: one element per block).
     if let Some(sum) = once_per_block().and_then(|block| sums.get_mut(block)) {
         *sum = partial.get(0);
+    }
+}
+
+/// `y[i] = gelu(x[i])` with the tanh approximation (GPT-2's GELU) on the special-function
+/// unit (`tanh.approx`, sm_75 and newer: the default build's architecture), streaming both
+/// arrays past the caches (`__ldcs`/`__stcs`): each element is touched once.
+#[kernel]
+pub fn gelu(x: &[f32], mut y: DisjointSlice<f32>) {
+    let i = unique_index();
+    if let (Some(y_i), Some(x_i)) = (y.get_mut(i), x.get(i.get())) {
+        let v = cache::load(x_i, Load::Streaming);
+        let inner = 0.797_884_6 * (v + 0.044_715 * v * v * v);
+        cache::store(y_i, 0.5 * v * (1.0 + inner.fast_tanh()), Store::Streaming);
     }
 }

@@ -40,4 +40,5 @@ pub mod grid_dependency;
 pub mod half_floats;
 pub mod kernel_model;
 pub mod launch_kinds;
+pub mod port_gaps;
 pub mod sanitizer;

@@ -1,0 +1,122 @@
+//! The PTX ISA version a module declares (`.version`), pinned by the builder per architecture.
+//!
+//! rustc writes the oldest PTX ISA its LLVM knows for the target (`.version 6.3` for sm_75 on
+//! rustc 1.95/1.96), and `ptxas` refuses an instruction newer than the declared ISA even
+//! where the GPU has it: `tanh.approx.f32` (sm_75, PTX ISA 7.0) inside a `.version 6.3`
+//! module does not assemble. The declared version is therefore the builder's choice, not the
+//! compiler's: [`pinned_ptx_isa`] names, per architecture, an ISA under which every
+//! instruction `ferrocuda-device` offers for that architecture assembles, and
+//! [`declare_ptx_isa`] raises the module's `.version` to it (never lowering what rustc
+//! wrote: LLVM may have used what its own version allows).
+//!
+//! The cost of a newer ISA is the oldest driver that loads the PTX: ISA 7.8 needs a CUDA 11.8
+//! driver (October 2022), 8.3 a CUDA 12.3 driver; the host checks that before loading
+//! (`ferrocuda_host::ptx_version`) and names the driver to install.
+
+use crate::Arch;
+
+/// The PTX ISA declared for `arch` when the build does not choose one
+/// ([`crate::KernelBuilder::ptx_isa`]):
+///
+/// | architecture | ISA | why |
+/// | --- | --- | --- |
+/// | sm_70 - sm_89 | 7.8 | `tanh.approx` (7.0), `ld`/`st` eviction priorities `L1::evict_*` (7.4), `createpolicy` and `L2::cache_hint` (7.4, sm_80), sm_89 itself (7.8) |
+/// | sm_90, sm_90a | 8.3 | TMA, `mbarrier.expect_tx`, `elect.sync` (8.0), `fence.proxy.tensormap` (8.3) |
+/// | sm_100, sm_101 | 8.6 | the architecture's own minimum |
+/// | sm_120 | 8.7 | the architecture's own minimum |
+/// | sm_103, sm_121 and newer | 8.8 | the architecture's own minimum |
+pub fn pinned_ptx_isa(arch: Arch) -> (u32, u32) {
+    match arch.number() {
+        0..=89 => (7, 8),
+        90..=99 => (8, 3),
+        100 | 101 => (8, 6),
+        120 => (8, 7),
+        _ => (8, 8),
+    }
+}
+
+/// `ptx` with its `.version` line set to `wanted`, or left as it is where rustc wrote a newer
+/// one (the PTX may then use what that version allows). PTX without a `.version` line is
+/// returned unchanged.
+pub fn declare_ptx_isa(ptx: &str, wanted: (u32, u32)) -> String {
+    let mut out = String::with_capacity(ptx.len() + 4);
+    let mut done = false;
+    for line in ptx.split_inclusive('\n') {
+        if !done && let Some(written) = version_of(line) {
+            done = true;
+            if written < wanted {
+                let ending = if line.ends_with('\n') { "\n" } else { "" };
+                out.push_str(&format!(".version {}.{}{ending}", wanted.0, wanted.1));
+                continue;
+            }
+        }
+        out.push_str(line);
+    }
+    out
+}
+
+/// `(major, minor)` of a `.version major.minor` line.
+fn version_of(line: &str) -> Option<(u32, u32)> {
+    let rest = line.trim().strip_prefix(".version")?;
+    let (major, minor) = rest.trim().split_once('.')?;
+    Some((major.trim().parse().ok()?, minor.trim().parse().ok()?))
+}
+
+/// What a `ptxas` log says the PTX needed and did not have, for the builder's error message:
+/// `Feature 'X' requires .target sm_NN or higher` gives `(X, NN)`.
+pub(crate) fn missing_architecture(log: &str) -> Option<(String, u32)> {
+    log.lines().find_map(|line| {
+        let at = line.find(" requires .target sm_")?;
+        let digits: String = line[at + " requires .target sm_".len()..].chars().take_while(char::is_ascii_digit).collect();
+        let feature = line[..at].rsplit_once("error   : ").map_or(&line[..at], |(_, f)| f).trim();
+        Some((feature.to_string(), digits.parse().ok()?))
+    })
+}
+
+/// `Feature 'X' requires PTX ISA .version A.B or later` gives `(X, (A, B))`.
+pub(crate) fn missing_isa(log: &str) -> Option<(String, (u32, u32))> {
+    log.lines().find_map(|line| {
+        let at = line.find(" requires PTX ISA .version ")?;
+        let version = line[at + " requires PTX ISA .version ".len()..].split_whitespace().next()?;
+        let feature = line[..at].rsplit_once("error   : ").map_or(&line[..at], |(_, f)| f).trim();
+        Some((feature.to_string(), version_of(&format!(".version {version}"))?))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression (issue 23): the template's default sm_75 build declared rustc's `.version
+    /// 6.3`, so `fast_tanh` (`tanh.approx`, ISA 7.0) did not assemble.
+    #[test]
+    fn sm75_is_declared_with_an_isa_that_has_tanh_approx_and_eviction_hints() {
+        assert_eq!(pinned_ptx_isa(Arch::SM_75), (7, 8));
+        assert!(pinned_ptx_isa(Arch::SM_75) >= (7, 4));
+        assert_eq!(pinned_ptx_isa(Arch::SM_90), (8, 3));
+        assert_eq!(pinned_ptx_isa(Arch::SM_90A), (8, 3));
+        assert_eq!(pinned_ptx_isa("sm_120".parse().unwrap()), (8, 7));
+        assert_eq!(pinned_ptx_isa("sm_121".parse().unwrap()), (8, 8));
+    }
+
+    #[test]
+    fn the_version_line_is_raised_never_lowered() {
+        let ptx = "//\n// Generated by LLVM NVPTX Back-End\n//\n\n.version 6.3\n.target sm_75\n.address_size 64\n";
+        let raised = declare_ptx_isa(ptx, (7, 8));
+        assert_eq!(raised, ptx.replace(".version 6.3", ".version 7.8"));
+        assert_eq!(declare_ptx_isa(&raised, (7, 0)), raised, "a newer version than asked stays");
+        assert_eq!(declare_ptx_isa("no header\n", (7, 8)), "no header\n");
+        // Only the header line: a later `.version` in a string or comment is not touched.
+        let twice = ".version 7.0\n// .version 6.0\n";
+        assert_eq!(declare_ptx_isa(twice, (7, 8)), ".version 7.8\n// .version 6.0\n");
+    }
+
+    #[test]
+    fn ptxas_logs_name_the_missing_architecture_and_isa() {
+        let log = "ptxas t.ptx, line 8; error   : Feature 'createpolicy.fractional' requires .target sm_80 or higher\n\
+                   ptxas t.ptx, line 10; error   : Feature 'tanh' requires PTX ISA .version 7.0 or later\n";
+        assert_eq!(missing_architecture(log), Some(("Feature 'createpolicy.fractional'".into(), 80)));
+        assert_eq!(missing_isa(log), Some(("Feature 'tanh'".into(), (7, 0))));
+        assert_eq!(missing_architecture("ptxas fatal   : Unresolved label"), None);
+    }
+}

@@ -1,0 +1,362 @@
+//! Block-wide collectives: reduce and scan over every thread of a block, CUB's
+//! `BlockReduce` and `BlockScan`, built from warp shuffles and a little shared memory.
+//!
+//! ```ignore
+//! use ferrocuda_device::block::{BlockReduce, BlockScan};
+//! use ferrocuda_device::block_scratch;
+//!
+//! #[kernel(launch_bounds(256, 1))]
+//! pub fn row_sums(x: &[f32], mut out: DisjointSlice<f32>) {
+//!     let reduce = BlockReduce::<f32, 256>::new(block_scratch!(f32));
+//!     let total = reduce.sum(x[index_1d()]);          // every thread gets the block's sum
+//!     let biggest = reduce.max(x[index_1d()]);        // the scratch may be reused at once
+//!     // ...
+//! }
+//! ```
+//!
+//! `THREADS` is the block size, a multiple of 32 up to 1024 (a compile error otherwise); a
+//! launch with another block size panics at the first collective (one comparison, like a
+//! bounds check), because a warp count that does not match would silently drop or invent
+//! partial results. Call the collectives where every thread of the block calls them (they
+//! contain `bar.sync`, like `__syncthreads`).
+//!
+//! Cost, for `THREADS / 32 = W` warps: reduce is 5 shuffle steps, one shared store per warp,
+//! one barrier, `W` shared reads (as `W/4` 16-byte reads where `W` is a multiple of 4) and
+//! `W - 1` combining steps, then a second barrier so that the scratch can be reused at once.
+//! Every thread combines the warps' partials in the same order, so every thread gets the
+//! same bits (a float sum's rounding does not vary between threads). Scan adds 5 `shfl.up`
+//! steps and one more combining step per warp.
+//!
+//! # Scratch: whose shared memory
+//!
+//! A collective needs 32 slots of shared memory ([`BlockScratch`]), which the caller passes.
+//! A [`shared_array!`](crate::shared_array) inside a helper function is one array for every
+//! call of that helper (as a `static __shared__` in a CUDA device function is), and inside a
+//! *generic* helper it cannot be declared at all (its size would depend on the caller's type).
+//! So a helper that needs scratch takes it as a parameter, and each caller makes its own with
+//! [`block_scratch!`](crate::block_scratch) at its own site (one array per site). Passing the
+//! same scratch to consecutive collectives is correct: each ends with a barrier after its last
+//! read of the scratch, so the next one's writes cannot overtake it.
+
+use crate::shared::{SharedArray, SharedElement};
+use crate::shared_vector::SharedX4;
+use crate::sync::sync_threads;
+use crate::thread::{block_size, rank_in_block};
+use crate::warp::{self, ShuffleValue};
+
+/// Values block collectives combine: those a warp shuffle moves and shared memory holds
+/// (`u32`, `i32`, `f32`, `u64`, `i64`, `f64`).
+pub trait BlockValue: ShuffleValue + SharedElement {}
+impl<T: ShuffleValue + SharedElement> BlockValue for T {}
+
+/// The shared memory a block collective works in: one slot per warp of the largest block.
+/// Make one per call site with [`block_scratch!`](crate::block_scratch).
+#[derive(Clone, Copy)]
+pub struct BlockScratch<T: SharedElement> {
+    slots: SharedArray<T, 32>,
+}
+
+impl<T: SharedElement> BlockScratch<T> {
+    /// Scratch in `slots` (which nothing else should use while collectives run on it).
+    #[inline(always)]
+    pub fn new(slots: SharedArray<T, 32>) -> Self {
+        BlockScratch { slots }
+    }
+}
+
+/// `BlockScratch::new(shared_array![T; 32])`: scratch of this call site's own for a block
+/// collective (see [`crate::block`]).
+#[macro_export]
+macro_rules! block_scratch {
+    ($ty:ty) => {
+        $crate::block::BlockScratch::<$ty>::new($crate::shared_array![$ty; 32])
+    };
+}
+
+/// Warps in a block of `threads`, checked at compile time.
+const fn warps_of(threads: u32) -> u32 {
+    assert!(threads >= 32 && threads <= 1024 && threads.is_multiple_of(32), "a block collective's THREADS must be a multiple of 32 from 32 to 1024");
+    threads / 32
+}
+
+#[cold]
+#[track_caller]
+fn wrong_block_size(expected: u32, got: u32) -> ! {
+    panic!("a block collective for {expected} threads ran in a block of {got}: make THREADS the launch's block size")
+}
+
+/// Panics unless the block has `threads` threads.
+#[inline(always)]
+#[track_caller]
+fn check_block_size(threads: u32) {
+    let size = block_size();
+    if size != threads {
+        wrong_block_size(threads, size);
+    }
+}
+
+/// `op` folded over the scratch's first `warps` slots, in slot order, as every thread does it.
+/// 16-byte reads where the element is 4 bytes and `warps` a multiple of 4.
+#[inline(always)]
+fn fold_slots<T: BlockValue>(slots: SharedArray<T, 32>, warps: u32, op: impl Fn(T, T) -> T) -> T {
+    // SAFETY: slot 0 exists (32 slots).
+    let mut acc = unsafe { slots.get_unchecked(0) };
+    for w in 1..warps as usize {
+        // SAFETY: `w < warps <= 32`.
+        acc = op(acc, unsafe { slots.get_unchecked(w) });
+    }
+    acc
+}
+
+/// [`fold_slots`] with 16-byte reads, for 4-byte elements.
+#[inline(always)]
+fn fold_slots_x4<T: BlockValue + SharedX4>(slots: SharedArray<T, 32>, warps: u32, op: impl Fn(T, T) -> T) -> T {
+    // SAFETY: `4 * 0 + 4 <= 32`.
+    let first = unsafe { slots.get_x4_unchecked(0) };
+    let mut acc = op(op(op(first[0], first[1]), first[2]), first[3]);
+    for q in 1..(warps / 4) as usize {
+        // SAFETY: `4q + 4 <= warps <= 32`.
+        let v = unsafe { slots.get_x4_unchecked(q) };
+        acc = op(op(op(op(acc, v[0]), v[1]), v[2]), v[3]);
+    }
+    acc
+}
+
+/// Block-wide reduction (CUB's `BlockReduce`) for blocks of `THREADS` threads; every thread
+/// gets the result. See the module docs for the cost and the scratch.
+#[derive(Clone, Copy)]
+pub struct BlockReduce<T: BlockValue, const THREADS: u32> {
+    scratch: BlockScratch<T>,
+}
+
+impl<T: BlockValue, const THREADS: u32> BlockReduce<T, THREADS> {
+    const WARPS: u32 = warps_of(THREADS);
+
+    /// A reduction working in `scratch`.
+    #[inline(always)]
+    pub fn new(scratch: BlockScratch<T>) -> Self {
+        let _ = Self::WARPS;
+        BlockReduce { scratch }
+    }
+
+    /// `op` folded over every thread's `value` (`op` associative; the warps' partials are
+    /// combined in warp order). Every thread of the block must call it.
+    ///
+    /// # Panics
+    /// When the block does not have `THREADS` threads.
+    #[inline(always)]
+    #[track_caller]
+    pub fn reduce(&self, value: T, op: impl Fn(T, T) -> T + Copy) -> T {
+        self.reduce_with(value, op, fold_slots)
+    }
+
+    #[inline(always)]
+    #[track_caller]
+    fn reduce_with<F: Fn(T, T) -> T + Copy>(&self, value: T, op: F, fold: impl Fn(SharedArray<T, 32>, u32, F) -> T) -> T {
+        check_block_size(THREADS);
+        let partial = warp::reduce(value, op);
+        if Self::WARPS == 1 {
+            return partial;
+        }
+        let slots = self.scratch.slots;
+        if warp::lane_id() == 0 {
+            // SAFETY: the warp index is below THREADS / 32 <= 32 (the block size was checked).
+            unsafe { slots.set_unchecked((rank_in_block() / 32) as usize, partial) };
+        }
+        sync_threads();
+        let total = fold(slots, Self::WARPS, op);
+        // The next collective on this scratch writes it: not before every thread has read.
+        sync_threads();
+        total
+    }
+
+    /// Sum of every thread's `value`.
+    ///
+    /// # Panics
+    /// As [`reduce`](Self::reduce).
+    #[inline(always)]
+    #[track_caller]
+    pub fn sum(&self, value: T) -> T
+    where
+        T: core::ops::Add<Output = T>,
+    {
+        self.reduce(value, |a, b| a + b)
+    }
+
+    /// Maximum of every thread's `value` (for floats a NaN may or may not win, as with `fmaxf`
+    /// chains in CUDA).
+    ///
+    /// # Panics
+    /// As [`reduce`](Self::reduce).
+    #[inline(always)]
+    #[track_caller]
+    pub fn max(&self, value: T) -> T
+    where
+        T: PartialOrd,
+    {
+        self.reduce(value, |a, b| if b > a { b } else { a })
+    }
+
+    /// Minimum of every thread's `value`.
+    ///
+    /// # Panics
+    /// As [`reduce`](Self::reduce).
+    #[inline(always)]
+    #[track_caller]
+    pub fn min(&self, value: T) -> T
+    where
+        T: PartialOrd,
+    {
+        self.reduce(value, |a, b| if b < a { b } else { a })
+    }
+}
+
+impl<T: BlockValue + SharedX4, const THREADS: u32> BlockReduce<T, THREADS> {
+    /// [`sum`](Self::sum) for 4-byte elements with the warps' partials read 16 bytes at a time
+    /// (`THREADS` a multiple of 128; falls back to [`sum`](Self::sum) otherwise).
+    ///
+    /// # Panics
+    /// As [`reduce`](Self::reduce).
+    #[inline(always)]
+    #[track_caller]
+    pub fn sum_x4(&self, value: T) -> T
+    where
+        T: core::ops::Add<Output = T>,
+    {
+        if Self::WARPS.is_multiple_of(4) { self.reduce_with(value, |a, b| a + b, fold_slots_x4) } else { self.sum(value) }
+    }
+}
+
+/// `true` in every thread when `predicate` holds in any thread of the block
+/// (`__syncthreads_or`: one `bar.red.or`, no scratch).
+#[inline(always)]
+pub fn any(predicate: bool) -> bool {
+    crate::sync::sync_threads_or(predicate)
+}
+
+/// `true` in every thread when `predicate` holds in all threads of the block
+/// (`__syncthreads_and`).
+#[inline(always)]
+pub fn all(predicate: bool) -> bool {
+    crate::sync::sync_threads_and(predicate)
+}
+
+/// Block-wide prefix scan (CUB's `BlockScan`) for blocks of `THREADS` threads, in the order of
+/// [`rank_in_block`]. See the module docs for the cost and the scratch.
+#[derive(Clone, Copy)]
+pub struct BlockScan<T: BlockValue, const THREADS: u32> {
+    scratch: BlockScratch<T>,
+}
+
+impl<T: BlockValue, const THREADS: u32> BlockScan<T, THREADS> {
+    const WARPS: u32 = warps_of(THREADS);
+
+    /// A scan working in `scratch`.
+    #[inline(always)]
+    pub fn new(scratch: BlockScratch<T>) -> Self {
+        let _ = Self::WARPS;
+        BlockScan { scratch }
+    }
+
+    /// The scan's parts: `(warp_inclusive, before, total, warp_index)`, where `warp_inclusive`
+    /// folds the values of this warp's lanes `0..=lane`, `before` the totals of the warps
+    /// before this one (meaningless in warp 0) and `total` the whole block.
+    #[inline(always)]
+    #[track_caller]
+    fn parts(&self, value: T, op: impl Fn(T, T) -> T + Copy) -> (T, T, T, u32) {
+        check_block_size(THREADS);
+        let lane = warp::lane_id();
+        let mut inclusive = value;
+        let mut delta = 1;
+        while delta < warp::WARP_SIZE {
+            let below = warp::shuffle_up(inclusive, delta);
+            if lane >= delta {
+                inclusive = op(below, inclusive);
+            }
+            delta *= 2;
+        }
+        if Self::WARPS == 1 {
+            let total = warp::shuffle(inclusive, 31);
+            return (inclusive, total, total, 0);
+        }
+        let slots = self.scratch.slots;
+        let warp_index = rank_in_block() / 32;
+        if lane == 31 {
+            // SAFETY: the warp index is below THREADS / 32 <= 32 (the block size was checked).
+            unsafe { slots.set_unchecked(warp_index as usize, inclusive) };
+        }
+        sync_threads();
+        // Every thread folds the warp totals in order and keeps the fold of those before its
+        // own warp (CUB's warp-scans variant); the loop is unrolled (`WARPS` is a constant).
+        // SAFETY: slot 0 exists.
+        let mut prefix = unsafe { slots.get_unchecked(0) };
+        let mut before = prefix;
+        for w in 1..Self::WARPS {
+            if warp_index == w {
+                before = prefix;
+            }
+            // SAFETY: `w < THREADS / 32 <= 32`.
+            prefix = op(prefix, unsafe { slots.get_unchecked(w as usize) });
+        }
+        // The next collective on this scratch writes it: not before every thread has read.
+        sync_threads();
+        (inclusive, before, prefix, warp_index)
+    }
+
+    /// `op` folded over the values of threads `0..=rank` (`op` associative).
+    ///
+    /// # Panics
+    /// When the block does not have `THREADS` threads.
+    #[inline(always)]
+    #[track_caller]
+    pub fn inclusive(&self, value: T, op: impl Fn(T, T) -> T + Copy) -> T {
+        let (inclusive, before, _, warp_index) = self.parts(value, op);
+        if warp_index == 0 { inclusive } else { op(before, inclusive) }
+    }
+
+    /// `(exclusive, total)`: `op` folded over `identity` and the values of threads `0..rank`
+    /// (thread 0 gets `identity`), and over the whole block.
+    ///
+    /// # Panics
+    /// As [`inclusive`](Self::inclusive).
+    #[inline(always)]
+    #[track_caller]
+    pub fn exclusive(&self, value: T, identity: T, op: impl Fn(T, T) -> T + Copy) -> (T, T) {
+        let (inclusive, before, total, warp_index) = self.parts(value, op);
+        // The warp-inclusive value of the lane below is this lane's warp-exclusive value.
+        let below = warp::shuffle_up(inclusive, 1);
+        let exclusive = match (warp_index == 0, warp::lane_id() == 0) {
+            (true, true) => identity,
+            (true, false) => below,
+            (false, true) => before,
+            (false, false) => op(before, below),
+        };
+        (exclusive, total)
+    }
+
+    /// Inclusive prefix sum.
+    ///
+    /// # Panics
+    /// As [`inclusive`](Self::inclusive).
+    #[inline(always)]
+    #[track_caller]
+    pub fn inclusive_sum(&self, value: T) -> T
+    where
+        T: core::ops::Add<Output = T>,
+    {
+        self.inclusive(value, |a, b| a + b)
+    }
+
+    /// `(exclusive prefix sum, block total)`; thread 0 gets `T::default()` (zero).
+    ///
+    /// # Panics
+    /// As [`inclusive`](Self::inclusive).
+    #[inline(always)]
+    #[track_caller]
+    pub fn exclusive_sum(&self, value: T) -> (T, T)
+    where
+        T: core::ops::Add<Output = T> + Default,
+    {
+        self.exclusive(value, T::default(), |a, b| a + b)
+    }
+}

@@ -1,0 +1,196 @@
+//! Kernels of an LLM training step (issue 23's "Speed" rows), written the way the device
+//! library recommends, each with a CUDA C++ twin in `bench/cuda/reference_kernels.cu` written
+//! the way a CUDA engineer writes it: a layer norm (one warp per row, 16-byte streaming
+//! loads), an online softmax and an AdamW step. `ferrocuda-bench` times them against the twins;
+//! `tests/llm_examples.rs` checks them on the CPU executor (and a GPU when present).
+
+use bytemuck::{Pod, Zeroable};
+use ferrocuda_device::cache::{self, Load, Store};
+use ferrocuda_device::global::{DisjointSlice, unique_index};
+// `DeviceFloat` gives `sqrt`/`mul_add` on the GPU; the host has `std`'s.
+#[cfg_attr(not(target_arch = "nvptx64"), allow(unused_imports))]
+use ferrocuda_device::math::DeviceFloat;
+use ferrocuda_device::math::FastMath;
+use ferrocuda_device::thread::{block_dim_x, block_idx_x, thread_idx_x};
+use ferrocuda_device::unroll::unroll;
+use ferrocuda_device::{kernel, warp};
+
+use crate::examples::{Float4, offset_below};
+
+/// Channels of a [`layernorm_768()`] row (GPT-2 small's width).
+pub const LAYERNORM_C: usize = 768;
+/// `float4`s each lane of a row's warp holds.
+const LN_V: usize = LAYERNORM_C / 4 / 32;
+
+/// Layer norm of a row-major `rows x 768` matrix, as llm.c's `layernorm_forward` (kernel 3):
+/// one warp per row, the row held in registers (six `float4`s per lane, read once with
+/// streaming loads), mean and variance by warp shuffles, `out = (x - mean) * rstd * weight +
+/// bias` written with streaming stores, and `mean[row]`, `rstd[row]` for the backward pass.
+/// Launch with 1-D blocks of whole warps (256 threads: 8 rows per block) and
+/// `ceil(rows / warps per block)` blocks.
+#[kernel]
+#[allow(clippy::too_many_arguments)]
+pub fn layernorm_768(
+    input: &[Float4],
+    weight: &[Float4],
+    bias: &[Float4],
+    mut out: DisjointSlice<Float4>,
+    mut mean: DisjointSlice<f32>,
+    mut rstd: DisjointSlice<f32>,
+    rows: u32,
+) {
+    const ROW_VECTORS: usize = LAYERNORM_C / 4;
+    let Some(row) = offset_below(block_idx_x(), block_dim_x() / warp::WARP_SIZE, thread_idx_x() / warp::WARP_SIZE, rows) else {
+        return;
+    };
+    let lane = (thread_idx_x() % warp::WARP_SIZE) as usize;
+    let vectors = rows as usize * ROW_VECTORS;
+    if input.len() < vectors
+        || out.len() < vectors
+        || weight.len() < ROW_VECTORS
+        || bias.len() < ROW_VECTORS
+        || mean.len() < rows as usize
+        || rstd.len() < rows as usize
+    {
+        return;
+    }
+    if !block_dim_x().is_multiple_of(warp::WARP_SIZE) || !crate::examples::one_dimensional_launch() {
+        return;
+    }
+    let base = row as usize * ROW_VECTORS + lane;
+    // Every loop over the row's six vectors is unrolled (`unroll`), so `x` stays in registers
+    // (a loop LLVM leaves rolled indexes it at run time and puts it in local memory).
+    let mut x = [Float4::default(); LN_V];
+    let mut sum = 0.0f32;
+    unroll::<LN_V>(|v| {
+        // SAFETY: `base + 32 v` lies in row `row < rows` (lane < 32, v < 6), below
+        // `rows * 192 <= input.len()`.
+        x[v] = cache::load(unsafe { input.get_unchecked(base + 32 * v) }, Load::Streaming);
+        sum += (x[v].x + x[v].y) + (x[v].z + x[v].w);
+    });
+    let m = warp::reduce_sum(sum) * (1.0 / LAYERNORM_C as f32);
+    let mut squares = 0.0f32;
+    unroll::<LN_V>(|v| {
+        let (a, b, c, d) = (x[v].x - m, x[v].y - m, x[v].z - m, x[v].w - m);
+        squares += (a * a + b * b) + (c * c + d * d);
+    });
+    let s = (warp::reduce_sum(squares) * (1.0 / LAYERNORM_C as f32) + 1e-5).fast_rsqrt();
+    unroll::<LN_V>(|v| {
+        let (c, value) = (lane + 32 * v, x[v]);
+        // SAFETY: `c < 192 <= weight.len(), bias.len()` (checked above).
+        let (w, b) = unsafe { (*weight.get_unchecked(c), *bias.get_unchecked(c)) };
+        let normed =
+            Float4 { x: (value.x - m) * s * w.x + b.x, y: (value.y - m) * s * w.y + b.y, z: (value.z - m) * s * w.z + b.z, w: (value.w - m) * s * w.w + b.w };
+        // SAFETY: in bounds as for the loads. Only this thread writes the element: each warp
+        // of a 1-D launch of whole warps (checked above) owns one row, each lane the vectors
+        // `lane + 32 v` of it.
+        unsafe { cache::store(out.get_unchecked_mut(base + 32 * v), normed, Store::Streaming) };
+    });
+    if lane == 0 {
+        // SAFETY: `row < rows <= mean.len(), rstd.len()`; lane 0 of the row's warp alone writes them.
+        unsafe {
+            cache::store(mean.get_unchecked_mut(row as usize), m, Store::Streaming);
+            cache::store(rstd.get_unchecked_mut(row as usize), s, Store::Streaming);
+        }
+    }
+}
+
+/// Row-wise softmax of a row-major `rows x cols` matrix (`cols` a multiple of 4, given as
+/// `cols4 = cols / 4`) with the online algorithm: one warp per row reads the row once keeping
+/// a running maximum and a sum rescaled when the maximum grows, combines the 32 lanes'
+/// (maximum, sum) pairs by shuffles, then reads the row again to write `exp(x - max) / sum`
+/// (a second read that L2 serves for rows up to a few hundred KiB). `exp` is `ex2.approx`
+/// (CUDA's `__expf`). Launch like [`layernorm_768()`].
+#[kernel]
+pub fn softmax_online(input: &[Float4], mut output: DisjointSlice<Float4>, rows: u32, cols4: u32) {
+    let Some(row) = offset_below(block_idx_x(), block_dim_x() / warp::WARP_SIZE, thread_idx_x() / warp::WARP_SIZE, rows) else {
+        return;
+    };
+    let lane = (thread_idx_x() % warp::WARP_SIZE) as usize;
+    let vectors = rows as usize * cols4 as usize;
+    if input.len() < vectors || output.len() < vectors || !block_dim_x().is_multiple_of(warp::WARP_SIZE) || !crate::examples::one_dimensional_launch() {
+        return;
+    }
+    // The row as its own slice (in bounds: `(row + 1) * cols4 <= vectors <= input.len()`), read
+    // with a strided iterator: pointer increments, no index arithmetic or bounds checks.
+    let start = row as usize * cols4 as usize;
+    let Some(row_in) = input.get(start..start + cols4 as usize) else { return };
+    // A finite start: a lane that sees no element (cols4 < 32) combines as (MIN, 0) without
+    // the NaN of -inf - -inf.
+    let (mut max, mut sum) = (f32::MIN, 0.0f32);
+    for &v in row_in.iter().skip(lane).step_by(32) {
+        let block_max = v.x.max(v.y).max(v.z.max(v.w));
+        if block_max > max {
+            sum *= (max - block_max).fast_exp();
+            max = block_max;
+        }
+        sum += ((v.x - max).fast_exp() + (v.y - max).fast_exp()) + ((v.z - max).fast_exp() + (v.w - max).fast_exp());
+    }
+    let mut mask = warp::WARP_SIZE / 2;
+    while mask > 0 {
+        let (other_max, other_sum) = (warp::shuffle_xor(max, mask), warp::shuffle_xor(sum, mask));
+        let new_max = max.max(other_max);
+        sum = sum * (max - new_max).fast_exp() + other_sum * (other_max - new_max).fast_exp();
+        max = new_max;
+        mask /= 2;
+    }
+    let scale = 1.0 / sum;
+    let mut c = start + lane;
+    for v in row_in.iter().skip(lane).step_by(32) {
+        let v = cache::load(v, Load::Streaming);
+        // SAFETY: `c < start + cols4 <= output.len()` (checked above); the row belongs to this
+        // warp and the vector `c` to this lane (1-D launch of whole warps, checked above).
+        unsafe {
+            let y = Float4 {
+                x: (v.x - max).fast_exp() * scale,
+                y: (v.y - max).fast_exp() * scale,
+                z: (v.z - max).fast_exp() * scale,
+                w: (v.w - max).fast_exp() * scale,
+            };
+            cache::store(output.get_unchecked_mut(c), y, Store::Streaming);
+        }
+        c += 32;
+    }
+}
+
+/// AdamW's hyperparameters for one step (passed by value).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct AdamW {
+    /// Learning rate.
+    pub learning_rate: f32,
+    /// First-moment decay.
+    pub beta1: f32,
+    /// Second-moment decay.
+    pub beta2: f32,
+    /// `1 - beta1^t`.
+    pub beta1_correction: f32,
+    /// `1 - beta2^t`.
+    pub beta2_correction: f32,
+    /// Added to the denominator.
+    pub eps: f32,
+    /// Decoupled weight decay.
+    pub weight_decay: f32,
+}
+
+/// `a + weight * (b - a)` as two fused multiply-adds (CUDA's `lerp` in llm.c).
+#[inline(always)]
+fn lerp(a: f32, b: f32, weight: f32) -> f32 {
+    weight.mul_add(b, (-weight).mul_add(a, a))
+}
+
+/// One AdamW step over every parameter, as llm.c's `adamw_kernel2`: `m` and `v` are the
+/// moments (updated in place), `params` the weights. One element per thread.
+#[kernel]
+pub fn adamw_step(mut params: DisjointSlice<f32>, grads: &[f32], mut m: DisjointSlice<f32>, mut v: DisjointSlice<f32>, hp: AdamW) {
+    let i = unique_index();
+    let (Some(p), Some(m_i), Some(v_i), Some(&g)) = (params.get_mut(i), m.get_mut(i), v.get_mut(i), grads.get(i.get())) else {
+        return;
+    };
+    let mean = lerp(g, *m_i, hp.beta1);
+    *m_i = mean;
+    let var = lerp(g * g, *v_i, hp.beta2);
+    *v_i = var;
+    let (mean, var) = (mean / hp.beta1_correction, var / hp.beta2_correction);
+    *p -= hp.learning_rate * (mean / (var.sqrt() + hp.eps) + hp.weight_decay * *p);
+}
