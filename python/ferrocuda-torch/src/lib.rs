@@ -92,7 +92,10 @@ fn on_gpu(
         writes.push(unsafe { BorrowedSliceMut::<f32>::new(&stream, output.address, output.len) }.map_err(gpu_error)?);
     }
     run(&stream, &reads, &mut writes).map_err(gpu_error)?;
-    *LAST_LAUNCH.lock().unwrap_or_else(|p| p.into_inner()) = Some((stream.raw() as usize, addresses));
+    // The handle the work was queued on, as the door lends it (not `raw` again: the test
+    // compares it with PyTorch's current stream).
+    let queued_on = stream.enqueue("ferrocuda-torch: stream handle", &[], |handle| Ok::<_, ferrocuda_host::Error>(handle.get())).map_err(gpu_error)?;
+    *LAST_LAUNCH.lock().unwrap_or_else(|p| p.into_inner()) = Some((queued_on as usize, addresses));
     Ok(())
 }
 
