@@ -172,7 +172,11 @@ fn run() -> Res<bool> {
                 let function = kernel(d, causal, "")?;
                 problem.check(&function, &stream, causal, 8)?;
                 let o = problem.output()?;
-                dump(dir, &format!("{tag}{}.o", if causal { "_causal" } else { "" }), bytemuck::cast_slice(&o.iter().map(|x| x.to_bits()).collect::<Vec<u16>>()))?;
+                dump(
+                    dir,
+                    &format!("{tag}{}.o", if causal { "_causal" } else { "" }),
+                    bytemuck::cast_slice(&o.iter().map(|x| x.to_bits()).collect::<Vec<u16>>()),
+                )?;
             }
         }
         for &s in &seqs {
