@@ -249,7 +249,7 @@ fn n9_a_shared_array_site_reached_with_another_size_is_an_error() {
     let mut out = vec![0u32; 32];
     match sanitizer::n9_generic_site_sizes::launch_cpu(&CpuExecutor::deterministic(), (1u32, 32u32), true, &mut out) {
         Err(CpuError::KernelPanic(panic)) => {
-            assert!(panic.message.contains("reached with 64 bytes aligned to 8, where it was first reached with 32 bytes aligned to 4"), "{}", panic.message);
+            assert!(panic.message.contains("reached with 64 bytes aligned to 16, where it was first reached with 32 bytes aligned to 16"), "{}", panic.message);
             assert!(panic.file.ends_with("sanitizer.rs"), "the helper's line: {}", panic.file);
         }
         other => panic!("expected a KernelPanic about the site, got {other:?}"),
