@@ -5,32 +5,20 @@
 //! measure device memory (`a23`).
 
 mod common;
+#[path = "common/host_ordering.rs"]
+mod host_ordering;
 
-use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
-use ferrocuda::cufft::{C2C, C2R, Complex, Plan, cufft_present, cufft_version};
+use ferrocuda::cufft::{C2C, C2R, Complex, Plan};
 use ferrocuda::{BufferAccess, Context, Cublas, DeviceBuffer, Error, Event, JitOptions, LaunchConfig, Module, PinnedBuffer, SchedulePolicy, Stream};
 use gpu_kernels::saxpy;
+use host_ordering::{gpu_with_cufft, skip};
 use test_kernels::launch_kinds::{mark_blocks, spin_for};
 
 const SLOW_NS: u64 = 300_000_000;
-
-fn skip(test: &str, why: &str) {
-    assert!(!ferrocuda_test_support::gpu_required(), "REQUIRE_GPU=1 but {test} skipped: {why}");
-    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
-}
-
-fn gpu_with_cufft(test: &str) -> Option<Context> {
-    let context = common::gpu_or_skip(test)?;
-    if !cufft_present() {
-        skip(test, &format!("cuFFT could not be loaded: {}", cufft_version().unwrap_err()));
-        return None;
-    }
-    Some(context)
-}
 
 fn gpu_with_cublas(test: &str) -> Option<Context> {
     let context = common::gpu_or_skip(test)?;
@@ -67,54 +55,9 @@ fn ones(n: usize) -> Vec<Complex<f32>> {
     vec![Complex::new(1.0f32, 0.0); n]
 }
 
-/// `mark_blocks` (bool, &mut [u32]) that spins `ns` nanoseconds, then writes `FILL + block`.
-fn late_read_ptx(ns: u64) -> String {
-    format!(
-        r#"
-.version 7.0
-.target sm_70
-.address_size 64
-.visible .global .align 4 .u32 FILL = 1;
-.visible .entry mark_blocks(
-	.param .u8 mark_blocks_param_0,
-	.param .u64 .ptr .align 4 mark_blocks_param_1,
-	.param .u64 mark_blocks_param_2
-)
-{{
-	.reg .pred %p<4>;
-	.reg .b32 %r<8>;
-	.reg .b64 %rd<12>;
-	mov.u64 %rd8, %globaltimer;
-SPIN:
-	mov.u64 %rd9, %globaltimer;
-	sub.u64 %rd10, %rd9, %rd8;
-	setp.lt.u64 %p3, %rd10, {ns};
-	@%p3 bra SPIN;
-	mov.u32 %r1, %tid.x;
-	setp.ne.u32 %p1, %r1, 0;
-	@%p1 bra DONE;
-	mov.u32 %r2, %ctaid.x;
-	cvt.u64.u32 %rd1, %r2;
-	ld.param.u64 %rd2, [mark_blocks_param_2];
-	setp.ge.u64 %p2, %rd1, %rd2;
-	@%p2 bra DONE;
-	ld.param.u64 %rd3, [mark_blocks_param_1];
-	cvta.to.global.u64 %rd4, %rd3;
-	shl.b64 %rd5, %rd1, 2;
-	add.s64 %rd6, %rd4, %rd5;
-	ld.global.u32 %r3, [FILL];
-	add.s32 %r4, %r3, %r2;
-	st.global.u32 [%rd6], %r4;
-DONE:
-	ret;
-}}
-"#
-    )
-}
-
 fn load_late_read(context: &Context, ns: u64) -> Module {
     // SAFETY: a hand-written kernel with mark_blocks's parameters (bool, pointer, length).
-    unsafe { Module::load_ptx(context, "late_read", &late_read_ptx(ns), &JitOptions::new()) }.unwrap()
+    unsafe { Module::load_ptx(context, "late_read", &host_ordering::late_read_ptx(ns), &JitOptions::new()) }.unwrap()
 }
 
 /// cuBLAS on its handle's stream reads an input that a kernel on another stream still writes.

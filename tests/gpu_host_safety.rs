@@ -11,35 +11,23 @@
 //! built against the audited commit shows the failures.
 
 mod common;
+#[path = "common/host_ordering.rs"]
+mod host_ordering;
 
 use std::io::Write;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ferrocuda::cufft::{C2C, Complex, Plan, cufft_present, cufft_version};
+use ferrocuda::cufft::{C2C, Complex, Plan};
 use ferrocuda::{Context, DeviceBuffer, Error, JitOptions, Module, PinnedBuffer, Stream};
+use host_ordering::gpu_with_cufft;
 use test_kernels::launch_kinds::{mark_blocks, spin_for};
 
 /// Nanoseconds a "slow" kernel keeps a stream busy: long enough that unordered work runs first.
 const SLOW_NS: u64 = 300_000_000;
 /// Points of the large transforms (as in the audit's repro).
 const FFT_N: usize = 1 << 24;
-
-fn skip(test: &str, why: &str) {
-    assert!(!ferrocuda_test_support::gpu_required(), "REQUIRE_GPU=1 but {test} skipped: {why}");
-    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
-}
-
-/// The context, when a GPU and cuFFT are present.
-fn gpu_with_cufft(test: &str) -> Option<Context> {
-    let context = common::gpu_or_skip(test)?;
-    if !cufft_present() {
-        skip(test, &format!("cuFFT could not be loaded: {}", cufft_version().unwrap_err()));
-        return None;
-    }
-    Some(context)
-}
 
 /// Keeps `stream` busy for `SLOW_NS` with a kernel that touches no buffer.
 fn busy(stream: &Stream) {
@@ -280,58 +268,13 @@ fn n12_a_plan_dropped_inside_a_capture_is_destroyed_after_it() {
     assert_eq!(context.deferred_releases(), 0);
 }
 
-/// The PTX of `mark_blocks` (parameters `bool, &mut [u32]`) that first spins for about 300 ms,
-/// then writes `FILL + block` (so a write of `FILL` issued meanwhile would show).
-const LATE_READ_PTX: &str = r#"
-.version 7.0
-.target sm_70
-.address_size 64
-
-.visible .global .align 4 .u32 FILL = 1;
-
-.visible .entry mark_blocks(
-	.param .u8 mark_blocks_param_0,
-	.param .u64 .ptr .align 4 mark_blocks_param_1,
-	.param .u64 mark_blocks_param_2
-)
-{
-	.reg .pred %p<4>;
-	.reg .b32 %r<8>;
-	.reg .b64 %rd<12>;
-
-	mov.u64 %rd8, %globaltimer;
-SPIN:
-	mov.u64 %rd9, %globaltimer;
-	sub.u64 %rd10, %rd9, %rd8;
-	setp.lt.u64 %p3, %rd10, 300000000;
-	@%p3 bra SPIN;
-	mov.u32 %r1, %tid.x;
-	setp.ne.u32 %p1, %r1, 0;
-	@%p1 bra DONE;
-	mov.u32 %r2, %ctaid.x;
-	cvt.u64.u32 %rd1, %r2;
-	ld.param.u64 %rd2, [mark_blocks_param_2];
-	setp.ge.u64 %p2, %rd1, %rd2;
-	@%p2 bra DONE;
-	ld.param.u64 %rd3, [mark_blocks_param_1];
-	cvta.to.global.u64 %rd4, %rd3;
-	shl.b64 %rd5, %rd1, 2;
-	add.s64 %rd6, %rd4, %rd5;
-	ld.global.u32 %r3, [FILL];
-	add.s32 %r4, %r3, %r2;
-	st.global.u32 [%rd6], %r4;
-DONE:
-	ret;
-}
-"#;
-
 /// S1: a write of a module's global waits for the module's kernels already queued on other
 /// streams (they read the old value), and kernels queued after it read the new one.
 #[test]
 fn s1_a_global_write_is_ordered_with_the_modules_kernels_on_other_streams() {
     let Some(context) = common::gpu_or_skip("s1_a_global_write_is_ordered_with_the_modules_kernels_on_other_streams") else { return };
     // SAFETY: a hand-written kernel with mark_blocks's parameters (bool, pointer, length).
-    let module = unsafe { Module::load_ptx(&context, "late_read", LATE_READ_PTX, &JitOptions::new()) }.unwrap();
+    let module = unsafe { Module::load_ptx(&context, "late_read", &host_ordering::late_read_ptx(300_000_000), &JitOptions::new()) }.unwrap();
     let fill = module.global::<u32>("FILL").unwrap();
     let stream = Stream::non_blocking(&context).unwrap();
     let mut before = DeviceBuffer::<u32>::zeroed(&context, 4).unwrap();
@@ -353,7 +296,7 @@ fn s2_a_module_dropped_inside_a_capture_is_unloaded_after_it() {
     let Some(context) = common::gpu_or_skip("s2_a_module_dropped_inside_a_capture_is_unloaded_after_it") else { return };
     let context = Context::create(0, ferrocuda::SchedulePolicy::Auto).unwrap_or(context);
     // SAFETY: as in the S1 test.
-    let module = unsafe { Module::load_ptx(&context, "dropped_in_capture", LATE_READ_PTX, &JitOptions::new()) }.unwrap();
+    let module = unsafe { Module::load_ptx(&context, "dropped_in_capture", &host_ordering::late_read_ptx(300_000_000), &JitOptions::new()) }.unwrap();
     let stream = Stream::non_blocking(&context).unwrap();
     let mut y = DeviceBuffer::<u32>::zeroed(&context, 32).unwrap();
     mark_blocks::launch(&stream, (1u32, 32u32), false, &mut y).unwrap(); // the embedded module, loaded before
