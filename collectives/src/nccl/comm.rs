@@ -399,6 +399,13 @@ pub struct OnStream<'c> {
 }
 
 impl<'c> OnStream<'c> {
+    /// Queues the NCCL call `call` (named `name` in errors) through the stream's door, with
+    /// `accesses` (the communicator's state and the views the call reads and writes) declared,
+    /// and hands it the NCCL library and the stream handle.
+    fn enqueue(&self, name: &'static str, accesses: &[BufferAccess<'_>], call: impl FnOnce(&Nccl, RawStream) -> ffi::NcclResult) -> Result<()> {
+        self.stream.enqueue(name, accesses, |stream| self.comm.issue(name, |nccl| call(nccl, stream.get().cast())))
+    }
+
     /// The communicator.
     pub fn comm(&self) -> &'c Communicator {
         self.comm
@@ -448,22 +455,18 @@ impl Collectives for OnStream<'_> {
         let (s, r, n, comm) = (address(&send), address_mut(&recv), send.len(), self.comm.raw);
         // SAFETY: both views hold n elements of T on this rank's GPU, alive for the call and,
         // declared to the door, until the stream passes the operation.
-        self.stream.enqueue(
+        self.enqueue(
             "ncclAllReduce",
             &[BufferAccess::library_state(&self.comm.state), BufferAccess::read(&send), BufferAccess::write(&mut recv)],
-            |stream| {
-                let stream: RawStream = stream.get().cast();
-                self.comm.issue("ncclAllReduce", |nccl| unsafe { (nccl.ncclAllReduce)(s, r, n, T::DATA_TYPE as i32, reduce_op(op), comm, stream) })
-            },
+            |nccl, stream| unsafe { (nccl.ncclAllReduce)(s, r, n, T::DATA_TYPE as i32, reduce_op(op), comm, stream) },
         )
     }
 
     fn all_reduce_in_place<T: Element>(&self, mut buf: DeviceViewMut<'_, T>, op: ReduceOp) -> Result<()> {
         let (p, n, comm) = (address_mut(&buf), buf.len(), self.comm.raw);
         // SAFETY: as above; NCCL supports sendbuff == recvbuff.
-        self.stream.enqueue("ncclAllReduce", &[BufferAccess::library_state(&self.comm.state), BufferAccess::write(&mut buf)], |stream| {
-            let stream: RawStream = stream.get().cast();
-            self.comm.issue("ncclAllReduce", |nccl| unsafe { (nccl.ncclAllReduce)(p, p, n, T::DATA_TYPE as i32, reduce_op(op), comm, stream) })
+        self.enqueue("ncclAllReduce", &[BufferAccess::library_state(&self.comm.state), BufferAccess::write(&mut buf)], |nccl, stream| unsafe {
+            (nccl.ncclAllReduce)(p, p, n, T::DATA_TYPE as i32, reduce_op(op), comm, stream)
         })
     }
 
@@ -471,9 +474,8 @@ impl Collectives for OnStream<'_> {
         check_rank("broadcast", root, self.world_size())?;
         let (p, n, comm) = (address_mut(&buf), buf.len(), self.comm.raw);
         // SAFETY: as above (in place).
-        self.stream.enqueue("ncclBroadcast", &[BufferAccess::library_state(&self.comm.state), BufferAccess::write(&mut buf)], |stream| {
-            let stream: RawStream = stream.get().cast();
-            self.comm.issue("ncclBroadcast", |nccl| unsafe { (nccl.ncclBroadcast)(p, p, n, T::DATA_TYPE as i32, root as i32, comm, stream) })
+        self.enqueue("ncclBroadcast", &[BufferAccess::library_state(&self.comm.state), BufferAccess::write(&mut buf)], |nccl, stream| unsafe {
+            (nccl.ncclBroadcast)(p, p, n, T::DATA_TYPE as i32, root as i32, comm, stream)
         })
     }
 
@@ -484,13 +486,10 @@ impl Collectives for OnStream<'_> {
         }
         let (s, r, n, comm) = (address(&send), address_mut(&recv), send.len(), self.comm.raw);
         // SAFETY: as above; recv is written on the root only.
-        self.stream.enqueue(
+        self.enqueue(
             "ncclReduce",
             &[BufferAccess::library_state(&self.comm.state), BufferAccess::read(&send), BufferAccess::write(&mut recv)],
-            |stream| {
-                let stream: RawStream = stream.get().cast();
-                self.comm.issue("ncclReduce", |nccl| unsafe { (nccl.ncclReduce)(s, r, n, T::DATA_TYPE as i32, reduce_op(op), root as i32, comm, stream) })
-            },
+            |nccl, stream| unsafe { (nccl.ncclReduce)(s, r, n, T::DATA_TYPE as i32, reduce_op(op), root as i32, comm, stream) },
         )
     }
 
@@ -498,13 +497,10 @@ impl Collectives for OnStream<'_> {
         check_len("all_gather", "recv", send.len() * self.world_size(), recv.len())?;
         let (s, r, n, comm) = (address(&send), address_mut(&recv), send.len(), self.comm.raw);
         // SAFETY: recv holds world_size * n elements.
-        self.stream.enqueue(
+        self.enqueue(
             "ncclAllGather",
             &[BufferAccess::library_state(&self.comm.state), BufferAccess::read(&send), BufferAccess::write(&mut recv)],
-            |stream| {
-                let stream: RawStream = stream.get().cast();
-                self.comm.issue("ncclAllGather", |nccl| unsafe { (nccl.ncclAllGather)(s, r, n, T::DATA_TYPE as i32, comm, stream) })
-            },
+            |nccl, stream| unsafe { (nccl.ncclAllGather)(s, r, n, T::DATA_TYPE as i32, comm, stream) },
         )
     }
 
@@ -512,13 +508,10 @@ impl Collectives for OnStream<'_> {
         check_len("reduce_scatter", "send", recv.len() * self.world_size(), send.len())?;
         let (s, r, n, comm) = (address(&send), address_mut(&recv), recv.len(), self.comm.raw);
         // SAFETY: send holds world_size * n elements, recv n.
-        self.stream.enqueue(
+        self.enqueue(
             "ncclReduceScatter",
             &[BufferAccess::library_state(&self.comm.state), BufferAccess::read(&send), BufferAccess::write(&mut recv)],
-            |stream| {
-                let stream: RawStream = stream.get().cast();
-                self.comm.issue("ncclReduceScatter", |nccl| unsafe { (nccl.ncclReduceScatter)(s, r, n, T::DATA_TYPE as i32, reduce_op(op), comm, stream) })
-            },
+            |nccl, stream| unsafe { (nccl.ncclReduceScatter)(s, r, n, T::DATA_TYPE as i32, reduce_op(op), comm, stream) },
         )
     }
 
@@ -526,9 +519,8 @@ impl Collectives for OnStream<'_> {
         check_rank("send", peer, self.world_size())?;
         let (p, n, comm) = (address(&buf), buf.len(), self.comm.raw);
         // SAFETY: buf holds n elements.
-        self.stream.enqueue("ncclSend", &[BufferAccess::library_state(&self.comm.state), BufferAccess::read(&buf)], |stream| {
-            let stream: RawStream = stream.get().cast();
-            self.comm.issue("ncclSend", |nccl| unsafe { (nccl.ncclSend)(p, n, T::DATA_TYPE as i32, peer as i32, comm, stream) })
+        self.enqueue("ncclSend", &[BufferAccess::library_state(&self.comm.state), BufferAccess::read(&buf)], |nccl, stream| unsafe {
+            (nccl.ncclSend)(p, n, T::DATA_TYPE as i32, peer as i32, comm, stream)
         })
     }
 
@@ -536,9 +528,8 @@ impl Collectives for OnStream<'_> {
         check_rank("recv", peer, self.world_size())?;
         let (p, n, comm) = (address_mut(&buf), buf.len(), self.comm.raw);
         // SAFETY: buf holds n elements.
-        self.stream.enqueue("ncclRecv", &[BufferAccess::library_state(&self.comm.state), BufferAccess::write(&mut buf)], |stream| {
-            let stream: RawStream = stream.get().cast();
-            self.comm.issue("ncclRecv", |nccl| unsafe { (nccl.ncclRecv)(p, n, T::DATA_TYPE as i32, peer as i32, comm, stream) })
+        self.enqueue("ncclRecv", &[BufferAccess::library_state(&self.comm.state), BufferAccess::write(&mut buf)], |nccl, stream| unsafe {
+            (nccl.ncclRecv)(p, n, T::DATA_TYPE as i32, peer as i32, comm, stream)
         })
     }
 
