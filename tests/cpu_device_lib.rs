@@ -10,9 +10,12 @@
 #[path = "common/backend.rs"]
 mod backend;
 mod common;
+#[path = "common/rng.rs"]
+mod rng;
 
 use backend::{Backend, launch_on, on_both_backends};
 use ferrocuda::LaunchConfig;
+use rng::Rng;
 use test_kernels::device_lib::{self, INDEX_WORDS, MATH_FUNCTIONS, WARP_WORDS};
 
 on_both_backends!(
@@ -32,24 +35,6 @@ on_both_backends!(
     tensor_core_mma_bf16_matches_a_host_matrix_product,
     active_masks_match_all_and_block_scope_atomics,
 );
-
-/// A small deterministic generator (xorshift64*), so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u32) -> u32 {
-        (self.next() >> 33) as u32 % n
-    }
-    fn uniform(&mut self, low: f64, high: f64) -> f64 {
-        low + (high - low) * ((self.next() >> 11) as f64 / (1u64 << 53) as f64)
-    }
-}
 
 fn indices_in_a_3d_launch(backend: &Backend) {
     let (grid, block) = ((2u32, 3u32, 2u32), (4u32, 2u32, 3u32));
@@ -247,7 +232,7 @@ fn bound(function: &str) -> u64 {
 
 fn inputs(count: usize, seed: u64) -> Vec<f64> {
     let mut rng = Rng(seed);
-    let mut x: Vec<f64> = (0..count).map(|_| rng.uniform(-10.0, 10.0)).collect();
+    let mut x: Vec<f64> = (0..count).map(|_| rng.uniform_f64(-10.0, 10.0)).collect();
     // Edges: zero, halves (rounding), tiny values, and the integers.
     x.extend([0.0, -0.0, 0.5, -0.5, 1.5, -2.5, 1e-3, -1e-3, 1.0, 2.0, 3.0, 1e-30]);
     x
@@ -330,7 +315,7 @@ fn math_f64_matches_the_host_within_its_documented_ulps(backend: &Backend) {
 
 fn fast_math_is_close_to_the_precise_functions(backend: &Backend) {
     let mut rng = Rng(31);
-    let x: Vec<f32> = (0..100_000).map(|_| rng.uniform(0.5, 3.0) as f32).collect();
+    let x: Vec<f32> = (0..100_000).map(|_| rng.uniform_f64(0.5, 3.0) as f32).collect();
     let input = backend.upload(&x);
     let mut out = backend.zeroed::<f32>(x.len() * 10);
     launch_on!(backend, device_lib::fast_math, LaunchConfig::for_elements(x.len(), 256), &input, &mut out).unwrap();

@@ -9,10 +9,13 @@
 #[path = "common/backend.rs"]
 mod backend;
 mod common;
+#[path = "common/rng.rs"]
+mod rng;
 
 use backend::{Backend, launch_on, on_both_backends};
 use ferrocuda::LaunchConfig;
 use ferrocuda_device::half::{Bf16x2, F16x2, bf16, f16, soft};
+use rng::Rng;
 use test_kernels::half_floats;
 
 on_both_backends!(
@@ -23,16 +26,13 @@ on_both_backends!(
     atomic_adds_of_16_bit_floats_sum_exactly,
 );
 
-/// xorshift64*: reproducible inputs.
-struct Rng(u64);
+/// Random half floats from the shared generator (tests/common/rng.rs).
+trait HalfFloats {
+    fn bf16(&mut self, exponents: std::ops::RangeInclusive<u16>) -> bf16;
+    fn f16(&mut self, exponents: std::ops::RangeInclusive<u16>) -> f16;
+}
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
+impl HalfFloats for Rng {
     /// A bf16 with a random sign and mantissa and a biased exponent in `exponents`.
     fn bf16(&mut self, exponents: std::ops::RangeInclusive<u16>) -> bf16 {
         let r = self.next();

@@ -6,10 +6,13 @@
 #[path = "common/backend.rs"]
 mod backend;
 mod common;
+#[path = "common/rng.rs"]
+mod rng;
 
 use backend::{Backend, launch_on, on_both_backends};
 use gpu_kernels::examples::Float4;
 use gpu_kernels::llm::{self, AdamW, LAYERNORM_C};
+use rng::Rng;
 
 on_both_backends!(layernorm_matches_the_host, online_softmax_matches_the_host_for_short_and_long_rows, adamw_step_matches_the_host);
 
@@ -26,15 +29,8 @@ impl backend::KernelArg for AdamW {
 }
 
 fn floats(seed: u64, n: usize, low: f32, high: f32) -> Vec<f32> {
-    let mut state = seed;
-    (0..n)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            low + (high - low) * ((state >> 40) as f32 / (1u64 << 24) as f32)
-        })
-        .collect()
+    let mut rng = Rng(seed);
+    (0..n).map(|_| rng.uniform_f32(low, high)).collect()
 }
 
 fn float4s(values: &[f32]) -> Vec<Float4> {

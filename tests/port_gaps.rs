@@ -6,8 +6,11 @@
 #[path = "common/backend.rs"]
 mod backend;
 mod common;
+#[path = "common/rng.rs"]
+mod rng;
 
 use backend::{Backend, launch_on, on_both_backends};
+use rng::Rng;
 use test_kernels::port_gaps::{self, BLOCK_WORDS, F4, FAST_WORDS, SMALL_WORDS};
 
 on_both_backends!(
@@ -21,26 +24,15 @@ on_both_backends!(
     a_cache_hint_on_a_local_array_reads_the_local_value,
 );
 
-/// A small deterministic generator (xorshift64*), so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u32) -> u32 {
-        (self.next() >> 33) as u32 % n
-    }
-    fn uniform(&mut self, low: f32, high: f32) -> f32 {
-        low + (high - low) * ((self.next() >> 40) as f32 / (1u64 << 24) as f32)
-    }
-}
-
 fn f4s(rng: &mut Rng, n: usize) -> Vec<F4> {
-    (0..n).map(|_| F4 { x: rng.uniform(-100.0, 100.0), y: rng.uniform(-100.0, 100.0), z: rng.uniform(-100.0, 100.0), w: rng.uniform(-100.0, 100.0) }).collect()
+    (0..n)
+        .map(|_| F4 {
+            x: rng.uniform_f32(-100.0, 100.0),
+            y: rng.uniform_f32(-100.0, 100.0),
+            z: rng.uniform_f32(-100.0, 100.0),
+            w: rng.uniform_f32(-100.0, 100.0),
+        })
+        .collect()
 }
 
 fn shared_x4_and_x2_accesses_move_whole_vectors(backend: &Backend) {
@@ -78,7 +70,7 @@ fn four_scalar_shared_stores_read_back_as_one_vector(backend: &Backend) {
 fn every_cache_hint_loads_and_stores_the_right_values(backend: &Backend) {
     let n = 5000usize; // not a multiple of the block: the tail threads return early
     let mut rng = Rng(7);
-    let x: Vec<f32> = (0..n).map(|_| rng.uniform(-1e3, 1e3)).collect();
+    let x: Vec<f32> = (0..n).map(|_| rng.uniform_f32(-1e3, 1e3)).collect();
     let input = backend.upload(&x);
     for load in 0..7u32 {
         for store in 0..6u32 {
@@ -96,7 +88,7 @@ fn streaming_float4_and_l2_policy_accesses_copy_exactly(backend: &Backend) {
     let n = 3000usize;
     let mut rng = Rng(9);
     let x = f4s(&mut rng, n);
-    let y: Vec<f64> = (0..n).map(|_| rng.uniform(-5.0, 5.0) as f64 / 3.0).collect();
+    let y: Vec<f64> = (0..n).map(|_| rng.uniform_f32(-5.0, 5.0) as f64 / 3.0).collect();
     let (xs, ys) = (backend.upload(&x), backend.upload(&y));
     let mut out = backend.zeroed::<F4>(n);
     let mut wide = backend.zeroed::<f64>(n);
@@ -118,8 +110,8 @@ fn fast_math_is_within_its_documented_error_and_flushes_denormals(backend: &Back
     let n = 4096usize;
     let mut rng = Rng(11);
     // x in [0.01, 100] (sqrt, rsqrt, log10, powf base), y in [-1.4, 1.4] (tan away from its poles).
-    let x: Vec<f32> = (0..n).map(|_| rng.uniform(0.01, 100.0)).collect();
-    let y: Vec<f32> = (0..n).map(|_| rng.uniform(-1.4, 1.4)).collect();
+    let x: Vec<f32> = (0..n).map(|_| rng.uniform_f32(0.01, 100.0)).collect();
+    let y: Vec<f32> = (0..n).map(|_| rng.uniform_f32(-1.4, 1.4)).collect();
     let (xs, ys) = (backend.upload(&x), backend.upload(&y));
     let mut out = backend.zeroed::<f32>(n * FAST_WORDS);
     launch_on!(backend, port_gaps::fast_math_ops, ((n / 128) as u32, 128u32), &xs, &ys, &mut out).unwrap();
@@ -166,7 +158,7 @@ fn expected_256(x: &[f32], v: &[u32]) -> Vec<[u32; BLOCK_WORDS]> {
 fn block_reduce_and_scan_match_the_host_for_256_threads(backend: &Backend) {
     let blocks = 24usize;
     let mut rng = Rng(13);
-    let x: Vec<f32> = (0..blocks * 256).map(|_| rng.uniform(-10.0, 10.0)).collect();
+    let x: Vec<f32> = (0..blocks * 256).map(|_| rng.uniform_f32(-10.0, 10.0)).collect();
     let mut v: Vec<u32> = (0..blocks * 256).map(|_| rng.below(900) + 8).collect();
     v[3 * 256 + 77] = 7; // block 3 has a 7 (any)
     v[4 * 256 + 5] = 5000; // block 4 fails all(v < 1000)
