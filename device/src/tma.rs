@@ -11,6 +11,14 @@
 //! generic-proxy writes of the map before the tensor-map proxy's reads, as the PTX memory model
 //! requires for tensor maps in global memory.
 //!
+//! **As a `#[kernel]` parameter**, write `map: &TensorMap`: the host launcher then takes a
+//! `ferrocuda_host::DeviceTensorMap` (from `TensorMap::tiled(&buffer, ..)?.to_device(..)`, or
+//! `tiled_mut(&mut buffer, ..)` for stores), which borrows the buffer behind the map and
+//! declares the launch's read (or write) of it, so the map is valid and its memory allocated
+//! and ordered with other streams for as long as the kernel runs: the `map` pointer meets the
+//! contract of [`TensorMap::acquire`] and the copies below (`map as *const TensorMap`). The
+//! box coordinates, shared destinations and barriers remain the kernel's `unsafe` business.
+//!
 //! A load ([`TensorMap::load_2d`]) is issued by one thread, runs in the background and signals
 //! an [`MBarrier`](crate::mbarrier::MBarrier) with the bytes it delivered (`complete_tx`).
 //! Cost: one instruction to issue; the copy engine moves ~the full L2 bandwidth with few
