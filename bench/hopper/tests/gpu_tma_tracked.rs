@@ -55,6 +55,25 @@ fn tma_read_through_a_map_waits_for_a_write_of_its_buffer_on_another_stream() {
     let (a, b) = (Stream::non_blocking(&context).unwrap(), Stream::non_blocking(&context).unwrap());
     let mut src = DeviceBuffer::<u32>::zeroed(&context, n).unwrap();
     let mut dst = DeviceBuffer::<u32>::zeroed(&context, n).unwrap();
+    // Control: the same launch with a map of the raw address (`encode_tiled`, which declares
+    // nothing for the memory behind it) copies before the late write. This is what the
+    // tracked maps below prevent, and shows that the check can fail.
+    fill_late::launch(&a, (BOXES * TRACKED_BOX / 256, 256u32), LATE_NS, 99, &mut src).unwrap();
+    let layout = ferrocuda_host::TiledLayout { data_type: TensorDataType::U32, dims: &[n as u64], strides_bytes: &[], box_dims: &[TRACKED_BOX], swizzle: TensorSwizzle::None };
+    // SAFETY: `src` holds the array and outlives the launch (synchronised below); nothing
+    // orders the copy after the fill on stream A: the race is the point of the control.
+    let raw_src = unsafe { TensorMap::encode_tiled(src.device_ptr(), &layout) }.unwrap().to_device(&context).unwrap();
+    assert_eq!(raw_src.access(), None);
+    {
+        let dst_map = map_mut(&mut dst).to_device(&context).unwrap();
+        tma_copy_boxes::launch(&b, config(), &raw_src, &dst_map).unwrap();
+    }
+    let control = dst.to_vec().unwrap();
+    context.synchronize().unwrap();
+    drop(raw_src);
+    let raced = control.iter().filter(|&&v| v != 99).count();
+    println!("control (untracked map of the same buffer): {raced} of {n} elements copied before the write on the other stream");
+    assert!(raced > 0, "the untracked control saw no race: this test could not detect a missing declaration");
     for round in 1..=3u32 {
         fill_late::launch(&a, (BOXES * TRACKED_BOX / 256, 256u32), LATE_NS / 4, round * 7, &mut src).unwrap();
         let src_map = map(&src).to_device(&context).unwrap();
