@@ -7,9 +7,9 @@ use ferrocuda_device::global::{DisjointSlice, unique_index};
 use ferrocuda_device::kernel;
 use ferrocuda_device::tma::TensorMap;
 
-/// `u32` elements of one box of [`tma_copy_boxes`] (1 KiB).
+/// `u32` elements of one box of [`tma_copy_boxes()`] (1 KiB).
 pub const TRACKED_BOX: u32 = 256;
-/// Dynamic shared memory of [`tma_copy_boxes`]: the box, its barrier, 128 bytes to align.
+/// Dynamic shared memory of [`tma_copy_boxes()`]: the box, its barrier, 128 bytes to align.
 pub const TRACKED_SHARED_BYTES: u32 = TRACKED_BOX * 4 + 8 + 128;
 
 /// Block `b` copies box `b` of the 1-D `u32` array behind `src` to the same place of the

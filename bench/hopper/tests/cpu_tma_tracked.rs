@@ -8,7 +8,8 @@ use ferrocuda_host::{LaunchConfig, TensorDataType, TensorMap, TensorSwizzle, Til
 use hopper_kernels::tracked::{TRACKED_BOX, TRACKED_SHARED_BYTES, tma_copy_boxes};
 
 fn map_of(array: &mut [u32]) -> Box<DeviceMap> {
-    let layout = TiledLayout { data_type: TensorDataType::U32, dims: &[array.len() as u64], strides_bytes: &[], box_dims: &[TRACKED_BOX], swizzle: TensorSwizzle::None };
+    let layout =
+        TiledLayout { data_type: TensorDataType::U32, dims: &[array.len() as u64], strides_bytes: &[], box_dims: &[TRACKED_BOX], swizzle: TensorSwizzle::None };
     Box::new(DeviceMap(TensorMap::emulated(array.as_mut_ptr() as u64, &layout).unwrap().words()))
 }
 

@@ -59,7 +59,13 @@ fn tma_read_through_a_map_waits_for_a_write_of_its_buffer_on_another_stream() {
     // nothing for the memory behind it) copies before the late write. This is what the
     // tracked maps below prevent, and shows that the check can fail.
     fill_late::launch(&a, (BOXES * TRACKED_BOX / 256, 256u32), LATE_NS, 99, &mut src).unwrap();
-    let layout = ferrocuda_host::TiledLayout { data_type: TensorDataType::U32, dims: &[n as u64], strides_bytes: &[], box_dims: &[TRACKED_BOX], swizzle: TensorSwizzle::None };
+    let layout = ferrocuda_host::TiledLayout {
+        data_type: TensorDataType::U32,
+        dims: &[n as u64],
+        strides_bytes: &[],
+        box_dims: &[TRACKED_BOX],
+        swizzle: TensorSwizzle::None,
+    };
     // SAFETY: `src` holds the array and outlives the launch (synchronised below); nothing
     // orders the copy after the fill on stream A: the race is the point of the control.
     let raw_src = unsafe { TensorMap::encode_tiled(src.device_ptr(), &layout) }.unwrap().to_device(&context).unwrap();
