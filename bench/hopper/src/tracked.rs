@@ -14,11 +14,13 @@ pub const TRACKED_SHARED_BYTES: u32 = TRACKED_BOX * 4 + 8 + 128;
 
 /// Block `b` copies box `b` of the 1-D `u32` array behind `src` to the same place of the
 /// array behind `dst` through shared memory: one TMA load, one TMA store, both issued by
-/// thread 0. Launch one block of 128 threads per box with [`TRACKED_SHARED_BYTES`] of dynamic
-/// shared memory; `src` is a map with a box of [`TRACKED_BOX`] elements, `dst` one of the same
-/// box made with `TensorMap::tiled_mut` (its launches declare a write).
+/// thread 0 after `delay_ns` nanoseconds (the GPU's global timer; no wait on the CPU
+/// executor), so that work on other streams that is not ordered with the copy would overlap
+/// it. Launch one block of 128 threads per box with [`TRACKED_SHARED_BYTES`] of dynamic shared
+/// memory; `src` is a map with a box of [`TRACKED_BOX`] elements, `dst` one of the same box
+/// made with `TensorMap::tiled_mut` (its launches declare a write).
 #[kernel(reqntid(128))]
-pub fn tma_copy_boxes(src: &TensorMap, dst: &TensorMap) {
+pub fn tma_copy_boxes(src: &TensorMap, dst: &TensorMap, delay_ns: u64) {
     use ferrocuda_device::mbarrier::{MBarrier, fence_init};
     use ferrocuda_device::sync::sync_threads;
     use ferrocuda_device::thread::{block_idx_x, thread_idx_x};
@@ -36,6 +38,7 @@ pub fn tma_copy_boxes(src: &TensorMap, dst: &TensorMap) {
     }
     sync_threads();
     if tid == 0 {
+        spin(delay_ns);
         // SAFETY: both maps are valid, 1-D, with a box of TRACKED_BOX u32s, and their memory
         // is alive and ordered with this kernel (`&TensorMap` parameters: the launcher took
         // `DeviceTensorMap`s and declared it); the box lands at `base`, 128-byte aligned, read
@@ -61,6 +64,15 @@ pub fn tma_copy_boxes(src: &TensorMap, dst: &TensorMap) {
 /// work on `out` waits for it.
 #[kernel]
 pub fn fill_late(nanoseconds: u64, value: u32, mut out: DisjointSlice<u32>) {
+    spin(nanoseconds);
+    if let Some(o) = out.get_mut(unique_index()) {
+        *o = value;
+    }
+}
+
+/// Spins for `nanoseconds` of the GPU's global timer; returns at once on the CPU executor.
+#[inline(always)]
+fn spin(nanoseconds: u64) {
     #[cfg(target_arch = "nvptx64")]
     {
         let now = || {
@@ -74,7 +86,4 @@ pub fn fill_late(nanoseconds: u64, value: u32, mut out: DisjointSlice<u32>) {
     }
     #[cfg(not(target_arch = "nvptx64"))]
     let _ = nanoseconds;
-    if let Some(o) = out.get_mut(unique_index()) {
-        *o = value;
-    }
 }
