@@ -311,6 +311,19 @@ pub enum Error {
         /// nothing was dropped.
         dropped: Vec<String>,
     },
+    /// A kernel that stores through a tensor map (`&StoreMap` parameter) was given a map made
+    /// for loads.
+    #[error(
+        "`{kernel}` stores through its tensor map `{parameter}`, but the map passed was made for loads (`TensorMap::tiled`): \
+         make it with `TensorMap::tiled_mut(&mut buffer, ..)` (or `tiled_2d_mut`), which borrows the buffer exclusively so that \
+         the launch can declare the write"
+    )]
+    TensorMapNotForStores {
+        /// The kernel's symbol.
+        kernel: &'static str,
+        /// The `&StoreMap` parameter.
+        parameter: &'static str,
+    },
     /// A handle or allocation borrowed from another library (`ferrocuda_host::borrowed`) does
     /// not fit what it was borrowed as (wrong context, misaligned, too short, ...).
     #[error("{problem}")]
@@ -366,13 +379,26 @@ mod tests {
     #[test]
     fn capture_failed_names_the_drops_during_the_capture() {
         use crate::context::Released;
-        let source = DriverError { call: "cuStreamEndCapture", code: sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED };
-        let dropped = [Released::DeviceBuffer(4 << 20), Released::CufftPlan, Released::PinnedBuffer(512)].iter().map(ToString::to_string).collect();
-        let message = Error::CaptureFailed { source, dropped }.to_string();
+        let dropped: Vec<String> = [Released::DeviceBuffer(4 << 20), Released::CufftPlan, Released::PinnedBuffer(512)].iter().map(ToString::to_string).collect();
+        // The driver's part of the message asks the driver for the code's name: only the
+        // named drops are checked without one.
+        let message = dropped_during_capture(&dropped);
         assert!(message.contains("Dropped during the capture: DeviceBuffer of 4.00 MiB, cuFFT plan, PinnedBuffer of 512 bytes"), "{message}");
         assert!(message.contains("did not invalidate it"), "{message}");
-        let nothing = Error::CaptureFailed { source, dropped: Vec::new() }.to_string();
-        assert!(!nothing.contains("Dropped"), "{nothing}");
+        assert_eq!(dropped_during_capture(&[]), "");
+        if crate::driver_present() {
+            let source = DriverError { call: "cuStreamEndCapture", code: sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED };
+            let full = Error::CaptureFailed { source, dropped }.to_string();
+            assert!(full.ends_with(&message), "{full}");
+        }
+    }
+
+    /// Issue 21: a load map given to a kernel that stores through it names the fix.
+    #[test]
+    fn a_load_map_for_stores_names_tiled_mut() {
+        let message = Error::TensorMapNotForStores { kernel: "tma_copy_boxes", parameter: "dst" }.to_string();
+        assert!(message.contains("`tma_copy_boxes` stores through its tensor map `dst`"), "{message}");
+        assert!(message.contains("TensorMap::tiled_mut(&mut buffer, ..)"), "{message}");
     }
 
     #[test]

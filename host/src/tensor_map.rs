@@ -399,6 +399,18 @@ impl DeviceTensorMap<'_> {
         self.words.device_ptr()
     }
 
+    /// The address the generated launcher passes for a `&StoreMap` parameter `parameter` of
+    /// `kernel`: refused unless the map was made for writes ([`TensorMap::tiled_mut`]) or of a
+    /// raw address ([`TensorMap::encode_tiled`], whose caller vouches for its memory).
+    #[doc(hidden)]
+    #[inline]
+    pub fn store_arg(&mut self, kernel: &'static str, parameter: &'static str) -> Result<u64> {
+        if self.usage.is_some() && self.access != Access::Write {
+            return Err(crate::Error::TensorMapNotForStores { kernel, parameter });
+        }
+        Ok(self.words.device_ptr())
+    }
+
     /// The launch reads the map's own device copy (written by the upload on the legacy
     /// stream: a launch on another stream waits for it).
     #[doc(hidden)]

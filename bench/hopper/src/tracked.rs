@@ -5,7 +5,7 @@
 
 use ferrocuda_device::global::{DisjointSlice, unique_index};
 use ferrocuda_device::kernel;
-use ferrocuda_device::tma::TensorMap;
+use ferrocuda_device::tma::{StoreMap, TensorMap};
 
 /// `u32` elements of one box of [`tma_copy_boxes()`] (1 KiB).
 pub const TRACKED_BOX: u32 = 256;
@@ -18,15 +18,16 @@ pub const TRACKED_SHARED_BYTES: u32 = TRACKED_BOX * 4 + 8 + 128;
 /// executor), so that work on other streams that is not ordered with the copy would overlap
 /// it. Launch one block of 128 threads per box with [`TRACKED_SHARED_BYTES`] of dynamic shared
 /// memory; `src` is a map with a box of [`TRACKED_BOX`] elements, `dst` one of the same box
-/// made with `TensorMap::tiled_mut` (its launches declare a write).
+/// (a `&StoreMap`: the launcher takes `&mut` of a map made by `TensorMap::tiled_mut`, whose
+/// launches declare a write).
 #[kernel(reqntid(128))]
-pub fn tma_copy_boxes(src: &TensorMap, dst: &TensorMap, delay_ns: u64) {
+pub fn tma_copy_boxes(src: &TensorMap, dst: &StoreMap, delay_ns: u64) {
     use ferrocuda_device::mbarrier::{MBarrier, fence_init};
     use ferrocuda_device::sync::sync_threads;
     use ferrocuda_device::thread::{block_idx_x, thread_idx_x};
     use ferrocuda_device::tma::{self, dynamic_shared_address};
 
-    let (src, dst) = (src as *const TensorMap, dst as *const TensorMap);
+    let (src, dst) = (src as *const TensorMap, dst.as_ptr());
     let tid = thread_idx_x();
     let base = (dynamic_shared_address() + 127) & !127;
     // SAFETY: 8 bytes after the box, 8-byte aligned, inside the requested shared memory.
@@ -40,9 +41,9 @@ pub fn tma_copy_boxes(src: &TensorMap, dst: &TensorMap, delay_ns: u64) {
     if tid == 0 {
         spin(delay_ns);
         // SAFETY: both maps are valid, 1-D, with a box of TRACKED_BOX u32s, and their memory
-        // is alive and ordered with this kernel (`&TensorMap` parameters: the launcher took
-        // `DeviceTensorMap`s and declared it); the box lands at `base`, 128-byte aligned, read
-        // only after the barrier's phase completes.
+        // is alive and ordered with this kernel (the launcher took `DeviceTensorMap`s and
+        // declared it: read for `src`, written, exclusively, for the `&StoreMap` `dst`); the
+        // box lands at `base`, 128-byte aligned, read only after the barrier's phase completes.
         unsafe {
             TensorMap::acquire(src);
             TensorMap::acquire(dst);

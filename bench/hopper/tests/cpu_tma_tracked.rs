@@ -3,7 +3,7 @@
 //! `unsafe`: an emulated map holds a raw host address), and the kernel copies every box.
 
 use ferrocuda_device::cpu::CpuExecutor;
-use ferrocuda_device::tma::TensorMap as DeviceMap;
+use ferrocuda_device::tma::{StoreMap, TensorMap as DeviceMap};
 use ferrocuda_host::{LaunchConfig, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
 use hopper_kernels::tracked::{TRACKED_BOX, TRACKED_SHARED_BYTES, tma_copy_boxes};
 
@@ -22,7 +22,7 @@ fn cpu_tma_copy_boxes_copies_every_box_through_tensor_map_parameters() {
     let config = LaunchConfig::new(boxes, 128u32).with_shared_bytes(TRACKED_SHARED_BYTES);
     // SAFETY: the maps describe `src` and `dst` (alive until the launch returns; `dst` is
     // touched by nothing else meanwhile), each with a box of TRACKED_BOX u32s.
-    unsafe { tma_copy_boxes::launch_cpu(&CpuExecutor::new(), config, &src_map, &dst_map, 0) }.unwrap();
+    unsafe { tma_copy_boxes::launch_cpu(&CpuExecutor::new(), config, &src_map, &StoreMap(*dst_map), 0) }.unwrap();
     drop((src_map, dst_map));
     assert_eq!(dst, src);
 }

@@ -84,9 +84,9 @@ fn tma_load_through_a_map_is_waited_for_by_a_later_write_on_another_stream() {
     let mut dst = DeviceBuffer::<u32>::zeroed(&context, N).unwrap();
     let raw_src = untracked_map(&context, &src);
     {
-        let d = store_map(&context, &mut dst);
+        let mut d = store_map(&context, &mut dst);
         context.synchronize().unwrap();
-        tma_copy_boxes::launch(&b, config(), &raw_src, &d, LATE_NS).unwrap();
+        tma_copy_boxes::launch(&b, config(), &raw_src, &mut d, LATE_NS).unwrap();
         fill_late::launch(&a, grid, 0, 2, &mut src).unwrap();
     }
     let raced = count_not(&dst.to_vec().unwrap(), 1);
@@ -99,10 +99,10 @@ fn tma_load_through_a_map_is_waited_for_by_a_later_write_on_another_stream() {
     let mut src = DeviceBuffer::from_slice(&context, &vec![1u32; N]).unwrap();
     let mut dst = DeviceBuffer::<u32>::zeroed(&context, N).unwrap();
     {
-        let (s, d) = (load_map(&context, &src), store_map(&context, &mut dst));
+        let (s, mut d) = (load_map(&context, &src), store_map(&context, &mut dst));
         assert_eq!((s.access(), d.access()), (Some(Access::Read), Some(Access::Write)));
         context.synchronize().unwrap();
-        tma_copy_boxes::launch(&b, config(), &s, &d, LATE_NS).unwrap();
+        tma_copy_boxes::launch(&b, config(), &s, &mut d, LATE_NS).unwrap();
     } // the maps go (frees only): nothing else between the two launches
     fill_late::launch(&a, grid, 0, 2, &mut src).unwrap();
     let wrong = count_not(&dst.to_vec().unwrap(), 1);
@@ -122,9 +122,9 @@ fn tma_store_through_a_map_is_waited_for_by_a_later_read_on_another_stream() {
     // Control (untracked destination map).
     let mid = DeviceBuffer::<u32>::zeroed(&context, N).unwrap();
     let mut out = DeviceBuffer::<u32>::zeroed(&context, N).unwrap();
-    let (s, raw_mid) = (load_map(&context, &seed), untracked_map(&context, &mid));
+    let (s, mut raw_mid) = (load_map(&context, &seed), untracked_map(&context, &mid));
     context.synchronize().unwrap();
-    tma_copy_boxes::launch(&b, config(), &s, &raw_mid, LATE_NS).unwrap();
+    tma_copy_boxes::launch(&b, config(), &s, &mut raw_mid, LATE_NS).unwrap();
     out.copy_from_device_async(&mid, &a).unwrap();
     let raced = count_not(&out.to_vec().unwrap(), 3);
     context.synchronize().unwrap();
@@ -136,9 +136,9 @@ fn tma_store_through_a_map_is_waited_for_by_a_later_read_on_another_stream() {
     let mut mid = DeviceBuffer::<u32>::zeroed(&context, N).unwrap();
     let mut out = DeviceBuffer::<u32>::zeroed(&context, N).unwrap();
     {
-        let (s, m) = (load_map(&context, &seed), store_map(&context, &mut mid));
+        let (s, mut m) = (load_map(&context, &seed), store_map(&context, &mut mid));
         context.synchronize().unwrap();
-        tma_copy_boxes::launch(&b, config(), &s, &m, LATE_NS).unwrap();
+        tma_copy_boxes::launch(&b, config(), &s, &mut m, LATE_NS).unwrap();
     }
     out.copy_from_device_async(&mid, &a).unwrap();
     let wrong = count_not(&out.to_vec().unwrap(), 3);
@@ -160,15 +160,15 @@ fn dropping_a_mapped_buffer_after_its_map_waits_for_the_kernels_that_used_it() {
         let s = load_map(&context, &seed);
         let mut keep = None;
         if tracked {
-            let d = store_map(&context, &mut dst);
+            let mut d = store_map(&context, &mut dst);
             context.synchronize().unwrap();
-            tma_copy_boxes::launch(&b, config(), &s, &d, LATE_NS).unwrap();
+            tma_copy_boxes::launch(&b, config(), &s, &mut d, LATE_NS).unwrap();
             drop(d);
             drop(dst); // waits (stream-ordered) for the copy on B
         } else {
-            let d = untracked_map(&context, &dst);
+            let mut d = untracked_map(&context, &dst);
             context.synchronize().unwrap();
-            tma_copy_boxes::launch(&b, config(), &s, &d, LATE_NS).unwrap();
+            tma_copy_boxes::launch(&b, config(), &s, &mut d, LATE_NS).unwrap();
             drop(dst); // nothing recorded B: freed on the legacy stream at once
             keep = Some(d); // the map's own copy stays until the kernel has run
         }
@@ -184,4 +184,23 @@ fn dropping_a_mapped_buffer_after_its_map_waits_for_the_kernels_that_used_it() {
     println!("tracked store map: address reused {reused_tracked}; {wrong} of {N} elements of the next allocation overwritten");
     assert_eq!(wrong, 0, "the copy through the store map wrote into freed memory that the next allocation reused");
     assert!(!reused || raced > 0, "the untracked control reused the address but saw no overwrite: this case could not fail");
+}
+
+/// A map made for loads (`TensorMap::tiled`) passed where the kernel stores (`&StoreMap`) is
+/// refused before anything is queued: its launches would declare a read while the kernel
+/// writes.
+#[test]
+fn a_load_map_passed_for_stores_is_refused() {
+    let Some(context) = hopper_or_skip("a_load_map_passed_for_stores_is_refused") else { return };
+    let b = Stream::non_blocking(&context).unwrap();
+    let (seed, dst) = (DeviceBuffer::from_slice(&context, &vec![4u32; N]).unwrap(), DeviceBuffer::<u32>::zeroed(&context, N).unwrap());
+    let s = load_map(&context, &seed);
+    let mut not_for_stores = load_map(&context, &dst);
+    let error = tma_copy_boxes::launch(&b, config(), &s, &mut not_for_stores, 0).unwrap_err();
+    assert!(matches!(error, ferrocuda_host::Error::TensorMapNotForStores { parameter: "dst", .. }), "{error:?}");
+    assert!(error.to_string().contains("tiled_mut"), "{error}");
+    b.synchronize().unwrap();
+    drop((s, not_for_stores));
+    assert_eq!(count_not(&dst.to_vec().unwrap(), 0), 0, "the refused launch must not have run");
+    println!("a load map for a store parameter: {error}");
 }

@@ -126,10 +126,27 @@ pub mod __private {
         pub trait Sealed {}
         #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
         impl Sealed for crate::tma::TensorMap {}
+        pub trait SealedStore {}
+        #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
+        impl SealedStore for crate::tma::StoreMap {}
     }
 
     /// Compile-time check the launchers use: `M` is the device's tensor map type.
     pub const fn require_tensor_map<M: DeviceTensorMapType>() {}
+
+    /// The device type a `&StoreMap` kernel parameter must name: only
+    /// [`tma::StoreMap`](crate::tma::StoreMap) (sealed, as [`DeviceTensorMapType`]).
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is not `ferrocuda_device::tma::StoreMap`",
+        label = "a `&StoreMap` kernel parameter must be the device's store map type",
+        note = "write `dst: &ferrocuda_device::tma::StoreMap` (or import it): the host passes `&mut DeviceTensorMap` made by `TensorMap::tiled_mut`"
+    )]
+    pub trait DeviceStoreMapType: sealed::SealedStore {}
+    #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
+    impl DeviceStoreMapType for crate::tma::StoreMap {}
+
+    /// Compile-time check the launchers use: `M` is the device's store map type.
+    pub const fn require_store_map<M: DeviceStoreMapType>() {}
 
     /// A read-only host slice handed to every GPU thread of a CPU launch.
     pub struct InputParts<T> {

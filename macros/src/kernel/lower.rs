@@ -112,23 +112,37 @@ pub fn lower(param: &Param) -> Lowered {
                 cpu_rebuild: quote!(let #mutability #name: #ty = #parts.get();),
             }
         }
-        ParamKind::TensorMap { elem } => {
+        ParamKind::TensorMap { elem, store } => {
             let arg = generated(name, "map");
             let label = {
                 use syn::ext::IdentExt;
                 name.unraw().to_string()
             };
+            // A store map is borrowed exclusively for the launch and must be made for writes.
+            let (launch_param, launch_prepare, check) = if *store {
+                (
+                    quote_spanned!(ty.span()=> #name: &mut #host::DeviceTensorMap<'_>),
+                    quote!(let #arg: ::core::primitive::u64 = #host::DeviceTensorMap::store_arg(#name, self::SYMBOL, #label)?;),
+                    quote_spanned!(elem.span()=> #args::require_store_map::<#elem>();),
+                )
+            } else {
+                (
+                    quote_spanned!(ty.span()=> #name: &#host::DeviceTensorMap<'_>),
+                    quote!(let #arg: ::core::primitive::u64 = #host::DeviceTensorMap::kernel_arg(#name);),
+                    quote_spanned!(elem.span()=> #args::require_tensor_map::<#elem>();),
+                )
+            };
             Lowered {
                 // A reference to the map in global memory: the PTX parameter is its address.
                 entry_params: vec![quote!(#mutability #name: #ty)],
                 entry_rebuild: quote!(),
-                launch_param: quote_spanned!(ty.span()=> #name: &#host::DeviceTensorMap<'_>),
-                launch_prepare: quote!(let #arg: ::core::primitive::u64 = #host::DeviceTensorMap::kernel_arg(#name);),
+                launch_param,
+                launch_prepare,
                 launch_pointers: vec![quote!(#host::param_ptr(&#arg))],
                 param_sizes: vec![quote!(::core::mem::size_of::<::core::primitive::u64>())],
                 // The map's own copy is read; the memory behind it as the map was made.
                 buffer_access: vec![quote!(#name.map_access(#label)), quote!(#name.memory_access(#label))],
-                checks: vec![quote_spanned!(elem.span()=> #args::require_tensor_map::<#elem>();)],
+                checks: vec![check],
                 requirements: None,
                 cpu_param: quote!(#name: #ty),
                 cpu_prepare: quote!(),
