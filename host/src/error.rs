@@ -379,7 +379,8 @@ mod tests {
     #[test]
     fn capture_failed_names_the_drops_during_the_capture() {
         use crate::context::Released;
-        let dropped: Vec<String> = [Released::DeviceBuffer(4 << 20), Released::CufftPlan, Released::PinnedBuffer(512)].iter().map(ToString::to_string).collect();
+        let dropped: Vec<String> =
+            [Released::DeviceBuffer(4 << 20), Released::CufftPlan, Released::PinnedBuffer(512)].iter().map(ToString::to_string).collect();
         // The driver's part of the message asks the driver for the code's name: only the
         // named drops are checked without one.
         let message = dropped_during_capture(&dropped);
