@@ -651,3 +651,87 @@ fn a28_a_plan_used_on_the_capturing_stream_does_not_keep_its_capture_alive() {
     assert_eq!(settle(&context), 0, "the plan's postponed release kept the capturing stream alive");
     assert_eq!(output.to_vec().unwrap()[0], Complex::new(n as f32, 0.0));
 }
+
+/// Issue 21: a stream whose capture was begun on one thread and whose last handle is dropped
+/// on another ends its capture cleanly there (relaxed capture mode: any thread may end it):
+/// the postponed releases happen, the stream (still held by a buffer's record) is an ordinary
+/// stream again, which other streams can wait for, and the thread that began the capture can
+/// allocate again. Under the thread-local mode the end failed on the other thread, the driver
+/// kept capturing, and the wait below joined `other` to the abandoned capture.
+#[test]
+fn a29_a_capture_abandoned_on_another_thread_ends_there() {
+    if common::gpu_or_skip("a29_a_capture_abandoned_on_another_thread_ends_there").is_none() {
+        return;
+    }
+    let context = own_context();
+    let stream = Stream::non_blocking(&context).unwrap();
+    let mut y = DeviceBuffer::<u32>::zeroed(&context, 64).unwrap();
+    mark_blocks::launch(&stream, (64u32, 32u32), false, &mut y).unwrap(); // y's record holds `stream`
+    stream.synchronize().unwrap();
+    let (handed_tx, handed_rx) = mpsc::channel();
+    let (ended_tx, ended_rx) = mpsc::channel::<()>();
+    let beginner = {
+        let context = context.clone();
+        std::thread::spawn(move || {
+            let mut z = DeviceBuffer::<u32>::zeroed(&context, 64).unwrap();
+            let dropped = DeviceBuffer::<u8>::zeroed(&context, 4 << 20).unwrap();
+            stream.begin_capture().unwrap();
+            mark_blocks::launch(&stream, (64u32, 32u32), false, &mut z).unwrap();
+            drop(dropped);
+            assert_eq!(context.deferred_releases(), 1, "a free during the capture must wait for its end");
+            handed_tx.send(stream).unwrap();
+            ended_rx.recv().unwrap();
+            // This thread began the capture: it can allocate and synchronise again.
+            let fresh = DeviceBuffer::<u8>::zeroed(&context, 1 << 20).map(|b| b.len());
+            (fresh.map_err(|e| e.to_string()), z.to_vec().map_err(|e| e.to_string()))
+        })
+    };
+    let stream = handed_rx.recv().unwrap();
+    std::thread::spawn(move || drop(stream)).join().unwrap();
+    assert_eq!(context.deferred_releases(), 0, "the capture's postponed release did not happen");
+    let other = Stream::non_blocking(&context).unwrap();
+    mark_blocks::launch(&other, (64u32, 32u32), true, &mut y).unwrap(); // waits for the old stream
+    other.synchronize().expect("`other` must not have joined the abandoned capture");
+    assert!(y.to_vec().unwrap().iter().all(|&v| v != 0), "the launch on `other` did not run");
+    ended_tx.send(()).unwrap();
+    let (fresh, z) = beginner.join().unwrap();
+    assert_eq!(fresh, Ok(1 << 20), "the thread that began the capture cannot allocate: the capture did not end");
+    assert_eq!(z.map(|z| z.iter().all(|&v| v == 0)), Ok(true), "the captured launch ran although its graph was discarded");
+    assert_eq!(settle(&context), 0);
+}
+
+/// Issue 21: a capture that fails names what was dropped during it, in drop order, and
+/// those releases happen once it ends (the drops did not cause the failure: they waited).
+#[test]
+fn a30_capture_failed_names_the_drops_during_the_capture() {
+    if common::gpu_or_skip("a30_capture_failed_names_the_drops_during_the_capture").is_none() {
+        return;
+    }
+    let context = own_context();
+    let before = DeviceBuffer::<u8>::zeroed(&context, 1 << 10).unwrap();
+    drop(before); // released at once: not named
+    let stream = Stream::new(&context).unwrap(); // ordered with the legacy stream
+    let buffer = DeviceBuffer::<u8>::zeroed(&context, 4 << 20).unwrap();
+    let pinned = PinnedBuffer::<u32>::zeroed(&context, 256).unwrap();
+    let event = Event::new(&context).unwrap();
+    let host_data = DeviceBuffer::from_slice(&context, &[1u32; 16]).unwrap();
+    stream.begin_capture().unwrap();
+    drop(buffer);
+    drop(pinned);
+    drop(event);
+    // A synchronous copy on the legacy stream while a stream ordered with it is captured: the
+    // capture is invalidated.
+    assert!(host_data.to_vec().is_err(), "a synchronous copy must fail while a blocking stream is captured");
+    assert_eq!(context.deferred_releases(), 3);
+    let error = stream.end_capture().expect_err("the capture was invalidated");
+    let message = error.to_string();
+    match &error {
+        Error::CaptureFailed { dropped, .. } => assert_eq!(dropped, &["DeviceBuffer of 4.00 MiB", "PinnedBuffer of 1.00 KiB", "Event"], "{message}"),
+        other => panic!("expected CaptureFailed, got {other:?}"),
+    }
+    assert!(message.contains("Dropped during the capture: DeviceBuffer of 4.00 MiB, PinnedBuffer of 1.00 KiB, Event"), "{message}");
+    println!("a30: {message}");
+    assert_eq!(context.deferred_releases(), 0, "the drops of the failed capture must be released when it ends");
+    assert_eq!(settle(&context), 0);
+    assert_eq!(host_data.to_vec().unwrap(), vec![1u32; 16]);
+}

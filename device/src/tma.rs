@@ -11,6 +11,17 @@
 //! generic-proxy writes of the map before the tensor-map proxy's reads, as the PTX memory model
 //! requires for tensor maps in global memory.
 //!
+//! **As a `#[kernel]` parameter**, write `map: &TensorMap` for loads and `dst: &StoreMap` for
+//! stores: the host launcher then takes a `ferrocuda_host::DeviceTensorMap` (from
+//! `TensorMap::tiled(&buffer, ..)?.to_device(..)`; for a `&StoreMap`, `&mut` of one made by
+//! `tiled_mut(&mut buffer, ..)`, other maps refused), which borrows the buffer behind the map
+//! and declares the launch's read (or write) of it, so the map is valid and its memory
+//! allocated and ordered with other streams for as long as the kernel runs: the pointer meets
+//! the contract of [`TensorMap::acquire`] and of the loads (and, for a `&StoreMap`, of the
+//! stores). Never store through a `&TensorMap` parameter: its memory may be read elsewhere at
+//! the same time. The box coordinates, shared destinations and barriers remain the kernel's
+//! `unsafe` business.
+//!
 //! A load ([`TensorMap::load_2d`]) is issued by one thread, runs in the background and signals
 //! an [`MBarrier`](crate::mbarrier::MBarrier) with the bytes it delivered (`complete_tx`).
 //! Cost: one instruction to issue; the copy engine moves ~the full L2 bandwidth with few
@@ -27,6 +38,24 @@
 #[repr(C, align(64))]
 #[derive(Clone, Copy, Debug)]
 pub struct TensorMap(pub [u64; 16]);
+
+/// A tensor map that a kernel may store through: what a `#[kernel]` parameter `dst: &StoreMap`
+/// receives. Its host launcher takes `&mut DeviceTensorMap` of a map made with
+/// `TensorMap::tiled_mut` (refused otherwise), so the memory behind it is borrowed
+/// exclusively on the host and each launch declares a write of it: nothing else touches it
+/// while the kernel runs, as the TMA stores' contract asks. A `&TensorMap` parameter is for
+/// loads only (its memory may be read by other work at the same time): never store through it.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug)]
+pub struct StoreMap(pub TensorMap);
+
+impl StoreMap {
+    /// The map's address, for the copies of [`TensorMap`] (loads and stores).
+    #[inline(always)]
+    pub fn as_ptr(&self) -> *const TensorMap {
+        &self.0
+    }
+}
 
 impl TensorMap {
     /// Orders the host's (generic-proxy) writes of the map at `map` before this thread's copies

@@ -120,7 +120,7 @@ impl Cublas {
 impl Drop for Cublas {
     fn drop(&mut self) {
         let handle = Handle(self.handle);
-        self.stream.context().release(move |context| {
+        self.stream.context().release(crate::context::Released::Cublas, move |context| {
             if context.bind_to_thread().is_ok() {
                 // SAFETY: created in `new`, destroyed once; queued work still completes.
                 unsafe { cublas::cublasDestroy_v2(handle.into_inner()) };

@@ -478,7 +478,7 @@ impl<T: Transform> Drop for Plan<T> {
         // the streams that ran the plan first. Inside a capture that would invalidate it, and
         // in a host callback CUDA is refused: `release` postpones it then (N12).
         let (handle, streams) = (self.handle, UsedStreams::hold(self.work_area.take_streams()));
-        self.context.release(move |context| {
+        self.context.release(crate::context::Released::CufftPlan, move |context| {
             let Ok(streams) = streams.resolve(context) else { return };
             if streams.iter().any(|s| s.host_wait().is_err()) || context.bind_to_thread().is_err() {
                 return; // a faulted context: the plan is left to its teardown

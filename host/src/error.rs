@@ -298,12 +298,31 @@ pub enum Error {
     },
     /// `Stream::end_capture` failed: something illegal during a capture invalidated it.
     #[error(
-        "{source}; the capture was invalidated by an operation that is not allowed while capturing (a synchronous copy or memset, \
-         a synchronisation, loading a module, an allocation with `cuMemAlloc`), on this thread or on the captured stream"
+        "{source}; the capture was invalidated by an operation that is not allowed while capturing (a synchronous copy or memset \
+         on the legacy stream, a synchronisation of the captured stream, work on the captured stream from another context){}",
+        dropped_during_capture(dropped)
     )]
     CaptureFailed {
         /// The driver's error from `cuStreamEndCapture`.
         source: DriverError,
+        /// What was dropped during the capture ("DeviceBuffer of 4.00 MiB", "cuFFT plan", in
+        /// the order of the drops): their releases were postponed (they cannot have invalidated
+        /// the capture) and happen once no capture runs in the context any more. Empty when
+        /// nothing was dropped.
+        dropped: Vec<String>,
+    },
+    /// A kernel that stores through a tensor map (`&StoreMap` parameter) was given a map made
+    /// for loads.
+    #[error(
+        "`{kernel}` stores through its tensor map `{parameter}`, but the map passed was made for loads (`TensorMap::tiled`): \
+         make it with `TensorMap::tiled_mut(&mut buffer, ..)` (or `tiled_2d_mut`), which borrows the buffer exclusively so that \
+         the launch can declare the write"
+    )]
+    TensorMapNotForStores {
+        /// The kernel's symbol.
+        kernel: &'static str,
+        /// The `&StoreMap` parameter.
+        parameter: &'static str,
     },
     /// A handle or allocation borrowed from another library (`ferrocuda_host::borrowed`) does
     /// not fit what it was borrowed as (wrong context, misaligned, too short, ...).
@@ -314,8 +333,20 @@ pub enum Error {
     },
 }
 
+/// The part of [`Error::CaptureFailed`]'s message that names the drops of the capture.
+fn dropped_during_capture(dropped: &[String]) -> String {
+    if dropped.is_empty() {
+        return String::new();
+    }
+    format!(
+        ". Dropped during the capture: {} (their releases waited for the end of the capture and are done now; they did not \
+         invalidate it)",
+        dropped.join(", ")
+    )
+}
+
 /// Bytes as a short human-readable size ("1.50 GiB").
-fn human_bytes(bytes: usize) -> String {
+pub(crate) fn human_bytes(bytes: usize) -> String {
     const UNITS: [&str; 5] = ["bytes", "KiB", "MiB", "GiB", "TiB"];
     let mut value = bytes as f64;
     let mut unit = 0;
@@ -342,6 +373,33 @@ mod tests {
         assert!(message.contains("allocating 3.00 TiB on device 0"), "{message}");
         assert!(message.contains("1.50 GiB free of 80.00 GiB"), "{message}");
         assert!(message.contains("free buffers you no longer need"), "{message}");
+    }
+
+    /// Issue 21: a failed capture names what was dropped during it, in drop order.
+    #[test]
+    fn capture_failed_names_the_drops_during_the_capture() {
+        use crate::context::Released;
+        let dropped: Vec<String> =
+            [Released::DeviceBuffer(4 << 20), Released::CufftPlan, Released::PinnedBuffer(512)].iter().map(ToString::to_string).collect();
+        // The driver's part of the message asks the driver for the code's name: only the
+        // named drops are checked without one.
+        let message = dropped_during_capture(&dropped);
+        assert!(message.contains("Dropped during the capture: DeviceBuffer of 4.00 MiB, cuFFT plan, PinnedBuffer of 512 bytes"), "{message}");
+        assert!(message.contains("did not invalidate it"), "{message}");
+        assert_eq!(dropped_during_capture(&[]), "");
+        if crate::driver_present() {
+            let source = DriverError { call: "cuStreamEndCapture", code: sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED };
+            let full = Error::CaptureFailed { source, dropped }.to_string();
+            assert!(full.ends_with(&message), "{full}");
+        }
+    }
+
+    /// Issue 21: a load map given to a kernel that stores through it names the fix.
+    #[test]
+    fn a_load_map_for_stores_names_tiled_mut() {
+        let message = Error::TensorMapNotForStores { kernel: "tma_copy_boxes", parameter: "dst" }.to_string();
+        assert!(message.contains("`tma_copy_boxes` stores through its tensor map `dst`"), "{message}");
+        assert!(message.contains("TensorMap::tiled_mut(&mut buffer, ..)"), "{message}");
     }
 
     #[test]

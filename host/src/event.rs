@@ -80,7 +80,7 @@ impl Event {
 impl Drop for Event {
     fn drop(&mut self) {
         let event = Handle(self.raw);
-        self.context.release(move |context| {
+        self.context.release(crate::context::Released::Event, move |context| {
             if context.bind_to_thread().is_ok() {
                 // SAFETY: created by us, destroyed once.
                 let _ = unsafe { driver::event::destroy(event.into_inner()) };

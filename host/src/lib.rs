@@ -73,7 +73,7 @@ pub use ferrocuda_types::{
     LaunchProblem, LaunchRequirements, MAX_PORTABLE_CLUSTER_BLOCKS, MESSAGE_NOT_KEPT, PANIC_SLOT_SYMBOL, PANIC_SLOT_SYMBOL_C, PanicRecord, RECORD_COMPLETE,
     RECORD_COMPLETE_WITH_ARGUMENTS, RECORD_COMPLETE_WITHOUT_MESSAGE, WARP_SIZE, fingerprint,
 };
-pub use tensor_map::{TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
+pub use tensor_map::{DeviceTensorMap, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
 
 /// The raw driver bindings, for what the safe layer does not cover yet.
 pub use cudarc::driver::sys;

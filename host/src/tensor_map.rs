@@ -2,13 +2,35 @@
 //!
 //! A [`TensorMap`] describes a 1-5-D array in device memory, the box (tile) a copy moves and
 //! how it is laid out in shared memory (swizzle). Kernels read it from global memory: copy it
-//! there with [`TensorMap::to_device`] and pass the buffer's address (the device side,
-//! `ferrocuda_device::tma`, explains why not by value and which fence makes it sound).
+//! there with [`TensorMap::to_device`] and pass the [`DeviceTensorMap`] to a `#[kernel]` whose
+//! parameter is `map: &TensorMap` (the device side, `ferrocuda_device::tma`, explains why not
+//! by value and which fence makes it sound).
 //! ([driver API](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TENSOR__MEMORY.html))
+//!
+//! **The memory behind a map is tracked like a buffer** (issue 21). A map made by
+//! [`TensorMap::tiled`] borrows its buffer (`TensorMap<'buf>`), so the buffer cannot be
+//! dropped, nor written through another value, while the map (or its device copy) lives; a
+//! map made by [`TensorMap::tiled_mut`] for TMA stores borrows it exclusively. A launch that
+//! passes a [`DeviceTensorMap`] declares, through the stream's door, a read of the map's own
+//! device copy and a read (or, for a `tiled_mut` map, a write) of the memory behind it, so
+//! other streams' work, host copies and the buffer's drop are ordered with the kernel's TMA
+//! copies exactly as with a slice argument.
+//!
+//! Why a borrow rather than a shared tracked handle: a borrow costs nothing at run time, makes
+//! "dropped while a map exists" a compile error instead of a wait, and gives a store map the
+//! same exclusivity as `&mut buffer` (which the door's no-wait path relies on); the record of
+//! the kernels that used the memory already outlives the borrow (the buffer's drop waits for
+//! them). A [`DeviceTensorMap`] is not `Sync`: two threads cannot declare work through one map
+//! at once (a store map's write would race the other's declaration, as `&mut` prevents for
+//! buffers); make one map per thread.
+
+use std::cell::Cell;
+use std::marker::PhantomData;
 
 use cudarc::driver::sys;
 
 use crate::driver::check;
+use crate::memory::usage::{Access, BufferAccess, BufferUsage};
 use crate::{Context, DeviceBuffer, Result};
 
 /// Element type of a tensor map.
@@ -69,10 +91,24 @@ pub enum TensorSwizzle {
     B128,
 }
 
-/// A `CUtensorMap` (128 bytes) for tiled copies of one array.
-#[derive(Clone, Copy, Debug)]
-pub struct TensorMap {
+/// A `CUtensorMap` (128 bytes) for tiled copies of one array, borrowing that array's buffer
+/// for `'buf` (shared for a map made by [`TensorMap::tiled`], exclusive for
+/// [`TensorMap::tiled_mut`]): see the module docs.
+#[derive(Debug)]
+pub struct TensorMap<'buf> {
     raw: sys::CUtensorMap,
+    memory: Memory<'buf>,
+}
+
+/// The memory behind a map, as its launches declare it.
+#[derive(Clone, Copy, Debug)]
+enum Memory<'buf> {
+    /// A tracked buffer, read (`tiled`) or written (`tiled_mut`) by the kernels.
+    Tracked(&'buf BufferUsage, Access),
+    /// A raw address ([`TensorMap::encode_tiled`]): kept alive and ordered by its caller.
+    Untracked,
+    /// A map for the CPU executor ([`TensorMap::emulated`]), never put on a GPU.
+    Emulated,
 }
 
 /// What describes a tiled tensor map: dimensions innermost first.
@@ -91,17 +127,31 @@ pub struct TiledLayout<'a> {
     pub swizzle: TensorSwizzle,
 }
 
-impl TensorMap {
+impl TensorMap<'static> {
     /// Encodes a tiled map of the array at device address `address`.
     ///
     /// # Safety
-    /// `address` is 16-byte aligned (128 for interleaved maps) and the memory the layout
-    /// describes stays allocated as long as kernels copy through the map: the map holds a raw
-    /// address, no borrow. [`TensorMap::tiled`] checks this for a buffer it borrows.
+    /// `address` is 16-byte aligned (128 for interleaved maps); the memory the layout
+    /// describes is device memory of the context the map's launches run in, stays allocated as
+    /// long as kernels copy through the map, and its uses are ordered with those kernels by
+    /// the caller: the map holds a raw address, no borrow, and its launches declare nothing
+    /// for it. [`TensorMap::tiled`] and [`TensorMap::tiled_mut`] check and track a buffer.
     ///
     /// # Errors
     /// `CUDA_ERROR_INVALID_VALUE` from the driver when the layout breaks a rule above.
-    pub unsafe fn encode_tiled(address: u64, layout: &TiledLayout<'_>) -> Result<TensorMap> {
+    pub unsafe fn encode_tiled(address: u64, layout: &TiledLayout<'_>) -> Result<TensorMap<'static>> {
+        // SAFETY: forwarded.
+        unsafe { Self::encode(address, layout, Memory::Untracked) }
+    }
+}
+
+impl<'buf> TensorMap<'buf> {
+    /// `cuTensorMapEncodeTiled` of `layout` at `address`, behind which is `memory`.
+    ///
+    /// # Safety
+    /// As for [`TensorMap::encode_tiled`], or `memory` tracks the buffer at `address`, which
+    /// holds the whole array.
+    unsafe fn encode(address: u64, layout: &TiledLayout<'_>, memory: Memory<'buf>) -> Result<TensorMap<'buf>> {
         let rank = layout.dims.len();
         let element_strides = [1u32; 5];
         if !(1..=5).contains(&rank) || layout.strides_bytes.len() + 1 != rank || layout.box_dims.len() != rank {
@@ -133,7 +183,7 @@ impl TensorMap {
                 sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
             )
         }?;
-        Ok(TensorMap { raw })
+        Ok(TensorMap { raw, memory })
     }
 
     /// A map of the packed row-major array in `buffer` with dimensions `dims` (1 to 5,
@@ -146,19 +196,52 @@ impl TensorMap {
     /// or `buffer` is smaller than the product of `dims` elements of `data_type`; the
     /// driver's error when it rejects the layout (strides not multiples of 16 bytes, a box
     /// too large, ...).
+    ///
+    /// The map borrows `buffer` (it cannot be dropped or written through another value while
+    /// the map lives), and every launch that passes it declares a read of the buffer: for
+    /// TMA loads. For TMA stores, make the map with [`TensorMap::tiled_mut`].
     pub fn tiled<T: bytemuck::Pod>(
-        buffer: &DeviceBuffer<T>,
+        buffer: &'buf DeviceBuffer<T>,
         data_type: TensorDataType,
         dims: &[u64],
         box_dims: &[u32],
         swizzle: TensorSwizzle,
-    ) -> Result<TensorMap> {
+    ) -> Result<TensorMap<'buf>> {
+        Self::tiled_tracked(buffer, Access::Read, data_type, dims, box_dims, swizzle)
+    }
+
+    /// [`TensorMap::tiled`] for kernels that write the array (TMA stores, or loads and stores):
+    /// the map borrows `buffer` exclusively, and every launch that passes it declares a write
+    /// of the buffer (it waits for all earlier work on it on other streams, and later work
+    /// waits for it).
+    ///
+    /// # Errors
+    /// As for [`TensorMap::tiled`].
+    pub fn tiled_mut<T: bytemuck::Pod>(
+        buffer: &'buf mut DeviceBuffer<T>,
+        data_type: TensorDataType,
+        dims: &[u64],
+        box_dims: &[u32],
+        swizzle: TensorSwizzle,
+    ) -> Result<TensorMap<'buf>> {
+        let buffer: &'buf DeviceBuffer<T> = buffer;
+        Self::tiled_tracked(buffer, Access::Write, data_type, dims, box_dims, swizzle)
+    }
+
+    fn tiled_tracked<T: bytemuck::Pod>(
+        buffer: &'buf DeviceBuffer<T>,
+        access: Access,
+        data_type: TensorDataType,
+        dims: &[u64],
+        box_dims: &[u32],
+        swizzle: TensorSwizzle,
+    ) -> Result<TensorMap<'buf>> {
         let strides = packed_strides(data_type, dims, box_dims, buffer.size_bytes() as u64)?;
         let layout = TiledLayout { data_type, dims, strides_bytes: &strides[..dims.len() - 1], box_dims, swizzle };
         buffer.context().bind_to_thread()?;
         // SAFETY: the buffer holds the whole array (checked) and allocations are 256-byte
-        // aligned. Keeping it alive while kernels use the map is documented on `TensorMap`.
-        unsafe { TensorMap::encode_tiled(buffer.device_ptr(), &layout) }
+        // aligned; the map borrows it for `'buf` and its launches declare `access` to it.
+        unsafe { TensorMap::encode(buffer.device_ptr(), &layout, Memory::Tracked(buffer.usage(), access)) }
     }
 
     /// A 2-D row-major map of `rows x cols` elements of `buffer` (row stride `cols`), copied in
@@ -167,24 +250,43 @@ impl TensorMap {
     /// # Errors
     /// As for [`TensorMap::tiled`].
     pub fn tiled_2d<T: bytemuck::Pod>(
-        buffer: &DeviceBuffer<T>,
+        buffer: &'buf DeviceBuffer<T>,
         data_type: TensorDataType,
         rows: u64,
         cols: u64,
         box_rows: u32,
         box_cols: u32,
         swizzle: TensorSwizzle,
-    ) -> Result<TensorMap> {
+    ) -> Result<TensorMap<'buf>> {
         TensorMap::tiled(buffer, data_type, &[cols, rows], &[box_cols, box_rows], swizzle)
+    }
+
+    /// [`TensorMap::tiled_2d`] for kernels that write the array: see [`TensorMap::tiled_mut`].
+    ///
+    /// # Errors
+    /// As for [`TensorMap::tiled`].
+    #[allow(clippy::too_many_arguments)] // the 2-D shape and box spelled out, as in `tiled_2d`
+    pub fn tiled_2d_mut<T: bytemuck::Pod>(
+        buffer: &'buf mut DeviceBuffer<T>,
+        data_type: TensorDataType,
+        rows: u64,
+        cols: u64,
+        box_rows: u32,
+        box_cols: u32,
+        swizzle: TensorSwizzle,
+    ) -> Result<TensorMap<'buf>> {
+        TensorMap::tiled_mut(buffer, data_type, &[cols, rows], &[box_cols, box_rows], swizzle)
     }
 
     /// A map for the CPU executor, which cannot read the driver's opaque encoding: the layout
     /// in plain fields (`ferrocuda_device::hopper_emu::EmulatedMap`: magic "ferroTMA",
-    /// address, rank, element size, swizzle 0/1/2/3, dims, box, strides). A GPU rejects it.
+    /// address, rank, element size, swizzle 0/1/2/3, dims, box, strides). It never reaches a
+    /// GPU through ferrocuda: [`TensorMap::to_device`] refuses it (its raw words, from
+    /// [`TensorMap::words`], are for `unsafe` code).
     ///
     /// # Errors
     /// `CUDA_ERROR_INVALID_VALUE` when the rank is not 1..=5 or the slices disagree with it.
-    pub fn emulated(address: u64, layout: &TiledLayout<'_>) -> Result<TensorMap> {
+    pub fn emulated(address: u64, layout: &TiledLayout<'_>) -> Result<TensorMap<'static>> {
         let rank = layout.dims.len();
         if !(1..=5).contains(&rank) || layout.strides_bytes.len() + 1 != rank || layout.box_dims.len() != rank {
             check("TensorMap::emulated", sys::CUresult::CUDA_ERROR_INVALID_VALUE)?;
@@ -213,21 +315,122 @@ impl TensorMap {
         for (word, chunk) in opaque.iter_mut().zip(bytes.chunks_exact(8)) {
             *word = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
         }
-        Ok(TensorMap { raw: sys::CUtensorMap { opaque } })
+        Ok(TensorMap { raw: sys::CUtensorMap { opaque }, memory: Memory::Emulated })
     }
 
-    /// The 128 bytes, as the device's `ferrocuda_device::tma::TensorMap` holds them.
+    /// The 128 bytes, as the device's `ferrocuda_device::tma::TensorMap` holds them. Using
+    /// them as a map on the GPU (a raw pointer kernel parameter) is `unsafe` code's business:
+    /// it must keep the memory behind the map alive and ordered itself.
     pub fn words(&self) -> [u64; 16] {
         self.raw.opaque
     }
 
-    /// A copy of the map in device memory (64-byte aligned), whose address a kernel takes as
-    /// `*const TensorMap`.
+    /// A copy of the map in device memory (64-byte aligned) for a `#[kernel]` parameter
+    /// `map: &TensorMap`, keeping the map's borrow of its buffer: each launch that passes it
+    /// declares the map's copy (read) and the memory behind the map (read, or written for a
+    /// [`TensorMap::tiled_mut`] map).
+    ///
+    /// # Errors
+    /// Allocation or copy failures; `CUDA_ERROR_INVALID_VALUE` for an
+    /// [`emulated`](TensorMap::emulated) map (its layout is not the driver's: a GPU would
+    /// misread it).
+    pub fn to_device(self, context: &Context) -> Result<DeviceTensorMap<'buf>> {
+        let (usage, access) = match self.memory {
+            Memory::Tracked(usage, access) => (Some(usage), access),
+            Memory::Untracked => (None, Access::Read),
+            Memory::Emulated => {
+                // Refused: the call name says why.
+                let call = "TensorMap::to_device (an emulated map is for the CPU executor)";
+                return Err(crate::DriverError { call, code: sys::CUresult::CUDA_ERROR_INVALID_VALUE }.into());
+            }
+        };
+        let words = DeviceBuffer::from_slice(context, &[self.raw.opaque])?;
+        Ok(DeviceTensorMap { words, usage, access, _not_sync: PhantomData })
+    }
+
+    /// A copy of the map's words in device memory with no borrow, for kernels that take the
+    /// map as a raw pointer (`*const TensorMap`, an `unsafe` launch): the caller keeps the
+    /// memory behind the map alive and orders its uses (e.g. with
+    /// [`Stream::will_use`](crate::Stream::will_use)).
     ///
     /// # Errors
     /// Allocation or copy failures.
-    pub fn to_device(&self, context: &Context) -> Result<DeviceBuffer<[u64; 16]>> {
+    pub fn to_device_untracked(&self, context: &Context) -> Result<DeviceBuffer<[u64; 16]>> {
         DeviceBuffer::from_slice(context, &[self.raw.opaque])
+    }
+
+    /// How launches use the memory behind the map: `Some(Read)` for [`TensorMap::tiled`],
+    /// `Some(Write)` for [`TensorMap::tiled_mut`], `None` for a map of a raw address.
+    pub fn access(&self) -> Option<Access> {
+        match self.memory {
+            Memory::Tracked(_, access) => Some(access),
+            Memory::Untracked | Memory::Emulated => None,
+        }
+    }
+}
+
+/// A tensor map in device memory, as a `#[kernel]` parameter `map: &TensorMap` takes it
+/// (made by [`TensorMap::to_device`]). It keeps the map's borrow of its buffer for `'buf`.
+/// Each launch that passes it declares, through the stream's door, a read of this copy and
+/// the map's access to the memory behind it ([`TensorMap::access`]). Not `Sync` (see the
+/// module docs): one thread at a time launches with it.
+pub struct DeviceTensorMap<'buf> {
+    words: DeviceBuffer<[u64; 16]>,
+    usage: Option<&'buf BufferUsage>,
+    access: Access,
+    _not_sync: PhantomData<Cell<()>>,
+}
+
+impl DeviceTensorMap<'_> {
+    /// The device address of the map (64-byte aligned), what the kernel receives.
+    pub fn device_ptr(&self) -> u64 {
+        self.words.device_ptr()
+    }
+
+    /// How launches use the memory behind the map (see [`TensorMap::access`]).
+    pub fn access(&self) -> Option<Access> {
+        self.usage.map(|_| self.access)
+    }
+
+    /// The address the generated launcher passes (see `device_ptr`).
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn kernel_arg(&self) -> u64 {
+        self.words.device_ptr()
+    }
+
+    /// The address the generated launcher passes for a `&StoreMap` parameter `parameter` of
+    /// `kernel`: refused unless the map was made for writes ([`TensorMap::tiled_mut`]) or of a
+    /// raw address ([`TensorMap::encode_tiled`], whose caller vouches for its memory).
+    #[doc(hidden)]
+    #[inline]
+    pub fn store_arg(&mut self, kernel: &'static str, parameter: &'static str) -> Result<u64> {
+        if self.usage.is_some() && self.access != Access::Write {
+            return Err(crate::Error::TensorMapNotForStores { kernel, parameter });
+        }
+        Ok(self.words.device_ptr())
+    }
+
+    /// The launch reads the map's own device copy (written by the upload on the legacy
+    /// stream: a launch on another stream waits for it).
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn map_access(&self, name: &'static str) -> BufferAccess<'_> {
+        BufferAccess::new(Some(self.words.usage()), Access::Read, name)
+    }
+
+    /// The launch's access to the memory behind the map (none declared for a raw-address map:
+    /// `encode_tiled`'s caller orders it).
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn memory_access(&self, name: &'static str) -> BufferAccess<'_> {
+        BufferAccess::new(self.usage, self.access, name)
+    }
+}
+
+impl std::fmt::Debug for DeviceTensorMap<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceTensorMap").field("ptr", &format_args!("{:#x}", self.device_ptr())).field("access", &self.access()).finish()
     }
 }
 

@@ -94,7 +94,7 @@ impl Problem {
         let map = |b: &DeviceBuffer<bf16>| -> Res<DeviceBuffer<[u64; 16]>> {
             TensorMap::tiled(b, TensorDataType::Bf16, &dims, &BOX, TensorSwizzle::B128)
                 .map_err(err("cuTensorMapEncodeTiled"))?
-                .to_device(context)
+                .to_device_untracked(context)
                 .map_err(err("map upload"))
         };
         let maps = [map(&buffers[0])?, map(&buffers[1])?, map(&buffers[2])?];

@@ -14,3 +14,4 @@ pub mod attention;
 pub mod attention_host;
 pub mod gemm;
 pub mod probes;
+pub mod tracked;

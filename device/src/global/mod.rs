@@ -111,6 +111,43 @@ pub mod __private {
     /// Compile-time check the launchers use: `O` is an output type whose elements are `T`.
     pub const fn require_output<O: KernelOutput<Element = T>, T: Pod>() {}
 
+    /// The device type a `&TensorMap` kernel parameter must name: only
+    /// [`tma::TensorMap`](crate::tma::TensorMap) (sealed: a type merely called `TensorMap`
+    /// would get a host `DeviceTensorMap`'s address while the kernel reads it as another type).
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is not `ferrocuda_device::tma::TensorMap`",
+        label = "a `&TensorMap` kernel parameter must be the device's tensor map type",
+        note = "write `map: &ferrocuda_device::tma::TensorMap` (or import it): the host passes a `DeviceTensorMap`"
+    )]
+    pub trait DeviceTensorMapType: sealed::Sealed {}
+    #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
+    impl DeviceTensorMapType for crate::tma::TensorMap {}
+    mod sealed {
+        pub trait Sealed {}
+        #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
+        impl Sealed for crate::tma::TensorMap {}
+        pub trait SealedStore {}
+        #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
+        impl SealedStore for crate::tma::StoreMap {}
+    }
+
+    /// Compile-time check the launchers use: `M` is the device's tensor map type.
+    pub const fn require_tensor_map<M: DeviceTensorMapType>() {}
+
+    /// The device type a `&StoreMap` kernel parameter must name: only
+    /// [`tma::StoreMap`](crate::tma::StoreMap) (sealed, as [`DeviceTensorMapType`]).
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is not `ferrocuda_device::tma::StoreMap`",
+        label = "a `&StoreMap` kernel parameter must be the device's store map type",
+        note = "write `dst: &ferrocuda_device::tma::StoreMap` (or import it): the host passes `&mut DeviceTensorMap` made by `TensorMap::tiled_mut`"
+    )]
+    pub trait DeviceStoreMapType: sealed::SealedStore {}
+    #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
+    impl DeviceStoreMapType for crate::tma::StoreMap {}
+
+    /// Compile-time check the launchers use: `M` is the device's store map type.
+    pub const fn require_store_map<M: DeviceStoreMapType>() {}
+
     /// A read-only host slice handed to every GPU thread of a CPU launch.
     pub struct InputParts<T> {
         pointer: *const T,

@@ -27,7 +27,7 @@ mod release;
 pub use current::CurrentGuard;
 pub use options::{Limit, SchedulePolicy};
 use recover::poisoned_if_sticky;
-pub(crate) use release::{DeferredRelease, Handle, HostCallbackScope, in_host_callback};
+pub(crate) use release::{Handle, HostCallbackScope, Released, in_host_callback};
 
 thread_local! {
     /// The ferrocuda context last bound on this thread (weak: binding does not keep it alive).
@@ -69,7 +69,7 @@ pub(crate) struct ContextInner {
     /// Streams of this context being captured through `Stream::begin_capture`.
     pub(crate) capturing: AtomicUsize,
     /// Releases of resources dropped while a capture was running (E1b), run when it ends.
-    pub(crate) deferred: Mutex<Vec<DeferredRelease>>,
+    pub(crate) deferred: Mutex<release::Deferred>,
     /// Releases from host callbacks handed to the release thread and not yet performed.
     pub(crate) handed_off: AtomicUsize,
     /// Explicit modules whose kernels were launched into a capture, by capturing stream: the
@@ -104,7 +104,7 @@ impl ContextInner {
             embedded: Mutex::new(Vec::new()),
             memory_pools: device.supports_memory_pools().unwrap_or(false) && std::env::var_os("FERROCUDA_NO_MEMORY_POOLS").is_none(),
             capturing: AtomicUsize::new(0),
-            deferred: Mutex::new(Vec::new()),
+            deferred: Mutex::new(release::Deferred::default()),
             handed_off: AtomicUsize::new(0),
             captured_modules: Mutex::new(Vec::new()),
             peers: Mutex::new(Vec::new()),

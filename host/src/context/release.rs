@@ -25,6 +25,57 @@ use super::{Context, lock};
 /// A release postponed until no capture runs in the context (it holds its context).
 pub(crate) type DeferredRelease = Box<dyn FnOnce() + Send>;
 
+/// What a release frees, for the messages that name the drops of a capture
+/// ([`Error::CaptureFailed`](crate::Error::CaptureFailed)). Plain data: naming costs nothing
+/// unless the release is postponed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Released {
+    /// A `DeviceBuffer` of this many bytes.
+    DeviceBuffer(usize),
+    /// A `PinnedBuffer` of this many bytes.
+    PinnedBuffer(usize),
+    /// A `cufft::Plan` (its work area).
+    CufftPlan,
+    /// A `Cublas` handle.
+    Cublas,
+    /// An `Event`.
+    Event,
+    /// A `Graph`.
+    Graph,
+    /// A `GraphExec`.
+    GraphExec,
+    /// A `Module` (unloaded after the context's queued work).
+    Module,
+    /// A `Stream` (destroyed after its queued work).
+    Stream,
+}
+
+impl std::fmt::Display for Released {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Released::DeviceBuffer(bytes) => write!(f, "DeviceBuffer of {}", crate::error::human_bytes(*bytes)),
+            Released::PinnedBuffer(bytes) => write!(f, "PinnedBuffer of {}", crate::error::human_bytes(*bytes)),
+            Released::CufftPlan => f.write_str("cuFFT plan"),
+            Released::Cublas => f.write_str("cuBLAS handle"),
+            Released::Event => f.write_str("Event"),
+            Released::Graph => f.write_str("Graph"),
+            Released::GraphExec => f.write_str("GraphExec"),
+            Released::Module => f.write_str("Module"),
+            Released::Stream => f.write_str("Stream"),
+        }
+    }
+}
+
+/// The releases a context postpones while a capture runs, in the order of their drops, each
+/// with its sequence number (counted over the context's life, so a capture can name the drops
+/// that happened since it began) and what it frees.
+#[derive(Default)]
+pub(crate) struct Deferred {
+    list: Vec<(u64, Released, DeferredRelease)>,
+    /// The sequence number of the next postponed release.
+    next: u64,
+}
+
 thread_local! {
     /// True while this thread runs a stream host callback (set by the trampoline).
     static IN_HOST_CALLBACK: Cell<bool> = const { Cell::new(false) };
@@ -90,33 +141,48 @@ pub(super) fn run_on_release_thread(job: Job) {
 
 impl Context {
     /// Releases a GPU resource now, or later when it cannot be done now (see the module docs).
-    pub(crate) fn release(&self, release: impl FnOnce(&Context) + Send + 'static) {
+    /// `what` names what is freed (for [`Error::CaptureFailed`](crate::Error::CaptureFailed)).
+    pub(crate) fn release(&self, what: Released, release: impl FnOnce(&Context) + Send + 'static) {
         if in_host_callback() {
             self.inner.handed_off.fetch_add(1, Ordering::AcqRel);
             let context = self.clone();
             run_on_release_thread(Box::new(move || {
-                context.release(release);
+                context.release(what, release);
                 context.inner.handed_off.fetch_sub(1, Ordering::AcqRel);
             }));
             return;
         }
-        if let Err(now) = self.defer_while_capturing(release) {
+        if let Err(now) = self.defer_while_capturing(what, release) {
             now(self);
         }
     }
 
     /// Postpones `release` until no capture runs in the context (E1b); hands it back when
     /// none runs now (then run it now: nothing is boxed on that common path).
-    pub(crate) fn defer_while_capturing<F: FnOnce(&Context) + Send + 'static>(&self, release: F) -> Result<(), F> {
+    pub(crate) fn defer_while_capturing<F: FnOnce(&Context) + Send + 'static>(&self, what: Released, release: F) -> Result<(), F> {
         let mut deferred = lock(&self.inner.deferred);
         // Checked under the lock that `capture_ended` drains with, so nothing is left behind.
         if self.is_capturing() {
             let context = self.clone();
-            deferred.push(Box::new(move || release(&context)));
+            let seq = deferred.next;
+            deferred.next += 1;
+            deferred.list.push((seq, what, Box::new(move || release(&context))));
             Ok(())
         } else {
             Err(release)
         }
+    }
+
+    /// The sequence number the next postponed release will get: a capture notes it when it
+    /// begins, to name later the drops that happened during it ([`Context::deferred_since`]).
+    pub(crate) fn deferred_mark(&self) -> u64 {
+        lock(&self.inner.deferred).next
+    }
+
+    /// What the releases postponed since `mark` free (those not performed yet: all of them
+    /// while a capture still runs), in the order of their drops.
+    pub(crate) fn deferred_since(&self, mark: u64) -> Vec<Released> {
+        lock(&self.inner.deferred).list.iter().filter(|(seq, _, _)| *seq >= mark).map(|(_, what, _)| *what).collect()
     }
 
     /// Runs the postponed releases unless a capture still runs.
@@ -126,9 +192,9 @@ impl Context {
             if self.is_capturing() {
                 return;
             }
-            std::mem::take(&mut *deferred)
+            std::mem::take(&mut deferred.list)
         };
-        for release in deferred {
+        for (_, _, release) in deferred {
             release();
         }
     }
@@ -146,7 +212,7 @@ impl Context {
     /// those dropped inside host callbacks that the release thread has not performed yet
     /// ([`Context::synchronize`] waits for those). Zero when nothing is stuck.
     pub fn deferred_releases(&self) -> usize {
-        lock(&self.inner.deferred).len() + self.inner.handed_off.load(Ordering::Acquire)
+        lock(&self.inner.deferred).list.len() + self.inner.handed_off.load(Ordering::Acquire)
     }
 }
 

@@ -54,7 +54,7 @@ impl GraphExec {
 impl Drop for GraphExec {
     fn drop(&mut self) {
         let (graph, modules) = (Handle(self.raw), std::mem::take(&mut self._modules));
-        self.context.release(move |context| {
+        self.context.release(crate::context::Released::GraphExec, move |context| {
             if context.bind_to_thread().is_ok() {
                 // SAFETY: owned by us, destroyed once; replays already queued still complete.
                 let _ = unsafe { driver::graph::exec_destroy(graph.into_inner()) };

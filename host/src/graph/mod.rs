@@ -62,7 +62,7 @@ impl Graph {
 impl Drop for Graph {
     fn drop(&mut self) {
         let (graph, modules) = (Handle(self.raw), std::mem::take(&mut self.modules));
-        self.context.release(move |context| {
+        self.context.release(crate::context::Released::Graph, move |context| {
             if context.bind_to_thread().is_ok() {
                 // SAFETY: owned by us, destroyed once; executable graphs made from it stay valid.
                 let _ = unsafe { driver::graph::destroy(graph.into_inner()) };

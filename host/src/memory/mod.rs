@@ -376,9 +376,9 @@ impl<T: Pod> Drop for DeviceBuffer<T> {
             return;
         }
         // Errors (a faulted context) cannot be reported from Drop; the next call reports them.
-        let (ptr, pooled) = (self.slice.ptr, self.pooled);
+        let (ptr, pooled, bytes) = (self.slice.ptr, self.pooled, self.size_bytes());
         let streams = UsedStreams::hold(self.slice.usage.take_streams());
-        self.context().release(move |context: &Context| usage::release(context, ptr, streams, pooled));
+        self.context().release(crate::context::Released::DeviceBuffer(bytes), move |context: &Context| usage::release(context, ptr, streams, pooled));
     }
 }
 

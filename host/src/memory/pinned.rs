@@ -161,8 +161,8 @@ impl<T: Pod> Drop for PinnedBuffer<T> {
         if self.len == 0 || std::mem::size_of::<T>() == 0 {
             return;
         }
-        let (ptr, streams) = (Handle(self.ptr), UsedStreams::hold(self.usage.take_streams()));
-        self.context().release(move |context| {
+        let (ptr, streams, bytes) = (Handle(self.ptr), UsedStreams::hold(self.usage.take_streams()), self.len * std::mem::size_of::<T>());
+        self.context().release(crate::context::Released::PinnedBuffer(bytes), move |context| {
             // A copy that cannot be waited for (faulted context) may still be queued: then leak
             // the memory rather than free what the GPU might still touch.
             let Ok(streams) = streams.resolve(context) else { return };

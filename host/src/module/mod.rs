@@ -244,7 +244,7 @@ impl Drop for ModuleInner {
         // the unload until the capture ends (and out of host callbacks).
         let Some(raw) = self.raw.take() else { return };
         let raw = Handle(raw);
-        self.context.release(move |context| {
+        self.context.release(crate::context::Released::Module, move |context| {
             if context.synchronize_queued_work().is_ok() {
                 drop(raw.into_inner());
             } else {

@@ -6,7 +6,7 @@
 
 use std::ffi::c_void;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -46,6 +46,9 @@ struct StreamInner {
     /// True while [`Stream::begin_capture`] is capturing it: buffer tracking then stays out of
     /// the way (captured work runs later, when the graph is launched).
     capturing: AtomicBool,
+    /// The context's mark of postponed releases when the running capture began
+    /// (`Context::deferred_mark`): what was dropped during it, for [`Error::CaptureFailed`].
+    capture_mark: AtomicU64,
     /// The event other streams and the host wait on to order themselves after this stream's
     /// work so far: created on first need, re-recorded each time (see [`Stream::wait_for`]).
     tail: OnceLock<TailEvent>,
@@ -124,6 +127,7 @@ impl Stream {
             owned,
             with_legacy,
             capturing: AtomicBool::new(false),
+            capture_mark: AtomicU64::new(0),
             tail: OnceLock::new(),
             _keep_alive: keep_alive,
         };
@@ -302,31 +306,49 @@ impl Stream {
     /// instead of running, until [`Stream::end_capture`]. Prefer [`Stream::capture`], which
     /// always ends the capture.
     ///
-    /// Uses `CU_STREAM_CAPTURE_MODE_THREAD_LOCAL`: this thread may not make calls that would
-    /// implicitly synchronise (synchronous copies, `cuMemAlloc`) while capturing; other
-    /// threads are unaffected. Capture a [`StreamOrdering::NonBlocking`] stream: the legacy
-    /// default stream cannot be captured, and synchronous copies on it would invalidate a
-    /// capture on a stream ordered with it.
+    /// Uses `CU_STREAM_CAPTURE_MODE_RELAXED`, so that any thread may end the capture: the
+    /// stream can move to another thread and be ended there ([`Stream::end_capture`]), or
+    /// dropped there, which ends the capture too (issue 21). What a stricter mode would refuse
+    /// on the capturing thread is covered by ferrocuda itself: releases (frees, destruction,
+    /// unloads, their synchronisations) are postponed while a capture runs in the context,
+    /// and loading a module inside a capture is refused ([`Error::ModuleNotLoadedInCapture`]).
+    /// Capture a [`StreamOrdering::NonBlocking`] stream: the legacy default stream cannot be
+    /// captured, and synchronous copies on it would invalidate a capture on a stream ordered
+    /// with it.
     pub fn begin_capture(&self) -> Result<()> {
         self.context().bind_to_thread()?;
+        // Taken before the capture begins: every release postponed for it comes after.
+        let mark = self.context().deferred_mark();
         // SAFETY: the stream is alive; the mode is a valid enum value.
-        unsafe { driver::stream::begin_capture(self.handle(), sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) }?;
+        unsafe { driver::stream::begin_capture(self.handle(), sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED) }?;
+        self.inner.capture_mark.store(mark, Ordering::Relaxed);
         self.inner.capturing.store(true, Ordering::Relaxed);
         self.context().capture_started();
         Ok(())
     }
 
-    /// Ends a capture begun with [`Stream::begin_capture`] and returns the recorded graph.
+    /// Ends a capture begun with [`Stream::begin_capture`] (on any thread) and returns the
+    /// recorded graph.
+    ///
+    /// # Errors
+    /// [`Error::CaptureFailed`] when the driver refuses (the capture was invalidated), naming
+    /// what was dropped during the capture and is released after it.
     pub fn end_capture(&self) -> Result<Graph> {
         self.context().bind_to_thread()?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes one graph handle (owned by the returned Graph).
         let ended = unsafe { driver::stream::end_capture(self.handle(), &mut raw) };
-        if self.inner.capturing.swap(false, Ordering::Relaxed) {
+        let was_capturing = self.inner.capturing.swap(false, Ordering::Relaxed);
+        // Named before they are performed (below): what the error reports.
+        let dropped = match (&ended, was_capturing) {
+            (Err(_), true) => self.context().deferred_since(self.inner.capture_mark.load(Ordering::Relaxed)).iter().map(ToString::to_string).collect(),
+            _ => Vec::new(),
+        };
+        if was_capturing {
             // Frees the buffers dropped during the capture (E1b), now that it is over.
             self.context().capture_ended();
         }
-        ended.map_err(|source| Error::CaptureFailed { source })?;
+        ended.map_err(|source| Error::CaptureFailed { source, dropped })?;
         let modules = self.context().take_captured_modules(self.key());
         Ok(Graph::from_raw(raw, self.context().clone(), modules))
     }
@@ -394,7 +416,7 @@ impl Drop for Stream {
             if crate::context::in_host_callback() {
                 let (context, raw) = (self.inner.context.clone(), Handle(self.inner.raw));
                 let keep = self.record();
-                context.release(move |context| {
+                context.release(crate::context::Released::Stream, move |context| {
                     end_abandoned_capture(context, raw.into_inner());
                     drop(keep);
                 });
@@ -432,7 +454,7 @@ impl Drop for StreamInner {
             // the end of this very capture, forever.
             destroy(&context);
         } else {
-            context.release(destroy);
+            context.release(crate::context::Released::Stream, destroy);
         }
     }
 }

@@ -219,7 +219,7 @@ fn host_launcher(
         Ident::new("params", Span::mixed_site()),
         Ident::new("buffers", Span::mixed_site()),
     );
-    let accesses: Vec<&TokenStream> = lowered.iter().filter_map(|l| l.buffer_access.as_ref()).collect();
+    let accesses: Vec<&TokenStream> = lowered.iter().flat_map(|l| l.buffer_access.iter()).collect();
     let buffer_count = accesses.len();
 
     let launch_params: Vec<&TokenStream> = lowered.iter().map(|l| &l.launch_param).collect();
@@ -281,7 +281,8 @@ fn host_launcher(
     };
     let embedded = launch_call(quote!(#fc::launch_embedded(&#kernels, self::SYMBOL, #stream, #config, &mut #params_array, &#buffers)));
     let in_module = launch_call(quote!(#fc::launch_in_module(#module, &self::SIGNATURE, #stream, #config, &mut #params_array, &#buffers)));
-    let cpu = cpu_launcher(lowered, host_fn, is_unsafe, cluster.is_some(), &cpu_lengths);
+    let cpu_unsafe = is_unsafe || params.iter().any(|p| matches!(p.kind, super::parse::ParamKind::TensorMap { .. }));
+    let cpu = cpu_launcher(lowered, host_fn, cpu_unsafe, cluster.is_some(), &cpu_lengths);
     quote! {
         #[cfg(not(target_arch = "nvptx64"))]
         #[doc = #doc]
@@ -401,8 +402,9 @@ fn cpu_launcher(lowered: &[Lowered], host_fn: TokenStream, is_unsafe: bool, comp
             quote! {
                 ///
                 /// # Safety
-                /// The kernel takes raw pointers: on the CPU they are host pointers, each valid
-                /// for the kernel's reads and writes (with no other writer) until this returns.
+                /// The kernel takes raw pointers or tensor maps: on the CPU they are host
+                /// pointers (an emulated map, `TensorMap::emulated`, holds one), each valid for
+                /// the kernel's reads and writes (with no other writer) until this returns.
             },
         )
     } else {

@@ -25,8 +25,8 @@ pub struct Lowered {
     /// Byte size of each PTX parameter, in order.
     pub param_sizes: Vec<TokenStream>,
     /// For a buffer parameter: its `BufferAccess` (read or write) for the host's stream
-    /// ordering and context checks.
-    pub buffer_access: Option<TokenStream>,
+    /// ordering and context checks; a tensor map has two (its copy, the memory behind it).
+    pub buffer_access: Vec<TokenStream>,
     /// Compile-time checks (spanned at the user's type).
     pub checks: Vec<TokenStream>,
     /// For an output: what it requires of the launch configuration (a constant
@@ -76,7 +76,7 @@ pub fn lower(param: &Param) -> Lowered {
         launch_prepare: quote!(),
         launch_pointers: vec![quote!(#host::param_ptr(&#name))],
         param_sizes: vec![quote!(::core::mem::size_of::<#ty>())],
-        buffer_access: None,
+        buffer_access: Vec::new(),
         checks: vec![check],
         requirements: None,
         cpu_param: quote!(#name: #ty),
@@ -104,12 +104,49 @@ pub fn lower(param: &Param) -> Lowered {
                 launch_pointers: vec![quote!(#host::param_ptr(&#name))],
                 param_sizes: vec![quote!(::core::mem::size_of::<::core::primitive::u64>())],
                 // Raw pointers are the caller's business (the launcher is `unsafe`).
-                buffer_access: None,
+                buffer_access: Vec::new(),
                 checks: vec![],
                 requirements: None,
                 cpu_param: quote!(#name: #ty),
                 cpu_prepare: quote!(let #parts = #args::PointerParts::new(#name);),
                 cpu_rebuild: quote!(let #mutability #name: #ty = #parts.get();),
+            }
+        }
+        ParamKind::TensorMap { elem, store } => {
+            let arg = generated(name, "map");
+            let label = {
+                use syn::ext::IdentExt;
+                name.unraw().to_string()
+            };
+            // A store map is borrowed exclusively for the launch and must be made for writes.
+            let (launch_param, launch_prepare, check) = if *store {
+                (
+                    quote_spanned!(ty.span()=> #name: &mut #host::DeviceTensorMap<'_>),
+                    quote!(let #arg: ::core::primitive::u64 = #host::DeviceTensorMap::store_arg(#name, self::SYMBOL, #label)?;),
+                    quote_spanned!(elem.span()=> #args::require_store_map::<#elem>();),
+                )
+            } else {
+                (
+                    quote_spanned!(ty.span()=> #name: &#host::DeviceTensorMap<'_>),
+                    quote!(let #arg: ::core::primitive::u64 = #host::DeviceTensorMap::kernel_arg(#name);),
+                    quote_spanned!(elem.span()=> #args::require_tensor_map::<#elem>();),
+                )
+            };
+            Lowered {
+                // A reference to the map in global memory: the PTX parameter is its address.
+                entry_params: vec![quote!(#mutability #name: #ty)],
+                entry_rebuild: quote!(),
+                launch_param,
+                launch_prepare,
+                launch_pointers: vec![quote!(#host::param_ptr(&#arg))],
+                param_sizes: vec![quote!(::core::mem::size_of::<::core::primitive::u64>())],
+                // The map's own copy is read; the memory behind it as the map was made.
+                buffer_access: vec![quote!(#name.map_access(#label)), quote!(#name.memory_access(#label))],
+                checks: vec![check],
+                requirements: None,
+                cpu_param: quote!(#name: #ty),
+                cpu_prepare: quote!(),
+                cpu_rebuild: quote!(),
             }
         }
         ParamKind::Slice { elem } => slice(
@@ -182,7 +219,7 @@ fn slice(param: &Param, elem: &Type, abi: SliceAbi, rebuild: impl Fn(&Ident, &Id
         launch_prepare: quote!(let #arg = #host_argument;),
         launch_pointers: vec![quote!(#host::param_ptr(&#arg.ptr)), quote!(#host::param_ptr(&#arg.len))],
         param_sizes: vec![quote!(::core::mem::size_of::<::core::primitive::u64>()), quote!(::core::mem::size_of::<::core::primitive::usize>())],
-        buffer_access: Some(buffer_access),
+        buffer_access: vec![buffer_access],
         checks: vec![quote_spanned!(elem.span()=> #args::require_pod::<#elem>();)],
         requirements: None,
         cpu_param: quote!(#name: #cpu_type),

@@ -25,6 +25,14 @@ pub enum ParamKind {
     Output { elem: Type },
     /// `*const T` / `*mut T`: a raw device pointer; the launcher is `unsafe`.
     Pointer { elem: Type, mutable: bool },
+    /// `&TensorMap` (`ferrocuda_device::tma::TensorMap`, checked by a trait bound): a TMA
+    /// tensor map in global memory, for loads. The GPU launchers take a `&DeviceTensorMap` and
+    /// declare the map's copy (read) and the memory behind it (read or write, as the map was
+    /// made). `&StoreMap` (`store`): a map the kernel may store through; the launchers take
+    /// `&mut DeviceTensorMap` and refuse a map not made for writes. The CPU launcher takes the
+    /// device type itself and is `unsafe` (an emulated map holds a raw host address). `elem` is
+    /// the referenced type as written.
+    TensorMap { elem: Type, store: bool },
 }
 
 #[derive(Clone)]
@@ -74,7 +82,8 @@ const HOST_ONLY: &[&str] = &["String", "str", "Vec", "Box", "Rc", "Arc", "Option
 const ALLOWED: &str = "kernel parameters may be integer, float or bool scalars, `#[repr(C)]` `bytemuck::Pod` structs or arrays by value, \
                        `core::num::NonZero*` integers, `&[T]` (read-only input), the outputs `DisjointSlice<T>` (each thread its own elements), \
                        `DisjointChunks<T, N>` (each thread its own chunks of N), `DisjointPlanes<T, P>` (structure of arrays), `PerBlock<T>` \
-                       (one element per block), `UncheckedSlice<T>` (`unsafe` accesses only) and `AtomicSlice<T>` (atomic access from any thread), or raw device pointers `*const T` / `*mut T`";
+                       (one element per block), `UncheckedSlice<T>` (`unsafe` accesses only) and `AtomicSlice<T>` (atomic access from any thread), `&TensorMap` / `&StoreMap` (TMA tensor maps for loads / stores, from \
+                       `ferrocuda_device::tma`, passed as a `DeviceTensorMap` whose memory the launch declares), or raw device pointers `*const T` / `*mut T`";
 /// Why `&mut [T]` is refused, and what to write instead (audit finding U2).
 const NO_MUT_SLICE: &str = "a kernel cannot take `&mut [T]`: every GPU thread would get the same `&mut`, which the compiler assumes \
                             nobody else touches (it then reuses values across `sync_threads()`), and plain writes of one element from \
@@ -355,6 +364,20 @@ pub fn classify(ty: &Type) -> syn::Result<ParamKind> {
             }
             let slice = match &*reference.elem {
                 Type::Slice(slice) => slice,
+                Type::Path(path)
+                    if path.qself.is_none()
+                        && path.path.segments.last().is_some_and(|s| (s.ident == "TensorMap" || s.ident == "StoreMap") && s.arguments.is_empty()) =>
+                {
+                    if reference.mutability.is_some() {
+                        return Err(syn::Error::new_spanned(
+                            ty,
+                            "a kernel never writes its tensor maps: write `&TensorMap` (loads) or `&StoreMap` (stores through the map, \
+                             whose memory the host then borrows exclusively)",
+                        ));
+                    }
+                    let store = path.path.segments.last().is_some_and(|s| s.ident == "StoreMap");
+                    return Ok(ParamKind::TensorMap { elem: (*reference.elem).clone(), store });
+                }
                 Type::Reference(_) => return Err(syn::Error::new_spanned(ty, format!("a reference to a reference cannot be a kernel parameter; {ALLOWED}"))),
                 Type::Array(array) => {
                     let elem = &array.elem;
@@ -495,6 +518,7 @@ impl Param {
             ParamKind::Slice { elem } => ParamKind::Slice { elem: substitute(elem, name, with) },
             ParamKind::Output { elem } => ParamKind::Output { elem: substitute(elem, name, with) },
             ParamKind::Pointer { elem, mutable } => ParamKind::Pointer { elem: substitute(elem, name, with), mutable: *mutable },
+            ParamKind::TensorMap { elem, store } => ParamKind::TensorMap { elem: elem.clone(), store: *store },
         };
         // A bare `T` parameter is classified as a by-value type: after substitution it may be a
         // primitive, which needs no `Pod` check.

@@ -415,6 +415,7 @@ mod helpers {
             Ok(ParamKind::Slice { .. }) => "input",
             Ok(ParamKind::Output { .. }) => "output",
             Ok(ParamKind::Pointer { .. }) => "pointer",
+            Ok(ParamKind::TensorMap { .. }) => "tensor map",
             Err(_) => "error",
         }
     }
@@ -425,6 +426,12 @@ mod helpers {
         assert_eq!(kind(parse_quote!(Pair)), "value");
         assert_eq!(kind(parse_quote!([f32; 4])), "value");
         assert_eq!(kind(parse_quote!(&[f32])), "input");
+        assert_eq!(kind(parse_quote!(&TensorMap)), "tensor map");
+        assert_eq!(kind(parse_quote!(&ferrocuda_device::tma::TensorMap)), "tensor map");
+        assert_eq!(kind(parse_quote!(&mut TensorMap)), "error");
+        assert_eq!(kind(parse_quote!(&StoreMap)), "tensor map");
+        assert_eq!(kind(parse_quote!(&mut StoreMap)), "error");
+        assert_eq!(kind(parse_quote!(&TensorMap<u8>)), "error");
         assert_eq!(kind(parse_quote!(DisjointSlice<f32>)), "output");
         assert_eq!(kind(parse_quote!(ferrocuda_device::global::DisjointSlice<u8>)), "output");
         assert_eq!(kind(parse_quote!(DisjointChunks<u8, 4>)), "output");
@@ -557,4 +564,29 @@ fn n14_the_return_value_message_names_the_output_types() {
     .to_string();
     assert!(out.contains("DisjointSlice<T>") && out.contains("AtomicSlice<T>"), "{out}");
     assert!(!out.contains("`&mut [T]` parameter"), "{out}");
+}
+
+/// Issue 21: a `&TensorMap` (or `&StoreMap`) parameter is one PTX pointer; the GPU launchers
+/// take a `DeviceTensorMap` (`&mut`, checked to be made for writes, for a store map) and
+/// declare both the map's copy and the memory behind it to the door; the CPU launcher (which
+/// takes a raw emulated map) is `unsafe`.
+#[test]
+fn a_tensor_map_parameter_declares_its_memory_and_makes_the_cpu_launcher_unsafe() {
+    let out = expand_ok(
+        quote!(),
+        quote!(
+            pub fn copy_box(src: &TensorMap, dst: &StoreMap, n: u32) {}
+        ),
+    );
+    let compact: String = out.split_whitespace().collect();
+    assert!(compact.contains("src:&::ferrocuda_host::__private::DeviceTensorMap<'_>"), "{out}");
+    assert!(compact.contains("src.map_access(\"src\"),src.memory_access(\"src\"),dst.map_access(\"dst\"),dst.memory_access(\"dst\")"), "{out}");
+    assert!(compact.contains("BufferAccess<'_>;4usize]") || compact.contains("BufferAccess<'_>;4]"), "{out}");
+    assert!(compact.contains("require_tensor_map::<TensorMap>()"), "{out}");
+    assert!(compact.contains("require_store_map::<StoreMap>()"), "{out}");
+    assert!(compact.contains("dst:&mut::ferrocuda_host::__private::DeviceTensorMap<'_>"), "a store map is borrowed exclusively: {out}");
+    assert!(compact.contains("DeviceTensorMap::store_arg(dst,self::SYMBOL,\"dst\")?"), "a store map must be checked for writes: {out}");
+    assert!(compact.contains("pubunsafefnlaunch_cpu"), "the CPU launcher must be unsafe: {out}");
+    assert!(!compact.contains("pubunsafefnlaunch("), "the GPU launcher stays safe: {out}");
+    assert!(compact.contains("param_sizes:&[::core::mem::size_of::<::core::primitive::u64>(),::core::mem::size_of::<::core::primitive::u64>(),"), "{out}");
 }

@@ -220,7 +220,7 @@ fn tma_round_trip(context: &Context, stream: &Stream, module: &Module) -> Res<St
     dst.fill_async(bf16::from_bits(0xffff), stream).map_err(err("poison"))?;
     let map = TensorMap::tiled_2d(&src, TensorDataType::Bf16, rows as u64, cols as u64, COPY_TILE, COPY_TILE, TensorSwizzle::None)
         .map_err(err("cuTensorMapEncodeTiled"))?;
-    let map_dev = map.to_device(context).map_err(err("map upload"))?;
+    let map_dev = map.to_device_untracked(context).map_err(err("map upload"))?;
     let function = module.function("tma_copy_tile").map_err(err("tma_copy_tile"))?;
     let shared = COPY_TILE * COPY_TILE * 2 + 8 + 1024;
     function.set_max_dynamic_shared_bytes(shared).map_err(err("smem attribute"))?;
@@ -284,7 +284,7 @@ fn rank_arrays(context: &Context, fill: fn(usize, usize) -> u16) -> Res<RankArra
         let buffer = DeviceBuffer::from_slice(context, &data).map_err(err("upload"))?;
         let map = TensorMap::tiled(&buffer, TensorDataType::U16, load.dims, load.box_dims, TensorSwizzle::None)
             .map_err(|e| format!("cuTensorMapEncodeTiled (rank {}): {e}", load.dims.len()))?;
-        maps.push(map.to_device(context).map_err(err("map upload"))?);
+        maps.push(map.to_device_untracked(context).map_err(err("map upload"))?);
         arrays.push(buffer);
     }
     Ok((arrays, maps))
@@ -336,7 +336,7 @@ fn tma_store_check(context: &Context, stream: &Stream, module: &Module) -> Res<S
     array.fill_async(bf16::from_bits(0xffff), stream).map_err(err("poison"))?;
     let map = TensorMap::tiled_2d(&array, TensorDataType::Bf16, rows as u64, cols as u64, side, side, TensorSwizzle::B128)
         .map_err(err("store map"))?
-        .to_device(context)
+        .to_device_untracked(context)
         .map_err(err("map upload"))?;
     let function = module.function("probe_tma_store").map_err(err("probe_tma_store"))?;
     let (mut pm, mut px, mut py) = (map.device_ptr(), TMA_STORE_AT.0, TMA_STORE_AT.1);
@@ -494,7 +494,7 @@ fn tma_diag(context: &Context, stream: &Stream, module: &Module) -> Res<MapPaths
     let src = DeviceBuffer::from_slice(context, &input).map_err(err("upload"))?;
     trace("diag: encoding the tensor map");
     let map = TensorMap::tiled_2d(&src, TensorDataType::Bf16, rows as u64, cols as u64, 64, 64, TensorSwizzle::None).map_err(err("cuTensorMapEncodeTiled"))?;
-    let map_dev = map.to_device(context).map_err(err("map upload"))?;
+    let map_dev = map.to_device_untracked(context).map_err(err("map upload"))?;
     trace("diag: writing the constant-memory map");
     module.global::<[u64; 16]>("hopper_const_map_a").map_err(err("const map symbol"))?.write(&map.words()).map_err(err("const map write"))?;
     trace("diag: looking up probe_tma_diag");
@@ -588,11 +588,11 @@ fn run_size(
     let mut c_ref = DeviceBuffer::<bf16>::zeroed(context, m as usize * n as usize).map_err(err("alloc C ref"))?;
     let a_map = TensorMap::tiled_2d(&a, TensorDataType::Bf16, m as u64, k as u64, BM, BK, TensorSwizzle::B128)
         .map_err(err("A map"))?
-        .to_device(context)
+        .to_device_untracked(context)
         .map_err(err("A map upload"))?;
     let b_map = TensorMap::tiled_2d(&b, TensorDataType::Bf16, n as u64, k as u64, BN, BK, TensorSwizzle::B128)
         .map_err(err("B map"))?
-        .to_device(context)
+        .to_device_untracked(context)
         .map_err(err("B map upload"))?;
     let tiles = (m / BM) * (n / BN);
     let grid = tiles.min(sm_count);
@@ -601,7 +601,7 @@ fn run_size(
     // The cluster variant's B map: half-height boxes (each block of a pair loads 128 rows).
     let b_half_map = TensorMap::tiled_2d(&b, TensorDataType::Bf16, n as u64, k as u64, BN / 2, BK, TensorSwizzle::B128)
         .map_err(err("B half map"))?
-        .to_device(context)
+        .to_device_untracked(context)
         .map_err(err("B map upload"))?;
     // The same maps in constant memory for the `_const` variants (written once per size,
     // after the previous size's work has finished).
