@@ -84,37 +84,43 @@ fn run() -> ferrocuda::Result<()> {
     assert!(worst < 1.5e-2, "cuBLASLt bias+GELU differs from the host by {worst}");
     println!("cuBLASLt bf16 gelu(X·Wᵀ + bias) ({m}x{n}x{k}): worst relative difference from the host {worst:.2e}: verified");
 
-    // 4. Timing: bf16 4096³ GemmEx (bf16 out, f32 compute) and the Lt bias + GELU matmul.
-    let side = 4096usize;
-    let big_a = DeviceBuffer::from_slice(&context, &values(side * side, 5))?;
-    let big_b = DeviceBuffer::from_slice(&context, &values(side * side, 6))?;
-    let big_bias = DeviceBuffer::from_slice(&context, &values(side, 7))?;
-    let mut big_c = DeviceBuffer::<bf16>::zeroed(&context, side * side)?;
+    // 4. Timing: bf16 GemmEx (bf16 out, f32 compute) and the Lt bias + GELU matmul, TN, at 4096³
+    // (compute-bound) and 512³ (where per-call costs would show).
+    for side in [4096usize, 512] {
+        time_size(&context, &stream, &blas, &lt, side)?;
+    }
+    Ok(())
+}
+
+/// Times the three TN calls at `side`³: 20 back-to-back calls per event pair, median of 5.
+fn time_size(context: &Context, stream: &Stream, blas: &Cublas, lt: &CublasLt, side: usize) -> ferrocuda::Result<()> {
+    let big_a = DeviceBuffer::from_slice(context, &values(side * side, 5))?;
+    let big_b = DeviceBuffer::from_slice(context, &values(side * side, 6))?;
+    let big_bias = DeviceBuffer::from_slice(context, &values(side, 7))?;
+    let mut big_c = DeviceBuffer::<bf16>::zeroed(context, side * side)?;
     let tn = Gemm::<bf16, bf16>::new(MatrixLayout::col_major(side, side).transposed(), MatrixLayout::col_major(side, side), MatrixLayout::col_major(side, side))?;
     let flop = 2.0 * (side as f64).powi(3);
-    let (start, end) = (Event::new(&context)?, Event::new(&context)?);
-    let mut time = |what: &str, call: &mut dyn FnMut() -> ferrocuda::Result<()>| -> ferrocuda::Result<f64> {
+    let (start, end) = (Event::new(context)?, Event::new(context)?);
+    let time = |what: &str, call: &mut dyn FnMut() -> ferrocuda::Result<()>| -> ferrocuda::Result<f64> {
         const BATCH: usize = 20;
         call()?; // warm-up (and the Lt heuristic)
         let mut ms = Vec::new();
         for _ in 0..5 {
-            start.record(&stream)?;
+            start.record(stream)?;
             for _ in 0..BATCH {
                 call()?;
             }
-            end.record(&stream)?;
+            end.record(stream)?;
             end.synchronize()?;
             ms.push(start.elapsed_ms(&end)? as f64 / BATCH as f64);
         }
         ms.sort_by(f64::total_cmp);
         let tflops = flop / (ms[2] * 1e-3) / 1e12;
-        println!("{what}: {:.3} ms, {tflops:.1} TFLOP/s (median of 5 batches of {BATCH}; spread {:.1}%)", ms[2], (ms[4] - ms[0]) / ms[2] * 100.0);
+        println!("{what}: {:.4} ms, {tflops:.1} TFLOP/s (median of 5 batches of {BATCH}; spread {:.1}%)", ms[2], (ms[4] - ms[0]) / ms[2] * 100.0);
         Ok(tflops)
     };
     time(&format!("{side}^3 bf16 GemmEx TN (Cublas::gemm, bf16 out, f32 compute)"), &mut || blas.gemm(&tn, 1.0, &big_a, &big_b, 0.0, &mut big_c))?;
-    time(&format!("{side}^3 bf16 cuBLASLt TN (CublasLt::matmul, no epilogue)"), &mut || {
-        lt.matmul(&tn, Epilogue::none(), 1.0, &big_a, &big_b, 0.0, &mut big_c)
-    })?;
+    time(&format!("{side}^3 bf16 cuBLASLt TN (CublasLt::matmul, no epilogue)"), &mut || lt.matmul(&tn, Epilogue::none(), 1.0, &big_a, &big_b, 0.0, &mut big_c))?;
     time(&format!("{side}^3 bf16 cuBLASLt TN + bias + GELU (CublasLt::matmul, Epilogue::bias_gelu)"), &mut || {
         lt.matmul(&tn, Epilogue::bias_gelu(&big_bias), 1.0, &big_a, &big_b, 0.0, &mut big_c)
     })?;
