@@ -98,7 +98,8 @@ fn time_size(context: &Context, stream: &Stream, blas: &Cublas, lt: &CublasLt, s
     let big_b = DeviceBuffer::from_slice(context, &values(side * side, 6))?;
     let big_bias = DeviceBuffer::from_slice(context, &values(side, 7))?;
     let mut big_c = DeviceBuffer::<bf16>::zeroed(context, side * side)?;
-    let tn = Gemm::<bf16, bf16>::new(MatrixLayout::col_major(side, side).transposed(), MatrixLayout::col_major(side, side), MatrixLayout::col_major(side, side))?;
+    let tn =
+        Gemm::<bf16, bf16>::new(MatrixLayout::col_major(side, side).transposed(), MatrixLayout::col_major(side, side), MatrixLayout::col_major(side, side))?;
     let flop = 2.0 * (side as f64).powi(3);
     let (start, end) = (Event::new(context)?, Event::new(context)?);
     let time = |what: &str, call: &mut dyn FnMut() -> ferrocuda::Result<()>| -> ferrocuda::Result<f64> {
@@ -120,7 +121,9 @@ fn time_size(context: &Context, stream: &Stream, blas: &Cublas, lt: &CublasLt, s
         Ok(tflops)
     };
     time(&format!("{side}^3 bf16 GemmEx TN (Cublas::gemm, bf16 out, f32 compute)"), &mut || blas.gemm(&tn, 1.0, &big_a, &big_b, 0.0, &mut big_c))?;
-    time(&format!("{side}^3 bf16 cuBLASLt TN (CublasLt::matmul, no epilogue)"), &mut || lt.matmul(&tn, Epilogue::none(), 1.0, &big_a, &big_b, 0.0, &mut big_c))?;
+    time(&format!("{side}^3 bf16 cuBLASLt TN (CublasLt::matmul, no epilogue)"), &mut || {
+        lt.matmul(&tn, Epilogue::none(), 1.0, &big_a, &big_b, 0.0, &mut big_c)
+    })?;
     time(&format!("{side}^3 bf16 cuBLASLt TN + bias + GELU (CublasLt::matmul, Epilogue::bias_gelu)"), &mut || {
         lt.matmul(&tn, Epilogue::bias_gelu(&big_bias), 1.0, &big_a, &big_b, 0.0, &mut big_c)
     })?;

@@ -112,13 +112,7 @@ fn gelu(x: f64) -> f64 {
 /// (including the padding rows and the gaps between batches, which must be untouched) with
 /// the host. The bound: `accumulation * magnitude + O::ROUNDING * |exact| + 1e-6`.
 #[allow(clippy::too_many_arguments)]
-fn check_gemm<I: Num, O: Num + GemmOutput<I>>(
-    context: &Context,
-    blas: &Cublas,
-    gemm: Gemm<I, O>,
-    accumulation: f64,
-    label: &str,
-) -> f64 {
+fn check_gemm<I: Num, O: Num + GemmOutput<I>>(context: &Context, blas: &Cublas, gemm: Gemm<I, O>, accumulation: f64, label: &str) -> f64 {
     let (m, n, k) = gemm.shape();
     let [la, lb, lc] = gemm.layouts();
     let [len_a, len_b, len_c] = gemm.min_lengths();

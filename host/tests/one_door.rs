@@ -216,10 +216,7 @@ fn the_check_finds_calls_outside_the_door_and_accepts_them_inside() {
         fn ex() { cublasGemmEx(h); cublasGemmStridedBatchedEx(h); cublasSetPointerMode_v2(h, m) }
         fn lt() { lt::cublasLtMatmul(h, d); }
     "#;
-    assert_eq!(
-        outside_the_door(bad, &wrappers)[5..],
-        ["cublasGemmEx", "cublasGemmStridedBatchedEx", "cublasSetPointerMode_v2", "cublasLtMatmul"]
-    );
+    assert_eq!(outside_the_door(bad, &wrappers)[5..], ["cublasGemmEx", "cublasGemmStridedBatchedEx", "cublasSetPointerMode_v2", "cublasLtMatmul"]);
     assert_eq!(
         outside_the_door(bad, &wrappers)[..5],
         ["memcpy_htod_async", "cufftExecC2C", "ncclAllReduce", "cublasSgemm_v2", "ncclSend"]

@@ -349,7 +349,9 @@ mod tests {
 
     #[test]
     fn a_transposed_c_is_refused() {
-        let e = problem(Gemm::<f32, f32>::new(MatrixLayout::col_major(4, 8), MatrixLayout::col_major(8, 4), MatrixLayout::col_major(4, 4).transposed()).unwrap_err());
+        let e = problem(
+            Gemm::<f32, f32>::new(MatrixLayout::col_major(4, 8), MatrixLayout::col_major(8, 4), MatrixLayout::col_major(4, 4).transposed()).unwrap_err(),
+        );
         assert!(e.contains("c cannot be transposed"), "{e}");
     }
 
@@ -367,7 +369,9 @@ mod tests {
         let big = i32::MAX as usize + 1;
         let e = problem(Gemm::<bf16, f32>::dense(big, 1, 1).unwrap_err());
         assert!(e.contains("exceeds cuBLAS's 32-bit limit"), "{e}");
-        let e = problem(Gemm::<bf16, f32>::new(MatrixLayout::col_major(2, 2).with_ld(big), MatrixLayout::col_major(2, 2), MatrixLayout::col_major(2, 2)).unwrap_err());
+        let e = problem(
+            Gemm::<bf16, f32>::new(MatrixLayout::col_major(2, 2).with_ld(big), MatrixLayout::col_major(2, 2), MatrixLayout::col_major(2, 2)).unwrap_err(),
+        );
         assert!(e.contains("a's leading dimension = 2147483648 exceeds"), "{e}");
         let g = Gemm::<f16, f16>::dense(2, 2, 2).unwrap();
         let e = problem(g.batched(Batch { count: big, stride_a: 0, stride_b: 0, stride_c: 4 }).unwrap_err());

@@ -109,11 +109,7 @@ impl<T> std::fmt::Debug for Epilogue<'_, T> {
 }
 
 fn check(call: &'static str, status: lt::cublasStatus_t) -> Result<()> {
-    if status == lt::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
-        Ok(())
-    } else {
-        Err(Error::Library { library: "cuBLASLt", call, status: format!("{status:?}") })
-    }
+    if status == lt::cublasStatus_t::CUBLAS_STATUS_SUCCESS { Ok(()) } else { Err(Error::Library { library: "cuBLASLt", call, status: format!("{status:?}") }) }
 }
 
 /// What selects a cached plan: everything the descriptors and the heuristic depend on.
@@ -216,7 +212,11 @@ impl Plan {
         use lt::cublasLtMatmulPreferenceAttributes_t as P;
         // SAFETY (each `set` below): the attribute's documented type (uint64 / uint32).
         let pref_attribute = |attr: P| move |ptr: *const c_void, size: usize| unsafe { lt::cublasLtMatmulPreferenceSetAttribute(pref, attr, ptr, size) };
-        set("cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)", &(WORKSPACE_BYTES as u64), pref_attribute(P::CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES))?;
+        set(
+            "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)",
+            &(WORKSPACE_BYTES as u64),
+            pref_attribute(P::CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES),
+        )?;
         let [align_a, align_b, align_c] = key.alignments;
         for (attr, align) in [
             (P::CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align_a),
@@ -244,7 +244,11 @@ impl Plan {
         check("cublasLtMatmulAlgoGetHeuristic", status)?;
         check("cublasLtMatmulAlgoGetHeuristic (result)", result.state)?;
         if result.workspaceSize > WORKSPACE_BYTES {
-            return Err(Error::Library { library: "cuBLASLt", call: "cublasLtMatmulAlgoGetHeuristic", status: "an algorithm needing more workspace than allowed".into() });
+            return Err(Error::Library {
+                library: "cuBLASLt",
+                call: "cublasLtMatmulAlgoGetHeuristic",
+                status: "an algorithm needing more workspace than allowed".into(),
+            });
         }
         plan.algo = result.algo;
         Ok(plan)

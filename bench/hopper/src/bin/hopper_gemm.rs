@@ -23,7 +23,9 @@ use std::process::ExitCode;
 
 use ferrocuda_bench::nvrtc;
 use ferrocuda_device::half::bf16;
-use ferrocuda_host::{Context, Cublas, DeviceBuffer, Event, Function, Gemm, JitOptions, MatrixLayout, Module, Stream, TensorDataType, TensorMap, TensorSwizzle, sys};
+use ferrocuda_host::{
+    Context, Cublas, DeviceBuffer, Event, Function, Gemm, JitOptions, MatrixLayout, Module, Stream, TensorDataType, TensorMap, TensorSwizzle, sys,
+};
 use hopper_kernels::gemm::{BK, BM, BN, COPY_TILE, SHARED_BYTES, THREADS};
 
 type Res<T> = Result<T, String>;
