@@ -48,7 +48,7 @@ mod gemm;
 mod lt;
 
 pub use gemm::{Batch, Compute, ElementType, Gemm, GemmElement, GemmOutput, MatrixLayout};
-pub use lt::{CublasLt, Epilogue, EpilogueKind};
+pub use lt::{CublasLt, Epilogue, EpilogueKind, WORKSPACE_BYTES};
 
 /// A cuBLAS handle whose work goes to one stream, in that stream's context.
 pub struct Cublas {
