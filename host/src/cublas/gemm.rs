@@ -95,17 +95,20 @@ pub struct MatrixLayout {
 impl MatrixLayout {
     /// A densely packed, untransposed `rows x cols` column-major matrix (`ld = rows`, or 1
     /// for no rows, as BLAS wants `ld >= 1`).
+    #[must_use]
     pub const fn col_major(rows: usize, cols: usize) -> Self {
         MatrixLayout { rows, cols, ld: if rows == 0 { 1 } else { rows }, transpose: false }
     }
 
     /// The same matrix with leading dimension `ld` (a sub-matrix of a taller one, or padded
     /// columns).
+    #[must_use]
     pub const fn with_ld(self, ld: usize) -> Self {
         MatrixLayout { ld, ..self }
     }
 
     /// The same stored matrix, used transposed by the GEMM.
+    #[must_use]
     pub const fn transposed(self) -> Self {
         MatrixLayout { transpose: !self.transpose, ..self }
     }
@@ -310,6 +313,7 @@ impl Gemm<f32, f32> {
     /// Lets the tensor cores round the `f32` inputs to TF32 (`CUBLAS_COMPUTE_32F_FAST_TF32`):
     /// several times the FP32 rate, about 3 significant decimal digits per input product.
     /// Only for `f32` inputs (other element types do not have this method).
+    #[must_use]
     pub fn tf32(mut self) -> Self {
         self.compute = Compute::Tf32;
         self
