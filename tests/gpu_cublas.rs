@@ -363,3 +363,40 @@ fn gemm_output_read_on_another_stream_sees_the_result_and_is_not_freed_early() {
     assert_eq!(overwritten, 0, "the GEMM's output was freed and reused while the GEMM was queued");
     eprintln!("ordering: a matmul on stream 2 saw stream 1's GEMM result behind a 300 ms kernel; c dropped after its GEMM was not reused under it");
 }
+
+/// cuBLASLt on views that start 2 bytes past a 256-byte boundary: the heuristic is asked for
+/// algorithms that work at that alignment (the plan records it), so the matmul is right or is
+/// refused with a clear error, never a misaligned access. Also a view as `c`: the elements
+/// around it stay untouched.
+#[test]
+fn cublaslt_on_misaligned_views_is_right_or_refused() {
+    let Some(context) = gpu_with_cublas("cublaslt_on_misaligned_views_is_right_or_refused") else { return };
+    let stream = Stream::new(&context).unwrap();
+    let lt = CublasLt::new(&stream).unwrap();
+    let (m, n, k) = (64usize, 48usize, 96usize);
+    let a = values::<bf16>(m * k + 1, 21);
+    let b = values::<bf16>(k * n + 1, 22);
+    let (a_dev, b_dev) = (DeviceBuffer::from_slice(&context, &a).unwrap(), DeviceBuffer::from_slice(&context, &b).unwrap());
+    let mut c_dev = DeviceBuffer::from_slice(&context, &vec![bf16::from_f32(7.0); m * n + 2]).unwrap();
+    let gemm = Gemm::<bf16, bf16>::dense(m, n, k).unwrap();
+    let outcome = lt.matmul(&gemm, Epilogue::relu(), 1.0, &a_dev.slice(1..), &b_dev.slice(1..), 0.0, &mut c_dev.slice_mut(1..1 + m * n));
+    match outcome {
+        Ok(()) => {
+            let got = c_dev.to_vec().unwrap();
+            assert_eq!((got[0].to_f32(), got[m * n + 1].to_f32()), (7.0, 7.0), "elements outside the view of c were written");
+            for col in 0..n {
+                for row in 0..m {
+                    let exact: f64 = (0..k).map(|p| a[1 + row + p * m].to_f64() * b[1 + p + col * k].to_f64()).sum::<f64>().max(0.0);
+                    let value = got[1 + row + col * m].to_f64();
+                    assert!((value - exact).abs() <= 1e-5 * k as f64 + exact.abs() / 256.0, "c[{row}, {col}] = {value}, host {exact}");
+                }
+            }
+            eprintln!("cuBLASLt on 2-byte-aligned views: verified");
+        }
+        Err(Error::InvalidGemm { problem }) => {
+            assert!(problem.contains("no algorithm") && problem.contains("alignments [2, 2, 2]"), "{problem}");
+            eprintln!("cuBLASLt on 2-byte-aligned views: refused ({problem})");
+        }
+        Err(other) => panic!("unexpected error: {other}"),
+    }
+}

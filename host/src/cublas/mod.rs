@@ -20,7 +20,10 @@
 //! rows`, plus `stride * (count - 1)` for batches), and the batches of `c` may not overlap (they
 //! are written concurrently). A handle is `Send` but not `Sync` and works on its one stream, so
 //! its work area (cuBLAS's internal one, cuBLASLt's workspace buffer) is never used by two
-//! streams at once. `alpha` and `beta` are host values: every call sets the host pointer mode.
+//! streams at once. `alpha` and `beta` are host values: every call sets the host pointer mode,
+//! and the handle's stream to the one the call declared its accesses on (so a `raw()` user who
+//! changed either cannot make a later typed call read device memory as `alpha` or run
+//! unordered).
 //!
 //! # Row-major data
 //!
@@ -193,10 +196,13 @@ impl Cublas {
         // (the door refused others) and stay allocated until the work is done (their release
         // waits for this stream, recorded by the door). `c` is borrowed exclusively, so it
         // aliases neither input, and its batches do not overlap (`Gemm::batched`). alpha and
-        // beta are read on the host during the call (host pointer mode, set first), as f32,
+        // beta are read on the host during the call (host pointer mode, set first, and the
+        // handle's stream set to the one the accesses were declared on), as f32,
         // the scale type of CUBLAS_COMPUTE_32F*; the type pairing is one GemmEx supports
         // (`GemmOutput`).
-        self.stream.enqueue(name, &[a.read("a"), b.read("b"), c.write("c")], |_bound_stream| {
+        self.stream.enqueue(name, &[a.read("a"), b.read("b"), c.write("c")], |stream| {
+            // The stream the accesses were declared on, even if a `raw()` user changed it.
+            check("cublasSetStream", unsafe { cublas::cublasSetStream_v2(handle, stream.get() as cublas::cudaStream_t) })?;
             check("cublasSetPointerMode", unsafe { cublas::cublasSetPointerMode_v2(handle, cublas::cublasPointerMode_t::CUBLAS_POINTER_MODE_HOST) })?;
             match batch {
                 None => check("cublasGemmEx", unsafe {
