@@ -7,7 +7,8 @@
 //! signatures `#[kernel]` rejects. `kernel_model/`: the unsound
 //! kernels of audit findings U1/U2 (`stale_read`, `count_plain`, non-`Pod` elements) and the
 //! ways around the output model that must not compile. `cublas/`: GEMM element-type pairings
-//! cuBLAS does not support, TF32 for non-`f32` inputs, a bias of another type than the output.
+//! cuBLAS does not support, TF32 for non-`f32` inputs, a bias of another type than the output,
+//! the output passed as an input or as the bias.
 
 #[test]
 fn compile_fail() {
