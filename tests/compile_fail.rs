@@ -6,7 +6,9 @@
 //! launch without `unsafe` or by struct literal). `kernel/`: kernel
 //! signatures `#[kernel]` rejects. `kernel_model/`: the unsound
 //! kernels of audit findings U1/U2 (`stale_read`, `count_plain`, non-`Pod` elements) and the
-//! ways around the output model that must not compile.
+//! ways around the output model that must not compile. `cublas/`: GEMM element-type pairings
+//! cuBLAS does not support, TF32 for non-`f32` inputs, a bias of another type than the output,
+//! the output passed as an input or as the bias.
 
 #[test]
 fn compile_fail() {
@@ -14,4 +16,5 @@ fn compile_fail() {
     cases.compile_fail("tests/compile_fail/launch/*.rs");
     cases.compile_fail("tests/compile_fail/kernel/*.rs");
     cases.compile_fail("tests/compile_fail/kernel_model/*.rs");
+    cases.compile_fail("tests/compile_fail/cublas/*.rs");
 }

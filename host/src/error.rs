@@ -296,6 +296,15 @@ pub enum Error {
         /// The library's status code.
         status: String,
     },
+    /// A GEMM description ([`Gemm`](crate::Gemm)) or the buffers passed with it do not fit:
+    /// shapes that disagree, a leading dimension below the rows, a dimension beyond cuBLAS's
+    /// 32-bit limit, overlapping output batches, a buffer too short for its layout, or an
+    /// epilogue cuBLASLt cannot run for these types.
+    #[error("invalid GEMM: {problem}")]
+    InvalidGemm {
+        /// What is wrong and what to do.
+        problem: String,
+    },
     /// `Stream::end_capture` failed: something illegal during a capture invalidated it.
     #[error(
         "{source}; the capture was invalidated by an operation that is not allowed while capturing (a synchronous copy or memset \

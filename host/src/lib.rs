@@ -8,7 +8,7 @@
 //!   errors ([`Error`]), [`Device`];
 //! - RAII handles, one file each: [`Context`], [`Stream`], [`Event`], [`Graph`] /
 //!   [`GraphExec`], [`Module`], [`Function`], [`DeviceBuffer`] and its views, [`PinnedBuffer`],
-//!   [`Cublas`]. Every buffer tracks the streams that use it (`memory::usage`), so work on other
+//!   [`Cublas`] / [`CublasLt`] (typed GEMMs, [`cublas`]). Every buffer tracks the streams that use it (`memory::usage`), so work on other
 //!   streams, host copies and its drop are ordered after it;
 //! - launching (`launch`), and the support the generated launchers name (`__private`).
 //!
@@ -36,7 +36,7 @@ mod memory;
 mod module;
 mod stream;
 
-mod cublas;
+pub mod cublas;
 mod launch;
 
 #[doc(hidden)]
@@ -47,7 +47,7 @@ mod tensor_map;
 pub use borrowed::{BorrowedContext, BorrowedSlice, BorrowedSliceMut, BorrowedStream};
 pub use bytemuck::Pod;
 pub use context::{Context, CurrentGuard, Limit, SchedulePolicy};
-pub use cublas::Cublas;
+pub use cublas::{Batch, Cublas, CublasLt, Epilogue, Gemm, MatrixLayout};
 pub use device::Device;
 pub use driver::DriverError;
 pub use error::{Error, Result};

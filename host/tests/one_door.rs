@@ -8,7 +8,10 @@
 //! `cuMemset*`, `cuMemAllocAsync`, `cuMemFreeAsync`, `cuGraphLaunch`, `cuStreamWaitEvent`,
 //! `cuEventRecord`, `cuLaunchHostFunc` (by their raw names, and by the names of their
 //! wrappers in `host/src/driver/`), cuFFT's `cufftExec*` and `cufftSetStream`, every cuBLAS
-//! call but handle creation and destruction, and NCCL's collectives and point-to-point calls.
+//! call but handle creation and destruction (`cublasGemmEx`, `cublasGemmStridedBatchedEx`,
+//! `cublasSetStream`, `cublasSetPointerMode`, ...), cuBLASLt's `cublasLtMatmul` and
+//! `cublasLtMatrixTransform` (its descriptor, layout, preference and heuristic calls queue
+//! nothing), and NCCL's collectives and point-to-point calls.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -41,6 +44,10 @@ fn is_enqueue_symbol(name: &str) -> bool {
     let driver = ["cuLaunch", "cuMemcpy", "cuMemset", "cuGraphLaunch", "cuStreamWaitEvent", "cuEventRecord", "cuMemAllocAsync", "cuMemFreeAsync"];
     let cufft = ["cufftExec", "cufftSetStream"];
     let cublas_setup = ["cublasCreate_v2", "cublasDestroy_v2"];
+    let cublaslt_work = ["cublasLtMatmul", "cublasLtMatrixTransform"];
+    if name.starts_with("cublasLt") {
+        return cublaslt_work.contains(&name);
+    }
     driver.iter().chain(&cufft).any(|p| name.starts_with(p))
         || (name.starts_with("cublas") && name.as_bytes().get(6).is_some_and(u8::is_ascii_uppercase) && !name.ends_with("_t") && !cublas_setup.contains(&name))
         || NCCL_CALLS.contains(&name)
@@ -206,9 +213,12 @@ fn the_check_finds_calls_outside_the_door_and_accepts_them_inside() {
         macro_rules! m { () => { (nccl.ncclAllReduce)(a, b, n, t, o, c, s) } }
         fn gemm() { cublasSgemm_v2(h) }
         fn alias(stream: RawStream) { ncclSend(p, n, t, 1, c, stream) }
+        fn ex() { cublasGemmEx(h); cublasGemmStridedBatchedEx(h); cublasSetPointerMode_v2(h, m) }
+        fn lt() { lt::cublasLtMatmul(h, d); }
     "#;
+    assert_eq!(outside_the_door(bad, &wrappers)[5..], ["cublasGemmEx", "cublasGemmStridedBatchedEx", "cublasSetPointerMode_v2", "cublasLtMatmul"]);
     assert_eq!(
-        outside_the_door(bad, &wrappers),
+        outside_the_door(bad, &wrappers)[..5],
         ["memcpy_htod_async", "cufftExecC2C", "ncclAllReduce", "cublasSgemm_v2", "ncclSend"]
             .map(|s| s.replace("memcpy_htod_async", "memory::memcpy_htod_async"))
     );
@@ -216,6 +226,8 @@ fn the_check_finds_calls_outside_the_door_and_accepts_them_inside() {
         fn copy(s: &Stream) { s.enqueue("copy", &[a], |raw| Ok(unsafe { driver::memory::memcpy_htod_async(1, p, 4, raw.get()) }?)) }
         fn fft(s: &Stream) { s.enqueue_both("fft", &[], &[w], |raw| call(unsafe { sys::cufftSetStream(h, raw.get()) })) }
         fn setup() { cublasCreate_v2(&mut h); let t: cublasHandle_t; }
+        fn lt_setup() { cublasLtCreate(&mut h); cublasLtMatmulDescCreate(&mut d, c, s); cublasLtMatmulAlgoGetHeuristic(h); cublasLtDestroy(h); }
+        fn lt(s: &Stream) { s.enqueue("cublasLtMatmul", &[a, b, c, w], |raw| check(unsafe { lt::cublasLtMatmul(h, d, raw.get()) })) }
         unsafe fn launch(f: F, raw: RawStream<'_>) { driver::memory::memcpy_htod_async(1, p, 4, raw.get()); }
         // cuLaunchKernel in a comment, and "cuMemcpyHtoD" in a string, are not calls.
     "#;

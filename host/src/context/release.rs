@@ -38,6 +38,8 @@ pub(crate) enum Released {
     CufftPlan,
     /// A `Cublas` handle.
     Cublas,
+    /// A `CublasLt` handle (its plans; its workspace is a `DeviceBuffer` of its own).
+    CublasLt,
     /// An `Event`.
     Event,
     /// A `Graph`.
@@ -57,6 +59,7 @@ impl std::fmt::Display for Released {
             Released::PinnedBuffer(bytes) => write!(f, "PinnedBuffer of {}", crate::error::human_bytes(*bytes)),
             Released::CufftPlan => f.write_str("cuFFT plan"),
             Released::Cublas => f.write_str("cuBLAS handle"),
+            Released::CublasLt => f.write_str("cuBLASLt handle"),
             Released::Event => f.write_str("Event"),
             Released::Graph => f.write_str("Graph"),
             Released::GraphExec => f.write_str("GraphExec"),

@@ -21,10 +21,11 @@
 use std::ffi::c_void;
 use std::process::ExitCode;
 
-use cudarc::cublas::sys as cublas;
 use ferrocuda_bench::nvrtc;
 use ferrocuda_device::half::bf16;
-use ferrocuda_host::{Context, DeviceBuffer, Event, Function, JitOptions, Module, Stream, TensorDataType, TensorMap, TensorSwizzle, sys};
+use ferrocuda_host::{
+    Context, Cublas, DeviceBuffer, Event, Function, Gemm, JitOptions, MatrixLayout, Module, Stream, TensorDataType, TensorMap, TensorSwizzle, sys,
+};
 use hopper_kernels::gemm::{BK, BM, BN, COPY_TILE, SHARED_BYTES, THREADS};
 
 type Res<T> = Result<T, String>;
@@ -135,71 +136,25 @@ unsafe fn launch_cluster(function: &Function, stream: &Stream, grid: u32, block:
     Ok(())
 }
 
-struct Cublas(cublas::cublasHandle_t);
+/// cuBLAS through ferrocuda's typed GEMM (the same `cublasGemmEx` call as a C++ user's:
+/// bf16 in and out, f32 compute, `CUBLAS_GEMM_DEFAULT`), on the benchmark's stream.
+struct Blas(Cublas);
 
-impl Cublas {
+impl Blas {
     fn new(stream: &Stream) -> Res<Self> {
-        // SAFETY: probes whether libcublas loads.
-        if !unsafe { cublas::is_culib_present() } {
+        if !Cublas::is_available() {
             return Err("libcublas not found: add /usr/local/cuda/lib64 to LD_LIBRARY_PATH".into());
         }
-        stream.context().bind_to_thread().map_err(err("binding the context"))?;
-        let mut handle = std::ptr::null_mut();
-        // SAFETY: creates a handle in the current context; destroyed in Drop.
-        let status = unsafe { cublas::cublasCreate_v2(&mut handle) };
-        if status != cublas::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
-            return Err(format!("cublasCreate: {status:?}"));
-        }
-        let this = Cublas(handle);
-        // SAFETY: the stream outlives the handle (dropped first in `run`).
-        let status = unsafe { cublas::cublasSetStream_v2(handle, raw_stream(stream) as cublas::cudaStream_t) };
-        if status != cublas::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
-            return Err(format!("cublasSetStream: {status:?}"));
-        }
-        Ok(this)
+        Ok(Blas(Cublas::new(stream).map_err(err("cuBLAS handle"))?))
     }
 
     /// Row-major `C (m x n) = A (m x k) · Bᵀ` with B n x k row-major, bf16 in and out, f32
     /// compute. Column-major view: `Cᵀ (n x m) = op_T(B as k x n) · (A as k x m)`.
     fn gemm_tn(&self, a: &DeviceBuffer<bf16>, b: &DeviceBuffer<bf16>, c: &mut DeviceBuffer<bf16>, m: i32, n: i32, k: i32) -> Res<()> {
-        let (alpha, beta) = (1.0f32, 0.0f32);
-        let bf16 = cublas::cudaDataType::CUDA_R_16BF;
-        // SAFETY: the buffers hold m*k, n*k and m*n elements (allocated so by the caller) and
-        // outlive the queued work (the caller synchronises before dropping them).
-        let status = unsafe {
-            cublas::cublasGemmEx(
-                self.0,
-                cublas::cublasOperation_t::CUBLAS_OP_T,
-                cublas::cublasOperation_t::CUBLAS_OP_N,
-                n,
-                m,
-                k,
-                (&alpha as *const f32).cast(),
-                b.device_ptr() as *const c_void,
-                bf16,
-                k,
-                a.device_ptr() as *const c_void,
-                bf16,
-                k,
-                (&beta as *const f32).cast(),
-                c.device_ptr() as *mut c_void,
-                bf16,
-                n,
-                cublas::cublasComputeType_t::CUBLAS_COMPUTE_32F,
-                cublas::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
-            )
-        };
-        if status != cublas::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
-            return Err(format!("cublasGemmEx: {status:?}"));
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Cublas {
-    fn drop(&mut self) {
-        // SAFETY: created in `new`, destroyed once.
-        unsafe { cublas::cublasDestroy_v2(self.0) };
+        let (m, n, k) = (m as usize, n as usize, k as usize);
+        let gemm = Gemm::<bf16, bf16>::new(MatrixLayout::col_major(k, n).transposed(), MatrixLayout::col_major(k, m), MatrixLayout::col_major(n, m))
+            .map_err(err("GEMM description"))?;
+        self.0.gemm(&gemm, 1.0, b, a, 0.0, c).map_err(err("cublasGemmEx"))
     }
 }
 
@@ -567,7 +522,7 @@ fn run_size(
     stream: &Stream,
     module: &Module,
     twin: Option<&Module>,
-    blas: &Cublas,
+    blas: &Blas,
     side: u32,
     runs: usize,
     sm_count: u32,
@@ -925,7 +880,7 @@ fn run() -> Res<bool> {
         }
     };
     eprintln!("TMA round trip, TMA ranks, wgmma tile and data-movement probes done; creating the cuBLAS handle ...");
-    let blas = Cublas::new(&stream)?;
+    let blas = Blas::new(&stream)?;
     let mut json = Vec::new();
     for side in sizes {
         let result = run_size(&context, &stream, &module, twin.as_ref(), &blas, side, runs, sm_count, &paths)?;
