@@ -40,6 +40,37 @@ fn two_threads_writing_one_output_element_through_get_unchecked_mut_is_a_race() 
 }
 
 #[test]
+fn two_threads_writing_one_output_element_through_as_mut_slice_and_as_mut_ptr_is_a_race() {
+    for executor in [CpuExecutor::deterministic(), CpuExecutor::new().with_workers(2)] {
+        let mut y = vec![0u32; 4];
+        let race = global_race(sanitizer::raw_view_overlap::launch_cpu(&executor, (1u32, 4u32), 2, &mut y));
+        assert_eq!(race.kind, RaceKind::WriteAfterWrite);
+        assert_eq!(race.address, y.as_ptr() as usize, "the report names the output's address, not the mirror's");
+        assert!(race.index < 2, "{race:?}");
+    }
+    // The control: each thread writes its own element through a raw view; the writes reach
+    // the output (copied from the mirrors when each thread returns), and nothing is unchecked.
+    let mut y = vec![5u32; 4];
+    sanitizer::raw_view_overlap::launch_cpu(&CpuExecutor::new().with_workers(2), (2u32, 2u32), 1, &mut y).unwrap();
+    assert_eq!(y, [6, 6, 6, 6]);
+    assert_eq!(ferrocuda_device::cpu::unchecked_raw_views(), 0);
+}
+
+#[test]
+fn an_element_written_through_as_mut_ptr_and_read_by_another_thread_is_a_race() {
+    let (mut y, mut out) = (vec![7u32, 8], vec![0u32; 2]);
+    let race = global_race(sanitizer::raw_write_checked_read::launch_cpu(&CpuExecutor::deterministic(), (1u32, 2u32), true, &mut y, &mut out));
+    // Thread 0 returns first (its mirror is recorded then), thread 1 reads after.
+    assert_eq!((race.kind, race.index), (RaceKind::ReadAfterWrite, 1));
+    assert_eq!((race.first_thread, race.second_thread), (dim(0), dim(1)));
+
+    // The control: thread 0 reads back its own raw write (program order through its mirror).
+    let (mut y, mut out) = (vec![7u32, 8], vec![0u32; 2]);
+    sanitizer::raw_write_checked_read::launch_cpu(&CpuExecutor::deterministic(), (1u32, 2u32), false, &mut y, &mut out).unwrap();
+    assert_eq!((y, out), (vec![50, 8], vec![50, 8]));
+}
+
+#[test]
 fn n1_an_output_element_read_by_one_thread_and_written_by_another_after_a_barrier_is_a_race() {
     let (mut y, mut out) = (vec![7u32; 2], vec![0u32; 2]);
     let race = global_race(sanitizer::write_after_barrier::launch_cpu(&CpuExecutor::deterministic(), (1u32, 2u32), true, &mut y, &mut out));

@@ -85,6 +85,7 @@ mod launch;
 pub(crate) mod ldmatrix;
 pub(crate) mod mma;
 mod panic_capture;
+mod raw_views;
 mod scheduler;
 mod shared_memory;
 mod stack;
@@ -101,8 +102,17 @@ pub use error::{
 /// The same report type as a GPU panic's (`ferrocuda_types::KernelPanic`).
 pub use ferrocuda_types::KernelPanic;
 pub use ferrocuda_types::LaunchConfig;
+pub use raw_views::MIRROR_BUDGET;
 pub use shared_memory::{SHARED_POISON_BYTE, STATIC_SHARED_LIMIT};
 pub use stack::DEFAULT_STACK_SIZE;
+
+/// How many raw views of outputs (`as_mut_slice`, `as_mut_ptr`) this process's launches handed
+/// out **unchecked** by the race detector, because the launch had already copied
+/// [`MIRROR_BUDGET`] bytes into the private mirrors through which the executor sees the writes
+/// of raw views (0 means every raw view was checked). A test can assert it stays 0.
+pub fn unchecked_raw_views() -> u64 {
+    raw_views::UNCHECKED_VIEWS.load(std::sync::atomic::Ordering::Relaxed)
+}
 
 use stack::StackPool;
 

@@ -83,12 +83,34 @@ fn out_of_bounds(index: usize, len: usize) -> ! {
 /// `index..index + count` of the output at `pointer` (`len` elements) for reading or writing;
 /// nothing on the GPU. Every output type calls it where it hands out an element, so two
 /// threads reaching one element during a launch are reported whichever types they went through.
+///
+/// Returns where the output is for this thread: `pointer` itself, except on the CPU executor
+/// for a thread that took a raw view of it ([`raw_view`]), whose accesses all go to its
+/// private mirror so that it sees its own writes in order.
 #[inline(always)]
-pub(crate) fn note_output<T>(pointer: *const T, len: usize, index: usize, count: usize, write: bool) {
+pub(crate) fn note_output<T>(pointer: *mut T, len: usize, index: usize, count: usize, write: bool) -> *mut T {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::cpu::hooks::note_output_access(pointer, len, index, count, write);
+    return crate::cpu::hooks::note_output_access(pointer, len, index, count, write);
     #[cfg(target_arch = "nvptx64")]
-    let _ = (pointer, len, index, count, write);
+    {
+        let _ = (len, index, count, write);
+        pointer
+    }
+}
+
+/// The pointer an `unsafe` escape hatch (`as_mut_slice`, `as_mut_ptr`) hands out for the
+/// output of `len` elements at `pointer`: `pointer` on the GPU; on the CPU executor with race
+/// detection, the running thread's private mirror of the output, whose changed elements are
+/// recorded as the thread's writes when it returns (`cpu::raw_views` gives the argument).
+#[inline(always)]
+pub(crate) fn raw_view<T>(pointer: *mut T, len: usize) -> *mut T {
+    #[cfg(not(target_arch = "nvptx64"))]
+    return crate::cpu::hooks::raw_output_view(pointer, len);
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let _ = len;
+        pointer
+    }
 }
 
 /// What the code `#[kernel]` generates calls to build these parameters; not public API.
