@@ -62,13 +62,15 @@ impl Mirror {
     /// # Safety
     /// `start` is valid for reads of `bytes` bytes.
     pub(crate) unsafe fn new(start: usize, bytes: usize, element_bytes: usize) -> Self {
-        // SAFETY: as the caller guarantees.
-        let original = unsafe { core::slice::from_raw_parts(start as *const u8, bytes) };
+        // SAFETY: as the caller guarantees. Read once: other blocks, on other workers, may be
+        // writing their own elements meanwhile, and a second read could see an element change
+        // between the baseline and the mirror (a write this thread never made).
+        let baseline: Box<[u8]> = unsafe { core::slice::from_raw_parts(start as *const u8, bytes) }.into();
         let mut storage = vec![0u8; bytes + MIRROR_ALIGN].into_boxed_slice();
         let here = storage.as_ptr() as usize;
         let offset = (start % MIRROR_ALIGN + MIRROR_ALIGN - here % MIRROR_ALIGN) % MIRROR_ALIGN;
-        storage[offset..offset + bytes].copy_from_slice(original);
-        Mirror { start, bytes, element_bytes, storage, offset, baseline: original.into() }
+        storage[offset..offset + bytes].copy_from_slice(&baseline);
+        Mirror { start, bytes, element_bytes, storage, offset, baseline }
     }
 
     /// The mirror's address of the output's byte at `address`, if the mirror covers
@@ -156,5 +158,43 @@ mod tests {
             })
         };
         assert_eq!((seen, output), (vec![2], vec![1, 2, 30, 4]));
+    }
+
+    /// Regression: the mirror and its baseline were two reads of the output, so an element
+    /// another worker's block wrote between them looked changed by this thread, a false race
+    /// (seen on `sgemm_pipelined` with several workers).
+    #[test]
+    fn a_mirror_made_while_another_thread_writes_the_output_sees_no_write_of_its_own() {
+        use std::sync::atomic::{AtomicBool, AtomicU32};
+        let output: Vec<AtomicU32> = (0..4096).map(AtomicU32::new).collect();
+        let start = output.as_ptr() as usize;
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let mut value = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    value += 1;
+                    output[0].store(value, Ordering::Relaxed);
+                    output[4095].store(value, Ordering::Relaxed);
+                }
+            });
+            let mut changed = 0;
+            for _ in 0..2000 {
+                // SAFETY: `output` lives through the scope (reads race with the writer's
+                // atomic stores only on the two elements it owns, as other blocks' do).
+                let mut mirror = unsafe { Mirror::new(start, 4096 * 4, 4) };
+                // Nothing written: nothing is flushed (no write-back to the writer's elements).
+                // SAFETY: as above; nothing is written back (`record` refuses).
+                unsafe {
+                    mirror.flush(|_| {
+                        changed += 1;
+                        false
+                    })
+                };
+            }
+            // Stop the writer before asserting, so a failure ends the scope.
+            stop.store(true, Ordering::Relaxed);
+            assert_eq!(changed, 0, "the mirror saw writes it did not make");
+        });
     }
 }

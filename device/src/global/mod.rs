@@ -73,9 +73,17 @@ pub unsafe trait KernelOutput: Sized {
     unsafe fn from_raw_parts(pointer: *mut Self::Element, len: usize) -> Self;
 }
 
+/// The bounds panic of every output type's checked access. On the GPU through
+/// [`kernel_panic!`](crate::kernel_panic), so that the cheap panic report keeps the index and
+/// the length (stored raw beside the format string, formatted by the host) where `panic!`'s
+/// message would be dropped (its `core::fmt` arguments would cost the kernel a stack frame);
+/// on the host the same text through `panic!`.
 #[cold]
 #[track_caller]
 fn out_of_bounds(index: usize, len: usize) -> ! {
+    #[cfg(target_arch = "nvptx64")]
+    crate::kernel_panic!("index out of bounds: the len is {} but the index is {}", len, index);
+    #[cfg(not(target_arch = "nvptx64"))]
     panic!("index out of bounds: the len is {} but the index is {}", len, index)
 }
 
