@@ -141,6 +141,28 @@ fn n7_sync_warp_with_different_masks_is_a_warp_deadlock() {
 }
 
 #[test]
+fn sync_warp_always_includes_the_calling_lane() {
+    let mut out = vec![0u32; 32];
+    // Lane 0 passes 0x2: it waits with 0x3 for lane 1, which passed 0x2, went on alone and
+    // waits in the ballot.
+    let deadlock = warp_deadlock(sanitizer::n7_sync_warp_without_own_lane::launch_cpu(&CpuExecutor::deterministic(), (1u32, 32u32), 0x2, &mut out));
+    assert!(deadlock.waiting.contains(&dim(0)) || deadlock.other_operation.contains(&dim(0)), "{deadlock:?}");
+    sanitizer::n7_sync_warp_without_own_lane::launch_cpu(&CpuExecutor::deterministic(), (1u32, 32u32), 0x3, &mut out).unwrap();
+    assert_eq!(out, vec![u32::MAX; 32]);
+    // On the GPU: the lane's own bit is or-ed in (`%lanemask_eq`), folded away for the full mask.
+    let ptx = test_kernels::KERNELS.ptx_for(80).expect("test-kernels is built for sm_80");
+    let body = ptx.split(".entry n7_sync_warp_without_own_lane(").nth(1).expect("the kernel is in the sm_80 PTX");
+    let body = &body[..body.find("\n}").expect("the kernel's end")];
+    assert!(body.contains("%lanemask_eq") && body.contains("bar.warp.sync"), "{body}");
+    let body = ptx.split(".entry n7_subgroup_then_shuffle(").nth(1).expect("the kernel is in the sm_80 PTX");
+    let body = &body[..body.find("\n}").expect("the kernel's end")];
+    assert!(body.contains("%lanemask_eq"), "a mask other than the full one (here !1) keeps the or:\n{body}");
+    let body = ptx.split(".entry warp_ops(").nth(1).expect("the kernel is in the sm_80 PTX");
+    let body = &body[..body.find("\n}").expect("the kernel's end")];
+    assert!(body.contains("bar.warp.sync") && !body.contains("%lanemask_eq"), "the full mask costs nothing (the or is folded):\n{body}");
+}
+
+#[test]
 fn n7_a_lane_may_wait_in_a_shuffle_while_the_others_complete_a_sync_warp() {
     let mut out = vec![0u32; 32];
     sanitizer::n7_subgroup_then_shuffle::launch_cpu(&CpuExecutor::deterministic(), (1u32, 32u32), &mut out).unwrap();

@@ -146,6 +146,22 @@ pub fn n7_warp_sync_masks(mask0: u32, mask1: u32, mut out: DisjointSlice<u32>) {
     }
 }
 
+/// One warp. Lanes 0 and 1 call `sync_warp(mask)`, then every lane a ballot. A mask that
+/// leaves out the calling lane (undefined behaviour for `bar.warp.sync` in PTX) gets the
+/// lane's own bit added: with `mask == 0x2` lane 0 waits with 0x3 for lane 1, which passed
+/// 0x2, went on alone and waits in the ballot (a deadlock, reported); with `mask == 0x3` both
+/// meet, and every lane's ballot is the full mask.
+#[kernel]
+pub fn n7_sync_warp_without_own_lane(mask: u32, mut out: DisjointSlice<u32>) {
+    if thread_idx_x() < 2 {
+        sync_warp(mask);
+    }
+    let v = warp::ballot(true);
+    if let Some(o) = out.get_mut(unique_index()) {
+        *o = v;
+    }
+}
+
 /// One warp. Lane 0 waits in a shuffle while lanes 1..32 first `sync_warp` among themselves
 /// and then join the shuffle: valid (a lane may wait while others complete another
 /// collective), and each lane gets lane 31's value.
