@@ -32,7 +32,7 @@ pub fn raw_view_overlap(share: u32, mut y: DisjointSlice<u32>) {
     let t = unique_index().get();
     let e = (t / share.max(1) as usize).min(y.len().saturating_sub(1));
     if !y.is_empty() {
-        if t % 2 == 0 {
+        if t.is_multiple_of(2) {
             // SAFETY: exclusivity is what the test breaks on purpose (share == 2).
             unsafe { y.as_mut_slice()[e] += 1 };
         } else {
