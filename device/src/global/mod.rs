@@ -77,8 +77,10 @@ pub unsafe trait KernelOutput: Sized {
 /// [`kernel_panic!`](crate::kernel_panic), so that the cheap panic report keeps the index and
 /// the length (stored raw beside the format string, formatted by the host) where `panic!`'s
 /// message would be dropped (its `core::fmt` arguments would cost the kernel a stack frame);
-/// on the host the same text through `panic!`.
+/// on the host the same text through `panic!`. Not inlined: one copy of the report per kernel,
+/// not one per access site (the index, length and caller's location arrive as arguments).
 #[cold]
+#[inline(never)]
 #[track_caller]
 fn out_of_bounds(index: usize, len: usize) -> ! {
     #[cfg(target_arch = "nvptx64")]
