@@ -48,6 +48,11 @@ fn two_threads_writing_one_output_element_through_as_mut_slice_and_as_mut_ptr_is
         assert_eq!(race.address, y.as_ptr() as usize, "the report names the output's address, not the mirror's");
         assert!(race.index < 2, "{race:?}");
     }
+    // Four blocks of one thread, on two workers, all write element 0 through raw views.
+    let mut y = vec![0u32; 4];
+    let race = global_race(sanitizer::raw_view_overlap::launch_cpu(&CpuExecutor::new().with_workers(2), (4u32, 1u32), 4, &mut y));
+    assert_eq!((race.kind, race.index), (RaceKind::WriteAfterWrite, 0));
+    assert_ne!(race.first_block, race.second_block);
     // The control: each thread writes its own element through a raw view; the writes reach
     // the output (copied from the mirrors when each thread returns), and nothing is unchecked.
     let mut y = vec![5u32; 4];

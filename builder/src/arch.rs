@@ -53,7 +53,10 @@ pub fn gated_module_notes(arch: Arch, diagnostics: &str) -> Vec<String> {
         let in_crate = format!("`{module}` in `ferrocuda_device`");
         let path = format!("ferrocuda_device::{module}");
         text.contains(&in_crate)
-            || text.match_indices(&path).any(|(at, _)| !text[at + path.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))
+            || text.match_indices(&path).any(|(at, _)| {
+                let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+                !text[at + path.len()..].starts_with(ident) && !text[..at].ends_with(ident)
+            })
     };
     ARCH_GATED_MODULES
         .iter()
@@ -197,6 +200,7 @@ mod tests {
         assert_eq!(gated_module_notes(Arch::SM_90, rustc).len(), 1);
         assert!(gated_module_notes(Arch::SM_90A, rustc).is_empty());
         assert!(gated_module_notes(Arch::SM_75, "ferrocuda_device::mma_helpers").is_empty());
+        assert!(gated_module_notes(Arch::SM_75, "my_ferrocuda_device::tma").is_empty());
         // Shown with the compile error.
         let error = BuildError::Compile { arch: Arch::SM_75, diagnostics: rustc.to_string() };
         assert!(error.to_string().ends_with("`#[cfg(ferrocuda_sm = \"90a\")]`."), "{error}");
