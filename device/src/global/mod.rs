@@ -25,7 +25,11 @@
 //!
 //! Element types are [`bytemuck::Pod`]. An `unsafe` escape hatch
 //! ([`DisjointSlice::get_unchecked_mut`], [`DisjointSlice::as_mut_slice`]) covers computed
-//! index patterns that a witness cannot express, with the contract written there.
+//! index patterns that a witness cannot express, with the contract written there. Under the
+//! CPU executor's race detector a raw view (`as_mut_slice`, `as_mut_ptr`) is the running
+//! thread's private mirror of the output, and the elements it changes there are checked like
+//! any other access when the thread returns (docs/kernel-model.md, "The CPU executor as a
+//! sanitizer").
 //!
 //! On the host target (the CPU executor) the same types are raw-pointer wrappers built by the
 //! generated `launch_cpu` from the host slices, with the same rules.
