@@ -160,6 +160,18 @@ mod tests {
         assert_eq!((seen, output), (vec![2], vec![1, 2, 30, 4]));
     }
 
+    #[test]
+    fn past_the_budget_views_go_unchecked_and_are_counted() {
+        let budget = MirrorBudget::new();
+        assert!(budget.take("k", MIRROR_BUDGET - 8));
+        assert!(budget.take("k", 8), "exactly the budget fits");
+        let before = UNCHECKED_VIEWS.load(Ordering::Relaxed);
+        assert!(!budget.take("k", 1));
+        assert!(!budget.take("k", 1));
+        assert!(UNCHECKED_VIEWS.load(Ordering::Relaxed) >= before + 2, "each unchecked view is counted");
+        assert!(MirrorBudget::new().take("k", 1), "the budget is per launch");
+    }
+
     /// Regression: the mirror and its baseline were two reads of the output, so an element
     /// another worker's block wrote between them looked changed by this thread, a false race
     /// (seen on `sgemm_pipelined` with several workers).
