@@ -40,6 +40,42 @@ fn two_threads_writing_one_output_element_through_get_unchecked_mut_is_a_race() 
 }
 
 #[test]
+fn two_threads_writing_one_output_element_through_as_mut_slice_and_as_mut_ptr_is_a_race() {
+    for executor in [CpuExecutor::deterministic(), CpuExecutor::new().with_workers(2)] {
+        let mut y = vec![0u32; 4];
+        let race = global_race(sanitizer::raw_view_overlap::launch_cpu(&executor, (1u32, 4u32), 2, &mut y));
+        assert_eq!(race.kind, RaceKind::WriteAfterWrite);
+        assert_eq!(race.address, y.as_ptr() as usize, "the report names the output's address, not the mirror's");
+        assert!(race.index < 2, "{race:?}");
+    }
+    // Four blocks of one thread, on two workers, all write element 0 through raw views.
+    let mut y = vec![0u32; 4];
+    let race = global_race(sanitizer::raw_view_overlap::launch_cpu(&CpuExecutor::new().with_workers(2), (4u32, 1u32), 4, &mut y));
+    assert_eq!((race.kind, race.index), (RaceKind::WriteAfterWrite, 0));
+    assert_ne!(race.first_block, race.second_block);
+    // The control: each thread writes its own element through a raw view; the writes reach
+    // the output (copied from the mirrors when each thread returns), and nothing is unchecked.
+    let mut y = vec![5u32; 4];
+    sanitizer::raw_view_overlap::launch_cpu(&CpuExecutor::new().with_workers(2), (2u32, 2u32), 1, &mut y).unwrap();
+    assert_eq!(y, [6, 6, 6, 6]);
+    assert_eq!(ferrocuda_device::cpu::unchecked_raw_views(), 0);
+}
+
+#[test]
+fn an_element_written_through_as_mut_ptr_and_read_by_another_thread_is_a_race() {
+    let (mut y, mut out) = (vec![7u32, 8], vec![0u32; 2]);
+    let race = global_race(sanitizer::raw_write_checked_read::launch_cpu(&CpuExecutor::deterministic(), (1u32, 2u32), true, &mut y, &mut out));
+    // Thread 0 returns first (its mirror is recorded then), thread 1 reads after.
+    assert_eq!((race.kind, race.index), (RaceKind::ReadAfterWrite, 1));
+    assert_eq!((race.first_thread, race.second_thread), (dim(0), dim(1)));
+
+    // The control: thread 0 reads back its own raw write (program order through its mirror).
+    let (mut y, mut out) = (vec![7u32, 8], vec![0u32; 2]);
+    sanitizer::raw_write_checked_read::launch_cpu(&CpuExecutor::deterministic(), (1u32, 2u32), false, &mut y, &mut out).unwrap();
+    assert_eq!((y, out), (vec![50, 8], vec![50, 8]));
+}
+
+#[test]
 fn n1_an_output_element_read_by_one_thread_and_written_by_another_after_a_barrier_is_a_race() {
     let (mut y, mut out) = (vec![7u32; 2], vec![0u32; 2]);
     let race = global_race(sanitizer::write_after_barrier::launch_cpu(&CpuExecutor::deterministic(), (1u32, 2u32), true, &mut y, &mut out));
@@ -107,6 +143,28 @@ fn n7_sync_warp_with_different_masks_is_a_warp_deadlock() {
     sanitizer::n7_warp_sync_masks::launch_cpu(&CpuExecutor::deterministic(), (1u32, 32u32), 0x7, 0x7, &mut out).unwrap();
     // Lane 0 alone (mask 0x1) and lanes 1, 2 together (mask 0x6): two groups, both complete.
     sanitizer::n7_warp_sync_masks::launch_cpu(&CpuExecutor::deterministic(), (1u32, 32u32), 0x1, 0x6, &mut out).unwrap();
+}
+
+#[test]
+fn sync_warp_always_includes_the_calling_lane() {
+    let mut out = vec![0u32; 32];
+    // Lane 0 passes 0x2: it waits with 0x3 for lane 1, which passed 0x2, went on alone and
+    // waits in the ballot.
+    let deadlock = warp_deadlock(sanitizer::n7_sync_warp_without_own_lane::launch_cpu(&CpuExecutor::deterministic(), (1u32, 32u32), 0x2, &mut out));
+    assert!(deadlock.waiting.contains(&dim(0)) || deadlock.other_operation.contains(&dim(0)), "{deadlock:?}");
+    sanitizer::n7_sync_warp_without_own_lane::launch_cpu(&CpuExecutor::deterministic(), (1u32, 32u32), 0x3, &mut out).unwrap();
+    assert_eq!(out, vec![u32::MAX; 32]);
+    // On the GPU: the lane's own bit is or-ed in (`%lanemask_eq`), folded away for the full mask.
+    let ptx = test_kernels::KERNELS.ptx_for(80).expect("test-kernels is built for sm_80");
+    let body = ptx.split(".entry n7_sync_warp_without_own_lane(").nth(1).expect("the kernel is in the sm_80 PTX");
+    let body = &body[..body.find("\n}").expect("the kernel's end")];
+    assert!(body.contains("%lanemask_eq") && body.contains("bar.warp.sync"), "{body}");
+    let body = ptx.split(".entry n7_subgroup_then_shuffle(").nth(1).expect("the kernel is in the sm_80 PTX");
+    let body = &body[..body.find("\n}").expect("the kernel's end")];
+    assert!(body.contains("%lanemask_eq"), "a mask other than the full one (here !1) keeps the or:\n{body}");
+    let body = ptx.split(".entry warp_ops(").nth(1).expect("the kernel is in the sm_80 PTX");
+    let body = &body[..body.find("\n}").expect("the kernel's end")];
+    assert!(body.contains("bar.warp.sync") && !body.contains("%lanemask_eq"), "the full mask costs nothing (the or is folded):\n{body}");
 }
 
 #[test]

@@ -11,10 +11,10 @@ mod rng;
 
 use backend::{Backend, launch_on, on_both_backends};
 use gpu_kernels::examples::Float4;
-use gpu_kernels::llm::{self, AdamW, LAYERNORM_C};
+use gpu_kernels::llm::{self, AdamW, Bf16x8, LAYERNORM_C};
 use rng::Rng;
 
-on_both_backends!(layernorm_matches_the_host, online_softmax_matches_the_host_for_short_and_long_rows, adamw_step_matches_the_host);
+on_both_backends!(layernorm_matches_the_host, online_softmax_matches_the_host_for_short_and_long_rows, adamw_step_matches_the_host, gelu_bf16_matches_the_host);
 
 /// The hyperparameters travel by value to both launchers.
 impl backend::KernelArg for AdamW {
@@ -114,6 +114,32 @@ fn adamw_step_matches_the_host(backend: &Backend) {
     }
 }
 
+/// GPT-2's GELU in f64 (the tanh approximation), the reference of `gelu_bf16`.
+fn gelu_reference(x: f64) -> f64 {
+    0.5 * x * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x)).tanh())
+}
+
+fn gelu_bf16_matches_the_host(backend: &Backend) {
+    use ferrocuda_device::half::{Bf16x2, bf16};
+    // 8 * 1000 values over [-8, 8], a launch with a partial last block.
+    let values: Vec<bf16> = floats(9, 8000, -8.0, 8.0).into_iter().map(bf16::from_f32).collect();
+    let packed: Vec<Bf16x8> = values.chunks_exact(8).map(|v| Bf16x8 { pairs: core::array::from_fn(|k| Bf16x2::new(v[2 * k], v[2 * k + 1])) }).collect();
+    let input = backend.upload(&packed);
+    let mut out = backend.upload(&vec![Bf16x8::default(); packed.len()]);
+    launch_on!(backend, llm::gelu_bf16, (packed.len().div_ceil(256) as u32, 256u32), &input, &mut out).unwrap();
+    let got: Vec<f32> = backend.download(&out).iter().flat_map(|v| v.pairs.iter().flat_map(|p| [p.lo().to_f32(), p.hi().to_f32()])).collect();
+    let mut worst = 0.0f64;
+    for (i, (&g, x)) in got.iter().zip(&values).enumerate() {
+        let want = gelu_reference(x.to_f64());
+        // bf16's rounding (2^-9 relative) and tanh.approx's 2^-11 relative error, which
+        // 1 + tanh amplifies where tanh is near -1 (large negative x, tiny results): floor 0.1.
+        let error = (g as f64 - want).abs() / want.abs().max(0.1);
+        assert!(error <= 1.2e-2, "{}: gelu({x}) = {g}, want {want} (element {i})", backend.name());
+        worst = worst.max(error);
+    }
+    assert!(worst > 0.0, "bf16 results equal to f64 everywhere: the check compares nothing");
+}
+
 /// The body of `.entry name` in the sm_80 PTX of the example kernels.
 fn entry_body(name: &str) -> &'static str {
     let ptx = gpu_kernels::KERNELS.ptx_for(80).expect("gpu_kernels is built for sm_80");
@@ -139,6 +165,12 @@ fn the_llm_kernels_compile_to_the_instructions_of_their_cuda_twins() {
     assert!(!softmax.contains("st.global.v4"), "a store without the streaming hint:\n{softmax}");
     assert!(!softmax.contains(".local"), "{softmax}");
     assert_eq!(softmax.matches("rcp.rn.f32").count(), 1, "one reciprocal, 1 / sum, as nvcc compiles the twin:\n{softmax}");
+    let gelu = entry_body("gelu_bf16");
+    assert_eq!(gelu.matches("ld.global.cs.v4").count(), 1, "one streaming 16-byte load (llm.c's load128cs):\n{gelu}");
+    assert_eq!(gelu.matches("st.global.v4").count(), 1, "one 16-byte store:\n{gelu}");
+    assert_eq!(gelu.matches("tanh.approx.f32").count(), 8, "{gelu}");
+    assert_eq!(gelu.matches("cvt.rn.bf16x2.f32").count(), 4, "{gelu}");
+    assert!(!gelu.contains(".local") && !gelu.contains("trap"), "no stack, no panic path:\n{gelu}");
     let adamw = entry_body("adamw_step");
     assert_eq!(adamw.matches("sqrt.rn.f32").count(), 1, "{adamw}");
     assert!(!adamw.contains(".local"), "{adamw}");

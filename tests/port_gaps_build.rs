@@ -37,6 +37,11 @@ fn workspace() -> PathBuf {
 
 /// A kernel crate `name` holding [`KERNELS`], depending on this checkout's device library.
 fn kernel_crate(name: &str) -> PathBuf {
+    kernel_crate_with(name, KERNELS)
+}
+
+/// A kernel crate `name` holding `source`.
+fn kernel_crate_with(name: &str, source: &str) -> PathBuf {
     let dir = workspace().join("target/test-scratch").join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("src")).unwrap();
@@ -50,7 +55,7 @@ fn kernel_crate(name: &str) -> PathBuf {
         ),
     )
     .unwrap();
-    std::fs::write(dir.join("src/lib.rs"), KERNELS).unwrap();
+    std::fs::write(dir.join("src/lib.rs"), source).unwrap();
     // The workspace's versions of the dependencies, no new resolution.
     std::fs::copy(workspace().join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
     dir
@@ -106,4 +111,36 @@ fn fast_math_builds_approximate_instructions_and_the_newer_instructions_assemble
     } else {
         eprintln!("SKIPPED the ptxas half: no ptxas");
     }
+}
+
+/// A kernel using `cluster` (sm_90) and one importing `cp_async` (sm_80).
+const GATED: &str = r#"#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
+use ferrocuda_device::cp_async;
+use ferrocuda_device::global::{DisjointSlice, unique_index};
+
+#[ferrocuda_device::kernel]
+pub fn cluster_rank(mut y: DisjointSlice<u32>) {
+    if let Some(out) = y.get_mut(unique_index()) {
+        *out = ferrocuda_device::cluster::block_rank();
+        cp_async::commit();
+    }
+}
+"#;
+
+/// Regression (issue 23): a module an older architecture lacks (`cluster`, `tma`,
+/// `cp_async`, ...) failed with rustc's "could not find `cluster` in `ferrocuda_device`" and
+/// nothing naming the architecture. The builder's error now ends with a note per module, naming
+/// the architecture it needs and how to get it; the same crate builds for that architecture.
+#[test]
+fn n23_modules_newer_than_the_target_are_refused_naming_the_architecture() {
+    let dir = kernel_crate_with("n23-gated-modules", GATED);
+    let target = workspace().join("target/ferrocuda-test-device");
+    let error = KernelBuilder::new(&dir).arch(Arch::SM_75).out_dir(&dir).target_dir(&target).build().unwrap_err();
+    let message = ferrocuda_builder::strip_ansi(&error.to_string());
+    assert!(matches!(error, BuildError::Compile { .. }), "{message}");
+    assert!(message.contains("could not find `cluster` in `ferrocuda_device`"), "rustc's own error stays: {message}");
+    assert!(message.contains("note: `ferrocuda_device::cluster` needs sm_90 or newer, and this device build targets sm_75"), "{message}");
+    assert!(message.contains("note: `ferrocuda_device::cp_async` needs sm_80 or newer, and this device build targets sm_75"), "{message}");
+    assert!(message.contains("KernelBuilder::arch(Arch::SM_90)") && message.contains("#[cfg(ferrocuda_sm = \"90\")]"), "{message}");
+    KernelBuilder::new(&dir).arch(Arch::SM_90).out_dir(&dir).target_dir(&target).build().unwrap_or_else(|e| panic!("{e}"));
 }

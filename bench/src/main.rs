@@ -3,8 +3,9 @@
 //! configuration) and cuBLAS, on one GPU, in one run. Prints a table and writes JSON.
 //!
 //! ```text
-//! ferrocuda-bench [--json FILE] [--runs N] [--runtime-launch-overhead FILE] [--dump-cubins DIR]
+//! ferrocuda-bench [--json FILE] [--runs N] [--only CASE,CASE..] [--runtime-launch-overhead FILE] [--dump-cubins DIR]
 //! ```
+//! `--only` runs just the named cases (`gpu_kernels::twins::CASES`, e.g. `--only gelu_bf16,adamw`).
 //! `bench/run-on-gpu.sh` builds the runtime-API launch program with nvcc, runs everything and
 //! collects the SASS of both implementations. See BENCHMARKS.md for what each figure means.
 
@@ -31,12 +32,13 @@ struct Options {
     runs: usize,
     runtime_launch_overhead: Option<String>,
     dump_cubins: Option<String>,
+    only: Option<Vec<String>>,
 }
 
-const USAGE: &str = "usage: ferrocuda-bench [--json FILE] [--runs N] [--runtime-launch-overhead FILE] [--dump-cubins DIR]";
+const USAGE: &str = "usage: ferrocuda-bench [--json FILE] [--runs N] [--only CASE,CASE..] [--runtime-launch-overhead FILE] [--dump-cubins DIR]";
 
 fn parse_options() -> Result<Options, String> {
-    let mut options = Options { json: "ferrocuda-bench.json".into(), runs: 20, runtime_launch_overhead: None, dump_cubins: None };
+    let mut options = Options { json: "ferrocuda-bench.json".into(), runs: 20, runtime_launch_overhead: None, dump_cubins: None, only: None };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value\n{USAGE}"));
@@ -45,6 +47,13 @@ fn parse_options() -> Result<Options, String> {
             "--runs" => options.runs = value()?.parse().map_err(|_| format!("--runs takes a positive number\n{USAGE}"))?,
             "--runtime-launch-overhead" => options.runtime_launch_overhead = Some(value()?),
             "--dump-cubins" => options.dump_cubins = Some(value()?),
+            "--only" => {
+                let names: Vec<String> = value()?.split(',').map(str::to_string).collect();
+                if let Some(unknown) = names.iter().find(|n| !gpu_kernels::twins::CASES.contains(&n.as_str())) {
+                    return Err(format!("--only: no case `{unknown}`; the cases are {}\n{USAGE}", gpu_kernels::twins::CASES.join(", ")));
+                }
+                options.only = Some(names);
+            }
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
         }
@@ -122,7 +131,8 @@ fn run(options: &Options, context: Context) -> BenchResult<()> {
 
     // A failed case (a result that disagrees with the CPU) is reported and the others still
     // run; the exit status says that something failed.
-    let outcome = gpu_kernels::twins::run_all(&env, |name| eprintln!("running {name} ..."));
+    let selected = |name: &str| options.only.as_ref().is_none_or(|only| only.iter().any(|o| o == name));
+    let outcome = gpu_kernels::twins::run_cases(&env, selected, |name| eprintln!("running {name} ..."));
     let (rows, failures) = (outcome.rows, outcome.failures);
     skipped.extend(outcome.skipped);
 

@@ -18,6 +18,62 @@ pub const DEFAULT_PTX_ARCH: Arch = Arch::SM_75;
 /// start without a JIT step; other GPUs JIT-compile the [`DEFAULT_PTX_ARCH`] PTX.
 pub const DEFAULT_CUBIN_ARCHS: &[Arch] = &[Arch::SM_80, Arch::SM_90];
 
+/// The modules of `ferrocuda_device` that exist only in device builds for a newer
+/// architecture (left out of older ones by `#[cfg(ferrocuda_sm = "NN")]`), with the oldest
+/// architecture that has them. A device build that fails because it names one of them gets a
+/// note saying which architecture it needs ([`gated_module_notes`]); rustc alone says only
+/// "could not find `tma` in `ferrocuda_device`" and shows the cfg. Kept equal to
+/// `device/src/lib.rs` by a test.
+pub const ARCH_GATED_MODULES: &[(&str, Arch)] = &[
+    ("cluster", Arch::SM_90),
+    ("cp_async", Arch::SM_80),
+    ("grid_dependency", Arch::SM_90),
+    ("ldmatrix", Arch::SM_75),
+    ("mbarrier", Arch::SM_90),
+    ("mma", Arch::SM_80),
+    ("named_barrier", Arch::SM_90),
+    ("pipeline", Arch::SM_90),
+    ("tma", Arch::SM_90),
+    ("warpgroup", Arch::SM_90),
+    ("wgmma", Arch::SM_90A),
+];
+
+/// Whether a build for `arch` has what one for `needed` has (`sm_90a` needs an `a` build).
+fn covers(arch: Arch, needed: Arch) -> bool {
+    arch.number() >= needed.number() && (!needed.is_arch_specific() || arch == needed)
+}
+
+/// For a failed device build for `arch` whose compiler output is `diagnostics`: one note per
+/// [`ARCH_GATED_MODULES`] module the output names (`ferrocuda_device::tma`, or "`tma` in
+/// `ferrocuda_device`") that this build lacks, naming the architecture it needs and the two
+/// ways out.
+pub fn gated_module_notes(arch: Arch, diagnostics: &str) -> Vec<String> {
+    let text = crate::strip_ansi(diagnostics);
+    let mentions = |module: &str| {
+        let in_crate = format!("`{module}` in `ferrocuda_device`");
+        let path = format!("ferrocuda_device::{module}");
+        text.contains(&in_crate)
+            || text.match_indices(&path).any(|(at, _)| {
+                let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+                !text[at + path.len()..].starts_with(ident) && !text[..at].ends_with(ident)
+            })
+    };
+    ARCH_GATED_MODULES
+        .iter()
+        .filter(|&&(module, needed)| !covers(arch, needed) && mentions(module))
+        .map(|&(module, needed)| {
+            let cfg = if needed.is_arch_specific() { format!("{}a", needed.number()) } else { needed.number().to_string() };
+            let constant = if needed.is_arch_specific() { format!("SM_{}A", needed.number()) } else { format!("SM_{}", needed.number()) };
+            format!(
+                "note: `ferrocuda_device::{module}` needs {needed}{newer}, and this device build targets {arch}: the module is left out of \
+                 builds for older GPUs. Build the kernel crate for {needed} (`KernelBuilder::arch(Arch::{constant})`), or use the \
+                 module only under `#[cfg(ferrocuda_sm = \"{cfg}\")]`.",
+                newer = if needed.is_arch_specific() { "" } else { " or newer" },
+            )
+        })
+        .collect()
+}
+
 /// A GPU architecture (`sm_XY`), at least `sm_70`, optionally arch-specific (`sm_90a`).
 ///
 /// An arch-specific target (`a` suffix) enables instructions that only that exact GPU
@@ -113,6 +169,42 @@ pub fn check_cfg_lines(extra: &[Arch]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The table is the device library's own list: every `pub mod` of `device/src/lib.rs`
+    /// gated by `ferrocuda_sm`, with the same architecture.
+    #[test]
+    fn the_gated_module_table_matches_the_device_library() {
+        let lib = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../device/src/lib.rs")).unwrap();
+        let lines: Vec<&str> = lib.lines().collect();
+        let mut gated = Vec::new();
+        for pair in lines.windows(2) {
+            let (Some(cfg), Some(module)) = (pair[0].split("ferrocuda_sm = \"").nth(1), pair[1].strip_prefix("pub mod ")) else { continue };
+            let number = cfg.split('"').next().unwrap();
+            let arch: Arch = format!("sm_{number}").parse().unwrap();
+            gated.push((module.trim_end_matches(';').to_string(), arch));
+        }
+        let table: Vec<(String, Arch)> = ARCH_GATED_MODULES.iter().map(|&(m, a)| (m.to_string(), a)).collect();
+        assert_eq!(gated, table);
+    }
+
+    #[test]
+    fn a_build_naming_a_module_its_architecture_lacks_gets_a_note_naming_the_one_it_needs() {
+        let rustc = "error[E0433]: cannot find `cluster` in `ferrocuda_device`\n  |  *out = ferrocuda_device::cluster::block_rank();\n\
+                     error[E0432]: unresolved import `ferrocuda_device::wgmma`";
+        let notes = gated_module_notes(Arch::SM_80, rustc);
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes[0].contains("`ferrocuda_device::cluster` needs sm_90 or newer, and this device build targets sm_80"), "{}", notes[0]);
+        assert!(notes[0].contains("KernelBuilder::arch(Arch::SM_90)") && notes[0].contains("#[cfg(ferrocuda_sm = \"90\")]"), "{}", notes[0]);
+        assert!(notes[1].contains("`ferrocuda_device::wgmma` needs sm_90a, and") && notes[1].contains("Arch::SM_90A"), "{}", notes[1]);
+        // sm_90 has `cluster` but not `wgmma`; sm_90a has both; a longer name is another item.
+        assert_eq!(gated_module_notes(Arch::SM_90, rustc).len(), 1);
+        assert!(gated_module_notes(Arch::SM_90A, rustc).is_empty());
+        assert!(gated_module_notes(Arch::SM_75, "ferrocuda_device::mma_helpers").is_empty());
+        assert!(gated_module_notes(Arch::SM_75, "my_ferrocuda_device::tma").is_empty());
+        // Shown with the compile error.
+        let error = BuildError::Compile { arch: Arch::SM_75, diagnostics: rustc.to_string() };
+        assert!(error.to_string().ends_with("`#[cfg(ferrocuda_sm = \"90a\")]`."), "{error}");
+    }
 
     #[test]
     fn arch_parses_and_rejects() {

@@ -85,7 +85,11 @@ impl fmt::Display for BuildError {
                 write!(f, "To fix it, {INSTALL_HINT}")
             }
             Self::Compile { arch, diagnostics } => {
-                write!(f, "the kernel crate failed to compile for {arch}:\n{}", diagnostics.trim_end())
+                write!(f, "the kernel crate failed to compile for {arch}:\n{}", diagnostics.trim_end())?;
+                for note in crate::gated_module_notes(*arch, diagnostics) {
+                    write!(f, "\n{note}")?;
+                }
+                Ok(())
             }
             Self::MissingPtx { arch, expected, toolchain, produced } => {
                 writeln!(f, "the device build for {arch} with {toolchain} finished but wrote no PTX at {} (asked for with --emit=asm=).", expected.display())?;

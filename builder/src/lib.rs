@@ -40,7 +40,7 @@ mod toolchain;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-pub use arch::{Arch, DEFAULT_CUBIN_ARCHS, DEFAULT_PTX_ARCH, FmaContraction, KNOWN_ARCHS, check_cfg_lines};
+pub use arch::{ARCH_GATED_MODULES, Arch, DEFAULT_CUBIN_ARCHS, DEFAULT_PTX_ARCH, FmaContraction, KNOWN_ARCHS, check_cfg_lines, gated_module_notes};
 pub use artifacts::{Artifacts, Cubin, clean_debug_ptx, clean_ptx};
 pub use env::BuildEnv;
 pub use error::BuildError;

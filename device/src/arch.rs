@@ -14,7 +14,16 @@
 //! The bounds hold on the host (the CPU executor emulates every architecture), so kernels
 //! type-check there whatever their target. In a device build they hold when the builder set
 //! `ferrocuda_sm = "NN"` (sm_NN or newer). Whole modules that need a newer GPU (`tma`,
-//! `cluster`, `cp_async`, ...) are left out of older builds instead (`#[cfg(ferrocuda_sm)]`).
+//! `cluster`, `cp_async`, ...) are left out of older builds instead (`#[cfg(ferrocuda_sm)]`):
+//! rustc then says "could not find `tma` in `ferrocuda_device`" (showing the cfg that left it
+//! out), and `ferrocuda-builder`'s error adds the architecture the module needs
+//! (`ferrocuda_builder::ARCH_GATED_MODULES`):
+//!
+//! ```text
+//! note: `ferrocuda_device::cluster` needs sm_90 or newer, and this device build targets sm_75: the
+//! module is left out of builds for older GPUs. Build the kernel crate for sm_90
+//! (`KernelBuilder::arch(Arch::SM_90)`), or use the module only under `#[cfg(ferrocuda_sm = "90")]`.
+//! ```
 //!
 //! The same rule at run time: the builder declares, per architecture, a PTX ISA version under
 //! which every instruction this crate offers for that architecture assembles

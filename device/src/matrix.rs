@@ -38,6 +38,11 @@ fn fits(len: usize, rows: u32, cols: u32) -> bool {
 #[inline(never)]
 #[track_caller]
 fn out_of_bounds(row: u32, col: u32, rows: u32, cols: u32) -> ! {
+    // `kernel_panic!` on the GPU keeps the four numbers in the cheap panic report, without
+    // `core::fmt` (see `global::out_of_bounds`).
+    #[cfg(target_arch = "nvptx64")]
+    crate::kernel_panic!("index ({}, {}) outside a {}x{} matrix", row, col, rows, cols);
+    #[cfg(not(target_arch = "nvptx64"))]
     panic!("index ({row}, {col}) outside a {rows}x{cols} matrix")
 }
 

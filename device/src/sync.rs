@@ -96,17 +96,29 @@ pub fn sync_threads_or(predicate: bool) -> bool {
     }
 }
 
-/// Warp barrier (`__syncwarp(mask)`, `bar.warp.sync`): the lanes in `mask` (which must include
-/// this one) wait for each other; their memory accesses before it are visible after it.
+/// Warp barrier (`__syncwarp(mask)`, `bar.warp.sync`): this lane and the lanes in `mask` wait
+/// for each other; their memory accesses before it are visible after it.
+///
+/// The calling lane is always a member: `bar.warp.sync` with a mask that leaves out the
+/// executing lane is undefined behaviour in PTX, so the lane's own bit is added
+/// (`mask | %lanemask_eq`; free for a constant full mask, which LLVM folds). Every lane must
+/// then meet the others with the same mask, as in CUDA: a lane whose partners never come (they
+/// wait elsewhere, or pass another mask) waits forever, a hang on the GPU, not undefined
+/// behaviour, which the CPU executor reports as a
+/// [`WarpDeadlock`](crate::cpu::WarpDeadlock) (docs/kernel-model.md, "Warp collectives").
 #[inline(always)]
 pub fn sync_warp(mask: u32) {
     #[cfg(target_arch = "nvptx64")]
-    // SAFETY: a warp barrier over lanes named by the caller, as in CUDA.
-    unsafe {
-        core::arch::asm!("bar.warp.sync {m};", m = in(reg32) mask);
+    {
+        let own: u32;
+        // SAFETY: reads a special register.
+        unsafe { core::arch::asm!("mov.u32 {r}, %lanemask_eq;", r = out(reg32) own, options(pure, nomem, nostack)) };
+        // SAFETY: a warp barrier whose mask holds the executing lane (PTX's one requirement
+        // for defined behaviour on sm_70 and newer, the oldest target the builder accepts).
+        unsafe { core::arch::asm!("bar.warp.sync {m};", m = in(reg32) mask | own) };
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::cpu::hooks::warp_sync(mask);
+    crate::cpu::hooks::warp_sync(mask | 1 << crate::cpu::hooks::lane_id());
 }
 
 macro_rules! fences {

@@ -5,7 +5,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use ferrocuda_device::cpu::{CpuError, CpuExecutor, LaunchConfig};
+use ferrocuda_device::cpu::{CpuError, CpuExecutor, LEAKED_STACK_BUDGET, LaunchConfig, leaked_stacks};
 use ferrocuda_device::sync::sync_threads;
 use ferrocuda_device::thread::thread_idx_x;
 
@@ -43,13 +43,17 @@ fn failing_launch(executor: &CpuExecutor) -> u32 {
 #[test]
 fn n13_threads_of_a_failed_block_are_abandoned_until_the_leak_budget_then_unwound() {
     let executor = CpuExecutor::deterministic();
+    assert_eq!((leaked_stacks(), LEAKED_STACK_BUDGET), (0, 16384), "nothing leaked before the first failure");
     // 16 failed blocks of 1023 waiting threads leak 16368 stacks of the budget of 16384.
     let abandoned: Vec<u32> = (0..16).map(|_| failing_launch(&executor)).collect();
     assert_eq!(abandoned, [0; 16], "abandoned threads run no destructor");
+    assert_eq!(leaked_stacks(), 16 * 1023, "the leak is counted, stack by stack");
     // The next block's first 16 waiting threads use up the budget; its other 1007 and every
     // later block's are unwound: their destructors run.
     assert_eq!(failing_launch(&executor), 1007);
+    assert_eq!(leaked_stacks(), LEAKED_STACK_BUDGET);
     assert_eq!(failing_launch(&executor), 1023);
+    assert_eq!(leaked_stacks(), LEAKED_STACK_BUDGET, "past the budget nothing more leaks");
     // And the executor works on.
     executor.run("after", LaunchConfig::new(1u32, 1024u32), &|| sync_threads()).unwrap();
 }

@@ -1,12 +1,14 @@
 //! Kernels of an LLM training step (issue 23's "Speed" rows), written the way the device
 //! library recommends, each with a CUDA C++ twin in `bench/cuda/reference_kernels.cu` written
 //! the way a CUDA engineer writes it: a layer norm (one warp per row, 16-byte streaming
-//! loads), an online softmax and an AdamW step. `ferrocuda-bench` times them against the twins;
+//! loads), an online softmax, an AdamW step, and a bf16 GELU (its twin, which needs
+//! `cuda_bf16.h`, is `bench/cuda/gelu_bf16.cu`). `ferrocuda-bench` times them against the twins;
 //! `tests/llm_examples.rs` checks them on the CPU executor (and a GPU when present).
 
 use bytemuck::{Pod, Zeroable};
 use ferrocuda_device::cache::{self, Load, Store};
 use ferrocuda_device::global::{DisjointSlice, unique_index};
+use ferrocuda_device::half::Bf16x2;
 // `DeviceFloat` gives `sqrt`/`mul_add` on the GPU; the host has `std`'s.
 #[cfg_attr(not(target_arch = "nvptx64"), allow(unused_imports))]
 use ferrocuda_device::math::DeviceFloat;
@@ -193,4 +195,47 @@ pub fn adamw_step(mut params: DisjointSlice<f32>, grads: &[f32], mut m: Disjoint
     *v_i = var;
     let (mean, var) = (mean / hp.beta1_correction, var / hp.beta2_correction);
     *p -= hp.learning_rate * (mean / (var.sqrt() + hp.eps) + hp.weight_decay * *p);
+}
+
+/// Eight bf16 in 16 bytes (CUDA's `x128` of llm.c: four `__nv_bfloat162` in a `uint4`), so a
+/// thread moves them with one `ld.global.v4`/`st.global.v4`. Element `2k` is `pairs[k].lo()`.
+#[repr(C, align(16))]
+#[derive(Clone, Copy, Default, Pod, Zeroable)]
+pub struct Bf16x8 {
+    /// The four pairs, in memory order.
+    pub pairs: [Bf16x2; 4],
+}
+
+/// `sqrt(2 / pi)`, GPT-2's GELU scaling factor.
+pub const GELU_SCALING_FACTOR: f32 = 0.797_884_6;
+
+/// GPT-2's GELU (the tanh approximation of llm.c's `gelu_forward`):
+/// `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, as three FMAs, two multiplies and
+/// `tanh.approx.f32`.
+#[inline(always)]
+pub fn gelu(x: f32) -> f32 {
+    let u = x * (0.044_715 * GELU_SCALING_FACTOR).mul_add(x * x, GELU_SCALING_FACTOR);
+    let half = 0.5 * x;
+    half.mul_add(u.fast_tanh(), half)
+}
+
+/// GELU of a bf16 tensor, as llm.c's `gelu_forward_kernel2` with `floatX = bf16`: eight
+/// values per thread in one 16-byte streaming load ([`Bf16x8`]), widened to f32 in pairs
+/// ([`Bf16x2::to_f32s`]: two shifts), [`gelu`] in f32, rounded back two at a time
+/// ([`Bf16x2::from_f32s`]: one `cvt.rn.bf16x2.f32`), one 16-byte store. Written in the safe
+/// style: a [`unique_index`] witness, `get` and `get_mut` (one bounds check each, both out of
+/// the loop), no `unsafe`. Launch with one thread per `Bf16x8`, any 1-D configuration.
+#[kernel]
+pub fn gelu_bf16(input: &[Bf16x8], mut out: DisjointSlice<Bf16x8>) {
+    let i = unique_index();
+    let (Some(x), Some(y)) = (input.get(i.get()), out.get_mut(i)) else {
+        return;
+    };
+    let x = cache::load(x, Load::Streaming);
+    let mut result = Bf16x8::default();
+    unroll::<4>(|k| {
+        let (a, b) = x.pairs[k].to_f32s();
+        result.pairs[k] = Bf16x2::from_f32s(gelu(a), gelu(b));
+    });
+    *y = result;
 }

@@ -10,6 +10,7 @@ use std::sync::atomic::AtomicBool;
 use super::error::{CpuError, ExitedPeerAccess, GlobalMemoryRace, SharedMemoryRace};
 use super::global_memory::{LaunchThread, OutputShadow};
 use super::hooks::{self, BarrierKind, Hooks, SharedFault, WarpOp};
+use super::raw_views::Mirror;
 use super::shared_memory::{RaceCheck, SharedMemory};
 use super::watchdog::WorkerStatus;
 use ferrocuda_types::Dim3;
@@ -39,6 +40,8 @@ pub(crate) struct ThreadSlot {
     pub(crate) yielder: Cell<*const ThreadYielder>,
     /// `[start, end)` of its stack's guard region (for the overflow report).
     pub(crate) guard: Cell<(usize, usize)>,
+    /// Its private mirrors of the outputs it took raw views of (`raw_views`).
+    pub(crate) mirrors: RefCell<Vec<Mirror>>,
 }
 
 /// Payload of the unwinding that ends a thread of a failed block past the leak budget.
@@ -110,6 +113,7 @@ impl<'a> BlockContext<'a> {
                         reply: Cell::new(0),
                         yielder: Cell::new(core::ptr::null()),
                         guard: Cell::new((0, 0)),
+                        mirrors: RefCell::new(Vec::new()),
                     });
                 }
             }
@@ -262,6 +266,40 @@ impl<'a> BlockContext<'a> {
         (block_idx, Dim3 { x: (rank % dx) as u32, y: (rank / dx % dy) as u32, z: (rank / (dx * dy)) as u32 })
     }
 
+    /// Records an access by thread `me` (the running one) of element `index` of the output
+    /// view of `elements` elements at `base`; on a race, fails the block and returns false.
+    #[allow(clippy::too_many_arguments, reason = "one access, spelled out")]
+    fn record_output(&self, outputs: &OutputShadow, me: LaunchThread, base: usize, elements: usize, element_bytes: usize, index: usize, write: bool) -> bool {
+        let Some(conflict) = outputs.record(base, elements, element_bytes, index, me, write) else { return true };
+        let (first_block, first_thread) = self.locate(conflict.other);
+        self.fail(CpuError::GlobalMemoryRace(GlobalMemoryRace {
+            kernel: self.kernel().to_owned(),
+            address: base.wrapping_add(index.wrapping_mul(element_bytes)),
+            index,
+            element_bytes,
+            kind: conflict.kind,
+            first_block,
+            first_thread,
+            second_block: self.block_idx,
+            second_thread: self.thread().index,
+        }));
+        false
+    }
+
+    /// When the running thread returns: records the elements it changed through raw views
+    /// as its writes and copies them to the outputs (`raw_views`).
+    pub(crate) fn flush_raw_views(&self) {
+        let mirrors = std::mem::take(&mut *self.thread().mirrors.borrow_mut());
+        let Some(outputs) = self.link.outputs else { return };
+        let me = self.launch_thread(self.current.get());
+        for mut mirror in mirrors {
+            let (start, elements, element_bytes) = (mirror.start, mirror.bytes / mirror.element_bytes.max(1), mirror.element_bytes);
+            // SAFETY: the output stays valid for the launch; the elements written back are
+            // this thread's (each claim is recorded without a conflict first).
+            unsafe { mirror.flush(|i| self.record_output(outputs, me, start, elements, element_bytes, i, true)) };
+        }
+    }
+
     /// Every thread has exited.
     pub(crate) fn finished(&self) -> bool {
         self.threads.iter().all(|t| matches!(t.state.get(), ThreadState::Exited))
@@ -321,27 +359,33 @@ impl Hooks for BlockContext<'_> {
     fn note_shared_access(&self, address: u32, bytes: usize, write: bool) {
         self.record_shared(self.cluster_rank, address, bytes, write);
     }
-    fn note_output_access(&self, base: usize, elements: usize, element_bytes: usize, index: usize, count: usize, write: bool) {
-        let Some(outputs) = self.link.outputs else { return };
+    fn note_output_access(&self, base: usize, elements: usize, element_bytes: usize, index: usize, count: usize, write: bool) -> usize {
+        let Some(outputs) = self.link.outputs else { return base };
         let me = self.launch_thread(self.current.get());
         for i in index..index.saturating_add(count) {
-            let address = base.wrapping_add(i.wrapping_mul(element_bytes));
-            if let Some(conflict) = outputs.record(base, elements, element_bytes, i, me, write) {
-                let (first_block, first_thread) = self.locate(conflict.other);
-                self.fail(CpuError::GlobalMemoryRace(GlobalMemoryRace {
-                    kernel: self.kernel().to_owned(),
-                    address,
-                    index: i,
-                    element_bytes,
-                    kind: conflict.kind,
-                    first_block,
-                    first_thread,
-                    second_block: self.block_idx,
-                    second_thread: self.thread().index,
-                }));
-                return;
+            if !self.record_output(outputs, me, base, elements, element_bytes, i, write) {
+                break;
             }
         }
+        let mut mirrors = self.thread().mirrors.borrow_mut();
+        let bytes = elements.saturating_mul(element_bytes);
+        mirrors.iter_mut().find_map(|m| m.translate(base, bytes)).unwrap_or(base)
+    }
+    fn raw_output_view(&self, base: usize, elements: usize, element_bytes: usize) -> usize {
+        let Some(outputs) = self.link.outputs else { return base };
+        let bytes = elements.saturating_mul(element_bytes);
+        let mut mirrors = self.thread().mirrors.borrow_mut();
+        if let Some(at) = mirrors.iter_mut().find_map(|m| m.translate(base, bytes)) {
+            return at;
+        }
+        if bytes == 0 || !outputs.mirrors.take(self.kernel(), bytes) {
+            return base;
+        }
+        // SAFETY: the output parameter is valid for its `elements` for the whole launch.
+        let mut mirror = unsafe { Mirror::new(base, bytes, element_bytes) };
+        let at = mirror.translate(base, bytes).expect("a mirror covers its output");
+        mirrors.push(mirror);
+        at
     }
     fn cluster_rank(&self) -> u32 {
         self.cluster_rank

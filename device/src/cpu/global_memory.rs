@@ -26,6 +26,7 @@ use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::error::RaceKind;
+use super::raw_views::MirrorBudget;
 
 /// A GPU thread of the launch: its block's linear index times the block's threads plus its
 /// rank in the block.
@@ -140,11 +141,13 @@ pub(crate) struct OutputShadow {
     /// must survive the vector's growth.
     #[allow(clippy::vec_box, reason = "the worker caches point at the buffers")]
     buffers: RwLock<Vec<Box<Buffer>>>,
+    /// What the launch's raw views may copy into mirrors (`raw_views`).
+    pub(crate) mirrors: MirrorBudget,
 }
 
 impl OutputShadow {
     pub(crate) fn new() -> Self {
-        OutputShadow { launch: LAUNCHES.fetch_add(1, Ordering::Relaxed), buffers: RwLock::new(Vec::new()) }
+        OutputShadow { launch: LAUNCHES.fetch_add(1, Ordering::Relaxed), buffers: RwLock::new(Vec::new()), mirrors: MirrorBudget::new() }
     }
 
     /// The buffer that holds the view of `elements` elements at `base`, and the view's first

@@ -140,7 +140,12 @@ pub(crate) trait Hooks {
     /// Records that the running thread takes elements `index..index + count` (of
     /// `element_bytes` bytes each) of the kernel output of `elements` elements at `base`, to write them or only to
     /// read them, for the race detector of global memory.
-    fn note_output_access(&self, base: usize, elements: usize, element_bytes: usize, index: usize, count: usize, write: bool);
+    /// Returns the address the thread accesses the output at: `base`, or its mirror of the
+    /// output if it took a raw view of it (`raw_views`).
+    fn note_output_access(&self, base: usize, elements: usize, element_bytes: usize, index: usize, count: usize, write: bool) -> usize;
+    /// The address of the running thread's mirror of the output of `elements` elements at
+    /// `base` (made on first use; `base` itself past the launch's mirror budget).
+    fn raw_output_view(&self, base: usize, elements: usize, element_bytes: usize) -> usize;
     /// `%cluster_ctarank`.
     fn cluster_rank(&self) -> u32;
     /// `%cluster_nctarank`.
@@ -432,15 +437,44 @@ pub(crate) unsafe fn shared_fetch_add<T: Copy + core::ops::Add<Output = T>>(addr
 /// The output types call it from every method that hands out an element or a pointer into
 /// the output; atomic accesses are not recorded (they never race). Outside a kernel it does
 /// nothing.
+///
+/// Returns where the thread accesses the output: `base`, or its private mirror of the output
+/// once it has taken a raw view of it ([`raw_output_view`]).
 #[inline]
-pub fn note_output_access<T>(base: *const T, elements: usize, index: usize, count: usize, write: bool) {
+pub fn note_output_access<T>(base: *mut T, elements: usize, index: usize, count: usize, write: bool) -> *mut T {
     if let Some(current) = CURRENT.with(|c| c.get())
         && current.shared.recorded
     {
         // SAFETY: as in `running_shared`: set by `enter` on this OS thread for as long as the
         // hooks live.
-        unsafe { current.hooks.as_ref() }.note_output_access(base as usize, elements, core::mem::size_of::<T>(), index, count, write);
+        let hooks = unsafe { current.hooks.as_ref() };
+        let at = hooks.note_output_access(base as usize, elements, core::mem::size_of::<T>(), index, count, write);
+        return output_at(base, at);
     }
+    base
+}
+
+/// `base`, or the mirror at `at` (whose address `raw_views` exposed).
+#[inline(always)]
+fn output_at<T>(base: *mut T, at: usize) -> *mut T {
+    if at == base as usize { base } else { core::ptr::with_exposed_provenance_mut(at) }
+}
+
+/// The pointer a raw view (`as_mut_slice`, `as_mut_ptr`) of the output of `elements` elements
+/// at `base` hands out: on the CPU executor with race detection, the running thread's private
+/// mirror of the output, whose changed elements are recorded as the thread's writes when it
+/// returns (see `raw_views`); `base` elsewhere.
+#[inline]
+pub fn raw_output_view<T>(base: *mut T, elements: usize) -> *mut T {
+    if let Some(current) = CURRENT.with(|c| c.get())
+        && current.shared.recorded
+    {
+        // SAFETY: as in `note_output_access`.
+        let hooks = unsafe { current.hooks.as_ref() };
+        let at = hooks.raw_output_view(base as usize, elements, core::mem::size_of::<T>());
+        return output_at(base, at);
+    }
+    base
 }
 
 /// `%cluster_ctarank`.

@@ -48,7 +48,9 @@
 //! - When a thread fails, the other threads of its block (and cluster) are abandoned where
 //!   they wait, as a GPU's trap ends them: none of their code runs again (no destructors, so
 //!   a panicking one cannot abort the process), and their stacks are leaked, not reused (up
-//!   to 16384 per process; past that they are unwound).
+//!   to [`LEAKED_STACK_BUDGET`] per process; past that they are unwound). The leak is
+//!   visible: [`leaked_stacks`] counts it, and the first one a process makes is said once on
+//!   standard error.
 //! - A `shared_array!` site is one array per expansion of the macro; reaching one with another
 //!   size or alignment (a generic helper's array) panics.
 //! - Each GPU thread has a lazily mapped stack of [`DEFAULT_STACK_SIZE`] (16 MiB) with a guard
@@ -85,6 +87,7 @@ mod launch;
 pub(crate) mod ldmatrix;
 pub(crate) mod mma;
 mod panic_capture;
+mod raw_views;
 mod scheduler;
 mod shared_memory;
 mod stack;
@@ -101,8 +104,18 @@ pub use error::{
 /// The same report type as a GPU panic's (`ferrocuda_types::KernelPanic`).
 pub use ferrocuda_types::KernelPanic;
 pub use ferrocuda_types::LaunchConfig;
+pub use raw_views::MIRROR_BUDGET;
 pub use shared_memory::{SHARED_POISON_BYTE, STATIC_SHARED_LIMIT};
 pub use stack::DEFAULT_STACK_SIZE;
+pub use stack::{LEAK_BUDGET as LEAKED_STACK_BUDGET, leaked_stacks};
+
+/// How many raw views of outputs (`as_mut_slice`, `as_mut_ptr`) this process's launches handed
+/// out **unchecked** by the race detector, because the launch had already copied
+/// [`MIRROR_BUDGET`] bytes into the private mirrors through which the executor sees the writes
+/// of raw views (0 means every raw view was checked). A test can assert it stays 0.
+pub fn unchecked_raw_views() -> u64 {
+    raw_views::UNCHECKED_VIEWS.load(std::sync::atomic::Ordering::Relaxed)
+}
 
 use stack::StackPool;
 

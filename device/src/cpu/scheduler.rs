@@ -57,10 +57,10 @@ impl BlockContext<'_> {
         self.threads[rank as usize].guard.set(stack::guard_of(&stack));
         let body = move |yielder: &ThreadYielder, ()| {
             self.threads[rank as usize].yielder.set(yielder);
-            if let Err(payload) = catch_unwind(AssertUnwindSafe(kernel))
-                && !payload.is::<Cancelled>()
-            {
-                self.record_panic(rank, &*payload);
+            match catch_unwind(AssertUnwindSafe(kernel)) {
+                Ok(()) => self.flush_raw_views(),
+                Err(payload) if !payload.is::<Cancelled>() => self.record_panic(rank, &*payload),
+                Err(_) => {}
             }
         };
         // SAFETY: the coroutine borrows `self` and `kernel`; `run_cluster` drives every

@@ -66,8 +66,8 @@ impl<T: Pod, const N: usize> DisjointChunks<T, N> {
             // SAFETY: `i < len / N`, so `N*i + N <= len` (no overflow: below the buffer's
             // length); chunks of distinct indices are disjoint, no other thread holds `index`,
             // and the borrow of `self` keeps this thread from a second reference.
-            super::note_output(self.pointer, self.chunks * N, i * N, N, true);
-            Some(unsafe { &mut *self.pointer.add(i * N).cast::<[T; N]>() })
+            let pointer = super::note_output(self.pointer, self.chunks * N, i * N, N, true);
+            Some(unsafe { &mut *pointer.add(i * N).cast::<[T; N]>() })
         } else {
             None
         }
@@ -77,7 +77,7 @@ impl<T: Pod, const N: usize> DisjointChunks<T, N> {
     /// [`DisjointSlice::get_unchecked_mut`](super::DisjointSlice::get_unchecked_mut).
     #[inline(always)]
     pub fn as_mut_ptr(&mut self) -> *mut T {
-        self.pointer
+        super::raw_view(self.pointer, self.chunks * N)
     }
 }
 
@@ -93,8 +93,8 @@ impl<T: Pod, const N: usize> core::ops::Index<ThreadIndex> for DisjointChunks<T,
             super::out_of_bounds(i, self.chunks);
         }
         // SAFETY: as in `get_mut`; `&self` keeps this thread from a `&mut` at the same time.
-        super::note_output(self.pointer, self.chunks * N, i * N, N, false);
-        unsafe { &*self.pointer.add(i * N).cast::<[T; N]>() }
+        let pointer = super::note_output(self.pointer, self.chunks * N, i * N, N, false);
+        unsafe { &*pointer.add(i * N).cast::<[T; N]>() }
     }
 }
 

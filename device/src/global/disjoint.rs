@@ -57,8 +57,8 @@ impl<T: Pod> DisjointSlice<T> {
     /// Tells the CPU executor's race detector that this thread takes elements
     /// `index..index + count` (nothing on the GPU).
     #[inline(always)]
-    fn note(&self, index: usize, count: usize, write: bool) {
-        super::note_output(self.pointer, self.len, index, count, write);
+    fn note(&self, index: usize, count: usize, write: bool) -> *mut T {
+        super::note_output(self.pointer, self.len, index, count, write)
     }
 
     /// Number of elements.
@@ -79,10 +79,10 @@ impl<T: Pod> DisjointSlice<T> {
     pub fn get_mut(&mut self, index: ThreadIndex) -> Option<&mut T> {
         let i = index.owned();
         if i < self.len {
-            self.note(i, 1, true);
+            let pointer = self.note(i, 1, true);
             // SAFETY: in bounds; no other thread holds `index` (see `ThreadIndex`), and the
             // borrow of `self` keeps this thread from making a second reference to it.
-            Some(unsafe { &mut *self.pointer.add(i) })
+            Some(unsafe { &mut *pointer.add(i) })
         } else {
             None
         }
@@ -97,9 +97,9 @@ impl<T: Pod> DisjointSlice<T> {
     /// [`AtomicSlice`](super::AtomicSlice)).
     #[inline(always)]
     pub unsafe fn get_unchecked_mut(&mut self, index: usize) -> &mut T {
-        self.note(index, 1, true);
+        let pointer = self.note(index, 1, true);
         // SAFETY: the caller keeps the index in bounds and the element to this thread.
-        unsafe { &mut *self.pointer.add(index) }
+        unsafe { &mut *pointer.add(index) }
     }
 
     /// Writes `value` to element `index` without a bounds check.
@@ -108,9 +108,9 @@ impl<T: Pod> DisjointSlice<T> {
     /// As for [`get_unchecked_mut`](Self::get_unchecked_mut).
     #[inline(always)]
     pub unsafe fn write_unchecked(&mut self, index: usize, value: T) {
-        self.note(index, 1, true);
+        let pointer = self.note(index, 1, true);
         // SAFETY: as the caller guarantees.
-        unsafe { self.pointer.add(index).write(value) }
+        unsafe { pointer.add(index).write(value) }
     }
 
     /// The whole output as a slice.
@@ -124,14 +124,14 @@ impl<T: Pod> DisjointSlice<T> {
     #[inline(always)]
     pub unsafe fn as_mut_slice(&mut self) -> &mut [T] {
         // SAFETY: valid for `len` elements; exclusivity of the touched ones is the caller's.
-        unsafe { core::slice::from_raw_parts_mut(self.pointer, self.len) }
+        unsafe { core::slice::from_raw_parts_mut(super::raw_view(self.pointer, self.len), self.len) }
     }
 
     /// The start of the output, for pointer arithmetic and intrinsics (using it is `unsafe`,
     /// under the contract of [`get_unchecked_mut`](Self::get_unchecked_mut)).
     #[inline(always)]
     pub fn as_mut_ptr(&mut self) -> *mut T {
-        self.pointer
+        super::raw_view(self.pointer, self.len)
     }
 }
 
@@ -146,10 +146,10 @@ impl<T: Pod> core::ops::Index<ThreadIndex> for DisjointSlice<T> {
         if i >= self.len {
             super::out_of_bounds(i, self.len);
         }
-        self.note(i, 1, false);
+        let pointer = self.note(i, 1, false);
         // SAFETY: in bounds; only this thread holds `index`, and `&self` keeps it from making
         // a `&mut` to the element at the same time.
-        unsafe { &*self.pointer.add(i) }
+        unsafe { &*pointer.add(i) }
     }
 }
 

@@ -25,7 +25,11 @@
 //!
 //! Element types are [`bytemuck::Pod`]. An `unsafe` escape hatch
 //! ([`DisjointSlice::get_unchecked_mut`], [`DisjointSlice::as_mut_slice`]) covers computed
-//! index patterns that a witness cannot express, with the contract written there.
+//! index patterns that a witness cannot express, with the contract written there. Under the
+//! CPU executor's race detector a raw view (`as_mut_slice`, `as_mut_ptr`) is the running
+//! thread's private mirror of the output, and the elements it changes there are checked like
+//! any other access when the thread returns (docs/kernel-model.md, "The CPU executor as a
+//! sanitizer").
 //!
 //! On the host target (the CPU executor) the same types are raw-pointer wrappers built by the
 //! generated `launch_cpu` from the host slices, with the same rules.
@@ -73,9 +77,19 @@ pub unsafe trait KernelOutput: Sized {
     unsafe fn from_raw_parts(pointer: *mut Self::Element, len: usize) -> Self;
 }
 
+/// The bounds panic of every output type's checked access. On the GPU through
+/// [`kernel_panic!`](crate::kernel_panic), so that the cheap panic report keeps the index and
+/// the length (stored raw beside the format string, formatted by the host) where `panic!`'s
+/// message would be dropped (its `core::fmt` arguments would cost the kernel a stack frame);
+/// on the host the same text through `panic!`. Not inlined: one copy of the report per kernel,
+/// not one per access site (the index, length and caller's location arrive as arguments).
 #[cold]
+#[inline(never)]
 #[track_caller]
 fn out_of_bounds(index: usize, len: usize) -> ! {
+    #[cfg(target_arch = "nvptx64")]
+    crate::kernel_panic!("index out of bounds: the len is {} but the index is {}", len, index);
+    #[cfg(not(target_arch = "nvptx64"))]
     panic!("index out of bounds: the len is {} but the index is {}", len, index)
 }
 
@@ -83,12 +97,34 @@ fn out_of_bounds(index: usize, len: usize) -> ! {
 /// `index..index + count` of the output at `pointer` (`len` elements) for reading or writing;
 /// nothing on the GPU. Every output type calls it where it hands out an element, so two
 /// threads reaching one element during a launch are reported whichever types they went through.
+///
+/// Returns where the output is for this thread: `pointer` itself, except on the CPU executor
+/// for a thread that took a raw view of it ([`raw_view`]), whose accesses all go to its
+/// private mirror so that it sees its own writes in order.
 #[inline(always)]
-pub(crate) fn note_output<T>(pointer: *const T, len: usize, index: usize, count: usize, write: bool) {
+pub(crate) fn note_output<T>(pointer: *mut T, len: usize, index: usize, count: usize, write: bool) -> *mut T {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::cpu::hooks::note_output_access(pointer, len, index, count, write);
+    return crate::cpu::hooks::note_output_access(pointer, len, index, count, write);
     #[cfg(target_arch = "nvptx64")]
-    let _ = (pointer, len, index, count, write);
+    {
+        let _ = (len, index, count, write);
+        pointer
+    }
+}
+
+/// The pointer an `unsafe` escape hatch (`as_mut_slice`, `as_mut_ptr`) hands out for the
+/// output of `len` elements at `pointer`: `pointer` on the GPU; on the CPU executor with race
+/// detection, the running thread's private mirror of the output, whose changed elements are
+/// recorded as the thread's writes when it returns (`cpu::raw_views` gives the argument).
+#[inline(always)]
+pub(crate) fn raw_view<T>(pointer: *mut T, len: usize) -> *mut T {
+    #[cfg(not(target_arch = "nvptx64"))]
+    return crate::cpu::hooks::raw_output_view(pointer, len);
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let _ = len;
+        pointer
+    }
 }
 
 /// What the code `#[kernel]` generates calls to build these parameters; not public API.

@@ -64,8 +64,8 @@ impl<T: Pod> PerBlock<T> {
         if b < self.len {
             // SAFETY: in bounds; only this thread holds `block`, and the borrow of `self`
             // keeps it from a second reference.
-            super::note_output(self.pointer, self.len, b, 1, true);
-            Some(unsafe { &mut *self.pointer.add(b) })
+            let pointer = super::note_output(self.pointer, self.len, b, 1, true);
+            Some(unsafe { &mut *pointer.add(b) })
         } else {
             None
         }
@@ -84,8 +84,8 @@ impl<T: Pod> core::ops::Index<BlockIndex> for PerBlock<T> {
             super::out_of_bounds(b, self.len);
         }
         // SAFETY: in bounds; only this thread holds `block`.
-        super::note_output(self.pointer, self.len, b, 1, false);
-        unsafe { &*self.pointer.add(b) }
+        let pointer = super::note_output(self.pointer, self.len, b, 1, false);
+        unsafe { &*pointer.add(b) }
     }
 }
 

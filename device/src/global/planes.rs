@@ -60,8 +60,8 @@ impl<T: Pod, const P: usize> DisjointPlanes<T, P> {
         if i < self.plane_len && plane < P {
             // SAFETY: `plane * plane_len + i < P * plane_len <= len`; the element belongs to
             // `index` alone (see the impl of `KernelOutput`), which no other thread holds.
-            super::note_output(self.pointer, P * self.plane_len, plane * self.plane_len + i, 1, true);
-            Some(unsafe { &mut *self.pointer.add(plane * self.plane_len + i) })
+            let pointer = super::note_output(self.pointer, P * self.plane_len, plane * self.plane_len + i, 1, true);
+            Some(unsafe { &mut *pointer.add(plane * self.plane_len + i) })
         } else {
             None
         }
@@ -73,9 +73,9 @@ impl<T: Pod, const P: usize> DisjointPlanes<T, P> {
     pub fn get_all_mut(&mut self, index: ThreadIndex) -> Option<[&mut T; P]> {
         let i = index.owned();
         if i < self.plane_len {
-            let (pointer, plane_len) = (self.pointer, self.plane_len);
+            let (mut pointer, plane_len) = (self.pointer, self.plane_len);
             for plane in 0..P {
-                super::note_output(pointer, P * plane_len, plane * plane_len + i, 1, true);
+                pointer = super::note_output(self.pointer, P * plane_len, plane * plane_len + i, 1, true);
             }
             // SAFETY: as in `get_mut`; the `P` elements are distinct (one per plane).
             Some(core::array::from_fn(|plane| unsafe { &mut *pointer.add(plane * plane_len + i) }))
@@ -88,6 +88,6 @@ impl<T: Pod, const P: usize> DisjointPlanes<T, P> {
     /// [`DisjointSlice::get_unchecked_mut`](super::DisjointSlice::get_unchecked_mut).
     #[inline(always)]
     pub fn as_mut_ptr(&mut self) -> *mut T {
-        self.pointer
+        super::raw_view(self.pointer, P * self.plane_len)
     }
 }

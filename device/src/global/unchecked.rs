@@ -57,8 +57,8 @@ impl<T: Pod> UncheckedSlice<T> {
     #[inline(always)]
     pub unsafe fn get_unchecked_mut(&mut self, index: usize) -> &mut T {
         // SAFETY: the caller keeps the index in bounds and the element to this thread.
-        super::note_output(self.pointer, self.len, index, 1, true);
-        unsafe { &mut *self.pointer.add(index) }
+        let pointer = super::note_output(self.pointer, self.len, index, 1, true);
+        unsafe { &mut *pointer.add(index) }
     }
 
     /// Writes `value` to element `index` without a bounds check.
@@ -68,8 +68,8 @@ impl<T: Pod> UncheckedSlice<T> {
     #[inline(always)]
     pub unsafe fn write_unchecked(&mut self, index: usize, value: T) {
         // SAFETY: as the caller guarantees.
-        super::note_output(self.pointer, self.len, index, 1, true);
-        unsafe { self.pointer.add(index).write(value) }
+        let pointer = super::note_output(self.pointer, self.len, index, 1, true);
+        unsafe { pointer.add(index).write(value) }
     }
 
     /// The whole output as a slice.
@@ -80,13 +80,13 @@ impl<T: Pod> UncheckedSlice<T> {
     #[inline(always)]
     pub unsafe fn as_mut_slice(&mut self) -> &mut [T] {
         // SAFETY: valid for `len` elements; exclusivity of the touched ones is the caller's.
-        unsafe { core::slice::from_raw_parts_mut(self.pointer, self.len) }
+        unsafe { core::slice::from_raw_parts_mut(super::raw_view(self.pointer, self.len), self.len) }
     }
 
     /// The start of the output, for pointer arithmetic and intrinsics (using it is `unsafe`,
     /// under the contract of [`get_unchecked_mut`](Self::get_unchecked_mut)).
     #[inline(always)]
     pub fn as_mut_ptr(&mut self) -> *mut T {
-        self.pointer
+        super::raw_view(self.pointer, self.len)
     }
 }

@@ -14,7 +14,7 @@ pub use super::Row;
 use super::cpu::{self, Random, mismatch};
 use super::timing::{Implementation, Runs, measure, median};
 use crate::launch_with;
-pub use llm::{adamw, layernorm, softmax_online};
+pub use llm::{adamw, gelu_bf16, layernorm, softmax_online};
 
 /// What every case needs.
 pub struct Env<'m> {

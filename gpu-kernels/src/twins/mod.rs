@@ -60,10 +60,18 @@ pub struct Outcome {
 
 /// Runs every example kernel's case (and cuBLAS beside the matmuls), calling `progress` with
 /// each case's name before it runs. A failed case is reported and the others still run.
-pub fn run_all(env: &Env, mut progress: impl FnMut(&str)) -> Outcome {
+pub fn run_all(env: &Env, progress: impl FnMut(&str)) -> Outcome {
+    run_cases(env, |_| true, progress)
+}
+
+/// The names of the cases [`run_all`] runs, in order ("matmul" last).
+pub const CASES: [&str; 11] = ["saxpy", "sum", "transpose", "softmax", "histogram", "stencil", "layernorm", "softmax_online", "adamw", "gelu_bf16", "matmul"];
+
+/// [`run_all`] for the cases whose name `selected` accepts (see [`CASES`]).
+pub fn run_cases(env: &Env, selected: impl Fn(&str) -> bool, mut progress: impl FnMut(&str)) -> Outcome {
     let mut outcome = Outcome::default();
     type Case = fn(&Env) -> BenchResult<Vec<Row>>;
-    let cases: [(&str, Case); 9] = [
+    let cases: [(&str, Case); 10] = [
         ("saxpy", cases::saxpy),
         ("sum", cases::sum),
         ("transpose", cases::transpose),
@@ -73,13 +81,20 @@ pub fn run_all(env: &Env, mut progress: impl FnMut(&str)) -> Outcome {
         ("layernorm", cases::layernorm),
         ("softmax_online", cases::softmax_online),
         ("adamw", cases::adamw),
+        ("gelu_bf16", cases::gelu_bf16),
     ];
     for (name, case) in cases {
+        if !selected(name) {
+            continue;
+        }
         progress(name);
         match case(env) {
             Ok(rows) => outcome.rows.extend(rows),
             Err(error) => outcome.failures.push(format!("{name}: {error}")),
         }
+    }
+    if !selected("matmul") {
+        return outcome;
     }
     progress("matmul");
     match cases::matmul(env) {

@@ -90,6 +90,43 @@ pub fn compile_reference(context: &Context, arch: u32) -> Result<Compiled, Unava
 /// The kernels of the returned module are launched only with the parameters `source` declares
 /// (the module's contract for [`Module::load_binary`]); NVRTC's cubin is well formed.
 pub unsafe fn compile(context: &Context, file: &str, source: &str, arch: &str) -> Result<Compiled, Unavailable> {
+    // SAFETY: forwarded.
+    unsafe { compile_with(context, file, source, arch, &[]) }
+}
+
+/// The CUDA C++ twin of `gpu_kernels::llm::gelu_bf16` (`bench/cuda/gelu_bf16.cu`), its own
+/// program because it includes `cuda_bf16.h`.
+pub const GELU_BF16_SOURCE: &str = include_str!("../../../bench/cuda/gelu_bf16.cu");
+
+/// The CUDA toolkit's include directories found on this machine (`$CUDA_HOME/include`,
+/// `$CUDA_PATH/include`, `/usr/local/cuda/include`, each with its `cccl` folder, where CUDA 13
+/// keeps `<nv/target>` that `cuda_bf16.h` includes), for sources that include its headers.
+pub fn cuda_include_dirs() -> Vec<String> {
+    let roots = [std::env::var("CUDA_HOME").ok(), std::env::var("CUDA_PATH").ok(), Some("/usr/local/cuda".to_string())];
+    let mut dirs: Vec<String> = roots
+        .into_iter()
+        .flatten()
+        .flat_map(|root| [format!("{root}/include"), format!("{root}/include/cccl")])
+        .filter(|d| std::path::Path::new(d).is_dir())
+        .collect();
+    dirs.dedup();
+    dirs
+}
+
+/// Compiles [`GELU_BF16_SOURCE`] for `sm_{arch}` with the CUDA include directories
+/// ([`cuda_include_dirs`]; NVRTC's built-in headers otherwise) and loads it into `context`.
+pub fn compile_gelu_bf16(context: &Context, arch: u32) -> Result<Compiled, Unavailable> {
+    let includes: Vec<String> = cuda_include_dirs().into_iter().map(|d| format!("--include-path={d}")).collect();
+    // SAFETY: launched only through the typed launcher of `gpu_kernels::llm::gelu_bf16`, whose
+    // parameters are the ones the source declares.
+    unsafe { compile_with(context, "bench/cuda/gelu_bf16.cu", GELU_BF16_SOURCE, &format!("sm_{arch}"), &includes) }
+}
+
+/// [`compile`] with `extra` NVRTC options (include paths, defines).
+///
+/// # Safety
+/// As for [`compile`].
+pub unsafe fn compile_with(context: &Context, file: &str, source: &str, arch: &str, extra: &[String]) -> Result<Compiled, Unavailable> {
     // SAFETY: only probes whether the library can be opened.
     if !unsafe { nvrtc::is_culib_present() } {
         return Err(Unavailable::NoLibrary);
@@ -105,7 +142,7 @@ pub unsafe fn compile(context: &Context, file: &str, source: &str, arch: &str) -
     check("nvrtcCreateProgram", unsafe { nvrtc::nvrtcCreateProgram(&mut raw, source.as_ptr(), name.as_ptr(), 0, std::ptr::null(), std::ptr::null()) })?;
     let program = Program(raw);
     let options = [format!("--gpu-architecture={arch}"), "--std=c++17".to_string()];
-    let options: Vec<CString> = options.into_iter().map(|o| CString::new(o).expect("no NUL in the options")).collect();
+    let options: Vec<CString> = options.into_iter().chain(extra.iter().cloned()).map(|o| CString::new(o).expect("no NUL in the options")).collect();
     let option_ptrs: Vec<*const c_char> = options.iter().map(|o| o.as_ptr()).collect();
     // SAFETY: `option_ptrs` points at live NUL-terminated strings.
     let compiled = unsafe { nvrtc::nvrtcCompileProgram(program.0, option_ptrs.len() as i32, option_ptrs.as_ptr()) };

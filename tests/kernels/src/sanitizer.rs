@@ -23,6 +23,48 @@ pub fn unchecked_overlap(share: u32, mut y: DisjointSlice<u32>) {
     }
 }
 
+/// Like [`unchecked_overlap`] through the raw escape hatches: thread `t` adds 1 to element
+/// `t / share` through `as_mut_slice` (even threads) or `as_mut_ptr` (odd threads). With
+/// `share == 2` threads 0 and 1 write element 0 (a race the CPU executor sees through its
+/// mirrors of raw views); with `share == 1` every thread has its own.
+#[kernel]
+pub fn raw_view_overlap(share: u32, mut y: DisjointSlice<u32>) {
+    let t = unique_index().get();
+    let e = (t / share.max(1) as usize).min(y.len().saturating_sub(1));
+    if !y.is_empty() {
+        if t.is_multiple_of(2) {
+            // SAFETY: exclusivity is what the test breaks on purpose (share == 2).
+            unsafe { y.as_mut_slice()[e] += 1 };
+        } else {
+            // SAFETY: in bounds; exclusivity as above.
+            unsafe { *y.as_mut_ptr().add(e) += 1 };
+        }
+    }
+}
+
+/// Thread 0 writes element 1 through `as_mut_ptr` (with `steal`) or its own element 0, then
+/// reads it back through the raw view (its own write, in order); thread 1 reads its element 1
+/// through the checked `Index` and copies it to `out[1]`. With `steal` that is a write by one
+/// thread and a read by another of one element: a race.
+#[kernel]
+pub fn raw_write_checked_read(steal: bool, mut y: DisjointSlice<u32>, mut out: DisjointSlice<u32>) {
+    let i = unique_index();
+    if i.get() == 0 {
+        let e = if steal { 1 } else { 0 };
+        // SAFETY: in bounds (launched with 2 elements); exclusivity broken on purpose (steal).
+        let seen = unsafe {
+            let p = y.as_mut_ptr().add(e);
+            *p = 50;
+            *p
+        };
+        if let Some(o) = out.get_mut(i) {
+            *o = seen;
+        }
+    } else if let Some(o) = out.get_mut(i) {
+        *o = y[i];
+    }
+}
+
 /// One block of 2. Thread 0 reads its own `y[0]` (through `Index`), both wait at a barrier,
 /// then thread 1 writes `y[0]` through `get_unchecked_mut` when `steal`: a race even with the
 /// barrier between, since thread 0 holds the element for the whole launch (audit N1's
@@ -101,6 +143,22 @@ pub fn n7_warp_sync_masks(mask0: u32, mask1: u32, mut out: DisjointSlice<u32>) {
     }
     if let Some(o) = out.get_mut(unique_index()) {
         *o = 1;
+    }
+}
+
+/// One warp. Lanes 0 and 1 call `sync_warp(mask)`, then every lane a ballot. A mask that
+/// leaves out the calling lane (undefined behaviour for `bar.warp.sync` in PTX) gets the
+/// lane's own bit added: with `mask == 0x2` lane 0 waits with 0x3 for lane 1, which passed
+/// 0x2, went on alone and waits in the ballot (a deadlock, reported); with `mask == 0x3` both
+/// meet, and every lane's ballot is the full mask.
+#[kernel]
+pub fn n7_sync_warp_without_own_lane(mask: u32, mut out: DisjointSlice<u32>) {
+    if thread_idx_x() < 2 {
+        sync_warp(mask);
+    }
+    let v = warp::ballot(true);
+    if let Some(o) = out.get_mut(unique_index()) {
+        *o = v;
     }
 }
 

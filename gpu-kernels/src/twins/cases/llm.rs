@@ -1,5 +1,5 @@
 //! Issue 23's "Speed" rows: the LLM-training kernels of `gpu_kernels::llm` against their CUDA
-//! C++ twins (a layer norm, an online softmax, an AdamW step), each checked against the CPU
+//! C++ twins (a layer norm, an online softmax, an AdamW step, a bf16 GELU), each checked against the CPU
 //! first. All three are memory-bound: the figure is GB/s against the copy bandwidth.
 
 use bytemuck::cast_slice;
@@ -7,7 +7,7 @@ use ferrocuda_host::{DeviceBuffer, LaunchConfig};
 
 use super::{BenchResult, Env, Row, compare, describe, float4s};
 use crate::examples::Float4;
-use crate::llm::{AdamW, LAYERNORM_C};
+use crate::llm::{AdamW, Bf16x8, LAYERNORM_C};
 use crate::twins::cpu::Random;
 use crate::twins::timing::{Implementation, measure};
 
@@ -128,4 +128,51 @@ pub fn adamw(env: &Env) -> BenchResult<Vec<Row>> {
     })?;
     let bytes = 7.0 * (n * 4) as f64;
     Ok(env.rows("adamw_step", format!("{n} f32 params"), &implementations, &times, Some(bytes), None, checks))
+}
+
+/// `gelu_bf16`: one array of the sizes' element count in bf16, in and out. Its CUDA C++ twin
+/// is its own NVRTC program (`cuda_bf16.h`); when that does not compile, the Rust row stands
+/// alone and the check column says why.
+pub fn gelu_bf16(env: &Env) -> BenchResult<Vec<Row>> {
+    use ferrocuda_device::half::{Bf16x2, bf16};
+    let n = env.sizes.array_floats / 8 * 8;
+    let values: Vec<bf16> = Random::new(14).floats(n, -6.0, 6.0).into_iter().map(bf16::from_f32).collect();
+    // The CPU reference: f32 tanh of the bf16 input, as f64 (rounded to bf16 by the GPU).
+    let expected = values.iter().map(|x| {
+        let x = x.to_f64();
+        0.5 * x * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x)).tanh())
+    });
+    let packed: Vec<Bf16x8> = values.chunks_exact(8).map(|v| Bf16x8 { pairs: core::array::from_fn(|k| Bf16x2::new(v[2 * k], v[2 * k + 1])) }).collect();
+    let input_dev = DeviceBuffer::from_slice(&env.context, &packed)?;
+    let mut out = DeviceBuffer::<Bf16x8>::zeroed(&env.context, n / 8)?;
+    let config = LaunchConfig::for_elements(n / 8, 256);
+    let arch = env.context.device().arch()?;
+    let twin = crate::twins::nvrtc::compile_gelu_bf16(&env.context, arch);
+    let mut implementations = vec![Implementation::Rust];
+    let mut twin_note = None;
+    match &twin {
+        Ok(compiled) => implementations.push(Implementation::CudaCpp(&compiled.module)),
+        Err(why) => twin_note = Some(format!("(no CUDA C++ twin: {why})")),
+    }
+    let mut checks = Vec::new();
+    let expected: Vec<f64> = expected.collect();
+    for &implementation in &implementations {
+        out.zero_async(&env.stream)?;
+        launch_llm!(implementation, gelu_bf16, &env.stream, config, &input_dev, &mut out)?;
+        env.stream.synchronize()?;
+        let got: Vec<f32> = out.to_vec()?.iter().flat_map(|v| v.pairs.iter().flat_map(|p| [p.lo().to_f32(), p.hi().to_f32()])).collect();
+        // bf16 rounding (2^-8 relative) plus tanh.approx (2^-11 relative on tanh, which the
+        // 1 + tanh near -1 amplifies for large negative x: absolute floor 1e-3).
+        let worst = compare("gelu_bf16", &got, expected.iter().copied(), 1.2e-2, 0.1)?;
+        checks.push(match &twin_note {
+            Some(note) => format!("{} {note}", describe(worst)),
+            None => describe(worst),
+        });
+    }
+    let times = measure(&env.stream, env.runs, &implementations, |implementation, stopwatch| {
+        stopwatch.start()?;
+        launch_llm!(implementation, gelu_bf16, &env.stream, config, &input_dev, &mut out)
+    })?;
+    let bytes = 2.0 * (n * 2) as f64;
+    Ok(env.rows("gelu_bf16", format!("{n} bf16"), &implementations, &times, Some(bytes), None, checks))
 }
