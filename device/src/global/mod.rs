@@ -34,9 +34,13 @@ mod atomic_slice;
 mod chunks;
 mod disjoint;
 mod index;
+mod matrix;
 mod per_block;
 mod planes;
+mod tile;
 mod unchecked;
+mod warp_rows;
+mod window;
 
 pub use crate::atomic::{Atomic, AtomicElement, Scope};
 pub use atomic_slice::AtomicSlice;
@@ -44,9 +48,13 @@ pub use chunks::DisjointChunks;
 pub use disjoint::DisjointSlice;
 pub use ferrocuda_types::LaunchRequirements;
 pub use index::{BlockIndex, GridStride, ThreadIndex, grid_stride, once_per_block, unique_index};
+pub use matrix::{DisjointMatrix, GridStride2d, ThreadCell, grid_stride_2d, unique_cell};
 pub use per_block::PerBlock;
 pub use planes::DisjointPlanes;
+pub use tile::{BlockTile, PerBlockTile, TileMut, block_tile};
 pub use unchecked::UncheckedSlice;
+pub use warp_rows::{LaneRow, LaneRowIter, PerWarpRow, WarpRow, warp_row};
+pub use window::{Window, window};
 
 /// A kernel output parameter type: what `#[kernel]` builds from the pointer and length the
 /// launcher passes, and what it requires of the launch. Implemented by the output types of
@@ -62,16 +70,39 @@ pub unsafe trait KernelOutput: Sized {
     type Element;
     /// What the launch must satisfy for the partition to hold.
     const REQUIREMENTS: LaunchRequirements;
+    /// What the output needs besides the buffer: `()` for the 1-D outputs, the row width
+    /// (`u32`) for the row-major matrix outputs ([`DisjointMatrix`], [`PerBlockTile`],
+    /// [`PerWarpRow`]), which `#[kernel(cols(name = ..))]` names.
+    type Shape: Copy;
 
     /// Builds the parameter.
     ///
     /// # Safety
     /// `pointer` is valid (and aligned) for reads and writes of `len` elements for the whole
     /// launch, no other parameter or memory access of the launch reaches those elements
-    /// except through the kernel's copies of this parameter, and the launch meets
-    /// [`REQUIREMENTS`](Self::REQUIREMENTS).
-    unsafe fn from_raw_parts(pointer: *mut Self::Element, len: usize) -> Self;
+    /// except through the kernel's copies of this parameter, the launch meets
+    /// [`REQUIREMENTS`](Self::REQUIREMENTS), and `shape` is the same in every thread of the
+    /// launch.
+    unsafe fn from_raw_parts(pointer: *mut Self::Element, len: usize, shape: Self::Shape) -> Self;
 }
+
+/// An output addressed by its buffer alone (every output but the row-major matrices): what
+/// `#[kernel]` requires of an output parameter that `cols(..)` does not name.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is a row-major matrix output: name its row width in the kernel's attribute",
+    label = "needs `#[kernel(cols(<this parameter> = <a u32 parameter or constant>))]`",
+    note = "the width must be the same in every thread of the launch, so it comes from a by-value kernel parameter or a constant, named once in the attribute"
+)]
+pub trait WholeBufferOutput: KernelOutput<Shape = ()> {}
+
+/// A row-major matrix output, whose row width `#[kernel(cols(name = ..))]` gives.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no row width: `cols(..)` names only the matrix outputs `DisjointMatrix`, `PerBlockTile` and `PerWarpRow`",
+    label = "not a row-major matrix output"
+)]
+pub trait RowMajorOutput: KernelOutput<Shape = u32> {}
 
 #[cold]
 #[track_caller]
@@ -98,18 +129,24 @@ pub mod __private {
     use bytemuck::Pod;
     pub use ferrocuda_types::same_lengths;
 
-    /// Builds an output parameter from the pointer and length the host launcher passed.
+    /// Builds an output parameter from the pointer and length the host launcher passed (and,
+    /// for a row-major matrix output, the row width of `#[kernel(cols(..))]`).
     ///
     /// # Safety
     /// As for [`KernelOutput::from_raw_parts`].
     #[inline(always)]
-    pub unsafe fn output<O: KernelOutput>(pointer: *mut O::Element, len: usize) -> O {
+    pub unsafe fn output<O: KernelOutput>(pointer: *mut O::Element, len: usize, shape: O::Shape) -> O {
         // SAFETY: forwarded.
-        unsafe { O::from_raw_parts(pointer, len) }
+        unsafe { O::from_raw_parts(pointer, len, shape) }
     }
 
-    /// Compile-time check the launchers use: `O` is an output type whose elements are `T`.
-    pub const fn require_output<O: KernelOutput<Element = T>, T: Pod>() {}
+    /// Compile-time check the launchers use: `O` is an output type whose elements are `T`,
+    /// addressed by the buffer alone.
+    pub const fn require_output<O: KernelOutput<Element = T> + super::WholeBufferOutput, T: Pod>() {}
+
+    /// Compile-time check the launchers use: `O` is a row-major matrix output whose elements
+    /// are `T` (its width named in `#[kernel(cols(..))]`).
+    pub const fn require_matrix_output<O: KernelOutput<Element = T> + super::RowMajorOutput, T: Pod>() {}
 
     /// A read-only host slice handed to every GPU thread of a CPU launch.
     pub struct InputParts<T> {
@@ -160,11 +197,11 @@ pub mod __private {
         /// The slice as one GPU thread's output parameter.
         ///
         /// # Safety
-        /// The slice this was made from is still exclusively borrowed by the launch, and the
-        /// launch meets `O::REQUIREMENTS`.
-        pub unsafe fn output<O: KernelOutput<Element = T>>(&self) -> O {
+        /// The slice this was made from is still exclusively borrowed by the launch, the
+        /// launch meets `O::REQUIREMENTS`, and every thread passes the same `shape`.
+        pub unsafe fn output<O: KernelOutput<Element = T>>(&self, shape: O::Shape) -> O {
             // SAFETY: as the caller guarantees; the launch borrows it exclusively.
-            unsafe { O::from_raw_parts(self.pointer, self.len) }
+            unsafe { O::from_raw_parts(self.pointer, self.len, shape) }
         }
     }
 
