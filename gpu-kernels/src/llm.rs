@@ -131,9 +131,8 @@ pub fn softmax_online(input: &[Float4], mut output: PerWarpRow<Float4>, rows: u3
         mask /= 2;
     }
     let scale = 1.0 / sum;
-    // The lane's output vectors are the same columns as its input vectors (`row_out` has
-    // `cols4` columns too).
-    for (v, y) in row_in.iter().skip(lane).step_by(32).zip(row_out.iter_mut()) {
+    // The lane's output vectors beside its input vectors (the same columns), one bound.
+    for (v, y) in row_out.zip_input(row_in) {
         let v = cache::load(v, Load::Streaming);
         let value =
             Float4 { x: (v.x - max).fast_exp() * scale, y: (v.y - max).fast_exp() * scale, z: (v.z - max).fast_exp() * scale, w: (v.w - max).fast_exp() * scale };

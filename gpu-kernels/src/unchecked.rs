@@ -2,7 +2,7 @@
 //! algorithm written the way it was before the 2-D output types existed, with
 //! `UncheckedSlice` / `get_unchecked_mut` outputs and `get_unchecked` inputs behind one
 //! up-front check. `ferrocuda-bench` times each beside its safe version (`examples::stencil_5pt`,
-//! `examples::softmax_rows_1024`, `llm::layernorm_768`) and the CUDA C++ twin (and `transpose_32_unchecked` beside the
+//! `examples::softmax_rows_1024`, `llm::layernorm_768`, `llm::softmax_online`) and the CUDA C++ twin (and `transpose_32_unchecked` beside the
 //! `transpose_32` whose output became a `PerBlockTile`, for the PTX comparison), and
 //! `tests/device_build.rs` pins that the safe versions compile to no more instructions.
 //! Each doc comment below is the safe kernel's, whose launch rules these twins share.
@@ -246,6 +246,65 @@ pub fn transpose_32_unchecked(input: &[f32], mut output: UncheckedSlice<f32>, ro
         // with z != 0, in blocks with z != 0 or past the matrix returned above).
         unsafe { output.write_unchecked(target, tile.get_unchecked((tx * STRIDE + ty + j) as usize)) };
         j += TRANSPOSE_ROWS;
+    }
+}
+
+
+/// Row-wise softmax of a row-major `rows x cols` matrix (`cols` a multiple of 4, given as
+/// `cols4 = cols / 4`) with the online algorithm: one warp per row reads the row once keeping
+/// a running maximum and a sum rescaled when the maximum grows, combines the 32 lanes'
+/// (maximum, sum) pairs by shuffles, then reads the row again to write `exp(x - max) / sum`
+/// (a second read that L2 serves for rows up to a few hundred KiB). `exp` is `ex2.approx`
+/// (CUDA's `__expf`). Launch like [`layernorm_768()`].
+#[kernel]
+pub fn softmax_online_unchecked(input: &[Float4], mut output: DisjointSlice<Float4>, rows: u32, cols4: u32) {
+    let Some(row) = offset_below(block_idx_x(), block_dim_x() / warp::WARP_SIZE, thread_idx_x() / warp::WARP_SIZE, rows) else {
+        return;
+    };
+    let lane = (thread_idx_x() % warp::WARP_SIZE) as usize;
+    let vectors = rows as usize * cols4 as usize;
+    if input.len() < vectors || output.len() < vectors || !block_dim_x().is_multiple_of(warp::WARP_SIZE) || !one_dimensional_launch() {
+        return;
+    }
+    // The row as its own slice (in bounds: `(row + 1) * cols4 <= vectors <= input.len()`), read
+    // with a strided iterator: pointer increments, no index arithmetic or bounds checks.
+    let start = row as usize * cols4 as usize;
+    let Some(row_in) = input.get(start..start + cols4 as usize) else { return };
+    // A finite start: a lane that sees no element (cols4 < 32) combines as (MIN, 0) without
+    // the NaN of -inf - -inf.
+    let (mut max, mut sum) = (f32::MIN, 0.0f32);
+    for &v in row_in.iter().skip(lane).step_by(32) {
+        let block_max = v.x.max(v.y).max(v.z.max(v.w));
+        if block_max > max {
+            sum *= (max - block_max).fast_exp();
+            max = block_max;
+        }
+        sum += ((v.x - max).fast_exp() + (v.y - max).fast_exp()) + ((v.z - max).fast_exp() + (v.w - max).fast_exp());
+    }
+    let mut mask = warp::WARP_SIZE / 2;
+    while mask > 0 {
+        let (other_max, other_sum) = (warp::shuffle_xor(max, mask), warp::shuffle_xor(sum, mask));
+        let new_max = max.max(other_max);
+        sum = sum * (max - new_max).fast_exp() + other_sum * (other_max - new_max).fast_exp();
+        max = new_max;
+        mask /= 2;
+    }
+    let scale = 1.0 / sum;
+    let mut c = start + lane;
+    for v in row_in.iter().skip(lane).step_by(32) {
+        let v = cache::load(v, Load::Streaming);
+        // SAFETY: `c < start + cols4 <= output.len()` (checked above); the row belongs to this
+        // warp and the vector `c` to this lane (1-D launch of whole warps, checked above).
+        unsafe {
+            let y = Float4 {
+                x: (v.x - max).fast_exp() * scale,
+                y: (v.y - max).fast_exp() * scale,
+                z: (v.z - max).fast_exp() * scale,
+                w: (v.w - max).fast_exp() * scale,
+            };
+            cache::store(output.get_unchecked_mut(c), y, Store::Streaming);
+        }
+        c += 32;
     }
 }
 

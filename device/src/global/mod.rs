@@ -53,7 +53,7 @@ pub use per_block::PerBlock;
 pub use planes::DisjointPlanes;
 pub use tile::{BlockTile, PerBlockTile, TileMut, block_tile};
 pub use unchecked::UncheckedSlice;
-pub use warp_rows::{LaneRow, LaneRowIter, PerWarpRow, WarpRow, warp_row};
+pub use warp_rows::{LaneRow, LaneRowIter, LaneRowZip, PerWarpRow, WarpRow, warp_row};
 pub use window::{Window, window};
 
 /// A kernel output parameter type: what `#[kernel]` builds from the pointer and length the

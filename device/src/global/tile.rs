@@ -153,7 +153,10 @@ impl<T: Pod, const TR: u32, const TC: u32, const BX: u32, const BY: u32, const T
     pub fn tile_mut(&mut self, me: BlockTile) -> Option<TileMut<'_, T, TR, TC, BX, BY>> {
         let (first_row, first_col, tx, ty) = self.place(me)?;
         let cols = self.cols as u64;
-        let rows_end = (first_row as u64 + TR as u64).checked_mul(cols)?;
+        // The tile's last row is a `u32` (checked), so `(last_row + 1) * cols <= 2^32 (2^32 - 1)`
+        // cannot overflow.
+        let last_row = first_row.checked_add(TR - 1)?;
+        let rows_end = (last_row as u64 + 1) * cols;
         if first_col as u64 + TC as u64 > cols || rows_end > self.len as u64 {
             return None;
         }

@@ -181,6 +181,15 @@ impl<'a, T: Pod> LaneRow<'a, T> {
         }
     }
 
+    /// The lane's elements beside the same columns of an input row: `(&input[c], &mut
+    /// row[c])` for `c = lane, lane + 32, ...` below both `cols` and `input.len()`, with one
+    /// bound computed once (a loop as short as CUDA's `for (c = lane; c < n; c += 32)`).
+    #[inline(always)]
+    pub fn zip_input<'b, U>(self, input: &'b [U]) -> LaneRowZip<'a, 'b, T, U> {
+        let end = (self.cols as usize).min(input.len());
+        LaneRowZip { row: self.row, input: input.as_ptr(), start: self.start, output: self.output, len: self.len, col: self.lane as usize, end, _borrows: PhantomData }
+    }
+
     /// The lane's elements in order: columns `lane, lane + 32, ...` below `cols`.
     #[inline(always)]
     pub fn iter_mut(self) -> LaneRowIter<'a, T> {
@@ -212,6 +221,38 @@ impl<'a, T: Pod> Iterator for LaneRowIter<'a, T> {
             // SAFETY: as in `LaneRow::get_mut`; each column is yielded once (the column only
             // grows), so the references never overlap.
             Some(unsafe { &mut *self.row.add(col) })
+        } else {
+            None
+        }
+    }
+}
+
+/// The iterator of [`LaneRow::zip_input`].
+pub struct LaneRowZip<'a, 'b, T: Pod, U> {
+    row: *mut T,
+    input: *const U,
+    start: usize,
+    output: *mut T,
+    len: usize,
+    col: usize,
+    /// `min(cols, input.len())`.
+    end: usize,
+    _borrows: PhantomData<(&'a mut T, &'b [U])>,
+}
+
+impl<'a, 'b, T: Pod, U> Iterator for LaneRowZip<'a, 'b, T, U> {
+    type Item = (&'b U, &'a mut T);
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<(&'b U, &'a mut T)> {
+        if self.col < self.end {
+            let col = self.col;
+            // `col < end <= u32::MAX`: no overflow in usize.
+            self.col = col + 32;
+            super::note_output(self.output, self.len, self.start + col, 1, true);
+            // SAFETY: `col < cols` (inside this lane's row, as in `LaneRow::get_mut`; yielded
+            // once, the column only grows) and `col < input.len()`.
+            Some(unsafe { (&*self.input.add(col), &mut *self.row.add(col)) })
         } else {
             None
         }

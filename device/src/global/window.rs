@@ -39,10 +39,11 @@ pub fn window<T, const R: usize, const C: usize>(slice: &[T], cols: u32, row: u3
     if col as u64 + C as u64 > cols64 {
         return None;
     }
-    // The last element, `(row + R - 1) * cols + col + C - 1`, is inside the slice. `row + R - 1
-    // < 2^33` and `cols < 2^32`: the product is checked.
-    let last_row_start = (row as u64 + R as u64 - 1).checked_mul(cols64)?;
-    let end = last_row_start + col as u64 + C as u64;
+    // The last element, `(row + R - 1) * cols + col + C - 1`, is inside the slice. The last row
+    // is a `u32` (checked: one add with carry), so the product is below `2^64 - 2^33` and the
+    // sum cannot overflow.
+    let last_row = row.checked_add(R as u32 - 1)?;
+    let end = last_row as u64 * cols64 + col as u64 + C as u64;
     if end > slice.len() as u64 {
         return None;
     }

@@ -25,6 +25,22 @@ macro_rules! launch_llm {
 /// Threads per block of the warp-per-row kernels (8 rows per block).
 const ROW_BLOCK: u32 = 256;
 
+/// `softmax_online` from the implementation chosen, its `unsafe` twin included.
+fn launch_softmax_online(
+    implementation: Implementation<'_>,
+    env: &Env,
+    config: LaunchConfig,
+    input: &DeviceBuffer<Float4>,
+    output: &mut DeviceBuffer<Float4>,
+    rows: u32,
+    cols4: u32,
+) -> ferrocuda_host::Result<()> {
+    match implementation {
+        Implementation::RustUnchecked => crate::unchecked::softmax_online_unchecked::launch(&env.stream, config, input, output, rows, cols4),
+        other => launch_llm!(other, softmax_online, &env.stream, config, input, output, rows, cols4),
+    }
+}
+
 /// `layernorm_768` from the implementation chosen, its `unsafe` twin included.
 #[allow(clippy::too_many_arguments)]
 fn launch_layernorm(
@@ -91,11 +107,11 @@ pub fn softmax_online(env: &Env) -> BenchResult<Vec<Row>> {
     let mut output = DeviceBuffer::<Float4>::zeroed(&env.context, n / 4)?;
     let config = LaunchConfig::new(rows.div_ceil(ROW_BLOCK / 32), ROW_BLOCK);
     let cols4 = (cols / 4) as u32;
-    let implementations = env.implementations();
+    let implementations = env.implementations_with_unchecked();
     let mut checks = Vec::new();
     for &implementation in &implementations {
         output.zero_async(&env.stream)?;
-        launch_llm!(implementation, softmax_online, &env.stream, config, &input_dev, &mut output, rows, cols4)?;
+        launch_softmax_online(implementation, env, config, &input_dev, &mut output, rows, cols4)?;
         env.stream.synchronize()?;
         let got = output.to_vec()?;
         // ex2.approx per element and rescalings of the running sum: 1e-5 relative.
@@ -103,7 +119,7 @@ pub fn softmax_online(env: &Env) -> BenchResult<Vec<Row>> {
     }
     let times = measure(&env.stream, env.runs, &implementations, |implementation, stopwatch| {
         stopwatch.start()?;
-        launch_llm!(implementation, softmax_online, &env.stream, config, &input_dev, &mut output, rows, cols4)
+        launch_softmax_online(implementation, env, config, &input_dev, &mut output, rows, cols4)
     })?;
     let bytes = 3.0 * (n * 4) as f64;
     Ok(env.rows("softmax_online", format!("{rows}x{cols} f32"), &implementations, &times, Some(bytes), None, checks))
