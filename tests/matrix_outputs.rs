@@ -118,7 +118,11 @@ fn wrong_launch_shapes_are_refused_and_write_nothing(backend: &Backend) {
     for (grid, block) in [(dim(4, 4, 1), dim(2, 4, 1)), (dim(4, 4, 1), dim(8, 1, 1)), (dim(4, 4, 2), dim(4, 2, 1)), (dim(4, 4, 1), dim(4, 2, 2))] {
         refused(launch_on!(backend, k::tiles_direct, LaunchConfig::new(grid, block), &mut out, 64u32), "tile block shape", "blocks of exactly");
     }
-    refused(launch_on!(backend, k::two_tile_shapes, LaunchConfig::new(dim(1, 1, 1), dim(8, 8, 1)), &mut out, &mut backend.zeroed::<u32>(64), 8u32), "two shapes", "different block shapes");
+    refused(
+        launch_on!(backend, k::two_tile_shapes, LaunchConfig::new(dim(1, 1, 1), dim(8, 8, 1)), &mut out, &mut backend.zeroed::<u32>(64), 8u32),
+        "two shapes",
+        "different block shapes",
+    );
     // PerWarpRow: blocks that are not whole warps, a 2-D launch.
     let mut firsts = backend.zeroed::<u32>(64);
     refused(launch_on!(backend, k::warp_rows, LaunchConfig::new(2u32, 48u32), &mut out, &mut firsts, 64u32), "48 threads", "multiple of 32");

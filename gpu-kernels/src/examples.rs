@@ -30,9 +30,7 @@ use ferrocuda_device::math::FastMath;
 use ferrocuda_device::shared::SharedArray;
 use ferrocuda_device::shared_array;
 use ferrocuda_device::sync::sync_threads;
-use ferrocuda_device::thread::{
-    block_dim_x, block_dim_y, block_dim_z, block_idx_x, block_idx_y, block_idx_z, grid_dim_x, thread_idx_x, thread_idx_y,
-};
+use ferrocuda_device::thread::{block_dim_x, block_dim_y, block_dim_z, block_idx_x, block_idx_y, block_idx_z, grid_dim_x, thread_idx_x, thread_idx_y};
 use ferrocuda_device::unroll::unroll;
 use ferrocuda_device::warp;
 
@@ -540,7 +538,11 @@ pub fn stencil_5pt(input: &[f32], mut output: PerBlockTile<f32, STENCIL_ROWS_PER
     let mut column = [0.0f32; R + 2];
     let (mut west, mut east) = ([0.0f32; R], [0.0f32; R]);
     // Inside the grid: the 10 x 3 neighbourhood as one window, checked once (no check per read).
-    let inside = if first_row > 0 && first_row + STENCIL_ROWS_PER_THREAD < rows && inner_col { window::<f32, { R + 2 }, 3>(input, cols, first_row - 1, col - 1) } else { None };
+    let inside = if first_row > 0 && first_row + STENCIL_ROWS_PER_THREAD < rows && inner_col {
+        window::<f32, { R + 2 }, 3>(input, cols, first_row - 1, col - 1)
+    } else {
+        None
+    };
     if let Some(w) = inside {
         unroll::<{ R + 2 }>(|i| column[i] = w.get(i, 1).copied().unwrap_or(0.0));
         unroll::<R>(|r| (west[r], east[r]) = (w.get(r + 1, 0).copied().unwrap_or(0.0), w.get(r + 1, 2).copied().unwrap_or(0.0)));

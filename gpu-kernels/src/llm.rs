@@ -134,8 +134,12 @@ pub fn softmax_online(input: &[Float4], mut output: PerWarpRow<Float4>, rows: u3
     // The lane's output vectors beside its input vectors (the same columns), one bound.
     for (v, y) in row_out.zip_input(row_in) {
         let v = cache::load(v, Load::Streaming);
-        let value =
-            Float4 { x: (v.x - max).fast_exp() * scale, y: (v.y - max).fast_exp() * scale, z: (v.z - max).fast_exp() * scale, w: (v.w - max).fast_exp() * scale };
+        let value = Float4 {
+            x: (v.x - max).fast_exp() * scale,
+            y: (v.y - max).fast_exp() * scale,
+            z: (v.z - max).fast_exp() * scale,
+            w: (v.w - max).fast_exp() * scale,
+        };
         cache::store(y, value, Store::Streaming);
     }
 }

@@ -19,11 +19,11 @@ use crate::examples::{
     Float4, SOFTMAX_COLS, STENCIL_BLOCK_X, STENCIL_CENTRE, STENCIL_NEIGHBOUR, STENCIL_ROWS_PER_THREAD, offset_below, one_dimensional_blocks_in_a_2d_grid,
     one_dimensional_launch,
 };
+use crate::examples::{TRANSPOSE_ROWS, TRANSPOSE_TILE};
 use crate::llm::LAYERNORM_C;
 use ferrocuda_device::shared_array;
 use ferrocuda_device::sync::sync_threads;
 use ferrocuda_device::thread::{block_idx_z, thread_idx_y, thread_idx_z};
-use crate::examples::{TRANSPOSE_ROWS, TRANSPOSE_TILE};
 
 const SOFTMAX_VECTORS_PER_LANE: usize = SOFTMAX_COLS / 4 / 32;
 const LN_V: usize = LAYERNORM_C / 4 / 32;
@@ -31,7 +31,7 @@ const LN_V: usize = LAYERNORM_C / 4 / 32;
 /// Row-wise softmax of a row-major `rows x 1024` matrix: one warp per row, the row held in
 /// registers (eight `float4`s per lane), so it is read once and written once. The maximum
 /// and the sum are warp-shuffle reductions; `exp` is the hardware `ex2.approx` (CUDA's
-/// `__expf`). Launch with [`BLOCK_THREADS`] threads (8 rows per block) and
+/// `__expf`). Launch with [`BLOCK_THREADS`](crate::examples::BLOCK_THREADS) threads (8 rows per block) and
 /// `ceil(rows / 8)` blocks.
 #[kernel]
 pub fn softmax_rows_1024_unchecked(input: &[Float4], mut output: UncheckedSlice<Float4>, rows: u32) {
@@ -249,13 +249,12 @@ pub fn transpose_32_unchecked(input: &[f32], mut output: UncheckedSlice<f32>, ro
     }
 }
 
-
 /// Row-wise softmax of a row-major `rows x cols` matrix (`cols` a multiple of 4, given as
 /// `cols4 = cols / 4`) with the online algorithm: one warp per row reads the row once keeping
 /// a running maximum and a sum rescaled when the maximum grows, combines the 32 lanes'
 /// (maximum, sum) pairs by shuffles, then reads the row again to write `exp(x - max) / sum`
 /// (a second read that L2 serves for rows up to a few hundred KiB). `exp` is `ex2.approx`
-/// (CUDA's `__expf`). Launch like [`layernorm_768()`].
+/// (CUDA's `__expf`). Launch like [`layernorm_768()`](crate::llm::layernorm_768()).
 #[kernel]
 pub fn softmax_online_unchecked(input: &[Float4], mut output: DisjointSlice<Float4>, rows: u32, cols4: u32) {
     let Some(row) = offset_below(block_idx_x(), block_dim_x() / warp::WARP_SIZE, thread_idx_x() / warp::WARP_SIZE, rows) else {
@@ -307,4 +306,3 @@ pub fn softmax_online_unchecked(input: &[Float4], mut output: DisjointSlice<Floa
         c += 32;
     }
 }
-

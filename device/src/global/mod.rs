@@ -12,12 +12,22 @@
 //! | [`DisjointChunks<T, N>`] | thread `t` reads and writes chunks `t, t + threads, ...` of `N` elements, named by its [`ThreadIndex`] |
 //! | [`DisjointPlanes<T, P>`] | thread `t` reads and writes element `i` of each of `P` planes for its indices `i` |
 //! | [`PerBlock<T>`] | one thread of block `b` reads and writes element `b`, named by its [`BlockIndex`] |
-//! | [`UncheckedSlice<T>`] | only `unsafe` accesses, whose callers state which thread owns which element (tiles, 2-D launches) |
+//! | [`DisjointMatrix<T>`] | thread `(x, y)` reads and writes element (row `y + k H`, column `x + m W`) of a row-major matrix of `cols` columns, named by its [`ThreadCell`] |
+//! | [`PerBlockTile<T, TR, TC, BX, BY, TRANSPOSED>`] | block `(bx, by)` owns tile `(by, bx)` (`(bx, by)` if `TRANSPOSED`) of `TR x TC` elements; its thread `(tx, ty)` the tile elements `(ty + BY i, tx + BX j)`, named by its [`BlockTile`] |
+//! | [`PerWarpRow<T>`] | warp `w` owns row `w` of a row-major matrix; its lane `l` the columns `l, l + 32, ...`, named by its [`WarpRow`] |
+//! | [`UncheckedSlice<T>`] | only `unsafe` accesses, whose callers state which thread owns which element (register micro-tiles, computed indices) |
 //! | [`AtomicSlice<T>`] | every thread reads and writes any element, atomically; this is also how threads read each other's writes after a barrier or grid sync |
 //!
+//! The three matrix outputs get their row width `cols` from `#[kernel(cols(name = ..))]`: a
+//! by-value `u32` parameter or a constant, the same in every thread (a per-thread width would
+//! let two threads alias). Their launch requirements: `DisjointMatrix` a 2-D launch (`z = 1`,
+//! each axis at most `u32::MAX` threads), `PerBlockTile` blocks of exactly `(BX, BY, 1)` in a
+//! grid with `z = 1`, `PerWarpRow` a 1-D launch of whole warps. A read-only [`Window`] of an
+//! input matrix is checked once, so a stencil's reads need no check each.
+//!
 //! Each output type has exactly one index-to-element map, fixed by the type (and, for
-//! chunks and planes, by a const generic and the buffer's length), and accepts exactly one
-//! kind of witness; one buffer is one parameter of one type during a launch (the host
+//! chunks and planes, by a const generic and the buffer's length; for the matrices, by the
+//! launch's `cols`), and accepts exactly one kind of witness; one buffer is one parameter of one type during a launch (the host
 //! launchers borrow outputs exclusively). So no two threads of a launch reach the same
 //! element of an output, whatever calls a kernel mixes (audit finding N1). The per-thread
 //! outputs need a 1-D launch of at most `u32::MAX` threads, which every launcher checks

@@ -93,7 +93,9 @@ pub struct PerBlockTile<T: Pod, const TILE_ROWS: u32, const TILE_COLS: u32, cons
 // disjoint for distinct threads; (row, col) -> row * cols + col is one-to-one on col < cols,
 // with cols the same in every thread (the shape's contract). Accesses go through a
 // `BlockTile`, which only its own thread holds.
-unsafe impl<T: Pod, const TR: u32, const TC: u32, const BX: u32, const BY: u32, const TRANSPOSED: bool> KernelOutput for PerBlockTile<T, TR, TC, BX, BY, TRANSPOSED> {
+unsafe impl<T: Pod, const TR: u32, const TC: u32, const BX: u32, const BY: u32, const TRANSPOSED: bool> KernelOutput
+    for PerBlockTile<T, TR, TC, BX, BY, TRANSPOSED>
+{
     type Element = T;
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::tile_block(BX, BY);
     type Shape = u32;
@@ -108,7 +110,10 @@ unsafe impl<T: Pod, const TR: u32, const TC: u32, const BX: u32, const BY: u32, 
     }
 }
 
-impl<T: Pod, const TR: u32, const TC: u32, const BX: u32, const BY: u32, const TRANSPOSED: bool> super::RowMajorOutput for PerBlockTile<T, TR, TC, BX, BY, TRANSPOSED> {}
+impl<T: Pod, const TR: u32, const TC: u32, const BX: u32, const BY: u32, const TRANSPOSED: bool> super::RowMajorOutput
+    for PerBlockTile<T, TR, TC, BX, BY, TRANSPOSED>
+{
+}
 
 impl<T: Pod, const TR: u32, const TC: u32, const BX: u32, const BY: u32, const TRANSPOSED: bool> PerBlockTile<T, TR, TC, BX, BY, TRANSPOSED> {
     /// Columns per row (the launch's `cols`).

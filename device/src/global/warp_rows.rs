@@ -187,7 +187,16 @@ impl<'a, T: Pod> LaneRow<'a, T> {
     #[inline(always)]
     pub fn zip_input<'b, U>(self, input: &'b [U]) -> LaneRowZip<'a, 'b, T, U> {
         let end = (self.cols as usize).min(input.len());
-        LaneRowZip { row: self.row, input: input.as_ptr(), start: self.start, output: self.output, len: self.len, col: self.lane as usize, end, _borrows: PhantomData }
+        LaneRowZip {
+            row: self.row,
+            input: input.as_ptr(),
+            start: self.start,
+            output: self.output,
+            len: self.len,
+            col: self.lane as usize,
+            end,
+            _borrows: PhantomData,
+        }
     }
 
     /// The lane's elements in order: columns `lane, lane + 32, ...` below `cols`.

@@ -3,9 +3,7 @@
 //! every element was written once by the right map (tests/matrix_outputs.rs), and deliberately
 //! wrong kernels for the CPU executor's witness check.
 
-use ferrocuda_device::global::{
-    DisjointMatrix, PerBlockTile, PerWarpRow, block_tile, grid_stride_2d, unique_cell, warp_row,
-};
+use ferrocuda_device::global::{DisjointMatrix, PerBlockTile, PerWarpRow, block_tile, grid_stride_2d, unique_cell, warp_row};
 use ferrocuda_device::kernel;
 
 /// The value every test kernel stores at (row, col).
@@ -90,10 +88,8 @@ pub fn tiles_clipped(mut out: PerBlockTile<u32, 4, 8, 4, 2>, cols: u32) {
 pub fn warp_rows(mut out: PerWarpRow<u32>, mut firsts: PerWarpRow<u32>, cols: u32) {
     let me = warp_row();
     if let Some(row) = out.row_mut(me) {
-        let mut seen = 0;
-        for element in row.iter_mut() {
-            *element += mark(me.row(), me.lane() + 32 * seen);
-            seen += 1;
+        for (seen, element) in row.iter_mut().enumerate() {
+            *element += mark(me.row(), me.lane() + 32 * seen as u32);
         }
     }
     if let Some(mut row) = out.row_mut(me) {
