@@ -19,6 +19,12 @@ on_both_backends!(
     clipped_tiles_cover_the_edges_and_nothing_past_them,
     warp_rows_cover_each_row_once_and_lane_0_alone_writes_a_one_column_row,
     wrong_launch_shapes_are_refused_and_write_nothing,
+    audit_a_width_changed_in_the_body_does_not_change_the_map,
+    audit_two_outputs_of_different_widths_keep_their_own_maps,
+    audit_a_row_times_cols_past_u32_does_not_wrap_onto_another_cell,
+    audit_a_tile_origin_past_u32_does_not_wrap_onto_another_tile,
+    audit_clusters_do_not_change_the_tiles,
+    audit_a_generic_kernel_builds_its_matrix_with_the_width,
 );
 
 fn dim(x: u32, y: u32, z: u32) -> Dim3 {
@@ -129,6 +135,59 @@ fn wrong_launch_shapes_are_refused_and_write_nothing(backend: &Backend) {
     refused(launch_on!(backend, k::warp_rows, LaunchConfig::new(dim(2, 2, 1), dim(32, 1, 1)), &mut out, &mut firsts, 64u32), "2-D grid", "not both 1-D");
     assert!(backend.download(&out).iter().all(|&v| v == 0), "{}: a refused launch wrote", backend.name());
     assert!(backend.download(&firsts).iter().all(|&v| v == 0), "{}: a refused launch wrote", backend.name());
+}
+
+fn audit_a_width_changed_in_the_body_does_not_change_the_map(backend: &Backend) {
+    let (rows, cols) = (6u32, 10u32);
+    let mut out = backend.zeroed::<u32>((rows * cols) as usize);
+    launch_on!(backend, k::width_changed_in_the_body, LaunchConfig::new(dim(2, 2, 1), dim(5, 3, 1)), &mut out, cols).unwrap();
+    check(backend, "width reassigned in the body", &backend.download(&out), cols, |_, _| true);
+}
+
+fn audit_two_outputs_of_different_widths_keep_their_own_maps(backend: &Backend) {
+    // 8 x 8 threads; `a` is 4 wide (columns 4.. are `None`), `b` 8 wide.
+    let (mut a, mut b) = (backend.zeroed::<u32>(8 * 4), backend.zeroed::<u32>(8 * 8));
+    launch_on!(backend, k::two_widths, LaunchConfig::new(dim(1, 1, 1), dim(8, 8, 1)), &mut a, &mut b, 8u32).unwrap();
+    check(backend, "4 wide", &backend.download(&a), 4, |_, _| true);
+    check(backend, "8 wide", &backend.download(&b), 8, |_, _| true);
+}
+
+fn audit_a_row_times_cols_past_u32_does_not_wrap_onto_another_cell(backend: &Backend) {
+    let mut out = backend.zeroed::<u32>(16);
+    launch_on!(backend, k::huge_width, LaunchConfig::new(dim(1, 2, 1), dim(2, 1, 1)), &mut out, u32::MAX).unwrap();
+    let got = backend.download(&out);
+    assert_eq!(&got[..3], &[1, 1, 0], "{}: cells (0, 0) and (0, 1) once each, rows 1.. past the end", backend.name());
+}
+
+fn audit_a_tile_origin_past_u32_does_not_wrap_onto_another_tile(backend: &Backend) {
+    // One tile column of 2^20: only block 0's tile lies in the matrix.
+    let mut out = backend.zeroed::<u32>(1 << 20);
+    launch_on!(backend, k::huge_tiles, LaunchConfig::new(dim(4097, 1, 1), dim(1, 1, 1)), &mut out, 1u32 << 20).unwrap();
+    let got = backend.download(&out);
+    assert_eq!(got[0], 1, "{}: element 0 is block 0's alone", backend.name());
+    assert!(got[1..].iter().all(|&v| v == 0), "{}", backend.name());
+}
+
+fn audit_clusters_do_not_change_the_tiles(backend: &Backend) {
+    // Clusters group blocks; block and thread indices, and so the tiles, stay as they were.
+    if let Backend::Gpu { context, .. } = backend
+        && context.device().compute_capability().is_ok_and(|(major, _)| major < 9)
+    {
+        return;
+    }
+    let (rows, cols) = (16u32, 32u32);
+    let mut out = backend.zeroed::<u32>((rows * cols) as usize);
+    launch_on!(backend, k::tiles_direct, LaunchConfig::new(dim(4, 4, 1), dim(4, 2, 1)).with_cluster(dim(2, 2, 1)), &mut out, cols).unwrap();
+    check(backend, "tiles in clusters of 2 x 2", &backend.download(&out), cols, |_, _| true);
+}
+
+fn audit_a_generic_kernel_builds_its_matrix_with_the_width(backend: &Backend) {
+    let mut out = backend.zeroed::<u32>(3 * 5);
+    launch_on!(backend, k::fill_matrix_u32, LaunchConfig::new(dim(1, 1, 1), dim(8, 8, 1)), &mut out, 5u32, 7u32).unwrap();
+    assert_eq!(backend.download(&out), vec![7; 15], "{}", backend.name());
+    let mut floats = backend.zeroed::<f32>(4 * 2);
+    launch_on!(backend, k::fill_matrix_f32, LaunchConfig::new(dim(1, 1, 1), dim(2, 4, 1)), &mut floats, 2u32, 0.5f32).unwrap();
+    assert_eq!(backend.download(&floats), vec![0.5; 8], "{}", backend.name());
 }
 
 mod cpu_only {

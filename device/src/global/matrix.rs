@@ -209,3 +209,30 @@ impl<T: Pod> DisjointMatrix<T> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn walk(row: u32, col: u32, rows: u32, cols: u32, width: u32, height: u32) -> std::vec::Vec<(u32, u32)> {
+        let stride = GridStride2d { row, col, first_col: col, rows, cols, width, height, _this_thread: PhantomData };
+        stride.map(|c| (c.row, c.col)).collect()
+    }
+
+    extern crate std;
+
+    /// Self-audit: steps near `u32::MAX` saturate and stop; they never wrap to a small row or
+    /// column, which would be another thread's cell.
+    #[test]
+    fn grid_stride_2d_steps_saturate_instead_of_wrapping() {
+        let max = u32::MAX;
+        // Rows max - 3 and max - 1, then a step past u32: stop (a wrap would give row 0).
+        assert_eq!(walk(max - 3, 0, max, 1, 1, 2), [(max - 3, 0), (max - 1, 0)]);
+        // The same along a row.
+        assert_eq!(walk(0, max - 5, 1, max, 4, 1), [(0, max - 5), (0, max - 1)]);
+        // A thread whose first column is past the width has no cell at all.
+        assert_eq!(walk(0, 7, 3, 5, 8, 1), []);
+        // Ordinary strides: rows y, y + H, columns x, x + W.
+        assert_eq!(walk(1, 2, 6, 7, 4, 3), [(1, 2), (1, 6), (4, 2), (4, 6)]);
+    }
+}

@@ -166,3 +166,57 @@ pub fn smuggled_warp_row(mut out: PerWarpRow<u32>) {
     }
     let _ = &mut out;
 }
+
+/// Self-audit: the width parameter reassigned and shadowed in the body. The output was built
+/// by the entry, before the body, with the launch's value: the body's `cols` changes nothing.
+#[kernel(cols(out = cols))]
+pub fn width_changed_in_the_body(mut out: DisjointMatrix<u32>, mut cols: u32) {
+    cols = cols.wrapping_add(ferrocuda_device::thread::thread_idx_x());
+    let cols = cols / 2 + 1;
+    let cell = unique_cell();
+    if let Some(element) = out.get_mut(cell) {
+        *element += mark(cell.row(), cell.col()) + 0 * cols;
+    }
+}
+
+/// Self-audit: two matrix outputs of different widths in one kernel, each with its own map.
+#[kernel(cols(a = 4, b = wide))]
+pub fn two_widths(mut a: DisjointMatrix<u32>, mut b: DisjointMatrix<u32>, wide: u32) {
+    let cell = unique_cell();
+    if let Some(element) = a.get_mut(cell) {
+        *element += mark(cell.row(), cell.col());
+    }
+    if let Some(element) = b.get_mut(cell) {
+        *element += mark(cell.row(), cell.col());
+    }
+}
+
+/// Self-audit: `row * cols + col` past `u32`. With `cols = u32::MAX`, cell (1, 1) is element
+/// 2^32, which a `u32` product would wrap to element 0, cell (0, 0)'s. Each thread adds 1.
+#[kernel(cols(out = cols))]
+pub fn huge_width(mut out: DisjointMatrix<u32>, cols: u32) {
+    if let Some(element) = out.get_mut(unique_cell()) {
+        *element += 1;
+    }
+}
+
+/// Self-audit: a tile origin past `u32`. Tiles of 2^20 columns: block 4096's first column is
+/// 2^32, which a `u32` product would wrap to 0, block 0's tile. Each block's thread adds 1 to
+/// its tile's element (0, 0).
+#[kernel(cols(out = cols))]
+pub fn huge_tiles(mut out: PerBlockTile<u32, 1, { 1 << 20 }, 1, 1>, cols: u32) {
+    if let Some(mut tile) = out.tile_mut(block_tile())
+        && let Some(element) = tile.get_mut(0, 0)
+    {
+        *element += 1;
+    }
+}
+
+/// Self-audit: a generic kernel with a matrix output (the width is attached before the
+/// instances are made).
+#[kernel(instances(u32, f32), cols(out = cols))]
+pub fn fill_matrix<T: bytemuck::Pod>(mut out: DisjointMatrix<T>, cols: u32, value: T) {
+    if let Some(element) = out.get_mut(unique_cell()) {
+        *element = value;
+    }
+}
