@@ -32,14 +32,30 @@ pub struct ThreadCell {
     _this_thread: NotSend,
 }
 
+/// On the CPU executor, the block and thread coordinates of the thread that makes a witness;
+/// nothing on the GPU.
+#[cfg(not(target_arch = "nvptx64"))]
+type Owner = [u32; 6];
+#[cfg(target_arch = "nvptx64")]
+type Owner = ();
+
+#[cfg(not(target_arch = "nvptx64"))]
+#[inline(always)]
+fn this_thread() -> Owner {
+    super::index::block_thread()
+}
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn this_thread() -> Owner {}
+
 impl ThreadCell {
     #[inline(always)]
-    fn new(row: u32, col: u32) -> Self {
+    fn new(row: u32, col: u32, #[cfg_attr(target_arch = "nvptx64", allow(unused_variables))] owner: Owner) -> Self {
         ThreadCell {
             row,
             col,
             #[cfg(not(target_arch = "nvptx64"))]
-            owner: super::index::block_thread(),
+            owner,
             _this_thread: PhantomData,
         }
     }
@@ -77,7 +93,7 @@ impl ThreadCell {
 pub fn unique_cell() -> ThreadCell {
     let col = block_idx_x().wrapping_mul(block_dim_x()).wrapping_add(thread_idx_x());
     let row = block_idx_y().wrapping_mul(block_dim_y()).wrapping_add(thread_idx_y());
-    ThreadCell::new(row, col)
+    ThreadCell::new(row, col, this_thread())
 }
 
 /// A 2-D grid-stride loop over a `rows x cols` matrix: this thread's cells `(y + k H, x + m
@@ -89,7 +105,7 @@ pub fn grid_stride_2d(rows: u32, cols: u32) -> GridStride2d {
     let first = unique_cell();
     let width = grid_dim_x().wrapping_mul(block_dim_x());
     let height = grid_dim_y().wrapping_mul(block_dim_y());
-    GridStride2d { row: first.row, col: first.col, first_col: first.col, rows, cols, width, height, _this_thread: PhantomData }
+    GridStride2d { row: first.row, col: first.col, first_col: first.col, rows, cols, width, height, owner: this_thread(), _this_thread: PhantomData }
 }
 
 /// The iterator of [`grid_stride_2d`].
@@ -102,6 +118,7 @@ pub struct GridStride2d {
     cols: u32,
     width: u32,
     height: u32,
+    owner: Owner,
     _this_thread: NotSend,
 }
 
@@ -115,7 +132,7 @@ impl Iterator for GridStride2d {
                 return None;
             }
             if self.col < self.cols {
-                let cell = ThreadCell::new(self.row, self.col);
+                let cell = ThreadCell::new(self.row, self.col, self.owner);
                 self.col = self.col.saturating_add(self.width);
                 return Some(cell);
             }
@@ -215,7 +232,7 @@ mod tests {
     use super::*;
 
     fn walk(row: u32, col: u32, rows: u32, cols: u32, width: u32, height: u32) -> std::vec::Vec<(u32, u32)> {
-        let stride = GridStride2d { row, col, first_col: col, rows, cols, width, height, _this_thread: PhantomData };
+        let stride = GridStride2d { row, col, first_col: col, rows, cols, width, height, owner: [0; 6], _this_thread: PhantomData };
         stride.map(|c| (c.row, c.col)).collect()
     }
 
