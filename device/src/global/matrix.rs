@@ -48,18 +48,20 @@ fn this_thread() -> Owner {
 #[inline(always)]
 fn this_thread() -> Owner {}
 
-impl ThreadCell {
-    #[inline(always)]
-    fn new(row: u32, col: u32, #[cfg_attr(target_arch = "nvptx64", allow(unused_variables))] owner: Owner) -> Self {
-        ThreadCell {
-            row,
-            col,
-            #[cfg(not(target_arch = "nvptx64"))]
-            owner,
-            _this_thread: PhantomData,
-        }
+/// A `ThreadCell` for `(row, col)`, made by `owner` (a free function, not an associated one:
+/// no constructor to suggest to a kernel that tries to build a witness).
+#[inline(always)]
+fn make_cell(row: u32, col: u32, #[cfg_attr(target_arch = "nvptx64", allow(unused_variables))] owner: Owner) -> ThreadCell {
+    ThreadCell {
+        row,
+        col,
+        #[cfg(not(target_arch = "nvptx64"))]
+        owner,
+        _this_thread: PhantomData,
     }
+}
 
+impl ThreadCell {
     /// The row, to index inputs with.
     #[inline(always)]
     pub fn row(self) -> u32 {
@@ -93,7 +95,7 @@ impl ThreadCell {
 pub fn unique_cell() -> ThreadCell {
     let col = block_idx_x().wrapping_mul(block_dim_x()).wrapping_add(thread_idx_x());
     let row = block_idx_y().wrapping_mul(block_dim_y()).wrapping_add(thread_idx_y());
-    ThreadCell::new(row, col, this_thread())
+    make_cell(row, col, this_thread())
 }
 
 /// A 2-D grid-stride loop over a `rows x cols` matrix: this thread's cells `(y + k H, x + m
@@ -132,7 +134,7 @@ impl Iterator for GridStride2d {
                 return None;
             }
             if self.col < self.cols {
-                let cell = ThreadCell::new(self.row, self.col, self.owner);
+                let cell = make_cell(self.row, self.col, self.owner);
                 self.col = self.col.saturating_add(self.width);
                 return Some(cell);
             }
