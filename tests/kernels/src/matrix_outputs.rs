@@ -175,7 +175,8 @@ pub fn width_changed_in_the_body(mut out: DisjointMatrix<u32>, mut cols: u32) {
     let cols = cols / 2 + 1;
     let cell = unique_cell();
     if let Some(element) = out.get_mut(cell) {
-        *element += mark(cell.row(), cell.col()) + 0 * cols;
+        // `cols.min(0)` is 0: the body's `cols` is used but changes no value written.
+        *element += mark(cell.row(), cell.col()) + cols.min(0);
     }
 }
 
