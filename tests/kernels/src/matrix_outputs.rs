@@ -173,10 +173,10 @@ pub fn smuggled_warp_row(mut out: PerWarpRow<u32>) {
 pub fn width_changed_in_the_body(mut out: DisjointMatrix<u32>, mut cols: u32) {
     cols = cols.wrapping_add(ferrocuda_device::thread::thread_idx_x());
     let cols = cols / 2 + 1;
+    let _ = cols;
     let cell = unique_cell();
     if let Some(element) = out.get_mut(cell) {
-        // `cols.min(0)` is 0: the body's `cols` is used but changes no value written.
-        *element += mark(cell.row(), cell.col()) + cols.min(0);
+        *element += mark(cell.row(), cell.col());
     }
 }
 
