@@ -439,3 +439,55 @@ fn safe_1d_kernels_are_no_longer_than_their_unchecked_twins() {
     // Outside the loop, the safe kernel may spend one instruction clamping the length.
     assert!(instructions(safe).len() <= instructions(unchecked).len() + 1, "{safe}\n\n{unchecked}");
 }
+
+/// Issue 20, part 2, for the 2-D outputs: the safe-style kernels whose outputs are
+/// `PerWarpRow`s (layernorm, softmax: one warp per row) compile to no more instructions than
+/// their `unsafe` twins (`gpu_kernels::unchecked`, `UncheckedSlice`/`get_unchecked_mut`
+/// outputs and `get_unchecked` inputs), and none has a panic path or a local-memory frame. The
+/// transpose's write phase (after its barrier) through a `PerBlockTile` is no longer than the
+/// twin's `write_unchecked` stores; before the barrier it checks its tile against the output
+/// once, where the twin checked the thread's position (a few instructions either way).
+#[test]
+fn safe_2d_kernels_are_no_longer_than_their_unchecked_twins() {
+    let ptx = ptx();
+    for kernel in ["layernorm_768", "softmax_rows_1024"] {
+        let twin = format!("{kernel}_unchecked");
+        let (safe, unchecked) = (entry_body(ptx, kernel), entry_body(ptx, &twin));
+        let (s, u) = (instructions(safe).len(), instructions(unchecked).len());
+        assert!(s <= u, "{kernel} has {s} instructions, its unsafe twin {u}:\n{safe}\n\n{unchecked}");
+    }
+    for kernel in ["layernorm_768", "softmax_rows_1024", "softmax_online", "transpose_32", "stencil_5pt"] {
+        let body = entry_body(ptx, kernel);
+        assert!(!body.contains("trap;") && !body.contains("call"), "a panic path in the safe kernel {kernel}:\n{body}");
+        assert!(!body.contains("ld.local") && !body.contains("st.local"), "{kernel} uses local memory:\n{body}");
+    }
+    let (safe, unchecked) = (entry_body(ptx, "transpose_32"), entry_body(ptx, "transpose_32_unchecked"));
+    let after_barrier = |body: &'static str| instructions(&body[body.find("barrier.sync").expect("the transpose's barrier")..]).len();
+    let (s, u) = (after_barrier(safe), after_barrier(unchecked));
+    assert!(s <= u, "the transpose's write phase has {s} instructions, its unsafe twin's {u}:\n{safe}\n\n{unchecked}");
+    let (s, u) = (instructions(safe).len(), instructions(unchecked).len());
+    assert!(s <= u + 4, "transpose_32 has {s} instructions, its unsafe twin {u}:\n{safe}\n\n{unchecked}");
+}
+
+/// The bounds-checked stencil reads its 10 x 3 neighbourhood through one `window` checked once:
+/// on that path its 26 loads follow one another with no compare between them (the edge path,
+/// for threads at the grid's border, checks each read).
+#[test]
+fn the_safe_stencil_reads_its_window_without_a_check_per_load() {
+    let body = entry_body(ptx(), "stencil_5pt");
+    let lines: Vec<&str> = instructions(body);
+    let loads: Vec<usize> = lines.iter().enumerate().filter(|(_, l)| l.starts_with("ld.global.nc.")).map(|(i, _)| i).collect();
+    // The longest run of loads with no compare or branch between consecutive ones.
+    let mut best = 1;
+    let mut run = 1;
+    for pair in loads.windows(2) {
+        let between = &lines[pair[0] + 1..pair[1]];
+        if between.iter().any(|l| l.starts_with("setp") || l.starts_with('@') || l.starts_with("bra")) {
+            run = 1;
+        } else {
+            run += 1;
+            best = best.max(run);
+        }
+    }
+    assert_eq!(best, 26, "the window's 26 loads should run without a check between them:\n{body}");
+}

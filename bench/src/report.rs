@@ -28,6 +28,16 @@ impl Report {
         Some(reference.median_ms / row.median_ms)
     }
 
+    /// The `unsafe` Rust twin's time / this row's time, for a safe Rust row whose kernel has
+    /// one (issue 20's speed rows): above 1 means the safe kernel is faster.
+    pub fn speed_vs_unsafe(&self, row: &Row) -> Option<f64> {
+        if !row.implementation.starts_with("Rust (") {
+            return None;
+        }
+        let reference = self.rows.iter().find(|r| r.kernel == row.kernel && r.implementation == gpu_kernels::twins::timing::UNSAFE_TWIN)?;
+        Some(reference.median_ms / row.median_ms)
+    }
+
     /// This row's time relative to cuBLAS on the same problem (cuBLAS time / this time): the
     /// cuBLAS row of the same size, which every SGEMM kernel of that size is compared with.
     pub fn speed_vs_cublas(&self, row: &Row) -> Option<f64> {
@@ -43,18 +53,19 @@ impl Report {
         }
         out += &format!("device-to-device copy (cuMemcpyDtoDAsync, read + write): {:.0} GB/s\n\n", self.copy_gbps);
         out += &format!(
-            "{:<18} {:<18} {:<22} {:>9} {:>9} {:>8} {:>8} {:>10} {:>4}  {}\n",
-            "kernel", "implementation", "size", "time ms", "GB/s", "% copy", "TFLOP/s", "vs CUDA", "regs", "check"
+            "{:<18} {:<18} {:<22} {:>9} {:>9} {:>8} {:>8} {:>10} {:>10} {:>4}  {}\n",
+            "kernel", "implementation", "size", "time ms", "GB/s", "% copy", "TFLOP/s", "vs CUDA", "vs unsafe", "regs", "check"
         );
         for row in &self.rows {
             let gbps = row.gbps().map_or("-".into(), |g| format!("{g:.0}"));
             let copy = row.gbps().map_or("-".into(), |g| format!("{:.1}%", 100.0 * g / self.copy_gbps));
             let tflops = row.tflops().map_or("-".into(), |t| format!("{t:.2}"));
             let versus = self.speed_vs_cuda(row).map_or("-".into(), |s| format!("{s:.3}x"));
+            let versus_unsafe = self.speed_vs_unsafe(row).map_or("-".into(), |s| format!("{s:.3}x"));
             let regs = row.registers.map_or("-".into(), |r| r.to_string());
             out += &format!(
-                "{:<18} {:<18} {:<22} {:>9.4} {:>9} {:>8} {:>8} {:>10} {:>4}  {}\n",
-                row.kernel, row.implementation, row.size, row.median_ms, gbps, copy, tflops, versus, regs, row.check
+                "{:<18} {:<18} {:<22} {:>9.4} {:>9} {:>8} {:>8} {:>10} {:>10} {:>4}  {}\n",
+                row.kernel, row.implementation, row.size, row.median_ms, gbps, copy, tflops, versus, versus_unsafe, regs, row.check
             );
         }
         for row in self.rows.iter().filter(|r| r.implementation != "cuBLAS") {
@@ -101,6 +112,7 @@ impl Report {
                     "flops": row.flops,
                     "tflops": row.tflops(),
                     "speed_vs_cuda_cpp": self.speed_vs_cuda(row),
+                    "speed_vs_unsafe_twin": self.speed_vs_unsafe(row),
                     "speed_vs_cublas": self.speed_vs_cublas(row),
                     "registers": row.registers,
                     "check": row.check,

@@ -13,23 +13,24 @@
 //! Hot loops index with `get_unchecked` behind such checks: a bounds check that LLVM cannot
 //! remove keeps the panic path alive, and that path costs ~50 registers per kernel.
 //!
-//! Outputs written one element per thread are `DisjointSlice`s. Where a thread's elements
-//! follow a tile pattern that a `ThreadIndex` cannot express (or the launch is 2-D), the
-//! output is an `UncheckedSlice`: the kernel writes with `write_unchecked` and its SAFETY
-//! comment shows that no two threads of any launch write the same element; the kernels
-//! therefore return at once on launch shapes they were not written for (extra block or grid
-//! dimensions would give two threads the same position).
+//! Outputs written one element per thread are `DisjointSlice`s; 2-D outputs are the safe
+//! row-major matrix types: `PerBlockTile` (a tile per block, its threads striding over it:
+//! `transpose_32`, `stencil_5pt`) and `PerWarpRow` (a row per warp: `softmax_rows_1024`), whose
+//! launch shape every launcher checks. The matmuls keep an `UncheckedSlice`: a thread's
+//! register micro-tile (8 x 8, split in four 4 x 4 quadrants in `sgemm_pipelined`) is not a
+//! map these types express (a thread of a tile type owns a strided lattice of the tile, one
+//! element per step), so they write with `unsafe` stores whose SAFETY comment shows that no
+//! two threads write the same element, and return at once on launch shapes they were not
+//! written for.
 
 use bytemuck::{Pod, Zeroable};
-use ferrocuda_device::global::{AtomicSlice, DisjointSlice, UncheckedSlice, unique_index};
+use ferrocuda_device::global::{AtomicSlice, DisjointSlice, PerBlockTile, PerWarpRow, UncheckedSlice, block_tile, unique_index, warp_row, window};
 use ferrocuda_device::kernel;
 use ferrocuda_device::math::FastMath;
 use ferrocuda_device::shared::SharedArray;
 use ferrocuda_device::shared_array;
 use ferrocuda_device::sync::sync_threads;
-use ferrocuda_device::thread::{
-    block_dim_x, block_dim_y, block_dim_z, block_idx_x, block_idx_y, block_idx_z, grid_dim_x, thread_idx_x, thread_idx_y, thread_idx_z,
-};
+use ferrocuda_device::thread::{block_dim_x, block_dim_y, block_dim_z, block_idx_x, block_idx_y, block_idx_z, grid_dim_x, thread_idx_x, thread_idx_y};
 use ferrocuda_device::unroll::unroll;
 use ferrocuda_device::warp;
 
@@ -129,41 +130,45 @@ pub const TRANSPOSE_ROWS: u32 = 8;
 /// coalesced; the tile's rows are padded to 33 floats so that reading a column touches 32
 /// different banks. Launch with blocks of (32, 8) and a grid of (cols / 32, rows / 32);
 /// `rows` and `cols` must be multiples of 32.
-#[kernel]
-pub fn transpose_32(input: &[f32], mut output: UncheckedSlice<f32>, rows: u32, cols: u32) {
+#[kernel(cols(output = rows))]
+pub fn transpose_32(input: &[f32], mut output: PerBlockTile<f32, TRANSPOSE_TILE, TRANSPOSE_TILE, TRANSPOSE_TILE, TRANSPOSE_ROWS, true>, rows: u32, cols: u32) {
     const STRIDE: u32 = TRANSPOSE_TILE + 1;
     let tile = shared_array![f32; (TRANSPOSE_TILE * (TRANSPOSE_TILE + 1)) as usize];
     let elements = rows as usize * cols as usize;
-    if !rows.is_multiple_of(TRANSPOSE_TILE) || !cols.is_multiple_of(TRANSPOSE_TILE) || input.len() < elements || output.len() < elements {
+    if !rows.is_multiple_of(TRANSPOSE_TILE) || !cols.is_multiple_of(TRANSPOSE_TILE) || input.len() < elements {
         return;
     }
-    let (tx, ty) = (thread_idx_x(), thread_idx_y());
-    if tx >= TRANSPOSE_TILE || ty >= TRANSPOSE_ROWS || thread_idx_z() != 0 || block_idx_z() != 0 {
-        return;
-    }
-    let (Some(tile_col), Some(tile_row)) = (offset_below(block_idx_x(), TRANSPOSE_TILE, 0, cols), offset_below(block_idx_y(), TRANSPOSE_TILE, 0, rows)) else {
+    // The output tile of block (x, y) is (x, y), transposed: rows `32 x ..+32` and columns
+    // `32 y ..+32` of the `cols x rows` output; thread (tx, ty) owns its rows `ty + 8 j`,
+    // column `tx`. The launchers checked the block is (32, 8, 1) and the grid has z = 1;
+    // `tile_mut` checks the tile lies inside the output (uniform across the block, so no
+    // thread skips the barrier alone).
+    let Some(mut out_tile) = output.tile_mut(block_tile()) else {
         return;
     };
+    let (tx, ty) = (thread_idx_x(), thread_idx_y());
+    // The input tile is the output tile's mirror: rows `32 y ..+32` (below `rows`: the output
+    // tile's columns are inside its `rows` columns), columns `32 x ..+32` (checked here).
+    let (tile_col, tile_row) = out_tile.origin();
+    if tile_col >= cols {
+        return;
+    }
     let mut j = 0;
     while j < TRANSPOSE_TILE {
         let source = (tile_row + ty + j) as usize * cols as usize + (tile_col + tx) as usize;
-        // SAFETY: the row is below `rows` and the column below `cols` (both tiles lie inside
-        // the matrix, checked above), so `source < rows * cols <= input.len()`; the tile index
-        // is below 32 * 33.
+        // SAFETY: the row is below `rows` and the column below `cols` (the tile lies inside
+        // the matrix, checked above; tx < 32 and ty < 8 by the launch's block shape), so
+        // `source < rows * cols <= input.len()`; the tile index is below 32 * 33.
         unsafe { tile.set_unchecked(((ty + j) * STRIDE + tx) as usize, *input.get_unchecked(source)) };
         j += TRANSPOSE_ROWS;
     }
     sync_threads();
-    let mut j = 0;
-    while j < TRANSPOSE_TILE {
-        let target = (tile_col + ty + j) as usize * rows as usize + (tile_row + tx) as usize;
-        // SAFETY: in bounds as above, with the roles of rows and columns swapped. Only this
-        // thread writes `target`: it is output row `tile_col + ty + j`, column `tile_row + tx`,
-        // and (block x, block y, tx < 32, ty < 8, j) -> (row, column) is one-to-one (threads
-        // with z != 0, in blocks with z != 0 or past the matrix returned above).
-        unsafe { output.write_unchecked(target, tile.get_unchecked((tx * STRIDE + ty + j) as usize)) };
-        j += TRANSPOSE_ROWS;
-    }
+    unroll::<{ (TRANSPOSE_TILE / TRANSPOSE_ROWS) as usize }>(|i| {
+        if let Some(element) = out_tile.get_mut(i as u32, 0) {
+            // SAFETY: the shared tile index is below 32 * 33 (tx < 32, ty + 8 i < 32).
+            *element = unsafe { tile.get_unchecked((tx * STRIDE + ty + i as u32 * TRANSPOSE_ROWS) as usize) };
+        }
+    });
 }
 
 /// Rows of C computed by one matmul block.
@@ -391,32 +396,31 @@ pub fn sgemm_pipelined(a: &[f32], b: &[f32], mut c: UncheckedSlice<f32>, m: u32,
 /// Columns of a [`softmax_rows_1024()`] row.
 pub const SOFTMAX_COLS: usize = 1024;
 const SOFTMAX_VECTORS_PER_LANE: usize = SOFTMAX_COLS / 4 / 32;
+/// `float4`s per [`softmax_rows_1024()`] row: the row width of its output.
+pub const SOFTMAX_ROW_VECTORS: u32 = (SOFTMAX_COLS / 4) as u32;
 
 /// Row-wise softmax of a row-major `rows x 1024` matrix: one warp per row, the row held in
 /// registers (eight `float4`s per lane), so it is read once and written once. The maximum
 /// and the sum are warp-shuffle reductions; `exp` is the hardware `ex2.approx` (CUDA's
 /// `__expf`). Launch with [`BLOCK_THREADS`] threads (8 rows per block) and
 /// `ceil(rows / 8)` blocks.
-#[kernel]
-pub fn softmax_rows_1024(input: &[Float4], mut output: UncheckedSlice<Float4>, rows: u32) {
-    const ROW_VECTORS: usize = SOFTMAX_COLS / 4;
+#[kernel(cols(output = SOFTMAX_ROW_VECTORS))]
+pub fn softmax_rows_1024(input: &[Float4], mut output: PerWarpRow<Float4>, rows: u32) {
     const V: usize = SOFTMAX_VECTORS_PER_LANE;
-    let warps_per_block = block_dim_x() / warp::WARP_SIZE;
-    let Some(row) = offset_below(block_idx_x(), warps_per_block, thread_idx_x() / warp::WARP_SIZE, rows) else {
+    // Warp w owns row w, lane l its vectors l, l + 32, ... (the launchers checked a 1-D
+    // launch of whole warps). Every check below is uniform across the warp, so the shuffles
+    // see all 32 lanes.
+    let me = warp_row();
+    if me.row() >= rows {
+        return;
+    }
+    let start = me.row() as usize * SOFTMAX_ROW_VECTORS as usize;
+    let (Some(row_in), Some(mut row_out)) = (input.get(start..start + SOFTMAX_ROW_VECTORS as usize), output.row_mut(me)) else {
         return;
     };
-    let lane = (thread_idx_x() % warp::WARP_SIZE) as usize;
-    let vectors = rows as usize * ROW_VECTORS;
-    if input.len() < vectors || output.len() < vectors || !block_dim_x().is_multiple_of(warp::WARP_SIZE) || !one_dimensional_launch() {
-        return;
-    }
-    let base = row as usize * ROW_VECTORS + lane;
+    let lane = me.lane() as usize;
     let mut values = [Float4::default(); V];
-    for (v, value) in values.iter_mut().enumerate() {
-        // SAFETY: `base + 32 * v` is inside row `row < rows` (lane < 32, v < 8), so below
-        // `rows * 256 <= input.len()`.
-        *value = unsafe { *input.get_unchecked(base + 32 * v) };
-    }
+    unroll::<V>(|v| values[v] = row_in[lane + 32 * v]);
     let mut max = f32::NEG_INFINITY;
     for value in &values {
         max = max.max(value.x).max(value.y).max(value.z).max(value.w);
@@ -431,13 +435,12 @@ pub fn softmax_rows_1024(input: &[Float4], mut output: UncheckedSlice<Float4>, r
         sum += (value.x + value.y) + (value.z + value.w);
     }
     let scale = 1.0 / warp::reduce_sum(sum);
-    for (v, value) in values.iter().enumerate() {
-        let scaled = Float4 { x: value.x * scale, y: value.y * scale, z: value.z * scale, w: value.w * scale };
-        // SAFETY: in bounds as for the loads. Only this thread writes the element: each warp
-        // of a 1-D launch (checked above, with whole warps) owns one row, each lane the
-        // vectors `lane + 32 v` of it.
-        unsafe { output.write_unchecked(base + 32 * v, scaled) };
-    }
+    unroll::<V>(|v| {
+        let value = values[v];
+        if let Some(element) = row_out.get_mut(v) {
+            *element = Float4 { x: value.x * scale, y: value.y * scale, z: value.z * scale, w: value.w * scale };
+        }
+    });
 }
 
 /// Bins of [`histogram_bytes()`].
@@ -514,55 +517,64 @@ pub const STENCIL_NEIGHBOUR: f32 = 0.125;
 /// 16 east and west neighbours (neighbouring threads' loads, served by L1), all in flight
 /// together, then computes and stores. Launch with blocks of 128 and a grid of
 /// (cols / 128, rows / 8); `cols` must be a multiple of 128 and `rows` of 8.
-#[kernel]
-pub fn stencil_5pt(input: &[f32], mut output: UncheckedSlice<f32>, rows: u32, cols: u32) {
+#[kernel(cols(output = cols))]
+pub fn stencil_5pt(input: &[f32], mut output: PerBlockTile<f32, STENCIL_ROWS_PER_THREAD, STENCIL_BLOCK_X, STENCIL_BLOCK_X, 1>, rows: u32, cols: u32) {
     const R: usize = STENCIL_ROWS_PER_THREAD as usize;
-    let elements = rows as usize * cols as usize;
-    if !rows.is_multiple_of(STENCIL_ROWS_PER_THREAD)
-        || !cols.is_multiple_of(STENCIL_BLOCK_X)
-        || input.len() < elements
-        || output.len() < elements
-        || !one_dimensional_blocks_in_a_2d_grid()
-    {
+    if !rows.is_multiple_of(STENCIL_ROWS_PER_THREAD) || !cols.is_multiple_of(STENCIL_BLOCK_X) {
         return;
     }
-    let (Some(col), Some(first_row)) =
-        (offset_below(block_idx_x(), block_dim_x(), thread_idx_x(), cols), offset_below(block_idx_y(), STENCIL_ROWS_PER_THREAD, 0, rows))
-    else {
+    // Block (x, y) owns the tile of rows `8 y ..+8`, columns `128 x ..+128`; thread tx its
+    // column `128 x + tx`, all 8 rows (the launchers checked blocks of (128, 1, 1) in a grid
+    // with z = 1; `tile_mut` that the tile lies inside the output).
+    let Some(mut tile) = output.tile_mut(block_tile()) else {
         return;
     };
-    let width = cols as usize;
-    let at = |row: u32| row as usize * width + col as usize;
+    let (col, first_row) = (tile.col(0), tile.row(0));
+    if first_row >= rows {
+        return;
+    }
     let inner_col = col > 0 && col + 1 < cols;
-    // SAFETY (every access below): the row is below `rows` and the column (col - 1, col or
-    // col + 1, the outer two only when `inner_col`) below `cols`, so the index is below
-    // `rows * cols <= input.len()` (and `output.len()`). Only this thread writes its output
-    // elements: column `col` (one per thread of a block row) and rows `8 * block y ..+8`
-    // (1-D blocks in a 2-D grid, checked above).
     // column[i] is row first_row + i - 1: the row above this thread's rows, its 8, the row below.
     let mut column = [0.0f32; R + 2];
-    for (i, value) in column.iter_mut().enumerate() {
-        let row_plus_one = first_row + i as u32;
-        if row_plus_one >= 1 && row_plus_one <= rows {
-            *value = unsafe { *input.get_unchecked(at(row_plus_one - 1)) };
-        }
-    }
     let (mut west, mut east) = ([0.0f32; R], [0.0f32; R]);
-    if inner_col {
-        for r in 0..R {
-            let centre = at(first_row + r as u32);
-            unsafe { (west[r], east[r]) = (*input.get_unchecked(centre - 1), *input.get_unchecked(centre + 1)) };
+    // Inside the grid: the 10 x 3 neighbourhood as one window, checked once (no check per read).
+    let inside = if first_row > 0 && first_row + STENCIL_ROWS_PER_THREAD < rows && inner_col {
+        window::<f32, { R + 2 }, 3>(input, cols, first_row - 1, col - 1)
+    } else {
+        None
+    };
+    if let Some(w) = inside {
+        unroll::<{ R + 2 }>(|i| column[i] = w.get(i, 1).copied().unwrap_or(0.0));
+        unroll::<R>(|r| (west[r], east[r]) = (w.get(r + 1, 0).copied().unwrap_or(0.0), w.get(r + 1, 2).copied().unwrap_or(0.0)));
+    } else {
+        // The grid's edges: each read checked (a value past the input's end reads as 0).
+        let width = cols as usize;
+        let at = |row: u32| row as usize * width + col as usize;
+        let read = |index: usize| input.get(index).copied().unwrap_or(0.0);
+        for (i, value) in column.iter_mut().enumerate() {
+            let row_plus_one = first_row + i as u32;
+            if row_plus_one >= 1 && row_plus_one <= rows {
+                *value = read(at(row_plus_one - 1));
+            }
+        }
+        if inner_col {
+            for r in 0..R {
+                let centre = at(first_row + r as u32);
+                (west[r], east[r]) = (read(centre - 1), read(centre + 1));
+            }
         }
     }
-    for r in 0..R {
+    unroll::<R>(|r| {
         let row = first_row + r as u32;
         let value = if inner_col && row > 0 && row + 1 < rows {
             STENCIL_CENTRE * column[r + 1] + STENCIL_NEIGHBOUR * ((column[r] + column[r + 2]) + (west[r] + east[r]))
         } else {
             column[r + 1]
         };
-        unsafe { output.write_unchecked(at(row), value) };
-    }
+        if let Some(element) = tile.get_mut(r as u32, 0) {
+            *element = value;
+        }
+    });
 }
 
 /// A `float4` of `slice[index..index + 4]` in one 16-byte load (`ld.global.nc.v4.f32` for a
@@ -616,7 +628,7 @@ fn accumulate_outer_product(acc: &mut [[f32; MATMUL_THREAD_TILE]; MATMUL_THREAD_
 /// True on a launch of 1-D blocks (`blockDim.y == blockDim.z == 1`) in a 2-D grid (this
 /// block's `z == 0`): the shape under which the 2-D kernels' threads own disjoint elements.
 #[inline(always)]
-fn one_dimensional_blocks_in_a_2d_grid() -> bool {
+pub(crate) fn one_dimensional_blocks_in_a_2d_grid() -> bool {
     block_dim_y() == 1 && block_dim_z() == 1 && block_idx_z() == 0
 }
 

@@ -7,20 +7,21 @@
 
 use bytemuck::{Pod, Zeroable};
 use ferrocuda_device::cache::{self, Load, Store};
-use ferrocuda_device::global::{DisjointSlice, unique_index};
+use ferrocuda_device::global::{DisjointSlice, PerWarpRow, unique_index, warp_row};
 use ferrocuda_device::half::Bf16x2;
 // `DeviceFloat` gives `sqrt`/`mul_add` on the GPU; the host has `std`'s.
 #[cfg_attr(not(target_arch = "nvptx64"), allow(unused_imports))]
 use ferrocuda_device::math::DeviceFloat;
 use ferrocuda_device::math::FastMath;
-use ferrocuda_device::thread::{block_dim_x, block_idx_x, thread_idx_x};
 use ferrocuda_device::unroll::unroll;
 use ferrocuda_device::{kernel, warp};
 
-use crate::examples::{Float4, offset_below};
+use crate::examples::Float4;
 
 /// Channels of a [`layernorm_768()`] row (GPT-2 small's width).
 pub const LAYERNORM_C: usize = 768;
+/// `float4`s per [`layernorm_768()`] row: the row width of its output.
+pub const LAYERNORM_ROW_VECTORS: u32 = (LAYERNORM_C / 4) as u32;
 /// `float4`s each lane of a row's warp holds.
 const LN_V: usize = LAYERNORM_C / 4 / 32;
 
@@ -30,44 +31,39 @@ const LN_V: usize = LAYERNORM_C / 4 / 32;
 /// bias` written with streaming stores, and `mean[row]`, `rstd[row]` for the backward pass.
 /// Launch with 1-D blocks of whole warps (256 threads: 8 rows per block) and
 /// `ceil(rows / warps per block)` blocks.
-#[kernel]
+#[kernel(cols(out = LAYERNORM_ROW_VECTORS, mean = 1, rstd = 1))]
 #[allow(clippy::too_many_arguments)]
 pub fn layernorm_768(
     input: &[Float4],
     weight: &[Float4],
     bias: &[Float4],
-    mut out: DisjointSlice<Float4>,
-    mut mean: DisjointSlice<f32>,
-    mut rstd: DisjointSlice<f32>,
+    mut out: PerWarpRow<Float4>,
+    mut mean: PerWarpRow<f32>,
+    mut rstd: PerWarpRow<f32>,
     rows: u32,
 ) {
-    const ROW_VECTORS: usize = LAYERNORM_C / 4;
-    let Some(row) = offset_below(block_idx_x(), block_dim_x() / warp::WARP_SIZE, thread_idx_x() / warp::WARP_SIZE, rows) else {
+    const ROW_VECTORS: usize = LAYERNORM_ROW_VECTORS as usize;
+    // Warp w owns row w of `out` (lane l its vectors l + 32 v) and of the one-column `mean`
+    // and `rstd` (lane 0 alone has column 0): the launchers checked a 1-D launch of whole
+    // warps. Every check below is uniform across the warp, so the shuffles see all lanes.
+    let me = warp_row();
+    if me.row() >= rows {
+        return;
+    }
+    let start = me.row() as usize * ROW_VECTORS;
+    let (Some(x_row), Some(weight), Some(bias), Some(mut out_row)) =
+        (input.get(start..start + ROW_VECTORS), weight.get(..ROW_VECTORS), bias.get(..ROW_VECTORS), out.row_mut(me))
+    else {
         return;
     };
-    let lane = (thread_idx_x() % warp::WARP_SIZE) as usize;
-    let vectors = rows as usize * ROW_VECTORS;
-    if input.len() < vectors
-        || out.len() < vectors
-        || weight.len() < ROW_VECTORS
-        || bias.len() < ROW_VECTORS
-        || mean.len() < rows as usize
-        || rstd.len() < rows as usize
-    {
-        return;
-    }
-    if !block_dim_x().is_multiple_of(warp::WARP_SIZE) || !crate::examples::one_dimensional_launch() {
-        return;
-    }
-    let base = row as usize * ROW_VECTORS + lane;
+    let lane = me.lane() as usize;
     // Every loop over the row's six vectors is unrolled (`unroll`), so `x` stays in registers
-    // (a loop LLVM leaves rolled indexes it at run time and puts it in local memory).
+    // (a loop LLVM leaves rolled indexes it at run time and puts it in local memory). The
+    // indices `lane + 32 v < 192` are in bounds of the 192-vector slices by construction.
     let mut x = [Float4::default(); LN_V];
     let mut sum = 0.0f32;
     unroll::<LN_V>(|v| {
-        // SAFETY: `base + 32 v` lies in row `row < rows` (lane < 32, v < 6), below
-        // `rows * 192 <= input.len()`.
-        x[v] = cache::load(unsafe { input.get_unchecked(base + 32 * v) }, Load::Streaming);
+        x[v] = cache::load(&x_row[lane + 32 * v], Load::Streaming);
         sum += (x[v].x + x[v].y) + (x[v].z + x[v].w);
     });
     let m = warp::reduce_sum(sum) * (1.0 / LAYERNORM_C as f32);
@@ -79,21 +75,22 @@ pub fn layernorm_768(
     let s = (warp::reduce_sum(squares) * (1.0 / LAYERNORM_C as f32) + 1e-5).fast_rsqrt();
     unroll::<LN_V>(|v| {
         let (c, value) = (lane + 32 * v, x[v]);
-        // SAFETY: `c < 192 <= weight.len(), bias.len()` (checked above).
-        let (w, b) = unsafe { (*weight.get_unchecked(c), *bias.get_unchecked(c)) };
+        let (w, b) = (weight[c], bias[c]);
         let normed =
             Float4 { x: (value.x - m) * s * w.x + b.x, y: (value.y - m) * s * w.y + b.y, z: (value.z - m) * s * w.z + b.z, w: (value.w - m) * s * w.w + b.w };
-        // SAFETY: in bounds as for the loads. Only this thread writes the element: each warp
-        // of a 1-D launch of whole warps (checked above) owns one row, each lane the vectors
-        // `lane + 32 v` of it.
-        unsafe { cache::store(out.get_unchecked_mut(base + 32 * v), normed, Store::Streaming) };
-    });
-    if lane == 0 {
-        // SAFETY: `row < rows <= mean.len(), rstd.len()`; lane 0 of the row's warp alone writes them.
-        unsafe {
-            cache::store(mean.get_unchecked_mut(row as usize), m, Store::Streaming);
-            cache::store(rstd.get_unchecked_mut(row as usize), s, Store::Streaming);
+        if let Some(element) = out_row.get_mut(v) {
+            cache::store(element, normed, Store::Streaming);
         }
+    });
+    if let Some(mut mean_row) = mean.row_mut(me)
+        && let Some(element) = mean_row.get_mut(0)
+    {
+        cache::store(element, m, Store::Streaming);
+    }
+    if let Some(mut rstd_row) = rstd.row_mut(me)
+        && let Some(element) = rstd_row.get_mut(0)
+    {
+        cache::store(element, s, Store::Streaming);
     }
 }
 
@@ -103,20 +100,19 @@ pub fn layernorm_768(
 /// (maximum, sum) pairs by shuffles, then reads the row again to write `exp(x - max) / sum`
 /// (a second read that L2 serves for rows up to a few hundred KiB). `exp` is `ex2.approx`
 /// (CUDA's `__expf`). Launch like [`layernorm_768()`].
-#[kernel]
-pub fn softmax_online(input: &[Float4], mut output: DisjointSlice<Float4>, rows: u32, cols4: u32) {
-    let Some(row) = offset_below(block_idx_x(), block_dim_x() / warp::WARP_SIZE, thread_idx_x() / warp::WARP_SIZE, rows) else {
-        return;
-    };
-    let lane = (thread_idx_x() % warp::WARP_SIZE) as usize;
-    let vectors = rows as usize * cols4 as usize;
-    if input.len() < vectors || output.len() < vectors || !block_dim_x().is_multiple_of(warp::WARP_SIZE) || !crate::examples::one_dimensional_launch() {
+#[kernel(cols(output = cols4))]
+pub fn softmax_online(input: &[Float4], mut output: PerWarpRow<Float4>, rows: u32, cols4: u32) {
+    // Warp w owns row w, lane l its vectors l, l + 32, ... (1-D launch of whole warps,
+    // checked by the launchers); the checks are uniform across the warp.
+    let me = warp_row();
+    if me.row() >= rows {
         return;
     }
-    // The row as its own slice (in bounds: `(row + 1) * cols4 <= vectors <= input.len()`), read
-    // with a strided iterator: pointer increments, no index arithmetic or bounds checks.
-    let start = row as usize * cols4 as usize;
-    let Some(row_in) = input.get(start..start + cols4 as usize) else { return };
+    let lane = me.lane() as usize;
+    // The row as its own slice, read with a strided iterator: pointer increments, no index
+    // arithmetic or bounds checks.
+    let start = me.row() as usize * cols4 as usize;
+    let (Some(row_in), Some(row_out)) = (input.get(start..start + cols4 as usize), output.row_mut(me)) else { return };
     // A finite start: a lane that sees no element (cols4 < 32) combines as (MIN, 0) without
     // the NaN of -inf - -inf.
     let (mut max, mut sum) = (f32::MIN, 0.0f32);
@@ -137,21 +133,16 @@ pub fn softmax_online(input: &[Float4], mut output: DisjointSlice<Float4>, rows:
         mask /= 2;
     }
     let scale = 1.0 / sum;
-    let mut c = start + lane;
-    for v in row_in.iter().skip(lane).step_by(32) {
+    // The lane's output vectors beside its input vectors (the same columns), one bound.
+    for (v, y) in row_out.zip_input(row_in) {
         let v = cache::load(v, Load::Streaming);
-        // SAFETY: `c < start + cols4 <= output.len()` (checked above); the row belongs to this
-        // warp and the vector `c` to this lane (1-D launch of whole warps, checked above).
-        unsafe {
-            let y = Float4 {
-                x: (v.x - max).fast_exp() * scale,
-                y: (v.y - max).fast_exp() * scale,
-                z: (v.z - max).fast_exp() * scale,
-                w: (v.w - max).fast_exp() * scale,
-            };
-            cache::store(output.get_unchecked_mut(c), y, Store::Streaming);
-        }
-        c += 32;
+        let value = Float4 {
+            x: (v.x - max).fast_exp() * scale,
+            y: (v.y - max).fast_exp() * scale,
+            z: (v.z - max).fast_exp() * scale,
+            w: (v.w - max).fast_exp() * scale,
+        };
+        cache::store(y, value, Store::Streaming);
     }
 }
 

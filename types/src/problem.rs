@@ -141,6 +141,41 @@ pub enum LaunchProblem {
         /// The limit.
         max: u64,
     },
+    /// The kernel has a 2-D per-thread output (`DisjointMatrix`) and the grid or block has
+    /// `z > 1`.
+    NotTwoDimensional {
+        /// The grid.
+        grid: Dim3,
+        /// The block.
+        block: Dim3,
+    },
+    /// The kernel has a 2-D per-thread output and the threads along one axis
+    /// (`gridDim * blockDim`) exceed what its 32-bit coordinates can name.
+    TooManyThreadsAlongAxis {
+        /// "x" or "y".
+        axis: &'static str,
+        /// Threads along the axis.
+        threads: u64,
+        /// The limit.
+        max: u64,
+    },
+    /// The kernel has a per-warp output (`PerWarpRow`) and `blockDim.x` is not a multiple of 32.
+    NotWholeWarps {
+        /// The block.
+        block: Dim3,
+    },
+    /// The kernel has a per-block tile output (`PerBlockTile`) whose thread shape the block
+    /// must have exactly, in a grid with `z = 1`.
+    BlockShapeRequired {
+        /// The block shape the output requires.
+        required: Dim3,
+        /// The grid.
+        grid: Dim3,
+        /// The block.
+        block: Dim3,
+    },
+    /// Two outputs of the kernel require different block shapes: no launch satisfies both.
+    ConflictingBlockShapes,
 }
 
 impl fmt::Display for LaunchProblem {
@@ -209,6 +244,32 @@ impl fmt::Display for LaunchProblem {
                 f,
                 "the launch has {threads} threads but a kernel with a per-thread output (`DisjointSlice`, `DisjointChunks`, `DisjointPlanes`) \
                  allows at most {max} (its thread index is 32-bit): use fewer blocks and a grid-stride loop (`grid_stride(len)`)"
+            ),
+            Self::NotTwoDimensional { grid, block } => write!(
+                f,
+                "the kernel has a 2-D per-thread output (`DisjointMatrix`), whose element (row y, column x) belongs to the thread at \
+                 (x, y) = (blockIdx.x * blockDim.x + threadIdx.x, blockIdx.y * blockDim.y + threadIdx.y), but the grid {grid} or the block \
+                 {block} has z > 1 (two threads would share an element): launch with z = 1"
+            ),
+            Self::TooManyThreadsAlongAxis { axis, threads, max } => write!(
+                f,
+                "the launch has {threads} threads along {axis} but a kernel with a 2-D per-thread output (`DisjointMatrix`) allows at most \
+                 {max} per axis (its coordinates are 32-bit): use fewer blocks and a 2-D grid-stride loop (`grid_stride_2d`)"
+            ),
+            Self::NotWholeWarps { block } => write!(
+                f,
+                "the kernel has a per-warp output (`PerWarpRow`), whose row w belongs to warp w of a 1-D launch, but the block {block} is not a \
+                 whole number of warps: make blockDim.x a multiple of 32"
+            ),
+            Self::BlockShapeRequired { required, grid, block } => write!(
+                f,
+                "the kernel has a per-block tile output (`PerBlockTile`) whose threads stride over the tile in blocks of exactly {required}, \
+                 but the launch has blocks of {block} in a grid of {grid}: launch with blocks of {required} and a grid with z = 1"
+            ),
+            Self::ConflictingBlockShapes => write!(
+                f,
+                "the kernel has two per-block tile outputs (`PerBlockTile`) that require different block shapes, so no launch can satisfy both: \
+                 give them the same thread shape (the last two const parameters)"
             ),
         }
     }

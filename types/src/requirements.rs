@@ -12,22 +12,58 @@ use crate::problem::LaunchProblem;
 /// `u32` on the device. That index names one thread only when the launch is 1-D (grid and
 /// block have `y = z = 1`) and has at most `u32::MAX` threads; the generated launchers refuse
 /// any other configuration of such a kernel ([`LaunchConfig::check_requirements`]).
+///
+/// The 2-D outputs add their own: `DisjointMatrix` needs a 2-D launch (`z = 1`) whose thread
+/// counts along x and along y each fit in `u32` ([`PLANAR_THREADS`](Self::PLANAR_THREADS));
+/// `PerBlockTile` needs blocks of exactly its thread shape in a 2-D grid
+/// ([`tile_block`](Self::tile_block)); `PerWarpRow` needs a 1-D launch of whole warps
+/// ([`LINEAR_WARPS`](Self::LINEAR_WARPS)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LaunchRequirements {
     /// The launch must be 1-D with at most `u32::MAX` threads.
     pub linear_threads: bool,
+    /// Grid and block must have `z = 1`, and `gridDim.x * blockDim.x` and `gridDim.y *
+    /// blockDim.y` must each be at most `u32::MAX`.
+    pub planar_threads: bool,
+    /// `blockDim.x` must be a multiple of 32 (each warp lies in one row of threads).
+    pub whole_warps: bool,
+    /// The block must be exactly `(x, y, 1)` and the grid have `z = 1`; `(0, 0)` means any.
+    pub block_shape: (u32, u32),
+    /// Two outputs asked for different block shapes: no launch can satisfy both.
+    pub conflicting_block_shapes: bool,
 }
 
 impl LaunchRequirements {
     /// No requirement.
-    pub const NONE: Self = LaunchRequirements { linear_threads: false };
+    pub const NONE: Self =
+        LaunchRequirements { linear_threads: false, planar_threads: false, whole_warps: false, block_shape: (0, 0), conflicting_block_shapes: false };
     /// A 1-D launch of at most `u32::MAX` threads.
-    pub const LINEAR_THREADS: Self = LaunchRequirements { linear_threads: true };
+    pub const LINEAR_THREADS: Self = LaunchRequirements { linear_threads: true, ..Self::NONE };
+    /// A 2-D launch (`z = 1`) with at most `u32::MAX` threads along x and along y.
+    pub const PLANAR_THREADS: Self = LaunchRequirements { planar_threads: true, ..Self::NONE };
+    /// A 1-D launch of at most `u32::MAX` threads in blocks of whole warps.
+    pub const LINEAR_WARPS: Self = LaunchRequirements { linear_threads: true, whole_warps: true, ..Self::NONE };
+
+    /// Blocks of exactly `x * y` threads (`blockDim = (x, y, 1)`) in a grid with `z = 1`.
+    #[must_use]
+    pub const fn tile_block(x: u32, y: u32) -> Self {
+        LaunchRequirements { block_shape: (x, y), ..Self::NONE }
+    }
 
     /// Both sets of requirements.
     #[must_use]
     pub const fn and(self, other: Self) -> Self {
-        LaunchRequirements { linear_threads: self.linear_threads || other.linear_threads }
+        let (a, b) = (self.block_shape, other.block_shape);
+        let a_any = a.0 == 0 && a.1 == 0;
+        let b_any = b.0 == 0 && b.1 == 0;
+        let conflict = !a_any && !b_any && (a.0 != b.0 || a.1 != b.1);
+        LaunchRequirements {
+            linear_threads: self.linear_threads || other.linear_threads,
+            planar_threads: self.planar_threads || other.planar_threads,
+            whole_warps: self.whole_warps || other.whole_warps,
+            block_shape: if a_any { b } else { a },
+            conflicting_block_shapes: self.conflicting_block_shapes || other.conflicting_block_shapes || conflict,
+        }
     }
 }
 
@@ -37,19 +73,41 @@ impl LaunchConfig {
     /// device code can rely on it.
     ///
     /// # Errors
-    /// [`LaunchProblem::NotOneDimensional`] or [`LaunchProblem::TooManyThreadsForIndex`].
+    /// [`LaunchProblem::NotOneDimensional`], [`LaunchProblem::TooManyThreadsForIndex`],
+    /// [`LaunchProblem::NotTwoDimensional`], [`LaunchProblem::NotWholeWarps`],
+    /// [`LaunchProblem::BlockShapeRequired`] or [`LaunchProblem::ConflictingBlockShapes`].
     #[inline]
     pub fn check_requirements(&self, requirements: LaunchRequirements) -> Result<(), LaunchProblem> {
-        if !requirements.linear_threads {
-            return Ok(());
-        }
         let (grid, block) = (self.grid, self.block);
-        if grid.y != 1 || grid.z != 1 || block.y != 1 || block.z != 1 {
-            return Err(LaunchProblem::NotOneDimensional { grid, block });
+        if requirements.conflicting_block_shapes {
+            return Err(LaunchProblem::ConflictingBlockShapes);
         }
-        let threads = u64::from(grid.x) * u64::from(block.x);
-        if threads > u64::from(u32::MAX) {
-            return Err(LaunchProblem::TooManyThreadsForIndex { threads, max: u64::from(u32::MAX) });
+        if requirements.linear_threads {
+            if grid.y != 1 || grid.z != 1 || block.y != 1 || block.z != 1 {
+                return Err(LaunchProblem::NotOneDimensional { grid, block });
+            }
+            let threads = u64::from(grid.x) * u64::from(block.x);
+            if threads > u64::from(u32::MAX) {
+                return Err(LaunchProblem::TooManyThreadsForIndex { threads, max: u64::from(u32::MAX) });
+            }
+        }
+        if requirements.planar_threads {
+            if grid.z != 1 || block.z != 1 {
+                return Err(LaunchProblem::NotTwoDimensional { grid, block });
+            }
+            for (axis, g, b) in [("x", grid.x, block.x), ("y", grid.y, block.y)] {
+                let threads = u64::from(g) * u64::from(b);
+                if threads > u64::from(u32::MAX) {
+                    return Err(LaunchProblem::TooManyThreadsAlongAxis { axis, threads, max: u64::from(u32::MAX) });
+                }
+            }
+        }
+        if requirements.whole_warps && !block.x.is_multiple_of(32) {
+            return Err(LaunchProblem::NotWholeWarps { block });
+        }
+        let (x, y) = requirements.block_shape;
+        if (x, y) != (0, 0) && (block.x != x || block.y != y || block.z != 1 || grid.z != 1) {
+            return Err(LaunchProblem::BlockShapeRequired { required: crate::Dim3 { x, y, z: 1 }, grid, block });
         }
         Ok(())
     }
@@ -92,6 +150,39 @@ mod tests {
         let problem = huge.check_requirements(need).unwrap_err();
         assert_eq!(problem, LaunchProblem::TooManyThreadsForIndex { threads: i32::MAX as u64 * 4, max: u32::MAX as u64 });
         assert!(problem.to_string().contains("4294967295"), "{problem}");
+    }
+
+    #[test]
+    fn planar_threads_needs_z_1_and_each_axis_within_u32() {
+        let need = LaunchRequirements::PLANAR_THREADS;
+        assert!(LaunchConfig::new(Dim3 { x: 64, y: 64, z: 1 }, Dim3 { x: 32, y: 8, z: 1 }).check_requirements(need).is_ok());
+        let three_d = LaunchConfig::new(Dim3 { x: 2, y: 2, z: 2 }, 32u32);
+        assert!(matches!(three_d.check_requirements(need), Err(LaunchProblem::NotTwoDimensional { .. })));
+        let block_z = LaunchConfig::new(2u32, Dim3 { x: 8, y: 1, z: 2 });
+        assert!(matches!(block_z.check_requirements(need), Err(LaunchProblem::NotTwoDimensional { .. })));
+        // 2^31 - 1 blocks of 4 along x: more than u32::MAX threads along x.
+        let wide = LaunchConfig::new(Dim3 { x: i32::MAX as u32, y: 1, z: 1 }, Dim3 { x: 4, y: 1, z: 1 });
+        let problem = wide.check_requirements(need).unwrap_err();
+        assert_eq!(problem, LaunchProblem::TooManyThreadsAlongAxis { axis: "x", threads: i32::MAX as u64 * 4, max: u32::MAX as u64 });
+        assert!(problem.to_string().contains("along x"), "{problem}");
+    }
+
+    #[test]
+    fn whole_warps_and_block_shapes_are_checked_and_conflicts_refused() {
+        let warps = LaunchRequirements::LINEAR_WARPS;
+        assert!(LaunchConfig::new(4u32, 256u32).check_requirements(warps).is_ok());
+        assert!(matches!(LaunchConfig::new(4u32, 48u32).check_requirements(warps), Err(LaunchProblem::NotWholeWarps { .. })));
+        let tile = LaunchRequirements::tile_block(32, 8);
+        assert!(LaunchConfig::new(Dim3 { x: 4, y: 4, z: 1 }, Dim3 { x: 32, y: 8, z: 1 }).check_requirements(tile).is_ok());
+        for (grid, block) in [(Dim3 { x: 4, y: 4, z: 1 }, Dim3 { x: 8, y: 32, z: 1 }), (Dim3 { x: 4, y: 4, z: 2 }, Dim3 { x: 32, y: 8, z: 1 })] {
+            assert!(matches!(LaunchConfig::new(grid, block).check_requirements(tile), Err(LaunchProblem::BlockShapeRequired { .. })), "{grid} {block}");
+        }
+        assert_eq!(tile.and(LaunchRequirements::tile_block(32, 8)), tile);
+        let both = tile.and(LaunchRequirements::tile_block(16, 16));
+        assert!(both.conflicting_block_shapes);
+        let any = LaunchConfig::new(Dim3 { x: 4, y: 4, z: 1 }, Dim3 { x: 32, y: 8, z: 1 });
+        assert_eq!(any.check_requirements(both), Err(LaunchProblem::ConflictingBlockShapes));
+        assert_eq!(LaunchRequirements::NONE.and(tile), tile);
     }
 
     #[test]

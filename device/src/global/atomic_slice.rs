@@ -54,13 +54,16 @@ macro_rules! forward {
 unsafe impl<T: AtomicElement> super::KernelOutput for AtomicSlice<T> {
     type Element = T;
     const REQUIREMENTS: super::LaunchRequirements = super::LaunchRequirements::NONE;
+    type Shape = ();
 
     #[inline(always)]
-    unsafe fn from_raw_parts(pointer: *mut T, len: usize) -> Self {
+    unsafe fn from_raw_parts(pointer: *mut T, len: usize, (): ()) -> Self {
         // SAFETY: forwarded.
         unsafe { AtomicSlice::from_raw_parts(pointer, len) }
     }
 }
+
+impl<T: AtomicElement> super::WholeBufferOutput for AtomicSlice<T> {}
 
 impl<T: AtomicElement> AtomicSlice<T> {
     /// # Safety

@@ -36,13 +36,16 @@ pub struct DisjointChunks<T: Pod, const N: usize> {
 unsafe impl<T: Pod, const N: usize> KernelOutput for DisjointChunks<T, N> {
     type Element = T;
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::LINEAR_THREADS;
+    type Shape = ();
 
     #[inline(always)]
-    unsafe fn from_raw_parts(pointer: *mut T, len: usize) -> Self {
+    unsafe fn from_raw_parts(pointer: *mut T, len: usize, (): ()) -> Self {
         const { assert!(N > 0, "DisjointChunks<T, N> needs chunks of at least one element (N > 0)") };
         DisjointChunks { pointer, chunks: len / N, _elements: PhantomData }
     }
 }
+
+impl<T: Pod, const N: usize> super::WholeBufferOutput for DisjointChunks<T, N> {}
 
 impl<T: Pod, const N: usize> DisjointChunks<T, N> {
     /// Number of whole chunks (the buffer's length divided by `N`).

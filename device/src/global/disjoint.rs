@@ -46,12 +46,15 @@ pub struct DisjointSlice<T: Pod> {
 unsafe impl<T: Pod> KernelOutput for DisjointSlice<T> {
     type Element = T;
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::LINEAR_THREADS;
+    type Shape = ();
 
     #[inline(always)]
-    unsafe fn from_raw_parts(pointer: *mut T, len: usize) -> Self {
+    unsafe fn from_raw_parts(pointer: *mut T, len: usize, (): ()) -> Self {
         DisjointSlice { pointer, len, _elements: PhantomData }
     }
 }
+
+impl<T: Pod> super::WholeBufferOutput for DisjointSlice<T> {}
 
 impl<T: Pod> DisjointSlice<T> {
     /// Tells the CPU executor's race detector that this thread takes elements

@@ -39,7 +39,7 @@ pub struct ThreadIndex {
 }
 
 /// Makes a witness `!Send + !Sync`: it stays in the thread that made it.
-type NotSend = core::marker::PhantomData<*const ()>;
+pub(super) type NotSend = core::marker::PhantomData<*const ()>;
 
 impl ThreadIndex {
     #[inline(always)]
@@ -109,7 +109,7 @@ impl BlockIndex {
 #[cfg(not(target_arch = "nvptx64"))]
 #[cold]
 #[track_caller]
-fn used_by_another_thread(what: &str, index: usize) -> ! {
+pub(super) fn used_by_another_thread(what: &str, index: usize) -> ! {
     panic!("{what} {index} was made by another GPU thread: a witness must not be passed between threads (through a thread-local or other host-only state)")
 }
 
@@ -118,13 +118,13 @@ fn used_by_another_thread(what: &str, index: usize) -> ! {
 /// guarantee a 1-D launch of at most `u32::MAX` threads, so it neither wraps nor repeats; in
 /// any other kernel it is only a number (wrapping, never a panic).
 #[inline(always)]
-fn linear_thread() -> u32 {
+pub(super) fn linear_thread() -> u32 {
     block_idx_x().wrapping_mul(block_dim_x()).wrapping_add(thread_idx_x())
 }
 
 /// The thread's block and thread coordinates, the CPU owner of a [`BlockIndex`].
 #[cfg(not(target_arch = "nvptx64"))]
-fn block_thread() -> [u32; 6] {
+pub(super) fn block_thread() -> [u32; 6] {
     [block_idx_x(), block_idx_y(), block_idx_z(), thread_idx_x(), thread_idx_y(), thread_idx_z()]
 }
 

@@ -12,12 +12,22 @@
 //! | [`DisjointChunks<T, N>`] | thread `t` reads and writes chunks `t, t + threads, ...` of `N` elements, named by its [`ThreadIndex`] |
 //! | [`DisjointPlanes<T, P>`] | thread `t` reads and writes element `i` of each of `P` planes for its indices `i` |
 //! | [`PerBlock<T>`] | one thread of block `b` reads and writes element `b`, named by its [`BlockIndex`] |
-//! | [`UncheckedSlice<T>`] | only `unsafe` accesses, whose callers state which thread owns which element (tiles, 2-D launches) |
+//! | [`DisjointMatrix<T>`] | thread `(x, y)` reads and writes element (row `y + k H`, column `x + m W`) of a row-major matrix of `cols` columns, named by its [`ThreadCell`] |
+//! | [`PerBlockTile<T, TR, TC, BX, BY, TRANSPOSED>`] | block `(bx, by)` owns tile `(by, bx)` (`(bx, by)` if `TRANSPOSED`) of `TR x TC` elements; its thread `(tx, ty)` the tile elements `(ty + BY i, tx + BX j)`, named by its [`BlockTile`] |
+//! | [`PerWarpRow<T>`] | warp `w` owns row `w` of a row-major matrix; its lane `l` the columns `l, l + 32, ...`, named by its [`WarpRow`] |
+//! | [`UncheckedSlice<T>`] | only `unsafe` accesses, whose callers state which thread owns which element (register micro-tiles, computed indices) |
 //! | [`AtomicSlice<T>`] | every thread reads and writes any element, atomically; this is also how threads read each other's writes after a barrier or grid sync |
 //!
+//! The three matrix outputs get their row width `cols` from `#[kernel(cols(name = ..))]`: a
+//! by-value `u32` parameter or a constant, the same in every thread (a per-thread width would
+//! let two threads alias). Their launch requirements: `DisjointMatrix` a 2-D launch (`z = 1`,
+//! each axis at most `u32::MAX` threads), `PerBlockTile` blocks of exactly `(BX, BY, 1)` in a
+//! grid with `z = 1`, `PerWarpRow` a 1-D launch of whole warps. A read-only [`Window`] of an
+//! input matrix is checked once, so a stencil's reads need no check each.
+//!
 //! Each output type has exactly one index-to-element map, fixed by the type (and, for
-//! chunks and planes, by a const generic and the buffer's length), and accepts exactly one
-//! kind of witness; one buffer is one parameter of one type during a launch (the host
+//! chunks and planes, by a const generic and the buffer's length; for the matrices, by the
+//! launch's `cols`), and accepts exactly one kind of witness; one buffer is one parameter of one type during a launch (the host
 //! launchers borrow outputs exclusively). So no two threads of a launch reach the same
 //! element of an output, whatever calls a kernel mixes (audit finding N1). The per-thread
 //! outputs need a 1-D launch of at most `u32::MAX` threads, which every launcher checks
@@ -38,9 +48,13 @@ mod atomic_slice;
 mod chunks;
 mod disjoint;
 mod index;
+mod matrix;
 mod per_block;
 mod planes;
+mod tile;
 mod unchecked;
+mod warp_rows;
+mod window;
 
 pub use crate::atomic::{Atomic, AtomicElement, Scope};
 pub use atomic_slice::AtomicSlice;
@@ -48,9 +62,13 @@ pub use chunks::DisjointChunks;
 pub use disjoint::DisjointSlice;
 pub use ferrocuda_types::LaunchRequirements;
 pub use index::{BlockIndex, GridStride, ThreadIndex, grid_stride, once_per_block, unique_index};
+pub use matrix::{DisjointMatrix, GridStride2d, ThreadCell, grid_stride_2d, unique_cell};
 pub use per_block::PerBlock;
 pub use planes::DisjointPlanes;
+pub use tile::{BlockTile, PerBlockTile, TileMut, block_tile};
 pub use unchecked::UncheckedSlice;
+pub use warp_rows::{LaneRow, LaneRowIter, LaneRowZip, PerWarpRow, WarpRow, warp_row};
+pub use window::{Window, window};
 
 /// A kernel output parameter type: what `#[kernel]` builds from the pointer and length the
 /// launcher passes, and what it requires of the launch. Implemented by the output types of
@@ -66,16 +84,39 @@ pub unsafe trait KernelOutput: Sized {
     type Element;
     /// What the launch must satisfy for the partition to hold.
     const REQUIREMENTS: LaunchRequirements;
+    /// What the output needs besides the buffer: `()` for the 1-D outputs, the row width
+    /// (`u32`) for the row-major matrix outputs ([`DisjointMatrix`], [`PerBlockTile`],
+    /// [`PerWarpRow`]), which `#[kernel(cols(name = ..))]` names.
+    type Shape: Copy;
 
     /// Builds the parameter.
     ///
     /// # Safety
     /// `pointer` is valid (and aligned) for reads and writes of `len` elements for the whole
     /// launch, no other parameter or memory access of the launch reaches those elements
-    /// except through the kernel's copies of this parameter, and the launch meets
-    /// [`REQUIREMENTS`](Self::REQUIREMENTS).
-    unsafe fn from_raw_parts(pointer: *mut Self::Element, len: usize) -> Self;
+    /// except through the kernel's copies of this parameter, the launch meets
+    /// [`REQUIREMENTS`](Self::REQUIREMENTS), and `shape` is the same in every thread of the
+    /// launch.
+    unsafe fn from_raw_parts(pointer: *mut Self::Element, len: usize, shape: Self::Shape) -> Self;
 }
+
+/// An output addressed by its buffer alone (every output but the row-major matrices): what
+/// `#[kernel]` requires of an output parameter that `cols(..)` does not name.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is a row-major matrix output: name its row width in the kernel's attribute",
+    label = "needs `#[kernel(cols(<this parameter> = <a u32 parameter or constant>))]`",
+    note = "the width must be the same in every thread of the launch, so it comes from a by-value kernel parameter or a constant, named once in the attribute"
+)]
+pub trait WholeBufferOutput: KernelOutput<Shape = ()> {}
+
+/// A row-major matrix output, whose row width `#[kernel(cols(name = ..))]` gives.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no row width: `cols(..)` names only the matrix outputs `DisjointMatrix`, `PerBlockTile` and `PerWarpRow`",
+    label = "not a row-major matrix output"
+)]
+pub trait RowMajorOutput: KernelOutput<Shape = u32> {}
 
 /// The bounds panic of every output type's checked access. On the GPU through
 /// [`kernel_panic!`](crate::kernel_panic), so that the cheap panic report keeps the index and
@@ -134,18 +175,24 @@ pub mod __private {
     use bytemuck::Pod;
     pub use ferrocuda_types::same_lengths;
 
-    /// Builds an output parameter from the pointer and length the host launcher passed.
+    /// Builds an output parameter from the pointer and length the host launcher passed (and,
+    /// for a row-major matrix output, the row width of `#[kernel(cols(..))]`).
     ///
     /// # Safety
     /// As for [`KernelOutput::from_raw_parts`].
     #[inline(always)]
-    pub unsafe fn output<O: KernelOutput>(pointer: *mut O::Element, len: usize) -> O {
+    pub unsafe fn output<O: KernelOutput>(pointer: *mut O::Element, len: usize, shape: O::Shape) -> O {
         // SAFETY: forwarded.
-        unsafe { O::from_raw_parts(pointer, len) }
+        unsafe { O::from_raw_parts(pointer, len, shape) }
     }
 
-    /// Compile-time check the launchers use: `O` is an output type whose elements are `T`.
-    pub const fn require_output<O: KernelOutput<Element = T>, T: Pod>() {}
+    /// Compile-time check the launchers use: `O` is an output type whose elements are `T`,
+    /// addressed by the buffer alone.
+    pub const fn require_output<O: KernelOutput<Element = T> + super::WholeBufferOutput, T: Pod>() {}
+
+    /// Compile-time check the launchers use: `O` is a row-major matrix output whose elements
+    /// are `T` (its width named in `#[kernel(cols(..))]`).
+    pub const fn require_matrix_output<O: KernelOutput<Element = T> + super::RowMajorOutput, T: Pod>() {}
 
     /// The device type a `&TensorMap` kernel parameter must name: only
     /// [`tma::TensorMap`](crate::tma::TensorMap) (sealed: a type merely called `TensorMap`
@@ -233,11 +280,11 @@ pub mod __private {
         /// The slice as one GPU thread's output parameter.
         ///
         /// # Safety
-        /// The slice this was made from is still exclusively borrowed by the launch, and the
-        /// launch meets `O::REQUIREMENTS`.
-        pub unsafe fn output<O: KernelOutput<Element = T>>(&self) -> O {
+        /// The slice this was made from is still exclusively borrowed by the launch, the
+        /// launch meets `O::REQUIREMENTS`, and every thread passes the same `shape`.
+        pub unsafe fn output<O: KernelOutput<Element = T>>(&self, shape: O::Shape) -> O {
             // SAFETY: as the caller guarantees; the launch borrows it exclusively.
-            unsafe { O::from_raw_parts(self.pointer, self.len) }
+            unsafe { O::from_raw_parts(self.pointer, self.len, shape) }
         }
     }
 

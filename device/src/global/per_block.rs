@@ -36,12 +36,15 @@ pub struct PerBlock<T: Pod> {
 unsafe impl<T: Pod> KernelOutput for PerBlock<T> {
     type Element = T;
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::NONE;
+    type Shape = ();
 
     #[inline(always)]
-    unsafe fn from_raw_parts(pointer: *mut T, len: usize) -> Self {
+    unsafe fn from_raw_parts(pointer: *mut T, len: usize, (): ()) -> Self {
         PerBlock { pointer, len, _elements: PhantomData }
     }
 }
+
+impl<T: Pod> super::WholeBufferOutput for PerBlock<T> {}
 
 impl<T: Pod> PerBlock<T> {
     /// Number of elements.

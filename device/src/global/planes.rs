@@ -36,13 +36,16 @@ pub struct DisjointPlanes<T: Pod, const P: usize> {
 unsafe impl<T: Pod, const P: usize> KernelOutput for DisjointPlanes<T, P> {
     type Element = T;
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::LINEAR_THREADS;
+    type Shape = ();
 
     #[inline(always)]
-    unsafe fn from_raw_parts(pointer: *mut T, len: usize) -> Self {
+    unsafe fn from_raw_parts(pointer: *mut T, len: usize, (): ()) -> Self {
         const { assert!(P > 0, "DisjointPlanes<T, P> needs at least one plane (P > 0)") };
         DisjointPlanes { pointer, plane_len: len / P, _elements: PhantomData }
     }
 }
+
+impl<T: Pod, const P: usize> super::WholeBufferOutput for DisjointPlanes<T, P> {}
 
 impl<T: Pod, const P: usize> DisjointPlanes<T, P> {
     /// Elements per plane (the buffer's length divided by `P`).

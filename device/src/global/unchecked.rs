@@ -28,12 +28,15 @@ pub struct UncheckedSlice<T: Pod> {
 unsafe impl<T: Pod> KernelOutput for UncheckedSlice<T> {
     type Element = T;
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::NONE;
+    type Shape = ();
 
     #[inline(always)]
-    unsafe fn from_raw_parts(pointer: *mut T, len: usize) -> Self {
+    unsafe fn from_raw_parts(pointer: *mut T, len: usize, (): ()) -> Self {
         UncheckedSlice { pointer, len, _elements: PhantomData }
     }
 }
+
+impl<T: Pod> super::WholeBufferOutput for UncheckedSlice<T> {}
 
 impl<T: Pod> UncheckedSlice<T> {
     /// Number of elements.

@@ -63,9 +63,19 @@ impl<'m> Env<'m> {
         list
     }
 
+    /// The safe kernel, its `unsafe` twin, and the CUDA C++ twin (issue 20's speed rows).
+    fn implementations_with_unchecked(&self) -> Vec<Implementation<'m>> {
+        let mut list = vec![Implementation::Rust, Implementation::RustUnchecked];
+        if let Some(module) = self.cuda {
+            list.push(Implementation::CudaCpp(module));
+        }
+        list
+    }
+
     fn registers(&self, implementation: Implementation<'_>, symbol: &str) -> Option<u32> {
         let function = match implementation {
             Implementation::Rust => ferrocuda_host::Function::from_embedded(&self.context, &crate::KERNELS, leak(symbol)),
+            Implementation::RustUnchecked => ferrocuda_host::Function::from_embedded(&self.context, &crate::KERNELS, leak(&format!("{symbol}_unchecked"))),
             Implementation::CudaCpp(module) => module.function(symbol),
         };
         function.and_then(|f| f.attributes()).ok().map(|a| a.registers)
@@ -321,11 +331,11 @@ pub fn softmax(env: &Env) -> BenchResult<Vec<Row>> {
     let mut output = DeviceBuffer::<Float4>::zeroed(&env.context, env.sizes.array_floats / 4)?;
     let rows_per_block = BLOCK_THREADS / 32;
     let config = LaunchConfig::new(rows.div_ceil(rows_per_block), BLOCK_THREADS);
-    let implementations = env.implementations();
+    let implementations = env.implementations_with_unchecked();
     let mut checks = Vec::new();
     for &implementation in &implementations {
         output.zero_async(&env.stream)?;
-        launch_with!(implementation, softmax_rows_1024, &env.stream, config, &input_dev, &mut output, rows)?;
+        launch_with!(implementation, softmax_rows_1024 | softmax_rows_1024_unchecked, &env.stream, config, &input_dev, &mut output, rows)?;
         env.stream.synchronize()?;
         // ex2.approx (2^-22 relative) of an argument rounded to f32, then a rounded sum:
         // a few 1e-6 relative; 1e-5 leaves room and still catches any real mistake.
@@ -334,7 +344,7 @@ pub fn softmax(env: &Env) -> BenchResult<Vec<Row>> {
     }
     let times = measure(&env.stream, env.runs, &implementations, |implementation, stopwatch| {
         stopwatch.start()?;
-        launch_with!(implementation, softmax_rows_1024, &env.stream, config, &input_dev, &mut output, rows)
+        launch_with!(implementation, softmax_rows_1024 | softmax_rows_1024_unchecked, &env.stream, config, &input_dev, &mut output, rows)
     })?;
     let bytes = 2.0 * (env.sizes.array_floats * 4) as f64;
     Ok(env.rows("softmax_rows_1024", format!("{rows}x{SOFTMAX_COLS} f32"), &implementations, &times, Some(bytes), None, checks))
@@ -386,18 +396,18 @@ pub fn stencil(env: &Env) -> BenchResult<Vec<Row>> {
     let input_dev = DeviceBuffer::from_slice(&env.context, &input)?;
     let mut output = DeviceBuffer::<f32>::zeroed(&env.context, n)?;
     let config = LaunchConfig::new((cols / STENCIL_BLOCK_X, rows / STENCIL_ROWS_PER_THREAD), STENCIL_BLOCK_X);
-    let implementations = env.implementations();
+    let implementations = env.implementations_with_unchecked();
     let mut checks = Vec::new();
     for &implementation in &implementations {
         output.zero_async(&env.stream)?;
-        launch_with!(implementation, stencil_5pt, &env.stream, config, &input_dev, &mut output, rows, cols)?;
+        launch_with!(implementation, stencil_5pt | stencil_5pt_unchecked, &env.stream, config, &input_dev, &mut output, rows, cols)?;
         env.stream.synchronize()?;
         // Values in [0, 1): a few roundings of f32 (one fma, one mul, three adds).
         checks.push(describe(compare("out", &output.to_vec()?, expected.iter().copied(), 1e-6, 0.1)?));
     }
     let times = measure(&env.stream, env.runs, &implementations, |implementation, stopwatch| {
         stopwatch.start()?;
-        launch_with!(implementation, stencil_5pt, &env.stream, config, &input_dev, &mut output, rows, cols)
+        launch_with!(implementation, stencil_5pt | stencil_5pt_unchecked, &env.stream, config, &input_dev, &mut output, rows, cols)
     })?;
     Ok(env.rows("stencil_5pt", format!("{rows}x{cols} f32"), &implementations, &times, Some(2.0 * (n * 4) as f64), None, checks))
 }

@@ -10,6 +10,9 @@ pub enum Implementation<'m> {
     Rust,
     /// `gpu_kernels::examples::NAME::launch_in(&module, ..)` on the CUDA C++ module.
     CudaCpp(&'m Module),
+    /// `gpu_kernels::unchecked::NAME_unchecked::launch`: the `unsafe` twin of a safe-style
+    /// kernel (issue 20's speed rows), for the kernels that have one.
+    RustUnchecked,
 }
 
 impl Implementation<'_> {
@@ -18,17 +21,29 @@ impl Implementation<'_> {
         match self {
             Implementation::Rust => "Rust (ferrocuda)",
             Implementation::CudaCpp(_) => "CUDA C++ (NVRTC)",
+            Implementation::RustUnchecked => UNSAFE_TWIN,
         }
     }
 }
 
-/// Launches `$kernel` (a module of `gpu_kernels::examples`) from the implementation chosen.
+/// The label of the `unsafe` Rust twins' rows.
+pub const UNSAFE_TWIN: &str = "Rust unsafe twin";
+
+/// Launches `$kernel` (a module of `gpu_kernels::examples`) from the implementation chosen;
+/// `$kernel | $twin` also launches the `unsafe` twin `gpu_kernels::unchecked::$twin`.
 #[macro_export]
 macro_rules! launch_with {
+    ($implementation:expr, $kernel:ident | $twin:ident, $stream:expr, $config:expr, $($arg:expr),* $(,)?) => {
+        match $implementation {
+            $crate::twins::timing::Implementation::RustUnchecked => $crate::unchecked::$twin::launch($stream, $config, $($arg),*),
+            other => $crate::launch_with!(other, $kernel, $stream, $config, $($arg),*),
+        }
+    };
     ($implementation:expr, $kernel:ident, $stream:expr, $config:expr, $($arg:expr),* $(,)?) => {
         match $implementation {
             $crate::twins::timing::Implementation::Rust => $crate::examples::$kernel::launch($stream, $config, $($arg),*),
             $crate::twins::timing::Implementation::CudaCpp(module) => $crate::examples::$kernel::launch_in(module, $stream, $config, $($arg),*),
+            $crate::twins::timing::Implementation::RustUnchecked => unreachable!("{} has no unsafe twin", stringify!($kernel)),
         }
     };
 }

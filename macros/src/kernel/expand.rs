@@ -46,7 +46,18 @@ fn entry_symbols<'k>(kernel: &'k Kernel) -> Vec<&'k Ident> {
 }
 
 fn kernel_items(kernel: &Kernel) -> TokenStream {
-    let function = kernel.function;
+    // A width parameter named only in `cols(..)` is used by the generated code, not by the
+    // body: the body marks it used, so the user gets no unused-variable warning for it.
+    let mut with_widths;
+    let function = if kernel.params.iter().any(|p| p.cols.is_some()) {
+        with_widths = kernel.function.clone();
+        let widths = kernel.params.iter().filter_map(|p| p.cols.as_ref()).filter_map(|w| syn::parse2::<Ident>(w.clone()).ok());
+        let uses: Vec<syn::Stmt> = widths.map(|w| syn::parse_quote!(let _ = &#w;)).collect();
+        with_widths.block.stmts.splice(0..0, uses);
+        &with_widths
+    } else {
+        kernel.function
+    };
     let is_unsafe = kernel.has_raw_pointers();
     match &kernel.generic {
         None => {

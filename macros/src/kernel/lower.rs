@@ -177,13 +177,20 @@ pub fn lower(param: &Param) -> Lowered {
                 cpu_type: quote!(&mut [#elem]),
                 cpu_parts: quote!(#args::OutputParts),
             };
-            let check = quote_spanned!(ty.span()=> #args::require_output::<#ty, #elem>(););
+            // A matrix output gets its width (`cols(..)`, the same in every thread), every other
+            // output `()`; the check says which the type is, spanned at the user's type.
+            let (check, shape) = match &param.cols {
+                Some(width) => (quote_spanned!(ty.span()=> #args::require_matrix_output::<#ty, #elem>();), width.clone()),
+                None => (quote_spanned!(ty.span()=> #args::require_output::<#ty, #elem>();), quote!(())),
+            };
+            let device_shape = shape.clone();
+            let device_args = args.clone();
             let mut lowered = slice(
                 param,
                 elem,
                 abi,
-                |pointer, len| quote!(#args::output::<#ty>(#pointer.get().cast::<#elem>(), #len)),
-                |parts| quote!(#parts.output::<#ty>()),
+                move |pointer, len| quote!(#device_args::output::<#ty>(#pointer.get().cast::<#elem>(), #len, #device_shape)),
+                move |parts| quote!(#parts.output::<#ty>(#shape)),
             );
             lowered.checks.push(check);
             lowered.requirements = Some(quote!(<#ty as #args::KernelOutput>::REQUIREMENTS));

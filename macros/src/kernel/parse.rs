@@ -41,6 +41,10 @@ pub struct Param {
     pub mutable: bool,
     pub ty: Type,
     pub kind: ParamKind,
+    /// For a row-major matrix output named in `#[kernel(cols(name = value))]`: the row width
+    /// the output is built with, a `u32` expression that is the same in every thread (a
+    /// by-value parameter, or a constant evaluated at compile time).
+    pub cols: Option<TokenStream>,
 }
 
 /// One instance of a generic kernel: the type for its type parameter and its PTX symbol.
@@ -76,13 +80,18 @@ const SCALARS: &[&str] = &["bool", "i8", "i16", "i32", "i64", "isize", "u8", "u1
 const NON_ZERO: &[&str] =
     &["NonZeroU8", "NonZeroU16", "NonZeroU32", "NonZeroU64", "NonZeroUsize", "NonZeroI8", "NonZeroI16", "NonZeroI32", "NonZeroI64", "NonZeroIsize"];
 /// The output parameter types of `ferrocuda_device::global` (element type first).
-pub const OUTPUTS: &[&str] = &["DisjointSlice", "DisjointChunks", "DisjointPlanes", "PerBlock", "UncheckedSlice", "AtomicSlice"];
+pub const OUTPUTS: &[&str] =
+    &["DisjointSlice", "DisjointChunks", "DisjointPlanes", "PerBlock", "UncheckedSlice", "AtomicSlice", "DisjointMatrix", "PerBlockTile", "PerWarpRow"];
+/// The row-major matrix outputs, whose row width `#[kernel(cols(name = ..))]` must give.
+pub const MATRIX_OUTPUTS: &[&str] = &["DisjointMatrix", "PerBlockTile", "PerWarpRow"];
 /// Owning or pointer-holding standard types that can never be copied to a GPU.
 const HOST_ONLY: &[&str] = &["String", "str", "Vec", "Box", "Rc", "Arc", "Option", "Result", "HashMap", "BTreeMap", "VecDeque", "Cell", "RefCell"];
 const ALLOWED: &str = "kernel parameters may be integer, float or bool scalars, `#[repr(C)]` `bytemuck::Pod` structs or arrays by value, \
                        `core::num::NonZero*` integers, `&[T]` (read-only input), the outputs `DisjointSlice<T>` (each thread its own elements), \
                        `DisjointChunks<T, N>` (each thread its own chunks of N), `DisjointPlanes<T, P>` (structure of arrays), `PerBlock<T>` \
-                       (one element per block), `UncheckedSlice<T>` (`unsafe` accesses only) and `AtomicSlice<T>` (atomic access from any thread), `&TensorMap` / `&StoreMap` (TMA tensor maps for loads / stores, from \
+                       (one element per block), `UncheckedSlice<T>` (`unsafe` accesses only), `AtomicSlice<T>` (atomic access from any thread), the row-major \
+                       matrices `DisjointMatrix<T>` (thread (x, y) its element (y, x)), `PerBlockTile<T, ..>` (a tile per block) and `PerWarpRow<T>` \
+                       (a row per warp), whose width `#[kernel(cols(name = ..))]` gives, `&TensorMap` / `&StoreMap` (TMA tensor maps for loads / stores, from \
                        `ferrocuda_device::tma`, passed as a `DeviceTensorMap` whose memory the launch declares), or raw device pointers `*const T` / `*mut T`";
 /// Why `&mut [T]` is refused, and what to write instead (audit finding U2).
 const NO_MUT_SLICE: &str = "a kernel cannot take `&mut [T]`: every GPU thread would get the same `&mut`, which the compiler assumes \
@@ -99,6 +108,7 @@ struct Attribute {
     bounds: Option<TokenStream>,
     cluster: Option<[TokenStream; 3]>,
     same_len: Vec<Vec<Ident>>,
+    cols: Vec<(Ident, syn::Expr)>,
 }
 
 impl Parse for Attribute {
@@ -142,11 +152,22 @@ impl Parse for Attribute {
                     return Err(syn::Error::new(key.span(), "write `same_len(a, b, ..)` with at least two slice parameters"));
                 }
                 attribute.same_len.push(names.into_iter().collect());
+            } else if key == "cols" {
+                let pairs: Punctuated<syn::MetaNameValue, Token![,]> = content.parse_terminated(syn::MetaNameValue::parse, Token![,])?;
+                if pairs.is_empty() {
+                    return Err(syn::Error::new(key.span(), "write `cols(output = width, ..)`: each matrix output's row width, a `u32` parameter or constant"));
+                }
+                for pair in pairs {
+                    let Some(name) = pair.path.get_ident() else {
+                        return Err(syn::Error::new_spanned(&pair.path, "`cols(..)` names an output parameter: `cols(out = cols)`"));
+                    };
+                    attribute.cols.push((name.clone(), pair.value));
+                }
             } else {
                 return Err(syn::Error::new(
                     key.span(),
                     "unknown #[kernel] argument; expected `instances(T1, T2, ..)`, `launch_bounds(max_threads[, min_blocks])`, `reqntid(threads)`, \
-                     `cluster_dims(x[, y[, z]])` or `same_len(a, b, ..)`",
+                     `cluster_dims(x[, y[, z]])`, `same_len(a, b, ..)` or `cols(output = width, ..)`",
                 ));
             }
             if !input.is_empty() {
@@ -229,6 +250,8 @@ impl<'a> Kernel<'a> {
             }
         }
 
+        check_cols(&attribute.cols, &mut params, &mut errors);
+
         let mut errors = errors.into_iter();
         match errors.next() {
             None => Ok(Kernel { function, params, generic, bounds, cluster, same_len }),
@@ -237,6 +260,69 @@ impl<'a> Kernel<'a> {
                 Err(first)
             }
         }
+    }
+}
+
+/// Attaches each `cols(name = value)` width to its output: a value that is a single name of a
+/// by-value `u32` parameter is that parameter (the GPU copies it to every thread unchanged;
+/// the output is built before the body runs), anything else must be a constant expression
+/// (`const { .. }`, so a per-thread value does not compile). Every matrix output needs one,
+/// nothing else may have one.
+fn check_cols(cols: &[(Ident, syn::Expr)], params: &mut [Param], errors: &mut Vec<syn::Error>) {
+    for (i, (name, value)) in cols.iter().enumerate() {
+        if cols[..i].iter().any(|(other, _)| other == name) {
+            errors.push(syn::Error::new(name.span(), format!("`{name}` is named twice in `cols`")));
+            continue;
+        }
+        let width_param = match value {
+            syn::Expr::Path(path) if path.qself.is_none() && path.attrs.is_empty() => path.path.get_ident().cloned(),
+            _ => None,
+        };
+        let width = match width_param.as_ref().and_then(|w| params.iter().find(|p| p.name == *w)) {
+            Some(p) if matches!(&p.kind, ParamKind::Scalar { primitive } if primitive.to_string().ends_with("u32")) => {
+                let w = &p.name;
+                quote::quote!(#w)
+            }
+            Some(p) => {
+                let w = &p.name;
+                errors.push(syn::Error::new_spanned(
+                    value,
+                    format!("the width of `{name}` must be a `u32`: `{w}` is not a `u32` by-value parameter (declare `{w}: u32`, or write a constant)"),
+                ));
+                continue;
+            }
+            None => quote::quote_spanned!(value.span()=> const { let __ferrocuda_cols: ::core::primitive::u32 = #value; __ferrocuda_cols }),
+        };
+        match params.iter_mut().find(|p| p.name == *name) {
+            Some(p) if matches!(p.kind, ParamKind::Output { .. }) && is_matrix_output(&p.ty) => p.cols = Some(width),
+            Some(p) => errors.push(syn::Error::new(
+                name.span(),
+                format!("`cols` gives the row width of a matrix output (`DisjointMatrix`, `PerBlockTile`, `PerWarpRow`); `{}` is not one", p.name),
+            )),
+            None => errors.push(syn::Error::new(name.span(), format!("`cols` names an output parameter; the kernel has no parameter `{name}`"))),
+        }
+    }
+    for p in params.iter() {
+        if p.cols.is_none() && matches!(p.kind, ParamKind::Output { .. }) && is_matrix_output(&p.ty) {
+            let name = &p.name;
+            errors.push(syn::Error::new_spanned(
+                &p.ty,
+                format!(
+                    "a row-major matrix output needs its row width, the same in every thread: add `cols({name} = width)` to `#[kernel(..)]`, \
+                     with `width` a by-value `u32` parameter or a constant"
+                ),
+            ));
+        }
+    }
+}
+
+/// True if the type's last path segment names a row-major matrix output.
+fn is_matrix_output(ty: &Type) -> bool {
+    match ty {
+        Type::Group(group) => is_matrix_output(&group.elem),
+        Type::Paren(paren) => is_matrix_output(&paren.elem),
+        Type::Path(path) => path.path.segments.last().is_some_and(|s| MATRIX_OUTPUTS.contains(&s.ident.to_string().as_str())),
+        _ => false,
     }
 }
 
@@ -315,7 +401,7 @@ fn parse_param(input: &FnArg) -> syn::Result<Param> {
         other => return Err(syn::Error::new_spanned(other, "kernel parameters must be plain names (`x: &[f32]`), not patterns")),
     };
     let kind = classify(&typed.ty)?;
-    Ok(Param { name, mutable, ty: (*typed.ty).clone(), kind })
+    Ok(Param { name, mutable, ty: (*typed.ty).clone(), kind, cols: None })
 }
 
 pub fn classify(ty: &Type) -> syn::Result<ParamKind> {
@@ -527,7 +613,7 @@ impl Param {
             (ParamKind::Value, Some(primitive)) => ParamKind::Scalar { primitive },
             _ => kind,
         };
-        Param { name: self.name.clone(), mutable: self.mutable, ty, kind }
+        Param { name: self.name.clone(), mutable: self.mutable, ty, kind, cols: self.cols.clone() }
     }
 }
 

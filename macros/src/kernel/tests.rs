@@ -479,7 +479,7 @@ mod helpers {
     fn every_slice_kind_is_two_ptx_parameters_and_values_one() {
         let param = |ty: Type| {
             let kind = classify(&ty).expect("a valid parameter");
-            Param { name: parse_quote!(x), mutable: false, ty, kind }
+            Param { name: parse_quote!(x), mutable: false, ty, kind, cols: None }
         };
         for ty in [parse_quote!(&[f32]), parse_quote!(DisjointSlice<f32>), parse_quote!(DisjointChunks<f32, 2>), parse_quote!(AtomicSlice<f32>)] {
             let lowered = lower(&param(ty));
@@ -498,7 +498,7 @@ mod helpers {
     fn n5_a_scalar_is_checked_against_the_absolute_primitive() {
         let param = |ty: Type| {
             let kind = classify(&ty).expect("a valid parameter");
-            Param { name: parse_quote!(x), mutable: false, ty, kind }
+            Param { name: parse_quote!(x), mutable: false, ty, kind, cols: None }
         };
         for (ty, primitive) in [
             (parse_quote!(f64), "::core::primitive::f64"),

@@ -3,9 +3,9 @@
 //! and are reported as errors by the CPU executor. They are valid GPU kernels too (the PTX
 //! build compiles them), but only the correct ones should be launched there.
 
-use ferrocuda_device::global::{DisjointSlice, UncheckedSlice, unique_index};
+use ferrocuda_device::global::{DisjointMatrix, DisjointSlice, unique_cell, unique_index};
 use ferrocuda_device::sync::sync_threads;
-use ferrocuda_device::thread::{block_dim, block_idx_x, block_idx_y, block_idx_z, thread_idx_x, thread_idx_y};
+use ferrocuda_device::thread::{block_dim, block_idx_x, thread_idx_x, thread_idx_y};
 use ferrocuda_device::{kernel, shared_array, warp};
 
 /// Side of the square tiles of [`matmul_tiled`] (its blocks are `TILE x TILE` threads).
@@ -13,21 +13,21 @@ pub const TILE: usize = 16;
 
 /// `c = a * b` for `n x n` row-major matrices, through `TILE x TILE` tiles of `a` and `b` in
 /// shared memory: launch with blocks of `(TILE, TILE)` and a grid of `(n / TILE, n / TILE)`
-/// (rounded up; edges are guarded).
-#[kernel]
-pub fn matmul_tiled(n: u32, a: &[f32], b: &[f32], mut c: UncheckedSlice<f32>) {
+/// (rounded up; edges are guarded). Thread (x, y) writes element (row y, column x) of `c`
+/// through a `DisjointMatrix` (n columns), whose launcher checks the launch is 2-D.
+#[kernel(cols(c = n))]
+pub fn matmul_tiled(n: u32, a: &[f32], b: &[f32], mut c: DisjointMatrix<f32>) {
     let a_tile = shared_array![f32; TILE * TILE];
     let b_tile = shared_array![f32; TILE * TILE];
     let dim = block_dim();
-    if (dim.x, dim.y, dim.z) != (TILE as u32, TILE as u32, 1) || block_idx_z() != 0 {
-        // Another launch shape: two threads could own the same element of `c` (and the
-        // tiles are sized for TILE x TILE); the whole block returns, before any barrier.
+    if (dim.x, dim.y) != (TILE as u32, TILE as u32) {
+        // The tiles are sized for TILE x TILE threads; the whole block returns, before any
+        // barrier (z = 1 is the output's launch requirement).
         return;
     }
     let (tx, ty) = (thread_idx_x() as usize, thread_idx_y() as usize);
-    let n = n as usize;
-    let col = block_idx_x() as usize * TILE + tx;
-    let row = block_idx_y() as usize * TILE + ty;
+    let cell = unique_cell();
+    let (row, col, n) = (cell.row() as usize, cell.col() as usize, n as usize);
     let mut acc = 0.0f32;
     for t in 0..n.div_ceil(TILE) {
         let (a_col, b_row) = (t * TILE + tx, t * TILE + ty);
@@ -39,10 +39,10 @@ pub fn matmul_tiled(n: u32, a: &[f32], b: &[f32], mut c: UncheckedSlice<f32>) {
         }
         sync_threads();
     }
-    if row < n && col < n && row * n + col < c.len() {
-        // SAFETY: in bounds (checked); only this thread writes element (row, col): blocks of
-        // TILE x TILE threads in a 2-D grid (checked above) give each (row, col) one thread.
-        unsafe { c.write_unchecked(row * n + col, acc) };
+    if row < n
+        && let Some(element) = c.get_mut(cell)
+    {
+        *element = acc;
     }
 }
 

@@ -40,5 +40,6 @@ pub mod grid_dependency;
 pub mod half_floats;
 pub mod kernel_model;
 pub mod launch_kinds;
+pub mod matrix_outputs;
 pub mod port_gaps;
 pub mod sanitizer;

@@ -17,12 +17,49 @@ macro_rules! launch_llm {
         match $implementation {
             Implementation::Rust => crate::llm::$kernel::launch($stream, $config, $($arg),*),
             Implementation::CudaCpp(module) => crate::llm::$kernel::launch_in(module, $stream, $config, $($arg),*),
+            Implementation::RustUnchecked => unreachable!("{} has no unsafe twin", stringify!($kernel)),
         }
     };
 }
 
 /// Threads per block of the warp-per-row kernels (8 rows per block).
 const ROW_BLOCK: u32 = 256;
+
+/// `softmax_online` from the implementation chosen, its `unsafe` twin included.
+fn launch_softmax_online(
+    implementation: Implementation<'_>,
+    env: &Env,
+    config: LaunchConfig,
+    input: &DeviceBuffer<Float4>,
+    output: &mut DeviceBuffer<Float4>,
+    rows: u32,
+    cols4: u32,
+) -> ferrocuda_host::Result<()> {
+    match implementation {
+        Implementation::RustUnchecked => crate::unchecked::softmax_online_unchecked::launch(&env.stream, config, input, output, rows, cols4),
+        other => launch_llm!(other, softmax_online, &env.stream, config, input, output, rows, cols4),
+    }
+}
+
+/// `layernorm_768` from the implementation chosen, its `unsafe` twin included.
+#[allow(clippy::too_many_arguments)]
+fn launch_layernorm(
+    implementation: Implementation<'_>,
+    env: &Env,
+    config: LaunchConfig,
+    input: &DeviceBuffer<Float4>,
+    weight: &DeviceBuffer<Float4>,
+    bias: &DeviceBuffer<Float4>,
+    out: &mut DeviceBuffer<Float4>,
+    mean: &mut DeviceBuffer<f32>,
+    rstd: &mut DeviceBuffer<f32>,
+    rows: u32,
+) -> ferrocuda_host::Result<()> {
+    match implementation {
+        Implementation::RustUnchecked => crate::unchecked::layernorm_768_unchecked::launch(&env.stream, config, input, weight, bias, out, mean, rstd, rows),
+        other => launch_llm!(other, layernorm_768, &env.stream, config, input, weight, bias, out, mean, rstd, rows),
+    }
+}
 
 /// `layernorm_768`: rows of 768 floats, one array of the sizes' floats in and out.
 pub fn layernorm(env: &Env) -> BenchResult<Vec<Row>> {
@@ -40,11 +77,11 @@ pub fn layernorm(env: &Env) -> BenchResult<Vec<Row>> {
     let mut mean = DeviceBuffer::<f32>::zeroed(&env.context, rows as usize)?;
     let mut rstd = DeviceBuffer::<f32>::zeroed(&env.context, rows as usize)?;
     let config = LaunchConfig::new(rows.div_ceil(ROW_BLOCK / 32), ROW_BLOCK);
-    let implementations = env.implementations();
+    let implementations = env.implementations_with_unchecked();
     let mut checks = Vec::new();
     for &implementation in &implementations {
         out.zero_async(&env.stream)?;
-        launch_llm!(implementation, layernorm_768, &env.stream, config, &input_dev, &weight_dev, &bias_dev, &mut out, &mut mean, &mut rstd, rows)?;
+        launch_layernorm(implementation, env, config, &input_dev, &weight_dev, &bias_dev, &mut out, &mut mean, &mut rstd, rows)?;
         env.stream.synchronize()?;
         // rsqrt.approx (2^-22) and f32 sums of 768 values: a few 1e-6 of the output's scale.
         let got = out.to_vec()?;
@@ -52,7 +89,7 @@ pub fn layernorm(env: &Env) -> BenchResult<Vec<Row>> {
     }
     let times = measure(&env.stream, env.runs, &implementations, |implementation, stopwatch| {
         stopwatch.start()?;
-        launch_llm!(implementation, layernorm_768, &env.stream, config, &input_dev, &weight_dev, &bias_dev, &mut out, &mut mean, &mut rstd, rows)
+        launch_layernorm(implementation, env, config, &input_dev, &weight_dev, &bias_dev, &mut out, &mut mean, &mut rstd, rows)
     })?;
     let bytes = 2.0 * (n * 4) as f64 + 2.0 * (rows as usize * 4) as f64;
     Ok(env.rows("layernorm_768", format!("{rows}x{LAYERNORM_C} f32"), &implementations, &times, Some(bytes), None, checks))
@@ -70,11 +107,11 @@ pub fn softmax_online(env: &Env) -> BenchResult<Vec<Row>> {
     let mut output = DeviceBuffer::<Float4>::zeroed(&env.context, n / 4)?;
     let config = LaunchConfig::new(rows.div_ceil(ROW_BLOCK / 32), ROW_BLOCK);
     let cols4 = (cols / 4) as u32;
-    let implementations = env.implementations();
+    let implementations = env.implementations_with_unchecked();
     let mut checks = Vec::new();
     for &implementation in &implementations {
         output.zero_async(&env.stream)?;
-        launch_llm!(implementation, softmax_online, &env.stream, config, &input_dev, &mut output, rows, cols4)?;
+        launch_softmax_online(implementation, env, config, &input_dev, &mut output, rows, cols4)?;
         env.stream.synchronize()?;
         let got = output.to_vec()?;
         // ex2.approx per element and rescalings of the running sum: 1e-5 relative.
@@ -82,7 +119,7 @@ pub fn softmax_online(env: &Env) -> BenchResult<Vec<Row>> {
     }
     let times = measure(&env.stream, env.runs, &implementations, |implementation, stopwatch| {
         stopwatch.start()?;
-        launch_llm!(implementation, softmax_online, &env.stream, config, &input_dev, &mut output, rows, cols4)
+        launch_softmax_online(implementation, env, config, &input_dev, &mut output, rows, cols4)
     })?;
     let bytes = 3.0 * (n * 4) as f64;
     Ok(env.rows("softmax_online", format!("{rows}x{cols} f32"), &implementations, &times, Some(bytes), None, checks))

@@ -1,0 +1,257 @@
+//! [`DisjointMatrix`]: a row-major matrix output whose element (row `y`, column `x`) belongs
+//! to the thread at 2-D position `(x, y)`, and its witness [`ThreadCell`].
+
+use core::marker::PhantomData;
+
+use bytemuck::Pod;
+
+use super::index::NotSend;
+use super::{KernelOutput, LaunchRequirements};
+use crate::thread::{block_dim_x, block_dim_y, block_idx_x, block_idx_y, grid_dim_x, grid_dim_y, thread_idx_x, thread_idx_y};
+
+/// A cell (row, column) of a row-major matrix that no other thread of the launch holds: the
+/// proof a [`DisjointMatrix`] asks for. Made only by [`unique_cell`] and [`grid_stride_2d`].
+///
+/// Thread `(x, y)` (`x = blockIdx.x * blockDim.x + threadIdx.x`, `y` the same along y) gets the
+/// cells `(y + k H, x + m W)` with `W = gridDim.x * blockDim.x` and `H = gridDim.y *
+/// blockDim.y`: the cells whose column is congruent to `x` modulo `W` and whose row is
+/// congruent to `y` modulo `H`. Two threads never get the same cell, because the launcher of a
+/// kernel with a `DisjointMatrix` refuses launches with `z > 1` or with more than `u32::MAX`
+/// threads along x or y (`LaunchRequirements::PLANAR_THREADS`): `(x, y)` is computed in `u32`
+/// without wrapping and names one thread.
+///
+/// It is `Copy` but neither `Send` nor `Sync`, not `Pod` and has no public constructor, like
+/// [`ThreadIndex`](super::ThreadIndex); on the CPU executor each use checks that the thread
+/// using it made it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ThreadCell {
+    row: u32,
+    col: u32,
+    #[cfg(not(target_arch = "nvptx64"))]
+    owner: [u32; 6],
+    _this_thread: NotSend,
+}
+
+/// On the CPU executor, the block and thread coordinates of the thread that makes a witness;
+/// nothing on the GPU.
+#[cfg(not(target_arch = "nvptx64"))]
+type Owner = [u32; 6];
+#[cfg(target_arch = "nvptx64")]
+type Owner = ();
+
+#[cfg(not(target_arch = "nvptx64"))]
+#[inline(always)]
+fn this_thread() -> Owner {
+    super::index::block_thread()
+}
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn this_thread() -> Owner {}
+
+/// A `ThreadCell` for `(row, col)`, made by `owner` (a free function, not an associated one:
+/// no constructor to suggest to a kernel that tries to build a witness).
+#[inline(always)]
+fn make_cell(row: u32, col: u32, #[cfg_attr(target_arch = "nvptx64", allow(unused_variables))] owner: Owner) -> ThreadCell {
+    ThreadCell {
+        row,
+        col,
+        #[cfg(not(target_arch = "nvptx64"))]
+        owner,
+        _this_thread: PhantomData,
+    }
+}
+
+impl ThreadCell {
+    /// The row, to index inputs with.
+    #[inline(always)]
+    pub fn row(self) -> u32 {
+        self.row
+    }
+
+    /// The column, to index inputs with.
+    #[inline(always)]
+    pub fn col(self) -> u32 {
+        self.col
+    }
+
+    /// `(row, col)` for an access to an output: on the CPU executor, after checking that the
+    /// running GPU thread made the witness.
+    #[inline(always)]
+    #[track_caller]
+    fn owned(self) -> (u32, u32) {
+        #[cfg(not(target_arch = "nvptx64"))]
+        if self.owner != super::index::block_thread() {
+            super::index::used_by_another_thread("ThreadCell", self.row as usize);
+        }
+        (self.row, self.col)
+    }
+}
+
+/// This thread's cell: row `blockIdx.y * blockDim.y + threadIdx.y`, column `blockIdx.x *
+/// blockDim.x + threadIdx.x`, each one `mad.lo.u32` (CUDA's 2-D index). Unique because the
+/// launcher of a kernel with a [`DisjointMatrix`] checks the launch is 2-D with each axis's
+/// thread count within `u32` (see [`ThreadCell`]).
+#[inline(always)]
+pub fn unique_cell() -> ThreadCell {
+    let col = block_idx_x().wrapping_mul(block_dim_x()).wrapping_add(thread_idx_x());
+    let row = block_idx_y().wrapping_mul(block_dim_y()).wrapping_add(thread_idx_y());
+    make_cell(row, col, this_thread())
+}
+
+/// A 2-D grid-stride loop over a `rows x cols` matrix: this thread's cells `(y + k H, x + m
+/// W)` with row below `rows` and column below `cols` (see [`ThreadCell`]), row by row. The
+/// steps saturate at `u32::MAX`, which is never below a `u32` bound, so a step never wraps
+/// onto another thread's cell.
+#[inline(always)]
+pub fn grid_stride_2d(rows: u32, cols: u32) -> GridStride2d {
+    let first = unique_cell();
+    let width = grid_dim_x().wrapping_mul(block_dim_x());
+    let height = grid_dim_y().wrapping_mul(block_dim_y());
+    GridStride2d { row: first.row, col: first.col, first_col: first.col, rows, cols, width, height, owner: this_thread(), _this_thread: PhantomData }
+}
+
+/// The iterator of [`grid_stride_2d`].
+#[derive(Debug)]
+pub struct GridStride2d {
+    row: u32,
+    col: u32,
+    first_col: u32,
+    rows: u32,
+    cols: u32,
+    width: u32,
+    height: u32,
+    owner: Owner,
+    _this_thread: NotSend,
+}
+
+impl Iterator for GridStride2d {
+    type Item = ThreadCell;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<ThreadCell> {
+        loop {
+            if self.row >= self.rows || self.first_col >= self.cols {
+                return None;
+            }
+            if self.col < self.cols {
+                let cell = make_cell(self.row, self.col, self.owner);
+                self.col = self.col.saturating_add(self.width);
+                return Some(cell);
+            }
+            self.col = self.first_col;
+            self.row = self.row.saturating_add(self.height);
+        }
+    }
+}
+
+/// A row-major matrix output of `cols` columns whose element (row `r`, column `c`) belongs to
+/// the thread holding the [`ThreadCell`] `(r, c)` (from [`unique_cell`] or
+/// [`grid_stride_2d`]): CUDA's "thread (x, y) writes `out[y * cols + x]`".
+///
+/// The width is fixed for the whole launch: it comes from `#[kernel(cols(out = ..))]`, which
+/// names a by-value `u32` parameter (the same in every thread) or a constant. A width chosen
+/// per thread would let two threads alias (`(1, 0)` with 10 columns and `(2, 0)` with 5 both
+/// reach element 10). Element `(r, c)` is `r * cols + c` with `c < cols`, one-to-one; the rows
+/// are as many as fit in the buffer.
+///
+/// ```ignore
+/// #[kernel(cols(out = cols))]
+/// pub fn add_matrices(a: &[f32], b: &[f32], mut out: DisjointMatrix<f32>, cols: u32) {
+///     let cell = unique_cell();
+///     let i = cell.row() as usize * cols as usize + cell.col() as usize;
+///     if let (Some(o), Some(&x), Some(&y)) = (out.get_mut(cell), a.get(i), b.get(i)) {
+///         *o = x + y;
+///     }
+/// }
+/// ```
+///
+/// Launch in 2-D (`z = 1`); every launcher refuses other shapes (`NotTwoDimensional`,
+/// `TooManyThreadsAlongAxis`).
+pub struct DisjointMatrix<T: Pod> {
+    pointer: *mut T,
+    len: usize,
+    cols: u32,
+    _elements: PhantomData<*mut T>,
+}
+
+// SAFETY: `(r, c) -> r * cols + c` is one-to-one on `c < cols` (checked at each access), with
+// `cols` the same in every thread (the shape's contract); every access goes through a
+// `ThreadCell`, unique under `PLANAR_THREADS`.
+unsafe impl<T: Pod> KernelOutput for DisjointMatrix<T> {
+    type Element = T;
+    const REQUIREMENTS: LaunchRequirements = LaunchRequirements::PLANAR_THREADS;
+    type Shape = u32;
+
+    #[inline(always)]
+    unsafe fn from_raw_parts(pointer: *mut T, len: usize, cols: u32) -> Self {
+        DisjointMatrix { pointer, len, cols, _elements: PhantomData }
+    }
+}
+
+impl<T: Pod> super::RowMajorOutput for DisjointMatrix<T> {}
+
+impl<T: Pod> DisjointMatrix<T> {
+    /// Columns per row (the launch's `cols`).
+    #[inline(always)]
+    pub fn cols(&self) -> u32 {
+        self.cols
+    }
+
+    /// Elements of the buffer.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True if the buffer is empty.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// This thread's element at `cell`, or `None` if its column is not below `cols` or the
+    /// element is past the end of the buffer.
+    #[inline(always)]
+    #[track_caller]
+    pub fn get_mut(&mut self, cell: ThreadCell) -> Option<&mut T> {
+        let (row, col) = cell.owned();
+        // `row, col, cols < 2^32`: `row * cols + col < 2^64`, no overflow.
+        let index = row as u64 * self.cols as u64 + col as u64;
+        if col < self.cols && index < self.len as u64 {
+            super::note_output(self.pointer, self.len, index as usize, 1, true);
+            // SAFETY: in bounds; the element belongs to `cell` alone (see the impl of
+            // `KernelOutput`), and the borrow of `self` keeps this thread from a second
+            // reference to it.
+            Some(unsafe { &mut *self.pointer.add(index as usize) })
+        } else {
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn walk(row: u32, col: u32, rows: u32, cols: u32, width: u32, height: u32) -> std::vec::Vec<(u32, u32)> {
+        let stride = GridStride2d { row, col, first_col: col, rows, cols, width, height, owner: [0; 6], _this_thread: PhantomData };
+        stride.map(|c| (c.row, c.col)).collect()
+    }
+
+    extern crate std;
+
+    /// Self-audit: steps near `u32::MAX` saturate and stop; they never wrap to a small row or
+    /// column, which would be another thread's cell.
+    #[test]
+    fn grid_stride_2d_steps_saturate_instead_of_wrapping() {
+        let max = u32::MAX;
+        // Rows max - 3 and max - 1, then a step past u32: stop (a wrap would give row 0).
+        assert_eq!(walk(max - 3, 0, max, 1, 1, 2), [(max - 3, 0), (max - 1, 0)]);
+        // The same along a row.
+        assert_eq!(walk(0, max - 5, 1, max, 4, 1), [(0, max - 5), (0, max - 1)]);
+        // A thread whose first column is past the width has no cell at all.
+        assert_eq!(walk(0, 7, 3, 5, 8, 1), []);
+        // Ordinary strides: rows y, y + H, columns x, x + W.
+        assert_eq!(walk(1, 2, 6, 7, 4, 3), [(1, 2), (1, 6), (4, 2), (4, 6)]);
+    }
+}

@@ -1,0 +1,21 @@
+// A kernel crate in miniature: `#[kernel]` on the host needs a `KERNELS` static to launch from.
+use ferrocuda_device::kernel;
+
+pub static KERNELS: ferrocuda::EmbeddedModule =
+    ferrocuda::EmbeddedModule { crate_name: "t", toolchain: "", ptx: &[], cubins: &[], resources: &[] };
+
+// Issue 20, 2-D outputs: a matrix output behind a type alias is not mistaken for a plain
+// output and built without a width: the macro sees `Grid`, a by-value type, and the `Pod`
+// check refuses it.
+use ferrocuda_device::global::{DisjointMatrix, unique_cell};
+
+type Grid = DisjointMatrix<u32>;
+
+#[kernel]
+pub fn aliased(mut out: Grid) {
+    if let Some(element) = out.get_mut(unique_cell()) {
+        *element = 1;
+    }
+}
+
+fn main() {}
