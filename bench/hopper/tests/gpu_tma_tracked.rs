@@ -66,6 +66,22 @@ fn untracked_map(context: &Context, buffer: &DeviceBuffer<u32>) -> DeviceTensorM
     map
 }
 
+/// Launches both kernels once and waits. Under CUDA's lazy module loading (the default) a
+/// kernel's first launch loads its code, and that load waits for the kernels already running
+/// in the context: the first launch of `fill_late` behind a late `tma_copy_boxes` would be
+/// serialised by the load, not by the tracking, and the untracked control would see no race
+/// (it saw none on an H100 until this warm-up: `bench/results/h100-2026-11-25-s7-final-run.txt`; with it, 16384 of 16384 in three runs: `h100-2026-11-25-s7-final-tma-tracked.txt`).
+fn load_both_kernels(context: &Context, stream: &Stream) {
+    let source = DeviceBuffer::<u32>::zeroed(context, N).unwrap();
+    let mut scratch = DeviceBuffer::<u32>::zeroed(context, N).unwrap();
+    {
+        let (s, mut d) = (load_map(context, &source), store_map(context, &mut scratch));
+        tma_copy_boxes::launch(stream, config(), &s, &mut d, 0).unwrap();
+    }
+    fill_late::launch(stream, (N as u32 / 256, 256u32), 0, 0, &mut scratch).unwrap();
+    context.synchronize().unwrap();
+}
+
 fn count_not(values: &[u32], want: u32) -> usize {
     values.iter().filter(|&&v| v != want).count()
 }
@@ -77,6 +93,7 @@ fn count_not(values: &[u32], want: u32) -> usize {
 fn tma_load_through_a_map_is_waited_for_by_a_later_write_on_another_stream() {
     let Some(context) = hopper_or_skip("tma_load_through_a_map_is_waited_for_by_a_later_write_on_another_stream") else { return };
     let (a, b) = (Stream::non_blocking(&context).unwrap(), Stream::non_blocking(&context).unwrap());
+    load_both_kernels(&context, &a);
     let grid = (BOXES * TRACKED_BOX / 256, 256u32);
 
     // Control first (untracked source map).
@@ -117,6 +134,7 @@ fn tma_load_through_a_map_is_waited_for_by_a_later_write_on_another_stream() {
 fn tma_store_through_a_map_is_waited_for_by_a_later_read_on_another_stream() {
     let Some(context) = hopper_or_skip("tma_store_through_a_map_is_waited_for_by_a_later_read_on_another_stream") else { return };
     let (a, b) = (Stream::non_blocking(&context).unwrap(), Stream::non_blocking(&context).unwrap());
+    load_both_kernels(&context, &a);
     let seed = DeviceBuffer::from_slice(&context, &vec![3u32; N]).unwrap();
 
     // Control (untracked destination map).
