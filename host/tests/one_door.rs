@@ -203,6 +203,123 @@ fn the_stream_handle_has_no_public_accessor() {
     assert!(!source.contains("pub(crate) fn raw("), "Stream must not hand out its raw handle outside Stream::enqueue");
 }
 
+/// Where the door itself is defined: the one `enqueue` that needs no forwarding.
+const DOOR: &str = "host/src/stream/door.rs";
+
+/// The functions named `enqueue` or `enqueue_both` in `source` that do not forward their
+/// declared accesses into the door. The scan above counts everything inside the arguments of
+/// any call named `enqueue` as inside the door, so a helper of that name (like NCCL's
+/// `OnStream::enqueue`) must itself take a `&[BufferAccess]` parameter and pass that very
+/// parameter to a `.enqueue(..)` / `.enqueue_both(..)` call in its body; one that declared
+/// nothing, or something else, would let its callers' enqueues pass unchecked.
+fn enqueue_helpers_that_do_not_forward(source: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    find_helpers(TokenStream::from_str(source).expect("the source tokenizes"), &mut found);
+    found
+}
+
+fn find_helpers(tokens: TokenStream, found: &mut Vec<String>) {
+    let trees: Vec<TokenTree> = tokens.into_iter().collect();
+    for (i, tree) in trees.iter().enumerate() {
+        if let TokenTree::Group(group) = tree {
+            find_helpers(group.stream(), found);
+        }
+        let TokenTree::Ident(name) = tree else { continue };
+        if !(name == "enqueue" || name == "enqueue_both") || !matches!(trees.get(i.wrapping_sub(1)), Some(TokenTree::Ident(f)) if f == "fn") {
+            continue;
+        }
+        // The parameter list, then the body (the first brace group after it).
+        let params = trees[i + 1..].iter().find_map(|t| match t {
+            TokenTree::Group(g) if g.delimiter() == Delimiter::Parenthesis => Some(g.stream()),
+            _ => None,
+        });
+        let body = trees[i + 1..].iter().find_map(|t| match t {
+            TokenTree::Group(g) if g.delimiter() == Delimiter::Brace => Some(g.stream()),
+            _ => None,
+        });
+        let (Some(params), Some(body)) = (params, body) else { continue };
+        let accesses = access_parameters(params);
+        if accesses.is_empty() || !forwards_to_the_door(body, &accesses) {
+            found.push(name.to_string());
+        }
+    }
+}
+
+/// The names of the parameters typed `&[BufferAccess<..>]`.
+fn access_parameters(params: TokenStream) -> Vec<String> {
+    let trees: Vec<TokenTree> = params.into_iter().collect();
+    let mut names = Vec::new();
+    for (i, tree) in trees.iter().enumerate() {
+        let TokenTree::Group(g) = tree else { continue };
+        let typed_access = g.delimiter() == Delimiter::Bracket && g.stream().into_iter().any(|t| matches!(t, TokenTree::Ident(id) if id == "BufferAccess"));
+        // `name : & [BufferAccess<..>]`
+        if typed_access
+            && i >= 3
+            && let (TokenTree::Ident(param), TokenTree::Punct(colon), TokenTree::Punct(amp)) = (&trees[i - 3], &trees[i - 2], &trees[i - 1])
+            && colon.as_char() == ':'
+            && amp.as_char() == '&'
+        {
+            names.push(param.to_string());
+        }
+    }
+    names
+}
+
+/// True when `body` has a `.enqueue(..)` or `.enqueue_both(..)` call whose arguments name one
+/// of `accesses`.
+fn forwards_to_the_door(body: TokenStream, accesses: &[String]) -> bool {
+    let trees: Vec<TokenTree> = body.into_iter().collect();
+    trees.iter().enumerate().any(|(i, tree)| match tree {
+        TokenTree::Group(g) if g.delimiter() == Delimiter::Parenthesis && i >= 2 => {
+            let door_call = matches!((&trees[i - 2], &trees[i - 1]), (TokenTree::Punct(dot), TokenTree::Ident(m)) if dot.as_char() == '.' && (m == "enqueue" || m == "enqueue_both"));
+            (door_call && g.stream().into_iter().any(|t| matches!(t, TokenTree::Ident(id) if accesses.contains(&id.to_string()))))
+                || forwards_to_the_door(g.stream(), accesses)
+        }
+        TokenTree::Group(g) => forwards_to_the_door(g.stream(), accesses),
+        _ => false,
+    })
+}
+
+#[test]
+fn every_other_enqueue_helper_forwards_its_accesses_to_the_door() {
+    let root = workspace_root();
+    let mut files = Vec::new();
+    for krate in HOST_CRATES {
+        rust_files(&root.join(krate), &mut files);
+    }
+    let mut helpers = 0;
+    let mut bad = Vec::new();
+    for path in files {
+        let file = path.strip_prefix(&root).unwrap().to_string_lossy().replace('\\', "/");
+        let source = std::fs::read_to_string(&path).unwrap();
+        if file == DOOR {
+            continue;
+        }
+        helpers += source.matches("fn enqueue").count();
+        bad.extend(enqueue_helpers_that_do_not_forward(&source).into_iter().map(|name| format!("{file}: fn {name}")));
+    }
+    assert!(helpers >= 1, "no enqueue helper found outside the door (NCCL's OnStream::enqueue is one): is the scan looking at the sources?");
+    assert!(bad.is_empty(), "functions named like the door that do not forward their `&[BufferAccess]` parameter into `Stream::enqueue`:\n{bad:#?}");
+}
+
+/// The helper check itself: a forwarding helper passes; one that declares nothing, or passes
+/// something else, or has no access parameter, is reported.
+#[test]
+fn the_helper_check_tells_forwarding_helpers_from_others() {
+    let forwarding =
+        r#"impl S { fn enqueue(&self, name: &str, accesses: &[BufferAccess<'_>], f: F) -> R { self.stream.enqueue(name, accesses, |raw| f(raw)) } }"#;
+    assert!(enqueue_helpers_that_do_not_forward(forwarding).is_empty());
+    let nested = r#"fn enqueue_both(&self, reads: &[BufferAccess<'_>]) -> R { let x = 1; { s.enqueue_both("n", reads, &[], |r| g(r)) } }"#;
+    assert!(enqueue_helpers_that_do_not_forward(nested).is_empty());
+    let declares_nothing =
+        r#"impl S { fn enqueue(&self, name: &str, accesses: &[BufferAccess<'_>], f: F) -> R { self.stream.enqueue(name, &[], |raw| f(raw)) } }"#;
+    assert_eq!(enqueue_helpers_that_do_not_forward(declares_nothing), ["enqueue"]);
+    let no_parameter = r#"fn enqueue(&self, f: F) -> R { self.stream.enqueue("x", &[], f) }"#;
+    assert_eq!(enqueue_helpers_that_do_not_forward(no_parameter), ["enqueue"]);
+    let bypasses = r#"fn enqueue(&self, accesses: &[BufferAccess<'_>]) { let _ = accesses; unsafe { ncclSend(p) } }"#;
+    assert_eq!(enqueue_helpers_that_do_not_forward(bypasses), ["enqueue"]);
+}
+
 /// The scanner itself: it finds calls outside the door, in macros too, and accepts them inside.
 #[test]
 fn the_check_finds_calls_outside_the_door_and_accepts_them_inside() {
