@@ -222,7 +222,13 @@ fn split_micro_tiles_cover_whole_tiles_once_in_16_byte_stores(backend: &Backend)
 
 fn micro_tiles_refuse_wrong_launch_shapes_and_write_nothing(backend: &Backend) {
     let mut out = backend.zeroed::<u32>(64 * 64);
-    for (grid, block) in [(dim(2, 2, 1), dim(8, 2, 1)), (dim(2, 2, 1), dim(15, 1, 1)), (dim(2, 2, 1), dim(32, 1, 1)), (dim(2, 2, 2), dim(16, 1, 1)), (dim(2, 2, 1), dim(16, 1, 2))] {
+    for (grid, block) in [
+        (dim(2, 2, 1), dim(8, 2, 1)),
+        (dim(2, 2, 1), dim(15, 1, 1)),
+        (dim(2, 2, 1), dim(32, 1, 1)),
+        (dim(2, 2, 2), dim(16, 1, 1)),
+        (dim(2, 2, 1), dim(16, 1, 2)),
+    ] {
         let error = launch_on!(backend, k::micro_tiles, LaunchConfig::new(grid, block), &mut out, 64u32).expect_err("a wrong micro-tile block shape");
         assert!(error.contains("blocks of exactly"), "{}: {grid} {block}: {error}", backend.name());
     }

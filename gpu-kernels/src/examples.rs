@@ -21,7 +21,9 @@
 //! `sgemm_pipelined`) stored row by row in 16-byte stores, checked once per tile.
 
 use bytemuck::{Pod, Zeroable};
-use ferrocuda_device::global::{AtomicSlice, DisjointSlice, PerBlockTile, PerThreadTile, PerWarpRow, UncheckedSlice, block_tile, unique_index, warp_row, window};
+use ferrocuda_device::global::{
+    AtomicSlice, DisjointSlice, PerBlockTile, PerThreadTile, PerWarpRow, UncheckedSlice, block_tile, unique_index, warp_row, window,
+};
 use ferrocuda_device::kernel;
 use ferrocuda_device::math::FastMath;
 use ferrocuda_device::shared::SharedArray;

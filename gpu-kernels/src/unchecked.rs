@@ -19,12 +19,12 @@ use crate::examples::{
     Float4, SOFTMAX_COLS, STENCIL_BLOCK_X, STENCIL_CENTRE, STENCIL_NEIGHBOUR, STENCIL_ROWS_PER_THREAD, offset_below, one_dimensional_blocks_in_a_2d_grid,
     one_dimensional_launch,
 };
-use crate::examples::{TRANSPOSE_ROWS, TRANSPOSE_TILE};
 use crate::examples::{
     MATMUL_BLOCK_K, MATMUL_BLOCK_M, MATMUL_BLOCK_N, MATMUL_THREAD_TILE, MATMUL_THREADS, SGEMM_A_STAGE, SGEMM_A_STRIDE, SGEMM_B_STAGE, SGEMM_SHARED_FLOATS,
     accumulate_outer_product, load_float4, load_shared_f32x4, load_shared_float4, matmul_operands_fit_unchecked, store_float4, store_shared_f32x4,
     store_shared_float4,
 };
+use crate::examples::{TRANSPOSE_ROWS, TRANSPOSE_TILE};
 use crate::llm::LAYERNORM_C;
 use ferrocuda_device::shared_array;
 use ferrocuda_device::sync::sync_threads;

@@ -57,7 +57,10 @@ impl<T: Pod, const TR: u32, const TC: u32, const MR: u32, const MC: u32, const R
     pub const THREADS: u32 = {
         assert!(TR > 0 && TC > 0 && MR > 0 && MC > 0 && RR > 0 && RC > 0, "PerThreadTile needs non-zero tile, micro-tile and quadrant counts");
         assert!(TR.is_multiple_of(RR) && TC.is_multiple_of(RC), "PerThreadTile: the tile's sides must be multiples of the quadrant counts RR and RC");
-        assert!((TR / RR).is_multiple_of(MR) && (TC / RC).is_multiple_of(MC), "PerThreadTile: a quadrant's sides must be multiples of the micro-tile's MR and MC");
+        assert!(
+            (TR / RR).is_multiple_of(MR) && (TC / RC).is_multiple_of(MC),
+            "PerThreadTile: a quadrant's sides must be multiples of the micro-tile's MR and MC"
+        );
         match ((TR / RR) / MR).checked_mul((TC / RC) / MC) {
             Some(threads) => threads,
             None => panic!("PerThreadTile: more than u32::MAX threads per block"),
@@ -78,7 +81,9 @@ impl<T: Pod, const TR: u32, const TC: u32, const MR: u32, const MC: u32, const R
 // TR x TC elements, so distinct threads own disjoint elements; (row, col) -> row * cols + col
 // is one-to-one on col < cols with cols the same in every thread (the shape's contract).
 // Accesses go through a `BlockTile`, which only its own thread holds.
-unsafe impl<T: Pod, const TR: u32, const TC: u32, const MR: u32, const MC: u32, const RR: u32, const RC: u32> KernelOutput for PerThreadTile<T, TR, TC, MR, MC, RR, RC> {
+unsafe impl<T: Pod, const TR: u32, const TC: u32, const MR: u32, const MC: u32, const RR: u32, const RC: u32> KernelOutput
+    for PerThreadTile<T, TR, TC, MR, MC, RR, RC>
+{
     type Element = T;
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::tile_block(Self::THREADS, 1);
     type Shape = u32;
@@ -90,7 +95,10 @@ unsafe impl<T: Pod, const TR: u32, const TC: u32, const MR: u32, const MC: u32, 
     }
 }
 
-impl<T: Pod, const TR: u32, const TC: u32, const MR: u32, const MC: u32, const RR: u32, const RC: u32> super::RowMajorOutput for PerThreadTile<T, TR, TC, MR, MC, RR, RC> {}
+impl<T: Pod, const TR: u32, const TC: u32, const MR: u32, const MC: u32, const RR: u32, const RC: u32> super::RowMajorOutput
+    for PerThreadTile<T, TR, TC, MR, MC, RR, RC>
+{
+}
 
 impl<T: Pod, const TR: u32, const TC: u32, const MR: u32, const MC: u32, const RR: u32, const RC: u32> PerThreadTile<T, TR, TC, MR, MC, RR, RC> {
     /// Columns per row (the launch's `cols`).

@@ -80,8 +80,18 @@ const SCALARS: &[&str] = &["bool", "i8", "i16", "i32", "i64", "isize", "u8", "u1
 const NON_ZERO: &[&str] =
     &["NonZeroU8", "NonZeroU16", "NonZeroU32", "NonZeroU64", "NonZeroUsize", "NonZeroI8", "NonZeroI16", "NonZeroI32", "NonZeroI64", "NonZeroIsize"];
 /// The output parameter types of `ferrocuda_device::global` (element type first).
-pub const OUTPUTS: &[&str] =
-    &["DisjointSlice", "DisjointChunks", "DisjointPlanes", "PerBlock", "UncheckedSlice", "AtomicSlice", "DisjointMatrix", "PerBlockTile", "PerThreadTile", "PerWarpRow"];
+pub const OUTPUTS: &[&str] = &[
+    "DisjointSlice",
+    "DisjointChunks",
+    "DisjointPlanes",
+    "PerBlock",
+    "UncheckedSlice",
+    "AtomicSlice",
+    "DisjointMatrix",
+    "PerBlockTile",
+    "PerThreadTile",
+    "PerWarpRow",
+];
 /// The row-major matrix outputs, whose row width `#[kernel(cols(name = ..))]` must give.
 pub const MATRIX_OUTPUTS: &[&str] = &["DisjointMatrix", "PerBlockTile", "PerThreadTile", "PerWarpRow"];
 /// Owning or pointer-holding standard types that can never be copied to a GPU.
@@ -297,7 +307,10 @@ fn check_cols(cols: &[(Ident, syn::Expr)], params: &mut [Param], errors: &mut Ve
             Some(p) if matches!(p.kind, ParamKind::Output { .. }) && is_matrix_output(&p.ty) => p.cols = Some(width),
             Some(p) => errors.push(syn::Error::new(
                 name.span(),
-                format!("`cols` gives the row width of a matrix output (`DisjointMatrix`, `PerBlockTile`, `PerThreadTile`, `PerWarpRow`); `{}` is not one", p.name),
+                format!(
+                    "`cols` gives the row width of a matrix output (`DisjointMatrix`, `PerBlockTile`, `PerThreadTile`, `PerWarpRow`); `{}` is not one",
+                    p.name
+                ),
             )),
             None => errors.push(syn::Error::new(name.span(), format!("`cols` names an output parameter; the kernel has no parameter `{name}`"))),
         }
