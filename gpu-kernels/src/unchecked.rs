@@ -2,7 +2,8 @@
 //! algorithm written the way it was before the 2-D output types existed, with
 //! `UncheckedSlice` / `get_unchecked_mut` outputs and `get_unchecked` inputs behind one
 //! up-front check. `ferrocuda-bench` times each beside its safe version (`examples::stencil_5pt`,
-//! `examples::softmax_rows_1024`, `llm::layernorm_768`, `llm::softmax_online`) and the CUDA C++ twin (and `transpose_32_unchecked` beside the
+//! `examples::softmax_rows_1024`, `llm::layernorm_768`, `llm::softmax_online`, and the GEMMs
+//! `examples::matmul_128x128` and `examples::sgemm_pipelined`, whose C became a `PerThreadTile`) and the CUDA C++ twin (and `transpose_32_unchecked` beside the
 //! `transpose_32` whose output became a `PerBlockTile`, for the PTX comparison), and
 //! `tests/device_build.rs` pins that the safe versions compile to no more instructions.
 //! Each doc comment below is the safe kernel's, whose launch rules these twins share.
@@ -316,7 +317,7 @@ pub fn softmax_online_unchecked(input: &[Float4], mut output: DisjointSlice<Floa
 /// Each block computes a 128 x 128 tile of C from 128 x 8 and 8 x 128 tiles of A and B in
 /// shared memory (A transposed on the way in, so that a thread's 8 rows are one 32-byte run);
 /// each thread keeps an 8 x 8 block of C in registers and does 64 FMAs for every 16 floats
-/// it reads from shared memory. Launch with [`MATMUL_THREADS`](crate::examples::MATMUL_THREADS) threads and a grid of
+/// it reads from shared memory. Launch with [`MATMUL_THREADS`] threads and a grid of
 /// (n / 128, m / 128); `m` and `n` must be multiples of 128, `k` of 8, and the buffers
 /// 16-byte aligned.
 #[kernel]
@@ -414,7 +415,7 @@ pub fn matmul_128x128_unchecked(a: &[f32], b: &[f32], mut c: UncheckedSlice<f32>
 ///   are 256 contiguous bytes.
 /// - **`u32` index arithmetic** (the sizes are checked to fit) and fully unrolled loops.
 ///
-/// Launch with [`MATMUL_THREADS`](crate::examples::MATMUL_THREADS) threads (1-D) and a grid of (n / 128, m / 128); `m` and `n`
+/// Launch with [`MATMUL_THREADS`] threads (1-D) and a grid of (n / 128, m / 128); `m` and `n`
 /// must be multiples of 128, `k` a positive multiple of 8, `m k`, `k n` and `m n` below 2³²,
 /// and the buffers 16-byte aligned. Other shapes make every thread return at once.
 #[kernel(launch_bounds(256, 2))]
