@@ -8,7 +8,7 @@ mod backend;
 mod common;
 
 use backend::{Backend, KernelArg, launch_on, on_both_backends};
-use ferrocuda::LaunchConfig;
+use ferrocuda::{Dim3, LaunchConfig};
 use ferrocuda_device::cpu::{CpuError, CpuExecutor, RaceKind, SHARED_POISON_BYTE};
 use gpu_kernels::examples::{self, MATMUL_BLOCK_M, MATMUL_BLOCK_N, MATMUL_THREADS};
 use gpu_kernels::{saxpy, sum_f32};
@@ -379,6 +379,17 @@ fn pipelined_sgemm_refuses_shapes_it_was_not_written_for(backend: &Backend) {
         let c = run_sgemm(backend, &a, &b, (m, n, k));
         assert!(c.iter().all(|v| v.is_nan()), "{}: {m}x{n}x{k} wrote C", backend.name());
     }
+    // C is a `PerThreadTile` of 256 threads per block: every launcher refuses other blocks
+    // (128 threads, or 256 as 16 x 16) before anything runs.
+    let (a, b) = sgemm_inputs(128, 128, 8);
+    let (da, db) = (backend.upload(&a), backend.upload(&b));
+    let mut c = backend.upload(&vec![f32::NAN; 128 * 128]);
+    for block in [Dim3 { x: 128, y: 1, z: 1 }, Dim3 { x: 16, y: 16, z: 1 }] {
+        let error = launch_on!(backend, examples::sgemm_pipelined, LaunchConfig::new(1u32, block), &da, &db, &mut c, 128u32, 128u32, 8u32)
+            .expect_err("a block that is not 256 x 1");
+        assert!(error.contains("blocks of exactly"), "{}: {block}: {error}", backend.name());
+    }
+    assert!(backend.download(&c).iter().all(|v| v.is_nan()), "{}: a refused launch wrote C", backend.name());
 }
 
 /// A block index whose tile origin would wrap around `u32` is refused, not wrapped onto another

@@ -25,6 +25,10 @@ on_both_backends!(
     audit_a_tile_origin_past_u32_does_not_wrap_onto_another_tile,
     audit_clusters_do_not_change_the_tiles,
     audit_a_generic_kernel_builds_its_matrix_with_the_width,
+    micro_tiles_cover_whole_tiles_once,
+    split_micro_tiles_cover_whole_tiles_once_in_16_byte_stores,
+    micro_tiles_refuse_wrong_launch_shapes_and_write_nothing,
+    audit_a_micro_tile_origin_past_u32_does_not_wrap_onto_another_tile,
 );
 
 fn dim(x: u32, y: u32, z: u32) -> Dim3 {
@@ -188,6 +192,57 @@ fn audit_a_generic_kernel_builds_its_matrix_with_the_width(backend: &Backend) {
     let mut floats = backend.zeroed::<f32>(4 * 2);
     launch_on!(backend, k::fill_matrix_f32, LaunchConfig::new(dim(1, 1, 1), dim(2, 4, 1)), &mut floats, 2u32, 0.5f32).unwrap();
     assert_eq!(backend.download(&floats), vec![0.5; 8], "{}", backend.name());
+}
+
+fn micro_tiles_cover_whole_tiles_once(backend: &Backend) {
+    // 16 x 32 is 2 x 2 tiles of 8 x 16; a 3 x 3 grid has blocks past it.
+    let (rows, cols) = (16u32, 32u32);
+    let mut out = backend.zeroed::<u32>((rows * cols) as usize);
+    launch_on!(backend, k::micro_tiles, LaunchConfig::new(dim(3, 3, 1), dim(16, 1, 1)), &mut out, cols).unwrap();
+    check(backend, "micro-tiles", &backend.download(&out), cols, |_, _| true);
+    // 20 x 40 and a buffer 3 elements short: only whole tiles inside the buffer are written
+    // (rows 0..16, columns 0..32); the ragged edges are someone else's business.
+    let (rows, cols) = (20u32, 40u32);
+    let mut out = backend.zeroed::<u32>((rows * cols - 3) as usize);
+    launch_on!(backend, k::micro_tiles, LaunchConfig::new(dim(3, 3, 1), dim(16, 1, 1)), &mut out, cols).unwrap();
+    check(backend, "micro-tiles, ragged", &backend.download(&out), cols, |row, col| row < 16 && col < 32);
+}
+
+fn split_micro_tiles_cover_whole_tiles_once_in_16_byte_stores(backend: &Backend) {
+    let (rows, cols) = (16u32, 32u32);
+    let mut out = backend.zeroed::<u32>((rows * cols) as usize);
+    launch_on!(backend, k::micro_tiles_split, LaunchConfig::new(dim(2, 2, 1), dim(4, 1, 1)), &mut out, cols).unwrap();
+    check(backend, "split micro-tiles", &backend.download(&out), cols, |_, _| true);
+    // Rows of 18 u32 (72 bytes) are not 16-byte multiples: no aligned tile, nothing written.
+    let cols = 18u32;
+    let mut out = backend.zeroed::<u32>((rows * cols) as usize);
+    launch_on!(backend, k::micro_tiles_split, LaunchConfig::new(dim(1, 2, 1), dim(4, 1, 1)), &mut out, cols).unwrap();
+    check(backend, "split micro-tiles, rows not 16-byte multiples", &backend.download(&out), cols, |_, _| false);
+}
+
+fn micro_tiles_refuse_wrong_launch_shapes_and_write_nothing(backend: &Backend) {
+    let mut out = backend.zeroed::<u32>(64 * 64);
+    for (grid, block) in [
+        (dim(2, 2, 1), dim(8, 2, 1)),
+        (dim(2, 2, 1), dim(15, 1, 1)),
+        (dim(2, 2, 1), dim(32, 1, 1)),
+        (dim(2, 2, 2), dim(16, 1, 1)),
+        (dim(2, 2, 1), dim(16, 1, 2)),
+    ] {
+        let error = launch_on!(backend, k::micro_tiles, LaunchConfig::new(grid, block), &mut out, 64u32).expect_err("a wrong micro-tile block shape");
+        assert!(error.contains("blocks of exactly"), "{}: {grid} {block}: {error}", backend.name());
+    }
+    let error = launch_on!(backend, k::micro_tiles_split, LaunchConfig::new(dim(1, 1, 1), dim(16, 1, 1)), &mut out, 64u32).expect_err("16 threads for 4");
+    assert!(error.contains("blocks of exactly"), "{}: {error}", backend.name());
+    assert!(backend.download(&out).iter().all(|&v| v == 0), "{}: a refused launch wrote", backend.name());
+}
+
+fn audit_a_micro_tile_origin_past_u32_does_not_wrap_onto_another_tile(backend: &Backend) {
+    let mut out = backend.zeroed::<u32>(1 << 20);
+    launch_on!(backend, k::huge_micro_tiles, LaunchConfig::new(dim(4097, 1, 1), dim(1, 1, 1)), &mut out, 1u32 << 20).unwrap();
+    let got = backend.download(&out);
+    assert_eq!(got[0], 1, "{}: element 0 is block 0's alone", backend.name());
+    assert!(got[1..].iter().all(|&v| v == 0), "{}", backend.name());
 }
 
 mod cpu_only {

@@ -16,15 +16,14 @@
 //! Outputs written one element per thread are `DisjointSlice`s; 2-D outputs are the safe
 //! row-major matrix types: `PerBlockTile` (a tile per block, its threads striding over it:
 //! `transpose_32`, `stencil_5pt`) and `PerWarpRow` (a row per warp: `softmax_rows_1024`), whose
-//! launch shape every launcher checks. The matmuls keep an `UncheckedSlice`: a thread's
-//! register micro-tile (8 x 8, split in four 4 x 4 quadrants in `sgemm_pipelined`) is not a
-//! map these types express (a thread of a tile type owns a strided lattice of the tile, one
-//! element per step), so they write with `unsafe` stores whose SAFETY comment shows that no
-//! two threads write the same element, and return at once on launch shapes they were not
-//! written for.
+//! launch shape every launcher checks. The matmuls write C through `PerThreadTile`: a thread's
+//! register micro-tile (8 x 8 in `matmul_128x128`, four 4 x 4 blocks 64 apart in
+//! `sgemm_pipelined`) stored row by row in 16-byte stores, checked once per tile.
 
 use bytemuck::{Pod, Zeroable};
-use ferrocuda_device::global::{AtomicSlice, DisjointSlice, PerBlockTile, PerWarpRow, UncheckedSlice, block_tile, unique_index, warp_row, window};
+use ferrocuda_device::global::{
+    AtomicSlice, DisjointSlice, PerBlockTile, PerThreadTile, PerWarpRow, UncheckedSlice, block_tile, unique_index, warp_row, window,
+};
 use ferrocuda_device::kernel;
 use ferrocuda_device::math::FastMath;
 use ferrocuda_device::shared::SharedArray;
@@ -179,7 +178,12 @@ pub const MATMUL_BLOCK_N: u32 = 128;
 pub const MATMUL_BLOCK_K: u32 = 8;
 /// Threads per matmul block (16 x 16, each computing 8 x 8 elements of C).
 pub const MATMUL_THREADS: u32 = 256;
-const MATMUL_THREAD_TILE: usize = 8;
+pub(crate) const MATMUL_THREAD_TILE: usize = 8;
+// Both matmuls' C outputs need blocks of `MATMUL_THREADS` threads.
+const _: () = assert!(
+    PerThreadTile::<f32, MATMUL_BLOCK_M, MATMUL_BLOCK_N, 8, 8>::THREADS == MATMUL_THREADS
+        && PerThreadTile::<f32, MATMUL_BLOCK_M, MATMUL_BLOCK_N, 4, 4, 2, 2>::THREADS == MATMUL_THREADS
+);
 
 /// `c = a * b` in FP32, all row-major: `a` is `m x k`, `b` is `k x n`, `c` is `m x n`.
 /// Each block computes a 128 x 128 tile of C from 128 x 8 and 8 x 128 tiles of A and B in
@@ -188,8 +192,8 @@ const MATMUL_THREAD_TILE: usize = 8;
 /// it reads from shared memory. Launch with [`MATMUL_THREADS`] threads and a grid of
 /// (n / 128, m / 128); `m` and `n` must be multiples of 128, `k` of 8, and the buffers
 /// 16-byte aligned.
-#[kernel]
-pub fn matmul_128x128(a: &[f32], b: &[f32], mut c: UncheckedSlice<f32>, m: u32, n: u32, k: u32) {
+#[kernel(cols(c = n))]
+pub fn matmul_128x128(a: &[f32], b: &[f32], mut c: PerThreadTile<f32, MATMUL_BLOCK_M, MATMUL_BLOCK_N, 8, 8>, m: u32, n: u32, k: u32) {
     const BM: u32 = MATMUL_BLOCK_M;
     const BN: u32 = MATMUL_BLOCK_N;
     const BK: u32 = MATMUL_BLOCK_K;
@@ -197,13 +201,19 @@ pub fn matmul_128x128(a: &[f32], b: &[f32], mut c: UncheckedSlice<f32>, m: u32, 
     let a_tile = shared_array![f32; (MATMUL_BLOCK_K * MATMUL_BLOCK_M) as usize];
     let b_tile = shared_array![f32; (MATMUL_BLOCK_K * MATMUL_BLOCK_N) as usize];
 
-    let sizes_fit = matmul_operands_fit(a, b, &mut c, m, n, k);
+    let sizes_fit = matmul_operands_fit(a, b, m, n, k);
     let (Some(block_row), Some(block_col)) = (offset_below(block_idx_y(), BM, 0, m), offset_below(block_idx_x(), BN, 0, n)) else {
         return;
     };
     if !sizes_fit {
         return;
     }
+    // This thread's 8 x 8 block of C, rows `block_row + 8 (tid / 16) ..+8`, columns
+    // `block_col + 8 (tid % 16) ..+8`: `None` (in every thread of the block alike) unless the
+    // tile lies inside C and C is 16-byte aligned with rows of a multiple of 4 floats.
+    let Some(mut c_tile) = c.tile_aligned_mut(block_tile()) else {
+        return;
+    };
     let tid = thread_idx_x();
     // Each thread loads one float4 of A (row tid / 2, columns 4 * (tid % 2)..) and one of B
     // (row tid / 32, columns 4 * (tid % 32)..) per step.
@@ -253,29 +263,22 @@ pub fn matmul_128x128(a: &[f32], b: &[f32], mut c: UncheckedSlice<f32>, m: u32, 
         sync_threads();
         k0 += BK;
     }
+    // Two `st.global.v4.f32` per row.
     for (i, row) in acc.iter().enumerate() {
-        let index = (block_row + c_row + i as u32) as usize * n as usize + (block_col + c_col) as usize;
-        // SAFETY: inside the m x n matrix (checked above), a multiple of 4, 16-byte aligned.
-        // Only this thread writes these 8 elements: thread `tid < 256` of block (x, y) owns
-        // rows `128 y + 8 (tid / 16) ..+8`, columns `128 x + 8 (tid % 16) ..+8` of C, disjoint
-        // from every other (tid, block) (1-D blocks in a 2-D grid, checked above).
-        unsafe {
-            store_float4(&mut c, index, Float4 { x: row[0], y: row[1], z: row[2], w: row[3] });
-            store_float4(&mut c, index + 4, Float4 { x: row[4], y: row[5], z: row[6], w: row[7] });
-        }
+        c_tile.store_row(i as u32, 0, *row);
     }
 }
 
 /// Row stride, in floats, of [`sgemm_pipelined()`]'s transposed A tile: 128 + 4. The pad
 /// puts the two halves of a warp's transposing stores (depth `4 (tid % 2) + i`, rows
 /// `tid / 2`) on different banks, and keeps each row 16 bytes aligned for `ld.shared.v4`.
-const SGEMM_A_STRIDE: u32 = MATMUL_BLOCK_M + 4;
+pub(crate) const SGEMM_A_STRIDE: u32 = MATMUL_BLOCK_M + 4;
 /// Floats of one stage of A (8 depths of 132) and of B (8 rows of 128).
-const SGEMM_A_STAGE: u32 = MATMUL_BLOCK_K * SGEMM_A_STRIDE;
-const SGEMM_B_STAGE: u32 = MATMUL_BLOCK_K * MATMUL_BLOCK_N;
+pub(crate) const SGEMM_A_STAGE: u32 = MATMUL_BLOCK_K * SGEMM_A_STRIDE;
+pub(crate) const SGEMM_B_STAGE: u32 = MATMUL_BLOCK_K * MATMUL_BLOCK_N;
 /// Two stages of A, then two of B, plus 4 floats of slack so that the base can be rounded up
 /// to 16 bytes (a `shared_array!` of `f32` is only declared 4-byte aligned).
-const SGEMM_SHARED_FLOATS: u32 = 2 * (SGEMM_A_STAGE + SGEMM_B_STAGE) + 4;
+pub(crate) const SGEMM_SHARED_FLOATS: u32 = 2 * (SGEMM_A_STAGE + SGEMM_B_STAGE) + 4;
 
 /// `c = a * b` in FP32, all row-major (`a` is `m x k`, `b` is `k x n`, `c` is `m x n`): the
 /// 128 x 128 x 8 tiling of [`matmul_128x128()`] with the schedule that brings SGEMM near
@@ -297,8 +300,8 @@ const SGEMM_SHARED_FLOATS: u32 = 2 * (SGEMM_A_STAGE + SGEMM_B_STAGE) + 4;
 /// Launch with [`MATMUL_THREADS`] threads (1-D) and a grid of (n / 128, m / 128); `m` and `n`
 /// must be multiples of 128, `k` a positive multiple of 8, `m k`, `k n` and `m n` below 2³²,
 /// and the buffers 16-byte aligned. Other shapes make every thread return at once.
-#[kernel(launch_bounds(256, 2))]
-pub fn sgemm_pipelined(a: &[f32], b: &[f32], mut c: UncheckedSlice<f32>, m: u32, n: u32, k: u32) {
+#[kernel(launch_bounds(256, 2), cols(c = n))]
+pub fn sgemm_pipelined(a: &[f32], b: &[f32], mut c: PerThreadTile<f32, MATMUL_BLOCK_M, MATMUL_BLOCK_N, 4, 4, 2, 2>, m: u32, n: u32, k: u32) {
     const BM: u32 = MATMUL_BLOCK_M;
     const BN: u32 = MATMUL_BLOCK_N;
     const BK: u32 = MATMUL_BLOCK_K;
@@ -306,11 +309,17 @@ pub fn sgemm_pipelined(a: &[f32], b: &[f32], mut c: UncheckedSlice<f32>, m: u32,
     let smem = shared_array![f32; SGEMM_SHARED_FLOATS as usize];
 
     let fits_u32 = |x: u32, y: u32| x as u64 * y as u64 <= u32::MAX as u64;
-    let sizes_fit = k != 0 && fits_u32(m, k) && fits_u32(k, n) && fits_u32(m, n) && matmul_operands_fit(a, b, &mut c, m, n, k);
+    let sizes_fit = k != 0 && fits_u32(m, k) && fits_u32(k, n) && matmul_operands_fit(a, b, m, n, k);
     // Block indices are compared before they are multiplied, so no tile origin wraps.
     if !sizes_fit || block_idx_x() >= n / BN || block_idx_y() >= m / BM {
         return;
     }
+    // This thread's four 4 x 4 blocks of C (rows `4 ty (+64) ..+4`, columns `4 tx (+64) ..+4`
+    // of the block's tile): `None` in every thread of the block alike unless the tile lies
+    // inside C and C is 16-byte aligned with rows of a multiple of 4 floats.
+    let Some(mut c_tile) = c.tile_aligned_mut(block_tile()) else {
+        return;
+    };
     let (block_row, block_col) = (block_idx_y() * BM, block_idx_x() * BN);
     let tid = thread_idx_x();
     // Global -> shared: one float4 of A (row tid / 2, depths 4 (tid % 2)..+4) and one of B
@@ -376,20 +385,12 @@ pub fn sgemm_pipelined(a: &[f32], b: &[f32], mut c: UncheckedSlice<f32>, m: u32,
         sync_threads();
         k0 += BK;
     }
+    // Row i of the micro-tile is tile row `4 ty + 64 (i / 4) + i % 4`; its two runs of four
+    // are columns `4 tx ..+4` and `64 + 4 tx ..+4`: one `st.global.v4.f32` each.
     unroll::<8>(|i| {
-        let row = block_row + 4 * ty + (i as u32 / 4) * 64 + i as u32 % 4;
-        let index = row * n + block_col + 4 * tx;
         let r = &acc[i];
-        // SAFETY: row `row < m`, columns `block_col + 4 tx..+4` and `+64..+68` below `n` (the
-        // tile lies inside C), so both runs are in bounds and `row n + col < m n` fits `u32`;
-        // multiples of 4 on a 16-byte aligned buffer. Only this thread writes them: thread
-        // `tid < 256` of block (x, y) owns rows `128 y + 4 (tid / 16) + {0..4, 64..68}` and
-        // columns `128 x + 4 (tid % 16) + {0..4, 64..68}`, disjoint from every other
-        // (tid, block) of a launch of 1-D blocks in a 2-D grid (checked above).
-        unsafe {
-            store_float4(&mut c, index as usize, Float4 { x: r[0], y: r[1], z: r[2], w: r[3] });
-            store_float4(&mut c, index as usize + 64, Float4 { x: r[4], y: r[5], z: r[6], w: r[7] });
-        }
+        c_tile.store_row(i as u32, 0, [r[0], r[1], r[2], r[3]]);
+        c_tile.store_row(i as u32, 1, [r[4], r[5], r[6], r[7]]);
     });
 }
 
@@ -583,7 +584,7 @@ pub fn stencil_5pt(input: &[f32], mut output: PerBlockTile<f32, STENCIL_ROWS_PER
 /// # Safety
 /// `index + 4 <= slice.len()` and `slice[index]` is 16-byte aligned.
 #[inline(always)]
-unsafe fn load_float4(slice: &[f32], index: usize) -> Float4 {
+pub(crate) unsafe fn load_float4(slice: &[f32], index: usize) -> Float4 {
     // SAFETY: the caller keeps the four elements in bounds and aligned for a `Float4`.
     unsafe { *slice.as_ptr().add(index).cast::<Float4>() }
 }
@@ -594,32 +595,40 @@ unsafe fn load_float4(slice: &[f32], index: usize) -> Float4 {
 /// As for [`load_float4`], and no other thread of the launch accesses the four elements
 /// (the contract of [`UncheckedSlice::write_unchecked`]).
 #[inline(always)]
-unsafe fn store_float4(slice: &mut UncheckedSlice<f32>, index: usize, value: Float4) {
+pub(crate) unsafe fn store_float4(slice: &mut UncheckedSlice<f32>, index: usize, value: Float4) {
     // SAFETY: the caller keeps the four elements in bounds, aligned for a `Float4` and to
     // this thread.
     unsafe { slice.as_mut_ptr().add(index).cast::<Float4>().write(value) }
 }
 
-/// What both 128x128-tile matmuls need of their operands and launch: `m`, `n`, `k` multiples
-/// of the block tile, `a` (m x k), `b` (k x n) and `c` (m x n) long enough and 16-byte
-/// aligned, [`MATMUL_THREADS`] threads in 1-D blocks of a 2-D grid.
+/// What both safe 128x128-tile matmuls need of their inputs and launch: `m`, `n`, `k`
+/// multiples of the block tile, `a` (m x k) and `b` (k x n) long enough and 16-byte aligned,
+/// [`MATMUL_THREADS`] threads in 1-D blocks of a 2-D grid (which the launchers check for the
+/// output `C`; checked here too for the CUDA C++ twins' sake and so that the compiler knows
+/// `tid < 256` for the input loads). C's fit is [`PerThreadTile::tile_aligned_mut`]'s check.
 #[inline(always)]
-fn matmul_operands_fit(a: &[f32], b: &[f32], c: &mut UncheckedSlice<f32>, m: u32, n: u32, k: u32) -> bool {
+fn matmul_operands_fit(a: &[f32], b: &[f32], m: u32, n: u32, k: u32) -> bool {
     m.is_multiple_of(MATMUL_BLOCK_M)
         && n.is_multiple_of(MATMUL_BLOCK_N)
         && k.is_multiple_of(MATMUL_BLOCK_K)
         && a.len() >= m as usize * k as usize
         && b.len() >= k as usize * n as usize
-        && c.len() >= m as usize * n as usize
-        && (a.as_ptr() as usize | b.as_ptr() as usize | c.as_mut_ptr() as usize).is_multiple_of(16)
+        && (a.as_ptr() as usize | b.as_ptr() as usize).is_multiple_of(16)
         && block_dim_x() == MATMUL_THREADS
         && one_dimensional_blocks_in_a_2d_grid()
+}
+
+/// The `unsafe` twins' check ([`crate::unchecked`]): as [`matmul_operands_fit`], and `c`
+/// (m x n) long enough and 16-byte aligned.
+#[inline(always)]
+pub(crate) fn matmul_operands_fit_unchecked(a: &[f32], b: &[f32], c: &mut UncheckedSlice<f32>, m: u32, n: u32, k: u32) -> bool {
+    matmul_operands_fit(a, b, m, n, k) && c.len() >= m as usize * n as usize && (c.as_mut_ptr() as usize).is_multiple_of(16)
 }
 
 /// One depth step of a thread's 8 x 8 block of C: `acc[i][j] += a[i] * b[j]`, 64 FMAs, with
 /// `a` and `b` the 8 floats of two float4 loads each.
 #[inline(always)]
-fn accumulate_outer_product(acc: &mut [[f32; MATMUL_THREAD_TILE]; MATMUL_THREAD_TILE], a: [Float4; 2], b: [Float4; 2]) {
+pub(crate) fn accumulate_outer_product(acc: &mut [[f32; MATMUL_THREAD_TILE]; MATMUL_THREAD_TILE], a: [Float4; 2], b: [Float4; 2]) {
     let a = [a[0].x, a[0].y, a[0].z, a[0].w, a[1].x, a[1].y, a[1].z, a[1].w];
     let b = [b[0].x, b[0].y, b[0].z, b[0].w, b[1].x, b[1].y, b[1].z, b[1].w];
     unroll::<MATMUL_THREAD_TILE>(|i| unroll::<MATMUL_THREAD_TILE>(|j| acc[i][j] += a[i] * b[j]));
@@ -655,7 +664,7 @@ pub(crate) fn one_dimensional_launch() -> bool {
 /// # Safety
 /// `address` is a 16-byte aligned shared-window address with 16 readable bytes.
 #[inline(always)]
-unsafe fn load_shared_float4(address: u32) -> Float4 {
+pub(crate) unsafe fn load_shared_float4(address: u32) -> Float4 {
     #[cfg(target_arch = "nvptx64")]
     {
         let (x, y, z, w): (f32, f32, f32, f32);
@@ -679,7 +688,7 @@ unsafe fn load_shared_float4(address: u32) -> Float4 {
 /// # Safety
 /// As for [`load_shared_float4`], with 16 writable bytes.
 #[inline(always)]
-unsafe fn store_shared_float4(address: u32, value: Float4) {
+pub(crate) unsafe fn store_shared_float4(address: u32, value: Float4) {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: the caller passes an aligned, in-bounds shared address.
     unsafe {
@@ -699,7 +708,7 @@ unsafe fn store_shared_float4(address: u32, value: Float4) {
 /// # Safety
 /// `index + 4 <= N`, and the address of element `index` is a multiple of 16.
 #[inline(always)]
-unsafe fn load_shared_f32x4<const N: usize>(tile: SharedArray<f32, N>, index: u32) -> Float4 {
+pub(crate) unsafe fn load_shared_f32x4<const N: usize>(tile: SharedArray<f32, N>, index: u32) -> Float4 {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: the caller keeps the 16 bytes inside the array and aligned.
     unsafe {
@@ -718,7 +727,7 @@ unsafe fn load_shared_f32x4<const N: usize>(tile: SharedArray<f32, N>, index: u3
 /// # Safety
 /// As for [`load_shared_f32x4`].
 #[inline(always)]
-unsafe fn store_shared_f32x4<const N: usize>(tile: SharedArray<f32, N>, index: u32, value: Float4) {
+pub(crate) unsafe fn store_shared_f32x4<const N: usize>(tile: SharedArray<f32, N>, index: u32, value: Float4) {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: the caller keeps the 16 bytes inside the array and aligned.
     unsafe {

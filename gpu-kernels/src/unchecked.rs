@@ -2,7 +2,8 @@
 //! algorithm written the way it was before the 2-D output types existed, with
 //! `UncheckedSlice` / `get_unchecked_mut` outputs and `get_unchecked` inputs behind one
 //! up-front check. `ferrocuda-bench` times each beside its safe version (`examples::stencil_5pt`,
-//! `examples::softmax_rows_1024`, `llm::layernorm_768`, `llm::softmax_online`) and the CUDA C++ twin (and `transpose_32_unchecked` beside the
+//! `examples::softmax_rows_1024`, `llm::layernorm_768`, `llm::softmax_online`, and the GEMMs
+//! `examples::matmul_128x128` and `examples::sgemm_pipelined`, whose C became a `PerThreadTile`) and the CUDA C++ twin (and `transpose_32_unchecked` beside the
 //! `transpose_32` whose output became a `PerBlockTile`, for the PTX comparison), and
 //! `tests/device_build.rs` pins that the safe versions compile to no more instructions.
 //! Each doc comment below is the safe kernel's, whose launch rules these twins share.
@@ -18,6 +19,11 @@ use ferrocuda_device::warp;
 use crate::examples::{
     Float4, SOFTMAX_COLS, STENCIL_BLOCK_X, STENCIL_CENTRE, STENCIL_NEIGHBOUR, STENCIL_ROWS_PER_THREAD, offset_below, one_dimensional_blocks_in_a_2d_grid,
     one_dimensional_launch,
+};
+use crate::examples::{
+    MATMUL_BLOCK_K, MATMUL_BLOCK_M, MATMUL_BLOCK_N, MATMUL_THREAD_TILE, MATMUL_THREADS, SGEMM_A_STAGE, SGEMM_A_STRIDE, SGEMM_B_STAGE, SGEMM_SHARED_FLOATS,
+    accumulate_outer_product, load_float4, load_shared_f32x4, load_shared_float4, matmul_operands_fit_unchecked, store_float4, store_shared_f32x4,
+    store_shared_float4,
 };
 use crate::examples::{TRANSPOSE_ROWS, TRANSPOSE_TILE};
 use crate::llm::LAYERNORM_C;
@@ -305,4 +311,205 @@ pub fn softmax_online_unchecked(input: &[Float4], mut output: DisjointSlice<Floa
         }
         c += 32;
     }
+}
+
+/// `c = a * b` in FP32, all row-major: `a` is `m x k`, `b` is `k x n`, `c` is `m x n`.
+/// Each block computes a 128 x 128 tile of C from 128 x 8 and 8 x 128 tiles of A and B in
+/// shared memory (A transposed on the way in, so that a thread's 8 rows are one 32-byte run);
+/// each thread keeps an 8 x 8 block of C in registers and does 64 FMAs for every 16 floats
+/// it reads from shared memory. Launch with [`MATMUL_THREADS`] threads and a grid of
+/// (n / 128, m / 128); `m` and `n` must be multiples of 128, `k` of 8, and the buffers
+/// 16-byte aligned.
+#[kernel]
+pub fn matmul_128x128_unchecked(a: &[f32], b: &[f32], mut c: UncheckedSlice<f32>, m: u32, n: u32, k: u32) {
+    const BM: u32 = MATMUL_BLOCK_M;
+    const BN: u32 = MATMUL_BLOCK_N;
+    const BK: u32 = MATMUL_BLOCK_K;
+    const TT: usize = MATMUL_THREAD_TILE;
+    let a_tile = shared_array![f32; (MATMUL_BLOCK_K * MATMUL_BLOCK_M) as usize];
+    let b_tile = shared_array![f32; (MATMUL_BLOCK_K * MATMUL_BLOCK_N) as usize];
+
+    let sizes_fit = matmul_operands_fit_unchecked(a, b, &mut c, m, n, k);
+    let (Some(block_row), Some(block_col)) = (offset_below(block_idx_y(), BM, 0, m), offset_below(block_idx_x(), BN, 0, n)) else {
+        return;
+    };
+    if !sizes_fit {
+        return;
+    }
+    let tid = thread_idx_x();
+    // Each thread loads one float4 of A (row tid / 2, columns 4 * (tid % 2)..) and one of B
+    // (row tid / 32, columns 4 * (tid % 32)..) per step.
+    let (a_row, a_col) = (tid / 2, (tid % 2) * 4);
+    let (b_row, b_col) = (tid / 32, (tid % 32) * 4);
+    // This thread's 8 x 8 block of C starts at row 8 * (tid / 16), column 8 * (tid % 16).
+    let (c_row, c_col) = ((tid / 16) * TT as u32, (tid % 16) * TT as u32);
+
+    let mut acc = [[0.0f32; TT]; TT];
+    let mut k0 = 0;
+    while k0 < k {
+        let a_index = (block_row + a_row) as usize * k as usize + (k0 + a_col) as usize;
+        let b_index = (k0 + b_row) as usize * n as usize + (block_col + b_col) as usize;
+        // SAFETY: both indices lie inside the matrices (tiles inside m x k and k x n, checked
+        // above) and are multiples of 4 on 16-byte aligned buffers.
+        let (av, bv) = unsafe { (load_float4(a, a_index), load_float4(b, b_index)) };
+        // SAFETY: every index is below 8 * 128, the tiles' length.
+        unsafe {
+            a_tile.set_unchecked((a_col * BM + a_row) as usize, av.x);
+            a_tile.set_unchecked(((a_col + 1) * BM + a_row) as usize, av.y);
+            a_tile.set_unchecked(((a_col + 2) * BM + a_row) as usize, av.z);
+            a_tile.set_unchecked(((a_col + 3) * BM + a_row) as usize, av.w);
+            store_shared_float4(b_tile.shared_address() + (b_row * BN + b_col) * 4, bv);
+        }
+        sync_threads();
+        // One step of depth: 16 floats from shared memory, 64 FMAs. Called with constant
+        // depths so that the eight steps become straight-line code (`#pragma unroll`).
+        let mut step = |kk: u32| {
+            // SAFETY: the addresses are 16-byte aligned and inside the tiles
+            // (kk * 128 + c_row + 4 < 8 * 128).
+            let (a_lo, a_hi, b_lo, b_hi) = unsafe {
+                let a_base = a_tile.shared_address() + (kk * BM + c_row) * 4;
+                let b_base = b_tile.shared_address() + (kk * BN + c_col) * 4;
+                (load_shared_float4(a_base), load_shared_float4(a_base + 16), load_shared_float4(b_base), load_shared_float4(b_base + 16))
+            };
+            accumulate_outer_product(&mut acc, [a_lo, a_hi], [b_lo, b_hi]);
+        };
+        const _: () = assert!(MATMUL_BLOCK_K == 8, "one step call per depth below");
+        step(0);
+        step(1);
+        step(2);
+        step(3);
+        step(4);
+        step(5);
+        step(6);
+        step(7);
+        sync_threads();
+        k0 += BK;
+    }
+    for (i, row) in acc.iter().enumerate() {
+        let index = (block_row + c_row + i as u32) as usize * n as usize + (block_col + c_col) as usize;
+        // SAFETY: inside the m x n matrix (checked above), a multiple of 4, 16-byte aligned.
+        // Only this thread writes these 8 elements: thread `tid < 256` of block (x, y) owns
+        // rows `128 y + 8 (tid / 16) ..+8`, columns `128 x + 8 (tid % 16) ..+8` of C, disjoint
+        // from every other (tid, block) (1-D blocks in a 2-D grid, checked above).
+        unsafe {
+            store_float4(&mut c, index, Float4 { x: row[0], y: row[1], z: row[2], w: row[3] });
+            store_float4(&mut c, index + 4, Float4 { x: row[4], y: row[5], z: row[6], w: row[7] });
+        }
+    }
+}
+
+/// `c = a * b` in FP32, all row-major (`a` is `m x k`, `b` is `k x n`, `c` is `m x n`): the
+/// 128 x 128 x 8 tiling of [`matmul_128x128()`](crate::examples::matmul_128x128()) with the schedule that brings SGEMM near
+/// cuBLAS (docs/performance.md, "FP32 SGEMM"):
+///
+/// - **Two shared-memory stages.** Step `t` issues the global loads of tile `t + 1` into
+///   registers, does its 512 FMAs on the tile in stage `t % 2`, then stores the registers to
+///   the other stage: the loads' latency hides behind the math, and one barrier per step
+///   suffices (the stage being written was last read a barrier ago).
+/// - **A transposed (depth-major)**, so that both operands are read with `ld.shared.v4.f32`:
+///   four 16-byte loads and 64 FMAs per depth.
+/// - **Split 8 x 8 thread tile.** Thread `(ty, tx) = (tid / 16, tid % 16)` owns rows
+///   `4 ty..+4` and `64 + 4 ty..+4`, columns `4 tx..+4` and `64 + 4 tx..+4`: the eight lanes
+///   of a quarter-warp read 128 contiguous bytes of B (no bank conflict; contiguous 8-column
+///   blocks would be 32 bytes apart, a two-way conflict), and the C stores of a half-warp
+///   are 256 contiguous bytes.
+/// - **`u32` index arithmetic** (the sizes are checked to fit) and fully unrolled loops.
+///
+/// Launch with [`MATMUL_THREADS`] threads (1-D) and a grid of (n / 128, m / 128); `m` and `n`
+/// must be multiples of 128, `k` a positive multiple of 8, `m k`, `k n` and `m n` below 2³²,
+/// and the buffers 16-byte aligned. Other shapes make every thread return at once.
+#[kernel(launch_bounds(256, 2))]
+pub fn sgemm_pipelined_unchecked(a: &[f32], b: &[f32], mut c: UncheckedSlice<f32>, m: u32, n: u32, k: u32) {
+    const BM: u32 = MATMUL_BLOCK_M;
+    const BN: u32 = MATMUL_BLOCK_N;
+    const BK: u32 = MATMUL_BLOCK_K;
+    const _: () = assert!(MATMUL_THREADS == 256 && BM == 128 && BN == 128 && BK == 8, "the thread mappings below");
+    let smem = shared_array![f32; SGEMM_SHARED_FLOATS as usize];
+
+    let fits_u32 = |x: u32, y: u32| x as u64 * y as u64 <= u32::MAX as u64;
+    let sizes_fit = k != 0 && fits_u32(m, k) && fits_u32(k, n) && fits_u32(m, n) && matmul_operands_fit_unchecked(a, b, &mut c, m, n, k);
+    // Block indices are compared before they are multiplied, so no tile origin wraps.
+    if !sizes_fit || block_idx_x() >= n / BN || block_idx_y() >= m / BM {
+        return;
+    }
+    let (block_row, block_col) = (block_idx_y() * BM, block_idx_x() * BN);
+    let tid = thread_idx_x();
+    // Global -> shared: one float4 of A (row tid / 2, depths 4 (tid % 2)..+4) and one of B
+    // (depth tid / 32, columns 4 (tid % 32)..+4) per step.
+    let (a_row, a_col) = (tid / 2, (tid % 2) * 4);
+    let (b_row, b_col) = (tid / 32, (tid % 32) * 4);
+    let a_global = (block_row + a_row) * k + a_col;
+    let b_global = b_row * n + block_col + b_col;
+    // Shared -> registers: rows 4 ty (+64) of A, columns 4 tx (+64) of B.
+    let (ty, tx) = (tid / 16, tid % 16);
+    // Floats from the array's start to its first 16-byte boundary (0 to 3).
+    let pad = (smem.shared_address().wrapping_neg() % 16) / 4;
+    let (a_shared, b_shared) = (pad, pad + 2 * SGEMM_A_STAGE);
+
+    // SAFETY (every shared access below): `a_shared + stage * 1056 + depth * 132 + row`
+    // (stage < 2, depth < 8, row < 128) and `b_shared + stage * 1024 + depth * 128 + col`
+    // (col < 128) are below `pad + 4160 <= 4164`, the array's length; a 16-byte access
+    // starts at a multiple of 4 floats from the rounded-up base (132, 128, 4 ty, 4 tx, 64
+    // and 4 (tid % 32) are multiples of 4), so its address is 16-byte aligned.
+    let store_stage = |stage: u32, av: Float4, bv: Float4| unsafe {
+        let a_at = a_shared + stage * SGEMM_A_STAGE + a_col * SGEMM_A_STRIDE + a_row;
+        smem.set_unchecked(a_at as usize, av.x);
+        smem.set_unchecked((a_at + SGEMM_A_STRIDE) as usize, av.y);
+        smem.set_unchecked((a_at + 2 * SGEMM_A_STRIDE) as usize, av.z);
+        smem.set_unchecked((a_at + 3 * SGEMM_A_STRIDE) as usize, av.w);
+        store_shared_f32x4(smem, b_shared + stage * SGEMM_B_STAGE + b_row * BN + b_col, bv);
+    };
+    // SAFETY (both loads of each step): `a_global + k0` is row `block_row + a_row < m`,
+    // column `k0 + a_col <= k - 4` of A and `b_global + k0 n` row `k0 + b_row < k`, column
+    // `block_col + b_col <= n - 4` of B (k0 <= k - 8, tiles inside the matrices, checked
+    // above), so the four floats are in bounds; the sums stay below m k and k n, which fit
+    // `u32`; both are multiples of 4 (k, n, a_col, b_col are) on 16-byte aligned buffers.
+    let load_tile = |k0: u32| unsafe { (load_float4(a, (a_global + k0) as usize), load_float4(b, (b_global + k0 * n) as usize)) };
+
+    let (av, bv) = load_tile(0);
+    store_stage(0, av, bv);
+    sync_threads();
+
+    // SAFETY: all-zero bits are 0.0 (a `[[0.0; 8]; 8]` repeat can become a store loop that
+    // keeps the array in local memory: docs/performance.md).
+    let mut acc: [[f32; 8]; 8] = unsafe { core::mem::zeroed() };
+    let mut k0 = 0;
+    let mut stage = 0;
+    while k0 < k {
+        // Prefetch the next tile (on the last step, this tile again: an in-bounds load whose
+        // store goes to the stage no one reads any more, which keeps the loop branch-free).
+        let (av, bv) = load_tile(if k0 + BK < k { k0 + BK } else { k0 });
+        let a_read = a_shared + stage * SGEMM_A_STAGE + 4 * ty;
+        let b_read = b_shared + stage * SGEMM_B_STAGE + 4 * tx;
+        unroll::<{ MATMUL_BLOCK_K as usize }>(|depth| {
+            let depth = depth as u32;
+            // SAFETY: see above.
+            let (a_lo, a_hi, b_lo, b_hi) = unsafe {
+                let (a_at, b_at) = (a_read + depth * SGEMM_A_STRIDE, b_read + depth * BN);
+                (load_shared_f32x4(smem, a_at), load_shared_f32x4(smem, a_at + 64), load_shared_f32x4(smem, b_at), load_shared_f32x4(smem, b_at + 64))
+            };
+            accumulate_outer_product(&mut acc, [a_lo, a_hi], [b_lo, b_hi]);
+        });
+        stage ^= 1;
+        store_stage(stage, av, bv);
+        // The one barrier of the step: the stage just written is complete before the next
+        // step reads it, and every read of the stage the next step writes is done.
+        sync_threads();
+        k0 += BK;
+    }
+    unroll::<8>(|i| {
+        let row = block_row + 4 * ty + (i as u32 / 4) * 64 + i as u32 % 4;
+        let index = row * n + block_col + 4 * tx;
+        let r = &acc[i];
+        // SAFETY: row `row < m`, columns `block_col + 4 tx..+4` and `+64..+68` below `n` (the
+        // tile lies inside C), so both runs are in bounds and `row n + col < m n` fits `u32`;
+        // multiples of 4 on a 16-byte aligned buffer. Only this thread writes them: thread
+        // `tid < 256` of block (x, y) owns rows `128 y + 4 (tid / 16) + {0..4, 64..68}` and
+        // columns `128 x + 4 (tid % 16) + {0..4, 64..68}`, disjoint from every other
+        // (tid, block) of a launch of 1-D blocks in a 2-D grid (checked above).
+        unsafe {
+            store_float4(&mut c, index as usize, Float4 { x: r[0], y: r[1], z: r[2], w: r[3] });
+            store_float4(&mut c, index as usize + 64, Float4 { x: r[4], y: r[5], z: r[6], w: r[7] });
+        }
+    });
 }

@@ -14,15 +14,16 @@
 //! | [`PerBlock<T>`] | one thread of block `b` reads and writes element `b`, named by its [`BlockIndex`] |
 //! | [`DisjointMatrix<T>`] | thread `(x, y)` reads and writes element (row `y + k H`, column `x + m W`) of a row-major matrix of `cols` columns, named by its [`ThreadCell`] |
 //! | [`PerBlockTile<T, TR, TC, BX, BY, TRANSPOSED>`] | block `(bx, by)` owns tile `(by, bx)` (`(bx, by)` if `TRANSPOSED`) of `TR x TC` elements; its thread `(tx, ty)` the tile elements `(ty + BY i, tx + BX j)`, named by its [`BlockTile`] |
+//! | [`PerThreadTile<T, TR, TC, MR, MC, RR, RC>`] | block `(bx, by)` owns tile `(by, bx)` of `TR x TC` elements, cut into `RR x RC` quadrants; its thread `t` (1-D blocks of exactly `(TR / RR / MR) (TC / RC / MC)` threads) the contiguous `MR x MC` micro-tile `(t / G, t % G)` of each quadrant (`G = TC / RC / MC`), named by its [`BlockTile`] |
 //! | [`PerWarpRow<T>`] | warp `w` owns row `w` of a row-major matrix; its lane `l` the columns `l, l + 32, ...`, named by its [`WarpRow`] |
 //! | [`UncheckedSlice<T>`] | only `unsafe` accesses, whose callers state which thread owns which element (register micro-tiles, computed indices) |
 //! | [`AtomicSlice<T>`] | every thread reads and writes any element, atomically; this is also how threads read each other's writes after a barrier or grid sync |
 //!
-//! The three matrix outputs get their row width `cols` from `#[kernel(cols(name = ..))]`: a
+//! The four matrix outputs get their row width `cols` from `#[kernel(cols(name = ..))]`: a
 //! by-value `u32` parameter or a constant, the same in every thread (a per-thread width would
 //! let two threads alias). Their launch requirements: `DisjointMatrix` a 2-D launch (`z = 1`,
 //! each axis at most `u32::MAX` threads), `PerBlockTile` blocks of exactly `(BX, BY, 1)` in a
-//! grid with `z = 1`, `PerWarpRow` a 1-D launch of whole warps. A read-only [`Window`] of an
+//! grid with `z = 1`, `PerThreadTile` blocks of exactly `(threads, 1, 1)` in a grid with `z = 1`, `PerWarpRow` a 1-D launch of whole warps. A read-only [`Window`] of an
 //! input matrix is checked once, so a stencil's reads need no check each.
 //!
 //! Each output type has exactly one index-to-element map, fixed by the type (and, for
@@ -49,6 +50,7 @@ mod chunks;
 mod disjoint;
 mod index;
 mod matrix;
+mod micro_tile;
 mod per_block;
 mod planes;
 mod tile;
@@ -63,6 +65,7 @@ pub use disjoint::DisjointSlice;
 pub use ferrocuda_types::LaunchRequirements;
 pub use index::{BlockIndex, GridStride, ThreadIndex, grid_stride, once_per_block, unique_index};
 pub use matrix::{DisjointMatrix, GridStride2d, ThreadCell, grid_stride_2d, unique_cell};
+pub use micro_tile::{MicroTileMut, PerThreadTile};
 pub use per_block::PerBlock;
 pub use planes::DisjointPlanes;
 pub use tile::{BlockTile, PerBlockTile, TileMut, block_tile};
@@ -86,7 +89,7 @@ pub unsafe trait KernelOutput: Sized {
     const REQUIREMENTS: LaunchRequirements;
     /// What the output needs besides the buffer: `()` for the 1-D outputs, the row width
     /// (`u32`) for the row-major matrix outputs ([`DisjointMatrix`], [`PerBlockTile`],
-    /// [`PerWarpRow`]), which `#[kernel(cols(name = ..))]` names.
+    /// [`PerThreadTile`], [`PerWarpRow`]), which `#[kernel(cols(name = ..))]` names.
     type Shape: Copy;
 
     /// Builds the parameter.
@@ -113,7 +116,7 @@ pub trait WholeBufferOutput: KernelOutput<Shape = ()> {}
 /// A row-major matrix output, whose row width `#[kernel(cols(name = ..))]` gives.
 #[doc(hidden)]
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` has no row width: `cols(..)` names only the matrix outputs `DisjointMatrix`, `PerBlockTile` and `PerWarpRow`",
+    message = "`{Self}` has no row width: `cols(..)` names only the matrix outputs `DisjointMatrix`, `PerBlockTile`, `PerThreadTile` and `PerWarpRow`",
     label = "not a row-major matrix output"
 )]
 pub trait RowMajorOutput: KernelOutput<Shape = u32> {}

@@ -51,6 +51,15 @@ impl BlockTile {
         }
         self
     }
+
+    /// `(block_x, block_y, thread_x, thread_y)`, after the CPU executor's owner check: for
+    /// the other tile outputs of this module ([`PerThreadTile`](super::PerThreadTile)).
+    #[inline(always)]
+    #[track_caller]
+    pub(super) fn owned_parts(self) -> (u32, u32, u32, u32) {
+        let me = self.owned();
+        (me.block_x, me.block_y, me.thread_x, me.thread_y)
+    }
 }
 
 /// A row-major matrix output of `cols` columns cut into tiles of `TILE_ROWS x TILE_COLS`, one

@@ -259,7 +259,8 @@ fn check_matmul(c: &[f32], a: &[f32], b: &[f32], side: usize) -> BenchResult<Str
     Ok(format!("{} sampled, max err {worst:.1e}·Σ|ab|", MATMUL_SAMPLES + 4))
 }
 
-/// `matmul_128x128` and `sgemm_pipelined` (and cuBLAS SGEMM on the same buffers) in FP32
+/// `matmul_128x128` and `sgemm_pipelined`, their `unsafe` twins (`UncheckedSlice` C) and cuBLAS
+/// SGEMM on the same buffers, in FP32
 /// (4096³ in the benchmark). Both kernels' rows are compared with the one cuBLAS row (same size).
 pub fn matmul(env: &Env) -> BenchResult<(Vec<Row>, Option<String>)> {
     let side = env.sizes.matmul_side;
@@ -270,29 +271,29 @@ pub fn matmul(env: &Env) -> BenchResult<(Vec<Row>, Option<String>)> {
     let b_dev = DeviceBuffer::from_slice(&env.context, &b)?;
     let mut c_dev = DeviceBuffer::<f32>::zeroed(&env.context, n)?;
     let config = LaunchConfig::new((side / MATMUL_BLOCK_N, side / MATMUL_BLOCK_M), MATMUL_THREADS);
-    let implementations = env.implementations();
+    let implementations = env.implementations_with_unchecked();
     let flops = 2.0 * (side as f64).powi(3);
     let size = format!("{side}x{side}x{side} f32");
     let mut rows = Vec::new();
     // The same launch, check and timing for each kernel (`launch_with!` takes the kernel's name).
     macro_rules! bench_kernel {
-        ($kernel:ident) => {{
+        ($kernel:ident | $twin:ident) => {{
             let mut checks = Vec::new();
             for &implementation in &implementations {
                 c_dev.zero_async(&env.stream)?;
-                launch_with!(implementation, $kernel, &env.stream, config, &a_dev, &b_dev, &mut c_dev, side, side, side)?;
+                launch_with!(implementation, $kernel | $twin, &env.stream, config, &a_dev, &b_dev, &mut c_dev, side, side, side)?;
                 env.stream.synchronize()?;
                 checks.push(check_matmul(&c_dev.to_vec()?, &a, &b, side as usize)?);
             }
             let times = measure(&env.stream, env.runs, &implementations, |implementation, stopwatch| {
                 stopwatch.start()?;
-                launch_with!(implementation, $kernel, &env.stream, config, &a_dev, &b_dev, &mut c_dev, side, side, side)
+                launch_with!(implementation, $kernel | $twin, &env.stream, config, &a_dev, &b_dev, &mut c_dev, side, side, side)
             })?;
             rows.extend(env.rows(stringify!($kernel), size.clone(), &implementations, &times, None, Some(flops), checks));
         }};
     }
-    bench_kernel!(matmul_128x128);
-    bench_kernel!(sgemm_pipelined);
+    bench_kernel!(matmul_128x128 | matmul_128x128_unchecked);
+    bench_kernel!(sgemm_pipelined | sgemm_pipelined_unchecked);
 
     let skipped = match super::cublas::Sgemm::new(&env.stream) {
         Ok(sgemm) => {

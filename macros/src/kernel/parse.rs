@@ -80,17 +80,27 @@ const SCALARS: &[&str] = &["bool", "i8", "i16", "i32", "i64", "isize", "u8", "u1
 const NON_ZERO: &[&str] =
     &["NonZeroU8", "NonZeroU16", "NonZeroU32", "NonZeroU64", "NonZeroUsize", "NonZeroI8", "NonZeroI16", "NonZeroI32", "NonZeroI64", "NonZeroIsize"];
 /// The output parameter types of `ferrocuda_device::global` (element type first).
-pub const OUTPUTS: &[&str] =
-    &["DisjointSlice", "DisjointChunks", "DisjointPlanes", "PerBlock", "UncheckedSlice", "AtomicSlice", "DisjointMatrix", "PerBlockTile", "PerWarpRow"];
+pub const OUTPUTS: &[&str] = &[
+    "DisjointSlice",
+    "DisjointChunks",
+    "DisjointPlanes",
+    "PerBlock",
+    "UncheckedSlice",
+    "AtomicSlice",
+    "DisjointMatrix",
+    "PerBlockTile",
+    "PerThreadTile",
+    "PerWarpRow",
+];
 /// The row-major matrix outputs, whose row width `#[kernel(cols(name = ..))]` must give.
-pub const MATRIX_OUTPUTS: &[&str] = &["DisjointMatrix", "PerBlockTile", "PerWarpRow"];
+pub const MATRIX_OUTPUTS: &[&str] = &["DisjointMatrix", "PerBlockTile", "PerThreadTile", "PerWarpRow"];
 /// Owning or pointer-holding standard types that can never be copied to a GPU.
 const HOST_ONLY: &[&str] = &["String", "str", "Vec", "Box", "Rc", "Arc", "Option", "Result", "HashMap", "BTreeMap", "VecDeque", "Cell", "RefCell"];
 const ALLOWED: &str = "kernel parameters may be integer, float or bool scalars, `#[repr(C)]` `bytemuck::Pod` structs or arrays by value, \
                        `core::num::NonZero*` integers, `&[T]` (read-only input), the outputs `DisjointSlice<T>` (each thread its own elements), \
                        `DisjointChunks<T, N>` (each thread its own chunks of N), `DisjointPlanes<T, P>` (structure of arrays), `PerBlock<T>` \
                        (one element per block), `UncheckedSlice<T>` (`unsafe` accesses only), `AtomicSlice<T>` (atomic access from any thread), the row-major \
-                       matrices `DisjointMatrix<T>` (thread (x, y) its element (y, x)), `PerBlockTile<T, ..>` (a tile per block) and `PerWarpRow<T>` \
+                       matrices `DisjointMatrix<T>` (thread (x, y) its element (y, x)), `PerBlockTile<T, ..>` (a tile per block), `PerThreadTile<T, ..>` (a micro-tile per thread) and `PerWarpRow<T>` \
                        (a row per warp), whose width `#[kernel(cols(name = ..))]` gives, `&TensorMap` / `&StoreMap` (TMA tensor maps for loads / stores, from \
                        `ferrocuda_device::tma`, passed as a `DeviceTensorMap` whose memory the launch declares), or raw device pointers `*const T` / `*mut T`";
 /// Why `&mut [T]` is refused, and what to write instead (audit finding U2).
@@ -297,7 +307,10 @@ fn check_cols(cols: &[(Ident, syn::Expr)], params: &mut [Param], errors: &mut Ve
             Some(p) if matches!(p.kind, ParamKind::Output { .. }) && is_matrix_output(&p.ty) => p.cols = Some(width),
             Some(p) => errors.push(syn::Error::new(
                 name.span(),
-                format!("`cols` gives the row width of a matrix output (`DisjointMatrix`, `PerBlockTile`, `PerWarpRow`); `{}` is not one", p.name),
+                format!(
+                    "`cols` gives the row width of a matrix output (`DisjointMatrix`, `PerBlockTile`, `PerThreadTile`, `PerWarpRow`); `{}` is not one",
+                    p.name
+                ),
             )),
             None => errors.push(syn::Error::new(name.span(), format!("`cols` names an output parameter; the kernel has no parameter `{name}`"))),
         }

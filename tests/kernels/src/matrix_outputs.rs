@@ -1,9 +1,9 @@
-//! The 2-D output types (`DisjointMatrix`, `PerBlockTile`, `PerWarpRow`) and their witnesses:
+//! The 2-D output types (`DisjointMatrix`, `PerBlockTile`, `PerThreadTile`, `PerWarpRow`) and their witnesses:
 //! kernels that write `row * 1000 + col + 1` into each element they own, so the host can check
 //! every element was written once by the right map (tests/matrix_outputs.rs), and deliberately
 //! wrong kernels for the CPU executor's witness check.
 
-use ferrocuda_device::global::{DisjointMatrix, PerBlockTile, PerWarpRow, block_tile, grid_stride_2d, unique_cell, warp_row};
+use ferrocuda_device::global::{DisjointMatrix, PerBlockTile, PerThreadTile, PerWarpRow, block_tile, grid_stride_2d, unique_cell, warp_row};
 use ferrocuda_device::kernel;
 
 /// The value every test kernel stores at (row, col).
@@ -219,5 +219,56 @@ pub fn huge_tiles(mut out: PerBlockTile<u32, 1, { 1 << 20 }, 1, 1>, cols: u32) {
 pub fn fill_matrix<T: bytemuck::Pod>(mut out: DisjointMatrix<T>, cols: u32, value: T) {
     if let Some(element) = out.get_mut(unique_cell()) {
         *element = value;
+    }
+}
+
+/// Tiles of 8 x 16, each thread a contiguous 2 x 4 micro-tile (16 threads per block): every
+/// element it owns gets `+= mark` through `row_mut`; indices past the micro-tile
+/// (`row_mut(2, 0)`, `(0, 1)`, huge) must be `None`.
+#[kernel(cols(out = cols))]
+pub fn micro_tiles(mut out: PerThreadTile<u32, 8, 16, 2, 4>, cols: u32) {
+    if let Some(mut tile) = out.tile_mut(block_tile()) {
+        for i in 0..2 {
+            let (row, col) = (tile.row(i), tile.col(0));
+            if let Some(run) = tile.row_mut(i, 0) {
+                for (c, element) in run.iter_mut().enumerate() {
+                    *element += mark(row, col + c as u32);
+                }
+            }
+        }
+        for (i, j) in [(2, 0), (0, 1), (u32::MAX, 0), (0, u32::MAX)] {
+            if let Some(run) = tile.row_mut(i, j) {
+                run[0] += 1_000_000;
+            }
+        }
+    }
+}
+
+/// Tiles of 8 x 16 in 2 x 2 quadrants of 4 x 8, each thread a 2 x 4 micro-tile in each
+/// (`sgemm_pipelined`'s split map, 4 threads per block), written with `store_row` in 16-byte
+/// stores (`tile_aligned_mut`); `store_row` past the micro-tile must store nothing.
+#[kernel(cols(out = cols))]
+pub fn micro_tiles_split(mut out: PerThreadTile<u32, 8, 16, 2, 4, 2, 2>, cols: u32) {
+    if let Some(mut tile) = out.tile_aligned_mut(block_tile()) {
+        for i in 0..4 {
+            for j in 0..2 {
+                let (row, col) = (tile.row(i), tile.col(j));
+                tile.store_row(i, j, [mark(row, col), mark(row, col + 1), mark(row, col + 2), mark(row, col + 3)]);
+            }
+        }
+        tile.store_row(4, 0, [1_000_000; 4]);
+        tile.store_row(0, 2, [1_000_000; 4]);
+    }
+}
+
+/// Self-audit: a micro-tile origin past `u32`. Tiles of one row of 2^20 columns, one thread
+/// owning all of it: block 4096's first column is 2^32, which a `u32` product would wrap to
+/// block 0's tile. Each block's thread adds 1 to its first element.
+#[kernel(cols(out = cols))]
+pub fn huge_micro_tiles(mut out: PerThreadTile<u32, 1, { 1 << 20 }, 1, { 1 << 20 }>, cols: u32) {
+    if let Some(mut tile) = out.tile_mut(block_tile())
+        && let Some(run) = tile.row_mut(0, 0)
+    {
+        run[0] += 1;
     }
 }
