@@ -23,7 +23,7 @@ pub const LAYERNORM_C: usize = 768;
 /// `float4`s per [`layernorm_768()`] row: the row width of its output.
 pub const LAYERNORM_ROW_VECTORS: u32 = (LAYERNORM_C / 4) as u32;
 /// `float4`s each lane of a row's warp holds.
-const LN_V: usize = LAYERNORM_C / 4 / 32;
+pub(crate) const LN_V: usize = LAYERNORM_C / 4 / 32;
 
 /// Layer norm of a row-major `rows x 768` matrix, as llm.c's `layernorm_forward` (kernel 3):
 /// one warp per row, the row held in registers (six `float4`s per lane, read once with
@@ -66,13 +66,7 @@ pub fn layernorm_768(
         x[v] = cache::load(&x_row[lane + 32 * v], Load::Streaming);
         sum += (x[v].x + x[v].y) + (x[v].z + x[v].w);
     });
-    let m = warp::reduce_sum(sum) * (1.0 / LAYERNORM_C as f32);
-    let mut squares = 0.0f32;
-    unroll::<LN_V>(|v| {
-        let (a, b, c, d) = (x[v].x - m, x[v].y - m, x[v].z - m, x[v].w - m);
-        squares += (a * a + b * b) + (c * c + d * d);
-    });
-    let s = (warp::reduce_sum(squares) * (1.0 / LAYERNORM_C as f32) + 1e-5).fast_rsqrt();
+    let (m, s) = mean_and_rstd(&x, sum);
     unroll::<LN_V>(|v| {
         let (c, value) = (lane + 32 * v, x[v]);
         let (w, b) = (weight[c], bias[c]);
@@ -113,10 +107,46 @@ pub fn softmax_online(input: &[Float4], mut output: PerWarpRow<Float4>, rows: u3
     // arithmetic or bounds checks.
     let start = me.row() as usize * cols4 as usize;
     let (Some(row_in), Some(row_out)) = (input.get(start..start + cols4 as usize), output.row_mut(me)) else { return };
+    let (max, sum) = online_max_and_sum(row_in, lane);
+    let scale = 1.0 / sum;
+    // The lane's output vectors beside its input vectors (the same columns), one bound.
+    for (v, y) in row_out.zip_input(row_in) {
+        let v = cache::load(v, Load::Streaming);
+        let value = Float4 {
+            x: (v.x - max).fast_exp() * scale,
+            y: (v.y - max).fast_exp() * scale,
+            z: (v.z - max).fast_exp() * scale,
+            w: (v.w - max).fast_exp() * scale,
+        };
+        cache::store(y, value, Store::Streaming);
+    }
+}
+
+/// Layer norm's mean and `1 / sqrt(variance + 1e-5)` of the row a warp holds: `x` is this
+/// lane's six vectors of it and `sum` the sum of their elements; both reductions are warp
+/// shuffles. Shared with the benchmark's `unsafe` twin, so that the two kernels differ only in
+/// how they reach memory.
+#[inline(always)]
+pub(crate) fn mean_and_rstd(x: &[Float4; LN_V], sum: f32) -> (f32, f32) {
+    let m = warp::reduce_sum(sum) * (1.0 / LAYERNORM_C as f32);
+    let mut squares = 0.0f32;
+    unroll::<LN_V>(|v| {
+        let (a, b, c, d) = (x[v].x - m, x[v].y - m, x[v].z - m, x[v].w - m);
+        squares += (a * a + b * b) + (c * c + d * d);
+    });
+    (m, (warp::reduce_sum(squares) * (1.0 / LAYERNORM_C as f32) + 1e-5).fast_rsqrt())
+}
+
+/// The online softmax's statistics of the row a warp holds: its maximum and `sum(exp(x -
+/// max))`, kept by each lane over its vectors `lane, lane + 32, ...` of `row` (the sum
+/// rescaled when the maximum grows), then combined over the warp by shuffles. Shared with the
+/// benchmark's `unsafe` twin, like [`mean_and_rstd`].
+#[inline(always)]
+pub(crate) fn online_max_and_sum(row: &[Float4], lane: usize) -> (f32, f32) {
     // A finite start: a lane that sees no element (cols4 < 32) combines as (MIN, 0) without
     // the NaN of -inf - -inf.
     let (mut max, mut sum) = (f32::MIN, 0.0f32);
-    for &v in row_in.iter().skip(lane).step_by(32) {
+    for &v in row.iter().skip(lane).step_by(32) {
         let block_max = v.x.max(v.y).max(v.z.max(v.w));
         if block_max > max {
             sum *= (max - block_max).fast_exp();
@@ -132,18 +162,7 @@ pub fn softmax_online(input: &[Float4], mut output: PerWarpRow<Float4>, rows: u3
         max = new_max;
         mask /= 2;
     }
-    let scale = 1.0 / sum;
-    // The lane's output vectors beside its input vectors (the same columns), one bound.
-    for (v, y) in row_out.zip_input(row_in) {
-        let v = cache::load(v, Load::Streaming);
-        let value = Float4 {
-            x: (v.x - max).fast_exp() * scale,
-            y: (v.y - max).fast_exp() * scale,
-            z: (v.z - max).fast_exp() * scale,
-            w: (v.w - max).fast_exp() * scale,
-        };
-        cache::store(y, value, Store::Streaming);
-    }
+    (max, sum)
 }
 
 /// AdamW's hyperparameters for one step (passed by value).

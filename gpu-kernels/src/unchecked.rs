@@ -26,13 +26,12 @@ use crate::examples::{
     store_shared_float4,
 };
 use crate::examples::{TRANSPOSE_ROWS, TRANSPOSE_TILE};
-use crate::llm::LAYERNORM_C;
+use crate::llm::{LAYERNORM_C, LN_V, mean_and_rstd, online_max_and_sum};
 use ferrocuda_device::shared_array;
 use ferrocuda_device::sync::sync_threads;
 use ferrocuda_device::thread::{block_idx_z, thread_idx_y, thread_idx_z};
 
 const SOFTMAX_VECTORS_PER_LANE: usize = SOFTMAX_COLS / 4 / 32;
-const LN_V: usize = LAYERNORM_C / 4 / 32;
 
 /// Row-wise softmax of a row-major `rows x 1024` matrix: one warp per row, the row held in
 /// registers (eight `float4`s per lane), so it is read once and written once. The maximum
@@ -186,13 +185,7 @@ pub fn layernorm_768_unchecked(
         x[v] = cache::load(unsafe { input.get_unchecked(base + 32 * v) }, Load::Streaming);
         sum += (x[v].x + x[v].y) + (x[v].z + x[v].w);
     });
-    let m = warp::reduce_sum(sum) * (1.0 / LAYERNORM_C as f32);
-    let mut squares = 0.0f32;
-    unroll::<LN_V>(|v| {
-        let (a, b, c, d) = (x[v].x - m, x[v].y - m, x[v].z - m, x[v].w - m);
-        squares += (a * a + b * b) + (c * c + d * d);
-    });
-    let s = (warp::reduce_sum(squares) * (1.0 / LAYERNORM_C as f32) + 1e-5).fast_rsqrt();
+    let (m, s) = mean_and_rstd(&x, sum);
     unroll::<LN_V>(|v| {
         let (c, value) = (lane + 32 * v, x[v]);
         // SAFETY: `c < 192 <= weight.len(), bias.len()` (checked above).
@@ -275,25 +268,7 @@ pub fn softmax_online_unchecked(input: &[Float4], mut output: DisjointSlice<Floa
     // with a strided iterator: pointer increments, no index arithmetic or bounds checks.
     let start = row as usize * cols4 as usize;
     let Some(row_in) = input.get(start..start + cols4 as usize) else { return };
-    // A finite start: a lane that sees no element (cols4 < 32) combines as (MIN, 0) without
-    // the NaN of -inf - -inf.
-    let (mut max, mut sum) = (f32::MIN, 0.0f32);
-    for &v in row_in.iter().skip(lane).step_by(32) {
-        let block_max = v.x.max(v.y).max(v.z.max(v.w));
-        if block_max > max {
-            sum *= (max - block_max).fast_exp();
-            max = block_max;
-        }
-        sum += ((v.x - max).fast_exp() + (v.y - max).fast_exp()) + ((v.z - max).fast_exp() + (v.w - max).fast_exp());
-    }
-    let mut mask = warp::WARP_SIZE / 2;
-    while mask > 0 {
-        let (other_max, other_sum) = (warp::shuffle_xor(max, mask), warp::shuffle_xor(sum, mask));
-        let new_max = max.max(other_max);
-        sum = sum * (max - new_max).fast_exp() + other_sum * (other_max - new_max).fast_exp();
-        max = new_max;
-        mask /= 2;
-    }
+    let (max, sum) = online_max_and_sum(row_in, lane);
     let scale = 1.0 / sum;
     let mut c = start + lane;
     for v in row_in.iter().skip(lane).step_by(32) {
@@ -418,6 +393,11 @@ pub fn matmul_128x128_unchecked(a: &[f32], b: &[f32], mut c: UncheckedSlice<f32>
 /// Launch with [`MATMUL_THREADS`] threads (1-D) and a grid of (n / 128, m / 128); `m` and `n`
 /// must be multiples of 128, `k` a positive multiple of 8, `m k`, `k n` and `m n` below 2³²,
 /// and the buffers 16-byte aligned. Other shapes make every thread return at once.
+///
+/// Its K loop is a copy of [`sgemm_pipelined()`](fn@crate::examples::sgemm_pipelined)'s, not a
+/// shared function: moved into one `#[inline(always)]` function for both, the safe kernel's
+/// PTX changed by a few instructions and ptxas scheduled it worse (0.948x this twin against
+/// 0.969x, H100, session 7: `bench/results/h100-2026-11-25-s7-review-shared-helpers.txt`).
 #[kernel(launch_bounds(256, 2))]
 pub fn sgemm_pipelined_unchecked(a: &[f32], b: &[f32], mut c: UncheckedSlice<f32>, m: u32, n: u32, k: u32) {
     const BM: u32 = MATMUL_BLOCK_M;
