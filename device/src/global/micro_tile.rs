@@ -132,10 +132,7 @@ impl<T: Pod, const TR: u32, const TC: u32, const MR: u32, const MC: u32, const R
         // A product past u32 would wrap onto another block's tile: no tile then.
         let first_row = block_y.checked_mul(TR)?;
         let first_col = block_x.checked_mul(TC)?;
-        let cols = self.cols as u64;
-        // The tile's last row is a `u32` (checked), so `(last_row + 1) * cols` cannot overflow.
-        let last_row = first_row.checked_add(TR - 1)?;
-        if first_col as u64 + TC as u64 > cols || (last_row as u64 + 1) * cols > self.len as u64 {
+        if !super::tile::whole_tile_inside(first_row, first_col, TR, TC, self.cols, self.len) {
             return None;
         }
         let (ty, tx) = (thread_x / Self::GRID_COLS, thread_x % Self::GRID_COLS);

@@ -166,12 +166,7 @@ impl<T: Pod, const TR: u32, const TC: u32, const BX: u32, const BY: u32, const T
     #[track_caller]
     pub fn tile_mut(&mut self, me: BlockTile) -> Option<TileMut<'_, T, TR, TC, BX, BY>> {
         let (first_row, first_col, tx, ty) = self.place(me)?;
-        let cols = self.cols as u64;
-        // The tile's last row is a `u32` (checked), so `(last_row + 1) * cols <= 2^32 (2^32 - 1)`
-        // cannot overflow.
-        let last_row = first_row.checked_add(TR - 1)?;
-        let rows_end = (last_row as u64 + 1) * cols;
-        if first_col as u64 + TC as u64 > cols || rows_end > self.len as u64 {
+        if !whole_tile_inside(first_row, first_col, TR, TC, self.cols, self.len) {
             return None;
         }
         Some(TileMut::new(self, first_row, first_col, TR, TC, tx, ty))
@@ -199,6 +194,18 @@ impl<T: Pod, const TR: u32, const TC: u32, const BX: u32, const BY: u32, const T
         }
         Some(TileMut::new(self, first_row, first_col, row_limit, col_limit, tx, ty))
     }
+}
+
+/// True when the `rows x tile_cols` tile whose element (0, 0) is (`first_row`, `first_col`)
+/// lies wholly inside a row-major matrix of `cols` columns held in `len` elements: its
+/// columns below `cols` and its last row inside the buffer. The last row is checked as a
+/// `u32` first, so `(last_row + 1) * cols <= 2^32 (2^32 - 1)` cannot overflow. `rows >= 1`
+/// (the tile types assert it at compile time). Shared by [`PerBlockTile::tile_mut`] and
+/// [`PerThreadTile`](super::PerThreadTile)'s whole tiles.
+#[inline(always)]
+pub(super) fn whole_tile_inside(first_row: u32, first_col: u32, rows: u32, tile_cols: u32, cols: u32, len: usize) -> bool {
+    let Some(last_row) = first_row.checked_add(rows - 1) else { return false };
+    first_col as u64 + tile_cols as u64 <= cols as u64 && (last_row as u64 + 1) * cols as u64 <= len as u64
 }
 
 /// One thread's view of its block's tile of a [`PerBlockTile`]: element (row `ty + BLOCK_Y
