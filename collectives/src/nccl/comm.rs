@@ -111,6 +111,21 @@ pub struct Communicator {
 unsafe impl Send for Communicator {}
 
 impl Communicator {
+    /// The communicator NCCL's init call wrote to `raw`, as `rank` of `world_size` on
+    /// `context` (shared by [`init_rank`](Self::init_rank) and [`init_all`](Self::init_all)).
+    fn joined(raw: RawComm, nccl: &'static Nccl, rank: usize, world_size: usize, context: &Context, config: &Config) -> Self {
+        Communicator {
+            raw,
+            nccl,
+            rank,
+            world_size,
+            context: context.clone(),
+            timeout: config.timeout,
+            aborted: Cell::new(false),
+            state: BufferUsage::for_library_state(context),
+        }
+    }
+
     /// Joins communicator `id` as `rank` of `world_size`, on `context`'s GPU. Every rank must
     /// call it (it returns once all have joined, or fails after the config's timeout).
     pub fn init_rank(context: &Context, world_size: usize, rank: usize, id: &UniqueId, config: &Config) -> Result<Self> {
@@ -121,16 +136,7 @@ impl Communicator {
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes one communicator handle; the config outlives the call.
         let code = unsafe { (nccl.ncclCommInitRankConfig)(&mut raw, world_size as i32, id.0, rank as i32, &mut raw_config) };
-        let comm = Communicator {
-            raw,
-            nccl,
-            rank,
-            world_size,
-            context: context.clone(),
-            timeout: config.timeout,
-            aborted: Cell::new(false),
-            state: BufferUsage::for_library_state(context),
-        };
+        let comm = Communicator::joined(raw, nccl, rank, world_size, context, config);
         if code != IN_PROGRESS
             && let Err(e) = ffi::check(nccl, "ncclCommInitRankConfig", code, raw)
         {
@@ -166,16 +172,7 @@ impl Communicator {
             {
                 first_error.get_or_insert(e);
             }
-            comms.push(Communicator {
-                raw,
-                nccl,
-                rank,
-                world_size,
-                context: context.clone(),
-                timeout: config.timeout,
-                aborted: Cell::new(false),
-                state: BufferUsage::for_library_state(context),
-            });
+            comms.push(Communicator::joined(raw, nccl, rank, world_size, context, config));
         }
         // SAFETY: ends the group started above.
         let end = unsafe { (nccl.ncclGroupEnd)() };
