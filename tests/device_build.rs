@@ -2,6 +2,10 @@
 //! example kernels (`gpu_kernels`) and the test kernels (`test_kernels`), `ptxas` acceptance,
 //! and a broken kernel crate reported with file and line.
 
+#[path = "common/ptx.rs"]
+mod ptx_text;
+use ptx_text::entry_body;
+
 use std::path::{Path, PathBuf};
 
 use ferrocuda_builder::{Arch, BuildEnv, BuildError, DeviceToolchain, KernelBuilder, ToolchainSource, find_ptxas};
@@ -24,13 +28,6 @@ fn entry_params(ptx: &str, name: &str) -> Vec<String> {
     let start = ptx.find(&format!(".entry {name}(")).unwrap_or_else(|| panic!("no .entry {name} in the PTX"));
     let end = start + ptx[start..].find(')').unwrap();
     ptx[start..end].lines().skip(1).map(|l| l.trim().trim_end_matches(',').to_string()).collect()
-}
-
-/// The body of `.entry name` up to its closing brace.
-fn entry_body<'p>(ptx: &'p str, name: &str) -> &'p str {
-    let start = ptx.find(&format!(".entry {name}(")).unwrap();
-    let end = start + ptx[start..].find("\n}").unwrap();
-    &ptx[start..end]
 }
 
 #[test]

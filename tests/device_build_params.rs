@@ -3,6 +3,9 @@
 //! in every kind of kernel, raw pointers do not. And each launcher's `SIGNATURE` matches the
 //! parameter sizes in the PTX, which is what the stale-module check relies on.
 
+#[path = "common/ptx.rs"]
+mod ptx_text;
+
 use gpu_kernels::saxpy;
 use test_kernels::launch_kinds::{add_one_raw, affine, empty, mark_blocks, scale_into_f32, scale_into_f64};
 
@@ -25,10 +28,7 @@ fn entry_params(name: &str) -> Vec<String> {
 }
 
 fn entry_body(name: &str) -> &'static str {
-    let ptx = ptx();
-    let start = ptx.find(&format!(".entry {name}(")).unwrap();
-    let end = start + ptx[start..].find("\n}").unwrap();
-    &ptx[start..end]
+    ptx_text::entry_body(ptx(), name)
 }
 
 /// Byte size of a PTX parameter declaration: `.param .u64 ...` or `.param .align 4 .b8 x[12]`.

@@ -7,6 +7,10 @@
 //! These are the properties that made the Rust kernels match their CUDA C++ twins in
 //! `ferrocuda-bench` (BENCHMARKS.md); each test guards one of them.
 
+#[path = "common/ptx.rs"]
+mod ptx_text;
+use ptx_text::opcodes;
+
 const EXAMPLES: [&str; 8] = ["saxpy_x4", "sum_x4", "transpose_32", "matmul_128x128", "sgemm_pipelined", "softmax_rows_1024", "histogram_bytes", "stencil_5pt"];
 
 fn ptx() -> &'static str {
@@ -15,31 +19,7 @@ fn ptx() -> &'static str {
 
 /// The body of `.entry name` up to its closing brace.
 fn entry_body(name: &str) -> &'static str {
-    entry_body_in(ptx(), name)
-}
-
-/// The body of `.entry name` in `ptx` up to its closing brace.
-fn entry_body_in(ptx: &'static str, name: &str) -> &'static str {
-    let start = ptx.find(&format!(".entry {name}(")).unwrap_or_else(|| panic!("no .entry {name} in the PTX"));
-    let end = start + ptx[start..].find("\n}").expect("an entry ends with a closing brace");
-    &ptx[start..end]
-}
-
-/// The opcodes of the body's instructions (`@%p1 ld.global.nc.f32 %f1, [%rd2];` gives
-/// `ld.global.nc.f32`).
-fn opcodes(body: &str) -> Vec<&str> {
-    body.lines()
-        .map(str::trim)
-        .filter(|line| {
-            !line.is_empty() && !line.starts_with("//") && !line.starts_with('.') && !line.ends_with(':') && !line.starts_with('{') && !line.starts_with('}')
-        })
-        .map(|line| {
-            let mut words = line.split_whitespace();
-            let first = words.next().unwrap_or("");
-            if first.starts_with('@') { words.next().unwrap_or("") } else { first }
-        })
-        .map(|op| op.trim_end_matches(';'))
-        .collect()
+    ptx_text::entry_body(ptx(), name)
 }
 
 /// How many instructions of `name` have exactly the opcode `op`.
@@ -184,7 +164,7 @@ fn stale_read_loads_the_flag_again_after_each_barrier() {
     // The accesses are inline-assembly blocks (`{ .reg .u64 g; cvta.to.global..; ld.relaxed.. }`),
     // which `opcodes` skips: count the text.
     // `stale_read` is a test fixture (test-kernels), not an example kernel.
-    let body = entry_body_in(test_kernels::KERNELS.ptx_for(80).expect("test-kernels is built for sm_80"), "stale_read");
+    let body = ptx_text::entry_body(test_kernels::KERNELS.ptx_for(80).expect("test-kernels is built for sm_80"), "stale_read");
     let barriers: Vec<usize> = body.match_indices("barrier.sync 0").map(|(at, _)| at).collect();
     assert_eq!(barriers.len(), 2, "{body}");
     let (before, between, after) = (&body[..barriers[0]], &body[barriers[0]..barriers[1]], &body[barriers[1]..]);

@@ -6,6 +6,8 @@
 #[path = "common/backend.rs"]
 mod backend;
 mod common;
+#[path = "common/ptx.rs"]
+mod ptx_text;
 #[path = "common/rng.rs"]
 mod rng;
 
@@ -142,10 +144,7 @@ fn gelu_bf16_matches_the_host(backend: &Backend) {
 
 /// The body of `.entry name` in the sm_80 PTX of the example kernels.
 fn entry_body(name: &str) -> &'static str {
-    let ptx = gpu_kernels::KERNELS.ptx_for(80).expect("gpu_kernels is built for sm_80");
-    let start = ptx.find(&format!(".entry {name}(")).unwrap_or_else(|| panic!("no .entry {name}"));
-    let end = start + ptx[start..].find("\n}").expect("an entry ends with a closing brace");
-    &ptx[start..end]
+    ptx_text::entry_body(gpu_kernels::KERNELS.ptx_for(80).expect("gpu_kernels is built for sm_80"), name)
 }
 
 /// What made the CUDA C++ twins fast, present in the Rust PTX: 16-byte streaming accesses

@@ -3,6 +3,10 @@
 //! crate builds and assembles for that architecture, and `KernelBuilder::fast_math(true)`
 //! turns `f32` math into the approximate instructions, as nvcc's `--use_fast_math` does.
 
+#[path = "common/ptx.rs"]
+mod ptx_text;
+use ptx_text::entry_body;
+
 use std::path::PathBuf;
 
 use ferrocuda_builder::{Arch, BuildError, KernelBuilder};
@@ -59,12 +63,6 @@ fn kernel_crate_with(name: &str, source: &str) -> PathBuf {
     // The workspace's versions of the dependencies, no new resolution.
     std::fs::copy(workspace().join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
     dir
-}
-
-fn entry_body<'p>(ptx: &'p str, name: &str) -> &'p str {
-    let start = ptx.find(&format!(".entry {name}(")).unwrap_or_else(|| panic!("no .entry {name}"));
-    let end = start + ptx[start..].find("\n}").unwrap();
-    &ptx[start..end]
 }
 
 /// Regression (issue 23): on sm_70, `fast_tanh` silently became the precise `tanh`, and an

@@ -3,6 +3,10 @@
 //! the build had `ptxas` and `nvdisasm` is installed). Each test guards one performance
 //! property a CUDA port relies on.
 
+#[path = "common/ptx.rs"]
+mod ptx_text;
+use ptx_text::opcodes;
+
 use ferrocuda_builder::{Arch, pinned_ptx_isa};
 
 fn ptx(arch: u32) -> &'static str {
@@ -11,27 +15,7 @@ fn ptx(arch: u32) -> &'static str {
 
 /// The body of `.entry name` up to its closing brace.
 fn entry_body(arch: u32, name: &str) -> &'static str {
-    let ptx = ptx(arch);
-    let start = ptx.find(&format!(".entry {name}(")).unwrap_or_else(|| panic!("no .entry {name} in the sm_{arch} PTX"));
-    let end = start + ptx[start..].find("\n}").expect("an entry ends with a closing brace");
-    &ptx[start..end]
-}
-
-/// The opcodes of the body's instructions (`@%p1 ld.global.cs.b32 %r1, [%rd2];` gives
-/// `ld.global.cs.b32`), inline-asm instructions included.
-fn opcodes(body: &str) -> Vec<&str> {
-    body.lines()
-        .map(str::trim)
-        .filter(|line| {
-            !line.is_empty() && !line.starts_with("//") && !line.starts_with('.') && !line.ends_with(':') && !line.starts_with('{') && !line.starts_with('}')
-        })
-        .map(|line| {
-            let mut words = line.split_whitespace();
-            let first = words.next().unwrap_or("");
-            if first.starts_with('@') { words.next().unwrap_or("") } else { first }
-        })
-        .map(|op| op.trim_end_matches(';'))
-        .collect()
+    ptx_text::entry_body(ptx(arch), name)
 }
 
 fn count(arch: u32, name: &str, op: &str) -> usize {
