@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Checks that every published crate of the workspace packages for crates.io:
 #   - metadata: description, license, repository, readme, [package.metadata.docs.rs];
+#   - the docs of each crate build alone with its default features, as docs.rs builds them;
 #   - the .crate holds LICENSE-MIT, LICENSE-APACHE and its README;
 #   - `cargo package` succeeds for all of them together (versions on every path dependency);
 #   - `cargo package` with verification (an unpacked build of each .crate) for the crates
@@ -58,6 +59,14 @@ for name in sys.argv[1:]:
         print(f"{name}: no [package.metadata.docs.rs]"); bad = True
 sys.exit(1 if bad else 0)
 PY
+
+# Docs as a registry's doc builder makes them: each crate alone, with its default features only
+# (in the workspace, another member can switch a feature on: `ferrocuda-types` documented only
+# with `std`, issue 28), with DOCS_RS set (kernel crates' builds skip the device build there).
+for crate in "${published[@]}"; do
+  DOCS_RS=1 RUSTDOCFLAGS=-Dwarnings cargo doc --no-deps -q -p "$crate" ||
+    fail "$crate: its docs do not build alone with its default features (as docs.rs builds them)"
+done
 
 # What each .crate contains.
 for crate in "${published[@]}"; do

@@ -9,12 +9,153 @@
 //! ways around the output model that must not compile. `cublas/`: GEMM element-type pairings
 //! cuBLAS does not support, TF32 for non-`f32` inputs, a bias of another type than the output,
 //! the output passed as an input or as the bias.
+//!
+//! # What is compared (issue 28)
+//!
+//! rustc's text depends on the machine in one place we do not control: a note that points into
+//! the standard library (`--> $RUST/core/src/marker.rs`) quotes the library's source lines only
+//! when the host toolchain has `rust-src` (rustup's default profile does not install it). So
+//! trybuild compiles copies of the cases (in `CARGO_TARGET_TMPDIR`, writing what rustc printed
+//! beside them), and this test compares that text with the checked-in `.stderr` after
+//! [`assertions`] has removed what depends on the machine: the quoted lines under an arrow into
+//! `$RUST/` and the indentation of the gutter (its width follows the widest line number shown,
+//! which those lines change). What each case asserts stays: the error, its code, its span and
+//! label in the user's file, the notes and the help that says what to do.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// The case folders under `tests/compile_fail/`.
+const GROUPS: &[&str] = &["launch", "kernel", "kernel_model", "cublas"];
 
 #[test]
 fn compile_fail() {
-    let cases = trybuild::TestCases::new();
-    cases.compile_fail("tests/compile_fail/launch/*.rs");
-    cases.compile_fail("tests/compile_fail/kernel/*.rs");
-    cases.compile_fail("tests/compile_fail/kernel_model/*.rs");
-    cases.compile_fail("tests/compile_fail/cublas/*.rs");
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let cases = manifest.join("tests/compile_fail");
+    let scratch = Path::new(env!("CARGO_TARGET_TMPDIR")).join("compile_fail");
+    // Read before trybuild's variable is set below: the user's own request to rewrite the files.
+    let overwrite = std::env::var_os("TRYBUILD").is_some_and(|v| v == "overwrite");
+    let _ = fs::remove_dir_all(&scratch);
+    let mut copied = Vec::new();
+    for group in GROUPS {
+        fs::create_dir_all(scratch.join(group)).unwrap();
+        for entry in fs::read_dir(cases.join(group)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "rs") {
+                let copy = scratch.join(group).join(path.file_name().unwrap());
+                fs::copy(&path, &copy).unwrap();
+                copied.push((path, copy));
+            }
+        }
+    }
+    copied.sort();
+    // trybuild writes the `.stderr` of a case that has none and still fails a case that compiles.
+    // SAFETY: the other test of this binary never touches the environment, and nothing else
+    // reads or writes it while this one runs.
+    unsafe { std::env::set_var("TRYBUILD", "overwrite") };
+    {
+        let tests = trybuild::TestCases::new();
+        for group in GROUPS {
+            tests.compile_fail(scratch.join(group).join("*.rs"));
+        }
+    } // trybuild builds and checks the cases when `tests` drops.
+
+    let mut mismatches = Vec::new();
+    for (case, copy) in &copied {
+        let printed = fs::read_to_string(copy.with_extension("stderr")).unwrap_or_else(|e| panic!("trybuild wrote no stderr for {}: {e}", case.display()));
+        // The copies' paths as rustc printed them (absolute: they are outside trybuild's
+        // project), back to the cases' own, relative to the workspace.
+        let printed =
+            printed.replace(&format!("{}/", scratch.display()), "tests/compile_fail/").replace(&display_path(&scratch, manifest), "tests/compile_fail");
+        let expected_path = case.with_extension("stderr");
+        if overwrite {
+            fs::write(&expected_path, &printed).unwrap();
+            continue;
+        }
+        let expected = fs::read_to_string(&expected_path).unwrap_or_default();
+        if assertions(&expected) != assertions(&printed) {
+            mismatches.push(format!(
+                "{}:\n--- expected (checked in, normalised) ---\n{}\n--- printed (normalised) ---\n{}",
+                case.display(),
+                assertions(&expected),
+                assertions(&printed)
+            ));
+        }
+    }
+    assert!(
+        mismatches.is_empty(),
+        "{} of {} compile-fail cases printed other errors than expected (rerun with \
+         TRYBUILD=overwrite and check the diff):\n\n{}",
+        mismatches.len(),
+        copied.len(),
+        mismatches.join("\n\n")
+    );
+}
+
+/// How rustc names a file under `dir`: relative to the workspace when it is inside it.
+fn display_path(dir: &Path, workspace: &Path) -> String {
+    let relative: PathBuf = dir.strip_prefix(workspace).map(Path::to_path_buf).unwrap_or_else(|_| dir.to_path_buf());
+    relative.to_string_lossy().into_owned()
+}
+
+/// What a case asserts, from rustc's text: every line trimmed, blank gutter lines dropped, `$DIR/`
+/// dropped, and
+/// the source lines quoted under an arrow into the standard library (`--> $RUST/...` or
+/// `::: $RUST/...`) dropped, since rustc prints them only when `rust-src` is installed (their
+/// span's label, which rustc then prints as a note, is kept as that note).
+fn assertions(stderr: &str) -> String {
+    let mut kept = Vec::new();
+    let mut in_library_quote = false;
+    // trybuild writes paths inside the workspace as `$DIR/...`; outside it (a target directory
+    // elsewhere) they stay absolute and were made relative above.
+    let stderr = stderr.replace("$DIR/", "");
+    for line in stderr.lines() {
+        let line = line.trim();
+        let is_arrow = line.starts_with("-->") || line.starts_with(":::");
+        if is_arrow {
+            in_library_quote = line.contains("$RUST/");
+        } else if in_library_quote && is_quoted_source(line) {
+            // Without the source, rustc prints a quote's label as a note instead.
+            if let Some(label) = label_of(line) {
+                kept.push(format!("= note: {label}"));
+            }
+            continue;
+        } else {
+            in_library_quote = false;
+        }
+        if line.is_empty() || line == "|" {
+            continue;
+        }
+        kept.push(line.to_string());
+    }
+    kept.join("\n")
+}
+
+/// The label of a quoted line that marks a span (`|     ^^^^ label`).
+fn label_of(line: &str) -> Option<&str> {
+    let marks = line.find('^')?;
+    let label = line[marks..].trim_start_matches(['^', '-']).trim();
+    (!label.is_empty()).then_some(label)
+}
+
+/// A line of a quoted snippet: the gutter (`|`, hidden line numbers) or an elision (`...`).
+fn is_quoted_source(line: &str) -> bool {
+    line.starts_with('|') || line.starts_with("...") || line.starts_with(|c: char| c.is_ascii_digit())
+}
+
+#[test]
+fn assertions_drop_only_library_quotes() {
+    let with_src = "error[E0277]: `Cell<()>` cannot be shared\n --> tests/x.rs:8:30\n  |\n8 |     f::<T>();\n  |         ^ label\nnote: required because it appears within the type `PhantomData<Cell<()>>`\n --> $RUST/core/src/marker.rs\n  |\n  | pub struct PhantomData<T: PointeeSized>;\n  |            ^^^^^^^^^^^\nnote: required by a bound\n --> host/src/x.rs\n  |\n  | pub struct X;\n";
+    let without_src = "error[E0277]: `Cell<()>` cannot be shared\n --> tests/x.rs:8:30\n  |\n8 |     f::<T>();\n  |         ^ label\nnote: required because it appears within the type `PhantomData<Cell<()>>`\n   --> $RUST/core/src/marker.rs\nnote: required by a bound\n --> host/src/x.rs\n  |\n  | pub struct X;\n";
+    assert_eq!(assertions(with_src), assertions(without_src));
+    // A label on the library's quote becomes a note when the quote is missing.
+    let labelled =
+        " --> $RUST/core/src/panic.rs\n  |\n  |     panic_fmt(args);\n  |     ^^^^^^^^^^^^^^^ evaluation of `X` failed here\n  |\n ::: device/src/a.rs\n";
+    let noted = " --> $RUST/core/src/panic.rs\n  = note: evaluation of `X` failed here\n ::: device/src/a.rs\n";
+    assert_eq!(assertions(labelled), assertions(noted));
+    // The user's span, the label and our crates' quotes stay asserted.
+    let other_label = with_src.replace("^ label", "^ other");
+    assert_ne!(assertions(with_src), assertions(&other_label));
+    let other_quote = with_src.replace("pub struct X;", "pub struct Y;");
+    assert_ne!(assertions(with_src), assertions(&other_quote));
 }

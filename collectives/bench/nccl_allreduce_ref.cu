@@ -4,7 +4,8 @@
 //
 // Build on the GPU machine (no nccl.h needed: the few prototypes are declared below, NCCL's
 // stable 2.x C ABI):
-//   nvcc -O2 -std=c++20 -o nccl_allreduce_ref nccl_allreduce_ref.cu /usr/lib/x86_64-linux-gnu/libnccl.so.2 -lpthread
+//   nvcc -O2 -std=c++20 -o nccl_allreduce_ref nccl_allreduce_ref.cu -L/usr/lib/x86_64-linux-gnu -l:libnccl.so.2 -lpthread
+// (nvcc refuses a .so path as an input file: name the library with -l:)
 // Prints lines `<impl> <bytes> <time_us> <algbw_GBps> <busbw_GBps>`.
 #include <cuda_runtime.h>
 #include <algorithm>

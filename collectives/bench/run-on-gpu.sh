@@ -39,9 +39,15 @@ if [ "$REQUIRE_GPUS" -lt 2 ]; then
 else
   : > "$OUT/bench_raw.txt"
   step "bench: ferrocuda (NCCL + peer kernel)" 240 bash -c "set -o pipefail; ./allreduce_bench | tee -a '$OUT/bench_raw.txt'"
-  if nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc) && [ -x "$nvcc" ]; then
-    step "bench: build the C++ reference" 120 "$nvcc" -O2 -std=c++20 -o nccl_allreduce_ref nccl_allreduce_ref.cu /usr/lib/x86_64-linux-gnu/libnccl.so.2 -lpthread
+  # The C++ reference links the system's libnccl by name (nvcc takes no .so path as an input
+  # file); a reference that cannot be built is a FAIL, not a missing row.
+  nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  nccl_dir=$(dirname "$(ldconfig -p | awk '/libnccl\.so\.2 / {print $NF; exit}')")
+  step "bench: build the C++ reference (nvcc $nvcc, libnccl in $nccl_dir)" 120 "$nvcc" -O2 -std=c++20 -o nccl_allreduce_ref nccl_allreduce_ref.cu -L"$nccl_dir" -l:libnccl.so.2 -lpthread
+  if [ -x nccl_allreduce_ref ]; then
     step "bench: C++ reference on libnccl" 240 bash -c "set -o pipefail; ./nccl_allreduce_ref | tee -a '$OUT/bench_raw.txt'"
+  else
+    summary+=("FAIL  bench: C++ reference on libnccl (not built)")
   fi
   step "bench: torch.distributed reference" 240 bash -c "set -o pipefail; python3 torch_allreduce_ref.py | tee -a '$OUT/bench_raw.txt'"
   python3 merge_results.py "$OUT/bench_raw.txt" > "$OUT/bench.md" && cat "$OUT/bench.md"

@@ -41,6 +41,9 @@ struct Shared {
     tables: Vec<DeviceBuffer<u64>>,
     status: Vec<DeviceBuffer<u32>>,
     max_blocks: Vec<u32>,
+    /// Across processes: this process's staging buffer and flags, in memory that CUDA IPC can
+    /// export (the vectors `staging` and `flags` are then empty).
+    exported: Vec<IpcMemory>,
     /// Peer allocations mapped with `cuIpcOpenMemHandle` (closed on drop).
     opened: Vec<u64>,
     /// Across processes: whether every rank passed [`PeerRank::finish`]'s barrier, after
@@ -71,6 +74,7 @@ impl Drop for Shared {
             // Peers may still read these through their mappings: never free them.
             std::mem::take(&mut self.staging).into_iter().for_each(std::mem::forget);
             std::mem::take(&mut self.flags).into_iter().for_each(std::mem::forget);
+            std::mem::take(&mut self.exported).into_iter().for_each(std::mem::forget);
         }
     }
 }
@@ -106,6 +110,7 @@ impl PeerGroup {
             tables: vec![],
             status: vec![],
             max_blocks: vec![],
+            exported: vec![],
             opened: vec![],
             peers_done: true,
         };
@@ -151,11 +156,15 @@ impl PeerGroup {
             return Err(Error::Length { operation: "PeerGroup::across_processes", what: "capacity", expected: (u32::MAX / 2) as usize, got: capacity });
         }
         let padded = capacity.div_ceil(VECTOR as usize) * VECTOR as usize;
-        // cuMemAlloc'd (not pool) memory: what CUDA IPC can export.
-        let staging = DeviceBuffer::<f32>::zeroed(&context, 2 * padded.max(VECTOR as usize))?;
-        let flags = DeviceBuffer::<u32>::zeroed(&context, world * MAX_BLOCKS as usize)?;
+        // cuMemAlloc'd memory, which CUDA IPC can export: a `DeviceBuffer` comes from the
+        // stream-ordered pool, which `cuIpcGetMemHandle` refuses (CUDA_ERROR_INVALID_VALUE,
+        // issue 34).
+        let staging = IpcMemory::zeroed(&context, 2 * padded.max(VECTOR as usize) * size_of::<f32>())?;
+        let flags = IpcMemory::zeroed(&context, world * MAX_BLOCKS as usize * size_of::<u32>())?;
+        // The zeroing ran on the legacy stream: done before any peer can see the handles.
+        context.synchronize()?;
         let mut mine = [0u8; 2 * IPC_HANDLE];
-        for (i, address) in [staging.device_ptr(), flags.device_ptr()].into_iter().enumerate() {
+        for (i, address) in [staging.address, flags.address].into_iter().enumerate() {
             let handle = ipc_export(&context, address)?;
             mine[i * IPC_HANDLE..(i + 1) * IPC_HANDLE].copy_from_slice(&handle);
         }
@@ -164,18 +173,19 @@ impl PeerGroup {
         comm.on(stream)?.all_gather(send.slice(..), everyone.slice_mut(..))?;
         comm.synchronize(stream)?;
         let everyone = everyone.to_vec()?;
-        let own = [staging.device_ptr(), flags.device_ptr()];
+        let own = [staging.address, flags.address];
         let status = DeviceBuffer::zeroed(&context, 1)?;
         let max_blocks = (2 * context.device().multiprocessor_count()?).clamp(1, MAX_BLOCKS);
         // Owned by `shared` before any peer mapping is opened: if a later step fails, its drop
         // leaks them (peers already have the handles) instead of freeing them.
         let mut shared = Shared {
             contexts: vec![context.clone()],
-            staging: vec![staging],
-            flags: vec![flags],
+            staging: vec![],
+            flags: vec![],
             tables: vec![],
             status: vec![status],
             max_blocks: vec![max_blocks],
+            exported: vec![staging, flags],
             opened: vec![],
             peers_done: false,
         };
@@ -194,6 +204,42 @@ impl PeerGroup {
         }
         shared.tables.push(DeviceBuffer::from_slice(&context, &table)?);
         Ok(PeerRank { shared: Arc::new(shared), rank, slot: 0, world, epoch: 0, capacity, half: padded as u32, spin_limit: 0, poisoned: false })
+    }
+}
+
+/// Device memory that CUDA IPC can export: a `cuMemAlloc` allocation (the stream-ordered
+/// pool's memory, which `DeviceBuffer`s use, cannot be exported with `cuIpcGetMemHandle`).
+/// Freed with `cuMemFree` on drop; [`Shared`]'s drop forgets it instead while a peer process
+/// may still read it.
+struct IpcMemory {
+    context: Context,
+    address: u64,
+}
+
+impl IpcMemory {
+    /// `bytes` (at least 1) of zeroed device memory of `context`. The zeroing is queued on the
+    /// legacy stream: synchronise the context before other streams use the memory.
+    fn zeroed(context: &Context, bytes: usize) -> Result<Self> {
+        context.bind_to_thread()?;
+        let bytes = bytes.max(1);
+        let mut address = 0;
+        // SAFETY: writes the address of a new allocation of `bytes` bytes of this context.
+        cuda("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut address, bytes) })?;
+        let memory = Self { context: context.clone(), address };
+        // SAFETY: the allocation above holds `bytes` bytes.
+        cuda("cuMemsetD8", unsafe { sys::cuMemsetD8_v2(address, 0, bytes) })?;
+        Ok(memory)
+    }
+}
+
+impl Drop for IpcMemory {
+    fn drop(&mut self) {
+        if self.context.bind_to_thread().is_ok() {
+            // SAFETY: allocated by cuMemAlloc in `zeroed` and freed once, here. `Shared`'s drop
+            // synchronised this context first and drops an `IpcMemory` only once no peer
+            // process maps it any more (it forgets it otherwise).
+            unsafe { sys::cuMemFree_v2(self.address) };
+        }
     }
 }
 

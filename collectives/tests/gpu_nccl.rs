@@ -239,3 +239,61 @@ fn the_peer_all_reduce_matches_the_host_sum_back_to_back() {
         }
     });
 }
+
+/// Issue 34: `PeerGroup::across_processes` failed on every rank with `cuIpcGetMemHandle failed:
+/// CUDA_ERROR_INVALID_VALUE`: its staging buffers came from the stream-ordered pool, which
+/// legacy CUDA IPC cannot export. One process per GPU (this test binary runs itself once per
+/// rank: CUDA IPC handles open only in another process), inputs and outputs in ordinary
+/// (pool) `DeviceBuffer`s, as a user has them.
+#[test]
+fn issue34_peer_all_reduce_across_processes_with_pool_buffers() {
+    const TEST: &str = "issue34_peer_all_reduce_across_processes_with_pool_buffers";
+    if let Ok(rank) = std::env::var("FERROCUDA_TEST_PEER_RANK") {
+        return across_processes_rank(rank.parse().unwrap());
+    }
+    let Some(contexts) = gpus_or_skip(TEST, 2) else { return };
+    let world = contexts.len();
+    drop(contexts);
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let children: Vec<_> = (0..world)
+        .map(|rank| {
+            std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", TEST, "--nocapture", "--test-threads=1"])
+                .env("FERROCUDA_TEST_PEER_RANK", rank.to_string())
+                .env("WORLD_SIZE", world.to_string())
+                .env("MASTER_PORT", port.to_string())
+                .output()
+                .unwrap()
+        })
+        .collect();
+    for (rank, child) in children.iter().enumerate() {
+        assert!(
+            child.status.success() && String::from_utf8_lossy(&child.stdout).contains("1 passed"),
+            "rank {rank} failed:\n{}\n{}",
+            String::from_utf8_lossy(&child.stdout),
+            String::from_utf8_lossy(&child.stderr)
+        );
+    }
+}
+
+/// One rank of [`issue34_peer_all_reduce_across_processes_with_pool_buffers`].
+fn across_processes_rank(rank: usize) {
+    let world: usize = std::env::var("WORLD_SIZE").unwrap().parse().unwrap();
+    let port = std::env::var("MASTER_PORT").unwrap();
+    let context = Context::primary(rank).unwrap();
+    let rendezvous = Rendezvous::Tcp(format!("127.0.0.1:{port}"));
+    let config = Config::new().timeout(Duration::from_secs(60));
+    let comm = Communicator::from_rendezvous(&context, rank, world, &rendezvous, Duration::from_secs(60), &config).unwrap();
+    let stream = Stream::new(&context).unwrap();
+    let capacity = 1 << 20;
+    let mut peer = PeerGroup::across_processes(&comm, &stream, capacity).unwrap().spin_limit(1 << 28);
+    for n in [1usize, 1000, capacity, 4097] {
+        let x = DeviceBuffer::from_slice(&context, &data(rank, n)).unwrap();
+        let mut y = DeviceBuffer::<f32>::zeroed(&context, n).unwrap();
+        peer.all_reduce(&stream, x.slice(..), y.slice_mut(..)).unwrap();
+        stream.synchronize().unwrap();
+        assert_eq!(y.to_vec().unwrap(), reference(world, n, ReduceOp::Sum), "rank {rank}, n {n}");
+    }
+    peer.check().unwrap();
+    peer.finish(&comm, &stream).unwrap();
+}

@@ -13,6 +13,10 @@ export REQUIRE_GPU=1 NCCL_NVLS_ENABLE=0 RUST_BACKTRACE=1
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; echo "commit $(cat "$here/commit.txt" 2>/dev/null)"; } | tee "$out/gpus.txt"
 summary="$out/summary.txt"; : > "$summary"
+# With two or more GPUs the multi-GPU tests must run (they skip with fewer unless told not to).
+gpus=$(nvidia-smi -L | wc -l)
+if [ "$gpus" -ge 2 ]; then export REQUIRE_GPUS=$gpus REQUIRE_MULTI_GPU=1; fi
+echo "GPUs: $gpus${REQUIRE_GPUS:+ (REQUIRE_GPUS=$REQUIRE_GPUS REQUIRE_MULTI_GPU=1)}" | tee -a "$summary"
 run() { # name, timeout, command...
   local name=$1 limit=$2; shift 2
   local start=$(date +%s)
@@ -30,6 +34,16 @@ done
 for e in contexts streams_events graphs cublas_interop cublas_gemm modules cufft module_load launch_overhead; do
   [ -x "ex_$e" ] && run "ex_$e" 120 "./ex_$e"
 done
+# Several GPUs: the data-parallel example in both modes (NCCL; the Rust peer kernel over CUDA
+# IPC) and the all-reduce benchmark (collectives/bench/run-on-gpu.sh adds the C++ and torch
+# references beside it).
+if [ "$gpus" -ge 2 ]; then
+  run ex_data_parallel_nccl 120 ./ex_data_parallel --steps 20
+  run ex_data_parallel_peer 120 ./ex_data_parallel --steps 20 --peer
+  [ -n "${SKIP_BENCH:-}" ] || run ex_allreduce_bench 240 ./ex_allreduce_bench
+else
+  echo "SKIPPED multi-GPU examples (data_parallel, allreduce_bench): $gpus GPU" | tee -a "$summary"
+fi
 run main_job 120 ./ferrocuda
 # The main job's test, on the staged binary (its build-machine path would not exist here).
 [ -x cpu_main_job ] && run cpu_main_job 150 env FERROCUDA_MAIN_JOB=./ferrocuda ./cpu_main_job

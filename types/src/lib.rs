@@ -1,7 +1,7 @@
 //! The plain data that every side of ferrocuda shares: the host runtime, the device library,
 //! the CPU executor, the `#[kernel]` macro and the builder.
 //!
-//! Dependency-free and `#![no_std]` (the `std` feature adds [`KernelPanic`] and
+//! Dependency-free and `#![no_std]` (the `std` feature adds `KernelPanic` and
 //! `std::error::Error` impls), so the GPU build of a kernel crate can use it too. What lives
 //! here is a contract between crates, written once:
 //! - launch geometry: [`Dim3`], [`LaunchConfig`], [`DeviceLimits`] and the validation that
