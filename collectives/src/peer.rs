@@ -218,7 +218,7 @@ struct IpcMemory {
 
 impl IpcMemory {
     /// `bytes` (at least 1) of zeroed device memory of `context`. The zeroing is queued on the
-    /// legacy stream: synchronise the context before other streams use the memory.
+    /// legacy default stream: synchronise the context before other streams use the memory.
     fn zeroed(context: &Context, bytes: usize) -> Result<Self> {
         context.bind_to_thread()?;
         let bytes = bytes.max(1);
@@ -226,8 +226,12 @@ impl IpcMemory {
         // SAFETY: writes the address of a new allocation of `bytes` bytes of this context.
         cuda("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut address, bytes) })?;
         let memory = Self { context: context.clone(), address };
-        // SAFETY: the allocation above holds `bytes` bytes.
-        cuda("cuMemsetD8", unsafe { sys::cuMemsetD8_v2(address, 0, bytes) })?;
+        // Untracked memory of its own (no `BufferAccess` to declare): the caller synchronises
+        // the context before anything else uses it.
+        Stream::default_of(context).enqueue("cuMemsetD8Async", &[], |stream| {
+            // SAFETY: the allocation above holds `bytes` bytes and lives until `memory` drops.
+            cuda("cuMemsetD8Async", unsafe { sys::cuMemsetD8Async(address, 0, bytes, stream.get()) })
+        })?;
         Ok(memory)
     }
 }
