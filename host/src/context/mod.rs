@@ -4,7 +4,7 @@
 use std::any::Any;
 use std::cell::RefCell;
 use std::marker::PhantomData;
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use cudarc::driver::sys;
@@ -68,6 +68,12 @@ pub(crate) struct ContextInner {
     pub(crate) memory_pools: bool,
     /// Streams of this context being captured through `Stream::begin_capture`.
     pub(crate) capturing: AtomicUsize,
+    /// Those of them ordered with the legacy default stream (`StreamOrdering::WithLegacyDefault`).
+    pub(crate) capturing_with_legacy: AtomicUsize,
+    /// Set when `Stream::synchronize_timeout` gave up on work of this context (P12), cleared
+    /// by a `Context::synchronize` that returned: while set, releases and teardown never block
+    /// on work that is still running (they leak instead).
+    pub(crate) timed_out: AtomicBool,
     /// Releases of resources dropped while a capture was running (E1b), run when it ends.
     pub(crate) deferred: Mutex<release::Deferred>,
     /// Releases from host callbacks handed to the release thread and not yet performed.
@@ -104,6 +110,8 @@ impl ContextInner {
             embedded: Mutex::new(Vec::new()),
             memory_pools: device.supports_memory_pools().unwrap_or(false) && std::env::var_os("FERROCUDA_NO_MEMORY_POOLS").is_none(),
             capturing: AtomicUsize::new(0),
+            capturing_with_legacy: AtomicUsize::new(0),
+            timed_out: AtomicBool::new(false),
             deferred: Mutex::new(release::Deferred::default()),
             handed_off: AtomicUsize::new(0),
             captured_modules: Mutex::new(Vec::new()),
@@ -235,22 +243,53 @@ impl Context {
     /// (with the kernel's panic report when a `#[kernel]` panicked).
     ///
     /// Releases of resources dropped inside host callbacks in this context are performed
-    /// first (see [`Context::deferred_releases`]).
+    /// first (see [`Context::deferred_releases`]). Returning clears the state a
+    /// [`Stream::synchronize_timeout`](crate::Stream::synchronize_timeout) that gave up left
+    /// (P12): the work it reported has finished.
+    ///
+    /// # Errors
+    /// [`Error::CaptureInProgress`] while a stream capture of the context runs (the driver
+    /// refuses a context-wide synchronisation then): end the capture first. A capture whose
+    /// `Stream` was leaked (`mem::forget`) never ends: synchronise the other streams one by
+    /// one ([`Stream::synchronize`](crate::Stream::synchronize)) instead.
     pub fn synchronize(&self) -> Result<()> {
         if !in_host_callback() {
             self.wait_for_handed_off_releases();
             self.drain_deferred();
         }
-        self.synchronize_queued_work()
+        let captures = self.captures();
+        if captures > 0 {
+            return Err(Error::CaptureInProgress { operation: "Context::synchronize", captures });
+        }
+        self.bind_to_thread()?;
+        // SAFETY: no arguments.
+        unsafe { driver::context::synchronize() }.map_err(crate::panic_report::with_kernel_panic)?;
+        self.inner.timed_out.store(false, Ordering::Release);
+        Ok(())
     }
 
     /// Waits for the work queued in this context (the releases' own wait: it does not wait
-    /// for the release thread, which may be the caller).
+    /// for the release thread, which may be the caller). After a reported timeout (P12) it
+    /// does not block: [`Error::WorkStillRunning`], and the release leaks what it frees.
     pub(crate) fn synchronize_queued_work(&self) -> Result<()> {
+        if self.timed_out() {
+            return Err(Error::WorkStillRunning { operation: "a release's wait for the context's work" });
+        }
         self.bind_to_thread()?;
         // SAFETY: no arguments.
         unsafe { driver::context::synchronize() }.map_err(crate::panic_report::with_kernel_panic)?;
         Ok(())
+    }
+
+    /// Remembers that a wait on this context's work gave up (P12).
+    pub(crate) fn note_timeout(&self) {
+        self.inner.timed_out.store(true, Ordering::Release);
+    }
+
+    /// True after a [`Stream::synchronize_timeout`](crate::Stream::synchronize_timeout) gave
+    /// up on work of this context, until a [`Context::synchronize`] returns.
+    pub(crate) fn timed_out(&self) -> bool {
+        self.inner.timed_out.load(Ordering::Acquire)
     }
 
     /// Free and total device memory in bytes.
@@ -333,7 +372,29 @@ impl Context {
     /// Changes a resource limit, in bytes. The driver may round the value (read it back with
     /// [`Context::limit`]); a heap size can only be set before the first kernel that uses
     /// device `malloc`.
+    ///
+    /// A limit is the whole context's: in a context other libraries may use (the primary
+    /// context, a borrowed one) it may only be raised; lowering it there is refused with
+    /// [`Error::SharedLimitLowered`] (their kernels may need the current value: a smaller
+    /// stack faults a recursive kernel). Lower it in a context of your own
+    /// ([`Context::create`]), or with [`Context::set_limit_unchecked`].
     pub fn set_limit(&self, limit: Limit, bytes: usize) -> Result<()> {
+        if !matches!(self.inner.kind, ContextKind::Created(_)) {
+            let current = self.limit(limit)?;
+            if bytes < current {
+                return Err(Error::SharedLimitLowered { limit, current, requested: bytes });
+            }
+        }
+        // SAFETY: a created context is ferrocuda's alone; elsewhere the value only grows.
+        unsafe { self.set_limit_unchecked(limit, bytes) }
+    }
+
+    /// [`Context::set_limit`] without the check that a limit of a shared context only grows.
+    ///
+    /// # Safety
+    /// No other library's kernels in this context need more than `bytes` of `limit` (for the
+    /// stack: no kernel of theirs recurses deeper than it allows), now or later.
+    pub unsafe fn set_limit_unchecked(&self, limit: Limit, bytes: usize) -> Result<()> {
         self.bind_to_thread()?;
         // SAFETY: applies to the current context (bound above).
         unsafe { driver::context::set_limit(limit.raw(), bytes) }?;
@@ -353,12 +414,19 @@ impl Context {
 
 impl Drop for ContextInner {
     fn drop(&mut self) {
-        let teardown = Teardown {
-            raw: self.raw,
-            device: self.device,
-            kind: self.kind,
-            embedded: std::mem::take(self.embedded.get_mut().unwrap_or_else(|p| p.into_inner())),
-        };
+        let embedded = std::mem::take(self.embedded.get_mut().unwrap_or_else(|p| p.into_inner()));
+        if teardown_leaks(*self.timed_out.get_mut()) {
+            // P12: work reported as hung may still run; the synchronisation below would never
+            // return. Leave the context (and its modules) to the process's exit.
+            std::mem::forget(embedded);
+            eprintln!(
+                "ferrocuda: the last handle of a context was dropped after `Stream::synchronize_timeout` reported work in it still \
+                 running; the context is left to the end of the process instead of waiting for that work (call \
+                 `Context::synchronize()` before dropping it to wait for the work and release the context)"
+            );
+            return;
+        }
+        let teardown = Teardown { raw: self.raw, device: self.device, kind: self.kind, embedded };
         let teardown = Handle(teardown);
         if in_host_callback() {
             // The last handle went inside a host callback, where CUDA calls are refused.
@@ -367,6 +435,12 @@ impl Drop for ContextInner {
             teardown.into_inner().run();
         }
     }
+}
+
+/// Whether a context's teardown leaks the context instead of waiting for its work: exactly
+/// when a timeout was reported and no `Context::synchronize` returned since (P12).
+fn teardown_leaks(timed_out: bool) -> bool {
+    timed_out
 }
 
 /// What destroying a context takes, moved out of it so that it can run on another thread.
@@ -409,6 +483,16 @@ impl std::fmt::Debug for Context {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// P12: after a reported timeout the teardown leaks rather than waits (it would wait for
+    /// a kernel that never ends); without one it waits and releases as before.
+    #[test]
+    fn p12_the_teardown_after_a_timeout_leaks_instead_of_waiting() {
+        assert!(teardown_leaks(true));
+        assert!(!teardown_leaks(false));
+        let message = Error::WorkStillRunning { operation: "a release's wait for a stream" }.to_string();
+        assert!(message.contains("synchronize_timeout") && message.contains("Context::synchronize()"), "{message}");
+    }
 
     #[test]
     fn without_a_driver_contexts_report_no_driver() {

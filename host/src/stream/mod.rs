@@ -157,6 +157,14 @@ impl Stream {
     /// (a kernel that never ends, e.g. one spinning on a flag nobody sets, H1). The work keeps
     /// running: a later `synchronize` still waits for it. Polls `cuStreamQuery`, sleeping up
     /// to 1 ms between polls.
+    ///
+    /// After a timeout nothing implicit blocks on the context's work any more (P12): drops of
+    /// buffers, pinned buffers, plans and modules that would wait for unfinished work leak what
+    /// they own instead ([`Error::WorkStillRunning`] where a call reports it), and dropping the
+    /// last handle of the context leaves the context to the process's exit instead of waiting
+    /// in its teardown, so a program that returns the error ends. Explicit waits
+    /// ([`Stream::synchronize`], [`Context::synchronize`], the synchronous copies) still wait;
+    /// a [`Context::synchronize`] that returns clears the state.
     pub fn synchronize_timeout(&self, timeout: Duration) -> Result<()> {
         let start = Instant::now();
         let mut pause = Duration::from_micros(10);
@@ -166,6 +174,8 @@ impl Stream {
             }
             let waited = start.elapsed();
             if waited >= timeout {
+                // From now on drops and teardown of this context do not block on its work (P12).
+                self.context().note_timeout();
                 return Err(Error::Timeout { operation: "Stream::synchronize_timeout", waited });
             }
             std::thread::sleep(pause.min(timeout - waited));
@@ -176,6 +186,37 @@ impl Stream {
     /// True when `self` and `other` are the same CUDA stream.
     pub(crate) fn same_as(&self, other: &Stream) -> bool {
         self.handle() == other.handle() && (!self.handle().is_null() || self.context().raw() == other.context().raw())
+    }
+
+    /// True when the driver records work queued on this stream into a graph now, whoever
+    /// began the capture: [`Stream::begin_capture`] (known without a driver call), a capture
+    /// this stream joined by waiting on an event of a capturing stream, or another library's
+    /// capture of a borrowed stream. The legacy default stream is never captured itself; it
+    /// counts as capturing while ferrocuda captures a stream ordered with it (work queued on
+    /// it then would invalidate that capture). A failed query counts as capturing.
+    pub(crate) fn is_capturing_now(&self) -> bool {
+        if self.is_capturing_fast() {
+            return true;
+        }
+        if self.handle().is_null() {
+            return self.context().legacy_blocked_by_capture();
+        }
+        if self.context().bind_to_thread().is_err() {
+            return true;
+        }
+        let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+        // SAFETY: writes one enum value; the stream is alive.
+        let queried = unsafe { driver::stream::is_capturing(self.handle(), &mut status) };
+        queried.is_err() || status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
+    }
+
+    /// Refuses a stream-ordered allocation on this stream while it is captured (P2): the
+    /// driver would make it a graph allocation ([`Error::AllocationInCapture`]).
+    /// The legacy default stream is never captured: an allocation there during a capture of
+    /// a stream ordered with it is the driver's to refuse (it invalidates that capture; it
+    /// cannot escape it).
+    pub(crate) fn refuse_capture(&self, operation: &'static str) -> Result<()> {
+        if !self.handle().is_null() && self.is_capturing_now() { Err(Error::AllocationInCapture { operation }) } else { Ok(()) }
     }
 
     /// True while being captured through [`Stream::begin_capture`].
@@ -236,8 +277,15 @@ impl Stream {
 
     /// Blocks the host until the work queued on this stream so far is done (through the tail
     /// event, so work queued later by other threads is not waited for).
+    /// After a reported timeout in the context (P12) it does not block: it fails with
+    /// [`Error::WorkStillRunning`] while that work is unfinished.
     pub(crate) fn host_wait(&self) -> Result<()> {
         let event = self.record_tail()?;
+        if self.context().timed_out() {
+            // SAFETY: the event is alive (owned by the stream, which we hold).
+            let done = not_ready_is_false(unsafe { driver::event::query(event) })?;
+            return if done { Ok(()) } else { Err(Error::WorkStillRunning { operation: "a release's wait for a stream" }) };
+        }
         // SAFETY: the event is alive (owned by the stream, which we hold).
         unsafe { driver::event::synchronize(event) }.map_err(crate::panic_report::with_kernel_panic)?;
         Ok(())
@@ -323,7 +371,7 @@ impl Stream {
         unsafe { driver::stream::begin_capture(self.handle(), sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED) }?;
         self.inner.capture_mark.store(mark, Ordering::Relaxed);
         self.inner.capturing.store(true, Ordering::Relaxed);
-        self.context().capture_started();
+        self.context().capture_started(self.inner.with_legacy);
         Ok(())
     }
 
@@ -346,7 +394,7 @@ impl Stream {
         };
         if was_capturing {
             // Frees the buffers dropped during the capture (E1b), now that it is over.
-            self.context().capture_ended();
+            self.context().capture_ended(self.inner.with_legacy);
         }
         ended.map_err(|source| Error::CaptureFailed { source, dropped })?;
         let modules = self.context().take_captured_modules(self.key());
@@ -414,14 +462,14 @@ impl Drop for Stream {
         let last_user_handle = self.user.take().is_some_and(|user| Arc::into_inner(user).is_some());
         if last_user_handle && self.inner.capturing.swap(false, Ordering::Relaxed) {
             if crate::context::in_host_callback() {
-                let (context, raw) = (self.inner.context.clone(), Handle(self.inner.raw));
+                let (context, raw, with_legacy) = (self.inner.context.clone(), Handle(self.inner.raw), self.inner.with_legacy);
                 let keep = self.record();
                 context.release(crate::context::Released::Stream, move |context| {
-                    end_abandoned_capture(context, raw.into_inner());
+                    end_abandoned_capture(context, raw.into_inner(), with_legacy);
                     drop(keep);
                 });
             } else {
-                end_abandoned_capture(&self.inner.context, self.inner.raw);
+                end_abandoned_capture(&self.inner.context, self.inner.raw, self.inner.with_legacy);
             }
         }
     }
@@ -431,11 +479,12 @@ impl Drop for StreamInner {
     fn drop(&mut self) {
         let parts = Handle((self.raw, self.owned, self.tail.take()));
         let capturing = self.capturing.swap(false, Ordering::Relaxed);
+        let with_legacy = self.with_legacy;
         let context = self.context.clone();
         let destroy = move |context: &Context| {
             let (raw, owned, tail) = parts.into_inner();
             if capturing {
-                end_abandoned_capture(context, raw);
+                end_abandoned_capture(context, raw, with_legacy);
             }
             if context.bind_to_thread().is_err() {
                 return; // a faulted context: its teardown reclaims the handles
@@ -462,7 +511,7 @@ impl Drop for StreamInner {
 /// Ends the capture of a stream dropped while capturing (N11): the partial graph is
 /// discarded, the modules kept for it are let go, and the context's count of captures goes
 /// down, so that the releases postponed for it happen.
-fn end_abandoned_capture(context: &Context, raw: sys::CUstream) {
+fn end_abandoned_capture(context: &Context, raw: sys::CUstream, with_legacy: bool) {
     if context.bind_to_thread().is_ok() {
         let mut graph = std::ptr::null_mut();
         // SAFETY: the stream is alive (destroyed after this); writes one graph handle. On
@@ -474,7 +523,7 @@ fn end_abandoned_capture(context: &Context, raw: sys::CUstream) {
         }
     }
     drop(context.take_captured_modules(raw as usize));
-    context.capture_ended();
+    context.capture_ended(with_legacy);
 }
 
 impl std::fmt::Debug for Stream {
