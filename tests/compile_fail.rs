@@ -8,7 +8,8 @@
 //! kernels of audit findings U1/U2 (`stale_read`, `count_plain`, non-`Pod` elements) and the
 //! ways around the output model that must not compile. `cublas/`: GEMM element-type pairings
 //! cuBLAS does not support, TF32 for non-`f32` inputs, a bias of another type than the output,
-//! the output passed as an input or as the bias.
+//! the output passed as an input or as the bias. `borrowed/`: a slice lent by the cudarc
+//! adapter's scope kept past the scope, its guard form without `unsafe` (P3).
 
 #[test]
 fn compile_fail() {
@@ -17,4 +18,5 @@ fn compile_fail() {
     cases.compile_fail("tests/compile_fail/kernel/*.rs");
     cases.compile_fail("tests/compile_fail/kernel_model/*.rs");
     cases.compile_fail("tests/compile_fail/cublas/*.rs");
+    cases.compile_fail("tests/compile_fail/borrowed/*.rs");
 }

@@ -50,6 +50,12 @@ impl<'a> BorrowedStream<'a> {
     /// # Safety
     /// `raw` is a live stream (or one of the default stream handles), and its owner does not
     /// destroy it before the returned value drops.
+    ///
+    /// The owner's stream is ordered after the work queued through this value only when it
+    /// drops. Leaked (`mem::forget`, an `Rc` cycle), it never drops: the owner's later work on
+    /// its stream is then not ordered after ours, and memory that work shares with ours (a
+    /// [`BorrowedSlice`](super::BorrowedSlice) whose home is this value) must be ordered by
+    /// the owner with events, as the slice's own contract says.
     pub unsafe fn new(context: &'a Context, raw: sys::CUstream) -> Result<Self> {
         if let Some(stream) = default_stream(context, raw) {
             return Ok(BorrowedStream { stream, handle: raw, owner: None, _owner: PhantomData });

@@ -287,8 +287,10 @@ impl Context {
     }
 
     /// True after a [`Stream::synchronize_timeout`](crate::Stream::synchronize_timeout) gave
-    /// up on work of this context, until a [`Context::synchronize`] returns.
-    pub(crate) fn timed_out(&self) -> bool {
+    /// up on work of this context, until a [`Context::synchronize`] returns (P12). Code that
+    /// would otherwise wait for the context's work in a `Drop` (a library's teardown) checks
+    /// it and leaks instead: the work may never end.
+    pub fn timed_out(&self) -> bool {
         self.inner.timed_out.load(Ordering::Acquire)
     }
 
