@@ -71,9 +71,12 @@ pub(crate) struct ContextInner {
     /// Those of them ordered with the legacy default stream (`StreamOrdering::WithLegacyDefault`).
     pub(crate) capturing_with_legacy: AtomicUsize,
     /// Set when `Stream::synchronize_timeout` gave up on work of this context (P12), cleared
-    /// by a `Context::synchronize` that returned: while set, releases and teardown never block
-    /// on work that is still running (they leak instead).
+    /// once that work ended (its markers in `hung` completed) or a `Context::synchronize`
+    /// returned: while set, releases and teardown never block on work that is still running
+    /// (they leak instead).
     pub(crate) timed_out: AtomicBool,
+    /// Events recorded after the work each timeout gave up on (null: none could be recorded).
+    pub(crate) hung: Mutex<Vec<Handle<sys::CUevent>>>,
     /// Releases of resources dropped while a capture was running (E1b), run when it ends.
     pub(crate) deferred: Mutex<release::Deferred>,
     /// Releases from host callbacks handed to the release thread and not yet performed.
@@ -112,6 +115,7 @@ impl ContextInner {
             capturing: AtomicUsize::new(0),
             capturing_with_legacy: AtomicUsize::new(0),
             timed_out: AtomicBool::new(false),
+            hung: Mutex::new(Vec::new()),
             deferred: Mutex::new(release::Deferred::default()),
             handed_off: AtomicUsize::new(0),
             captured_modules: Mutex::new(Vec::new()),
@@ -264,7 +268,9 @@ impl Context {
         self.bind_to_thread()?;
         // SAFETY: no arguments.
         unsafe { driver::context::synchronize() }.map_err(crate::panic_report::with_kernel_panic)?;
-        self.inner.timed_out.store(false, Ordering::Release);
+        if self.inner.timed_out.load(Ordering::Acquire) {
+            self.clear_hung();
+        }
         Ok(())
     }
 
@@ -281,17 +287,58 @@ impl Context {
         Ok(())
     }
 
-    /// Remembers that a wait on this context's work gave up (P12).
-    pub(crate) fn note_timeout(&self) {
+    /// Remembers that a wait on this context's work gave up (P12): `marker` is an event
+    /// recorded after that work (null when none could be recorded: then only a returning
+    /// [`Context::synchronize`] clears the state).
+    pub(crate) fn note_hung(&self, marker: sys::CUevent) {
+        let mut hung = lock(&self.inner.hung);
+        hung.push(Handle(marker));
         self.inner.timed_out.store(true, Ordering::Release);
     }
 
-    /// True after a [`Stream::synchronize_timeout`](crate::Stream::synchronize_timeout) gave
-    /// up on work of this context, until a [`Context::synchronize`] returns (P12). Code that
-    /// would otherwise wait for the context's work in a `Drop` (a library's teardown) checks
-    /// it and leaks instead: the work may never end.
+    /// True while work that a [`Stream::synchronize_timeout`](crate::Stream::synchronize_timeout)
+    /// gave up on is still running (P12): until it ends, or a [`Context::synchronize`]
+    /// returns. Code that would otherwise wait for the context's work in a `Drop` (a library's
+    /// teardown) checks it and leaks instead: the work may never end. Costs one atomic load
+    /// when no timeout was reported, one event query per reported timeout otherwise.
     pub fn timed_out(&self) -> bool {
-        self.inner.timed_out.load(Ordering::Acquire)
+        if !self.inner.timed_out.load(Ordering::Acquire) {
+            return false;
+        }
+        let mut hung = lock(&self.inner.hung);
+        if self.bind_to_thread().is_err() {
+            return true;
+        }
+        hung.retain(|marker| {
+            if marker.0.is_null() {
+                return true;
+            }
+            // SAFETY: the event is alive (owned by this list). An error other than "not ready"
+            // is a faulted context: the work is over then.
+            let done = !matches!(unsafe { driver::event::query(marker.0) }, Err(e) if e.code == sys::CUresult::CUDA_ERROR_NOT_READY);
+            if done {
+                // SAFETY: owned by this list, destroyed once, here.
+                let _ = unsafe { driver::event::destroy(marker.0) };
+            }
+            !done
+        });
+        let still = !hung.is_empty();
+        if !still {
+            self.inner.timed_out.store(false, Ordering::Release);
+        }
+        still
+    }
+
+    /// Forgets the reported timeouts: the work is over (a context-wide synchronisation returned).
+    fn clear_hung(&self) {
+        let mut hung = lock(&self.inner.hung);
+        for marker in hung.drain(..) {
+            if !marker.0.is_null() {
+                // SAFETY: owned by the list, destroyed once, here.
+                let _ = unsafe { driver::event::destroy(marker.0) };
+            }
+        }
+        self.inner.timed_out.store(false, Ordering::Release);
     }
 
     /// Free and total device memory in bytes.
@@ -417,7 +464,7 @@ impl Context {
 impl Drop for ContextInner {
     fn drop(&mut self) {
         let embedded = std::mem::take(self.embedded.get_mut().unwrap_or_else(|p| p.into_inner()));
-        if teardown_leaks(*self.timed_out.get_mut()) {
+        if teardown_leaks(still_hung(self)) {
             // P12: work reported as hung may still run; the synchronisation below would never
             // return. Leave the context (and its modules) to the process's exit.
             std::mem::forget(embedded);
@@ -440,9 +487,38 @@ impl Drop for ContextInner {
 }
 
 /// Whether a context's teardown leaks the context instead of waiting for its work: exactly
-/// when a timeout was reported and no `Context::synchronize` returned since (P12).
-fn teardown_leaks(timed_out: bool) -> bool {
-    timed_out
+/// when work reported by a timeout is still running (P12).
+fn teardown_leaks(hung: bool) -> bool {
+    hung
+}
+
+/// [`Context::timed_out`] for a context whose last handle is being dropped: queries the
+/// markers (destroying the completed ones) with the context bound.
+fn still_hung(inner: &mut ContextInner) -> bool {
+    if !*inner.timed_out.get_mut() {
+        return false;
+    }
+    let markers = std::mem::take(inner.hung.get_mut().unwrap_or_else(|p| p.into_inner()));
+    // SAFETY: the context is alive until this drop ends.
+    if unsafe { driver::context::set_current(inner.raw) }.is_err() {
+        return true;
+    }
+    let mut hung = false;
+    for Handle(marker) in markers {
+        if marker.is_null() {
+            hung = true;
+            continue;
+        }
+        // SAFETY: owned by the list; destroyed once, here, unless still running (then leaked
+        // with the context).
+        match unsafe { driver::event::query(marker) } {
+            Err(e) if e.code == sys::CUresult::CUDA_ERROR_NOT_READY => hung = true,
+            _ => {
+                let _ = unsafe { driver::event::destroy(marker) };
+            }
+        }
+    }
+    hung
 }
 
 /// What destroying a context takes, moved out of it so that it can run on another thread.

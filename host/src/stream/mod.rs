@@ -164,7 +164,8 @@ impl Stream {
     /// last handle of the context leaves the context to the process's exit instead of waiting
     /// in its teardown, so a program that returns the error ends. Explicit waits
     /// ([`Stream::synchronize`], [`Context::synchronize`], the synchronous copies) still wait;
-    /// a [`Context::synchronize`] that returns clears the state.
+    /// the state ends when the work it gave up on ends (an event recorded after it completes)
+    /// or a [`Context::synchronize`] returns.
     pub fn synchronize_timeout(&self, timeout: Duration) -> Result<()> {
         let start = Instant::now();
         let mut pause = Duration::from_micros(10);
@@ -174,13 +175,35 @@ impl Stream {
             }
             let waited = start.elapsed();
             if waited >= timeout {
-                // From now on drops and teardown of this context do not block on its work (P12).
-                self.context().note_timeout();
+                // Until the work queued so far ends, drops and the teardown of this context do
+                // not block on it (P12).
+                self.mark_hung();
                 return Err(Error::Timeout { operation: "Stream::synchronize_timeout", waited });
             }
             std::thread::sleep(pause.min(timeout - waited));
             pause = (pause * 2).min(Duration::from_millis(1));
         }
+    }
+
+    /// Records an event after the work queued so far and hands it to the context as a marker
+    /// of work reported as hung (P12): while it has not completed, releases and teardown do not
+    /// wait for the context's work. Without an event (a refused call), the context counts as
+    /// hung until a [`Context::synchronize`] returns.
+    fn mark_hung(&self) {
+        let context = self.context();
+        let mut event = std::ptr::null_mut();
+        let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
+        // SAFETY: writes one handle, owned by the context's list of hung markers from here on
+        // (destroyed there once it completes, or at a `Context::synchronize`).
+        let created = context.bind_to_thread().is_ok() && unsafe { driver::event::create(&mut event, flags) }.is_ok();
+        // SAFETY: event and stream are alive and of the same context (bound by the door).
+        let recorded = created && self.enqueue("cuEventRecord", &[], |stream| Ok::<_, Error>(unsafe { driver::event::record(event, stream.get()) }?)).is_ok();
+        if created && !recorded {
+            // SAFETY: created above, never recorded or shared.
+            let _ = unsafe { driver::event::destroy(event) };
+            event = std::ptr::null_mut();
+        }
+        context.note_hung(event);
     }
 
     /// True when `self` and `other` are the same CUDA stream.
