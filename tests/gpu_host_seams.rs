@@ -133,6 +133,37 @@ fn p3_a_leaked_cudarc_read_borrow_still_orders_cudarcs_overwrite_after_the_kerne
     assert_eq!(wrong, 0, "cudarc overwrote x under the kernel that read it: {wrong} of {N} elements of y are not 1 (y[0] = {})", v[0]);
 }
 
+/// P3's control: the same with the old guard form (now `unsafe`, whose contract this breaks on
+/// purpose by leaking the guard): cudarc's overwrite must overtake the kernel, or the test
+/// above could not see the bug it guards against.
+#[test]
+fn p3_control_a_leaked_guard_lets_cudarc_overwrite_under_the_kernel() {
+    let Some(_context) = common::gpu_or_skip("p3_control_a_leaked_guard_lets_cudarc_overwrite_under_the_kernel") else { return };
+    let cuda = CudaContext::new(0).expect("cudarc opens device 0");
+    let a = cuda.new_stream().unwrap();
+    let ctx = borrowed::cudarc::context(&cuda).unwrap();
+    let ours = Stream::non_blocking(&ctx).unwrap();
+    let mut x = a.clone_htod(&vec![1.0f32; N]).unwrap();
+    let nines = a.clone_htod(&vec![9.0f32; N]).unwrap();
+    a.synchronize().unwrap();
+    let mut y = DeviceBuffer::<f32>::zeroed(&ctx, N).unwrap();
+    spin_for::launch(&ours, (1u32, 1u32), SLOW_NS).unwrap();
+    {
+        // SAFETY: the contract is broken on purpose (the guard is leaked below) to show the race
+        // it exists for: a device-memory race on this test's own buffers, which the assertion
+        // observes; no host memory is involved.
+        let xs = unsafe { borrowed::cudarc::slice(&x, &a) }.unwrap();
+        saxpy::launch(&ours, LaunchConfig::for_elements(N, 256), 1.0, &*xs, &mut y).unwrap();
+        std::mem::forget(xs);
+    }
+    a.memcpy_dtod(&nines, &mut x).unwrap();
+    ours.synchronize().unwrap();
+    let v = y.to_vec().unwrap();
+    let raced = v.iter().filter(|&&e| e == 9.0).count();
+    println!("p3 control: with the guard leaked, {raced} of {N} elements of y are cudarc's later 9");
+    assert!(raced > 0, "the control did not race: the P3 tests cannot tell the fix from the bug on this machine");
+}
+
 /// P3, write side: a ferrocuda kernel writes a cudarc slice behind 300 ms of other work, the
 /// lent slice is leaked; cudarc's copy of the slice on its own stream must see the kernel's
 /// values.
