@@ -224,13 +224,7 @@ impl Stream {
         if self.handle().is_null() {
             return self.context().legacy_blocked_by_capture();
         }
-        if self.context().bind_to_thread().is_err() {
-            return true;
-        }
-        let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-        // SAFETY: writes one enum value; the stream is alive.
-        let queried = unsafe { driver::stream::is_capturing(self.handle(), &mut status) };
-        queried.is_err() || status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
+        capturing_per_driver(self.context(), self.handle())
     }
 
     /// Refuses a stream-ordered allocation on this stream while it is captured (P2): the
@@ -500,8 +494,13 @@ impl Drop for Stream {
 
 impl Drop for StreamInner {
     fn drop(&mut self) {
-        let parts = Handle((self.raw, self.owned, self.tail.take()));
         let capturing = self.capturing.swap(false, Ordering::Relaxed);
+        if !capturing && !self.owned && self.tail.get().is_none() {
+            // A default or borrowed stream that never needed a tail event: nothing to release
+            // (the legacy stream's wrappers made by every synchronous call end here).
+            return;
+        }
+        let parts = Handle((self.raw, self.owned, self.tail.take()));
         let with_legacy = self.with_legacy;
         let context = self.context.clone();
         let destroy = move |context: &Context| {
@@ -521,14 +520,30 @@ impl Drop for StreamInner {
                 let _ = unsafe { driver::stream::destroy(raw) };
             }
         };
-        if capturing && !crate::context::in_host_callback() {
-            // Its own capture must end first (N11): the release below would otherwise wait for
-            // the end of this very capture, forever.
+        let in_callback = crate::context::in_host_callback();
+        // A stream no capture records can go now even while another stream of the context is
+        // captured (P5: a capture that never ends must not strand every stream dropped after it).
+        let recorded_by_a_capture = context.is_capturing() && !self.raw.is_null() && capturing_per_driver(&context, self.raw);
+        if (capturing || !recorded_by_a_capture) && !in_callback {
+            // Capturing: its own capture must end first (N11), or the release below would wait
+            // for the end of this very capture, forever.
             destroy(&context);
         } else {
             context.release(crate::context::Released::Stream, destroy);
         }
     }
+}
+
+/// True when the driver records work queued on the stream `raw` of `context` into a graph now
+/// (whoever began the capture); a failed query counts as capturing.
+fn capturing_per_driver(context: &Context, raw: sys::CUstream) -> bool {
+    if context.bind_to_thread().is_err() {
+        return true;
+    }
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    // SAFETY: writes one enum value; the stream is alive (its handle is not destroyed yet).
+    let queried = unsafe { driver::stream::is_capturing(raw, &mut status) };
+    queried.is_err() || status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
 }
 
 /// Ends the capture of a stream dropped while capturing (N11): the partial graph is
