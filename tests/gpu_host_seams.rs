@@ -104,6 +104,54 @@ fn p2_an_allocation_on_a_capturing_stream_is_refused_and_nothing_escapes() {
     assert_eq!(&before.to_vec().unwrap()[..4], &[0, 1, 2, 3]);
 }
 
+/// P2 across threads: one thread allocates on a stream (`zeroed_async`) while another keeps
+/// capturing it. Each allocation is either refused or an ordinary, zeroed buffer: a capture
+/// cannot begin between the check and the allocation (the stream's capture gate), which
+/// would make the buffer a graph allocation that escapes (its read-back then fails, as in the
+/// audit's `capture_alloc`).
+#[test]
+fn p2_a_capture_begun_on_another_thread_never_slips_between_the_check_and_the_allocation() {
+    let Some(context) = own_context("p2_a_capture_begun_on_another_thread_never_slips_between_the_check_and_the_allocation") else { return };
+    load_kernels(&context);
+    let stream = Stream::non_blocking(&context).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let capturer = {
+        let (stream, stop) = (stream.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut captures = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                stream.capture(|_| Ok(())).expect("an empty capture failed");
+                captures += 1;
+                // Gaps between the captures, so that some allocations get through.
+                std::thread::sleep(Duration::from_micros(20));
+            }
+            captures
+        })
+    };
+    // Kept, and read only once the captures are over: a read while the stream is captured
+    // would have to wait for it, which a capture does not allow.
+    let mut buffers = Vec::new();
+    let mut refused = 0u32;
+    for _ in 0..3000 {
+        match DeviceBuffer::<u32>::zeroed_async(&stream, 1024) {
+            Ok(buffer) => buffers.push(buffer),
+            Err(Error::AllocationInCapture { .. }) => refused += 1,
+            Err(other) => panic!("zeroed_async beside a capture failed otherwise: {other}"),
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let captures = capturer.join().unwrap();
+    println!("p2 threads: {} allocations, {refused} refused during {captures} captures", buffers.len());
+    assert!(!buffers.is_empty(), "no allocation got through: the test shows nothing");
+    stream.synchronize().unwrap();
+    for buffer in &buffers {
+        let back = buffer.to_vec().expect("a buffer allocated beside a capture cannot be read: it escaped the capture");
+        assert!(back.iter().all(|&v| v == 0), "a buffer allocated beside a capture was not zeroed");
+    }
+    drop(buffers);
+    context.synchronize().unwrap();
+}
+
 /// P3, read side: a ferrocuda kernel reads a cudarc slice behind 300 ms of other work, and
 /// the lent slice is leaked with `mem::forget`. The scope still orders cudarc's later
 /// overwrite of the slice after the kernel (the old guard's ordering lived in its `Drop`:

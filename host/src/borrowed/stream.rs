@@ -132,6 +132,8 @@ impl Stream {
     /// # Safety
     /// `event` is a live event of this stream's context (or of a peer context).
     pub unsafe fn wait_raw_event(&self, event: sys::CUevent) -> Result<()> {
+        // As `Stream::wait_event`: a wait may join a capture (P2).
+        let _gate = self.capture_gate_exclusive();
         // Through the door with no memory: a wait orders streams and touches none.
         // SAFETY: the stream is alive; `event` per the caller's contract; flags must be 0.
         self.enqueue("Stream::wait_raw_event", &[], |ours| Ok(unsafe { driver::stream::wait_event(ours.get(), event, 0) }?))

@@ -129,8 +129,14 @@ impl<T: Pod> DeviceBuffer<T> {
     /// allocation would be a graph node whose memory exists only while the graph runs.
     /// Allocate before the capture.
     pub fn zeroed_async(stream: &Stream, len: usize) -> Result<Self> {
+        // No capture may begin on `stream` (another thread's `begin_capture`) between the
+        // check in `allocate` and the zeroing: both would be recorded into the graph.
+        let gate = stream.capture_gate();
         let mut buffer = Self::allocate(stream, len, "DeviceBuffer::zeroed_async")?;
-        buffer.zero_async(stream)?;
+        let zeroed = buffer.zero_async(stream);
+        // Before a failed buffer's drop, whose release takes the gate again.
+        drop(gate);
+        zeroed?;
         Ok(buffer)
     }
 

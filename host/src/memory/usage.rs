@@ -360,11 +360,17 @@ fn release_blocked(mut used: impl Iterator<Item = bool>, free_on: bool) -> bool 
 /// So does a stream captured by someone ferrocuda does not know of (another library's
 /// capture of a borrowed stream): a free queued there would become a node of their graph.
 pub(crate) fn release(context: &Context, ptr: u64, streams: UsedStreams, pooled: bool) {
-    let Ok(streams) = streams.resolve(context) else { return };
+    let Ok(mut streams) = streams.resolve(context) else { return };
     if context.bind_to_thread().is_err() {
         return;
     }
-    if involves_capture(context, &streams) {
+    // No capture may begin on these streams between the check below and the free (another
+    // thread's `begin_capture`): the free, or a wait recorded for it, would join the graph.
+    // Each stream once (a second shared lock of one gate could wait behind a writer).
+    let own = free_stream(context, &streams);
+    streams.retain(|s| !s.same_as(&own));
+    let _gates: Vec<_> = streams.iter().chain(std::iter::once(&own)).map(Stream::capture_gate).collect();
+    if release_blocked(streams.iter().map(Stream::is_capturing_now), own.is_capturing_now()) {
         eprintln!(
             "ferrocuda: a DeviceBuffer was dropped while a stream that used it is captured into a graph outside ferrocuda's \
              knowledge (another library's capture of a borrowed stream); its memory is leaked rather than freed into that graph"
@@ -373,7 +379,6 @@ pub(crate) fn release(context: &Context, ptr: u64, streams: UsedStreams, pooled:
     }
     if pooled {
         // Free on a stream of the buffer's own context (the legacy one if none used it).
-        let own = free_stream(context, &streams);
         for other in &streams {
             if own.wait_for(other).is_err() && other.host_wait().is_err() {
                 return;
@@ -383,7 +388,7 @@ pub(crate) fn release(context: &Context, ptr: u64, streams: UsedStreams, pooled:
         // stream that used the buffer (waited for above), on a stream no capture records.
         let _ = own.enqueue("cuMemFreeAsync", &[], |stream| Ok::<_, Error>(unsafe { crate::driver::memory::free_async(ptr, stream.get()) }?));
     } else {
-        for stream in &streams {
+        for stream in streams.iter().chain(std::iter::once(&own)) {
             if stream.host_wait().is_err() {
                 return;
             }

@@ -7,7 +7,7 @@
 use std::ffi::c_void;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use cudarc::driver::sys;
@@ -46,6 +46,11 @@ struct StreamInner {
     /// True while [`Stream::begin_capture`] is capturing it: buffer tracking then stays out of
     /// the way (captured work runs later, when the graph is launched).
     capturing: AtomicBool,
+    /// Held (shared) by work whose capture check must still hold when it is queued (an
+    /// allocation, a buffer's free), and exclusively by what can make this stream start
+    /// capturing (`begin_capture`, a wait on an event, which may join another capture): so
+    /// another thread cannot begin a capture between the check and the work (P2).
+    capture_gate: RwLock<()>,
     /// The context's mark of postponed releases when the running capture began
     /// (`Context::deferred_mark`): what was dropped during it, for [`Error::CaptureFailed`].
     capture_mark: AtomicU64,
@@ -128,6 +133,7 @@ impl Stream {
             with_legacy,
             capturing: AtomicBool::new(false),
             capture_mark: AtomicU64::new(0),
+            capture_gate: RwLock::new(()),
             tail: OnceLock::new(),
             _keep_alive: keep_alive,
         };
@@ -229,6 +235,19 @@ impl Stream {
 
     /// Refuses a stream-ordered allocation on this stream while it is captured (P2): the
     /// driver would make it a graph allocation ([`Error::AllocationInCapture`]).
+    /// Keeps this stream from starting to capture (through ferrocuda) while the guard lives:
+    /// taken around a capture check and the work that relies on it (P2). Take the gates of
+    /// several streams only in one go, for distinct streams, and never [`Stream::wait_event`]
+    /// on a stream whose gate this thread holds.
+    pub(crate) fn capture_gate(&self) -> RwLockReadGuard<'_, ()> {
+        self.inner.capture_gate.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The exclusive side of [`Stream::capture_gate`]: what may make this stream capture.
+    pub(crate) fn capture_gate_exclusive(&self) -> RwLockWriteGuard<'_, ()> {
+        self.inner.capture_gate.write().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// The legacy default stream is never captured: an allocation there during a capture of
     /// a stream ordered with it is the driver's to refuse (it invalidates that capture; it
     /// cannot escape it).
@@ -381,6 +400,7 @@ impl Stream {
     /// captured, and synchronous copies on it would invalidate a capture on a stream ordered
     /// with it.
     pub fn begin_capture(&self) -> Result<()> {
+        let _gate = self.capture_gate_exclusive();
         self.context().bind_to_thread()?;
         // Taken before the capture begins: every release postponed for it comes after.
         let mark = self.context().deferred_mark();
