@@ -104,11 +104,15 @@ fn run() -> Result<()> {
 /// ferrocuda kernel there; returns the device addresses the kernel received.
 fn ferrocuda_rms_norm(stream: &Arc<CudaStream>, x: &CudaSlice<f32>, w: &CudaSlice<f32>, out: &mut CudaSlice<f32>, rows: usize) -> Result<[u64; 3]> {
     let ferro_stream = borrowed::cudarc::stream(stream).map_err(|e| e.to_string())?;
-    let xs = borrowed::cudarc::slice(x, stream).map_err(|e| e.to_string())?;
-    let ws = borrowed::cudarc::slice(w, stream).map_err(|e| e.to_string())?;
-    let mut outs = borrowed::cudarc::slice_mut(out, stream).map_err(|e| e.to_string())?;
-    rms_norm::launch(&ferro_stream, rows_config(rows), &*xs, &*ws, &mut *outs, rows as u32, EPS).map_err(|e| e.to_string())?;
-    Ok([xs.device_ptr(), ws.device_ptr(), outs.device_ptr()])
+    // The scope orders candle's later work on these slices after the launch when it ends.
+    borrowed::cudarc::scope(|scope| {
+        let xs = scope.slice(x, stream)?;
+        let ws = scope.slice(w, stream)?;
+        let mut outs = scope.slice_mut(out, stream)?;
+        rms_norm::launch(&ferro_stream, rows_config(rows), &xs, &ws, &mut outs, rows as u32, EPS)?;
+        Ok::<_, ferrocuda::Error>([xs.device_ptr(), ws.device_ptr(), outs.device_ptr()])
+    })
+    .map_err(|e| e.to_string())
 }
 
 /// candle's own RMSNorm kernel, launched as `candle_nn::ops::rms_norm` launches it: one block

@@ -8,7 +8,8 @@
 //! kernels of audit findings U1/U2 (`stale_read`, `count_plain`, non-`Pod` elements) and the
 //! ways around the output model that must not compile. `cublas/`: GEMM element-type pairings
 //! cuBLAS does not support, TF32 for non-`f32` inputs, a bias of another type than the output,
-//! the output passed as an input or as the bias.
+//! the output passed as an input or as the bias. `borrowed/`: a slice lent by the cudarc
+//! adapter's scope kept past the scope, its guard form without `unsafe` (P3).
 //!
 //! # What is compared (issue 28)
 //!
@@ -26,7 +27,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// The case folders under `tests/compile_fail/`.
-const GROUPS: &[&str] = &["launch", "kernel", "kernel_model", "cublas"];
+const GROUPS: &[&str] = &["launch", "kernel", "kernel_model", "cublas", "borrowed"];
 
 #[test]
 fn compile_fail() {

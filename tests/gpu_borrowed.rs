@@ -128,15 +128,15 @@ fn the_cudarc_adapter_honours_cudarcs_events_across_streams() {
     for _ in 0..20 {
         a.memcpy_dtod(&fours, &mut x).unwrap(); // cudarc records x's write event on A
     }
-    {
-        let stream = borrowed::cudarc::stream(&b).unwrap();
-        let xs = borrowed::cudarc::slice(&x, &b).unwrap(); // B waits for x's write event
-        let mut ys = borrowed::cudarc::slice_mut(&mut y, &b).unwrap();
+    let stream = borrowed::cudarc::stream(&b).unwrap();
+    borrowed::cudarc::scope(|scope| {
+        let xs = scope.slice(&x, &b).unwrap(); // B waits for x's write event
+        let mut ys = scope.slice_mut(&mut y, &b).unwrap();
         assert_eq!(raw_of(ys.home()), b.cu_stream());
         for _ in 0..5 {
-            saxpy::launch(&stream, LaunchConfig::for_elements(N, 256), 0.5, &*xs, &mut *ys).unwrap();
+            saxpy::launch(&stream, LaunchConfig::for_elements(N, 256), 0.5, &xs, &mut ys).unwrap();
         }
-    } // cudarc records y's write event and x's read event on B
+    }); // cudarc records y's write event and x's read event on B
     let back = a.clone_dtoh(&y).unwrap(); // A waits for y's write event
     assert!(back.iter().all(|&v| v == 10.0), "y[0] = {}, y[N-1] = {} (expected 5 x 0.5 x 4)", back[0], back[N - 1]);
 }

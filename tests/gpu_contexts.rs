@@ -194,7 +194,12 @@ fn after_a_kernel_fault_starting_over_works_or_says_why_not() {
         // The fault was a device panic, so the sticky error carries its record.
         assert!(matches!(&after, Error::KernelPanic { source, .. } if source.is_sticky()), "{after:?}");
 
-        let refused = context.clone().recover().unwrap_err();
+        // P6: the primary context may be other libraries' too: `recover` never resets it.
+        let shared = context.clone().recover().unwrap_err();
+        println!("RECOVER OF THE PRIMARY CONTEXT: {shared}");
+        assert!(matches!(shared, Error::SharedContextNotReset { .. }), "{shared:?}");
+        // SAFETY: nothing but ferrocuda uses the primary context in this child process.
+        let refused = unsafe { context.clone().reset_primary() }.unwrap_err();
         println!("RECOVER WITH HANDLES ALIVE: {refused}");
         assert!(matches!(refused, Error::ContextStillInUse { .. }), "{refused:?}");
 
@@ -203,7 +208,8 @@ fn after_a_kernel_fault_starting_over_works_or_says_why_not() {
         unsafe { sys::cuCtxSetCurrent(std::ptr::null_mut()) };
         report("CREATED CONTEXT AFTER FAULT, UNBOUND", Context::create(0, SchedulePolicy::Auto).and_then(|c| saxpy_works_in(&c)));
         drop((x, out, stream));
-        report("RECOVERED PRIMARY", context.recover().and_then(|c| saxpy_works_in(&c)));
+        // SAFETY: as above.
+        report("RECOVERED PRIMARY", unsafe { context.reset_primary() }.and_then(|c| saxpy_works_in(&c)));
         report("CREATED CONTEXT AFTER RECOVER", Context::create(0, SchedulePolicy::Auto).and_then(|c| saxpy_works_in(&c)));
         return;
     }

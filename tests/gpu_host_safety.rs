@@ -369,7 +369,9 @@ fn s3_child() {
         };
         bound_rx.recv().unwrap();
         std::thread::sleep(Duration::from_micros(200));
-        match context.recover() {
+        // SAFETY: nothing but ferrocuda uses the primary context in this test process (no
+        // cudarc, runtime or library handle lives in it).
+        match unsafe { context.reset_primary() } {
             Ok(fresh) => {
                 recovered += 1;
                 drop(fresh);

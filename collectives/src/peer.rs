@@ -55,9 +55,18 @@ struct Shared {
 impl Drop for Shared {
     fn drop(&mut self) {
         // A rank's buffers are read by every other GPU's kernels: wait for all GPUs before any
-        // buffer is freed (each buffer's own drop waits only for its own context).
-        for context in &self.contexts {
-            let _ = context.synchronize();
+        // buffer is freed (each buffer's own drop waits only for its own context). After a
+        // reported timeout (a peer kernel that never ends) that wait would hang for good (P12),
+        // and a failed one (a capture still running, a fault) leaves peers' kernels perhaps
+        // running: then leave everything to the process's exit instead of freeing it.
+        let all_done = !self.contexts.iter().any(Context::timed_out) && self.contexts.iter().all(|context| context.synchronize().is_ok());
+        if !all_done {
+            std::mem::take(&mut self.staging).into_iter().for_each(std::mem::forget);
+            std::mem::take(&mut self.flags).into_iter().for_each(std::mem::forget);
+            std::mem::take(&mut self.tables).into_iter().for_each(std::mem::forget);
+            std::mem::take(&mut self.status).into_iter().for_each(std::mem::forget);
+            std::mem::take(&mut self.exported).into_iter().for_each(std::mem::forget);
+            return;
         }
         if self.opened.is_empty() && self.peers_done {
             return;

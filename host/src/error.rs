@@ -333,6 +333,72 @@ pub enum Error {
         /// The `&StoreMap` parameter.
         parameter: &'static str,
     },
+    /// A stream-ordered allocation on a stream that is being captured into a graph (P2): the
+    /// driver would record a graph allocation node whose memory exists only while the graph
+    /// runs, so the buffer would point at unmapped memory once the capture ends.
+    #[error(
+        "{operation}: cannot allocate device memory on a stream that is being captured into a graph: inside a capture the \
+         driver records a graph allocation whose memory exists only while the graph runs, so the buffer would escape the \
+         capture pointing at unmapped memory. Allocate the buffer before `begin_capture`/`capture` and use it inside"
+    )]
+    AllocationInCapture {
+        /// The allocating call (`DeviceBuffer::zeroed_async`, ...).
+        operation: &'static str,
+    },
+    /// A context-wide synchronisation while a stream capture of the context is still running
+    /// (P5): the driver refuses it for the whole capture.
+    #[error(
+        "{operation}: {captures} stream capture(s) of this context are still running, and the driver refuses to synchronise \
+         a context during a capture. End each capture (`Stream::end_capture`, or drop the stream) first; prefer \
+         `Stream::capture`, which always ends it. A capturing `Stream` leaked with `mem::forget` (or in an `Rc` cycle) \
+         keeps its capture running for the life of the context: synchronise its other streams one by one instead"
+    )]
+    CaptureInProgress {
+        /// What was refused.
+        operation: &'static str,
+        /// How many captures run in the context.
+        captures: usize,
+    },
+    /// [`Context::recover`](crate::Context::recover) on a device's primary context, which
+    /// other libraries of the process may use (P6).
+    #[error(
+        "Context::recover does not reset the primary context of device {device}: other libraries in this process (cudarc, \
+         candle, PyTorch, the CUDA runtime) may use it, and a reset destroys their streams and memory under them. Use \
+         `Context::create` for a context you can start over; if you know nothing else uses the primary context, \
+         `unsafe {{ context.reset_primary() }}` resets it"
+    )]
+    SharedContextNotReset {
+        /// The device ordinal.
+        device: usize,
+    },
+    /// [`Context::set_limit`](crate::Context::set_limit) lowering a limit of a context that
+    /// other libraries may use (the primary context, or one borrowed from another library).
+    #[error(
+        "Context::set_limit would lower {limit:?} from {current} to {requested} bytes in a context other libraries may use \
+         (the primary context, or a borrowed one): their kernels may need the current value. Raise limits only, use a \
+         context of your own (`Context::create`), or call `unsafe {{ context.set_limit_unchecked(..) }}`"
+    )]
+    SharedLimitLowered {
+        /// The limit.
+        limit: crate::Limit,
+        /// Its value now.
+        current: usize,
+        /// The value asked for.
+        requested: usize,
+    },
+    /// A wait that an earlier timeout already reported as hopeless (P12): after
+    /// [`Stream::synchronize_timeout`](crate::Stream::synchronize_timeout) gave up on work of
+    /// this context, releases and host waits no longer block on work that is still running.
+    #[error(
+        "{operation}: work of this context that `Stream::synchronize_timeout` reported as still running has not finished, so \
+         this does not wait for it (it might never end). What needed the wait is left as it is (memory is leaked, not \
+         freed under the GPU). Call `Context::synchronize()` to wait for the work for good (it clears the timeout), or end \
+         the process"
+    )]
+    WorkStillRunning {
+        /// What did not wait.
+        operation: &'static str,
+    },
     /// A handle or allocation borrowed from another library (`ferrocuda_host::borrowed`) does
     /// not fit what it was borrowed as (wrong context, misaligned, too short, ...).
     #[error("{problem}")]

@@ -100,6 +100,9 @@ impl Stream {
     /// Makes later work on this stream wait until `event` (recorded on any stream of the same
     /// context, or of a peer) has completed. The host does not wait.
     pub fn wait_event(&self, event: &Event) -> Result<()> {
+        // Waiting on an event recorded in a capture joins this stream to it: not while another
+        // thread checks this stream for captures (P2).
+        let _gate = self.capture_gate_exclusive();
         let event = event.raw;
         // SAFETY: both handles are alive; flags must be 0 (CU_EVENT_WAIT_DEFAULT).
         self.enqueue("cuStreamWaitEvent", &[], |s| Ok(unsafe { driver::stream::wait_event(s.get(), event, 0) }?))

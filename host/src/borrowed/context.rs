@@ -37,6 +37,8 @@ impl<'a> BorrowedContext<'a> {
     /// `raw` is a live CUDA context, and its owner neither destroys nor resets it (nor, for a
     /// primary context, resets the device's primary context) before the returned value and
     /// everything made in it through ferrocuda are dropped.
+    /// A leaked value (`mem::forget`) never drops, and never checks that nothing made in the
+    /// context survives: the owner must then never destroy or reset the context.
     pub unsafe fn new(raw: sys::CUcontext) -> Result<Self> {
         // SAFETY: forwarded (`raw` is live).
         let context = unsafe { adopt(raw, None) }?;

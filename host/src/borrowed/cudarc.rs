@@ -8,25 +8,35 @@
 //! let x = cu_stream.clone_htod(&[1.0f32; 1024])?;
 //! let mut y = cu_stream.alloc_zeros::<f32>(1024)?;
 //! let stream = borrowed::cudarc::stream(&cu_stream)?;            // the same CUstream
-//! let (xs, mut ys) = (borrowed::cudarc::slice(&x, &cu_stream)?, borrowed::cudarc::slice_mut(&mut y, &cu_stream)?);
-//! saxpy::launch(&stream, LaunchConfig::for_elements(1024, 256), 2.0, &*xs, &mut *ys)?;
-//! drop((xs, ys)); // cudarc's events now cover the launch: cudarc may use x and y again
+//! borrowed::cudarc::scope(|scope| {
+//!     let (xs, mut ys) = (scope.slice(&x, &cu_stream)?, scope.slice_mut(&mut y, &cu_stream)?);
+//!     saxpy::launch(&stream, LaunchConfig::for_elements(1024, 256), 2.0, &xs, &mut ys)
+//! })?; // cudarc's events now cover the launch: cudarc may use x and y again
 //! ```
 //!
 //! cudarc keeps a read and a write event per slice when its context tracks events on several
 //! streams ([`CudaContext::is_managing_stream_synchronization`](cudarc::driver::CudaContext::is_managing_stream_synchronization)).
-//! [`slice()`] and [`slice_mut()`] go through cudarc's own `DevicePtr::device_ptr` /
+//! [`Scope::slice`] and [`Scope::slice_mut`] go through cudarc's own `DevicePtr::device_ptr` /
 //! `DevicePtrMut::device_ptr_mut` on the stream you name: that stream first waits for the
-//! slice's earlier writes (and reads, for a write), and when the borrow ends, after the stream
-//! waited for ferrocuda's work on the slice (see [`BorrowedSlice`]), cudarc records the
-//! slice's read (write) event there, so cudarc's later work on any stream waits for ours.
+//! slice's earlier writes (and reads, for a write), and when the [`scope()`] ends, after the
+//! stream waited for ferrocuda's work on the slice, cudarc records the slice's read (write)
+//! event there, so cudarc's later work on any stream waits for ours.
+//!
+//! Why a scope and not a guard (P3): a guard's `Drop` can be skipped by safe code
+//! (`mem::forget`), and the ordering above would then never happen while cudarc's borrow of
+//! the slice had ended. The scope performs it in its own frame after the closure, so it
+//! happens whatever the closure does with what it was lent. The guard forms [`slice()`] and
+//! [`slice_mut()`] remain, `unsafe`, with "drop the guard" as their contract.
 
+use std::cell::RefCell;
+use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
 use bytemuck::Pod;
 use cudarc::driver::{CudaContext, CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop};
 
+use super::view::order_home_after;
 use super::{BorrowedSlice, BorrowedSliceMut, problem};
 use crate::context::Context;
 use crate::error::Result;
@@ -57,8 +67,98 @@ pub fn stream_in(context: &Context, stream: &Arc<CudaStream>) -> Result<Stream> 
     unsafe { Stream::from_raw(context, stream.cu_stream(), stream.clone()) }
 }
 
-/// A cudarc slice borrowed for reading: dereferences to a [`BorrowedSlice`] (pass `&*borrow`
-/// to a `&[T]` kernel parameter). Dropping it orders cudarc's later work after ferrocuda's.
+/// Lends cudarc slices to ferrocuda work inside `body`, and orders cudarc's later work on them
+/// after ferrocuda's when `body` returns or unwinds (P3).
+///
+/// ```ignore
+/// borrowed::cudarc::scope(|scope| {
+///     let xs = scope.slice(&x, &cu_stream)?;            // cudarc's earlier writes first
+///     let mut ys = scope.slice_mut(&mut y, &cu_stream)?;
+///     saxpy::launch(&stream, LaunchConfig::for_elements(n, 256), 2.0, &xs, &mut ys)
+/// })?; // here cu_stream waits for the launch and cudarc records x's and y's events on it
+/// ```
+///
+/// The ordering is done by `scope` itself, after `body`, not by the values `body` gets: it
+/// happens even if those are leaked (`mem::forget`, an `Rc` cycle) or `body` panics. Nothing
+/// lent escapes `body` (the lent values borrow the scope, as with `std::thread::scope`), and
+/// the cudarc slices stay borrowed until `scope` returns, so cudarc's safe API cannot touch
+/// them while ferrocuda's work is unordered with it.
+pub fn scope<'env, R>(body: impl for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> R) -> R {
+    let scope = Scope { lent: RefCell::new(Vec::new()), _scope: PhantomData, _env: PhantomData };
+    // Runs on return and on unwind alike: a local of this frame, out of `body`'s reach.
+    struct OrderOnExit<'s, 'scope, 'env>(&'s Scope<'scope, 'env>);
+    impl Drop for OrderOnExit<'_, '_, '_> {
+        fn drop(&mut self) {
+            // Each lent slice: the home stream waits for ferrocuda's work on it, then cudarc
+            // records the slice's event there (dropping its `SyncOnDrop`).
+            for Lent { usage, home, cudarc } in self.0.lent.borrow_mut().drain(..) {
+                order_home_after(&home, &usage);
+                drop(cudarc);
+            }
+        }
+    }
+    let exit = OrderOnExit(&scope);
+    let result = body(exit.0);
+    drop(exit);
+    result
+}
+
+/// The scope of [`scope()`]: lends cudarc slices for `'scope` (see there).
+pub struct Scope<'scope, 'env: 'scope> {
+    lent: RefCell<Vec<Lent<'env>>>,
+    /// Invariant in both lifetimes, as `std::thread::Scope` is: nothing lent outlives the scope.
+    _scope: PhantomData<&'scope mut &'scope ()>,
+    _env: PhantomData<&'env mut &'env ()>,
+}
+
+/// One lent slice: its tracking, its home stream, and cudarc's pending event record.
+struct Lent<'env> {
+    usage: Arc<crate::memory::usage::BufferUsage>,
+    home: Stream,
+    cudarc: SyncOnDrop<'env>,
+}
+
+impl<'scope, 'env> Scope<'scope, 'env> {
+    /// Lends `slice` (a `CudaSlice<T>`, or a `CudaView` / `CudaViewMut` of part of one) to be
+    /// read by ferrocuda work until the scope ends, with `on` (a stream of the slice's context,
+    /// usually `slice.stream()`) as its home stream: `on` first waits for cudarc's earlier
+    /// writes of the slice, and when the scope ends it waits for ferrocuda's work on it and
+    /// cudarc records the slice's read event there.
+    pub fn slice<T: Pod, S: DevicePtr<T>>(&'scope self, slice: &'env S, on: &'env Arc<CudaStream>) -> Result<BorrowedSlice<'scope, T>> {
+        let home = stream(on)?;
+        let len = slice.len();
+        let (ptr, sync) = slice.device_ptr(on);
+        // SAFETY: the slice is borrowed shared for 'env, which outlives the scope, so cudarc's
+        // safe API cannot write or free it before the scope ends; cudarc's earlier writes are
+        // ordered before `on` (device_ptr above), so the range holds initialised `T`s (`Pod`)
+        // of a live allocation. The value may be leaked: the scope, not its drop, orders the
+        // owner after ferrocuda's work (the `Lent` below, performed by `scope`).
+        let borrowed = unsafe { BorrowedSlice::with_home(home, ptr, len) }?;
+        let (usage, home) = borrowed.shared();
+        self.lent.borrow_mut().push(Lent { usage, home, cudarc: sync });
+        Ok(borrowed)
+    }
+
+    /// Lends `slice` (a `CudaSlice<T>` or a `CudaViewMut` of part of one) to be written by
+    /// ferrocuda work until the scope ends, with `on` as its home stream (see
+    /// [`Scope::slice`]; `on` first waits for cudarc's earlier reads and writes of it).
+    pub fn slice_mut<T: Pod, S: DevicePtrMut<T>>(&'scope self, slice: &'env mut S, on: &'env Arc<CudaStream>) -> Result<BorrowedSliceMut<'scope, T>> {
+        let home = stream(on)?;
+        let len = slice.len();
+        let (ptr, sync) = slice.device_ptr_mut(on);
+        // SAFETY: as in `slice`, and the slice is borrowed exclusively for 'env, so nothing
+        // else reaches it before the scope ends; its earlier reads and writes are ordered
+        // before `on`.
+        let borrowed = unsafe { BorrowedSliceMut::with_home(home, ptr, len) }?;
+        let (usage, home) = borrowed.shared();
+        self.lent.borrow_mut().push(Lent { usage, home, cudarc: sync });
+        Ok(borrowed)
+    }
+}
+
+/// A cudarc slice borrowed for reading by [`slice()`] (`unsafe`): dereferences to a
+/// [`BorrowedSlice`]. Dropping it orders cudarc's later work after ferrocuda's; [`scope()`]
+/// is the safe way, which does not rest on a drop.
 pub struct CudaRead<'a, T> {
     // Dropped first: the home stream waits for ferrocuda's work ...
     slice: BorrowedSlice<'a, T>,
@@ -66,8 +166,8 @@ pub struct CudaRead<'a, T> {
     _cudarc: SyncOnDrop<'a>,
 }
 
-/// A cudarc slice borrowed for writing: dereferences to a [`BorrowedSliceMut`] (pass
-/// `&mut *borrow` to an output kernel parameter).
+/// A cudarc slice borrowed for writing by [`slice_mut()`] (`unsafe`): dereferences to a
+/// [`BorrowedSliceMut`] (pass `&mut *borrow` to an output kernel parameter).
 pub struct CudaWrite<'a, T> {
     slice: BorrowedSliceMut<'a, T>,
     _cudarc: SyncOnDrop<'a>,
@@ -75,21 +175,31 @@ pub struct CudaWrite<'a, T> {
 
 /// Borrows `slice` (a `CudaSlice<T>`, or a `CudaView` / `CudaViewMut` of part of one) to be
 /// read by ferrocuda work, with `on` (a stream of the slice's context, usually
-/// `slice.stream()`) as its home stream.
-pub fn slice<'a, T: Pod, S: DevicePtr<T>>(slice: &'a S, on: &'a Arc<CudaStream>) -> Result<CudaRead<'a, T>> {
+/// `slice.stream()`) as its home stream, until the guard drops. Prefer [`scope()`].
+///
+/// # Safety
+/// The guard is dropped, not leaked (`mem::forget`, an `Rc` cycle, a `Box::leak`): its drop
+/// is what orders cudarc's later work on the slice (a write, a free) after the ferrocuda work
+/// that read it (P3). Leaked, cudarc may overwrite the slice while a kernel still reads it.
+pub unsafe fn slice<'a, T: Pod, S: DevicePtr<T>>(slice: &'a S, on: &'a Arc<CudaStream>) -> Result<CudaRead<'a, T>> {
     let home = stream(on)?;
     let len = slice.len();
     let (ptr, sync) = slice.device_ptr(on);
     // SAFETY: the slice (or view) is borrowed shared for 'a, so cudarc's safe API cannot
     // write it meanwhile or free it; cudarc's earlier writes are ordered before `on` (device_ptr above),
-    // so the range holds initialised `T`s (`Pod`) of a live allocation.
+    // so the range holds initialised `T`s (`Pod`) of a live allocation; the guard drops
+    // (the caller's contract), ordering the owner after our work.
     let slice = unsafe { BorrowedSlice::with_home(home, ptr, len) }?;
     Ok(CudaRead { slice, _cudarc: sync })
 }
 
 /// Borrows `slice` (a `CudaSlice<T>` or a `CudaViewMut` of part of one) to be written by
-/// ferrocuda work, with `on` as its home stream (see [`slice()`]).
-pub fn slice_mut<'a, T: Pod, S: DevicePtrMut<T>>(slice: &'a mut S, on: &'a Arc<CudaStream>) -> Result<CudaWrite<'a, T>> {
+/// ferrocuda work, with `on` as its home stream (see [`slice()`]). Prefer [`scope()`].
+///
+/// # Safety
+/// As for [`slice()`]: the guard is dropped, not leaked. Leaked, cudarc may read the slice
+/// before a kernel finished writing it, or free it under the kernel.
+pub unsafe fn slice_mut<'a, T: Pod, S: DevicePtrMut<T>>(slice: &'a mut S, on: &'a Arc<CudaStream>) -> Result<CudaWrite<'a, T>> {
     let home = stream(on)?;
     let len = slice.len();
     let (ptr, sync) = slice.device_ptr_mut(on);

@@ -50,6 +50,12 @@ impl<'a> BorrowedStream<'a> {
     /// # Safety
     /// `raw` is a live stream (or one of the default stream handles), and its owner does not
     /// destroy it before the returned value drops.
+    ///
+    /// The owner's stream is ordered after the work queued through this value only when it
+    /// drops. Leaked (`mem::forget`, an `Rc` cycle), it never drops: the owner's later work on
+    /// its stream is then not ordered after ours, and memory that work shares with ours (a
+    /// [`BorrowedSlice`](super::BorrowedSlice) whose home is this value) must be ordered by
+    /// the owner with events, as the slice's own contract says.
     pub unsafe fn new(context: &'a Context, raw: sys::CUstream) -> Result<Self> {
         if let Some(stream) = default_stream(context, raw) {
             return Ok(BorrowedStream { stream, handle: raw, owner: None, _owner: PhantomData });
@@ -126,6 +132,8 @@ impl Stream {
     /// # Safety
     /// `event` is a live event of this stream's context (or of a peer context).
     pub unsafe fn wait_raw_event(&self, event: sys::CUevent) -> Result<()> {
+        // As `Stream::wait_event`: a wait may join a capture (P2).
+        let _gate = self.capture_gate_exclusive();
         // Through the door with no memory: a wait orders streams and touches none.
         // SAFETY: the stream is alive; `event` per the caller's contract; flags must be 0.
         self.enqueue("Stream::wait_raw_event", &[], |ours| Ok(unsafe { driver::stream::wait_event(ours.get(), event, 0) }?))

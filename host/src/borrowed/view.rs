@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use bytemuck::Pod;
 use cudarc::driver::sys;
@@ -36,7 +37,9 @@ pub struct BorrowedSliceMut<'a, T> {
 struct Borrowed {
     ptr: u64,
     len: usize,
-    usage: BufferUsage,
+    /// Shared with a [`cudarc::Scope`](super::cudarc::Scope) that lent the memory: the scope
+    /// orders the owner after ferrocuda's work when it ends, even if this value was leaked.
+    usage: Arc<BufferUsage>,
     home: Stream,
 }
 
@@ -54,6 +57,11 @@ impl<'a, T: Pod> BorrowedSlice<'a, T> {
     /// one its kernels may access), which is not freed, and which nobody writes except through
     /// work ordered with ferrocuda's use: queued on `home` before this call, or after this
     /// value drops (on `home`, or after waiting for it), or ordered with events.
+    ///
+    /// Forgetting the value (`mem::forget`, an `Rc` cycle) means it never drops: the owner
+    /// must then never again write (free) the memory except as ordered with events, since
+    /// the ordering that the drop queues never happens. [`cudarc::scope`](super::cudarc::scope)
+    /// lends cudarc memory without this contract.
     pub unsafe fn new(home: &'a Stream, ptr: u64, len: usize) -> Result<Self> {
         Ok(BorrowedSlice { memory: Borrowed::new::<T>(home.clone(), ptr, len)?, _owner: PhantomData })
     }
@@ -142,6 +150,20 @@ macro_rules! common {
 common!(BorrowedSlice);
 common!(BorrowedSliceMut);
 
+impl<T> BorrowedSlice<'_, T> {
+    #[cfg_attr(not(feature = "cudarc"), allow(dead_code))]
+    pub(super) fn shared(&self) -> (Arc<BufferUsage>, Stream) {
+        self.memory.shared()
+    }
+}
+
+impl<T> BorrowedSliceMut<'_, T> {
+    #[cfg_attr(not(feature = "cudarc"), allow(dead_code))]
+    pub(super) fn shared(&self) -> (Arc<BufferUsage>, Stream) {
+        self.memory.shared()
+    }
+}
+
 // SAFETY: as for `DeviceRead`; exclusive for the borrow (the constructor's contract), and the
 // `&mut self` borrow keeps every other view of it out while the argument lives.
 unsafe impl<T> DeviceWrite<T> for BorrowedSliceMut<'_, T> {
@@ -158,20 +180,37 @@ impl Borrowed {
         if bytes > 0 {
             check_range(&home, ptr, bytes, std::mem::align_of::<T>(), std::any::type_name::<T>())?;
         }
-        let usage = BufferUsage::new(home.context(), home.clone());
+        let usage = Arc::new(BufferUsage::new(home.context(), home.clone()));
         Ok(Borrowed { ptr, len, usage, home })
+    }
+}
+
+impl Borrowed {
+    /// The record of ferrocuda's work on the memory and the home stream, for a scope that
+    /// orders the owner after it ([`order_home_after`]).
+    #[cfg_attr(not(feature = "cudarc"), allow(dead_code))] // used by the cudarc adapter
+    fn shared(&self) -> (Arc<BufferUsage>, Stream) {
+        (self.usage.clone(), self.home.clone())
+    }
+}
+
+/// Makes the owner's later work on `home` wait for everything ferrocuda queued on the memory
+/// `usage` tracks (the host waits instead where a wait cannot be queued).
+pub(super) fn order_home_after(home: &Stream, usage: &BufferUsage) {
+    for stream in usage.take_streams() {
+        if home.wait_for(&stream).is_err() {
+            let _ = stream.host_wait();
+        }
     }
 }
 
 impl Drop for Borrowed {
     /// The owner's later work on its home stream waits for everything ferrocuda queued on the
-    /// memory (the host waits instead where a wait cannot be queued).
+    /// memory. The constructors' contract is written for a value that may never drop
+    /// (`mem::forget`): safe code gets borrowed memory only from a scope that does this
+    /// ordering itself when it ends ([`cudarc::scope`](super::cudarc::scope)).
     fn drop(&mut self) {
-        for stream in self.usage.take_streams() {
-            if self.home.wait_for(&stream).is_err() {
-                let _ = stream.host_wait();
-            }
-        }
+        order_home_after(&self.home, &self.usage);
     }
 }
 

@@ -15,13 +15,34 @@ impl Context {
         self.inner.capturing.load(Ordering::Acquire) > 0
     }
 
-    pub(crate) fn capture_started(&self) {
+    /// Counts a capture that began; `with_legacy`: of a stream ordered with the legacy default
+    /// stream, whose work (a free, a wait) would then invalidate the capture.
+    pub(crate) fn capture_started(&self, with_legacy: bool) {
+        if with_legacy {
+            self.inner.capturing_with_legacy.fetch_add(1, Ordering::AcqRel);
+        }
         self.inner.capturing.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// How many captures run in the context (begun through `Stream::begin_capture`).
+    pub(crate) fn captures(&self) -> usize {
+        self.inner.capturing.load(Ordering::Acquire)
+    }
+
+    /// True while work queued on the legacy default stream would invalidate a capture: one of
+    /// a stream ordered with it ([`Stream::new`](crate::Stream::new)) runs through
+    /// `Stream::begin_capture`. (Another library's capture of a stream ordered with the legacy
+    /// one is not seen: `Stream::from_raw`'s contract covers a borrowed stream's captures.)
+    pub(crate) fn legacy_blocked_by_capture(&self) -> bool {
+        self.inner.capturing_with_legacy.load(Ordering::Acquire) > 0
     }
 
     /// Called when a capture ends: once none runs any more, performs the releases postponed
     /// meanwhile (see `context::release`).
-    pub(crate) fn capture_ended(&self) {
+    pub(crate) fn capture_ended(&self, with_legacy: bool) {
+        if with_legacy {
+            self.inner.capturing_with_legacy.fetch_sub(1, Ordering::AcqRel);
+        }
         if self.inner.capturing.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.drain_deferred();
         }

@@ -4,7 +4,7 @@
 use std::any::Any;
 use std::cell::RefCell;
 use std::marker::PhantomData;
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use cudarc::driver::sys;
@@ -68,6 +68,15 @@ pub(crate) struct ContextInner {
     pub(crate) memory_pools: bool,
     /// Streams of this context being captured through `Stream::begin_capture`.
     pub(crate) capturing: AtomicUsize,
+    /// Those of them ordered with the legacy default stream (`StreamOrdering::WithLegacyDefault`).
+    pub(crate) capturing_with_legacy: AtomicUsize,
+    /// Set when `Stream::synchronize_timeout` gave up on work of this context (P12), cleared
+    /// once that work ended (its markers in `hung` completed) or a `Context::synchronize`
+    /// returned: while set, releases and teardown never block on work that is still running
+    /// (they leak instead).
+    pub(crate) timed_out: AtomicBool,
+    /// Events recorded after the work each timeout gave up on (null: none could be recorded).
+    pub(crate) hung: Mutex<Vec<Handle<sys::CUevent>>>,
     /// Releases of resources dropped while a capture was running (E1b), run when it ends.
     pub(crate) deferred: Mutex<release::Deferred>,
     /// Releases from host callbacks handed to the release thread and not yet performed.
@@ -104,6 +113,9 @@ impl ContextInner {
             embedded: Mutex::new(Vec::new()),
             memory_pools: device.supports_memory_pools().unwrap_or(false) && std::env::var_os("FERROCUDA_NO_MEMORY_POOLS").is_none(),
             capturing: AtomicUsize::new(0),
+            capturing_with_legacy: AtomicUsize::new(0),
+            timed_out: AtomicBool::new(false),
+            hung: Mutex::new(Vec::new()),
             deferred: Mutex::new(release::Deferred::default()),
             handed_off: AtomicUsize::new(0),
             captured_modules: Mutex::new(Vec::new()),
@@ -235,22 +247,98 @@ impl Context {
     /// (with the kernel's panic report when a `#[kernel]` panicked).
     ///
     /// Releases of resources dropped inside host callbacks in this context are performed
-    /// first (see [`Context::deferred_releases`]).
+    /// first (see [`Context::deferred_releases`]). Returning clears the state a
+    /// [`Stream::synchronize_timeout`](crate::Stream::synchronize_timeout) that gave up left
+    /// (P12): the work it reported has finished.
+    ///
+    /// # Errors
+    /// [`Error::CaptureInProgress`] while a stream capture of the context runs (the driver
+    /// refuses a context-wide synchronisation then): end the capture first. A capture whose
+    /// `Stream` was leaked (`mem::forget`) never ends: synchronise the other streams one by
+    /// one ([`Stream::synchronize`](crate::Stream::synchronize)) instead.
     pub fn synchronize(&self) -> Result<()> {
         if !in_host_callback() {
             self.wait_for_handed_off_releases();
             self.drain_deferred();
         }
-        self.synchronize_queued_work()
+        let captures = self.captures();
+        if captures > 0 {
+            return Err(Error::CaptureInProgress { operation: "Context::synchronize", captures });
+        }
+        self.bind_to_thread()?;
+        // SAFETY: no arguments.
+        unsafe { driver::context::synchronize() }.map_err(crate::panic_report::with_kernel_panic)?;
+        if self.inner.timed_out.load(Ordering::Acquire) {
+            self.clear_hung();
+        }
+        Ok(())
     }
 
     /// Waits for the work queued in this context (the releases' own wait: it does not wait
-    /// for the release thread, which may be the caller).
+    /// for the release thread, which may be the caller). After a reported timeout (P12) it
+    /// does not block: [`Error::WorkStillRunning`], and the release leaks what it frees.
     pub(crate) fn synchronize_queued_work(&self) -> Result<()> {
+        if self.timed_out() {
+            return Err(Error::WorkStillRunning { operation: "a release's wait for the context's work" });
+        }
         self.bind_to_thread()?;
         // SAFETY: no arguments.
         unsafe { driver::context::synchronize() }.map_err(crate::panic_report::with_kernel_panic)?;
         Ok(())
+    }
+
+    /// Remembers that a wait on this context's work gave up (P12): `marker` is an event
+    /// recorded after that work (null when none could be recorded: then only a returning
+    /// [`Context::synchronize`] clears the state).
+    pub(crate) fn note_hung(&self, marker: sys::CUevent) {
+        let mut hung = lock(&self.inner.hung);
+        hung.push(Handle(marker));
+        self.inner.timed_out.store(true, Ordering::Release);
+    }
+
+    /// True while work that a [`Stream::synchronize_timeout`](crate::Stream::synchronize_timeout)
+    /// gave up on is still running (P12): until it ends, or a [`Context::synchronize`]
+    /// returns. Code that would otherwise wait for the context's work in a `Drop` (a library's
+    /// teardown) checks it and leaks instead: the work may never end. Costs one atomic load
+    /// when no timeout was reported, one event query per reported timeout otherwise.
+    pub fn timed_out(&self) -> bool {
+        if !self.inner.timed_out.load(Ordering::Acquire) {
+            return false;
+        }
+        let mut hung = lock(&self.inner.hung);
+        if self.bind_to_thread().is_err() {
+            return true;
+        }
+        hung.retain(|marker| {
+            if marker.0.is_null() {
+                return true;
+            }
+            // SAFETY: the event is alive (owned by this list). An error other than "not ready"
+            // is a faulted context: the work is over then.
+            let done = !matches!(unsafe { driver::event::query(marker.0) }, Err(e) if e.code == sys::CUresult::CUDA_ERROR_NOT_READY);
+            if done {
+                // SAFETY: owned by this list, destroyed once, here.
+                let _ = unsafe { driver::event::destroy(marker.0) };
+            }
+            !done
+        });
+        let still = !hung.is_empty();
+        if !still {
+            self.inner.timed_out.store(false, Ordering::Release);
+        }
+        still
+    }
+
+    /// Forgets the reported timeouts: the work is over (a context-wide synchronisation returned).
+    fn clear_hung(&self) {
+        let mut hung = lock(&self.inner.hung);
+        for marker in hung.drain(..) {
+            if !marker.0.is_null() {
+                // SAFETY: owned by the list, destroyed once, here.
+                let _ = unsafe { driver::event::destroy(marker.0) };
+            }
+        }
+        self.inner.timed_out.store(false, Ordering::Release);
     }
 
     /// Free and total device memory in bytes.
@@ -333,7 +421,29 @@ impl Context {
     /// Changes a resource limit, in bytes. The driver may round the value (read it back with
     /// [`Context::limit`]); a heap size can only be set before the first kernel that uses
     /// device `malloc`.
+    ///
+    /// A limit is the whole context's: in a context other libraries may use (the primary
+    /// context, a borrowed one) it may only be raised; lowering it there is refused with
+    /// [`Error::SharedLimitLowered`] (their kernels may need the current value: a smaller
+    /// stack faults a recursive kernel). Lower it in a context of your own
+    /// ([`Context::create`]), or with [`Context::set_limit_unchecked`].
     pub fn set_limit(&self, limit: Limit, bytes: usize) -> Result<()> {
+        if !matches!(self.inner.kind, ContextKind::Created(_)) {
+            let current = self.limit(limit)?;
+            if bytes < current {
+                return Err(Error::SharedLimitLowered { limit, current, requested: bytes });
+            }
+        }
+        // SAFETY: a created context is ferrocuda's alone; elsewhere the value only grows.
+        unsafe { self.set_limit_unchecked(limit, bytes) }
+    }
+
+    /// [`Context::set_limit`] without the check that a limit of a shared context only grows.
+    ///
+    /// # Safety
+    /// No other library's kernels in this context need more than `bytes` of `limit` (for the
+    /// stack: no kernel of theirs recurses deeper than it allows), now or later.
+    pub unsafe fn set_limit_unchecked(&self, limit: Limit, bytes: usize) -> Result<()> {
         self.bind_to_thread()?;
         // SAFETY: applies to the current context (bound above).
         unsafe { driver::context::set_limit(limit.raw(), bytes) }?;
@@ -353,12 +463,19 @@ impl Context {
 
 impl Drop for ContextInner {
     fn drop(&mut self) {
-        let teardown = Teardown {
-            raw: self.raw,
-            device: self.device,
-            kind: self.kind,
-            embedded: std::mem::take(self.embedded.get_mut().unwrap_or_else(|p| p.into_inner())),
-        };
+        let embedded = std::mem::take(self.embedded.get_mut().unwrap_or_else(|p| p.into_inner()));
+        if teardown_leaks(still_hung(self)) {
+            // P12: work reported as hung may still run; the synchronisation below would never
+            // return. Leave the context (and its modules) to the process's exit.
+            std::mem::forget(embedded);
+            eprintln!(
+                "ferrocuda: the last handle of a context was dropped after `Stream::synchronize_timeout` reported work in it still \
+                 running; the context is left to the end of the process instead of waiting for that work (call \
+                 `Context::synchronize()` before dropping it to wait for the work and release the context)"
+            );
+            return;
+        }
+        let teardown = Teardown { raw: self.raw, device: self.device, kind: self.kind, embedded };
         let teardown = Handle(teardown);
         if in_host_callback() {
             // The last handle went inside a host callback, where CUDA calls are refused.
@@ -367,6 +484,41 @@ impl Drop for ContextInner {
             teardown.into_inner().run();
         }
     }
+}
+
+/// Whether a context's teardown leaks the context instead of waiting for its work: exactly
+/// when work reported by a timeout is still running (P12).
+fn teardown_leaks(hung: bool) -> bool {
+    hung
+}
+
+/// [`Context::timed_out`] for a context whose last handle is being dropped: queries the
+/// markers (destroying the completed ones) with the context bound.
+fn still_hung(inner: &mut ContextInner) -> bool {
+    if !*inner.timed_out.get_mut() {
+        return false;
+    }
+    let markers = std::mem::take(inner.hung.get_mut().unwrap_or_else(|p| p.into_inner()));
+    // SAFETY: the context is alive until this drop ends.
+    if unsafe { driver::context::set_current(inner.raw) }.is_err() {
+        return true;
+    }
+    let mut hung = false;
+    for Handle(marker) in markers {
+        if marker.is_null() {
+            hung = true;
+            continue;
+        }
+        // SAFETY: owned by the list; destroyed once, here, unless still running (then leaked
+        // with the context).
+        match unsafe { driver::event::query(marker) } {
+            Err(e) if e.code == sys::CUresult::CUDA_ERROR_NOT_READY => hung = true,
+            _ => {
+                let _ = unsafe { driver::event::destroy(marker) };
+            }
+        }
+    }
+    hung
 }
 
 /// What destroying a context takes, moved out of it so that it can run on another thread.
@@ -409,6 +561,16 @@ impl std::fmt::Debug for Context {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// P12: after a reported timeout the teardown leaks rather than waits (it would wait for
+    /// a kernel that never ends); without one it waits and releases as before.
+    #[test]
+    fn p12_the_teardown_after_a_timeout_leaks_instead_of_waiting() {
+        assert!(teardown_leaks(true));
+        assert!(!teardown_leaks(false));
+        let message = Error::WorkStillRunning { operation: "a release's wait for a stream" }.to_string();
+        assert!(message.contains("synchronize_timeout") && message.contains("Context::synchronize()"), "{message}");
+    }
 
     #[test]
     fn without_a_driver_contexts_report_no_driver() {

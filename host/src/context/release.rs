@@ -9,7 +9,10 @@
 //!   release goes to the release thread, which runs it as soon as the callback has returned;
 //! - a stream capture runs in the context: freeing or synchronising would invalidate it (E1b,
 //!   N12, S2), so the release waits in the context's list until the last capture ends. A
-//!   stream dropped while capturing ends its capture (N11), so that list cannot be stranded.
+//!   stream dropped while capturing ends its capture (N11). Device memory waits only when
+//!   the capture involves it ([`Context::release_after_streams`], P5): a capture that never
+//!   ends (its `Stream` leaked with `mem::forget`) strands the other kinds of releases (they
+//!   leak), never a buffer that the capture does not use.
 //!
 //! Each waiting release holds a handle to its context, so a context is never destroyed with
 //! releases pending. [`Context::deferred_releases`] counts both kinds;
@@ -157,6 +160,28 @@ impl Context {
         }
         if let Err(now) = self.defer_while_capturing(what, release) {
             now(self);
+        }
+    }
+
+    /// Releases memory that `streams` used (a buffer's drop): now, unless a capture in the
+    /// context involves the release, that is one of `streams` (or the stream the free goes on,
+    /// see [`usage::free_stream`](crate::memory::usage::free_stream)) is being captured; then
+    /// it waits like [`Context::release`] for the end of the captures (P5). A capture on an
+    /// unrelated stream, even one that never ends because its `Stream` was leaked, does not
+    /// hold the memory back: nothing of the release is queued on the capturing stream, so the
+    /// capture is neither extended nor invalidated by it.
+    pub(crate) fn release_after_streams(
+        &self,
+        what: Released,
+        streams: Vec<crate::Stream>,
+        release: impl FnOnce(&Context, crate::stream::UsedStreams) + Send + 'static,
+    ) {
+        let involved = !in_host_callback() && self.is_capturing() && crate::memory::usage::involves_capture(self, &streams);
+        let held = crate::stream::UsedStreams::hold(streams);
+        if involved || in_host_callback() {
+            self.release(what, move |context| release(context, held));
+        } else {
+            release(self, held);
         }
     }
 

@@ -55,7 +55,8 @@ impl fmt::Display for DriverError {
             write!(
                 f,
                 "; a kernel faulted, so this context can no longer be used (every later call in it fails). \
-                 Drop its buffers and streams and call `Context::recover()` to start over; the driver may keep the whole \
+                 Drop its buffers and streams and call `Context::recover()` to start over (a context of `Context::create`; \
+                 the primary context, which other libraries may share, is not reset by it); the driver may keep the whole \
                  process poisoned, and then only a new process can use the GPU"
             )?;
         }

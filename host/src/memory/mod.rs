@@ -108,14 +108,14 @@ fn check_copy(destination: usize, source_len: usize) -> Result<bool> {
 impl<T: Pod> DeviceBuffer<T> {
     /// Allocates `len` elements, zero-filled.
     pub fn zeroed(context: &Context, len: usize) -> Result<Self> {
-        let mut buffer = Self::allocate(&Stream::default_of(context), len)?;
+        let mut buffer = Self::allocate(&Stream::default_of(context), len, "DeviceBuffer::zeroed")?;
         buffer.memset_bytes(0, None)?;
         Ok(buffer)
     }
 
     /// Allocates and copies `data` to the device.
     pub fn from_slice(context: &Context, data: &[T]) -> Result<Self> {
-        let mut buffer = Self::allocate(&Stream::default_of(context), data.len())?;
+        let mut buffer = Self::allocate(&Stream::default_of(context), data.len(), "DeviceBuffer::from_slice")?;
         buffer.copy_from_host(data)?;
         Ok(buffer)
     }
@@ -123,9 +123,20 @@ impl<T: Pod> DeviceBuffer<T> {
     /// Allocates `len` elements on `stream` (`cuMemAllocAsync` where the device has memory
     /// pools) and zeroes them there: nothing blocks the host, and kernels queued after it on
     /// `stream` see zeros. Work on other streams waits for it like for any buffer.
+    ///
+    /// # Errors
+    /// [`Error::AllocationInCapture`] when `stream` is being captured into a graph (P2): the
+    /// allocation would be a graph node whose memory exists only while the graph runs.
+    /// Allocate before the capture.
     pub fn zeroed_async(stream: &Stream, len: usize) -> Result<Self> {
-        let mut buffer = Self::allocate(stream, len)?;
-        buffer.zero_async(stream)?;
+        // No capture may begin on `stream` (another thread's `begin_capture`) between the
+        // check in `allocate` and the zeroing: both would be recorded into the graph.
+        let gate = stream.capture_gate();
+        let mut buffer = Self::allocate(stream, len, "DeviceBuffer::zeroed_async")?;
+        let zeroed = buffer.zero_async(stream);
+        // Before a failed buffer's drop, whose release takes the gate again.
+        drop(gate);
+        zeroed?;
         Ok(buffer)
     }
 
@@ -135,11 +146,15 @@ impl<T: Pod> DeviceBuffer<T> {
     }
 
     /// Allocates `len` elements ordered on `stream` (from the pool), or with `cuMemAlloc`
-    /// where the device has no pools.
-    fn allocate(stream: &Stream, len: usize) -> Result<Self> {
+    /// where the device has no pools. The one allocation path of the crate: it refuses a
+    /// stream being captured (P2; see [`Stream::refuse_capture`]), whoever began the capture.
+    fn allocate(stream: &Stream, len: usize, operation: &'static str) -> Result<Self> {
         let context = stream.context();
         let bytes = Self::bytes_for(len)?;
         context.bind_to_thread()?;
+        if bytes > 0 {
+            stream.refuse_capture(operation)?;
+        }
         let pooled = context.uses_memory_pools();
         let mut ptr = 0;
         if bytes > 0 {
@@ -377,8 +392,10 @@ impl<T: Pod> Drop for DeviceBuffer<T> {
         }
         // Errors (a faulted context) cannot be reported from Drop; the next call reports them.
         let (ptr, pooled, bytes) = (self.slice.ptr, self.pooled, self.size_bytes());
-        let streams = UsedStreams::hold(self.slice.usage.take_streams());
-        self.context().release(crate::context::Released::DeviceBuffer(bytes), move |context: &Context| usage::release(context, ptr, streams, pooled));
+        let streams = self.slice.usage.take_streams();
+        self.context().release_after_streams(crate::context::Released::DeviceBuffer(bytes), streams, move |context: &Context, streams: UsedStreams| {
+            usage::release(context, ptr, streams, pooled)
+        });
     }
 }
 

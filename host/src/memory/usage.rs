@@ -335,28 +335,60 @@ pub(crate) fn before_work(stream: &Stream, operation: &str, buffers: &[BufferAcc
     Ok(())
 }
 
+/// The stream a pooled allocation is freed on: a stream of its own context that used it, or
+/// the context's legacy default stream if none did.
+pub(crate) fn free_stream(context: &Context, streams: &[Stream]) -> Stream {
+    streams.iter().find(|s| s.context().raw() == context.raw()).cloned().unwrap_or_else(|| Stream::default_of(context))
+}
+
+/// True when releasing memory that `streams` used would queue work on a stream that is being
+/// captured (one of them, or the stream the free goes on): that work would become part of the
+/// graph (a free node, an event record) or invalidate the capture (P5, P2).
+pub(crate) fn involves_capture(context: &Context, streams: &[Stream]) -> bool {
+    release_blocked(streams.iter().map(Stream::is_capturing_now), free_stream(context, streams).is_capturing_now())
+}
+
+/// The rule of [`involves_capture`] on the capture states alone (unit-tested without a GPU).
+fn release_blocked(mut used: impl Iterator<Item = bool>, free_on: bool) -> bool {
+    free_on || used.any(|capturing| capturing)
+}
+
 /// Releases an allocation once the streams that used it are done with it: stream-ordered
 /// (`cuMemFreeAsync` on one of them after it waits for the others) for pool memory, else
-/// after the host waited for them (`cuMemFree`). Errors (a faulted context) leak the memory:
-/// freeing what the GPU may still touch would be worse.
+/// after the host waited for them (`cuMemFree`). Errors (a faulted context, a wait refused
+/// after a timeout, P12) leak the memory: freeing what the GPU may still touch would be worse.
+/// So does a stream captured by someone ferrocuda does not know of (another library's
+/// capture of a borrowed stream): a free queued there would become a node of their graph.
 pub(crate) fn release(context: &Context, ptr: u64, streams: UsedStreams, pooled: bool) {
-    let Ok(streams) = streams.resolve(context) else { return };
+    let Ok(mut streams) = streams.resolve(context) else { return };
     if context.bind_to_thread().is_err() {
+        return;
+    }
+    // No capture may begin on these streams between the check below and the free (another
+    // thread's `begin_capture`): the free, or a wait recorded for it, would join the graph.
+    // Each stream once (a second shared lock of one gate could wait behind a writer).
+    let own = free_stream(context, &streams);
+    streams.retain(|s| !s.same_as(&own));
+    let _gates: Vec<_> = streams.iter().chain(std::iter::once(&own)).map(Stream::capture_gate).collect();
+    if release_blocked(streams.iter().map(Stream::is_capturing_now), own.is_capturing_now()) {
+        eprintln!(
+            "ferrocuda: a DeviceBuffer was dropped while a stream that used it is captured into a graph outside ferrocuda's \
+             knowledge (another library's capture of a borrowed stream); its memory is leaked rather than freed into that graph"
+        );
         return;
     }
     if pooled {
         // Free on a stream of the buffer's own context (the legacy one if none used it).
-        let own = streams.iter().find(|s| s.context().raw() == context.raw()).cloned().unwrap_or_else(|| Stream::default_of(context));
         for other in &streams {
             if own.wait_for(other).is_err() && other.host_wait().is_err() {
                 return;
             }
         }
         // SAFETY: allocated from the pool by us, freed once; the free is ordered after every
-        // stream that used the buffer (waited for above).
+        // stream that used the buffer (waited for above), on a stream no capture records.
         let _ = own.enqueue("cuMemFreeAsync", &[], |stream| Ok::<_, Error>(unsafe { crate::driver::memory::free_async(ptr, stream.get()) }?));
     } else {
-        for stream in &streams {
+        for stream in streams.iter().chain(std::iter::once(&own)) {
             if stream.host_wait().is_err() {
                 return;
             }
@@ -447,6 +479,17 @@ mod tests {
         }
         assert!(waits.borrow().is_empty());
         assert_eq!(state.fast_keys(&s1, true), (1, 1));
+    }
+
+    /// P5: a buffer's release waits for a capture only when the capture involves it (a stream
+    /// that used it, or the stream it is freed on); a capture elsewhere, even one that never
+    /// ends, does not hold it back.
+    #[test]
+    fn p5_a_release_waits_only_for_a_capture_that_involves_the_buffer() {
+        assert!(!release_blocked([false, false].into_iter(), false), "no stream of the buffer captures: freed now");
+        assert!(!release_blocked(std::iter::empty(), false), "an unused buffer is freed now");
+        assert!(release_blocked([false, true].into_iter(), false), "a stream that used it captures: the release waits");
+        assert!(release_blocked([false].into_iter(), true), "the stream it is freed on captures: the release waits");
     }
 
     /// A write elsewhere revokes both fast paths of the old stream; the legacy stream is never

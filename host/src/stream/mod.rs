@@ -7,7 +7,7 @@
 use std::ffi::c_void;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use cudarc::driver::sys;
@@ -46,6 +46,11 @@ struct StreamInner {
     /// True while [`Stream::begin_capture`] is capturing it: buffer tracking then stays out of
     /// the way (captured work runs later, when the graph is launched).
     capturing: AtomicBool,
+    /// Held (shared) by work whose capture check must still hold when it is queued (an
+    /// allocation, a buffer's free), and exclusively by what can make this stream start
+    /// capturing (`begin_capture`, a wait on an event, which may join another capture): so
+    /// another thread cannot begin a capture between the check and the work (P2).
+    capture_gate: RwLock<()>,
     /// The context's mark of postponed releases when the running capture began
     /// (`Context::deferred_mark`): what was dropped during it, for [`Error::CaptureFailed`].
     capture_mark: AtomicU64,
@@ -128,6 +133,7 @@ impl Stream {
             with_legacy,
             capturing: AtomicBool::new(false),
             capture_mark: AtomicU64::new(0),
+            capture_gate: RwLock::new(()),
             tail: OnceLock::new(),
             _keep_alive: keep_alive,
         };
@@ -157,6 +163,15 @@ impl Stream {
     /// (a kernel that never ends, e.g. one spinning on a flag nobody sets, H1). The work keeps
     /// running: a later `synchronize` still waits for it. Polls `cuStreamQuery`, sleeping up
     /// to 1 ms between polls.
+    ///
+    /// After a timeout nothing implicit blocks on the context's work any more (P12): drops of
+    /// buffers, pinned buffers, plans and modules that would wait for unfinished work leak what
+    /// they own instead ([`Error::WorkStillRunning`] where a call reports it), and dropping the
+    /// last handle of the context leaves the context to the process's exit instead of waiting
+    /// in its teardown, so a program that returns the error ends. Explicit waits
+    /// ([`Stream::synchronize`], [`Context::synchronize`], the synchronous copies) still wait;
+    /// the state ends when the work it gave up on ends (an event recorded after it completes)
+    /// or a [`Context::synchronize`] returns.
     pub fn synchronize_timeout(&self, timeout: Duration) -> Result<()> {
         let start = Instant::now();
         let mut pause = Duration::from_micros(10);
@@ -166,6 +181,9 @@ impl Stream {
             }
             let waited = start.elapsed();
             if waited >= timeout {
+                // Until the work queued so far ends, drops and the teardown of this context do
+                // not block on it (P12).
+                self.mark_hung();
                 return Err(Error::Timeout { operation: "Stream::synchronize_timeout", waited });
             }
             std::thread::sleep(pause.min(timeout - waited));
@@ -173,9 +191,68 @@ impl Stream {
         }
     }
 
+    /// Records an event after the work queued so far and hands it to the context as a marker
+    /// of work reported as hung (P12): while it has not completed, releases and teardown do not
+    /// wait for the context's work. Without an event (a refused call), the context counts as
+    /// hung until a [`Context::synchronize`] returns.
+    fn mark_hung(&self) {
+        let context = self.context();
+        let mut event = std::ptr::null_mut();
+        let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
+        // SAFETY: writes one handle, owned by the context's list of hung markers from here on
+        // (destroyed there once it completes, or at a `Context::synchronize`).
+        let created = context.bind_to_thread().is_ok() && unsafe { driver::event::create(&mut event, flags) }.is_ok();
+        // SAFETY: event and stream are alive and of the same context (bound by the door).
+        let recorded = created && self.enqueue("cuEventRecord", &[], |stream| Ok::<_, Error>(unsafe { driver::event::record(event, stream.get()) }?)).is_ok();
+        if created && !recorded {
+            // SAFETY: created above, never recorded or shared.
+            let _ = unsafe { driver::event::destroy(event) };
+            event = std::ptr::null_mut();
+        }
+        context.note_hung(event);
+    }
+
     /// True when `self` and `other` are the same CUDA stream.
     pub(crate) fn same_as(&self, other: &Stream) -> bool {
         self.handle() == other.handle() && (!self.handle().is_null() || self.context().raw() == other.context().raw())
+    }
+
+    /// True when the driver records work queued on this stream into a graph now, whoever
+    /// began the capture: [`Stream::begin_capture`] (known without a driver call), a capture
+    /// this stream joined by waiting on an event of a capturing stream, or another library's
+    /// capture of a borrowed stream. The legacy default stream is never captured itself; it
+    /// counts as capturing while ferrocuda captures a stream ordered with it (work queued on
+    /// it then would invalidate that capture). A failed query counts as capturing.
+    pub(crate) fn is_capturing_now(&self) -> bool {
+        if self.is_capturing_fast() {
+            return true;
+        }
+        if self.handle().is_null() {
+            return self.context().legacy_blocked_by_capture();
+        }
+        capturing_per_driver(self.context(), self.handle())
+    }
+
+    /// Refuses a stream-ordered allocation on this stream while it is captured (P2): the
+    /// driver would make it a graph allocation ([`Error::AllocationInCapture`]).
+    /// Keeps this stream from starting to capture (through ferrocuda) while the guard lives:
+    /// taken around a capture check and the work that relies on it (P2). Take the gates of
+    /// several streams only in one go, for distinct streams, and never [`Stream::wait_event`]
+    /// on a stream whose gate this thread holds.
+    pub(crate) fn capture_gate(&self) -> RwLockReadGuard<'_, ()> {
+        self.inner.capture_gate.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The exclusive side of [`Stream::capture_gate`]: what may make this stream capture.
+    pub(crate) fn capture_gate_exclusive(&self) -> RwLockWriteGuard<'_, ()> {
+        self.inner.capture_gate.write().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The legacy default stream is never captured: an allocation there during a capture of
+    /// a stream ordered with it is the driver's to refuse (it invalidates that capture; it
+    /// cannot escape it).
+    pub(crate) fn refuse_capture(&self, operation: &'static str) -> Result<()> {
+        if !self.handle().is_null() && self.is_capturing_now() { Err(Error::AllocationInCapture { operation }) } else { Ok(()) }
     }
 
     /// True while being captured through [`Stream::begin_capture`].
@@ -236,8 +313,15 @@ impl Stream {
 
     /// Blocks the host until the work queued on this stream so far is done (through the tail
     /// event, so work queued later by other threads is not waited for).
+    /// After a reported timeout in the context (P12) it does not block: it fails with
+    /// [`Error::WorkStillRunning`] while that work is unfinished.
     pub(crate) fn host_wait(&self) -> Result<()> {
         let event = self.record_tail()?;
+        if self.context().timed_out() {
+            // SAFETY: the event is alive (owned by the stream, which we hold).
+            let done = not_ready_is_false(unsafe { driver::event::query(event) })?;
+            return if done { Ok(()) } else { Err(Error::WorkStillRunning { operation: "a release's wait for a stream" }) };
+        }
         // SAFETY: the event is alive (owned by the stream, which we hold).
         unsafe { driver::event::synchronize(event) }.map_err(crate::panic_report::with_kernel_panic)?;
         Ok(())
@@ -316,6 +400,7 @@ impl Stream {
     /// captured, and synchronous copies on it would invalidate a capture on a stream ordered
     /// with it.
     pub fn begin_capture(&self) -> Result<()> {
+        let _gate = self.capture_gate_exclusive();
         self.context().bind_to_thread()?;
         // Taken before the capture begins: every release postponed for it comes after.
         let mark = self.context().deferred_mark();
@@ -323,7 +408,7 @@ impl Stream {
         unsafe { driver::stream::begin_capture(self.handle(), sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED) }?;
         self.inner.capture_mark.store(mark, Ordering::Relaxed);
         self.inner.capturing.store(true, Ordering::Relaxed);
-        self.context().capture_started();
+        self.context().capture_started(self.inner.with_legacy);
         Ok(())
     }
 
@@ -346,7 +431,7 @@ impl Stream {
         };
         if was_capturing {
             // Frees the buffers dropped during the capture (E1b), now that it is over.
-            self.context().capture_ended();
+            self.context().capture_ended(self.inner.with_legacy);
         }
         ended.map_err(|source| Error::CaptureFailed { source, dropped })?;
         let modules = self.context().take_captured_modules(self.key());
@@ -414,14 +499,14 @@ impl Drop for Stream {
         let last_user_handle = self.user.take().is_some_and(|user| Arc::into_inner(user).is_some());
         if last_user_handle && self.inner.capturing.swap(false, Ordering::Relaxed) {
             if crate::context::in_host_callback() {
-                let (context, raw) = (self.inner.context.clone(), Handle(self.inner.raw));
+                let (context, raw, with_legacy) = (self.inner.context.clone(), Handle(self.inner.raw), self.inner.with_legacy);
                 let keep = self.record();
                 context.release(crate::context::Released::Stream, move |context| {
-                    end_abandoned_capture(context, raw.into_inner());
+                    end_abandoned_capture(context, raw.into_inner(), with_legacy);
                     drop(keep);
                 });
             } else {
-                end_abandoned_capture(&self.inner.context, self.inner.raw);
+                end_abandoned_capture(&self.inner.context, self.inner.raw, self.inner.with_legacy);
             }
         }
     }
@@ -429,13 +514,19 @@ impl Drop for Stream {
 
 impl Drop for StreamInner {
     fn drop(&mut self) {
-        let parts = Handle((self.raw, self.owned, self.tail.take()));
         let capturing = self.capturing.swap(false, Ordering::Relaxed);
+        if !capturing && !self.owned && self.tail.get().is_none() {
+            // A default or borrowed stream that never needed a tail event: nothing to release
+            // (the legacy stream's wrappers made by every synchronous call end here).
+            return;
+        }
+        let parts = Handle((self.raw, self.owned, self.tail.take()));
+        let with_legacy = self.with_legacy;
         let context = self.context.clone();
         let destroy = move |context: &Context| {
             let (raw, owned, tail) = parts.into_inner();
             if capturing {
-                end_abandoned_capture(context, raw);
+                end_abandoned_capture(context, raw, with_legacy);
             }
             if context.bind_to_thread().is_err() {
                 return; // a faulted context: its teardown reclaims the handles
@@ -449,9 +540,13 @@ impl Drop for StreamInner {
                 let _ = unsafe { driver::stream::destroy(raw) };
             }
         };
-        if capturing && !crate::context::in_host_callback() {
-            // Its own capture must end first (N11): the release below would otherwise wait for
-            // the end of this very capture, forever.
+        let in_callback = crate::context::in_host_callback();
+        // A stream no capture records can go now even while another stream of the context is
+        // captured (P5: a capture that never ends must not strand every stream dropped after it).
+        let recorded_by_a_capture = context.is_capturing() && !self.raw.is_null() && capturing_per_driver(&context, self.raw);
+        if (capturing || !recorded_by_a_capture) && !in_callback {
+            // Capturing: its own capture must end first (N11), or the release below would wait
+            // for the end of this very capture, forever.
             destroy(&context);
         } else {
             context.release(crate::context::Released::Stream, destroy);
@@ -459,10 +554,22 @@ impl Drop for StreamInner {
     }
 }
 
+/// True when the driver records work queued on the stream `raw` of `context` into a graph now
+/// (whoever began the capture); a failed query counts as capturing.
+fn capturing_per_driver(context: &Context, raw: sys::CUstream) -> bool {
+    if context.bind_to_thread().is_err() {
+        return true;
+    }
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    // SAFETY: writes one enum value; the stream is alive (its handle is not destroyed yet).
+    let queried = unsafe { driver::stream::is_capturing(raw, &mut status) };
+    queried.is_err() || status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
+}
+
 /// Ends the capture of a stream dropped while capturing (N11): the partial graph is
 /// discarded, the modules kept for it are let go, and the context's count of captures goes
 /// down, so that the releases postponed for it happen.
-fn end_abandoned_capture(context: &Context, raw: sys::CUstream) {
+fn end_abandoned_capture(context: &Context, raw: sys::CUstream, with_legacy: bool) {
     if context.bind_to_thread().is_ok() {
         let mut graph = std::ptr::null_mut();
         // SAFETY: the stream is alive (destroyed after this); writes one graph handle. On
@@ -474,7 +581,7 @@ fn end_abandoned_capture(context: &Context, raw: sys::CUstream) {
         }
     }
     drop(context.take_captured_modules(raw as usize));
-    context.capture_ended();
+    context.capture_ended(with_legacy);
 }
 
 impl std::fmt::Debug for Stream {

@@ -1,0 +1,370 @@
+//! Regression tests for the host-side findings of the third audit
+//! (`audit-2026-11-27/FINDINGS.md`, issue 29): where ferrocuda's guarantees meet destructors
+//! that may never run (P3 a leaked cudarc borrow, P5 a leaked capturing stream), graph capture
+//! (P2 an allocation inside a capture), contexts other libraries own (P6 `recover` of the
+//! primary context under cudarc) and hangs (P12 dropping a context after a timeout).
+//!
+//! Each test is named for the finding it guards. Skip (printed) without a GPU; fail under
+//! `REQUIRE_GPU=1`. What hangs the GPU for good (P12) runs in a child process (this binary
+//! re-run with `FERROCUDA_SEAMS_CHILD=<test name>`), bounded by a deadline.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use cudarc::driver::CudaContext;
+use ferrocuda::borrowed;
+use ferrocuda::{Context, DeviceBuffer, Error, Event, LaunchConfig, Limit, SchedulePolicy, Stream, sys};
+use gpu_kernels::saxpy;
+use test_kernels::launch_kinds::{mark_blocks, spin_for};
+
+/// 16 Mi floats: large enough that a kernel over it is still running when the next call comes.
+const N: usize = 1 << 24;
+/// Nanoseconds a "slow" kernel keeps a stream busy: long enough that unordered work runs first.
+const SLOW_NS: u64 = 300_000_000;
+const CHILD: &str = "FERROCUDA_SEAMS_CHILD";
+
+/// A context of its own (its captures, deferred releases and memory are this test's alone).
+fn own_context(test: &str) -> Option<Context> {
+    common::gpu_or_skip(test)?;
+    Some(Context::create(0, SchedulePolicy::Auto).unwrap())
+}
+
+/// Bytes of the device's default memory pool that allocations hold now (the pool every
+/// stream-ordered `DeviceBuffer` comes from), whatever the pool keeps reserved.
+fn pool_in_use(context: &Context) -> u64 {
+    let mut pool = std::ptr::null_mut();
+    let mut used = 0u64;
+    // SAFETY: writes one pool handle of a valid device, then one 64-bit attribute value of it.
+    unsafe {
+        assert_eq!(sys::cuDeviceGetDefaultMemPool(&mut pool, context.device().raw()), sys::CUresult::CUDA_SUCCESS);
+        let attribute = sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT;
+        assert_eq!(sys::cuMemPoolGetAttribute(pool, attribute, (&mut used as *mut u64).cast()), sys::CUresult::CUDA_SUCCESS);
+    }
+    used
+}
+
+/// Loads the test kernels' module into `context` (a capture cannot load it).
+fn load_kernels(context: &Context) {
+    let stream = Stream::non_blocking(context).unwrap();
+    let mut y = DeviceBuffer::<u32>::zeroed(context, 32).unwrap();
+    mark_blocks::launch(&stream, (1u32, 32u32), false, &mut y).unwrap();
+    spin_for::launch(&stream, (1u32, 1u32), 0).unwrap();
+    saxpy::launch(&stream, (1u32, 32u32), 0.0, &DeviceBuffer::<f32>::zeroed(context, 32).unwrap(), &mut DeviceBuffer::<f32>::zeroed(context, 32).unwrap())
+        .unwrap();
+    stream.synchronize().unwrap();
+}
+
+/// P2: `zeroed_async` on a capturing stream used to return a buffer backed by a graph
+/// allocation node, which escaped the capture (a later safe launch wrote unmapped memory).
+/// Now it is refused with an error naming the rule, and nothing escapes; a stream that joined
+/// the capture through an event (which ferrocuda never saw begin) is refused too, because
+/// the check asks the driver.
+#[test]
+fn p2_an_allocation_on_a_capturing_stream_is_refused_and_nothing_escapes() {
+    let Some(context) = own_context("p2_an_allocation_on_a_capturing_stream_is_refused_and_nothing_escapes") else { return };
+    load_kernels(&context);
+    let stream = Stream::non_blocking(&context).unwrap();
+    let mut escaped = None;
+    let outcome = stream.capture(|s| {
+        escaped = Some(DeviceBuffer::<u32>::zeroed_async(s, N)?);
+        Ok(())
+    });
+    let error = outcome.expect_err("an allocation inside a capture must be refused");
+    let message = error.to_string();
+    println!("p2: {message}");
+    assert!(matches!(error, Error::AllocationInCapture { operation: "DeviceBuffer::zeroed_async" }), "{error:?}");
+    assert!(message.contains("Allocate the buffer before `begin_capture`/`capture`"), "{message}");
+    assert!(escaped.is_none(), "a buffer escaped the capture");
+    assert!(!stream.is_capturing().unwrap(), "the capture was not ended");
+
+    // A stream that joins the capture through an event: ferrocuda's flag says "not
+    // capturing", the driver says it is.
+    let joined = Stream::non_blocking(&context).unwrap();
+    stream.begin_capture().unwrap();
+    let fork = Event::without_timing(&context).unwrap();
+    fork.record(&stream).unwrap();
+    joined.wait_event(&fork).unwrap();
+    let refused = DeviceBuffer::<u32>::zeroed_async(&joined, 1024).map(|b| b.len());
+    let join = Event::without_timing(&context).unwrap();
+    join.record(&joined).unwrap();
+    stream.wait_event(&join).unwrap();
+    let graph = stream.end_capture();
+    assert!(matches!(refused, Err(Error::AllocationInCapture { .. })), "an allocation on a stream joined to a capture: {refused:?}");
+    graph.expect("the capture stays valid after the refusal");
+
+    // Allocating before the capture (what the error says) works, inside and after it.
+    let mut before = DeviceBuffer::<u32>::zeroed_async(&stream, N).unwrap();
+    let graph = stream.capture(|s| mark_blocks::launch(s, (4u32, 32u32), true, &mut before)).unwrap();
+    assert_eq!(graph.node_count().unwrap(), 1);
+    mark_blocks::launch(&stream, (4u32, 32u32), false, &mut before).unwrap();
+    stream.synchronize().unwrap();
+    assert_eq!(&before.to_vec().unwrap()[..4], &[0, 1, 2, 3]);
+}
+
+/// P2 across threads: one thread allocates on a stream (`zeroed_async`) while another keeps
+/// capturing it. Each allocation is either refused or an ordinary, zeroed buffer: a capture
+/// cannot begin between the check and the allocation (the stream's capture gate), which
+/// would make the buffer a graph allocation that escapes (its read-back then fails, as in the
+/// audit's `capture_alloc`).
+#[test]
+fn p2_a_capture_begun_on_another_thread_never_slips_between_the_check_and_the_allocation() {
+    let Some(context) = own_context("p2_a_capture_begun_on_another_thread_never_slips_between_the_check_and_the_allocation") else { return };
+    load_kernels(&context);
+    let stream = Stream::non_blocking(&context).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let capturer = {
+        let (stream, stop) = (stream.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut captures = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                stream.capture(|_| Ok(())).expect("an empty capture failed");
+                captures += 1;
+                // Gaps between the captures, so that some allocations get through.
+                std::thread::sleep(Duration::from_micros(20));
+            }
+            captures
+        })
+    };
+    // Kept, and read only once the captures are over: a read while the stream is captured
+    // would have to wait for it, which a capture does not allow.
+    let mut buffers = Vec::new();
+    let mut refused = 0u32;
+    for _ in 0..3000 {
+        match DeviceBuffer::<u32>::zeroed_async(&stream, 1024) {
+            Ok(buffer) => buffers.push(buffer),
+            Err(Error::AllocationInCapture { .. }) => refused += 1,
+            Err(other) => panic!("zeroed_async beside a capture failed otherwise: {other}"),
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let captures = capturer.join().unwrap();
+    println!("p2 threads: {} allocations, {refused} refused during {captures} captures", buffers.len());
+    assert!(!buffers.is_empty(), "no allocation got through: the test shows nothing");
+    stream.synchronize().unwrap();
+    for buffer in &buffers {
+        let back = buffer.to_vec().expect("a buffer allocated beside a capture cannot be read: it escaped the capture");
+        assert!(back.iter().all(|&v| v == 0), "a buffer allocated beside a capture was not zeroed");
+    }
+    drop(buffers);
+    context.synchronize().unwrap();
+}
+
+/// P3, read side: a ferrocuda kernel reads a cudarc slice behind 300 ms of other work, and
+/// the lent slice is leaked with `mem::forget`. The scope still orders cudarc's later
+/// overwrite of the slice after the kernel (the old guard's ordering lived in its `Drop`:
+/// forgotten, cudarc's overwrite ran first and the kernel copied 9s, in all 16 Mi elements).
+#[test]
+fn p3_a_leaked_cudarc_read_borrow_still_orders_cudarcs_overwrite_after_the_kernel() {
+    let Some(context) = common::gpu_or_skip("p3_a_leaked_cudarc_read_borrow_still_orders_cudarcs_overwrite_after_the_kernel") else { return };
+    let cuda = CudaContext::new(0).expect("cudarc opens device 0");
+    let a = cuda.new_stream().unwrap();
+    let ctx = borrowed::cudarc::context(&cuda).unwrap();
+    assert_eq!(ctx.raw(), context.raw(), "cudarc's context is the primary one");
+    let ours = Stream::non_blocking(&ctx).unwrap();
+    let mut x = a.clone_htod(&vec![1.0f32; N]).unwrap();
+    let nines = a.clone_htod(&vec![9.0f32; N]).unwrap();
+    a.synchronize().unwrap();
+    let mut y = DeviceBuffer::<f32>::zeroed(&ctx, N).unwrap();
+    spin_for::launch(&ours, (1u32, 1u32), SLOW_NS).unwrap(); // our stream is busy
+    borrowed::cudarc::scope(|scope| {
+        let xs = scope.slice(&x, &a).unwrap();
+        saxpy::launch(&ours, LaunchConfig::for_elements(N, 256), 1.0, &xs, &mut y).unwrap(); // y = x, after the spin
+        std::mem::forget(xs);
+    });
+    a.memcpy_dtod(&nines, &mut x).unwrap(); // cudarc overwrites x on its stream
+    ours.synchronize().unwrap();
+    let v = y.to_vec().unwrap();
+    let wrong = v.iter().filter(|&&e| e != 1.0).count();
+    assert_eq!(wrong, 0, "cudarc overwrote x under the kernel that read it: {wrong} of {N} elements of y are not 1 (y[0] = {})", v[0]);
+}
+
+/// P3's control: the same with the old guard form (now `unsafe`, whose contract this breaks on
+/// purpose by leaking the guard): cudarc's overwrite must overtake the kernel, or the test
+/// above could not see the bug it guards against.
+#[test]
+fn p3_control_a_leaked_guard_lets_cudarc_overwrite_under_the_kernel() {
+    let Some(_context) = common::gpu_or_skip("p3_control_a_leaked_guard_lets_cudarc_overwrite_under_the_kernel") else { return };
+    let cuda = CudaContext::new(0).expect("cudarc opens device 0");
+    let a = cuda.new_stream().unwrap();
+    let ctx = borrowed::cudarc::context(&cuda).unwrap();
+    let ours = Stream::non_blocking(&ctx).unwrap();
+    let mut x = a.clone_htod(&vec![1.0f32; N]).unwrap();
+    let nines = a.clone_htod(&vec![9.0f32; N]).unwrap();
+    a.synchronize().unwrap();
+    let mut y = DeviceBuffer::<f32>::zeroed(&ctx, N).unwrap();
+    spin_for::launch(&ours, (1u32, 1u32), SLOW_NS).unwrap();
+    {
+        // SAFETY: the contract is broken on purpose (the guard is leaked below) to show the race
+        // it exists for: a device-memory race on this test's own buffers, which the assertion
+        // observes; no host memory is involved.
+        let xs = unsafe { borrowed::cudarc::slice(&x, &a) }.unwrap();
+        saxpy::launch(&ours, LaunchConfig::for_elements(N, 256), 1.0, &*xs, &mut y).unwrap();
+        std::mem::forget(xs);
+    }
+    a.memcpy_dtod(&nines, &mut x).unwrap();
+    ours.synchronize().unwrap();
+    let v = y.to_vec().unwrap();
+    let raced = v.iter().filter(|&&e| e == 9.0).count();
+    println!("p3 control: with the guard leaked, {raced} of {N} elements of y are cudarc's later 9");
+    assert!(raced > 0, "the control did not race: the P3 tests cannot tell the fix from the bug on this machine");
+}
+
+/// P3, write side: a ferrocuda kernel writes a cudarc slice behind 300 ms of other work, the
+/// lent slice is leaked; cudarc's copy of the slice on its own stream must see the kernel's
+/// values.
+#[test]
+fn p3_a_leaked_cudarc_write_borrow_still_orders_cudarcs_read_after_the_kernel() {
+    let Some(_context) = common::gpu_or_skip("p3_a_leaked_cudarc_write_borrow_still_orders_cudarcs_read_after_the_kernel") else { return };
+    let cuda = CudaContext::new(0).expect("cudarc opens device 0");
+    let a = cuda.new_stream().unwrap();
+    let ctx = borrowed::cudarc::context(&cuda).unwrap();
+    let ours = Stream::non_blocking(&ctx).unwrap();
+    let fours = DeviceBuffer::from_slice(&ctx, &vec![4.0f32; N]).unwrap();
+    let mut y = a.alloc_zeros::<f32>(N).unwrap();
+    let mut copy = a.alloc_zeros::<f32>(N).unwrap();
+    a.synchronize().unwrap();
+    spin_for::launch(&ours, (1u32, 1u32), SLOW_NS).unwrap();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        borrowed::cudarc::scope(|scope| {
+            let mut ys = scope.slice_mut(&mut y, &a).unwrap();
+            saxpy::launch(&ours, LaunchConfig::for_elements(N, 256), 0.5, &fours, &mut ys).unwrap(); // y = 2, after the spin
+            std::mem::forget(ys);
+            panic!("unwinding out of the scope");
+        })
+    }));
+    assert!(outcome.is_err());
+    a.memcpy_dtod(&y, &mut copy).unwrap(); // cudarc reads y on its stream
+    let copied = a.clone_dtoh(&copy).unwrap();
+    ours.synchronize().unwrap();
+    let missing = copied.iter().filter(|&&e| e != 2.0).count();
+    assert_eq!(missing, 0, "cudarc read y before the kernel wrote it: {missing} of {N} elements lack the kernel's 2.0");
+}
+
+/// P5: a capturing stream leaked with `mem::forget` never ends its capture. Buffers dropped
+/// afterwards that the capture does not involve are freed at once (they used to wait for its
+/// end forever: 1 GiB lost in the audit, 2 GiB here), and `Context::synchronize` names the running capture
+/// instead of failing with the driver's bare code.
+#[test]
+fn p5_a_leaked_capturing_stream_strands_no_buffer_it_does_not_use() {
+    let Some(context) = own_context("p5_a_leaked_capturing_stream_strands_no_buffer_it_does_not_use") else { return };
+    load_kernels(&context);
+    context.synchronize().unwrap();
+    let in_use_before = pool_in_use(&context);
+    {
+        let s = Stream::non_blocking(&context).unwrap();
+        s.begin_capture().unwrap();
+        std::mem::forget(s);
+    }
+    for _ in 0..32 {
+        drop(DeviceBuffer::<u8>::zeroed(&context, 64 << 20).unwrap());
+    }
+    // Used on a stream of its own (not the capturing one), then dropped.
+    let other = Stream::non_blocking(&context).unwrap();
+    let mut used = DeviceBuffer::<u32>::zeroed_async(&other, 16 << 20).unwrap();
+    mark_blocks::launch(&other, (64u32, 32u32), false, &mut used).unwrap();
+    drop(used);
+    assert_eq!(context.deferred_releases(), 0, "buffers the leaked capture does not use wait for its end");
+    other.synchronize().unwrap();
+    // The frees are queued on the legacy stream (where the buffers were made): let them run.
+    std::thread::sleep(Duration::from_millis(300));
+    let in_use_after = pool_in_use(&context);
+    let held = in_use_after.saturating_sub(in_use_before) >> 20;
+    println!("p5: memory pool in use before {} MiB, after {} MiB", in_use_before >> 20, in_use_after >> 20);
+    // The leak was 2112 MiB; other tests of the binary may hold a few hundred MiB meanwhile.
+    assert!(held < 1024, "{held} MiB of the 2112 MiB dropped after the leaked capture are still held");
+    let error = context.synchronize().unwrap_err();
+    let message = error.to_string();
+    println!("p5: {message}");
+    assert!(matches!(error, Error::CaptureInProgress { captures: 1, .. }), "{error:?}");
+    assert!(message.contains("mem::forget") && message.contains("end_capture"), "{message}");
+    // The context keeps working.
+    let again = DeviceBuffer::from_slice(&context, &[7u32; 64]).unwrap();
+    assert_eq!(again.to_vec().unwrap(), vec![7u32; 64]);
+}
+
+/// P6: `Context::recover` on the primary context used to reset it under cudarc's live stream
+/// and slices (cudarc's next safe call crashed the process). Now it refuses, naming why, and
+/// cudarc's stream and slice keep working; lowering a limit of the shared primary context is
+/// refused too, raising it is not.
+#[test]
+fn p6_recover_never_resets_the_primary_context_under_cudarc() {
+    let Some(_context) = common::gpu_or_skip("p6_recover_never_resets_the_primary_context_under_cudarc") else { return };
+    let cuda = CudaContext::new(0).expect("cudarc opens device 0");
+    let a = cuda.new_stream().unwrap();
+    let y = a.clone_htod(&vec![1u32; N]).unwrap();
+    let mut y2 = a.alloc_zeros::<u32>(N).unwrap();
+    a.synchronize().unwrap();
+    let error = Context::primary(0).unwrap().recover().unwrap_err();
+    println!("p6: {error}");
+    assert!(matches!(error, Error::SharedContextNotReset { device: 0 }), "{error:?}");
+    a.memcpy_dtod(&y, &mut y2).unwrap(); // waits for y's event on a: crashed after a reset
+    let back = a.clone_dtoh(&y2).unwrap();
+    assert!(back.iter().all(|&v| v == 1), "cudarc's memory changed under it");
+
+    let primary = Context::primary(0).unwrap();
+    let stack = primary.limit(Limit::StackSize).unwrap();
+    let lowered = primary.set_limit(Limit::StackSize, stack / 2).unwrap_err();
+    println!("p6: {lowered}");
+    assert!(matches!(lowered, Error::SharedLimitLowered { limit: Limit::StackSize, .. }), "{lowered:?}");
+    assert_eq!(primary.limit(Limit::StackSize).unwrap(), stack, "a refused set_limit changed the limit");
+    primary.set_limit(Limit::StackSize, stack).unwrap();
+    let own = Context::create(0, SchedulePolicy::Auto).unwrap();
+    let own_stack = own.limit(Limit::StackSize).unwrap();
+    own.set_limit(Limit::StackSize, own_stack / 2).expect("a context of our own may lower its limits");
+}
+
+/// P12: after `synchronize_timeout` reported a kernel that never ends, dropping the buffer it
+/// used, its stream and the last handle of the context returns (the context's teardown used
+/// to wait for the kernel forever, so the process never exited). Runs in a child process,
+/// which must exit within a deadline with the kernel still spinning.
+#[test]
+fn p12_dropping_a_context_after_a_reported_timeout_returns() {
+    const NAME: &str = "p12_dropping_a_context_after_a_reported_timeout_returns";
+    if std::env::var(CHILD).is_ok_and(|t| t == NAME) {
+        let context = Context::primary(0).unwrap();
+        let stream = Stream::non_blocking(&context).unwrap();
+        let mut out = DeviceBuffer::<u32>::zeroed(&context, 64).unwrap();
+        spin_for::launch(&stream, (1u32, 1u32), u64::MAX).unwrap(); // never ends
+        mark_blocks::launch(&stream, (2u32, 32u32), false, &mut out).unwrap(); // queued behind it
+        let error = stream.synchronize_timeout(Duration::from_secs(2)).unwrap_err();
+        println!("TIMEOUT: {error}");
+        assert!(matches!(error, Error::Timeout { .. }), "{error:?}");
+        let start = Instant::now();
+        drop(out);
+        drop(stream);
+        drop(context);
+        println!("DROPPED ALL after {:?}", start.elapsed());
+        return;
+    }
+    if common::gpu_or_skip(NAME).is_none() {
+        return;
+    }
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([NAME, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD, NAME)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let output = child.wait_with_output().unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    let _ = writeln!(std::io::stdout(), "child output:\n{text}");
+    let status = status.unwrap_or_else(|| panic!("the child still ran 60 s after its start: dropping the context after a timeout hung\n{text}"));
+    assert!(status.success(), "the child failed:\n{text}");
+    assert!(text.contains("TIMEOUT: ") && text.contains("DROPPED ALL after"), "{text}");
+    assert!(text.contains("left to the end of the process"), "the teardown did not say why it skipped the wait:\n{text}");
+}
