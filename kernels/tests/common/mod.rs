@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use ferrocuda_kernels::Element;
-use ferrocuda_kernels_device::Float as _;
+
 
 /// Deterministic values in `[-scale, scale)` (a linear congruential generator).
 pub fn values(n: usize, seed: u64, scale: f64) -> Vec<f64> {
