@@ -15,12 +15,15 @@
 //! # Ok::<(), ferrocuda_kernels::KernelsError>(())
 //! ```
 
+use core::num::NonZeroU32;
+
 use ferrocuda_device::cpu::CpuExecutor;
+use ferrocuda_kernels_device::sum_column_partials;
 
 use crate::attention::Attention;
 use crate::error::{expect_at_least, expect_len, unsupported};
 use crate::launchers::CpuLaunchers;
-use crate::rows::{AdamW, Rope, Rows, silu_width};
+use crate::rows::{AdamW, ROWS_PER_CHUNK, Rope, Rows, silu_width, weight_chunks};
 use crate::{Element, Result, grid_stride, warp_per_row};
 
 /// [`rows::rmsnorm`](crate::rows::rmsnorm) on the CPU executor.
@@ -152,7 +155,7 @@ pub fn layernorm_backward<T: Element>(
         };
         <T as CpuLaunchers>::layernorm_backward(executor, warp_per_row(shape.rows), dout, x, weight, mean, rstd, d, dx, rows, cols, add)?;
     }
-    Ok(<T as CpuLaunchers>::layernorm_backward_weights(executor, grid_stride(shape.cols), dout, x, mean, rstd, dweight, dbias, rows, cols)?)
+    weight_gradients(executor, dout, x, mean, rstd, dweight, Some(dbias), shape, true)
 }
 
 /// [`rows::rmsnorm_backward`](crate::rows::rmsnorm_backward) on the CPU executor.
@@ -185,7 +188,45 @@ pub fn rmsnorm_backward<T: Element>(
         };
         <T as CpuLaunchers>::rmsnorm_backward(executor, warp_per_row(shape.rows), dout, x, weight, rstd, d, dx, rows, cols, add)?;
     }
-    Ok(<T as CpuLaunchers>::rmsnorm_backward_weight(executor, grid_stride(shape.cols), dout, x, rstd, dweight, rows, cols)?)
+    weight_gradients(executor, dout, x, rstd, rstd, dweight, None, shape, false)
+}
+
+/// The weight (and bias) gradients of a norm, as on the GPU (two launches, deterministic).
+#[allow(clippy::too_many_arguments)]
+fn weight_gradients<T: Element>(
+    executor: &CpuExecutor,
+    dout: &[T],
+    x: &[T],
+    mean: &[f32],
+    rstd: &[f32],
+    dweight: &mut [f32],
+    dbias: Option<&mut [f32]>,
+    shape: Rows,
+    centred: bool,
+) -> Result<()> {
+    let (rows, cols) = shape.check()?;
+    let nonzero_cols = NonZeroU32::new(cols).ok_or_else(|| unsupported("cols", 0, "rows need at least one column"))?;
+    let chunks = weight_chunks(shape.rows);
+    let (mut partial_dw, mut partial_db) = (vec![0.0f32; chunks * shape.cols], vec![0.0f32; chunks * shape.cols]);
+    <T as CpuLaunchers>::norm_backward_weights_partial(
+        executor,
+        grid_stride(chunks * shape.cols),
+        dout,
+        x,
+        mean,
+        rstd,
+        &mut partial_dw,
+        &mut partial_db,
+        rows,
+        nonzero_cols,
+        ROWS_PER_CHUNK as u32,
+        centred as u32,
+    )?;
+    sum_column_partials::launch_cpu(executor, grid_stride(shape.cols), &partial_dw, dweight, chunks as u32, cols)?;
+    if let Some(dbias) = dbias {
+        sum_column_partials::launch_cpu(executor, grid_stride(shape.cols), &partial_db, dbias, chunks as u32, cols)?;
+    }
+    Ok(())
 }
 
 /// [`rows::softmax`](crate::rows::softmax) on the CPU executor.

@@ -90,8 +90,10 @@ kernel_table!({
         dout: [in T], x: [in T], weight: [in T], mean: [in f32], rstd: [in f32], dresidual: [in T], dx: [out T], rows: u32, cols: u32, add_dresidual: u32
     );
     fn rmsnorm_backward(dout: [in T], x: [in T], weight: [in T], rstd: [in f32], dresidual: [in T], dx: [out T], rows: u32, cols: u32, add_dresidual: u32);
-    fn layernorm_backward_weights(dout: [in T], x: [in T], mean: [in f32], rstd: [in f32], dweight: [out f32], dbias: [out f32], rows: u32, cols: u32);
-    fn rmsnorm_backward_weight(dout: [in T], x: [in T], rstd: [in f32], dweight: [out f32], rows: u32, cols: u32);
+    fn norm_backward_weights_partial(
+        dout: [in T], x: [in T], mean: [in f32], rstd: [in f32], partial_dweight: [out f32], partial_dbias: [out f32], rows: u32, cols: NonZeroU32,
+        rows_per_chunk: u32, centred: u32
+    );
     fn softmax_forward(x: [in T], out: [out T], rows: u32, cols: u32);
     fn cross_entropy_forward_backward(logits: [in T], targets: [in u32], losses: [out f32], dlogits: [out T], rows: u32, vocab: u32, dloss: f32);
     fn gelu_forward(x: [in T], out: [out T]);

@@ -10,8 +10,8 @@
 
 use core::num::NonZeroU32;
 
-use ferrocuda_host::{DeviceRead, DeviceWrite, Stream};
-use ferrocuda_kernels_device::{AdamWStep, RopeShape};
+use ferrocuda_host::{DeviceBuffer, DeviceRead, DeviceWrite, Stream};
+use ferrocuda_kernels_device::{AdamWStep, RopeShape, sum_column_partials};
 
 use crate::error::{expect_at_least, expect_len, unsupported};
 use crate::launchers::Launchers;
@@ -206,7 +206,8 @@ pub fn layernorm_backward<T: Element>(
             None => <T as Launchers>::layernorm_backward(stream, warp_per_row(shape.rows), dout, x, weight, mean, rstd, dout, dx, rows, cols, 0)?,
         }
     }
-    Ok(<T as Launchers>::layernorm_backward_weights(stream, grid_stride(shape.cols), dout, x, mean, rstd, dweight, dbias, rows, cols)?)
+    let (partial_dbias, chunks) = weight_gradients::<T>(stream, dout, x, mean, rstd, dweight, shape, true)?;
+    Ok(sum_column_partials::launch(stream, grid_stride(shape.cols), &partial_dbias, dbias, chunks, cols)?)
 }
 
 /// RMSNorm backward: `dx` (plus `dresidual` when given) and `dweight` (`cols`, f32,
@@ -239,7 +240,53 @@ pub fn rmsnorm_backward<T: Element>(
             None => <T as Launchers>::rmsnorm_backward(stream, warp_per_row(shape.rows), dout, x, weight, rstd, dout, dx, rows, cols, 0)?,
         }
     }
-    Ok(<T as Launchers>::rmsnorm_backward_weight(stream, grid_stride(shape.cols), dout, x, rstd, dweight, rows, cols)?)
+    weight_gradients::<T>(stream, dout, x, rstd, rstd, dweight, shape, false)?;
+    Ok(())
+}
+
+/// Rows each thread of the weight gradients' first step sums (in order).
+pub(crate) const ROWS_PER_CHUNK: usize = 64;
+
+/// The chunks of rows of the weight gradients' first step.
+pub(crate) fn weight_chunks(rows: usize) -> usize {
+    rows.div_ceil(ROWS_PER_CHUNK).max(1)
+}
+
+/// The weight (and bias) gradients of a norm, in two deterministic launches: per chunk of
+/// [`ROWS_PER_CHUNK`] rows and column into `f32` scratch on `stream`, then the chunks summed
+/// in order per column into `dweight`. Returns the bias's partial sums and their chunks.
+#[allow(clippy::too_many_arguments)]
+fn weight_gradients<T: Element>(
+    stream: &Stream,
+    dout: &(impl DeviceRead<T> + ?Sized),
+    x: &(impl DeviceRead<T> + ?Sized),
+    mean: &(impl DeviceRead<f32> + ?Sized),
+    rstd: &(impl DeviceRead<f32> + ?Sized),
+    dweight: &mut (impl DeviceWrite<f32> + ?Sized),
+    shape: Rows,
+    centred: bool,
+) -> Result<(DeviceBuffer<f32>, u32)> {
+    let (rows, cols) = shape.check()?;
+    let nonzero_cols = NonZeroU32::new(cols).ok_or_else(|| unsupported("cols", 0, "rows need at least one column"))?;
+    let chunks = weight_chunks(shape.rows);
+    let mut partial_dw = DeviceBuffer::<f32>::zeroed_async(stream, chunks * shape.cols)?;
+    let mut partial_db = DeviceBuffer::<f32>::zeroed_async(stream, chunks * shape.cols)?;
+    <T as Launchers>::norm_backward_weights_partial(
+        stream,
+        grid_stride(chunks * shape.cols),
+        dout,
+        x,
+        mean,
+        rstd,
+        &mut partial_dw,
+        &mut partial_db,
+        rows,
+        nonzero_cols,
+        ROWS_PER_CHUNK as u32,
+        centred as u32,
+    )?;
+    sum_column_partials::launch(stream, grid_stride(shape.cols), &partial_dw, dweight, chunks as u32, cols)?;
+    Ok((partial_db, chunks as u32))
 }
 
 /// Softmax of each row: `out = exp(x - max) / sum(exp(x - max))`.

@@ -16,7 +16,8 @@
 use core::num::{NonZeroU32, NonZeroU64};
 
 use bytemuck::{Pod, Zeroable};
-use ferrocuda_device::global::{AtomicSlice, DisjointSlice, PerWarpRow, WarpRow, grid_stride, warp_row};
+use ferrocuda_device::global::{AtomicSlice, DisjointSlice, PerWarpRow, ThreadIndex, WarpRow, grid_stride, warp_row};
+use ferrocuda_device::unroll::unroll;
 pub use ferrocuda_device::half::{bf16, f16};
 use ferrocuda_device::half::{F32ToHalf, HalfFloat};
 // `DeviceFloat` gives `sqrt`/`exp`/`ln`/`tanh`/`mul_add` on the GPU; the host has `std`'s.
@@ -77,6 +78,10 @@ impl Float for f16 {
     }
 }
 
+/// Values a lane handles at once: loads of a chunk are issued together (eight in flight per
+/// lane instead of one), which is what lets a warp per row approach the memory bandwidth.
+pub(crate) const CHUNK: usize = 8;
+
 /// Row `row` of a row-major matrix with `cols` columns, if it lies inside `x`.
 #[inline(always)]
 pub(crate) fn row_of<T>(x: &[T], row: u32, cols: u32) -> Option<&[T]> {
@@ -84,10 +89,39 @@ pub(crate) fn row_of<T>(x: &[T], row: u32, cols: u32) -> Option<&[T]> {
     x.get(start..start + cols as usize)
 }
 
-/// This lane's elements of a row: `lane, lane + 32, ...` (the columns its `LaneRow` owns).
+/// This lane's values at columns `lane + 32 (j + u)`, `u < CHUNK`, as `f32`; `fill` past the
+/// row's end. The loads are independent, so all are in flight together.
 #[inline(always)]
-pub(crate) fn lanes<T: Float>(row: &[T], lane: usize) -> impl Iterator<Item = f32> + '_ {
-    row.iter().skip(lane).step_by(32).map(|v| v.to_f32())
+pub(crate) fn load_chunk<T: Float>(row: &[T], lane: usize, j: usize, fill: f32) -> [f32; CHUNK] {
+    let mut v = [fill; CHUNK];
+    unroll::<CHUNK>(|u| {
+        if let Some(x) = row.get(lane + 32 * (j + u)) {
+            v[u] = x.to_f32();
+        }
+    });
+    v
+}
+
+/// `j = 0, CHUNK, 2 CHUNK, ...` below the number of columns a lane may own (`ceil(cols / 32)`).
+#[inline(always)]
+pub(crate) fn chunks(cols: u32) -> impl Iterator<Item = usize> {
+    (0..(cols as usize).div_ceil(32)).step_by(CHUNK)
+}
+
+/// Writes `value(j)` (the lane's chunk `j`, as from [`load_chunk`]) into this warp's row of
+/// `out`, rounded to `T`; columns past the row are skipped.
+#[inline(always)]
+pub(crate) fn write_chunks<T: Float>(out: &mut PerWarpRow<T>, me: WarpRow, cols: u32, mut value: impl FnMut(usize) -> [f32; CHUNK]) {
+    if let Some(mut row) = out.row_mut(me) {
+        for j in chunks(cols) {
+            let v = value(j);
+            unroll::<CHUNK>(|u| {
+                if let Some(o) = row.get_mut(j + u) {
+                    *o = T::from_f32(v[u]);
+                }
+            });
+        }
+    }
 }
 
 /// Writes `value` into this warp's one-column row of `out` (lane 0 holds column 0).
@@ -100,16 +134,40 @@ pub(crate) fn write_row_value(out: &mut PerWarpRow<f32>, me: WarpRow, value: f32
     }
 }
 
-/// Mean (0 for RMS) and `1 / sqrt(variance + eps)` of a row a warp holds; `values()` yields
-/// this lane's elements. Two passes over the row (the mean, then the centred squares), so
+/// Mean (0 for RMS) and `1 / sqrt(variance + eps)` of a row a warp holds; `load(j)` gives
+/// this lane's chunk `j`. Two passes over the row (the mean, then the centred squares), so
 /// large means do not cancel.
 #[inline(always)]
-fn row_statistics<I: Iterator<Item = f32>>(values: impl Fn() -> I, cols: u32, centred: bool, eps: f32) -> (f32, f32) {
+fn row_statistics(load: impl Fn(usize) -> [f32; CHUNK], lane: usize, cols: u32, centred: bool, eps: f32) -> (f32, f32) {
     let n = cols as f32;
-    let mean = if centred { warp::reduce_sum(values().sum::<f32>()) / n } else { 0.0 };
-    let squares = values().map(|v| (v - mean) * (v - mean)).sum::<f32>();
-    let variance = warp::reduce_sum(squares) / n;
-    (mean, 1.0 / (variance + eps).sqrt())
+    let mean = if centred {
+        let mut sum = 0.0f32;
+        for j in chunks(cols) {
+            let v = load(j);
+            unroll::<CHUNK>(|u| sum += v[u]);
+        }
+        warp::reduce_sum(sum) / n
+    } else {
+        0.0
+    };
+    let mut squares = 0.0f32;
+    for j in chunks(cols) {
+        let v = load(j);
+        unroll::<CHUNK>(|u| {
+            if lane + 32 * (j + u) < cols as usize {
+                squares += (v[u] - mean) * (v[u] - mean);
+            }
+        });
+    }
+    (mean, 1.0 / (warp::reduce_sum(squares) / n + eps).sqrt())
+}
+
+/// `round_T(a + b)` for each value of two chunks: the fused forms' residual sum, as stored.
+#[inline(always)]
+fn add_chunks<T: Float>(a: [f32; CHUNK], b: [f32; CHUNK]) -> [f32; CHUNK] {
+    let mut h = [0.0f32; CHUNK];
+    unroll::<CHUNK>(|u| h[u] = T::from_f32(a[u] + b[u]).to_f32());
+    h
 }
 
 /// RMSNorm of a row-major `rows x cols` matrix: `out = x / sqrt(mean(x^2) + eps) * weight`,
@@ -123,12 +181,13 @@ pub fn rmsnorm_forward<T: Float>(x: &[T], weight: &[T], mut out: PerWarpRow<T>, 
     }
     let lane = me.lane() as usize;
     let (Some(x), Some(weight)) = (row_of(x, me.row(), cols), weight.get(..cols as usize)) else { return };
-    let (_, r) = row_statistics(|| lanes(x, lane), cols, false, eps);
-    if let Some(row) = out.row_mut(me) {
-        for ((o, v), w) in row.iter_mut().zip(lanes(x, lane)).zip(lanes(weight, lane)) {
-            *o = T::from_f32(v * r * w);
-        }
-    }
+    let (_, r) = row_statistics(|j| load_chunk(x, lane, j, 0.0), lane, cols, false, eps);
+    write_chunks(&mut out, me, cols, |j| {
+        let (v, w) = (load_chunk(x, lane, j, 0.0), load_chunk(weight, lane, j, 0.0));
+        let mut o = [0.0f32; CHUNK];
+        unroll::<CHUNK>(|u| o[u] = v[u] * r * w[u]);
+        o
+    });
     write_row_value(&mut rstd, me, r);
 }
 
@@ -155,14 +214,16 @@ pub fn add_rmsnorm_forward<T: Float>(
     let (Some(x), Some(residual), Some(weight)) = (row_of(x, me.row(), cols), row_of(residual, me.row(), cols), weight.get(..cols as usize)) else {
         return;
     };
-    let h = || lanes(x, lane).zip(lanes(residual, lane)).map(|(a, b)| T::from_f32(a + b).to_f32());
-    let (_, r) = row_statistics(h, cols, false, eps);
-    if let (Some(out_row), Some(sum_row)) = (out.row_mut(me), sum.row_mut(me)) {
-        for (((o, s), v), w) in out_row.iter_mut().zip(sum_row.iter_mut()).zip(h()).zip(lanes(weight, lane)) {
-            *s = T::from_f32(v);
-            *o = T::from_f32(v * r * w);
-        }
-    }
+    let h = |j| add_chunks::<T>(load_chunk(x, lane, j, 0.0), load_chunk(residual, lane, j, 0.0));
+    let (_, r) = row_statistics(h, lane, cols, false, eps);
+    write_chunks(&mut sum, me, cols, h);
+    // The normalised output from x and residual again (a kernel does not read its own outputs).
+    write_chunks(&mut out, me, cols, |j| {
+        let (v, w) = (h(j), load_chunk(weight, lane, j, 0.0));
+        let mut o = [0.0f32; CHUNK];
+        unroll::<CHUNK>(|u| o[u] = v[u] * r * w[u]);
+        o
+    });
     write_row_value(&mut rstd, me, r);
 }
 
@@ -187,12 +248,13 @@ pub fn layernorm_forward<T: Float>(
     }
     let lane = me.lane() as usize;
     let (Some(x), Some(weight), Some(bias)) = (row_of(x, me.row(), cols), weight.get(..cols as usize), bias.get(..cols as usize)) else { return };
-    let (m, r) = row_statistics(|| lanes(x, lane), cols, true, eps);
-    if let Some(row) = out.row_mut(me) {
-        for (((o, v), w), b) in row.iter_mut().zip(lanes(x, lane)).zip(lanes(weight, lane)).zip(lanes(bias, lane)) {
-            *o = T::from_f32((v - m) * r * w + b);
-        }
-    }
+    let (m, r) = row_statistics(|j| load_chunk(x, lane, j, 0.0), lane, cols, true, eps);
+    write_chunks(&mut out, me, cols, |j| {
+        let (v, w, b) = (load_chunk(x, lane, j, 0.0), load_chunk(weight, lane, j, 0.0), load_chunk(bias, lane, j, 0.0));
+        let mut o = [0.0f32; CHUNK];
+        unroll::<CHUNK>(|u| o[u] = (v[u] - m) * r * w[u] + b[u]);
+        o
+    });
     write_row_value(&mut mean, me, m);
     write_row_value(&mut rstd, me, r);
 }
@@ -224,21 +286,22 @@ pub fn add_layernorm_forward<T: Float>(
     else {
         return;
     };
-    let h = || lanes(x, lane).zip(lanes(residual, lane)).map(|(a, b)| T::from_f32(a + b).to_f32());
-    let (m, r) = row_statistics(h, cols, true, eps);
-    if let (Some(out_row), Some(sum_row)) = (out.row_mut(me), sum.row_mut(me)) {
-        for ((((o, s), v), w), b) in out_row.iter_mut().zip(sum_row.iter_mut()).zip(h()).zip(lanes(weight, lane)).zip(lanes(bias, lane)) {
-            *s = T::from_f32(v);
-            *o = T::from_f32((v - m) * r * w + b);
-        }
-    }
+    let h = |j| add_chunks::<T>(load_chunk(x, lane, j, 0.0), load_chunk(residual, lane, j, 0.0));
+    let (m, r) = row_statistics(h, lane, cols, true, eps);
+    write_chunks(&mut sum, me, cols, h);
+    write_chunks(&mut out, me, cols, |j| {
+        let (v, w, b) = (h(j), load_chunk(weight, lane, j, 0.0), load_chunk(bias, lane, j, 0.0));
+        let mut o = [0.0f32; CHUNK];
+        unroll::<CHUNK>(|u| o[u] = (v[u] - m) * r * w[u] + b[u]);
+        o
+    });
     write_row_value(&mut mean, me, m);
     write_row_value(&mut rstd, me, r);
 }
 
 /// The input gradient of layer norm (`centred`) or RMSNorm for one row: with `xhat = (x -
 /// mean) * rstd` and `g = dout * weight`, `dx = rstd * (g - mean(g) - xhat * mean(g * xhat))`
-/// (RMSNorm: no `mean(g)` term, `mean = 0`), plus `dresidual` when `add` (the gradient that
+/// (RMSNorm: no `mean(g)` term, `mean = 0`), plus `dresidual` when given (the gradient that
 /// reached the residual stream directly, for the fused forms).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
@@ -256,15 +319,27 @@ fn norm_backward_row<T: Float>(
 ) {
     let lane = me.lane() as usize;
     let n = cols as f32;
-    let g = || lanes(dout, lane).zip(lanes(weight, lane)).map(|(d, w)| d * w);
-    let xhat = || lanes(x, lane).map(|v| (v - mean) * rstd);
-    let g_mean = if centred { warp::reduce_sum(g().sum::<f32>()) / n } else { 0.0 };
-    let gx_mean = warp::reduce_sum(g().zip(xhat()).map(|(g, xh)| g * xh).sum::<f32>()) / n;
-    let Some(row) = dx.row_mut(me) else { return };
-    let extra = dresidual.into_iter().flat_map(|d| lanes(d, lane)).chain(core::iter::repeat(0.0));
-    for (((o, g), xh), e) in row.iter_mut().zip(g()).zip(xhat()).zip(extra) {
-        *o = T::from_f32(rstd * (g - g_mean - xh * gx_mean) + e);
+    let (mut g_sum, mut gx_sum) = (0.0f32, 0.0f32);
+    for j in chunks(cols) {
+        let (d, w, v) = (load_chunk(dout, lane, j, 0.0), load_chunk(weight, lane, j, 0.0), load_chunk(x, lane, j, 0.0));
+        unroll::<CHUNK>(|u| {
+            let g = d[u] * w[u];
+            g_sum += g;
+            gx_sum += g * (v[u] - mean) * rstd;
+        });
     }
+    let g_mean = if centred { warp::reduce_sum(g_sum) / n } else { 0.0 };
+    let gx_mean = warp::reduce_sum(gx_sum) / n;
+    write_chunks(dx, me, cols, |j| {
+        let (d, w, v) = (load_chunk(dout, lane, j, 0.0), load_chunk(weight, lane, j, 0.0), load_chunk(x, lane, j, 0.0));
+        let e = match dresidual {
+            Some(r) => load_chunk(r, lane, j, 0.0),
+            None => [0.0; CHUNK],
+        };
+        let mut o = [0.0f32; CHUNK];
+        unroll::<CHUNK>(|u| o[u] = rstd * (d[u] * w[u] - g_mean - (v[u] - mean) * rstd * gx_mean) + e[u]);
+        o
+    });
 }
 
 /// Layer norm's input gradient (one warp per row): `x` is the norm's input (`sum` of the fused
@@ -313,70 +388,92 @@ pub fn rmsnorm_backward<T: Float>(dout: &[T], x: &[T], weight: &[T], rstd: &[f32
     norm_backward_row(dout, x, weight, dres, &mut dx, me, cols, 0.0, s, false);
 }
 
-/// Layer norm's weight and bias gradients, one thread per column summing over the rows in
-/// order (deterministic): `dweight[c] = sum_r dout[r, c] * xhat[r, c]`, `dbias[c] = sum_r
-/// dout[r, c]`, written (not accumulated) in `f32`.
-#[kernel(instances(f32, bf16, f16), same_len(dweight, dbias))]
+/// The weight (and bias) gradients of a norm, first step: thread `i = chunk * cols + c` sums
+/// rows `chunk * rows_per_chunk ..` (at most `rows_per_chunk` of them, in order) of column
+/// `c`: `partial_dweight[i] = sum dout * xhat`, `partial_dbias[i] = sum dout`, with `xhat = (x
+/// - mean) * rstd` (`centred`) or `x * rstd` (RMSNorm; `mean` is not read). The second step
+/// ([`sum_column_partials()`]) adds the chunks in order: deterministic, and parallel over
+/// rows as well as columns.
+#[kernel(instances(f32, bf16, f16), same_len(partial_dweight, partial_dbias))]
 #[allow(clippy::too_many_arguments)]
-pub fn layernorm_backward_weights<T: Float>(
+pub fn norm_backward_weights_partial<T: Float>(
     dout: &[T],
     x: &[T],
     mean: &[f32],
     rstd: &[f32],
-    mut dweight: DisjointSlice<f32>,
-    mut dbias: DisjointSlice<f32>,
+    mut partial_dweight: DisjointSlice<f32>,
+    mut partial_dbias: DisjointSlice<f32>,
     rows: u32,
-    cols: u32,
+    cols: NonZeroU32,
+    rows_per_chunk: u32,
+    centred: u32,
 ) {
-    for c in grid_stride(dweight.len().min(cols as usize)) {
+    for i in grid_stride(partial_dweight.len()) {
+        let (chunk, c) = ((i.get() as u64 / NonZeroU64::from(cols)) as usize, (i.get() as u64 % NonZeroU64::from(cols)) as usize);
+        let first = chunk * rows_per_chunk as usize;
+        let last = (first + rows_per_chunk as usize).min(rows as usize);
         let (mut dw, mut db) = (0.0f32, 0.0f32);
-        for r in 0..rows as usize {
-            let at = r * cols as usize + c.get();
-            if let (Some(d), Some(v), Some(&m), Some(&s)) = (dout.get(at), x.get(at), mean.get(r), rstd.get(r)) {
-                let d = d.to_f32();
-                dw += d * (v.to_f32() - m) * s;
-                db += d;
-            }
+        let mut r = first;
+        while r < last {
+            // Up to CHUNK rows' loads in flight at once.
+            let mut d = [0.0f32; CHUNK];
+            let mut xh = [0.0f32; CHUNK];
+            unroll::<CHUNK>(|u| {
+                let row = r + u;
+                let at = row * cols.get() as usize + c;
+                if row < last
+                    && let (Some(dv), Some(v), Some(&s)) = (dout.get(at), x.get(at), rstd.get(row))
+                {
+                    let m = if centred != 0 { mean.get(row).copied().unwrap_or(0.0) } else { 0.0 };
+                    d[u] = dv.to_f32();
+                    xh[u] = (v.to_f32() - m) * s;
+                }
+            });
+            unroll::<CHUNK>(|u| {
+                dw += d[u] * xh[u];
+                db += d[u];
+            });
+            r += CHUNK;
         }
-        if let Some(w) = dweight.get_mut(c) {
+        if let Some(w) = partial_dweight.get_mut(i) {
             *w = dw;
         }
-        if let Some(b) = dbias.get_mut(c) {
+        if let Some(b) = partial_dbias.get_mut(i) {
             *b = db;
         }
     }
 }
 
-/// RMSNorm's weight gradient, one thread per column (deterministic): `dweight[c] = sum_r
-/// dout[r, c] * x[r, c] * rstd[r]`, written in `f32`.
-#[kernel(instances(f32, bf16, f16))]
-pub fn rmsnorm_backward_weight<T: Float>(dout: &[T], x: &[T], rstd: &[f32], mut dweight: DisjointSlice<f32>, rows: u32, cols: u32) {
-    for c in grid_stride(dweight.len().min(cols as usize)) {
-        let mut dw = 0.0f32;
-        for r in 0..rows as usize {
-            let at = r * cols as usize + c.get();
-            if let (Some(d), Some(v), Some(&s)) = (dout.get(at), x.get(at), rstd.get(r)) {
-                dw += d.to_f32() * v.to_f32() * s;
-            }
+/// Second step of the weight gradients: `out[c] = sum over chunks k (in order) of
+/// partial[k * cols + c]`, one thread per column.
+#[kernel]
+pub fn sum_column_partials(partial: &[f32], mut out: DisjointSlice<f32>, chunks: u32, cols: u32) {
+    for c in grid_stride(out.len().min(cols as usize)) {
+        let mut total = 0.0f32;
+        for k in 0..chunks as usize {
+            total += partial.get(k * cols as usize + c.get()).copied().unwrap_or(0.0);
         }
-        if let Some(w) = dweight.get_mut(c) {
-            *w = dw;
+        if let Some(o) = out.get_mut(c) {
+            *o = total;
         }
     }
 }
 
-/// Online maximum and `sum(exp(x - max))` of a row a warp holds (each lane over its columns,
+/// Online maximum and `sum(exp(x - max))` of a row a warp holds (each lane over its chunks,
 /// then combined by shuffles; the sum is rescaled whenever the maximum grows).
 #[inline(always)]
-pub(crate) fn online_max_sum(values: impl Iterator<Item = f32>) -> (f32, f32) {
+pub(crate) fn online_max_sum<T: Float>(row: &[T], lane: usize, cols: u32) -> (f32, f32) {
     // A finite start: a lane that sees no element combines as (MIN, 0) without NaN.
     let (mut max, mut sum) = (f32::MIN, 0.0f32);
-    for v in values {
-        if v > max {
-            sum *= (max - v).exp();
-            max = v;
+    for j in chunks(cols) {
+        let v = load_chunk(row, lane, j, f32::NEG_INFINITY);
+        let mut chunk_max = v[0];
+        unroll::<CHUNK>(|u| chunk_max = chunk_max.max(v[u]));
+        if chunk_max > max {
+            sum *= (max - chunk_max).exp();
+            max = chunk_max;
         }
-        sum += (v - max).exp();
+        unroll::<CHUNK>(|u| sum += (v[u] - max).exp());
     }
     let mut mask = warp::WARP_SIZE / 2;
     while mask > 0 {
@@ -399,13 +496,14 @@ pub fn softmax_forward<T: Float>(x: &[T], mut out: PerWarpRow<T>, rows: u32, col
     }
     let lane = me.lane() as usize;
     let Some(x) = row_of(x, me.row(), cols) else { return };
-    let (max, sum) = online_max_sum(lanes(x, lane));
+    let (max, sum) = online_max_sum(x, lane, cols);
     let scale = 1.0 / sum;
-    if let Some(row) = out.row_mut(me) {
-        for (o, v) in row.iter_mut().zip(lanes(x, lane)) {
-            *o = T::from_f32((v - max).exp() * scale);
-        }
-    }
+    write_chunks(&mut out, me, cols, |j| {
+        let v = load_chunk(x, lane, j, 0.0);
+        let mut o = [0.0f32; CHUNK];
+        unroll::<CHUNK>(|u| o[u] = (v[u] - max).exp() * scale);
+        o
+    });
 }
 
 /// A target that marks a row to ignore (PyTorch's `ignore_index`): loss 0, gradient 0.
@@ -433,7 +531,7 @@ pub fn cross_entropy_forward_backward<T: Float>(
     }
     let lane = me.lane() as usize;
     let (Some(x), Some(&target)) = (row_of(logits, me.row(), vocab), targets.get(me.row() as usize)) else { return };
-    let (max, sum) = online_max_sum(lanes(x, lane));
+    let (max, sum) = online_max_sum(x, lane, vocab);
     let lse = max + sum.ln();
     let (loss, scale) = match x.get(target as usize) {
         Some(t) => (lse - t.to_f32(), dloss),
@@ -441,14 +539,15 @@ pub fn cross_entropy_forward_backward<T: Float>(
         None => (f32::NAN, f32::NAN),
     };
     write_row_value(&mut losses, me, loss);
-    if let Some(row) = dlogits.row_mut(me) {
-        let mut c = lane as u32;
-        for (o, v) in row.iter_mut().zip(lanes(x, lane)) {
-            let hot = if c == target { 1.0 } else { 0.0 };
-            *o = T::from_f32(((v - lse).exp() - hot) * scale);
-            c += 32;
-        }
-    }
+    write_chunks(&mut dlogits, me, vocab, |j| {
+        let v = load_chunk(x, lane, j, 0.0);
+        let mut o = [0.0f32; CHUNK];
+        unroll::<CHUNK>(|u| {
+            let hot = if lane + 32 * (j + u) == target as usize { 1.0 } else { 0.0 };
+            o[u] = ((v[u] - lse).exp() - hot) * scale;
+        });
+        o
+    });
 }
 
 /// `sqrt(2 / pi)`, GPT-2's GELU scaling factor.
@@ -469,24 +568,65 @@ pub fn gelu_derivative(x: f32) -> f32 {
     0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * GELU_SCALE * (1.0 + 3.0 * 0.044_715 * x * x)
 }
 
+/// A grid-stride loop taken `CHUNK` indices at a time: `body` gets this thread's next
+/// `CHUNK` indices (`None` past the end), so it can issue all their loads before using any.
+#[inline(always)]
+pub(crate) fn grid_stride_chunks(len: usize, mut body: impl FnMut(&[Option<ThreadIndex>; CHUNK])) {
+    let mut indices = grid_stride(len);
+    loop {
+        let mut chunk = [None; CHUNK];
+        unroll::<CHUNK>(|u| chunk[u] = indices.next());
+        if chunk[0].is_none() {
+            break;
+        }
+        body(&chunk);
+    }
+}
+
+/// The values of `x` at a chunk of indices (0 where there is none).
+#[inline(always)]
+fn gather<T: Float>(x: &[T], chunk: &[Option<ThreadIndex>; CHUNK]) -> [f32; CHUNK] {
+    let mut v = [0.0f32; CHUNK];
+    unroll::<CHUNK>(|u| {
+        if let Some(i) = chunk[u]
+            && let Some(value) = x.get(i.get())
+        {
+            v[u] = value.to_f32();
+        }
+    });
+    v
+}
+
+/// Stores a chunk of values at their indices of `out`.
+#[inline(always)]
+fn scatter<T: Float>(out: &mut DisjointSlice<T>, chunk: &[Option<ThreadIndex>; CHUNK], v: [f32; CHUNK]) {
+    unroll::<CHUNK>(|u| {
+        if let Some(i) = chunk[u]
+            && let Some(o) = out.get_mut(i)
+        {
+            *o = T::from_f32(v[u]);
+        }
+    });
+}
+
 /// `out = gelu(x)` element-wise (grid-stride loop).
 #[kernel(instances(f32, bf16, f16), same_len(x, out))]
 pub fn gelu_forward<T: Float>(x: &[T], mut out: DisjointSlice<T>) {
-    for i in grid_stride(out.len()) {
-        if let (Some(o), Some(v)) = (out.get_mut(i), x.get(i.get())) {
-            *o = T::from_f32(gelu(v.to_f32()));
-        }
-    }
+    grid_stride_chunks(out.len(), |chunk| {
+        let mut v = gather(x, chunk);
+        unroll::<CHUNK>(|u| v[u] = gelu(v[u]));
+        scatter(&mut out, chunk, v);
+    });
 }
 
 /// `dx = gelu'(x) * dout` element-wise.
 #[kernel(instances(f32, bf16, f16), same_len(x, dout, dx))]
 pub fn gelu_backward<T: Float>(x: &[T], dout: &[T], mut dx: DisjointSlice<T>) {
-    for i in grid_stride(dx.len()) {
-        if let (Some(o), Some(v), Some(d)) = (dx.get_mut(i), x.get(i.get()), dout.get(i.get())) {
-            *o = T::from_f32(gelu_derivative(v.to_f32()) * d.to_f32());
-        }
-    }
+    grid_stride_chunks(dx.len(), |chunk| {
+        let (mut v, d) = (gather(x, chunk), gather(dout, chunk));
+        unroll::<CHUNK>(|u| v[u] = gelu_derivative(v[u]) * d[u]);
+        scatter(&mut dx, chunk, v);
+    });
 }
 
 /// `x * sigmoid(x)`.
@@ -500,13 +640,20 @@ fn silu(x: f32) -> f32 {
 #[kernel(instances(f32, bf16, f16))]
 pub fn silu_and_mul_forward<T: Float>(input: &[T], mut out: DisjointSlice<T>, d: NonZeroU32) {
     let d64 = NonZeroU64::from(d);
-    for i in grid_stride(out.len()) {
-        let (r, c) = (i.get() as u64 / d64, i.get() as u64 % d64);
-        let at = (r * 2 * d64.get() + c) as usize;
-        if let (Some(o), Some(g), Some(u)) = (out.get_mut(i), input.get(at), input.get(at + d.get() as usize)) {
-            *o = T::from_f32(silu(g.to_f32()) * u.to_f32());
-        }
-    }
+    grid_stride_chunks(out.len(), |chunk| {
+        let (mut g, mut up) = ([0.0f32; CHUNK], [0.0f32; CHUNK]);
+        unroll::<CHUNK>(|u| {
+            if let Some(i) = chunk[u] {
+                let (r, c) = (i.get() as u64 / d64, i.get() as u64 % d64);
+                let at = (r * 2 * d64.get() + c) as usize;
+                g[u] = input.get(at).map_or(0.0, |v| v.to_f32());
+                up[u] = input.get(at + d.get() as usize).map_or(0.0, |v| v.to_f32());
+            }
+        });
+        let mut o = [0.0f32; CHUNK];
+        unroll::<CHUNK>(|u| o[u] = silu(g[u]) * up[u]);
+        scatter(&mut out, chunk, o);
+    });
 }
 
 /// SiLU-and-mul's input gradient: `dinput` (`rows x 2d`) from `dout` (`rows x d`) and the
@@ -515,23 +662,26 @@ pub fn silu_and_mul_forward<T: Float>(input: &[T], mut out: DisjointSlice<T>, d:
 pub fn silu_and_mul_backward<T: Float>(input: &[T], dout: &[T], mut dinput: DisjointSlice<T>, d: NonZeroU32) {
     let d64 = NonZeroU64::from(d);
     let width = d64.saturating_mul(const { NonZeroU64::new(2).unwrap() });
-    for i in grid_stride(dinput.len()) {
-        let (r, c) = (i.get() as u64 / width, i.get() as u64 % width);
-        let is_gate = c < d64.get();
-        let col = if is_gate { c } else { c - d64.get() };
-        let base = (r * width.get()) as usize;
-        let (Some(g), Some(u), Some(dy)) =
-            (input.get(base + col as usize), input.get(base + (col + d64.get()) as usize), dout.get((r * d64.get() + col) as usize))
-        else {
-            continue;
-        };
-        let (g, u, dy) = (g.to_f32(), u.to_f32(), dy.to_f32());
-        let s = 1.0 / (1.0 + (-g).exp());
-        let value = if is_gate { dy * u * s * (1.0 + g * (1.0 - s)) } else { dy * g * s };
-        if let Some(o) = dinput.get_mut(i) {
-            *o = T::from_f32(value);
-        }
-    }
+    grid_stride_chunks(dinput.len(), |chunk| {
+        let mut o = [0.0f32; CHUNK];
+        let (mut g, mut up, mut dy, mut is_gate) = ([0.0f32; CHUNK], [0.0f32; CHUNK], [0.0f32; CHUNK], [false; CHUNK]);
+        unroll::<CHUNK>(|u| {
+            if let Some(i) = chunk[u] {
+                let (r, c) = (i.get() as u64 / width, i.get() as u64 % width);
+                is_gate[u] = c < d64.get();
+                let col = if is_gate[u] { c } else { c - d64.get() };
+                let base = (r * width.get()) as usize;
+                g[u] = input.get(base + col as usize).map_or(0.0, |v| v.to_f32());
+                up[u] = input.get(base + (col + d64.get()) as usize).map_or(0.0, |v| v.to_f32());
+                dy[u] = dout.get((r * d64.get() + col) as usize).map_or(0.0, |v| v.to_f32());
+            }
+        });
+        unroll::<CHUNK>(|u| {
+            let s = 1.0 / (1.0 + (-g[u]).exp());
+            o[u] = if is_gate[u] { dy[u] * up[u] * s * (1.0 + g[u] * (1.0 - s)) } else { dy[u] * g[u] * s };
+        });
+        scatter(&mut dinput, chunk, o);
+    });
 }
 
 /// Shape of a rotary-embedding launch (by value).
@@ -556,30 +706,33 @@ pub struct RopeShape {
 /// rotary_dim / 2`, f32). For `k < rotary_dim / 2` the pair `(x[k], x[k + rotary_dim/2])`
 /// becomes `(x1 cos - x2 sin, x2 cos + x1 sin)`. A position past the tables writes NaN.
 #[kernel(instances(f32, bf16, f16), same_len(x, out))]
+#[allow(clippy::too_many_arguments)]
 pub fn rotary_embedding<T: Float>(x: &[T], positions: &[u32], cos: &[f32], sin: &[f32], mut out: DisjointSlice<T>, head_dim: NonZeroU32, heads: NonZeroU32, shape: RopeShape) {
     let half = (shape.rotary_dim / 2) as usize;
     let sign = if shape.inverse != 0 { -1.0 } else { 1.0 };
-    for i in grid_stride(out.len()) {
-        let (row, c) = (i.get() as u64 / NonZeroU64::from(head_dim), (i.get() as u64 % NonZeroU64::from(head_dim)) as usize);
-        let token = (row / NonZeroU64::from(heads)) as usize;
-        let value = if c >= 2 * half {
-            x.get(i.get()).map(|v| v.to_f32())
-        } else {
-            let (k, first) = if c < half { (c, true) } else { (c - half, false) };
-            let pair = i.get() - c + k;
-            let table = positions.get(token).and_then(|&p| if p < shape.max_positions { Some(p as usize * half + k) } else { None });
-            match (table.and_then(|t| cos.get(t).zip(sin.get(t))), x.get(pair), x.get(pair + half)) {
-                (Some((&cs, &sn)), Some(x1), Some(x2)) => {
-                    let (x1, x2, sn) = (x1.to_f32(), x2.to_f32(), sign * sn);
-                    Some(if first { x1 * cs - x2 * sn } else { x2 * cs + x1 * sn })
+    grid_stride_chunks(out.len(), |chunk| {
+        let mut o = [0.0f32; CHUNK];
+        unroll::<CHUNK>(|u| {
+            let Some(i) = chunk[u] else { return };
+            let (row, c) = (i.get() as u64 / NonZeroU64::from(head_dim), (i.get() as u64 % NonZeroU64::from(head_dim)) as usize);
+            let token = (row / NonZeroU64::from(heads)) as usize;
+            o[u] = if c >= 2 * half {
+                x.get(i.get()).map_or(0.0, |v| v.to_f32())
+            } else {
+                let (k, first) = if c < half { (c, true) } else { (c - half, false) };
+                let pair = i.get() - c + k;
+                let table = positions.get(token).and_then(|&p| if p < shape.max_positions { Some(p as usize * half + k) } else { None });
+                match (table.and_then(|t| cos.get(t).zip(sin.get(t))), x.get(pair), x.get(pair + half)) {
+                    (Some((&cs, &sn)), Some(x1), Some(x2)) => {
+                        let (x1, x2, sn) = (x1.to_f32(), x2.to_f32(), sign * sn);
+                        if first { x1 * cs - x2 * sn } else { x2 * cs + x1 * sn }
+                    }
+                    _ => f32::NAN,
                 }
-                _ => Some(f32::NAN),
-            }
-        };
-        if let (Some(o), Some(v)) = (out.get_mut(i), value) {
-            *o = T::from_f32(v);
-        }
-    }
+            };
+        });
+        scatter(&mut out, chunk, o);
+    });
 }
 
 /// AdamW's hyperparameters for one step (by value).
@@ -608,17 +761,33 @@ pub struct AdamWStep {
 /// place from `grads`; arithmetic in f32, `params` rounded once to `T`.
 #[kernel(instances(f32, bf16, f16), same_len(params, grads, m, v))]
 pub fn adamw_step<T: Float>(mut params: DisjointSlice<T>, grads: &[T], mut m: DisjointSlice<f32>, mut v: DisjointSlice<f32>, hp: AdamWStep) {
-    for i in grid_stride(params.len()) {
-        let (Some(p), Some(m_i), Some(v_i), Some(g)) = (params.get_mut(i), m.get_mut(i), v.get_mut(i), grads.get(i.get())) else { continue };
-        let g = g.to_f32() * hp.grad_scale;
-        let mean = hp.beta1 * *m_i + (1.0 - hp.beta1) * g;
-        let var = hp.beta2 * *v_i + (1.0 - hp.beta2) * g * g;
-        *m_i = mean;
-        *v_i = var;
-        let (mean, var) = (mean / hp.beta1_correction, var / hp.beta2_correction);
-        let old = p.to_f32();
-        *p = T::from_f32(old - hp.learning_rate * (mean / (var.sqrt() + hp.eps) + hp.weight_decay * old));
-    }
+    grid_stride_chunks(params.len(), |chunk| {
+        let g = gather(grads, chunk);
+        let (mut p, mut m0, mut v0) = ([0.0f32; CHUNK], [0.0f32; CHUNK], [0.0f32; CHUNK]);
+        unroll::<CHUNK>(|u| {
+            if let Some(i) = chunk[u] {
+                p[u] = params.get_mut(i).map_or(0.0, |x| x.to_f32());
+                m0[u] = m.get_mut(i).map_or(0.0, |x| *x);
+                v0[u] = v.get_mut(i).map_or(0.0, |x| *x);
+            }
+        });
+        unroll::<CHUNK>(|u| {
+            let Some(i) = chunk[u] else { return };
+            let g = g[u] * hp.grad_scale;
+            let mean = hp.beta1 * m0[u] + (1.0 - hp.beta1) * g;
+            let var = hp.beta2 * v0[u] + (1.0 - hp.beta2) * g * g;
+            if let Some(m_i) = m.get_mut(i) {
+                *m_i = mean;
+            }
+            if let Some(v_i) = v.get_mut(i) {
+                *v_i = var;
+            }
+            let (mean, var) = (mean / hp.beta1_correction, var / hp.beta2_correction);
+            if let Some(p_i) = params.get_mut(i) {
+                *p_i = T::from_f32(p[u] - hp.learning_rate * (mean / (var.sqrt() + hp.eps) + hp.weight_decay * p[u]));
+            }
+        });
+    });
 }
 
 /// Adds `sum(x^2)` into `total[0]` (f32, atomically, one add per warp): call once per tensor
@@ -626,12 +795,10 @@ pub fn adamw_step<T: Float>(mut params: DisjointSlice<T>, grads: &[T], mut m: Di
 #[kernel(instances(f32, bf16, f16))]
 pub fn sum_of_squares<T: Float>(x: &[T], total: AtomicSlice<f32>) {
     let mut sum = 0.0f32;
-    for i in grid_stride(x.len()) {
-        if let Some(v) = x.get(i.get()) {
-            let v = v.to_f32();
-            sum += v * v;
-        }
-    }
+    grid_stride_chunks(x.len(), |chunk| {
+        let v = gather(x, chunk);
+        unroll::<CHUNK>(|u| sum += v[u] * v[u]);
+    });
     let sum = warp::reduce_sum(sum);
     if warp::lane_id() == 0 && !total.is_empty() {
         total.add(0, sum);
@@ -644,11 +811,15 @@ pub fn sum_of_squares<T: Float>(x: &[T], total: AtomicSlice<f32>) {
 pub fn clip_by_global_norm<T: Float>(mut grads: DisjointSlice<T>, norm_squared: &[f32], max_norm: f32) {
     let norm = norm_squared.first().copied().unwrap_or(0.0).sqrt();
     let scale = if norm > max_norm { max_norm / (norm + 1e-6) } else { 1.0 };
-    for i in grid_stride(grads.len()) {
-        if let Some(g) = grads.get_mut(i) {
-            *g = T::from_f32(g.to_f32() * scale);
-        }
-    }
+    grid_stride_chunks(grads.len(), |chunk| {
+        let mut v = [0.0f32; CHUNK];
+        unroll::<CHUNK>(|u| {
+            if let Some(i) = chunk[u] {
+                v[u] = grads.get_mut(i).map_or(0.0, |g| g.to_f32()) * scale;
+            }
+        });
+        scatter(&mut grads, chunk, v);
+    });
 }
 
 /// The kernels of one element type under their generic names, so the host crate can reach
@@ -667,7 +838,7 @@ instances_of!(for_f32, "The `f32` instances.":
     rmsnorm_forward = rmsnorm_forward_f32, add_rmsnorm_forward = add_rmsnorm_forward_f32,
     layernorm_forward = layernorm_forward_f32, add_layernorm_forward = add_layernorm_forward_f32,
     layernorm_backward = layernorm_backward_f32, rmsnorm_backward = rmsnorm_backward_f32,
-    layernorm_backward_weights = layernorm_backward_weights_f32, rmsnorm_backward_weight = rmsnorm_backward_weight_f32,
+    norm_backward_weights_partial = norm_backward_weights_partial_f32,
     softmax_forward = softmax_forward_f32, cross_entropy_forward_backward = cross_entropy_forward_backward_f32,
     gelu_forward = gelu_forward_f32, gelu_backward = gelu_backward_f32,
     silu_and_mul_forward = silu_and_mul_forward_f32, silu_and_mul_backward = silu_and_mul_backward_f32,
@@ -680,7 +851,7 @@ instances_of!(for_bf16, "The `bf16` instances.":
     rmsnorm_forward = rmsnorm_forward_bf16, add_rmsnorm_forward = add_rmsnorm_forward_bf16,
     layernorm_forward = layernorm_forward_bf16, add_layernorm_forward = add_layernorm_forward_bf16,
     layernorm_backward = layernorm_backward_bf16, rmsnorm_backward = rmsnorm_backward_bf16,
-    layernorm_backward_weights = layernorm_backward_weights_bf16, rmsnorm_backward_weight = rmsnorm_backward_weight_bf16,
+    norm_backward_weights_partial = norm_backward_weights_partial_bf16,
     softmax_forward = softmax_forward_bf16, cross_entropy_forward_backward = cross_entropy_forward_backward_bf16,
     gelu_forward = gelu_forward_bf16, gelu_backward = gelu_backward_bf16,
     silu_and_mul_forward = silu_and_mul_forward_bf16, silu_and_mul_backward = silu_and_mul_backward_bf16,
@@ -693,7 +864,7 @@ instances_of!(for_f16, "The `f16` instances.":
     rmsnorm_forward = rmsnorm_forward_f16, add_rmsnorm_forward = add_rmsnorm_forward_f16,
     layernorm_forward = layernorm_forward_f16, add_layernorm_forward = add_layernorm_forward_f16,
     layernorm_backward = layernorm_backward_f16, rmsnorm_backward = rmsnorm_backward_f16,
-    layernorm_backward_weights = layernorm_backward_weights_f16, rmsnorm_backward_weight = rmsnorm_backward_weight_f16,
+    norm_backward_weights_partial = norm_backward_weights_partial_f16,
     softmax_forward = softmax_forward_f16, cross_entropy_forward_backward = cross_entropy_forward_backward_f16,
     gelu_forward = gelu_forward_f16, gelu_backward = gelu_backward_f16,
     silu_and_mul_forward = silu_and_mul_forward_f16, silu_and_mul_backward = silu_and_mul_backward_f16,
