@@ -109,12 +109,38 @@ fn load_lane<T: Float>(row: &[T], lane: usize, per_lane: usize, scale: f32) -> [
     out
 }
 
+/// Keys (or queries, in the dK/dV kernel) handled together: their rows are loaded before any
+/// is used and their dot products reduced together, so loads and shuffles overlap.
+const GROUP: usize = 4;
+
+/// This lane's part of the dot product of two rows the warp holds.
+#[inline(always)]
+fn partial_dot(a: &[f32; LANE_VALUES], b: &[f32; LANE_VALUES]) -> f32 {
+    let mut sum = 0.0f32;
+    unroll::<LANE_VALUES>(|j| sum += a[j] * b[j]);
+    sum
+}
+
+/// Sums each of `N` values over the warp (every lane gets the sums); the `N` butterflies are
+/// interleaved, so their shuffles are in flight together.
+#[inline(always)]
+fn reduce_many<const N: usize>(values: &mut [f32; N])
+where
+    ferrocuda_device::unroll::Const<N>: ferrocuda_device::unroll::Unrolled,
+{
+    let mut mask = 16;
+    while mask > 0 {
+        unroll::<N>(|u| values[u] += warp::shuffle_xor(values[u], mask));
+        mask /= 2;
+    }
+}
+
 /// The dot product of two rows the warp holds, in every lane.
 #[inline(always)]
 fn dot(a: &[f32; LANE_VALUES], b: &[f32; LANE_VALUES]) -> f32 {
-    let mut sum = 0.0f32;
-    unroll::<LANE_VALUES>(|j| sum += a[j] * b[j]);
-    warp::reduce_sum(sum)
+    let mut sum = [partial_dot(a, b)];
+    reduce_many(&mut sum);
+    sum[0]
 }
 
 /// Writes this lane's values of a row the warp holds into `out`'s row (times `scale`).
@@ -149,16 +175,38 @@ pub fn attention_forward<T: Float>(q: &[T], k: &[T], v: &[T], mut out: PerWarpRo
     let Some(q_row) = row_at(q, r, head_dim) else { return };
     let qv = load_lane(q_row, lane, per_lane, shape.scale);
     let (mut max, mut sum, mut acc) = (f32::MIN, 0.0f32, [0.0f32; LANE_VALUES]);
-    for j in 0..shape.keys_for(i) {
-        let kr = shape.row(b, hk, j, shape.heads_kv, shape.seq_kv);
-        let (Some(k_row), Some(v_row)) = (row_at(k, kr, head_dim), row_at(v, kr, head_dim)) else { continue };
-        let s = dot(&qv, &load_lane(k_row, lane, per_lane, 1.0));
-        let new_max = max.max(s);
-        let (correction, p) = ((max - new_max).exp(), (s - new_max).exp());
-        sum = sum * correction + p;
-        let vv = load_lane(v_row, lane, per_lane, 1.0);
-        unroll::<LANE_VALUES>(|c| acc[c] = acc[c] * correction + p * vv[c]);
+    let keys = shape.keys_for(i);
+    let mut j0 = 0;
+    while j0 < keys {
+        // GROUP keys at once: all their K and V rows requested before any is used.
+        let (mut kv, mut vv) = ([[0.0f32; LANE_VALUES]; GROUP], [[0.0f32; LANE_VALUES]; GROUP]);
+        let mut valid = [false; GROUP];
+        unroll::<GROUP>(|u| {
+            let kr = shape.row(b, hk, j0 + u as u64, shape.heads_kv, shape.seq_kv);
+            if j0 + (u as u64) < keys
+                && let (Some(k_row), Some(v_row)) = (row_at(k, kr, head_dim), row_at(v, kr, head_dim))
+            {
+                valid[u] = true;
+                kv[u] = load_lane(k_row, lane, per_lane, 1.0);
+                vv[u] = load_lane(v_row, lane, per_lane, 1.0);
+            }
+        });
+        let mut s = [0.0f32; GROUP];
+        unroll::<GROUP>(|u| s[u] = partial_dot(&qv, &kv[u]));
+        reduce_many(&mut s);
+        let mut new_max = max;
+        unroll::<GROUP>(|u| {
+            if valid[u] {
+                new_max = new_max.max(s[u]);
+            }
+        });
+        let correction = (max - new_max).exp();
+        let mut p = [0.0f32; GROUP];
+        unroll::<GROUP>(|u| p[u] = if valid[u] { (s[u] - new_max).exp() } else { 0.0 });
+        sum = sum * correction + ((p[0] + p[1]) + (p[2] + p[3]));
+        unroll::<LANE_VALUES>(|c| acc[c] = acc[c] * correction + ((p[0] * vv[0][c] + p[1] * vv[1][c]) + (p[2] * vv[2][c] + p[3] * vv[3][c])));
         max = new_max;
+        j0 += GROUP as u64;
     }
     let inverse = if sum > 0.0 { 1.0 / sum } else { 0.0 };
     store_lane(&mut out, me, &acc, per_lane, inverse);
@@ -197,14 +245,34 @@ pub fn attention_backward_dq<T: Float>(
     let dov = load_lane(do_row, lane, per_lane, 1.0);
     let d = dot(&dov, &load_lane(o_row, lane, per_lane, 1.0));
     let mut acc = [0.0f32; LANE_VALUES];
-    for j in 0..shape.keys_for(i) {
-        let kr = shape.row(b, hk, j, shape.heads_kv, shape.seq_kv);
-        let (Some(k_row), Some(v_row)) = (row_at(k, kr, head_dim), row_at(v, kr, head_dim)) else { continue };
-        let kv = load_lane(k_row, lane, per_lane, 1.0);
-        let p = (dot(&qv, &kv) - l).exp();
-        let dp = dot(&dov, &load_lane(v_row, lane, per_lane, 1.0));
-        let ds = p * (dp - d);
-        unroll::<LANE_VALUES>(|c| acc[c] += ds * kv[c]);
+    let keys = shape.keys_for(i);
+    let mut j0 = 0;
+    while j0 < keys {
+        let (mut kv, mut vv) = ([[0.0f32; LANE_VALUES]; GROUP], [[0.0f32; LANE_VALUES]; GROUP]);
+        let mut valid = [false; GROUP];
+        unroll::<GROUP>(|u| {
+            let kr = shape.row(b, hk, j0 + u as u64, shape.heads_kv, shape.seq_kv);
+            if j0 + (u as u64) < keys
+                && let (Some(k_row), Some(v_row)) = (row_at(k, kr, head_dim), row_at(v, kr, head_dim))
+            {
+                valid[u] = true;
+                kv[u] = load_lane(k_row, lane, per_lane, 1.0);
+                vv[u] = load_lane(v_row, lane, per_lane, 1.0);
+            }
+        });
+        // Scores and dP of the group, reduced together.
+        let mut sums = [0.0f32; 2 * GROUP];
+        unroll::<GROUP>(|u| {
+            sums[u] = partial_dot(&qv, &kv[u]);
+            sums[GROUP + u] = partial_dot(&dov, &vv[u]);
+        });
+        reduce_many(&mut sums);
+        unroll::<GROUP>(|u| {
+            let p = if valid[u] { (sums[u] - l).exp() } else { 0.0 };
+            let ds = p * (sums[GROUP + u] - d);
+            unroll::<LANE_VALUES>(|c| acc[c] += ds * kv[u][c]);
+        });
+        j0 += GROUP as u64;
     }
     store_lane(&mut dq, me, &acc, per_lane, shape.scale);
     write_row_value(&mut delta, me, d);
@@ -239,20 +307,40 @@ pub fn attention_backward_dkv<T: Float>(
     let group = shape.group();
     let first_query = if shape.causal != 0 { j } else { 0 };
     for h in hk * group..(hk + 1) * group {
-        for i in first_query..shape.seq_q as u64 {
-            let rq = shape.row(b, h, i, shape.heads_q, shape.seq_q);
-            let (Some(q_row), Some(do_row), Some(&l), Some(&d)) = (row_at(q, rq, head_dim), row_at(dout, rq, head_dim), lse.get(rq as usize), delta.get(rq as usize))
-            else {
-                continue;
-            };
-            let qv = load_lane(q_row, lane, per_lane, shape.scale);
-            let dov = load_lane(do_row, lane, per_lane, 1.0);
-            let p = (dot(&qv, &kv) - l).exp();
-            let ds = p * (dot(&dov, &vv) - d);
-            unroll::<LANE_VALUES>(|c| {
-                dv_acc[c] += p * dov[c];
-                dk_acc[c] += ds * qv[c];
+        let mut i0 = first_query;
+        while i0 < shape.seq_q as u64 {
+            // GROUP queries at once.
+            let (mut qv, mut dov) = ([[0.0f32; LANE_VALUES]; GROUP], [[0.0f32; LANE_VALUES]; GROUP]);
+            let (mut l, mut d, mut valid) = ([0.0f32; GROUP], [0.0f32; GROUP], [false; GROUP]);
+            unroll::<GROUP>(|u| {
+                let i = i0 + u as u64;
+                let rq = shape.row(b, h, i, shape.heads_q, shape.seq_q);
+                if i < shape.seq_q as u64
+                    && let (Some(q_row), Some(do_row), Some(&lse_i), Some(&delta_i)) =
+                        (row_at(q, rq, head_dim), row_at(dout, rq, head_dim), lse.get(rq as usize), delta.get(rq as usize))
+                {
+                    valid[u] = true;
+                    qv[u] = load_lane(q_row, lane, per_lane, shape.scale);
+                    dov[u] = load_lane(do_row, lane, per_lane, 1.0);
+                    l[u] = lse_i;
+                    d[u] = delta_i;
+                }
             });
+            let mut sums = [0.0f32; 2 * GROUP];
+            unroll::<GROUP>(|u| {
+                sums[u] = partial_dot(&qv[u], &kv);
+                sums[GROUP + u] = partial_dot(&dov[u], &vv);
+            });
+            reduce_many(&mut sums);
+            unroll::<GROUP>(|u| {
+                let p = if valid[u] { (sums[u] - l[u]).exp() } else { 0.0 };
+                let ds = p * (sums[GROUP + u] - d[u]);
+                unroll::<LANE_VALUES>(|c| {
+                    dv_acc[c] += p * dov[u][c];
+                    dk_acc[c] += ds * qv[u][c];
+                });
+            });
+            i0 += GROUP as u64;
         }
     }
     store_lane(&mut dk, me, &dk_acc, per_lane, 1.0);
