@@ -43,7 +43,9 @@ fn main() -> Result<(), KernelsError> {
     let (mut mean, mut rstd) = (DeviceBuffer::<f32>::zeroed(&context, shape.rows)?, DeviceBuffer::<f32>::zeroed(&context, shape.rows)?);
     let e = 2.0;
     time(&context, &stream, "rmsnorm 8192x4096", e * 2.0 * n as f64, 0.0, || rows::rmsnorm(&stream, &x, &w, &mut out, &mut rstd, shape, 1e-6))?;
-    time(&context, &stream, "add_rmsnorm 8192x4096", e * 4.0 * n as f64, 0.0, || rows::add_rmsnorm(&stream, &x, &res, &w, &mut out, &mut sum, &mut rstd, shape, 1e-6))?;
+    time(&context, &stream, "add_rmsnorm 8192x4096", e * 4.0 * n as f64, 0.0, || {
+        rows::add_rmsnorm(&stream, &x, &res, &w, &mut out, &mut sum, &mut rstd, shape, 1e-6)
+    })?;
     time(&context, &stream, "layernorm 8192x4096", e * 2.0 * n as f64, 0.0, || {
         rows::layernorm(&stream, &x, &w, &b, &mut out, &mut mean, &mut rstd, shape, 1e-5)
     })?;

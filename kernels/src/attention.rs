@@ -77,10 +77,10 @@ impl Attention {
     /// The kernels' shape; refuses what they do not support.
     pub(crate) fn check(&self) -> Result<(u32, AttentionShape)> {
         let u = |name: &'static str, v: usize| u32::try_from(v).map_err(|_| unsupported(name, v, "at most u32::MAX"));
-        if self.head_dim == 0 || self.head_dim % 32 != 0 || self.head_dim > 256 {
+        if self.head_dim == 0 || !self.head_dim.is_multiple_of(32) || self.head_dim > 256 {
             return Err(unsupported("head_dim", self.head_dim, "a multiple of 32 up to 256 (64, 128 and 256 are the usual)"));
         }
-        if self.heads_kv == 0 || self.heads_q % self.heads_kv != 0 {
+        if self.heads_kv == 0 || !self.heads_q.is_multiple_of(self.heads_kv) {
             return Err(unsupported("heads_kv", self.heads_kv, format!("a divisor of heads_q {} (grouped-query attention)", self.heads_q)));
         }
         let too_big = |n: Option<usize>| n.filter(|&r| r < (1 << 26)).is_none();
@@ -107,11 +107,15 @@ impl Attention {
     }
 
     pub(crate) fn q(&self, operand: &'static str, got: usize) -> Result<()> {
-        expect_len(operand, got, self.q_len(), || format!("batch {} x heads_q {} x seq_q {} x head_dim {}", self.batch, self.heads_q, self.seq_q, self.head_dim))
+        expect_len(operand, got, self.q_len(), || {
+            format!("batch {} x heads_q {} x seq_q {} x head_dim {}", self.batch, self.heads_q, self.seq_q, self.head_dim)
+        })
     }
 
     pub(crate) fn kv(&self, operand: &'static str, got: usize) -> Result<()> {
-        expect_len(operand, got, self.kv_len(), || format!("batch {} x heads_kv {} x seq_kv {} x head_dim {}", self.batch, self.heads_kv, self.seq_kv, self.head_dim))
+        expect_len(operand, got, self.kv_len(), || {
+            format!("batch {} x heads_kv {} x seq_kv {} x head_dim {}", self.batch, self.heads_kv, self.seq_kv, self.head_dim)
+        })
     }
 
     pub(crate) fn lse(&self, operand: &'static str, got: usize) -> Result<()> {

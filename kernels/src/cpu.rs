@@ -326,7 +326,16 @@ pub fn rotary_embedding<T: Element>(
 
 /// [`rows::adamw`](crate::rows::adamw) on the CPU executor.
 #[allow(clippy::too_many_arguments)]
-pub fn adamw<T: Element>(executor: &CpuExecutor, params: &mut [T], grads: &[T], m: &mut [f32], v: &mut [f32], hyper: AdamW, step: u32, grad_scale: f32) -> Result<()> {
+pub fn adamw<T: Element>(
+    executor: &CpuExecutor,
+    params: &mut [T],
+    grads: &[T],
+    m: &mut [f32],
+    v: &mut [f32],
+    hyper: AdamW,
+    step: u32,
+    grad_scale: f32,
+) -> Result<()> {
     let n = params.len();
     let why = || "as long as params".to_string();
     expect_len("grads", grads.len(), n, why)?;
@@ -352,7 +361,7 @@ pub fn sum_of_squares<T: Element>(executor: &CpuExecutor, x: &[T], total: &mut [
 /// [`rows::clip_by_global_norm`](crate::rows::clip_by_global_norm) on the CPU executor.
 pub fn clip_by_global_norm<T: Element>(executor: &CpuExecutor, grads: &mut [T], norm_squared: &[f32], max_norm: f32) -> Result<()> {
     expect_at_least("norm_squared", norm_squared.len(), 1, || "the squared norm in element 0".into())?;
-    if !(max_norm > 0.0) {
+    if max_norm.is_nan() || max_norm <= 0.0 {
         return Err(unsupported("max_norm", max_norm, "a positive norm"));
     }
     if grads.is_empty() {

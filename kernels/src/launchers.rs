@@ -22,11 +22,21 @@ macro_rules! gpu_arg {
 
 /// The same parameter in a CPU-executor launcher (host slices).
 macro_rules! cpu_arg {
-    ([in T]) => { &[Self] };
-    ([in $t:ty]) => { &[$t] };
-    ([out T]) => { &mut [Self] };
-    ([out $t:ty]) => { &mut [$t] };
-    ($t:ty) => { $t };
+    ([in T]) => {
+        &[Self]
+    };
+    ([in $t:ty]) => {
+        &[$t]
+    };
+    ([out T]) => {
+        &mut [Self]
+    };
+    ([out $t:ty]) => {
+        &mut [$t]
+    };
+    ($t:ty) => {
+        $t
+    };
 }
 
 macro_rules! declare_launchers {

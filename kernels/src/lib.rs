@@ -55,10 +55,7 @@ mod sealed {
 
 /// The element types of the row and attention kernels: `f32`, `half::bf16`, `half::f16`
 /// (sealed). Values are widened to `f32` for arithmetic and rounded once when stored.
-pub trait Element:
-    ferrocuda_kernels_device::Float + launchers::Launchers + launchers::CpuLaunchers + sealed::Sealed + Send + Sync + 'static
-{
-}
+pub trait Element: ferrocuda_kernels_device::Float + launchers::Launchers + launchers::CpuLaunchers + sealed::Sealed + Send + Sync + 'static {}
 
 impl Element for f32 {}
 impl Element for half::bf16 {}

@@ -4,7 +4,7 @@
 //! Matrices are row-major `rows x cols` ([`Rows`]). Row kernels run one warp per row (any
 //! width; best up to a few thousand columns); element-wise ones a grid-stride loop. Every
 //! call checks each operand's length against the shape before it queues anything and names
-//! the operand that is wrong ([`KernelsError::Shape`]). Outputs are written, never
+//! the operand that is wrong ([`KernelsError::Shape`](crate::KernelsError::Shape)). Outputs are written, never
 //! accumulated, unless a call says otherwise. [`cpu`](crate::cpu) has the same calls on the
 //! CPU executor.
 
@@ -42,7 +42,10 @@ impl Rows {
         if self.cols == 0 {
             return Err(unsupported("cols", 0, "rows need at least one column"));
         }
-        let rows = u32::try_from(self.rows).ok().filter(|r| *r < (1 << 26)).ok_or_else(|| unsupported("rows", self.rows, "at most 2^26 - 1 rows per call (one warp each)"))?;
+        let rows = u32::try_from(self.rows)
+            .ok()
+            .filter(|r| *r < (1 << 26))
+            .ok_or_else(|| unsupported("rows", self.rows, "at most 2^26 - 1 rows per call (one warp each)"))?;
         let cols = u32::try_from(self.cols).map_err(|_| unsupported("cols", self.cols, "at most u32::MAX columns"))?;
         self.rows.checked_mul(self.cols).ok_or_else(|| unsupported("rows", self.rows, "rows x cols overflows usize"))?;
         Ok((rows, cols))
@@ -412,11 +415,15 @@ impl Rope {
     pub(crate) fn check(&self, x: usize, positions: usize, cos: usize, sin: usize, out: usize) -> Result<(NonZeroU32, NonZeroU32, RopeShape)> {
         let head_dim = u32::try_from(self.head_dim).ok().and_then(NonZeroU32::new).ok_or_else(|| unsupported("head_dim", self.head_dim, "1 to u32::MAX"))?;
         let heads = u32::try_from(self.heads).ok().and_then(NonZeroU32::new).ok_or_else(|| unsupported("heads", self.heads, "1 to u32::MAX"))?;
-        if self.rotary_dim % 2 != 0 || self.rotary_dim > self.head_dim {
+        if !self.rotary_dim.is_multiple_of(2) || self.rotary_dim > self.head_dim {
             return Err(unsupported("rotary_dim", self.rotary_dim, format!("an even number up to head_dim {}", self.head_dim)));
         }
         let max_positions = u32::try_from(self.max_positions).map_err(|_| unsupported("max_positions", self.max_positions, "at most u32::MAX"))?;
-        let n = self.tokens.checked_mul(self.heads).and_then(|n| n.checked_mul(self.head_dim)).ok_or_else(|| unsupported("tokens", self.tokens, "tokens x heads x head_dim overflows"))?;
+        let n = self
+            .tokens
+            .checked_mul(self.heads)
+            .and_then(|n| n.checked_mul(self.head_dim))
+            .ok_or_else(|| unsupported("tokens", self.tokens, "tokens x heads x head_dim overflows"))?;
         let why = || format!("tokens {} x heads {} x head_dim {}", self.tokens, self.heads, self.head_dim);
         expect_len("x", x, n, why)?;
         expect_len("out", out, n, why)?;
@@ -539,7 +546,7 @@ pub fn clip_by_global_norm<T: Element>(
     max_norm: f32,
 ) -> Result<()> {
     expect_at_least("norm_squared", len_of(norm_squared), 1, || "the squared norm in element 0".into())?;
-    if !(max_norm > 0.0) {
+    if max_norm.is_nan() || max_norm <= 0.0 {
         return Err(unsupported("max_norm", max_norm, "a positive norm"));
     }
     let n = len_of(grads);
@@ -548,4 +555,3 @@ pub fn clip_by_global_norm<T: Element>(
     }
     Ok(<T as Launchers>::clip_by_global_norm(stream, grid_stride(n), grads, norm_squared, max_norm)?)
 }
-

@@ -2,6 +2,8 @@
 //! layouts, causal or not, grouped-query heads, unequal and odd sequence lengths, head dims
 //! 64 and 128 (tiny shapes: every GPU thread is a coroutine here).
 
+#![allow(clippy::needless_range_loop)] // the references index several arrays by one position
+
 mod common;
 
 use common::*;

@@ -3,6 +3,8 @@
 //! references, and the shape checks before anything is queued. Skipped (printed) without a
 //! GPU; failures instead of skips under `REQUIRE_GPU=1`.
 
+#![allow(clippy::needless_range_loop)] // the references index several arrays by one position
+
 mod common;
 
 use common::*;
@@ -50,7 +52,8 @@ fn rows_on_gpu<T: Element>(context: &Context, stream: &Stream) {
     let (w_, b_, x_, res_, dout_) = (up(context, &w), up(context, &b), up(context, &x), up(context, &res), up(context, &dout));
 
     // Fused add + layer norm, then its backward with a residual gradient.
-    let (mut out, mut sum, mut mean, mut rstd) = (zeros::<T>(context, n), zeros::<T>(context, n), zeros::<f32>(context, shape.rows), zeros::<f32>(context, shape.rows));
+    let (mut out, mut sum, mut mean, mut rstd) =
+        (zeros::<T>(context, n), zeros::<T>(context, n), zeros::<f32>(context, shape.rows), zeros::<f32>(context, shape.rows));
     rows::add_layernorm(stream, &x_, &res_, &w_, &b_, &mut out, &mut sum, &mut mean, &mut rstd, shape, 1e-5).unwrap();
     let (mut c_out, mut c_sum, mut c_mean, mut c_rstd) = (vec![T::default(); n], vec![T::default(); n], vec![0.0f32; shape.rows], vec![0.0f32; shape.rows]);
     cpu::add_layernorm(&e, &x, &res, &w, &b, &mut c_out, &mut c_sum, &mut c_mean, &mut c_rstd, shape, 1e-5).unwrap();

@@ -2,6 +2,8 @@
 //! (tiny shapes: every GPU thread is a coroutine here). Widths that are not multiples of 32
 //! check the lanes' tails.
 
+#![allow(clippy::needless_range_loop)] // the references index several arrays by one position
+
 mod common;
 
 use common::*;
@@ -284,8 +286,17 @@ fn wrong_shapes_are_refused_before_launch_and_name_the_operand() {
     let err = cpu::cross_entropy(&e, &x, &[0u32; 2], &mut [0.0; 3], &mut out, SHAPE, 1.0).unwrap_err();
     assert!(matches!(err, KernelsError::Shape { operand: "targets", .. }), "{err}");
     let mut g = vec![1.0f32; 4];
-    let err = cpu::adamw(&e, &mut g, &[0.0; 4], &mut [0.0; 4], &mut [0.0; 3], AdamW { learning_rate: 1.0, beta1: 0.9, beta2: 0.9, eps: 0.0, weight_decay: 0.0 }, 1, 1.0)
-        .unwrap_err();
+    let err = cpu::adamw(
+        &e,
+        &mut g,
+        &[0.0; 4],
+        &mut [0.0; 4],
+        &mut [0.0; 3],
+        AdamW { learning_rate: 1.0, beta1: 0.9, beta2: 0.9, eps: 0.0, weight_decay: 0.0 },
+        1,
+        1.0,
+    )
+    .unwrap_err();
     assert!(matches!(err, KernelsError::Shape { operand: "v", .. }), "{err}");
     let rope = Rope { tokens: 1, heads: 1, head_dim: 8, rotary_dim: 5, max_positions: 1 };
     let err = cpu::rotary_embedding(&e, &[0.0f32; 8], &[0], &[0.0; 2], &[0.0; 2], &mut [0.0; 8], rope, false).unwrap_err();

@@ -17,9 +17,9 @@ use core::num::{NonZeroU32, NonZeroU64};
 
 use bytemuck::{Pod, Zeroable};
 use ferrocuda_device::global::{AtomicSlice, DisjointSlice, PerWarpRow, ThreadIndex, WarpRow, grid_stride, warp_row};
-use ferrocuda_device::unroll::unroll;
-pub use ferrocuda_device::half::{bf16, f16};
 use ferrocuda_device::half::{F32ToHalf, HalfFloat};
+pub use ferrocuda_device::half::{bf16, f16};
+use ferrocuda_device::unroll::unroll;
 // `DeviceFloat` gives `sqrt`/`exp`/`ln`/`tanh`/`mul_add` on the GPU; the host has `std`'s.
 #[cfg_attr(not(target_arch = "nvptx64"), allow(unused_imports))]
 use ferrocuda_device::math::DeviceFloat;
@@ -375,7 +375,17 @@ pub fn layernorm_backward<T: Float>(
 /// RMSNorm's input gradient (one warp per row); see [`layernorm_backward()`].
 #[kernel(instances(f32, bf16, f16), cols(dx = cols))]
 #[allow(clippy::too_many_arguments)]
-pub fn rmsnorm_backward<T: Float>(dout: &[T], x: &[T], weight: &[T], rstd: &[f32], dresidual: &[T], mut dx: PerWarpRow<T>, rows: u32, cols: u32, add_dresidual: u32) {
+pub fn rmsnorm_backward<T: Float>(
+    dout: &[T],
+    x: &[T],
+    weight: &[T],
+    rstd: &[f32],
+    dresidual: &[T],
+    mut dx: PerWarpRow<T>,
+    rows: u32,
+    cols: u32,
+    add_dresidual: u32,
+) {
     let me = warp_row();
     if me.row() >= rows {
         return;
@@ -707,7 +717,16 @@ pub struct RopeShape {
 /// becomes `(x1 cos - x2 sin, x2 cos + x1 sin)`. A position past the tables writes NaN.
 #[kernel(instances(f32, bf16, f16), same_len(x, out))]
 #[allow(clippy::too_many_arguments)]
-pub fn rotary_embedding<T: Float>(x: &[T], positions: &[u32], cos: &[f32], sin: &[f32], mut out: DisjointSlice<T>, head_dim: NonZeroU32, heads: NonZeroU32, shape: RopeShape) {
+pub fn rotary_embedding<T: Float>(
+    x: &[T],
+    positions: &[u32],
+    cos: &[f32],
+    sin: &[f32],
+    mut out: DisjointSlice<T>,
+    head_dim: NonZeroU32,
+    heads: NonZeroU32,
+    shape: RopeShape,
+) {
     let half = (shape.rotary_dim / 2) as usize;
     let sign = if shape.inverse != 0 { -1.0 } else { 1.0 };
     grid_stride_chunks(out.len(), |chunk| {

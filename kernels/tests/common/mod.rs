@@ -3,7 +3,6 @@
 
 use ferrocuda_kernels::Element;
 
-
 /// Deterministic values in `[-scale, scale)` (a linear congruential generator).
 pub fn values(n: usize, seed: u64, scale: f64) -> Vec<f64> {
     let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
