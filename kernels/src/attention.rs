@@ -83,11 +83,12 @@ impl Attention {
         if self.heads_kv == 0 || !self.heads_q.is_multiple_of(self.heads_kv) {
             return Err(unsupported("heads_kv", self.heads_kv, format!("a divisor of heads_q {} (grouped-query attention)", self.heads_q)));
         }
+        // A warp per row: rows * 32 threads must fit the launch's u32 thread count.
         let too_big = |n: Option<usize>| n.filter(|&r| r < (1 << 26)).is_none();
         let q_rows = self.batch.checked_mul(self.heads_q).and_then(|r| r.checked_mul(self.seq_q));
         let kv_rows = self.batch.checked_mul(self.heads_kv).and_then(|r| r.checked_mul(self.seq_kv));
-        if too_big(q_rows) || too_big(kv_rows) || too_big(q_rows.and_then(|r| r.checked_mul(self.head_dim).map(|e| e >> 5))) {
-            return Err(unsupported("batch", self.batch, "batch x heads x seq must stay below 2^26 rows per call"));
+        if too_big(q_rows) || too_big(kv_rows) {
+            return Err(unsupported("batch", self.batch, "batch x heads x seq must stay below 2^26 rows per call (one warp each)"));
         }
         let scale = self.scale.unwrap_or(1.0 / (self.head_dim as f32).sqrt());
         let shape = AttentionShape {
