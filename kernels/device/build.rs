@@ -1,0 +1,5 @@
+//! Compiles the library's kernels to PTX (sm_80 and newer; cubins for sm_90 where ptxas exists).
+
+fn main() {
+    ferrocuda_builder::KernelBuilder::new(env!("CARGO_MANIFEST_DIR")).arch(ferrocuda_builder::Arch::SM_80).arch(ferrocuda_builder::Arch::SM_90).run();
+}

@@ -1,0 +1,189 @@
+//! Attention forward and backward on the GPU.
+//!
+//! `Q` is `[batch, heads_q, seq_q, head_dim]` ([`Layout::Bhsd`]) or `[batch, seq_q, heads_q,
+//! head_dim]` ([`Layout::Bshd`]); `K` and `V` the same with `heads_kv` and `seq_kv`
+//! (grouped-query attention: query head `h` reads key/value head `h / (heads_q / heads_kv)`);
+//! `O`, `dO`, `dQ` like `Q`, `dK`, `dV` like `K`. The log-sum-exp `lse` holds one `f32` per
+//! row of `O`, in `O`'s row order. `head_dim` is a multiple of 32 up to 256 (64, 128, 256
+//! are the usual ones); any sequence lengths; causal masking is PyTorch's `is_causal` (query
+//! `i` sees keys `0..=i`, top-left aligned).
+//!
+//! **Speed:** this is the portable path only: a warp per row, f32 arithmetic on the CUDA
+//! cores, no tensor cores. It is correct (tested against `f64` references) and far slower
+//! than FlashAttention-class kernels; the sm_90 forward in `bench/hopper` has not moved into
+//! this crate yet.
+
+use ferrocuda_host::{DeviceBuffer, DeviceRead, DeviceWrite, Stream};
+use ferrocuda_kernels_device::attention::{AttentionShape, LAYOUT_BHSD, LAYOUT_BSHD};
+
+use crate::error::{expect_len, unsupported};
+use crate::launchers::Launchers;
+use crate::{Element, Result, len_of, warp_per_row};
+
+/// Where the heads sit in memory (the head dimension is contiguous in both).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Layout {
+    /// `[batch, heads, seq, head_dim]`.
+    #[default]
+    Bhsd,
+    /// `[batch, seq, heads, head_dim]`.
+    Bshd,
+}
+
+/// The shape of an attention call.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Attention {
+    /// Batch size.
+    pub batch: usize,
+    /// Query heads (a multiple of `heads_kv`).
+    pub heads_q: usize,
+    /// Key/value heads.
+    pub heads_kv: usize,
+    /// Query positions.
+    pub seq_q: usize,
+    /// Key/value positions.
+    pub seq_kv: usize,
+    /// Elements per head: a multiple of 32, at most 256.
+    pub head_dim: usize,
+    /// Memory layout of every tensor.
+    pub layout: Layout,
+    /// Query `i` sees keys `0..=i` only.
+    pub causal: bool,
+    /// Score scale; `None` is `1 / sqrt(head_dim)`.
+    pub scale: Option<f32>,
+}
+
+impl Attention {
+    /// Elements of `Q` (and `O`, `dO`, `dQ`).
+    pub fn q_len(&self) -> usize {
+        self.batch * self.heads_q * self.seq_q * self.head_dim
+    }
+
+    /// Elements of `K` (and `V`, `dK`, `dV`).
+    pub fn kv_len(&self) -> usize {
+        self.batch * self.heads_kv * self.seq_kv * self.head_dim
+    }
+
+    /// Rows of `O`: the length of `lse`.
+    pub fn q_rows(&self) -> usize {
+        self.batch * self.heads_q * self.seq_q
+    }
+
+    /// Rows of `K`.
+    pub fn kv_rows(&self) -> usize {
+        self.batch * self.heads_kv * self.seq_kv
+    }
+
+    /// The kernels' shape; refuses what they do not support.
+    pub(crate) fn check(&self) -> Result<(u32, AttentionShape)> {
+        let u = |name: &'static str, v: usize| u32::try_from(v).map_err(|_| unsupported(name, v, "at most u32::MAX"));
+        if self.head_dim == 0 || !self.head_dim.is_multiple_of(32) || self.head_dim > 256 {
+            return Err(unsupported("head_dim", self.head_dim, "a multiple of 32 up to 256 (64, 128 and 256 are the usual)"));
+        }
+        if self.heads_kv == 0 || !self.heads_q.is_multiple_of(self.heads_kv) {
+            return Err(unsupported("heads_kv", self.heads_kv, format!("a divisor of heads_q {} (grouped-query attention)", self.heads_q)));
+        }
+        // A warp per row: rows * 32 threads must fit the launch's u32 thread count.
+        let too_big = |n: Option<usize>| n.filter(|&r| r < (1 << 26)).is_none();
+        let q_rows = self.batch.checked_mul(self.heads_q).and_then(|r| r.checked_mul(self.seq_q));
+        let kv_rows = self.batch.checked_mul(self.heads_kv).and_then(|r| r.checked_mul(self.seq_kv));
+        if too_big(q_rows) || too_big(kv_rows) {
+            return Err(unsupported("batch", self.batch, "batch x heads x seq must stay below 2^26 rows per call (one warp each)"));
+        }
+        let scale = self.scale.unwrap_or(1.0 / (self.head_dim as f32).sqrt());
+        let shape = AttentionShape {
+            batch: u("batch", self.batch)?,
+            heads_q: u("heads_q", self.heads_q)?,
+            heads_kv: u("heads_kv", self.heads_kv)?,
+            seq_q: u("seq_q", self.seq_q)?,
+            seq_kv: u("seq_kv", self.seq_kv)?,
+            layout: match self.layout {
+                Layout::Bhsd => LAYOUT_BHSD,
+                Layout::Bshd => LAYOUT_BSHD,
+            },
+            causal: self.causal as u32,
+            scale,
+        };
+        Ok((self.head_dim as u32, shape))
+    }
+
+    pub(crate) fn q(&self, operand: &'static str, got: usize) -> Result<()> {
+        expect_len(operand, got, self.q_len(), || {
+            format!("batch {} x heads_q {} x seq_q {} x head_dim {}", self.batch, self.heads_q, self.seq_q, self.head_dim)
+        })
+    }
+
+    pub(crate) fn kv(&self, operand: &'static str, got: usize) -> Result<()> {
+        expect_len(operand, got, self.kv_len(), || {
+            format!("batch {} x heads_kv {} x seq_kv {} x head_dim {}", self.batch, self.heads_kv, self.seq_kv, self.head_dim)
+        })
+    }
+
+    pub(crate) fn lse(&self, operand: &'static str, got: usize) -> Result<()> {
+        expect_len(operand, got, self.q_rows(), || format!("one f32 per row of O: batch {} x heads_q {} x seq_q {}", self.batch, self.heads_q, self.seq_q))
+    }
+}
+
+/// Attention forward: `out = softmax(scale * q kᵀ [causal mask]) v` and `lse` (f32, one per
+/// row of `out`: `log(sum(exp(scores)))`, for [`attention_backward`]).
+#[allow(clippy::too_many_arguments)]
+pub fn attention_forward<T: Element>(
+    stream: &Stream,
+    q: &(impl DeviceRead<T> + ?Sized),
+    k: &(impl DeviceRead<T> + ?Sized),
+    v: &(impl DeviceRead<T> + ?Sized),
+    out: &mut (impl DeviceWrite<T> + ?Sized),
+    lse: &mut (impl DeviceWrite<f32> + ?Sized),
+    shape: Attention,
+) -> Result<()> {
+    let (head_dim, kernel_shape) = shape.check()?;
+    shape.q("q", len_of(q))?;
+    shape.kv("k", len_of(k))?;
+    shape.kv("v", len_of(v))?;
+    shape.q("out", len_of(out))?;
+    shape.lse("lse", len_of(lse))?;
+    if shape.q_rows() == 0 {
+        return Ok(());
+    }
+    Ok(<T as Launchers>::attention_forward(stream, warp_per_row(shape.q_rows()), q, k, v, out, lse, head_dim, kernel_shape)?)
+}
+
+/// Attention backward: `dq`, `dk`, `dv` from `dout` and the forward's `out` and `lse`. Two
+/// launches (dQ with `delta = rowsum(dO * O)`, then dK and dV), with an `f32` scratch buffer
+/// of one value per row of `out` allocated on `stream`. Deterministic (no atomics).
+#[allow(clippy::too_many_arguments)]
+pub fn attention_backward<T: Element>(
+    stream: &Stream,
+    q: &(impl DeviceRead<T> + ?Sized),
+    k: &(impl DeviceRead<T> + ?Sized),
+    v: &(impl DeviceRead<T> + ?Sized),
+    out: &(impl DeviceRead<T> + ?Sized),
+    dout: &(impl DeviceRead<T> + ?Sized),
+    lse: &(impl DeviceRead<f32> + ?Sized),
+    dq: &mut (impl DeviceWrite<T> + ?Sized),
+    dk: &mut (impl DeviceWrite<T> + ?Sized),
+    dv: &mut (impl DeviceWrite<T> + ?Sized),
+    shape: Attention,
+) -> Result<()> {
+    let (head_dim, kernel_shape) = shape.check()?;
+    shape.q("q", len_of(q))?;
+    shape.kv("k", len_of(k))?;
+    shape.kv("v", len_of(v))?;
+    shape.q("out", len_of(out))?;
+    shape.q("dout", len_of(dout))?;
+    shape.lse("lse", len_of(lse))?;
+    shape.q("dq", len_of(dq))?;
+    shape.kv("dk", len_of(dk))?;
+    shape.kv("dv", len_of(dv))?;
+    if shape.q_rows() > 0 {
+        let mut delta = DeviceBuffer::<f32>::zeroed_async(stream, shape.q_rows())?;
+        <T as Launchers>::attention_backward_dq(stream, warp_per_row(shape.q_rows()), q, k, v, out, dout, lse, dq, &mut delta, head_dim, kernel_shape)?;
+        if shape.kv_rows() > 0 {
+            <T as Launchers>::attention_backward_dkv(stream, warp_per_row(shape.kv_rows()), q, k, v, dout, lse, &delta, dk, dv, head_dim, kernel_shape)?;
+        }
+    } else if shape.kv_rows() > 0 {
+        // No queries: the kernel writes zero gradients for K and V (it reads neither table).
+        <T as Launchers>::attention_backward_dkv(stream, warp_per_row(shape.kv_rows()), q, k, v, dout, lse, lse, dk, dv, head_dim, kernel_shape)?;
+    }
+    Ok(())
+}

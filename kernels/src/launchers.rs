@@ -1,0 +1,126 @@
+//! The per-type launchers behind [`Element`](crate::Element): one generated launcher module
+//! per kernel instance (`rmsnorm_forward_bf16::launch`, ...), reached from generic code as a
+//! method of the element type. One table below lists each kernel's parameters once; a macro
+//! writes the trait and its three impls (GPU and CPU executor) from it.
+
+use core::num::NonZeroU32;
+
+use ferrocuda_device::cpu::{CpuError, CpuExecutor};
+use ferrocuda_host::{DeviceRead, DeviceWrite, LaunchConfig, Stream};
+use ferrocuda_kernels_device::attention::AttentionShape;
+use ferrocuda_kernels_device::{AdamWStep, RopeShape, bf16, f16, for_bf16, for_f16, for_f32};
+
+/// A kernel parameter's type in a GPU launcher: `[in T]` is an input of the element type,
+/// `[out f32]` an output of `f32`, anything else a by-value parameter.
+macro_rules! gpu_arg {
+    ([in T]) => { &(impl DeviceRead<Self> + ?Sized) };
+    ([in $t:ty]) => { &(impl DeviceRead<$t> + ?Sized) };
+    ([out T]) => { &mut (impl DeviceWrite<Self> + ?Sized) };
+    ([out $t:ty]) => { &mut (impl DeviceWrite<$t> + ?Sized) };
+    ($t:ty) => { $t };
+}
+
+/// The same parameter in a CPU-executor launcher (host slices).
+macro_rules! cpu_arg {
+    ([in T]) => {
+        &[Self]
+    };
+    ([in $t:ty]) => {
+        &[$t]
+    };
+    ([out T]) => {
+        &mut [Self]
+    };
+    ([out $t:ty]) => {
+        &mut [$t]
+    };
+    ($t:ty) => {
+        $t
+    };
+}
+
+macro_rules! declare_launchers {
+    ({ $( fn $name:ident ( $($param:ident : $kind:tt),* $(,)? ); )* }) => {
+        /// The launchers of every kernel for one element type (GPU: `stream`; CPU executor:
+        /// `_cpu`). Plumbing for the public calls, which check shapes first.
+        #[allow(clippy::too_many_arguments, missing_docs)]
+        pub trait Launchers: Sized {
+            $(
+                fn $name(stream: &Stream, config: LaunchConfig, $($param: gpu_arg!($kind)),*) -> ferrocuda_host::Result<()>;
+            )*
+        }
+        /// [`Launchers`] on the CPU executor.
+        #[allow(clippy::too_many_arguments, missing_docs)]
+        pub trait CpuLaunchers: Sized {
+            $(
+                fn $name(executor: &CpuExecutor, config: LaunchConfig, $($param: cpu_arg!($kind)),*) -> Result<(), CpuError>;
+            )*
+        }
+    };
+}
+
+macro_rules! impl_launchers {
+    ($ty:ty, $module:ident, { $( fn $name:ident ( $($param:ident : $kind:tt),* $(,)? ); )* }) => {
+        #[allow(clippy::too_many_arguments)]
+        impl Launchers for $ty {
+            $(
+                fn $name(stream: &Stream, config: LaunchConfig, $($param: gpu_arg!($kind)),*) -> ferrocuda_host::Result<()> {
+                    $module::$name::launch(stream, config, $($param),*)
+                }
+            )*
+        }
+        #[allow(clippy::too_many_arguments)]
+        impl CpuLaunchers for $ty {
+            $(
+                fn $name(executor: &CpuExecutor, config: LaunchConfig, $($param: cpu_arg!($kind)),*) -> Result<(), CpuError> {
+                    $module::$name::launch_cpu(executor, config, $($param),*)
+                }
+            )*
+        }
+    };
+}
+
+macro_rules! kernel_table {
+    ($table:tt) => {
+        declare_launchers!($table);
+        impl_launchers!(f32, for_f32, $table);
+        impl_launchers!(bf16, for_bf16, $table);
+        impl_launchers!(f16, for_f16, $table);
+    };
+}
+
+kernel_table!({
+    fn rmsnorm_forward(x: [in T], weight: [in T], out: [out T], rstd: [out f32], rows: u32, cols: u32, eps: f32);
+    fn add_rmsnorm_forward(x: [in T], residual: [in T], weight: [in T], out: [out T], sum: [out T], rstd: [out f32], rows: u32, cols: u32, eps: f32);
+    fn layernorm_forward(x: [in T], weight: [in T], bias: [in T], out: [out T], mean: [out f32], rstd: [out f32], rows: u32, cols: u32, eps: f32);
+    fn add_layernorm_forward(
+        x: [in T], residual: [in T], weight: [in T], bias: [in T], out: [out T], sum: [out T], mean: [out f32], rstd: [out f32], rows: u32, cols: u32, eps: f32
+    );
+    fn layernorm_backward(
+        dout: [in T], x: [in T], weight: [in T], mean: [in f32], rstd: [in f32], dresidual: [in T], dx: [out T], rows: u32, cols: u32, add_dresidual: u32
+    );
+    fn rmsnorm_backward(dout: [in T], x: [in T], weight: [in T], rstd: [in f32], dresidual: [in T], dx: [out T], rows: u32, cols: u32, add_dresidual: u32);
+    fn norm_backward_weights_partial(
+        dout: [in T], x: [in T], mean: [in f32], rstd: [in f32], partial_dweight: [out f32], partial_dbias: [out f32], rows: u32, cols: NonZeroU32,
+        rows_per_chunk: u32, centred: u32
+    );
+    fn softmax_forward(x: [in T], out: [out T], rows: u32, cols: u32);
+    fn cross_entropy_forward_backward(logits: [in T], targets: [in u32], losses: [out f32], dlogits: [out T], rows: u32, vocab: u32, dloss: f32);
+    fn gelu_forward(x: [in T], out: [out T]);
+    fn gelu_backward(x: [in T], dout: [in T], dx: [out T]);
+    fn silu_and_mul_forward(input: [in T], out: [out T], d: NonZeroU32);
+    fn silu_and_mul_backward(input: [in T], dout: [in T], dinput: [out T], d: NonZeroU32);
+    fn rotary_embedding(
+        x: [in T], positions: [in u32], cos: [in f32], sin: [in f32], out: [out T], head_dim: NonZeroU32, heads: NonZeroU32, shape: RopeShape
+    );
+    fn adamw_step(params: [out T], grads: [in T], m: [out f32], v: [out f32], hp: AdamWStep);
+    fn sum_of_squares(x: [in T], total: [out f32]);
+    fn clip_by_global_norm(grads: [out T], norm_squared: [in f32], max_norm: f32);
+    fn attention_forward(q: [in T], k: [in T], v: [in T], out: [out T], lse: [out f32], head_dim: u32, shape: AttentionShape);
+    fn attention_backward_dq(
+        q: [in T], k: [in T], v: [in T], out: [in T], dout: [in T], lse: [in f32], dq: [out T], delta: [out f32], head_dim: u32, shape: AttentionShape
+    );
+    fn attention_backward_dkv(
+        q: [in T], k: [in T], v: [in T], dout: [in T], lse: [in f32], delta: [in f32], dk: [out T], dv: [out T], head_dim: u32, shape: AttentionShape
+    );
+});

@@ -1,0 +1,74 @@
+//! Attention forward and backward on the CPU executor against an `f64` reference: both
+//! layouts, causal or not, grouped-query heads, unequal and odd sequence lengths, head dims
+//! 64 and 128 (tiny shapes: every GPU thread is a coroutine here).
+
+#![allow(clippy::needless_range_loop)] // the references index several arrays by one position
+
+mod common;
+
+use common::*;
+use ferrocuda_device::cpu::CpuExecutor;
+use ferrocuda_kernels::attention::{Attention, Layout};
+use ferrocuda_kernels::{Element, KernelsError, bf16, cpu, f16};
+
+fn check<T: Element>(shape: Attention, tol: f64) {
+    let e = CpuExecutor::new();
+    let (q, qf) = input::<T>(shape.q_len(), 21, 1.0);
+    let (k, kf) = input::<T>(shape.kv_len(), 22, 1.0);
+    let (v, vf) = input::<T>(shape.kv_len(), 23, 1.0);
+    let (dout, doutf) = input::<T>(shape.q_len(), 24, 1.0);
+    let (mut out, mut lse) = (vec![T::default(); shape.q_len()], vec![0.0f32; shape.q_rows()]);
+    cpu::attention_forward(&e, &q, &k, &v, &mut out, &mut lse, shape).unwrap();
+    let dims = (shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q, shape.seq_kv, shape.head_dim);
+    let want = attention_ref(&qf, &kf, &vf, &doutf, dims, shape.layout == Layout::Bshd, shape.causal);
+    let what = format!("{shape:?}");
+    assert_close(&format!("out {what}"), &widen(&out), &want.out, tol);
+    assert_close(&format!("lse {what}"), &lse.iter().map(|&x| x as f64).collect::<Vec<_>>(), &want.lse, 1e-4);
+
+    let (mut dq, mut dk, mut dv) = (vec![T::default(); shape.q_len()], vec![T::default(); shape.kv_len()], vec![T::default(); shape.kv_len()]);
+    cpu::attention_backward(&e, &q, &k, &v, &out, &dout, &lse, &mut dq, &mut dk, &mut dv, shape).unwrap();
+    // The backward reads the stored (rounded) O; the reference uses the exact one, so allow
+    // a little more for 16-bit types.
+    assert_close(&format!("dq {what}"), &widen(&dq), &want.dq, tol * 2.0);
+    assert_close(&format!("dk {what}"), &widen(&dk), &want.dk, tol * 2.0);
+    assert_close(&format!("dv {what}"), &widen(&dv), &want.dv, tol * 2.0);
+}
+
+fn shape(heads_q: usize, heads_kv: usize, seq_q: usize, seq_kv: usize, head_dim: usize, layout: Layout, causal: bool) -> Attention {
+    Attention { batch: 2, heads_q, heads_kv, seq_q, seq_kv, head_dim, layout, causal, scale: None }
+}
+
+#[test]
+fn attention_f32_matches_f64_in_both_layouts_causal_or_not_with_grouped_heads() {
+    for layout in [Layout::Bhsd, Layout::Bshd] {
+        for causal in [false, true] {
+            check::<f32>(shape(4, 2, 5, 7, 64, layout, causal), 1e-4);
+        }
+    }
+    check::<f32>(shape(2, 2, 6, 3, 128, Layout::Bhsd, true), 1e-4);
+    check::<f32>(shape(3, 1, 1, 9, 64, Layout::Bshd, false), 1e-4);
+}
+
+#[test]
+fn attention_bf16_and_f16_match_f64() {
+    check::<bf16>(shape(4, 2, 5, 6, 64, Layout::Bshd, true), 2e-2);
+    check::<f16>(shape(2, 1, 4, 4, 128, Layout::Bhsd, false), 4e-3);
+}
+
+#[test]
+fn attention_refuses_unsupported_shapes_and_short_buffers() {
+    let e = CpuExecutor::new();
+    let s = shape(4, 2, 3, 3, 64, Layout::Bhsd, false);
+    let q = vec![0.0f32; s.q_len()];
+    let kv = vec![0.0f32; s.kv_len()];
+    let (mut out, mut lse) = (vec![0.0f32; s.q_len()], vec![0.0f32; s.q_rows()]);
+    let err = cpu::attention_forward(&e, &q, &kv[1..], &kv, &mut out, &mut lse, s).unwrap_err();
+    assert!(matches!(err, KernelsError::Shape { operand: "k", .. }), "{err}");
+    assert!(err.to_string().contains("heads_kv 2"), "{err}");
+    let err = cpu::attention_forward(&e, &q, &kv, &kv, &mut out, &mut lse[1..], s).unwrap_err();
+    assert!(matches!(err, KernelsError::Shape { operand: "lse", .. }), "{err}");
+    let err = cpu::attention_forward(&e, &q, &kv, &kv, &mut out, &mut lse, Attention { heads_kv: 3, ..s }).unwrap_err();
+    assert!(matches!(err, KernelsError::Unsupported { parameter: "heads_kv", .. }), "{err}");
+    let err = cpu::attention_forward(&e, &q, &kv, &kv, &mut out, &mut lse, Attention { head_dim: 80, ..s }).unwrap_err();
+    assert!(matches!(err, KernelsError::Unsupported { parameter: "head_dim", .. }), "{err}");
+}

@@ -1,0 +1,35 @@
+//! The GEMM's host-side plan (no GPU): every length is checked against the row-major shape,
+//! naming the operand, and the row-major product becomes the column-major `cᵀ = op(b)ᵀ ·
+//! op(a)ᵀ` with the right transposes and batch strides.
+
+use ferrocuda_kernels::KernelsError;
+use ferrocuda_kernels::gemm::{GemmShape, plan};
+use half::bf16;
+
+#[test]
+fn gemm_plans_map_row_major_onto_column_major_and_name_wrong_operands() {
+    let s = GemmShape { m: 6, n: 5, k: 4, batch: 1, transpose_a: false, transpose_b: true };
+    let g = plan::<bf16, bf16>(s, 24, 20, 30, Some(5)).unwrap();
+    // cᵀ (n x m) = op(b)ᵀ (n x k) · op(a)ᵀ (k x m).
+    assert_eq!(g.shape(), (5, 6, 4));
+    let [first, second, c] = g.layouts();
+    assert!(first.transpose && !second.transpose && !c.transpose);
+    assert_eq!((c.rows, c.cols), (5, 6));
+
+    let err = plan::<bf16, bf16>(s, 23, 20, 30, None).unwrap_err();
+    assert!(matches!(err, KernelsError::Shape { operand: "a", got: 23, .. }), "{err}");
+    assert!(err.to_string().contains("m 6 x k 4"), "{err}");
+    let err = plan::<bf16, f32>(s, 24, 20, 31, None).unwrap_err();
+    assert!(matches!(err, KernelsError::Shape { operand: "c", .. }), "{err}");
+    let err = plan::<bf16, bf16>(s, 24, 20, 30, Some(6)).unwrap_err();
+    assert!(matches!(err, KernelsError::Shape { operand: "bias", .. }), "{err}");
+
+    let batched = GemmShape { batch: 3, ..s };
+    let g = plan::<f32, f32>(batched, 72, 60, 90, None).unwrap();
+    let batch = g.batch().unwrap();
+    assert_eq!((batch.count, batch.stride_a, batch.stride_b, batch.stride_c), (3, 20, 24, 30));
+    let err = plan::<f32, f32>(batched, 72, 60, 90, Some(5)).unwrap_err();
+    assert!(matches!(err, KernelsError::Unsupported { parameter: "batch", .. }), "{err}");
+    let err = plan::<f32, f32>(GemmShape { batch: 0, ..s }, 0, 0, 0, None).unwrap_err();
+    assert!(matches!(err, KernelsError::Unsupported { parameter: "batch", .. }), "{err}");
+}

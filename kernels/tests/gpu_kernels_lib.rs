@@ -1,0 +1,252 @@
+//! The library's calls on a real GPU: row kernels against the CPU executor's results (the
+//! same kernels, checked against `f64` in rows_cpu.rs), attention and GEMM against `f64`
+//! references, and the shape checks before anything is queued. Skipped (printed) without a
+//! GPU; failures instead of skips under `REQUIRE_GPU=1`.
+
+#![allow(clippy::needless_range_loop)] // the references index several arrays by one position
+
+mod common;
+
+use common::*;
+use ferrocuda_device::cpu::CpuExecutor;
+use ferrocuda_host::{Context, DeviceBuffer, Stream};
+use ferrocuda_kernels::attention::{self, Attention, Layout};
+use ferrocuda_kernels::gemm::{self, GemmEngine, GemmEpilogue, GemmShape};
+use ferrocuda_kernels::rows::{self, AdamW, Rope, Rows};
+use ferrocuda_kernels::{Element, KernelsError, bf16, cpu, f16};
+
+fn gpu(test: &str) -> Option<(Context, Stream)> {
+    let attempt = || -> Result<(Context, Stream), String> {
+        let context = Context::primary(0).map_err(|e| e.to_string())?;
+        let stream = Stream::new(&context).map_err(|e| e.to_string())?;
+        Ok((context, stream))
+    };
+    match attempt() {
+        Ok(pair) => Some(pair),
+        Err(why) => {
+            assert!(std::env::var("REQUIRE_GPU").as_deref() != Ok("1"), "REQUIRE_GPU=1 but {test} cannot run: {why}");
+            eprintln!("SKIPPED {test}: {why}");
+            None
+        }
+    }
+}
+
+fn up<T: bytemuck::Pod>(context: &Context, x: &[T]) -> DeviceBuffer<T> {
+    DeviceBuffer::from_slice(context, x).unwrap()
+}
+
+fn zeros<T: bytemuck::Pod>(context: &Context, n: usize) -> DeviceBuffer<T> {
+    DeviceBuffer::zeroed(context, n).unwrap()
+}
+
+fn rows_on_gpu<T: Element>(context: &Context, stream: &Stream) {
+    let e = CpuExecutor::new();
+    let shape = Rows { rows: 67, cols: 1000 };
+    let n = shape.len();
+    let tol = tolerance::<T>();
+    let (x, _) = input::<T>(n, 1, 2.0);
+    let (res, _) = input::<T>(n, 2, 1.0);
+    let (w, _) = input::<T>(shape.cols, 3, 1.5);
+    let (b, _) = input::<T>(shape.cols, 4, 0.5);
+    let (dout, _) = input::<T>(n, 5, 1.0);
+    let (w_, b_, x_, res_, dout_) = (up(context, &w), up(context, &b), up(context, &x), up(context, &res), up(context, &dout));
+
+    // Fused add + layer norm, then its backward with a residual gradient.
+    let (mut out, mut sum, mut mean, mut rstd) =
+        (zeros::<T>(context, n), zeros::<T>(context, n), zeros::<f32>(context, shape.rows), zeros::<f32>(context, shape.rows));
+    rows::add_layernorm(stream, &x_, &res_, &w_, &b_, &mut out, &mut sum, &mut mean, &mut rstd, shape, 1e-5).unwrap();
+    let (mut c_out, mut c_sum, mut c_mean, mut c_rstd) = (vec![T::default(); n], vec![T::default(); n], vec![0.0f32; shape.rows], vec![0.0f32; shape.rows]);
+    cpu::add_layernorm(&e, &x, &res, &w, &b, &mut c_out, &mut c_sum, &mut c_mean, &mut c_rstd, shape, 1e-5).unwrap();
+    assert_close("gpu add_layernorm out", &widen(&out.to_vec().unwrap()), &widen(&c_out), tol);
+    assert_close("gpu add_layernorm sum", &widen(&sum.to_vec().unwrap()), &widen(&c_sum), 0.0);
+    assert_close("gpu layernorm rstd", &widen(&rstd.to_vec().unwrap()), &widen(&c_rstd), 1e-5);
+    let (mut dx, mut dw, mut db) = (zeros::<T>(context, n), zeros::<f32>(context, shape.cols), zeros::<f32>(context, shape.cols));
+    rows::layernorm_backward(stream, &dout_, &sum, &w_, &mean, &rstd, Some(&res_), &mut dx, &mut dw, &mut db, shape).unwrap();
+    let (mut c_dx, mut c_dw, mut c_db) = (vec![T::default(); n], vec![0.0f32; shape.cols], vec![0.0f32; shape.cols]);
+    cpu::layernorm_backward(&e, &dout, &c_sum, &w, &c_mean, &c_rstd, Some(&res), &mut c_dx, &mut c_dw, &mut c_db, shape).unwrap();
+    assert_close("gpu layernorm dx", &widen(&dx.to_vec().unwrap()), &widen(&c_dx), tol);
+    assert_close("gpu layernorm dweight", &widen(&dw.to_vec().unwrap()), &widen(&c_dw), 1e-4);
+    assert_close("gpu layernorm dbias", &widen(&db.to_vec().unwrap()), &widen(&c_db), 1e-4);
+
+    // RMSNorm forward and backward.
+    rows::rmsnorm(stream, &x_, &w_, &mut out, &mut rstd, shape, 1e-6).unwrap();
+    cpu::rmsnorm(&e, &x, &w, &mut c_out, &mut c_rstd, shape, 1e-6).unwrap();
+    assert_close("gpu rmsnorm", &widen(&out.to_vec().unwrap()), &widen(&c_out), tol);
+    rows::rmsnorm_backward(stream, &dout_, &x_, &w_, &rstd, None, &mut dx, &mut dw, shape).unwrap();
+    cpu::rmsnorm_backward(&e, &dout, &x, &w, &c_rstd, None, &mut c_dx, &mut c_dw, shape).unwrap();
+    assert_close("gpu rmsnorm dx", &widen(&dx.to_vec().unwrap()), &widen(&c_dx), tol);
+    assert_close("gpu rmsnorm dweight", &widen(&dw.to_vec().unwrap()), &widen(&c_dw), 1e-4);
+
+    // Softmax and cross-entropy.
+    rows::softmax(stream, &x_, &mut out, shape).unwrap();
+    cpu::softmax(&e, &x, &mut c_out, shape).unwrap();
+    assert_close("gpu softmax", &widen(&out.to_vec().unwrap()), &widen(&c_out), tol);
+    let targets: Vec<u32> = (0..shape.rows as u32).map(|r| (r * 37) % shape.cols as u32).collect();
+    let (t_, mut losses) = (up(context, &targets), zeros::<f32>(context, shape.rows));
+    rows::cross_entropy(stream, &x_, &t_, &mut losses, &mut out, shape, 1.0 / shape.rows as f32).unwrap();
+    let mut c_losses = vec![0.0f32; shape.rows];
+    cpu::cross_entropy(&e, &x, &targets, &mut c_losses, &mut c_out, shape, 1.0 / shape.rows as f32).unwrap();
+    assert_close("gpu cross-entropy loss", &widen(&losses.to_vec().unwrap()), &widen(&c_losses), 1e-5);
+    assert_close("gpu cross-entropy dlogits", &widen(&out.to_vec().unwrap()), &widen(&c_out), tol);
+
+    // Activations.
+    rows::gelu(stream, &x_, &mut out).unwrap();
+    cpu::gelu(&e, &x, &mut c_out).unwrap();
+    assert_close("gpu gelu", &widen(&out.to_vec().unwrap()), &widen(&c_out), tol);
+    rows::gelu_backward(stream, &x_, &dout_, &mut out).unwrap();
+    cpu::gelu_backward(&e, &x, &dout, &mut c_out).unwrap();
+    assert_close("gpu gelu backward", &widen(&out.to_vec().unwrap()), &widen(&c_out), tol);
+    let half = Rows { rows: shape.rows, cols: shape.cols / 2 };
+    let mut small = zeros::<T>(context, half.len());
+    let mut c_small = vec![T::default(); half.len()];
+    rows::silu_and_mul(stream, &x_, &mut small, half).unwrap();
+    cpu::silu_and_mul(&e, &x, &mut c_small, half).unwrap();
+    assert_close("gpu silu_and_mul", &widen(&small.to_vec().unwrap()), &widen(&c_small), tol);
+    let dsmall = up(context, &dout[..half.len()]);
+    rows::silu_and_mul_backward(stream, &x_, &dsmall, &mut out, half).unwrap();
+    cpu::silu_and_mul_backward(&e, &x, &dout[..half.len()], &mut c_out, half).unwrap();
+    assert_close("gpu silu_and_mul backward", &widen(&out.to_vec().unwrap()), &widen(&c_out), tol);
+
+    // Rotary embeddings: 67 tokens x 5 heads x 200 (rotary 128 of each head), here over
+    // 67 x 1000 elements.
+    let rope = Rope { tokens: 67, heads: 5, head_dim: 200, rotary_dim: 128, max_positions: 100 };
+    let positions: Vec<u32> = (0..67).map(|t| (t * 7) % 100).collect();
+    let table: Vec<f32> = values(100 * 64, 9, 1.0).iter().map(|&v| v as f32).collect();
+    let (p_, cos_, sin_) = (up(context, &positions), up(context, &table), up(context, &table[..].iter().map(|v| v * 0.5).collect::<Vec<_>>()));
+    rows::rotary_embedding(stream, &x_, &p_, &cos_, &sin_, &mut out, rope, false).unwrap();
+    let sin_host: Vec<f32> = table.iter().map(|v| v * 0.5).collect();
+    cpu::rotary_embedding(&e, &x, &positions, &table, &sin_host, &mut c_out, rope, false).unwrap();
+    assert_close("gpu rope", &widen(&out.to_vec().unwrap()), &widen(&c_out), tol);
+
+    // Global norm, clipping, AdamW.
+    let mut total = zeros::<f32>(context, 1);
+    rows::sum_of_squares(stream, &dout_, &mut total).unwrap();
+    rows::sum_of_squares(stream, &x_, &mut total).unwrap();
+    let want_sq: f64 = widen(&dout).iter().chain(&widen(&x)).map(|v| v * v).sum();
+    let got_sq = total.to_vec().unwrap()[0] as f64;
+    assert!((got_sq - want_sq).abs() < 1e-4 * want_sq, "gpu sum of squares {got_sq} vs {want_sq}");
+    let mut grads = up(context, &dout);
+    rows::clip_by_global_norm(stream, &mut grads, &total, 1.0).unwrap();
+    let mut c_grads = dout.clone();
+    cpu::clip_by_global_norm(&e, &mut c_grads, &[got_sq as f32], 1.0).unwrap();
+    assert_close("gpu clip", &widen(&grads.to_vec().unwrap()), &widen(&c_grads), tol);
+    let hyper = AdamW { learning_rate: 1e-3, beta1: 0.9, beta2: 0.95, eps: 1e-8, weight_decay: 0.1 };
+    let (mut params, mut m, mut v) = (up(context, &x), zeros::<f32>(context, n), zeros::<f32>(context, n));
+    let (mut c_params, mut c_m, mut c_v) = (x.clone(), vec![0.0f32; n], vec![0.0f32; n]);
+    for step in 1..=3 {
+        rows::adamw(stream, &mut params, &dout_, &mut m, &mut v, hyper, step, 1.0).unwrap();
+        cpu::adamw(&e, &mut c_params, &dout, &mut c_m, &mut c_v, hyper, step, 1.0).unwrap();
+    }
+    assert_close("gpu adamw", &widen(&params.to_vec().unwrap()), &widen(&c_params), tol);
+}
+
+#[test]
+fn row_kernels_on_the_gpu_match_the_cpu_executor() {
+    let Some((context, stream)) = gpu("row_kernels_on_the_gpu_match_the_cpu_executor") else { return };
+    rows_on_gpu::<f32>(&context, &stream);
+    rows_on_gpu::<bf16>(&context, &stream);
+    rows_on_gpu::<f16>(&context, &stream);
+}
+
+fn attention_on_gpu<T: Element>(context: &Context, stream: &Stream, shape: Attention, tol: f64) {
+    let (q, qf) = input::<T>(shape.q_len(), 21, 1.0);
+    let (k, kf) = input::<T>(shape.kv_len(), 22, 1.0);
+    let (v, vf) = input::<T>(shape.kv_len(), 23, 1.0);
+    let (dout, doutf) = input::<T>(shape.q_len(), 24, 1.0);
+    let (q_, k_, v_, do_) = (up(context, &q), up(context, &k), up(context, &v), up(context, &dout));
+    let (mut out, mut lse) = (zeros::<T>(context, shape.q_len()), zeros::<f32>(context, shape.q_rows()));
+    attention::attention_forward(stream, &q_, &k_, &v_, &mut out, &mut lse, shape).unwrap();
+    let (mut dq, mut dk, mut dv) = (zeros::<T>(context, shape.q_len()), zeros::<T>(context, shape.kv_len()), zeros::<T>(context, shape.kv_len()));
+    attention::attention_backward(stream, &q_, &k_, &v_, &out, &do_, &lse, &mut dq, &mut dk, &mut dv, shape).unwrap();
+    let dims = (shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q, shape.seq_kv, shape.head_dim);
+    let want = attention_ref(&qf, &kf, &vf, &doutf, dims, shape.layout == Layout::Bshd, shape.causal);
+    let what = format!("{shape:?}");
+    assert_close(&format!("gpu out {what}"), &widen(&out.to_vec().unwrap()), &want.out, tol);
+    assert_close(&format!("gpu lse {what}"), &widen(&lse.to_vec().unwrap()), &want.lse, 1e-4);
+    assert_close(&format!("gpu dq {what}"), &widen(&dq.to_vec().unwrap()), &want.dq, tol * 2.0);
+    assert_close(&format!("gpu dk {what}"), &widen(&dk.to_vec().unwrap()), &want.dk, tol * 2.0);
+    assert_close(&format!("gpu dv {what}"), &widen(&dv.to_vec().unwrap()), &want.dv, tol * 2.0);
+}
+
+#[test]
+fn attention_on_the_gpu_matches_f64() {
+    let Some((context, stream)) = gpu("attention_on_the_gpu_matches_f64") else { return };
+    let base = Attention { batch: 2, heads_q: 4, heads_kv: 2, seq_q: 130, seq_kv: 130, head_dim: 128, layout: Layout::Bhsd, causal: true, scale: None };
+    attention_on_gpu::<bf16>(&context, &stream, base, 2e-2);
+    attention_on_gpu::<f16>(&context, &stream, Attention { layout: Layout::Bshd, causal: false, head_dim: 64, seq_kv: 77, ..base }, 4e-3);
+    attention_on_gpu::<bf16>(&context, &stream, Attention { head_dim: 256, heads_kv: 1, seq_q: 33, seq_kv: 65, ..base }, 2e-2);
+    attention_on_gpu::<f32>(&context, &stream, Attention { layout: Layout::Bshd, ..base }, 1e-4);
+}
+
+fn gemm_ref(a: &[f64], b: &[f64], s: GemmShape, bias: Option<&[f64]>, gelu: bool) -> Vec<f64> {
+    let mut c = vec![0.0; s.batch * s.m * s.n];
+    for p in 0..s.batch {
+        let (a, b) = (&a[p * s.m * s.k..], &b[p * s.k * s.n..]);
+        for i in 0..s.m {
+            for j in 0..s.n {
+                let mut acc = 0.0;
+                for l in 0..s.k {
+                    let x = if s.transpose_a { a[l * s.m + i] } else { a[i * s.k + l] };
+                    let y = if s.transpose_b { b[j * s.k + l] } else { b[l * s.n + j] };
+                    acc += x * y;
+                }
+                acc += bias.map_or(0.0, |b| b[j]);
+                c[p * s.m * s.n + i * s.n + j] = if gelu { gelu_ref(acc) } else { acc };
+            }
+        }
+    }
+    c
+}
+
+#[test]
+fn gemm_on_the_gpu_matches_f64() {
+    let Some((context, stream)) = gpu("gemm_on_the_gpu_matches_f64") else { return };
+    let engine = GemmEngine::new(&stream).unwrap();
+    for (ta, tb) in [(false, false), (false, true), (true, false), (true, true)] {
+        let s = GemmShape { m: 96, n: 80, k: 72, batch: 1, transpose_a: ta, transpose_b: tb };
+        let (a, af) = input::<bf16>(s.m * s.k, 31, 1.0);
+        let (b, bf) = input::<bf16>(s.k * s.n, 32, 1.0);
+        let (bias, biasf) = input::<bf16>(s.n, 33, 1.0);
+        let (a_, b_, bias_) = (up(&context, &a), up(&context, &b), up(&context, &bias));
+        let mut c = zeros::<bf16>(&context, s.m * s.n);
+        gemm::gemm(&engine, &a_, &b_, &mut c, s, GemmEpilogue::BiasGelu(&bias_), 1.0, 0.0).unwrap();
+        assert_close(&format!("gemm bf16 bias+gelu {s:?}"), &widen(&c.to_vec().unwrap()), &gemm_ref(&af, &bf, s, Some(&biasf), true), 2e-2);
+        let mut c32 = zeros::<f32>(&context, s.m * s.n);
+        gemm::gemm(&engine, &a_, &b_, &mut c32, s, GemmEpilogue::None, 1.0, 0.0).unwrap();
+        assert_close(&format!("gemm bf16->f32 {s:?}"), &widen(&c32.to_vec().unwrap()), &gemm_ref(&af, &bf, s, None, false), 1e-4);
+    }
+    // A strided batch in f32 (TF32 is not used: f32 accumulation of f32 products).
+    let s = GemmShape { m: 33, n: 17, k: 65, batch: 3, transpose_a: false, transpose_b: true };
+    let (a, af) = input::<f32>(s.batch * s.m * s.k, 34, 1.0);
+    let (b, bf) = input::<f32>(s.batch * s.k * s.n, 35, 1.0);
+    let mut c = zeros::<f32>(&context, s.batch * s.m * s.n);
+    gemm::gemm(&engine, &up(&context, &a), &up(&context, &b), &mut c, s, GemmEpilogue::None, 1.0, 0.0).unwrap();
+    assert_close("gemm f32 batched", &widen(&c.to_vec().unwrap()), &gemm_ref(&af, &bf, s, None, false), 1e-4);
+    // f16 with a bias only.
+    let s = GemmShape::new(64, 48, 40);
+    let (a, af) = input::<f16>(s.m * s.k, 36, 1.0);
+    let (b, bf) = input::<f16>(s.k * s.n, 37, 1.0);
+    let (bias, biasf) = input::<f16>(s.n, 38, 1.0);
+    let mut c = zeros::<f16>(&context, s.m * s.n);
+    gemm::gemm(&engine, &up(&context, &a), &up(&context, &b), &mut c, s, GemmEpilogue::Bias(&up(&context, &bias)), 1.0, 0.0).unwrap();
+    assert_close("gemm f16 bias", &widen(&c.to_vec().unwrap()), &gemm_ref(&af, &bf, s, Some(&biasf), false), 4e-3);
+}
+
+#[test]
+fn wrong_shapes_are_refused_on_the_gpu_before_anything_is_queued() {
+    let Some((context, stream)) = gpu("wrong_shapes_are_refused_on_the_gpu_before_anything_is_queued") else { return };
+    let shape = Rows { rows: 4, cols: 768 };
+    let x = up(&context, &vec![bf16::from_f32(1.0); shape.len()]);
+    let gamma = up(&context, &vec![bf16::from_f32(1.0); 512]);
+    let mut out = up(&context, &vec![bf16::from_f32(7.0); shape.len()]);
+    let mut rstd = zeros::<f32>(&context, shape.rows);
+    let err = rows::rmsnorm(&stream, &x, &gamma, &mut out, &mut rstd, shape, 1e-6).unwrap_err();
+    assert!(matches!(err, KernelsError::Shape { operand: "weight", got: 512, .. }), "{err}");
+    stream.synchronize().unwrap();
+    assert!(out.to_vec().unwrap().iter().all(|v| v.to_f32() == 7.0), "nothing was queued");
+    let engine = GemmEngine::new(&stream).unwrap();
+    let a = zeros::<bf16>(&context, 8 * 4);
+    let mut c = zeros::<bf16>(&context, 8 * 8);
+    let err = gemm::gemm(&engine, &a, &a, &mut c, GemmShape::new(8, 8, 5), GemmEpilogue::None, 1.0, 0.0).unwrap_err();
+    assert!(matches!(err, KernelsError::Shape { operand: "a", .. }), "{err}");
+}

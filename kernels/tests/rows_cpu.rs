@@ -1,0 +1,304 @@
+//! The row kernels on the CPU executor against `f64` references, for `f32`, `bf16` and `f16`
+//! (tiny shapes: every GPU thread is a coroutine here). Widths that are not multiples of 32
+//! check the lanes' tails.
+
+#![allow(clippy::needless_range_loop)] // the references index several arrays by one position
+
+mod common;
+
+use common::*;
+use ferrocuda_device::cpu::CpuExecutor;
+use ferrocuda_kernels::rows::{AdamW, Rope, Rows};
+use ferrocuda_kernels::{Element, IGNORE_TARGET, KernelsError, bf16, cpu, f16};
+
+const SHAPE: Rows = Rows { rows: 3, cols: 40 };
+const EPS: f32 = 1e-5;
+
+fn executor() -> CpuExecutor {
+    CpuExecutor::new()
+}
+
+fn norms_forward<T: Element>() {
+    let e = executor();
+    let n = SHAPE.len();
+    let (x, xf) = input::<T>(n, 1, 2.0);
+    let (res, resf) = input::<T>(n, 2, 1.0);
+    let (w, wf) = input::<T>(SHAPE.cols, 3, 1.5);
+    let (b, bf) = input::<T>(SHAPE.cols, 4, 0.5);
+    let tol = tolerance::<T>();
+
+    let (mut out, mut rstd) = (vec![T::default(); n], vec![0.0f32; SHAPE.rows]);
+    cpu::rmsnorm(&e, &x, &w, &mut out, &mut rstd, SHAPE, EPS).unwrap();
+    let (want, want_rstd) = rmsnorm_ref(&xf, &wf, SHAPE.cols, EPS as f64);
+    assert_close("rmsnorm out", &widen(&out), &want, tol);
+    assert_close("rmsnorm rstd", &rstd.iter().map(|&v| v as f64).collect::<Vec<_>>(), &want_rstd, 1e-4);
+
+    let (mut mean, mut rstd) = (vec![0.0f32; SHAPE.rows], vec![0.0f32; SHAPE.rows]);
+    cpu::layernorm(&e, &x, &w, &b, &mut out, &mut mean, &mut rstd, SHAPE, EPS).unwrap();
+    let (want, want_mean, want_rstd) = layernorm_ref(&xf, &wf, &bf, SHAPE.cols, EPS as f64);
+    assert_close("layernorm out", &widen(&out), &want, tol);
+    assert_close("layernorm mean", &mean.iter().map(|&v| v as f64).collect::<Vec<_>>(), &want_mean, 1e-5);
+    assert_close("layernorm rstd", &rstd.iter().map(|&v| v as f64).collect::<Vec<_>>(), &want_rstd, 1e-4);
+
+    // Fused residual add: `sum` is x + residual rounded to T, and the norm is of that.
+    let sum_want: Vec<f64> = xf.iter().zip(&resf).map(|(a, b)| T::from_f32((a + b) as f32).to_f32() as f64).collect();
+    let mut sum = vec![T::default(); n];
+    cpu::add_rmsnorm(&e, &x, &res, &w, &mut out, &mut sum, &mut rstd, SHAPE, EPS).unwrap();
+    assert_close("add_rmsnorm sum", &widen(&sum), &sum_want, 0.0);
+    assert_close("add_rmsnorm out", &widen(&out), &rmsnorm_ref(&sum_want, &wf, SHAPE.cols, EPS as f64).0, tol);
+    cpu::add_layernorm(&e, &x, &res, &w, &b, &mut out, &mut sum, &mut mean, &mut rstd, SHAPE, EPS).unwrap();
+    assert_close("add_layernorm sum", &widen(&sum), &sum_want, 0.0);
+    assert_close("add_layernorm out", &widen(&out), &layernorm_ref(&sum_want, &wf, &bf, SHAPE.cols, EPS as f64).0, tol);
+}
+
+#[test]
+fn norms_forward_match_f64() {
+    norms_forward::<f32>();
+    norms_forward::<bf16>();
+    norms_forward::<f16>();
+}
+
+fn norms_backward<T: Element>(shape: Rows) {
+    let e = executor();
+    let n = shape.len();
+    let (x, xf) = input::<T>(n, 5, 2.0);
+    let (w, wf) = input::<T>(shape.cols, 6, 1.5);
+    let (b, _) = input::<T>(shape.cols, 7, 0.5);
+    let (dout, doutf) = input::<T>(n, 8, 1.0);
+    let (dres, dresf) = input::<T>(n, 9, 1.0);
+    let tol = tolerance::<T>() * 2.0;
+
+    let (mut out, mut mean, mut rstd) = (vec![T::default(); n], vec![0.0f32; shape.rows], vec![0.0f32; shape.rows]);
+    cpu::layernorm(&e, &x, &w, &b, &mut out, &mut mean, &mut rstd, shape, EPS).unwrap();
+    let (mut dx, mut dw, mut db) = (vec![T::default(); n], vec![0.0f32; shape.cols], vec![0.0f32; shape.cols]);
+    cpu::layernorm_backward(&e, &dout, &x, &w, &mean, &rstd, Some(&dres), &mut dx, &mut dw, &mut db, shape).unwrap();
+    let (want_dx, want_dw, want_db) = norm_backward_ref(&doutf, &xf, &wf, shape.cols, EPS as f64, true);
+    let want_dx: Vec<f64> = want_dx.iter().zip(&dresf).map(|(a, b)| a + b).collect();
+    assert_close("layernorm dx", &widen(&dx), &want_dx, tol);
+    assert_close("layernorm dweight", &widen(&dw), &want_dw, 1e-4);
+    assert_close("layernorm dbias", &widen(&db), &want_db, 1e-4);
+
+    cpu::rmsnorm(&e, &x, &w, &mut out, &mut rstd, shape, EPS).unwrap();
+    cpu::rmsnorm_backward(&e, &dout, &x, &w, &rstd, None, &mut dx, &mut dw, shape).unwrap();
+    let (want_dx, want_dw, _) = norm_backward_ref(&doutf, &xf, &wf, shape.cols, EPS as f64, false);
+    assert_close("rmsnorm dx", &widen(&dx), &want_dx, tol);
+    assert_close("rmsnorm dweight", &widen(&dw), &want_dw, 1e-4);
+}
+
+#[test]
+fn norms_backward_match_f64() {
+    norms_backward::<f32>(SHAPE);
+    norms_backward::<bf16>(SHAPE);
+    norms_backward::<f16>(SHAPE);
+    // More rows than one chunk of the weight gradients' first step (64): three chunks.
+    norms_backward::<f32>(Rows { rows: 130, cols: 8 });
+}
+
+fn softmax_and_cross_entropy<T: Element>() {
+    let e = executor();
+    let shape = Rows { rows: 4, cols: 70 };
+    let (x, xf) = input::<T>(shape.len(), 10, 4.0);
+    let tol = tolerance::<T>();
+    let mut out = vec![T::default(); shape.len()];
+    cpu::softmax(&e, &x, &mut out, shape).unwrap();
+    let mut probs = vec![];
+    let mut lses = vec![];
+    for row in xf.chunks(shape.cols) {
+        let max = row.iter().cloned().fold(f64::MIN, f64::max);
+        let sum: f64 = row.iter().map(|v| (v - max).exp()).sum();
+        probs.extend(row.iter().map(|v| (v - max).exp() / sum));
+        lses.push(max + sum.ln());
+    }
+    assert_close("softmax", &widen(&out), &probs, tol);
+
+    // Row 2 ignored, row 3 out of range (NaN), the others real classes.
+    let targets = [5u32, 69, IGNORE_TARGET, 70];
+    let dloss = 0.25f32;
+    let (mut losses, mut dlogits) = (vec![0.0f32; shape.rows], vec![T::default(); shape.len()]);
+    cpu::cross_entropy(&e, &x, &targets, &mut losses, &mut dlogits, shape, dloss).unwrap();
+    for r in 0..2 {
+        let t = targets[r] as usize;
+        let want_loss = lses[r] - xf[r * shape.cols + t];
+        assert!((losses[r] as f64 - want_loss).abs() < 1e-4 * (1.0 + want_loss.abs()), "loss {r}: {} vs {want_loss}", losses[r]);
+        let want: Vec<f64> = (0..shape.cols).map(|c| (probs[r * shape.cols + c] - if c == t { 1.0 } else { 0.0 }) * dloss as f64).collect();
+        assert_close("dlogits", &widen(&dlogits[r * shape.cols..(r + 1) * shape.cols]), &want, tol);
+    }
+    assert_eq!(losses[2], 0.0, "an ignored row has no loss");
+    assert!(widen(&dlogits[2 * shape.cols..3 * shape.cols]).iter().all(|&v| v == 0.0), "an ignored row has no gradient");
+    assert!(losses[3].is_nan(), "a target past the vocabulary is a NaN loss, not a read out of bounds");
+}
+
+#[test]
+fn softmax_and_cross_entropy_match_f64() {
+    softmax_and_cross_entropy::<f32>();
+    softmax_and_cross_entropy::<bf16>();
+    softmax_and_cross_entropy::<f16>();
+}
+
+fn activations<T: Element>() {
+    let e = executor();
+    let shape = Rows { rows: 3, cols: 37 };
+    let tol = tolerance::<T>();
+    let (x, xf) = input::<T>(shape.len(), 11, 4.0);
+    let (dout, doutf) = input::<T>(shape.len(), 12, 1.0);
+    let mut out = vec![T::default(); shape.len()];
+    cpu::gelu(&e, &x, &mut out).unwrap();
+    assert_close("gelu", &widen(&out), &xf.iter().map(|&v| gelu_ref(v)).collect::<Vec<_>>(), tol);
+    cpu::gelu_backward(&e, &x, &dout, &mut out).unwrap();
+    let h = 1e-6;
+    let want: Vec<f64> = xf.iter().zip(&doutf).map(|(&v, d)| (gelu_ref(v + h) - gelu_ref(v - h)) / (2.0 * h) * d).collect();
+    assert_close("gelu backward", &widen(&out), &want, tol * 2.0);
+
+    // SiLU-and-mul: input rows x 2d.
+    let (inp, inpf) = input::<T>(2 * shape.len(), 13, 3.0);
+    cpu::silu_and_mul(&e, &inp, &mut out, shape).unwrap();
+    let silu = |g: f64| g / (1.0 + (-g).exp());
+    let d = shape.cols;
+    let want: Vec<f64> = (0..shape.len()).map(|i| (i / d, i % d)).map(|(r, c)| silu(inpf[r * 2 * d + c]) * inpf[r * 2 * d + d + c]).collect();
+    assert_close("silu_and_mul", &widen(&out), &want, tol);
+    let mut dinp = vec![T::default(); 2 * shape.len()];
+    cpu::silu_and_mul_backward(&e, &inp, &dout, &mut dinp, shape).unwrap();
+    let mut want = vec![0.0; 2 * shape.len()];
+    for r in 0..shape.rows {
+        for c in 0..d {
+            let (g, u, dy) = (inpf[r * 2 * d + c], inpf[r * 2 * d + d + c], doutf[r * d + c]);
+            want[r * 2 * d + c] = dy * u * (silu(g + h) - silu(g - h)) / (2.0 * h);
+            want[r * 2 * d + d + c] = dy * silu(g);
+        }
+    }
+    assert_close("silu_and_mul backward", &widen(&dinp), &want, tol * 2.0);
+}
+
+#[test]
+fn activations_match_f64() {
+    activations::<f32>();
+    activations::<bf16>();
+    activations::<f16>();
+}
+
+fn rope<T: Element>() {
+    let e = executor();
+    let shape = Rope { tokens: 3, heads: 2, head_dim: 64, rotary_dim: 48, max_positions: 8 };
+    let n = shape.tokens * shape.heads * shape.head_dim;
+    let half = shape.rotary_dim / 2;
+    let (x, xf) = input::<T>(n, 14, 2.0);
+    let positions = [0u32, 5, 7];
+    let angle = |p: usize, k: usize| p as f64 * 10000f64.powf(-2.0 * k as f64 / shape.rotary_dim as f64);
+    let cos: Vec<f32> = (0..shape.max_positions * half).map(|i| angle(i / half, i % half).cos() as f32).collect();
+    let sin: Vec<f32> = (0..shape.max_positions * half).map(|i| angle(i / half, i % half).sin() as f32).collect();
+    let mut out = vec![T::default(); n];
+    cpu::rotary_embedding(&e, &x, &positions, &cos, &sin, &mut out, shape, false).unwrap();
+    let mut want = xf.clone();
+    for t in 0..shape.tokens {
+        for h in 0..shape.heads {
+            let base = (t * shape.heads + h) * shape.head_dim;
+            for k in 0..half {
+                let (c, s) = (angle(positions[t] as usize, k).cos(), angle(positions[t] as usize, k).sin());
+                let (x1, x2) = (xf[base + k], xf[base + k + half]);
+                want[base + k] = x1 * c - x2 * s;
+                want[base + k + half] = x2 * c + x1 * s;
+            }
+        }
+    }
+    assert_close("rope", &widen(&out), &want, tolerance::<T>());
+    // The inverse undoes it (the backward pass).
+    let mut back = vec![T::default(); n];
+    cpu::rotary_embedding(&e, &out, &positions, &cos, &sin, &mut back, shape, true).unwrap();
+    assert_close("rope inverse", &widen(&back), &xf, tolerance::<T>() * 2.0);
+    // A position past the tables is NaN, not a read out of bounds.
+    cpu::rotary_embedding(&e, &x, &[0, 8, 1], &cos, &sin, &mut out, shape, false).unwrap();
+    let row1 = &widen(&out)[shape.heads * shape.head_dim..2 * shape.heads * shape.head_dim];
+    assert!(row1[0].is_nan() && !row1[shape.rotary_dim].is_nan());
+}
+
+#[test]
+fn rotary_embedding_matches_f64() {
+    rope::<f32>();
+    rope::<bf16>();
+    rope::<f16>();
+}
+
+fn optimiser<T: Element>() {
+    let e = executor();
+    let n = 300;
+    let (mut params, mut pf) = input::<T>(n, 15, 1.0);
+    let (g1, g1f) = input::<T>(n, 16, 3.0);
+    let (g2, g2f) = input::<T>(n, 17, 3.0);
+    // Global norm over two tensors, then clip both to norm 1.
+    let mut total = [0.0f32];
+    cpu::sum_of_squares(&e, &g1, &mut total).unwrap();
+    cpu::sum_of_squares(&e, &g2, &mut total).unwrap();
+    let want_sq: f64 = g1f.iter().chain(&g2f).map(|v| v * v).sum();
+    assert!((total[0] as f64 - want_sq).abs() < 1e-4 * want_sq, "{} vs {want_sq}", total[0]);
+    let (mut c1, mut c2) = (g1.clone(), g2.clone());
+    cpu::clip_by_global_norm(&e, &mut c1, &total, 1.0).unwrap();
+    cpu::clip_by_global_norm(&e, &mut c2, &total, 1.0).unwrap();
+    let scale = 1.0 / (want_sq.sqrt() + 1e-6);
+    assert_close("clipped", &widen(&c1), &g1f.iter().map(|v| v * scale).collect::<Vec<_>>(), tolerance::<T>());
+    let norm_after: f64 = widen(&c1).iter().chain(&widen(&c2)).map(|v| v * v).sum::<f64>().sqrt();
+    assert!((norm_after - 1.0).abs() < 3.0 * tolerance::<T>(), "norm after clipping {norm_after}");
+
+    // Two AdamW steps, the second with a gradient scale.
+    let hyper = AdamW { learning_rate: 1e-2, beta1: 0.9, beta2: 0.999, eps: 1e-8, weight_decay: 0.1 };
+    let (mut m, mut v) = (vec![0.0f32; n], vec![0.0f32; n]);
+    let (mut mf, mut vf) = (vec![0.0f64; n], vec![0.0f64; n]);
+    for (step, (g, gf, scale)) in [(&g1, &g1f, 1.0f32), (&g2, &g2f, 0.5)].into_iter().enumerate() {
+        let t = step as i32 + 1;
+        cpu::adamw(&e, &mut params, g, &mut m, &mut v, hyper, t as u32, scale).unwrap();
+        for i in 0..n {
+            let g = gf[i] * scale as f64;
+            mf[i] = 0.9 * mf[i] + 0.1 * g;
+            vf[i] = 0.999 * vf[i] + 0.001 * g * g;
+            let (mh, vh) = (mf[i] / (1.0 - 0.9f64.powi(t)), vf[i] / (1.0 - 0.999f64.powi(t)));
+            pf[i] -= 1e-2 * (mh / (vh.sqrt() + 1e-8) + 0.1 * pf[i]);
+            // The kernel stores params as T: follow its rounding.
+            pf[i] = T::from_f32(pf[i] as f32).to_f32() as f64;
+        }
+    }
+    assert_close("adamw params", &widen(&params), &pf, tolerance::<T>());
+    assert_close("adamw m", &m.iter().map(|&x| x as f64).collect::<Vec<_>>(), &mf, 1e-4);
+}
+
+#[test]
+fn optimiser_and_clipping_match_f64() {
+    optimiser::<f32>();
+    optimiser::<bf16>();
+    optimiser::<f16>();
+}
+
+#[test]
+fn wrong_shapes_are_refused_before_launch_and_name_the_operand() {
+    let e = executor();
+    let x = vec![1.0f32; SHAPE.len()];
+    let short = vec![1.0f32; SHAPE.cols - 1];
+    let (mut out, mut rstd) = (vec![7.0f32; SHAPE.len()], vec![7.0f32; SHAPE.rows]);
+    let err = cpu::rmsnorm(&e, &x, &short, &mut out, &mut rstd, SHAPE, EPS).unwrap_err();
+    match &err {
+        KernelsError::Shape { operand, got, .. } => assert_eq!((*operand, *got), ("weight", SHAPE.cols - 1)),
+        other => panic!("expected a shape error, got {other}"),
+    }
+    assert!(err.to_string().contains("`weight`") && err.to_string().contains("cols 40"), "{err}");
+    assert!(out.iter().all(|&v| v == 7.0), "nothing ran");
+    let err = cpu::rmsnorm(&e, &x, &x[..SHAPE.cols], &mut out, &mut rstd[..2], SHAPE, EPS).unwrap_err();
+    assert!(matches!(err, KernelsError::Shape { operand: "rstd", .. }), "{err}");
+    let err = cpu::rmsnorm(&e, &x, &x[..SHAPE.cols], &mut out, &mut rstd, Rows { rows: 3, cols: 0 }, EPS).unwrap_err();
+    assert!(matches!(err, KernelsError::Unsupported { parameter: "cols", .. }), "{err}");
+    let err = cpu::cross_entropy(&e, &x, &[0u32; 2], &mut [0.0; 3], &mut out, SHAPE, 1.0).unwrap_err();
+    assert!(matches!(err, KernelsError::Shape { operand: "targets", .. }), "{err}");
+    let mut g = vec![1.0f32; 4];
+    let err = cpu::adamw(
+        &e,
+        &mut g,
+        &[0.0; 4],
+        &mut [0.0; 4],
+        &mut [0.0; 3],
+        AdamW { learning_rate: 1.0, beta1: 0.9, beta2: 0.9, eps: 0.0, weight_decay: 0.0 },
+        1,
+        1.0,
+    )
+    .unwrap_err();
+    assert!(matches!(err, KernelsError::Shape { operand: "v", .. }), "{err}");
+    let rope = Rope { tokens: 1, heads: 1, head_dim: 8, rotary_dim: 5, max_positions: 1 };
+    let err = cpu::rotary_embedding(&e, &[0.0f32; 8], &[0], &[0.0; 2], &[0.0; 2], &mut [0.0; 8], rope, false).unwrap_err();
+    assert!(matches!(err, KernelsError::Unsupported { parameter: "rotary_dim", .. }), "{err}");
+}
