@@ -20,8 +20,10 @@
 //!   (`LaunchConfig::with_programmatic_dependent_launch`) runs like any other, and
 //!   `grid_dependency::launch_dependents`/`wait_for_prerequisites` do nothing.
 //! - Inside a block, each GPU thread is a stackful coroutine; threads take turns in rank order
-//!   and switch only at block barriers and warp operations, so a block of 1024 threads needs one
-//!   OS thread, not 1024. Warps are 32 consecutive ranks: a warp operation completes when all
+//!   and switch only at block barriers, warp operations, named-barrier and mbarrier waits, and
+//!   after a run of 64 atomic accesses with no other switch (so that
+//!   a spin-wait on a flag that another warp sets completes, as on a GPU: audit P8), so a block
+//!   of 1024 threads needs one OS thread, not 1024. Warps are 32 consecutive ranks: a warp operation completes when all
 //!   live lanes of the warp have arrived (shuffles follow PTX's clamping rules), and
 //!   `active_mask` names the lanes that reached it together (those a GPU would have converged).
 //! - Each block gets its shared memory filled with [`SHARED_POISON_BYTE`], so reading shared
@@ -215,8 +217,9 @@ impl CpuExecutor {
     /// where each was (none by default).
     ///
     /// GPU threads cannot be pre-empted: they are stopped at their next barrier or warp
-    /// operation. A thread that never reaches one (a spin loop such as `while flag == 0 {}`)
-    /// cannot be stopped, and the launch cannot return while it runs (it borrows the launch's
+    /// operation (a thread polling an atomic yields now and then, so a spin-wait on an
+    /// `AtomicSlice` flag is stopped too). A thread that reaches none (a loop on plain memory
+    /// or on host atomics, a long computation) cannot be stopped, and the launch cannot return while it runs (it borrows the launch's
     /// arguments); if a worker is still inside the same thread a grace period after the limit
     /// (the limit again, between 50 ms and 1 s), the executor prints the report, naming that
     /// thread, and **aborts the process**, so that a test or CI job fails with the report
