@@ -2,9 +2,11 @@
 //! subset of the block's threads, or between roles that only signal each other.
 //!
 //! A block has 16 hardware barriers; [`crate::sync::sync_threads`] uses barrier 0 and
-//! `sync_threads_count`/`_and`/`_or` barriers 13, 14 and 15 (one per kind, so that no barrier is
+//! `sync_threads_count`/`_and`/`_or` barriers 1, 2 and 3 (one per kind, so that no barrier is
 //! used by a reducing and a non-reducing form, which PTX calls unpredictable: audit P4), so a
-//! [`NamedBarrier`] takes an id in 1..=12 and a thread count `n` (a multiple of 32: barriers count
+//! [`NamedBarrier`] takes an id in 4..=15 (ptxas reserves every barrier up to the highest id
+//! used, and an SM holds 64: a kernel of small blocks fits fewer blocks per SM with high ids)
+//! and a thread count `n` (a multiple of 32: barriers count
 //! whole warps). A phase completes when `n` threads have arrived, through [`NamedBarrier::sync`]
 //! (arrive and wait) or [`NamedBarrier::arrive`] (arrive without waiting). Memory: writes made
 //! before an arrival are visible to the threads released by that phase ("prior memory accesses
@@ -24,7 +26,7 @@
 //! On the CPU executor a waiting thread yields to the block's other threads until the phase
 //! completes (`hopper_emu`).
 
-/// A named barrier: an id in 1..=12 and the number of threads per phase.
+/// A named barrier: an id in 4..=15 and the number of threads per phase.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NamedBarrier {
     id: u32,
@@ -32,17 +34,17 @@ pub struct NamedBarrier {
 }
 
 impl NamedBarrier {
-    /// The largest id a named barrier may have (13..=15 belong to `sync_threads_count`,
-    /// `sync_threads_and` and `sync_threads_or`).
-    pub const MAX_ID: u32 = 12;
+    /// The smallest id a named barrier may have (0 is `sync_threads`', 1..=3 belong to
+    /// `sync_threads_count`, `sync_threads_and` and `sync_threads_or`).
+    pub const MIN_ID: u32 = 4;
 
-    /// Barrier `id` (1..=12) completing after `threads` arrivals (a positive multiple of 32).
+    /// Barrier `id` (4..=15) completing after `threads` arrivals (a positive multiple of 32).
     /// Panics (at compile time in a `const`) on an id or count out of range.
     #[inline(always)]
     pub const fn new(id: u32, threads: u32) -> NamedBarrier {
         assert!(
-            id >= 1 && id <= Self::MAX_ID,
-            "named barrier ids are 1..=12 (0 is sync_threads', 13..=15 are sync_threads_count/_and/_or's)"
+            id >= Self::MIN_ID && id <= 15,
+            "named barrier ids are 4..=15 (0 is sync_threads', 1..=3 are sync_threads_count/_and/_or's)"
         );
         assert!(threads > 0 && threads.is_multiple_of(32), "a named barrier counts whole warps: threads must be a positive multiple of 32");
         NamedBarrier { id, threads }

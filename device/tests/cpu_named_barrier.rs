@@ -1,8 +1,9 @@
 //! Named barriers (`barrier.sync` / `barrier.arrive` with an id and a thread count) and the
 //! `pipeline::Ring` on the CPU executor: the orderings the Hopper kernels rely on, checked
-//! without the kernels. The executor's race detector knows block barriers only (not mbarrier
-//! phases or named barriers, as for the Hopper GEMM's tests), so it is off here; the orderings
-//! are checked by the values each side sees.
+//! without the kernels. The executor's race detector knows block barriers and named barriers
+//! (audit P7), so the ping-pong runs with it; it does not know mbarrier phases (as for the
+//! Hopper GEMM's tests), so it is off for the ring, whose orderings are checked by the values
+//! each side sees.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -15,7 +16,7 @@ use ferrocuda_device::sync::sync_threads;
 use ferrocuda_device::thread::thread_idx_x;
 use ferrocuda_device::tma::dynamic_shared_address;
 
-/// Ping-pong as in the attention kernel: warpgroup c waits on barrier 1 + c, appends its index
+/// Ping-pong as in the attention kernel: warpgroup c waits on barrier 4 + c, appends its index
 /// to a log in shared memory, then arrives on the other's barrier; warpgroup 1 lets 0 go first,
 /// and 0 takes 1's last arrival at the end. The log must alternate 0, 1, 0, 1, ... .
 #[test]
@@ -25,7 +26,7 @@ fn named_barriers_make_two_warpgroups_take_turns() {
     let body = || {
         let tid = thread_idx_x();
         let group = tid / 128;
-        let turn = [NamedBarrier::new(1, 256), NamedBarrier::new(2, 256)];
+        let turn = [NamedBarrier::new(4, 256), NamedBarrier::new(5, 256)];
         let (mine, other) = (turn[group as usize], turn[1 - group as usize]);
         let counter = dynamic_shared_address();
         if tid == 0 {
@@ -51,7 +52,9 @@ fn named_barriers_make_two_warpgroups_take_turns() {
             mine.sync();
         }
     };
-    CpuExecutor::new().with_race_detection(false).run("ping_pong", LaunchConfig::new(1u32, 256u32).with_shared_bytes(16), &body).unwrap();
+    // With race detection (audit P7): each phase orders the previous turn's counter update
+    // before the next turn's read.
+    CpuExecutor::new().run("ping_pong", LaunchConfig::new(1u32, 256u32).with_shared_bytes(16), &body).unwrap();
     let order: Vec<u32> = log.iter().map(|x| x.load(Ordering::Relaxed)).collect();
     let expected: Vec<u32> = (0..2 * ROUNDS).map(|i| i % 2).collect();
     assert_eq!(order, expected, "the warpgroups did not alternate");

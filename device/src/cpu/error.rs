@@ -125,11 +125,15 @@ impl fmt::Display for StuckList<'_> {
     }
 }
 
-/// A block barrier that some threads wait at while the others have exited.
+/// A barrier that some threads wait at while the others have exited and that their exit does
+/// not release: a reducing block barrier (`sync_threads_count`/`_and`/`_or`, whose result PTX
+/// defines over every thread of the block) or the cluster barrier. (Exited threads release a
+/// plain `sync_threads()`, as PTX's `exit` defines: audit P9.)
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "kernel `{kernel}`, block {block}: {} threads wait at a block barrier that {} exited threads never reached (waiting: {}; exited: {}); \
-     every thread of a block must reach each sync_threads: return after the barrier, or guard the work instead of the barrier",
+     threads that return release a sync_threads() (PTX `exit`), but not a sync_threads_count/_and/_or, which reduces over \
+     every thread of the block, nor a cluster::sync(): return after the barrier, or guard the work instead of the barrier",
     waiting.len(), exited.len(), ThreadList(waiting), ThreadList(exited)
 )]
 pub struct BarrierDivergence {
@@ -192,8 +196,8 @@ pub struct ExitedPeerAccess {
 }
 
 /// Threads of a block that wait at block barriers of different kinds (`sync_threads` and
-/// `sync_threads_count`, `_and` or `_or`). Each kind is its own hardware barrier (0, 13, 14,
-/// 15: audit P4), and each waits for every thread of the block, so a GPU hangs there.
+/// `sync_threads_count`, `_and` or `_or`). Each kind is its own hardware barrier (0, 1, 2,
+/// 3: audit P4), and each waits for every thread of the block, so a GPU hangs there.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "kernel `{kernel}`, block {block}: threads {} wait at `{first_kind}` while threads {} wait at `{second_kind}`; \

@@ -37,6 +37,7 @@ pub mod device_lib;
 // `griddepcontrol` needs sm_90: the sm_80 PTX leaves the whole module out.
 #[cfg_attr(target_arch = "nvptx64", cfg(ferrocuda_sm = "90"))]
 pub mod grid_dependency;
+pub mod gpu_rules;
 pub mod half_floats;
 pub mod kernel_model;
 pub mod launch_kinds;
