@@ -256,3 +256,28 @@ fn p11_launch_bounds_are_refused_with_the_bound_named() {
     stream.synchronize_timeout(Duration::from_secs(10)).unwrap();
     assert_eq!(out.to_vec().unwrap(), [2; 256]);
 }
+
+/// P11, a limit the kernel's registers set (no launch bounds written): the driver's
+/// `CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES` (or `INVALID_VALUE`) for a block over
+/// `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK` becomes an error naming that limit; nothing runs.
+#[test]
+fn p11_a_block_over_the_register_limit_is_refused_naming_the_limit() {
+    let Some(context) = common::gpu_or_skip("p11_a_block_over_the_register_limit_is_refused_naming_the_limit") else { return };
+    let stream = Stream::non_blocking(&context).unwrap();
+    let attributes = gpu_rules::p11_register_heavy::function(&context).unwrap().attributes().unwrap();
+    println!("P11 register_heavy: {} registers, at most {} threads per block", attributes.registers, attributes.max_threads_per_block);
+    assert!(attributes.max_threads_per_block < 1024, "the fixture no longer limits the block: {attributes:?}");
+    let x = DeviceBuffer::from_slice(&context, &vec![1.0f32; 1024]).unwrap();
+    let mut out = DeviceBuffer::<f32>::zeroed(&context, 1024).unwrap();
+    let error = gpu_rules::p11_register_heavy::launch(&stream, (1u32, 1024u32), &x, &mut out).unwrap_err();
+    println!("P11 1024 threads for the register-heavy kernel: {error}");
+    let expected = attributes.max_threads_per_block;
+    assert!(
+        matches!(&error, Error::InvalidLaunch { problem: LaunchProblem::AboveKernelThreadLimit { threads: 1024, max, .. }, .. } if *max == expected),
+        "{error:?}"
+    );
+    stream.synchronize_timeout(Duration::from_secs(10)).unwrap();
+    assert!(out.to_vec().unwrap().iter().all(|&v| v == 0.0), "nothing ran");
+    gpu_rules::p11_register_heavy::launch(&stream, (8u32, 128u32), &x, &mut out).unwrap();
+    stream.synchronize_timeout(Duration::from_secs(10)).unwrap();
+}

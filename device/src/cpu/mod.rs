@@ -32,16 +32,18 @@
 //! - Errors instead of hangs or silent corruption (the executor is a sanitizer; what each
 //!   check guarantees and its limits: docs/kernel-model.md, "The CPU executor as a
 //!   sanitizer"): a panic is reported with its kernel, file, line, column, block and thread
-//!   ([`KernelPanic`]); a barrier that exited threads never reach ([`BarrierDivergence`]),
-//!   threads at different kinds of barrier ([`MixedBarriers`]), or a warp operation that lanes
+//!   ([`KernelPanic`]); a reducing or cluster barrier that exited threads never reach
+//!   ([`BarrierDivergence`]; exited threads release a plain `sync_threads()`, as PTX's `exit`
+//!   defines), threads at different kinds of barrier ([`MixedBarriers`]), or a warp operation that lanes
 //!   of its mask never join, because they wait elsewhere or in another collective or with
 //!   another mask ([`WarpDeadlock`]), ends the launch.
 //! - Data races ([`with_race_detection`](CpuExecutor::with_race_detection), on by default):
 //!   two threads taking one element of an output (a `DisjointSlice`, through its safe or its
 //!   `unsafe` element methods), one of them to write, at any time in the launch, barriers or
 //!   not, is a [`GlobalMemoryRace`]; two accesses of one shared-memory word, one a write, that
-//!   no block barrier, common `sync_warp` group or (for a peer block's `cluster::peer_get`)
-//!   cluster barrier orders, is a [`SharedMemoryRace`] (FastTrack: the last write and every
+//!   no block barrier, common `sync_warp` group, completed named-barrier phase (arrival before
+//!   the waiters' later accesses) or (for a peer block's `cluster::peer_get`) cluster barrier
+//!   orders, is a [`SharedMemoryRace`] (FastTrack: the last write and every
 //!   unordered read are kept).
 //! - A shuffle that reads a lane which has exited is an [`ExitedLaneShuffle`] error (CUDA
 //!   leaves the value undefined); exited lanes named in a mask are fine, as in CUDA. Reading

@@ -225,3 +225,24 @@ pub fn p10_deep_but_bounded(mut out: DisjointSlice<u32>) {
         *o = v;
     }
 }
+
+/// P11, a limit no attribute names: 96 live accumulators per thread (no launch bounds), so
+/// ptxas gives the kernel more than 64 registers and it cannot run 1024 threads per block
+/// (`CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK` below 1024). `out[i]` = a sum over them.
+#[kernel]
+pub fn p11_register_heavy(x: &[f32], mut out: DisjointSlice<f32>) {
+    use ferrocuda_device::unroll::unroll;
+    let i = unique_index();
+    let v = x.get(i.get()).copied().unwrap_or(1.0);
+    let mut acc = [0.0f32; 96];
+    unroll::<96>(|k| acc[k] = v * (k as f32 + 1.0));
+    for r in 0..8u32 {
+        let t = core::hint::black_box(r as f32);
+        unroll::<96>(|k| acc[k] = acc[k] * t + acc[(k + 7) % 96]);
+    }
+    let mut s = 0.0f32;
+    unroll::<96>(|k| s += acc[k] * (k as f32));
+    if let Some(o) = out.get_mut(i) {
+        *o = s;
+    }
+}
