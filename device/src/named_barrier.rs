@@ -42,10 +42,7 @@ impl NamedBarrier {
     /// Panics (at compile time in a `const`) on an id or count out of range.
     #[inline(always)]
     pub const fn new(id: u32, threads: u32) -> NamedBarrier {
-        assert!(
-            id >= Self::MIN_ID && id <= 15,
-            "named barrier ids are 4..=15 (0 is sync_threads', 1..=3 are sync_threads_count/_and/_or's)"
-        );
+        assert!(id >= Self::MIN_ID && id <= 15, "named barrier ids are 4..=15 (0 is sync_threads', 1..=3 are sync_threads_count/_and/_or's)");
         assert!(threads > 0 && threads.is_multiple_of(32), "a named barrier counts whole warps: threads must be a positive multiple of 32");
         NamedBarrier { id, threads }
     }

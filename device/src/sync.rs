@@ -10,10 +10,10 @@
 //!
 //! Every thread of the block must reach a block barrier (every lane of `mask`, a warp
 //! barrier), as in CUDA; the CPU executor reports a barrier that some threads skip. Threads
-//! that have returned count as arrived at a [`sync_threads`] (PTX `exit`: "If the exiting
-//! threads are holding up the barrier, the barrier is released"), on the GPU and on the CPU
-//! executor alike; the reducing barriers do not accept exited threads on the CPU executor (PTX
-//! defines their release but reduces "the c predicate ... from all threads in the CTA").
+//! that have returned do not hold a block barrier up (PTX `exit`: "If the exiting threads are
+//! holding up the barrier, the barrier is released"), on the GPU and on the CPU executor
+//! alike; a reducing barrier then reduces over the threads that arrived (an H100 counted 32
+//! for `sync_threads_count(true)` in 32 threads whose 32 block-mates had returned).
 //!
 //! # One hardware barrier per kind (audit P4)
 //! PTX: "`barrier{.cta}.red` should not be intermixed with `barrier{.cta}.sync` or

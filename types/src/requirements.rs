@@ -40,16 +40,15 @@ pub struct LaunchRequirements {
 
 impl LaunchRequirements {
     /// No requirement.
-    pub const NONE: Self =
-        LaunchRequirements {
-            linear_threads: false,
-            planar_threads: false,
-            whole_warps: false,
-            block_shape: (0, 0),
-            conflicting_block_shapes: false,
-            max_block_threads: 0,
-            required_block_threads: 0,
-        };
+    pub const NONE: Self = LaunchRequirements {
+        linear_threads: false,
+        planar_threads: false,
+        whole_warps: false,
+        block_shape: (0, 0),
+        conflicting_block_shapes: false,
+        max_block_threads: 0,
+        required_block_threads: 0,
+    };
     /// A 1-D launch of at most `u32::MAX` threads.
     pub const LINEAR_THREADS: Self = LaunchRequirements { linear_threads: true, ..Self::NONE };
     /// A 2-D launch (`z = 1`) with at most `u32::MAX` threads along x and along y.

@@ -22,15 +22,14 @@ impl BlockContext<'_> {
     /// Opens the block barrier when every thread that has not exited waits at it (their
     /// ranks go to `runnable`).
     ///
-    /// Exited threads do not hold up a `sync_threads()` (PTX ISA 9.0, `exit`: "As threads
-    /// exit, barriers waiting on all threads are checked to see if the exiting threads are the
-    /// only threads that have not yet made it to a barrier{.cta} for all threads in the CTA
-    /// [...]. If the exiting threads are holding up the barrier, the barrier is released";
-    /// audit P9: an H100 ran 32 threads past a `sync_threads()` whose other 32 had returned).
-    /// The reducing barriers (`sync_threads_count`/`_and`/`_or`) are not opened with exited
-    /// threads: PTX combines "the c predicate [...] from all threads in the CTA", which exited
-    /// threads no longer have, so the result is not defined; the block is then stuck and
-    /// reported as a [`BarrierDivergence`].
+    /// Exited threads do not hold up a block barrier (PTX ISA 9.0, `exit`: "As threads exit,
+    /// barriers waiting on all threads are checked to see if the exiting threads are the only
+    /// threads that have not yet made it to a barrier{.cta} for all threads in the CTA [...].
+    /// If the exiting threads are holding up the barrier, the barrier is released"; `barrier`
+    /// waits for the "non-exited threads"; audit P9: an H100 ran 32 threads past a
+    /// `sync_threads()` whose other 32 had returned). A reducing barrier reduces over the
+    /// threads that arrived: `sync_threads_count(true)` in 32 threads whose 32 block-mates
+    /// had returned gave 32 on the H100, and gives 32 here.
     pub(crate) fn open_barrier(&self, runnable: &mut Vec<u32>) -> BarrierOutcome {
         let (mut at_barrier, mut exited, mut count, mut all, mut any) = (0usize, 0usize, 0u32, true, false);
         let mut kinds = None;
@@ -71,10 +70,6 @@ impl BlockContext<'_> {
                 second_kind: other.function(),
                 second: at(other),
             }));
-            return BarrierOutcome::Blocked;
-        }
-        if exited > 0 && kind != BarrierKind::Plain {
-            // A reduction over threads that have exited: reported by `report_stuck`.
             return BarrierOutcome::Blocked;
         }
         let reply = match kind {

@@ -125,15 +125,15 @@ impl fmt::Display for StuckList<'_> {
     }
 }
 
-/// A barrier that some threads wait at while the others have exited and that their exit does
-/// not release: a reducing block barrier (`sync_threads_count`/`_and`/`_or`, whose result PTX
-/// defines over every thread of the block) or the cluster barrier. (Exited threads release a
-/// plain `sync_threads()`, as PTX's `exit` defines: audit P9.)
+/// A barrier that some threads wait at while the others have exited and that the executor
+/// does not release: the cluster barrier with exited threads, or a block barrier that others
+/// wait at the cluster barrier instead of. (Exited threads release a block barrier, as PTX's
+/// `exit` defines: audit P9.)
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "kernel `{kernel}`, block {block}: {} threads wait at a block barrier that {} exited threads never reached (waiting: {}; exited: {}); \
-     threads that return release a sync_threads() (PTX `exit`), but not a sync_threads_count/_and/_or, which reduces over \
-     every thread of the block, nor a cluster::sync(): return after the barrier, or guard the work instead of the barrier",
+     threads that return release a block barrier (PTX `exit`), but the executor does not release a cluster::sync() for them: \
+     return after the barrier, or guard the work instead of the barrier",
     waiting.len(), exited.len(), ThreadList(waiting), ThreadList(exited)
 )]
 pub struct BarrierDivergence {

@@ -32,8 +32,8 @@
 //! - Errors instead of hangs or silent corruption (the executor is a sanitizer; what each
 //!   check guarantees and its limits: docs/kernel-model.md, "The CPU executor as a
 //!   sanitizer"): a panic is reported with its kernel, file, line, column, block and thread
-//!   ([`KernelPanic`]); a reducing or cluster barrier that exited threads never reach
-//!   ([`BarrierDivergence`]; exited threads release a plain `sync_threads()`, as PTX's `exit`
+//!   ([`KernelPanic`]); a cluster barrier that exited threads never reach
+//!   ([`BarrierDivergence`]; exited threads release a block barrier, as PTX's `exit`
 //!   defines), threads at different kinds of barrier ([`MixedBarriers`]), or a warp operation that lanes
 //!   of its mask never join, because they wait elsewhere or in another collective or with
 //!   another mask ([`WarpDeadlock`]), ends the launch.

@@ -64,8 +64,16 @@ fn kernel_items(kernel: &Kernel) -> TokenStream {
             let ident = &function.sig.ident;
             let lowered: Vec<Lowered> = kernel.params.iter().map(lower).collect();
             let device = device_entry(ident, &kernel.params, &lowered, EntryBody::Inline(&function.block), &function.attrs, &kernel.same_len);
-            let host =
-                host_launcher(ident, &kernel.params, &lowered, is_unsafe, quote!(super::#ident), kernel.cluster.as_ref(), &kernel.same_len, kernel.bounds.as_ref());
+            let host = host_launcher(
+                ident,
+                &kernel.params,
+                &lowered,
+                is_unsafe,
+                quote!(super::#ident),
+                kernel.cluster.as_ref(),
+                &kernel.same_len,
+                kernel.bounds.as_ref(),
+            );
             quote! {
                 #device
                 #[cfg(not(target_arch = "nvptx64"))]

@@ -123,7 +123,7 @@ pub fn p8_spin_flag(flag: AtomicSlice<u32>) {
 /// for ever on the second warp's lock attempt.
 #[kernel]
 pub fn p8_spin_lock(warps: u32, flag: AtomicSlice<u32>) {
-    if thread_idx_x() % 32 == 0 {
+    if thread_idx_x().is_multiple_of(32) {
         flag.fetch_add(2, 1);
         while flag.compare_exchange(0, 0, 1) != 0 {}
         flag.fetch_add(1, 1);

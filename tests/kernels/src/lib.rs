@@ -35,9 +35,9 @@ pub fn check_limit(x: &[u32], limit: u32) {
 pub mod cpu_examples;
 pub mod device_lib;
 // `griddepcontrol` needs sm_90: the sm_80 PTX leaves the whole module out.
+pub mod gpu_rules;
 #[cfg_attr(target_arch = "nvptx64", cfg(ferrocuda_sm = "90"))]
 pub mod grid_dependency;
-pub mod gpu_rules;
 pub mod half_floats;
 pub mod kernel_model;
 pub mod launch_kinds;
