@@ -197,18 +197,15 @@ fn the_executor_works_again_after_a_failed_launch() {
     assert_eq!(out, x.iter().map(|v| v * v).collect::<Vec<_>>());
 }
 
+/// Threads that return before a `sync_threads()` release it, as PTX's `exit` defines (audit
+/// P9; this test expected a `BarrierDivergence` before): the others pass it and read the
+/// values of the threads that reached it.
 #[test]
-fn threads_that_exit_before_a_barrier_are_an_error_not_a_hang() {
+fn p9_threads_that_exit_before_a_barrier_release_it() {
     let mut out = vec![0u32; 128];
-    let error = cpu_examples::barrier_after_early_return::launch_cpu(&CpuExecutor::new(), (1u32, 128u32), 100, &mut out).unwrap_err();
-    let CpuError::BarrierDivergence(divergence) = &error else { panic!("expected a barrier divergence, got {error:?}") };
-    assert_eq!(divergence.waiting.iter().map(|t| t.x).collect::<Vec<_>>(), (0..100).collect::<Vec<_>>());
-    assert_eq!(divergence.exited.iter().map(|t| t.x).collect::<Vec<_>>(), (100..128).collect::<Vec<_>>());
-    let text = error.to_string();
-    assert!(
-        text.starts_with("kernel `barrier_after_early_return`, block (0, 0, 0): 100 threads wait at a block barrier that 28 exited threads never reached"),
-        "{text}"
-    );
+    cpu_examples::barrier_after_early_return::launch_cpu(&CpuExecutor::new(), (1u32, 128u32), 100, &mut out).unwrap();
+    assert_eq!(out[..100], (0..100).map(|t| (t + 1) % 100).collect::<Vec<_>>());
+    assert_eq!(out[100..], [0; 28]);
     // When every thread reaches it, the same kernel is fine.
     cpu_examples::barrier_after_early_return::launch_cpu(&CpuExecutor::new(), (1u32, 100u32), 100, &mut out).unwrap();
     assert_eq!(out[..100], (0..100).map(|t| (t + 1) % 100).collect::<Vec<_>>());

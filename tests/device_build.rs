@@ -197,8 +197,10 @@ fn only_kernels_that_can_panic_store_the_kernel_tag() {
         }
         eprintln!("{name}: {kept} entries keep the kernel tag store, {removed} have none");
         assert!(kept > 0 && removed > 0, "{name}: {kept} kept, {removed} without");
-        // The report still reads the tag, so the 16-byte declaration stays in these modules.
-        assert!(ptx.contains(".shared .align 8 .u64 __ferrocuda_kernel_tag[2];"), "{name}");
+        // The report still reads the tag, so the 16-byte declaration stays in these modules,
+        // 16-byte aligned for its one vector store (with `.align 8` a kernel faulted with
+        // CUDA_ERROR_MISALIGNED_ADDRESS on an H100: tests/cpu_gpu_rules.rs).
+        assert!(ptx.contains(".shared .align 16 .u64 __ferrocuda_kernel_tag[2];"), "{name}");
     }
 
     // SASS, where the build made cubins and nvdisasm is installed: saxpy's prologue has no
@@ -337,7 +339,9 @@ fn device_printing_and_panics_do_not_inflate_registers() {
     for &&ferrocuda::KernelResources { arch, kernel, registers, spill_stores, .. } in &resources {
         // Register blocking keeps 8 x 8 accumulators per thread on purpose (~120 registers);
         // tests/example_kernels_ptx.rs holds the SGEMMs to 128 and checks they have no panic path.
-        if kernel.starts_with("matmul_128x128") || kernel.starts_with("sgemm_pipelined") {
+        // `p11_register_heavy` keeps 96 accumulators live on purpose: a kernel whose registers
+        // limit its block size (tests/gpu_rules.rs).
+        if kernel.starts_with("matmul_128x128") || kernel.starts_with("sgemm_pipelined") || kernel == "p11_register_heavy" {
             continue;
         }
         assert!(registers <= 96 && spill_stores == 0, "sm_{arch} {kernel}: {registers} registers, {spill_stores} bytes spilled");

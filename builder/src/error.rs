@@ -48,6 +48,21 @@ pub enum BuildError {
         /// What `ptxas` printed.
         log: String,
     },
+    /// A kernel reaches a recursive function, so its stack depth is not bounded: a GPU thread's
+    /// stack is fixed per context (1 KiB by default), and a deeper recursion faults
+    /// (`CUDA_ERROR_ILLEGAL_ADDRESS`, audit P10). Refused unless the build script vouches for
+    /// it with [`KernelBuilder::allow_recursion`](crate::KernelBuilder::allow_recursion).
+    RecursiveKernel {
+        /// The architecture whose PTX shows it.
+        arch: Arch,
+        /// The kernel (PTX entry).
+        kernel: String,
+        /// The calls from the kernel to the function that calls back into the chain (PTX
+        /// symbols).
+        chain: Vec<String>,
+        /// The function of the chain called again.
+        cycle_start: String,
+    },
     /// An architecture that is not `sm_70` or newer.
     BadArch {
         /// What was asked for.
@@ -149,6 +164,16 @@ impl fmt::Display for BuildError {
                 f,
                 "ptxas rejected the PTX for {arch} (set FERROCUDA_PTXAS to another ptxas to compare; a PTX that ptxas rejects is a code-generation bug worth reporting):\n{}",
                 log.trim_end()
+            ),
+            Self::RecursiveKernel { arch, kernel, chain, cycle_start } => write!(
+                f,
+                "kernel `{kernel}` is recursive ({arch} PTX: {} -> {cycle_start}): a GPU thread's stack is fixed per context (1 KiB by \
+                 default, `Limit::StackSize`), and how deep a recursion goes is known only while it runs, so a deep one runs off the \
+                 stack and faults with CUDA_ERROR_ILLEGAL_ADDRESS, with nothing naming the stack. Write the recursion as a loop (with \
+                 an explicit stack in a local array of fixed size), or, if every launch provably stays within a stack limit that the \
+                 host sets with `Context::set_limit(Limit::StackSize, bytes)`, vouch for it in the build script: \
+                 `unsafe {{ builder.allow_recursion(\"{kernel}\") }}`",
+                chain.join(" -> ")
             ),
             Self::BadArch { given } => write!(f, "`{given}` is not a supported GPU architecture: use sm_70 or newer, e.g. `sm_80` or `sm_90`"),
             Self::CubinWithoutPtx { arch } => write!(f, "a cubin for {arch} needs PTX for {arch} or older: add `.arch(...)` with an older architecture"),

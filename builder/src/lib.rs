@@ -25,6 +25,7 @@
 
 mod arch;
 mod artifacts;
+mod call_graph;
 mod dep_info;
 mod env;
 mod error;
@@ -42,6 +43,7 @@ use std::path::{Path, PathBuf};
 
 pub use arch::{ARCH_GATED_MODULES, Arch, DEFAULT_CUBIN_ARCHS, DEFAULT_PTX_ARCH, FmaContraction, KNOWN_ARCHS, check_cfg_lines, gated_module_notes};
 pub use artifacts::{Artifacts, Cubin, clean_debug_ptx, clean_ptx};
+pub use call_graph::{Recursion, recursive_kernels};
 pub use env::BuildEnv;
 pub use error::BuildError;
 pub use inner_build::strip_ansi;
@@ -75,6 +77,8 @@ pub struct KernelBuilder {
     target_dir: Option<PathBuf>,
     out_dir: Option<PathBuf>,
     env: BuildEnv,
+    /// Kernels allowed to recurse ([`KernelBuilder::allow_recursion`]).
+    recursive: Vec<String>,
 }
 
 impl KernelBuilder {
@@ -95,7 +99,26 @@ impl KernelBuilder {
             target_dir: None,
             out_dir: None,
             env: BuildEnv::process(),
+            recursive: Vec::new(),
         }
+    }
+
+    /// Lets the kernel `kernel` (its PTX symbol) reach a recursive function, which the build
+    /// otherwise refuses ([`BuildError::RecursiveKernel`], audit P10): the depth of a recursion
+    /// is known only while it runs, and a GPU thread's stack is fixed per context, so a deep
+    /// recursion runs off it and faults (`CUDA_ERROR_ILLEGAL_ADDRESS`).
+    ///
+    /// # Safety
+    /// Every launch of `kernel` must recurse no deeper than the stack the context gives each
+    /// thread: the host sets it with `Context::set_limit(Limit::StackSize, bytes)` before the
+    /// launches (1 KiB by default), with room for the deepest chain of frames a launch makes
+    /// (`ptxas -v` prints each function's frame). A deeper recursion writes past the thread's
+    /// stack. The CPU executor's stacks are another size (16 MiB by default), so it does not
+    /// check this.
+    #[allow(unsafe_code, reason = "the contract is the caller's: nothing here is unsafe to run")]
+    pub unsafe fn allow_recursion(mut self, kernel: impl Into<String>) -> Self {
+        self.recursive.push(kernel.into());
+        self
     }
 
     /// Adds a PTX target architecture (default: [`DEFAULT_PTX_ARCH`] alone). Each one is a device build of
@@ -361,6 +384,10 @@ impl KernelBuilder {
                 }
             }
             let ptx = if self.debug_info { clean_debug_ptx(&raw) } else { clean_ptx(&raw) };
+            // A kernel whose stack depth nobody can bound (recursion) is refused (P10).
+            if let Some(found) = recursive_kernels(&ptx).into_iter().find(|r| !self.recursive.contains(&r.kernel)) {
+                return Err(BuildError::RecursiveKernel { arch, kernel: found.kernel, chain: found.chain, cycle_start: found.cycle_start });
+            }
             // `#[kernel(launch_bounds(..))]` markers become `.maxntid`/`.minnctapersm`/`.reqntid`.
             let ptx = apply_launch_bounds(&ptx);
             // Kernels that cannot panic lose the kernel-name tag store (a dead STS.128).

@@ -127,6 +127,8 @@ macro_rules! atomic_element {
                 #[cfg(not(target_arch = "nvptx64"))]
                 {
                     let _ = scope;
+                    // A spin-wait's poll: lets the block's other threads run now and then (P8).
+                    crate::cpu::hooks::atomic_poll();
                     // SAFETY: valid and aligned (the caller's guarantee); same size as `$bits`.
                     let bits = unsafe { core::sync::atomic::$host_atomic::from_ptr(target.cast::<$bits>()) }.load(core::sync::atomic::Ordering::Relaxed);
                     bytemuck::cast(bits)

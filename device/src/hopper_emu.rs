@@ -345,34 +345,14 @@ fn wgmma_rs_with(acc: &mut [f32], n: u32, a: [u32; 4], accumulate: bool, element
     }
 }
 
-/// The state of each named barrier of each block: (threads arrived in the open phase, phases
-/// completed).
-type NamedBarriers = std::collections::HashMap<(usize, u32), (u32, u64)>;
-
-std::thread_local! {
-    static NAMED_BARRIERS: core::cell::RefCell<NamedBarriers> = core::cell::RefCell::new(NamedBarriers::new());
-}
-
 /// `barrier.sync id, threads` (`wait`) or `barrier.arrive id, threads`: one arrival; with
-/// `wait`, yields to the block's other threads until the phase completes. The state is keyed by
-/// the running block's context address, which a later block may reuse: a kernel that exits with
-/// a phase still open (arrivals nobody waited for) would leave them to that block, where the
-/// hardware starts every block with fresh barriers. The kernels here close every phase.
+/// `wait`, yields to the block's other threads until the phase completes. The state lives in
+/// the running block (fresh for every block, as on a GPU), which also tells the race detector
+/// what a completed phase orders (audit P7).
 pub(crate) fn named_barrier(id: u32, threads: u32, wait: bool) {
-    let key = (emu::block_identity(), id);
-    let phase = NAMED_BARRIERS.with(|all| {
-        let mut all = all.borrow_mut();
-        let (arrived, phases) = all.entry(key).or_insert((0, 0));
-        let phase = *phases;
-        *arrived += 1;
-        if *arrived == threads {
-            *arrived = 0;
-            *phases += 1;
-        }
-        phase
-    });
+    let phase = emu::named_barrier_arrive(id, threads, wait);
     let mut tries = 0u64;
-    while wait && NAMED_BARRIERS.with(|all| all.borrow()[&key].1) == phase {
+    while wait && emu::named_barrier_completed(id) == phase {
         tries += 1;
         assert!(tries < STUCK_AFTER, "named barrier {id} ({threads} threads): the phase never completes (wrong count, or a role that never arrives)");
         // Let the other threads run.

@@ -1,11 +1,18 @@
 //! Named block barriers (`barrier.sync id, n` / `barrier.arrive id, n`): barriers among a
 //! subset of the block's threads, or between roles that only signal each other.
 //!
-//! A block has 16 hardware barriers; [`crate::sync::sync_threads`] uses barrier 0, so a
-//! [`NamedBarrier`] takes an id in 1..=15 and a thread count `n` (a multiple of 32: barriers count
+//! A block has 16 hardware barriers; [`crate::sync::sync_threads`] uses barrier 0 and
+//! `sync_threads_count`/`_and`/`_or` barriers 1, 2 and 3 (one per kind, so that no barrier is
+//! used by a reducing and a non-reducing form, which PTX calls unpredictable: audit P4), so a
+//! [`NamedBarrier`] takes an id in 4..=15 (ptxas reserves every barrier up to the highest id
+//! used, and an SM holds 64: a kernel of small blocks fits fewer blocks per SM with high ids)
+//! and a thread count `n` (a multiple of 32: barriers count
 //! whole warps). A phase completes when `n` threads have arrived, through [`NamedBarrier::sync`]
 //! (arrive and wait) or [`NamedBarrier::arrive`] (arrive without waiting). Memory: writes made
-//! before an arrival are visible to the threads released by that phase.
+//! before an arrival are visible to the threads released by that phase ("prior memory accesses
+//! requested by this thread are performed relative to all threads participating in the
+//! barrier", PTX ISA 9.0, 9.7.15.1); the CPU executor's race detector orders them the same way
+//! (an arrival happens before the accesses that follow each `sync` of the phase it completes).
 //!
 //! The classic use is ordering two warpgroups without a block-wide barrier, e.g. the "ping-pong"
 //! schedule of FlashAttention-3: each consumer warpgroup waits on its own barrier before issuing
@@ -19,7 +26,7 @@
 //! On the CPU executor a waiting thread yields to the block's other threads until the phase
 //! completes (`hopper_emu`).
 
-/// A named barrier: an id in 1..=15 and the number of threads per phase.
+/// A named barrier: an id in 4..=15 and the number of threads per phase.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NamedBarrier {
     id: u32,
@@ -27,11 +34,15 @@ pub struct NamedBarrier {
 }
 
 impl NamedBarrier {
-    /// Barrier `id` (1..=15) completing after `threads` arrivals (a positive multiple of 32).
+    /// The smallest id a named barrier may have (0 is `sync_threads`', 1..=3 belong to
+    /// `sync_threads_count`, `sync_threads_and` and `sync_threads_or`).
+    pub const MIN_ID: u32 = 4;
+
+    /// Barrier `id` (4..=15) completing after `threads` arrivals (a positive multiple of 32).
     /// Panics (at compile time in a `const`) on an id or count out of range.
     #[inline(always)]
     pub const fn new(id: u32, threads: u32) -> NamedBarrier {
-        assert!(id >= 1 && id <= 15, "named barrier ids are 1..=15 (0 is sync_threads')");
+        assert!(id >= Self::MIN_ID && id <= 15, "named barrier ids are 4..=15 (0 is sync_threads', 1..=3 are sync_threads_count/_and/_or's)");
         assert!(threads > 0 && threads.is_multiple_of(32), "a named barrier counts whole warps: threads must be a positive multiple of 32");
         NamedBarrier { id, threads }
     }

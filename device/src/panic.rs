@@ -76,8 +76,11 @@ mod device {
 
     // The running kernel's name and a check word: shared memory starts with garbage, so the
     // name is trusted only when `check == name ^ TAG_KEY` (a kernel not made by `#[kernel]`
-    // leaves it unset).
-    core::arch::global_asm!(".shared .align 8 .u64 __ferrocuda_kernel_tag[2];");
+    // leaves it unset). Aligned to 16 bytes: it is written with one 16-byte vector store
+    // (`st.shared.v2.u64`), which faults (CUDA_ERROR_MISALIGNED_ADDRESS) at an address that is
+    // only 8-byte aligned; with `.align 8`, ptxas placed it after an 8-byte `shared_array!`
+    // and every launch of that kernel faulted on an H100 (found with issue 29's ping-pong test).
+    core::arch::global_asm!(".shared .align 16 .u64 __ferrocuda_kernel_tag[2];");
     const TAG_KEY: u64 = 0x6665_7272_6f63_7564;
 
     /// Records the running kernel's name (a NUL-terminated string) for panic reports; every

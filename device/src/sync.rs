@@ -3,13 +3,35 @@
 //! | function | CUDA | PTX | cost |
 //! | --- | --- | --- | --- |
 //! | [`sync_threads`] | `__syncthreads()` | `barrier.sync 0` | a block-wide wait |
-//! | [`sync_threads_count`] | `__syncthreads_count(p)` | `barrier.red.popc.u32` | a wait plus a block reduction |
-//! | [`sync_threads_and`] / [`sync_threads_or`] | `__syncthreads_and/or(p)` | `barrier.red.and/or.pred` | as above |
+//! | [`sync_threads_count`] | `__syncthreads_count(p)` | `barrier.red.popc.u32` on barrier 1 | a wait plus a block reduction |
+//! | [`sync_threads_and`] / [`sync_threads_or`] | `__syncthreads_and/or(p)` | `barrier.red.and/or.pred` on barriers 2 / 3 | as above |
 //! | [`sync_warp`] | `__syncwarp(mask)` | `bar.warp.sync` | converges the lanes of `mask` |
 //! | [`fence_block`] / [`fence_device`] / [`fence_system`] | `__threadfence_block/()/_system` | `fence.sc.cta/gpu/sys` | orders this thread's memory accesses as seen by the block / GPU / host and peers |
 //!
 //! Every thread of the block must reach a block barrier (every lane of `mask`, a warp
-//! barrier), as in CUDA; the CPU executor reports a barrier that some threads skip.
+//! barrier), as in CUDA; the CPU executor reports a barrier that some threads skip. Threads
+//! that have returned do not hold a block barrier up (PTX `exit`: "If the exiting threads are
+//! holding up the barrier, the barrier is released"), on the GPU and on the CPU executor
+//! alike; a reducing barrier then reduces over the threads that arrived (an H100 counted 32
+//! for `sync_threads_count(true)` in 32 threads whose 32 block-mates had returned).
+//!
+//! # One hardware barrier per kind (audit P4)
+//! PTX: "`barrier{.cta}.red` should not be intermixed with `barrier{.cta}.sync` or
+//! `barrier{.cta}.arrive` using the same active barrier. Execution in this case is
+//! unpredictable" (PTX ISA 9.0, 9.7.15.1); an H100 raised `CUDA_ERROR_ILLEGAL_INSTRUCTION` when
+//! one warp waited in `sync_threads()` and another in `sync_threads_count()` on barrier 0, and
+//! also for `sync_threads_and` beside `sync_threads_or`. So each kind has its own barrier:
+//! [`sync_threads`] barrier 0 ([`PLAIN_BARRIER`]), [`sync_threads_count`] 1
+//! ([`COUNT_BARRIER`]), [`sync_threads_and`] 2 ([`AND_BARRIER`]), [`sync_threads_or`] 3
+//! ([`OR_BARRIER`]), and [`NamedBarrier`](crate::named_barrier::NamedBarrier) takes ids 4..=15
+//! only. The low ids are on purpose: ptxas reserves every barrier up to the highest id a kernel
+//! uses ("used 16 barriers" for id 15), and an SM holds 64, so on an H100 a kernel of 32-thread
+//! blocks using barrier 15 fitted 4 blocks per SM instead of 32 (measured). A kernel that uses
+//! `sync_threads` and `sync_threads_count` uses 2 barriers; all four kinds, 4. No barrier is then ever used by two forms, so no mix is unpredictable: threads that
+//! wait at two different kinds wait for each other forever (each barrier waits for every
+//! thread of the block), a hang, as with warp collectives that part of a warp skips, which
+//! `Stream::synchronize_timeout` bounds on the host and the CPU executor reports as
+//! [`MixedBarriers`](crate::cpu::MixedBarriers).
 //!
 //! # Why not `bar.sync`
 //! `bar.sync` is `barrier.sync.aligned`: every thread must execute the *same* barrier
@@ -20,8 +42,18 @@
 //! (`probe_tma_diag`, 2026-11-23). The non-`.aligned` forms used here allow threads to reach
 //! the barrier through different copies; ptxas emits the same `BAR.SYNC` for uniform code and
 //! a divergence check where a copy may be reached by part of a warp.
+/// The hardware barrier of [`sync_threads`].
+pub const PLAIN_BARRIER: u32 = 0;
+/// The hardware barrier of [`sync_threads_count`] (its own, so that it never mixes with another
+/// kind: see the module docs).
+pub const COUNT_BARRIER: u32 = 1;
+/// The hardware barrier of [`sync_threads_and`].
+pub const AND_BARRIER: u32 = 2;
+/// The hardware barrier of [`sync_threads_or`].
+pub const OR_BARRIER: u32 = 3;
+
 /// Block-wide barrier (`__syncthreads()`, `barrier.sync 0`): waits until every thread of the block
-/// has reached it; shared and global memory writes made before it are visible after it.
+/// has reached it (or returned); shared and global memory writes made before it are visible after it.
 #[inline(always)]
 pub fn sync_threads() {
     #[cfg(target_arch = "nvptx64")]
@@ -35,7 +67,9 @@ pub fn sync_threads() {
 }
 
 /// Block barrier that also counts the threads whose `predicate` is true
-/// (`__syncthreads_count`, `barrier.red.popc.u32`). Every thread gets the same count.
+/// (`__syncthreads_count`, `barrier.red.popc.u32` on barrier [`COUNT_BARRIER`]). Every thread gets
+/// the same count. Every thread of the block must call it (not another kind of block barrier: that
+/// deadlocks; see the module docs).
 #[inline(always)]
 pub fn sync_threads_count(predicate: bool) -> u32 {
     #[cfg(target_arch = "nvptx64")]
@@ -44,7 +78,7 @@ pub fn sync_threads_count(predicate: bool) -> u32 {
         // SAFETY: a block barrier with a reduction; uniform control flow as in CUDA.
         unsafe {
             core::arch::asm!(
-                "{{ .reg .pred p; setp.ne.u32 p, {v}, 0; barrier.red.popc.u32 {c}, 0, p; }}",
+                "{{ .reg .pred p; setp.ne.u32 p, {v}, 0; barrier.red.popc.u32 {c}, 1, p; }}",
                 v = in(reg32) predicate as u32, c = out(reg32) count,
             );
         }
@@ -54,7 +88,8 @@ pub fn sync_threads_count(predicate: bool) -> u32 {
     crate::cpu::hooks::barrier(crate::cpu::hooks::BarrierKind::Count, predicate)
 }
 
-/// Block barrier returning whether `predicate` is true for every thread (`__syncthreads_and`).
+/// Block barrier returning whether `predicate` is true for every thread (`__syncthreads_and`,
+/// `barrier.red.and.pred` on barrier [`AND_BARRIER`]).
 #[inline(always)]
 pub fn sync_threads_and(predicate: bool) -> bool {
     #[cfg(target_arch = "nvptx64")]
@@ -63,7 +98,7 @@ pub fn sync_threads_and(predicate: bool) -> bool {
         // SAFETY: a block barrier with a reduction; uniform control flow as in CUDA.
         unsafe {
             core::arch::asm!(
-                "{{ .reg .pred p, q; setp.ne.u32 p, {v}, 0; barrier.red.and.pred q, 0, p; selp.u32 {r}, 1, 0, q; }}",
+                "{{ .reg .pred p, q; setp.ne.u32 p, {v}, 0; barrier.red.and.pred q, 2, p; selp.u32 {r}, 1, 0, q; }}",
                 v = in(reg32) predicate as u32, r = out(reg32) all,
             );
         }
@@ -75,7 +110,8 @@ pub fn sync_threads_and(predicate: bool) -> bool {
     }
 }
 
-/// Block barrier returning whether `predicate` is true for any thread (`__syncthreads_or`).
+/// Block barrier returning whether `predicate` is true for any thread (`__syncthreads_or`,
+/// `barrier.red.or.pred` on barrier [`OR_BARRIER`]).
 #[inline(always)]
 pub fn sync_threads_or(predicate: bool) -> bool {
     #[cfg(target_arch = "nvptx64")]
@@ -84,7 +120,7 @@ pub fn sync_threads_or(predicate: bool) -> bool {
         // SAFETY: a block barrier with a reduction; uniform control flow as in CUDA.
         unsafe {
             core::arch::asm!(
-                "{{ .reg .pred p, q; setp.ne.u32 p, {v}, 0; barrier.red.or.pred q, 0, p; selp.u32 {r}, 1, 0, q; }}",
+                "{{ .reg .pred p, q; setp.ne.u32 p, {v}, 0; barrier.red.or.pred q, 3, p; selp.u32 {r}, 1, 0, q; }}",
                 v = in(reg32) predicate as u32, r = out(reg32) any,
             );
         }

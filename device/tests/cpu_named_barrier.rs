@@ -1,8 +1,9 @@
 //! Named barriers (`barrier.sync` / `barrier.arrive` with an id and a thread count) and the
 //! `pipeline::Ring` on the CPU executor: the orderings the Hopper kernels rely on, checked
-//! without the kernels. The executor's race detector knows block barriers only (not mbarrier
-//! phases or named barriers, as for the Hopper GEMM's tests), so it is off here; the orderings
-//! are checked by the values each side sees.
+//! without the kernels. The executor's race detector knows block barriers and named barriers
+//! (audit P7), so the ping-pong runs with it; it does not know mbarrier phases (as for the
+//! Hopper GEMM's tests), so it is off for the ring, whose orderings are checked by the values
+//! each side sees.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -15,7 +16,7 @@ use ferrocuda_device::sync::sync_threads;
 use ferrocuda_device::thread::thread_idx_x;
 use ferrocuda_device::tma::dynamic_shared_address;
 
-/// Ping-pong as in the attention kernel: warpgroup c waits on barrier 1 + c, appends its index
+/// Ping-pong as in the attention kernel: warpgroup c waits on barrier 4 + c, appends its index
 /// to a log in shared memory, then arrives on the other's barrier; warpgroup 1 lets 0 go first,
 /// and 0 takes 1's last arrival at the end. The log must alternate 0, 1, 0, 1, ... .
 #[test]
@@ -25,7 +26,7 @@ fn named_barriers_make_two_warpgroups_take_turns() {
     let body = || {
         let tid = thread_idx_x();
         let group = tid / 128;
-        let turn = [NamedBarrier::new(1, 256), NamedBarrier::new(2, 256)];
+        let turn = [NamedBarrier::new(4, 256), NamedBarrier::new(5, 256)];
         let (mine, other) = (turn[group as usize], turn[1 - group as usize]);
         let counter = dynamic_shared_address();
         if tid == 0 {
@@ -51,7 +52,9 @@ fn named_barriers_make_two_warpgroups_take_turns() {
             mine.sync();
         }
     };
-    CpuExecutor::new().with_race_detection(false).run("ping_pong", LaunchConfig::new(1u32, 256u32).with_shared_bytes(16), &body).unwrap();
+    // With race detection (audit P7): each phase orders the previous turn's counter update
+    // before the next turn's read.
+    CpuExecutor::new().run("ping_pong", LaunchConfig::new(1u32, 256u32).with_shared_bytes(16), &body).unwrap();
     let order: Vec<u32> = log.iter().map(|x| x.load(Ordering::Relaxed)).collect();
     let expected: Vec<u32> = (0..2 * ROUNDS).map(|i| i % 2).collect();
     assert_eq!(order, expected, "the warpgroups did not alternate");
@@ -105,4 +108,75 @@ fn sync_warp_then_release(ring: &Ring<2>, j: u32, tid: u32) {
     if tid.is_multiple_of(32) {
         ring.release(j);
     }
+}
+
+/// P7, transitivity: warp 0 writes and arrives on barrier 4; warp 1 waits on 4, then arrives on
+/// 5; warp 2 waits on 5 and reads warp 0's word. The two phases chain warp 0's write before warp
+/// 2's read (no race); warp 1 reading the word after its own arrival on 5 is also ordered (it
+/// waited on 4 first). Without the chain, the race detector would report warp 2's read.
+#[test]
+fn p7_named_barrier_hand_offs_chain_transitively() {
+    let seen = AtomicU32::new(0);
+    let body = || {
+        let tid = thread_idx_x();
+        let word = dynamic_shared_address();
+        let (first, second) = (NamedBarrier::new(4, 64), NamedBarrier::new(5, 64));
+        match tid / 32 {
+            0 => {
+                if tid == 0 {
+                    // SAFETY: 4 bytes of the block's shared memory, used only as this word.
+                    unsafe { u32::store_shared(word, 7) };
+                }
+                first.arrive();
+            }
+            1 => {
+                first.sync();
+                second.arrive();
+            }
+            _ => {
+                second.sync();
+                if tid == 64 {
+                    // SAFETY: as above.
+                    seen.store(unsafe { u32::load_shared(word) }, Ordering::Relaxed);
+                }
+            }
+        }
+    };
+    CpuExecutor::new().run("chain", LaunchConfig::new(1u32, 96u32).with_shared_bytes(16), &body).unwrap();
+    assert_eq!(seen.load(Ordering::Relaxed), 7);
+}
+
+/// P7, the other direction: a thread that only arrives is not ordered after anything by the
+/// phase, so its read of a word that a waiting thread writes after the phase is a race.
+#[test]
+fn p7_an_arriving_thread_is_not_ordered_after_the_waiters() {
+    let body = || {
+        let tid = thread_idx_x();
+        let word = dynamic_shared_address();
+        let barrier = NamedBarrier::new(4, 64);
+        if tid < 32 {
+            barrier.sync();
+            if tid == 0 {
+                // SAFETY: 4 bytes of the block's shared memory, used only as this word.
+                unsafe { u32::store_shared(word, 1) };
+            }
+        } else {
+            barrier.arrive();
+            if tid == 32 {
+                // SAFETY: as above.
+                let _ = unsafe { u32::load_shared(word) };
+            }
+        }
+    };
+    let error = CpuExecutor::deterministic().run("arrive_then_read", LaunchConfig::new(1u32, 64u32).with_shared_bytes(16), &body).unwrap_err();
+    assert!(matches!(error, ferrocuda_device::cpu::CpuError::SharedMemoryRace(_)), "{error:?}");
+}
+
+/// The ids below 4 belong to the block barriers' kinds (audit P4): a named barrier there is
+/// refused (at compile time in a `const`, as a panic here).
+#[test]
+#[should_panic(expected = "named barrier ids are 4..=15")]
+fn p4_named_barrier_ids_of_the_block_barriers_are_refused() {
+    let id = std::hint::black_box(3);
+    let _ = NamedBarrier::new(id, 64);
 }

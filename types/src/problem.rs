@@ -176,6 +176,25 @@ pub enum LaunchProblem {
     },
     /// Two outputs of the kernel require different block shapes: no launch satisfies both.
     ConflictingBlockShapes,
+    /// More threads per block than the kernel's own limit: its `launch_bounds(max)` (PTX
+    /// `.maxntid`), or the registers it was compiled with (the function's
+    /// `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`). A GPU refuses the launch
+    /// (`CUDA_ERROR_INVALID_VALUE` or `CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES`: audit P11).
+    AboveKernelThreadLimit {
+        /// Threads per block asked for.
+        threads: u64,
+        /// The kernel's limit.
+        max: u32,
+        /// Where the limit comes from: `"launch_bounds"` or `"registers"`.
+        source: &'static str,
+    },
+    /// A kernel compiled with `reqntid(n)` (PTX `.reqntid n, 1, 1`) launched with another block.
+    RequiredBlockThreads {
+        /// The block the kernel requires: `(n, 1, 1)`.
+        required: Dim3,
+        /// The block asked for.
+        block: Dim3,
+    },
 }
 
 impl fmt::Display for LaunchProblem {
@@ -270,6 +289,23 @@ impl fmt::Display for LaunchProblem {
                 f,
                 "the kernel has two per-block tile outputs (`PerBlockTile`) that require different block shapes, so no launch can satisfy both: \
                  give them the same thread shape (the last two const parameters)"
+            ),
+            Self::AboveKernelThreadLimit { threads, max, source: "launch_bounds" } => write!(
+                f,
+                "a block of {threads} threads exceeds the kernel's launch bounds of {max} threads per block (`#[kernel(launch_bounds({max}))]`, \
+                 PTX `.maxntid {max}`), which a GPU refuses: launch blocks of at most {max} threads, or raise the bound"
+            ),
+            Self::AboveKernelThreadLimit { threads, max, source } => write!(
+                f,
+                "a block of {threads} threads exceeds this kernel's limit of {max} threads per block (set by its {source}: \
+                 `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`), which a GPU refuses: launch blocks of at most {max} threads, \
+                 or compile the kernel with `launch_bounds` so that ptxas keeps its registers within that block size"
+            ),
+            Self::RequiredBlockThreads { required, block } => write!(
+                f,
+                "the kernel was compiled with `reqntid({})` (PTX `.reqntid {}, 1, 1`): it runs only in blocks of exactly {required}, \
+                 but the launch has blocks of {block}",
+                required.x, required.x
             ),
         }
     }

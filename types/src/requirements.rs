@@ -31,12 +31,24 @@ pub struct LaunchRequirements {
     pub block_shape: (u32, u32),
     /// Two outputs asked for different block shapes: no launch can satisfy both.
     pub conflicting_block_shapes: bool,
+    /// At most this many threads per block (`#[kernel(launch_bounds(max))]`, PTX
+    /// `.maxntid`); 0: no bound.
+    pub max_block_threads: u32,
+    /// Blocks of exactly `(n, 1, 1)` (`#[kernel(reqntid(n))]`, PTX `.reqntid`); 0: any.
+    pub required_block_threads: u32,
 }
 
 impl LaunchRequirements {
     /// No requirement.
-    pub const NONE: Self =
-        LaunchRequirements { linear_threads: false, planar_threads: false, whole_warps: false, block_shape: (0, 0), conflicting_block_shapes: false };
+    pub const NONE: Self = LaunchRequirements {
+        linear_threads: false,
+        planar_threads: false,
+        whole_warps: false,
+        block_shape: (0, 0),
+        conflicting_block_shapes: false,
+        max_block_threads: 0,
+        required_block_threads: 0,
+    };
     /// A 1-D launch of at most `u32::MAX` threads.
     pub const LINEAR_THREADS: Self = LaunchRequirements { linear_threads: true, ..Self::NONE };
     /// A 2-D launch (`z = 1`) with at most `u32::MAX` threads along x and along y.
@@ -48,6 +60,20 @@ impl LaunchRequirements {
     #[must_use]
     pub const fn tile_block(x: u32, y: u32) -> Self {
         LaunchRequirements { block_shape: (x, y), ..Self::NONE }
+    }
+
+    /// Blocks of at most `max` threads: the kernel's `launch_bounds(max)` (PTX `.maxntid`),
+    /// which a GPU enforces by refusing the launch (audit P11). The `#[kernel]` launchers,
+    /// `launch_cpu` included, check it first.
+    #[must_use]
+    pub const fn launch_bounds(max: u32) -> Self {
+        LaunchRequirements { max_block_threads: max, ..Self::NONE }
+    }
+
+    /// Blocks of exactly `(n, 1, 1)`: the kernel's `reqntid(n)` (PTX `.reqntid n, 1, 1`).
+    #[must_use]
+    pub const fn reqntid(n: u32) -> Self {
+        LaunchRequirements { required_block_threads: n, max_block_threads: n, ..Self::NONE }
     }
 
     /// Both sets of requirements.
@@ -63,6 +89,13 @@ impl LaunchRequirements {
             whole_warps: self.whole_warps || other.whole_warps,
             block_shape: if a_any { b } else { a },
             conflicting_block_shapes: self.conflicting_block_shapes || other.conflicting_block_shapes || conflict,
+            max_block_threads: match (self.max_block_threads, other.max_block_threads) {
+                (0, b) => b,
+                (a, 0) => a,
+                (a, b) if a < b => a,
+                (_, b) => b,
+            },
+            required_block_threads: if self.required_block_threads == 0 { other.required_block_threads } else { self.required_block_threads },
         }
     }
 }
@@ -75,7 +108,8 @@ impl LaunchConfig {
     /// # Errors
     /// [`LaunchProblem::NotOneDimensional`], [`LaunchProblem::TooManyThreadsForIndex`],
     /// [`LaunchProblem::NotTwoDimensional`], [`LaunchProblem::NotWholeWarps`],
-    /// [`LaunchProblem::BlockShapeRequired`] or [`LaunchProblem::ConflictingBlockShapes`].
+    /// [`LaunchProblem::BlockShapeRequired`], [`LaunchProblem::ConflictingBlockShapes`],
+    /// [`LaunchProblem::RequiredBlockThreads`] or [`LaunchProblem::AboveKernelThreadLimit`].
     #[inline]
     pub fn check_requirements(&self, requirements: LaunchRequirements) -> Result<(), LaunchProblem> {
         let (grid, block) = (self.grid, self.block);
@@ -104,6 +138,14 @@ impl LaunchConfig {
         }
         if requirements.whole_warps && !block.x.is_multiple_of(32) {
             return Err(LaunchProblem::NotWholeWarps { block });
+        }
+        let required = requirements.required_block_threads;
+        if required != 0 && (block.x != required || block.y != 1 || block.z != 1) {
+            return Err(LaunchProblem::RequiredBlockThreads { required: crate::Dim3 { x: required, y: 1, z: 1 }, block });
+        }
+        let max = requirements.max_block_threads;
+        if max != 0 && block.volume() > u64::from(max) {
+            return Err(LaunchProblem::AboveKernelThreadLimit { threads: block.volume(), max, source: "launch_bounds" });
         }
         let (x, y) = requirements.block_shape;
         if (x, y) != (0, 0) && (block.x != x || block.y != y || block.z != 1 || grid.z != 1) {
@@ -183,6 +225,28 @@ mod tests {
         let any = LaunchConfig::new(Dim3 { x: 4, y: 4, z: 1 }, Dim3 { x: 32, y: 8, z: 1 });
         assert_eq!(any.check_requirements(both), Err(LaunchProblem::ConflictingBlockShapes));
         assert_eq!(LaunchRequirements::NONE.and(tile), tile);
+    }
+
+    /// Regression (audit P11): a `launch_bounds(64)` kernel launched with 128 threads got
+    /// `CUDA_ERROR_INVALID_VALUE` from the driver and ran on the CPU executor.
+    #[test]
+    fn p11_launch_bounds_and_reqntid_are_launch_requirements() {
+        let bounded = LaunchRequirements::LINEAR_THREADS.and(LaunchRequirements::launch_bounds(64));
+        assert!(LaunchConfig::new(4u32, 64u32).check_requirements(bounded).is_ok());
+        assert!(LaunchConfig::new(4u32, 32u32).check_requirements(bounded).is_ok());
+        let problem = LaunchConfig::new(2u32, 128u32).check_requirements(bounded).unwrap_err();
+        assert_eq!(problem, LaunchProblem::AboveKernelThreadLimit { threads: 128, max: 64, source: "launch_bounds" });
+        assert!(problem.to_string().contains("launch bounds of 64 threads per block"), "{problem}");
+        let block_3d = LaunchConfig::new(1u32, Dim3 { x: 8, y: 8, z: 2 });
+        assert!(matches!(block_3d.check_requirements(LaunchRequirements::launch_bounds(64)), Err(LaunchProblem::AboveKernelThreadLimit { threads: 128, .. })));
+        assert_eq!(LaunchRequirements::launch_bounds(256).and(LaunchRequirements::launch_bounds(64)).max_block_threads, 64);
+        let exact = LaunchRequirements::reqntid(128);
+        assert!(LaunchConfig::new(4u32, 128u32).check_requirements(exact).is_ok());
+        for block in [Dim3 { x: 64, y: 1, z: 1 }, Dim3 { x: 128, y: 2, z: 1 }, Dim3 { x: 64, y: 2, z: 1 }] {
+            let problem = LaunchConfig::new(1u32, block).check_requirements(exact).unwrap_err();
+            assert!(matches!(problem, LaunchProblem::RequiredBlockThreads { .. }), "{block}: {problem}");
+            assert!(problem.to_string().contains("reqntid(128)"), "{problem}");
+        }
     }
 
     #[test]

@@ -457,12 +457,13 @@ mod body {
             }
         } else if tiles > 0 {
             // Ping-pong: consumer c issues its tensor-core work only after waiting on barrier
-            // 1 + c, and then arrives on the other's, so the two warpgroups take turns and one's
-            // softmax overlaps the other's products. Consumer 0 goes first (consumer 1's
+            // 4 + c (ids 1..=3 are the reducing block barriers'), and then arrives on the
+            // other's, so the two warpgroups take turns and one's softmax overlaps the other's
+            // products. Consumer 0 goes first (consumer 1's
             // arrival below); each consumer passes its barrier tiles + 1 times (consumer 0 once
             // more at the end, taking consumer 1's last arrival, so no phase is left open).
             // (Constants: `NamedBarrier::new` checks its arguments, at compile time here.)
-            const TURN: [NamedBarrier; 2] = [NamedBarrier::new(1, 256), NamedBarrier::new(2, 256)];
+            const TURN: [NamedBarrier; 2] = [NamedBarrier::new(4, 256), NamedBarrier::new(5, 256)];
             let (mine, other) = if consumer == 0 { (TURN[0], TURN[1]) } else { (TURN[1], TURN[0]) };
             if PINGPONG && consumer == 1 {
                 other.arrive();

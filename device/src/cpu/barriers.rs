@@ -19,15 +19,25 @@ pub(crate) enum BarrierOutcome {
 }
 
 impl BlockContext<'_> {
-    /// Opens the block barrier when every thread waits at it (their ranks go to `runnable`).
+    /// Opens the block barrier when every thread that has not exited waits at it (their
+    /// ranks go to `runnable`).
+    ///
+    /// Exited threads do not hold up a block barrier (PTX ISA 9.0, `exit`: "As threads exit,
+    /// barriers waiting on all threads are checked to see if the exiting threads are the only
+    /// threads that have not yet made it to a barrier{.cta} for all threads in the CTA [...].
+    /// If the exiting threads are holding up the barrier, the barrier is released"; `barrier`
+    /// waits for the "non-exited threads"; audit P9: an H100 ran 32 threads past a
+    /// `sync_threads()` whose other 32 had returned). A reducing barrier reduces over the
+    /// threads that arrived: `sync_threads_count(true)` in 32 threads whose 32 block-mates
+    /// had returned gave 32 on the H100, and gives 32 here.
     pub(crate) fn open_barrier(&self, runnable: &mut Vec<u32>) -> BarrierOutcome {
         let (mut at_barrier, mut exited, mut count, mut all, mut any) = (0usize, 0usize, 0u32, true, false);
-        let mut kind = BarrierKind::Plain;
+        let mut kinds = None;
         for thread in self.threads.iter() {
             match thread.state.get() {
                 ThreadState::AtBarrier { kind: k, predicate } => {
                     at_barrier += 1;
-                    kind = k;
+                    kinds.get_or_insert(k);
                     count += predicate as u32;
                     all &= predicate;
                     any |= predicate;
@@ -40,22 +50,23 @@ impl BlockContext<'_> {
         if exited == total {
             return BarrierOutcome::Finished;
         }
-        if at_barrier < total {
+        let Some(kind) = kinds else { return BarrierOutcome::Blocked };
+        if at_barrier + exited < total {
             return BarrierOutcome::Blocked;
         }
-        // Every thread waits at the same kind of barrier, or the outcome is unpredictable.
+        // Every waiting thread waits at the same kind of barrier, or (each kind being its own
+        // hardware barrier) they wait for each other forever.
         let kind_of = |t: &super::block::ThreadSlot| match t.state.get() {
-            ThreadState::AtBarrier { kind, .. } => kind,
-            _ => unreachable!("every thread waits at the barrier"),
+            ThreadState::AtBarrier { kind, .. } => Some(kind),
+            _ => None,
         };
-        let first_kind = kind_of(&self.threads[0]);
-        if let Some(other) = self.threads.iter().map(kind_of).find(|&k| k != first_kind) {
-            let at = |k: BarrierKind| self.threads.iter().filter(|t| kind_of(t) == k).map(|t| t.index).collect();
+        if let Some(other) = self.threads.iter().filter_map(kind_of).find(|&k| k != kind) {
+            let at = |k: BarrierKind| self.threads.iter().filter(|t| kind_of(t) == Some(k)).map(|t| t.index).collect();
             self.fail(CpuError::MixedBarriers(MixedBarriers {
                 kernel: self.kernel().to_owned(),
                 block: self.block_idx,
-                first_kind: first_kind.function(),
-                first: at(first_kind),
+                first_kind: kind.function(),
+                first: at(kind),
                 second_kind: other.function(),
                 second: at(other),
             }));
@@ -71,7 +82,7 @@ impl BlockContext<'_> {
             thread.reply.set(reply as u64);
         }
         self.shared.next_epoch();
-        runnable.extend(0..total as u32);
+        runnable.extend((0..total as u32).filter(|&rank| !matches!(self.threads[rank as usize].state.get(), ThreadState::Exited)));
         BarrierOutcome::Opened
     }
 

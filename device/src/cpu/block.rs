@@ -4,7 +4,7 @@
 //! The scheduler (`scheduler.rs`) resumes the threads; warp operations complete in
 //! `warp_ops.rs`, barriers open (or are found stuck) in `barriers.rs`.
 
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::sync::atomic::AtomicBool;
 
 use super::error::{CpuError, ExitedPeerAccess, GlobalMemoryRace, SharedMemoryRace};
@@ -42,6 +42,33 @@ pub(crate) struct ThreadSlot {
     pub(crate) guard: Cell<(usize, usize)>,
     /// Its private mirrors of the outputs it took raw views of (`raw_views`).
     pub(crate) mirrors: RefCell<Vec<Mirror>>,
+    /// Atomic accesses since it last waited (it yields after [`POLLS_BEFORE_YIELD`]).
+    pub(crate) polls: Cell<u32>,
+    /// The block's barrier epoch in which it exited (`None` while it runs): its accesses of
+    /// that epoch are ordered by no later barrier, since it never arrived at one.
+    pub(crate) exit_epoch: Cell<Option<u32>>,
+    /// How many named-barrier arrivals (`NamedBarrier::arrive`/`sync`) it has made.
+    pub(crate) named_arrivals: Cell<u32>,
+}
+
+/// Consecutive atomic accesses (loads, read-modify-writes) after which a GPU thread that has
+/// not waited otherwise yields to the other threads of its block, so that a spin-wait on an
+/// atomic flag that another warp sets completes, as it does on a GPU (audit P8).
+pub(crate) const POLLS_BEFORE_YIELD: u32 = 64;
+
+/// One open phase of a named barrier of the block.
+#[derive(Default)]
+struct NamedPhase {
+    /// Threads that have arrived in this phase.
+    arrived: u32,
+    /// Phases completed so far.
+    completed: u64,
+    /// The ranks that wait (`sync`) for this phase.
+    waiters: Vec<u32>,
+    /// With race detection: per thread of the block, how many of its named-barrier arrivals
+    /// this phase orders before the waiters' later accesses (the join of what each arriving
+    /// thread had seen and its own arrival).
+    join: Vec<u32>,
 }
 
 /// Payload of the unwinding that ends a thread of a failed block past the leak budget.
@@ -89,6 +116,13 @@ pub(crate) struct BlockContext<'a> {
     /// unwound), the block ends.
     pub(crate) cancelled: Cell<bool>,
     pub(crate) error: RefCell<Option<CpuError>>,
+    /// The named barriers (`NamedBarrier`) of the block, by id: fresh for every block, as on a
+    /// GPU.
+    named: RefCell<Vec<NamedPhase>>,
+    /// With race detection, once a named barrier is used: per thread (row) and thread of the
+    /// block (column), how many of the column thread's named-barrier arrivals are ordered
+    /// before the row thread's next access (a vector clock over named-barrier arrivals).
+    named_seen: OnceCell<Box<[Cell<u32>]>>,
 }
 
 impl<'a> BlockContext<'a> {
@@ -114,6 +148,9 @@ impl<'a> BlockContext<'a> {
                         yielder: Cell::new(core::ptr::null()),
                         guard: Cell::new((0, 0)),
                         mirrors: RefCell::new(Vec::new()),
+                        polls: Cell::new(0),
+                        exit_epoch: Cell::new(None),
+                        named_arrivals: Cell::new(0),
                     });
                 }
             }
@@ -137,6 +174,8 @@ impl<'a> BlockContext<'a> {
             warp_clocks: (0..clock_entries).map(|i| Cell::new((i / WARP_SIZE as usize % WARP_SIZE as usize == i % WARP_SIZE as usize) as u32)).collect(),
             cancelled: Cell::new(false),
             error: RefCell::new(None),
+            named: RefCell::new(Vec::new()),
+            named_seen: OnceCell::new(),
         }
     }
 
@@ -163,6 +202,7 @@ impl<'a> BlockContext<'a> {
     fn wait(&self, state: ThreadState) -> u64 {
         let slot = self.thread();
         slot.state.set(state);
+        slot.polls.set(0);
         let yielder = slot.yielder.get();
         // SAFETY: set when this thread's coroutine started; the coroutine (and so its yielder)
         // is running right now, since this code runs on it.
@@ -199,7 +239,17 @@ impl<'a> BlockContext<'a> {
     /// (this block's, or a peer's), failing the block on a race.
     pub(crate) fn record_shared(&self, rank: u32, address: u32, bytes: usize, write: bool) {
         let me = self.current.get();
-        let check = RaceCheck { block: self.cluster_rank, rank: me, epochs: self.shared.epochs(), clock: self.warp_clock(me) };
+        let exited_in = |rank: u32| self.threads[rank as usize].exit_epoch.get();
+        let seen = |rank: u32| self.named_seen(me, rank);
+        let check = RaceCheck {
+            block: self.cluster_rank,
+            rank: me,
+            epochs: self.shared.epochs(),
+            clock: self.warp_clock(me),
+            named: self.threads[me as usize].named_arrivals.get(),
+            exited_in: &exited_in,
+            named_seen: &seen,
+        };
         let memory = &self.cluster_shared[rank as usize];
         if let Some(race) = memory.record_access(address, bytes, write, &check) {
             let thread = |(block, rank): (u32, u32)| (self.cluster_block_idx(block), self.thread_index(rank));
@@ -300,6 +350,68 @@ impl<'a> BlockContext<'a> {
         }
     }
 
+    /// How many of thread `of`'s named-barrier arrivals are ordered before thread `me`'s next
+    /// access.
+    fn named_seen(&self, me: u32, of: u32) -> u32 {
+        let n = self.threads.len();
+        self.named_seen.get().map_or(0, |seen| seen[me as usize * n + of as usize].get())
+    }
+
+    /// The running thread arrives at named barrier `id` (`threads` per phase); returns the
+    /// number of the phase it arrived in. With `wait`, the thread is a waiter of that phase:
+    /// when the phase completes, it sees every access the arriving threads made before their
+    /// arrivals (PTX ISA 9.0, 9.7.15.1: "prior memory accesses requested by this thread are
+    /// performed relative to all threads participating in the barrier"; audit P7).
+    pub(crate) fn named_arrive(&self, id: u32, threads: u32, wait: bool) -> u64 {
+        let me = self.current.get();
+        let n = self.threads.len();
+        let tracked = self.shared.race_detection();
+        let seen = tracked.then(|| self.named_seen.get_or_init(|| (0..n * n).map(|_| Cell::new(0)).collect()));
+        let mut named = self.named.borrow_mut();
+        if named.len() <= id as usize {
+            named.resize_with(id as usize + 1, NamedPhase::default);
+        }
+        let phase = &mut named[id as usize];
+        let slot = &self.threads[me as usize];
+        let arrival = slot.named_arrivals.get();
+        slot.named_arrivals.set(arrival + 1);
+        if let Some(seen) = seen {
+            if phase.join.len() != n {
+                phase.join = vec![0; n];
+            }
+            // What this thread has seen, and its own accesses up to this arrival.
+            for (j, known) in phase.join.iter_mut().zip(&seen[me as usize * n..(me as usize + 1) * n]) {
+                *j = (*j).max(known.get());
+            }
+            phase.join[me as usize] = phase.join[me as usize].max(arrival + 1);
+        }
+        if wait {
+            phase.waiters.push(me);
+        }
+        let number = phase.completed;
+        phase.arrived += 1;
+        if phase.arrived >= threads {
+            if let Some(seen) = seen {
+                for &waiter in &phase.waiters {
+                    let row = &seen[waiter as usize * n..(waiter as usize + 1) * n];
+                    for (known, &j) in row.iter().zip(&phase.join) {
+                        known.set(known.get().max(j));
+                    }
+                }
+            }
+            phase.arrived = 0;
+            phase.completed += 1;
+            phase.waiters.clear();
+            phase.join.iter_mut().for_each(|j| *j = 0);
+        }
+        number
+    }
+
+    /// Phases of named barrier `id` completed so far.
+    pub(crate) fn named_completed(&self, id: u32) -> u64 {
+        self.named.borrow().get(id as usize).map_or(0, |p| p.completed)
+    }
+
     /// Every thread has exited.
     pub(crate) fn finished(&self) -> bool {
         self.threads.iter().all(|t| matches!(t.state.get(), ThreadState::Exited))
@@ -395,5 +507,21 @@ impl Hooks for BlockContext<'_> {
     }
     fn cluster_barrier(&self) {
         self.wait(ThreadState::AtClusterBarrier);
+    }
+    fn atomic_poll(&self) {
+        let slot = self.thread();
+        let polls = slot.polls.get() + 1;
+        slot.polls.set(polls);
+        if polls >= POLLS_BEFORE_YIELD {
+            // Let the block's other threads run (the writer this thread may wait for among
+            // them); `wait` resets the count.
+            self.wait(ThreadState::AtWarp { op: WarpOp::ActiveMask, mask: u32::MAX, value: 0 });
+        }
+    }
+    fn named_barrier(&self, id: u32, threads: u32, wait: bool) -> u64 {
+        self.named_arrive(id, threads, wait)
+    }
+    fn named_barrier_completed(&self, id: u32) -> u64 {
+        self.named_completed(id)
     }
 }

@@ -86,8 +86,10 @@ pub struct ExitedLaneShuffle {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "kernel `{kernel}` ran for {elapsed:.2?}, past the watchdog's limit of {limit:.2?}; unfinished threads ({}): {}. \
-     A thread waiting for a value no other thread of the launch will write (or for the host) hangs a GPU too; \
-     raise the limit with `CpuExecutor::with_watchdog` if the launch is just slow",
+     A thread that waits for what no thread of the launch will do any more (a flag nobody sets, a barrier phase nobody \
+     completes) hangs a GPU too. One \"running, never yielded\" reached no barrier, warp operation or atomic access for the \
+     whole grace period: a long computation, or a loop on plain memory (which need not see another thread's write on a \
+     GPU either: poll an AtomicSlice). Raise the limit with `CpuExecutor::with_watchdog` if the launch is just slow",
     stuck.len(), StuckList(stuck)
 )]
 pub struct Watchdog {
@@ -123,11 +125,15 @@ impl fmt::Display for StuckList<'_> {
     }
 }
 
-/// A block barrier that some threads wait at while the others have exited.
+/// A barrier that some threads wait at while the others have exited and that the executor
+/// does not release: the cluster barrier with exited threads, or a block barrier that others
+/// wait at the cluster barrier instead of. (Exited threads release a block barrier, as PTX's
+/// `exit` defines: audit P9.)
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "kernel `{kernel}`, block {block}: {} threads wait at a block barrier that {} exited threads never reached (waiting: {}; exited: {}); \
-     every thread of a block must reach each sync_threads: return after the barrier, or guard the work instead of the barrier",
+     threads that return release a block barrier (PTX `exit`), but the executor does not release a cluster::sync() for them: \
+     return after the barrier, or guard the work instead of the barrier",
     waiting.len(), exited.len(), ThreadList(waiting), ThreadList(exited)
 )]
 pub struct BarrierDivergence {
@@ -190,12 +196,13 @@ pub struct ExitedPeerAccess {
 }
 
 /// Threads of a block that wait at block barriers of different kinds (`sync_threads` and
-/// `sync_threads_count`, `_and` or `_or`): different PTX instructions on one hardware
-/// barrier, whose outcome PTX leaves unpredictable.
+/// `sync_threads_count`, `_and` or `_or`). Each kind is its own hardware barrier (0, 1, 2,
+/// 3: audit P4), and each waits for every thread of the block, so a GPU hangs there.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "kernel `{kernel}`, block {block}: threads {} wait at `{first_kind}` while threads {} wait at `{second_kind}`; \
-     PTX leaves mixing barrier kinds unpredictable: make every thread of the block call the same barrier function",
+     each kind of block barrier is its own hardware barrier that waits for every thread of the block, so a GPU hangs here: \
+     make every thread of the block call the same barrier function",
     ThreadList(first),
     ThreadList(second)
 )]
@@ -333,8 +340,9 @@ impl fmt::Display for ThreadList<'_> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ThreadActivity {
-    /// It was running and never yielded (no barrier or warp operation) within the grace
-    /// period after the limit: a spin loop, or a very long computation.
+    /// It was running and never yielded (no barrier, warp operation or run of atomic
+    /// accesses) within the grace period after the limit: a loop on plain memory, or a very
+    /// long computation.
     NeverYielded,
     /// It was ready to run (it had yielded, or had not started yet).
     Runnable,

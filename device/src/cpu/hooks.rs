@@ -152,6 +152,14 @@ pub(crate) trait Hooks {
     fn cluster_size(&self) -> u32;
     /// Waits at the cluster barrier.
     fn cluster_barrier(&self);
+    /// Counts an atomic access of the running thread; after a run of them with no other wait,
+    /// yields to the block's other threads (a spin-wait's writer may be among them: audit P8).
+    fn atomic_poll(&self);
+    /// Arrives at named barrier `id` of `threads` threads per phase (`wait`: as a waiter);
+    /// returns the number of the phase arrived in.
+    fn named_barrier(&self, id: u32, threads: u32, wait: bool) -> u64;
+    /// How many phases of named barrier `id` have completed.
+    fn named_barrier_completed(&self, id: u32) -> u64;
 }
 
 thread_local! {
@@ -383,6 +391,7 @@ pub(crate) unsafe fn shared_store<T: Copy>(address: u32, value: T) {
 /// `target` is valid and aligned for `T`, and accessed by others only atomically.
 pub(crate) unsafe fn atomic_update<T: Copy>(target: *mut T, f: impl Fn(T) -> T) -> T {
     use core::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, Ordering};
+    atomic_poll();
     fn from_bits<T: Copy, B: Copy>(bits: B) -> T {
         // SAFETY: only called with B of T's size (checked below); all element types are Pod.
         unsafe { core::mem::transmute_copy(&bits) }
@@ -475,6 +484,32 @@ pub fn raw_output_view<T>(base: *mut T, elements: usize) -> *mut T {
         return output_at(base, at);
     }
     base
+}
+
+/// An atomic access (load or read-modify-write) of the running GPU thread: on the CPU
+/// executor, a thread that polls an atomic many times in a row without waiting otherwise
+/// yields to the other threads of its block, so that a spin-wait on a flag another warp sets
+/// completes as on a GPU (audit P8). Outside a kernel it does nothing.
+#[inline]
+pub(crate) fn atomic_poll() {
+    if let Some(current) = CURRENT.with(|c| c.get()) {
+        // SAFETY: as in `running_shared`: set by `enter` on this OS thread for as long as the
+        // hooks live.
+        unsafe { current.hooks.as_ref() }.atomic_poll();
+    }
+}
+
+/// `barrier.arrive`/`barrier.sync id, threads`: one arrival of the running thread; the number
+/// of the phase it arrived in.
+#[track_caller]
+pub(crate) fn named_barrier_arrive(id: u32, threads: u32, wait: bool) -> u64 {
+    running("NamedBarrier").named_barrier(id, threads, wait)
+}
+
+/// Phases of the running block's named barrier `id` completed so far.
+#[track_caller]
+pub(crate) fn named_barrier_completed(id: u32) -> u64 {
+    running("NamedBarrier").named_barrier_completed(id)
 }
 
 /// `%cluster_ctarank`.

@@ -20,8 +20,10 @@
 //!   (`LaunchConfig::with_programmatic_dependent_launch`) runs like any other, and
 //!   `grid_dependency::launch_dependents`/`wait_for_prerequisites` do nothing.
 //! - Inside a block, each GPU thread is a stackful coroutine; threads take turns in rank order
-//!   and switch only at block barriers and warp operations, so a block of 1024 threads needs one
-//!   OS thread, not 1024. Warps are 32 consecutive ranks: a warp operation completes when all
+//!   and switch only at block barriers, warp operations, named-barrier and mbarrier waits, and
+//!   after a run of 64 atomic accesses with no other switch (so that
+//!   a spin-wait on a flag that another warp sets completes, as on a GPU: audit P8), so a block
+//!   of 1024 threads needs one OS thread, not 1024. Warps are 32 consecutive ranks: a warp operation completes when all
 //!   live lanes of the warp have arrived (shuffles follow PTX's clamping rules), and
 //!   `active_mask` names the lanes that reached it together (those a GPU would have converged).
 //! - Each block gets its shared memory filled with [`SHARED_POISON_BYTE`], so reading shared
@@ -30,16 +32,18 @@
 //! - Errors instead of hangs or silent corruption (the executor is a sanitizer; what each
 //!   check guarantees and its limits: docs/kernel-model.md, "The CPU executor as a
 //!   sanitizer"): a panic is reported with its kernel, file, line, column, block and thread
-//!   ([`KernelPanic`]); a barrier that exited threads never reach ([`BarrierDivergence`]),
-//!   threads at different kinds of barrier ([`MixedBarriers`]), or a warp operation that lanes
+//!   ([`KernelPanic`]); a cluster barrier that exited threads never reach
+//!   ([`BarrierDivergence`]; exited threads release a block barrier, as PTX's `exit`
+//!   defines), threads at different kinds of barrier ([`MixedBarriers`]), or a warp operation that lanes
 //!   of its mask never join, because they wait elsewhere or in another collective or with
 //!   another mask ([`WarpDeadlock`]), ends the launch.
 //! - Data races ([`with_race_detection`](CpuExecutor::with_race_detection), on by default):
 //!   two threads taking one element of an output (a `DisjointSlice`, through its safe or its
 //!   `unsafe` element methods), one of them to write, at any time in the launch, barriers or
 //!   not, is a [`GlobalMemoryRace`]; two accesses of one shared-memory word, one a write, that
-//!   no block barrier, common `sync_warp` group or (for a peer block's `cluster::peer_get`)
-//!   cluster barrier orders, is a [`SharedMemoryRace`] (FastTrack: the last write and every
+//!   no block barrier, common `sync_warp` group, completed named-barrier phase (arrival before
+//!   the waiters' later accesses) or (for a peer block's `cluster::peer_get`) cluster barrier
+//!   orders, is a [`SharedMemoryRace`] (FastTrack: the last write and every
 //!   unordered read are kept).
 //! - A shuffle that reads a lane which has exited is an [`ExitedLaneShuffle`] error (CUDA
 //!   leaves the value undefined); exited lanes named in a mask are fine, as in CUDA. Reading
@@ -215,8 +219,9 @@ impl CpuExecutor {
     /// where each was (none by default).
     ///
     /// GPU threads cannot be pre-empted: they are stopped at their next barrier or warp
-    /// operation. A thread that never reaches one (a spin loop such as `while flag == 0 {}`)
-    /// cannot be stopped, and the launch cannot return while it runs (it borrows the launch's
+    /// operation (a thread polling an atomic yields now and then, so a spin-wait on an
+    /// `AtomicSlice` flag is stopped too). A thread that reaches none (a loop on plain memory
+    /// or on host atomics, a long computation) cannot be stopped, and the launch cannot return while it runs (it borrows the launch's
     /// arguments); if a worker is still inside the same thread a grace period after the limit
     /// (the limit again, between 50 ms and 1 s), the executor prints the report, naming that
     /// thread, and **aborts the process**, so that a test or CI job fails with the report

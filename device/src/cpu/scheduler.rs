@@ -44,6 +44,7 @@ impl BlockContext<'_> {
         stack::set_running(None);
         if finished {
             slot.state.set(ThreadState::Exited);
+            slot.exit_epoch.set(Some(self.shared.epochs().0));
             self.exited.set(self.exited.get() + 1);
             if self.exited.get() as usize == self.threads.len() {
                 self.block_exited();

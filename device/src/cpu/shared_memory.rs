@@ -55,6 +55,8 @@ struct Access {
     cluster_epoch: u32,
     /// The thread's own component of its warp clock when it accessed.
     clock: u32,
+    /// How many named-barrier arrivals the thread had made before it accessed.
+    named: u32,
 }
 
 /// Threads per block, in an access's thread number.
@@ -90,6 +92,13 @@ pub(crate) struct RaceCheck<'a> {
     /// ordered before this thread's next access by completed `sync_warp`s (its own entry is
     /// its own clock).
     pub(crate) clock: &'a [Cell<u32>],
+    /// How many named-barrier arrivals the thread has made.
+    pub(crate) named: u32,
+    /// The barrier epoch in which thread `rank` of this block exited (`None`: it has not).
+    pub(crate) exited_in: &'a dyn Fn(u32) -> Option<u32>,
+    /// How many of thread `rank`'s named-barrier arrivals completed phases have ordered
+    /// before this thread's access.
+    pub(crate) named_seen: &'a dyn Fn(u32) -> u32,
 }
 
 impl RaceCheck<'_> {
@@ -99,14 +108,18 @@ impl RaceCheck<'_> {
             epoch: self.epochs.0,
             cluster_epoch: self.epochs.1,
             clock: self.clock[(self.rank % ferrocuda_types::WARP_SIZE) as usize].get(),
+            named: self.named,
         }
     }
 
     /// Whether the earlier access `before` is ordered before this thread's access: it is
     /// none, or by this thread; by a thread of this block with a block barrier between (an
-    /// earlier epoch), or by a lane of this warp that a completed `sync_warp` with this
-    /// thread ordered before it (warp clocks); or by a thread of another block of the
-    /// cluster with a cluster barrier between.
+    /// earlier epoch, which the accessing thread reached: a thread that exited in that epoch
+    /// never arrived at the barrier that ended it, audit P9), or by a lane of this warp that a
+    /// completed `sync_warp` with this thread ordered before it (warp clocks), or before one
+    /// of its named-barrier arrivals that a completed phase this thread waited for covers
+    /// (audit P7); or by a thread of another block of the cluster with a cluster barrier
+    /// between.
     fn ordered_after(&self, before: Access) -> bool {
         let now = self.now();
         let warp = ferrocuda_types::WARP_SIZE;
@@ -116,7 +129,10 @@ impl RaceCheck<'_> {
         if before.block() != self.block {
             return before.cluster_epoch != now.cluster_epoch;
         }
-        before.epoch != now.epoch || (before.rank() / warp == self.rank / warp && before.clock <= self.clock[(before.rank() % warp) as usize].get())
+        let barrier_between = before.epoch != now.epoch && (self.exited_in)(before.rank()) != Some(before.epoch);
+        barrier_between
+            || (before.rank() / warp == self.rank / warp && before.clock <= self.clock[(before.rank() % warp) as usize].get())
+            || before.named < (self.named_seen)(before.rank())
     }
 }
 
@@ -269,6 +285,11 @@ impl SharedMemory {
         }
         // SAFETY: in bounds (checked); the arena is not reallocated while a block runs.
         Ok(unsafe { (*self.arena.get()).as_mut_ptr().cast::<u8>().add(address as usize) })
+    }
+
+    /// Whether accesses are checked for data races (the shadow exists).
+    pub(crate) fn race_detection(&self) -> bool {
+        self.shadow.is_some()
     }
 
     /// This arena as the intrinsics see it (valid while `self` lives: the arena and the layout

@@ -117,7 +117,7 @@ pub(crate) fn watch(kernel: &str, start: Instant, limit: Duration, finished: &Fi
     let error = CpuError::Watchdog(Watchdog { kernel: kernel.to_owned(), limit, elapsed: start.elapsed(), stuck });
     eprintln!(
         "\nferrocuda CPU executor: {error}\n\
-         Aborting the process: a GPU thread that never reaches a barrier or warp operation cannot be stopped from outside, \
+         Aborting the process: a GPU thread that reaches no barrier, warp operation or atomic access cannot be stopped from outside, \
          and the launch cannot return while it still uses the launch's arguments."
     );
     std::process::abort();

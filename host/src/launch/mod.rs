@@ -180,7 +180,7 @@ pub(crate) unsafe fn launch_function(
     }
     if !config.is_extended() {
         // SAFETY: per this function's contract.
-        return Ok(unsafe {
+        return match unsafe {
             driver::launch::launch_kernel(
                 function,
                 config.grid.x,
@@ -194,7 +194,10 @@ pub(crate) unsafe fn launch_function(
                 params.as_mut_ptr(),
                 std::ptr::null_mut(),
             )
-        }?);
+        } {
+            Err(e) if refused_block(e.code) => Err(block_over_kernel_limit(function, symbol, config, e)),
+            other => Ok(other?),
+        };
     }
     let (mut attributes, count) = launch_attributes(config);
     let launch = sys::CUlaunchConfig {
@@ -213,7 +216,34 @@ pub(crate) unsafe fn launch_function(
     match unsafe { driver::launch::launch_kernel_ex(&launch, function, params.as_mut_ptr(), std::ptr::null_mut()) } {
         // Only on this error path: say how many blocks would have fitted.
         Err(e) if e.code == sys::CUresult::CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE => Err(cooperative_too_large(function, symbol, stream, config)),
+        Err(e) if refused_block(e.code) => Err(block_over_kernel_limit(function, symbol, config, e)),
         other => Ok(other?),
+    }
+}
+
+/// The driver's answers to a block larger than the kernel allows (`.maxntid`, or more threads
+/// than its registers leave room for).
+fn refused_block(code: sys::CUresult) -> bool {
+    matches!(code, sys::CUresult::CUDA_ERROR_INVALID_VALUE | sys::CUresult::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES)
+}
+
+/// Only on the error path (audit P11): when the block is over the kernel's own limit
+/// (`CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`: its launch bounds or its registers), the error
+/// names that limit instead of `CUDA_ERROR_INVALID_VALUE`; otherwise the driver's error. The
+/// `#[kernel]` launchers refuse a block over `launch_bounds` before this (`REQUIREMENTS`).
+#[cold]
+fn block_over_kernel_limit(function: sys::CUfunction, symbol: &str, config: &LaunchConfig, error: crate::error::DriverError) -> Error {
+    let mut max = 0;
+    let attribute = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK;
+    // SAFETY: writes one int; the function belongs to the bound context.
+    let read = unsafe { driver::function::get_attribute(&mut max, attribute, function) };
+    let threads = config.block.volume();
+    match read {
+        Ok(()) if max > 0 && threads > max as u64 => Error::InvalidLaunch {
+            kernel: symbol.to_string(),
+            problem: LaunchProblem::AboveKernelThreadLimit { threads, max: max as u32, source: "compiled code (registers or launch bounds)" },
+        },
+        _ => Error::Driver(error),
     }
 }
 

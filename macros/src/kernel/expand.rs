@@ -64,7 +64,16 @@ fn kernel_items(kernel: &Kernel) -> TokenStream {
             let ident = &function.sig.ident;
             let lowered: Vec<Lowered> = kernel.params.iter().map(lower).collect();
             let device = device_entry(ident, &kernel.params, &lowered, EntryBody::Inline(&function.block), &function.attrs, &kernel.same_len);
-            let host = host_launcher(ident, &kernel.params, &lowered, is_unsafe, quote!(super::#ident), kernel.cluster.as_ref(), &kernel.same_len);
+            let host = host_launcher(
+                ident,
+                &kernel.params,
+                &lowered,
+                is_unsafe,
+                quote!(super::#ident),
+                kernel.cluster.as_ref(),
+                &kernel.same_len,
+                kernel.bounds.as_ref(),
+            );
             quote! {
                 #device
                 #[cfg(not(target_arch = "nvptx64"))]
@@ -97,6 +106,7 @@ fn kernel_items(kernel: &Kernel) -> TokenStream {
                     quote!(super::#name::<#ty>),
                     kernel.cluster.as_ref(),
                     &kernel.same_len,
+                    kernel.bounds.as_ref(),
                 ));
             }
             out
@@ -186,6 +196,7 @@ fn fingerprint_literal(canonical: &str) -> proc_macro2::Literal {
 }
 
 /// `pub mod symbol { SYMBOL, SIGNATURE, FINGERPRINT, launch, launch_on_current_context, launch_in, launch_cpu, function }`.
+#[allow(clippy::too_many_arguments)]
 fn host_launcher(
     symbol: &Ident,
     params: &[Param],
@@ -194,6 +205,7 @@ fn host_launcher(
     host_fn: TokenStream,
     cluster: Option<&[TokenStream; 3]>,
     same_len: &[Vec<Ident>],
+    bounds: Option<&TokenStream>,
 ) -> TokenStream {
     let fc = paths::host();
     let label = |name: &Ident| name.unraw().to_string();
@@ -271,6 +283,7 @@ fn host_launcher(
     };
     let args = paths::args();
     let requirements = lowered.iter().filter_map(|l| l.requirements.as_ref());
+    let bounds_requirement = bounds.map(bounds_requirement);
     let launch_call = |path: TokenStream| {
         quote! {
             let #config: #fc::LaunchConfig = #config_value;
@@ -327,7 +340,7 @@ fn host_launcher(
             /// What the kernel's output parameters require of a launch configuration (every
             /// launcher checks it before the kernel runs): `LINEAR_THREADS` for a per-thread
             /// output (`DisjointSlice`, `DisjointChunks`, `DisjointPlanes`).
-            pub const REQUIREMENTS: #args::LaunchRequirements = #args::LaunchRequirements::NONE #(.and(#requirements))*;
+            pub const REQUIREMENTS: #args::LaunchRequirements = #args::LaunchRequirements::NONE #(.and(#requirements))* #bounds_requirement;
 
             #[allow(dead_code)]
             const _: fn() = || { #(#checks)* };
@@ -386,6 +399,25 @@ fn host_launcher(
                 #fc::embedded_function(&#kernels, self::SYMBOL, context)
             }
         }
+    }
+}
+
+/// `.and(LaunchRequirements::launch_bounds(max))` or `.and(LaunchRequirements::reqntid(n))`
+/// from the arguments of the kernel's launch-bounds marker (`max, min_blocks` or `reqntid n`):
+/// a GPU refuses a larger block (`.maxntid`) or another one (`.reqntid`), so every launcher,
+/// `launch_cpu` included, refuses it first with the bound named (audit P11).
+fn bounds_requirement(bounds: &TokenStream) -> TokenStream {
+    use syn::parse::Parser;
+    let args = paths::args();
+    let mut tokens = bounds.clone().into_iter().peekable();
+    if matches!(tokens.peek(), Some(proc_macro2::TokenTree::Ident(word)) if word == "reqntid") {
+        let threads: TokenStream = tokens.skip(1).collect();
+        return quote!(.and(#args::LaunchRequirements::reqntid(#threads)));
+    }
+    let parsed = syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated.parse2(bounds.clone());
+    match parsed.ok().and_then(|values| values.into_iter().next()) {
+        Some(max) => quote!(.and(#args::LaunchRequirements::launch_bounds(#max))),
+        None => quote!(),
     }
 }
 
