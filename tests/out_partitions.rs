@@ -26,6 +26,7 @@ on_both_backends!(
     handoff_sums_every_block_and_leaves_the_counter_at_0,
     handoff_rows_of_channels_sum_per_channel,
     wrong_launch_shapes_are_refused_and_write_nothing,
+    rotary_pairs_rotate_each_head_in_place,
     ported_fused_add_rms_norm_matches_the_host,
     ported_rms_norm_warp_rows_matches_the_host,
     ported_unpermute_3d_matches_the_host,
@@ -78,6 +79,29 @@ fn block_rows_read_then_write_their_own_elements(backend: &Backend) {
             assert_eq!(got[r * cols + c], x0[r * cols + c] * 1000 / total, "{}: ({r}, {c})", backend.name());
         }
     }
+}
+
+fn rotary_pairs_rotate_each_head_in_place(backend: &Backend) {
+    // 3 tokens of 37 floats: 4 heads of 8 (pairs (k, k + 3), k < 3: 12 units, 3 per thread of
+    // 4) and 5 floats of no whole head; elements 6, 7 of each head and the tail stay as they are.
+    let (tokens, width) = (3usize, 37usize);
+    let q0: Vec<f32> = (0..tokens * width).map(|i| i as f32 * 0.5 - 7.0).collect();
+    let cos_sin: Vec<f32> = (0..tokens * 6).map(|i| ((i * 7 % 11) as f32 - 5.0) * 0.1).collect();
+    let mut q = backend.upload(&q0);
+    launch_on!(backend, k::rotary_neox, LaunchConfig::new(tokens as u32, 4u32), &mut q, &backend.upload(&cos_sin), width as u32).unwrap();
+    let mut want = q0.clone();
+    for t in 0..tokens {
+        for h in 0..4 {
+            for kk in 0..3 {
+                let (xi, yi) = (t * width + h * 8 + kk, t * width + h * 8 + kk + 3);
+                let (c, s) = (cos_sin[t * 6 + kk], cos_sin[t * 6 + 3 + kk]);
+                let (x, y) = (q0[xi], q0[yi]);
+                (want[xi], want[yi]) = (x * c - y * s, y * c + x * s);
+            }
+        }
+    }
+    // The device may fuse `x c - y s` into an FMA: a rounding apart, not more.
+    close("rotary", backend, &backend.download(&q), &want.iter().map(|&v| v as f64).collect::<Vec<_>>(), 1e-6);
 }
 
 fn warp_rows_grid_strided_cover_each_row_once(backend: &Backend) {

@@ -17,7 +17,8 @@ use crate::problem::LaunchProblem;
 /// counts along x and along y each fit in `u32` ([`PLANAR_THREADS`](Self::PLANAR_THREADS));
 /// `PerBlockTile` needs blocks of exactly its thread shape in a 2-D grid
 /// ([`tile_block`](Self::tile_block)); `PerWarpRow` needs a 1-D launch of whole warps
-/// ([`LINEAR_WARPS`](Self::LINEAR_WARPS)).
+/// ([`LINEAR_WARPS`](Self::LINEAR_WARPS)); `DisjointSlice<T, Cells3d>` at most `u32::MAX`
+/// threads along each axis of a 3-D launch ([`SPATIAL_THREADS`](Self::SPATIAL_THREADS)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LaunchRequirements {
     /// The launch must be 1-D with at most `u32::MAX` threads.

@@ -144,3 +144,101 @@ impl<T: Pod> DisjointSlice<T, BlockRows> {
         unsafe { LaneRow::new(self, row, lane, stride) }
     }
 }
+
+/// The partition of `DisjointSlice<T, RotaryPairs<HEAD, HALF>>`: rows as [`BlockRows`] (a
+/// row per block, grid-strided; `cols` from `#[kernel(cols(name = ..))]`), each row cut into
+/// heads of `HEAD` elements, and in each head the pairs `(k, k + HALF)` for `k < HALF`: the
+/// NeoX rotary embedding on q/k, in place (vLLM's `rotary_embedding_kernel`, `IS_NEOX`:
+/// `x = arr[k]`, `y = arr[k + embed_dim]`, both rewritten by one thread).
+///
+/// ```ignore
+/// #[kernel(cols(q = width))]
+/// pub fn rotary(mut q: DisjointSlice<f32, RotaryPairs<128, 64>>, cos_sin: &[f32], width: u32) {
+///     let me = block_row();                                 // the token
+///     let Some(pairs) = q.pairs_mut(me) else { return };
+///     for (_head, k, x, y) in pairs {                       // units threadIdx.x + blockDim.x j
+///         let (c, s) = (cos_sin[k as usize], cos_sin[64 + k as usize]);
+///         (*x, *y) = (*x * c - *y * s, *y * c + *x * s);
+///     }
+/// }
+/// ```
+///
+/// Map: witness [`BlockRow`] `r` -> for each unit `u = threadIdx.x + blockDim.x j` below
+/// `(cols / HEAD) HALF`, with `h = u / HALF`, `k = u % HALF`, the elements `r cols + h HEAD + k`
+/// and `r cols + h HEAD + k + HALF`. Disjoint: rows as [`BlockRows`]; `u -> (h, k)` is
+/// one-to-one, and `(h, k) -> {h HEAD + k, h HEAD + k + HALF}` gives disjoint pairs (`k <
+/// HALF`, `2 HALF <= HEAD`, checked at compile time), inside the row (`h < cols / HEAD`);
+/// units of a block's threads are distinct modulo `blockDim.x`. The elements `2 HALF .. HEAD`
+/// of each head (a partial rotary) belong to nobody. Launch: 1-D (`LINEAR_THREADS`).
+pub struct RotaryPairs<const HEAD: u32, const HALF: u32>;
+
+// SAFETY: as the doc above; `pairs_mut` checks the row inside the buffer once, the iterator
+// keeps units below `(cols / HEAD) HALF`.
+unsafe impl<const HEAD: u32, const HALF: u32> Partition for RotaryPairs<HEAD, HALF> {
+    const REQUIREMENTS: LaunchRequirements = LaunchRequirements::LINEAR_THREADS;
+    type Shape = u32;
+    const VALID: () = assert!(HALF > 0 && HALF <= HEAD / 2, "RotaryPairs<HEAD, HALF> needs 0 < HALF and 2 HALF <= HEAD");
+}
+
+impl<T: Pod, const HEAD: u32, const HALF: u32> DisjointSlice<T, RotaryPairs<HEAD, HALF>> {
+    /// This thread's pairs of row `me`, if the whole row lies inside the buffer (one check
+    /// per row): `(head, k, &mut x, &mut y)` for its units `threadIdx.x + blockDim.x j`.
+    #[inline(always)]
+    #[track_caller]
+    pub fn pairs_mut(&mut self, me: BlockRow) -> Option<RotaryPairsIter<'_, T, HEAD, HALF>> {
+        let row = me.owned();
+        let cols = self.shape;
+        // `row, cols < 2^32`: no overflow in u64.
+        if (row as u64 + 1) * cols as u64 > self.len as u64 {
+            return None;
+        }
+        let start = row as usize * cols as usize;
+        Some(RotaryPairsIter {
+            // SAFETY: `start + cols <= len`: inside the buffer (or one past its end).
+            row: unsafe { self.pointer.add(start) },
+            start,
+            output: self.pointer,
+            len: self.len,
+            unit: thread_idx_x(),
+            units: (cols / HEAD) * HALF,
+            step: block_dim_x(),
+            _output: PhantomData,
+        })
+    }
+}
+
+/// The iterator of [`DisjointSlice::pairs_mut`] (a [`RotaryPairs`] output).
+pub struct RotaryPairsIter<'a, T: Pod, const HEAD: u32, const HALF: u32> {
+    row: *mut T,
+    start: usize,
+    output: *mut T,
+    len: usize,
+    unit: u32,
+    units: u32,
+    step: u32,
+    _output: PhantomData<&'a mut T>,
+}
+
+impl<'a, T: Pod, const HEAD: u32, const HALF: u32> Iterator for RotaryPairsIter<'a, T, HEAD, HALF> {
+    type Item = (u32, u32, &'a mut T, &'a mut T);
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.unit < self.units {
+            let u = self.unit;
+            // Saturating: never wraps back to a smaller unit.
+            self.unit = u.saturating_add(self.step);
+            let (head, k) = (u / HALF, u % HALF);
+            let x = head as usize * HEAD as usize + k as usize;
+            let y = x + HALF as usize;
+            super::note_output(self.output, self.len, self.start + x, 1, true);
+            super::note_output(self.output, self.len, self.start + y, 1, true);
+            // SAFETY: `head < cols / HEAD`, `k < HALF`: `x < y < (head + 1) HEAD <= cols`,
+            // inside the row (checked by `pairs_mut`); the pair belongs to this thread alone
+            // (see `RotaryPairs`), each unit is yielded once (it only grows), and `x != y`.
+            Some(unsafe { (head, k, &mut *self.row.add(x), &mut *self.row.add(y)) })
+        } else {
+            None
+        }
+    }
+}

@@ -16,8 +16,16 @@
 //! | [`PerBlockTile<T, TR, TC, BX, BY, TRANSPOSED>`] | block `(bx, by)` owns tile `(by, bx)` (`(bx, by)` if `TRANSPOSED`) of `TR x TC` elements; its thread `(tx, ty)` the tile elements `(ty + BY i, tx + BX j)`, named by its [`BlockTile`] |
 //! | [`PerThreadTile<T, TR, TC, MR, MC, RR, RC>`] | block `(bx, by)` owns tile `(by, bx)` of `TR x TC` elements, cut into `RR x RC` quadrants; its thread `t` (1-D blocks of exactly `(TR / RR / MR) (TC / RC / MC)` threads) the contiguous `MR x MC` micro-tile `(t / G, t % G)` of each quadrant (`G = TC / RC / MC`), named by its [`BlockTile`] |
 //! | [`PerWarpRow<T>`] | warp `w` owns row `w` of a row-major matrix; its lane `l` the columns `l, l + 32, ...`, named by its [`WarpRow`] |
+//! | `DisjointSlice<T, BlockRows>` | block `b` owns rows `b, b + gridDim.x, ...` of a row-major matrix of `cols` columns; its thread `t` the columns `t, t + blockDim.x, ...`, named by its [`BlockRow`] |
+//! | `DisjointSlice<T, RotaryPairs<HEAD, HALF>>` | rows as `BlockRows`, cut into heads of `HEAD`; thread `t` owns the pairs `(k, k + HALF)` of its units `t + blockDim.x j` (NeoX rotary) |
+//! | `DisjointSlice<T, Cells3d>` | thread `(x, y, z)` owns element `(z, y, x)` of a `[depth][rows][cols]` tensor, named by its [`ThreadCell3d`] |
+//! | `DisjointSlice<T, Handoff>` | block `b` publishes row `b` (atomically); the last block to [`arrive`](DisjointSlice::arrive) reads them all ([`LastBlock`]) |
 //! | [`UncheckedSlice<T>`] | only `unsafe` accesses, whose callers state which thread owns which element (register micro-tiles, computed indices) |
 //! | [`AtomicSlice<T>`] | every thread reads and writes any element, atomically; this is also how threads read each other's writes after a barrier or grid sync |
+//!
+//! All of them are one type, [`DisjointSlice<T, P>`], generic over its [`partition`] `P` (the
+//! names above are aliases): a partition states one map and what the launch must satisfy
+//! for it, so a new pattern is a new partition.
 //!
 //! The four matrix outputs get their row width `cols` from `#[kernel(cols(name = ..))]`: a
 //! by-value `u32` parameter or a constant, the same in every thread (a per-thread width would
@@ -67,7 +75,7 @@ mod window;
 /// each map, why it is disjoint, what the launchers check and what the CPU executor checks.
 pub mod partition {
     pub use super::atomic_slice::Atomics;
-    pub use super::block_rows::BlockRows;
+    pub use super::block_rows::{BlockRows, RotaryPairs};
     pub use super::cells3d::Cells3d;
     pub use super::chunks::Chunks;
     pub use super::disjoint::Threads;
@@ -84,7 +92,7 @@ pub mod partition {
 
 pub use crate::atomic::{Atomic, AtomicElement, Scope};
 pub use atomic_slice::AtomicSlice;
-pub use block_rows::{BlockRow, BlockRowIter, ThreadRow, block_row, block_rows};
+pub use block_rows::{BlockRow, BlockRowIter, RotaryPairsIter, ThreadRow, block_row, block_rows};
 pub use cells3d::{ThreadCell3d, unique_cell_3d};
 pub use chunks::DisjointChunks;
 pub use ferrocuda_types::LaunchRequirements;
@@ -145,7 +153,7 @@ pub trait WholeBufferOutput: KernelOutput {}
 /// columns) `#[kernel(cols(name = ..))]` gives.
 #[doc(hidden)]
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` has no row width: `cols(..)` names only the row-major outputs `DisjointMatrix`, `PerBlockTile`, `PerThreadTile`, `PerWarpRow` and `DisjointSlice<T, BlockRows>` (`(rows, cols)` for `DisjointSlice<T, Cells3d>`)",
+    message = "`{Self}` has no row width: `cols(..)` names only the row-major outputs `DisjointMatrix`, `PerBlockTile`, `PerThreadTile`, `PerWarpRow` and `DisjointSlice<T, P>` for `P` = `BlockRows`, `RotaryPairs<..>`, `Handoff` (`(rows, cols)` for `Cells3d`)",
     label = "not a row-major matrix output"
 )]
 pub trait RowMajorOutput: KernelOutput {}
@@ -169,7 +177,7 @@ impl NoShape for () {
 /// or rows and columns (`(u32, u32)`).
 #[doc(hidden)]
 #[diagnostic::on_unimplemented(
-    message = "this output has no row width: `cols(..)` names only the row-major outputs `DisjointMatrix`, `PerBlockTile`, `PerThreadTile`, `PerWarpRow` and `DisjointSlice<T, BlockRows>` (`(rows, cols)` for `DisjointSlice<T, Cells3d>`)",
+    message = "this output has no row width: `cols(..)` names only the row-major outputs `DisjointMatrix`, `PerBlockTile`, `PerThreadTile`, `PerWarpRow` and `DisjointSlice<T, P>` for `P` = `BlockRows`, `RotaryPairs<..>`, `Handoff` (`(rows, cols)` for `Cells3d`)",
     label = "not a row-major matrix output"
 )]
 pub trait LaunchShape: Copy {}

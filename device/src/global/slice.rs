@@ -60,7 +60,8 @@ pub unsafe trait Partition: Sized + sealed::Sealed {
 /// | [`AtomicSlice<T>`](super::AtomicSlice) | [`Atomics`](super::partition::Atomics) |
 ///
 /// and without a name of their own: [`BlockRows`](super::partition::BlockRows) (a row per
-/// block, grid-strided, threads striding over it), [`Cells3d`](super::partition::Cells3d)
+/// block, grid-strided, threads striding over it), [`RotaryPairs`](super::partition::RotaryPairs)
+/// (rows of heads of NeoX rotary pairs, in place), [`Cells3d`](super::partition::Cells3d)
 /// (thread `(x, y, z)` owns element `(z, y, x)` of a 3-D tensor) and
 /// [`Handoff`](super::partition::Handoff) (one partial per block, read by the last block).
 ///
@@ -207,6 +208,7 @@ mod sealed {
     impl Sealed for super::super::partition::Cells3d {}
     impl Sealed for super::super::partition::Handoff {}
     impl<const N: usize> Sealed for super::super::partition::Chunks<N> {}
+    impl<const HEAD: u32, const HALF: u32> Sealed for super::super::partition::RotaryPairs<HEAD, HALF> {}
     impl<const P: usize> Sealed for super::super::partition::Planes<P> {}
     impl<const TR: u32, const TC: u32, const BX: u32, const BY: u32, const T: bool> Sealed for super::super::partition::BlockTiles<TR, TC, BX, BY, T> {}
     impl<const TR: u32, const TC: u32, const MR: u32, const MC: u32, const RR: u32, const RC: u32> Sealed

@@ -304,7 +304,7 @@ fn check_cols(cols: &[(Ident, syn::Expr)], params: &mut [Param], errors: &mut Ve
                 name.span(),
                 format!(
                     "`cols` gives the row width of a matrix output (`DisjointMatrix`, `PerBlockTile`, `PerThreadTile`, `PerWarpRow`, \
-                     `DisjointSlice<T, BlockRows>`; `(rows, cols)` for `DisjointSlice<T, Cells3d>`); `{}` is not one",
+                     `DisjointSlice<T, P>` for `P` = `BlockRows`, `RotaryPairs<..>`, `Handoff`; `(rows, cols)` for `Cells3d`); `{}` is not one",
                     p.name
                 ),
             )),

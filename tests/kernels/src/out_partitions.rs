@@ -5,7 +5,7 @@
 //! written once by the right map (tests/out_partitions.rs); some are deliberately wrong, for
 //! the CPU executor's checks.
 
-use ferrocuda_device::global::partition::{BlockRows, Cells3d, Handoff};
+use ferrocuda_device::global::partition::{BlockRows, Cells3d, Handoff, RotaryPairs};
 use ferrocuda_device::global::{AtomicSlice, DisjointSlice, PerWarpRow, block_row, block_rows, unique_cell_3d, warp_rows};
 use ferrocuda_device::kernel;
 use ferrocuda_device::thread::{block_dim_x, block_idx_x, thread_idx_x};
@@ -58,6 +58,21 @@ pub fn block_rows_two_passes(mut x: DisjointSlice<u32, BlockRows>, sums: AtomicS
     if let Some(row) = x.row_mut(me) {
         for v in row.iter_mut() {
             *v = *v * 1000 / total.max(1);
+        }
+    }
+}
+
+/// NeoX rotary in place (vLLM's `rotary_embedding_kernel`, `IS_NEOX`), one block per token:
+/// heads of 8, pairs `(k, k + 3)` for `k < 3` (a partial rotary: elements 6 and 7 of each head
+/// are left alone). `cos_sin` holds `cos` then `sin` for the 3 frequencies of each token.
+#[kernel(cols(q = width))]
+pub fn rotary_neox(mut q: DisjointSlice<f32, RotaryPairs<8, 3>>, cos_sin: &[f32], width: u32) {
+    let me = block_row();
+    let base = me.row() as usize * 6;
+    let Some(pairs) = q.pairs_mut(me) else { return };
+    for (_head, k, x, y) in pairs {
+        if let (Some(&c), Some(&s)) = (cos_sin.get(base + k as usize), cos_sin.get(base + 3 + k as usize)) {
+            (*x, *y) = (*x * c - *y * s, *y * c + *x * s);
         }
     }
 }
@@ -133,7 +148,7 @@ pub fn handoff_channels(mut partials: DisjointSlice<[u32; 4], Handoff>, counter:
 #[kernel(cols(partials = 1))]
 pub fn handoff_half_arrive(mut partials: DisjointSlice<u32, Handoff>, counter: AtomicSlice<u32>) {
     partials.publish(0, 1);
-    if thread_idx_x() % 2 == 0 {
+    if thread_idx_x().is_multiple_of(2) {
         let _ = partials.arrive(counter.at(0));
     }
 }
