@@ -365,3 +365,113 @@ extern "C" __global__ void adamw_step(float* __restrict__ params, usize n_p, con
     vv /= hp.beta2_correction;
     params[i] -= hp.learning_rate * (mm / (sqrtf(vv) + hp.eps) + hp.weight_decay * params[i]);
 }
+
+// ---- Issue 30: the output partitions' kernels (gpu-kernels/src/partitions.rs), written as
+// vLLM and llm.c write them.
+
+__device__ __forceinline__ float block_sum(float v) {
+    __shared__ float sums[32];
+    v = warp_sum(v);
+    unsigned lane = threadIdx.x % WARP_SIZE, warp = threadIdx.x / WARP_SIZE;
+    if (lane == 0) sums[warp] = v;
+    __syncthreads();
+    unsigned warps = (blockDim.x + WARP_SIZE - 1) / WARP_SIZE;
+    float total = warp_sum(lane < warps ? sums[lane] : 0.f);
+    __syncthreads();
+    return total;
+}
+
+// vLLM csrc/layernorm_kernels.cu, fused_add_rms_norm_kernel (the vectorised one), float4 for
+// its vec_n_t: one block per token, input and residual updated in place.
+extern "C" __global__ void fused_add_rms_norm(float4* __restrict__ input, usize n_in, float4* __restrict__ residual, usize n_res,
+                                              const float4* __restrict__ weight, usize n_w, float epsilon, unsigned hidden4) {
+    float variance = 0.0f;
+    usize row = (usize)blockIdx.x * hidden4;
+    for (unsigned idx = threadIdx.x; idx < hidden4; idx += blockDim.x) {
+        usize id = row + idx;
+        float4 x = input[id], r = residual[id];
+        float4 z = make_float4(x.x + r.x, x.y + r.y, x.z + r.z, x.w + r.w);
+        variance += (z.x * z.x + z.y * z.y) + (z.z * z.z + z.w * z.w);
+        residual[id] = z;
+    }
+    variance = block_sum(variance);
+    float s = rsqrtf(variance / (hidden4 * 4) + epsilon);
+    for (unsigned idx = threadIdx.x; idx < hidden4; idx += blockDim.x) {
+        usize id = row + idx;
+        float4 r = residual[id], w = weight[idx];
+        input[id] = make_float4(r.x * s * w.x, r.y * s * w.y, r.z * s * w.z, r.w * s * w.w);
+    }
+}
+
+// RMS norm, one warp per row, grid-strided over warps (llm.c's warp-per-row kernels with a
+// grid-stride loop over rows).
+extern "C" __global__ void rms_norm_warp_rows(const float4* __restrict__ x, usize n_x, const float4* __restrict__ weight, usize n_w,
+                                              float4* __restrict__ out, usize n_out, float epsilon, unsigned rows, unsigned cols4) {
+    unsigned warps = gridDim.x * blockDim.x / WARP_SIZE;
+    unsigned lane = threadIdx.x % WARP_SIZE;
+    for (unsigned row = (blockIdx.x * blockDim.x + threadIdx.x) / WARP_SIZE; row < rows; row += warps) {
+        const float4* xr = x + (usize)row * cols4;
+        float squares = 0.f;
+        for (unsigned c = lane; c < cols4; c += WARP_SIZE) {
+            float4 v = xr[c];
+            squares += (v.x * v.x + v.y * v.y) + (v.z * v.z + v.w * v.w);
+        }
+        float s = rsqrtf(warp_sum(squares) / (cols4 * 4) + epsilon);
+        float4* o = out + (usize)row * cols4;
+        for (unsigned c = lane; c < cols4; c += WARP_SIZE) {
+            float4 v = xr[c], w = weight[c];
+            o[c] = make_float4(v.x * s * w.x, v.y * s * w.y, v.z * s * w.z, v.w * s * w.w);
+        }
+    }
+}
+
+// llm.c dev/cuda/attention_forward.cu, unpermute_kernel, in a 3-D launch: (B, NH, T, HS) ->
+// (B, T, NH, HS), thread (hs, h, b T + t).
+extern "C" __global__ void unpermute_3d(const float* __restrict__ inp, usize n_in, float* __restrict__ out, usize n_out, unsigned T, unsigned NH,
+                                        unsigned HS) {
+    unsigned x = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned y = blockIdx.y * blockDim.y + threadIdx.y;
+    unsigned z = blockIdx.z * blockDim.z + threadIdx.z;
+    if (x < HS && y < NH) {
+        unsigned b = z / T, t = z % T;
+        usize from = (((usize)b * NH + y) * T + t) * HS + x;
+        usize to = ((usize)z * NH + y) * HS + x;
+        if (to < n_out && from < n_in) out[to] = inp[from];
+    }
+}
+
+// CUDA samples' threadFenceReduction (and llm.c's last-block reductions): each block
+// publishes its sum, __threadfence(), atomicAdd on a counter; the last block reads the
+// partials with 16-byte __ldcg loads and writes the total, resetting the counter.
+extern "C" __global__ void sum_last_block(const float4* __restrict__ x, usize n, float* partials, usize n_partials, unsigned* counter, usize n_counter,
+                                          float* total, usize n_total) {
+    __shared__ bool am_last;
+    usize stride = (usize)gridDim.x * blockDim.x;
+    float partial = 0.f;
+    for (usize i = (usize)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        float4 v = x[i];
+        partial += (v.x + v.y) + (v.z + v.w);
+    }
+    float block_total = block_sum(partial);
+    if (threadIdx.x == 0) {
+        partials[blockIdx.x] = block_total;
+        __threadfence();
+        unsigned ticket = atomicAdd(counter, 1);
+        am_last = ticket == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (am_last) {
+        float mine = 0.f;
+        unsigned pieces = gridDim.x / 4;
+        for (unsigned p = threadIdx.x; p < pieces; p += blockDim.x) {
+            float4 v = __ldcg((const float4*)partials + p);
+            mine += (v.x + v.y) + (v.z + v.w);
+        }
+        for (unsigned i = pieces * 4 + threadIdx.x; i < gridDim.x; i += blockDim.x) mine += __ldcg(partials + i);
+        float all = block_sum(mine);
+        if (threadIdx.x == 0) {
+            *total = all;
+            *counter = 0;
+        }
+    }
+}

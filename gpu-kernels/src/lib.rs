@@ -41,6 +41,7 @@ pub fn sum_f32(x: &[f32], out: AtomicSlice<f32>) {
 
 pub mod examples;
 pub mod llm;
+pub mod partitions;
 pub mod unchecked;
 // The example kernels beside their CUDA C++ twins, for the main job and the benchmark.
 #[cfg(not(target_arch = "nvptx64"))]

@@ -17,7 +17,8 @@ use crate::problem::LaunchProblem;
 /// counts along x and along y each fit in `u32` ([`PLANAR_THREADS`](Self::PLANAR_THREADS));
 /// `PerBlockTile` needs blocks of exactly its thread shape in a 2-D grid
 /// ([`tile_block`](Self::tile_block)); `PerWarpRow` needs a 1-D launch of whole warps
-/// ([`LINEAR_WARPS`](Self::LINEAR_WARPS)).
+/// ([`LINEAR_WARPS`](Self::LINEAR_WARPS)); `DisjointSlice<T, Cells3d>` at most `u32::MAX`
+/// threads along each axis of a 3-D launch ([`SPATIAL_THREADS`](Self::SPATIAL_THREADS)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LaunchRequirements {
     /// The launch must be 1-D with at most `u32::MAX` threads.
@@ -25,6 +26,8 @@ pub struct LaunchRequirements {
     /// Grid and block must have `z = 1`, and `gridDim.x * blockDim.x` and `gridDim.y *
     /// blockDim.y` must each be at most `u32::MAX`.
     pub planar_threads: bool,
+    /// `gridDim * blockDim` must be at most `u32::MAX` along each of x, y and z (any `z`).
+    pub spatial_threads: bool,
     /// `blockDim.x` must be a multiple of 32 (each warp lies in one row of threads).
     pub whole_warps: bool,
     /// The block must be exactly `(x, y, 1)` and the grid have `z = 1`; `(0, 0)` means any.
@@ -43,6 +46,7 @@ impl LaunchRequirements {
     pub const NONE: Self = LaunchRequirements {
         linear_threads: false,
         planar_threads: false,
+        spatial_threads: false,
         whole_warps: false,
         block_shape: (0, 0),
         conflicting_block_shapes: false,
@@ -53,6 +57,8 @@ impl LaunchRequirements {
     pub const LINEAR_THREADS: Self = LaunchRequirements { linear_threads: true, ..Self::NONE };
     /// A 2-D launch (`z = 1`) with at most `u32::MAX` threads along x and along y.
     pub const PLANAR_THREADS: Self = LaunchRequirements { planar_threads: true, ..Self::NONE };
+    /// At most `u32::MAX` threads along each of x, y and z (a 3-D launch).
+    pub const SPATIAL_THREADS: Self = LaunchRequirements { spatial_threads: true, ..Self::NONE };
     /// A 1-D launch of at most `u32::MAX` threads in blocks of whole warps.
     pub const LINEAR_WARPS: Self = LaunchRequirements { linear_threads: true, whole_warps: true, ..Self::NONE };
 
@@ -86,6 +92,7 @@ impl LaunchRequirements {
         LaunchRequirements {
             linear_threads: self.linear_threads || other.linear_threads,
             planar_threads: self.planar_threads || other.planar_threads,
+            spatial_threads: self.spatial_threads || other.spatial_threads,
             whole_warps: self.whole_warps || other.whole_warps,
             block_shape: if a_any { b } else { a },
             conflicting_block_shapes: self.conflicting_block_shapes || other.conflicting_block_shapes || conflict,
@@ -130,6 +137,14 @@ impl LaunchConfig {
                 return Err(LaunchProblem::NotTwoDimensional { grid, block });
             }
             for (axis, g, b) in [("x", grid.x, block.x), ("y", grid.y, block.y)] {
+                let threads = u64::from(g) * u64::from(b);
+                if threads > u64::from(u32::MAX) {
+                    return Err(LaunchProblem::TooManyThreadsAlongAxis { axis, threads, max: u64::from(u32::MAX) });
+                }
+            }
+        }
+        if requirements.spatial_threads {
+            for (axis, g, b) in [("x", grid.x, block.x), ("y", grid.y, block.y), ("z", grid.z, block.z)] {
                 let threads = u64::from(g) * u64::from(b);
                 if threads > u64::from(u32::MAX) {
                     return Err(LaunchProblem::TooManyThreadsAlongAxis { axis, threads, max: u64::from(u32::MAX) });
@@ -247,6 +262,16 @@ mod tests {
             assert!(matches!(problem, LaunchProblem::RequiredBlockThreads { .. }), "{block}: {problem}");
             assert!(problem.to_string().contains("reqntid(128)"), "{problem}");
         }
+    }
+
+    #[test]
+    fn spatial_threads_allows_3d_launches_with_each_axis_within_u32() {
+        let need = LaunchRequirements::SPATIAL_THREADS;
+        assert!(LaunchConfig::new(Dim3 { x: 4, y: 3, z: 5 }, Dim3 { x: 32, y: 4, z: 2 }).check_requirements(need).is_ok());
+        let wide = LaunchConfig::new(Dim3 { x: i32::MAX as u32, y: 1, z: 2 }, Dim3 { x: 4, y: 1, z: 1 });
+        let problem = wide.check_requirements(need).unwrap_err();
+        assert_eq!(problem, LaunchProblem::TooManyThreadsAlongAxis { axis: "x", threads: i32::MAX as u64 * 4, max: u32::MAX as u64 });
+        assert_eq!(need.and(LaunchRequirements::NONE), need);
     }
 
     #[test]

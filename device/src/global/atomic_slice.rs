@@ -1,7 +1,7 @@
 //! [`AtomicSlice`]: global memory every thread may read and update, atomically.
 
-use core::marker::PhantomData;
-
+use super::LaunchRequirements;
+use super::slice::{DisjointSlice, Partition};
 use crate::atomic::{Atomic, AtomicAdd, AtomicAnd, AtomicCompareExchange, AtomicElement, AtomicExchange, AtomicMax, AtomicMin, AtomicOr, AtomicXor, Scope};
 
 /// A kernel parameter whose elements any thread may read and write, atomically: counters,
@@ -24,10 +24,16 @@ use crate::atomic::{Atomic, AtomicAdd, AtomicAnd, AtomicCompareExchange, AtomicE
 ///
 /// Plain (non-atomic) access to the same buffer is impossible in safe code: the host launcher
 /// borrows the buffer exclusively for this parameter.
-pub struct AtomicSlice<T: AtomicElement> {
-    pointer: *mut T,
-    len: usize,
-    _elements: PhantomData<*mut T>,
+pub type AtomicSlice<T> = DisjointSlice<T, Atomics>;
+
+/// The partition of [`AtomicSlice`]: every thread may reach every element, atomically (no
+/// plain access in safe code, so no two threads' accesses race). No launch requirement.
+pub struct Atomics;
+
+// SAFETY: every safe access is atomic, bounds-checked.
+unsafe impl Partition for Atomics {
+    const REQUIREMENTS: LaunchRequirements = LaunchRequirements::NONE;
+    type Shape = ();
 }
 
 macro_rules! forward {
@@ -50,42 +56,7 @@ macro_rules! forward {
     )*};
 }
 
-// SAFETY: every access is atomic (or `unsafe`), so any thread may reach any element.
-unsafe impl<T: AtomicElement> super::KernelOutput for AtomicSlice<T> {
-    type Element = T;
-    const REQUIREMENTS: super::LaunchRequirements = super::LaunchRequirements::NONE;
-    type Shape = ();
-
-    #[inline(always)]
-    unsafe fn from_raw_parts(pointer: *mut T, len: usize, (): ()) -> Self {
-        // SAFETY: forwarded.
-        unsafe { AtomicSlice::from_raw_parts(pointer, len) }
-    }
-}
-
-impl<T: AtomicElement> super::WholeBufferOutput for AtomicSlice<T> {}
-
-impl<T: AtomicElement> AtomicSlice<T> {
-    /// # Safety
-    /// `pointer` is aligned and valid for reads and writes of `len` elements for the lifetime
-    /// of the value, and every access to them during the launch is atomic.
-    #[inline(always)]
-    pub(crate) unsafe fn from_raw_parts(pointer: *mut T, len: usize) -> Self {
-        AtomicSlice { pointer, len, _elements: PhantomData }
-    }
-
-    /// Number of elements.
-    #[inline(always)]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// True if there are no elements.
-    #[inline(always)]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
+impl<T: AtomicElement> DisjointSlice<T, Atomics> {
     /// Element `index` as an atomic cell, or `None` past the end.
     #[inline(always)]
     pub fn get(&self, index: usize) -> Option<&Atomic<T>> {

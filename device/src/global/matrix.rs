@@ -5,8 +5,9 @@ use core::marker::PhantomData;
 
 use bytemuck::Pod;
 
+use super::LaunchRequirements;
 use super::index::NotSend;
-use super::{KernelOutput, LaunchRequirements};
+use super::slice::{DisjointSlice, Partition};
 use crate::thread::{block_dim_x, block_dim_y, block_idx_x, block_idx_y, grid_dim_x, grid_dim_y, thread_idx_x, thread_idx_y};
 
 /// A cell (row, column) of a row-major matrix that no other thread of the launch holds: the
@@ -167,48 +168,23 @@ impl Iterator for GridStride2d {
 ///
 /// Launch in 2-D (`z = 1`); every launcher refuses other shapes (`NotTwoDimensional`,
 /// `TooManyThreadsAlongAxis`).
-pub struct DisjointMatrix<T: Pod> {
-    pointer: *mut T,
-    len: usize,
-    cols: u32,
-    _elements: PhantomData<*mut T>,
-}
+pub type DisjointMatrix<T> = DisjointSlice<T, Cells>;
 
-// SAFETY: `(r, c) -> r * cols + c` is one-to-one on `c < cols` (checked at each access), with
-// `cols` the same in every thread (the shape's contract); every access goes through a
-// `ThreadCell`, unique under `PLANAR_THREADS`.
-unsafe impl<T: Pod> KernelOutput for DisjointMatrix<T> {
-    type Element = T;
+/// The partition of [`DisjointMatrix`]: witness [`ThreadCell`] `(r, c)` -> element `r * cols
+/// + c` for `c < cols` (`cols` from `#[kernel(cols(..))]`). Disjoint: the map is one-to-one on
+/// `c < cols` with `cols` the same in every thread, and the cells are unique under
+/// `PLANAR_THREADS` (see `ThreadCell`).
+pub struct Cells;
+
+// SAFETY: `(r, c) -> r * cols + c` is one-to-one on `c < cols` (checked at each access, with
+// the end of the buffer), with `cols` the same in every thread (the shape's contract); every
+// access goes through a `ThreadCell`, unique under `PLANAR_THREADS`.
+unsafe impl Partition for Cells {
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::PLANAR_THREADS;
     type Shape = u32;
-
-    #[inline(always)]
-    unsafe fn from_raw_parts(pointer: *mut T, len: usize, cols: u32) -> Self {
-        DisjointMatrix { pointer, len, cols, _elements: PhantomData }
-    }
 }
 
-impl<T: Pod> super::RowMajorOutput for DisjointMatrix<T> {}
-
-impl<T: Pod> DisjointMatrix<T> {
-    /// Columns per row (the launch's `cols`).
-    #[inline(always)]
-    pub fn cols(&self) -> u32 {
-        self.cols
-    }
-
-    /// Elements of the buffer.
-    #[inline(always)]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// True if the buffer is empty.
-    #[inline(always)]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
+impl<T: Pod> DisjointSlice<T, Cells> {
     /// This thread's element at `cell`, or `None` if its column is not below `cols` or the
     /// element is past the end of the buffer.
     #[inline(always)]
@@ -216,11 +192,12 @@ impl<T: Pod> DisjointMatrix<T> {
     pub fn get_mut(&mut self, cell: ThreadCell) -> Option<&mut T> {
         let (row, col) = cell.owned();
         // `row, col, cols < 2^32`: `row * cols + col < 2^64`, no overflow.
-        let index = row as u64 * self.cols as u64 + col as u64;
-        if col < self.cols && index < self.len as u64 {
-            super::note_output(self.pointer, self.len, index as usize, 1, true);
+        let cols = self.shape;
+        let index = row as u64 * cols as u64 + col as u64;
+        if col < cols && index < self.len as u64 {
+            self.note(index as usize, 1, true);
             // SAFETY: in bounds; the element belongs to `cell` alone (see the impl of
-            // `KernelOutput`), and the borrow of `self` keeps this thread from a second
+            // `Partition`), and the borrow of `self` keeps this thread from a second
             // reference to it.
             Some(unsafe { &mut *self.pointer.add(index as usize) })
         } else {

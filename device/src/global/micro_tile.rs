@@ -6,8 +6,9 @@ use core::marker::PhantomData;
 
 use bytemuck::Pod;
 
+use super::LaunchRequirements;
+use super::slice::{DisjointSlice, Partition};
 use super::tile::BlockTile;
-use super::{KernelOutput, LaunchRequirements};
 
 /// A row-major matrix output of `cols` columns cut into tiles of `TILE_ROWS x TILE_COLS`, one
 /// per block, each tile owned by its block's threads in contiguous micro-tiles of `MR x MC`:
@@ -44,14 +45,15 @@ use super::{KernelOutput, LaunchRequirements};
 /// [`tile_mut`](Self::tile_mut) and [`tile_aligned_mut`](Self::tile_aligned_mut) give whole
 /// tiles only, checked once per tile; a row of the micro-tile is then reached with constant
 /// checks only (which fold away when its index is a constant, as in an unrolled epilogue).
-pub struct PerThreadTile<T: Pod, const TILE_ROWS: u32, const TILE_COLS: u32, const MR: u32, const MC: u32, const RR: u32 = 1, const RC: u32 = 1> {
-    pointer: *mut T,
-    len: usize,
-    cols: u32,
-    _elements: PhantomData<*mut T>,
-}
+pub type PerThreadTile<T, const TILE_ROWS: u32, const TILE_COLS: u32, const MR: u32, const MC: u32, const RR: u32 = 1, const RC: u32 = 1> =
+    DisjointSlice<T, ThreadTiles<TILE_ROWS, TILE_COLS, MR, MC, RR, RC>>;
 
-impl<T: Pod, const TR: u32, const TC: u32, const MR: u32, const MC: u32, const RR: u32, const RC: u32> PerThreadTile<T, TR, TC, MR, MC, RR, RC> {
+/// The partition of [`PerThreadTile`] (its map is given there): witness [`BlockTile`] ->
+/// the thread's `MR x MC` micro-tile of each quadrant of its block's tile. Launch: blocks of
+/// exactly `(THREADS, 1, 1)` in a grid with `z = 1`.
+pub struct ThreadTiles<const TR: u32, const TC: u32, const MR: u32, const MC: u32, const RR: u32, const RC: u32>;
+
+impl<const TR: u32, const TC: u32, const MR: u32, const MC: u32, const RR: u32, const RC: u32> ThreadTiles<TR, TC, MR, MC, RR, RC> {
     /// Threads per block: `(TILE_ROWS / (RR MR)) (TILE_COLS / (RC MC))`. Evaluating it (every
     /// kernel with this output does) fails the build for a shape whose sides do not divide.
     pub const THREADS: u32 = {
@@ -81,43 +83,19 @@ impl<T: Pod, const TR: u32, const TC: u32, const MR: u32, const MC: u32, const R
 // TR x TC elements, so distinct threads own disjoint elements; (row, col) -> row * cols + col
 // is one-to-one on col < cols with cols the same in every thread (the shape's contract).
 // Accesses go through a `BlockTile`, which only its own thread holds.
-unsafe impl<T: Pod, const TR: u32, const TC: u32, const MR: u32, const MC: u32, const RR: u32, const RC: u32> KernelOutput
-    for PerThreadTile<T, TR, TC, MR, MC, RR, RC>
-{
-    type Element = T;
+unsafe impl<const TR: u32, const TC: u32, const MR: u32, const MC: u32, const RR: u32, const RC: u32> Partition for ThreadTiles<TR, TC, MR, MC, RR, RC> {
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::tile_block(Self::THREADS, 1);
     type Shape = u32;
-
-    #[inline(always)]
-    unsafe fn from_raw_parts(pointer: *mut T, len: usize, cols: u32) -> Self {
-        const { Self::THREADS };
-        PerThreadTile { pointer, len, cols, _elements: PhantomData }
-    }
+    const VALID: () = {
+        let _ = Self::THREADS;
+    };
 }
 
-impl<T: Pod, const TR: u32, const TC: u32, const MR: u32, const MC: u32, const RR: u32, const RC: u32> super::RowMajorOutput
-    for PerThreadTile<T, TR, TC, MR, MC, RR, RC>
-{
-}
-
-impl<T: Pod, const TR: u32, const TC: u32, const MR: u32, const MC: u32, const RR: u32, const RC: u32> PerThreadTile<T, TR, TC, MR, MC, RR, RC> {
-    /// Columns per row (the launch's `cols`).
-    #[inline(always)]
-    pub fn cols(&self) -> u32 {
-        self.cols
-    }
-
-    /// Elements of the buffer.
-    #[inline(always)]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// True if the buffer is empty.
-    #[inline(always)]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
+impl<T: Pod, const TR: u32, const TC: u32, const MR: u32, const MC: u32, const RR: u32, const RC: u32> DisjointSlice<T, ThreadTiles<TR, TC, MR, MC, RR, RC>> {
+    /// Threads per block: `(TILE_ROWS / (RR MR)) (TILE_COLS / (RC MC))`. Evaluating it (every
+    /// kernel with this output does) fails the build for a shape whose sides do not divide.
+    pub const THREADS: u32 = ThreadTiles::<TR, TC, MR, MC, RR, RC>::THREADS;
+    const GRID_COLS: u32 = ThreadTiles::<TR, TC, MR, MC, RR, RC>::GRID_COLS;
 
     /// The first row and column of this block's tile and of this thread's first micro-tile
     /// (`u32`, no wrap-around), if the tile lies wholly inside the matrix.
@@ -132,7 +110,7 @@ impl<T: Pod, const TR: u32, const TC: u32, const MR: u32, const MC: u32, const R
         // A product past u32 would wrap onto another block's tile: no tile then.
         let first_row = block_y.checked_mul(TR)?;
         let first_col = block_x.checked_mul(TC)?;
-        if !super::tile::whole_tile_inside(first_row, first_col, TR, TC, self.cols, self.len) {
+        if !super::tile::whole_tile_inside(first_row, first_col, TR, TC, self.shape, self.len) {
             return None;
         }
         let (ty, tx) = (thread_x / Self::GRID_COLS, thread_x % Self::GRID_COLS);
@@ -164,7 +142,7 @@ impl<T: Pod, const TR: u32, const TC: u32, const MR: u32, const MC: u32, const R
         };
         // Multiples of 16 bytes in the tile (quadrant and tile widths): MC is, and
         // QUADRANT_COLS and TC are multiples of MC.
-        if !(self.pointer as usize).is_multiple_of(16) || !(self.cols as usize * core::mem::size_of::<T>()).is_multiple_of(16) {
+        if !(self.pointer as usize).is_multiple_of(16) || !(self.shape as usize * core::mem::size_of::<T>()).is_multiple_of(16) {
             return None;
         }
         let (first_row, first_col, row, col) = self.whole_tile(me)?;
@@ -194,14 +172,14 @@ impl<'a, T: Pod, const TR: u32, const TC: u32, const MR: u32, const MC: u32, con
     MicroTileMut<'a, T, TR, TC, MR, MC, RR, RC, ALIGNED>
 {
     #[inline(always)]
-    fn new(output: &'a mut PerThreadTile<T, TR, TC, MR, MC, RR, RC>, first_row: u32, first_col: u32, row: u32, col: u32) -> Self {
+    fn new(output: &'a mut DisjointSlice<T, ThreadTiles<TR, TC, MR, MC, RR, RC>>, first_row: u32, first_col: u32, row: u32, col: u32) -> Self {
         // Inside the buffer (the whole tile is), so `add` is in bounds; no overflow: the
         // offset is below `len`.
-        let offset = (first_row + row) as usize * output.cols as usize + (first_col + col) as usize;
+        let offset = (first_row + row) as usize * output.shape as usize + (first_col + col) as usize;
         // SAFETY: element (first_row + row, first_col + col) lies in the tile, which lies
         // inside the buffer (checked by `whole_tile`).
         let base = unsafe { output.pointer.add(offset) };
-        MicroTileMut { base, output: output.pointer, len: output.len, cols: output.cols, first_row, first_col, row, col, _output: PhantomData }
+        MicroTileMut { base, output: output.pointer, len: output.len, cols: output.shape, first_row, first_col, row, col, _output: PhantomData }
     }
 
     /// The matrix row and column of the block's tile's element (0, 0).
@@ -213,14 +191,14 @@ impl<'a, T: Pod, const TR: u32, const TC: u32, const MR: u32, const MC: u32, con
     /// The matrix row of this thread's row `i` (a number, to index inputs with; wrapping).
     #[inline(always)]
     pub fn row(&self, i: u32) -> u32 {
-        let quadrant_rows = PerThreadTile::<T, TR, TC, MR, MC, RR, RC>::QUADRANT_ROWS;
+        let quadrant_rows = ThreadTiles::<TR, TC, MR, MC, RR, RC>::QUADRANT_ROWS;
         self.first_row.wrapping_add(self.row).wrapping_add((i / MR).wrapping_mul(quadrant_rows)).wrapping_add(i % MR)
     }
 
     /// The matrix column of the first element of this thread's run `j` (a number; wrapping).
     #[inline(always)]
     pub fn col(&self, j: u32) -> u32 {
-        let quadrant_cols = PerThreadTile::<T, TR, TC, MR, MC, RR, RC>::QUADRANT_COLS;
+        let quadrant_cols = ThreadTiles::<TR, TC, MR, MC, RR, RC>::QUADRANT_COLS;
         self.first_col.wrapping_add(self.col).wrapping_add(j.wrapping_mul(quadrant_cols))
     }
 
@@ -231,8 +209,7 @@ impl<'a, T: Pod, const TR: u32, const TC: u32, const MR: u32, const MC: u32, con
         if i >= RR * MR || j >= RC {
             return None;
         }
-        let (quadrant_rows, quadrant_cols) =
-            (PerThreadTile::<T, TR, TC, MR, MC, RR, RC>::QUADRANT_ROWS, PerThreadTile::<T, TR, TC, MR, MC, RR, RC>::QUADRANT_COLS);
+        let (quadrant_rows, quadrant_cols) = (ThreadTiles::<TR, TC, MR, MC, RR, RC>::QUADRANT_ROWS, ThreadTiles::<TR, TC, MR, MC, RR, RC>::QUADRANT_COLS);
         // No overflow: the row is below TR and the column below TC (both u32), so the offset
         // is inside the tile, which is inside the buffer.
         let offset = ((i / MR) * quadrant_rows + i % MR) as usize * self.cols as usize + (j * quadrant_cols) as usize;

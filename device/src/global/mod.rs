@@ -16,8 +16,16 @@
 //! | [`PerBlockTile<T, TR, TC, BX, BY, TRANSPOSED>`] | block `(bx, by)` owns tile `(by, bx)` (`(bx, by)` if `TRANSPOSED`) of `TR x TC` elements; its thread `(tx, ty)` the tile elements `(ty + BY i, tx + BX j)`, named by its [`BlockTile`] |
 //! | [`PerThreadTile<T, TR, TC, MR, MC, RR, RC>`] | block `(bx, by)` owns tile `(by, bx)` of `TR x TC` elements, cut into `RR x RC` quadrants; its thread `t` (1-D blocks of exactly `(TR / RR / MR) (TC / RC / MC)` threads) the contiguous `MR x MC` micro-tile `(t / G, t % G)` of each quadrant (`G = TC / RC / MC`), named by its [`BlockTile`] |
 //! | [`PerWarpRow<T>`] | warp `w` owns row `w` of a row-major matrix; its lane `l` the columns `l, l + 32, ...`, named by its [`WarpRow`] |
+//! | `DisjointSlice<T, BlockRows>` | block `b` owns rows `b, b + gridDim.x, ...` of a row-major matrix of `cols` columns; its thread `t` the columns `t, t + blockDim.x, ...`, named by its [`BlockRow`] |
+//! | `DisjointSlice<T, RotaryPairs<HEAD, HALF>>` | rows as `BlockRows`, cut into heads of `HEAD`; thread `t` owns the pairs `(k, k + HALF)` of its units `t + blockDim.x j` (NeoX rotary) |
+//! | `DisjointSlice<T, Cells3d>` | thread `(x, y, z)` owns element `(z, y, x)` of a `[depth][rows][cols]` tensor, named by its [`ThreadCell3d`] |
+//! | `DisjointSlice<T, Handoff>` | block `b` publishes row `b` (atomically); the last block to [`arrive`](DisjointSlice::arrive) reads them all ([`LastBlock`]) |
 //! | [`UncheckedSlice<T>`] | only `unsafe` accesses, whose callers state which thread owns which element (register micro-tiles, computed indices) |
 //! | [`AtomicSlice<T>`] | every thread reads and writes any element, atomically; this is also how threads read each other's writes after a barrier or grid sync |
+//!
+//! All of them are one type, [`DisjointSlice<T, P>`], generic over its [`partition`] `P` (the
+//! names above are aliases): a partition states one map and what the launch must satisfy
+//! for it, so a new pattern is a new partition.
 //!
 //! The four matrix outputs get their row width `cols` from `#[kernel(cols(name = ..))]`: a
 //! by-value `u32` parameter or a constant, the same in every thread (a per-thread width would
@@ -46,31 +54,58 @@
 //! generated `launch_cpu` from the host slices, with the same rules.
 
 mod atomic_slice;
+mod block_rows;
+mod cells3d;
 mod chunks;
 mod disjoint;
+mod handoff;
 mod index;
 mod matrix;
 mod micro_tile;
 mod per_block;
 mod planes;
+mod slice;
 mod tile;
 mod unchecked;
 mod warp_rows;
 mod window;
 
+/// The partitions of [`DisjointSlice<T, P>`]: marker types, one map each (which witness
+/// reaches which elements, and what the launch must satisfy). docs/kernel-model.md states
+/// each map, why it is disjoint, what the launchers check and what the CPU executor checks.
+pub mod partition {
+    pub use super::atomic_slice::Atomics;
+    pub use super::block_rows::{BlockRows, RotaryPairs};
+    pub use super::cells3d::Cells3d;
+    pub use super::chunks::Chunks;
+    pub use super::disjoint::Threads;
+    pub use super::handoff::Handoff;
+    pub use super::matrix::Cells;
+    pub use super::micro_tile::ThreadTiles;
+    pub use super::per_block::Blocks;
+    pub use super::planes::Planes;
+    pub use super::slice::Partition;
+    pub use super::tile::BlockTiles;
+    pub use super::unchecked::Unchecked;
+    pub use super::warp_rows::WarpRows;
+}
+
 pub use crate::atomic::{Atomic, AtomicElement, Scope};
 pub use atomic_slice::AtomicSlice;
+pub use block_rows::{BlockRow, BlockRowIter, RotaryPairsIter, ThreadRow, block_row, block_rows};
+pub use cells3d::{ThreadCell3d, unique_cell_3d};
 pub use chunks::DisjointChunks;
-pub use disjoint::DisjointSlice;
 pub use ferrocuda_types::LaunchRequirements;
+pub use handoff::LastBlock;
 pub use index::{BlockIndex, GridStride, ThreadIndex, grid_stride, once_per_block, unique_index};
 pub use matrix::{DisjointMatrix, GridStride2d, ThreadCell, grid_stride_2d, unique_cell};
 pub use micro_tile::{MicroTileMut, PerThreadTile};
 pub use per_block::PerBlock;
 pub use planes::DisjointPlanes;
+pub use slice::DisjointSlice;
 pub use tile::{BlockTile, PerBlockTile, TileMut, block_tile};
 pub use unchecked::UncheckedSlice;
-pub use warp_rows::{LaneRow, LaneRowIter, LaneRowZip, PerWarpRow, WarpRow, warp_row};
+pub use warp_rows::{LaneRow, LaneRowIter, LaneRowZip, PerWarpRow, WarpRow, WarpRowIter, warp_row, warp_rows};
 pub use window::{Window, window};
 
 /// A kernel output parameter type: what `#[kernel]` builds from the pointer and length the
@@ -88,8 +123,9 @@ pub unsafe trait KernelOutput: Sized {
     /// What the launch must satisfy for the partition to hold.
     const REQUIREMENTS: LaunchRequirements;
     /// What the output needs besides the buffer: `()` for the 1-D outputs, the row width
-    /// (`u32`) for the row-major matrix outputs ([`DisjointMatrix`], [`PerBlockTile`],
-    /// [`PerThreadTile`], [`PerWarpRow`]), which `#[kernel(cols(name = ..))]` names.
+    /// (`u32`) for the row-major ones ([`DisjointMatrix`], [`PerBlockTile`],
+    /// [`PerThreadTile`], [`PerWarpRow`], `DisjointSlice<T, BlockRows>`) and `(rows, cols)`
+    /// for `DisjointSlice<T, Cells3d>`, which `#[kernel(cols(name = ..))]` names.
     type Shape: Copy;
 
     /// Builds the parameter.
@@ -111,15 +147,42 @@ pub unsafe trait KernelOutput: Sized {
     label = "needs `#[kernel(cols(<this parameter> = <a u32 parameter or constant>))]`",
     note = "the width must be the same in every thread of the launch, so it comes from a by-value kernel parameter or a constant, named once in the attribute"
 )]
-pub trait WholeBufferOutput: KernelOutput<Shape = ()> {}
+pub trait WholeBufferOutput: KernelOutput {}
 
-/// A row-major matrix output, whose row width `#[kernel(cols(name = ..))]` gives.
+/// A row-major output, whose row width (or, for [`Cells3d`](partition::Cells3d), rows and
+/// columns) `#[kernel(cols(name = ..))]` gives.
 #[doc(hidden)]
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` has no row width: `cols(..)` names only the matrix outputs `DisjointMatrix`, `PerBlockTile`, `PerThreadTile` and `PerWarpRow`",
+    message = "`{Self}` has no row width: `cols(..)` names only the row-major outputs `DisjointMatrix`, `PerBlockTile`, `PerThreadTile`, `PerWarpRow` and `DisjointSlice<T, P>` for `P` = `BlockRows`, `RotaryPairs<..>`, `Handoff` (`(rows, cols)` for `Cells3d`)",
     label = "not a row-major matrix output"
 )]
-pub trait RowMajorOutput: KernelOutput<Shape = u32> {}
+pub trait RowMajorOutput: KernelOutput {}
+
+/// The shape of a partition that needs nothing besides the buffer: `()` only.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "this output's partition needs the launch's row width (`{Self}`): name it in the kernel's attribute",
+    label = "needs `#[kernel(cols(<this parameter> = <a u32 parameter or constant>))]`",
+    note = "the width must be the same in every thread of the launch, so it comes from a by-value kernel parameter or a constant, named once in the attribute"
+)]
+pub trait NoShape: Copy {
+    /// The value.
+    const NONE: Self;
+}
+impl NoShape for () {
+    const NONE: Self = ();
+}
+
+/// The shape of a row-major partition, which `#[kernel(cols(..))]` gives: a width (`u32`),
+/// or rows and columns (`(u32, u32)`).
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "this output has no row width: `cols(..)` names only the row-major outputs `DisjointMatrix`, `PerBlockTile`, `PerThreadTile`, `PerWarpRow` and `DisjointSlice<T, P>` for `P` = `BlockRows`, `RotaryPairs<..>`, `Handoff` (`(rows, cols)` for `Cells3d`)",
+    label = "not a row-major matrix output"
+)]
+pub trait LaunchShape: Copy {}
+impl LaunchShape for u32 {}
+impl LaunchShape for (u32, u32) {}
 
 /// The bounds panic of every output type's checked access. On the GPU through
 /// [`kernel_panic!`](crate::kernel_panic), so that the cheap panic report keeps the index and
@@ -174,7 +237,7 @@ pub(crate) fn raw_view<T>(pointer: *mut T, len: usize) -> *mut T {
 /// What the code `#[kernel]` generates calls to build these parameters; not public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use super::{KernelOutput, LaunchRequirements};
+    pub use super::{KernelOutput, LaunchRequirements, NoShape};
     use bytemuck::Pod;
     pub use ferrocuda_types::same_lengths;
 
@@ -193,8 +256,8 @@ pub mod __private {
     /// addressed by the buffer alone.
     pub const fn require_output<O: KernelOutput<Element = T> + super::WholeBufferOutput, T: Pod>() {}
 
-    /// Compile-time check the launchers use: `O` is a row-major matrix output whose elements
-    /// are `T` (its width named in `#[kernel(cols(..))]`).
+    /// Compile-time check the launchers use: `O` is a row-major output whose elements are `T`
+    /// (its width, or rows and columns, named in `#[kernel(cols(..))]`).
     pub const fn require_matrix_output<O: KernelOutput<Element = T> + super::RowMajorOutput, T: Pod>() {}
 
     /// The device type a `&TensorMap` kernel parameter must name: only

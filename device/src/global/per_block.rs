@@ -1,10 +1,9 @@
-//! [`PerBlock`]: an output with one element per block.
-
-use core::marker::PhantomData;
+//! [`PerBlock`]: an output with one element per block ([`Blocks`]).
 
 use bytemuck::Pod;
 
-use super::{BlockIndex, KernelOutput, LaunchRequirements};
+use super::slice::{DisjointSlice, Partition};
+use super::{BlockIndex, LaunchRequirements};
 
 /// A kernel output with one element per block: block `b` (linear index `blockIdx.x +
 /// gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)`) owns element `b`, written by the one
@@ -25,49 +24,30 @@ use super::{BlockIndex, KernelOutput, LaunchRequirements};
 /// It accepts only a `BlockIndex`, and the per-thread outputs only a `ThreadIndex`: thread 1
 /// of block 0 and thread 0 of block 1 no longer both own element 1 (audit finding N1). Any
 /// launch shape is allowed.
-pub struct PerBlock<T: Pod> {
-    pointer: *mut T,
-    len: usize,
-    _elements: PhantomData<*mut T>,
-}
+pub type PerBlock<T> = DisjointSlice<T, Blocks>;
+
+/// The partition of [`PerBlock`]: witness [`BlockIndex`] `b` -> element `b`. Disjoint: one
+/// thread per block (thread `(0, 0, 0)`) holds its block's `BlockIndex`, and the linear block
+/// index names one block in any launch. No launch requirement.
+pub struct Blocks;
 
 // SAFETY: element `b` is reached only through the `BlockIndex` `b`, which one thread of the
-// launch holds (thread (0, 0, 0) of block `b`).
-unsafe impl<T: Pod> KernelOutput for PerBlock<T> {
-    type Element = T;
+// launch holds (thread (0, 0, 0) of block `b`); accesses are bounds-checked.
+unsafe impl Partition for Blocks {
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::NONE;
     type Shape = ();
-
-    #[inline(always)]
-    unsafe fn from_raw_parts(pointer: *mut T, len: usize, (): ()) -> Self {
-        PerBlock { pointer, len, _elements: PhantomData }
-    }
 }
 
-impl<T: Pod> super::WholeBufferOutput for PerBlock<T> {}
-
-impl<T: Pod> PerBlock<T> {
-    /// Number of elements.
-    #[inline(always)]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// True if there are no elements.
-    #[inline(always)]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
+impl<T: Pod> DisjointSlice<T, Blocks> {
     /// This block's element, or `None` past the end.
     #[inline(always)]
     #[track_caller]
     pub fn get_mut(&mut self, block: BlockIndex) -> Option<&mut T> {
         let b = block.owned();
         if b < self.len {
+            let pointer = self.note(b, 1, true);
             // SAFETY: in bounds; only this thread holds `block`, and the borrow of `self`
             // keeps it from a second reference.
-            let pointer = super::note_output(self.pointer, self.len, b, 1, true);
             Some(unsafe { &mut *pointer.add(b) })
         } else {
             None
@@ -75,7 +55,7 @@ impl<T: Pod> PerBlock<T> {
     }
 }
 
-impl<T: Pod> core::ops::Index<BlockIndex> for PerBlock<T> {
+impl<T: Pod> core::ops::Index<BlockIndex> for DisjointSlice<T, Blocks> {
     type Output = T;
 
     /// This block's element; panics past the end.
@@ -86,13 +66,13 @@ impl<T: Pod> core::ops::Index<BlockIndex> for PerBlock<T> {
         if b >= self.len {
             super::out_of_bounds(b, self.len);
         }
+        let pointer = self.note(b, 1, false);
         // SAFETY: in bounds; only this thread holds `block`.
-        let pointer = super::note_output(self.pointer, self.len, b, 1, false);
         unsafe { &*pointer.add(b) }
     }
 }
 
-impl<T: Pod> core::ops::IndexMut<BlockIndex> for PerBlock<T> {
+impl<T: Pod> core::ops::IndexMut<BlockIndex> for DisjointSlice<T, Blocks> {
     /// This block's element; panics past the end.
     #[inline(always)]
     #[track_caller]

@@ -1,11 +1,10 @@
 //! [`DisjointPlanes`]: a structure-of-arrays output, `P` planes with one element per thread
 //! index in each.
 
-use core::marker::PhantomData;
-
 use bytemuck::Pod;
 
-use super::{KernelOutput, LaunchRequirements, ThreadIndex};
+use super::slice::{DisjointSlice, Partition};
+use super::{LaunchRequirements, ThreadIndex};
 
 /// A kernel output of `P` planes of equal length (structure of arrays: results `0..P` of
 /// input `i` at `i`, `i + plane_len`, `i + 2 * plane_len`, ...), each thread writing only the
@@ -25,33 +24,28 @@ use super::{KernelOutput, LaunchRequirements, ThreadIndex};
 /// ```
 ///
 /// The last `len % P` elements belong to no plane.
-pub struct DisjointPlanes<T: Pod, const P: usize> {
-    pointer: *mut T,
-    plane_len: usize,
-    _elements: PhantomData<*mut T>,
-}
+pub type DisjointPlanes<T, const P: usize> = DisjointSlice<T, Planes<P>>;
+
+/// The partition of [`DisjointPlanes<T, P>`]: witness [`ThreadIndex`] `i` -> elements `plane *
+/// plane_len + i` for `plane < P`, with `plane_len = len / P` fixed for the launch. Disjoint:
+/// the map is one-to-one for `i < plane_len` and the witnesses are unique under
+/// `LINEAR_THREADS`.
+pub struct Planes<const P: usize>;
 
 // SAFETY: `(i, plane) -> plane * plane_len + i` is one-to-one for `i < plane_len` and
-// `plane < P`; every access goes through a `ThreadIndex`, unique under `LINEAR_THREADS`.
-unsafe impl<T: Pod, const P: usize> KernelOutput for DisjointPlanes<T, P> {
-    type Element = T;
+// `plane < P`, inside the buffer; every access goes through a `ThreadIndex`, unique under
+// `LINEAR_THREADS`.
+unsafe impl<const P: usize> Partition for Planes<P> {
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::LINEAR_THREADS;
     type Shape = ();
-
-    #[inline(always)]
-    unsafe fn from_raw_parts(pointer: *mut T, len: usize, (): ()) -> Self {
-        const { assert!(P > 0, "DisjointPlanes<T, P> needs at least one plane (P > 0)") };
-        DisjointPlanes { pointer, plane_len: len / P, _elements: PhantomData }
-    }
+    const VALID: () = assert!(P > 0, "DisjointPlanes<T, P> needs at least one plane (P > 0)");
 }
 
-impl<T: Pod, const P: usize> super::WholeBufferOutput for DisjointPlanes<T, P> {}
-
-impl<T: Pod, const P: usize> DisjointPlanes<T, P> {
+impl<T: Pod, const P: usize> DisjointSlice<T, Planes<P>> {
     /// Elements per plane (the buffer's length divided by `P`).
     #[inline(always)]
     pub fn plane_len(&self) -> usize {
-        self.plane_len
+        self.len / P
     }
 
     /// This thread's element `index` of plane `plane`, or `None` if `index` is past the plane
@@ -60,11 +54,12 @@ impl<T: Pod, const P: usize> DisjointPlanes<T, P> {
     #[track_caller]
     pub fn get_mut(&mut self, index: ThreadIndex, plane: usize) -> Option<&mut T> {
         let i = index.owned();
-        if i < self.plane_len && plane < P {
+        let plane_len = self.plane_len();
+        if i < plane_len && plane < P {
             // SAFETY: `plane * plane_len + i < P * plane_len <= len`; the element belongs to
-            // `index` alone (see the impl of `KernelOutput`), which no other thread holds.
-            let pointer = super::note_output(self.pointer, P * self.plane_len, plane * self.plane_len + i, 1, true);
-            Some(unsafe { &mut *pointer.add(plane * self.plane_len + i) })
+            // `index` alone (see the impl of `Partition`), which no other thread holds.
+            let pointer = self.note(plane * plane_len + i, 1, true);
+            Some(unsafe { &mut *pointer.add(plane * plane_len + i) })
         } else {
             None
         }
@@ -75,22 +70,16 @@ impl<T: Pod, const P: usize> DisjointPlanes<T, P> {
     #[track_caller]
     pub fn get_all_mut(&mut self, index: ThreadIndex) -> Option<[&mut T; P]> {
         let i = index.owned();
-        if i < self.plane_len {
-            let (mut pointer, plane_len) = (self.pointer, self.plane_len);
+        let plane_len = self.plane_len();
+        if i < plane_len {
+            let mut pointer = self.pointer;
             for plane in 0..P {
-                pointer = super::note_output(self.pointer, P * plane_len, plane * plane_len + i, 1, true);
+                pointer = self.note(plane * plane_len + i, 1, true);
             }
             // SAFETY: as in `get_mut`; the `P` elements are distinct (one per plane).
             Some(core::array::from_fn(|plane| unsafe { &mut *pointer.add(plane * plane_len + i) }))
         } else {
             None
         }
-    }
-
-    /// The start of the output, for `unsafe` code under the contract of
-    /// [`DisjointSlice::get_unchecked_mut`](super::DisjointSlice::get_unchecked_mut).
-    #[inline(always)]
-    pub fn as_mut_ptr(&mut self) -> *mut T {
-        super::raw_view(self.pointer, P * self.plane_len)
     }
 }

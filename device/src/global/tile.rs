@@ -5,8 +5,9 @@ use core::marker::PhantomData;
 
 use bytemuck::Pod;
 
+use super::LaunchRequirements;
 use super::index::NotSend;
-use super::{KernelOutput, LaunchRequirements};
+use super::slice::{DisjointSlice, Partition};
 use crate::thread::{block_idx_x, block_idx_y, thread_idx_x, thread_idx_y};
 
 /// This thread's place in the launch for a [`PerBlockTile`] output: its block's `(x, y)` in
@@ -89,12 +90,17 @@ impl BlockTile {
 /// [`tile_mut`](Self::tile_mut) gives whole tiles only, with no check left per element but
 /// the constant ones (which fold away in unrolled loops); [`tile_clipped_mut`](Self::tile_clipped_mut)
 /// also gives the tiles that the matrix's right or bottom edge cuts, checking each element.
-pub struct PerBlockTile<T: Pod, const TILE_ROWS: u32, const TILE_COLS: u32, const BLOCK_X: u32, const BLOCK_Y: u32, const TRANSPOSED: bool = false> {
-    pointer: *mut T,
-    len: usize,
-    cols: u32,
-    _elements: PhantomData<*mut T>,
-}
+pub type PerBlockTile<T, const TILE_ROWS: u32, const TILE_COLS: u32, const BLOCK_X: u32, const BLOCK_Y: u32, const TRANSPOSED: bool = false> =
+    DisjointSlice<T, BlockTiles<TILE_ROWS, TILE_COLS, BLOCK_X, BLOCK_Y, TRANSPOSED>>;
+
+/// The partition of [`PerBlockTile`]: witness [`BlockTile`] (block `(bx, by)`, thread `(tx,
+/// ty)`) -> the elements (row `R TR + ty + BY i`, column `C TC + tx + BX j`) of tile `(R, C)
+/// = (by, bx)` (`(bx, by)` if `TRANSPOSED`), for `ty + BY i < TR`, `tx + BX j < TC`.
+/// Disjoint: block -> tile is one-to-one (a grid with `z = 1`, origins checked against `u32`
+/// overflow), threads of a block stride over the tile with distinct residues, and `(row,
+/// col) -> row * cols + col` is one-to-one on `col < cols`. Launch: blocks of exactly `(BX,
+/// BY, 1)` in a grid with `z = 1` (`tile_block`).
+pub struct BlockTiles<const TR: u32, const TC: u32, const BX: u32, const BY: u32, const TRANSPOSED: bool>;
 
 // SAFETY: block -> tile is one-to-one (fixed orientation, a grid with z = 1); within a tile,
 // thread (tx, ty) with tx < BLOCK_X, ty < BLOCK_Y (the launch requirement) owns the elements
@@ -102,47 +108,16 @@ pub struct PerBlockTile<T: Pod, const TILE_ROWS: u32, const TILE_COLS: u32, cons
 // disjoint for distinct threads; (row, col) -> row * cols + col is one-to-one on col < cols,
 // with cols the same in every thread (the shape's contract). Accesses go through a
 // `BlockTile`, which only its own thread holds.
-unsafe impl<T: Pod, const TR: u32, const TC: u32, const BX: u32, const BY: u32, const TRANSPOSED: bool> KernelOutput
-    for PerBlockTile<T, TR, TC, BX, BY, TRANSPOSED>
-{
-    type Element = T;
+unsafe impl<const TR: u32, const TC: u32, const BX: u32, const BY: u32, const TRANSPOSED: bool> Partition for BlockTiles<TR, TC, BX, BY, TRANSPOSED> {
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::tile_block(BX, BY);
     type Shape = u32;
-
-    #[inline(always)]
-    unsafe fn from_raw_parts(pointer: *mut T, len: usize, cols: u32) -> Self {
-        const {
-            assert!(TR > 0 && TC > 0, "PerBlockTile needs tiles of at least one row and one column");
-            assert!(BX > 0 && BY > 0, "PerBlockTile needs blocks of at least one thread along x and y");
-        };
-        PerBlockTile { pointer, len, cols, _elements: PhantomData }
-    }
+    const VALID: () = {
+        assert!(TR > 0 && TC > 0, "PerBlockTile needs tiles of at least one row and one column");
+        assert!(BX > 0 && BY > 0, "PerBlockTile needs blocks of at least one thread along x and y");
+    };
 }
 
-impl<T: Pod, const TR: u32, const TC: u32, const BX: u32, const BY: u32, const TRANSPOSED: bool> super::RowMajorOutput
-    for PerBlockTile<T, TR, TC, BX, BY, TRANSPOSED>
-{
-}
-
-impl<T: Pod, const TR: u32, const TC: u32, const BX: u32, const BY: u32, const TRANSPOSED: bool> PerBlockTile<T, TR, TC, BX, BY, TRANSPOSED> {
-    /// Columns per row (the launch's `cols`).
-    #[inline(always)]
-    pub fn cols(&self) -> u32 {
-        self.cols
-    }
-
-    /// Elements of the buffer.
-    #[inline(always)]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// True if the buffer is empty.
-    #[inline(always)]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
+impl<T: Pod, const TR: u32, const TC: u32, const BX: u32, const BY: u32, const TRANSPOSED: bool> DisjointSlice<T, BlockTiles<TR, TC, BX, BY, TRANSPOSED>> {
     /// The first row and column of this block's tile (`u32`, no wrap-around) and the
     /// thread's position in the block, with what the launch guarantees made known to the
     /// compiler.
@@ -166,7 +141,7 @@ impl<T: Pod, const TR: u32, const TC: u32, const BX: u32, const BY: u32, const T
     #[track_caller]
     pub fn tile_mut(&mut self, me: BlockTile) -> Option<TileMut<'_, T, TR, TC, BX, BY>> {
         let (first_row, first_col, tx, ty) = self.place(me)?;
-        if !whole_tile_inside(first_row, first_col, TR, TC, self.cols, self.len) {
+        if !whole_tile_inside(first_row, first_col, TR, TC, self.shape, self.len) {
             return None;
         }
         Some(TileMut::new(self, first_row, first_col, TR, TC, tx, ty))
@@ -178,7 +153,7 @@ impl<T: Pod, const TR: u32, const TC: u32, const BX: u32, const BY: u32, const T
     #[track_caller]
     pub fn tile_clipped_mut(&mut self, me: BlockTile) -> Option<TileMut<'_, T, TR, TC, BX, BY>> {
         let (first_row, first_col, tx, ty) = self.place(me)?;
-        let cols = self.cols as u64;
+        let cols = self.shape as u64;
         if first_col as u64 >= cols {
             return None;
         }
@@ -229,7 +204,7 @@ pub struct TileMut<'a, T: Pod, const TR: u32, const TC: u32, const BX: u32, cons
 impl<'a, T: Pod, const TR: u32, const TC: u32, const BX: u32, const BY: u32> TileMut<'a, T, TR, TC, BX, BY> {
     #[inline(always)]
     fn new<const TRANSPOSED: bool>(
-        output: &'a mut PerBlockTile<T, TR, TC, BX, BY, TRANSPOSED>,
+        output: &'a mut DisjointSlice<T, BlockTiles<TR, TC, BX, BY, TRANSPOSED>>,
         first_row: u32,
         first_col: u32,
         row_limit: u32,
@@ -237,13 +212,13 @@ impl<'a, T: Pod, const TR: u32, const TC: u32, const BX: u32, const BY: u32> Til
         tx: u32,
         ty: u32,
     ) -> Self {
-        let offset = first_row as usize * output.cols as usize + first_col as usize;
+        let offset = first_row as usize * output.shape as usize + first_col as usize;
         // `wrapping_add`: an address only; every element used is checked inside the buffer.
         TileMut {
             base: output.pointer.wrapping_add(offset),
             output: output.pointer,
             len: output.len,
-            cols: output.cols,
+            cols: output.shape,
             first_row,
             first_col,
             row_limit,

@@ -5,8 +5,9 @@ use core::marker::PhantomData;
 
 use bytemuck::Pod;
 
+use super::LaunchRequirements;
 use super::index::NotSend;
-use super::{KernelOutput, LaunchRequirements};
+use super::slice::{DisjointSlice, Partition};
 
 /// This thread's warp and lane for a [`PerWarpRow`] output: warp `w = t / 32` and lane `t %
 /// 32` of the 1-D thread index `t = blockIdx.x * blockDim.x + threadIdx.x`. Made only by
@@ -83,67 +84,88 @@ impl WarpRow {
 /// The width comes from `#[kernel(cols(name = ..))]` (a by-value `u32` parameter or a
 /// constant, the same in every thread). Every launcher refuses a launch that is not 1-D, has
 /// more than `u32::MAX` threads, or has blocks that are not whole warps (`NotWholeWarps`).
-pub struct PerWarpRow<T: Pod> {
-    pointer: *mut T,
-    len: usize,
-    cols: u32,
-    _elements: PhantomData<*mut T>,
-}
+pub type PerWarpRow<T> = DisjointSlice<T, WarpRows>;
 
-// SAFETY: (row, col) -> row * cols + col is one-to-one on col < cols, with cols the same in
-// every thread (the shape's contract); a `WarpRow` (w, l) reaches only columns congruent to l
-// modulo 32 of row w, and under `LINEAR_WARPS` no two threads hold the same (w, l).
-unsafe impl<T: Pod> KernelOutput for PerWarpRow<T> {
-    type Element = T;
+/// The partition of [`PerWarpRow`]: witness [`WarpRow`] `(w, l)` (row `w`, lane `l`) ->
+/// elements `w * cols + l + 32 j` for `l + 32 j < cols`. The rows of warp `g` (its global
+/// index `t / 32`) are `g, g + warps, g + 2 warps, ...` (`warps` = the launch's warps; only
+/// [`warp_rows`] gives the later ones). Disjoint: `(row, col) -> row * cols + col` is
+/// one-to-one on `col < cols`; distinct lanes reach distinct columns (congruent to the lane
+/// modulo 32); rows congruent to `g` modulo `warps` belong to warp `g` alone, and under
+/// `LINEAR_WARPS` (1-D, at most `u32::MAX` threads, blocks of whole warps) `(g, lane)` names
+/// one thread.
+pub struct WarpRows;
+
+// SAFETY: as the doc above: every access goes through a `WarpRow`, whose row is congruent to
+// its thread's warp modulo the launch's warps and whose lane is its thread's; rows are
+// checked inside the buffer once (`row_mut`) and columns below `cols` at each access.
+unsafe impl Partition for WarpRows {
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::LINEAR_WARPS;
     type Shape = u32;
-
-    #[inline(always)]
-    unsafe fn from_raw_parts(pointer: *mut T, len: usize, cols: u32) -> Self {
-        PerWarpRow { pointer, len, cols, _elements: PhantomData }
-    }
 }
 
-impl<T: Pod> super::RowMajorOutput for PerWarpRow<T> {}
-
-impl<T: Pod> PerWarpRow<T> {
-    /// Columns per row (the launch's `cols`).
-    #[inline(always)]
-    pub fn cols(&self) -> u32 {
-        self.cols
-    }
-
-    /// Elements of the buffer.
-    #[inline(always)]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// True if the buffer is empty.
-    #[inline(always)]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
+impl<T: Pod> DisjointSlice<T, WarpRows> {
     /// This warp's row, seen by this lane, if the whole row lies inside the buffer (one
     /// check, made once).
     #[inline(always)]
     #[track_caller]
     pub fn row_mut(&mut self, me: WarpRow) -> Option<LaneRow<'_, T>> {
         let me = me.owned();
-        // `row < 2^27` (u32 threads / 32) and `cols < 2^32`: no overflow in u64.
-        let end = (me.row as u64 + 1) * self.cols as u64;
-        if end <= self.len as u64 {
-            let start = me.row as usize * self.cols as usize;
-            Some(LaneRow {
-                // SAFETY: `start <= end <= len`: inside the buffer (or one past its end).
-                row: unsafe { self.pointer.add(start) },
-                start,
-                output: self.pointer,
-                len: self.len,
-                cols: self.cols,
-                lane: me.lane,
-                _output: PhantomData,
+        // SAFETY: `(row, lane)` comes from a `WarpRow` of the running thread: the row is one of
+        // its warp's (congruent to the warp's index modulo the launch's warps), the lane is
+        // its own (`< 32`), and lanes stride by 32 (see `WarpRows`).
+        unsafe { LaneRow::new(self, me.row, me.lane, 32) }
+    }
+}
+
+/// The rows of this thread's warp below `rows`, grid-strided over warps: `g, g + warps, g + 2
+/// warps, ...` with `g = t / 32` the warp's global index and `warps = gridDim.x * blockDim.x /
+/// 32` (CUDA's `for (row = warp; row < N; row += num_warps)`), each as a [`WarpRow`] for a
+/// [`PerWarpRow`] output. A step past `u32` ends the walk (no wrap onto another warp's row).
+#[inline(always)]
+pub fn warp_rows(rows: u32) -> WarpRowIter {
+    let t = super::index::linear_thread();
+    // `LINEAR_WARPS`: at most u32::MAX threads in whole warps, so `warps >= 1` in a launch
+    // that builds a `PerWarpRow` (a plain number elsewhere; `max(1)` keeps the walk finite).
+    let warps = (crate::thread::grid_dim_x().wrapping_mul(crate::thread::block_dim_x()) / 32).max(1);
+    WarpRowIter {
+        row: t / 32,
+        rows,
+        warps,
+        lane: t % 32,
+        #[cfg(not(target_arch = "nvptx64"))]
+        owner: t,
+        _this_thread: PhantomData,
+    }
+}
+
+/// The iterator of [`warp_rows`].
+#[derive(Debug)]
+pub struct WarpRowIter {
+    row: u32,
+    rows: u32,
+    warps: u32,
+    lane: u32,
+    #[cfg(not(target_arch = "nvptx64"))]
+    owner: u32,
+    _this_thread: NotSend,
+}
+
+impl Iterator for WarpRowIter {
+    type Item = WarpRow;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<WarpRow> {
+        if self.row < self.rows {
+            let row = self.row;
+            // Saturating: `u32::MAX` is never below a `u32` bound, so a step never wraps.
+            self.row = row.saturating_add(self.warps);
+            Some(WarpRow {
+                row,
+                lane: self.lane,
+                #[cfg(not(target_arch = "nvptx64"))]
+                owner: self.owner,
+                _this_thread: PhantomData,
             })
         } else {
             None
@@ -151,39 +173,94 @@ impl<T: Pod> PerWarpRow<T> {
     }
 }
 
-/// One lane's view of its warp's row of a [`PerWarpRow`]: columns `lane + 32 j`.
+/// One thread's view of its row of a row-major output whose threads stride over the row:
+/// columns `lane + stride j` below `cols`. A [`PerWarpRow`]'s lane (stride 32) or a
+/// [`BlockRows`](super::partition::BlockRows) output's thread (stride `blockDim.x`).
 pub struct LaneRow<'a, T: Pod> {
     row: *mut T,
+    index: u32,
     start: usize,
     output: *mut T,
     len: usize,
     cols: u32,
     lane: u32,
+    stride: u32,
     _output: PhantomData<&'a mut T>,
 }
 
 impl<'a, T: Pod> LaneRow<'a, T> {
-    /// The lane's `j`-th element: column `lane + 32 j`, or `None` past the row's end. With a
-    /// constant width and unrolled `j` the check folds away.
+    /// Row `row` of `output` (`cols` from its shape) for the thread at `lane` of threads that
+    /// stride by `stride`, if the whole row lies inside the buffer (one check, made once).
+    ///
+    /// # Safety
+    /// `lane < stride`, and no other thread of the launch reaches a column congruent to
+    /// `lane` modulo `stride` of row `row` (the partition's map gives the row and the lane to
+    /// this thread alone).
+    #[inline(always)]
+    pub(super) unsafe fn new<P: super::slice::Partition<Shape = u32>>(output: &'a mut DisjointSlice<T, P>, row: u32, lane: u32, stride: u32) -> Option<Self> {
+        let cols = output.shape;
+        // `row, cols < 2^32`: no overflow in u64.
+        let end = (row as u64 + 1) * cols as u64;
+        if end <= output.len as u64 {
+            let start = row as usize * cols as usize;
+            Some(LaneRow {
+                // SAFETY: `start <= end <= len`: inside the buffer (or one past its end).
+                row: unsafe { output.pointer.add(start) },
+                index: row,
+                start,
+                output: output.pointer,
+                len: output.len,
+                cols,
+                lane,
+                stride,
+                _output: PhantomData,
+            })
+        } else {
+            None
+        }
+    }
+
+    /// The row (a number, to index inputs with).
+    #[inline(always)]
+    pub fn row(&self) -> u32 {
+        self.index
+    }
+
+    /// This thread's first column (its lane: `lane` of the warp, or `threadIdx.x`).
+    #[inline(always)]
+    pub fn lane(&self) -> u32 {
+        self.lane
+    }
+
+    /// The distance between this thread's columns (32, or `blockDim.x`).
+    #[inline(always)]
+    pub fn stride(&self) -> u32 {
+        self.stride
+    }
+
+    /// The thread's `j`-th element: column `lane + stride j` (`stride` = 32 for a warp's
+    /// lane, `blockDim.x` for a block's thread), or `None` past the row's end. With a constant
+    /// width and unrolled `j` the check folds away.
     #[inline(always)]
     pub fn get_mut(&mut self, j: usize) -> Option<&mut T> {
-        // Wrapping: `32 j` stays a multiple of 32 modulo 2^64, so the column stays one of this
-        // lane's; the bound keeps it in the row.
-        let col = (self.lane as usize).wrapping_add(j.wrapping_mul(32));
+        // A power-of-two stride divides 2^64, so a wrapping `stride j` stays a multiple of it
+        // and the column one of this thread's; any other stride is checked (no wrap).
+        let step = if self.stride.is_power_of_two() { j.wrapping_mul(self.stride as usize) } else { j.checked_mul(self.stride as usize)? };
+        let col = (self.lane as usize).wrapping_add(step);
         if col < self.cols as usize {
             super::note_output(self.output, self.len, self.start + col, 1, true);
-            // SAFETY: `col < cols`: inside the row, which is inside the buffer (`row_mut`);
-            // the column belongs to this lane of this warp alone (see the impl of
-            // `KernelOutput`), and the borrow of `self` keeps a second reference out.
+            // SAFETY: `col < cols`: inside the row, which is inside the buffer (`new`); the
+            // column belongs to this thread alone (`new`'s contract), and the borrow of `self`
+            // keeps a second reference out.
             Some(unsafe { &mut *self.row.add(col) })
         } else {
             None
         }
     }
 
-    /// The lane's elements beside the same columns of an input row: `(&input[c], &mut
-    /// row[c])` for `c = lane, lane + 32, ...` below both `cols` and `input.len()`, with one
-    /// bound computed once (a loop as short as CUDA's `for (c = lane; c < n; c += 32)`).
+    /// The thread's elements beside the same columns of an input row: `(&input[c], &mut
+    /// row[c])` for `c = lane, lane + stride, ...` below both `cols` and `input.len()`, with
+    /// one bound computed once (a loop as short as CUDA's `for (c = lane; c < n; c += stride)`).
     #[inline(always)]
     pub fn zip_input<'b, U>(self, input: &'b [U]) -> LaneRowZip<'a, 'b, T, U> {
         let end = (self.cols as usize).min(input.len());
@@ -194,15 +271,25 @@ impl<'a, T: Pod> LaneRow<'a, T> {
             output: self.output,
             len: self.len,
             col: self.lane as usize,
+            stride: self.stride as usize,
             end,
             _borrows: PhantomData,
         }
     }
 
-    /// The lane's elements in order: columns `lane, lane + 32, ...` below `cols`.
+    /// The thread's elements in order: columns `lane, lane + stride, ...` below `cols`.
     #[inline(always)]
     pub fn iter_mut(self) -> LaneRowIter<'a, T> {
-        LaneRowIter { row: self.row, start: self.start, output: self.output, len: self.len, col: self.lane, cols: self.cols, _output: PhantomData }
+        LaneRowIter {
+            row: self.row,
+            start: self.start,
+            output: self.output,
+            len: self.len,
+            col: self.lane,
+            cols: self.cols,
+            stride: self.stride,
+            _output: PhantomData,
+        }
     }
 }
 
@@ -214,6 +301,7 @@ pub struct LaneRowIter<'a, T: Pod> {
     len: usize,
     col: u32,
     cols: u32,
+    stride: u32,
     _output: PhantomData<&'a mut T>,
 }
 
@@ -225,7 +313,7 @@ impl<'a, T: Pod> Iterator for LaneRowIter<'a, T> {
         if self.col < self.cols {
             let col = self.col as usize;
             // Saturating: never wraps back to a smaller column.
-            self.col = self.col.saturating_add(32);
+            self.col = self.col.saturating_add(self.stride);
             super::note_output(self.output, self.len, self.start + col, 1, true);
             // SAFETY: as in `LaneRow::get_mut`; each column is yielded once (the column only
             // grows), so the references never overlap.
@@ -244,6 +332,7 @@ pub struct LaneRowZip<'a, 'b, T: Pod, U> {
     output: *mut T,
     len: usize,
     col: usize,
+    stride: usize,
     /// `min(cols, input.len())`.
     end: usize,
     _borrows: PhantomData<(&'a mut T, &'b [U])>,
@@ -256,11 +345,11 @@ impl<'a, 'b, T: Pod, U> Iterator for LaneRowZip<'a, 'b, T, U> {
     fn next(&mut self) -> Option<(&'b U, &'a mut T)> {
         if self.col < self.end {
             let col = self.col;
-            // `col < end <= u32::MAX`: no overflow in usize.
-            self.col = col + 32;
+            // `col < end <= u32::MAX` and `stride <= u32::MAX`: no overflow in usize.
+            self.col = col + self.stride;
             super::note_output(self.output, self.len, self.start + col, 1, true);
-            // SAFETY: `col < cols` (inside this lane's row, as in `LaneRow::get_mut`; yielded
-            // once, the column only grows) and `col < input.len()`.
+            // SAFETY: `col < cols` (inside this thread's row, as in `LaneRow::get_mut`;
+            // yielded once, the column only grows) and `col < input.len()`.
             Some(unsafe { (&*self.input.add(col), &mut *self.row.add(col)) })
         } else {
             None

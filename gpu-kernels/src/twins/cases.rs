@@ -9,12 +9,14 @@ use bytemuck::cast_slice;
 use ferrocuda_host::{Context, DeviceBuffer, LaunchConfig, Module, Stream};
 
 mod llm;
+mod partitions;
 
 pub use super::Row;
 use super::cpu::{self, Random, mismatch};
 use super::timing::{Implementation, Runs, measure, median};
 use crate::launch_with;
 pub use llm::{adamw, gelu_bf16, layernorm, softmax_online};
+pub use partitions::partitions;
 
 /// What every case needs.
 pub struct Env<'m> {

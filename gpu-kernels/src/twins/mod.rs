@@ -65,13 +65,14 @@ pub fn run_all(env: &Env, progress: impl FnMut(&str)) -> Outcome {
 }
 
 /// The names of the cases [`run_all`] runs, in order ("matmul" last).
-pub const CASES: [&str; 11] = ["saxpy", "sum", "transpose", "softmax", "histogram", "stencil", "layernorm", "softmax_online", "adamw", "gelu_bf16", "matmul"];
+pub const CASES: [&str; 12] =
+    ["saxpy", "sum", "transpose", "softmax", "histogram", "stencil", "layernorm", "softmax_online", "adamw", "gelu_bf16", "partitions", "matmul"];
 
 /// [`run_all`] for the cases whose name `selected` accepts (see [`CASES`]).
 pub fn run_cases(env: &Env, selected: impl Fn(&str) -> bool, mut progress: impl FnMut(&str)) -> Outcome {
     let mut outcome = Outcome::default();
     type Case = fn(&Env) -> BenchResult<Vec<Row>>;
-    let cases: [(&str, Case); 10] = [
+    let cases: [(&str, Case); 11] = [
         ("saxpy", cases::saxpy),
         ("sum", cases::sum),
         ("transpose", cases::transpose),
@@ -82,6 +83,7 @@ pub fn run_cases(env: &Env, selected: impl Fn(&str) -> bool, mut progress: impl 
         ("softmax_online", cases::softmax_online),
         ("adamw", cases::adamw),
         ("gelu_bf16", cases::gelu_bf16),
+        ("partitions", cases::partitions),
     ];
     for (name, case) in cases {
         if !selected(name) {

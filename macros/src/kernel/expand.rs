@@ -51,7 +51,11 @@ fn kernel_items(kernel: &Kernel) -> TokenStream {
     let mut with_widths;
     let function = if kernel.params.iter().any(|p| p.cols.is_some()) {
         with_widths = kernel.function.clone();
-        let widths = kernel.params.iter().filter_map(|p| p.cols.as_ref()).filter_map(|w| syn::parse2::<Ident>(w.clone()).ok());
+        // A width is a parameter's name or a constant; a shape `(rows, cols)` is two of them.
+        let widths = kernel.params.iter().filter_map(|p| p.cols.as_ref()).flat_map(|w| match syn::parse2::<syn::ExprTuple>(w.clone()) {
+            Ok(tuple) => tuple.elems.into_iter().filter_map(|e| syn::parse2::<Ident>(quote::quote!(#e)).ok()).collect::<Vec<_>>(),
+            Err(_) => syn::parse2::<Ident>(w.clone()).ok().into_iter().collect(),
+        });
         let uses: Vec<syn::Stmt> = widths.map(|w| syn::parse_quote!(let _ = &#w;)).collect();
         with_widths.block.stmts.splice(0..0, uses);
         &with_widths

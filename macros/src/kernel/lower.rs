@@ -181,7 +181,9 @@ pub fn lower(param: &Param) -> Lowered {
             // output `()`; the check says which the type is, spanned at the user's type.
             let (check, shape) = match &param.cols {
                 Some(width) => (quote_spanned!(ty.span()=> #args::require_matrix_output::<#ty, #elem>();), width.clone()),
-                None => (quote_spanned!(ty.span()=> #args::require_output::<#ty, #elem>();), quote!(())),
+                None => {
+                    (quote_spanned!(ty.span()=> #args::require_output::<#ty, #elem>();), quote!(<<#ty as #args::KernelOutput>::Shape as #args::NoShape>::NONE))
+                }
             };
             let device_shape = shape.clone();
             let device_args = args.clone();

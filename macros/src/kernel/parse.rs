@@ -284,31 +284,27 @@ fn check_cols(cols: &[(Ident, syn::Expr)], params: &mut [Param], errors: &mut Ve
             errors.push(syn::Error::new(name.span(), format!("`{name}` is named twice in `cols`")));
             continue;
         }
-        let width_param = match value {
-            syn::Expr::Path(path) if path.qself.is_none() && path.attrs.is_empty() => path.path.get_ident().cloned(),
-            _ => None,
-        };
-        let width = match width_param.as_ref().and_then(|w| params.iter().find(|p| p.name == *w)) {
-            Some(p) if matches!(&p.kind, ParamKind::Scalar { primitive } if primitive.to_string().ends_with("u32")) => {
-                let w = &p.name;
-                quote::quote!(#w)
+        let width = match value {
+            // `(rows, cols)`: the shape of a 3-D output (`DisjointSlice<T, Cells3d>`).
+            syn::Expr::Tuple(tuple) if tuple.elems.len() == 2 => {
+                let parts: Vec<_> = tuple.elems.iter().map(|part| width_value(name, part, params, errors)).collect();
+                match (&parts[0], &parts[1]) {
+                    (Some(a), Some(b)) => quote::quote!((#a, #b)),
+                    _ => continue,
+                }
             }
-            Some(p) => {
-                let w = &p.name;
-                errors.push(syn::Error::new_spanned(
-                    value,
-                    format!("the width of `{name}` must be a `u32`: `{w}` is not a `u32` by-value parameter (declare `{w}: u32`, or write a constant)"),
-                ));
-                continue;
-            }
-            None => quote::quote_spanned!(value.span()=> const { let __ferrocuda_cols: ::core::primitive::u32 = #value; __ferrocuda_cols }),
+            _ => match width_value(name, value, params, errors) {
+                Some(width) => width,
+                None => continue,
+            },
         };
         match params.iter_mut().find(|p| p.name == *name) {
-            Some(p) if matches!(p.kind, ParamKind::Output { .. }) && is_matrix_output(&p.ty) => p.cols = Some(width),
+            Some(p) if matches!(p.kind, ParamKind::Output { .. }) && (is_matrix_output(&p.ty) || is_partitioned_output(&p.ty)) => p.cols = Some(width),
             Some(p) => errors.push(syn::Error::new(
                 name.span(),
                 format!(
-                    "`cols` gives the row width of a matrix output (`DisjointMatrix`, `PerBlockTile`, `PerThreadTile`, `PerWarpRow`); `{}` is not one",
+                    "`cols` gives the row width of a matrix output (`DisjointMatrix`, `PerBlockTile`, `PerThreadTile`, `PerWarpRow`, \
+                     `DisjointSlice<T, P>` for `P` = `BlockRows`, `RotaryPairs<..>`, `Handoff`; `(rows, cols)` for `Cells3d`); `{}` is not one",
                     p.name
                 ),
             )),
@@ -326,6 +322,47 @@ fn check_cols(cols: &[(Ident, syn::Expr)], params: &mut [Param], errors: &mut Ve
                 ),
             ));
         }
+    }
+}
+
+/// The `u32` expression of one width in `cols(..)`: a by-value `u32` parameter's name, or a
+/// constant evaluated at compile time. `None` (with the error pushed) for a parameter of
+/// another type.
+fn width_value(name: &Ident, value: &syn::Expr, params: &[Param], errors: &mut Vec<syn::Error>) -> Option<TokenStream> {
+    let width_param = match value {
+        syn::Expr::Path(path) if path.qself.is_none() && path.attrs.is_empty() => path.path.get_ident().cloned(),
+        _ => None,
+    };
+    match width_param.as_ref().and_then(|w| params.iter().find(|p| p.name == *w)) {
+        Some(p) if matches!(&p.kind, ParamKind::Scalar { primitive } if primitive.to_string().ends_with("u32")) => {
+            let w = &p.name;
+            Some(quote::quote!(#w))
+        }
+        Some(p) => {
+            let w = &p.name;
+            errors.push(syn::Error::new_spanned(
+                value,
+                format!("the width of `{name}` must be a `u32`: `{w}` is not a `u32` by-value parameter (declare `{w}: u32`, or write a constant)"),
+            ));
+            None
+        }
+        None => Some(quote::quote_spanned!(value.span()=> const { let __ferrocuda_cols: ::core::primitive::u32 = #value; __ferrocuda_cols })),
+    }
+}
+
+/// True for `DisjointSlice<T, P>` written with its partition: whether `P` takes a shape
+/// from `cols(..)` is the type's to say (a missing or extra width fails the trait check the
+/// launchers make, naming the attribute).
+fn is_partitioned_output(ty: &Type) -> bool {
+    match ty {
+        Type::Group(group) => is_partitioned_output(&group.elem),
+        Type::Paren(paren) => is_partitioned_output(&paren.elem),
+        Type::Path(path) => path
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "DisjointSlice" && matches!(&s.arguments, syn::PathArguments::AngleBracketed(a) if a.args.len() >= 2)),
+        _ => false,
     }
 }
 

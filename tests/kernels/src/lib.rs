@@ -42,5 +42,6 @@ pub mod half_floats;
 pub mod kernel_model;
 pub mod launch_kinds;
 pub mod matrix_outputs;
+pub mod out_partitions;
 pub mod port_gaps;
 pub mod sanitizer;

@@ -1,0 +1,282 @@
+//! [`Handoff`]: partial results that every block publishes and the last block to finish
+//! reads (the "threadfence reduction" / "last block" pattern); and [`LastBlock`], the last
+//! block's view of them.
+
+use core::marker::PhantomData;
+
+use bytemuck::Pod;
+
+use super::LaunchRequirements;
+use super::slice::{DisjointSlice, Partition};
+use crate::atomic::Atomic;
+use crate::thread::{block_dim_x, block_idx_x, grid_dim_x, thread_idx_x};
+
+/// The partition of `DisjointSlice<T, Handoff>`: partials handed from every block to the
+/// last block to finish, CUDA's `__threadfence()` + `atomicAdd` on a counter pattern
+/// (threadFenceReduction, llm.c's last-block reductions), safe.
+///
+/// Block `b` of a 1-D launch publishes row `b` of a row-major matrix of `cols` columns (from
+/// `#[kernel(cols(name = ..))]`; 1 for one value per block), its thread `t` the columns `t +
+/// blockDim.x j` ([`publish`](DisjointSlice::publish)). Then every thread of every block calls
+/// [`arrive`](DisjointSlice::arrive) with the launch's counter: a barrier, then thread 0
+/// fences (`fence.sc.gpu`, `__threadfence()`) and takes a ticket (`atom.add`); the block
+/// that takes the last ticket resets the counter to 0, fences again (acquire) and gets a
+/// [`LastBlock`] in all its threads, which read all the rows with 16-byte loads.
+///
+/// ```ignore
+/// #[kernel(cols(partials = 1))]
+/// pub fn sum(x: &[f32], partials: DisjointSlice<f32, Handoff>, counter: AtomicSlice<u32>, total: AtomicSlice<f32>) {
+///     let block_sum = /* block reduction, in thread 0 */ 0.0;
+///     let mut partials = partials;
+///     partials.publish(0, block_sum);                     // thread 0's column 0: row b
+///     if let Some(last) = partials.arrive(counter.at(0)) { // every thread of the last block
+///         let mine = last.fold(0.0, |a, p| a + p);         // 16-byte loads, block-strided
+///         let all = /* block reduction of `mine` */ mine;
+///         if thread::index_in_block() == 0 { total.store(0, all); }
+///     }
+/// }
+/// ```
+///
+/// Soundness does not rest on the counter: every access to a `Handoff` buffer is a relaxed
+/// atomic at device scope (`st.relaxed.gpu`, `ld.relaxed.gpu.v4`: the SASS of CUDA's
+/// `__stcg`/`__ldcg`, `STG.E.STRONG.GPU`/`LDG.E.128.STRONG.GPU`), so no two accesses race
+/// whatever the counter held. The counter makes the values right: it must hold 0 when the
+/// launch starts (a zeroed buffer; each launch leaves it 0) and every block must arrive once
+/// (`arrive` takes the output by value, so a thread arrives at most once).
+///
+/// Launch: 1-D (`LINEAR_THREADS`). Elements: `Pod` of a multiple of 4 bytes, aligned to 4
+/// (`f32`, `[f32; 4]`, `Float4`, pairs of `bf16`).
+pub struct Handoff;
+
+// SAFETY: every access to the buffer in safe code is a relaxed atomic access of aligned
+// 32-bit words (or a 16-byte vector of them) inside the buffer, so no two accesses race.
+unsafe impl Partition for Handoff {
+    const REQUIREMENTS: LaunchRequirements = LaunchRequirements::LINEAR_THREADS;
+    type Shape = u32;
+}
+
+/// Checks, at compile time, that `T` is made of whole aligned 32-bit words.
+#[inline(always)]
+const fn words<T>() -> usize {
+    assert!(
+        core::mem::size_of::<T>().is_multiple_of(4) && core::mem::size_of::<T>() > 0 && core::mem::align_of::<T>() >= 4,
+        "a Handoff element must be a Pod of a multiple of 4 bytes, aligned to 4 (f32, [f32; N], Float4, a pair of bf16)"
+    );
+    core::mem::size_of::<T>() / 4
+}
+
+/// Stores `value` at `target` as relaxed device-scope atomics (one `st.relaxed.gpu.v4.b32`
+/// for a 16-byte aligned element, 32-bit words otherwise).
+///
+/// # Safety
+/// `target` is valid and aligned global memory for a `T`.
+#[inline(always)]
+unsafe fn store_relaxed<T: Pod>(target: *mut T, value: T) {
+    let words = const { words::<T>() };
+    #[cfg(target_arch = "nvptx64")]
+    if words == 4 && core::mem::align_of::<T>() >= 16 {
+        // SAFETY: `T` is 16 bytes of plain data; `target` is 16-byte aligned global memory.
+        let [a, b, c, d]: [u32; 4] = unsafe { core::mem::transmute_copy(&value) };
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; st.relaxed.gpu.global.v4.b32 [g], {{{a}, {b}, {c}, {d}}}; }}",
+                p = in(reg64) target, a = in(reg32) a, b = in(reg32) b, c = in(reg32) c, d = in(reg32) d, options(nostack)
+            );
+        }
+        return;
+    }
+    let bytes = bytemuck::bytes_of(&value);
+    for w in 0..words {
+        let word = u32::from_ne_bytes([bytes[4 * w], bytes[4 * w + 1], bytes[4 * w + 2], bytes[4 * w + 3]]);
+        // SAFETY: word `w` of an aligned `T` (align >= 4) in global memory.
+        unsafe { Atomic::from_ptr(target.cast::<u32>().add(w)) }.store(word);
+    }
+}
+
+/// Loads a `T` from `source` as relaxed device-scope atomics (32-bit words).
+///
+/// # Safety
+/// `source` is valid and aligned global memory for a `T`.
+#[inline(always)]
+unsafe fn load_relaxed<T: Pod>(source: *mut T) -> T {
+    let words = const { words::<T>() };
+    let mut value = T::zeroed();
+    let bytes = bytemuck::bytes_of_mut(&mut value);
+    for w in 0..words {
+        // SAFETY: word `w` of an aligned `T` in global memory.
+        let word = unsafe { Atomic::from_ptr(source.cast::<u32>().add(w)) }.load();
+        bytes[4 * w..4 * w + 4].copy_from_slice(&word.to_ne_bytes());
+    }
+    value
+}
+
+/// Loads 16 bytes at `source` as one relaxed device-scope vector load
+/// (`ld.relaxed.gpu.global.v4.b32`, SASS `LDG.E.128.STRONG.GPU`, what `__ldcg` of a `float4`
+/// gives).
+///
+/// # Safety
+/// `source` is valid, 16-byte aligned global memory of 16 bytes.
+#[inline(always)]
+unsafe fn load_relaxed_16(source: *const u32) -> [u32; 4] {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (a, b, c, d): (u32, u32, u32, u32);
+        // SAFETY: as the caller guarantees.
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; ld.relaxed.gpu.global.v4.b32 {{{a}, {b}, {c}, {d}}}, [g]; }}",
+                p = in(reg64) source, a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d, options(nostack)
+            );
+        }
+        [a, b, c, d]
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: as the caller guarantees (four aligned words).
+    core::array::from_fn(|w| unsafe { Atomic::from_ptr(source.cast_mut().add(w)) }.load())
+}
+
+impl<T: Pod> DisjointSlice<T, Handoff> {
+    /// Publishes `value` as this thread's `j`-th column of this block's row: column
+    /// `threadIdx.x + blockDim.x j` of row `blockIdx.x` (a relaxed device-scope store).
+    /// Returns `false`, storing nothing, past the row's end or the buffer's. With `cols = 1`,
+    /// thread 0's `publish(0, v)` is the block's one value.
+    #[inline(always)]
+    pub fn publish(&mut self, j: u32, value: T) -> bool {
+        let cols = self.shape as u64;
+        let col = thread_idx_x() as u64 + block_dim_x() as u64 * j as u64;
+        let index = block_idx_x() as u64 * cols + col;
+        if col < cols && index < self.len as u64 {
+            // SAFETY: inside the buffer, aligned (the buffer is an array of `T`).
+            unsafe { store_relaxed(self.pointer.add(index as usize), value) };
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Hands this block's row to the last block: called by **every thread of the block**
+    /// (a block barrier), once (it takes the output). Thread 0 fences (`__threadfence()`)
+    /// and adds 1 to `counter` (`atomicAdd`); the block that takes ticket `gridDim.x - 1`
+    /// resets `counter` to 0 and gets `Some` in every thread, after an acquire fence, so it
+    /// sees every block's published row. Every other block gets `None`.
+    ///
+    /// `counter` must hold 0 when the launch starts (allocate it zeroed; every launch
+    /// leaves it 0) and every block of the launch must arrive, or no block (or one too
+    /// early) is last: the results are then wrong, never undefined (see [`Handoff`]).
+    #[inline(always)]
+    pub fn arrive(self, counter: &Atomic<u32>) -> Option<LastBlock<T>> {
+        // Every thread's `publish` happens before thread 0's fence.
+        crate::sync::sync_threads();
+        let mut last = false;
+        if thread_idx_x() == 0 {
+            // `__threadfence()`: the block's rows are visible before its ticket is.
+            crate::sync::fence_device();
+            let ticket = counter.fetch_add(1);
+            last = ticket == grid_dim_x().wrapping_sub(1);
+            if last {
+                counter.store(0);
+                // Acquire: the other blocks' rows, ordered before their tickets, are visible
+                // to this block after the barrier below.
+                crate::sync::fence_device();
+            }
+        }
+        if crate::sync::sync_threads_or(last) {
+            let rows = (grid_dim_x() as usize).min(match self.shape {
+                0 => 0,
+                cols => self.len / cols as usize,
+            });
+            Some(LastBlock { pointer: self.pointer, rows, cols: self.shape, _partials: PhantomData })
+        } else {
+            None
+        }
+    }
+}
+
+/// The last block's view of a [`Handoff`] output: the `rows x cols` partials every block
+/// published (`rows` = the launch's blocks, as many as the buffer holds), read with relaxed
+/// device-scope loads.
+pub struct LastBlock<T: Pod> {
+    pointer: *mut T,
+    rows: usize,
+    cols: u32,
+    _partials: PhantomData<*mut T>,
+}
+
+impl<T: Pod> LastBlock<T> {
+    /// Rows: one per block of the launch.
+    #[inline(always)]
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Columns per row.
+    #[inline(always)]
+    pub fn cols(&self) -> u32 {
+        self.cols
+    }
+
+    /// Element `(row, col)`, or `None` outside the partials.
+    #[inline(always)]
+    pub fn get(&self, row: usize, col: u32) -> Option<T> {
+        if row < self.rows && col < self.cols {
+            // SAFETY: inside the partials (`rows * cols <= len`), aligned.
+            Some(unsafe { load_relaxed(self.pointer.add(row * self.cols as usize + col as usize)) })
+        } else {
+            None
+        }
+    }
+
+    /// Folds column `col` over every row (`f(.. f(init, p[0][col]) .., p[rows - 1][col])`):
+    /// a channel's sum over blocks. Each thread folds the columns it owns, e.g. `threadIdx.x
+    /// + blockDim.x j`.
+    #[inline(always)]
+    pub fn fold_column<A>(&self, col: u32, init: A, mut f: impl FnMut(A, T) -> A) -> A {
+        let mut acc = init;
+        if col < self.cols {
+            for row in 0..self.rows {
+                // SAFETY: `row < rows`, `col < cols`: inside the partials.
+                acc = f(acc, unsafe { load_relaxed(self.pointer.add(row * self.cols as usize + col as usize)) });
+            }
+        }
+        acc
+    }
+
+    /// Folds this thread's share of all the partials, block-strided: the 16-byte pieces
+    /// `threadIdx.x, threadIdx.x + blockDim.x, ...` (one `ld.relaxed.gpu.v4`, `LDG.E.128`, each:
+    /// 4 `f32`), then the elements past the last whole piece, one per thread. Element type of
+    /// 4, 8 or 16 bytes with a 16-byte aligned buffer; anything else element by element.
+    /// Fold the threads' results with a block reduction for the total.
+    #[inline(always)]
+    pub fn fold<A>(&self, init: A, mut f: impl FnMut(A, T) -> A) -> A {
+        let n = self.rows * self.cols as usize;
+        let (me, threads) = (thread_idx_x() as usize, block_dim_x() as usize);
+        let size = core::mem::size_of::<T>();
+        let mut acc = init;
+        let mut done = 0;
+        if (size == 4 || size == 8 || size == 16) && (self.pointer as usize).is_multiple_of(16) {
+            let per = 16 / size;
+            let pieces = n / per;
+            let mut piece = me;
+            while piece < pieces {
+                // SAFETY: piece < n / per: 16 bytes inside the partials, 16-byte aligned
+                // (aligned start, 16-byte pieces).
+                let words = unsafe { load_relaxed_16(self.pointer.cast::<u32>().add(piece * 4)) };
+                let values: [u32; 4] = words;
+                for k in 0..per {
+                    // `size` bytes of plain data at byte `k size` of the piece.
+                    let value: T = bytemuck::pod_read_unaligned(&bytemuck::bytes_of(&values)[k * size..(k + 1) * size]);
+                    acc = f(acc, value);
+                }
+                piece += threads;
+            }
+            done = pieces * per;
+        }
+        let mut i = done + me;
+        while i < n {
+            // SAFETY: i < n: inside the partials.
+            acc = f(acc, unsafe { load_relaxed(self.pointer.add(i)) });
+            i += threads;
+        }
+        acc
+    }
+}

@@ -1,0 +1,218 @@
+//! [`DisjointSlice<T, P>`]: the one output type, generic over its [`Partition`]; the
+//! skeleton every output shares (a pointer, a length, the launch's shape) and the `unsafe`
+//! escape hatches every partition has.
+
+use core::marker::PhantomData;
+
+use bytemuck::Pod;
+
+use super::{KernelOutput, LaunchRequirements};
+
+/// How an output's elements are divided between the threads of a launch: which elements the
+/// holder of each witness may reach, and what the launch must satisfy for no two threads to
+/// reach the same element (except atomically). A partition is a marker type; its accesses are
+/// the inherent methods of [`DisjointSlice<T, ThisPartition>`](DisjointSlice), which take
+/// the partition's witness. The partitions of this crate and their maps are listed in
+/// [`partition`](super::partition) and in docs/kernel-model.md.
+///
+/// # Safety
+/// For every launch that meets [`REQUIREMENTS`](Self::REQUIREMENTS) and every buffer length
+/// and shape that is the same in every thread, the accesses that the inherent methods of
+/// `DisjointSlice<T, Self>` give in safe code reach the element set the partition's map gives
+/// the running thread, those sets are pairwise disjoint between threads (or every access is
+/// atomic), and every element reached is inside the buffer. Only this crate implements it
+/// (the trait is sealed): a new pattern is a new partition here, with its map, its proof and
+/// its tests.
+pub unsafe trait Partition: Sized + sealed::Sealed {
+    /// What the launch must satisfy for the map to be disjoint (checked by every launcher).
+    const REQUIREMENTS: LaunchRequirements;
+    /// What the output needs besides the buffer, the same in every thread: `()`, or the row
+    /// width (`u32`) that `#[kernel(cols(name = ..))]` gives.
+    type Shape: Copy;
+    /// Compile-time checks of the partition's parameters (evaluated when an output is built).
+    const VALID: () = ();
+
+    /// What [`DisjointSlice::len`] counts for a buffer of `len` elements: elements, or whole
+    /// chunks for [`Chunks<N>`](super::partition::Chunks).
+    #[inline(always)]
+    fn units(len: usize) -> usize {
+        len
+    }
+}
+
+/// A kernel output whose elements are divided between the launch's threads by the partition
+/// `P`: each thread reaches only the elements of the witnesses it holds, through the methods
+/// of `DisjointSlice<T, P>` for its `P`. Without `P` it is the per-thread output (thread `t`
+/// owns elements `t, t + threads, ...`, see [`Threads`](super::partition::Threads)); the
+/// other output names of this module are this type with another partition:
+///
+/// | name | partition |
+/// |---|---|
+/// | `DisjointSlice<T>` | [`Threads`](super::partition::Threads) |
+/// | [`DisjointChunks<T, N>`](super::DisjointChunks) | [`Chunks<N>`](super::partition::Chunks) |
+/// | [`DisjointPlanes<T, P>`](super::DisjointPlanes) | [`Planes<P>`](super::partition::Planes) |
+/// | [`PerBlock<T>`](super::PerBlock) | [`Blocks`](super::partition::Blocks) |
+/// | [`DisjointMatrix<T>`](super::DisjointMatrix) | [`Cells`](super::partition::Cells) |
+/// | [`PerBlockTile<T, ..>`](super::PerBlockTile) | [`BlockTiles<..>`](super::partition::BlockTiles) |
+/// | [`PerThreadTile<T, ..>`](super::PerThreadTile) | [`ThreadTiles<..>`](super::partition::ThreadTiles) |
+/// | [`PerWarpRow<T>`](super::PerWarpRow) | [`WarpRows`](super::partition::WarpRows) |
+/// | [`UncheckedSlice<T>`](super::UncheckedSlice) | [`Unchecked`](super::partition::Unchecked) |
+/// | [`AtomicSlice<T>`](super::AtomicSlice) | [`Atomics`](super::partition::Atomics) |
+///
+/// and without a name of their own: [`BlockRows`](super::partition::BlockRows) (a row per
+/// block, grid-strided, threads striding over it), [`RotaryPairs`](super::partition::RotaryPairs)
+/// (rows of heads of NeoX rotary pairs, in place), [`Cells3d`](super::partition::Cells3d)
+/// (thread `(x, y, z)` owns element `(z, y, x)` of a 3-D tensor) and
+/// [`Handoff`](super::partition::Handoff) (one partial per block, read by the last block).
+///
+/// ```ignore
+/// #[kernel]
+/// pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
+///     let i = thread::unique_index();
+///     if let Some(y_i) = y.get_mut(i) {
+///         *y_i = a * x[i.get()] + *y_i;
+///     }
+/// }
+/// ```
+///
+/// It is a pointer and a length, not a `&mut [T]`: the compiler makes no assumption that
+/// other threads leave the memory alone, so nothing is miscompiled across barriers, and the
+/// accesses compile to plain `ld.global`/`st.global`. The host launcher takes the buffer as
+/// `&mut` (exclusive for the launch), `launch_cpu` a `&mut [T]`; both refuse a launch that
+/// does not meet the partition's [`REQUIREMENTS`](Partition::REQUIREMENTS), which keeps
+/// the witnesses unique. One buffer is one parameter of one partition during a launch, so it
+/// has one map (audit finding N1).
+///
+/// Every partition has the `unsafe` escape hatch for index patterns no witness expresses:
+/// [`get_unchecked_mut`](Self::get_unchecked_mut), [`write_unchecked`](Self::write_unchecked),
+/// [`as_mut_slice`](Self::as_mut_slice), [`as_mut_ptr`](Self::as_mut_ptr).
+pub struct DisjointSlice<T: Pod, P: Partition = super::partition::Threads> {
+    pub(super) pointer: *mut T,
+    pub(super) len: usize,
+    pub(super) shape: P::Shape,
+    _elements: PhantomData<(*mut T, P)>,
+}
+
+// SAFETY: `from_raw_parts` keeps the pointer, length and shape; every safe access goes
+// through the partition's methods, whose contract (`Partition`'s safety section) makes the
+// threads' element sets disjoint under `P::REQUIREMENTS`, which become the output's.
+unsafe impl<T: Pod, P: Partition> KernelOutput for DisjointSlice<T, P> {
+    type Element = T;
+    const REQUIREMENTS: LaunchRequirements = P::REQUIREMENTS;
+    type Shape = P::Shape;
+
+    #[inline(always)]
+    unsafe fn from_raw_parts(pointer: *mut T, len: usize, shape: P::Shape) -> Self {
+        #[allow(clippy::let_unit_value)]
+        let () = const { P::VALID };
+        DisjointSlice { pointer, len, shape, _elements: PhantomData }
+    }
+}
+
+impl<T: Pod, P: Partition> super::WholeBufferOutput for DisjointSlice<T, P> where P::Shape: super::NoShape {}
+impl<T: Pod, P: Partition> super::RowMajorOutput for DisjointSlice<T, P> where P::Shape: super::LaunchShape {}
+
+impl<T: Pod, P: Partition> DisjointSlice<T, P> {
+    /// Tells the CPU executor's race detector that this thread takes elements
+    /// `index..index + count` (nothing on the GPU); returns where the output is for this
+    /// thread (see `note_output`).
+    #[inline(always)]
+    pub(super) fn note(&self, index: usize, count: usize, write: bool) -> *mut T {
+        super::note_output(self.pointer, self.len, index, count, write)
+    }
+
+    /// Number of units of the partition: elements (whole chunks for
+    /// [`DisjointChunks`](super::DisjointChunks)).
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        P::units(self.len)
+    }
+
+    /// True if [`len`](Self::len) is 0.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The element at `index`, which this thread alone accesses, without a bounds check.
+    ///
+    /// # Safety
+    /// `index` is below the buffer's length in elements, and **no other thread of the launch
+    /// reads or writes element `index` at any time during the launch** (through any parameter
+    /// or pointer; a barrier between the accesses does not make it valid: hand data between
+    /// threads with an [`AtomicSlice`](super::AtomicSlice) or a
+    /// [`Handoff`](super::partition::Handoff)).
+    #[inline(always)]
+    pub unsafe fn get_unchecked_mut(&mut self, index: usize) -> &mut T {
+        let pointer = self.note(index, 1, true);
+        // SAFETY: the caller keeps the index in bounds and the element to this thread.
+        unsafe { &mut *pointer.add(index) }
+    }
+
+    /// Writes `value` to element `index` without a bounds check.
+    ///
+    /// # Safety
+    /// As for [`get_unchecked_mut`](Self::get_unchecked_mut).
+    #[inline(always)]
+    pub unsafe fn write_unchecked(&mut self, index: usize, value: T) {
+        let pointer = self.note(index, 1, true);
+        // SAFETY: as the caller guarantees.
+        unsafe { pointer.add(index).write(value) }
+    }
+
+    /// The whole output as a slice.
+    ///
+    /// # Safety
+    /// For as long as the slice is used, **every element this thread reads or writes through
+    /// it is accessed by no other thread of the launch at any time during the launch**
+    /// (elements it does not touch may belong to other threads). This is the rule `&mut`
+    /// carries for the compiler; breaking it lets the compiler reuse stale values across
+    /// barriers (audit finding U2).
+    #[inline(always)]
+    pub unsafe fn as_mut_slice(&mut self) -> &mut [T] {
+        // SAFETY: valid for `len` elements; exclusivity of the touched ones is the caller's.
+        unsafe { core::slice::from_raw_parts_mut(super::raw_view(self.pointer, self.len), self.len) }
+    }
+
+    /// The start of the output, for pointer arithmetic and intrinsics (using it is `unsafe`,
+    /// under the contract of [`get_unchecked_mut`](Self::get_unchecked_mut)).
+    #[inline(always)]
+    pub fn as_mut_ptr(&mut self) -> *mut T {
+        super::raw_view(self.pointer, self.len)
+    }
+}
+
+impl<T: Pod, P: Partition<Shape = u32>> DisjointSlice<T, P> {
+    /// Columns per row (the launch's `cols`), for the row-major partitions.
+    #[inline(always)]
+    pub fn cols(&self) -> u32 {
+        self.shape
+    }
+}
+
+mod sealed {
+    /// Keeps [`Partition`](super::Partition) to this crate.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a partition: `Partition` is sealed to ferrocuda_device, where each map is proved disjoint",
+        label = "not one of `ferrocuda_device::global::partition`'s",
+        note = "for an index pattern no partition expresses, use `UncheckedSlice<T>` (`unsafe` accesses with a written contract) or ask for a partition"
+    )]
+    pub trait Sealed {}
+    impl Sealed for super::super::partition::Threads {}
+    impl Sealed for super::super::partition::Blocks {}
+    impl Sealed for super::super::partition::Unchecked {}
+    impl Sealed for super::super::partition::Atomics {}
+    impl Sealed for super::super::partition::Cells {}
+    impl Sealed for super::super::partition::WarpRows {}
+    impl Sealed for super::super::partition::BlockRows {}
+    impl Sealed for super::super::partition::Cells3d {}
+    impl Sealed for super::super::partition::Handoff {}
+    impl<const N: usize> Sealed for super::super::partition::Chunks<N> {}
+    impl<const HEAD: u32, const HALF: u32> Sealed for super::super::partition::RotaryPairs<HEAD, HALF> {}
+    impl<const P: usize> Sealed for super::super::partition::Planes<P> {}
+    impl<const TR: u32, const TC: u32, const BX: u32, const BY: u32, const T: bool> Sealed for super::super::partition::BlockTiles<TR, TC, BX, BY, T> {}
+    impl<const TR: u32, const TC: u32, const MR: u32, const MC: u32, const RR: u32, const RC: u32> Sealed
+        for super::super::partition::ThreadTiles<TR, TC, MR, MC, RR, RC>
+    {
+    }
+}

@@ -1,0 +1,176 @@
+//! The partitions added to `DisjointSlice<T, P>` for the patterns of ported kernels (issue
+//! 30): a row per block (`BlockRows`, grid-strided, in place), rows per warp grid-strided over
+//! warps (`warp_rows`), 3-D cells (`Cells3d`) and the last-block handoff (`Handoff`). The
+//! kernels write `mark(..)` into each element they own, so the host checks every element was
+//! written once by the right map (tests/out_partitions.rs); some are deliberately wrong, for
+//! the CPU executor's checks.
+
+use ferrocuda_device::global::partition::{BlockRows, Cells3d, Handoff, RotaryPairs};
+use ferrocuda_device::global::{AtomicSlice, DisjointSlice, PerWarpRow, block_row, block_rows, unique_cell_3d, warp_rows};
+use ferrocuda_device::kernel;
+use ferrocuda_device::thread::{block_dim_x, block_idx_x, thread_idx_x};
+
+pub use crate::matrix_outputs::mark;
+
+/// The value stored at (z, y, x) of a 3-D output.
+#[inline(always)]
+pub fn mark3(z: u32, y: u32, x: u32) -> u32 {
+    z.wrapping_mul(1_000_000).wrapping_add(mark(y, x))
+}
+
+/// Each block adds `mark(row, col)` to its rows (grid-strided), each thread to its columns.
+#[kernel(cols(out = cols))]
+pub fn block_rows_mark(mut out: DisjointSlice<u32, BlockRows>, rows: u32, cols: u32) {
+    for me in block_rows(rows) {
+        let Some(row) = out.row_mut(me) else { break };
+        let (r, first, stride) = (row.row(), row.lane(), row.stride());
+        for (j, v) in row.iter_mut().enumerate() {
+            *v += mark(r, first + stride * j as u32);
+        }
+    }
+}
+
+/// In place, one block per row: `x = 2 x + bias[col]` over a row of `cols`, each thread its
+/// columns (a residual-stream update: read and written by the same thread only).
+#[kernel(cols(x = cols))]
+pub fn block_rows_in_place(mut x: DisjointSlice<f32, BlockRows>, bias: &[f32], cols: u32) {
+    if let Some(row) = x.row_mut(block_row()) {
+        for (b, v) in row.zip_input(bias) {
+            *v = 2.0 * *v + *b;
+        }
+    }
+}
+
+/// RMS-norm in place, one block per row (vLLM's `rms_norm_kernel` map with the reduction
+/// through an atomic: a test of the map, not of speed): `x = x / sqrt(mean(x^2))` rounded.
+#[kernel(cols(x = cols))]
+pub fn block_rows_two_passes(mut x: DisjointSlice<u32, BlockRows>, sums: AtomicSlice<u32>, cols: u32) {
+    let me = block_row();
+    if let Some(row) = x.row_mut(me) {
+        let mut mine = 0;
+        for v in row.iter_mut() {
+            mine += *v;
+        }
+        sums.add(me.row() as usize, mine);
+    }
+    ferrocuda_device::sync::sync_threads();
+    let total = sums.load(me.row() as usize);
+    if let Some(row) = x.row_mut(me) {
+        for v in row.iter_mut() {
+            *v = *v * 1000 / total.max(1);
+        }
+    }
+}
+
+/// NeoX rotary in place (vLLM's `rotary_embedding_kernel`, `IS_NEOX`), one block per token:
+/// heads of 8, pairs `(k, k + 3)` for `k < 3` (a partial rotary: elements 6 and 7 of each head
+/// are left alone). `cos_sin` holds `cos` then `sin` for the 3 frequencies of each token.
+#[kernel(cols(q = width))]
+pub fn rotary_neox(mut q: DisjointSlice<f32, RotaryPairs<8, 3>>, cos_sin: &[f32], width: u32) {
+    let me = block_row();
+    let base = me.row() as usize * 6;
+    let Some(pairs) = q.pairs_mut(me) else { return };
+    for (_head, k, x, y) in pairs {
+        if let (Some(&c), Some(&s)) = (cos_sin.get(base + k as usize), cos_sin.get(base + 3 + k as usize)) {
+            (*x, *y) = (*x * c - *y * s, *y * c + *x * s);
+        }
+    }
+}
+
+/// Rows per warp, grid-strided over the launch's warps: each lane adds `mark` to its columns.
+#[kernel(cols(out = cols))]
+pub fn warp_rows_strided(mut out: PerWarpRow<u32>, rows: u32, cols: u32) {
+    for me in warp_rows(rows) {
+        let Some(mut row) = out.row_mut(me) else { break };
+        let mut j = 0;
+        while let Some(v) = row.get_mut(j) {
+            *v += mark(me.row(), me.lane() + 32 * j as u32);
+            j += 1;
+        }
+    }
+}
+
+/// Thread (x, y, z) adds `mark3(z, y, x)` to element (z, y, x) and checks the index it gets.
+#[kernel(cols(out = (rows, cols)))]
+pub fn cells_3d(mut out: DisjointSlice<u32, Cells3d>, rows: u32, cols: u32) {
+    let me = unique_cell_3d();
+    if let Some((v, index)) = out.get_mut(me) {
+        let want = (me.z() as usize * rows as usize + me.y() as usize) * cols as usize + me.x() as usize;
+        *v += if index == want { mark3(me.z(), me.y(), me.x()) } else { u32::MAX };
+    }
+}
+
+/// The last-block sum: block `b` publishes the sum of its elements (thread 0 adds them up,
+/// slowly: a test of the handoff, not of speed), the last block folds the partials with
+/// 16-byte loads and adds its threads' shares into `total[0]`.
+#[kernel(cols(partials = 1))]
+pub fn handoff_sum(x: &[u32], mut partials: DisjointSlice<u32, Handoff>, counter: AtomicSlice<u32>, total: AtomicSlice<u32>) {
+    if thread_idx_x() == 0 {
+        let (start, threads) = (block_idx_x() as usize * block_dim_x() as usize, block_dim_x() as usize);
+        let mut sum = 0u32;
+        for v in x.iter().skip(start).take(threads) {
+            sum = sum.wrapping_add(*v);
+        }
+        partials.publish(0, sum);
+    }
+    if let Some(last) = partials.arrive(counter.at(0)) {
+        let mine = last.fold(0u32, |a, p| a.wrapping_add(p));
+        total.add(0, mine);
+    }
+}
+
+/// A row of `cols` channels per block (llm.c's per-channel partials): thread `t` publishes
+/// `mark(b, c)` for its channels `c = t + blockDim.x j`; the last block's thread `t` sums its
+/// channels over the blocks into `sums[c]`.
+#[kernel(cols(partials = cols))]
+pub fn handoff_channels(mut partials: DisjointSlice<[u32; 4], Handoff>, counter: AtomicSlice<u32>, sums: AtomicSlice<u32>, cols: u32) {
+    let mut j = 0;
+    loop {
+        let c = thread_idx_x() + block_dim_x() * j;
+        let b = block_idx_x();
+        if !partials.publish(j, [mark(b, c), 1, 2, 3]) {
+            break;
+        }
+        j += 1;
+    }
+    if let Some(last) = partials.arrive(counter.at(0)) {
+        let mut c = thread_idx_x();
+        while c < last.cols() {
+            let sum = last.fold_column(c, 0u32, |a, p| a.wrapping_add(p[0]).wrapping_add(p[1] + p[2] + p[3] - 6));
+            sums.store(c as usize, sum);
+            c += block_dim_x();
+        }
+    }
+}
+
+/// Misuse: only the even threads arrive (the barrier inside `arrive` is skipped by the odd
+/// ones). The CPU executor reports it; never launched on a GPU (it would hang).
+#[kernel(cols(partials = 1))]
+pub fn handoff_half_arrive(mut partials: DisjointSlice<u32, Handoff>, counter: AtomicSlice<u32>) {
+    partials.publish(0, 1);
+    if thread_idx_x().is_multiple_of(2) {
+        let _ = partials.arrive(counter.at(0));
+    }
+}
+
+/// Misuse: a `BlockRow` carried to a thread of another block through a host thread-local
+/// (possible on the CPU executor only); the executor's owner check catches it.
+#[kernel(cols(out = 8))]
+pub fn smuggled_block_row(mut out: DisjointSlice<u32, BlockRows>) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        use core::cell::Cell;
+        use ferrocuda_device::global::BlockRow;
+        std::thread_local! {
+            static LEFT: Cell<Option<BlockRow>> = const { Cell::new(None) };
+        }
+        let mine = block_row();
+        if let Some(theirs) = LEFT.with(|left| left.replace(Some(mine)))
+            && let Some(mut row) = out.row_mut(theirs)
+            && let Some(element) = row.get_mut(0)
+        {
+            *element = 1;
+        }
+    }
+    let _ = &mut out;
+}
