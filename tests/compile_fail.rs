@@ -21,4 +21,5 @@ fn compile_fail() {
     cases.compile_fail("tests/compile_fail/kernel_model/*.rs");
     cases.compile_fail("tests/compile_fail/cublas/*.rs");
     cases.compile_fail("tests/compile_fail/seams/*.rs");
+    cases.pass("tests/compile_fail/seams/pass/*.rs");
 }

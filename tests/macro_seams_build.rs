@@ -255,11 +255,8 @@ fn p1_a_kernel_crate_that_forbids_unsafe_code_builds_for_the_device() {
 fn p1_an_unsafe_fn_kernel_keeps_the_editions_rules_and_its_coded_warning_is_forwarded() {
     let artifacts = build("p1-unsafe-fn", UNSAFE_FN).unwrap_or_else(|e| panic!("{}", ferrocuda_builder::strip_ansi(&e.to_string())));
     let line = line_of(UNSAFE_FN, "unsafe_fn");
-    let warning = artifacts
-        .warnings
-        .iter()
-        .find(|w| w.starts_with("warning[E0133]"))
-        .unwrap_or_else(|| panic!("no warning[E0133] among {:#?}", artifacts.warnings));
+    let warning =
+        artifacts.warnings.iter().find(|w| w.starts_with("warning[E0133]")).unwrap_or_else(|| panic!("no warning[E0133] among {:#?}", artifacts.warnings));
     assert!(warning.contains(&format!("src/lib.rs:{line}:")), "{warning}");
     assert!(warning.contains("dereference of raw pointer is unsafe and requires unsafe block"), "{warning}");
     assert!(warning.lines().count() > 3 && warning.contains("= note:"), "the whole rendering, notes included: {warning}");

@@ -22,7 +22,9 @@ pub fn kernel(kernel: &Kernel) -> TokenStream {
         let text = symbol_text(symbol);
         let claim = format_ident!("ptx_entry_{}_is_defined_by_two_kernels_rename_one", text, span = symbol.span());
         let cfgs = cfgs.clone();
-        out.extend(quote! {
+        // Spanned at the kernel's name (an instance's: its type in `instances(..)`), where
+        // rustc's "defined multiple times" and "previous definition" then point.
+        out.extend(quote::quote_spanned! {symbol.span()=>
             #(#cfgs)*
             #[doc(hidden)]
             #[macro_export]
@@ -86,11 +88,8 @@ fn kernel_items(kernel: &Kernel) -> TokenStream {
     // device entry points call it, so its body is type-checked as the safe (or `unsafe`) `fn`
     // the user wrote, never inside generated `unsafe` (P1). Inlined into each entry on the
     // device; the host keeps it for the CPU executor.
-    let inline = if function.attrs.iter().any(|a| a.path().is_ident("inline")) {
-        quote!()
-    } else {
-        quote!(#[cfg_attr(target_arch = "nvptx64", inline(always))])
-    };
+    let inline =
+        if function.attrs.iter().any(|a| a.path().is_ident("inline")) { quote!() } else { quote!(#[cfg_attr(target_arch = "nvptx64", inline(always))]) };
     let mut out = quote! {
         #inline
         #[allow(dead_code)]
