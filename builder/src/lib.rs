@@ -296,6 +296,10 @@ impl KernelBuilder {
 
     /// Builds the PTX modules, the cubins when `ptxas` is available, and the artifact list.
     ///
+    /// The device build's warnings, each whole as rustc rendered it and once however many
+    /// architectures reported it, are in [`Artifacts::warnings`]; from a build script they are
+    /// also printed as `cargo:warning` lines (at most 30 diagnostics, then a count).
+    ///
     /// Inside the device build itself (a build script run for `nvptx64`), only declares the
     /// cfgs.
     ///

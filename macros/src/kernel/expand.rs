@@ -101,7 +101,7 @@ fn kernel_items(kernel: &Kernel) -> TokenStream {
             let lowered: Vec<Lowered> = kernel.params.iter().map(lower).collect();
             let entry = Entry { symbol: name, params: &kernel.params, lowered: &lowered, call: quote!(self::#name), unsafe_fn, cfgs: &cfgs };
             out.extend(device_entry(&entry, &kernel.same_len));
-            out.extend(host_launcher(name, &kernel.params, &lowered, is_unsafe, quote!(super::#name), unsafe_fn, kernel.cluster.as_ref(), &kernel.same_len));
+            out.extend(host_launcher(&entry, quote!(super::#name), is_unsafe, kernel.cluster.as_ref(), &kernel.same_len));
         }
         Some((type_param, instances)) => {
             for instance in instances {
@@ -110,16 +110,7 @@ fn kernel_items(kernel: &Kernel) -> TokenStream {
                 let ty = &instance.ty;
                 let entry = Entry { symbol: &instance.symbol, params: &params, lowered: &lowered, call: quote!(self::#name::<#ty>), unsafe_fn, cfgs: &cfgs };
                 out.extend(device_entry(&entry, &kernel.same_len));
-                out.extend(host_launcher(
-                    &instance.symbol,
-                    &params,
-                    &lowered,
-                    is_unsafe,
-                    quote!(super::#name::<#ty>),
-                    unsafe_fn,
-                    kernel.cluster.as_ref(),
-                    &kernel.same_len,
-                ));
+                out.extend(host_launcher(&entry, quote!(super::#name::<#ty>), is_unsafe, kernel.cluster.as_ref(), &kernel.same_len));
             }
         }
     }
@@ -231,16 +222,12 @@ fn fingerprint_literal(canonical: &str) -> proc_macro2::Literal {
 }
 
 /// `pub mod symbol { SYMBOL, SIGNATURE, FINGERPRINT, launch, launch_on_current_context, launch_in, launch_cpu, function }`.
-fn host_launcher(
-    symbol: &Ident,
-    params: &[Param],
-    lowered: &[Lowered],
-    is_unsafe: bool,
-    host_fn: TokenStream,
-    unsafe_fn: bool,
-    cluster: Option<&[TokenStream; 3]>,
-    same_len: &[Vec<Ident>],
-) -> TokenStream {
+///
+/// `entry` is the kernel's (or instance's) entry point, `host_fn` the path of the user's function
+/// as seen from the launcher module (`super::name`), `is_unsafe` whether the launchers are
+/// `unsafe fn`s (raw pointer parameters).
+fn host_launcher(entry: &Entry, host_fn: TokenStream, is_unsafe: bool, cluster: Option<&[TokenStream; 3]>, same_len: &[Vec<Ident>]) -> TokenStream {
+    let Entry { symbol, params, lowered, unsafe_fn, .. } = *entry;
     let fc = paths::host();
     let label = |name: &Ident| name.unraw().to_string();
     let gpu_lengths: Vec<TokenStream> = same_len

@@ -641,8 +641,19 @@ fn p1_no_user_written_token_is_inside_generated_unsafe() {
         (quote!(cols(out = width), same_len(x, out)), quote!(pub fn matrix_param(width: u32, x: &[u32], mut out: DisjointMatrix<u32>) #body)),
         (quote!(), quote!(pub unsafe fn raw(p: *mut UserElem, v: UserValue) #body)),
     ];
-    let user_words =
-        ["user_body_marker", "UserBodyType", "user_call", "touch", "UserElem", "UserInstance", "user_cluster_x", "user_threads", "user_blocks", "user_width_call", "UserValue"];
+    let user_words = [
+        "user_body_marker",
+        "UserBodyType",
+        "user_call",
+        "touch",
+        "UserElem",
+        "UserInstance",
+        "user_cluster_x",
+        "user_threads",
+        "user_blocks",
+        "user_width_call",
+        "UserValue",
+    ];
     for (attr, item) in forms {
         let out = expand(attr.clone(), item.clone());
         assert!(syn::parse2::<syn::File>(out.clone()).is_ok(), "{out}");
