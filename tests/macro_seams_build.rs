@@ -158,6 +158,19 @@ pub fn matrix(width: u32, mut a: DisjointMatrix<u32>, mut b: DisjointMatrix<u32>
         *o = WIDTH;
     }
 }
+
+/// Named like the crate root's `plain` (P13): its own PTX name makes both entries.
+pub mod other {
+    use ferrocuda_device::global::{DisjointSlice, unique_index};
+    use ferrocuda_device::kernel;
+
+    #[kernel(name = "plain_in_other")]
+    pub fn plain(mut out: DisjointSlice<u32>) {
+        if let Some(o) = out.get_mut(unique_index()) {
+            *o = 2;
+        }
+    }
+}
 "#;
 
 /// An `unsafe fn` kernel (raw pointers) keeps its meaning: its body follows the edition's
@@ -241,7 +254,7 @@ fn p1_device_only_unsafe_operations_need_an_unsafe_block_in_every_entry_form() {
 fn p1_a_kernel_crate_that_forbids_unsafe_code_builds_for_the_device() {
     let artifacts = build("p1-forbid-unsafe-code", FORBID_UNSAFE_CODE).unwrap_or_else(|e| panic!("{}", ferrocuda_builder::strip_ansi(&e.to_string())));
     let ptx = std::fs::read_to_string(&artifacts.ptx[0].1).unwrap();
-    for entry in ["plain", "generic_u32", "generic_f32", "cluster", "cooperative", "pdl", "matrix"] {
+    for entry in ["plain", "generic_u32", "generic_f32", "cluster", "cooperative", "pdl", "matrix", "plain_in_other"] {
         let _ = entry_body(&ptx, entry);
     }
     assert!(!artifacts.warnings.iter().any(|w| w.contains("unsafe")), "{:#?}", artifacts.warnings);

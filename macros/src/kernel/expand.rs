@@ -60,7 +60,7 @@ pub fn kernel(kernel: &Kernel) -> TokenStream {
 /// The PTX symbols of the kernel's entry points: its own name, or one per generic instance.
 fn entry_symbols<'k>(kernel: &'k Kernel) -> Vec<&'k Ident> {
     match &kernel.generic {
-        None => vec![&kernel.function.sig.ident],
+        None => vec![kernel.ptx_base()],
         Some((_, instances)) => instances.iter().map(|i| &i.symbol).collect(),
     }
 }
@@ -99,7 +99,8 @@ fn kernel_items(kernel: &Kernel) -> TokenStream {
     match &kernel.generic {
         None => {
             let lowered: Vec<Lowered> = kernel.params.iter().map(lower).collect();
-            let entry = Entry { symbol: name, params: &kernel.params, lowered: &lowered, call: quote!(self::#name), unsafe_fn, cfgs: &cfgs };
+            let entry =
+                Entry { symbol: kernel.ptx_base(), module: name, params: &kernel.params, lowered: &lowered, call: quote!(self::#name), unsafe_fn, cfgs: &cfgs };
             out.extend(device_entry(&entry, &kernel.same_len));
             out.extend(host_launcher(&entry, quote!(super::#name), is_unsafe, kernel.cluster.as_ref(), &kernel.same_len));
         }
@@ -108,7 +109,15 @@ fn kernel_items(kernel: &Kernel) -> TokenStream {
                 let params: Vec<Param> = kernel.params.iter().map(|p| p.instantiate(type_param, &instance.ty)).collect();
                 let lowered: Vec<Lowered> = params.iter().map(lower).collect();
                 let ty = &instance.ty;
-                let entry = Entry { symbol: &instance.symbol, params: &params, lowered: &lowered, call: quote!(self::#name::<#ty>), unsafe_fn, cfgs: &cfgs };
+                let entry = Entry {
+                    symbol: &instance.symbol,
+                    module: &instance.module,
+                    params: &params,
+                    lowered: &lowered,
+                    call: quote!(self::#name::<#ty>),
+                    unsafe_fn,
+                    cfgs: &cfgs,
+                };
                 out.extend(device_entry(&entry, &kernel.same_len));
                 out.extend(host_launcher(&entry, quote!(super::#name::<#ty>), is_unsafe, kernel.cluster.as_ref(), &kernel.same_len));
             }
@@ -121,6 +130,9 @@ fn kernel_items(kernel: &Kernel) -> TokenStream {
 struct Entry<'a> {
     /// Its PTX symbol.
     symbol: &'a Ident,
+    /// The name of its launcher module: the function's name (an instance's: with the type's),
+    /// whatever `name = ".."` gives the PTX symbol.
+    module: &'a Ident,
     params: &'a [Param],
     lowered: &'a [Lowered],
     /// The path of the user's function (`self::name` or `self::name::<Type>`).
@@ -146,7 +158,7 @@ pub fn symbol_text(symbol: &Ident) -> String {
 /// anonymous `const` block, so the entry's name (the PTX symbol, often the user function's own
 /// name) does not clash with the user's function, which the entry reaches as `self::name`.
 fn device_entry(entry: &Entry, same_len: &[Vec<Ident>]) -> TokenStream {
-    let Entry { symbol, params, lowered, call, unsafe_fn, cfgs } = entry;
+    let Entry { symbol, params, lowered, call, unsafe_fn, cfgs, .. } = entry;
     let entry_params = lowered.iter().flat_map(|l| l.entry_params.iter());
     // `same_len(a, b)`: the launchers checked the lengths equal, so every slice of the group is
     // rebuilt with the first one's length, one value, and one bounds check covers them all.
@@ -227,7 +239,7 @@ fn fingerprint_literal(canonical: &str) -> proc_macro2::Literal {
 /// as seen from the launcher module (`super::name`), `is_unsafe` whether the launchers are
 /// `unsafe fn`s (raw pointer parameters).
 fn host_launcher(entry: &Entry, host_fn: TokenStream, is_unsafe: bool, cluster: Option<&[TokenStream; 3]>, same_len: &[Vec<Ident>]) -> TokenStream {
-    let Entry { symbol, params, lowered, unsafe_fn, .. } = *entry;
+    let Entry { symbol, module: launcher, params, lowered, unsafe_fn, .. } = *entry;
     let fc = paths::host();
     let label = |name: &Ident| name.unraw().to_string();
     let gpu_lengths: Vec<TokenStream> = same_len
@@ -274,8 +286,9 @@ fn host_launcher(entry: &Entry, host_fn: TokenStream, is_unsafe: bool, cluster: 
     let arg_names: Vec<TokenStream> = launch_params.iter().map(|p| param_name(p)).collect();
     let count = pointers.len();
     let doc = format!(
-        "Typed launcher of the `{text}` kernel (PTX symbol `{text}`): `{symbol}::launch(&stream, config, ..)`, \
-         `launch!({symbol}<<<grid, block>>>(..))`, or `{symbol}::launch_in(&module, ..)` for an explicitly loaded module."
+        "Typed launcher of the `{name}` kernel (PTX symbol `{text}`): `{launcher}::launch(&stream, config, ..)`, \
+         `launch!({launcher}<<<grid, block>>>(..))`, or `{launcher}::launch_in(&module, ..)` for an explicitly loaded module.",
+        name = launcher.unraw()
     );
     let (unsafety, safety_doc) = if is_unsafe {
         (
@@ -330,7 +343,7 @@ fn host_launcher(entry: &Entry, host_fn: TokenStream, is_unsafe: bool, cluster: 
     quote! {
         #[cfg(not(target_arch = "nvptx64"))]
         #[doc = #doc]
-        pub mod #symbol {
+        pub mod #launcher {
             #[allow(unused_imports)]
             use super::*;
 

@@ -672,3 +672,43 @@ fn p1_no_user_written_token_is_inside_generated_unsafe() {
         assert!(!text.contains("#[allow(unused_unsafe)]"), "{text}");
     }
 }
+
+/// P13: `name = ".."` gives the PTX symbol (a generic kernel's base name) while the launcher
+/// module keeps the function's name, so two kernels named alike in two modules can both be
+/// entries of one PTX module. The name must be an identifier.
+#[test]
+fn p13_a_kernel_name_sets_the_ptx_symbol_and_keeps_the_launcher_module() {
+    let out = expand_ok(
+        quote!(name = "k_rows"),
+        quote!(
+            pub fn k(mut out: DisjointSlice<u32>) {}
+        ),
+    );
+    assert!(out.contains("pub mod k {"), "{out}");
+    assert!(out.contains("pub const SYMBOL : & str = \"k_rows\""), "{out}");
+    assert!(out.contains("extern \"ptx-kernel\" fn k_rows ("), "{out}");
+    assert!(out.contains("\"__ferrocuda_fingerprint_k_rows\""), "{out}");
+    assert!(out.contains("macro_rules ! ptx_entry_k_rows_is_defined_by_two_kernels_rename_one"), "{out}");
+    assert!(out.contains("let __ferrocuda_kernel = self :: k ;"), "{out}");
+
+    let generic = expand_ok(
+        quote!(instances(f32), name = "scaled", launch_bounds(128)),
+        quote!(
+            pub fn scale<T: Pod>(mut out: DisjointSlice<T>) {}
+        ),
+    );
+    assert!(generic.contains("pub mod scale_f32 {"), "{generic}");
+    assert!(generic.contains("pub const SYMBOL : & str = \"scaled_f32\""), "{generic}");
+    assert!(generic.contains("launch_bounds ! (scaled_f32 , 128 , 0)"), "{generic}");
+
+    for bad in [quote!(name = "type"), quote!(name = "1st"), quote!(name = "__ferrocuda_k"), quote!(name = "a-b")] {
+        let out = expand(
+            bad.clone(),
+            quote!(
+                pub fn k(mut out: DisjointSlice<u32>) {}
+            ),
+        )
+        .to_string();
+        assert!(out.contains("gives the kernel's PTX symbol: an identifier"), "#[kernel({bad})]: {out}");
+    }
+}
