@@ -9,7 +9,10 @@
 //! ways around the output model that must not compile. `cublas/`: GEMM element-type pairings
 //! cuBLAS does not support, TF32 for non-`f32` inputs, a bias of another type than the output,
 //! the output passed as an input or as the bias. `borrowed/`: a slice lent by the cudarc
-//! adapter's scope kept past the scope, its guard form without `unsafe` (P3).
+//! adapter's scope kept past the scope, its guard form without `unsafe` (P3). `seams/`: where
+//! generated code meets the user's (audit 2026-11-27): P1, the kernel body never runs in a
+//! generated `unsafe` context (the host copy; the device build is tests/macro_seams_build.rs),
+//! and P13, two kernels with one PTX name; `seams/pass/` must compile and run.
 //!
 //! # What is compared (issue 28)
 //!
@@ -27,7 +30,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// The case folders under `tests/compile_fail/`.
-const GROUPS: &[&str] = &["launch", "kernel", "kernel_model", "cublas", "borrowed"];
+const GROUPS: &[&str] = &["launch", "kernel", "kernel_model", "cublas", "borrowed", "seams"];
 
 #[test]
 fn compile_fail() {
@@ -59,6 +62,7 @@ fn compile_fail() {
         for group in GROUPS {
             tests.compile_fail(scratch.join(group).join("*.rs"));
         }
+        tests.pass(cases.join("seams/pass/*.rs"));
     } // trybuild builds and checks the cases when `tests` drops.
 
     let mut mismatches = Vec::new();

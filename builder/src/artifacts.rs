@@ -18,6 +18,10 @@ pub struct Artifacts {
     pub toolchain: Option<String>,
     /// Every source file the device build read (what `rerun-if-changed` was printed for).
     pub sources: Vec<PathBuf>,
+    /// The device build's warnings, each as rustc rendered it (first line, location, source
+    /// excerpt, notes), without colours, once each however many architectures reported it.
+    /// In a build script they are also forwarded as `cargo:warning` lines.
+    pub warnings: Vec<String>,
 }
 
 /// A cubin compiled by `ptxas`.

@@ -61,8 +61,9 @@ impl InnerBuild<'_> {
     }
 
     /// Runs the build for `arch` in `target_dir` and returns the PTX that rustc wrote to `asm`
-    /// (an absolute path without commas; any older file there is removed first).
-    pub fn run(&self, arch: Arch, target_dir: &Path, rustflags: &[String], asm: &Path) -> Result<String, BuildError> {
+    /// (an absolute path without commas; any older file there is removed first) and the
+    /// build's warnings (see [`diagnostics`]).
+    pub fn run(&self, arch: Arch, target_dir: &Path, rustflags: &[String], asm: &Path) -> Result<(String, Vec<String>), BuildError> {
         if asm.to_string_lossy().contains(',') || !asm.is_absolute() {
             return Err(BuildError::Io {
                 what: format!("choosing where the PTX goes ({}): rustc's --emit needs an absolute path without commas; set .out_dir(...)", asm.display()),
@@ -77,11 +78,11 @@ impl InnerBuild<'_> {
         if !output.status.success() {
             return Err(BuildError::Compile { arch, diagnostics });
         }
-        forward_warnings(&diagnostics);
+        let warnings = self::diagnostics(&diagnostics);
         match std::fs::read_to_string(asm) {
             Ok(ptx) => {
                 let _ = std::fs::remove_file(asm); // the caller keeps the cleaned copy
-                Ok(ptx)
+                Ok((ptx, warnings))
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(BuildError::MissingPtx {
                 arch,
@@ -147,20 +148,95 @@ fn clean_environment(command: &mut Command) {
     }
 }
 
-/// Re-prints the device build's warnings as cargo warnings (first line and location).
-fn forward_warnings(diagnostics: &str) {
-    if std::env::var_os("OUT_DIR").is_none() {
-        return;
-    }
-    let plain = strip_ansi(diagnostics);
-    let mut lines = plain.lines().peekable();
-    while let Some(line) = lines.next() {
-        // `+ptx83` (set for arch-specific targets) is "unstable" to rustc but understood by LLVM.
-        if line.starts_with("warning:") && !line.contains("generated") && !line.contains("`ptx83`") {
-            let location = lines.peek().map(|l| l.trim()).filter(|l| l.starts_with("-->")).unwrap_or("");
-            println!("cargo:warning=device build: {line} {location}");
+/// The diagnostics in the inner cargo's output (human-rendered, colours removed), one string
+/// each with every line rustc printed for it: `warning: ..` or `warning[E0133]: ..`, the
+/// `-->` location, the source excerpt, `= note:`/`= help:` lines, and free-standing `note:`
+/// diagnostics. Cargo's own progress lines and its "generated N warnings" summary are left
+/// out, and so is rustc's note that `+ptx83` (which the builder sets for arch-specific targets)
+/// is unstable: LLVM understands it.
+pub(crate) fn diagnostics(output: &str) -> Vec<String> {
+    let plain = strip_ansi(output);
+    let mut found: Vec<String> = Vec::new();
+    let mut current: Option<Vec<&str>> = None;
+    let finish = |block: Option<Vec<&str>>, found: &mut Vec<String>| {
+        let Some(mut lines) = block else { return };
+        while lines.last().is_some_and(|l| l.trim().is_empty()) {
+            lines.pop();
+        }
+        let Some(first) = lines.first() else { return };
+        // Cargo's "warning: `k` (lib) generated 2 warnings (run `cargo fix` ..)".
+        let summary = first.starts_with("warning: `") && first.contains(" generated ") && first.contains(" warning");
+        if summary || first.contains("`ptx83`") {
+            return;
+        }
+        let text = lines.join("\n");
+        if !found.contains(&text) {
+            found.push(text);
+        }
+    };
+    for line in plain.lines() {
+        if starts_diagnostic(line) {
+            finish(current.take(), &mut found);
+            current = Some(vec![line]);
+        } else if line.trim().is_empty() || is_cargo_status(line) {
+            finish(current.take(), &mut found);
+        } else if let Some(block) = current.as_mut() {
+            block.push(line);
         }
     }
+    finish(current.take(), &mut found);
+    found
+}
+
+/// `warning: ..`, `warning[E0133]: ..`, `note: ..`, `help: ..` at the start of a line (an
+/// `error` cannot be among a successful build's diagnostics, but is accepted too).
+fn starts_diagnostic(line: &str) -> bool {
+    ["warning", "error", "note", "help"].iter().any(|kind| {
+        let Some(rest) = line.strip_prefix(kind) else { return false };
+        rest.starts_with(": ") || (rest.starts_with('[') && rest.find("]: ").is_some_and(|end| rest[1..end].chars().all(|c| c.is_ascii_alphanumeric())))
+    })
+}
+
+/// Cargo's progress lines (`   Compiling k v0.0.0 (..)`, `    Finished ..`).
+fn is_cargo_status(line: &str) -> bool {
+    let trimmed = line.trim_start();
+    line.len() > trimmed.len()
+        && ["Compiling ", "Finished ", "Checking ", "Fresh ", "Running ", "Blocking ", "Locking ", "Updating ", "Downloaded ", "Downloading ", "Adding "]
+            .iter()
+            .any(|status| trimmed.starts_with(status))
+}
+
+/// The most diagnostics a build script forwards in full, and the most lines of each: a crate
+/// with hundreds of warnings should not bury the outer build's output.
+const FORWARD_DIAGNOSTICS: usize = 30;
+const FORWARD_LINES: usize = 40;
+
+/// `cargo:warning=` lines that show `warnings` (from [`diagnostics`], already deduplicated)
+/// to the user of the outer build: every line of each diagnostic, the first marked as the
+/// device build's, then a count of what was left out.
+pub(crate) fn cargo_warning_lines(warnings: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for warning in warnings.iter().take(FORWARD_DIAGNOSTICS) {
+        let lines: Vec<&str> = warning.lines().collect();
+        for (k, line) in lines.iter().take(FORWARD_LINES).enumerate() {
+            if k == 0 {
+                out.push(format!("cargo:warning=device build: {line}"));
+            } else {
+                out.push(format!("cargo:warning={line}"));
+            }
+        }
+        if lines.len() > FORWARD_LINES {
+            out.push(format!("cargo:warning=  ({} more lines of this diagnostic)", lines.len() - FORWARD_LINES));
+        }
+    }
+    if warnings.len() > FORWARD_DIAGNOSTICS {
+        out.push(format!(
+            "cargo:warning=device build: {} more warnings not shown ({} in all; `KernelBuilder::build()` returns every one in `Artifacts::warnings`)",
+            warnings.len() - FORWARD_DIAGNOSTICS,
+            warnings.len()
+        ));
+    }
+    out
 }
 
 /// Removes ANSI colour sequences (the inner cargo colours its output for the user's terminal).
@@ -194,6 +270,87 @@ mod tests {
             version: "rustc 1.101.0-nightly".into(),
             source: ToolchainSource::RustupNightly,
         }
+    }
+
+    /// What the inner cargo printed for a kernel crate with an `unsafe fn` kernel dereferencing
+    /// a raw pointer without an `unsafe` block (edition 2024), plus two plain warnings, the
+    /// `+ptx83` note and cargo's own lines.
+    const OUTPUT: &str = "\
+   Compiling k v0.0.0 (/k)
+warning: unstable feature specified for `-Ctarget-feature`: `ptx83`
+  |
+  = note: this feature is not stably supported; its behavior can change in the future
+
+warning[E0133]: dereference of raw pointer is unsafe and requires unsafe block
+ --> src/lib.rs:9:5
+  |
+9 |     *p = 1;
+  |     ^^^^^^ dereference of raw pointer
+  |
+  = note: for more information, see <https://doc.rust-lang.org/edition-guide/rust-2024/unsafe-op-in-unsafe-fn.html>
+  = note: raw pointers may be null, dangling or unaligned; they can violate aliasing rules and cause data races: all of these are undefined behavior
+note: an unsafe function restricts its caller, but its body is safe by default
+ --> src/lib.rs:8:1
+  |
+8 | pub unsafe fn k(p: *mut u32) {
+  | ^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  = note: `#[warn(unsafe_op_in_unsafe_fn)]` (part of `#[warn(rust_2024_compatibility)]`) on by default
+
+warning: unused variable: `x`
+ --> src/lib.rs:12:9
+  |
+12 |     let x = 1;
+  |         ^ help: if this is intentional, prefix it with an underscore: `_x`
+
+warning: feature `asm_experimental_arch` is declared but not used
+ --> src/lib.rs:1:63
+  |
+1 | #![cfg_attr(target_arch = \"nvptx64\", no_std, feature(abi_ptx, asm_experimental_arch))]
+  |                                                               ^^^^^^^^^^^^^^^^^^^^^
+
+warning: `k` (lib) generated 3 warnings (run `cargo fix --lib -p k` to apply 1 suggestion)
+    Finished `release` profile [optimized] target(s) in 0.87s
+";
+
+    /// Regression (P1, audit 2026-11-27): only lines beginning `warning:` were forwarded, and
+    /// only their first line, so `warning[E0133]` (an unsafe operation in an `unsafe fn`) never
+    /// reached the user. Every diagnostic is kept whole: codes, location, excerpt, notes.
+    #[test]
+    fn p1_coded_warnings_and_their_notes_are_kept_whole() {
+        let found = diagnostics(OUTPUT);
+        assert_eq!(found.len(), 4, "{found:#?}");
+        let coded = &found[0];
+        assert!(coded.starts_with("warning[E0133]: dereference of raw pointer is unsafe and requires unsafe block\n --> src/lib.rs:9:5"), "{coded}");
+        assert!(coded.contains("9 |     *p = 1;") && coded.contains("= note: raw pointers may be null"), "{coded}");
+        // The free-standing note that follows is its own diagnostic, kept too.
+        assert!(found[1].starts_with("note: an unsafe function restricts its caller") && found[1].contains("#[warn(unsafe_op_in_unsafe_fn)]"), "{}", found[1]);
+        assert!(found[2].starts_with("warning: unused variable: `x`") && found[2].contains("help: if this is intentional"), "{}", found[2]);
+        assert!(found[3].starts_with("warning: feature `asm_experimental_arch`"), "{}", found[3]);
+        // Neither cargo's lines nor the +ptx83 note.
+        assert!(!found.iter().any(|w| w.contains("Compiling") || w.contains("generated 3 warnings") || w.contains("ptx83")), "{found:#?}");
+        // Colours do not matter.
+        let coloured = OUTPUT.replace("warning[E0133]", "\x1b[1m\x1b[33mwarning[E0133]\x1b[0m");
+        assert_eq!(diagnostics(&coloured), found);
+    }
+
+    /// Each diagnostic becomes `cargo:warning` lines, every line of it, once; a flood is cut
+    /// to [`FORWARD_DIAGNOSTICS`] with a count of the rest.
+    #[test]
+    fn p1_forwarded_warnings_show_every_line_once_and_a_flood_is_cut() {
+        let found = diagnostics(OUTPUT);
+        let lines = cargo_warning_lines(&found);
+        assert_eq!(lines[0], "cargo:warning=device build: warning[E0133]: dereference of raw pointer is unsafe and requires unsafe block");
+        assert_eq!(lines[1], "cargo:warning= --> src/lib.rs:9:5");
+        assert!(lines.iter().any(|l| l.contains("= note: for more information, see")), "{lines:#?}");
+        assert_eq!(lines.len(), found.iter().map(|w| w.lines().count()).sum::<usize>());
+        // The same output from two architectures' builds: deduplicated before forwarding.
+        let twice = diagnostics(&format!("{OUTPUT}{OUTPUT}"));
+        assert_eq!(twice, found);
+        // A flood: 100 different warnings.
+        let flood: Vec<String> = (0..100).map(|k| format!("warning: unused variable: `x{k}`\n --> src/lib.rs:{k}:9")).collect();
+        let lines = cargo_warning_lines(&flood);
+        assert_eq!(lines.len(), FORWARD_DIAGNOSTICS * 2 + 1, "{lines:#?}");
+        assert!(lines.last().unwrap().contains("70 more warnings not shown (100 in all"), "{lines:#?}");
     }
 
     #[test]

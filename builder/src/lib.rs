@@ -319,6 +319,10 @@ impl KernelBuilder {
 
     /// Builds the PTX modules, the cubins when `ptxas` is available, and the artifact list.
     ///
+    /// The device build's warnings, each whole as rustc rendered it and once however many
+    /// architectures reported it, are in [`Artifacts::warnings`]; from a build script they are
+    /// also printed as `cargo:warning` lines (at most 30 diagnostics, then a count).
+    ///
     /// Inside the device build itself (a build script run for `nvptx64`), only declares the
     /// cfgs.
     ///
@@ -361,7 +365,7 @@ impl KernelBuilder {
         let builds = in_parallel(self.ptx_archs(), |arch| {
             let arch_dir = target_dir.join(arch.to_string());
             let asm = out_dir.join(format!("{crate_name}.{arch}.s"));
-            let raw = inner.run(arch, &arch_dir, &self.rustflags(arch), &asm)?;
+            let (raw, warnings) = inner.run(arch, &arch_dir, &self.rustflags(arch), &asm)?;
             let read = dep_info::read_dep_info(
                 &inner.dep_info_file(&arch_dir),
                 &self.crate_dir,
@@ -369,10 +373,16 @@ impl KernelBuilder {
                 &toolchain.sysroot,
                 cargo_home.as_deref(),
             )?;
-            Ok((arch, raw, read))
+            Ok((arch, raw, read, warnings))
         });
         for build in builds {
-            let (arch, raw, read) = build?;
+            let (arch, raw, read, warnings) = build?;
+            // The same warning from several architectures' builds is shown once.
+            for warning in warnings {
+                if !artifacts.warnings.contains(&warning) {
+                    artifacts.warnings.push(warning);
+                }
+            }
             match read {
                 Some(arch_sources) => sources.extend(arch_sources),
                 None => {
@@ -427,6 +437,11 @@ impl KernelBuilder {
         }
 
         if in_build_script {
+            // Every diagnostic of the device build, as rustc rendered it (P1: only lines that
+            // began with `warning:` used to be forwarded, so `warning[E0133]` never showed).
+            for line in inner_build::cargo_warning_lines(&artifacts.warnings) {
+                println!("{line}");
+            }
             for source in &sources {
                 println!("cargo:rerun-if-changed={}", source.display());
             }

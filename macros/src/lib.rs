@@ -36,6 +36,15 @@ use proc_macro::TokenStream;
 /// scale<T: ..>(..)` builds one PTX kernel per type, named `scale_f32` and `scale_f64`
 /// (function name, `_`, the type's last path segment), each with its launcher module of the
 /// same name (`scale_f32::launch(..)`). The generic function stays callable on the host.
+///
+/// A PTX module is flat: two kernels of one crate cannot share a PTX name, whatever modules
+/// they are in (the build says so, pointing at both). `#[kernel(name = "scale_rows")]` gives a
+/// kernel another PTX symbol (a generic kernel's instances become `scale_rows_f32`, ..); its
+/// launcher module keeps the function's name.
+///
+/// The body is type-checked as the `fn` you wrote, on the GPU build too: the generated entry
+/// point calls your function, so an unsafe operation needs your `unsafe` block, and a crate may
+/// `#![forbid(unsafe_code)]` (docs/kernel-model.md, "Generated code").
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     kernel::expand(attr.into(), item.into()).into()

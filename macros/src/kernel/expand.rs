@@ -11,6 +11,26 @@ use super::paths;
 
 pub fn kernel(kernel: &Kernel) -> TokenStream {
     let mut out = kernel_items(kernel);
+    let cfgs = kernel.function.attrs.iter().filter(|a| a.path().is_ident("cfg") || a.path().is_ident("cfg_attr"));
+    // One PTX name per crate (P13): a PTX module is flat, so two kernels of one crate may not
+    // share an entry symbol, whichever modules they are in (`a::k` and `b::k`, or an instance
+    // `a_b` + `u32` beside `a` + `b_u32`). Each entry claims its symbol as a `#[macro_export]`
+    // macro, which lives at the crate root: a second claim is a name-resolution error, on the
+    // host build as on the device build, before any symbol is emitted, and it points at both
+    // kernels (the macro is spanned at each kernel's name).
+    for symbol in entry_symbols(kernel) {
+        let text = symbol_text(symbol);
+        let claim = format_ident!("ptx_entry_{}_is_defined_by_two_kernels_rename_one", text, span = symbol.span());
+        let cfgs = cfgs.clone();
+        // Spanned at the kernel's name (an instance's: its type in `instances(..)`), where
+        // rustc's "defined multiple times" and "previous definition" then point.
+        out.extend(quote::quote_spanned! {symbol.span()=>
+            #(#cfgs)*
+            #[doc(hidden)]
+            #[macro_export]
+            macro_rules! #claim { () => {}; }
+        });
+    }
     // Launch bounds: one marker per entry point, turned into `.maxntid`/`.minnctapersm`/
     // `.reqntid` by ferrocuda-builder (see `ferrocuda_device::launch_bounds!`).
     if let Some(bounds) = &kernel.bounds {
@@ -40,7 +60,7 @@ pub fn kernel(kernel: &Kernel) -> TokenStream {
 /// The PTX symbols of the kernel's entry points: its own name, or one per generic instance.
 fn entry_symbols<'k>(kernel: &'k Kernel) -> Vec<&'k Ident> {
     match &kernel.generic {
-        None => vec![&kernel.function.sig.ident],
+        None => vec![kernel.ptx_base()],
         Some((_, instances)) => instances.iter().map(|i| &i.symbol).collect(),
     }
 }
@@ -63,66 +83,68 @@ fn kernel_items(kernel: &Kernel) -> TokenStream {
         kernel.function
     };
     let is_unsafe = kernel.has_raw_pointers();
+    let unsafe_fn = function.sig.unsafety.is_some();
+    // `#[cfg]`/`#[cfg_attr]` on the kernel apply to everything generated for it (a kernel gated
+    // with `#[cfg_attr(target_arch = "nvptx64", cfg(ferrocuda_sm = "90"))]` has no entry on
+    // other architectures); every other attribute stays on the user's function.
+    let cfgs: Vec<&syn::Attribute> = function.attrs.iter().filter(|a| a.path().is_ident("cfg") || a.path().is_ident("cfg_attr")).collect();
+    // The user's function, on both sides, exactly as written (plus the width uses above): the
+    // device entry points call it, so its body is type-checked as the safe (or `unsafe`) `fn`
+    // the user wrote, never inside generated `unsafe` (P1). Inlined into each entry on the
+    // device; the host keeps it for the CPU executor.
+    let inline =
+        if function.attrs.iter().any(|a| a.path().is_ident("inline")) { quote!() } else { quote!(#[cfg_attr(target_arch = "nvptx64", inline(always))]) };
+    let mut out = quote! {
+        #inline
+        #[allow(dead_code)]
+        #function
+    };
+    let name = &function.sig.ident;
     match &kernel.generic {
         None => {
-            let ident = &function.sig.ident;
             let lowered: Vec<Lowered> = kernel.params.iter().map(lower).collect();
-            let device = device_entry(ident, &kernel.params, &lowered, EntryBody::Inline(&function.block), &function.attrs, &kernel.same_len);
-            let host = host_launcher(
-                ident,
-                &kernel.params,
-                &lowered,
-                is_unsafe,
-                quote!(super::#ident),
-                kernel.cluster.as_ref(),
-                &kernel.same_len,
-                kernel.bounds.as_ref(),
-            );
-            quote! {
-                #device
-                #[cfg(not(target_arch = "nvptx64"))]
-                #[allow(dead_code)]
-                #function
-                #host
-            }
+            let entry =
+                Entry { symbol: kernel.ptx_base(), module: name, params: &kernel.params, lowered: &lowered, call: quote!(self::#name), unsafe_fn, cfgs: &cfgs };
+            out.extend(device_entry(&entry, &kernel.same_len));
+            out.extend(host_launcher(&entry, quote!(super::#name), is_unsafe, kernel.cluster.as_ref(), &kernel.same_len, kernel.bounds.as_ref()));
         }
         Some((type_param, instances)) => {
-            let name = &function.sig.ident;
-            let mut out = quote! {
-                // The generic function itself, on both sides: each device instance calls it
-                // (inlined), the host keeps it for the CPU executor.
-                #[cfg_attr(target_arch = "nvptx64", inline(always))]
-                #[allow(dead_code)]
-                #function
-            };
             for instance in instances {
                 let params: Vec<Param> = kernel.params.iter().map(|p| p.instantiate(type_param, &instance.ty)).collect();
                 let lowered: Vec<Lowered> = params.iter().map(lower).collect();
                 let ty = &instance.ty;
-                let call = EntryBody::Call(quote!(#name::<#ty>));
-                let doc = format!("The `{}` instance of the generic kernel `{}`.", quote!(#ty), name.unraw());
-                out.extend(device_entry(&instance.symbol, &params, &lowered, call, &[syn::parse_quote!(#[doc = #doc])], &kernel.same_len));
-                out.extend(host_launcher(
-                    &instance.symbol,
-                    &params,
-                    &lowered,
-                    is_unsafe,
-                    quote!(super::#name::<#ty>),
-                    kernel.cluster.as_ref(),
-                    &kernel.same_len,
-                    kernel.bounds.as_ref(),
-                ));
+                let entry = Entry {
+                    symbol: &instance.symbol,
+                    module: &instance.module,
+                    params: &params,
+                    lowered: &lowered,
+                    call: quote!(self::#name::<#ty>),
+                    unsafe_fn,
+                    cfgs: &cfgs,
+                };
+                out.extend(device_entry(&entry, &kernel.same_len));
+                out.extend(host_launcher(&entry, quote!(super::#name::<#ty>), is_unsafe, kernel.cluster.as_ref(), &kernel.same_len, kernel.bounds.as_ref()));
             }
-            out
         }
     }
+    out
 }
 
-enum EntryBody<'a> {
-    /// A plain kernel: its body becomes the entry's body.
-    Inline(&'a syn::Block),
-    /// An instance of a generic kernel: the entry calls the generic function.
-    Call(TokenStream),
+/// One PTX entry point: a plain kernel's, or one instance of a generic kernel's.
+struct Entry<'a> {
+    /// Its PTX symbol.
+    symbol: &'a Ident,
+    /// The name of its launcher module: the function's name (an instance's: with the type's),
+    /// whatever `name = ".."` gives the PTX symbol.
+    module: &'a Ident,
+    params: &'a [Param],
+    lowered: &'a [Lowered],
+    /// The path of the user's function (`self::name` or `self::name::<Type>`).
+    call: TokenStream,
+    /// The user's function is an `unsafe fn` (a kernel with raw pointer parameters may be).
+    unsafe_fn: bool,
+    /// The kernel's `#[cfg]`/`#[cfg_attr]` attributes.
+    cfgs: &'a [&'a syn::Attribute],
 }
 
 /// The PTX symbol of a kernel: its name without `r#`.
@@ -131,8 +153,16 @@ pub fn symbol_text(symbol: &Ident) -> String {
 }
 
 /// `#[no_mangle] extern "ptx-kernel" fn symbol(...)`: slices arrive as (pointer, length) and
-/// are rebuilt before the body runs.
-fn device_entry(symbol: &Ident, params: &[Param], lowered: &[Lowered], body: EntryBody, attrs: &[syn::Attribute], same_len: &[Vec<Ident>]) -> TokenStream {
+/// are rebuilt, then the user's function is called with the kernel's own parameters.
+///
+/// What the entry itself contains is generated code only: the kernel-name tag, the rebuilt
+/// parameters (each `unsafe` block there holds generated tokens alone: no user-written type or
+/// expression), and the call. The user's body is never pasted here (P1): it stays in the user's
+/// function, type-checked as the `fn` they wrote. The entry and the fingerprint sit in an
+/// anonymous `const` block, so the entry's name (the PTX symbol, often the user function's own
+/// name) does not clash with the user's function, which the entry reaches as `self::name`.
+fn device_entry(entry: &Entry, same_len: &[Vec<Ident>]) -> TokenStream {
+    let Entry { symbol, params, lowered, call, unsafe_fn, cfgs, .. } = entry;
     let entry_params = lowered.iter().flat_map(|l| l.entry_params.iter());
     // `same_len(a, b)`: the launchers checked the lengths equal, so every slice of the group is
     // rebuilt with the first one's length, one value, and one bounds check covers them all.
@@ -145,11 +175,18 @@ fn device_entry(symbol: &Ident, params: &[Param], lowered: &[Lowered], body: Ent
     });
     let rebuild = lowered.iter().map(|l| &l.entry_rebuild);
     let names = params.iter().map(|p| &p.name);
-    let body = match body {
-        EntryBody::Inline(block) => quote!(#block),
-        // The generic function may be an `unsafe fn` (raw pointer parameters); the entry
-        // point is itself unsafe to call, with the same contract.
-        EntryBody::Call(path) => quote!(#[allow(unused_unsafe)] unsafe { #path(#(#names),*) }),
+    // The function is named (its path holds the instance's type, user-written) outside any
+    // `unsafe`; only the call of an `unsafe fn` kernel is in an `unsafe` block, which then holds
+    // generated names alone.
+    let kernel = format_ident!("__ferrocuda_kernel", span = Span::mixed_site());
+    let call_it = if *unsafe_fn {
+        quote! {
+            // SAFETY: the entry point is itself `unsafe` to launch, with the kernel's contract
+            // (the host launchers of a kernel with raw pointers are `unsafe fn`s).
+            unsafe { #kernel(#(#names),*) }
+        }
+    } else {
+        quote!(#kernel(#(#names),*))
     };
     // The kernel's name, for panic reports (one shared-memory store per thread at entry).
     // Identifiers contain no NUL, so the C string always exists.
@@ -161,22 +198,23 @@ fn device_entry(symbol: &Ident, params: &[Param], lowered: &[Lowered], body: Ent
     let fingerprint = fingerprint_literal(&canonical_signature(symbol, params));
     let fingerprint_symbol = format!("{}{}", ferrocuda_types::FINGERPRINT_SYMBOL_PREFIX, symbol_text(symbol));
     quote! {
+        #(#cfgs)*
         #[cfg(target_arch = "nvptx64")]
         const _: () = {
             #[unsafe(export_name = #fingerprint_symbol)]
             #[used]
             static FINGERPRINT: ::core::primitive::u64 = #fingerprint;
+
+            #[unsafe(no_mangle)]
+            #[allow(improper_ctypes_definitions, non_snake_case)]
+            pub unsafe extern "ptx-kernel" fn #symbol(#(#entry_params),*) {
+                #panic::__enter_kernel(#name);
+                #(#shared_lengths)*
+                #(#rebuild)*
+                let #kernel = #call;
+                #call_it
+            }
         };
-        #[cfg(target_arch = "nvptx64")]
-        #(#attrs)*
-        #[unsafe(no_mangle)]
-        #[allow(improper_ctypes_definitions)]
-        pub unsafe extern "ptx-kernel" fn #symbol(#(#entry_params),*) {
-            #panic::__enter_kernel(#name);
-            #(#shared_lengths)*
-            #(#rebuild)*
-            #body
-        }
     }
 }
 
@@ -200,17 +238,20 @@ fn fingerprint_literal(canonical: &str) -> proc_macro2::Literal {
 }
 
 /// `pub mod symbol { SYMBOL, SIGNATURE, FINGERPRINT, launch, launch_on_current_context, launch_in, launch_cpu, function }`.
-#[allow(clippy::too_many_arguments)]
+///
+/// `entry` is the kernel's (or instance's) entry point, `host_fn` the path of the user's function
+/// as seen from the launcher module (`super::name`), `is_unsafe` whether the launchers are
+/// `unsafe fn`s (raw pointer parameters), `bounds` the kernel's launch-bounds arguments (a
+/// launch requirement, P11).
 fn host_launcher(
-    symbol: &Ident,
-    params: &[Param],
-    lowered: &[Lowered],
-    is_unsafe: bool,
+    entry: &Entry,
     host_fn: TokenStream,
+    is_unsafe: bool,
     cluster: Option<&[TokenStream; 3]>,
     same_len: &[Vec<Ident>],
     bounds: Option<&TokenStream>,
 ) -> TokenStream {
+    let Entry { symbol, module: launcher, params, lowered, unsafe_fn, .. } = *entry;
     let fc = paths::host();
     let label = |name: &Ident| name.unraw().to_string();
     let gpu_lengths: Vec<TokenStream> = same_len
@@ -257,8 +298,9 @@ fn host_launcher(
     let arg_names: Vec<TokenStream> = launch_params.iter().map(|p| param_name(p)).collect();
     let count = pointers.len();
     let doc = format!(
-        "Typed launcher of the `{text}` kernel (PTX symbol `{text}`): `{symbol}::launch(&stream, config, ..)`, \
-         `launch!({symbol}<<<grid, block>>>(..))`, or `{symbol}::launch_in(&module, ..)` for an explicitly loaded module."
+        "Typed launcher of the `{name}` kernel (PTX symbol `{text}`): `{launcher}::launch(&stream, config, ..)`, \
+         `launch!({launcher}<<<grid, block>>>(..))`, or `{launcher}::launch_in(&module, ..)` for an explicitly loaded module.",
+        name = launcher.unraw()
     );
     let (unsafety, safety_doc) = if is_unsafe {
         (
@@ -310,11 +352,11 @@ fn host_launcher(
     let embedded = launch_call(quote!(#fc::launch_embedded(&#kernels, self::SYMBOL, #stream, #config, &mut #params_array, &#buffers)));
     let in_module = launch_call(quote!(#fc::launch_in_module(#module, &self::SIGNATURE, #stream, #config, &mut #params_array, &#buffers)));
     let cpu_unsafe = is_unsafe || params.iter().any(|p| matches!(p.kind, super::parse::ParamKind::TensorMap { .. }));
-    let cpu = cpu_launcher(lowered, host_fn, cpu_unsafe, cluster.is_some(), &cpu_lengths);
+    let cpu = cpu_launcher(lowered, host_fn, unsafe_fn, cpu_unsafe, cluster.is_some(), &cpu_lengths);
     quote! {
         #[cfg(not(target_arch = "nvptx64"))]
         #[doc = #doc]
-        pub mod #symbol {
+        pub mod #launcher {
             #[allow(unused_imports)]
             use super::*;
 
@@ -432,7 +474,10 @@ fn param_name(param: &TokenStream) -> TokenStream {
 
 /// `launch_cpu(&executor, config, args..)`: runs the host copy of the kernel (`host_fn`) on the
 /// CPU executor, every GPU thread calling it with its own copy of the parameters.
-fn cpu_launcher(lowered: &[Lowered], host_fn: TokenStream, is_unsafe: bool, compiled_cluster: bool, same_len: &[TokenStream]) -> TokenStream {
+///
+/// `unsafe_fn`: the kernel function is an `unsafe fn` (its call needs an `unsafe` block, which
+/// holds generated names only); `is_unsafe`: the launcher is (raw pointers or tensor maps).
+fn cpu_launcher(lowered: &[Lowered], host_fn: TokenStream, unsafe_fn: bool, is_unsafe: bool, compiled_cluster: bool, same_len: &[TokenStream]) -> TokenStream {
     let args = paths::args();
     let cpu = paths::cpu();
     let (executor, config, body) =
@@ -443,6 +488,18 @@ fn cpu_launcher(lowered: &[Lowered], host_fn: TokenStream, is_unsafe: bool, comp
     let prepare = lowered.iter().map(|l| &l.cpu_prepare);
     let rebuild = lowered.iter().map(|l| &l.cpu_rebuild);
     let names: Vec<TokenStream> = lowered.iter().map(|l| param_name(&l.cpu_param)).collect();
+    // As on the device: the kernel function is named outside any `unsafe`, and only an
+    // `unsafe fn` kernel's call is in an `unsafe` block (of generated names alone).
+    let kernel = format_ident!("__ferrocuda_kernel", span = Span::mixed_site());
+    let call = if unsafe_fn {
+        quote! {
+            // SAFETY: forwarded from this function's own contract (an `unsafe fn` kernel has
+            // raw pointer parameters, so this launcher is `unsafe` too).
+            unsafe { #kernel(#(#names),*) }
+        }
+    } else {
+        quote!(#kernel(#(#names),*))
+    };
     let (unsafety, safety_doc) = if is_unsafe {
         (
             quote!(unsafe),
@@ -483,9 +540,8 @@ fn cpu_launcher(lowered: &[Lowered], host_fn: TokenStream, is_unsafe: bool, comp
             #(#prepare)*
             let #body = move || {
                 #(#rebuild)*
-                // SAFETY: for an `unsafe` kernel, forwarded from this function's own contract.
-                #[allow(unused_unsafe)]
-                unsafe { #host_fn(#(#names),*) }
+                let #kernel = #host_fn;
+                #call
             };
             #executor.run(self::SYMBOL, #config, &#body)
         }

@@ -162,8 +162,9 @@ pub fn lower(param: &Param) -> Lowered {
                 cpu_type: quote!(&[#elem]),
                 cpu_parts: quote!(#args::InputParts),
             },
-            |pointer, len| quote!(::core::slice::from_raw_parts(#pointer.as_ptr(), #len)),
-            |parts| quote!(#parts.get()),
+            None,
+            |pointer, len, _| quote!(::core::slice::from_raw_parts(#pointer.as_ptr(), #len)),
+            |parts, _| quote!(#parts.get()),
         ),
         ParamKind::Output { elem } => {
             let abi = SliceAbi {
@@ -185,14 +186,18 @@ pub fn lower(param: &Param) -> Lowered {
                     (quote_spanned!(ty.span()=> #args::require_output::<#ty, #elem>();), quote!(<<#ty as #args::KernelOutput>::Shape as #args::NoShape>::NONE))
                 }
             };
-            let device_shape = shape.clone();
+            // The shape (a width parameter or the user's constant expression) is bound before
+            // the `unsafe` block that builds the output, so no user-written expression is ever
+            // type-checked inside generated `unsafe` (P1); the output's type comes from the
+            // `let`'s annotation, so no user-written type is named inside it either.
             let device_args = args.clone();
             let mut lowered = slice(
                 param,
                 elem,
                 abi,
-                move |pointer, len| quote!(#device_args::output::<#ty>(#pointer.get().cast::<#elem>(), #len, #device_shape)),
-                move |parts| quote!(#parts.output::<#ty>(#shape)),
+                Some(shape),
+                move |pointer, len, shape| quote!(#device_args::output(#pointer.get().cast(), #len, #shape)),
+                move |parts, shape| quote!(#parts.output(#shape)),
             );
             lowered.checks.push(check);
             lowered.requirements = Some(quote!(<#ty as #args::KernelOutput>::REQUIREMENTS));
@@ -203,22 +208,36 @@ pub fn lower(param: &Param) -> Lowered {
 
 /// The slice ABI: a pointer and a `usize` length on the device; the launcher's prepared
 /// argument (`ptr`, `len`) on the host; a parts value shared by the CPU executor's threads.
-fn slice(param: &Param, elem: &Type, abi: SliceAbi, rebuild: impl Fn(&Ident, &Ident) -> TokenStream, cpu_rebuild: impl Fn(&Ident) -> TokenStream) -> Lowered {
+///
+/// `shape`, when given, is the user's expression for the output's shape: it is bound to a
+/// generated variable *outside* the `unsafe` blocks, and `rebuild`/`cpu_rebuild` get that
+/// variable (P1: no user-written expression is expanded inside generated `unsafe`).
+fn slice(
+    param: &Param,
+    elem: &Type,
+    abi: SliceAbi,
+    shape: Option<TokenStream>,
+    rebuild: impl Fn(&Ident, &Ident, &Ident) -> TokenStream,
+    cpu_rebuild: impl Fn(&Ident, &Ident) -> TokenStream,
+) -> Lowered {
     let (name, ty) = (&param.name, &param.ty);
     let mutability = param.mutable.then(|| quote!(mut));
     let (host, args) = (paths::host(), paths::args());
     let (pointer, len, arg, parts) = (generated(name, "ptr"), generated(name, "len"), generated(name, "arg"), generated(name, "cpu"));
+    let shape_var = generated(name, "shape");
+    let bind_shape = shape.map(|shape| quote!(let #shape_var = #shape;));
     let SliceAbi { device_pointer, host_argument, host_type, writes, cpu_type, cpu_parts } = abi;
     let label = {
         use syn::ext::IdentExt;
         name.unraw().to_string()
     };
     let buffer_access = if writes { quote!(#arg.write(#label)) } else { quote!(#arg.read(#label)) };
-    let device_rebuild = rebuild(&pointer, &len);
-    let cpu_value = cpu_rebuild(&parts);
+    let device_rebuild = rebuild(&pointer, &len, &shape_var);
+    let cpu_value = cpu_rebuild(&parts, &shape_var);
     Lowered {
         entry_params: vec![quote!(#pointer: #device_pointer), quote!(#len: ::core::primitive::usize)],
         entry_rebuild: quote! {
+            #bind_shape
             // SAFETY: the host launcher passed a device allocation of `len` elements, borrowed
             // (exclusively, for outputs) until the kernel has finished, and checked the
             // launch against the outputs' `REQUIREMENTS`.
@@ -234,6 +253,7 @@ fn slice(param: &Param, elem: &Type, abi: SliceAbi, rebuild: impl Fn(&Ident, &Id
         cpu_param: quote!(#name: #cpu_type),
         cpu_prepare: quote!(let #parts = #cpu_parts::new(#name);),
         cpu_rebuild: quote! {
+            #bind_shape
             // SAFETY: the slice is borrowed by this launch until every thread is done, and the
             // launch was checked against the outputs' `REQUIREMENTS`.
             let #mutability #name: #ty = unsafe { #cpu_value };

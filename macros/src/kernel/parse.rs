@@ -47,10 +47,12 @@ pub struct Param {
     pub cols: Option<TokenStream>,
 }
 
-/// One instance of a generic kernel: the type for its type parameter and its PTX symbol.
+/// One instance of a generic kernel: the type for its type parameter, its PTX symbol and the
+/// name of its launcher module (the same, unless `name = ".."` gives the PTX base name).
 pub struct Instance {
     pub ty: Type,
     pub symbol: Ident,
+    pub module: Ident,
 }
 
 pub struct Kernel<'a> {
@@ -66,9 +68,19 @@ pub struct Kernel<'a> {
     /// `same_len(a, b, ..)` groups: slice parameters whose lengths the launchers check equal,
     /// so that the device code uses one length for all of them (one bounds check covers all).
     pub same_len: Vec<Vec<Ident>>,
+    /// `name = "ptx_name"`: the kernel's PTX symbol (a generic kernel's base name) instead of
+    /// the function's name, e.g. for two kernels of one name in two modules (P13). The launcher
+    /// module keeps the function's name.
+    pub ptx_name: Option<Ident>,
 }
 
 impl Kernel<'_> {
+    /// The PTX symbol of a plain kernel (a generic kernel's base name): `name = ".."` or the
+    /// function's name.
+    pub fn ptx_base(&self) -> &Ident {
+        self.ptx_name.as_ref().unwrap_or(&self.function.sig.ident)
+    }
+
     /// True when a parameter is a raw pointer, which makes the launcher `unsafe`.
     pub fn has_raw_pointers(&self) -> bool {
         self.params.iter().any(|p| matches!(p.kind, ParamKind::Pointer { .. }))
@@ -119,6 +131,7 @@ struct Attribute {
     cluster: Option<[TokenStream; 3]>,
     same_len: Vec<Vec<Ident>>,
     cols: Vec<(Ident, syn::Expr)>,
+    name: Option<Ident>,
 }
 
 impl Parse for Attribute {
@@ -126,6 +139,25 @@ impl Parse for Attribute {
         let mut attribute = Attribute::default();
         while !input.is_empty() {
             let key: Ident = input.parse()?;
+            if key == "name" {
+                // `name = "ptx_name"`: the PTX symbol, an identifier (it names the entry point).
+                input.parse::<Token![=]>()?;
+                let literal: syn::LitStr = input.parse()?;
+                let value = literal.value();
+                let valid = syn::parse_str::<Ident>(&value).is_ok() && !value.starts_with("__ferrocuda");
+                if !valid {
+                    return Err(syn::Error::new(
+                        literal.span(),
+                        "`name = \"..\"` gives the kernel's PTX symbol: an identifier that is not a Rust keyword and does not start with \
+                         `__ferrocuda`, e.g. `name = \"scale_rows\"`",
+                    ));
+                }
+                attribute.name = Some(Ident::new(&value, literal.span()));
+                if !input.is_empty() {
+                    input.parse::<Token![,]>()?;
+                }
+                continue;
+            }
             let content;
             syn::parenthesized!(content in input);
             if key == "instances" {
@@ -177,7 +209,7 @@ impl Parse for Attribute {
                 return Err(syn::Error::new(
                     key.span(),
                     "unknown #[kernel] argument; expected `instances(T1, T2, ..)`, `launch_bounds(max_threads[, min_blocks])`, `reqntid(threads)`, \
-                     `cluster_dims(x[, y[, z]])`, `same_len(a, b, ..)` or `cols(output = width, ..)`",
+                     `cluster_dims(x[, y[, z]])`, `same_len(a, b, ..)`, `cols(output = width, ..)` or `name = \"ptx_name\"`",
                 ));
             }
             if !input.is_empty() {
@@ -201,6 +233,7 @@ impl<'a> Kernel<'a> {
         let bounds = attribute.bounds.clone();
         let cluster = attribute.cluster.clone();
         let same_len = attribute.same_len.clone();
+        let ptx_name = attribute.name.clone();
         let sig = &function.sig;
         if !matches!(function.vis, syn::Visibility::Public(_)) {
             errors.push(syn::Error::new(sig.fn_token.span, "a kernel must be `pub fn`: the host launches it from outside the crate"));
@@ -224,7 +257,7 @@ impl<'a> Kernel<'a> {
         if let Some(variadic) = &sig.variadic {
             errors.push(syn::Error::new_spanned(variadic, "a kernel cannot be variadic"));
         }
-        let generic = match check_generics(function, attribute.instances) {
+        let generic = match check_generics(function, attribute.instances, ptx_name.as_ref()) {
             Ok(g) => g,
             Err(e) => {
                 errors.push(e);
@@ -264,7 +297,7 @@ impl<'a> Kernel<'a> {
 
         let mut errors = errors.into_iter();
         match errors.next() {
-            None => Ok(Kernel { function, params, generic, bounds, cluster, same_len }),
+            None => Ok(Kernel { function, params, generic, bounds, cluster, same_len, ptx_name }),
             Some(mut first) => {
                 errors.for_each(|e| first.combine(e));
                 Err(first)
@@ -377,7 +410,7 @@ fn is_matrix_output(ty: &Type) -> bool {
 }
 
 /// A generic kernel needs `instances(..)` and exactly one type parameter; a plain one none.
-fn check_generics(function: &ItemFn, instances: Option<(Ident, Vec<Type>)>) -> syn::Result<Option<(Ident, Vec<Instance>)>> {
+fn check_generics(function: &ItemFn, instances: Option<(Ident, Vec<Type>)>, ptx_name: Option<&Ident>) -> syn::Result<Option<(Ident, Vec<Instance>)>> {
     let generics = &function.sig.generics;
     let type_params: Vec<&syn::TypeParam> = generics.type_params().collect();
     for param in &generics.params {
@@ -396,7 +429,9 @@ fn check_generics(function: &ItemFn, instances: Option<(Ident, Vec<Type>)>) -> s
         }
         ([param], Some((_, types))) => {
             let base = &function.sig.ident;
-            let instances = types.into_iter().map(|ty| Instance { symbol: instance_symbol(base, &ty), ty }).collect::<Vec<_>>();
+            let ptx_base = ptx_name.unwrap_or(base);
+            let instances =
+                types.into_iter().map(|ty| Instance { symbol: instance_symbol(ptx_base, &ty), module: instance_symbol(base, &ty), ty }).collect::<Vec<_>>();
             Ok(Some((param.ident.clone(), instances)))
         }
         ([_], None) => Err(syn::Error::new_spanned(

@@ -590,3 +590,125 @@ fn a_tensor_map_parameter_declares_its_memory_and_makes_the_cpu_launcher_unsafe(
     assert!(!compact.contains("pubunsafefnlaunch("), "the GPU launcher stays safe: {out}");
     assert!(compact.contains("param_sizes:&[::core::mem::size_of::<::core::primitive::u64>(),::core::mem::size_of::<::core::primitive::u64>(),"), "{out}");
 }
+
+/// The contents of every `unsafe { .. }` block in `tokens` (at any depth).
+fn unsafe_blocks(tokens: TokenStream) -> Vec<TokenStream> {
+    use proc_macro2::{Delimiter, TokenTree};
+    let trees: Vec<TokenTree> = tokens.into_iter().collect();
+    let mut found = Vec::new();
+    for (k, tree) in trees.iter().enumerate() {
+        if let TokenTree::Group(group) = tree {
+            let after_unsafe = k > 0 && matches!(&trees[k - 1], TokenTree::Ident(i) if i == "unsafe");
+            if after_unsafe && group.delimiter() == Delimiter::Brace {
+                found.push(group.stream());
+            }
+            found.extend(unsafe_blocks(group.stream()));
+        }
+    }
+    found
+}
+
+fn idents(tokens: TokenStream) -> Vec<String> {
+    tokens
+        .into_iter()
+        .flat_map(|t| match t {
+            proc_macro2::TokenTree::Ident(i) => vec![i.to_string()],
+            proc_macro2::TokenTree::Group(g) => idents(g.stream()),
+            _ => vec![],
+        })
+        .collect()
+}
+
+/// Regression (P1, audit 2026-11-27): a plain kernel's body was pasted into the generated
+/// `unsafe extern "ptx-kernel" fn`, and a `cols(..)` width expression into the generated
+/// `unsafe { .. }` that builds the output (device and CPU launcher alike). Now no token the user
+/// wrote (body, attribute expressions, types, the instance type) is inside any `unsafe` block
+/// the macro writes, in every form; only parameter names appear there, as plain variables, and
+/// only the `unsafe fn` kernel's call is in one. The body is the user's own function, emitted
+/// once for both sides, and each entry calls it.
+#[test]
+fn p1_no_user_written_token_is_inside_generated_unsafe() {
+    let body = quote!({
+        let user_body_marker = UserBodyType::user_call();
+        user_body_marker.touch();
+    });
+    let forms: Vec<(TokenStream, TokenStream)> = vec![
+        (quote!(), quote!(pub fn plain(x: &[UserElem], mut out: DisjointSlice<UserElem>) #body)),
+        (quote!(instances(UserInstance, f32)), quote!(pub fn generic<T: Pod>(x: &[T], mut out: DisjointSlice<T>) #body)),
+        (quote!(cluster_dims(user_cluster_x())), quote!(pub fn cluster(mut out: DisjointSlice<u32>) #body)),
+        (quote!(launch_bounds(user_threads(), user_blocks())), quote!(pub fn bounded(mut out: DisjointSlice<u32>) #body)),
+        (quote!(cols(out = user_width_call())), quote!(pub fn matrix(mut out: DisjointMatrix<UserElem>) #body)),
+        (quote!(cols(out = width), same_len(x, out)), quote!(pub fn matrix_param(width: u32, x: &[u32], mut out: DisjointMatrix<u32>) #body)),
+        (quote!(), quote!(pub unsafe fn raw(p: *mut UserElem, v: UserValue) #body)),
+    ];
+    let user_words = [
+        "user_body_marker",
+        "UserBodyType",
+        "user_call",
+        "touch",
+        "UserElem",
+        "UserInstance",
+        "user_cluster_x",
+        "user_threads",
+        "user_blocks",
+        "user_width_call",
+        "UserValue",
+    ];
+    for (attr, item) in forms {
+        let out = expand(attr.clone(), item.clone());
+        assert!(syn::parse2::<syn::File>(out.clone()).is_ok(), "{out}");
+        let blocks = unsafe_blocks(out.clone());
+        assert!(!blocks.is_empty(), "the rebuilds of {item} are `unsafe`");
+        for block in &blocks {
+            let words = idents(block.clone());
+            for user in user_words {
+                assert!(!words.iter().any(|w| w == user), "`{user}` inside generated `unsafe {{ {block} }}` for #[kernel({attr})] {item}");
+            }
+        }
+        // The body appears exactly once: in the user's function, not in an entry.
+        let text = out.to_string();
+        assert_eq!(text.matches("user_body_marker . touch").count(), 1, "{text}");
+        // No `unsafe extern` entry holds a block with the body.
+        assert!(!text.contains("#[allow(unused_unsafe)]"), "{text}");
+    }
+}
+
+/// P13: `name = ".."` gives the PTX symbol (a generic kernel's base name) while the launcher
+/// module keeps the function's name, so two kernels named alike in two modules can both be
+/// entries of one PTX module. The name must be an identifier.
+#[test]
+fn p13_a_kernel_name_sets_the_ptx_symbol_and_keeps_the_launcher_module() {
+    let out = expand_ok(
+        quote!(name = "k_rows"),
+        quote!(
+            pub fn k(mut out: DisjointSlice<u32>) {}
+        ),
+    );
+    assert!(out.contains("pub mod k {"), "{out}");
+    assert!(out.contains("pub const SYMBOL : & str = \"k_rows\""), "{out}");
+    assert!(out.contains("extern \"ptx-kernel\" fn k_rows ("), "{out}");
+    assert!(out.contains("\"__ferrocuda_fingerprint_k_rows\""), "{out}");
+    assert!(out.contains("macro_rules ! ptx_entry_k_rows_is_defined_by_two_kernels_rename_one"), "{out}");
+    assert!(out.contains("let __ferrocuda_kernel = self :: k ;"), "{out}");
+
+    let generic = expand_ok(
+        quote!(instances(f32), name = "scaled", launch_bounds(128)),
+        quote!(
+            pub fn scale<T: Pod>(mut out: DisjointSlice<T>) {}
+        ),
+    );
+    assert!(generic.contains("pub mod scale_f32 {"), "{generic}");
+    assert!(generic.contains("pub const SYMBOL : & str = \"scaled_f32\""), "{generic}");
+    assert!(generic.contains("launch_bounds ! (scaled_f32 , 128 , 0)"), "{generic}");
+
+    for bad in [quote!(name = "type"), quote!(name = "1st"), quote!(name = "__ferrocuda_k"), quote!(name = "a-b")] {
+        let out = expand(
+            bad.clone(),
+            quote!(
+                pub fn k(mut out: DisjointSlice<u32>) {}
+            ),
+        )
+        .to_string();
+        assert!(out.contains("gives the kernel's PTX symbol: an identifier"), "#[kernel({bad})]: {out}");
+    }
+}

@@ -1,0 +1,282 @@
+//! Device builds of small kernel crates at the seam between `#[kernel]`'s generated code and
+//! the user's (audit 2026-11-27, P1): the kernel body is type-checked as the `fn` the user
+//! wrote, on the GPU build too. Code under `#[cfg(target_arch = "nvptx64")]` is compiled only
+//! by the device build, so these checks build for nvptx64 through the builder; the host copy of
+//! the same cases is in tests/compile_fail/seams/ (trybuild).
+//!
+//! Every entry form is covered: a plain kernel, a generic kernel's instances, a cluster kernel
+//! (`cluster_dims`), a kernel with launch bounds (the form a cooperative launch uses: on the
+//! device a cooperative kernel is a plain entry, only its launch differs), a programmatic
+//! dependent launch secondary (`wait_for_prerequisites`), a matrix output with a `cols(..)`
+//! width, and an `unsafe fn` kernel (raw pointers), which keeps its meaning.
+
+#[path = "common/ptx.rs"]
+mod ptx_text;
+use ptx_text::entry_body;
+
+use std::path::PathBuf;
+
+use ferrocuda_builder::{Arch, BuildError, KernelBuilder};
+
+/// One unsafe operation per entry form, each without an `unsafe` block, each only in the
+/// device build. Before the fix (the body pasted into the generated `unsafe extern "ptx-kernel"
+/// fn`) this crate built without an error or a warning; the marker comment names each line.
+const UNSAFE_CONTEXT: &str = r#"#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
+use ferrocuda_device::global::{DisjointMatrix, DisjointSlice, unique_cell, unique_index};
+use ferrocuda_device::kernel;
+
+#[kernel]
+pub fn plain(mut out: DisjointSlice<u32>) {
+    if let Some(o) = out.get_mut(unique_index()) {
+        *o = 1;
+    }
+    #[cfg(target_arch = "nvptx64")]
+    {
+        *out.get_unchecked_mut(1usize << 33) = 7; // P1:plain
+    }
+}
+
+#[kernel(instances(u32, f32))]
+pub fn generic<T: bytemuck::Pod + Default>(mut out: DisjointSlice<T>) {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        *out.get_unchecked_mut(1usize << 33) = T::default(); // P1:generic
+    }
+}
+
+#[kernel(cluster_dims(2))]
+pub fn cluster(mut out: DisjointSlice<u32>) {
+    ferrocuda_device::cluster::sync();
+    if let Some(o) = out.get_mut(unique_index()) {
+        *o = ferrocuda_device::cluster::block_rank();
+    }
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let mut local = 0u32;
+        let pointer = &mut local as *mut u32;
+        *pointer.add(1 << 20) = 7; // P1:cluster
+    }
+}
+
+#[kernel(launch_bounds(256, 2))]
+pub fn cooperative(flag: u32, mut out: DisjointSlice<u32>) {
+    if let Some(o) = out.get_mut(unique_index()) {
+        *o = flag;
+    }
+    #[cfg(target_arch = "nvptx64")]
+    {
+        if flag == 7 {
+            core::hint::unreachable_unchecked(); // P1:cooperative
+        }
+    }
+}
+
+#[kernel]
+pub fn pdl(x: &[u32], mut out: DisjointSlice<u32>) {
+    ferrocuda_device::grid_dependency::wait_for_prerequisites();
+    let i = unique_index();
+    #[cfg(target_arch = "nvptx64")]
+    {
+        *out.get_unchecked_mut(i.get() + 1) = x.len() as u32; // P1:pdl
+    }
+}
+
+#[kernel(cols(out = width))]
+pub fn matrix(width: u32, mut out: DisjointMatrix<u32>) {
+    if let Some(o) = out.get_mut(unique_cell()) {
+        *o = width;
+    }
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let bytes = [b'o', b'k'];
+        let _text = core::str::from_utf8_unchecked(&bytes); // P1:matrix
+    }
+}
+
+#[kernel(cols(out = core::num::NonZeroU32::new_unchecked(4).get()))] // P1:cols
+pub fn width_from_unsafe(mut out: DisjointMatrix<u32>) {
+    if let Some(o) = out.get_mut(unique_cell()) {
+        *o = 1;
+    }
+}
+"#;
+
+/// Every entry form under `#![forbid(unsafe_code)]`, with device-only code: nothing the macro
+/// generates may trip the lint (its own `unsafe` is not the user's), and nothing of the user's
+/// may hide in it.
+const FORBID_UNSAFE_CODE: &str = r#"#![forbid(unsafe_code)]
+#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
+use ferrocuda_device::global::{AtomicSlice, DisjointMatrix, DisjointSlice, unique_cell, unique_index};
+use ferrocuda_device::kernel;
+
+#[kernel]
+pub fn plain(x: &[u32], mut out: DisjointSlice<u32>) {
+    let i = unique_index();
+    if let (Some(o), Some(v)) = (out.get_mut(i), x.get(i.get())) {
+        *o = *v + 1;
+    }
+}
+
+#[kernel(instances(u32, f32))]
+pub fn generic<T: bytemuck::Pod + Default>(mut out: DisjointSlice<T>) {
+    if let Some(o) = out.get_mut(unique_index()) {
+        *o = T::default();
+    }
+}
+
+#[kernel(cluster_dims(2))]
+pub fn cluster(mut out: DisjointSlice<u32>) {
+    ferrocuda_device::cluster::sync();
+    if let Some(o) = out.get_mut(unique_index()) {
+        *o = ferrocuda_device::cluster::block_rank();
+    }
+}
+
+#[kernel(launch_bounds(256, 2))]
+pub fn cooperative(counts: AtomicSlice<u32>) {
+    counts.fetch_add(0, 1);
+}
+
+#[kernel(same_len(x, out))]
+pub fn pdl(x: &[u32], mut out: DisjointSlice<u32>) {
+    ferrocuda_device::grid_dependency::wait_for_prerequisites();
+    let i = unique_index();
+    if let (Some(o), Some(v)) = (out.get_mut(i), x.get(i.get())) {
+        *o = *v;
+    }
+}
+
+const WIDTH: u32 = 16;
+
+#[kernel(cols(a = width, b = WIDTH * 2))]
+pub fn matrix(width: u32, mut a: DisjointMatrix<u32>, mut b: DisjointMatrix<u32>) {
+    let cell = unique_cell();
+    if let Some(o) = a.get_mut(cell) {
+        *o = width;
+    }
+    if let Some(o) = b.get_mut(cell) {
+        *o = WIDTH;
+    }
+}
+
+/// Named like the crate root's `plain` (P13): its own PTX name makes both entries.
+pub mod other {
+    use ferrocuda_device::global::{DisjointSlice, unique_index};
+    use ferrocuda_device::kernel;
+
+    #[kernel(name = "plain_in_other")]
+    pub fn plain(mut out: DisjointSlice<u32>) {
+        if let Some(o) = out.get_mut(unique_index()) {
+            *o = 2;
+        }
+    }
+}
+"#;
+
+/// An `unsafe fn` kernel (raw pointers) keeps its meaning: its body follows the edition's
+/// rules, so an unsafe operation without an `unsafe` block is `unsafe_op_in_unsafe_fn`'s
+/// warning in edition 2024 (an error where the crate denies the lint), and the builder
+/// forwards that warning, code and notes included.
+const UNSAFE_FN: &str = r#"#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
+use ferrocuda_device::kernel;
+
+/// # Safety
+/// `p` points to device memory valid for a write.
+#[kernel]
+pub unsafe fn raw_store(p: *mut u32) {
+    *p = 1; // P1:unsafe_fn
+}
+"#;
+
+fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A kernel crate `name` holding `source`, depending on this checkout's device library (and
+/// bytemuck for the generic kernels), with the workspace's lock file.
+fn kernel_crate(name: &str, source: &str) -> PathBuf {
+    let dir = workspace().join("target/test-scratch").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2024\"\n[lib]\ncrate-type = [\"rlib\"]\n\
+             [dependencies]\nferrocuda-device = {{ path = \"{}\" }}\nbytemuck = {{ version = \"1\", features = [\"derive\"] }}\n[workspace]\n",
+            workspace().join("device").display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(dir.join("src/lib.rs"), source).unwrap();
+    std::fs::copy(workspace().join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+    dir
+}
+
+/// The 1-based line of `source` carrying the marker comment `// P1:<form>`.
+fn line_of(source: &str, form: &str) -> usize {
+    let marker = format!("// P1:{form}");
+    source.lines().position(|l| l.contains(&marker)).unwrap_or_else(|| panic!("no {marker}")) + 1
+}
+
+fn build(name: &str, source: &str) -> Result<ferrocuda_builder::Artifacts, BuildError> {
+    let dir = kernel_crate(name, source);
+    // A target directory shared between tests keeps `core` built once.
+    let target = workspace().join("target/ferrocuda-test-device");
+    KernelBuilder::new(&dir).arch(Arch::SM_90).out_dir(&dir).target_dir(&target).build()
+}
+
+/// Regression (P1): a kernel's body ran inside the generated `unsafe extern "ptx-kernel" fn`,
+/// so on the device an unsafe operation compiled with no `unsafe` written, without even a
+/// warning (the audit's kernel wrote outside its view, faulted, and raced on an H100). Now each
+/// entry form refuses it with E0133, at the user's line. The `cols(..)` width expression, which
+/// was expanded inside a generated `unsafe` block, is refused as well.
+#[test]
+fn p1_device_only_unsafe_operations_need_an_unsafe_block_in_every_entry_form() {
+    let error = build("p1-unsafe-context", UNSAFE_CONTEXT).expect_err("the crate has unsafe operations without `unsafe`");
+    let message = ferrocuda_builder::strip_ansi(&error.to_string());
+    assert!(matches!(error, BuildError::Compile { .. }), "{message}");
+    for form in ["plain", "generic", "cluster", "cooperative", "pdl", "matrix", "cols"] {
+        let line = line_of(UNSAFE_CONTEXT, form);
+        let at = format!("src/lib.rs:{line}:");
+        let position = message.find(&at).unwrap_or_else(|| panic!("no error at {at} ({form}):\n{message}"));
+        // The error whose location this is: the last `error` line before it.
+        let heading = message[..position].lines().rev().find(|l| l.starts_with("error")).unwrap_or("");
+        assert!(heading.starts_with("error[E0133]:") && heading.contains("requires unsafe block"), "{form} at {at}: {heading}\n{message}");
+    }
+    // One error for each generic instance would be two; rustc reports the function once.
+    assert_eq!(message.matches("error[E0133]").count(), 7, "{message}");
+}
+
+/// `#![forbid(unsafe_code)]` in a kernel crate: every entry form builds for the device (the
+/// macro's own `unsafe` is attributed to the macro, the user's code has none), and the PTX has
+/// every entry.
+#[test]
+fn p1_a_kernel_crate_that_forbids_unsafe_code_builds_for_the_device() {
+    let artifacts = build("p1-forbid-unsafe-code", FORBID_UNSAFE_CODE).unwrap_or_else(|e| panic!("{}", ferrocuda_builder::strip_ansi(&e.to_string())));
+    let ptx = std::fs::read_to_string(&artifacts.ptx[0].1).unwrap();
+    for entry in ["plain", "generic_u32", "generic_f32", "cluster", "cooperative", "pdl", "matrix", "plain_in_other"] {
+        let _ = entry_body(&ptx, entry);
+    }
+    assert!(!artifacts.warnings.iter().any(|w| w.contains("unsafe")), "{:#?}", artifacts.warnings);
+}
+
+/// An `unsafe fn` kernel keeps its meaning (its body is the user's `unsafe fn`, under the
+/// edition's `unsafe_op_in_unsafe_fn`), and the device build's coded warning reaches the user:
+/// `warning[E0133]` with its location and notes (the builder forwarded only lines starting
+/// `warning:`, and only their first line).
+#[test]
+fn p1_an_unsafe_fn_kernel_keeps_the_editions_rules_and_its_coded_warning_is_forwarded() {
+    let artifacts = build("p1-unsafe-fn", UNSAFE_FN).unwrap_or_else(|e| panic!("{}", ferrocuda_builder::strip_ansi(&e.to_string())));
+    let line = line_of(UNSAFE_FN, "unsafe_fn");
+    let warning =
+        artifacts.warnings.iter().find(|w| w.starts_with("warning[E0133]")).unwrap_or_else(|| panic!("no warning[E0133] among {:#?}", artifacts.warnings));
+    assert!(warning.contains(&format!("src/lib.rs:{line}:")), "{warning}");
+    assert!(warning.contains("dereference of raw pointer is unsafe and requires unsafe block"), "{warning}");
+    assert!(warning.lines().count() > 3 && warning.contains("= note:"), "the whole rendering, notes included: {warning}");
+
+    // Denying the lint makes it an error, as in any `unsafe fn` the user writes.
+    let denied = format!("#![deny(unsafe_op_in_unsafe_fn)]\n{UNSAFE_FN}");
+    let error = build("p1-unsafe-fn-denied", &denied).expect_err("the lint is denied");
+    let message = ferrocuda_builder::strip_ansi(&error.to_string());
+    assert!(message.contains("error[E0133]") && message.contains(&format!("src/lib.rs:{}:", line + 1)), "{message}");
+}
