@@ -198,7 +198,7 @@ fn only_kernels_that_can_panic_store_the_kernel_tag() {
         eprintln!("{name}: {kept} entries keep the kernel tag store, {removed} have none");
         assert!(kept > 0 && removed > 0, "{name}: {kept} kept, {removed} without");
         // The report still reads the tag, so the 16-byte declaration stays in these modules.
-        assert!(ptx.contains(".shared .align 8 .u64 __ferrocuda_kernel_tag[2];"), "{name}");
+        assert!(ptx.contains(".shared .align 16 .u64 __ferrocuda_kernel_tag[2];"), "{name}");
     }
 
     // SASS, where the build made cubins and nvdisasm is installed: saxpy's prologue has no

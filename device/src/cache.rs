@@ -246,6 +246,7 @@ pub unsafe fn load_global<T: Pod>(src: *const T, hint: Load) -> T {
     #[cfg(not(target_arch = "nvptx64"))]
     {
         let _ = hint;
+        crate::cpu::hooks::check_global_alignment(src as usize, core::mem::size_of::<T>(), "ld.global (cache::load_global)");
         // SAFETY: the caller's contract.
         unsafe { src.read() }
     }
@@ -267,6 +268,7 @@ pub unsafe fn store_global<T: Pod>(dst: *mut T, value: T, hint: Store) {
     #[cfg(not(target_arch = "nvptx64"))]
     {
         let _ = hint;
+        crate::cpu::hooks::check_global_alignment(dst as usize, core::mem::size_of::<T>(), "st.global (cache::store_global)");
         // SAFETY: the caller's contract.
         unsafe { dst.write(value) }
     }

@@ -7,7 +7,11 @@
 //! These functions make the width explicit. Cost: one instruction each; a warp of 16-byte
 //! accesses to consecutive addresses moves 512 bytes in 4 fully used 128-byte lines.
 //!
-//! On the host (the CPU executor) they are plain unaligned-checked reads and writes.
+//! On the host (the CPU executor) they are plain reads and writes after the GPU's alignment
+//! check: an address that is not a multiple of the access's width (16 or 8 bytes) is refused
+//! with a "misaligned global memory access" panic, as a GPU faults on it
+//! (`CUDA_ERROR_MISALIGNED_ADDRESS`), although the Rust types (`[u32; 4]`) are only 4-byte
+//! aligned.
 
 /// Loads 16 bytes through the read-only (non-coherent) path (`ld.global.nc.v4.u32`).
 ///
@@ -26,9 +30,10 @@ pub unsafe fn load_nc_v4(src: *const [u32; 4]) -> [u32; 4] {
         [a, b, c, d]
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    // SAFETY: the caller's contract.
-    unsafe {
-        src.read()
+    {
+        crate::cpu::hooks::check_global_alignment(src as usize, 16, "ld.global.nc.v4.u32");
+        // SAFETY: the caller's contract.
+        unsafe { src.read() }
     }
 }
 
@@ -49,9 +54,10 @@ pub unsafe fn load_v4(src: *const [u32; 4]) -> [u32; 4] {
         [a, b, c, d]
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    // SAFETY: the caller's contract.
-    unsafe {
-        src.read()
+    {
+        crate::cpu::hooks::check_global_alignment(src as usize, 16, "ld.global.v4.u32");
+        // SAFETY: the caller's contract.
+        unsafe { src.read() }
     }
 }
 
@@ -71,9 +77,10 @@ pub unsafe fn load_nc_v2(src: *const [u32; 2]) -> [u32; 2] {
         [a, b]
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    // SAFETY: the caller's contract.
-    unsafe {
-        src.read()
+    {
+        crate::cpu::hooks::check_global_alignment(src as usize, 8, "ld.global.nc.v2.u32");
+        // SAFETY: the caller's contract.
+        unsafe { src.read() }
     }
 }
 
@@ -90,10 +97,11 @@ pub unsafe fn store_v4(dst: *mut [u32; 4], value: [u32; 4]) {
         core::arch::asm!("st.global.v4.u32 [{p}], {{{a}, {b}, {c}, {d}}};", a = in(reg32) value[0], b = in(reg32) value[1], c = in(reg32) value[2], d = in(reg32) value[3], p = in(reg64) dst, options(nostack))
     };
     #[cfg(not(target_arch = "nvptx64"))]
-    // SAFETY: the caller's contract.
-    unsafe {
-        dst.write(value)
-    };
+    {
+        crate::cpu::hooks::check_global_alignment(dst as usize, 16, "st.global.v4.u32");
+        // SAFETY: the caller's contract.
+        unsafe { dst.write(value) }
+    }
 }
 
 /// Copies one 16-byte value with one `ld.global.nc.v4` and one `st.global.v4`, whatever its

@@ -42,4 +42,5 @@ pub mod kernel_model;
 pub mod launch_kinds;
 pub mod matrix_outputs;
 pub mod port_gaps;
+pub mod port_patterns;
 pub mod sanitizer;

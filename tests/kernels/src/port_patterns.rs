@@ -1,0 +1,47 @@
+//! Kernels for the patterns of issue 30 (what other people's kernels do): `tests/port_patterns.rs`
+//! runs each on the CPU executor and the GPU and checks it against the host, and
+//! `tests/port_patterns_ptx.rs` checks the instructions they compile to.
+
+use ferrocuda_device::global::{DisjointSlice, unique_index};
+use ferrocuda_device::shared_array;
+use ferrocuda_device::sync::sync_threads;
+use ferrocuda_device::thread::thread_idx_x;
+use ferrocuda_device::{kernel, vector};
+
+/// Regression p30_1: a kernel that can panic (the bounds-checked `x[i]`) and declares a 4-byte
+/// `shared_array!` first. The panic report's kernel tag (16 bytes, written with one
+/// `st.shared.v2.u64` at entry) was declared `.align 8`; ptxas placed it at offset 8, and
+/// every launch faulted with `CUDA_ERROR_MISALIGNED_ADDRESS` before this code ran.
+/// `out[i] = x[i] + (sum of the block's first thread's x)`.
+#[kernel]
+pub fn p30_small_shared_first_can_panic(x: &[f32], mut out: DisjointSlice<f32>) {
+    let first = shared_array![f32; 1];
+    let i = unique_index();
+    // Bounds-checked: this kernel keeps its panic path, so the tag store stays.
+    let v = x[i.get()];
+    if thread_idx_x() == 0 {
+        first.set(0, v);
+    }
+    sync_threads();
+    if let Some(o) = out.get_mut(i) {
+        *o = v + first.get(0);
+    }
+}
+
+/// A 16-byte vector load at `offset` 4-byte words into `x`: aligned only when `offset` is a
+/// multiple of 4 (and `x` 16-byte aligned). With another offset a GPU faults
+/// (`CUDA_ERROR_MISALIGNED_ADDRESS`); the CPU executor refuses it (p30_1). `out[i]` is the
+/// sum of the four words.
+#[kernel]
+pub fn p30_vector_load_at(x: &[u32], offset: u32, mut out: DisjointSlice<u32>) {
+    let i = unique_index();
+    let start = offset as usize + 4 * i.get();
+    if start + 4 <= x.len() {
+        // SAFETY: 16 readable bytes inside `x`, which no thread writes; the 16-byte alignment is
+        // the caller's (the test's) to keep, and the CPU executor checks it.
+        let [a, b, c, d] = unsafe { vector::load_nc_v4(x.as_ptr().add(start).cast()) };
+        if let Some(o) = out.get_mut(i) {
+            *o = a.wrapping_add(b).wrapping_add(c).wrapping_add(d);
+        }
+    }
+}

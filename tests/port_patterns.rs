@@ -1,0 +1,63 @@
+//! Issue 30's patterns on both back ends (the fixture kernels of
+//! tests/kernels/src/port_patterns.rs): each body runs on the CPU executor (`cpu::name`, always)
+//! and on the GPU (`gpu::name`, skipped without one, a failure under `REQUIRE_GPU=1`), with the
+//! same inputs and the same checks against a host reference. Tests only the CPU executor can
+//! run (a misaligned access that would fault a GPU) are plain `#[test]`s.
+
+#[path = "common/backend.rs"]
+mod backend;
+mod common;
+
+use backend::{Backend, Buf, launch_on, on_both_backends};
+use test_kernels::port_patterns;
+
+on_both_backends!(p30_1_a_kernel_that_can_panic_runs_with_a_4_byte_shared_array_first,);
+
+/// Regression p30_1: the kernel tag (16 bytes, one `st.shared.v2.u64`) was `.align 8` and
+/// faulted every launch on a GPU when a 4-byte `shared_array!` came first.
+fn p30_1_a_kernel_that_can_panic_runs_with_a_4_byte_shared_array_first(backend: &Backend) {
+    let (blocks, threads) = (4usize, 128usize);
+    let x: Vec<f32> = (0..blocks * threads).map(|i| i as f32 * 0.5).collect();
+    let input = backend.upload(&x);
+    let mut out = backend.zeroed::<f32>(x.len());
+    launch_on!(backend, port_patterns::p30_small_shared_first_can_panic, (blocks as u32, threads as u32), &input, &mut out).unwrap();
+    let out = backend.download(&out);
+    for (i, &o) in out.iter().enumerate() {
+        assert_eq!(o, x[i] + x[i / threads * threads], "{}: element {i}", backend.name());
+    }
+}
+
+/// The word offset into `words` (a CPU buffer) at which a 16-byte access lands on a 16-byte
+/// boundary, plus `shift` words.
+fn offset_for(words: &Buf<u32>, shift: u32) -> u32 {
+    let Buf::Cpu(v) = words else { unreachable!("a CPU buffer") };
+    let address = v.as_ptr() as usize;
+    assert!(address.is_multiple_of(4));
+    ((16 - address % 16) % 16 / 4) as u32 + shift
+}
+
+/// Regression p30_1 (the CPU half): the GPU faults on a vector access whose address is not a
+/// multiple of its width, whatever the Rust type's alignment (`[u32; 4]` is 4-byte aligned);
+/// the CPU executor ran such kernels. It now refuses them with a named error, and still runs
+/// the aligned access.
+#[test]
+fn p30_1_the_cpu_executor_refuses_a_misaligned_16_byte_global_load() {
+    let backend = Backend::cpu();
+    let words: Vec<u32> = (1..=64).collect();
+    let input = backend.upload(&words);
+
+    let aligned = offset_for(&input, 0);
+    let mut out = backend.zeroed::<u32>(1);
+    launch_on!(&backend, port_patterns::p30_vector_load_at, (1u32, 1u32), &input, aligned, &mut out).unwrap();
+    let a = aligned as usize;
+    assert_eq!(backend.download(&out)[0], words[a..a + 4].iter().sum::<u32>(), "the aligned load reads its four words");
+
+    for shift in 1..4 {
+        let mut out = backend.zeroed::<u32>(1);
+        let error = launch_on!(&backend, port_patterns::p30_vector_load_at, (1u32, 1u32), &input, aligned + shift, &mut out).unwrap_err();
+        println!("refused: {error}");
+        assert!(error.contains("misaligned global memory access"), "{error}");
+        assert!(error.contains("ld.global.nc.v4.u32") && error.contains("CUDA_ERROR_MISALIGNED_ADDRESS"), "{error}");
+        assert!(error.contains("p30_vector_load_at"), "the report names the kernel: {error}");
+    }
+}
