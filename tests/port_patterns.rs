@@ -11,7 +11,7 @@ mod common;
 use backend::{Backend, Buf, launch_on, on_both_backends};
 use test_kernels::port_patterns;
 
-on_both_backends!(p30_1_a_kernel_that_can_panic_runs_with_a_4_byte_shared_array_first,);
+on_both_backends!(p30_1_a_kernel_that_can_panic_runs_with_a_4_byte_shared_array_first, p30_4_fast_cosh_sinh_and_tanh_are_within_their_documented_error,);
 
 /// Regression p30_1: the kernel tag (16 bytes, one `st.shared.v2.u64`) was `.align 8` and
 /// faulted every launch on a GPU when a 4-byte `shared_array!` came first.
@@ -60,4 +60,45 @@ fn p30_1_the_cpu_executor_refuses_a_misaligned_16_byte_global_load() {
         assert!(error.contains("ld.global.nc.v4.u32") && error.contains("CUDA_ERROR_MISALIGNED_ADDRESS"), "{error}");
         assert!(error.contains("p30_vector_load_at"), "the report names the kernel: {error}");
     }
+}
+
+/// The fast hyperbolics (what `fast_math(true)` makes of `cosh`, `sinh`, `tanh`) against the
+/// host's `f64` functions: `cosh`/`sinh` within 8 ulp (relative 2^-21) everywhere they are
+/// finite, infinite where `f32` overflows, NaN for NaN; `tanh` within `tanh.approx`'s 2^-10.987.
+fn p30_4_fast_cosh_sinh_and_tanh_are_within_their_documented_error(backend: &Backend) {
+    let mut x: Vec<f32> = (0..20_000).map(|i| (i as f32 - 10_000.0) * 0.009).collect();
+    x.extend([0.0, -0.0, 0.5, 0.999, 1.0, 1.001, -1.0, 1e-3, -1e-30, 88.0, 89.0, 89.4, -89.4, 89.5, 90.0, 200.0, f32::INFINITY, -f32::INFINITY, f32::NAN]);
+    let input = backend.upload(&x);
+    let mut out = backend.zeroed::<f32>(3 * x.len());
+    launch_on!(backend, port_patterns::p30_fast_hyperbolic, ferrocuda::LaunchConfig::for_elements(x.len(), 256), &input, &mut out).unwrap();
+    let out = backend.download(&out);
+    let (mut worst_cosh, mut worst_sinh, mut worst_tanh) = (0f64, 0f64, 0f64);
+    for (i, &v) in x.iter().enumerate() {
+        let (c, s, t) = (out[3 * i], out[3 * i + 1], out[3 * i + 2]);
+        if v.is_nan() {
+            assert!(c.is_nan() && s.is_nan() && t.is_nan(), "{}: NaN in, {:?} out", backend.name(), (c, s, t));
+            continue;
+        }
+        let v64 = v as f64;
+        for (name, got, exact, worst) in [("cosh", c, v64.cosh(), &mut worst_cosh), ("sinh", s, v64.sinh(), &mut worst_sinh)] {
+            let expected = exact as f32;
+            if expected.is_infinite() {
+                assert_eq!(got, expected, "{}: {name}({v:e}) overflows", backend.name());
+                continue;
+            }
+            // A denormal or zero input flushes (`.ftz`): sinh(tiny) may be 0.
+            if name == "sinh" && v.abs() < 1e-30 {
+                assert!(got.abs() <= v.abs(), "{}: sinh({v:e}) = {got:e}", backend.name());
+                continue;
+            }
+            let error = ((got as f64 - exact) / exact).abs();
+            *worst = worst.max(error);
+            assert!(error <= 2f64.powi(-21), "{}: {name}({v:e}) = {got:e}, exact {exact:e} (relative error {error:e})", backend.name());
+        }
+        let exact = v64.tanh();
+        let error = if exact == 0.0 { t.abs() as f64 } else { ((t as f64 - exact) / exact).abs() };
+        worst_tanh = worst_tanh.max(error);
+        assert!(error <= 2f64.powf(-10.987), "{}: tanh({v:e}) = {t:e}, exact {exact:e}", backend.name());
+    }
+    println!("{}: worst relative error cosh {worst_cosh:e}, sinh {worst_sinh:e}, tanh {worst_tanh:e}", backend.name());
 }

@@ -45,3 +45,14 @@ pub fn p30_vector_load_at(x: &[u32], offset: u32, mut out: DisjointSlice<u32>) {
         }
     }
 }
+
+/// `[cosh x, sinh x, tanh x]` by the fast approximations of issue 30 (`fast_math(true)`'s
+/// `cosh`, `sinh`, `tanh`), per thread.
+#[kernel]
+pub fn p30_fast_hyperbolic(x: &[f32], mut out: ferrocuda_device::global::DisjointChunks<f32, 3>) {
+    use ferrocuda_device::math::FastMath;
+    let i = unique_index();
+    if let (Some(o), Some(&v)) = (out.get_mut(i), x.get(i.get())) {
+        *o = [v.fast_cosh(), v.fast_sinh(), v.fast_tanh()];
+    }
+}
