@@ -9,9 +9,14 @@ mod backend;
 mod common;
 
 use backend::{Backend, Buf, launch_on, on_both_backends};
+use test_kernels::port_gaps::F4;
 use test_kernels::port_patterns;
 
-on_both_backends!(p30_1_a_kernel_that_can_panic_runs_with_a_4_byte_shared_array_first, p30_4_fast_cosh_sinh_and_tanh_are_within_their_documented_error,);
+on_both_backends!(
+    p30_1_a_kernel_that_can_panic_runs_with_a_4_byte_shared_array_first,
+    p30_4_fast_cosh_sinh_and_tanh_are_within_their_documented_error,
+    p30_5_16_byte_loads_and_stores_copy_exactly,
+);
 
 /// Regression p30_1: the kernel tag (16 bytes, one `st.shared.v2.u64`) was `.align 8` and
 /// faulted every launch on a GPU when a 4-byte `shared_array!` came first.
@@ -101,4 +106,30 @@ fn p30_4_fast_cosh_sinh_and_tanh_are_within_their_documented_error(backend: &Bac
         assert!(error <= 2f64.powf(-10.987), "{}: tanh({v:e}) = {t:e}, exact {exact:e}", backend.name());
     }
     println!("{}: worst relative error cosh {worst_cosh:e}, sinh {worst_sinh:e}, tanh {worst_tanh:e}", backend.name());
+}
+
+/// `vector::load16`/`store16` on an input, in place, and every cache operator on 16-byte
+/// elements: exact copies (the instructions are checked by tests/port_patterns_ptx.rs).
+fn p30_5_16_byte_loads_and_stores_copy_exactly(backend: &Backend) {
+    let n = 4096usize;
+    let x: Vec<F4> = (0..n).map(|i| F4 { x: i as f32, y: -(i as f32), z: 0.5 * i as f32, w: 1.0 / (i as f32 + 1.0) }).collect();
+    let input = backend.upload(&x);
+    let config = ferrocuda::LaunchConfig::for_elements(n, 256);
+    let mut out = backend.zeroed::<F4>(n);
+    launch_on!(backend, port_patterns::p30_load16_input, config, &input, &mut out).unwrap();
+    let doubled = backend.download(&out);
+    for (i, v) in x.iter().enumerate() {
+        assert_eq!(doubled[i], F4 { x: v.x * 2.0, y: v.y * 2.0, z: v.z * 2.0, w: v.w * 2.0 }, "{}: load16 at {i}", backend.name());
+    }
+    let mut in_place = backend.upload(&x);
+    launch_on!(backend, port_patterns::p30_load16_in_place, config, &mut in_place).unwrap();
+    launch_on!(backend, port_patterns::p30_load16_in_place, config, &mut in_place).unwrap();
+    for (i, (got, v)) in backend.download(&in_place).iter().zip(&x).enumerate() {
+        assert_eq!(*got, F4 { x: v.x + 1.0 + 1.0, y: v.y + 1.0 + 1.0, z: v.z + 1.0 + 1.0, w: v.w + 1.0 + 1.0 }, "{}: in place at {i}", backend.name());
+    }
+    for hint in 0..5u32 {
+        let mut out = backend.zeroed::<F4>(n);
+        launch_on!(backend, port_patterns::p30_wide_load_hints, config, &input, hint, &mut out).unwrap();
+        assert_eq!(backend.download(&out), x, "{}: hint {hint}", backend.name());
+    }
 }

@@ -48,3 +48,45 @@ fn p30_1_the_kernel_tag_is_16_byte_aligned_after_a_4_byte_shared_array() {
         assert!(offset.is_multiple_of(16), "{op} {operands}: a 16-byte access at offset {offset:#x} (base aligned to 16 or more)");
     }
 }
+
+/// Regression p30_5: a 16-byte struct read from an input was two 8-byte loads without `.nc`
+/// (`*o = *v`, pinned here so that the docs can drop the advice when LLVM changes); the safe
+/// `vector::load16`/`store16` are one `ld.global.nc.v4` (`LDG.E.128.CONSTANT`) on an input and
+/// one weak `ld.global.v4` (`LDG.E.128`, llm.c's load) on the thread's own output, and one
+/// `st.global.v4` (`STG.E.128`).
+#[test]
+fn p30_5_load16_is_one_16_byte_load_nc_on_inputs_and_weak_elsewhere() {
+    for arch in [80, 90] {
+        let ops = |kernel: &str| -> Vec<&'static str> {
+            ptx_text::opcodes(entry_body(ptx(arch), kernel)).into_iter().filter(|op| op.starts_with("ld.global") || op.starts_with("st.global")).collect()
+        };
+        assert_eq!(ops("p30_load16_input"), ["ld.global.nc.v4.b32", "st.global.v4.b32"], "sm_{arch}");
+        assert_eq!(ops("p30_load16_in_place"), ["ld.global.v4.b32", "st.global.v4.b32"], "sm_{arch}");
+        let copy = ops("p30_struct_copy");
+        assert!(copy.iter().all(|op| !op.contains(".v4")), "LLVM now vectorises `*o = *v`: update docs/performance.md's float4 row ({copy:?})");
+    }
+    let Some(listing) = sass() else { return };
+    let memory = |kernel: &str| -> Vec<&str> {
+        sass_instructions(sass_function(listing, kernel)).into_iter().map(|(op, _)| op).filter(|op| op.starts_with("LDG") || op.starts_with("STG")).collect()
+    };
+    assert_eq!(memory("p30_load16_input"), ["LDG.E.128.CONSTANT", "STG.E.128"]);
+    assert_eq!(memory("p30_load16_in_place"), ["LDG.E.128", "STG.E.128"]);
+}
+
+/// p30_5: each documented cache operator compiles to the SASS nvcc 13 gives its CUDA name on a
+/// `float4` (sm_90; bench/results/cache-operators-nvcc.txt): `__ldca` is a strong SM-scope load
+/// (`LDG.E.128.STRONG.SM`, not the default weak `LDG.E.128`), `__ldcg` a strong GPU-scope one,
+/// `__ldcs` evict-first, `__ldlu` last-use; `vector::load16` the default (`.CONSTANT` on an input,
+/// as `__ldg`).
+#[test]
+fn p30_5_cache_operators_compile_to_what_nvcc_gives_their_cuda_names() {
+    let Some(listing) = sass() else { return };
+    let mut loads: Vec<&str> =
+        sass_instructions(sass_function(listing, "p30_wide_load_hints")).into_iter().map(|(op, _)| op).filter(|op| op.starts_with("LDG")).collect();
+    loads.sort_unstable();
+    loads.dedup();
+    // nvcc: __ldg / const __restrict__, __ldca, __ldcg, __ldcs, __ldlu.
+    let mut nvcc = vec!["LDG.E.128.CONSTANT", "LDG.E.128.STRONG.SM", "LDG.E.128.STRONG.GPU", "LDG.E.EF.128", "LDG.E.LU.128"];
+    nvcc.sort_unstable();
+    assert_eq!(loads, nvcc);
+}

@@ -8,6 +8,8 @@ use ferrocuda_device::sync::sync_threads;
 use ferrocuda_device::thread::thread_idx_x;
 use ferrocuda_device::{kernel, vector};
 
+use crate::port_gaps::F4;
+
 /// Regression p30_1: a kernel that can panic (the bounds-checked `x[i]`) and declares a 4-byte
 /// `shared_array!` first. The panic report's kernel tag (16 bytes, written with one
 /// `st.shared.v2.u64` at entry) was declared `.align 8`; ptxas placed it at offset 8, and
@@ -54,5 +56,57 @@ pub fn p30_fast_hyperbolic(x: &[f32], mut out: ferrocuda_device::global::Disjoin
     let i = unique_index();
     if let (Some(o), Some(&v)) = (out.get_mut(i), x.get(i.get())) {
         *o = [v.fast_cosh(), v.fast_sinh(), v.fast_tanh()];
+    }
+}
+
+/// p30_5: a 16-byte copy of an input, `out[i] = x[i] * 2`, through `vector::load16` /
+/// `store16`: one `ld.global.nc.v4` (the input is read-only for the launch) and one
+/// `st.global.v4` (a plain `*o = *v` is two 8-byte loads without `.nc`).
+#[kernel]
+pub fn p30_load16_input(x: &[F4], mut out: DisjointSlice<F4>) {
+    let i = unique_index();
+    if let (Some(o), Some(v)) = (out.get_mut(i), x.get(i.get())) {
+        let v = vector::load16(v);
+        vector::store16(o, F4 { x: v.x * 2.0, y: v.y * 2.0, z: v.z * 2.0, w: v.w * 2.0 });
+    }
+}
+
+/// p30_5: an in-place update of the thread's own output element, `out[i] += 1`, in 16-byte
+/// accesses: the load is the plain weak `ld.global.v4` (`LDG.E.128`), not `.nc` (the element
+/// is written during the launch).
+#[kernel]
+pub fn p30_load16_in_place(mut out: DisjointSlice<F4>) {
+    let i = unique_index();
+    if let Some(o) = out.get_mut(i) {
+        let v = vector::load16(&*o);
+        vector::store16(o, F4 { x: v.x + 1.0, y: v.y + 1.0, z: v.z + 1.0, w: v.w + 1.0 });
+    }
+}
+
+/// The trap `load16` avoids (pinned): `*o = *v` of a 16-byte struct.
+#[kernel]
+pub fn p30_struct_copy(x: &[F4], mut out: DisjointSlice<F4>) {
+    let i = unique_index();
+    if let (Some(o), Some(v)) = (out.get_mut(i), x.get(i.get())) {
+        *o = *v;
+    }
+}
+
+/// p30_5: `out[i] = x[i]` of 16-byte elements with the load hint `hint` (0 none through
+/// `vector::load16`, 1 `CacheAll`, 2 `CacheGlobal`, 3 `Streaming`, 4 `LastUse`): one kernel
+/// holding every form, whose SASS is compared with nvcc's for the CUDA names.
+#[kernel]
+pub fn p30_wide_load_hints(x: &[F4], hint: u32, mut out: DisjointSlice<F4>) {
+    use ferrocuda_device::cache::{self, Load};
+    let i = unique_index();
+    if let (Some(o), Some(v)) = (out.get_mut(i), x.get(i.get())) {
+        let value = match hint {
+            1 => cache::load(v, Load::CacheAll),
+            2 => cache::load(v, Load::CacheGlobal),
+            3 => cache::load(v, Load::Streaming),
+            4 => cache::load(v, Load::LastUse),
+            _ => vector::load16(v),
+        };
+        vector::store16(o, value);
     }
 }
