@@ -16,6 +16,8 @@ on_both_backends!(
     p30_1_a_kernel_that_can_panic_runs_with_a_4_byte_shared_array_first,
     p30_4_fast_cosh_sinh_and_tanh_are_within_their_documented_error,
     p30_5_16_byte_loads_and_stores_copy_exactly,
+    p30_3_runtime_block_reduce_sums_rows_at_any_block_size,
+    p30_3_runtime_block_reduce_broadcasts_and_reuses_its_scratch,
 );
 
 /// Regression p30_1: the kernel tag (16 bytes, one `st.shared.v2.u64`) was `.align 8` and
@@ -131,5 +133,49 @@ fn p30_5_16_byte_loads_and_stores_copy_exactly(backend: &Backend) {
         let mut out = backend.zeroed::<F4>(n);
         launch_on!(backend, port_patterns::p30_wide_load_hints, config, &input, hint, &mut out).unwrap();
         assert_eq!(backend.download(&out), x, "{}: hint {hint}", backend.name());
+    }
+}
+
+/// Row sums at block sizes chosen at launch (partial last warps, one warp, a lone thread, the
+/// maximum), one kernel for all: exact for integer-valued floats.
+fn p30_3_runtime_block_reduce_sums_rows_at_any_block_size(backend: &Backend) {
+    let (rows, cols) = (6usize, 3000usize);
+    let x: Vec<f32> = (0..rows * cols).map(|i| ((i * 7919) % 97) as f32).collect();
+    let expected: Vec<f32> = x.chunks(cols).map(|row| row.iter().sum()).collect();
+    let input = backend.upload(&x);
+    for threads in [1u32, 7, 32, 33, 64, 100, 256, 992, 1000, 1024] {
+        for kernel in 0..2 {
+            let mut sums = backend.zeroed::<f32>(rows);
+            match kernel {
+                0 => launch_on!(backend, port_patterns::p30_row_sum, (rows as u32, threads), &input, cols as u32, &mut sums),
+                _ => launch_on!(backend, port_patterns::p30_row_sum_unchecked, (rows as u32, threads), &input, cols as u32, &mut sums),
+            }
+            .unwrap();
+            assert_eq!(backend.download(&sums), expected, "{}: kernel {kernel}, {threads} threads", backend.name());
+        }
+    }
+}
+
+/// `sum_all` in every thread, then `max` and `min` on another scratch back to back: rows as
+/// wide as the block.
+fn p30_3_runtime_block_reduce_broadcasts_and_reuses_its_scratch(backend: &Backend) {
+    for cols in [1usize, 20, 32, 33, 100, 512, 1024] {
+        let rows = 5usize;
+        let x: Vec<f32> = (0..rows * cols).map(|i| (1 + (i * 31) % 13) as f32).collect();
+        let keys: Vec<u32> = (0..rows * cols).map(|i| ((i as u32).wrapping_mul(2_654_435_761)) >> 7).collect();
+        let (input, key_input) = (backend.upload(&x), backend.upload(&keys));
+        let mut y = backend.zeroed::<f32>(rows * cols);
+        let mut extremes = backend.zeroed::<[u32; 2]>(rows);
+        launch_on!(backend, port_patterns::p30_row_normalize, (rows as u32, cols as u32), &input, &key_input, cols as u32, &mut y, &mut extremes).unwrap();
+        let (y, extremes) = (backend.download(&y), backend.download(&extremes));
+        for r in 0..rows {
+            let row = &x[r * cols..(r + 1) * cols];
+            let inverse = 1.0 / row.iter().sum::<f32>();
+            for c in 0..cols {
+                assert_eq!(y[r * cols + c], row[c] * inverse, "{}: cols {cols}, row {r}, column {c}", backend.name());
+            }
+            let k = &keys[r * cols..(r + 1) * cols];
+            assert_eq!(extremes[r], [*k.iter().max().unwrap(), *k.iter().min().unwrap()], "{}: cols {cols}, row {r}", backend.name());
+        }
     }
 }

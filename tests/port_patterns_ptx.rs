@@ -90,3 +90,31 @@ fn p30_5_cache_operators_compile_to_what_nvcc_gives_their_cuda_names() {
     nvcc.sort_unstable();
     assert_eq!(loads, nvcc);
 }
+
+/// Registers of an sm_90 kernel of the test crate (ptxas's report at build time), or `None`
+/// (printed) without ptxas.
+fn registers(kernel: &str) -> Option<u32> {
+    let found = test_kernels::KERNELS.resources.iter().find(|r| r.kernel == kernel && r.arch == 90).map(|r| r.registers);
+    if found.is_none() {
+        eprintln!("SKIPPED the register check of {kernel}: no ptxas report (ptxas was not found at build time)");
+    }
+    found
+}
+
+/// Regression p30_3: a block reduction at 1024 threads took 40 registers (every thread folded
+/// the 32 warps' partials; CUB's kernels 14-22, half the occupancy). `RuntimeBlockReduce`
+/// (any block size at run time, the result in thread 0) takes no more than CUB's
+/// `BlockReduce<float, 1024>` row sum (22 registers, bench/results/block-reduce-cub-registers.txt),
+/// half of the compile-time reduce's.
+#[test]
+fn p30_3_runtime_block_reduce_needs_no_more_registers_than_cubs() {
+    const CUB_ROW_SUM_1024: u32 = 22;
+    let (Some(ours), Some(fixed)) = (registers("p30_row_sum_unchecked"), registers("p30_row_sum_fixed_1024")) else { return };
+    println!("row sum: RuntimeBlockReduce {ours} registers, BlockReduce<f32, 1024> {fixed}, CUB's {CUB_ROW_SUM_1024}");
+    assert!(ours <= CUB_ROW_SUM_1024, "RuntimeBlockReduce's row sum takes {ours} registers, CUB's {CUB_ROW_SUM_1024}");
+    assert!(2 * ours <= fixed + 4, "{ours} registers against the compile-time reduce's {fixed}");
+    // One warp-level fold per level: 10 shuffles (5 per level), no 16-byte slot reads.
+    let body = entry_body(ptx(90), "p30_row_sum_unchecked");
+    assert_eq!(body.matches("shfl.sync.down.b32").count(), 10, "{body}");
+    assert_eq!(body.matches("barrier.sync").count() + body.matches("bar.sync").count(), 2, "two barriers:\n{body}");
+}

@@ -2,11 +2,11 @@
 //! runs each on the CPU executor and the GPU and checks it against the host, and
 //! `tests/port_patterns_ptx.rs` checks the instructions they compile to.
 
-use ferrocuda_device::global::{DisjointSlice, unique_index};
-use ferrocuda_device::shared_array;
+use ferrocuda_device::block::RuntimeBlockReduce;
+use ferrocuda_device::global::{DisjointSlice, PerBlock, once_per_block, unique_index};
 use ferrocuda_device::sync::sync_threads;
-use ferrocuda_device::thread::thread_idx_x;
-use ferrocuda_device::{kernel, vector};
+use ferrocuda_device::thread::{block_dim_x, block_idx_x, thread_idx_x};
+use ferrocuda_device::{block_scratch, kernel, shared_array, vector};
 
 use crate::port_gaps::F4;
 
@@ -108,5 +108,97 @@ pub fn p30_wide_load_hints(x: &[F4], hint: u32, mut out: DisjointSlice<F4>) {
             _ => vector::load16(v),
         };
         vector::store16(o, value);
+    }
+}
+
+/// p30_3: row sums with the block size chosen at launch: block `b` sums row `b` (`cols` wide),
+/// its threads striding by the block size; thread 0 writes the sum (CUB's `BlockReduce` as
+/// kernels use it).
+#[kernel]
+pub fn p30_row_sum(x: &[f32], cols: u32, mut sums: PerBlock<f32>) {
+    let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
+    let row = block_idx_x() as usize * cols as usize;
+    let mut s = 0.0f32;
+    let mut c = thread_idx_x();
+    while c < cols {
+        s += x[row + c as usize];
+        c += block_dim_x();
+    }
+    if let Some(total) = reduce.sum(s)
+        && let Some(b) = once_per_block()
+        && let Some(out) = sums.get_mut(b)
+    {
+        *out = total;
+    }
+}
+
+/// p30_3: `y = x / sum(row)` with the sum in every thread (`sum_all`), and the row's maximum and
+/// minimum of `u32` keys in thread 0 (`[max, min]` per block): a second and third collective
+/// on the same scratch, back to back.
+#[kernel]
+pub fn p30_row_normalize(x: &[f32], keys: &[u32], cols: u32, mut y: DisjointSlice<f32>, mut extremes: PerBlock<[u32; 2]>) {
+    let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
+    let keys_reduce = RuntimeBlockReduce::new(block_scratch!(u32));
+    let row = block_idx_x() as usize * cols as usize;
+    let (mut s, mut high, mut low) = (0.0f32, 0u32, u32::MAX);
+    let mut c = thread_idx_x();
+    while c < cols {
+        s += x[row + c as usize];
+        high = high.max(keys[row + c as usize]);
+        low = low.min(keys[row + c as usize]);
+        c += block_dim_x();
+    }
+    let inverse = 1.0 / reduce.sum_all(s);
+    let high = keys_reduce.max(high);
+    let low = keys_reduce.min(low);
+    if let (Some(high), Some(low)) = (high, low)
+        && let Some(b) = once_per_block()
+        && let Some(out) = extremes.get_mut(b)
+    {
+        *out = [high, low];
+    }
+    let i = unique_index();
+    if let (Some(o), Some(&v)) = (y.get_mut(i), x.get(i.get())) {
+        *o = v * inverse;
+    }
+}
+
+/// p30_3: [`p30_row_sum`] without a panic path (`x.get` instead of `x[..]`), for comparing the
+/// reduction's registers with CUB's (the panic handler alone takes 24).
+#[kernel]
+pub fn p30_row_sum_unchecked(x: &[f32], cols: u32, mut sums: PerBlock<f32>) {
+    let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
+    let row = block_idx_x() * cols;
+    let mut s = 0.0f32;
+    let mut c = thread_idx_x();
+    while c < cols {
+        s += x.get((row + c) as usize).copied().unwrap_or(0.0);
+        c += block_dim_x();
+    }
+    if let Some(total) = reduce.sum(s)
+        && let Some(b) = once_per_block()
+        && let Some(out) = sums.get_mut(b)
+    {
+        *out = total;
+    }
+}
+
+/// [`p30_row_sum_unchecked`] with the compile-time `BlockReduce::<f32, 1024>` (every thread
+/// folds the 32 warps' partials), for the register comparison of docs/performance.md.
+#[kernel]
+pub fn p30_row_sum_fixed_1024(x: &[f32], cols: u32, mut sums: PerBlock<f32>) {
+    let reduce = ferrocuda_device::block::BlockReduce::<f32, 1024>::new(block_scratch!(f32));
+    let row = block_idx_x() * cols;
+    let mut s = 0.0f32;
+    let mut c = thread_idx_x();
+    while c < cols {
+        s += x.get((row + c) as usize).copied().unwrap_or(0.0);
+        c += block_dim_x();
+    }
+    let total = reduce.sum(s);
+    if let Some(b) = once_per_block()
+        && let Some(out) = sums.get_mut(b)
+    {
+        *out = total;
     }
 }
