@@ -18,6 +18,8 @@ on_both_backends!(
     p30_5_16_byte_loads_and_stores_copy_exactly,
     p30_3_runtime_block_reduce_sums_rows_at_any_block_size,
     p30_3_runtime_block_reduce_broadcasts_and_reuses_its_scratch,
+    p30_6_shuffles_with_a_width_stay_in_their_segment,
+    p30_6_atomic_inc_and_dec_wrap_at_their_limit,
 );
 
 /// Regression p30_1: the kernel tag (16 bytes, one `st.shared.v2.u64`) was `.align 8` and
@@ -178,4 +180,52 @@ fn p30_3_runtime_block_reduce_broadcasts_and_reuses_its_scratch(backend: &Backen
             assert_eq!(extremes[r], [*k.iter().max().unwrap(), *k.iter().min().unwrap()], "{}: cols {cols}, row {r}", backend.name());
         }
     }
+}
+
+/// `__shfl_*_sync(mask, v, x, 4)` and `16`: each lane sees only its segment, as on a GPU.
+fn p30_6_shuffles_with_a_width_stay_in_their_segment(backend: &Backend) {
+    let n = 1000usize;
+    let x: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2_654_435_761) >> 8).collect();
+    let input = backend.upload(&x);
+    let mut out = backend.zeroed::<u32>(6 * n);
+    launch_on!(backend, port_patterns::p30_shuffle_width, ferrocuda::LaunchConfig::for_elements(n, 128), &input, &mut out).unwrap();
+    let out = backend.download(&out);
+    let at = |i: usize| x.get(i).copied().unwrap_or(0);
+    for i in 0..n {
+        let group = i / 4 * 4;
+        let sixteen = i / 16 * 16;
+        let expected = [
+            (group..group + 4).map(at).fold(0u32, u32::wrapping_add),
+            if i % 4 < 3 { at(i + 1) } else { at(i) },
+            if i % 4 > 0 { at(i - 1) } else { at(i) },
+            at(group + 2),
+            at(i ^ 1),
+            (sixteen..sixteen + 16).map(at).fold(0u32, u32::wrapping_add),
+        ];
+        assert_eq!(out[6 * i..6 * i + 6], expected, "{}: thread {i}", backend.name());
+    }
+}
+
+/// `atomicInc` wraps to 0 after its limit, `atomicDec` to its limit after 0: whatever order the
+/// threads take, the old values seen are the sequence 0, 1, .., limit, 0, .. (and limit, ..,
+/// 0, limit, .. for dec), as a multiset.
+fn p30_6_atomic_inc_and_dec_wrap_at_their_limit(backend: &Backend) {
+    let (n, limit) = (1000usize, 6u32);
+    let mut counters = backend.zeroed::<u32>(2);
+    let mut seen = backend.zeroed::<u32>(2 * n);
+    launch_on!(backend, port_patterns::p30_atomic_inc_dec, ferrocuda::LaunchConfig::for_elements(n, 128), limit, &mut counters, &mut seen).unwrap();
+    let seen = backend.download(&seen);
+    let counters = backend.download(&counters);
+    let mut inc: Vec<u32> = seen.iter().step_by(2).copied().collect();
+    let mut dec: Vec<u32> = seen.iter().skip(1).step_by(2).copied().collect();
+    inc.sort_unstable();
+    dec.sort_unstable();
+    let mut expected_inc: Vec<u32> = (0..n as u32).map(|k| k % (limit + 1)).collect();
+    let mut expected_dec: Vec<u32> = (0..n as u32).map(|k| (limit + 1 - k % (limit + 1)) % (limit + 1)).collect();
+    expected_inc.sort_unstable();
+    expected_dec.sort_unstable();
+    assert_eq!(inc, expected_inc, "{}: atomicInc's old values", backend.name());
+    assert_eq!(dec, expected_dec, "{}: atomicDec's old values", backend.name());
+    let wraps = n as u32 % (limit + 1);
+    assert_eq!(counters, [wraps, (limit + 1 - wraps) % (limit + 1)], "{}: the counters after {n} updates", backend.name());
 }

@@ -118,3 +118,26 @@ fn p30_3_runtime_block_reduce_needs_no_more_registers_than_cubs() {
     assert_eq!(body.matches("shfl.sync.down.b32").count(), 10, "{body}");
     assert_eq!(body.matches("barrier.sync").count() + body.matches("bar.sync").count(), 2, "two barriers:\n{body}");
 }
+
+/// p30_6: a shuffle with a width is one `shfl.sync` whose `c` operand is CUDA's
+/// (`((32 - width) << 8) | clamp`), folded to an immediate by ptxas; `fetch_inc`/`fetch_dec`
+/// are one `atom.inc`/`atom.dec` (`ATOMG.E.INC`/`DEC`).
+#[test]
+fn p30_6_width_shuffles_and_atomic_inc_are_single_instructions() {
+    let body = entry_body(ptx(90), "p30_shuffle_width");
+    // 2 + 1 + 1 + 1 + 1 + 4 shuffles (two width-4 butterfly steps, four width-16 ones).
+    let shuffles = ptx_text::opcodes(body).into_iter().filter(|op| op.starts_with("shfl.sync")).count();
+    assert_eq!(shuffles, 10, "{body}");
+    let atomics = entry_body(ptx(90), "p30_atomic_inc_dec");
+    // Inline-asm blocks (`{ .reg .u64 g; cvta...; atom... }`), so matched in the text.
+    for op in ["atom.relaxed.gpu.global.inc.u32", "atom.relaxed.gpu.global.dec.u32"] {
+        assert_eq!(atomics.matches(op).count(), 1, "{op}:\n{atomics}");
+    }
+    let Some(listing) = sass() else { return };
+    let sass = sass_instructions(sass_function(listing, "p30_shuffle_width"));
+    for (op, c) in [("SHFL.DOWN", "0x1c1f"), ("SHFL.UP", "0x1c00"), ("SHFL.IDX", "0x1c1f"), ("SHFL.BFLY", "0x1c1f"), ("SHFL.BFLY", "0x101f")] {
+        assert!(sass.iter().any(|(o, operands)| *o == op && operands.ends_with(c)), "{op} with c = {c}: {sass:?}");
+    }
+    let atomics = sass_instructions(sass_function(listing, "p30_atomic_inc_dec"));
+    assert!(atomics.iter().any(|(o, _)| o.starts_with("ATOMG.E.INC")) && atomics.iter().any(|(o, _)| o.starts_with("ATOMG.E.DEC")));
+}

@@ -202,3 +202,34 @@ pub fn p30_row_sum_fixed_1024(x: &[f32], cols: u32, mut sums: PerBlock<f32>) {
         *out = total;
     }
 }
+
+/// p30_6: shuffles within segments of 4 lanes (CUDA's `__shfl_*_sync(mask, v, x, 4)`), per
+/// thread: `[sum over the 4-lane group, down 1, up 1, lane 2 of the group, xor 1, sum over
+/// 16-lane groups]`. Whole warps shuffle; threads past `x` use 0 and write nothing.
+#[kernel]
+pub fn p30_shuffle_width(x: &[u32], mut out: ferrocuda_device::global::DisjointChunks<u32, 6>) {
+    use ferrocuda_device::warp;
+    let i = unique_index();
+    let v = x.get(i.get()).copied().unwrap_or(0);
+    let words = [
+        warp::reduce_within::<4, u32>(v, |a, b| a.wrapping_add(b)),
+        warp::shuffle_down_within::<4, u32>(v, 1),
+        warp::shuffle_up_within::<4, u32>(v, 1),
+        warp::shuffle_within::<4, u32>(v, 2),
+        warp::shuffle_xor_within::<4, u32>(v, 1),
+        warp::reduce_within::<16, u32>(v, |a, b| a.wrapping_add(b)),
+    ];
+    if let Some(o) = out.get_mut(i) {
+        *o = words;
+    }
+}
+
+/// p30_6: CUDA's `atomicInc(&counter[0], limit)` and `atomicDec(&counter[1], limit)` from every
+/// thread; each thread records the old values it saw.
+#[kernel]
+pub fn p30_atomic_inc_dec(limit: u32, counters: ferrocuda_device::global::AtomicSlice<u32>, mut seen: ferrocuda_device::global::DisjointChunks<u32, 2>) {
+    let i = unique_index();
+    if let Some(o) = seen.get_mut(i) {
+        *o = [counters.at(0).fetch_inc(limit), counters.at(1).fetch_dec(limit)];
+    }
+}
