@@ -229,3 +229,27 @@ fn p30_6_atomic_inc_and_dec_wrap_at_their_limit(backend: &Backend) {
     let wraps = n as u32 % (limit + 1);
     assert_eq!(counters, [wraps, (limit + 1 - wraps) % (limit + 1)], "{}: the counters after {n} updates", backend.name());
 }
+
+/// p30_6: a buffer of `f32` viewed as `float4`s (CUDA's `reinterpret_cast<float4*>`) on the
+/// host, safely: the kernel reads and writes the same bytes; a view whose length or address
+/// does not fit is refused with `Error::ElementCast`, naming what does not fit.
+#[test]
+fn p30_6_a_buffer_of_floats_is_viewed_as_16_byte_elements() {
+    use ferrocuda::{DeviceBuffer, Error, Stream};
+    let Some(context) = common::gpu_or_skip("p30_6_a_buffer_of_floats_is_viewed_as_16_byte_elements") else { return };
+    let stream = Stream::new(&context).unwrap();
+    let x: Vec<f32> = (0..4096).map(|i| i as f32 - 7.25).collect();
+    let input = DeviceBuffer::from_slice(&context, &x).unwrap();
+    let mut out = DeviceBuffer::<f32>::zeroed(&context, x.len()).unwrap();
+    let quads = input.cast::<F4>().unwrap();
+    assert_eq!(quads.len(), 1024);
+    let mut out_quads = out.cast_mut::<F4>().unwrap();
+    port_patterns::p30_load16_input::launch(&stream, ferrocuda::LaunchConfig::for_elements(1024, 256), &quads, &mut out_quads).unwrap();
+    stream.synchronize().unwrap();
+    assert_eq!(out.to_vec().unwrap(), x.iter().map(|v| v * 2.0).collect::<Vec<_>>());
+    let misaligned = input.slice(1..5).cast::<F4>().unwrap_err();
+    assert!(matches!(misaligned, Error::ElementCast { .. }) && misaligned.to_string().contains("not aligned"), "{misaligned}");
+    let short = input.slice(0..6).cast::<F4>().unwrap_err();
+    assert!(short.to_string().contains("not a whole number"), "{short}");
+    println!("refused: {misaligned}\nrefused: {short}");
+}
