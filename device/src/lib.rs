@@ -63,6 +63,7 @@ pub mod panic;
 pub mod panic_args;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
 pub mod pipeline;
+pub mod prelude;
 pub mod print;
 pub mod shared;
 pub mod shared_vector;
