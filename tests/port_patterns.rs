@@ -253,3 +253,17 @@ fn p30_6_a_buffer_of_floats_is_viewed_as_16_byte_elements() {
     assert!(short.to_string().contains("not a whole number"), "{short}");
     println!("refused: {misaligned}\nrefused: {short}");
 }
+
+/// Regression p30_6: a 2-D launch of a kernel with a 1-D per-thread output was refused with a
+/// message that named no output made for 2-D launches; it names them now.
+#[test]
+fn p30_6_a_2d_launch_of_a_1d_output_names_the_outputs_that_fit() {
+    let backend = Backend::cpu();
+    let mut out = backend.zeroed::<F4>(64);
+    let config = ferrocuda::LaunchConfig::new(ferrocuda::Dim3 { x: 2, y: 2, z: 1 }, ferrocuda::Dim3 { x: 4, y: 4, z: 1 });
+    let error = launch_on!(&backend, port_patterns::p30_load16_in_place, config, &mut out).unwrap_err();
+    println!("refused: {error}");
+    for name in ["not both 1-D", "DisjointMatrix", "PerBlockTile", "PerBlock", "AtomicSlice", "UncheckedSlice"] {
+        assert!(error.contains(name), "{name}: {error}");
+    }
+}
