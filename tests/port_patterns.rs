@@ -20,6 +20,7 @@ on_both_backends!(
     p30_3_runtime_block_reduce_broadcasts_and_reuses_its_scratch,
     p30_6_shuffles_with_a_width_stay_in_their_segment,
     p30_6_atomic_inc_and_dec_wrap_at_their_limit,
+    p30_4_gelu_backward_matches_the_host_in_both_modes,
 );
 
 /// Regression p30_1: the kernel tag (16 bytes, one `st.shared.v2.u64`) was `.align 8` and
@@ -265,5 +266,38 @@ fn p30_6_a_2d_launch_of_a_1d_output_names_the_outputs_that_fit() {
     println!("refused: {error}");
     for name in ["not both 1-D", "DisjointMatrix", "PerBlockTile", "PerBlock", "AtomicSlice", "UncheckedSlice"] {
         assert!(error.contains(name), "{name}: {error}");
+    }
+}
+
+/// llm.c's GELU backward, precise and as fast math compiles it, against the host in `f64`.
+fn p30_4_gelu_backward_matches_the_host_in_both_modes(backend: &Backend) {
+    let n = 10_000usize;
+    let inp: Vec<f32> = (0..n).map(|i| (i as f32 - 5000.0) * 0.002).collect();
+    let dout: Vec<f32> = (0..n).map(|i| 1.0 + (i % 7) as f32 * 0.25).collect();
+    let (x_dev, d_dev) = (backend.upload(&inp), backend.upload(&dout));
+    let config = ferrocuda::LaunchConfig::for_elements(n, 256);
+    for fast in [false, true] {
+        let mut out = backend.zeroed::<f32>(n);
+        if fast {
+            launch_on!(backend, port_patterns::p30_gelu_backward_fast, config, &x_dev, &d_dev, &mut out).unwrap();
+        } else {
+            launch_on!(backend, port_patterns::p30_gelu_backward, config, &x_dev, &d_dev, &mut out).unwrap();
+        }
+        let out = backend.download(&out);
+        let s = (2.0 / std::f64::consts::PI).sqrt();
+        for i in 0..n {
+            let x = inp[i] as f64;
+            let arg = s * (x + 0.044715 * x * x * x);
+            let grad = 0.5 * (1.0 + arg.tanh()) + x * 0.5 / arg.cosh().powi(2) * s * (1.0 + 3.0 * 0.044715 * x * x);
+            let expected = grad * dout[i] as f64;
+            // tanh.approx's 2^-11 relative error, on a gradient of order 1.
+            let tolerance = if fast { 2e-3 } else { 1e-5 };
+            assert!(
+                (out[i] as f64 - expected).abs() <= tolerance * expected.abs().max(1.0),
+                "{}: fast {fast}, x = {x}: {} vs {expected}",
+                backend.name(),
+                out[i]
+            );
+        }
     }
 }

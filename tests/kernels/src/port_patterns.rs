@@ -233,3 +233,41 @@ pub fn p30_atomic_inc_dec(limit: u32, counters: ferrocuda_device::global::Atomic
         *o = [counters.at(0).fetch_inc(limit), counters.at(1).fetch_dec(limit)];
     }
 }
+
+/// `sqrt(2 / pi)`, llm.c's `GELU_SCALING_FACTOR`.
+const GELU_SCALING_FACTOR: f32 = 0.797_884_6;
+
+/// llm.c's GELU backward (dev/cuda/gelu_backward.cu, kernel 1) as `fast_math(true)` compiles it:
+/// `tanhf` → `fast_tanh` (`tanh.approx`), `coshf` → `fast_cosh`, `/` → an approximate division.
+/// Benchmarked against nvcc's `--use_fast_math` build of the CUDA source (p30_4).
+#[kernel]
+pub fn p30_gelu_backward_fast(inp: &[f32], dout: &[f32], mut dinp: DisjointSlice<f32>) {
+    use ferrocuda_device::math::FastMath;
+    let i = unique_index();
+    if let (Some(o), Some(&x), Some(&d)) = (dinp.get_mut(i), inp.get(i.get()), dout.get(i.get())) {
+        let cube = 0.044715 * x * x * x;
+        let tanh_arg = GELU_SCALING_FACTOR * (x + cube);
+        let tanh_out = tanh_arg.fast_tanh();
+        let cosh_out = tanh_arg.fast_cosh();
+        let sech_out = 1.0f32.fast_div(cosh_out * cosh_out);
+        let local_grad = 0.5 * (1.0 + tanh_out) + x * 0.5 * sech_out * GELU_SCALING_FACTOR * (1.0 + 3.0 * 0.044715 * x * x);
+        *o = local_grad * d;
+    }
+}
+
+/// The same without fast math (`DeviceFloat`'s precise `tanh`/`cosh`, libm), against nvcc's
+/// default build.
+#[kernel]
+pub fn p30_gelu_backward(inp: &[f32], dout: &[f32], mut dinp: DisjointSlice<f32>) {
+    use ferrocuda_device::math::DeviceFloat;
+    let i = unique_index();
+    if let (Some(o), Some(&x), Some(&d)) = (dinp.get_mut(i), inp.get(i.get()), dout.get(i.get())) {
+        let cube = 0.044715 * x * x * x;
+        let tanh_arg = GELU_SCALING_FACTOR * (x + cube);
+        let tanh_out = DeviceFloat::tanh(tanh_arg);
+        let cosh_out = DeviceFloat::cosh(tanh_arg);
+        let sech_out = 1.0 / (cosh_out * cosh_out);
+        let local_grad = 0.5 * (1.0 + tanh_out) + x * 0.5 * sech_out * GELU_SCALING_FACTOR * (1.0 + 3.0 * 0.044715 * x * x);
+        *o = local_grad * d;
+    }
+}
