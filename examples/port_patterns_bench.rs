@@ -157,11 +157,15 @@ fn row_sums(context: &Context, stream: &Stream, module: &Module, cub: Option<&Mo
             }
         })?;
         row(&format!("row sum, {threads} threads"), &labels, &times, bytes);
-        let checked = measure(stream, RUNS, &[0], |_, stopwatch| -> ferrocuda::Result<()> {
+        let variants = measure(stream, RUNS, &[0, 1, 2], |w, stopwatch| -> ferrocuda::Result<()> {
             stopwatch.start()?;
-            k::p30_row_sum::launch(stream, config, &x, cols as u32, &mut sums)
+            match w {
+                0 => k::p30_row_sum_unchecked::launch_in(module, stream, config, &x, cols as u32, &mut sums),
+                1 => k::p30_row_sum::launch(stream, config, &x, cols as u32, &mut sums),
+                _ => k::p30_row_sum_slice::launch(stream, config, &x, cols as u32, &mut sums),
+            }
         })?;
-        row(&format!("row sum, {threads}, x[..] checked"), &["Rust Runtime"], &checked, bytes);
+        row(&format!("row sum, {threads}, loops"), &["llm.c blockReduce", "Rust x[..] checked", "Rust row slice"], &variants, bytes);
     }
     let expected: f32 = host[..cols].iter().sum();
     assert_eq!(sums.to_vec()?[0], expected, "row 0's sum");

@@ -147,11 +147,12 @@ fn p30_3_runtime_block_reduce_sums_rows_at_any_block_size(backend: &Backend) {
     let expected: Vec<f32> = x.chunks(cols).map(|row| row.iter().sum()).collect();
     let input = backend.upload(&x);
     for threads in [1u32, 7, 32, 33, 64, 100, 256, 992, 1000, 1024] {
-        for kernel in 0..2 {
+        for kernel in 0..3 {
             let mut sums = backend.zeroed::<f32>(rows);
             match kernel {
                 0 => launch_on!(backend, port_patterns::p30_row_sum, (rows as u32, threads), &input, cols as u32, &mut sums),
-                _ => launch_on!(backend, port_patterns::p30_row_sum_unchecked, (rows as u32, threads), &input, cols as u32, &mut sums),
+                1 => launch_on!(backend, port_patterns::p30_row_sum_unchecked, (rows as u32, threads), &input, cols as u32, &mut sums),
+                _ => launch_on!(backend, port_patterns::p30_row_sum_slice, (rows as u32, threads), &input, cols as u32, &mut sums),
             }
             .unwrap();
             assert_eq!(backend.download(&sums), expected, "{}: kernel {kernel}, {threads} threads", backend.name());

@@ -267,7 +267,8 @@ fn reduce_down_valid<T: BlockValue>(mut value: T, lane: u32, valid: u32, op: imp
 /// }
 /// ```
 ///
-/// Cost: each warp folds its lanes with 5 `shfl.down` steps (lane 0 holds the warp's value),
+/// Cost: each warp folds its lanes with 5 shuffles (the butterfly when the block is whole warps,
+/// else `shfl.down` steps that skip the missing lanes; lane 0 holds the warp's value),
 /// one shared store per warp, a barrier, then warp 0 alone folds the warps' values with 5 more
 /// steps, and a second barrier so that the scratch may be reused at once. Unlike
 /// [`BlockReduce`], no thread folds 32 partials in registers: the register count stays near
@@ -291,9 +292,15 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
         let size = block_size();
         let rank = rank_in_block();
         let (lane, warp) = (rank % warp::WARP_SIZE, rank / warp::WARP_SIZE);
-        // Lanes of this warp: 32 except in a partial last warp.
-        let valid = (size - warp * warp::WARP_SIZE).min(warp::WARP_SIZE);
-        let partial = reduce_down_valid(value, lane, valid, op);
+        // Whole warps (the block size a multiple of 32, the same answer in every thread): the
+        // butterfly, 5 shuffles and 5 folds, no lane tests (CUB's and llm.c's first level).
+        // Otherwise the last warp is partial: fold only its lanes.
+        let partial = if size.is_multiple_of(warp::WARP_SIZE) {
+            warp::reduce(value, op)
+        } else {
+            let valid = (size - warp * warp::WARP_SIZE).min(warp::WARP_SIZE);
+            reduce_down_valid(value, lane, valid, op)
+        };
         if size <= warp::WARP_SIZE {
             // One warp (the branch is the same in every thread): no shared memory.
             return (partial, size);

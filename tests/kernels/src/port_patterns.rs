@@ -271,3 +271,24 @@ pub fn p30_gelu_backward(inp: &[f32], dout: &[f32], mut dinp: DisjointSlice<f32>
         *o = local_grad * d;
     }
 }
+
+/// p30_3: [`p30_row_sum`] reading a row slice cut once (`x.get(start..end)`), so the loop's
+/// index is proven below the row's length: no check per element, one load per iteration.
+#[kernel]
+pub fn p30_row_sum_slice(x: &[f32], cols: u32, mut sums: PerBlock<f32>) {
+    let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
+    let start = block_idx_x() as usize * cols as usize;
+    let row = x.get(start..start + cols as usize).unwrap_or(&[]);
+    let mut s = 0.0f32;
+    let mut c = thread_idx_x() as usize;
+    while c < row.len() {
+        s += row[c];
+        c += block_dim_x() as usize;
+    }
+    if let Some(total) = reduce.sum(s)
+        && let Some(b) = once_per_block()
+        && let Some(out) = sums.get_mut(b)
+    {
+        *out = total;
+    }
+}
