@@ -12,7 +12,8 @@
 //! | `floor`, `ceil`, `trunc`, `round` | `cvt.rmi`/`cvt.rpi`/`cvt.rzi`, `round` half away from zero | exact |
 //! | `rsqrt` (`f32`) | `rsqrt.approx.f32`: CUDA's `rsqrtf`, in every mode (`.ftz` under fast math) | ≤ 2 ulp (write `1.0 / x.sqrt()` for ≤ 1 ulp) |
 //! | `rsqrt` (`f64`) | `1 / sqrt.rn` (two roundings) | ≤ 1 ulp |
-//! | `exp`, `exp2`, `exp_m1`, `ln`, `log2`, `log10`, `ln_1p`, `sin`, `cos`, `tan`, `asin`, `acos`, `atan`, `atan2`, `sinh`, `cosh`, `tanh`, `cbrt`, `hypot`, `powf`, `erf`, `erfc` | the `libm` crate (a port of musl's libm), compiled to plain PTX arithmetic | musl's: ≤ 1 ulp for most, up to a few ulp for `tan`, `pow`, `erf`, hyperbolics near their limits |
+//! | `exp`, `exp2`, `exp_m1`, `ln`, `log2`, `log10`, `ln_1p`, `sin`, `cos`, `tan`, `asin`, `acos`, `atan`, `atan2`, `cbrt`, `hypot`, `powf`, `erf`, `erfc` (and every `f64` function) | the `libm` crate (a port of musl's libm), compiled to plain PTX arithmetic | musl's: ≤ 1 ulp for most, up to a few ulp for `tan`, `pow`, `erf`, hyperbolics near their limits |
+//! | `f32` `sinh`, `cosh`, `tanh` | as nvcc's `sinhf`/`coshf`/`tanhf`: around one `ex2.approx.ftz` after an exact reduction by `ln 2`, with an approximate division (`tanh` below 1: a ratio of series and a correctly rounded division) | ≤ 4 ulp (nvcc's: 2-3) |
 //! | `powi` | square-and-multiply | a few ulp for large exponents, like `std` |
 //! | [`FastMath`]: `fast_exp2`, `fast_log2`, `fast_sin`, `fast_cos`, `fast_sqrt`, `fast_rsqrt`, `fast_recip` | one `ex2/lg2/sin/cos/sqrt/rsqrt/rcp.approx.ftz.f32` (the SFU) | ~2 ulp (ex2/lg2/sqrt/rsqrt/rcp); sin/cos absolute error ~2^-21 on [-π, π] |
 //! | `fast_exp`, `fast_exp10`, `fast_ln`, `fast_log10`, `fast_powf` | `ex2.approx` / `lg2.approx` with a scale | as above plus one rounding (`fast_powf`: error grows with `|y·log2 x|`) |
@@ -188,8 +189,9 @@ macro_rules! device_float {
 device_float!(f32, reg32, "f32", sqrt = "sqrt.rn.f32", rsqrt = |x: f32| approx!("rsqrt.approx.f32", x), {
     cbrt => cbrtf; exp => expf; exp2 => exp2f; exp_m1 => expm1f; ln => logf; log2 => log2f; log10 => log10f;
     ln_1p => log1pf; sin => sinf; cos => cosf; tan => tanf; asin => asinf; acos => acosf; atan => atanf;
-    sinh => sinhf; cosh => coshf; tanh => tanhf; erf => erff; erfc => erfcf;
-}, { atan2 => atan2f; hypot => hypotf; powf => powf; }, fast {}, fast2 {});
+    erf => erff; erfc => erfcf;
+}, { atan2 => atan2f; hypot => hypotf; powf => powf; }, fast {}, fast2 {},
+    own { cosh => hyperbolic::cosh; sinh => hyperbolic::sinh; tanh => hyperbolic::tanh; });
 
 // `--use_fast_math` (`KernelBuilder::fast_math(true)`), function by function as nvcc 13 compiles
 // it (the table in the module docs, checked against nvcc's PTX by tests/fast_math_nvcc.rs):
@@ -207,16 +209,16 @@ device_float!(f32, reg32, "f32", sqrt = "sqrt.approx.ftz.f32", rsqrt = |x: f32| 
     sin => fast_sin; cos => fast_cos; tan => fast_tan; cosh => fast_cosh; sinh => fast_sinh; tanh => fast_tanh;
 }, fast2 { powf => fast_powf; });
 
-// The same below sm_75, which has no `tanh.approx`: `tanh` stays precise there.
+// The same below sm_75, which has no `tanh.approx`: `tanh` is the precise one there.
 #[cfg(all(target_arch = "nvptx64", ferrocuda_fast_math, not(ferrocuda_sm = "75")))]
 device_float!(f32, reg32, "f32", sqrt = "sqrt.approx.ftz.f32", rsqrt = |x: f32| x.fast_rsqrt(), {
     cbrt => cbrtf; exp_m1 => expm1f;
     ln_1p => log1pf; asin => asinf; acos => acosf; atan => atanf;
-    tanh => tanhf; erf => erff; erfc => erfcf;
+    erf => erff; erfc => erfcf;
 }, { atan2 => atan2f; hypot => hypotf; }, fast {
     exp => fast_exp; exp2 => fast_exp2; ln => fast_ln; log2 => fast_log2; log10 => fast_log10;
     sin => fast_sin; cos => fast_cos; tan => fast_tan; cosh => fast_cosh; sinh => fast_sinh;
-}, fast2 { powf => fast_powf; });
+}, fast2 { powf => fast_powf; }, own { tanh => hyperbolic::tanh; });
 
 #[cfg(target_arch = "nvptx64")]
 device_float!(f64, reg64, "f64", sqrt = "sqrt.rn.f64", rsqrt = |x: f64| 1.0 / x.sqrt(), {
@@ -484,6 +486,53 @@ fn half_exp_abs(x: f32) -> f32 {
     // SAFETY: `n` is an integer in [0, 128] (`a` is not NaN after `min`, and not negative).
     let scale = f32::from_bits((unsafe { n.to_int_unchecked::<u32>() } + 126) << 23);
     (r * core::f32::consts::LOG2_E).fast_exp2() * scale
+}
+
+/// `f32` `cosh`, `sinh` and `tanh` as nvcc's `coshf`, `sinhf` and `tanhf` compute them by
+/// default: around one `ex2.approx` after an exact range reduction ([`half_exp_abs`]), not
+/// libm's software `expf`/`expm1f` (which made a GELU backward 0.74x nvcc's). Within 4 ulp
+/// (asserted on the GPU by tests/cpu_device_lib.rs, against the host's `std`).
+#[cfg(target_arch = "nvptx64")]
+mod hyperbolic {
+    use super::{DeviceFloat, FastMath};
+
+    /// `cosh x = h + 1/(4h)`, `h = e^|x| / 2` (as [`FastMath::fast_cosh`]; nvcc's `coshf` also
+    /// divides approximately).
+    #[inline(always)]
+    pub(super) fn cosh(x: f32) -> f32 {
+        x.fast_cosh()
+    }
+
+    /// An odd polynomial below 1, `h - 1/(4h)` above (as [`FastMath::fast_sinh`]).
+    #[inline(always)]
+    pub(super) fn sinh(x: f32) -> f32 {
+        x.fast_sinh()
+    }
+
+    /// `tanh x`: below 1 the ratio of the Taylor series of `sinh` and `cosh` (both exact to
+    /// well under an ulp there) with a correctly rounded division; above, `1 - 2 / (e^(2|x|) + 1)`
+    /// (no cancellation worth a bit: `2 / (e^2 + 1) < 0.24`), which reaches 1 as `e^(2|x|)`
+    /// overflows. The sign is `x`'s; NaN stays NaN.
+    #[inline(always)]
+    pub(super) fn tanh(x: f32) -> f32 {
+        let a = x.abs();
+        let s = a * a;
+        let sinh = s.mul_add(1.0 / 39_916_800.0, 1.0 / 362_880.0);
+        let sinh = s.mul_add(sinh, 1.0 / 5040.0);
+        let sinh = s.mul_add(sinh, 1.0 / 120.0);
+        let sinh = s.mul_add(sinh, 1.0 / 6.0);
+        let sinh = (s * sinh).mul_add(a, a);
+        let cosh = s.mul_add(1.0 / 3_628_800.0, 1.0 / 40_320.0);
+        let cosh = s.mul_add(cosh, 1.0 / 720.0);
+        let cosh = s.mul_add(cosh, 1.0 / 24.0);
+        let cosh = s.mul_add(cosh, 0.5);
+        let cosh = s.mul_add(cosh, 1.0);
+        let small = sinh / cosh;
+        // e^(2a) = 2 * (e^(2a) / 2).
+        let e = 2.0 * super::half_exp_abs(2.0 * a);
+        let large = 1.0 - 2.0f32.fast_div(e + 1.0);
+        (if a < 1.0 { small } else { large }).copysign(x)
+    }
 }
 
 /// On the host the approximations are the precise functions, except that denormal results
