@@ -86,7 +86,9 @@ const fn warps_of(threads: u32) -> u32 {
 #[cold]
 #[track_caller]
 fn wrong_block_size(expected: u32, got: u32) -> ! {
-    panic!("a block collective for {expected} threads ran in a block of {got}: make THREADS the launch's block size")
+    panic!(
+        "a block collective for {expected} threads ran in a block of {got}: make THREADS the launch's block size (for a reduction, `RuntimeBlockReduce` takes any block size, read at run time)"
+    )
 }
 
 /// Panics unless the block has `threads` threads.

@@ -63,7 +63,6 @@ pub mod panic;
 pub mod panic_args;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
 pub mod pipeline;
-pub mod prelude;
 pub mod print;
 pub mod shared;
 pub mod shared_vector;
@@ -78,6 +77,11 @@ pub mod warp;
 pub mod warpgroup;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90a"))]
 pub mod wgmma;
+
+// Declared after the modules whose items it re-exports, so that rustc's diagnostics keep
+// naming those items by their modules (`ferrocuda_device::thread::thread_idx_x`): it picks the
+// first path it finds, module by module in declaration order.
+pub mod prelude;
 
 pub use global::{AtomicSlice, BlockIndex, DisjointChunks, DisjointPlanes, DisjointSlice, PerBlock, ThreadIndex, UncheckedSlice};
 pub use shared::{SharedArray, SharedSlice, dynamic_shared};
