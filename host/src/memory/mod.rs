@@ -198,6 +198,8 @@ impl<T: Pod> DeviceBuffer<T> {
         let size = std::mem::size_of::<T>();
         let bytes = bytemuck::bytes_of(&value);
         let pattern = match size {
+            // Zero-sized elements: nothing to write.
+            0 => return Ok(()),
             1 => Pattern::D8(bytes[0]),
             2 => Pattern::D16(u16::from_ne_bytes([bytes[0], bytes[1]])),
             _ if size.is_multiple_of(4) => {
