@@ -175,10 +175,23 @@ fn memsets_of_every_width_sync_and_async() {
     let mut words = DeviceBuffer::<i32>::zeroed(&context, 7).unwrap();
     words.fill(-123_456_789).unwrap();
     assert_eq!(words.to_vec().unwrap(), vec![-123_456_789; 7]);
-    let mut wide = DeviceBuffer::<f64>::zeroed(&context, 4).unwrap();
-    let error = wide.fill(1.0).unwrap_err();
-    assert!(matches!(error, Error::FillElementSize { size: 8 }), "{error:?}");
-    eprintln!("fill of f64: {error}");
+    // Regression p30_6: 8- and 16-byte elements were refused (`FillElementSize`); they are one
+    // strided memset per word now (or one plain memset when the words are equal).
+    let mut wide = DeviceBuffer::<f64>::zeroed(&context, 1001).unwrap();
+    wide.fill(1.0).unwrap();
+    assert_eq!(wide.to_vec().unwrap(), vec![1.0f64; 1001]);
+    let mut same_words = DeviceBuffer::<u64>::zeroed(&context, 5).unwrap();
+    same_words.fill_async(0x1234_5678_1234_5678, &stream).unwrap();
+    stream.synchronize().unwrap();
+    assert_eq!(same_words.to_vec().unwrap(), vec![0x1234_5678_1234_5678u64; 5]);
+    let mut quads = DeviceBuffer::<[f32; 4]>::zeroed(&context, 333).unwrap();
+    quads.fill_async([1.0, -2.0, 3.5, f32::MAX], &stream).unwrap();
+    stream.synchronize().unwrap();
+    assert_eq!(quads.to_vec().unwrap(), vec![[1.0, -2.0, 3.5, f32::MAX]; 333]);
+    let mut odd = DeviceBuffer::<[u8; 3]>::zeroed(&context, 4).unwrap();
+    let error = odd.fill([1, 2, 3]).unwrap_err();
+    assert!(matches!(error, Error::FillElementSize { size: 3 }), "{error:?}");
+    eprintln!("fill of [u8; 3]: {error}");
 }
 
 #[test]

@@ -226,7 +226,7 @@ fn may_read_tag(functions: &[Function], entry: &Function) -> bool {
 mod tests {
     use super::*;
 
-    const DECLARATION: &str = ".shared .align 8 .u64 __ferrocuda_kernel_tag[2];";
+    const DECLARATION: &str = ".shared .align 16 .u64 __ferrocuda_kernel_tag[2];";
     const STORE: &str = "{ .reg .u32 t; mov.u32 t, __ferrocuda_kernel_tag; st.shared.v2.u64 [t], {%rd1, %rd2}; }";
     const LOAD: &str = "{ .reg .u32 t; mov.u32 t, __ferrocuda_kernel_tag; ld.shared.v2.u64 {%rd1, %rd2}, [t]; }";
 
@@ -345,7 +345,7 @@ mod tests {
             assert_eq!(remove_dead_kernel_tags(&ptx), ptx, "{changed}");
         }
         // A tag that other modules could name, or none declared here.
-        for declaration in [".visible .shared .align 8 .u64 __ferrocuda_kernel_tag[2];", ".extern .shared .align 8 .u64 __ferrocuda_kernel_tag[2];", ""] {
+        for declaration in [".visible .shared .align 16 .u64 __ferrocuda_kernel_tag[2];", ".extern .shared .align 16 .u64 __ferrocuda_kernel_tag[2];", ""] {
             let ptx = expected.replace(DECLARATION, declaration);
             assert_eq!(remove_dead_kernel_tags(&ptx), ptx, "{declaration:?}");
         }

@@ -386,6 +386,20 @@ binary_op! {
     [u32 => "b32", reg32; u64 => "b64", reg64;]
 }
 
+binary_op! {
+    /// `atomicInc`: `*target = if old >= value { 0 } else { old + 1 }` (`atom.inc.u32`): a counter
+    /// that wraps to 0 after `value` (a ring buffer's slot: `fetch_inc(slots - 1)`).
+    AtomicInc, atomic_inc, fetch_inc, fetch_inc_scoped, "inc", |a, b| if a >= b { 0 } else { a + 1 },
+    [u32 => "u32", reg32;]
+}
+
+binary_op! {
+    /// `atomicDec`: `*target = if old == 0 || old > value { value } else { old - 1 }`
+    /// (`atom.dec.u32`).
+    AtomicDec, atomic_dec, fetch_dec, fetch_dec_scoped, "dec", |a, b| if a == 0 || a > b { b } else { a - 1 },
+    [u32 => "u32", reg32;]
+}
+
 /// Element types with an atomic compare-and-swap.
 pub trait AtomicCompareExchange: AtomicElement {
     #[doc(hidden)]

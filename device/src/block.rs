@@ -14,6 +14,10 @@
 //! }
 //! ```
 //!
+//! For a block size known only at run time, and the result in one thread as CUB gives it, use
+//! [`RuntimeBlockReduce`] (fewer registers at large blocks: no thread folds every warp's
+//! partial).
+//!
 //! `THREADS` is the block size, a multiple of 32 up to 1024 (a compile error otherwise); a
 //! launch with another block size panics at the first collective (one comparison, like a
 //! bounds check), because a warp count that does not match would silently drop or invent
@@ -82,7 +86,9 @@ const fn warps_of(threads: u32) -> u32 {
 #[cold]
 #[track_caller]
 fn wrong_block_size(expected: u32, got: u32) -> ! {
-    panic!("a block collective for {expected} threads ran in a block of {got}: make THREADS the launch's block size")
+    panic!(
+        "a block collective for {expected} threads ran in a block of {got}: make THREADS the launch's block size (for a reduction, `RuntimeBlockReduce` takes any block size, read at run time)"
+    )
 }
 
 /// Panics unless the block has `threads` threads.
@@ -224,6 +230,187 @@ impl<T: BlockValue + SharedX4, const THREADS: u32> BlockReduce<T, THREADS> {
         T: core::ops::Add<Output = T>,
     {
         if Self::WARPS.is_multiple_of(4) { self.reduce_with(value, |a, b| a + b, fold_slots_x4) } else { self.sum(value) }
+    }
+}
+
+/// `op` folded over the first `valid` lanes' values of this warp, by shuffling down: lane 0
+/// gets the result (the other lanes a part of it), and lanes at or past `valid` take part in
+/// the shuffles but are never folded in (CUB's `WarpReduce` with a valid-item count). Five
+/// `shfl.sync.down` steps for 32-bit values, each folding only where `lane + delta < valid`.
+#[inline(always)]
+fn reduce_down_valid<T: BlockValue>(mut value: T, lane: u32, valid: u32, op: impl Fn(T, T) -> T) -> T {
+    // `lane + delta < valid` as `delta <= room`: one register live across the steps.
+    let room = valid as i32 - lane as i32 - 1;
+    let mut delta = warp::WARP_SIZE / 2;
+    while delta > 0 {
+        let other = warp::shuffle_down(value, delta);
+        if delta as i32 <= room {
+            value = op(value, other);
+        }
+        delta /= 2;
+    }
+    value
+}
+
+/// Block-wide reduction for a block size known only at run time (CUB's `BlockReduce` as
+/// kernels use it, without one kernel per block size): any block shape of 1 to 1024 threads,
+/// partial last warp included; the result goes to thread 0 of the block (CUB's convention),
+/// or to every thread on request (the `_all` methods).
+///
+/// ```ignore
+/// #[kernel]
+/// pub fn row_sums(x: &[f32], cols: u32, mut sums: PerBlock<f32>) {
+///     let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
+///     let mut s = 0.0;
+///     for c in (thread_idx_x()..cols).step_by(block_dim_x() as usize) { s += row[c as usize]; }
+///     if let Some(total) = reduce.sum(s) && let Some(b) = once_per_block() && let Some(out) = sums.get_mut(b) {
+///         *out = total;
+///     }
+/// }
+/// ```
+///
+/// Cost: each warp folds its lanes with 5 shuffles (the butterfly when the block is whole warps,
+/// else `shfl.down` steps that skip the missing lanes; lane 0 holds the warp's value),
+/// one shared store per warp, a barrier, then warp 0 alone folds the warps' values with 5 more
+/// steps, and a second barrier so that the scratch may be reused at once. Unlike
+/// [`BlockReduce`], no thread folds 32 partials in registers: the register count stays near
+/// CUB's (docs/performance.md has both). The `_all` forms add a shared store, a barrier and a
+/// shared read. Every thread of the block must call each method (they contain `bar.sync`).
+#[derive(Clone, Copy)]
+pub struct RuntimeBlockReduce<T: BlockValue> {
+    scratch: BlockScratch<T>,
+}
+
+impl<T: BlockValue> RuntimeBlockReduce<T> {
+    /// A reduction working in `scratch`.
+    #[inline(always)]
+    pub fn new(scratch: BlockScratch<T>) -> Self {
+        RuntimeBlockReduce { scratch }
+    }
+
+    /// The block's fold in warp 0's lane 0 (the other threads hold parts of it), the block's size.
+    #[inline(always)]
+    fn fold_to_thread_0(&self, value: T, op: impl Fn(T, T) -> T + Copy) -> (T, u32) {
+        let size = block_size();
+        let rank = rank_in_block();
+        let (lane, warp) = (rank % warp::WARP_SIZE, rank / warp::WARP_SIZE);
+        // Whole warps (the block size a multiple of 32, the same answer in every thread): the
+        // butterfly, 5 shuffles and 5 folds, no lane tests (CUB's and llm.c's first level).
+        // Otherwise the last warp is partial: fold only its lanes.
+        let partial = if size.is_multiple_of(warp::WARP_SIZE) {
+            warp::reduce(value, op)
+        } else {
+            let valid = (size - warp * warp::WARP_SIZE).min(warp::WARP_SIZE);
+            reduce_down_valid(value, lane, valid, op)
+        };
+        if size <= warp::WARP_SIZE {
+            // One warp (the branch is the same in every thread): no shared memory.
+            return (partial, size);
+        }
+        let slots = self.scratch.slots;
+        if lane == 0 {
+            // SAFETY: `warp < 32`: a block has at most 1024 threads (CUDA refuses a larger
+            // launch, and so does the CPU executor).
+            unsafe { slots.set_unchecked(warp as usize, partial) };
+        }
+        sync_threads();
+        let mut total = partial;
+        if warp == 0 {
+            let warps = size.div_ceil(warp::WARP_SIZE);
+            // Lanes past the warp count read nothing (and are never folded in).
+            // SAFETY: `lane < warps <= 32`.
+            let mine = if lane < warps { unsafe { slots.get_unchecked(lane as usize) } } else { partial };
+            total = reduce_down_valid(mine, lane, warps, op);
+        }
+        (total, size)
+    }
+
+    /// `op` folded over every thread's `value` (`op` associative and commutative: the order is
+    /// CUB's, a tree): `Some` in thread 0 of the block, `None` in the others.
+    #[inline(always)]
+    pub fn reduce(&self, value: T, op: impl Fn(T, T) -> T + Copy) -> Option<T> {
+        let (total, size) = self.fold_to_thread_0(value, op);
+        if size > warp::WARP_SIZE {
+            // The next collective on this scratch writes it: not before warp 0 has read it.
+            sync_threads();
+        }
+        (rank_in_block() == 0).then_some(total)
+    }
+
+    /// `op` folded over every thread's `value`, in every thread (one more barrier and shared
+    /// read than [`reduce`](Self::reduce); the same bits in every thread).
+    #[inline(always)]
+    pub fn reduce_all(&self, value: T, op: impl Fn(T, T) -> T + Copy) -> T {
+        let (total, size) = self.fold_to_thread_0(value, op);
+        if size <= warp::WARP_SIZE {
+            return warp::shuffle(total, 0);
+        }
+        let slots = self.scratch.slots;
+        // Thread 0 alone read slot 0 (lane `l` of warp 0 read slot `l`), so it may overwrite it.
+        if rank_in_block() == 0 {
+            // SAFETY: slot 0 exists.
+            unsafe { slots.set_unchecked(0, total) };
+        }
+        sync_threads();
+        // SAFETY: slot 0 exists.
+        let total = unsafe { slots.get_unchecked(0) };
+        // The next collective on this scratch writes it: not before every thread has read.
+        sync_threads();
+        total
+    }
+
+    /// Sum of every thread's `value`, in thread 0 (see [`reduce`](Self::reduce)).
+    #[inline(always)]
+    pub fn sum(&self, value: T) -> Option<T>
+    where
+        T: core::ops::Add<Output = T>,
+    {
+        self.reduce(value, |a, b| a + b)
+    }
+
+    /// Maximum of every thread's `value`, in thread 0.
+    #[inline(always)]
+    pub fn max(&self, value: T) -> Option<T>
+    where
+        T: PartialOrd,
+    {
+        self.reduce(value, |a, b| if b > a { b } else { a })
+    }
+
+    /// Minimum of every thread's `value`, in thread 0.
+    #[inline(always)]
+    pub fn min(&self, value: T) -> Option<T>
+    where
+        T: PartialOrd,
+    {
+        self.reduce(value, |a, b| if b < a { b } else { a })
+    }
+
+    /// Sum of every thread's `value`, in every thread.
+    #[inline(always)]
+    pub fn sum_all(&self, value: T) -> T
+    where
+        T: core::ops::Add<Output = T>,
+    {
+        self.reduce_all(value, |a, b| a + b)
+    }
+
+    /// Maximum of every thread's `value`, in every thread.
+    #[inline(always)]
+    pub fn max_all(&self, value: T) -> T
+    where
+        T: PartialOrd,
+    {
+        self.reduce_all(value, |a, b| if b > a { b } else { a })
+    }
+
+    /// Minimum of every thread's `value`, in every thread.
+    #[inline(always)]
+    pub fn min_all(&self, value: T) -> T
+    where
+        T: PartialOrd,
+    {
+        self.reduce_all(value, |a, b| if b < a { b } else { a })
     }
 }
 

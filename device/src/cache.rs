@@ -9,20 +9,26 @@
 //! cache::store(&mut out[i], v * 2.0, Store::Streaming);        // __stcs: st.global.cs
 //! ```
 //!
-//! | CUDA | here | PTX | what the cache does |
-//! | --- | --- | --- | --- |
-//! | `__ldca(p)` | `load(r, Load::CacheAll)` | `ld.global.ca` | cache in L1 and L2 (the default) |
-//! | `__ldcg(p)` | `load(r, Load::CacheGlobal)` | `ld.global.cg` | L2 only, bypass L1 |
-//! | `__ldcs(p)` | `load(r, Load::Streaming)` | `ld.global.cs` | evict first: data read once |
-//! | `__ldlu(p)` | `load(r, Load::LastUse)` | `ld.global.lu` | last use (on global memory: as `.cs`) |
-//! | `ld.global.L1::evict_first` | `load(r, Load::EvictFirst)` | same | L1 evicts this line first |
-//! | `ld.global.L1::evict_last` | `load(r, Load::EvictLast)` | same | L1 keeps this line longest |
-//! | `ld.global.L1::no_allocate` | `load(r, Load::NoAllocate)` | same | not cached in L1 |
-//! | `__stwb(p, v)` | `*r = v` | `st.global` | write back (the default) |
-//! | `__stcg(p, v)` | `store(r, v, Store::CacheGlobal)` | `st.global.cg` | L2 only |
-//! | `__stcs(p, v)` | `store(r, v, Store::Streaming)` | `st.global.cs` | evict first |
-//! | `__stwt(p, v)` | `store(r, v, Store::WriteThrough)` | `st.global.wt` | write through to memory |
-//! | `createpolicy` + `ld.global.L2::cache_hint` | `load_with_policy(r, CachePolicy::evict_last())` | same (sm_80) | L2 keeps (or drops first) the line |
+//! | CUDA | here | PTX | SASS (sm_90; nvcc's for the CUDA name) | what the cache does |
+//! | --- | --- | --- | --- | --- |
+//! | `v = x[i]` (`float4`), `__ldg(p)` | `vector::load16(&x[i])` (16 bytes), `x[i]` | `ld.global.nc` on an input, else `ld.global` | `LDG.E.128.CONSTANT` / `LDG.E.128` | the default: L1 and L2, weak |
+//! | `__ldca(p)` | `load(r, Load::CacheAll)` | `ld.global.ca` | `LDG.E.128.STRONG.SM` | L1 and L2, but a *strong* (SM-scope) load: not the default |
+//! | `__ldcg(p)` | `load(r, Load::CacheGlobal)` | `ld.global.cg` | `LDG.E.128.STRONG.GPU` | L2 only, bypass L1 (strong, GPU scope) |
+//! | `__ldcs(p)` | `load(r, Load::Streaming)` | `ld.global.cs` | `LDG.E.EF.128` | evict first: data read once |
+//! | `__ldlu(p)` | `load(r, Load::LastUse)` | `ld.global.lu` | `LDG.E.LU.128` | last use (on global memory: as `.cs`) |
+//! | `ld.global.L1::evict_first` | `load(r, Load::EvictFirst)` | same | | L1 evicts this line first |
+//! | `ld.global.L1::evict_last` | `load(r, Load::EvictLast)` | same | | L1 keeps this line longest |
+//! | `ld.global.L1::no_allocate` | `load(r, Load::NoAllocate)` | same | | not cached in L1 |
+//! | `__stwb(p, v)` | `*r = v`, `vector::store16(r, v)` | `st.global` | `STG.E.128` | write back (the default) |
+//! | `__stcg(p, v)` | `store(r, v, Store::CacheGlobal)` | `st.global.cg` | | L2 only |
+//! | `__stcs(p, v)` | `store(r, v, Store::Streaming)` | `st.global.cs` | `STG.E.EF.128` | evict first |
+//! | `__stwt(p, v)` | `store(r, v, Store::WriteThrough)` | `st.global.wt` | | write through to memory |
+//! | `createpolicy` + `ld.global.L2::cache_hint` | `load_with_policy(r, CachePolicy::evict_last())` | same (sm_80) | | L2 keeps (or drops first) the line |
+//!
+//! The SASS column is pinned by `p30_5_cache_operators_compile_to_what_nvcc_gives_their_cuda_names`
+//! (tests/port_patterns_ptx.rs) against nvcc's (bench/results/cache-operators-nvcc.txt). A
+//! plain load wants no hint at all: `Load::CacheAll` is CUDA's `__ldca`, which on sm_70 and
+//! newer is a strong load, not the default one.
 //!
 //! # Safety by construction
 //!
@@ -48,9 +54,11 @@ use bytemuck::Pod;
 /// A cache hint for a load (see the module docs' table).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Load {
-    /// `ld.global.ca` (`__ldca`): cache in all levels.
+    /// `ld.global.ca` (`__ldca`): cache in all levels, as a strong SM-scope load
+    /// (`LDG.E.STRONG.SM`, as nvcc compiles `__ldca`). Not the default load: for that, index
+    /// (`x[i]`) or use [`vector::load16`](crate::vector::load16).
     CacheAll,
-    /// `ld.global.cg` (`__ldcg`): cache in L2, not L1.
+    /// `ld.global.cg` (`__ldcg`): cache in L2, not L1 (`LDG.E.STRONG.GPU`).
     CacheGlobal,
     /// `ld.global.cs` (`__ldcs`): streaming, likely read once (evict-first).
     Streaming,
@@ -246,6 +254,7 @@ pub unsafe fn load_global<T: Pod>(src: *const T, hint: Load) -> T {
     #[cfg(not(target_arch = "nvptx64"))]
     {
         let _ = hint;
+        crate::cpu::hooks::check_global_alignment(src as usize, core::mem::size_of::<T>(), "ld.global (cache::load_global)");
         // SAFETY: the caller's contract.
         unsafe { src.read() }
     }
@@ -267,6 +276,7 @@ pub unsafe fn store_global<T: Pod>(dst: *mut T, value: T, hint: Store) {
     #[cfg(not(target_arch = "nvptx64"))]
     {
         let _ = hint;
+        crate::cpu::hooks::check_global_alignment(dst as usize, core::mem::size_of::<T>(), "st.global (cache::store_global)");
         // SAFETY: the caller's contract.
         unsafe { dst.write(value) }
     }

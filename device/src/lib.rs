@@ -78,6 +78,11 @@ pub mod warpgroup;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90a"))]
 pub mod wgmma;
 
+// Declared after the modules whose items it re-exports, so that rustc's diagnostics keep
+// naming those items by their modules (`ferrocuda_device::thread::thread_idx_x`): it picks the
+// first path it finds, module by module in declaration order.
+pub mod prelude;
+
 pub use global::{AtomicSlice, BlockIndex, DisjointChunks, DisjointPlanes, DisjointSlice, PerBlock, ThreadIndex, UncheckedSlice};
 pub use shared::{SharedArray, SharedSlice, dynamic_shared};
 

@@ -59,6 +59,17 @@ pub const CLAIMED: u32 = 1;
 /// listening): the other panicking threads may trap.
 pub const WRITTEN: u32 = 2;
 
+/// The kernel tag's size: it is written with one `st.shared.v2.u64` and read with one
+/// `ld.shared.v2.u64`, 16-byte accesses.
+const TAG_BYTES: usize = 16;
+
+/// The kernel tag's declared alignment. A vector access must be aligned to its whole width on
+/// the GPU: with `.align 8`, ptxas placed the tag at offset 8 after a 4-byte `shared_array!`
+/// and every launch of a kernel that can panic faulted with `CUDA_ERROR_MISALIGNED_ADDRESS`
+/// before the kernel's code ran (issue 30). Tied to the access width at compile time.
+const TAG_ALIGN: usize = 16;
+const _: () = assert!(TAG_ALIGN >= TAG_BYTES && TAG_ALIGN.is_power_of_two(), "the kernel tag's 16-byte access needs 16-byte alignment");
+
 #[cfg(target_arch = "nvptx64")]
 mod device {
     use super::*;
@@ -76,11 +87,10 @@ mod device {
 
     // The running kernel's name and a check word: shared memory starts with garbage, so the
     // name is trusted only when `check == name ^ TAG_KEY` (a kernel not made by `#[kernel]`
-    // leaves it unset). Aligned to 16 bytes: it is written with one 16-byte vector store
-    // (`st.shared.v2.u64`), which faults (CUDA_ERROR_MISALIGNED_ADDRESS) at an address that is
-    // only 8-byte aligned; with `.align 8`, ptxas placed it after an 8-byte `shared_array!`
-    // and every launch of that kernel faulted on an H100 (found with issue 29's ping-pong test).
-    core::arch::global_asm!(".shared .align 16 .u64 __ferrocuda_kernel_tag[2];");
+    // leaves it unset). Aligned to the width of its one access (`TAG_BYTES`, below): with
+    // `.align 8`, ptxas placed it after a small `shared_array!` and every launch of a kernel that
+    // can panic faulted with CUDA_ERROR_MISALIGNED_ADDRESS (issue 30 item 1, issue 29's ping-pong).
+    core::arch::global_asm!(".shared .align {align} .u64 __ferrocuda_kernel_tag[2];", align = const TAG_ALIGN);
     const TAG_KEY: u64 = 0x6665_7272_6f63_7564;
 
     /// Records the running kernel's name (a NUL-terminated string) for panic reports; every

@@ -7,7 +7,77 @@
 //! These functions make the width explicit. Cost: one instruction each; a warp of 16-byte
 //! accesses to consecutive addresses moves 512 bytes in 4 fully used 128-byte lines.
 //!
-//! On the host (the CPU executor) they are plain unaligned-checked reads and writes.
+//! On the host (the CPU executor) they are plain reads and writes after the GPU's alignment
+//! check: an address that is not a multiple of the access's width (16 or 8 bytes) is refused
+//! with a "misaligned global memory access" panic, as a GPU faults on it
+//! (`CUDA_ERROR_MISALIGNED_ADDRESS`), although the Rust types (`[u32; 4]`) are only 4-byte
+//! aligned.
+
+/// Checks at compile time that `T` moves as one 16-byte access.
+const fn assert_16_bytes<T>() {
+    assert!(
+        core::mem::size_of::<T>() == 16 && core::mem::align_of::<T>() >= 16,
+        "16-byte accesses move 16-byte types aligned to 16 (a #[repr(C, align(16))] struct, CUDA's float4/int4)"
+    );
+}
+
+/// `*src` in one 16-byte load: CUDA's `float4 v = x[i]` (llm.c's `load128`), safe.
+///
+/// A plain `let v = x[i]` of a 16-byte struct is a 16-byte `memcpy` to LLVM, which it splits
+/// into two 8-byte loads and on which it drops the read-only path (`.nc`); this reads the four
+/// words instead, which LLVM's vectoriser joins into one access (`T`'s alignment, 16, is
+/// asserted to it). What it becomes:
+///
+/// - on an element of a kernel's input slice (`x: &[T]`, read-only for the whole launch):
+///   `ld.global.nc.v4.b32` (`LDG.E.128.CONSTANT`, as `__ldg` or a `const __restrict__` pointer);
+/// - on any other reference (an element this thread wrote, shared memory): the plain weak
+///   16-byte load of the reference's state space (`ld.v4`: `LDG.E.128` for global memory,
+///   llm.c's `LDG.E.128`; `LDS.128` for shared).
+///
+/// Both are the default caching (L1 and L2); for the cache hints (`__ldcs`, ...) use
+/// [`cache::load`](crate::cache::load). Safe for any reference: it is valid, aligned and not
+/// written while borrowed.
+#[inline(always)]
+pub fn load16<T: bytemuck::Pod>(src: &T) -> T {
+    const { assert_16_bytes::<T>() };
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let p = (src as *const T).cast::<u32>();
+        // SAFETY: `src` is a valid, 16-byte aligned `T` of 16 bytes (asserted above), so its four
+        // words are readable; every bit pattern is a valid `T` (Pod).
+        unsafe {
+            core::hint::assert_unchecked((p as usize).is_multiple_of(16));
+            bytemuck::cast([p.read(), p.add(1).read(), p.add(2).read(), p.add(3).read()])
+        }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    *src
+}
+
+/// `*dst = value` in one 16-byte store (`st.global.v4.b32`, `STG.E.128`, for global memory):
+/// CUDA's `y[i] = v` of a `float4`, safe. A plain `*dst = value` of a 16-byte struct may become
+/// two 8-byte stores (see [`load16`]).
+#[inline(always)]
+pub fn store16<T: bytemuck::Pod>(dst: &mut T, value: T) {
+    const { assert_16_bytes::<T>() };
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let p = (dst as *mut T).cast::<u32>();
+        let words: [u32; 4] = bytemuck::cast(value);
+        // SAFETY: `dst` is a valid, exclusive, 16-byte aligned `T` of 16 bytes (asserted above).
+        unsafe {
+            core::hint::assert_unchecked((p as usize).is_multiple_of(16));
+            p.write(words[0]);
+            p.add(1).write(words[1]);
+            p.add(2).write(words[2]);
+            p.add(3).write(words[3]);
+        }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        *dst = value;
+    }
+}
 
 /// Loads 16 bytes through the read-only (non-coherent) path (`ld.global.nc.v4.u32`).
 ///
@@ -26,9 +96,10 @@ pub unsafe fn load_nc_v4(src: *const [u32; 4]) -> [u32; 4] {
         [a, b, c, d]
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    // SAFETY: the caller's contract.
-    unsafe {
-        src.read()
+    {
+        crate::cpu::hooks::check_global_alignment(src as usize, 16, "ld.global.nc.v4.u32");
+        // SAFETY: the caller's contract.
+        unsafe { src.read() }
     }
 }
 
@@ -49,9 +120,10 @@ pub unsafe fn load_v4(src: *const [u32; 4]) -> [u32; 4] {
         [a, b, c, d]
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    // SAFETY: the caller's contract.
-    unsafe {
-        src.read()
+    {
+        crate::cpu::hooks::check_global_alignment(src as usize, 16, "ld.global.v4.u32");
+        // SAFETY: the caller's contract.
+        unsafe { src.read() }
     }
 }
 
@@ -71,9 +143,10 @@ pub unsafe fn load_nc_v2(src: *const [u32; 2]) -> [u32; 2] {
         [a, b]
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    // SAFETY: the caller's contract.
-    unsafe {
-        src.read()
+    {
+        crate::cpu::hooks::check_global_alignment(src as usize, 8, "ld.global.nc.v2.u32");
+        // SAFETY: the caller's contract.
+        unsafe { src.read() }
     }
 }
 
@@ -90,10 +163,11 @@ pub unsafe fn store_v4(dst: *mut [u32; 4], value: [u32; 4]) {
         core::arch::asm!("st.global.v4.u32 [{p}], {{{a}, {b}, {c}, {d}}};", a = in(reg32) value[0], b = in(reg32) value[1], c = in(reg32) value[2], d = in(reg32) value[3], p = in(reg64) dst, options(nostack))
     };
     #[cfg(not(target_arch = "nvptx64"))]
-    // SAFETY: the caller's contract.
-    unsafe {
-        dst.write(value)
-    };
+    {
+        crate::cpu::hooks::check_global_alignment(dst as usize, 16, "st.global.v4.u32");
+        // SAFETY: the caller's contract.
+        unsafe { dst.write(value) }
+    }
 }
 
 /// Copies one 16-byte value with one `ld.global.nc.v4` and one `st.global.v4`, whatever its

@@ -27,72 +27,95 @@ pub enum ShuffleMode {
     Xor,
 }
 
-/// A 32-bit lane value moved by one `shfl.sync` (the building block of every shuffle).
+/// The `c` operand of `shfl.sync` for segments of `width` lanes (a power of two from 1 to 32):
+/// the segment mask `32 - width` in bits 8..13 and the clamp (31 for idx/down/bfly, 0 for up),
+/// as CUDA's `__shfl_*_sync(mask, v, x, width)` compute it.
 #[inline(always)]
-fn shuffle_b32(value: u32, mode: ShuffleMode, lane_or_delta: u32) -> u32 {
+const fn shuffle_c(mode: ShuffleMode, width: u32) -> u32 {
+    let segment_mask = (WARP_SIZE - width) << 8;
+    match mode {
+        ShuffleMode::Up => segment_mask,
+        _ => segment_mask | 31,
+    }
+}
+
+/// A 32-bit lane value moved by one `shfl.sync` (the building block of every shuffle), within
+/// segments of `width` lanes (32: the whole warp).
+#[inline(always)]
+fn shuffle_b32(value: u32, mode: ShuffleMode, lane_or_delta: u32, width: u32) -> u32 {
+    let c = shuffle_c(mode, width);
     #[cfg(target_arch = "nvptx64")]
     {
         let out: u32;
-        // `c` is 31 (clamp) for idx/down/bfly and 0 for up, as CUDA's __shfl_*_sync use.
         // SAFETY: a full-warp shuffle; the caller keeps all 32 lanes converged, as in CUDA.
         unsafe {
             match mode {
                 ShuffleMode::Index => {
-                    core::arch::asm!("shfl.sync.idx.b32 {o}, {v}, {l}, 31, -1;", o = out(reg32) out, v = in(reg32) value, l = in(reg32) lane_or_delta)
+                    core::arch::asm!("shfl.sync.idx.b32 {o}, {v}, {l}, {c}, -1;", o = out(reg32) out, v = in(reg32) value, l = in(reg32) lane_or_delta, c = in(reg32) c)
                 }
                 ShuffleMode::Up => {
-                    core::arch::asm!("shfl.sync.up.b32 {o}, {v}, {l}, 0, -1;", o = out(reg32) out, v = in(reg32) value, l = in(reg32) lane_or_delta)
+                    core::arch::asm!("shfl.sync.up.b32 {o}, {v}, {l}, {c}, -1;", o = out(reg32) out, v = in(reg32) value, l = in(reg32) lane_or_delta, c = in(reg32) c)
                 }
                 ShuffleMode::Down => {
-                    core::arch::asm!("shfl.sync.down.b32 {o}, {v}, {l}, 31, -1;", o = out(reg32) out, v = in(reg32) value, l = in(reg32) lane_or_delta)
+                    core::arch::asm!("shfl.sync.down.b32 {o}, {v}, {l}, {c}, -1;", o = out(reg32) out, v = in(reg32) value, l = in(reg32) lane_or_delta, c = in(reg32) c)
                 }
                 ShuffleMode::Xor => {
-                    core::arch::asm!("shfl.sync.bfly.b32 {o}, {v}, {l}, 31, -1;", o = out(reg32) out, v = in(reg32) value, l = in(reg32) lane_or_delta)
+                    core::arch::asm!("shfl.sync.bfly.b32 {o}, {v}, {l}, {c}, -1;", o = out(reg32) out, v = in(reg32) value, l = in(reg32) lane_or_delta, c = in(reg32) c)
                 }
             }
         }
         out
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::cpu::hooks::warp_shuffle(value, shuffle_source(crate::cpu::hooks::lane_id(), mode, lane_or_delta))
+    crate::cpu::hooks::warp_shuffle(value, shuffle_source(crate::cpu::hooks::lane_id(), mode, lane_or_delta, c))
 }
 
-/// The lane a shuffle reads, by PTX's rules for `shfl.sync` with the clamp values CUDA's
-/// `__shfl_*_sync` use (31 for idx/down/bfly, 0 for up): an out-of-range source means the
-/// lane's own value. Only the low 5 bits of the lane or delta count. (The CPU executor's
-/// shuffle; on a GPU `shfl.sync` does this.)
+/// The lane a shuffle reads, by PTX's rules for `shfl.sync` (the ISA's pseudocode, with `c`
+/// from [`shuffle_c`]): an out-of-range source means the lane's own value. Only the low 5 bits
+/// of the lane or delta count. (The CPU executor's shuffle; on a GPU `shfl.sync` does this.)
 #[cfg(not(target_arch = "nvptx64"))]
-fn shuffle_source(lane: u32, mode: ShuffleMode, lane_or_delta: u32) -> u32 {
+fn shuffle_source(lane: u32, mode: ShuffleMode, lane_or_delta: u32, c: u32) -> u32 {
     let b = lane_or_delta & 31;
-    match mode {
-        ShuffleMode::Index => b,
-        ShuffleMode::Up => lane.checked_sub(b).unwrap_or(lane),
-        ShuffleMode::Down => {
-            if lane + b <= 31 {
-                lane + b
-            } else {
-                lane
-            }
+    let clamp = c & 31;
+    let segment_mask = (c >> 8) & 31;
+    let max_lane = (lane & segment_mask) | (clamp & !segment_mask);
+    let min_lane = lane & segment_mask;
+    let (j, in_range) = match mode {
+        ShuffleMode::Index => {
+            let j = min_lane | (b & !segment_mask);
+            (j, j <= max_lane)
         }
-        ShuffleMode::Xor => lane ^ b,
-    }
+        ShuffleMode::Up => {
+            let j = lane as i32 - b as i32;
+            (j.max(0) as u32, j >= max_lane as i32)
+        }
+        ShuffleMode::Down => {
+            let j = lane + b;
+            (j, j <= max_lane)
+        }
+        ShuffleMode::Xor => {
+            let j = lane ^ b;
+            (j, j <= max_lane)
+        }
+    };
+    if in_range { j } else { lane }
 }
 
 /// Values a shuffle can move: 32-bit (one `shfl.sync`) or 64-bit (two); the 16-bit floats and
 /// their pairs ([`crate::half`]) take one.
 pub trait ShuffleValue: Copy + sealed::Sealed {
     #[doc(hidden)]
-    fn shuffle_with(self, mode: ShuffleMode, lane_or_delta: u32) -> Self;
+    fn shuffle_with(self, mode: ShuffleMode, lane_or_delta: u32, width: u32) -> Self;
 }
 
 macro_rules! shuffle_32 {
     ($($t:ty: $to:expr, $from:expr;)*) => {$(
         impl ShuffleValue for $t {
             #[inline(always)]
-            fn shuffle_with(self, mode: ShuffleMode, lane_or_delta: u32) -> Self {
+            fn shuffle_with(self, mode: ShuffleMode, lane_or_delta: u32, width: u32) -> Self {
                 let to: fn($t) -> u32 = $to;
                 let from: fn(u32) -> $t = $from;
-                from(shuffle_b32(to(self), mode, lane_or_delta))
+                from(shuffle_b32(to(self), mode, lane_or_delta, width))
             }
         }
     )*};
@@ -112,12 +135,12 @@ macro_rules! shuffle_64 {
     ($($t:ty: $to:expr, $from:expr;)*) => {$(
         impl ShuffleValue for $t {
             #[inline(always)]
-            fn shuffle_with(self, mode: ShuffleMode, lane_or_delta: u32) -> Self {
+            fn shuffle_with(self, mode: ShuffleMode, lane_or_delta: u32, width: u32) -> Self {
                 let to: fn($t) -> u64 = $to;
                 let from: fn(u64) -> $t = $from;
                 let bits = to(self);
-                let low = shuffle_b32(bits as u32, mode, lane_or_delta);
-                let high = shuffle_b32((bits >> 32) as u32, mode, lane_or_delta);
+                let low = shuffle_b32(bits as u32, mode, lane_or_delta, width);
+                let high = shuffle_b32((bits >> 32) as u32, mode, lane_or_delta, width);
                 from(((high as u64) << 32) | low as u64)
             }
         }
@@ -132,27 +155,74 @@ shuffle_64! {
 /// `__shfl_sync(FULL, value, src_lane)`: the `value` of lane `src_lane` (mod 32).
 #[inline(always)]
 pub fn shuffle<T: ShuffleValue>(value: T, src_lane: u32) -> T {
-    value.shuffle_with(ShuffleMode::Index, src_lane)
+    value.shuffle_with(ShuffleMode::Index, src_lane, WARP_SIZE)
 }
 
 /// `__shfl_up_sync(FULL, value, delta)`: the value of lane `lane - delta`; lanes below `delta`
 /// keep their own.
 #[inline(always)]
 pub fn shuffle_up<T: ShuffleValue>(value: T, delta: u32) -> T {
-    value.shuffle_with(ShuffleMode::Up, delta)
+    value.shuffle_with(ShuffleMode::Up, delta, WARP_SIZE)
 }
 
 /// `__shfl_down_sync(FULL, value, delta)`: the value of lane `lane + delta`; lanes above
 /// `31 - delta` keep their own.
 #[inline(always)]
 pub fn shuffle_down<T: ShuffleValue>(value: T, delta: u32) -> T {
-    value.shuffle_with(ShuffleMode::Down, delta)
+    value.shuffle_with(ShuffleMode::Down, delta, WARP_SIZE)
 }
 
 /// `__shfl_xor_sync(FULL, value, mask)`: the value of lane `lane ^ mask` (butterfly).
 #[inline(always)]
 pub fn shuffle_xor<T: ShuffleValue>(value: T, lane_mask: u32) -> T {
-    value.shuffle_with(ShuffleMode::Xor, lane_mask)
+    value.shuffle_with(ShuffleMode::Xor, lane_mask, WARP_SIZE)
+}
+
+/// Checks at compile time that `WIDTH` is a shuffle segment width.
+const fn segment_width(width: u32) -> u32 {
+    assert!(width.is_power_of_two() && width <= WARP_SIZE, "a shuffle's WIDTH is a power of two from 1 to 32, as CUDA's width argument");
+    width
+}
+
+/// `__shfl_sync(FULL, value, src_lane, WIDTH)`: the value of lane `src_lane % WIDTH` of this
+/// lane's segment of `WIDTH` lanes (a power of two up to 32; checked at compile time).
+#[inline(always)]
+pub fn shuffle_within<const WIDTH: u32, T: ShuffleValue>(value: T, src_lane: u32) -> T {
+    value.shuffle_with(ShuffleMode::Index, src_lane, const { segment_width(WIDTH) })
+}
+
+/// `__shfl_up_sync(FULL, value, delta, WIDTH)`: the value of lane `lane - delta` when it lies
+/// in this lane's segment of `WIDTH` lanes, else the lane's own.
+#[inline(always)]
+pub fn shuffle_up_within<const WIDTH: u32, T: ShuffleValue>(value: T, delta: u32) -> T {
+    value.shuffle_with(ShuffleMode::Up, delta, const { segment_width(WIDTH) })
+}
+
+/// `__shfl_down_sync(FULL, value, delta, WIDTH)`: the value of lane `lane + delta` when it lies
+/// in this lane's segment of `WIDTH` lanes, else the lane's own.
+#[inline(always)]
+pub fn shuffle_down_within<const WIDTH: u32, T: ShuffleValue>(value: T, delta: u32) -> T {
+    value.shuffle_with(ShuffleMode::Down, delta, const { segment_width(WIDTH) })
+}
+
+/// `__shfl_xor_sync(FULL, value, lane_mask, WIDTH)`: the value of lane `lane ^ lane_mask` when it
+/// lies in this lane's segment of `WIDTH` lanes, else the lane's own.
+#[inline(always)]
+pub fn shuffle_xor_within<const WIDTH: u32, T: ShuffleValue>(value: T, lane_mask: u32) -> T {
+    value.shuffle_with(ShuffleMode::Xor, lane_mask, const { segment_width(WIDTH) })
+}
+
+/// Butterfly reduction within segments of `WIDTH` lanes: every lane ends with `op` folded over
+/// its segment's values (`log2 WIDTH` steps; `WIDTH = 4`: four independent 4-lane groups, as a
+/// kernel that gives each row to 4 lanes writes it with `__shfl_xor_sync(mask, v, m, 4)`).
+#[inline(always)]
+pub fn reduce_within<const WIDTH: u32, T: ShuffleValue>(mut value: T, op: impl Fn(T, T) -> T) -> T {
+    let mut mask = const { segment_width(WIDTH) } / 2;
+    while mask > 0 {
+        value = op(value, shuffle_xor_within::<WIDTH, T>(value, mask));
+        mask /= 2;
+    }
+    value
 }
 
 /// `__shfl_down_sync` on `f32` (kept for kernels written against the first API).
@@ -327,13 +397,38 @@ pub fn warp_id() -> u32 {
 mod tests {
     use super::*;
 
+    fn source(lane: u32, mode: ShuffleMode, b: u32) -> u32 {
+        shuffle_source(lane, mode, b, shuffle_c(mode, WARP_SIZE))
+    }
+
     #[test]
     fn shuffle_sources_follow_ptx_clamping() {
-        assert_eq!(shuffle_source(5, ShuffleMode::Index, 37), 5, "idx uses the low 5 bits");
-        assert_eq!(shuffle_source(2, ShuffleMode::Up, 3), 2, "up below delta keeps its own");
-        assert_eq!(shuffle_source(7, ShuffleMode::Up, 3), 4);
-        assert_eq!(shuffle_source(29, ShuffleMode::Down, 5), 29, "down past 31 keeps its own");
-        assert_eq!(shuffle_source(20, ShuffleMode::Down, 5), 25);
-        assert_eq!(shuffle_source(6, ShuffleMode::Xor, 1), 7);
+        assert_eq!(source(5, ShuffleMode::Index, 37), 5, "idx uses the low 5 bits");
+        assert_eq!(source(2, ShuffleMode::Up, 3), 2, "up below delta keeps its own");
+        assert_eq!(source(7, ShuffleMode::Up, 3), 4);
+        assert_eq!(source(29, ShuffleMode::Down, 5), 29, "down past 31 keeps its own");
+        assert_eq!(source(20, ShuffleMode::Down, 5), 25);
+        assert_eq!(source(6, ShuffleMode::Xor, 1), 7);
+    }
+
+    /// Regression p30_6: CUDA's width argument (`__shfl_down_sync(mask, v, d, 4)`): sources stay
+    /// inside the lane's segment, as PTX's pseudocode for `shfl.sync` gives.
+    #[test]
+    fn p30_6_shuffle_sources_stay_in_their_segment() {
+        let within = |lane, mode, b, width| shuffle_source(lane, mode, b, shuffle_c(mode, width));
+        assert_eq!(within(5, ShuffleMode::Down, 1, 4), 6);
+        assert_eq!(within(7, ShuffleMode::Down, 1, 4), 7, "down past the segment's end keeps its own");
+        assert_eq!(within(6, ShuffleMode::Down, 2, 4), 6);
+        assert_eq!(within(4, ShuffleMode::Up, 1, 4), 4, "up below the segment's start keeps its own");
+        assert_eq!(within(6, ShuffleMode::Up, 2, 4), 4);
+        assert_eq!(within(13, ShuffleMode::Index, 2, 4), 14, "idx: lane 2 of the segment 12..16");
+        assert_eq!(within(13, ShuffleMode::Index, 6, 4), 14, "idx: the source modulo the width");
+        assert_eq!(within(9, ShuffleMode::Xor, 2, 4), 11);
+        assert_eq!(within(9, ShuffleMode::Xor, 4, 4), 9, "xor leaving the segment keeps its own");
+        assert_eq!(within(17, ShuffleMode::Down, 3, 16), 20);
+        assert_eq!(within(30, ShuffleMode::Down, 3, 16), 30);
+        assert_eq!(shuffle_c(ShuffleMode::Down, 4), 0x1c1f, "CUDA's c for width 4");
+        assert_eq!(shuffle_c(ShuffleMode::Up, 4), 0x1c00);
+        assert_eq!(shuffle_c(ShuffleMode::Xor, 32), 31);
     }
 }

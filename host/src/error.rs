@@ -127,10 +127,34 @@ pub enum Error {
         to: usize,
     },
     /// A memset of an element size the driver cannot fill.
-    #[error("cannot fill elements of {size} bytes with a memset (only 1, 2 or 4): upload the values with `copy_from_host` or write them with a kernel")]
+    #[error(
+        "cannot fill elements of {size} bytes with a memset (1 or 2 bytes or a multiple of 4): upload the values with `copy_from_host` or write them with a kernel"
+    )]
     FillElementSize {
         /// `size_of::<T>()`.
         size: usize,
+    },
+    /// A view of device memory as another element type ([`DeviceSlice::cast`](crate::DeviceSlice::cast))
+    /// whose length or address does not fit that type.
+    #[error(
+        "cannot view {bytes} bytes of `{from}` at {address:#x} as `{to}` ({to_size} bytes, aligned to {to_align}): {problem}; \
+         view a range that fits (`slice(a..b)` first) or keep the data in `{from}`"
+    )]
+    ElementCast {
+        /// The element type of the memory.
+        from: &'static str,
+        /// The element type asked for.
+        to: &'static str,
+        /// The bytes viewed.
+        bytes: usize,
+        /// Their device address.
+        address: u64,
+        /// `size_of` of the type asked for.
+        to_size: usize,
+        /// `align_of` of the type asked for.
+        to_align: usize,
+        /// What does not fit.
+        problem: &'static str,
     },
     /// `Stream::launch_host_fn` on a stream that is being captured into a graph.
     #[error(

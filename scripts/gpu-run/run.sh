@@ -27,11 +27,11 @@ run() { # name, timeout, command...
 gpu_tests=(gpu_soundness gpu_streams gpu_contexts gpu_kernels gpu_fault gpu_multi_gpu gpu_cublas gpu_cufft gpu_nccl
   gpu_host_safety gpu_host_adversarial gpu_host_seams gpu_borrowed gpu_attention gpu_peer_lengths port_gaps
   launch_kinds launch_modules launch_no_alloc kernel_model cpu_executor cpu_device_lib nccl_loading cpu_half_floats
-  gpu_tma_tracked llm_examples matrix_outputs gpu_kernels_lib gpu_rules out_partitions)
+  gpu_tma_tracked llm_examples matrix_outputs gpu_kernels_lib gpu_rules out_partitions port_patterns)
 for t in "${gpu_tests[@]}"; do
   [ -x "$t" ] && run "$t" 150 "./$t" --test-threads=1
 done
-for e in contexts streams_events graphs cublas_interop cublas_gemm modules cufft module_load launch_overhead; do
+for e in contexts streams_events graphs cublas_interop cublas_gemm modules cufft module_load launch_overhead port_patterns_bench; do
   [ -x "ex_$e" ] && run "ex_$e" 120 "./ex_$e"
 done
 # Several GPUs: the data-parallel example in both modes (NCCL; the Rust peer kernel over CUDA

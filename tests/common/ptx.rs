@@ -28,3 +28,46 @@ pub fn opcodes(body: &str) -> Vec<&str> {
         .map(|op| op.trim_end_matches(';'))
         .collect()
 }
+
+/// The SASS listing (`nvdisasm -c`) of `cubin`, written under `target/test-scratch/<scratch>`,
+/// or `None` (printed) without nvdisasm.
+pub fn sass_listing(cubin: &[u8], scratch: &str) -> Option<String> {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/test-scratch").join(scratch);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("kernels.cubin");
+    std::fs::write(&path, cubin).unwrap();
+    let output = ["nvdisasm", "/usr/local/cuda/bin/nvdisasm"]
+        .iter()
+        .find_map(|tool| std::process::Command::new(tool).arg("-c").arg(&path).output().ok().filter(|o| o.status.success()));
+    match output {
+        Some(output) => Some(String::from_utf8_lossy(&output.stdout).into_owned()),
+        None => {
+            eprintln!("SKIPPED the SASS checks: nvdisasm not found");
+            None
+        }
+    }
+}
+
+/// The SASS of `kernel` in a listing of [`sass_listing`].
+///
+/// # Panics
+/// When the listing has no such function, naming it.
+pub fn sass_function<'l>(listing: &'l str, kernel: &str) -> &'l str {
+    let start = listing.find(&format!(".text.{kernel}:")).unwrap_or_else(|| panic!("no SASS for {kernel}"));
+    let rest = &listing[start..];
+    &rest[..rest[1..].find(".text.").map(|e| e + 1).unwrap_or(rest.len())]
+}
+
+/// The SASS instructions of a function listing, each as its opcode with modifiers and its
+/// operands (`("STS.128", "[UR4+0x10], R4")`); `@!PT` padding left out, guards dropped.
+pub fn sass_instructions(listing: &str) -> Vec<(&str, &str)> {
+    listing
+        .lines()
+        .filter(|line| !line.contains("@!PT"))
+        .filter_map(|line| line.split("*/").nth(1))
+        .map(|rest| rest.trim().trim_end_matches(';').trim())
+        .map(|rest| if rest.starts_with('@') { rest.split_once(' ').map_or("", |(_, r)| r.trim()) } else { rest })
+        .filter(|rest| !rest.is_empty())
+        .map(|rest| rest.split_once(' ').unwrap_or((rest, "")))
+        .collect()
+}

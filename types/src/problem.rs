@@ -251,8 +251,10 @@ impl fmt::Display for LaunchProblem {
             Self::NotOneDimensional { grid, block } => write!(
                 f,
                 "the kernel has a per-thread output (`DisjointSlice`, `DisjointChunks`, `DisjointPlanes`), whose elements belong to the 1-D thread \
-                 index `blockIdx.x * blockDim.x + threadIdx.x`, but the grid {grid} and block {block} are not both 1-D: launch with y = z = 1 \
-                 (a grid-stride loop covers any length), or write a multi-dimensional result through an `AtomicSlice` or a `PerBlock` output"
+                 index `blockIdx.x * blockDim.x + threadIdx.x`, but the grid {grid} and block {block} are not both 1-D. Launch with y = z = 1 \
+                 (a grid-stride loop covers any length), or give the kernel an output made for a 2-D launch: `DisjointMatrix` (thread (x, y) \
+                 owns element (row y, column x)), `PerBlockTile` (a tile per block, its threads striding over it), `PerBlock` (one element \
+                 per block), `AtomicSlice` (any thread, atomically), or `UncheckedSlice` (unsafe: you prove the threads' elements disjoint)"
             ),
             Self::LengthsDiffer { first, first_len, other, other_len } => write!(
                 f,

@@ -257,6 +257,29 @@ fn shared_fault(fault: SharedFault, address: u32, bytes: usize, align: usize) ->
     }
 }
 
+/// The GPU's rule for a wide (vector) access to global memory: its address is a multiple of its
+/// width (`ld.global.v4.b32` of 16 bytes at a 16-byte boundary), whatever the alignment of the
+/// Rust type it reads (`[u32; 4]` is 4-byte aligned on the host). A GPU faults otherwise
+/// (`CUDA_ERROR_MISALIGNED_ADDRESS`), so the CPU executor refuses it too, naming the
+/// instruction, instead of running a kernel that cannot run on a GPU.
+#[track_caller]
+#[inline(always)]
+pub fn check_global_alignment(address: usize, bytes: usize, instruction: &str) {
+    if !address.is_multiple_of(bytes) {
+        misaligned_global(address, bytes, instruction);
+    }
+}
+
+#[cold]
+#[track_caller]
+fn misaligned_global(address: usize, bytes: usize, instruction: &str) -> ! {
+    panic!(
+        "misaligned global memory access: `{instruction}` moves {bytes} bytes at address {address:#x}, which is not a multiple of {bytes} \
+         (a GPU faults with CUDA_ERROR_MISALIGNED_ADDRESS). A {bytes}-byte access needs a {bytes}-byte aligned address: \
+         use an element type aligned to {bytes} (`#[repr(C, align({bytes}))]`) or an offset that keeps the alignment"
+    )
+}
+
 #[track_caller]
 pub(crate) fn thread_idx() -> [u32; 3] {
     running("thread_idx").thread_idx()

@@ -28,6 +28,7 @@ entries! {
     memset_d16_async = cuMemsetD16Async(dst_device: sys::CUdeviceptr, us: c_ushort, n: usize, h_stream: sys::CUstream);
     memset_d16 = cuMemsetD16_v2(dst_device: sys::CUdeviceptr, us: c_ushort, n: usize);
     memset_d32_async = cuMemsetD32Async(dst_device: sys::CUdeviceptr, ui: c_uint, n: usize, h_stream: sys::CUstream);
+    memset_d2d32_async = cuMemsetD2D32Async(dst_device: sys::CUdeviceptr, dst_pitch: usize, ui: c_uint, width: usize, height: usize, h_stream: sys::CUstream);
     memset_d32 = cuMemsetD32_v2(dst_device: sys::CUdeviceptr, ui: c_uint, n: usize);
     memset_d8_async = cuMemsetD8Async(dst_device: sys::CUdeviceptr, uc: c_uchar, n: usize, h_stream: sys::CUstream);
     memset_d8 = cuMemsetD8_v2(dst_device: sys::CUdeviceptr, uc: c_uchar, n: usize);

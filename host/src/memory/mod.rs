@@ -195,13 +195,15 @@ impl<T: Pod> DeviceBuffer<T> {
     }
 
     /// Sets every element to `value` (a synchronous memset on the legacy default stream).
-    /// Elements of 1, 2 or 4 bytes only; others get [`Error::FillElementSize`].
+    /// Elements of 1 or 2 bytes or a multiple of 4 (`f64`, `u64`, a 16-byte struct: one
+    /// strided 32-bit memset per word of the element, or one memset when its words are
+    /// equal); other sizes get [`Error::FillElementSize`].
     pub fn fill(&mut self, value: T) -> Result<()> {
         self.memset(value, None)
     }
 
     /// Sets every element to `value`, queued on `stream` (ordered with the kernels on it).
-    /// Elements of 1, 2 or 4 bytes only; others get [`Error::FillElementSize`].
+    /// Element sizes as for [`fill`](Self::fill).
     pub fn fill_async(&mut self, value: T, stream: &Stream) -> Result<()> {
         ensure_stream_in(self.context(), stream, "fill_async")?;
         self.memset(value, Some(stream))
@@ -209,14 +211,17 @@ impl<T: Pod> DeviceBuffer<T> {
 
     fn memset(&mut self, value: T, stream: Option<&Stream>) -> Result<()> {
         let size = std::mem::size_of::<T>();
-        if !matches!(size, 1 | 2 | 4) {
-            return Err(Error::FillElementSize { size });
-        }
         let bytes = bytemuck::bytes_of(&value);
         let pattern = match size {
+            // Zero-sized elements: nothing to write.
+            0 => return Ok(()),
             1 => Pattern::D8(bytes[0]),
             2 => Pattern::D16(u16::from_ne_bytes([bytes[0], bytes[1]])),
-            _ => Pattern::D32(u32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])),
+            _ if size.is_multiple_of(4) => {
+                let words: Vec<u32> = bytes.chunks_exact(4).map(|w| u32::from_ne_bytes([w[0], w[1], w[2], w[3]])).collect();
+                if words.iter().all(|&w| w == words[0]) { Pattern::D32(words[0]) } else { Pattern::Words(words) }
+            }
+            _ => return Err(Error::FillElementSize { size }),
         };
         self.memset_pattern(pattern, stream)
     }
@@ -248,7 +253,12 @@ impl<T: Pod> DeviceBuffer<T> {
                     Pattern::Bytes(b) => driver::memory::memset_d8_async(ptr, b, bytes, s),
                     Pattern::D8(v) => driver::memory::memset_d8_async(ptr, v, n, s),
                     Pattern::D16(v) => driver::memory::memset_d16_async(ptr, v, n, s),
-                    Pattern::D32(v) => driver::memory::memset_d32_async(ptr, v, n, s),
+                    Pattern::D32(v) => driver::memory::memset_d32_async(ptr, v, bytes / 4, s),
+                    // Word `k` of every element: a 2-D memset one word wide, `n` rows of the
+                    // element's size apart.
+                    Pattern::Words(ref words) => {
+                        words.iter().enumerate().try_for_each(|(k, &w)| driver::memory::memset_d2d32_async(ptr + 4 * k as u64, 4 * words.len(), w, 1, n, s))
+                    }
                 }
             }
             .map_err(Error::from)
@@ -370,12 +380,15 @@ impl<T: Pod> DeviceBuffer<T> {
 }
 
 /// A memset's value: bytes, or 1-, 2- or 4-byte elements.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 enum Pattern {
     Bytes(u8),
     D8(u8),
     D16(u16),
+    /// The same 32-bit word everywhere (4-byte elements, or wider ones of equal words).
     D32(u32),
+    /// Elements of these words (8, 12, 16, .. bytes).
+    Words(Vec<u32>),
 }
 
 impl<T: Pod> Deref for DeviceBuffer<T> {

@@ -182,7 +182,61 @@ impl<T> DeviceSlice<T> {
     }
 }
 
+/// The length in `U`s of `len` `T`s at `address`, or why they cannot be viewed as `U`s.
+fn cast_len<T, U>(address: u64, len: usize) -> crate::Result<usize> {
+    let bytes = len * std::mem::size_of::<T>();
+    let (to_size, to_align) = (std::mem::size_of::<U>(), std::mem::align_of::<U>());
+    let problem = if to_size == 0 {
+        Some("the type has no size")
+    } else if !bytes.is_multiple_of(to_size) {
+        Some("the length is not a whole number of elements of that type")
+    } else if !address.is_multiple_of(to_align as u64) {
+        Some("the address is not aligned for that type (the GPU faults on a misaligned access)")
+    } else {
+        None
+    };
+    match problem {
+        None => Ok(bytes / to_size),
+        Some(problem) => {
+            Err(crate::Error::ElementCast { from: std::any::type_name::<T>(), to: std::any::type_name::<U>(), bytes, address, to_size, to_align, problem })
+        }
+    }
+}
+
+impl<T: Pod> DeviceSlice<T> {
+    /// The same device memory as `U`s (CUDA's `reinterpret_cast<const float4*>(x)`), read-only:
+    /// safe, as every bit pattern of a `Pod` type is valid. An error unless the bytes are a
+    /// whole number of `U`s and the address is aligned for `U` ([`Error::ElementCast`](crate::Error::ElementCast)).
+    pub fn cast<U: Pod>(&self) -> crate::Result<DeviceView<'_, U>> {
+        let len = cast_len::<T, U>(self.device_ptr(), self.len())?;
+        Ok(DeviceView { ptr: self.device_ptr(), len, usage: self.usage(), _borrow: PhantomData })
+    }
+}
+
+impl<'a, T: Pod> DeviceView<'a, T> {
+    /// This view's memory as `U`s; as [`DeviceSlice::cast`].
+    pub fn cast<U: Pod>(&self) -> crate::Result<DeviceView<'a, U>> {
+        let len = cast_len::<T, U>(self.ptr, self.len)?;
+        Ok(DeviceView { ptr: self.ptr, len, usage: self.usage, _borrow: PhantomData })
+    }
+}
+
+impl<T: Pod> DeviceViewMut<'_, T> {
+    /// This view's memory as `U`s, writable; as [`DeviceSlice::cast`].
+    pub fn cast_mut<U: Pod>(&mut self) -> crate::Result<DeviceViewMut<'_, U>> {
+        let len = cast_len::<T, U>(self.ptr, self.len)?;
+        Ok(DeviceViewMut { ptr: self.ptr, len, usage: self.usage, _borrow: PhantomData })
+    }
+}
+
 impl<T: bytemuck::Pod> crate::DeviceBuffer<T> {
+    /// The whole buffer as `U`s, writable (a `DeviceBuffer<f32>` as `float4`s); as
+    /// [`DeviceSlice::cast`]. Allocations are 256-byte aligned, so only the length can refuse.
+    pub fn cast_mut<U: Pod>(&mut self) -> crate::Result<DeviceViewMut<'_, U>> {
+        let len = cast_len::<T, U>(self.device_ptr(), self.len())?;
+        Ok(DeviceViewMut { ptr: self.device_ptr(), len, usage: self.usage(), _borrow: PhantomData })
+    }
+
     /// A writable view of `range` (like `&mut buffer[range]`); panics when out of bounds.
     /// (A buffer gives `&DeviceSlice` through `Deref` but no `&mut DeviceSlice`: swapping two
     /// buffers' slices would free each allocation the other's way.)
@@ -398,5 +452,26 @@ mod tests {
         assert_eq!(SliceArg::from_parts::<[u64; 0]>(0, 5).ptr, 8);
         assert_eq!(SliceArg::from_parts::<f64>(0, 0).ptr, 8);
         assert_eq!(SliceArg::from_parts::<f64>(0x1000, 3).ptr, 0x1000);
+    }
+}
+
+#[cfg(test)]
+mod cast_tests {
+    use super::cast_len;
+
+    /// p30_6: a view as another element type keeps the bytes whole and the address aligned.
+    #[test]
+    fn p30_6_casts_check_length_and_alignment() {
+        #[derive(Clone, Copy)]
+        #[repr(C, align(16))]
+        struct F4([f32; 4]);
+        assert_eq!(cast_len::<f32, F4>(0x1000, 8).unwrap(), 2);
+        assert_eq!(cast_len::<F4, f32>(0x1000, 2).unwrap(), 8);
+        assert_eq!(cast_len::<f32, u8>(0x1004, 3).unwrap(), 12);
+        let short = cast_len::<f32, F4>(0x1000, 6).unwrap_err().to_string();
+        assert!(short.contains("not a whole number") && short.contains("24 bytes"), "{short}");
+        let misaligned = cast_len::<f32, F4>(0x1004, 8).unwrap_err().to_string();
+        assert!(misaligned.contains("not aligned") && misaligned.contains("0x1004") && misaligned.contains("aligned to 16"), "{misaligned}");
+        assert!(cast_len::<f32, ()>(0x1000, 4).is_err());
     }
 }

@@ -44,4 +44,5 @@ pub mod launch_kinds;
 pub mod matrix_outputs;
 pub mod out_partitions;
 pub mod port_gaps;
+pub mod port_patterns;
 pub mod sanitizer;

@@ -1,0 +1,15 @@
+//! What most kernels use, for one glob import: `use ferrocuda_device::prelude::*;`.
+//!
+//! Why a glob: on the host (the CPU executor's build of the same kernel), `f32` and `f64`
+//! have `std`'s own `sqrt`, `exp`, ... methods, which take precedence over the
+//! [`DeviceFloat`] trait's, so a named `use ferrocuda_device::math::DeviceFloat;` is an unused
+//! import there and rustc warns (issue 30). A glob import warns only when nothing of it is
+//! used, and a kernel uses its output types and index functions anyway. (A named import can
+//! keep `#[cfg_attr(not(target_arch = "nvptx64"), allow(unused_imports))]` instead.)
+
+pub use crate::block::{BlockReduce, BlockScan, RuntimeBlockReduce};
+pub use crate::global::{AtomicSlice, DisjointChunks, DisjointSlice, PerBlock, once_per_block, unique_index};
+pub use crate::math::{DeviceFloat, FastMath};
+pub use crate::sync::sync_threads;
+pub use crate::thread::{block_dim_x, block_idx_x, grid_dim_x, index_1d, thread_idx_x};
+pub use crate::{block_scratch, kernel, shared_array, vector};
