@@ -56,6 +56,28 @@ fn attention_bf16_and_f16_match_f64() {
 }
 
 #[test]
+fn the_tensor_core_forward_matches_f64_and_the_backward_reads_its_output() {
+    use ferrocuda_kernels::attention::uses_tensor_cores;
+    let cases = [
+        (shape(4, 2, 32, 40, 64, Layout::Bhsd, false), true),
+        (shape(4, 2, 32, 40, 64, Layout::Bhsd, true), true),
+        (shape(2, 1, 16, 16, 128, Layout::Bhsd, true), true),
+        (shape(2, 2, 16, 9, 32, Layout::Bhsd, false), true),
+    ];
+    for (s, bf) in cases {
+        assert!(uses_tensor_cores::<bf16>(&s) && uses_tensor_cores::<f16>(&s), "{s:?} should take the tensor cores");
+        if bf {
+            check::<bf16>(s, 2e-2);
+        }
+        check::<f16>(s, 4e-3);
+    }
+    assert!(!uses_tensor_cores::<f32>(&cases[0].0));
+    assert!(!uses_tensor_cores::<bf16>(&shape(4, 2, 30, 40, 64, Layout::Bhsd, false)));
+    assert!(!uses_tensor_cores::<bf16>(&shape(4, 2, 32, 40, 64, Layout::Bshd, false)));
+    assert!(!uses_tensor_cores::<bf16>(&shape(4, 2, 32, 40, 256, Layout::Bhsd, false)));
+}
+
+#[test]
 fn attention_refuses_unsupported_shapes_and_short_buffers() {
     let e = CpuExecutor::new();
     let s = shape(4, 2, 3, 3, 64, Layout::Bhsd, false);

@@ -176,6 +176,11 @@ fn attention_on_the_gpu_matches_f64() {
     attention_on_gpu::<f16>(&context, &stream, Attention { layout: Layout::Bshd, causal: false, head_dim: 64, seq_kv: 77, ..base }, 4e-3);
     attention_on_gpu::<bf16>(&context, &stream, Attention { head_dim: 256, heads_kv: 1, seq_q: 33, seq_kv: 65, ..base }, 2e-2);
     attention_on_gpu::<f32>(&context, &stream, Attention { layout: Layout::Bshd, ..base }, 1e-4);
+    // The tensor-core forward (BHSD, seq_q % 16 == 0, D <= 128).
+    let mma = Attention { seq_q: 128, seq_kv: 200, causal: false, ..base };
+    assert!(attention::uses_tensor_cores::<bf16>(&mma));
+    attention_on_gpu::<bf16>(&context, &stream, mma, 2e-2);
+    attention_on_gpu::<f16>(&context, &stream, Attention { seq_q: 64, seq_kv: 64, head_dim: 64, causal: true, ..mma }, 4e-3);
 }
 
 fn gemm_ref(a: &[f64], b: &[f64], s: GemmShape, bias: Option<&[f64]>, gelu: bool) -> Vec<f64> {
