@@ -8,11 +8,17 @@
 //! are the usual ones); any sequence lengths; causal masking is PyTorch's `is_causal` (query
 //! `i` sees keys `0..=i`, top-left aligned).
 //!
-//! **Speed:** the forward runs on the tensor cores (FlashAttention-2's schedule over
-//! `mma.sync m16n8k16`) for `bf16`/`f16`, `[B, H, S, D]`, `seq_q % 16 == 0` and head dims up
-//! to 128 ([`uses_tensor_cores`]); everything else, and the backward, is the portable path (a
-//! warp per row, f32 on the CUDA cores), correct and far slower than FlashAttention-class
-//! kernels. The sm_90 forward in `bench/hopper` has not moved into this crate yet.
+//! **Paths of the forward**, picked per call, fastest first:
+//! 1. on an sm_90 GPU (H100, H200), the FlashAttention-3-class kernels of
+//!    `ferrocuda-kernels-hopper` (TMA, `wgmma`, warp-specialised warpgroups) for `bf16`,
+//!    `[B, H, S, D]`, D 64 or 128, `heads_q == heads_kv`, `seq_q == seq_kv`, causal or not
+//!    ([`hopper_kernel`]), when Q, K and V start 16-byte aligned; the tensor maps are built
+//!    and tracked inside the call;
+//! 2. on the tensor cores of any sm_80+ GPU (FlashAttention-2's schedule over `mma.sync
+//!    m16n8k16`) for `bf16`/`f16`, `[B, H, S, D]`, `seq_q % 16 == 0` and head dims up to 128
+//!    ([`uses_tensor_cores`]);
+//! 3. everything else, and the backward, the portable path (a warp per row, f32 on the CUDA
+//!    cores), correct and far slower than FlashAttention-class kernels.
 
 use ferrocuda_host::{DeviceBuffer, DeviceRead, DeviceWrite, Stream};
 use ferrocuda_kernels_device::attention::{AttentionShape, LAYOUT_BHSD, LAYOUT_BSHD, MMA_MAX_HEAD_DIM, MMA_ROWS, MMA_WARPS};
@@ -20,6 +26,8 @@ use ferrocuda_kernels_device::attention::{AttentionShape, LAYOUT_BHSD, LAYOUT_BS
 use crate::error::{expect_len, unsupported};
 use crate::launchers::Launchers;
 use crate::{Element, Result, len_of, warp_per_row};
+
+pub use crate::hopper::hopper_kernel;
 
 /// Where the heads sit in memory (the head dimension is contiguous in both).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -162,6 +170,14 @@ pub fn attention_forward<T: Element>(
     shape.lse("lse", len_of(lse))?;
     if shape.q_rows() == 0 {
         return Ok(());
+    }
+    if T::HOPPER {
+        let arch = stream.context().device().arch()?;
+        if let Some(kernel) = hopper_kernel::<T>(&shape, arch)
+            && crate::hopper::attention_forward(stream, kernel, q, k, v, out, lse, shape)?
+        {
+            return Ok(());
+        }
     }
     if uses_tensor_cores::<T>(&shape) {
         let config = mma_config(&shape);

@@ -94,3 +94,28 @@ fn attention_refuses_unsupported_shapes_and_short_buffers() {
     let err = cpu::attention_forward(&e, &q, &kv, &kv, &mut out, &mut lse, Attention { head_dim: 80, ..s }).unwrap_err();
     assert!(matches!(err, KernelsError::Unsupported { parameter: "head_dim", .. }), "{err}");
 }
+
+/// Which shapes the sm_90 kernels take (no GPU needed: the choice is the shape's and the
+/// architecture's); everything else goes to the tensor-core or portable path.
+#[test]
+fn the_hopper_kernels_take_bf16_bhsd_d64_d128_self_attention_on_sm_90_only() {
+    use ferrocuda_kernels::attention::hopper_kernel;
+    let base = shape(4, 4, 1000, 1000, 128, Layout::Bhsd, false);
+    assert_eq!(hopper_kernel::<bf16>(&base, 90), Some("attention_d128_pingpong"));
+    assert_eq!(hopper_kernel::<bf16>(&Attention { causal: true, seq_q: 4096, seq_kv: 4096, ..base }, 90), Some("attention_d128_causal_pingpong_s3"));
+    let refused = [
+        Attention { layout: Layout::Bshd, ..base },
+        Attention { heads_kv: 2, ..base },
+        Attention { seq_kv: 999, ..base },
+        Attention { head_dim: 256, ..base },
+        Attention { head_dim: 96, ..base },
+        Attention { batch: 70_000, ..base },
+    ];
+    for s in refused {
+        assert_eq!(hopper_kernel::<bf16>(&s, 90), None, "{s:?}");
+    }
+    assert_eq!(hopper_kernel::<bf16>(&base, 80), None);
+    assert_eq!(hopper_kernel::<bf16>(&base, 100), None);
+    assert_eq!(hopper_kernel::<f16>(&base, 90), None);
+    assert_eq!(hopper_kernel::<f32>(&base, 90), None);
+}
