@@ -20,7 +20,8 @@ fn check<T: Element>(shape: Attention, tol: f64) {
     let (mut out, mut lse) = (vec![T::default(); shape.q_len()], vec![0.0f32; shape.q_rows()]);
     cpu::attention_forward(&e, &q, &k, &v, &mut out, &mut lse, shape).unwrap();
     let dims = (shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q, shape.seq_kv, shape.head_dim);
-    let want = attention_ref(&qf, &kf, &vf, &doutf, dims, shape.layout == Layout::Bshd, shape.causal);
+    let scale = shape.scale.map_or(1.0 / (shape.head_dim as f64).sqrt(), f64::from);
+    let want = attention_ref_scaled(&qf, &kf, &vf, &doutf, dims, shape.layout == Layout::Bshd, shape.causal, scale);
     let what = format!("{shape:?}");
     assert_close(&format!("out {what}"), &widen(&out), &want.out, tol);
     assert_close(&format!("lse {what}"), &lse.iter().map(|&x| x as f64).collect::<Vec<_>>(), &want.lse, 1e-4);
@@ -75,6 +76,16 @@ fn the_tensor_core_forward_matches_f64_and_the_backward_reads_its_output() {
     assert!(!uses_tensor_cores::<bf16>(&shape(4, 2, 30, 40, 64, Layout::Bhsd, false)));
     assert!(!uses_tensor_cores::<bf16>(&shape(4, 2, 32, 40, 64, Layout::Bshd, false)));
     assert!(!uses_tensor_cores::<bf16>(&shape(4, 2, 32, 40, 256, Layout::Bhsd, false)));
+}
+
+/// A custom `scale` reaches the kernels (tensor-core and portable paths) and the reference:
+/// the H100 run of the sm_90 path failed at `scale: Some(0.05)` because the reference used
+/// `1/sqrt(d)` while the kernel (rightly) used 0.05.
+#[test]
+fn a_custom_scale_is_applied_by_every_path_and_by_the_reference() {
+    let s = Attention { scale: Some(0.05), ..shape(2, 2, 32, 32, 64, Layout::Bhsd, false) };
+    check::<bf16>(s, 2e-2);
+    check::<f16>(Attention { layout: Layout::Bshd, ..s }, 4e-3);
 }
 
 #[test]
