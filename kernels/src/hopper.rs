@@ -15,7 +15,10 @@
 //! - the tensor maps are built here, from those checked addresses and the shape, and copied
 //!   to device memory on the same stream just before the launch; that copy, Q, K, V, O and
 //!   LSE are all declared to the stream's door, so the launch is ordered after every earlier
-//!   use of them and their release waits for it.
+//!   use of them and their release waits for it;
+//! - the stream is not being captured into a graph: the maps are copied from this call's stack,
+//!   which a replayed graph would read after it is gone (and the module may not be loaded
+//!   inside a capture), so a capturing stream takes the tensor-core path.
 
 use ferrocuda_host::{DeviceBuffer, DeviceRead, DeviceWrite, Function, Stream, TensorDataType, TensorMap, TensorSwizzle, TiledLayout, sys};
 use ferrocuda_kernels_hopper::attention::{BM, BOX, STAGES, STAGES_DEEP, THREADS, shared_bytes};
@@ -59,7 +62,8 @@ pub fn hopper_kernel<T: Element>(shape: &Attention, arch: u32) -> Option<&'stati
 }
 
 /// Runs `kernel` (from [`hopper_kernel`]) for `shape`. Returns `Ok(false)`, queueing nothing,
-/// when an input is not 16-byte aligned (the caller then takes another path).
+/// when an input is not 16-byte aligned or `stream` is being captured (the caller then takes
+/// another path).
 ///
 /// The caller has checked every operand's length against `shape` (`q`, `out`:
 /// `shape.q_len()`, `k`, `v`: `shape.kv_len()`, `lse`: `shape.q_rows()`), and that
@@ -80,7 +84,7 @@ pub(crate) fn attention_forward<T: Element>(
     let inputs = [q.kernel_arg(), k.kernel_arg(), v.kernel_arg()];
     // Defence in depth: the caller's checks, again, where the unsafe launch relies on them.
     assert!(inputs.iter().all(|a| a.len == len) && out.kernel_arg().len == len && lse.kernel_arg().len == (heads * seq_len) as usize);
-    if inputs.iter().any(|a| !a.ptr.is_multiple_of(16)) || !out.kernel_arg().ptr.is_multiple_of(4) {
+    if inputs.iter().any(|a| !a.ptr.is_multiple_of(16)) || !out.kernel_arg().ptr.is_multiple_of(4) || stream.is_capturing()? {
         return Ok(false);
     }
     let context = stream.context();

@@ -236,6 +236,38 @@ fn attention_forward_with_misaligned_views_falls_back_and_matches_f64() {
     assert_close("misaligned lse", &lse[1..].iter().map(|&x| x as f64).collect::<Vec<_>>(), &want.lse, 1e-4);
 }
 
+/// Captured into a graph, an sm_90 shape takes the tensor-core path (the sm_90 call copies its
+/// tensor maps from host memory that a replay could not read); the replayed graph is right.
+#[test]
+fn attention_forward_captured_in_a_graph_replays_correctly() {
+    let Some((context, _)) = gpu("attention_forward_captured_in_a_graph_replays_correctly") else { return };
+    let stream = Stream::non_blocking(&context).unwrap();
+    let shape = Attention { batch: 1, heads_q: 2, heads_kv: 2, seq_q: 256, seq_kv: 256, head_dim: 64, layout: Layout::Bhsd, causal: false, scale: None };
+    let (q, qf) = input::<bf16>(shape.q_len(), 41, 1.0);
+    let (k, kf) = input::<bf16>(shape.kv_len(), 42, 1.0);
+    let (v, vf) = input::<bf16>(shape.kv_len(), 43, 1.0);
+    let (q_, k_, v_) = (up(&context, &q), up(&context, &k), up(&context, &v));
+    let (mut out, mut lse) = (zeros::<bf16>(&context, shape.q_len()), zeros::<f32>(&context, shape.q_rows()));
+    // Loads the modules outside the capture (loading inside one is refused).
+    attention::attention_forward(&stream, &q_, &k_, &v_, &mut out, &mut lse, shape).unwrap();
+    out.copy_from_host(&vec![bf16::from_f32(0.0); shape.q_len()]).unwrap();
+    let graph = stream
+        .capture(|s| {
+            attention::attention_forward(s, &q_, &k_, &v_, &mut out, &mut lse, shape).map_err(|e| match e {
+                KernelsError::Gpu(e) => e,
+                other => panic!("{other}"),
+            })
+        })
+        .unwrap();
+    let exec = graph.instantiate().unwrap();
+    // SAFETY: every captured buffer lives until after the synchronisation below, used on `stream` only.
+    unsafe { exec.launch(&stream) }.unwrap();
+    stream.synchronize().unwrap();
+    let dims = (shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q, shape.seq_kv, shape.head_dim);
+    let want = attention_ref(&qf, &kf, &vf, &vec![0.0; shape.q_len()], dims, false, false);
+    assert_close("graph out", &widen(&out.to_vec().unwrap()), &want.out, 2e-2);
+}
+
 fn gemm_ref(a: &[f64], b: &[f64], s: GemmShape, bias: Option<&[f64]>, gelu: bool) -> Vec<f64> {
     let mut c = vec![0.0; s.batch * s.m * s.n];
     for p in 0..s.batch {
