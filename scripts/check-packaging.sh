@@ -9,7 +9,7 @@
 # Crates with `publish = false` (benchmarks, test fixtures, templates) are skipped.
 #
 # Why some crates are packaged with --no-verify: verification builds the unpacked .crate, and
-# for a kernel crate (ferrocuda-collectives-kernels, ferrocuda-kernels-device, and the crates on
+# for a kernel crate (ferrocuda-collectives-kernels, ferrocuda-kernels-device, ferrocuda-kernels-hopper, and the crates on
 # them: ferrocuda-collectives, ferrocuda-kernels) that runs ferrocuda-builder's device build, a second cargo on the unpacked manifest. That inner cargo
 # cannot see cargo package's local registry of the not-yet-published ferrocuda crates, so it
 # cannot resolve `ferrocuda-device = "0.1"` until those are on crates.io. Their host builds
@@ -85,7 +85,7 @@ cargo package --workspace "${excludes[@]}" --no-verify --allow-dirty
 if [ "${VERIFY:-1}" = 1 ]; then
   verify=()
   for crate in "${published[@]}"; do
-    case "$crate" in ferrocuda-collectives|ferrocuda-collectives-kernels|ferrocuda-kernels|ferrocuda-kernels-device) ;; *) verify+=(-p "$crate") ;; esac
+    case "$crate" in ferrocuda-collectives|ferrocuda-collectives-kernels|ferrocuda-kernels|ferrocuda-kernels-device|ferrocuda-kernels-hopper) ;; *) verify+=(-p "$crate") ;; esac
   done
   CARGO_TARGET_DIR="$verify_dir" cargo package "${verify[@]}" --allow-dirty
 fi

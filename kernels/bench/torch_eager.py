@@ -73,7 +73,7 @@ for fused in (False, True):
     time(f"adamw f32 64M params ({'fused' if fused else 'foreach'})", 28 * p, 0, opt.step)
 g = torch.zeros(p, device=dev)
 time("sum_of_squares f32 64M", 4 * p, 0, lambda: torch.linalg.vector_norm(g))
-for s, causal in ((1024, False), (1024, True), (4096, True)):
+for s, causal in ((1024, False), (1024, True), (4096, False), (4096, True)):
     qa = torch.randn(4, 16, s, 128, device=dev, dtype=bf, requires_grad=True)
     ka = torch.randn(4, 16, s, 128, device=dev, dtype=bf, requires_grad=True)
     va = torch.randn(4, 16, s, 128, device=dev, dtype=bf, requires_grad=True)

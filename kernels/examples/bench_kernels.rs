@@ -84,15 +84,26 @@ fn main() -> Result<(), KernelsError> {
     time(&context, &stream, "sum_of_squares f32 64M", 4.0 * p as f64, 0.0, || rows::sum_of_squares(&stream, &grads, &mut total))?;
     drop((params, grads, m, v));
 
-    for (s, causal) in [(1024usize, false), (1024, true), (4096, true)] {
+    let arch = context.device().arch()?;
+    for (s, causal) in [(1024usize, false), (1024, true), (4096, false), (4096, true)] {
         let a = Attention { batch: 4, heads_q: 16, heads_kv: 16, seq_q: s, seq_kv: s, head_dim: 128, layout: Layout::Bhsd, causal, scale: None };
-        let (q, k, v) = (buf(&context, a.q_len(), 9)?, buf(&context, a.kv_len(), 10)?, buf(&context, a.kv_len(), 11)?);
+        // One element more than the shape: the views `1..` start 2 bytes in, not 16-byte
+        // aligned, which sends the call to the tensor-core (mma.sync) path instead of sm_90's.
+        let (q, k, v) = (buf(&context, a.q_len() + 1, 9)?, buf(&context, a.kv_len() + 1, 10)?, buf(&context, a.kv_len() + 1, 11)?);
+        let (q, k, v) = (&q, &k, &v);
+        let (qa, ka, va) = (q.slice(..a.q_len()), k.slice(..a.kv_len()), v.slice(..a.kv_len()));
         let mut o = buf(&context, a.q_len(), 12)?;
         let mut lse = DeviceBuffer::<f32>::zeroed(&context, a.q_rows())?;
         let flops = 4.0 * (a.batch * a.heads_q) as f64 * (s * s) as f64 * 128.0 * if causal { 0.5 } else { 1.0 };
-        time(&context, &stream, &format!("attention fwd B4 H16 S{s} D128 causal={causal}"), 0.0, flops, || {
-            attention::attention_forward(&stream, &q, &k, &v, &mut o, &mut lse, a)
+        let path = attention::hopper_kernel::<bf16>(&a, arch).unwrap_or("not sm_90: the mma.sync path");
+        time(&context, &stream, &format!("attention fwd B4 H16 S{s} D128 causal={causal} [{path}]"), 0.0, flops, || {
+            attention::attention_forward(&stream, &qa, &ka, &va, &mut o, &mut lse, a)
         })?;
+        let (qm, km, vm) = (q.slice(1..), k.slice(1..), v.slice(1..));
+        time(&context, &stream, &format!("attention fwd B4 H16 S{s} D128 causal={causal} [mma.sync path]"), 0.0, flops, || {
+            attention::attention_forward(&stream, &qm, &km, &vm, &mut o, &mut lse, a)
+        })?;
+        let (q, k, v) = (qa, ka, va);
         if s == 1024 {
             let (mut dq, mut dk, mut dv) = (buf(&context, a.q_len(), 13)?, buf(&context, a.kv_len(), 14)?, buf(&context, a.kv_len(), 15)?);
             time(&context, &stream, &format!("attention bwd B4 H16 S{s} D128 causal={causal}"), 0.0, 2.5 * flops, || {

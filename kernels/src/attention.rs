@@ -8,17 +8,26 @@
 //! are the usual ones); any sequence lengths; causal masking is PyTorch's `is_causal` (query
 //! `i` sees keys `0..=i`, top-left aligned).
 //!
-//! **Speed:** this is the portable path only: a warp per row, f32 arithmetic on the CUDA
-//! cores, no tensor cores. It is correct (tested against `f64` references) and far slower
-//! than FlashAttention-class kernels; the sm_90 forward in `bench/hopper` has not moved into
-//! this crate yet.
+//! **Paths of the forward**, picked per call, fastest first:
+//! 1. on an sm_90 GPU (H100, H200), the FlashAttention-3-class kernels of
+//!    `ferrocuda-kernels-hopper` (TMA, `wgmma`, warp-specialised warpgroups) for `bf16`,
+//!    `[B, H, S, D]`, D 64 or 128, `heads_q == heads_kv`, `seq_q == seq_kv`, causal or not
+//!    ([`hopper_kernel`]), when Q, K and V start 16-byte aligned and the stream is not being
+//!    captured into a graph; the tensor maps are built and tracked inside the call;
+//! 2. on the tensor cores of any sm_80+ GPU (FlashAttention-2's schedule over `mma.sync
+//!    m16n8k16`) for `bf16`/`f16`, `[B, H, S, D]`, `seq_q % 16 == 0` and head dims up to 128
+//!    ([`uses_tensor_cores`]);
+//! 3. everything else, and the backward, the portable path (a warp per row, f32 on the CUDA
+//!    cores), correct and far slower than FlashAttention-class kernels.
 
 use ferrocuda_host::{DeviceBuffer, DeviceRead, DeviceWrite, Stream};
-use ferrocuda_kernels_device::attention::{AttentionShape, LAYOUT_BHSD, LAYOUT_BSHD};
+use ferrocuda_kernels_device::attention::{AttentionShape, LAYOUT_BHSD, LAYOUT_BSHD, MMA_MAX_HEAD_DIM, MMA_ROWS, MMA_WARPS};
 
 use crate::error::{expect_len, unsupported};
 use crate::launchers::Launchers;
 use crate::{Element, Result, len_of, warp_per_row};
+
+pub use crate::hopper::hopper_kernel;
 
 /// Where the heads sit in memory (the head dimension is contiguous in both).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -124,6 +133,23 @@ impl Attention {
     }
 }
 
+/// True when [`attention_forward`] runs this shape on the tensor cores (`mma.sync`, sm_80+):
+/// `bf16` or `f16`, [`Layout::Bhsd`], `seq_q` a multiple of 16, `head_dim` a multiple of 16
+/// up to 128. Every other shape takes the portable path. The backward is portable for all.
+pub fn uses_tensor_cores<T: Element>(shape: &Attention) -> bool {
+    T::TENSOR_CORES
+        && shape.layout == Layout::Bhsd
+        && shape.seq_q.is_multiple_of(MMA_ROWS as usize)
+        && shape.head_dim.is_multiple_of(16)
+        && shape.head_dim <= MMA_MAX_HEAD_DIM as usize
+}
+
+/// The launch of the tensor-core forward: a warp per 16 query rows, 4 warps per block.
+pub(crate) fn mma_config(shape: &Attention) -> ferrocuda_host::LaunchConfig {
+    let warps = shape.q_rows() / MMA_ROWS as usize;
+    ferrocuda_host::LaunchConfig::new(warps.div_ceil(MMA_WARPS as usize) as u32, 32 * MMA_WARPS)
+}
+
 /// Attention forward: `out = softmax(scale * q kᵀ [causal mask]) v` and `lse` (f32, one per
 /// row of `out`: `log(sum(exp(scores)))`, for [`attention_backward`]).
 #[allow(clippy::too_many_arguments)]
@@ -144,6 +170,18 @@ pub fn attention_forward<T: Element>(
     shape.lse("lse", len_of(lse))?;
     if shape.q_rows() == 0 {
         return Ok(());
+    }
+    if T::HOPPER {
+        let arch = stream.context().device().arch()?;
+        if let Some(kernel) = hopper_kernel::<T>(&shape, arch)
+            && crate::hopper::attention_forward(stream, kernel, q, k, v, out, lse, shape)?
+        {
+            return Ok(());
+        }
+    }
+    if uses_tensor_cores::<T>(&shape) {
+        let config = mma_config(&shape);
+        return Ok(<T as Launchers>::attention_forward_mma(stream, config, q, k, v, out, lse, MMA_ROWS * head_dim, head_dim, kernel_shape)?);
     }
     Ok(<T as Launchers>::attention_forward(stream, warp_per_row(shape.q_rows()), q, k, v, out, lse, head_dim, kernel_shape)?)
 }

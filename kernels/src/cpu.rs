@@ -381,6 +381,11 @@ pub fn attention_forward<T: Element>(executor: &CpuExecutor, q: &[T], k: &[T], v
     if shape.q_rows() == 0 {
         return Ok(());
     }
+    if crate::attention::uses_tensor_cores::<T>(&shape) {
+        let config = crate::attention::mma_config(&shape);
+        let tile_width = ferrocuda_kernels_device::attention::MMA_ROWS * head_dim;
+        return Ok(<T as CpuLaunchers>::attention_forward_mma(executor, config, q, k, v, out, lse, tile_width, head_dim, kernel_shape)?);
+    }
     Ok(<T as CpuLaunchers>::attention_forward(executor, warp_per_row(shape.q_rows()), q, k, v, out, lse, head_dim, kernel_shape)?)
 }
 

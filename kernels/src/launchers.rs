@@ -117,6 +117,7 @@ kernel_table!({
     fn sum_of_squares(x: [in T], total: [out f32]);
     fn clip_by_global_norm(grads: [out T], norm_squared: [in f32], max_norm: f32);
     fn attention_forward(q: [in T], k: [in T], v: [in T], out: [out T], lse: [out f32], head_dim: u32, shape: AttentionShape);
+    fn attention_forward_mma(q: [in T], k: [in T], v: [in T], out: [out T], lse: [out f32], tile_width: u32, head_dim: u32, shape: AttentionShape);
     fn attention_backward_dq(
         q: [in T], k: [in T], v: [in T], out: [in T], dout: [in T], lse: [in f32], dq: [out T], delta: [out f32], head_dim: u32, shape: AttentionShape
     );

@@ -40,6 +40,7 @@ pub mod attention;
 pub mod cpu;
 mod error;
 pub mod gemm;
+mod hopper;
 mod launchers;
 pub mod rows;
 
@@ -55,11 +56,27 @@ mod sealed {
 
 /// The element types of the row and attention kernels: `f32`, `half::bf16`, `half::f16`
 /// (sealed). Values are widened to `f32` for arithmetic and rounded once when stored.
-pub trait Element: ferrocuda_kernels_device::Float + launchers::Launchers + launchers::CpuLaunchers + sealed::Sealed + Send + Sync + 'static {}
+pub trait Element: ferrocuda_kernels_device::Float + launchers::Launchers + launchers::CpuLaunchers + sealed::Sealed + Send + Sync + 'static {
+    /// Attention may run on the tensor cores for this type (16-bit floats).
+    #[doc(hidden)]
+    const TENSOR_CORES: bool;
+    /// Attention may run on the sm_90 kernels for this type (bf16 only).
+    #[doc(hidden)]
+    const HOPPER: bool;
+}
 
-impl Element for f32 {}
-impl Element for half::bf16 {}
-impl Element for half::f16 {}
+impl Element for f32 {
+    const TENSOR_CORES: bool = false;
+    const HOPPER: bool = false;
+}
+impl Element for half::bf16 {
+    const TENSOR_CORES: bool = true;
+    const HOPPER: bool = true;
+}
+impl Element for half::f16 {
+    const TENSOR_CORES: bool = true;
+    const HOPPER: bool = false;
+}
 
 /// Elements of a kernel argument (its length as the kernel will see it).
 pub(crate) fn len_of<T>(x: &(impl ferrocuda_host::DeviceRead<T> + ?Sized)) -> usize {

@@ -20,7 +20,8 @@ fn check<T: Element>(shape: Attention, tol: f64) {
     let (mut out, mut lse) = (vec![T::default(); shape.q_len()], vec![0.0f32; shape.q_rows()]);
     cpu::attention_forward(&e, &q, &k, &v, &mut out, &mut lse, shape).unwrap();
     let dims = (shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q, shape.seq_kv, shape.head_dim);
-    let want = attention_ref(&qf, &kf, &vf, &doutf, dims, shape.layout == Layout::Bshd, shape.causal);
+    let scale = shape.scale.map_or(1.0 / (shape.head_dim as f64).sqrt(), f64::from);
+    let want = attention_ref_scaled(&qf, &kf, &vf, &doutf, dims, shape.layout == Layout::Bshd, shape.causal, scale);
     let what = format!("{shape:?}");
     assert_close(&format!("out {what}"), &widen(&out), &want.out, tol);
     assert_close(&format!("lse {what}"), &lse.iter().map(|&x| x as f64).collect::<Vec<_>>(), &want.lse, 1e-4);
@@ -56,6 +57,38 @@ fn attention_bf16_and_f16_match_f64() {
 }
 
 #[test]
+fn the_tensor_core_forward_matches_f64_and_the_backward_reads_its_output() {
+    use ferrocuda_kernels::attention::uses_tensor_cores;
+    let cases = [
+        (shape(4, 2, 32, 40, 64, Layout::Bhsd, false), true),
+        (shape(4, 2, 32, 40, 64, Layout::Bhsd, true), true),
+        (shape(2, 1, 16, 16, 128, Layout::Bhsd, true), true),
+        (shape(2, 2, 16, 9, 32, Layout::Bhsd, false), true),
+    ];
+    for (s, bf) in cases {
+        assert!(uses_tensor_cores::<bf16>(&s) && uses_tensor_cores::<f16>(&s), "{s:?} should take the tensor cores");
+        if bf {
+            check::<bf16>(s, 2e-2);
+        }
+        check::<f16>(s, 4e-3);
+    }
+    assert!(!uses_tensor_cores::<f32>(&cases[0].0));
+    assert!(!uses_tensor_cores::<bf16>(&shape(4, 2, 30, 40, 64, Layout::Bhsd, false)));
+    assert!(!uses_tensor_cores::<bf16>(&shape(4, 2, 32, 40, 64, Layout::Bshd, false)));
+    assert!(!uses_tensor_cores::<bf16>(&shape(4, 2, 32, 40, 256, Layout::Bhsd, false)));
+}
+
+/// A custom `scale` reaches the kernels (tensor-core and portable paths) and the reference:
+/// the H100 run of the sm_90 path failed at `scale: Some(0.05)` because the reference used
+/// `1/sqrt(d)` while the kernel (rightly) used 0.05.
+#[test]
+fn a_custom_scale_is_applied_by_every_path_and_by_the_reference() {
+    let s = Attention { scale: Some(0.05), ..shape(2, 2, 32, 32, 64, Layout::Bhsd, false) };
+    check::<bf16>(s, 2e-2);
+    check::<f16>(Attention { layout: Layout::Bshd, ..s }, 4e-3);
+}
+
+#[test]
 fn attention_refuses_unsupported_shapes_and_short_buffers() {
     let e = CpuExecutor::new();
     let s = shape(4, 2, 3, 3, 64, Layout::Bhsd, false);
@@ -71,4 +104,29 @@ fn attention_refuses_unsupported_shapes_and_short_buffers() {
     assert!(matches!(err, KernelsError::Unsupported { parameter: "heads_kv", .. }), "{err}");
     let err = cpu::attention_forward(&e, &q, &kv, &kv, &mut out, &mut lse, Attention { head_dim: 80, ..s }).unwrap_err();
     assert!(matches!(err, KernelsError::Unsupported { parameter: "head_dim", .. }), "{err}");
+}
+
+/// Which shapes the sm_90 kernels take (no GPU needed: the choice is the shape's and the
+/// architecture's); everything else goes to the tensor-core or portable path.
+#[test]
+fn the_hopper_kernels_take_bf16_bhsd_d64_d128_self_attention_on_sm_90_only() {
+    use ferrocuda_kernels::attention::hopper_kernel;
+    let base = shape(4, 4, 1000, 1000, 128, Layout::Bhsd, false);
+    assert_eq!(hopper_kernel::<bf16>(&base, 90), Some("attention_d128_pingpong"));
+    assert_eq!(hopper_kernel::<bf16>(&Attention { causal: true, seq_q: 4096, seq_kv: 4096, ..base }, 90), Some("attention_d128_causal_pingpong_s3"));
+    let refused = [
+        Attention { layout: Layout::Bshd, ..base },
+        Attention { heads_kv: 2, ..base },
+        Attention { seq_kv: 999, ..base },
+        Attention { head_dim: 256, ..base },
+        Attention { head_dim: 96, ..base },
+        Attention { batch: 70_000, ..base },
+    ];
+    for s in refused {
+        assert_eq!(hopper_kernel::<bf16>(&s, 90), None, "{s:?}");
+    }
+    assert_eq!(hopper_kernel::<bf16>(&base, 80), None);
+    assert_eq!(hopper_kernel::<bf16>(&base, 100), None);
+    assert_eq!(hopper_kernel::<f16>(&base, 90), None);
+    assert_eq!(hopper_kernel::<f32>(&base, 90), None);
 }

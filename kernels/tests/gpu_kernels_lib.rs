@@ -159,7 +159,8 @@ fn attention_on_gpu<T: Element>(context: &Context, stream: &Stream, shape: Atten
     let (mut dq, mut dk, mut dv) = (zeros::<T>(context, shape.q_len()), zeros::<T>(context, shape.kv_len()), zeros::<T>(context, shape.kv_len()));
     attention::attention_backward(stream, &q_, &k_, &v_, &out, &do_, &lse, &mut dq, &mut dk, &mut dv, shape).unwrap();
     let dims = (shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q, shape.seq_kv, shape.head_dim);
-    let want = attention_ref(&qf, &kf, &vf, &doutf, dims, shape.layout == Layout::Bshd, shape.causal);
+    let scale = shape.scale.map_or(1.0 / (shape.head_dim as f64).sqrt(), f64::from);
+    let want = attention_ref_scaled(&qf, &kf, &vf, &doutf, dims, shape.layout == Layout::Bshd, shape.causal, scale);
     let what = format!("{shape:?}");
     assert_close(&format!("gpu out {what}"), &widen(&out.to_vec().unwrap()), &want.out, tol);
     assert_close(&format!("gpu lse {what}"), &widen(&lse.to_vec().unwrap()), &want.lse, 1e-4);
@@ -176,6 +177,95 @@ fn attention_on_the_gpu_matches_f64() {
     attention_on_gpu::<f16>(&context, &stream, Attention { layout: Layout::Bshd, causal: false, head_dim: 64, seq_kv: 77, ..base }, 4e-3);
     attention_on_gpu::<bf16>(&context, &stream, Attention { head_dim: 256, heads_kv: 1, seq_q: 33, seq_kv: 65, ..base }, 2e-2);
     attention_on_gpu::<f32>(&context, &stream, Attention { layout: Layout::Bshd, ..base }, 1e-4);
+    // The tensor-core forward (BHSD, seq_q % 16 == 0, D <= 128).
+    let mma = Attention { seq_q: 128, seq_kv: 200, causal: false, ..base };
+    assert!(attention::uses_tensor_cores::<bf16>(&mma));
+    attention_on_gpu::<bf16>(&context, &stream, mma, 2e-2);
+    attention_on_gpu::<f16>(&context, &stream, Attention { seq_q: 64, seq_kv: 64, head_dim: 64, causal: true, ..mma }, 4e-3);
+}
+
+/// The sm_90 kernels (`ferrocuda-kernels-hopper`) through the safe call: every schedule the
+/// call picks (pingpong, pingpong with 3-deep rings, the plain overlap one), D 64 and 128,
+/// causal or not, lengths that are not multiples of the 128-row tiles, a custom scale; the
+/// backward (portable) reads their LSE. On another GPU the same shapes take the other paths
+/// (printed), so the test still checks the results.
+#[test]
+fn attention_forward_takes_the_hopper_kernels_on_sm_90_and_matches_f64() {
+    let Some((context, stream)) = gpu("attention_forward_takes_the_hopper_kernels_on_sm_90_and_matches_f64") else { return };
+    let arch = context.device().arch().unwrap();
+    let base = Attention { batch: 1, heads_q: 3, heads_kv: 3, seq_q: 1000, seq_kv: 1000, head_dim: 128, layout: Layout::Bhsd, causal: false, scale: None };
+    let one = Attention { batch: 1, heads_q: 1, heads_kv: 1, ..base };
+    let cases = [
+        (base, "attention_d128_pingpong"),
+        (Attention { causal: true, ..base }, "attention_d128_causal_pingpong"),
+        (Attention { head_dim: 64, seq_q: 300, seq_kv: 300, causal: true, ..base }, "attention_d64_causal_pingpong"),
+        (Attention { head_dim: 64, seq_q: 130, seq_kv: 130, scale: Some(0.05), ..base }, "attention_d64_pingpong"),
+        (Attention { head_dim: 64, seq_q: 2100, seq_kv: 2100, ..one }, "attention_d64"),
+        (Attention { seq_q: 2050, seq_kv: 2050, ..one }, "attention_d128_pingpong_s3"),
+        (Attention { seq_q: 2048, seq_kv: 2048, causal: true, ..one }, "attention_d128_causal_pingpong_s3"),
+    ];
+    for (shape, kernel) in cases {
+        assert_eq!(attention::hopper_kernel::<bf16>(&shape, 90), Some(kernel), "{shape:?}");
+        if arch != 90 {
+            eprintln!("sm_{arch}: {shape:?} takes the tensor-core or portable path here, not {kernel}");
+        }
+        attention_on_gpu::<bf16>(&context, &stream, shape, 2e-2);
+    }
+}
+
+/// Q, K, V views that do not start 16-byte aligned (TMA's rule) are not given to the sm_90
+/// kernels: the call takes the tensor-core path and is still right; O and LSE outside the
+/// views are untouched.
+#[test]
+fn attention_forward_with_misaligned_views_falls_back_and_matches_f64() {
+    let Some((context, stream)) = gpu("attention_forward_with_misaligned_views_falls_back_and_matches_f64") else { return };
+    let shape = Attention { batch: 1, heads_q: 2, heads_kv: 2, seq_q: 256, seq_kv: 256, head_dim: 128, layout: Layout::Bhsd, causal: true, scale: None };
+    let n = shape.q_len();
+    let (q, qf) = input::<bf16>(n + 1, 31, 1.0);
+    let (k, kf) = input::<bf16>(n + 1, 32, 1.0);
+    let (v, vf) = input::<bf16>(n + 1, 33, 1.0);
+    let (q_, k_, v_) = (up(&context, &q), up(&context, &k), up(&context, &v));
+    let mut out = up(&context, &vec![bf16::from_f32(7.0); n + 1]);
+    let mut lse = up(&context, &vec![7.0f32; shape.q_rows() + 1]);
+    attention::attention_forward(&stream, &q_.slice(1..), &k_.slice(1..), &v_.slice(1..), &mut out.slice_mut(1..), &mut lse.slice_mut(1..), shape).unwrap();
+    let dims = (shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q, shape.seq_kv, shape.head_dim);
+    let want = attention_ref(&qf[1..], &kf[1..], &vf[1..], &vec![0.0; n], dims, false, true);
+    let (out, lse) = (widen(&out.to_vec().unwrap()), lse.to_vec().unwrap());
+    assert_eq!((out[0], lse[0]), (7.0, 7.0), "the element before the views was written");
+    assert_close("misaligned out", &out[1..], &want.out, 2e-2);
+    assert_close("misaligned lse", &lse[1..].iter().map(|&x| x as f64).collect::<Vec<_>>(), &want.lse, 1e-4);
+}
+
+/// Captured into a graph, an sm_90 shape takes the tensor-core path (the sm_90 call copies its
+/// tensor maps from host memory that a replay could not read); the replayed graph is right.
+#[test]
+fn attention_forward_captured_in_a_graph_replays_correctly() {
+    let Some((context, _)) = gpu("attention_forward_captured_in_a_graph_replays_correctly") else { return };
+    let stream = Stream::non_blocking(&context).unwrap();
+    let shape = Attention { batch: 1, heads_q: 2, heads_kv: 2, seq_q: 256, seq_kv: 256, head_dim: 64, layout: Layout::Bhsd, causal: false, scale: None };
+    let (q, qf) = input::<bf16>(shape.q_len(), 41, 1.0);
+    let (k, kf) = input::<bf16>(shape.kv_len(), 42, 1.0);
+    let (v, vf) = input::<bf16>(shape.kv_len(), 43, 1.0);
+    let (q_, k_, v_) = (up(&context, &q), up(&context, &k), up(&context, &v));
+    let (mut out, mut lse) = (zeros::<bf16>(&context, shape.q_len()), zeros::<f32>(&context, shape.q_rows()));
+    // Loads the modules outside the capture (loading inside one is refused).
+    attention::attention_forward(&stream, &q_, &k_, &v_, &mut out, &mut lse, shape).unwrap();
+    out.copy_from_host(&vec![bf16::from_f32(0.0); shape.q_len()]).unwrap();
+    let graph = stream
+        .capture(|s| {
+            attention::attention_forward(s, &q_, &k_, &v_, &mut out, &mut lse, shape).map_err(|e| match e {
+                KernelsError::Gpu(e) => e,
+                other => panic!("{other}"),
+            })
+        })
+        .unwrap();
+    let exec = graph.instantiate().unwrap();
+    // SAFETY: every captured buffer lives until after the synchronisation below, used on `stream` only.
+    unsafe { exec.launch(&stream) }.unwrap();
+    stream.synchronize().unwrap();
+    let dims = (shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q, shape.seq_kv, shape.head_dim);
+    let want = attention_ref(&qf, &kf, &vf, &vec![0.0; shape.q_len()], dims, false, false);
+    assert_close("graph out", &widen(&out.to_vec().unwrap()), &want.out, 2e-2);
 }
 
 fn gemm_ref(a: &[f64], b: &[f64], s: GemmShape, bias: Option<&[f64]>, gelu: bool) -> Vec<f64> {

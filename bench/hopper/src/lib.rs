@@ -9,7 +9,10 @@
 
 ferrocuda_device::embed_kernels!();
 
-pub mod attention;
+/// The attention forward of `ferrocuda-kernels-hopper` (moved there; its kernels are in that
+/// crate's `KERNELS`, not this one's).
+#[cfg(not(target_arch = "nvptx64"))]
+pub use ferrocuda_kernels_hopper::attention;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod attention_host;
 pub mod gemm;

@@ -35,11 +35,11 @@ fn hopper_or_skip() -> Option<Context> {
 #[test]
 fn gpu_attention_every_kernel_matches_the_f64_reference_on_masked_lengths() {
     let Some(context) = hopper_or_skip() else { return };
-    let (_, cubin) = hopper_kernels::KERNELS.cubins.iter().find(|(arch, _)| *arch == 90).expect("the sm_90a cubin is embedded (ptxas ran)");
-    // SAFETY: the crate's own build; its attention kernels are launched only by
+    let (_, cubin) = ferrocuda_kernels_hopper::KERNELS.cubins.iter().find(|(arch, _)| *arch == 90).expect("the sm_90a cubin is embedded (ptxas ran)");
+    // SAFETY: ferrocuda-kernels-hopper's build; its attention kernels are launched only by
     // `Problem::check` with the parameters they declare.
     #[allow(unused_unsafe)]
-    let module = unsafe { Module::load_binary(&context, "hopper_kernels", cubin, &JitOptions::new()) }.expect("loading the kernels");
+    let module = unsafe { Module::load_binary(&context, "ferrocuda_kernels_hopper", cubin, &JitOptions::new()) }.expect("loading the kernels");
     let stream = Stream::non_blocking(&context).expect("stream");
     let mut failures = Vec::new();
     for d in [64u32, 128] {

@@ -18,6 +18,8 @@ use ferrocuda_device::math::DeviceFloat;
 use ferrocuda_device::unroll::unroll;
 use ferrocuda_device::{kernel, warp};
 
+use ferrocuda_device::half::F32ToHalf;
+
 use crate::{Float, bf16, f16, write_row_value};
 
 /// Most values of a row one lane holds: head dimension 256 / 32 lanes.
@@ -345,4 +347,259 @@ pub fn attention_backward_dkv<T: Float>(
     }
     store_lane(&mut dk, me, &dk_acc, per_lane, 1.0);
     store_lane(&mut dv, me, &dv_acc, per_lane, 1.0);
+}
+
+/// Query rows a warp owns in [`attention_forward_mma()`].
+pub const MMA_ROWS: u32 = 16;
+/// Warps per block of [`attention_forward_mma()`] (blocks of 128 threads).
+pub const MMA_WARPS: u32 = 4;
+/// Largest head dimension of [`attention_forward_mma()`].
+pub const MMA_MAX_HEAD_DIM: u32 = 128;
+
+/// An element type the tensor-core path multiplies: its 16-bit pattern for an `mma.sync`
+/// fragment and the matching instruction (`bf16`, `f16`; `f32` goes through `bf16`, which the
+/// host never asks for: `f32` attention stays on the portable path).
+pub trait MmaElement: Float {
+    /// The value's 16-bit pattern as the instruction reads it.
+    fn bits16(self) -> u16;
+    /// `value` rounded to the instruction's 16-bit type, as bits.
+    fn bits16_of(value: f32) -> u16;
+    /// `D = A·B + C` (`mma.sync.aligned.m16n8k16`) for this type.
+    ///
+    /// # Safety
+    /// Every lane of the warp executes the same call together (see
+    /// [`ferrocuda_device::mma::m16n8k16_bf16`]).
+    unsafe fn mma(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4];
+}
+
+impl MmaElement for bf16 {
+    #[inline(always)]
+    fn bits16(self) -> u16 {
+        self.to_bits()
+    }
+    #[inline(always)]
+    fn bits16_of(value: f32) -> u16 {
+        value.to_bf16().to_bits()
+    }
+    #[inline(always)]
+    unsafe fn mma(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
+        // SAFETY: the caller's contract (a converged warp).
+        unsafe { ferrocuda_device::mma::m16n8k16_bf16(a, b, c) }
+    }
+}
+
+impl MmaElement for f16 {
+    #[inline(always)]
+    fn bits16(self) -> u16 {
+        self.to_bits()
+    }
+    #[inline(always)]
+    fn bits16_of(value: f32) -> u16 {
+        value.to_f16().to_bits()
+    }
+    #[inline(always)]
+    unsafe fn mma(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
+        // SAFETY: the caller's contract (a converged warp).
+        unsafe { ferrocuda_device::mma::m16n8k16_f16(a, b, c) }
+    }
+}
+
+impl MmaElement for f32 {
+    #[inline(always)]
+    fn bits16(self) -> u16 {
+        self.to_bf16().to_bits()
+    }
+    #[inline(always)]
+    fn bits16_of(value: f32) -> u16 {
+        value.to_bf16().to_bits()
+    }
+    #[inline(always)]
+    unsafe fn mma(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
+        // SAFETY: the caller's contract (a converged warp).
+        unsafe { ferrocuda_device::mma::m16n8k16_bf16(a, b, c) }
+    }
+}
+
+/// Two 16-bit patterns in one fragment register (low element first).
+#[inline(always)]
+fn pack(low: u16, high: u16) -> u32 {
+    low as u32 | ((high as u32) << 16)
+}
+
+/// Sum over the four lanes of a quad (the lanes holding one row of an accumulator fragment).
+#[inline(always)]
+fn quad_sum(x: f32) -> f32 {
+    let x = x + warp::shuffle_xor(x, 1);
+    x + warp::shuffle_xor(x, 2)
+}
+
+/// Maximum over the four lanes of a quad.
+#[inline(always)]
+fn quad_max(x: f32) -> f32 {
+    let x = x.max(warp::shuffle_xor(x, 1));
+    x.max(warp::shuffle_xor(x, 2))
+}
+
+/// Attention forward on the tensor cores (FlashAttention-2's schedule with `mma.sync
+/// m16n8k16`): a warp owns 16 query rows, computes `S = Q Kᵀ` for 16 keys at a time from
+/// fragments loaded straight from the `Q` and `K` rows, keeps the online softmax on the
+/// accumulator fragments (quad shuffles), and reuses `P` (rounded to `T`) as the A operand of
+/// `P V`; `f32` accumulators. The output is a `PerWarpRow` of width `16 * head_dim`: warp `w`
+/// owns `O` rows `16 w .. 16 w + 16`, contiguous in `[B, H, S, D]` because `seq_q` is a
+/// multiple of 16; the accumulator tile goes through shared memory into the lanes' columns.
+/// `lse` has 16 values per warp (`O`'s row order). The host launches it only for `[B, H, S,
+/// D]`, `seq_q % 16 == 0`, `head_dim` a multiple of 16 up to 128, blocks of 128 threads;
+/// any other shape makes a warp return without writing.
+#[kernel(instances(f32, bf16, f16), cols(out = tile_width, lse = 16))]
+#[allow(clippy::too_many_arguments)]
+pub fn attention_forward_mma<T: MmaElement>(
+    q: &[T],
+    k: &[T],
+    v: &[T],
+    mut out: PerWarpRow<T>,
+    mut lse: PerWarpRow<f32>,
+    tile_width: u32,
+    head_dim: u32,
+    shape: AttentionShape,
+) {
+    let me = warp_row();
+    let first = me.row() as u64 * MMA_ROWS as u64;
+    // Every condition is uniform over the warp, so the mma calls below see converged warps.
+    if first >= shape.batch as u64 * shape.heads_q as u64 * shape.seq_q as u64
+        || head_dim == 0
+        || head_dim > MMA_MAX_HEAD_DIM
+        || !head_dim.is_multiple_of(16)
+        || !shape.seq_q.is_multiple_of(MMA_ROWS)
+        || shape.layout != LAYOUT_BHSD
+        || tile_width != MMA_ROWS * head_dim
+    {
+        return;
+    }
+    let lane = me.lane() as usize;
+    let (g, p) = (lane / 4, lane % 4);
+    let d = head_dim as usize;
+    let (k_steps, d_tiles) = (d / 16, d / 8);
+    let (b, h, i0) = shape.decode(first, shape.heads_q, shape.seq_q);
+    let hk = h.checked_div(shape.group()).unwrap_or(0);
+    let kv_first = shape.row(b, hk, 0, shape.heads_kv, shape.seq_kv) as usize;
+    let seq_kv = shape.seq_kv as usize;
+    let bits = |x: &[T], at: usize| x.get(at).map_or(0, |v| v.bits16());
+    let q_at = |row: usize, col: usize| {
+        let at = (first as usize + row) * d + col;
+        pack(bits(q, at), bits(q, at + 1))
+    };
+    // Q's A fragments, one per 16 columns of the head.
+    let mut qa = [[0u32; 4]; (MMA_MAX_HEAD_DIM / 16) as usize];
+    unroll::<{ (MMA_MAX_HEAD_DIM / 16) as usize }>(|kk| {
+        if kk < k_steps {
+            let c = 16 * kk + 2 * p;
+            qa[kk] = [q_at(g, c), q_at(g + 8, c), q_at(g, c + 8), q_at(g + 8, c + 8)];
+        }
+    });
+    // K and V elements, zero past the key/value rows (masked keys never reach the sums).
+    let k_at = |key: usize, col: usize| if key < seq_kv { pack(bits(k, (kv_first + key) * d + col), bits(k, (kv_first + key) * d + col + 1)) } else { 0 };
+    let v_bits = |key: usize, col: usize| if key < seq_kv { bits(v, (kv_first + key) * d + col) } else { 0 };
+    let keys = shape.keys_for(i0 + MMA_ROWS as u64 - 1) as usize;
+    // Rows g and g + 8 of the tile: running maximum and this lane's part of the sum.
+    let (mut max, mut sum) = ([f32::MIN; 2], [0.0f32; 2]);
+    let mut acc = [[0.0f32; 4]; (MMA_MAX_HEAD_DIM / 8) as usize];
+    let mut j0 = 0usize;
+    while j0 < keys {
+        // S for keys j0 .. j0 + 16: two 16 x 8 tiles.
+        let mut s = [[0.0f32; 4]; 2];
+        unroll::<2>(|nt| {
+            let key = j0 + 8 * nt + g;
+            let mut c = [0.0f32; 4];
+            unroll::<{ (MMA_MAX_HEAD_DIM / 16) as usize }>(|kk| {
+                if kk < k_steps {
+                    let col = 16 * kk + 2 * p;
+                    // SAFETY: every lane of the warp runs this loop with the same bounds.
+                    c = unsafe { T::mma(qa[kk], [k_at(key, col), k_at(key, col + 8)], c) };
+                }
+            });
+            s[nt] = c;
+        });
+        // Scale, mask (past the keys, or causal), and the block's row maxima.
+        let mut block_max = [f32::MIN; 2];
+        unroll::<2>(|nt| {
+            unroll::<4>(|e| {
+                let key = j0 + 8 * nt + 2 * p + (e % 2);
+                let row = i0 as usize + g + 8 * (e / 2);
+                let visible = key < seq_kv && (shape.causal == 0 || key <= row);
+                s[nt][e] = if visible { s[nt][e] * shape.scale } else { f32::NEG_INFINITY };
+                block_max[e / 2] = block_max[e / 2].max(s[nt][e]);
+            });
+        });
+        let mut correction = [0.0f32; 2];
+        unroll::<2>(|r| {
+            let new_max = max[r].max(quad_max(block_max[r]));
+            correction[r] = (max[r] - new_max).exp();
+            max[r] = new_max;
+            sum[r] *= correction[r];
+        });
+        let mut probability = [[0.0f32; 4]; 2];
+        unroll::<2>(|nt| {
+            unroll::<4>(|e| {
+                let value = (s[nt][e] - max[e / 2]).exp();
+                probability[nt][e] = value;
+                sum[e / 2] += value;
+            });
+        });
+        unroll::<{ (MMA_MAX_HEAD_DIM / 8) as usize }>(|nd| {
+            unroll::<4>(|e| acc[nd][e] *= correction[e / 2]);
+        });
+        // P as the A operand (16 rows x 16 keys), rounded to T.
+        let pb = |x: f32| T::bits16_of(x);
+        let pa = [
+            pack(pb(probability[0][0]), pb(probability[0][1])),
+            pack(pb(probability[0][2]), pb(probability[0][3])),
+            pack(pb(probability[1][0]), pb(probability[1][1])),
+            pack(pb(probability[1][2]), pb(probability[1][3])),
+        ];
+        unroll::<{ (MMA_MAX_HEAD_DIM / 8) as usize }>(|nd| {
+            if nd < d_tiles {
+                let col = 8 * nd + g;
+                let key = j0 + 2 * p;
+                let vb = [pack(v_bits(key, col), v_bits(key + 1, col)), pack(v_bits(key + 8, col), v_bits(key + 9, col))];
+                // SAFETY: as above, uniform bounds.
+                acc[nd] = unsafe { T::mma(pa, vb, acc[nd]) };
+            }
+        });
+        j0 += 16;
+    }
+    let total = [quad_sum(sum[0]), quad_sum(sum[1])];
+    let inverse = [if total[0] > 0.0 { 1.0 / total[0] } else { 0.0 }, if total[1] > 0.0 { 1.0 / total[1] } else { 0.0 }];
+    // The tile through shared memory: this warp's 16 x head_dim slot, written as fragments,
+    // read back as the lanes' columns of the output row.
+    let tile = ferrocuda_device::shared_array![f32; (MMA_WARPS * MMA_ROWS * MMA_MAX_HEAD_DIM) as usize];
+    let slot = (ferrocuda_device::thread::thread_idx_x() / 32) as usize * (MMA_ROWS * MMA_MAX_HEAD_DIM) as usize;
+    unroll::<{ (MMA_MAX_HEAD_DIM / 8) as usize }>(|nd| {
+        if nd < d_tiles {
+            let col = 8 * nd + 2 * p;
+            tile.set(slot + g * d + col, acc[nd][0] * inverse[0]);
+            tile.set(slot + g * d + col + 1, acc[nd][1] * inverse[0]);
+            tile.set(slot + (g + 8) * d + col, acc[nd][2] * inverse[1]);
+            tile.set(slot + (g + 8) * d + col + 1, acc[nd][3] * inverse[1]);
+        }
+    });
+    ferrocuda_device::sync::sync_warp(warp::FULL_MASK);
+    if let Some(mut row) = out.row_mut(me) {
+        let mut j = 0;
+        while j < (MMA_ROWS as usize * d) / 32 {
+            if let Some(o) = row.get_mut(j) {
+                *o = T::from_f32(tile.get(slot + lane + 32 * j));
+            }
+            j += 1;
+        }
+    }
+    // LSE of row r (< 16) lives in lane 4 (r % 8), half r / 8.
+    let lse_low = if total[0] > 0.0 { max[0] + total[0].ln() } else { f32::NEG_INFINITY };
+    let lse_high = if total[1] > 0.0 { max[1] + total[1].ln() } else { f32::NEG_INFINITY };
+    let source = 4 * (lane as u32 % 8);
+    let (low, high) = (warp::shuffle(lse_low, source), warp::shuffle(lse_high, source));
+    if let Some(mut row) = lse.row_mut(me)
+        && let Some(o) = row.get_mut(0)
+    {
+        *o = if lane < 8 { low } else { high };
+    }
 }

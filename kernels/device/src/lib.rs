@@ -863,7 +863,8 @@ instances_of!(for_f32, "The `f32` instances.":
     silu_and_mul_forward = silu_and_mul_forward_f32, silu_and_mul_backward = silu_and_mul_backward_f32,
     rotary_embedding = rotary_embedding_f32, adamw_step = adamw_step_f32,
     sum_of_squares = sum_of_squares_f32, clip_by_global_norm = clip_by_global_norm_f32,
-    attention_forward = attention::attention_forward_f32, attention_backward_dq = attention::attention_backward_dq_f32,
+    attention_forward = attention::attention_forward_f32, attention_forward_mma = attention::attention_forward_mma_f32,
+    attention_backward_dq = attention::attention_backward_dq_f32,
     attention_backward_dkv = attention::attention_backward_dkv_f32,
 );
 instances_of!(for_bf16, "The `bf16` instances.":
@@ -876,7 +877,8 @@ instances_of!(for_bf16, "The `bf16` instances.":
     silu_and_mul_forward = silu_and_mul_forward_bf16, silu_and_mul_backward = silu_and_mul_backward_bf16,
     rotary_embedding = rotary_embedding_bf16, adamw_step = adamw_step_bf16,
     sum_of_squares = sum_of_squares_bf16, clip_by_global_norm = clip_by_global_norm_bf16,
-    attention_forward = attention::attention_forward_bf16, attention_backward_dq = attention::attention_backward_dq_bf16,
+    attention_forward = attention::attention_forward_bf16, attention_forward_mma = attention::attention_forward_mma_bf16,
+    attention_backward_dq = attention::attention_backward_dq_bf16,
     attention_backward_dkv = attention::attention_backward_dkv_bf16,
 );
 instances_of!(for_f16, "The `f16` instances.":
@@ -889,6 +891,7 @@ instances_of!(for_f16, "The `f16` instances.":
     silu_and_mul_forward = silu_and_mul_forward_f16, silu_and_mul_backward = silu_and_mul_backward_f16,
     rotary_embedding = rotary_embedding_f16, adamw_step = adamw_step_f16,
     sum_of_squares = sum_of_squares_f16, clip_by_global_norm = clip_by_global_norm_f16,
-    attention_forward = attention::attention_forward_f16, attention_backward_dq = attention::attention_backward_dq_f16,
+    attention_forward = attention::attention_forward_f16, attention_forward_mma = attention::attention_forward_mma_f16,
+    attention_backward_dq = attention::attention_backward_dq_f16,
     attention_backward_dkv = attention::attention_backward_dkv_f16,
 );

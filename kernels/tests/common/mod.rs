@@ -107,8 +107,16 @@ pub struct AttnRef {
     pub dv: Vec<f64>,
 }
 
+/// [`attention_ref_scaled`] with the default scale `1 / sqrt(d)`.
 #[allow(clippy::too_many_arguments)]
-pub fn attention_ref(
+pub fn attention_ref(q: &[f64], k: &[f64], v: &[f64], dout: &[f64], dims: (usize, usize, usize, usize, usize, usize), bshd: bool, causal: bool) -> AttnRef {
+    attention_ref_scaled(q, k, v, dout, dims, bshd, causal, 1.0 / (dims.5 as f64).sqrt())
+}
+
+/// The f64 attention forward and backward with scores `scale · q·k` (pass the call's
+/// `shape.scale`: a reference that ignored it failed a correct kernel on the H100 run).
+#[allow(clippy::too_many_arguments)]
+pub fn attention_ref_scaled(
     q: &[f64],
     k: &[f64],
     v: &[f64],
@@ -116,8 +124,8 @@ pub fn attention_ref(
     (b_n, hq, hkv, sq, skv, d): (usize, usize, usize, usize, usize, usize),
     bshd: bool,
     causal: bool,
+    scale: f64,
 ) -> AttnRef {
-    let scale = 1.0 / (d as f64).sqrt();
     let row = |b: usize, h: usize, s: usize, heads: usize, seq: usize| if bshd { (b * seq + s) * heads + h } else { (b * heads + h) * seq + s };
     let mut r = AttnRef { out: vec![0.0; q.len()], lse: vec![0.0; b_n * hq * sq], dq: vec![0.0; q.len()], dk: vec![0.0; k.len()], dv: vec![0.0; v.len()] };
     for b in 0..b_n {

@@ -106,19 +106,19 @@ fn run() -> Res<bool> {
     if arch != 90 {
         return Err(format!("these kernels are built for sm_90a (H100/H200); this GPU is sm_{arch}"));
     }
-    for r in hopper_kernels::KERNELS.resources.iter().filter(|r| r.kernel.starts_with("attention")) {
+    for r in ferrocuda_kernels_hopper::KERNELS.resources.iter().filter(|r| r.kernel.starts_with("attention")) {
         println!(
             "ptxas (sm_{}a): {}: {} registers at entry, {} B spill stores, {} B spill loads, {} B stack",
             r.arch, r.kernel, r.registers, r.spill_stores, r.spill_loads, r.stack_frame
         );
     }
-    // SAFETY: the image is this crate's own build; its attention kernels are launched only
-    // through `Problem::launch` with the parameter list they declare.
+    // SAFETY: the image is ferrocuda-kernels-hopper's build (where the attention kernels live);
+    // they are launched only through `Problem::launch` with the parameter list they declare.
     #[allow(unused_unsafe)]
     let module = unsafe {
-        match hopper_kernels::KERNELS.cubins.iter().find(|(a, _)| *a == 90) {
-            Some((_, image)) => Module::load_binary(&context, "hopper_kernels", image, &JitOptions::new()),
-            None => Module::load_ptx(&context, "hopper_kernels", hopper_kernels::KERNELS.ptx[0].1, &JitOptions::new()),
+        match ferrocuda_kernels_hopper::KERNELS.cubins.iter().find(|(a, _)| *a == 90) {
+            Some((_, image)) => Module::load_binary(&context, "ferrocuda_kernels_hopper", image, &JitOptions::new()),
+            None => Module::load_ptx(&context, "ferrocuda_kernels_hopper", ferrocuda_kernels_hopper::KERNELS.ptx[0].1, &JitOptions::new()),
         }
     }
     .map_err(err("loading the kernels"))?;

@@ -25,7 +25,8 @@
 //!   products through named barriers, so one's softmax overlaps the other's products); the
 //!   `_s3` kernels have 3-deep K/V rings ([`STAGES_DEEP`]).
 //!
-//! Requirements (the kernels' contract; `attention_host::Problem` builds inputs that meet it):
+//! Requirements (the kernels' contract; `ferrocuda_kernels::attention::attention_forward` checks
+//! them and builds the maps, `bench/hopper`'s `attention_host::Problem` builds inputs that meet it):
 //! the maps describe live arrays with the layout above, box `[64, 128, 1]`, 128-byte swizzle;
 //! `o` holds `B·H·S·D` bf16, `lse` `B·H·S` f32. Design notes, checks and figures:
 //! `docs/hopper.md`, "Attention forward".

@@ -1,0 +1,172 @@
+//! The sm_90 attention forward: the FlashAttention-3-class kernels of
+//! `ferrocuda-kernels-hopper` (TMA into mbarrier rings, `wgmma`, a producer and two consumer
+//! warpgroups), behind the same checked call as every other path.
+//!
+//! Those kernels are raw entry points that read Q, K and V through tensor maps (`*const
+//! TensorMap` parameters) and write O and the LSE through raw pointers, so their launch is
+//! `unsafe`. This module is the one place that launches them. Before it does, it checks what
+//! their contract needs and the caller cannot be trusted with:
+//! - the shape is one they compute ([`hopper_kernel`]: bf16, `[B, H, S, D]`, D 64 or 128, as
+//!   many key/value heads as query heads, `seq_q == seq_kv`, at most 65535 heads in all), on an
+//!   sm_90 GPU (their image is `sm_90a`);
+//! - every operand holds exactly the shape's elements (checked by the caller,
+//!   `attention::attention_forward`, before it gets here) and Q, K, V start 16-byte aligned
+//!   (TMA's rule; a misaligned view takes the tensor-core path instead);
+//! - the tensor maps are built here, from those checked addresses and the shape, and copied
+//!   to device memory on the same stream just before the launch; that copy, Q, K, V, O and
+//!   LSE are all declared to the stream's door, so the launch is ordered after every earlier
+//!   use of them and their release waits for it;
+//! - the stream is not being captured into a graph: the maps are copied from this call's stack,
+//!   which a replayed graph would read after it is gone (and the module may not be loaded
+//!   inside a capture), so a capturing stream takes the tensor-core path.
+
+use ferrocuda_host::{DeviceBuffer, DeviceRead, DeviceWrite, Function, Stream, TensorDataType, TensorMap, TensorSwizzle, TiledLayout, sys};
+use ferrocuda_kernels_hopper::attention::{BM, BOX, STAGES, STAGES_DEEP, THREADS, shared_bytes};
+
+use crate::attention::{Attention, Layout};
+use crate::{Element, Result};
+
+/// Largest grid `y` (one block row per batch x head).
+const MAX_HEADS: usize = 65_535;
+
+/// The kernel of `ferrocuda-kernels-hopper` that [`attention_forward`](crate::attention::attention_forward)
+/// runs for `shape` on a GPU of compute capability `arch` (`90` for sm_90), or `None` when
+/// the shape or the GPU is not one those kernels take: `T` bf16, [`Layout::Bhsd`], `head_dim`
+/// 64 or 128, `heads_q == heads_kv`, `seq_q == seq_kv`, `batch * heads` at most 65535, and
+/// `arch == 90`. The schedule (`_pingpong`, `_pingpong_s3`, or the plain `overlap` one) is
+/// the one the H100 figures of `BENCHMARKS.md` ("Hopper attention forward") favour at that
+/// length.
+pub fn hopper_kernel<T: Element>(shape: &Attention, arch: u32) -> Option<&'static str> {
+    let fits = T::HOPPER
+        && arch == 90
+        && shape.layout == Layout::Bhsd
+        && (shape.head_dim == 64 || shape.head_dim == 128)
+        && shape.heads_q == shape.heads_kv
+        && shape.seq_q == shape.seq_kv
+        && shape.seq_q > 0
+        && shape.seq_q <= u32::MAX as usize
+        && shape.batch.checked_mul(shape.heads_q).is_some_and(|h| (1..=MAX_HEADS).contains(&h));
+    if !fits {
+        return None;
+    }
+    let long = (2048..=4096).contains(&shape.seq_q);
+    Some(match (shape.head_dim, shape.causal, long) {
+        (64, false, false) if shape.seq_q < 2048 => "attention_d64_pingpong",
+        (64, false, _) => "attention_d64",
+        (64, true, _) => "attention_d64_causal_pingpong",
+        (_, false, false) => "attention_d128_pingpong",
+        (_, false, true) => "attention_d128_pingpong_s3",
+        (_, true, false) => "attention_d128_causal_pingpong",
+        (_, true, true) => "attention_d128_causal_pingpong_s3",
+    })
+}
+
+/// Runs `kernel` (from [`hopper_kernel`]) for `shape`. Returns `Ok(false)`, queueing nothing,
+/// when an input is not 16-byte aligned or `stream` is being captured (the caller then takes
+/// another path).
+///
+/// The caller has checked every operand's length against `shape` (`q`, `out`:
+/// `shape.q_len()`, `k`, `v`: `shape.kv_len()`, `lse`: `shape.q_rows()`), and that
+/// `hopper_kernel` chose `kernel` for this shape and the stream's GPU.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn attention_forward<T: Element>(
+    stream: &Stream,
+    kernel: &'static str,
+    q: &(impl DeviceRead<T> + ?Sized),
+    k: &(impl DeviceRead<T> + ?Sized),
+    v: &(impl DeviceRead<T> + ?Sized),
+    out: &mut (impl DeviceWrite<T> + ?Sized),
+    lse: &mut (impl DeviceWrite<f32> + ?Sized),
+    shape: Attention,
+) -> Result<bool> {
+    let (head_dim, seq_len, heads) = (shape.head_dim as u64, shape.seq_q as u64, (shape.batch * shape.heads_q) as u64);
+    let len = (heads * seq_len * head_dim) as usize;
+    let inputs = [q.kernel_arg(), k.kernel_arg(), v.kernel_arg()];
+    // Defence in depth: the caller's checks, again, where the unsafe launch relies on them.
+    assert!(inputs.iter().all(|a| a.len == len) && out.kernel_arg().len == len && lse.kernel_arg().len == (heads * seq_len) as usize);
+    if inputs.iter().any(|a| !a.ptr.is_multiple_of(16)) || !out.kernel_arg().ptr.is_multiple_of(4) || stream.is_capturing()? {
+        return Ok(false);
+    }
+    let context = stream.context();
+    let function = Function::from_embedded(context, &ferrocuda_kernels_hopper::KERNELS, kernel)?;
+    let stages = if kernel.ends_with("_s3") { STAGES_DEEP } else { STAGES };
+    let shared = shared_bytes(head_dim as u32, stages);
+    function.set_max_dynamic_shared_bytes(shared)?;
+    // The maps: `[B·H, S, D]` bf16 (dimensions innermost first), boxes of 64 columns x 128
+    // rows x 1 head, 128-byte swizzle, as the kernels' contract asks.
+    let dims = [head_dim, seq_len, heads];
+    let strides = [2 * head_dim, 2 * head_dim * seq_len];
+    let layout = TiledLayout { data_type: TensorDataType::Bf16, dims: &dims, strides_bytes: &strides, box_dims: &BOX, swizzle: TensorSwizzle::B128 };
+    context.bind_to_thread()?;
+    let mut words = [[0u64; 16]; 3];
+    for (word, input) in words.iter_mut().zip(&inputs) {
+        // SAFETY: `input.ptr` is 16-byte aligned (checked above) device memory of the stream's
+        // context (the door refuses the launch below otherwise) holding exactly `len =
+        // B·H·S·D` elements (checked), the array the layout describes; it stays allocated
+        // while `q`/`k`/`v` are borrowed, and the launch that copies through the map declares
+        // a read of it, so the memory's release and later writers wait for the kernel.
+        *word = unsafe { TensorMap::encode_tiled(input.ptr, &layout) }?.words();
+    }
+    let mut maps = DeviceBuffer::<[u64; 16]>::zeroed_async(stream, 3)?;
+    let maps_ptr = maps.device_ptr();
+    let (o, l) = (out.kernel_arg_mut().ptr, lse.kernel_arg_mut().ptr);
+    let accesses = [
+        inputs[0].read("q"),
+        inputs[1].read("k"),
+        inputs[2].read("v"),
+        out.kernel_arg_mut().write("out"),
+        lse.kernel_arg_mut().write("lse"),
+        ferrocuda_host::BufferAccess::write(&mut maps),
+    ];
+    stream.enqueue("attention_forward (sm_90)", &accesses, |raw| -> Result<()> {
+        let map_bytes = std::mem::size_of_val(&words);
+        // SAFETY: `maps` holds 3 x 128 bytes of device memory of this context, declared written
+        // above; the source is `words` on this stack frame, which the driver has consumed when
+        // the call returns (a pageable host-to-device copy is staged before it returns).
+        check("cuMemcpyHtoDAsync", unsafe { sys::cuMemcpyHtoDAsync_v2(maps_ptr, words.as_ptr().cast(), map_bytes, raw.get()) })?;
+        let (mut pq, mut pk, mut pv) = (maps_ptr, maps_ptr + 128, maps_ptr + 256);
+        let (mut po, mut pl, mut ps) = (o, l, seq_len as u32);
+        let mut scale_log2 = shape.scale.unwrap_or(1.0 / (head_dim as f32).sqrt()) * std::f32::consts::LOG2_E;
+        let mut params: [*mut std::ffi::c_void; 7] = [
+            (&raw mut pq).cast(),
+            (&raw mut pk).cast(),
+            (&raw mut pv).cast(),
+            (&raw mut po).cast(),
+            (&raw mut pl).cast(),
+            (&raw mut ps).cast(),
+            (&raw mut scale_log2).cast(),
+        ];
+        // SAFETY: the kernel's contract (`ferrocuda_kernels_hopper::attention`): its seven
+        // parameters in order (three map addresses, O and LSE pointers, the sequence length and
+        // the scale in log2 units); the maps (copied above, in stream order) describe Q, K, V
+        // as `[B·H, S, D]` bf16 with the box and swizzle it needs; O holds B·H·S·D bf16 and is
+        // 4-byte aligned, LSE holds B·H·S f32 (checked above); every buffer is declared to the
+        // door; grid `(⌈S/128⌉, B·H)` (B·H at most 65535), 384 threads and `shared` bytes of
+        // dynamic shared memory (allowed by the attribute set above) are what it was built for;
+        // `function` is the sm_90a image loaded into this stream's context.
+        let code = unsafe {
+            sys::cuLaunchKernel(
+                function.raw(),
+                (seq_len as u32).div_ceil(BM),
+                heads as u32,
+                1,
+                THREADS,
+                1,
+                1,
+                shared,
+                raw.get(),
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        };
+        check("cuLaunchKernel(attention_forward sm_90)", code)
+    })?;
+    // `maps` is freed in stream order after the kernel (its use was recorded by the door).
+    drop(maps);
+    Ok(true)
+}
+
+/// A driver result as this crate's error.
+fn check(call: &'static str, code: sys::CUresult) -> Result<()> {
+    if code == sys::CUresult::CUDA_SUCCESS { Ok(()) } else { Err(ferrocuda_host::Error::from(ferrocuda_host::DriverError { call, code }).into()) }
+}
