@@ -60,8 +60,8 @@ impl<'a, T: Pod> BorrowedSlice<'a, T> {
     ///
     /// Forgetting the value (`mem::forget`, an `Rc` cycle) means it never drops: the owner
     /// must then never again write (free) the memory except as ordered with events, since
-    /// the ordering that the drop queues never happens. [`cudarc::scope`](super::cudarc::scope)
-    /// lends cudarc memory without this contract.
+    /// the ordering that the drop queues never happens. `borrowed::cudarc::scope` (feature
+    /// `cudarc`) lends cudarc memory without this contract.
     pub unsafe fn new(home: &'a Stream, ptr: u64, len: usize) -> Result<Self> {
         Ok(BorrowedSlice { memory: Borrowed::new::<T>(home.clone(), ptr, len)?, _owner: PhantomData })
     }
