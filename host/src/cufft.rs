@@ -148,8 +148,8 @@ fn ensure_loaded() -> Result<(), FftError> {
                 Ok(library) => {
                     // Kept loaded for the life of the process, as cudarc keeps its own handle.
                     std::mem::forget(library);
-                    // SAFETY: only checks that cudarc's own lookup now succeeds (it cannot panic).
-                    if unsafe { sys::is_culib_present() } {
+                    // Checks that cudarc's own lookup now succeeds (the probe tries cudarc's names).
+                    if crate::loader::library_present(crate::loader::CudaLibrary::Cufft) {
                         return Ok(());
                     }
                     tried.push(format!("{candidate} (loaded, but not under a name cudarc looks for)"));

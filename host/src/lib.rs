@@ -1,7 +1,8 @@
 //! The host side of ferrocuda: the CUDA driver API, loaded at run time, made safe.
 //!
 //! Layers, bottom to top (no module uses one above it; `tests/module_graph.rs` checks it):
-//! - `cudarc::driver::sys`: raw bindings, loaded at run time;
+//! - `cudarc::driver::sys`: raw bindings, loaded at run time (linked instead when another crate
+//!   of the binary asks cudarc to link, as candle-core does: docs/interop.md);
 //! - [`driver`]: one thin fallible `unsafe fn` per driver entry point ([`DriverError`] names
 //!   it); the only place that calls the driver. `loader` loads it once ([`init`]);
 //! - plain data from ferrocuda-types ([`LaunchConfig`], [`Dim3`], [`DeviceLimits`], ...),
@@ -55,7 +56,7 @@ pub use event::Event;
 pub use function::{CachePreference, Function, FunctionAttributes};
 pub use graph::{Graph, GraphExec};
 pub use launch::args::KernelValue;
-pub use loader::{driver_present, driver_version, init};
+pub use loader::{CudaLibrary, driver_present, driver_version, init, library_present};
 pub use memory::pinned::PinnedBuffer;
 pub use memory::usage::{Access, BufferAccess, BufferUsage};
 pub use memory::view::{DevicePtr, DeviceRead, DeviceView, DeviceViewMut, DeviceWrite};

@@ -28,6 +28,10 @@ for l in sys.stdin:
   cp target/wheels/ferrocuda_torch-*.whl "$dir/pywheels/"
   python3 -m pip download --quiet --no-deps -d "$dir/pywheels" pytest pluggy iniconfig packaging pygments
   if [ -n "${CANDLE_REDUCE_PTX:-}" ]; then cp "$CANDLE_REDUCE_PTX" "$dir/reduce.ptx"; fi
+  # ferrocuda with cudarc linked as candle-core asks (built against stubs; there it runs on the
+  # machine's real libraries).
+  ./scripts/check-candle-link.sh
+  cp "${CARGO_TARGET_DIR:-target}/release/ferrocuda-candle-link-check" "$dir/"
   git rev-parse HEAD > "$dir/commit.txt"
   echo "staged in $dir: $(ls "$dir" | tr '\n' ' ')"
   exit 0
@@ -62,6 +66,12 @@ step() { # step <name> <seconds> <command...>
     step pytest_numpy 60 env PYTHONPATH="$dir/pylib" PYTHONDONTWRITEBYTECODE=1 "$python" -m pytest -q -p no:cacheprovider tests/test_numpy.py
   fi
   step launch_overhead 150 "$dir/launch_overhead"
+  if [ -x "$dir/ferrocuda-candle-link-check" ]; then
+    # Linked, it needs libcublas.so.13, libcublasLt.so.13 and libcufft.so.12 to start: the
+    # driver's libcuda is on the loader's path, the others come with torch's nvidia packages.
+    libdirs=$("$python" -c 'import glob, os, sys; print(":".join(sorted({os.path.dirname(p) for p in glob.glob(sys.prefix + "/lib/python3*/site-packages/nvidia/**/lib*.so*", recursive=True)})))')
+    step candle_link_check 60 env LD_LIBRARY_PATH="$libdirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$dir/ferrocuda-candle-link-check"
+  fi
   echo "overall: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
   [ $status -eq 0 ]
 } 2>&1 | tee "$out/interop.txt"

@@ -127,8 +127,7 @@ pub fn compile_gelu_bf16(context: &Context, arch: u32) -> Result<Compiled, Unava
 /// # Safety
 /// As for [`compile`].
 pub unsafe fn compile_with(context: &Context, file: &str, source: &str, arch: &str, extra: &[String]) -> Result<Compiled, Unavailable> {
-    // SAFETY: only probes whether the library can be opened.
-    if !unsafe { nvrtc::is_culib_present() } {
+    if !ferrocuda_host::library_present(ferrocuda_host::CudaLibrary::Nvrtc) {
         return Err(Unavailable::NoLibrary);
     }
     let (mut major, mut minor) = (0, 0);

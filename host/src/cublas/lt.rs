@@ -276,8 +276,7 @@ unsafe impl Send for CublasLt {}
 impl CublasLt {
     /// True when libcublasLt can be loaded.
     pub fn is_available() -> bool {
-        // SAFETY: only probes whether the library can be opened.
-        unsafe { lt::is_culib_present() }
+        crate::loader::library_present(crate::loader::CudaLibrary::CublasLt)
     }
 
     /// A handle whose matmuls are queued on `stream`, with a [`WORKSPACE_BYTES`] workspace in

@@ -74,8 +74,7 @@ fn check(call: &'static str, status: cublas::cublasStatus_t) -> Result<()> {
 impl Cublas {
     /// True when libcublas can be loaded.
     pub fn is_available() -> bool {
-        // SAFETY: only probes whether the library can be opened.
-        unsafe { cublas::is_culib_present() }
+        crate::loader::library_present(crate::loader::CudaLibrary::Cublas)
     }
 
     /// A handle in `stream`'s context whose work is queued on `stream`, or
