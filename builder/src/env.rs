@@ -1,7 +1,10 @@
 //! Every environment variable the builder reads goes through [`BuildEnv::var`], which also tells
-//! cargo to rerun the build script when that variable changes.
+//! cargo to rerun the build script when that variable changes; [`own_libraries`] sets the one
+//! variable the builder changes for the device toolchain's programs.
 
 use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
 
 /// The environment as the builder sees it.
 #[derive(Debug, Clone)]
@@ -39,4 +42,26 @@ impl BuildEnv {
         };
         value.filter(|v| !v.is_empty())
     }
+}
+
+/// Makes `command`, a program of the device toolchain whose rustc is `rustc`, load that
+/// toolchain's own libraries. rustup's proxies put the *host* toolchain's `lib` first on
+/// `LD_LIBRARY_PATH` for everything a build runs, and `LD_LIBRARY_PATH` wins over rustc's own
+/// `$ORIGIN/../lib`: a device rustc of the same version in another place (a second toolchain
+/// or a copy of one) then loads the host's `librustc_driver`, reports the host's sysroot and
+/// builds with the host's library sources, or finds none (issue 28).
+pub(crate) fn own_libraries<'c>(command: &'c mut Command, rustc: &Path) -> &'c mut Command {
+    let Some(lib) = rustc.parent().and_then(Path::parent).map(|root| root.join("lib")) else { return command };
+    let has_driver =
+        std::fs::read_dir(&lib).map(|entries| entries.flatten().any(|e| e.file_name().to_string_lossy().starts_with("librustc_driver"))).unwrap_or(false);
+    if has_driver {
+        let mut paths = vec![lib];
+        if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+            paths.extend(std::env::split_paths(&old));
+        }
+        if let Ok(joined) = std::env::join_paths(paths) {
+            command.env("LD_LIBRARY_PATH", joined);
+        }
+    }
+    command
 }

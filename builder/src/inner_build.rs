@@ -56,7 +56,7 @@ impl InnerBuild<'_> {
             .env(format!("CARGO_PROFILE_{profile}_PANIC"), "abort")
             .env(format!("CARGO_PROFILE_{profile}_LTO"), "fat")
             .env(format!("CARGO_PROFILE_{profile}_CODEGEN_UNITS"), "1");
-        crate::toolchain::own_libraries(&mut command, &self.toolchain.rustc);
+        crate::env::own_libraries(&mut command, &self.toolchain.rustc);
         command
     }
 

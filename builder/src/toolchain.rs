@@ -128,7 +128,7 @@ impl DeviceToolchain {
         if !cargo.exists() {
             return Err(format!("{} not found next to it", cargo.display()));
         }
-        let version = run_stdout(own_libraries(Command::new(rustc).arg("--version"), rustc))?;
+        let version = run_stdout(crate::env::own_libraries(Command::new(rustc).arg("--version"), rustc))?;
         if let Some((major, minor)) = parse_version(&version)
             && (major, minor) < MIN_DEVICE_RUSTC
         {
@@ -142,7 +142,7 @@ impl DeviceToolchain {
                 MIN_DEVICE_RUSTC.0, MIN_DEVICE_RUSTC.1
             ));
         }
-        let sysroot = PathBuf::from(run_stdout(own_libraries(Command::new(rustc).args(["--print", "sysroot"]), rustc))?);
+        let sysroot = PathBuf::from(run_stdout(crate::env::own_libraries(Command::new(rustc).args(["--print", "sysroot"]), rustc))?);
         let core_src = sysroot.join("lib/rustlib/src/rust/library/core/src/lib.rs");
         if !core_src.exists() {
             let fix = if source == ToolchainSource::Debian { "apt-get install rust-web-src" } else { "rustup component add rust-src" };
@@ -179,28 +179,6 @@ fn parse_version(version: &str) -> Option<(u32, u32)> {
     let number = version.split_whitespace().nth(1)?;
     let mut parts = number.split(['.', '-']);
     Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
-}
-
-/// Makes `command`, a program of the device toolchain whose rustc is `rustc`, load that
-/// toolchain's own libraries. rustup's proxies put the *host* toolchain's `lib` first on
-/// `LD_LIBRARY_PATH` for everything a build runs, and `LD_LIBRARY_PATH` wins over rustc's own
-/// `$ORIGIN/../lib`: a device rustc of the same version in another place (a second toolchain
-/// or a copy of one) then loads the host's `librustc_driver`, reports the host's sysroot and
-/// builds with the host's library sources, or finds none (issue 28).
-pub(crate) fn own_libraries<'c>(command: &'c mut Command, rustc: &Path) -> &'c mut Command {
-    let Some(lib) = rustc.parent().and_then(Path::parent).map(|root| root.join("lib")) else { return command };
-    let has_driver =
-        std::fs::read_dir(&lib).map(|entries| entries.flatten().any(|e| e.file_name().to_string_lossy().starts_with("librustc_driver"))).unwrap_or(false);
-    if has_driver {
-        let mut paths = vec![lib];
-        if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
-            paths.extend(std::env::split_paths(&old));
-        }
-        if let Ok(joined) = std::env::join_paths(paths) {
-            command.env("LD_LIBRARY_PATH", joined);
-        }
-    }
-    command
 }
 
 fn run_stdout(command: &mut Command) -> Result<String, String> {

@@ -404,7 +404,7 @@ pub enum Error {
     )]
     SharedLimitLowered {
         /// The limit.
-        limit: crate::Limit,
+        limit: crate::context::options::Limit,
         /// Its value now.
         current: usize,
         /// The value asked for.

@@ -19,7 +19,7 @@ use crate::loader::init;
 
 mod capture;
 mod current;
-mod options;
+pub(crate) mod options;
 mod peer;
 mod recover;
 mod release;
