@@ -300,13 +300,15 @@ mod cpu_only {
         assert!(out.iter().all(|&v| v == 0), "{out:?}");
     }
 
+    /// Half of each block returns without arriving. PTX releases a barrier that only exited
+    /// threads hold up (issue 29, P9: 32 of 32 past the barrier on an H100), so the executor
+    /// runs it as the GPU does: every block's arriving threads pass, one ticket per block.
     #[test]
-    fn a_handoff_arrival_skipped_by_some_threads_is_reported_on_the_cpu_executor() {
+    fn a_handoff_arrival_skipped_by_exited_threads_completes_as_on_the_gpu() {
         let executor = CpuExecutor::deterministic();
         let (mut partials, mut counter) = (vec![0u32; 4], vec![0u32; 1]);
-        let result = k::handoff_half_arrive::launch_cpu(&executor, LaunchConfig::new(4u32, 8u32), &mut partials, &mut counter);
-        let error = result.expect_err("a barrier skipped by half the block");
-        let text = error.to_string();
-        assert!(text.contains("barrier"), "{text}");
+        k::handoff_half_arrive::launch_cpu(&executor, LaunchConfig::new(4u32, 8u32), &mut partials, &mut counter)
+            .expect("threads that exit release the barrier (PTX `exit`), as on the GPU");
+        assert_eq!(counter[0], 4, "one ticket per block");
     }
 }

@@ -255,17 +255,21 @@ fn issue34_peer_all_reduce_across_processes_with_pool_buffers() {
     let world = contexts.len();
     drop(contexts);
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let children: Vec<_> = (0..world)
+    // Every rank is started before any is waited for: they meet in the rendezvous.
+    let spawned: Vec<_> = (0..world)
         .map(|rank| {
             std::process::Command::new(std::env::current_exe().unwrap())
                 .args(["--exact", TEST, "--nocapture", "--test-threads=1"])
                 .env("FERROCUDA_TEST_PEER_RANK", rank.to_string())
                 .env("WORLD_SIZE", world.to_string())
                 .env("MASTER_PORT", port.to_string())
-                .output()
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
                 .unwrap()
         })
         .collect();
+    let children: Vec<_> = spawned.into_iter().map(|child| child.wait_with_output().unwrap()).collect();
     for (rank, child) in children.iter().enumerate() {
         assert!(
             child.status.success() && String::from_utf8_lossy(&child.stdout).contains("1 passed"),

@@ -88,6 +88,10 @@ pub(crate) fn attention_forward<T: Element>(
         return Ok(false);
     }
     let context = stream.context();
+    // A capture of this same call later takes the tensor-core path (above), and no module can
+    // load inside a capture: load that path's module now, while loading is allowed (a captured
+    // forward after a warm-up call failed with ModuleNotLoadedInCapture on an H200).
+    context.embedded_image(&ferrocuda_kernels_device::KERNELS)?;
     let function = Function::from_embedded(context, &ferrocuda_kernels_hopper::KERNELS, kernel)?;
     let stages = if kernel.ends_with("_s3") { STAGES_DEEP } else { STAGES };
     let shared = shared_bytes(head_dim as u32, stages);
