@@ -15,7 +15,7 @@ use ferrocuda_kernels_device::{AdamWStep, RopeShape, sum_column_partials};
 
 use crate::error::{expect_at_least, expect_len, unsupported};
 use crate::launchers::Launchers;
-use crate::{Element, Result, grid_stride, len_of, warp_per_row};
+use crate::{Element, Result, grid_stride, len_of, packed_elements, packed_rows, warp_per_row};
 
 /// The shape of a row-major matrix: `rows x cols`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -83,6 +83,9 @@ pub fn rmsnorm<T: Element>(
     if rows == 0 {
         return Ok(());
     }
+    if let Some(config) = packed_rows(shape.rows, shape.cols) {
+        return Ok(<T as Launchers>::rmsnorm_forward_packed(stream, config, x, weight, out, rstd, cols, eps)?);
+    }
     Ok(<T as Launchers>::rmsnorm_forward(stream, warp_per_row(shape.rows), x, weight, out, rstd, rows, cols, eps)?)
 }
 
@@ -111,6 +114,9 @@ pub fn add_rmsnorm<T: Element>(
     if rows == 0 {
         return Ok(());
     }
+    if let Some(config) = packed_rows(shape.rows, shape.cols) {
+        return Ok(<T as Launchers>::add_rmsnorm_forward_packed(stream, config, x, residual, weight, out, sum, rstd, cols, eps)?);
+    }
     Ok(<T as Launchers>::add_rmsnorm_forward(stream, warp_per_row(shape.rows), x, residual, weight, out, sum, rstd, rows, cols, eps)?)
 }
 
@@ -137,6 +143,9 @@ pub fn layernorm<T: Element>(
     shape.per_row("rstd", len_of(rstd))?;
     if rows == 0 {
         return Ok(());
+    }
+    if let Some(config) = packed_rows(shape.rows, shape.cols) {
+        return Ok(<T as Launchers>::layernorm_forward_packed(stream, config, x, weight, bias, out, mean, rstd, cols, eps)?);
     }
     Ok(<T as Launchers>::layernorm_forward(stream, warp_per_row(shape.rows), x, weight, bias, out, mean, rstd, rows, cols, eps)?)
 }
@@ -168,6 +177,9 @@ pub fn add_layernorm<T: Element>(
     shape.per_row("rstd", len_of(rstd))?;
     if rows == 0 {
         return Ok(());
+    }
+    if let Some(config) = packed_rows(shape.rows, shape.cols) {
+        return Ok(<T as Launchers>::add_layernorm_forward_packed(stream, config, x, residual, weight, bias, out, sum, mean, rstd, cols, eps)?);
     }
     Ok(<T as Launchers>::add_layernorm_forward(stream, warp_per_row(shape.rows), x, residual, weight, bias, out, sum, mean, rstd, rows, cols, eps)?)
 }
@@ -203,7 +215,12 @@ pub fn layernorm_backward<T: Element>(
     shape.matrix("dx", len_of(dx))?;
     shape.row("dweight", len_of(dweight))?;
     shape.row("dbias", len_of(dbias))?;
-    if rows > 0 {
+    if let Some(config) = packed_rows(shape.rows, shape.cols) {
+        match dresidual {
+            Some(d) => <T as Launchers>::norm_backward_packed(stream, config, dout, x, weight, mean, rstd, d, dx, cols, 1, 1)?,
+            None => <T as Launchers>::norm_backward_packed(stream, config, dout, x, weight, mean, rstd, dout, dx, cols, 0, 1)?,
+        }
+    } else if rows > 0 {
         match dresidual {
             Some(d) => <T as Launchers>::layernorm_backward(stream, warp_per_row(shape.rows), dout, x, weight, mean, rstd, d, dx, rows, cols, 1)?,
             None => <T as Launchers>::layernorm_backward(stream, warp_per_row(shape.rows), dout, x, weight, mean, rstd, dout, dx, rows, cols, 0)?,
@@ -237,7 +254,12 @@ pub fn rmsnorm_backward<T: Element>(
     }
     shape.matrix("dx", len_of(dx))?;
     shape.row("dweight", len_of(dweight))?;
-    if rows > 0 {
+    if let Some(config) = packed_rows(shape.rows, shape.cols) {
+        match dresidual {
+            Some(d) => <T as Launchers>::norm_backward_packed(stream, config, dout, x, weight, rstd, rstd, d, dx, cols, 1, 0)?,
+            None => <T as Launchers>::norm_backward_packed(stream, config, dout, x, weight, rstd, rstd, dout, dx, cols, 0, 0)?,
+        }
+    } else if rows > 0 {
         match dresidual {
             Some(d) => <T as Launchers>::rmsnorm_backward(stream, warp_per_row(shape.rows), dout, x, weight, rstd, d, dx, rows, cols, 1)?,
             None => <T as Launchers>::rmsnorm_backward(stream, warp_per_row(shape.rows), dout, x, weight, rstd, dout, dx, rows, cols, 0)?,
@@ -300,6 +322,9 @@ pub fn softmax<T: Element>(stream: &Stream, x: &(impl DeviceRead<T> + ?Sized), o
     if rows == 0 {
         return Ok(());
     }
+    if let Some(config) = packed_rows(shape.rows, shape.cols) {
+        return Ok(<T as Launchers>::softmax_forward_packed(stream, config, x, out, cols)?);
+    }
     Ok(<T as Launchers>::softmax_forward(stream, warp_per_row(shape.rows), x, out, rows, cols)?)
 }
 
@@ -338,6 +363,9 @@ pub fn gelu<T: Element>(stream: &Stream, x: &(impl DeviceRead<T> + ?Sized), out:
     if n == 0 {
         return Ok(());
     }
+    if let Some(config) = packed_elements(n) {
+        return Ok(<T as Launchers>::gelu_forward_packed(stream, config, x, out)?);
+    }
     Ok(<T as Launchers>::gelu_forward(stream, grid_stride(n), x, out)?)
 }
 
@@ -353,6 +381,9 @@ pub fn gelu_backward<T: Element>(
     expect_len("dx", len_of(dx), n, || "as long as x".into())?;
     if n == 0 {
         return Ok(());
+    }
+    if let Some(config) = packed_elements(n) {
+        return Ok(<T as Launchers>::gelu_backward_packed(stream, config, x, dout, dx)?);
     }
     Ok(<T as Launchers>::gelu_backward(stream, grid_stride(n), x, dout, dx)?)
 }
