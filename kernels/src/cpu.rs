@@ -226,20 +226,37 @@ fn weight_gradients<T: Element>(
     let nonzero_cols = NonZeroU32::new(cols).ok_or_else(|| unsupported("cols", 0, "rows need at least one column"))?;
     let chunks = weight_chunks(shape.rows);
     let (mut partial_dw, mut partial_db) = (vec![0.0f32; chunks * shape.cols], vec![0.0f32; chunks * shape.cols]);
-    <T as CpuLaunchers>::norm_backward_weights_partial(
-        executor,
-        grid_stride(chunks * shape.cols),
-        dout,
-        x,
-        mean,
-        rstd,
-        &mut partial_dw,
-        &mut partial_db,
-        rows,
-        nonzero_cols,
-        ROWS_PER_CHUNK as u32,
-        centred as u32,
-    )?;
+    if shape.cols.is_multiple_of(8) {
+        <T as CpuLaunchers>::norm_backward_weights_partial_packed(
+            executor,
+            grid_stride(chunks * shape.cols / 8),
+            dout,
+            x,
+            mean,
+            rstd,
+            &mut partial_dw,
+            &mut partial_db,
+            rows,
+            cols,
+            ROWS_PER_CHUNK as u32,
+            centred as u32,
+        )?;
+    } else {
+        <T as CpuLaunchers>::norm_backward_weights_partial(
+            executor,
+            grid_stride(chunks * shape.cols),
+            dout,
+            x,
+            mean,
+            rstd,
+            &mut partial_dw,
+            &mut partial_db,
+            rows,
+            nonzero_cols,
+            ROWS_PER_CHUNK as u32,
+            centred as u32,
+        )?;
+    }
     sum_column_partials::launch_cpu(executor, grid_stride(shape.cols), &partial_dw, dweight, chunks as u32, cols)?;
     if let Some(dbias) = dbias {
         sum_column_partials::launch_cpu(executor, grid_stride(shape.cols), &partial_db, dbias, chunks as u32, cols)?;

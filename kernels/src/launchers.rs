@@ -115,6 +115,10 @@ kernel_table!({
         dout: [in T], x: [in T], weight: [in T], mean: [in f32], rstd: [in f32], dresidual: [in T], dx: [out T], cols: u32, add_dresidual: u32, centred: u32
     );
     fn softmax_forward_packed(x: [in T], out: [out T], cols: u32);
+    fn norm_backward_weights_partial_packed(
+        dout: [in T], x: [in T], mean: [in f32], rstd: [in f32], partial_dweight: [out f32], partial_dbias: [out f32], rows: u32, cols: u32,
+        rows_per_chunk: u32, centred: u32
+    );
     fn gelu_forward_packed(x: [in T], out: [out T]);
     fn gelu_backward_packed(x: [in T], dout: [in T], dx: [out T]);
     fn cross_entropy_forward_backward(logits: [in T], targets: [in u32], losses: [out f32], dlogits: [out T], rows: u32, vocab: u32, dloss: f32);

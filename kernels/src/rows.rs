@@ -296,20 +296,37 @@ fn weight_gradients<T: Element>(
     let chunks = weight_chunks(shape.rows);
     let mut partial_dw = DeviceBuffer::<f32>::zeroed_async(stream, chunks * shape.cols)?;
     let mut partial_db = DeviceBuffer::<f32>::zeroed_async(stream, chunks * shape.cols)?;
-    <T as Launchers>::norm_backward_weights_partial(
-        stream,
-        grid_stride(chunks * shape.cols),
-        dout,
-        x,
-        mean,
-        rstd,
-        &mut partial_dw,
-        &mut partial_db,
-        rows,
-        nonzero_cols,
-        ROWS_PER_CHUNK as u32,
-        centred as u32,
-    )?;
+    if shape.cols.is_multiple_of(8) {
+        <T as Launchers>::norm_backward_weights_partial_packed(
+            stream,
+            grid_stride(chunks * shape.cols / 8),
+            dout,
+            x,
+            mean,
+            rstd,
+            &mut partial_dw,
+            &mut partial_db,
+            rows,
+            cols,
+            ROWS_PER_CHUNK as u32,
+            centred as u32,
+        )?;
+    } else {
+        <T as Launchers>::norm_backward_weights_partial(
+            stream,
+            grid_stride(chunks * shape.cols),
+            dout,
+            x,
+            mean,
+            rstd,
+            &mut partial_dw,
+            &mut partial_db,
+            rows,
+            nonzero_cols,
+            ROWS_PER_CHUNK as u32,
+            centred as u32,
+        )?;
+    }
     sum_column_partials::launch(stream, grid_stride(shape.cols), &partial_dw, dweight, chunks as u32, cols)?;
     Ok((partial_db, chunks as u32))
 }

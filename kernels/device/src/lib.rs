@@ -871,6 +871,7 @@ instances_of!(for_f32, "The `f32` instances.":
     layernorm_forward_packed = packed::layernorm_forward_packed_f32, add_layernorm_forward_packed = packed::add_layernorm_forward_packed_f32,
     norm_backward_packed = packed::norm_backward_packed_f32, softmax_forward_packed = packed::softmax_forward_packed_f32,
     gelu_forward_packed = packed::gelu_forward_packed_f32, gelu_backward_packed = packed::gelu_backward_packed_f32,
+    norm_backward_weights_partial_packed = packed::norm_backward_weights_partial_packed_f32,
 );
 instances_of!(for_bf16, "The `bf16` instances.":
     rmsnorm_forward = rmsnorm_forward_bf16, add_rmsnorm_forward = add_rmsnorm_forward_bf16,
@@ -889,6 +890,7 @@ instances_of!(for_bf16, "The `bf16` instances.":
     layernorm_forward_packed = packed::layernorm_forward_packed_bf16, add_layernorm_forward_packed = packed::add_layernorm_forward_packed_bf16,
     norm_backward_packed = packed::norm_backward_packed_bf16, softmax_forward_packed = packed::softmax_forward_packed_bf16,
     gelu_forward_packed = packed::gelu_forward_packed_bf16, gelu_backward_packed = packed::gelu_backward_packed_bf16,
+    norm_backward_weights_partial_packed = packed::norm_backward_weights_partial_packed_bf16,
 );
 instances_of!(for_f16, "The `f16` instances.":
     rmsnorm_forward = rmsnorm_forward_f16, add_rmsnorm_forward = add_rmsnorm_forward_f16,
@@ -907,4 +909,5 @@ instances_of!(for_f16, "The `f16` instances.":
     layernorm_forward_packed = packed::layernorm_forward_packed_f16, add_layernorm_forward_packed = packed::add_layernorm_forward_packed_f16,
     norm_backward_packed = packed::norm_backward_packed_f16, softmax_forward_packed = packed::softmax_forward_packed_f16,
     gelu_forward_packed = packed::gelu_forward_packed_f16, gelu_backward_packed = packed::gelu_backward_packed_f16,
+    norm_backward_weights_partial_packed = packed::norm_backward_weights_partial_packed_f16,
 );

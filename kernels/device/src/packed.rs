@@ -18,12 +18,12 @@
 
 use bytemuck::{Pod, Zeroable};
 use ferrocuda_device::block::RuntimeBlockReduce;
+use ferrocuda_device::cache::{self, Load, Store};
 use ferrocuda_device::global::partition::BlockRows;
 use ferrocuda_device::global::{DisjointChunks, DisjointSlice, ThreadIndex, block_row, grid_stride, unique_index};
 #[cfg_attr(not(target_arch = "nvptx64"), allow(unused_imports))]
 use ferrocuda_device::math::{DeviceFloat, FastMath};
 use ferrocuda_device::unroll::unroll;
-use ferrocuda_device::cache::{self, Load, Store};
 use ferrocuda_device::{block_scratch, kernel};
 
 use crate::{CHUNK, Float, bf16, f16, gelu, gelu_derivative};
@@ -212,7 +212,8 @@ pub fn add_layernorm_forward_packed<T: Float>(
     eps: f32,
 ) {
     let (i, at, c) = my_chunk(cols);
-    let (h, w, b) = (add8::<T>(load8(x, at, Load::EvictFirst), load8(residual, at, Load::EvictFirst)), load8(weight, c, Load::EvictLast), load8(bias, c, Load::EvictLast));
+    let (h, w, b) =
+        (add8::<T>(load8(x, at, Load::EvictFirst), load8(residual, at, Load::EvictFirst)), load8(weight, c, Load::EvictLast), load8(bias, c, Load::EvictLast));
     let (m, r) = block_statistics(h, cols, true, eps);
     store8(&mut sum, i, h);
     store8(&mut out, i, normalise(h, w, Some(b), m, r));
@@ -308,5 +309,59 @@ pub fn gelu_backward_packed<T: Float>(x: &[T], dout: &[T], mut dx: DisjointChunk
         let (mut v, d) = (load8(x, i.get() * CHUNK, Load::EvictFirst), load8(dout, i.get() * CHUNK, Load::EvictFirst));
         unroll::<CHUNK>(|u| v[u] = gelu_derivative(v[u]) * d[u]);
         store8(&mut dx, i, v);
+    }
+}
+
+/// [`norm_backward_weights_partial()`](crate::norm_backward_weights_partial) with 8 columns
+/// per thread (16-byte loads of `dout` and `x`): thread `i = chunk * cols / 8 + c / 8` sums
+/// rows `chunk * rows_per_chunk ..` (at most `rows_per_chunk`, in order) of columns `c .. c +
+/// 8` into `partial_dweight` and `partial_dbias` (chunk `i` of 8 values each). `cols` is a
+/// multiple of 8 (the host picks this kernel only then).
+#[kernel(instances(f32, bf16, f16))]
+#[allow(clippy::too_many_arguments)]
+pub fn norm_backward_weights_partial_packed<T: Float>(
+    dout: &[T],
+    x: &[T],
+    mean: &[f32],
+    rstd: &[f32],
+    mut partial_dweight: DisjointChunks<f32, 8>,
+    mut partial_dbias: DisjointChunks<f32, 8>,
+    rows: u32,
+    cols: u32,
+    rows_per_chunk: u32,
+    centred: u32,
+) {
+    let per_row = (cols as usize / CHUNK).max(1);
+    for i in grid_stride(partial_dweight.len()) {
+        let (chunk, c) = (i.get() / per_row, (i.get() % per_row) * CHUNK);
+        let first = chunk * rows_per_chunk as usize;
+        let last = (first + rows_per_chunk as usize).min(rows as usize);
+        let (mut dw, mut db) = ([0.0f32; CHUNK], [0.0f32; CHUNK]);
+        let mut r = first;
+        // Four rows' loads in flight at once, summed in row order.
+        while r < last {
+            let mut d = [[0.0f32; CHUNK]; 4];
+            let mut xh = [[0.0f32; CHUNK]; 4];
+            unroll::<4>(|k| {
+                let row = r + k;
+                if row < last {
+                    let at = row * cols as usize + c;
+                    let m = if centred != 0 { mean.get(row).copied().unwrap_or(0.0) } else { 0.0 };
+                    let s = rstd.get(row).copied().unwrap_or(0.0);
+                    d[k] = load8(dout, at, Load::EvictFirst);
+                    let v = load8(x, at, Load::EvictFirst);
+                    unroll::<CHUNK>(|u| xh[k][u] = (v[u] - m) * s);
+                }
+            });
+            unroll::<4>(|k| {
+                unroll::<CHUNK>(|u| {
+                    dw[u] += d[k][u] * xh[k][u];
+                    db[u] += d[k][u];
+                })
+            });
+            r += 4;
+        }
+        store8::<f32>(&mut partial_dweight, i, dw);
+        store8::<f32>(&mut partial_dbias, i, db);
     }
 }
