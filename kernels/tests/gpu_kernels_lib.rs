@@ -39,9 +39,8 @@ fn zeros<T: bytemuck::Pod>(context: &Context, n: usize) -> DeviceBuffer<T> {
     DeviceBuffer::zeroed(context, n).unwrap()
 }
 
-fn rows_on_gpu<T: Element>(context: &Context, stream: &Stream) {
+fn rows_on_gpu<T: Element>(context: &Context, stream: &Stream, shape: Rows) {
     let e = CpuExecutor::new();
-    let shape = Rows { rows: 67, cols: 1000 };
     let n = shape.len();
     let tol = tolerance::<T>();
     let (x, _) = input::<T>(n, 1, 2.0);
@@ -143,9 +142,45 @@ fn rows_on_gpu<T: Element>(context: &Context, stream: &Stream) {
 #[test]
 fn row_kernels_on_the_gpu_match_the_cpu_executor() {
     let Some((context, stream)) = gpu("row_kernels_on_the_gpu_match_the_cpu_executor") else { return };
-    rows_on_gpu::<f32>(&context, &stream);
-    rows_on_gpu::<bf16>(&context, &stream);
-    rows_on_gpu::<f16>(&context, &stream);
+    // 1000 columns: the packed kernels (125 threads a row: a partial warp); 998: the
+    // warp-per-row ones (not a multiple of 8).
+    for shape in [Rows { rows: 67, cols: 1000 }, Rows { rows: 67, cols: 998 }] {
+        rows_on_gpu::<f32>(&context, &stream, shape);
+        rows_on_gpu::<bf16>(&context, &stream, shape);
+        rows_on_gpu::<f16>(&context, &stream, shape);
+    }
+}
+
+/// The packed kernels on views one element in (not 16-byte aligned): the element-wise
+/// fallback inside the same kernels, the same values as on aligned buffers.
+fn packed_misaligned_on_gpu<T: Element>(context: &Context, stream: &Stream) {
+    let shape = Rows { rows: 33, cols: 4096 };
+    let n = shape.len();
+    let (x, _) = input::<T>(n, 31, 2.0);
+    let (w, _) = input::<T>(shape.cols, 32, 1.5);
+    let (xa, wa) = (up(context, &x), up(context, &w));
+    let mut shifted = vec![T::default(); n + 1];
+    shifted[1..].copy_from_slice(&x);
+    let xs = up(context, &shifted);
+    let (mut oa, mut os) = (zeros::<T>(context, n), zeros::<T>(context, n + 1));
+    let mut rstd = zeros::<f32>(context, shape.rows);
+    rows::rmsnorm(stream, &xa, &wa, &mut oa, &mut rstd, shape, 1e-6).unwrap();
+    rows::rmsnorm(stream, &xs.slice(1..), &wa, &mut os.slice_mut(1..), &mut rstd, shape, 1e-6).unwrap();
+    assert_eq!(widen(&oa.to_vec().unwrap()), widen(&os.to_vec().unwrap()[1..]), "gpu rmsnorm: misaligned view");
+    rows::softmax(stream, &xa, &mut oa, shape).unwrap();
+    rows::softmax(stream, &xs.slice(1..), &mut os.slice_mut(1..), shape).unwrap();
+    assert_eq!(widen(&oa.to_vec().unwrap()), widen(&os.to_vec().unwrap()[1..]), "gpu softmax: misaligned view");
+    rows::gelu(stream, &xa, &mut oa).unwrap();
+    rows::gelu(stream, &xs.slice(1..), &mut os.slice_mut(1..)).unwrap();
+    assert_eq!(widen(&oa.to_vec().unwrap()), widen(&os.to_vec().unwrap()[1..]), "gpu gelu: misaligned view");
+}
+
+#[test]
+fn packed_kernels_on_misaligned_views_match_aligned_ones() {
+    let Some((context, stream)) = gpu("packed_kernels_on_misaligned_views_match_aligned_ones") else { return };
+    packed_misaligned_on_gpu::<f32>(&context, &stream);
+    packed_misaligned_on_gpu::<bf16>(&context, &stream);
+    packed_misaligned_on_gpu::<f16>(&context, &stream);
 }
 
 fn attention_on_gpu<T: Element>(context: &Context, stream: &Stream, shape: Attention, tol: f64) {
