@@ -107,15 +107,17 @@ fn rows_on_gpu<T: Element>(context: &Context, stream: &Stream, shape: Rows) {
     assert_close("gpu silu_and_mul backward", &widen(&out.to_vec().unwrap()), &widen(&c_out), tol);
 
     // Rotary embeddings: 67 tokens x 5 heads x 200 (rotary 128 of each head), here over
-    // 67 x 1000 elements.
-    let rope = Rope { tokens: 67, heads: 5, head_dim: 200, rotary_dim: 128, max_positions: 100 };
-    let positions: Vec<u32> = (0..67).map(|t| (t * 7) % 100).collect();
-    let table: Vec<f32> = values(100 * 64, 9, 1.0).iter().map(|&v| v as f32).collect();
-    let (p_, cos_, sin_) = (up(context, &positions), up(context, &table), up(context, &table[..].iter().map(|v| v * 0.5).collect::<Vec<_>>()));
-    rows::rotary_embedding(stream, &x_, &p_, &cos_, &sin_, &mut out, rope, false).unwrap();
-    let sin_host: Vec<f32> = table.iter().map(|v| v * 0.5).collect();
-    cpu::rotary_embedding(&e, &x, &positions, &table, &sin_host, &mut c_out, rope, false).unwrap();
-    assert_close("gpu rope", &widen(&out.to_vec().unwrap()), &widen(&c_out), tol);
+    // 67 x 1000 elements (the 998-column pass has no such split; rope is not a row kernel).
+    if shape.cols == 1000 {
+        let rope = Rope { tokens: 67, heads: 5, head_dim: 200, rotary_dim: 128, max_positions: 100 };
+        let positions: Vec<u32> = (0..67).map(|t| (t * 7) % 100).collect();
+        let table: Vec<f32> = values(100 * 64, 9, 1.0).iter().map(|&v| v as f32).collect();
+        let (p_, cos_, sin_) = (up(context, &positions), up(context, &table), up(context, &table[..].iter().map(|v| v * 0.5).collect::<Vec<_>>()));
+        rows::rotary_embedding(stream, &x_, &p_, &cos_, &sin_, &mut out, rope, false).unwrap();
+        let sin_host: Vec<f32> = table.iter().map(|v| v * 0.5).collect();
+        cpu::rotary_embedding(&e, &x, &positions, &table, &sin_host, &mut c_out, rope, false).unwrap();
+        assert_close("gpu rope", &widen(&out.to_vec().unwrap()), &widen(&c_out), tol);
+    }
 
     // Global norm, clipping, AdamW.
     let mut total = zeros::<f32>(context, 1);
