@@ -4,13 +4,16 @@
 //! once per type (`rmsnorm_forward_f32`, `rmsnorm_forward_bf16`, ...); arithmetic is in `f32`
 //! whatever the storage type. The kernels are safe: their outputs are the kernel model's
 //! disjoint outputs (`PerWarpRow` for row kernels, one warp per row; `DisjointSlice` for
-//! element-wise ones), so no launch can race. The host crate `ferrocuda-kernels` checks every
+//! element-wise ones; `DisjointChunks<T, 8>` and `BlockRows` for the packed ones), so no
+//! launch can race. The host crate `ferrocuda-kernels` checks every
 //! shape before it launches them; call them through it.
 //!
-//! Row kernels use one warp per row: lane `l` handles columns `l, l + 32, ...`, and row
-//! statistics are warp shuffles. That is correct for any width; it is fast for widths of a few
-//! thousand columns and slower for very wide rows (a vocabulary of 50k), where a block per row
-//! would do better (not written yet).
+//! Row kernels come in two forms. The [`packed`] ones (a block per row, 8 consecutive columns
+//! per thread, 16-byte accesses, the row read once) serve widths that are multiples of 8 from
+//! 256 to 8192, and GELU over lengths that are multiples of 8. The others, in this module, use
+//! one warp per row: lane `l` handles columns `l, l + 32, ...`, and row statistics are warp
+//! shuffles; correct for any width, fast for a few thousand columns, slower for very wide rows
+//! (a vocabulary of 50k: cross-entropy is still one of them).
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
 
 use core::num::{NonZeroU32, NonZeroU64};
