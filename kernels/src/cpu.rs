@@ -24,7 +24,7 @@ use crate::attention::Attention;
 use crate::error::{expect_at_least, expect_len, unsupported};
 use crate::launchers::CpuLaunchers;
 use crate::rows::{AdamW, ROWS_PER_CHUNK, Rope, Rows, silu_width, weight_chunks};
-use crate::{Element, Result, grid_stride, warp_per_row};
+use crate::{Element, Result, grid_stride, packed_elements, packed_rows, warp_per_row};
 
 /// [`rows::rmsnorm`](crate::rows::rmsnorm) on the CPU executor.
 pub fn rmsnorm<T: Element>(executor: &CpuExecutor, x: &[T], weight: &[T], out: &mut [T], rstd: &mut [f32], shape: Rows, eps: f32) -> Result<()> {
@@ -35,6 +35,9 @@ pub fn rmsnorm<T: Element>(executor: &CpuExecutor, x: &[T], weight: &[T], out: &
     shape.per_row("rstd", rstd.len())?;
     if rows == 0 {
         return Ok(());
+    }
+    if let Some(config) = packed_rows(shape.rows, shape.cols) {
+        return Ok(<T as CpuLaunchers>::rmsnorm_forward_packed(executor, config, x, weight, out, rstd, cols, eps)?);
     }
     Ok(<T as CpuLaunchers>::rmsnorm_forward(executor, warp_per_row(shape.rows), x, weight, out, rstd, rows, cols, eps)?)
 }
@@ -62,6 +65,9 @@ pub fn add_rmsnorm<T: Element>(
     if rows == 0 {
         return Ok(());
     }
+    if let Some(config) = packed_rows(shape.rows, shape.cols) {
+        return Ok(<T as CpuLaunchers>::add_rmsnorm_forward_packed(executor, config, x, residual, weight, out, sum, rstd, cols, eps)?);
+    }
     Ok(<T as CpuLaunchers>::add_rmsnorm_forward(executor, warp_per_row(shape.rows), x, residual, weight, out, sum, rstd, rows, cols, eps)?)
 }
 
@@ -87,6 +93,9 @@ pub fn layernorm<T: Element>(
     shape.per_row("rstd", rstd.len())?;
     if rows == 0 {
         return Ok(());
+    }
+    if let Some(config) = packed_rows(shape.rows, shape.cols) {
+        return Ok(<T as CpuLaunchers>::layernorm_forward_packed(executor, config, x, weight, bias, out, mean, rstd, cols, eps)?);
     }
     Ok(<T as CpuLaunchers>::layernorm_forward(executor, warp_per_row(shape.rows), x, weight, bias, out, mean, rstd, rows, cols, eps)?)
 }
@@ -117,6 +126,9 @@ pub fn add_layernorm<T: Element>(
     shape.per_row("rstd", rstd.len())?;
     if rows == 0 {
         return Ok(());
+    }
+    if let Some(config) = packed_rows(shape.rows, shape.cols) {
+        return Ok(<T as CpuLaunchers>::add_layernorm_forward_packed(executor, config, x, residual, weight, bias, out, sum, mean, rstd, cols, eps)?);
     }
     Ok(<T as CpuLaunchers>::add_layernorm_forward(executor, warp_per_row(shape.rows), x, residual, weight, bias, out, sum, mean, rstd, rows, cols, eps)?)
 }
@@ -153,7 +165,10 @@ pub fn layernorm_backward<T: Element>(
             Some(d) => (d, 1),
             None => (dout, 0),
         };
-        <T as CpuLaunchers>::layernorm_backward(executor, warp_per_row(shape.rows), dout, x, weight, mean, rstd, d, dx, rows, cols, add)?;
+        match packed_rows(shape.rows, shape.cols) {
+            Some(config) => <T as CpuLaunchers>::norm_backward_packed(executor, config, dout, x, weight, mean, rstd, d, dx, cols, add, 1)?,
+            None => <T as CpuLaunchers>::layernorm_backward(executor, warp_per_row(shape.rows), dout, x, weight, mean, rstd, d, dx, rows, cols, add)?,
+        }
     }
     weight_gradients(executor, dout, x, mean, rstd, dweight, Some(dbias), shape, true)
 }
@@ -186,7 +201,10 @@ pub fn rmsnorm_backward<T: Element>(
             Some(d) => (d, 1),
             None => (dout, 0),
         };
-        <T as CpuLaunchers>::rmsnorm_backward(executor, warp_per_row(shape.rows), dout, x, weight, rstd, d, dx, rows, cols, add)?;
+        match packed_rows(shape.rows, shape.cols) {
+            Some(config) => <T as CpuLaunchers>::norm_backward_packed(executor, config, dout, x, weight, rstd, rstd, d, dx, cols, add, 0)?,
+            None => <T as CpuLaunchers>::rmsnorm_backward(executor, warp_per_row(shape.rows), dout, x, weight, rstd, d, dx, rows, cols, add)?,
+        }
     }
     weight_gradients(executor, dout, x, rstd, rstd, dweight, None, shape, false)
 }
@@ -208,20 +226,37 @@ fn weight_gradients<T: Element>(
     let nonzero_cols = NonZeroU32::new(cols).ok_or_else(|| unsupported("cols", 0, "rows need at least one column"))?;
     let chunks = weight_chunks(shape.rows);
     let (mut partial_dw, mut partial_db) = (vec![0.0f32; chunks * shape.cols], vec![0.0f32; chunks * shape.cols]);
-    <T as CpuLaunchers>::norm_backward_weights_partial(
-        executor,
-        grid_stride(chunks * shape.cols),
-        dout,
-        x,
-        mean,
-        rstd,
-        &mut partial_dw,
-        &mut partial_db,
-        rows,
-        nonzero_cols,
-        ROWS_PER_CHUNK as u32,
-        centred as u32,
-    )?;
+    if shape.cols.is_multiple_of(8) {
+        <T as CpuLaunchers>::norm_backward_weights_partial_packed(
+            executor,
+            grid_stride(chunks * shape.cols / 8),
+            dout,
+            x,
+            mean,
+            rstd,
+            &mut partial_dw,
+            &mut partial_db,
+            rows,
+            cols,
+            ROWS_PER_CHUNK as u32,
+            centred as u32,
+        )?;
+    } else {
+        <T as CpuLaunchers>::norm_backward_weights_partial(
+            executor,
+            grid_stride(chunks * shape.cols),
+            dout,
+            x,
+            mean,
+            rstd,
+            &mut partial_dw,
+            &mut partial_db,
+            rows,
+            nonzero_cols,
+            ROWS_PER_CHUNK as u32,
+            centred as u32,
+        )?;
+    }
     sum_column_partials::launch_cpu(executor, grid_stride(shape.cols), &partial_dw, dweight, chunks as u32, cols)?;
     if let Some(dbias) = dbias {
         sum_column_partials::launch_cpu(executor, grid_stride(shape.cols), &partial_db, dbias, chunks as u32, cols)?;
@@ -236,6 +271,9 @@ pub fn softmax<T: Element>(executor: &CpuExecutor, x: &[T], out: &mut [T], shape
     shape.matrix("out", out.len())?;
     if rows == 0 {
         return Ok(());
+    }
+    if let Some(config) = packed_rows(shape.rows, shape.cols) {
+        return Ok(<T as CpuLaunchers>::softmax_forward_packed(executor, config, x, out, cols)?);
     }
     Ok(<T as CpuLaunchers>::softmax_forward(executor, warp_per_row(shape.rows), x, out, rows, cols)?)
 }
@@ -268,6 +306,9 @@ pub fn gelu<T: Element>(executor: &CpuExecutor, x: &[T], out: &mut [T]) -> Resul
     if x.is_empty() {
         return Ok(());
     }
+    if let Some(config) = packed_elements(x.len()) {
+        return Ok(<T as CpuLaunchers>::gelu_forward_packed(executor, config, x, out)?);
+    }
     Ok(<T as CpuLaunchers>::gelu_forward(executor, grid_stride(x.len()), x, out)?)
 }
 
@@ -277,6 +318,9 @@ pub fn gelu_backward<T: Element>(executor: &CpuExecutor, x: &[T], dout: &[T], dx
     expect_len("dx", dx.len(), x.len(), || "as long as x".into())?;
     if x.is_empty() {
         return Ok(());
+    }
+    if let Some(config) = packed_elements(x.len()) {
+        return Ok(<T as CpuLaunchers>::gelu_backward_packed(executor, config, x, dout, dx)?);
     }
     Ok(<T as CpuLaunchers>::gelu_backward(executor, grid_stride(x.len()), x, dout, dx)?)
 }

@@ -105,6 +105,22 @@ kernel_table!({
         rows_per_chunk: u32, centred: u32
     );
     fn softmax_forward(x: [in T], out: [out T], rows: u32, cols: u32);
+    fn rmsnorm_forward_packed(x: [in T], weight: [in T], out: [out T], rstd: [out f32], cols: u32, eps: f32);
+    fn add_rmsnorm_forward_packed(x: [in T], residual: [in T], weight: [in T], out: [out T], sum: [out T], rstd: [out f32], cols: u32, eps: f32);
+    fn layernorm_forward_packed(x: [in T], weight: [in T], bias: [in T], out: [out T], mean: [out f32], rstd: [out f32], cols: u32, eps: f32);
+    fn add_layernorm_forward_packed(
+        x: [in T], residual: [in T], weight: [in T], bias: [in T], out: [out T], sum: [out T], mean: [out f32], rstd: [out f32], cols: u32, eps: f32
+    );
+    fn norm_backward_packed(
+        dout: [in T], x: [in T], weight: [in T], mean: [in f32], rstd: [in f32], dresidual: [in T], dx: [out T], cols: u32, add_dresidual: u32, centred: u32
+    );
+    fn softmax_forward_packed(x: [in T], out: [out T], cols: u32);
+    fn norm_backward_weights_partial_packed(
+        dout: [in T], x: [in T], mean: [in f32], rstd: [in f32], partial_dweight: [out f32], partial_dbias: [out f32], rows: u32, cols: u32,
+        rows_per_chunk: u32, centred: u32
+    );
+    fn gelu_forward_packed(x: [in T], out: [out T]);
+    fn gelu_backward_packed(x: [in T], dout: [in T], dx: [out T]);
     fn cross_entropy_forward_backward(logits: [in T], targets: [in u32], losses: [out f32], dlogits: [out T], rows: u32, vocab: u32, dloss: f32);
     fn gelu_forward(x: [in T], out: [out T]);
     fn gelu_backward(x: [in T], dout: [in T], dx: [out T]);

@@ -94,6 +94,22 @@ pub(crate) fn warp_per_row(rows: usize) -> ferrocuda_host::LaunchConfig {
     ferrocuda_host::LaunchConfig::new(rows.div_ceil(ROWS_PER_BLOCK) as u32, BLOCK)
 }
 
+/// The launch of the packed row kernels (`ferrocuda_kernels_device::packed`): one block per
+/// row, `cols / 8` threads each, 8 columns per thread; `None` for shapes they do not take
+/// (`cols` not a multiple of 8, or fewer than 256 or more than 8192 columns), which the
+/// warp-per-row kernels run instead.
+pub(crate) fn packed_rows(rows: usize, cols: usize) -> Option<ferrocuda_host::LaunchConfig> {
+    let threads = cols / 8;
+    (cols.is_multiple_of(8) && (32..=1024).contains(&threads) && rows > 0 && rows < (1 << 31))
+        .then(|| ferrocuda_host::LaunchConfig::new(rows as u32, threads as u32))
+}
+
+/// The launch of the packed element-wise kernels (chunks of 8, grid-stride); `None` unless
+/// `n` is a non-zero multiple of 8.
+pub(crate) fn packed_elements(n: usize) -> Option<ferrocuda_host::LaunchConfig> {
+    (n > 0 && n.is_multiple_of(8)).then(|| grid_stride(n / 8))
+}
+
 /// A grid-stride launch over `n` elements: up to 8192 blocks of 256 threads.
 pub(crate) fn grid_stride(n: usize) -> ferrocuda_host::LaunchConfig {
     ferrocuda_host::LaunchConfig::new(n.div_ceil(BLOCK as usize).clamp(1, 8192) as u32, BLOCK)

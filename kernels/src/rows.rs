@@ -1,8 +1,10 @@
 //! Row and element-wise kernels on the GPU: norms, softmax, cross-entropy, activations,
 //! rotary embeddings, the optimiser step and gradient clipping.
 //!
-//! Matrices are row-major `rows x cols` ([`Rows`]). Row kernels run one warp per row (any
-//! width; best up to a few thousand columns); element-wise ones a grid-stride loop. Every
+//! Matrices are row-major `rows x cols` ([`Rows`]). Norms and softmax run a block per row with
+//! 8 columns per thread and 16-byte accesses when `cols` is a multiple of 8 from 256 to 8192,
+//! else one warp per row (any width); element-wise ones a grid-stride loop (GELU in chunks of
+//! 8 when the length is a multiple of 8). The choice is the call's; results agree. Every
 //! call checks each operand's length against the shape before it queues anything and names
 //! the operand that is wrong ([`KernelsError::Shape`](crate::KernelsError::Shape)). Outputs are written, never
 //! accumulated, unless a call says otherwise. [`cpu`](crate::cpu) has the same calls on the
@@ -15,7 +17,7 @@ use ferrocuda_kernels_device::{AdamWStep, RopeShape, sum_column_partials};
 
 use crate::error::{expect_at_least, expect_len, unsupported};
 use crate::launchers::Launchers;
-use crate::{Element, Result, grid_stride, len_of, warp_per_row};
+use crate::{Element, Result, grid_stride, len_of, packed_elements, packed_rows, warp_per_row};
 
 /// The shape of a row-major matrix: `rows x cols`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -83,6 +85,9 @@ pub fn rmsnorm<T: Element>(
     if rows == 0 {
         return Ok(());
     }
+    if let Some(config) = packed_rows(shape.rows, shape.cols) {
+        return Ok(<T as Launchers>::rmsnorm_forward_packed(stream, config, x, weight, out, rstd, cols, eps)?);
+    }
     Ok(<T as Launchers>::rmsnorm_forward(stream, warp_per_row(shape.rows), x, weight, out, rstd, rows, cols, eps)?)
 }
 
@@ -111,6 +116,9 @@ pub fn add_rmsnorm<T: Element>(
     if rows == 0 {
         return Ok(());
     }
+    if let Some(config) = packed_rows(shape.rows, shape.cols) {
+        return Ok(<T as Launchers>::add_rmsnorm_forward_packed(stream, config, x, residual, weight, out, sum, rstd, cols, eps)?);
+    }
     Ok(<T as Launchers>::add_rmsnorm_forward(stream, warp_per_row(shape.rows), x, residual, weight, out, sum, rstd, rows, cols, eps)?)
 }
 
@@ -137,6 +145,9 @@ pub fn layernorm<T: Element>(
     shape.per_row("rstd", len_of(rstd))?;
     if rows == 0 {
         return Ok(());
+    }
+    if let Some(config) = packed_rows(shape.rows, shape.cols) {
+        return Ok(<T as Launchers>::layernorm_forward_packed(stream, config, x, weight, bias, out, mean, rstd, cols, eps)?);
     }
     Ok(<T as Launchers>::layernorm_forward(stream, warp_per_row(shape.rows), x, weight, bias, out, mean, rstd, rows, cols, eps)?)
 }
@@ -168,6 +179,9 @@ pub fn add_layernorm<T: Element>(
     shape.per_row("rstd", len_of(rstd))?;
     if rows == 0 {
         return Ok(());
+    }
+    if let Some(config) = packed_rows(shape.rows, shape.cols) {
+        return Ok(<T as Launchers>::add_layernorm_forward_packed(stream, config, x, residual, weight, bias, out, sum, mean, rstd, cols, eps)?);
     }
     Ok(<T as Launchers>::add_layernorm_forward(stream, warp_per_row(shape.rows), x, residual, weight, bias, out, sum, mean, rstd, rows, cols, eps)?)
 }
@@ -203,7 +217,12 @@ pub fn layernorm_backward<T: Element>(
     shape.matrix("dx", len_of(dx))?;
     shape.row("dweight", len_of(dweight))?;
     shape.row("dbias", len_of(dbias))?;
-    if rows > 0 {
+    if let Some(config) = packed_rows(shape.rows, shape.cols) {
+        match dresidual {
+            Some(d) => <T as Launchers>::norm_backward_packed(stream, config, dout, x, weight, mean, rstd, d, dx, cols, 1, 1)?,
+            None => <T as Launchers>::norm_backward_packed(stream, config, dout, x, weight, mean, rstd, dout, dx, cols, 0, 1)?,
+        }
+    } else if rows > 0 {
         match dresidual {
             Some(d) => <T as Launchers>::layernorm_backward(stream, warp_per_row(shape.rows), dout, x, weight, mean, rstd, d, dx, rows, cols, 1)?,
             None => <T as Launchers>::layernorm_backward(stream, warp_per_row(shape.rows), dout, x, weight, mean, rstd, dout, dx, rows, cols, 0)?,
@@ -237,7 +256,12 @@ pub fn rmsnorm_backward<T: Element>(
     }
     shape.matrix("dx", len_of(dx))?;
     shape.row("dweight", len_of(dweight))?;
-    if rows > 0 {
+    if let Some(config) = packed_rows(shape.rows, shape.cols) {
+        match dresidual {
+            Some(d) => <T as Launchers>::norm_backward_packed(stream, config, dout, x, weight, rstd, rstd, d, dx, cols, 1, 0)?,
+            None => <T as Launchers>::norm_backward_packed(stream, config, dout, x, weight, rstd, rstd, dout, dx, cols, 0, 0)?,
+        }
+    } else if rows > 0 {
         match dresidual {
             Some(d) => <T as Launchers>::rmsnorm_backward(stream, warp_per_row(shape.rows), dout, x, weight, rstd, d, dx, rows, cols, 1)?,
             None => <T as Launchers>::rmsnorm_backward(stream, warp_per_row(shape.rows), dout, x, weight, rstd, dout, dx, rows, cols, 0)?,
@@ -274,20 +298,37 @@ fn weight_gradients<T: Element>(
     let chunks = weight_chunks(shape.rows);
     let mut partial_dw = DeviceBuffer::<f32>::zeroed_async(stream, chunks * shape.cols)?;
     let mut partial_db = DeviceBuffer::<f32>::zeroed_async(stream, chunks * shape.cols)?;
-    <T as Launchers>::norm_backward_weights_partial(
-        stream,
-        grid_stride(chunks * shape.cols),
-        dout,
-        x,
-        mean,
-        rstd,
-        &mut partial_dw,
-        &mut partial_db,
-        rows,
-        nonzero_cols,
-        ROWS_PER_CHUNK as u32,
-        centred as u32,
-    )?;
+    if shape.cols.is_multiple_of(8) {
+        <T as Launchers>::norm_backward_weights_partial_packed(
+            stream,
+            grid_stride(chunks * shape.cols / 8),
+            dout,
+            x,
+            mean,
+            rstd,
+            &mut partial_dw,
+            &mut partial_db,
+            rows,
+            cols,
+            ROWS_PER_CHUNK as u32,
+            centred as u32,
+        )?;
+    } else {
+        <T as Launchers>::norm_backward_weights_partial(
+            stream,
+            grid_stride(chunks * shape.cols),
+            dout,
+            x,
+            mean,
+            rstd,
+            &mut partial_dw,
+            &mut partial_db,
+            rows,
+            nonzero_cols,
+            ROWS_PER_CHUNK as u32,
+            centred as u32,
+        )?;
+    }
     sum_column_partials::launch(stream, grid_stride(shape.cols), &partial_dw, dweight, chunks as u32, cols)?;
     Ok((partial_db, chunks as u32))
 }
@@ -299,6 +340,9 @@ pub fn softmax<T: Element>(stream: &Stream, x: &(impl DeviceRead<T> + ?Sized), o
     shape.matrix("out", len_of(out))?;
     if rows == 0 {
         return Ok(());
+    }
+    if let Some(config) = packed_rows(shape.rows, shape.cols) {
+        return Ok(<T as Launchers>::softmax_forward_packed(stream, config, x, out, cols)?);
     }
     Ok(<T as Launchers>::softmax_forward(stream, warp_per_row(shape.rows), x, out, rows, cols)?)
 }
@@ -338,6 +382,9 @@ pub fn gelu<T: Element>(stream: &Stream, x: &(impl DeviceRead<T> + ?Sized), out:
     if n == 0 {
         return Ok(());
     }
+    if let Some(config) = packed_elements(n) {
+        return Ok(<T as Launchers>::gelu_forward_packed(stream, config, x, out)?);
+    }
     Ok(<T as Launchers>::gelu_forward(stream, grid_stride(n), x, out)?)
 }
 
@@ -353,6 +400,9 @@ pub fn gelu_backward<T: Element>(
     expect_len("dx", len_of(dx), n, || "as long as x".into())?;
     if n == 0 {
         return Ok(());
+    }
+    if let Some(config) = packed_elements(n) {
+        return Ok(<T as Launchers>::gelu_backward_packed(stream, config, x, dout, dx)?);
     }
     Ok(<T as Launchers>::gelu_backward(stream, grid_stride(n), x, dout, dx)?)
 }

@@ -39,9 +39,8 @@ fn zeros<T: bytemuck::Pod>(context: &Context, n: usize) -> DeviceBuffer<T> {
     DeviceBuffer::zeroed(context, n).unwrap()
 }
 
-fn rows_on_gpu<T: Element>(context: &Context, stream: &Stream) {
+fn rows_on_gpu<T: Element>(context: &Context, stream: &Stream, shape: Rows) {
     let e = CpuExecutor::new();
-    let shape = Rows { rows: 67, cols: 1000 };
     let n = shape.len();
     let tol = tolerance::<T>();
     let (x, _) = input::<T>(n, 1, 2.0);
@@ -108,15 +107,17 @@ fn rows_on_gpu<T: Element>(context: &Context, stream: &Stream) {
     assert_close("gpu silu_and_mul backward", &widen(&out.to_vec().unwrap()), &widen(&c_out), tol);
 
     // Rotary embeddings: 67 tokens x 5 heads x 200 (rotary 128 of each head), here over
-    // 67 x 1000 elements.
-    let rope = Rope { tokens: 67, heads: 5, head_dim: 200, rotary_dim: 128, max_positions: 100 };
-    let positions: Vec<u32> = (0..67).map(|t| (t * 7) % 100).collect();
-    let table: Vec<f32> = values(100 * 64, 9, 1.0).iter().map(|&v| v as f32).collect();
-    let (p_, cos_, sin_) = (up(context, &positions), up(context, &table), up(context, &table[..].iter().map(|v| v * 0.5).collect::<Vec<_>>()));
-    rows::rotary_embedding(stream, &x_, &p_, &cos_, &sin_, &mut out, rope, false).unwrap();
-    let sin_host: Vec<f32> = table.iter().map(|v| v * 0.5).collect();
-    cpu::rotary_embedding(&e, &x, &positions, &table, &sin_host, &mut c_out, rope, false).unwrap();
-    assert_close("gpu rope", &widen(&out.to_vec().unwrap()), &widen(&c_out), tol);
+    // 67 x 1000 elements (the 998-column pass has no such split; rope is not a row kernel).
+    if shape.cols == 1000 {
+        let rope = Rope { tokens: 67, heads: 5, head_dim: 200, rotary_dim: 128, max_positions: 100 };
+        let positions: Vec<u32> = (0..67).map(|t| (t * 7) % 100).collect();
+        let table: Vec<f32> = values(100 * 64, 9, 1.0).iter().map(|&v| v as f32).collect();
+        let (p_, cos_, sin_) = (up(context, &positions), up(context, &table), up(context, &table[..].iter().map(|v| v * 0.5).collect::<Vec<_>>()));
+        rows::rotary_embedding(stream, &x_, &p_, &cos_, &sin_, &mut out, rope, false).unwrap();
+        let sin_host: Vec<f32> = table.iter().map(|v| v * 0.5).collect();
+        cpu::rotary_embedding(&e, &x, &positions, &table, &sin_host, &mut c_out, rope, false).unwrap();
+        assert_close("gpu rope", &widen(&out.to_vec().unwrap()), &widen(&c_out), tol);
+    }
 
     // Global norm, clipping, AdamW.
     let mut total = zeros::<f32>(context, 1);
@@ -143,9 +144,45 @@ fn rows_on_gpu<T: Element>(context: &Context, stream: &Stream) {
 #[test]
 fn row_kernels_on_the_gpu_match_the_cpu_executor() {
     let Some((context, stream)) = gpu("row_kernels_on_the_gpu_match_the_cpu_executor") else { return };
-    rows_on_gpu::<f32>(&context, &stream);
-    rows_on_gpu::<bf16>(&context, &stream);
-    rows_on_gpu::<f16>(&context, &stream);
+    // 1000 columns: the packed kernels (125 threads a row: a partial warp); 998: the
+    // warp-per-row ones (not a multiple of 8).
+    for shape in [Rows { rows: 67, cols: 1000 }, Rows { rows: 67, cols: 998 }] {
+        rows_on_gpu::<f32>(&context, &stream, shape);
+        rows_on_gpu::<bf16>(&context, &stream, shape);
+        rows_on_gpu::<f16>(&context, &stream, shape);
+    }
+}
+
+/// The packed kernels on views one element in (not 16-byte aligned): the element-wise
+/// fallback inside the same kernels, the same values as on aligned buffers.
+fn packed_misaligned_on_gpu<T: Element>(context: &Context, stream: &Stream) {
+    let shape = Rows { rows: 33, cols: 4096 };
+    let n = shape.len();
+    let (x, _) = input::<T>(n, 31, 2.0);
+    let (w, _) = input::<T>(shape.cols, 32, 1.5);
+    let (xa, wa) = (up(context, &x), up(context, &w));
+    let mut shifted = vec![T::default(); n + 1];
+    shifted[1..].copy_from_slice(&x);
+    let xs = up(context, &shifted);
+    let (mut oa, mut os) = (zeros::<T>(context, n), zeros::<T>(context, n + 1));
+    let mut rstd = zeros::<f32>(context, shape.rows);
+    rows::rmsnorm(stream, &xa, &wa, &mut oa, &mut rstd, shape, 1e-6).unwrap();
+    rows::rmsnorm(stream, &xs.slice(1..), &wa, &mut os.slice_mut(1..), &mut rstd, shape, 1e-6).unwrap();
+    assert_eq!(widen(&oa.to_vec().unwrap()), widen(&os.to_vec().unwrap()[1..]), "gpu rmsnorm: misaligned view");
+    rows::softmax(stream, &xa, &mut oa, shape).unwrap();
+    rows::softmax(stream, &xs.slice(1..), &mut os.slice_mut(1..), shape).unwrap();
+    assert_eq!(widen(&oa.to_vec().unwrap()), widen(&os.to_vec().unwrap()[1..]), "gpu softmax: misaligned view");
+    rows::gelu(stream, &xa, &mut oa).unwrap();
+    rows::gelu(stream, &xs.slice(1..), &mut os.slice_mut(1..)).unwrap();
+    assert_eq!(widen(&oa.to_vec().unwrap()), widen(&os.to_vec().unwrap()[1..]), "gpu gelu: misaligned view");
+}
+
+#[test]
+fn packed_kernels_on_misaligned_views_match_aligned_ones() {
+    let Some((context, stream)) = gpu("packed_kernels_on_misaligned_views_match_aligned_ones") else { return };
+    packed_misaligned_on_gpu::<f32>(&context, &stream);
+    packed_misaligned_on_gpu::<bf16>(&context, &stream);
+    packed_misaligned_on_gpu::<f16>(&context, &stream);
 }
 
 fn attention_on_gpu<T: Element>(context: &Context, stream: &Stream, shape: Attention, tol: f64) {

@@ -18,24 +18,24 @@ fn executor() -> CpuExecutor {
     CpuExecutor::new()
 }
 
-fn norms_forward<T: Element>() {
+fn norms_forward<T: Element>(shape: Rows) {
     let e = executor();
-    let n = SHAPE.len();
+    let n = shape.len();
     let (x, xf) = input::<T>(n, 1, 2.0);
     let (res, resf) = input::<T>(n, 2, 1.0);
-    let (w, wf) = input::<T>(SHAPE.cols, 3, 1.5);
-    let (b, bf) = input::<T>(SHAPE.cols, 4, 0.5);
+    let (w, wf) = input::<T>(shape.cols, 3, 1.5);
+    let (b, bf) = input::<T>(shape.cols, 4, 0.5);
     let tol = tolerance::<T>();
 
-    let (mut out, mut rstd) = (vec![T::default(); n], vec![0.0f32; SHAPE.rows]);
-    cpu::rmsnorm(&e, &x, &w, &mut out, &mut rstd, SHAPE, EPS).unwrap();
-    let (want, want_rstd) = rmsnorm_ref(&xf, &wf, SHAPE.cols, EPS as f64);
+    let (mut out, mut rstd) = (vec![T::default(); n], vec![0.0f32; shape.rows]);
+    cpu::rmsnorm(&e, &x, &w, &mut out, &mut rstd, shape, EPS).unwrap();
+    let (want, want_rstd) = rmsnorm_ref(&xf, &wf, shape.cols, EPS as f64);
     assert_close("rmsnorm out", &widen(&out), &want, tol);
     assert_close("rmsnorm rstd", &rstd.iter().map(|&v| v as f64).collect::<Vec<_>>(), &want_rstd, 1e-4);
 
-    let (mut mean, mut rstd) = (vec![0.0f32; SHAPE.rows], vec![0.0f32; SHAPE.rows]);
-    cpu::layernorm(&e, &x, &w, &b, &mut out, &mut mean, &mut rstd, SHAPE, EPS).unwrap();
-    let (want, want_mean, want_rstd) = layernorm_ref(&xf, &wf, &bf, SHAPE.cols, EPS as f64);
+    let (mut mean, mut rstd) = (vec![0.0f32; shape.rows], vec![0.0f32; shape.rows]);
+    cpu::layernorm(&e, &x, &w, &b, &mut out, &mut mean, &mut rstd, shape, EPS).unwrap();
+    let (want, want_mean, want_rstd) = layernorm_ref(&xf, &wf, &bf, shape.cols, EPS as f64);
     assert_close("layernorm out", &widen(&out), &want, tol);
     assert_close("layernorm mean", &mean.iter().map(|&v| v as f64).collect::<Vec<_>>(), &want_mean, 1e-5);
     assert_close("layernorm rstd", &rstd.iter().map(|&v| v as f64).collect::<Vec<_>>(), &want_rstd, 1e-4);
@@ -43,19 +43,19 @@ fn norms_forward<T: Element>() {
     // Fused residual add: `sum` is x + residual rounded to T, and the norm is of that.
     let sum_want: Vec<f64> = xf.iter().zip(&resf).map(|(a, b)| T::from_f32((a + b) as f32).to_f32() as f64).collect();
     let mut sum = vec![T::default(); n];
-    cpu::add_rmsnorm(&e, &x, &res, &w, &mut out, &mut sum, &mut rstd, SHAPE, EPS).unwrap();
+    cpu::add_rmsnorm(&e, &x, &res, &w, &mut out, &mut sum, &mut rstd, shape, EPS).unwrap();
     assert_close("add_rmsnorm sum", &widen(&sum), &sum_want, 0.0);
-    assert_close("add_rmsnorm out", &widen(&out), &rmsnorm_ref(&sum_want, &wf, SHAPE.cols, EPS as f64).0, tol);
-    cpu::add_layernorm(&e, &x, &res, &w, &b, &mut out, &mut sum, &mut mean, &mut rstd, SHAPE, EPS).unwrap();
+    assert_close("add_rmsnorm out", &widen(&out), &rmsnorm_ref(&sum_want, &wf, shape.cols, EPS as f64).0, tol);
+    cpu::add_layernorm(&e, &x, &res, &w, &b, &mut out, &mut sum, &mut mean, &mut rstd, shape, EPS).unwrap();
     assert_close("add_layernorm sum", &widen(&sum), &sum_want, 0.0);
-    assert_close("add_layernorm out", &widen(&out), &layernorm_ref(&sum_want, &wf, &bf, SHAPE.cols, EPS as f64).0, tol);
+    assert_close("add_layernorm out", &widen(&out), &layernorm_ref(&sum_want, &wf, &bf, shape.cols, EPS as f64).0, tol);
 }
 
 #[test]
 fn norms_forward_match_f64() {
-    norms_forward::<f32>();
-    norms_forward::<bf16>();
-    norms_forward::<f16>();
+    norms_forward::<f32>(SHAPE);
+    norms_forward::<bf16>(SHAPE);
+    norms_forward::<f16>(SHAPE);
 }
 
 fn norms_backward<T: Element>(shape: Rows) {
@@ -94,9 +94,8 @@ fn norms_backward_match_f64() {
     norms_backward::<f32>(Rows { rows: 130, cols: 8 });
 }
 
-fn softmax_and_cross_entropy<T: Element>() {
+fn softmax_and_cross_entropy<T: Element>(shape: Rows) {
     let e = executor();
-    let shape = Rows { rows: 4, cols: 70 };
     let (x, xf) = input::<T>(shape.len(), 10, 4.0);
     let tol = tolerance::<T>();
     let mut out = vec![T::default(); shape.len()];
@@ -112,7 +111,7 @@ fn softmax_and_cross_entropy<T: Element>() {
     assert_close("softmax", &widen(&out), &probs, tol);
 
     // Row 2 ignored, row 3 out of range (NaN), the others real classes.
-    let targets = [5u32, 69, IGNORE_TARGET, 70];
+    let targets = [5u32, shape.cols as u32 - 1, IGNORE_TARGET, shape.cols as u32];
     let dloss = 0.25f32;
     let (mut losses, mut dlogits) = (vec![0.0f32; shape.rows], vec![T::default(); shape.len()]);
     cpu::cross_entropy(&e, &x, &targets, &mut losses, &mut dlogits, shape, dloss).unwrap();
@@ -130,14 +129,13 @@ fn softmax_and_cross_entropy<T: Element>() {
 
 #[test]
 fn softmax_and_cross_entropy_match_f64() {
-    softmax_and_cross_entropy::<f32>();
-    softmax_and_cross_entropy::<bf16>();
-    softmax_and_cross_entropy::<f16>();
+    softmax_and_cross_entropy::<f32>(Rows { rows: 4, cols: 70 });
+    softmax_and_cross_entropy::<bf16>(Rows { rows: 4, cols: 70 });
+    softmax_and_cross_entropy::<f16>(Rows { rows: 4, cols: 70 });
 }
 
-fn activations<T: Element>() {
+fn activations<T: Element>(shape: Rows) {
     let e = executor();
-    let shape = Rows { rows: 3, cols: 37 };
     let tol = tolerance::<T>();
     let (x, xf) = input::<T>(shape.len(), 11, 4.0);
     let (dout, doutf) = input::<T>(shape.len(), 12, 1.0);
@@ -171,9 +169,12 @@ fn activations<T: Element>() {
 
 #[test]
 fn activations_match_f64() {
-    activations::<f32>();
-    activations::<bf16>();
-    activations::<f16>();
+    // 3 x 37: the element-wise GELU kernels; 3 x 40 (a multiple of 8): the packed ones.
+    for shape in [Rows { rows: 3, cols: 37 }, Rows { rows: 3, cols: 40 }] {
+        activations::<f32>(shape);
+        activations::<bf16>(shape);
+        activations::<f16>(shape);
+    }
 }
 
 fn rope<T: Element>() {
@@ -301,4 +302,55 @@ fn wrong_shapes_are_refused_before_launch_and_name_the_operand() {
     let rope = Rope { tokens: 1, heads: 1, head_dim: 8, rotary_dim: 5, max_positions: 1 };
     let err = cpu::rotary_embedding(&e, &[0.0f32; 8], &[0], &[0.0; 2], &[0.0; 2], &mut [0.0; 8], rope, false).unwrap_err();
     assert!(matches!(err, KernelsError::Unsupported { parameter: "rotary_dim", .. }), "{err}");
+}
+
+/// The packed kernels (a block per row, 8 columns per thread, 16-byte accesses), taken for
+/// widths that are multiples of 8 from 256 to 8192: 256 (one whole warp per row) and 320 (40
+/// threads: a partial second warp in the block reductions), against the same `f64`
+/// references. Misaligned views (one element in) take the element-wise fallback inside the
+/// same kernels and must give the same values.
+#[test]
+fn packed_rows_match_f64() {
+    for cols in [256, 320] {
+        let shape = Rows { rows: 3, cols };
+        norms_forward::<f32>(shape);
+        norms_forward::<bf16>(shape);
+        norms_forward::<f16>(shape);
+        norms_backward::<f32>(shape);
+        norms_backward::<bf16>(shape);
+        norms_backward::<f16>(shape);
+        softmax_and_cross_entropy::<f32>(Rows { rows: 4, cols });
+        softmax_and_cross_entropy::<bf16>(Rows { rows: 4, cols });
+        softmax_and_cross_entropy::<f16>(Rows { rows: 4, cols });
+    }
+}
+
+fn packed_misaligned<T: Element>() {
+    let e = executor();
+    let shape = Rows { rows: 2, cols: 256 };
+    let n = shape.len();
+    let (x, _) = input::<T>(n + 1, 21, 2.0);
+    let (w, _) = input::<T>(shape.cols + 1, 22, 1.5);
+    let (mut a, mut b) = (vec![T::default(); n + 1], vec![T::default(); n + 1]);
+    let mut rstd = vec![0.0f32; shape.rows];
+    // The same values at two offsets: one of them is not 16-byte aligned.
+    let (x0, x1): (Vec<T>, Vec<T>) = (x[1..].to_vec(), x[1..].to_vec());
+    cpu::rmsnorm(&e, &x0, &w[1..], &mut a[..n], &mut rstd, shape, EPS).unwrap();
+    let mut shifted = vec![T::default(); n + 1];
+    shifted[1..].copy_from_slice(&x1);
+    cpu::rmsnorm(&e, &shifted[1..], &w[1..], &mut b[1..], &mut rstd, shape, EPS).unwrap();
+    assert_eq!(widen(&a[..n]), widen(&b[1..]), "rmsnorm: the element-wise fallback differs from the 16-byte path");
+    cpu::softmax(&e, &x0, &mut a[..n], shape).unwrap();
+    cpu::softmax(&e, &shifted[1..], &mut b[1..], shape).unwrap();
+    assert_eq!(widen(&a[..n]), widen(&b[1..]), "softmax: the element-wise fallback differs from the 16-byte path");
+    cpu::gelu(&e, &x0, &mut a[..n]).unwrap();
+    cpu::gelu(&e, &shifted[1..], &mut b[1..]).unwrap();
+    assert_eq!(widen(&a[..n]), widen(&b[1..]), "gelu: the element-wise fallback differs from the 16-byte path");
+}
+
+#[test]
+fn packed_kernels_give_the_same_values_on_misaligned_views() {
+    packed_misaligned::<f32>();
+    packed_misaligned::<bf16>();
+    packed_misaligned::<f16>();
 }

@@ -4,13 +4,16 @@
 //! once per type (`rmsnorm_forward_f32`, `rmsnorm_forward_bf16`, ...); arithmetic is in `f32`
 //! whatever the storage type. The kernels are safe: their outputs are the kernel model's
 //! disjoint outputs (`PerWarpRow` for row kernels, one warp per row; `DisjointSlice` for
-//! element-wise ones), so no launch can race. The host crate `ferrocuda-kernels` checks every
+//! element-wise ones; `DisjointChunks<T, 8>` and `BlockRows` for the packed ones), so no
+//! launch can race. The host crate `ferrocuda-kernels` checks every
 //! shape before it launches them; call them through it.
 //!
-//! Row kernels use one warp per row: lane `l` handles columns `l, l + 32, ...`, and row
-//! statistics are warp shuffles. That is correct for any width; it is fast for widths of a few
-//! thousand columns and slower for very wide rows (a vocabulary of 50k), where a block per row
-//! would do better (not written yet).
+//! Row kernels come in two forms. The [`packed`] ones (a block per row, 8 consecutive columns
+//! per thread, 16-byte accesses, the row read once) serve widths that are multiples of 8 from
+//! 256 to 8192, and GELU over lengths that are multiples of 8. The others, in this module, use
+//! one warp per row: lane `l` handles columns `l, l + 32, ...`, and row statistics are warp
+//! shuffles; correct for any width, fast for a few thousand columns, slower for very wide rows
+//! (a vocabulary of 50k: cross-entropy is still one of them).
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
 
 use core::num::{NonZeroU32, NonZeroU64};
@@ -26,6 +29,7 @@ use ferrocuda_device::math::DeviceFloat;
 use ferrocuda_device::{kernel, warp};
 
 pub mod attention;
+pub mod packed;
 
 ferrocuda_device::embed_kernels!();
 
@@ -866,6 +870,11 @@ instances_of!(for_f32, "The `f32` instances.":
     attention_forward = attention::attention_forward_f32, attention_forward_mma = attention::attention_forward_mma_f32,
     attention_backward_dq = attention::attention_backward_dq_f32,
     attention_backward_dkv = attention::attention_backward_dkv_f32,
+    rmsnorm_forward_packed = packed::rmsnorm_forward_packed_f32, add_rmsnorm_forward_packed = packed::add_rmsnorm_forward_packed_f32,
+    layernorm_forward_packed = packed::layernorm_forward_packed_f32, add_layernorm_forward_packed = packed::add_layernorm_forward_packed_f32,
+    norm_backward_packed = packed::norm_backward_packed_f32, softmax_forward_packed = packed::softmax_forward_packed_f32,
+    gelu_forward_packed = packed::gelu_forward_packed_f32, gelu_backward_packed = packed::gelu_backward_packed_f32,
+    norm_backward_weights_partial_packed = packed::norm_backward_weights_partial_packed_f32,
 );
 instances_of!(for_bf16, "The `bf16` instances.":
     rmsnorm_forward = rmsnorm_forward_bf16, add_rmsnorm_forward = add_rmsnorm_forward_bf16,
@@ -880,6 +889,11 @@ instances_of!(for_bf16, "The `bf16` instances.":
     attention_forward = attention::attention_forward_bf16, attention_forward_mma = attention::attention_forward_mma_bf16,
     attention_backward_dq = attention::attention_backward_dq_bf16,
     attention_backward_dkv = attention::attention_backward_dkv_bf16,
+    rmsnorm_forward_packed = packed::rmsnorm_forward_packed_bf16, add_rmsnorm_forward_packed = packed::add_rmsnorm_forward_packed_bf16,
+    layernorm_forward_packed = packed::layernorm_forward_packed_bf16, add_layernorm_forward_packed = packed::add_layernorm_forward_packed_bf16,
+    norm_backward_packed = packed::norm_backward_packed_bf16, softmax_forward_packed = packed::softmax_forward_packed_bf16,
+    gelu_forward_packed = packed::gelu_forward_packed_bf16, gelu_backward_packed = packed::gelu_backward_packed_bf16,
+    norm_backward_weights_partial_packed = packed::norm_backward_weights_partial_packed_bf16,
 );
 instances_of!(for_f16, "The `f16` instances.":
     rmsnorm_forward = rmsnorm_forward_f16, add_rmsnorm_forward = add_rmsnorm_forward_f16,
@@ -894,4 +908,9 @@ instances_of!(for_f16, "The `f16` instances.":
     attention_forward = attention::attention_forward_f16, attention_forward_mma = attention::attention_forward_mma_f16,
     attention_backward_dq = attention::attention_backward_dq_f16,
     attention_backward_dkv = attention::attention_backward_dkv_f16,
+    rmsnorm_forward_packed = packed::rmsnorm_forward_packed_f16, add_rmsnorm_forward_packed = packed::add_rmsnorm_forward_packed_f16,
+    layernorm_forward_packed = packed::layernorm_forward_packed_f16, add_layernorm_forward_packed = packed::add_layernorm_forward_packed_f16,
+    norm_backward_packed = packed::norm_backward_packed_f16, softmax_forward_packed = packed::softmax_forward_packed_f16,
+    gelu_forward_packed = packed::gelu_forward_packed_f16, gelu_backward_packed = packed::gelu_backward_packed_f16,
+    norm_backward_weights_partial_packed = packed::norm_backward_weights_partial_packed_f16,
 );
