@@ -260,3 +260,105 @@ fn a_borrowed_created_context_ends_cleanly_or_stops_the_process_if_something_out
         assert!(text.contains("Drop everything made in a borrowed context before the borrow ends"), "{text}");
     }
 }
+
+/// cudarc's capture mode for these tests (any thread may end the capture).
+const RELAXED: sys::CUstreamCaptureMode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
+
+/// Q8: a launch on a stream borrowed from cudarc while **cudarc** captures it is refused by
+/// name (it used to be recorded into cudarc's graph; ferrocuda then freed the buffer, and
+/// cudarc's safe `CudaGraph::launch` wrote the freed memory, by then another buffer's). The
+/// replay of cudarc's graph leaves a new buffer at the old address untouched, and the stream
+/// works again once cudarc's capture is over.
+#[test]
+fn q8_a_launch_on_a_borrowed_stream_inside_cudarcs_capture_is_refused() {
+    let Some((context, cuda)) = owner("q8_a_launch_on_a_borrowed_stream_inside_cudarcs_capture_is_refused") else { return };
+    let n = 1 << 20;
+    let home = cuda.new_stream().unwrap();
+    let ours = borrowed::cudarc::stream_in(&context, &home).unwrap();
+    let x = DeviceBuffer::from_slice(&context, &vec![1.0f32; n]).unwrap();
+    let mut victim = DeviceBuffer::<f32>::zeroed_async(&ours, n).unwrap();
+    // Loads the module before the capture (a load inside one is refused on its own).
+    saxpy::launch(&ours, LaunchConfig::for_elements(n, 256), 1.0, &x, &mut victim).unwrap();
+    ours.synchronize().unwrap();
+    let address = victim.device_ptr();
+    home.begin_capture(RELAXED).unwrap();
+    let launch = saxpy::launch(&ours, LaunchConfig::for_elements(n, 256), 7.0, &x, &mut victim);
+    let declared = ours.will_use(&[ferrocuda::BufferAccess::write(&mut victim)]);
+    let ran = std::sync::atomic::AtomicBool::new(false);
+    let door = ours.enqueue("q8 door", &[], |_raw| {
+        ran.store(true, std::sync::atomic::Ordering::SeqCst);
+        Ok::<_, Error>(())
+    });
+    let graph = home.end_capture(sys::CUgraphInstantiate_flags(0)).unwrap();
+    let error = launch.unwrap_err();
+    println!("{error}");
+    assert!(matches!(&error, Error::ForeignCapture { .. }), "{error:?}");
+    assert!(error.to_string().contains("did not begin"), "{error}");
+    assert!(matches!(&declared, Err(Error::ForeignCapture { operation }) if operation == "Stream::will_use"), "{declared:?}");
+    assert!(matches!(&door, Err(Error::ForeignCapture { operation }) if operation == "q8 door"), "{door:?}");
+    assert!(!ran.load(std::sync::atomic::Ordering::SeqCst), "work ran on a stream inside cudarc's capture");
+    // The audit's use-after-free, replayed: nothing of ferrocuda's is in cudarc's graph.
+    drop(victim);
+    ours.synchronize().unwrap();
+    let fresh = DeviceBuffer::from_slice(&context, &vec![5.0f32; n]).unwrap();
+    println!("victim at {address:#x}, new buffer at {:#x}", fresh.device_ptr());
+    if let Some(graph) = graph {
+        graph.launch().unwrap();
+        home.synchronize().unwrap();
+    }
+    let values = fresh.to_vec().unwrap();
+    assert_eq!(values.iter().filter(|&&v| v != 5.0).count(), 0, "cudarc's replay wrote a new buffer: {}", values[0]);
+    // Outside cudarc's capture the borrowed stream works and is tracked again.
+    let mut y = DeviceBuffer::<f32>::zeroed(&context, n).unwrap();
+    saxpy::launch(&ours, LaunchConfig::for_elements(n, 256), 2.0, &x, &mut y).unwrap();
+    assert!(y.to_vec().unwrap().iter().all(|&v| v == 2.0));
+}
+
+/// Q8, the other way round: ferrocuda does not capture a borrowed stream (cudarc could end
+/// that capture with its safe `end_capture`, keep the graph, and replay it after ferrocuda
+/// freed the buffers in it). The refusal names what to do; the stream is left uncaptured.
+#[test]
+fn q8_ferrocuda_refuses_to_capture_a_borrowed_stream() {
+    let Some((context, cuda)) = owner("q8_ferrocuda_refuses_to_capture_a_borrowed_stream") else { return };
+    let home = cuda.new_stream().unwrap();
+    let ours = borrowed::cudarc::stream_in(&context, &home).unwrap();
+    let begun = ours.begin_capture().unwrap_err();
+    println!("{begun}");
+    assert!(matches!(begun, Error::CaptureOfBorrowedStream), "{begun:?}");
+    assert!(begun.to_string().contains("Stream::new"), "{begun}");
+    let captured = ours.capture(|_| Ok(())).map(drop).unwrap_err();
+    assert!(matches!(captured, Error::CaptureOfBorrowedStream), "{captured:?}");
+    assert!(!ours.is_capturing().unwrap(), "a refused capture left the stream capturing");
+    // The route the message gives: capture on a stream of ferrocuda's, ordered by events.
+    let n = 1024;
+    let x = DeviceBuffer::from_slice(&context, &vec![1.0f32; n]).unwrap();
+    let mut y = DeviceBuffer::<f32>::zeroed(&context, n).unwrap();
+    let own = Stream::new(&context).unwrap();
+    saxpy::launch(&own, LaunchConfig::for_elements(n, 256), 1.0, &x, &mut y).unwrap();
+    let graph = own.capture(|s| saxpy::launch(s, LaunchConfig::for_elements(n, 256), 1.0, &x, &mut y)).unwrap();
+    assert_eq!(graph.node_count().unwrap(), 1);
+}
+
+/// Q8: a borrowed stream that waited on another library's raw event asks the driver from then
+/// on: if the wait joined cudarc's capture, ferrocuda's work there is refused.
+#[test]
+fn q8_a_borrowed_stream_joined_to_cudarcs_capture_refuses_work() {
+    let Some((context, cuda)) = owner("q8_a_borrowed_stream_joined_to_cudarcs_capture_refuses_work") else { return };
+    let capturing = cuda.new_stream().unwrap();
+    let joined = cuda.new_stream().unwrap();
+    let ours = borrowed::cudarc::stream_in(&context, &joined).unwrap();
+    let n = 1024;
+    let x = DeviceBuffer::from_slice(&context, &vec![1.0f32; n]).unwrap();
+    let mut y = DeviceBuffer::<f32>::zeroed(&context, n).unwrap();
+    saxpy::launch(&ours, LaunchConfig::for_elements(n, 256), 1.0, &x, &mut y).unwrap();
+    ours.synchronize().unwrap();
+    capturing.begin_capture(RELAXED).unwrap();
+    let event = capturing.record_event(None).unwrap();
+    // SAFETY: cudarc's live event of this context.
+    unsafe { ours.wait_raw_event(event.cu_event()) }.unwrap();
+    let launch = saxpy::launch(&ours, LaunchConfig::for_elements(n, 256), 1.0, &x, &mut y);
+    // cudarc joins back and ends its capture.
+    joined.record_event(None).and_then(|e| capturing.wait(&e)).unwrap();
+    let _graph = capturing.end_capture(sys::CUgraphInstantiate_flags(0)).unwrap();
+    assert!(matches!(&launch, Err(Error::ForeignCapture { .. })), "{launch:?}");
+}

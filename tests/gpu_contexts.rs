@@ -229,6 +229,32 @@ fn after_a_kernel_fault_starting_over_works_or_says_why_not() {
     }
 }
 
+/// Q10: buffers dropped after a kernel fault name the fault (once), not a capture by another
+/// library (a failed capture query used to count as a capture, and each drop blamed one).
+#[test]
+fn q10_buffers_dropped_after_a_fault_name_the_fault_not_a_capture() {
+    const NAME: &str = "q10_buffers_dropped_after_a_fault_name_the_fault_not_a_capture";
+    if is_child(NAME) {
+        let context = Context::primary(0).unwrap();
+        let stream = Stream::new(&context).unwrap();
+        let x = DeviceBuffer::from_slice(&context, &(0..64u32).collect::<Vec<_>>()).unwrap();
+        let mut out = DeviceBuffer::<u32>::zeroed(&context, 40).unwrap();
+        let more: Vec<_> = (0..3).map(|_| DeviceBuffer::<u32>::zeroed_async(&stream, 256).unwrap()).collect();
+        square_checked::launch(&stream, LaunchConfig::from((2u32, 32u32)), &x, &mut out).unwrap();
+        println!("FAULT: {}", stream.synchronize().unwrap_err());
+        drop((x, out, more));
+        println!("DROPPED");
+        return;
+    }
+    if common::gpu_or_skip(NAME).is_none() {
+        return;
+    }
+    let text = run_child(NAME);
+    assert!(text.contains("FAULT: ") && text.contains("DROPPED"), "{text}");
+    assert!(!text.contains("outside ferrocuda's knowledge"), "a drop after the fault blamed a capture:\n{text}");
+    assert_eq!(text.matches("dropped after its context failed").count(), 1, "the fault is named once:\n{text}");
+}
+
 #[test]
 fn an_impossible_allocation_says_how_much_was_asked_and_free() {
     let Some(context) = common::gpu_or_skip("an_impossible_allocation_says_how_much_was_asked_and_free") else { return };

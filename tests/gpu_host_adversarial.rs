@@ -516,6 +516,35 @@ fn a22_the_door_refuses_a_buffer_of_another_context_before_queuing() {
     assert!(!ran.load(Ordering::SeqCst), "the work ran although its buffer was refused");
 }
 
+/// Q9: inside ferrocuda's own capture the context check still holds: a launch on a capturing
+/// stream of one context with a buffer of another is refused (it used to be recorded into the
+/// graph, a kernel node writing another context's memory), and the capture stays usable.
+#[test]
+fn q9_a_buffer_of_another_context_is_refused_inside_a_capture() {
+    let Some(context) = common::gpu_or_skip("q9_a_buffer_of_another_context_is_refused_inside_a_capture") else { return };
+    let other = own_context();
+    let x = DeviceBuffer::from_slice(&context, &[1.0f32; 32]).unwrap();
+    let mut foreign = DeviceBuffer::<f32>::zeroed(&other, 32).unwrap();
+    let mut own = DeviceBuffer::<f32>::zeroed(&context, 32).unwrap();
+    let stream = Stream::non_blocking(&context).unwrap();
+    // Loaded before the capture (a module cannot be loaded inside one).
+    saxpy::launch(&stream, (1u32, 32u32), 1.0, &x, &mut own).unwrap();
+    stream.synchronize().unwrap();
+    stream.begin_capture().unwrap();
+    let refused = saxpy::launch(&stream, (1u32, 32u32), 1.0, &x, &mut foreign);
+    let ran = AtomicBool::new(false);
+    let door = stream.enqueue("q9", &[BufferAccess::read(&foreign)], |_raw| {
+        ran.store(true, Ordering::SeqCst);
+        Ok::<_, Error>(())
+    });
+    saxpy::launch(&stream, (1u32, 32u32), 1.0, &x, &mut own).unwrap();
+    let graph = stream.end_capture().unwrap();
+    assert!(matches!(&refused, Err(Error::BufferInOtherContext { argument: "y", .. })), "{refused:?}");
+    assert!(matches!(door, Err(Error::BufferInOtherContext { .. })), "{door:?}");
+    assert!(!ran.load(Ordering::SeqCst), "the door ran work with another context's buffer inside a capture");
+    assert_eq!(graph.node_count().unwrap(), 1, "only the launch on the stream's own context's buffer was recorded");
+}
+
 /// The last handles of a created context (its stream and a 256 MiB buffer) dropped inside a
 /// host callback on that very stream: the context is destroyed on the release thread and its
 /// memory comes back.

@@ -273,6 +273,31 @@ pub enum Error {
         /// The parameter's name (or the buffer's position).
         argument: &'static str,
     },
+    /// Work queued through ferrocuda on a stream that the driver records into a graph that
+    /// ferrocuda did not begin: another library's capture of a borrowed stream, or a capture
+    /// such a stream joined (Q8). Ferrocuda could not keep the work's buffers and module alive
+    /// for as long as that graph may be launched.
+    #[error(
+        "{operation}: the stream is being captured into a graph that ferrocuda did not begin (another library's capture of \
+         a borrowed stream, or a capture it joined through an event): ferrocuda cannot keep the buffers and module of work \
+         recorded there alive for as long as that graph may be launched, so the work is refused. Queue ferrocuda's work \
+         before the owner begins its capture or after it ends it, or record it with ferrocuda's own `Stream::capture` on a \
+         stream of ferrocuda's (`Stream::new`) and launch that graph"
+    )]
+    ForeignCapture {
+        /// The launch or operation refused.
+        operation: String,
+    },
+    /// [`Stream::begin_capture`](crate::Stream::begin_capture) on a stream another library
+    /// owns (Q8): the owner can end the capture itself and keep the graph, with ferrocuda's
+    /// buffers in it, beyond those buffers' lifetimes.
+    #[error(
+        "Stream::begin_capture: this stream is borrowed from another library (or waited on another library's raw event), \
+         which can end the capture itself and keep a graph that uses ferrocuda's buffers after they are freed; capture on a \
+         stream of ferrocuda's own (`Stream::new`) instead, ordered with the borrowed stream through events \
+         (`Event::record` on one, `Stream::wait_event` on the other)"
+    )]
+    CaptureOfBorrowedStream,
     /// An allocation whose size in bytes does not fit in `usize`.
     #[error("cannot allocate {len} elements of {element_bytes} bytes: the size in bytes overflows usize; allocate less")]
     AllocationTooLarge {

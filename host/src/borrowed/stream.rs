@@ -134,6 +134,9 @@ impl Stream {
     pub unsafe fn wait_raw_event(&self, event: sys::CUevent) -> Result<()> {
         // As `Stream::wait_event`: a wait may join a capture (P2).
         let _gate = self.capture_gate_exclusive();
+        // The event may be of another library's capture, which this wait would join: work on
+        // this stream asks the driver about captures from now on (Q8).
+        self.note_foreign_wait();
         // Through the door with no memory: a wait orders streams and touches none.
         // SAFETY: the stream is alive; `event` per the caller's contract; flags must be 0.
         self.enqueue("Stream::wait_raw_event", &[], |ours| Ok(unsafe { driver::stream::wait_event(ours.get(), event, 0) }?))

@@ -313,24 +313,34 @@ impl Stream {
     }
 }
 
-/// What every piece of stream work on buffers does first: refuses buffers of another context
-/// (unless peer access was enabled), then orders `stream` after their earlier work and records
-/// it as their user. Skipped while `stream` is being captured.
+/// What every piece of stream work does first: refuses work on a stream captured into a graph
+/// ferrocuda did not begin ([`Error::ForeignCapture`], Q8: for borrowed streams this asks the
+/// driver), then refuses buffers of another context (unless peer access was enabled), then
+/// orders `stream` after their earlier work and records it as their user. Inside ferrocuda's
+/// own capture only the context check is made (Q9): captured work runs when the graph is
+/// launched, which [`GraphExec::launch`](crate::GraphExec::launch)'s contract covers.
 #[inline]
 pub(crate) fn before_work(stream: &Stream, operation: &str, buffers: &[BufferAccess<'_>]) -> Result<()> {
-    if buffers.is_empty() || stream.is_capturing_fast() {
-        return Ok(());
-    }
+    let own_capture = stream.capture_check(operation)?;
+    order_buffers(stream, operation, buffers, own_capture)
+}
+
+/// The buffer part of [`before_work`], after its capture check (`own_capture`: ferrocuda's
+/// own capture records `stream`).
+#[inline]
+pub(crate) fn order_buffers(stream: &Stream, operation: &str, buffers: &[BufferAccess<'_>], own_capture: bool) -> Result<()> {
     let context = stream.context();
     for buffer in buffers {
         let Some(usage) = buffer.usage else { continue };
-        if usage.is_fast(stream, buffer.access) {
+        if !own_capture && usage.is_fast(stream, buffer.access) {
             continue; // `stream` was checked and ordered when it became the fast one
         }
         if !buffer.any_context && usage.context.raw() != context.raw() && !context.can_use_memory_of(usage.context.raw()) {
             return Err(Error::BufferInOtherContext { operation: operation.to_string(), argument: buffer.name });
         }
-        usage.before_stream_work_slow(stream, buffer.access)?;
+        if !own_capture {
+            usage.before_stream_work_slow(stream, buffer.access)?;
+        }
     }
     Ok(())
 }
@@ -345,12 +355,34 @@ pub(crate) fn free_stream(context: &Context, streams: &[Stream]) -> Stream {
 /// captured (one of them, or the stream the free goes on): that work would become part of the
 /// graph (a free node, an event record) or invalidate the capture (P5, P2).
 pub(crate) fn involves_capture(context: &Context, streams: &[Stream]) -> bool {
-    release_blocked(streams.iter().map(Stream::is_capturing_now), free_stream(context, streams).is_capturing_now())
+    !matches!(release_blocked(streams.iter().map(Stream::capture_now), free_stream(context, streams).capture_now()), Blocked::No)
 }
 
-/// The rule of [`involves_capture`] on the capture states alone (unit-tested without a GPU).
-fn release_blocked(mut used: impl Iterator<Item = bool>, free_on: bool) -> bool {
-    free_on || used.any(|capturing| capturing)
+/// Why a release cannot happen now.
+#[derive(Debug)]
+enum Blocked {
+    /// Nothing holds it back.
+    No,
+    /// A stream involved is being captured.
+    Capture,
+    /// A capture query failed: the context faulted (Q10), and nothing may be freed while the
+    /// GPU's state is unknown.
+    Fault(Error),
+}
+
+/// The rule of [`involves_capture`] on the capture states alone (unit-tested without a GPU):
+/// the driver's answers for the streams that used the memory and for the stream it is freed
+/// on; a failed query is a fault, not a capture (Q10).
+fn release_blocked(used: impl Iterator<Item = Result<bool>>, free_on: Result<bool>) -> Blocked {
+    let mut blocked = Blocked::No;
+    for state in std::iter::once(free_on).chain(used) {
+        match state {
+            Err(error) => return Blocked::Fault(error),
+            Ok(true) => blocked = Blocked::Capture,
+            Ok(false) => {}
+        }
+    }
+    blocked
 }
 
 /// Releases an allocation once the streams that used it are done with it: stream-ordered
@@ -370,12 +402,29 @@ pub(crate) fn release(context: &Context, ptr: u64, streams: UsedStreams, pooled:
     let own = free_stream(context, &streams);
     streams.retain(|s| !s.same_as(&own));
     let _gates: Vec<_> = streams.iter().chain(std::iter::once(&own)).map(Stream::capture_gate).collect();
-    if release_blocked(streams.iter().map(Stream::is_capturing_now), own.is_capturing_now()) {
-        eprintln!(
-            "ferrocuda: a DeviceBuffer was dropped while a stream that used it is captured into a graph outside ferrocuda's \
-             knowledge (another library's capture of a borrowed stream); its memory is leaked rather than freed into that graph"
-        );
-        return;
+    match release_blocked(streams.iter().map(Stream::capture_now), own.capture_now()) {
+        Blocked::No => {}
+        Blocked::Capture => {
+            eprintln!(
+                "ferrocuda: a DeviceBuffer was dropped while a stream that used it is captured into a graph outside ferrocuda's \
+                 knowledge (another library's capture of a borrowed stream); its memory is leaked rather than freed into that graph"
+            );
+            return;
+        }
+        // The context faulted: the memory goes with the context's teardown or the process, and
+        // the fault is named, not a capture (Q10).
+        Blocked::Fault(error) => {
+            // Once per process: after a fault every buffer's drop ends here.
+            static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+            if !SAID.swap(true, Ordering::Relaxed) {
+                eprintln!(
+                    "ferrocuda: a DeviceBuffer was dropped after its context failed ({error}); its memory, and that of every \
+                     buffer dropped after it in a failed context, is left to the context's teardown or the process's exit \
+                     rather than freed while the GPU's state is unknown"
+                );
+            }
+            return;
+        }
     }
     if pooled {
         // Free on a stream of the buffer's own context (the legacy one if none used it).
@@ -486,10 +535,20 @@ mod tests {
     /// ends, does not hold it back.
     #[test]
     fn p5_a_release_waits_only_for_a_capture_that_involves_the_buffer() {
-        assert!(!release_blocked([false, false].into_iter(), false), "no stream of the buffer captures: freed now");
-        assert!(!release_blocked(std::iter::empty(), false), "an unused buffer is freed now");
-        assert!(release_blocked([false, true].into_iter(), false), "a stream that used it captures: the release waits");
-        assert!(release_blocked([false].into_iter(), true), "the stream it is freed on captures: the release waits");
+        assert!(matches!(release_blocked([Ok(false), Ok(false)].into_iter(), Ok(false)), Blocked::No), "no stream of the buffer captures: freed now");
+        assert!(matches!(release_blocked(std::iter::empty(), Ok(false)), Blocked::No), "an unused buffer is freed now");
+        assert!(matches!(release_blocked([Ok(false), Ok(true)].into_iter(), Ok(false)), Blocked::Capture), "a stream that used it captures: the release waits");
+        assert!(matches!(release_blocked([Ok(false)].into_iter(), Ok(true)), Blocked::Capture), "the stream it is freed on captures: the release waits");
+    }
+
+    /// Q10: a failed capture query (a faulted context) blocks the release as a fault, never
+    /// as a capture (which printed a message blaming another library's capture).
+    #[test]
+    fn q10_a_failed_capture_query_is_a_fault_not_a_capture() {
+        let fault = || Err(Error::NoCurrentContext);
+        assert!(matches!(release_blocked([Ok(false), fault()].into_iter(), Ok(false)), Blocked::Fault(_)));
+        assert!(matches!(release_blocked([Ok(true)].into_iter(), fault()), Blocked::Fault(_)), "a fault wins over a capture");
+        assert!(matches!(release_blocked(std::iter::empty(), fault()), Blocked::Fault(_)));
     }
 
     /// A write elsewhere revokes both fast paths of the old stream; the legacy stream is never

@@ -20,7 +20,7 @@ use cudarc::driver::sys;
 
 use super::Stream;
 use crate::error::Error;
-use crate::memory::usage::{BufferAccess, before_work};
+use crate::memory::usage::{BufferAccess, before_work, order_buffers};
 
 /// The raw `CUstream` of a [`Stream`], lent to the work of one [`Stream::enqueue`] call (the
 /// lifetime keeps it inside the closure; null is the legacy default stream).
@@ -53,9 +53,15 @@ impl Stream {
     ///
     /// `work` must queue only work whose device memory is in `accesses` (or is otherwise kept
     /// alive and ordered, as a library's internal state bound to this one stream is), and it
-    /// is the only place where the handle may be used. While the stream is being captured,
-    /// nothing is recorded (captured work runs when the graph is launched, see
-    /// [`GraphExec::launch`](crate::GraphExec::launch)).
+    /// is the only place where the handle may be used. While ferrocuda's own capture
+    /// ([`Stream::begin_capture`]) records the stream, nothing is recorded (captured work runs
+    /// when the graph is launched, see [`GraphExec::launch`](crate::GraphExec::launch)); the
+    /// context check still holds.
+    ///
+    /// # Errors
+    /// [`Error::ForeignCapture`] while the driver records a borrowed stream into a graph that
+    /// ferrocuda did not begin (another library's capture, Q8);
+    /// [`Error::BufferInOtherContext`]; the driver's errors.
     #[inline]
     pub fn enqueue<R, E: From<Error>>(&self, operation: &str, accesses: &[BufferAccess<'_>], work: impl FnOnce(RawStream<'_>) -> Result<R, E>) -> Result<R, E> {
         before_work(self, operation, accesses)?;
@@ -73,7 +79,11 @@ impl Stream {
         also: &[BufferAccess<'_>],
         work: impl FnOnce(RawStream<'_>) -> Result<R, E>,
     ) -> Result<R, E> {
-        before_work(self, operation, also)?;
-        self.enqueue(operation, accesses, work)
+        // One capture check for both lists (for a borrowed stream it is a driver query).
+        let own_capture = self.capture_check(operation)?;
+        order_buffers(self, operation, also, own_capture)?;
+        order_buffers(self, operation, accesses, own_capture)?;
+        self.context().bind_to_thread()?;
+        work(RawStream { raw: self.inner.raw, _call: PhantomData })
     }
 }

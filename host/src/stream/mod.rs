@@ -46,6 +46,11 @@ struct StreamInner {
     /// True while [`Stream::begin_capture`] is capturing it: buffer tracking then stays out of
     /// the way (captured work runs later, when the graph is launched).
     capturing: AtomicBool,
+    /// True when another library may capture this stream behind ferrocuda's back (Q8): a
+    /// borrowed stream (`crate::borrowed`: its owner holds the handle), or a stream that waited
+    /// on another library's raw event (which may have joined it to that library's capture).
+    /// Work through the door on such a stream asks the driver whether it is captured.
+    others_may_capture: AtomicBool,
     /// Held (shared) by work whose capture check must still hold when it is queued (an
     /// allocation, a buffer's free), and exclusively by what can make this stream start
     /// capturing (`begin_capture`, a wait on an event, which may join another capture): so
@@ -132,6 +137,9 @@ impl Stream {
             owned,
             with_legacy,
             capturing: AtomicBool::new(false),
+            // The legacy default stream (null) cannot be captured; ferrocuda's own streams'
+            // handles leave ferrocuda only inside the door's closures.
+            others_may_capture: AtomicBool::new(!owned && !raw.is_null()),
             capture_mark: AtomicU64::new(0),
             capture_gate: RwLock::new(()),
             tail: OnceLock::new(),
@@ -222,15 +230,41 @@ impl Stream {
     /// this stream joined by waiting on an event of a capturing stream, or another library's
     /// capture of a borrowed stream. The legacy default stream is never captured itself; it
     /// counts as capturing while ferrocuda captures a stream ordered with it (work queued on
-    /// it then would invalidate that capture). A failed query counts as capturing.
-    pub(crate) fn is_capturing_now(&self) -> bool {
+    /// it then would invalidate that capture). A failed query (a faulted context) is the
+    /// error, not a capture (Q10).
+    pub(crate) fn capture_now(&self) -> Result<bool> {
         if self.is_capturing_fast() {
-            return true;
+            return Ok(true);
         }
         if self.handle().is_null() {
-            return self.context().legacy_blocked_by_capture();
+            return Ok(self.context().legacy_blocked_by_capture());
         }
-        capturing_per_driver(self.context(), self.handle())
+        driver_capture_status(self.context(), self.handle())
+    }
+
+    /// The capture check of every piece of work through the door (Q8): `Ok(true)` while
+    /// ferrocuda's own capture ([`Stream::begin_capture`]) records this stream, `Ok(false)` when
+    /// the work runs directly, [`Error::ForeignCapture`] when the driver records the stream
+    /// into a graph ferrocuda did not begin. The driver is asked only for streams another
+    /// library may capture (borrowed ones); for ferrocuda's own streams this is two atomic
+    /// loads.
+    #[inline]
+    pub(crate) fn capture_check(&self, operation: &str) -> Result<bool> {
+        capture_rule(self.is_capturing_fast(), self.inner.others_may_capture.load(Ordering::Relaxed), || self.foreign_capture_query(), operation)
+    }
+
+    /// The driver's answer for [`Stream::capture_check`] (one `cuStreamIsCapturing`, plus a
+    /// context bind).
+    #[cold]
+    #[inline(never)]
+    fn foreign_capture_query(&self) -> Result<bool> {
+        driver_capture_status(self.context(), self.handle())
+    }
+
+    /// Marks this stream as one another library may have joined to its capture (a wait on
+    /// its raw event): work on it asks the driver from now on.
+    pub(crate) fn note_foreign_wait(&self) {
+        self.inner.others_may_capture.store(true, Ordering::Relaxed);
     }
 
     /// Refuses a stream-ordered allocation on this stream while it is captured (P2): the
@@ -252,7 +286,8 @@ impl Stream {
     /// a stream ordered with it is the driver's to refuse (it invalidates that capture; it
     /// cannot escape it).
     pub(crate) fn refuse_capture(&self, operation: &'static str) -> Result<()> {
-        if !self.handle().is_null() && self.is_capturing_now() { Err(Error::AllocationInCapture { operation }) } else { Ok(()) }
+        // A failed query is the context's fault, reported as such (Q10), not as a capture.
+        if !self.handle().is_null() && self.capture_now()? { Err(Error::AllocationInCapture { operation }) } else { Ok(()) }
     }
 
     /// True while being captured through [`Stream::begin_capture`].
@@ -399,7 +434,15 @@ impl Stream {
     /// Capture a [`StreamOrdering::NonBlocking`] stream: the legacy default stream cannot be
     /// captured, and synchronous copies on it would invalidate a capture on a stream ordered
     /// with it.
+    ///
+    /// # Errors
+    /// [`Error::CaptureOfBorrowedStream`] on a stream borrowed from another library (Q8): its
+    /// owner could end the capture and keep the graph beyond the lifetimes of the buffers it
+    /// uses; capture on a stream of ferrocuda's, ordered with the borrowed one through events.
     pub fn begin_capture(&self) -> Result<()> {
+        if self.inner.others_may_capture.load(Ordering::Relaxed) {
+            return Err(Error::CaptureOfBorrowedStream);
+        }
         let _gate = self.capture_gate_exclusive();
         self.context().bind_to_thread()?;
         // Taken before the capture begins: every release postponed for it comes after.
@@ -555,15 +598,39 @@ impl Drop for StreamInner {
 }
 
 /// True when the driver records work queued on the stream `raw` of `context` into a graph now
-/// (whoever began the capture); a failed query counts as capturing.
+/// (whoever began the capture); a failed query counts as capturing (a stream's destruction
+/// is then postponed, which is harmless).
 fn capturing_per_driver(context: &Context, raw: sys::CUstream) -> bool {
-    if context.bind_to_thread().is_err() {
-        return true;
-    }
+    driver_capture_status(context, raw).unwrap_or(true)
+}
+
+/// Whether the driver records work queued on the stream `raw` of `context` into a graph now
+/// (whoever began the capture; an invalidated capture counts); a failed query (a faulted
+/// context) is the error.
+fn driver_capture_status(context: &Context, raw: sys::CUstream) -> Result<bool> {
+    context.bind_to_thread()?;
     let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
     // SAFETY: writes one enum value; the stream is alive (its handle is not destroyed yet).
-    let queried = unsafe { driver::stream::is_capturing(raw, &mut status) };
-    queried.is_err() || status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
+    unsafe { driver::stream::is_capturing(raw, &mut status) }?;
+    Ok(status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+}
+
+/// The rule of [`Stream::capture_check`] (unit-tested without a GPU): ferrocuda's own capture
+/// (`own`) is known without the driver; a stream no other library can capture is not asked;
+/// any other stream is refused while the driver (`query`) says it is captured, and a failed
+/// query is reported as what it is.
+#[inline(always)]
+fn capture_rule(own: bool, others_may_capture: bool, query: impl FnOnce() -> Result<bool>, operation: &str) -> Result<bool> {
+    if own {
+        return Ok(true);
+    }
+    if !others_may_capture {
+        return Ok(false);
+    }
+    if query()? {
+        return Err(Error::ForeignCapture { operation: operation.to_string() });
+    }
+    Ok(false)
 }
 
 /// Ends the capture of a stream dropped while capturing (N11): the partial graph is
@@ -652,5 +719,60 @@ pub(crate) fn not_ready_is_false(result: Result<(), DriverError>) -> Result<bool
         Ok(()) => Ok(true),
         Err(e) if e.code == sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
         Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+
+    /// The rule's answer and whether it asked the driver, for a driver answering `driver`.
+    fn rule(own: bool, others_may_capture: bool, driver: Result<bool>) -> (Result<bool>, bool) {
+        let asked = Cell::new(false);
+        let answer = capture_rule(
+            own,
+            others_may_capture,
+            || {
+                asked.set(true);
+                driver
+            },
+            "saxpy",
+        );
+        (answer, asked.get())
+    }
+
+    /// Q8: work on a borrowed stream that the driver says is captured, by a capture ferrocuda
+    /// did not begin, is refused by name; the same stream not captured runs the work.
+    #[test]
+    fn q8_work_on_a_borrowed_stream_in_a_foreign_capture_is_refused() {
+        let (answer, asked) = rule(false, true, Ok(true));
+        assert!(asked, "a borrowed stream must be asked about");
+        let error = answer.unwrap_err();
+        assert!(matches!(&error, Error::ForeignCapture { operation } if operation == "saxpy"), "{error}");
+        let message = error.to_string();
+        assert!(message.contains("did not begin") && message.contains("Stream::capture"), "{message}");
+        let (answer, asked) = rule(false, true, Ok(false));
+        assert!(asked && matches!(answer, Ok(false)), "not captured: the work runs and is tracked");
+    }
+
+    /// Q8: ferrocuda's own capture and its own streams cost no driver call (the launch fast
+    /// path): two atomic loads.
+    #[test]
+    fn q8_own_captures_and_own_streams_never_ask_the_driver() {
+        let (answer, asked) = rule(true, false, Err(Error::NoCurrentContext));
+        assert!(!asked && matches!(answer, Ok(true)), "ferrocuda's own capture: captured, known without the driver");
+        let (answer, asked) = rule(true, true, Ok(true));
+        assert!(!asked && matches!(answer, Ok(true)));
+        let (answer, asked) = rule(false, false, Err(Error::NoCurrentContext));
+        assert!(!asked && matches!(answer, Ok(false)), "an owned stream: no other library can capture it");
+    }
+
+    /// Q10: a failed query on a borrowed stream is that failure, not a capture.
+    #[test]
+    fn q10_a_failed_query_is_reported_as_the_failure() {
+        let (answer, asked) = rule(false, true, Err(Error::NoCurrentContext));
+        assert!(asked && matches!(answer, Err(Error::NoCurrentContext)), "{answer:?}");
     }
 }
