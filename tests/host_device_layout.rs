@@ -30,11 +30,7 @@ fn global_words(ptx: &str, name: &str) -> Vec<u64> {
         })
         .collect();
     values.resize(count, 0);
-    if line.contains(".b8") {
-        values.chunks(8).map(|bytes| bytes.iter().rev().fold(0, |word, &b| word << 8 | b)).collect()
-    } else {
-        values
-    }
+    if line.contains(".b8") { values.chunks(8).map(|bytes| bytes.iter().rev().fold(0, |word, &b| word << 8 | b)).collect() } else { values }
 }
 
 fn device_layout(symbol: &str) -> Vec<u64> {

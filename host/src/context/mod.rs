@@ -366,11 +366,7 @@ impl Context {
     /// As [`Context::embedded_launch_function`] if the module is already loaded into this
     /// context; else [`Error::ModuleNotLoadedInCapture`] (loading is not allowed during a
     /// capture, E1a).
-    pub(crate) fn embedded_launch_function_if_loaded(
-        &self,
-        module: &'static EmbeddedModule,
-        signature: &'static KernelSignature,
-    ) -> Result<sys::CUfunction> {
+    pub(crate) fn embedded_launch_function_if_loaded(&self, module: &'static EmbeddedModule, signature: &'static KernelSignature) -> Result<sys::CUfunction> {
         let mut loaded = lock(&self.inner.embedded);
         match loaded.iter_mut().find(|l| l.is(module)) {
             Some(loaded) => loaded.launch_function(signature),

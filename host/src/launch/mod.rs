@@ -43,8 +43,11 @@ pub unsafe fn launch_embedded(
     config.validate(context.limits()).map_err(|problem| Error::InvalidLaunch { kernel: symbol.to_string(), problem })?;
     // Through the door: the buffers are ordered and recorded, the context bound.
     stream.enqueue(symbol, buffers, |raw| {
-        let function =
-            if stream.is_capturing_fast() { context.embedded_launch_function_if_loaded(module, signature)? } else { context.embedded_launch_function(module, signature)? };
+        let function = if stream.is_capturing_fast() {
+            context.embedded_launch_function_if_loaded(module, signature)?
+        } else {
+            context.embedded_launch_function(module, signature)?
+        };
         // SAFETY: the function belongs to the bound context; the caller vouches for `params`.
         unsafe { launch_function(function, symbol, stream, raw, &config, params) }
     })

@@ -143,7 +143,11 @@ mod tests {
     fn q1_layout_tells_resolved_element_types_apart() {
         const HOST: [u64; 6] = concat(layout_words(4, 4, [0, 0]), layout_words(4, 4, [0, 0]));
         const DEVICE: [u64; 6] = concat(layout_words(4, 4, [0, 0]), layout_words(8, 8, [0, 0]));
-        let host = KernelSignature { layout: &HOST, param_names: &["x", "out"], ..KernelSignature::new("cfg_alias", &[8, 8, 8, 8], "cfg_alias(& [Elem],DisjointSlice < Elem >)") };
+        let host = KernelSignature {
+            layout: &HOST,
+            param_names: &["x", "out"],
+            ..KernelSignature::new("cfg_alias", &[8, 8, 8, 8], "cfg_alias(& [Elem],DisjointSlice < Elem >)")
+        };
         assert_eq!(layout_difference(&host, &HOST), None);
         let why = layout_difference(&host, &DEVICE).expect("u32 on the host, u64 on the device must differ");
         assert!(why.contains("parameter `out` (#1)") && why.contains("4 bytes") && why.contains("8 bytes") && why.contains("same types"), "{why}");

@@ -1,9 +1,9 @@
 //! Reading and checking a `#[kernel]` function's signature and attribute arguments.
 
 use proc_macro2::{Group, TokenStream, TokenTree};
+use syn::ext::IdentExt;
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
-use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{FnArg, GenericParam, Ident, ItemFn, Pat, ReturnType, Token, Type};
 
