@@ -23,9 +23,9 @@ pub(crate) fn check_fingerprint(raw: sys::CUmodule, signature: &KernelSignature,
     if unsafe { driver::module::get_global(&mut address, &mut bytes, raw, name.as_ptr()) }.is_err() || bytes != 8 {
         return Ok(());
     }
-    let mut found = 0u64;
-    // SAFETY: copies the 8-byte global found above into a u64.
-    unsafe { driver::memory::memcpy_dtoh((&mut found as *mut u64).cast(), address, 8) }?;
+    let mut found = [0u64];
+    read_words(address, &mut found)?;
+    let [found] = found;
     if found != signature.fingerprint {
         return Err(Error::KernelSignatureMismatch {
             kernel: signature.symbol.to_string(),
@@ -36,6 +36,28 @@ pub(crate) fn check_fingerprint(raw: sys::CUmodule, signature: &KernelSignature,
             ),
         });
     }
+    Ok(())
+}
+
+/// Copies `words.len()` `u64`s from the device global at `address` (at least that long), on a
+/// non-blocking stream of its own: a copy on the legacy default stream (`cuMemcpyDtoH`) would
+/// join, and so invalidate, a capture in progress on a stream created with `CU_STREAM_DEFAULT`,
+/// and a kernel's first launch (which checks) may come inside a capture.
+fn read_words(address: sys::CUdeviceptr, words: &mut [u64]) -> Result<()> {
+    if words.is_empty() {
+        return Ok(());
+    }
+    let mut stream = std::ptr::null_mut();
+    // SAFETY: writes one stream handle (of the bound context), destroyed below.
+    unsafe { driver::stream::create_with_priority(&mut stream, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32, 0) }?;
+    // SAFETY: the global holds at least `words.len()` u64s (the caller's size check); `words` is
+    // writable for as many and outlives the copy, which the synchronisation completes.
+    let copied = unsafe { driver::memory::memcpy_dtoh_async(words.as_mut_ptr().cast(), address, words.len() * 8, stream) }
+        // SAFETY: the stream was created above and is alive.
+        .and_then(|()| unsafe { driver::stream::synchronize(stream) });
+    // SAFETY: created above, destroyed once, its work complete (or failed).
+    let _ = unsafe { driver::stream::destroy(stream) };
+    copied?;
     Ok(())
 }
 
@@ -56,10 +78,7 @@ pub(crate) fn check_layout(raw: sys::CUmodule, signature: &KernelSignature, modu
         return Ok(());
     }
     let mut found = vec![0u64; bytes / 8];
-    if !found.is_empty() {
-        // SAFETY: copies the whole global (a whole number of u64s, at most `bytes`) into `found`.
-        unsafe { driver::memory::memcpy_dtoh(found.as_mut_ptr().cast(), address, found.len() * 8) }?;
-    }
+    read_words(address, &mut found)?;
     match layout_difference(signature, &found) {
         None => Ok(()),
         Some(detail) => Err(Error::KernelSignatureMismatch { kernel: signature.symbol.to_string(), module: module.to_string(), detail }),
