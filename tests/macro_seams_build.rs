@@ -188,6 +188,23 @@ pub unsafe fn raw_store(p: *mut u32) {
 }
 "#;
 
+/// Audit 2026-11-27b, Q3: a `cols(..)` width given only to the device build (`cfg_attr`) was
+/// expanded inside the generated `unsafe extern "ptx-kernel" fn` entry, where an unsafe call
+/// is only `unsafe_op_in_unsafe_fn`'s warning: the crate built under `forbid(unsafe_code)`.
+const DEVICE_ONLY_WIDTH: &str = r#"#![forbid(unsafe_code)]
+#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
+use ferrocuda_device::global::{DisjointMatrix, unique_cell};
+use ferrocuda_device::kernel;
+
+#[cfg_attr(target_arch = "nvptx64", kernel(cols(out = core::num::NonZeroU32::new_unchecked(8).get())))] // P1:q3
+#[cfg_attr(not(target_arch = "nvptx64"), kernel(cols(out = 8)))]
+pub fn device_only_width(mut out: DisjointMatrix<u32>) {
+    if let Some(o) = out.get_mut(unique_cell()) {
+        *o = 1;
+    }
+}
+"#;
+
 fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -243,8 +260,12 @@ fn p1_device_only_unsafe_operations_need_an_unsafe_block_in_every_entry_form() {
         let heading = message[..position].lines().rev().find(|l| l.starts_with("error")).unwrap_or("");
         assert!(heading.starts_with("error[E0133]:") && heading.contains("requires unsafe block"), "{form} at {at}: {heading}\n{message}");
     }
-    // One error for each generic instance would be two; rustc reports the function once.
-    assert_eq!(message.matches("error[E0133]").count(), 7, "{message}");
+    // One error for each generic instance would be two; rustc reports the function once. The
+    // cluster line holds two (the `add` call and the dereference). The `cols` width is an
+    // error since Q3 (a `const` item outside the entry); before, in the `unsafe fn` entry, it
+    // was a warning, and the heading search above found the previous form's error.
+    assert_eq!(message.matches("error[E0133]").count(), 8, "{message}");
+    assert!(!message.contains("warning[E0133]"), "no user expression inside the generated `unsafe fn`: {message}");
 }
 
 /// `#![forbid(unsafe_code)]` in a kernel crate: every entry form builds for the device (the
@@ -279,4 +300,19 @@ fn p1_an_unsafe_fn_kernel_keeps_the_editions_rules_and_its_coded_warning_is_forw
     let error = build("p1-unsafe-fn-denied", &denied).expect_err("the lint is denied");
     let message = ferrocuda_builder::strip_ansi(&error.to_string());
     assert!(message.contains("error[E0133]") && message.contains(&format!("src/lib.rs:{}:", line + 1)), "{message}");
+}
+
+/// Regression (audit 2026-11-27b, Q3): a constant `cols(..)` width is bound in a `const` item
+/// beside the kernel, outside the generated `unsafe fn` entry, on the device build as on the
+/// host: an unsafe call in a width given only to the device build is E0133 at the user's
+/// line (it built, with a warning, before).
+#[test]
+fn q3_a_device_only_cols_width_is_not_inside_the_unsafe_entry() {
+    let error = build("q3-device-only-width", DEVICE_ONLY_WIDTH).expect_err("the width calls an unsafe fn without `unsafe`");
+    let message = ferrocuda_builder::strip_ansi(&error.to_string());
+    assert!(matches!(error, BuildError::Compile { .. }), "{message}");
+    let at = format!("src/lib.rs:{}:", line_of(DEVICE_ONLY_WIDTH, "q3"));
+    let position = message.find(&at).unwrap_or_else(|| panic!("no error at {at}:\n{message}"));
+    let heading = message[..position].lines().rev().find(|l| l.starts_with("error")).unwrap_or("");
+    assert!(heading.starts_with("error[E0133]:") && heading.contains("requires unsafe block"), "{heading}\n{message}");
 }

@@ -8,13 +8,15 @@ use crate::device::Device;
 
 use crate::error::{Error, Result};
 use crate::module::raw::{RawModule, check_ptx_supported};
-use crate::{EmbeddedModule, Image};
+use crate::{EmbeddedModule, Image, KernelSignature};
 
 /// An embedded module loaded into one context, with the functions looked up so far.
 pub(crate) struct LoadedEmbedded {
     source: *const EmbeddedModule,
     image: Image,
-    functions: Vec<(&'static str, sys::CUfunction)>,
+    /// Each function looked up, and whether its layout was checked against its launcher's
+    /// (the launch path checks once per function and context; the attributes path does not).
+    functions: Vec<(&'static str, sys::CUfunction, bool)>,
     module: RawModule,
 }
 
@@ -50,13 +52,32 @@ impl LoadedEmbedded {
     }
 
     pub(crate) fn function(&mut self, symbol: &'static str) -> Result<sys::CUfunction> {
-        if let Some(&(_, f)) = self.functions.iter().find(|(s, _)| *s == symbol) {
-            return Ok(f);
+        self.lookup(symbol).map(|(f, _)| f)
+    }
+
+    /// The function of `signature`, for a launch: on its first launch in this context, its
+    /// layout in the module (the device build's resolved types and `cols(..)` widths) is
+    /// compared with the launcher's (Q1, Q2); later launches find it checked.
+    pub(crate) fn launch_function(&mut self, signature: &'static KernelSignature) -> Result<sys::CUfunction> {
+        let (f, index) = self.lookup(signature.symbol)?;
+        if !self.functions[index].2 {
+            // SAFETY of the source pointer: it came from a `&'static EmbeddedModule`.
+            let name = unsafe { &*self.source }.crate_name;
+            crate::module::checks::check_layout(self.module.raw, signature, name)?;
+            self.functions[index].2 = true;
+        }
+        Ok(f)
+    }
+
+    /// The function `symbol` and its index in `functions`, looked up on first use.
+    fn lookup(&mut self, symbol: &'static str) -> Result<(sys::CUfunction, usize)> {
+        if let Some(index) = self.functions.iter().position(|(s, _, _)| *s == symbol) {
+            return Ok((self.functions[index].1, index));
         }
         // SAFETY of the source pointer: it came from a `&'static EmbeddedModule`.
         let name = unsafe { &*self.source }.crate_name;
         let f = self.module.function(name, symbol)?;
-        self.functions.push((symbol, f));
-        Ok(f)
+        self.functions.push((symbol, f, false));
+        Ok((f, self.functions.len() - 1))
     }
 }

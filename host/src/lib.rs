@@ -70,9 +70,9 @@ pub use ferrocuda_types as types;
 /// The plain data shared with the device side, the CPU executor and the macros, re-exported so
 /// users see one type of each (`ferrocuda_host::LaunchConfig` is `ferrocuda_types::LaunchConfig`).
 pub use ferrocuda_types::{
-    Arch, DeviceLimits, Dim3, EmbeddedModule, FINGERPRINT_SYMBOL_PREFIX, FULL_MASK, Image, KernelPanic, KernelResources, KernelSignature, LaunchConfig,
-    LaunchProblem, LaunchRequirements, MAX_PORTABLE_CLUSTER_BLOCKS, MESSAGE_NOT_KEPT, PANIC_SLOT_SYMBOL, PANIC_SLOT_SYMBOL_C, PanicRecord, RECORD_COMPLETE,
-    RECORD_COMPLETE_WITH_ARGUMENTS, RECORD_COMPLETE_WITHOUT_MESSAGE, WARP_SIZE, fingerprint,
+    Arch, DeviceLimits, Dim3, EmbeddedModule, FINGERPRINT_SYMBOL_PREFIX, FULL_MASK, Image, KernelPanic, KernelResources, KernelSignature, LAYOUT_SYMBOL_PREFIX,
+    LAYOUT_WORDS, LaunchConfig, LaunchProblem, LaunchRequirements, MAX_PORTABLE_CLUSTER_BLOCKS, MESSAGE_NOT_KEPT, PANIC_SLOT_SYMBOL, PANIC_SLOT_SYMBOL_C,
+    PanicRecord, RECORD_COMPLETE, RECORD_COMPLETE_WITH_ARGUMENTS, RECORD_COMPLETE_WITHOUT_MESSAGE, WARP_SIZE, fingerprint, layout_words,
 };
 pub use tensor_map::{DeviceTensorMap, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
 

@@ -41,7 +41,7 @@ pub use panic::{
 };
 pub use problem::LaunchProblem;
 pub use requirements::{LaunchRequirements, same_lengths};
-pub use signature::{FINGERPRINT_SYMBOL_PREFIX, KernelSignature, fingerprint};
+pub use signature::{FINGERPRINT_SYMBOL_PREFIX, KernelSignature, LAYOUT_SYMBOL_PREFIX, LAYOUT_WORDS, fingerprint, layout_words};
 
 /// Threads in a warp on every NVIDIA GPU so far.
 pub const WARP_SIZE: u32 = 32;

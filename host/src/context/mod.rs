@@ -11,6 +11,7 @@ use cudarc::driver::sys;
 
 use crate::DeviceLimits;
 use crate::EmbeddedModule;
+use crate::KernelSignature;
 use crate::device::Device;
 use crate::driver;
 use crate::embedded::LoadedEmbedded;
@@ -355,13 +356,21 @@ impl Context {
         self.with_embedded(module, |loaded| loaded.function(symbol))
     }
 
-    /// The function `symbol` of `module` if the module is already loaded into this context;
-    /// else [`Error::ModuleNotLoadedInCapture`] (loading is not allowed during a capture, E1a).
-    pub(crate) fn embedded_function_if_loaded(&self, module: &'static EmbeddedModule, symbol: &'static str) -> Result<sys::CUfunction> {
+    /// The function of `signature` in `module`, for a launch: loads the module into this
+    /// context on first use, and checks the function's layout against the launcher's on its
+    /// first launch (Q1, Q2).
+    pub(crate) fn embedded_launch_function(&self, module: &'static EmbeddedModule, signature: &'static KernelSignature) -> Result<sys::CUfunction> {
+        self.with_embedded(module, |loaded| loaded.launch_function(signature))
+    }
+
+    /// As [`Context::embedded_launch_function`] if the module is already loaded into this
+    /// context; else [`Error::ModuleNotLoadedInCapture`] (loading is not allowed during a
+    /// capture, E1a).
+    pub(crate) fn embedded_launch_function_if_loaded(&self, module: &'static EmbeddedModule, signature: &'static KernelSignature) -> Result<sys::CUfunction> {
         let mut loaded = lock(&self.inner.embedded);
         match loaded.iter_mut().find(|l| l.is(module)) {
-            Some(loaded) => loaded.function(symbol),
-            None => Err(Error::ModuleNotLoadedInCapture { kernel: symbol.to_string(), module: module.crate_name.to_string() }),
+            Some(loaded) => loaded.launch_function(signature),
+            None => Err(Error::ModuleNotLoadedInCapture { kernel: signature.symbol.to_string(), module: module.crate_name.to_string() }),
         }
     }
 

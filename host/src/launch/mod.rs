@@ -17,9 +17,10 @@ use crate::module::Module;
 use crate::stream::{RawStream, Stream};
 use crate::{KernelSignature, LaunchConfig, LaunchProblem};
 
-/// Launches `symbol` of an embedded module, loading the module into the stream's context on
-/// first use (outside a capture: inside one, a module that is not loaded yet is an error that
-/// says how to load it first, E1a).
+/// Launches the kernel `signature` names from an embedded module, loading the module into the
+/// stream's context on first use (outside a capture: inside one, a module that is not loaded
+/// yet is an error that says how to load it first, E1a). The kernel's first launch in a context
+/// compares the module's layout of its parameters with the launcher's (Q1, Q2).
 ///
 /// # Safety
 /// `params` must match the kernel's parameters in number, order and type, and every device
@@ -31,18 +32,22 @@ use crate::{KernelSignature, LaunchConfig, LaunchProblem};
 #[inline]
 pub unsafe fn launch_embedded(
     module: &'static EmbeddedModule,
-    symbol: &'static str,
+    signature: &'static KernelSignature,
     stream: &Stream,
     config: LaunchConfig,
     params: &mut [*mut c_void],
     buffers: &[BufferAccess<'_>],
 ) -> Result<()> {
+    let symbol = signature.symbol;
     let context = stream.context();
     config.validate(context.limits()).map_err(|problem| Error::InvalidLaunch { kernel: symbol.to_string(), problem })?;
     // Through the door: the buffers are ordered and recorded, the context bound.
     stream.enqueue(symbol, buffers, |raw| {
-        let function =
-            if stream.is_capturing_fast() { context.embedded_function_if_loaded(module, symbol)? } else { context.embedded_function(module, symbol)? };
+        let function = if stream.is_capturing_fast() {
+            context.embedded_launch_function_if_loaded(module, signature)?
+        } else {
+            context.embedded_launch_function(module, signature)?
+        };
         // SAFETY: the function belongs to the bound context; the caller vouches for `params`.
         unsafe { launch_function(function, symbol, stream, raw, &config, params) }
     })

@@ -23,9 +23,9 @@ pub(crate) fn check_fingerprint(raw: sys::CUmodule, signature: &KernelSignature,
     if unsafe { driver::module::get_global(&mut address, &mut bytes, raw, name.as_ptr()) }.is_err() || bytes != 8 {
         return Ok(());
     }
-    let mut found = 0u64;
-    // SAFETY: copies the 8-byte global found above into a u64.
-    unsafe { driver::memory::memcpy_dtoh((&mut found as *mut u64).cast(), address, 8) }?;
+    let mut found = [0u64];
+    read_words(address, &mut found)?;
+    let [found] = found;
     if found != signature.fingerprint {
         return Err(Error::KernelSignatureMismatch {
             kernel: signature.symbol.to_string(),
@@ -37,6 +37,83 @@ pub(crate) fn check_fingerprint(raw: sys::CUmodule, signature: &KernelSignature,
         });
     }
     Ok(())
+}
+
+/// Copies `words.len()` `u64`s from the device global at `address` (at least that long), on a
+/// non-blocking stream of its own: a copy on the legacy default stream (`cuMemcpyDtoH`) would
+/// join, and so invalidate, a capture in progress on a stream created with `CU_STREAM_DEFAULT`,
+/// and a kernel's first launch (which checks) may come inside a capture.
+fn read_words(address: sys::CUdeviceptr, words: &mut [u64]) -> Result<()> {
+    if words.is_empty() {
+        return Ok(());
+    }
+    let mut stream = std::ptr::null_mut();
+    // SAFETY: writes one stream handle (of the bound context), destroyed below.
+    unsafe { driver::stream::create_with_priority(&mut stream, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32, 0) }?;
+    // SAFETY: the global holds at least `words.len()` u64s (the caller's size check); `words` is
+    // writable for as many and outlives the copy, which the synchronisation completes.
+    let copied = unsafe { driver::memory::memcpy_dtoh_async(words.as_mut_ptr().cast(), address, words.len() * 8, stream) }
+        // SAFETY: the stream was created above and is alive.
+        .and_then(|()| unsafe { driver::stream::synchronize(stream) });
+    // SAFETY: created above, destroyed once, its work complete (or failed).
+    let _ = unsafe { driver::stream::destroy(stream) };
+    copied?;
+    Ok(())
+}
+
+/// Compares the kernel's layout global (`#[kernel]` writes one per entry point with
+/// parameters: each parameter's element size, alignment and constant `cols(..)` widths, as the
+/// device build resolved them) with the launcher's, computed by the host build (Q1, Q2: a `cfg`
+/// may give one name another type, or one `cols(..)` another width, on each build; the
+/// fingerprint, made from tokens, cannot see it). A module without the global passes, as for
+/// the fingerprint.
+pub(crate) fn check_layout(raw: sys::CUmodule, signature: &KernelSignature, module: &str) -> Result<()> {
+    if signature.layout.is_empty() {
+        return Ok(());
+    }
+    let Ok(name) = CString::new(format!("{}{}", crate::LAYOUT_SYMBOL_PREFIX, signature.symbol)) else { return Ok(()) };
+    let (mut address, mut bytes) = (0, 0);
+    // SAFETY: looks a global up by a NUL-terminated name in a loaded module.
+    if unsafe { driver::module::get_global(&mut address, &mut bytes, raw, name.as_ptr()) }.is_err() {
+        return Ok(());
+    }
+    let mut found = vec![0u64; bytes / 8];
+    read_words(address, &mut found)?;
+    match layout_difference(signature, &found) {
+        None => Ok(()),
+        Some(detail) => Err(Error::KernelSignatureMismatch { kernel: signature.symbol.to_string(), module: module.to_string(), detail }),
+    }
+}
+
+/// Compares the launcher's layout (`signature.layout`) with the one a device module holds for
+/// the kernel: `None` when they agree (or the launcher's is unknown), else what differs,
+/// naming the parameter, as a sentence for the error.
+pub(crate) fn layout_difference(signature: &KernelSignature, device: &[u64]) -> Option<String> {
+    const FIX: &str = "the host and the device builds must see the same types and `cols(..)` widths: \
+                       a `cfg`/`cfg_attr` on `target_arch` (or another cfg the two builds set differently) gives them different ones";
+    if signature.layout.is_empty() || signature.layout == device {
+        return None;
+    }
+    if signature.layout.len() != device.len() {
+        return Some(format!(
+            "the module's kernel has {} parameters, the launcher {}; {FIX}",
+            device.len() / crate::LAYOUT_WORDS,
+            signature.layout.len() / crate::LAYOUT_WORDS
+        ));
+    }
+    let chunks = signature.layout.chunks(crate::LAYOUT_WORDS).zip(device.chunks(crate::LAYOUT_WORDS));
+    let (index, (host, gpu)) = chunks.enumerate().find(|(_, (h, d))| h != d)?;
+    let name = signature.param_names.get(index).copied().unwrap_or("?");
+    let detail = if host[..2] != gpu[..2] {
+        format!(
+            "its element (or value) type is {} bytes, align {}, in the host build but {} bytes, align {}, in the device build",
+            host[0], host[1], gpu[0], gpu[1]
+        )
+    } else {
+        let widths = |w: u64| format!("({}, {})", w & 0xffff_ffff, w >> 32);
+        format!("its constant `cols(..)` width is {} in the host build but {} in the device build", widths(host[2]), widths(gpu[2]))
+    };
+    Some(format!("parameter `{name}` (#{index}) of `{}`: {detail}; {FIX}", signature.symbol))
 }
 
 /// Compares the kernel's PTX parameters with what its launcher passes.
@@ -68,4 +145,44 @@ pub(crate) fn check_params(function: sys::CUfunction, signature: &KernelSignatur
         return Err(mismatch(format!("parameter {i} is {} bytes in the module but {} bytes in the launcher", found[i], expected[i])));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout_words;
+
+    const fn concat(a: [u64; 3], b: [u64; 3]) -> [u64; 6] {
+        [a[0], a[1], a[2], b[0], b[1], b[2]]
+    }
+
+    /// Q1: a `cfg` alias that is `u32` on the host and `u64` on the device has the same tokens
+    /// (same fingerprint) but another layout, and the difference names the parameter.
+    #[test]
+    fn q1_layout_tells_resolved_element_types_apart() {
+        const HOST: [u64; 6] = concat(layout_words(4, 4, [0, 0]), layout_words(4, 4, [0, 0]));
+        const DEVICE: [u64; 6] = concat(layout_words(4, 4, [0, 0]), layout_words(8, 8, [0, 0]));
+        let host = KernelSignature {
+            layout: &HOST,
+            param_names: &["x", "out"],
+            ..KernelSignature::new("cfg_alias", &[8, 8, 8, 8], "cfg_alias(& [Elem],DisjointSlice < Elem >)")
+        };
+        assert_eq!(layout_difference(&host, &HOST), None);
+        let why = layout_difference(&host, &DEVICE).expect("u32 on the host, u64 on the device must differ");
+        assert!(why.contains("parameter `out` (#1)") && why.contains("4 bytes") && why.contains("8 bytes") && why.contains("same types"), "{why}");
+        // Another parameter count is a difference too; an unknown host layout checks nothing.
+        assert!(layout_difference(&host, &HOST[..3]).is_some());
+        assert_eq!(layout_difference(&KernelSignature::new("k", &[], "k()"), &DEVICE), None);
+    }
+
+    /// Q2: the same element type with another constant `cols(..)` width per build.
+    #[test]
+    fn q2_layout_tells_cols_widths_apart() {
+        const HOST: [u64; 3] = layout_words(4, 4, [8, 0]);
+        const DEVICE: [u64; 3] = layout_words(4, 4, [16, 0]);
+        let host = KernelSignature { layout: &HOST, param_names: &["out"], ..KernelSignature::new("cfg_width", &[8, 8], "") };
+        let why = layout_difference(&host, &DEVICE).expect("widths 8 and 16 must differ");
+        assert!(why.contains("parameter `out`") && why.contains("(8, 0)") && why.contains("(16, 0)"), "{why}");
+        assert_eq!(layout_words(4, 4, [3, 5])[2], 3 | 5 << 32);
+    }
 }

@@ -2,7 +2,7 @@
 //! loaded explicitly with JIT options, checked against the kernels the host expects,
 //! reloadable at run time, with typed access to their globals.
 
-mod checks;
+pub(crate) mod checks;
 mod global;
 mod image;
 pub(crate) mod jit;
@@ -174,6 +174,7 @@ impl Module {
         for signature in expected {
             let function = self.raw().function(&self.inner.name, signature.symbol)?;
             checks::check_fingerprint(self.raw().raw, signature, &self.inner.name)?;
+            checks::check_layout(self.raw().raw, signature, &self.inner.name)?;
             checks::check_params(function, signature, &self.inner.name)?;
         }
         Ok(())
@@ -188,6 +189,7 @@ impl Module {
         }
         let function = self.raw().function(&self.inner.name, signature.symbol)?;
         checks::check_fingerprint(self.raw().raw, signature, &self.inner.name)?;
+        checks::check_layout(self.raw().raw, signature, &self.inner.name)?;
         checks::check_params(function, signature, &self.inner.name)?;
         functions.push((signature, function));
         Ok(function)

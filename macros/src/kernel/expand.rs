@@ -76,7 +76,8 @@ fn kernel_items(kernel: &Kernel) -> TokenStream {
             Ok(tuple) => tuple.elems.into_iter().filter_map(|e| syn::parse2::<Ident>(quote::quote!(#e)).ok()).collect::<Vec<_>>(),
             Err(_) => syn::parse2::<Ident>(w.clone()).ok().into_iter().collect(),
         });
-        let uses: Vec<syn::Stmt> = widths.map(|w| syn::parse_quote!(let _ = &#w;)).collect();
+        // Constant widths are `const` items (see below), not parameters: nothing to mark.
+        let uses: Vec<syn::Stmt> = widths.filter(|w| kernel.params.iter().any(|p| p.name == *w)).map(|w| syn::parse_quote!(let _ = &#w;)).collect();
         with_widths.block.stmts.splice(0..0, uses);
         &with_widths
     } else {
@@ -99,6 +100,20 @@ fn kernel_items(kernel: &Kernel) -> TokenStream {
         #[allow(dead_code)]
         #function
     };
+    // Each constant `cols(..)` width in a `const` item of its own, beside the kernel (Q3): the
+    // user's expression is type-checked there, outside any generated `unsafe` (the device
+    // entry is an `unsafe fn`, whose body would let an unsafe call through with a warning), on
+    // each build from that build's attribute; the entry, the launchers and the layout name it.
+    for param in &kernel.params {
+        for (_, item, value) in &param.width_consts {
+            out.extend(quote! {
+                #(#cfgs)*
+                #[doc(hidden)]
+                #[allow(non_upper_case_globals, dead_code)]
+                const #item: ::core::primitive::u32 = #value;
+            });
+        }
+    }
     let name = &function.sig.ident;
     match &kernel.generic {
         None => {
@@ -197,6 +212,18 @@ fn device_entry(entry: &Entry, same_len: &[Vec<Ident>]) -> TokenStream {
     // launcher's before the first launch from an explicitly loaded module (U7).
     let fingerprint = fingerprint_literal(&canonical_signature(symbol, params));
     let fingerprint_symbol = format!("{}{}", ferrocuda_types::FINGERPRINT_SYMBOL_PREFIX, symbol_text(symbol));
+    // The parameters' layout as this (device) build resolves their types (Q1, Q2), which the
+    // host compares with its launcher's on the kernel's first launch from a module.
+    let layout = layout(params);
+    let layout_global = (!params.is_empty()).then(|| {
+        let layout_symbol = format!("{}{}", ferrocuda_types::LAYOUT_SYMBOL_PREFIX, symbol_text(symbol));
+        let words = params.len() * ferrocuda_types::LAYOUT_WORDS;
+        quote! {
+            #[unsafe(export_name = #layout_symbol)]
+            #[used]
+            static LAYOUT: [::core::primitive::u64; #words] = [#(#layout),*];
+        }
+    });
     quote! {
         #(#cfgs)*
         #[cfg(target_arch = "nvptx64")]
@@ -204,6 +231,8 @@ fn device_entry(entry: &Entry, same_len: &[Vec<Ident>]) -> TokenStream {
             #[unsafe(export_name = #fingerprint_symbol)]
             #[used]
             static FINGERPRINT: ::core::primitive::u64 = #fingerprint;
+
+            #layout_global
 
             #[unsafe(no_mangle)]
             #[allow(improper_ctypes_definitions, non_snake_case)]
@@ -230,6 +259,33 @@ pub fn canonical_signature(symbol: &Ident, params: &[Param]) -> String {
         })
         .collect();
     format!("{}({})", symbol_text(symbol), types.join(","))
+}
+
+/// The [`ferrocuda_types::LAYOUT_WORDS`] words of each parameter, as `u64` constant
+/// expressions that each build evaluates from its own resolved types (the same words as
+/// `ferrocuda_types::layout_words`): the element's (or by-value type's) size and alignment, and
+/// the constant `cols(..)` widths (a width given by a parameter is passed at launch: 0).
+pub fn layout(params: &[Param]) -> Vec<TokenStream> {
+    use super::parse::ParamKind;
+    params
+        .iter()
+        .flat_map(|p| {
+            let elem = match &p.kind {
+                ParamKind::Scalar { .. } | ParamKind::Value => Some(&p.ty),
+                ParamKind::Slice { elem } | ParamKind::Output { elem } | ParamKind::Pointer { elem, .. } => Some(elem),
+                ParamKind::TensorMap { .. } => None,
+            };
+            let (size, align) = match elem {
+                Some(t) => (quote!(::core::mem::size_of::<#t>() as ::core::primitive::u64), quote!(::core::mem::align_of::<#t>() as ::core::primitive::u64)),
+                None => (quote!(0u64), quote!(0u64)),
+            };
+            let widths = p.width_consts.iter().map(|(position, item, _)| {
+                let shift = 32 * *position as u32;
+                quote!((#item as ::core::primitive::u64) << #shift)
+            });
+            [size, align, quote!(0u64 #(| #widths)*)]
+        })
+        .collect()
 }
 
 /// The fingerprint of `canonical` as a `u64` literal.
@@ -278,6 +334,8 @@ fn host_launcher(
     let text = symbol_text(symbol);
     let canonical = canonical_signature(symbol, params);
     let fingerprint = fingerprint_literal(&canonical);
+    let layout = layout(params);
+    let param_names = params.iter().map(|p| label(&p.name));
     // Generated parameters: mixed-site names, so user parameters called `stream`, `config`,
     // `module` or `executor` are different variables.
     let (stream, config, module, params_array, buffers) = (
@@ -349,7 +407,7 @@ fn host_launcher(
             unsafe { #path }
         }
     };
-    let embedded = launch_call(quote!(#fc::launch_embedded(&#kernels, self::SYMBOL, #stream, #config, &mut #params_array, &#buffers)));
+    let embedded = launch_call(quote!(#fc::launch_embedded(&#kernels, &self::SIGNATURE, #stream, #config, &mut #params_array, &#buffers)));
     let in_module = launch_call(quote!(#fc::launch_in_module(#module, &self::SIGNATURE, #stream, #config, &mut #params_array, &#buffers)));
     let cpu_unsafe = is_unsafe || params.iter().any(|p| matches!(p.kind, super::parse::ParamKind::TensorMap { .. }));
     let cpu = cpu_launcher(lowered, host_fn, unsafe_fn, cpu_unsafe, cluster.is_some(), &cpu_lengths);
@@ -381,6 +439,8 @@ fn host_launcher(
                 param_sizes: &[#(#sizes),*],
                 canonical: #canonical,
                 fingerprint: self::FINGERPRINT,
+                layout: &[#(#layout),*],
+                param_names: &[#(#param_names),*],
             };
 
             /// What the kernel's output parameters require of a launch configuration (every

@@ -1,6 +1,7 @@
 //! Reading and checking a `#[kernel]` function's signature and attribute arguments.
 
 use proc_macro2::{Group, TokenStream, TokenTree};
+use syn::ext::IdentExt;
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
@@ -45,6 +46,10 @@ pub struct Param {
     /// the output is built with, a `u32` expression that is the same in every thread (a
     /// by-value parameter, or a constant evaluated at compile time).
     pub cols: Option<TokenStream>,
+    /// The constant widths of `cols`, each bound to its own `const` item outside any
+    /// generated code (Q3): `(position in the shape, the item's name, the user's expression)`.
+    /// The width is then that item's name in `cols`, and part of the kernel's layout (Q2).
+    pub width_consts: Vec<(usize, Ident, syn::Expr)>,
 }
 
 /// One instance of a generic kernel: the type for its type parameter, its PTX symbol and the
@@ -293,7 +298,7 @@ impl<'a> Kernel<'a> {
             }
         }
 
-        check_cols(&attribute.cols, &mut params, &mut errors);
+        check_cols(&function.sig.ident, &attribute.cols, &mut params, &mut errors);
 
         let mut errors = errors.into_iter();
         match errors.next() {
@@ -311,8 +316,9 @@ impl<'a> Kernel<'a> {
 /// the output is built before the body runs), anything else must be a constant expression
 /// (`const { .. }`, so a per-thread value does not compile). Every matrix output needs one,
 /// nothing else may have one.
-fn check_cols(cols: &[(Ident, syn::Expr)], params: &mut [Param], errors: &mut Vec<syn::Error>) {
+fn check_cols(kernel: &Ident, cols: &[(Ident, syn::Expr)], params: &mut [Param], errors: &mut Vec<syn::Error>) {
     for (i, (name, value)) in cols.iter().enumerate() {
+        let mut consts = Vec::new();
         if cols[..i].iter().any(|(other, _)| other == name) {
             errors.push(syn::Error::new(name.span(), format!("`{name}` is named twice in `cols`")));
             continue;
@@ -320,19 +326,22 @@ fn check_cols(cols: &[(Ident, syn::Expr)], params: &mut [Param], errors: &mut Ve
         let width = match value {
             // `(rows, cols)`: the shape of a 3-D output (`DisjointSlice<T, Cells3d>`).
             syn::Expr::Tuple(tuple) if tuple.elems.len() == 2 => {
-                let parts: Vec<_> = tuple.elems.iter().map(|part| width_value(name, part, params, errors)).collect();
+                let parts: Vec<_> = tuple.elems.iter().enumerate().map(|(k, part)| width_value(kernel, name, k, part, params, &mut consts, errors)).collect();
                 match (&parts[0], &parts[1]) {
                     (Some(a), Some(b)) => quote::quote!((#a, #b)),
                     _ => continue,
                 }
             }
-            _ => match width_value(name, value, params, errors) {
+            _ => match width_value(kernel, name, 0, value, params, &mut consts, errors) {
                 Some(width) => width,
                 None => continue,
             },
         };
         match params.iter_mut().find(|p| p.name == *name) {
-            Some(p) if matches!(p.kind, ParamKind::Output { .. }) && (is_matrix_output(&p.ty) || is_partitioned_output(&p.ty)) => p.cols = Some(width),
+            Some(p) if matches!(p.kind, ParamKind::Output { .. }) && (is_matrix_output(&p.ty) || is_partitioned_output(&p.ty)) => {
+                p.cols = Some(width);
+                p.width_consts = consts;
+            }
             Some(p) => errors.push(syn::Error::new(
                 name.span(),
                 format!(
@@ -359,9 +368,18 @@ fn check_cols(cols: &[(Ident, syn::Expr)], params: &mut [Param], errors: &mut Ve
 }
 
 /// The `u32` expression of one width in `cols(..)`: a by-value `u32` parameter's name, or a
-/// constant evaluated at compile time. `None` (with the error pushed) for a parameter of
+/// constant evaluated at compile time, bound to a `const` item of its own (pushed to `consts`;
+/// the width is then the item's name). `None` (with the error pushed) for a parameter of
 /// another type.
-fn width_value(name: &Ident, value: &syn::Expr, params: &[Param], errors: &mut Vec<syn::Error>) -> Option<TokenStream> {
+fn width_value(
+    kernel: &Ident,
+    name: &Ident,
+    position: usize,
+    value: &syn::Expr,
+    params: &[Param],
+    consts: &mut Vec<(usize, Ident, syn::Expr)>,
+    errors: &mut Vec<syn::Error>,
+) -> Option<TokenStream> {
     let width_param = match value {
         syn::Expr::Path(path) if path.qself.is_none() && path.attrs.is_empty() => path.path.get_ident().cloned(),
         _ => None,
@@ -379,7 +397,11 @@ fn width_value(name: &Ident, value: &syn::Expr, params: &[Param], errors: &mut V
             ));
             None
         }
-        None => Some(quote::quote_spanned!(value.span()=> const { let __ferrocuda_cols: ::core::primitive::u32 = #value; __ferrocuda_cols })),
+        None => {
+            let item = quote::format_ident!("__FERROCUDA_COLS_{}_{}_{}", kernel.unraw(), name.unraw(), position);
+            consts.push((position, item.clone(), value.clone()));
+            Some(quote::quote!(#item))
+        }
     }
 }
 
@@ -486,7 +508,7 @@ fn parse_param(input: &FnArg) -> syn::Result<Param> {
         other => return Err(syn::Error::new_spanned(other, "kernel parameters must be plain names (`x: &[f32]`), not patterns")),
     };
     let kind = classify(&typed.ty)?;
-    Ok(Param { name, mutable, ty: (*typed.ty).clone(), kind, cols: None })
+    Ok(Param { name, mutable, ty: (*typed.ty).clone(), kind, cols: None, width_consts: Vec::new() })
 }
 
 pub fn classify(ty: &Type) -> syn::Result<ParamKind> {
@@ -698,7 +720,7 @@ impl Param {
             (ParamKind::Value, Some(primitive)) => ParamKind::Scalar { primitive },
             _ => kind,
         };
-        Param { name: self.name.clone(), mutable: self.mutable, ty, kind, cols: self.cols.clone() }
+        Param { name: self.name.clone(), mutable: self.mutable, ty, kind, cols: self.cols.clone(), width_consts: self.width_consts.clone() }
     }
 }
 

@@ -479,7 +479,7 @@ mod helpers {
     fn every_slice_kind_is_two_ptx_parameters_and_values_one() {
         let param = |ty: Type| {
             let kind = classify(&ty).expect("a valid parameter");
-            Param { name: parse_quote!(x), mutable: false, ty, kind, cols: None }
+            Param { name: parse_quote!(x), mutable: false, ty, kind, cols: None, width_consts: Vec::new() }
         };
         for ty in [parse_quote!(&[f32]), parse_quote!(DisjointSlice<f32>), parse_quote!(DisjointChunks<f32, 2>), parse_quote!(AtomicSlice<f32>)] {
             let lowered = lower(&param(ty));
@@ -498,7 +498,7 @@ mod helpers {
     fn n5_a_scalar_is_checked_against_the_absolute_primitive() {
         let param = |ty: Type| {
             let kind = classify(&ty).expect("a valid parameter");
-            Param { name: parse_quote!(x), mutable: false, ty, kind, cols: None }
+            Param { name: parse_quote!(x), mutable: false, ty, kind, cols: None, width_consts: Vec::new() }
         };
         for (ty, primitive) in [
             (parse_quote!(f64), "::core::primitive::f64"),
@@ -711,4 +711,50 @@ fn p13_a_kernel_name_sets_the_ptx_symbol_and_keeps_the_launcher_module() {
         .to_string();
         assert!(out.contains("gives the kernel's PTX symbol: an identifier"), "#[kernel({bad})]: {out}");
     }
+}
+
+/// Q1, Q2: the layout of each parameter is emitted as constant expressions of the resolved
+/// types (not of their spelling): in the launcher's `SIGNATURE` and as the device global
+/// `__ferrocuda_layout_<symbol>`, three words per parameter, with the constant widths.
+#[test]
+fn q1_q2_layout_is_computed_from_the_types_on_each_build() {
+    let out = expand_ok(
+        quote!(cols(out = 8)),
+        quote!(
+            pub fn k(x: &[Elem], n: u32, mut out: DisjointMatrix<Elem>) {}
+        ),
+    );
+    assert!(out.contains("\"__ferrocuda_layout_k\""), "{out}");
+    assert!(out.contains("static LAYOUT : [:: core :: primitive :: u64 ; 9usize]"), "{out}");
+    assert!(out.contains(":: core :: mem :: size_of :: < Elem > () as :: core :: primitive :: u64"), "{out}");
+    assert!(out.contains(":: core :: mem :: align_of :: < Elem > () as :: core :: primitive :: u64"), "{out}");
+    assert!(out.contains("(__FERROCUDA_COLS_k_out_0 as :: core :: primitive :: u64) << 0u32"), "{out}");
+    assert!(out.contains("param_names : & [\"x\" , \"n\" , \"out\"]"), "{out}");
+    // One layout in the device global, one in the launcher's signature.
+    assert_eq!(out.matches(":: core :: mem :: size_of :: < Elem > ()").count(), 4, "{out}");
+}
+
+/// Q3: a constant `cols(..)` width is bound in a `const` item of its own, beside the kernel,
+/// so the user's expression is never inside the generated `unsafe fn` entry; the entry and
+/// the launchers name the item.
+#[test]
+fn q3_a_constant_width_is_a_const_item_outside_the_entry() {
+    let out = expand_ok(
+        quote!(cols(out = WIDTH * 2)),
+        quote!(
+            pub fn k(mut out: DisjointMatrix<u32>) {}
+        ),
+    );
+    assert!(out.contains("const __FERROCUDA_COLS_k_out_0 : :: core :: primitive :: u32 = WIDTH * 2 ;"), "{out}");
+    assert_eq!(out.matches("WIDTH * 2").count(), 1, "the expression appears once, in its const item: {out}");
+    let entry = &out[out.find("extern \"ptx-kernel\"").expect("an entry")..];
+    assert!(entry.contains("__FERROCUDA_COLS_k_out_0"), "{entry}");
+    // A width given by a parameter stays that parameter, and is not part of the layout.
+    let by_param = expand_ok(
+        quote!(cols(out = n)),
+        quote!(
+            pub fn k(n: u32, mut out: DisjointMatrix<u32>) {}
+        ),
+    );
+    assert!(!by_param.contains("__FERROCUDA_COLS"), "{by_param}");
 }

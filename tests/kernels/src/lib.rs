@@ -39,6 +39,7 @@ pub mod gpu_rules;
 #[cfg_attr(target_arch = "nvptx64", cfg(ferrocuda_sm = "90"))]
 pub mod grid_dependency;
 pub mod half_floats;
+pub mod host_device_layout;
 pub mod kernel_model;
 pub mod launch_kinds;
 pub mod matrix_outputs;

@@ -1,0 +1,86 @@
+//! Regression tests for audit 2026-11-27b Q1 and Q2: a kernel whose host and device builds see
+//! different types (a `cfg`-chosen type alias, `u32` on the host and `u64` on the device) or
+//! different `cols(..)` widths (`cfg_attr`) has the same signature *tokens* on both sides, so
+//! its token fingerprint matched and the GPU wrote 8-byte elements over a 4-byte view. Each
+//! build now computes its parameters' layout (element size, alignment, constant widths) from
+//! its own resolved types; the device module holds the device build's
+//! (`__ferrocuda_layout_<symbol>`), and the first launch of the kernel compares it with the
+//! launcher's and refuses the launch, naming the parameter.
+//!
+//! The first two tests read the embedded PTX (no GPU). The last launches: it skips (printed)
+//! without a GPU and fails under `REQUIRE_GPU=1`.
+
+mod common;
+
+use ferrocuda::{DeviceBuffer, Dim3, Error, LAYOUT_SYMBOL_PREFIX, LaunchConfig, Stream};
+use test_kernels::host_device_layout::{q1_cfg_alias, q2_cfg_width};
+
+/// The `u64` words of the device global `name` in `ptx`: a `.b8` array of little-endian
+/// bytes (or of 64-bit words), whose initializer leaves out trailing zeros.
+fn global_words(ptx: &str, name: &str) -> Vec<u64> {
+    let declared = format!("{name}[");
+    let line = ptx.lines().find(|l| l.contains(".global") && l.contains(&declared)).unwrap_or_else(|| panic!("no global {name} in the PTX"));
+    let start = line.find(&declared).unwrap() + declared.len();
+    let count: usize = line[start..start + line[start..].find(']').unwrap()].parse().unwrap();
+    let mut values: Vec<u64> = line[line.find('{').expect("an initializer") + 1..line.rfind('}').expect("an initializer")]
+        .split(',')
+        .map(|v| {
+            let v = v.trim();
+            v.strip_prefix("0x").map(|h| u64::from_str_radix(h, 16).unwrap()).unwrap_or_else(|| v.parse().unwrap())
+        })
+        .collect();
+    values.resize(count, 0);
+    if line.contains(".b8") { values.chunks(8).map(|bytes| bytes.iter().rev().fold(0, |word, &b| word << 8 | b)).collect() } else { values }
+}
+
+fn device_layout(symbol: &str) -> Vec<u64> {
+    let ptx = test_kernels::KERNELS.ptx_for(90).expect("test_kernels is built for sm_90");
+    global_words(ptx, &format!("{LAYOUT_SYMBOL_PREFIX}{symbol}"))
+}
+
+/// Q1: the device module holds the device build's layout (`u64`: 8 bytes, align 8), the
+/// launcher the host build's (`u32`: 4 and 4), though the token fingerprints are equal.
+#[test]
+fn q1_a_cfg_alias_gives_the_device_module_another_layout_than_the_launcher() {
+    assert_eq!(q1_cfg_alias::SIGNATURE.layout, &[4, 4, 0, 4, 4, 0]);
+    assert_eq!(device_layout("q1_cfg_alias"), [8, 8, 0, 8, 8, 0]);
+    assert_eq!(q1_cfg_alias::SIGNATURE.param_names, &["x", "out"]);
+}
+
+/// Q2: the constant width of `cols(..)` is part of the layout: 8 in the host build, 16 in
+/// the device build.
+#[test]
+fn q2_a_cfg_attr_width_gives_the_device_module_another_layout_than_the_launcher() {
+    assert_eq!(q2_cfg_width::SIGNATURE.layout, &[4, 4, 8]);
+    assert_eq!(device_layout("q2_cfg_width"), [4, 4, 16]);
+}
+
+fn refused(result: Result<(), Error>, parameter: &str, what: &str) {
+    match result {
+        Err(Error::KernelSignatureMismatch { detail, .. }) => {
+            assert!(detail.contains(&format!("parameter `{parameter}`")) && detail.contains(what), "{detail}");
+            assert!(detail.contains("must see the same types"), "{detail}");
+        }
+        other => panic!("expected KernelSignatureMismatch naming `{parameter}`, got {other:?}"),
+    }
+}
+
+/// Q1, Q2 on the GPU: the first launch of each kernel is refused before anything runs, and
+/// stays refused (the check is made once per function and context, and a failed check is not
+/// cached as passed); the buffers are untouched.
+#[test]
+fn q1_q2_gpu_launches_of_kernels_whose_builds_disagree_are_refused() {
+    let Some(context) = common::gpu_or_skip("q1_q2_gpu_launches_of_kernels_whose_builds_disagree_are_refused") else { return };
+    let stream = Stream::new(&context).unwrap();
+    let x = DeviceBuffer::from_slice(&context, &[1u32; 64]).unwrap();
+    let mut buf = DeviceBuffer::<u32>::zeroed(&context, 128).unwrap();
+    for _ in 0..2 {
+        refused(q1_cfg_alias::launch(&stream, LaunchConfig::for_elements(64, 64), &x, &mut buf.slice_mut(..64)), "x", "8 bytes, align 8, in the device build");
+    }
+    let mut matrix = DeviceBuffer::<u32>::zeroed(&context, 64).unwrap();
+    let config = LaunchConfig::new(Dim3 { x: 1, y: 1, z: 1 }, Dim3 { x: 8, y: 8, z: 1 });
+    refused(q2_cfg_width::launch(&stream, config, &mut matrix), "out", "(16, 0) in the device build");
+    stream.synchronize().unwrap();
+    assert!(buf.to_vec().unwrap().iter().all(|&v| v == 0), "nothing ran");
+    assert!(matrix.to_vec().unwrap().iter().all(|&v| v == 0), "nothing ran");
+}
