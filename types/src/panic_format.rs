@@ -155,7 +155,14 @@ impl Message {
         if magnitude >= 1e16 || (magnitude != 0.0 && magnitude < 1e-6) {
             return self.push_exponent(magnitude);
         }
-        // Fixed notation, 6 decimals rounded, trailing zeros dropped.
+        self.push_fixed(magnitude);
+    }
+
+    /// Fixed notation of a finite `magnitude` >= 0 below 1e16: 6 decimals rounded, trailing
+    /// zeros dropped. Its own function, so that no formatting function calls itself: the
+    /// builder refuses kernels whose call graph has a cycle (issue 29, P10), and a panic
+    /// message with a float would otherwise make every kernel that can print one recursive.
+    fn push_fixed(&mut self, magnitude: f64) {
         let scaled = magnitude * 1e6 + 0.5;
         let whole = scaled as u64;
         let (integer, mut fraction) = (whole / 1_000_000, whole % 1_000_000);
@@ -186,7 +193,7 @@ impl Message {
             magnitude *= 10.0;
             exponent -= 1;
         }
-        self.push_float(magnitude);
+        self.push_fixed(magnitude);
         self.push(b'e');
         self.push_arg(Arg::Signed(exponent));
     }
