@@ -36,8 +36,9 @@ else
     copy=${FERROCUDA_DEVICE_TOOLCHAIN_COPY:-/opt/ferrocuda-device-toolchain}
     rm -rf "$copy"
     mkdir -p "$(dirname "$copy")"
-    cp -al "$host_sysroot" "$copy"
-    say "copied the host toolchain's sysroot with its rust-src to $copy (hard links)"
+    # Hard links (no space, no time) where the two paths share a file system, else a copy.
+    cp -al "$host_sysroot" "$copy" 2>/dev/null || { rm -rf "$copy"; cp -a "$host_sysroot" "$copy"; }
+    say "copied the host toolchain's sysroot with its rust-src to $copy"
     echo "export FERROCUDA_DEVICE_RUSTC=$copy/bin/rustc FERROCUDA_DEVICE_CARGO=$copy/bin/cargo"
     other="the copy at $copy"
   fi
