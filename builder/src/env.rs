@@ -65,3 +65,38 @@ pub(crate) fn own_libraries<'c>(command: &'c mut Command, rustc: &Path) -> &'c m
     }
     command
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The value `command` sets for `LD_LIBRARY_PATH`, if it sets one.
+    fn library_path(command: &Command) -> Option<String> {
+        command.get_envs().find(|(k, _)| *k == "LD_LIBRARY_PATH").and_then(|(_, v)| v).map(|v| v.to_string_lossy().into_owned())
+    }
+
+    /// Issue 28: with rustup's `LD_LIBRARY_PATH` (the host toolchain's `lib` first), a device
+    /// rustc of the same version in another place loaded the host's `librustc_driver` and
+    /// reported the host's sysroot, which had no rust-src.
+    #[test]
+    fn issue28_a_device_rustc_loads_its_own_driver_library_first() {
+        let root = std::env::temp_dir().join(format!("ferrocuda-own-libraries-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("device/bin")).unwrap();
+        std::fs::create_dir_all(root.join("device/lib")).unwrap();
+        std::fs::write(root.join("device/lib/librustc_driver-0123abcd.so"), b"").unwrap();
+        let rustc = root.join("device/bin/rustc");
+        let mut command = Command::new(&rustc);
+        own_libraries(&mut command, &rustc);
+        let path = library_path(&command).expect("LD_LIBRARY_PATH set");
+        let first = std::env::split_paths(&path).next().unwrap();
+        assert_eq!(first, root.join("device/lib"), "{path}");
+        // A rustc without its driver library beside it (a wrapper script): left alone.
+        std::fs::create_dir_all(root.join("wrapper/bin")).unwrap();
+        let wrapper = root.join("wrapper/bin/rustc");
+        let mut command = Command::new(&wrapper);
+        own_libraries(&mut command, &wrapper);
+        assert_eq!(library_path(&command), None);
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}
