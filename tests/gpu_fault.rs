@@ -118,3 +118,26 @@ fn limit_child() {
     assert_eq!(report.message, format!("value {} at {i} is over the limit 5", values[i]), "the message is not the reporting thread's: {report:?}");
     println!("CHILD CHECKED");
 }
+
+/// Audit 2026-11-27b, Q5: `Stream::synchronize_timeout`, the wait the docs recommend for bounding
+/// hangs, reported a device panic as "a kernel faulted" without the panicking thread's record.
+#[test]
+fn q5_synchronize_timeout_reports_a_kernel_panic_with_its_record() {
+    const TEST: &str = "q5_synchronize_timeout_reports_a_kernel_panic_with_its_record";
+    if in_child(TEST) {
+        let context = ferrocuda::Context::primary(0).unwrap();
+        let stream = Stream::new(&context).unwrap();
+        let x = DeviceBuffer::from_slice(&context, &[1u32, 2, 3, 7]).unwrap();
+        check_limit::launch(&stream, LaunchConfig::from((1u32, 32u32)), &x, 5).unwrap();
+        let error = stream.synchronize_timeout(std::time::Duration::from_secs(10)).unwrap_err();
+        println!("CHILD SAW: {error}");
+        let Error::KernelPanic { report, .. } = &error else { panic!("expected a kernel panic, got {error:?}") };
+        assert_eq!((report.kernel.as_str(), report.thread[0]), ("check_limit", 3), "{report:?}");
+        println!("CHILD CHECKED");
+        return;
+    }
+    let Some(text) = run_child(TEST) else { return };
+    let line = kernel_line("ferrocuda_device::kernel_panic!(\"value {} at {} is over the limit {}\"");
+    assert!(text.contains(&format!("CHILD SAW: kernel `check_limit` panicked at tests/kernels/src/lib.rs:{line}:")), "no panic record in:\n{text}");
+    assert!(text.contains("CHILD CHECKED"), "the child's checks did not all pass:\n{text}");
+}

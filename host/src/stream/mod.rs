@@ -718,7 +718,10 @@ pub(crate) fn not_ready_is_false(result: Result<(), DriverError>) -> Result<bool
     match result {
         Ok(()) => Ok(true),
         Err(e) if e.code == sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
-        Err(e) => Err(e.into()),
+        // A query may be the first call to see a device panic: report it with the panicking
+        // thread's record, as `synchronize` does (audit 2026-11-27b Q5: `synchronize_timeout`
+        // said only "a kernel faulted").
+        Err(e) => Err(crate::panic_report::with_kernel_panic(e)),
     }
 }
 
