@@ -11,6 +11,8 @@
 
 #[path = "common/ptx.rs"]
 mod ptx_text;
+#[path = "common/scratch_crate.rs"]
+mod scratch_crate;
 use ptx_text::{entry_body, opcodes};
 
 use std::path::PathBuf;
@@ -98,20 +100,7 @@ fn workspace() -> PathBuf {
 /// The PTX of the kernel crate built for sm_80, with or without fast math.
 fn build(fast: bool) -> String {
     let name = if fast { "p30-fast-math" } else { "p30-precise-math" };
-    let dir = workspace().join("target/test-scratch").join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("src")).unwrap();
-    std::fs::write(
-        dir.join("Cargo.toml"),
-        format!(
-            "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2024\"\n[lib]\ncrate-type = [\"rlib\"]\n\
-             [dependencies]\nferrocuda-device = {{ path = \"{}\" }}\n[workspace]\n",
-            workspace().join("device").display()
-        ),
-    )
-    .unwrap();
-    std::fs::write(dir.join("src/lib.rs"), kernel_source()).unwrap();
-    std::fs::copy(workspace().join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+    let dir = scratch_crate::kernel_crate(name, &kernel_source(), "");
     let target = workspace().join("target/ferrocuda-test-device");
     let artifacts = KernelBuilder::new(&dir).arch(Arch::SM_80).fast_math(fast).out_dir(&dir).target_dir(&target).build().unwrap_or_else(|e| panic!("{e}"));
     std::fs::read_to_string(&artifacts.ptx[0].1).unwrap()

@@ -6,6 +6,8 @@
 //! (A deep call chain without recursion is bounded by ptxas and given its stack by the driver:
 //! tests/gpu_rules.rs, `p10_a_deep_but_bounded_call_chain_runs_with_the_default_stack_limit`.)
 
+#[path = "common/scratch_crate.rs"]
+mod scratch_crate;
 use std::path::PathBuf;
 
 use ferrocuda_builder::{Arch, BuildError, KernelBuilder};
@@ -46,22 +48,7 @@ fn workspace() -> PathBuf {
 
 /// A kernel crate `name` holding [`KERNELS`], depending on this checkout's device library.
 fn kernel_crate(name: &str) -> PathBuf {
-    let dir = workspace().join("target/test-scratch").join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("src")).unwrap();
-    let device = workspace().join("device");
-    std::fs::write(
-        dir.join("Cargo.toml"),
-        format!(
-            "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2024\"\n[lib]\ncrate-type = [\"rlib\"]\n\
-             [dependencies]\nferrocuda-device = {{ path = \"{}\" }}\n[workspace]\n",
-            device.display()
-        ),
-    )
-    .unwrap();
-    std::fs::write(dir.join("src/lib.rs"), KERNELS).unwrap();
-    std::fs::copy(workspace().join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
-    dir
+    scratch_crate::kernel_crate(name, KERNELS, "")
 }
 
 #[test]

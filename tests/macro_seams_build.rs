@@ -12,6 +12,8 @@
 
 #[path = "common/ptx.rs"]
 mod ptx_text;
+#[path = "common/scratch_crate.rs"]
+mod scratch_crate;
 use ptx_text::entry_body;
 
 use std::path::PathBuf;
@@ -212,21 +214,7 @@ fn workspace() -> PathBuf {
 /// A kernel crate `name` holding `source`, depending on this checkout's device library (and
 /// bytemuck for the generic kernels), with the workspace's lock file.
 fn kernel_crate(name: &str, source: &str) -> PathBuf {
-    let dir = workspace().join("target/test-scratch").join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("src")).unwrap();
-    std::fs::write(
-        dir.join("Cargo.toml"),
-        format!(
-            "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2024\"\n[lib]\ncrate-type = [\"rlib\"]\n\
-             [dependencies]\nferrocuda-device = {{ path = \"{}\" }}\nbytemuck = {{ version = \"1\", features = [\"derive\"] }}\n[workspace]\n",
-            workspace().join("device").display()
-        ),
-    )
-    .unwrap();
-    std::fs::write(dir.join("src/lib.rs"), source).unwrap();
-    std::fs::copy(workspace().join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
-    dir
+    scratch_crate::kernel_crate(name, source, "bytemuck = { version = \"1\", features = [\"derive\"] }\n")
 }
 
 /// The 1-based line of `source` carrying the marker comment `// P1:<form>`.

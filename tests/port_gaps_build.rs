@@ -5,6 +5,8 @@
 
 #[path = "common/ptx.rs"]
 mod ptx_text;
+#[path = "common/scratch_crate.rs"]
+mod scratch_crate;
 use ptx_text::entry_body;
 
 use std::path::PathBuf;
@@ -46,23 +48,7 @@ fn kernel_crate(name: &str) -> PathBuf {
 
 /// A kernel crate `name` holding `source`.
 fn kernel_crate_with(name: &str, source: &str) -> PathBuf {
-    let dir = workspace().join("target/test-scratch").join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("src")).unwrap();
-    let device = workspace().join("device");
-    std::fs::write(
-        dir.join("Cargo.toml"),
-        format!(
-            "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2024\"\n[lib]\ncrate-type = [\"rlib\"]\n\
-             [dependencies]\nferrocuda-device = {{ path = \"{}\" }}\n[workspace]\n",
-            device.display()
-        ),
-    )
-    .unwrap();
-    std::fs::write(dir.join("src/lib.rs"), source).unwrap();
-    // The workspace's versions of the dependencies, no new resolution.
-    std::fs::copy(workspace().join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
-    dir
+    scratch_crate::kernel_crate(name, source, "")
 }
 
 /// Regression (issue 23): on sm_70, `fast_tanh` silently became the precise `tanh`, and an

@@ -1,6 +1,8 @@
 //! Host builds of a small kernel crate of a user's (issue 30): what rustc says about it on the
 //! host, where the CPU executor runs the same source.
 
+#[path = "common/scratch_crate.rs"]
+mod scratch_crate;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -11,20 +13,7 @@ fn workspace() -> PathBuf {
 /// `cargo check` of a crate whose `src/lib.rs` is `source`, depending on this checkout's device
 /// library; returns rustc's warnings and errors (short format).
 fn check_host(name: &str, source: &str) -> String {
-    let dir = workspace().join("target/test-scratch").join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("src")).unwrap();
-    std::fs::write(
-        dir.join("Cargo.toml"),
-        format!(
-            "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2024\"\n[lib]\ncrate-type = [\"rlib\"]\n\
-             [dependencies]\nferrocuda-device = {{ path = \"{}\" }}\n[workspace]\n",
-            workspace().join("device").display()
-        ),
-    )
-    .unwrap();
-    std::fs::write(dir.join("src/lib.rs"), source).unwrap();
-    std::fs::copy(workspace().join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+    let dir = scratch_crate::kernel_crate(name, source, "");
     let output = Command::new(env!("CARGO"))
         .args(["check", "--quiet", "--message-format", "short", "--offline"])
         .current_dir(&dir)
