@@ -106,6 +106,10 @@ pub trait DeviceFloat: Copy {
     fn ceil(self) -> Self;
     /// Nearest integer, halves away from zero.
     fn round(self) -> Self;
+    /// Nearest integer, halves to even: CUDA's `rintf`/`nearbyintf` (one `cvt.rni`). With
+    /// `as i8`/`as i32` after it, CUDA's `__float2int_rn` and `cvt.rni.sat.s8.f32` (Rust's `as`
+    /// saturates and maps NaN to 0, as `.sat` does).
+    fn round_ties_even(self) -> Self;
     /// Integer part.
     fn trunc(self) -> Self;
     /// `self * a + b` with one rounding (`fma.rn`).
@@ -160,6 +164,8 @@ macro_rules! device_float {
             fn ceil(self) -> Self { device_float!(@cvt $reg, $sfx, "rpi", self) }
             #[inline(always)]
             fn trunc(self) -> Self { device_float!(@cvt $reg, $sfx, "rzi", self) }
+            #[inline(always)]
+            fn round_ties_even(self) -> Self { device_float!(@cvt $reg, $sfx, "rni", self) }
             #[inline(always)]
             fn round(self) -> Self {
                 // Halves away from zero, like std (PTX's cvt.rni rounds halves to even).
@@ -317,6 +323,9 @@ macro_rules! host_float {
             }
             fn trunc(self) -> Self {
                 <$t>::trunc(self)
+            }
+            fn round_ties_even(self) -> Self {
+                <$t>::round_ties_even(self)
             }
             fn mul_add(self, a: Self, b: Self) -> Self {
                 <$t>::mul_add(self, a, b)
