@@ -25,6 +25,9 @@ use ferrocuda_device::{block_scratch, kernel, vector, warp};
 
 ferrocuda_device::embed_kernels!();
 
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod cases;
+
 /// Eight bf16 in 16 bytes: llm.c's `x128` (`Packed128<floatX>`), moved with one 16-byte load
 /// or store. Element `2k` is `pairs[k]`'s low half.
 #[repr(C, align(16))]
