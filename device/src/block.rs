@@ -274,8 +274,9 @@ fn reduce_down_valid<T: BlockValue>(mut value: T, lane: u32, valid: u32, op: imp
 /// one shared store per warp, a barrier, then warp 0 alone folds the warps' values with 5 more
 /// steps, and a second barrier so that the scratch may be reused at once. Unlike
 /// [`BlockReduce`], no thread folds 32 partials in registers: the register count stays near
-/// CUB's (docs/performance.md has both). The `_all` forms add a shared store, a barrier and a
-/// shared read. Every thread of the block must call each method (they contain `bar.sync`).
+/// CUB's (docs/performance.md has both). The `_all` forms have every warp fold the partials
+/// (5 more shuffles and a broadcast shuffle in each warp instead of warp 0 alone): the same two
+/// barriers. Every thread of the block must call each method (they contain `bar.sync`).
 #[derive(Clone, Copy)]
 pub struct RuntimeBlockReduce<T: BlockValue> {
     scratch: BlockScratch<T>,
@@ -337,24 +338,47 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
         (rank_in_block() == 0).then_some(total)
     }
 
-    /// `op` folded over every thread's `value`, in every thread (one more barrier and shared
-    /// read than [`reduce`](Self::reduce); the same bits in every thread).
+    /// `op` folded over every thread's `value`, in every thread (the same bits in every thread).
+    /// As many barriers as [`reduce`](Self::reduce): after the warps' partials are stored, every
+    /// warp folds them itself (llm.c's `blockReduce`), where warp 0 folding them and storing the
+    /// total for the others cost a third barrier (vLLM's `moeSoftmax`, two of these per row, ran
+    /// at 0.57x nvcc's with it and libm's `expf`; issue 30).
     #[inline(always)]
     pub fn reduce_all(&self, value: T, op: impl Fn(T, T) -> T + Copy) -> T {
-        let (total, size) = self.fold_to_thread_0(value, op);
-        if size <= warp::WARP_SIZE {
-            return warp::shuffle(total, 0);
+        let size = block_size();
+        let rank = rank_in_block();
+        let (lane, warp) = (rank % warp::WARP_SIZE, rank / warp::WARP_SIZE);
+        if size.is_multiple_of(warp::WARP_SIZE) {
+            // Whole warps: the butterfly leaves the warp's fold in every lane.
+            let partial = warp::reduce(value, op);
+            if size == warp::WARP_SIZE {
+                return partial;
+            }
+            return self.fold_partials_in_every_warp(partial, lane, warp, size, op);
         }
+        let valid = (size - warp * warp::WARP_SIZE).min(warp::WARP_SIZE);
+        let partial = reduce_down_valid(value, lane, valid, op);
+        if size <= warp::WARP_SIZE {
+            return warp::shuffle(partial, 0);
+        }
+        self.fold_partials_in_every_warp(partial, lane, warp, size, op)
+    }
+
+    /// Stores each warp's `partial` (lane 0's), then every warp folds all of them and
+    /// broadcasts the total to its lanes; a trailing barrier lets the scratch be reused at once.
+    #[inline(always)]
+    fn fold_partials_in_every_warp(&self, partial: T, lane: u32, warp: u32, size: u32, op: impl Fn(T, T) -> T + Copy) -> T {
         let slots = self.scratch.slots;
-        // Thread 0 alone read slot 0 (lane `l` of warp 0 read slot `l`), so it may overwrite it.
-        if rank_in_block() == 0 {
-            // SAFETY: slot 0 exists.
-            unsafe { slots.set_unchecked(0, total) };
+        if lane == 0 {
+            // SAFETY: `warp < 32`: a block has at most 1024 threads.
+            unsafe { slots.set_unchecked(warp as usize, partial) };
         }
         sync_threads();
-        // SAFETY: slot 0 exists.
-        let total = unsafe { slots.get_unchecked(0) };
-        // The next collective on this scratch writes it: not before every thread has read.
+        let warps = size.div_ceil(warp::WARP_SIZE);
+        // SAFETY: `lane < warps <= 32`.
+        let mine = if lane < warps { unsafe { slots.get_unchecked(lane as usize) } } else { partial };
+        let total = warp::shuffle(reduce_down_valid(mine, lane, warps, op), 0);
+        // The next collective on this scratch writes it: not before every warp has read it.
         sync_threads();
         total
     }

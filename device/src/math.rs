@@ -193,11 +193,11 @@ macro_rules! device_float {
 // in every mode (nvcc never computes it as `1 / sqrt`).
 #[cfg(all(target_arch = "nvptx64", not(ferrocuda_fast_math)))]
 device_float!(f32, reg32, "f32", sqrt = "sqrt.rn.f32", rsqrt = |x: f32| approx!("rsqrt.approx.f32", x), {
-    cbrt => cbrtf; exp => expf; exp2 => exp2f; exp_m1 => expm1f; ln => logf; log2 => log2f; log10 => log10f;
+    cbrt => cbrtf; exp2 => exp2f; exp_m1 => expm1f; ln => logf; log2 => log2f; log10 => log10f;
     ln_1p => log1pf; sin => sinf; cos => cosf; tan => tanf; asin => asinf; acos => acosf; atan => atanf;
-    erf => erff; erfc => erfcf;
+    erfc => erfcf;
 }, { atan2 => atan2f; hypot => hypotf; powf => powf; }, fast {}, fast2 {},
-    own { cosh => hyperbolic::cosh; sinh => hyperbolic::sinh; tanh => hyperbolic::tanh; });
+    own { cosh => hyperbolic::cosh; sinh => hyperbolic::sinh; tanh => hyperbolic::tanh; exp => nvcc_f32::exp; erf => nvcc_f32::erf; });
 
 // `--use_fast_math` (`KernelBuilder::fast_math(true)`), function by function as nvcc 13 compiles
 // it (the table in the module docs, checked against nvcc's PTX by tests/fast_math_nvcc.rs):
@@ -338,6 +338,47 @@ macro_rules! host_float {
 host_float!(f32, libm::erff, libm::erfcf);
 #[cfg(not(target_arch = "nvptx64"))]
 host_float!(f64, libm::erf, libm::erfc);
+
+/// `f32` to integer conversions that round to nearest even and saturate, in one instruction:
+/// CUDA's `__float2int_rn` and the `cvt.rni.sat` that quantisation kernels write in inline PTX
+/// (vLLM's `float_to_int8_rn`). `x.round_ties_even() as i8` computes the same value, but LLVM
+/// lowers Rust's saturating `as` to a clamp, a NaN test and a truncating conversion (about 8
+/// instructions a value: vLLM's int8 quantiser ran at 0.78x nvcc's with it, issue 30). NaN
+/// converts to 0, as Rust's `as` does.
+pub trait FloatToInt: Copy {
+    /// Nearest `i8`, ties to even, saturated to `[-128, 127]` (`cvt.rni.sat.s8.f32`).
+    fn to_i8_rn_sat(self) -> i8;
+    /// Nearest `i32`, ties to even, saturated (`cvt.rni.sat.s32.f32`; CUDA's `__float2int_rn`).
+    fn to_i32_rn_sat(self) -> i32;
+}
+
+#[cfg(target_arch = "nvptx64")]
+impl FloatToInt for f32 {
+    #[inline(always)]
+    fn to_i8_rn_sat(self) -> i8 {
+        let r: u32;
+        // SAFETY: arithmetic only; PTX sign-extends the `.s8` result into the 32-bit register.
+        unsafe { core::arch::asm!("cvt.rni.sat.s8.f32 {r}, {x};", r = out(reg32) r, x = in(reg32) self, options(pure, nomem, nostack)) };
+        r as i8
+    }
+    #[inline(always)]
+    fn to_i32_rn_sat(self) -> i32 {
+        let r: i32;
+        // SAFETY: arithmetic only.
+        unsafe { core::arch::asm!("cvt.rni.sat.s32.f32 {r}, {x};", r = out(reg32) r, x = in(reg32) self, options(pure, nomem, nostack)) };
+        r
+    }
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+impl FloatToInt for f32 {
+    fn to_i8_rn_sat(self) -> i8 {
+        self.round_ties_even() as i8
+    }
+    fn to_i32_rn_sat(self) -> i32 {
+        self.round_ties_even() as i32
+    }
+}
 
 /// Hardware approximations for `f32` (the special-function unit): much faster than
 /// [`DeviceFloat`]'s methods, less accurate (see the module docs). Denormal inputs and results
@@ -495,6 +536,70 @@ fn half_exp_abs(x: f32) -> f32 {
     // SAFETY: `n` is an integer in [0, 128] (`a` is not NaN after `min`, and not negative).
     let scale = f32::from_bits((unsafe { n.to_int_unchecked::<u32>() } + 126) << 23);
     (r * core::f32::consts::LOG2_E).fast_exp2() * scale
+}
+
+/// `f32` `exp` and `erf` as nvcc 13 compiles `expf` and `erff` without fast math (read from
+/// its SASS for sm_90): branch-free sequences around one `ex2.approx` each, where libm's
+/// software functions made ported kernels 0.57x (vLLM's `moeSoftmax`, `expf`) and 0.31x (vLLM's
+/// `gelu_and_mul`, `erff`) of nvcc's (issue 30, bench/results/h200-2026-11-27-s9-ports-run1.txt).
+/// CUDA documents both at 2 ulp; tests/cpu_device_lib.rs checks them on the GPU against the
+/// host's.
+#[cfg(target_arch = "nvptx64")]
+mod nvcc_f32 {
+    use super::{DeviceFloat, FastMath};
+
+    /// `fma.rn.sat.f32`: `a * b + c` clamped to `[0, 1]`.
+    #[inline(always)]
+    fn fma_sat(a: f32, b: f32, c: f32) -> f32 {
+        let r: f32;
+        // SAFETY: arithmetic only.
+        unsafe { core::arch::asm!("fma.rn.sat.f32 {r}, {a}, {b}, {c};", r = out(reg32) r, a = in(reg32) a, b = in(reg32) b, c = in(reg32) c, options(pure, nomem, nostack)) };
+        r
+    }
+
+    /// `fma.rm.f32`: `a * b + c` rounded towards minus infinity.
+    #[inline(always)]
+    fn fma_rm(a: f32, b: f32, c: f32) -> f32 {
+        let r: f32;
+        // SAFETY: arithmetic only.
+        unsafe { core::arch::asm!("fma.rm.f32 {r}, {a}, {b}, {c};", r = out(reg32) r, a = in(reg32) a, b = in(reg32) b, c = in(reg32) c, options(pure, nomem, nostack)) };
+        r
+    }
+
+    /// `e^x = 2^k 2^r`: `k = floor(x log2 e)` clamped to `[-126, 126]` by a rounding trick
+    /// (`fma.rm` into the mantissa of `1.5 2^23`), `r = x log2 e - k` with `log2 e` in two parts,
+    /// `2^r` by `ex2.approx`, `2^k` from `k`'s bits. Overflow gives infinity, underflow 0 or a
+    /// denormal, NaN stays NaN.
+    #[inline(always)]
+    pub(super) fn exp(x: f32) -> f32 {
+        let t = fma_sat(x, f32::from_bits(0x3bbb_989d), 0.5); // x log2(e) / 252 + 1/2
+        let j = fma_rm(t, 252.0, f32::from_bits(0x4b40_0001)); // 1.5 2^23 + 1 + floor(252 t)
+        let k = j - f32::from_bits(0x4b40_007f); // floor(252 t) - 126
+        let r = x.mul_add(f32::from_bits(0x3fb8_aa3b), -k); // x log2(e) - k
+        let r = x.mul_add(f32::from_bits(0x32a5_7060), r); // + x (log2(e)'s low part)
+        let scale = f32::from_bits(j.to_bits() << 23); // 2^k: the low bits of j's mantissa
+        r.fast_exp2() * scale
+    }
+
+    /// `erf x`: below `|x| = 1.00296` an odd polynomial (`x + x p(x^2)`), above `1 - 2^(-|x| (1 +
+    /// q(|x|)))` with `x`'s sign; both Horner forms share one chain of fused multiply-adds whose
+    /// coefficients are selected.
+    #[inline(always)]
+    pub(super) fn erf(x: f32) -> f32 {
+        let a = x.abs();
+        let large = a >= f32::from_bits(0x3f80_60fe);
+        let c = |small: u32, big: u32| f32::from_bits(if large { big } else { small });
+        let v = if large { a } else { x * x };
+        let p = v.mul_add(c(0x38b1_e96a, 0x38eb_4c3a), c(0xba57_4d20, 0xbaae_005b));
+        let p = v.mul_add(p, c(0x3baa_d5ea, 0x3c09_919f));
+        let p = v.mul_add(p, c(0xbcdc_1be7, 0xbd24_d99a));
+        let p = v.mul_add(p, c(0x3de7_18af, 0x3e23_5519));
+        let p = v.mul_add(p, c(0xbec0_93ac, 0x3f69_b4f9));
+        let p = v.mul_add(p, c(0x3e03_75d3, 0x3f21_0a14));
+        let w = if large { -a } else { x };
+        let p = p.mul_add(w, w);
+        if large { (1.0 - p.fast_exp2()).copysign(x) } else { p }
+    }
 }
 
 /// `f32` `cosh`, `sinh` and `tanh` as nvcc's `coshf`, `sinhf` and `tanhf` compute them by

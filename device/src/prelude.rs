@@ -9,7 +9,7 @@
 
 pub use crate::block::{BlockReduce, BlockScan, RuntimeBlockReduce};
 pub use crate::global::{AtomicSlice, DisjointChunks, DisjointSlice, PerBlock, once_per_block, unique_index};
-pub use crate::math::{DeviceFloat, FastMath};
+pub use crate::math::{DeviceFloat, FastMath, FloatToInt};
 pub use crate::sync::sync_threads;
 pub use crate::thread::{block_dim_x, block_idx_x, grid_dim_x, index_1d, thread_idx_x};
 pub use crate::{block_scratch, kernel, shared_array, vector};

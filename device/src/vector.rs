@@ -13,6 +13,16 @@
 //! (`CUDA_ERROR_MISALIGNED_ADDRESS`), although the Rust types (`[u32; 4]`) are only 4-byte
 //! aligned.
 
+/// The unit of [`load16`] and [`store16`]: one 128-bit integer, aligned to 16, so the access is
+/// a single 16-byte load or store whose alignment is in its own type (`ld.v2.b64`/`st.v2.b64`,
+/// the same `LDG.E.128`/`STG.E.128` as `.v4.b32`). Four 4-byte accesses joined by LLVM's
+/// vectoriser needed the alignment proven, which it could not do in a loop whose pointer is an
+/// induction variable (four `st.global.b32` inside a row loop).
+#[cfg(target_arch = "nvptx64")]
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+struct Word16(u128);
+
 /// Checks at compile time that `T` moves as one 16-byte access.
 const fn assert_16_bytes<T>() {
     assert!(
@@ -42,13 +52,10 @@ pub fn load16<T: bytemuck::Pod>(src: &T) -> T {
     const { assert_16_bytes::<T>() };
     #[cfg(target_arch = "nvptx64")]
     {
-        let p = (src as *const T).cast::<u32>();
-        // SAFETY: `src` is a valid, 16-byte aligned `T` of 16 bytes (asserted above), so its four
-        // words are readable; every bit pattern is a valid `T` (Pod).
-        unsafe {
-            core::hint::assert_unchecked((p as usize).is_multiple_of(16));
-            bytemuck::cast([p.read(), p.add(1).read(), p.add(2).read(), p.add(3).read()])
-        }
+        // SAFETY: `src` is a valid, 16-byte aligned `T` of 16 bytes (asserted above), so it is
+        // readable as one `Word16`; every bit pattern is a valid `T` (Pod).
+        let word = unsafe { (src as *const T).cast::<Word16>().read() };
+        bytemuck::cast(word.0)
     }
     #[cfg(not(target_arch = "nvptx64"))]
     *src
@@ -62,16 +69,8 @@ pub fn store16<T: bytemuck::Pod>(dst: &mut T, value: T) {
     const { assert_16_bytes::<T>() };
     #[cfg(target_arch = "nvptx64")]
     {
-        let p = (dst as *mut T).cast::<u32>();
-        let words: [u32; 4] = bytemuck::cast(value);
         // SAFETY: `dst` is a valid, exclusive, 16-byte aligned `T` of 16 bytes (asserted above).
-        unsafe {
-            core::hint::assert_unchecked((p as usize).is_multiple_of(16));
-            p.write(words[0]);
-            p.add(1).write(words[1]);
-            p.add(2).write(words[2]);
-            p.add(3).write(words[3]);
-        }
+        unsafe { (dst as *mut T).cast::<Word16>().write(Word16(bytemuck::cast(value))) };
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {

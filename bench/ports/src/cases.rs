@@ -81,15 +81,16 @@ pub fn gelu_and_mul(input: &[bf16], d: usize) -> Vec<f64> {
     out
 }
 
-/// Within 2 bf16 ulps of the reference (the kernel's `erff` is within 2 f32 ulps, then two
-/// bf16 roundings).
+/// Within 3 bf16 ulps of the reference: GELU is rounded to bf16 before the product (half an
+/// ulp of the factor, carried through the product), then the product is rounded (half an
+/// ulp); nvcc's own twin reaches 2.2 ulps on the benchmark's inputs.
 pub fn check_gelu_and_mul(got: &[bf16], expected: &[f64]) -> Result<(), String> {
     if got.len() != expected.len() {
         return Err(format!("{} values, expected {}", got.len(), expected.len()));
     }
     check_all("gelu_and_mul", got.len(), |i| {
         let u = bf16_ulps(got[i], expected[i]);
-        if u <= 2.0 { Ok(()) } else { Err(format!("{} against {} ({u:.1} bf16 ulps)", got[i], expected[i])) }
+        if u <= 3.0 { Ok(()) } else { Err(format!("{} against {} ({u:.1} bf16 ulps)", got[i], expected[i])) }
     })
 }
 

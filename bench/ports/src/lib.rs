@@ -18,7 +18,7 @@ use ferrocuda_device::global::partition::BlockRows;
 use ferrocuda_device::global::{DisjointSlice, PerBlock, PerWarpRow, block_row, grid_stride, once_per_block, unique_index, warp_row};
 use ferrocuda_device::half::{Bf16x2, F32ToHalf, HalfFloat, bf16};
 #[cfg_attr(not(target_arch = "nvptx64"), allow(unused_imports))]
-use ferrocuda_device::math::{DeviceFloat, FastMath};
+use ferrocuda_device::math::{DeviceFloat, FastMath, FloatToInt};
 use ferrocuda_device::thread::{block_dim_x, thread_idx_x};
 use ferrocuda_device::unroll::unroll;
 use ferrocuda_device::{block_scratch, kernel, vector, warp};
@@ -70,13 +70,10 @@ pub fn gelu_and_mul(input: &[bf16], d: u32, mut out: DisjointSlice<bf16, BlockRo
     let Some(row_in) = input.get(token * 2 * width..(token + 1) * 2 * width) else { return };
     let (xs, ys) = row_in.split_at(width);
     let Some(row) = out.row_mut(me) else { return };
-    let (lane, stride) = (row.lane() as usize, row.stride() as usize);
-    let mut col = lane;
-    for (&x, o) in row.zip_input(xs) {
-        if let Some(&y) = ys.get(col) {
-            *o = (gelu_erf_bf16(x).widen() * y.widen()).to_bf16();
-        }
-        col += stride;
+    // First try: `row.zip_input(xs)` and `ys.get(col)` with a column counter (a 64-bit bound
+    // check per element); `zip_inputs` checks both rows once.
+    for ([&x, &y], o) in row.zip_inputs([xs, ys]) {
+        *o = (gelu_erf_bf16(x).widen() * y.widen()).to_bf16();
     }
 }
 
@@ -182,7 +179,9 @@ pub fn moe_softmax(input: &[f32], finished: &[u8], num_cols: u32, mut output: Di
 /// to `[-128, 127]`, NaN to 0.
 #[inline(always)]
 pub fn float_to_int8_rn(x: f32) -> i8 {
-    DeviceFloat::round_ties_even(x) as i8
+    // First try: `DeviceFloat::round_ties_even(x) as i8` (a clamp, a NaN test and a truncating
+    // conversion per value: 0.78x nvcc); `to_i8_rn_sat` is the one instruction.
+    x.to_i8_rn_sat()
 }
 
 /// vLLM's `dynamic_scaled_int8_quant_kernel` for rows whose width is a multiple of 16 (the
@@ -307,18 +306,18 @@ pub fn moe_sum(input: &[bf16], d: u32, mut out: DisjointSlice<bf16, BlockRows>) 
     let me = block_row();
     let token = me.row() as usize;
     let width = d as usize;
+    if width == 0 {
+        return;
+    }
     let Some(rows) = input.get(token * MOE_TOPK * width..(token + 1) * MOE_TOPK * width) else { return };
     let Some(row) = out.row_mut(me) else { return };
-    let (lane, stride) = (row.lane() as usize, row.stride() as usize);
-    let mut col = lane;
-    for o in row.iter_mut() {
+    // First try: `row.iter_mut()` and `rows.get(k * width + col)` with a column counter (two
+    // 64-bit bound checks per element, 0.90x nvcc); `zip_inputs` checks the expert rows once.
+    let mut experts = rows.chunks_exact(width);
+    let experts: [&[bf16]; MOE_TOPK] = core::array::from_fn(|_| experts.next().unwrap_or(&[]));
+    for (values, o) in row.zip_inputs(experts) {
         let mut x = bf16::ZERO;
-        unroll::<MOE_TOPK>(|k| {
-            if let Some(&v) = rows.get(k * width + col) {
-                x = (x.widen() + v.widen()).to_bf16();
-            }
-        });
+        unroll::<MOE_TOPK>(|k| x = (x.widen() + values[k].widen()).to_bf16());
         *o = x;
-        col += stride;
     }
 }

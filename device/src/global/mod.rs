@@ -105,7 +105,7 @@ pub use planes::DisjointPlanes;
 pub use slice::DisjointSlice;
 pub use tile::{BlockTile, PerBlockTile, TileMut, block_tile};
 pub use unchecked::UncheckedSlice;
-pub use warp_rows::{LaneRow, LaneRowIter, LaneRowZip, PerWarpRow, WarpRow, WarpRowIter, warp_row, warp_rows};
+pub use warp_rows::{LaneRow, LaneRowIter, LaneRowZip, LaneRowZipN, PerWarpRow, WarpRow, WarpRowIter, warp_row, warp_rows};
 pub use window::{Window, window};
 
 /// A kernel output parameter type: what `#[kernel]` builds from the pointer and length the
