@@ -276,7 +276,8 @@ fn reduce_down_valid<T: BlockValue>(mut value: T, lane: u32, valid: u32, op: imp
 /// [`BlockReduce`], no thread folds 32 partials in registers: the register count stays near
 /// CUB's (docs/performance.md has both). The `_all` forms have every warp fold the partials
 /// (5 more shuffles and a broadcast shuffle in each warp instead of warp 0 alone): the same two
-/// barriers. Every thread of the block must call each method (they contain `bar.sync`).
+/// barriers in blocks of whole warps (a partial last warp: warp 0 folds and stores the total,
+/// three barriers). Every thread of the block must call each method (they contain `bar.sync`).
 #[derive(Clone, Copy)]
 pub struct RuntimeBlockReduce<T: BlockValue> {
     scratch: BlockScratch<T>,
@@ -339,29 +340,42 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
     }
 
     /// `op` folded over every thread's `value`, in every thread (the same bits in every thread).
-    /// As many barriers as [`reduce`](Self::reduce): after the warps' partials are stored, every
-    /// warp folds them itself (llm.c's `blockReduce`), where warp 0 folding them and storing the
-    /// total for the others cost a third barrier (vLLM's `moeSoftmax`, two of these per row, ran
-    /// at 0.57x nvcc's with it and libm's `expf`; issue 30).
+    /// In blocks of whole warps, as many barriers as [`reduce`](Self::reduce): after the warps'
+    /// partials are stored, every warp folds them itself (llm.c's `blockReduce`), where warp 0
+    /// folding them and storing the total for the others cost a third barrier (vLLM's
+    /// `moeSoftmax`, two of these per row, ran at 0.57x nvcc's with it and libm's `expf`; issue
+    /// 30). A block with a partial last warp keeps the third barrier.
     #[inline(always)]
     pub fn reduce_all(&self, value: T, op: impl Fn(T, T) -> T + Copy) -> T {
         let size = block_size();
-        let rank = rank_in_block();
-        let (lane, warp) = (rank % warp::WARP_SIZE, rank / warp::WARP_SIZE);
         if size.is_multiple_of(warp::WARP_SIZE) {
-            // Whole warps: the butterfly leaves the warp's fold in every lane.
+            // Whole warps: the butterfly leaves the warp's fold in every lane, and every warp
+            // has the 32 lanes to read the partials with.
             let partial = warp::reduce(value, op);
             if size == warp::WARP_SIZE {
                 return partial;
             }
-            return self.fold_partials_in_every_warp(partial, lane, warp, size, op);
+            let rank = rank_in_block();
+            return self.fold_partials_in_every_warp(partial, rank % warp::WARP_SIZE, rank / warp::WARP_SIZE, size, op);
         }
-        let valid = (size - warp * warp::WARP_SIZE).min(warp::WARP_SIZE);
-        let partial = reduce_down_valid(value, lane, valid, op);
+        // A partial last warp may have fewer lanes than there are partials: warp 0 folds them
+        // and hands the total over (one more barrier).
+        let (total, size) = self.fold_to_thread_0(value, op);
         if size <= warp::WARP_SIZE {
-            return warp::shuffle(partial, 0);
+            return warp::shuffle(total, 0);
         }
-        self.fold_partials_in_every_warp(partial, lane, warp, size, op)
+        let slots = self.scratch.slots;
+        // Thread 0 alone read slot 0 (lane `l` of warp 0 read slot `l`), so it may overwrite it.
+        if rank_in_block() == 0 {
+            // SAFETY: slot 0 exists.
+            unsafe { slots.set_unchecked(0, total) };
+        }
+        sync_threads();
+        // SAFETY: slot 0 exists.
+        let total = unsafe { slots.get_unchecked(0) };
+        // The next collective on this scratch writes it: not before every thread has read.
+        sync_threads();
+        total
     }
 
     /// Stores each warp's `partial` (lane 0's), then every warp folds all of them and

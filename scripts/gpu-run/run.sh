@@ -34,6 +34,14 @@ done
 for e in contexts streams_events graphs cublas_interop cublas_gemm modules cufft module_load launch_overhead port_patterns_bench; do
   [ -x "ex_$e" ] && run "ex_$e" 120 "./ex_$e"
 done
+# The ported public kernels (bench/ports) against their nvcc-built twins (issue 30): the twins
+# are compiled here, with the flags their projects use.
+if [ -x ex_ports_bench ] && command -v /usr/local/cuda/bin/nvcc > /dev/null; then
+  mkdir -p twins
+  /usr/local/cuda/bin/nvcc -cubin -O3 -arch=sm_90 -DPORTS_VLLM ports.cu -o twins/ports_vllm.cubin > "$out/ports_nvcc.log" 2>&1
+  /usr/local/cuda/bin/nvcc -cubin -O3 -arch=sm_90 -DPORTS_LLMC --use_fast_math ports.cu -o twins/ports_llmc.cubin >> "$out/ports_nvcc.log" 2>&1
+  run ex_ports_bench 120 ./ex_ports_bench twins
+fi
 # Several GPUs: the data-parallel example in both modes (NCCL; the Rust peer kernel over CUDA
 # IPC) and the all-reduce benchmark (collectives/bench/run-on-gpu.sh adds the C++ and torch
 # references beside it).

@@ -37,6 +37,8 @@ for line in sys.stdin:
         name = ("ex_" if kind == "example" else "") + m["target"]["name"]
         shutil.copy(m["executable"], sys.argv[1] + "/" + name)
 ' "$work/bin"
+# The CUDA C++ twins of the ported kernels (examples/ports_bench.rs), built by nvcc there.
+cp "$root/bench/cuda/ports.cu" "$work/bin/"
 tar -C "$work" -cJf "$dest/bins.tar.xz" bin
 cp "$root/scripts/gpu-run/run.sh" "$dest/run.sh"
 git -C "$root" rev-parse HEAD > "$dest/commit.txt"

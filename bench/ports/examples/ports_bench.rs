@@ -74,7 +74,14 @@ fn run() -> Result<bool> {
     let context = Context::primary(0)?;
     let stream = Stream::new(&context)?;
     let device = context.device();
-    println!("device: {} (sm_{}), {} SMs; CUDA events, {} warm-up + {} timed runs interleaved, median", device.name()?, device.arch()?, device.multiprocessor_count()?, RUNS.warmup, RUNS.timed);
+    println!(
+        "device: {} (sm_{}), {} SMs; CUDA events, {} warm-up + {} timed runs interleaved, median",
+        device.name()?,
+        device.arch()?,
+        device.multiprocessor_count()?,
+        RUNS.warmup,
+        RUNS.timed
+    );
     let (copy, _) = copy_bandwidth_gbps(&stream, 1 << 30, RUNS)?;
     println!("device-to-device copy: {copy:.0} GB/s");
     let dir = std::path::Path::new(&dir);

@@ -40,10 +40,7 @@ impl Random {
 /// bf16 values packed eight to an [`X128`] (`values.len() % 8 == 0`).
 pub fn pack(values: &[bf16]) -> Vec<X128> {
     assert!(values.len().is_multiple_of(8), "{} values do not fill whole packs of 8", values.len());
-    values
-        .chunks_exact(8)
-        .map(|c| X128 { pairs: [0, 2, 4, 6].map(|k| Bf16x2::from_bits(c[k].to_bits() as u32 | (c[k + 1].to_bits() as u32) << 16)) })
-        .collect()
+    values.chunks_exact(8).map(|c| X128 { pairs: [0, 2, 4, 6].map(|k| Bf16x2::from_bits(c[k].to_bits() as u32 | (c[k + 1].to_bits() as u32) << 16)) }).collect()
 }
 
 /// The bf16 values of packs, in memory order.
@@ -237,7 +234,11 @@ pub fn check_moe_sum(got: &[bf16], expected: &[bf16]) -> Result<(), String> {
     if got.len() != expected.len() {
         return Err(format!("{} values, expected {}", got.len(), expected.len()));
     }
-    check_all("moe_sum", got.len(), |i| {
-        if bf16_ulps(got[i], expected[i].to_f64()) <= 1.0 { Ok(()) } else { Err(format!("{} against {}", got[i], expected[i])) }
-    })
+    check_all(
+        "moe_sum",
+        got.len(),
+        |i| {
+            if bf16_ulps(got[i], expected[i].to_f64()) <= 1.0 { Ok(()) } else { Err(format!("{} against {}", got[i], expected[i])) }
+        },
+    )
 }

@@ -69,7 +69,15 @@ fn dynamic_int8_quant_matches_the_reference_bit_for_bit() {
         let mut out = vec![I8x16::default(); tokens * hidden / 16];
         let mut scales = vec![0.0f32; tokens];
         let packed = cases::pack(&input);
-        ports::dynamic_scaled_int8_quant::launch_cpu(&executor(), LaunchConfig::new(tokens as u32, threads), &packed, (hidden / 16) as u32, &mut out, &mut scales).unwrap();
+        ports::dynamic_scaled_int8_quant::launch_cpu(
+            &executor(),
+            LaunchConfig::new(tokens as u32, threads),
+            &packed,
+            (hidden / 16) as u32,
+            &mut out,
+            &mut scales,
+        )
+        .unwrap();
         let (q, s) = cases::int8_quant(&input, hidden);
         assert_eq!(q[1], 64, "the reference rounds ties to even");
         cases::check_exact("int8 values", &cases::unpack_i8(&out), &q).unwrap();
