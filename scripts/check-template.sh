@@ -32,6 +32,28 @@ done
 cp "$root/Cargo.lock" "$work/host-crate/Cargo.lock"
 cp "$root/Cargo.lock" "$work/kernel-crate/Cargo.lock"
 
+# A checkout inside the user's own workspace (README, "A checkout inside your own workspace"):
+# cargo makes ferrocuda's crates members of that workspace and fails ("error inheriting
+# `edition`") unless the workspace excludes the checkout. Both halves are checked with `cargo
+# metadata` (nothing is compiled); the checkout is linked in, as a clone would lie there.
+outer="$work/outer"
+mkdir -p "$outer/app/src"
+ln -s "$root" "$outer/ferrocuda"
+printf '[workspace]\nmembers = ["app"]\nexclude = ["ferrocuda"]\nresolver = "3"\n' > "$outer/Cargo.toml"
+printf '[package]\nname = "app"\nversion = "0.1.0"\nedition = "2024"\n\n[dependencies]\nferrocuda-types = { path = "../ferrocuda/types" }\n' > "$outer/app/Cargo.toml"
+echo 'fn main() {}' > "$outer/app/src/main.rs"
+cp "$root/Cargo.lock" "$outer/Cargo.lock"
+(cd "$outer/app" && cargo metadata --format-version 1 --offline > /dev/null) ||
+  { echo "check-template: a checkout excluded from the user's workspace does not load" >&2; exit 1; }
+sed -i '/^exclude/d' "$outer/Cargo.toml"
+if (cd "$outer/app" && cargo metadata --format-version 1 --offline > /dev/null 2> "$work/nested.err"); then
+  echo "check-template: a nested checkout loads without \`exclude\`: update the README's note" >&2
+  exit 1
+fi
+grep -q "error inheriting \`edition\`" "$work/nested.err" ||
+  { echo "check-template: a nested checkout fails otherwise than the README says:" >&2; cat "$work/nested.err" >&2; exit 1; }
+echo "check-template: a checkout inside the user's workspace loads with \`exclude\` and fails as documented without"
+
 cd "$work/host-crate"
 echo "check-template: building and testing in $work (target dir $CARGO_TARGET_DIR)"
 cargo test --release
