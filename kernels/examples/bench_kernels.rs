@@ -53,12 +53,48 @@ fn main() -> Result<(), KernelsError> {
     time(&context, &stream, "layernorm_backward 8192x4096 (dx,dw,db)", e * 3.0 * n as f64, 0.0, || {
         rows::layernorm_backward(&stream, &res, &x, &w, &mean, &rstd, None, &mut out, &mut dw, &mut db, shape)
     })?;
+    // The same backward as two kernels (dx per row; then the weight partials re-reading dout
+    // and x), the library's path for rows wider than 4096: the fused one's baseline.
+    {
+        use ferrocuda_host::LaunchConfig;
+        use ferrocuda_kernels_device::{for_bf16, packed::sum_column_pairs};
+        let chunks = shape.rows.div_ceil(64);
+        let (mut pdw, mut pdb) = (DeviceBuffer::<f32>::zeroed(&context, chunks * shape.cols)?, DeviceBuffer::<f32>::zeroed(&context, chunks * shape.cols)?);
+        let (rows_u32, cols_u32) = (shape.rows as u32, shape.cols as u32);
+        time(&context, &stream, "layernorm_backward 8192x4096 two-kernel", e * 5.0 * n as f64, 0.0, || {
+            for_bf16::norm_backward_packed::launch(
+                &stream,
+                LaunchConfig::new(rows_u32, cols_u32 / 8),
+                &res,
+                &x,
+                &w,
+                &mean,
+                &rstd,
+                &res,
+                &mut out,
+                cols_u32,
+                0,
+                1,
+            )?;
+            let partial = LaunchConfig::new((chunks * shape.cols / 8).div_ceil(256) as u32, 256);
+            for_bf16::norm_backward_weights_partial_packed::launch(&stream, partial, &res, &x, &mean, &rstd, &mut pdw, &mut pdb, rows_u32, cols_u32, 64, 1)?;
+            sum_column_pairs::launch(&stream, LaunchConfig::new(cols_u32.div_ceil(256), 256), &pdw, &pdb, &mut dw, &mut db, chunks as u32, cols_u32)?;
+            Ok(())
+        })?;
+    }
+    time(&context, &stream, "rmsnorm_backward 8192x4096 (dx,dw)", e * 3.0 * n as f64, 0.0, || {
+        rows::rmsnorm_backward(&stream, &res, &x, &w, &rstd, None, &mut out, &mut dw, shape)
+    })?;
     time(&context, &stream, "softmax 8192x4096", e * 2.0 * n as f64, 0.0, || rows::softmax(&stream, &x, &mut out, shape))?;
     time(&context, &stream, "gelu 8192x4096", e * 2.0 * n as f64, 0.0, || rows::gelu(&stream, &x, &mut out))?;
     time(&context, &stream, "gelu_backward 8192x4096", e * 3.0 * n as f64, 0.0, || rows::gelu_backward(&stream, &x, &res, &mut out))?;
     let half = Rows { rows: 8192, cols: 2048 };
     let mut gated = buf(&context, half.len(), 16)?;
     time(&context, &stream, "silu_and_mul 8192x(2x2048)", e * 1.5 * n as f64, 0.0, || rows::silu_and_mul(&stream, &x, &mut gated, half))?;
+    let mut dgated = buf(&context, n, 17)?;
+    time(&context, &stream, "silu_and_mul_backward 8192x(2x2048)", e * 2.5 * n as f64, 0.0, || {
+        rows::silu_and_mul_backward(&stream, &x, &gated, &mut dgated, half)
+    })?;
     let rope = Rope { tokens: 8192, heads: 32, head_dim: 128, rotary_dim: 128, max_positions: 8192 };
     let positions = DeviceBuffer::from_slice(&context, &(0..8192u32).collect::<Vec<_>>())?;
     let table = DeviceBuffer::<f32>::zeroed(&context, 8192 * 64)?;

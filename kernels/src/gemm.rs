@@ -12,9 +12,12 @@
 //!
 //! Row-major `c = a · b` is column-major `cᵀ = bᵀ · aᵀ`, which is what is queued: no copy.
 //!
-//! **Not yet in this crate:** the Hopper bf16 GEMM of `bench/hopper` (0.96-0.99x cuBLAS
-//! plain, 1.03-1.06x with constant tensor maps at 8192³ on H100/H200) is still a raw,
-//! `unsafe` entry point there; every shape goes to cuBLAS/cuBLASLt today.
+//! Which implementation runs is [`gemm_path`]'s choice, from the shape and a table of
+//! measured ratios ([`HOPPER_GEMM_TABLE`]). **Not yet in this crate:** the Hopper bf16 GEMM of
+//! `bench/hopper` is still a raw, `unsafe` entry point there. Its measured ratios to cuBLAS
+//! with per-call tensor maps (what a library can use: constant-memory maps are one per
+//! module, so one per process) are below 1 at every size measured, so the table would send
+//! no shape to it yet; every shape goes to cuBLAS/cuBLASLt.
 
 use ferrocuda_host::cublas::{Batch, Cublas, CublasLt, Gemm, GemmElement, GemmOutput, MatrixLayout};
 use ferrocuda_host::{DeviceRead, DeviceWrite, Stream};
@@ -87,6 +90,71 @@ impl<T> GemmEpilogue<'_, T> {
     }
 }
 
+/// The implementation [`gemm`] runs for a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GemmPath {
+    /// cuBLASLt's matmul with its heuristic's algorithm (cached per shape): single GEMMs, with
+    /// or without an epilogue.
+    CublasLt,
+    /// cuBLAS's `cublasGemmStridedBatchedEx`: strided batches (no epilogue).
+    CublasStridedBatched,
+}
+
+/// One measured point of the sm_90 bf16 GEMM (`bench/hopper`'s `gemm_bf16_tn`: TMA, wgmma,
+/// one producer and two consumer warpgroups, per-call tensor maps in global memory) against
+/// cuBLAS on a square `side³` problem, in steady state (20 launches back to back per event
+/// pair: what a training step sees; isolated launches read 0.95-1.01 at 8192³).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GemmMeasurement {
+    /// `m = n = k`.
+    pub side: usize,
+    /// Its time over cuBLAS's, as the lower end of the measured range (above 1: faster).
+    pub ratio_to_cublas: f64,
+    /// Where the figure comes from.
+    pub source: &'static str,
+}
+
+/// The measured table behind [`gemm_path`] for bf16 `x · Wᵀ` shapes the sm_90 kernel takes
+/// ([`hopper_gemm_fits`]). A shape would go to that kernel only where the nearest measured
+/// side has a ratio of at least 1; none has, so none does.
+pub const HOPPER_GEMM_TABLE: &[GemmMeasurement] = &[
+    GemmMeasurement { side: 4096, ratio_to_cublas: 0.89, source: "BENCHMARKS.md, steady-state GEMM (issue 24): H100, three runs, 0.89-0.91" },
+    GemmMeasurement { side: 8192, ratio_to_cublas: 0.94, source: "BENCHMARKS.md, steady-state GEMM (issue 24): H100, three runs, 0.94-0.96" },
+];
+
+/// True when the sm_90 bf16 GEMM could compute `shape` (bf16 in and out, `transpose_b` only:
+/// `a` `m x k`, `b` `n x k`, both K-major, one GEMM, no epilogue, `m % 128 == 0`, `n % 256 ==
+/// 0`, `k % 64 == 0`), on a GPU of compute capability `arch` (90).
+pub fn hopper_gemm_fits(shape: GemmShape, bf16_in_and_out: bool, has_epilogue: bool, arch: u32) -> bool {
+    arch == 90
+        && bf16_in_and_out
+        && !has_epilogue
+        && shape.batch == 1
+        && !shape.transpose_a
+        && shape.transpose_b
+        && shape.m > 0
+        && shape.m.is_multiple_of(128)
+        && shape.n > 0
+        && shape.n.is_multiple_of(256)
+        && shape.k > 0
+        && shape.k.is_multiple_of(64)
+}
+
+/// The measured ratio of the sm_90 kernel to cuBLAS nearest to `shape` (by the cube root of
+/// `m n k`), from [`HOPPER_GEMM_TABLE`].
+pub fn hopper_gemm_ratio(shape: GemmShape) -> Option<f64> {
+    let side = ((shape.m as f64) * (shape.n as f64) * (shape.k as f64)).cbrt();
+    HOPPER_GEMM_TABLE.iter().min_by(|a, b| (a.side as f64 - side).abs().total_cmp(&(b.side as f64 - side).abs())).map(|m| m.ratio_to_cublas)
+}
+
+/// The implementation [`gemm`] runs for `shape`: strided batches on cuBLAS, single GEMMs on
+/// cuBLASLt. A shape the sm_90 kernel fits ([`hopper_gemm_fits`]) would go to it where
+/// [`hopper_gemm_ratio`] is at least 1: no measured size is, and the kernel is not in this
+/// crate yet, so such shapes take cuBLASLt too.
+pub fn gemm_path(shape: GemmShape) -> GemmPath {
+    if shape.batch > 1 { GemmPath::CublasStridedBatched } else { GemmPath::CublasLt }
+}
+
 /// The column-major GEMM that computes the row-major one (`cᵀ = op(b)ᵀ · op(a)ᵀ`), after
 /// checking every length against the shape. Pure host code: no GPU needed.
 pub fn plan<In: GemmElement, Out: GemmOutput<In>>(shape: GemmShape, a: usize, b: usize, c: usize, bias: Option<usize>) -> Result<Gemm<In, Out>> {
@@ -132,7 +200,7 @@ pub fn gemm<In: GemmElement, Out: GemmOutput<In>>(
 ) -> Result<()> {
     let has_epilogue = !matches!(epilogue, GemmEpilogue::None);
     let gemm = plan::<In, Out>(shape, len_of(a), len_of(b), len_of(c), epilogue.bias().map(|b| len_of(b)))?;
-    if shape.batch > 1 {
+    if gemm_path(shape) == GemmPath::CublasStridedBatched {
         if has_epilogue {
             return Err(unsupported("batch", shape.batch, "epilogues run on single GEMMs (cuBLASLt)"));
         }

@@ -39,8 +39,135 @@ macro_rules! cpu_arg {
     };
 }
 
+/// The same parameter in a [`Gpu`] runner's method (generic over the element type `T`).
+macro_rules! gpu_arg_t {
+    ([in T]) => { &(impl DeviceRead<T> + ?Sized) };
+    ([in $t:ty]) => { &(impl DeviceRead<$t> + ?Sized) };
+    ([out T]) => { &mut (impl DeviceWrite<T> + ?Sized) };
+    ([out $t:ty]) => { &mut (impl DeviceWrite<$t> + ?Sized) };
+    ($t:ty) => { $t };
+}
+
+/// The same parameter in a [`Cpu`] runner's method.
+macro_rules! cpu_arg_t {
+    ([in T]) => {
+        &[T]
+    };
+    ([in $t:ty]) => {
+        &[$t]
+    };
+    ([out T]) => {
+        &mut [T]
+    };
+    ([out $t:ty]) => {
+        &mut [$t]
+    };
+    ($t:ty) => {
+        $t
+    };
+}
+
+/// Where a call of [`rows`](crate::rows) runs: on a stream of a GPU. The calls are written once
+/// (`rows.rs`, by `row_op!`) against a runner `run`; its methods are the launches, on
+/// device buffers here and host slices in [`Cpu`]. Each method is the kernel of the same name
+/// for the element type of its operands.
+#[derive(Clone, Copy)]
+pub(crate) struct Gpu<'a>(pub &'a Stream);
+
+/// Where a call of [`rows`](crate::rows) runs on the CPU executor (host slices): the same
+/// methods as [`Gpu`].
+#[derive(Clone, Copy)]
+pub(crate) struct Cpu<'a>(pub &'a CpuExecutor);
+
+impl Gpu<'_> {
+    /// Elements of an operand, as the kernel will see it.
+    pub(crate) fn len<U>(&self, x: &(impl DeviceRead<U> + ?Sized)) -> usize {
+        x.kernel_arg().len
+    }
+
+    /// `len` zeroed `f32`s of scratch, allocated on the stream.
+    pub(crate) fn scratch(&self, len: usize) -> crate::Result<ferrocuda_host::DeviceBuffer<f32>> {
+        Ok(ferrocuda_host::DeviceBuffer::<f32>::zeroed_async(self.0, len)?)
+    }
+
+    /// [`sum_column_partials`](ferrocuda_kernels_device::sum_column_partials).
+    pub(crate) fn sum_column_partials(
+        &self,
+        config: LaunchConfig,
+        partial: &(impl DeviceRead<f32> + ?Sized),
+        out: &mut (impl DeviceWrite<f32> + ?Sized),
+        chunks: u32,
+        cols: u32,
+    ) -> crate::Result<()> {
+        Ok(ferrocuda_kernels_device::sum_column_partials::launch(self.0, config, partial, out, chunks, cols)?)
+    }
+
+    /// [`sum_column_pairs`](ferrocuda_kernels_device::packed::sum_column_pairs).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn sum_column_pairs(
+        &self,
+        config: LaunchConfig,
+        partial_a: &(impl DeviceRead<f32> + ?Sized),
+        partial_b: &(impl DeviceRead<f32> + ?Sized),
+        out_a: &mut (impl DeviceWrite<f32> + ?Sized),
+        out_b: &mut (impl DeviceWrite<f32> + ?Sized),
+        chunks: u32,
+        cols: u32,
+    ) -> crate::Result<()> {
+        Ok(ferrocuda_kernels_device::packed::sum_column_pairs::launch(self.0, config, partial_a, partial_b, out_a, out_b, chunks, cols)?)
+    }
+}
+
+impl Cpu<'_> {
+    /// Elements of an operand.
+    pub(crate) fn len<U>(&self, x: &[U]) -> usize {
+        x.len()
+    }
+
+    /// `len` zeroed `f32`s of scratch.
+    pub(crate) fn scratch(&self, len: usize) -> crate::Result<Vec<f32>> {
+        Ok(vec![0.0; len])
+    }
+
+    /// [`sum_column_partials`](ferrocuda_kernels_device::sum_column_partials).
+    pub(crate) fn sum_column_partials(&self, config: LaunchConfig, partial: &[f32], out: &mut [f32], chunks: u32, cols: u32) -> crate::Result<()> {
+        Ok(ferrocuda_kernels_device::sum_column_partials::launch_cpu(self.0, config, partial, out, chunks, cols)?)
+    }
+
+    /// [`sum_column_pairs`](ferrocuda_kernels_device::packed::sum_column_pairs).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn sum_column_pairs(
+        &self,
+        config: LaunchConfig,
+        partial_a: &[f32],
+        partial_b: &[f32],
+        out_a: &mut [f32],
+        out_b: &mut [f32],
+        chunks: u32,
+        cols: u32,
+    ) -> crate::Result<()> {
+        Ok(ferrocuda_kernels_device::packed::sum_column_pairs::launch_cpu(self.0, config, partial_a, partial_b, out_a, out_b, chunks, cols)?)
+    }
+}
+
 macro_rules! declare_launchers {
     ({ $( fn $name:ident ( $($param:ident : $kind:tt),* $(,)? ); )* }) => {
+        #[allow(clippy::too_many_arguments, dead_code)]
+        impl Gpu<'_> {
+            $(
+                pub(crate) fn $name<T: Launchers>(&self, config: LaunchConfig, $($param: gpu_arg_t!($kind)),*) -> crate::Result<()> {
+                    Ok(<T as Launchers>::$name(self.0, config, $($param),*)?)
+                }
+            )*
+        }
+        #[allow(clippy::too_many_arguments, dead_code)]
+        impl Cpu<'_> {
+            $(
+                pub(crate) fn $name<T: CpuLaunchers>(&self, config: LaunchConfig, $($param: cpu_arg_t!($kind)),*) -> crate::Result<()> {
+                    Ok(<T as CpuLaunchers>::$name(self.0, config, $($param),*)?)
+                }
+            )*
+        }
         /// The launchers of every kernel for one element type (GPU: `stream`; CPU executor:
         /// `_cpu`). Plumbing for the public calls, which check shapes first.
         #[allow(clippy::too_many_arguments, missing_docs)]
@@ -118,6 +245,15 @@ kernel_table!({
     fn norm_backward_weights_partial_packed(
         dout: [in T], x: [in T], mean: [in f32], rstd: [in f32], partial_dweight: [out f32], partial_dbias: [out f32], rows: u32, cols: u32,
         rows_per_chunk: u32, centred: u32
+    );
+    fn norm_backward_fused_packed(
+        dout: [in T], x: [in T], weight: [in T], mean: [in f32], rstd: [in f32], dresidual: [in T], dx: [out T], partial_dweight: [out f32],
+        partial_dbias: [out f32], cols: u32, add_dresidual: u32, centred: u32
+    );
+    fn silu_and_mul_forward_packed(input: [in T], out: [out T], chunks_per_row: NonZeroU32);
+    fn silu_and_mul_backward_packed(input: [in T], dout: [in T], dinput: [out T], chunks_per_row: NonZeroU32);
+    fn rotary_embedding_packed(
+        x: [in T], positions: [in u32], cos: [in f32], sin: [in f32], out: [out T], head_chunks: NonZeroU32, heads: NonZeroU32, shape: RopeShape
     );
     fn gelu_forward_packed(x: [in T], out: [out T]);
     fn gelu_backward_packed(x: [in T], dout: [in T], dx: [out T]);

@@ -104,10 +104,17 @@ pub(crate) fn packed_rows(rows: usize, cols: usize) -> Option<ferrocuda_host::La
         .then(|| ferrocuda_host::LaunchConfig::new(rows as u32, threads as u32))
 }
 
-/// The launch of the packed element-wise kernels (chunks of 8, grid-stride); `None` unless
-/// `n` is a non-zero multiple of 8.
+/// The launch of the packed element-wise kernels (chunks of 8); `None` unless `n` is a
+/// non-zero multiple of 8.
 pub(crate) fn packed_elements(n: usize) -> Option<ferrocuda_host::LaunchConfig> {
-    (n > 0 && n.is_multiple_of(8)).then(|| grid_stride(n / 8))
+    (n > 0 && n.is_multiple_of(8)).then(|| chunk_grid(n / 8))
+}
+
+/// A launch of one thread per chunk of 8 (up to 2^20 blocks of 256 threads; the kernels'
+/// grid-stride loops take the rest): every thread's 16-byte load is issued at once, where a
+/// grid of a few blocks per SM would walk the chunks with one load in flight per thread.
+pub(crate) fn chunk_grid(chunks: usize) -> ferrocuda_host::LaunchConfig {
+    ferrocuda_host::LaunchConfig::new(chunks.div_ceil(BLOCK as usize).clamp(1, 1 << 20) as u32, BLOCK)
 }
 
 /// A grid-stride launch over `n` elements: up to 8192 blocks of 256 threads.

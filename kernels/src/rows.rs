@@ -12,12 +12,63 @@
 
 use core::num::NonZeroU32;
 
-use ferrocuda_host::{DeviceBuffer, DeviceRead, DeviceWrite, Stream};
-use ferrocuda_kernels_device::{AdamWStep, RopeShape, sum_column_partials};
+use ferrocuda_device::cpu::CpuExecutor;
+use ferrocuda_host::{DeviceRead, DeviceWrite, Stream};
+use ferrocuda_kernels_device::{AdamWStep, RopeShape};
 
 use crate::error::{expect_at_least, expect_len, unsupported};
-use crate::launchers::Launchers;
-use crate::{Element, Result, grid_stride, len_of, packed_elements, packed_rows, warp_per_row};
+use crate::launchers::{Cpu, Gpu};
+use crate::{Element, Result, chunk_grid, grid_stride, packed_elements, packed_rows, warp_per_row};
+
+/// A parameter of a call on the GPU: `[in T]` an input of the element type, `[out f32]` an
+/// output of `f32`, `[opt T]` an optional input, anything else by value.
+macro_rules! gpu_operand {
+    ([in T]) => { &(impl DeviceRead<T> + ?Sized) };
+    ([in $t:ty]) => { &(impl DeviceRead<$t> + ?Sized) };
+    ([out T]) => { &mut (impl DeviceWrite<T> + ?Sized) };
+    ([out $t:ty]) => { &mut (impl DeviceWrite<$t> + ?Sized) };
+    ([opt T]) => { Option<&dyn DeviceRead<T>> };
+    ($t:ty) => { $t };
+}
+
+/// The same parameter on the CPU executor (host slices).
+macro_rules! cpu_operand {
+    ([in T]) => { &[T] };
+    ([in $t:ty]) => { &[$t] };
+    ([out T]) => { &mut [T] };
+    ([out $t:ty]) => { &mut [$t] };
+    ([opt T]) => { Option<&[T]> };
+    ($t:ty) => { $t };
+}
+
+/// One description of a call, two executors: writes `pub fn $name` (on a GPU stream, device
+/// buffers) and `pub fn $cpu` (on the CPU executor, host slices; hidden here, public as
+/// [`cpu::$name`](crate::cpu)) from one body. In the body `$run` is the runner
+/// ([`Gpu`] or [`Cpu`]): `$run.len(x)` measures an operand, `$run.kernel::<T>(config, ...)`
+/// launches a kernel of `ferrocuda-kernels-device` for the element type, `$run.scratch(n)`
+/// allocates `f32` scratch. So every shape check and every choice of kernel is written once.
+macro_rules! row_op {
+    (
+        $(#[$attr:meta])*
+        $vis:vis fn $name:ident, $cpu:ident <T>($run:ident; $($arg:ident : $kind:tt),* $(,)?) $body:block
+    ) => {
+        $(#[$attr])*
+        #[allow(clippy::too_many_arguments)]
+        $vis fn $name<T: Element>(stream: &Stream, $($arg: gpu_operand!($kind)),*) -> Result<()> {
+            let $run = Gpu(stream);
+            $body
+        }
+
+        #[doc = concat!("[`rows::", stringify!($name), "`](crate::rows::", stringify!($name), ") on the CPU executor, on host slices: ")]
+        #[doc = "the same shape checks, the same choice of kernels, the same errors."]
+        #[doc(hidden)]
+        #[allow(clippy::too_many_arguments)]
+        $vis fn $cpu<T: Element>(executor: &CpuExecutor, $($arg: cpu_operand!($kind)),*) -> Result<()> {
+            let $run = Cpu(executor);
+            $body
+        }
+    };
+}
 
 /// The shape of a row-major matrix: `rows x cols`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -66,212 +117,233 @@ impl Rows {
     }
 }
 
-/// RMSNorm: `out = x / sqrt(mean(x^2) + eps) * weight` per row, and `rstd[row]` (f32, for
-/// [`rmsnorm_backward`]). `x`, `out`: `rows x cols`; `weight`: `cols`; `rstd`: `rows`.
-pub fn rmsnorm<T: Element>(
-    stream: &Stream,
-    x: &(impl DeviceRead<T> + ?Sized),
-    weight: &(impl DeviceRead<T> + ?Sized),
-    out: &mut (impl DeviceWrite<T> + ?Sized),
-    rstd: &mut (impl DeviceWrite<f32> + ?Sized),
-    shape: Rows,
-    eps: f32,
-) -> Result<()> {
-    let (rows, cols) = shape.check()?;
-    shape.matrix("x", len_of(x))?;
-    shape.row("weight", len_of(weight))?;
-    shape.matrix("out", len_of(out))?;
-    shape.per_row("rstd", len_of(rstd))?;
-    if rows == 0 {
-        return Ok(());
-    }
-    if let Some(config) = packed_rows(shape.rows, shape.cols) {
-        return Ok(<T as Launchers>::rmsnorm_forward_packed(stream, config, x, weight, out, rstd, cols, eps)?);
-    }
-    Ok(<T as Launchers>::rmsnorm_forward(stream, warp_per_row(shape.rows), x, weight, out, rstd, rows, cols, eps)?)
-}
-
-/// Residual add fused with RMSNorm: `sum = x + residual` (rounded to `T`; the residual stream
-/// the next layer adds to), then `out = rmsnorm(sum)`. Shapes as [`rmsnorm`]; `residual` and
-/// `sum` are `rows x cols`.
-#[allow(clippy::too_many_arguments)]
-pub fn add_rmsnorm<T: Element>(
-    stream: &Stream,
-    x: &(impl DeviceRead<T> + ?Sized),
-    residual: &(impl DeviceRead<T> + ?Sized),
-    weight: &(impl DeviceRead<T> + ?Sized),
-    out: &mut (impl DeviceWrite<T> + ?Sized),
-    sum: &mut (impl DeviceWrite<T> + ?Sized),
-    rstd: &mut (impl DeviceWrite<f32> + ?Sized),
-    shape: Rows,
-    eps: f32,
-) -> Result<()> {
-    let (rows, cols) = shape.check()?;
-    shape.matrix("x", len_of(x))?;
-    shape.matrix("residual", len_of(residual))?;
-    shape.row("weight", len_of(weight))?;
-    shape.matrix("out", len_of(out))?;
-    shape.matrix("sum", len_of(sum))?;
-    shape.per_row("rstd", len_of(rstd))?;
-    if rows == 0 {
-        return Ok(());
-    }
-    if let Some(config) = packed_rows(shape.rows, shape.cols) {
-        return Ok(<T as Launchers>::add_rmsnorm_forward_packed(stream, config, x, residual, weight, out, sum, rstd, cols, eps)?);
-    }
-    Ok(<T as Launchers>::add_rmsnorm_forward(stream, warp_per_row(shape.rows), x, residual, weight, out, sum, rstd, rows, cols, eps)?)
-}
-
-/// Layer norm: `out = (x - mean) * rstd * weight + bias` per row, and `mean[row]`,
-/// `rstd[row]` (f32, for [`layernorm_backward`]).
-#[allow(clippy::too_many_arguments)]
-pub fn layernorm<T: Element>(
-    stream: &Stream,
-    x: &(impl DeviceRead<T> + ?Sized),
-    weight: &(impl DeviceRead<T> + ?Sized),
-    bias: &(impl DeviceRead<T> + ?Sized),
-    out: &mut (impl DeviceWrite<T> + ?Sized),
-    mean: &mut (impl DeviceWrite<f32> + ?Sized),
-    rstd: &mut (impl DeviceWrite<f32> + ?Sized),
-    shape: Rows,
-    eps: f32,
-) -> Result<()> {
-    let (rows, cols) = shape.check()?;
-    shape.matrix("x", len_of(x))?;
-    shape.row("weight", len_of(weight))?;
-    shape.row("bias", len_of(bias))?;
-    shape.matrix("out", len_of(out))?;
-    shape.per_row("mean", len_of(mean))?;
-    shape.per_row("rstd", len_of(rstd))?;
-    if rows == 0 {
-        return Ok(());
-    }
-    if let Some(config) = packed_rows(shape.rows, shape.cols) {
-        return Ok(<T as Launchers>::layernorm_forward_packed(stream, config, x, weight, bias, out, mean, rstd, cols, eps)?);
-    }
-    Ok(<T as Launchers>::layernorm_forward(stream, warp_per_row(shape.rows), x, weight, bias, out, mean, rstd, rows, cols, eps)?)
-}
-
-/// Residual add fused with layer norm: `sum = x + residual` (rounded to `T`), then `out =
-/// layernorm(sum)`.
-#[allow(clippy::too_many_arguments)]
-pub fn add_layernorm<T: Element>(
-    stream: &Stream,
-    x: &(impl DeviceRead<T> + ?Sized),
-    residual: &(impl DeviceRead<T> + ?Sized),
-    weight: &(impl DeviceRead<T> + ?Sized),
-    bias: &(impl DeviceRead<T> + ?Sized),
-    out: &mut (impl DeviceWrite<T> + ?Sized),
-    sum: &mut (impl DeviceWrite<T> + ?Sized),
-    mean: &mut (impl DeviceWrite<f32> + ?Sized),
-    rstd: &mut (impl DeviceWrite<f32> + ?Sized),
-    shape: Rows,
-    eps: f32,
-) -> Result<()> {
-    let (rows, cols) = shape.check()?;
-    shape.matrix("x", len_of(x))?;
-    shape.matrix("residual", len_of(residual))?;
-    shape.row("weight", len_of(weight))?;
-    shape.row("bias", len_of(bias))?;
-    shape.matrix("out", len_of(out))?;
-    shape.matrix("sum", len_of(sum))?;
-    shape.per_row("mean", len_of(mean))?;
-    shape.per_row("rstd", len_of(rstd))?;
-    if rows == 0 {
-        return Ok(());
-    }
-    if let Some(config) = packed_rows(shape.rows, shape.cols) {
-        return Ok(<T as Launchers>::add_layernorm_forward_packed(stream, config, x, residual, weight, bias, out, sum, mean, rstd, cols, eps)?);
-    }
-    Ok(<T as Launchers>::add_layernorm_forward(stream, warp_per_row(shape.rows), x, residual, weight, bias, out, sum, mean, rstd, rows, cols, eps)?)
-}
-
-/// Layer norm backward: `dx` (`rows x cols`, plus `dresidual` when given: the gradient that
-/// reached the residual stream directly, for [`add_layernorm`]), and the weight and bias
-/// gradients `dweight`, `dbias` (`cols`, f32, written; summed over rows in order, so
-/// deterministic). `x` is the norm's input (`sum` for the fused form), `mean`/`rstd` the
-/// forward's. Two launches.
-#[allow(clippy::too_many_arguments)]
-pub fn layernorm_backward<T: Element>(
-    stream: &Stream,
-    dout: &(impl DeviceRead<T> + ?Sized),
-    x: &(impl DeviceRead<T> + ?Sized),
-    weight: &(impl DeviceRead<T> + ?Sized),
-    mean: &(impl DeviceRead<f32> + ?Sized),
-    rstd: &(impl DeviceRead<f32> + ?Sized),
-    dresidual: Option<&dyn DeviceRead<T>>,
-    dx: &mut (impl DeviceWrite<T> + ?Sized),
-    dweight: &mut (impl DeviceWrite<f32> + ?Sized),
-    dbias: &mut (impl DeviceWrite<f32> + ?Sized),
-    shape: Rows,
-) -> Result<()> {
-    let (rows, cols) = shape.check()?;
-    shape.matrix("dout", len_of(dout))?;
-    shape.matrix("x", len_of(x))?;
-    shape.row("weight", len_of(weight))?;
-    shape.per_row("mean", len_of(mean))?;
-    shape.per_row("rstd", len_of(rstd))?;
-    if let Some(d) = dresidual {
-        shape.matrix("dresidual", len_of(d))?;
-    }
-    shape.matrix("dx", len_of(dx))?;
-    shape.row("dweight", len_of(dweight))?;
-    shape.row("dbias", len_of(dbias))?;
-    if let Some(config) = packed_rows(shape.rows, shape.cols) {
-        match dresidual {
-            Some(d) => <T as Launchers>::norm_backward_packed(stream, config, dout, x, weight, mean, rstd, d, dx, cols, 1, 1)?,
-            None => <T as Launchers>::norm_backward_packed(stream, config, dout, x, weight, mean, rstd, dout, dx, cols, 0, 1)?,
+/// The first step of a norm's weight gradients outside the fused kernel, in a call's body
+/// (`$run` its runner): per chunk of [`ROWS_PER_CHUNK`] rows and column, `sum dout * xhat`
+/// into `$partial_dw` and `sum dout` into `$partial_db` (each `weight_chunks(rows) x cols`),
+/// 16-byte loads when `cols % 8 == 0`.
+macro_rules! weight_partials {
+    ($run:ident, $dout:expr, $x:expr, $mean:expr, $rstd:expr, $partial_dw:expr, $partial_db:expr, $shape:expr, $centred:expr) => {{
+        let (rows, cols) = $shape.check()?;
+        let chunks = weight_chunks($shape.rows);
+        if $shape.cols.is_multiple_of(8) {
+            let config = grid_stride(chunks * $shape.cols / 8);
+            $run.norm_backward_weights_partial_packed::<T>(
+                config,
+                $dout,
+                $x,
+                $mean,
+                $rstd,
+                $partial_dw,
+                $partial_db,
+                rows,
+                cols,
+                ROWS_PER_CHUNK as u32,
+                $centred,
+            )
+        } else {
+            let nonzero_cols = NonZeroU32::new(cols).ok_or_else(|| unsupported("cols", 0, "rows need at least one column"))?;
+            let config = grid_stride(chunks * $shape.cols);
+            $run.norm_backward_weights_partial::<T>(
+                config,
+                $dout,
+                $x,
+                $mean,
+                $rstd,
+                $partial_dw,
+                $partial_db,
+                rows,
+                nonzero_cols,
+                ROWS_PER_CHUNK as u32,
+                $centred,
+            )
         }
-    } else if rows > 0 {
-        match dresidual {
-            Some(d) => <T as Launchers>::layernorm_backward(stream, warp_per_row(shape.rows), dout, x, weight, mean, rstd, d, dx, rows, cols, 1)?,
-            None => <T as Launchers>::layernorm_backward(stream, warp_per_row(shape.rows), dout, x, weight, mean, rstd, dout, dx, rows, cols, 0)?,
+    }};
+}
+
+row_op! {
+    /// RMSNorm: `out = x / sqrt(mean(x^2) + eps) * weight` per row, and `rstd[row]` (f32, for
+    /// [`rmsnorm_backward`]). `x`, `out`: `rows x cols`; `weight`: `cols`; `rstd`: `rows`.
+    pub fn rmsnorm, rmsnorm_cpu<T>(run; x: [in T], weight: [in T], out: [out T], rstd: [out f32], shape: Rows, eps: f32) {
+        let (rows, cols) = shape.check()?;
+        shape.matrix("x", run.len(x))?;
+        shape.row("weight", run.len(weight))?;
+        shape.matrix("out", run.len(out))?;
+        shape.per_row("rstd", run.len(rstd))?;
+        if rows == 0 {
+            return Ok(());
+        }
+        match packed_rows(shape.rows, shape.cols) {
+            Some(config) => run.rmsnorm_forward_packed::<T>(config, x, weight, out, rstd, cols, eps),
+            None => run.rmsnorm_forward::<T>(warp_per_row(shape.rows), x, weight, out, rstd, rows, cols, eps),
         }
     }
-    let (partial_dbias, chunks) = weight_gradients::<T>(stream, dout, x, mean, rstd, dweight, shape, true)?;
-    Ok(sum_column_partials::launch(stream, grid_stride(shape.cols), &partial_dbias, dbias, chunks, cols)?)
 }
 
-/// RMSNorm backward: `dx` (plus `dresidual` when given) and `dweight` (`cols`, f32,
-/// written, deterministic). `x` is the norm's input, `rstd` the forward's. Two launches.
-#[allow(clippy::too_many_arguments)]
-pub fn rmsnorm_backward<T: Element>(
-    stream: &Stream,
-    dout: &(impl DeviceRead<T> + ?Sized),
-    x: &(impl DeviceRead<T> + ?Sized),
-    weight: &(impl DeviceRead<T> + ?Sized),
-    rstd: &(impl DeviceRead<f32> + ?Sized),
-    dresidual: Option<&dyn DeviceRead<T>>,
-    dx: &mut (impl DeviceWrite<T> + ?Sized),
-    dweight: &mut (impl DeviceWrite<f32> + ?Sized),
-    shape: Rows,
-) -> Result<()> {
-    let (rows, cols) = shape.check()?;
-    shape.matrix("dout", len_of(dout))?;
-    shape.matrix("x", len_of(x))?;
-    shape.row("weight", len_of(weight))?;
-    shape.per_row("rstd", len_of(rstd))?;
-    if let Some(d) = dresidual {
-        shape.matrix("dresidual", len_of(d))?;
-    }
-    shape.matrix("dx", len_of(dx))?;
-    shape.row("dweight", len_of(dweight))?;
-    if let Some(config) = packed_rows(shape.rows, shape.cols) {
-        match dresidual {
-            Some(d) => <T as Launchers>::norm_backward_packed(stream, config, dout, x, weight, rstd, rstd, d, dx, cols, 1, 0)?,
-            None => <T as Launchers>::norm_backward_packed(stream, config, dout, x, weight, rstd, rstd, dout, dx, cols, 0, 0)?,
+row_op! {
+    /// Residual add fused with RMSNorm: `sum = x + residual` (rounded to `T`; the residual stream
+    /// the next layer adds to), then `out = rmsnorm(sum)`. Shapes as [`rmsnorm`]; `residual` and
+    /// `sum` are `rows x cols`.
+    pub fn add_rmsnorm, add_rmsnorm_cpu<T>(
+        run; x: [in T], residual: [in T], weight: [in T], out: [out T], sum: [out T], rstd: [out f32], shape: Rows, eps: f32
+    ) {
+        let (rows, cols) = shape.check()?;
+        shape.matrix("x", run.len(x))?;
+        shape.matrix("residual", run.len(residual))?;
+        shape.row("weight", run.len(weight))?;
+        shape.matrix("out", run.len(out))?;
+        shape.matrix("sum", run.len(sum))?;
+        shape.per_row("rstd", run.len(rstd))?;
+        if rows == 0 {
+            return Ok(());
         }
-    } else if rows > 0 {
-        match dresidual {
-            Some(d) => <T as Launchers>::rmsnorm_backward(stream, warp_per_row(shape.rows), dout, x, weight, rstd, d, dx, rows, cols, 1)?,
-            None => <T as Launchers>::rmsnorm_backward(stream, warp_per_row(shape.rows), dout, x, weight, rstd, dout, dx, rows, cols, 0)?,
+        match packed_rows(shape.rows, shape.cols) {
+            Some(config) => run.add_rmsnorm_forward_packed::<T>(config, x, residual, weight, out, sum, rstd, cols, eps),
+            None => run.add_rmsnorm_forward::<T>(warp_per_row(shape.rows), x, residual, weight, out, sum, rstd, rows, cols, eps),
         }
     }
-    weight_gradients::<T>(stream, dout, x, rstd, rstd, dweight, shape, false)?;
-    Ok(())
 }
 
-/// Rows each thread of the weight gradients' first step sums (in order).
+row_op! {
+    /// Layer norm: `out = (x - mean) * rstd * weight + bias` per row, and `mean[row]`,
+    /// `rstd[row]` (f32, for [`layernorm_backward`]).
+    pub fn layernorm, layernorm_cpu<T>(
+        run; x: [in T], weight: [in T], bias: [in T], out: [out T], mean: [out f32], rstd: [out f32], shape: Rows, eps: f32
+    ) {
+        let (rows, cols) = shape.check()?;
+        shape.matrix("x", run.len(x))?;
+        shape.row("weight", run.len(weight))?;
+        shape.row("bias", run.len(bias))?;
+        shape.matrix("out", run.len(out))?;
+        shape.per_row("mean", run.len(mean))?;
+        shape.per_row("rstd", run.len(rstd))?;
+        if rows == 0 {
+            return Ok(());
+        }
+        match packed_rows(shape.rows, shape.cols) {
+            Some(config) => run.layernorm_forward_packed::<T>(config, x, weight, bias, out, mean, rstd, cols, eps),
+            None => run.layernorm_forward::<T>(warp_per_row(shape.rows), x, weight, bias, out, mean, rstd, rows, cols, eps),
+        }
+    }
+}
+
+row_op! {
+    /// Residual add fused with layer norm: `sum = x + residual` (rounded to `T`), then `out =
+    /// layernorm(sum)`.
+    pub fn add_layernorm, add_layernorm_cpu<T>(
+        run; x: [in T], residual: [in T], weight: [in T], bias: [in T], out: [out T], sum: [out T], mean: [out f32], rstd: [out f32], shape: Rows,
+        eps: f32
+    ) {
+        let (rows, cols) = shape.check()?;
+        shape.matrix("x", run.len(x))?;
+        shape.matrix("residual", run.len(residual))?;
+        shape.row("weight", run.len(weight))?;
+        shape.row("bias", run.len(bias))?;
+        shape.matrix("out", run.len(out))?;
+        shape.matrix("sum", run.len(sum))?;
+        shape.per_row("mean", run.len(mean))?;
+        shape.per_row("rstd", run.len(rstd))?;
+        if rows == 0 {
+            return Ok(());
+        }
+        match packed_rows(shape.rows, shape.cols) {
+            Some(config) => run.add_layernorm_forward_packed::<T>(config, x, residual, weight, bias, out, sum, mean, rstd, cols, eps),
+            None => run.add_layernorm_forward::<T>(warp_per_row(shape.rows), x, residual, weight, bias, out, sum, mean, rstd, rows, cols, eps),
+        }
+    }
+}
+
+row_op! {
+    /// Layer norm backward: `dx` (`rows x cols`, plus `dresidual` when given: the gradient that
+    /// reached the residual stream directly, for [`add_layernorm`]), and the weight and bias
+    /// gradients `dweight`, `dbias` (`cols`, f32, written; summed over rows in a fixed order, so
+    /// deterministic). `x` is the norm's input (`sum` for the fused form), `mean`/`rstd` the
+    /// forward's. Widths the packed kernels take: one pass that writes `dx` and per-block partial
+    /// sums of the weight gradients, then one launch that adds them up; other widths: three
+    /// launches.
+    pub fn layernorm_backward, layernorm_backward_cpu<T>(
+        run; dout: [in T], x: [in T], weight: [in T], mean: [in f32], rstd: [in f32], dresidual: [opt T], dx: [out T], dweight: [out f32],
+        dbias: [out f32], shape: Rows
+    ) {
+        let (rows, cols) = shape.check()?;
+        shape.matrix("dout", run.len(dout))?;
+        shape.matrix("x", run.len(x))?;
+        shape.row("weight", run.len(weight))?;
+        shape.per_row("mean", run.len(mean))?;
+        shape.per_row("rstd", run.len(rstd))?;
+        if let Some(d) = dresidual {
+            shape.matrix("dresidual", run.len(d))?;
+        }
+        shape.matrix("dx", run.len(dx))?;
+        shape.row("dweight", run.len(dweight))?;
+        shape.row("dbias", run.len(dbias))?;
+        if let Some(config) = fused_backward(shape) {
+            let blocks = config.grid.x;
+            let (mut partial_dw, mut partial_db) = (run.scratch(blocks as usize * shape.cols)?, run.scratch(blocks as usize * shape.cols)?);
+            match dresidual {
+                Some(d) => run.norm_backward_fused_packed::<T>(config, dout, x, weight, mean, rstd, d, dx, &mut partial_dw, &mut partial_db, cols, 1, 1)?,
+                None => run.norm_backward_fused_packed::<T>(config, dout, x, weight, mean, rstd, dout, dx, &mut partial_dw, &mut partial_db, cols, 0, 1)?,
+            }
+            return run.sum_column_pairs(grid_stride(shape.cols), &partial_dw, &partial_db, dweight, dbias, blocks, cols);
+        }
+        let packed = packed_rows(shape.rows, shape.cols);
+        match (packed, dresidual) {
+            (Some(config), Some(d)) => run.norm_backward_packed::<T>(config, dout, x, weight, mean, rstd, d, dx, cols, 1, 1)?,
+            (Some(config), None) => run.norm_backward_packed::<T>(config, dout, x, weight, mean, rstd, dout, dx, cols, 0, 1)?,
+            (None, _) if rows == 0 => {}
+            (None, Some(d)) => run.layernorm_backward::<T>(warp_per_row(shape.rows), dout, x, weight, mean, rstd, d, dx, rows, cols, 1)?,
+            (None, None) => run.layernorm_backward::<T>(warp_per_row(shape.rows), dout, x, weight, mean, rstd, dout, dx, rows, cols, 0)?,
+        }
+        let chunks = weight_chunks(shape.rows);
+        let (mut partial_dw, mut partial_db) = (run.scratch(chunks * shape.cols)?, run.scratch(chunks * shape.cols)?);
+        weight_partials!(run, dout, x, mean, rstd, &mut partial_dw, &mut partial_db, shape, 1)?;
+        run.sum_column_pairs(grid_stride(shape.cols), &partial_dw, &partial_db, dweight, dbias, chunks as u32, cols)
+    }
+}
+
+row_op! {
+    /// RMSNorm backward: `dx` (plus `dresidual` when given) and `dweight` (`cols`, f32,
+    /// written, deterministic). `x` is the norm's input, `rstd` the forward's. Launches as
+    /// [`layernorm_backward`].
+    pub fn rmsnorm_backward, rmsnorm_backward_cpu<T>(
+        run; dout: [in T], x: [in T], weight: [in T], rstd: [in f32], dresidual: [opt T], dx: [out T], dweight: [out f32], shape: Rows
+    ) {
+        let (rows, cols) = shape.check()?;
+        shape.matrix("dout", run.len(dout))?;
+        shape.matrix("x", run.len(x))?;
+        shape.row("weight", run.len(weight))?;
+        shape.per_row("rstd", run.len(rstd))?;
+        if let Some(d) = dresidual {
+            shape.matrix("dresidual", run.len(d))?;
+        }
+        shape.matrix("dx", run.len(dx))?;
+        shape.row("dweight", run.len(dweight))?;
+        // `rstd` stands in for the mean the kernels do not read (not centred).
+        if let Some(config) = fused_backward(shape) {
+            let blocks = config.grid.x;
+            let (mut partial_dw, mut partial_db) = (run.scratch(blocks as usize * shape.cols)?, run.scratch(blocks as usize * shape.cols)?);
+            match dresidual {
+                Some(d) => run.norm_backward_fused_packed::<T>(config, dout, x, weight, rstd, rstd, d, dx, &mut partial_dw, &mut partial_db, cols, 1, 0)?,
+                None => run.norm_backward_fused_packed::<T>(config, dout, x, weight, rstd, rstd, dout, dx, &mut partial_dw, &mut partial_db, cols, 0, 0)?,
+            }
+            return run.sum_column_partials(grid_stride(shape.cols), &partial_dw, dweight, blocks, cols);
+        }
+        let packed = packed_rows(shape.rows, shape.cols);
+        match (packed, dresidual) {
+            (Some(config), Some(d)) => run.norm_backward_packed::<T>(config, dout, x, weight, rstd, rstd, d, dx, cols, 1, 0)?,
+            (Some(config), None) => run.norm_backward_packed::<T>(config, dout, x, weight, rstd, rstd, dout, dx, cols, 0, 0)?,
+            (None, _) if rows == 0 => {}
+            (None, Some(d)) => run.rmsnorm_backward::<T>(warp_per_row(shape.rows), dout, x, weight, rstd, d, dx, rows, cols, 1)?,
+            (None, None) => run.rmsnorm_backward::<T>(warp_per_row(shape.rows), dout, x, weight, rstd, dout, dx, rows, cols, 0)?,
+        }
+        let chunks = weight_chunks(shape.rows);
+        let (mut partial_dw, mut partial_db) = (run.scratch(chunks * shape.cols)?, run.scratch(chunks * shape.cols)?);
+        weight_partials!(run, dout, x, rstd, rstd, &mut partial_dw, &mut partial_db, shape, 0)?;
+        run.sum_column_partials(grid_stride(shape.cols), &partial_dw, dweight, chunks as u32, cols)
+    }
+}
+
+/// Rows each thread of the weight gradients' first step sums (in order), for widths the
+/// packed kernels do not take.
 pub(crate) const ROWS_PER_CHUNK: usize = 64;
 
 /// The chunks of rows of the weight gradients' first step.
@@ -279,132 +351,101 @@ pub(crate) fn weight_chunks(rows: usize) -> usize {
     rows.div_ceil(ROWS_PER_CHUNK).max(1)
 }
 
-/// The weight (and bias) gradients of a norm, in two deterministic launches: per chunk of
-/// [`ROWS_PER_CHUNK`] rows and column into `f32` scratch on `stream`, then the chunks summed
-/// in order per column into `dweight`. Returns the bias's partial sums and their chunks.
-#[allow(clippy::too_many_arguments)]
-fn weight_gradients<T: Element>(
-    stream: &Stream,
-    dout: &(impl DeviceRead<T> + ?Sized),
-    x: &(impl DeviceRead<T> + ?Sized),
-    mean: &(impl DeviceRead<f32> + ?Sized),
-    rstd: &(impl DeviceRead<f32> + ?Sized),
-    dweight: &mut (impl DeviceWrite<f32> + ?Sized),
-    shape: Rows,
-    centred: bool,
-) -> Result<(DeviceBuffer<f32>, u32)> {
-    let (rows, cols) = shape.check()?;
-    let nonzero_cols = NonZeroU32::new(cols).ok_or_else(|| unsupported("cols", 0, "rows need at least one column"))?;
-    let chunks = weight_chunks(shape.rows);
-    let mut partial_dw = DeviceBuffer::<f32>::zeroed_async(stream, chunks * shape.cols)?;
-    let mut partial_db = DeviceBuffer::<f32>::zeroed_async(stream, chunks * shape.cols)?;
-    if shape.cols.is_multiple_of(8) {
-        <T as Launchers>::norm_backward_weights_partial_packed(
-            stream,
-            grid_stride(chunks * shape.cols / 8),
-            dout,
-            x,
-            mean,
-            rstd,
-            &mut partial_dw,
-            &mut partial_db,
-            rows,
-            cols,
-            ROWS_PER_CHUNK as u32,
-            centred as u32,
-        )?;
-    } else {
-        <T as Launchers>::norm_backward_weights_partial(
-            stream,
-            grid_stride(chunks * shape.cols),
-            dout,
-            x,
-            mean,
-            rstd,
-            &mut partial_dw,
-            &mut partial_db,
-            rows,
-            nonzero_cols,
-            ROWS_PER_CHUNK as u32,
-            centred as u32,
-        )?;
-    }
-    sum_column_partials::launch(stream, grid_stride(shape.cols), &partial_dw, dweight, chunks as u32, cols)?;
-    Ok((partial_db, chunks as u32))
+/// Threads the fused norm backward aims for in all (a full H100 holds 270k; its 64 registers a
+/// thread allow half of that resident, and more blocks only add partial sums to add up).
+const FUSED_THREADS: usize = 1 << 17;
+
+/// The blocks (`G`, so the partial rows of the weight gradients) of the fused norm backward
+/// for `shape`, or `None` when the shape takes another path (the two-kernel one). For tests and
+/// benchmarks; the value depends on the shape only.
+pub fn fused_backward_blocks(shape: Rows) -> Option<u32> {
+    fused_backward(shape).map(|config| config.grid.x)
 }
 
-/// Softmax of each row: `out = exp(x - max) / sum(exp(x - max))`.
-pub fn softmax<T: Element>(stream: &Stream, x: &(impl DeviceRead<T> + ?Sized), out: &mut (impl DeviceWrite<T> + ?Sized), shape: Rows) -> Result<()> {
-    let (rows, cols) = shape.check()?;
-    shape.matrix("x", len_of(x))?;
-    shape.matrix("out", len_of(out))?;
-    if rows == 0 {
-        return Ok(());
-    }
-    if let Some(config) = packed_rows(shape.rows, shape.cols) {
-        return Ok(<T as Launchers>::softmax_forward_packed(stream, config, x, out, cols)?);
-    }
-    Ok(<T as Launchers>::softmax_forward(stream, warp_per_row(shape.rows), x, out, rows, cols)?)
+/// Widest row of the fused norm backward: `cols / 8` threads a block, at most 512 (its launch
+/// bounds; about 120 registers a thread).
+const FUSED_MAX_COLS: usize = 4096;
+
+/// The launch of the fused norm backward (`norm_backward_fused_packed`) for widths the packed
+/// kernels take up to [`FUSED_MAX_COLS`]: `cols / 8` threads a block and `G = min(2^17 / (cols
+/// / 8), ceil(rows / 8))` blocks, so each block walks at least 8 rows and the partial sums (`G
+/// x cols` f32) stay a small part of the traffic. `G` depends on the shape only, so the weight
+/// gradients are the same bits on every GPU and on the CPU executor.
+pub(crate) fn fused_backward(shape: Rows) -> Option<ferrocuda_host::LaunchConfig> {
+    let config = packed_rows(shape.rows, shape.cols).filter(|_| shape.cols <= FUSED_MAX_COLS)?;
+    let threads = shape.cols / 8;
+    let blocks = (FUSED_THREADS / threads).min(shape.rows.div_ceil(8)).max(1);
+    Some(ferrocuda_host::LaunchConfig::new(blocks as u32, config.block.x))
 }
 
-/// Cross-entropy with its gradient in one pass (llm.c's fused classifier): `logits` is `rows x
-/// vocab` (`shape.cols` = vocab), `targets` one class per row (`u32`); writes `losses[row] =
-/// logsumexp(row) - row[target]` (f32) and `dlogits = (softmax(row) - onehot(target)) *
-/// dloss` (`dloss` is usually `1 / rows` for a mean loss). A target of
-/// [`IGNORE_TARGET`](crate::IGNORE_TARGET) gives loss 0 and a zero gradient row; any other
-/// target `>= vocab` gives NaN (targets live on the GPU, so they are not checked before the
-/// launch; the kernel never reads out of bounds).
-#[allow(clippy::too_many_arguments)]
-pub fn cross_entropy<T: Element>(
-    stream: &Stream,
-    logits: &(impl DeviceRead<T> + ?Sized),
-    targets: &(impl DeviceRead<u32> + ?Sized),
-    losses: &mut (impl DeviceWrite<f32> + ?Sized),
-    dlogits: &mut (impl DeviceWrite<T> + ?Sized),
-    shape: Rows,
-    dloss: f32,
-) -> Result<()> {
-    let (rows, vocab) = shape.check()?;
-    shape.matrix("logits", len_of(logits))?;
-    shape.per_row("targets", len_of(targets))?;
-    shape.per_row("losses", len_of(losses))?;
-    shape.matrix("dlogits", len_of(dlogits))?;
-    if rows == 0 {
-        return Ok(());
+row_op! {
+    /// Softmax of each row: `out = exp(x - max) / sum(exp(x - max))`.
+    pub fn softmax, softmax_cpu<T>(run; x: [in T], out: [out T], shape: Rows) {
+        let (rows, cols) = shape.check()?;
+        shape.matrix("x", run.len(x))?;
+        shape.matrix("out", run.len(out))?;
+        if rows == 0 {
+            return Ok(());
+        }
+        match packed_rows(shape.rows, shape.cols) {
+            Some(config) => run.softmax_forward_packed::<T>(config, x, out, cols),
+            None => run.softmax_forward::<T>(warp_per_row(shape.rows), x, out, rows, cols),
+        }
     }
-    Ok(<T as Launchers>::cross_entropy_forward_backward(stream, warp_per_row(shape.rows), logits, targets, losses, dlogits, rows, vocab, dloss)?)
 }
 
-/// `out = gelu(x)` (GPT-2's tanh approximation), element-wise; `out` as long as `x`.
-pub fn gelu<T: Element>(stream: &Stream, x: &(impl DeviceRead<T> + ?Sized), out: &mut (impl DeviceWrite<T> + ?Sized)) -> Result<()> {
-    let n = len_of(x);
-    expect_len("out", len_of(out), n, || "as long as x".into())?;
-    if n == 0 {
-        return Ok(());
+row_op! {
+    /// Cross-entropy with its gradient in one pass (llm.c's fused classifier): `logits` is `rows x
+    /// vocab` (`shape.cols` = vocab), `targets` one class per row (`u32`); writes `losses[row] =
+    /// logsumexp(row) - row[target]` (f32) and `dlogits = (softmax(row) - onehot(target)) *
+    /// dloss` (`dloss` is usually `1 / rows` for a mean loss). A target of
+    /// [`IGNORE_TARGET`](crate::IGNORE_TARGET) gives loss 0 and a zero gradient row; any other
+    /// target `>= vocab` gives NaN (targets live on the GPU, so they are not checked before the
+    /// launch; the kernel never reads out of bounds).
+    pub fn cross_entropy, cross_entropy_cpu<T>(
+        run; logits: [in T], targets: [in u32], losses: [out f32], dlogits: [out T], shape: Rows, dloss: f32
+    ) {
+        let (rows, vocab) = shape.check()?;
+        shape.matrix("logits", run.len(logits))?;
+        shape.per_row("targets", run.len(targets))?;
+        shape.per_row("losses", run.len(losses))?;
+        shape.matrix("dlogits", run.len(dlogits))?;
+        if rows == 0 {
+            return Ok(());
+        }
+        run.cross_entropy_forward_backward::<T>(warp_per_row(shape.rows), logits, targets, losses, dlogits, rows, vocab, dloss)
     }
-    if let Some(config) = packed_elements(n) {
-        return Ok(<T as Launchers>::gelu_forward_packed(stream, config, x, out)?);
-    }
-    Ok(<T as Launchers>::gelu_forward(stream, grid_stride(n), x, out)?)
 }
 
-/// `dx = gelu'(x) * dout`, element-wise.
-pub fn gelu_backward<T: Element>(
-    stream: &Stream,
-    x: &(impl DeviceRead<T> + ?Sized),
-    dout: &(impl DeviceRead<T> + ?Sized),
-    dx: &mut (impl DeviceWrite<T> + ?Sized),
-) -> Result<()> {
-    let n = len_of(x);
-    expect_len("dout", len_of(dout), n, || "as long as x".into())?;
-    expect_len("dx", len_of(dx), n, || "as long as x".into())?;
-    if n == 0 {
-        return Ok(());
+row_op! {
+    /// `out = gelu(x)` (GPT-2's tanh approximation), element-wise; `out` as long as `x`.
+    pub fn gelu, gelu_cpu<T>(run; x: [in T], out: [out T]) {
+        let n = run.len(x);
+        expect_len("out", run.len(out), n, || "as long as x".into())?;
+        if n == 0 {
+            return Ok(());
+        }
+        match packed_elements(n) {
+            Some(config) => run.gelu_forward_packed::<T>(config, x, out),
+            None => run.gelu_forward::<T>(grid_stride(n), x, out),
+        }
     }
-    if let Some(config) = packed_elements(n) {
-        return Ok(<T as Launchers>::gelu_backward_packed(stream, config, x, dout, dx)?);
+}
+
+row_op! {
+    /// `dx = gelu'(x) * dout`, element-wise.
+    pub fn gelu_backward, gelu_backward_cpu<T>(run; x: [in T], dout: [in T], dx: [out T]) {
+        let n = run.len(x);
+        expect_len("dout", run.len(dout), n, || "as long as x".into())?;
+        expect_len("dx", run.len(dx), n, || "as long as x".into())?;
+        if n == 0 {
+            return Ok(());
+        }
+        match packed_elements(n) {
+            Some(config) => run.gelu_backward_packed::<T>(config, x, dout, dx),
+            None => run.gelu_backward::<T>(grid_stride(n), x, dout, dx),
+        }
     }
-    Ok(<T as Launchers>::gelu_backward(stream, grid_stride(n), x, dout, dx)?)
 }
 
 /// The gate width of a SiLU-and-mul shape, checked.
@@ -415,35 +456,45 @@ pub(crate) fn silu_width(shape: Rows) -> Result<NonZeroU32> {
     Ok(d)
 }
 
-/// SiLU-and-mul (SwiGLU): `input` is `rows x 2d` (the gate in columns `0..d`, the up
-/// projection in `d..2d`), `out` (`rows x d`, `shape.cols` = d) `= silu(gate) * up`.
-pub fn silu_and_mul<T: Element>(stream: &Stream, input: &(impl DeviceRead<T> + ?Sized), out: &mut (impl DeviceWrite<T> + ?Sized), shape: Rows) -> Result<()> {
-    let d = silu_width(shape)?;
-    expect_len("input", len_of(input), 2 * shape.len(), || format!("rows {} x 2 cols {}", shape.rows, shape.cols))?;
-    shape.matrix("out", len_of(out))?;
-    if shape.is_empty() {
-        return Ok(());
-    }
-    Ok(<T as Launchers>::silu_and_mul_forward(stream, grid_stride(shape.len()), input, out, d)?)
+/// `d / 8` when the packed SiLU-and-mul kernels take the shape: `d % 8 == 0` and the chunks
+/// of `rows x 2d` fit in `u32`.
+fn silu_packed(shape: Rows) -> Option<NonZeroU32> {
+    (shape.cols.is_multiple_of(8) && shape.len() / 4 <= u32::MAX as usize).then(|| NonZeroU32::new((shape.cols / 8) as u32)).flatten()
 }
 
-/// SiLU-and-mul backward: `dinput` (`rows x 2d`) from `dout` (`rows x d`) and the forward's
-/// `input`.
-pub fn silu_and_mul_backward<T: Element>(
-    stream: &Stream,
-    input: &(impl DeviceRead<T> + ?Sized),
-    dout: &(impl DeviceRead<T> + ?Sized),
-    dinput: &mut (impl DeviceWrite<T> + ?Sized),
-    shape: Rows,
-) -> Result<()> {
-    let d = silu_width(shape)?;
-    expect_len("input", len_of(input), 2 * shape.len(), || format!("rows {} x 2 cols {}", shape.rows, shape.cols))?;
-    shape.matrix("dout", len_of(dout))?;
-    expect_len("dinput", len_of(dinput), 2 * shape.len(), || format!("rows {} x 2 cols {}", shape.rows, shape.cols))?;
-    if shape.is_empty() {
-        return Ok(());
+row_op! {
+    /// SiLU-and-mul (SwiGLU): `input` is `rows x 2d` (the gate in columns `0..d`, the up
+    /// projection in `d..2d`), `out` (`rows x d`, `shape.cols` = d) `= silu(gate) * up`.
+    pub fn silu_and_mul, silu_and_mul_cpu<T>(run; input: [in T], out: [out T], shape: Rows) {
+        let d = silu_width(shape)?;
+        expect_len("input", run.len(input), 2 * shape.len(), || format!("rows {} x 2 cols {}", shape.rows, shape.cols))?;
+        shape.matrix("out", run.len(out))?;
+        if shape.is_empty() {
+            return Ok(());
+        }
+        match silu_packed(shape) {
+            Some(chunks_per_row) => run.silu_and_mul_forward_packed::<T>(chunk_grid(shape.len() / 8), input, out, chunks_per_row),
+            None => run.silu_and_mul_forward::<T>(grid_stride(shape.len()), input, out, d),
+        }
     }
-    Ok(<T as Launchers>::silu_and_mul_backward(stream, grid_stride(2 * shape.len()), input, dout, dinput, d)?)
+}
+
+row_op! {
+    /// SiLU-and-mul backward: `dinput` (`rows x 2d`) from `dout` (`rows x d`) and the forward's
+    /// `input`.
+    pub fn silu_and_mul_backward, silu_and_mul_backward_cpu<T>(run; input: [in T], dout: [in T], dinput: [out T], shape: Rows) {
+        let d = silu_width(shape)?;
+        expect_len("input", run.len(input), 2 * shape.len(), || format!("rows {} x 2 cols {}", shape.rows, shape.cols))?;
+        shape.matrix("dout", run.len(dout))?;
+        expect_len("dinput", run.len(dinput), 2 * shape.len(), || format!("rows {} x 2 cols {}", shape.rows, shape.cols))?;
+        if shape.is_empty() {
+            return Ok(());
+        }
+        match silu_packed(shape) {
+            Some(chunks_per_row) => run.silu_and_mul_backward_packed::<T>(chunk_grid(shape.len() / 4), input, dout, dinput, chunks_per_row),
+            None => run.silu_and_mul_backward::<T>(grid_stride(2 * shape.len()), input, dout, dinput, d),
+        }
+    }
 }
 
 /// The shape of a rotary-embedding call.
@@ -486,30 +537,30 @@ impl Rope {
     }
 }
 
-/// Rotary position embeddings (rotate-half convention of GPT-NeoX and Llama): `x` and `out`
-/// are `tokens x heads x head_dim`; `positions[token]` (u32) picks a row of `cos` and `sin`
-/// (`max_positions x rotary_dim/2`, f32, usually `cos(p * theta^(-2k/rotary_dim))`). For `k <
-/// rotary_dim/2`, `(x[k], x[k + rotary_dim/2])` becomes `(x1 cos - x2 sin, x2 cos + x1 sin)`.
-/// `inverse` rotates the other way: the backward pass (`dx` from `dout`). A position past
-/// the tables writes NaN (positions live on the GPU; the kernel never reads out of bounds).
-#[allow(clippy::too_many_arguments)]
-pub fn rotary_embedding<T: Element>(
-    stream: &Stream,
-    x: &(impl DeviceRead<T> + ?Sized),
-    positions: &(impl DeviceRead<u32> + ?Sized),
-    cos: &(impl DeviceRead<f32> + ?Sized),
-    sin: &(impl DeviceRead<f32> + ?Sized),
-    out: &mut (impl DeviceWrite<T> + ?Sized),
-    shape: Rope,
-    inverse: bool,
-) -> Result<()> {
-    let (head_dim, heads, mut rope) = shape.check(len_of(x), len_of(positions), len_of(cos), len_of(sin), len_of(out))?;
-    rope.inverse = inverse as u32;
-    let n = len_of(x);
-    if n == 0 {
-        return Ok(());
+row_op! {
+    /// Rotary position embeddings (rotate-half convention of GPT-NeoX and Llama): `x` and `out`
+    /// are `tokens x heads x head_dim`; `positions[token]` (u32) picks a row of `cos` and `sin`
+    /// (`max_positions x rotary_dim/2`, f32, usually `cos(p * theta^(-2k/rotary_dim))`). For `k <
+    /// rotary_dim/2`, `(x[k], x[k + rotary_dim/2])` becomes `(x1 cos - x2 sin, x2 cos + x1 sin)`.
+    /// `inverse` rotates the other way: the backward pass (`dx` from `dout`). A position past
+    /// the tables writes NaN (positions live on the GPU; the kernel never reads out of bounds).
+    /// With `head_dim % 8 == 0` and `rotary_dim % 16 == 0` a thread handles 8 consecutive
+    /// elements with 16-byte accesses; other shapes one element at a time.
+    pub fn rotary_embedding, rotary_embedding_cpu<T>(
+        run; x: [in T], positions: [in u32], cos: [in f32], sin: [in f32], out: [out T], shape: Rope, inverse: bool
+    ) {
+        let (head_dim, heads, mut rope) = shape.check(run.len(x), run.len(positions), run.len(cos), run.len(sin), run.len(out))?;
+        rope.inverse = inverse as u32;
+        let n = run.len(x);
+        if n == 0 {
+            return Ok(());
+        }
+        let packed = shape.head_dim.is_multiple_of(8) && shape.rotary_dim.is_multiple_of(16) && n / 8 <= u32::MAX as usize;
+        match NonZeroU32::new(head_dim.get() / 8).filter(|_| packed) {
+            Some(head_chunks) => run.rotary_embedding_packed::<T>(chunk_grid(n / 8), x, positions, cos, sin, out, head_chunks, heads, rope),
+            None => run.rotary_embedding::<T>(grid_stride(n), x, positions, cos, sin, out, head_dim, heads, rope),
+        }
     }
-    Ok(<T as Launchers>::rotary_embedding(stream, grid_stride(n), x, positions, cos, sin, out, head_dim, heads, rope)?)
 }
 
 /// AdamW's hyperparameters.
@@ -548,60 +599,53 @@ impl AdamW {
     }
 }
 
-/// One AdamW step in place: `params` (`T`), moments `m`, `v` (f32, zero before the first
-/// step), from `grads` times `grad_scale` (1.0 for none). `step` counts from 1. All four the
-/// same length.
-#[allow(clippy::too_many_arguments)]
-pub fn adamw<T: Element>(
-    stream: &Stream,
-    params: &mut (impl DeviceWrite<T> + ?Sized),
-    grads: &(impl DeviceRead<T> + ?Sized),
-    m: &mut (impl DeviceWrite<f32> + ?Sized),
-    v: &mut (impl DeviceWrite<f32> + ?Sized),
-    hyper: AdamW,
-    step: u32,
-    grad_scale: f32,
-) -> Result<()> {
-    let n = len_of(params);
-    let why = || "as long as params".to_string();
-    expect_len("grads", len_of(grads), n, why)?;
-    expect_len("m", len_of(m), n, why)?;
-    expect_len("v", len_of(v), n, why)?;
-    let hp = hyper.at(step, grad_scale)?;
-    if n == 0 {
-        return Ok(());
+row_op! {
+    /// One AdamW step in place: `params` (`T`), moments `m`, `v` (f32, zero before the first
+    /// step), from `grads` times `grad_scale` (1.0 for none). `step` counts from 1. All four the
+    /// same length.
+    pub fn adamw, adamw_cpu<T>(
+        run; params: [out T], grads: [in T], m: [out f32], v: [out f32], hyper: AdamW, step: u32, grad_scale: f32
+    ) {
+        let n = run.len(params);
+        let why = || "as long as params".to_string();
+        expect_len("grads", run.len(grads), n, why)?;
+        expect_len("m", run.len(m), n, why)?;
+        expect_len("v", run.len(v), n, why)?;
+        let hp = hyper.at(step, grad_scale)?;
+        if n == 0 {
+            return Ok(());
+        }
+        run.adamw_step::<T>(grid_stride(n), params, grads, m, v, hp)
     }
-    Ok(<T as Launchers>::adamw_step(stream, grid_stride(n), params, grads, m, v, hp)?)
 }
 
-/// Adds `sum(x^2)` (f32) into `total[0]`: call it for each gradient tensor on one `total`,
-/// zeroed first, to get the squared global norm for [`clip_by_global_norm`].
-pub fn sum_of_squares<T: Element>(stream: &Stream, x: &(impl DeviceRead<T> + ?Sized), total: &mut (impl DeviceWrite<f32> + ?Sized)) -> Result<()> {
-    expect_at_least("total", len_of(total), 1, || "one f32 accumulator".into())?;
-    let n = len_of(x);
-    if n == 0 {
-        return Ok(());
+row_op! {
+    /// Adds `sum(x^2)` (f32) into `total[0]`: call it for each gradient tensor on one `total`,
+    /// zeroed first, to get the squared global norm for [`clip_by_global_norm`].
+    pub fn sum_of_squares, sum_of_squares_cpu<T>(run; x: [in T], total: [out f32]) {
+        expect_at_least("total", run.len(total), 1, || "one f32 accumulator".into())?;
+        let n = run.len(x);
+        if n == 0 {
+            return Ok(());
+        }
+        let config = ferrocuda_host::LaunchConfig::new(n.div_ceil(crate::BLOCK as usize).clamp(1, 1024) as u32, crate::BLOCK);
+        run.sum_of_squares::<T>(config, x, total)
     }
-    let config = ferrocuda_host::LaunchConfig::new(n.div_ceil(crate::BLOCK as usize).clamp(1, 1024) as u32, crate::BLOCK);
-    Ok(<T as Launchers>::sum_of_squares(stream, config, x, total)?)
 }
 
-/// Clips in place by global norm: with `norm = sqrt(norm_squared[0])` (from
-/// [`sum_of_squares`] over every gradient), multiplies `grads` by `max_norm / (norm + 1e-6)`
-/// when `norm > max_norm`. Call once per gradient tensor.
-pub fn clip_by_global_norm<T: Element>(
-    stream: &Stream,
-    grads: &mut (impl DeviceWrite<T> + ?Sized),
-    norm_squared: &(impl DeviceRead<f32> + ?Sized),
-    max_norm: f32,
-) -> Result<()> {
-    expect_at_least("norm_squared", len_of(norm_squared), 1, || "the squared norm in element 0".into())?;
-    if max_norm.is_nan() || max_norm <= 0.0 {
-        return Err(unsupported("max_norm", max_norm, "a positive norm"));
+row_op! {
+    /// Clips in place by global norm: with `norm = sqrt(norm_squared[0])` (from
+    /// [`sum_of_squares`] over every gradient), multiplies `grads` by `max_norm / (norm + 1e-6)`
+    /// when `norm > max_norm`. Call once per gradient tensor.
+    pub fn clip_by_global_norm, clip_by_global_norm_cpu<T>(run; grads: [out T], norm_squared: [in f32], max_norm: f32) {
+        expect_at_least("norm_squared", run.len(norm_squared), 1, || "the squared norm in element 0".into())?;
+        if max_norm.is_nan() || max_norm <= 0.0 {
+            return Err(unsupported("max_norm", max_norm, "a positive norm"));
+        }
+        let n = run.len(grads);
+        if n == 0 {
+            return Ok(());
+        }
+        run.clip_by_global_norm::<T>(grid_stride(n), grads, norm_squared, max_norm)
     }
-    let n = len_of(grads);
-    if n == 0 {
-        return Ok(());
-    }
-    Ok(<T as Launchers>::clip_by_global_norm(stream, grid_stride(n), grads, norm_squared, max_norm)?)
 }

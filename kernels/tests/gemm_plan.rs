@@ -3,7 +3,7 @@
 //! op(a)ᵀ` with the right transposes and batch strides.
 
 use ferrocuda_kernels::KernelsError;
-use ferrocuda_kernels::gemm::{GemmShape, plan};
+use ferrocuda_kernels::gemm::{GemmPath, GemmShape, gemm_path, hopper_gemm_fits, hopper_gemm_ratio, plan};
 use half::bf16;
 
 #[test]
@@ -32,4 +32,21 @@ fn gemm_plans_map_row_major_onto_column_major_and_name_wrong_operands() {
     assert!(matches!(err, KernelsError::Unsupported { parameter: "batch", .. }), "{err}");
     let err = plan::<f32, f32>(GemmShape { batch: 0, ..s }, 0, 0, 0, None).unwrap_err();
     assert!(matches!(err, KernelsError::Unsupported { parameter: "batch", .. }), "{err}");
+}
+
+/// The path table: batches on cuBLAS, single GEMMs on cuBLASLt; the sm_90 kernel's fit
+/// (bf16 `x · Wᵀ`, tile multiples, sm_90) and the measured ratios that keep every shape on
+/// cuBLAS for now (below 1 at 4096 and 8192).
+#[test]
+fn gemm_paths_follow_the_shape_and_the_measured_table() {
+    let linear = GemmShape { transpose_b: true, ..GemmShape::new(8192, 8192, 8192) };
+    assert_eq!(gemm_path(linear), GemmPath::CublasLt);
+    assert_eq!(gemm_path(GemmShape { batch: 4, ..linear }), GemmPath::CublasStridedBatched);
+    assert!(hopper_gemm_fits(linear, true, false, 90));
+    assert!(!hopper_gemm_fits(linear, true, false, 80), "sm_90 only");
+    assert!(!hopper_gemm_fits(linear, true, true, 90), "no epilogue");
+    assert!(!hopper_gemm_fits(GemmShape::new(8192, 8192, 8192), true, false, 90), "B must be K-major (transpose_b)");
+    assert!(!hopper_gemm_fits(GemmShape { n: 8192 + 128, ..linear }, true, false, 90), "N a multiple of 256");
+    assert!(hopper_gemm_ratio(linear).is_some_and(|r| r < 1.0));
+    assert!(hopper_gemm_ratio(GemmShape { m: 4096, n: 4096, k: 4096, ..linear }).is_some_and(|r| r < 1.0));
 }

@@ -105,6 +105,17 @@ fn rows_on_gpu<T: Element>(context: &Context, stream: &Stream, shape: Rows) {
     rows::silu_and_mul_backward(stream, &x_, &dsmall, &mut out, half).unwrap();
     cpu::silu_and_mul_backward(&e, &x, &dout[..half.len()], &mut c_out, half).unwrap();
     assert_close("gpu silu_and_mul backward", &widen(&out.to_vec().unwrap()), &widen(&c_out), tol);
+    // A gate width that is a multiple of 8 (496 of 1000 / 2): the 8-columns-a-thread kernels.
+    let d8 = Rows { rows: shape.rows, cols: (shape.cols / 2) & !7 };
+    let (input8, dout8) = (x_.slice(..2 * d8.len()), up(context, &dout[..d8.len()]));
+    let (mut small8, mut dinput8) = (zeros::<T>(context, d8.len()), zeros::<T>(context, 2 * d8.len()));
+    let (mut c_small8, mut c_dinput8) = (vec![T::default(); d8.len()], vec![T::default(); 2 * d8.len()]);
+    rows::silu_and_mul(stream, &input8, &mut small8, d8).unwrap();
+    cpu::silu_and_mul(&e, &x[..2 * d8.len()], &mut c_small8, d8).unwrap();
+    assert_close("gpu silu_and_mul (d % 8 == 0)", &widen(&small8.to_vec().unwrap()), &widen(&c_small8), tol);
+    rows::silu_and_mul_backward(stream, &input8, &dout8, &mut dinput8, d8).unwrap();
+    cpu::silu_and_mul_backward(&e, &x[..2 * d8.len()], &dout[..d8.len()], &mut c_dinput8, d8).unwrap();
+    assert_close("gpu silu_and_mul backward (d % 8 == 0)", &widen(&dinput8.to_vec().unwrap()), &widen(&c_dinput8), tol);
 
     // Rotary embeddings: 67 tokens x 5 heads x 200 (rotary 128 of each head), here over
     // 67 x 1000 elements (the 998-column pass has no such split; rope is not a row kernel).

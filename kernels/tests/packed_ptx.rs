@@ -5,7 +5,11 @@
 
 use ferrocuda_kernels_device::KERNELS;
 
-const PACKED: [&str; 9] = [
+const PACKED: [&str; 13] = [
+    "norm_backward_fused_packed",
+    "silu_and_mul_forward_packed",
+    "silu_and_mul_backward_packed",
+    "rotary_embedding_packed",
     "rmsnorm_forward_packed",
     "add_rmsnorm_forward_packed",
     "layernorm_forward_packed",

@@ -94,6 +94,21 @@ fn norms_backward_match_f64() {
     norms_backward::<f32>(Rows { rows: 130, cols: 8 });
 }
 
+/// The fused norm backward (dx and per-block weight partials in one pass) with several rows
+/// per block: 300 rows of 256 take 38 blocks of 8 rows, summed in a fixed order; and a width
+/// past its 4096 (4160: 520 threads a row) on the two-kernel packed path.
+#[test]
+fn fused_and_wide_norm_backward_match_f64() {
+    let many = Rows { rows: 300, cols: 256 };
+    assert_eq!(ferrocuda_kernels::rows::fused_backward_blocks(many), Some(38));
+    norms_backward::<f32>(many);
+    norms_backward::<bf16>(many);
+    let wide = Rows { rows: 3, cols: 4160 };
+    assert_eq!(ferrocuda_kernels::rows::fused_backward_blocks(wide), None);
+    norms_backward::<f32>(wide);
+    norms_backward::<f16>(wide);
+}
+
 fn softmax_and_cross_entropy<T: Element>(shape: Rows) {
     let e = executor();
     let (x, xf) = input::<T>(shape.len(), 10, 4.0);
@@ -177,9 +192,8 @@ fn activations_match_f64() {
     }
 }
 
-fn rope<T: Element>() {
+fn rope<T: Element>(shape: Rope) {
     let e = executor();
-    let shape = Rope { tokens: 3, heads: 2, head_dim: 64, rotary_dim: 48, max_positions: 8 };
     let n = shape.tokens * shape.heads * shape.head_dim;
     let half = shape.rotary_dim / 2;
     let (x, xf) = input::<T>(n, 14, 2.0);
@@ -214,9 +228,16 @@ fn rope<T: Element>() {
 
 #[test]
 fn rotary_embedding_matches_f64() {
-    rope::<f32>();
-    rope::<bf16>();
-    rope::<f16>();
+    // rotary_dim 48 (a multiple of 16) and head_dim 64: the 8-elements-a-thread kernel, with a
+    // copied tail; rotary_dim 20 of head_dim 30: the element-wise one.
+    for shape in [
+        Rope { tokens: 3, heads: 2, head_dim: 64, rotary_dim: 48, max_positions: 8 },
+        Rope { tokens: 3, heads: 2, head_dim: 30, rotary_dim: 20, max_positions: 8 },
+    ] {
+        rope::<f32>(shape);
+        rope::<bf16>(shape);
+        rope::<f16>(shape);
+    }
 }
 
 fn optimiser<T: Element>() {

@@ -26,6 +26,8 @@ use ferrocuda_device::unroll::unroll;
 // `DeviceFloat` gives `sqrt`/`exp`/`ln`/`tanh`/`mul_add` on the GPU; the host has `std`'s.
 #[cfg_attr(not(target_arch = "nvptx64"), allow(unused_imports))]
 use ferrocuda_device::math::DeviceFloat;
+#[cfg(target_arch = "nvptx64")]
+use ferrocuda_device::math::FastMath;
 use ferrocuda_device::{kernel, warp};
 
 pub mod attention;
@@ -464,8 +466,17 @@ pub fn norm_backward_weights_partial<T: Float>(
 pub fn sum_column_partials(partial: &[f32], mut out: DisjointSlice<f32>, chunks: u32, cols: u32) {
     for c in grid_stride(out.len().min(cols as usize)) {
         let mut total = 0.0f32;
-        for k in 0..chunks as usize {
-            total += partial.get(k * cols as usize + c.get()).copied().unwrap_or(0.0);
+        let mut k = 0usize;
+        while k < chunks as usize {
+            // Eight partial rows' loads in flight, added in order.
+            let mut v = [0.0f32; CHUNK];
+            unroll::<CHUNK>(|u| {
+                if k + u < chunks as usize {
+                    v[u] = partial.get((k + u) * cols as usize + c.get()).copied().unwrap_or(0.0);
+                }
+            });
+            unroll::<CHUNK>(|u| total += v[u]);
+            k += CHUNK;
         }
         if let Some(o) = out.get_mut(c) {
             *o = total;
@@ -567,19 +578,39 @@ pub fn cross_entropy_forward_backward<T: Float>(
 /// `sqrt(2 / pi)`, GPT-2's GELU scaling factor.
 const GELU_SCALE: f32 = 0.797_884_6;
 
-/// GPT-2's GELU (tanh approximation): `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`.
+/// `1 / (1 + e^-z)`. On the GPU one `ex2.approx.ftz` and one `rcp.approx.ftz` (a few ulp;
+/// `e^-z` past `f32::MAX` gives exactly 0), which is what keeps the activations at memory
+/// speed: `libm`'s `expf`/`tanhf` and an IEEE division are dozens of instructions an element.
+/// On the host `std`'s `exp` and a division.
+#[inline(always)]
+pub fn sigmoid(z: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        (1.0 + (-z).fast_exp()).fast_recip()
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        1.0 / (1.0 + (-z).exp())
+    }
+}
+
+/// GPT-2's GELU (tanh approximation): `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`,
+/// computed as `x * sigmoid(2 u)` (the same function: `(1 + tanh u) / 2 = sigmoid(2 u)`), which
+/// has no `1 + tanh` cancellation for negative `x` and needs no `tanh`.
 #[inline(always)]
 pub fn gelu(x: f32) -> f32 {
     let u = GELU_SCALE * (x + 0.044_715 * x * x * x);
-    0.5 * x * (1.0 + u.tanh())
+    x * sigmoid(2.0 * u)
 }
 
-/// The derivative of [`gelu`].
+/// The derivative of [`gelu`]: with `s = sigmoid(2 u)`, `s + x s (1 - s) 2 u'`, `u' =
+/// sqrt(2/pi) (1 + 3 * 0.044715 x^2)`.
 #[inline(always)]
 pub fn gelu_derivative(x: f32) -> f32 {
     let u = GELU_SCALE * (x + 0.044_715 * x * x * x);
-    let t = u.tanh();
-    0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * GELU_SCALE * (1.0 + 3.0 * 0.044_715 * x * x)
+    let s = sigmoid(2.0 * u);
+    let du = GELU_SCALE * (1.0 + 3.0 * 0.044_715 * x * x);
+    s * (1.0 + 2.0 * x * (1.0 - s) * du)
 }
 
 /// A grid-stride loop taken `CHUNK` indices at a time: `body` gets this thread's next
@@ -645,8 +676,8 @@ pub fn gelu_backward<T: Float>(x: &[T], dout: &[T], mut dx: DisjointSlice<T>) {
 
 /// `x * sigmoid(x)`.
 #[inline(always)]
-fn silu(x: f32) -> f32 {
-    x / (1.0 + (-x).exp())
+pub(crate) fn silu(x: f32) -> f32 {
+    x * sigmoid(x)
 }
 
 /// SiLU-and-mul (SwiGLU's gate): `input` is `rows x 2d` (gate in columns `0..d`, up in
@@ -691,7 +722,7 @@ pub fn silu_and_mul_backward<T: Float>(input: &[T], dout: &[T], mut dinput: Disj
             }
         });
         unroll::<CHUNK>(|u| {
-            let s = 1.0 / (1.0 + (-g[u]).exp());
+            let s = sigmoid(g[u]);
             o[u] = if is_gate[u] { dy[u] * up[u] * s * (1.0 + g[u] * (1.0 - s)) } else { dy[u] * g[u] * s };
         });
         scatter(&mut dinput, chunk, o);
@@ -875,6 +906,10 @@ instances_of!(for_f32, "The `f32` instances.":
     norm_backward_packed = packed::norm_backward_packed_f32, softmax_forward_packed = packed::softmax_forward_packed_f32,
     gelu_forward_packed = packed::gelu_forward_packed_f32, gelu_backward_packed = packed::gelu_backward_packed_f32,
     norm_backward_weights_partial_packed = packed::norm_backward_weights_partial_packed_f32,
+    norm_backward_fused_packed = packed::norm_backward_fused_packed_f32,
+    silu_and_mul_forward_packed = packed::silu_and_mul_forward_packed_f32,
+    silu_and_mul_backward_packed = packed::silu_and_mul_backward_packed_f32,
+    rotary_embedding_packed = packed::rotary_embedding_packed_f32,
 );
 instances_of!(for_bf16, "The `bf16` instances.":
     rmsnorm_forward = rmsnorm_forward_bf16, add_rmsnorm_forward = add_rmsnorm_forward_bf16,
@@ -894,6 +929,10 @@ instances_of!(for_bf16, "The `bf16` instances.":
     norm_backward_packed = packed::norm_backward_packed_bf16, softmax_forward_packed = packed::softmax_forward_packed_bf16,
     gelu_forward_packed = packed::gelu_forward_packed_bf16, gelu_backward_packed = packed::gelu_backward_packed_bf16,
     norm_backward_weights_partial_packed = packed::norm_backward_weights_partial_packed_bf16,
+    norm_backward_fused_packed = packed::norm_backward_fused_packed_bf16,
+    silu_and_mul_forward_packed = packed::silu_and_mul_forward_packed_bf16,
+    silu_and_mul_backward_packed = packed::silu_and_mul_backward_packed_bf16,
+    rotary_embedding_packed = packed::rotary_embedding_packed_bf16,
 );
 instances_of!(for_f16, "The `f16` instances.":
     rmsnorm_forward = rmsnorm_forward_f16, add_rmsnorm_forward = add_rmsnorm_forward_f16,
@@ -913,4 +952,8 @@ instances_of!(for_f16, "The `f16` instances.":
     norm_backward_packed = packed::norm_backward_packed_f16, softmax_forward_packed = packed::softmax_forward_packed_f16,
     gelu_forward_packed = packed::gelu_forward_packed_f16, gelu_backward_packed = packed::gelu_backward_packed_f16,
     norm_backward_weights_partial_packed = packed::norm_backward_weights_partial_packed_f16,
+    norm_backward_fused_packed = packed::norm_backward_fused_packed_f16,
+    silu_and_mul_forward_packed = packed::silu_and_mul_forward_packed_f16,
+    silu_and_mul_backward_packed = packed::silu_and_mul_backward_packed_f16,
+    rotary_embedding_packed = packed::rotary_embedding_packed_f16,
 );

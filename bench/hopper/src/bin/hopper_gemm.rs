@@ -783,8 +783,47 @@ fn run_size(
         ));
         json += &format!(", \"{name}_steady_tflops\": {tflops:.1}");
     }
+
+    // Burst and sustained (issue 31): published GEMM figures are bursts after an idle GPU
+    // (fast.cu's harness: 20 back-to-back launches after 1 s idle), a training run is
+    // sustained (here 400 back-to-back launches per event pair, after the burst). The SM clock
+    // and power are read by `nvidia-smi` right after each window, beside its figure.
+    for (i, name) in kernels.iter().copied().chain(["cuBLAS"]).enumerate() {
+        if name == TWIN_KERNEL || name.ends_with("_serial") {
+            continue;
+        }
+        for (mode, launches) in [("burst", 20usize), ("sustained", 400)] {
+            stream.synchronize().map_err(err("sync"))?;
+            if mode == "burst" {
+                std::thread::sleep(std::time::Duration::from_secs(1));
+            }
+            start.record(stream).map_err(err("record"))?;
+            for _ in 0..launches {
+                if i < functions.len() {
+                    ours(&functions[i])?;
+                } else {
+                    blas.gemm_tn(&a, &b, &mut c_ref, m as i32, n as i32, k as i32)?;
+                }
+            }
+            end.record(stream).map_err(err("record"))?;
+            end.synchronize().map_err(err("kernel"))?;
+            let ms = start.elapsed_ms(&end).map_err(err("elapsed"))? as f64 / launches as f64;
+            let clocks = gpu_clock_and_power();
+            let tflops = flop / (ms * 1e-3) / 1e12;
+            lines.push(format!("{side}^3 {mode} ({launches} launches) {name}: {ms:.4} ms, {tflops:.1} TFLOP/s; after it: {clocks}"));
+            json += &format!(", \"{name}_{mode}_tflops\": {tflops:.1}");
+        }
+    }
     json += "}";
     Ok(SizeResult { lines, json, ok })
+}
+
+/// The SM clock, power and temperature `nvidia-smi` reports now (one line), or why not.
+fn gpu_clock_and_power() -> String {
+    match std::process::Command::new("nvidia-smi").args(["--query-gpu=clocks.sm,power.draw,temperature.gpu", "--format=csv,noheader", "-i", "0"]).output() {
+        Ok(out) => format!("SM clock, power, temperature = {}", String::from_utf8_lossy(&out.stdout).trim()),
+        Err(why) => format!("nvidia-smi unavailable: {why}"),
+    }
 }
 
 /// Prints a check's outcome as a `PASS` or `FAIL` line; true when it passed.
