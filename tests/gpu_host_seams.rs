@@ -368,3 +368,117 @@ fn p12_dropping_a_context_after_a_reported_timeout_returns() {
     assert!(text.contains("TIMEOUT: ") && text.contains("DROPPED ALL after"), "{text}");
     assert!(text.contains("left to the end of the process"), "the teardown did not say why it skipped the wait:\n{text}");
 }
+
+/// Issue 29, host item 1: a buffer last written on stream `a` before `a`'s capture began is
+/// read on stream `b` outside the capture (and by a synchronous copy, on the legacy stream).
+/// The ordering used to rest on `a`'s tail event recorded *into* the capture: a graph node,
+/// not a point in `a`, so `b` waited on it and joined the capture (its work was recorded, not
+/// run, and `a`'s `end_capture` then failed with an unjoined stream). Now `b` waits for the
+/// tail event recorded for real when the capture began: it reads `a`'s result (2.0, written
+/// after a 300 ms spin, so an unordered read would see 0.0), `b` never captures, and the
+/// capture ends cleanly.
+#[test]
+fn s9_item1_a_stream_outside_a_capture_waits_for_the_captured_streams_real_work() {
+    let Some(context) = own_context("s9_item1_a_stream_outside_a_capture_waits_for_the_captured_streams_real_work") else { return };
+    load_kernels(&context);
+    let n = 1 << 20;
+    let (a, b) = (Stream::non_blocking(&context).unwrap(), Stream::non_blocking(&context).unwrap());
+    let x = DeviceBuffer::from_slice(&context, &vec![1.0f32; n]).unwrap();
+    let mut y = DeviceBuffer::<f32>::zeroed(&context, n).unwrap();
+    let mut z = DeviceBuffer::<f32>::zeroed(&context, n).unwrap();
+    // y = 2 * x on `a`, late (behind a spin), then `a` starts capturing.
+    spin_for::launch(&a, (1u32, 1u32), SLOW_NS).unwrap();
+    saxpy::launch(&a, for_n(n), 2.0, &x, &mut y).unwrap();
+    a.begin_capture().unwrap();
+    // z = 1 * y + z on `b`, outside the capture: must wait for `a`'s saxpy.
+    saxpy::launch(&b, for_n(n), 1.0, &y, &mut z).unwrap();
+    let b_joined = b.is_capturing().unwrap();
+    // A synchronous copy (legacy stream) of y during the capture: the host gets a's result.
+    let seen = y.to_vec();
+    let graph = a.end_capture();
+    b.synchronize().unwrap();
+    println!("s9 item1: b captured after its launch: {b_joined}; end_capture: {:?}", graph.as_ref().map(|_| ()).map_err(ToString::to_string));
+    assert!(!b_joined, "b joined a's capture through an event recorded into it");
+    graph.expect("the capture was ended cleanly (no stream joined it behind its back)");
+    let seen = seen.expect("a host copy during the capture is ordered after a's real work");
+    assert!(seen.iter().all(|&v| v == 2.0), "the host copy ran before a's saxpy: {}", seen[0]);
+    let z = z.to_vec().unwrap();
+    let wrong = z.iter().filter(|&&v| v != 2.0).count();
+    assert_eq!(wrong, 0, "{wrong} of {n} elements of z were read before a's saxpy wrote y (z[0] = {})", z[0]);
+}
+
+/// Issue 29, host item 1, the other half: a stream joined to the capture (fork/join through
+/// events) still gets its ordering after the capturing stream as a dependency inside the
+/// graph, and ends out of the capture.
+#[test]
+fn s9_item1_a_stream_joined_to_the_capture_gets_a_graph_dependency() {
+    let Some(context) = own_context("s9_item1_a_stream_joined_to_the_capture_gets_a_graph_dependency") else { return };
+    load_kernels(&context);
+    let n = 4096;
+    let (a, b) = (Stream::non_blocking(&context).unwrap(), Stream::non_blocking(&context).unwrap());
+    let x = DeviceBuffer::from_slice(&context, &vec![1.0f32; n]).unwrap();
+    let mut y = DeviceBuffer::<f32>::zeroed(&context, n).unwrap();
+    let mut z = DeviceBuffer::<f32>::zeroed(&context, n).unwrap();
+    saxpy::launch(&a, for_n(n), 2.0, &x, &mut y).unwrap();
+    a.synchronize().unwrap();
+    let graph = a
+        .capture(|a| {
+            saxpy::launch(a, for_n(n), 1.0, &x, &mut y)?;
+            let fork = Event::without_timing(&context)?;
+            fork.record(a)?;
+            b.wait_event(&fork)?;
+            // Reads y, written on `a` inside the capture: a dependency edge of the graph.
+            saxpy::launch(&b, for_n(n), 1.0, &y, &mut z)?;
+            let join = Event::without_timing(&context)?;
+            join.record(&b)?;
+            a.wait_event(&join)
+        })
+        .expect("a fork/join capture works");
+    let nodes = graph.node_count().unwrap();
+    println!("s9 item1 fork/join: {nodes} nodes; b capturing after: {}", b.is_capturing().unwrap());
+    assert!(nodes >= 2, "{nodes}");
+    assert!(!b.is_capturing().unwrap());
+    // Nothing captured ran: y is still 2.0, z still 0.0, and both are usable.
+    assert!(y.to_vec().unwrap().iter().all(|&v| v == 2.0));
+    assert!(z.to_vec().unwrap().iter().all(|&v| v == 0.0));
+}
+
+/// Issue 29, host item 3 (P5's remainder): while a capture runs that never ends (its stream
+/// leaked with `mem::forget`), graphs, events never recorded into a capture and pinned buffers
+/// copied on other streams used to wait for its end, that is, leak. Now they are released at
+/// once (`deferred_releases() == 0`), and releasing them does not disturb a capture that does
+/// run (it still ends cleanly).
+#[test]
+fn s9_item3_graphs_events_and_pinned_buffers_are_released_during_an_unrelated_capture() {
+    let Some(context) = own_context("s9_item3_graphs_events_and_pinned_buffers_are_released_during_an_unrelated_capture") else { return };
+    load_kernels(&context);
+    let other = Stream::non_blocking(&context).unwrap();
+    let mut y = DeviceBuffer::<u32>::zeroed(&context, 64).unwrap();
+    let graph = other.capture(|s| mark_blocks::launch(s, (4u32, 32u32), false, &mut y)).unwrap();
+    let running = Stream::non_blocking(&context).unwrap();
+    running.begin_capture().unwrap();
+    {
+        let leaked = Stream::non_blocking(&context).unwrap();
+        leaked.begin_capture().unwrap();
+        std::mem::forget(leaked);
+    }
+    let event = Event::without_timing(&context).unwrap();
+    event.record(&other).unwrap();
+    other.wait_event(&event).unwrap();
+    let mut pinned = ferrocuda::PinnedBuffer::<u32>::zeroed(&context, 1 << 20).unwrap();
+    let device = DeviceBuffer::<u32>::from_slice(&context, &vec![3u32; 1 << 20]).unwrap();
+    pinned.copy_from_device_async(&device, &other).unwrap();
+    drop((graph, event, pinned));
+    let deferred = context.deferred_releases();
+    mark_blocks::launch(&running, (4u32, 32u32), true, &mut y).unwrap();
+    let ended = running.end_capture();
+    println!("s9 item3: deferred releases {deferred}; the running capture: {:?}", ended.as_ref().map(|g| g.node_count().unwrap()).map_err(ToString::to_string));
+    assert_eq!(deferred, 0, "a graph, an event or a pinned buffer waited for a capture that does not involve it");
+    assert_eq!(ended.expect("the releases did not invalidate the running capture").node_count().unwrap(), 1);
+    other.synchronize().unwrap();
+}
+
+/// A launch configuration covering `n` elements (a multiple of 256) with 256-thread blocks.
+fn for_n(n: usize) -> (u32, u32) {
+    ((n / 256) as u32, 256)
+}

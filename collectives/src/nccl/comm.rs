@@ -59,16 +59,43 @@ impl std::fmt::Debug for UniqueId {
     }
 }
 
+/// How long dropping a [`Communicator`] waits for NCCL to finalise it (its queued operations
+/// to complete) when the [`Config`] sets neither [`Config::drop_timeout`] nor
+/// [`Config::timeout`]; past it the communicator is aborted instead (issue 29: a drop used to
+/// wait forever when a peer was gone).
+pub const DEFAULT_DROP_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// How a communicator is created.
 #[derive(Debug, Clone, Default)]
 pub struct Config {
     timeout: Option<Duration>,
+    drop_timeout: Option<Duration>,
 }
 
 impl Config {
-    /// Blocking NCCL calls, no timeout (NCCL's default).
+    /// No timeout for the waits of creation, operations and [`Communicator::synchronize`]
+    /// (they wait for the other ranks as long as it takes, NCCL's default). The communicator
+    /// is still made non-blocking (`config.blocking = 0`, the calls are polled), so that its
+    /// drop is bounded: see [`Config::drop_timeout`].
     pub fn new() -> Self {
         Config::default()
+    }
+
+    /// Bounds the wait of the communicator's drop for NCCL's finalisation (its queued
+    /// operations completing): past it the communicator is aborted (`ncclCommAbort`, which
+    /// cancels them) with a message, instead of hanging on a peer that is gone. Defaults to
+    /// [`Config::timeout`] if set, else [`DEFAULT_DROP_TIMEOUT`]. Synchronise before dropping
+    /// ([`Communicator::synchronize`] with a [`Config::timeout`]) to get a hung peer as an
+    /// error instead.
+    #[must_use]
+    pub fn drop_timeout(mut self, timeout: Duration) -> Self {
+        self.drop_timeout = Some(timeout);
+        self
+    }
+
+    /// The bound of the drop's wait (see [`Config::drop_timeout`]): never unbounded.
+    fn drop_bound(&self) -> Duration {
+        self.drop_timeout.or(self.timeout).unwrap_or(DEFAULT_DROP_TIMEOUT)
     }
 
     /// Makes the communicator non-blocking (`config.blocking = 0`) and bounds every wait for
@@ -93,7 +120,11 @@ thread_local! {
 /// One rank of an NCCL communicator, on one GPU (a [`Context`]).
 ///
 /// Dropping it finalises and destroys it (`ncclCommFinalize` + `ncclCommDestroy`), which waits
-/// for its queued operations; an aborted communicator is only released.
+/// for its queued operations, at most [`Config::drop_timeout`]: past it (a peer is gone, a rank
+/// died) the drop aborts it (`ncclCommAbort`) with a message and returns, rather than hang. An
+/// aborted communicator is only released. Leaked (`mem::forget`), nothing is finalised: NCCL's
+/// resources stay allocated, and the operations already queued still complete on their streams
+/// (their buffers' records keep the buffers until then).
 pub struct Communicator {
     raw: RawComm,
     nccl: &'static Nccl,
@@ -101,6 +132,8 @@ pub struct Communicator {
     world_size: usize,
     context: Context,
     timeout: Option<Duration>,
+    /// The bound of the drop's finalisation ([`Config::drop_timeout`]).
+    drop_timeout: Duration,
     aborted: Cell<bool>,
     /// NCCL's own buffers of this communicator: every operation declares them written, so
     /// operations queued on different streams run one after the other.
@@ -121,6 +154,7 @@ impl Communicator {
             world_size,
             context: context.clone(),
             timeout: config.timeout,
+            drop_timeout: config.drop_bound(),
             aborted: Cell::new(false),
             state: BufferUsage::for_library_state(context),
         }
@@ -132,7 +166,7 @@ impl Communicator {
         check_rank("Communicator::init_rank", rank, world_size)?;
         let nccl = ffi::nccl()?;
         context.bind_to_thread()?;
-        let mut raw_config = RawConfig::new(config.timeout.is_none());
+        let mut raw_config = RawConfig::new(false);
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes one communicator handle; the config outlives the call.
         let code = unsafe { (nccl.ncclCommInitRankConfig)(&mut raw, world_size as i32, id.0, rank as i32, &mut raw_config) };
@@ -163,7 +197,7 @@ impl Communicator {
                 first_error.get_or_insert(Error::from(e));
                 break;
             }
-            let mut raw_config = RawConfig::new(config.timeout.is_none());
+            let mut raw_config = RawConfig::new(false);
             let mut raw = std::ptr::null_mut();
             // SAFETY: as in init_rank; inside a group the call only registers the rank.
             let code = unsafe { (nccl.ncclCommInitRankConfig)(&mut raw, world_size as i32, id.0, rank as i32, &mut raw_config) };
@@ -335,14 +369,26 @@ impl Communicator {
 
 /// Polls `ncclCommGetAsyncError` until the communicator is no longer in progress.
 fn poll_ready(nccl: &Nccl, raw: RawComm, timeout: Option<Duration>, operation: &'static str) -> Result<()> {
+    poll_until_done(
+        || {
+            let mut state = SUCCESS;
+            // SAFETY: a live communicator; writes one result.
+            let code = unsafe { (nccl.ncclCommGetAsyncError)(raw, &mut state) };
+            ffi::check(nccl, "ncclCommGetAsyncError", code, raw)?;
+            if state == IN_PROGRESS { Ok(false) } else { ffi::check(nccl, operation, state, raw).map(|()| true) }
+        },
+        timeout,
+        operation,
+    )
+}
+
+/// Calls `done` until it answers true (or fails), for at most `timeout` (none: for ever),
+/// yielding the thread between calls (the rule of [`poll_ready`], unit-tested without NCCL).
+fn poll_until_done(mut done: impl FnMut() -> Result<bool>, timeout: Option<Duration>, operation: &'static str) -> Result<()> {
     let start = Instant::now();
     loop {
-        let mut state = SUCCESS;
-        // SAFETY: a live communicator; writes one result.
-        let code = unsafe { (nccl.ncclCommGetAsyncError)(raw, &mut state) };
-        ffi::check(nccl, "ncclCommGetAsyncError", code, raw)?;
-        if state != IN_PROGRESS {
-            return ffi::check(nccl, operation, state, raw);
+        if done()? {
+            return Ok(());
         }
         if let Some(timeout) = timeout
             && start.elapsed() > timeout
@@ -362,15 +408,35 @@ impl Drop for Communicator {
             self.abort_now();
             return;
         }
-        // SAFETY: a live communicator; finalising flushes its queued operations.
+        // SAFETY: a live communicator; finalising flushes its queued operations. The
+        // communicator is non-blocking (every config), so this returns at once and the wait
+        // below is bounded (issue 29: a drop used to wait forever for a peer that was gone).
         let code = unsafe { (self.nccl.ncclCommFinalize)(self.raw) };
-        if (code != SUCCESS && code != IN_PROGRESS) || poll_ready(self.nccl, self.raw, self.timeout, "ncclCommFinalize").is_err() {
+        let finalised = if code != SUCCESS && code != IN_PROGRESS {
+            ffi::check(self.nccl, "ncclCommFinalize", code, self.raw)
+        } else {
+            poll_ready(self.nccl, self.raw, Some(self.drop_timeout), "ncclCommFinalize")
+        };
+        if let Err(error) = finalised {
+            eprintln!("{}", drop_abort_message(self.rank, self.world_size, &error));
             self.abort_now();
+            // If the aborted operations' kernels still run, nothing implicit waits for them.
+            self.state.give_up_on_work();
             return;
         }
         // SAFETY: finalised above; destroyed exactly once.
         unsafe { (self.nccl.ncclCommDestroy)(self.raw) };
     }
+}
+
+/// What a drop that could not finalise its communicator prints before aborting it.
+fn drop_abort_message(rank: usize, world_size: usize, error: &Error) -> String {
+    format!(
+        "ferrocuda-collectives: dropping the NCCL communicator of rank {rank} of {world_size} could not finalise it ({error}); it \
+         is aborted (ncclCommAbort) rather than waited for: operations it still had queued are cancelled, so their output \
+         buffers may hold partial results, and a peer rank may be gone. Call Communicator::synchronize (with a \
+         Config::timeout) before dropping to get this as an error, or raise Config::drop_timeout if the work was only slow"
+    )
 }
 
 impl std::fmt::Debug for Communicator {
@@ -555,5 +621,36 @@ impl Collectives for OnStream<'_> {
             return Ok(());
         }
         ffi::check(nccl, "ncclGroupEnd", code, std::ptr::null_mut())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 29: a communicator's drop never waits without a bound: with no timeout set, the
+    /// drop's bound is [`DEFAULT_DROP_TIMEOUT`]; an explicit drop timeout wins over the
+    /// operations' timeout.
+    #[test]
+    fn s9_nccl_drop_wait_is_always_bounded() {
+        assert_eq!(Config::new().drop_bound(), DEFAULT_DROP_TIMEOUT);
+        assert_eq!(Config::new().timeout(Duration::from_secs(3)).drop_bound(), Duration::from_secs(3));
+        assert_eq!(Config::new().timeout(Duration::from_secs(3)).drop_timeout(Duration::from_millis(5)).drop_bound(), Duration::from_millis(5));
+    }
+
+    /// Issue 29: the finalisation a drop waits for that never completes (a peer gone) ends in
+    /// a timeout after the bound, and the message says what the abort did and what to do.
+    #[test]
+    fn s9_nccl_drop_of_a_communicator_that_never_finalises_times_out_and_says_so() {
+        let start = Instant::now();
+        let outcome = poll_until_done(|| Ok(false), Some(Duration::from_millis(50)), "ncclCommFinalize");
+        let waited = start.elapsed();
+        assert!(matches!(outcome, Err(Error::Timeout { operation: "ncclCommFinalize", .. })), "{outcome:?}");
+        assert!(waited >= Duration::from_millis(50) && waited < Duration::from_secs(5), "{waited:?}");
+        let message = drop_abort_message(0, 2, &outcome.unwrap_err());
+        assert!(message.contains("ncclCommAbort") && message.contains("synchronize") && message.contains("drop_timeout"), "{message}");
+        // A finalisation that completes, or fails, ends the wait at once.
+        assert!(poll_until_done(|| Ok(true), None, "x").is_ok());
+        assert!(poll_until_done(|| Err(Error::Aborted { operation: "x" }), None, "x").is_err());
     }
 }

@@ -25,6 +25,7 @@ mod peer;
 mod recover;
 mod release;
 
+pub(crate) use capture::any_capture_running;
 pub use current::CurrentGuard;
 pub use options::{Limit, SchedulePolicy};
 use recover::poisoned_if_sticky;

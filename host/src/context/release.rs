@@ -163,6 +163,18 @@ impl Context {
         }
     }
 
+    /// Releases something whose release queues no stream work and synchronises nothing (a
+    /// `Graph`, an `Event` never recorded into a capture): now, even while a capture runs in
+    /// the context, so that a capture that never ends (its `Stream` leaked, P5) strands none of
+    /// them; only a drop inside a host callback hands it to the release thread.
+    pub(crate) fn release_outside_captures(&self, what: Released, release: impl FnOnce(&Context) + Send + 'static) {
+        if in_host_callback() {
+            self.release(what, release);
+        } else {
+            release(self);
+        }
+    }
+
     /// Releases memory that `streams` used (a buffer's drop): now, unless a capture in the
     /// context involves the release, that is one of `streams` (or the stream the free goes on,
     /// see [`usage::free_stream`](crate::memory::usage::free_stream)) is being captured; then
