@@ -407,6 +407,49 @@ fn s9_item1_a_stream_outside_a_capture_waits_for_the_captured_streams_real_work(
     assert_eq!(wrong, 0, "{wrong} of {n} elements of z were read before a's saxpy wrote y (z[0] = {})", z[0]);
 }
 
+/// Issue 29, host item 1, a borrowed stream: a `BorrowedStream` dropped while ferrocuda's
+/// stream behind it is captured used to join the owner's stream back through an event recorded
+/// into that capture, so the owner's stream joined ferrocuda's capture (its later work was
+/// recorded, not run) and was never ordered after the real work. Now the owner waits for the
+/// point recorded when the capture began: its copy of `y` sees ferrocuda's result (written
+/// behind a 300 ms spin), and the owner's stream is not captured.
+#[test]
+fn s9_item1_a_borrowed_streams_drop_during_a_capture_orders_the_owner_after_the_real_work() {
+    const NAME: &str = "s9_item1_a_borrowed_streams_drop_during_a_capture_orders_the_owner_after_the_real_work";
+    if common::gpu_or_skip(NAME).is_none() {
+        return;
+    }
+    let cuda = CudaContext::new(0).unwrap();
+    let context = borrowed::cudarc::context(&cuda).unwrap();
+    load_kernels(&context);
+    let owner = cuda.new_stream().unwrap();
+    let n = 1 << 20;
+    let x = DeviceBuffer::from_slice(&context, &vec![1.0f32; n]).unwrap();
+    let mut y = DeviceBuffer::<f32>::zeroed(&context, n).unwrap();
+    let y_address = y.device_ptr();
+    {
+        // SAFETY: cudarc's live stream of this context, destroyed only after this scope.
+        let stream = unsafe { borrowed::BorrowedStream::new(&context, owner.cu_stream()) }.unwrap();
+        spin_for::launch(&stream, (1u32, 1u32), SLOW_NS).unwrap();
+        saxpy::launch(&stream, for_n(n), 2.0, &x, &mut y).unwrap();
+        stream.begin_capture().unwrap();
+        // Dropped while capturing: the owner's stream is joined back, then the capture ends.
+    }
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    let mut host = vec![0.0f32; n];
+    // SAFETY: a live stream of the current context; `y` is a live allocation of n floats, read
+    // by the owner after the borrow ended (the order this test checks); `host` holds n floats.
+    unsafe {
+        assert_eq!(sys::cuStreamIsCapturing(owner.cu_stream(), &mut status), sys::CUresult::CUDA_SUCCESS);
+        assert_eq!(sys::cuMemcpyDtoHAsync_v2(host.as_mut_ptr().cast(), y_address, n * 4, owner.cu_stream()), sys::CUresult::CUDA_SUCCESS);
+    }
+    owner.synchronize().unwrap();
+    println!("s9 item1 borrowed: owner's capture status after the drop {status:?}; y[0] as the owner read it {}", host[0]);
+    assert_eq!(status, sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE, "the owner's stream joined ferrocuda's capture");
+    let wrong = host.iter().filter(|&&v| v != 2.0).count();
+    assert_eq!(wrong, 0, "the owner read {wrong} of {n} elements before ferrocuda's saxpy wrote them");
+}
+
 /// Issue 29, host item 1, the other half: a stream joined to the capture (fork/join through
 /// events) still gets its ordering after the capturing stream as a dependency inside the
 /// graph, and ends out of the capture.

@@ -416,6 +416,23 @@ impl Stream {
         Ok(())
     }
 
+    /// Makes `raw_waiter`, a stream of another library in this stream's context (not captured
+    /// by ferrocuda), wait for the work queued on this stream so far, outside any capture: the
+    /// join back of a [`BorrowedStream`](crate::borrowed::BorrowedStream)'s drop. While this
+    /// stream is captured the wait is for the point recorded when its capture began (item 1: a
+    /// record into the capture would join the owner's stream to it, and the owner's later work
+    /// would be recorded into ferrocuda's graph instead of running).
+    ///
+    /// # Safety
+    /// `raw_waiter` is a live stream of this stream's context.
+    pub(crate) unsafe fn order_raw_after(&self, raw_waiter: sys::CUstream, operation: &'static str) -> Result<()> {
+        let Tail::Event(event) = self.tail_for(None, false, operation)? else { unreachable!("no waiter stream of ferrocuda's") };
+        // Through the door with no memory (a wait orders streams and touches none); nothing is
+        // queued on this stream itself, so its capture is not touched.
+        // SAFETY: the event is alive (this stream's); `raw_waiter` per the caller.
+        self.enqueue_with(operation, &[], &[], false, |_| Ok::<_, Error>(unsafe { driver::stream::wait_event(raw_waiter, event, 0) }?))
+    }
+
     /// After a wait that may have joined a capture ([`Stream::wait_event`]): closes the window
     /// unless the stream is captured now (then `tail_for` closes it once it is out). A failed
     /// query leaves it open, which only makes the door's check conservative.
