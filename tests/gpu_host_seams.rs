@@ -525,3 +525,22 @@ fn s9_item3_graphs_events_and_pinned_buffers_are_released_during_an_unrelated_ca
 fn for_n(n: usize) -> (u32, u32) {
     ((n / 256) as u32, 256)
 }
+
+/// Issue 29, host item 5: the stack size is a context-wide limit whose change waits for all
+/// the context's work (every library's): refused while a capture of the context runs (the
+/// driver refuses a context-wide wait then) with the capture named, allowed once it ended;
+/// lowering it stays refused in a shared context (the primary one).
+#[test]
+fn s9_item5_the_stack_limit_is_not_set_during_a_capture() {
+    let Some(context) = own_context("s9_item5_the_stack_limit_is_not_set_during_a_capture") else { return };
+    let stream = Stream::non_blocking(&context).unwrap();
+    let before = context.limit(Limit::StackSize).unwrap();
+    stream.begin_capture().unwrap();
+    let refused = context.set_limit(Limit::StackSize, before + 1024);
+    let graph = stream.end_capture();
+    println!("s9 item5: {:?}", refused.as_ref().map_err(ToString::to_string));
+    assert!(matches!(refused, Err(Error::CaptureInProgress { captures: 1, .. })), "{refused:?}");
+    graph.expect("the refused call did not touch the capture");
+    context.set_limit(Limit::StackSize, before + 1024).unwrap();
+    assert!(context.limit(Limit::StackSize).unwrap() >= before + 1024);
+}
