@@ -130,9 +130,9 @@ impl Stream {
         // SAFETY: both handles are alive; flags must be 0 (CU_EVENT_WAIT_DEFAULT).
         let waited = self.enqueue_with("cuStreamWaitEvent", &[], &[], false, |s| Ok(unsafe { driver::stream::wait_event(s.get(), event, 0) }?));
         if may_join {
-            // Joined: the window stays open while the stream is captured (door work from
-            // outside the capture is suspect); `tail_for` closes it once it is out.
-            self.close_capture_window_unless_captured();
+            // Joined: its work is captured work from now on (not ordered, not tracked, as on
+            // a capturing stream), until it is out of the capture.
+            self.note_join();
         }
         waited
     }

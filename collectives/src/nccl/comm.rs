@@ -404,29 +404,89 @@ impl Drop for Communicator {
         if self.aborted.get() || self.raw.is_null() {
             return;
         }
-        if self.context.bind_to_thread().is_err() {
-            self.abort_now();
-            return;
-        }
-        // SAFETY: a live communicator; finalising flushes its queued operations. The
-        // communicator is non-blocking (every config), so this returns at once and the wait
-        // below is bounded (issue 29: a drop used to wait forever for a peer that was gone).
-        let code = unsafe { (self.nccl.ncclCommFinalize)(self.raw) };
-        let finalised = if code != SUCCESS && code != IN_PROGRESS {
-            ffi::check(self.nccl, "ncclCommFinalize", code, self.raw)
-        } else {
-            poll_ready(self.nccl, self.raw, Some(self.drop_timeout), "ncclCommFinalize")
+        // Finalised and destroyed on a thread of its own (issue 29: a drop used to wait for
+        // ever for a peer that was gone). Every communicator is non-blocking, so that thread's
+        // wait for the finalisation is bounded by the drop timeout, past which it aborts the
+        // communicator; but a call into NCCL may still block (NCCL 2.28's `ncclCommFinalize`
+        // waited for the work queued on the user's stream, 3 s in `s9_item2_*` on an H200), so
+        // this thread waits for that one at most the drop timeout plus a second, then leaves it
+        // to finish in the background (a thread and the communicator leaked if it never does).
+        let (nccl, raw, context, bound) = (self.nccl, SendComm(self.raw), self.context.clone(), self.drop_timeout);
+        let (rank, world_size) = (self.rank, self.world_size);
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let finaliser = std::thread::Builder::new().name("ferrocuda-nccl-drop".into()).spawn(move || {
+            let raw = raw.into_inner();
+            let aborted = finalise_or_abort(nccl, raw, &context, bound, rank, world_size);
+            let _ = done_tx.send(aborted);
+        });
+        let aborted = match finaliser {
+            Ok(_) => done_rx.recv_timeout(bound + Duration::from_secs(1)).unwrap_or_else(|_| {
+                eprintln!(
+                    "ferrocuda-collectives: dropping the NCCL communicator of rank {rank} of {world_size}: NCCL did not return \
+                     within {:?}; its finalisation is left to a background thread (the communicator and that thread are \
+                     leaked if it never returns), and nothing implicit waits for its queued operations any more",
+                    bound + Duration::from_secs(1)
+                );
+                true
+            }),
+            Err(_) => {
+                // No thread: abort here (bounded by NCCL's abort), never wait for peers.
+                eprintln!("ferrocuda-collectives: no thread could be started to finalise an NCCL communicator; it is aborted");
+                let _ = self.context.bind_to_thread();
+                // SAFETY: a live communicator, released here exactly once.
+                unsafe { (self.nccl.ncclCommAbort)(self.raw) };
+                true
+            }
         };
-        if let Err(error) = finalised {
-            eprintln!("{}", drop_abort_message(self.rank, self.world_size, &error));
-            self.abort_now();
-            // If the aborted operations' kernels still run, nothing implicit waits for them.
+        if aborted {
+            // The aborted (or still pending) operations' kernels may never end: nothing
+            // implicit (buffer drops, the context's teardown) waits for them (P12).
             self.state.give_up_on_work();
-            return;
         }
-        // SAFETY: finalised above; destroyed exactly once.
-        unsafe { (self.nccl.ncclCommDestroy)(self.raw) };
     }
+}
+
+/// A communicator handle moved to the thread that finalises it (NCCL communicators may be
+/// used from any thread, one at a time; the dropping thread no longer uses it).
+struct SendComm(RawComm);
+
+// SAFETY: see the type's documentation.
+unsafe impl Send for SendComm {}
+
+impl SendComm {
+    /// The handle (a method, so that a closure calling it captures the whole `SendComm`).
+    fn into_inner(self) -> RawComm {
+        self.0
+    }
+}
+
+/// Finalises the communicator `raw` of `context` within `bound`, then destroys it; past the
+/// bound (or on an error) aborts it with a message instead. True when it was aborted.
+fn finalise_or_abort(nccl: &Nccl, raw: RawComm, context: &Context, bound: Duration, rank: usize, world_size: usize) -> bool {
+    let abort = || {
+        let _ = context.bind_to_thread();
+        // SAFETY: a live communicator, released here exactly once.
+        unsafe { (nccl.ncclCommAbort)(raw) };
+        true
+    };
+    if context.bind_to_thread().is_err() {
+        return abort();
+    }
+    // SAFETY: a live communicator; finalising flushes its queued operations (non-blocking: it
+    // returns in progress, and the wait below is bounded).
+    let code = unsafe { (nccl.ncclCommFinalize)(raw) };
+    let finalised = if code != SUCCESS && code != IN_PROGRESS {
+        ffi::check(nccl, "ncclCommFinalize", code, raw)
+    } else {
+        poll_ready(nccl, raw, Some(bound), "ncclCommFinalize")
+    };
+    if let Err(error) = finalised {
+        eprintln!("{}", drop_abort_message(rank, world_size, &error));
+        return abort();
+    }
+    // SAFETY: finalised above; destroyed exactly once.
+    unsafe { (nccl.ncclCommDestroy)(raw) };
+    false
 }
 
 /// What a drop that could not finalise its communicator prints before aborting it.

@@ -71,6 +71,11 @@ struct StreamInner {
     /// item 1). Set when the record is made at the start of the capture, cleared by door work
     /// that raced it (another thread queuing on the stream while the capture began).
     tail_covers: AtomicBool,
+    /// Joined to a capture of ferrocuda's by [`Stream::wait_event`] (a fork of a graph): work
+    /// through the door is then captured work, like work on a capturing stream (not ordered,
+    /// not tracked), until the driver says the stream is out of the capture. Costs a driver
+    /// query per piece of work while set.
+    joined: AtomicBool,
     /// The event other streams and the host wait on to order themselves after this stream's
     /// work so far: created on first need, re-recorded each time (see [`Stream::wait_for`]).
     tail: OnceLock<TailEvent>,
@@ -155,6 +160,7 @@ impl Stream {
             capture_mark: AtomicU64::new(0),
             capture_window: AtomicBool::new(false),
             tail_covers: AtomicBool::new(false),
+            joined: AtomicBool::new(false),
             capture_gate: RwLock::new(()),
             tail: OnceLock::new(),
             _keep_alive: keep_alive,
@@ -267,7 +273,26 @@ impl Stream {
     /// loads.
     #[inline]
     pub(crate) fn capture_check(&self, operation: &str) -> Result<bool> {
-        capture_rule(self.is_capturing_fast(), self.inner.others_may_capture.load(Ordering::Relaxed), || self.foreign_capture_query(), operation)
+        let own = self.is_capturing_fast() || (self.inner.joined.load(Ordering::Relaxed) && self.still_joined());
+        capture_rule(own, self.inner.others_may_capture.load(Ordering::Relaxed), || self.foreign_capture_query(), operation)
+    }
+
+    /// For a stream that joined a capture of ferrocuda's ([`Stream::wait_event`]): whether it
+    /// is still in it (the driver's answer); once out, the stream is an ordinary one again.
+    #[cold]
+    #[inline(never)]
+    fn still_joined(&self) -> bool {
+        let captured = driver_capture_status(self.context(), self.handle()).unwrap_or(false);
+        if !captured {
+            self.left_capture();
+        }
+        captured
+    }
+
+    /// The stream is out of any capture: no longer joined, and its capture window closes.
+    fn left_capture(&self) {
+        self.inner.joined.store(false, Ordering::SeqCst);
+        self.inner.capture_window.store(false, Ordering::SeqCst);
     }
 
     /// The driver's answer for [`Stream::capture_check`] (one `cuStreamIsCapturing`, plus a
@@ -385,7 +410,7 @@ impl Stream {
             TailRule::RecordNow => {
                 // Out of any capture: a window left open by a wait that joined one can close
                 // (the gate excludes a new window meanwhile).
-                self.inner.capture_window.store(false, Ordering::SeqCst);
+                self.left_capture();
                 self.record_tail_now().map(Tail::Event)
             }
             TailRule::InCapture => Ok(Tail::InCapture),
@@ -433,13 +458,19 @@ impl Stream {
         self.enqueue_with(operation, &[], &[], false, |_| Ok::<_, Error>(unsafe { driver::stream::wait_event(raw_waiter, event, 0) }?))
     }
 
-    /// After a wait that may have joined a capture ([`Stream::wait_event`]): closes the window
-    /// unless the stream is captured now (then `tail_for` closes it once it is out). A failed
-    /// query leaves it open, which only makes the door's check conservative.
-    pub(crate) fn close_capture_window_unless_captured(&self) {
-        let captured = self.is_capturing_fast() || (!self.handle().is_null() && driver_capture_status(self.context(), self.handle()).unwrap_or(true));
-        if !captured {
-            self.inner.capture_window.store(false, Ordering::SeqCst);
+    /// After a wait that may have joined a capture ([`Stream::wait_event`]): a stream that is
+    /// captured now (and not by its own capture) joined one: its work is captured work from
+    /// here on, and its window stays open until it is out (door work from outside the capture
+    /// that raced the join is noticed). Otherwise the window closes. A failed query leaves the
+    /// window open, which only makes the door's check conservative.
+    pub(crate) fn note_join(&self) {
+        if self.is_capturing_fast() || self.handle().is_null() {
+            return;
+        }
+        match driver_capture_status(self.context(), self.handle()) {
+            Ok(true) => self.inner.joined.store(true, Ordering::SeqCst),
+            Ok(false) => self.left_capture(),
+            Err(_) => {}
         }
     }
 
