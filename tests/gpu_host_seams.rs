@@ -324,17 +324,24 @@ fn p6_recover_never_resets_the_primary_context_under_cudarc() {
 fn p12_dropping_a_context_after_a_reported_timeout_returns() {
     const NAME: &str = "p12_dropping_a_context_after_a_reported_timeout_returns";
     if std::env::var(CHILD).is_ok_and(|t| t == NAME) {
+        // Each step on stderr as it happens (a hang is then located from the child's output).
+        let step = |what: &str| eprintln!("p12 child: {what}");
         let context = Context::primary(0).unwrap();
         let stream = Stream::non_blocking(&context).unwrap();
         let mut out = DeviceBuffer::<u32>::zeroed(&context, 64).unwrap();
+        step("context, stream and buffer made");
         spin_for::launch(&stream, (1u32, 1u32), u64::MAX).unwrap(); // never ends
+        step("spin launched");
         mark_blocks::launch(&stream, (2u32, 32u32), false, &mut out).unwrap(); // queued behind it
+        step("mark_blocks queued");
         let error = stream.synchronize_timeout(Duration::from_secs(2)).unwrap_err();
         println!("TIMEOUT: {error}");
         assert!(matches!(error, Error::Timeout { .. }), "{error:?}");
         let start = Instant::now();
         drop(out);
+        step("buffer dropped");
         drop(stream);
+        step("stream dropped");
         drop(context);
         println!("DROPPED ALL after {:?}", start.elapsed());
         return;

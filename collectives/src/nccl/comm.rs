@@ -119,10 +119,12 @@ thread_local! {
 
 /// One rank of an NCCL communicator, on one GPU (a [`Context`]).
 ///
-/// Dropping it finalises and destroys it (`ncclCommFinalize` + `ncclCommDestroy`), which waits
-/// for its queued operations, at most [`Config::drop_timeout`]: past it (a peer is gone, a rank
-/// died) the drop aborts it (`ncclCommAbort`) with a message and returns, rather than hang. An
-/// aborted communicator is only released. Leaked (`mem::forget`), nothing is finalised: NCCL's
+/// Dropping it finalises and destroys it (`ncclCommFinalize` + `ncclCommDestroy`, on a thread of
+/// its own), which waits for its queued operations, at most [`Config::drop_timeout`]: past it
+/// (a peer is gone, a rank died) that thread aborts it (`ncclCommAbort`) with a message, and the
+/// drop returns after at most the timeout plus a second whatever NCCL does, rather than hang
+/// (a finalisation still blocked inside NCCL is then left to that thread). An aborted
+/// communicator is only released. Leaked (`mem::forget`), nothing is finalised: NCCL's
 /// resources stay allocated, and the operations already queued still complete on their streams
 /// (their buffers' records keep the buffers until then).
 pub struct Communicator {
