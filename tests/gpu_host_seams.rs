@@ -324,17 +324,24 @@ fn p6_recover_never_resets_the_primary_context_under_cudarc() {
 fn p12_dropping_a_context_after_a_reported_timeout_returns() {
     const NAME: &str = "p12_dropping_a_context_after_a_reported_timeout_returns";
     if std::env::var(CHILD).is_ok_and(|t| t == NAME) {
+        // Each step on stderr as it happens (a hang is then located from the child's output).
+        let step = |what: &str| eprintln!("p12 child: {what}");
         let context = Context::primary(0).unwrap();
         let stream = Stream::non_blocking(&context).unwrap();
         let mut out = DeviceBuffer::<u32>::zeroed(&context, 64).unwrap();
+        step("context, stream and buffer made");
         spin_for::launch(&stream, (1u32, 1u32), u64::MAX).unwrap(); // never ends
+        step("spin launched");
         mark_blocks::launch(&stream, (2u32, 32u32), false, &mut out).unwrap(); // queued behind it
+        step("mark_blocks queued");
         let error = stream.synchronize_timeout(Duration::from_secs(2)).unwrap_err();
         println!("TIMEOUT: {error}");
         assert!(matches!(error, Error::Timeout { .. }), "{error:?}");
         let start = Instant::now();
         drop(out);
+        step("buffer dropped");
         drop(stream);
+        step("stream dropped");
         drop(context);
         println!("DROPPED ALL after {:?}", start.elapsed());
         return;
@@ -367,4 +374,185 @@ fn p12_dropping_a_context_after_a_reported_timeout_returns() {
     assert!(status.success(), "the child failed:\n{text}");
     assert!(text.contains("TIMEOUT: ") && text.contains("DROPPED ALL after"), "{text}");
     assert!(text.contains("left to the end of the process"), "the teardown did not say why it skipped the wait:\n{text}");
+}
+
+/// Issue 29, host item 1: a buffer last written on stream `a` before `a`'s capture began is
+/// read on stream `b` outside the capture (and by a synchronous copy, on the legacy stream).
+/// The ordering used to rest on `a`'s tail event recorded *into* the capture: a graph node,
+/// not a point in `a`, so `b` waited on it and joined the capture (its work was recorded, not
+/// run, and `a`'s `end_capture` then failed with an unjoined stream). Now `b` waits for the
+/// tail event recorded for real when the capture began: it reads `a`'s result (2.0, written
+/// after a 300 ms spin, so an unordered read would see 0.0), `b` never captures, and the
+/// capture ends cleanly.
+#[test]
+fn s9_item1_a_stream_outside_a_capture_waits_for_the_captured_streams_real_work() {
+    let Some(context) = own_context("s9_item1_a_stream_outside_a_capture_waits_for_the_captured_streams_real_work") else { return };
+    load_kernels(&context);
+    let n = 1 << 20;
+    let (a, b) = (Stream::non_blocking(&context).unwrap(), Stream::non_blocking(&context).unwrap());
+    let x = DeviceBuffer::from_slice(&context, &vec![1.0f32; n]).unwrap();
+    let mut y = DeviceBuffer::<f32>::zeroed(&context, n).unwrap();
+    let mut z = DeviceBuffer::<f32>::zeroed(&context, n).unwrap();
+    // y = 2 * x on `a`, late (behind a spin), then `a` starts capturing.
+    spin_for::launch(&a, (1u32, 1u32), SLOW_NS).unwrap();
+    saxpy::launch(&a, for_n(n), 2.0, &x, &mut y).unwrap();
+    a.begin_capture().unwrap();
+    // z = 1 * y + z on `b`, outside the capture: must wait for `a`'s saxpy.
+    saxpy::launch(&b, for_n(n), 1.0, &y, &mut z).unwrap();
+    let b_joined = b.is_capturing().unwrap();
+    // A synchronous copy (legacy stream) of y during the capture: the host gets a's result.
+    let seen = y.to_vec();
+    let graph = a.end_capture();
+    b.synchronize().unwrap();
+    println!("s9 item1: b captured after its launch: {b_joined}; end_capture: {:?}", graph.as_ref().map(|_| ()).map_err(ToString::to_string));
+    assert!(!b_joined, "b joined a's capture through an event recorded into it");
+    graph.expect("the capture was ended cleanly (no stream joined it behind its back)");
+    let seen = seen.expect("a host copy during the capture is ordered after a's real work");
+    assert!(seen.iter().all(|&v| v == 2.0), "the host copy ran before a's saxpy: {}", seen[0]);
+    let z = z.to_vec().unwrap();
+    let wrong = z.iter().filter(|&&v| v != 2.0).count();
+    assert_eq!(wrong, 0, "{wrong} of {n} elements of z were read before a's saxpy wrote y (z[0] = {})", z[0]);
+}
+
+/// Issue 29, host item 1, a borrowed stream: a `BorrowedStream` dropped while ferrocuda's
+/// stream behind it is captured used to join the owner's stream back through an event recorded
+/// into that capture, so the owner's stream joined ferrocuda's capture (its later work was
+/// recorded, not run) and was never ordered after the real work. Now the owner waits for the
+/// point recorded when the capture began: its copy of `y` sees ferrocuda's result (written
+/// behind a 300 ms spin), and the owner's stream is not captured.
+#[test]
+fn s9_item1_a_borrowed_streams_drop_during_a_capture_orders_the_owner_after_the_real_work() {
+    const NAME: &str = "s9_item1_a_borrowed_streams_drop_during_a_capture_orders_the_owner_after_the_real_work";
+    if common::gpu_or_skip(NAME).is_none() {
+        return;
+    }
+    let cuda = CudaContext::new(0).unwrap();
+    let context = borrowed::cudarc::context(&cuda).unwrap();
+    load_kernels(&context);
+    let owner = cuda.new_stream().unwrap();
+    let n = 1 << 20;
+    let x = DeviceBuffer::from_slice(&context, &vec![1.0f32; n]).unwrap();
+    let mut y = DeviceBuffer::<f32>::zeroed(&context, n).unwrap();
+    let y_address = y.device_ptr();
+    {
+        // SAFETY: cudarc's live stream of this context, destroyed only after this scope.
+        let stream = unsafe { borrowed::BorrowedStream::new(&context, owner.cu_stream()) }.unwrap();
+        spin_for::launch(&stream, (1u32, 1u32), SLOW_NS).unwrap();
+        saxpy::launch(&stream, for_n(n), 2.0, &x, &mut y).unwrap();
+        stream.begin_capture().unwrap();
+        // Dropped while capturing: the owner's stream is joined back, then the capture ends.
+    }
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    let mut host = vec![0.0f32; n];
+    // SAFETY: a live stream of the current context; `y` is a live allocation of n floats, read
+    // by the owner after the borrow ended (the order this test checks); `host` holds n floats.
+    unsafe {
+        assert_eq!(sys::cuStreamIsCapturing(owner.cu_stream(), &mut status), sys::CUresult::CUDA_SUCCESS);
+        assert_eq!(sys::cuMemcpyDtoHAsync_v2(host.as_mut_ptr().cast(), y_address, n * 4, owner.cu_stream()), sys::CUresult::CUDA_SUCCESS);
+    }
+    owner.synchronize().unwrap();
+    println!("s9 item1 borrowed: owner's capture status after the drop {status:?}; y[0] as the owner read it {}", host[0]);
+    assert_eq!(status, sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE, "the owner's stream joined ferrocuda's capture");
+    let wrong = host.iter().filter(|&&v| v != 2.0).count();
+    assert_eq!(wrong, 0, "the owner read {wrong} of {n} elements before ferrocuda's saxpy wrote them");
+}
+
+/// Issue 29, host item 1, the other half: a stream joined to the capture (a fork through an
+/// event) does captured work from then on, as a capturing stream does: a launch on it that
+/// reads a buffer last written outside the capture is recorded without an ordering wait (a
+/// capture may not wait on an event recorded outside it: the driver's
+/// `CUDA_ERROR_STREAM_CAPTURE_ISOLATION`, which the same test met before the fix), the
+/// capture ends cleanly, and the joined stream is an ordinary one again afterwards.
+#[test]
+fn s9_item1_a_stream_joined_to_the_capture_does_captured_work() {
+    let Some(context) = own_context("s9_item1_a_stream_joined_to_the_capture_does_captured_work") else { return };
+    load_kernels(&context);
+    let n = 4096;
+    let (a, b) = (Stream::non_blocking(&context).unwrap(), Stream::non_blocking(&context).unwrap());
+    let x = DeviceBuffer::from_slice(&context, &vec![1.0f32; n]).unwrap();
+    let mut y = DeviceBuffer::<f32>::zeroed(&context, n).unwrap();
+    let mut z = DeviceBuffer::<f32>::zeroed(&context, n).unwrap();
+    saxpy::launch(&a, for_n(n), 2.0, &x, &mut y).unwrap();
+    a.synchronize().unwrap();
+    let graph = a
+        .capture(|a| {
+            saxpy::launch(a, for_n(n), 1.0, &x, &mut y)?;
+            let fork = Event::without_timing(&context)?;
+            fork.record(a)?;
+            b.wait_event(&fork)?;
+            saxpy::launch(&b, for_n(n), 1.0, &y, &mut z)?;
+            let join = Event::without_timing(&context)?;
+            join.record(&b)?;
+            a.wait_event(&join)
+        })
+        .expect("a fork/join capture works");
+    let nodes = graph.node_count().unwrap();
+    println!("s9 item1 fork/join: {nodes} nodes; b capturing after: {}", b.is_capturing().unwrap());
+    assert!(nodes >= 2, "{nodes}");
+    assert!(!b.is_capturing().unwrap());
+    // Nothing captured ran: y is still 2.0, z still 0.0; b works as an ordinary stream again.
+    assert!(y.to_vec().unwrap().iter().all(|&v| v == 2.0));
+    assert!(z.to_vec().unwrap().iter().all(|&v| v == 0.0));
+    saxpy::launch(&b, for_n(n), 1.0, &y, &mut z).unwrap();
+    b.synchronize().unwrap();
+    assert!(z.to_vec().unwrap().iter().all(|&v| v == 2.0), "b's launch after the capture ran");
+}
+
+/// Issue 29, host item 3 (P5's remainder): while a capture runs that never ends (its stream
+/// leaked with `mem::forget`), graphs, events never recorded into a capture and pinned buffers
+/// copied on other streams used to wait for its end, that is, leak. Now they are released at
+/// once (`deferred_releases() == 0`), and releasing them does not disturb a capture that does
+/// run (it still ends cleanly).
+#[test]
+fn s9_item3_graphs_events_and_pinned_buffers_are_released_during_an_unrelated_capture() {
+    let Some(context) = own_context("s9_item3_graphs_events_and_pinned_buffers_are_released_during_an_unrelated_capture") else { return };
+    load_kernels(&context);
+    let other = Stream::non_blocking(&context).unwrap();
+    let mut y = DeviceBuffer::<u32>::zeroed(&context, 64).unwrap();
+    let graph = other.capture(|s| mark_blocks::launch(s, (4u32, 32u32), false, &mut y)).unwrap();
+    let running = Stream::non_blocking(&context).unwrap();
+    running.begin_capture().unwrap();
+    {
+        let leaked = Stream::non_blocking(&context).unwrap();
+        leaked.begin_capture().unwrap();
+        std::mem::forget(leaked);
+    }
+    let event = Event::without_timing(&context).unwrap();
+    event.record(&other).unwrap();
+    other.wait_event(&event).unwrap();
+    let mut pinned = ferrocuda::PinnedBuffer::<u32>::zeroed(&context, 1 << 20).unwrap();
+    let device = DeviceBuffer::<u32>::from_slice(&context, &vec![3u32; 1 << 20]).unwrap();
+    pinned.copy_from_device_async(&device, &other).unwrap();
+    drop((graph, event, pinned));
+    let deferred = context.deferred_releases();
+    mark_blocks::launch(&running, (4u32, 32u32), true, &mut y).unwrap();
+    let ended = running.end_capture();
+    println!("s9 item3: deferred releases {deferred}; the running capture: {:?}", ended.as_ref().map(|g| g.node_count().unwrap()).map_err(ToString::to_string));
+    assert_eq!(deferred, 0, "a graph, an event or a pinned buffer waited for a capture that does not involve it");
+    assert_eq!(ended.expect("the releases did not invalidate the running capture").node_count().unwrap(), 1);
+    other.synchronize().unwrap();
+}
+
+/// A launch configuration covering `n` elements (a multiple of 256) with 256-thread blocks.
+fn for_n(n: usize) -> (u32, u32) {
+    ((n / 256) as u32, 256)
+}
+
+/// Issue 29, host item 5: the stack size is a context-wide limit whose change waits for all
+/// the context's work (every library's): refused while a capture of the context runs (the
+/// driver refuses a context-wide wait then) with the capture named, allowed once it ended;
+/// lowering it stays refused in a shared context (the primary one).
+#[test]
+fn s9_item5_the_stack_limit_is_not_set_during_a_capture() {
+    let Some(context) = own_context("s9_item5_the_stack_limit_is_not_set_during_a_capture") else { return };
+    let stream = Stream::non_blocking(&context).unwrap();
+    let before = context.limit(Limit::StackSize).unwrap();
+    stream.begin_capture().unwrap();
+    let refused = context.set_limit(Limit::StackSize, before + 1024);
+    let graph = stream.end_capture();
+    println!("s9 item5: {:?}", refused.as_ref().map_err(ToString::to_string));
+    assert!(matches!(refused, Err(Error::CaptureInProgress { captures: 1, .. })), "{refused:?}");
+    graph.expect("the refused call did not touch the capture");
+    context.set_limit(Limit::StackSize, before + 1024).unwrap();
+    assert!(context.limit(Limit::StackSize).unwrap() >= before + 1024);
 }

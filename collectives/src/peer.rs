@@ -59,8 +59,17 @@ impl Drop for Shared {
         // reported timeout (a peer kernel that never ends) that wait would hang for good (P12),
         // and a failed one (a capture still running, a fault) leaves peers' kernels perhaps
         // running: then leave everything to the process's exit instead of freeing it.
-        let all_done = !self.contexts.iter().any(Context::timed_out) && self.contexts.iter().all(|context| context.synchronize().is_ok());
-        if !all_done {
+        let why_not = if self.contexts.iter().any(Context::timed_out) {
+            Some("a timeout was reported for work that may still be running".to_string())
+        } else {
+            self.contexts.iter().find_map(|context| context.synchronize().err()).map(|error| error.to_string())
+        };
+        if let Some(why_not) = why_not {
+            // Not silent (audit 2026-11-27b's note: the leak used to go unreported).
+            eprintln!(
+                "ferrocuda-collectives: the peer all-reduce's buffers are left to the process's exit, not freed: its GPUs' \
+                 work could not be waited for ({why_not})"
+            );
             std::mem::take(&mut self.staging).into_iter().for_each(std::mem::forget);
             std::mem::take(&mut self.flags).into_iter().for_each(std::mem::forget);
             std::mem::take(&mut self.tables).into_iter().for_each(std::mem::forget);

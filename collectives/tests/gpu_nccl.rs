@@ -301,3 +301,31 @@ fn across_processes_rank(rank: usize) {
     peer.check().unwrap();
     peer.finish(&comm, &stream).unwrap();
 }
+
+/// Issue 29, host item 2: dropping a communicator used to wait for NCCL's finalisation without
+/// a bound when the config set no timeout (a blocking communicator: `ncclCommFinalize` waits
+/// for the queued operations, for ever if a peer is gone). Now every communicator is
+/// non-blocking and the drop waits at most `Config::drop_timeout` (default 30 s), then aborts
+/// it with a message. One GPU: a one-rank communicator without a timeout works as before, and
+/// its drop, with an all-reduce queued behind a host callback that holds the stream for 3 s,
+/// returns well before the callback ends.
+#[test]
+fn s9_item2_dropping_a_communicator_whose_work_cannot_finish_is_bounded() {
+    let Some(contexts) = gpus_or_skip("s9_item2_dropping_a_communicator_whose_work_cannot_finish_is_bounded", 1) else { return };
+    let context = &contexts[0];
+    let config = Config::new().drop_timeout(Duration::from_millis(200));
+    let comm = Communicator::init_all(&contexts[..1], &config).unwrap().remove(0);
+    let stream = Stream::non_blocking(context).unwrap();
+    let mut buf = DeviceBuffer::from_slice(context, &[1.5f32; 1024]).unwrap();
+    comm.on(&stream).unwrap().all_reduce_in_place(buf.slice_mut(..), ReduceOp::Sum).unwrap();
+    comm.synchronize(&stream).unwrap();
+    assert_eq!(buf.to_vec().unwrap(), vec![1.5f32; 1024], "a one-rank sum is the input");
+    stream.launch_host_fn(|| std::thread::sleep(Duration::from_secs(3))).unwrap();
+    comm.on(&stream).unwrap().all_reduce_in_place(buf.slice_mut(..), ReduceOp::Sum).unwrap();
+    let start = std::time::Instant::now();
+    drop(comm);
+    let took = start.elapsed();
+    println!("s9 item2: the drop returned after {took:?} (work held for 3 s; drop_timeout 200 ms)");
+    assert!(took < Duration::from_millis(2500), "the drop waited for the held work: {took:?}");
+    stream.synchronize().unwrap();
+}

@@ -448,6 +448,20 @@ pub enum Error {
         /// What did not wait.
         operation: &'static str,
     },
+    /// Work (or a host wait) that must come after the work queued on a stream that is being
+    /// captured into a graph, when ferrocuda cannot name a point in that stream covering its
+    /// work from before the capture (item 1 of issue 29's host review): an event recorded
+    /// inside a capture is a graph node, not a point in the stream, so an ordering that rested
+    /// on it would be void (the waiting stream would join the capture instead). Ferrocuda
+    /// records such a point when the capture begins; this error means another thread queued
+    /// work on the stream while the capture was beginning, so that point may miss it.
+    #[error(
+        "{operation}: the memory was last used on a stream that is being captured into a graph, and this work is not part          of that capture. Ferrocuda orders it after the work that stream queued before the capture began, but another          thread queued work on that stream while the capture was beginning, so that point is not known. End the capture          first (`Stream::end_capture`, or use `Stream::capture`), and do not queue work on a stream from one thread while          another begins capturing it"
+    )]
+    OrderingAfterCapture {
+        /// What was refused.
+        operation: &'static str,
+    },
     /// A handle or allocation borrowed from another library (`ferrocuda_host::borrowed`) does
     /// not fit what it was borrowed as (wrong context, misaligned, too short, ...).
     #[error("{problem}")]

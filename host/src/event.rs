@@ -13,6 +13,10 @@ use crate::stream::{Stream, not_ready_is_false};
 pub struct Event {
     raw: sys::CUevent,
     context: Context,
+    /// Recorded into a capture at least once (a fork/join point of a graph): its destruction
+    /// then waits for the end of the context's captures; otherwise it is destroyed at once,
+    /// even while an unrelated capture runs (P5).
+    in_capture: std::sync::atomic::AtomicBool,
 }
 
 // SAFETY: a CUevent may be used from any thread; calls that need a context bind it.
@@ -36,7 +40,7 @@ impl Event {
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes one handle; destroyed in Drop.
         unsafe { driver::event::create(&mut raw, flags) }?;
-        Ok(Event { raw, context: context.clone() })
+        Ok(Event { raw, context: context.clone(), in_capture: std::sync::atomic::AtomicBool::new(false) })
     }
 
     /// Records the event at the current end of `stream`, a stream of the event's context
@@ -44,6 +48,9 @@ impl Event {
     pub fn record(&self, stream: &Stream) -> Result<()> {
         if stream.context().raw() != self.context.raw() {
             return Err(Error::StreamInOtherContext { operation: "Event::record" });
+        }
+        if stream.captured_for_ordering().unwrap_or(true) {
+            self.in_capture.store(true, std::sync::atomic::Ordering::Relaxed);
         }
         let event = self.raw;
         // SAFETY: both handles are alive and of one context (checked above).
@@ -80,12 +87,20 @@ impl Event {
 impl Drop for Event {
     fn drop(&mut self) {
         let event = Handle(self.raw);
-        self.context.release(crate::context::Released::Event, move |context| {
+        let destroy = move |context: &Context| {
             if context.bind_to_thread().is_ok() {
                 // SAFETY: created by us, destroyed once.
                 let _ = unsafe { driver::event::destroy(event.into_inner()) };
             }
-        });
+        };
+        if self.in_capture.load(std::sync::atomic::Ordering::Relaxed) {
+            // A point of a capture's graph: destroyed once the context's captures ended.
+            self.context.release(crate::context::Released::Event, destroy);
+        } else {
+            // Destroying an event queues nothing (a wait already queued on it keeps what it
+            // needs): at once, even while an unrelated capture runs, or never ends (P5).
+            self.context.release_outside_captures(crate::context::Released::Event, destroy);
+        }
     }
 }
 
@@ -103,8 +118,22 @@ impl Stream {
         // Waiting on an event recorded in a capture joins this stream to it: not while another
         // thread checks this stream for captures (P2).
         let _gate = self.capture_gate_exclusive();
+        // The wait joins a capture if the event was recorded in one (only a capture of
+        // ferrocuda's can be running then): first a real point after this stream's work so
+        // far, for streams outside the capture and the host to wait on while it runs (issue
+        // 29's host item 1: an event recorded into the capture would be a graph node).
+        let may_join = crate::context::any_capture_running();
+        if may_join {
+            self.open_capture_window()?;
+        }
         let event = event.raw;
         // SAFETY: both handles are alive; flags must be 0 (CU_EVENT_WAIT_DEFAULT).
-        self.enqueue("cuStreamWaitEvent", &[], |s| Ok(unsafe { driver::stream::wait_event(s.get(), event, 0) }?))
+        let waited = self.enqueue_with("cuStreamWaitEvent", &[], &[], false, |s| Ok(unsafe { driver::stream::wait_event(s.get(), event, 0) }?));
+        if may_join {
+            // Joined: its work is captured work from now on (not ordered, not tracked, as on
+            // a capturing stream), until it is out of the capture.
+            self.note_join();
+        }
+        waited
     }
 }

@@ -94,7 +94,7 @@ fn scan(tokens: TokenStream, inside: bool, wrappers: &BTreeSet<(String, String)>
             TokenTree::Group(group) => {
                 let door = group.delimiter() == Delimiter::Parenthesis
                     && i > 0
-                    && matches!(&trees[i - 1], TokenTree::Ident(name) if name == "enqueue" || name == "enqueue_both");
+                    && matches!(&trees[i - 1], TokenTree::Ident(name) if name == "enqueue" || name == "enqueue_both" || name == "enqueue_with");
                 let mut lent = false;
                 match (group.delimiter(), in_signature) {
                     (Delimiter::Parenthesis, Some(false)) => in_signature = Some(takes_raw_stream(group.stream())),
@@ -229,7 +229,9 @@ fn find_helpers(tokens: TokenStream, found: &mut Vec<String>) {
             find_helpers(group.stream(), found);
         }
         let TokenTree::Ident(name) = tree else { continue };
-        if !(name == "enqueue" || name == "enqueue_both") || !matches!(trees.get(i.wrapping_sub(1)), Some(TokenTree::Ident(f)) if f == "fn") {
+        if !(name == "enqueue" || name == "enqueue_both" || name == "enqueue_with")
+            || !matches!(trees.get(i.wrapping_sub(1)), Some(TokenTree::Ident(f)) if f == "fn")
+        {
             continue;
         }
         // The parameter list, then the body (the first brace group after it).
@@ -275,7 +277,7 @@ fn forwards_to_the_door(body: TokenStream, accesses: &[String]) -> bool {
     let trees: Vec<TokenTree> = body.into_iter().collect();
     trees.iter().enumerate().any(|(i, tree)| match tree {
         TokenTree::Group(g) if g.delimiter() == Delimiter::Parenthesis && i >= 2 => {
-            let door_call = matches!((&trees[i - 2], &trees[i - 1]), (TokenTree::Punct(dot), TokenTree::Ident(m)) if dot.as_char() == '.' && (m == "enqueue" || m == "enqueue_both"));
+            let door_call = matches!((&trees[i - 2], &trees[i - 1]), (TokenTree::Punct(dot), TokenTree::Ident(m)) if dot.as_char() == '.' && (m == "enqueue" || m == "enqueue_both" || m == "enqueue_with"));
             (door_call && g.stream().into_iter().any(|t| matches!(t, TokenTree::Ident(id) if accesses.contains(&id.to_string()))))
                 || forwards_to_the_door(g.stream(), accesses)
         }

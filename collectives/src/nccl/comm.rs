@@ -59,16 +59,43 @@ impl std::fmt::Debug for UniqueId {
     }
 }
 
+/// How long dropping a [`Communicator`] waits for NCCL to finalise it (its queued operations
+/// to complete) when the [`Config`] sets neither [`Config::drop_timeout`] nor
+/// [`Config::timeout`]; past it the communicator is aborted instead (issue 29: a drop used to
+/// wait forever when a peer was gone).
+pub const DEFAULT_DROP_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// How a communicator is created.
 #[derive(Debug, Clone, Default)]
 pub struct Config {
     timeout: Option<Duration>,
+    drop_timeout: Option<Duration>,
 }
 
 impl Config {
-    /// Blocking NCCL calls, no timeout (NCCL's default).
+    /// No timeout for the waits of creation, operations and [`Communicator::synchronize`]
+    /// (they wait for the other ranks as long as it takes, NCCL's default). The communicator
+    /// is still made non-blocking (`config.blocking = 0`, the calls are polled), so that its
+    /// drop is bounded: see [`Config::drop_timeout`].
     pub fn new() -> Self {
         Config::default()
+    }
+
+    /// Bounds the wait of the communicator's drop for NCCL's finalisation (its queued
+    /// operations completing): past it the communicator is aborted (`ncclCommAbort`, which
+    /// cancels them) with a message, instead of hanging on a peer that is gone. Defaults to
+    /// [`Config::timeout`] if set, else [`DEFAULT_DROP_TIMEOUT`]. Synchronise before dropping
+    /// ([`Communicator::synchronize`] with a [`Config::timeout`]) to get a hung peer as an
+    /// error instead.
+    #[must_use]
+    pub fn drop_timeout(mut self, timeout: Duration) -> Self {
+        self.drop_timeout = Some(timeout);
+        self
+    }
+
+    /// The bound of the drop's wait (see [`Config::drop_timeout`]): never unbounded.
+    fn drop_bound(&self) -> Duration {
+        self.drop_timeout.or(self.timeout).unwrap_or(DEFAULT_DROP_TIMEOUT)
     }
 
     /// Makes the communicator non-blocking (`config.blocking = 0`) and bounds every wait for
@@ -92,8 +119,14 @@ thread_local! {
 
 /// One rank of an NCCL communicator, on one GPU (a [`Context`]).
 ///
-/// Dropping it finalises and destroys it (`ncclCommFinalize` + `ncclCommDestroy`), which waits
-/// for its queued operations; an aborted communicator is only released.
+/// Dropping it finalises and destroys it (`ncclCommFinalize` + `ncclCommDestroy`, on a thread of
+/// its own), which waits for its queued operations, at most [`Config::drop_timeout`]: past it
+/// (a peer is gone, a rank died) that thread aborts it (`ncclCommAbort`) with a message, and the
+/// drop returns after at most the timeout plus a second whatever NCCL does, rather than hang
+/// (a finalisation still blocked inside NCCL is then left to that thread). An aborted
+/// communicator is only released. Leaked (`mem::forget`), nothing is finalised: NCCL's
+/// resources stay allocated, and the operations already queued still complete on their streams
+/// (their buffers' records keep the buffers until then).
 pub struct Communicator {
     raw: RawComm,
     nccl: &'static Nccl,
@@ -101,6 +134,8 @@ pub struct Communicator {
     world_size: usize,
     context: Context,
     timeout: Option<Duration>,
+    /// The bound of the drop's finalisation ([`Config::drop_timeout`]).
+    drop_timeout: Duration,
     aborted: Cell<bool>,
     /// NCCL's own buffers of this communicator: every operation declares them written, so
     /// operations queued on different streams run one after the other.
@@ -121,6 +156,7 @@ impl Communicator {
             world_size,
             context: context.clone(),
             timeout: config.timeout,
+            drop_timeout: config.drop_bound(),
             aborted: Cell::new(false),
             state: BufferUsage::for_library_state(context),
         }
@@ -132,7 +168,7 @@ impl Communicator {
         check_rank("Communicator::init_rank", rank, world_size)?;
         let nccl = ffi::nccl()?;
         context.bind_to_thread()?;
-        let mut raw_config = RawConfig::new(config.timeout.is_none());
+        let mut raw_config = RawConfig::new(false);
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes one communicator handle; the config outlives the call.
         let code = unsafe { (nccl.ncclCommInitRankConfig)(&mut raw, world_size as i32, id.0, rank as i32, &mut raw_config) };
@@ -163,7 +199,7 @@ impl Communicator {
                 first_error.get_or_insert(Error::from(e));
                 break;
             }
-            let mut raw_config = RawConfig::new(config.timeout.is_none());
+            let mut raw_config = RawConfig::new(false);
             let mut raw = std::ptr::null_mut();
             // SAFETY: as in init_rank; inside a group the call only registers the rank.
             let code = unsafe { (nccl.ncclCommInitRankConfig)(&mut raw, world_size as i32, id.0, rank as i32, &mut raw_config) };
@@ -335,14 +371,26 @@ impl Communicator {
 
 /// Polls `ncclCommGetAsyncError` until the communicator is no longer in progress.
 fn poll_ready(nccl: &Nccl, raw: RawComm, timeout: Option<Duration>, operation: &'static str) -> Result<()> {
+    poll_until_done(
+        || {
+            let mut state = SUCCESS;
+            // SAFETY: a live communicator; writes one result.
+            let code = unsafe { (nccl.ncclCommGetAsyncError)(raw, &mut state) };
+            ffi::check(nccl, "ncclCommGetAsyncError", code, raw)?;
+            if state == IN_PROGRESS { Ok(false) } else { ffi::check(nccl, operation, state, raw).map(|()| true) }
+        },
+        timeout,
+        operation,
+    )
+}
+
+/// Calls `done` until it answers true (or fails), for at most `timeout` (none: for ever),
+/// yielding the thread between calls (the rule of [`poll_ready`], unit-tested without NCCL).
+fn poll_until_done(mut done: impl FnMut() -> Result<bool>, timeout: Option<Duration>, operation: &'static str) -> Result<()> {
     let start = Instant::now();
     loop {
-        let mut state = SUCCESS;
-        // SAFETY: a live communicator; writes one result.
-        let code = unsafe { (nccl.ncclCommGetAsyncError)(raw, &mut state) };
-        ffi::check(nccl, "ncclCommGetAsyncError", code, raw)?;
-        if state != IN_PROGRESS {
-            return ffi::check(nccl, operation, state, raw);
+        if done()? {
+            return Ok(());
         }
         if let Some(timeout) = timeout
             && start.elapsed() > timeout
@@ -358,19 +406,99 @@ impl Drop for Communicator {
         if self.aborted.get() || self.raw.is_null() {
             return;
         }
-        if self.context.bind_to_thread().is_err() {
-            self.abort_now();
-            return;
+        // Finalised and destroyed on a thread of its own (issue 29: a drop used to wait for
+        // ever for a peer that was gone). Every communicator is non-blocking, so that thread's
+        // wait for the finalisation is bounded by the drop timeout, past which it aborts the
+        // communicator; but a call into NCCL may still block (NCCL 2.28's `ncclCommFinalize`
+        // waited for the work queued on the user's stream, 3 s in `s9_item2_*` on an H200), so
+        // this thread waits for that one at most the drop timeout plus a second, then leaves it
+        // to finish in the background (a thread and the communicator leaked if it never does).
+        let (nccl, raw, context, bound) = (self.nccl, SendComm(self.raw), self.context.clone(), self.drop_timeout);
+        let (rank, world_size) = (self.rank, self.world_size);
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let finaliser = std::thread::Builder::new().name("ferrocuda-nccl-drop".into()).spawn(move || {
+            let raw = raw.into_inner();
+            let aborted = finalise_or_abort(nccl, raw, &context, bound, rank, world_size);
+            let _ = done_tx.send(aborted);
+        });
+        let aborted = match finaliser {
+            Ok(_) => done_rx.recv_timeout(bound + Duration::from_secs(1)).unwrap_or_else(|_| {
+                eprintln!(
+                    "ferrocuda-collectives: dropping the NCCL communicator of rank {rank} of {world_size}: NCCL did not return \
+                     within {:?}; its finalisation is left to a background thread (the communicator and that thread are \
+                     leaked if it never returns), and nothing implicit waits for its queued operations any more",
+                    bound + Duration::from_secs(1)
+                );
+                true
+            }),
+            Err(_) => {
+                // No thread: abort here (bounded by NCCL's abort), never wait for peers.
+                eprintln!("ferrocuda-collectives: no thread could be started to finalise an NCCL communicator; it is aborted");
+                let _ = self.context.bind_to_thread();
+                // SAFETY: a live communicator, released here exactly once.
+                unsafe { (self.nccl.ncclCommAbort)(self.raw) };
+                true
+            }
+        };
+        if aborted {
+            // The aborted (or still pending) operations' kernels may never end: nothing
+            // implicit (buffer drops, the context's teardown) waits for them (P12).
+            self.state.give_up_on_work();
         }
-        // SAFETY: a live communicator; finalising flushes its queued operations.
-        let code = unsafe { (self.nccl.ncclCommFinalize)(self.raw) };
-        if (code != SUCCESS && code != IN_PROGRESS) || poll_ready(self.nccl, self.raw, self.timeout, "ncclCommFinalize").is_err() {
-            self.abort_now();
-            return;
-        }
-        // SAFETY: finalised above; destroyed exactly once.
-        unsafe { (self.nccl.ncclCommDestroy)(self.raw) };
     }
+}
+
+/// A communicator handle moved to the thread that finalises it (NCCL communicators may be
+/// used from any thread, one at a time; the dropping thread no longer uses it).
+struct SendComm(RawComm);
+
+// SAFETY: see the type's documentation.
+unsafe impl Send for SendComm {}
+
+impl SendComm {
+    /// The handle (a method, so that a closure calling it captures the whole `SendComm`).
+    fn into_inner(self) -> RawComm {
+        self.0
+    }
+}
+
+/// Finalises the communicator `raw` of `context` within `bound`, then destroys it; past the
+/// bound (or on an error) aborts it with a message instead. True when it was aborted.
+fn finalise_or_abort(nccl: &Nccl, raw: RawComm, context: &Context, bound: Duration, rank: usize, world_size: usize) -> bool {
+    let abort = || {
+        let _ = context.bind_to_thread();
+        // SAFETY: a live communicator, released here exactly once.
+        unsafe { (nccl.ncclCommAbort)(raw) };
+        true
+    };
+    if context.bind_to_thread().is_err() {
+        return abort();
+    }
+    // SAFETY: a live communicator; finalising flushes its queued operations (non-blocking: it
+    // returns in progress, and the wait below is bounded).
+    let code = unsafe { (nccl.ncclCommFinalize)(raw) };
+    let finalised = if code != SUCCESS && code != IN_PROGRESS {
+        ffi::check(nccl, "ncclCommFinalize", code, raw)
+    } else {
+        poll_ready(nccl, raw, Some(bound), "ncclCommFinalize")
+    };
+    if let Err(error) = finalised {
+        eprintln!("{}", drop_abort_message(rank, world_size, &error));
+        return abort();
+    }
+    // SAFETY: finalised above; destroyed exactly once.
+    unsafe { (nccl.ncclCommDestroy)(raw) };
+    false
+}
+
+/// What a drop that could not finalise its communicator prints before aborting it.
+fn drop_abort_message(rank: usize, world_size: usize, error: &Error) -> String {
+    format!(
+        "ferrocuda-collectives: dropping the NCCL communicator of rank {rank} of {world_size} could not finalise it ({error}); it \
+         is aborted (ncclCommAbort) rather than waited for: operations it still had queued are cancelled, so their output \
+         buffers may hold partial results, and a peer rank may be gone. Call Communicator::synchronize (with a \
+         Config::timeout) before dropping to get this as an error, or raise Config::drop_timeout if the work was only slow"
+    )
 }
 
 impl std::fmt::Debug for Communicator {
@@ -555,5 +683,36 @@ impl Collectives for OnStream<'_> {
             return Ok(());
         }
         ffi::check(nccl, "ncclGroupEnd", code, std::ptr::null_mut())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 29: a communicator's drop never waits without a bound: with no timeout set, the
+    /// drop's bound is [`DEFAULT_DROP_TIMEOUT`]; an explicit drop timeout wins over the
+    /// operations' timeout.
+    #[test]
+    fn s9_nccl_drop_wait_is_always_bounded() {
+        assert_eq!(Config::new().drop_bound(), DEFAULT_DROP_TIMEOUT);
+        assert_eq!(Config::new().timeout(Duration::from_secs(3)).drop_bound(), Duration::from_secs(3));
+        assert_eq!(Config::new().timeout(Duration::from_secs(3)).drop_timeout(Duration::from_millis(5)).drop_bound(), Duration::from_millis(5));
+    }
+
+    /// Issue 29: the finalisation a drop waits for that never completes (a peer gone) ends in
+    /// a timeout after the bound, and the message says what the abort did and what to do.
+    #[test]
+    fn s9_nccl_drop_of_a_communicator_that_never_finalises_times_out_and_says_so() {
+        let start = Instant::now();
+        let outcome = poll_until_done(|| Ok(false), Some(Duration::from_millis(50)), "ncclCommFinalize");
+        let waited = start.elapsed();
+        assert!(matches!(outcome, Err(Error::Timeout { operation: "ncclCommFinalize", .. })), "{outcome:?}");
+        assert!(waited >= Duration::from_millis(50) && waited < Duration::from_secs(5), "{waited:?}");
+        let message = drop_abort_message(0, 2, &outcome.unwrap_err());
+        assert!(message.contains("ncclCommAbort") && message.contains("synchronize") && message.contains("drop_timeout"), "{message}");
+        // A finalisation that completes, or fails, ends the wait at once.
+        assert!(poll_until_done(|| Ok(true), None, "x").is_ok());
+        assert!(poll_until_done(|| Err(Error::Aborted { operation: "x" }), None, "x").is_err());
     }
 }

@@ -8,4 +8,4 @@
 mod comm;
 mod ffi;
 
-pub use comm::{Communicator, Config, OnStream, UniqueId, is_available, version};
+pub use comm::{Communicator, Config, DEFAULT_DROP_TIMEOUT, OnStream, UniqueId, is_available, version};

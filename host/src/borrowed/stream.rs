@@ -90,12 +90,26 @@ impl Deref for BorrowedStream<'_> {
 impl Drop for BorrowedStream<'_> {
     fn drop(&mut self) {
         let Some(owner) = self.owner else { return };
-        // The owner's later work waits for ours. If that cannot be queued (a faulted context),
-        // wait on the host instead: the owner may destroy its stream right after this.
-        // SAFETY: `owner` is live until we return (the contract of `new`); ours is alive.
-        let joined = self.stream.enqueue("BorrowedStream::drop", &[], |ours| unsafe { join(owner, ours.get()) }).is_ok();
-        if !joined {
-            let _ = self.stream.synchronize();
+        // The owner's later work waits for ours, never through an event recorded into a
+        // capture of ours (issue 29's host item 1: the owner's stream would join our capture
+        // and its later work would be recorded instead of run). If that cannot be queued (a
+        // faulted context), wait on the host instead: the owner may destroy its stream right
+        // after this.
+        // SAFETY: `owner` is live until we return (the contract of `new`), of our context.
+        match unsafe { self.stream.order_raw_after(owner, "BorrowedStream::drop") } {
+            Ok(()) => {}
+            Err(crate::Error::OrderingAfterCapture { .. }) => {
+                eprintln!(
+                    "ferrocuda: a BorrowedStream is dropped while its stream is being captured, and the work it queued outside \
+                     the capture cannot be named (another thread queued work on it while the capture began): the owner's later \
+                     work would race with it, so the process is aborted. End the capture before the borrow ends, and do not \
+                     queue work on a stream from one thread while another begins capturing it"
+                );
+                std::process::abort();
+            }
+            Err(_) => {
+                let _ = self.stream.synchronize();
+            }
         }
     }
 }

@@ -196,10 +196,25 @@ impl Borrowed {
 
 /// Makes the owner's later work on `home` wait for everything ferrocuda queued on the memory
 /// `usage` tracks (the host waits instead where a wait cannot be queued).
+///
+/// While a stream that used the memory is captured, the owner is ordered after that stream's
+/// work outside the capture (the point recorded when the capture began, never an event
+/// recorded into it: issue 29's host item 1). If that point is unknown (another thread queued
+/// work on the stream while its capture began) nothing can order the owner's later work after
+/// the stream's real work, and returning would let it race: the process is aborted with a
+/// message instead (a faulted context, the other failure, leaves nothing running to race).
 pub(super) fn order_home_after(home: &Stream, usage: &BufferUsage) {
     for stream in usage.take_streams() {
-        if home.wait_for(&stream).is_err() {
-            let _ = stream.host_wait();
+        if home.wait_for(&stream).is_err()
+            && let Err(crate::Error::OrderingAfterCapture { .. }) = stream.host_wait()
+        {
+            eprintln!(
+                "ferrocuda: a borrow of another library's memory ends (a cudarc scope, a borrowed slice's drop) while a stream that used it is being captured, and the work that \
+                 stream queued outside the capture cannot be named (another thread queued work on it while the capture \
+                 began): the owner's later work would race with it, so the process is aborted. End captures before the \
+                 scope ends, and do not queue work on a stream from one thread while another begins capturing it"
+            );
+            std::process::abort();
         }
     }
 }

@@ -4,9 +4,21 @@
 
 use std::any::Any;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::{Context, lock};
+
+/// Captures begun through `Stream::begin_capture` and not ended yet, in every context of the
+/// process. While none runs, no stream of ferrocuda's can be part of a capture of ferrocuda's
+/// (a stream joins one only by waiting on an event recorded in it), so the checks of the
+/// tail-event rules (`Stream::tail_for`) need no driver query.
+static CAPTURES_RUNNING: AtomicUsize = AtomicUsize::new(0);
+
+/// True while a capture begun through ferrocuda runs in any context of the process.
+#[inline]
+pub(crate) fn any_capture_running() -> bool {
+    CAPTURES_RUNNING.load(Ordering::SeqCst) > 0
+}
 
 impl Context {
     /// True while a stream of this context is being captured (through `Stream::begin_capture`).
@@ -22,6 +34,7 @@ impl Context {
             self.inner.capturing_with_legacy.fetch_add(1, Ordering::AcqRel);
         }
         self.inner.capturing.fetch_add(1, Ordering::AcqRel);
+        CAPTURES_RUNNING.fetch_add(1, Ordering::SeqCst);
     }
 
     /// How many captures run in the context (begun through `Stream::begin_capture`).
@@ -43,6 +56,7 @@ impl Context {
         if with_legacy {
             self.inner.capturing_with_legacy.fetch_sub(1, Ordering::AcqRel);
         }
+        CAPTURES_RUNNING.fetch_sub(1, Ordering::SeqCst);
         if self.inner.capturing.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.drain_deferred();
         }

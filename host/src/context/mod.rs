@@ -25,6 +25,7 @@ mod peer;
 mod recover;
 mod release;
 
+pub(crate) use capture::any_capture_running;
 pub use current::CurrentGuard;
 pub use options::{Limit, SchedulePolicy};
 use recover::poisoned_if_sticky;
@@ -436,6 +437,16 @@ impl Context {
     /// [`Error::SharedLimitLowered`] (their kernels may need the current value: a smaller
     /// stack faults a recursive kernel). Lower it in a context of your own
     /// ([`Context::create`]), or with [`Context::set_limit_unchecked`].
+    ///
+    /// The stack size ([`Limit::StackSize`]) is also a context-wide wait: the driver blocks
+    /// until all work queued in the context (every library's) has finished, and reserves the new
+    /// size for every resident thread of the device (device memory that other libraries' work
+    /// in the context then lacks). So it is refused while a stream capture of the context runs
+    /// ([`Error::CaptureInProgress`]: the driver refuses a context-wide wait then) and after a
+    /// [`Stream::synchronize_timeout`](crate::Stream::synchronize_timeout) gave up on work of the
+    /// context that is still running ([`Error::WorkStillRunning`]: the wait might never end).
+    /// Set it once, early, before other libraries queue work; ferrocuda never sets a limit on
+    /// its own.
     pub fn set_limit(&self, limit: Limit, bytes: usize) -> Result<()> {
         if !matches!(self.inner.kind, ContextKind::Created(_)) {
             let current = self.limit(limit)?;
@@ -451,8 +462,19 @@ impl Context {
     ///
     /// # Safety
     /// No other library's kernels in this context need more than `bytes` of `limit` (for the
-    /// stack: no kernel of theirs recurses deeper than it allows), now or later.
+    /// stack: no kernel of theirs recurses deeper than it allows), now or later. The stack
+    /// size's refusals during a capture and after a reported timeout hold here too.
     pub unsafe fn set_limit_unchecked(&self, limit: Limit, bytes: usize) -> Result<()> {
+        // The stack size is a context-wide wait (see `set_limit`).
+        if limit == Limit::StackSize {
+            let captures = self.captures();
+            if captures > 0 {
+                return Err(Error::CaptureInProgress { operation: "Context::set_limit(Limit::StackSize, ..)", captures });
+            }
+            if self.timed_out() {
+                return Err(Error::WorkStillRunning { operation: "Context::set_limit(Limit::StackSize, ..)" });
+            }
+        }
         self.bind_to_thread()?;
         // SAFETY: applies to the current context (bound above).
         unsafe { driver::context::set_limit(limit.raw(), bytes) }?;

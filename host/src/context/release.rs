@@ -134,7 +134,11 @@ pub(super) fn run_on_release_thread(job: Job) {
         let (sender, receiver) = mpsc::channel::<Job>();
         let started = std::thread::Builder::new().name("ferrocuda-release".into()).spawn(move || {
             for job in receiver {
-                job();
+                // A panicking release must not end the thread (every later release from a
+                // host callback would be lost); its context's count is kept by the job's guard.
+                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)).is_err() {
+                    eprintln!("ferrocuda: a release performed after a host callback panicked (the panic was caught; what it freed may be leaked)");
+                }
             }
         });
         started.ok().map(|_| Mutex::new(sender))
@@ -151,15 +155,35 @@ impl Context {
     pub(crate) fn release(&self, what: Released, release: impl FnOnce(&Context) + Send + 'static) {
         if in_host_callback() {
             self.inner.handed_off.fetch_add(1, Ordering::AcqRel);
-            let context = self.clone();
+            /// Counts the hand-off as done when dropped: also when the release panics, so that
+            /// `Context::synchronize` (which waits for the count to reach zero) cannot hang.
+            struct HandedOff(Context);
+            impl Drop for HandedOff {
+                fn drop(&mut self) {
+                    self.0.inner.handed_off.fetch_sub(1, Ordering::AcqRel);
+                }
+            }
+            let handed = HandedOff(self.clone());
             run_on_release_thread(Box::new(move || {
-                context.release(what, release);
-                context.inner.handed_off.fetch_sub(1, Ordering::AcqRel);
+                handed.0.release(what, release);
+                drop(handed);
             }));
             return;
         }
         if let Err(now) = self.defer_while_capturing(what, release) {
             now(self);
+        }
+    }
+
+    /// Releases something whose release queues no stream work and synchronises nothing (a
+    /// `Graph`, an `Event` never recorded into a capture): now, even while a capture runs in
+    /// the context, so that a capture that never ends (its `Stream` leaked, P5) strands none of
+    /// them; only a drop inside a host callback hands it to the release thread.
+    pub(crate) fn release_outside_captures(&self, what: Released, release: impl FnOnce(&Context) + Send + 'static) {
+        if in_host_callback() {
+            self.release(what, release);
+        } else {
+            release(self);
         }
     }
 
@@ -261,6 +285,17 @@ mod tests {
             assert!(in_host_callback(), "leaving a nested scope keeps the outer one");
         }
         assert!(!in_host_callback());
+    }
+
+    /// Issue 29 host item 4: a release that panics on the release thread does not end it:
+    /// later releases from host callbacks still run (they used to be lost, and the context's
+    /// count of them never reached zero, so `Context::synchronize` waited for ever).
+    #[test]
+    fn s9_item4_a_panicking_release_does_not_stop_the_release_thread() {
+        let (tx, rx) = mpsc::channel();
+        run_on_release_thread(Box::new(|| panic!("a release that panics")));
+        run_on_release_thread(Box::new(move || tx.send(7).unwrap()));
+        assert_eq!(rx.recv_timeout(std::time::Duration::from_secs(5)), Ok(7));
     }
 
     #[test]

@@ -22,7 +22,7 @@ use crate::driver;
 use crate::error::{Error, Result};
 use crate::memory::DeviceBuffer;
 use crate::memory::usage::{Access, BufferAccess, BufferUsage};
-use crate::stream::{Stream, UsedStreams};
+use crate::stream::Stream;
 
 /// `len` values of `T` in page-locked host memory, zero-filled at allocation.
 pub struct PinnedBuffer<T: Pod> {
@@ -161,8 +161,12 @@ impl<T: Pod> Drop for PinnedBuffer<T> {
         if self.len == 0 || std::mem::size_of::<T>() == 0 {
             return;
         }
-        let (ptr, streams, bytes) = (Handle(self.ptr), UsedStreams::hold(self.usage.take_streams()), self.len * std::mem::size_of::<T>());
-        self.context().release(crate::context::Released::PinnedBuffer(bytes), move |context| {
+        let (ptr, bytes) = (Handle(self.ptr), self.len * std::mem::size_of::<T>());
+        // Like a device buffer (P5): it waits for the end of the context's captures only when
+        // one of the streams that copied it is captured; a capture elsewhere, even one that
+        // never ends, does not hold it back. The host waits for those streams' work outside
+        // any capture (`Stream::host_wait`), then frees it; nothing is queued on a stream.
+        self.context().release_after_streams(crate::context::Released::PinnedBuffer(bytes), self.usage.take_streams(), move |context, streams| {
             // A copy that cannot be waited for (faulted context) may still be queued: then leak
             // the memory rather than free what the GPU might still touch.
             let Ok(streams) = streams.resolve(context) else { return };

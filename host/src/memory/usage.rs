@@ -281,6 +281,18 @@ impl BufferUsage {
         outcome
     }
 
+    /// Gives up on the work queued so far on the memory this record tracks, as a
+    /// [`Stream::synchronize_timeout`] that timed out does (P12): until that work ends (or a
+    /// [`Context::synchronize`](crate::Context::synchronize) returns), releases and the
+    /// context's teardown do not block on it, they leak instead. For a library wrapper whose
+    /// teardown aborted work that may never finish (an NCCL communicator aborted because a peer
+    /// is gone). The record forgets those streams.
+    pub fn give_up_on_work(&self) {
+        for stream in self.take_streams() {
+            stream.mark_hung();
+        }
+    }
+
     /// Takes the streams that may still use the buffer (for its release).
     pub(crate) fn take_streams(&self) -> Vec<Stream> {
         let mut state = self.lock();
@@ -429,7 +441,7 @@ pub(crate) fn release(context: &Context, ptr: u64, streams: UsedStreams, pooled:
     if pooled {
         // Free on a stream of the buffer's own context (the legacy one if none used it).
         for other in &streams {
-            if own.wait_for(other).is_err() && other.host_wait().is_err() {
+            if own.wait_for_gated(other, true).is_err() && other.host_wait_gated(true).is_err() {
                 return;
             }
         }
@@ -438,7 +450,7 @@ pub(crate) fn release(context: &Context, ptr: u64, streams: UsedStreams, pooled:
         let _ = own.enqueue("cuMemFreeAsync", &[], |stream| Ok::<_, Error>(unsafe { crate::driver::memory::free_async(ptr, stream.get()) }?));
     } else {
         for stream in streams.iter().chain(std::iter::once(&own)) {
-            if stream.host_wait().is_err() {
+            if stream.host_wait_gated(true).is_err() {
                 return;
             }
         }

@@ -20,7 +20,7 @@ use cudarc::driver::sys;
 
 use super::Stream;
 use crate::error::Error;
-use crate::memory::usage::{BufferAccess, before_work, order_buffers};
+use crate::memory::usage::{BufferAccess, order_buffers};
 
 /// The raw `CUstream` of a [`Stream`], lent to the work of one [`Stream::enqueue`] call (the
 /// lifetime keeps it inside the closure; null is the legacy default stream).
@@ -64,9 +64,7 @@ impl Stream {
     /// [`Error::BufferInOtherContext`]; the driver's errors.
     #[inline]
     pub fn enqueue<R, E: From<Error>>(&self, operation: &str, accesses: &[BufferAccess<'_>], work: impl FnOnce(RawStream<'_>) -> Result<R, E>) -> Result<R, E> {
-        before_work(self, operation, accesses)?;
-        self.context().bind_to_thread()?;
-        work(RawStream { raw: self.inner.raw, _call: PhantomData })
+        self.enqueue_with(operation, accesses, &[], true, work)
     }
 
     /// [`Stream::enqueue`] with the accesses in two lists (a launch's slice arguments and what
@@ -79,11 +77,30 @@ impl Stream {
         also: &[BufferAccess<'_>],
         work: impl FnOnce(RawStream<'_>) -> Result<R, E>,
     ) -> Result<R, E> {
+        self.enqueue_with(operation, accesses, also, true, work)
+    }
+
+    /// The door itself. `note_race`: after work queued from outside a capture, check whether
+    /// a capture of this stream began meanwhile (`Stream::note_capture_race`, two atomic
+    /// loads); false only for the records and waits that open a capture's window themselves.
+    #[inline]
+    pub(crate) fn enqueue_with<R, E: From<Error>>(
+        &self,
+        operation: &str,
+        accesses: &[BufferAccess<'_>],
+        also: &[BufferAccess<'_>],
+        note_race: bool,
+        work: impl FnOnce(RawStream<'_>) -> Result<R, E>,
+    ) -> Result<R, E> {
         // One capture check for both lists (for a borrowed stream it is a driver query).
         let own_capture = self.capture_check(operation)?;
         order_buffers(self, operation, also, own_capture)?;
         order_buffers(self, operation, accesses, own_capture)?;
         self.context().bind_to_thread()?;
-        work(RawStream { raw: self.inner.raw, _call: PhantomData })
+        let outcome = work(RawStream { raw: self.inner.raw, _call: PhantomData });
+        if note_race && !own_capture {
+            self.note_capture_race();
+        }
+        outcome
     }
 }

@@ -59,6 +59,23 @@ struct StreamInner {
     /// The context's mark of postponed releases when the running capture began
     /// (`Context::deferred_mark`): what was dropped during it, for [`Error::CaptureFailed`].
     capture_mark: AtomicU64,
+    /// True from just before the stream may enter a capture through ferrocuda (the tail event
+    /// is recorded for real first, see [`Stream::open_capture_window`]) until the capture flag
+    /// is set (`begin_capture`) or, for a wait that joined a capture, until the stream is seen
+    /// out of it: work queued through the door from outside a capture that finds it set may
+    /// have landed after that record, and clears `tail_covers`.
+    capture_window: AtomicBool,
+    /// While the stream is captured: the tail event's last record is real (never a graph node)
+    /// and covers every piece of work queued on the stream outside the capture, so streams
+    /// outside the capture and the host can still be ordered after that work (issue 29's host
+    /// item 1). Set when the record is made at the start of the capture, cleared by door work
+    /// that raced it (another thread queuing on the stream while the capture began).
+    tail_covers: AtomicBool,
+    /// Joined to a capture of ferrocuda's by [`Stream::wait_event`] (a fork of a graph): work
+    /// through the door is then captured work, like work on a capturing stream (not ordered,
+    /// not tracked), until the driver says the stream is out of the capture. Costs a driver
+    /// query per piece of work while set.
+    joined: AtomicBool,
     /// The event other streams and the host wait on to order themselves after this stream's
     /// work so far: created on first need, re-recorded each time (see [`Stream::wait_for`]).
     tail: OnceLock<TailEvent>,
@@ -141,6 +158,9 @@ impl Stream {
             // handles leave ferrocuda only inside the door's closures.
             others_may_capture: AtomicBool::new(!owned && !raw.is_null()),
             capture_mark: AtomicU64::new(0),
+            capture_window: AtomicBool::new(false),
+            tail_covers: AtomicBool::new(false),
+            joined: AtomicBool::new(false),
             capture_gate: RwLock::new(()),
             tail: OnceLock::new(),
             _keep_alive: keep_alive,
@@ -203,13 +223,16 @@ impl Stream {
     /// of work reported as hung (P12): while it has not completed, releases and teardown do not
     /// wait for the context's work. Without an event (a refused call), the context counts as
     /// hung until a [`Context::synchronize`] returns.
-    fn mark_hung(&self) {
+    pub(crate) fn mark_hung(&self) {
         let context = self.context();
         let mut event = std::ptr::null_mut();
         let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
         // SAFETY: writes one handle, owned by the context's list of hung markers from here on
         // (destroyed there once it completes, or at a `Context::synchronize`).
-        let created = context.bind_to_thread().is_ok() && unsafe { driver::event::create(&mut event, flags) }.is_ok();
+        // Never recorded inside a capture (item 1): a captured record is a graph node, whose
+        // query fails, which `Context::timed_out` would take for finished work.
+        let capturing = self.captured_for_ordering().unwrap_or(true);
+        let created = !capturing && context.bind_to_thread().is_ok() && unsafe { driver::event::create(&mut event, flags) }.is_ok();
         // SAFETY: event and stream are alive and of the same context (bound by the door).
         let recorded = created && self.enqueue("cuEventRecord", &[], |stream| Ok::<_, Error>(unsafe { driver::event::record(event, stream.get()) }?)).is_ok();
         if created && !recorded {
@@ -250,7 +273,26 @@ impl Stream {
     /// loads.
     #[inline]
     pub(crate) fn capture_check(&self, operation: &str) -> Result<bool> {
-        capture_rule(self.is_capturing_fast(), self.inner.others_may_capture.load(Ordering::Relaxed), || self.foreign_capture_query(), operation)
+        let own = self.is_capturing_fast() || (self.inner.joined.load(Ordering::Relaxed) && self.still_joined());
+        capture_rule(own, self.inner.others_may_capture.load(Ordering::Relaxed), || self.foreign_capture_query(), operation)
+    }
+
+    /// For a stream that joined a capture of ferrocuda's ([`Stream::wait_event`]): whether it
+    /// is still in it (the driver's answer); once out, the stream is an ordinary one again.
+    #[cold]
+    #[inline(never)]
+    fn still_joined(&self) -> bool {
+        let captured = driver_capture_status(self.context(), self.handle()).unwrap_or(false);
+        if !captured {
+            self.left_capture();
+        }
+        captured
+    }
+
+    /// The stream is out of any capture: no longer joined, and its capture window closes.
+    fn left_capture(&self) {
+        self.inner.joined.store(false, Ordering::SeqCst);
+        self.inner.capture_window.store(false, Ordering::SeqCst);
     }
 
     /// The driver's answer for [`Stream::capture_check`] (one `cuStreamIsCapturing`, plus a
@@ -296,9 +338,12 @@ impl Stream {
         self.inner.capturing.load(Ordering::Relaxed)
     }
 
-    /// Records this stream's tail event at the current end of the stream and returns it: an
-    /// event that completes once everything queued here so far has.
-    fn record_tail(&self) -> Result<sys::CUevent> {
+    /// Records this stream's tail event for real at the current end of the stream and returns
+    /// it. The caller has made sure that the stream is not captured by ferrocuda (a record
+    /// inside a capture would be a graph node, not a point in the stream) and holds its capture
+    /// gate ([`Stream::tail_for`], [`Stream::open_capture_window`]); a foreign capture of a
+    /// borrowed stream is refused by the door ([`Error::ForeignCapture`]).
+    fn record_tail_now(&self) -> Result<sys::CUevent> {
         let context = self.context();
         let event = match self.inner.tail.get() {
             Some(tail) => tail.0,
@@ -316,10 +361,145 @@ impl Stream {
                 self.inner.tail.get().expect("set above").0
             }
         };
+        // Not noted as racing a capture's start (`note_capture_race`): this record is the
+        // start's own, or made with the gate held, when no capture can start.
         // SAFETY: event and stream are alive and of the same context (bound by the door: the
         // legacy stream is the current context's).
-        self.enqueue("cuEventRecord", &[], |stream| Ok::<_, Error>(unsafe { driver::event::record(event, stream.get()) }?))?;
+        self.enqueue_with("cuEventRecord", &[], &[], false, |stream| Ok::<_, Error>(unsafe { driver::event::record(event, stream.get()) }?))?;
         Ok(event)
+    }
+
+    /// True when work queued on this stream now is recorded into a capture of ferrocuda's: its
+    /// own (the flag) or, while such a capture runs anywhere, one it joined by waiting on an
+    /// event recorded in it (a driver query). The legacy default stream is never captured; a
+    /// stream another library may capture is left to the door, which refuses work on it while
+    /// it is captured ([`Error::ForeignCapture`]).
+    pub(crate) fn captured_for_ordering(&self) -> Result<bool> {
+        if self.is_capturing_fast() {
+            return Ok(true);
+        }
+        if self.handle().is_null() || self.inner.others_may_capture.load(Ordering::Relaxed) || !crate::context::any_capture_running() {
+            return Ok(false);
+        }
+        driver_capture_status(self.context(), self.handle())
+    }
+
+    /// What orders `waiter` (a stream, or the host) after the work queued on this stream so
+    /// far (issue 29's host item 1: an event recorded into a capture is a graph node, not a
+    /// point in the stream; a stream waiting on it joins the capture and the host cannot wait
+    /// on it at all):
+    /// - this stream is not captured: its tail event, recorded now;
+    /// - it is captured and so is the waiting stream: the ordering is a dependency inside the
+    ///   graph ([`Tail::InCapture`]);
+    /// - it is captured and the waiter is not: the tail event as recorded for real when the
+    ///   capture began, which covers all the work on this stream that is not part of the
+    ///   capture; refused ([`Error::OrderingAfterCapture`]) when work of another thread raced
+    ///   that record.
+    ///
+    /// `gate_held`: the caller holds this stream's capture gate (a release); else it is taken
+    /// here, so that no capture begins between the check and the record.
+    fn tail_for(&self, waiter: Option<&Stream>, gate_held: bool, operation: &'static str) -> Result<Tail> {
+        let _gate = (!gate_held).then(|| self.capture_gate());
+        let captured = self.captured_for_ordering()?;
+        let waiter_captured = match waiter {
+            Some(waiter) if captured => waiter.captured_for_ordering()?,
+            _ => false,
+        };
+        let covered = self.inner.tail_covers.load(Ordering::Acquire);
+        match tail_rule(captured, waiter_captured, covered) {
+            TailRule::RecordNow => {
+                // Out of any capture: a window left open by a wait that joined one can close
+                // (the gate excludes a new window meanwhile).
+                self.left_capture();
+                self.record_tail_now().map(Tail::Event)
+            }
+            TailRule::InCapture => Ok(Tail::InCapture),
+            TailRule::Recorded => self.inner.tail.get().map(|tail| Tail::Event(tail.0)).ok_or(Error::OrderingAfterCapture { operation }),
+            TailRule::Refuse => Err(Error::OrderingAfterCapture { operation }),
+        }
+    }
+
+    /// Before this stream may enter a capture through ferrocuda (`begin_capture`, a wait on an
+    /// event that may join one), with its capture gate held exclusively: records the tail event
+    /// for real, the point that streams outside the capture and the host wait on while it runs
+    /// ([`Stream::tail_for`]), and opens the window in which door work from outside a capture
+    /// clears `tail_covers` (it may land after the record). Nothing to do on a stream already
+    /// captured (nothing real can be queued on it any more).
+    pub(crate) fn open_capture_window(&self) -> Result<()> {
+        if self.handle().is_null() || self.is_capturing_fast() || driver_capture_status(self.context(), self.handle())? {
+            return Ok(());
+        }
+        // Both before the record: work that lands after it sees the window (ordered through
+        // the driver's own serialisation of the two calls) and clears `tail_covers` after this.
+        self.inner.tail_covers.store(true, Ordering::SeqCst);
+        self.inner.capture_window.store(true, Ordering::SeqCst);
+        if let Err(error) = self.record_tail_now() {
+            self.inner.tail_covers.store(false, Ordering::SeqCst);
+            self.inner.capture_window.store(false, Ordering::SeqCst);
+            return Err(error);
+        }
+        Ok(())
+    }
+
+    /// Makes `raw_waiter`, a stream of another library in this stream's context (not captured
+    /// by ferrocuda), wait for the work queued on this stream so far, outside any capture: the
+    /// join back of a [`BorrowedStream`](crate::borrowed::BorrowedStream)'s drop. While this
+    /// stream is captured the wait is for the point recorded when its capture began (item 1: a
+    /// record into the capture would join the owner's stream to it, and the owner's later work
+    /// would be recorded into ferrocuda's graph instead of running).
+    ///
+    /// # Safety
+    /// `raw_waiter` is a live stream of this stream's context.
+    pub(crate) unsafe fn order_raw_after(&self, raw_waiter: sys::CUstream, operation: &'static str) -> Result<()> {
+        let Tail::Event(event) = self.tail_for(None, false, operation)? else { unreachable!("no waiter stream of ferrocuda's") };
+        // Through the door with no memory (a wait orders streams and touches none); nothing is
+        // queued on this stream itself, so its capture is not touched.
+        // SAFETY: the event is alive (this stream's); `raw_waiter` per the caller.
+        self.enqueue_with(operation, &[], &[], false, |_| Ok::<_, Error>(unsafe { driver::stream::wait_event(raw_waiter, event, 0) }?))
+    }
+
+    /// After a wait that may have joined a capture ([`Stream::wait_event`]): a stream that is
+    /// captured now (and not by its own capture) joined one: its work is captured work from
+    /// here on, and its window stays open until it is out (door work from outside the capture
+    /// that raced the join is noticed). Otherwise the window closes. A failed query leaves the
+    /// window open, which only makes the door's check conservative.
+    pub(crate) fn note_join(&self) {
+        if self.is_capturing_fast() || self.handle().is_null() {
+            return;
+        }
+        match driver_capture_status(self.context(), self.handle()) {
+            Ok(true) => self.inner.joined.store(true, Ordering::SeqCst),
+            Ok(false) => self.left_capture(),
+            Err(_) => {}
+        }
+    }
+
+    /// After door work queued from outside a capture: if a capture of this stream began
+    /// meanwhile (its window is open, or it runs), the work may have landed after the tail
+    /// event recorded for that capture, which then no longer covers the stream's work outside
+    /// it. Two atomic loads.
+    #[inline]
+    pub(crate) fn note_capture_race(&self) {
+        if self.inner.capture_window.load(Ordering::SeqCst) || self.inner.capturing.load(Ordering::SeqCst) {
+            self.inner.tail_covers.store(false, Ordering::SeqCst);
+        }
+    }
+
+    /// Makes later work on `self`, which is captured like `other`, depend on the work captured
+    /// on `other` so far: an event recorded inside the capture (a graph node) and waited on.
+    fn edge_in_capture(&self, other: &Stream) -> Result<()> {
+        self.context().bind_to_thread()?;
+        let mut event = std::ptr::null_mut();
+        // SAFETY: writes one handle, destroyed below (a queued wait keeps what it needs).
+        unsafe { driver::event::create(&mut event, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32) }?;
+        // SAFETY: event and streams alive, of one context (bound by the door).
+        let outcome =
+            other.enqueue_with("cuEventRecord", &[], &[], false, |s| Ok::<_, Error>(unsafe { driver::event::record(event, s.get()) }?)).and_then(|()| {
+                self.enqueue_with("cuStreamWaitEvent", &[], &[], false, |s| Ok::<_, Error>(unsafe { driver::stream::wait_event(s.get(), event, 0) }?))
+            });
+        // SAFETY: created above, destroyed once.
+        let _ = unsafe { driver::event::destroy(event) };
+        outcome
     }
 
     /// True when CUDA itself orders later work on `self` after the work queued on `other` so
@@ -337,13 +517,24 @@ impl Stream {
     /// with it, which CUDA orders already: no event is recorded between two launches there, so
     /// a programmatic dependent launch after a synchronous copy can still start early). The
     /// host does not wait. Works across contexts.
+    ///
+    /// While `other` is captured and `self` is not, the wait is for the work `other` queued
+    /// outside the capture (see [`Stream::tail_for`]); both captured: a dependency in the graph.
     pub(crate) fn wait_for(&self, other: &Stream) -> Result<()> {
+        self.wait_for_gated(other, false)
+    }
+
+    /// [`Stream::wait_for`], where the caller may already hold `other`'s capture gate (a
+    /// release holds the gates of the streams it orders).
+    pub(crate) fn wait_for_gated(&self, other: &Stream, other_gate_held: bool) -> Result<()> {
         if self.same_as(other) || self.implicitly_after(other) {
             return Ok(());
         }
-        let event = other.record_tail()?;
-        // SAFETY: both handles are alive; waiting on another context's event is allowed.
-        self.enqueue("cuStreamWaitEvent", &[], |stream| Ok(unsafe { driver::stream::wait_event(stream.get(), event, 0) }?))
+        match other.tail_for(Some(self), other_gate_held, "ordering after another stream's work")? {
+            // SAFETY: both handles are alive; waiting on another context's event is allowed.
+            Tail::Event(event) => self.enqueue("cuStreamWaitEvent", &[], |stream| Ok(unsafe { driver::stream::wait_event(stream.get(), event, 0) }?)),
+            Tail::InCapture => self.edge_in_capture(other),
+        }
     }
 
     /// Blocks the host until the work queued on this stream so far is done (through the tail
@@ -351,7 +542,14 @@ impl Stream {
     /// After a reported timeout in the context (P12) it does not block: it fails with
     /// [`Error::WorkStillRunning`] while that work is unfinished.
     pub(crate) fn host_wait(&self) -> Result<()> {
-        let event = self.record_tail()?;
+        self.host_wait_gated(false)
+    }
+
+    /// [`Stream::host_wait`], where the caller may already hold this stream's capture gate.
+    /// While the stream is captured, waits for the work it queued outside the capture (the
+    /// captured work runs only when the graph is launched).
+    pub(crate) fn host_wait_gated(&self, gate_held: bool) -> Result<()> {
+        let Tail::Event(event) = self.tail_for(None, gate_held, "a host wait for a stream's work")? else { unreachable!("the host is never captured") };
         if self.context().timed_out() {
             // SAFETY: the event is alive (owned by the stream, which we hold).
             let done = not_ready_is_false(unsafe { driver::event::query(event) })?;
@@ -447,11 +645,19 @@ impl Stream {
         self.context().bind_to_thread()?;
         // Taken before the capture begins: every release postponed for it comes after.
         let mark = self.context().deferred_mark();
+        // The point outside the capture that others wait on while it runs (item 1).
+        self.open_capture_window()?;
         // SAFETY: the stream is alive; the mode is a valid enum value.
-        unsafe { driver::stream::begin_capture(self.handle(), sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED) }?;
+        let begun = unsafe { driver::stream::begin_capture(self.handle(), sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED) };
+        if let Err(error) = begun {
+            self.inner.capture_window.store(false, Ordering::SeqCst);
+            return Err(error.into());
+        }
         self.inner.capture_mark.store(mark, Ordering::Relaxed);
-        self.inner.capturing.store(true, Ordering::Relaxed);
+        // Set before the window closes: door work that began outside sees one or the other.
+        self.inner.capturing.store(true, Ordering::SeqCst);
         self.context().capture_started(self.inner.with_legacy);
+        self.inner.capture_window.store(false, Ordering::SeqCst);
         Ok(())
     }
 
@@ -633,6 +839,38 @@ fn capture_rule(own: bool, others_may_capture: bool, query: impl FnOnce() -> Res
     Ok(false)
 }
 
+/// What orders later work after the work queued on a stream so far ([`Stream::tail_for`]).
+enum Tail {
+    /// A real event (never recorded inside a capture): it completes once that work has.
+    Event(sys::CUevent),
+    /// The stream and its waiter are both captured: the ordering is a dependency of the graph.
+    InCapture,
+}
+
+/// The decision of [`Stream::tail_for`] (unit-tested without a GPU).
+#[derive(Debug, PartialEq, Eq)]
+enum TailRule {
+    /// Not captured: record the tail event now.
+    RecordNow,
+    /// Both captured: an event recorded inside the capture, as a graph dependency.
+    InCapture,
+    /// Captured, the waiter is not: the tail event as recorded when the capture began.
+    Recorded,
+    /// Captured, the waiter is not, and that record may miss work: refuse.
+    Refuse,
+}
+
+/// The rule of [`Stream::tail_for`]: an event is never recorded into a capture for a waiter
+/// outside it (the waiter would join the capture, and the host cannot wait on such an event).
+fn tail_rule(captured: bool, waiter_captured: bool, covered: bool) -> TailRule {
+    match (captured, waiter_captured, covered) {
+        (false, _, _) => TailRule::RecordNow,
+        (true, true, _) => TailRule::InCapture,
+        (true, false, true) => TailRule::Recorded,
+        (true, false, false) => TailRule::Refuse,
+    }
+}
+
 /// Ends the capture of a stream dropped while capturing (N11): the partial graph is
 /// discarded, the modules kept for it are let go, and the context's count of captures goes
 /// down, so that the releases postponed for it happen.
@@ -770,6 +1008,21 @@ mod tests {
         assert!(!asked && matches!(answer, Ok(true)));
         let (answer, asked) = rule(false, false, Err(Error::NoCurrentContext));
         assert!(!asked && matches!(answer, Ok(false)), "an owned stream: no other library can capture it");
+    }
+
+    /// Issue 29 host item 1: an ordering never rests on an event recorded into a capture for a
+    /// waiter outside it. A captured stream's waiter outside the capture gets the tail recorded
+    /// for real when the capture began, or a refusal when work raced that record; a waiter in
+    /// the capture gets a graph dependency; an uncaptured stream records its tail now.
+    #[test]
+    fn s9_tail_event_is_never_recorded_into_a_capture_for_a_waiter_outside_it() {
+        assert_eq!(tail_rule(false, false, false), TailRule::RecordNow);
+        assert_eq!(tail_rule(false, true, true), TailRule::RecordNow, "a real event, whoever waits");
+        assert_eq!(tail_rule(true, true, false), TailRule::InCapture, "both captured: a dependency in the graph");
+        assert_eq!(tail_rule(true, false, true), TailRule::Recorded, "outside waiter: the point recorded at the capture's start");
+        assert_eq!(tail_rule(true, false, false), TailRule::Refuse, "that point may miss raced work: refuse, never record in the capture");
+        let message = Error::OrderingAfterCapture { operation: "a host wait for a stream's work" }.to_string();
+        assert!(message.contains("end_capture") && message.contains("captured into a graph"), "{message}");
     }
 
     /// Q10: a failed query on a borrowed stream is that failure, not a capture.
