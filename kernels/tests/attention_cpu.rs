@@ -130,3 +130,43 @@ fn the_hopper_kernels_take_bf16_bhsd_d64_d128_self_attention_on_sm_90_only() {
     assert_eq!(hopper_kernel::<f16>(&base, 90), None);
     assert_eq!(hopper_kernel::<f32>(&base, 90), None);
 }
+
+/// The tensor-core backward (`mma.sync`, three launches) against f64: both layouts, causal or
+/// not, grouped-query heads, sequence lengths that are not multiples of the 64-row blocks or
+/// the 16-row warp tiles, unequal `seq_q` / `seq_kv`, head dims 64 and 128, bf16 and f16.
+#[test]
+fn the_tensor_core_backward_matches_f64_in_both_layouts_causal_or_not_with_grouped_heads_and_ragged_lengths() {
+    use ferrocuda_kernels::attention::backward_uses_tensor_cores;
+    let cases = [
+        shape(4, 2, 70, 70, 64, Layout::Bhsd, true),
+        shape(4, 2, 70, 70, 64, Layout::Bshd, false),
+        shape(2, 1, 33, 81, 64, Layout::Bshd, true),
+        shape(2, 2, 81, 33, 128, Layout::Bhsd, true),
+        shape(2, 2, 17, 65, 128, Layout::Bshd, false),
+    ];
+    for s in cases {
+        assert!(backward_uses_tensor_cores::<bf16>(&s) && backward_uses_tensor_cores::<f16>(&s), "{s:?} should take the tensor cores");
+        check::<bf16>(s, 2e-2);
+        check::<f16>(s, 4e-3);
+    }
+    assert!(!backward_uses_tensor_cores::<f32>(&cases[0]));
+    assert!(!backward_uses_tensor_cores::<bf16>(&shape(2, 2, 16, 16, 32, Layout::Bhsd, false)));
+    assert!(!backward_uses_tensor_cores::<bf16>(&shape(2, 2, 16, 16, 256, Layout::Bhsd, false)));
+}
+
+/// No queries: the tensor-core backward writes zero dK and dV (its dK/dV blocks see no query
+/// rows); no keys: zero dQ.
+#[test]
+fn the_tensor_core_backward_writes_zero_gradients_when_a_side_is_empty() {
+    let e = CpuExecutor::new();
+    for (seq_q, seq_kv) in [(0, 20), (20, 0)] {
+        let s = shape(2, 1, seq_q, seq_kv, 64, Layout::Bhsd, false);
+        let (q, _) = input::<bf16>(s.q_len(), 1, 1.0);
+        let (kv, _) = input::<bf16>(s.kv_len(), 2, 1.0);
+        let lse = vec![0.0f32; s.q_rows()];
+        let nan = bf16::from_f32(f32::NAN);
+        let (mut dq, mut dk, mut dv) = (vec![nan; s.q_len()], vec![nan; s.kv_len()], vec![nan; s.kv_len()]);
+        cpu::attention_backward(&e, &q, &kv, &kv, &q, &q, &lse, &mut dq, &mut dk, &mut dv, s).unwrap();
+        assert!(dq.iter().chain(&dk).chain(&dv).all(|x| x.to_f32() == 0.0), "{s:?}");
+    }
+}
