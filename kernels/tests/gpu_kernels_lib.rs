@@ -221,6 +221,29 @@ fn attention_on_the_gpu_matches_f64() {
     attention_on_gpu::<f16>(&context, &stream, Attention { seq_q: 64, seq_kv: 64, head_dim: 64, causal: true, ..mma }, 4e-3);
 }
 
+/// The tensor-core backward (`mma.sync`: delta, dK/dV, dQ) on the GPU against f64: both
+/// layouts, D 64 and 128, causal or not, grouped-query heads, lengths that are not multiples
+/// of its 64-row blocks, `seq_q != seq_kv`, bf16 and f16.
+#[test]
+fn attention_backward_on_the_tensor_cores_matches_f64() {
+    let Some((context, stream)) = gpu("attention_backward_on_the_tensor_cores_matches_f64") else { return };
+    let base = Attention { batch: 2, heads_q: 8, heads_kv: 2, seq_q: 300, seq_kv: 300, head_dim: 128, layout: Layout::Bhsd, causal: true, scale: None };
+    let cases = [
+        base,
+        Attention { layout: Layout::Bshd, head_dim: 64, causal: false, seq_q: 200, seq_kv: 333, heads_kv: 8, ..base },
+        Attention { layout: Layout::Bshd, head_dim: 64, seq_q: 257, seq_kv: 257, ..base },
+        Attention { causal: false, seq_q: 100, seq_kv: 64, heads_kv: 4, ..base },
+    ];
+    for (i, shape) in cases.into_iter().enumerate() {
+        assert!(attention::backward_uses_tensor_cores::<bf16>(&shape) && attention::backward_uses_tensor_cores::<f16>(&shape));
+        if i % 2 == 0 {
+            attention_on_gpu::<bf16>(&context, &stream, shape, 2e-2);
+        } else {
+            attention_on_gpu::<f16>(&context, &stream, shape, 4e-3);
+        }
+    }
+}
+
 /// The sm_90 kernels (`ferrocuda-kernels-hopper`) through the safe call: every schedule the
 /// call picks (pingpong, pingpong with 3-deep rings, the plain overlap one), D 64 and 128,
 /// causal or not, lengths that are not multiples of the 128-row tiles, a custom scale; the

@@ -46,13 +46,19 @@ pub const BWD_THREADS: u32 = 32 * BWD_WARPS;
 /// Largest head dimension of the tensor-core backward (64 and 128 are the ones it takes).
 pub const BWD_MAX_HEAD_DIM: u32 = 128;
 
-/// Rows staged per step, as a `usize`.
+/// Rows staged per step, most (head dimension 64; 32 at 128), and the slots of `lse`/`delta`.
 const ROWS: usize = BWD_BLOCK as usize;
-/// `u32` words of one staged row at the largest head dimension: 128 16-bit values plus 8 of
-/// padding, so the 8 rows one `ldmatrix` matrix reads fall in distinct 16-byte bank groups.
-const MAX_STRIDE: usize = (BWD_MAX_HEAD_DIM as usize + 8) / 2;
-/// `u32` words of one staged tile.
-const TILE_WORDS: usize = ROWS * MAX_STRIDE;
+/// `u32` words of a staged tile: two buffers (the next step's rows are copied in while this
+/// step's are used) of 64 rows of 64 16-bit values or 32 rows of 128, each row padded by 8
+/// values (`d / 2 + 4` words), so the 8 rows one `ldmatrix` matrix reads fall in distinct
+/// 16-byte bank groups. 36 KiB for the two tiles of a block.
+const TILE_WORDS: usize = 2 * ROWS * (64 + 8) / 2;
+
+/// Rows staged per step for head dimension `d`.
+#[inline(always)]
+fn step_rows(d: usize) -> usize {
+    if d == 128 { ROWS / 2 } else { ROWS }
+}
 /// A fragments per warp row block at the largest head dimension (16 columns each).
 const K_STEPS: usize = (BWD_MAX_HEAD_DIM / 16) as usize;
 /// Accumulator fragments per 16 rows at the largest head dimension (8 columns each).
@@ -103,32 +109,52 @@ impl Head {
     }
 }
 
-/// Stages positions `first .. first + 64` of `head` of `x` (zeros past the sequence) in
-/// `tile`: row `r` at words `r * stride ..`, `stride = d / 2 + 4`. Every thread of the block
-/// takes part (16-byte chunks, `BWD_THREADS` apart).
+/// Starts copying positions `first .. first + step_rows(d)` of `head` of `x` (zeros past the
+/// sequence) into buffer `buffer` of `tile` (its row `r` at words `(buffer * rows + r) *
+/// stride ..`, `stride = d / 2 + 4`): `cp.async` of 16 bytes per chunk where the chunk is
+/// 16-byte aligned, plain loads and stores otherwise. Every thread of the block takes part
+/// (chunks `BWD_THREADS` apart); the caller commits, waits and synchronises the block before
+/// anyone reads the buffer, and nobody reads or writes the buffer until then.
 #[inline(always)]
-fn stage<T: MmaElement>(x: &[T], shape: &AttentionShape, head: Head, first: usize, d: usize, tile: SharedArray<u32, TILE_WORDS>) {
+fn stage<T: MmaElement>(x: &[T], shape: &AttentionShape, head: Head, first: usize, d: usize, tile: SharedArray<u32, TILE_WORDS>, buffer: usize) {
     let shift = if d == 128 { 4 } else { 3 };
-    let chunks = ROWS << shift;
+    let rows = step_rows(d);
+    let chunks = rows << shift;
     let stride = d / 2 + 4;
     let mut c = thread_idx_x() as usize;
     while c < chunks {
         let (r, cc) = (c >> shift, c & ((1 << shift) - 1));
         let s = first + r;
-        let words = if s < head.seq as usize { load8_bits(x, head.at(shape, s, d) + 8 * cc) } else { [0; 4] };
-        tile.set_x4((r * stride + 4 * cc) / 4, words);
+        let word = (buffer * rows + r) * stride + 4 * cc;
+        if s >= head.seq as usize {
+            tile.set_x4(word / 4, [0; 4]);
+        } else {
+            let at = head.at(shape, s, d) + 8 * cc;
+            match x.get(at..at + 8) {
+                Some(run) if core::mem::size_of::<T>() == 2 && (run.as_ptr() as usize).is_multiple_of(16) && word + 4 <= TILE_WORDS => {
+                    // SAFETY: `run` is 8 16-bit values (16 bytes) of a kernel input, in
+                    // global memory and 16-byte aligned (checked); the destination is 4 words
+                    // inside the tile (checked), 16-byte aligned (`word` is a multiple of 4),
+                    // in a buffer that nobody reads or writes until the caller's wait and
+                    // block barrier (this function's contract).
+                    unsafe { ferrocuda_device::cp_async::copy_16(tile.shared_address() + 4 * word as u32, run.as_ptr().cast()) }
+                }
+                _ => tile.set_x4(word / 4, load8_bits(x, at)),
+            }
+        }
         c += BWD_THREADS as usize;
     }
 }
 
-/// Stages `values[row(first + r)]` for `r < 64` (0 past the sequence) in `out`.
+/// Stages `values[row(first + r)]` for `r < step_rows(d)` (0 past the sequence) in slots
+/// `buffer * 64 + r` of `out` (plain loads: one per thread).
 #[inline(always)]
-fn stage_rows(values: &[f32], shape: &AttentionShape, head: Head, first: usize, out: SharedArray<f32, ROWS>) {
+fn stage_rows(values: &[f32], shape: &AttentionShape, head: Head, first: usize, d: usize, out: SharedArray<f32, { 2 * ROWS }>, buffer: usize) {
     let t = thread_idx_x() as usize;
-    if t < ROWS {
+    if t < step_rows(d) {
         let s = first + t;
         let value = if s < head.seq as usize { values.get(head.row(shape, s)).copied().unwrap_or(0.0) } else { 0.0 };
-        out.set(t, value);
+        out.set(buffer * ROWS + t, value);
     }
 }
 
@@ -314,30 +340,53 @@ pub fn attention_backward_dkv_mma<T: MmaElement>(
     let (mut dk_acc, mut dv_acc) = ([[0.0f32; 4]; N_TILES], [[0.0f32; 4]; N_TILES]);
     let q_tile = shared_array![u32; TILE_WORDS];
     let do_tile = shared_array![u32; TILE_WORDS];
-    let lse_tile = shared_array![f32; ROWS];
-    let delta_tile = shared_array![f32; ROWS];
+    let lse_tile = shared_array![f32; 2 * ROWS];
+    let delta_tile = shared_array![f32; 2 * ROWS];
     let causal = shape.causal != 0;
     let seq_q = shape.seq_q as usize;
     let scale_log2 = shape.scale * LOG2_E;
-    let group = shape.heads_q / shape.heads_kv;
+    let group = (shape.heads_q / shape.heads_kv) as usize;
+    let rows = step_rows(d);
     // Queries before the block's first key see none of its keys (causal).
     let q_start = if causal { block_first } else { 0 };
-    let mut h = hk * group;
-    while h < (hk + 1) * group {
-        let q_head = Head { b: b as u64, h: h as u64, heads: shape.heads_q, seq: shape.seq_q };
-        let mut q0 = q_start;
-        while q0 < seq_q {
-            stage(q, &shape, q_head, q0, d, q_tile);
-            stage(dout, &shape, q_head, q0, d, do_tile);
-            stage_rows(lse, &shape, q_head, q0, lse_tile);
-            stage_rows(delta, &shape, q_head, q0, delta_tile);
-            sync_threads();
-            for step in 0..4 {
+    // Steps: `rows` queries of one query head of the group each, head by head.
+    let per_head = seq_q.saturating_sub(q_start).div_ceil(rows);
+    let steps = per_head * group;
+    let at_step = |n: usize| {
+        let head = Head { b: b as u64, h: (hk as usize * group + n / per_head) as u64, heads: shape.heads_q, seq: shape.seq_q };
+        (head, q_start + (n % per_head) * rows)
+    };
+    let issue = |n: usize| {
+        let (head, q0) = at_step(n);
+        stage(q, &shape, head, q0, d, q_tile, n % 2);
+        stage(dout, &shape, head, q0, d, do_tile, n % 2);
+        stage_rows(lse, &shape, head, q0, d, lse_tile, n % 2);
+        stage_rows(delta, &shape, head, q0, d, delta_tile, n % 2);
+        ferrocuda_device::cp_async::commit();
+    };
+    if steps > 0 {
+        issue(0);
+    }
+    let mut n = 0;
+    while n < steps {
+        // The next step's rows are copied in while this one's are used.
+        if n + 1 < steps {
+            issue(n + 1);
+            ferrocuda_device::cp_async::wait::<1>();
+        } else {
+            ferrocuda_device::cp_async::wait::<0>();
+        }
+        sync_threads();
+        {
+            let q0 = at_step(n).1;
+            let buffer = n % 2;
+            for step in 0..rows / 16 {
                 let r0 = 16 * step;
+                let (row0, slot0) = (buffer * rows + r0, buffer * ROWS + r0);
                 // Causal: these 16 queries all come before the warp's first key (uniform).
                 if !(causal && q0 + r0 + 15 < first) && q0 + r0 < seq_q {
-                    let st = product_t::<T>(&ka, q_tile, stride, r0, d, lane);
-                    let dpt = product_t::<T>(&va, do_tile, stride, r0, d, lane);
+                    let st = product_t::<T>(&ka, q_tile, stride, row0, d, lane);
+                    let dpt = product_t::<T>(&va, do_tile, stride, row0, d, lane);
                     let (mut pt, mut dst) = ([[0.0f32; 4]; 2], [[0.0f32; 4]; 2]);
                     unroll::<2>(|nt| {
                         unroll::<4>(|e| {
@@ -345,19 +394,20 @@ pub fn attention_backward_dkv_mma<T: MmaElement>(
                             let local = r0 + 8 * nt + 2 * p + e % 2;
                             let query = q0 + local;
                             let visible = query < seq_q && key < shape.seq_kv as usize && (!causal || key <= query);
-                            let probability = if visible { (st[nt][e] * scale_log2 - lse_tile.get(local) * LOG2_E).fast_exp2() } else { 0.0 };
+                            let slot = slot0 + 8 * nt + 2 * p + e % 2;
+                            let probability = if visible { (st[nt][e] * scale_log2 - lse_tile.get(slot) * LOG2_E).fast_exp2() } else { 0.0 };
                             pt[nt][e] = probability;
-                            dst[nt][e] = probability * (dpt[nt][e] - delta_tile.get(local));
+                            dst[nt][e] = probability * (dpt[nt][e] - delta_tile.get(slot));
                         });
                     });
-                    accumulate::<T>(&mut dv_acc, to_a::<T>(&pt), do_tile, stride, r0, d, lane);
-                    accumulate::<T>(&mut dk_acc, to_a::<T>(&dst), q_tile, stride, r0, d, lane);
+                    accumulate::<T>(&mut dv_acc, to_a::<T>(&pt), do_tile, stride, row0, d, lane);
+                    accumulate::<T>(&mut dk_acc, to_a::<T>(&dst), q_tile, stride, row0, d, lane);
                 }
             }
-            sync_threads();
-            q0 += ROWS;
         }
-        h += 1;
+        // Everyone is done with this buffer before step n + 2 refills it.
+        sync_threads();
+        n += 1;
     }
     // SAFETY: block (tile, b, hk) owns keys `tile * 64 ..` of head (b, hk); its warp w the 16
     // from `first`; `store_rows` gives each element of those rows to one lane.
@@ -418,19 +468,35 @@ pub fn attention_backward_dq_mma<T: MmaElement>(
     let seq_kv = shape.seq_kv as usize;
     let seq_q = shape.seq_q as usize;
     let scale_log2 = shape.scale * LOG2_E;
+    let rows = step_rows(d);
     // Causal: keys after the block's last query are never seen.
     let k_end = if causal { seq_kv.min(block_first + ROWS) } else { seq_kv };
-    let mut k0 = 0;
-    while k0 < k_end {
-        stage(k, &shape, kv_head, k0, d, k_tile);
-        stage(v, &shape, kv_head, k0, d, v_tile);
+    let steps = k_end.div_ceil(rows);
+    let issue = |n: usize| {
+        stage(k, &shape, kv_head, n * rows, d, k_tile, n % 2);
+        stage(v, &shape, kv_head, n * rows, d, v_tile, n % 2);
+        ferrocuda_device::cp_async::commit();
+    };
+    if steps > 0 {
+        issue(0);
+    }
+    let mut n = 0;
+    while n < steps {
+        if n + 1 < steps {
+            issue(n + 1);
+            ferrocuda_device::cp_async::wait::<1>();
+        } else {
+            ferrocuda_device::cp_async::wait::<0>();
+        }
         sync_threads();
-        for step in 0..4 {
+        let k0 = n * rows;
+        for step in 0..rows / 16 {
             let r0 = 16 * step;
+            let row0 = (n % 2) * rows + r0;
             // Causal: these 16 keys all come after the warp's last query (uniform).
             if !(causal && k0 + r0 > first + 15) && k0 + r0 < seq_kv {
-                let s = product_t::<T>(&qa, k_tile, stride, r0, d, lane);
-                let dp = product_t::<T>(&doa, v_tile, stride, r0, d, lane);
+                let s = product_t::<T>(&qa, k_tile, stride, row0, d, lane);
+                let dp = product_t::<T>(&doa, v_tile, stride, row0, d, lane);
                 let mut ds = [[0.0f32; 4]; 2];
                 unroll::<2>(|nt| {
                     unroll::<4>(|e| {
@@ -441,11 +507,12 @@ pub fn attention_backward_dq_mma<T: MmaElement>(
                         ds[nt][e] = probability * (dp[nt][e] - row_delta[e / 2]);
                     });
                 });
-                accumulate::<T>(&mut dq_acc, to_a::<T>(&ds), k_tile, stride, r0, d, lane);
+                accumulate::<T>(&mut dq_acc, to_a::<T>(&ds), k_tile, stride, row0, d, lane);
             }
         }
+        // Everyone is done with this buffer before step n + 2 refills it.
         sync_threads();
-        k0 += ROWS;
+        n += 1;
     }
     // SAFETY: block (tile, b, h) owns queries `tile * 64 ..` of head (b, h); its warp w the 16
     // from `first`; `store_rows` gives each element of those rows to one lane.
