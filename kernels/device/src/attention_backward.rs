@@ -146,14 +146,14 @@ fn stage<T: MmaElement>(x: &[T], shape: &AttentionShape, head: Head, first: usiz
     }
 }
 
-/// Stages `values[row(first + r)]` for `r < step_rows(d)` (0 past the sequence) in slots
+/// Stages `factor * values[row(first + r)]` for `r < step_rows(d)` (0 past the sequence) in slots
 /// `buffer * 64 + r` of `out` (plain loads: one per thread).
 #[inline(always)]
-fn stage_rows(values: &[f32], shape: &AttentionShape, head: Head, first: usize, d: usize, out: SharedArray<f32, { 2 * ROWS }>, buffer: usize) {
+fn stage_rows(values: &[f32], factor: f32, shape: &AttentionShape, head: Head, first: usize, d: usize, out: SharedArray<f32, { 2 * ROWS }>, buffer: usize) {
     let t = thread_idx_x() as usize;
     if t < step_rows(d) {
         let s = first + t;
-        let value = if s < head.seq as usize { values.get(head.row(shape, s)).copied().unwrap_or(0.0) } else { 0.0 };
+        let value = if s < head.seq as usize { values.get(head.row(shape, s)).copied().unwrap_or(0.0) * factor } else { 0.0 };
         out.set(buffer * ROWS + t, value);
     }
 }
@@ -322,7 +322,30 @@ pub fn attention_backward_dkv_mma<T: MmaElement>(
     if !supported(head_dim, &shape) || shape.seq_kv == 0 {
         return;
     }
-    let d = head_dim as usize;
+    // One body per head dimension, so every loop over the head's columns has constant bounds
+    // (straight-line code the scheduler can interleave).
+    if head_dim == 128 {
+        dkv_body::<T, 128>(q, k, v, dout, lse, delta, &mut dk, &mut dv, shape);
+    } else {
+        dkv_body::<T, 64>(q, k, v, dout, lse, delta, &mut dk, &mut dv, shape);
+    }
+}
+
+/// The body of [`attention_backward_dkv_mma()`] for head dimension `D`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn dkv_body<T: MmaElement, const D: usize>(
+    q: &[T],
+    k: &[T],
+    v: &[T],
+    dout: &[T],
+    lse: &[f32],
+    delta: &[f32],
+    dk: &mut UncheckedSlice<T>,
+    dv: &mut UncheckedSlice<T>,
+    shape: AttentionShape,
+) {
+    let d = D;
     let stride = d / 2 + 4;
     let tiles = shape.seq_kv.div_ceil(BWD_BLOCK);
     let (tile, bh) = (block_idx_x() % tiles, block_idx_x() / tiles);
@@ -360,8 +383,8 @@ pub fn attention_backward_dkv_mma<T: MmaElement>(
         let (head, q0) = at_step(n);
         stage(q, &shape, head, q0, d, q_tile, n % 2);
         stage(dout, &shape, head, q0, d, do_tile, n % 2);
-        stage_rows(lse, &shape, head, q0, d, lse_tile, n % 2);
-        stage_rows(delta, &shape, head, q0, d, delta_tile, n % 2);
+        stage_rows(lse, LOG2_E, &shape, head, q0, d, lse_tile, n % 2);
+        stage_rows(delta, 1.0, &shape, head, q0, d, delta_tile, n % 2);
         ferrocuda_device::cp_async::commit();
     };
     if steps > 0 {
@@ -388,18 +411,27 @@ pub fn attention_backward_dkv_mma<T: MmaElement>(
                     let st = product_t::<T>(&ka, q_tile, stride, row0, d, lane);
                     let dpt = product_t::<T>(&va, do_tile, stride, row0, d, lane);
                     let (mut pt, mut dst) = ([[0.0f32; 4]; 2], [[0.0f32; 4]; 2]);
-                    unroll::<2>(|nt| {
-                        unroll::<4>(|e| {
-                            let key = first + g + 8 * (e / 2);
-                            let local = r0 + 8 * nt + 2 * p + e % 2;
-                            let query = q0 + local;
-                            let visible = query < seq_q && key < shape.seq_kv as usize && (!causal || key <= query);
-                            let slot = slot0 + 8 * nt + 2 * p + e % 2;
-                            let probability = if visible { (st[nt][e] * scale_log2 - lse_tile.get(slot) * LOG2_E).fast_exp2() } else { 0.0 };
-                            pt[nt][e] = probability;
-                            dst[nt][e] = probability * (dpt[nt][e] - delta_tile.get(slot));
+                    // Every (key, query) pair of the 16 x 16 tile visible: no mask to compute.
+                    let full = q0 + r0 + 16 <= seq_q && first + 16 <= shape.seq_kv as usize && !(causal && q0 + r0 < first + 15);
+                    let mut element = |nt: usize, e: usize, visible: bool| {
+                        // `& (2 * ROWS - 1)`: the slot is below 2 * ROWS anyway; the mask lets
+                        // the compiler see it (no bounds check in the loop).
+                        let slot = (slot0 + 8 * nt + 2 * p + e % 2) & (2 * ROWS - 1);
+                        let probability = if visible { (st[nt][e] * scale_log2 - lse_tile.get(slot)).fast_exp2() } else { 0.0 };
+                        pt[nt][e] = probability;
+                        dst[nt][e] = probability * (dpt[nt][e] - delta_tile.get(slot));
+                    };
+                    if full {
+                        unroll::<2>(|nt| unroll::<4>(|e| element(nt, e, true)));
+                    } else {
+                        unroll::<2>(|nt| {
+                            unroll::<4>(|e| {
+                                let key = first + g + 8 * (e / 2);
+                                let query = q0 + r0 + 8 * nt + 2 * p + e % 2;
+                                element(nt, e, query < seq_q && key < shape.seq_kv as usize && (!causal || key <= query));
+                            })
                         });
-                    });
+                    }
                     accumulate::<T>(&mut dv_acc, to_a::<T>(&pt), do_tile, stride, row0, d, lane);
                     accumulate::<T>(&mut dk_acc, to_a::<T>(&dst), q_tile, stride, row0, d, lane);
                 }
@@ -412,8 +444,8 @@ pub fn attention_backward_dkv_mma<T: MmaElement>(
     // SAFETY: block (tile, b, hk) owns keys `tile * 64 ..` of head (b, hk); its warp w the 16
     // from `first`; `store_rows` gives each element of those rows to one lane.
     unsafe {
-        store_rows(&mut dk, &dk_acc, &shape, kv_head, first, d, lane, shape.scale);
-        store_rows(&mut dv, &dv_acc, &shape, kv_head, first, d, lane, 1.0);
+        store_rows(dk, &dk_acc, &shape, kv_head, first, d, lane, shape.scale);
+        store_rows(dv, &dv_acc, &shape, kv_head, first, d, lane, 1.0);
     }
 }
 
@@ -436,7 +468,19 @@ pub fn attention_backward_dq_mma<T: MmaElement>(
     if !supported(head_dim, &shape) || shape.seq_q == 0 {
         return;
     }
-    let d = head_dim as usize;
+    // One body per head dimension, as in the dK/dV kernel.
+    if head_dim == 128 {
+        dq_body::<T, 128>(q, k, v, dout, lse, delta, &mut dq, shape);
+    } else {
+        dq_body::<T, 64>(q, k, v, dout, lse, delta, &mut dq, shape);
+    }
+}
+
+/// The body of [`attention_backward_dq_mma()`] for head dimension `D`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn dq_body<T: MmaElement, const D: usize>(q: &[T], k: &[T], v: &[T], dout: &[T], lse: &[f32], delta: &[f32], dq: &mut UncheckedSlice<T>, shape: AttentionShape) {
+    let d = D;
     let stride = d / 2 + 4;
     let tiles = shape.seq_q.div_ceil(BWD_BLOCK);
     let (tile, bh) = (block_idx_x() % tiles, block_idx_x() / tiles);
@@ -498,15 +542,23 @@ pub fn attention_backward_dq_mma<T: MmaElement>(
                 let s = product_t::<T>(&qa, k_tile, stride, row0, d, lane);
                 let dp = product_t::<T>(&doa, v_tile, stride, row0, d, lane);
                 let mut ds = [[0.0f32; 4]; 2];
-                unroll::<2>(|nt| {
-                    unroll::<4>(|e| {
-                        let query = first + g + 8 * (e / 2);
-                        let key = k0 + r0 + 8 * nt + 2 * p + e % 2;
-                        let visible = query < seq_q && key < seq_kv && (!causal || key <= query);
-                        let probability = if visible { (s[nt][e] * scale_log2 - row_lse[e / 2]).fast_exp2() } else { 0.0 };
-                        ds[nt][e] = probability * (dp[nt][e] - row_delta[e / 2]);
+                // Every (query, key) pair of the 16 x 16 tile visible: no mask to compute.
+                let full = first + 16 <= seq_q && k0 + r0 + 16 <= seq_kv && !(causal && k0 + r0 + 15 > first);
+                let mut element = |nt: usize, e: usize, visible: bool| {
+                    let probability = if visible { (s[nt][e] * scale_log2 - row_lse[e / 2]).fast_exp2() } else { 0.0 };
+                    ds[nt][e] = probability * (dp[nt][e] - row_delta[e / 2]);
+                };
+                if full {
+                    unroll::<2>(|nt| unroll::<4>(|e| element(nt, e, true)));
+                } else {
+                    unroll::<2>(|nt| {
+                        unroll::<4>(|e| {
+                            let query = first + g + 8 * (e / 2);
+                            let key = k0 + r0 + 8 * nt + 2 * p + e % 2;
+                            element(nt, e, query < seq_q && key < seq_kv && (!causal || key <= query));
+                        })
                     });
-                });
+                }
                 accumulate::<T>(&mut dq_acc, to_a::<T>(&ds), k_tile, stride, row0, d, lane);
             }
         }
@@ -516,5 +568,5 @@ pub fn attention_backward_dq_mma<T: MmaElement>(
     }
     // SAFETY: block (tile, b, h) owns queries `tile * 64 ..` of head (b, h); its warp w the 16
     // from `first`; `store_rows` gives each element of those rows to one lane.
-    unsafe { store_rows(&mut dq, &dq_acc, &shape, q_head, first, d, lane, shape.scale) };
+    unsafe { store_rows(dq, &dq_acc, &shape, q_head, first, d, lane, shape.scale) };
 }
