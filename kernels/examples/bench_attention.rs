@@ -50,7 +50,11 @@ fn check(context: &Context, stream: &Stream, dir: &str) -> Result<(), KernelsErr
     let (q, k, v, dout) = (buf(context, a.q_len(), 21)?, buf(context, a.kv_len(), 22)?, buf(context, a.kv_len(), 23)?, buf(context, a.q_len(), 24)?);
     let mut o = DeviceBuffer::<bf16>::zeroed(context, a.q_len())?;
     let mut lse = DeviceBuffer::<f32>::zeroed(context, a.q_rows())?;
-    let (mut dq, mut dk, mut dv) = (DeviceBuffer::<bf16>::zeroed(context, a.q_len())?, DeviceBuffer::<bf16>::zeroed(context, a.kv_len())?, DeviceBuffer::<bf16>::zeroed(context, a.kv_len())?);
+    let (mut dq, mut dk, mut dv) = (
+        DeviceBuffer::<bf16>::zeroed(context, a.q_len())?,
+        DeviceBuffer::<bf16>::zeroed(context, a.kv_len())?,
+        DeviceBuffer::<bf16>::zeroed(context, a.kv_len())?,
+    );
     attention::attention_forward(stream, &q, &k, &v, &mut o, &mut lse, a)?;
     attention::attention_backward(stream, &q, &k, &v, &o, &dout, &lse, &mut dq, &mut dk, &mut dv, a)?;
     stream.synchronize()?;
@@ -85,11 +89,15 @@ fn main() -> Result<(), KernelsError> {
                 }
                 let (batch, heads) = (16384 / s, 2048 / head_dim);
                 let a = Attention { batch, heads_q: heads, heads_kv: heads, seq_q: s, seq_kv: s, head_dim, layout: Layout::Bhsd, causal, scale: None };
-                let (q, k, v, dout) = (buf(&context, a.q_len(), 9)?, buf(&context, a.kv_len(), 10)?, buf(&context, a.kv_len(), 11)?, buf(&context, a.q_len(), 12)?);
+                let (q, k, v, dout) =
+                    (buf(&context, a.q_len(), 9)?, buf(&context, a.kv_len(), 10)?, buf(&context, a.kv_len(), 11)?, buf(&context, a.q_len(), 12)?);
                 let mut o = DeviceBuffer::<bf16>::zeroed(&context, a.q_len())?;
                 let mut lse = DeviceBuffer::<f32>::zeroed(&context, a.q_rows())?;
-                let (mut dq, mut dk, mut dv) =
-                    (DeviceBuffer::<bf16>::zeroed(&context, a.q_len())?, DeviceBuffer::<bf16>::zeroed(&context, a.kv_len())?, DeviceBuffer::<bf16>::zeroed(&context, a.kv_len())?);
+                let (mut dq, mut dk, mut dv) = (
+                    DeviceBuffer::<bf16>::zeroed(&context, a.q_len())?,
+                    DeviceBuffer::<bf16>::zeroed(&context, a.kv_len())?,
+                    DeviceBuffer::<bf16>::zeroed(&context, a.kv_len())?,
+                );
                 let flops = 4.0 * (batch * heads) as f64 * (s * s) as f64 * head_dim as f64 * if causal { 0.5 } else { 1.0 };
                 let fwd = time(&context, &stream, || attention::attention_forward(&stream, &q, &k, &v, &mut o, &mut lse, a))?;
                 let bwd = time(&context, &stream, || attention::attention_backward(&stream, &q, &k, &v, &o, &dout, &lse, &mut dq, &mut dk, &mut dv, a))?;

@@ -6,30 +6,36 @@
 //! 2. [`attention_backward_dkv_mma()`]: a block per 64 keys of one key/value head, a warp per
 //!    16 of them. The warp keeps its `K` and `V` rows as `mma` A fragments in registers and
 //!    its `dK`, `dV` accumulators in `f32`; the block walks the query rows of every query head
-//!    of the group 64 at a time, staging `Q`, `dO` (and their `lse`, `delta`) in shared
-//!    memory. Per 16 queries a warp computes `Sᵀ = K Qᵀ` and `dPᵀ = V dOᵀ` (B fragments by
-//!    `ldmatrix` from the staged rows), `Pᵀ = exp(scale Sᵀ - lse)` and `dSᵀ = Pᵀ (dPᵀ - delta)`
-//!    on the accumulator fragments, then `dV += Pᵀ dO` and `dK += dSᵀ Q` (the accumulators
-//!    reused as A fragments, the staged rows as B through `ldmatrix.trans`);
+//!    of the group (64 at a time at head dimension 64, 32 at 128), staging `Q`, `dO` (and
+//!    their `lse`, `delta`) in shared memory with `cp.async`, double-buffered: the next step's
+//!    rows are in flight while this step's are used. Per 16 queries a warp computes
+//!    `Sᵀ = K Qᵀ` and `dPᵀ = V dOᵀ` (B fragments by `ldmatrix` from the staged rows),
+//!    `Pᵀ = exp(scale Sᵀ - lse)` and `dSᵀ = Pᵀ (dPᵀ - delta)` on the accumulator fragments,
+//!    then `dV += Pᵀ dO` and `dK += dSᵀ Q` (the accumulators reused as A fragments, the staged
+//!    rows as B through `ldmatrix.trans`);
 //! 3. [`attention_backward_dq_mma()`]: the mirror image, a block per 64 queries of one query
-//!    head, a warp per 16, walking the keys 64 at a time: `S`, `dP`, `P`, `dS`, `dQ += dS K`.
+//!    head, a warp per 16, walking the keys the same way: `S`, `dP`, `P`, `dS`, `dQ += dS K`.
 //!
 //! `dS` is recomputed in both (seven products instead of FlashAttention-2's five, which adds
-//! `dQ` with atomics): the price of determinism and of writing each output once.
+//! `dQ` with atomics): the price of determinism and of writing each output once. Each kernel
+//! has one body per head dimension (64, 128), so the loops over the head's columns have
+//! constant bounds and compile to straight-line `mma` code.
 //!
 //! Both main kernels read any layout ([`LAYOUT_BHSD`](crate::attention::LAYOUT_BHSD) or
 //! `BSHD`), any sequence lengths (rows past the end are staged as zeros and masked), causal or
 //! not, head dimension 64 or 128, blocks of [`BWD_THREADS`] threads; anything else makes
 //! them return without writing (the host never launches them so). Their outputs are
-//! [`UncheckedSlice`]s written in one place each, whose `// SAFETY:` comment says why no two
-//! threads write the same element. `ldmatrix` is the other `unsafe` use (one wrapper).
+//! [`UncheckedSlice`]s written in one place (`store_rows`), whose `// SAFETY:` comments say
+//! why no two threads write the same element. The other `unsafe` uses are the warp-collective
+//! `mma.sync` (two sites), `ldmatrix` (one wrapper) and `cp.async` (one site, alignment and
+//! bounds checked before it): eight `unsafe` sites in all.
 
 use ferrocuda_device::cache::{self, Load};
 use ferrocuda_device::global::{PerWarpRow, UncheckedSlice, warp_row};
 use ferrocuda_device::math::FastMath;
 use ferrocuda_device::shared::SharedArray;
 use ferrocuda_device::sync::sync_threads;
-use ferrocuda_device::thread::{block_idx_x, block_dim_x, thread_idx_x};
+use ferrocuda_device::thread::{block_dim_x, block_idx_x, thread_idx_x};
 use ferrocuda_device::unroll::unroll;
 use ferrocuda_device::{kernel, shared_array};
 
@@ -81,7 +87,12 @@ fn load8_bits<T: MmaElement>(x: &[T], at: usize) -> [u32; 4] {
     };
     match bytemuck::try_cast_slice::<T, Vec16>(run) {
         Ok(vectors) if vectors.len() == 1 && core::mem::size_of::<T>() == 2 => cache::load(&vectors[0], Load::CacheAll).0,
-        _ => [pack(run[0].bits16(), run[1].bits16()), pack(run[2].bits16(), run[3].bits16()), pack(run[4].bits16(), run[5].bits16()), pack(run[6].bits16(), run[7].bits16())],
+        _ => [
+            pack(run[0].bits16(), run[1].bits16()),
+            pack(run[2].bits16(), run[3].bits16()),
+            pack(run[4].bits16(), run[5].bits16()),
+            pack(run[6].bits16(), run[7].bits16()),
+        ],
     }
 }
 
@@ -167,9 +178,7 @@ fn ldsm(tile: SharedArray<u32, TILE_WORDS>, word: usize, trans: bool) -> [u32; 4
     // uniform over the warp); `word` is clamped into the tile, and every row address is a
     // multiple of 16 bytes (rows are `d / 2 + 4` words, a multiple of 4, and columns
     // multiples of 8 16-bit values), so each lane's 16 bytes lie inside the tile.
-    unsafe {
-        if trans { ferrocuda_device::ldmatrix::load_x4_trans(address) } else { ferrocuda_device::ldmatrix::load_x4(address) }
-    }
+    unsafe { if trans { ferrocuda_device::ldmatrix::load_x4_trans(address) } else { ferrocuda_device::ldmatrix::load_x4(address) } }
 }
 
 /// B fragments of `X[rows]ᵀ` for the 16 staged rows from `row0`, columns `16 kk ..`: the
@@ -242,7 +251,15 @@ fn product_t<T: MmaElement>(a: &[[u32; 4]; K_STEPS], tile: SharedArray<u32, TILE
 /// `acc += A X` for a 16 x 16 A fragment against staged rows `row0 .. row0 + 16` (all the
 /// head's columns).
 #[inline(always)]
-fn accumulate<T: MmaElement>(acc: &mut [[f32; 4]; N_TILES], a: [u32; 4], tile: SharedArray<u32, TILE_WORDS>, stride: usize, row0: usize, d: usize, lane: usize) {
+fn accumulate<T: MmaElement>(
+    acc: &mut [[f32; 4]; N_TILES],
+    a: [u32; 4],
+    tile: SharedArray<u32, TILE_WORDS>,
+    stride: usize,
+    row0: usize,
+    d: usize,
+    lane: usize,
+) {
     unroll::<{ N_TILES / 2 }>(|nn| {
         if nn < d / 16 {
             let b = b_cols(tile, stride, row0, nn, lane);
@@ -261,7 +278,16 @@ fn accumulate<T: MmaElement>(acc: &mut [[f32; 4]; N_TILES], a: [u32; 4], tile: S
 /// No other thread of the launch writes or reads these rows of `out`: the caller's block and
 /// warp own positions `first .. first + 16` of `head`.
 #[inline(always)]
-unsafe fn store_rows<T: MmaElement>(out: &mut UncheckedSlice<T>, acc: &[[f32; 4]; N_TILES], shape: &AttentionShape, head: Head, first: usize, d: usize, lane: usize, scale: f32) {
+unsafe fn store_rows<T: MmaElement>(
+    out: &mut UncheckedSlice<T>,
+    acc: &[[f32; 4]; N_TILES],
+    shape: &AttentionShape,
+    head: Head,
+    first: usize,
+    d: usize,
+    lane: usize,
+    scale: f32,
+) {
     let (g, p) = (lane / 4, lane % 4);
     let len = out.len();
     unroll::<N_TILES>(|nd| {
@@ -479,7 +505,16 @@ pub fn attention_backward_dq_mma<T: MmaElement>(
 /// The body of [`attention_backward_dq_mma()`] for head dimension `D`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn dq_body<T: MmaElement, const D: usize>(q: &[T], k: &[T], v: &[T], dout: &[T], lse: &[f32], delta: &[f32], dq: &mut UncheckedSlice<T>, shape: AttentionShape) {
+fn dq_body<T: MmaElement, const D: usize>(
+    q: &[T],
+    k: &[T],
+    v: &[T],
+    dout: &[T],
+    lse: &[f32],
+    delta: &[f32],
+    dq: &mut UncheckedSlice<T>,
+    shape: AttentionShape,
+) {
     let d = D;
     let stride = d / 2 + 4;
     let tiles = shape.seq_q.div_ceil(BWD_BLOCK);
