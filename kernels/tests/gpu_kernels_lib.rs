@@ -296,6 +296,39 @@ fn attention_forward_with_misaligned_views_falls_back_and_matches_f64() {
     assert_close("misaligned lse", &lse[1..].iter().map(|&x| x as f64).collect::<Vec<_>>(), &want.lse, 1e-4);
 }
 
+/// The tensor-core backward on views that start one element in (2 bytes: its 16-byte
+/// `cp.async` staging declines them and loads element by element) gives the gradients of the
+/// aligned call, bit for bit, and leaves the element before each output view alone.
+#[test]
+fn attention_backward_on_misaligned_views_matches_the_aligned_call() {
+    let Some((context, stream)) = gpu("attention_backward_on_misaligned_views_matches_the_aligned_call") else { return };
+    let shape = Attention { batch: 1, heads_q: 4, heads_kv: 2, seq_q: 200, seq_kv: 200, head_dim: 128, layout: Layout::Bshd, causal: true, scale: None };
+    let (n, m) = (shape.q_len(), shape.kv_len());
+    let (q, _) = input::<bf16>(n + 1, 41, 1.0);
+    let (k, _) = input::<bf16>(m + 1, 42, 1.0);
+    let (v, _) = input::<bf16>(m + 1, 43, 1.0);
+    let (dout, _) = input::<bf16>(n + 1, 44, 1.0);
+    // The same values at offset 0 (aligned buffers of exactly the shape) and at offset 1.
+    let aligned = (up(&context, &q[1..]), up(&context, &k[1..]), up(&context, &v[1..]), up(&context, &dout[1..]));
+    let shifted = (up(&context, &q), up(&context, &k), up(&context, &v), up(&context, &dout));
+    let run = |(q_, k_, v_, do_): &(DeviceBuffer<bf16>, DeviceBuffer<bf16>, DeviceBuffer<bf16>, DeviceBuffer<bf16>), at: usize| {
+        let mut out = zeros::<bf16>(&context, n + 1);
+        let mut lse = zeros::<f32>(&context, shape.q_rows() + 1);
+        let (q, k, v, dout) = (q_.slice(at..at + n), k_.slice(at..at + m), v_.slice(at..at + m), do_.slice(at..at + n));
+        attention::attention_forward(&stream, &q, &k, &v, &mut out.slice_mut(at..at + n), &mut lse.slice_mut(at..at + shape.q_rows()), shape).unwrap();
+        let seven = bf16::from_f32(7.0);
+        let (mut dq, mut dk, mut dv) = (up(&context, &vec![seven; n + 1]), up(&context, &vec![seven; m + 1]), up(&context, &vec![seven; m + 1]));
+        let (o, l) = (out.slice(at..at + n), lse.slice(at..at + shape.q_rows()));
+        attention::attention_backward(&stream, &q, &k, &v, &o, &dout, &l, &mut dq.slice_mut(at..at + n), &mut dk.slice_mut(at..at + m), &mut dv.slice_mut(at..at + m), shape).unwrap();
+        let (dq, dk, dv) = (dq.to_vec().unwrap(), dk.to_vec().unwrap(), dv.to_vec().unwrap());
+        if at == 1 {
+            assert_eq!((dq[0], dk[0], dv[0]), (seven, seven, seven), "the element before the views was written");
+        }
+        (dq[at..at + n].to_vec(), dk[at..at + m].to_vec(), dv[at..at + m].to_vec())
+    };
+    assert_eq!(run(&aligned, 0), run(&shifted, 1));
+}
+
 /// Captured into a graph, an sm_90 shape takes the tensor-core path (the sm_90 call copies its
 /// tensor maps from host memory that a replay could not read); the replayed graph is right.
 #[test]

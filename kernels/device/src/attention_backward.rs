@@ -160,6 +160,7 @@ fn stage<T: MmaElement>(x: &[T], shape: &AttentionShape, head: Head, first: usiz
 /// Stages `factor * values[row(first + r)]` for `r < step_rows(d)` (0 past the sequence) in slots
 /// `buffer * 64 + r` of `out` (plain loads: one per thread).
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn stage_rows(values: &[f32], factor: f32, shape: &AttentionShape, head: Head, first: usize, d: usize, out: SharedArray<f32, { 2 * ROWS }>, buffer: usize) {
     let t = thread_idx_x() as usize;
     if t < step_rows(d) {
@@ -278,6 +279,7 @@ fn accumulate<T: MmaElement>(
 /// No other thread of the launch writes or reads these rows of `out`: the caller's block and
 /// warp own positions `first .. first + 16` of `head`.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 unsafe fn store_rows<T: MmaElement>(
     out: &mut UncheckedSlice<T>,
     acc: &[[f32; 4]; N_TILES],
