@@ -319,7 +319,20 @@ fn attention_backward_on_misaligned_views_matches_the_aligned_call() {
         let seven = bf16::from_f32(7.0);
         let (mut dq, mut dk, mut dv) = (up(&context, &vec![seven; n + 1]), up(&context, &vec![seven; m + 1]), up(&context, &vec![seven; m + 1]));
         let (o, l) = (out.slice(at..at + n), lse.slice(at..at + shape.q_rows()));
-        attention::attention_backward(&stream, &q, &k, &v, &o, &dout, &l, &mut dq.slice_mut(at..at + n), &mut dk.slice_mut(at..at + m), &mut dv.slice_mut(at..at + m), shape).unwrap();
+        attention::attention_backward(
+            &stream,
+            &q,
+            &k,
+            &v,
+            &o,
+            &dout,
+            &l,
+            &mut dq.slice_mut(at..at + n),
+            &mut dk.slice_mut(at..at + m),
+            &mut dv.slice_mut(at..at + m),
+            shape,
+        )
+        .unwrap();
         let (dq, dk, dv) = (dq.to_vec().unwrap(), dk.to_vec().unwrap(), dv.to_vec().unwrap());
         if at == 1 {
             assert_eq!((dq[0], dk[0], dv[0]), (seven, seven, seven), "the element before the views was written");
