@@ -17,11 +17,17 @@
 //! 2. on the tensor cores of any sm_80+ GPU (FlashAttention-2's schedule over `mma.sync
 //!    m16n8k16`) for `bf16`/`f16`, `[B, H, S, D]`, `seq_q % 16 == 0` and head dims up to 128
 //!    ([`uses_tensor_cores`]);
-//! 3. everything else, and the backward, the portable path (a warp per row, f32 on the CUDA
-//!    cores), correct and far slower than FlashAttention-class kernels.
+//! 3. everything else, the portable path (a warp per row, f32 on the CUDA cores), correct and
+//!    far slower than FlashAttention-class kernels.
+//!
+//! **Paths of the backward**: the tensor cores (`mma.sync`, sm_80+, FlashAttention-2's
+//! schedule as three deterministic launches) for `bf16`/`f16` with head dims 64 and 128 in
+//! both layouts, any lengths, causal or not, grouped-query heads
+//! ([`backward_uses_tensor_cores`]); the portable path for the rest.
 
 use ferrocuda_host::{DeviceBuffer, DeviceRead, DeviceWrite, Stream};
 use ferrocuda_kernels_device::attention::{AttentionShape, LAYOUT_BHSD, LAYOUT_BSHD, MMA_MAX_HEAD_DIM, MMA_ROWS, MMA_WARPS};
+use ferrocuda_kernels_device::attention_backward::{BWD_BLOCK, BWD_THREADS};
 
 use crate::error::{expect_len, unsupported};
 use crate::launchers::Launchers;
@@ -135,7 +141,8 @@ impl Attention {
 
 /// True when [`attention_forward`] runs this shape on the tensor cores (`mma.sync`, sm_80+):
 /// `bf16` or `f16`, [`Layout::Bhsd`], `seq_q` a multiple of 16, `head_dim` a multiple of 16
-/// up to 128. Every other shape takes the portable path. The backward is portable for all.
+/// up to 128. Every other shape takes the portable path (the backward has its own rule:
+/// [`backward_uses_tensor_cores`]).
 pub fn uses_tensor_cores<T: Element>(shape: &Attention) -> bool {
     T::TENSOR_CORES
         && shape.layout == Layout::Bhsd
@@ -186,9 +193,32 @@ pub fn attention_forward<T: Element>(
     Ok(<T as Launchers>::attention_forward(stream, warp_per_row(shape.q_rows()), q, k, v, out, lse, head_dim, kernel_shape)?)
 }
 
-/// Attention backward: `dq`, `dk`, `dv` from `dout` and the forward's `out` and `lse`. Two
-/// launches (dQ with `delta = rowsum(dO * O)`, then dK and dV), with an `f32` scratch buffer
-/// of one value per row of `out` allocated on `stream`. Deterministic (no atomics).
+/// True when [`attention_backward`] runs this shape on the tensor cores (`mma.sync
+/// m16n8k16`, sm_80+): `bf16` or `f16` with `head_dim` 64 or 128, in either layout, any
+/// sequence lengths, causal or not, grouped-query heads. Every other shape takes the portable
+/// path.
+pub fn backward_uses_tensor_cores<T: Element>(shape: &Attention) -> bool {
+    T::TENSOR_CORES && matches!(shape.head_dim, 64 | 128)
+}
+
+/// The launches of the tensor-core backward: (dK/dV, dQ), a block of [`BWD_THREADS`] per 64
+/// rows of each (batch, head).
+pub(crate) fn backward_mma_configs(shape: &Attention) -> (ferrocuda_host::LaunchConfig, ferrocuda_host::LaunchConfig) {
+    let blocks = |seq: usize, heads: usize| (seq.div_ceil(BWD_BLOCK as usize) * shape.batch * heads) as u32;
+    (
+        ferrocuda_host::LaunchConfig::new(blocks(shape.seq_kv, shape.heads_kv), BWD_THREADS),
+        ferrocuda_host::LaunchConfig::new(blocks(shape.seq_q, shape.heads_q), BWD_THREADS),
+    )
+}
+
+/// Attention backward: `dq`, `dk`, `dv` from `dout` and the forward's `out` and `lse`, with an
+/// `f32` scratch buffer of one value per row of `out` (`delta = rowsum(dO * O)`) allocated on
+/// `stream`. Deterministic (no atomics; every output element has one writer).
+///
+/// Paths: for `bf16`/`f16` with `head_dim` 64 or 128 ([`backward_uses_tensor_cores`]), three
+/// launches on the tensor cores of any sm_80+ GPU (`delta`, then dK and dV with a block per 64
+/// keys, then dQ with a block per 64 queries; FlashAttention-2's backward without atomics);
+/// otherwise two launches of the portable path (dQ with `delta`, then dK and dV).
 #[allow(clippy::too_many_arguments)]
 pub fn attention_backward<T: Element>(
     stream: &Stream,
@@ -213,6 +243,18 @@ pub fn attention_backward<T: Element>(
     shape.q("dq", len_of(dq))?;
     shape.kv("dk", len_of(dk))?;
     shape.kv("dv", len_of(dv))?;
+    if backward_uses_tensor_cores::<T>(&shape) {
+        let mut delta = DeviceBuffer::<f32>::zeroed_async(stream, shape.q_rows().max(1))?;
+        let (dkv_config, dq_config) = backward_mma_configs(&shape);
+        if shape.q_rows() > 0 {
+            <T as Launchers>::attention_backward_delta(stream, warp_per_row(shape.q_rows()), out, dout, &mut delta, head_dim)?;
+            <T as Launchers>::attention_backward_dq_mma(stream, dq_config, q, k, v, dout, lse, &delta, dq, head_dim, kernel_shape)?;
+        }
+        if shape.kv_rows() > 0 {
+            <T as Launchers>::attention_backward_dkv_mma(stream, dkv_config, q, k, v, dout, lse, &delta, dk, dv, head_dim, kernel_shape)?;
+        }
+        return Ok(());
+    }
     if shape.q_rows() > 0 {
         let mut delta = DeviceBuffer::<f32>::zeroed_async(stream, shape.q_rows())?;
         <T as Launchers>::attention_backward_dq(stream, warp_per_row(shape.q_rows()), q, k, v, out, dout, lse, dq, &mut delta, head_dim, kernel_shape)?;

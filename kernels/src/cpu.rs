@@ -76,6 +76,17 @@ pub fn attention_backward<T: Element>(
     shape.kv("dk", dk.len())?;
     shape.kv("dv", dv.len())?;
     let mut delta = vec![0.0f32; shape.q_rows()];
+    if crate::attention::backward_uses_tensor_cores::<T>(&shape) {
+        let (dkv_config, dq_config) = crate::attention::backward_mma_configs(&shape);
+        if shape.q_rows() > 0 {
+            <T as CpuLaunchers>::attention_backward_delta(executor, warp_per_row(shape.q_rows()), out, dout, &mut delta, head_dim)?;
+            <T as CpuLaunchers>::attention_backward_dq_mma(executor, dq_config, q, k, v, dout, lse, &delta, dq, head_dim, kernel_shape)?;
+        }
+        if shape.kv_rows() > 0 {
+            <T as CpuLaunchers>::attention_backward_dkv_mma(executor, dkv_config, q, k, v, dout, lse, &delta, dk, dv, head_dim, kernel_shape)?;
+        }
+        return Ok(());
+    }
     if shape.q_rows() > 0 {
         <T as CpuLaunchers>::attention_backward_dq(executor, warp_per_row(shape.q_rows()), q, k, v, out, dout, lse, dq, &mut delta, head_dim, kernel_shape)?;
     }

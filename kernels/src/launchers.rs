@@ -276,4 +276,9 @@ kernel_table!({
     fn attention_backward_dkv(
         q: [in T], k: [in T], v: [in T], dout: [in T], lse: [in f32], delta: [in f32], dk: [out T], dv: [out T], head_dim: u32, shape: AttentionShape
     );
+    fn attention_backward_delta(out: [in T], dout: [in T], delta: [out f32], head_dim: u32);
+    fn attention_backward_dkv_mma(
+        q: [in T], k: [in T], v: [in T], dout: [in T], lse: [in f32], delta: [in f32], dk: [out T], dv: [out T], head_dim: u32, shape: AttentionShape
+    );
+    fn attention_backward_dq_mma(q: [in T], k: [in T], v: [in T], dout: [in T], lse: [in f32], delta: [in f32], dq: [out T], head_dim: u32, shape: AttentionShape);
 });

@@ -130,3 +130,69 @@ fn the_hopper_kernels_take_bf16_bhsd_d64_d128_self_attention_on_sm_90_only() {
     assert_eq!(hopper_kernel::<f16>(&base, 90), None);
     assert_eq!(hopper_kernel::<f32>(&base, 90), None);
 }
+
+/// The tensor-core backward (`mma.sync`, three launches) against f64: both layouts, causal or
+/// not, grouped-query heads, sequence lengths that are not multiples of the 64-row blocks or
+/// the 16-row warp tiles, unequal `seq_q` / `seq_kv`, head dims 64 and 128, bf16 and f16.
+#[test]
+fn the_tensor_core_backward_matches_f64_in_both_layouts_causal_or_not_with_grouped_heads_and_ragged_lengths() {
+    use ferrocuda_kernels::attention::backward_uses_tensor_cores;
+    let cases = [
+        shape(4, 2, 70, 70, 64, Layout::Bhsd, true),
+        shape(4, 2, 70, 70, 64, Layout::Bshd, false),
+        shape(2, 1, 33, 81, 64, Layout::Bshd, true),
+        shape(2, 2, 81, 33, 128, Layout::Bhsd, true),
+        shape(2, 2, 17, 65, 128, Layout::Bshd, false),
+    ];
+    for s in cases {
+        assert!(backward_uses_tensor_cores::<bf16>(&s) && backward_uses_tensor_cores::<f16>(&s), "{s:?} should take the tensor cores");
+        check::<bf16>(s, 2e-2);
+        check::<f16>(s, 4e-3);
+    }
+    assert!(!backward_uses_tensor_cores::<f32>(&cases[0]));
+    assert!(!backward_uses_tensor_cores::<bf16>(&shape(2, 2, 16, 16, 32, Layout::Bhsd, false)));
+    assert!(!backward_uses_tensor_cores::<bf16>(&shape(2, 2, 16, 16, 256, Layout::Bhsd, false)));
+}
+
+/// No queries: the tensor-core backward writes zero dK and dV (its dK/dV blocks see no query
+/// rows); no keys: zero dQ.
+#[test]
+fn the_tensor_core_backward_writes_zero_gradients_when_a_side_is_empty() {
+    let e = CpuExecutor::new();
+    for (seq_q, seq_kv) in [(0, 20), (20, 0)] {
+        let s = shape(2, 1, seq_q, seq_kv, 64, Layout::Bhsd, false);
+        let (q, _) = input::<bf16>(s.q_len(), 1, 1.0);
+        let (kv, _) = input::<bf16>(s.kv_len(), 2, 1.0);
+        let lse = vec![0.0f32; s.q_rows()];
+        let nan = bf16::from_f32(f32::NAN);
+        let (mut dq, mut dk, mut dv) = (vec![nan; s.q_len()], vec![nan; s.kv_len()], vec![nan; s.kv_len()]);
+        cpu::attention_backward(&e, &q, &kv, &kv, &q, &q, &lse, &mut dq, &mut dk, &mut dv, s).unwrap();
+        assert!(dq.iter().chain(&dk).chain(&dv).all(|x| x.to_f32() == 0.0), "{s:?}");
+    }
+}
+
+/// The tensor-core backward stages rows with 16-byte `cp.async` copies only where a row chunk
+/// is 16-byte aligned; views that start one element in take the element-wise path and must
+/// give the same gradients, bit for bit.
+#[test]
+fn the_tensor_core_backward_gives_the_same_gradients_on_misaligned_views() {
+    let e = CpuExecutor::new();
+    let s = shape(2, 1, 40, 37, 64, Layout::Bshd, true);
+    let (q, _) = input::<bf16>(s.q_len(), 31, 1.0);
+    let (k, _) = input::<bf16>(s.kv_len(), 32, 1.0);
+    let (v, _) = input::<bf16>(s.kv_len(), 33, 1.0);
+    let (dout, _) = input::<bf16>(s.q_len(), 34, 1.0);
+    let (mut out, mut lse) = (vec![bf16::ZERO; s.q_len()], vec![0.0f32; s.q_rows()]);
+    cpu::attention_forward(&e, &q, &k, &v, &mut out, &mut lse, s).unwrap();
+    let run = |q: &[bf16], k: &[bf16], v: &[bf16], out: &[bf16], dout: &[bf16]| {
+        let (mut dq, mut dk, mut dv) = (vec![bf16::ZERO; s.q_len()], vec![bf16::ZERO; s.kv_len()], vec![bf16::ZERO; s.kv_len()]);
+        cpu::attention_backward(&e, q, k, v, out, dout, &lse, &mut dq, &mut dk, &mut dv, s).unwrap();
+        (dq, dk, dv)
+    };
+    let shifted = |x: &[bf16]| [&[bf16::ONE][..], x].concat();
+    let aligned = run(&q, &k, &v, &out, &dout);
+    let (q1, k1, v1, out1, dout1) = (shifted(&q), shifted(&k), shifted(&v), shifted(&out), shifted(&dout));
+    let misaligned = run(&q1[1..], &k1[1..], &v1[1..], &out1[1..], &dout1[1..]);
+    assert!(aligned.0.iter().any(|x| x.to_f32() != 0.0), "dq should not be all zeros");
+    assert_eq!(aligned, misaligned);
+}

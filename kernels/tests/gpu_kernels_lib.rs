@@ -232,6 +232,29 @@ fn attention_on_the_gpu_matches_f64() {
     attention_on_gpu::<f16>(&context, &stream, Attention { seq_q: 64, seq_kv: 64, head_dim: 64, causal: true, ..mma }, 4e-3);
 }
 
+/// The tensor-core backward (`mma.sync`: delta, dK/dV, dQ) on the GPU against f64: both
+/// layouts, D 64 and 128, causal or not, grouped-query heads, lengths that are not multiples
+/// of its 64-row blocks, `seq_q != seq_kv`, bf16 and f16.
+#[test]
+fn attention_backward_on_the_tensor_cores_matches_f64() {
+    let Some((context, stream)) = gpu("attention_backward_on_the_tensor_cores_matches_f64") else { return };
+    let base = Attention { batch: 2, heads_q: 8, heads_kv: 2, seq_q: 300, seq_kv: 300, head_dim: 128, layout: Layout::Bhsd, causal: true, scale: None };
+    let cases = [
+        base,
+        Attention { layout: Layout::Bshd, head_dim: 64, causal: false, seq_q: 200, seq_kv: 333, heads_kv: 8, ..base },
+        Attention { layout: Layout::Bshd, head_dim: 64, seq_q: 257, seq_kv: 257, ..base },
+        Attention { causal: false, seq_q: 100, seq_kv: 64, heads_kv: 4, ..base },
+    ];
+    for (i, shape) in cases.into_iter().enumerate() {
+        assert!(attention::backward_uses_tensor_cores::<bf16>(&shape) && attention::backward_uses_tensor_cores::<f16>(&shape));
+        if i % 2 == 0 {
+            attention_on_gpu::<bf16>(&context, &stream, shape, 2e-2);
+        } else {
+            attention_on_gpu::<f16>(&context, &stream, shape, 4e-3);
+        }
+    }
+}
+
 /// The sm_90 kernels (`ferrocuda-kernels-hopper`) through the safe call: every schedule the
 /// call picks (pingpong, pingpong with 3-deep rings, the plain overlap one), D 64 and 128,
 /// causal or not, lengths that are not multiples of the 128-row tiles, a custom scale; the
@@ -282,6 +305,52 @@ fn attention_forward_with_misaligned_views_falls_back_and_matches_f64() {
     assert_eq!((out[0], lse[0]), (7.0, 7.0), "the element before the views was written");
     assert_close("misaligned out", &out[1..], &want.out, 2e-2);
     assert_close("misaligned lse", &lse[1..].iter().map(|&x| x as f64).collect::<Vec<_>>(), &want.lse, 1e-4);
+}
+
+/// The tensor-core backward on views that start one element in (2 bytes: its 16-byte
+/// `cp.async` staging declines them and loads element by element) gives the gradients of the
+/// aligned call, bit for bit, and leaves the element before each output view alone.
+#[test]
+fn attention_backward_on_misaligned_views_matches_the_aligned_call() {
+    let Some((context, stream)) = gpu("attention_backward_on_misaligned_views_matches_the_aligned_call") else { return };
+    let shape = Attention { batch: 1, heads_q: 4, heads_kv: 2, seq_q: 200, seq_kv: 200, head_dim: 128, layout: Layout::Bshd, causal: true, scale: None };
+    let (n, m) = (shape.q_len(), shape.kv_len());
+    let (q, _) = input::<bf16>(n + 1, 41, 1.0);
+    let (k, _) = input::<bf16>(m + 1, 42, 1.0);
+    let (v, _) = input::<bf16>(m + 1, 43, 1.0);
+    let (dout, _) = input::<bf16>(n + 1, 44, 1.0);
+    // The same values at offset 0 (aligned buffers of exactly the shape) and at offset 1.
+    let aligned = (up(&context, &q[1..]), up(&context, &k[1..]), up(&context, &v[1..]), up(&context, &dout[1..]));
+    let shifted = (up(&context, &q), up(&context, &k), up(&context, &v), up(&context, &dout));
+    let run = |(q_, k_, v_, do_): &(DeviceBuffer<bf16>, DeviceBuffer<bf16>, DeviceBuffer<bf16>, DeviceBuffer<bf16>), at: usize| {
+        let mut out = zeros::<bf16>(&context, n + 1);
+        let mut lse = zeros::<f32>(&context, shape.q_rows() + 1);
+        let (q, k, v, dout) = (q_.slice(at..at + n), k_.slice(at..at + m), v_.slice(at..at + m), do_.slice(at..at + n));
+        attention::attention_forward(&stream, &q, &k, &v, &mut out.slice_mut(at..at + n), &mut lse.slice_mut(at..at + shape.q_rows()), shape).unwrap();
+        let seven = bf16::from_f32(7.0);
+        let (mut dq, mut dk, mut dv) = (up(&context, &vec![seven; n + 1]), up(&context, &vec![seven; m + 1]), up(&context, &vec![seven; m + 1]));
+        let (o, l) = (out.slice(at..at + n), lse.slice(at..at + shape.q_rows()));
+        attention::attention_backward(
+            &stream,
+            &q,
+            &k,
+            &v,
+            &o,
+            &dout,
+            &l,
+            &mut dq.slice_mut(at..at + n),
+            &mut dk.slice_mut(at..at + m),
+            &mut dv.slice_mut(at..at + m),
+            shape,
+        )
+        .unwrap();
+        let (dq, dk, dv) = (dq.to_vec().unwrap(), dk.to_vec().unwrap(), dv.to_vec().unwrap());
+        if at == 1 {
+            assert_eq!((dq[0], dk[0], dv[0]), (seven, seven, seven), "the element before the views was written");
+        }
+        (dq[at..at + n].to_vec(), dk[at..at + m].to_vec(), dv[at..at + m].to_vec())
+    };
+    assert_eq!(run(&aligned, 0), run(&shifted, 1));
 }
 
 /// Captured into a graph, an sm_90 shape takes the tensor-core path (the sm_90 call copies its

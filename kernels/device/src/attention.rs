@@ -78,7 +78,7 @@ impl AttentionShape {
 
     /// The row of `(b, h, s)` in a tensor with `heads` heads and `seq` positions.
     #[inline(always)]
-    fn row(&self, b: u64, h: u64, s: u64, heads: u32, seq: u32) -> u64 {
+    pub(crate) fn row(&self, b: u64, h: u64, s: u64, heads: u32, seq: u32) -> u64 {
         let (heads, seq) = (heads as u64, seq as u64);
         if self.layout == LAYOUT_BSHD { (b * seq + s) * heads + h } else { (b * heads + h) * seq + s }
     }
@@ -99,7 +99,7 @@ fn row_at<T>(x: &[T], row: u64, dim: u32) -> Option<&[T]> {
 
 /// This lane's values of a row (columns `lane + 32 j`, `j < per_lane`), times `scale`.
 #[inline(always)]
-fn load_lane<T: Float>(row: &[T], lane: usize, per_lane: usize, scale: f32) -> [f32; LANE_VALUES] {
+pub(crate) fn load_lane<T: Float>(row: &[T], lane: usize, per_lane: usize, scale: f32) -> [f32; LANE_VALUES] {
     let mut out = [0.0f32; LANE_VALUES];
     unroll::<LANE_VALUES>(|j| {
         if j < per_lane
@@ -139,7 +139,7 @@ where
 
 /// The dot product of two rows the warp holds, in every lane.
 #[inline(always)]
-fn dot(a: &[f32; LANE_VALUES], b: &[f32; LANE_VALUES]) -> f32 {
+pub(crate) fn dot(a: &[f32; LANE_VALUES], b: &[f32; LANE_VALUES]) -> f32 {
     let mut sum = [partial_dot(a, b)];
     reduce_many(&mut sum);
     sum[0]
@@ -422,7 +422,7 @@ impl MmaElement for f32 {
 
 /// Two 16-bit patterns in one fragment register (low element first).
 #[inline(always)]
-fn pack(low: u16, high: u16) -> u32 {
+pub(crate) fn pack(low: u16, high: u16) -> u32 {
     low as u32 | ((high as u32) << 16)
 }
 

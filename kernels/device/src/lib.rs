@@ -31,6 +31,7 @@ use ferrocuda_device::math::FastMath;
 use ferrocuda_device::{kernel, warp};
 
 pub mod attention;
+pub mod attention_backward;
 pub mod packed;
 
 ferrocuda_device::embed_kernels!();
@@ -901,6 +902,8 @@ instances_of!(for_f32, "The `f32` instances.":
     attention_forward = attention::attention_forward_f32, attention_forward_mma = attention::attention_forward_mma_f32,
     attention_backward_dq = attention::attention_backward_dq_f32,
     attention_backward_dkv = attention::attention_backward_dkv_f32,
+    attention_backward_delta = attention_backward::attention_backward_delta_f32,
+    attention_backward_dkv_mma = attention_backward::attention_backward_dkv_mma_f32, attention_backward_dq_mma = attention_backward::attention_backward_dq_mma_f32,
     rmsnorm_forward_packed = packed::rmsnorm_forward_packed_f32, add_rmsnorm_forward_packed = packed::add_rmsnorm_forward_packed_f32,
     layernorm_forward_packed = packed::layernorm_forward_packed_f32, add_layernorm_forward_packed = packed::add_layernorm_forward_packed_f32,
     norm_backward_packed = packed::norm_backward_packed_f32, softmax_forward_packed = packed::softmax_forward_packed_f32,
@@ -924,6 +927,8 @@ instances_of!(for_bf16, "The `bf16` instances.":
     attention_forward = attention::attention_forward_bf16, attention_forward_mma = attention::attention_forward_mma_bf16,
     attention_backward_dq = attention::attention_backward_dq_bf16,
     attention_backward_dkv = attention::attention_backward_dkv_bf16,
+    attention_backward_delta = attention_backward::attention_backward_delta_bf16,
+    attention_backward_dkv_mma = attention_backward::attention_backward_dkv_mma_bf16, attention_backward_dq_mma = attention_backward::attention_backward_dq_mma_bf16,
     rmsnorm_forward_packed = packed::rmsnorm_forward_packed_bf16, add_rmsnorm_forward_packed = packed::add_rmsnorm_forward_packed_bf16,
     layernorm_forward_packed = packed::layernorm_forward_packed_bf16, add_layernorm_forward_packed = packed::add_layernorm_forward_packed_bf16,
     norm_backward_packed = packed::norm_backward_packed_bf16, softmax_forward_packed = packed::softmax_forward_packed_bf16,
@@ -947,6 +952,8 @@ instances_of!(for_f16, "The `f16` instances.":
     attention_forward = attention::attention_forward_f16, attention_forward_mma = attention::attention_forward_mma_f16,
     attention_backward_dq = attention::attention_backward_dq_f16,
     attention_backward_dkv = attention::attention_backward_dkv_f16,
+    attention_backward_delta = attention_backward::attention_backward_delta_f16,
+    attention_backward_dkv_mma = attention_backward::attention_backward_dkv_mma_f16, attention_backward_dq_mma = attention_backward::attention_backward_dq_mma_f16,
     rmsnorm_forward_packed = packed::rmsnorm_forward_packed_f16, add_rmsnorm_forward_packed = packed::add_rmsnorm_forward_packed_f16,
     layernorm_forward_packed = packed::layernorm_forward_packed_f16, add_layernorm_forward_packed = packed::add_layernorm_forward_packed_f16,
     norm_backward_packed = packed::norm_backward_packed_f16, softmax_forward_packed = packed::softmax_forward_packed_f16,

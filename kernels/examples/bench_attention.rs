@@ -1,0 +1,119 @@
+//! Times `attention_forward` and `attention_backward` on GPU 0 (bf16, `[B, H, S, D]`) over the
+//! shapes of the attention table: `B · S = 16k`, `H · D = 2048`, D 64 and 128, S 512 to 8k,
+//! causal or not. Each figure is the mean of back-to-back calls between two events after
+//! warm-up calls (20 calls, fewer for calls over 15 ms, at least 3). FLOPs: forward
+//! `4 B H S² D` (half when causal), backward 2.5 times that (FlashAttention's convention).
+//! Prints a line per shape, and JSON lines (one per shape) to the file named by the first
+//! argument, for `kernels/bench/attention_table.py`, which puts them beside PyTorch's
+//! (`kernels/bench/attention_sdpa.py`). `BENCH_ONLY=D,S,causal` times one shape; `--check DIR`
+//! writes one call's inputs and gradients for `kernels/bench/attention_check.py`. A benchmark,
+//! not a test.
+
+use std::io::Write;
+
+use ferrocuda_host::{Context, DeviceBuffer, Event, Stream};
+use ferrocuda_kernels::attention::{self, Attention, Layout};
+use ferrocuda_kernels::{KernelsError, bf16};
+
+/// Mean milliseconds per call.
+fn time(context: &Context, stream: &Stream, mut f: impl FnMut() -> Result<(), KernelsError>) -> Result<f64, KernelsError> {
+    for _ in 0..2 {
+        f()?;
+    }
+    let (start, end) = (Event::new(context)?, Event::new(context)?);
+    start.record(stream)?;
+    f()?;
+    end.record(stream)?;
+    end.synchronize()?;
+    let once = start.elapsed_ms(&end)? as f64;
+    let iters = ((300.0 / once.max(1e-3)) as usize).clamp(3, 20);
+    start.record(stream)?;
+    for _ in 0..iters {
+        f()?;
+    }
+    end.record(stream)?;
+    end.synchronize()?;
+    Ok(start.elapsed_ms(&end)? as f64 / iters as f64)
+}
+
+fn buf(context: &Context, n: usize, seed: u32) -> Result<DeviceBuffer<bf16>, KernelsError> {
+    let v: Vec<bf16> = (0..n).map(|i| bf16::from_f32((((i as u32).wrapping_mul(2654435761).wrapping_add(seed) >> 16) as f32 / 65536.0) * 2.0 - 1.0)).collect();
+    Ok(DeviceBuffer::from_slice(context, &v)?)
+}
+
+/// `--check DIR`: one grouped-query causal call (B 2, H 8 over 2 key/value heads, S 1000,
+/// D 128, bf16), its inputs and gradients written to DIR as raw `bf16` (`q.bin`, `k.bin`,
+/// `v.bin`, `do.bin`, `dq.bin`, `dk.bin`, `dv.bin`) for `kernels/bench/attention_check.py`,
+/// which compares them and PyTorch's cuDNN gradients with an `f64` reference.
+fn check(context: &Context, stream: &Stream, dir: &str) -> Result<(), KernelsError> {
+    let a = Attention { batch: 2, heads_q: 8, heads_kv: 2, seq_q: 1000, seq_kv: 1000, head_dim: 128, layout: Layout::Bhsd, causal: true, scale: None };
+    let (q, k, v, dout) = (buf(context, a.q_len(), 21)?, buf(context, a.kv_len(), 22)?, buf(context, a.kv_len(), 23)?, buf(context, a.q_len(), 24)?);
+    let mut o = DeviceBuffer::<bf16>::zeroed(context, a.q_len())?;
+    let mut lse = DeviceBuffer::<f32>::zeroed(context, a.q_rows())?;
+    let (mut dq, mut dk, mut dv) = (
+        DeviceBuffer::<bf16>::zeroed(context, a.q_len())?,
+        DeviceBuffer::<bf16>::zeroed(context, a.kv_len())?,
+        DeviceBuffer::<bf16>::zeroed(context, a.kv_len())?,
+    );
+    attention::attention_forward(stream, &q, &k, &v, &mut o, &mut lse, a)?;
+    attention::attention_backward(stream, &q, &k, &v, &o, &dout, &lse, &mut dq, &mut dk, &mut dv, a)?;
+    stream.synchronize()?;
+    for (name, x) in [("q", &q), ("k", &k), ("v", &v), ("do", &dout), ("dq", &dq), ("dk", &dk), ("dv", &dv)] {
+        let bits: Vec<u8> = x.to_vec()?.iter().flat_map(|e| e.to_bits().to_le_bytes()).collect();
+        std::fs::write(format!("{dir}/{name}.bin"), bits).expect("cannot write the check files");
+    }
+    println!("check: wrote {a:?} to {dir}");
+    Ok(())
+}
+
+fn main() -> Result<(), KernelsError> {
+    let context = Context::primary(0)?;
+    let stream = Stream::new(&context)?;
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() == 3 && args[1] == "--check" {
+        return check(&context, &stream, &args[2]);
+    }
+    let arch = context.device().arch()?;
+    let mut json = std::env::args().nth(1).map(|path| std::fs::File::create(path).expect("cannot create the JSON file"));
+    println!("{:<34} {:>10} {:>10} {:>12} {:>12}", "ours (bf16, [B,H,S,D])", "fwd ms", "bwd ms", "fwd TFLOP/s", "bwd TFLOP/s");
+    // `BENCH_ONLY=D,S,causal` (e.g. `128,4096,0`) times one shape (for a profiler).
+    let only: Option<(usize, usize, bool)> = std::env::var("BENCH_ONLY").ok().and_then(|v| {
+        let f: Vec<usize> = v.split(',').filter_map(|x| x.trim().parse().ok()).collect();
+        (f.len() == 3).then(|| (f[0], f[1], f[2] != 0))
+    });
+    for head_dim in [128usize, 64] {
+        for s in [512usize, 1024, 2048, 4096, 8192] {
+            for causal in [false, true] {
+                if only.is_some_and(|o| o != (head_dim, s, causal)) {
+                    continue;
+                }
+                let (batch, heads) = (16384 / s, 2048 / head_dim);
+                let a = Attention { batch, heads_q: heads, heads_kv: heads, seq_q: s, seq_kv: s, head_dim, layout: Layout::Bhsd, causal, scale: None };
+                let (q, k, v, dout) =
+                    (buf(&context, a.q_len(), 9)?, buf(&context, a.kv_len(), 10)?, buf(&context, a.kv_len(), 11)?, buf(&context, a.q_len(), 12)?);
+                let mut o = DeviceBuffer::<bf16>::zeroed(&context, a.q_len())?;
+                let mut lse = DeviceBuffer::<f32>::zeroed(&context, a.q_rows())?;
+                let (mut dq, mut dk, mut dv) = (
+                    DeviceBuffer::<bf16>::zeroed(&context, a.q_len())?,
+                    DeviceBuffer::<bf16>::zeroed(&context, a.kv_len())?,
+                    DeviceBuffer::<bf16>::zeroed(&context, a.kv_len())?,
+                );
+                let flops = 4.0 * (batch * heads) as f64 * (s * s) as f64 * head_dim as f64 * if causal { 0.5 } else { 1.0 };
+                let fwd = time(&context, &stream, || attention::attention_forward(&stream, &q, &k, &v, &mut o, &mut lse, a))?;
+                let bwd = time(&context, &stream, || attention::attention_backward(&stream, &q, &k, &v, &o, &dout, &lse, &mut dq, &mut dk, &mut dv, a))?;
+                let (fwd_tf, bwd_tf) = (flops / (fwd * 1e-3) / 1e12, 2.5 * flops / (bwd * 1e-3) / 1e12);
+                let path = attention::hopper_kernel::<bf16>(&a, arch).unwrap_or("mma.sync");
+                let name = format!("D{head_dim} S{s} B{batch} H{heads}{}", if causal { " causal" } else { "" });
+                println!("{name:<34} {fwd:>10.3} {bwd:>10.3} {fwd_tf:>12.1} {bwd_tf:>12.1}  [fwd {path}]");
+                if let Some(file) = json.as_mut() {
+                    writeln!(
+                        file,
+                        r#"{{"impl":"ours","head_dim":{head_dim},"seq":{s},"batch":{batch},"heads":{heads},"causal":{causal},"fwd_ms":{fwd:.5},"bwd_ms":{bwd:.5},"fwd_tflops":{fwd_tf:.2},"bwd_tflops":{bwd_tf:.2},"fwd_path":"{path}"}}"#
+                    )
+                    .expect("cannot write the JSON file");
+                }
+            }
+        }
+    }
+    Ok(())
+}
