@@ -90,6 +90,7 @@ pub mod hooks;
 mod launch;
 pub(crate) mod ldmatrix;
 pub(crate) mod mma;
+mod module_checks;
 mod panic_capture;
 mod raw_views;
 mod scheduler;
@@ -103,7 +104,7 @@ use std::time::Duration;
 
 pub use error::{
     BarrierDivergence, CpuError, ExitedLaneShuffle, ExitedPeerAccess, GlobalMemoryRace, MixedBarriers, RaceKind, SharedMemoryRace, StuckThread, ThreadActivity,
-    WarpDeadlock, Watchdog,
+    UninitialisedSharedRead, WarpDeadlock, Watchdog,
 };
 /// The same report type as a GPU panic's (`ferrocuda_types::KernelPanic`).
 pub use ferrocuda_types::KernelPanic;
@@ -273,4 +274,5 @@ impl CpuExecutor {
 #[doc(hidden)]
 pub mod __private {
     pub use super::args::{RawPointer, SliceParts, SlicePartsMut};
+    pub use super::module_checks::check_module;
 }
