@@ -342,10 +342,10 @@ fn param_size(declaration: &str) -> Option<u64> {
         if let Some(kind) = token.strip_prefix('.') {
             let bits = kind.trim_start_matches(|c: char| c.is_ascii_alphabetic());
             let letters = &kind[..kind.len() - bits.len()];
-            if matches!(letters, "b" | "u" | "s" | "f") {
-                if let Ok(bits) = bits.parse::<u64>() {
-                    size = Some(bits.div_ceil(8));
-                }
+            if matches!(letters, "b" | "u" | "s" | "f")
+                && let Ok(bits) = bits.parse::<u64>()
+            {
+                size = Some(bits.div_ceil(8));
             }
         } else if let Some(open) = token.find('[') {
             let close = token[open..].find(']')? + open;
