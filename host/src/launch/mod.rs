@@ -250,7 +250,7 @@ fn block_over_kernel_limit(function: sys::CUfunction, symbol: &str, stream: &Str
             kernel: symbol.to_string(),
             problem: LaunchProblem::AboveKernelThreadLimit { threads, max: max as u32, source: "compiled code (registers or launch bounds)" },
         },
-        _ => match local_memory_over_limit(function, Some(stream.context().device())) {
+        _ => match local_memory_over_limit(function, &stream.context().device()) {
             Some(problem) => Error::InvalidLaunch { kernel: symbol.to_string(), problem },
             None => Error::Driver(error),
         },
@@ -263,19 +263,19 @@ fn block_over_kernel_limit(function: sys::CUfunction, symbol: &str, stream: &Str
 /// the device's memory can hold for every thread that can be resident at once (the driver
 /// reserves it for all of them), the problem that names it.
 #[cold]
-fn local_memory_over_limit(function: sys::CUfunction, device: Option<crate::device::Device>) -> Option<LaunchProblem> {
+fn local_memory_over_limit(function: sys::CUfunction, device: &crate::device::Device) -> Option<LaunchProblem> {
     let mut local = 0;
     let attribute = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES;
     // SAFETY: writes one int; the function belongs to the bound context.
     unsafe { driver::function::get_attribute(&mut local, attribute, function) }.ok()?;
     let bytes = local.max(0) as u64;
     let limit = ferrocuda_types::MAX_LOCAL_BYTES_PER_THREAD;
-    let reserve = device.and_then(|device| {
+    let reserve = (|| {
         let per_sm = device.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR).ok()?;
         let sms = device.multiprocessor_count().ok()?;
         let memory = device.total_memory().ok()?;
         Some((per_sm.max(0) as u64 * sms as u64, memory as u64))
-    });
+    })();
     let too_much_for_the_device = reserve.is_some_and(|(threads, memory)| bytes.saturating_mul(threads) > memory);
     (bytes > 0 && (bytes >= limit || too_much_for_the_device)).then_some(LaunchProblem::LocalMemoryTooLarge { bytes, limit, reserve })
 }
