@@ -4,7 +4,7 @@
 //! FINDINGS.md) are in the test names.
 
 use ferrocuda::Dim3;
-use ferrocuda_device::cpu::{CpuError, CpuExecutor, GlobalMemoryRace, LaunchConfig, RaceKind, SharedMemoryRace, WarpDeadlock};
+use ferrocuda_device::cpu::{CpuError, CpuExecutor, GlobalMemoryRace, LaunchConfig, RaceKind, SharedMemoryRace, UninitialisedSharedRead, WarpDeadlock};
 use test_kernels::sanitizer;
 
 fn dim(x: u32) -> Dim3 {
@@ -329,4 +329,65 @@ fn n9_the_device_build_declares_two_shared_variables_for_two_arrays_from_one_mac
     for array in arrays {
         assert_eq!(ptx.matches(&format!(".b8 {array}[")).count(), 1, "{array} is declared once");
     }
+}
+
+fn uninitialised(result: Result<(), CpuError>) -> UninitialisedSharedRead {
+    match result {
+        Err(CpuError::UninitialisedSharedRead(read)) => read,
+        other => panic!("expected an uninitialised shared read, got {other:?}"),
+    }
+}
+
+/// Q6 (audit 2026-11-27b): a kernel read shared memory that no thread of its block had
+/// written; on an H100 it read the previous kernel's values (`0xab00`, `0xab01`), the executor
+/// read its poison (`0xffffffff`) and said nothing. Now the read is reported, naming the
+/// kernel, the block, the thread and the offset; the same kernel writing first (then a
+/// barrier) passes, in every block.
+#[test]
+fn q6_a_shared_read_before_any_write_of_the_block_is_reported() {
+    let mut out = vec![0u32; 512];
+    let read = uninitialised(sanitizer::q6_shared_leftover::launch_cpu(&CpuExecutor::deterministic(), (2u32, 256u32), 1, 0xab00, &mut out));
+    assert_eq!(read.kernel, "q6_shared_leftover");
+    assert_eq!((read.block, read.thread, read.reader_block), (dim(0), dim(0), dim(0)), "{read:?}");
+    assert_eq!((read.bytes, read.dynamic, read.offset, read.array_bytes), (4, false, 0, 1024), "{read:?}");
+    let text = CpuError::UninitialisedSharedRead(read).to_string();
+    assert!(text.contains("kernel `q6_shared_leftover`, block (0, 0, 0), thread (0, 0, 0)"), "{text}");
+    assert!(text.contains("byte 0 of a `shared_array!` of 1024 bytes") && text.contains("no thread of block (0, 0, 0) had written"), "{text}");
+    assert!(text.contains("stale value") && text.contains("Write the memory before reading it"), "{text}");
+    // Parallel workers too: the first block to finish reports it.
+    assert!(matches!(
+        sanitizer::q6_shared_leftover::launch_cpu(&CpuExecutor::new(), (8u32, 256u32), 1, 0, &mut vec![0u32; 2048]),
+        Err(CpuError::UninitialisedSharedRead(_))
+    ));
+    // Written first (write, barrier, read), in every block: no report, the block's own values.
+    sanitizer::q6_shared_leftover::launch_cpu(&CpuExecutor::new(), (2u32, 256u32), 0, 0xab00, &mut out).unwrap();
+    assert_eq!((out[0], out[255], out[256], out[511]), (0xab00, 0xab00, 0xab01, 0xab01));
+    // A block does not inherit another block's writes: each reads before writing (the
+    // executor's own test kernel), and the first block is reported.
+    let read = uninitialised(test_kernels::cpu_examples::shared_uninitialized::launch_cpu(&CpuExecutor::deterministic(), (3u32, 64u32), &mut vec![0u32; 192]));
+    assert_eq!((read.block, read.thread), (dim(0), dim(0)), "{read:?}");
+}
+
+/// Q6's legitimate patterns: a shared counter zeroed by one thread, then a barrier, then
+/// atomics by all, is not reported; the same atomics on a counter nobody zeroed are (they
+/// read whatever was there). Without race detection nothing is checked.
+#[test]
+fn q6_atomics_on_initialised_shared_memory_are_not_reported_but_on_uninitialised_are() {
+    let mut out = vec![0u32; 128];
+    sanitizer::q6_shared_counter::launch_cpu(&CpuExecutor::new(), (2u32, 64u32), 1, &mut out).unwrap();
+    assert!(out.iter().all(|&v| v == 64), "{out:?}");
+    let read = uninitialised(sanitizer::q6_shared_counter::launch_cpu(&CpuExecutor::new(), (2u32, 64u32), 0, &mut out));
+    assert_eq!(read.kernel, "q6_shared_counter");
+    sanitizer::q6_shared_counter::launch_cpu(&CpuExecutor::new().with_race_detection(false), (2u32, 64u32), 0, &mut out).unwrap();
+}
+
+/// Q6 keeps the race report first: a missing barrier between a write by one thread and a read
+/// by another is a race (the read may come before or after the write on a GPU), reported as
+/// one although the read also found the word unwritten.
+#[test]
+fn q6_a_race_is_reported_before_an_uninitialised_read() {
+    let x: Vec<f32> = (0..512).map(|i| i as f32).collect();
+    let mut out = vec![0.0f32; 512];
+    let error = test_kernels::cpu_examples::shared_race_missing_barrier::launch_cpu(&CpuExecutor::new(), (2u32, 256u32), &x, &mut out).unwrap_err();
+    assert!(matches!(error, CpuError::SharedMemoryRace(_)), "{error:?}");
 }

@@ -291,3 +291,107 @@ fn p11_a_block_over_the_register_limit_is_refused_naming_the_limit() {
     gpu_rules::p11_register_heavy::launch(&stream, (8u32, 128u32), &x, &mut out).unwrap();
     stream.synchronize_timeout(Duration::from_secs(10)).unwrap();
 }
+
+/// Q4 (audit 2026-11-27b): recursion through a function pointer, vouched for with
+/// `allow_recursion` (tests/kernels/build.rs), run past the context's stack limit: the fault
+/// used to be a bare `CUDA_ERROR_ILLEGAL_ADDRESS`; now the error names the kernel and the
+/// stack limit (`Error::StackLimitFault`). In a child (the fault poisons the context). The
+/// parent also runs it within a raised limit, where the GPU and the CPU executor agree.
+#[test]
+fn q4_a_fault_after_an_allowed_recursion_names_the_kernel_and_the_stack_limit() {
+    const TEST: &str = "q4_a_fault_after_an_allowed_recursion_names_the_kernel_and_the_stack_limit";
+    if in_child(TEST) {
+        let Some(context) = common::gpu_or_skip(TEST) else { return };
+        let stream = Stream::non_blocking(&context).unwrap();
+        let mut out = DeviceBuffer::<u32>::zeroed(&context, 64).unwrap();
+        println!("Q4 child: stack limit {:?} bytes per thread", context.limit(Limit::StackSize));
+        gpu_rules::q4_fnptr_recurse::launch(&stream, (1u32, 64u32), 100, 0, &mut out).unwrap();
+        let error = stream.synchronize_timeout(Duration::from_secs(20)).unwrap_err();
+        println!("Q4 CHILD SAW: {error}");
+        assert!(matches!(error, Error::StackLimitFault { .. }), "{error:?}");
+        println!("Q4 CHILD CHECKED");
+        std::process::exit(0);
+    }
+    let Some(context) = common::gpu_or_skip(TEST) else { return };
+    let (ok, text) = run_child(TEST);
+    println!("child:\n{text}");
+    assert!(ok && text.contains("Q4 CHILD CHECKED"), "the child's checks did not pass:\n{text}");
+    assert!(text.contains("`q4_fnptr_recurse` (stack limit set: ") && text.contains("Limit::StackSize"), "{text}");
+
+    // Within a stack limit that holds depth 100 (about 176 bytes per level), it runs, and the
+    // CPU executor gives the same values (in a context of its own: the raised limit stays
+    // with the context, and the primary one serves the other tests).
+    drop(context);
+    let context = ferrocuda::Context::create(0, ferrocuda::SchedulePolicy::Auto).unwrap();
+    let stream = Stream::non_blocking(&context).unwrap();
+    context.set_limit(Limit::StackSize, 64 * 1024).unwrap();
+    let mut out = DeviceBuffer::<u32>::zeroed(&context, 64).unwrap();
+    gpu_rules::q4_fnptr_recurse::launch(&stream, (1u32, 64u32), 100, 1, &mut out).unwrap();
+    stream.synchronize_timeout(Duration::from_secs(20)).unwrap();
+    let gpu = out.to_vec().unwrap();
+    let mut cpu = vec![0u32; 64];
+    gpu_rules::q4_fnptr_recurse::launch_cpu(&CpuExecutor::new(), (1u32, 64u32), 100, 1, &mut cpu).unwrap();
+    println!("Q4 depth 100 with a 64 KiB stack limit: gpu[0..4] = {:?}, cpu[0..4] = {:?}", &gpu[..4], &cpu[..4]);
+    assert_eq!(gpu, cpu);
+}
+
+/// Q7 (audit 2026-11-27b): a kernel with 512 KiB of locals per thread got a bare
+/// `CUDA_ERROR_INVALID_VALUE` from `cuLaunchKernel`. Now the error names the local memory per
+/// thread, the limit and what to do; a kernel with 32 KiB runs, as on the CPU executor.
+#[test]
+fn q7_too_much_local_memory_is_refused_with_the_limit_named() {
+    let Some(context) = common::gpu_or_skip("q7_too_much_local_memory_is_refused_with_the_limit_named") else { return };
+    let stream = Stream::non_blocking(&context).unwrap();
+    let attributes = gpu_rules::q7_big_stack::function(&context).unwrap().attributes().unwrap();
+    println!("Q7 big_stack attributes: {attributes:?}");
+    let mut out = DeviceBuffer::<u32>::zeroed(&context, 64).unwrap();
+    let error = gpu_rules::q7_big_stack::launch(&stream, (1u32, 64u32), 9, &mut out).unwrap_err();
+    println!("Q7 GPU: {error}");
+    let Error::InvalidLaunch { problem: LaunchProblem::LocalMemoryTooLarge { bytes, limit, reserve }, .. } = &error else { panic!("{error:?}") };
+    assert_eq!((*bytes, *limit), (524_288, 512 * 1024));
+    assert!(reserve.is_some(), "the device's figures are named");
+    assert!(error.to_string().contains("local memory per thread"), "{error}");
+    // The CPU executor refuses it too (the ptxas figure embedded at build time).
+    let mut cpu = vec![0u32; 64];
+    let cpu_error = gpu_rules::q7_big_stack::launch_cpu(&CpuExecutor::new(), (1u32, 64u32), 9, &mut cpu).unwrap_err();
+    println!("Q7 CPU: {cpu_error}");
+    assert!(
+        matches!(&cpu_error, ferrocuda_device::cpu::CpuError::InvalidConfig { problem: LaunchProblem::LocalMemoryTooLarge { bytes: 524_288, .. }, .. }),
+        "{cpu_error:?}"
+    );
+    // For the record, in a context of its own: what the driver accepts as a stack limit near
+    // 512 KiB.
+    {
+        let own = ferrocuda::Context::create(0, ferrocuda::SchedulePolicy::Auto).unwrap();
+        for bytes in [256 * 1024, 512 * 1024 - 4096, 512 * 1024] {
+            println!("Q7 set_limit(StackSize, {bytes}) on a created context: {:?}", own.set_limit(Limit::StackSize, bytes));
+        }
+    }
+    // The control runs on both, with the same values.
+    gpu_rules::q7_small_stack::launch(&stream, (1u32, 64u32), 9, &mut out).unwrap();
+    stream.synchronize().unwrap();
+    gpu_rules::q7_small_stack::launch_cpu(&CpuExecutor::new(), (1u32, 64u32), 9, &mut cpu).unwrap();
+    assert_eq!(out.to_vec().unwrap(), cpu);
+}
+
+/// Q11 (audit 2026-11-27b), release profile: this crate's host build and its device build
+/// both wrap on integer overflow (cargo's release default; the builder follows it), so the GPU
+/// and the CPU executor give the same wrapped values. (tests/overflow_checks.rs has both builds
+/// checking.)
+#[test]
+fn q11_overflow_wraps_alike_on_the_gpu_and_the_cpu_executor_in_release() {
+    let Some(context) = common::gpu_or_skip("q11_overflow_wraps_alike_on_the_gpu_and_the_cpu_executor_in_release") else { return };
+    let stream = Stream::non_blocking(&context).unwrap();
+    let x = [u32::MAX, 1 << 31, 0x5555_5556, 7];
+    let input = DeviceBuffer::from_slice(&context, &x).unwrap();
+    for (mode, s) in [(0u32, 0u32), (1, 3), (2, 0)] {
+        let mut out = DeviceBuffer::<u32>::zeroed(&context, 4).unwrap();
+        gpu_rules::q11_int_ops::launch(&stream, (1u32, 4u32), mode, &input, s, &mut out).unwrap();
+        stream.synchronize().unwrap();
+        let gpu = out.to_vec().unwrap();
+        let mut cpu = vec![0u32; 4];
+        gpu_rules::q11_int_ops::launch_cpu(&CpuExecutor::new(), (1u32, 4u32), mode, &x, s, &mut cpu).unwrap();
+        println!("Q11 release mode {mode}: gpu {gpu:x?}, cpu {cpu:x?}");
+        assert_eq!(gpu, cpu, "mode {mode}");
+    }
+}

@@ -12,8 +12,8 @@
 
 mod common;
 
-use ferrocuda::{DeviceBuffer, Dim3, Error, LAYOUT_SYMBOL_PREFIX, LaunchConfig, Stream};
-use test_kernels::host_device_layout::{q1_cfg_alias, q2_cfg_width};
+use ferrocuda::{DeviceBuffer, Dim3, Error, LAYOUT_SYMBOL_PREFIX, LaunchConfig, Stream, TYPES_SYMBOL_PREFIX, type_key};
+use test_kernels::host_device_layout::{q1_cfg_alias, q1_same_size_alias, q2_cfg_width};
 
 /// The `u64` words of the device global `name` in `ptx`: a `.b8` array of little-endian
 /// bytes (or of 64-bit words), whose initializer leaves out trailing zeros.
@@ -55,6 +55,23 @@ fn q2_a_cfg_attr_width_gives_the_device_module_another_layout_than_the_launcher(
     assert_eq!(device_layout("q2_cfg_width"), [4, 4, 16]);
 }
 
+/// The rest of Q1 (same size): `u32` on the host and `f32` on the device have one layout, so
+/// the layout check passed them; each build now also records its element types' names. The
+/// device module holds the key of `f32` for `out`, the launcher the name `u32`.
+#[test]
+fn q1_same_size_cfg_types_have_one_layout_but_two_type_names() {
+    assert_eq!(q1_same_size_alias::SIGNATURE.layout, &[4, 4, 0, 4, 4, 0]);
+    assert_eq!(device_layout("q1_same_size_alias"), [4, 4, 0, 4, 4, 0], "the layout cannot tell them apart");
+    let ptx = test_kernels::KERNELS.ptx_for(90).unwrap();
+    let device = global_words(ptx, &format!("{TYPES_SYMBOL_PREFIX}q1_same_size_alias"));
+    assert_eq!(device, [type_key("u32"), type_key("f32")]);
+    let host: Vec<&str> = q1_same_size_alias::SIGNATURE.type_names.iter().map(|f| f.unwrap()()).collect();
+    assert_eq!(host, ["u32", "u32"]);
+    // A kernel whose builds agree has equal tables (q1_cfg_alias differs in layout already).
+    let agree = global_words(ptx, &format!("{TYPES_SYMBOL_PREFIX}q2_cfg_width"));
+    assert_eq!(agree, [type_key("u32")]);
+}
+
 fn refused(result: Result<(), Error>, parameter: &str, what: &str) {
     match result {
         Err(Error::KernelSignatureMismatch { detail, .. }) => {
@@ -80,6 +97,8 @@ fn q1_q2_gpu_launches_of_kernels_whose_builds_disagree_are_refused() {
     let mut matrix = DeviceBuffer::<u32>::zeroed(&context, 64).unwrap();
     let config = LaunchConfig::new(Dim3 { x: 1, y: 1, z: 1 }, Dim3 { x: 8, y: 8, z: 1 });
     refused(q2_cfg_width::launch(&stream, config, &mut matrix), "out", "(16, 0) in the device build");
+    // Same size, another type: refused by the type names.
+    refused(q1_same_size_alias::launch(&stream, LaunchConfig::for_elements(64, 64), &x, &mut buf.slice_mut(..64)), "out", "`u32` in the host build");
     stream.synchronize().unwrap();
     assert!(buf.to_vec().unwrap().iter().all(|&v| v == 0), "nothing ran");
     assert!(matrix.to_vec().unwrap().iter().all(|&v| v == 0), "nothing ran");

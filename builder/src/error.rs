@@ -62,6 +62,25 @@ pub enum BuildError {
         chain: Vec<String>,
         /// The function of the chain called again.
         cycle_start: String,
+        /// Whether the cycle goes through a call by function pointer or `dyn` method (audit
+        /// 2026-11-27b, Q4); the chain then names the possible target it reaches.
+        through_indirect_call: bool,
+    },
+    /// A kernel calls through a function pointer or a `dyn` method that can reach a function
+    /// of the module (audit 2026-11-27b, Q4): ptxas leaves the frames of indirectly called
+    /// functions out of the kernel's stack size, so they run on whatever the context's stack
+    /// limit (1 KiB by default) leaves, and a deep enough chain faults
+    /// (`CUDA_ERROR_ILLEGAL_ADDRESS`). Refused unless the build script vouches for it with
+    /// [`KernelBuilder::allow_recursion`](crate::KernelBuilder::allow_recursion).
+    IndirectCall {
+        /// The architecture whose PTX shows it.
+        arch: Arch,
+        /// The kernel (PTX entry).
+        kernel: String,
+        /// The direct calls from the kernel to the function that makes the indirect call.
+        chain: Vec<String>,
+        /// The functions the call can reach (PTX symbols).
+        targets: Vec<String>,
     },
     /// An architecture that is not `sm_70` or newer.
     BadArch {
@@ -165,15 +184,29 @@ impl fmt::Display for BuildError {
                 "ptxas rejected the PTX for {arch} (set FERROCUDA_PTXAS to another ptxas to compare; a PTX that ptxas rejects is a code-generation bug worth reporting):\n{}",
                 log.trim_end()
             ),
-            Self::RecursiveKernel { arch, kernel, chain, cycle_start } => write!(
+            Self::RecursiveKernel { arch, kernel, chain, cycle_start, through_indirect_call } => write!(
                 f,
-                "kernel `{kernel}` is recursive ({arch} PTX: {} -> {cycle_start}): a GPU thread's stack is fixed per context (1 KiB by \
+                "kernel `{kernel}` is recursive ({arch} PTX: {} -> {cycle_start}{}): a GPU thread's stack is fixed per context (1 KiB by \
                  default, `Limit::StackSize`), and how deep a recursion goes is known only while it runs, so a deep one runs off the \
                  stack and faults with CUDA_ERROR_ILLEGAL_ADDRESS, with nothing naming the stack. Write the recursion as a loop (with \
                  an explicit stack in a local array of fixed size), or, if every launch provably stays within a stack limit that the \
                  host sets with `Context::set_limit(Limit::StackSize, bytes)`, vouch for it in the build script: \
                  `unsafe {{ builder.allow_recursion(\"{kernel}\") }}`",
-                chain.join(" -> ")
+                chain.join(" -> "),
+                if *through_indirect_call { ", through a call by function pointer or `dyn` method, which can reach it" } else { "" }
+            ),
+            Self::IndirectCall { arch, kernel, chain, targets } => write!(
+                f,
+                "kernel `{kernel}` calls through a function pointer or a `dyn` method ({arch} PTX: {} -> indirect call, which can reach \
+                 {}): ptxas leaves the frames of functions called this way out of the kernel's stack size, so they run on what the \
+                 context's stack limit leaves (1 KiB per thread by default, `Limit::StackSize`), and a deep enough chain (or a \
+                 recursion through the pointer) faults with CUDA_ERROR_ILLEGAL_ADDRESS, with nothing naming the stack. Call the \
+                 functions directly (a `match` over an enum or a generic parameter instead of a function pointer or `dyn Trait`), or, \
+                 if every launch provably stays within a stack limit that the host sets with \
+                 `Context::set_limit(Limit::StackSize, bytes)` (the frames are in `ptxas -v`), vouch for it in the build script: \
+                 `unsafe {{ builder.allow_recursion(\"{kernel}\") }}`",
+                chain.join(" -> "),
+                targets.join(", ")
             ),
             Self::BadArch { given } => write!(f, "`{given}` is not a supported GPU architecture: use sm_70 or newer, e.g. `sm_80` or `sm_90`"),
             Self::CubinWithoutPtx { arch } => write!(f, "a cubin for {arch} needs PTX for {arch} or older: add `.arch(...)` with an older architecture"),

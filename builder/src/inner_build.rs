@@ -17,6 +17,8 @@ pub(crate) struct InnerBuild<'a> {
     pub manifest: &'a Path,
     pub crate_name: &'a str,
     pub release: bool,
+    /// Integer overflow checks (`KernelBuilder::overflow_checks`), for every crate of the build.
+    pub overflow_checks: bool,
 }
 
 impl InnerBuild<'_> {
@@ -55,7 +57,8 @@ impl InnerBuild<'_> {
             .env("CARGO_ENCODED_RUSTFLAGS", rustflags.join("\x1f"))
             .env(format!("CARGO_PROFILE_{profile}_PANIC"), "abort")
             .env(format!("CARGO_PROFILE_{profile}_LTO"), "fat")
-            .env(format!("CARGO_PROFILE_{profile}_CODEGEN_UNITS"), "1");
+            .env(format!("CARGO_PROFILE_{profile}_CODEGEN_UNITS"), "1")
+            .env(format!("CARGO_PROFILE_{profile}_OVERFLOW_CHECKS"), if self.overflow_checks { "true" } else { "false" });
         crate::env::own_libraries(&mut command, &self.toolchain.rustc);
         command
     }
@@ -364,7 +367,7 @@ warning: `k` (lib) generated 3 warnings (run `cargo fix --lib -p k` to apply 1 s
     #[test]
     fn the_ptx_path_is_chosen_by_us_and_passed_to_the_final_rustc_only() {
         let tc = toolchain();
-        let build = InnerBuild { toolchain: &tc, manifest: Path::new("/k/Cargo.toml"), crate_name: "k", release: true };
+        let build = InnerBuild { toolchain: &tc, manifest: Path::new("/k/Cargo.toml"), crate_name: "k", release: true, overflow_checks: false };
         let command = build.command(Path::new("/t/sm_80"), &["-Ctarget-cpu=sm_80".into(), "--cfg".into(), "x".into()], Path::new("/out/k.sm_80.s"));
         let args: Vec<String> = command.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
         let separator = args.iter().position(|a| a == "--").expect("a -- separator");
@@ -373,6 +376,7 @@ warning: `k` (lib) generated 3 warnings (run `cargo fix --lib -p k` to apply 1 s
         let env: Vec<(String, String)> =
             command.get_envs().filter_map(|(k, v)| Some((k.to_string_lossy().into_owned(), v?.to_string_lossy().into_owned()))).collect();
         assert!(env.contains(&("CARGO_ENCODED_RUSTFLAGS".into(), "-Ctarget-cpu=sm_80\x1f--cfg\x1fx".into())), "{env:?}");
+        assert!(env.contains(&("CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS".into(), "false".into())), "Q11: the profile's overflow checks are explicit: {env:?}");
         assert!(env.contains(&("RUSTC".into(), "/tc/rustc".into())) && env.contains(&("RUSTC_BOOTSTRAP".into(), "1".into())), "{env:?}");
         assert_eq!(build.dep_info_file(Path::new("/t/sm_80")), Path::new("/t/sm_80/nvptx64-nvidia-cuda/release/k.d"));
     }
@@ -396,7 +400,7 @@ warning: `k` (lib) generated 3 warnings (run `cargo fix --lib -p k` to apply 1 s
     #[test]
     fn a_relative_or_comma_path_is_refused_before_running_anything() {
         let tc = toolchain();
-        let build = InnerBuild { toolchain: &tc, manifest: Path::new("/k/Cargo.toml"), crate_name: "k", release: true };
+        let build = InnerBuild { toolchain: &tc, manifest: Path::new("/k/Cargo.toml"), crate_name: "k", release: true, overflow_checks: false };
         for bad in ["rel/k.s", "/a,b/k.s"] {
             let error = build.run(Arch::SM_80, Path::new("/t"), &[], Path::new(bad)).unwrap_err().to_string();
             assert!(error.contains("absolute path without commas"), "{error}");

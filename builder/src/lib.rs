@@ -43,7 +43,7 @@ use std::path::{Path, PathBuf};
 
 pub use arch::{ARCH_GATED_MODULES, Arch, DEFAULT_CUBIN_ARCHS, DEFAULT_PTX_ARCH, FmaContraction, KNOWN_ARCHS, check_cfg_lines, gated_module_notes};
 pub use artifacts::{Artifacts, Cubin, clean_debug_ptx, clean_ptx};
-pub use call_graph::{Recursion, recursive_kernels};
+pub use call_graph::{IndirectCall, Recursion, indirect_call_kernels, recursive_kernels};
 pub use env::BuildEnv;
 pub use error::BuildError;
 pub use inner_build::strip_ansi;
@@ -79,6 +79,8 @@ pub struct KernelBuilder {
     env: BuildEnv,
     /// Kernels allowed to recurse ([`KernelBuilder::allow_recursion`]).
     recursive: Vec<String>,
+    /// Integer overflow checks in the device build ([`KernelBuilder::overflow_checks`]).
+    overflow_checks: Option<bool>,
 }
 
 impl KernelBuilder {
@@ -100,21 +102,49 @@ impl KernelBuilder {
             out_dir: None,
             env: BuildEnv::process(),
             recursive: Vec::new(),
+            overflow_checks: None,
         }
     }
 
-    /// Lets the kernel `kernel` (its PTX symbol) reach a recursive function, which the build
-    /// otherwise refuses ([`BuildError::RecursiveKernel`], audit P10): the depth of a recursion
-    /// is known only while it runs, and a GPU thread's stack is fixed per context, so a deep
-    /// recursion runs off it and faults (`CUDA_ERROR_ILLEGAL_ADDRESS`).
+    /// Whether the device build checks integer overflow (`x + 1` at the type's maximum
+    /// panics, as in a host build with `overflow-checks`) or wraps (audit 2026-11-27b, Q11).
+    ///
+    /// Default: as cargo's default for the profile that runs the build script (`PROFILE`:
+    /// `debug`, checks on; `release`, off), so that a kernel crate's host build, which the CPU
+    /// executor runs, and its device build agree; outside a build script, on for
+    /// [`release(false)`](Self::release) builds. A profile that sets `overflow-checks` itself
+    /// (for example `[profile.release.package.my-kernels] overflow-checks = true`) is not
+    /// visible to a build script: say the same here. The CPU executor refuses to run a kernel
+    /// whose two builds disagree (`CpuError::OverflowChecksDiffer`), naming this setting.
+    pub fn overflow_checks(mut self, checks: bool) -> Self {
+        self.overflow_checks = Some(checks);
+        self
+    }
+
+    /// Whether the device build will check integer overflow (see
+    /// [`overflow_checks`](Self::overflow_checks)).
+    pub fn checks_overflow(&self) -> bool {
+        self.overflow_checks.unwrap_or_else(|| match self.env.var("PROFILE").as_deref() {
+            Some(profile) if self.env.var("OUT_DIR").is_some() => profile == "debug",
+            _ => !self.release,
+        })
+    }
+
+    /// Lets the kernel `kernel` (its PTX symbol) reach a recursive function or call through a
+    /// function pointer or `dyn` method, which the build otherwise refuses
+    /// ([`BuildError::RecursiveKernel`], audit P10; [`BuildError::IndirectCall`], audit
+    /// 2026-11-27b Q4): the depth of a recursion is known only while it runs, ptxas leaves
+    /// indirectly called frames out of the kernel's stack size, and a GPU thread's stack is
+    /// fixed per context, so a deep chain runs off it and faults (`CUDA_ERROR_ILLEGAL_ADDRESS`).
+    /// A fault of a context where such a kernel ran names the kernel and the stack limit.
     ///
     /// # Safety
     /// Every launch of `kernel` must recurse no deeper than the stack the context gives each
     /// thread: the host sets it with `Context::set_limit(Limit::StackSize, bytes)` before the
     /// launches (1 KiB by default), with room for the deepest chain of frames a launch makes
     /// (`ptxas -v` prints each function's frame). A deeper recursion writes past the thread's
-    /// stack. The CPU executor's stacks are another size (16 MiB by default), so it does not
-    /// check this.
+    /// stack. The CPU executor's stacks are another size (16 MiB by default) and its frames are
+    /// the host's, so it does not check this.
     #[allow(unsafe_code, reason = "the contract is the caller's: nothing here is unsafe to run")]
     pub unsafe fn allow_recursion(mut self, kernel: impl Into<String>) -> Self {
         self.recursive.push(kernel.into());
@@ -355,10 +385,11 @@ impl KernelBuilder {
         }
         let toolchain = DeviceToolchain::find(&self.env)?;
         let target_dir = self.target_dir.clone().unwrap_or_else(|| default_target_dir(&out_dir));
-        let inner = InnerBuild { toolchain: &toolchain, manifest: &manifest, crate_name: &crate_name, release: self.release };
+        let inner =
+            InnerBuild { toolchain: &toolchain, manifest: &manifest, crate_name: &crate_name, release: self.release, overflow_checks: self.checks_overflow() };
         let cargo_home = self.env.var("CARGO_HOME").map(PathBuf::from).or_else(|| self.env.var("HOME").map(|home| PathBuf::from(home).join(".cargo")));
 
-        let mut artifacts = Artifacts { toolchain: Some(toolchain.version.clone()), ..Default::default() };
+        let mut artifacts = Artifacts { toolchain: Some(toolchain.version.clone()), overflow_checks: inner.overflow_checks, ..Default::default() };
         let mut sources = BTreeSet::new();
         // One device build per architecture, side by side: each ends in a single-threaded fat
         // LTO step, so running them together uses the machine's cores better than in turn.
@@ -394,10 +425,21 @@ impl KernelBuilder {
                 }
             }
             let ptx = if self.debug_info { clean_debug_ptx(&raw) } else { clean_ptx(&raw) };
-            // A kernel whose stack depth nobody can bound (recursion) is refused (P10).
+            // A kernel whose stack depth nobody can bound (recursion, P10, or an indirect call
+            // whose frames ptxas does not count, Q4) is refused.
             if let Some(found) = recursive_kernels(&ptx).into_iter().find(|r| !self.recursive.contains(&r.kernel)) {
-                return Err(BuildError::RecursiveKernel { arch, kernel: found.kernel, chain: found.chain, cycle_start: found.cycle_start });
+                let Recursion { kernel, chain, cycle_start, through_indirect_call } = found;
+                return Err(BuildError::RecursiveKernel { arch, kernel, chain, cycle_start, through_indirect_call });
             }
+            let indirect = indirect_call_kernels(&ptx);
+            if let Some(found) = indirect.iter().find(|r| !self.recursive.contains(&r.kernel)) {
+                let IndirectCall { kernel, chain, targets } = found.clone();
+                return Err(BuildError::IndirectCall { arch, kernel, chain, targets });
+            }
+            // The kernels vouched for are marked, so that a fault after their launch names the
+            // stack limit (Q4).
+            let unbounded: Vec<String> = recursive_kernels(&ptx).into_iter().map(|r| r.kernel).chain(indirect.into_iter().map(|r| r.kernel)).collect();
+            let ptx = mark_unbounded_stacks(ptx, unbounded.into_iter());
             // `#[kernel(launch_bounds(..))]` markers become `.maxntid`/`.minnctapersm`/`.reqntid`.
             let ptx = apply_launch_bounds(&ptx);
             // Kernels that cannot panic lose the kernel-name tag store (a dead STS.128).
@@ -453,6 +495,18 @@ impl KernelBuilder {
         artifacts.manifest = Some(list);
         Ok(artifacts)
     }
+}
+
+/// `ptx` with a global `__ferrocuda_unbounded_stack_<kernel>` (one `u32`) for each of
+/// `kernels` (those whose stack the build could not bound and `allow_recursion` let through):
+/// the host notes them at their first launch and names them, with the stack limit, when a
+/// fault follows (audit 2026-11-27b, Q4).
+fn mark_unbounded_stacks(mut ptx: String, kernels: impl Iterator<Item = String>) -> String {
+    let kernels: BTreeSet<String> = kernels.collect();
+    for kernel in kernels {
+        ptx.push_str(&format!("\n.visible .global .align 4 .u32 __ferrocuda_unbounded_stack_{kernel} = 1;\n"));
+    }
+    ptx
 }
 
 /// `<target>/ferrocuda-device`, where `<target>` is the outer build's target (or build)
@@ -527,6 +581,21 @@ mod tests {
         assert!(detailed(KernelBuilder::new("x").release(false)));
         assert!(!detailed(KernelBuilder::new("x").release(false).panic_messages(false)));
         assert!(check_cfg_lines(&[]).iter().any(|l| l == "cargo::rustc-check-cfg=cfg(ferrocuda_panic_messages)"));
+    }
+
+    /// Q11 (audit 2026-11-27b): the device build's overflow checks follow cargo's default for
+    /// the profile that runs the build script (so that the CPU executor, which runs the host
+    /// build, and the GPU agree), unless set.
+    #[test]
+    fn q11_overflow_checks_follow_the_build_scripts_profile() {
+        let env = |profile: &str| BuildEnv::fixed([("OUT_DIR", "/o"), ("PROFILE", profile)]);
+        assert!(KernelBuilder::new("x").env(env("debug")).checks_overflow());
+        assert!(!KernelBuilder::new("x").env(env("release")).checks_overflow());
+        assert!(!KernelBuilder::new("x").env(env("debug")).overflow_checks(false).checks_overflow());
+        assert!(KernelBuilder::new("x").env(env("release")).overflow_checks(true).checks_overflow());
+        // Outside a build script: as cargo's default for the device build's own profile.
+        assert!(!KernelBuilder::new("x").env(BuildEnv::fixed([("PROFILE", "debug")])).checks_overflow());
+        assert!(KernelBuilder::new("x").env(BuildEnv::fixed::<[(&str, &str); 0], _, _>([])).release(false).checks_overflow());
     }
 
     #[test]

@@ -24,6 +24,8 @@
 // device build for an older GPU it does not hold, which makes the intrinsic uncallable there
 // (the caller gets the bound's message) instead of being an error in this crate.
 #![cfg_attr(target_arch = "nvptx64", feature(trivial_bounds, link_llvm_intrinsics))]
+// `core::any::type_name` in a `const`: the device build's type table (`__private::type_key_of`).
+#![cfg_attr(target_arch = "nvptx64", feature(const_type_name))]
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 #![allow(trivial_bounds)]
 
@@ -114,6 +116,10 @@ macro_rules! embed_kernels {
                     $crate::__private::types::KernelResources::from_tuples(__ferrocuda_artifacts::RESOURCES);
                 &RESOURCES
             },
+            device_overflow_checks: __ferrocuda_artifacts::OVERFLOW_CHECKS,
+            // Compiled here, with this crate's profile: it panics for 255 exactly when this
+            // crate's host build checks integer overflow (Q11).
+            host_overflow_probe: |x| x + 1,
         };
     };
 }
@@ -125,4 +131,11 @@ pub mod __private {
     pub use crate::global::__private as args;
     pub use ferrocuda_macros::device_print;
     pub use ferrocuda_types as types;
+
+    /// [`types::type_key`] of `T`'s name as this build resolves it, at compile time: the
+    /// device module's type table (audit 2026-11-27b, same-size `cfg` types).
+    #[cfg(target_arch = "nvptx64")]
+    pub const fn type_key_of<T: ?Sized>() -> u64 {
+        types::type_key(core::any::type_name::<T>())
+    }
 }

@@ -93,6 +93,13 @@ fn stmatrix_x4_writes_the_ptx_fragment_layout() {
         let t = thread_idx_x();
         let (w, lane) = (t / 32, t % 32);
         let value = [0, 1, 2, 3].map(|r| register(w, lane, r));
+        // The rows fill half of each 32-byte stride, and the dump below reads every word: zero
+        // them all first (a read of shared memory no thread wrote is an error, audit Q6).
+        for k in 0..WARPS * WARP_BYTES / 4 / (32 * WARPS) {
+            // SAFETY: inside the launch's shared memory, 4-byte aligned.
+            unsafe { u32::store_shared(dynamic_shared_address() + 4 * (t + 32 * WARPS * k), 0) };
+        }
+        sync_threads();
         // SAFETY: all 32 lanes of each warp, 16-byte aligned rows inside the shared memory.
         unsafe { ldmatrix::store_x4(row_address(w, lane), value) };
         sync_threads();

@@ -64,6 +64,7 @@ impl LoadedEmbedded {
             // SAFETY of the source pointer: it came from a `&'static EmbeddedModule`.
             let name = unsafe { &*self.source }.crate_name;
             crate::module::checks::check_layout(self.module.raw, signature, name)?;
+            crate::panic_report::note_if_unbounded_stack(self.module.raw, f, signature.symbol);
             self.functions[index].2 = true;
         }
         Ok(f)

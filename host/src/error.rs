@@ -44,6 +44,25 @@ pub enum Error {
         /// The driver's error, from the call that noticed the fault.
         source: DriverError,
     },
+    /// A kernel faulted (a sticky error with no panic record) after kernels whose stack ptxas
+    /// could not bound had been launched in this process (recursion, or calls through a
+    /// function pointer or `dyn` method, vouched for with the builder's `allow_recursion`):
+    /// a call chain deeper than the context's stack limit faults like this, so the error names
+    /// them and the limit (audit 2026-11-27b, Q4).
+    #[error(
+        "{source}.\nKernels whose stack depth the build could not bound (recursion, or calls through a function pointer or `dyn` \
+         method, allowed with `KernelBuilder::allow_recursion`) were launched in this process: {kernels}. A call chain deeper than \
+         the stack limit writes past the thread's stack and faults like this (CUDA names no stack). Give them room with \
+         `Context::set_limit(Limit::StackSize, bytes)` before the launches (bytes: the deepest chain's frames, each function's in \
+         `ptxas -v`), or bound the depth"
+    )]
+    StackLimitFault {
+        /// Each such kernel, with the context's stack limit and the stack ptxas counted for it
+        /// (without the recursive or indirect calls) at its first launch.
+        kernels: String,
+        /// The driver's error, from the call that noticed the fault.
+        source: DriverError,
+    },
     /// A launch configuration that breaks a device limit; nothing was launched.
     #[error("cannot launch `{kernel}`: {problem}")]
     InvalidLaunch {

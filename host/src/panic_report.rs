@@ -78,7 +78,60 @@ pub(crate) fn with_kernel_panic(error: DriverError) -> Error {
     {
         return Error::KernelPanic { report: Box::new(report), source: error };
     }
+    if error.is_sticky()
+        && let Some(kernels) = unbounded_stack_kernels()
+    {
+        return Error::StackLimitFault { kernels, source: error };
+    }
     Error::Driver(error)
+}
+
+/// Kernels whose stack the build could not bound (the builder's `allow_recursion`: the PTX
+/// global `__ferrocuda_unbounded_stack_<kernel>`), as first launched in this process: each
+/// `(kernel, the context's stack limit then, ptxas's stack for the kernel)`. Read only when a
+/// fault is reported (Q4).
+static UNBOUNDED_STACK: std::sync::Mutex<Vec<(String, usize, i32)>> = std::sync::Mutex::new(Vec::new());
+
+/// The PTX global the builder adds for a kernel it lets reach recursion or an indirect call.
+pub(crate) const UNBOUNDED_STACK_PREFIX: &str = "__ferrocuda_unbounded_stack_";
+
+/// On the first launch of `symbol` (a function of the loaded module `raw`, in the current
+/// context): if the builder marked it as having an unbounded stack, notes it with the
+/// context's stack limit, for the message of a later fault (Q4). One global lookup; nothing
+/// else for unmarked kernels.
+#[cold]
+pub(crate) fn note_if_unbounded_stack(raw: cudarc::driver::sys::CUmodule, function: cudarc::driver::sys::CUfunction, symbol: &str) {
+    let Ok(name) = std::ffi::CString::new(format!("{UNBOUNDED_STACK_PREFIX}{symbol}")) else { return };
+    let (mut address, mut bytes) = (0, 0);
+    // SAFETY: looks a global up by a NUL-terminated name in a loaded module.
+    if unsafe { crate::driver::module::get_global(&mut address, &mut bytes, raw, name.as_ptr()) }.is_err() {
+        return;
+    }
+    let mut limit = 0usize;
+    // SAFETY: writes one usize; the module's context is current (a launch is being made).
+    let _ = unsafe { crate::driver::context::get_limit(&mut limit, cudarc::driver::sys::CUlimit::CU_LIMIT_STACK_SIZE) };
+    let mut local = 0;
+    // SAFETY: writes one int; the function belongs to the current context.
+    let _ =
+        unsafe { crate::driver::function::get_attribute(&mut local, cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, function) };
+    let mut list = UNBOUNDED_STACK.lock().unwrap_or_else(|e| e.into_inner());
+    match list.iter_mut().find(|(k, ..)| k == symbol) {
+        Some(entry) => *entry = (symbol.to_string(), limit, local),
+        None => list.push((symbol.to_string(), limit, local)),
+    }
+}
+
+/// The kernels noted by [`note_if_unbounded_stack`], as a sentence; `None` if none.
+fn unbounded_stack_kernels() -> Option<String> {
+    let list = UNBOUNDED_STACK.lock().unwrap_or_else(|e| e.into_inner());
+    (!list.is_empty()).then(|| {
+        list.iter()
+            .map(|(kernel, limit, local)| {
+                format!("`{kernel}` (stack limit set: {limit} bytes per thread; ptxas counted {local} bytes, without the recursive or indirect calls)")
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    })
 }
 
 /// The panic a kernel recorded, if one did.

@@ -27,7 +27,8 @@ run() { # name, timeout, command...
 gpu_tests=(gpu_soundness gpu_streams gpu_contexts gpu_kernels gpu_fault gpu_multi_gpu gpu_cublas gpu_cufft gpu_nccl
   gpu_host_safety gpu_host_adversarial gpu_host_seams gpu_borrowed gpu_attention gpu_peer_lengths port_gaps
   launch_kinds launch_modules launch_no_alloc kernel_model cpu_executor cpu_device_lib nccl_loading cpu_half_floats
-  gpu_tma_tracked llm_examples matrix_outputs gpu_kernels_lib gpu_rules out_partitions port_patterns host_device_layout)
+  gpu_tma_tracked llm_examples matrix_outputs gpu_kernels_lib gpu_rules out_partitions port_patterns host_device_layout
+  overflow_checks)
 for t in "${gpu_tests[@]}"; do
   [ -x "$t" ] && run "$t" 150 "./$t" --test-threads=1
 done

@@ -2,10 +2,13 @@
 //! kernel crate.
 
 fn main() {
-    ferrocuda_builder::KernelBuilder::new(env!("CARGO_MANIFEST_DIR"))
+    let builder = ferrocuda_builder::KernelBuilder::new(env!("CARGO_MANIFEST_DIR"))
         // sm_80 PTX for everything; the sm_90 build adds the cluster kernels behind
         // `cfg(ferrocuda_sm = "90")`, which the tests check are absent from the sm_80 PTX.
         .arch(ferrocuda_builder::Arch::SM_80)
-        .arch(ferrocuda_builder::Arch::SM_90)
-        .run();
+        .arch(ferrocuda_builder::Arch::SM_90);
+    // SAFETY: `q4_fnptr_recurse` recurses through a function pointer (audit 2026-11-27b, Q4);
+    // tests/gpu_rules.rs launches it deeper than the default stack only in a child process that
+    // expects the fault, and otherwise raises `Limit::StackSize` for its depth first.
+    unsafe { builder.allow_recursion("q4_fnptr_recurse") }.run();
 }

@@ -63,6 +63,14 @@ pub struct EmbeddedModule {
     pub cubins: &'static [(u32, &'static [u8])],
     /// `ptxas -v` per cubin and kernel.
     pub resources: &'static [KernelResources],
+    /// Whether the device build checks integer overflow (a panic, as in a host build with
+    /// `overflow-checks`; the builder's `KernelBuilder::overflow_checks`, audit 2026-11-27b Q11).
+    pub device_overflow_checks: bool,
+    /// `|x| x + 1` as compiled by the kernel crate's host build (`embed_kernels!()` expands it
+    /// there): it panics for 255 exactly when that build checks overflow. The CPU executor
+    /// compares it with `device_overflow_checks` before running a kernel, so that both builds
+    /// of a kernel give the same result for the same profile.
+    pub host_overflow_probe: fn(u8) -> u8,
 }
 
 /// Which image of a module a device runs.
@@ -103,6 +111,12 @@ impl EmbeddedModule {
         self.cubins.iter().find(|&&(a, _)| a == arch).map(|&(_, bytes)| bytes)
     }
 
+    /// The largest stack (local memory per thread) that `ptxas -v` reported for `kernel` in
+    /// any cubin of the module; `None` when no cubin was built (no `ptxas` at build time).
+    pub fn largest_stack(&self, kernel: &str) -> Option<u64> {
+        self.resources.iter().filter(|r| r.kernel == kernel).map(|r| r.stack_frame as u64).max()
+    }
+
     /// What `ptxas -v` reported for `kernel` in the cubin for `arch`, if built.
     pub fn resources_of(&self, kernel: &str, arch: u32) -> Option<&'static KernelResources> {
         self.resources.iter().find(|r| r.kernel == kernel && r.arch == arch)
@@ -115,8 +129,15 @@ mod tests {
 
     const ROWS: &[ResourceTuple] = &[(90, "saxpy", 16, 0, 0, 0, 0), (90, "reduce", 24, 4, 4, 8, 1024)];
     static RESOURCES: [KernelResources; ROWS.len()] = KernelResources::from_tuples(ROWS);
-    static MODULE: EmbeddedModule =
-        EmbeddedModule { crate_name: "k", toolchain: "rustc", ptx: &[(70, "ptx70"), (80, "ptx80")], cubins: &[(90, &[1, 2, 3])], resources: &RESOURCES };
+    static MODULE: EmbeddedModule = EmbeddedModule {
+        crate_name: "k",
+        toolchain: "rustc",
+        ptx: &[(70, "ptx70"), (80, "ptx80")],
+        cubins: &[(90, &[1, 2, 3])],
+        resources: &RESOURCES,
+        device_overflow_checks: false,
+        host_overflow_probe: |x| x.wrapping_add(1),
+    };
 
     #[test]
     fn picks_exact_cubin_then_newest_older_ptx() {

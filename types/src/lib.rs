@@ -32,7 +32,7 @@ pub use arch::Arch;
 pub use config::LaunchConfig;
 pub use dim3::Dim3;
 pub use embedded::{EmbeddedModule, Image, KernelResources, ResourceTuple};
-pub use limits::{DeviceLimits, MAX_PORTABLE_CLUSTER_BLOCKS};
+pub use limits::{DeviceLimits, MAX_LOCAL_BYTES_PER_THREAD, MAX_PORTABLE_CLUSTER_BLOCKS};
 #[cfg(feature = "std")]
 pub use panic::KernelPanic;
 pub use panic::{
@@ -41,7 +41,7 @@ pub use panic::{
 };
 pub use problem::LaunchProblem;
 pub use requirements::{LaunchRequirements, same_lengths};
-pub use signature::{FINGERPRINT_SYMBOL_PREFIX, KernelSignature, LAYOUT_SYMBOL_PREFIX, LAYOUT_WORDS, fingerprint, layout_words};
+pub use signature::{FINGERPRINT_SYMBOL_PREFIX, KernelSignature, LAYOUT_SYMBOL_PREFIX, LAYOUT_WORDS, TYPES_SYMBOL_PREFIX, fingerprint, layout_words, type_key};
 
 /// Threads in a warp on every NVIDIA GPU so far.
 pub const WARP_SIZE: u32 = 32;

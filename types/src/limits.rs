@@ -21,6 +21,13 @@ pub struct DeviceLimits {
     pub cooperative_launch: bool,
 }
 
+/// CUDA's maximum of local memory per thread (512 KiB on every architecture since sm_20, the
+/// CUDA C++ Programming Guide's table of technical specifications). A kernel needs less than
+/// this: the driver's stack limit stays below it (an H200 accepted 520,192 bytes and refused
+/// 524,288), and an H100 and an H200 refused a kernel of exactly 512 KiB (audit 2026-11-27b,
+/// Q7), so launchers refuse `bytes >= limit`.
+pub const MAX_LOCAL_BYTES_PER_THREAD: u64 = 512 * 1024;
+
 /// Most blocks a cluster may have without the non-portable opt-in (CUDA's portable limit).
 pub const MAX_PORTABLE_CLUSTER_BLOCKS: u64 = 8;
 

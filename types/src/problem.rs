@@ -188,6 +188,19 @@ pub enum LaunchProblem {
         /// Where the limit comes from: `"launch_bounds"` or `"registers"`.
         source: &'static str,
     },
+    /// The kernel needs more local memory (its stack: local arrays, spills, call frames) per
+    /// thread than the GPU gives a thread (audit 2026-11-27b, Q7: a GPU refuses the launch
+    /// with a bare `CUDA_ERROR_INVALID_VALUE`).
+    LocalMemoryTooLarge {
+        /// Bytes of local memory per thread the kernel needs (`ptxas -v`'s stack size,
+        /// `CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES`).
+        bytes: u64,
+        /// The per-thread limit checked against ([`MAX_LOCAL_BYTES_PER_THREAD`](crate::MAX_LOCAL_BYTES_PER_THREAD)).
+        limit: u64,
+        /// On a GPU: the threads that can be resident at once (SMs times threads per SM), for
+        /// each of which the driver reserves that memory, and the device's memory in bytes.
+        reserve: Option<(u64, u64)>,
+    },
     /// A kernel compiled with `reqntid(n)` (PTX `.reqntid n, 1, 1`) launched with another block.
     RequiredBlockThreads {
         /// The block the kernel requires: `(n, 1, 1)`.
@@ -303,6 +316,30 @@ impl fmt::Display for LaunchProblem {
                  `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`), which a GPU refuses: launch blocks of at most {max} threads, \
                  or compile the kernel with `launch_bounds` so that ptxas keeps its registers within that block size"
             ),
+            Self::LocalMemoryTooLarge { bytes, limit, reserve } => {
+                write!(
+                    f,
+                    "the kernel needs {bytes} bytes ({} KiB) of local memory per thread (its stack: local arrays, spills and call frames; \
+                     `ptxas -v` prints it as the stack frame), and a GPU thread gets less than {limit} bytes ({} KiB)",
+                    bytes / 1024,
+                    limit / 1024
+                )?;
+                if let Some((threads, memory)) = reserve {
+                    let needed = bytes.saturating_mul(*threads);
+                    write!(
+                        f,
+                        "; the driver also reserves it for every thread that can be resident at once ({threads} threads here: {} MiB, of the \
+                         device's {} MiB)",
+                        needed >> 20,
+                        memory >> 20
+                    )?;
+                }
+                write!(
+                    f,
+                    ". Move large arrays out of the thread's locals: into global memory (a buffer parameter, one slice per thread) or \
+                     shared memory (`shared_array!`, one per block), or make them smaller"
+                )
+            }
             Self::RequiredBlockThreads { required, block } => write!(
                 f,
                 "the kernel was compiled with `reqntid({})` (PTX `.reqntid {}, 1, 1`): it runs only in blocks of exactly {required}, \

@@ -20,6 +20,10 @@ pub const FINGERPRINT_SYMBOL_PREFIX: &str = "__ferrocuda_fingerprint_";
 /// computed by each build from its own resolved types, so the two can be compared.
 pub const LAYOUT_SYMBOL_PREFIX: &str = "__ferrocuda_layout_";
 
+/// Prefix of the device global that holds, per parameter, [`type_key`] of the name of its
+/// element (or by-value) type as the device build resolved it (`u64`s; 0 for a tensor map).
+pub const TYPES_SYMBOL_PREFIX: &str = "__ferrocuda_types_";
+
 /// Words per parameter in [`KernelSignature::layout`]: the byte size and the alignment of the
 /// parameter's element type (a slice's or an output's element, a raw pointer's pointee, a
 /// by-value parameter's own type; 0 and 0 for a tensor map), and its constant `cols(..)`
@@ -48,13 +52,19 @@ pub struct KernelSignature {
     /// The parameters' names, in order (for the error that names a parameter whose layout
     /// differs). Empty when unknown.
     pub param_names: &'static [&'static str],
+    /// Per parameter, `core::any::type_name` of its element (or by-value) type as the host
+    /// build resolves it (`None` for a tensor map). The device module holds [`type_key`] of its
+    /// own build's names (global [`TYPES_SYMBOL_PREFIX`] + symbol), so two `cfg`-chosen types
+    /// of the same size and alignment (`u32` and `f32`) are told apart too (audit 2026-11-27b,
+    /// Q1's same-size case). Empty when unknown (then it is not checked).
+    pub type_names: &'static [Option<fn() -> &'static str>],
 }
 
 impl KernelSignature {
     /// The signature of `symbol` with these parameter sizes and canonical text, with its
     /// fingerprint computed (at compile time in a `const`).
     pub const fn new(symbol: &'static str, param_sizes: &'static [usize], canonical: &'static str) -> Self {
-        KernelSignature { symbol, param_sizes, canonical, fingerprint: fingerprint(canonical), layout: &[], param_names: &[] }
+        KernelSignature { symbol, param_sizes, canonical, fingerprint: fingerprint(canonical), layout: &[], param_names: &[], type_names: &[] }
     }
 }
 
@@ -64,6 +74,12 @@ impl KernelSignature {
 /// device module).
 pub const fn layout_words(size: usize, align: usize, widths: [u32; 2]) -> [u64; LAYOUT_WORDS] {
     [size as u64, align as u64, widths[0] as u64 | (widths[1] as u64) << 32]
+}
+
+/// The key of a type name (`core::any::type_name`) in a device module's type table: its
+/// [`fingerprint`]; 0 stands for a parameter without an element type (a tensor map).
+pub const fn type_key(type_name: &str) -> u64 {
+    fingerprint(type_name)
 }
 
 /// The 64-bit FNV-1a hash of `canonical`, never 0 (0 means "no fingerprint"). Stable across

@@ -7,7 +7,7 @@
 use std::cell::{Cell, OnceCell, RefCell};
 use std::sync::atomic::AtomicBool;
 
-use super::error::{CpuError, ExitedPeerAccess, GlobalMemoryRace, SharedMemoryRace};
+use super::error::{CpuError, ExitedPeerAccess, GlobalMemoryRace, SharedMemoryRace, UninitialisedSharedRead};
 use super::global_memory::{LaunchThread, OutputShadow};
 use super::hooks::{self, BarrierKind, Hooks, SharedFault, WarpOp};
 use super::raw_views::Mirror;
@@ -116,6 +116,9 @@ pub(crate) struct BlockContext<'a> {
     /// unwound), the block ends.
     pub(crate) cancelled: Cell<bool>,
     pub(crate) error: RefCell<Option<CpuError>>,
+    /// The first read of shared memory that the block had not written (Q6), reported when the
+    /// block ends with no other error (a race of the same access is the better report).
+    uninitialised: RefCell<Option<UninitialisedSharedRead>>,
     /// The named barriers (`NamedBarrier`) of the block, by id: fresh for every block, as on a
     /// GPU.
     named: RefCell<Vec<NamedPhase>>,
@@ -174,6 +177,7 @@ impl<'a> BlockContext<'a> {
             warp_clocks: (0..clock_entries).map(|i| Cell::new((i / WARP_SIZE as usize % WARP_SIZE as usize == i % WARP_SIZE as usize) as u32)).collect(),
             cancelled: Cell::new(false),
             error: RefCell::new(None),
+            uninitialised: RefCell::new(None),
             named: RefCell::new(Vec::new()),
             named_seen: OnceCell::new(),
         }
@@ -251,6 +255,9 @@ impl<'a> BlockContext<'a> {
             named_seen: &seen,
         };
         let memory = &self.cluster_shared[rank as usize];
+        if !write {
+            self.check_written(rank, address, bytes);
+        }
         if let Some(race) = memory.record_access(address, bytes, write, &check) {
             let thread = |(block, rank): (u32, u32)| (self.cluster_block_idx(block), self.thread_index(rank));
             let ((first_block, first), (second_block, second)) = (thread(race.first), thread(race.second));
@@ -267,9 +274,35 @@ impl<'a> BlockContext<'a> {
         }
     }
 
+    /// Notes the first read by the running thread of shared memory of cluster block `rank`
+    /// that its block has not written (Q6), to report when the block ends.
+    fn check_written(&self, rank: u32, address: u32, bytes: usize) {
+        let memory = &self.cluster_shared[rank as usize];
+        let Some(unwritten) = memory.unwritten(address, bytes) else { return };
+        let mut first = self.uninitialised.borrow_mut();
+        if first.is_none() {
+            let (dynamic, offset, array_bytes) = memory.describe(unwritten);
+            *first = Some(UninitialisedSharedRead {
+                kernel: self.kernel().to_owned(),
+                block: self.cluster_block_idx(rank),
+                thread: self.thread_index(self.current.get()),
+                reader_block: self.block_idx,
+                address: unwritten,
+                bytes,
+                dynamic,
+                offset,
+                array_bytes,
+            });
+        }
+    }
+
     /// Every thread of this block has exited: its shared memory is gone. A peer's access of
     /// it since the last cluster barrier is an error (nothing kept this block alive for it).
+    /// A read of shared memory the block had not written is reported now (Q6).
     pub(crate) fn block_exited(&self) {
+        if let Some(read) = self.uninitialised.borrow_mut().take() {
+            self.fail(CpuError::UninitialisedSharedRead(read));
+        }
         if let Some((block, rank)) = self.shared.mark_exited() {
             self.fail(CpuError::ExitedPeerAccess(ExitedPeerAccess {
                 kernel: self.kernel().to_owned(),
@@ -470,6 +503,15 @@ impl Hooks for BlockContext<'_> {
     }
     fn note_shared_access(&self, address: u32, bytes: usize, write: bool) {
         self.record_shared(self.cluster_rank, address, bytes, write);
+    }
+    fn note_unrecorded_shared(&self, rank: u32, address: u32, bytes: usize) {
+        if let Some(memory) = self.cluster_shared.get(rank as usize) {
+            memory.mark_written(address, bytes);
+        }
+    }
+    fn note_shared_atomic(&self, address: u32, bytes: usize) {
+        self.check_written(self.cluster_rank, address, bytes);
+        self.shared.mark_written(address, bytes);
     }
     fn note_output_access(&self, base: usize, elements: usize, element_bytes: usize, index: usize, count: usize, write: bool) -> usize {
         let Some(outputs) = self.link.outputs else { return base };

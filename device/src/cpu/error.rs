@@ -40,6 +40,10 @@ pub enum CpuError {
     /// barrier between.
     #[error(transparent)]
     SharedMemoryRace(#[from] SharedMemoryRace),
+    /// A thread read shared memory that no thread of its block had written in this launch
+    /// (audit 2026-11-27b, Q6: a GPU returns what an earlier kernel left there).
+    #[error(transparent)]
+    UninitialisedSharedRead(#[from] UninitialisedSharedRead),
     /// Two threads of a launch took the same element of an output, one of them to write it.
     #[error(transparent)]
     GlobalMemoryRace(#[from] GlobalMemoryRace),
@@ -50,6 +54,26 @@ pub enum CpuError {
     /// ([`CpuExecutor::with_watchdog`](super::CpuExecutor::with_watchdog)).
     #[error(transparent)]
     Watchdog(#[from] Watchdog),
+    /// The kernel crate's host build (which the CPU executor runs) and its device build (which
+    /// a GPU runs) differ about integer overflow: one panics where the other wraps (audit
+    /// 2026-11-27b, Q11).
+    #[error(
+        "cannot run `{kernel}` on the CPU executor: its crate's host build {} integer overflow but its device build {}, so the CPU \
+         and a GPU would give different results for the same arithmetic. Make them agree: in the kernel crate's build script, \
+         `KernelBuilder::overflow_checks({host})` (the default follows cargo's default for the build profile, `debug`: on, \
+         `release`: off, and cannot see a profile that sets `overflow-checks` itself), or set `overflow-checks = {device}` in the \
+         kernel crate's profile",
+        if *host { "checks (panics on)" } else { "wraps on" },
+        if *device { "checks it (panics)" } else { "wraps" }
+    )]
+    OverflowChecksDiffer {
+        /// The kernel.
+        kernel: String,
+        /// Whether the host build checks overflow.
+        host: bool,
+        /// Whether the device build does.
+        device: bool,
+    },
     /// A kernel launched a kernel (CUDA's dynamic parallelism), which the CPU executor does
     /// not support.
     #[error(
@@ -269,6 +293,56 @@ pub struct SharedMemoryRace {
     pub second: Dim3,
     /// `blockIdx` of that thread.
     pub second_block: Dim3,
+}
+
+/// A read of shared memory that no thread of the block had written in this launch: shared
+/// memory starts with whatever the previous kernel on that SM left there, so on a GPU the read
+/// returns a stale value (audit 2026-11-27b, Q6: `0xab00`, the last kernel's data, on an
+/// H100), silently. Reported like compute-sanitizer's `initcheck` does for global memory; with
+/// race detection on (the default), once the block has finished with no other error (a data
+/// race of the same access is reported instead).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "kernel `{kernel}`, block {block}, thread {thread}{}: read {bytes} bytes of shared memory at offset {address:#x} ({}) that no thread \
+     of block {block} had written in this launch; on a GPU shared memory starts with whatever an earlier kernel left there, so the \
+     read returns a stale value. Write the memory before reading it (and put a `sync_threads()` between one thread's write and \
+     another's read), or fill it first (for example every thread zeroes its elements, then `sync_threads()`)",
+    PeerBlock(*reader_block, *block),
+    Region(*dynamic, *offset, *array_bytes)
+)]
+pub struct UninitialisedSharedRead {
+    /// The kernel's symbol.
+    pub kernel: String,
+    /// The block whose shared memory was read.
+    pub block: Dim3,
+    /// `threadIdx` of the reading thread.
+    pub thread: Dim3,
+    /// `blockIdx` of the reading thread (`block`, unless it read a peer block's memory).
+    pub reader_block: Dim3,
+    /// The shared-memory address (offset in the block's shared window) of the first unwritten
+    /// 2-byte granule read.
+    pub address: u32,
+    /// The size of the read.
+    pub bytes: usize,
+    /// Whether the address is in the dynamic shared memory (else a `shared_array!`).
+    pub dynamic: bool,
+    /// The byte offset of the address in the dynamic shared memory or in its `shared_array!`.
+    pub offset: u32,
+    /// The size of that region in bytes (0 if unknown).
+    pub array_bytes: usize,
+}
+
+/// "byte N of a `shared_array!` of M bytes" or "byte N of the dynamic shared memory".
+struct Region(bool, u32, usize);
+
+impl fmt::Display for Region {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Region(true, offset, bytes) => write!(f, "byte {offset} of the dynamic shared memory of {bytes} bytes"),
+            Region(false, offset, 0) => write!(f, "byte {offset} of the shared window"),
+            Region(false, offset, bytes) => write!(f, "byte {offset} of a `shared_array!` of {bytes} bytes"),
+        }
+    }
 }
 
 /// " of block B" when a thread's block is not the memory's.

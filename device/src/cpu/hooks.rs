@@ -137,6 +137,13 @@ pub(crate) trait Hooks {
     /// Records a plain access of the shared memory of the cluster's block `rank` (distributed
     /// shared memory) for the race detector.
     fn note_peer_access(&self, rank: u32, address: u32, bytes: usize, write: bool);
+    /// Marks `bytes` at `address` of the shared memory of the cluster's block `rank` as
+    /// written (an access the race detector does not record: the CPU bodies of cp.async, TMA
+    /// and mbarrier), so that later reads of it are not reported as uninitialised (Q6).
+    fn note_unrecorded_shared(&self, rank: u32, address: u32, bytes: usize);
+    /// An atomic read-modify-write of this block's shared memory: a read of memory no thread
+    /// of the block has written is reported as uninitialised (Q6); then it counts as written.
+    fn note_shared_atomic(&self, address: u32, bytes: usize);
     /// Records that the running thread takes elements `index..index + count` (of
     /// `element_bytes` bytes each) of the kernel output of `elements` elements at `base`, to write them or only to
     /// read them, for the race detector of global memory.
@@ -359,7 +366,13 @@ fn window_pointer<T>(window: &SharedWindow, address: u32) -> *mut T {
 #[track_caller]
 #[allow(dead_code, reason = "for the CPU bodies of cp.async, mbarrier and TMA (hopper's branch)")]
 pub(crate) fn shared_pointer<T>(address: u32) -> *mut T {
-    window_pointer::<T>(&running_shared("shared memory").1, address)
+    let (hooks, window) = running_shared("shared memory");
+    let pointer = window_pointer::<T>(&window, address);
+    if window.recorded {
+        // Read or written, it is never reported as uninitialised later (no false reports).
+        hooks.note_unrecorded_shared(hooks.cluster_rank(), address, core::mem::size_of::<T>());
+    }
+    pointer
 }
 
 /// The running thread's rank in its block (x fastest).
@@ -452,7 +465,11 @@ pub(crate) unsafe fn atomic_update<T: Copy>(target: *mut T, f: impl Fn(T) -> T) 
 /// `address` is in bounds and aligned.
 #[track_caller]
 pub(crate) unsafe fn shared_fetch_add<T: Copy + core::ops::Add<Output = T>>(address: u32, value: T) -> T {
-    let pointer = window_pointer::<T>(&running_shared("shared memory").1, address);
+    let (hooks, window) = running_shared("shared memory");
+    let pointer = window_pointer::<T>(&window, address);
+    if window.recorded {
+        hooks.note_shared_atomic(address, core::mem::size_of::<T>());
+    }
     // SAFETY: `window_pointer` checked bounds and alignment; a block runs on one OS thread, so
     // the arena is only ever touched from here (atomically or not).
     unsafe { atomic_update(pointer, |old| old + value) }
@@ -557,8 +574,12 @@ pub(crate) fn cluster_sync() {
 #[track_caller]
 pub(crate) fn cluster_peer_pointer<T>(rank: u32, address: u32) -> *mut T {
     let (bytes, align) = (core::mem::size_of::<T>(), core::mem::align_of::<T>());
-    match running("distributed shared memory").peer_shared_pointer(rank, address, bytes, align) {
-        Ok(pointer) => pointer.cast::<T>(),
+    let hooks = running("distributed shared memory");
+    match hooks.peer_shared_pointer(rank, address, bytes, align) {
+        Ok(pointer) => {
+            hooks.note_unrecorded_shared(rank, address, bytes);
+            pointer.cast::<T>()
+        }
         Err(fault) => shared_fault(fault, address, bytes, align),
     }
 }

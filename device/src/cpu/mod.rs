@@ -28,7 +28,11 @@
 //!   `active_mask` names the lanes that reached it together (those a GPU would have converged).
 //! - Each block gets its shared memory filled with [`SHARED_POISON_BYTE`], so reading shared
 //!   memory before writing it shows (NaN, `u32::MAX`), and nothing leaks from one block to the
-//!   next.
+//!   next; with race detection, such a read is an [`UninitialisedSharedRead`] error (a GPU
+//!   returns what an earlier kernel left there: audit 2026-11-27b, Q6).
+//! - Before it runs a kernel, `launch_cpu` refuses one whose host build (run here) and device
+//!   build differ about integer overflow ([`CpuError::OverflowChecksDiffer`], Q11) or whose
+//!   `ptxas` stack no GPU thread gets (Q7).
 //! - Errors instead of hangs or silent corruption (the executor is a sanitizer; what each
 //!   check guarantees and its limits: docs/kernel-model.md, "The CPU executor as a
 //!   sanitizer"): a panic is reported with its kernel, file, line, column, block and thread
@@ -90,6 +94,7 @@ pub mod hooks;
 mod launch;
 pub(crate) mod ldmatrix;
 pub(crate) mod mma;
+mod module_checks;
 mod panic_capture;
 mod raw_views;
 mod scheduler;
@@ -103,7 +108,7 @@ use std::time::Duration;
 
 pub use error::{
     BarrierDivergence, CpuError, ExitedLaneShuffle, ExitedPeerAccess, GlobalMemoryRace, MixedBarriers, RaceKind, SharedMemoryRace, StuckThread, ThreadActivity,
-    WarpDeadlock, Watchdog,
+    UninitialisedSharedRead, WarpDeadlock, Watchdog,
 };
 /// The same report type as a GPU panic's (`ferrocuda_types::KernelPanic`).
 pub use ferrocuda_types::KernelPanic;
@@ -206,8 +211,10 @@ impl CpuExecutor {
     }
 
     /// The same executor with race detection on or off (on by default): of shared memory
-    /// ([`SharedMemoryRace`]) and of output elements ([`GlobalMemoryRace`]). Off saves a
-    /// shadow update per shared access and per output element handed out.
+    /// ([`SharedMemoryRace`]) and of output elements ([`GlobalMemoryRace`]), and the check of
+    /// shared memory read before the block wrote it ([`UninitialisedSharedRead`]), which uses
+    /// the same shadow. Off saves a shadow update per shared access and per output element
+    /// handed out.
     #[must_use]
     pub fn with_race_detection(mut self, on: bool) -> Self {
         self.race_detection = on;
@@ -273,4 +280,5 @@ impl CpuExecutor {
 #[doc(hidden)]
 pub mod __private {
     pub use super::args::{RawPointer, SliceParts, SlicePartsMut};
+    pub use super::module_checks::check_module;
 }

@@ -59,3 +59,15 @@ impl Drop for Capturing {
         CAPTURING.with(|c| c.set(false));
     }
 }
+
+/// Runs `f`, catching a panic in it without printing it (the hook captures it, and the capture
+/// is dropped); the capturing state of this OS thread is restored afterwards.
+pub(crate) fn silently<R>(f: impl FnOnce() -> R + std::panic::UnwindSafe) -> std::thread::Result<R> {
+    install();
+    let before = CAPTURING.with(|c| c.replace(true));
+    let kept = CAPTURED.with(|c| c.borrow_mut().take());
+    let result = std::panic::catch_unwind(f);
+    CAPTURED.with(|c| *c.borrow_mut() = kept);
+    CAPTURING.with(|c| c.set(before));
+    result
+}

@@ -41,6 +41,11 @@ struct Shadow {
     reader: Access,
     /// 0, or 1 + the index of this word's set of reads in `SharedMemory::reader_sets`.
     readers: u32,
+    /// The block (`SharedMemory::generation`) in which the granule was last written, by a
+    /// store, an atomic or an unrecorded write (cp.async, TMA, mbarrier): a read of a granule
+    /// not written in the running block reads what an earlier kernel left there (audit
+    /// 2026-11-27b, Q6).
+    written: u32,
 }
 
 /// One access: who (a thread of the cluster), in which epochs, at which of its own warp-sync
@@ -167,6 +172,9 @@ pub(crate) struct SharedMemory {
     /// Barrier epoch: advanced at every barrier and every block start, so that shadow entries
     /// of earlier epochs (or blocks) never match.
     epoch: Cell<u32>,
+    /// Advanced at every block start: granules whose `Shadow::written` is another value have
+    /// not been written by the running block.
+    generation: Cell<u32>,
     /// Every thread of the block running in this arena has exited (its distributed shared
     /// memory may no longer be accessed).
     exited: Cell<bool>,
@@ -189,6 +197,7 @@ impl SharedMemory {
                 shadow: race_detection.then(|| (0..bytes / GRANULE as usize).map(|_| Cell::new(Shadow::default())).collect()),
                 reader_sets: RefCell::new(Vec::new()),
                 epoch: Cell::new(0),
+                generation: Cell::new(0),
                 exited: Cell::new(false),
                 peer_access: Cell::new(None),
             })
@@ -206,6 +215,8 @@ impl SharedMemory {
         }
         self.next_epoch();
         self.next_cluster_epoch();
+        // Never 0, the value of a granule no block has written.
+        self.generation.set(self.generation.get().wrapping_add(1).max(1));
         self.exited.set(false);
         self.peer_access.set(None);
     }
@@ -302,6 +313,43 @@ impl SharedMemory {
         SharedWindow { base, end: &self.layout.end, recorded: self.shadow.is_some() }
     }
 
+    /// The first granule of `bytes` at `address` that the running block has not written yet
+    /// (its address), with race detection; `None` when all have been written, or without it.
+    pub(crate) fn unwritten(&self, address: u32, bytes: usize) -> Option<u32> {
+        let shadow = self.shadow.as_ref()?;
+        let generation = self.generation.get();
+        (address / GRANULE..(address + bytes as u32).div_ceil(GRANULE)).find(|&g| shadow[g as usize].get().written != generation).map(|g| g * GRANULE)
+    }
+
+    /// Marks `bytes` at `address` as written by the running block (a write the race detector
+    /// does not record: an atomic, a cp.async, TMA or mbarrier body on the CPU).
+    pub(crate) fn mark_written(&self, address: u32, bytes: usize) {
+        let Some(shadow) = self.shadow.as_ref() else { return };
+        let generation = self.generation.get();
+        let end = (self.layout.end.get() / GRANULE) as usize;
+        for granule in address / GRANULE..(address + bytes as u32).div_ceil(GRANULE) {
+            if let Some(cell) = shadow.get(granule as usize).filter(|_| (granule as usize) < end) {
+                let mut entry = cell.get();
+                entry.written = generation;
+                cell.set(entry);
+            }
+        }
+    }
+
+    /// Where `address` lies: `(true, offset)` in the dynamic shared memory, `(false, offset)`
+    /// in the `shared_array!` that holds it (the offset from the array's start, and the
+    /// array's bytes in `.2`), for error messages.
+    pub(crate) fn describe(&self, address: u32) -> (bool, u32, usize) {
+        if address < self.layout.dynamic_bytes {
+            return (true, address, self.layout.dynamic_bytes as usize);
+        }
+        let sites = self.layout.sites.borrow();
+        match sites.iter().find(|&&(_, start, bytes, _)| address >= start && ((address - start) as usize) < bytes) {
+            Some(&(_, start, bytes, _)) => (false, address - start, bytes),
+            None => (false, address, 0),
+        }
+    }
+
     /// Records an access of `bytes` at `address` by the thread `check` describes (of this
     /// block, or of another block of the cluster through distributed shared memory),
     /// returning the first race it reveals.
@@ -345,6 +393,7 @@ impl SharedMemory {
                 }
                 entry.writer = now;
                 entry.reader = Access::default();
+                entry.written = self.generation.get();
             } else {
                 match set {
                     Some(set) => {

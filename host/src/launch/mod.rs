@@ -200,7 +200,7 @@ pub(crate) unsafe fn launch_function(
                 std::ptr::null_mut(),
             )
         } {
-            Err(e) if refused_block(e.code) => Err(block_over_kernel_limit(function, symbol, config, e)),
+            Err(e) if refused_block(e.code) => Err(block_over_kernel_limit(function, symbol, stream, config, e)),
             other => Ok(other?),
         };
     }
@@ -221,23 +221,25 @@ pub(crate) unsafe fn launch_function(
     match unsafe { driver::launch::launch_kernel_ex(&launch, function, params.as_mut_ptr(), std::ptr::null_mut()) } {
         // Only on this error path: say how many blocks would have fitted.
         Err(e) if e.code == sys::CUresult::CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE => Err(cooperative_too_large(function, symbol, stream, config)),
-        Err(e) if refused_block(e.code) => Err(block_over_kernel_limit(function, symbol, config, e)),
+        Err(e) if refused_block(e.code) => Err(block_over_kernel_limit(function, symbol, stream, config, e)),
         other => Ok(other?),
     }
 }
 
 /// The driver's answers to a block larger than the kernel allows (`.maxntid`, or more threads
-/// than its registers leave room for).
+/// than its registers leave room for), and to a kernel whose local memory it cannot give
+/// (Q7: `CUDA_ERROR_INVALID_VALUE` on an H100).
 fn refused_block(code: sys::CUresult) -> bool {
-    matches!(code, sys::CUresult::CUDA_ERROR_INVALID_VALUE | sys::CUresult::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES)
+    matches!(code, sys::CUresult::CUDA_ERROR_INVALID_VALUE | sys::CUresult::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES | sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY)
 }
 
 /// Only on the error path (audit P11): when the block is over the kernel's own limit
 /// (`CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`: its launch bounds or its registers), the error
-/// names that limit instead of `CUDA_ERROR_INVALID_VALUE`; otherwise the driver's error. The
+/// names that limit instead of `CUDA_ERROR_INVALID_VALUE`; when the kernel's local memory is
+/// (Q7), that; otherwise the driver's error. The
 /// `#[kernel]` launchers refuse a block over `launch_bounds` before this (`REQUIREMENTS`).
 #[cold]
-fn block_over_kernel_limit(function: sys::CUfunction, symbol: &str, config: &LaunchConfig, error: crate::error::DriverError) -> Error {
+fn block_over_kernel_limit(function: sys::CUfunction, symbol: &str, stream: &Stream, config: &LaunchConfig, error: crate::error::DriverError) -> Error {
     let mut max = 0;
     let attribute = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK;
     // SAFETY: writes one int; the function belongs to the bound context.
@@ -248,8 +250,34 @@ fn block_over_kernel_limit(function: sys::CUfunction, symbol: &str, config: &Lau
             kernel: symbol.to_string(),
             problem: LaunchProblem::AboveKernelThreadLimit { threads, max: max as u32, source: "compiled code (registers or launch bounds)" },
         },
-        _ => Error::Driver(error),
+        _ => match local_memory_over_limit(function, &stream.context().device()) {
+            Some(problem) => Error::InvalidLaunch { kernel: symbol.to_string(), problem },
+            None => Error::Driver(error),
+        },
     }
+}
+
+/// Only on a refused launch (audit 2026-11-27b, Q7: a kernel with 512 KiB of locals per
+/// thread got a bare `CUDA_ERROR_INVALID_VALUE`): when the kernel's local memory
+/// (`CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES`) is at CUDA's per-thread limit or more, or more than
+/// the device's memory can hold for every thread that can be resident at once (the driver
+/// reserves it for all of them), the problem that names it.
+#[cold]
+fn local_memory_over_limit(function: sys::CUfunction, device: &crate::device::Device) -> Option<LaunchProblem> {
+    let mut local = 0;
+    let attribute = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES;
+    // SAFETY: writes one int; the function belongs to the bound context.
+    unsafe { driver::function::get_attribute(&mut local, attribute, function) }.ok()?;
+    let bytes = local.max(0) as u64;
+    let limit = ferrocuda_types::MAX_LOCAL_BYTES_PER_THREAD;
+    let reserve = (|| {
+        let per_sm = device.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR).ok()?;
+        let sms = device.multiprocessor_count().ok()?;
+        let memory = device.total_memory().ok()?;
+        Some((per_sm.max(0) as u64 * sms as u64, memory as u64))
+    })();
+    let too_much_for_the_device = reserve.is_some_and(|(threads, memory)| bytes.saturating_mul(threads) > memory);
+    (bytes > 0 && (bytes >= limit || too_much_for_the_device)).then_some(LaunchProblem::LocalMemoryTooLarge { bytes, limit, reserve })
 }
 
 /// The error for a cooperative grid larger than what fits on the device at once, with the

@@ -79,10 +79,52 @@ pub(crate) fn check_layout(raw: sys::CUmodule, signature: &KernelSignature, modu
     }
     let mut found = vec![0u64; bytes / 8];
     read_words(address, &mut found)?;
-    match layout_difference(signature, &found) {
+    if let Some(detail) = layout_difference(signature, &found) {
+        return Err(Error::KernelSignatureMismatch { kernel: signature.symbol.to_string(), module: module.to_string(), detail });
+    }
+    check_type_names(raw, signature, module)
+}
+
+/// The second half of the first-launch check: the device build's table of element type names
+/// (`__ferrocuda_types_<symbol>`, hashed) against the host build's (audit 2026-11-27b: a
+/// `cfg`-chosen `u32` on the host and `f32` on the device have one layout). A module without
+/// the table (not built by `#[kernel]`, or by an older one) is not checked.
+fn check_type_names(raw: sys::CUmodule, signature: &KernelSignature, module: &str) -> Result<()> {
+    if signature.type_names.is_empty() {
+        return Ok(());
+    }
+    let Ok(name) = CString::new(format!("{}{}", crate::TYPES_SYMBOL_PREFIX, signature.symbol)) else { return Ok(()) };
+    let (mut address, mut bytes) = (0, 0);
+    // SAFETY: looks a global up by a NUL-terminated name in a loaded module.
+    if unsafe { driver::module::get_global(&mut address, &mut bytes, raw, name.as_ptr()) }.is_err() {
+        return Ok(());
+    }
+    let mut found = vec![0u64; bytes / 8];
+    read_words(address, &mut found)?;
+    match type_name_difference(signature, &found) {
         None => Ok(()),
         Some(detail) => Err(Error::KernelSignatureMismatch { kernel: signature.symbol.to_string(), module: module.to_string(), detail }),
     }
+}
+
+/// Compares the host build's element type names (`signature.type_names`) with the device
+/// build's keys: `None` when they agree (or are unknown), else the first parameter whose type
+/// differs, as a sentence for the error.
+pub(crate) fn type_name_difference(signature: &KernelSignature, device: &[u64]) -> Option<String> {
+    if signature.type_names.is_empty() || signature.type_names.len() != device.len() {
+        return None;
+    }
+    let (index, name) = signature.type_names.iter().zip(device).enumerate().find_map(|(index, (host, &key))| {
+        let name = host.map(|f| f())?;
+        (crate::type_key(name) != key && key != 0).then_some((index, name))
+    })?;
+    let param = signature.param_names.get(index).copied().unwrap_or("?");
+    Some(format!(
+        "parameter `{param}` (#{index}) of `{}`: its element (or value) type is `{name}` in the host build but another type of the same size and \
+         alignment in the device build (`core::any::type_name` differs); the host and the device builds must see the same types: a \
+         `cfg`/`cfg_attr` on `target_arch` (or another cfg the two builds set differently) gives them different ones",
+        signature.symbol
+    ))
 }
 
 /// Compares the launcher's layout (`signature.layout`) with the one a device module holds for
@@ -173,6 +215,25 @@ mod tests {
         // Another parameter count is a difference too; an unknown host layout checks nothing.
         assert!(layout_difference(&host, &HOST[..3]).is_some());
         assert_eq!(layout_difference(&KernelSignature::new("k", &[], "k()"), &DEVICE), None);
+    }
+
+    /// Q1's same-size case (audit 2026-11-27b): `u32` on the host and `f32` on the device have
+    /// one layout (4 bytes, align 4) but two type names; the difference names the parameter
+    /// and the host's type.
+    #[test]
+    fn q1_same_size_cfg_types_are_told_apart_by_their_names() {
+        const NAMES: [Option<fn() -> &'static str>; 2] = [Some(std::any::type_name::<f32>), Some(std::any::type_name::<u32>)];
+        let host = KernelSignature { type_names: &NAMES, param_names: &["x", "out"], ..KernelSignature::new("cfg_same_size", &[8, 8, 8, 8], "") };
+        let same = [crate::type_key("f32"), crate::type_key("u32")];
+        assert_eq!(type_name_difference(&host, &same), None);
+        let device = [crate::type_key("f32"), crate::type_key("f32")];
+        let why = type_name_difference(&host, &device).expect("u32 on the host, f32 on the device must differ");
+        assert!(why.contains("parameter `out` (#1)") && why.contains("`u32` in the host build") && why.contains("same types"), "{why}");
+        let signed = [crate::type_key("f32"), crate::type_key("i32")];
+        assert!(type_name_difference(&host, &signed).is_some(), "i32 and u32 differ too");
+        // A tensor map (key 0) and an unknown table check nothing.
+        assert_eq!(type_name_difference(&host, &[crate::type_key("f32"), 0]), None);
+        assert_eq!(type_name_difference(&KernelSignature::new("k", &[], ""), &device), None);
     }
 
     /// Q2: the same element type with another constant `cols(..)` width per build.

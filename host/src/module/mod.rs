@@ -191,6 +191,7 @@ impl Module {
         checks::check_fingerprint(self.raw().raw, signature, &self.inner.name)?;
         checks::check_layout(self.raw().raw, signature, &self.inner.name)?;
         checks::check_params(function, signature, &self.inner.name)?;
+        crate::panic_report::note_if_unbounded_stack(self.raw().raw, function, signature.symbol);
         functions.push((signature, function));
         Ok(function)
     }

@@ -224,6 +224,21 @@ fn device_entry(entry: &Entry, same_len: &[Vec<Ident>]) -> TokenStream {
             static LAYOUT: [::core::primitive::u64; #words] = [#(#layout),*];
         }
     });
+    // The names of the parameters' element types as this build resolves them, hashed: two
+    // `cfg`-chosen types of one size and alignment (`u32`, `f32`) have one layout but two names.
+    let type_keys = params.iter().map(|p| match param_elem(p) {
+        Some(t) => quote!(::ferrocuda_device::__private::type_key_of::<#t>()),
+        None => quote!(0u64),
+    });
+    let types_global = (!params.is_empty()).then(|| {
+        let types_symbol = format!("{}{}", ferrocuda_types::TYPES_SYMBOL_PREFIX, symbol_text(symbol));
+        let count = params.len();
+        quote! {
+            #[unsafe(export_name = #types_symbol)]
+            #[used]
+            static TYPES: [::core::primitive::u64; #count] = [#(#type_keys),*];
+        }
+    });
     quote! {
         #(#cfgs)*
         #[cfg(target_arch = "nvptx64")]
@@ -233,6 +248,7 @@ fn device_entry(entry: &Entry, same_len: &[Vec<Ident>]) -> TokenStream {
             static FINGERPRINT: ::core::primitive::u64 = #fingerprint;
 
             #layout_global
+            #types_global
 
             #[unsafe(no_mangle)]
             #[allow(improper_ctypes_definitions, non_snake_case)]
@@ -266,16 +282,10 @@ pub fn canonical_signature(symbol: &Ident, params: &[Param]) -> String {
 /// `ferrocuda_types::layout_words`): the element's (or by-value type's) size and alignment, and
 /// the constant `cols(..)` widths (a width given by a parameter is passed at launch: 0).
 pub fn layout(params: &[Param]) -> Vec<TokenStream> {
-    use super::parse::ParamKind;
     params
         .iter()
         .flat_map(|p| {
-            let elem = match &p.kind {
-                ParamKind::Scalar { .. } | ParamKind::Value => Some(&p.ty),
-                ParamKind::Slice { elem } | ParamKind::Output { elem } | ParamKind::Pointer { elem, .. } => Some(elem),
-                ParamKind::TensorMap { .. } => None,
-            };
-            let (size, align) = match elem {
+            let (size, align) = match param_elem(p) {
                 Some(t) => (quote!(::core::mem::size_of::<#t>() as ::core::primitive::u64), quote!(::core::mem::align_of::<#t>() as ::core::primitive::u64)),
                 None => (quote!(0u64), quote!(0u64)),
             };
@@ -284,6 +294,29 @@ pub fn layout(params: &[Param]) -> Vec<TokenStream> {
                 quote!((#item as ::core::primitive::u64) << #shift)
             });
             [size, align, quote!(0u64 #(| #widths)*)]
+        })
+        .collect()
+}
+
+/// The type a parameter's layout and type name describe: a slice's or an output's element, a
+/// raw pointer's pointee, a by-value parameter's own type; `None` for a tensor map.
+fn param_elem(p: &Param) -> Option<&syn::Type> {
+    use super::parse::ParamKind;
+    match &p.kind {
+        ParamKind::Scalar { .. } | ParamKind::Value => Some(&p.ty),
+        ParamKind::Slice { elem } | ParamKind::Output { elem } | ParamKind::Pointer { elem, .. } => Some(elem),
+        ParamKind::TensorMap { .. } => None,
+    }
+}
+
+/// Per parameter, `Some(core::any::type_name::<elem>)` (the host build's name of the type the
+/// layout describes) or `None` for a tensor map: [`ferrocuda_types::KernelSignature::type_names`].
+fn type_names(params: &[Param]) -> Vec<TokenStream> {
+    params
+        .iter()
+        .map(|p| match param_elem(p) {
+            Some(t) => quote!(::core::option::Option::Some(::core::any::type_name::<#t> as fn() -> &'static ::core::primitive::str)),
+            None => quote!(::core::option::Option::None),
         })
         .collect()
 }
@@ -335,6 +368,7 @@ fn host_launcher(
     let canonical = canonical_signature(symbol, params);
     let fingerprint = fingerprint_literal(&canonical);
     let layout = layout(params);
+    let type_names = type_names(params);
     let param_names = params.iter().map(|p| label(&p.name));
     // Generated parameters: mixed-site names, so user parameters called `stream`, `config`,
     // `module` or `executor` are different variables.
@@ -441,6 +475,7 @@ fn host_launcher(
                 fingerprint: self::FINGERPRINT,
                 layout: &[#(#layout),*],
                 param_names: &[#(#param_names),*],
+                type_names: &[#(#type_names),*],
             };
 
             /// What the kernel's output parameters require of a launch configuration (every
@@ -540,6 +575,7 @@ fn param_name(param: &TokenStream) -> TokenStream {
 fn cpu_launcher(lowered: &[Lowered], host_fn: TokenStream, unsafe_fn: bool, is_unsafe: bool, compiled_cluster: bool, same_len: &[TokenStream]) -> TokenStream {
     let args = paths::args();
     let cpu = paths::cpu();
+    let kernels = paths::kernels();
     let (executor, config, body) =
         (Ident::new("executor", Span::mixed_site()), Ident::new("config", Span::mixed_site()), format_ident!("__ferrocuda_body", span = Span::mixed_site()));
     let config_value =
@@ -597,6 +633,9 @@ fn cpu_launcher(lowered: &[Lowered], host_fn: TokenStream, unsafe_fn: bool, is_u
                     return ::core::result::Result::Err(#cpu::CpuError::InvalidConfig { kernel: ::std::string::ToString::to_string(self::SYMBOL), problem: __ferrocuda_problem });
                 }
             )*
+            // The host build this runs and the device build agree about integer overflow (Q11),
+            // and the kernel's stack (ptxas) fits a GPU thread (Q7).
+            #cpu::__private::check_module(self::SYMBOL, &#kernels)?;
             #(#prepare)*
             let #body = move || {
                 #(#rebuild)*

@@ -246,3 +246,89 @@ pub fn p11_register_heavy(x: &[f32], mut out: DisjointSlice<f32>) {
         *o = s;
     }
 }
+
+/// Q7 (audit 2026-11-27b): the audit's `big_stack`, 512 KiB of locals per thread (a 256 KiB
+/// array and its `black_box` copy; `ptxas -v`: 524288 bytes stack frame), no recursion. An
+/// H100 refused the launch with a bare `CUDA_ERROR_INVALID_VALUE`. `out[i] = a[(7 i + k) %
+/// 65536]` with `a[j] = j ^ k`.
+#[kernel]
+pub fn q7_big_stack(k: u32, mut out: DisjointSlice<u32>) {
+    let i = unique_index();
+    let mut a = [0u32; 65536];
+    let mut j = 0;
+    while j < a.len() {
+        a[j] = (j as u32) ^ k;
+        j += 1;
+    }
+    let a = core::hint::black_box(a);
+    let v = a[(i.get().wrapping_mul(7).wrapping_add(k as usize)) % 65536];
+    if let Some(o) = out.get_mut(i) {
+        *o = v;
+    }
+}
+
+/// Q7's control: the same with a 16 KiB array (32 KiB of stack), which a GPU runs.
+#[kernel]
+pub fn q7_small_stack(k: u32, mut out: DisjointSlice<u32>) {
+    let i = unique_index();
+    let mut a = [0u32; 4096];
+    let mut j = 0;
+    while j < a.len() {
+        a[j] = (j as u32) ^ k;
+        j += 1;
+    }
+    let a = core::hint::black_box(a);
+    let v = a[(i.get().wrapping_mul(7).wrapping_add(k as usize)) % 4096];
+    if let Some(o) = out.get_mut(i) {
+        *o = v;
+    }
+}
+
+/// Q11 (audit 2026-11-27b): integer arithmetic that overflows. mode 0: `x + 1`; 1: `x << s`;
+/// 2: `x * 3`. With overflow checks off in both builds (this crate, built in release) the GPU
+/// and the CPU executor wrap alike; with them on in both, both panic at this line
+/// (tests/kernels-checked).
+#[kernel]
+pub fn q11_int_ops(mode: u32, x: &[u32], s: u32, mut out: DisjointSlice<u32>) {
+    let i = unique_index();
+    let Some(&v) = x.get(i.get()) else { return };
+    let r = match mode {
+        0 => v + 1,
+        1 => v << s,
+        _ => v * 3,
+    };
+    if let Some(o) = out.get_mut(i) {
+        *o = r;
+    }
+}
+
+/// A step of [`q4_fnptr_recurse`]'s recursion, called through a pointer.
+#[derive(Clone, Copy)]
+pub struct Q4Step(pub fn(u32, u32, Q4Step) -> u32);
+
+#[inline(never)]
+fn q4_deep_a(n: u32, seed: u32, me: Q4Step) -> u32 {
+    let frame = core::hint::black_box([seed.wrapping_add(n); 32]);
+    if n == 0 { frame[3] } else { (me.0)(n - 1, frame[(n % 32) as usize], me).wrapping_add(frame[7]) }
+}
+
+#[inline(never)]
+fn q4_deep_b(n: u32, seed: u32, me: Q4Step) -> u32 {
+    let frame = core::hint::black_box([seed.wrapping_mul(3).wrapping_add(n); 32]);
+    if n == 0 { frame[5] } else { (me.0)(n - 1, frame[(n % 32) as usize], me).wrapping_add(frame[1]) }
+}
+
+/// Q4 (audit 2026-11-27b): the audit's `fnptr_recurse`, recursion through a function pointer
+/// picked at run time, 128-byte frames. The builder refuses it unless the build script vouches
+/// for it (this crate's build.rs does, with `allow_recursion`); a depth past the context's
+/// stack limit faults, and the error names the kernel and the limit (`Error::StackLimitFault`).
+#[kernel]
+pub fn q4_fnptr_recurse(depth: u32, pick: u32, mut out: DisjointSlice<u32>) {
+    let i = unique_index();
+    let table = [Q4Step(q4_deep_a), Q4Step(q4_deep_b)];
+    let step = core::hint::black_box(table[(pick & 1) as usize]);
+    let v = (step.0)(depth, i.get() as u32, step);
+    if let Some(o) = out.get_mut(i) {
+        *o = v;
+    }
+}

@@ -33,3 +33,23 @@ pub fn q2_cfg_width(mut out: DisjointMatrix<u32>) {
         *o = cell.row() * 1000 + cell.col();
     }
 }
+
+/// `f32` in the device build, `u32` in the host build: one size and alignment, another type.
+#[cfg(target_arch = "nvptx64")]
+pub type Same = f32;
+/// `f32` in the device build, `u32` in the host build: one size and alignment, another type.
+#[cfg(not(target_arch = "nvptx64"))]
+pub type Same = u32;
+
+/// The rest of Q1: the layout is the same (4 bytes, align 4) in both builds, the type is not:
+/// the device build would read the host's integers as floats.
+#[kernel]
+pub fn q1_same_size_alias(x: &[u32], mut out: DisjointSlice<Same>) {
+    let i = unique_index();
+    let v = x.get(i.get()).copied().unwrap_or(0);
+    #[allow(clippy::unnecessary_cast, reason = "a cast on the host, a conversion on the device")]
+    let w = v as Same;
+    if let Some(o) = out.get_mut(i) {
+        *o = w;
+    }
+}

@@ -215,7 +215,11 @@ pub fn shared_x4_checks(index: u32, split: u32, mut out: DisjointSlice<f32>) {
     if split != 0 {
         let (_, rest) = ferrocuda_device::dynamic_shared::<f32>().split_at(split as usize);
         if thread_idx_x() == 0 {
-            rest.set(0, 5.0);
+            // All four floats the vector read takes: a read of shared memory no thread wrote is
+            // an error on the CPU executor (audit 2026-11-27b, Q6), even of lanes left unused.
+            for (k, value) in [5.0, 0.0, 0.0, 0.0].into_iter().enumerate() {
+                rest.set(k, value);
+            }
         }
         sync_threads();
         v += rest.get_x4(0)[0];

@@ -407,3 +407,41 @@ pub fn n9_generic_site_sizes(mixed: bool, mut out: DisjointSlice<u32>) {
         *o = (first == second) as u32;
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Shared memory read before any thread of the block wrote it (audit 2026-11-27b, Q6).
+
+/// The audit's `shared_leftover`: mode 0 writes `s[t] = v + blockIdx.x`, then every thread
+/// reads `s[t]` after a barrier; mode 1 reads without writing (a GPU returns what the last
+/// kernel left in that shared memory).
+#[kernel]
+pub fn q6_shared_leftover(mode: u32, v: u32, mut out: DisjointSlice<u32>) {
+    let s = shared_array![u32; 256];
+    let t = thread_idx_x() as usize;
+    if mode == 0 {
+        s.set(t, v + block_idx_x());
+    }
+    sync_threads();
+    let r = s.get(t);
+    if let Some(o) = out.get_mut(unique_index()) {
+        *o = r;
+    }
+}
+
+/// A counter in shared memory, bumped atomically by every thread: with `init == 1` thread 0
+/// zeroes it first (then a barrier), with `init == 0` nobody does (the atomics read whatever
+/// was there). `out[t]` = the counter after a second barrier.
+#[kernel]
+pub fn q6_shared_counter(init: u32, mut out: DisjointSlice<u32>) {
+    let counter = shared_array![u32; 1];
+    if init == 1 && thread_idx_x() == 0 {
+        counter.set(0, 0);
+    }
+    sync_threads();
+    counter.fetch_add(0, 1);
+    sync_threads();
+    let total = counter.get(0);
+    if let Some(o) = out.get_mut(unique_index()) {
+        *o = total;
+    }
+}
