@@ -49,6 +49,11 @@ pub trait Backend {
     fn copy_in<E: Pod + Send + Sync + 'static>(&self, buf: &mut Self::Buf<E>, data: &[E]) -> Result<()>;
     /// Waits for all queued work.
     fn synchronize(&self) -> Result<()>;
+    /// Time per kernel family since the last call (family, milliseconds, calls), where the
+    /// backend profiles (the GPU's `--profile`); empty otherwise.
+    fn take_profile(&self) -> Vec<(&'static str, f64, u64)> {
+        Vec::new()
+    }
 
     /// `out = wte[tokens] + wpe[position]` (`[B T, C]`).
     fn encoder_forward<T: Act>(&self, tokens: &Self::Buf<u32>, params: &Self::Buf<T>, wte: Range<usize>, wpe: Range<usize>, out: &mut Self::Buf<T>, seq: usize, channels: usize) -> Result<()>;
@@ -112,6 +117,8 @@ pub trait Backend {
     fn matmul<T: Act>(&self, a: In<'_, Self, T>, b: In<'_, Self, T>, c: &mut Self::Buf<T>, shape: GemmShape, bias: Option<In<'_, Self, T>>) -> Result<()>;
     /// `c[range] = op(a) op(b) + beta c[range]` into `f32` (weight and bias gradients).
     fn matmul_f32<T: Act>(&self, a: In<'_, Self, T>, b: In<'_, Self, T>, c: &mut Self::Buf<f32>, c_range: Range<usize>, shape: GemmShape, beta: f32) -> Result<()>;
+    /// `grads[range] = sum over the rows of dout` (`rows x cols`): a bias gradient.
+    fn bias_grad<T: Act>(&self, dout: &Self::Buf<T>, grads: &mut Self::Buf<f32>, range: Range<usize>, rows: usize, cols: usize) -> Result<()>;
     /// `out = gelu(x)`.
     fn gelu<T: Act>(&self, x: &Self::Buf<T>, out: &mut Self::Buf<T>) -> Result<()>;
     /// `dx = gelu'(x) dout`.

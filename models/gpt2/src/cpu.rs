@@ -138,6 +138,12 @@ impl Backend for Cpu {
     fn matmul_f32<T: Act>(&self, a: In<'_, Self, T>, b: In<'_, Self, T>, c: &mut Vec<f32>, c_range: Range<usize>, shape: GemmShape, beta: f32) -> Result<()> {
         host_gemm(&a.0[a.1], &b.0[b.1], &mut c[c_range], shape, None, beta)
     }
+    fn bias_grad<T: Act>(&self, dout: &Vec<T>, grads: &mut Vec<f32>, range: Range<usize>, rows: usize, cols: usize) -> Result<()> {
+        let chunks = rows.div_ceil(gpt2_kernels::ROWS_PER_CHUNK as usize).max(1);
+        let mut partial = vec![0.0f32; chunks * cols];
+        T::column_partials_cpu(&self.executor, grid(partial.len()), &dout[..rows * cols], &mut partial, rows as u32, cols as u32)?;
+        Ok(gpt2_kernels::sum_partials::launch_cpu(&self.executor, grid(cols), &partial, &mut grads[range], chunks as u32)?)
+    }
     fn gelu<T: Act>(&self, x: &Vec<T>, out: &mut Vec<T>) -> Result<()> {
         Ok(cpu::gelu(&self.executor, x, out)?)
     }

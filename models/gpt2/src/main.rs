@@ -3,7 +3,8 @@
 //! ```text
 //! gpt2 [train] [--config 124m|tiny] [--checkpoint FILE [--resume]] [--data SHARD]
 //!      [--batch B] [--seq T] [--steps N] [--lr LR] [--weight-decay WD] [--clip MAX]
-//!      [--dtype bf16|f32] [--cpu] [--save FILE] [--bench] [--seed S] [--ranks N]
+//!      [--dtype bf16|f32] [--cpu] [--save FILE] [--bench] [--profile] [--alphabet A]
+//!      [--seed S] [--ranks N]
 //! gpt2 init --out FILE [--config 124m|tiny] [--seed S] [--bf16]
 //! gpt2 make-shard --out FILE [--tokens N] [--alphabet A] [--seed S]
 //! ```
@@ -45,6 +46,8 @@ struct Options {
     cpu: bool,
     save: Option<PathBuf>,
     bench: bool,
+    profile: bool,
+    alphabet: Option<usize>,
     seed: u64,
     ranks: Option<usize>,
 }
@@ -63,6 +66,8 @@ fn parse(args: &[String]) -> Result<Options> {
         cpu: false,
         save: None,
         bench: false,
+        profile: false,
+        alphabet: None,
         seed: 1337,
         ranks: None,
     };
@@ -84,6 +89,8 @@ fn parse(args: &[String]) -> Result<Options> {
             "--cpu" => o.cpu = true,
             "--save" => o.save = Some(value()?.into()),
             "--bench" => o.bench = true,
+            "--profile" => o.profile = true,
+            "--alphabet" => o.alphabet = Some(value()?.parse()?),
             "--seed" => o.seed = value()?.parse()?,
             "--ranks" => o.ranks = Some(value()?.parse()?),
             other => return Err(format!("unknown option {other:?} (see the doc comment of models/gpt2/src/main.rs)").into()),
@@ -160,7 +167,10 @@ fn train(args: &[String]) -> Result<()> {
         (Context::primary(0)?, None)
     };
     let name = Device::get(context.device().ordinal())?.name()?;
-    let gpu = Gpu::new(&context)?;
+    let mut gpu = Gpu::new(&context)?;
+    if o.profile {
+        gpu.enable_profile();
+    }
     match o.dtype.as_str() {
         "f32" => run::<Gpu, f32>(gpu, &o, comm.as_ref(), &name),
         "bf16" => run::<Gpu, bf16>(gpu, &o, comm.as_ref(), &name),
@@ -231,7 +241,7 @@ where
     let shape = Shape { batch: o.batch, seq };
     let tokens = match &o.data {
         Some(path) => read_shard(path)?,
-        None => synthetic_corpus((world * shape.tokens() * 64 + 1).max(1 << 16), config.vocab, o.seed),
+        None => synthetic_corpus((world * shape.tokens() * 64 + 1).max(1 << 16), o.alphabet.unwrap_or(config.vocab), o.seed),
     };
     let mut loader = Loader::new(tokens, shape.batch, shape.seq, rank, world)?;
     let mut trainer = Trainer::<B, T>::new(backend, &config, shape, o.hyper, &master)?;
@@ -280,6 +290,9 @@ where
         if !loss.is_finite() {
             return Err(format!("step {step}: the loss is {loss}").into());
         }
+        if step == 1 {
+            trainer.backend.take_profile();
+        }
         if rank == 0 {
             println!("step {step:4}/{} | loss {loss:.6} | norm {norm:.4} | {ms:.2} ms | {:.0} tok/s", o.steps, tokens_per_step / (ms / 1e3));
         }
@@ -297,6 +310,19 @@ where
         tokens_per_step / (mean / 1e3),
         T::NAME
     );
+    let profile = trainer.backend.take_profile();
+    if !profile.is_empty() && o.steps > 1 && rank == 0 {
+        let steps = (o.steps - 1) as f64;
+        let total: f64 = profile.iter().map(|p| p.1).sum();
+        println!("profile (steps 2-{}, each operation synchronized; per step):", o.steps);
+        println!("| kernel family | ms/step | share | calls/step |\n|---|---:|---:|---:|");
+        let mut rows = profile.clone();
+        rows.sort_by(|a, b| b.1.total_cmp(&a.1));
+        for (name, ms, calls) in rows {
+            println!("| {name} | {:.2} | {:.1}% | {:.0} |", ms / steps, 100.0 * ms / total, calls as f64 / steps);
+        }
+        println!("| total | {:.2} | 100% | |", total / steps);
+    }
     if o.bench && times.len() < 30 {
         println!("note: --bench wants --steps 30 or more to average steps 11-30");
     }

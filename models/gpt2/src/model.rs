@@ -73,8 +73,6 @@ pub struct Acts<B: Backend, T: Act> {
     dk: B::Buf<T>,
     dv: B::Buf<T>,
     dqkv: B::Buf<T>,
-    /// `[BT]` ones: bias gradients are `ones · dout` GEMMs.
-    ones: B::Buf<T>,
     /// `[Vp]`: 0 for real tokens, -1e30 for padding.
     pad_bias: B::Buf<T>,
 }
@@ -100,6 +98,9 @@ impl<B: Backend, T: Act> Acts<B, T> {
     pub fn new(backend: &B, config: &Config, shape: Shape) -> Result<Self> {
         let (bt, c, vp) = (shape.tokens(), config.channels, config.padded_vocab);
         let rows = bt;
+        if bt * 4 * c >= u32::MAX as usize {
+            return Err(format!("batch x seq x 4 x channels = {} must stay below 2^32 (the own kernels' 32-bit index math)", bt * 4 * c).into());
+        }
         let z = |n: usize| backend.zeros::<T>(n);
         let f = |n: usize| backend.zeros::<f32>(n);
         let mut layers = Vec::with_capacity(config.layers);
@@ -147,7 +148,6 @@ impl<B: Backend, T: Act> Acts<B, T> {
             dk: z(bt * c)?,
             dv: z(bt * c)?,
             dqkv: z(bt * 3 * c)?,
-            ones: backend.upload(&vec![<T as gpt2_kernels::Elem>::narrow(1.0); bt])?,
             pad_bias: backend.upload(&pad)?,
         })
     }
@@ -166,11 +166,6 @@ fn weight_grad(rows: usize, inp: usize, out: usize) -> GemmShape {
 /// `dx = dout W` (`rows x inp`).
 fn input_grad(rows: usize, inp: usize, out: usize) -> GemmShape {
     GemmShape::new(rows, inp, out)
-}
-
-/// `db = onesᵀ dout` (`1 x out`).
-fn bias_grad(rows: usize, out: usize) -> GemmShape {
-    GemmShape::new(1, out, rows)
 }
 
 /// The causal self-attention of `config` and `shape`.
@@ -264,16 +259,15 @@ pub fn backward<B: Backend, T: Act>(b: &B, layout: &Layout, params: &B::Buf<T>, 
     b.matmul_f32((&a.dlogits, 0..bt * vp), (&a.lnf, 0..bt * c), grads, layout.all(Tensor::Wte), weight_grad(bt, c, vp), 0.0)?;
     b.matmul((&a.dlogits, 0..bt * vp), (p, layout.all(Tensor::Wte)), &mut a.dln, input_grad(bt, c, vp), None)?;
     b.layernorm_backward(&a.dln, &a.res_final, p, layout.all(Tensor::Lnfw), &a.lnf_mean, &a.lnf_rstd, None, &mut a.dres_a, grads, layout.all(Tensor::Lnfw), layout.all(Tensor::Lnfb), rows)?;
-    let ones = (&a.ones, 0..bt);
     for l in (0..config.layers).rev() {
         let cur = &a.layers[l];
         // dres_a: the gradient of this layer's output (x3).
         b.matmul_f32((&a.dres_a, 0..bt * c), (&cur.fch_gelu, 0..bt * 4 * c), grads, layout.at(Tensor::Fcprojw, l), weight_grad(bt, 4 * c, c), 0.0)?;
-        b.matmul_f32(ones.clone(), (&a.dres_a, 0..bt * c), grads, layout.at(Tensor::Fcprojb, l), bias_grad(bt, c), 0.0)?;
+        b.bias_grad(&a.dres_a, grads, layout.at(Tensor::Fcprojb, l), bt, c)?;
         b.matmul((&a.dres_a, 0..bt * c), (p, layout.at(Tensor::Fcprojw, l)), &mut a.dbig1, input_grad(bt, 4 * c, c), None)?;
         b.gelu_backward(&cur.fch, &a.dbig1, &mut a.dbig2)?;
         b.matmul_f32((&a.dbig2, 0..bt * 4 * c), (&cur.ln2, 0..bt * c), grads, layout.at(Tensor::Fcw, l), weight_grad(bt, c, 4 * c), 0.0)?;
-        b.matmul_f32(ones.clone(), (&a.dbig2, 0..bt * 4 * c), grads, layout.at(Tensor::Fcb, l), bias_grad(bt, 4 * c), 0.0)?;
+        b.bias_grad(&a.dbig2, grads, layout.at(Tensor::Fcb, l), bt, 4 * c)?;
         b.matmul((&a.dbig2, 0..bt * 4 * c), (p, layout.at(Tensor::Fcw, l)), &mut a.dln, input_grad(bt, c, 4 * c), None)?;
         b.layernorm_backward(
             &a.dln,
@@ -291,13 +285,13 @@ pub fn backward<B: Backend, T: Act>(b: &B, layout: &Layout, params: &B::Buf<T>, 
         )?;
         // dres_b: the gradient of x2.
         b.matmul_f32((&a.dres_b, 0..bt * c), (&cur.att_rows, 0..bt * c), grads, layout.at(Tensor::Attprojw, l), weight_grad(bt, c, c), 0.0)?;
-        b.matmul_f32(ones.clone(), (&a.dres_b, 0..bt * c), grads, layout.at(Tensor::Attprojb, l), bias_grad(bt, c), 0.0)?;
+        b.bias_grad(&a.dres_b, grads, layout.at(Tensor::Attprojb, l), bt, c)?;
         b.matmul((&a.dres_b, 0..bt * c), (p, layout.at(Tensor::Attprojw, l)), &mut a.dln, input_grad(bt, c, c), None)?;
         b.split_heads(&a.dln, &mut a.datt, heads(&config, shape, c, 0))?;
         b.attention_backward(&cur.q, &cur.k, &cur.v, &cur.att, &a.datt, &cur.lse, &mut a.dq, &mut a.dk, &mut a.dv, att_shape)?;
         b.merge_heads(&a.dq, &a.dk, &a.dv, &mut a.dqkv, heads(&config, shape, 3 * c, 0), 3)?;
         b.matmul_f32((&a.dqkv, 0..bt * 3 * c), (&cur.ln1, 0..bt * c), grads, layout.at(Tensor::Qkvw, l), weight_grad(bt, c, 3 * c), 0.0)?;
-        b.matmul_f32(ones.clone(), (&a.dqkv, 0..bt * 3 * c), grads, layout.at(Tensor::Qkvb, l), bias_grad(bt, 3 * c), 0.0)?;
+        b.bias_grad(&a.dqkv, grads, layout.at(Tensor::Qkvb, l), bt, 3 * c)?;
         b.matmul((&a.dqkv, 0..bt * 3 * c), (p, layout.at(Tensor::Qkvw, l)), &mut a.dln, input_grad(bt, c, 3 * c), None)?;
         b.layernorm_backward(
             &a.dln,

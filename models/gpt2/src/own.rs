@@ -14,7 +14,7 @@ pub fn grid(n: usize) -> LaunchConfig {
 }
 
 macro_rules! own_kernels {
-    ($($ty:ty => $ef:ident, $ewte:ident, $ewpe:ident, $split:ident, $merge:ident, $cast:ident;)*) => {
+    ($($ty:ty => $ef:ident, $ewte:ident, $ewpe:ident, $split:ident, $merge:ident, $cast:ident, $colp:ident;)*) => {
         /// This crate's kernels for one element type (GPU: `stream`; CPU executor: `executor`).
         #[allow(clippy::too_many_arguments)]
         pub trait OwnKernels: Sized {
@@ -30,6 +30,10 @@ macro_rules! own_kernels {
             fn merge_heads(s: &Stream, c: LaunchConfig, q: &(impl DeviceRead<Self> + ?Sized), k: &(impl DeviceRead<Self> + ?Sized), v: &(impl DeviceRead<Self> + ?Sized), dst: &mut (impl DeviceWrite<Self> + ?Sized), shape: Heads, parts: u32) -> ferrocuda_host::Result<()>;
             /// [`gpt2_kernels::cast_from_f32`].
             fn cast_from_f32(s: &Stream, c: LaunchConfig, src: &(impl DeviceRead<f32> + ?Sized), dst: &mut (impl DeviceWrite<Self> + ?Sized)) -> ferrocuda_host::Result<()>;
+            /// [`gpt2_kernels::column_partials`].
+            fn column_partials(s: &Stream, c: LaunchConfig, dout: &(impl DeviceRead<Self> + ?Sized), partial: &mut (impl DeviceWrite<f32> + ?Sized), rows: u32, cols: u32) -> ferrocuda_host::Result<()>;
+            /// [`gpt2_kernels::column_partials`] on the CPU executor.
+            fn column_partials_cpu(e: &CpuExecutor, c: LaunchConfig, dout: &[Self], partial: &mut [f32], rows: u32, cols: u32) -> Result<(), CpuError>;
             /// [`gpt2_kernels::encoder_forward`] on the CPU executor.
             fn encoder_forward_cpu(e: &CpuExecutor, c: LaunchConfig, tokens: &[u32], wte: &[Self], wpe: &[Self], out: &mut [Self], seq: u32, channels: u32) -> Result<(), CpuError>;
             /// [`gpt2_kernels::encoder_backward_wte`] on the CPU executor.
@@ -64,6 +68,12 @@ macro_rules! own_kernels {
                 fn cast_from_f32(s: &Stream, c: LaunchConfig, src: &(impl DeviceRead<f32> + ?Sized), dst: &mut (impl DeviceWrite<Self> + ?Sized)) -> ferrocuda_host::Result<()> {
                     gpt2_kernels::$cast::launch(s, c, src, dst)
                 }
+                fn column_partials(s: &Stream, c: LaunchConfig, dout: &(impl DeviceRead<Self> + ?Sized), partial: &mut (impl DeviceWrite<f32> + ?Sized), rows: u32, cols: u32) -> ferrocuda_host::Result<()> {
+                    gpt2_kernels::$colp::launch(s, c, dout, partial, rows, cols)
+                }
+                fn column_partials_cpu(e: &CpuExecutor, c: LaunchConfig, dout: &[Self], partial: &mut [f32], rows: u32, cols: u32) -> Result<(), CpuError> {
+                    gpt2_kernels::$colp::launch_cpu(e, c, dout, partial, rows, cols)
+                }
                 fn encoder_forward_cpu(e: &CpuExecutor, c: LaunchConfig, tokens: &[u32], wte: &[Self], wpe: &[Self], out: &mut [Self], seq: u32, channels: u32) -> Result<(), CpuError> {
                     gpt2_kernels::$ef::launch_cpu(e, c, tokens, wte, wpe, out, seq, channels)
                 }
@@ -88,6 +98,6 @@ macro_rules! own_kernels {
 }
 
 own_kernels! {
-    f32 => encoder_forward_f32, encoder_backward_wte_f32, encoder_backward_wpe_f32, split_heads_f32, merge_heads_f32, cast_from_f32_f32;
-    half::bf16 => encoder_forward_bf16, encoder_backward_wte_bf16, encoder_backward_wpe_bf16, split_heads_bf16, merge_heads_bf16, cast_from_f32_bf16;
+    f32 => encoder_forward_f32, encoder_backward_wte_f32, encoder_backward_wpe_f32, split_heads_f32, merge_heads_f32, cast_from_f32_f32, column_partials_f32;
+    half::bf16 => encoder_forward_bf16, encoder_backward_wte_bf16, encoder_backward_wpe_bf16, split_heads_bf16, merge_heads_bf16, cast_from_f32_bf16, column_partials_bf16;
 }

@@ -8,7 +8,11 @@
 //! - [`split_heads`] (`[B, T, .., H, D]` rows to `[B, H, T, D]` heads, for the attention
 //!   kernels' fast layout) and [`merge_heads`] (back, up to three tensors side by side, as the
 //!   QKV projection's gradient wants them);
+//! - [`column_partials`] and [`sum_partials`]: a bias gradient (the sum over rows of the
+//!   output gradient) in two deterministic steps;
 //! - [`cast_from_f32`]: the `f32` master weights rounded to the parameters' storage type.
+//!
+//! Index math is 32-bit: the host keeps every operand below 2^32 elements.
 //!
 //! Every kernel is element-wise over its output (a grid-stride loop, `DisjointSlice`), generic
 //! over the storage type ([`Elem`]: `f32`, `bf16`), with `f32` arithmetic; built once per type
@@ -63,13 +67,15 @@ impl Elem for bf16 {
 /// T]` (a token past the table gives 0, never a read out of bounds), `wpe` at least `T` rows.
 #[kernel(instances(f32, bf16))]
 pub fn encoder_forward<T: Elem>(tokens: &[u32], wte: &[T], wpe: &[T], mut out: DisjointSlice<T>, seq: u32, channels: u32) {
-    let (seq, channels) = (seq as usize, channels as usize);
     for i in grid_stride(out.len()) {
-        let (bt, c) = (i.get() / channels, i.get() % channels);
+        // 32-bit index math (64-bit division is emulated, tens of instructions): the host
+        // keeps every operand below 2^32 elements.
+        let at = i.get() as u32;
+        let (bt, c) = (at / channels, at % channels);
         let t = bt % seq;
-        let token = tokens.get(bt).map_or(usize::MAX, |&v| v as usize);
-        let w = wte.get(token.saturating_mul(channels).saturating_add(c)).map_or(0.0, |v| v.widen());
-        let p = wpe.get(t * channels + c).map_or(0.0, |v| v.widen());
+        let token = tokens.get(bt as usize).map_or(usize::MAX, |&v| v as usize);
+        let w = wte.get(token.saturating_mul(channels as usize).saturating_add(c as usize)).map_or(0.0, |v| v.widen());
+        let p = wpe.get((t * channels + c) as usize).map_or(0.0, |v| v.widen());
         if let Some(o) = out.get_mut(i) {
             *o = T::narrow(w + p);
         }
@@ -80,11 +86,11 @@ pub fn encoder_forward<T: Elem>(tokens: &[u32], wte: &[T], wpe: &[T], mut out: D
 /// from run to run in the last bits). `dout` is `[B * T, C]`.
 #[kernel(instances(f32, bf16))]
 pub fn encoder_backward_wte<T: Elem>(tokens: &[u32], dout: &[T], dwte: AtomicSlice<f32>, channels: u32) {
-    let channels = channels as usize;
     for i in grid_stride(dout.len()) {
-        let (bt, c) = (i.get() / channels, i.get() % channels);
-        if let Some(&token) = tokens.get(bt) {
-            let at = token as usize * channels + c;
+        let index = i.get() as u32;
+        let (bt, c) = (index / channels, index % channels);
+        if let Some(&token) = tokens.get(bt as usize) {
+            let at = token as usize * channels as usize + c as usize;
             if at < dwte.len() {
                 dwte.add(at, dout[i.get()].widen());
             }
@@ -129,14 +135,15 @@ pub struct Heads {
 /// row-major rows, into `[B, H, T, D]`.
 #[kernel(instances(f32, bf16))]
 pub fn split_heads<T: Elem>(src: &[T], mut dst: DisjointSlice<T>, shape: Heads) {
-    let (seq, heads, dim) = (shape.seq as usize, shape.heads as usize, shape.head_dim as usize);
+    let (seq, heads, dim) = (shape.seq, shape.heads, shape.head_dim);
     for i in grid_stride(dst.len()) {
-        let d = i.get() % dim;
-        let rest = i.get() / dim;
+        let index = i.get() as u32;
+        let d = index % dim;
+        let rest = index / dim;
         let t = rest % seq;
         let bh = rest / seq;
         let (b, h) = (bh / heads, bh % heads);
-        let at = (b * seq + t) * shape.row_stride as usize + shape.offset as usize + h * dim + d;
+        let at = (b * seq + t) as usize * shape.row_stride as usize + (shape.offset + h * dim + d) as usize;
         let value = src.get(at).copied().unwrap_or_default();
         if let Some(o) = dst.get_mut(i) {
             *o = value;
@@ -149,15 +156,16 @@ pub fn split_heads<T: Elem>(src: &[T], mut dst: DisjointSlice<T>, shape: Heads) 
 /// `parts` 1 reads only `q`). `shape.row_stride` and `shape.offset` are not used.
 #[kernel(instances(f32, bf16))]
 pub fn merge_heads<T: Elem>(q: &[T], k: &[T], v: &[T], mut dst: DisjointSlice<T>, shape: Heads, parts: u32) {
-    let (seq, heads, dim) = (shape.seq as usize, shape.heads as usize, shape.head_dim as usize);
+    let (seq, heads, dim) = (shape.seq, shape.heads, shape.head_dim);
     let width = heads * dim;
-    let row = parts as usize * width;
+    let row = parts * width;
     for i in grid_stride(dst.len()) {
-        let (bt, col) = (i.get() / row, i.get() % row);
+        let index = i.get() as u32;
+        let (bt, col) = (index / row, index % row);
         let (part, within) = (col / width, col % width);
         let (h, d) = (within / dim, within % dim);
         let (b, t) = (bt / seq, bt % seq);
-        let at = ((b * heads + h) * seq + t) * dim + d;
+        let at = (((b * heads + h) * seq + t) * dim + d) as usize;
         let src = match part {
             0 => q,
             1 => k,
@@ -166,6 +174,45 @@ pub fn merge_heads<T: Elem>(q: &[T], k: &[T], v: &[T], mut dst: DisjointSlice<T>
         let value = src.get(at).copied().unwrap_or_default();
         if let Some(o) = dst.get_mut(i) {
             *o = value;
+        }
+    }
+}
+
+/// Rows one thread of [`column_partials`] sums.
+pub const ROWS_PER_CHUNK: u32 = 256;
+
+/// The first step of a column sum (a bias gradient, `sum over rows of dout`), deterministic:
+/// `partial[k, c] = sum of dout[r, c]` over the rows `r` of chunk `k` ([`ROWS_PER_CHUNK`]
+/// each), in order. Adjacent threads take adjacent columns, so each row's loads coalesce.
+/// `partial` is `ceil(rows / ROWS_PER_CHUNK) x cols`.
+#[kernel(instances(f32, bf16))]
+pub fn column_partials<T: Elem>(dout: &[T], mut partial: DisjointSlice<f32>, rows: u32, cols: u32) {
+    for i in grid_stride(partial.len()) {
+        let index = i.get() as u32;
+        let (chunk, c) = (index / cols, index % cols);
+        let first = chunk * ROWS_PER_CHUNK;
+        let last = (first + ROWS_PER_CHUNK).min(rows);
+        let mut sum = 0.0f32;
+        for r in first..last {
+            sum += dout.get((r * cols + c) as usize).map_or(0.0, |v| v.widen());
+        }
+        if let Some(o) = partial.get_mut(i) {
+            *o = sum;
+        }
+    }
+}
+
+/// The second step: `out[c] = sum over k of partial[k, c]` (in order) for `chunks` chunks.
+#[kernel]
+pub fn sum_partials(partial: &[f32], mut out: DisjointSlice<f32>, chunks: u32) {
+    let cols = out.len();
+    for i in grid_stride(cols) {
+        let mut sum = 0.0f32;
+        for k in 0..chunks as usize {
+            sum += partial.get(k * cols + i.get()).copied().unwrap_or(0.0);
+        }
+        if let Some(o) = out.get_mut(i) {
+            *o = sum;
         }
     }
 }
