@@ -39,6 +39,16 @@ if [ "${1:-one}" = one ]; then
   else
     echo "torch.compile: no time left"
   fi
+elif [ "$1" = both ]; then
+  # One call on a two-GPU machine: the single-GPU checks on GPU 0, then data parallel.
+  timeout 110 ./gpu_torch_agreement --nocapture --test-threads=1 > "$OUT/tests.txt" 2>&1
+  echo "tests rc=$? $(grep -h '^test result' "$OUT/tests.txt")"; grep -E "^(f32|bf16):|panicked|^summary" "$OUT/tests.txt"
+  timeout 30 ./gpt2 --config 124m --batch 8 --seq 1024 --steps 30 --lr 6e-4 --alphabet 512 > "$OUT/train.txt" 2>&1; echo "train rc=$?"
+  grep -E "step +(1|10|20|30)/|summary|gpt2:" "$OUT/train.txt"
+  timeout 25 ./gpt2 --profile --config 124m --batch 16 --seq 1024 --steps 6 > "$OUT/profile.txt" 2>&1; echo "profile rc=$?"; grep -E "^\|" "$OUT/profile.txt"
+  timeout 30 ./gpt2 --bench --config 124m --batch 16 --seq 1024 --steps 12 > "$OUT/bench-one-b16.txt" 2>&1; echo "one b16 rc=$?"; grep -E "summary" "$OUT/bench-one-b16.txt"
+  timeout 40 ./gpt2 --ranks 2 --bench --config 124m --batch 16 --seq 1024 --steps 12 > "$OUT/bench-two-b16.txt" 2>&1; echo "two b16 rc=$?"; grep -E "summary" "$OUT/bench-two-b16.txt"
+  timeout $(left 232) ./gpt2 --bench --config 124m --batch 64 --seq 1024 --steps 12 > "$OUT/bench-ours-b64.txt" 2>&1; echo "ours b64 rc=$?"; grep -E "summary|step +(1|12)/" "$OUT/bench-ours-b64.txt"
 else
   timeout 150 ./gpu_torch_agreement gpt2_two_ranks --nocapture --test-threads=1 > "$OUT/two-ranks-test.txt" 2>&1
   echo "two-ranks test rc=$? $(grep -h '^test result' "$OUT/two-ranks-test.txt")"; grep -E "summary|panicked" "$OUT/two-ranks-test.txt"

@@ -17,7 +17,15 @@ use crate::Result;
 
 /// A storage type of the model's parameters and activations: `f32` (the CPU executor's tests,
 /// the tight PyTorch comparison) or `bf16` (training on the GPU).
-pub trait Act: crate::own::OwnKernels + GemmIntoF32 + ferrocuda_kernels::Element + gpt2_kernels::Elem + ferrocuda_host::cublas::GemmElement + ferrocuda_host::cublas::GemmOutput<Self> + Pod {
+pub trait Act:
+    crate::own::OwnKernels
+    + GemmIntoF32
+    + ferrocuda_kernels::Element
+    + gpt2_kernels::Elem
+    + ferrocuda_host::cublas::GemmElement
+    + ferrocuda_host::cublas::GemmOutput<Self>
+    + Pod
+{
     /// `"f32"` or `"bf16"`.
     const NAME: &'static str;
 }
@@ -29,6 +37,9 @@ impl Act for f32 {
 impl Act for half::bf16 {
     const NAME: &'static str = "bf16";
 }
+
+/// Time per kernel family: (family, milliseconds, calls).
+pub type Profile = Vec<(&'static str, f64, u64)>;
 
 /// An input operand: a buffer and the range of it the operation reads.
 pub type In<'a, B, E> = (&'a <B as Backend>::Buf<E>, Range<usize>);
@@ -51,12 +62,21 @@ pub trait Backend {
     fn synchronize(&self) -> Result<()>;
     /// Time per kernel family since the last call (family, milliseconds, calls), where the
     /// backend profiles (the GPU's `--profile`); empty otherwise.
-    fn take_profile(&self) -> Vec<(&'static str, f64, u64)> {
+    fn take_profile(&self) -> Profile {
         Vec::new()
     }
 
     /// `out = wte[tokens] + wpe[position]` (`[B T, C]`).
-    fn encoder_forward<T: Act>(&self, tokens: &Self::Buf<u32>, params: &Self::Buf<T>, wte: Range<usize>, wpe: Range<usize>, out: &mut Self::Buf<T>, seq: usize, channels: usize) -> Result<()>;
+    fn encoder_forward<T: Act>(
+        &self,
+        tokens: &Self::Buf<u32>,
+        params: &Self::Buf<T>,
+        wte: Range<usize>,
+        wpe: Range<usize>,
+        out: &mut Self::Buf<T>,
+        seq: usize,
+        channels: usize,
+    ) -> Result<()>;
     /// `grads[wte] += scatter(dout)` by token, `grads[wpe] = sum over the batch of dout`.
     fn encoder_backward<T: Act>(
         &self,
@@ -116,7 +136,15 @@ pub trait Backend {
     /// conventions), `c` of the activation type, overwritten.
     fn matmul<T: Act>(&self, a: In<'_, Self, T>, b: In<'_, Self, T>, c: &mut Self::Buf<T>, shape: GemmShape, bias: Option<In<'_, Self, T>>) -> Result<()>;
     /// `c[range] = op(a) op(b) + beta c[range]` into `f32` (weight and bias gradients).
-    fn matmul_f32<T: Act>(&self, a: In<'_, Self, T>, b: In<'_, Self, T>, c: &mut Self::Buf<f32>, c_range: Range<usize>, shape: GemmShape, beta: f32) -> Result<()>;
+    fn matmul_f32<T: Act>(
+        &self,
+        a: In<'_, Self, T>,
+        b: In<'_, Self, T>,
+        c: &mut Self::Buf<f32>,
+        c_range: Range<usize>,
+        shape: GemmShape,
+        beta: f32,
+    ) -> Result<()>;
     /// `grads[range] = sum over the rows of dout` (`rows x cols`): a bias gradient.
     fn bias_grad<T: Act>(&self, dout: &Self::Buf<T>, grads: &mut Self::Buf<f32>, range: Range<usize>, rows: usize, cols: usize) -> Result<()>;
     /// `out = gelu(x)`.
@@ -128,7 +156,15 @@ pub trait Backend {
     /// `[B, H, T, D]` tensors (1 or 3) back into row-major rows, side by side.
     fn merge_heads<T: Act>(&self, q: &Self::Buf<T>, k: &Self::Buf<T>, v: &Self::Buf<T>, dst: &mut Self::Buf<T>, heads: Heads, parts: u32) -> Result<()>;
     /// Causal attention forward, `[B, H, T, D]`.
-    fn attention_forward<T: Act>(&self, q: &Self::Buf<T>, k: &Self::Buf<T>, v: &Self::Buf<T>, out: &mut Self::Buf<T>, lse: &mut Self::Buf<f32>, shape: Attention) -> Result<()>;
+    fn attention_forward<T: Act>(
+        &self,
+        q: &Self::Buf<T>,
+        k: &Self::Buf<T>,
+        v: &Self::Buf<T>,
+        out: &mut Self::Buf<T>,
+        lse: &mut Self::Buf<f32>,
+        shape: Attention,
+    ) -> Result<()>;
     /// Causal attention backward.
     fn attention_backward<T: Act>(
         &self,
@@ -144,13 +180,30 @@ pub trait Backend {
         shape: Attention,
     ) -> Result<()>;
     /// The fused classifier: per-row losses and `dlogits`.
-    fn cross_entropy<T: Act>(&self, logits: &Self::Buf<T>, targets: &Self::Buf<u32>, losses: &mut Self::Buf<f32>, dlogits: &mut Self::Buf<T>, shape: Rows, dloss: f32) -> Result<()>;
+    fn cross_entropy<T: Act>(
+        &self,
+        logits: &Self::Buf<T>,
+        targets: &Self::Buf<u32>,
+        losses: &mut Self::Buf<f32>,
+        dlogits: &mut Self::Buf<T>,
+        shape: Rows,
+        dloss: f32,
+    ) -> Result<()>;
     /// `total[0] = sum(grads^2)` (zeroes `total` first).
     fn global_norm_squared(&self, grads: &Self::Buf<f32>, total: &mut Self::Buf<f32>) -> Result<()>;
     /// Scales `grads` so their norm is at most `max_norm`.
     fn clip(&self, grads: &mut Self::Buf<f32>, norm_squared: &Self::Buf<f32>, max_norm: f32) -> Result<()>;
     /// One AdamW step on `master[range]`.
-    fn adamw(&self, master: &mut Self::Buf<f32>, grads: &Self::Buf<f32>, m: &mut Self::Buf<f32>, v: &mut Self::Buf<f32>, range: Range<usize>, hyper: AdamW, step: u32) -> Result<()>;
+    fn adamw(
+        &self,
+        master: &mut Self::Buf<f32>,
+        grads: &Self::Buf<f32>,
+        m: &mut Self::Buf<f32>,
+        v: &mut Self::Buf<f32>,
+        range: Range<usize>,
+        hyper: AdamW,
+        step: u32,
+    ) -> Result<()>;
     /// `params = round(master)`.
     fn cast_params<T: Act>(&self, master: &Self::Buf<f32>, params: &mut Self::Buf<T>) -> Result<()>;
 }

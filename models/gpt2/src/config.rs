@@ -48,6 +48,9 @@ impl Config {
     /// Refuses shapes the kernels cannot run, saying why.
     pub fn check(&self) -> Result<(), String> {
         let c = self.channels;
+        if !c.is_multiple_of(8) {
+            return Err(format!("channels {c} must be a multiple of 8 (16-byte aligned bf16 tensors)"));
+        }
         if self.heads == 0 || !c.is_multiple_of(self.heads) {
             return Err(format!("channels {c} must be a multiple of heads {}", self.heads));
         }

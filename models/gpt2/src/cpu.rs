@@ -87,16 +87,45 @@ impl Backend for Cpu {
         Ok(())
     }
 
-    fn encoder_forward<T: Act>(&self, tokens: &Vec<u32>, params: &Vec<T>, wte: Range<usize>, wpe: Range<usize>, out: &mut Vec<T>, seq: usize, channels: usize) -> Result<()> {
+    fn encoder_forward<T: Act>(
+        &self,
+        tokens: &Vec<u32>,
+        params: &Vec<T>,
+        wte: Range<usize>,
+        wpe: Range<usize>,
+        out: &mut Vec<T>,
+        seq: usize,
+        channels: usize,
+    ) -> Result<()> {
         Ok(T::encoder_forward_cpu(&self.executor, grid(out.len()), tokens, &params[wte], &params[wpe], out, seq as u32, channels as u32)?)
     }
-    fn encoder_backward<T: Act>(&self, tokens: &Vec<u32>, dout: &Vec<T>, grads: &mut Vec<f32>, wte: Range<usize>, wpe: Range<usize>, batch: usize, seq: usize, channels: usize) -> Result<()> {
+    fn encoder_backward<T: Act>(
+        &self,
+        tokens: &Vec<u32>,
+        dout: &Vec<T>,
+        grads: &mut Vec<f32>,
+        wte: Range<usize>,
+        wpe: Range<usize>,
+        batch: usize,
+        seq: usize,
+        channels: usize,
+    ) -> Result<()> {
         let (dwte, dwpe) = two_mut(grads, wte, wpe);
         T::encoder_backward_wte_cpu(&self.executor, grid(dout.len()), tokens, dout, dwte, channels as u32)?;
         let dwpe = &mut dwpe[..seq * channels];
         Ok(T::encoder_backward_wpe_cpu(&self.executor, grid(dwpe.len()), dout, dwpe, batch as u32)?)
     }
-    fn layernorm<T: Act>(&self, x: &Vec<T>, params: &Vec<T>, w: Range<usize>, b: Range<usize>, out: &mut Vec<T>, mean: &mut Vec<f32>, rstd: &mut Vec<f32>, shape: Rows) -> Result<()> {
+    fn layernorm<T: Act>(
+        &self,
+        x: &Vec<T>,
+        params: &Vec<T>,
+        w: Range<usize>,
+        b: Range<usize>,
+        out: &mut Vec<T>,
+        mean: &mut Vec<f32>,
+        rstd: &mut Vec<f32>,
+        shape: Rows,
+    ) -> Result<()> {
         Ok(cpu::layernorm(&self.executor, x, &params[w], &params[b], out, mean, rstd, shape, 1e-5)?)
     }
     fn add_layernorm<T: Act>(

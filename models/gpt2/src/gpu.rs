@@ -13,7 +13,7 @@ use ferrocuda_kernels::rows::{self, AdamW, Rows};
 use gpt2_kernels::Heads;
 
 use crate::Result;
-use crate::backend::{Act, Backend, In};
+use crate::backend::{Act, Backend, In, Profile};
 use crate::own::grid;
 
 /// The GPU backend: a context, its stream and the GEMM handles bound to that stream.
@@ -22,7 +22,7 @@ pub struct Gpu {
     stream: Stream,
     engine: GemmEngine,
     /// Time per kernel family (milliseconds, calls) when profiling.
-    profile: Option<RefCell<Vec<(&'static str, f64, u64)>>>,
+    profile: Option<RefCell<Profile>>,
 }
 
 impl Gpu {
@@ -89,11 +89,20 @@ impl Backend for Gpu {
     fn synchronize(&self) -> Result<()> {
         Ok(self.stream.synchronize()?)
     }
-    fn take_profile(&self) -> Vec<(&'static str, f64, u64)> {
+    fn take_profile(&self) -> Profile {
         self.profile.as_ref().map(|p| std::mem::take(&mut *p.borrow_mut())).unwrap_or_default()
     }
 
-    fn encoder_forward<T: Act>(&self, tokens: &DeviceBuffer<u32>, params: &DeviceBuffer<T>, wte: Range<usize>, wpe: Range<usize>, out: &mut DeviceBuffer<T>, seq: usize, channels: usize) -> Result<()> {
+    fn encoder_forward<T: Act>(
+        &self,
+        tokens: &DeviceBuffer<u32>,
+        params: &DeviceBuffer<T>,
+        wte: Range<usize>,
+        wpe: Range<usize>,
+        out: &mut DeviceBuffer<T>,
+        seq: usize,
+        channels: usize,
+    ) -> Result<()> {
         self.timed("encoder", || {
             Ok(T::encoder_forward(&self.stream, grid(out.len()), tokens, &params.slice(wte), &params.slice(wpe), out, seq as u32, channels as u32)?)
         })
@@ -126,9 +135,7 @@ impl Backend for Gpu {
         rstd: &mut DeviceBuffer<f32>,
         shape: Rows,
     ) -> Result<()> {
-        self.timed("layernorm", || {
-            Ok(rows::layernorm(&self.stream, x, &params.slice(w), &params.slice(b), out, mean, rstd, shape, 1e-5)?)
-        })
+        self.timed("layernorm", || Ok(rows::layernorm(&self.stream, x, &params.slice(w), &params.slice(b), out, mean, rstd, shape, 1e-5)?))
     }
     fn add_layernorm<T: Act>(
         &self,
@@ -143,9 +150,7 @@ impl Backend for Gpu {
         rstd: &mut DeviceBuffer<f32>,
         shape: Rows,
     ) -> Result<()> {
-        self.timed("layernorm", || {
-            Ok(rows::add_layernorm(&self.stream, x, residual, &params.slice(w), &params.slice(b), out, sum, mean, rstd, shape, 1e-5)?)
-        })
+        self.timed("layernorm", || Ok(rows::add_layernorm(&self.stream, x, residual, &params.slice(w), &params.slice(b), out, sum, mean, rstd, shape, 1e-5)?))
     }
     fn layernorm_backward<T: Act>(
         &self,
@@ -167,11 +172,8 @@ impl Backend for Gpu {
             // Two disjoint views of the gradient buffer: split it where the later range starts.
             let split = dw.start.max(db.start);
             let (mut lo, mut hi) = grads.split_at_mut(split);
-            let (mut dwv, mut dbv) = if dw.start < db.start {
-                (lo.slice_mut(dw), hi.slice_mut(..db.end - split))
-            } else {
-                (hi.slice_mut(..dw.end - split), lo.slice_mut(db))
-            };
+            let (mut dwv, mut dbv) =
+                if dw.start < db.start { (lo.slice_mut(dw), hi.slice_mut(..db.end - split)) } else { (hi.slice_mut(..dw.end - split), lo.slice_mut(db)) };
             let dresidual = dresidual.map(|d| d as &dyn DeviceRead<T>);
             Ok(rows::layernorm_backward(&self.stream, dout, x, &params.slice(w), mean, rstd, dresidual, dx, &mut dwv, &mut dbv, shape)?)
         })
@@ -186,10 +188,16 @@ impl Backend for Gpu {
             Ok(gemm::gemm::<T, T>(&self.engine, &a.0.slice(a.1), &b.0.slice(b.1), c, shape, epilogue, 1.0, 0.0)?)
         })
     }
-    fn matmul_f32<T: Act>(&self, a: In<'_, Self, T>, b: In<'_, Self, T>, c: &mut DeviceBuffer<f32>, c_range: Range<usize>, shape: GemmShape, beta: f32) -> Result<()> {
-        self.timed("GEMM (weight gradients)", || {
-            Ok(T::gemm_into_f32(&self.engine, &a.0.slice(a.1), &b.0.slice(b.1), &mut c.slice_mut(c_range), shape, beta)?)
-        })
+    fn matmul_f32<T: Act>(
+        &self,
+        a: In<'_, Self, T>,
+        b: In<'_, Self, T>,
+        c: &mut DeviceBuffer<f32>,
+        c_range: Range<usize>,
+        shape: GemmShape,
+        beta: f32,
+    ) -> Result<()> {
+        self.timed("GEMM (weight gradients)", || Ok(T::gemm_into_f32(&self.engine, &a.0.slice(a.1), &b.0.slice(b.1), &mut c.slice_mut(c_range), shape, beta)?))
     }
     fn bias_grad<T: Act>(&self, dout: &DeviceBuffer<T>, grads: &mut DeviceBuffer<f32>, range: Range<usize>, rows: usize, cols: usize) -> Result<()> {
         self.timed("bias gradients", || {
@@ -200,29 +208,35 @@ impl Backend for Gpu {
         })
     }
     fn gelu<T: Act>(&self, x: &DeviceBuffer<T>, out: &mut DeviceBuffer<T>) -> Result<()> {
-        self.timed("gelu", || {
-            Ok(rows::gelu(&self.stream, x, out)?)
-        })
+        self.timed("gelu", || Ok(rows::gelu(&self.stream, x, out)?))
     }
     fn gelu_backward<T: Act>(&self, x: &DeviceBuffer<T>, dout: &DeviceBuffer<T>, dx: &mut DeviceBuffer<T>) -> Result<()> {
-        self.timed("gelu backward", || {
-            Ok(rows::gelu_backward(&self.stream, x, dout, dx)?)
-        })
+        self.timed("gelu backward", || Ok(rows::gelu_backward(&self.stream, x, dout, dx)?))
     }
     fn split_heads<T: Act>(&self, src: &DeviceBuffer<T>, dst: &mut DeviceBuffer<T>, heads: Heads) -> Result<()> {
-        self.timed("head split/merge", || {
-            Ok(T::split_heads(&self.stream, grid(dst.len()), src, dst, heads)?)
-        })
+        self.timed("head split/merge", || Ok(T::split_heads(&self.stream, grid(dst.len()), src, dst, heads)?))
     }
-    fn merge_heads<T: Act>(&self, q: &DeviceBuffer<T>, k: &DeviceBuffer<T>, v: &DeviceBuffer<T>, dst: &mut DeviceBuffer<T>, heads: Heads, parts: u32) -> Result<()> {
-        self.timed("head split/merge", || {
-            Ok(T::merge_heads(&self.stream, grid(dst.len()), q, k, v, dst, heads, parts)?)
-        })
+    fn merge_heads<T: Act>(
+        &self,
+        q: &DeviceBuffer<T>,
+        k: &DeviceBuffer<T>,
+        v: &DeviceBuffer<T>,
+        dst: &mut DeviceBuffer<T>,
+        heads: Heads,
+        parts: u32,
+    ) -> Result<()> {
+        self.timed("head split/merge", || Ok(T::merge_heads(&self.stream, grid(dst.len()), q, k, v, dst, heads, parts)?))
     }
-    fn attention_forward<T: Act>(&self, q: &DeviceBuffer<T>, k: &DeviceBuffer<T>, v: &DeviceBuffer<T>, out: &mut DeviceBuffer<T>, lse: &mut DeviceBuffer<f32>, shape: Attention) -> Result<()> {
-        self.timed("attention forward", || {
-            Ok(attention::attention_forward(&self.stream, q, k, v, out, lse, shape)?)
-        })
+    fn attention_forward<T: Act>(
+        &self,
+        q: &DeviceBuffer<T>,
+        k: &DeviceBuffer<T>,
+        v: &DeviceBuffer<T>,
+        out: &mut DeviceBuffer<T>,
+        lse: &mut DeviceBuffer<f32>,
+        shape: Attention,
+    ) -> Result<()> {
+        self.timed("attention forward", || Ok(attention::attention_forward(&self.stream, q, k, v, out, lse, shape)?))
     }
     fn attention_backward<T: Act>(
         &self,
@@ -237,14 +251,18 @@ impl Backend for Gpu {
         dv: &mut DeviceBuffer<T>,
         shape: Attention,
     ) -> Result<()> {
-        self.timed("attention backward", || {
-            Ok(attention::attention_backward(&self.stream, q, k, v, out, dout, lse, dq, dk, dv, shape)?)
-        })
+        self.timed("attention backward", || Ok(attention::attention_backward(&self.stream, q, k, v, out, dout, lse, dq, dk, dv, shape)?))
     }
-    fn cross_entropy<T: Act>(&self, logits: &DeviceBuffer<T>, targets: &DeviceBuffer<u32>, losses: &mut DeviceBuffer<f32>, dlogits: &mut DeviceBuffer<T>, shape: Rows, dloss: f32) -> Result<()> {
-        self.timed("classifier (cross-entropy)", || {
-            Ok(rows::cross_entropy(&self.stream, logits, targets, losses, dlogits, shape, dloss)?)
-        })
+    fn cross_entropy<T: Act>(
+        &self,
+        logits: &DeviceBuffer<T>,
+        targets: &DeviceBuffer<u32>,
+        losses: &mut DeviceBuffer<f32>,
+        dlogits: &mut DeviceBuffer<T>,
+        shape: Rows,
+        dloss: f32,
+    ) -> Result<()> {
+        self.timed("classifier (cross-entropy)", || Ok(rows::cross_entropy(&self.stream, logits, targets, losses, dlogits, shape, dloss)?))
     }
     fn global_norm_squared(&self, grads: &DeviceBuffer<f32>, total: &mut DeviceBuffer<f32>) -> Result<()> {
         self.timed("optimizer (norm, clip, AdamW, cast)", || {
@@ -253,19 +271,33 @@ impl Backend for Gpu {
         })
     }
     fn clip(&self, grads: &mut DeviceBuffer<f32>, norm_squared: &DeviceBuffer<f32>, max_norm: f32) -> Result<()> {
-        self.timed("optimizer (norm, clip, AdamW, cast)", || {
-            Ok(rows::clip_by_global_norm(&self.stream, grads, norm_squared, max_norm)?)
-        })
+        self.timed("optimizer (norm, clip, AdamW, cast)", || Ok(rows::clip_by_global_norm(&self.stream, grads, norm_squared, max_norm)?))
     }
-    fn adamw(&self, master: &mut DeviceBuffer<f32>, grads: &DeviceBuffer<f32>, m: &mut DeviceBuffer<f32>, v: &mut DeviceBuffer<f32>, range: Range<usize>, hyper: AdamW, step: u32) -> Result<()> {
+    fn adamw(
+        &self,
+        master: &mut DeviceBuffer<f32>,
+        grads: &DeviceBuffer<f32>,
+        m: &mut DeviceBuffer<f32>,
+        v: &mut DeviceBuffer<f32>,
+        range: Range<usize>,
+        hyper: AdamW,
+        step: u32,
+    ) -> Result<()> {
         self.timed("optimizer (norm, clip, AdamW, cast)", || {
             let r = range;
-            Ok(rows::adamw(&self.stream, &mut master.slice_mut(r.clone()), &grads.slice(r.clone()), &mut m.slice_mut(r.clone()), &mut v.slice_mut(r), hyper, step, 1.0)?)
+            Ok(rows::adamw(
+                &self.stream,
+                &mut master.slice_mut(r.clone()),
+                &grads.slice(r.clone()),
+                &mut m.slice_mut(r.clone()),
+                &mut v.slice_mut(r),
+                hyper,
+                step,
+                1.0,
+            )?)
         })
     }
     fn cast_params<T: Act>(&self, master: &DeviceBuffer<f32>, params: &mut DeviceBuffer<T>) -> Result<()> {
-        self.timed("optimizer (norm, clip, AdamW, cast)", || {
-            Ok(T::cast_from_f32(&self.stream, grid(params.len()), master, params)?)
-        })
+        self.timed("optimizer (norm, clip, AdamW, cast)", || Ok(T::cast_from_f32(&self.stream, grid(params.len()), master, params)?))
     }
 }

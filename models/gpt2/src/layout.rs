@@ -87,13 +87,15 @@ impl Layout {
     /// The layout of `config`'s parameters.
     pub fn new(config: &Config) -> Layout {
         let (c, l, v, t) = (config.channels, config.layers, config.padded_vocab, config.max_seq);
-        let sizes = [v * c, t * c, l * c, l * c, l * 3 * c * c, l * 3 * c, l * c * c, l * c, l * c, l * c, l * 4 * c * c, l * 4 * c, l * c * 4 * c, l * c, c, c];
+        let sizes =
+            [v * c, t * c, l * c, l * c, l * 3 * c * c, l * 3 * c, l * c * c, l * c, l * c, l * c, l * 4 * c * c, l * 4 * c, l * c * 4 * c, l * c, c, c];
         let mut offsets = [0; 16];
         let mut total = 0;
+        // Packed, in order. Every size is a multiple of the width C, so with C a multiple of 8
+        // (768, 64) every tensor and every layer's slice starts 16-byte aligned in bf16, as the
+        // GEMM epilogues' bias and the vectorised kernels want.
         for (o, s) in offsets.iter_mut().zip(sizes) {
             *o = total;
-            // Every tensor starts 16-byte aligned for bf16 (8 elements): the GEMM epilogues'
-            // bias and the vectorised kernels want it; GPT-2's sizes are all multiples of 8.
             total += s;
         }
         Layout { config: *config, sizes, offsets, total }
@@ -123,18 +125,6 @@ impl Layout {
         }
         let each = self.sizes[t as usize] / self.config.layers;
         all.start + layer * each..all.start + (layer + 1) * each
-    }
-
-    /// The first `rows` rows of `rows x cols` tensor range `r` (sub-blocks of QKV).
-    pub fn rows_of(r: Range<usize>, first_row: usize, rows: usize, cols: usize) -> Range<usize> {
-        let start = r.start + first_row * cols;
-        debug_assert!(start + rows * cols <= r.end);
-        start..start + rows * cols
-    }
-
-    /// Parameters the checkpoint counts (llm.c's `num_parameters` counts the padded table).
-    pub fn count(&self) -> usize {
-        self.total
     }
 }
 

@@ -210,16 +210,24 @@ fn launch(ranks: usize, args: &[String]) -> Result<()> {
 /// Something that averages the gradients of every rank in place (NCCL), for the GPU backend.
 trait AllReduce<B: Backend> {
     fn average(&self, backend: &B, grads: &mut B::Buf<f32>) -> Result<()>;
+    /// Leaves every rank the largest rank's value (the gradient norm all ranks clip with).
+    fn agree(&self, backend: &B, value: &mut B::Buf<f32>) -> Result<()>;
 }
 
 impl AllReduce<Gpu> for Communicator {
     fn average(&self, backend: &Gpu, grads: &mut ferrocuda_host::DeviceBuffer<f32>) -> Result<()> {
         Ok(self.on(backend.stream())?.all_reduce_in_place(grads.slice_mut(..), ReduceOp::Avg)?)
     }
+    fn agree(&self, backend: &Gpu, value: &mut ferrocuda_host::DeviceBuffer<f32>) -> Result<()> {
+        Ok(self.on(backend.stream())?.all_reduce_in_place(value.slice_mut(..), ReduceOp::Max)?)
+    }
 }
 
 impl AllReduce<Cpu> for Communicator {
     fn average(&self, _: &Cpu, _: &mut Vec<f32>) -> Result<()> {
+        Err("the CPU executor runs one rank".into())
+    }
+    fn agree(&self, _: &Cpu, _: &mut Vec<f32>) -> Result<()> {
         Err("the CPU executor runs one rank".into())
     }
 }
@@ -278,10 +286,13 @@ where
         trainer.set_batch(&x, &y)?;
         trainer.forward_queued()?;
         trainer.backward()?;
-        if let Some(c) = comm {
-            c.average(&trainer.backend, &mut trainer.grads)?;
+        match comm {
+            Some(c) => {
+                c.average(&trainer.backend, &mut trainer.grads)?;
+                trainer.update_with(|backend, norm| c.agree(backend, norm))?;
+            }
+            None => trainer.update()?,
         }
-        trainer.update()?;
         let loss = trainer.last_loss()?;
         let ms = started.elapsed().as_secs_f64() * 1e3;
         let norm = trainer.grad_norm()?;
@@ -298,7 +309,13 @@ where
         }
     }
     // Steps 11-30 when there are that many (llm.c's and the window), else all after the first.
-    let window: &[f64] = if times.len() >= 30 { &times[10..30] } else if times.len() > 1 { &times[1..] } else { &times };
+    let window: &[f64] = if times.len() >= 30 {
+        &times[10..30]
+    } else if times.len() > 1 {
+        &times[1..]
+    } else {
+        &times
+    };
     let mean = window.iter().sum::<f64>() / window.len().max(1) as f64;
     let hash = fingerprint(&trainer.state()?.0);
     let params_hash = fingerprint(&trainer.parameters()?);

@@ -237,10 +237,27 @@ pub fn forward<B: Backend, T: Act>(b: &B, layout: &Layout, params: &B::Buf<T>, a
         )?;
         b.matmul((&cur.ln2, 0..bt * c), (p, layout.at(Tensor::Fcw, l)), &mut cur.fch, linear(bt, c, 4 * c), Some((p, layout.at(Tensor::Fcb, l))))?;
         b.gelu(&cur.fch, &mut cur.fch_gelu)?;
-        b.matmul((&cur.fch_gelu, 0..bt * 4 * c), (p, layout.at(Tensor::Fcprojw, l)), &mut acts.proj, linear(bt, 4 * c, c), Some((p, layout.at(Tensor::Fcprojb, l))))?;
+        b.matmul(
+            (&cur.fch_gelu, 0..bt * 4 * c),
+            (p, layout.at(Tensor::Fcprojw, l)),
+            &mut acts.proj,
+            linear(bt, 4 * c, c),
+            Some((p, layout.at(Tensor::Fcprojb, l))),
+        )?;
     }
     let last = &acts.layers[config.layers - 1];
-    b.add_layernorm(&acts.proj, &last.res_mid, p, layout.all(Tensor::Lnfw), layout.all(Tensor::Lnfb), &mut acts.lnf, &mut acts.res_final, &mut acts.lnf_mean, &mut acts.lnf_rstd, rows)?;
+    b.add_layernorm(
+        &acts.proj,
+        &last.res_mid,
+        p,
+        layout.all(Tensor::Lnfw),
+        layout.all(Tensor::Lnfb),
+        &mut acts.lnf,
+        &mut acts.res_final,
+        &mut acts.lnf_mean,
+        &mut acts.lnf_rstd,
+        rows,
+    )?;
     b.matmul((&acts.lnf, 0..bt * c), (p, layout.all(Tensor::Wte)), &mut acts.logits, linear(bt, c, vp), Some((&acts.pad_bias, 0..vp)))?;
     b.cross_entropy(&acts.logits, &acts.targets, &mut acts.losses, &mut acts.dlogits, Rows { rows: bt, cols: vp }, dloss)?;
     Ok(())
@@ -258,7 +275,20 @@ pub fn backward<B: Backend, T: Act>(b: &B, layout: &Layout, params: &B::Buf<T>, 
     // Classifier (tied): dWte = dlogitsᵀ lnf, dlnf = dlogits Wte.
     b.matmul_f32((&a.dlogits, 0..bt * vp), (&a.lnf, 0..bt * c), grads, layout.all(Tensor::Wte), weight_grad(bt, c, vp), 0.0)?;
     b.matmul((&a.dlogits, 0..bt * vp), (p, layout.all(Tensor::Wte)), &mut a.dln, input_grad(bt, c, vp), None)?;
-    b.layernorm_backward(&a.dln, &a.res_final, p, layout.all(Tensor::Lnfw), &a.lnf_mean, &a.lnf_rstd, None, &mut a.dres_a, grads, layout.all(Tensor::Lnfw), layout.all(Tensor::Lnfb), rows)?;
+    b.layernorm_backward(
+        &a.dln,
+        &a.res_final,
+        p,
+        layout.all(Tensor::Lnfw),
+        &a.lnf_mean,
+        &a.lnf_rstd,
+        None,
+        &mut a.dres_a,
+        grads,
+        layout.all(Tensor::Lnfw),
+        layout.all(Tensor::Lnfb),
+        rows,
+    )?;
     for l in (0..config.layers).rev() {
         let cur = &a.layers[l];
         // dres_a: the gradient of this layer's output (x3).

@@ -123,14 +123,30 @@ impl<B: Backend, T: Act> Trainer<B, T> {
     /// [`Trainer::grads`] (already averaged across ranks). Returns nothing; the gradient norm
     /// before clipping is [`Trainer::grad_norm`].
     pub fn update(&mut self) -> Result<()> {
+        self.update_with(|_, _| Ok(()))
+    }
+
+    /// [`Trainer::update`] for one rank of several: `agree` gets the squared gradient norm
+    /// (one `f32` on the device) before it is used and must leave every rank the same value
+    /// (an all-reduce with `Max`). The norm is a sum of `f32` atomics, so each rank's copy may
+    /// differ in the last bits; used as it is, the clipping scale would differ too and the
+    /// ranks' weights would drift apart (the CPU data-parallel test caught it).
+    pub fn update_with(&mut self, agree: impl FnOnce(&B, &mut B::Buf<f32>) -> Result<()>) -> Result<()> {
         let h = self.hyper;
         self.step += 1;
         self.backend.global_norm_squared(&self.grads, &mut self.norm)?;
+        agree(&self.backend, &mut self.norm)?;
         if h.max_norm > 0.0 {
             self.backend.clip(&mut self.grads, &self.norm, h.max_norm)?;
         }
         for t in TENSORS {
-            let hyper = AdamW { learning_rate: h.learning_rate, beta1: h.beta1, beta2: h.beta2, eps: h.eps, weight_decay: if t.decays() { h.weight_decay } else { 0.0 } };
+            let hyper = AdamW {
+                learning_rate: h.learning_rate,
+                beta1: h.beta1,
+                beta2: h.beta2,
+                eps: h.eps,
+                weight_decay: if t.decays() { h.weight_decay } else { 0.0 },
+            };
             self.backend.adamw(&mut self.master, &self.grads, &mut self.m, &mut self.v, self.layout.all(t), hyper, self.step)?;
         }
         self.backend.cast_params(&self.master, &mut self.params)

@@ -67,7 +67,13 @@ fn gpt2_124m_matches_pytorch_for_20_steps() {
     run(Command::new(bin()).args(["init", "--config", "124m", "--seed", "42", "--out"]).arg(&model));
     run(Command::new(bin()).args(["make-shard", "--tokens", "200000", "--alphabet", "256", "--seed", "3", "--out"]).arg(&shard));
     let common = ["--batch", "4", "--seq", "256", "--steps", "20", "--lr", "3e-4"];
-    let torch = run(Command::new(std::env::var("PYTHON").unwrap_or_else(|_| "python3".into())).arg(script()).arg("--checkpoint").arg(&model).arg("--data").arg(&shard).args(common));
+    let torch = run(Command::new(std::env::var("PYTHON").unwrap_or_else(|_| "python3".into()))
+        .arg(script())
+        .arg("--checkpoint")
+        .arg(&model)
+        .arg("--data")
+        .arg(&shard)
+        .args(common));
     let torch = losses(&torch);
     let mut results = Vec::new();
     for (dtype, first_bound, bound) in [("f32", 1e-3f32, 2e-3f32), ("bf16", 0.05, 0.1)] {
@@ -76,7 +82,10 @@ fn gpt2_124m_matches_pytorch_for_20_steps() {
         assert_eq!(ours.len(), 20, "ours ({dtype}) printed {} losses", ours.len());
         assert_eq!(torch.len(), 20, "PyTorch printed {} losses", torch.len());
         let worst = ours.iter().zip(&torch).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
-        println!("{dtype}: step 1 ours {:.6} torch {:.6}; step 20 ours {:.6} torch {:.6}; largest difference {worst:.2e}", ours[0], torch[0], ours[19], torch[19]);
+        println!(
+            "{dtype}: step 1 ours {:.6} torch {:.6}; step 20 ours {:.6} torch {:.6}; largest difference {worst:.2e}",
+            ours[0], torch[0], ours[19], torch[19]
+        );
         for (i, (a, b)) in ours.iter().zip(&torch).enumerate() {
             println!("  step {:2}: ours {a:.6} torch {b:.6} diff {:+.2e}", i + 1, a - b);
         }

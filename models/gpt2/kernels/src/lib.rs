@@ -8,7 +8,7 @@
 //! - [`split_heads`] (`[B, T, .., H, D]` rows to `[B, H, T, D]` heads, for the attention
 //!   kernels' fast layout) and [`merge_heads`] (back, up to three tensors side by side, as the
 //!   QKV projection's gradient wants them);
-//! - [`column_partials`] and [`sum_partials`]: a bias gradient (the sum over rows of the
+//! - [`column_partials()`] and [`sum_partials()`]: a bias gradient (the sum over rows of the
 //!   output gradient) in two deterministic steps;
 //! - [`cast_from_f32`]: the `f32` master weights rounded to the parameters' storage type.
 //!
