@@ -46,7 +46,7 @@ pub struct Trainer<B: Backend, T: Act> {
     pub params: B::Buf<T>,
     /// `f32` master weights.
     pub master: B::Buf<f32>,
-    /// `f32` gradients (after [`Trainer::forward_backward`]).
+    /// `f32` gradients (after [`Trainer::backward`]; averaged across ranks by the caller).
     pub grads: B::Buf<f32>,
     m: B::Buf<f32>,
     v: B::Buf<f32>,
@@ -93,8 +93,8 @@ impl<B: Backend, T: Act> Trainer<B, T> {
         self.backend.copy_in(&mut self.acts.targets, targets)
     }
 
-    /// The forward pass; returns the mean loss. `dloss_scale` multiplies the gradient of the
-    /// mean (1 for one rank).
+    /// The forward pass (ending with the fused classifier, which also leaves the gradient of
+    /// the mean loss for [`Trainer::backward`]); returns the mean loss.
     pub fn forward(&mut self) -> Result<f32> {
         let dloss = 1.0 / self.shape.tokens() as f32;
         model::forward(&self.backend, &self.layout, &self.params, &mut self.acts, self.shape, dloss)?;
