@@ -156,3 +156,34 @@ fn tiny_backward_is_repeatable() {
     }
     assert_eq!(g1, g2);
 }
+
+/// The bf16 path (bf16 parameters and activations, f32 master weights and gradients) on the
+/// CPU executor: its first loss is the f32 loss to bf16 accuracy, and it trains.
+#[test]
+fn tiny_bf16_tracks_f32() {
+    let config = Config::tiny();
+    let master = init_params(&Layout::new(&config), 7);
+    let shape = Shape { batch: 2, seq: 16 };
+    let hyper = Hyper { learning_rate: 3e-3, ..Hyper::default() };
+    let mut t16 = Trainer::<Cpu, half::bf16>::new(Cpu::new(), &config, shape, hyper, &master).unwrap();
+    let mut t32 = tiny_trainer(shape, hyper);
+    let mut loader = Loader::new(synthetic_corpus(4096, 61, 1), 2, 16, 0, 1).unwrap();
+    let mut pairs = Vec::new();
+    for _ in 0..6 {
+        let (x, y) = loader.next_batch();
+        t16.set_batch(&x, &y).unwrap();
+        let a = t16.forward().unwrap();
+        t16.backward().unwrap();
+        t16.update().unwrap();
+        t32.set_batch(&x, &y).unwrap();
+        let b = t32.forward().unwrap();
+        t32.backward().unwrap();
+        t32.update().unwrap();
+        pairs.push(a);
+        pairs.push(b);
+    }
+    println!("bf16/f32 losses: {pairs:?}");
+    assert!(pairs.iter().all(|l| l.is_finite()));
+    assert!((pairs[0] - pairs[1]).abs() < 0.02, "first loss bf16 {} vs f32 {}", pairs[0], pairs[1]);
+    assert!((pairs[10] - pairs[11]).abs() < 0.1, "sixth loss bf16 {} vs f32 {}", pairs[10], pairs[11]);
+}
