@@ -109,8 +109,12 @@ class GPT2(torch.nn.Module):
             y = F.gelu(y @ self.fcw[l].t() + self.fcb[l], approximate="tanh")
             x = x + y @ self.fcprojw[l].t() + self.fcprojb[l]
         x = F.layer_norm(x, (c,), self.lnfw, self.lnfb, 1e-5)
-        logits = x @ self.wte[: cfg["vocab"]].t()
-        return F.cross_entropy(logits.float().view(-1, cfg["vocab"]), targets.view(-1))
+        # The classifier over the padded table (an aligned GEMM), the padded columns masked
+        # to -inf so they never count: the loss and gradients of the unpadded model.
+        logits = (x @ self.wte.t()).float()
+        pad = torch.arange(cfg["padded_vocab"], device=idx.device) >= cfg["vocab"]
+        logits = logits.masked_fill(pad, float("-inf"))
+        return F.cross_entropy(logits.view(-1, cfg["padded_vocab"]), targets.view(-1))
 
 
 def optimizer(model, args, fused=False):
