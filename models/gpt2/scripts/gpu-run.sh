@@ -9,7 +9,7 @@ for f in *.xz; do [ -e "$f" ] && [ "$f" != llmc.tar.xz ] && xz -dkf "$f"; done
 chmod +x gpt2 gpu_torch_agreement 2>/dev/null
 export REQUIRE_GPU=1 NCCL_NVLS_ENABLE=0 RUST_BACKTRACE=1 LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export GPT2_BIN=$here/gpt2 GPT2_TORCH=$here/gpt2_torch.py PYTHON=python3 PATH="/usr/local/cuda/bin:$PATH"
-nvidia-smi -L | tee "$OUT/device.txt"
+nvidia-smi -L   # printed, not saved: $OUT returns at most 8 files
 started=$(date +%s); left() { echo $(( ${1} - ($(date +%s) - started) )); }
 llmc_build() {
   mkdir -p llmc && tar -xJf llmc.tar.xz -C llmc && cd llmc &&
