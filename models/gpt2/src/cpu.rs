@@ -1,0 +1,223 @@
+//! [`Backend`] on the CPU executor: the library's kernels and this crate's own run thread by
+//! thread on host vectors (with the executor's race and bounds checks); the GEMMs, which the
+//! library runs on cuBLAS, are a plain host loop here (`f64` accumulation).
+
+use std::ops::Range;
+
+use bytemuck::Pod;
+use ferrocuda_device::cpu::CpuExecutor;
+use ferrocuda_kernels::attention::Attention;
+use ferrocuda_kernels::cpu;
+use ferrocuda_kernels::gemm::GemmShape;
+use ferrocuda_kernels::rows::{AdamW, Rows};
+use gpt2_kernels::{Elem, Heads};
+
+use crate::Result;
+use crate::backend::{Act, Backend, In};
+use crate::own::grid;
+
+/// The CPU executor backend.
+#[derive(Default)]
+pub struct Cpu {
+    executor: CpuExecutor,
+}
+
+impl Cpu {
+    /// A backend on a fresh executor.
+    pub fn new() -> Cpu {
+        Cpu { executor: CpuExecutor::new() }
+    }
+}
+
+/// Two disjoint mutable ranges of one vector.
+pub(crate) fn two_mut<E>(v: &mut [E], a: Range<usize>, b: Range<usize>) -> (&mut [E], &mut [E]) {
+    assert!(a.end <= b.start || b.end <= a.start, "ranges {a:?} and {b:?} overlap");
+    if a.start < b.start {
+        let (lo, hi) = v.split_at_mut(b.start);
+        (&mut lo[a], &mut hi[..b.end - b.start])
+    } else {
+        let (lo, hi) = v.split_at_mut(a.start);
+        (&mut hi[..a.end - a.start], &mut lo[b])
+    }
+}
+
+/// Row-major `c = op(a) op(b) (+ bias) + beta c` on the host, as `gemm::gemm` defines it.
+fn host_gemm<A: Elem, O: Elem>(a: &[A], b: &[A], c: &mut [O], s: GemmShape, bias: Option<&[O]>, beta: f32) -> Result<()> {
+    let (m, n, k) = (s.m, s.n, s.k);
+    if s.batch != 1 || a.len() != m * k || b.len() != k * n || c.len() != m * n {
+        return Err(format!("host GEMM: operands {} {} {} do not fit {s:?}", a.len(), b.len(), c.len()).into());
+    }
+    let a: Vec<f64> = a.iter().map(|x| x.widen() as f64).collect();
+    let b: Vec<f64> = b.iter().map(|x| x.widen() as f64).collect();
+    for i in 0..m {
+        for j in 0..n {
+            let mut sum = 0.0f64;
+            for p in 0..k {
+                let x = if s.transpose_a { a[p * m + i] } else { a[i * k + p] };
+                let y = if s.transpose_b { b[j * k + p] } else { b[p * n + j] };
+                sum += x * y;
+            }
+            if let Some(bias) = bias {
+                sum += bias[j].widen() as f64;
+            }
+            let old = if beta != 0.0 { beta as f64 * c[i * n + j].widen() as f64 } else { 0.0 };
+            c[i * n + j] = O::narrow((sum + old) as f32);
+        }
+    }
+    Ok(())
+}
+
+impl Backend for Cpu {
+    type Buf<E: Pod + Send + Sync + 'static> = Vec<E>;
+
+    fn zeros<E: Pod + Send + Sync + 'static>(&self, n: usize) -> Result<Vec<E>> {
+        Ok(vec![E::zeroed(); n])
+    }
+    fn upload<E: Pod + Send + Sync + 'static>(&self, data: &[E]) -> Result<Vec<E>> {
+        Ok(data.to_vec())
+    }
+    fn download<E: Pod + Send + Sync + 'static>(&self, buf: &Vec<E>) -> Result<Vec<E>> {
+        Ok(buf.clone())
+    }
+    fn copy_in<E: Pod + Send + Sync + 'static>(&self, buf: &mut Vec<E>, data: &[E]) -> Result<()> {
+        buf.copy_from_slice(data);
+        Ok(())
+    }
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn encoder_forward<T: Act>(
+        &self,
+        tokens: &Vec<u32>,
+        params: &Vec<T>,
+        wte: Range<usize>,
+        wpe: Range<usize>,
+        out: &mut Vec<T>,
+        seq: usize,
+        channels: usize,
+    ) -> Result<()> {
+        Ok(T::encoder_forward_cpu(&self.executor, grid(out.len()), tokens, &params[wte], &params[wpe], out, seq as u32, channels as u32)?)
+    }
+    fn encoder_backward<T: Act>(
+        &self,
+        tokens: &Vec<u32>,
+        dout: &Vec<T>,
+        grads: &mut Vec<f32>,
+        wte: Range<usize>,
+        wpe: Range<usize>,
+        batch: usize,
+        seq: usize,
+        channels: usize,
+    ) -> Result<()> {
+        let (dwte, dwpe) = two_mut(grads, wte, wpe);
+        T::encoder_backward_wte_cpu(&self.executor, grid(dout.len()), tokens, dout, dwte, channels as u32)?;
+        let dwpe = &mut dwpe[..seq * channels];
+        Ok(T::encoder_backward_wpe_cpu(&self.executor, grid(dwpe.len()), dout, dwpe, batch as u32)?)
+    }
+    fn layernorm<T: Act>(
+        &self,
+        x: &Vec<T>,
+        params: &Vec<T>,
+        w: Range<usize>,
+        b: Range<usize>,
+        out: &mut Vec<T>,
+        mean: &mut Vec<f32>,
+        rstd: &mut Vec<f32>,
+        shape: Rows,
+    ) -> Result<()> {
+        Ok(cpu::layernorm(&self.executor, x, &params[w], &params[b], out, mean, rstd, shape, 1e-5)?)
+    }
+    fn add_layernorm<T: Act>(
+        &self,
+        x: &Vec<T>,
+        residual: &Vec<T>,
+        params: &Vec<T>,
+        w: Range<usize>,
+        b: Range<usize>,
+        out: &mut Vec<T>,
+        sum: &mut Vec<T>,
+        mean: &mut Vec<f32>,
+        rstd: &mut Vec<f32>,
+        shape: Rows,
+    ) -> Result<()> {
+        Ok(cpu::add_layernorm(&self.executor, x, residual, &params[w], &params[b], out, sum, mean, rstd, shape, 1e-5)?)
+    }
+    fn layernorm_backward<T: Act>(
+        &self,
+        dout: &Vec<T>,
+        x: &Vec<T>,
+        params: &Vec<T>,
+        w: Range<usize>,
+        mean: &Vec<f32>,
+        rstd: &Vec<f32>,
+        dresidual: Option<&Vec<T>>,
+        dx: &mut Vec<T>,
+        grads: &mut Vec<f32>,
+        dw: Range<usize>,
+        db: Range<usize>,
+        shape: Rows,
+    ) -> Result<()> {
+        let (dw, db) = two_mut(grads, dw, db);
+        Ok(cpu::layernorm_backward(&self.executor, dout, x, &params[w], mean, rstd, dresidual.map(|d| &d[..]), dx, dw, db, shape)?)
+    }
+    fn matmul<T: Act>(&self, a: In<'_, Self, T>, b: In<'_, Self, T>, c: &mut Vec<T>, shape: GemmShape, bias: Option<In<'_, Self, T>>) -> Result<()> {
+        host_gemm(&a.0[a.1], &b.0[b.1], c, shape, bias.map(|(buf, r)| &buf[r]), 0.0)
+    }
+    fn matmul_f32<T: Act>(&self, a: In<'_, Self, T>, b: In<'_, Self, T>, c: &mut Vec<f32>, c_range: Range<usize>, shape: GemmShape, beta: f32) -> Result<()> {
+        host_gemm(&a.0[a.1], &b.0[b.1], &mut c[c_range], shape, None, beta)
+    }
+    fn bias_grad<T: Act>(&self, dout: &Vec<T>, grads: &mut Vec<f32>, range: Range<usize>, rows: usize, cols: usize) -> Result<()> {
+        let chunks = rows.div_ceil(gpt2_kernels::ROWS_PER_CHUNK as usize).max(1);
+        let mut partial = vec![0.0f32; chunks * cols];
+        T::column_partials_cpu(&self.executor, grid(partial.len()), &dout[..rows * cols], &mut partial, rows as u32, cols as u32)?;
+        Ok(gpt2_kernels::sum_partials::launch_cpu(&self.executor, grid(cols), &partial, &mut grads[range], chunks as u32)?)
+    }
+    fn gelu<T: Act>(&self, x: &Vec<T>, out: &mut Vec<T>) -> Result<()> {
+        Ok(cpu::gelu(&self.executor, x, out)?)
+    }
+    fn gelu_backward<T: Act>(&self, x: &Vec<T>, dout: &Vec<T>, dx: &mut Vec<T>) -> Result<()> {
+        Ok(cpu::gelu_backward(&self.executor, x, dout, dx)?)
+    }
+    fn split_heads<T: Act>(&self, src: &Vec<T>, dst: &mut Vec<T>, heads: Heads) -> Result<()> {
+        Ok(T::split_heads_cpu(&self.executor, grid(dst.len()), src, dst, heads)?)
+    }
+    fn merge_heads<T: Act>(&self, q: &Vec<T>, k: &Vec<T>, v: &Vec<T>, dst: &mut Vec<T>, heads: Heads, parts: u32) -> Result<()> {
+        Ok(T::merge_heads_cpu(&self.executor, grid(dst.len()), q, k, v, dst, heads, parts)?)
+    }
+    fn attention_forward<T: Act>(&self, q: &Vec<T>, k: &Vec<T>, v: &Vec<T>, out: &mut Vec<T>, lse: &mut Vec<f32>, shape: Attention) -> Result<()> {
+        Ok(cpu::attention_forward(&self.executor, q, k, v, out, lse, shape)?)
+    }
+    fn attention_backward<T: Act>(
+        &self,
+        q: &Vec<T>,
+        k: &Vec<T>,
+        v: &Vec<T>,
+        out: &Vec<T>,
+        dout: &Vec<T>,
+        lse: &Vec<f32>,
+        dq: &mut Vec<T>,
+        dk: &mut Vec<T>,
+        dv: &mut Vec<T>,
+        shape: Attention,
+    ) -> Result<()> {
+        Ok(cpu::attention_backward(&self.executor, q, k, v, out, dout, lse, dq, dk, dv, shape)?)
+    }
+    fn cross_entropy<T: Act>(&self, logits: &Vec<T>, targets: &Vec<u32>, losses: &mut Vec<f32>, dlogits: &mut Vec<T>, shape: Rows, dloss: f32) -> Result<()> {
+        Ok(cpu::cross_entropy(&self.executor, logits, targets, losses, dlogits, shape, dloss)?)
+    }
+    fn global_norm_squared(&self, grads: &Vec<f32>, total: &mut Vec<f32>) -> Result<()> {
+        total.fill(0.0);
+        Ok(cpu::sum_of_squares(&self.executor, grads, total)?)
+    }
+    fn clip(&self, grads: &mut Vec<f32>, norm_squared: &Vec<f32>, max_norm: f32) -> Result<()> {
+        Ok(cpu::clip_by_global_norm(&self.executor, grads, norm_squared, max_norm)?)
+    }
+    fn adamw(&self, master: &mut Vec<f32>, grads: &Vec<f32>, m: &mut Vec<f32>, v: &mut Vec<f32>, range: Range<usize>, hyper: AdamW, step: u32) -> Result<()> {
+        let r = range;
+        Ok(cpu::adamw(&self.executor, &mut master[r.clone()], &grads[r.clone()], &mut m[r.clone()], &mut v[r], hyper, step, 1.0)?)
+    }
+    fn cast_params<T: Act>(&self, master: &Vec<f32>, params: &mut Vec<T>) -> Result<()> {
+        Ok(T::cast_from_f32_cpu(&self.executor, grid(params.len()), master, params)?)
+    }
+}

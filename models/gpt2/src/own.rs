@@ -1,0 +1,103 @@
+//! The per-type launchers of this crate's own kernels (`ferrocuda-gpt2-kernels`), reached
+//! from generic code as methods of the element type, on the GPU and on the CPU executor.
+
+use ferrocuda_device::cpu::{CpuError, CpuExecutor};
+use ferrocuda_host::{DeviceRead, DeviceWrite, LaunchConfig, Stream};
+use gpt2_kernels::Heads;
+
+/// Threads per block of every launch of these kernels.
+pub const BLOCK: u32 = 256;
+
+/// A grid-stride launch over `n` elements: up to 8192 blocks of 256 threads.
+pub fn grid(n: usize) -> LaunchConfig {
+    LaunchConfig::new(n.div_ceil(BLOCK as usize).clamp(1, 8192) as u32, BLOCK)
+}
+
+macro_rules! own_kernels {
+    ($($ty:ty => $ef:ident, $ewte:ident, $ewpe:ident, $split:ident, $merge:ident, $cast:ident, $colp:ident;)*) => {
+        /// This crate's kernels for one element type (GPU: `stream`; CPU executor: `executor`).
+        #[allow(clippy::too_many_arguments)]
+        pub trait OwnKernels: Sized {
+            /// [`gpt2_kernels::encoder_forward`].
+            fn encoder_forward(s: &Stream, c: LaunchConfig, tokens: &(impl DeviceRead<u32> + ?Sized), wte: &(impl DeviceRead<Self> + ?Sized), wpe: &(impl DeviceRead<Self> + ?Sized), out: &mut (impl DeviceWrite<Self> + ?Sized), seq: u32, channels: u32) -> ferrocuda_host::Result<()>;
+            /// [`gpt2_kernels::encoder_backward_wte`].
+            fn encoder_backward_wte(s: &Stream, c: LaunchConfig, tokens: &(impl DeviceRead<u32> + ?Sized), dout: &(impl DeviceRead<Self> + ?Sized), dwte: &mut (impl DeviceWrite<f32> + ?Sized), channels: u32) -> ferrocuda_host::Result<()>;
+            /// [`gpt2_kernels::encoder_backward_wpe`].
+            fn encoder_backward_wpe(s: &Stream, c: LaunchConfig, dout: &(impl DeviceRead<Self> + ?Sized), dwpe: &mut (impl DeviceWrite<f32> + ?Sized), batch: u32) -> ferrocuda_host::Result<()>;
+            /// [`gpt2_kernels::split_heads`].
+            fn split_heads(s: &Stream, c: LaunchConfig, src: &(impl DeviceRead<Self> + ?Sized), dst: &mut (impl DeviceWrite<Self> + ?Sized), shape: Heads) -> ferrocuda_host::Result<()>;
+            /// [`gpt2_kernels::merge_heads`].
+            fn merge_heads(s: &Stream, c: LaunchConfig, q: &(impl DeviceRead<Self> + ?Sized), k: &(impl DeviceRead<Self> + ?Sized), v: &(impl DeviceRead<Self> + ?Sized), dst: &mut (impl DeviceWrite<Self> + ?Sized), shape: Heads, parts: u32) -> ferrocuda_host::Result<()>;
+            /// [`gpt2_kernels::cast_from_f32`].
+            fn cast_from_f32(s: &Stream, c: LaunchConfig, src: &(impl DeviceRead<f32> + ?Sized), dst: &mut (impl DeviceWrite<Self> + ?Sized)) -> ferrocuda_host::Result<()>;
+            /// [`gpt2_kernels::column_partials`].
+            fn column_partials(s: &Stream, c: LaunchConfig, dout: &(impl DeviceRead<Self> + ?Sized), partial: &mut (impl DeviceWrite<f32> + ?Sized), rows: u32, cols: u32) -> ferrocuda_host::Result<()>;
+            /// [`gpt2_kernels::column_partials`] on the CPU executor.
+            fn column_partials_cpu(e: &CpuExecutor, c: LaunchConfig, dout: &[Self], partial: &mut [f32], rows: u32, cols: u32) -> Result<(), CpuError>;
+            /// [`gpt2_kernels::encoder_forward`] on the CPU executor.
+            fn encoder_forward_cpu(e: &CpuExecutor, c: LaunchConfig, tokens: &[u32], wte: &[Self], wpe: &[Self], out: &mut [Self], seq: u32, channels: u32) -> Result<(), CpuError>;
+            /// [`gpt2_kernels::encoder_backward_wte`] on the CPU executor.
+            fn encoder_backward_wte_cpu(e: &CpuExecutor, c: LaunchConfig, tokens: &[u32], dout: &[Self], dwte: &mut [f32], channels: u32) -> Result<(), CpuError>;
+            /// [`gpt2_kernels::encoder_backward_wpe`] on the CPU executor.
+            fn encoder_backward_wpe_cpu(e: &CpuExecutor, c: LaunchConfig, dout: &[Self], dwpe: &mut [f32], batch: u32) -> Result<(), CpuError>;
+            /// [`gpt2_kernels::split_heads`] on the CPU executor.
+            fn split_heads_cpu(e: &CpuExecutor, c: LaunchConfig, src: &[Self], dst: &mut [Self], shape: Heads) -> Result<(), CpuError>;
+            /// [`gpt2_kernels::merge_heads`] on the CPU executor.
+            fn merge_heads_cpu(e: &CpuExecutor, c: LaunchConfig, q: &[Self], k: &[Self], v: &[Self], dst: &mut [Self], shape: Heads, parts: u32) -> Result<(), CpuError>;
+            /// [`gpt2_kernels::cast_from_f32`] on the CPU executor.
+            fn cast_from_f32_cpu(e: &CpuExecutor, c: LaunchConfig, src: &[f32], dst: &mut [Self]) -> Result<(), CpuError>;
+        }
+        $(
+            #[allow(clippy::too_many_arguments)]
+            impl OwnKernels for $ty {
+                fn encoder_forward(s: &Stream, c: LaunchConfig, tokens: &(impl DeviceRead<u32> + ?Sized), wte: &(impl DeviceRead<Self> + ?Sized), wpe: &(impl DeviceRead<Self> + ?Sized), out: &mut (impl DeviceWrite<Self> + ?Sized), seq: u32, channels: u32) -> ferrocuda_host::Result<()> {
+                    gpt2_kernels::$ef::launch(s, c, tokens, wte, wpe, out, seq, channels)
+                }
+                fn encoder_backward_wte(s: &Stream, c: LaunchConfig, tokens: &(impl DeviceRead<u32> + ?Sized), dout: &(impl DeviceRead<Self> + ?Sized), dwte: &mut (impl DeviceWrite<f32> + ?Sized), channels: u32) -> ferrocuda_host::Result<()> {
+                    gpt2_kernels::$ewte::launch(s, c, tokens, dout, dwte, channels)
+                }
+                fn encoder_backward_wpe(s: &Stream, c: LaunchConfig, dout: &(impl DeviceRead<Self> + ?Sized), dwpe: &mut (impl DeviceWrite<f32> + ?Sized), batch: u32) -> ferrocuda_host::Result<()> {
+                    gpt2_kernels::$ewpe::launch(s, c, dout, dwpe, batch)
+                }
+                fn split_heads(s: &Stream, c: LaunchConfig, src: &(impl DeviceRead<Self> + ?Sized), dst: &mut (impl DeviceWrite<Self> + ?Sized), shape: Heads) -> ferrocuda_host::Result<()> {
+                    gpt2_kernels::$split::launch(s, c, src, dst, shape)
+                }
+                fn merge_heads(s: &Stream, c: LaunchConfig, q: &(impl DeviceRead<Self> + ?Sized), k: &(impl DeviceRead<Self> + ?Sized), v: &(impl DeviceRead<Self> + ?Sized), dst: &mut (impl DeviceWrite<Self> + ?Sized), shape: Heads, parts: u32) -> ferrocuda_host::Result<()> {
+                    gpt2_kernels::$merge::launch(s, c, q, k, v, dst, shape, parts)
+                }
+                fn cast_from_f32(s: &Stream, c: LaunchConfig, src: &(impl DeviceRead<f32> + ?Sized), dst: &mut (impl DeviceWrite<Self> + ?Sized)) -> ferrocuda_host::Result<()> {
+                    gpt2_kernels::$cast::launch(s, c, src, dst)
+                }
+                fn column_partials(s: &Stream, c: LaunchConfig, dout: &(impl DeviceRead<Self> + ?Sized), partial: &mut (impl DeviceWrite<f32> + ?Sized), rows: u32, cols: u32) -> ferrocuda_host::Result<()> {
+                    gpt2_kernels::$colp::launch(s, c, dout, partial, rows, cols)
+                }
+                fn column_partials_cpu(e: &CpuExecutor, c: LaunchConfig, dout: &[Self], partial: &mut [f32], rows: u32, cols: u32) -> Result<(), CpuError> {
+                    gpt2_kernels::$colp::launch_cpu(e, c, dout, partial, rows, cols)
+                }
+                fn encoder_forward_cpu(e: &CpuExecutor, c: LaunchConfig, tokens: &[u32], wte: &[Self], wpe: &[Self], out: &mut [Self], seq: u32, channels: u32) -> Result<(), CpuError> {
+                    gpt2_kernels::$ef::launch_cpu(e, c, tokens, wte, wpe, out, seq, channels)
+                }
+                fn encoder_backward_wte_cpu(e: &CpuExecutor, c: LaunchConfig, tokens: &[u32], dout: &[Self], dwte: &mut [f32], channels: u32) -> Result<(), CpuError> {
+                    gpt2_kernels::$ewte::launch_cpu(e, c, tokens, dout, dwte, channels)
+                }
+                fn encoder_backward_wpe_cpu(e: &CpuExecutor, c: LaunchConfig, dout: &[Self], dwpe: &mut [f32], batch: u32) -> Result<(), CpuError> {
+                    gpt2_kernels::$ewpe::launch_cpu(e, c, dout, dwpe, batch)
+                }
+                fn split_heads_cpu(e: &CpuExecutor, c: LaunchConfig, src: &[Self], dst: &mut [Self], shape: Heads) -> Result<(), CpuError> {
+                    gpt2_kernels::$split::launch_cpu(e, c, src, dst, shape)
+                }
+                fn merge_heads_cpu(e: &CpuExecutor, c: LaunchConfig, q: &[Self], k: &[Self], v: &[Self], dst: &mut [Self], shape: Heads, parts: u32) -> Result<(), CpuError> {
+                    gpt2_kernels::$merge::launch_cpu(e, c, q, k, v, dst, shape, parts)
+                }
+                fn cast_from_f32_cpu(e: &CpuExecutor, c: LaunchConfig, src: &[f32], dst: &mut [Self]) -> Result<(), CpuError> {
+                    gpt2_kernels::$cast::launch_cpu(e, c, src, dst)
+                }
+            }
+        )*
+    };
+}
+
+own_kernels! {
+    f32 => encoder_forward_f32, encoder_backward_wte_f32, encoder_backward_wpe_f32, split_heads_f32, merge_heads_f32, cast_from_f32_f32, column_partials_f32;
+    half::bf16 => encoder_forward_bf16, encoder_backward_wte_bf16, encoder_backward_wpe_bf16, split_heads_bf16, merge_heads_bf16, cast_from_f32_bf16, column_partials_bf16;
+}
