@@ -205,6 +205,39 @@ pub fn layernorm_backward<T: Element>(
     dbias: &mut (impl DeviceWrite<f32> + ?Sized),
     shape: Rows,
 ) -> Result<()> {
+    shape.check()?;
+    let n = norm_backward_scratch_len(shape);
+    let mut partial_dw = DeviceBuffer::<f32>::zeroed_async(stream, n)?;
+    let mut partial_db = DeviceBuffer::<f32>::zeroed_async(stream, n)?;
+    layernorm_backward_with_scratch(stream, dout, x, weight, mean, rstd, dresidual, dx, dweight, dbias, &mut partial_dw, &mut partial_db, shape)
+}
+
+/// The length of each of the two `f32` scratch areas of [`layernorm_backward_with_scratch`]
+/// and [`rmsnorm_backward_with_scratch`] for `shape`: per chunk of rows, a partial sum per
+/// column.
+pub fn norm_backward_scratch_len(shape: Rows) -> usize {
+    weight_chunks(shape.rows) * shape.cols
+}
+
+/// [`layernorm_backward`] with its `f32` scratch passed in (`partial_dw`, `partial_db`, each
+/// [`norm_backward_scratch_len`] long, contents ignored): it allocates nothing, so it may be
+/// recorded into a CUDA graph on memory its caller owns.
+#[allow(clippy::too_many_arguments)]
+pub fn layernorm_backward_with_scratch<T: Element>(
+    stream: &Stream,
+    dout: &(impl DeviceRead<T> + ?Sized),
+    x: &(impl DeviceRead<T> + ?Sized),
+    weight: &(impl DeviceRead<T> + ?Sized),
+    mean: &(impl DeviceRead<f32> + ?Sized),
+    rstd: &(impl DeviceRead<f32> + ?Sized),
+    dresidual: Option<&dyn DeviceRead<T>>,
+    dx: &mut (impl DeviceWrite<T> + ?Sized),
+    dweight: &mut (impl DeviceWrite<f32> + ?Sized),
+    dbias: &mut (impl DeviceWrite<f32> + ?Sized),
+    partial_dw: &mut (impl DeviceWrite<f32> + ?Sized),
+    partial_db: &mut (impl DeviceWrite<f32> + ?Sized),
+    shape: Rows,
+) -> Result<()> {
     let (rows, cols) = shape.check()?;
     shape.matrix("dout", len_of(dout))?;
     shape.matrix("x", len_of(x))?;
@@ -217,6 +250,7 @@ pub fn layernorm_backward<T: Element>(
     shape.matrix("dx", len_of(dx))?;
     shape.row("dweight", len_of(dweight))?;
     shape.row("dbias", len_of(dbias))?;
+    scratch(shape, partial_dw, partial_db)?;
     if let Some(config) = packed_rows(shape.rows, shape.cols) {
         match dresidual {
             Some(d) => <T as Launchers>::norm_backward_packed(stream, config, dout, x, weight, mean, rstd, d, dx, cols, 1, 1)?,
@@ -228,8 +262,8 @@ pub fn layernorm_backward<T: Element>(
             None => <T as Launchers>::layernorm_backward(stream, warp_per_row(shape.rows), dout, x, weight, mean, rstd, dout, dx, rows, cols, 0)?,
         }
     }
-    let (partial_dbias, chunks) = weight_gradients::<T>(stream, dout, x, mean, rstd, dweight, shape, true)?;
-    Ok(sum_column_partials::launch(stream, grid_stride(shape.cols), &partial_dbias, dbias, chunks, cols)?)
+    let chunks = weight_gradients::<T>(stream, dout, x, mean, rstd, dweight, partial_dw, partial_db, shape, true)?;
+    Ok(sum_column_partials::launch(stream, grid_stride(shape.cols), &*partial_db, dbias, chunks, cols)?)
 }
 
 /// RMSNorm backward: `dx` (plus `dresidual` when given) and `dweight` (`cols`, f32,
@@ -246,6 +280,29 @@ pub fn rmsnorm_backward<T: Element>(
     dweight: &mut (impl DeviceWrite<f32> + ?Sized),
     shape: Rows,
 ) -> Result<()> {
+    shape.check()?;
+    let n = norm_backward_scratch_len(shape);
+    let mut partial_dw = DeviceBuffer::<f32>::zeroed_async(stream, n)?;
+    let mut partial_db = DeviceBuffer::<f32>::zeroed_async(stream, n)?;
+    rmsnorm_backward_with_scratch(stream, dout, x, weight, rstd, dresidual, dx, dweight, &mut partial_dw, &mut partial_db, shape)
+}
+
+/// [`rmsnorm_backward`] with its `f32` scratch passed in (as for
+/// [`layernorm_backward_with_scratch`]): it allocates nothing.
+#[allow(clippy::too_many_arguments)]
+pub fn rmsnorm_backward_with_scratch<T: Element>(
+    stream: &Stream,
+    dout: &(impl DeviceRead<T> + ?Sized),
+    x: &(impl DeviceRead<T> + ?Sized),
+    weight: &(impl DeviceRead<T> + ?Sized),
+    rstd: &(impl DeviceRead<f32> + ?Sized),
+    dresidual: Option<&dyn DeviceRead<T>>,
+    dx: &mut (impl DeviceWrite<T> + ?Sized),
+    dweight: &mut (impl DeviceWrite<f32> + ?Sized),
+    partial_dw: &mut (impl DeviceWrite<f32> + ?Sized),
+    partial_db: &mut (impl DeviceWrite<f32> + ?Sized),
+    shape: Rows,
+) -> Result<()> {
     let (rows, cols) = shape.check()?;
     shape.matrix("dout", len_of(dout))?;
     shape.matrix("x", len_of(x))?;
@@ -256,6 +313,7 @@ pub fn rmsnorm_backward<T: Element>(
     }
     shape.matrix("dx", len_of(dx))?;
     shape.row("dweight", len_of(dweight))?;
+    scratch(shape, partial_dw, partial_db)?;
     if let Some(config) = packed_rows(shape.rows, shape.cols) {
         match dresidual {
             Some(d) => <T as Launchers>::norm_backward_packed(stream, config, dout, x, weight, rstd, rstd, d, dx, cols, 1, 0)?,
@@ -267,7 +325,7 @@ pub fn rmsnorm_backward<T: Element>(
             None => <T as Launchers>::rmsnorm_backward(stream, warp_per_row(shape.rows), dout, x, weight, rstd, dout, dx, rows, cols, 0)?,
         }
     }
-    weight_gradients::<T>(stream, dout, x, rstd, rstd, dweight, shape, false)?;
+    weight_gradients::<T>(stream, dout, x, rstd, rstd, dweight, partial_dw, partial_db, shape, false)?;
     Ok(())
 }
 
@@ -279,9 +337,18 @@ pub(crate) fn weight_chunks(rows: usize) -> usize {
     rows.div_ceil(ROWS_PER_CHUNK).max(1)
 }
 
+/// Checks the two scratch areas of a norm backward against `shape`.
+fn scratch(shape: Rows, partial_dw: &(impl DeviceWrite<f32> + ?Sized), partial_db: &(impl DeviceWrite<f32> + ?Sized)) -> Result<()> {
+    let n = norm_backward_scratch_len(shape);
+    let why = || format!("norm_backward_scratch_len: {} chunks of rows x cols {}", weight_chunks(shape.rows), shape.cols);
+    expect_len("partial_dw", len_of(partial_dw), n, why)?;
+    expect_len("partial_db", len_of(partial_db), n, why)
+}
+
 /// The weight (and bias) gradients of a norm, in two deterministic launches: per chunk of
-/// [`ROWS_PER_CHUNK`] rows and column into `f32` scratch on `stream`, then the chunks summed
-/// in order per column into `dweight`. Returns the bias's partial sums and their chunks.
+/// [`ROWS_PER_CHUNK`] rows and column into the `f32` scratch (`partial_dw`, `partial_db`,
+/// checked by [`scratch`]), then the chunks summed in order per column into `dweight`.
+/// Returns the number of chunks (the bias's partial sums are left in `partial_db`).
 #[allow(clippy::too_many_arguments)]
 fn weight_gradients<T: Element>(
     stream: &Stream,
@@ -290,14 +357,14 @@ fn weight_gradients<T: Element>(
     mean: &(impl DeviceRead<f32> + ?Sized),
     rstd: &(impl DeviceRead<f32> + ?Sized),
     dweight: &mut (impl DeviceWrite<f32> + ?Sized),
+    partial_dw: &mut (impl DeviceWrite<f32> + ?Sized),
+    partial_db: &mut (impl DeviceWrite<f32> + ?Sized),
     shape: Rows,
     centred: bool,
-) -> Result<(DeviceBuffer<f32>, u32)> {
+) -> Result<u32> {
     let (rows, cols) = shape.check()?;
     let nonzero_cols = NonZeroU32::new(cols).ok_or_else(|| unsupported("cols", 0, "rows need at least one column"))?;
     let chunks = weight_chunks(shape.rows);
-    let mut partial_dw = DeviceBuffer::<f32>::zeroed_async(stream, chunks * shape.cols)?;
-    let mut partial_db = DeviceBuffer::<f32>::zeroed_async(stream, chunks * shape.cols)?;
     if shape.cols.is_multiple_of(8) {
         <T as Launchers>::norm_backward_weights_partial_packed(
             stream,
@@ -306,8 +373,8 @@ fn weight_gradients<T: Element>(
             x,
             mean,
             rstd,
-            &mut partial_dw,
-            &mut partial_db,
+            partial_dw,
+            partial_db,
             rows,
             cols,
             ROWS_PER_CHUNK as u32,
@@ -321,16 +388,16 @@ fn weight_gradients<T: Element>(
             x,
             mean,
             rstd,
-            &mut partial_dw,
-            &mut partial_db,
+            partial_dw,
+            partial_db,
             rows,
             nonzero_cols,
             ROWS_PER_CHUNK as u32,
             centred as u32,
         )?;
     }
-    sum_column_partials::launch(stream, grid_stride(shape.cols), &partial_dw, dweight, chunks as u32, cols)?;
-    Ok((partial_db, chunks as u32))
+    sum_column_partials::launch(stream, grid_stride(shape.cols), &*partial_dw, dweight, chunks as u32, cols)?;
+    Ok(chunks as u32)
 }
 
 /// Softmax of each row: `out = exp(x - max) / sum(exp(x - max))`.
