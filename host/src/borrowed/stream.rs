@@ -152,7 +152,10 @@ impl Stream {
         }
         // SAFETY: `raw` is live (the caller's contract).
         let flags = unsafe { stream_flags(context, raw, true) }?;
-        let with_legacy = flags & sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32 == 0;
+        // The driver does not tell a captured stream's flags (cuStreamGetFlags fails with
+        // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture): the stream is then
+        // taken as not ordered with the legacy default stream, which at worst adds event waits.
+        let with_legacy = flags.is_some_and(|flags| flags & sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32 == 0);
         Ok(Stream::wrap_borrowed(raw, context, false, with_legacy, Some(Arc::new(keep_alive)), true))
     }
 
@@ -189,15 +192,17 @@ fn default_stream(context: &Context, raw: sys::CUstream) -> Option<Stream> {
 /// `raw` is a live stream.
 unsafe fn check_stream(context: &Context, raw: sys::CUstream) -> Result<u32> {
     // SAFETY: the caller's contract.
-    unsafe { stream_flags(context, raw, false) }
+    let flags = unsafe { stream_flags(context, raw, false) }?;
+    flags.ok_or_else(|| problem(format!("the stream {raw:?} is being captured into a CUDA graph: borrow it before or after the capture")))
 }
 
 /// Checks that `raw` belongs to `context` and, unless `captured_ok`, is not being captured;
-/// returns its flags.
+/// returns its flags, or `None` for a stream being captured (whose flags the driver does not
+/// tell during the capture).
 ///
 /// # Safety
 /// `raw` is a live stream.
-unsafe fn stream_flags(context: &Context, raw: sys::CUstream, captured_ok: bool) -> Result<u32> {
+unsafe fn stream_flags(context: &Context, raw: sys::CUstream, captured_ok: bool) -> Result<Option<u32>> {
     context.bind_to_thread()?;
     let mut owner = std::ptr::null_mut();
     // SAFETY: writes one context handle; `raw` is live.
@@ -211,13 +216,16 @@ unsafe fn stream_flags(context: &Context, raw: sys::CUstream, captured_ok: bool)
     let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
     // SAFETY: writes one enum value; `raw` is live.
     unsafe { driver::stream::is_capturing(raw, &mut status) }?;
-    if !captured_ok && status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+    if status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+        if captured_ok {
+            return Ok(None);
+        }
         return Err(problem(format!("the stream {raw:?} is being captured into a CUDA graph: borrow it before or after the capture")));
     }
     let mut flags = 0;
     // SAFETY: writes one uint; `raw` is live.
     unsafe { driver::stream::get_flags(raw, &mut flags) }?;
-    Ok(flags)
+    Ok(Some(flags))
 }
 
 /// Makes later work on `waiter` wait for the work queued on `awaited` so far: one event,

@@ -142,8 +142,8 @@ def main():
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
-    bench_rows(args.quick)
     bench_attention(args.quick)
+    bench_rows(args.quick)
 
 
 if __name__ == "__main__":

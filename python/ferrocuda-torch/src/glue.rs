@@ -142,7 +142,14 @@ impl TensorInfo {
 
 /// Reads one tensor's description and checks that it is a C-contiguous CUDA tensor.
 fn read_tensor(py: Python<'_>, op: &str, name: &'static str, tensor: &Bound<'_, PyAny>, output: bool) -> PyResult<TensorInfo> {
-    let torch_tensor = py.import("torch")?.getattr("Tensor")?;
+    static TENSOR: OnceLock<Py<PyAny>> = OnceLock::new();
+    let torch_tensor = match TENSOR.get() {
+        Some(t) => t.bind(py).clone(),
+        None => {
+            let t = py.import("torch")?.getattr("Tensor")?;
+            TENSOR.get_or_init(|| t.clone().unbind()).bind(py).clone()
+        }
+    };
     if !tensor.is_instance(&torch_tensor)? {
         let type_name = tensor.get_type().name().map(|n| n.to_string()).unwrap_or_default();
         return Err(PyTypeError::new_err(format!("{op}: `{name}` must be a torch.Tensor, not {type_name}")));
@@ -187,17 +194,15 @@ pub fn gpu_error(error: impl std::fmt::Display) -> PyErr {
 
 /// PyTorch's current stream of CUDA device `ordinal` (0: the legacy default stream).
 pub fn torch_current_stream(py: Python<'_>, ordinal: usize) -> PyResult<usize> {
-    static RAW: OnceLock<Py<PyAny>> = OnceLock::new();
-    let torch = py.import("torch")?;
+    static RAW: OnceLock<Option<Py<PyAny>>> = OnceLock::new();
     if RAW.get().is_none() {
         // torch's own fast accessor (what its Triton launcher uses); `current_stream` otherwise.
-        if let Ok(f) = torch.getattr("_C").and_then(|c| c.getattr("_cuda_getCurrentRawStream")) {
-            let _ = RAW.set(f.unbind());
-        }
+        let f = py.import("torch")?.getattr("_C").and_then(|c| c.getattr("_cuda_getCurrentRawStream")).ok().map(Bound::unbind);
+        let _ = RAW.set(f);
     }
     match RAW.get() {
-        Some(f) => f.bind(py).call1((ordinal,))?.extract(),
-        None => torch.getattr("cuda")?.call_method1("current_stream", (ordinal,))?.getattr("cuda_stream")?.extract(),
+        Some(Some(f)) => f.bind(py).call1((ordinal,))?.extract(),
+        _ => py.import("torch")?.getattr("cuda")?.call_method1("current_stream", (ordinal,))?.getattr("cuda_stream")?.extract(),
     }
 }
 

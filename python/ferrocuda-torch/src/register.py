@@ -76,6 +76,9 @@ def register(module, spec):
         return result(new_outputs(args))
 
     lib.impl(name, cuda_impl, "CUDA")
+    # CPU tensors reach the same checks, which refuse them with a message that says what to do
+    # (rather than torch's "could not run ... with arguments from the 'CPU' backend").
+    lib.impl(name, cuda_impl, "CPU")
     torch.library.register_fake(qualname, fake_impl, lib=lib)
     op = getattr(getattr(torch.ops, namespace), name)
     setattr(module, name, op)

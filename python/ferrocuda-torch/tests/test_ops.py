@@ -240,7 +240,45 @@ def test_opcheck(case):
     torch.library.opcheck(getattr(torch.ops.ferrocuda, name).default, args)
 
 
-# ------------------------------------------------------------ torch.compile, graphs, streams
+# ------------------------------------------------------------ streams, zero-copy, refusals
+
+
+def test_ops_run_zero_copy_on_torchs_current_stream():
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        x = torch.randn(64, 1024, device=DEV)
+        w = torch.randn(1024, device=DEV)
+        out, rstd = torch.ops.ferrocuda.rmsnorm(x, w, 1e-6)
+        stream, addresses = ft.last_launch()
+        assert stream == s.cuda_stream != 0
+        assert addresses == [x.data_ptr(), w.data_ptr(), out.data_ptr(), rstd.data_ptr()], "a copy was made"
+        expected = F.rms_norm(x, (1024,), w, 1e-6)
+    s.synchronize()
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_refusals_name_the_argument_and_say_what_to_do():
+    x = torch.randn(8, 256, device=DEV)
+    w = torch.randn(256, device=DEV)
+    with pytest.raises(ValueError, match="`x` is on the CPU.*cuda"):
+        ft.rmsnorm(x.cpu(), w.cpu())
+    with pytest.raises(ValueError, match="`x` is not contiguous.*contiguous"):
+        ft.rmsnorm(x.t(), torch.randn(8, device=DEV))
+    with pytest.raises(TypeError, match="`weight` must be torch.float32 here, not torch.bfloat16"):
+        ft.rmsnorm(x, w.bfloat16())
+    with pytest.raises(TypeError, match="int64"):
+        ft.softmax(torch.ones(4, 4, device=DEV, dtype=torch.int64))
+    with pytest.raises(RuntimeError, match="weight"):
+        ft.rmsnorm(x, torch.randn(255, device=DEV))
+    with pytest.raises(RuntimeError, match="head_dim"):
+        ft.attention(*(torch.randn(1, 1, 16, 48, device=DEV) for _ in range(3)))
+    p = torch.randn(100, device=DEV)
+    with pytest.raises(ValueError, match="overlap"):
+        ft.adamw_(p, p, torch.zeros(100, device=DEV), torch.zeros(100, device=DEV), lr=1e-3, step=1)
+
+
+# ------------------------------------------------------------ torch.compile and graph captures (last:
+# a failed capture leaves torch's CUDA state unusable for the tests after it)
 
 
 class Block(torch.nn.Module):
@@ -275,15 +313,19 @@ def test_torch_compile_fullgraph_has_no_graph_break_and_matches_eager():
     compiled = torch.compile(block, fullgraph=True)
     ours = compiled(x)
     eager = block(x)
-    torch.testing.assert_close(ours, eager, rtol=1e-4, atol=1e-5)
+    # Inductor fuses and orders torch's own ops (the adds, the linear layers' backward) its own
+    # way: close, not bitwise.
+    torch.testing.assert_close(ours, eager, rtol=1e-3, atol=1e-5)
     ours.sum().backward()
     g_compiled = x.grad.clone()
     x.grad = None
     eager.sum().backward()
-    torch.testing.assert_close(g_compiled, x.grad, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(g_compiled, x.grad, rtol=1e-3, atol=1e-4)
 
 
 def test_a_captured_graph_replays_with_new_inputs():
+    """Also the regression test of the first GPU run's failure: borrowing torch's stream read
+    its flags (cuStreamGetFlags), which the driver refuses during a capture, invalidating it."""
     torch.manual_seed(0)
     block = Block().to(DEV).to(torch.bfloat16)
     static_x = torch.randn(2, 64, 256, device=DEV, dtype=torch.bfloat16)
@@ -348,37 +390,3 @@ def test_a_captured_training_step_with_backward_and_adamw_replays():
     torch.cuda.synchronize()
     assert not torch.equal(w.detach(), before), "the replay ran the optimiser step"
     assert torch.isfinite(static_loss).item()
-
-
-def test_ops_run_zero_copy_on_torchs_current_stream():
-    s = torch.cuda.Stream()
-    with torch.cuda.stream(s):
-        x = torch.randn(64, 1024, device=DEV)
-        w = torch.randn(1024, device=DEV)
-        out, rstd = torch.ops.ferrocuda.rmsnorm(x, w, 1e-6)
-        stream, addresses = ft.last_launch()
-        assert stream == s.cuda_stream != 0
-        assert addresses == [x.data_ptr(), w.data_ptr(), out.data_ptr(), rstd.data_ptr()], "a copy was made"
-        expected = F.rms_norm(x, (1024,), w, 1e-6)
-    s.synchronize()
-    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
-
-
-def test_refusals_name_the_argument_and_say_what_to_do():
-    x = torch.randn(8, 256, device=DEV)
-    w = torch.randn(256, device=DEV)
-    with pytest.raises(ValueError, match="`x` is on the CPU.*cuda"):
-        ft.rmsnorm(x.cpu(), w.cpu())
-    with pytest.raises(ValueError, match="`x` is not contiguous.*contiguous"):
-        ft.rmsnorm(x.t(), torch.randn(8, device=DEV))
-    with pytest.raises(TypeError, match="`weight` must be torch.float32 here, not torch.bfloat16"):
-        ft.rmsnorm(x, w.bfloat16())
-    with pytest.raises(TypeError, match="int64"):
-        ft.softmax(torch.ones(4, 4, device=DEV, dtype=torch.int64))
-    with pytest.raises(RuntimeError, match="weight"):
-        ft.rmsnorm(x, torch.randn(255, device=DEV))
-    with pytest.raises(RuntimeError, match="head_dim"):
-        ft.attention(*(torch.randn(1, 1, 16, 48, device=DEV) for _ in range(3)))
-    p = torch.randn(100, device=DEV)
-    with pytest.raises(ValueError, match="overlap"):
-        ft.adamw_(p, p, torch.zeros(100, device=DEV), torch.zeros(100, device=DEV), lr=1e-3, step=1)

@@ -186,7 +186,8 @@ def _cross_entropy_setup(ctx, inputs, output):
 
 def _cross_entropy_grad(ctx, dlosses, _ddlogits):
     (dlogits,) = ctx.saved_tensors
-    return (dlogits.float() * dlosses.unsqueeze(-1)).to(dlogits.dtype), None, None
+    # One pass over the [N, V] gradient in its own dtype (the per-row factor rounded to it).
+    return dlogits * dlosses.unsqueeze(-1).to(dlogits.dtype), None, None
 
 
 _cross_entropy.register_autograd(_cross_entropy_grad, setup_context=_cross_entropy_setup)
