@@ -9,8 +9,12 @@
 //! [`Stream`]. The stream joins `torch.cuda.graph` captures ([`Stream::from_raw_in_owner_captures`]),
 //! so the launches of an op called inside a capture are recorded into torch's graph.
 //!
-//! Everything here holds the GIL (`Python<'py>`), which keeps every tensor alive and keeps
-//! Python code from resizing or freeing one during the call.
+//! A `Call` holds a reference to each of its tensors, so their storage outlives the slices it
+//! lends; the GIL, held for the call (`Python<'py>`), keeps Python code from resizing or
+//! re-pointing a tensor meanwhile (do not release it while a `Call` lives). A tensor is trusted
+//! to report its own storage (`data_ptr()`, `numel()`): a `torch.Tensor` subclass that lies
+//! about them can make a kernel write another tensor of the same device (the driver check of
+//! the borrow still keeps it inside a live allocation of that device).
 
 use std::cell::RefCell;
 use std::sync::{Mutex, OnceLock};
@@ -214,6 +218,9 @@ pub(crate) static LAST_LAUNCH: Mutex<Option<(usize, Vec<u64>)>> = Mutex::new(Non
 pub struct Call {
     op: String,
     tensors: Vec<TensorInfo>,
+    /// The tensors themselves, so that their storage outlives every slice lent from `self`
+    /// even if the caller lets go of its references.
+    _keep: Vec<Py<PyAny>>,
     taken: RefCell<Vec<bool>>,
     stream: Stream,
 }
@@ -264,7 +271,8 @@ impl Call {
         let stream = unsafe { Stream::from_raw_in_owner_captures(&context, raw as ferrocuda_host::sys::CUstream, ()) }.map_err(gpu_error)?;
         *LAST_LAUNCH.lock().unwrap_or_else(|p| p.into_inner()) = Some((raw, tensors.iter().map(|t| t.address).collect()));
         let taken = RefCell::new(vec![false; tensors.len()]);
-        Ok(Call { op: op.to_string(), tensors, taken, stream })
+        let keep = inputs.iter().chain(outputs).map(|(_, t)| (*t).clone().unbind()).collect();
+        Ok(Call { op: op.to_string(), tensors, _keep: keep, taken, stream })
     }
 
     /// The stream to launch on (torch's current stream).
@@ -302,12 +310,11 @@ impl Call {
     /// The input `name` as a read-only borrowed slice of `T` (its dtype must be `T`'s).
     pub fn input<T: TorchElement>(&self, name: &str) -> PyResult<BorrowedSlice<'_, T>> {
         let (_, info) = self.typed::<T>(name, false)?;
-        // SAFETY: the memory of a live CUDA tensor of this device (the GIL, held by whoever
-        // holds `&self` through `Call::new`'s `Python<'py>`, keeps the tensor alive and its
-        // storage in place for the call), `numel` initialised elements of `T` (its dtype was
-        // checked), contiguous; torch writes it only through work queued on its current
-        // stream (the home stream) before or after this call; no output overlaps it
-        // (`Call::new`).
+        // SAFETY: the memory of a live CUDA tensor of this device (`self` holds a reference to
+        // the tensor, and the GIL keeps its storage in place), `numel` elements of `T` (its
+        // dtype was checked; every bit pattern is a value of each `TorchElement`), contiguous;
+        // torch writes it only through work queued on its current stream (the home stream)
+        // before or after this call; no output overlaps it (`Call::new`).
         unsafe { BorrowedSlice::<T>::new(&self.stream, info.address, info.numel) }.map_err(gpu_error)
     }
 
