@@ -19,3 +19,39 @@ rm -rf "$CARGO_TARGET_DIR/wheels/ferrocuda_torch-"*.whl
 "$venv/bin/pip" install --quiet --disable-pip-version-check --force-reinstall --no-deps "$CARGO_TARGET_DIR/wheels/ferrocuda_torch-"*.whl
 cd "$root/python/ferrocuda-torch"
 PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" -m pytest -q -p no:cacheprovider tests
+
+# templates/torch-op, as a user builds it: copied out of this checkout, its ferrocuda
+# dependencies pointed here (`"0.1"` -> a path), built into a wheel by maturin (what
+# `pip install .` runs). With torch importable, the wheel is installed and its tests run (the
+# GPU ones skip without a GPU); CI has no torch, so there it is the build alone.
+# FERROCUDA_SKIP_TORCH_OP=1 skips it.
+if [ "${FERROCUDA_SKIP_TORCH_OP:-0}" != 1 ]; then
+  work=$(mktemp -d "${TMPDIR:-/tmp}/ferrocuda-torch-op.XXXXXX")
+  trap 'rm -rf "$work"' EXIT
+  cp -r "$root/templates/torch-op" "$work/"
+  op="$work/torch-op"
+  sed -i -E "s|^ferrocuda-torch = \{ version = \"([^\"]+)\", default-features = false \}|ferrocuda-torch = { version = \"\\1\", path = \"$root/python/ferrocuda-torch\", default-features = false }|" "$op/Cargo.toml"
+  declare -A dirs=([ferrocuda-device]=device [ferrocuda-builder]=builder [ferrocuda-host]=host)
+  for manifest in "$op/Cargo.toml" "$op/kernels/Cargo.toml"; do
+    for crate in "${!dirs[@]}"; do
+      sed -i -E "s|^${crate} = \"([^\"]+)\"|${crate} = { version = \"\\1\", path = \"$root/${dirs[$crate]}\" }|" "$manifest"
+    done
+    if grep -nE '^ferrocuda[a-z-]* = (\{ version = "[^"]+", default|")' "$manifest"; then
+      echo "check-python: a ferrocuda dependency in $manifest was not rewritten" >&2
+      exit 1
+    fi
+  done
+  # The same dependency versions as the extension above and the workspace: no new resolution.
+  cp "$root/python/ferrocuda-torch/Cargo.lock" "$op/Cargo.lock"
+  cp "$root/Cargo.lock" "$op/kernels/Cargo.lock"
+  rm -rf "$CARGO_TARGET_DIR/wheels/my_torch_op-"*.whl
+  start=$SECONDS
+  "$venv/bin/maturin" build --release --quiet -m "$op/Cargo.toml" --out "$CARGO_TARGET_DIR/wheels"
+  echo "check-python: templates/torch-op built in $((SECONDS - start)) s"
+  if "$venv/bin/python" -c "import torch" 2>/dev/null; then
+    "$venv/bin/pip" install --quiet --disable-pip-version-check --force-reinstall --no-deps "$CARGO_TARGET_DIR/wheels/my_torch_op-"*.whl
+    (cd "$op" && PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" -m pytest -q -p no:cacheprovider -rs tests)
+  else
+    echo "check-python: torch is not installed here: templates/torch-op was built, its tests not run (they run where torch is)"
+  fi
+fi

@@ -362,3 +362,51 @@ fn q8_a_borrowed_stream_joined_to_cudarcs_capture_refuses_work() {
     let _graph = capturing.end_capture(sys::CUgraphInstantiate_flags(0)).unwrap();
     assert!(matches!(&launch, Err(Error::ForeignCapture { .. })), "{launch:?}");
 }
+
+const GLOBAL: sys::CUstreamCaptureMode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL;
+
+/// The stream of the PyTorch ops (`Stream::from_raw_in_owner_captures`, issue 32), made while
+/// its owner captures it in global mode as `torch.cuda.graph` does: a launch on the owner's
+/// memory is recorded into the owner's graph (nothing runs at capture) and runs at each replay;
+/// an allocation inside the capture is still refused. Also the regression test of issue 32's
+/// first GPU run: making the stream asked the driver for its flags, which it refuses during a
+/// capture (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED), and that invalidated the owner's capture.
+#[test]
+fn issue32_a_stream_joining_its_owners_capture_records_work_into_the_owners_graph() {
+    let Some((context, cuda)) = owner("issue32_a_stream_joining_its_owners_capture_records_work_into_the_owners_graph") else { return };
+    let n = 1 << 20;
+    let home = cuda.new_stream().unwrap();
+    let x = home.clone_htod(&vec![1.0f32; n]).unwrap();
+    let y = home.clone_htod(&vec![10.0f32; n]).unwrap();
+    let (x_ptr, y_ptr) = (address(&x, &home), address(&y, &home));
+    home.synchronize().unwrap();
+    // Loads the kernel's module before the capture (a load inside one is refused).
+    {
+        let warm = Stream::new(&context).unwrap();
+        let mut scratch = DeviceBuffer::<f32>::zeroed(&context, 32).unwrap();
+        let ones = DeviceBuffer::from_slice(&context, &[1.0f32; 32]).unwrap();
+        saxpy::launch(&warm, LaunchConfig::for_elements(32, 32), 1.0, &ones, &mut scratch).unwrap();
+        warm.synchronize().unwrap();
+    }
+    home.begin_capture(GLOBAL).unwrap();
+    {
+        // SAFETY: cudarc's stream, kept alive by the Arc held with it; the work below uses only
+        // cudarc's `x` and `y`, which outlive every launch of the graph (dropped at the end),
+        // and kernels of `context`, which outlives the graph too.
+        let ours = unsafe { Stream::from_raw_in_owner_captures(&context, home.cu_stream(), home.clone()) }.unwrap();
+        // SAFETY: n floats of live cudarc allocations, written by nothing else meanwhile.
+        let xs = unsafe { BorrowedSlice::<f32>::new(&ours, x_ptr, n) }.unwrap();
+        let mut ys = unsafe { BorrowedSliceMut::<f32>::new(&ours, y_ptr, n) }.unwrap();
+        saxpy::launch(&ours, LaunchConfig::for_elements(n, 256), 3.0, &xs, &mut ys).unwrap();
+        let refused = DeviceBuffer::<f32>::zeroed_async(&ours, 16).unwrap_err();
+        assert!(matches!(refused, Error::AllocationInCapture { .. }), "{refused:?}");
+    }
+    let graph = home.end_capture(sys::CUgraphInstantiate_flags(0)).unwrap().expect("a graph with the launch");
+    let before = home.clone_dtoh(&y).unwrap();
+    assert!(before.iter().all(|&v| v == 10.0), "the captured launch ran at capture: y[0] = {}", before[0]);
+    graph.launch().unwrap();
+    graph.launch().unwrap();
+    home.synchronize().unwrap();
+    let after = home.clone_dtoh(&y).unwrap();
+    assert!(after.iter().all(|&v| v == 16.0), "two replays of y += 3 x: y[0] = {}", after[0]);
+}

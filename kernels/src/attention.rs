@@ -233,7 +233,36 @@ pub fn attention_backward<T: Element>(
     dv: &mut (impl DeviceWrite<T> + ?Sized),
     shape: Attention,
 ) -> Result<()> {
+    shape.check()?;
+    let mut scratch = DeviceBuffer::<f32>::zeroed_async(stream, backward_scratch_len(&shape))?;
+    attention_backward_with_scratch(stream, q, k, v, out, dout, lse, dq, dk, dv, &mut scratch, shape)
+}
+
+/// The length of the `f32` scratch area of [`attention_backward_with_scratch`] for `shape`.
+pub fn backward_scratch_len(shape: &Attention) -> usize {
+    shape.q_rows()
+}
+
+/// [`attention_backward`] with its `f32` scratch passed in (`scratch`,
+/// [`backward_scratch_len`] long, contents ignored): it allocates nothing, so it may be
+/// recorded into a CUDA graph on memory its caller owns.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_backward_with_scratch<T: Element>(
+    stream: &Stream,
+    q: &(impl DeviceRead<T> + ?Sized),
+    k: &(impl DeviceRead<T> + ?Sized),
+    v: &(impl DeviceRead<T> + ?Sized),
+    out: &(impl DeviceRead<T> + ?Sized),
+    dout: &(impl DeviceRead<T> + ?Sized),
+    lse: &(impl DeviceRead<f32> + ?Sized),
+    dq: &mut (impl DeviceWrite<T> + ?Sized),
+    dk: &mut (impl DeviceWrite<T> + ?Sized),
+    dv: &mut (impl DeviceWrite<T> + ?Sized),
+    scratch: &mut (impl DeviceWrite<f32> + ?Sized),
+    shape: Attention,
+) -> Result<()> {
     let (head_dim, kernel_shape) = shape.check()?;
+    expect_len("scratch", len_of(scratch), backward_scratch_len(&shape), || "backward_scratch_len: one f32 per row of O".into())?;
     shape.q("q", len_of(q))?;
     shape.kv("k", len_of(k))?;
     shape.kv("v", len_of(v))?;
@@ -256,10 +285,10 @@ pub fn attention_backward<T: Element>(
         return Ok(());
     }
     if shape.q_rows() > 0 {
-        let mut delta = DeviceBuffer::<f32>::zeroed_async(stream, shape.q_rows())?;
-        <T as Launchers>::attention_backward_dq(stream, warp_per_row(shape.q_rows()), q, k, v, out, dout, lse, dq, &mut delta, head_dim, kernel_shape)?;
+        let delta = scratch;
+        <T as Launchers>::attention_backward_dq(stream, warp_per_row(shape.q_rows()), q, k, v, out, dout, lse, dq, delta, head_dim, kernel_shape)?;
         if shape.kv_rows() > 0 {
-            <T as Launchers>::attention_backward_dkv(stream, warp_per_row(shape.kv_rows()), q, k, v, dout, lse, &delta, dk, dv, head_dim, kernel_shape)?;
+            <T as Launchers>::attention_backward_dkv(stream, warp_per_row(shape.kv_rows()), q, k, v, dout, lse, &*delta, dk, dv, head_dim, kernel_shape)?;
         }
     } else if shape.kv_rows() > 0 {
         // No queries: the kernel writes zero gradients for K and V (it reads neither table).

@@ -124,11 +124,6 @@ impl Cpu<'_> {
         x.len()
     }
 
-    /// `len` zeroed `f32`s of scratch.
-    pub(crate) fn scratch(&self, len: usize) -> crate::Result<Vec<f32>> {
-        Ok(vec![0.0; len])
-    }
-
     /// [`sum_column_partials`](ferrocuda_kernels_device::sum_column_partials).
     pub(crate) fn sum_column_partials(&self, config: LaunchConfig, partial: &[f32], out: &mut [f32], chunks: u32, cols: u32) -> crate::Result<()> {
         Ok(ferrocuda_kernels_device::sum_column_partials::launch_cpu(self.0, config, partial, out, chunks, cols)?)

@@ -260,9 +260,13 @@ row_op! {
     /// forward's. Widths the packed kernels take: one pass that writes `dx` and per-block partial
     /// sums of the weight gradients, then one launch that adds them up; other widths: three
     /// launches.
-    pub fn layernorm_backward, layernorm_backward_cpu<T>(
+    ///
+    /// This form takes its `f32` scratch from the caller (`partial_dw`, `partial_db`, each
+    /// [`norm_backward_scratch_len`] long, contents ignored) and allocates nothing, so it may be
+    /// recorded into a CUDA graph on memory the caller owns; [`layernorm_backward`] allocates it.
+    pub fn layernorm_backward_with_scratch, layernorm_backward_with_scratch_cpu<T>(
         run; dout: [in T], x: [in T], weight: [in T], mean: [in f32], rstd: [in f32], dresidual: [opt T], dx: [out T], dweight: [out f32],
-        dbias: [out f32], shape: Rows
+        dbias: [out f32], partial_dw: [out f32], partial_db: [out f32], shape: Rows
     ) {
         let (rows, cols) = shape.check()?;
         shape.matrix("dout", run.len(dout))?;
@@ -276,14 +280,14 @@ row_op! {
         shape.matrix("dx", run.len(dx))?;
         shape.row("dweight", run.len(dweight))?;
         shape.row("dbias", run.len(dbias))?;
+        expect_scratch(shape, run.len(partial_dw), run.len(partial_db))?;
         if let Some(config) = fused_backward(shape) {
             let blocks = config.grid.x;
-            let (mut partial_dw, mut partial_db) = (run.scratch(blocks as usize * shape.cols)?, run.scratch(blocks as usize * shape.cols)?);
             match dresidual {
-                Some(d) => run.norm_backward_fused_packed::<T>(config, dout, x, weight, mean, rstd, d, dx, &mut partial_dw, &mut partial_db, cols, 1, 1)?,
-                None => run.norm_backward_fused_packed::<T>(config, dout, x, weight, mean, rstd, dout, dx, &mut partial_dw, &mut partial_db, cols, 0, 1)?,
+                Some(d) => run.norm_backward_fused_packed::<T>(config, dout, x, weight, mean, rstd, d, dx, &mut *partial_dw, &mut *partial_db, cols, 1, 1)?,
+                None => run.norm_backward_fused_packed::<T>(config, dout, x, weight, mean, rstd, dout, dx, &mut *partial_dw, &mut *partial_db, cols, 0, 1)?,
             }
-            return run.sum_column_pairs(grid_stride(shape.cols), &partial_dw, &partial_db, dweight, dbias, blocks, cols);
+            return run.sum_column_pairs(grid_stride(shape.cols), &*partial_dw, &*partial_db, dweight, dbias, blocks, cols);
         }
         let packed = packed_rows(shape.rows, shape.cols);
         match (packed, dresidual) {
@@ -294,9 +298,8 @@ row_op! {
             (None, None) => run.layernorm_backward::<T>(warp_per_row(shape.rows), dout, x, weight, mean, rstd, dout, dx, rows, cols, 0)?,
         }
         let chunks = weight_chunks(shape.rows);
-        let (mut partial_dw, mut partial_db) = (run.scratch(chunks * shape.cols)?, run.scratch(chunks * shape.cols)?);
-        weight_partials!(run, dout, x, mean, rstd, &mut partial_dw, &mut partial_db, shape, 1)?;
-        run.sum_column_pairs(grid_stride(shape.cols), &partial_dw, &partial_db, dweight, dbias, chunks as u32, cols)
+        weight_partials!(run, dout, x, mean, rstd, &mut *partial_dw, &mut *partial_db, shape, 1)?;
+        run.sum_column_pairs(grid_stride(shape.cols), &*partial_dw, &*partial_db, dweight, dbias, chunks as u32, cols)
     }
 }
 
@@ -304,8 +307,12 @@ row_op! {
     /// RMSNorm backward: `dx` (plus `dresidual` when given) and `dweight` (`cols`, f32,
     /// written, deterministic). `x` is the norm's input, `rstd` the forward's. Launches as
     /// [`layernorm_backward`].
-    pub fn rmsnorm_backward, rmsnorm_backward_cpu<T>(
-        run; dout: [in T], x: [in T], weight: [in T], rstd: [in f32], dresidual: [opt T], dx: [out T], dweight: [out f32], shape: Rows
+    ///
+    /// This form takes its `f32` scratch from the caller, as
+    /// [`layernorm_backward_with_scratch`] does; [`rmsnorm_backward`] allocates it.
+    pub fn rmsnorm_backward_with_scratch, rmsnorm_backward_with_scratch_cpu<T>(
+        run; dout: [in T], x: [in T], weight: [in T], rstd: [in f32], dresidual: [opt T], dx: [out T], dweight: [out f32],
+        partial_dw: [out f32], partial_db: [out f32], shape: Rows
     ) {
         let (rows, cols) = shape.check()?;
         shape.matrix("dout", run.len(dout))?;
@@ -317,15 +324,15 @@ row_op! {
         }
         shape.matrix("dx", run.len(dx))?;
         shape.row("dweight", run.len(dweight))?;
+        expect_scratch(shape, run.len(partial_dw), run.len(partial_db))?;
         // `rstd` stands in for the mean the kernels do not read (not centred).
         if let Some(config) = fused_backward(shape) {
             let blocks = config.grid.x;
-            let (mut partial_dw, mut partial_db) = (run.scratch(blocks as usize * shape.cols)?, run.scratch(blocks as usize * shape.cols)?);
             match dresidual {
-                Some(d) => run.norm_backward_fused_packed::<T>(config, dout, x, weight, rstd, rstd, d, dx, &mut partial_dw, &mut partial_db, cols, 1, 0)?,
-                None => run.norm_backward_fused_packed::<T>(config, dout, x, weight, rstd, rstd, dout, dx, &mut partial_dw, &mut partial_db, cols, 0, 0)?,
+                Some(d) => run.norm_backward_fused_packed::<T>(config, dout, x, weight, rstd, rstd, d, dx, &mut *partial_dw, &mut *partial_db, cols, 1, 0)?,
+                None => run.norm_backward_fused_packed::<T>(config, dout, x, weight, rstd, rstd, dout, dx, &mut *partial_dw, &mut *partial_db, cols, 0, 0)?,
             }
-            return run.sum_column_partials(grid_stride(shape.cols), &partial_dw, dweight, blocks, cols);
+            return run.sum_column_partials(grid_stride(shape.cols), &*partial_dw, dweight, blocks, cols);
         }
         let packed = packed_rows(shape.rows, shape.cols);
         match (packed, dresidual) {
@@ -336,10 +343,109 @@ row_op! {
             (None, None) => run.rmsnorm_backward::<T>(warp_per_row(shape.rows), dout, x, weight, rstd, dout, dx, rows, cols, 0)?,
         }
         let chunks = weight_chunks(shape.rows);
-        let (mut partial_dw, mut partial_db) = (run.scratch(chunks * shape.cols)?, run.scratch(chunks * shape.cols)?);
-        weight_partials!(run, dout, x, rstd, rstd, &mut partial_dw, &mut partial_db, shape, 0)?;
-        run.sum_column_partials(grid_stride(shape.cols), &partial_dw, dweight, chunks as u32, cols)
+        weight_partials!(run, dout, x, rstd, rstd, &mut *partial_dw, &mut *partial_db, shape, 0)?;
+        run.sum_column_partials(grid_stride(shape.cols), &*partial_dw, dweight, chunks as u32, cols)
     }
+}
+
+/// The length of each of the two `f32` scratch areas of [`layernorm_backward_with_scratch`]
+/// and [`rmsnorm_backward_with_scratch`] for `shape`: one partial sum per column for each
+/// block of the fused pass, or for each chunk of [`ROWS_PER_CHUNK`] rows on the other paths.
+pub fn norm_backward_scratch_len(shape: Rows) -> usize {
+    match fused_backward(shape) {
+        Some(config) => config.grid.x as usize * shape.cols,
+        None => weight_chunks(shape.rows) * shape.cols,
+    }
+}
+
+/// Refuses scratch areas of another length than [`norm_backward_scratch_len`].
+fn expect_scratch(shape: Rows, dw: usize, db: usize) -> Result<()> {
+    let want = norm_backward_scratch_len(shape);
+    let why = || format!("norm_backward_scratch_len(rows {} x cols {})", shape.rows, shape.cols);
+    expect_len("partial_dw", dw, want, why)?;
+    expect_len("partial_db", db, want, why)
+}
+
+/// Layer norm backward: [`layernorm_backward_with_scratch`] with its scratch allocated on the
+/// stream (stream-ordered, so it is refused inside a capture: pass scratch there).
+#[allow(clippy::too_many_arguments)]
+pub fn layernorm_backward<T: Element>(
+    stream: &Stream,
+    dout: &(impl DeviceRead<T> + ?Sized),
+    x: &(impl DeviceRead<T> + ?Sized),
+    weight: &(impl DeviceRead<T> + ?Sized),
+    mean: &(impl DeviceRead<f32> + ?Sized),
+    rstd: &(impl DeviceRead<f32> + ?Sized),
+    dresidual: Option<&dyn DeviceRead<T>>,
+    dx: &mut (impl DeviceWrite<T> + ?Sized),
+    dweight: &mut (impl DeviceWrite<f32> + ?Sized),
+    dbias: &mut (impl DeviceWrite<f32> + ?Sized),
+    shape: Rows,
+) -> Result<()> {
+    shape.check()?;
+    let gpu = Gpu(stream);
+    let (mut dw, mut db) = (gpu.scratch(norm_backward_scratch_len(shape))?, gpu.scratch(norm_backward_scratch_len(shape))?);
+    layernorm_backward_with_scratch(stream, dout, x, weight, mean, rstd, dresidual, dx, dweight, dbias, &mut dw, &mut db, shape)
+}
+
+/// [`layernorm_backward`] on the CPU executor (re-exported as `cpu::layernorm_backward`).
+#[doc(hidden)]
+#[allow(clippy::too_many_arguments)]
+pub fn layernorm_backward_cpu<T: Element>(
+    executor: &CpuExecutor,
+    dout: &[T],
+    x: &[T],
+    weight: &[T],
+    mean: &[f32],
+    rstd: &[f32],
+    dresidual: Option<&[T]>,
+    dx: &mut [T],
+    dweight: &mut [f32],
+    dbias: &mut [f32],
+    shape: Rows,
+) -> Result<()> {
+    shape.check()?;
+    let (mut dw, mut db) = (vec![0.0; norm_backward_scratch_len(shape)], vec![0.0; norm_backward_scratch_len(shape)]);
+    layernorm_backward_with_scratch_cpu(executor, dout, x, weight, mean, rstd, dresidual, dx, dweight, dbias, &mut dw, &mut db, shape)
+}
+
+/// RMSNorm backward: [`rmsnorm_backward_with_scratch`] with its scratch allocated on the stream
+/// (refused inside a capture: pass scratch there).
+#[allow(clippy::too_many_arguments)]
+pub fn rmsnorm_backward<T: Element>(
+    stream: &Stream,
+    dout: &(impl DeviceRead<T> + ?Sized),
+    x: &(impl DeviceRead<T> + ?Sized),
+    weight: &(impl DeviceRead<T> + ?Sized),
+    rstd: &(impl DeviceRead<f32> + ?Sized),
+    dresidual: Option<&dyn DeviceRead<T>>,
+    dx: &mut (impl DeviceWrite<T> + ?Sized),
+    dweight: &mut (impl DeviceWrite<f32> + ?Sized),
+    shape: Rows,
+) -> Result<()> {
+    shape.check()?;
+    let gpu = Gpu(stream);
+    let (mut dw, mut db) = (gpu.scratch(norm_backward_scratch_len(shape))?, gpu.scratch(norm_backward_scratch_len(shape))?);
+    rmsnorm_backward_with_scratch(stream, dout, x, weight, rstd, dresidual, dx, dweight, &mut dw, &mut db, shape)
+}
+
+/// [`rmsnorm_backward`] on the CPU executor (re-exported as `cpu::rmsnorm_backward`).
+#[doc(hidden)]
+#[allow(clippy::too_many_arguments)]
+pub fn rmsnorm_backward_cpu<T: Element>(
+    executor: &CpuExecutor,
+    dout: &[T],
+    x: &[T],
+    weight: &[T],
+    rstd: &[f32],
+    dresidual: Option<&[T]>,
+    dx: &mut [T],
+    dweight: &mut [f32],
+    shape: Rows,
+) -> Result<()> {
+    shape.check()?;
+    let (mut dw, mut db) = (vec![0.0; norm_backward_scratch_len(shape)], vec![0.0; norm_backward_scratch_len(shape)]);
+    rmsnorm_backward_with_scratch_cpu(executor, dout, x, weight, rstd, dresidual, dx, dweight, &mut dw, &mut db, shape)
 }
 
 /// Rows each thread of the weight gradients' first step sums (in order), for widths the

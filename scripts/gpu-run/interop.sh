@@ -62,6 +62,8 @@ step() { # step <name> <seconds> <command...>
   echo "python: $("$python" -c 'import sys, torch; print(sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda)')"
   cd "$root/python/ferrocuda-torch"
   step pytest_torch 150 env PYTHONPATH="$dir/pylib" PYTHONDONTWRITEBYTECODE=1 "$python" -m pytest -v -p no:cacheprovider tests/test_torch.py
+  # The library's ops (torch.library): results, gradients, opcheck, torch.compile, graph capture.
+  step pytest_ops 200 env PYTHONPATH="$dir/pylib" PYTHONDONTWRITEBYTECODE=1 "$python" -m pytest -q -rs -p no:cacheprovider tests/test_ops.py
   if "$python" -c 'import numpy' 2>/dev/null; then
     step pytest_numpy 60 env PYTHONPATH="$dir/pylib" PYTHONDONTWRITEBYTECODE=1 "$python" -m pytest -q -p no:cacheprovider tests/test_numpy.py
   fi

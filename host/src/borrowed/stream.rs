@@ -140,6 +140,39 @@ impl Stream {
         Ok(Stream::wrap_kept(raw, context, false, with_legacy, Some(Arc::new(keep_alive))))
     }
 
+    /// [`Stream::from_raw`] for a stream whose owner may capture it into a CUDA graph of its
+    /// own (PyTorch's `torch.cuda.graph`): while the owner captures it, ferrocuda's work on it
+    /// is recorded into the owner's graph, untracked (as in [`Stream::begin_capture`]), instead
+    /// of being refused with [`Error::ForeignCapture`](crate::Error::ForeignCapture). The
+    /// stream may be captured already when this is called. Allocations on it during a capture
+    /// are still refused ([`Error::AllocationInCapture`](crate::Error::AllocationInCapture)), a
+    /// module must be loaded before the capture
+    /// ([`Error::ModuleNotLoadedInCapture`](crate::Error::ModuleNotLoadedInCapture)), and
+    /// ferrocuda still never begins a capture on it.
+    ///
+    /// # Safety
+    /// As for [`Stream::from_raw`], and besides: the owner's graph may be launched at any time,
+    /// untracked, so everything that work queued here during a capture uses must stay valid for
+    /// every launch of that graph. The caller guarantees that such work uses only memory the
+    /// owner keeps alive for its graphs (borrowed memory, such as the tensors of a
+    /// `torch.cuda.graph`), never a ferrocuda [`DeviceBuffer`](crate::DeviceBuffer), module
+    /// global or library work area, and that `context` (whose loaded modules the graph's
+    /// kernels are) outlives the graph (keep it for the life of the process).
+    pub unsafe fn from_raw_in_owner_captures(context: &Context, raw: sys::CUstream, keep_alive: impl Any + Send + Sync) -> Result<Stream> {
+        if default_stream(context, raw).is_some() {
+            // The default streams are never captured: nothing to join.
+            // SAFETY: the caller's contract covers `from_raw`'s.
+            return unsafe { Stream::from_raw(context, raw, keep_alive) };
+        }
+        // SAFETY: `raw` is live (the caller's contract).
+        let flags = unsafe { stream_flags(context, raw, true) }?;
+        // The driver does not tell a captured stream's flags (cuStreamGetFlags fails with
+        // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture): the stream is then
+        // taken as not ordered with the legacy default stream, which at worst adds event waits.
+        let with_legacy = flags.is_some_and(|flags| flags & sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32 == 0);
+        Ok(Stream::wrap_borrowed(raw, context, false, with_legacy, Some(Arc::new(keep_alive)), true))
+    }
+
     /// Makes later work on this stream wait for `event`, an event another library recorded
     /// (`cudaEventRecord` on its stream). The host does not wait.
     ///
@@ -172,6 +205,18 @@ fn default_stream(context: &Context, raw: sys::CUstream) -> Option<Stream> {
 /// # Safety
 /// `raw` is a live stream.
 unsafe fn check_stream(context: &Context, raw: sys::CUstream) -> Result<u32> {
+    // SAFETY: the caller's contract.
+    let flags = unsafe { stream_flags(context, raw, false) }?;
+    flags.ok_or_else(|| problem(format!("the stream {raw:?} is being captured into a CUDA graph: borrow it before or after the capture")))
+}
+
+/// Checks that `raw` belongs to `context` and, unless `captured_ok`, is not being captured;
+/// returns its flags, or `None` for a stream being captured (whose flags the driver does not
+/// tell during the capture).
+///
+/// # Safety
+/// `raw` is a live stream.
+unsafe fn stream_flags(context: &Context, raw: sys::CUstream, captured_ok: bool) -> Result<Option<u32>> {
     context.bind_to_thread()?;
     let mut owner = std::ptr::null_mut();
     // SAFETY: writes one context handle; `raw` is live.
@@ -186,12 +231,15 @@ unsafe fn check_stream(context: &Context, raw: sys::CUstream) -> Result<u32> {
     // SAFETY: writes one enum value; `raw` is live.
     unsafe { driver::stream::is_capturing(raw, &mut status) }?;
     if status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+        if captured_ok {
+            return Ok(None);
+        }
         return Err(problem(format!("the stream {raw:?} is being captured into a CUDA graph: borrow it before or after the capture")));
     }
     let mut flags = 0;
     // SAFETY: writes one uint; `raw` is live.
     unsafe { driver::stream::get_flags(raw, &mut flags) }?;
-    Ok(flags)
+    Ok(Some(flags))
 }
 
 /// Makes later work on `waiter` wait for the work queued on `awaited` so far: one event,

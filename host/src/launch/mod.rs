@@ -43,7 +43,7 @@ pub unsafe fn launch_embedded(
     config.validate(context.limits()).map_err(|problem| Error::InvalidLaunch { kernel: symbol.to_string(), problem })?;
     // Through the door: the buffers are ordered and recorded, the context bound.
     stream.enqueue(symbol, buffers, |raw| {
-        let function = if stream.is_capturing_fast() {
+        let function = if stream.is_capturing_fast() || stream.records_for_owner() {
             context.embedded_launch_function_if_loaded(module, signature)?
         } else {
             context.embedded_launch_function(module, signature)?

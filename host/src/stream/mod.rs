@@ -51,6 +51,10 @@ struct StreamInner {
     /// on another library's raw event (which may have joined it to that library's capture).
     /// Work through the door on such a stream asks the driver whether it is captured.
     others_may_capture: AtomicBool,
+    /// True for a borrowed stream made with [`Stream::from_raw_in_owner_captures`]: while its
+    /// owner captures it, work through the door is recorded into the owner's graph, untracked,
+    /// instead of being refused (the constructor's contract covers what the graph uses).
+    joins_owner_captures: bool,
     /// Held (shared) by work whose capture check must still hold when it is queued (an
     /// allocation, a buffer's free), and exclusively by what can make this stream start
     /// capturing (`begin_capture`, a wait on an event, which may join another capture): so
@@ -148,6 +152,18 @@ impl Stream {
         with_legacy: bool,
         keep_alive: Option<Arc<dyn std::any::Any + Send + Sync>>,
     ) -> Self {
+        Self::wrap_borrowed(raw, context, owned, with_legacy, keep_alive, false)
+    }
+
+    /// `wrap_kept`, with [`StreamInner::joins_owner_captures`] set as given.
+    pub(crate) fn wrap_borrowed(
+        raw: sys::CUstream,
+        context: &Context,
+        owned: bool,
+        with_legacy: bool,
+        keep_alive: Option<Arc<dyn std::any::Any + Send + Sync>>,
+        joins_owner_captures: bool,
+    ) -> Self {
         let inner = StreamInner {
             raw,
             context: context.clone(),
@@ -157,6 +173,7 @@ impl Stream {
             // The legacy default stream (null) cannot be captured; ferrocuda's own streams'
             // handles leave ferrocuda only inside the door's closures.
             others_may_capture: AtomicBool::new(!owned && !raw.is_null()),
+            joins_owner_captures,
             capture_mark: AtomicU64::new(0),
             capture_window: AtomicBool::new(false),
             tail_covers: AtomicBool::new(false),
@@ -274,7 +291,7 @@ impl Stream {
     #[inline]
     pub(crate) fn capture_check(&self, operation: &str) -> Result<bool> {
         let own = self.is_capturing_fast() || (self.inner.joined.load(Ordering::Relaxed) && self.still_joined());
-        capture_rule(own, self.inner.others_may_capture.load(Ordering::Relaxed), || self.foreign_capture_query(), operation)
+        capture_rule(own, self.inner.others_may_capture.load(Ordering::Relaxed), self.inner.joins_owner_captures, || self.foreign_capture_query(), operation)
     }
 
     /// For a stream that joined a capture of ferrocuda's ([`Stream::wait_event`]): whether it
@@ -293,6 +310,13 @@ impl Stream {
     fn left_capture(&self) {
         self.inner.joined.store(false, Ordering::SeqCst);
         self.inner.capture_window.store(false, Ordering::SeqCst);
+    }
+
+    /// True while the owner of a stream made with [`Stream::from_raw_in_owner_captures`]
+    /// captures it (one driver query; false for every other stream, without one): launches
+    /// then take only modules already loaded, as in ferrocuda's own captures.
+    pub(crate) fn records_for_owner(&self) -> bool {
+        self.inner.joins_owner_captures && matches!(self.foreign_capture_query(), Ok(true))
     }
 
     /// The driver's answer for [`Stream::capture_check`] (one `cuStreamIsCapturing`, plus a
@@ -823,10 +847,12 @@ fn driver_capture_status(context: &Context, raw: sys::CUstream) -> Result<bool> 
 
 /// The rule of [`Stream::capture_check`] (unit-tested without a GPU): ferrocuda's own capture
 /// (`own`) is known without the driver; a stream no other library can capture is not asked;
-/// any other stream is refused while the driver (`query`) says it is captured, and a failed
-/// query is reported as what it is.
+/// any other stream is refused while the driver (`query`) says it is captured, unless it
+/// joins its owner's captures (`joins_owner`, [`Stream::from_raw_in_owner_captures`]: then the
+/// work is recorded untracked, as in ferrocuda's own capture), and a failed query is reported
+/// as what it is.
 #[inline(always)]
-fn capture_rule(own: bool, others_may_capture: bool, query: impl FnOnce() -> Result<bool>, operation: &str) -> Result<bool> {
+fn capture_rule(own: bool, others_may_capture: bool, joins_owner: bool, query: impl FnOnce() -> Result<bool>, operation: &str) -> Result<bool> {
     if own {
         return Ok(true);
     }
@@ -834,6 +860,9 @@ fn capture_rule(own: bool, others_may_capture: bool, query: impl FnOnce() -> Res
         return Ok(false);
     }
     if query()? {
+        if joins_owner {
+            return Ok(true);
+        }
         return Err(Error::ForeignCapture { operation: operation.to_string() });
     }
     Ok(false)
@@ -971,10 +1000,16 @@ mod tests {
 
     /// The rule's answer and whether it asked the driver, for a driver answering `driver`.
     fn rule(own: bool, others_may_capture: bool, driver: Result<bool>) -> (Result<bool>, bool) {
+        rule_joining(own, others_may_capture, false, driver)
+    }
+
+    /// [`rule`] for a stream that may join its owner's captures (`joins_owner`).
+    fn rule_joining(own: bool, others_may_capture: bool, joins_owner: bool, driver: Result<bool>) -> (Result<bool>, bool) {
         let asked = Cell::new(false);
         let answer = capture_rule(
             own,
             others_may_capture,
+            joins_owner,
             || {
                 asked.set(true);
                 driver

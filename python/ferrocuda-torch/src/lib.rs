@@ -1,5 +1,17 @@
-//! `ferrocuda_torch`: ferrocuda kernels (`interop_kernels`: saxpy, RMSNorm, softmax) as Python
-//! functions on PyTorch tensors, NumPy arrays, or anything else that speaks DLPack.
+//! `ferrocuda_torch`: ferrocuda kernels as PyTorch ops, and the Rust side of your own.
+//!
+//! - [`glue`]: a [`glue::Call`] lends the `torch.Tensor`s of one op invocation to ferrocuda
+//!   launches, zero-copy, on torch's current stream (graph captures included), with checks
+//!   that name the argument at fault.
+//! - [`op`]: declare an op of your own kernel ([`op::Op`]) and register it with
+//!   `torch.library` from your extension module (`templates/torch-op`).
+//! - With the `library` feature (default): the extension module `ferrocuda_torch._C`, with the
+//!   launch side of the library's ops (`ferrocuda_kernels`: norms, softmax, cross-entropy,
+//!   activations, rotary, AdamW, attention; `ferrocuda_torch/ops.py` registers them as
+//!   `torch.ops.ferrocuda.*`), and the first three toy functions below, which take any DLPack
+//!   array (NumPy too, on the CPU executor) as `ferrocuda_torch.dlpack`.
+//!
+//! The DLPack functions (`interop_kernels`: saxpy, RMSNorm, softmax):
 //!
 //! - CUDA tensors: imported through DLPack (`__dlpack__`), nothing copied; the kernel is
 //!   launched on PyTorch's current stream of the tensor's device (`torch.cuda.current_stream`),
@@ -12,165 +24,165 @@
 //! overlap any other argument (refused: the kernels read inputs as `&[f32]`, which must not
 //! change under them). Every array is `float32`, C-contiguous, on one device.
 
+#[cfg(feature = "library")]
 mod dlpack;
+pub mod glue;
+pub mod op;
+#[cfg(feature = "library")]
+mod ops;
 
-use std::sync::{Mutex, OnceLock};
+/// The `half` crate (`bf16`, `f16`), for [`dispatch_float!`].
+pub use half;
 
-use dlpack::{Imported, Place};
-use ferrocuda_device::cpu::CpuExecutor;
-use ferrocuda_host::{BorrowedSlice, BorrowedSliceMut, Context, LaunchConfig, Stream};
-use interop_kernels::{rms_norm as rms_norm_kernel, rows_config, saxpy as saxpy_kernel, softmax as softmax_kernel};
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
-use pyo3::prelude::*;
+#[cfg(feature = "library")]
+mod module {
+    use std::sync::OnceLock;
 
-/// The CPU executor, made on first use.
-fn executor() -> &'static CpuExecutor {
-    static EXECUTOR: OnceLock<CpuExecutor> = OnceLock::new();
-    EXECUTOR.get_or_init(CpuExecutor::new)
-}
+    use crate::dlpack::{self, Imported, Place};
+    use ferrocuda_device::cpu::CpuExecutor;
+    use ferrocuda_host::{BorrowedSlice, BorrowedSliceMut, LaunchConfig, Stream};
+    use interop_kernels::{rms_norm as rms_norm_kernel, rows_config, saxpy as saxpy_kernel, softmax as softmax_kernel};
+    use pyo3::exceptions::{PyRuntimeError, PyValueError};
+    use pyo3::prelude::*;
 
-/// The primary context of device `ordinal` (PyTorch's), kept for the life of the process so
-/// that the kernels are loaded into it once.
-fn context(ordinal: usize) -> PyResult<Context> {
-    static CONTEXTS: Mutex<Vec<Context>> = Mutex::new(Vec::new());
-    let mut contexts = CONTEXTS.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(context) = contexts.iter().find(|c| c.device().ordinal() == ordinal) {
-        context.bind_to_thread().map_err(gpu_error)?;
-        return Ok(context.clone());
+    /// The CPU executor, made on first use.
+    fn executor() -> &'static CpuExecutor {
+        static EXECUTOR: OnceLock<CpuExecutor> = OnceLock::new();
+        EXECUTOR.get_or_init(CpuExecutor::new)
     }
-    let context = Context::primary(ordinal).map_err(gpu_error)?;
-    contexts.push(context.clone());
-    Ok(context)
-}
 
-fn gpu_error(error: ferrocuda_host::Error) -> PyErr {
-    PyRuntimeError::new_err(format!("ferrocuda: {error}"))
-}
+    use crate::glue::{context, gpu_error};
 
-fn cpu_error(error: impl std::fmt::Display) -> PyErr {
-    PyRuntimeError::new_err(format!("ferrocuda (CPU executor): {error}"))
-}
-
-/// What the last GPU launch received: the stream and the device address of each array, for
-/// tests to compare with `torch.cuda.current_stream().cuda_stream` and `tensor.data_ptr()`.
-static LAST_LAUNCH: Mutex<Option<(usize, Vec<u64>)>> = Mutex::new(None);
-
-/// The stream handle and the device addresses the last GPU launch used, or `None` before the
-/// first one: shows that the kernel ran on PyTorch's stream, on the tensors' own memory.
-#[pyfunction]
-fn last_launch() -> Option<(usize, Vec<u64>)> {
-    LAST_LAUNCH.lock().unwrap_or_else(|p| p.into_inner()).clone()
-}
-
-/// The GPU side of one call: the home stream (PyTorch's current one) and the borrowed arrays.
-/// `run` gets the stream, the inputs and the outputs.
-fn on_gpu(
-    py: Python<'_>,
-    ordinal: usize,
-    inputs: &[&Imported],
-    outputs: &mut [&mut Imported],
-    run: impl FnOnce(&Stream, &[BorrowedSlice<'_, f32>], &mut [BorrowedSliceMut<'_, f32>]) -> ferrocuda_host::Result<()>,
-) -> PyResult<()> {
-    let context = context(ordinal)?;
-    let raw = dlpack::torch_current_stream(py, ordinal)?;
-    // SAFETY: PyTorch's current stream of this device, valid for this call, which is as long as
-    // the stream and its clones live (the borrows below end with it); `()` is all it needs.
-    let stream = unsafe { Stream::from_raw(&context, raw as ferrocuda_host::sys::CUstream, ()) }.map_err(gpu_error)?;
-    let mut addresses = Vec::new();
-    let mut reads = Vec::new();
-    for input in inputs {
-        addresses.push(input.address);
-        // SAFETY: a live tensor of the device (DLPack keeps it alive while `input` lives, past
-        // this borrow), written by PyTorch only on its current stream (the home stream) while
-        // we hold the GIL; no output overlaps it (checked by the caller).
-        reads.push(unsafe { BorrowedSlice::<f32>::new(&stream, input.address, input.len) }.map_err(gpu_error)?);
+    fn cpu_error(error: impl std::fmt::Display) -> PyErr {
+        PyRuntimeError::new_err(format!("ferrocuda (CPU executor): {error}"))
     }
-    let mut writes = Vec::new();
-    for output in outputs.iter_mut() {
-        addresses.push(output.address);
-        // SAFETY: as above, and no other argument overlaps it (checked by the caller).
-        writes.push(unsafe { BorrowedSliceMut::<f32>::new(&stream, output.address, output.len) }.map_err(gpu_error)?);
-    }
-    run(&stream, &reads, &mut writes).map_err(gpu_error)?;
-    // The handle the work was queued on, as the door lends it (not `raw` again: the test
-    // compares it with PyTorch's current stream).
-    let queued_on = stream.enqueue("ferrocuda-torch: stream handle", &[], |handle| Ok::<_, ferrocuda_host::Error>(handle.get())).map_err(gpu_error)?;
-    *LAST_LAUNCH.lock().unwrap_or_else(|p| p.into_inner()) = Some((queued_on as usize, addresses));
-    Ok(())
-}
 
-/// `y = a * x + y`, in place on `y` (same length as `x`).
-#[pyfunction]
-fn saxpy(py: Python<'_>, a: f32, x: &Bound<'_, PyAny>, y: &Bound<'_, PyAny>) -> PyResult<()> {
-    let (x, mut y) = dlpack::import_all(py, &[x], y)?;
-    let x = &x[0];
-    if x.len != y.len {
-        return Err(PyValueError::new_err(format!("saxpy: x has {} elements but y has {}", x.len, y.len)));
-    }
-    let config = LaunchConfig::for_elements(x.len.max(1), 256);
-    match x.place {
-        Place::Cpu => saxpy_kernel::launch_cpu(executor(), config, a, x.host(), y.host_mut()).map_err(cpu_error),
-        Place::Cuda(ordinal) => on_gpu(py, ordinal, &[x], &mut [&mut y], |stream, r, w| saxpy_kernel::launch(stream, config, a, &r[0], &mut w[0])),
-    }
-}
+    use crate::glue::LAST_LAUNCH;
 
-/// `out = rms_norm(x) * weight` over the last dimension of `x` (whose size is `len(weight)`):
-/// `x / sqrt(mean(x², -1) + eps) * weight`, as `torch.nn.functional.rms_norm(x, (n,), weight, eps)`.
-#[pyfunction]
-#[pyo3(signature = (x, weight, out, eps = 1e-6))]
-fn rms_norm(py: Python<'_>, x: &Bound<'_, PyAny>, weight: &Bound<'_, PyAny>, out: &Bound<'_, PyAny>, eps: f32) -> PyResult<()> {
-    let (inputs, mut out) = dlpack::import_all(py, &[x, weight], out)?;
-    let (x, weight) = (&inputs[0], &inputs[1]);
-    let cols = weight.len;
-    let rows = rows_of("rms_norm", x, cols)?;
-    if out.shape != x.shape {
-        return Err(PyValueError::new_err(format!("rms_norm: out has shape {:?} but x has {:?}", out.shape, x.shape)));
+    /// The stream handle and the device addresses the last GPU call used (a library op or a
+    /// DLPack function), or `None` before the first one: shows that the kernel ran on PyTorch's
+    /// stream, on the tensors' own memory.
+    #[pyfunction]
+    fn last_launch() -> Option<(usize, Vec<u64>)> {
+        LAST_LAUNCH.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
-    let config = rows_config(rows);
-    let rows = u32::try_from(rows).map_err(|_| PyValueError::new_err("rms_norm: more than 2^32 rows"))?;
-    match x.place {
-        Place::Cpu => rms_norm_kernel::launch_cpu(executor(), config, x.host(), weight.host(), out.host_mut(), rows, eps).map_err(cpu_error),
-        Place::Cuda(ordinal) => {
-            on_gpu(py, ordinal, &[x, weight], &mut [&mut out], |stream, r, w| rms_norm_kernel::launch(stream, config, &r[0], &r[1], &mut w[0], rows, eps))
+
+    /// The GPU side of one call: the home stream (PyTorch's current one) and the borrowed arrays.
+    /// `run` gets the stream, the inputs and the outputs.
+    fn on_gpu(
+        py: Python<'_>,
+        ordinal: usize,
+        inputs: &[&Imported],
+        outputs: &mut [&mut Imported],
+        run: impl FnOnce(&Stream, &[BorrowedSlice<'_, f32>], &mut [BorrowedSliceMut<'_, f32>]) -> ferrocuda_host::Result<()>,
+    ) -> PyResult<()> {
+        let context = context(ordinal)?;
+        let raw = dlpack::torch_current_stream(py, ordinal)?;
+        // SAFETY: PyTorch's current stream of this device, valid for this call, which is as long as
+        // the stream and its clones live (the borrows below end with it); `()` is all it needs.
+        let stream = unsafe { Stream::from_raw(&context, raw as ferrocuda_host::sys::CUstream, ()) }.map_err(gpu_error)?;
+        let mut addresses = Vec::new();
+        let mut reads = Vec::new();
+        for input in inputs {
+            addresses.push(input.address);
+            // SAFETY: a live tensor of the device (DLPack keeps it alive while `input` lives, past
+            // this borrow), written by PyTorch only on its current stream (the home stream) while
+            // we hold the GIL; no output overlaps it (checked by the caller).
+            reads.push(unsafe { BorrowedSlice::<f32>::new(&stream, input.address, input.len) }.map_err(gpu_error)?);
+        }
+        let mut writes = Vec::new();
+        for output in outputs.iter_mut() {
+            addresses.push(output.address);
+            // SAFETY: as above, and no other argument overlaps it (checked by the caller).
+            writes.push(unsafe { BorrowedSliceMut::<f32>::new(&stream, output.address, output.len) }.map_err(gpu_error)?);
+        }
+        run(&stream, &reads, &mut writes).map_err(gpu_error)?;
+        // The handle the work was queued on, as the door lends it (not `raw` again: the test
+        // compares it with PyTorch's current stream).
+        let queued_on = stream.enqueue("ferrocuda-torch: stream handle", &[], |handle| Ok::<_, ferrocuda_host::Error>(handle.get())).map_err(gpu_error)?;
+        *LAST_LAUNCH.lock().unwrap_or_else(|p| p.into_inner()) = Some((queued_on as usize, addresses));
+        Ok(())
+    }
+
+    /// `y = a * x + y`, in place on `y` (same length as `x`).
+    #[pyfunction]
+    #[pyo3(name = "dlpack_saxpy")]
+    fn saxpy(py: Python<'_>, a: f32, x: &Bound<'_, PyAny>, y: &Bound<'_, PyAny>) -> PyResult<()> {
+        let (x, mut y) = dlpack::import_all(py, &[x], y)?;
+        let x = &x[0];
+        if x.len != y.len {
+            return Err(PyValueError::new_err(format!("saxpy: x has {} elements but y has {}", x.len, y.len)));
+        }
+        let config = LaunchConfig::for_elements(x.len.max(1), 256);
+        match x.place {
+            Place::Cpu => saxpy_kernel::launch_cpu(executor(), config, a, x.host(), y.host_mut()).map_err(cpu_error),
+            Place::Cuda(ordinal) => on_gpu(py, ordinal, &[x], &mut [&mut y], |stream, r, w| saxpy_kernel::launch(stream, config, a, &r[0], &mut w[0])),
         }
     }
-}
 
-/// `out = softmax(x, dim=-1)`.
-#[pyfunction]
-fn softmax(py: Python<'_>, x: &Bound<'_, PyAny>, out: &Bound<'_, PyAny>) -> PyResult<()> {
-    let (inputs, mut out) = dlpack::import_all(py, &[x], out)?;
-    let x = &inputs[0];
-    let cols = x.shape.last().copied().unwrap_or(1);
-    let rows = rows_of("softmax", x, cols)?;
-    if out.shape != x.shape {
-        return Err(PyValueError::new_err(format!("softmax: out has shape {:?} but x has {:?}", out.shape, x.shape)));
+    /// `out = rms_norm(x) * weight` over the last dimension of `x` (whose size is `len(weight)`):
+    /// `x / sqrt(mean(x², -1) + eps) * weight`, as `torch.nn.functional.rms_norm(x, (n,), weight, eps)`.
+    #[pyfunction]
+    #[pyo3(name = "dlpack_rms_norm", signature = (x, weight, out, eps = 1e-6))]
+    fn rms_norm(py: Python<'_>, x: &Bound<'_, PyAny>, weight: &Bound<'_, PyAny>, out: &Bound<'_, PyAny>, eps: f32) -> PyResult<()> {
+        let (inputs, mut out) = dlpack::import_all(py, &[x, weight], out)?;
+        let (x, weight) = (&inputs[0], &inputs[1]);
+        let cols = weight.len;
+        let rows = rows_of("rms_norm", x, cols)?;
+        if out.shape != x.shape {
+            return Err(PyValueError::new_err(format!("rms_norm: out has shape {:?} but x has {:?}", out.shape, x.shape)));
+        }
+        let config = rows_config(rows);
+        let rows = u32::try_from(rows).map_err(|_| PyValueError::new_err("rms_norm: more than 2^32 rows"))?;
+        match x.place {
+            Place::Cpu => rms_norm_kernel::launch_cpu(executor(), config, x.host(), weight.host(), out.host_mut(), rows, eps).map_err(cpu_error),
+            Place::Cuda(ordinal) => {
+                on_gpu(py, ordinal, &[x, weight], &mut [&mut out], |stream, r, w| rms_norm_kernel::launch(stream, config, &r[0], &r[1], &mut w[0], rows, eps))
+            }
+        }
     }
-    let config = rows_config(rows);
-    let (rows, cols) = match (u32::try_from(rows), u32::try_from(cols)) {
-        (Ok(rows), Ok(cols)) => (rows, cols),
-        _ => return Err(PyValueError::new_err("softmax: more than 2^32 rows or columns")),
-    };
-    match x.place {
-        Place::Cpu => softmax_kernel::launch_cpu(executor(), config, x.host(), out.host_mut(), rows, cols).map_err(cpu_error),
-        Place::Cuda(ordinal) => on_gpu(py, ordinal, &[x], &mut [&mut out], |stream, r, w| softmax_kernel::launch(stream, config, &r[0], &mut w[0], rows, cols)),
-    }
-}
 
-/// The number of rows of `x` read as rows of `cols` (its last dimension must be `cols`).
-fn rows_of(op: &str, x: &Imported, cols: usize) -> PyResult<usize> {
-    match x.shape.last() {
-        Some(&last) if last == cols && cols > 0 => Ok(x.len / cols),
-        _ => Err(PyValueError::new_err(format!("{op}: the last dimension of x (shape {:?}) must be {cols} and not 0", x.shape))),
+    /// `out = softmax(x, dim=-1)`.
+    #[pyfunction]
+    #[pyo3(name = "dlpack_softmax")]
+    fn softmax(py: Python<'_>, x: &Bound<'_, PyAny>, out: &Bound<'_, PyAny>) -> PyResult<()> {
+        let (inputs, mut out) = dlpack::import_all(py, &[x], out)?;
+        let x = &inputs[0];
+        let cols = x.shape.last().copied().unwrap_or(1);
+        let rows = rows_of("softmax", x, cols)?;
+        if out.shape != x.shape {
+            return Err(PyValueError::new_err(format!("softmax: out has shape {:?} but x has {:?}", out.shape, x.shape)));
+        }
+        let config = rows_config(rows);
+        let (rows, cols) = match (u32::try_from(rows), u32::try_from(cols)) {
+            (Ok(rows), Ok(cols)) => (rows, cols),
+            _ => return Err(PyValueError::new_err("softmax: more than 2^32 rows or columns")),
+        };
+        match x.place {
+            Place::Cpu => softmax_kernel::launch_cpu(executor(), config, x.host(), out.host_mut(), rows, cols).map_err(cpu_error),
+            Place::Cuda(ordinal) => {
+                on_gpu(py, ordinal, &[x], &mut [&mut out], |stream, r, w| softmax_kernel::launch(stream, config, &r[0], &mut w[0], rows, cols))
+            }
+        }
     }
-}
 
-/// The module: `import ferrocuda_torch`.
-#[pymodule]
-fn ferrocuda_torch(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(saxpy, m)?)?;
-    m.add_function(wrap_pyfunction!(rms_norm, m)?)?;
-    m.add_function(wrap_pyfunction!(softmax, m)?)?;
-    m.add_function(wrap_pyfunction!(last_launch, m)?)?;
-    Ok(())
+    /// The number of rows of `x` read as rows of `cols` (its last dimension must be `cols`).
+    fn rows_of(op: &str, x: &Imported, cols: usize) -> PyResult<usize> {
+        match x.shape.last() {
+            Some(&last) if last == cols && cols > 0 => Ok(x.len / cols),
+            _ => Err(PyValueError::new_err(format!("{op}: the last dimension of x (shape {:?}) must be {cols} and not 0", x.shape))),
+        }
+    }
+
+    /// The extension module `ferrocuda_torch._C` (the Python package `ferrocuda_torch` wraps it).
+    #[pymodule]
+    #[pyo3(name = "_C")]
+    fn extension(m: &Bound<'_, PyModule>) -> PyResult<()> {
+        m.add_function(wrap_pyfunction!(saxpy, m)?)?;
+        m.add_function(wrap_pyfunction!(rms_norm, m)?)?;
+        m.add_function(wrap_pyfunction!(softmax, m)?)?;
+        m.add_function(wrap_pyfunction!(last_launch, m)?)?;
+        crate::ops::add(m)?;
+        Ok(())
+    }
 }

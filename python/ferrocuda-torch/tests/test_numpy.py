@@ -4,7 +4,7 @@ Runs in CI (scripts/check-python.sh), no GPU needed."""
 import numpy as np
 import pytest
 
-import ferrocuda_torch as ft
+from ferrocuda_torch import dlpack as ft
 
 
 def rng(seed):

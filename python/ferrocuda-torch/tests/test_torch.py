@@ -7,7 +7,7 @@ import os
 import pytest
 
 torch = pytest.importorskip("torch") if os.environ.get("REQUIRE_GPU") != "1" else __import__("torch")
-import ferrocuda_torch as ft
+from ferrocuda_torch import dlpack as ft
 
 if not torch.cuda.is_available():
     if os.environ.get("REQUIRE_GPU") == "1":

@@ -1,0 +1,35 @@
+"""ferrocuda kernels (Rust compiled to PTX) as PyTorch ops.
+
+With torch installed, importing this package registers the library's kernels as
+``torch.ops.ferrocuda.*`` custom ops (bf16, f16, f32 CUDA tensors; autograd; fake
+implementations for ``torch.compile``; usable inside ``torch.cuda.graph``) and exports them
+as functions: :func:`rmsnorm`, :func:`layernorm`, :func:`softmax`, :func:`cross_entropy`,
+:func:`gelu`, :func:`silu_and_mul`, :func:`rotary`, :func:`adamw_`, :func:`attention`.
+
+:mod:`ferrocuda_torch.dlpack` holds the first three toy functions, which take any DLPack array
+(NumPy arrays on the CPU executor too) and need no torch.
+"""
+
+from . import _C
+from . import dlpack
+
+last_launch = _C.last_launch
+
+try:
+    import torch as _torch  # noqa: F401
+except ImportError:  # NumPy-only use: the DLPack functions work, the ops need torch.
+    _torch = None
+
+if _torch is not None:
+    from .ops import (  # noqa: F401
+        adamw_,
+        attention,
+        cross_entropy,
+        gelu,
+        layernorm,
+        rmsnorm,
+        rotary,
+        rotary_tables,
+        silu_and_mul,
+        softmax,
+    )

@@ -1,0 +1,358 @@
+//! The glue between PyTorch tensors and ferrocuda launches, for the library's ops and for your
+//! own ([`crate::op`]).
+//!
+//! A [`Call`] is one op invocation on CUDA tensors: it reads each tensor's address, element
+//! count, shape, dtype and device from the `torch.Tensor` object itself (nothing copied, no
+//! DLPack round trip), checks them (CUDA, one device, C-contiguous, outputs overlapping nothing
+//! else), and lends them as [`BorrowedSlice`] (inputs) and [`BorrowedSliceMut`] (outputs, once
+//! each) on PyTorch's current stream of that device, which it borrows as a ferrocuda
+//! [`Stream`]. The stream joins `torch.cuda.graph` captures ([`Stream::from_raw_in_owner_captures`]),
+//! so the launches of an op called inside a capture are recorded into torch's graph.
+//!
+//! A `Call` holds a reference to each of its tensors, so their storage outlives the slices it
+//! lends; the GIL, held for the call (`Python<'py>`), keeps Python code from resizing or
+//! re-pointing a tensor meanwhile (do not release it while a `Call` lives). A tensor is trusted
+//! to report its own storage (`data_ptr()`, `numel()`): a `torch.Tensor` subclass that lies
+//! about them can make a kernel write another tensor of the same device (the driver check of
+//! the borrow still keeps it inside a live allocation of that device).
+
+use std::cell::RefCell;
+use std::sync::{Mutex, OnceLock};
+
+use bytemuck::Pod;
+use ferrocuda_host::{BorrowedSlice, BorrowedSliceMut, Context, Stream};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+
+/// The dtypes a [`Call`] understands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DType {
+    /// `torch.float32`.
+    F32,
+    /// `torch.bfloat16`.
+    BF16,
+    /// `torch.float16`.
+    F16,
+    /// `torch.int32` (read as `u32` or `i32` by kernels).
+    I32,
+    /// `torch.int64`.
+    I64,
+}
+
+impl DType {
+    const ALL: [DType; 5] = [DType::F32, DType::BF16, DType::F16, DType::I32, DType::I64];
+
+    /// The name torch prints (`torch.float32`, ...).
+    pub fn torch_name(self) -> &'static str {
+        match self {
+            DType::F32 => "torch.float32",
+            DType::BF16 => "torch.bfloat16",
+            DType::F16 => "torch.float16",
+            DType::I32 => "torch.int32",
+            DType::I64 => "torch.int64",
+        }
+    }
+
+    fn attribute(self) -> &'static str {
+        match self {
+            DType::F32 => "float32",
+            DType::BF16 => "bfloat16",
+            DType::F16 => "float16",
+            DType::I32 => "int32",
+            DType::I64 => "int64",
+        }
+    }
+}
+
+/// A Rust element type with its torch dtype: what [`Call::input`] and [`Call::output`] lend.
+pub trait TorchElement: Pod {
+    /// The torch dtype whose memory holds values of this type.
+    const DTYPE: DType;
+}
+
+impl TorchElement for f32 {
+    const DTYPE: DType = DType::F32;
+}
+impl TorchElement for half::bf16 {
+    const DTYPE: DType = DType::BF16;
+}
+impl TorchElement for half::f16 {
+    const DTYPE: DType = DType::F16;
+}
+impl TorchElement for i32 {
+    const DTYPE: DType = DType::I32;
+}
+/// `torch.int32` memory read as `u32` (indices and positions, never negative, or the kernel's
+/// "ignore" marker `u32::MAX`, which is `-1` as an `int32`).
+impl TorchElement for u32 {
+    const DTYPE: DType = DType::I32;
+}
+impl TorchElement for i64 {
+    const DTYPE: DType = DType::I64;
+}
+
+/// torch's dtype objects (singletons), compared by identity.
+fn dtypes(py: Python<'_>) -> PyResult<&'static [Py<PyAny>]> {
+    static DTYPES: OnceLock<Vec<Py<PyAny>>> = OnceLock::new();
+    if let Some(d) = DTYPES.get() {
+        return Ok(d);
+    }
+    let torch = py.import("torch")?;
+    let list = DType::ALL.iter().map(|d| torch.getattr(d.attribute()).map(Bound::unbind)).collect::<PyResult<Vec<_>>>()?;
+    Ok(DTYPES.get_or_init(|| list))
+}
+
+/// One tensor of a call, as read from the `torch.Tensor`.
+#[derive(Clone, Debug)]
+pub struct TensorInfo {
+    /// The argument's name (for errors).
+    pub name: &'static str,
+    /// The device address of element 0 (`data_ptr()`).
+    pub address: u64,
+    /// Elements (`numel()`).
+    pub numel: usize,
+    /// The shape.
+    pub shape: Vec<usize>,
+    /// The dtype.
+    pub dtype: DType,
+    /// The CUDA device index.
+    pub device: usize,
+    output: bool,
+}
+
+impl TensorInfo {
+    fn bytes(&self) -> u64 {
+        let size = match self.dtype {
+            DType::F32 | DType::I32 => 4,
+            DType::BF16 | DType::F16 => 2,
+            DType::I64 => 8,
+        };
+        self.numel as u64 * size
+    }
+
+    fn overlaps(&self, other: &TensorInfo) -> bool {
+        let (a, b) = (self.address..self.address + self.bytes(), other.address..other.address + other.bytes());
+        self.numel > 0 && other.numel > 0 && a.start < b.end && b.start < a.end
+    }
+
+    /// The shape as rows of the last dimension: `(numel / cols, cols)`.
+    pub fn rows(&self, op: &str) -> PyResult<(usize, usize)> {
+        match self.shape.last() {
+            Some(&cols) if cols > 0 => Ok((self.numel / cols, cols)),
+            _ => Err(PyValueError::new_err(format!("{op}: `{}` (shape {:?}) needs at least one dimension, the last one not 0", self.name, self.shape))),
+        }
+    }
+}
+
+/// Reads one tensor's description and checks that it is a C-contiguous CUDA tensor.
+fn read_tensor(py: Python<'_>, op: &str, name: &'static str, tensor: &Bound<'_, PyAny>, output: bool) -> PyResult<TensorInfo> {
+    static TENSOR: OnceLock<Py<PyAny>> = OnceLock::new();
+    let torch_tensor = match TENSOR.get() {
+        Some(t) => t.bind(py).clone(),
+        None => {
+            let t = py.import("torch")?.getattr("Tensor")?;
+            TENSOR.get_or_init(|| t.clone().unbind()).bind(py).clone()
+        }
+    };
+    if !tensor.is_instance(&torch_tensor)? {
+        let type_name = tensor.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+        return Err(PyTypeError::new_err(format!("{op}: `{name}` must be a torch.Tensor, not {type_name}")));
+    }
+    let device: i64 = tensor.call_method0("get_device")?.extract()?;
+    if device < 0 {
+        return Err(PyValueError::new_err(format!("{op}: `{name}` is on the CPU; ferrocuda ops run on CUDA tensors: move it with .cuda()")));
+    }
+    let dtype_object = tensor.getattr("dtype")?;
+    let dtype = dtypes(py)?.iter().zip(DType::ALL).find(|(d, _)| d.as_ptr() == dtype_object.as_ptr()).map(|(_, d)| d).ok_or_else(|| {
+        PyTypeError::new_err(format!(
+            "{op}: `{name}` has dtype {dtype_object}, which this op does not take (float32, bfloat16, float16; int32/int64 for indices)"
+        ))
+    })?;
+    if !tensor.call_method0("is_contiguous")?.extract::<bool>()? {
+        return Err(PyValueError::new_err(format!("{op}: `{name}` is not contiguous (strides {}): call .contiguous() first", tensor.call_method0("stride")?)));
+    }
+    let shape: Vec<usize> = tensor.getattr("shape")?.extract()?;
+    let numel: usize = tensor.call_method0("numel")?.extract()?;
+    let address: u64 = tensor.call_method0("data_ptr")?.extract()?;
+    Ok(TensorInfo { name, address, numel, shape, dtype, device: device as usize, output })
+}
+
+/// The primary context of device `ordinal` (PyTorch's), kept for the life of the process:
+/// kernels loaded into it stay loaded, which graphs captured by torch rely on.
+pub fn context(ordinal: usize) -> PyResult<Context> {
+    static CONTEXTS: Mutex<Vec<Context>> = Mutex::new(Vec::new());
+    let mut contexts = CONTEXTS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(context) = contexts.iter().find(|c| c.device().ordinal() == ordinal) {
+        context.bind_to_thread().map_err(gpu_error)?;
+        return Ok(context.clone());
+    }
+    let context = Context::primary(ordinal).map_err(gpu_error)?;
+    contexts.push(context.clone());
+    Ok(context)
+}
+
+/// A ferrocuda error as a Python `RuntimeError`.
+pub fn gpu_error(error: impl std::fmt::Display) -> PyErr {
+    PyRuntimeError::new_err(format!("ferrocuda: {error}"))
+}
+
+/// PyTorch's current stream of CUDA device `ordinal` (0: the legacy default stream).
+pub fn torch_current_stream(py: Python<'_>, ordinal: usize) -> PyResult<usize> {
+    static RAW: OnceLock<Option<Py<PyAny>>> = OnceLock::new();
+    if RAW.get().is_none() {
+        // torch's own fast accessor (what its Triton launcher uses); `current_stream` otherwise.
+        let f = py.import("torch")?.getattr("_C").and_then(|c| c.getattr("_cuda_getCurrentRawStream")).ok().map(Bound::unbind);
+        let _ = RAW.set(f);
+    }
+    match RAW.get() {
+        Some(Some(f)) => f.bind(py).call1((ordinal,))?.extract(),
+        _ => py.import("torch")?.getattr("cuda")?.call_method1("current_stream", (ordinal,))?.getattr("cuda_stream")?.extract(),
+    }
+}
+
+/// What the last call on the GPU received: the stream and the device address of each tensor,
+/// for tests to compare with torch's current stream and `data_ptr()`.
+pub(crate) static LAST_LAUNCH: Mutex<Option<(usize, Vec<u64>)>> = Mutex::new(None);
+
+/// One op invocation on CUDA tensors (see the [module docs](self)).
+pub struct Call {
+    op: String,
+    tensors: Vec<TensorInfo>,
+    /// The tensors themselves, so that their storage outlives every slice lent from `self`
+    /// even if the caller lets go of its references.
+    _keep: Vec<Py<PyAny>>,
+    taken: RefCell<Vec<bool>>,
+    stream: Stream,
+}
+
+impl Call {
+    /// Reads and checks `inputs` and `outputs` (name and tensor), borrows torch's current
+    /// stream of their device. Refused, with an error that names the argument: a tensor that
+    /// is not a CUDA tensor, not contiguous, of an unknown dtype, on another device than the
+    /// first, or an output that overlaps any other argument.
+    pub fn new(py: Python<'_>, op: &str, inputs: &[(&'static str, &Bound<'_, PyAny>)], outputs: &[(&'static str, &Bound<'_, PyAny>)]) -> PyResult<Self> {
+        let mut tensors = Vec::with_capacity(inputs.len() + outputs.len());
+        for (name, t) in inputs {
+            tensors.push(read_tensor(py, op, name, t, false)?);
+        }
+        for (name, t) in outputs {
+            tensors.push(read_tensor(py, op, name, t, true)?);
+        }
+        let device = tensors.first().map(|t| t.device).ok_or_else(|| PyValueError::new_err(format!("{op}: no tensor arguments")))?;
+        for t in &tensors {
+            if t.device != device {
+                return Err(PyValueError::new_err(format!(
+                    "{op}: `{}` is on cuda:{} but `{}` on cuda:{device}: move them to one device",
+                    t.name, t.device, tensors[0].name
+                )));
+            }
+        }
+        for (i, a) in tensors.iter().enumerate() {
+            for b in &tensors[i + 1..] {
+                if (a.output || b.output) && a.overlaps(b) {
+                    return Err(PyValueError::new_err(format!(
+                        "{op}: `{}` and `{}` overlap in memory, and one of them is written: pass separate tensors (e.g. torch.empty_like)",
+                        a.name, b.name
+                    )));
+                }
+            }
+        }
+        let context = context(device)?;
+        let raw = torch_current_stream(py, device)?;
+        // SAFETY: torch's current stream of `device`, a stream torch keeps for the life of the
+        // process (its pooled streams and the default streams; a user-made `torch.cuda.Stream`
+        // is kept alive by torch's current-stream state while it is current, which it is for
+        // this call, and every clone of this `Stream` ends with the call). Work queued on it
+        // during a torch capture uses only the tensors of this call (borrowed memory, which
+        // the caller of a `torch.cuda.graph` keeps alive for its replays, as for every torch
+        // op) and kernels of `context`, which stays loaded for the life of the process
+        // (`context` above); nothing here allocates ferrocuda memory (the library's
+        // allocations are refused during a capture, AllocationInCapture).
+        let stream = unsafe { Stream::from_raw_in_owner_captures(&context, raw as ferrocuda_host::sys::CUstream, ()) }.map_err(gpu_error)?;
+        *LAST_LAUNCH.lock().unwrap_or_else(|p| p.into_inner()) = Some((raw, tensors.iter().map(|t| t.address).collect()));
+        let taken = RefCell::new(vec![false; tensors.len()]);
+        let keep = inputs.iter().chain(outputs).map(|(_, t)| (*t).clone().unbind()).collect();
+        Ok(Call { op: op.to_string(), tensors, _keep: keep, taken, stream })
+    }
+
+    /// The stream to launch on (torch's current stream).
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+
+    /// The op's name, for errors.
+    pub fn op(&self) -> &str {
+        &self.op
+    }
+
+    /// The description of the argument `name`.
+    pub fn info(&self, name: &str) -> PyResult<&TensorInfo> {
+        self.tensors.iter().find(|t| t.name == name).ok_or_else(|| PyValueError::new_err(format!("{}: no tensor argument named `{name}`", self.op)))
+    }
+
+    fn typed<T: TorchElement>(&self, name: &str, output: bool) -> PyResult<(usize, &TensorInfo)> {
+        let (index, info) = self
+            .tensors
+            .iter()
+            .enumerate()
+            .find(|(_, t)| t.name == name)
+            .ok_or_else(|| PyValueError::new_err(format!("{}: no tensor argument named `{name}`", self.op)))?;
+        if info.output != output {
+            let role = if info.output { "an output" } else { "an input" };
+            return Err(PyValueError::new_err(format!("{}: `{name}` is {role}", self.op)));
+        }
+        if info.dtype != T::DTYPE {
+            return Err(PyTypeError::new_err(format!("{}: `{name}` must be {} here, not {}", self.op, T::DTYPE.torch_name(), info.dtype.torch_name())));
+        }
+        Ok((index, info))
+    }
+
+    /// The input `name` as a read-only borrowed slice of `T` (its dtype must be `T`'s).
+    pub fn input<T: TorchElement>(&self, name: &str) -> PyResult<BorrowedSlice<'_, T>> {
+        let (_, info) = self.typed::<T>(name, false)?;
+        // SAFETY: the memory of a live CUDA tensor of this device (`self` holds a reference to
+        // the tensor, and the GIL keeps its storage in place), `numel` elements of `T` (its
+        // dtype was checked; every bit pattern is a value of each `TorchElement`), contiguous;
+        // torch writes it only through work queued on its current stream (the home stream)
+        // before or after this call; no output overlaps it (`Call::new`).
+        unsafe { BorrowedSlice::<T>::new(&self.stream, info.address, info.numel) }.map_err(gpu_error)
+    }
+
+    /// The output `name` as a writable borrowed slice of `T`; each output can be taken once.
+    pub fn output<T: TorchElement>(&self, name: &str) -> PyResult<BorrowedSliceMut<'_, T>> {
+        let (index, info) = self.typed::<T>(name, true)?;
+        let mut taken = self.taken.borrow_mut();
+        if taken[index] {
+            return Err(PyValueError::new_err(format!("{}: the output `{name}` was taken twice", self.op)));
+        }
+        taken[index] = true;
+        // SAFETY: as in `input`; besides, no other argument overlaps it (`Call::new`) and it is
+        // lent once (`taken`), so this is the only access to its memory for the call.
+        unsafe { BorrowedSliceMut::<T>::new(&self.stream, info.address, info.numel) }.map_err(gpu_error)
+    }
+}
+
+/// Runs `$body` with `$t` bound to the element type of `$dtype` (float32, bfloat16, float16);
+/// any other dtype is a `TypeError` naming `$op`.
+#[macro_export]
+macro_rules! dispatch_float {
+    ($op:expr, $dtype:expr, $t:ident => $body:expr) => {
+        match $dtype {
+            $crate::glue::DType::F32 => {
+                type $t = f32;
+                $body
+            }
+            $crate::glue::DType::BF16 => {
+                type $t = $crate::half::bf16;
+                $body
+            }
+            $crate::glue::DType::F16 => {
+                type $t = $crate::half::f16;
+                $body
+            }
+            other => {
+                Err(::pyo3::exceptions::PyTypeError::new_err(format!("{}: dtype {} is not supported: float32, bfloat16 or float16", $op, other.torch_name())))
+            }
+        }
+    };
+}
