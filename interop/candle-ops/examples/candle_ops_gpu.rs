@@ -85,47 +85,75 @@ fn candle_attention(q: &Tensor, k: &Tensor, v: &Tensor, causal: bool) -> Result<
     candle_nn::ops::softmax_last_dim(&scores)?.matmul(&v)
 }
 
+/// The first line of an error (candle's carry a backtrace after it).
+fn first_line(error: &candle_core::Error) -> String {
+    error.to_string().lines().next().unwrap_or_default().to_string()
+}
+
+/// Runs every check and timing; one that errs is reported and counted, and the rest still run.
 fn run(device: &Device) -> Result<usize> {
     let mut failures = 0;
-    let mut check = |what: String, diff: f32, bound: f32| {
-        let ok = diff <= bound;
-        println!("{} {what}: max |ferrocuda - candle| = {diff:.3e} (bound {bound:.1e})", if ok { "ok  " } else { "FAIL" });
-        failures += usize::from(!ok);
+    // One comparison: `result` is (max |ours - reference|, bound), or the error that stopped it.
+    let mut check = |what: String, result: Result<(f32, f32)>| match result {
+        Ok((diff, bound)) => {
+            let ok = diff <= bound;
+            println!("{} {what}: max |ferrocuda - candle| = {diff:.3e} (bound {bound:.1e})", if ok { "ok  " } else { "FAIL" });
+            failures += usize::from(!ok);
+        }
+        Err(error) => {
+            println!("FAIL {what}: error: {}", first_line(&error));
+            failures += 1;
+        }
     };
 
     // RMSNorm against candle_nn::ops::rms_norm (candle's own kernel), in every dtype; the
     // reference is candle's f32 op on the same (rounded) inputs.
     for dtype in [DType::F32, DType::BF16, DType::F16] {
         for dims in [&[1usize, 1][..], &[3, 31], &[64, 1000], &[4, 16, 768], &[4096, 4096], &[8, 8192]] {
-            let x = tensor(dims, 1, 1.0, dtype, device)?;
-            let w = tensor(&dims[dims.len() - 1..], 2, 1.0, dtype, device)?;
-            let ours = rms_norm(&x, &w, 1e-6)?;
-            let reference = candle_nn::ops::rms_norm(&x.to_dtype(DType::F32)?, &w.to_dtype(DType::F32)?, 1e-6)?;
-            let (diff, scale) = compare(&ours, &reference)?;
-            let bound = match dtype {
-                DType::F32 => 1e-5 * (1.0 + scale),
-                DType::BF16 => scale * 2f32.powi(-8) + 1e-5 * (1.0 + scale),
-                _ => scale * 2f32.powi(-11) + 1e-5 * (1.0 + scale),
-            };
-            check(format!("rms_norm {dtype:?} {dims:?}"), diff, bound);
-            if dtype != DType::F32 {
-                // candle's own op in the same dtype, for information (it rounds the same way).
-                let (same, _) = compare(&ours, &candle_nn::ops::rms_norm(&x, &w, 1e-6)?)?;
-                println!("     (vs candle's {dtype:?} op itself: {same:.3e})");
-            }
+            let result = (|| {
+                let x = tensor(dims, 1, 1.0, dtype, device)?;
+                let w = tensor(&dims[dims.len() - 1..], 2, 1.0, dtype, device)?;
+                let ours = rms_norm(&x, &w, 1e-6)?;
+                let reference = candle_nn::ops::rms_norm(&x.to_dtype(DType::F32)?, &w.to_dtype(DType::F32)?, 1e-6)?;
+                let (diff, scale) = compare(&ours, &reference)?;
+                if dtype != DType::F32 {
+                    // candle's own op in the same dtype, for information (it rounds the same way).
+                    let (same, _) = compare(&ours, &candle_nn::ops::rms_norm(&x, &w, 1e-6)?)?;
+                    println!("     (rms_norm {dtype:?} {dims:?} vs candle's {dtype:?} op itself: {same:.3e})");
+                }
+                let bound = match dtype {
+                    DType::F32 => 1e-5 * (1.0 + scale),
+                    DType::BF16 => scale * 2f32.powi(-8) + 1e-5 * (1.0 + scale),
+                    _ => scale * 2f32.powi(-11) + 1e-5 * (1.0 + scale),
+                };
+                Ok((diff, bound))
+            })();
+            check(format!("rms_norm {dtype:?} {dims:?}"), result);
         }
     }
-    // An offset layout (rows 100..300 of a larger tensor), and ordering on candle's stream:
-    // x is computed by candle just before, the result used by candle just after.
-    let big = tensor(&[512, 1024], 3, 1.0, DType::F32, device)?;
-    let x = (big.i(100..300)? + 1.0)?;
-    let w = tensor(&[1024], 4, 1.0, DType::F32, device)?;
-    let ours = (rms_norm(&big.i(100..300)?, &w, 1e-6)? * 2.0)?;
-    let theirs = (candle_nn::ops::rms_norm(&big.i(100..300)?, &w, 1e-6)? * 2.0)?;
-    let (diff, scale) = compare(&ours, &theirs)?;
-    check("rms_norm f32 on an offset view [100..300] of [512, 1024]".into(), diff, 1e-5 * (1.0 + scale));
-    let (diff, scale) = compare(&rms_norm(&x, &w, 1e-6)?, &candle_nn::ops::rms_norm(&x, &w, 1e-6)?)?;
-    check("rms_norm f32 on a tensor candle computed just before (same stream)".into(), diff, 1e-5 * (1.0 + scale));
+    // An offset layout (rows 100..300 of a larger tensor), and ordering on candle's stream: the
+    // input computed by candle just before, the output used by candle just after.
+    check(
+        "rms_norm f32 on an offset view [100..300] of [512, 1024], output scaled by candle".into(),
+        (|| {
+            let big = tensor(&[512, 1024], 3, 1.0, DType::F32, device)?;
+            let w = tensor(&[1024], 4, 1.0, DType::F32, device)?;
+            let ours = (rms_norm(&big.i(100..300)?, &w, 1e-6)? * 2.0)?;
+            let theirs = (candle_nn::ops::rms_norm(&big.i(100..300)?, &w, 1e-6)? * 2.0)?;
+            let (diff, scale) = compare(&ours, &theirs)?;
+            Ok((diff, 1e-5 * (1.0 + scale)))
+        })(),
+    );
+    check(
+        "rms_norm f32 on a tensor candle computed just before (same stream)".into(),
+        (|| {
+            let big = tensor(&[2048, 4096], 5, 1.0, DType::F32, device)?;
+            let w = tensor(&[4096], 6, 1.0, DType::F32, device)?;
+            let x = ((&big * 3.0)? + 1.0)?.exp()?;
+            let (diff, scale) = compare(&rms_norm(&x, &w, 1e-6)?, &candle_nn::ops::rms_norm(&x, &w, 1e-6)?)?;
+            Ok((diff, 1e-5 * (1.0 + scale)))
+        })(),
+    );
 
     // Attention against candle's matmul + softmax in f32 on the same (rounded) inputs.
     // (batch, heads_q, heads_kv, seq_q, seq_kv, head_dim)
@@ -133,25 +161,29 @@ fn run(device: &Device) -> Result<usize> {
     for dtype in [DType::F32, DType::BF16, DType::F16] {
         for &(b, hq, hkv, sq, skv, d) in &shapes {
             for causal in [false, true] {
-                let q = tensor(&[b, hq, sq, d], 5, 0.5, dtype, device)?;
-                let k = tensor(&[b, hkv, skv, d], 6, 0.5, dtype, device)?;
-                let v = tensor(&[b, hkv, skv, d], 7, 0.5, dtype, device)?;
-                let ours = attention(&q, &k, &v, causal, None)?;
-                let f32s = |t: &Tensor| t.to_dtype(DType::F32);
-                let reference = candle_attention(&f32s(&q)?, &f32s(&k)?, &f32s(&v)?, causal)?;
-                let (diff, _) = compare(&ours, &reference)?;
-                let bound = match dtype {
-                    DType::F32 => 1e-4,
-                    DType::BF16 => 2e-2,
-                    _ => 5e-3,
-                };
-                check(format!("attention {dtype:?} [{b},{hq},{sq},{d}] kv [{b},{hkv},{skv},{d}] causal {causal}"), diff, bound);
+                let result = (|| {
+                    let q = tensor(&[b, hq, sq, d], 5, 0.5, dtype, device)?;
+                    let k = tensor(&[b, hkv, skv, d], 6, 0.5, dtype, device)?;
+                    let v = tensor(&[b, hkv, skv, d], 7, 0.5, dtype, device)?;
+                    let ours = attention(&q, &k, &v, causal, None)?;
+                    let f32s = |t: &Tensor| t.to_dtype(DType::F32);
+                    let reference = candle_attention(&f32s(&q)?, &f32s(&k)?, &f32s(&v)?, causal)?;
+                    let (diff, _) = compare(&ours, &reference)?;
+                    let bound = match dtype {
+                        DType::F32 => 1e-4,
+                        DType::BF16 => 2e-2,
+                        _ => 5e-3,
+                    };
+                    Ok((diff, bound))
+                })();
+                check(format!("attention {dtype:?} [{b},{hq},{sq},{d}] kv [{b},{hkv},{skv},{d}] causal {causal}"), result);
             }
         }
     }
 
-    // Times: GPU time per call on candle's stream (20 calls after 5 warm-ups, then a sync).
-    println!("times (per call, candle's stream, wall time of 20 calls / 20 after a sync):");
+    // Times: per call on candle's stream (wall time of 20 calls after 5 warm-ups and a sync,
+    // then a sync).
+    println!("times (per call, candle's stream: 20 calls after 5 warm-ups, synchronised):");
     let time = |name: &str, f: &dyn Fn() -> Result<Tensor>| -> Result<f64> {
         for _ in 0..5 {
             f()?;
@@ -163,25 +195,38 @@ fn run(device: &Device) -> Result<usize> {
         }
         device.synchronize()?;
         let us = start.elapsed().as_secs_f64() * 1e6 / 20.0;
-        println!("  {name:<72} {us:>9.1} µs");
+        println!("  {name:<66} {us:>9.1} µs");
         Ok(us)
     };
+    let mut timed = |what: String, result: Result<(f64, f64)>| match result {
+        Ok((ours, theirs)) => println!("  {what}: candle / ferrocuda = {:.2}", theirs / ours),
+        Err(error) => {
+            println!("FAIL timing {what}: error: {}", first_line(&error));
+            failures += 1;
+        }
+    };
     for dtype in [DType::F32, DType::BF16] {
-        let x = tensor(&[4096, 4096], 8, 1.0, dtype, device)?;
-        let w = tensor(&[4096], 9, 1.0, dtype, device)?;
-        let ours = time(&format!("ferrocuda rms_norm {dtype:?} [4096, 4096]"), &|| rms_norm(&x, &w, 1e-6))?;
-        let theirs = time(&format!("candle_nn::ops::rms_norm {dtype:?} [4096, 4096]"), &|| candle_nn::ops::rms_norm(&x, &w, 1e-6))?;
-        println!("  ratio candle / ferrocuda: {:.2}", theirs / ours);
+        let result = (|| {
+            let x = tensor(&[4096, 4096], 8, 1.0, dtype, device)?;
+            let w = tensor(&[4096], 9, 1.0, dtype, device)?;
+            let ours = time(&format!("ferrocuda rms_norm {dtype:?} [4096, 4096]"), &|| rms_norm(&x, &w, 1e-6))?;
+            let theirs = time(&format!("candle_nn::ops::rms_norm {dtype:?} [4096, 4096]"), &|| candle_nn::ops::rms_norm(&x, &w, 1e-6))?;
+            Ok((ours, theirs))
+        })();
+        timed(format!("rms_norm {dtype:?} [4096, 4096]"), result);
     }
     for (s, causal) in [(1024, false), (2048, false), (2048, true), (4096, true)] {
         let (b, h, d) = (2, 16, 128);
-        let q = tensor(&[b, h, s, d], 10, 0.5, DType::BF16, device)?;
-        let k = tensor(&[b, h, s, d], 11, 0.5, DType::BF16, device)?;
-        let v = tensor(&[b, h, s, d], 12, 0.5, DType::BF16, device)?;
         let shape = format!("BF16 [{b},{h},{s},{d}] causal {causal}");
-        let ours = time(&format!("ferrocuda attention {shape}"), &|| attention(&q, &k, &v, causal, None))?;
-        let theirs = time(&format!("candle matmul+softmax+matmul {shape}"), &|| candle_attention(&q, &k, &v, causal))?;
-        println!("  ratio candle / ferrocuda: {:.2}", theirs / ours);
+        let result = (|| {
+            let q = tensor(&[b, h, s, d], 10, 0.5, DType::BF16, device)?;
+            let k = tensor(&[b, h, s, d], 11, 0.5, DType::BF16, device)?;
+            let v = tensor(&[b, h, s, d], 12, 0.5, DType::BF16, device)?;
+            let ours = time(&format!("ferrocuda attention {shape}"), &|| attention(&q, &k, &v, causal, None))?;
+            let theirs = time(&format!("candle matmul+softmax+matmul {shape}"), &|| candle_attention(&q, &k, &v, causal))?;
+            Ok((ours, theirs))
+        })();
+        timed(format!("attention {shape}"), result);
     }
     Ok(failures)
 }
