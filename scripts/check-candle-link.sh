@@ -15,6 +15,9 @@
 #   CUDA_LINK_DIR=/usr/local/cuda/lib64 scripts/check-candle-link.sh --features candle-cuda
 #                                                # candle's CUDA backend: needs nvcc (see the doc)
 #                                                #   and links the real libraries; run on a GPU
+#   CUDART_SO=DIR/nvidia/cu13/lib/libcudart.so.13 scripts/check-candle-link.sh --features candle-cuda
+#                                                # the same against the stubs, with nvcc set up as
+#                                                #   scripts/check-candle-ops.sh does (docs/interop.md)
 #
 # CUDA_LINK_DIR: link against the real libraries there instead of the stubs (then the binary is
 # run as it is, and on a GPU machine it also borrows a cudarc context, stream and slice).
