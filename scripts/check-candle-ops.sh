@@ -36,8 +36,10 @@ fi
 
 if [ -n "${CUDA_PIP_DIR:-}" ]; then
   cu="$CUDA_PIP_DIR/nvidia/cu13"
-  export PATH="$cu/bin:$PATH" CUDA_ROOT="$cu" CUDA_HOME="$cu" NVCC="$cu/bin/nvcc"
-  export NVCC_PREPEND_FLAGS="-I$cu/include/cccl ${NVCC_PREPEND_FLAGS:-}"
+  # Idempotent: a changed PATH makes cudarc's build script, and all that depends on it, run again.
+  case ":$PATH:" in *":$cu/bin:"*) ;; *) export PATH="$cu/bin:$PATH" ;; esac
+  case " ${NVCC_PREPEND_FLAGS:-} " in *" -I$cu/include/cccl "*) ;; *) export NVCC_PREPEND_FLAGS="-I$cu/include/cccl${NVCC_PREPEND_FLAGS:+ $NVCC_PREPEND_FLAGS}" ;; esac
+  export CUDA_ROOT="$cu" CUDA_HOME="$cu" NVCC="$cu/bin/nvcc"
   cudart="$cu/lib/libcudart.so.13"
 else
   cudart="${CUDART_SO:-}"

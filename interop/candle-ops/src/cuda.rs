@@ -18,6 +18,8 @@ use ferrocuda_kernels::Element;
 use ferrocuda_kernels::attention::Attention;
 use ferrocuda_kernels::rows::Rows;
 
+use crate::Range;
+
 /// Any ferrocuda error as candle's (its message says what went wrong and what to do).
 fn wrap(error: impl std::fmt::Display + Send + Sync + 'static) -> candle_core::Error {
     candle_core::Error::wrap(error)
@@ -33,7 +35,7 @@ fn output<T: DeviceRepr>(device: &CudaDevice, len: usize) -> Result<CudaSlice<T>
 
 /// `rows::rmsnorm` on `x[x_range]` and `weight[w_range]` of candle's storages, into a new
 /// storage on candle's stream.
-pub(crate) fn rms_norm<T>(x: &CudaStorage, x_range: (usize, usize), weight: &CudaStorage, w_range: (usize, usize), shape: Rows, eps: f32) -> Result<CudaStorage>
+pub(crate) fn rms_norm<T>(x: &CudaStorage, x_range: Range, weight: &CudaStorage, w_range: Range, shape: Rows, eps: f32) -> Result<CudaStorage>
 where
     T: Element + CudaDType + DeviceRepr + bytemuck::Pod,
 {
@@ -57,7 +59,7 @@ where
 
 /// `attention::attention_forward` on `q`, `k`, `v` (their element ranges) of candle's
 /// storages, into a new storage on candle's stream.
-pub(crate) fn attention<T>(storages: [&CudaStorage; 3], ranges: [(usize, usize); 3], shape: Attention) -> Result<CudaStorage>
+pub(crate) fn attention<T>(storages: [&CudaStorage; 3], ranges: [Range; 3], shape: Attention) -> Result<CudaStorage>
 where
     T: Element + CudaDType + DeviceRepr + bytemuck::Pod,
 {

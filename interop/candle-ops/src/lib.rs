@@ -75,6 +75,9 @@ pub struct Attention {
     pub scale: Option<f32>,
 }
 
+/// An operand's elements in its storage: a contiguous layout's start and end offsets.
+type Range = (usize, usize);
+
 /// The element types the kernels take, as candle names them.
 fn check_dtype(op: &str, operands: &[(&str, DType)]) -> Result<DType> {
     let (_, first) = operands[0];
@@ -90,7 +93,7 @@ fn check_dtype(op: &str, operands: &[(&str, DType)]) -> Result<DType> {
 }
 
 /// The element range of a row-major layout (any start offset), or an error naming the operand.
-fn contiguous(op: &str, name: &str, layout: &Layout) -> Result<(usize, usize)> {
+fn contiguous(op: &str, name: &str, layout: &Layout) -> Result<Range> {
     layout.contiguous_offsets().ok_or_else(|| {
         candle_core::Error::msg(format!(
             "{op}: `{name}` (shape {:?}, strides {:?}) is not contiguous; call `.contiguous()` on it first",
@@ -119,7 +122,7 @@ impl RmsNorm {
         Ok(Rows { rows: x.shape().elem_count() / cols, cols })
     }
 
-    fn check(&self, x: (&Layout, DType), weight: (&Layout, DType)) -> Result<(DType, Rows, (usize, usize), (usize, usize))> {
+    fn check(&self, x: (&Layout, DType), weight: (&Layout, DType)) -> Result<(DType, Rows, Range, Range)> {
         let dtype = check_dtype(self.name(), &[("x", x.1), ("weight", weight.1)])?;
         let shape = self.shape(x.0, weight.0)?;
         let x_range = contiguous(self.name(), "x", x.0)?;
@@ -191,8 +194,7 @@ impl Attention {
         Ok(AttentionShape { batch, heads_q, heads_kv, seq_q, seq_kv, head_dim, layout: AttentionLayout::Bhsd, causal: self.causal, scale: self.scale })
     }
 
-    #[allow(clippy::type_complexity)]
-    fn check(&self, q: (&Layout, DType), k: (&Layout, DType), v: (&Layout, DType)) -> Result<(DType, AttentionShape, [(usize, usize); 3])> {
+    fn check(&self, q: (&Layout, DType), k: (&Layout, DType), v: (&Layout, DType)) -> Result<(DType, AttentionShape, [Range; 3])> {
         let dtype = check_dtype(self.name(), &[("q", q.1), ("k", k.1), ("v", v.1)])?;
         let shape = self.shape(q.0, k.0, v.0)?;
         let ranges = [contiguous(self.name(), "q", q.0)?, contiguous(self.name(), "k", k.0)?, contiguous(self.name(), "v", v.0)?];
