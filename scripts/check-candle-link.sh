@@ -15,6 +15,9 @@
 #   CUDA_LINK_DIR=/usr/local/cuda/lib64 scripts/check-candle-link.sh --features candle-cuda
 #                                                # candle's CUDA backend: needs nvcc (see the doc)
 #                                                #   and links the real libraries; run on a GPU
+#   CUDART_SO=DIR/nvidia/cu13/lib/libcudart.so.13 scripts/check-candle-link.sh --features candle-cuda
+#                                                # the same against the stubs, with nvcc set up as
+#                                                #   scripts/check-candle-ops.sh does (docs/interop.md)
 #
 # CUDA_LINK_DIR: link against the real libraries there instead of the stubs (then the binary is
 # run as it is, and on a GPU machine it also borrows a cudarc context, stream and slice).
@@ -36,25 +39,12 @@ if [ -n "${CUDA_LINK_DIR:-}" ]; then
   link_dir="$CUDA_LINK_DIR"
   run_env=()
 else
-  # Stub libraries: every function cudarc declares for the library, under the library's real
-  # soname (so the binary records the names a CUDA 13 machine has), returning an error code
-  # that is a valid value of the library's status enum: CUDA_ERROR_STUB_LIBRARY (34) for the
-  # driver, NOT_INITIALIZED / INVALID_PLAN / OUT_OF_MEMORY (1) for cuBLAS(Lt), cuFFT and
-  # NVRTC, VERSION_MISMATCH (100) for cuRAND. Only for linking and for calls that return a
-  # status: the binary calls nothing else on them.
+  # Stub libraries generated from cudarc's own declarations (scripts/cuda-link-stubs.sh says
+  # what they are).
   cudarc=$(cargo metadata --manifest-path "$crate/Cargo.toml" --format-version 1 |
     python3 -c 'import json,sys; print(next(p["manifest_path"] for p in json.load(sys.stdin)["packages"] if p["name"]=="cudarc").rsplit("/",1)[0])')
   link_dir="$CARGO_TARGET_DIR/cuda-link-stubs"
-  rm -rf "$link_dir" && mkdir -p "$link_dir"
-  # module in cudarc/src, library name, soname (CUDA 13.0), error code
-  for spec in driver:cuda:libcuda.so.1:34 cublas:cublas:libcublas.so.13:1 cublaslt:cublasLt:libcublasLt.so.13:1 \
-              curand:curand:libcurand.so.10:100 nvrtc:nvrtc:libnvrtc.so.13:1 cufft:cufft:libcufft.so.12:1; do
-    IFS=: read -r module name soname code <<<"$spec"
-    sed -nE "s/^\\s*fn (\\w+)\\(.*;\$/int \\1(void) { return $code; }/p" "$cudarc/src/$module/sys/mod.rs" | sort -u >"$link_dir/$name.c"
-    [ -s "$link_dir/$name.c" ] || { echo "check-candle-link: no declarations found in $cudarc/src/$module/sys/mod.rs" >&2; exit 1; }
-    cc -shared -fPIC -o "$link_dir/lib$name.so" -Wl,-soname,"$soname" "$link_dir/$name.c"
-    ln -sf "lib$name.so" "$link_dir/$soname"
-  done
+  "$root/scripts/cuda-link-stubs.sh" "$cudarc" "$link_dir" "${CUDART_SO:-}"
   run_env=(env "LD_LIBRARY_PATH=$link_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
 fi
 
