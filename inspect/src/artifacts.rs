@@ -134,6 +134,9 @@ pub struct BuildOptions {
     pub cubin_archs: Vec<Arch>,
     /// Extra `--cfg` values for the device build.
     pub cfgs: Vec<String>,
+    /// Kernels the crate's own build script vouches for with `allow_recursion` (the builder
+    /// refuses recursive kernels otherwise).
+    pub recursive: Vec<String>,
 }
 
 /// Builds the kernel crate in `crate_dir` with `ferrocuda-builder`, into
@@ -160,6 +163,12 @@ pub fn build_crate(crate_dir: &Path, options: &BuildOptions) -> Result<Build, So
     }
     for cfg in &options.cfgs {
         builder = builder.cfg(cfg.clone());
+    }
+    for kernel in &options.recursive {
+        // SAFETY: `allow_recursion`'s contract is about launches (every launch stays within
+        // the stack limit the host sets); inspecting builds and reads the module and launches
+        // nothing. The user names kernels their own build script already vouches for.
+        builder = unsafe { builder.allow_recursion(kernel.clone()) };
     }
     builder.build().map_err(|e| SourceError(format!("building {}: {e}", crate_dir.display())))?;
     Build::read(&out_dir)

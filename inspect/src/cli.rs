@@ -33,6 +33,9 @@ OPTIONS:
     --dyn-smem BYTES    dynamic shared memory of kernels that use it (default 0)
     --ptx-arch sm_XY    PTX architecture(s) of a crate build (repeatable; default --arch)
     --cfg NAME          extra --cfg for a crate build (repeatable)
+    --allow-recursion KERNEL
+                        build a crate whose build script vouches for a recursive kernel
+                        (`allow_recursion`; repeatable; inspecting launches nothing)
     -h, --help          this text
 
 Figures come from the build's recorded `ptxas -v` for --arch when it has them, else from
@@ -57,12 +60,14 @@ pub struct Options {
     pub ptx_archs: Vec<u32>,
     /// `--cfg`.
     pub cfgs: Vec<String>,
+    /// `--allow-recursion`.
+    pub recursive: Vec<String>,
 }
 
 /// Parses `args` (without the program name). `Err` carries the message to print.
 pub fn parse(args: &[String]) -> Result<Options, String> {
     let mut options =
-        Options { command: "list".into(), positional: Vec::new(), arch: 90, block: 256, dynamic_shared: 0, ptx_archs: Vec::new(), cfgs: Vec::new() };
+        Options { command: "list".into(), positional: Vec::new(), arch: 90, block: 256, dynamic_shared: 0, ptx_archs: Vec::new(), cfgs: Vec::new(), recursive: Vec::new() };
     let mut iter = args.iter();
     let mut first = true;
     while let Some(arg) = iter.next() {
@@ -74,6 +79,7 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
             "--dyn-smem" => options.dynamic_shared = number(&value("--dyn-smem")?, "--dyn-smem")?,
             "--ptx-arch" => options.ptx_archs.push(arch_number(&value("--ptx-arch")?)?),
             "--cfg" => options.cfgs.push(value("--cfg")?),
+            "--allow-recursion" => options.recursive.push(value("--allow-recursion")?),
             flag if flag.starts_with('-') => return Err(format!("unknown option {flag}\n\n{USAGE}")),
             word if first && ["list", "ptx", "sass", "diff"].contains(&word) => options.command = word.to_string(),
             word => options.positional.push(word.to_string()),
@@ -200,6 +206,7 @@ impl Inspected {
                 ptx_archs: ptx_archs.into_iter().map(to_arch).collect::<Result<_, _>>()?,
                 cubin_archs: vec![to_arch(arch)?],
                 cfgs: options.cfgs.clone(),
+                recursive: options.recursive.clone(),
             };
             build_crate(source, &build_options)?
         };

@@ -134,7 +134,7 @@ fn lists_and_disassembles_the_example_kernel_crate() {
     assert_eq!(saxpy[2], "0/0", "{out}");
     assert!(saxpy[7].starts_with("100% (8 blk"), "{out}");
     // Dynamic shared memory is shown for the kernels that declare it (test fixtures).
-    let (status, fixtures, err) = inspect(&[workspace().join("tests/kernels").to_str().unwrap(), "--arch", "sm_90"]);
+    let (status, fixtures, err) = inspect(&[workspace().join("tests/kernels").to_str().unwrap(), "--arch", "sm_90", "--allow-recursion", "q4_fnptr_recurse"]);
     assert_eq!(status, 0, "{err}");
     assert_eq!(row(&fixtures, "dynamic_shared_sum")[5], "yes (0)", "{fixtures}");
     assert_eq!(row(&fixtures, "histogram_256")[5], "-", "{fixtures}");
