@@ -123,56 +123,50 @@ fn read_global(raw: sys::CUmodule, name: &str) -> Result<Option<Vec<u64>>> {
 /// the first launch is a copy the host waits for while the context's earlier work runs; behind
 /// a kernel that never ends (`spin_for(u64::MAX)`, then the first launch of `mark_blocks`)
 /// nothing bounds that wait, and the launch, which the caller takes for asynchronous, could
-/// block the host before its `synchronize_timeout` is reached.
+/// block the host before its `synchronize_timeout` is reached. A global the tables lack (a
+/// driver before 12.4 lists no kernels, a failed read) is read from the device at the first
+/// launch, as for explicit modules: the check is never skipped for want of a table.
 #[derive(Default)]
 pub(crate) struct CheckTables {
-    /// Each check global of the module: its name and its words.
+    /// Each check global of the module read at load: its name and its words.
     tables: Vec<(String, Vec<u64>)>,
-    /// Every kernel of the module was listed and every table read: a global missing from
-    /// `tables` is missing from the module. Otherwise (a driver before 12.4, a failed read) a
-    /// missing global is read from the device at the first launch, as for explicit modules.
-    complete: bool,
 }
 
 impl CheckTables {
     /// Reads the check globals of `functions`, every kernel of the loaded module `raw` (the
     /// module's context is current); `None` (the kernels could not be listed): empty tables.
     pub(crate) fn read(raw: sys::CUmodule, functions: Option<&[sys::CUfunction]>) -> Self {
-        let Some(functions) = functions else { return CheckTables::default() };
         let mut tables = Vec::new();
-        for &function in functions {
+        for &function in functions.unwrap_or_default() {
             let mut name = std::ptr::null();
             // SAFETY: writes one pointer to the kernel's NUL-terminated name, owned by the driver.
             if unsafe { driver::function::get_name(&mut name, function) }.is_err() || name.is_null() {
-                return CheckTables::default();
+                continue;
             }
             // SAFETY: a NUL-terminated string the driver keeps while the module is loaded.
             let symbol = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy().into_owned();
             for prefix in [crate::LAYOUT_SYMBOL_PREFIX, crate::TYPES_SYMBOL_PREFIX] {
                 let global = format!("{prefix}{symbol}");
-                match read_global(raw, &global) {
-                    Ok(Some(words)) => tables.push((global, words)),
-                    Ok(None) => {}
-                    Err(_) => return CheckTables::default(),
+                if let Ok(Some(words)) = read_global(raw, &global) {
+                    tables.push((global, words));
                 }
             }
         }
-        CheckTables { tables, complete: true }
+        CheckTables { tables }
     }
 
-    /// The words of the check global `name` of the module `raw`: from the tables (`None` when
-    /// the module has no such global); from the device only where the tables are incomplete.
+    /// The words of the check global `name` of the module `raw` (`None` when the module has no
+    /// such global): from the tables, else from the device.
     pub(crate) fn global(&self, raw: sys::CUmodule, name: &str) -> Result<Option<Vec<u64>>> {
-        self.lookup(name).map_or_else(|| read_global(raw, name), Ok)
+        match self.lookup(name) {
+            Some(words) => Ok(Some(words)),
+            None => read_global(raw, name),
+        }
     }
 
-    /// The answer of the tables alone for `name`, if they have one (unit-tested).
-    fn lookup(&self, name: &str) -> Option<Option<Vec<u64>>> {
-        match self.tables.iter().find(|(global, _)| global == name) {
-            Some((_, words)) => Some(Some(words.clone())),
-            None if self.complete => Some(None),
-            None => None,
-        }
+    /// The words the tables hold for `name` (unit-tested).
+    fn lookup(&self, name: &str) -> Option<Vec<u64>> {
+        self.tables.iter().find(|(global, _)| global == name).map(|(_, words)| words.clone())
     }
 }
 
@@ -306,20 +300,18 @@ mod tests {
     }
 
     /// P12 (s9-p12): the tables read when an embedded module is loaded answer a kernel's
-    /// first-launch check without the device: a global they hold and, once complete, a global
-    /// the module lacks; only incomplete tables (no function list) leave a global to the device.
-    /// The check still finds a mismatch from the tables' words.
+    /// first-launch check without the device; a global they lack is left to the device (never
+    /// taken for a module without the global). The check still finds a mismatch from the
+    /// tables' words.
     #[test]
     fn p12_first_launch_checks_answer_from_the_tables_read_at_load() {
         const HOST: [u64; 3] = layout_words(4, 4, [0, 0]);
-        let tables = |words: Vec<u64>| CheckTables { tables: vec![("__ferrocuda_layout_k".to_string(), words)], complete: true };
+        let tables = |words: Vec<u64>| CheckTables { tables: vec![("__ferrocuda_layout_k".to_string(), words)] };
         let held = tables(HOST.to_vec());
-        assert_eq!(held.lookup("__ferrocuda_layout_k"), Some(Some(HOST.to_vec())));
-        assert_eq!(held.lookup("__ferrocuda_types_k"), Some(None), "complete tables: a missing global is missing in the module");
-        let partial = CheckTables { tables: Vec::new(), complete: false };
-        assert_eq!(partial.lookup("__ferrocuda_layout_k"), None, "incomplete tables: read from the device");
+        assert_eq!(held.lookup("__ferrocuda_layout_k"), Some(HOST.to_vec()));
+        assert_eq!(held.lookup("__ferrocuda_types_k"), None, "not in the tables: read from the device");
         let signature = KernelSignature { layout: &HOST, param_names: &["x"], ..KernelSignature::new("k", &[8, 8], "") };
-        let check = |tables: CheckTables| check_layout_in(&mut |g| Ok(tables.lookup(g).expect("complete tables answer")), &signature, "m");
+        let check = |tables: CheckTables| check_layout_in(&mut |g| Ok(tables.lookup(g)), &signature, "m");
         assert!(check(tables(HOST.to_vec())).is_ok());
         let other = check(tables(layout_words(8, 8, [0, 0]).to_vec()));
         assert!(matches!(other, Err(Error::KernelSignatureMismatch { .. })), "{other:?}");
