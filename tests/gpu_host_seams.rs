@@ -10,7 +10,7 @@
 
 mod common;
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -327,14 +327,22 @@ fn p12_dropping_a_context_after_a_reported_timeout_returns() {
         // Each step on stderr as it happens (a hang is then located from the child's output).
         let step = |what: &str| eprintln!("p12 child: {what}");
         let context = Context::primary(0).unwrap();
+        let mut mode = sys::CUmoduleLoadingMode::CU_MODULE_EAGER_LOADING;
+        // SAFETY: writes one enum value.
+        let _ = unsafe { sys::cuModuleGetLoadingMode(&mut mode) };
+        step(&format!("module loading mode {mode:?} (CUDA_MODULE_LOADING={:?})", std::env::var("CUDA_MODULE_LOADING").ok()));
         let stream = Stream::non_blocking(&context).unwrap();
         let mut out = DeviceBuffer::<u32>::zeroed(&context, 64).unwrap();
         step("context, stream and buffer made");
+        // The first launch of this module's kernels in the process comes here, on purpose (no
+        // `load_kernels`): `mark_blocks`' first launch, behind a kernel that never ends, must not
+        // wait for it (s9-p12: a lazy kernel load or a read of module memory there hung).
         spin_for::launch(&stream, (1u32, 1u32), u64::MAX).unwrap(); // never ends
         step("spin launched");
         mark_blocks::launch(&stream, (2u32, 32u32), false, &mut out).unwrap(); // queued behind it
         step("mark_blocks queued");
         let error = stream.synchronize_timeout(Duration::from_secs(2)).unwrap_err();
+        step("synchronize_timeout returned");
         println!("TIMEOUT: {error}");
         assert!(matches!(error, Error::Timeout { .. }), "{error:?}");
         let start = Instant::now();
@@ -356,6 +364,19 @@ fn p12_dropping_a_context_after_a_reported_timeout_returns() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // Both pipes drained while the child runs (a full pipe would stall the child), and kept
+    // whatever happens: every line reaches the report, also after a kill at the deadline.
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut text);
+            }
+            String::from_utf8_lossy(&text).into_owned()
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
+    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
     let deadline = Instant::now() + Duration::from_secs(60);
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -363,14 +384,19 @@ fn p12_dropping_a_context_after_a_reported_timeout_returns() {
         }
         if Instant::now() > deadline {
             let _ = child.kill();
+            let _ = child.wait();
             break None;
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    let output = child.wait_with_output().unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    let (stdout, stderr) = (stdout.join().unwrap_or_default(), stderr.join().unwrap_or_default());
+    let lines = |name: &str, text: &str| text.lines().map(|l| format!("  child {name}| {l}\n")).collect::<String>();
+    let text = format!("{}{}", lines("stdout", &stdout), lines("stderr", &stderr));
     let _ = writeln!(std::io::stdout(), "child output:\n{text}");
-    let status = status.unwrap_or_else(|| panic!("the child still ran 60 s after its start: dropping the context after a timeout hung\n{text}"));
+    let status = status.unwrap_or_else(|| {
+        let last = stderr.lines().rev().find(|l| l.starts_with("p12 child: ")).unwrap_or("(no step printed)");
+        panic!("the child still ran 60 s after its start (killed); its last step: {last}\nevery line of the child:\n{text}")
+    });
     assert!(status.success(), "the child failed:\n{text}");
     assert!(text.contains("TIMEOUT: ") && text.contains("DROPPED ALL after"), "{text}");
     assert!(text.contains("left to the end of the process"), "the teardown did not say why it skipped the wait:\n{text}");

@@ -7,6 +7,7 @@ use cudarc::driver::sys;
 use crate::device::Device;
 
 use crate::error::{Error, Result};
+use crate::module::checks::{CheckTables, check_layout_in};
 use crate::module::raw::{RawModule, check_ptx_supported};
 use crate::{EmbeddedModule, Image, KernelSignature};
 
@@ -17,6 +18,8 @@ pub(crate) struct LoadedEmbedded {
     /// Each function looked up, and whether its layout was checked against its launcher's
     /// (the launch path checks once per function and context; the attributes path does not).
     functions: Vec<(&'static str, sys::CUfunction, bool)>,
+    /// The kernels' check globals, read at load (the first-launch checks read no device memory).
+    tables: CheckTables,
     module: RawModule,
 }
 
@@ -40,7 +43,12 @@ impl LoadedEmbedded {
                 RawModule::load(module.crate_name, ptx.as_bytes(), true)?
             }
         };
-        Ok(LoadedEmbedded { source: module, image, functions: Vec::new(), module: raw })
+        // Every kernel's code and check tables now, before any of its kernels runs: a lazy
+        // load, or a read of module memory, at a kernel's first launch would wait while the
+        // context's earlier work runs, which may never end (P12, s9-p12).
+        let every = raw.load_every_function();
+        let tables = CheckTables::read(raw.raw, every.as_deref());
+        Ok(LoadedEmbedded { source: module, image, functions: Vec::new(), tables, module: raw })
     }
 
     pub(crate) fn is(&self, module: &'static EmbeddedModule) -> bool {
@@ -63,7 +71,8 @@ impl LoadedEmbedded {
         if !self.functions[index].2 {
             // SAFETY of the source pointer: it came from a `&'static EmbeddedModule`.
             let name = unsafe { &*self.source }.crate_name;
-            crate::module::checks::check_layout(self.module.raw, signature, name)?;
+            let (raw, tables) = (self.module.raw, &self.tables);
+            check_layout_in(&mut |global| tables.global(raw, global), signature, name)?;
             crate::panic_report::note_if_unbounded_stack(self.module.raw, f, signature.symbol);
             self.functions[index].2 = true;
         }

@@ -9,6 +9,7 @@ use super::prelude::*;
 entries! {
     get_attribute = cuFuncGetAttribute(pi: *mut c_int, attrib: sys::CUfunction_attribute, hfunc: sys::CUfunction);
     get_name = cuFuncGetName(name: *mut *const c_char, hfunc: sys::CUfunction);
+    load = cuFuncLoad(function: sys::CUfunction);
     get_param_info = cuFuncGetParamInfo(func: sys::CUfunction, param_index: usize, param_offset: *mut usize, param_size: *mut usize);
     set_attribute = cuFuncSetAttribute(hfunc: sys::CUfunction, attrib: sys::CUfunction_attribute, value: c_int);
     set_cache_config = cuFuncSetCacheConfig(hfunc: sys::CUfunction, config: sys::CUfunc_cache);

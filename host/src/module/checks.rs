@@ -66,44 +66,107 @@ fn read_words(address: sys::CUdeviceptr, words: &mut [u64]) -> Result<()> {
 /// device build resolved them) with the launcher's, computed by the host build (Q1, Q2: a `cfg`
 /// may give one name another type, or one `cols(..)` another width, on each build; the
 /// fingerprint, made from tokens, cannot see it). A module without the global passes, as for
-/// the fingerprint.
+/// the fingerprint. Reads the module's memory now (an embedded module's kernels are checked
+/// against the [`CheckTables`] read when it was loaded instead).
 pub(crate) fn check_layout(raw: sys::CUmodule, signature: &KernelSignature, module: &str) -> Result<()> {
+    check_layout_in(&mut |global| read_global(raw, global), signature, module)
+}
+
+/// A source of a module's check globals: the words of the named global, `None` when the
+/// module has none (the device, or [`CheckTables`]).
+pub(crate) type GlobalSource<'a> = dyn FnMut(&str) -> Result<Option<Vec<u64>>> + 'a;
+
+/// [`check_layout`] with the module's check globals read through `global`.
+pub(crate) fn check_layout_in(global: &mut GlobalSource<'_>, signature: &KernelSignature, module: &str) -> Result<()> {
     if signature.layout.is_empty() {
         return Ok(());
     }
-    let Ok(name) = CString::new(format!("{}{}", crate::LAYOUT_SYMBOL_PREFIX, signature.symbol)) else { return Ok(()) };
-    let (mut address, mut bytes) = (0, 0);
-    // SAFETY: looks a global up by a NUL-terminated name in a loaded module.
-    if unsafe { driver::module::get_global(&mut address, &mut bytes, raw, name.as_ptr()) }.is_err() {
-        return Ok(());
-    }
-    let mut found = vec![0u64; bytes / 8];
-    read_words(address, &mut found)?;
+    let Some(found) = global(&format!("{}{}", crate::LAYOUT_SYMBOL_PREFIX, signature.symbol))? else { return Ok(()) };
     if let Some(detail) = layout_difference(signature, &found) {
         return Err(Error::KernelSignatureMismatch { kernel: signature.symbol.to_string(), module: module.to_string(), detail });
     }
-    check_type_names(raw, signature, module)
+    check_type_names(global, signature, module)
 }
 
 /// The second half of the first-launch check: the device build's table of element type names
 /// (`__ferrocuda_types_<symbol>`, hashed) against the host build's (audit 2026-11-27b: a
 /// `cfg`-chosen `u32` on the host and `f32` on the device have one layout). A module without
 /// the table (not built by `#[kernel]`, or by an older one) is not checked.
-fn check_type_names(raw: sys::CUmodule, signature: &KernelSignature, module: &str) -> Result<()> {
+fn check_type_names(global: &mut GlobalSource<'_>, signature: &KernelSignature, module: &str) -> Result<()> {
     if signature.type_names.is_empty() {
         return Ok(());
     }
-    let Ok(name) = CString::new(format!("{}{}", crate::TYPES_SYMBOL_PREFIX, signature.symbol)) else { return Ok(()) };
-    let (mut address, mut bytes) = (0, 0);
-    // SAFETY: looks a global up by a NUL-terminated name in a loaded module.
-    if unsafe { driver::module::get_global(&mut address, &mut bytes, raw, name.as_ptr()) }.is_err() {
-        return Ok(());
-    }
-    let mut found = vec![0u64; bytes / 8];
-    read_words(address, &mut found)?;
+    let Some(found) = global(&format!("{}{}", crate::TYPES_SYMBOL_PREFIX, signature.symbol))? else { return Ok(()) };
     match type_name_difference(signature, &found) {
         None => Ok(()),
         Some(detail) => Err(Error::KernelSignatureMismatch { kernel: signature.symbol.to_string(), module: module.to_string(), detail }),
+    }
+}
+
+/// The words of the module global `name` (whole `u64`s), read from the device now; `None`
+/// when the module has no such global.
+fn read_global(raw: sys::CUmodule, name: &str) -> Result<Option<Vec<u64>>> {
+    let Ok(name) = CString::new(name) else { return Ok(None) };
+    let (mut address, mut bytes) = (0, 0);
+    // SAFETY: looks a global up by a NUL-terminated name in a loaded module.
+    if unsafe { driver::module::get_global(&mut address, &mut bytes, raw, name.as_ptr()) }.is_err() {
+        return Ok(None);
+    }
+    let mut found = vec![0u64; bytes / 8];
+    read_words(address, &mut found)?;
+    Ok(Some(found))
+}
+
+/// The check globals (layout and type-name tables) of every kernel of an embedded module, read
+/// once when the module is loaded, before any of its kernels runs (P12, s9-p12): a kernel's
+/// first launch then compares with these host copies and reads no device memory. A read at
+/// the first launch is a copy the host waits for while the context's earlier work runs; behind
+/// a kernel that never ends (`spin_for(u64::MAX)`, then the first launch of `mark_blocks`)
+/// nothing bounds that wait, and the launch, which the caller takes for asynchronous, could
+/// block the host before its `synchronize_timeout` is reached. A global the tables lack (a
+/// driver before 12.4 lists no kernels, a failed read) is read from the device at the first
+/// launch, as for explicit modules: the check is never skipped for want of a table.
+#[derive(Default)]
+pub(crate) struct CheckTables {
+    /// Each check global of the module read at load: its name and its words.
+    tables: Vec<(String, Vec<u64>)>,
+}
+
+impl CheckTables {
+    /// Reads the check globals of `functions`, every kernel of the loaded module `raw` (the
+    /// module's context is current); `None` (the kernels could not be listed): empty tables.
+    pub(crate) fn read(raw: sys::CUmodule, functions: Option<&[sys::CUfunction]>) -> Self {
+        let mut tables = Vec::new();
+        for &function in functions.unwrap_or_default() {
+            let mut name = std::ptr::null();
+            // SAFETY: writes one pointer to the kernel's NUL-terminated name, owned by the driver.
+            if unsafe { driver::function::get_name(&mut name, function) }.is_err() || name.is_null() {
+                continue;
+            }
+            // SAFETY: a NUL-terminated string the driver keeps while the module is loaded.
+            let symbol = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy().into_owned();
+            for prefix in [crate::LAYOUT_SYMBOL_PREFIX, crate::TYPES_SYMBOL_PREFIX] {
+                let global = format!("{prefix}{symbol}");
+                if let Ok(Some(words)) = read_global(raw, &global) {
+                    tables.push((global, words));
+                }
+            }
+        }
+        CheckTables { tables }
+    }
+
+    /// The words of the check global `name` of the module `raw` (`None` when the module has no
+    /// such global): from the tables, else from the device.
+    pub(crate) fn global(&self, raw: sys::CUmodule, name: &str) -> Result<Option<Vec<u64>>> {
+        match self.lookup(name) {
+            Some(words) => Ok(Some(words)),
+            None => read_global(raw, name),
+        }
+    }
+
+    /// The words the tables hold for `name` (unit-tested).
+    fn lookup(&self, name: &str) -> Option<Vec<u64>> {
+        self.tables.iter().find(|(global, _)| global == name).map(|(_, words)| words.clone())
     }
 }
 
@@ -234,6 +297,24 @@ mod tests {
         // A tensor map (key 0) and an unknown table check nothing.
         assert_eq!(type_name_difference(&host, &[crate::type_key("f32"), 0]), None);
         assert_eq!(type_name_difference(&KernelSignature::new("k", &[], ""), &device), None);
+    }
+
+    /// P12 (s9-p12): the tables read when an embedded module is loaded answer a kernel's
+    /// first-launch check without the device; a global they lack is left to the device (never
+    /// taken for a module without the global). The check still finds a mismatch from the
+    /// tables' words.
+    #[test]
+    fn p12_first_launch_checks_answer_from_the_tables_read_at_load() {
+        const HOST: [u64; 3] = layout_words(4, 4, [0, 0]);
+        let tables = |words: Vec<u64>| CheckTables { tables: vec![("__ferrocuda_layout_k".to_string(), words)] };
+        let held = tables(HOST.to_vec());
+        assert_eq!(held.lookup("__ferrocuda_layout_k"), Some(HOST.to_vec()));
+        assert_eq!(held.lookup("__ferrocuda_types_k"), None, "not in the tables: read from the device");
+        let signature = KernelSignature { layout: &HOST, param_names: &["x"], ..KernelSignature::new("k", &[8, 8], "") };
+        let check = |tables: CheckTables| check_layout_in(&mut |g| Ok(tables.lookup(g)), &signature, "m");
+        assert!(check(tables(HOST.to_vec())).is_ok());
+        let other = check(tables(layout_words(8, 8, [0, 0]).to_vec()));
+        assert!(matches!(other, Err(Error::KernelSignatureMismatch { .. })), "{other:?}");
     }
 
     /// Q2: the same element type with another constant `cols(..)` width per build.

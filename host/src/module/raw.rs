@@ -98,6 +98,35 @@ impl RawModule {
         Ok(function)
     }
 
+    /// Loads the code of every kernel of the module now, and returns them (P12, s9-p12).
+    /// Since CUDA 12.2 the driver loads kernels lazily, on first lookup, and such a load "might
+    /// require context synchronization" (CUDA programming guide, Lazy Loading, Potential
+    /// Hazards): the first launch of a kernel while another kernel of the context never ends
+    /// (`spin_for(u64::MAX)`, then `mark_blocks` queued behind it) could block the host in the
+    /// launch, where no `synchronize_timeout` bounds it. Loaded with the module, before any of
+    /// its kernels runs, that wait has nothing of the module's to wait for. Best effort: `None`
+    /// on drivers before 12.4 (no `cuModuleEnumerateFunctions` / `cuFuncLoad`) or a failed
+    /// listing, which keep lazy loading.
+    pub(crate) fn load_every_function(&self) -> Option<Vec<sys::CUfunction>> {
+        if !driver_version().is_ok_and(preloading_supported) {
+            return None;
+        }
+        let mut count = 0;
+        // SAFETY: writes one count; the module is loaded in the current context.
+        unsafe { driver::module::function_count(&mut count, self.raw) }.ok()?;
+        let mut functions = vec![std::ptr::null_mut(); count as usize];
+        // SAFETY: `functions` holds `count` writable handles.
+        unsafe { driver::module::enumerate_functions(functions.as_mut_ptr(), count, self.raw) }.ok()?;
+        if functions.iter().any(|f| f.is_null()) {
+            return None;
+        }
+        for &function in &functions {
+            // SAFETY: a function handle of this loaded module, in the current context.
+            let _ = unsafe { driver::function::load(function) };
+        }
+        Some(functions)
+    }
+
     /// Unloads, reporting the driver's answer (Drop cannot).
     pub(crate) fn unload(mut self) -> Result<()> {
         let raw = std::mem::replace(&mut self.raw, std::ptr::null_mut());
@@ -114,6 +143,12 @@ impl Drop for RawModule {
             let _ = unsafe { driver::module::unload(self.raw) };
         }
     }
+}
+
+/// True when the driver has `cuModuleEnumerateFunctions` and `cuFuncLoad` (CUDA 12.4), which
+/// [`RawModule::load_every_function`] needs.
+pub(crate) fn preloading_supported(driver: (u32, u32)) -> bool {
+    driver >= (12, 4)
 }
 
 /// The text of a NUL-terminated byte buffer (a JIT log, a panic record field), trimmed.
@@ -146,5 +181,13 @@ mod tests {
     #[test]
     fn logs_stop_at_the_nul() {
         assert_eq!(nul_terminated_text(b"ptxas info: 1 register\n\0garbage"), "ptxas info: 1 register");
+    }
+
+    /// P12 (s9-p12): every kernel of an embedded module is loaded with the module wherever the
+    /// driver can (12.4 and later); older drivers keep lazy loading (the calls do not exist).
+    #[test]
+    fn p12_kernels_are_preloaded_from_driver_12_4() {
+        assert!(preloading_supported((12, 4)) && preloading_supported((13, 0)) && preloading_supported((12, 10)));
+        assert!(!preloading_supported((12, 3)) && !preloading_supported((11, 8)));
     }
 }
