@@ -25,7 +25,7 @@ use ferrocuda_device::global::partition::BlockRows;
 use ferrocuda_device::global::{DisjointChunks, DisjointSlice, PerWarpRow, ThreadIndex, block_row, grid_stride, unique_index, warp_row};
 #[cfg_attr(not(target_arch = "nvptx64"), allow(unused_imports))]
 use ferrocuda_device::math::{DeviceFloat, FastMath};
-use ferrocuda_device::thread::{block_idx_x, grid_dim_x, thread_idx_x};
+use ferrocuda_device::thread::{block_dim_x, block_idx_x, grid_dim_x, thread_idx_x};
 use ferrocuda_device::unroll::unroll;
 use ferrocuda_device::{block_scratch, kernel, warp};
 
@@ -455,10 +455,21 @@ pub fn norm_backward_fused_packed<T: Float>(
     // threadIdx.x`, for the launch the host makes; counted here, not divided out.
     let c = thread_idx_x() as usize * CHUNK;
     let mut row = block_idx_x() as usize;
+    // Elements between this block's consecutive rows (`gridDim.x` rows).
+    let step = grid_dim_x() as usize * block_dim_x() as usize * CHUNK;
     // Every thread of a block walks the same rows (the trip count depends on the block only),
     // so the reductions inside see the whole block.
     for i in grid_stride(dx.len()) {
         let at = i.get() * CHUNK;
+        // The next two rows' `dout` and `x` towards L2 while this row loads, reduces and
+        // stores (no registers: one block of 512 threads an SM otherwise leaves DRAM idle
+        // during the reductions).
+        unroll::<2>(|k| {
+            if let (Some(d), Some(v)) = (dout.get(at + (k + 1) * step), x.get(at + (k + 1) * step)) {
+                cache::prefetch_l2(d);
+                cache::prefetch_l2(v);
+            }
+        });
         let m = if centred != 0 { mean.get(row).copied().unwrap_or(0.0) } else { 0.0 };
         let s = rstd.get(row).copied().unwrap_or(0.0);
         let (d, v) = (load8(dout, at, Load::EvictFirst), load8(x, at, Load::EvictFirst));
