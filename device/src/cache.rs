@@ -209,6 +209,22 @@ pub fn store<T: Pod>(dst: &mut T, value: T, hint: Store) {
     }
 }
 
+/// Asks for the line holding `*src` to be brought into L2 (`prefetch.global.L2`) so that a
+/// later load of it waits for L2, not DRAM: a kernel that walks rows can start the next row's
+/// traffic before the block reductions of this one, with no register to hold it. A hint: it
+/// returns nothing, cannot fault, and does nothing outside global memory or on the CPU.
+#[inline(always)]
+pub fn prefetch_l2<T: Pod>(src: &T) {
+    if is_global(src) {
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: a prefetch reads nothing into the program and writes nothing; the address is
+        // a live reference's, in global memory (checked above).
+        unsafe {
+            core::arch::asm!("prefetch.global.L2 [{p}];", p = in(reg64) src as *const T, options(nostack, readonly, preserves_flags))
+        };
+    }
+}
+
 /// `*src` through L2 policy `policy` (`ld.global.L2::cache_hint`; sm_80).
 #[inline(always)]
 pub fn load_with_policy<T: Pod>(src: &T, policy: CachePolicy) -> T {

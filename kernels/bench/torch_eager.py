@@ -1,6 +1,9 @@
 """PyTorch eager on the shapes of kernels/examples/bench_kernels.rs (bf16 unless said), timed
 the same way: 3 warm-up calls, then the mean of 20 back-to-back calls between CUDA events.
-A benchmark, not a test."""
+A benchmark, not a test. BENCH_ROWS_ONLY=1 stops before attention."""
+import os
+import sys
+
 import torch
 import torch.nn.functional as F
 
@@ -81,6 +84,8 @@ for fused in (False, True):
     time(f"adamw f32 64M params ({'fused' if fused else 'foreach'})", 28 * p, 0, opt.step)
 g = torch.zeros(p, device=dev)
 time("sum_of_squares f32 64M", 4 * p, 0, lambda: torch.linalg.vector_norm(g))
+if os.environ.get("BENCH_ROWS_ONLY"):  # as bench_kernels: stop before attention
+    sys.exit(0)
 for s, causal in ((1024, False), (1024, True), (4096, False), (4096, True)):
     qa = torch.randn(4, 16, s, 128, device=dev, dtype=bf, requires_grad=True)
     ka = torch.randn(4, 16, s, 128, device=dev, dtype=bf, requires_grad=True)

@@ -1,7 +1,8 @@
 //! Times the library's calls on GPU 0 (bf16 unless said; f32 AdamW), one line per call: the
 //! mean over 20 back-to-back calls after 3 warm-up calls, timed with events, and the bytes
 //! each call must move at least (its effective bandwidth). `kernels/bench/torch_eager.py`
-//! times PyTorch eager on the same shapes. A benchmark, not a test.
+//! times PyTorch eager on the same shapes. `BENCH_ROWS_ONLY=1` stops before attention. A
+//! benchmark, not a test.
 
 use ferrocuda_host::{Context, DeviceBuffer, Event, Stream};
 use ferrocuda_kernels::attention::{self, Attention, Layout};
@@ -53,15 +54,60 @@ fn main() -> Result<(), KernelsError> {
     time(&context, &stream, "layernorm_backward 8192x4096 (dx,dw,db)", e * 3.0 * n as f64, 0.0, || {
         rows::layernorm_backward(&stream, &res, &x, &w, &mean, &rstd, None, &mut out, &mut dw, &mut db, shape)
     })?;
-    // The same backward as two kernels (dx per row; then the weight partials re-reading dout
-    // and x), the library's path for rows wider than 4096: the fused one's baseline.
+    // The same backward in other forms, side by side with the library's (the fused kernel, then
+    // the split column sums): the fused kernel with the old column sums (one thread a column,
+    // 16 blocks for 4096 columns); two kernels (dx per row, then the weight partials re-reading
+    // dout and x; the library's path for rows wider than 4096) with the split and the old sums.
     {
         use ferrocuda_host::LaunchConfig;
-        use ferrocuda_kernels_device::{for_bf16, packed::sum_column_pairs};
+        use ferrocuda_kernels_device::{
+            for_bf16,
+            packed::{sum_column_pairs, sum_column_pairs_split},
+        };
+        let (rows_u32, cols_u32) = (shape.rows as u32, shape.cols as u32);
+        let old_sum = LaunchConfig::new(cols_u32.div_ceil(256), 256);
+        let split_sum = LaunchConfig::new((cols_u32 * 8).div_ceil(256), 256);
+        let g = rows::fused_backward_blocks(shape).expect("4096 columns take the fused kernel");
+        let (mut fdw, mut fdb) =
+            (DeviceBuffer::<f32>::zeroed(&context, g as usize * shape.cols)?, DeviceBuffer::<f32>::zeroed(&context, g as usize * shape.cols)?);
+        time(&context, &stream, "layernorm_backward 8192x4096 fused, old column sum", e * 3.0 * n as f64, 0.0, || {
+            let fused = LaunchConfig::new(g, cols_u32 / 8);
+            for_bf16::norm_backward_fused_packed::launch(&stream, fused, &res, &x, &w, &mean, &rstd, &res, &mut out, &mut fdw, &mut fdb, cols_u32, 0, 1)?;
+            sum_column_pairs::launch(&stream, old_sum, &fdw, &fdb, &mut dw, &mut db, g, cols_u32)?;
+            Ok(())
+        })?;
         let chunks = shape.rows.div_ceil(64);
         let (mut pdw, mut pdb) = (DeviceBuffer::<f32>::zeroed(&context, chunks * shape.cols)?, DeviceBuffer::<f32>::zeroed(&context, chunks * shape.cols)?);
-        let (rows_u32, cols_u32) = (shape.rows as u32, shape.cols as u32);
-        time(&context, &stream, "layernorm_backward 8192x4096 two-kernel", e * 5.0 * n as f64, 0.0, || {
+        for split in [true, false] {
+            let name = if split { "layernorm_backward 8192x4096 two-kernel" } else { "layernorm_backward 8192x4096 two-kernel, old sum" };
+            time(&context, &stream, name, e * 3.0 * n as f64, 0.0, || {
+                for_bf16::norm_backward_packed::launch(
+                    &stream,
+                    LaunchConfig::new(rows_u32, cols_u32 / 8),
+                    &res,
+                    &x,
+                    &w,
+                    &mean,
+                    &rstd,
+                    &res,
+                    &mut out,
+                    cols_u32,
+                    0,
+                    1,
+                )?;
+                let partial = LaunchConfig::new((chunks * shape.cols / 8).div_ceil(256) as u32, 256);
+                for_bf16::norm_backward_weights_partial_packed::launch(
+                    &stream, partial, &res, &x, &mean, &rstd, &mut pdw, &mut pdb, rows_u32, cols_u32, 64, 1,
+                )?;
+                if split {
+                    sum_column_pairs_split::launch(&stream, split_sum, &pdw, &pdb, &mut dw, &mut db, chunks as u32, cols_u32)?;
+                } else {
+                    sum_column_pairs::launch(&stream, old_sum, &pdw, &pdb, &mut dw, &mut db, chunks as u32, cols_u32)?;
+                }
+                Ok(())
+            })?;
+        }
+        time(&context, &stream, "norm dx only 8192x4096 (norm_backward_packed)", e * 3.0 * n as f64, 0.0, || {
             for_bf16::norm_backward_packed::launch(
                 &stream,
                 LaunchConfig::new(rows_u32, cols_u32 / 8),
@@ -76,9 +122,6 @@ fn main() -> Result<(), KernelsError> {
                 0,
                 1,
             )?;
-            let partial = LaunchConfig::new((chunks * shape.cols / 8).div_ceil(256) as u32, 256);
-            for_bf16::norm_backward_weights_partial_packed::launch(&stream, partial, &res, &x, &mean, &rstd, &mut pdw, &mut pdb, rows_u32, cols_u32, 64, 1)?;
-            sum_column_pairs::launch(&stream, LaunchConfig::new(cols_u32.div_ceil(256), 256), &pdw, &pdb, &mut dw, &mut db, chunks as u32, cols_u32)?;
             Ok(())
         })?;
     }
@@ -116,9 +159,28 @@ fn main() -> Result<(), KernelsError> {
     let (mut m, mut v) = (DeviceBuffer::<f32>::zeroed(&context, p)?, DeviceBuffer::<f32>::zeroed(&context, p)?);
     let hyper = AdamW { learning_rate: 1e-3, beta1: 0.9, beta2: 0.95, eps: 1e-8, weight_decay: 0.1 };
     time(&context, &stream, "adamw f32 64M params", 4.0 * 7.0 * p as f64, 0.0, || rows::adamw(&stream, &mut params, &grads, &mut m, &mut v, hyper, 1, 1.0))?;
+    // The element-wise kernel the library used before (one element a thread, 4-byte accesses).
+    let hp = ferrocuda_kernels_device::AdamWStep {
+        learning_rate: 1e-3,
+        beta1: 0.9,
+        beta2: 0.95,
+        beta1_correction: 0.1,
+        beta2_correction: 0.05,
+        eps: 1e-8,
+        weight_decay: 0.1,
+        grad_scale: 1.0,
+    };
+    time(&context, &stream, "adamw f32 64M params (old element-wise kernel)", 4.0 * 7.0 * p as f64, 0.0, || {
+        let config = ferrocuda_host::LaunchConfig::new(8192, 256);
+        ferrocuda_kernels_device::for_f32::adamw_step::launch(&stream, config, &mut params, &grads, &mut m, &mut v, hp)?;
+        Ok(())
+    })?;
     let mut total = DeviceBuffer::<f32>::zeroed(&context, 1)?;
     time(&context, &stream, "sum_of_squares f32 64M", 4.0 * p as f64, 0.0, || rows::sum_of_squares(&stream, &grads, &mut total))?;
     drop((params, grads, m, v));
+    if std::env::var_os("BENCH_ROWS_ONLY").is_some() {
+        return Ok(());
+    }
 
     let arch = context.device().arch()?;
     for (s, causal) in [(1024usize, false), (1024, true), (4096, false), (4096, true)] {

@@ -116,6 +116,21 @@ impl Gpu<'_> {
     ) -> crate::Result<()> {
         Ok(ferrocuda_kernels_device::packed::sum_column_pairs::launch(self.0, config, partial_a, partial_b, out_a, out_b, chunks, cols)?)
     }
+
+    /// [`sum_column_pairs_split`](ferrocuda_kernels_device::packed::sum_column_pairs_split).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn sum_column_pairs_split(
+        &self,
+        config: LaunchConfig,
+        partial_a: &(impl DeviceRead<f32> + ?Sized),
+        partial_b: &(impl DeviceRead<f32> + ?Sized),
+        out_a: &mut (impl DeviceWrite<f32> + ?Sized),
+        out_b: &mut (impl DeviceWrite<f32> + ?Sized),
+        chunks: u32,
+        cols: u32,
+    ) -> crate::Result<()> {
+        Ok(ferrocuda_kernels_device::packed::sum_column_pairs_split::launch(self.0, config, partial_a, partial_b, out_a, out_b, chunks, cols)?)
+    }
 }
 
 impl Cpu<'_> {
@@ -142,6 +157,21 @@ impl Cpu<'_> {
         cols: u32,
     ) -> crate::Result<()> {
         Ok(ferrocuda_kernels_device::packed::sum_column_pairs::launch_cpu(self.0, config, partial_a, partial_b, out_a, out_b, chunks, cols)?)
+    }
+
+    /// [`sum_column_pairs_split`](ferrocuda_kernels_device::packed::sum_column_pairs_split).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn sum_column_pairs_split(
+        &self,
+        config: LaunchConfig,
+        partial_a: &[f32],
+        partial_b: &[f32],
+        out_a: &mut [f32],
+        out_b: &mut [f32],
+        chunks: u32,
+        cols: u32,
+    ) -> crate::Result<()> {
+        Ok(ferrocuda_kernels_device::packed::sum_column_pairs_split::launch_cpu(self.0, config, partial_a, partial_b, out_a, out_b, chunks, cols)?)
     }
 }
 
@@ -261,6 +291,7 @@ kernel_table!({
         x: [in T], positions: [in u32], cos: [in f32], sin: [in f32], out: [out T], head_dim: NonZeroU32, heads: NonZeroU32, shape: RopeShape
     );
     fn adamw_step(params: [out T], grads: [in T], m: [out f32], v: [out f32], hp: AdamWStep);
+    fn adamw_step_packed(params: [out T], grads: [in T], m: [out f32], v: [out f32], hp: AdamWStep);
     fn sum_of_squares(x: [in T], total: [out f32]);
     fn clip_by_global_norm(grads: [out T], norm_squared: [in f32], max_norm: f32);
     fn attention_forward(q: [in T], k: [in T], v: [in T], out: [out T], lse: [out f32], head_dim: u32, shape: AttentionShape);

@@ -160,6 +160,38 @@ macro_rules! weight_partials {
     }};
 }
 
+/// The second step of a norm's weight gradients, in a call's body (`$run` its runner): `$out_a`
+/// (and `$out_b`) `[c] = sum over k < $chunks of $partial_a[k * cols + c]`, in an order fixed by
+/// the shape. Widths that are a multiple of 4 take eight threads a column
+/// ([`sum_column_split`]); others one thread a column.
+macro_rules! sum_columns {
+    ($run:ident, $partial_a:expr, $partial_b:expr, $out_a:expr, $out_b:expr, $chunks:expr, $shape:expr) => {{
+        let (_, cols) = $shape.check()?;
+        match sum_column_split($shape.cols) {
+            Some(config) => $run.sum_column_pairs_split(config, $partial_a, $partial_b, $out_a, $out_b, $chunks, cols),
+            None => $run.sum_column_pairs(grid_stride($shape.cols), $partial_a, $partial_b, $out_a, $out_b, $chunks, cols),
+        }
+    }};
+}
+
+/// [`sum_columns!`] for RMSNorm, which has no bias: the one-thread-a-column sum of
+/// `$partial_a` alone. (The split kernel writes two sums; its second would need scratch of its
+/// own, and the `_with_scratch` calls allocate nothing, so that they can be captured.)
+macro_rules! sum_weight_columns {
+    ($run:ident, $partial_a:expr, $partial_b:expr, $out_a:expr, $chunks:expr, $shape:expr) => {{
+        let (_, cols) = $shape.check()?;
+        let _ = $partial_b;
+        $run.sum_column_partials(grid_stride($shape.cols), $partial_a, $out_a, $chunks, cols)
+    }};
+}
+
+/// The launch of `sum_column_pairs_split` (a warp per 4 columns) for `cols`, or `None` when
+/// `cols` is not a multiple of 4 (the one-thread-a-column kernel then).
+pub(crate) fn sum_column_split(cols: usize) -> Option<ferrocuda_host::LaunchConfig> {
+    let threads = cols.checked_mul(8).filter(|t| cols.is_multiple_of(4) && *t <= u32::MAX as usize)?;
+    Some(ferrocuda_host::LaunchConfig::new(threads.div_ceil(crate::BLOCK as usize) as u32, crate::BLOCK))
+}
+
 row_op! {
     /// RMSNorm: `out = x / sqrt(mean(x^2) + eps) * weight` per row, and `rstd[row]` (f32, for
     /// [`rmsnorm_backward`]). `x`, `out`: `rows x cols`; `weight`: `cols`; `rstd`: `rows`.
@@ -287,7 +319,7 @@ row_op! {
                 Some(d) => run.norm_backward_fused_packed::<T>(config, dout, x, weight, mean, rstd, d, dx, &mut *partial_dw, &mut *partial_db, cols, 1, 1)?,
                 None => run.norm_backward_fused_packed::<T>(config, dout, x, weight, mean, rstd, dout, dx, &mut *partial_dw, &mut *partial_db, cols, 0, 1)?,
             }
-            return run.sum_column_pairs(grid_stride(shape.cols), &*partial_dw, &*partial_db, dweight, dbias, blocks, cols);
+            return sum_columns!(run, &*partial_dw, &*partial_db, dweight, dbias, blocks, shape);
         }
         let packed = packed_rows(shape.rows, shape.cols);
         match (packed, dresidual) {
@@ -299,7 +331,7 @@ row_op! {
         }
         let chunks = weight_chunks(shape.rows);
         weight_partials!(run, dout, x, mean, rstd, &mut *partial_dw, &mut *partial_db, shape, 1)?;
-        run.sum_column_pairs(grid_stride(shape.cols), &*partial_dw, &*partial_db, dweight, dbias, chunks as u32, cols)
+        sum_columns!(run, &*partial_dw, &*partial_db, dweight, dbias, chunks as u32, shape)
     }
 }
 
@@ -332,7 +364,7 @@ row_op! {
                 Some(d) => run.norm_backward_fused_packed::<T>(config, dout, x, weight, rstd, rstd, d, dx, &mut *partial_dw, &mut *partial_db, cols, 1, 0)?,
                 None => run.norm_backward_fused_packed::<T>(config, dout, x, weight, rstd, rstd, dout, dx, &mut *partial_dw, &mut *partial_db, cols, 0, 0)?,
             }
-            return run.sum_column_partials(grid_stride(shape.cols), &*partial_dw, dweight, blocks, cols);
+            return sum_weight_columns!(run, &*partial_dw, &*partial_db, dweight, blocks, shape);
         }
         let packed = packed_rows(shape.rows, shape.cols);
         match (packed, dresidual) {
@@ -344,7 +376,7 @@ row_op! {
         }
         let chunks = weight_chunks(shape.rows);
         weight_partials!(run, dout, x, rstd, rstd, &mut *partial_dw, &mut *partial_db, shape, 0)?;
-        run.sum_column_partials(grid_stride(shape.cols), &*partial_dw, dweight, chunks as u32, cols)
+        sum_weight_columns!(run, &*partial_dw, &*partial_db, dweight, chunks as u32, shape)
     }
 }
 
@@ -708,7 +740,8 @@ impl AdamW {
 row_op! {
     /// One AdamW step in place: `params` (`T`), moments `m`, `v` (f32, zero before the first
     /// step), from `grads` times `grad_scale` (1.0 for none). `step` counts from 1. All four the
-    /// same length.
+    /// same length. A length that is a multiple of 8 runs 8 elements a thread with 16-byte
+    /// accesses; others one element at a time (the same values).
     pub fn adamw, adamw_cpu<T>(
         run; params: [out T], grads: [in T], m: [out f32], v: [out f32], hyper: AdamW, step: u32, grad_scale: f32
     ) {
@@ -721,7 +754,10 @@ row_op! {
         if n == 0 {
             return Ok(());
         }
-        run.adamw_step::<T>(grid_stride(n), params, grads, m, v, hp)
+        match packed_elements(n) {
+            Some(config) => run.adamw_step_packed::<T>(config, params, grads, m, v, hp),
+            None => run.adamw_step::<T>(grid_stride(n), params, grads, m, v, hp),
+        }
     }
 }
 

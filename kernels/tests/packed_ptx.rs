@@ -5,7 +5,8 @@
 
 use ferrocuda_kernels_device::KERNELS;
 
-const PACKED: [&str; 13] = [
+const PACKED: [&str; 14] = [
+    "adamw_step_packed",
     "norm_backward_fused_packed",
     "silu_and_mul_forward_packed",
     "silu_and_mul_backward_packed",

@@ -240,9 +240,8 @@ fn rotary_embedding_matches_f64() {
     }
 }
 
-fn optimiser<T: Element>() {
+fn optimiser<T: Element>(n: usize) {
     let e = executor();
-    let n = 300;
     let (mut params, mut pf) = input::<T>(n, 15, 1.0);
     let (g1, g1f) = input::<T>(n, 16, 3.0);
     let (g2, g2f) = input::<T>(n, 17, 3.0);
@@ -283,9 +282,72 @@ fn optimiser<T: Element>() {
 
 #[test]
 fn optimiser_and_clipping_match_f64() {
-    optimiser::<f32>();
-    optimiser::<bf16>();
-    optimiser::<f16>();
+    // 300: the element-wise AdamW kernel; 304 (a multiple of 8): the packed one.
+    for n in [300, 304] {
+        optimiser::<f32>(n);
+        optimiser::<bf16>(n);
+        optimiser::<f16>(n);
+    }
+}
+
+/// AdamW's packed kernel (8 elements a thread, lengths that are multiples of 8) gives the same
+/// bits as the element-wise one (other lengths): 304 elements against the first 304 of 305.
+fn adamw_packed_and_element_wise_agree<T: Element>() {
+    let e = executor();
+    let hyper = AdamW { learning_rate: 1e-2, beta1: 0.9, beta2: 0.95, eps: 1e-8, weight_decay: 0.1 };
+    let (params, _) = input::<T>(305, 41, 1.0);
+    let (grads, _) = input::<T>(305, 42, 3.0);
+    let (m0, _) = input::<f32>(305, 43, 0.1);
+    let v0: Vec<f32> = input::<f32>(305, 44, 0.1).0.iter().map(|v| v * v).collect();
+    let (mut p_long, mut m_long, mut v_long) = (params.clone(), m0.clone(), v0.clone());
+    cpu::adamw(&e, &mut p_long, &grads, &mut m_long, &mut v_long, hyper, 3, 0.5).unwrap();
+    let (mut p, mut m, mut v) = (params[..304].to_vec(), m0[..304].to_vec(), v0[..304].to_vec());
+    cpu::adamw(&e, &mut p, &grads[..304], &mut m, &mut v, hyper, 3, 0.5).unwrap();
+    assert_eq!(widen(&p), widen(&p_long[..304]), "params");
+    assert_eq!(m, m_long[..304], "m");
+    assert_eq!(v, v_long[..304], "v");
+}
+
+#[test]
+fn adamw_packed_kernel_gives_the_element_wise_kernels_bits() {
+    adamw_packed_and_element_wise_agree::<f32>();
+    adamw_packed_and_element_wise_agree::<bf16>();
+    adamw_packed_and_element_wise_agree::<f16>();
+}
+
+/// The packed layer norm takes mean and variance from one block reduction of the sums of `x -
+/// shift` and `(x - shift)^2` (`shift` the row's first value). Rows far from zero (1000 plus
+/// values of spread 1, where the unshifted one-pass variance loses every digit in f32), one
+/// whose first value is an outlier, and the fused residual form must still match f64.
+#[test]
+fn packed_layernorm_statistics_hold_with_large_offsets() {
+    let e = executor();
+    let shape = Rows { rows: 3, cols: 512 };
+    let n = shape.len();
+    let (noise, _) = input::<f32>(n, 31, 1.0);
+    let mut x: Vec<f32> = noise.iter().map(|v| 1000.0 + v).collect();
+    x[shape.cols] = -20.0 + x[shape.cols + 1];
+    for v in &mut x[2 * shape.cols..] {
+        *v -= 31000.0;
+    }
+    let xf: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+    let (w, wf) = input::<f32>(shape.cols, 32, 1.5);
+    let (b, bf) = input::<f32>(shape.cols, 33, 0.5);
+    let (mut out, mut mean, mut rstd) = (vec![0.0f32; n], vec![0.0f32; shape.rows], vec![0.0f32; shape.rows]);
+    cpu::layernorm(&e, &x, &w, &b, &mut out, &mut mean, &mut rstd, shape, EPS).unwrap();
+    let (want, want_mean, want_rstd) = layernorm_ref(&xf, &wf, &bf, shape.cols, EPS as f64);
+    assert_close("mean", &widen(&mean), &want_mean, 1e-6);
+    assert_close("rstd", &widen(&rstd), &want_rstd, 1e-4);
+    assert_close("out", &widen(&out), &want, 1e-3);
+    // The fused form: x = (x - 1) + 1 through the residual add.
+    let (left, right): (Vec<f32>, Vec<f32>) = x.iter().map(|&v| (v - 1.0, 1.0)).unzip();
+    let sum_f: Vec<f64> = left.iter().zip(&right).map(|(a, b)| (a + b) as f64).collect();
+    let mut sum = vec![0.0f32; n];
+    cpu::add_layernorm(&e, &left, &right, &w, &b, &mut out, &mut sum, &mut mean, &mut rstd, shape, EPS).unwrap();
+    let (want, want_mean, want_rstd) = layernorm_ref(&sum_f, &wf, &bf, shape.cols, EPS as f64);
+    assert_close("add_layernorm mean", &widen(&mean), &want_mean, 1e-6);
+    assert_close("add_layernorm rstd", &widen(&rstd), &want_rstd, 1e-4);
+    assert_close("add_layernorm out", &widen(&out), &want, 1e-3);
 }
 
 #[test]

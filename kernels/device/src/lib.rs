@@ -912,7 +912,7 @@ instances_of!(for_f32, "The `f32` instances.":
     norm_backward_fused_packed = packed::norm_backward_fused_packed_f32,
     silu_and_mul_forward_packed = packed::silu_and_mul_forward_packed_f32,
     silu_and_mul_backward_packed = packed::silu_and_mul_backward_packed_f32,
-    rotary_embedding_packed = packed::rotary_embedding_packed_f32,
+    rotary_embedding_packed = packed::rotary_embedding_packed_f32, adamw_step_packed = packed::adamw_step_packed_f32,
 );
 instances_of!(for_bf16, "The `bf16` instances.":
     rmsnorm_forward = rmsnorm_forward_bf16, add_rmsnorm_forward = add_rmsnorm_forward_bf16,
@@ -937,7 +937,7 @@ instances_of!(for_bf16, "The `bf16` instances.":
     norm_backward_fused_packed = packed::norm_backward_fused_packed_bf16,
     silu_and_mul_forward_packed = packed::silu_and_mul_forward_packed_bf16,
     silu_and_mul_backward_packed = packed::silu_and_mul_backward_packed_bf16,
-    rotary_embedding_packed = packed::rotary_embedding_packed_bf16,
+    rotary_embedding_packed = packed::rotary_embedding_packed_bf16, adamw_step_packed = packed::adamw_step_packed_bf16,
 );
 instances_of!(for_f16, "The `f16` instances.":
     rmsnorm_forward = rmsnorm_forward_f16, add_rmsnorm_forward = add_rmsnorm_forward_f16,
@@ -962,5 +962,5 @@ instances_of!(for_f16, "The `f16` instances.":
     norm_backward_fused_packed = packed::norm_backward_fused_packed_f16,
     silu_and_mul_forward_packed = packed::silu_and_mul_forward_packed_f16,
     silu_and_mul_backward_packed = packed::silu_and_mul_backward_packed_f16,
-    rotary_embedding_packed = packed::rotary_embedding_packed_f16,
+    rotary_embedding_packed = packed::rotary_embedding_packed_f16, adamw_step_packed = packed::adamw_step_packed_f16,
 );

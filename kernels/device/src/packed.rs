@@ -22,14 +22,14 @@ use bytemuck::{Pod, Zeroable};
 use ferrocuda_device::block::RuntimeBlockReduce;
 use ferrocuda_device::cache::{self, Load, Store};
 use ferrocuda_device::global::partition::BlockRows;
-use ferrocuda_device::global::{DisjointChunks, DisjointSlice, ThreadIndex, block_row, grid_stride, unique_index};
+use ferrocuda_device::global::{DisjointChunks, DisjointSlice, PerWarpRow, ThreadIndex, block_row, grid_stride, unique_index, warp_row};
 #[cfg_attr(not(target_arch = "nvptx64"), allow(unused_imports))]
 use ferrocuda_device::math::{DeviceFloat, FastMath};
-use ferrocuda_device::thread::{block_idx_x, grid_dim_x, thread_idx_x};
+use ferrocuda_device::thread::{block_dim_x, block_idx_x, grid_dim_x, thread_idx_x};
 use ferrocuda_device::unroll::unroll;
-use ferrocuda_device::{block_scratch, kernel};
+use ferrocuda_device::{block_scratch, kernel, warp};
 
-use crate::{CHUNK, Float, RopeShape, bf16, f16, gelu, gelu_derivative, sigmoid, silu};
+use crate::{AdamWStep, CHUNK, Float, RopeShape, bf16, f16, gelu, gelu_derivative, sigmoid, silu};
 
 /// 16 bytes, aligned to 16: the unit of one vector access (CUDA's `int4`).
 #[repr(C, align(16))]
@@ -117,17 +117,59 @@ fn sum8(v: [f32; CHUNK]) -> f32 {
     s
 }
 
-/// Mean (`centred`; else 0) and `1 / sqrt(variance + eps)` of the block's row, from each
-/// thread's chunk `v` (in registers: two block reductions, no second read). Every thread of
-/// the block must call it.
+/// `(a, b)` as one `u64` (a in the low word): two sums through one block reduction.
 #[inline(always)]
-fn block_statistics(v: [f32; CHUNK], cols: u32, centred: bool, eps: f32) -> (f32, f32) {
-    let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
+fn pack(a: f32, b: f32) -> u64 {
+    a.to_bits() as u64 | ((b.to_bits() as u64) << 32)
+}
+
+/// The two `f32` of [`pack`].
+#[inline(always)]
+fn unpack(p: u64) -> (f32, f32) {
+    (f32::from_bits(p as u32), f32::from_bits((p >> 32) as u32))
+}
+
+/// The block's sums of `a` and of `b`, in every thread, with one block reduction (one pair of
+/// barriers where two `sum_all`s take two pairs). Every thread of the block must call it.
+#[inline(always)]
+fn sum_pair_all(reduce: &RuntimeBlockReduce<u64>, a: f32, b: f32) -> (f32, f32) {
+    unpack(reduce.reduce_all(pack(a, b), |p, q| {
+        let ((a0, b0), (a1, b1)) = (unpack(p), unpack(q));
+        pack(a0 + a1, b0 + b1)
+    }))
+}
+
+/// `(shift, offset, rstd)` of the block's row: its mean is `shift + offset` (0 unless
+/// `centred`) and `rstd = 1 / sqrt(variance + eps)`, from each
+/// thread's chunk `v` (in registers, no second read) and one block reduction. Centred, the
+/// sums are of `v - shift` and `(v - shift)^2` with `shift` one value of the row (the same in
+/// every thread): the variance is `mean((v - shift)^2) - mean(v - shift)^2`, whose rounding
+/// error is relative to `variance + (mean - shift)^2`, so a large common offset does not
+/// cancel (it is subtracted before squaring), where the unshifted form would lose it all.
+/// Normalise with `(v - shift) - offset`: exact where `v - mean` would carry the rounding of
+/// a large mean.
+/// PyTorch's Welford pass has the same one-reduction cost. Every thread of the block must
+/// call it.
+#[inline(always)]
+fn block_statistics(v: [f32; CHUNK], cols: u32, centred: bool, shift: f32, eps: f32) -> (f32, f32, f32) {
     let n = cols as f32;
-    let mean = if centred { reduce.sum_all(sum8(v)) / n } else { 0.0 };
-    let mut squares = 0.0f32;
-    unroll::<CHUNK>(|u| squares += (v[u] - mean) * (v[u] - mean));
-    (mean, 1.0 / (reduce.sum_all(squares) / n + eps).sqrt())
+    if !centred {
+        let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
+        let mut squares = 0.0f32;
+        unroll::<CHUNK>(|u| squares += v[u] * v[u]);
+        return (0.0, 0.0, 1.0 / (reduce.sum_all(squares) / n + eps).sqrt());
+    }
+    let reduce = RuntimeBlockReduce::new(block_scratch!(u64));
+    let (mut sum, mut squares) = (0.0f32, 0.0f32);
+    unroll::<CHUNK>(|u| {
+        let d = v[u] - shift;
+        sum += d;
+        squares += d * d;
+    });
+    let (sum, squares) = sum_pair_all(&reduce, sum, squares);
+    let offset = sum / n;
+    let variance = (squares / n - offset * offset).max(0.0);
+    (shift, offset, 1.0 / (variance + eps).sqrt())
 }
 
 /// `round_T(a + b)` for each value: the fused forms' residual sum, as stored.
@@ -138,11 +180,12 @@ fn add8<T: Float>(a: [f32; CHUNK], b: [f32; CHUNK]) -> [f32; CHUNK] {
     h
 }
 
-/// `(v - mean) * rstd * w (+ b)`.
+/// `((v - shift) - offset) * rstd * w (+ b)`, with `shift + offset` the mean (see
+/// [`block_statistics`]).
 #[inline(always)]
-fn normalise(v: [f32; CHUNK], w: [f32; CHUNK], b: Option<[f32; CHUNK]>, mean: f32, rstd: f32) -> [f32; CHUNK] {
+fn normalise(v: [f32; CHUNK], w: [f32; CHUNK], b: Option<[f32; CHUNK]>, (shift, offset, rstd): (f32, f32, f32)) -> [f32; CHUNK] {
     let mut o = [0.0f32; CHUNK];
-    unroll::<CHUNK>(|u| o[u] = (v[u] - mean) * rstd * w[u] + b.map_or(0.0, |b| b[u]));
+    unroll::<CHUNK>(|u| o[u] = ((v[u] - shift) - offset) * rstd * w[u] + b.map_or(0.0, |b| b[u]));
     o
 }
 
@@ -153,9 +196,9 @@ fn normalise(v: [f32; CHUNK], w: [f32; CHUNK], b: Option<[f32; CHUNK]>, mean: f3
 pub fn rmsnorm_forward_packed<T: Float>(x: &[T], weight: &[T], mut out: DisjointChunks<T, 8>, mut rstd: DisjointSlice<f32, BlockRows>, cols: u32, eps: f32) {
     let (i, at, c) = my_chunk();
     let (v, w) = (load8(x, at, Load::EvictFirst), load8(weight, c, Load::EvictLast));
-    let (_, r) = block_statistics(v, cols, false, eps);
-    store8(&mut out, i, normalise(v, w, None, 0.0, r));
-    write_row_value(&mut rstd, r);
+    let stats = block_statistics(v, cols, false, 0.0, eps);
+    store8(&mut out, i, normalise(v, w, None, stats));
+    write_row_value(&mut rstd, stats.2);
 }
 
 /// [`add_rmsnorm_forward()`](crate::add_rmsnorm_forward), one block per row.
@@ -173,10 +216,10 @@ pub fn add_rmsnorm_forward_packed<T: Float>(
 ) {
     let (i, at, c) = my_chunk();
     let (h, w) = (add8::<T>(load8(x, at, Load::EvictFirst), load8(residual, at, Load::EvictFirst)), load8(weight, c, Load::EvictLast));
-    let (_, r) = block_statistics(h, cols, false, eps);
+    let stats = block_statistics(h, cols, false, 0.0, eps);
     store8(&mut sum, i, h);
-    store8(&mut out, i, normalise(h, w, None, 0.0, r));
-    write_row_value(&mut rstd, r);
+    store8(&mut out, i, normalise(h, w, None, stats));
+    write_row_value(&mut rstd, stats.2);
 }
 
 /// [`layernorm_forward()`](crate::layernorm_forward), one block per row.
@@ -194,13 +237,15 @@ pub fn layernorm_forward_packed<T: Float>(
 ) {
     let (i, at, c) = my_chunk();
     let v = load8(x, at, Load::EvictFirst);
-    let (m, r) = block_statistics(v, cols, true, eps);
+    // The row's first value (one address for the whole block: a broadcast) as the shift.
+    let shift = x.get(at - c).map_or(0.0, |e| e.to_f32());
+    let stats = block_statistics(v, cols, true, shift, eps);
     // Weight and bias after the statistics (L1/L2 hits): fewer registers live across the
-    // reductions, so four blocks of 512 threads fit an SM.
+    // reduction, so four blocks of 512 threads fit an SM (32 registers, the launch bounds).
     let (w, b) = (load8(weight, c, Load::EvictLast), load8(bias, c, Load::EvictLast));
-    store8(&mut out, i, normalise(v, w, Some(b), m, r));
-    write_row_value(&mut mean, m);
-    write_row_value(&mut rstd, r);
+    store8(&mut out, i, normalise(v, w, Some(b), stats));
+    write_row_value(&mut mean, stats.0 + stats.1);
+    write_row_value(&mut rstd, stats.2);
 }
 
 /// [`add_layernorm_forward()`](crate::add_layernorm_forward), one block per row.
@@ -220,12 +265,14 @@ pub fn add_layernorm_forward_packed<T: Float>(
 ) {
     let (i, at, c) = my_chunk();
     let h = add8::<T>(load8(x, at, Load::EvictFirst), load8(residual, at, Load::EvictFirst));
-    let (m, r) = block_statistics(h, cols, true, eps);
+    let first = |a: &[T]| a.get(at - c).map_or(0.0, |e| e.to_f32());
+    let shift = T::from_f32(first(x) + first(residual)).to_f32();
+    let stats = block_statistics(h, cols, true, shift, eps);
     let (w, b) = (load8(weight, c, Load::EvictLast), load8(bias, c, Load::EvictLast));
     store8(&mut sum, i, h);
-    store8(&mut out, i, normalise(h, w, Some(b), m, r));
-    write_row_value(&mut mean, m);
-    write_row_value(&mut rstd, r);
+    store8(&mut out, i, normalise(h, w, Some(b), stats));
+    write_row_value(&mut mean, stats.0 + stats.1);
+    write_row_value(&mut rstd, stats.2);
 }
 
 /// The input gradient of a norm ([`layernorm_backward()`](crate::layernorm_backward) when
@@ -257,10 +304,12 @@ pub fn norm_backward_packed<T: Float>(
         g_sum += g;
         gx_sum += g * (v[u] - m) * s;
     });
-    let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
+    // Both sums through one reduction (one pair of barriers, not two).
+    let reduce = RuntimeBlockReduce::new(block_scratch!(u64));
     let n = cols as f32;
-    let g_mean = if centred != 0 { reduce.sum_all(g_sum) / n } else { 0.0 };
-    let gx_mean = reduce.sum_all(gx_sum) / n;
+    let (g_total, gx_total) = sum_pair_all(&reduce, g_sum, gx_sum);
+    let g_mean = if centred != 0 { g_total / n } else { 0.0 };
+    let gx_mean = gx_total / n;
     let mut o = [0.0f32; CHUNK];
     unroll::<CHUNK>(|u| o[u] = s * (d[u] * w[u] - g_mean - (v[u] - m) * s * gx_mean) + e[u]);
     store8(&mut dx, i, o);
@@ -400,16 +449,27 @@ pub fn norm_backward_fused_packed<T: Float>(
 ) {
     let me = unique_index();
     let n = cols as f32;
-    let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
+    let reduce = RuntimeBlockReduce::new(block_scratch!(u64));
     let (mut dw, mut db) = ([0.0f32; CHUNK], [0.0f32; CHUNK]);
     // Chunk `i` of the walk is row `blockIdx.x + k gridDim.x` (its k-th step), column `8
     // threadIdx.x`, for the launch the host makes; counted here, not divided out.
     let c = thread_idx_x() as usize * CHUNK;
     let mut row = block_idx_x() as usize;
+    // Elements between this block's consecutive rows (`gridDim.x` rows).
+    let step = grid_dim_x() as usize * block_dim_x() as usize * CHUNK;
     // Every thread of a block walks the same rows (the trip count depends on the block only),
     // so the reductions inside see the whole block.
     for i in grid_stride(dx.len()) {
         let at = i.get() * CHUNK;
+        // The next two rows' `dout` and `x` towards L2 while this row loads, reduces and
+        // stores (no registers: one block of 512 threads an SM otherwise leaves DRAM idle
+        // during the reductions).
+        unroll::<2>(|k| {
+            if let (Some(d), Some(v)) = (dout.get(at + (k + 1) * step), x.get(at + (k + 1) * step)) {
+                cache::prefetch_l2(d);
+                cache::prefetch_l2(v);
+            }
+        });
         let m = if centred != 0 { mean.get(row).copied().unwrap_or(0.0) } else { 0.0 };
         let s = rstd.get(row).copied().unwrap_or(0.0);
         let (d, v) = (load8(dout, at, Load::EvictFirst), load8(x, at, Load::EvictFirst));
@@ -424,8 +484,9 @@ pub fn norm_backward_fused_packed<T: Float>(
             dw[u] += d[u] * xhat[u];
             db[u] += d[u];
         });
-        let g_mean = if centred != 0 { reduce.sum_all(g_sum) / n } else { 0.0 };
-        let gx_mean = reduce.sum_all(gx_sum) / n;
+        let (g_total, gx_total) = sum_pair_all(&reduce, g_sum, gx_sum);
+        let g_mean = if centred != 0 { g_total / n } else { 0.0 };
+        let gx_mean = gx_total / n;
         let e = if add_dresidual != 0 { load8(dresidual, at, Load::EvictFirst) } else { [0.0; CHUNK] };
         let mut o = [0.0f32; CHUNK];
         unroll::<CHUNK>(|u| o[u] = s * (d[u] * w[u] - g_mean - xhat[u] * gx_mean) + e[u]);
@@ -465,6 +526,93 @@ pub fn sum_column_pairs(partial_a: &[f32], partial_b: &[f32], mut out_a: Disjoin
         if let Some(o) = out_b.get_mut(c) {
             *o = total_b;
         }
+    }
+}
+
+/// This thread's chunk `i` of `out` as `f32` (zeros past the last whole chunk), read with
+/// 16-byte loads when aligned: the read half of an in-place update.
+#[inline(always)]
+fn load_own8<T: Float>(out: &mut DisjointChunks<T, CHUNK>, i: ThreadIndex) -> [f32; CHUNK] {
+    match out.get_mut(i) {
+        Some(chunk) => load8(&chunk[..], 0, Load::EvictFirst),
+        None => [0.0; CHUNK],
+    }
+}
+
+/// [`adamw_step()`](crate::adamw_step) with 8 consecutive elements per thread: `params`,
+/// `grads`, `m` and `v` each read with 16-byte loads (one for a `bf16` chunk, two for `f32`),
+/// all issued before any arithmetic, and written back with 16-byte stores (PyTorch's fused
+/// AdamW, one tensor). The host picks it when the length is a multiple of 8, with one thread
+/// per chunk; the same arithmetic as the element-wise kernel, in `f32`.
+#[kernel(instances(f32, bf16, f16))]
+pub fn adamw_step_packed<T: Float>(mut params: DisjointChunks<T, 8>, grads: &[T], mut m: DisjointChunks<f32, 8>, mut v: DisjointChunks<f32, 8>, hp: AdamWStep) {
+    for i in grid_stride(params.len()) {
+        let g = load8(grads, i.get() * CHUNK, Load::EvictFirst);
+        let (p, m0, v0) = (load_own8(&mut params, i), load_own8(&mut m, i), load_own8(&mut v, i));
+        let (mut p1, mut m1, mut v1) = ([0.0f32; CHUNK], [0.0f32; CHUNK], [0.0f32; CHUNK]);
+        unroll::<CHUNK>(|u| {
+            let g = g[u] * hp.grad_scale;
+            m1[u] = hp.beta1 * m0[u] + (1.0 - hp.beta1) * g;
+            v1[u] = hp.beta2 * v0[u] + (1.0 - hp.beta2) * g * g;
+            let (mean, var) = (m1[u] / hp.beta1_correction, v1[u] / hp.beta2_correction);
+            p1[u] = p[u] - hp.learning_rate * (mean / (var.sqrt() + hp.eps) + hp.weight_decay * p[u]);
+        });
+        store8::<f32>(&mut m, i, m1);
+        store8::<f32>(&mut v, i, v1);
+        store8(&mut params, i, p1);
+    }
+}
+
+/// [`sum_column_pairs()`] with eight threads a column, for `cols % 4 == 0` (the host's
+/// condition): warp `w` takes columns `4 w .. 4 w + 4`, lane `l = 4 s + j` sums the partial
+/// rows `s, s + 8, s + 16, ...` (in that order, eight loads in flight) of column `4 w + j`, so
+/// one load of the warp reads eight rows of 16 contiguous bytes; then three `shfl.xor` steps
+/// add the eight slices (each step adds the same two values in both lanes, so every lane gets
+/// the same bits) and lanes `0..4` write. `cols / 4` warps in all, where the one-thread-a-column
+/// form runs `cols` threads, each walking every partial row with few loads in flight (16 blocks
+/// for 4096 columns: a latency-bound tail). The order of the additions depends on `chunks`
+/// only: deterministic.
+#[kernel(cols(out_a = 4, out_b = 4))]
+pub fn sum_column_pairs_split(partial_a: &[f32], partial_b: &[f32], mut out_a: PerWarpRow<f32>, mut out_b: PerWarpRow<f32>, chunks: u32, cols: u32) {
+    let me = warp_row();
+    if me.row() as usize >= cols as usize / 4 {
+        return;
+    }
+    let lane = me.lane() as usize;
+    let (slice, c) = (lane / 4, me.row() as usize * 4 + lane % 4);
+    let (mut total_a, mut total_b) = (0.0f32, 0.0f32);
+    // The trip count is the same in every lane (the shuffles below need the whole warp).
+    let mut k = 0usize;
+    while k < chunks as usize {
+        let (mut a, mut b) = ([0.0f32; CHUNK], [0.0f32; CHUNK]);
+        unroll::<CHUNK>(|u| {
+            let row = k + slice + 8 * u;
+            if row < chunks as usize {
+                let at = row * cols as usize + c;
+                a[u] = partial_a.get(at).copied().unwrap_or(0.0);
+                b[u] = partial_b.get(at).copied().unwrap_or(0.0);
+            }
+        });
+        unroll::<CHUNK>(|u| {
+            total_a += a[u];
+            total_b += b[u];
+        });
+        k += 8 * CHUNK;
+    }
+    unroll::<3>(|s| {
+        let mask = 4u32 << s;
+        total_a += warp::shuffle_xor(total_a, mask);
+        total_b += warp::shuffle_xor(total_b, mask);
+    });
+    if let Some(mut row) = out_a.row_mut(me)
+        && let Some(o) = row.get_mut(0)
+    {
+        *o = total_a;
+    }
+    if let Some(mut row) = out_b.row_mut(me)
+        && let Some(o) = row.get_mut(0)
+    {
+        *o = total_b;
     }
 }
 
