@@ -289,3 +289,16 @@ pub fn r19_busy(iters: u32, flag: AtomicSlice<u32>, mut out: DisjointSlice<u32>)
         *o = 0xDEAD + (v & 0);
     }
 }
+
+// ---- R20: a hand-written grid barrier (every block arrives, then waits for all) ----
+#[kernel]
+pub fn r20_grid_barrier(blocks: u32, counter: AtomicSlice<u32>, mut out: DisjointSlice<u32>) {
+    if thread_idx_x() == 0 {
+        counter.fetch_add(0, 1);
+        while counter.load(0) < blocks {}
+    }
+    sync_threads();
+    if let Some(o) = out.get_mut(unique_index()) {
+        *o = 20;
+    }
+}

@@ -44,6 +44,16 @@ fn main() {
         let r = r4_cross_block_flag::launch_cpu(&ex, (2u32, 32u32), &mut flag);
         show("r4b cross-block flag, default workers", r.map(|_| flag.clone()));
     }
+    if want("r20") {
+        let mut counter = vec![0u32; 1];
+        let mut out = vec![0u32; 4 * 32];
+        let exw = CpuExecutor::new().with_watchdog(Duration::from_secs(5));
+        let r = r20_grid_barrier::launch_cpu(&exw, (4u32, 32u32), 4, &mut counter, &mut out);
+        show("r20 grid barrier over 4 blocks (default workers)", r.map(|_| counter.clone()));
+        let mut counter = vec![0u32; 1];
+        let r = r20_grid_barrier::launch_cpu(&exw, LaunchConfig::new(4u32, 32u32).cooperative(), 4, &mut counter, &mut out);
+        show("r20b same, cooperative launch (all blocks co-resident by contract)", r.map(|_| counter.clone()));
+    }
     if want("r5") {
         let mut out = vec![0u32; 128];
         show("r5 launch_bounds(64) with 128 threads", r5_bounded::launch_cpu(&ex, (1u32, 128u32), &mut out));

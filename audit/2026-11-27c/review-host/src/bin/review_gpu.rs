@@ -107,13 +107,15 @@ fn main() -> R {
         }
         "cap_panic" => {
             let mut y = DeviceBuffer::<u32>::zeroed(&ctx, 32)?;
+            r14_from_macro::launch(&s, (1u32, 32u32), &mut y)?; // loads the module before the capture
+            s.synchronize()?;
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 s.capture(|st| {
                     r14_from_macro::launch(st, (1u32, 32u32), &mut y)?;
                     panic!("panic inside capture");
                 })
             }));
-            println!("capture with panic: is_err={} capturing now={:?}", r.is_err(), s.is_capturing());
+            println!("capture with panic: panicked={} capturing now={:?}", r.is_err(), s.is_capturing());
             r14_from_macro::launch(&s, (1u32, 32u32), &mut y)?;
             println!("after: sync {:?} y0={:?}", s.synchronize(), y.to_vec().map(|v| v[0]));
         }
@@ -135,6 +137,9 @@ fn main() -> R {
             let other = Stream::non_blocking(&ctx)?;
             let ev = Event::new(&ctx)?;
             let mut y = DeviceBuffer::<u32>::zeroed(&ctx, 32)?;
+            r14_from_macro::launch(&s, (1u32, 32u32), &mut y)?; // loads the module before the capture
+            s.synchronize()?;
+            y.fill(0)?;
             let g = s.capture(|st| {
                 r14_from_macro::launch(st, (1u32, 32u32), &mut y)?;
                 println!("  record in capture: {:?}", ev.record(st));
@@ -195,9 +200,14 @@ fn main() -> R {
             println!("cudarc end_capture: {:?}", g.as_ref().map(|g| g.is_some()));
             drop(g);
             drop(y); // cudarc frees on cu_s
-            let z = cu_s.alloc_zeros::<u32>(1 << 20)?;
-            cu_s.synchronize()?;
-            let z0 = cu_s.clone_dtoh(&z)?;
+            println!("y dropped (cudarc free queued) at {:?}, ferrocuda stream idle: {:?}", t0.elapsed(), fs.is_idle());
+            let z = cu_s.alloc_zeros::<u32>(1 << 20);
+            println!("alloc_zeros: {:?}", z.as_ref().map(|_| ()));
+            let z = z?;
+            println!("cu_s.synchronize: {:?}", cu_s.synchronize());
+            let z0 = cu_s.clone_dtoh(&z);
+            println!("clone_dtoh: {:?}", z0.as_ref().map(|_| ()));
+            let z0 = z0?;
             println!("fresh cudarc buffer right after: nonzero={} at {:?}", z0.iter().filter(|&&v| v != 0).count(), t0.elapsed());
             while !fs.is_idle().unwrap_or(true) && t0.elapsed() < Duration::from_secs(25) {
                 std::thread::sleep(Duration::from_millis(100));
@@ -213,7 +223,8 @@ fn main() -> R {
         "timeout_drop" => {
             let mut flag = DeviceBuffer::<u32>::zeroed(&ctx, 1)?;
             let mut out = DeviceBuffer::<u32>::zeroed(&ctx, 1024)?;
-            r19_busy::launch(&s, (4u32, 256u32), 4_000_000, &mut flag, &mut out)?;
+            let iters: u32 = std::env::args().nth(2).map_or(4_000_000, |a| a.parse().unwrap());
+            r19_busy::launch(&s, (4u32, 256u32), iters, &mut flag, &mut out)?;
             let t0 = std::time::Instant::now();
             println!("timeout: {:?}", s.synchronize_timeout(Duration::from_millis(50)));
             drop(out);
