@@ -302,3 +302,44 @@ pub fn r20_grid_barrier(blocks: u32, counter: AtomicSlice<u32>, mut out: Disjoin
         *o = 20;
     }
 }
+
+// ---- R21: output handles carry no lifetime: stash one in a thread_local on the CPU executor ----
+#[cfg(not(target_arch = "nvptx64"))]
+std::thread_local! {
+    static STASH: core::cell::RefCell<Option<AtomicSlice<u32>>> = const { core::cell::RefCell::new(None) };
+}
+/// mode 0: keep `flag` after the launch; mode 1: write 0xBAD through the kept one.
+#[kernel]
+pub fn r21_stash(mode: u32, flag: AtomicSlice<u32>) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        if mode == 0 {
+            if thread_idx_x() == 0 && block_idx_x() == 0 {
+                STASH.with(|s| *s.borrow_mut() = Some(flag));
+            }
+        } else if let Some(old) = STASH.with(|s| s.borrow_mut().take()) {
+            old.store(0, 0xBAD);
+            old.store(1, 0xBAD);
+        }
+    }
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let _ = (mode, flag);
+    }
+}
+
+// ---- R22: 48000 bytes of static shared memory plus dynamic shared memory ----
+#[kernel]
+pub fn r22_static_plus_dynamic(mut out: DisjointSlice<u32>) {
+    let s = shared_array![u32; 12000];
+    let d = dynamic_shared::<u32>();
+    let t = thread_idx_x() as usize;
+    s.set(t, 1);
+    if t < d.len() {
+        d.set(t, 2);
+    }
+    sync_threads();
+    if let Some(o) = out.get_mut(unique_index()) {
+        *o = s.get(t) + if t < d.len() { d.get(t) } else { 0 };
+    }
+}

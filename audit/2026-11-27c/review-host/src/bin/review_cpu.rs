@@ -54,6 +54,25 @@ fn main() {
         let r = r20_grid_barrier::launch_cpu(&exw, LaunchConfig::new(4u32, 32u32).cooperative(), 4, &mut counter, &mut out);
         show("r20b same, cooperative launch (all blocks co-resident by contract)", r.map(|_| counter.clone()));
     }
+    if want("r21") {
+        let ex1 = CpuExecutor::new().with_workers(1);
+        let mut a = vec![0u32; 64];
+        let r = r21_stash::launch_cpu(&ex1, (1u32, 1u32), 0, &mut a);
+        show("r21 launch 1 (stash the AtomicSlice of `a`)", r);
+        drop(a); // the host Vec is freed: the launch's borrow has ended
+        let b = vec![0u32; 64]; // likely the same heap block
+        let mut c = vec![0u32; 4];
+        let r = r21_stash::launch_cpu(&ex1, (1u32, 1u32), 1, &mut c);
+        show("r21 launch 2 (write through the stashed handle)", r);
+        println!("[r21] b[0..2] = {:#x?} (0xbad = written through a freed buffer); c = {:?}", &b[..2], c);
+    }
+    if want("r22") {
+        let mut out = vec![0u32; 32];
+        let r = r22_static_plus_dynamic::launch_cpu(&ex, LaunchConfig::new(1u32, 32u32).with_shared_bytes(190 * 1024), &mut out);
+        show("r22 48000 B static + 190 KiB dynamic shared (238 KiB > 227 KiB per block)", r.map(|_| out[0]));
+        let r = r22_static_plus_dynamic::launch_cpu(&ex, LaunchConfig::new(1u32, 32u32).with_shared_bytes(228 * 1024), &mut out);
+        show("r22b 228 KiB dynamic alone", r.map(|_| out[0]));
+    }
     if want("r5") {
         let mut out = vec![0u32; 128];
         show("r5 launch_bounds(64) with 128 threads", r5_bounded::launch_cpu(&ex, (1u32, 128u32), &mut out));
