@@ -14,4 +14,5 @@ run 10 /tmp/review_gpu_f cap_panic
 run 10 /tmp/review_gpu_f cap_event
 run 40 /tmp/review_gpu_f cudarc_timeout 500000000
 run 40 /tmp/review_gpu_f timeout_drop 500000000
+run 10 /tmp/review_gpu_f r22
 cat $O/gpu_followup.txt

@@ -242,6 +242,14 @@ fn main() -> R {
                 println!("launch after panic: {:?}", r14_from_macro::launch(&s, (1u32, 4u32), o2));
             }
         }
+        "r22" => {
+            let mut out = DeviceBuffer::<u32>::zeroed(&ctx, 32)?;
+            let cfg = LaunchConfig::new(1u32, 32u32).with_shared_bytes(190 * 1024);
+            println!("190 KiB dynamic, no opt-in: {:?}", r22_static_plus_dynamic::launch(&s, cfg, &mut out));
+            let f = r22_static_plus_dynamic::function(&ctx)?;
+            println!("opt-in to 190 KiB (+48000 B static): {:?}", f.set_max_dynamic_shared_bytes(190 * 1024));
+            println!("launch after: {:?} sync {:?}", r22_static_plus_dynamic::launch(&s, cfg, &mut out), s.synchronize());
+        }
         other => println!("unknown case {other}"),
     }
     Ok(())
