@@ -599,3 +599,26 @@ fn f5_a_cudarc_scope_never_hands_a_slice_back_unordered_after_a_timeout() {
     assert!(!output.status.success(), "{text}");
     assert!(text.contains("cannot be ordered after ferrocuda's") && text.contains("synchronize_timeout"), "the abort did not say why:\n{text}");
 }
+
+/// F6 (audit 2026-11-27c): a `PinnedBuffer` whose copy still runs after
+/// `synchronize_timeout` reported it is dropped: the drop leaks the memory (it must not free
+/// it under the copy) and used to say nothing; now each such leak is counted
+/// (`leaked_releases`) and the first of the process is said on standard error.
+#[test]
+fn f6_a_pinned_buffer_dropped_after_a_timeout_leaks_and_says_so() {
+    let Some(context) = own_context("f6_a_pinned_buffer_dropped_after_a_timeout_leaks_and_says_so") else { return };
+    load_kernels(&context);
+    let stream = Stream::non_blocking(&context).unwrap();
+    let source = DeviceBuffer::from_slice(&context, &[5u32; 1024]).unwrap();
+    let mut pinned = ferrocuda::PinnedBuffer::<u32>::zeroed(&context, 1024).unwrap();
+    spin_for::launch(&stream, (1u32, 1u32), 3_000_000_000).unwrap(); // 3 s
+    pinned.copy_from_device_async(&source, &stream).unwrap(); // queued behind the spin
+    let timeout = stream.synchronize_timeout(Duration::from_millis(100)).unwrap_err();
+    assert!(matches!(timeout, Error::Timeout { .. }), "{timeout:?}");
+    let before = ferrocuda::leaked_releases();
+    drop(pinned);
+    let after = ferrocuda::leaked_releases();
+    println!("f6: leaked_releases {before} -> {after}");
+    assert!(after > before, "the pinned buffer's skipped release was not counted");
+    context.synchronize().unwrap(); // waits for good (clears the timeout)
+}
