@@ -576,7 +576,7 @@ fn f5_a_cudarc_scope_never_hands_a_slice_back_unordered_after_a_timeout() {
         let mut y = home.alloc_zeros::<f32>(1 << 20).unwrap();
         home.synchronize().unwrap();
         load_kernels(&ctx);
-        let _ = borrowed::cudarc::scope(|scope| {
+        borrowed::cudarc::scope(|scope| {
             let mut ys = scope.slice_mut(&mut y, &home).unwrap();
             spin_for::launch(&ours, (1u32, 1u32), 5_000_000_000).unwrap(); // 5 s
             saxpy::launch(&ours, LaunchConfig::for_elements(1 << 20, 256), 0.5, &fours, &mut ys).unwrap(); // writes y after it
