@@ -293,3 +293,24 @@ fn async_work_on_a_stream_of_another_context_is_refused() {
     own.synchronize().unwrap();
     assert!(buffer.to_vec().unwrap().iter().all(|&v| v == 7));
 }
+
+/// F4 (audit 2026-11-27c): two `CurrentGuard`s dropped out of order. Dropping the outer guard
+/// first used to pop the inner guard's context (the inner guard, still alive, was no longer
+/// current), and after both drops the driver's current context and `Context::current()`
+/// disagreed. Now the outer guard's entry is taken from under the inner one: the inner
+/// guard's context stays current, and the last drop restores what was current before both.
+#[test]
+fn f4_current_guards_dropped_out_of_order_keep_the_live_guards_context_current() {
+    let Some(primary) = common::gpu_or_skip("f4_current_guards_dropped_out_of_order_keep_the_live_guards_context_current") else { return };
+    let created = Context::create(0, SchedulePolicy::Auto).unwrap();
+    primary.bind_to_thread().unwrap();
+    let outer = primary.push_current().unwrap();
+    let inner = created.push_current().unwrap();
+    assert_eq!(current_raw(), created.raw());
+    drop(outer);
+    assert_eq!(current_raw(), created.raw(), "dropping the outer guard first popped the inner guard's context");
+    assert_eq!(Context::current().unwrap().raw(), created.raw());
+    drop(inner);
+    assert_eq!(current_raw(), primary.raw(), "the last drop restores the context current before both guards");
+    assert_eq!(Context::current().unwrap().raw(), primary.raw(), "Context::current() disagrees with the driver");
+}

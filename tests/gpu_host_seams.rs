@@ -582,3 +582,69 @@ fn s9_item5_the_stack_limit_is_not_set_during_a_capture() {
     context.set_limit(Limit::StackSize, before + 1024).unwrap();
     assert!(context.limit(Limit::StackSize).unwrap() >= before + 1024);
 }
+
+/// F5 (audit 2026-11-27c): a ferrocuda kernel writes a lent cudarc slice behind a long spin,
+/// `synchronize_timeout` reports it running, and cudarc begins a capture of the home stream
+/// inside the scope. The home stream can then queue no wait and the host wait is refused
+/// (the timeout), so nothing orders cudarc's later free of the slice after the kernel: the
+/// scope used to return 3 ms after the timeout and hand the slice back (a use-after-free from
+/// safe code). Now the process aborts with a message naming why; the child must not print
+/// `SCOPE RETURNED`.
+#[test]
+fn f5_a_cudarc_scope_never_hands_a_slice_back_unordered_after_a_timeout() {
+    const NAME: &str = "f5_a_cudarc_scope_never_hands_a_slice_back_unordered_after_a_timeout";
+    if std::env::var(CHILD).is_ok_and(|t| t == NAME) {
+        let cuda = CudaContext::new(0).expect("cudarc opens device 0");
+        let home = cuda.new_stream().unwrap();
+        let ctx = borrowed::cudarc::context(&cuda).unwrap();
+        let ours = Stream::non_blocking(&ctx).unwrap();
+        let fours = DeviceBuffer::from_slice(&ctx, &vec![4.0f32; 1 << 20]).unwrap();
+        let mut y = home.alloc_zeros::<f32>(1 << 20).unwrap();
+        home.synchronize().unwrap();
+        load_kernels(&ctx);
+        borrowed::cudarc::scope(|scope| {
+            let mut ys = scope.slice_mut(&mut y, &home).unwrap();
+            spin_for::launch(&ours, (1u32, 1u32), 5_000_000_000).unwrap(); // 5 s
+            saxpy::launch(&ours, LaunchConfig::for_elements(1 << 20, 256), 0.5, &fours, &mut ys).unwrap(); // writes y after it
+            let timeout = ours.synchronize_timeout(Duration::from_millis(100));
+            println!("TIMEOUT: {timeout:?}");
+            home.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED).unwrap();
+            println!("CAPTURE BEGUN");
+        });
+        println!("SCOPE RETURNED with the kernel unordered");
+        return;
+    }
+    if common::gpu_or_skip(NAME).is_none() {
+        return;
+    }
+    let output = Command::new(std::env::current_exe().unwrap()).args([NAME, "--exact", "--nocapture", "--test-threads=1"]).env(CHILD, NAME).output().unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    let _ = writeln!(std::io::stdout(), "child output:\n{text}");
+    assert!(text.contains("TIMEOUT: Err(Timeout") && text.contains("CAPTURE BEGUN"), "the child did not reach the case:\n{text}");
+    assert!(!text.contains("SCOPE RETURNED"), "the scope handed the slice back to cudarc while the kernel may write it:\n{text}");
+    assert!(!output.status.success(), "{text}");
+    assert!(text.contains("cannot be ordered after ferrocuda's") && text.contains("synchronize_timeout"), "the abort did not say why:\n{text}");
+}
+
+/// F6 (audit 2026-11-27c): a `PinnedBuffer` whose copy still runs after
+/// `synchronize_timeout` reported it is dropped: the drop leaks the memory (it must not free
+/// it under the copy) and used to say nothing; now each such leak is counted
+/// (`leaked_releases`) and the first of the process is said on standard error.
+#[test]
+fn f6_a_pinned_buffer_dropped_after_a_timeout_leaks_and_says_so() {
+    let Some(context) = own_context("f6_a_pinned_buffer_dropped_after_a_timeout_leaks_and_says_so") else { return };
+    load_kernels(&context);
+    let stream = Stream::non_blocking(&context).unwrap();
+    let source = DeviceBuffer::from_slice(&context, &[5u32; 1024]).unwrap();
+    let mut pinned = ferrocuda::PinnedBuffer::<u32>::zeroed(&context, 1024).unwrap();
+    spin_for::launch(&stream, (1u32, 1u32), 3_000_000_000).unwrap(); // 3 s
+    pinned.copy_from_device_async(&source, &stream).unwrap(); // queued behind the spin
+    let timeout = stream.synchronize_timeout(Duration::from_millis(100)).unwrap_err();
+    assert!(matches!(timeout, Error::Timeout { .. }), "{timeout:?}");
+    let before = ferrocuda::leaked_releases();
+    drop(pinned);
+    let after = ferrocuda::leaked_releases();
+    println!("f6: leaked_releases {before} -> {after}");
+    assert!(after > before, "the pinned buffer's skipped release was not counted");
+    context.synchronize().unwrap(); // waits for good (clears the timeout)
+}

@@ -12,8 +12,10 @@
 
 mod common;
 
-use ferrocuda::{DeviceBuffer, Dim3, Error, LAYOUT_SYMBOL_PREFIX, LaunchConfig, Stream, TYPES_SYMBOL_PREFIX, type_key};
-use test_kernels::host_device_layout::{q1_cfg_alias, q1_same_size_alias, q2_cfg_width};
+use ferrocuda::{DeviceBuffer, Dim3, Error, LAYOUT_SYMBOL_PREFIX, LaunchConfig, Stream, TYPES_SYMBOL_PREFIX};
+use test_kernels::host_device_layout::{
+    F1Elem, F1Pair, f1_field_type_by_cfg, f1_generic_F1Pair, f1_generic_u32, f1_permuted_fields, q1_cfg_alias, q1_same_size_alias, q2_cfg_width,
+};
 
 /// The `u64` words of the device global `name` in `ptx`: a `.b8` array of little-endian
 /// bytes (or of 64-bit words), whose initializer leaves out trailing zeros.
@@ -64,12 +66,52 @@ fn q1_same_size_cfg_types_have_one_layout_but_two_type_names() {
     assert_eq!(device_layout("q1_same_size_alias"), [4, 4, 0, 4, 4, 0], "the layout cannot tell them apart");
     let ptx = test_kernels::KERNELS.ptx_for(90).unwrap();
     let device = global_words(ptx, &format!("{TYPES_SYMBOL_PREFIX}q1_same_size_alias"));
-    assert_eq!(device, [type_key("u32"), type_key("f32")]);
+    // Primitives have fixed keys (`LayoutKey`, F1), which the table holds instead of the name
+    // keys; each differs from the other type's.
+    use ferrocuda_device::LayoutKey;
+    assert_eq!(device, [u32::LAYOUT_KEY, f32::LAYOUT_KEY]);
+    assert_ne!(u32::LAYOUT_KEY, f32::LAYOUT_KEY);
+    assert_eq!(host_keys(&q1_same_size_alias::SIGNATURE), [u32::LAYOUT_KEY, u32::LAYOUT_KEY]);
     let host: Vec<&str> = q1_same_size_alias::SIGNATURE.type_names.iter().map(|f| f.unwrap()()).collect();
     assert_eq!(host, ["u32", "u32"]);
     // A kernel whose builds agree has equal tables (q1_cfg_alias differs in layout already).
     let agree = global_words(ptx, &format!("{TYPES_SYMBOL_PREFIX}q2_cfg_width"));
-    assert_eq!(agree, [type_key("u32")]);
+    assert_eq!(agree, [u32::LAYOUT_KEY]);
+}
+
+/// The host build's keys of a launcher's parameter types (`SIGNATURE.type_keys`).
+fn host_keys(signature: &ferrocuda::KernelSignature) -> Vec<u64> {
+    signature.type_keys.iter().map(|k| k.map_or(0, |f| f())).collect()
+}
+
+/// The device build's keys of a kernel's parameter types (its module's type table).
+fn device_keys(symbol: &str) -> Vec<u64> {
+    let ptx = test_kernels::KERNELS.ptx_for(90).expect("test_kernels is built for sm_90");
+    global_words(ptx, &format!("{TYPES_SYMBOL_PREFIX}{symbol}"))
+}
+
+/// F1 (audit 2026-11-27c), the reviewer's three shapes: a struct whose fields a `cfg`
+/// permutes (by value, r1), whose field type it changes (slice elements, r2), and a generic
+/// kernel's instance over the permuted struct (r3). Name, size and alignment agree, so the
+/// earlier checks passed them; the structural keys (`LayoutKey`) differ between the launcher
+/// and the device module, which the first launch compares. A kernel whose builds agree
+/// (the `u32` instance) has equal keys.
+#[test]
+fn f1_structs_whose_fields_a_cfg_changes_have_other_keys_in_the_device_module() {
+    use ferrocuda_device::LayoutKey;
+    assert_eq!(f1_permuted_fields::SIGNATURE.layout, &[8, 4, 0, 4, 4, 0]);
+    assert_eq!(device_layout("f1_permuted_fields"), [8, 4, 0, 4, 4, 0], "the layout cannot tell them apart");
+    let (host, device) = (host_keys(&f1_permuted_fields::SIGNATURE), device_keys("f1_permuted_fields"));
+    assert_eq!(host[0], F1Pair::LAYOUT_KEY);
+    assert_ne!(host[0], device[0], "r1: permuted fields give the same key");
+    assert_eq!(host[1], device[1], "the u32 output agrees");
+    let (host, device) = (host_keys(&f1_field_type_by_cfg::SIGNATURE), device_keys("f1_field_type_by_cfg"));
+    assert_eq!(host[0], F1Elem::LAYOUT_KEY);
+    assert_ne!(host[0], device[0], "r2: a field of another type gives the same key");
+    assert_ne!(host[1], device[1]);
+    let (host, device) = (host_keys(&f1_generic_F1Pair::SIGNATURE), device_keys("f1_generic_F1Pair"));
+    assert_ne!(host, device, "r3: the generic instance over the permuted struct");
+    assert_eq!(host_keys(&f1_generic_u32::SIGNATURE), device_keys("f1_generic_u32"), "the u32 instance agrees");
 }
 
 fn refused(result: Result<(), Error>, parameter: &str, what: &str) {
@@ -99,6 +141,23 @@ fn q1_q2_gpu_launches_of_kernels_whose_builds_disagree_are_refused() {
     refused(q2_cfg_width::launch(&stream, config, &mut matrix), "out", "(16, 0) in the device build");
     // Same size, another type: refused by the type names.
     refused(q1_same_size_alias::launch(&stream, LaunchConfig::for_elements(64, 64), &x, &mut buf.slice_mut(..64)), "out", "`u32` in the host build");
+    // F1: structs whose fields a cfg changes, refused by their layout keys.
+    let mut out = DeviceBuffer::<u32>::zeroed(&context, 64).unwrap();
+    refused(f1_permuted_fields::launch(&stream, LaunchConfig::for_elements(64, 64), F1Pair { a: 1, b: 2 }, &mut out), "p", "F1Pair` in the host build");
+    let elems = DeviceBuffer::from_slice(&context, &[F1Elem { v: 3 }; 64]).unwrap();
+    let mut elems_out = DeviceBuffer::<F1Elem>::zeroed(&context, 64).unwrap();
+    refused(f1_field_type_by_cfg::launch(&stream, LaunchConfig::for_elements(64, 64), &elems, &mut elems_out), "x", "F1Elem` in the host build");
+    let pairs = DeviceBuffer::from_slice(&context, &[F1Pair { a: 1, b: 2 }; 64]).unwrap();
+    let mut pairs_out = DeviceBuffer::<F1Pair>::zeroed(&context, 64).unwrap();
+    refused(f1_generic_F1Pair::launch(&stream, LaunchConfig::for_elements(64, 64), &pairs, &mut pairs_out), "x", "F1Pair` in the host build");
+    // The instance whose builds agree runs.
+    let mut bumped = DeviceBuffer::<u32>::zeroed(&context, 64).unwrap();
+    f1_generic_u32::launch(&stream, LaunchConfig::for_elements(64, 64), &x, &mut bumped).unwrap();
+    stream.synchronize().unwrap();
+    assert!(bumped.to_vec().unwrap().iter().all(|&v| v == 2), "the agreeing instance ran");
+    assert!(out.to_vec().unwrap().iter().all(|&v| v == 0), "nothing ran");
+    assert!(elems_out.to_vec().unwrap().iter().all(|e| e.v == 0), "nothing ran");
+    assert!(pairs_out.to_vec().unwrap().iter().all(|p| *p == F1Pair::default()), "nothing ran");
     stream.synchronize().unwrap();
     assert!(buf.to_vec().unwrap().iter().all(|&v| v == 0), "nothing ran");
     assert!(matrix.to_vec().unwrap().iter().all(|&v| v == 0), "nothing ran");

@@ -24,10 +24,13 @@
 // device build for an older GPU it does not hold, which makes the intrinsic uncallable there
 // (the caller gets the bound's message) instead of being an error in this crate.
 #![cfg_attr(target_arch = "nvptx64", feature(trivial_bounds, link_llvm_intrinsics))]
-// `core::any::type_name` in a `const`: the device build's type table (`__private::type_key_of`).
+// `core::any::type_name` in a `const`: the device build's type table (`layout_key::KeyFallback`).
 #![cfg_attr(target_arch = "nvptx64", feature(const_type_name))]
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 #![allow(trivial_bounds)]
+
+// `#[derive(LayoutKey)]` names `::ferrocuda_device`, in this crate's tests too.
+extern crate self as ferrocuda_device;
 
 pub mod arch;
 pub mod atomic;
@@ -51,6 +54,7 @@ pub mod half;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod hopper_emu;
 pub mod launch_bounds;
+pub mod layout_key;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "75"))]
 pub mod ldmatrix;
 pub mod math;
@@ -88,7 +92,8 @@ pub mod prelude;
 pub use global::{AtomicSlice, BlockIndex, DisjointChunks, DisjointPlanes, DisjointSlice, PerBlock, ThreadIndex, UncheckedSlice};
 pub use shared::{SharedArray, SharedSlice, dynamic_shared};
 
-pub use ferrocuda_macros::kernel;
+pub use ferrocuda_macros::{LayoutKey, kernel};
+pub use layout_key::LayoutKey;
 
 /// Embeds the kernels of this crate, as built by `ferrocuda-builder` in its build script.
 ///
@@ -129,13 +134,7 @@ macro_rules! embed_kernels {
 pub mod __private {
     /// What generated kernel entries and launchers call to build kernel parameters.
     pub use crate::global::__private as args;
+    pub use crate::layout_key::{self, KeyFallback, KeyProbe};
     pub use ferrocuda_macros::device_print;
     pub use ferrocuda_types as types;
-
-    /// [`types::type_key`] of `T`'s name as this build resolves it, at compile time: the
-    /// device module's type table (audit 2026-11-27b, same-size `cfg` types).
-    #[cfg(target_arch = "nvptx64")]
-    pub const fn type_key_of<T: ?Sized>() -> u64 {
-        types::type_key(core::any::type_name::<T>())
-    }
 }

@@ -480,8 +480,11 @@ impl<T: Transform> Drop for Plan<T> {
         let (handle, streams) = (self.handle, UsedStreams::hold(self.work_area.take_streams()));
         self.context.release(crate::context::Released::CufftPlan, move |context| {
             let Ok(streams) = streams.resolve(context) else { return };
-            if streams.iter().any(|s| s.host_wait().is_err()) || context.bind_to_thread().is_err() {
-                return; // a faulted context: the plan is left to its teardown
+            if let Err(error) = streams.iter().try_for_each(Stream::host_wait).and_then(|()| context.bind_to_thread()) {
+                // Work still running after a reported timeout, or a faulted context: the plan
+                // is left to the context's teardown (said once, counted).
+                crate::memory::leaks::leaked_after_failed_wait("cuFFT plan", &error);
+                return;
             }
             // SAFETY: the handle came from cufftPlanMany and is destroyed once, after its work.
             let _ = unsafe { sys::cufftDestroy(handle) };

@@ -57,6 +57,7 @@ pub use function::{CachePreference, Function, FunctionAttributes};
 pub use graph::{Graph, GraphExec};
 pub use launch::args::KernelValue;
 pub use loader::{CudaLibrary, driver_present, driver_version, init, library_present};
+pub use memory::leaks::leaked_releases;
 pub use memory::pinned::PinnedBuffer;
 pub use memory::usage::{Access, BufferAccess, BufferUsage};
 pub use memory::view::{DevicePtr, DeviceRead, DeviceView, DeviceViewMut, DeviceWrite};

@@ -4,6 +4,7 @@
 
 mod kernel;
 mod launch;
+mod layout_key;
 mod print;
 mod shared_site;
 
@@ -73,4 +74,15 @@ pub fn device_print(input: TokenStream) -> TokenStream {
 #[proc_macro]
 pub fn __shared_site(input: TokenStream) -> TokenStream {
     shared_site::expand(input.into()).into()
+}
+
+/// `#[derive(LayoutKey)]`: implements `ferrocuda_device::LayoutKey` for a struct, with a key of
+/// its name, size and alignment and of each field's name, offset, size and type key, computed
+/// the same way by the host and the device build. The first launch of a kernel compares the
+/// two builds' keys of each parameter type, so a `cfg` that changes the struct's fields on one
+/// side is refused (audit 2026-11-27c, F1). Every field's type must implement `LayoutKey`
+/// (integers, floats, `bool`, `bf16`/`f16`, arrays of keyed types, and structs that derive it).
+#[proc_macro_derive(LayoutKey)]
+pub fn derive_layout_key(item: TokenStream) -> TokenStream {
+    layout_key::derive(item.into()).into()
 }

@@ -21,7 +21,8 @@ pub const FINGERPRINT_SYMBOL_PREFIX: &str = "__ferrocuda_fingerprint_";
 pub const LAYOUT_SYMBOL_PREFIX: &str = "__ferrocuda_layout_";
 
 /// Prefix of the device global that holds, per parameter, [`type_key`] of the name of its
-/// element (or by-value) type as the device build resolved it (`u64`s; 0 for a tensor map).
+/// element (or by-value) type as the device build resolved it, or its `LayoutKey` where the
+/// type implements it (`u64`s; 0 for a tensor map; see [`KernelSignature::type_keys`]).
 pub const TYPES_SYMBOL_PREFIX: &str = "__ferrocuda_types_";
 
 /// Words per parameter in [`KernelSignature::layout`]: the byte size and the alignment of the
@@ -58,13 +59,20 @@ pub struct KernelSignature {
     /// of the same size and alignment (`u32` and `f32`) are told apart too (audit 2026-11-27b,
     /// Q1's same-size case). Empty when unknown (then it is not checked).
     pub type_names: &'static [Option<fn() -> &'static str>],
+    /// Per parameter, the key of its element (or by-value) type as the host build computes it
+    /// (`None` for a tensor map): the type's `ferrocuda_device::LayoutKey` (a hash of its
+    /// fields' names, offsets, sizes and types) where it implements it, else [`type_key`] of
+    /// its name. The device module's table holds the device build's keys by the same rule,
+    /// so a struct whose fields a `cfg` changes is told apart (audit 2026-11-27c, F1). Empty
+    /// when unknown (then the names are compared).
+    pub type_keys: &'static [Option<fn() -> u64>],
 }
 
 impl KernelSignature {
     /// The signature of `symbol` with these parameter sizes and canonical text, with its
     /// fingerprint computed (at compile time in a `const`).
     pub const fn new(symbol: &'static str, param_sizes: &'static [usize], canonical: &'static str) -> Self {
-        KernelSignature { symbol, param_sizes, canonical, fingerprint: fingerprint(canonical), layout: &[], param_names: &[], type_names: &[] }
+        KernelSignature { symbol, param_sizes, canonical, fingerprint: fingerprint(canonical), layout: &[], param_names: &[], type_names: &[], type_keys: &[] }
     }
 }
 

@@ -99,4 +99,27 @@ mod tests {
         let message = problem("device address 0x2 is not aligned for f32 (4 bytes): borrow it as bytes, or fix the offset").to_string();
         assert!(message.contains("not aligned") && message.contains("fix the offset"), "{message}");
     }
+
+    /// F5 (audit 2026-11-27c): when the home stream cannot queue the wait (its owner captures
+    /// it), a host wait refused after a reported timeout (`WorkStillRunning`) must not hand the
+    /// memory back as if ordered: it was the path on which a cudarc scope returned while the
+    /// kernel still wrote the slice. Only a finished wait or a faulted context hand it back.
+    #[test]
+    fn f5_a_borrow_never_ends_unordered_when_the_host_wait_is_refused_after_a_timeout() {
+        use cudarc::driver::sys::CUresult;
+
+        use super::view::{AfterFailedWait, after_failed_wait};
+        let driver = |code| crate::driver::DriverError { call: "cuEventSynchronize", code };
+        let still_running = after_failed_wait(&Err(Error::WorkStillRunning { operation: "a release's wait for a stream" }));
+        let AfterFailedWait::Abort(why) = still_running else { panic!("WorkStillRunning handed the memory back: {still_running:?}") };
+        assert!(why.contains("synchronize_timeout") && why.contains("Context::synchronize()"), "{why}");
+        assert!(matches!(after_failed_wait(&Err(Error::OrderingAfterCapture { operation: "x" })), AfterFailedWait::Abort(_)));
+        // Any other failure cannot order either (a non-sticky driver error, a foreign capture).
+        assert!(matches!(after_failed_wait(&Err(Error::Driver(driver(CUresult::CUDA_ERROR_NOT_READY)))), AfterFailedWait::Abort(_)));
+        assert!(matches!(after_failed_wait(&Err(Error::CaptureOfBorrowedStream)), AfterFailedWait::Abort(_)));
+        // A finished wait, or a faulted context (nothing of the work runs any more), hands back.
+        assert_eq!(after_failed_wait(&Ok(())), AfterFailedWait::HandBack);
+        assert_eq!(after_failed_wait(&Err(Error::Driver(driver(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS)))), AfterFailedWait::HandBack);
+        assert_eq!(after_failed_wait(&Err(Error::ProcessPoisoned { source: driver(CUresult::CUDA_ERROR_LAUNCH_FAILED) })), AfterFailedWait::HandBack);
+    }
 }

@@ -199,23 +199,65 @@ impl Borrowed {
 ///
 /// While a stream that used the memory is captured, the owner is ordered after that stream's
 /// work outside the capture (the point recorded when the capture began, never an event
-/// recorded into it: issue 29's host item 1). If that point is unknown (another thread queued
-/// work on the stream while its capture began) nothing can order the owner's later work after
-/// the stream's real work, and returning would let it race: the process is aborted with a
-/// message instead (a faulted context, the other failure, leaves nothing running to race).
+/// recorded into it: issue 29's host item 1). Whenever neither the queued wait nor the host
+/// wait can be made ([`after_failed_wait`]: that point is unknown; a timeout was reported and
+/// the work still runs, audit 2026-11-27c F5; any other failure but a faulted context) nothing
+/// orders the owner's later work (a write, a free) after a kernel that may still use the
+/// memory, and the owner gets the memory back when this returns: the process is aborted with a
+/// message instead. A faulted context, the one failure that may pass, leaves nothing running to
+/// race.
 pub(super) fn order_home_after(home: &Stream, usage: &BufferUsage) {
     for stream in usage.take_streams() {
-        if home.wait_for(&stream).is_err()
-            && let Err(crate::Error::OrderingAfterCapture { .. }) = stream.host_wait()
-        {
+        if home.wait_for(&stream).is_ok() {
+            continue;
+        }
+        if let AfterFailedWait::Abort(why) = after_failed_wait(&stream.host_wait()) {
             eprintln!(
-                "ferrocuda: a borrow of another library's memory ends (a cudarc scope, a borrowed slice's drop) while a stream that used it is being captured, and the work that \
-                 stream queued outside the capture cannot be named (another thread queued work on it while the capture \
-                 began): the owner's later work would race with it, so the process is aborted. End captures before the \
-                 scope ends, and do not queue work on a stream from one thread while another begins capturing it"
+                "ferrocuda: a borrow of another library's memory ends (a cudarc scope, a borrowed slice's drop), and the owner's \
+                 later work on it cannot be ordered after ferrocuda's: {why}. The owner would get the memory back (to write or \
+                 free) while a kernel may still use it, so the process is aborted"
             );
             std::process::abort();
         }
+    }
+}
+
+/// What the end of a borrow does when its home stream could not be made to wait for a stream
+/// that used the memory, by the host wait's outcome ([`order_home_after`]; unit-tested).
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum AfterFailedWait {
+    /// The work is done, or the context faulted (nothing of it runs any more): the owner may
+    /// have the memory back.
+    HandBack,
+    /// Nothing orders the owner after the work, which may still run: the process must end
+    /// (why, and what to do, for the message).
+    Abort(&'static str),
+}
+
+/// The rule of [`order_home_after`] after the queued wait failed: only a finished wait or a
+/// faulted context hand the memory back; every other failure (F5: `WorkStillRunning` after a
+/// reported timeout while the home stream is captured by its owner) cannot order.
+pub(super) fn after_failed_wait(host_wait: &Result<()>) -> AfterFailedWait {
+    use crate::Error;
+    match host_wait {
+        Ok(()) => AfterFailedWait::HandBack,
+        Err(Error::KernelPanic { .. } | Error::StackLimitFault { .. } | Error::ProcessPoisoned { .. }) => AfterFailedWait::HandBack,
+        Err(Error::Driver(error)) if error.is_sticky() => AfterFailedWait::HandBack,
+        Err(Error::OrderingAfterCapture { .. }) => AfterFailedWait::Abort(
+            "a stream that used it is being captured, and the work it queued outside the capture cannot be named (another \
+             thread queued work on it while the capture began). End captures before the scope ends, and do not queue work \
+             on a stream from one thread while another begins capturing it",
+        ),
+        Err(Error::WorkStillRunning { .. }) => AfterFailedWait::Abort(
+            "`Stream::synchronize_timeout` reported ferrocuda's work on it as still running, so the host does not wait for \
+             it, and the home stream cannot queue a wait (its owner is capturing it, or it failed). Wait for the work \
+             (`Context::synchronize()`, `Stream::synchronize()`) before the scope ends, and do not capture the home stream \
+             inside the scope",
+        ),
+        Err(_) => AfterFailedWait::Abort(
+            "neither the home stream's wait nor the host's wait for the work could be made. Wait for the work \
+             (`Stream::synchronize()`) before the scope ends, and do not capture the home stream inside the scope",
+        ),
     }
 }
 

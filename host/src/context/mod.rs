@@ -3,7 +3,6 @@
 
 use std::any::Any;
 use std::cell::RefCell;
-use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
@@ -402,12 +401,13 @@ impl Context {
 
     /// Makes this context current on the calling thread until the guard drops, then restores
     /// the previous one (`cuCtxPushCurrent` / `cuCtxPopCurrent`). Guards nest; the guard stays
-    /// on its thread.
+    /// on its thread. Guards dropped out of order keep the innermost live guard's context
+    /// current (the dropped one's entry is taken from under the others).
     pub fn push_current(&self) -> Result<CurrentGuard> {
         // SAFETY: the context is alive (we hold it); popped by the guard.
         unsafe { driver::context::push_current(self.inner.raw) }?;
         let previous = CURRENT.with(|c| std::mem::replace(&mut *c.borrow_mut(), Arc::downgrade(&self.inner)));
-        Ok(CurrentGuard { _context: self.clone(), previous, _not_send: PhantomData })
+        Ok(CurrentGuard::pushed(self.clone(), previous))
     }
 
     /// How host threads wait for this context's work.

@@ -19,6 +19,7 @@
 //! Driver reference: [memory management](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html),
 //! [stream-ordered allocator](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MALLOC__ASYNC.html).
 
+pub mod leaks;
 pub mod pinned;
 pub mod usage;
 pub mod view;

@@ -170,7 +170,8 @@ impl<T: Pod> Drop for PinnedBuffer<T> {
             // A copy that cannot be waited for (faulted context) may still be queued: then leak
             // the memory rather than free what the GPU might still touch.
             let Ok(streams) = streams.resolve(context) else { return };
-            if streams.iter().any(|s| s.host_wait().is_err()) || context.bind_to_thread().is_err() {
+            if let Err(error) = streams.iter().try_for_each(Stream::host_wait).and_then(|()| context.bind_to_thread()) {
+                crate::memory::leaks::leaked_after_failed_wait("PinnedBuffer", &error);
                 return;
             }
             // SAFETY: allocated by cuMemHostAlloc, freed once, no copy uses it any more.

@@ -441,7 +441,10 @@ pub(crate) fn release(context: &Context, ptr: u64, streams: UsedStreams, pooled:
     if pooled {
         // Free on a stream of the buffer's own context (the legacy one if none used it).
         for other in &streams {
-            if own.wait_for_gated(other, true).is_err() && other.host_wait_gated(true).is_err() {
+            if own.wait_for_gated(other, true).is_err()
+                && let Err(error) = other.host_wait_gated(true)
+            {
+                super::leaks::leaked_after_failed_wait("DeviceBuffer", &error);
                 return;
             }
         }
@@ -450,12 +453,10 @@ pub(crate) fn release(context: &Context, ptr: u64, streams: UsedStreams, pooled:
         let _ = own.enqueue("cuMemFreeAsync", &[], |stream| Ok::<_, Error>(unsafe { crate::driver::memory::free_async(ptr, stream.get()) }?));
     } else {
         for stream in streams.iter().chain(std::iter::once(&own)) {
-            if stream.host_wait_gated(true).is_err() {
+            if let Err(error) = stream.host_wait_gated(true).and_then(|()| context.bind_to_thread()) {
+                super::leaks::leaked_after_failed_wait("DeviceBuffer", &error);
                 return;
             }
-        }
-        if context.bind_to_thread().is_err() {
-            return;
         }
         // SAFETY: allocated by us with cuMemAlloc, freed once, after the work of every stream
         // that used it (waited for above).

@@ -177,15 +177,22 @@ pub(crate) fn type_name_difference(signature: &KernelSignature, device: &[u64]) 
     if signature.type_names.is_empty() || signature.type_names.len() != device.len() {
         return None;
     }
+    // The host build's key of each type: its `LayoutKey` (F1) where the launcher has the
+    // keys, else the key of its name.
+    let host_key = |index: usize, name: &str| match signature.type_keys.get(index) {
+        Some(Some(key)) if signature.type_keys.len() == device.len() => key(),
+        _ => crate::type_key(name),
+    };
     let (index, name) = signature.type_names.iter().zip(device).enumerate().find_map(|(index, (host, &key))| {
         let name = host.map(|f| f())?;
-        (crate::type_key(name) != key && key != 0).then_some((index, name))
+        (host_key(index, name) != key && key != 0).then_some((index, name))
     })?;
     let param = signature.param_names.get(index).copied().unwrap_or("?");
     Some(format!(
         "parameter `{param}` (#{index}) of `{}`: its element (or value) type is `{name}` in the host build but another type of the same size and \
-         alignment in the device build (`core::any::type_name` differs); the host and the device builds must see the same types: a \
-         `cfg`/`cfg_attr` on `target_arch` (or another cfg the two builds set differently) gives them different ones",
+         alignment in the device build (its name differs, or, for a type with a `LayoutKey`, its fields' names, order, offsets or \
+         types); the host and the device builds must see the same types: a `cfg`/`cfg_attr` on `target_arch` (or another cfg the \
+         two builds set differently) gives them different ones",
         signature.symbol
     ))
 }
@@ -315,6 +322,23 @@ mod tests {
         assert!(check(tables(HOST.to_vec())).is_ok());
         let other = check(tables(layout_words(8, 8, [0, 0]).to_vec()));
         assert!(matches!(other, Err(Error::KernelSignatureMismatch { .. })), "{other:?}");
+    }
+
+    /// F1 (audit 2026-11-27c): where the launcher has the host build's structural keys
+    /// (`LayoutKey`: fields' names, offsets, types), those are compared, not the names: a
+    /// struct `Pair` whose fields a `cfg` permutes on the device has one name in both builds
+    /// but another key, and is told apart.
+    #[test]
+    fn f1_struct_fields_changed_by_a_cfg_are_told_apart_by_their_layout_keys() {
+        const NAMES: [Option<fn() -> &'static str>; 2] = [Some(|| "kernels::Pair"), Some(std::any::type_name::<u32>)];
+        const KEYS: [Option<fn() -> u64>; 2] = [Some(|| 0x1111), Some(|| 0x2222)];
+        let host = KernelSignature { type_names: &NAMES, type_keys: &KEYS, param_names: &["p", "out"], ..KernelSignature::new("r1", &[8, 16], "") };
+        assert_eq!(type_name_difference(&host, &[0x1111, 0x2222]), None);
+        let permuted = [0x3333, 0x2222]; // the device build's key of its `Pair`: another field order
+        let why = type_name_difference(&host, &permuted).expect("permuted fields must differ");
+        assert!(why.contains("parameter `p` (#0)") && why.contains("`kernels::Pair` in the host build") && why.contains("fields"), "{why}");
+        // The name's key no longer passes a keyed type: the device table holds keys, not names.
+        assert!(type_name_difference(&host, &[crate::type_key("kernels::Pair"), 0x2222]).is_some());
     }
 
     /// Q2: the same element type with another constant `cols(..)` width per build.

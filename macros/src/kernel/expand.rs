@@ -227,7 +227,13 @@ fn device_entry(entry: &Entry, same_len: &[Vec<Ident>]) -> TokenStream {
     // The names of the parameters' element types as this build resolves them, hashed: two
     // `cfg`-chosen types of one size and alignment (`u32`, `f32`) have one layout but two names.
     let type_keys = params.iter().map(|p| match param_elem(p) {
-        Some(t) => quote!(::ferrocuda_device::__private::type_key_of::<#t>()),
+        // The type's `LayoutKey` (its fields' names, offsets and types: audit 2026-11-27c F1)
+        // where it has one, else the key of its name.
+        Some(t) => quote!({
+            #[allow(unused_imports)]
+            use ::ferrocuda_device::__private::KeyFallback as _;
+            ::ferrocuda_device::__private::KeyProbe::<#t>::KEY
+        }),
         None => quote!(0u64),
     });
     let types_global = (!params.is_empty()).then(|| {
@@ -321,6 +327,23 @@ fn type_names(params: &[Param]) -> Vec<TokenStream> {
         .collect()
 }
 
+/// Per parameter, `Some(key)` of its element (or value) type as the host build computes it:
+/// its `LayoutKey` where it has one, else the key of its name (the device table's rule), or
+/// `None` for a tensor map: [`ferrocuda_types::KernelSignature::type_keys`].
+fn type_keys(params: &[Param]) -> Vec<TokenStream> {
+    params
+        .iter()
+        .map(|p| match param_elem(p) {
+            Some(t) => quote!(::core::option::Option::Some({
+                #[allow(unused_imports)]
+                use ::ferrocuda_device::__private::KeyFallback as _;
+                ::ferrocuda_device::__private::KeyProbe::<#t>::key as fn() -> ::core::primitive::u64
+            })),
+            None => quote!(::core::option::Option::None),
+        })
+        .collect()
+}
+
 /// The fingerprint of `canonical` as a `u64` literal.
 fn fingerprint_literal(canonical: &str) -> proc_macro2::Literal {
     proc_macro2::Literal::u64_suffixed(ferrocuda_types::fingerprint(canonical))
@@ -369,6 +392,7 @@ fn host_launcher(
     let fingerprint = fingerprint_literal(&canonical);
     let layout = layout(params);
     let type_names = type_names(params);
+    let type_keys = type_keys(params);
     let param_names = params.iter().map(|p| label(&p.name));
     // Generated parameters: mixed-site names, so user parameters called `stream`, `config`,
     // `module` or `executor` are different variables.
@@ -448,6 +472,7 @@ fn host_launcher(
     quote! {
         #[cfg(not(target_arch = "nvptx64"))]
         #[doc = #doc]
+        #[allow(non_snake_case, reason = "a generic kernel's instance is named after its type (`scale_Pair`)")]
         pub mod #launcher {
             #[allow(unused_imports)]
             use super::*;
@@ -476,6 +501,7 @@ fn host_launcher(
                 layout: &[#(#layout),*],
                 param_names: &[#(#param_names),*],
                 type_names: &[#(#type_names),*],
+                type_keys: &[#(#type_keys),*],
             };
 
             /// What the kernel's output parameters require of a launch configuration (every

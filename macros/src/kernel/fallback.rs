@@ -56,7 +56,7 @@ fn stub(symbol: &Ident, arity: usize) -> TokenStream {
         pub mod #symbol {
             pub const SYMBOL: &str = #text;
             pub const FINGERPRINT: u64 = 0;
-            pub const SIGNATURE: #fc::KernelSignature = #fc::KernelSignature { symbol: SYMBOL, param_sizes: &[], canonical: "", fingerprint: 0, layout: &[], param_names: &[], type_names: &[] };
+            pub const SIGNATURE: #fc::KernelSignature = #fc::KernelSignature { symbol: SYMBOL, param_sizes: &[], canonical: "", fingerprint: 0, layout: &[], param_names: &[], type_names: &[], type_keys: &[] };
             pub fn launch(stream: &#fc::Stream, config: impl ::core::convert::Into<#fc::LaunchConfig>, #(#args),*) -> ::core::result::Result<(), #fc::Error> {
                 ::core::unreachable!("the kernel did not compile")
             }

@@ -53,3 +53,76 @@ pub fn q1_same_size_alias(x: &[u32], mut out: DisjointSlice<Same>) {
         *o = w;
     }
 }
+
+// ---- Audit 2026-11-27c F1: a `cfg` that changes a struct's fields (its name, size and
+// alignment stay the same). Each struct derives `LayoutKey`, so the two builds' keys differ
+// and the first launch refuses the kernel. ----
+
+/// Fields in another order in the device build: the GPU would read the host's `a` as `b`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable, ferrocuda_device::LayoutKey)]
+pub struct F1Pair {
+    /// First in the device build.
+    #[cfg(target_arch = "nvptx64")]
+    pub b: u32,
+    /// First in the host build.
+    pub a: u32,
+    /// Second in the host build.
+    #[cfg(not(target_arch = "nvptx64"))]
+    pub b: u32,
+}
+
+/// F1, case r1: a by-value struct whose fields a `cfg` permutes.
+#[kernel]
+pub fn f1_permuted_fields(p: F1Pair, mut out: DisjointSlice<u32>) {
+    if let Some(o) = out.get_mut(unique_index()) {
+        *o = p.a;
+    }
+}
+
+/// A field that is `f32` in the device build and `u32` in the host build.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable, ferrocuda_device::LayoutKey)]
+pub struct F1Elem {
+    /// `f32` on the device, `u32` on the host.
+    #[cfg(target_arch = "nvptx64")]
+    pub v: f32,
+    /// `f32` on the device, `u32` on the host.
+    #[cfg(not(target_arch = "nvptx64"))]
+    pub v: u32,
+}
+
+/// F1, case r2: slice elements whose field type a `cfg` changes.
+#[kernel]
+pub fn f1_field_type_by_cfg(x: &[F1Elem], mut out: DisjointSlice<F1Elem>) {
+    let i = unique_index();
+    if let (Some(o), Some(e)) = (out.get_mut(i), x.get(i.get())) {
+        *o = *e;
+    }
+}
+
+/// Adds one to each field (the generic kernel's operation).
+pub trait F1Bump: Copy + bytemuck::Pod {
+    /// The value with its fields bumped.
+    fn bump(self) -> Self;
+}
+impl F1Bump for F1Pair {
+    fn bump(self) -> Self {
+        F1Pair { a: self.a + 10, b: self.b + 20 }
+    }
+}
+impl F1Bump for u32 {
+    fn bump(self) -> Self {
+        self + 1
+    }
+}
+
+/// F1, case r3: a generic kernel's instance over the permuted struct (refused) and over `u32`
+/// (whose builds agree).
+#[kernel(instances(F1Pair, u32))]
+pub fn f1_generic<T: F1Bump>(x: &[T], mut out: DisjointSlice<T>) {
+    let i = unique_index();
+    if let (Some(o), Some(e)) = (out.get_mut(i), x.get(i.get())) {
+        *o = e.bump();
+    }
+}
