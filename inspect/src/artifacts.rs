@@ -164,6 +164,7 @@ pub fn build_crate(crate_dir: &Path, options: &BuildOptions) -> Result<Build, So
     for cfg in &options.cfgs {
         builder = builder.cfg(cfg.clone());
     }
+    #[allow(unsafe_code)] // the crate's one unsafe call; see the SAFETY note.
     for kernel in &options.recursive {
         // SAFETY: `allow_recursion`'s contract is about launches (every launch stays within
         // the stack limit the host sets); inspecting builds and reads the module and launches

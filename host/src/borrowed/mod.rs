@@ -106,7 +106,7 @@ mod tests {
     /// kernel still wrote the slice. Only a finished wait or a faulted context hand it back.
     #[test]
     fn f5_a_borrow_never_ends_unordered_when_the_host_wait_is_refused_after_a_timeout() {
-        use cudarc::driver::sys::CUresult;
+        use ::cudarc::driver::sys::CUresult;
 
         use super::view::{AfterFailedWait, after_failed_wait};
         let driver = |code| crate::driver::DriverError { call: "cuEventSynchronize", code };
