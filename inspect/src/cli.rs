@@ -66,8 +66,16 @@ pub struct Options {
 
 /// Parses `args` (without the program name). `Err` carries the message to print.
 pub fn parse(args: &[String]) -> Result<Options, String> {
-    let mut options =
-        Options { command: "list".into(), positional: Vec::new(), arch: 90, block: 256, dynamic_shared: 0, ptx_archs: Vec::new(), cfgs: Vec::new(), recursive: Vec::new() };
+    let mut options = Options {
+        command: "list".into(),
+        positional: Vec::new(),
+        arch: 90,
+        block: 256,
+        dynamic_shared: 0,
+        ptx_archs: Vec::new(),
+        cfgs: Vec::new(),
+        recursive: Vec::new(),
+    };
     let mut iter = args.iter();
     let mut first = true;
     while let Some(arg) = iter.next() {
