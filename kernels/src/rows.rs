@@ -382,7 +382,7 @@ row_op! {
 
 /// The length of each of the two `f32` scratch areas of [`layernorm_backward_with_scratch`]
 /// and [`rmsnorm_backward_with_scratch`] for `shape`: one partial sum per column for each
-/// block of the fused pass, or for each chunk of [`ROWS_PER_CHUNK`] rows on the other paths.
+/// block of the fused pass, or for each chunk of 64 rows on the other paths.
 pub fn norm_backward_scratch_len(shape: Rows) -> usize {
     match fused_backward(shape) {
         Some(config) => config.grid.x as usize * shape.cols,
