@@ -225,6 +225,62 @@ fn borrowing_the_primary_context_gives_ferrocudas_own_handle() {
 
 const CHILD: &str = "FERROCUDA_BORROWED_CHILD";
 
+const PER_CALL: &str = "candle_per_call_a_cudarc_context_keeps_one_ferrocuda_handle_while_it_lives";
+
+/// One call as candle-ops makes it: cudarc's stream looked up, the slices lent in a scope, a
+/// launch (y += x), nothing ferrocuda kept afterwards.
+fn one_call(cu_stream: &Arc<CudaStream>, x: &CudaSlice<f32>, y: &mut CudaSlice<f32>) {
+    let stream = borrowed::cudarc::stream(cu_stream).unwrap();
+    borrowed::cudarc::scope(|scope| {
+        let xs = scope.slice(x, cu_stream).unwrap();
+        let mut ys = scope.slice_mut(y, cu_stream).unwrap();
+        saxpy::launch(&stream, LaunchConfig::for_elements(1024, 256), 1.0, &xs, &mut ys).unwrap();
+    });
+}
+
+/// candle-ops paid about 3 ms a call (docs/interop.md, the candle section): each call looked
+/// cudarc's primary context up, got a fresh ferrocuda handle (the only one), loaded the kernels
+/// into it at the launch and tore it down (a context-wide synchronisation, the modules
+/// unloaded) when the call's streams dropped. Now `borrowed::cudarc::context` keeps the handle
+/// while cudarc's context lives: after a call, with nothing of ferrocuda's kept, the handle is
+/// still alive (this thread's current context), and `forget_cached_contexts` lets it go. In a
+/// child process, where no other test holds a handle of the primary context. Prints the time
+/// of a call (not asserted).
+#[test]
+fn candle_per_call_a_cudarc_context_keeps_one_ferrocuda_handle_while_it_lives() {
+    if std::env::var(CHILD).is_ok_and(|t| t == PER_CALL) {
+        let cuda = CudaContext::new(0).expect("cudarc opens device 0");
+        let cu_stream = cuda.new_stream().unwrap();
+        let x = cu_stream.clone_htod(&[1.0f32; 1024]).unwrap();
+        let mut y = cu_stream.alloc_zeros::<f32>(1024).unwrap();
+        assert!(Context::current().is_none(), "a ferrocuda context before the first call");
+        one_call(&cu_stream, &x, &mut y);
+        assert!(Context::current().is_some(), "the call's ferrocuda handle went with the call: every call loads the kernels again");
+        cu_stream.synchronize().unwrap();
+        let calls: u32 = 200;
+        let start = std::time::Instant::now();
+        for _ in 0..calls {
+            one_call(&cu_stream, &x, &mut y);
+        }
+        cu_stream.synchronize().unwrap();
+        println!("PER CALL: {:?} (lookup, scope, launch of a 1024-element saxpy)", start.elapsed() / calls);
+        let back = cu_stream.clone_dtoh(&y).unwrap();
+        assert!(back.iter().all(|&v| v == (calls + 1) as f32), "y = {}, not {}", back[0], calls + 1);
+        borrowed::cudarc::forget_cached_contexts();
+        assert!(Context::current().is_none(), "forget_cached_contexts kept the handle");
+        println!("CHILD DONE");
+        return;
+    }
+    if common::gpu_or_skip(PER_CALL).is_none() {
+        return;
+    }
+    let output =
+        Command::new(std::env::current_exe().unwrap()).args([PER_CALL, "--exact", "--nocapture", "--test-threads=1"]).env(CHILD, PER_CALL).output().unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    println!("child output:\n{text}");
+    assert!(output.status.success() && text.contains("CHILD DONE"), "{text}");
+}
+
 /// A context another library created (not primary): work in it through ferrocuda, then the
 /// borrow ends cleanly when everything made in it is gone; a buffer left alive when it ends
 /// stops the process (child process) instead of letting the owner destroy the context under it.

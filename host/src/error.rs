@@ -129,7 +129,8 @@ pub enum Error {
     /// handles still use.
     #[error(
         "cannot reset the primary context of device {device}: {other_handles} other handle(s) to it are still alive; \
-         drop every buffer, stream, event, graph and clone of the context first (or use `Context::create` for a fresh context)"
+         drop every buffer, stream, event, graph and clone of the context first, and call `borrowed::cudarc::forget_cached_contexts()` if \
+         you borrowed cudarc's (candle's) context (or use `Context::create` for a fresh context)"
     )]
     ContextStillInUse {
         /// The device ordinal.

@@ -31,7 +31,7 @@
 use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 
 use bytemuck::Pod;
 use cudarc::driver::{CudaContext, CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop};
@@ -44,13 +44,87 @@ use crate::stream::Stream;
 
 /// cudarc's context as a ferrocuda [`Context`] (the same `CUcontext`): the primary context
 /// for `CudaContext::new`, else one kept alive by a clone of the `Arc`.
+///
+/// A primary context's ferrocuda handle is cached while `ctx` (that `CudaContext`) lives, so
+/// that the code one writes naturally, `stream(&cu_stream)` in every call of an op, pays for
+/// ferrocuda's per-context setup once: the embedded kernels are loaded (every kernel's code
+/// and check tables read) into a ferrocuda context handle once, and its teardown (a
+/// context-wide synchronisation, the modules unloaded) runs when the last handle drops.
+/// Without the cache each call made and dropped the only handle, paying both every time
+/// (about 3 ms a call on an H200, measured through candle's CustomOps). The cached handle
+/// retains the primary context on ferrocuda's own account; it is dropped at the first lookup
+/// after every `Arc` of `ctx` dropped, or by [`forget_cached_contexts`].
+///
+/// A non-primary context (`CudaContext::new_non_primary`) is not cached (a cached handle would
+/// keep cudarc's context alive for ever): keep the [`Context`] this returns and use
+/// [`stream_in`] to pay the setup once.
 pub fn context(ctx: &Arc<CudaContext>) -> Result<Context> {
-    // SAFETY: the CudaContext stays valid while the Arc clone held as keep-alive lives.
-    unsafe { Context::from_raw(ctx.cu_ctx(), ctx.clone()) }
+    let context = lock(&CACHED).get_or_adopt(ctx, || {
+        // SAFETY: the CudaContext stays valid while the Arc clone held as keep-alive lives.
+        let context = unsafe { Context::from_raw(ctx.cu_ctx(), ctx.clone()) }?;
+        let cache = context.is_primary();
+        Ok((context, cache))
+    });
+    let (context, stale) = context;
+    drop(stale); // outside the lock: dropping a last handle waits for its context's work
+    let context = context?;
+    context.bind_to_thread()?;
+    Ok(context)
+}
+
+/// Drops the primary-context handles [`context`] cached for cudarc contexts (each is dropped
+/// anyway at the first lookup after its cudarc context dropped). For a program that drops its
+/// cudarc (candle) devices and wants ferrocuda's hold on their primary contexts released now,
+/// or that calls [`Context::recover`] (which needs every other handle of the primary context
+/// gone). The next lookup loads the kernels again.
+pub fn forget_cached_contexts() {
+    let stale = std::mem::take(&mut lock(&CACHED).entries);
+    drop(stale);
+}
+
+/// The ferrocuda handles of cudarc's primary contexts, while those live (see [`context`]).
+static CACHED: Mutex<Cache<CudaContext, Context>> = Mutex::new(Cache { entries: Vec::new() });
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Values (ferrocuda handles) kept while their owners (cudarc contexts) live.
+struct Cache<O, V> {
+    entries: Vec<(Weak<O>, V)>,
+}
+
+impl<O, V: Clone> Cache<O, V> {
+    /// The value cached for `owner`, else one made by `make` (cached when it says so). Also
+    /// returns the values of owners that are gone, taken out of the cache, for the caller to
+    /// drop outside the cache's lock.
+    fn get_or_adopt(&mut self, owner: &Arc<O>, make: impl FnOnce() -> Result<(V, bool)>) -> (Result<V>, Vec<V>) {
+        let mut stale = Vec::new();
+        let mut index = 0;
+        while index < self.entries.len() {
+            if self.entries[index].0.strong_count() == 0 {
+                stale.push(self.entries.swap_remove(index).1);
+            } else {
+                index += 1;
+            }
+        }
+        // A live `Weak` keeps its allocation, so a new owner never shares a cached owner's address.
+        if let Some((_, value)) = self.entries.iter().find(|(weak, _)| std::ptr::eq(weak.as_ptr(), Arc::as_ptr(owner))) {
+            return (Ok(value.clone()), stale);
+        }
+        let made = make().map(|(value, cache)| {
+            if cache {
+                self.entries.push((Arc::downgrade(owner), value.clone()));
+            }
+            value
+        });
+        (made, stale)
+    }
 }
 
 /// cudarc's stream as a ferrocuda [`Stream`]: the same `CUstream` (work queued on it runs on
-/// cudarc's stream), kept alive by a clone of the `Arc`.
+/// cudarc's stream), kept alive by a clone of the `Arc`. Its context comes from [`context`]
+/// (cached for a primary context: calling this once per op costs a lookup, not a kernel load).
 pub fn stream(stream: &Arc<CudaStream>) -> Result<Stream> {
     stream_in(&context(stream.context())?, stream)
 }
@@ -226,5 +300,67 @@ impl<'a, T> Deref for CudaWrite<'a, T> {
 impl<T> DerefMut for CudaWrite<'_, T> {
     fn deref_mut(&mut self) -> &mut Self::Target {
         &mut self.slice
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    /// candle-ops' per-call cost (docs/interop.md, the candle section): looking up one cudarc
+    /// context twice, with no handle kept in between, gives the same cached value (one
+    /// ferrocuda handle, so one set of loaded modules), made once.
+    #[test]
+    fn candle_per_call_two_lookups_of_one_owner_share_one_handle() {
+        let mut cache: Cache<u8, Arc<()>> = Cache { entries: Vec::new() };
+        let owner = Arc::new(0u8);
+        let made = Cell::new(0);
+        let make = || {
+            made.set(made.get() + 1);
+            Ok((Arc::new(()), true))
+        };
+        let (first, stale) = cache.get_or_adopt(&owner, make);
+        assert!(stale.is_empty());
+        let first = first.unwrap();
+        let (second, _) = cache.get_or_adopt(&owner, make);
+        assert!(Arc::ptr_eq(&first, &second.unwrap()), "the second lookup made a new handle");
+        assert_eq!(made.get(), 1);
+        // Another owner gets its own.
+        let other = Arc::new(1u8);
+        let (third, _) = cache.get_or_adopt(&other, make);
+        assert!(!Arc::ptr_eq(&first, &third.unwrap()));
+        assert_eq!(made.get(), 2);
+    }
+
+    /// The cached handle goes with its owner: the first lookup after the owner dropped hands
+    /// it back to be dropped (for a primary context: ferrocuda's retain released).
+    #[test]
+    fn candle_per_call_a_gone_owners_handle_is_dropped_at_the_next_lookup() {
+        let mut cache: Cache<u8, Arc<()>> = Cache { entries: Vec::new() };
+        let owner = Arc::new(0u8);
+        let (value, _) = cache.get_or_adopt(&owner, || Ok((Arc::new(()), true)));
+        let weak = Arc::downgrade(&value.unwrap());
+        drop(owner);
+        let next = Arc::new(1u8);
+        let (_, stale) = cache.get_or_adopt(&next, || Ok((Arc::new(()), true)));
+        assert_eq!(stale.len(), 1);
+        drop(stale);
+        assert_eq!(weak.strong_count(), 0, "the gone owner's handle is still held");
+        assert_eq!(cache.entries.len(), 1);
+    }
+
+    /// Values made with "do not cache" (non-primary contexts) are made at every lookup, and
+    /// errors are passed on without caching anything.
+    #[test]
+    fn candle_per_call_uncached_values_and_errors_are_not_kept() {
+        let mut cache: Cache<u8, Arc<()>> = Cache { entries: Vec::new() };
+        let owner = Arc::new(0u8);
+        let (a, _) = cache.get_or_adopt(&owner, || Ok((Arc::new(()), false)));
+        let (b, _) = cache.get_or_adopt(&owner, || Ok((Arc::new(()), false)));
+        assert!(!Arc::ptr_eq(&a.unwrap(), &b.unwrap()));
+        let (e, _) = cache.get_or_adopt(&owner, || Err(problem("no")));
+        assert!(e.is_err());
+        assert!(cache.entries.is_empty());
     }
 }

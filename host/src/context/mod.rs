@@ -154,6 +154,12 @@ impl Context {
     /// alive. Dropping the last handle releases (never resets) the primary context, so other
     /// components of the process that use it, through ferrocuda or the CUDA runtime, keep
     /// working.
+    ///
+    /// Keep a handle while you launch: the embedded kernels are loaded into a handle's context
+    /// state at its first launch (the module, every kernel's code and check tables: about a
+    /// millisecond or more) and unloaded, after a context-wide synchronisation, when its last
+    /// handle drops. Code that takes a handle per call and drops it pays both every call
+    /// (`borrowed::cudarc::context` caches the handle of cudarc's primary context for this reason).
     pub fn primary(ordinal: usize) -> Result<Self> {
         init()?;
         let device = Device::get(ordinal)?;
