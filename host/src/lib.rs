@@ -59,7 +59,7 @@ pub use launch::args::KernelValue;
 pub use loader::{CudaLibrary, driver_present, driver_version, init, library_present};
 pub use memory::leaks::leaked_releases;
 pub use memory::pinned::PinnedBuffer;
-pub use memory::usage::{Access, BufferAccess, BufferUsage};
+pub use memory::usage::{Access, BufferAccess, BufferUsage, GiveUp};
 pub use memory::view::{DevicePtr, DeviceRead, DeviceView, DeviceViewMut, DeviceWrite};
 pub use memory::{DeviceBuffer, DeviceSlice};
 pub use module::{Global, JitFallback, JitOptions, Module, ReloadableModule};

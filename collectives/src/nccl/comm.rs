@@ -123,7 +123,9 @@ thread_local! {
 /// its own), which waits for its queued operations, at most [`Config::drop_timeout`]: past it
 /// (a peer is gone, a rank died) that thread aborts it (`ncclCommAbort`) with a message, and the
 /// drop returns after at most the timeout plus a second whatever NCCL does, rather than hang
-/// (a finalisation still blocked inside NCCL is then left to that thread). An aborted
+/// (a finalisation still blocked inside NCCL is then left to that thread, with a message; its
+/// work is given up on, and a process that exits while that thread is inside NCCL may crash at
+/// exit: synchronise before dropping). An aborted
 /// communicator is only released. Leaked (`mem::forget`), nothing is finalised: NCCL's
 /// resources stay allocated, and the operations already queued still complete on their streams
 /// (their buffers' records keep the buffers until then).
@@ -401,18 +403,67 @@ fn poll_until_done(mut done: impl FnMut() -> Result<bool>, timeout: Option<Durat
     }
 }
 
+/// How long past the drop timeout a drop waits for its finaliser thread's answer before it
+/// leaves the finalisation to that thread.
+const DROP_GRACE: Duration = Duration::from_secs(1);
+
+/// How a communicator's drop ended, as the dropping thread sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DropOutcome {
+    /// Finalised and destroyed: its queued operations completed.
+    Finalised,
+    /// Aborted (`ncclCommAbort`): its queued operations may never complete.
+    Aborted,
+    /// The finaliser thread did not answer in time (blocked inside NCCL): it goes on alone.
+    LeftToThread,
+}
+
+impl DropOutcome {
+    /// True when the communicator's queued work is given up on (P12): releases and the
+    /// context's teardown must not wait for it.
+    fn gives_up_on_work(self) -> bool {
+        self != DropOutcome::Finalised
+    }
+}
+
+/// The dropping thread's wait for its finaliser thread's answer (true: it aborted), at most
+/// `bound` plus [`DROP_GRACE`]. It makes no CUDA or NCCL call (the fix of `s9_item2_*`).
+fn await_finaliser(done: &std::sync::mpsc::Receiver<bool>, bound: Duration) -> DropOutcome {
+    match done.recv_timeout(bound + DROP_GRACE) {
+        Ok(false) => DropOutcome::Finalised,
+        Ok(true) => DropOutcome::Aborted,
+        Err(_) => DropOutcome::LeftToThread,
+    }
+}
+
+/// What a drop prints when it leaves the finalisation to its thread after waiting `waited`.
+fn left_to_thread_message(rank: usize, world_size: usize, waited: Duration) -> String {
+    format!(
+        "ferrocuda-collectives: dropping the NCCL communicator of rank {rank} of {world_size}: NCCL did not return within \
+         {waited:?}; its finalisation is left to a background thread, which aborts it past Config::drop_timeout (that thread \
+         and the communicator are leaked if NCCL never returns). Its queued work is given up on: releases leak the memory \
+         it may still use instead of waiting for it, and the streams it used are leaked. A process that exits while that \
+         thread is still inside NCCL may crash at exit: synchronise the communicator's streams (or abort it) before \
+         dropping it"
+    )
+}
+
 impl Drop for Communicator {
     fn drop(&mut self) {
         if self.aborted.get() || self.raw.is_null() {
             return;
         }
         // Finalised and destroyed on a thread of its own (issue 29: a drop used to wait for
-        // ever for a peer that was gone). Every communicator is non-blocking, so that thread's
-        // wait for the finalisation is bounded by the drop timeout, past which it aborts the
-        // communicator; but a call into NCCL may still block (NCCL 2.28's `ncclCommFinalize`
-        // waited for the work queued on the user's stream, 3 s in `s9_item2_*` on an H200), so
-        // this thread waits for that one at most the drop timeout plus a second, then leaves it
-        // to finish in the background (a thread and the communicator leaked if it never does).
+        // ever for a peer that was gone), which aborts the communicator past the drop timeout.
+        // This thread waits for it at most the drop timeout plus a second, then leaves it to
+        // finish in the background. After the hand-off this thread makes no CUDA call: on an
+        // H200 with NCCL 2.28 (`s9_item2_*`) the drop printed its hand-off message at 1.2 s
+        // and returned at 3 s, when the host callback holding the user's stream ended; the only
+        // calls it made in between were CUDA's, recording the event that marks the given-up
+        // work (`BufferUsage::give_up_on_work`: cuEventCreate, cuEventRecord), blocked while
+        // the finaliser thread was inside NCCL (itself blocked as long). So those markers are
+        // recorded first, before NCCL runs on the other thread, and committed with no CUDA call.
+        let give_up = self.state.prepare_give_up();
         let (nccl, raw, context, bound) = (self.nccl, SendComm(self.raw), self.context.clone(), self.drop_timeout);
         let (rank, world_size) = (self.rank, self.world_size);
         let (done_tx, done_rx) = std::sync::mpsc::channel();
@@ -421,29 +472,27 @@ impl Drop for Communicator {
             let aborted = finalise_or_abort(nccl, raw, &context, bound, rank, world_size);
             let _ = done_tx.send(aborted);
         });
-        let aborted = match finaliser {
-            Ok(_) => done_rx.recv_timeout(bound + Duration::from_secs(1)).unwrap_or_else(|_| {
-                eprintln!(
-                    "ferrocuda-collectives: dropping the NCCL communicator of rank {rank} of {world_size}: NCCL did not return \
-                     within {:?}; its finalisation is left to a background thread (the communicator and that thread are \
-                     leaked if it never returns), and nothing implicit waits for its queued operations any more",
-                    bound + Duration::from_secs(1)
-                );
-                true
-            }),
+        let outcome = match finaliser {
+            Ok(_) => await_finaliser(&done_rx, bound),
             Err(_) => {
                 // No thread: abort here (bounded by NCCL's abort), never wait for peers.
                 eprintln!("ferrocuda-collectives: no thread could be started to finalise an NCCL communicator; it is aborted");
                 let _ = self.context.bind_to_thread();
                 // SAFETY: a live communicator, released here exactly once.
                 unsafe { (self.nccl.ncclCommAbort)(self.raw) };
-                true
+                DropOutcome::Aborted
             }
         };
-        if aborted {
+        if outcome == DropOutcome::LeftToThread {
+            eprintln!("{}", left_to_thread_message(rank, world_size, bound + DROP_GRACE));
+        }
+        if outcome.gives_up_on_work() {
             // The aborted (or still pending) operations' kernels may never end: nothing
-            // implicit (buffer drops, the context's teardown) waits for them (P12).
-            self.state.give_up_on_work();
+            // implicit (buffer drops, the context's teardown) waits for them (P12). No CUDA
+            // call: the markers were recorded above.
+            give_up.commit(&self.state);
+        } else {
+            drop(give_up); // destroys the markers (the finaliser is done with NCCL)
         }
     }
 }
@@ -714,5 +763,41 @@ mod tests {
         // A finalisation that completes, or fails, ends the wait at once.
         assert!(poll_until_done(|| Ok(true), None, "x").is_ok());
         assert!(poll_until_done(|| Err(Error::Aborted { operation: "x" }), None, "x").is_err());
+    }
+
+    /// `s9_item2` (H200, NCCL 2.28): a drop whose finaliser thread is stuck inside NCCL returned
+    /// only after 3 s with a 200 ms drop timeout. The dropping thread's wait is bounded by the
+    /// timeout plus [`DROP_GRACE`] whatever its finaliser does (never answers, or dies), and only
+    /// a finalisation that completed keeps the work's markers from being committed.
+    #[test]
+    fn s9_item2_nccl_drop_wait_for_its_finaliser_is_bounded_and_gives_up_unless_finalised() {
+        let bound = Duration::from_millis(50);
+        // A finaliser that never answers (its sender alive, as a thread blocked inside NCCL).
+        let (stuck_tx, stuck_rx) = std::sync::mpsc::channel::<bool>();
+        let start = Instant::now();
+        let outcome = await_finaliser(&stuck_rx, bound);
+        let waited = start.elapsed();
+        assert_eq!(outcome, DropOutcome::LeftToThread);
+        assert!(waited >= bound + DROP_GRACE && waited < bound + DROP_GRACE + Duration::from_millis(900), "{waited:?}");
+        drop(stuck_tx);
+        // A finaliser that died without answering: no wait at all, and the work is given up on.
+        let (dead_tx, dead_rx) = std::sync::mpsc::channel::<bool>();
+        drop(dead_tx);
+        let start = Instant::now();
+        assert_eq!(await_finaliser(&dead_rx, Duration::from_secs(30)), DropOutcome::LeftToThread);
+        assert!(start.elapsed() < Duration::from_secs(1));
+        // Answers are taken as given.
+        for (aborted, expected) in [(false, DropOutcome::Finalised), (true, DropOutcome::Aborted)] {
+            let (tx, rx) = std::sync::mpsc::channel();
+            tx.send(aborted).unwrap();
+            assert_eq!(await_finaliser(&rx, bound), expected);
+        }
+        assert!(!DropOutcome::Finalised.gives_up_on_work());
+        assert!(DropOutcome::Aborted.gives_up_on_work() && DropOutcome::LeftToThread.gives_up_on_work());
+        // The message says what was leaked, what is given up on, and the risk at exit.
+        let message = left_to_thread_message(0, 1, bound + DROP_GRACE);
+        for needle in ["leaked", "given up on", "exit", "synchronise"] {
+            assert!(message.contains(needle), "{needle}: {message}");
+        }
     }
 }

@@ -30,6 +30,8 @@ use std::fmt;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use cudarc::driver::sys;
+
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::stream::{Stream, UsedStreams};
@@ -293,6 +295,25 @@ impl BufferUsage {
         }
     }
 
+    /// Prepares [`BufferUsage::give_up_on_work`] for a teardown that may have to give up on
+    /// the work later, at a point where it must make no CUDA call (one could block behind the
+    /// very work given up on, while another thread is inside the library): records the markers
+    /// now, after the work queued so far on this record's streams. [`GiveUp::commit`] then
+    /// gives up with no CUDA call; dropping the [`GiveUp`] uncommitted destroys the markers.
+    pub fn prepare_give_up(&self) -> GiveUp {
+        let streams: Vec<Stream> = {
+            let state = self.lock();
+            let mut streams: Vec<Stream> = state.writer.iter().map(Stream::record).collect();
+            for reader in &state.readers {
+                if !streams.iter().any(|s| s.same_as(reader)) {
+                    streams.push(reader.record());
+                }
+            }
+            streams
+        };
+        GiveUp { markers: streams.iter().map(|s| (s.context().clone(), s.hung_marker())).collect() }
+    }
+
     /// Takes the streams that may still use the buffer (for its release).
     pub(crate) fn take_streams(&self) -> Vec<Stream> {
         let mut state = self.lock();
@@ -305,6 +326,45 @@ impl BufferUsage {
             }
         }
         streams
+    }
+}
+
+/// Markers recorded ahead of a [`BufferUsage::give_up_on_work`] that may not happen
+/// ([`BufferUsage::prepare_give_up`]).
+#[must_use = "dropped uncommitted, it gives up on nothing"]
+pub struct GiveUp {
+    /// Each stream's context and its marker event (null: none could be recorded).
+    markers: Vec<(Context, sys::CUevent)>,
+}
+
+impl GiveUp {
+    /// Gives up on the work queued on `usage`'s memory before the markers were recorded, as
+    /// [`BufferUsage::give_up_on_work`] does, but without a CUDA call: the markers go to their
+    /// contexts' lists, and `usage` forgets its streams without releasing its handles to them
+    /// (leaked: dropping the last handle of a stream would call CUDA to destroy it).
+    pub fn commit(mut self, usage: &BufferUsage) {
+        for (context, marker) in self.markers.drain(..) {
+            context.note_hung(marker);
+        }
+        std::mem::forget(usage.take_streams());
+    }
+}
+
+impl fmt::Debug for GiveUp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GiveUp").field("markers", &self.markers.len()).finish()
+    }
+}
+
+impl Drop for GiveUp {
+    fn drop(&mut self) {
+        for (context, marker) in self.markers.drain(..) {
+            if !marker.is_null() && context.bind_to_thread().is_ok() {
+                // SAFETY: created by `Stream::hung_marker`, never handed to the context, destroyed
+                // once, here (a pending record still completes).
+                let _ = unsafe { crate::driver::event::destroy(marker) };
+            }
+        }
     }
 }
 

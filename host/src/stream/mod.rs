@@ -241,11 +241,18 @@ impl Stream {
     /// wait for the context's work. Without an event (a refused call), the context counts as
     /// hung until a [`Context::synchronize`] returns.
     pub(crate) fn mark_hung(&self) {
+        self.context().note_hung(self.hung_marker());
+    }
+
+    /// An event recorded after the work queued on this stream so far, for the context's list of
+    /// hung markers (owned by the caller until it hands it there, or destroys it); null when
+    /// none could be recorded (inside a capture, or a failed call).
+    pub(crate) fn hung_marker(&self) -> sys::CUevent {
         let context = self.context();
         let mut event = std::ptr::null_mut();
         let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
-        // SAFETY: writes one handle, owned by the context's list of hung markers from here on
-        // (destroyed there once it completes, or at a `Context::synchronize`).
+        // SAFETY: writes one handle, owned by the caller from here on (then by the context's
+        // list of hung markers, which destroys it once it completes or at a `Context::synchronize`).
         // Never recorded inside a capture (item 1): a captured record is a graph node, whose
         // query fails, which `Context::timed_out` would take for finished work.
         let capturing = self.captured_for_ordering().unwrap_or(true);
@@ -257,7 +264,7 @@ impl Stream {
             let _ = unsafe { driver::event::destroy(event) };
             event = std::ptr::null_mut();
         }
-        context.note_hung(event);
+        event
     }
 
     /// True when `self` and `other` are the same CUDA stream.
