@@ -174,17 +174,6 @@ macro_rules! sum_columns {
     }};
 }
 
-/// [`sum_columns!`] for RMSNorm, which has no bias: the one-thread-a-column sum of
-/// `$partial_a` alone. (The split kernel writes two sums; its second would need scratch of its
-/// own, and the `_with_scratch` calls allocate nothing, so that they can be captured.)
-macro_rules! sum_weight_columns {
-    ($run:ident, $partial_a:expr, $partial_b:expr, $out_a:expr, $chunks:expr, $shape:expr) => {{
-        let (_, cols) = $shape.check()?;
-        let _ = $partial_b;
-        $run.sum_column_partials(grid_stride($shape.cols), $partial_a, $out_a, $chunks, cols)
-    }};
-}
-
 /// The launch of `sum_column_pairs_split` (a warp per 4 columns) for `cols`, or `None` when
 /// `cols` is not a multiple of 4 (the one-thread-a-column kernel then).
 pub(crate) fn sum_column_split(cols: usize) -> Option<ferrocuda_host::LaunchConfig> {
@@ -364,7 +353,9 @@ row_op! {
                 Some(d) => run.norm_backward_fused_packed::<T>(config, dout, x, weight, rstd, rstd, d, dx, &mut *partial_dw, &mut *partial_db, cols, 1, 0)?,
                 None => run.norm_backward_fused_packed::<T>(config, dout, x, weight, rstd, rstd, dout, dx, &mut *partial_dw, &mut *partial_db, cols, 0, 0)?,
             }
-            return sum_weight_columns!(run, &*partial_dw, &*partial_db, dweight, blocks, shape);
+            // No bias: the one-thread-a-column sum of the weight partials alone (the split kernel
+            // writes two sums, and this call allocates nothing, so that it can be captured).
+            return run.sum_column_partials(grid_stride(shape.cols), &*partial_dw, dweight, blocks, cols);
         }
         let packed = packed_rows(shape.rows, shape.cols);
         match (packed, dresidual) {
@@ -376,7 +367,7 @@ row_op! {
         }
         let chunks = weight_chunks(shape.rows);
         weight_partials!(run, dout, x, rstd, rstd, &mut *partial_dw, &mut *partial_db, shape, 0)?;
-        sum_weight_columns!(run, &*partial_dw, &*partial_db, dweight, chunks as u32, shape)
+        run.sum_column_partials(grid_stride(shape.cols), &*partial_dw, dweight, chunks as u32, cols)
     }
 }
 
