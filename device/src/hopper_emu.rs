@@ -13,8 +13,9 @@
 //!   through the descriptors with the swizzle applied to shared-memory addresses as the
 //!   hardware does (`address ^ ((address >> 7) & mask) << 4`); so the copy engine's swizzled
 //!   tiles and the descriptors' K steps meet as they do on the GPU.
-//!   Only K-major operands with the 128-byte swizzle are emulated (what `Descriptor::k_major_128b`
-//!   describes); others panic with a message.
+//!   Only operands with the 128-byte swizzle are emulated, K-major (what
+//!   `Descriptor::k_major_128b` describes) or MN-major (`Descriptor::n_major_128b`); others
+//!   panic with a message.
 
 use crate::emu;
 
@@ -258,6 +259,17 @@ fn operand_n_major(descriptor: u64, n: u32, k: u32) -> u16 {
 
 /// `wgmma.mma_async` m64nNk16 (f32 accumulators), for the calling thread's accumulators.
 pub(crate) fn wgmma(acc: &mut [f32], n: u32, a: u64, b: u64, accumulate: bool, element: fn(u16) -> f32) {
+    wgmma_ss_with(acc, n, accumulate, element, |row, k| operand(a, row, k), |col, k| operand(b, col, k));
+}
+
+/// [`wgmma`] with both operands MN-major (`imm-trans-a = 1`, `imm-trans-b = 1`): A's element
+/// `(row, k)` and B's `(col, k)` read as [`operand_n_major`] reads an N-major B.
+pub(crate) fn wgmma_mn_major(acc: &mut [f32], n: u32, a: u64, b: u64, accumulate: bool, element: fn(u16) -> f32) {
+    wgmma_ss_with(acc, n, accumulate, element, |row, k| operand_n_major(a, row, k), |col, k| operand_n_major(b, col, k));
+}
+
+/// The SS `wgmma` with A's element `(row, k)` read by `a_at` and B's `(col, k)` by `b_at`.
+fn wgmma_ss_with(acc: &mut [f32], n: u32, accumulate: bool, element: fn(u16) -> f32, a_at: impl Fn(u32, u32) -> u16, b_at: impl Fn(u32, u32) -> u16) {
     let t = crate::thread::thread_idx_x() % 128;
     let (warp, lane) = (t / 32, t % 32);
     for i in 0..n / 8 {
@@ -267,7 +279,7 @@ pub(crate) fn wgmma(acc: &mut [f32], n: u32, a: u64, b: u64, accumulate: bool, e
                 let col = 8 * i + 2 * (lane % 4) + j;
                 let mut sum = 0.0f32;
                 for k in 0..16 {
-                    sum += element(operand(a, row, k)) * element(operand(b, col, k));
+                    sum += element(a_at(row, k)) * element(b_at(col, k));
                 }
                 let slot = &mut acc[(4 * i + 2 * half + j) as usize];
                 *slot = if accumulate { *slot + sum } else { sum };

@@ -20,10 +20,16 @@
 //! 3. everything else, the portable path (a warp per row, f32 on the CUDA cores), correct and
 //!    far slower than FlashAttention-class kernels.
 //!
-//! **Paths of the backward**: the tensor cores (`mma.sync`, sm_80+, FlashAttention-2's
-//! schedule as three deterministic launches) for `bf16`/`f16` with head dims 64 and 128 in
-//! both layouts, any lengths, causal or not, grouped-query heads
-//! ([`backward_uses_tensor_cores`]); the portable path for the rest.
+//! **Paths of the backward**, fastest first:
+//! 1. on an sm_90 GPU, the FlashAttention-3-style kernel of `ferrocuda-kernels-hopper` (TMA,
+//!    `wgmma`, a block per 128 keys, dQ accumulated in f32 with atomic adds, so its last bits
+//!    may vary from call to call) for `bf16`/`f16`, head dims 64 and 128, either layout,
+//!    grouped-query heads, any lengths, causal or not ([`hopper_backward_kernel`]), when the
+//!    inputs start 16-byte aligned and the stream is not being captured;
+//! 2. the tensor cores (`mma.sync`, sm_80+, FlashAttention-2's schedule as three
+//!    deterministic launches) for `bf16`/`f16` with head dims 64 and 128 in both layouts, any
+//!    lengths, causal or not, grouped-query heads ([`backward_uses_tensor_cores`]);
+//! 3. the portable path for the rest.
 
 use ferrocuda_host::{DeviceBuffer, DeviceRead, DeviceWrite, Stream};
 use ferrocuda_kernels_device::attention::{AttentionShape, LAYOUT_BHSD, LAYOUT_BSHD, MMA_MAX_HEAD_DIM, MMA_ROWS, MMA_WARPS};
@@ -33,7 +39,7 @@ use crate::error::{expect_len, unsupported};
 use crate::launchers::Launchers;
 use crate::{Element, Result, len_of, warp_per_row};
 
-pub use crate::hopper::hopper_kernel;
+pub use crate::hopper::{hopper_backward_kernel, hopper_kernel};
 
 /// Where the heads sit in memory (the head dimension is contiguous in both).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -272,6 +278,14 @@ pub fn attention_backward_with_scratch<T: Element>(
     shape.q("dq", len_of(dq))?;
     shape.kv("dk", len_of(dk))?;
     shape.kv("dv", len_of(dv))?;
+    if T::HOPPER_BACKWARD && shape.q_rows() > 0 && shape.kv_rows() > 0 {
+        let arch = stream.context().device().arch()?;
+        if let Some(kernel) = hopper_backward_kernel::<T>(&shape, arch)
+            && crate::hopper::attention_backward(stream, kernel, q, k, v, out, dout, lse, dq, dk, dv, shape)?
+        {
+            return Ok(());
+        }
+    }
     if backward_uses_tensor_cores::<T>(&shape) {
         let mut delta = DeviceBuffer::<f32>::zeroed_async(stream, shape.q_rows().max(1))?;
         let (dkv_config, dq_config) = backward_mma_configs(&shape);

@@ -95,3 +95,99 @@ pub fn attention_backward<T: Element>(
     }
     Ok(())
 }
+
+/// The sm_90 backward of [`attention::attention_backward`](crate::attention::attention_backward)
+/// (`ferrocuda-kernels-hopper`'s TMA and `wgmma` kernel, with its two small kernels) on the CPU
+/// executor, the Hopper instructions emulated: how it is tested without a GPU. For the shapes
+/// [`hopper_backward_kernel`](crate::attention::hopper_backward_kernel) takes on sm_90 (others
+/// are refused); slow (every `wgmma` is computed element by element): keep shapes tiny.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_backward_sm90<T: Element>(
+    executor: &CpuExecutor,
+    q: &[T],
+    k: &[T],
+    v: &[T],
+    out: &[T],
+    dout: &[T],
+    lse: &[f32],
+    dq: &mut [T],
+    dk: &mut [T],
+    dv: &mut [T],
+    shape: Attention,
+) -> Result<()> {
+    use ferrocuda_device::tma::TensorMap as DeviceMap;
+    use ferrocuda_host::{LaunchConfig, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
+    use ferrocuda_kernels_hopper::attention_backward::{BN, Problem, THREADS, backward_body, padded_seq, shared_bytes};
+    let (head_dim, kernel_shape) = shape.check()?;
+    for (name, got, want) in
+        [("q", q.len(), shape.q_len()), ("out", out.len(), shape.q_len()), ("dout", dout.len(), shape.q_len()), ("dq", dq.len(), shape.q_len())]
+    {
+        shape.q(name, got)?;
+        debug_assert_eq!(got, want);
+    }
+    for (name, got) in [("k", k.len()), ("v", v.len()), ("dk", dk.len()), ("dv", dv.len())] {
+        shape.kv(name, got)?;
+    }
+    shape.lse("lse", lse.len())?;
+    let Some(kernel) = crate::attention::hopper_backward_kernel::<T>(&shape, 90) else {
+        return Err(crate::error::unsupported("shape", format!("{shape:?}"), "one the sm_90 backward takes (hopper_backward_kernel)"));
+    };
+    let seq_pad = padded_seq(shape.seq_q as u32);
+    let rows = shape.batch * shape.heads_q * seq_pad as usize;
+    let (mut lse2, mut delta) = (vec![0.0f32; rows], vec![0.0f32; rows]);
+    <T as CpuLaunchers>::attention_backward_prep(executor, warp_per_row(rows), out, dout, lse, &mut lse2, &mut delta, head_dim, kernel_shape)?;
+    let mut dq_acc = vec![0.0f32; rows * shape.head_dim];
+    // 32-bit words for the kernel's paired stores (a `[T]` may be only 2-byte aligned).
+    let (mut dk_words, mut dv_words) = (vec![0u32; shape.kv_len() / 2], vec![0u32; shape.kv_len() / 2]);
+    let data_type = if T::F16 { TensorDataType::F16 } else { TensorDataType::Bf16 };
+    let mut maps = Vec::new();
+    for (i, x) in [q, k, v, dout].into_iter().enumerate() {
+        let (heads, seq) = if i == 0 || i == 3 { (shape.heads_q, shape.seq_q) } else { (shape.heads_kv, shape.seq_kv) };
+        let (dims, strides, box_dims) = crate::hopper::backward_map_dims(&shape, heads, seq);
+        let layout = TiledLayout { data_type, dims: &dims, strides_bytes: &strides, box_dims, swizzle: TensorSwizzle::B128 };
+        maps.push(Box::new(DeviceMap(TensorMap::emulated(x.as_ptr() as u64, &layout)?.words())));
+    }
+    let problem = Problem {
+        seq_q: shape.seq_q as u32,
+        seq_kv: shape.seq_kv as u32,
+        heads_q: shape.heads_q as u32,
+        heads_kv: shape.heads_kv as u32,
+        bshd: (shape.layout == crate::attention::Layout::Bshd) as u32,
+        scale: kernel_shape.scale,
+    };
+    let map_addresses: Vec<usize> = maps.iter().map(|m| &**m as *const DeviceMap as usize).collect();
+    let pointers =
+        [lse2.as_ptr() as usize, delta.as_ptr() as usize, dq_acc.as_mut_ptr() as usize, dk_words.as_mut_ptr() as usize, dv_words.as_mut_ptr() as usize];
+    let config =
+        LaunchConfig::new(((shape.seq_kv as u32).div_ceil(BN), (shape.batch * shape.heads_kv) as u32), THREADS).with_shared_bytes(shared_bytes(head_dim));
+    let body = || {
+        let m = [0, 1, 2, 3].map(|i| map_addresses[i] as *const DeviceMap);
+        let [l, d, a, dk, dv] = pointers;
+        let (l, d, a, dk, dv) = (l as *const f32, d as *const f32, a as *mut f32, dk as *mut u32, dv as *mut u32);
+        // SAFETY: the kernel's contract: the emulated maps describe q, k, v, dout in the
+        // shape's layout (box and swizzle from `backward_map_dims`), alive until `run` returns;
+        // lse2 and delta hold `B·Hq·seq_pad` f32 (written by the prep launch), dq_acc
+        // `B·Hq·D·seq_pad` (zeroed), dk and dv words `B·Hkv·seq_kv·D / 2`; the grid, block and
+        // shared memory are the kernel's.
+        unsafe {
+            match (head_dim, shape.causal, T::F16) {
+                (64, false, false) => backward_body::<64, false, false>(m, l, d, a, dk, dv, problem),
+                (64, true, false) => backward_body::<64, true, false>(m, l, d, a, dk, dv, problem),
+                (128, false, false) => backward_body::<128, false, false>(m, l, d, a, dk, dv, problem),
+                (128, true, false) => backward_body::<128, true, false>(m, l, d, a, dk, dv, problem),
+                (64, false, true) => backward_body::<64, false, true>(m, l, d, a, dk, dv, problem),
+                (64, true, true) => backward_body::<64, true, true>(m, l, d, a, dk, dv, problem),
+                (128, false, true) => backward_body::<128, false, true>(m, l, d, a, dk, dv, problem),
+                (128, true, true) => backward_body::<128, true, true>(m, l, d, a, dk, dv, problem),
+                _ => unreachable!("hopper_backward_kernel takes head dims 64 and 128 only"),
+            }
+        }
+    };
+    executor.run(kernel, config, &body)?;
+    <T as CpuLaunchers>::attention_backward_dq_convert(executor, warp_per_row(shape.q_rows()), &dq_acc, dq, head_dim, kernel_shape)?;
+    for (words, out) in [(&dk_words, dk), (&dv_words, dv)] {
+        // Both are 16-bit types here (bf16, f16): the words' bytes are the elements' bytes.
+        bytemuck::cast_slice_mut::<T, u8>(out).copy_from_slice(bytemuck::cast_slice::<u32, u8>(words));
+    }
+    Ok(())
+}

@@ -24,6 +24,7 @@ use ferrocuda_host::{DeviceBuffer, DeviceRead, DeviceWrite, Function, Stream, Te
 use ferrocuda_kernels_hopper::attention::{BM, BOX, STAGES, STAGES_DEEP, THREADS, shared_bytes};
 
 use crate::attention::{Attention, Layout};
+use crate::launchers::Launchers;
 use crate::{Element, Result};
 
 /// Largest grid `y` (one block row per batch x head).
@@ -173,4 +174,185 @@ pub(crate) fn attention_forward<T: Element>(
 /// A driver result as this crate's error.
 fn check(call: &'static str, code: sys::CUresult) -> Result<()> {
     if code == sys::CUresult::CUDA_SUCCESS { Ok(()) } else { Err(ferrocuda_host::Error::from(ferrocuda_host::DriverError { call, code }).into()) }
+}
+
+/// The kernel of `ferrocuda_kernels_hopper::attention_backward` that
+/// [`attention_backward`](crate::attention::attention_backward) runs for `shape` on a GPU of
+/// compute capability `arch`, or `None` when it takes another path: `T` bf16 or f16,
+/// `head_dim` 64 or 128, either layout, grouped-query heads, any lengths (at least one query
+/// and one key), causal or not, `batch * heads_kv` at most 65535, and `arch == 90`.
+pub fn hopper_backward_kernel<T: Element>(shape: &Attention, arch: u32) -> Option<&'static str> {
+    let fits = T::HOPPER_BACKWARD
+        && arch == 90
+        && (shape.head_dim == 64 || shape.head_dim == 128)
+        && shape.heads_kv > 0
+        && shape.heads_q.is_multiple_of(shape.heads_kv)
+        && shape.seq_q > 0
+        && shape.seq_kv > 0
+        && shape.seq_q <= (u32::MAX / 2) as usize
+        && shape.seq_kv <= (u32::MAX / 2) as usize
+        && shape.batch.checked_mul(shape.heads_kv).is_some_and(|h| (1..=MAX_HEADS).contains(&h));
+    if !fits {
+        return None;
+    }
+    Some(match (shape.head_dim, shape.causal, T::F16) {
+        (64, false, false) => "attention_backward_d64_bf16",
+        (64, true, false) => "attention_backward_d64_causal_bf16",
+        (_, false, false) => "attention_backward_d128_bf16",
+        (_, true, false) => "attention_backward_d128_causal_bf16",
+        (64, false, true) => "attention_backward_d64_f16",
+        (64, true, true) => "attention_backward_d64_causal_f16",
+        (_, false, true) => "attention_backward_d128_f16",
+        (_, true, true) => "attention_backward_d128_causal_f16",
+    })
+}
+
+/// The 4-D tensor map layout of a `[B, H, S, D]` or `[B, S, H, D]` operand with `heads` heads
+/// and `seq` positions (dims innermost first; the kernel's coordinates follow the same order).
+pub(crate) fn backward_map_dims(shape: &Attention, heads: usize, seq: usize) -> ([u64; 4], [u64; 3], &'static [u32; 4]) {
+    use ferrocuda_kernels_hopper::attention_backward::{BOX_BHSD, BOX_BSHD};
+    let (d, h, s, b) = (shape.head_dim as u64, heads as u64, seq as u64, shape.batch as u64);
+    match shape.layout {
+        Layout::Bhsd => ([d, s, h, b], [2 * d, 2 * d * s, 2 * d * s * h], &BOX_BHSD),
+        Layout::Bshd => ([d, h, s, b], [2 * d, 2 * d * h, 2 * d * h * s], &BOX_BSHD),
+    }
+}
+
+/// Runs the sm_90 backward (`kernel`, from [`hopper_backward_kernel`]): the padded `lse`/`delta`
+/// rows, the kernel, dQ's conversion. Returns `Ok(false)`, queueing nothing, when an input is
+/// not 16-byte aligned, an output not 4-byte aligned, or `stream` is being captured (the
+/// caller then takes another path).
+///
+/// The caller has checked every operand's length against `shape`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn attention_backward<T: Element>(
+    stream: &Stream,
+    kernel: &'static str,
+    q: &(impl DeviceRead<T> + ?Sized),
+    k: &(impl DeviceRead<T> + ?Sized),
+    v: &(impl DeviceRead<T> + ?Sized),
+    out: &(impl DeviceRead<T> + ?Sized),
+    dout: &(impl DeviceRead<T> + ?Sized),
+    lse: &(impl DeviceRead<f32> + ?Sized),
+    dq: &mut (impl DeviceWrite<T> + ?Sized),
+    dk: &mut (impl DeviceWrite<T> + ?Sized),
+    dv: &mut (impl DeviceWrite<T> + ?Sized),
+    shape: Attention,
+) -> Result<bool> {
+    use ferrocuda_kernels_device::attention_backward::hopper_padded_seq;
+    use ferrocuda_kernels_hopper::attention_backward::{BN, THREADS, padded_seq, shared_bytes};
+    let (head_dim, kernel_shape) = shape.check()?;
+    let inputs = [q.kernel_arg(), k.kernel_arg(), v.kernel_arg(), dout.kernel_arg()];
+    // Defence in depth: the caller's checks, again, where the unsafe launch relies on them.
+    let lens = [shape.q_len(), shape.kv_len(), shape.kv_len(), shape.q_len()];
+    assert!(inputs.iter().zip(lens).all(|(a, len)| a.len == len));
+    assert!(dk.kernel_arg_mut().len == shape.kv_len() && dv.kernel_arg_mut().len == shape.kv_len());
+    if inputs.iter().any(|a| !a.ptr.is_multiple_of(16))
+        || !dk.kernel_arg_mut().ptr.is_multiple_of(4)
+        || !dv.kernel_arg_mut().ptr.is_multiple_of(4)
+        || stream.is_capturing()?
+    {
+        return Ok(false);
+    }
+    let (seq_q, seq_kv) = (shape.seq_q as u32, shape.seq_kv as u32);
+    let seq_pad = padded_seq(seq_q);
+    debug_assert_eq!(seq_pad, hopper_padded_seq(seq_q));
+    let rows = shape.batch * shape.heads_q * seq_pad as usize;
+    let context = stream.context();
+    // The fallback's module too, while loading is allowed (see `attention_forward`).
+    context.embedded_image(&ferrocuda_kernels_device::KERNELS)?;
+    let function = Function::from_embedded(context, &ferrocuda_kernels_hopper::KERNELS, kernel)?;
+    let shared = shared_bytes(head_dim);
+    function.set_max_dynamic_shared_bytes(shared)?;
+    let mut lse2 = DeviceBuffer::<f32>::zeroed_async(stream, rows)?;
+    let mut delta = DeviceBuffer::<f32>::zeroed_async(stream, rows)?;
+    let mut dq_acc = DeviceBuffer::<f32>::zeroed_async(stream, rows * shape.head_dim)?;
+    <T as Launchers>::attention_backward_prep(stream, crate::warp_per_row(rows), out, dout, lse, &mut lse2, &mut delta, head_dim, kernel_shape)?;
+    let data_type = if T::F16 { TensorDataType::F16 } else { TensorDataType::Bf16 };
+    context.bind_to_thread()?;
+    let mut words = [[0u64; 16]; 4];
+    for (i, (word, input)) in words.iter_mut().zip(&inputs).enumerate() {
+        let (heads, seq) = if i == 0 || i == 3 { (shape.heads_q, shape.seq_q) } else { (shape.heads_kv, shape.seq_kv) };
+        let (dims, strides, box_dims) = backward_map_dims(&shape, heads, seq);
+        let layout = TiledLayout { data_type, dims: &dims, strides_bytes: &strides, box_dims, swizzle: TensorSwizzle::B128 };
+        // SAFETY: `input.ptr` is 16-byte aligned (checked above) device memory of the stream's
+        // context (the door refuses the launch below otherwise) holding exactly the elements
+        // of the shape the layout describes (checked), allocated while the operand is
+        // borrowed; the launch that copies through the map declares a read of it.
+        *word = unsafe { TensorMap::encode_tiled(input.ptr, &layout) }?.words();
+    }
+    let mut maps = DeviceBuffer::<[u64; 16]>::zeroed_async(stream, 4)?;
+    let maps_ptr = maps.device_ptr();
+    let (pl, pd, pa) = (lse2.device_ptr(), delta.device_ptr(), dq_acc.device_ptr());
+    let (pk, pv) = (dk.kernel_arg_mut().ptr, dv.kernel_arg_mut().ptr);
+    let accesses = [
+        inputs[0].read("q"),
+        inputs[1].read("k"),
+        inputs[2].read("v"),
+        inputs[3].read("dout"),
+        dk.kernel_arg_mut().write("dk"),
+        dv.kernel_arg_mut().write("dv"),
+        ferrocuda_host::BufferAccess::write(&mut maps),
+        ferrocuda_host::BufferAccess::read(&lse2),
+        ferrocuda_host::BufferAccess::read(&delta),
+        ferrocuda_host::BufferAccess::write(&mut dq_acc),
+    ];
+    stream.enqueue("attention_backward (sm_90)", &accesses, |raw| -> Result<()> {
+        let map_bytes = std::mem::size_of_val(&words);
+        // SAFETY: `maps` holds 4 x 128 bytes of device memory of this context, declared written
+        // above; the source is `words` on this stack frame, which the driver has consumed when
+        // the call returns (a pageable host-to-device copy is staged before it returns).
+        check("cuMemcpyHtoDAsync", unsafe { sys::cuMemcpyHtoDAsync_v2(maps_ptr, words.as_ptr().cast(), map_bytes, raw.get()) })?;
+        let (mut m0, mut m1, mut m2, mut m3) = (maps_ptr, maps_ptr + 128, maps_ptr + 256, maps_ptr + 384);
+        let (mut l, mut d, mut a, mut k_, mut v_) = (pl, pd, pa, pk, pv);
+        let (mut sq, mut skv, mut hq, mut hkv) = (seq_q, seq_kv, shape.heads_q as u32, shape.heads_kv as u32);
+        let mut bshd = (shape.layout == Layout::Bshd) as u32;
+        let mut scale = kernel_shape.scale;
+        let mut params: [*mut std::ffi::c_void; 15] = [
+            (&raw mut m0).cast(),
+            (&raw mut m1).cast(),
+            (&raw mut m2).cast(),
+            (&raw mut m3).cast(),
+            (&raw mut l).cast(),
+            (&raw mut d).cast(),
+            (&raw mut a).cast(),
+            (&raw mut k_).cast(),
+            (&raw mut v_).cast(),
+            (&raw mut sq).cast(),
+            (&raw mut skv).cast(),
+            (&raw mut hq).cast(),
+            (&raw mut hkv).cast(),
+            (&raw mut bshd).cast(),
+            (&raw mut scale).cast(),
+        ];
+        // SAFETY: the kernel's contract (`ferrocuda_kernels_hopper::attention_backward`): its
+        // fifteen parameters in order (four map addresses, the lse2/delta/dq_acc scratch, dK
+        // and dV, the lengths, heads, layout and scale); the maps (copied above, in stream
+        // order) describe Q, K, V, dO in the layout, box and swizzle it needs; the scratch
+        // buffers hold `B·Hq·seq_pad` (lse2, delta, written by the prep launch before it) and
+        // `B·Hq·D·seq_pad` f32 (dq_acc, zeroed); dK and dV hold `B·Hkv·seq_kv·D` elements and
+        // are 4-byte aligned (checked above); every buffer is declared to the door; grid
+        // `(⌈seq_kv/128⌉, B·Hkv)` (at most 65535), 384 threads and `shared` bytes of dynamic
+        // shared memory (allowed by the attribute set above) are what it was built for;
+        // `function` is the sm_90a image loaded into this stream's context.
+        let code = unsafe {
+            sys::cuLaunchKernel(
+                function.raw(),
+                seq_kv.div_ceil(BN),
+                (shape.batch * shape.heads_kv) as u32,
+                1,
+                THREADS,
+                1,
+                1,
+                shared,
+                raw.get(),
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        };
+        check("cuLaunchKernel(attention_backward sm_90)", code)
+    })?;
+    drop(maps);
+    <T as Launchers>::attention_backward_dq_convert(stream, crate::warp_per_row(shape.q_rows()), &dq_acc, dq, head_dim, kernel_shape)?;
+    Ok(true)
 }

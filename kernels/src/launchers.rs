@@ -307,4 +307,6 @@ kernel_table!({
         q: [in T], k: [in T], v: [in T], dout: [in T], lse: [in f32], delta: [in f32], dk: [out T], dv: [out T], head_dim: u32, shape: AttentionShape
     );
     fn attention_backward_dq_mma(q: [in T], k: [in T], v: [in T], dout: [in T], lse: [in f32], delta: [in f32], dq: [out T], head_dim: u32, shape: AttentionShape);
+    fn attention_backward_prep(out: [in T], dout: [in T], lse: [in f32], lse2: [out f32], delta: [out f32], head_dim: u32, shape: AttentionShape);
+    fn attention_backward_dq_convert(dq_acc: [in f32], dq: [out T], head_dim: u32, shape: AttentionShape);
 });

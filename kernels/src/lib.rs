@@ -63,19 +63,31 @@ pub trait Element: ferrocuda_kernels_device::Float + launchers::Launchers + laun
     /// Attention may run on the sm_90 kernels for this type (bf16 only).
     #[doc(hidden)]
     const HOPPER: bool;
+    /// Attention backward may run on the sm_90 kernels for this type (bf16 and f16).
+    #[doc(hidden)]
+    const HOPPER_BACKWARD: bool;
+    /// The type is f16 (the sm_90 backward's instance and tensor maps).
+    #[doc(hidden)]
+    const F16: bool;
 }
 
 impl Element for f32 {
     const TENSOR_CORES: bool = false;
     const HOPPER: bool = false;
+    const HOPPER_BACKWARD: bool = false;
+    const F16: bool = false;
 }
 impl Element for half::bf16 {
     const TENSOR_CORES: bool = true;
     const HOPPER: bool = true;
+    const HOPPER_BACKWARD: bool = true;
+    const F16: bool = false;
 }
 impl Element for half::f16 {
     const TENSOR_CORES: bool = true;
     const HOPPER: bool = false;
+    const HOPPER_BACKWARD: bool = true;
+    const F16: bool = true;
 }
 
 /// Elements of a kernel argument (its length as the kernel will see it).

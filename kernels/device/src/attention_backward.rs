@@ -607,3 +607,70 @@ fn dq_body<T: MmaElement, const D: usize>(
     // from `first`; `store_rows` gives each element of those rows to one lane.
     unsafe { store_rows(dq, &dq_acc, &shape, q_head, first, d, lane, shape.scale) };
 }
+
+/// Queries per tile of the sm_90 backward (`ferrocuda-kernels-hopper`): its per-head `lse`,
+/// `delta` and `dQ` accumulator rows are padded to a multiple of this.
+pub const HOPPER_QUERY_TILE: u32 = 64;
+
+/// The sm_90 backward's rows per query head: `seq_q` rounded up to [`HOPPER_QUERY_TILE`].
+#[inline(always)]
+pub const fn hopper_padded_seq(seq_q: u32) -> u32 {
+    seq_q.div_ceil(HOPPER_QUERY_TILE) * HOPPER_QUERY_TILE
+}
+
+/// Before the sm_90 backward: for padded row `r = (b · heads_q + h) · seq_pad + s` (a warp per
+/// row, `seq_pad` = [`hopper_padded_seq`]`(seq_q)`), `lse2[r] = lse · log2 e` and `delta[r] =
+/// Σ_c dO[c] O[c]` of query `s` of head `(b, h)` (read in `shape`'s layout), or `+inf` and 0
+/// past the sequence (so that the backward's probabilities there are 0).
+#[kernel(instances(f32, bf16, f16), cols(lse2 = 1, delta = 1))]
+pub fn attention_backward_prep<T: Float>(
+    out: &[T],
+    dout: &[T],
+    lse: &[f32],
+    mut lse2: PerWarpRow<f32>,
+    mut delta: PerWarpRow<f32>,
+    head_dim: u32,
+    shape: AttentionShape,
+) {
+    let me = warp_row();
+    let seq_pad = hopper_padded_seq(shape.seq_q) as u64;
+    let r = me.row() as u64;
+    let (bh, s) = (r / seq_pad.max(1), r % seq_pad.max(1));
+    let (b, h) = (bh / shape.heads_q.max(1) as u64, bh % shape.heads_q.max(1) as u64);
+    let (mut l, mut d) = (f32::INFINITY, 0.0f32);
+    if s < shape.seq_q as u64 {
+        let row = shape.row(b, h, s, shape.heads_q, shape.seq_q) as usize;
+        let start = row * head_dim as usize;
+        let (Some(o_row), Some(do_row)) = (out.get(start..start + head_dim as usize), dout.get(start..start + head_dim as usize)) else { return };
+        let per_lane = (head_dim / 32) as usize;
+        d = dot(&load_lane(do_row, me.lane() as usize, per_lane, 1.0), &load_lane(o_row, me.lane() as usize, per_lane, 1.0));
+        l = lse.get(row).copied().unwrap_or(0.0) * LOG2_E;
+    }
+    write_row_value(&mut lse2, me, l);
+    write_row_value(&mut delta, me, d);
+}
+
+/// After the sm_90 backward: row `r` of `dq` (a warp per row, in `shape`'s layout) is `scale ·
+/// dq_acc` of its query, read from the accumulator layout `[B · heads_q, head_dim, seq_pad]`.
+#[kernel(instances(f32, bf16, f16), cols(dq = head_dim))]
+pub fn attention_backward_dq_convert<T: Float>(dq_acc: &[f32], mut dq: PerWarpRow<T>, head_dim: u32, shape: AttentionShape) {
+    let me = warp_row();
+    let r = me.row() as u64;
+    let (heads, seq) = (shape.heads_q.max(1) as u64, shape.seq_q.max(1) as u64);
+    let (b, h, s) = if shape.layout == crate::attention::LAYOUT_BSHD {
+        (r / (seq * heads), r % heads, (r / heads) % seq)
+    } else {
+        (r / (seq * heads), (r / seq) % heads, r % seq)
+    };
+    let seq_pad = hopper_padded_seq(shape.seq_q) as usize;
+    let base = ((b * heads + h) as usize * head_dim as usize) * seq_pad + s as usize;
+    if let Some(mut row) = dq.row_mut(me) {
+        let lane = me.lane() as usize;
+        unroll::<8>(|j| {
+            let c = lane + 32 * j;
+            if let Some(out) = row.get_mut(j) {
+                *out = T::from_f32(dq_acc.get(base + c * seq_pad).copied().unwrap_or(0.0) * shape.scale);
+            }
+        });
+    }
+}

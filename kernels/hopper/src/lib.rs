@@ -12,3 +12,4 @@
 ferrocuda_device::embed_kernels!();
 
 pub mod attention;
+pub mod attention_backward;

@@ -1,0 +1,83 @@
+//! The sm_90 attention backward (`ferrocuda-kernels-hopper`: TMA, mbarrier ring, `wgmma` with
+//! K-major, N-major and MN-major operands, `dSᵀ` through shared memory, dQ by atomic adds) run
+//! on the CPU executor with the Hopper instructions emulated, against an `f64` reference:
+//! both layouts, causal or not, grouped-query heads, ragged and unequal lengths, head dims 64
+//! and 128, bf16 and f16. Tiny shapes: every `wgmma` is computed element by element here.
+
+mod common;
+
+use common::*;
+use ferrocuda_device::cpu::CpuExecutor;
+use ferrocuda_kernels::attention::{Attention, Layout, hopper_backward_kernel};
+use ferrocuda_kernels::{Element, bf16, cpu, f16};
+
+fn check<T: Element>(shape: Attention, tol: f64) {
+    let e = CpuExecutor::new();
+    let (q, qf) = input::<T>(shape.q_len(), 41, 1.0);
+    let (k, kf) = input::<T>(shape.kv_len(), 42, 1.0);
+    let (v, vf) = input::<T>(shape.kv_len(), 43, 1.0);
+    let (dout, doutf) = input::<T>(shape.q_len(), 44, 1.0);
+    let (mut out, mut lse) = (vec![T::default(); shape.q_len()], vec![0.0f32; shape.q_rows()]);
+    cpu::attention_forward(&e, &q, &k, &v, &mut out, &mut lse, shape).unwrap();
+    let dims = (shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q, shape.seq_kv, shape.head_dim);
+    let scale = shape.scale.map_or(1.0 / (shape.head_dim as f64).sqrt(), f64::from);
+    let want = attention_ref_scaled(&qf, &kf, &vf, &doutf, dims, shape.layout == Layout::Bshd, shape.causal, scale);
+    let nan = T::from_f32(f32::NAN);
+    let (mut dq, mut dk, mut dv) = (vec![nan; shape.q_len()], vec![nan; shape.kv_len()], vec![nan; shape.kv_len()]);
+    let start = std::time::Instant::now();
+    cpu::attention_backward_sm90(&e, &q, &k, &v, &out, &dout, &lse, &mut dq, &mut dk, &mut dv, shape).unwrap();
+    let what = format!("{shape:?}");
+    eprintln!("{what}: {:.1} s", start.elapsed().as_secs_f64());
+    assert_close(&format!("dq {what}"), &widen(&dq), &want.dq, tol);
+    assert_close(&format!("dk {what}"), &widen(&dk), &want.dk, tol);
+    assert_close(&format!("dv {what}"), &widen(&dv), &want.dv, tol);
+}
+
+fn shape(batch: usize, heads_q: usize, heads_kv: usize, seq_q: usize, seq_kv: usize, head_dim: usize, layout: Layout, causal: bool) -> Attention {
+    Attention { batch, heads_q, heads_kv, seq_q, seq_kv, head_dim, layout, causal, scale: None }
+}
+
+/// D 64, bf16, `[B, H, S, D]`, two query heads over one key/value head, 100 positions (the
+/// key block's last 28 keys and the second query tile's last 28 rows past the end).
+#[test]
+fn sm90_backward_d64_bf16_grouped_ragged_matches_f64() {
+    check::<bf16>(shape(1, 2, 1, 100, 100, 64, Layout::Bhsd, false), 2e-2);
+}
+
+/// D 128, bf16, `[B, S, H, D]`, causal, 150 positions: two key blocks, three query tiles (the
+/// two-stage ring wraps), the causal diagonal inside both consumers' keys.
+#[test]
+fn sm90_backward_d128_bf16_bshd_causal_matches_f64() {
+    check::<bf16>(shape(2, 2, 2, 150, 150, 128, Layout::Bshd, true), 2e-2);
+}
+
+/// f16, causal, unequal lengths (70 queries, 140 keys: the second key block sees no query)
+/// and a custom scale; D 128 not causal in `[B, H, S, D]`.
+#[test]
+fn sm90_backward_f16_unequal_lengths_and_d128_match_f64() {
+    let mut s = shape(1, 2, 1, 70, 140, 64, Layout::Bshd, true);
+    s.scale = Some(0.2);
+    check::<f16>(s, 4e-3);
+    check::<f16>(shape(1, 1, 1, 64, 64, 128, Layout::Bhsd, false), 4e-3);
+}
+
+/// Which shapes take the sm_90 backward: bf16/f16, D 64/128, either layout, grouped heads, on
+/// sm_90 only; f32, other head dims, empty sides and other GPUs take the other paths.
+#[test]
+fn the_sm90_backward_takes_16_bit_d64_d128_on_sm_90_only() {
+    let base = shape(2, 4, 2, 100, 90, 128, Layout::Bshd, true);
+    assert_eq!(hopper_backward_kernel::<bf16>(&base, 90), Some("attention_backward_d128_causal_bf16"));
+    assert_eq!(hopper_backward_kernel::<f16>(&Attention { head_dim: 64, causal: false, ..base }, 90), Some("attention_backward_d64_f16"));
+    assert_eq!(hopper_backward_kernel::<bf16>(&base, 80), None);
+    assert_eq!(hopper_backward_kernel::<f32>(&base, 90), None);
+    for s in [Attention { head_dim: 256, ..base }, Attention { head_dim: 32, ..base }, Attention { seq_q: 0, ..base }, Attention { seq_kv: 0, ..base }] {
+        assert_eq!(hopper_backward_kernel::<bf16>(&s, 90), None, "{s:?}");
+    }
+    let e = CpuExecutor::new();
+    let s = Attention { head_dim: 256, ..base };
+    let x = vec![bf16::ZERO; s.q_len()];
+    let kv = vec![bf16::ZERO; s.kv_len()];
+    let (mut dq, mut dk, mut dv) = (x.clone(), kv.clone(), kv.clone());
+    let err = cpu::attention_backward_sm90(&e, &x, &kv, &kv, &x, &x, &vec![0.0; s.q_rows()], &mut dq, &mut dk, &mut dv, s).unwrap_err();
+    assert!(err.to_string().contains("hopper_backward_kernel"), "{err}");
+}
