@@ -3,6 +3,7 @@
 //! causal or not. Each figure is the mean of back-to-back calls between two events after
 //! warm-up calls (20 calls, fewer for calls over 15 ms, at least 3). FLOPs: forward
 //! `4 B H S² D` (half when causal), backward 2.5 times that (FlashAttention's convention).
+//! `BENCH_MMA=1` also times the deterministic backward (`attention_backward_deterministic`).
 //! Prints a line per shape, and JSON lines (one per shape) to the file named by the first
 //! argument, for `kernels/bench/attention_table.py`, which puts them beside PyTorch's
 //! (`kernels/bench/attention_sdpa.py`). `BENCH_ONLY=D,S,causal` times one shape; `--check DIR`
@@ -103,12 +104,24 @@ fn main() -> Result<(), KernelsError> {
                 let bwd = time(&context, &stream, || attention::attention_backward(&stream, &q, &k, &v, &o, &dout, &lse, &mut dq, &mut dk, &mut dv, a))?;
                 let (fwd_tf, bwd_tf) = (flops / (fwd * 1e-3) / 1e12, 2.5 * flops / (bwd * 1e-3) / 1e12);
                 let path = attention::hopper_kernel::<bf16>(&a, arch).unwrap_or("mma.sync");
+                let bwd_path = attention::hopper_backward_kernel::<bf16>(&a, arch).unwrap_or("mma.sync");
+                // `BENCH_MMA=1`: also the deterministic backward (`mma.sync`), for comparison.
+                let mma = if std::env::var("BENCH_MMA").is_ok_and(|v| v == "1") {
+                    let ms = time(&context, &stream, || {
+                        attention::attention_backward_deterministic(&stream, &q, &k, &v, &o, &dout, &lse, &mut dq, &mut dk, &mut dv, a)
+                    })?;
+                    Some((ms, 2.5 * flops / (ms * 1e-3) / 1e12))
+                } else {
+                    None
+                };
                 let name = format!("D{head_dim} S{s} B{batch} H{heads}{}", if causal { " causal" } else { "" });
-                println!("{name:<34} {fwd:>10.3} {bwd:>10.3} {fwd_tf:>12.1} {bwd_tf:>12.1}  [fwd {path}]");
+                let mma_text = mma.map_or(String::new(), |(_, tf)| format!(" [deterministic bwd {tf:.1}]"));
+                println!("{name:<34} {fwd:>10.3} {bwd:>10.3} {fwd_tf:>12.1} {bwd_tf:>12.1}  [fwd {path}] [bwd {bwd_path}]{mma_text}");
                 if let Some(file) = json.as_mut() {
+                    let mma_json = mma.map_or(String::new(), |(ms, tf)| format!(r#","bwd_det_ms":{ms:.5},"bwd_det_tflops":{tf:.2}"#));
                     writeln!(
                         file,
-                        r#"{{"impl":"ours","head_dim":{head_dim},"seq":{s},"batch":{batch},"heads":{heads},"causal":{causal},"fwd_ms":{fwd:.5},"bwd_ms":{bwd:.5},"fwd_tflops":{fwd_tf:.2},"bwd_tflops":{bwd_tf:.2},"fwd_path":"{path}"}}"#
+                        r#"{{"impl":"ours","head_dim":{head_dim},"seq":{s},"batch":{batch},"heads":{heads},"causal":{causal},"fwd_ms":{fwd:.5},"bwd_ms":{bwd:.5},"fwd_tflops":{fwd_tf:.2},"bwd_tflops":{bwd_tf:.2},"fwd_path":"{path}","bwd_path":"{bwd_path}"{mma_json}}}"#
                     )
                     .expect("cannot write the JSON file");
                 }

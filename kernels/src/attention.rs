@@ -219,12 +219,18 @@ pub(crate) fn backward_mma_configs(shape: &Attention) -> (ferrocuda_host::Launch
 
 /// Attention backward: `dq`, `dk`, `dv` from `dout` and the forward's `out` and `lse`, with an
 /// `f32` scratch buffer of one value per row of `out` (`delta = rowsum(dO * O)`) allocated on
-/// `stream`. Deterministic (no atomics; every output element has one writer).
+/// `stream`.
 ///
-/// Paths: for `bf16`/`f16` with `head_dim` 64 or 128 ([`backward_uses_tensor_cores`]), three
-/// launches on the tensor cores of any sm_80+ GPU (`delta`, then dK and dV with a block per 64
-/// keys, then dQ with a block per 64 queries; FlashAttention-2's backward without atomics);
-/// otherwise two launches of the portable path (dQ with `delta`, then dK and dV).
+/// Paths (module docs): on sm_90, for `bf16`/`f16` with `head_dim` 64 or 128
+/// ([`hopper_backward_kernel`]), the `wgmma` kernel of `ferrocuda-kernels-hopper` (three
+/// launches: the padded `lse`/`delta` rows, the kernel, dQ's conversion; it allocates its f32
+/// scratch on `stream`). It accumulates dQ with atomic adds, so dQ's last bits may differ
+/// between two calls on the same inputs (dK and dV do not); [`attention_backward_deterministic`]
+/// never takes it. Otherwise, for `bf16`/`f16` with `head_dim` 64 or 128
+/// ([`backward_uses_tensor_cores`]), three launches on the tensor cores of any sm_80+ GPU
+/// (`delta`, then dK and dV with a block per 64 keys, then dQ with a block per 64 queries;
+/// FlashAttention-2's backward without atomics); otherwise two launches of the portable path
+/// (dQ with `delta`, then dK and dV).
 #[allow(clippy::too_many_arguments)]
 pub fn attention_backward<T: Element>(
     stream: &Stream,
@@ -249,9 +255,33 @@ pub fn backward_scratch_len(shape: &Attention) -> usize {
     shape.q_rows()
 }
 
+/// [`attention_backward`] on the deterministic paths only (never the sm_90 kernel, whose dQ
+/// is summed with atomic adds): the same inputs give the same gradients, bit for bit, on
+/// every call (the `mma.sync` tensor-core path for `bf16`/`f16` with `head_dim` 64 or 128,
+/// the portable path otherwise). Slower than [`attention_backward`] on sm_90.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_backward_deterministic<T: Element>(
+    stream: &Stream,
+    q: &(impl DeviceRead<T> + ?Sized),
+    k: &(impl DeviceRead<T> + ?Sized),
+    v: &(impl DeviceRead<T> + ?Sized),
+    out: &(impl DeviceRead<T> + ?Sized),
+    dout: &(impl DeviceRead<T> + ?Sized),
+    lse: &(impl DeviceRead<f32> + ?Sized),
+    dq: &mut (impl DeviceWrite<T> + ?Sized),
+    dk: &mut (impl DeviceWrite<T> + ?Sized),
+    dv: &mut (impl DeviceWrite<T> + ?Sized),
+    shape: Attention,
+) -> Result<()> {
+    shape.check()?;
+    let mut scratch = DeviceBuffer::<f32>::zeroed_async(stream, backward_scratch_len(&shape))?;
+    backward(stream, q, k, v, out, dout, lse, dq, dk, dv, &mut scratch, shape, false)
+}
+
 /// [`attention_backward`] with its `f32` scratch passed in (`scratch`,
-/// [`backward_scratch_len`] long, contents ignored): it allocates nothing, so it may be
-/// recorded into a CUDA graph on memory its caller owns.
+/// [`backward_scratch_len`] long, contents ignored). On the `mma.sync` and portable paths it
+/// allocates nothing else, so it may be recorded into a CUDA graph on memory its caller owns
+/// (a capturing stream never takes the sm_90 kernel, which allocates its own scratch).
 #[allow(clippy::too_many_arguments)]
 pub fn attention_backward_with_scratch<T: Element>(
     stream: &Stream,
@@ -267,6 +297,26 @@ pub fn attention_backward_with_scratch<T: Element>(
     scratch: &mut (impl DeviceWrite<f32> + ?Sized),
     shape: Attention,
 ) -> Result<()> {
+    backward(stream, q, k, v, out, dout, lse, dq, dk, dv, scratch, shape, true)
+}
+
+/// The backward's checks and paths; `sm90` allows the sm_90 kernel.
+#[allow(clippy::too_many_arguments)]
+fn backward<T: Element>(
+    stream: &Stream,
+    q: &(impl DeviceRead<T> + ?Sized),
+    k: &(impl DeviceRead<T> + ?Sized),
+    v: &(impl DeviceRead<T> + ?Sized),
+    out: &(impl DeviceRead<T> + ?Sized),
+    dout: &(impl DeviceRead<T> + ?Sized),
+    lse: &(impl DeviceRead<f32> + ?Sized),
+    dq: &mut (impl DeviceWrite<T> + ?Sized),
+    dk: &mut (impl DeviceWrite<T> + ?Sized),
+    dv: &mut (impl DeviceWrite<T> + ?Sized),
+    scratch: &mut (impl DeviceWrite<f32> + ?Sized),
+    shape: Attention,
+    sm90: bool,
+) -> Result<()> {
     let (head_dim, kernel_shape) = shape.check()?;
     expect_len("scratch", len_of(scratch), backward_scratch_len(&shape), || "backward_scratch_len: one f32 per row of O".into())?;
     shape.q("q", len_of(q))?;
@@ -278,7 +328,7 @@ pub fn attention_backward_with_scratch<T: Element>(
     shape.q("dq", len_of(dq))?;
     shape.kv("dk", len_of(dk))?;
     shape.kv("dv", len_of(dv))?;
-    if T::HOPPER_BACKWARD && shape.q_rows() > 0 && shape.kv_rows() > 0 {
+    if sm90 && T::HOPPER_BACKWARD && shape.q_rows() > 0 && shape.kv_rows() > 0 {
         let arch = stream.context().device().arch()?;
         if let Some(kernel) = hopper_backward_kernel::<T>(&shape, arch)
             && crate::hopper::attention_backward(stream, kernel, q, k, v, out, dout, lse, dq, dk, dv, shape)?

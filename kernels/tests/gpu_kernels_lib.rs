@@ -196,7 +196,9 @@ fn packed_kernels_on_misaligned_views_match_aligned_ones() {
     packed_misaligned_on_gpu::<f16>(&context, &stream);
 }
 
-fn attention_on_gpu<T: Element>(context: &Context, stream: &Stream, shape: Attention, tol: f64) {
+/// The forward and the backward (`attention_backward`, or `attention_backward_deterministic`
+/// when `deterministic`) on the GPU against f64.
+fn attention_on_gpu<T: Element>(context: &Context, stream: &Stream, shape: Attention, tol: f64, deterministic: bool) {
     let (q, qf) = input::<T>(shape.q_len(), 21, 1.0);
     let (k, kf) = input::<T>(shape.kv_len(), 22, 1.0);
     let (v, vf) = input::<T>(shape.kv_len(), 23, 1.0);
@@ -205,7 +207,11 @@ fn attention_on_gpu<T: Element>(context: &Context, stream: &Stream, shape: Atten
     let (mut out, mut lse) = (zeros::<T>(context, shape.q_len()), zeros::<f32>(context, shape.q_rows()));
     attention::attention_forward(stream, &q_, &k_, &v_, &mut out, &mut lse, shape).unwrap();
     let (mut dq, mut dk, mut dv) = (zeros::<T>(context, shape.q_len()), zeros::<T>(context, shape.kv_len()), zeros::<T>(context, shape.kv_len()));
-    attention::attention_backward(stream, &q_, &k_, &v_, &out, &do_, &lse, &mut dq, &mut dk, &mut dv, shape).unwrap();
+    if deterministic {
+        attention::attention_backward_deterministic(stream, &q_, &k_, &v_, &out, &do_, &lse, &mut dq, &mut dk, &mut dv, shape).unwrap();
+    } else {
+        attention::attention_backward(stream, &q_, &k_, &v_, &out, &do_, &lse, &mut dq, &mut dk, &mut dv, shape).unwrap();
+    }
     let dims = (shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q, shape.seq_kv, shape.head_dim);
     let scale = shape.scale.map_or(1.0 / (shape.head_dim as f64).sqrt(), f64::from);
     let want = attention_ref_scaled(&qf, &kf, &vf, &doutf, dims, shape.layout == Layout::Bshd, shape.causal, scale);
@@ -221,18 +227,19 @@ fn attention_on_gpu<T: Element>(context: &Context, stream: &Stream, shape: Atten
 fn attention_on_the_gpu_matches_f64() {
     let Some((context, stream)) = gpu("attention_on_the_gpu_matches_f64") else { return };
     let base = Attention { batch: 2, heads_q: 4, heads_kv: 2, seq_q: 130, seq_kv: 130, head_dim: 128, layout: Layout::Bhsd, causal: true, scale: None };
-    attention_on_gpu::<bf16>(&context, &stream, base, 2e-2);
-    attention_on_gpu::<f16>(&context, &stream, Attention { layout: Layout::Bshd, causal: false, head_dim: 64, seq_kv: 77, ..base }, 4e-3);
-    attention_on_gpu::<bf16>(&context, &stream, Attention { head_dim: 256, heads_kv: 1, seq_q: 33, seq_kv: 65, ..base }, 2e-2);
-    attention_on_gpu::<f32>(&context, &stream, Attention { layout: Layout::Bshd, ..base }, 1e-4);
+    attention_on_gpu::<bf16>(&context, &stream, base, 2e-2, false);
+    attention_on_gpu::<f16>(&context, &stream, Attention { layout: Layout::Bshd, causal: false, head_dim: 64, seq_kv: 77, ..base }, 4e-3, false);
+    attention_on_gpu::<bf16>(&context, &stream, Attention { head_dim: 256, heads_kv: 1, seq_q: 33, seq_kv: 65, ..base }, 2e-2, false);
+    attention_on_gpu::<f32>(&context, &stream, Attention { layout: Layout::Bshd, ..base }, 1e-4, false);
     // The tensor-core forward (BHSD, seq_q % 16 == 0, D <= 128).
     let mma = Attention { seq_q: 128, seq_kv: 200, causal: false, ..base };
     assert!(attention::uses_tensor_cores::<bf16>(&mma));
-    attention_on_gpu::<bf16>(&context, &stream, mma, 2e-2);
-    attention_on_gpu::<f16>(&context, &stream, Attention { seq_q: 64, seq_kv: 64, head_dim: 64, causal: true, ..mma }, 4e-3);
+    attention_on_gpu::<bf16>(&context, &stream, mma, 2e-2, false);
+    attention_on_gpu::<f16>(&context, &stream, Attention { seq_q: 64, seq_kv: 64, head_dim: 64, causal: true, ..mma }, 4e-3, false);
 }
 
-/// The tensor-core backward (`mma.sync`: delta, dK/dV, dQ) on the GPU against f64: both
+/// The tensor-core backward (`mma.sync`: delta, dK/dV, dQ; `attention_backward_deterministic`,
+/// so also on sm_90) on the GPU against f64: both
 /// layouts, D 64 and 128, causal or not, grouped-query heads, lengths that are not multiples
 /// of its 64-row blocks, `seq_q != seq_kv`, bf16 and f16.
 #[test]
@@ -248,10 +255,66 @@ fn attention_backward_on_the_tensor_cores_matches_f64() {
     for (i, shape) in cases.into_iter().enumerate() {
         assert!(attention::backward_uses_tensor_cores::<bf16>(&shape) && attention::backward_uses_tensor_cores::<f16>(&shape));
         if i % 2 == 0 {
-            attention_on_gpu::<bf16>(&context, &stream, shape, 2e-2);
+            attention_on_gpu::<bf16>(&context, &stream, shape, 2e-2, true);
         } else {
-            attention_on_gpu::<f16>(&context, &stream, shape, 4e-3);
+            attention_on_gpu::<f16>(&context, &stream, shape, 4e-3, true);
         }
+    }
+}
+
+/// The sm_90 backward (`ferrocuda-kernels-hopper`'s `wgmma` kernel, picked by
+/// `attention_backward` on sm_90) against f64: D 64 and 128, bf16 and f16, both layouts,
+/// causal or not, grouped-query heads, lengths that are not multiples of its 128-key blocks
+/// or 64-query tiles, `seq_q != seq_kv`, a custom scale. Then two calls on the same inputs:
+/// dK and dV equal bit for bit (one writer each), dQ (atomic adds) within rounding of each
+/// other and of the deterministic path's. On another GPU the same shapes take the other paths.
+#[test]
+fn attention_backward_on_sm_90_matches_f64() {
+    let Some((context, stream)) = gpu("attention_backward_on_sm_90_matches_f64") else { return };
+    let arch = context.device().arch().unwrap();
+    let base = Attention { batch: 2, heads_q: 8, heads_kv: 2, seq_q: 300, seq_kv: 300, head_dim: 128, layout: Layout::Bhsd, causal: true, scale: None };
+    let cases = [
+        base,
+        Attention { layout: Layout::Bshd, head_dim: 64, causal: false, seq_q: 200, seq_kv: 333, heads_kv: 8, ..base },
+        Attention { layout: Layout::Bshd, head_dim: 64, seq_q: 257, seq_kv: 257, ..base },
+        Attention { causal: false, seq_q: 100, seq_kv: 64, heads_kv: 4, scale: Some(0.05), ..base },
+        Attention { batch: 1, heads_q: 2, heads_kv: 1, seq_q: 1000, seq_kv: 1000, layout: Layout::Bshd, ..base },
+        Attention { causal: true, seq_q: 130, seq_kv: 500, ..base },
+    ];
+    for (i, shape) in cases.into_iter().enumerate() {
+        assert!(attention::hopper_backward_kernel::<bf16>(&shape, 90).is_some() && attention::hopper_backward_kernel::<f16>(&shape, 90).is_some());
+        if arch != 90 {
+            eprintln!("sm_{arch}: {shape:?} takes the mma.sync path here, not the sm_90 backward");
+        }
+        attention_on_gpu::<bf16>(&context, &stream, shape, 2e-2, false);
+        if i % 2 == 1 {
+            attention_on_gpu::<f16>(&context, &stream, shape, 4e-3, false);
+        }
+    }
+    // Repeatability: dK, dV bit for bit; dQ close to itself and to the deterministic path.
+    let shape = Attention { batch: 1, heads_q: 4, heads_kv: 2, seq_q: 700, seq_kv: 700, head_dim: 64, layout: Layout::Bshd, causal: true, scale: None };
+    let (q, _) = input::<bf16>(shape.q_len(), 51, 1.0);
+    let (k, _) = input::<bf16>(shape.kv_len(), 52, 1.0);
+    let (v, _) = input::<bf16>(shape.kv_len(), 53, 1.0);
+    let (dout, _) = input::<bf16>(shape.q_len(), 54, 1.0);
+    let (q_, k_, v_, do_) = (up(&context, &q), up(&context, &k), up(&context, &v), up(&context, &dout));
+    let (mut out, mut lse) = (zeros::<bf16>(&context, shape.q_len()), zeros::<f32>(&context, shape.q_rows()));
+    attention::attention_forward(&stream, &q_, &k_, &v_, &mut out, &mut lse, shape).unwrap();
+    let run = |deterministic: bool| {
+        let (mut dq, mut dk, mut dv) =
+            (zeros::<bf16>(&context, shape.q_len()), zeros::<bf16>(&context, shape.kv_len()), zeros::<bf16>(&context, shape.kv_len()));
+        if deterministic {
+            attention::attention_backward_deterministic(&stream, &q_, &k_, &v_, &out, &do_, &lse, &mut dq, &mut dk, &mut dv, shape).unwrap();
+        } else {
+            attention::attention_backward(&stream, &q_, &k_, &v_, &out, &do_, &lse, &mut dq, &mut dk, &mut dv, shape).unwrap();
+        }
+        (widen(&dq.to_vec().unwrap()), widen(&dk.to_vec().unwrap()), widen(&dv.to_vec().unwrap()))
+    };
+    let (first, second, exact) = (run(false), run(false), run(true));
+    assert_eq!((&first.1, &first.2), (&second.1, &second.2), "dK and dV should not change between calls");
+    assert_close("dq, second call", &second.0, &first.0, 2e-2);
+    for (name, got, want) in [("dq", &first.0, &exact.0), ("dk", &first.1, &exact.1), ("dv", &first.2, &exact.2)] {
+        assert_close(&format!("sm_90 {name} vs the deterministic path"), got, want, 2e-2);
     }
 }
 
@@ -280,7 +343,7 @@ fn attention_forward_takes_the_hopper_kernels_on_sm_90_and_matches_f64() {
         if arch != 90 {
             eprintln!("sm_{arch}: {shape:?} takes the tensor-core or portable path here, not {kernel}");
         }
-        attention_on_gpu::<bf16>(&context, &stream, shape, 2e-2);
+        attention_on_gpu::<bf16>(&context, &stream, shape, 2e-2, false);
     }
 }
 
@@ -307,7 +370,7 @@ fn attention_forward_with_misaligned_views_falls_back_and_matches_f64() {
     assert_close("misaligned lse", &lse[1..].iter().map(|&x| x as f64).collect::<Vec<_>>(), &want.lse, 1e-4);
 }
 
-/// The tensor-core backward on views that start one element in (2 bytes: its 16-byte
+/// The deterministic tensor-core backward on views that start one element in (2 bytes: its 16-byte
 /// `cp.async` staging declines them and loads element by element) gives the gradients of the
 /// aligned call, bit for bit, and leaves the element before each output view alone.
 #[test]
@@ -330,7 +393,7 @@ fn attention_backward_on_misaligned_views_matches_the_aligned_call() {
         let seven = bf16::from_f32(7.0);
         let (mut dq, mut dk, mut dv) = (up(&context, &vec![seven; n + 1]), up(&context, &vec![seven; m + 1]), up(&context, &vec![seven; m + 1]));
         let (o, l) = (out.slice(at..at + n), lse.slice(at..at + shape.q_rows()));
-        attention::attention_backward(
+        attention::attention_backward_deterministic(
             &stream,
             &q,
             &k,
