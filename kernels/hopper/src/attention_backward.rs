@@ -36,7 +36,7 @@ pub const BN: u32 = 128;
 /// Query rows per pipeline stage.
 pub const BQ: u32 = 64;
 /// Depth of the Q/dO ring.
-pub const STAGES: u32 = 2;
+pub const STAGES: u32 = 3;
 /// Threads per block: one producer and two consumer warpgroups.
 pub const THREADS: u32 = 384;
 /// Bytes of one TMA box: 64 rows of 64 16-bit values (128 bytes, the swizzle's span).
@@ -341,8 +341,8 @@ mod body {
         // This thread's query columns in a tile: `8 i + 2 (lane % 4) + j`.
         let col0 = 2 * (lane % 4);
         let scale_log2 = problem.scale * core::f32::consts::LOG2_E;
-        // The consumer's 128 threads meet here between writing `dSᵀ` and the `wgmma` reading it.
-        let written = NamedBarrier::new(4 + consumer, 128);
+        // The consumers' 256 threads meet here between writing `dSᵀ` and the `wgmma`s reading it.
+        let both = NamedBarrier::new(4, 256);
         // Not `[0.0; 64]`: a repeat expression becomes a store loop that keeps the array in
         // local memory (docs/performance.md). SAFETY: all-zero bits are 0.0.
         let (mut dk_acc, mut dv_acc): ([f32; 64], [f32; 64]) = unsafe { (core::mem::zeroed(), core::mem::zeroed()) };
@@ -356,7 +356,7 @@ mod body {
         // threads run this code together (the branch is on `tid / 128`, the loop bounds are the
         // block's); the shared tiles a group reads stay untouched until the arrival on their
         // `empty` barrier (after the wait for that group) or, for `dSᵀ`, until the next-but-one
-        // step (its two buffers alternate; the barrier `written` of the step between orders it);
+        // step (its two buffers alternate; the barrier `both` of the step between orders it);
         // the registers of a group in flight are fenced before its issue and not touched until
         // it has been waited for.
         for n in 0..steps {
@@ -432,13 +432,36 @@ mod body {
                 })
             });
             fence_proxy_async_shared();
-            written.sync();
+            // Both consumers' `dSᵀ` are in shared memory before either reads them.
+            both.sync();
+            // dQᵀ over all 128 keys: at D = 128 consumer c takes head columns 64c.. (one m64
+            // tile each); at D = 64 (one tile) the consumers take turns, step by step.
+            let dq_rows = if D == 128 {
+                Some(consumer)
+            } else if n % 2 == consumer {
+                Some(0)
+            } else {
+                None
+            };
             fence_accumulators_64(&mut dv_acc);
             fence_accumulators_64(&mut dk_acc);
+            fence_accumulators_32(&mut dq);
             fence_fragments(&mut frags);
             // SAFETY: see above.
             unsafe {
                 wgmma::fence();
+                if let Some(m) = dq_rows {
+                    // Kᵀ: rows (M) are head columns `64 m ..`, k the block's 128 keys (16 per
+                    // step: K's panel t / 4); dSᵀ: k the keys (consumer t / 4's buffer), n the
+                    // 64 queries.
+                    unroll::<8>(|t| {
+                        let t = t as u32;
+                        let a = Descriptor::n_major_128b(layout.k(t / 4) + m * SLAB + 2048 * (t % 4), SLAB).0;
+                        let b = Descriptor::n_major_128b(layout.ds(t / 4, n % 2) + 2048 * (t % 4), SLAB).0;
+                        ss_mn::<F16>(&mut dq, a, b, t > 0);
+                    });
+                    wgmma::commit();
+                }
                 unroll::<4>(|t| {
                     let t = t as u32;
                     rs::<D, F16>(&mut dv_acc, frags[0][t as usize], Descriptor::n_major_128b(do_tile + 2048 * t, SLAB).0);
@@ -449,38 +472,31 @@ mod body {
                 });
                 wgmma::commit();
             }
-            let bhq = (b * problem.heads_q + h) as usize;
-            unroll::<2>(|m| {
-                let m = m as u32;
-                if m < D / 64 {
-                    // SAFETY: see above. Kᵀ: rows (M) are head columns `64 m ..`, k the keys.
-                    unsafe {
-                        unroll::<4>(|t| {
-                            let t = t as u32;
-                            let a = Descriptor::n_major_128b(k_mine + m * SLAB + 2048 * t, SLAB).0;
-                            let b = Descriptor::n_major_128b(ds_tile + 2048 * t, SLAB).0;
-                            ss_mn::<F16>(&mut dq, a, b, t > 0);
-                        });
-                        wgmma::commit();
-                        wgmma::wait::<0>();
-                    }
-                    fence_accumulators_32(&mut dq);
-                    if m == D / 64 - 1 && lane == 0 {
-                        // Q and dO of this slot are read by nothing any more.
-                        layout.ring().release(n);
-                    }
-                    unroll::<8>(|i| {
-                        unroll::<2>(|half| {
-                            let d = (64 * m + row0 + 8 * half as u32) as usize;
-                            let at = (bhq * D as usize + d) * seq_pad as usize + q0 as usize + 8 * i + col0 as usize;
-                            // SAFETY: d < D, q0 + 8 i + col0 + 1 < seq_pad: inside dq_acc (the
-                            // kernel's contract), 8-byte aligned (`at` even); only atomic adds
-                            // touch it during the launch.
-                            unsafe { add_pair(dq_acc.add(at), dq[4 * i + 2 * half], dq[4 * i + 2 * half + 1]) };
-                        })
-                    });
-                }
-            });
+            if let Some(m) = dq_rows {
+                // The dQ group (the older one) is done; dV and dK may still run.
+                // SAFETY: see above.
+                unsafe { wgmma::wait::<1>() };
+                fence_accumulators_32(&mut dq);
+                let bhq = (b * problem.heads_q + h) as usize;
+                unroll::<8>(|i| {
+                    unroll::<2>(|half| {
+                        let d = (64 * m + row0 + 8 * half as u32) as usize;
+                        let at = (bhq * D as usize + d) * seq_pad as usize + q0 as usize + 8 * i + col0 as usize;
+                        // SAFETY: d < D, q0 + 8 i + col0 + 1 < seq_pad: inside dq_acc (the
+                        // kernel's contract), 8-byte aligned (`at` even); only atomic adds
+                        // touch it during the launch.
+                        unsafe { add_pair(dq_acc.add(at), dq[4 * i + 2 * half], dq[4 * i + 2 * half + 1]) };
+                    })
+                });
+            }
+            // SAFETY: see above.
+            unsafe { wgmma::wait::<0>() };
+            fence_accumulators_64(&mut dv_acc);
+            fence_accumulators_64(&mut dk_acc);
+            if lane == 0 {
+                // Q and dO of this slot are read by nothing any more.
+                layout.ring().release(n);
+            }
         }
         // Epilogue: this thread's two key rows of dK (times the scale) and dV.
         unroll::<2>(|half| {
