@@ -117,7 +117,7 @@ pub fn attention_backward_sm90<T: Element>(
 ) -> Result<()> {
     use ferrocuda_device::tma::TensorMap as DeviceMap;
     use ferrocuda_host::{LaunchConfig, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
-    use ferrocuda_kernels_hopper::attention_backward::{BN, Problem, THREADS, backward_body, padded_seq, shared_bytes};
+    use ferrocuda_kernels_hopper::attention_backward::{BN, Problem, STATS_BOX, THREADS, backward_body, padded_seq, shared_bytes};
     let (head_dim, kernel_shape) = shape.check()?;
     for (name, got, want) in
         [("q", q.len(), shape.q_len()), ("out", out.len(), shape.q_len()), ("dout", dout.len(), shape.q_len()), ("dq", dq.len(), shape.q_len())]
@@ -147,6 +147,11 @@ pub fn attention_backward_sm90<T: Element>(
         let layout = TiledLayout { data_type, dims: &dims, strides_bytes: &strides, box_dims, swizzle: TensorSwizzle::B128 };
         maps.push(Box::new(DeviceMap(TensorMap::emulated(x.as_ptr() as u64, &layout)?.words())));
     }
+    let stats_dims = [rows as u64];
+    let stats = TiledLayout { data_type: TensorDataType::F32, dims: &stats_dims, strides_bytes: &[], box_dims: &STATS_BOX, swizzle: TensorSwizzle::None };
+    for x in [&lse2, &delta] {
+        maps.push(Box::new(DeviceMap(TensorMap::emulated(x.as_ptr() as u64, &stats)?.words())));
+    }
     let problem = Problem {
         seq_q: shape.seq_q as u32,
         seq_kv: shape.seq_kv as u32,
@@ -156,29 +161,28 @@ pub fn attention_backward_sm90<T: Element>(
         scale: kernel_shape.scale,
     };
     let map_addresses: Vec<usize> = maps.iter().map(|m| &**m as *const DeviceMap as usize).collect();
-    let pointers =
-        [lse2.as_ptr() as usize, delta.as_ptr() as usize, dq_acc.as_mut_ptr() as usize, dk_words.as_mut_ptr() as usize, dv_words.as_mut_ptr() as usize];
+    let pointers = [dq_acc.as_mut_ptr() as usize, dk_words.as_mut_ptr() as usize, dv_words.as_mut_ptr() as usize];
     let config =
         LaunchConfig::new(((shape.seq_kv as u32).div_ceil(BN), (shape.batch * shape.heads_kv) as u32), THREADS).with_shared_bytes(shared_bytes(head_dim));
     let body = || {
-        let m = [0, 1, 2, 3].map(|i| map_addresses[i] as *const DeviceMap);
-        let [l, d, a, dk, dv] = pointers;
-        let (l, d, a, dk, dv) = (l as *const f32, d as *const f32, a as *mut f32, dk as *mut u32, dv as *mut u32);
+        let m = [0, 1, 2, 3, 4, 5].map(|i| map_addresses[i] as *const DeviceMap);
+        let [a, dk, dv] = pointers;
+        let (a, dk, dv) = (a as *mut f32, dk as *mut u32, dv as *mut u32);
         // SAFETY: the kernel's contract: the emulated maps describe q, k, v, dout in the
-        // shape's layout (box and swizzle from `backward_map_dims`), alive until `run` returns;
-        // lse2 and delta hold `B·Hq·seq_pad` f32 (written by the prep launch), dq_acc
+        // shape's layout (box and swizzle from `backward_map_dims`), and lse2 and delta
+        // (`B·Hq·seq_pad` f32, written by the prep launch), alive until `run` returns; dq_acc
         // `B·Hq·D·seq_pad` (zeroed), dk and dv words `B·Hkv·seq_kv·D / 2`; the grid, block and
         // shared memory are the kernel's.
         unsafe {
             match (head_dim, shape.causal, T::F16) {
-                (64, false, false) => backward_body::<64, false, false>(m, l, d, a, dk, dv, problem),
-                (64, true, false) => backward_body::<64, true, false>(m, l, d, a, dk, dv, problem),
-                (128, false, false) => backward_body::<128, false, false>(m, l, d, a, dk, dv, problem),
-                (128, true, false) => backward_body::<128, true, false>(m, l, d, a, dk, dv, problem),
-                (64, false, true) => backward_body::<64, false, true>(m, l, d, a, dk, dv, problem),
-                (64, true, true) => backward_body::<64, true, true>(m, l, d, a, dk, dv, problem),
-                (128, false, true) => backward_body::<128, false, true>(m, l, d, a, dk, dv, problem),
-                (128, true, true) => backward_body::<128, true, true>(m, l, d, a, dk, dv, problem),
+                (64, false, false) => backward_body::<64, false, false>(m, a, dk, dv, problem),
+                (64, true, false) => backward_body::<64, true, false>(m, a, dk, dv, problem),
+                (128, false, false) => backward_body::<128, false, false>(m, a, dk, dv, problem),
+                (128, true, false) => backward_body::<128, true, false>(m, a, dk, dv, problem),
+                (64, false, true) => backward_body::<64, false, true>(m, a, dk, dv, problem),
+                (64, true, true) => backward_body::<64, true, true>(m, a, dk, dv, problem),
+                (128, false, true) => backward_body::<128, false, true>(m, a, dk, dv, problem),
+                (128, true, true) => backward_body::<128, true, true>(m, a, dk, dv, problem),
                 _ => unreachable!("hopper_backward_kernel takes head dims 64 and 128 only"),
             }
         }

@@ -180,7 +180,8 @@ fn check(call: &'static str, code: sys::CUresult) -> Result<()> {
 /// [`attention_backward`](crate::attention::attention_backward) runs for `shape` on a GPU of
 /// compute capability `arch`, or `None` when it takes another path: `T` bf16 or f16,
 /// `head_dim` 64 or 128, either layout, grouped-query heads, any lengths (at least one query
-/// and one key), causal or not, `batch * heads_kv` at most 65535, and `arch == 90`.
+/// and one key), causal or not, `batch * heads_kv` at most 65535, fewer than 2^31 padded
+/// query rows in all, and `arch == 90`.
 pub fn hopper_backward_kernel<T: Element>(shape: &Attention, arch: u32) -> Option<&'static str> {
     let fits = T::HOPPER_BACKWARD
         && arch == 90
@@ -191,6 +192,8 @@ pub fn hopper_backward_kernel<T: Element>(shape: &Attention, arch: u32) -> Optio
         && shape.seq_kv > 0
         && shape.seq_q <= (u32::MAX / 2) as usize
         && shape.seq_kv <= (u32::MAX / 2) as usize
+        // The padded lse/delta rows are addressed with i32 TMA coordinates.
+        && shape.batch.checked_mul(shape.heads_q).and_then(|r| r.checked_mul(shape.seq_q.div_ceil(64) * 64)).is_some_and(|r| r < i32::MAX as usize)
         && shape.batch.checked_mul(shape.heads_kv).is_some_and(|h| (1..=MAX_HEADS).contains(&h));
     if !fits {
         return None;
@@ -240,7 +243,7 @@ pub(crate) fn attention_backward<T: Element>(
     shape: Attention,
 ) -> Result<bool> {
     use ferrocuda_kernels_device::attention_backward::hopper_padded_seq;
-    use ferrocuda_kernels_hopper::attention_backward::{BN, THREADS, padded_seq, shared_bytes};
+    use ferrocuda_kernels_hopper::attention_backward::{BN, STATS_BOX, THREADS, padded_seq, shared_bytes};
     let (head_dim, kernel_shape) = shape.check()?;
     let inputs = [q.kernel_arg(), k.kernel_arg(), v.kernel_arg(), dout.kernel_arg()];
     // Defence in depth: the caller's checks, again, where the unsafe launch relies on them.
@@ -270,7 +273,7 @@ pub(crate) fn attention_backward<T: Element>(
     <T as Launchers>::attention_backward_prep(stream, crate::warp_per_row(rows), out, dout, lse, &mut lse2, &mut delta, head_dim, kernel_shape)?;
     let data_type = if T::F16 { TensorDataType::F16 } else { TensorDataType::Bf16 };
     context.bind_to_thread()?;
-    let mut words = [[0u64; 16]; 4];
+    let mut words = [[0u64; 16]; 6];
     for (i, (word, input)) in words.iter_mut().zip(&inputs).enumerate() {
         let (heads, seq) = if i == 0 || i == 3 { (shape.heads_q, shape.seq_q) } else { (shape.heads_kv, shape.seq_kv) };
         let (dims, strides, box_dims) = backward_map_dims(&shape, heads, seq);
@@ -281,9 +284,17 @@ pub(crate) fn attention_backward<T: Element>(
         // borrowed; the launch that copies through the map declares a read of it.
         *word = unsafe { TensorMap::encode_tiled(input.ptr, &layout) }?.words();
     }
-    let mut maps = DeviceBuffer::<[u64; 16]>::zeroed_async(stream, 4)?;
+    let stats_dims = [rows as u64];
+    let stats = TiledLayout { data_type: TensorDataType::F32, dims: &stats_dims, strides_bytes: &[], box_dims: &STATS_BOX, swizzle: TensorSwizzle::None };
+    for (word, buffer) in words[4..].iter_mut().zip([&lse2, &delta]) {
+        // SAFETY: a buffer allocated above (aligned: a fresh allocation) of `rows` f32, the
+        // 1-D array the layout describes, alive until after the launch (dropped in stream
+        // order), whose read the launch declares.
+        *word = unsafe { TensorMap::encode_tiled(buffer.device_ptr(), &stats) }?.words();
+    }
+    let mut maps = DeviceBuffer::<[u64; 16]>::zeroed_async(stream, 6)?;
     let maps_ptr = maps.device_ptr();
-    let (pl, pd, pa) = (lse2.device_ptr(), delta.device_ptr(), dq_acc.device_ptr());
+    let pa = dq_acc.device_ptr();
     let (pk, pv) = (dk.kernel_arg_mut().ptr, dv.kernel_arg_mut().ptr);
     let accesses = [
         inputs[0].read("q"),
@@ -299,12 +310,12 @@ pub(crate) fn attention_backward<T: Element>(
     ];
     stream.enqueue("attention_backward (sm_90)", &accesses, |raw| -> Result<()> {
         let map_bytes = std::mem::size_of_val(&words);
-        // SAFETY: `maps` holds 4 x 128 bytes of device memory of this context, declared written
+        // SAFETY: `maps` holds 6 x 128 bytes of device memory of this context, declared written
         // above; the source is `words` on this stack frame, which the driver has consumed when
         // the call returns (a pageable host-to-device copy is staged before it returns).
         check("cuMemcpyHtoDAsync", unsafe { sys::cuMemcpyHtoDAsync_v2(maps_ptr, words.as_ptr().cast(), map_bytes, raw.get()) })?;
-        let (mut m0, mut m1, mut m2, mut m3) = (maps_ptr, maps_ptr + 128, maps_ptr + 256, maps_ptr + 384);
-        let (mut l, mut d, mut a, mut k_, mut v_) = (pl, pd, pa, pk, pv);
+        let (mut m0, mut m1, mut m2, mut m3, mut m4, mut m5) = (maps_ptr, maps_ptr + 128, maps_ptr + 256, maps_ptr + 384, maps_ptr + 512, maps_ptr + 640);
+        let (mut a, mut k_, mut v_) = (pa, pk, pv);
         let (mut sq, mut skv, mut hq, mut hkv) = (seq_q, seq_kv, shape.heads_q as u32, shape.heads_kv as u32);
         let mut bshd = (shape.layout == Layout::Bshd) as u32;
         let mut scale = kernel_shape.scale;
@@ -313,8 +324,8 @@ pub(crate) fn attention_backward<T: Element>(
             (&raw mut m1).cast(),
             (&raw mut m2).cast(),
             (&raw mut m3).cast(),
-            (&raw mut l).cast(),
-            (&raw mut d).cast(),
+            (&raw mut m4).cast(),
+            (&raw mut m5).cast(),
             (&raw mut a).cast(),
             (&raw mut k_).cast(),
             (&raw mut v_).cast(),
@@ -326,11 +337,11 @@ pub(crate) fn attention_backward<T: Element>(
             (&raw mut scale).cast(),
         ];
         // SAFETY: the kernel's contract (`ferrocuda_kernels_hopper::attention_backward`): its
-        // fifteen parameters in order (four map addresses, the lse2/delta/dq_acc scratch, dK
-        // and dV, the lengths, heads, layout and scale); the maps (copied above, in stream
-        // order) describe Q, K, V, dO in the layout, box and swizzle it needs; the scratch
-        // buffers hold `B·Hq·seq_pad` (lse2, delta, written by the prep launch before it) and
-        // `B·Hq·D·seq_pad` f32 (dq_acc, zeroed); dK and dV hold `B·Hkv·seq_kv·D` elements and
+        // fifteen parameters in order (six map addresses, the dq_acc scratch, dK and dV, the
+        // lengths, heads, layout and scale); the maps (copied above, in stream order) describe
+        // Q, K, V, dO in the layout, box and swizzle it needs, and lse2, delta (`B·Hq·seq_pad`
+        // f32, written by the prep launch before it) as 1-D f32 arrays with 64-element boxes;
+        // dq_acc holds `B·Hq·D·seq_pad` f32 (zeroed); dK and dV hold `B·Hkv·seq_kv·D` elements and
         // are 4-byte aligned (checked above); every buffer is declared to the door; grid
         // `(⌈seq_kv/128⌉, B·Hkv)` (at most 65535), 384 threads and `shared` bytes of dynamic
         // shared memory (allowed by the attribute set above) are what it was built for;

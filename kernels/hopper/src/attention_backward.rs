@@ -45,6 +45,8 @@ pub const SLAB: u32 = 64 * 128;
 pub const BOX_BHSD: [u32; 4] = [64, 64, 1, 1];
 /// The TMA box of the `[B, S, H, D]` maps (dims `[D, H, S, B]`).
 pub const BOX_BSHD: [u32; 4] = [64, 1, 64, 1];
+/// The TMA box of the 1-D `lse2` and `delta` maps (f32, no swizzle): one step's 64 rows.
+pub const STATS_BOX: [u32; 1] = [BQ];
 
 /// Bytes of 64 rows of head dimension `head_dim` (one [`SLAB`] per 64 columns).
 pub const fn panel_bytes(head_dim: u32) -> u32 {
@@ -52,10 +54,14 @@ pub const fn panel_bytes(head_dim: u32) -> u32 {
 }
 
 /// Dynamic shared memory per block: K and V (two panels each), the ring of Q and dO panels,
-/// `dSᵀ` (two buffers per consumer), the barriers, 1 KiB to align.
+/// `dSᵀ` (two buffers per consumer), the ring's `lse2`/`delta` rows, the barriers, 1 KiB to
+/// align.
 pub const fn shared_bytes(head_dim: u32) -> u32 {
-    (4 + 2 * STAGES) * panel_bytes(head_dim) + 4 * SLAB + 8 + 16 * STAGES + 1024
+    (4 + 2 * STAGES) * panel_bytes(head_dim) + 4 * SLAB + STATS_BYTES * STAGES + 8 + 16 * STAGES + 1024
 }
+
+/// Bytes of one step's `lse2` and `delta` rows in the ring (64 f32 each).
+pub const STATS_BYTES: u32 = 2 * BQ * 4;
 
 /// Rows of the padded `lse2`/`delta`/`dq_acc` arrays per head: `seq_q` rounded up to [`BQ`].
 pub const fn padded_seq(seq_q: u32) -> u32 {
@@ -189,9 +195,14 @@ mod body {
         fn ds(self, consumer: u32, buffer: u32) -> u32 {
             self.base + self.panel * (4 + 2 * STAGES) + SLAB * (2 * consumer + buffer)
         }
+        /// Slot `slot`'s `lse2` row (64 f32), then its `delta` row.
+        #[inline(always)]
+        fn stats(self, slot: u32) -> u32 {
+            self.base + self.panel * (4 + 2 * STAGES) + 4 * SLAB + STATS_BYTES * slot
+        }
         #[inline(always)]
         fn barriers(self) -> u32 {
-            self.base + self.panel * (4 + 2 * STAGES) + 4 * SLAB
+            self.base + self.panel * (4 + 2 * STAGES) + 4 * SLAB + STATS_BYTES * STAGES
         }
         #[inline(always)]
         fn kv_full(self) -> MBarrier {
@@ -267,15 +278,13 @@ mod body {
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn backward_body<const D: u32, const CAUSAL: bool, const F16: bool>(
-        maps: [*const TensorMap; 4],
-        lse2: *const f32,
-        delta: *const f32,
+        maps: [*const TensorMap; 6],
         dq_acc: *mut f32,
         dk: *mut u32,
         dv: *mut u32,
         problem: Problem,
     ) {
-        let [q_map, k_map, v_map, do_map] = maps;
+        let [q_map, k_map, v_map, do_map, lse_map, delta_map] = maps;
         let tid = thread_idx_x();
         let panel = panel_bytes(D);
         let layout = Layout { base: (dynamic_shared_address() + 1023) & !1023, panel };
@@ -319,7 +328,10 @@ mod body {
                     for n in 0..steps {
                         let (h, q0) = at_step(n);
                         let slot = Ring::<STAGES>::slot(n);
-                        let full = layout.ring().produce(n, 2 * panel);
+                        let full = layout.ring().produce(n, 2 * panel + STATS_BYTES);
+                        let row = ((b * problem.heads_q + h) * seq_pad + q0) as i32;
+                        TensorMap::load_1d(lse_map, layout.stats(slot), full, row);
+                        TensorMap::load_1d(delta_map, layout.stats(slot) + BQ * 4, full, row);
                         for c in 0..D / 64 {
                             let at = problem.coords(64 * c, q0, h, b);
                             TensorMap::load_4d(q_map, layout.q(slot) + c * SLAB, full, at);
@@ -349,6 +361,7 @@ mod body {
         // SAFETY: as above.
         let (mut s, mut dp, mut dq): ([f32; 32], [f32; 32], [f32; 32]) = unsafe { (core::mem::zeroed(), core::mem::zeroed(), core::mem::zeroed()) };
         let shared = ferrocuda_device::shared::dynamic_shared::<u32>();
+        let shared_f32 = ferrocuda_device::shared::dynamic_shared::<f32>();
         let shared_base = shared.shared_address();
         let (k_mine, v_mine) = (layout.k(consumer), layout.v(consumer));
         layout.kv_full().wait(0);
@@ -362,22 +375,24 @@ mod body {
         for n in 0..steps {
             let (h, q0) = at_step(n);
             let slot = Ring::<STAGES>::slot(n);
+            layout.ring().consume(n);
+            let (q_tile, do_tile) = (layout.q(slot), layout.dout(slot));
             // lse·log2 e and delta of this thread's 16 query columns (padded rows: +inf and 0).
-            let row_base = ((b * problem.heads_q + h) * seq_pad + q0) as usize;
+            let stats = ((layout.stats(slot) - shared_base) / 4) as usize;
             let mut lse_cols = [0.0f32; 16];
             let mut delta_cols = [0.0f32; 16];
             unroll::<8>(|i| {
                 unroll::<2>(|j| {
-                    let at = row_base + 8 * i + col0 as usize + j;
-                    // SAFETY: `q0 + 63 < seq_pad`: inside the padded rows (the kernel's contract).
+                    let at = stats + 8 * i + col0 as usize + j;
+                    // SAFETY: inside this slot's rows (8 i + col0 + j < 64), which the copy
+                    // engine has written (the slot's `full` phase waited for) and nobody writes
+                    // until this warp releases the slot.
                     unsafe {
-                        lse_cols[2 * i + j] = *lse2.add(at);
-                        delta_cols[2 * i + j] = *delta.add(at);
+                        lse_cols[2 * i + j] = shared_f32.get_unchecked(at);
+                        delta_cols[2 * i + j] = shared_f32.get_unchecked(at + BQ as usize);
                     }
                 })
             });
-            layout.ring().consume(n);
-            let (q_tile, do_tile) = (layout.q(slot), layout.dout(slot));
             // SAFETY: see above.
             unsafe {
                 wgmma::fence();
@@ -534,12 +549,12 @@ mod body {
             #[allow(clippy::too_many_arguments)]
             pub unsafe extern "ptx-kernel" fn $name(
                 q_map: *const TensorMap, k_map: *const TensorMap, v_map: *const TensorMap, do_map: *const TensorMap,
-                lse2: *const f32, delta: *const f32, dq_acc: *mut f32, dk: *mut u32, dv: *mut u32,
+                lse_map: *const TensorMap, delta_map: *const TensorMap, dq_acc: *mut f32, dk: *mut u32, dv: *mut u32,
                 seq_q: u32, seq_kv: u32, heads_q: u32, heads_kv: u32, bshd: u32, scale: f32,
             ) {
                 let problem = Problem { seq_q, seq_kv, heads_q, heads_kv, bshd, scale };
                 // SAFETY: the kernel's contract.
-                unsafe { backward_body::<$d, $causal, $f16>([q_map, k_map, v_map, do_map], lse2, delta, dq_acc, dk, dv, problem) }
+                unsafe { backward_body::<$d, $causal, $f16>([q_map, k_map, v_map, do_map, lse_map, delta_map], dq_acc, dk, dv, problem) }
             }
         )*};
     }
