@@ -39,7 +39,7 @@ use crate::error::{expect_len, unsupported};
 use crate::launchers::Launchers;
 use crate::{Element, Result, len_of, warp_per_row};
 
-pub use crate::hopper::{hopper_backward_kernel, hopper_kernel};
+pub use crate::hopper::{hopper_backward_kernel, hopper_backward_kernels, hopper_kernel};
 
 /// Where the heads sit in memory (the head dimension is contiguous in both).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -276,6 +276,47 @@ pub fn attention_backward_deterministic<T: Element>(
     shape.check()?;
     let mut scratch = DeviceBuffer::<f32>::zeroed_async(stream, backward_scratch_len(&shape))?;
     backward(stream, q, k, v, out, dout, lse, dq, dk, dv, &mut scratch, shape, false)
+}
+
+/// [`attention_backward`] on the sm_90 kernel instance `kernel` (one of
+/// [`hopper_backward_kernels`]`(shape, arch)`), for benchmarks and tests that compare the
+/// instances. Refuses another name, another GPU, or inputs that kernel cannot take (not
+/// 16-byte aligned, a capturing stream) instead of falling back.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_backward_sm90<T: Element>(
+    stream: &Stream,
+    kernel: &str,
+    q: &(impl DeviceRead<T> + ?Sized),
+    k: &(impl DeviceRead<T> + ?Sized),
+    v: &(impl DeviceRead<T> + ?Sized),
+    out: &(impl DeviceRead<T> + ?Sized),
+    dout: &(impl DeviceRead<T> + ?Sized),
+    lse: &(impl DeviceRead<f32> + ?Sized),
+    dq: &mut (impl DeviceWrite<T> + ?Sized),
+    dk: &mut (impl DeviceWrite<T> + ?Sized),
+    dv: &mut (impl DeviceWrite<T> + ?Sized),
+    shape: Attention,
+) -> Result<()> {
+    shape.check()?;
+    shape.q("q", len_of(q))?;
+    shape.kv("k", len_of(k))?;
+    shape.kv("v", len_of(v))?;
+    shape.q("out", len_of(out))?;
+    shape.q("dout", len_of(dout))?;
+    shape.lse("lse", len_of(lse))?;
+    shape.q("dq", len_of(dq))?;
+    shape.kv("dk", len_of(dk))?;
+    shape.kv("dv", len_of(dv))?;
+    let arch = stream.context().device().arch()?;
+    let names = hopper_backward_kernels::<T>(&shape, arch).unwrap_or_default();
+    let Some(&kernel) = names.iter().find(|&&name| name == kernel) else {
+        return Err(unsupported("kernel", kernel, format!("one of the sm_90 backward's instances for this shape on sm_{arch}: {names:?}")));
+    };
+    if crate::hopper::attention_backward(stream, kernel, q, k, v, out, dout, lse, dq, dk, dv, shape)? {
+        Ok(())
+    } else {
+        Err(unsupported("q", "a misaligned view or a capturing stream", "16-byte aligned inputs on a stream that is not being captured"))
+    }
 }
 
 /// [`attention_backward`] with its `f32` scratch passed in (`scratch`,

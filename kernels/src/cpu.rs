@@ -115,6 +115,27 @@ pub fn attention_backward_sm90<T: Element>(
     dv: &mut [T],
     shape: Attention,
 ) -> Result<()> {
+    let kernel = crate::attention::hopper_backward_kernel::<T>(&shape, 90).unwrap_or("(none)");
+    attention_backward_sm90_kernel(executor, kernel, q, k, v, out, dout, lse, dq, dk, dv, shape)
+}
+
+/// [`attention_backward_sm90`] with the kernel instance named (one of
+/// [`hopper_backward_kernels`](crate::attention::hopper_backward_kernels)`(shape, 90)`).
+#[allow(clippy::too_many_arguments)]
+pub fn attention_backward_sm90_kernel<T: Element>(
+    executor: &CpuExecutor,
+    kernel: &str,
+    q: &[T],
+    k: &[T],
+    v: &[T],
+    out: &[T],
+    dout: &[T],
+    lse: &[f32],
+    dq: &mut [T],
+    dk: &mut [T],
+    dv: &mut [T],
+    shape: Attention,
+) -> Result<()> {
     use ferrocuda_device::tma::TensorMap as DeviceMap;
     use ferrocuda_host::{LaunchConfig, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
     use ferrocuda_kernels_hopper::attention_backward::{BN, Problem, STATS_BOX, THREADS, backward_body, padded_seq, shared_bytes};
@@ -129,9 +150,13 @@ pub fn attention_backward_sm90<T: Element>(
         shape.kv(name, got)?;
     }
     shape.lse("lse", lse.len())?;
-    let Some(kernel) = crate::attention::hopper_backward_kernel::<T>(&shape, 90) else {
+    let Some(names) = crate::attention::hopper_backward_kernels::<T>(&shape, 90) else {
         return Err(crate::error::unsupported("shape", format!("{shape:?}"), "one the sm_90 backward takes (hopper_backward_kernel)"));
     };
+    let Some(&kernel) = names.iter().find(|&&name| name == kernel) else {
+        return Err(crate::error::unsupported("kernel", kernel, format!("one of {names:?}")));
+    };
+    let shared_dq = !kernel.ends_with("_wg");
     let seq_pad = padded_seq(shape.seq_q as u32);
     let rows = shape.batch * shape.heads_q * seq_pad as usize;
     let (mut lse2, mut delta) = (vec![0.0f32; rows], vec![0.0f32; rows]);
@@ -174,15 +199,23 @@ pub fn attention_backward_sm90<T: Element>(
         // `B·Hq·D·seq_pad` (zeroed), dk and dv words `B·Hkv·seq_kv·D / 2`; the grid, block and
         // shared memory are the kernel's.
         unsafe {
-            match (head_dim, shape.causal, T::F16) {
-                (64, false, false) => backward_body::<64, false, false>(m, a, dk, dv, problem),
-                (64, true, false) => backward_body::<64, true, false>(m, a, dk, dv, problem),
-                (128, false, false) => backward_body::<128, false, false>(m, a, dk, dv, problem),
-                (128, true, false) => backward_body::<128, true, false>(m, a, dk, dv, problem),
-                (64, false, true) => backward_body::<64, false, true>(m, a, dk, dv, problem),
-                (64, true, true) => backward_body::<64, true, true>(m, a, dk, dv, problem),
-                (128, false, true) => backward_body::<128, false, true>(m, a, dk, dv, problem),
-                (128, true, true) => backward_body::<128, true, true>(m, a, dk, dv, problem),
+            match (head_dim, shape.causal, T::F16, shared_dq) {
+                (64, false, false, true) => backward_body::<64, false, false, true>(m, a, dk, dv, problem),
+                (64, false, false, false) => backward_body::<64, false, false, false>(m, a, dk, dv, problem),
+                (64, true, false, true) => backward_body::<64, true, false, true>(m, a, dk, dv, problem),
+                (64, true, false, false) => backward_body::<64, true, false, false>(m, a, dk, dv, problem),
+                (128, false, false, true) => backward_body::<128, false, false, true>(m, a, dk, dv, problem),
+                (128, false, false, false) => backward_body::<128, false, false, false>(m, a, dk, dv, problem),
+                (128, true, false, true) => backward_body::<128, true, false, true>(m, a, dk, dv, problem),
+                (128, true, false, false) => backward_body::<128, true, false, false>(m, a, dk, dv, problem),
+                (64, false, true, true) => backward_body::<64, false, true, true>(m, a, dk, dv, problem),
+                (64, false, true, false) => backward_body::<64, false, true, false>(m, a, dk, dv, problem),
+                (64, true, true, true) => backward_body::<64, true, true, true>(m, a, dk, dv, problem),
+                (64, true, true, false) => backward_body::<64, true, true, false>(m, a, dk, dv, problem),
+                (128, false, true, true) => backward_body::<128, false, true, true>(m, a, dk, dv, problem),
+                (128, false, true, false) => backward_body::<128, false, true, false>(m, a, dk, dv, problem),
+                (128, true, true, true) => backward_body::<128, true, true, true>(m, a, dk, dv, problem),
+                (128, true, true, false) => backward_body::<128, true, true, false>(m, a, dk, dv, problem),
                 _ => unreachable!("hopper_backward_kernel takes head dims 64 and 128 only"),
             }
         }

@@ -210,6 +210,25 @@ pub fn hopper_backward_kernel<T: Element>(shape: &Attention, arch: u32) -> Optio
     })
 }
 
+/// The instances of the sm_90 backward for `shape` on `arch`: [`hopper_backward_kernel`]'s
+/// (both consumer warpgroups sum dQ over the block's 128 keys before one atomic add per
+/// element) and its `_wg` twin (each consumer adds its own 64 keys' dQ: twice the atomic adds,
+/// no barrier between the consumers), for benchmarks and tests that compare them.
+pub fn hopper_backward_kernels<T: Element>(shape: &Attention, arch: u32) -> Option<[&'static str; 2]> {
+    const WG: [(&str, &str); 8] = [
+        ("attention_backward_d64_bf16", "attention_backward_d64_bf16_wg"),
+        ("attention_backward_d64_causal_bf16", "attention_backward_d64_causal_bf16_wg"),
+        ("attention_backward_d128_bf16", "attention_backward_d128_bf16_wg"),
+        ("attention_backward_d128_causal_bf16", "attention_backward_d128_causal_bf16_wg"),
+        ("attention_backward_d64_f16", "attention_backward_d64_f16_wg"),
+        ("attention_backward_d64_causal_f16", "attention_backward_d64_causal_f16_wg"),
+        ("attention_backward_d128_f16", "attention_backward_d128_f16_wg"),
+        ("attention_backward_d128_causal_f16", "attention_backward_d128_causal_f16_wg"),
+    ];
+    let default = hopper_backward_kernel::<T>(shape, arch)?;
+    WG.iter().find(|(d, _)| *d == default).map(|&(d, wg)| [d, wg])
+}
+
 /// The 4-D tensor map layout of a `[B, H, S, D]` or `[B, S, H, D]` operand with `heads` heads
 /// and `seq` positions (dims innermost first; the kernel's coordinates follow the same order).
 pub(crate) fn backward_map_dims(shape: &Attention, heads: usize, seq: usize) -> ([u64; 4], [u64; 3], &'static [u32; 4]) {

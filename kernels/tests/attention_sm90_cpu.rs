@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use ferrocuda_device::cpu::CpuExecutor;
-use ferrocuda_kernels::attention::{Attention, Layout, hopper_backward_kernel};
+use ferrocuda_kernels::attention::{Attention, Layout, hopper_backward_kernel, hopper_backward_kernels};
 use ferrocuda_kernels::{Element, bf16, cpu, f16};
 
 fn check<T: Element>(shape: Attention, tol: f64) {
@@ -22,15 +22,18 @@ fn check<T: Element>(shape: Attention, tol: f64) {
     let dims = (shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q, shape.seq_kv, shape.head_dim);
     let scale = shape.scale.map_or(1.0 / (shape.head_dim as f64).sqrt(), f64::from);
     let want = attention_ref_scaled(&qf, &kf, &vf, &doutf, dims, shape.layout == Layout::Bshd, shape.causal, scale);
-    let nan = T::from_f32(f32::NAN);
-    let (mut dq, mut dk, mut dv) = (vec![nan; shape.q_len()], vec![nan; shape.kv_len()], vec![nan; shape.kv_len()]);
-    let start = std::time::Instant::now();
-    cpu::attention_backward_sm90(&e, &q, &k, &v, &out, &dout, &lse, &mut dq, &mut dk, &mut dv, shape).unwrap();
-    let what = format!("{shape:?}");
-    eprintln!("{what}: {:.1} s", start.elapsed().as_secs_f64());
-    assert_close(&format!("dq {what}"), &widen(&dq), &want.dq, tol);
-    assert_close(&format!("dk {what}"), &widen(&dk), &want.dk, tol);
-    assert_close(&format!("dv {what}"), &widen(&dv), &want.dv, tol);
+    // Every instance: the default (dQ summed over both consumers) and the `_wg` one.
+    for kernel in hopper_backward_kernels::<T>(&shape, 90).unwrap() {
+        let nan = T::from_f32(f32::NAN);
+        let (mut dq, mut dk, mut dv) = (vec![nan; shape.q_len()], vec![nan; shape.kv_len()], vec![nan; shape.kv_len()]);
+        let start = std::time::Instant::now();
+        cpu::attention_backward_sm90_kernel(&e, kernel, &q, &k, &v, &out, &dout, &lse, &mut dq, &mut dk, &mut dv, shape).unwrap();
+        let what = format!("{kernel} {shape:?}");
+        eprintln!("{what}: {:.1} s", start.elapsed().as_secs_f64());
+        assert_close(&format!("dq {what}"), &widen(&dq), &want.dq, tol);
+        assert_close(&format!("dk {what}"), &widen(&dk), &want.dk, tol);
+        assert_close(&format!("dv {what}"), &widen(&dv), &want.dv, tol);
+    }
 }
 
 fn shape(batch: usize, heads_q: usize, heads_kv: usize, seq_q: usize, seq_kv: usize, head_dim: usize, layout: Layout, causal: bool) -> Attention {
@@ -80,4 +83,10 @@ fn the_sm90_backward_takes_16_bit_d64_d128_on_sm_90_only() {
     let (mut dq, mut dk, mut dv) = (x.clone(), kv.clone(), kv.clone());
     let err = cpu::attention_backward_sm90(&e, &x, &kv, &kv, &x, &x, &vec![0.0; s.q_rows()], &mut dq, &mut dk, &mut dv, s).unwrap_err();
     assert!(err.to_string().contains("hopper_backward_kernel"), "{err}");
+    let (x, kv) = (vec![bf16::ZERO; base.q_len()], vec![bf16::ZERO; base.kv_len()]);
+    let (mut dq, mut dk, mut dv) = (x.clone(), kv.clone(), kv.clone());
+    let lse = vec![0.0; base.q_rows()];
+    let err = cpu::attention_backward_sm90_kernel(&e, "attention_backward_d64_bf16", &x, &kv, &kv, &x, &x, &lse, &mut dq, &mut dk, &mut dv, base).unwrap_err();
+    assert!(err.to_string().contains("attention_backward_d128_causal_bf16_wg"), "another shape's instance is refused: {err}");
+    assert_eq!(hopper_backward_kernels::<bf16>(&base, 90), Some(["attention_backward_d128_causal_bf16", "attention_backward_d128_causal_bf16_wg"]));
 }

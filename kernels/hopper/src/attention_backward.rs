@@ -165,6 +165,50 @@ mod body {
         unsafe { if F16 { wgmma::m64n64k16_f16_ss_mn_major(acc, a, b, accumulate) } else { wgmma::m64n64k16_bf16_ss_mn_major(acc, a, b, accumulate) } }
     }
 
+    /// `D (+)= A·B` m64n32k16, both operands MN-major from shared memory.
+    ///
+    /// # Safety
+    /// As for `wgmma::m64n32k16_bf16_ss_mn_major`.
+    #[inline(always)]
+    unsafe fn ss_mn_narrow<const F16: bool>(acc: &mut [f32; 16], a: u64, b: u64, accumulate: bool) {
+        // SAFETY: the caller's contract.
+        unsafe { if F16 { wgmma::m64n32k16_f16_ss_mn_major(acc, a, b, accumulate) } else { wgmma::m64n32k16_bf16_ss_mn_major(acc, a, b, accumulate) } }
+    }
+
+    /// Issues and commits `dQᵀ` rows (head columns) `64 m ..` of consumer `consumer`'s 64 keys:
+    /// `Kᵀ` from its K panel, `dSᵀ` from its buffer of step `n`.
+    ///
+    /// # Safety
+    /// As for `wgmma::m64n64k16_bf16_ss_mn_major`, after a `wgmma::fence`.
+    #[inline(always)]
+    unsafe fn issue_own_dq<const D: u32, const F16: bool>(dq: &mut [f32; 32], layout: Layout, consumer: u32, n: u32, m: u32) {
+        unroll::<4>(|t| {
+            let t = t as u32;
+            let a = Descriptor::n_major_128b(layout.k(consumer) + m * SLAB + 2048 * t, SLAB).0;
+            let b = Descriptor::n_major_128b(layout.ds(consumer, n % 2) + 2048 * t, SLAB).0;
+            // SAFETY: the caller's contract.
+            unsafe { ss_mn::<F16>(dq, a, b, t > 0) };
+        });
+        // SAFETY: the caller's contract.
+        unsafe { wgmma::commit() };
+    }
+
+    /// Adds an m64n64 `dQᵀ` tile (this thread's rows `d0`, `d0 + 8`, query columns `q0 + 8 i +
+    /// c0`, `+ 1`) to `dq_acc` (`[B·Hq, D, seq_pad]`, head `bhq`).
+    #[inline(always)]
+    fn add_dq_tile<const D: u32>(dq_acc: *mut f32, dq: &[f32; 32], bhq: usize, d0: u32, c0: u32, seq_pad: u32, q0: u32) {
+        unroll::<8>(|i| {
+            unroll::<2>(|half| {
+                let d = (d0 + 8 * half as u32) as usize;
+                let at = (bhq * D as usize + d) * seq_pad as usize + q0 as usize + 8 * i + c0 as usize;
+                // SAFETY: d < D, q0 + 8 i + c0 + 1 < seq_pad: inside dq_acc (the kernel's
+                // contract), 8-byte aligned (`at` even); only atomic adds touch it during the
+                // launch.
+                unsafe { add_pair(dq_acc.add(at), dq[4 * i + 2 * half], dq[4 * i + 2 * half + 1]) };
+            })
+        });
+    }
+
     /// Where the tiles and barriers of a block live in shared memory.
     #[derive(Clone, Copy)]
     struct Layout {
@@ -277,7 +321,7 @@ mod body {
     /// grid `(⌈seq_kv / 128⌉, batch·heads_kv)`; run as every thread of the grid.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    pub unsafe fn backward_body<const D: u32, const CAUSAL: bool, const F16: bool>(
+    pub unsafe fn backward_body<const D: u32, const CAUSAL: bool, const F16: bool, const SHARED_DQ: bool>(
         maps: [*const TensorMap; 6],
         dq_acc: *mut f32,
         dk: *mut u32,
@@ -353,13 +397,16 @@ mod body {
         // This thread's query columns in a tile: `8 i + 2 (lane % 4) + j`.
         let col0 = 2 * (lane % 4);
         let scale_log2 = problem.scale * core::f32::consts::LOG2_E;
-        // The consumers' 256 threads meet here between writing `dSᵀ` and the `wgmma`s reading it.
-        let both = NamedBarrier::new(4, 256);
+        // The threads that read a consumer's `dSᵀ` (both consumers' 256 with `SHARED_DQ`, else
+        // its own 128) meet here between writing it and the `wgmma`s reading it.
+        let written = if SHARED_DQ { NamedBarrier::new(4, 256) } else { NamedBarrier::new(4 + consumer, 128) };
         // Not `[0.0; 64]`: a repeat expression becomes a store loop that keeps the array in
         // local memory (docs/performance.md). SAFETY: all-zero bits are 0.0.
         let (mut dk_acc, mut dv_acc): ([f32; 64], [f32; 64]) = unsafe { (core::mem::zeroed(), core::mem::zeroed()) };
         // SAFETY: as above.
         let (mut s, mut dp, mut dq): ([f32; 32], [f32; 32], [f32; 32]) = unsafe { (core::mem::zeroed(), core::mem::zeroed(), core::mem::zeroed()) };
+        // SAFETY: as above. (dQᵀ's tile at D = 64: 64 x 32.)
+        let mut dq_narrow: [f32; 16] = unsafe { core::mem::zeroed() };
         let shared = ferrocuda_device::shared::dynamic_shared::<u32>();
         let shared_f32 = ferrocuda_device::shared::dynamic_shared::<f32>();
         let shared_base = shared.shared_address();
@@ -369,7 +416,7 @@ mod body {
         // threads run this code together (the branch is on `tid / 128`, the loop bounds are the
         // block's); the shared tiles a group reads stay untouched until the arrival on their
         // `empty` barrier (after the wait for that group) or, for `dSᵀ`, until the next-but-one
-        // step (its two buffers alternate; the barrier `both` of the step between orders it);
+        // step (its two buffers alternate; the barrier `written` of the step between orders it);
         // the registers of a group in flight are fenced before its issue and not touched until
         // it has been waited for.
         for n in 0..steps {
@@ -447,62 +494,94 @@ mod body {
                 })
             });
             fence_proxy_async_shared();
-            // Both consumers' `dSᵀ` are in shared memory before either reads them.
-            both.sync();
-            // dQᵀ over all 128 keys: at D = 128 consumer c takes head columns 64c.. (one m64
-            // tile each); at D = 64 (one tile) the consumers take turns, step by step.
-            let dq_rows = if D == 128 {
-                Some(consumer)
-            } else if n % 2 == consumer {
-                Some(0)
-            } else {
-                None
-            };
+            written.sync();
             fence_accumulators_64(&mut dv_acc);
             fence_accumulators_64(&mut dk_acc);
             fence_accumulators_32(&mut dq);
+            wgmma::fence_accumulators_16(&mut dq_narrow);
             fence_fragments(&mut frags);
-            // SAFETY: see above.
-            unsafe {
-                wgmma::fence();
-                if let Some(m) = dq_rows {
-                    // Kᵀ: rows (M) are head columns `64 m ..`, k the block's 128 keys (16 per
-                    // step: K's panel t / 4); dSᵀ: k the keys (consumer t / 4's buffer), n the
-                    // 64 queries.
+            let bhq = (b * problem.heads_q + h) as usize;
+            if SHARED_DQ {
+                // dQᵀ over all 128 keys, split between the consumers without a branch (a `wgmma`
+                // under a condition the compiler cannot prove uniform serialises them all, C7520):
+                // at D = 128 consumer c takes head columns 64c.. (an m64n64 tile), at D = 64 the
+                // queries 32c.. (an m64n32 tile).
+                // SAFETY: see above.
+                unsafe {
+                    wgmma::fence();
+                    // Kᵀ: rows (M) are head columns, k the block's 128 keys (16 per step: K's panel
+                    // t / 4); dSᵀ: k the keys (consumer t / 4's buffer), n the queries.
                     unroll::<8>(|t| {
                         let t = t as u32;
+                        let (m, n0) = if D == 128 { (consumer, 0) } else { (0, 32 * consumer) };
                         let a = Descriptor::n_major_128b(layout.k(t / 4) + m * SLAB + 2048 * (t % 4), SLAB).0;
-                        let b = Descriptor::n_major_128b(layout.ds(t / 4, n % 2) + 2048 * (t % 4), SLAB).0;
-                        ss_mn::<F16>(&mut dq, a, b, t > 0);
+                        let b = Descriptor::n_major_128b(layout.ds(t / 4, n % 2) + 2048 * (t % 4) + 2 * n0, SLAB).0;
+                        if D == 128 {
+                            ss_mn::<F16>(&mut dq, a, b, t > 0);
+                        } else {
+                            ss_mn_narrow::<F16>(&mut dq_narrow, a, b, t > 0);
+                        }
                     });
                     wgmma::commit();
+                    unroll::<4>(|t| {
+                        let t = t as u32;
+                        rs::<D, F16>(&mut dv_acc, frags[0][t as usize], Descriptor::n_major_128b(do_tile + 2048 * t, SLAB).0);
+                    });
+                    unroll::<4>(|t| {
+                        let t = t as u32;
+                        rs::<D, F16>(&mut dk_acc, frags[1][t as usize], Descriptor::n_major_128b(q_tile + 2048 * t, SLAB).0);
+                    });
+                    wgmma::commit();
+                    // The dQ group (the older one) is done; dV and dK may still run.
+                    wgmma::wait::<1>();
                 }
-                unroll::<4>(|t| {
-                    let t = t as u32;
-                    rs::<D, F16>(&mut dv_acc, frags[0][t as usize], Descriptor::n_major_128b(do_tile + 2048 * t, SLAB).0);
-                });
-                unroll::<4>(|t| {
-                    let t = t as u32;
-                    rs::<D, F16>(&mut dk_acc, frags[1][t as usize], Descriptor::n_major_128b(q_tile + 2048 * t, SLAB).0);
-                });
-                wgmma::commit();
-            }
-            if let Some(m) = dq_rows {
-                // The dQ group (the older one) is done; dV and dK may still run.
-                // SAFETY: see above.
-                unsafe { wgmma::wait::<1>() };
                 fence_accumulators_32(&mut dq);
-                let bhq = (b * problem.heads_q + h) as usize;
+                wgmma::fence_accumulators_16(&mut dq_narrow);
+                // This thread's dQᵀ rows (head columns) and first query column.
+                let (d0, c0) = if D == 128 { (64 * consumer + row0, col0) } else { (row0, 32 * consumer + col0) };
                 unroll::<8>(|i| {
                     unroll::<2>(|half| {
-                        let d = (64 * m + row0 + 8 * half as u32) as usize;
-                        let at = (bhq * D as usize + d) * seq_pad as usize + q0 as usize + 8 * i + col0 as usize;
-                        // SAFETY: d < D, q0 + 8 i + col0 + 1 < seq_pad: inside dq_acc (the
-                        // kernel's contract), 8-byte aligned (`at` even); only atomic adds
-                        // touch it during the launch.
-                        unsafe { add_pair(dq_acc.add(at), dq[4 * i + 2 * half], dq[4 * i + 2 * half + 1]) };
+                        if D == 128 || i < 4 {
+                            let d = (d0 + 8 * half as u32) as usize;
+                            let at = (bhq * D as usize + d) * seq_pad as usize + q0 as usize + 8 * i + c0 as usize;
+                            let (x, y) = if D == 128 { (dq[4 * i + 2 * half], dq[4 * i + 2 * half + 1]) } else { (dq_narrow[4 * i + 2 * half], dq_narrow[4 * i + 2 * half + 1]) };
+                            // SAFETY: d < D, q0 + 8 i + c0 + 1 < seq_pad: inside dq_acc (the kernel's
+                            // contract), 8-byte aligned (`at` even); only atomic adds touch it
+                            // during the launch.
+                            unsafe { add_pair(dq_acc.add(at), x, y) };
+                        }
                     })
                 });
+            } else {
+                // dQᵀ of this consumer's 64 keys (its own `dSᵀ`), added to dq_acc beside the
+                // other consumer's: twice the atomic adds, no barrier between the consumers.
+                // SAFETY: see above.
+                unsafe {
+                    wgmma::fence();
+                    issue_own_dq::<D, F16>(&mut dq, layout, consumer, n, 0);
+                    unroll::<4>(|t| {
+                        let t = t as u32;
+                        rs::<D, F16>(&mut dv_acc, frags[0][t as usize], Descriptor::n_major_128b(do_tile + 2048 * t, SLAB).0);
+                    });
+                    unroll::<4>(|t| {
+                        let t = t as u32;
+                        rs::<D, F16>(&mut dk_acc, frags[1][t as usize], Descriptor::n_major_128b(q_tile + 2048 * t, SLAB).0);
+                    });
+                    wgmma::commit();
+                    wgmma::wait::<1>();
+                }
+                fence_accumulators_32(&mut dq);
+                add_dq_tile::<D>(dq_acc, &dq, bhq, row0, col0, seq_pad, q0);
+                if D == 128 {
+                    // SAFETY: see above (the fence: the atomics above read these accumulators).
+                    unsafe {
+                        wgmma::fence();
+                        issue_own_dq::<D, F16>(&mut dq, layout, consumer, n, 1);
+                        wgmma::wait::<0>();
+                    }
+                    fence_accumulators_32(&mut dq);
+                    add_dq_tile::<D>(dq_acc, &dq, bhq, 64 + row0, col0, seq_pad, q0);
+                }
             }
             // SAFETY: see above.
             unsafe { wgmma::wait::<0>() };
@@ -536,7 +615,7 @@ mod body {
     }
 
     macro_rules! kernels {
-        ($($name:ident: $d:literal, $causal:literal, $f16:literal;)*) => {$(
+        ($($name:ident: $d:literal, $causal:literal, $f16:literal, $shared_dq:literal;)*) => {$(
             ferrocuda_device::launch_bounds!($name, 384, 1);
             /// Attention backward (see the module docs), head dimension, mask and element type
             /// in the name.
@@ -554,20 +633,28 @@ mod body {
             ) {
                 let problem = Problem { seq_q, seq_kv, heads_q, heads_kv, bshd, scale };
                 // SAFETY: the kernel's contract.
-                unsafe { backward_body::<$d, $causal, $f16>([q_map, k_map, v_map, do_map, lse_map, delta_map], dq_acc, dk, dv, problem) }
+                unsafe { backward_body::<$d, $causal, $f16, $shared_dq>([q_map, k_map, v_map, do_map, lse_map, delta_map], dq_acc, dk, dv, problem) }
             }
         )*};
     }
 
     kernels! {
-        attention_backward_d64_bf16: 64, false, false;
-        attention_backward_d64_causal_bf16: 64, true, false;
-        attention_backward_d128_bf16: 128, false, false;
-        attention_backward_d128_causal_bf16: 128, true, false;
-        attention_backward_d64_f16: 64, false, true;
-        attention_backward_d64_causal_f16: 64, true, true;
-        attention_backward_d128_f16: 128, false, true;
-        attention_backward_d128_causal_f16: 128, true, true;
+        attention_backward_d64_bf16: 64, false, false, true;
+        attention_backward_d64_bf16_wg: 64, false, false, false;
+        attention_backward_d64_causal_bf16: 64, true, false, true;
+        attention_backward_d64_causal_bf16_wg: 64, true, false, false;
+        attention_backward_d128_bf16: 128, false, false, true;
+        attention_backward_d128_bf16_wg: 128, false, false, false;
+        attention_backward_d128_causal_bf16: 128, true, false, true;
+        attention_backward_d128_causal_bf16_wg: 128, true, false, false;
+        attention_backward_d64_f16: 64, false, true, true;
+        attention_backward_d64_f16_wg: 64, false, true, false;
+        attention_backward_d64_causal_f16: 64, true, true, true;
+        attention_backward_d64_causal_f16_wg: 64, true, true, false;
+        attention_backward_d128_f16: 128, false, true, true;
+        attention_backward_d128_f16_wg: 128, false, true, false;
+        attention_backward_d128_causal_f16: 128, true, true, true;
+        attention_backward_d128_causal_f16_wg: 128, true, true, false;
     }
 }
 
