@@ -19,8 +19,8 @@ nvidia-smi -L | tee $OUT/logs.txt
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 timeout ${TESTS_S:-60} ./gpu_kernels_lib attention --test-threads=1 > /tmp/tests.log 2>&1; echo "tests rc=$? $(grep -h '^test result' /tmp/tests.log)"
 grep -h "^test \|panicked\|FAILED\|takes the" /tmp/tests.log | head -30; cat /tmp/tests.log >> $OUT/logs.txt
-BENCH_MMA=${BENCH_MMA:-1} timeout ${BENCH_S:-70} ./bench_attention $OUT/ours.jsonl > $OUT/ours.txt 2>&1; echo "bench rc=$?"; cat $OUT/ours.txt
+BENCH_WG=${BENCH_WG:-1} BENCH_MMA=${BENCH_MMA:-1} timeout ${BENCH_S:-70} ./bench_attention $OUT/ours.jsonl > $OUT/ours.txt 2>&1; echo "bench rc=$?"; cat $OUT/ours.txt
 timeout ${SDPA_S:-50} python3 attention_sdpa.py $OUT/sdpa.jsonl > $OUT/sdpa.txt 2>&1; echo "sdpa rc=$?"; tail -3 $OUT/sdpa.txt
 python3 attention_table.py $OUT/ours.jsonl $OUT/sdpa.jsonl $OUT/table.json $OUT/table.md "$gpu" 2>&1 | tail -30
 mkdir -p /tmp/check && ./bench_attention --check /tmp/check > /tmp/check.log 2>&1 && timeout 30 python3 attention_check.py /tmp/check >> /tmp/check.log 2>&1; echo "check rc=$?"; cat /tmp/check.log; cat /tmp/check.log >> $OUT/logs.txt
-timeout ${MEMCHECK_S:-40} /usr/local/cuda/bin/compute-sanitizer --tool memcheck ./gpu_kernels_lib attention_backward_on_sm_90 --test-threads=1 > /tmp/memcheck.log 2>&1; echo "memcheck rc=$? $(grep -h 'ERROR SUMMARY\|^test result' /tmp/memcheck.log | tr '\n' ' ')"; grep -h "Invalid\|ERROR" /tmp/memcheck.log | head -5; cat /tmp/memcheck.log >> $OUT/logs.txt
+timeout ${MEMCHECK_S:-40} /usr/local/cuda/bin/compute-sanitizer --tool memcheck --report-api-errors no ./gpu_kernels_lib attention_backward_on_sm_90 --test-threads=1 > /tmp/memcheck.log 2>&1; echo "memcheck rc=$? $(grep -h 'ERROR SUMMARY\|^test result' /tmp/memcheck.log | tr '\n' ' ')"; grep -h "Invalid\|ERROR" /tmp/memcheck.log | head -5; cat /tmp/memcheck.log >> $OUT/logs.txt

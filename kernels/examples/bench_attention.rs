@@ -3,7 +3,8 @@
 //! causal or not. Each figure is the mean of back-to-back calls between two events after
 //! warm-up calls (20 calls, fewer for calls over 15 ms, at least 3). FLOPs: forward
 //! `4 B H S² D` (half when causal), backward 2.5 times that (FlashAttention's convention).
-//! `BENCH_MMA=1` also times the deterministic backward (`attention_backward_deterministic`).
+//! `BENCH_MMA=1` also times the deterministic backward (`attention_backward_deterministic`),
+//! `BENCH_WG=1` the sm_90 backward's `_wg` and `_ov` instances (`attention_backward_sm90`).
 //! Prints a line per shape, and JSON lines (one per shape) to the file named by the first
 //! argument, for `kernels/bench/attention_table.py`, which puts them beside PyTorch's
 //! (`kernels/bench/attention_sdpa.py`). `BENCH_ONLY=D,S,causal` times one shape; `--check DIR`
@@ -114,11 +115,28 @@ fn main() -> Result<(), KernelsError> {
                 } else {
                     None
                 };
+                // `BENCH_WG=1`: also the sm_90 backward's `_wg` and `_ov` instances.
+                let mut twin = |which: usize| -> Result<Option<(f64, f64)>, KernelsError> {
+                    match attention::hopper_backward_kernels::<bf16>(&a, arch) {
+                        Some(names) if std::env::var("BENCH_WG").is_ok_and(|v| v == "1") => {
+                            let ms = time(&context, &stream, || {
+                                attention::attention_backward_sm90(&stream, names[which], &q, &k, &v, &o, &dout, &lse, &mut dq, &mut dk, &mut dv, a)
+                            })?;
+                            Ok(Some((ms, 2.5 * flops / (ms * 1e-3) / 1e12)))
+                        }
+                        _ => Ok(None),
+                    }
+                };
+                let (wg, ov) = (twin(1)?, twin(2)?);
                 let name = format!("D{head_dim} S{s} B{batch} H{heads}{}", if causal { " causal" } else { "" });
+                let wg_text =
+                    wg.map_or(String::new(), |(_, tf)| format!(" [_wg bwd {tf:.1}]")) + &ov.map_or(String::new(), |(_, tf)| format!(" [_ov bwd {tf:.1}]"));
                 let mma_text = mma.map_or(String::new(), |(_, tf)| format!(" [deterministic bwd {tf:.1}]"));
-                println!("{name:<34} {fwd:>10.3} {bwd:>10.3} {fwd_tf:>12.1} {bwd_tf:>12.1}  [fwd {path}] [bwd {bwd_path}]{mma_text}");
+                println!("{name:<34} {fwd:>10.3} {bwd:>10.3} {fwd_tf:>12.1} {bwd_tf:>12.1}  [fwd {path}] [bwd {bwd_path}]{wg_text}{mma_text}");
                 if let Some(file) = json.as_mut() {
-                    let mma_json = mma.map_or(String::new(), |(ms, tf)| format!(r#","bwd_det_ms":{ms:.5},"bwd_det_tflops":{tf:.2}"#));
+                    let mut mma_json = mma.map_or(String::new(), |(ms, tf)| format!(r#","bwd_det_ms":{ms:.5},"bwd_det_tflops":{tf:.2}"#));
+                    mma_json += &wg.map_or(String::new(), |(ms, tf)| format!(r#","bwd_wg_ms":{ms:.5},"bwd_wg_tflops":{tf:.2}"#));
+                    mma_json += &ov.map_or(String::new(), |(ms, tf)| format!(r#","bwd_ov_ms":{ms:.5},"bwd_ov_tflops":{tf:.2}"#));
                     writeln!(
                         file,
                         r#"{{"impl":"ours","head_dim":{head_dim},"seq":{s},"batch":{batch},"heads":{heads},"causal":{causal},"fwd_ms":{fwd:.5},"bwd_ms":{bwd:.5},"fwd_tflops":{fwd_tf:.2},"bwd_tflops":{bwd_tf:.2},"fwd_path":"{path}","bwd_path":"{bwd_path}"{mma_json}}}"#
@@ -127,6 +145,34 @@ fn main() -> Result<(), KernelsError> {
                 }
             }
         }
+    }
+    // GPT-2 small's attention (`[B, S, H, D]`, 12 heads of 64, causal, S 1024, B 8): the
+    // backward of each path (text only; the table's rows are `[B, H, S, D]`).
+    if only.is_none() {
+        let a = Attention { batch: 8, heads_q: 12, heads_kv: 12, seq_q: 1024, seq_kv: 1024, head_dim: 64, layout: Layout::Bshd, causal: true, scale: None };
+        let (q, k, v, dout) = (buf(&context, a.q_len(), 9)?, buf(&context, a.kv_len(), 10)?, buf(&context, a.kv_len(), 11)?, buf(&context, a.q_len(), 12)?);
+        let mut o = DeviceBuffer::<bf16>::zeroed(&context, a.q_len())?;
+        let mut lse = DeviceBuffer::<f32>::zeroed(&context, a.q_rows())?;
+        let (mut dq, mut dk, mut dv) = (
+            DeviceBuffer::<bf16>::zeroed(&context, a.q_len())?,
+            DeviceBuffer::<bf16>::zeroed(&context, a.kv_len())?,
+            DeviceBuffer::<bf16>::zeroed(&context, a.kv_len())?,
+        );
+        let flops = 2.5 * 4.0 * (8 * 12) as f64 * (1024.0 * 1024.0) * 64.0 * 0.5;
+        attention::attention_forward(&stream, &q, &k, &v, &mut o, &mut lse, a)?;
+        let picked = time(&context, &stream, || attention::attention_backward(&stream, &q, &k, &v, &o, &dout, &lse, &mut dq, &mut dk, &mut dv, a))?;
+        let det = time(&context, &stream, || attention::attention_backward_deterministic(&stream, &q, &k, &v, &o, &dout, &lse, &mut dq, &mut dk, &mut dv, a))?;
+        let tf = |ms: f64| flops / (ms * 1e-3) / 1e12;
+        print!(
+            "GPT-2 [B,S,H,D] B8 S1024 H12 D64 causal backward: picked {picked:.3} ms ({:.1} TFLOP/s), deterministic {det:.3} ms ({:.1})",
+            tf(picked),
+            tf(det)
+        );
+        for name in attention::hopper_backward_kernels::<bf16>(&a, arch).into_iter().flatten() {
+            let ms = time(&context, &stream, || attention::attention_backward_sm90(&stream, name, &q, &k, &v, &o, &dout, &lse, &mut dq, &mut dk, &mut dv, a))?;
+            print!(", {name} {ms:.3} ms ({:.1})", tf(ms));
+        }
+        println!();
     }
     Ok(())
 }

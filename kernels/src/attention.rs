@@ -308,8 +308,8 @@ pub fn attention_backward_sm90<T: Element>(
     shape.kv("dk", len_of(dk))?;
     shape.kv("dv", len_of(dv))?;
     let arch = stream.context().device().arch()?;
-    let names = hopper_backward_kernels::<T>(&shape, arch).unwrap_or_default();
-    let Some(&kernel) = names.iter().find(|&&name| name == kernel) else {
+    let names = hopper_backward_kernels::<T>(&shape, arch);
+    let Some(&kernel) = names.iter().flatten().find(|&&name| name == kernel) else {
         return Err(unsupported("kernel", kernel, format!("one of the sm_90 backward's instances for this shape on sm_{arch}: {names:?}")));
     };
     if crate::hopper::attention_backward(stream, kernel, q, k, v, out, dout, lse, dq, dk, dv, shape)? {

@@ -156,7 +156,7 @@ pub fn attention_backward_sm90_kernel<T: Element>(
     let Some(&kernel) = names.iter().find(|&&name| name == kernel) else {
         return Err(crate::error::unsupported("kernel", kernel, format!("one of {names:?}")));
     };
-    let shared_dq = !kernel.ends_with("_wg");
+    let (shared_dq, overlap) = (!kernel.ends_with("_wg"), kernel.ends_with("_ov"));
     let seq_pad = padded_seq(shape.seq_q as u32);
     let rows = shape.batch * shape.heads_q * seq_pad as usize;
     let (mut lse2, mut delta) = (vec![0.0f32; rows], vec![0.0f32; rows]);
@@ -199,24 +199,32 @@ pub fn attention_backward_sm90_kernel<T: Element>(
         // `B·Hq·D·seq_pad` (zeroed), dk and dv words `B·Hkv·seq_kv·D / 2`; the grid, block and
         // shared memory are the kernel's.
         unsafe {
-            match (head_dim, shape.causal, T::F16, shared_dq) {
-                (64, false, false, true) => backward_body::<64, false, false, true>(m, a, dk, dv, problem),
-                (64, false, false, false) => backward_body::<64, false, false, false>(m, a, dk, dv, problem),
-                (64, true, false, true) => backward_body::<64, true, false, true>(m, a, dk, dv, problem),
-                (64, true, false, false) => backward_body::<64, true, false, false>(m, a, dk, dv, problem),
-                (128, false, false, true) => backward_body::<128, false, false, true>(m, a, dk, dv, problem),
-                (128, false, false, false) => backward_body::<128, false, false, false>(m, a, dk, dv, problem),
-                (128, true, false, true) => backward_body::<128, true, false, true>(m, a, dk, dv, problem),
-                (128, true, false, false) => backward_body::<128, true, false, false>(m, a, dk, dv, problem),
-                (64, false, true, true) => backward_body::<64, false, true, true>(m, a, dk, dv, problem),
-                (64, false, true, false) => backward_body::<64, false, true, false>(m, a, dk, dv, problem),
-                (64, true, true, true) => backward_body::<64, true, true, true>(m, a, dk, dv, problem),
-                (64, true, true, false) => backward_body::<64, true, true, false>(m, a, dk, dv, problem),
-                (128, false, true, true) => backward_body::<128, false, true, true>(m, a, dk, dv, problem),
-                (128, false, true, false) => backward_body::<128, false, true, false>(m, a, dk, dv, problem),
-                (128, true, true, true) => backward_body::<128, true, true, true>(m, a, dk, dv, problem),
-                (128, true, true, false) => backward_body::<128, true, true, false>(m, a, dk, dv, problem),
-                _ => unreachable!("hopper_backward_kernel takes head dims 64 and 128 only"),
+            match (head_dim, shape.causal, T::F16, shared_dq, overlap) {
+                (64, false, false, true, false) => backward_body::<64, false, false, true, false>(m, a, dk, dv, problem),
+                (64, false, false, false, false) => backward_body::<64, false, false, false, false>(m, a, dk, dv, problem),
+                (64, false, false, true, true) => backward_body::<64, false, false, true, true>(m, a, dk, dv, problem),
+                (64, false, true, true, false) => backward_body::<64, false, true, true, false>(m, a, dk, dv, problem),
+                (64, false, true, false, false) => backward_body::<64, false, true, false, false>(m, a, dk, dv, problem),
+                (64, false, true, true, true) => backward_body::<64, false, true, true, true>(m, a, dk, dv, problem),
+                (64, true, false, true, false) => backward_body::<64, true, false, true, false>(m, a, dk, dv, problem),
+                (64, true, false, false, false) => backward_body::<64, true, false, false, false>(m, a, dk, dv, problem),
+                (64, true, false, true, true) => backward_body::<64, true, false, true, true>(m, a, dk, dv, problem),
+                (64, true, true, true, false) => backward_body::<64, true, true, true, false>(m, a, dk, dv, problem),
+                (64, true, true, false, false) => backward_body::<64, true, true, false, false>(m, a, dk, dv, problem),
+                (64, true, true, true, true) => backward_body::<64, true, true, true, true>(m, a, dk, dv, problem),
+                (128, false, false, true, false) => backward_body::<128, false, false, true, false>(m, a, dk, dv, problem),
+                (128, false, false, false, false) => backward_body::<128, false, false, false, false>(m, a, dk, dv, problem),
+                (128, false, false, true, true) => backward_body::<128, false, false, true, true>(m, a, dk, dv, problem),
+                (128, false, true, true, false) => backward_body::<128, false, true, true, false>(m, a, dk, dv, problem),
+                (128, false, true, false, false) => backward_body::<128, false, true, false, false>(m, a, dk, dv, problem),
+                (128, false, true, true, true) => backward_body::<128, false, true, true, true>(m, a, dk, dv, problem),
+                (128, true, false, true, false) => backward_body::<128, true, false, true, false>(m, a, dk, dv, problem),
+                (128, true, false, false, false) => backward_body::<128, true, false, false, false>(m, a, dk, dv, problem),
+                (128, true, false, true, true) => backward_body::<128, true, false, true, true>(m, a, dk, dv, problem),
+                (128, true, true, true, false) => backward_body::<128, true, true, true, false>(m, a, dk, dv, problem),
+                (128, true, true, false, false) => backward_body::<128, true, true, false, false>(m, a, dk, dv, problem),
+                (128, true, true, true, true) => backward_body::<128, true, true, true, true>(m, a, dk, dv, problem),
+                _ => unreachable!("hopper_backward_kernels: head dims 64 and 128, no `_wg` + `_ov` instance"),
             }
         }
     };

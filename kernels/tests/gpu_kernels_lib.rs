@@ -196,9 +196,25 @@ fn packed_kernels_on_misaligned_views_match_aligned_ones() {
     packed_misaligned_on_gpu::<f16>(&context, &stream);
 }
 
+/// Which backward call `attention_on_gpu` checks.
+#[derive(Clone, Copy, Debug)]
+enum Backward {
+    /// `attention_backward` (the path it picks).
+    Picked,
+    /// `attention_backward_deterministic`.
+    Deterministic,
+    /// `attention_backward_sm90` with this instance.
+    Sm90(&'static str),
+}
+
 /// The forward and the backward (`attention_backward`, or `attention_backward_deterministic`
 /// when `deterministic`) on the GPU against f64.
 fn attention_on_gpu<T: Element>(context: &Context, stream: &Stream, shape: Attention, tol: f64, deterministic: bool) {
+    attention_backward_on_gpu::<T>(context, stream, shape, tol, if deterministic { Backward::Deterministic } else { Backward::Picked });
+}
+
+/// As `attention_on_gpu`, with the backward call named.
+fn attention_backward_on_gpu<T: Element>(context: &Context, stream: &Stream, shape: Attention, tol: f64, backward: Backward) {
     let (q, qf) = input::<T>(shape.q_len(), 21, 1.0);
     let (k, kf) = input::<T>(shape.kv_len(), 22, 1.0);
     let (v, vf) = input::<T>(shape.kv_len(), 23, 1.0);
@@ -207,15 +223,19 @@ fn attention_on_gpu<T: Element>(context: &Context, stream: &Stream, shape: Atten
     let (mut out, mut lse) = (zeros::<T>(context, shape.q_len()), zeros::<f32>(context, shape.q_rows()));
     attention::attention_forward(stream, &q_, &k_, &v_, &mut out, &mut lse, shape).unwrap();
     let (mut dq, mut dk, mut dv) = (zeros::<T>(context, shape.q_len()), zeros::<T>(context, shape.kv_len()), zeros::<T>(context, shape.kv_len()));
-    if deterministic {
-        attention::attention_backward_deterministic(stream, &q_, &k_, &v_, &out, &do_, &lse, &mut dq, &mut dk, &mut dv, shape).unwrap();
-    } else {
-        attention::attention_backward(stream, &q_, &k_, &v_, &out, &do_, &lse, &mut dq, &mut dk, &mut dv, shape).unwrap();
+    match backward {
+        Backward::Picked => attention::attention_backward(stream, &q_, &k_, &v_, &out, &do_, &lse, &mut dq, &mut dk, &mut dv, shape).unwrap(),
+        Backward::Deterministic => {
+            attention::attention_backward_deterministic(stream, &q_, &k_, &v_, &out, &do_, &lse, &mut dq, &mut dk, &mut dv, shape).unwrap()
+        }
+        Backward::Sm90(kernel) => {
+            attention::attention_backward_sm90(stream, kernel, &q_, &k_, &v_, &out, &do_, &lse, &mut dq, &mut dk, &mut dv, shape).unwrap()
+        }
     }
     let dims = (shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q, shape.seq_kv, shape.head_dim);
     let scale = shape.scale.map_or(1.0 / (shape.head_dim as f64).sqrt(), f64::from);
     let want = attention_ref_scaled(&qf, &kf, &vf, &doutf, dims, shape.layout == Layout::Bshd, shape.causal, scale);
-    let what = format!("{shape:?}");
+    let what = format!("{backward:?} {shape:?}");
     assert_close(&format!("gpu out {what}"), &widen(&out.to_vec().unwrap()), &want.out, tol);
     assert_close(&format!("gpu lse {what}"), &widen(&lse.to_vec().unwrap()), &want.lse, 1e-4);
     assert_close(&format!("gpu dq {what}"), &widen(&dq.to_vec().unwrap()), &want.dq, tol * 2.0);
@@ -289,6 +309,14 @@ fn attention_backward_on_sm_90_matches_f64() {
         attention_on_gpu::<bf16>(&context, &stream, shape, 2e-2, false);
         if i % 2 == 1 {
             attention_on_gpu::<f16>(&context, &stream, shape, 4e-3, false);
+        }
+        // The `_wg` and `_ov` instances too, where the GPU has them.
+        if arch == 90 {
+            let [_, wg, ov] = attention::hopper_backward_kernels::<bf16>(&shape, 90).unwrap();
+            attention_backward_on_gpu::<bf16>(&context, &stream, shape, 2e-2, Backward::Sm90(if i % 2 == 0 { wg } else { ov }));
+            if i % 3 == 0 {
+                attention_backward_on_gpu::<f16>(&context, &stream, shape, 4e-3, Backward::Sm90(ov));
+            }
         }
     }
     // Repeatability: dK, dV bit for bit; dQ close to itself and to the deterministic path.

@@ -321,7 +321,7 @@ mod body {
     /// grid `(⌈seq_kv / 128⌉, batch·heads_kv)`; run as every thread of the grid.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    pub unsafe fn backward_body<const D: u32, const CAUSAL: bool, const F16: bool, const SHARED_DQ: bool>(
+    pub unsafe fn backward_body<const D: u32, const CAUSAL: bool, const F16: bool, const SHARED_DQ: bool, const OVERLAP: bool>(
         maps: [*const TensorMap; 6],
         dq_acc: *mut f32,
         dk: *mut u32,
@@ -407,6 +407,9 @@ mod body {
         let (mut s, mut dp, mut dq): ([f32; 32], [f32; 32], [f32; 32]) = unsafe { (core::mem::zeroed(), core::mem::zeroed(), core::mem::zeroed()) };
         // SAFETY: as above. (dQᵀ's tile at D = 64: 64 x 32.)
         let mut dq_narrow: [f32; 16] = unsafe { core::mem::zeroed() };
+        // The A fragments of P and dS (with `OVERLAP` read by a dV/dK group that runs into the
+        // next step). SAFETY: as above.
+        let mut frags: [Fragments; 2] = unsafe { core::mem::zeroed() };
         let shared = ferrocuda_device::shared::dynamic_shared::<u32>();
         let shared_f32 = ferrocuda_device::shared::dynamic_shared::<f32>();
         let shared_base = shared.shared_address();
@@ -424,22 +427,6 @@ mod body {
             let slot = Ring::<STAGES>::slot(n);
             layout.ring().consume(n);
             let (q_tile, do_tile) = (layout.q(slot), layout.dout(slot));
-            // lse·log2 e and delta of this thread's 16 query columns (padded rows: +inf and 0).
-            let stats = ((layout.stats(slot) - shared_base) / 4) as usize;
-            let mut lse_cols = [0.0f32; 16];
-            let mut delta_cols = [0.0f32; 16];
-            unroll::<8>(|i| {
-                unroll::<2>(|j| {
-                    let at = stats + 8 * i + col0 as usize + j;
-                    // SAFETY: inside this slot's rows (8 i + col0 + j < 64), which the copy
-                    // engine has written (the slot's `full` phase waited for) and nobody writes
-                    // until this warp releases the slot.
-                    unsafe {
-                        lse_cols[2 * i + j] = shared_f32.get_unchecked(at);
-                        delta_cols[2 * i + j] = shared_f32.get_unchecked(at + BQ as usize);
-                    }
-                })
-            });
             // SAFETY: see above.
             unsafe {
                 wgmma::fence();
@@ -459,9 +446,36 @@ mod body {
                     }
                 });
                 wgmma::commit();
+                // With `OVERLAP`, the previous step's dV/dK group (issued before these) too.
                 wgmma::wait::<1>();
             }
             fence_accumulators_32(&mut s);
+            if OVERLAP && n > 0 {
+                fence_accumulators_64(&mut dv_acc);
+                fence_accumulators_64(&mut dk_acc);
+                fence_fragments(&mut frags);
+                if lane == 0 {
+                    // The previous step's Q and dO are read by nothing any more.
+                    layout.ring().release(n - 1);
+                }
+            }
+            // lse·log2 e and delta of this thread's 16 query columns (padded rows: +inf and 0).
+            let stats = ((layout.stats(slot) - shared_base) / 4) as usize;
+            let mut lse_cols = [0.0f32; 16];
+            let mut delta_cols = [0.0f32; 16];
+            unroll::<8>(|i| {
+                unroll::<2>(|j| {
+                    let at = stats + 8 * i + col0 as usize + j;
+                    // SAFETY: inside this slot's rows (8 i + col0 + j < 64), which the copy
+                    // engine has written (the slot's `full` phase waited for) and nobody writes
+                    // until this warp releases the slot.
+                    unsafe {
+                        lse_cols[2 * i + j] = shared_f32.get_unchecked(at);
+                        delta_cols[2 * i + j] = shared_f32.get_unchecked(at + BQ as usize);
+                    }
+                })
+            });
+
             // Pᵀ, masked where a key is past the sequence or (causal) after the query.
             let mut p = s;
             let edge = k0 + BN > problem.seq_kv || (CAUSAL && k0 + 64 * consumer + 63 > q0);
@@ -479,7 +493,7 @@ mod body {
             fence_accumulators_32(&mut dp);
             let mut ds = dp;
             unroll::<8>(|i| unroll::<4>(|e| ds[4 * i + e] = p[4 * i + e] * (dp[4 * i + e] - delta_cols[2 * i + (e & 1)])));
-            let mut frags = [fragments::<F16>(&p), fragments::<F16>(&ds)];
+            frags = [fragments::<F16>(&p), fragments::<F16>(&ds)];
             // dSᵀ to shared memory, N-major for `dQᵀ = Kᵀ dSᵀ`: row = key, 64 queries per row.
             let ds_tile = layout.ds(consumer, n % 2);
             unroll::<4>(|t| {
@@ -544,7 +558,11 @@ mod body {
                         if D == 128 || i < 4 {
                             let d = (d0 + 8 * half as u32) as usize;
                             let at = (bhq * D as usize + d) * seq_pad as usize + q0 as usize + 8 * i + c0 as usize;
-                            let (x, y) = if D == 128 { (dq[4 * i + 2 * half], dq[4 * i + 2 * half + 1]) } else { (dq_narrow[4 * i + 2 * half], dq_narrow[4 * i + 2 * half + 1]) };
+                            let (x, y) = if D == 128 {
+                                (dq[4 * i + 2 * half], dq[4 * i + 2 * half + 1])
+                            } else {
+                                (dq_narrow[4 * i + 2 * half], dq_narrow[4 * i + 2 * half + 1])
+                            };
                             // SAFETY: d < D, q0 + 8 i + c0 + 1 < seq_pad: inside dq_acc (the kernel's
                             // contract), 8-byte aligned (`at` even); only atomic adds touch it
                             // during the launch.
@@ -583,14 +601,23 @@ mod body {
                     add_dq_tile::<D>(dq_acc, &dq, bhq, 64 + row0, col0, seq_pad, q0);
                 }
             }
+            if !OVERLAP {
+                // SAFETY: see above.
+                unsafe { wgmma::wait::<0>() };
+                fence_accumulators_64(&mut dv_acc);
+                fence_accumulators_64(&mut dk_acc);
+                if lane == 0 {
+                    // Q and dO of this slot are read by nothing any more.
+                    layout.ring().release(n);
+                }
+            }
+            // With `OVERLAP` the dV/dK group runs on while the next step's scores are issued.
+        }
+        if OVERLAP {
             // SAFETY: see above.
             unsafe { wgmma::wait::<0>() };
             fence_accumulators_64(&mut dv_acc);
             fence_accumulators_64(&mut dk_acc);
-            if lane == 0 {
-                // Q and dO of this slot are read by nothing any more.
-                layout.ring().release(n);
-            }
         }
         // Epilogue: this thread's two key rows of dK (times the scale) and dV.
         unroll::<2>(|half| {
@@ -615,7 +642,7 @@ mod body {
     }
 
     macro_rules! kernels {
-        ($($name:ident: $d:literal, $causal:literal, $f16:literal, $shared_dq:literal;)*) => {$(
+        ($($name:ident: $d:literal, $causal:literal, $f16:literal, $shared_dq:literal, $overlap:literal;)*) => {$(
             ferrocuda_device::launch_bounds!($name, 384, 1);
             /// Attention backward (see the module docs), head dimension, mask and element type
             /// in the name.
@@ -633,28 +660,36 @@ mod body {
             ) {
                 let problem = Problem { seq_q, seq_kv, heads_q, heads_kv, bshd, scale };
                 // SAFETY: the kernel's contract.
-                unsafe { backward_body::<$d, $causal, $f16, $shared_dq>([q_map, k_map, v_map, do_map, lse_map, delta_map], dq_acc, dk, dv, problem) }
+                unsafe { backward_body::<$d, $causal, $f16, $shared_dq, $overlap>([q_map, k_map, v_map, do_map, lse_map, delta_map], dq_acc, dk, dv, problem) }
             }
         )*};
     }
 
     kernels! {
-        attention_backward_d64_bf16: 64, false, false, true;
-        attention_backward_d64_bf16_wg: 64, false, false, false;
-        attention_backward_d64_causal_bf16: 64, true, false, true;
-        attention_backward_d64_causal_bf16_wg: 64, true, false, false;
-        attention_backward_d128_bf16: 128, false, false, true;
-        attention_backward_d128_bf16_wg: 128, false, false, false;
-        attention_backward_d128_causal_bf16: 128, true, false, true;
-        attention_backward_d128_causal_bf16_wg: 128, true, false, false;
-        attention_backward_d64_f16: 64, false, true, true;
-        attention_backward_d64_f16_wg: 64, false, true, false;
-        attention_backward_d64_causal_f16: 64, true, true, true;
-        attention_backward_d64_causal_f16_wg: 64, true, true, false;
-        attention_backward_d128_f16: 128, false, true, true;
-        attention_backward_d128_f16_wg: 128, false, true, false;
-        attention_backward_d128_causal_f16: 128, true, true, true;
-        attention_backward_d128_causal_f16_wg: 128, true, true, false;
+        attention_backward_d64_bf16: 64, false, false, true, false;
+        attention_backward_d64_bf16_ov: 64, false, false, true, true;
+        attention_backward_d64_bf16_wg: 64, false, false, false, false;
+        attention_backward_d64_causal_bf16: 64, true, false, true, false;
+        attention_backward_d64_causal_bf16_ov: 64, true, false, true, true;
+        attention_backward_d64_causal_bf16_wg: 64, true, false, false, false;
+        attention_backward_d128_bf16: 128, false, false, true, false;
+        attention_backward_d128_bf16_ov: 128, false, false, true, true;
+        attention_backward_d128_bf16_wg: 128, false, false, false, false;
+        attention_backward_d128_causal_bf16: 128, true, false, true, false;
+        attention_backward_d128_causal_bf16_ov: 128, true, false, true, true;
+        attention_backward_d128_causal_bf16_wg: 128, true, false, false, false;
+        attention_backward_d64_f16: 64, false, true, true, false;
+        attention_backward_d64_f16_ov: 64, false, true, true, true;
+        attention_backward_d64_f16_wg: 64, false, true, false, false;
+        attention_backward_d64_causal_f16: 64, true, true, true, false;
+        attention_backward_d64_causal_f16_ov: 64, true, true, true, true;
+        attention_backward_d64_causal_f16_wg: 64, true, true, false, false;
+        attention_backward_d128_f16: 128, false, true, true, false;
+        attention_backward_d128_f16_ov: 128, false, true, true, true;
+        attention_backward_d128_f16_wg: 128, false, true, false, false;
+        attention_backward_d128_causal_f16: 128, true, true, true, false;
+        attention_backward_d128_causal_f16_ov: 128, true, true, true, true;
+        attention_backward_d128_causal_f16_wg: 128, true, true, false, false;
     }
 }
 
