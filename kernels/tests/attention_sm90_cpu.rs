@@ -36,6 +36,7 @@ fn check<T: Element>(shape: Attention, tol: f64) {
     }
 }
 
+#[allow(clippy::too_many_arguments)] // the shape, spelled out
 fn shape(batch: usize, heads_q: usize, heads_kv: usize, seq_q: usize, seq_kv: usize, head_dim: usize, layout: Layout, causal: bool) -> Attention {
     Attention { batch, heads_q, heads_kv, seq_q, seq_kv, head_dim, layout, causal, scale: None }
 }

@@ -1,11 +1,14 @@
 //! The `sm_90a` kernels of `ferrocuda-kernels` (H100, H200), compiled at build time:
 //! [`attention`], the FlashAttention-3-class attention forward (TMA loads into mbarrier rings,
-//! `wgmma`, one producer and two consumer warpgroups, the online softmax in registers).
+//! `wgmma`, one producer and two consumer warpgroups, the online softmax in registers), and
+//! [`attention_backward`], the FlashAttention-3-style backward (a block per 128 keys, dK/dV in
+//! registers, dQ summed in f32 with atomic adds).
 //!
 //! The kernels are raw entry points over tensor maps (`*const TensorMap` parameters), so
-//! launching them is `unsafe`; call them through `ferrocuda_kernels::attention::attention_forward`,
-//! which checks the shape, the lengths and the alignment, builds the tensor maps, declares every
-//! buffer's use to the stream and picks them on sm_90 for the shapes they take. `bench/hopper`
+//! launching them is `unsafe`; call them through `ferrocuda_kernels::attention::attention_forward`
+//! and `attention_backward`, which check the shape, the lengths and the alignment, build the
+//! tensor maps, declare every buffer's use to the stream and pick them on sm_90 for the shapes
+//! they take. `bench/hopper`
 //! (`hopper-attention`) launches every schedule directly, for its benchmark.
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
 
