@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The attention GPU job (issue 31): the attention GPU tests (the sm_90 wgmma backward, the
 # deterministic mma.sync backward, the forwards), the forward/backward benchmark beside
-# PyTorch's SDPA (cuDNN, FA2) with BENCH_MMA=1 (also the deterministic backward), the table,
-# the f64 gradient check against cuDNN's gradients, then compute-sanitizer memcheck of the
-# sm_90 backward. About 4 minutes. Stage it from a build machine (binaries built there, xz'd
+# PyTorch's SDPA (cuDNN, FA2) with BENCH_WG=1 (every sm_90 backward instance) and BENCH_MMA=1
+# (also the deterministic backward; BENCH_MMA=0 skips it), GPT-2's [B,S,H,D] backward, the
+# table, the f64 gradient check against cuDNN's gradients, then compute-sanitizer memcheck of
+# the sm_90 backward. About 1-2 minutes on an H200 (56 s with BENCH_MMA=0). Stage it from a build machine (binaries built there, xz'd
 # to fit the 64 MiB carry):
 #   cargo test --release -p ferrocuda-kernels --test gpu_kernels_lib --no-run   # note the path
 #   cargo build --release -p ferrocuda-kernels --example bench_attention

@@ -8,8 +8,8 @@
 //! launching them is `unsafe`; call them through `ferrocuda_kernels::attention::attention_forward`
 //! and `attention_backward`, which check the shape, the lengths and the alignment, build the
 //! tensor maps, declare every buffer's use to the stream and pick them on sm_90 for the shapes
-//! they take. `bench/hopper`
-//! (`hopper-attention`) launches every schedule directly, for its benchmark.
+//! they take. `bench/hopper` (`hopper-attention`) launches every forward schedule directly, for
+//! its benchmark.
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
 
 ferrocuda_device::embed_kernels!();
