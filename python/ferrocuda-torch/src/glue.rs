@@ -222,18 +222,27 @@ fn read_tensor(py: Python<'_>, op: &str, name: &'static str, tensor: &Bound<'_, 
 }
 
 static HOST_ONLY: AtomicBool = AtomicBool::new(false);
+static HOST_ONLY_ZEROS: AtomicBool = AtomicBool::new(false);
 
-/// Host-only mode, for the CPU-only overhead benchmark (`bench/overhead.py`): while on, a
-/// [`Call`] accepts CPU tensors and stops before the driver (no context, no stream, no borrow),
-/// and the ops of [`crate::op`] allocate and check as usual but launch nothing (their outputs
-/// are left uninitialised). Off unless a benchmark turns it on.
-pub fn set_host_only(on: bool) {
+/// Host-only mode, for the CPU-only overhead benchmark (`bench/overhead_cpu.py`) and the CPU
+/// tests of the ops' wiring: while on, a [`Call`] accepts CPU tensors and stops before the driver
+/// (no context, no stream, no borrow), and the ops of [`crate::op`] check and allocate as usual
+/// but launch nothing: their outputs are left uninitialised, or zeroed with `zero_outputs` (so
+/// that two runs agree, as `torch.library.opcheck` asks). Off unless a benchmark or test turns
+/// it on.
+pub fn set_host_only(on: bool, zero_outputs: bool) {
+    HOST_ONLY_ZEROS.store(on && zero_outputs, Ordering::Relaxed);
     HOST_ONLY.store(on, Ordering::Relaxed);
 }
 
 /// Whether host-only mode ([`set_host_only`]) is on.
 pub fn host_only() -> bool {
     HOST_ONLY.load(Ordering::Relaxed)
+}
+
+/// Whether host-only mode zeroes the outputs ([`set_host_only`]).
+pub(crate) fn host_only_zeros() -> bool {
+    HOST_ONLY_ZEROS.load(Ordering::Relaxed)
 }
 
 /// The primary context of device `ordinal` (PyTorch's), kept for the life of the process:

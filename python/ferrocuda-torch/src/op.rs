@@ -457,6 +457,9 @@ impl Op {
             let dtype = output.dtype.unwrap_or(like.dtype);
             let tensor =
                 if shape == like.shape && dtype == like.dtype { py_empty_like(py, like_tensor)? } else { py_new_empty(py, like_tensor, &shape, dtype)? };
+            if glue::host_only_zeros() {
+                tensor.call_method0(intern!(py, "zero_"))?;
+            }
             let info = TensorInfo::fresh(output.name, &tensor, shape, dtype, like.device)?;
             tensors.push(info);
             if matches!(output.shape, OutputShape::Rule(_)) {

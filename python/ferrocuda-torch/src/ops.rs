@@ -451,11 +451,12 @@ pub fn register_library(module: &Bound<'_, PyModule>, hooks: &Bound<'_, PyDict>)
     Ok(())
 }
 
-/// Host-only mode for the overhead benchmark (see [`crate::glue::set_host_only`]).
+/// Host-only mode for the overhead benchmark and the CPU tests of the wiring (see
+/// [`crate::glue::set_host_only`]).
 #[pyfunction]
-#[pyo3(name = "_set_host_only")]
-pub fn set_host_only(on: bool) {
-    crate::glue::set_host_only(on);
+#[pyo3(name = "_set_host_only", signature = (on, zero_outputs = false))]
+pub fn set_host_only(on: bool, zero_outputs: bool) {
+    crate::glue::set_host_only(on, zero_outputs);
 }
 
 /// Adds the library's registration to `m` (`ferrocuda_torch._C`).

@@ -175,3 +175,50 @@ def test_the_declared_dtypes_are_checked_before_the_device():
         torch.ops.ferrocuda.rmsnorm_backward(x, x, torch.randn(64), torch.ones(2, dtype=torch.bfloat16))
     with pytest.raises(TypeError, match="`x` has dtype torch.int64"):
         ft.softmax(torch.ones(4, 4, dtype=torch.int64))
+
+
+@pytest.fixture
+def host_only_zeros():
+    ft._C._set_host_only(True, zero_outputs=True)
+    try:
+        yield
+    finally:
+        ft._C._set_host_only(False)
+
+
+def _opcheck_cases_on_the_cpu():
+    def t(*shape, dtype=torch.bfloat16, grad=False):
+        return torch.randn(*shape).to(dtype).requires_grad_(grad)
+
+    cos, sin = ft.rotary_tables(32, 64)
+    x, rstd, mean = t(4, 8, 256), torch.rand(4, 8) + 0.5, torch.randn(4, 8)
+    q = t(1, 2, 64, 64)
+    lse = torch.randn(1, 2, 64)
+    return {
+        "rmsnorm": (t(4, 8, 256, grad=True), t(256, grad=True), 1e-6),
+        "rmsnorm_backward": (x, x, t(256), rstd),
+        "add_rmsnorm": (t(4, 8, 256, grad=True), t(4, 8, 256, grad=True), t(256, grad=True), 1e-6),
+        "add_rmsnorm_backward": (x, x, x, t(256), rstd),
+        "layernorm": (t(4, 8, 256, grad=True), t(256, grad=True), t(256, grad=True), 1e-5),
+        "layernorm_backward": (x, x, t(256), mean, rstd),
+        "add_layernorm": (t(4, 8, 256, grad=True), t(4, 8, 256, grad=True), t(256, grad=True), t(256, grad=True), 1e-5),
+        "add_layernorm_backward": (x, x, x, t(256), mean, rstd),
+        "softmax": (t(4, 8, 256, grad=True),),
+        "cross_entropy": (t(16, 300, grad=True), torch.randint(0, 300, (16,)), -100),
+        "gelu": (t(4, 1000, grad=True),),
+        "gelu_backward": (t(4, 1000), t(4, 1000)),
+        "silu_and_mul": (t(4, 512, grad=True),),
+        "silu_and_mul_backward": (t(4, 512), t(4, 256)),
+        "rotary": (t(2, 16, 4, 64, grad=True), torch.arange(16).repeat(2, 1), cos, sin, False),
+        "adamw_": (t(1000), t(1000), torch.zeros(1000), torch.zeros(1000), 1e-3, 0.9, 0.999, 1e-8, 0.01, 1, 1.0),
+        "attention": (t(1, 2, 64, 64, grad=True), t(1, 2, 64, 64, grad=True), t(1, 2, 64, 64, grad=True), True),
+        "attention_backward": (q, q, q, q, t(1, 2, 64, 64), lse, True),
+    }
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_opcheck_passes_for_every_op_on_the_host_side(host_only_zeros, name):
+    """torch.library.opcheck (schema, autograd registration, fake tensors, AOT dispatch with
+    dynamic shapes) on the host side of every op: the registration, the fake implementations
+    against the real allocations, the autograd wiring. The GPU run's opcheck adds the values."""
+    torch.library.opcheck(getattr(torch.ops.ferrocuda, name).default, _opcheck_cases_on_the_cpu()[name])
