@@ -555,7 +555,7 @@ fn py_new_empty<'py>(py: Python<'py>, like: &Bound<'py, PyAny>, shape: &[usize],
 const REGISTER_PY: &str = include_str!("register.py");
 
 /// The specs of `ops` (checked), as `register.py` reads them.
-pub fn specs<'py>(py: Python<'py>, ops: Vec<Op>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+pub(crate) fn specs<'py>(py: Python<'py>, ops: Vec<Op>) -> PyResult<Vec<Bound<'py, PyDict>>> {
     ops.into_iter()
         .map(|op| {
             op.check()?;
