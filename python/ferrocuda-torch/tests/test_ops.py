@@ -451,3 +451,36 @@ def test_a_captured_training_step_with_backward_and_adamw_replays():
     torch.cuda.synchronize()
     assert not torch.equal(w.detach(), before), "the replay ran the optimiser step"
     assert torch.isfinite(static_loss).item()
+
+
+def test_a_captured_attention_backward_replays():
+    """Regression (s10-torch): the tensor-core attention backward (bf16/f16, D 64 and 128)
+    allocated its delta rows itself instead of using the scratch the op passes, so capturing a
+    training step with attention was refused (AllocationInCapture)."""
+    torch.manual_seed(0)
+    shape = (2, 4, 128, 64)
+    static = [torch.randn(shape, device=DEV, dtype=torch.bfloat16, requires_grad=True) for _ in range(3)]
+    dout = torch.randn(shape, device=DEV, dtype=torch.bfloat16)
+
+    def step():
+        out = ft.attention(*static, causal=True)
+        return torch.autograd.grad(out, static, dout)
+
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(2):
+            step()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        static_grads = step()
+    for _ in range(2):
+        with torch.no_grad():
+            for t in static:
+                t.copy_(torch.randn_like(t))
+        g.replay()
+        torch.cuda.synchronize()
+        expected = step()
+        for what, got, want in zip(["dq", "dk", "dv"], static_grads, expected):
+            close(got, want, torch.bfloat16, what=what)
