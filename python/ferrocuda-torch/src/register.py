@@ -52,7 +52,6 @@ def register(module, spec, hooks=None):
     namespace, name = qualname.split("::")
     inputs = spec["inputs"]
     outputs = spec["outputs"]
-    scalars = spec["scalars"]
     launch = spec["launch"]
     index = {entry[0]: i for i, entry in enumerate(inputs)}
     lib = _library(namespace)
