@@ -222,3 +222,20 @@ def test_opcheck_passes_for_every_op_on_the_host_side(host_only_zeros, name):
     dynamic shapes) on the host side of every op: the registration, the fake implementations
     against the real allocations, the autograd wiring. The GPU run's opcheck adds the values."""
     torch.library.opcheck(getattr(torch.ops.ferrocuda, name).default, _opcheck_cases_on_the_cpu()[name])
+
+
+def test_the_public_functions_track_gradients_only_where_needed(host_only):
+    """Without a gradient to track, the public functions call the op below autograd (a
+    shortcut of torch's own no-grad path); the results must be the same as through it."""
+    x, w = torch.randn(4, 64, requires_grad=True), torch.randn(64)
+    out = ft.rmsnorm(x, w)
+    assert out.requires_grad and "ferrocuda_rmsnorm" in type(out.grad_fn).__name__
+    with torch.no_grad():
+        assert not ft.rmsnorm(x, w).requires_grad
+    assert not ft.rmsnorm(x.detach(), w).requires_grad
+    out, total = ft.add_rmsnorm(x.detach(), x, w)
+    assert out.requires_grad and total.requires_grad
+    p, m, v = torch.randn(10), torch.zeros(10), torch.zeros(10)
+    version = p._version
+    ft.adamw_(p, torch.randn(10), m, v, lr=1e-3, step=1)
+    assert p._version > version, "the in-place op still bumps the version counter of what it writes"

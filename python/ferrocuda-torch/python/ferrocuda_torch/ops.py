@@ -80,10 +80,28 @@ _attention = _ops.attention.default
 
 # ---------------------------------------------------------------- the public functions
 
+# When no argument needs a gradient, the public functions call the op below autograd: what the
+# op's autograd kernel (torch's register_autograd, a Python function) would do itself after
+# finding no gradient to track, without its cost (a Python kernel and a redispatch: about a third
+# of a small call's host time, bench/overhead_cpu.py). While torch.compile traces, and where
+# torch lacks the private switch, they call the op plainly.
+_below_autograd = getattr(torch._C, "_AutoDispatchBelowAutograd", None)
+_any_requires_grad = getattr(torch._C, "_any_requires_grad", None)
+_grad_enabled = torch.is_grad_enabled
+_compiling = torch.compiler.is_compiling
+
+
+def _run(op, *args):
+    if _below_autograd is None or _any_requires_grad is None or _compiling() or (_grad_enabled() and _any_requires_grad(*args)):
+        return op(*args)
+    with _below_autograd():
+        return op(*args)
+
+
 
 def rmsnorm(x: Tensor, weight: Tensor, eps: float = 1e-6) -> Tensor:
     """``x / sqrt(mean(x², -1) + eps) * weight`` (``F.rms_norm(x, (n,), weight, eps)``)."""
-    return _rmsnorm(x, weight, eps)[0]
+    return _run(_rmsnorm, x, weight, eps)[0]
 
 
 def add_rmsnorm(x: Tensor, residual: Tensor, weight: Tensor, eps: float = 1e-6) -> tuple[Tensor, Tensor]:
@@ -91,25 +109,25 @@ def add_rmsnorm(x: Tensor, residual: Tensor, weight: Tensor, eps: float = 1e-6) 
     residual stream the next layer adds to) and ``out = rmsnorm(sum, weight, eps)``; returns
     ``(out, sum)``. ``x`` and ``residual`` of one shape and dtype; differentiable in both (their
     gradient is the same: that of ``sum``) and in ``weight``."""
-    out, total, _ = _add_rmsnorm(x, residual, weight, eps)
+    out, total, _ = _run(_add_rmsnorm, x, residual, weight, eps)
     return out, total
 
 
 def layernorm(x: Tensor, weight: Tensor, bias: Tensor, eps: float = 1e-5) -> Tensor:
     """``F.layer_norm(x, (n,), weight, bias, eps)`` over the last dimension."""
-    return _layernorm(x, weight, bias, eps)[0]
+    return _run(_layernorm, x, weight, bias, eps)[0]
 
 
 def add_layernorm(x: Tensor, residual: Tensor, weight: Tensor, bias: Tensor, eps: float = 1e-5) -> tuple[Tensor, Tensor]:
     """The residual add fused with layer norm: ``sum = x + residual`` (rounded to the dtype) and
     ``out = F.layer_norm(sum, (n,), weight, bias, eps)``; returns ``(out, sum)``."""
-    out, total, _, _ = _add_layernorm(x, residual, weight, bias, eps)
+    out, total, _, _ = _run(_add_layernorm, x, residual, weight, bias, eps)
     return out, total
 
 
 def softmax(x: Tensor) -> Tensor:
     """``torch.softmax(x, -1)``."""
-    return _softmax(x)
+    return _run(_softmax, x)
 
 
 def cross_entropy(logits: Tensor, targets: Tensor, ignore_index: int = -100, reduction: str = "mean") -> Tensor:
@@ -117,7 +135,7 @@ def cross_entropy(logits: Tensor, targets: Tensor, ignore_index: int = -100, red
     ``[N, V]`` and int64 ``targets`` ``[N]``, in float32. The gradient is computed in the
     forward pass (llm.c's fused classifier) and kept until the backward: one ``[N, V]`` tensor of
     the logits' dtype."""
-    losses = _cross_entropy(logits, targets, ignore_index)[0]
+    losses = _run(_cross_entropy, logits, targets, ignore_index)[0]
     if reduction == "none":
         return losses
     if reduction == "sum":
@@ -129,12 +147,12 @@ def cross_entropy(logits: Tensor, targets: Tensor, ignore_index: int = -100, red
 
 def gelu(x: Tensor) -> Tensor:
     """``F.gelu(x, approximate="tanh")`` (GPT-2's GELU)."""
-    return _gelu(x)
+    return _run(_gelu, x)
 
 
 def silu_and_mul(input: Tensor) -> Tensor:
     """``F.silu(gate) * up`` for ``input = cat([gate, up], -1)``."""
-    return _silu_and_mul(input)
+    return _run(_silu_and_mul, input)
 
 
 def rotary(x: Tensor, positions: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
@@ -142,7 +160,7 @@ def rotary(x: Tensor, positions: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     ``positions`` (int) of shape ``x.shape[:-2]``, ``cos``/``sin`` float32 ``[max_positions,
     rotary_dim // 2]`` (:func:`rotary_tables`). The first ``rotary_dim`` elements of each head
     rotate; the rest are copied. Differentiable in ``x`` only."""
-    return _rotary(x, positions, cos, sin, False)
+    return _run(_rotary, x, positions, cos, sin, False)
 
 
 def rotary_tables(max_positions: int, rotary_dim: int, theta: float = 10000.0, device=None) -> tuple[Tensor, Tensor]:
@@ -169,14 +187,14 @@ def adamw_(
 ) -> None:
     """One AdamW step in place on ``params`` and its float32 moments ``m``, ``v`` (zero before
     step 1), as ``torch.optim.AdamW`` computes it (``grads`` times ``grad_scale`` first)."""
-    _adamw(params, grads, m, v, lr, beta1, beta2, eps, weight_decay, step, grad_scale)
+    _run(_adamw, params, grads, m, v, lr, beta1, beta2, eps, weight_decay, step, grad_scale)
 
 
 def attention(q: Tensor, k: Tensor, v: Tensor, causal: bool = False) -> Tensor:
     """``F.scaled_dot_product_attention(q, k, v, is_causal=causal)`` for ``[batch, heads, seq,
     head_dim]`` tensors (head_dim a multiple of 32 up to 256; ``k``/``v`` may have fewer heads
     than ``q``, a divisor of them: grouped-query attention), scale ``1/sqrt(head_dim)``."""
-    return _attention(q, k, v, causal)[0]
+    return _run(_attention, q, k, v, causal)[0]
 
 
 __all__ = [
