@@ -149,19 +149,31 @@ def bench_rows(quick):
         timed(lambda: ft.adamw_(p, g, m, v, lr=1e-3, step=1), 20),
         timed(opt.step, 20),
     )
+    bench_per_call()
+
+
+def bench_per_call():
+    """A call whose GPU work is negligible: the host side sets the pace (dispatcher, checks,
+    allocations, borrow checks, launch)."""
+    dt = torch.bfloat16
     tiny = torch.randn(8, 64, device="cuda", dtype=dt)
     tw = torch.randn(64, device="cuda", dtype=dt)
     row("rmsnorm 8x64 (per-call overhead: dispatcher + launch)", timed(lambda: ft.rmsnorm(tiny, tw), 200), timed(lambda: F.rms_norm(tiny, (64,), tw, 1e-6), 200))
+    op = torch.ops.ferrocuda.rmsnorm.default
+    row("rmsnorm 8x64 via torch.ops (its autograd kernel too)", timed(lambda: op(tiny, tw, 1e-6), 200), timed(lambda: F.rms_norm(tiny, (64,), tw, 1e-6), 200))
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--attention-only", action="store_true", help="the attention rows alone (about 30 s)")
+    parser.add_argument("--attention-only", action="store_true", help="the attention rows and the per-call rows alone (about 30 s)")
     args = parser.parse_args()
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
     bench_attention(args.quick)
-    if not args.attention_only:
+    if args.attention_only:
+        print("\n## per-call overhead (bf16); ratio = torch time / ours")
+        bench_per_call()
+    else:
         bench_rows(args.quick)
 
 
