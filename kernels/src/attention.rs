@@ -377,15 +377,16 @@ fn backward<T: Element>(
             return Ok(());
         }
     }
-    if backward_uses_tensor_cores::<T>(&shape) {
-        let mut delta = DeviceBuffer::<f32>::zeroed_async(stream, shape.q_rows().max(1))?;
+    // The tensor cores need queries (with none, the portable path below writes the zero
+    // gradients of K and V). `delta` lives in the caller's scratch: nothing is allocated here,
+    // so the call may be recorded into a CUDA graph (torch's ops capture it).
+    if backward_uses_tensor_cores::<T>(&shape) && shape.q_rows() > 0 {
+        let delta = scratch;
         let (dkv_config, dq_config) = backward_mma_configs(&shape);
-        if shape.q_rows() > 0 {
-            <T as Launchers>::attention_backward_delta(stream, warp_per_row(shape.q_rows()), out, dout, &mut delta, head_dim)?;
-            <T as Launchers>::attention_backward_dq_mma(stream, dq_config, q, k, v, dout, lse, &delta, dq, head_dim, kernel_shape)?;
-        }
+        <T as Launchers>::attention_backward_delta(stream, warp_per_row(shape.q_rows()), out, dout, &mut *delta, head_dim)?;
+        <T as Launchers>::attention_backward_dq_mma(stream, dq_config, q, k, v, dout, lse, &*delta, dq, head_dim, kernel_shape)?;
         if shape.kv_rows() > 0 {
-            <T as Launchers>::attention_backward_dkv_mma(stream, dkv_config, q, k, v, dout, lse, &delta, dk, dv, head_dim, kernel_shape)?;
+            <T as Launchers>::attention_backward_dkv_mma(stream, dkv_config, q, k, v, dout, lse, &*delta, dk, dv, head_dim, kernel_shape)?;
         }
         return Ok(());
     }

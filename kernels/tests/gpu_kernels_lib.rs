@@ -478,6 +478,52 @@ fn attention_forward_captured_in_a_graph_replays_correctly() {
     assert_close("graph out", &widen(&out.to_vec().unwrap()), &want.out, 2e-2);
 }
 
+/// Regression (s10-torch): the tensor-core backward allocated its `delta` rows itself instead of
+/// taking them from the caller's scratch, so `attention_backward_with_scratch` ("allocates
+/// nothing") was refused inside a graph capture (AllocationInCapture), which a captured torch
+/// training step (ferrocuda_torch's attention op) meets. Captured now, and the replay matches the
+/// eager call.
+#[test]
+fn attention_backward_with_scratch_on_the_tensor_cores_is_captured_into_a_graph() {
+    let Some((context, _)) = gpu("attention_backward_with_scratch_on_the_tensor_cores_is_captured_into_a_graph") else { return };
+    let stream = Stream::non_blocking(&context).unwrap();
+    let shape = Attention { batch: 1, heads_q: 4, heads_kv: 2, seq_q: 96, seq_kv: 96, head_dim: 64, layout: Layout::Bhsd, causal: true, scale: None };
+    assert!(attention::backward_uses_tensor_cores::<bf16>(&shape));
+    let (q, _) = input::<bf16>(shape.q_len(), 51, 1.0);
+    let (k, _) = input::<bf16>(shape.kv_len(), 52, 1.0);
+    let (v, _) = input::<bf16>(shape.kv_len(), 53, 1.0);
+    let (dout, _) = input::<bf16>(shape.q_len(), 54, 1.0);
+    let (q_, k_, v_, do_) = (up(&context, &q), up(&context, &k), up(&context, &v), up(&context, &dout));
+    let (mut out, mut lse) = (zeros::<bf16>(&context, shape.q_len()), zeros::<f32>(&context, shape.q_rows()));
+    attention::attention_forward(&stream, &q_, &k_, &v_, &mut out, &mut lse, shape).unwrap();
+    let mut scratch = zeros::<f32>(&context, attention::backward_scratch_len(&shape));
+    let grads = |context: &Context| (zeros::<bf16>(context, shape.q_len()), zeros::<bf16>(context, shape.kv_len()), zeros::<bf16>(context, shape.kv_len()));
+    // Eager, which also loads the modules (loading inside a capture is refused). On sm_90 the
+    // eager call takes the sm_90 kernel (dQ by atomic adds) and the captured one the tensor
+    // cores, so the replay is compared with the deterministic call (the same kernels).
+    let (mut dq, mut dk, mut dv) = grads(&context);
+    attention::attention_backward_with_scratch(&stream, &q_, &k_, &v_, &out, &do_, &lse, &mut dq, &mut dk, &mut dv, &mut scratch, shape).unwrap();
+    attention::attention_backward_deterministic(&stream, &q_, &k_, &v_, &out, &do_, &lse, &mut dq, &mut dk, &mut dv, shape).unwrap();
+    let (mut gq, mut gk, mut gv) = grads(&context);
+    let graph = stream
+        .capture(|s| {
+            attention::attention_backward_with_scratch(s, &q_, &k_, &v_, &out, &do_, &lse, &mut gq, &mut gk, &mut gv, &mut scratch, shape).map_err(
+                |e| match e {
+                    KernelsError::Gpu(e) => e,
+                    other => panic!("{other}"),
+                },
+            )
+        })
+        .unwrap();
+    let exec = graph.instantiate().unwrap();
+    // SAFETY: every captured buffer lives until after the synchronisation below, used on `stream` only.
+    unsafe { exec.launch(&stream) }.unwrap();
+    stream.synchronize().unwrap();
+    for (what, got, want) in [("dq", &gq, &dq), ("dk", &gk, &dk), ("dv", &gv, &dv)] {
+        assert_eq!(got.to_vec().unwrap(), want.to_vec().unwrap(), "{what}: the replayed graph differs from the eager call (deterministic kernels)");
+    }
+}
+
 fn gemm_ref(a: &[f64], b: &[f64], s: GemmShape, bias: Option<&[f64]>, gelu: bool) -> Vec<f64> {
     let mut c = vec![0.0; s.batch * s.m * s.n];
     for p in 0..s.batch {

@@ -44,20 +44,34 @@ pub(crate) fn check_fingerprint(raw: sys::CUmodule, signature: &KernelSignature,
 /// join, and so invalidate, a capture in progress on a stream created with `CU_STREAM_DEFAULT`,
 /// and a kernel's first launch (which checks) may come inside a capture.
 fn read_words(address: sys::CUdeviceptr, words: &mut [u64]) -> Result<()> {
-    if words.is_empty() {
+    read_words_batch(&mut [(address, words)])
+}
+
+/// [`read_words`] for many globals at once: every copy queued on one non-blocking stream and
+/// waited for once (a module load reads two globals per kernel: one stream, not hundreds).
+fn read_words_batch(copies: &mut [(sys::CUdeviceptr, &mut [u64])]) -> Result<()> {
+    if copies.iter().all(|(_, words)| words.is_empty()) {
         return Ok(());
     }
     let mut stream = std::ptr::null_mut();
     // SAFETY: writes one stream handle (of the bound context), destroyed below.
     unsafe { driver::stream::create_with_priority(&mut stream, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32, 0) }?;
-    // SAFETY: the global holds at least `words.len()` u64s (the caller's size check); `words` is
-    // writable for as many and outlives the copy, which the synchronisation completes.
-    let copied = unsafe { driver::memory::memcpy_dtoh_async(words.as_mut_ptr().cast(), address, words.len() * 8, stream) }
-        // SAFETY: the stream was created above and is alive.
-        .and_then(|()| unsafe { driver::stream::synchronize(stream) });
+    let mut copied = Ok(());
+    for (address, words) in copies.iter_mut().filter(|(_, words)| !words.is_empty()) {
+        // SAFETY: each global holds at least `words.len()` u64s (the callers' size checks);
+        // `words` is writable for as many and outlives the copy, which the synchronisation
+        // below completes before this function returns (also when a later copy fails to queue).
+        copied = unsafe { driver::memory::memcpy_dtoh_async(words.as_mut_ptr().cast(), *address, words.len() * 8, stream) };
+        if copied.is_err() {
+            break;
+        }
+    }
+    // SAFETY: the stream was created above and is alive.
+    let synchronised = unsafe { driver::stream::synchronize(stream) };
     // SAFETY: created above, destroyed once, its work complete (or failed).
     let _ = unsafe { driver::stream::destroy(stream) };
     copied?;
+    synchronised?;
     Ok(())
 }
 
@@ -106,15 +120,19 @@ fn check_type_names(global: &mut GlobalSource<'_>, signature: &KernelSignature, 
 /// The words of the module global `name` (whole `u64`s), read from the device now; `None`
 /// when the module has no such global.
 fn read_global(raw: sys::CUmodule, name: &str) -> Result<Option<Vec<u64>>> {
-    let Ok(name) = CString::new(name) else { return Ok(None) };
-    let (mut address, mut bytes) = (0, 0);
-    // SAFETY: looks a global up by a NUL-terminated name in a loaded module.
-    if unsafe { driver::module::get_global(&mut address, &mut bytes, raw, name.as_ptr()) }.is_err() {
-        return Ok(None);
-    }
-    let mut found = vec![0u64; bytes / 8];
+    let Some((address, mut found)) = locate_global(raw, name) else { return Ok(None) };
     read_words(address, &mut found)?;
     Ok(Some(found))
+}
+
+/// The address of the global `name` of the module `raw` and a zeroed buffer of its size in
+/// `u64`s (`None` when the module has no such global).
+fn locate_global(raw: sys::CUmodule, name: &str) -> Option<(sys::CUdeviceptr, Vec<u64>)> {
+    let name = CString::new(name).ok()?;
+    let (mut address, mut bytes) = (0, 0);
+    // SAFETY: looks a global up by a NUL-terminated name in a loaded module.
+    unsafe { driver::module::get_global(&mut address, &mut bytes, raw, name.as_ptr()) }.ok()?;
+    Some((address, vec![0u64; bytes / 8]))
 }
 
 /// The check globals (layout and type-name tables) of every kernel of an embedded module, read
@@ -136,7 +154,7 @@ impl CheckTables {
     /// Reads the check globals of `functions`, every kernel of the loaded module `raw` (the
     /// module's context is current); `None` (the kernels could not be listed): empty tables.
     pub(crate) fn read(raw: sys::CUmodule, functions: Option<&[sys::CUfunction]>) -> Self {
-        let mut tables = Vec::new();
+        let mut found = Vec::new();
         for &function in functions.unwrap_or_default() {
             let mut name = std::ptr::null();
             // SAFETY: writes one pointer to the kernel's NUL-terminated name, owned by the driver.
@@ -147,12 +165,18 @@ impl CheckTables {
             let symbol = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy().into_owned();
             for prefix in [crate::LAYOUT_SYMBOL_PREFIX, crate::TYPES_SYMBOL_PREFIX] {
                 let global = format!("{prefix}{symbol}");
-                if let Ok(Some(words)) = read_global(raw, &global) {
-                    tables.push((global, words));
+                if let Some((address, words)) = locate_global(raw, &global) {
+                    found.push((global, address, words));
                 }
             }
         }
-        CheckTables { tables }
+        // One stream and one wait for all of them; a failed read leaves the tables empty, and
+        // each kernel's first launch then reads its globals itself (never skipped).
+        let mut copies: Vec<_> = found.iter_mut().map(|(_, address, words)| (*address, words.as_mut_slice())).collect();
+        if read_words_batch(&mut copies).is_err() {
+            return CheckTables::default();
+        }
+        CheckTables { tables: found.into_iter().map(|(global, _, words)| (global, words)).collect() }
     }
 
     /// The words of the check global `name` of the module `raw` (`None` when the module has no

@@ -17,11 +17,13 @@
 //! the borrow still keeps it inside a live allocation of that device).
 
 use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use bytemuck::Pod;
 use ferrocuda_host::{BorrowedSlice, BorrowedSliceMut, Context, Stream};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
 
 /// The dtypes a [`Call`] understands.
@@ -42,6 +44,9 @@ pub enum DType {
 impl DType {
     const ALL: [DType; 5] = [DType::F32, DType::BF16, DType::F16, DType::I32, DType::I64];
 
+    /// The floating-point dtypes of the library's kernels: float32, bfloat16, float16.
+    pub const FLOATS: &'static [DType] = &[DType::F32, DType::BF16, DType::F16];
+
     /// The name torch prints (`torch.float32`, ...).
     pub fn torch_name(self) -> &'static str {
         match self {
@@ -51,6 +56,12 @@ impl DType {
             DType::I32 => "torch.int32",
             DType::I64 => "torch.int64",
         }
+    }
+
+    /// torch's dtype object (`torch.float32`, ...).
+    pub fn object(self, py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+        let index = DType::ALL.iter().position(|d| *d == self).expect("every dtype is in ALL");
+        Ok(dtypes(py)?[index].bind(py))
     }
 
     fn attribute(self) -> &'static str {
@@ -121,6 +132,13 @@ pub struct TensorInfo {
 }
 
 impl TensorInfo {
+    /// A tensor that torch has just allocated for the call (`torch.empty_like` and kin): C-contiguous,
+    /// of the given shape and dtype, on `device`; only its address is read from it.
+    pub(crate) fn fresh(name: &'static str, tensor: &Bound<'_, PyAny>, shape: Vec<usize>, dtype: DType, device: usize) -> PyResult<TensorInfo> {
+        let address: u64 = tensor.call_method0(intern!(tensor.py(), "data_ptr"))?.extract()?;
+        Ok(TensorInfo { name, address, numel: shape.iter().product(), shape, dtype, device, output: true })
+    }
+
     fn bytes(&self) -> u64 {
         let size = match self.dtype {
             DType::F32 | DType::I32 => 4,
@@ -144,37 +162,87 @@ impl TensorInfo {
     }
 }
 
-/// Reads one tensor's description and checks that it is a C-contiguous CUDA tensor.
-fn read_tensor(py: Python<'_>, op: &str, name: &'static str, tensor: &Bound<'_, PyAny>, output: bool) -> PyResult<TensorInfo> {
+/// The class `torch.Tensor`.
+fn torch_tensor_class(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
     static TENSOR: OnceLock<Py<PyAny>> = OnceLock::new();
-    let torch_tensor = match TENSOR.get() {
-        Some(t) => t.bind(py).clone(),
-        None => {
-            let t = py.import("torch")?.getattr("Tensor")?;
-            TENSOR.get_or_init(|| t.clone().unbind()).bind(py).clone()
-        }
-    };
-    if !tensor.is_instance(&torch_tensor)? {
+    if TENSOR.get().is_none() {
+        let t = py.import("torch")?.getattr("Tensor")?.unbind();
+        let _ = TENSOR.set(t);
+    }
+    Ok(TENSOR.get().expect("set above").bind(py))
+}
+
+/// The first half of reading a tensor argument: that it is a `torch.Tensor`, its dtype (one a
+/// [`Call`] understands) and its shape. Nothing about its device or layout yet, so that
+/// declaration checks (dtypes, shapes) can speak before the device check does.
+pub(crate) fn tensor_dtype_shape(py: Python<'_>, op: &str, name: &str, tensor: &Bound<'_, PyAny>) -> PyResult<(DType, Vec<usize>)> {
+    if !tensor.is_instance(torch_tensor_class(py)?)? {
         let type_name = tensor.get_type().name().map(|n| n.to_string()).unwrap_or_default();
         return Err(PyTypeError::new_err(format!("{op}: `{name}` must be a torch.Tensor, not {type_name}")));
     }
-    let device: i64 = tensor.call_method0("get_device")?.extract()?;
-    if device < 0 {
-        return Err(PyValueError::new_err(format!("{op}: `{name}` is on the CPU; ferrocuda ops run on CUDA tensors: move it with .cuda()")));
-    }
-    let dtype_object = tensor.getattr("dtype")?;
+    let dtype_object = tensor.getattr(intern!(py, "dtype"))?;
     let dtype = dtypes(py)?.iter().zip(DType::ALL).find(|(d, _)| d.as_ptr() == dtype_object.as_ptr()).map(|(_, d)| d).ok_or_else(|| {
         PyTypeError::new_err(format!(
             "{op}: `{name}` has dtype {dtype_object}, which this op does not take (float32, bfloat16, float16; int32/int64 for indices)"
         ))
     })?;
-    if !tensor.call_method0("is_contiguous")?.extract::<bool>()? {
-        return Err(PyValueError::new_err(format!("{op}: `{name}` is not contiguous (strides {}): call .contiguous() first", tensor.call_method0("stride")?)));
+    let shape: Vec<usize> = tensor.getattr(intern!(py, "shape"))?.extract()?;
+    Ok((dtype, shape))
+}
+
+/// The second half: the CUDA device (refused: a CPU tensor, unless [`host_only`]), C-contiguity
+/// and the address. `dtype` and `shape` come from [`tensor_dtype_shape`].
+pub(crate) fn tensor_info(
+    py: Python<'_>,
+    op: &str,
+    name: &'static str,
+    tensor: &Bound<'_, PyAny>,
+    dtype: DType,
+    shape: Vec<usize>,
+    output: bool,
+) -> PyResult<TensorInfo> {
+    let device: i64 = tensor.call_method0(intern!(py, "get_device"))?.extract()?;
+    if device < 0 && !host_only() {
+        return Err(PyValueError::new_err(format!("{op}: `{name}` is on the CPU; ferrocuda ops run on CUDA tensors: move it with .cuda()")));
     }
-    let shape: Vec<usize> = tensor.getattr("shape")?.extract()?;
-    let numel: usize = tensor.call_method0("numel")?.extract()?;
-    let address: u64 = tensor.call_method0("data_ptr")?.extract()?;
-    Ok(TensorInfo { name, address, numel, shape, dtype, device: device as usize, output })
+    if !tensor.call_method0(intern!(py, "is_contiguous"))?.extract::<bool>()? {
+        return Err(PyValueError::new_err(format!(
+            "{op}: `{name}` is not contiguous (strides {}): call .contiguous() first",
+            tensor.call_method0(intern!(py, "stride"))?
+        )));
+    }
+    let address: u64 = tensor.call_method0(intern!(py, "data_ptr"))?.extract()?;
+    Ok(TensorInfo { name, address, numel: shape.iter().product(), shape, dtype, device: device.max(0) as usize, output })
+}
+
+/// Reads one tensor's description and checks that it is a C-contiguous CUDA tensor.
+fn read_tensor(py: Python<'_>, op: &str, name: &'static str, tensor: &Bound<'_, PyAny>, output: bool) -> PyResult<TensorInfo> {
+    let (dtype, shape) = tensor_dtype_shape(py, op, name, tensor)?;
+    tensor_info(py, op, name, tensor, dtype, shape, output)
+}
+
+static HOST_ONLY: AtomicBool = AtomicBool::new(false);
+static HOST_ONLY_ZEROS: AtomicBool = AtomicBool::new(false);
+
+/// Host-only mode, for the CPU-only overhead benchmark (`bench/overhead_cpu.py`) and the CPU
+/// tests of the ops' wiring: while on, a [`Call`] accepts CPU tensors and stops before the driver
+/// (no context, no stream, no borrow), and the ops of [`crate::op`] check and allocate as usual
+/// but launch nothing: their outputs are left uninitialised, or zeroed with `zero_outputs` (so
+/// that two runs agree, as `torch.library.opcheck` asks). Off unless a benchmark or test turns
+/// it on.
+pub fn set_host_only(on: bool, zero_outputs: bool) {
+    HOST_ONLY_ZEROS.store(on && zero_outputs, Ordering::Relaxed);
+    HOST_ONLY.store(on, Ordering::Relaxed);
+}
+
+/// Whether host-only mode ([`set_host_only`]) is on.
+pub fn host_only() -> bool {
+    HOST_ONLY.load(Ordering::Relaxed)
+}
+
+/// Whether host-only mode zeroes the outputs ([`set_host_only`]).
+pub(crate) fn host_only_zeros() -> bool {
+    HOST_ONLY_ZEROS.load(Ordering::Relaxed)
 }
 
 /// The primary context of device `ordinal` (PyTorch's), kept for the life of the process:
@@ -214,6 +282,31 @@ pub fn torch_current_stream(py: Python<'_>, ordinal: usize) -> PyResult<usize> {
 /// for tests to compare with torch's current stream and `data_ptr()`.
 pub(crate) static LAST_LAUNCH: Mutex<Option<(usize, Vec<u64>)>> = Mutex::new(None);
 
+/// The checks across the tensors of one call: all on one device (which it returns), and no
+/// output overlapping any other tensor.
+pub(crate) fn check_tensors(op: &str, tensors: &[TensorInfo]) -> PyResult<usize> {
+    let device = tensors.first().map(|t| t.device).ok_or_else(|| PyValueError::new_err(format!("{op}: no tensor arguments")))?;
+    for t in tensors {
+        if t.device != device {
+            return Err(PyValueError::new_err(format!(
+                "{op}: `{}` is on cuda:{} but `{}` on cuda:{device}: move them to one device",
+                t.name, t.device, tensors[0].name
+            )));
+        }
+    }
+    for (i, a) in tensors.iter().enumerate() {
+        for b in &tensors[i + 1..] {
+            if (a.output || b.output) && a.overlaps(b) {
+                return Err(PyValueError::new_err(format!(
+                    "{op}: `{}` and `{}` overlap in memory, and one of them is written: pass separate tensors (e.g. torch.empty_like)",
+                    a.name, b.name
+                )));
+            }
+        }
+    }
+    Ok(device)
+}
+
 /// One op invocation on CUDA tensors (see the [module docs](self)).
 pub struct Call {
     op: String,
@@ -238,24 +331,16 @@ impl Call {
         for (name, t) in outputs {
             tensors.push(read_tensor(py, op, name, t, true)?);
         }
-        let device = tensors.first().map(|t| t.device).ok_or_else(|| PyValueError::new_err(format!("{op}: no tensor arguments")))?;
-        for t in &tensors {
-            if t.device != device {
-                return Err(PyValueError::new_err(format!(
-                    "{op}: `{}` is on cuda:{} but `{}` on cuda:{device}: move them to one device",
-                    t.name, t.device, tensors[0].name
-                )));
-            }
-        }
-        for (i, a) in tensors.iter().enumerate() {
-            for b in &tensors[i + 1..] {
-                if (a.output || b.output) && a.overlaps(b) {
-                    return Err(PyValueError::new_err(format!(
-                        "{op}: `{}` and `{}` overlap in memory, and one of them is written: pass separate tensors (e.g. torch.empty_like)",
-                        a.name, b.name
-                    )));
-                }
-            }
+        let keep = inputs.iter().chain(outputs).map(|(_, t)| (*t).clone().unbind()).collect();
+        let device = check_tensors(op, &tensors)?;
+        Call::from_checked(py, op, tensors, keep, device)
+    }
+
+    /// A call of `tensors` (read and checked by [`check_tensors`], which gave `device`), holding
+    /// `keep` (the tensors themselves) for its life.
+    pub(crate) fn from_checked(py: Python<'_>, op: &str, tensors: Vec<TensorInfo>, keep: Vec<Py<PyAny>>, device: usize) -> PyResult<Self> {
+        if host_only() {
+            return Err(PyRuntimeError::new_err(format!("{op}: host-only mode (the overhead benchmark's, set_host_only) is on: nothing may launch")));
         }
         let context = context(device)?;
         let raw = torch_current_stream(py, device)?;
@@ -271,7 +356,6 @@ impl Call {
         let stream = unsafe { Stream::from_raw_in_owner_captures(&context, raw as ferrocuda_host::sys::CUstream, ()) }.map_err(gpu_error)?;
         *LAST_LAUNCH.lock().unwrap_or_else(|p| p.into_inner()) = Some((raw, tensors.iter().map(|t| t.address).collect()));
         let taken = RefCell::new(vec![false; tensors.len()]);
-        let keep = inputs.iter().chain(outputs).map(|(_, t)| (*t).clone().unbind()).collect();
         Ok(Call { op: op.to_string(), tensors, _keep: keep, taken, stream })
     }
 

@@ -3,13 +3,14 @@
 //! - [`glue`]: a [`glue::Call`] lends the `torch.Tensor`s of one op invocation to ferrocuda
 //!   launches, zero-copy, on torch's current stream (graph captures included), with checks
 //!   that name the argument at fault.
-//! - [`op`]: declare an op of your own kernel ([`op::Op`]) and register it with
-//!   `torch.library` from your extension module (`templates/torch-op`).
+//! - [`op`]: declare an op ([`op::Op`]: inputs, scalars, outputs with shape rules, launches,
+//!   backward) and register it with `torch.library` from your extension module
+//!   (`templates/torch-op`); the library's ops are declared and registered the same way.
 //! - With the `library` feature (default): the extension module `ferrocuda_torch._C`, with the
-//!   launch side of the library's ops (`ferrocuda_kernels`: norms, softmax, cross-entropy,
-//!   activations, rotary, AdamW, attention; `ferrocuda_torch/ops.py` registers them as
-//!   `torch.ops.ferrocuda.*`), and the first three toy functions below, which take any DLPack
-//!   array (NumPy too, on the CPU executor) as `ferrocuda_torch.dlpack`.
+//!   table of the library's ops (`ferrocuda_kernels`: norms and the fused residual norms,
+//!   softmax, cross-entropy, activations, rotary, AdamW, attention; `ferrocuda_torch/ops.py`
+//!   registers them as `torch.ops.ferrocuda.*`), and the first three toy functions below, which
+//!   take any DLPack array (NumPy too, on the CPU executor) as `ferrocuda_torch.dlpack`.
 //!
 //! The DLPack functions (`interop_kernels`: saxpy, RMSNorm, softmax):
 //!

@@ -1,5 +1,7 @@
-//! Your own kernel as a PyTorch op: declare it with [`Op`], register it from your extension
-//! module with [`register`], and `torch.ops.<namespace>.<name>` exists after `import`.
+//! An op of your own kernel, or of the library's: declare it with [`Op`], register it from
+//! your extension module with [`register`], and `torch.ops.<namespace>.<name>` exists after
+//! `import`. The library's own ops (`ferrocuda_torch._C`) are declared the same way, one [`Op`]
+//! each (`src/ops.rs`), and registered by the same code.
 //!
 //! ```no_run
 //! use ferrocuda_torch::op::{self, Op, Scalar};
@@ -26,22 +28,25 @@
 //! ```
 //!
 //! What the op does for you (the same as the library's ops): in `torch.library`, a schema
-//! (`scale_add(Tensor x, Tensor y, float alpha) -> Tensor`), a CUDA implementation that checks
-//! the dtypes and the `like` shapes (errors name the argument), allocates the outputs with
-//! torch (`torch.empty_like`, so a `torch.cuda.graph` capture takes them from its pool) and
-//! calls your launch with a [`Call`] on torch's current stream, zero-copy; and a fake
-//! implementation for `torch.compile` (the outputs' shapes and dtypes, no launch). The
-//! registration itself is Python (`register.py`, embedded here), run when your module is
-//! imported; it needs torch to be importable then.
+//! (`scale_add(Tensor x, Tensor y, float alpha) -> Tensor`), and as its CUDA implementation
+//! a Rust function (no Python in between) that checks the tensors (declared dtypes, `like`
+//! shapes, CUDA, one device, contiguous, no overlap; errors name the argument), allocates the
+//! outputs with torch (`torch.empty_like`/`new_empty`, so a `torch.cuda.graph` capture takes
+//! them from its pool) and calls your launch with a [`Call`] on torch's current stream,
+//! zero-copy; a fake implementation for `torch.compile` (the outputs' shapes and dtypes from
+//! their [`Shape`] rules, no launch); and, with [`Op::backward`], autograd through another
+//! op (your backward kernel). The registration itself is Python (`register.py`, embedded
+//! here), run when your module is imported; it needs torch to be importable then.
 
 use std::ffi::CString;
 use std::sync::Arc;
 
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
-use crate::glue::{Call, DType, TorchElement};
+use crate::glue::{self, Call, DType, TensorInfo, TorchElement};
 
 /// The kind of a scalar argument.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,19 +111,104 @@ impl Scalars {
     }
 }
 
+/// The tensor inputs of one call, as read before the outputs exist: what a scratch length
+/// ([`Op::scratch`]) is computed from.
+pub struct Inputs<'a> {
+    op: &'a str,
+    tensors: &'a [TensorInfo],
+}
+
+impl Inputs<'_> {
+    /// The description of the input `name`.
+    pub fn info(&self, name: &str) -> PyResult<&TensorInfo> {
+        self.tensors.iter().find(|t| t.name == name).ok_or_else(|| PyValueError::new_err(format!("{}: no tensor input named `{name}`", self.op)))
+    }
+
+    /// The op's name, for errors.
+    pub fn op(&self) -> &str {
+        self.op
+    }
+}
+
+/// The shape of an output, from the shape of the input it is declared like.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// The input's shape.
+    Same,
+    /// All but the last dimension: one value per row (`x.shape[:-1]`).
+    Rows,
+    /// The last dimension alone (`x.shape[-1:]`): one value per column.
+    Last,
+    /// The last dimension halved (`[..., d]` -> `[..., d / 2]`; `d` must be even).
+    HalfLast,
+}
+
+impl Shape {
+    /// The name `register.py` reads.
+    fn name(self) -> &'static str {
+        match self {
+            Shape::Same => "same",
+            Shape::Rows => "rows",
+            Shape::Last => "last",
+            Shape::HalfLast => "half_last",
+        }
+    }
+
+    fn apply(self, op: &str, like: &TensorInfo) -> PyResult<Vec<usize>> {
+        let s = &like.shape;
+        let needs_dim = || PyValueError::new_err(format!("{op}: `{}` (shape {s:?}) needs at least one dimension", like.name));
+        Ok(match self {
+            Shape::Same => s.clone(),
+            Shape::Rows => s[..s.len().checked_sub(1).ok_or_else(needs_dim)?].to_vec(),
+            Shape::Last => vec![*s.last().ok_or_else(needs_dim)?],
+            Shape::HalfLast => match s.split_last() {
+                Some((&d, rest)) if d % 2 == 0 => rest.iter().copied().chain([d / 2]).collect(),
+                _ => return Err(PyValueError::new_err(format!("{op}: the last dimension of {} (shape {s:?}) must be even: [gate, up]", like.name))),
+            },
+        })
+    }
+}
+
+/// An argument of the backward op (see [`Op::backward`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Grad {
+    /// The gradient that reached the forward output of this name (made contiguous).
+    Of(&'static str),
+    /// The forward input, output or scalar of this name (tensors saved for the backward).
+    Saved(&'static str),
+    /// The negation of the forward `bool` scalar of this name (an inverse transform).
+    NotSaved(&'static str),
+}
+
 /// A launch for one dtype of the op's first input.
 type Launch = Arc<dyn Fn(&Call, &Scalars) -> PyResult<()> + Send + Sync>;
+
+/// The length of a scratch output, from the inputs and scalars.
+type ScratchLen = Arc<dyn Fn(&Inputs<'_>, &Scalars) -> PyResult<usize> + Send + Sync>;
 
 struct Input {
     name: &'static str,
     dtypes: Vec<DType>,
     like: Option<&'static str>,
+    mutated: bool,
+}
+
+enum OutputShape {
+    Rule(Shape),
+    Scratch(ScratchLen),
 }
 
 struct Output {
     name: &'static str,
     like: &'static str,
+    shape: OutputShape,
     dtype: Option<DType>,
+}
+
+struct Backward {
+    op: String,
+    args: Vec<Grad>,
+    grads: Vec<&'static str>,
 }
 
 /// The declaration of an op (see the [module docs](self)).
@@ -128,23 +218,40 @@ pub struct Op {
     scalars: Vec<(&'static str, Scalar)>,
     outputs: Vec<Output>,
     launches: Vec<(DType, Launch)>,
+    backward: Option<Backward>,
+    shared_grads: Vec<(&'static str, &'static str)>,
 }
 
 impl Op {
     /// An op named `namespace::name` (`torch.ops.namespace.name`).
     pub fn new(qualname: &str) -> Self {
-        Op { qualname: qualname.to_string(), inputs: Vec::new(), scalars: Vec::new(), outputs: Vec::new(), launches: Vec::new() }
+        Op {
+            qualname: qualname.to_string(),
+            inputs: Vec::new(),
+            scalars: Vec::new(),
+            outputs: Vec::new(),
+            launches: Vec::new(),
+            backward: None,
+            shared_grads: Vec::new(),
+        }
     }
 
     /// A tensor input of one of `dtypes` (CUDA, contiguous).
     pub fn input(mut self, name: &'static str, dtypes: &[DType]) -> Self {
-        self.inputs.push(Input { name, dtypes: dtypes.to_vec(), like: None });
+        self.inputs.push(Input { name, dtypes: dtypes.to_vec(), like: None, mutated: false });
         self
     }
 
     /// A tensor input with the shape and dtype of the input `like`.
     pub fn input_like(mut self, name: &'static str, like: &'static str) -> Self {
-        self.inputs.push(Input { name, dtypes: Vec::new(), like: Some(like) });
+        self.inputs.push(Input { name, dtypes: Vec::new(), like: Some(like), mutated: false });
+        self
+    }
+
+    /// A tensor input of one of `dtypes` that the op writes in place (schema `Tensor(a!)`;
+    /// the launch takes it with [`Call::output`]). An op with such an input returns nothing.
+    pub fn input_mut(mut self, name: &'static str, dtypes: &[DType]) -> Self {
+        self.inputs.push(Input { name, dtypes: dtypes.to_vec(), like: None, mutated: true });
         self
     }
 
@@ -155,14 +262,27 @@ impl Op {
     }
 
     /// An output with the shape and dtype of the input `like`.
-    pub fn output_like(mut self, name: &'static str, like: &'static str) -> Self {
-        self.outputs.push(Output { name, like, dtype: None });
-        self
+    pub fn output_like(self, name: &'static str, like: &'static str) -> Self {
+        self.output(name, like, Shape::Same, None)
     }
 
     /// An output with the shape of the input `like` and dtype `dtype`.
-    pub fn output_like_as(mut self, name: &'static str, like: &'static str, dtype: DType) -> Self {
-        self.outputs.push(Output { name, like, dtype: Some(dtype) });
+    pub fn output_like_as(self, name: &'static str, like: &'static str, dtype: DType) -> Self {
+        self.output(name, like, Shape::Same, Some(dtype))
+    }
+
+    /// An output whose shape follows `shape` from the input `like`'s, of dtype `dtype` (`None`:
+    /// `like`'s dtype).
+    pub fn output(mut self, name: &'static str, like: &'static str, shape: Shape, dtype: Option<DType>) -> Self {
+        self.outputs.push(Output { name, like, shape: OutputShape::Rule(shape), dtype });
+        self
+    }
+
+    /// A float32 scratch tensor of `len(inputs, scalars)` elements on the device of `like`,
+    /// allocated by torch like an output and lent to the launch as one ([`Call::output`]), but
+    /// not returned (it is not in the schema).
+    pub fn scratch(mut self, name: &'static str, like: &'static str, len: impl Fn(&Inputs<'_>, &Scalars) -> PyResult<usize> + Send + Sync + 'static) -> Self {
+        self.outputs.push(Output { name, like, shape: OutputShape::Scratch(Arc::new(len)), dtype: Some(DType::F32) });
         self
     }
 
@@ -173,12 +293,40 @@ impl Op {
         self
     }
 
-    /// The op's torch schema, e.g. `scale_add(Tensor x, Tensor y, float alpha) -> Tensor`.
+    /// Autograd through the op `backward` (of the same namespace, registered too): it is
+    /// called with `args` (gradients of this op's outputs, saved inputs, outputs and scalars),
+    /// and its outputs, in order, are the gradients of this op's inputs named in `grads`
+    /// (cast to each input's dtype); the other inputs get none.
+    pub fn backward(mut self, backward: &str, args: &[Grad], grads: &[&'static str]) -> Self {
+        self.backward = Some(Backward { op: backward.to_string(), args: args.to_vec(), grads: grads.to_vec() });
+        self
+    }
+
+    /// The input `input` gets the same gradient as the input `as_input` (one of the
+    /// [`Op::backward`]'s `grads`): `sum = x + residual` gives both the gradient of `sum`.
+    pub fn shares_grad(mut self, input: &'static str, as_input: &'static str) -> Self {
+        self.shared_grads.push((input, as_input));
+        self
+    }
+
+    fn returned(&self) -> impl Iterator<Item = &Output> {
+        self.outputs.iter().filter(|o| matches!(o.shape, OutputShape::Rule(_)))
+    }
+
+    fn mutates(&self) -> bool {
+        self.inputs.iter().any(|i| i.mutated)
+    }
+
+    /// The op's torch schema, e.g. `scale_add(Tensor x, Tensor y, float alpha) -> Tensor`
+    /// (an input written in place is `Tensor(a<i>!)`, `i` its position).
     pub fn schema(&self) -> String {
         let name = self.qualname.rsplit("::").next().unwrap_or(&self.qualname);
-        let args: Vec<String> =
-            self.inputs.iter().map(|i| format!("Tensor {}", i.name)).chain(self.scalars.iter().map(|(n, k)| format!("{} {n}", k.schema()))).collect();
-        let outs = match self.outputs.len() {
+        let tensors = self.inputs.iter().enumerate().map(|(i, input)| match input.mutated {
+            true => format!("Tensor(a{i}!) {}", input.name),
+            false => format!("Tensor {}", input.name),
+        });
+        let args: Vec<String> = tensors.chain(self.scalars.iter().map(|(n, k)| format!("{} {n}", k.schema()))).collect();
+        let outs = match self.returned().count() {
             1 => "Tensor".to_string(),
             n => format!("({})", vec!["Tensor"; n].join(", ")),
         };
@@ -194,8 +342,8 @@ impl Op {
         if self.inputs.first().is_none_or(|i| i.like.is_some()) {
             return problem("the first argument must be a tensor input with its dtypes (`.input(name, &[..])`)".into());
         }
-        if self.outputs.is_empty() {
-            return problem("it needs at least one output".into());
+        if self.mutates() != (self.returned().count() == 0) {
+            return problem("an op either writes inputs in place (`.input_mut`) and returns nothing, or returns outputs".into());
         }
         for like in self.inputs.iter().filter_map(|i| i.like).chain(self.outputs.iter().map(|o| o.like)) {
             if !known(like) {
@@ -205,83 +353,230 @@ impl Op {
         if self.launches.is_empty() {
             return problem("it needs a launch (`.launch::<f32>(..)`)".into());
         }
+        if self.backward.is_none() && !self.shared_grads.is_empty() {
+            return problem("`shares_grad` needs a `backward`".into());
+        }
+        if let Some(b) = &self.backward {
+            let saved = |n: &str| known(n) || self.returned().any(|o| o.name == n) || self.scalars.iter().any(|(s, _)| *s == n);
+            for arg in &b.args {
+                let ok = match *arg {
+                    Grad::Of(n) => self.returned().any(|o| o.name == n),
+                    Grad::Saved(n) => saved(n),
+                    Grad::NotSaved(n) => self.scalars.iter().any(|(s, k)| *s == n && *k == Scalar::Bool),
+                };
+                if !ok {
+                    return problem(format!("the backward's argument {arg:?} names nothing of this op"));
+                }
+            }
+            if let Some(g) = b.grads.iter().chain(self.shared_grads.iter().map(|(i, _)| i)).find(|g| !known(g)) {
+                return problem(format!("the backward gives the gradient of `{g}`, which is not an input"));
+            }
+            if let Some((_, g)) = self.shared_grads.iter().find(|(_, g)| !b.grads.contains(g)) {
+                return problem(format!("`{g}` gets no gradient from the backward, so none can be shared"));
+            }
+        }
         Ok(())
     }
 
-    /// The Python function `launch(*inputs, *outputs, *scalars)` that torch's CUDA
-    /// implementation calls.
-    fn launcher<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let qualname = self.qualname.clone();
-        let inputs: Vec<&'static str> = self.inputs.iter().map(|i| i.name).collect();
-        let outputs: Vec<&'static str> = self.outputs.iter().map(|o| o.name).collect();
-        let scalars = self.scalars.clone();
-        let launches = self.launches.clone();
-        let f = move |args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>| -> PyResult<()> {
-            let py = args.py();
-            let expected = inputs.len() + outputs.len() + scalars.len();
-            if args.len() != expected {
-                return Err(PyValueError::new_err(format!("{qualname}: {} arguments, expected {expected}", args.len())));
-            }
-            let items: Vec<Bound<'_, PyAny>> = args.iter().collect();
-            let ins: Vec<(&'static str, &Bound<'_, PyAny>)> = inputs.iter().copied().zip(&items[..inputs.len()]).collect();
-            let outs: Vec<(&'static str, &Bound<'_, PyAny>)> = outputs.iter().copied().zip(&items[inputs.len()..inputs.len() + outputs.len()]).collect();
-            let mut values = Vec::with_capacity(scalars.len());
-            for ((name, kind), value) in scalars.iter().zip(&items[inputs.len() + outputs.len()..]) {
-                values.push((
-                    *name,
-                    match kind {
-                        Scalar::Float => ScalarValue::Float(value.extract()?),
-                        Scalar::Int => ScalarValue::Int(value.extract()?),
-                        Scalar::Bool => ScalarValue::Bool(value.extract()?),
-                    },
-                ));
-            }
-            let call = Call::new(py, &qualname, &ins, &outs)?;
-            let dtype = call.info(inputs[0])?.dtype;
-            let launch = launches.iter().find(|(d, _)| *d == dtype).map(|(_, l)| l).ok_or_else(|| {
-                let names: Vec<&str> = launches.iter().map(|(d, _)| d.torch_name()).collect();
-                PyValueError::new_err(format!("{qualname}: no launch for `{}` of {}: this op takes {}", inputs[0], dtype.torch_name(), names.join(", ")))
-            })?;
-            launch(&call, &Scalars { values }).map_err(|e| PyRuntimeError::new_err(format!("{e}")))
-        };
+    /// The Rust function torch calls as the op's implementation: `launch(*inputs, *scalars)`.
+    fn launcher<'py>(self: &Arc<Self>, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let op = Arc::clone(self);
+        let f = move |args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>| -> PyResult<Py<PyAny>> { op.call(args) };
         Ok(pyo3::types::PyCFunction::new_closure(py, None, None, f)?.into_any())
     }
 
+    /// One invocation: reads and checks the inputs, allocates the outputs with torch, launches
+    /// on torch's current stream and returns the outputs.
+    fn call(&self, args: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
+        let py = args.py();
+        let op = self.qualname.as_str();
+        let expected = self.inputs.len() + self.scalars.len();
+        if args.len() != expected {
+            return Err(PyValueError::new_err(format!("{op}: {} arguments, expected {expected} ({})", args.len(), self.schema())));
+        }
+        // The inputs: what they are (dtype, shape) and the declarations first, then where (device,
+        // layout), so that a wrong dtype is named as such even on a CPU tensor.
+        let mut read: Vec<(&str, Bound<'_, PyAny>, DType, Vec<usize>)> = Vec::with_capacity(self.inputs.len());
+        for (i, input) in self.inputs.iter().enumerate() {
+            let tensor = args.get_item(i)?;
+            let (dtype, shape) = glue::tensor_dtype_shape(py, op, input.name, &tensor)?;
+            match input.like {
+                None if !input.dtypes.contains(&dtype) => {
+                    let names: Vec<&str> = input.dtypes.iter().map(|d| d.torch_name()).collect();
+                    return Err(PyTypeError::new_err(format!("{op}: `{}` has dtype {}; this op takes {}", input.name, dtype.torch_name(), names.join(", "))));
+                }
+                Some(like) => {
+                    let (_, _, like_dtype, like_shape) = read
+                        .iter()
+                        .find(|(n, ..)| *n == like)
+                        .ok_or_else(|| PyValueError::new_err(format!("op {op}: `{}` is declared like `{like}`, which must come before it", input.name)))?;
+                    if (*like_dtype, like_shape) != (dtype, &shape) {
+                        return Err(PyValueError::new_err(format!(
+                            "{op}: `{}` ({shape:?}, {}) must have the shape and dtype of `{like}` ({like_shape:?}, {})",
+                            input.name,
+                            dtype.torch_name(),
+                            like_dtype.torch_name()
+                        )));
+                    }
+                }
+                None => {}
+            }
+            read.push((input.name, tensor, dtype, shape));
+        }
+        let mut values = Vec::with_capacity(self.scalars.len());
+        for (j, (name, kind)) in self.scalars.iter().enumerate() {
+            let value = args.get_item(self.inputs.len() + j)?;
+            let bad = |e: PyErr| PyTypeError::new_err(format!("{op}: `{name}` must be a {}: {e}", kind.schema()));
+            values.push((
+                *name,
+                match kind {
+                    Scalar::Float => ScalarValue::Float(value.extract().map_err(bad)?),
+                    Scalar::Int => ScalarValue::Int(value.extract().map_err(bad)?),
+                    Scalar::Bool => ScalarValue::Bool(value.extract().map_err(bad)?),
+                },
+            ));
+        }
+        let scalars = Scalars { values };
+        let mut tensors = Vec::with_capacity(self.inputs.len() + self.outputs.len());
+        let mut keep = Vec::with_capacity(self.inputs.len() + self.outputs.len());
+        for ((name, tensor, dtype, shape), input) in read.into_iter().zip(&self.inputs) {
+            tensors.push(glue::tensor_info(py, op, name, &tensor, dtype, shape, input.mutated)?);
+            keep.push(tensor.unbind());
+        }
+        // The outputs, allocated by torch like their input (so on its device, from its
+        // allocator: a capture's pool during a capture).
+        let mut returned = Vec::with_capacity(self.outputs.len());
+        for output in &self.outputs {
+            let index = self.inputs.iter().position(|i| i.name == output.like).expect("checked at registration");
+            let like = &tensors[index];
+            let like_tensor = keep[index].bind(py);
+            let shape = match &output.shape {
+                OutputShape::Rule(rule) => rule.apply(op, like)?,
+                OutputShape::Scratch(len) => vec![len(&Inputs { op, tensors: &tensors[..self.inputs.len()] }, &scalars)?],
+            };
+            let dtype = output.dtype.unwrap_or(like.dtype);
+            let tensor =
+                if shape == like.shape && dtype == like.dtype { py_empty_like(py, like_tensor)? } else { py_new_empty(py, like_tensor, &shape, dtype)? };
+            if glue::host_only_zeros() {
+                tensor.call_method0(intern!(py, "zero_"))?;
+            }
+            let info = TensorInfo::fresh(output.name, &tensor, shape, dtype, like.device)?;
+            tensors.push(info);
+            if matches!(output.shape, OutputShape::Rule(_)) {
+                returned.push(tensor.clone().unbind());
+            }
+            keep.push(tensor.unbind());
+        }
+        let device = glue::check_tensors(op, &tensors)?;
+        if !glue::host_only() {
+            let dtype = tensors[0].dtype;
+            let launch = self.launches.iter().find(|(d, _)| *d == dtype).map(|(_, l)| l).ok_or_else(|| {
+                let names: Vec<&str> = self.launches.iter().map(|(d, _)| d.torch_name()).collect();
+                PyTypeError::new_err(format!("{op}: no launch for `{}` of {}: this op takes {}", self.inputs[0].name, dtype.torch_name(), names.join(", ")))
+            })?;
+            let call = Call::from_checked(py, op, tensors, keep, device)?;
+            launch(&call, &scalars)?;
+        }
+        Ok(match returned.len() {
+            0 => py.None(),
+            1 => returned.pop().expect("one"),
+            _ => PyTuple::new(py, returned)?.into_any().unbind(),
+        })
+    }
+
     /// The description `register.py` reads.
-    fn spec<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    fn spec<'py>(self: &Arc<Self>, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let spec = PyDict::new(py);
         spec.set_item("qualname", &self.qualname)?;
         spec.set_item("schema", self.schema())?;
         let inputs = PyList::empty(py);
         for i in &self.inputs {
             let dtypes: Vec<&str> = i.dtypes.iter().map(|d| d.torch_name()).collect();
-            inputs.append((i.name, dtypes, i.like))?;
+            inputs.append((i.name, dtypes, i.like, i.mutated))?;
         }
         spec.set_item("inputs", inputs)?;
         let outputs = PyList::empty(py);
-        for o in &self.outputs {
-            outputs.append((o.name, o.like, o.dtype.map(|d| d.torch_name())))?;
+        for o in self.returned() {
+            let OutputShape::Rule(rule) = o.shape else { unreachable!("returned() filters") };
+            outputs.append((o.name, o.like, rule.name(), o.dtype.map(|d| d.torch_name())))?;
         }
         spec.set_item("outputs", outputs)?;
         let scalars: Vec<&str> = self.scalars.iter().map(|(n, _)| *n).collect();
         spec.set_item("scalars", scalars)?;
+        match &self.backward {
+            Some(b) => {
+                let args: Vec<(&str, &str)> = b
+                    .args
+                    .iter()
+                    .map(|a| match *a {
+                        Grad::Of(n) => ("grad", n),
+                        Grad::Saved(n) => ("saved", n),
+                        Grad::NotSaved(n) => ("not", n),
+                    })
+                    .collect();
+                spec.set_item("backward", (&b.op, args, &b.grads, &self.shared_grads))?;
+            }
+            None => spec.set_item("backward", py.None())?,
+        }
         spec.set_item("launch", self.launcher(py)?)?;
         Ok(spec)
+    }
+}
+
+/// `torch.empty_like(like)` (C-contiguous: `like` is).
+fn py_empty_like<'py>(py: Python<'py>, like: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    static EMPTY_LIKE: std::sync::OnceLock<Py<PyAny>> = std::sync::OnceLock::new();
+    if EMPTY_LIKE.get().is_none() {
+        let f = py.import("torch")?.getattr("empty_like")?.unbind();
+        let _ = EMPTY_LIKE.set(f);
+    }
+    EMPTY_LIKE.get().expect("set above").bind(py).call1((like,))
+}
+
+/// `torch.empty(*shape, dtype=dtype, device=like.device)` (the sizes as separate arguments:
+/// torch parses them faster than a tuple; measured by `bench/overhead_cpu.py`).
+fn py_new_empty<'py>(py: Python<'py>, like: &Bound<'py, PyAny>, shape: &[usize], dtype: DType) -> PyResult<Bound<'py, PyAny>> {
+    static EMPTY: std::sync::OnceLock<Py<PyAny>> = std::sync::OnceLock::new();
+    if EMPTY.get().is_none() {
+        let f = py.import("torch")?.getattr("empty")?.unbind();
+        let _ = EMPTY.set(f);
+    }
+    let kwargs = PyDict::new(py);
+    kwargs.set_item(intern!(py, "dtype"), dtype.object(py)?)?;
+    kwargs.set_item(intern!(py, "device"), like.getattr(intern!(py, "device"))?)?;
+    let empty = EMPTY.get().expect("set above").bind(py);
+    match shape {
+        [] => empty.call((PyTuple::empty(py),), Some(&kwargs)),
+        _ => empty.call(PyTuple::new(py, shape)?, Some(&kwargs)),
     }
 }
 
 /// The registration code (Python), shared by every module built with [`register`].
 const REGISTER_PY: &str = include_str!("register.py");
 
+/// The specs of `ops` (checked), as `register.py` reads them.
+pub(crate) fn specs<'py>(py: Python<'py>, ops: Vec<Op>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    ops.into_iter()
+        .map(|op| {
+            op.check()?;
+            Arc::new(op).spec(py)
+        })
+        .collect()
+}
+
 /// Registers `ops` with `torch.library` (imports torch) and adds each as a function of `m`
 /// (`m.scale_add(x, y, 2.0)`, the same as `torch.ops.my_ops.scale_add`).
 pub fn register(m: &Bound<'_, PyModule>, ops: Vec<Op>) -> PyResult<()> {
     let py = m.py();
-    let code = CString::new(REGISTER_PY).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-    let registrar = PyModule::from_code(py, &code, c"ferrocuda_torch_register.py", c"ferrocuda_torch_register")?;
-    for op in &ops {
-        op.check()?;
-        registrar.getattr("register")?.call1((m, op.spec(py)?))?;
+    let registrar = registrar(py)?;
+    for spec in specs(py, ops)? {
+        registrar.getattr("register")?.call1((m, spec))?;
     }
     Ok(())
+}
+
+/// The module of `register.py`.
+pub(crate) fn registrar(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
+    let code = CString::new(REGISTER_PY).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    PyModule::from_code(py, &code, c"ferrocuda_torch_register.py", c"ferrocuda_torch_register")
 }

@@ -1,218 +1,171 @@
-//! The launch side of the library's ops (`ferrocuda_kernels`), one Python function each, in
-//! `ferrocuda_torch._C`. Each takes its inputs and its preallocated outputs (and scratch) as
-//! torch tensors; the Python side (`ferrocuda_torch/ops.py`) allocates them, registers the ops
-//! with `torch.library` and adds autograd. Nothing here allocates device memory, so every
-//! call may be recorded into a `torch.cuda.graph`.
+//! The library's ops (`ferrocuda_kernels`), one [`Op`] declaration each: the table
+//! [`library`]. `ferrocuda_torch/ops.py` registers them (`_C.register_library`) with the code
+//! that registers a user's ops (`op::register`), adding the Python-side hooks a few need (a
+//! conversion of arguments, a backward made of torch ops). Each launch takes the tensors the
+//! generic path lends it ([`Call`]) and the scalars; nothing here allocates device memory (the
+//! outputs and scratch come from torch), so every call may be recorded into a
+//! `torch.cuda.graph`.
+//!
+//! Adding an op: a launch function (generic over the float element type) and one entry in
+//! [`library`]; `ops.py` gets a public wrapper (defaults, docs) and, only where torch ops are
+//! needed, a hook.
 
+use ferrocuda_kernels::Element;
 use ferrocuda_kernels::attention::{self, Attention, Layout};
 use ferrocuda_kernels::rows::{self, AdamW, Rope, Rows};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
-use crate::dispatch_float;
-use crate::glue::{Call, gpu_error};
+use crate::glue::{Call, DType, TorchElement, gpu_error};
+use crate::op::{self, Grad, Inputs, Op, Scalar, Scalars, Shape};
 
-fn rows_shape(call: &Call, name: &str) -> PyResult<Rows> {
+/// The float element types of the kernels: `f32`, `bf16`, `f16`.
+trait Float: Element + TorchElement {}
+impl Float for f32 {}
+impl Float for half::bf16 {}
+impl Float for half::f16 {}
+
+/// `$op` with the launch `$f::<T>` for each float element type.
+macro_rules! floats {
+    ($op:expr, $f:ident) => {
+        $op.launch::<f32>($f::<f32>).launch::<half::bf16>($f::<half::bf16>).launch::<half::f16>($f::<half::f16>)
+    };
+}
+
+const FLOATS: &[DType] = DType::FLOATS;
+const F32: Option<DType> = Some(DType::F32);
+
+fn rows_of(call: &Call, name: &str) -> PyResult<Rows> {
     let (rows, cols) = call.info(name)?.rows(call.op())?;
     Ok(Rows { rows, cols })
 }
 
-/// `out = rmsnorm(x) * weight`, `rstd` per row.
-#[pyfunction]
-pub fn rmsnorm(py: Python<'_>, x: &Bound<'_, PyAny>, weight: &Bound<'_, PyAny>, out: &Bound<'_, PyAny>, rstd: &Bound<'_, PyAny>, eps: f32) -> PyResult<()> {
-    let call = Call::new(py, "ferrocuda::rmsnorm", &[("x", x), ("weight", weight)], &[("out", out), ("rstd", rstd)])?;
-    let shape = rows_shape(&call, "x")?;
-    dispatch_float!(call.op(), call.info("x")?.dtype, T => {
-        let (x, w) = (call.input::<T>("x")?, call.input::<T>("weight")?);
-        let (mut out, mut rstd) = (call.output::<T>("out")?, call.output::<f32>("rstd")?);
-        rows::rmsnorm(call.stream(), &x, &w, &mut out, &mut rstd, shape, eps).map_err(gpu_error)
-    })
+fn eps(s: &Scalars) -> PyResult<f32> {
+    Ok(s.float("eps")? as f32)
 }
 
-/// RMSNorm backward: `dx`, `dweight` (f32); `scratch_dw`, `scratch_db`: `norm_scratch_len` each.
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-pub fn rmsnorm_backward(
-    py: Python<'_>,
-    dout: &Bound<'_, PyAny>,
-    x: &Bound<'_, PyAny>,
-    weight: &Bound<'_, PyAny>,
-    rstd: &Bound<'_, PyAny>,
-    dx: &Bound<'_, PyAny>,
-    dweight: &Bound<'_, PyAny>,
-    scratch_dw: &Bound<'_, PyAny>,
-    scratch_db: &Bound<'_, PyAny>,
-) -> PyResult<()> {
-    let call = Call::new(
-        py,
-        "ferrocuda::rmsnorm_backward",
-        &[("dout", dout), ("x", x), ("weight", weight), ("rstd", rstd)],
-        &[("dx", dx), ("dweight", dweight), ("scratch_dw", scratch_dw), ("scratch_db", scratch_db)],
-    )?;
-    let shape = rows_shape(&call, "x")?;
-    dispatch_float!(call.op(), call.info("x")?.dtype, T => {
-        let (dout, x, w, rstd) = (call.input::<T>("dout")?, call.input::<T>("x")?, call.input::<T>("weight")?, call.input::<f32>("rstd")?);
-        let (mut dx, mut dw) = (call.output::<T>("dx")?, call.output::<f32>("dweight")?);
-        let (mut s1, mut s2) = (call.output::<f32>("scratch_dw")?, call.output::<f32>("scratch_db")?);
-        rows::rmsnorm_backward_with_scratch(call.stream(), &dout, &x, &w, &rstd, None, &mut dx, &mut dw, &mut s1, &mut s2, shape).map_err(gpu_error)
-    })
+/// The norms' backward scratch (each of two) for `x`'s rows.
+fn norm_scratch(inputs: &Inputs<'_>, _: &Scalars) -> PyResult<usize> {
+    let (rows, cols) = inputs.info("x")?.rows(inputs.op())?;
+    Ok(rows::norm_backward_scratch_len(Rows { rows, cols }))
 }
 
-/// The length of each scratch tensor of the norms' backward for `rows x cols`.
-#[pyfunction]
-pub fn norm_scratch_len(rows: usize, cols: usize) -> usize {
-    rows::norm_backward_scratch_len(Rows { rows, cols })
+fn rmsnorm<T: Float>(call: &Call, s: &Scalars) -> PyResult<()> {
+    let shape = rows_of(call, "x")?;
+    let (x, w) = (call.input::<T>("x")?, call.input::<T>("weight")?);
+    let (mut out, mut rstd) = (call.output::<T>("out")?, call.output::<f32>("rstd")?);
+    rows::rmsnorm(call.stream(), &x, &w, &mut out, &mut rstd, shape, eps(s)?).map_err(gpu_error)
 }
 
-/// `out = layernorm(x) * weight + bias`, `mean` and `rstd` per row.
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-pub fn layernorm(
-    py: Python<'_>,
-    x: &Bound<'_, PyAny>,
-    weight: &Bound<'_, PyAny>,
-    bias: &Bound<'_, PyAny>,
-    out: &Bound<'_, PyAny>,
-    mean: &Bound<'_, PyAny>,
-    rstd: &Bound<'_, PyAny>,
-    eps: f32,
-) -> PyResult<()> {
-    let call = Call::new(py, "ferrocuda::layernorm", &[("x", x), ("weight", weight), ("bias", bias)], &[("out", out), ("mean", mean), ("rstd", rstd)])?;
-    let shape = rows_shape(&call, "x")?;
-    dispatch_float!(call.op(), call.info("x")?.dtype, T => {
-        let (x, w, b) = (call.input::<T>("x")?, call.input::<T>("weight")?, call.input::<T>("bias")?);
-        let (mut out, mut mean, mut rstd) = (call.output::<T>("out")?, call.output::<f32>("mean")?, call.output::<f32>("rstd")?);
-        rows::layernorm(call.stream(), &x, &w, &b, &mut out, &mut mean, &mut rstd, shape, eps).map_err(gpu_error)
-    })
+fn add_rmsnorm<T: Float>(call: &Call, s: &Scalars) -> PyResult<()> {
+    let shape = rows_of(call, "x")?;
+    let (x, residual, w) = (call.input::<T>("x")?, call.input::<T>("residual")?, call.input::<T>("weight")?);
+    let (mut out, mut sum, mut rstd) = (call.output::<T>("out")?, call.output::<T>("sum")?, call.output::<f32>("rstd")?);
+    rows::add_rmsnorm(call.stream(), &x, &residual, &w, &mut out, &mut sum, &mut rstd, shape, eps(s)?).map_err(gpu_error)
 }
 
-/// Layer norm backward: `dx`, `dweight`, `dbias` (f32).
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-pub fn layernorm_backward(
-    py: Python<'_>,
-    dout: &Bound<'_, PyAny>,
-    x: &Bound<'_, PyAny>,
-    weight: &Bound<'_, PyAny>,
-    mean: &Bound<'_, PyAny>,
-    rstd: &Bound<'_, PyAny>,
-    dx: &Bound<'_, PyAny>,
-    dweight: &Bound<'_, PyAny>,
-    dbias: &Bound<'_, PyAny>,
-    scratch_dw: &Bound<'_, PyAny>,
-    scratch_db: &Bound<'_, PyAny>,
-) -> PyResult<()> {
-    let call = Call::new(
-        py,
-        "ferrocuda::layernorm_backward",
-        &[("dout", dout), ("x", x), ("weight", weight), ("mean", mean), ("rstd", rstd)],
-        &[("dx", dx), ("dweight", dweight), ("dbias", dbias), ("scratch_dw", scratch_dw), ("scratch_db", scratch_db)],
-    )?;
-    let shape = rows_shape(&call, "x")?;
-    dispatch_float!(call.op(), call.info("x")?.dtype, T => {
-        let (dout, x, w) = (call.input::<T>("dout")?, call.input::<T>("x")?, call.input::<T>("weight")?);
-        let (mean, rstd) = (call.input::<f32>("mean")?, call.input::<f32>("rstd")?);
-        let (mut dx, mut dw, mut db) = (call.output::<T>("dx")?, call.output::<f32>("dweight")?, call.output::<f32>("dbias")?);
-        let (mut s1, mut s2) = (call.output::<f32>("scratch_dw")?, call.output::<f32>("scratch_db")?);
-        rows::layernorm_backward_with_scratch(call.stream(), &dout, &x, &w, &mean, &rstd, None, &mut dx, &mut dw, &mut db, &mut s1, &mut s2, shape)
-            .map_err(gpu_error)
-    })
+fn rmsnorm_backward<T: Float>(call: &Call, _: &Scalars) -> PyResult<()> {
+    let shape = rows_of(call, "x")?;
+    let (dout, x, w, rstd) = (call.input::<T>("dout")?, call.input::<T>("x")?, call.input::<T>("weight")?, call.input::<f32>("rstd")?);
+    let (mut dx, mut dw) = (call.output::<T>("dx")?, call.output::<f32>("dweight")?);
+    let (mut s1, mut s2) = (call.output::<f32>("scratch_dw")?, call.output::<f32>("scratch_db")?);
+    rows::rmsnorm_backward_with_scratch(call.stream(), &dout, &x, &w, &rstd, None, &mut dx, &mut dw, &mut s1, &mut s2, shape).map_err(gpu_error)
 }
 
-/// `out = softmax(x, -1)`.
-#[pyfunction]
-pub fn softmax(py: Python<'_>, x: &Bound<'_, PyAny>, out: &Bound<'_, PyAny>) -> PyResult<()> {
-    let call = Call::new(py, "ferrocuda::softmax", &[("x", x)], &[("out", out)])?;
-    let shape = rows_shape(&call, "x")?;
-    dispatch_float!(call.op(), call.info("x")?.dtype, T => {
-        let x = call.input::<T>("x")?;
-        let mut out = call.output::<T>("out")?;
-        rows::softmax(call.stream(), &x, &mut out, shape).map_err(gpu_error)
-    })
+/// RMSNorm backward for `sum = x + residual; out = rmsnorm(sum)`: `dsum` (the gradient of both
+/// `x` and `residual`) from `dout` and `dsum_direct`, the gradient that reached `sum` itself.
+fn add_rmsnorm_backward<T: Float>(call: &Call, _: &Scalars) -> PyResult<()> {
+    let shape = rows_of(call, "sum")?;
+    let (dout, dsum_direct) = (call.input::<T>("dout")?, call.input::<T>("dsum_direct")?);
+    let (sum, w, rstd) = (call.input::<T>("sum")?, call.input::<T>("weight")?, call.input::<f32>("rstd")?);
+    let (mut dx, mut dw) = (call.output::<T>("dsum")?, call.output::<f32>("dweight")?);
+    let (mut s1, mut s2) = (call.output::<f32>("scratch_dw")?, call.output::<f32>("scratch_db")?);
+    rows::rmsnorm_backward_with_scratch(call.stream(), &dout, &sum, &w, &rstd, Some(&dsum_direct), &mut dx, &mut dw, &mut s1, &mut s2, shape).map_err(gpu_error)
 }
 
-/// Cross-entropy per row (`losses`, f32) and its gradient `dlogits` for `dloss`; `targets` is
-/// int32 (`-1`: ignored row).
-#[pyfunction]
-pub fn cross_entropy(
-    py: Python<'_>,
-    logits: &Bound<'_, PyAny>,
-    targets: &Bound<'_, PyAny>,
-    losses: &Bound<'_, PyAny>,
-    dlogits: &Bound<'_, PyAny>,
-    dloss: f32,
-) -> PyResult<()> {
-    let call = Call::new(py, "ferrocuda::cross_entropy", &[("logits", logits), ("targets", targets)], &[("losses", losses), ("dlogits", dlogits)])?;
-    let shape = rows_shape(&call, "logits")?;
-    dispatch_float!(call.op(), call.info("logits")?.dtype, T => {
-        let (logits, targets) = (call.input::<T>("logits")?, call.input::<u32>("targets")?);
-        let (mut losses, mut dlogits) = (call.output::<f32>("losses")?, call.output::<T>("dlogits")?);
-        rows::cross_entropy(call.stream(), &logits, &targets, &mut losses, &mut dlogits, shape, dloss).map_err(gpu_error)
-    })
+fn layernorm<T: Float>(call: &Call, s: &Scalars) -> PyResult<()> {
+    let shape = rows_of(call, "x")?;
+    let (x, w, b) = (call.input::<T>("x")?, call.input::<T>("weight")?, call.input::<T>("bias")?);
+    let (mut out, mut mean, mut rstd) = (call.output::<T>("out")?, call.output::<f32>("mean")?, call.output::<f32>("rstd")?);
+    rows::layernorm(call.stream(), &x, &w, &b, &mut out, &mut mean, &mut rstd, shape, eps(s)?).map_err(gpu_error)
 }
 
-/// `out = gelu(x)` (tanh approximation).
-#[pyfunction]
-pub fn gelu(py: Python<'_>, x: &Bound<'_, PyAny>, out: &Bound<'_, PyAny>) -> PyResult<()> {
-    let call = Call::new(py, "ferrocuda::gelu", &[("x", x)], &[("out", out)])?;
-    dispatch_float!(call.op(), call.info("x")?.dtype, T => {
-        let x = call.input::<T>("x")?;
-        let mut out = call.output::<T>("out")?;
-        rows::gelu(call.stream(), &x, &mut out).map_err(gpu_error)
-    })
+fn add_layernorm<T: Float>(call: &Call, s: &Scalars) -> PyResult<()> {
+    let shape = rows_of(call, "x")?;
+    let (x, residual) = (call.input::<T>("x")?, call.input::<T>("residual")?);
+    let (w, b) = (call.input::<T>("weight")?, call.input::<T>("bias")?);
+    let (mut out, mut sum) = (call.output::<T>("out")?, call.output::<T>("sum")?);
+    let (mut mean, mut rstd) = (call.output::<f32>("mean")?, call.output::<f32>("rstd")?);
+    rows::add_layernorm(call.stream(), &x, &residual, &w, &b, &mut out, &mut sum, &mut mean, &mut rstd, shape, eps(s)?).map_err(gpu_error)
 }
 
-/// `dx = gelu'(x) * dout`.
-#[pyfunction]
-pub fn gelu_backward(py: Python<'_>, x: &Bound<'_, PyAny>, dout: &Bound<'_, PyAny>, dx: &Bound<'_, PyAny>) -> PyResult<()> {
-    let call = Call::new(py, "ferrocuda::gelu_backward", &[("x", x), ("dout", dout)], &[("dx", dx)])?;
-    dispatch_float!(call.op(), call.info("x")?.dtype, T => {
-        let (x, dout) = (call.input::<T>("x")?, call.input::<T>("dout")?);
-        let mut dx = call.output::<T>("dx")?;
-        rows::gelu_backward(call.stream(), &x, &dout, &mut dx).map_err(gpu_error)
-    })
+fn layernorm_backward<T: Float>(call: &Call, _: &Scalars) -> PyResult<()> {
+    let shape = rows_of(call, "x")?;
+    let (dout, x, w) = (call.input::<T>("dout")?, call.input::<T>("x")?, call.input::<T>("weight")?);
+    let (mean, rstd) = (call.input::<f32>("mean")?, call.input::<f32>("rstd")?);
+    let (mut dx, mut dw, mut db) = (call.output::<T>("dx")?, call.output::<f32>("dweight")?, call.output::<f32>("dbias")?);
+    let (mut s1, mut s2) = (call.output::<f32>("scratch_dw")?, call.output::<f32>("scratch_db")?);
+    rows::layernorm_backward_with_scratch(call.stream(), &dout, &x, &w, &mean, &rstd, None, &mut dx, &mut dw, &mut db, &mut s1, &mut s2, shape)
+        .map_err(gpu_error)
 }
 
-/// `out = silu(input[..., :d]) * input[..., d:]`.
-#[pyfunction]
-pub fn silu_and_mul(py: Python<'_>, input: &Bound<'_, PyAny>, out: &Bound<'_, PyAny>) -> PyResult<()> {
-    let call = Call::new(py, "ferrocuda::silu_and_mul", &[("input", input)], &[("out", out)])?;
-    let shape = rows_shape(&call, "out")?;
-    dispatch_float!(call.op(), call.info("input")?.dtype, T => {
-        let input = call.input::<T>("input")?;
-        let mut out = call.output::<T>("out")?;
-        rows::silu_and_mul(call.stream(), &input, &mut out, shape).map_err(gpu_error)
-    })
+/// Layer norm backward for `sum = x + residual; out = layernorm(sum)` (see
+/// [`add_rmsnorm_backward`]).
+fn add_layernorm_backward<T: Float>(call: &Call, _: &Scalars) -> PyResult<()> {
+    let shape = rows_of(call, "sum")?;
+    let (dout, dsum_direct) = (call.input::<T>("dout")?, call.input::<T>("dsum_direct")?);
+    let (sum, w) = (call.input::<T>("sum")?, call.input::<T>("weight")?);
+    let (mean, rstd) = (call.input::<f32>("mean")?, call.input::<f32>("rstd")?);
+    let (mut dx, mut dw, mut db) = (call.output::<T>("dsum")?, call.output::<f32>("dweight")?, call.output::<f32>("dbias")?);
+    let (mut s1, mut s2) = (call.output::<f32>("scratch_dw")?, call.output::<f32>("scratch_db")?);
+    rows::layernorm_backward_with_scratch(call.stream(), &dout, &sum, &w, &mean, &rstd, Some(&dsum_direct), &mut dx, &mut dw, &mut db, &mut s1, &mut s2, shape)
+        .map_err(gpu_error)
 }
 
-/// SiLU-and-mul backward: `dinput` from `dout`.
-#[pyfunction]
-pub fn silu_and_mul_backward(py: Python<'_>, input: &Bound<'_, PyAny>, dout: &Bound<'_, PyAny>, dinput: &Bound<'_, PyAny>) -> PyResult<()> {
-    let call = Call::new(py, "ferrocuda::silu_and_mul_backward", &[("input", input), ("dout", dout)], &[("dinput", dinput)])?;
-    let shape = rows_shape(&call, "dout")?;
-    dispatch_float!(call.op(), call.info("input")?.dtype, T => {
-        let (input, dout) = (call.input::<T>("input")?, call.input::<T>("dout")?);
-        let mut dinput = call.output::<T>("dinput")?;
-        rows::silu_and_mul_backward(call.stream(), &input, &dout, &mut dinput, shape).map_err(gpu_error)
-    })
+fn softmax<T: Float>(call: &Call, _: &Scalars) -> PyResult<()> {
+    let shape = rows_of(call, "x")?;
+    let (x, mut out) = (call.input::<T>("x")?, call.output::<T>("out")?);
+    rows::softmax(call.stream(), &x, &mut out, shape).map_err(gpu_error)
+}
+
+/// Cross-entropy per row (`losses`, f32) and its gradient `dlogits` (for a loss gradient of 1);
+/// `targets` int32 (`-1`: an ignored row; `ops.py` converts torch's int64 targets and
+/// `ignore_index` before the launch).
+fn cross_entropy<T: Float>(call: &Call, _: &Scalars) -> PyResult<()> {
+    let shape = rows_of(call, "logits")?;
+    let (logits, targets) = (call.input::<T>("logits")?, call.input::<u32>("targets")?);
+    let (mut losses, mut dlogits) = (call.output::<f32>("losses")?, call.output::<T>("dlogits")?);
+    rows::cross_entropy(call.stream(), &logits, &targets, &mut losses, &mut dlogits, shape, 1.0).map_err(gpu_error)
+}
+
+fn gelu<T: Float>(call: &Call, _: &Scalars) -> PyResult<()> {
+    let (x, mut out) = (call.input::<T>("x")?, call.output::<T>("out")?);
+    rows::gelu(call.stream(), &x, &mut out).map_err(gpu_error)
+}
+
+fn gelu_backward<T: Float>(call: &Call, _: &Scalars) -> PyResult<()> {
+    let (x, dout, mut dx) = (call.input::<T>("x")?, call.input::<T>("dout")?, call.output::<T>("dx")?);
+    rows::gelu_backward(call.stream(), &x, &dout, &mut dx).map_err(gpu_error)
+}
+
+fn silu_and_mul<T: Float>(call: &Call, _: &Scalars) -> PyResult<()> {
+    let shape = rows_of(call, "out")?;
+    let (input, mut out) = (call.input::<T>("input")?, call.output::<T>("out")?);
+    rows::silu_and_mul(call.stream(), &input, &mut out, shape).map_err(gpu_error)
+}
+
+fn silu_and_mul_backward<T: Float>(call: &Call, _: &Scalars) -> PyResult<()> {
+    let shape = rows_of(call, "dout")?;
+    let (input, dout, mut dinput) = (call.input::<T>("input")?, call.input::<T>("dout")?, call.output::<T>("dinput")?);
+    rows::silu_and_mul_backward(call.stream(), &input, &dout, &mut dinput, shape).map_err(gpu_error)
 }
 
 /// Rotary embedding (rotate-half) of `x` (`[..., heads, head_dim]`), `positions` int32 (one per
-/// token), `cos`/`sin` f32 `[max_positions, rotary_dim / 2]`; `inverse` for the backward.
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-pub fn rotary(
-    py: Python<'_>,
-    x: &Bound<'_, PyAny>,
-    positions: &Bound<'_, PyAny>,
-    cos: &Bound<'_, PyAny>,
-    sin: &Bound<'_, PyAny>,
-    out: &Bound<'_, PyAny>,
-    inverse: bool,
-) -> PyResult<()> {
-    let call = Call::new(py, "ferrocuda::rotary", &[("x", x), ("positions", positions), ("cos", cos), ("sin", sin)], &[("out", out)])?;
-    let xi = call.info("x")?;
-    let ci = call.info("cos")?;
+/// token; `ops.py` converts torch's int64), `cos`/`sin` f32 `[max_positions, rotary_dim / 2]`;
+/// `inverse` for the backward.
+fn rotary<T: Float>(call: &Call, s: &Scalars) -> PyResult<()> {
+    let (xi, ci) = (call.info("x")?, call.info("cos")?);
     let (heads, head_dim) = match xi.shape[..] {
         [.., h, d] if h > 0 && d > 0 => (h, d),
         _ => return Err(PyValueError::new_err(format!("ferrocuda::rotary: x has shape {:?}; it needs [..., heads, head_dim]", xi.shape))),
@@ -222,135 +175,293 @@ pub fn rotary(
         _ => return Err(PyValueError::new_err(format!("ferrocuda::rotary: cos has shape {:?}; it needs [max_positions, rotary_dim / 2]", ci.shape))),
     };
     let shape = Rope { tokens: xi.numel / (heads * head_dim), heads, head_dim, rotary_dim: 2 * half, max_positions };
-    dispatch_float!(call.op(), xi.dtype, T => {
-        let (x, positions) = (call.input::<T>("x")?, call.input::<u32>("positions")?);
-        let (cos, sin) = (call.input::<f32>("cos")?, call.input::<f32>("sin")?);
-        let mut out = call.output::<T>("out")?;
-        rows::rotary_embedding(call.stream(), &x, &positions, &cos, &sin, &mut out, shape, inverse).map_err(gpu_error)
-    })
+    let (x, positions) = (call.input::<T>("x")?, call.input::<u32>("positions")?);
+    let (cos, sin) = (call.input::<f32>("cos")?, call.input::<f32>("sin")?);
+    let mut out = call.output::<T>("out")?;
+    rows::rotary_embedding(call.stream(), &x, &positions, &cos, &sin, &mut out, shape, s.bool("inverse")?).map_err(gpu_error)
 }
 
-/// One AdamW step in place on `params`, `m`, `v` (f32 moments).
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-pub fn adamw(
-    py: Python<'_>,
-    params: &Bound<'_, PyAny>,
-    grads: &Bound<'_, PyAny>,
-    m: &Bound<'_, PyAny>,
-    v: &Bound<'_, PyAny>,
-    lr: f32,
-    beta1: f32,
-    beta2: f32,
-    eps: f32,
-    weight_decay: f32,
-    step: u32,
-    grad_scale: f32,
-) -> PyResult<()> {
-    let call = Call::new(py, "ferrocuda::adamw_", &[("grads", grads)], &[("params", params), ("m", m), ("v", v)])?;
-    let hyper = AdamW { learning_rate: lr, beta1, beta2, eps, weight_decay };
-    dispatch_float!(call.op(), call.info("params")?.dtype, T => {
-        let grads = call.input::<T>("grads")?;
-        let (mut params, mut m, mut v) = (call.output::<T>("params")?, call.output::<f32>("m")?, call.output::<f32>("v")?);
-        rows::adamw(call.stream(), &mut params, &grads, &mut m, &mut v, hyper, step, grad_scale).map_err(gpu_error)
-    })
+fn adamw<T: Float>(call: &Call, s: &Scalars) -> PyResult<()> {
+    let step = s.int("step")?;
+    let step =
+        u32::try_from(step).ok().filter(|&n| n >= 1).ok_or_else(|| PyValueError::new_err(format!("ferrocuda::adamw_: step counts from 1, got {step}")))?;
+    let f = |name| s.float(name).map(|v| v as f32);
+    let hyper = AdamW { learning_rate: f("lr")?, beta1: f("beta1")?, beta2: f("beta2")?, eps: f("eps")?, weight_decay: f("weight_decay")? };
+    let grads = call.input::<T>("grads")?;
+    let (mut params, mut m, mut v) = (call.output::<T>("params")?, call.output::<f32>("m")?, call.output::<f32>("v")?);
+    rows::adamw(call.stream(), &mut params, &grads, &mut m, &mut v, hyper, step, f("grad_scale")?).map_err(gpu_error)
 }
 
 /// The attention shape of `q` `[B, Hq, Sq, D]` and `k` `[B, Hkv, Skv, D]`.
-fn attention_shape(call: &Call, causal: bool) -> PyResult<Attention> {
-    let (q, k) = (call.info("q")?, call.info("k")?);
+fn attention_shape(op: &str, q: &crate::glue::TensorInfo, k: &crate::glue::TensorInfo, causal: bool) -> PyResult<Attention> {
     match (&q.shape[..], &k.shape[..]) {
         (&[b, hq, sq, d], &[bk, hkv, skv, dk]) if b == bk && d == dk => {
             Ok(Attention { batch: b, heads_q: hq, heads_kv: hkv, seq_q: sq, seq_kv: skv, head_dim: d, layout: Layout::Bhsd, causal, scale: None })
         }
         _ => Err(PyValueError::new_err(format!(
-            "{}: q {:?} and k {:?} must be [batch, heads, seq, head_dim] with the same batch and head_dim",
-            call.op(),
-            q.shape,
-            k.shape
+            "{op}: q {:?} and k {:?} must be [batch, heads, seq, head_dim] with the same batch and head_dim",
+            q.shape, k.shape
         ))),
     }
 }
 
-/// Attention forward: `out` and `lse` (f32, `[B, Hq, Sq]`).
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-pub fn attention_forward(
-    py: Python<'_>,
-    q: &Bound<'_, PyAny>,
-    k: &Bound<'_, PyAny>,
-    v: &Bound<'_, PyAny>,
-    out: &Bound<'_, PyAny>,
-    lse: &Bound<'_, PyAny>,
-    causal: bool,
-) -> PyResult<()> {
-    let call = Call::new(py, "ferrocuda::attention", &[("q", q), ("k", k), ("v", v)], &[("out", out), ("lse", lse)])?;
-    let shape = attention_shape(&call, causal)?;
-    dispatch_float!(call.op(), call.info("q")?.dtype, T => {
-        let (q, k, v) = (call.input::<T>("q")?, call.input::<T>("k")?, call.input::<T>("v")?);
-        let (mut out, mut lse) = (call.output::<T>("out")?, call.output::<f32>("lse")?);
-        attention::attention_forward(call.stream(), &q, &k, &v, &mut out, &mut lse, shape).map_err(gpu_error)
-    })
+fn attention<T: Float>(call: &Call, s: &Scalars) -> PyResult<()> {
+    let shape = attention_shape(call.op(), call.info("q")?, call.info("k")?, s.bool("causal")?)?;
+    let (q, k, v) = (call.input::<T>("q")?, call.input::<T>("k")?, call.input::<T>("v")?);
+    let (mut out, mut lse) = (call.output::<T>("out")?, call.output::<f32>("lse")?);
+    attention::attention_forward(call.stream(), &q, &k, &v, &mut out, &mut lse, shape).map_err(gpu_error)
 }
 
-/// The length of the f32 scratch of the attention backward.
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-pub fn attention_scratch_len(batch: usize, heads_q: usize, heads_kv: usize, seq_q: usize, seq_kv: usize, head_dim: usize, causal: bool) -> usize {
-    attention::backward_scratch_len(&Attention { batch, heads_q, heads_kv, seq_q, seq_kv, head_dim, layout: Layout::Bhsd, causal, scale: None })
+fn attention_scratch(inputs: &Inputs<'_>, s: &Scalars) -> PyResult<usize> {
+    Ok(attention::backward_scratch_len(&attention_shape(inputs.op(), inputs.info("q")?, inputs.info("k")?, s.bool("causal")?)?))
 }
 
-/// Attention backward: `dq`, `dk`, `dv`.
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-pub fn attention_backward(
-    py: Python<'_>,
-    q: &Bound<'_, PyAny>,
-    k: &Bound<'_, PyAny>,
-    v: &Bound<'_, PyAny>,
-    out: &Bound<'_, PyAny>,
-    dout: &Bound<'_, PyAny>,
-    lse: &Bound<'_, PyAny>,
-    dq: &Bound<'_, PyAny>,
-    dk: &Bound<'_, PyAny>,
-    dv: &Bound<'_, PyAny>,
-    scratch: &Bound<'_, PyAny>,
-    causal: bool,
-) -> PyResult<()> {
-    let call = Call::new(
-        py,
-        "ferrocuda::attention_backward",
-        &[("q", q), ("k", k), ("v", v), ("out", out), ("dout", dout), ("lse", lse)],
-        &[("dq", dq), ("dk", dk), ("dv", dv), ("scratch", scratch)],
-    )?;
-    let shape = attention_shape(&call, causal)?;
-    dispatch_float!(call.op(), call.info("q")?.dtype, T => {
-        let (q, k, v) = (call.input::<T>("q")?, call.input::<T>("k")?, call.input::<T>("v")?);
-        let (out, dout, lse) = (call.input::<T>("out")?, call.input::<T>("dout")?, call.input::<f32>("lse")?);
-        let (mut dq, mut dk, mut dv) = (call.output::<T>("dq")?, call.output::<T>("dk")?, call.output::<T>("dv")?);
-        let mut scratch = call.output::<f32>("scratch")?;
-        attention::attention_backward_with_scratch(call.stream(), &q, &k, &v, &out, &dout, &lse, &mut dq, &mut dk, &mut dv, &mut scratch, shape)
-            .map_err(gpu_error)
-    })
+fn attention_backward<T: Float>(call: &Call, s: &Scalars) -> PyResult<()> {
+    let shape = attention_shape(call.op(), call.info("q")?, call.info("k")?, s.bool("causal")?)?;
+    let (q, k, v) = (call.input::<T>("q")?, call.input::<T>("k")?, call.input::<T>("v")?);
+    let (out, dout, lse) = (call.input::<T>("out")?, call.input::<T>("dout")?, call.input::<f32>("lse")?);
+    let (mut dq, mut dk, mut dv) = (call.output::<T>("dq")?, call.output::<T>("dk")?, call.output::<T>("dv")?);
+    let mut scratch = call.output::<f32>("scratch")?;
+    attention::attention_backward_with_scratch(call.stream(), &q, &k, &v, &out, &dout, &lse, &mut dq, &mut dk, &mut dv, &mut scratch, shape).map_err(gpu_error)
 }
 
-/// Adds the library ops to `m` (`ferrocuda_torch._C`).
+/// The library's ops, in the `ferrocuda` namespace. Inputs before scalars, in schema order;
+/// the launch is picked by the first input's dtype.
+pub fn library() -> Vec<Op> {
+    use Grad::{Of, Saved};
+    let op = |name: &str| Op::new(&format!("ferrocuda::{name}"));
+    vec![
+        // ---- RMSNorm: out = x / sqrt(mean(x², -1) + eps) * weight
+        floats!(
+            op("rmsnorm")
+                .input("x", FLOATS)
+                .input("weight", FLOATS)
+                .scalar("eps", Scalar::Float)
+                .output_like("out", "x")
+                .output("rstd", "x", Shape::Rows, F32)
+                .backward("rmsnorm_backward", &[Of("out"), Saved("x"), Saved("weight"), Saved("rstd")], &["x", "weight"]),
+            rmsnorm
+        ),
+        floats!(
+            op("rmsnorm_backward")
+                .input("dout", FLOATS)
+                .input("x", FLOATS)
+                .input("weight", FLOATS)
+                .input("rstd", &[DType::F32])
+                .output_like("dx", "x")
+                .output("dweight", "x", Shape::Last, F32)
+                .scratch("scratch_dw", "x", norm_scratch)
+                .scratch("scratch_db", "x", norm_scratch),
+            rmsnorm_backward
+        ),
+        // ---- residual add + RMSNorm: sum = x + residual, out = rmsnorm(sum)
+        floats!(
+            op("add_rmsnorm")
+                .input("x", FLOATS)
+                .input("residual", FLOATS)
+                .input("weight", FLOATS)
+                .scalar("eps", Scalar::Float)
+                .output_like("out", "x")
+                .output_like("sum", "x")
+                .output("rstd", "x", Shape::Rows, F32)
+                .backward("add_rmsnorm_backward", &[Of("out"), Of("sum"), Saved("sum"), Saved("weight"), Saved("rstd")], &["x", "weight"])
+                .shares_grad("residual", "x"),
+            add_rmsnorm
+        ),
+        floats!(
+            op("add_rmsnorm_backward")
+                .input("dout", FLOATS)
+                .input("dsum_direct", FLOATS)
+                .input("sum", FLOATS)
+                .input("weight", FLOATS)
+                .input("rstd", &[DType::F32])
+                .output_like("dsum", "sum")
+                .output("dweight", "sum", Shape::Last, F32)
+                .scratch("scratch_dw", "sum", |i, _| sum_scratch(i))
+                .scratch("scratch_db", "sum", |i, _| sum_scratch(i)),
+            add_rmsnorm_backward
+        ),
+        // ---- LayerNorm: out = (x - mean) * rstd * weight + bias
+        floats!(
+            op("layernorm")
+                .input("x", FLOATS)
+                .input("weight", FLOATS)
+                .input("bias", FLOATS)
+                .scalar("eps", Scalar::Float)
+                .output_like("out", "x")
+                .output("mean", "x", Shape::Rows, F32)
+                .output("rstd", "x", Shape::Rows, F32)
+                .backward("layernorm_backward", &[Of("out"), Saved("x"), Saved("weight"), Saved("mean"), Saved("rstd")], &["x", "weight", "bias"]),
+            layernorm
+        ),
+        floats!(
+            op("layernorm_backward")
+                .input("dout", FLOATS)
+                .input("x", FLOATS)
+                .input("weight", FLOATS)
+                .input("mean", &[DType::F32])
+                .input("rstd", &[DType::F32])
+                .output_like("dx", "x")
+                .output("dweight", "x", Shape::Last, F32)
+                .output("dbias", "x", Shape::Last, F32)
+                .scratch("scratch_dw", "x", norm_scratch)
+                .scratch("scratch_db", "x", norm_scratch),
+            layernorm_backward
+        ),
+        // ---- residual add + LayerNorm
+        floats!(
+            op("add_layernorm")
+                .input("x", FLOATS)
+                .input("residual", FLOATS)
+                .input("weight", FLOATS)
+                .input("bias", FLOATS)
+                .scalar("eps", Scalar::Float)
+                .output_like("out", "x")
+                .output_like("sum", "x")
+                .output("mean", "x", Shape::Rows, F32)
+                .output("rstd", "x", Shape::Rows, F32)
+                .backward(
+                    "add_layernorm_backward",
+                    &[Of("out"), Of("sum"), Saved("sum"), Saved("weight"), Saved("mean"), Saved("rstd")],
+                    &["x", "weight", "bias"]
+                )
+                .shares_grad("residual", "x"),
+            add_layernorm
+        ),
+        floats!(
+            op("add_layernorm_backward")
+                .input("dout", FLOATS)
+                .input("dsum_direct", FLOATS)
+                .input("sum", FLOATS)
+                .input("weight", FLOATS)
+                .input("mean", &[DType::F32])
+                .input("rstd", &[DType::F32])
+                .output_like("dsum", "sum")
+                .output("dweight", "sum", Shape::Last, F32)
+                .output("dbias", "sum", Shape::Last, F32)
+                .scratch("scratch_dw", "sum", |i, _| sum_scratch(i))
+                .scratch("scratch_db", "sum", |i, _| sum_scratch(i)),
+            add_layernorm_backward
+        ),
+        // ---- softmax over the last dimension (backward: torch ops in ops.py)
+        floats!(op("softmax").input("x", FLOATS).output_like("out", "x"), softmax),
+        // ---- cross-entropy with its gradient from the forward pass (backward in ops.py)
+        floats!(
+            op("cross_entropy")
+                .input("logits", FLOATS)
+                .input("targets", &[DType::I32])
+                .scalar("ignore_index", Scalar::Int)
+                .output("losses", "logits", Shape::Rows, F32)
+                .output_like("dlogits", "logits"),
+            cross_entropy
+        ),
+        // ---- GELU (tanh)
+        floats!(op("gelu").input("x", FLOATS).output_like("out", "x").backward("gelu_backward", &[Saved("x"), Of("out")], &["x"]), gelu),
+        floats!(op("gelu_backward").input("x", FLOATS).input("dout", FLOATS).output_like("dx", "x"), gelu_backward),
+        // ---- SiLU-and-mul (SwiGLU): out = silu(input[..., :d]) * input[..., d:]
+        floats!(
+            op("silu_and_mul").input("input", FLOATS).output("out", "input", Shape::HalfLast, None).backward(
+                "silu_and_mul_backward",
+                &[Saved("input"), Of("out")],
+                &["input"]
+            ),
+            silu_and_mul
+        ),
+        floats!(op("silu_and_mul_backward").input("input", FLOATS).input("dout", FLOATS).output_like("dinput", "input"), silu_and_mul_backward),
+        // ---- rotary embeddings (rotate-half); the backward is the inverse rotation
+        floats!(
+            op("rotary")
+                .input("x", FLOATS)
+                .input("positions", &[DType::I32])
+                .input("cos", &[DType::F32])
+                .input("sin", &[DType::F32])
+                .scalar("inverse", Scalar::Bool)
+                .output_like("out", "x")
+                .backward("rotary", &[Of("out"), Saved("positions"), Saved("cos"), Saved("sin"), Grad::NotSaved("inverse")], &["x"]),
+            rotary
+        ),
+        // ---- AdamW, in place on params, m, v
+        floats!(
+            op("adamw_")
+                .input_mut("params", FLOATS)
+                .input("grads", FLOATS)
+                .input_mut("m", &[DType::F32])
+                .input_mut("v", &[DType::F32])
+                .scalar("lr", Scalar::Float)
+                .scalar("beta1", Scalar::Float)
+                .scalar("beta2", Scalar::Float)
+                .scalar("eps", Scalar::Float)
+                .scalar("weight_decay", Scalar::Float)
+                .scalar("step", Scalar::Int)
+                .scalar("grad_scale", Scalar::Float),
+            adamw
+        ),
+        // ---- attention, [B, H, S, D]
+        floats!(
+            op("attention")
+                .input("q", FLOATS)
+                .input("k", FLOATS)
+                .input("v", FLOATS)
+                .scalar("causal", Scalar::Bool)
+                .output_like("out", "q")
+                .output("lse", "q", Shape::Rows, F32)
+                .backward(
+                    "attention_backward",
+                    &[Saved("q"), Saved("k"), Saved("v"), Saved("out"), Of("out"), Saved("lse"), Saved("causal")],
+                    &["q", "k", "v"]
+                ),
+            attention
+        ),
+        floats!(
+            op("attention_backward")
+                .input("q", FLOATS)
+                .input("k", FLOATS)
+                .input("v", FLOATS)
+                .input("out", FLOATS)
+                .input("dout", FLOATS)
+                .input("lse", &[DType::F32])
+                .scalar("causal", Scalar::Bool)
+                .output_like("dq", "q")
+                .output_like("dk", "k")
+                .output_like("dv", "v")
+                .scratch("scratch", "q", attention_scratch),
+            attention_backward
+        ),
+    ]
+}
+
+/// The norms' backward scratch for the rows of `sum` (the fused residual norms).
+fn sum_scratch(inputs: &Inputs<'_>) -> PyResult<usize> {
+    let (rows, cols) = inputs.info("sum")?.rows(inputs.op())?;
+    Ok(rows::norm_backward_scratch_len(Rows { rows, cols }))
+}
+
+/// Registers the library's ops with `torch.library` (namespace `ferrocuda`) into `module`,
+/// with the Python-side `hooks` (by op name: `prepare`, `autograd`; see `register.py`).
+#[pyfunction]
+pub fn register_library(module: &Bound<'_, PyModule>, hooks: &Bound<'_, PyDict>) -> PyResult<()> {
+    let py = module.py();
+    let registrar = op::registrar(py)?;
+    for spec in op::specs(py, library())? {
+        let qualname: String = spec.get_item("qualname")?.expect("set by spec").extract()?;
+        let name = qualname.rsplit("::").next().unwrap_or_default().to_string();
+        let hook = hooks.get_item(&name)?;
+        registrar.getattr("register")?.call1((module, spec, hook))?;
+    }
+    Ok(())
+}
+
+/// Host-only mode for the overhead benchmark and the CPU tests of the wiring (see
+/// [`crate::glue::set_host_only`]).
+#[pyfunction]
+#[pyo3(name = "_set_host_only", signature = (on, zero_outputs = false))]
+pub fn set_host_only(on: bool, zero_outputs: bool) {
+    crate::glue::set_host_only(on, zero_outputs);
+}
+
+/// Adds the library's registration to `m` (`ferrocuda_torch._C`).
 pub fn add(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(rmsnorm, m)?)?;
-    m.add_function(wrap_pyfunction!(rmsnorm_backward, m)?)?;
-    m.add_function(wrap_pyfunction!(norm_scratch_len, m)?)?;
-    m.add_function(wrap_pyfunction!(layernorm, m)?)?;
-    m.add_function(wrap_pyfunction!(layernorm_backward, m)?)?;
-    m.add_function(wrap_pyfunction!(softmax, m)?)?;
-    m.add_function(wrap_pyfunction!(cross_entropy, m)?)?;
-    m.add_function(wrap_pyfunction!(gelu, m)?)?;
-    m.add_function(wrap_pyfunction!(gelu_backward, m)?)?;
-    m.add_function(wrap_pyfunction!(silu_and_mul, m)?)?;
-    m.add_function(wrap_pyfunction!(silu_and_mul_backward, m)?)?;
-    m.add_function(wrap_pyfunction!(rotary, m)?)?;
-    m.add_function(wrap_pyfunction!(adamw, m)?)?;
-    m.add_function(wrap_pyfunction!(attention_forward, m)?)?;
-    m.add_function(wrap_pyfunction!(attention_scratch_len, m)?)?;
-    m.add_function(wrap_pyfunction!(attention_backward, m)?)?;
+    m.add_function(wrap_pyfunction!(register_library, m)?)?;
+    m.add_function(wrap_pyfunction!(set_host_only, m)?)?;
     Ok(())
 }

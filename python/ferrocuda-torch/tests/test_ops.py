@@ -87,6 +87,63 @@ def test_layernorm_and_its_gradients_match_torch(dtype, shape):
         close(g, r, dtype, tol=TOL[dtype] * 4, what=name)
 
 
+def _residual_inputs(shape, dtype, bias):
+    x = torch.randn(shape, device=DEV).to(dtype)
+    r = torch.randn(shape, device=DEV).to(dtype)
+    w = (1 + 0.1 * torch.randn(shape[-1], device=DEV)).to(dtype)
+    params = [w, (0.1 * torch.randn(shape[-1], device=DEV)).to(dtype)] if bias else [w]
+    # Gradients reach both outputs: the normalised one and the residual stream (sum).
+    dout, dsum = torch.randn(shape, device=DEV).to(dtype), torch.randn(shape, device=DEV).to(dtype)
+    return [x, r, *params], dout, dsum
+
+
+def _fused_grads(f, inputs, dout, dsum):
+    leaves = [leaf(t) for t in inputs]
+    out, total = f(*leaves)
+    torch.autograd.backward([out, total], [dout, dsum])
+    return out.detach(), total.detach(), [t.grad for t in leaves]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(3, 31), (4, 5, 768), (64, 4096)])
+def test_add_rmsnorm_and_its_gradients_match_torch(dtype, shape):
+    inputs, dout, dsum = _residual_inputs(shape, dtype, bias=False)
+    cols = shape[-1]
+
+    def reference(x, r, w):
+        # The sum rounded to the dtype first, as the kernel does (the residual stream is stored in it).
+        total = (x + r).to(dtype).float() if dtype != torch.float32 else x + r
+        return F.rms_norm(total, (cols,), w, 1e-6), total
+
+    out, total, grads = _fused_grads(lambda x, r, w: ft.add_rmsnorm(x, r, w, 1e-6), inputs, dout, dsum)
+    rout, rtotal, rgrads = _fused_grads(reference, ref32(inputs), dout.float(), dsum.float())
+    close(out, rout, dtype, what="out")
+    close(total, rtotal, dtype, what="sum")
+    assert out.dtype == total.dtype == dtype
+    for name, g, r in zip(["dx", "dresidual", "dweight"], grads, rgrads):
+        close(g, r, dtype, tol=TOL[dtype] * (4 if name == "dweight" else 1), what=name)
+        assert g.dtype == dtype
+    assert torch.equal(grads[0], grads[1]), "x and residual get the gradient of their sum"
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(3, 31), (8, 1024)])
+def test_add_layernorm_and_its_gradients_match_torch(dtype, shape):
+    inputs, dout, dsum = _residual_inputs(shape, dtype, bias=True)
+    cols = shape[-1]
+
+    def reference(x, r, w, b):
+        total = (x + r).to(dtype).float() if dtype != torch.float32 else x + r
+        return F.layer_norm(total, (cols,), w, b, 1e-5), total
+
+    out, total, grads = _fused_grads(lambda x, r, w, b: ft.add_layernorm(x, r, w, b, 1e-5), inputs, dout, dsum)
+    rout, rtotal, rgrads = _fused_grads(reference, ref32(inputs), dout.float(), dsum.float())
+    close(out, rout, dtype, what="out")
+    close(total, rtotal, dtype, what="sum")
+    for name, g, r in zip(["dx", "dresidual", "dweight", "dbias"], grads, rgrads):
+        close(g, r, dtype, tol=TOL[dtype] * 4, what=name)
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("shape", [(3, 31), (16, 2048)])
 def test_softmax_and_its_gradient_match_torch(dtype, shape):
@@ -221,6 +278,10 @@ def _opcheck_cases():
         ("rmsnorm_backward", (x, x, t(256), rstd)),
         ("layernorm", (t(4, 8, 256, grad=True), t(256, grad=True), t(256, grad=True), 1e-5)),
         ("layernorm_backward", (x, x, t(256), mean, rstd)),
+        ("add_rmsnorm", (t(4, 8, 256, grad=True), t(4, 8, 256, grad=True), t(256, grad=True), 1e-6)),
+        ("add_rmsnorm_backward", (x, x, x, t(256), rstd)),
+        ("add_layernorm", (t(4, 8, 256, grad=True), t(4, 8, 256, grad=True), t(256, grad=True), t(256, grad=True), 1e-5)),
+        ("add_layernorm_backward", (x, x, x, t(256), mean, rstd)),
         ("softmax", (t(4, 8, 256, grad=True),)),
         ("cross_entropy", (t(16, 300, grad=True), torch.randint(0, 300, (16,), device=DEV), -100)),
         ("gelu", (t(4, 1000, grad=True),)),
@@ -234,7 +295,7 @@ def _opcheck_cases():
     ]
 
 
-@pytest.mark.parametrize("case", range(14))
+@pytest.mark.parametrize("case", range(18))
 def test_opcheck(case):
     name, args = _opcheck_cases()[case]
     torch.library.opcheck(getattr(torch.ops.ferrocuda, name).default, args)
@@ -297,8 +358,8 @@ class Block(torch.nn.Module):
         h = ft.rmsnorm(x, self.norm_w)
         q, k, v = self.qkv(h).view(b, s, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4).contiguous().unbind(0)
         a = ft.attention(q, k, v, causal=True).transpose(1, 2).reshape(b, s, d)
-        x = x + a
-        h = ft.layernorm(x, self.ln_w, self.ln_b)
+        h, x = ft.add_layernorm(a, x, self.ln_w, self.ln_b)  # x + a, then its layer norm
+        h, _ = ft.add_rmsnorm(h, torch.zeros_like(h), self.norm_w)
         x = x + self.down(ft.silu_and_mul(ft.gelu(self.up(h))))
         return ft.softmax(x)
 
@@ -390,3 +451,36 @@ def test_a_captured_training_step_with_backward_and_adamw_replays():
     torch.cuda.synchronize()
     assert not torch.equal(w.detach(), before), "the replay ran the optimiser step"
     assert torch.isfinite(static_loss).item()
+
+
+def test_a_captured_attention_backward_replays():
+    """Regression (s10-torch): the tensor-core attention backward (bf16/f16, D 64 and 128)
+    allocated its delta rows itself instead of using the scratch the op passes, so capturing a
+    training step with attention was refused (AllocationInCapture)."""
+    torch.manual_seed(0)
+    shape = (2, 4, 128, 64)
+    static = [torch.randn(shape, device=DEV, dtype=torch.bfloat16, requires_grad=True) for _ in range(3)]
+    dout = torch.randn(shape, device=DEV, dtype=torch.bfloat16)
+
+    def step():
+        out = ft.attention(*static, causal=True)
+        return torch.autograd.grad(out, static, dout)
+
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(2):
+            step()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        static_grads = step()
+    for _ in range(2):
+        with torch.no_grad():
+            for t in static:
+                t.copy_(torch.randn_like(t))
+        g.replay()
+        torch.cuda.synchronize()
+        expected = step()
+        for what, got, want in zip(["dq", "dk", "dv"], static_grads, expected):
+            close(got, want, torch.bfloat16, what=what)

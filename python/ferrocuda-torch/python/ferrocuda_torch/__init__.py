@@ -4,7 +4,8 @@ With torch installed, importing this package registers the library's kernels as
 ``torch.ops.ferrocuda.*`` custom ops (bf16, f16, f32 CUDA tensors; autograd; fake
 implementations for ``torch.compile``; usable inside ``torch.cuda.graph``) and exports them
 as functions: :func:`rmsnorm`, :func:`layernorm`, :func:`softmax`, :func:`cross_entropy`,
-:func:`gelu`, :func:`silu_and_mul`, :func:`rotary`, :func:`adamw_`, :func:`attention`.
+:func:`gelu`, :func:`silu_and_mul`, :func:`rotary`, :func:`adamw_`, :func:`attention`, and the
+residual add fused with the norms, :func:`add_rmsnorm` and :func:`add_layernorm`.
 
 :mod:`ferrocuda_torch.dlpack` holds the first three toy functions, which take any DLPack array
 (NumPy arrays on the CPU executor too) and need no torch.
@@ -23,6 +24,8 @@ except ImportError:  # NumPy-only use: the DLPack functions work, the ops need t
 if _torch is not None:
     from .ops import (  # noqa: F401
         adamw_,
+        add_layernorm,
+        add_rmsnorm,
         attention,
         cross_entropy,
         gelu,
