@@ -660,8 +660,9 @@ fn cpu_launcher(lowered: &[Lowered], host_fn: TokenStream, unsafe_fn: bool, is_u
                 }
             )*
             // The host build this runs and the device build agree about integer overflow (Q11),
-            // and the kernel's stack (ptxas) fits a GPU thread (Q7).
-            #cpu::__private::check_module(self::SYMBOL, &#kernels)?;
+            // the kernel's stack (ptxas) fits a GPU thread (Q7), and its static shared memory
+            // (ptxas) with the launch's dynamic shared memory fits a block (F7).
+            #cpu::__private::check_module(self::SYMBOL, &#kernels, &#config)?;
             #(#prepare)*
             let #body = move || {
                 #(#rebuild)*
