@@ -19,7 +19,7 @@ ferrocuda_device::embed_kernels!();
 
 /// Parameters passed by value: `#[repr(C)]` and `Pod`, so the host and the GPU agree on the bytes.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable, ferrocuda_device::LayoutKey)]
 pub struct Affine {
     /// Multiplier.
     pub scale: f32,
