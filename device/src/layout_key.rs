@@ -30,9 +30,10 @@
 #[diagnostic::on_unimplemented(
     message = "`{Self}` has no layout key, so a kernel cannot take it",
     label = "kernel parameters (by value, or as slice and output elements) need `LayoutKey`",
-    note = "add `#[derive(ferrocuda_device::LayoutKey)]` to the struct `{Self}`, beside `Pod`: the first launch compares its fields' \
-            names, offsets and types between the host and the device build (every field of a keyed struct must be keyed; a generic \
-            struct needs a hand-written impl)"
+    note = "a struct that kernels take derives `ferrocuda_device::LayoutKey` beside `bytemuck::Pod` (`#[derive(Pod, Zeroable, \
+            LayoutKey)]`): the first launch compares its fields' names, offsets and types between the host and the device build \
+            (every field of a keyed struct must be keyed; a generic struct needs a hand-written impl). A type that is not plain \
+            data cannot be a kernel parameter at all: see the error about `Pod`"
 )]
 pub trait LayoutKey {
     /// The key: equal in the host and the device build exactly when the layout agrees.

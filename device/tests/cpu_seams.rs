@@ -2,6 +2,7 @@
 //! kernel bodies written as closures (no kernel crate): each test is named for its finding and
 //! has a control that follows the rule.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use ferrocuda_device::atomic::Atomic;
@@ -119,10 +120,25 @@ fn f7_static_plus_dynamic_shared_memory_over_the_block_limit_is_refused() {
     CpuExecutor::deterministic().run("r22_static_plus_dynamic", fits, &body).unwrap();
 }
 
+/// `N` zeroed host atomics, for the kernels' flags and counters.
+fn zeroed<const N: usize>() -> [AtomicU32; N] {
+    std::array::from_fn(|_| AtomicU32::new(0))
+}
+
+/// Their values.
+fn values(cells: &[AtomicU32]) -> Vec<u32> {
+    cells.iter().map(|c| c.load(Ordering::Relaxed)).collect()
+}
+
+/// Their address, for the kernels' closures.
+fn address(cells: &[AtomicU32]) -> usize {
+    cells.as_ptr() as usize
+}
+
 /// Element `i` of the host array at `base` as a device atomic.
 fn at(base: usize, i: usize) -> &'static Atomic<u32> {
-    // SAFETY: `base` is a live `[u32]` of the test (outliving the launch that uses it) with more
-    // than `i` elements, accessed only atomically during the launch.
+    // SAFETY: `base` is a live `[AtomicU32]` of the test (outliving the launch that uses it)
+    // with more than `i` elements, accessed only atomically.
     unsafe { Atomic::from_ptr((base as *mut u32).add(i)) }
 }
 
@@ -161,13 +177,13 @@ fn r20_body(base: usize) -> impl Fn() + Sync {
 /// `CrossBlockWait` that names the rule and the cooperative launch, not a hang.
 #[test]
 fn f2_a_block_spinning_on_another_block_in_an_ordinary_launch_is_a_cross_block_wait_not_a_hang() {
-    let flag = vec![0u32; 2];
-    let body = r4_body(flag.as_ptr() as usize);
+    let flag = zeroed::<2>();
+    let body = r4_body(address(&flag));
     let executor = CpuExecutor::deterministic().with_watchdog(Duration::from_secs(20));
     let error = executor.run("r4_cross_block_flag", LaunchConfig::new(2u32, 32u32), &body).unwrap_err();
     let CpuError::CrossBlockWait(wait) = &error else { panic!("expected a cross-block wait, got {error}") };
     assert_eq!((wait.block.x, wait.threads.len(), wait.threads[0].x, wait.cooperative), (0, 1, 0, false), "{error}");
-    assert_eq!(wait.spun, vec![(flag.as_ptr() as usize, 0)], "{error}");
+    assert_eq!(wait.spun, vec![(address(&flag), 0)], "{error}");
     let message = error.to_string();
     assert!(message.contains("threads in other thread-block clusters are not guaranteed") && message.contains("cooperative()"), "{message}");
     assert!(!message.contains("watchdog"), "{message}");
@@ -180,12 +196,12 @@ fn f2_a_block_spinning_on_another_block_in_an_ordinary_launch_is_a_cross_block_w
 fn f2_a_cooperative_launch_runs_every_block_together_so_hand_offs_and_grid_barriers_complete() {
     for workers in [1, 2, 4] {
         let executor = CpuExecutor::new().with_workers(workers).with_watchdog(Duration::from_secs(20));
-        let flag = vec![0u32; 2];
-        executor.run("r4_cross_block_flag", LaunchConfig::new(2u32, 32u32).cooperative(), &r4_body(flag.as_ptr() as usize)).unwrap();
-        assert_eq!(flag, [1, 7]);
-        let counter = vec![0u32; 1];
-        executor.run("r20_grid_barrier", LaunchConfig::new(4u32, 32u32).cooperative(), &r20_body(counter.as_ptr() as usize)).unwrap();
-        assert_eq!(counter, [4]);
+        let flag = zeroed::<2>();
+        executor.run("r4_cross_block_flag", LaunchConfig::new(2u32, 32u32).cooperative(), &r4_body(address(&flag))).unwrap();
+        assert_eq!(values(&flag), [1, 7]);
+        let counter = zeroed::<1>();
+        executor.run("r20_grid_barrier", LaunchConfig::new(4u32, 32u32).cooperative(), &r20_body(address(&counter))).unwrap();
+        assert_eq!(values(&counter), [4]);
     }
 }
 
@@ -193,9 +209,9 @@ fn f2_a_cooperative_launch_runs_every_block_together_so_hand_offs_and_grid_barri
 /// no co-residency for it), never a "GPU hang".
 #[test]
 fn f2_a_grid_barrier_in_an_ordinary_launch_is_a_cross_block_wait() {
-    let counter = vec![0u32; 1];
+    let counter = zeroed::<1>();
     let executor = CpuExecutor::deterministic().with_watchdog(Duration::from_secs(20));
-    let error = executor.run("r20_grid_barrier", LaunchConfig::new(4u32, 32u32), &r20_body(counter.as_ptr() as usize)).unwrap_err();
+    let error = executor.run("r20_grid_barrier", LaunchConfig::new(4u32, 32u32), &r20_body(address(&counter))).unwrap_err();
     assert!(matches!(&error, CpuError::CrossBlockWait(w) if !w.cooperative && w.block.x == 0), "{error}");
 }
 
@@ -204,8 +220,8 @@ fn f2_a_grid_barrier_in_an_ordinary_launch_is_a_cross_block_wait() {
 /// keeps resident is refused by name, as a GPU refuses one larger than it keeps resident.
 #[test]
 fn f2_a_cooperative_spin_nobody_ends_is_reported_and_an_oversized_cooperative_grid_is_refused() {
-    let flag = vec![0u32; 1];
-    let base = flag.as_ptr() as usize;
+    let flag = zeroed::<1>();
+    let base = address(&flag);
     let body = move || {
         if thread_idx_x() == 0 {
             while at(base, 0).load() == 0 {}
@@ -224,8 +240,8 @@ fn f2_a_cooperative_spin_nobody_ends_is_reported_and_an_oversized_cooperative_gr
 /// ordinary launch (P8: the block's threads take turns), with no report.
 #[test]
 fn f2_a_spin_on_a_flag_of_the_same_block_completes() {
-    let flag = vec![0u32; 4];
-    let base = flag.as_ptr() as usize;
+    let flag = zeroed::<4>();
+    let base = address(&flag);
     let body = move || {
         let b = block_idx_x() as usize;
         match thread_idx_x() {
@@ -241,5 +257,5 @@ fn f2_a_spin_on_a_flag_of_the_same_block_completes() {
         }
     };
     CpuExecutor::deterministic().run("same_block", LaunchConfig::new(4u32, 64u32), &body).unwrap();
-    assert_eq!(flag, [1, 1, 1, 1]);
+    assert_eq!(values(&flag), [1, 1, 1, 1]);
 }

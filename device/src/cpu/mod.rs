@@ -15,7 +15,13 @@
 //! - Blocks run in parallel, one at a time per worker OS thread ([`CpuExecutor::new`]: one
 //!   worker per core); [`CpuExecutor::deterministic`] runs them in order on the calling thread.
 //!   The blocks of a thread-block cluster run together on one worker, so `cluster::sync` and
-//!   distributed shared memory (`cluster::peer_get`) work as on sm_90.
+//!   distributed shared memory (`cluster::peer_get`) work as on sm_90. A cooperative launch
+//!   (`LaunchConfig::cooperative`) runs every block together on the calling thread, as a GPU
+//!   keeps every block of one resident, so grid-wide waits complete (F2; at most
+//!   [`COOPERATIVE_BLOCK_LIMIT`] blocks and [`COOPERATIVE_THREAD_LIMIT`] threads).
+//! - Threads that spin on atomic values no running thread changes end the launch with a
+//!   [`CrossBlockWait`]: in an ordinary launch the block waits for another block, which CUDA
+//!   does not promise will run beside it (docs/kernel-model.md, "Waits between blocks").
 //! - Launches run one after another, each to its end: a programmatic dependent launch
 //!   (`LaunchConfig::with_programmatic_dependent_launch`) runs like any other, and
 //!   `grid_dependency::launch_dependents`/`wait_for_prerequisites` do nothing.

@@ -2,6 +2,7 @@
 // be taken by a kernel, and was compared between the host and the device build by its name,
 // size and alignment alone, so a `cfg` that reordered or retyped its fields passed. Every struct
 // a kernel takes (by value or as elements) must now derive `LayoutKey`; the error says so.
+use ferrocuda_device::global::unique_index;
 use ferrocuda_device::kernel;
 
 pub static KERNELS: ferrocuda::EmbeddedModule =
@@ -19,14 +20,14 @@ pub struct Pair {
 
 #[kernel]
 pub fn by_value(p: Pair, mut out: ferrocuda_device::DisjointSlice<u32>) {
-    if let Some(o) = out.get_mut(0) {
+    if let Some(o) = out.get_mut(unique_index()) {
         *o = p.a;
     }
 }
 
 #[kernel]
 pub fn as_elements(x: &[Pair], mut out: ferrocuda_device::DisjointSlice<Pair>) {
-    if let (Some(o), Some(e)) = (out.get_mut(0), x.first()) {
+    if let (Some(o), Some(e)) = (out.get_mut(unique_index()), x.first()) {
         *o = *e;
     }
 }
