@@ -87,19 +87,27 @@ fn p8_spin_waits_on_atomics_set_by_another_warp_complete() {
     }
 }
 
-/// P8: a spin on a flag that no thread sets (a block of 32: thread 32, the writer, does not
-/// exist) hangs a GPU; the watchdog now stops it like a waiting thread (it yields while it
-/// polls) and returns the error, instead of aborting the process.
+/// P8, F2: a spin on a flag that no thread sets (a block of 32: thread 32, the writer, does not
+/// exist) hangs a GPU. The watchdog stopped it (P8); now the executor sees the spin itself (the
+/// same unchanged value polled for 100 ms with nothing else to run) and ends the launch with a
+/// `CrossBlockWait` before any watchdog: only another block could set the flag, and with none
+/// to set it, it hangs a GPU too. A watchdog shorter than that still stops it, and lists the
+/// thread as polling atomics (it said "in a warp operation").
 #[test]
-fn p8_a_spin_on_a_flag_nobody_sets_is_stopped_by_the_watchdog() {
+fn p8_f2_a_spin_on_a_flag_nobody_sets_is_reported_without_a_watchdog() {
     let mut flag = vec![0u32; 4];
-    let executor = CpuExecutor::deterministic().with_watchdog(Duration::from_millis(300));
+    let executor = CpuExecutor::deterministic().with_watchdog(Duration::from_secs(20));
+    let error = gpu_rules::p8_spin_flag::launch_cpu(&executor, (1u32, 32u32), &mut flag).unwrap_err();
+    let CpuError::CrossBlockWait(wait) = &error else { panic!("expected a cross-block wait, got {error:?}") };
+    assert_eq!((wait.threads.len(), wait.threads[0].x, wait.cooperative), (1, 0, false), "{error}");
+    assert!(error.to_string().contains("hangs a GPU too"), "{error}");
+    let executor = CpuExecutor::deterministic().with_watchdog(Duration::from_millis(30));
     let error = gpu_rules::p8_spin_flag::launch_cpu(&executor, (1u32, 32u32), &mut flag).unwrap_err();
     let CpuError::Watchdog(watchdog) = &error else { panic!("expected the watchdog's error, got {error:?}") };
     let thread0 = watchdog.stuck.iter().find(|t| t.thread.x == 0).expect("thread 0 is named");
-    assert_ne!(thread0.activity, ThreadActivity::NeverYielded, "{error}");
+    assert_eq!(thread0.activity, ThreadActivity::Polling, "{error}");
     let text = error.to_string();
-    assert!(text.contains("waits for what no thread of the launch will do any more"), "{text}");
+    assert!(text.contains("waits for what no thread of the launch will do any more") && text.contains("polling atomics"), "{text}");
     assert_eq!(flag[1], 0);
 }
 
@@ -191,4 +199,40 @@ fn the_kernel_tag_that_a_16_byte_store_writes_is_16_byte_aligned() {
         assert!(ptx.contains("st.shared.v2.u64 [t]"), "sm_{arch}: the tag's store changed");
         assert!(ptx.contains(".shared .align 16 .u64 __ferrocuda_kernel_tag[2];"), "sm_{arch}: the tag must be 16-byte aligned");
     }
+}
+
+/// F2 (audit 2026-11-27c, r20/r20b): a hand-written grid barrier over 4 blocks completes in a
+/// cooperative launch (every block resident, on the GPU by contract and on the executor by
+/// construction), with any worker count; in an ordinary launch the executor reports the
+/// co-residency it relies on (`CrossBlockWait`), not a GPU hang.
+#[test]
+fn f2_a_grid_barrier_completes_cooperatively_and_is_a_cross_block_wait_otherwise() {
+    for executor in executors() {
+        let (mut counter, mut out) = (vec![0u32; 1], vec![0u32; 128]);
+        let config = ferrocuda::LaunchConfig::new(4u32, 32u32).cooperative();
+        gpu_rules::f2_grid_barrier::launch_cpu(&executor, config, &mut counter, &mut out).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((counter[0], out.iter().all(|&v| v == 4)), (4, true), "{out:?}");
+    }
+    let (mut counter, mut out) = (vec![0u32; 1], vec![0u32; 128]);
+    let executor = CpuExecutor::deterministic().with_watchdog(Duration::from_secs(20));
+    let error = gpu_rules::f2_grid_barrier::launch_cpu(&executor, (4u32, 32u32), &mut counter, &mut out).unwrap_err();
+    assert!(matches!(&error, CpuError::CrossBlockWait(w) if !w.cooperative), "{error}");
+}
+
+/// F7 (audit 2026-11-27c, r22): 48000 bytes of `shared_array!` plus 190 KiB of dynamic shared
+/// memory is over the 227 KiB a block may have: `launch_cpu` refuses it with the GPU's problem
+/// (from `ptxas`'s figure before the kernel runs, or when the array is reached); what fits runs.
+#[test]
+fn f7_static_plus_dynamic_shared_memory_over_the_block_limit_is_refused_by_launch_cpu() {
+    let mut out = vec![0u32; 32];
+    let config = ferrocuda::LaunchConfig::new(1u32, 32u32).with_shared_bytes(190 * 1024);
+    let error = gpu_rules::f7_static_plus_dynamic::launch_cpu(&CpuExecutor::deterministic(), config, &mut out).unwrap_err();
+    assert!(
+        // 48000, or with `ptxas` at build time its figure, which counts the panic tag's 16 bytes.
+        matches!(&error, CpuError::InvalidConfig { problem: LaunchProblem::SharedMemoryTotalTooLarge { static_bytes: 48000..=48016, max: 232448, .. }, .. }),
+        "{error:?}"
+    );
+    let fits = ferrocuda::LaunchConfig::new(1u32, 32u32).with_shared_bytes(232448 - 48 * 1024);
+    gpu_rules::f7_static_plus_dynamic::launch_cpu(&CpuExecutor::deterministic(), fits, &mut out).unwrap();
+    assert_eq!(out, (1..=32).collect::<Vec<u32>>());
 }

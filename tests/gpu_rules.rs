@@ -395,3 +395,58 @@ fn q11_overflow_wraps_alike_on_the_gpu_and_the_cpu_executor_in_release() {
         assert_eq!(gpu, cpu, "mode {mode}");
     }
 }
+
+/// F2 (audit 2026-11-27c, r20b): the hand-written grid barrier in a cooperative launch
+/// completes on the GPU (every block resident by contract) and on the CPU executor (which now
+/// runs every block of a cooperative launch at once), with the same values.
+#[test]
+fn f2_a_cooperative_grid_barrier_agrees_with_the_cpu_executor() {
+    let Some(context) = common::gpu_or_skip("f2_a_cooperative_grid_barrier_agrees_with_the_cpu_executor") else { return };
+    let stream = Stream::non_blocking(&context).unwrap();
+    let config = ferrocuda::LaunchConfig::new(4u32, 32u32).cooperative();
+    let mut counter = DeviceBuffer::<u32>::zeroed(&context, 1).unwrap();
+    let mut out = DeviceBuffer::<u32>::zeroed(&context, 128).unwrap();
+    gpu_rules::f2_grid_barrier::launch(&stream, config, &mut counter, &mut out).unwrap();
+    stream.synchronize_timeout(Duration::from_secs(10)).unwrap();
+    let gpu = out.to_vec().unwrap();
+    let (mut cpu_counter, mut cpu) = (vec![0u32; 1], vec![0u32; 128]);
+    gpu_rules::f2_grid_barrier::launch_cpu(&CpuExecutor::new(), config, &mut cpu_counter, &mut cpu).unwrap();
+    println!(
+        "F2 cooperative grid barrier: GPU counter {:?}, out[0..4] {:?}; CPU executor {:?}, {:?}",
+        counter.to_vec().unwrap(),
+        &gpu[..4],
+        cpu_counter,
+        &cpu[..4]
+    );
+    assert_eq!(gpu, vec![4u32; 128]);
+    assert_eq!(gpu, cpu);
+}
+
+/// F7 (audit 2026-11-27c, r22): static plus dynamic shared memory over the block's limit is
+/// refused on the GPU with the same problem as on the CPU executor, naming both parts: the
+/// launch (whose dynamic part is above 48 KiB) and the opt-in that would allow it both say so;
+/// what fits runs, with the opt-in.
+#[test]
+fn f7_static_plus_dynamic_shared_memory_over_the_block_limit_is_refused_on_the_gpu() {
+    let Some(context) = common::gpu_or_skip("f7_static_plus_dynamic_shared_memory_over_the_block_limit_is_refused_on_the_gpu") else { return };
+    let stream = Stream::non_blocking(&context).unwrap();
+    let function = gpu_rules::f7_static_plus_dynamic::function(&context).unwrap();
+    let static_bytes = function.attributes().unwrap().static_shared_bytes;
+    let max = context.limits().max_shared_per_block;
+    println!("F7: static shared {static_bytes} bytes, device max per block {max} bytes");
+    assert!(static_bytes >= 48000, "{static_bytes}");
+    let mut out = DeviceBuffer::<u32>::zeroed(&context, 32).unwrap();
+    let too_much = max - static_bytes + 1024;
+    let error =
+        gpu_rules::f7_static_plus_dynamic::launch(&stream, ferrocuda::LaunchConfig::new(1u32, 32u32).with_shared_bytes(too_much), &mut out).unwrap_err();
+    println!("F7 launch with {too_much} dynamic bytes: {error}");
+    assert!(matches!(&error, Error::InvalidLaunch { problem: LaunchProblem::SharedMemoryTotalTooLarge { .. }, .. }), "{error:?}");
+    let opt_in = function.set_max_dynamic_shared_bytes(too_much);
+    println!("F7 opt-in to {too_much} dynamic bytes: {opt_in:?}");
+    assert!(matches!(&opt_in, Err(Error::InvalidLaunch { problem: LaunchProblem::SharedMemoryTotalTooLarge { .. }, .. })), "{opt_in:?}");
+    let fits = max - static_bytes;
+    function.set_max_dynamic_shared_bytes(fits).unwrap();
+    gpu_rules::f7_static_plus_dynamic::launch(&stream, ferrocuda::LaunchConfig::new(1u32, 32u32).with_shared_bytes(fits), &mut out).unwrap();
+    stream.synchronize_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!(out.to_vec().unwrap(), (1..=32).collect::<Vec<u32>>());
+}

@@ -127,10 +127,11 @@ macro_rules! atomic_element {
                 #[cfg(not(target_arch = "nvptx64"))]
                 {
                     let _ = scope;
-                    // A spin-wait's poll: lets the block's other threads run now and then (P8).
-                    crate::cpu::hooks::atomic_poll();
                     // SAFETY: valid and aligned (the caller's guarantee); same size as `$bits`.
                     let bits = unsafe { core::sync::atomic::$host_atomic::from_ptr(target.cast::<$bits>()) }.load(core::sync::atomic::Ordering::Relaxed);
+                    // A spin-wait's poll: lets the block's other threads run now and then (P8),
+                    // and tells a spin from a wait that ends (F2).
+                    crate::cpu::hooks::atomic_access(target as usize, bits as u64, false);
                     bytemuck::cast(bits)
                 }
             }
@@ -146,8 +147,9 @@ macro_rules! atomic_element {
                 {
                     let _ = scope;
                     let bits: $bits = bytemuck::cast(value);
-                    // SAFETY: as for the load.
-                    unsafe { core::sync::atomic::$host_atomic::from_ptr(target.cast::<$bits>()) }.store(bits, core::sync::atomic::Ordering::Relaxed);
+                    // SAFETY: as for the load. (A swap, to see whether the store changed it.)
+                    let old = unsafe { core::sync::atomic::$host_atomic::from_ptr(target.cast::<$bits>()) }.swap(bits, core::sync::atomic::Ordering::Relaxed);
+                    crate::cpu::hooks::atomic_access(target as usize, old as u64, old != bits);
                 }
             }
         }
@@ -195,7 +197,9 @@ macro_rules! atomic_element_bits {
                 {
                     let _ = scope;
                     // SAFETY: valid and aligned (the caller's guarantee); same size as `$bits`.
-                    <$ty>::from_bits(unsafe { core::sync::atomic::$host_atomic::from_ptr(target.cast::<$bits>()) }.load(core::sync::atomic::Ordering::Relaxed))
+                    let bits = unsafe { core::sync::atomic::$host_atomic::from_ptr(target.cast::<$bits>()) }.load(core::sync::atomic::Ordering::Relaxed);
+                    crate::cpu::hooks::atomic_access(target as usize, bits as u64, false);
+                    <$ty>::from_bits(bits)
                 }
             }
 
@@ -210,7 +214,8 @@ macro_rules! atomic_element_bits {
                 {
                     let _ = scope;
                     // SAFETY: as for the load.
-                    unsafe { core::sync::atomic::$host_atomic::from_ptr(target.cast::<$bits>()) }.store(value.to_bits(), core::sync::atomic::Ordering::Relaxed);
+                    let old = unsafe { core::sync::atomic::$host_atomic::from_ptr(target.cast::<$bits>()) }.swap(value.to_bits(), core::sync::atomic::Ordering::Relaxed);
+                    crate::cpu::hooks::atomic_access(target as usize, old as u64, old != value.to_bits());
                 }
             }
         }

@@ -12,11 +12,12 @@
 //! another type, or a nested struct that differs anywhere gives another key. Integers, floats,
 //! `bool`, `bf16`/`f16` and arrays of keyed types have fixed keys.
 //!
-//! A type without the trait (a struct that derives only `bytemuck::Pod`) is still compared by
-//! its name, size and alignment: its fields are not checked (the remaining gap, README "Known
-//! gaps"). Derive `LayoutKey` on every struct a kernel takes.
-
-use core::marker::PhantomData;
+//! Every type a kernel takes by value or as the element of a slice or output must have a key
+//! (F1 gap, closed in session 10): integers, floats, `bool`, the 16-bit floats and their pairs,
+//! and arrays of keyed types have theirs here; a struct needs `#[derive(LayoutKey)]` (beside
+//! `Pod`), or `#[kernel]` does not compile, with a message that says so. Before, a struct that
+//! derived only `Pod` was compared by its name, size and alignment alone, so a `cfg` that
+//! reordered or retyped its fields passed the check.
 
 /// A key of the type's layout that the host and the device build compute the same way, so
 /// that the first launch of a kernel can tell whether both builds see the same type (fields,
@@ -27,9 +28,12 @@ use core::marker::PhantomData;
 /// A wrong hand-written key cannot cause undefined behaviour by itself; it only weakens the
 /// check, so the trait is safe to implement. Prefer the derive.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` has no layout key",
-    label = "a field of this type is not keyed",
-    note = "derive `ferrocuda_device::LayoutKey` on the struct `{Self}` (every field of a keyed struct must be keyed)"
+    message = "`{Self}` has no layout key, so a kernel cannot take it",
+    label = "kernel parameters (by value, or as slice and output elements) need `LayoutKey`",
+    note = "a struct that kernels take derives `ferrocuda_device::LayoutKey` beside `bytemuck::Pod` (`#[derive(Pod, Zeroable, \
+            LayoutKey)]`): the first launch compares its fields' names, offsets and types between the host and the device build \
+            (every field of a keyed struct must be keyed; a generic struct needs a hand-written impl). A type that is not plain \
+            data cannot be a kernel parameter at all: see the error about `Pod`"
 )]
 pub trait LayoutKey {
     /// The key: equal in the host and the device build exactly when the layout agrees.
@@ -67,44 +71,49 @@ macro_rules! keyed {
         }
     )*};
 }
-keyed!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, f32, f64, bool, crate::half::f16, crate::half::bf16, ());
+keyed!(
+    u8,
+    u16,
+    u32,
+    u64,
+    u128,
+    usize,
+    i8,
+    i16,
+    i32,
+    i64,
+    i128,
+    isize,
+    f32,
+    f64,
+    bool,
+    crate::half::f16,
+    crate::half::bf16,
+    crate::half::Bf16x2,
+    crate::half::F16x2,
+    core::num::NonZeroU8,
+    core::num::NonZeroU16,
+    core::num::NonZeroU32,
+    core::num::NonZeroU64,
+    core::num::NonZeroUsize,
+    core::num::NonZeroI8,
+    core::num::NonZeroI16,
+    core::num::NonZeroI32,
+    core::num::NonZeroI64,
+    core::num::NonZeroIsize,
+    ()
+);
 
 impl<T: LayoutKey, const N: usize> LayoutKey for [T; N] {
     const LAYOUT_KEY: u64 = mix(mix(start("[T; N]", core::mem::size_of::<Self>(), core::mem::align_of::<Self>()), N as u64), T::LAYOUT_KEY);
 }
 
-/// What `#[kernel]` reads a parameter type's key through: [`LayoutKey::LAYOUT_KEY`] where the
-/// type implements it (this inherent impl), else the key of its name ([`KeyFallback`]).
+/// The key of `T`, as `#[kernel]`'s generated code reads it for each parameter's element (or
+/// by-value) type, in the device build's table and in the host build's launcher: a type
+/// without [`LayoutKey`] is a compile error at the parameter's type.
 #[doc(hidden)]
-pub struct KeyProbe<T: ?Sized>(PhantomData<T>);
-
-impl<T: LayoutKey> KeyProbe<T> {
-    /// The type's structural key.
-    #[cfg(target_arch = "nvptx64")]
-    pub const KEY: u64 = T::LAYOUT_KEY;
-    /// The type's structural key (the host build's launcher).
-    pub fn key() -> u64 {
-        T::LAYOUT_KEY
-    }
-}
-
-/// The key of a type without [`LayoutKey`]: [`ferrocuda_types::type_key`] of its name (only
-/// the name, size and alignment are compared for it).
-#[doc(hidden)]
-pub trait KeyFallback {
-    /// The key of the type's name, at compile time (the device build's table).
-    #[cfg(target_arch = "nvptx64")]
-    const KEY: u64;
-    /// The key of the type's name (the host build's launcher).
-    fn key() -> u64;
-}
-
-impl<T: ?Sized> KeyFallback for KeyProbe<T> {
-    #[cfg(target_arch = "nvptx64")]
-    const KEY: u64 = ferrocuda_types::type_key(core::any::type_name::<T>());
-    fn key() -> u64 {
-        ferrocuda_types::type_key(core::any::type_name::<T>())
-    }
+pub const fn key_of<T: LayoutKey + ?Sized>() -> u64 {
+    T::LAYOUT_KEY
 }
 
 #[cfg(test)]
@@ -173,12 +182,11 @@ mod tests {
         assert_ne!(<[u32; 2]>::LAYOUT_KEY, u64::LAYOUT_KEY);
     }
 
-    /// The probe reads a keyed type's key, and the name's key for a type without one.
+    /// The generated code's reader gives the type's key (F1 gap: no fallback to the name).
     #[test]
-    fn f1_the_probe_falls_back_to_the_name_for_unkeyed_types() {
-        #[derive(Clone, Copy)]
-        struct Plain;
-        assert_eq!(KeyProbe::<host::Pair>::key(), <host::Pair as LayoutKey>::LAYOUT_KEY);
-        assert_eq!(KeyProbe::<Plain>::key(), ferrocuda_types::type_key(core::any::type_name::<Plain>()));
+    fn f1_the_generated_codes_reader_gives_the_structural_key() {
+        assert_eq!(key_of::<host::Pair>(), <host::Pair as LayoutKey>::LAYOUT_KEY);
+        assert_ne!(key_of::<crate::half::Bf16x2>(), key_of::<crate::half::F16x2>());
+        assert_ne!(key_of::<crate::half::Bf16x2>(), key_of::<u32>());
     }
 }

@@ -24,8 +24,6 @@
 // device build for an older GPU it does not hold, which makes the intrinsic uncallable there
 // (the caller gets the bound's message) instead of being an error in this crate.
 #![cfg_attr(target_arch = "nvptx64", feature(trivial_bounds, link_llvm_intrinsics))]
-// `core::any::type_name` in a `const`: the device build's type table (`layout_key::KeyFallback`).
-#![cfg_attr(target_arch = "nvptx64", feature(const_type_name))]
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 #![allow(trivial_bounds)]
 
@@ -134,7 +132,7 @@ macro_rules! embed_kernels {
 pub mod __private {
     /// What generated kernel entries and launchers call to build kernel parameters.
     pub use crate::global::__private as args;
-    pub use crate::layout_key::{self, KeyFallback, KeyProbe};
+    pub use crate::layout_key::{self, key_of};
     pub use ferrocuda_macros::device_print;
     pub use ferrocuda_types as types;
 }

@@ -36,7 +36,7 @@ use ferrocuda_device::warp;
 /// Four `f32`s, 16-byte aligned: CUDA's `float4`. A load or store of one is a single
 /// `ld.global.nc.v4.f32` / `st.global.v4.f32`, a quarter of the instructions of four scalars.
 #[repr(C, align(16))]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable, ferrocuda_device::LayoutKey)]
 pub struct Float4 {
     /// Element 0.
     pub x: f32,
@@ -50,7 +50,7 @@ pub struct Float4 {
 
 /// Four `u32`s, 16-byte aligned: CUDA's `uint4`.
 #[repr(C, align(16))]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable, ferrocuda_device::LayoutKey)]
 pub struct U32x4 {
     /// Element 0.
     pub x: u32,

@@ -167,7 +167,7 @@ pub(crate) fn online_max_and_sum(row: &[Float4], lane: usize) -> (f32, f32) {
 
 /// AdamW's hyperparameters for one step (passed by value).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable, ferrocuda_device::LayoutKey)]
 pub struct AdamW {
     /// Learning rate.
     pub learning_rate: f32,
@@ -210,7 +210,7 @@ pub fn adamw_step(mut params: DisjointSlice<f32>, grads: &[f32], mut m: Disjoint
 /// Eight bf16 in 16 bytes (CUDA's `x128` of llm.c: four `__nv_bfloat162` in a `uint4`), so a
 /// thread moves them with one `ld.global.v4`/`st.global.v4`. Element `2k` is `pairs[k].lo()`.
 #[repr(C, align(16))]
-#[derive(Clone, Copy, Default, Pod, Zeroable)]
+#[derive(Clone, Copy, Default, Pod, Zeroable, ferrocuda_device::LayoutKey)]
 pub struct Bf16x8 {
     /// The four pairs, in memory order.
     pub pairs: [Bf16x2; 4],

@@ -11,7 +11,7 @@ use cudarc::driver::sys;
 use crate::LaunchConfig;
 use crate::context::Context;
 use crate::driver;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// One kernel loaded into a context. Keeps its context (and its module) alive.
 #[derive(Clone)]
@@ -118,9 +118,21 @@ impl Function {
     }
 
     /// Lets launches of this kernel ask for up to `bytes` of dynamic shared memory (above the
-    /// default 48 KiB, up to the device's opt-in limit).
+    /// default 48 KiB, up to the device's opt-in limit less the kernel's static shared memory).
+    ///
+    /// # Errors
+    /// [`Error::InvalidLaunch`] with [`LaunchProblem::SharedMemoryTotalTooLarge`] when the
+    /// kernel's static shared memory plus `bytes` exceed the block's limit (audit 2026-11-27c,
+    /// F7; the driver's answer would be a bare `CUDA_ERROR_INVALID_VALUE`).
+    ///
+    /// [`LaunchProblem::SharedMemoryTotalTooLarge`]: crate::LaunchProblem::SharedMemoryTotalTooLarge
     pub fn set_max_dynamic_shared_bytes(&self, bytes: u32) -> Result<()> {
         self.context.bind_to_thread()?;
+        let static_bytes = self.attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?;
+        LaunchConfig::new(1u32, 1u32)
+            .with_shared_bytes(bytes)
+            .validate_total_shared(static_bytes, self.context.limits())
+            .map_err(|problem| Error::InvalidLaunch { kernel: self.name.clone(), problem })?;
         let attribute = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
         // SAFETY: sets one attribute of a live function.
         unsafe { driver::function::set_attribute(self.raw, attribute, bytes as i32) }?;

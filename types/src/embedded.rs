@@ -117,6 +117,12 @@ impl EmbeddedModule {
         self.resources.iter().filter(|r| r.kernel == kernel).map(|r| r.stack_frame as u64).max()
     }
 
+    /// The kernel's static shared memory per block, the most `ptxas -v` reported over the
+    /// cubins built (`None` without `ptxas` at build time).
+    pub fn static_shared_bytes(&self, kernel: &str) -> Option<u32> {
+        self.resources.iter().filter(|r| r.kernel == kernel).map(|r| r.shared_bytes).max()
+    }
+
     /// What `ptxas -v` reported for `kernel` in the cubin for `arch`, if built.
     pub fn resources_of(&self, kernel: &str, arch: u32) -> Option<&'static KernelResources> {
         self.resources.iter().find(|r| r.kernel == kernel && r.arch == arch)

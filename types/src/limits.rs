@@ -79,6 +79,17 @@ impl LaunchConfig {
         Ok(())
     }
 
+    /// Checks the kernel's `static_bytes` of static shared memory plus this launch's dynamic
+    /// shared memory against the device's limit per block, which covers both (audit
+    /// 2026-11-27c, F7: 48000 static + 190 KiB dynamic passed a check of the dynamic part
+    /// alone).
+    pub fn validate_total_shared(&self, static_bytes: u32, limits: &DeviceLimits) -> Result<(), LaunchProblem> {
+        if static_bytes as u64 + self.shared_bytes as u64 > limits.max_shared_per_block as u64 {
+            return Err(LaunchProblem::SharedMemoryTotalTooLarge { static_bytes, dynamic_bytes: self.shared_bytes, max: limits.max_shared_per_block });
+        }
+        Ok(())
+    }
+
     /// Checks the dynamic shared memory against a kernel's current limit (its
     /// `max_dynamic_shared_bytes` attribute, 48 KiB unless raised), after
     /// [`LaunchConfig::validate`] checked it against the device's.
@@ -106,6 +117,20 @@ mod tests {
         cooperative_launch: true,
     };
     const VOLTAISH: DeviceLimits = DeviceLimits { cluster_launch: false, ..H100ISH };
+
+    /// F7 (audit 2026-11-27c): static and dynamic shared memory together are checked against
+    /// the per-block limit, naming both parts and what would fit.
+    #[test]
+    fn f7_static_plus_dynamic_shared_memory_over_the_block_limit_is_refused() {
+        let config = LaunchConfig::new(1u32, 32u32).with_shared_bytes(190 * 1024);
+        assert_eq!(config.validate(&H100ISH), Ok(()), "the dynamic part alone fits");
+        let problem = config.validate_total_shared(48000, &H100ISH).unwrap_err();
+        assert_eq!(problem, LaunchProblem::SharedMemoryTotalTooLarge { static_bytes: 48000, dynamic_bytes: 190 * 1024, max: 232448 });
+        let message = problem.to_string();
+        assert!(message.contains("48000 bytes of static") && message.contains("194560 bytes of dynamic") && message.contains("(232448 bytes"), "{message}");
+        assert!(message.contains("at most 184448 bytes of dynamic"), "{message}");
+        assert_eq!(config.validate_total_shared(232448 - 190 * 1024, &H100ISH), Ok(()), "exactly the limit fits");
+    }
 
     #[test]
     fn cluster_checks_name_the_problem() {

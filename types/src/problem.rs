@@ -61,6 +61,16 @@ pub enum LaunchProblem {
         /// The device's opt-in limit.
         device_max: u32,
     },
+    /// The kernel's static shared memory (its `shared_array!`s) plus the launch's dynamic shared
+    /// memory exceed what one block may have (audit 2026-11-27c, F7): no opt-in raises it.
+    SharedMemoryTotalTooLarge {
+        /// Bytes of static shared memory the kernel declares.
+        static_bytes: u32,
+        /// Bytes of dynamic shared memory asked for.
+        dynamic_bytes: u32,
+        /// The device's limit per block (static and dynamic together).
+        max: u32,
+    },
     /// The device cannot launch thread-block clusters (they need sm_90 or newer).
     ClustersUnsupported,
     /// The device cannot launch cooperatively.
@@ -237,6 +247,13 @@ impl fmt::Display for LaunchProblem {
                 f,
                 "{requested} bytes of dynamic shared memory exceed this kernel's limit of {kernel_max} bytes; the device allows up to {device_max}: \
                  raise the kernel's limit first with `name::function(&context)?.set_max_dynamic_shared_bytes({requested})`"
+            ),
+            Self::SharedMemoryTotalTooLarge { static_bytes, dynamic_bytes, max } => write!(
+                f,
+                "{static_bytes} bytes of static shared memory (the kernel's shared_array!s) plus {dynamic_bytes} bytes of dynamic shared \
+                 memory exceed the device's max shared memory per block ({max} bytes, static and dynamic together); ask for at most \
+                 {} bytes of dynamic shared memory, or move static arrays into the dynamic shared memory",
+                max.saturating_sub(*static_bytes)
             ),
             Self::ClustersUnsupported => {
                 write!(f, "the device does not support thread-block clusters (they need sm_90 or newer); launch without `with_cluster`")

@@ -31,7 +31,7 @@ pub mod cases;
 /// Eight bf16 in 16 bytes: llm.c's `x128` (`Packed128<floatX>`), moved with one 16-byte load
 /// or store. Element `2k` is `pairs[k]`'s low half.
 #[repr(C, align(16))]
-#[derive(Clone, Copy, Default, Pod, Zeroable)]
+#[derive(Clone, Copy, Default, Pod, Zeroable, ferrocuda_device::LayoutKey)]
 pub struct X128 {
     /// The four pairs, in memory order.
     pub pairs: [Bf16x2; 4],
@@ -39,7 +39,7 @@ pub struct X128 {
 
 /// Sixteen `i8` in 16 bytes: vLLM's `vec_n_t<int8_t, 16>`.
 #[repr(C, align(16))]
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq, Pod, Zeroable)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq, Pod, Zeroable, ferrocuda_device::LayoutKey)]
 pub struct I8x16 {
     /// The sixteen values, in memory order.
     pub values: [i8; 16],

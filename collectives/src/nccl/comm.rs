@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use ferrocuda_host::{BufferAccess, BufferUsage, Context, DeviceView, DeviceViewMut, Stream};
 
+use super::exit_guard::InFlight;
 use super::ffi::{self, IN_PROGRESS, Nccl, RawComm, RawConfig, RawStream, RawUniqueId, SUCCESS};
 use crate::api::Collectives;
 use crate::element::{Element, ReduceOp};
@@ -124,8 +125,9 @@ thread_local! {
 /// (a peer is gone, a rank died) that thread aborts it (`ncclCommAbort`) with a message, and the
 /// drop returns after at most the timeout plus a second whatever NCCL does, rather than hang
 /// (a finalisation still blocked inside NCCL is then left to that thread, with a message; its
-/// work is given up on, and a process that exits while that thread is inside NCCL may crash at
-/// exit: synchronise before dropping). An aborted
+/// work is given up on, and a process that exits while that thread is inside NCCL waits for it
+/// at exit, at most 5 s, then ends with `_exit` and its exit status rather than tear NCCL down
+/// under it: synchronise before dropping). An aborted
 /// communicator is only released. Leaked (`mem::forget`), nothing is finalised: NCCL's
 /// resources stay allocated, and the operations already queued still complete on their streams
 /// (their buffers' records keep the buffers until then).
@@ -443,8 +445,9 @@ fn left_to_thread_message(rank: usize, world_size: usize, waited: Duration) -> S
          {waited:?}; its finalisation is left to a background thread, which aborts it past Config::drop_timeout (that thread \
          and the communicator are leaked if NCCL never returns). Its queued work is given up on: releases leak the memory \
          it may still use instead of waiting for it, and the streams it used are leaked. A process that exits while that \
-         thread is still inside NCCL may crash at exit: synchronise the communicator's streams (or abort it) before \
-         dropping it"
+         thread is still inside NCCL waits for it at exit (at most {exit_wait:?}, then ends with _exit): synchronise the \
+         communicator's streams (or abort it) before dropping it",
+        exit_wait = super::exit_guard::EXIT_WAIT
     )
 }
 
@@ -467,9 +470,16 @@ impl Drop for Communicator {
         let (nccl, raw, context, bound) = (self.nccl, SendComm(self.raw), self.context.clone(), self.drop_timeout);
         let (rank, world_size) = (self.rank, self.world_size);
         let (done_tx, done_rx) = std::sync::mpsc::channel();
+        // Held by the finaliser until its last NCCL or CUDA call: a process that exits while it
+        // is still inside NCCL waits for it (bounded) instead of tearing NCCL down under it
+        // (`exit_guard`: the exit crash of `s9_item2_*`).
+        let in_flight = InFlight::begin();
         let finaliser = std::thread::Builder::new().name("ferrocuda-nccl-drop".into()).spawn(move || {
-            let raw = raw.into_inner();
+            let (raw, context, in_flight) = (raw.into_inner(), context, in_flight);
             let aborted = finalise_or_abort(nccl, raw, &context, bound, rank, world_size);
+            // The context handle may be the last one (a CUDA call): released before the token.
+            drop(context);
+            drop(in_flight);
             let _ = done_tx.send(aborted);
         });
         let outcome = match finaliser {

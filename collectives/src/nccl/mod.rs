@@ -6,6 +6,7 @@
 //! creates multicast objects itself).
 
 mod comm;
+mod exit_guard;
 mod ffi;
 
 pub use comm::{Communicator, Config, DEFAULT_DROP_TIMEOUT, OnStream, UniqueId, is_available, version};

@@ -7,11 +7,12 @@
 use std::cell::{Cell, OnceCell, RefCell};
 use std::sync::atomic::AtomicBool;
 
-use super::error::{CpuError, ExitedPeerAccess, GlobalMemoryRace, SharedMemoryRace, UninitialisedSharedRead};
+use super::error::{CpuError, CrossBlockWait, ExitedPeerAccess, GlobalMemoryRace, SharedMemoryRace, UninitialisedSharedRead};
 use super::global_memory::{LaunchThread, OutputShadow};
 use super::hooks::{self, BarrierKind, Hooks, SharedFault, WarpOp};
 use super::raw_views::Mirror;
-use super::shared_memory::{RaceCheck, SharedMemory};
+use super::shared_memory::{AccessKind, RaceCheck, SharedMemory};
+use super::spin::Spin;
 use super::watchdog::WorkerStatus;
 use ferrocuda_types::Dim3;
 use ferrocuda_types::WARP_SIZE;
@@ -49,6 +50,10 @@ pub(crate) struct ThreadSlot {
     pub(crate) exit_epoch: Cell<Option<u32>>,
     /// How many named-barrier arrivals (`NamedBarrier::arrive`/`sync`) it has made.
     pub(crate) named_arrivals: Cell<u32>,
+    /// Its last wait was a poll (a yield after a run of atomic accesses), not a collective.
+    pub(crate) polling: Cell<bool>,
+    /// Whether its atomic accesses since its last other wait look like a spin (F2).
+    pub(crate) spin: RefCell<Spin>,
 }
 
 /// Consecutive atomic accesses (loads, read-modify-writes) after which a GPU thread that has
@@ -87,6 +92,8 @@ pub(crate) struct LaunchLink<'a> {
     pub(crate) stack_size: usize,
     /// Who took which output element (`None` without race detection).
     pub(crate) outputs: Option<&'a OutputShadow>,
+    /// Every block of the launch runs in one run (a cooperative launch, F2).
+    pub(crate) co_resident: bool,
 }
 
 /// Everything the intrinsics of one running block read and write.
@@ -154,6 +161,8 @@ impl<'a> BlockContext<'a> {
                         polls: Cell::new(0),
                         exit_epoch: Cell::new(None),
                         named_arrivals: Cell::new(0),
+                        polling: Cell::new(false),
+                        spin: RefCell::new(Spin::default()),
                     });
                 }
             }
@@ -202,8 +211,15 @@ impl<'a> BlockContext<'a> {
         &self.threads[self.current.get() as usize]
     }
 
-    /// Waits in `state` until the scheduler completes it; returns the collective's result.
+    /// Waits in `state` (a collective: not a spin's poll) until the scheduler completes it;
+    /// returns the collective's result.
     fn wait(&self, state: ThreadState) -> u64 {
+        self.thread().spin.borrow_mut().reset();
+        self.suspend(state)
+    }
+
+    /// Suspends the running thread in `state` until the scheduler resumes it.
+    fn suspend(&self, state: ThreadState) -> u64 {
         let slot = self.thread();
         slot.state.set(state);
         slot.polls.set(0);
@@ -241,7 +257,7 @@ impl<'a> BlockContext<'a> {
 
     /// Records an access by the running thread of the shared memory of cluster block `rank`
     /// (this block's, or a peer's), failing the block on a race.
-    pub(crate) fn record_shared(&self, rank: u32, address: u32, bytes: usize, write: bool) {
+    pub(crate) fn record_shared(&self, rank: u32, address: u32, bytes: usize, kind: AccessKind) {
         let me = self.current.get();
         let exited_in = |rank: u32| self.threads[rank as usize].exit_epoch.get();
         let seen = |rank: u32| self.named_seen(me, rank);
@@ -255,10 +271,10 @@ impl<'a> BlockContext<'a> {
             named_seen: &seen,
         };
         let memory = &self.cluster_shared[rank as usize];
-        if !write {
+        if kind != AccessKind::Write {
             self.check_written(rank, address, bytes);
         }
-        if let Some(race) = memory.record_access(address, bytes, write, &check) {
+        if let Some(race) = memory.record_access(address, bytes, kind, &check) {
             let thread = |(block, rank): (u32, u32)| (self.cluster_block_idx(block), self.thread_index(rank));
             let ((first_block, first), (second_block, second)) = (thread(race.first), thread(race.second));
             self.fail(CpuError::SharedMemoryRace(SharedMemoryRace {
@@ -445,6 +461,28 @@ impl<'a> BlockContext<'a> {
         self.named.borrow().get(id as usize).map_or(0, |p| p.completed)
     }
 
+    /// Whether every thread of `runnable` (the ranks the next pass resumes) yielded to poll
+    /// and spins (F2): then nothing this block does can end their wait.
+    pub(crate) fn only_spinners(&self, runnable: &[u32]) -> bool {
+        runnable.iter().all(|&rank| {
+            let slot = &self.threads[rank as usize];
+            slot.polling.get() && slot.spin.borrow().spinning()
+        })
+    }
+
+    /// Ends the block (and its launch) with a [`CrossBlockWait`] naming the spinning threads of
+    /// `runnable`.
+    pub(crate) fn report_spin(&self, runnable: &[u32]) {
+        let spun = runnable.first().map(|&rank| self.threads[rank as usize].spin.borrow().polled()).unwrap_or_default();
+        self.fail(CpuError::CrossBlockWait(CrossBlockWait {
+            kernel: self.kernel().to_owned(),
+            block: self.block_idx,
+            threads: runnable.iter().map(|&rank| self.threads[rank as usize].index).collect(),
+            spun,
+            cooperative: self.link.co_resident,
+        }));
+    }
+
     /// Every thread has exited.
     pub(crate) fn finished(&self) -> bool {
         self.threads.iter().all(|t| matches!(t.state.get(), ThreadState::Exited))
@@ -483,7 +521,14 @@ impl Hooks for BlockContext<'_> {
         self.wait(ThreadState::AtWarp { op, mask, value })
     }
     fn static_shared(&self, site: u64, bytes: usize, align: usize) -> Result<u32, SharedFault> {
-        self.shared.static_array(site, bytes, align)
+        let address = self.shared.static_array(site, bytes, align);
+        if let Err(SharedFault::TotalLimit { static_bytes, dynamic_bytes, max }) = address {
+            // The launch's error, as a GPU's launch gives it (F7); the hook's panic that follows
+            // ends the thread, and the block keeps this first error.
+            let problem = ferrocuda_types::LaunchProblem::SharedMemoryTotalTooLarge { static_bytes, dynamic_bytes, max };
+            self.fail(CpuError::InvalidConfig { kernel: self.kernel().to_owned(), problem });
+        }
+        address
     }
     fn dynamic_shared_bytes(&self) -> u32 {
         self.shared.dynamic_bytes()
@@ -499,10 +544,10 @@ impl Hooks for BlockContext<'_> {
         if rank != self.cluster_rank {
             self.cluster_shared[rank as usize].note_peer_access(self.cluster_rank, self.current.get());
         }
-        self.record_shared(rank, address, bytes, write);
+        self.record_shared(rank, address, bytes, if write { AccessKind::Write } else { AccessKind::Read });
     }
     fn note_shared_access(&self, address: u32, bytes: usize, write: bool) {
-        self.record_shared(self.cluster_rank, address, bytes, write);
+        self.record_shared(self.cluster_rank, address, bytes, if write { AccessKind::Write } else { AccessKind::Read });
     }
     fn note_unrecorded_shared(&self, rank: u32, address: u32, bytes: usize) {
         if let Some(memory) = self.cluster_shared.get(rank as usize) {
@@ -510,8 +555,9 @@ impl Hooks for BlockContext<'_> {
         }
     }
     fn note_shared_atomic(&self, address: u32, bytes: usize) {
-        self.check_written(self.cluster_rank, address, bytes);
-        self.shared.mark_written(address, bytes);
+        // Checked as a read of memory the block wrote (Q6), then for races with plain
+        // accesses (F3); it counts as written.
+        self.record_shared(self.cluster_rank, address, bytes, AccessKind::Atomic);
     }
     fn note_output_access(&self, base: usize, elements: usize, element_bytes: usize, index: usize, count: usize, write: bool) -> usize {
         let Some(outputs) = self.link.outputs else { return base };
@@ -550,14 +596,17 @@ impl Hooks for BlockContext<'_> {
     fn cluster_barrier(&self) {
         self.wait(ThreadState::AtClusterBarrier);
     }
-    fn atomic_poll(&self) {
+    fn atomic_access(&self, address: usize, value: u64, changed: bool) {
         let slot = self.thread();
+        slot.spin.borrow_mut().record(address, value, changed);
         let polls = slot.polls.get() + 1;
         slot.polls.set(polls);
         if polls >= POLLS_BEFORE_YIELD {
             // Let the block's other threads run (the writer this thread may wait for among
-            // them); `wait` resets the count.
-            self.wait(ThreadState::AtWarp { op: WarpOp::ActiveMask, mask: u32::MAX, value: 0 });
+            // them); `suspend` resets the count, and the spin's window ends here.
+            slot.spin.borrow_mut().end_window();
+            slot.polling.set(true);
+            self.suspend(ThreadState::AtWarp { op: WarpOp::ActiveMask, mask: u32::MAX, value: 0 });
         }
     }
     fn named_barrier(&self, id: u32, threads: u32, wait: bool) -> u64 {

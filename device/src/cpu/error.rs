@@ -50,6 +50,11 @@ pub enum CpuError {
     /// Lanes of a warp shuffled from lanes that had exited (CUDA leaves the result undefined).
     #[error(transparent)]
     ExitedLaneShuffle(#[from] ExitedLaneShuffle),
+    /// Threads spin on atomics whose values no running thread changes: in an ordinary launch
+    /// a block waiting for another block, which CUDA does not promise will run (audit
+    /// 2026-11-27c, F2); in a cooperative launch, with every block running, a wait nothing ends.
+    #[error(transparent)]
+    CrossBlockWait(#[from] CrossBlockWait),
     /// The launch ran longer than the executor's watchdog allows
     /// ([`CpuExecutor::with_watchdog`](super::CpuExecutor::with_watchdog)).
     #[error(transparent)]
@@ -106,12 +111,95 @@ pub struct ExitedLaneShuffle {
     pub exited: Vec<u32>,
 }
 
+/// Threads of a block that spin on atomic values nothing in the running blocks changes (F2).
+///
+/// In an ordinary launch the executor runs a block (or cluster) with no other block promised
+/// to run beside it, as CUDA's execution model promises nothing more: once a thread runs, the
+/// threads of its block (or thread-block cluster, or cooperative grid) eventually run, "threads
+/// in other thread-block clusters are not guaranteed to eventually make progress" (CUDA C++
+/// execution model, "Device threads"). So a block that waits for what another block does relies
+/// on the two being resident together, which a GPU does when the grid fits at once and not
+/// otherwise. In a cooperative launch every block runs; then nothing will change the values.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "kernel `{kernel}`, block {block}: thread(s) {} spin on atomic values that no thread of {} changes ({}){}",
+    DimList(threads),
+    if *cooperative { "the launch" } else { "the block" },
+    SpunList(spun),
+    WaitAdvice(*cooperative)
+)]
+pub struct CrossBlockWait {
+    /// The kernel's symbol.
+    pub kernel: String,
+    /// The block (the first of its cluster) whose threads spin.
+    pub block: Dim3,
+    /// `threadIdx` of the spinning threads.
+    pub threads: Vec<Dim3>,
+    /// What they poll: `(address, value)` of the atomic accesses they repeat (the first
+    /// spinning thread's, at most eight).
+    pub spun: Vec<(usize, u64)>,
+    /// The launch is cooperative (every block was running): nothing will change the values.
+    pub cooperative: bool,
+}
+
+/// A list of `threadIdx`, cut after a few.
+struct DimList<'a>(&'a [Dim3]);
+
+impl fmt::Display for DimList<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, d) in self.0.iter().take(4).enumerate() {
+            write!(f, "{}{d}", if i > 0 { ", " } else { "" })?;
+        }
+        if self.0.len() > 4 {
+            write!(f, " and {} more", self.0.len() - 4)?;
+        }
+        Ok(())
+    }
+}
+
+/// The polled `(address, value)` pairs.
+struct SpunList<'a>(&'a [(usize, u64)]);
+
+impl fmt::Display for SpunList<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, (address, value)) in self.0.iter().enumerate() {
+            write!(f, "{}{value} at {address:#x}", if i > 0 { ", " } else { "" })?;
+        }
+        Ok(())
+    }
+}
+
+/// What a [`CrossBlockWait`] says to do.
+struct WaitAdvice(bool);
+
+impl fmt::Display for WaitAdvice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0 {
+            f.write_str(
+                ". Every block of this cooperative launch was running, so no thread will change them: this hangs a GPU too \
+                 (a flag nobody sets, a grid barrier some block never reaches)",
+            )
+        } else {
+            f.write_str(
+                ": the block waits for another block of the launch (or for nothing). An ordinary launch does not promise that \
+                 the block it waits for runs beside it: CUDA promises a running thread's progress only to the threads of its \
+                 own block or cluster (\"threads in other thread-block clusters are not guaranteed to eventually make \
+                 progress\", CUDA C++ execution model), and a GPU runs the other block only if the grid fits at once. Launch \
+                 it cooperatively (`LaunchConfig::cooperative()`: every block resident, grid-wide waits allowed, the executor \
+                 runs them all together), or hand work between blocks without waiting (`global::Handoff`: the last block to \
+                 arrive finishes). If no block sets these values, it hangs a GPU too",
+            )
+        }
+    }
+}
+
 /// A launch stopped by the watchdog.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "kernel `{kernel}` ran for {elapsed:.2?}, past the watchdog's limit of {limit:.2?}; unfinished threads ({}): {}. \
      A thread that waits for what no thread of the launch will do any more (a flag nobody sets, a barrier phase nobody \
-     completes) hangs a GPU too. One \"running, never yielded\" reached no barrier, warp operation or atomic access for the \
+     completes) hangs a GPU too; one \"polling atomics\" that waits for another block relies on that block running beside \
+     it, which only a cooperative launch promises (see `CpuError::CrossBlockWait`). One \"running, never yielded\" reached no barrier, warp operation or atomic access for the \
      whole grace period: a long computation, or a loop on plain memory (which need not see another thread's write on a \
      GPU either: poll an AtomicSlice). Raise the limit with `CpuExecutor::with_watchdog` if the launch is just slow",
     stuck.len(), StuckList(stuck)
@@ -254,15 +342,55 @@ pub enum RaceKind {
     WriteAfterWrite,
     /// One thread read, another then wrote.
     WriteAfterRead,
+    /// One thread wrote with a plain store, another then updated it atomically (shared memory:
+    /// an atomic races with a plain access that nothing orders, F3).
+    AtomicAfterWrite,
+    /// One thread updated it atomically, another then wrote it with a plain store.
+    WriteAfterAtomic,
+    /// One thread updated it atomically, another then read it with a plain load.
+    ReadAfterAtomic,
+    /// One thread read it with a plain load, another then updated it atomically.
+    AtomicAfterRead,
+}
+
+impl RaceKind {
+    /// What the second thread did.
+    fn second(self) -> &'static str {
+        match self {
+            RaceKind::ReadAfterWrite | RaceKind::ReadAfterAtomic => "read",
+            RaceKind::WriteAfterWrite | RaceKind::WriteAfterRead | RaceKind::WriteAfterAtomic => "wrote",
+            RaceKind::AtomicAfterWrite | RaceKind::AtomicAfterRead => "updated atomically",
+        }
+    }
+
+    /// Whether one of the two accesses is atomic (and the other plain).
+    fn mixed(self) -> bool {
+        matches!(self, RaceKind::AtomicAfterWrite | RaceKind::WriteAfterAtomic | RaceKind::ReadAfterAtomic | RaceKind::AtomicAfterRead)
+    }
 }
 
 impl fmt::Display for RaceKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            RaceKind::ReadAfterWrite => "wrote it and then",
-            RaceKind::WriteAfterWrite => "wrote it and then",
-            RaceKind::WriteAfterRead => "read it and then",
+            RaceKind::ReadAfterWrite | RaceKind::WriteAfterWrite | RaceKind::AtomicAfterWrite => "wrote it and then",
+            RaceKind::WriteAfterRead | RaceKind::AtomicAfterRead => "read it and then",
+            RaceKind::WriteAfterAtomic | RaceKind::ReadAfterAtomic => "updated it atomically and then",
         })
+    }
+}
+
+/// The note a race between a plain and an atomic access adds (F3).
+struct MixedNote(RaceKind);
+
+impl fmt::Display for MixedNote {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.mixed() {
+            f.write_str(
+                " (atomics do not race with each other, but an atomic and a plain load or store of the same word do: PTX's memory \
+                 model orders only accesses that are both atomic; make both atomic, or order them)",
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -271,10 +399,11 @@ impl fmt::Display for RaceKind {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "kernel `{kernel}`, block {block}: data race on shared memory at address {address:#x}: thread {first}{} {kind} thread {second}{} {} it \
-     with no barrier between; put a sync_threads (or sync_warp, within one warp; cluster::sync between blocks of a cluster) between the two accesses",
+     with no barrier between{}; put a sync_threads (or sync_warp, within one warp; cluster::sync between blocks of a cluster) between the two accesses",
     PeerBlock(*first_block, *block),
     PeerBlock(*second_block, *block),
-    if matches!(kind, RaceKind::ReadAfterWrite) { "read" } else { "wrote" }
+    kind.second(),
+    MixedNote(*kind)
 )]
 pub struct SharedMemoryRace {
     /// The kernel's symbol.
@@ -365,7 +494,7 @@ impl fmt::Display for PeerBlock {
      {second_thread} {} it (the {element_bytes}-byte element at {address:#x}, element {index} of the output it was reached through); \
      an output element belongs to one thread for the whole launch, even across barriers: give each thread its own elements \
      (`unique_index`, `grid_stride`), or hand values between threads through an `AtomicSlice` or shared memory",
-    if matches!(kind, RaceKind::ReadAfterWrite) { "read" } else { "wrote" }
+    kind.second()
 )]
 pub struct GlobalMemoryRace {
     /// The kernel's symbol.
@@ -426,6 +555,8 @@ pub enum ThreadActivity {
     WarpOperation,
     /// It waited at the cluster barrier.
     ClusterBarrier,
+    /// It had yielded after a run of atomic accesses (a spin-wait's poll, F2).
+    Polling,
 }
 
 impl fmt::Display for ThreadActivity {
@@ -436,6 +567,7 @@ impl fmt::Display for ThreadActivity {
             ThreadActivity::BlockBarrier => "at a block barrier",
             ThreadActivity::WarpOperation => "in a warp operation",
             ThreadActivity::ClusterBarrier => "at the cluster barrier",
+            ThreadActivity::Polling => "polling atomics",
         })
     }
 }

@@ -67,6 +67,9 @@ pub(crate) enum SharedFault {
     StaticLimit { needed: usize, limit: usize },
     /// The cluster's block `rank` has exited: its shared memory is gone (audit N6).
     ExitedBlock { rank: u32 },
+    /// `shared_array!`s need `static_bytes` bytes, which with the launch's `dynamic_bytes`
+    /// exceed the `max` a block may have (F7).
+    TotalLimit { static_bytes: u32, dynamic_bytes: u32, max: u32 },
     /// A `shared_array!` site first reached with `first_bytes` bytes aligned to
     /// `first_align`, now with others.
     SiteMismatch { first_bytes: usize, first_align: usize },
@@ -142,7 +145,9 @@ pub(crate) trait Hooks {
     /// and mbarrier), so that later reads of it are not reported as uninitialised (Q6).
     fn note_unrecorded_shared(&self, rank: u32, address: u32, bytes: usize);
     /// An atomic read-modify-write of this block's shared memory: a read of memory no thread
-    /// of the block has written is reported as uninitialised (Q6); then it counts as written.
+    /// of the block has written is reported as uninitialised (Q6); it races with a plain access
+    /// of another thread that nothing orders (F3), not with other atomics; then it counts as
+    /// written.
     fn note_shared_atomic(&self, address: u32, bytes: usize);
     /// Records that the running thread takes elements `index..index + count` (of
     /// `element_bytes` bytes each) of the kernel output of `elements` elements at `base`, to write them or only to
@@ -159,9 +164,11 @@ pub(crate) trait Hooks {
     fn cluster_size(&self) -> u32;
     /// Waits at the cluster barrier.
     fn cluster_barrier(&self);
-    /// Counts an atomic access of the running thread; after a run of them with no other wait,
-    /// yields to the block's other threads (a spin-wait's writer may be among them: audit P8).
-    fn atomic_poll(&self);
+    /// Counts an atomic access of the running thread (of `address`, which held `value` before
+    /// it, which it `changed` or not); after a run of them with no other wait, yields to the
+    /// block's other threads (a spin-wait's writer may be among them: audit P8). A run that
+    /// repeats the same few unchanged values is a spin (F2: see `cpu::spin`).
+    fn atomic_access(&self, address: usize, value: u64, changed: bool);
     /// Arrives at named barrier `id` of `threads` threads per phase (`wait`: as a waiter);
     /// returns the number of the phase arrived in.
     fn named_barrier(&self, id: u32, threads: u32, wait: bool) -> u64;
@@ -256,6 +263,10 @@ fn shared_fault(fault: SharedFault, address: u32, bytes: usize, align: usize) ->
              aligned to {first_align}: one site is one array per block (as on the GPU). A generic function's shared_array! whose \
              element type or length depends on a type parameter has one array for every instance: give each instance its own \
              site, or make the array's type independent of the parameter"
+        ),
+        SharedFault::TotalLimit { static_bytes, dynamic_bytes, max } => panic!(
+            "this kernel's shared_array!s need {static_bytes} bytes per block, which with the launch's {dynamic_bytes} bytes of \
+             dynamic shared memory exceed the {max} bytes a block may have (a GPU refuses the launch)"
         ),
         SharedFault::StaticLimit { needed, limit } => panic!(
             "this kernel's shared_array!s need {needed} bytes per block, more than CUDA's static limit of {limit}; \
@@ -427,39 +438,46 @@ pub(crate) unsafe fn shared_store<T: Copy>(address: u32, value: T) {
 /// `target` is valid and aligned for `T`, and accessed by others only atomically.
 pub(crate) unsafe fn atomic_update<T: Copy>(target: *mut T, f: impl Fn(T) -> T) -> T {
     use core::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, Ordering};
-    atomic_poll();
     fn from_bits<T: Copy, B: Copy>(bits: B) -> T {
         // SAFETY: only called with B of T's size (checked below); all element types are Pod.
         unsafe { core::mem::transmute_copy(&bits) }
     }
-    match core::mem::size_of::<T>() {
+    // `(old bits, new bits)` of one update.
+    let (old, new): (u64, u64) = match core::mem::size_of::<T>() {
         2 => {
             // SAFETY: T is 2 bytes (a 16-bit float) and suitably aligned.
             let atomic = unsafe { AtomicU16::from_ptr(target.cast()) };
-            let old =
-                atomic.fetch_update(Ordering::AcqRel, Ordering::Acquire, |bits| Some(from_bits::<u16, T>(f(from_bits::<T, u16>(bits))))).unwrap_or_else(|b| b);
-            from_bits(old)
+            let update = |bits| from_bits::<u16, T>(f(from_bits::<T, u16>(bits)));
+            let old = atomic.fetch_update(Ordering::AcqRel, Ordering::Acquire, |bits| Some(update(bits))).unwrap_or_else(|b| b);
+            (old as u64, update(old) as u64)
         }
         4 => {
             // SAFETY: T is 4 bytes and suitably aligned (the caller's guarantee).
             let atomic = unsafe { AtomicU32::from_ptr(target.cast()) };
-            let old =
-                atomic.fetch_update(Ordering::AcqRel, Ordering::Acquire, |bits| Some(from_bits::<u32, T>(f(from_bits::<T, u32>(bits))))).unwrap_or_else(|b| b);
-            from_bits(old)
+            let update = |bits| from_bits::<u32, T>(f(from_bits::<T, u32>(bits)));
+            let old = atomic.fetch_update(Ordering::AcqRel, Ordering::Acquire, |bits| Some(update(bits))).unwrap_or_else(|b| b);
+            (old as u64, update(old) as u64)
         }
         8 => {
             // SAFETY: T is 8 bytes and suitably aligned.
             let atomic = unsafe { AtomicU64::from_ptr(target.cast()) };
-            let old =
-                atomic.fetch_update(Ordering::AcqRel, Ordering::Acquire, |bits| Some(from_bits::<u64, T>(f(from_bits::<T, u64>(bits))))).unwrap_or_else(|b| b);
-            from_bits(old)
+            let update = |bits| from_bits::<u64, T>(f(from_bits::<T, u64>(bits)));
+            let old = atomic.fetch_update(Ordering::AcqRel, Ordering::Acquire, |bits| Some(update(bits))).unwrap_or_else(|b| b);
+            (old, update(old))
         }
         size => unreachable!("atomics on {size}-byte values"),
+    };
+    atomic_access(target as usize, old, old != new);
+    match core::mem::size_of::<T>() {
+        2 => from_bits(old as u16),
+        4 => from_bits(old as u32),
+        _ => from_bits(old),
     }
 }
 
-/// Atomic add on this block's shared memory. (Atomics are never data races, so they are not
-/// recorded by the race detector.)
+/// Atomic add on this block's shared memory, recorded by the race detector as an atomic
+/// access: it never races with another atomic, but it does with a plain load or store of
+/// another thread that no barrier orders (audit 2026-11-27c, F3).
 ///
 /// # Safety
 /// `address` is in bounds and aligned.
@@ -526,16 +544,18 @@ pub fn raw_output_view<T>(base: *mut T, elements: usize) -> *mut T {
     base
 }
 
-/// An atomic access (load or read-modify-write) of the running GPU thread: on the CPU
+/// An atomic access (load, store or read-modify-write) of the running GPU thread, of
+/// `address`, which held the bits `value` before it and which it `changed` or not: on the CPU
 /// executor, a thread that polls an atomic many times in a row without waiting otherwise
 /// yields to the other threads of its block, so that a spin-wait on a flag another warp sets
-/// completes as on a GPU (audit P8). Outside a kernel it does nothing.
+/// completes as on a GPU (audit P8); one that keeps polling the same unchanged values spins
+/// (F2). Outside a kernel it does nothing.
 #[inline]
-pub(crate) fn atomic_poll() {
+pub(crate) fn atomic_access(address: usize, value: u64, changed: bool) {
     if let Some(current) = CURRENT.with(|c| c.get()) {
         // SAFETY: as in `running_shared`: set by `enter` on this OS thread for as long as the
         // hooks live.
-        unsafe { current.hooks.as_ref() }.atomic_poll();
+        unsafe { current.hooks.as_ref() }.atomic_access(address, value, changed);
     }
 }
 

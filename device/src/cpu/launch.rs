@@ -55,7 +55,8 @@ impl<'a> Launch<'a> {
     pub(crate) fn run(self, executor: &CpuExecutor) -> Result<(), CpuError> {
         let config = &self.config;
         let clusters = config.grid.volume() / config.cluster.map_or(1, |c| c.volume());
-        let workers = (executor.workers as u64).min(clusters) as usize;
+        // A cooperative launch runs all its blocks together on the calling thread (F2).
+        let workers = if config.cooperative { 1 } else { (executor.workers as u64).min(clusters) as usize };
         let statuses: Vec<WorkerStatus> = (0..workers.max(1)).map(|_| WorkerStatus::default()).collect();
         let finished = Finished::default();
         let start = Instant::now();
@@ -67,7 +68,9 @@ impl<'a> Launch<'a> {
             });
             // Tells the watcher, also when a worker panics (the scope then joins the watcher).
             let finishing = SetOnDrop(&finished);
-            if workers <= 1 {
+            if config.cooperative {
+                self.work_co_resident(executor, &statuses[0]);
+            } else if workers <= 1 {
                 self.work(executor, &statuses[0]);
             } else {
                 let handles: Vec<_> = statuses.iter().map(|status| scope.spawn(|| self.work(executor, status))).collect();
@@ -108,7 +111,7 @@ impl<'a> Launch<'a> {
         let count = clusters.x as u64 * clusters.y as u64 * clusters.z as u64;
         let shared = SharedMemory::group(cluster_blocks, config.shared_bytes, executor.race_detection);
         let outputs = executor.race_detection.then_some(&self.outputs);
-        let link = LaunchLink { kernel: self.kernel, stop: &self.stop, status, stack_size: executor.stack_size, outputs };
+        let link = LaunchLink { kernel: self.kernel, stop: &self.stop, status, stack_size: executor.stack_size, outputs, co_resident: false };
         while !self.abort.load(Ordering::Relaxed) && !self.stop.load(Ordering::Relaxed) {
             let linear = self.next_cluster.fetch_add(1, Ordering::Relaxed);
             if linear >= count {
@@ -128,23 +131,66 @@ impl<'a> Launch<'a> {
                     BlockContext::new(link, block_idx, block_dim, grid, &shared, rank, cluster)
                 })
                 .collect();
-            match scheduler::run_cluster(&blocks, self.body, &mut stacks) {
-                Ok(()) => {}
-                Err(Stopped::Failed(error)) => {
-                    let mut first = self.first_error.lock().unwrap_or_else(|e| e.into_inner());
-                    if first.as_ref().is_none_or(|(c, _)| linear < *c) {
-                        *first = Some((linear, error));
-                    }
-                    self.abort.store(true, Ordering::Relaxed);
-                }
-                Err(Stopped::Watchdog(stuck)) => {
-                    let mut stopped = self.stopped.lock().unwrap_or_else(|e| e.into_inner());
-                    stopped.extend(stuck);
-                    stopped.sort_by_key(|t| (t.block.z, t.block.y, t.block.x, t.thread.z, t.thread.y, t.thread.x));
-                }
-            }
+            let outcome = scheduler::run_cluster(&blocks, cluster_blocks, self.body, &mut stacks);
+            self.note(linear, outcome);
         }
         executor.give_pool(stacks);
+    }
+
+    /// A cooperative launch (F2): every block resident at once, as the GPU promises for one,
+    /// so a grid-wide wait (a grid barrier, a flag another block sets) completes. All blocks
+    /// (in their clusters) run as one set of coroutines on the calling thread.
+    fn work_co_resident(&self, executor: &CpuExecutor, status: &WorkerStatus) {
+        stack::ensure_signal_stack();
+        let mut stacks = executor.take_pool();
+        let config = &self.config;
+        let (grid, block_dim) = (config.grid, config.block);
+        let cluster = config.cluster.unwrap_or(Dim3::ONE);
+        let cluster_blocks = (cluster.x * cluster.y * cluster.z) as usize;
+        let clusters = Dim3 { x: grid.x / cluster.x, y: grid.y / cluster.y, z: grid.z / cluster.z };
+        let count = clusters.x as u64 * clusters.y as u64 * clusters.z as u64;
+        let groups: Vec<Vec<SharedMemory>> = (0..count).map(|_| SharedMemory::group(cluster_blocks, config.shared_bytes, executor.race_detection)).collect();
+        let outputs = executor.race_detection.then_some(&self.outputs);
+        let link = LaunchLink { kernel: self.kernel, stop: &self.stop, status, stack_size: executor.stack_size, outputs, co_resident: true };
+        let mut blocks = Vec::with_capacity(grid.volume() as usize);
+        for (linear, shared) in groups.iter().enumerate() {
+            let linear = linear as u64;
+            let origin = Dim3 {
+                x: (linear % clusters.x as u64) as u32 * cluster.x,
+                y: (linear / clusters.x as u64 % clusters.y as u64) as u32 * cluster.y,
+                z: (linear / (clusters.x as u64 * clusters.y as u64)) as u32 * cluster.z,
+            };
+            for rank in 0..cluster_blocks as u32 {
+                let block_idx =
+                    Dim3 { x: origin.x + rank % cluster.x, y: origin.y + rank / cluster.x % cluster.y, z: origin.z + rank / (cluster.x * cluster.y) };
+                shared[rank as usize].begin_block();
+                blocks.push(BlockContext::new(link, block_idx, block_dim, grid, shared, rank, cluster));
+            }
+        }
+        let outcome = scheduler::run_cluster(&blocks, cluster_blocks, self.body, &mut stacks);
+        self.note(0, outcome);
+        drop(blocks);
+        executor.give_pool(stacks);
+    }
+
+    /// Keeps the outcome of the run of cluster `linear`: its error if it is the lowest one
+    /// so far, or the threads the watchdog stopped.
+    fn note(&self, linear: u64, outcome: Result<(), Stopped>) {
+        match outcome {
+            Ok(()) => {}
+            Err(Stopped::Failed(error)) => {
+                let mut first = self.first_error.lock().unwrap_or_else(|e| e.into_inner());
+                if first.as_ref().is_none_or(|(c, _)| linear < *c) {
+                    *first = Some((linear, error));
+                }
+                self.abort.store(true, Ordering::Relaxed);
+            }
+            Err(Stopped::Watchdog(stuck)) => {
+                let mut stopped = self.stopped.lock().unwrap_or_else(|e| e.into_inner());
+                stopped.extend(stuck);
+                stopped.sort_by_key(|t| (t.block.z, t.block.y, t.block.x, t.thread.z, t.thread.y, t.thread.x));
+            }
+        }
     }
 }
 

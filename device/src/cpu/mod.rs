@@ -15,7 +15,13 @@
 //! - Blocks run in parallel, one at a time per worker OS thread ([`CpuExecutor::new`]: one
 //!   worker per core); [`CpuExecutor::deterministic`] runs them in order on the calling thread.
 //!   The blocks of a thread-block cluster run together on one worker, so `cluster::sync` and
-//!   distributed shared memory (`cluster::peer_get`) work as on sm_90.
+//!   distributed shared memory (`cluster::peer_get`) work as on sm_90. A cooperative launch
+//!   (`LaunchConfig::cooperative`) runs every block together on the calling thread, as a GPU
+//!   keeps every block of one resident, so grid-wide waits complete (F2; at most
+//!   [`COOPERATIVE_BLOCK_LIMIT`] blocks and [`COOPERATIVE_THREAD_LIMIT`] threads).
+//! - Threads that spin on atomic values no running thread changes end the launch with a
+//!   [`CrossBlockWait`]: in an ordinary launch the block waits for another block, which CUDA
+//!   does not promise will run beside it (docs/kernel-model.md, "Waits between blocks").
 //! - Launches run one after another, each to its end: a programmatic dependent launch
 //!   (`LaunchConfig::with_programmatic_dependent_launch`) runs like any other, and
 //!   `grid_dependency::launch_dependents`/`wait_for_prerequisites` do nothing.
@@ -99,6 +105,7 @@ mod panic_capture;
 mod raw_views;
 mod scheduler;
 mod shared_memory;
+mod spin;
 mod stack;
 mod warp_ops;
 mod watchdog;
@@ -107,8 +114,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 pub use error::{
-    BarrierDivergence, CpuError, ExitedLaneShuffle, ExitedPeerAccess, GlobalMemoryRace, MixedBarriers, RaceKind, SharedMemoryRace, StuckThread, ThreadActivity,
-    UninitialisedSharedRead, WarpDeadlock, Watchdog,
+    BarrierDivergence, CpuError, CrossBlockWait, ExitedLaneShuffle, ExitedPeerAccess, GlobalMemoryRace, MixedBarriers, RaceKind, SharedMemoryRace, StuckThread,
+    ThreadActivity, UninitialisedSharedRead, WarpDeadlock, Watchdog,
 };
 /// The same report type as a GPU panic's (`ferrocuda_types::KernelPanic`).
 pub use ferrocuda_types::KernelPanic;
@@ -146,6 +153,16 @@ pub const CPU_LIMITS: ferrocuda_types::DeviceLimits = ferrocuda_types::DeviceLim
     cluster_launch: true,
     cooperative_launch: true,
 };
+
+/// The most blocks a cooperative launch may have on the CPU executor, which runs them all at
+/// once (F2): each has its own shared memory (and race-detection shadow) for the whole launch.
+/// A GPU's limit is its co-resident blocks (the driver refuses more); a larger grid is refused
+/// here with [`LaunchProblem::CooperativeGridTooLarge`](ferrocuda_types::LaunchProblem).
+pub const COOPERATIVE_BLOCK_LIMIT: u64 = 64;
+
+/// The most GPU threads a cooperative launch may have on the CPU executor (each is a coroutine
+/// with its own stack mapping for the whole launch).
+pub const COOPERATIVE_THREAD_LIMIT: u64 = 16 * 1024;
 
 /// Runs kernels on the CPU. Cheap to create; reuse one to keep its coroutine stacks.
 pub struct CpuExecutor {
@@ -260,6 +277,19 @@ impl CpuExecutor {
             return Err(CpuError::NestedLaunch { kernel: kernel.to_owned() });
         }
         config.validate(&CPU_LIMITS).map_err(|problem| CpuError::InvalidConfig { kernel: kernel.to_owned(), problem })?;
+        if config.cooperative {
+            let max_blocks = (COOPERATIVE_THREAD_LIMIT / config.block.volume()).min(COOPERATIVE_BLOCK_LIMIT);
+            if config.grid.volume() > max_blocks {
+                // The executor holds them like one SM of `max_blocks` blocks.
+                let problem = ferrocuda_types::LaunchProblem::CooperativeGridTooLarge {
+                    blocks: config.grid.volume(),
+                    max: max_blocks,
+                    per_sm: max_blocks as u32,
+                    sms: 1,
+                };
+                return Err(CpuError::InvalidConfig { kernel: kernel.to_owned(), problem });
+            }
+        }
         panic_capture::install();
         stack::install_overflow_handler();
         launch::Launch::new(kernel, config, kernel_body, self.watchdog).run(self)

@@ -29,6 +29,7 @@ impl BlockContext<'_> {
         self.current.set(rank);
         let slot = &self.threads[rank as usize];
         slot.state.set(ThreadState::Runnable);
+        slot.polling.set(false);
         let coroutine = coroutines[rank as usize].get_or_insert_with(|| self.spawn(rank, kernel, stacks.take()));
         let _capturing = panic_capture::Capturing::begin();
         stack::set_running(Some(stack::Running {
@@ -96,6 +97,7 @@ impl BlockContext<'_> {
             .filter_map(|t| {
                 let activity = match t.state.get() {
                     ThreadState::Exited => return None,
+                    _ if t.polling.get() => ThreadActivity::Polling,
                     ThreadState::Runnable => ThreadActivity::Runnable,
                     ThreadState::AtBarrier { .. } => ThreadActivity::BlockBarrier,
                     ThreadState::AtWarp { .. } => ThreadActivity::WarpOperation,
@@ -148,11 +150,14 @@ pub(crate) enum Stopped {
     Watchdog(Vec<StuckThread>),
 }
 
-/// Runs the blocks of one cluster (one block when the launch has no clusters) to completion;
-/// the first error (panic, stuck barrier, data race) ends them all, and the error of the
-/// lowest cluster rank that failed is returned. When the watchdog's stop flag is set, the
-/// threads are stopped at their next switch.
-pub(crate) fn run_cluster(blocks: &[BlockContext<'_>], kernel: &(dyn Fn() + Sync), stacks: &mut StackPool) -> Result<(), Stopped> {
+/// Runs `blocks` to completion together: the blocks of one cluster (one block when the
+/// launch has no clusters), or every block of a cooperative launch, in clusters of
+/// `cluster_blocks` consecutive blocks (each cluster's barrier opens when all its blocks wait
+/// there). The first error (panic, stuck barrier, data race) ends them all, and the error of
+/// the lowest block that failed is returned. When every thread the next pass would resume
+/// spins on atomics nothing changes (F2), the run ends with a `CrossBlockWait`. When the
+/// watchdog's stop flag is set, the threads are stopped at their next switch.
+pub(crate) fn run_cluster(blocks: &[BlockContext<'_>], cluster_blocks: usize, kernel: &(dyn Fn() + Sync), stacks: &mut StackPool) -> Result<(), Stopped> {
     let mut coroutines: Vec<Vec<Option<ThreadCoroutine>>> = blocks.iter().map(|b| (0..b.threads.len()).map(|_| None).collect()).collect();
     let mut runnable: Vec<Vec<u32>> = blocks.iter().map(|b| (0..b.threads.len() as u32).collect()).collect();
     let cancelled = || blocks.iter().any(|b| b.cancelled.get());
@@ -184,20 +189,34 @@ pub(crate) fn run_cluster(blocks: &[BlockContext<'_>], kernel: &(dyn Fn() + Sync
             progress |= !runnable[b].is_empty();
         }
         if progress {
+            // Every thread the next pass would resume spins on values nothing changes: no
+            // thread of the run can end the wait (F2).
+            if blocks.iter().zip(&runnable).all(|(block, ranks)| block.only_spinners(ranks)) {
+                let (block, ranks) = blocks.iter().zip(&runnable).find(|(_, ranks)| !ranks.is_empty()).expect("some thread is runnable");
+                block.report_spin(ranks);
+                break;
+            }
             continue;
         }
         if blocks.iter().all(BlockContext::finished) {
             break;
         }
-        if blocks.iter().all(BlockContext::all_at_cluster_barrier) {
-            if let Some(first) = blocks.first() {
+        let mut opened = false;
+        for (c, cluster) in blocks.chunks(cluster_blocks.max(1)).enumerate() {
+            if !cluster.iter().all(BlockContext::all_at_cluster_barrier) {
+                continue;
+            }
+            if let Some(first) = cluster.first() {
                 first.shared.next_cluster_epoch();
             }
-            for (b, block) in blocks.iter().enumerate() {
+            for (i, block) in cluster.iter().enumerate() {
                 block.threads.iter().for_each(|t| t.reply.set(0));
                 block.shared.next_epoch();
-                runnable[b].extend(0..block.threads.len() as u32);
+                runnable[c * cluster_blocks.max(1) + i].extend(0..block.threads.len() as u32);
             }
+            opened = true;
+        }
+        if opened {
             continue;
         }
         // Stuck: blame the first block that is neither finished nor waiting at the cluster

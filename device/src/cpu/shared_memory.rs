@@ -41,6 +41,12 @@ struct Shadow {
     reader: Access,
     /// 0, or 1 + the index of this word's set of reads in `SharedMemory::reader_sets`.
     readers: u32,
+    /// The one atomic access since the last write (when `atomics` holds none): atomics do not
+    /// race with each other, but each races with a plain access of another thread that
+    /// nothing orders (audit 2026-11-27c, F3).
+    atomic: Access,
+    /// 0, or 1 + the index of this word's set of atomic accesses in `SharedMemory::reader_sets`.
+    atomics: u32,
     /// The block (`SharedMemory::generation`) in which the granule was last written, by a
     /// store, an atomic or an unrecorded write (cp.async, TMA, mbarrier): a read of a granule
     /// not written in the running block reads what an earlier kernel left there (audit
@@ -278,6 +284,11 @@ impl SharedMemory {
         if static_used > STATIC_SHARED_LIMIT {
             return Err(SharedFault::StaticLimit { needed: static_used, limit: STATIC_SHARED_LIMIT });
         }
+        // Static and dynamic together have one limit per block (F7); a GPU refuses the launch.
+        let max = super::CPU_LIMITS.max_shared_per_block;
+        if static_used as u64 + layout.dynamic_bytes as u64 > max as u64 {
+            return Err(SharedFault::TotalLimit { static_bytes: static_used as u32, dynamic_bytes: layout.dynamic_bytes, max });
+        }
         layout.end.set((start + bytes) as u32);
         sites.push((site, start as u32, bytes, align));
         Ok(start as u32)
@@ -355,12 +366,16 @@ impl SharedMemory {
     /// returning the first race it reveals.
     ///
     /// FastTrack's scheme: a write must be ordered after the word's last write and after
-    /// every read of it since; a read after its last write (see `RaceCheck::ordered_after`
-    /// for what orders two accesses). The read state is one read while each read is ordered
-    /// after the one before (a later write ordered after the last is then ordered after all),
-    /// else the set of reads, from which the reads ordered before a newer one are pruned.
+    /// every read and atomic access of it since; a read after its last write and the atomics
+    /// since; an atomic after the last write and the reads since (atomics never race with
+    /// each other: PTX's memory model calls two atomic accesses "morally strong", and only
+    /// accesses that are not race; a plain store racing an atomic is a data race, F3). See
+    /// `RaceCheck::ordered_after` for what orders two accesses. The reads (and the atomics)
+    /// since the last write are one access while each is ordered after the one before (a
+    /// later write ordered after the last is then ordered after all), else a set, from which
+    /// the accesses ordered before a newer one are pruned.
     #[inline]
-    pub(crate) fn record_access(&self, address: u32, bytes: usize, write: bool, check: &RaceCheck<'_>) -> Option<Race> {
+    pub(crate) fn record_access(&self, address: u32, bytes: usize, kind: AccessKind, check: &RaceCheck<'_>) -> Option<Race> {
         let shadow = self.shadow.as_ref()?;
         let now = check.now();
         let mut race = None;
@@ -373,55 +388,102 @@ impl SharedMemory {
                 }
             };
             if !check.ordered_after(entry.writer) {
-                found(if write { RaceKind::WriteAfterWrite } else { RaceKind::ReadAfterWrite }, entry.writer);
+                found(
+                    match kind {
+                        AccessKind::Read => RaceKind::ReadAfterWrite,
+                        AccessKind::Write => RaceKind::WriteAfterWrite,
+                        AccessKind::Atomic => RaceKind::AtomicAfterWrite,
+                    },
+                    entry.writer,
+                );
             }
             let mut sets = self.reader_sets.borrow_mut();
-            let set = match entry.readers {
-                0 => None,
-                index => Some(&mut sets[index as usize - 1]).filter(|set| !set.reads.is_empty()),
-            };
-            if write {
-                match set {
-                    Some(set) => {
-                        if let Some(&before) = set.reads.iter().find(|&&read| !check.ordered_after(read)) {
-                            found(RaceKind::WriteAfterRead, before);
+            // A plain access must be ordered after the atomics since the last write; a write or
+            // an atomic after the reads since.
+            if kind != AccessKind::Atomic
+                && let Some(before) = unordered(entry.atomic, entry.atomics, &sets, check)
+            {
+                found(if kind == AccessKind::Write { RaceKind::WriteAfterAtomic } else { RaceKind::ReadAfterAtomic }, before);
+            }
+            if kind != AccessKind::Read
+                && let Some(before) = unordered(entry.reader, entry.readers, &sets, check)
+            {
+                found(if kind == AccessKind::Write { RaceKind::WriteAfterRead } else { RaceKind::AtomicAfterRead }, before);
+            }
+            match kind {
+                AccessKind::Write => {
+                    for index in [entry.readers, entry.atomics] {
+                        if index != 0 {
+                            sets[index as usize - 1].reads.clear();
                         }
-                        set.reads.clear();
                     }
-                    None if !check.ordered_after(entry.reader) => found(RaceKind::WriteAfterRead, entry.reader),
-                    None => {}
+                    entry.writer = now;
+                    entry.reader = Access::default();
+                    entry.atomic = Access::default();
+                    entry.written = self.generation.get();
                 }
-                entry.writer = now;
-                entry.reader = Access::default();
-                entry.written = self.generation.get();
-            } else {
-                match set {
-                    Some(set) => {
-                        match set.reads.last_mut() {
-                            Some(last) if last.thread == now.thread => *last = now,
-                            _ => set.reads.push(now),
-                        }
-                        if set.reads.len() > set.prune_at {
-                            set.reads.retain(|&read| read == now || !check.ordered_after(read));
-                            set.prune_at = (2 * set.reads.len()).max(64);
-                        }
-                    }
-                    None if check.ordered_after(entry.reader) => entry.reader = now,
-                    None => {
-                        // A second read that the first does not order: keep both.
-                        if entry.readers == 0 {
-                            sets.push(ReaderSet::default());
-                            entry.readers = sets.len() as u32;
-                        }
-                        let set = &mut sets[entry.readers as usize - 1];
-                        set.reads.extend([entry.reader, now]);
-                        set.prune_at = 64;
-                        entry.reader = Access::default();
-                    }
+                AccessKind::Read => add_unordered(&mut entry.reader, &mut entry.readers, &mut sets, now, check),
+                AccessKind::Atomic => {
+                    add_unordered(&mut entry.atomic, &mut entry.atomics, &mut sets, now, check);
+                    entry.written = self.generation.get();
                 }
             }
             cell.set(entry);
         }
         race
+    }
+}
+
+/// What a recorded shared-memory access does.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum AccessKind {
+    /// A plain load.
+    Read,
+    /// A plain store.
+    Write,
+    /// An atomic read-modify-write (`atom.shared`).
+    Atomic,
+}
+
+/// The first of the accesses kept as `single` (or, when `index` names a non-empty set, in
+/// that set) that the access `check` describes is not ordered after.
+fn unordered(single: Access, index: u32, sets: &[ReaderSet], check: &RaceCheck<'_>) -> Option<Access> {
+    match index {
+        0 => None,
+        index => Some(&sets[index as usize - 1]).filter(|set| !set.reads.is_empty()),
+    }
+    .map_or_else(|| (!check.ordered_after(single)).then_some(single), |set| set.reads.iter().copied().find(|&read| !check.ordered_after(read)))
+}
+
+/// Adds the access `now` to the accesses of one kind since the last write (`single`, or the
+/// set `index` names once two of them are unordered).
+fn add_unordered(single: &mut Access, index: &mut u32, sets: &mut Vec<ReaderSet>, now: Access, check: &RaceCheck<'_>) {
+    let set = match *index {
+        0 => None,
+        i => Some(&mut sets[i as usize - 1]).filter(|set| !set.reads.is_empty()),
+    };
+    match set {
+        Some(set) => {
+            match set.reads.last_mut() {
+                Some(last) if last.thread == now.thread => *last = now,
+                _ => set.reads.push(now),
+            }
+            if set.reads.len() > set.prune_at {
+                set.reads.retain(|&read| read == now || !check.ordered_after(read));
+                set.prune_at = (2 * set.reads.len()).max(64);
+            }
+        }
+        None if check.ordered_after(*single) => *single = now,
+        None => {
+            // A second access that the first does not order: keep both.
+            if *index == 0 {
+                sets.push(ReaderSet::default());
+                *index = sets.len() as u32;
+            }
+            let set = &mut sets[*index as usize - 1];
+            set.reads.extend([*single, now]);
+            set.prune_at = 64;
+            *single = Access::default();
+        }
     }
 }

@@ -127,11 +127,18 @@ const DEFAULT_DYNAMIC_SHARED_LIMIT: u32 = 48 * 1024;
 /// (E2: the driver answers only `CUDA_ERROR_INVALID_VALUE`). One attribute read, only then.
 #[cold]
 fn check_kernel_shared(function: sys::CUfunction, symbol: &str, stream: &Stream, config: &LaunchConfig) -> Result<()> {
-    let mut max = 0;
+    let (mut max, mut static_bytes) = (0, 0);
     let attribute = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
     // SAFETY: writes one int; the function belongs to the bound context.
     unsafe { driver::function::get_attribute(&mut max, attribute, function) }?;
-    config.validate_kernel_shared(max.max(0) as u32, stream.context().limits()).map_err(|problem| Error::InvalidLaunch { kernel: symbol.to_string(), problem })
+    let attribute = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES;
+    // SAFETY: as above.
+    unsafe { driver::function::get_attribute(&mut static_bytes, attribute, function) }?;
+    let invalid = |problem| Error::InvalidLaunch { kernel: symbol.to_string(), problem };
+    // Static and dynamic together first (F7): no opt-in raises that limit, so it is the
+    // problem to name.
+    config.validate_total_shared(static_bytes.max(0) as u32, stream.context().limits()).map_err(invalid)?;
+    config.validate_kernel_shared(max.max(0) as u32, stream.context().limits()).map_err(invalid)
 }
 
 /// The most launch attributes one launch sets: cluster dimension, cooperative, programmatic

@@ -33,7 +33,7 @@ pub const LAYOUT_BSHD: u32 = 1;
 
 /// The shape of an attention call (by value); the host checks it before launching.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable, ferrocuda_device::LayoutKey)]
 pub struct AttentionShape {
     /// Batch size.
     pub batch: u32,

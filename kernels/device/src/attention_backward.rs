@@ -74,7 +74,7 @@ const LOG2_E: f32 = core::f32::consts::LOG2_E;
 
 /// 16 bytes, aligned to 16 (one vector load of 8 16-bit values).
 #[repr(C, align(16))]
-#[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
+#[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable, ferrocuda_device::LayoutKey)]
 struct Vec16([u32; 4]);
 
 /// The 8 values of `x` at `at .. at + 8` as 16-bit patterns, two per word: one 16-byte load

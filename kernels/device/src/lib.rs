@@ -732,7 +732,7 @@ pub fn silu_and_mul_backward<T: Float>(input: &[T], dout: &[T], mut dinput: Disj
 
 /// Shape of a rotary-embedding launch (by value).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable, ferrocuda_device::LayoutKey)]
 pub struct RopeShape {
     /// Heads per token.
     pub heads: u32,
@@ -792,7 +792,7 @@ pub fn rotary_embedding<T: Float>(
 
 /// AdamW's hyperparameters for one step (by value).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable, ferrocuda_device::LayoutKey)]
 pub struct AdamWStep {
     /// Learning rate.
     pub learning_rate: f32,

@@ -33,7 +33,7 @@ use crate::{AdamWStep, CHUNK, Float, RopeShape, bf16, f16, gelu, gelu_derivative
 
 /// 16 bytes, aligned to 16: the unit of one vector access (CUDA's `int4`).
 #[repr(C, align(16))]
-#[derive(Clone, Copy, Default, Pod, Zeroable)]
+#[derive(Clone, Copy, Default, Pod, Zeroable, ferrocuda_device::LayoutKey)]
 struct Vec16([u32; 4]);
 
 /// Vector accesses that hold one chunk: 1 (`bf16`, `f16`) or 2 (`f32`).

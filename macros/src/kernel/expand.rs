@@ -1,9 +1,10 @@
 //! Generating the device entry points and the host launchers from the per-kind lowerings.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote};
+use quote::{format_ident, quote, quote_spanned};
 use syn::Ident;
 use syn::ext::IdentExt;
+use syn::spanned::Spanned;
 
 use super::lower::{Lowered, generated, lower};
 use super::parse::{Kernel, Param};
@@ -224,16 +225,14 @@ fn device_entry(entry: &Entry, same_len: &[Vec<Ident>]) -> TokenStream {
             static LAYOUT: [::core::primitive::u64; #words] = [#(#layout),*];
         }
     });
-    // The names of the parameters' element types as this build resolves them, hashed: two
-    // `cfg`-chosen types of one size and alignment (`u32`, `f32`) have one layout but two names.
+    // The parameters' element types' structural keys as this build computes them: two
+    // `cfg`-chosen types of one size and alignment (`u32`, `f32`), or a struct whose fields a
+    // `cfg` reorders or retypes, have one layout but two keys.
     let type_keys = params.iter().map(|p| match param_elem(p) {
-        // The type's `LayoutKey` (its fields' names, offsets and types: audit 2026-11-27c F1)
-        // where it has one, else the key of its name.
-        Some(t) => quote!({
-            #[allow(unused_imports)]
-            use ::ferrocuda_device::__private::KeyFallback as _;
-            ::ferrocuda_device::__private::KeyProbe::<#t>::KEY
-        }),
+        // The type's `LayoutKey` (its fields' names, offsets and types: audit 2026-11-27c F1),
+        // required of every element and by-value type.
+        // Spanned at the parameter's type: a type without a key is an error there.
+        Some(t) => quote_spanned!(t.span()=> ::ferrocuda_device::__private::key_of::<#t>()),
         None => quote!(0u64),
     });
     let types_global = (!params.is_empty()).then(|| {
@@ -328,17 +327,14 @@ fn type_names(params: &[Param]) -> Vec<TokenStream> {
 }
 
 /// Per parameter, `Some(key)` of its element (or value) type as the host build computes it:
-/// its `LayoutKey` where it has one, else the key of its name (the device table's rule), or
-/// `None` for a tensor map: [`ferrocuda_types::KernelSignature::type_keys`].
+/// its `LayoutKey` (required; the device table's rule), or `None` for a tensor map: [`ferrocuda_types::KernelSignature::type_keys`].
 fn type_keys(params: &[Param]) -> Vec<TokenStream> {
     params
         .iter()
         .map(|p| match param_elem(p) {
-            Some(t) => quote!(::core::option::Option::Some({
-                #[allow(unused_imports)]
-                use ::ferrocuda_device::__private::KeyFallback as _;
-                ::ferrocuda_device::__private::KeyProbe::<#t>::key as fn() -> ::core::primitive::u64
-            })),
+            Some(t) => quote_spanned!(t.span()=> ::core::option::Option::Some(
+                ::ferrocuda_device::__private::key_of::<#t> as fn() -> ::core::primitive::u64
+            )),
             None => quote!(::core::option::Option::None),
         })
         .collect()
@@ -660,8 +656,9 @@ fn cpu_launcher(lowered: &[Lowered], host_fn: TokenStream, unsafe_fn: bool, is_u
                 }
             )*
             // The host build this runs and the device build agree about integer overflow (Q11),
-            // and the kernel's stack (ptxas) fits a GPU thread (Q7).
-            #cpu::__private::check_module(self::SYMBOL, &#kernels)?;
+            // the kernel's stack (ptxas) fits a GPU thread (Q7), and its static shared memory
+            // (ptxas) with the launch's dynamic shared memory fits a block (F7).
+            #cpu::__private::check_module(self::SYMBOL, &#kernels, &#config)?;
             #(#prepare)*
             let #body = move || {
                 #(#rebuild)*

@@ -17,9 +17,11 @@ use ferrocuda_device::{kernel, shared_array};
 // The PTX and cubins built by build.rs, and what every launcher below loads on first use.
 ferrocuda_device::embed_kernels!();
 
-/// Parameters passed by value: `#[repr(C)]` and `Pod`, so the host and the GPU agree on the bytes.
+/// Parameters passed by value: `#[repr(C)]` and `Pod`, so the host and the GPU agree on the bytes,
+/// and `LayoutKey` (required of every struct a kernel takes), so that the first launch checks
+/// that the host and the device build agree on its fields.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable, ferrocuda_device::LayoutKey)]
 pub struct Affine {
     /// Multiplier.
     pub scale: f32,

@@ -4,8 +4,9 @@ use ferrocuda_device::kernel;
 pub static KERNELS: ferrocuda::EmbeddedModule =
     ferrocuda::EmbeddedModule { crate_name: "t", toolchain: "", ptx: &[], cubins: &[], resources: &[], device_overflow_checks: false, host_overflow_probe: |x| x };
 
-// Audit N14 (c05): `&mut [T]` behind an alias is refused as not plain data, and that is the
-// only error (no E0525 about the CPU launcher's closure after it).
+// Audit N14 (c05): `&mut [T]` behind an alias is refused as not plain data (and, since session
+// 10's F1 fix, as having no layout key, the same parameter's other requirement), and those are
+// the only errors (no E0525 about the CPU launcher's closure after them).
 use ferrocuda_device::thread::thread_idx_x;
 
 pub type Out = &'static mut [u32];

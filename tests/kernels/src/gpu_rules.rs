@@ -332,3 +332,34 @@ pub fn q4_fnptr_recurse(depth: u32, pick: u32, mut out: DisjointSlice<u32>) {
         *o = v;
     }
 }
+
+/// F2 (audit 2026-11-27c, `r20_grid_barrier`): a hand-written grid barrier. Each block's thread
+/// 0 arrives at `counter[0]` and spins until every block has, then the block syncs, and every
+/// thread writes what it saw to `out[global index]` (the block count). Needs every block
+/// resident at once: only a cooperative launch promises that.
+#[kernel]
+pub fn f2_grid_barrier(counter: AtomicSlice<u32>, out: AtomicSlice<u32>) {
+    let blocks = ferrocuda_device::thread::grid_dim_x();
+    if thread_idx_x() == 0 {
+        counter.fetch_add(0, 1);
+        while counter.load(0) < blocks {}
+    }
+    sync_threads();
+    let index = ferrocuda_device::thread::block_idx_x() * ferrocuda_device::thread::block_dim_x() + thread_idx_x();
+    out.store(index as usize, counter.load(0));
+}
+
+/// F7 (audit 2026-11-27c, `r22_static_plus_dynamic`): 48000 bytes of `shared_array!` beside
+/// the launch's dynamic shared memory; each thread writes its index through both and `out[t]`
+/// gets their sum.
+#[kernel]
+pub fn f7_static_plus_dynamic(mut out: DisjointSlice<u32>) {
+    let big = shared_array![u32; 12000];
+    let dynamic = ferrocuda_device::shared::dynamic_shared::<u32>();
+    let t = thread_idx_x() as usize;
+    big.set(t, t as u32);
+    dynamic.set(t, 1);
+    if let Some(o) = out.get_mut(unique_index()) {
+        *o = big.get(t) + dynamic.get(t);
+    }
+}

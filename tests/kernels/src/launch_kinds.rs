@@ -8,7 +8,7 @@ use ferrocuda_device::thread::index_1d;
 
 /// Parameters of [`affine()`], passed to the kernel by value.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable, ferrocuda_device::LayoutKey)]
 pub struct Affine {
     /// Multiplier.
     pub scale: f32,

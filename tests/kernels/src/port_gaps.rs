@@ -14,7 +14,7 @@ use ferrocuda_device::{block_scratch, kernel, shared_array};
 
 /// CUDA's `float4`: 16 bytes, 16-byte aligned.
 #[repr(C, align(16))]
-#[derive(Debug, Clone, Copy, PartialEq, Default, Pod, Zeroable)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Pod, Zeroable, ferrocuda_device::LayoutKey)]
 pub struct F4 {
     /// Lane 0.
     pub x: f32,

@@ -117,7 +117,7 @@ pub fn encoder_backward_wpe<T: Elem>(dout: &[T], mut dwpe: DisjointSlice<f32>, b
 /// The geometry of a head permute: `batch x seq` rows of `row_stride` elements, of which the
 /// `heads x head_dim` starting at `offset` are one tensor's heads.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable, ferrocuda_device::LayoutKey)]
 pub struct Heads {
     /// Sequence length `T`.
     pub seq: u32,
