@@ -273,14 +273,21 @@ pub fn attention_backward_with_scratch<T: Element>(
     shape.kv("dk", len_of(dk))?;
     shape.kv("dv", len_of(dv))?;
     if backward_uses_tensor_cores::<T>(&shape) {
-        let mut delta = DeviceBuffer::<f32>::zeroed_async(stream, shape.q_rows().max(1))?;
+        // `delta` (one f32 per row of O) lives in the caller's scratch, so this path, too,
+        // allocates nothing and may be recorded into a graph.
+        let delta = scratch;
         let (dkv_config, dq_config) = backward_mma_configs(&shape);
         if shape.q_rows() > 0 {
-            <T as Launchers>::attention_backward_delta(stream, warp_per_row(shape.q_rows()), out, dout, &mut delta, head_dim)?;
-            <T as Launchers>::attention_backward_dq_mma(stream, dq_config, q, k, v, dout, lse, &delta, dq, head_dim, kernel_shape)?;
-        }
-        if shape.kv_rows() > 0 {
-            <T as Launchers>::attention_backward_dkv_mma(stream, dkv_config, q, k, v, dout, lse, &delta, dk, dv, head_dim, kernel_shape)?;
+            <T as Launchers>::attention_backward_delta(stream, warp_per_row(shape.q_rows()), out, dout, &mut *delta, head_dim)?;
+            <T as Launchers>::attention_backward_dq_mma(stream, dq_config, q, k, v, dout, lse, &*delta, dq, head_dim, kernel_shape)?;
+            if shape.kv_rows() > 0 {
+                <T as Launchers>::attention_backward_dkv_mma(stream, dkv_config, q, k, v, dout, lse, &*delta, dk, dv, head_dim, kernel_shape)?;
+            }
+        } else if shape.kv_rows() > 0 {
+            // No queries (an empty `delta`): the kernel writes zero gradients for K and V
+            // without reading `delta` or `lse` rows; it gets a one-element table to point at.
+            let one = DeviceBuffer::<f32>::zeroed_async(stream, 1)?;
+            <T as Launchers>::attention_backward_dkv_mma(stream, dkv_config, q, k, v, dout, lse, &one, dk, dv, head_dim, kernel_shape)?;
         }
         return Ok(());
     }
