@@ -385,6 +385,52 @@ fn attention_forward_captured_in_a_graph_replays_correctly() {
     assert_close("graph out", &widen(&out.to_vec().unwrap()), &want.out, 2e-2);
 }
 
+/// `attention_backward_with_scratch` allocates nothing on the tensor-core path too (its `delta`
+/// lives in the caller's scratch), so it records into a graph; the replay gives the eager
+/// call's bits (the backward is deterministic). Before the fix the tensor-core path allocated
+/// `delta` itself and the capture was refused.
+#[test]
+fn s10_attention_backward_with_scratch_records_into_a_graph() {
+    let Some((context, _)) = gpu("s10_attention_backward_with_scratch_records_into_a_graph") else { return };
+    let stream = Stream::non_blocking(&context).unwrap();
+    let shape = Attention { batch: 2, heads_q: 2, heads_kv: 2, seq_q: 192, seq_kv: 192, head_dim: 64, layout: Layout::Bshd, causal: true, scale: None };
+    assert!(attention::backward_uses_tensor_cores::<bf16>(&shape));
+    let (q, _) = input::<bf16>(shape.q_len(), 51, 1.0);
+    let (k, _) = input::<bf16>(shape.kv_len(), 52, 1.0);
+    let (v, _) = input::<bf16>(shape.kv_len(), 53, 1.0);
+    let (dout, _) = input::<bf16>(shape.q_len(), 54, 1.0);
+    let (q_, k_, v_, dout_) = (up(&context, &q), up(&context, &k), up(&context, &v), up(&context, &dout));
+    let (mut out, mut lse) = (zeros::<bf16>(&context, shape.q_len()), zeros::<f32>(&context, shape.q_rows()));
+    attention::attention_forward(&stream, &q_, &k_, &v_, &mut out, &mut lse, shape).unwrap();
+    let mut scratch = zeros::<f32>(&context, attention::backward_scratch_len(&shape));
+    let (mut dq, mut dk, mut dv) = (zeros::<bf16>(&context, shape.q_len()), zeros::<bf16>(&context, shape.kv_len()), zeros::<bf16>(&context, shape.kv_len()));
+    attention::attention_backward_with_scratch(&stream, &q_, &k_, &v_, &out, &dout_, &lse, &mut dq, &mut dk, &mut dv, &mut scratch, shape).unwrap();
+    stream.synchronize().unwrap();
+    let eager = (dq.to_vec().unwrap(), dk.to_vec().unwrap(), dv.to_vec().unwrap());
+    let zero = vec![bf16::from_f32(0.0); shape.q_len()];
+    for buf in [&mut dq, &mut dk, &mut dv] {
+        buf.copy_from_host(&zero).unwrap();
+    }
+    let graph = stream
+        .capture(|s| {
+            attention::attention_backward_with_scratch(s, &q_, &k_, &v_, &out, &dout_, &lse, &mut dq, &mut dk, &mut dv, &mut scratch, shape).map_err(
+                |e| match e {
+                    KernelsError::Gpu(e) => e,
+                    other => panic!("{other}"),
+                },
+            )
+        })
+        .unwrap();
+    let exec = graph.instantiate().unwrap();
+    // SAFETY: every captured buffer lives until after the synchronisation below, used on `stream` only.
+    unsafe { exec.launch(&stream) }.unwrap();
+    stream.synchronize().unwrap();
+    let bits = |x: Vec<bf16>| x.iter().map(|v| v.to_bits()).collect::<Vec<u16>>();
+    assert_eq!(bits(dq.to_vec().unwrap()), bits(eager.0), "dq");
+    assert_eq!(bits(dk.to_vec().unwrap()), bits(eager.1), "dk");
+    assert_eq!(bits(dv.to_vec().unwrap()), bits(eager.2), "dv");
+}
+
 fn gemm_ref(a: &[f64], b: &[f64], s: GemmShape, bias: Option<&[f64]>, gelu: bool) -> Vec<f64> {
     let mut c = vec![0.0; s.batch * s.m * s.n];
     for p in 0..s.batch {

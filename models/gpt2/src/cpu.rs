@@ -179,10 +179,11 @@ impl Backend for Cpu {
         let chunks = rows.div_ceil(gpt2_kernels::ROWS_PER_CHUNK as usize).max(1);
         let mut partial = vec![0.0f32; chunks * cols];
         T::column_partials_cpu(&self.executor, &dout[..rows * cols], &mut partial, rows as u32, cols as u32)?;
-        Ok(match crate::own::sum_split_grid(cols) {
+        match crate::own::sum_split_grid(cols) {
             Some(config) => gpt2_kernels::sum_partials_split::launch_cpu(&self.executor, config, &partial, &mut grads[range], chunks as u32)?,
             None => gpt2_kernels::sum_partials::launch_cpu(&self.executor, grid(cols), &partial, &mut grads[range], chunks as u32)?,
-        })
+        }
+        Ok(())
     }
     fn gelu<T: Act>(&self, x: &Vec<T>, out: &mut Vec<T>) -> Result<()> {
         Ok(cpu::gelu(&self.executor, x, out)?)

@@ -51,7 +51,10 @@ impl Gpu {
         let mut cell = self.scratch[slot].borrow_mut();
         if cell.as_ref().is_none_or(|b| b.len() < len) {
             if self.captured.get() {
-                return Err(format!("scratch slot {slot} would grow to {len} after a CUDA graph captured it; build a new trainer (and backend) for a new shape").into());
+                return Err(format!(
+                    "scratch slot {slot} would grow to {len} after a CUDA graph captured it; build a new trainer (and backend) for a new shape"
+                )
+                .into());
             }
             *cell = Some(DeviceBuffer::zeroed_async(&self.stream, len.max(1))?);
         }
@@ -289,10 +292,11 @@ impl Backend for Gpu {
             let mut scratch = self.scratch(BIAS_PARTIALS, chunks * cols)?;
             let mut partial = scratch.slice_mut(..chunks * cols);
             T::column_partials(&self.stream, &dout.slice(..rows * cols), &mut partial, rows as u32, cols as u32)?;
-            Ok(match crate::own::sum_split_grid(cols) {
+            match crate::own::sum_split_grid(cols) {
                 Some(config) => gpt2_kernels::sum_partials_split::launch(&self.stream, config, &partial, &mut grads.slice_mut(range), chunks as u32)?,
                 None => gpt2_kernels::sum_partials::launch(&self.stream, grid(cols), &partial, &mut grads.slice_mut(range), chunks as u32)?,
-            })
+            }
+            Ok(())
         })
     }
     fn gelu<T: Act>(&self, x: &DeviceBuffer<T>, out: &mut DeviceBuffer<T>) -> Result<()> {
