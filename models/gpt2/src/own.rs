@@ -19,7 +19,7 @@ pub fn packed_heads(shape: Heads) -> bool {
     shape.head_dim.is_multiple_of(8) && shape.row_stride.is_multiple_of(8) && shape.offset.is_multiple_of(8)
 }
 
-/// A launch of `cols / 4` warps for [`gpt2_kernels::sum_partials_split`], or `None` when
+/// A launch of `cols / 4` warps for [`gpt2_kernels::sum_partials_split()`], or `None` when
 /// `cols` is not a multiple of 4 (the one-thread-a-column `sum_partials` then).
 pub fn sum_split_grid(cols: usize) -> Option<LaunchConfig> {
     cols.is_multiple_of(4).then(|| LaunchConfig::new((cols * 8).div_ceil(BLOCK as usize).max(1) as u32, BLOCK))
