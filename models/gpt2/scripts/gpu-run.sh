@@ -53,6 +53,10 @@ elif [ "$1" = both ]; then
     timeout 45 ./gpt2 --bench $flag --config 124m --batch 64 --seq 1024 --steps 30 > "$OUT/bench-one-$mode.txt" 2>&1; echo "one b64 $mode rc=$?"; grep -E "summary|^graph" "$OUT/bench-one-$mode.txt"
   done
   timeout 60 ./gpt2 --ranks 2 --bench --config 124m --batch 64 --seq 1024 --steps 30 > "$OUT/bench-two.txt" 2>&1; echo "two b64 rc=$?"; grep -E "summary" "$OUT/bench-two.txt"
+  # Where the graph pays: a small step (B 4, T 256, launch-bound), eager and recorded.
+  for flag in "" --graph; do
+    timeout 25 ./gpt2 --bench $flag --config 124m --batch 4 --seq 256 --steps 30 2>&1 | grep -E "summary|^graph" | sed "s/^/b4 t256 ${flag:-eager}: /"
+  done | tee "$OUT/bench-small.txt"
   if [ -x gpu_kernels_lib ]; then
     timeout 40 ./gpu_kernels_lib attention --test-threads=1 > "$OUT/kernels-attention.txt" 2>&1; echo "kernels attention rc=$? $(grep -h '^test result' "$OUT/kernels-attention.txt")"; grep -E "FAILED|panicked" "$OUT/kernels-attention.txt"
   fi
