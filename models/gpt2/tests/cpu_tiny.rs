@@ -187,3 +187,35 @@ fn tiny_bf16_tracks_f32() {
     assert!((pairs[0] - pairs[1]).abs() < 0.02, "first loss bf16 {} vs f32 {}", pairs[0], pairs[1]);
     assert!((pairs[10] - pairs[11]).abs() < 0.1, "sixth loss bf16 {} vs f32 {}", pairs[10], pairs[11]);
 }
+
+/// `use_graph` on a backend that records no graphs (the CPU executor) falls back to eager
+/// backward passes: no graph, and the same losses and weights as a run without it (up to the
+/// order of the f32 atomic adds, as in the resume test).
+#[test]
+fn tiny_graph_request_falls_back_to_eager_on_the_cpu() {
+    let shape = Shape { batch: 2, seq: 16 };
+    let hyper = Hyper { learning_rate: 3e-3, ..Hyper::default() };
+    let corpus = synthetic_corpus(4096, 61, 1);
+    let run = |graph: bool| {
+        let mut trainer = tiny_trainer(shape, hyper);
+        trainer.use_graph = graph;
+        let mut loader = Loader::new(corpus.clone(), shape.batch, shape.seq, 0, 1).unwrap();
+        let mut losses = Vec::new();
+        for _ in 0..3 {
+            let (x, y) = loader.next_batch();
+            trainer.set_batch(&x, &y).unwrap();
+            losses.push(trainer.forward().unwrap());
+            trainer.backward().unwrap();
+            trainer.update().unwrap();
+        }
+        assert!(!trainer.graph_recorded(), "the CPU executor recorded a graph");
+        (losses, trainer.state().unwrap().0)
+    };
+    let (eager, graphed) = (run(false), run(true));
+    assert_eq!(eager.0.len(), 3);
+    for (a, b) in eager.0.iter().zip(&graphed.0) {
+        assert!((a - b).abs() <= 1e-5, "losses {:?} vs {:?}", eager.0, graphed.0);
+    }
+    let worst = eager.1.iter().zip(&graphed.1).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+    assert!(worst < 1e-4, "weights differ by {worst}");
+}
