@@ -26,7 +26,7 @@ pub fn sum_split_grid(cols: usize) -> Option<LaunchConfig> {
 }
 
 macro_rules! own_kernels {
-    ($($ty:ty => $ef:ident, $ewte:ident, $ewpe:ident, $split:ident, $merge:ident, $cast:ident, $colp:ident, $split_p:ident, $merge_p:ident, $colp_p:ident;)*) => {
+    ($($ty:ty => $ef:ident, $ewte:ident, $ewpe:ident, $split:ident, $merge:ident, $cast:ident, $colp:ident, $split_p:ident, $merge_p:ident;)*) => {
         /// This crate's kernels for one element type (GPU: `stream`; CPU executor: `executor`).
         #[allow(clippy::too_many_arguments)]
         pub trait OwnKernels: Sized {
@@ -42,7 +42,7 @@ macro_rules! own_kernels {
             fn merge_heads(s: &Stream, q: &(impl DeviceRead<Self> + ?Sized), k: &(impl DeviceRead<Self> + ?Sized), v: &(impl DeviceRead<Self> + ?Sized), dst: &mut (impl DeviceWrite<Self> + ?Sized), shape: Heads, parts: u32) -> ferrocuda_host::Result<()>;
             /// [`gpt2_kernels::cast_from_f32`].
             fn cast_from_f32(s: &Stream, c: LaunchConfig, src: &(impl DeviceRead<f32> + ?Sized), dst: &mut (impl DeviceWrite<Self> + ?Sized)) -> ferrocuda_host::Result<()>;
-            /// [`gpt2_kernels::column_partials`] (the packed form when `cols % 8 == 0`).
+            /// [`gpt2_kernels::column_partials`].
             fn column_partials(s: &Stream, dout: &(impl DeviceRead<Self> + ?Sized), partial: &mut (impl DeviceWrite<f32> + ?Sized), rows: u32, cols: u32) -> ferrocuda_host::Result<()>;
             /// [`OwnKernels::column_partials`] on the CPU executor.
             fn column_partials_cpu(e: &CpuExecutor, dout: &[Self], partial: &mut [f32], rows: u32, cols: u32) -> Result<(), CpuError>;
@@ -83,12 +83,10 @@ macro_rules! own_kernels {
                     gpt2_kernels::$cast::launch(s, c, src, dst)
                 }
                 fn column_partials(s: &Stream, dout: &(impl DeviceRead<Self> + ?Sized), partial: &mut (impl DeviceWrite<f32> + ?Sized), rows: u32, cols: u32) -> ferrocuda_host::Result<()> {
-                    let n = partial.kernel_arg().len;
-                    if cols % 8 == 0 { gpt2_kernels::$colp_p::launch(s, grid(n / 8), dout, partial, rows, cols) } else { gpt2_kernels::$colp::launch(s, grid(n), dout, partial, rows, cols) }
+                    gpt2_kernels::$colp::launch(s, grid(partial.kernel_arg().len), dout, partial, rows, cols)
                 }
                 fn column_partials_cpu(e: &CpuExecutor, dout: &[Self], partial: &mut [f32], rows: u32, cols: u32) -> Result<(), CpuError> {
-                    let n = partial.len();
-                    if cols % 8 == 0 { gpt2_kernels::$colp_p::launch_cpu(e, grid(n / 8), dout, partial, rows, cols) } else { gpt2_kernels::$colp::launch_cpu(e, grid(n), dout, partial, rows, cols) }
+                    gpt2_kernels::$colp::launch_cpu(e, grid(partial.len()), dout, partial, rows, cols)
                 }
                 fn encoder_forward_cpu(e: &CpuExecutor, c: LaunchConfig, tokens: &[u32], wte: &[Self], wpe: &[Self], out: &mut [Self], seq: u32, channels: u32) -> Result<(), CpuError> {
                     gpt2_kernels::$ef::launch_cpu(e, c, tokens, wte, wpe, out, seq, channels)
@@ -117,7 +115,7 @@ macro_rules! own_kernels {
 
 own_kernels! {
     f32 => encoder_forward_f32, encoder_backward_wte_f32, encoder_backward_wpe_f32, split_heads_f32, merge_heads_f32, cast_from_f32_f32, column_partials_f32,
-        split_heads_packed_f32, merge_heads_packed_f32, column_partials_packed_f32;
+        split_heads_packed_f32, merge_heads_packed_f32;
     half::bf16 => encoder_forward_bf16, encoder_backward_wte_bf16, encoder_backward_wpe_bf16, split_heads_bf16, merge_heads_bf16, cast_from_f32_bf16, column_partials_bf16,
-        split_heads_packed_bf16, merge_heads_packed_bf16, column_partials_packed_bf16;
+        split_heads_packed_bf16, merge_heads_packed_bf16;
 }

@@ -135,7 +135,10 @@ fn tiny_checkpoint_resume_continues_the_run() {
     }
 }
 
-/// Two backward passes of one batch give the same gradients (nothing accumulates).
+/// Two backward passes of one batch give the same gradients (nothing accumulates): the same
+/// bits, except the token table's, a sum of f32 atomics whose order the executor's threads
+/// may change under load (seen once with the whole suite running): within 1e-6 there, far
+/// below the doubling an accumulating pass would give.
 #[test]
 fn tiny_backward_is_repeatable() {
     let shape = Shape { batch: 2, seq: 16 };
@@ -154,7 +157,15 @@ fn tiny_backward_is_repeatable() {
         let d = r.clone().filter(|&i| g1[i] != g2[i]).count();
         println!("{tensor:?}: {d} of {} differ", r.len());
     }
-    assert_eq!(g1, g2);
+    for tensor in TENSORS {
+        let r = layout.all(tensor);
+        if tensor == Tensor::Wte {
+            let worst = r.map(|i| (g1[i] - g2[i]).abs()).fold(0.0f32, f32::max);
+            assert!(worst <= 1e-6, "Wte gradients differ by {worst}");
+        } else {
+            assert_eq!(g1[r.clone()], g2[r], "{tensor:?} gradients differ");
+        }
+    }
 }
 
 /// The bf16 path (bf16 parameters and activations, f32 master weights and gradients) on the

@@ -1,8 +1,8 @@
-//! The trainer's packed kernels (8 elements per thread, 16-byte accesses) against the
-//! element-wise ones they replace, on the CPU executor: the head permutes move the same
-//! elements, the bias-gradient partials are the same bits (each column sums its rows in the
-//! same order), and the warp-per-4-columns partial sum matches the one-thread-a-column sum. Each
-//! also on views that start mid-vector (the element path of the same kernels).
+//! The trainer's own kernels on the CPU executor: the packed head permutes (8 elements per
+//! thread, 16-byte accesses) move the same elements as the definition, also on views that
+//! start mid-vector (the element path of the same kernels); the bias-gradient partials are
+//! the in-order column sums, and the warp-per-4-columns second step matches the
+//! one-thread-a-column one.
 
 use ferrocuda_device::cpu::CpuExecutor;
 use gpt2::own::{OwnKernels, grid, packed_heads, sum_split_grid};
@@ -96,7 +96,7 @@ fn check_bias_partials<T: OwnKernels + gpt2_kernels::Elem>() {
                 }
             }
         }
-        assert_eq!(packed, reference, "partials, view at {start} (the same order of additions: the same bits)");
+        assert_eq!(packed, reference, "partials, view at {start} (in-order sums: the same bits)");
         let config = sum_split_grid(cols).expect("40 columns take the warp-per-4-columns sum");
         let mut split = vec![0.0f32; cols];
         gpt2_kernels::sum_partials_split::launch_cpu(&executor, config, &packed, &mut split, chunks as u32).unwrap();
@@ -109,7 +109,7 @@ fn check_bias_partials<T: OwnKernels + gpt2_kernels::Elem>() {
 }
 
 #[test]
-fn packed_bias_partials_are_the_same_bits_and_the_split_sum_agrees() {
+fn bias_partials_are_in_order_sums_and_the_split_sum_agrees() {
     check_bias_partials::<f32>();
     check_bias_partials::<half::bf16>();
 }

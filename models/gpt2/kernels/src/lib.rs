@@ -7,14 +7,17 @@
 //!   the batch);
 //! - [`split_heads`] (`[B, T, .., H, D]` rows to `[B, H, T, D]` heads, for the attention
 //!   kernels' fast layout) and [`merge_heads`] (back, up to three tensors side by side, as the
-//!   QKV projection's gradient wants them);
-//! - [`column_partials()`] and [`sum_partials()`]: a bias gradient (the sum over rows of the
-//!   output gradient) in two deterministic steps;
+//!   QKV projection's gradient wants them), and their packed forms [`split_heads_packed`] and
+//!   [`merge_heads_packed`] (8 elements a thread, 16-byte accesses);
+//! - [`column_partials()`] and [`sum_partials()`] or [`sum_partials_split()`] (a warp per 4
+//!   columns): a bias gradient (the sum over rows of the output gradient) in two deterministic
+//!   steps;
 //! - [`cast_from_f32`]: the `f32` master weights rounded to the parameters' storage type.
 //!
 //! Index math is 32-bit: the host keeps every operand below 2^32 elements.
 //!
-//! Every kernel is element-wise over its output (a grid-stride loop, `DisjointSlice`), generic
+//! Every kernel but `sum_partials_split` is element-wise over its output (a grid-stride loop,
+//! `DisjointSlice`, or `DisjointChunks` of 8 for the packed ones), generic
 //! over the storage type ([`Elem`]: `f32`, `bf16`), with `f32` arithmetic; built once per type
 //! (`encoder_forward_f32`, `encoder_forward_bf16`, ...).
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
@@ -295,42 +298,6 @@ pub fn column_partials<T: Elem>(dout: &[T], mut partial: DisjointSlice<f32>, row
         let mut sum = 0.0f32;
         for r in first..last {
             sum += dout.get((r * cols + c) as usize).map_or(0.0, |v| v.widen());
-        }
-        if let Some(o) = partial.get_mut(i) {
-            *o = sum;
-        }
-    }
-}
-
-/// [`column_partials`] 8 columns per thread (16-byte loads, four rows in flight): chunk `i` of
-/// `partial` is columns `8 (i % (cols / 8)) ..` of chunk `i / (cols / 8)` of rows. Each column
-/// sums its rows in order, as [`column_partials`] does (the same bits). The host picks it when
-/// `cols` is a multiple of 8.
-#[kernel(instances(f32, bf16))]
-pub fn column_partials_packed<T: Elem>(dout: &[T], mut partial: DisjointChunks<f32, 8>, rows: u32, cols: u32) {
-    let per_row = (cols / CHUNK as u32).max(1);
-    for i in grid_stride(partial.len()) {
-        let index = i.get() as u32;
-        let (chunk, c) = (index / per_row, (index % per_row) * CHUNK as u32);
-        let first = chunk * ROWS_PER_CHUNK;
-        let last = (first + ROWS_PER_CHUNK).min(rows);
-        let mut sum = [0.0f32; CHUNK];
-        let mut r = first;
-        while r < last {
-            // Four rows' loads issued before their adds (the adds stay in row order).
-            let mut raw = [[Vec16::default(); 2]; 4];
-            unroll::<4>(|u| {
-                if r + (u as u32) < last {
-                    raw[u] = load8(dout, ((r + u as u32) * cols + c) as usize);
-                }
-            });
-            unroll::<4>(|u| {
-                if r + (u as u32) < last {
-                    let row = values::<T>(&raw[u]);
-                    unroll::<CHUNK>(|j| sum[j] += row[j].widen());
-                }
-            });
-            r += 4;
         }
         if let Some(o) = partial.get_mut(i) {
             *o = sum;
