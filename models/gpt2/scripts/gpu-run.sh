@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The GPU job of the GPT-2 trainer (staged by stage-gpu.sh): `gpu-run.sh one` on one GPU
 # (PyTorch agreement test, a training run, the speed benchmark of ours, PyTorch eager and
-# torch.compile, and llm.c when its sources were staged), `gpu-run.sh two` on two GPUs. Logs
-# go to $OUT.
+# torch.compile, and llm.c when its sources were staged), `gpu-run.sh two` on two GPUs,
+# `gpu-run.sh both` (one call on a two-GPU machine: tests, profile, one and two GPUs at B 64).
+# Logs go to $OUT (at most 8 files).
 set -u
 cd "$(dirname "$0")"; here=$PWD
 for f in *.xz; do [ -e "$f" ] && [ "$f" != llmc.tar.xz ] && xz -dkf "$f"; done
-chmod +x gpt2 gpu_torch_agreement 2>/dev/null
+chmod +x gpt2 gpu_torch_agreement gpu_kernels_lib 2>/dev/null
 export REQUIRE_GPU=1 NCCL_NVLS_ENABLE=0 RUST_BACKTRACE=1 LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export GPT2_BIN=$here/gpt2 GPT2_TORCH=$here/gpt2_torch.py PYTHON=python3 PATH="/usr/local/cuda/bin:$PATH"
 nvidia-smi -L   # printed, not saved: $OUT returns at most 8 files
@@ -40,15 +41,25 @@ if [ "${1:-one}" = one ]; then
     echo "torch.compile: no time left"
   fi
 elif [ "$1" = both ]; then
-  # One call on a two-GPU machine: the single-GPU checks on GPU 0, then data parallel.
-  timeout 110 ./gpu_torch_agreement --nocapture --test-threads=1 > "$OUT/tests.txt" 2>&1
-  echo "tests rc=$? $(grep -h '^test result' "$OUT/tests.txt")"; grep -E "^(f32|bf16):|panicked|^summary" "$OUT/tests.txt"
-  timeout 30 ./gpt2 --config 124m --batch 8 --seq 1024 --steps 30 --lr 6e-4 --alphabet 512 > "$OUT/train.txt" 2>&1; echo "train rc=$?"
-  grep -E "step +(1|10|20|30)/|summary|gpt2:" "$OUT/train.txt"
-  timeout 25 ./gpt2 --profile --config 124m --batch 16 --seq 1024 --steps 6 > "$OUT/profile.txt" 2>&1; echo "profile rc=$?"; grep -E "^\|" "$OUT/profile.txt"
-  timeout 30 ./gpt2 --bench --config 124m --batch 16 --seq 1024 --steps 12 > "$OUT/bench-one-b16.txt" 2>&1; echo "one b16 rc=$?"; grep -E "summary" "$OUT/bench-one-b16.txt"
-  timeout 40 ./gpt2 --ranks 2 --bench --config 124m --batch 16 --seq 1024 --steps 12 > "$OUT/bench-two-b16.txt" 2>&1; echo "two b16 rc=$?"; grep -E "summary" "$OUT/bench-two-b16.txt"
-  timeout $(left 232) ./gpt2 --bench --config 124m --batch 64 --seq 1024 --steps 12 > "$OUT/bench-ours-b64.txt" 2>&1; echo "ours b64 rc=$?"; grep -E "summary|step +(1|12)/" "$OUT/bench-ours-b64.txt"
+  # One call on a two-GPU machine (about 150 s): the agreement tests (f32, bf16, bf16 with the
+  # CUDA graph, two ranks), the profile, one GPU at B 64 eager and with --graph, two GPUs at
+  # B 64 per rank, and the library's attention tests when gpu_kernels_lib was staged.
+  nvidia-smi -L > "$OUT/device.txt" 2>&1
+  REQUIRE_MULTI_GPU=1 timeout 150 ./gpu_torch_agreement --nocapture --test-threads=1 > "$OUT/tests.txt" 2>&1
+  echo "tests rc=$? $(grep -h '^test result' "$OUT/tests.txt")"; grep -E "^(f32|bf16)|panicked|^summary" "$OUT/tests.txt"
+  timeout 30 ./gpt2 --profile --config 124m --batch 16 --seq 1024 --steps 6 > "$OUT/profile.txt" 2>&1; echo "profile rc=$?"; grep -E "^\||summary" "$OUT/profile.txt"
+  for mode in eager graph; do
+    flag=; [ $mode = graph ] && flag=--graph
+    timeout 45 ./gpt2 --bench $flag --config 124m --batch 64 --seq 1024 --steps 30 > "$OUT/bench-one-$mode.txt" 2>&1; echo "one b64 $mode rc=$?"; grep -E "summary|^graph" "$OUT/bench-one-$mode.txt"
+  done
+  timeout 60 ./gpt2 --ranks 2 --bench --config 124m --batch 64 --seq 1024 --steps 30 > "$OUT/bench-two.txt" 2>&1; echo "two b64 rc=$?"; grep -E "summary" "$OUT/bench-two.txt"
+  # Where the graph pays: a small step (B 4, T 256, launch-bound), eager and recorded.
+  for flag in "" --graph; do
+    timeout 25 ./gpt2 --bench $flag --config 124m --batch 4 --seq 256 --steps 30 2>&1 | grep -E "summary|^graph" | sed "s/^/b4 t256 ${flag:-eager}: /"
+  done | tee "$OUT/bench-small.txt"
+  if [ -x gpu_kernels_lib ]; then
+    timeout 40 ./gpu_kernels_lib attention --test-threads=1 > "$OUT/kernels-attention.txt" 2>&1; echo "kernels attention rc=$? $(grep -h '^test result' "$OUT/kernels-attention.txt")"; grep -E "FAILED|panicked" "$OUT/kernels-attention.txt"
+  fi
 else
   timeout 150 ./gpu_torch_agreement gpt2_two_ranks --nocapture --test-threads=1 > "$OUT/two-ranks-test.txt" 2>&1
   echo "two-ranks test rc=$? $(grep -h '^test result' "$OUT/two-ranks-test.txt")"; grep -E "summary|panicked" "$OUT/two-ranks-test.txt"

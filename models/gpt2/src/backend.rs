@@ -66,6 +66,15 @@ pub trait Backend {
         Vec::new()
     }
 
+    /// A recorded piece of work to replay ([`Backend::capture`]).
+    type Graph;
+    /// Records what `work` queues into a graph without running it (a CUDA graph on the GPU),
+    /// or `None` where this backend does not record (the CPU executor, a profiling GPU).
+    /// An error means the work could not be recorded; the caller then runs it eagerly.
+    fn capture(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<Option<Self::Graph>>;
+    /// Queues one replay of `graph`.
+    fn replay(&self, graph: &Self::Graph) -> Result<()>;
+
     /// `out = wte[tokens] + wpe[position]` (`[B T, C]`).
     fn encoder_forward<T: Act>(
         &self,

@@ -87,6 +87,14 @@ impl Backend for Cpu {
         Ok(())
     }
 
+    type Graph = ();
+    fn capture(&self, _: &mut dyn FnMut() -> Result<()>) -> Result<Option<()>> {
+        Ok(None)
+    }
+    fn replay(&self, _: &()) -> Result<()> {
+        Err("the CPU executor records no graphs".into())
+    }
+
     fn encoder_forward<T: Act>(
         &self,
         tokens: &Vec<u32>,
@@ -170,8 +178,12 @@ impl Backend for Cpu {
     fn bias_grad<T: Act>(&self, dout: &Vec<T>, grads: &mut Vec<f32>, range: Range<usize>, rows: usize, cols: usize) -> Result<()> {
         let chunks = rows.div_ceil(gpt2_kernels::ROWS_PER_CHUNK as usize).max(1);
         let mut partial = vec![0.0f32; chunks * cols];
-        T::column_partials_cpu(&self.executor, grid(partial.len()), &dout[..rows * cols], &mut partial, rows as u32, cols as u32)?;
-        Ok(gpt2_kernels::sum_partials::launch_cpu(&self.executor, grid(cols), &partial, &mut grads[range], chunks as u32)?)
+        T::column_partials_cpu(&self.executor, &dout[..rows * cols], &mut partial, rows as u32, cols as u32)?;
+        match crate::own::sum_split_grid(cols) {
+            Some(config) => gpt2_kernels::sum_partials_split::launch_cpu(&self.executor, config, &partial, &mut grads[range], chunks as u32)?,
+            None => gpt2_kernels::sum_partials::launch_cpu(&self.executor, grid(cols), &partial, &mut grads[range], chunks as u32)?,
+        }
+        Ok(())
     }
     fn gelu<T: Act>(&self, x: &Vec<T>, out: &mut Vec<T>) -> Result<()> {
         Ok(cpu::gelu(&self.executor, x, out)?)
@@ -180,10 +192,10 @@ impl Backend for Cpu {
         Ok(cpu::gelu_backward(&self.executor, x, dout, dx)?)
     }
     fn split_heads<T: Act>(&self, src: &Vec<T>, dst: &mut Vec<T>, heads: Heads) -> Result<()> {
-        Ok(T::split_heads_cpu(&self.executor, grid(dst.len()), src, dst, heads)?)
+        Ok(T::split_heads_cpu(&self.executor, src, dst, heads)?)
     }
     fn merge_heads<T: Act>(&self, q: &Vec<T>, k: &Vec<T>, v: &Vec<T>, dst: &mut Vec<T>, heads: Heads, parts: u32) -> Result<()> {
-        Ok(T::merge_heads_cpu(&self.executor, grid(dst.len()), q, k, v, dst, heads, parts)?)
+        Ok(T::merge_heads_cpu(&self.executor, q, k, v, dst, heads, parts)?)
     }
     fn attention_forward<T: Act>(&self, q: &Vec<T>, k: &Vec<T>, v: &Vec<T>, out: &mut Vec<T>, lse: &mut Vec<f32>, shape: Attention) -> Result<()> {
         Ok(cpu::attention_forward(&self.executor, q, k, v, out, lse, shape)?)

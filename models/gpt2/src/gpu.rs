@@ -1,12 +1,12 @@
 //! [`Backend`] on one GPU: `ferrocuda-kernels` (rows, attention, cuBLASLt GEMMs) and this
 //! crate's own kernels, all queued on one stream.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell, RefMut};
 use std::ops::Range;
 use std::time::Instant;
 
 use bytemuck::Pod;
-use ferrocuda_host::{Context, DeviceBuffer, DeviceRead, Stream};
+use ferrocuda_host::{Context, DeviceBuffer, DeviceRead, GraphExec, Stream};
 use ferrocuda_kernels::attention::{self, Attention};
 use ferrocuda_kernels::gemm::{self, GemmEngine, GemmEpilogue, GemmShape};
 use ferrocuda_kernels::rows::{self, AdamW, Rows};
@@ -23,14 +23,42 @@ pub struct Gpu {
     engine: GemmEngine,
     /// Time per kernel family (milliseconds, calls) when profiling.
     profile: Option<RefCell<Profile>>,
+    /// `f32` scratch of the operations that need one (bias-gradient partials, the norm
+    /// backward's two column partials, the attention backward's row sums), grown on first use
+    /// and reused after, so a step recorded into a CUDA graph allocates nothing.
+    scratch: [RefCell<Option<DeviceBuffer<f32>>>; 4],
+    /// Set once a graph has captured the scratch's addresses: from then on it never moves.
+    captured: Cell<bool>,
 }
+
+/// The slots of [`Gpu`]'s scratch.
+const BIAS_PARTIALS: usize = 0;
+const NORM_DW: usize = 1;
+const NORM_DB: usize = 2;
+const ATTENTION: usize = 3;
 
 impl Gpu {
     /// A backend on `context` with a new stream.
     pub fn new(context: &Context) -> Result<Gpu> {
         let stream = Stream::new(context)?;
         let engine = GemmEngine::new(&stream)?;
-        Ok(Gpu { context: context.clone(), stream, engine, profile: None })
+        Ok(Gpu { context: context.clone(), stream, engine, profile: None, scratch: Default::default(), captured: Cell::new(false) })
+    }
+
+    /// Scratch slot `slot`, at least `len` long (allocated, or reallocated larger, on `len`
+    /// growing: never during a capture of a step the eager run already sized).
+    fn scratch(&self, slot: usize, len: usize) -> Result<RefMut<'_, DeviceBuffer<f32>>> {
+        let mut cell = self.scratch[slot].borrow_mut();
+        if cell.as_ref().is_none_or(|b| b.len() < len) {
+            if self.captured.get() {
+                return Err(format!(
+                    "scratch slot {slot} would grow to {len} after a CUDA graph captured it; build a new trainer (and backend) for a new shape"
+                )
+                .into());
+            }
+            *cell = Some(DeviceBuffer::zeroed_async(&self.stream, len.max(1))?);
+        }
+        Ok(RefMut::map(cell, |b| b.as_mut().expect("allocated above")))
     }
 
     /// Times every operation from now on (synchronizing before and after each, so the step
@@ -69,6 +97,23 @@ impl Gpu {
     }
 }
 
+/// One recorded part of a training step (the backward pass) and the stream it replays on.
+///
+/// Its kernels use the addresses of the buffers they were captured with: the trainer's
+/// parameters, activations, gradients and [`Gpu`]'s scratch, which the trainer keeps alive and
+/// in place while it holds the graph, and uses on this stream only. Dropping it waits for the
+/// stream, so a replay in flight never outlives those buffers.
+pub struct StepGraph {
+    exec: GraphExec,
+    stream: Stream,
+}
+
+impl Drop for StepGraph {
+    fn drop(&mut self) {
+        let _ = self.stream.synchronize();
+    }
+}
+
 impl Backend for Gpu {
     type Buf<E: Pod + Send + Sync + 'static> = DeviceBuffer<E>;
 
@@ -91,6 +136,32 @@ impl Backend for Gpu {
     }
     fn take_profile(&self) -> Profile {
         self.profile.as_ref().map(|p| std::mem::take(&mut *p.borrow_mut())).unwrap_or_default()
+    }
+
+    type Graph = StepGraph;
+
+    fn capture(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<Option<StepGraph>> {
+        if self.profile.is_some() {
+            // Profiling synchronises around every operation, which a capture cannot hold.
+            return Ok(None);
+        }
+        self.stream.begin_capture()?;
+        let worked = work();
+        let ended = self.stream.end_capture();
+        worked?;
+        let exec = ended?.instantiate()?;
+        self.captured.set(true);
+        Ok(Some(StepGraph { exec, stream: self.stream.clone() }))
+    }
+
+    fn replay(&self, graph: &StepGraph) -> Result<()> {
+        // SAFETY: see `StepGraph`: the captured buffers are the trainer's and this backend's
+        // scratch (never reallocated once a graph exists: `scratch` refuses), which outlive
+        // the graph (dropped first, after waiting for its replays); every use of them is
+        // queued on this one stream, the one the graph was captured on, so replays are ordered
+        // with the eager work.
+        unsafe { graph.exec.launch(&graph.stream) }?;
+        Ok(())
     }
 
     fn encoder_forward<T: Act>(
@@ -175,7 +246,23 @@ impl Backend for Gpu {
             let (mut dwv, mut dbv) =
                 if dw.start < db.start { (lo.slice_mut(dw), hi.slice_mut(..db.end - split)) } else { (hi.slice_mut(..dw.end - split), lo.slice_mut(db)) };
             let dresidual = dresidual.map(|d| d as &dyn DeviceRead<T>);
-            Ok(rows::layernorm_backward(&self.stream, dout, x, &params.slice(w), mean, rstd, dresidual, dx, &mut dwv, &mut dbv, shape)?)
+            let n = rows::norm_backward_scratch_len(shape);
+            let (mut pdw, mut pdb) = (self.scratch(NORM_DW, n)?, self.scratch(NORM_DB, n)?);
+            Ok(rows::layernorm_backward_with_scratch(
+                &self.stream,
+                dout,
+                x,
+                &params.slice(w),
+                mean,
+                rstd,
+                dresidual,
+                dx,
+                &mut dwv,
+                &mut dbv,
+                &mut pdw.slice_mut(..n),
+                &mut pdb.slice_mut(..n),
+                shape,
+            )?)
         })
     }
     fn matmul<T: Act>(&self, a: In<'_, Self, T>, b: In<'_, Self, T>, c: &mut DeviceBuffer<T>, shape: GemmShape, bias: Option<In<'_, Self, T>>) -> Result<()> {
@@ -202,9 +289,14 @@ impl Backend for Gpu {
     fn bias_grad<T: Act>(&self, dout: &DeviceBuffer<T>, grads: &mut DeviceBuffer<f32>, range: Range<usize>, rows: usize, cols: usize) -> Result<()> {
         self.timed("bias gradients", || {
             let chunks = rows.div_ceil(gpt2_kernels::ROWS_PER_CHUNK as usize).max(1);
-            let mut partial = DeviceBuffer::<f32>::zeroed_async(&self.stream, chunks * cols)?;
-            T::column_partials(&self.stream, grid(partial.len()), &dout.slice(..rows * cols), &mut partial, rows as u32, cols as u32)?;
-            Ok(gpt2_kernels::sum_partials::launch(&self.stream, grid(cols), &partial, &mut grads.slice_mut(range), chunks as u32)?)
+            let mut scratch = self.scratch(BIAS_PARTIALS, chunks * cols)?;
+            let mut partial = scratch.slice_mut(..chunks * cols);
+            T::column_partials(&self.stream, &dout.slice(..rows * cols), &mut partial, rows as u32, cols as u32)?;
+            match crate::own::sum_split_grid(cols) {
+                Some(config) => gpt2_kernels::sum_partials_split::launch(&self.stream, config, &partial, &mut grads.slice_mut(range), chunks as u32)?,
+                None => gpt2_kernels::sum_partials::launch(&self.stream, grid(cols), &partial, &mut grads.slice_mut(range), chunks as u32)?,
+            }
+            Ok(())
         })
     }
     fn gelu<T: Act>(&self, x: &DeviceBuffer<T>, out: &mut DeviceBuffer<T>) -> Result<()> {
@@ -214,7 +306,7 @@ impl Backend for Gpu {
         self.timed("gelu backward", || Ok(rows::gelu_backward(&self.stream, x, dout, dx)?))
     }
     fn split_heads<T: Act>(&self, src: &DeviceBuffer<T>, dst: &mut DeviceBuffer<T>, heads: Heads) -> Result<()> {
-        self.timed("head split/merge", || Ok(T::split_heads(&self.stream, grid(dst.len()), src, dst, heads)?))
+        self.timed("head split/merge", || Ok(T::split_heads(&self.stream, src, dst, heads)?))
     }
     fn merge_heads<T: Act>(
         &self,
@@ -225,7 +317,7 @@ impl Backend for Gpu {
         heads: Heads,
         parts: u32,
     ) -> Result<()> {
-        self.timed("head split/merge", || Ok(T::merge_heads(&self.stream, grid(dst.len()), q, k, v, dst, heads, parts)?))
+        self.timed("head split/merge", || Ok(T::merge_heads(&self.stream, q, k, v, dst, heads, parts)?))
     }
     fn attention_forward<T: Act>(
         &self,
@@ -251,7 +343,11 @@ impl Backend for Gpu {
         dv: &mut DeviceBuffer<T>,
         shape: Attention,
     ) -> Result<()> {
-        self.timed("attention backward", || Ok(attention::attention_backward(&self.stream, q, k, v, out, dout, lse, dq, dk, dv, shape)?))
+        self.timed("attention backward", || {
+            let n = attention::backward_scratch_len(&shape);
+            let mut scratch = self.scratch(ATTENTION, n)?;
+            Ok(attention::attention_backward_with_scratch(&self.stream, q, k, v, out, dout, lse, dq, dk, dv, &mut scratch.slice_mut(..n), shape)?)
+        })
     }
     fn cross_entropy<T: Act>(
         &self,

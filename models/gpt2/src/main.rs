@@ -4,7 +4,7 @@
 //! gpt2 [train] [--config 124m|tiny] [--checkpoint FILE [--resume]] [--data SHARD]
 //!      [--batch B] [--seq T] [--steps N] [--lr LR] [--weight-decay WD] [--clip MAX]
 //!      [--dtype bf16|f32] [--cpu] [--save FILE] [--bench] [--profile] [--alphabet A]
-//!      [--seed S] [--ranks N]
+//!      [--seed S] [--ranks N] [--graph]
 //! gpt2 init --out FILE [--config 124m|tiny] [--seed S] [--bf16]
 //! gpt2 make-shard --out FILE [--tokens N] [--alphabet A] [--seed S]
 //! ```
@@ -50,6 +50,7 @@ struct Options {
     alphabet: Option<usize>,
     seed: u64,
     ranks: Option<usize>,
+    graph: bool,
 }
 
 fn parse(args: &[String]) -> Result<Options> {
@@ -70,6 +71,7 @@ fn parse(args: &[String]) -> Result<Options> {
         alphabet: None,
         seed: 1337,
         ranks: None,
+        graph: false,
     };
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -93,6 +95,7 @@ fn parse(args: &[String]) -> Result<Options> {
             "--alphabet" => o.alphabet = Some(value()?.parse()?),
             "--seed" => o.seed = value()?.parse()?,
             "--ranks" => o.ranks = Some(value()?.parse()?),
+            "--graph" => o.graph = true,
             other => return Err(format!("unknown option {other:?} (see the doc comment of models/gpt2/src/main.rs)").into()),
         }
     }
@@ -253,6 +256,7 @@ where
     };
     let mut loader = Loader::new(tokens, shape.batch, shape.seq, rank, world)?;
     let mut trainer = Trainer::<B, T>::new(backend, &config, shape, o.hyper, &master)?;
+    trainer.use_graph = o.graph;
     if o.resume {
         let path = o.checkpoint.as_ref().ok_or("--resume needs --checkpoint")?;
         let state = read_state(&state_path(path), trainer.layout.total())?;
@@ -303,6 +307,12 @@ where
         }
         if step == 1 {
             trainer.backend.take_profile();
+        }
+        if step == 2 && o.graph && rank == 0 {
+            match trainer.graph_recorded() {
+                true => println!("graph: the backward pass is a CUDA graph, recorded at step 2 and replayed from then on"),
+                false => println!("graph: not recorded (see the note above); the backward pass runs eagerly"),
+            }
         }
         if rank == 0 {
             println!("step {step:4}/{} | loss {loss:.6} | norm {norm:.4} | {ms:.2} ms | {:.0} tok/s", o.steps, tokens_per_step / (ms / 1e3));

@@ -34,6 +34,12 @@ impl Default for Hyper {
 
 /// Model, optimizer state and activations on one backend.
 pub struct Trainer<B: Backend, T: Act> {
+    /// The backward pass recorded as a graph (with [`Trainer::use_graph`]); declared first so
+    /// it is dropped (waiting for its replays) before the buffers it uses.
+    graph: Option<B::Graph>,
+    /// Record the backward pass once and replay it (`--graph`); falls back to eager
+    /// launches, with a note, when the backend cannot record it.
+    pub use_graph: bool,
     /// The device.
     pub backend: B,
     /// Parameter offsets.
@@ -54,6 +60,8 @@ pub struct Trainer<B: Backend, T: Act> {
     acts: Acts<B, T>,
     /// Optimizer steps taken.
     pub step: u32,
+    /// Eager backward passes run (the graph is recorded after the first).
+    backward_runs: u64,
 }
 
 impl<B: Backend, T: Act> Trainer<B, T> {
@@ -72,6 +80,8 @@ impl<B: Backend, T: Act> Trainer<B, T> {
         backend.cast_params(&master_buf, &mut params)?;
         let n = layout.total();
         Ok(Trainer {
+            graph: None,
+            use_graph: false,
             grads: backend.zeros(n)?,
             m: backend.zeros(n)?,
             v: backend.zeros(n)?,
@@ -83,6 +93,7 @@ impl<B: Backend, T: Act> Trainer<B, T> {
             shape,
             hyper,
             step: 0,
+            backward_runs: 0,
             backend,
         })
     }
@@ -115,8 +126,35 @@ impl<B: Backend, T: Act> Trainer<B, T> {
     }
 
     /// The backward pass after [`Trainer::forward`]: gradients into [`Trainer::grads`].
+    ///
+    /// With [`Trainer::use_graph`], the first call runs eagerly (sizing every scratch buffer
+    /// and warming the GEMM plans), the second records the pass into a graph and every call
+    /// from then on replays it: one launch instead of ~17 per layer. Where recording fails it
+    /// says why once and stays eager.
     pub fn backward(&mut self) -> Result<()> {
+        if let Some(graph) = &self.graph {
+            return self.backend.replay(graph);
+        }
+        if self.use_graph && self.backward_runs > 0 {
+            let (b, layout, params, acts, grads, shape) = (&self.backend, &self.layout, &self.params, &mut self.acts, &mut self.grads, self.shape);
+            match b.capture(&mut || model::backward(b, layout, params, acts, grads, shape)) {
+                Ok(Some(graph)) => {
+                    self.backend.replay(&graph)?;
+                    self.graph = Some(graph);
+                    return Ok(());
+                }
+                Ok(None) => eprintln!("note: this backend records no graphs; the backward pass runs eagerly"),
+                Err(e) => eprintln!("note: the backward pass could not be recorded as a CUDA graph ({e}); it runs eagerly"),
+            }
+            self.use_graph = false;
+        }
+        self.backward_runs += 1;
         model::backward(&self.backend, &self.layout, &self.params, &mut self.acts, &mut self.grads, self.shape)
+    }
+
+    /// True once the backward pass replays a recorded graph.
+    pub fn graph_recorded(&self) -> bool {
+        self.graph.is_some()
     }
 
     /// Clipping, AdamW and the cast: one optimizer step on the gradients in

@@ -135,7 +135,10 @@ fn tiny_checkpoint_resume_continues_the_run() {
     }
 }
 
-/// Two backward passes of one batch give the same gradients (nothing accumulates).
+/// Two backward passes of one batch give the same gradients (nothing accumulates): the same
+/// bits, except the token table's, a sum of f32 atomics whose order the executor's threads
+/// may change under load (seen once with the whole suite running): within 1e-6 there, far
+/// below the doubling an accumulating pass would give.
 #[test]
 fn tiny_backward_is_repeatable() {
     let shape = Shape { batch: 2, seq: 16 };
@@ -154,7 +157,15 @@ fn tiny_backward_is_repeatable() {
         let d = r.clone().filter(|&i| g1[i] != g2[i]).count();
         println!("{tensor:?}: {d} of {} differ", r.len());
     }
-    assert_eq!(g1, g2);
+    for tensor in TENSORS {
+        let r = layout.all(tensor);
+        if tensor == Tensor::Wte {
+            let worst = r.map(|i| (g1[i] - g2[i]).abs()).fold(0.0f32, f32::max);
+            assert!(worst <= 1e-6, "Wte gradients differ by {worst}");
+        } else {
+            assert_eq!(g1[r.clone()], g2[r], "{tensor:?} gradients differ");
+        }
+    }
 }
 
 /// The bf16 path (bf16 parameters and activations, f32 master weights and gradients) on the
@@ -186,4 +197,36 @@ fn tiny_bf16_tracks_f32() {
     assert!(pairs.iter().all(|l| l.is_finite()));
     assert!((pairs[0] - pairs[1]).abs() < 0.02, "first loss bf16 {} vs f32 {}", pairs[0], pairs[1]);
     assert!((pairs[10] - pairs[11]).abs() < 0.1, "sixth loss bf16 {} vs f32 {}", pairs[10], pairs[11]);
+}
+
+/// `use_graph` on a backend that records no graphs (the CPU executor) falls back to eager
+/// backward passes: no graph, and the same losses and weights as a run without it (up to the
+/// order of the f32 atomic adds, as in the resume test).
+#[test]
+fn tiny_graph_request_falls_back_to_eager_on_the_cpu() {
+    let shape = Shape { batch: 2, seq: 16 };
+    let hyper = Hyper { learning_rate: 3e-3, ..Hyper::default() };
+    let corpus = synthetic_corpus(4096, 61, 1);
+    let run = |graph: bool| {
+        let mut trainer = tiny_trainer(shape, hyper);
+        trainer.use_graph = graph;
+        let mut loader = Loader::new(corpus.clone(), shape.batch, shape.seq, 0, 1).unwrap();
+        let mut losses = Vec::new();
+        for _ in 0..3 {
+            let (x, y) = loader.next_batch();
+            trainer.set_batch(&x, &y).unwrap();
+            losses.push(trainer.forward().unwrap());
+            trainer.backward().unwrap();
+            trainer.update().unwrap();
+        }
+        assert!(!trainer.graph_recorded(), "the CPU executor recorded a graph");
+        (losses, trainer.state().unwrap().0)
+    };
+    let (eager, graphed) = (run(false), run(true));
+    assert_eq!(eager.0.len(), 3);
+    for (a, b) in eager.0.iter().zip(&graphed.0) {
+        assert!((a - b).abs() <= 1e-5, "losses {:?} vs {:?}", eager.0, graphed.0);
+    }
+    let worst = eager.1.iter().zip(&graphed.1).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+    assert!(worst < 1e-4, "weights differ by {worst}");
 }

@@ -7,23 +7,28 @@
 //!   the batch);
 //! - [`split_heads`] (`[B, T, .., H, D]` rows to `[B, H, T, D]` heads, for the attention
 //!   kernels' fast layout) and [`merge_heads`] (back, up to three tensors side by side, as the
-//!   QKV projection's gradient wants them);
-//! - [`column_partials()`] and [`sum_partials()`]: a bias gradient (the sum over rows of the
-//!   output gradient) in two deterministic steps;
+//!   QKV projection's gradient wants them), and their packed forms [`split_heads_packed`] and
+//!   [`merge_heads_packed`] (8 elements a thread, 16-byte accesses);
+//! - [`column_partials()`] and [`sum_partials()`] or [`sum_partials_split()`] (a warp per 4
+//!   columns): a bias gradient (the sum over rows of the output gradient) in two deterministic
+//!   steps;
 //! - [`cast_from_f32`]: the `f32` master weights rounded to the parameters' storage type.
 //!
 //! Index math is 32-bit: the host keeps every operand below 2^32 elements.
 //!
-//! Every kernel is element-wise over its output (a grid-stride loop, `DisjointSlice`), generic
+//! Every kernel but `sum_partials_split` is element-wise over its output (a grid-stride loop,
+//! `DisjointSlice`, or `DisjointChunks` of 8 for the packed ones), generic
 //! over the storage type ([`Elem`]: `f32`, `bf16`), with `f32` arithmetic; built once per type
 //! (`encoder_forward_f32`, `encoder_forward_bf16`, ...).
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
 
-use bytemuck::Pod;
-use ferrocuda_device::global::{AtomicSlice, DisjointSlice, grid_stride};
+use bytemuck::{Pod, Zeroable};
+use ferrocuda_device::global::{AtomicSlice, DisjointChunks, DisjointSlice, PerWarpRow, ThreadIndex, grid_stride, warp_row};
 pub use ferrocuda_device::half::bf16;
 use ferrocuda_device::half::{F32ToHalf, HalfFloat};
-use ferrocuda_device::kernel;
+use ferrocuda_device::unroll::unroll;
+use ferrocuda_device::vector::{load16, store16};
+use ferrocuda_device::{kernel, warp};
 
 ferrocuda_device::embed_kernels!();
 
@@ -178,6 +183,104 @@ pub fn merge_heads<T: Elem>(q: &[T], k: &[T], v: &[T], mut dst: DisjointSlice<T>
     }
 }
 
+/// Elements per thread of the packed kernels: 16 bytes of `bf16`, 32 of `f32`.
+pub const CHUNK: usize = 8;
+
+/// 16 bytes, aligned to 16: one vector access.
+#[repr(C, align(16))]
+#[derive(Clone, Copy, Default, Pod, Zeroable)]
+struct Vec16([u32; 4]);
+
+/// 16-byte accesses per chunk of 8 `T`s: 1 (`bf16`) or 2 (`f32`).
+const fn words<T>() -> usize {
+    (CHUNK * core::mem::size_of::<T>()).div_ceil(16)
+}
+
+/// The 8 elements of `x` at `at .. at + 8` as raw words (zeros past the end): 16-byte loads
+/// when the run is 16-byte aligned (checked here, at run time), element loads otherwise.
+#[inline(always)]
+fn load8<T: Elem>(x: &[T], at: usize) -> [Vec16; 2] {
+    let mut raw = [Vec16::default(); 2];
+    let n = words::<T>();
+    match x.get(at..at + CHUNK).map(bytemuck::try_cast_slice::<T, Vec16>) {
+        Some(Ok(vectors)) if vectors.len() == n => unroll::<2>(|k| {
+            if k < n {
+                raw[k] = load16(&vectors[k]);
+            }
+        }),
+        _ => {
+            let values: &mut [T] = bytemuck::cast_slice_mut(&mut raw[..n]);
+            unroll::<CHUNK>(|u| values[u] = x.get(at + u).copied().unwrap_or_default());
+        }
+    }
+    raw
+}
+
+/// The 8 elements of `raw` (from [`load8`]) as `T`s.
+#[inline(always)]
+fn values<T: Elem>(raw: &[Vec16; 2]) -> &[T] {
+    bytemuck::cast_slice(&raw[..words::<T>()])
+}
+
+/// Stores `raw` (8 `T`s) into this thread's chunk `i` of `out`: 16-byte stores when the chunk
+/// is aligned, element stores otherwise; nothing past the last whole chunk.
+#[inline(always)]
+fn store8<T: Elem>(out: &mut DisjointChunks<T, CHUNK>, i: ThreadIndex, raw: [Vec16; 2]) {
+    let Some(chunk) = out.get_mut(i) else { return };
+    let n = words::<T>();
+    match bytemuck::try_cast_slice_mut::<T, Vec16>(&mut chunk[..]) {
+        Ok(vectors) if vectors.len() == n => unroll::<2>(|k| {
+            if k < n {
+                store16(&mut vectors[k], raw[k]);
+            }
+        }),
+        _ => chunk.copy_from_slice(&values::<T>(&raw)[..CHUNK]),
+    }
+}
+
+/// [`split_heads`] 8 elements per thread (16-byte accesses): chunk `i` of `dst` is head
+/// positions `8 (i % (D / 8)) ..` of row `i / (D / 8)` of `[B, H, T, D]`. The host picks it
+/// when `head_dim`, `row_stride` and `offset` are multiples of 8.
+#[kernel(instances(f32, bf16))]
+pub fn split_heads_packed<T: Elem>(src: &[T], mut dst: DisjointChunks<T, 8>, shape: Heads) {
+    let (seq, heads, dim) = (shape.seq, shape.heads, shape.head_dim);
+    let per_head = dim / CHUNK as u32;
+    for i in grid_stride(dst.len()) {
+        let index = i.get() as u32;
+        let d = (index % per_head.max(1)) * CHUNK as u32;
+        let rest = index / per_head.max(1);
+        let t = rest % seq.max(1);
+        let bh = rest / seq.max(1);
+        let (b, h) = (bh / heads.max(1), bh % heads.max(1));
+        let at = (b * seq + t) as usize * shape.row_stride as usize + (shape.offset + h * dim + d) as usize;
+        store8(&mut dst, i, load8(src, at));
+    }
+}
+
+/// [`merge_heads`] 8 elements per thread (16-byte accesses): chunk `i` of `dst` is columns
+/// `8 (i % (parts H D / 8)) ..` of row `i / (parts H D / 8)`. The host picks it when
+/// `head_dim` is a multiple of 8.
+#[kernel(instances(f32, bf16))]
+pub fn merge_heads_packed<T: Elem>(q: &[T], k: &[T], v: &[T], mut dst: DisjointChunks<T, 8>, shape: Heads, parts: u32) {
+    let (seq, heads, dim) = (shape.seq.max(1), shape.heads, shape.head_dim.max(1));
+    let width = (heads * dim).max(1);
+    let row_chunks = (parts * width / CHUNK as u32).max(1);
+    for i in grid_stride(dst.len()) {
+        let index = i.get() as u32;
+        let (bt, col) = (index / row_chunks, (index % row_chunks) * CHUNK as u32);
+        let (part, within) = (col / width, col % width);
+        let (h, d) = (within / dim, within % dim);
+        let (b, t) = (bt / seq, bt % seq);
+        let at = (((b * heads + h) * seq + t) * dim + d) as usize;
+        let src = match part {
+            0 => q,
+            1 => k,
+            _ => v,
+        };
+        store8(&mut dst, i, load8(src, at));
+    }
+}
+
 /// Rows one thread of [`column_partials`] sums.
 pub const ROWS_PER_CHUNK: u32 = 256;
 
@@ -199,6 +302,33 @@ pub fn column_partials<T: Elem>(dout: &[T], mut partial: DisjointSlice<f32>, row
         if let Some(o) = partial.get_mut(i) {
             *o = sum;
         }
+    }
+}
+
+/// The second step with a warp per 4 columns: lane `l` sums chunks `l / 4, l / 4 + 8, ...` of
+/// column `4 w + l % 4` (in order), then the eight lanes of a column add their sums by
+/// shuffles (the same order in every run: deterministic). `cols / 4` warps; `cols` a multiple
+/// of 4.
+#[kernel(cols(out = 4))]
+pub fn sum_partials_split(partial: &[f32], mut out: PerWarpRow<f32>, chunks: u32) {
+    let me = warp_row();
+    let cols = out.len();
+    if me.row() as usize >= cols / 4 {
+        return;
+    }
+    let lane = me.lane() as usize;
+    let (slice, c) = (lane / 4, me.row() as usize * 4 + lane % 4);
+    let mut total = 0.0f32;
+    let mut k = slice;
+    while k < chunks as usize {
+        total += partial.get(k * cols + c).copied().unwrap_or(0.0);
+        k += 8;
+    }
+    unroll::<3>(|s| total += warp::shuffle_xor(total, 4u32 << s));
+    if let Some(mut row) = out.row_mut(me)
+        && let Some(o) = row.get_mut(0)
+    {
+        *o = total;
     }
 }
 
