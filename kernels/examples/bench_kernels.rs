@@ -72,7 +72,7 @@ fn main() -> Result<(), KernelsError> {
             (DeviceBuffer::<f32>::zeroed(&context, g as usize * shape.cols)?, DeviceBuffer::<f32>::zeroed(&context, g as usize * shape.cols)?);
         time(&context, &stream, "layernorm_backward 8192x4096 fused, old column sum", e * 3.0 * n as f64, 0.0, || {
             let fused = LaunchConfig::new(g, cols_u32 / 8);
-            for_bf16::norm_backward_fused_packed::launch(&stream, fused, &res, &x, &w, &mean, &rstd, &res, &mut out, &mut fdw, &mut fdb, cols_u32, 0, 1)?;
+            for_bf16::layernorm_backward_fused_packed::launch(&stream, fused, &res, &x, &w, &mean, &rstd, &res, &mut out, &mut fdw, &mut fdb, cols_u32, 0)?;
             sum_column_pairs::launch(&stream, old_sum, &fdw, &fdb, &mut dw, &mut db, g, cols_u32)?;
             Ok(())
         })?;

@@ -437,3 +437,56 @@ fn packed_kernels_give_the_same_values_on_misaligned_views() {
     packed_misaligned::<bf16>();
     packed_misaligned::<f16>();
 }
+
+/// The fused norm backward reads `dout`, `x` and `dresidual` as 16-byte vectors when all are
+/// aligned (its pipelined walk) and element by element otherwise: both give the same bits,
+/// for layer norm (dx, dweight, dbias, with a residual gradient) and RMSNorm (dx, dweight).
+fn fused_backward_misaligned<T: Element>() {
+    let e = executor();
+    // 20 rows of 256: the fused kernel with 3 blocks, so the walk has several steps.
+    let shape = Rows { rows: 20, cols: 256 };
+    assert_eq!(ferrocuda_kernels::rows::fused_backward_blocks(shape), Some(3));
+    let n = shape.len();
+    let (x, _) = input::<T>(n, 31, 2.0);
+    let (w, _) = input::<T>(shape.cols, 32, 1.5);
+    let (b, _) = input::<T>(shape.cols, 33, 0.5);
+    let (dout, _) = input::<T>(n, 34, 1.0);
+    let (dres, _) = input::<T>(n, 35, 1.0);
+    let (mut out, mut mean, mut rstd) = (vec![T::default(); n], vec![0.0f32; shape.rows], vec![0.0f32; shape.rows]);
+    cpu::layernorm(&e, &x, &w, &b, &mut out, &mut mean, &mut rstd, shape, EPS).unwrap();
+    // `dout` one element into a longer buffer: not 16-byte aligned.
+    let mut shifted = vec![T::default(); n + 1];
+    shifted[1..].copy_from_slice(&dout);
+    let run = |dout: &[T]| {
+        let (mut dx, mut dw, mut db) = (vec![T::default(); n], vec![0.0f32; shape.cols], vec![0.0f32; shape.cols]);
+        cpu::layernorm_backward(&e, dout, &x, &w, &mean, &rstd, Some(&dres), &mut dx, &mut dw, &mut db, shape).unwrap();
+        let (mut rdx, mut rdw) = (vec![T::default(); n], vec![0.0f32; shape.cols]);
+        cpu::rmsnorm_backward(&e, dout, &x, &w, &rstd, Some(&dres), &mut rdx, &mut rdw, shape).unwrap();
+        (widen(&dx), dw, db, widen(&rdx), rdw)
+    };
+    let aligned = run(&dout);
+    let misaligned = run(&shifted[1..]);
+    assert!(aligned == misaligned, "the fused backward's element-wise fallback differs from its 16-byte path");
+}
+
+#[test]
+fn fused_norm_backward_gives_the_same_bits_on_misaligned_views() {
+    fused_backward_misaligned::<f32>();
+    fused_backward_misaligned::<bf16>();
+    fused_backward_misaligned::<f16>();
+}
+
+/// `sum_of_squares` takes the packed kernel (16-byte loads, one atomic a block) for lengths
+/// that are multiples of 8 and the element-wise one otherwise; both against `f64`, on a
+/// length that spans several blocks' grid-stride steps.
+#[test]
+fn sum_of_squares_packed_and_element_wise_match_f64() {
+    let e = executor();
+    for n in [40960usize, 4096 + 5, 8] {
+        let (g, gf) = input::<bf16>(n, 41, 3.0);
+        let mut total = [0.0f32];
+        cpu::sum_of_squares(&e, &g, &mut total).unwrap();
+        let want: f64 = gf.iter().map(|v| v * v).sum();
+        assert!((total[0] as f64 - want).abs() < 1e-5 * want, "n {n}: {} vs {want}", total[0]);
+    }
+}
