@@ -117,6 +117,16 @@ impl Rows {
     }
 }
 
+/// The launch of `layernorm_forward_packed16` (one block per row, 16 columns a thread, so
+/// `cols / 16` threads): widths that are multiples of 16 from 2048 (128 threads) to 4096 (256,
+/// its launch bounds), where it keeps four rows of 4096 on an SM where the 8-column kernel keeps
+/// three; `None` otherwise.
+pub(crate) fn packed_rows16(rows: usize, cols: usize) -> Option<ferrocuda_host::LaunchConfig> {
+    let threads = cols / 16;
+    (cols.is_multiple_of(16) && (128..=256).contains(&threads) && rows > 0 && rows < (1 << 31))
+        .then(|| ferrocuda_host::LaunchConfig::new(rows as u32, threads as u32))
+}
+
 /// The first step of a norm's weight gradients outside the fused kernel, in a call's body
 /// (`$run` its runner): per chunk of [`ROWS_PER_CHUNK`] rows and column, `sum dout * xhat`
 /// into `$partial_dw` and `sum dout` into `$partial_db` (each `weight_chunks(rows) x cols`),
@@ -253,6 +263,9 @@ row_op! {
         shape.per_row("rstd", run.len(rstd))?;
         if rows == 0 {
             return Ok(());
+        }
+        if let Some(config) = packed_rows16(shape.rows, shape.cols) {
+            return run.layernorm_forward_packed16::<T>(config, x, weight, bias, out, mean, rstd, cols, eps);
         }
         match packed_rows(shape.rows, shape.cols) {
             Some(config) => run.layernorm_forward_packed::<T>(config, x, weight, bias, out, mean, rstd, cols, eps),

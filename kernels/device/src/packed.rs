@@ -106,6 +106,42 @@ fn widen8<T: Float>(raw: Raw8) -> [f32; CHUNK] {
     v
 }
 
+/// The 16 values of `x` at `at .. at + 16` as two chunks of `f32` (zeros past the end): when
+/// the 32 bytes are 16-byte aligned, both 16-byte loads are issued in one branch, before
+/// either is waited for (two [`load8`]s each merge their aligned and element paths, and the
+/// merge of the first waits for its load before the second is issued).
+#[inline(always)]
+fn load16<T: Float>(x: &[T], at: usize, hint: Load) -> ([f32; CHUNK], [f32; CHUNK]) {
+    let (mut v0, mut v1) = ([0.0f32; CHUNK], [0.0f32; CHUNK]);
+    let Some(chunk) = x.get(at..at + 2 * CHUNK) else {
+        unroll::<CHUNK>(|u| {
+            v0[u] = x.get(at + u).map_or(0.0, |e| e.to_f32());
+            v1[u] = x.get(at + CHUNK + u).map_or(0.0, |e| e.to_f32());
+        });
+        return (v0, v1);
+    };
+    match bytemuck::try_cast_slice::<T, Vec16>(chunk) {
+        Ok(vectors) if vectors.len() == 2 * words::<T>() => {
+            let mut raw = [Vec16::default(); 4];
+            unroll::<4>(|k| {
+                if k < 2 * words::<T>() {
+                    raw[k] = cache::load(&vectors[k], hint);
+                }
+            });
+            let values: &[T] = bytemuck::cast_slice(&raw[..2 * words::<T>()]);
+            unroll::<CHUNK>(|u| {
+                v0[u] = values[u].to_f32();
+                v1[u] = values[CHUNK + u].to_f32();
+            });
+        }
+        _ => unroll::<CHUNK>(|u| {
+            v0[u] = chunk[u].to_f32();
+            v1[u] = chunk[CHUNK + u].to_f32();
+        }),
+    }
+    (v0, v1)
+}
+
 /// Stores `v` (rounded to `T`) into this thread's chunk `i` of `out`: 16-byte stores when it
 /// is aligned. Nothing past the last whole chunk.
 #[inline(always)]
@@ -125,6 +161,32 @@ fn store8<T: Float>(out: &mut DisjointChunks<T, CHUNK>, i: ThreadIndex, v: [f32;
         _ => {
             let values: &[T] = bytemuck::cast_slice(&raw[..words::<T>()]);
             unroll::<CHUNK>(|u| chunk[u] = values[u]);
+        }
+    }
+}
+
+/// Stores `v0` then `v1` (rounded to `T`) into this thread's chunk `i` of 16 values of
+/// `out`: 16-byte stores when it is aligned. Nothing past the last whole chunk.
+#[inline(always)]
+fn store16<T: Float>(out: &mut DisjointChunks<T, 16>, i: ThreadIndex, v0: [f32; CHUNK], v1: [f32; CHUNK]) {
+    let Some(chunk) = out.get_mut(i) else { return };
+    let mut raw = [Vec16::default(); 4];
+    {
+        let values: &mut [T] = bytemuck::cast_slice_mut(&mut raw[..2 * words::<T>()]);
+        unroll::<CHUNK>(|u| {
+            values[u] = T::from_f32(v0[u]);
+            values[CHUNK + u] = T::from_f32(v1[u]);
+        });
+    }
+    match bytemuck::try_cast_slice_mut::<T, Vec16>(&mut chunk[..]) {
+        Ok(vectors) if vectors.len() == 2 * words::<T>() => unroll::<4>(|k| {
+            if k < 2 * words::<T>() {
+                cache::store(&mut vectors[k], raw[k], Store::EvictFirst);
+            }
+        }),
+        _ => {
+            let values: &[T] = bytemuck::cast_slice(&raw[..2 * words::<T>()]);
+            unroll::<16>(|u| chunk[u] = values[u]);
         }
     }
 }
@@ -284,6 +346,68 @@ pub fn layernorm_forward_packed<T: Float>(
     // reduction, so four blocks of 512 threads fit an SM (32 registers, the launch bounds).
     let (w, b) = (load8(weight, c, Load::EvictLast), load8(bias, c, Load::EvictLast));
     store8(&mut out, i, normalise(v, w, Some(b), stats));
+    write_row_value(&mut mean, stats.0 + stats.1);
+    write_row_value(&mut rstd, stats.2);
+}
+
+/// The block's statistics of a row whose thread holds `v0`, `v1` (16 values), and the thread's
+/// normalised values, with `weight_bias(c)` the weight and bias at columns `c .. c + 16`.
+/// Every thread of the block must call it.
+#[inline(always)]
+fn layernorm16(
+    v0: [f32; CHUNK],
+    v1: [f32; CHUNK],
+    shift: f32,
+    cols: u32,
+    eps: f32,
+    weight_bias: impl Fn(usize) -> (([f32; CHUNK], [f32; CHUNK]), ([f32; CHUNK], [f32; CHUNK])),
+    c: usize,
+) -> ([f32; CHUNK], [f32; CHUNK], (f32, f32, f32)) {
+    let reduce = RuntimeBlockReduce::new(block_scratch!(u64));
+    let (mut sum, mut squares) = (0.0f32, 0.0f32);
+    unroll::<CHUNK>(|u| {
+        let (d0, d1) = (v0[u] - shift, v1[u] - shift);
+        sum += d0 + d1;
+        squares += d0 * d0 + d1 * d1;
+    });
+    let (sum, squares) = sum_pair_all(&reduce, sum, squares);
+    let n = cols as f32;
+    let offset = sum / n;
+    let variance = (squares / n - offset * offset).max(0.0);
+    let stats = (shift, offset, 1.0 / (variance + eps).sqrt());
+    let ((w0, w1), (b0, b1)) = weight_bias(c);
+    (normalise(v0, w0, Some(b0), stats), normalise(v1, w1, Some(b1), stats), stats)
+}
+
+/// [`layernorm_forward()`](crate::layernorm_forward) with **16 columns a thread** (one block
+/// per row of `cols / 16` threads, two 16-byte loads of `x` a thread): what keeps four rows
+/// in flight on an SM. The 8-column form needs 40 registers a thread at 512 threads a row
+/// (the reduction's temporaries, addresses and the shift do not shrink with the columns), so
+/// only three rows of 4096 fit an SM's registers, against four for RMSNorm's 32; a cap of 32
+/// spills. Here a row of 4096 is 256 threads of at most 64 registers (the launch bounds):
+/// four rows an SM, and a block reduction over 8 warps instead of 16. The host takes it for
+/// `cols % 16 == 0` and `2048 <= cols <= 4096` (at most 256 threads: the launch bounds).
+/// The shift (the row's first value) is loaded before the row and `x`'s two 16-byte loads are
+/// issued together ([`load16`]), so their latencies overlap.
+#[kernel(instances(f32, bf16, f16), cols(mean = 1, rstd = 1), launch_bounds(256, 4))]
+#[allow(clippy::too_many_arguments)]
+pub fn layernorm_forward_packed16<T: Float>(
+    x: &[T],
+    weight: &[T],
+    bias: &[T],
+    mut out: DisjointChunks<T, 16>,
+    mut mean: DisjointSlice<f32, BlockRows>,
+    mut rstd: DisjointSlice<f32, BlockRows>,
+    cols: u32,
+    eps: f32,
+) {
+    let i = unique_index();
+    let (at, c) = (i.get() * 2 * CHUNK, thread_idx_x() as usize * 2 * CHUNK);
+    // The row's first value (one address for the whole block: a broadcast) as the shift.
+    let shift = x.get(at - c).map_or(0.0, |e| e.to_f32());
+    let (v0, v1) = load16(x, at, Load::EvictFirst);
+    let (o0, o1, stats) = layernorm16(v0, v1, shift, cols, eps, |at| (load16(weight, at, Load::EvictLast), load16(bias, at, Load::EvictLast)), c);
+    store16(&mut out, i, o0, o1);
     write_row_value(&mut mean, stats.0 + stats.1);
     write_row_value(&mut rstd, stats.2);
 }
@@ -467,13 +591,19 @@ pub fn norm_backward_weights_partial_packed<T: Float>(
 /// them into 16-bit pieces right after the load, which waits for it).
 #[inline(always)]
 fn vectors_raw<T: Float>(v: &[Vec16], at: usize) -> Raw8 {
+    vectors_raw_hint::<T>(v, at, Load::EvictFirst)
+}
+
+/// [`vectors_raw`] with the cache hint `hint`.
+#[inline(always)]
+fn vectors_raw_hint<T: Float>(v: &[Vec16], at: usize, hint: Load) -> Raw8 {
     let first = at / CHUNK * words::<T>();
     let mut raw = Raw8::default();
     unroll::<2>(|k| {
         if k < words::<T>()
             && let Some(word) = v.get(first + k)
         {
-            raw.0[k] = cache::load(word, Load::EvictFirst);
+            raw.0[k] = cache::load(word, hint);
         }
     });
     raw
