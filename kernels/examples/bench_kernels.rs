@@ -54,7 +54,18 @@ fn main() -> Result<(), KernelsError> {
     // registers: three rows an SM), beside the 16-columns-a-thread one above.
     time(&context, &stream, "layernorm 8192x4096 (8 columns a thread)", e * 2.0 * n as f64, 0.0, || {
         let config = ferrocuda_host::LaunchConfig::new(shape.rows as u32, shape.cols as u32 / 8);
-        ferrocuda_kernels_device::for_bf16::layernorm_forward_packed::launch(&stream, config, &x, &w, &b, &mut out, &mut mean, &mut rstd, shape.cols as u32, 1e-5)?;
+        ferrocuda_kernels_device::for_bf16::layernorm_forward_packed::launch(
+            &stream,
+            config,
+            &x,
+            &w,
+            &b,
+            &mut out,
+            &mut mean,
+            &mut rstd,
+            shape.cols as u32,
+            1e-5,
+        )?;
         Ok(())
     })?;
     let (mut dw, mut db) = (DeviceBuffer::<f32>::zeroed(&context, shape.cols)?, DeviceBuffer::<f32>::zeroed(&context, shape.cols)?);

@@ -492,6 +492,13 @@ fn sum_of_squares_packed_and_element_wise_match_f64() {
         let want: f64 = gf.iter().map(|v| v * v).sum();
         assert!((total[0] as f64 - want).abs() < 1e-5 * want, "n {n}: {} vs {want}", total[0]);
     }
+    // A view one element in, of a length that is a multiple of 8: the packed kernel's
+    // element-by-element path.
+    let (g, gf) = input::<bf16>(40961, 42, 3.0);
+    let mut total = [0.0f32];
+    cpu::sum_of_squares(&e, &g[1..], &mut total).unwrap();
+    let want: f64 = gf[1..].iter().map(|v| v * v).sum();
+    assert!((total[0] as f64 - want).abs() < 1e-5 * want, "misaligned: {} vs {want}", total[0]);
 }
 
 /// Layer norm's 16-columns-a-thread kernel (taken for widths that are multiples of 16 from 2048):

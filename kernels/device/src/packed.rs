@@ -820,20 +820,38 @@ pub fn sum_column_pairs(partial_a: &[f32], partial_b: &[f32], mut out_a: Disjoin
 /// [`sum_of_squares()`](crate::sum_of_squares) over chunks of 8 (16-byte loads, two chunks a
 /// step of the grid-stride walk, so 32 bytes of `bf16` or 64 of `f32` in flight a thread),
 /// then one block reduction and **one atomic add a block** (the element-wise kernel adds once
-/// a warp: eight times as many same-address atomics, which L2 serialises). The host picks it
-/// when the length is a multiple of 8.
-#[kernel(instances(f32, bf16, f16))]
+/// a warp: eight times as many same-address atomics, which L2 serialises). When `x` is
+/// 16-byte aligned it is read as vectors only (no element path merged into the loaded
+/// registers, which would make the second load wait for the first); otherwise element by
+/// element. At most 32 registers (the launch bounds): eight blocks of 256 an SM, so the
+/// host's 1024 blocks are all resident on a 132-SM GPU (no second, partial wave). The host
+/// picks it when the length is a multiple of 8.
+#[kernel(instances(f32, bf16, f16), launch_bounds(256, 8))]
 pub fn sum_of_squares_packed<T: Float>(x: &[T], total: AtomicSlice<f32>) {
-    let chunks = x.len() / CHUNK;
     let stride = grid_dim_x() as usize * block_dim_x() as usize;
-    let mut i = block_idx_x() as usize * block_dim_x() as usize + thread_idx_x() as usize;
+    let first = block_idx_x() as usize * block_dim_x() as usize + thread_idx_x() as usize;
     let mut sum = 0.0f32;
-    while i < chunks {
-        // The second chunk reads zeros past the end.
-        let (a, b) = (load8(x, i * CHUNK, Load::EvictFirst), load8(x, (i + stride) * CHUNK, Load::EvictFirst));
-        unroll::<CHUNK>(|u| sum += a[u] * a[u]);
-        unroll::<CHUNK>(|u| sum += b[u] * b[u]);
-        i += 2 * stride;
+    match vectors(x) {
+        Some(v) => {
+            let chunks = x.len() / CHUNK;
+            let mut i = first;
+            while i < chunks {
+                // The second chunk reads zeros past the end.
+                let (a, b) = (vectors_raw::<T>(v, i * CHUNK), vectors_raw::<T>(v, (i + stride) * CHUNK));
+                let (a, b) = (widen8::<T>(a), widen8::<T>(b));
+                unroll::<CHUNK>(|u| sum += a[u] * a[u]);
+                unroll::<CHUNK>(|u| sum += b[u] * b[u]);
+                i += 2 * stride;
+            }
+        }
+        None => {
+            let mut i = first;
+            while let Some(e) = x.get(i) {
+                let e = e.to_f32();
+                sum += e * e;
+                i += stride;
+            }
+        }
     }
     let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
     if let Some(block_sum) = reduce.sum(sum)
