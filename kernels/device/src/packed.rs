@@ -388,7 +388,7 @@ fn layernorm16(
 /// four rows an SM, and a block reduction over 8 warps instead of 16. The host takes it for
 /// `cols % 16 == 0` and `2048 <= cols <= 4096` (at most 256 threads: the launch bounds).
 /// The shift (the row's first value) is loaded before the row and `x`'s two 16-byte loads are
-/// issued together ([`load16`]), so their latencies overlap.
+/// issued together (one alignment branch for the 32 bytes), so their latencies overlap.
 #[kernel(instances(f32, bf16, f16), cols(mean = 1, rstd = 1), launch_bounds(256, 4))]
 #[allow(clippy::too_many_arguments)]
 pub fn layernorm_forward_packed16<T: Float>(
@@ -733,9 +733,15 @@ fn fused_walk<T: Float, const CENTRED: bool>(
     (dw, db)
 }
 
-/// Layer norm's fused backward pass ([`norm_backward_fused`]): `dx` of every row, and this
-/// thread's sums of `dout * xhat` and `dout` over its block's rows as chunk `b * cols / 8 + t`
-/// of `partial_dweight` and `partial_dbias` (`G x cols`). [`sum_column_pairs_split()`] then
+/// [`norm_backward_packed()`] and the first step of the weight gradients in one pass for layer
+/// norm (llm.c's fused layer-norm backward): block `b` of `G` takes rows `b, b + G, b + 2 G,
+/// ...` (a grid-stride walk over `dx`'s chunks with `cols / 8` threads a block), writes each
+/// row's `dx`, and thread `t` keeps the sums of `dout * xhat` and `dout` of its 8 columns over
+/// those rows (in row order) in registers, written at the end as chunk `b * cols / 8 + t` of
+/// `partial_dweight` and `partial_dbias` (`G x cols`). The next row's `dout`, `x` and
+/// statistics are loaded before this row's block reduction, so one row's loads are in flight
+/// across its barriers; `dout`, `x` and `dresidual` are read as 16-byte vectors when all are
+/// aligned, element by element otherwise (the same results). [`sum_column_pairs_split()`] then
 /// adds the `G` partial rows in order: deterministic for a given `G`, and `dout` and `x` are
 /// read once (the two-kernel form reads them twice). Blocks of at most 512 threads (`cols <=
 /// 4096`): the running sums, two rows' values and their addresses take about 90-128 registers
@@ -762,9 +768,9 @@ pub fn layernorm_backward_fused_packed<T: Float>(
     store8::<f32>(&mut partial_dbias, me, db);
 }
 
-/// RMSNorm's fused backward pass ([`norm_backward_fused`] without a mean): `dx` of every row
-/// and this thread's sums of `dout * xhat` as chunk `b * cols / 8 + t` of `partial_dweight`
-/// (`G x cols`), which [`sum_column_partials_split()`] adds up. No bias gradient: no `Σ dout`
+/// RMSNorm's fused backward pass, as [`layernorm_backward_fused_packed()`] without a mean:
+/// `dx` of every row and this thread's sums of `dout * xhat` as chunk `b * cols / 8 + t` of
+/// `partial_dweight` (`G x cols`), which [`sum_column_partials_split()`] adds up. No bias gradient: no `Σ dout`
 /// sums (eight registers fewer than layer norm's), one `f32` block reduction a row (layer
 /// norm's carries two sums in a `u64`).
 #[kernel(instances(f32, bf16, f16), launch_bounds(512, 1))]
@@ -947,7 +953,10 @@ fn write_warp_value(out: &mut PerWarpRow<f32>, me: WarpRow, value: f32) {
 }
 
 /// [`sum_column_pairs()`] with eight threads a column, for `cols % 4 == 0` (the host's
-/// condition): see [`split_column_totals`]. `cols / 4` warps in all, where the
+/// condition): warp `w` takes columns `4 w .. 4 w + 4`, lane `l = 4 s + j` sums the partial
+/// rows `s, s + 8, s + 16, ...` (in that order, eight loads in flight) of column `4 w + j`, so
+/// one load of the warp reads eight rows of 16 contiguous bytes; then three `shfl.xor` steps
+/// add the eight slices and lanes `0..4` write. Deterministic. `cols / 4` warps in all, where the
 /// one-thread-a-column form runs `cols` threads, each walking every partial row with few
 /// loads in flight (16 blocks for 4096 columns: a latency-bound tail).
 #[kernel(cols(out_a = 4, out_b = 4))]
@@ -961,7 +970,7 @@ pub fn sum_column_pairs_split(partial_a: &[f32], partial_b: &[f32], mut out_a: P
     write_warp_value(&mut out_b, me, total_b);
 }
 
-/// [`sum_column_partials()`](crate::sum_column_partials) with eight threads a column (one
+/// [`sum_column_partials()`](crate::sum_column_partials()) with eight threads a column (one
 /// partial matrix: RMSNorm's weight gradient), as [`sum_column_pairs_split()`] does for two;
 /// for `cols % 4 == 0`.
 #[kernel(cols(out = 4))]
