@@ -50,6 +50,24 @@ fn main() -> Result<(), KernelsError> {
     time(&context, &stream, "layernorm 8192x4096", e * 2.0 * n as f64, 0.0, || {
         rows::layernorm(&stream, &x, &w, &b, &mut out, &mut mean, &mut rstd, shape, 1e-5)
     })?;
+    // The 8-columns-a-thread kernel the library used for this width before (512 threads, 40
+    // registers: three rows an SM), beside the 16-columns-a-thread one above.
+    time(&context, &stream, "layernorm 8192x4096 (8 columns a thread)", e * 2.0 * n as f64, 0.0, || {
+        let config = ferrocuda_host::LaunchConfig::new(shape.rows as u32, shape.cols as u32 / 8);
+        ferrocuda_kernels_device::for_bf16::layernorm_forward_packed::launch(
+            &stream,
+            config,
+            &x,
+            &w,
+            &b,
+            &mut out,
+            &mut mean,
+            &mut rstd,
+            shape.cols as u32,
+            1e-5,
+        )?;
+        Ok(())
+    })?;
     let (mut dw, mut db) = (DeviceBuffer::<f32>::zeroed(&context, shape.cols)?, DeviceBuffer::<f32>::zeroed(&context, shape.cols)?);
     time(&context, &stream, "layernorm_backward 8192x4096 (dx,dw,db)", e * 3.0 * n as f64, 0.0, || {
         rows::layernorm_backward(&stream, &res, &x, &w, &mean, &rstd, None, &mut out, &mut dw, &mut db, shape)
@@ -72,7 +90,7 @@ fn main() -> Result<(), KernelsError> {
             (DeviceBuffer::<f32>::zeroed(&context, g as usize * shape.cols)?, DeviceBuffer::<f32>::zeroed(&context, g as usize * shape.cols)?);
         time(&context, &stream, "layernorm_backward 8192x4096 fused, old column sum", e * 3.0 * n as f64, 0.0, || {
             let fused = LaunchConfig::new(g, cols_u32 / 8);
-            for_bf16::norm_backward_fused_packed::launch(&stream, fused, &res, &x, &w, &mean, &rstd, &res, &mut out, &mut fdw, &mut fdb, cols_u32, 0, 1)?;
+            for_bf16::layernorm_backward_fused_packed::launch(&stream, fused, &res, &x, &w, &mean, &rstd, &res, &mut out, &mut fdw, &mut fdb, cols_u32, 0)?;
             sum_column_pairs::launch(&stream, old_sum, &fdw, &fdb, &mut dw, &mut db, g, cols_u32)?;
             Ok(())
         })?;
@@ -177,6 +195,12 @@ fn main() -> Result<(), KernelsError> {
     })?;
     let mut total = DeviceBuffer::<f32>::zeroed(&context, 1)?;
     time(&context, &stream, "sum_of_squares f32 64M", 4.0 * p as f64, 0.0, || rows::sum_of_squares(&stream, &grads, &mut total))?;
+    // The element-wise kernel the library used before (4-byte loads, one atomic a warp).
+    time(&context, &stream, "sum_of_squares f32 64M (old element-wise kernel)", 4.0 * p as f64, 0.0, || {
+        let config = ferrocuda_host::LaunchConfig::new(1024, 256);
+        ferrocuda_kernels_device::for_f32::sum_of_squares::launch(&stream, config, &grads, &mut total)?;
+        Ok(())
+    })?;
     drop((params, grads, m, v));
     if std::env::var_os("BENCH_ROWS_ONLY").is_some() {
         return Ok(());

@@ -102,6 +102,18 @@ impl Gpu<'_> {
         Ok(ferrocuda_kernels_device::sum_column_partials::launch(self.0, config, partial, out, chunks, cols)?)
     }
 
+    /// [`sum_column_partials_split`](ferrocuda_kernels_device::packed::sum_column_partials_split).
+    pub(crate) fn sum_column_partials_split(
+        &self,
+        config: LaunchConfig,
+        partial: &(impl DeviceRead<f32> + ?Sized),
+        out: &mut (impl DeviceWrite<f32> + ?Sized),
+        chunks: u32,
+        cols: u32,
+    ) -> crate::Result<()> {
+        Ok(ferrocuda_kernels_device::packed::sum_column_partials_split::launch(self.0, config, partial, out, chunks, cols)?)
+    }
+
     /// [`sum_column_pairs`](ferrocuda_kernels_device::packed::sum_column_pairs).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn sum_column_pairs(
@@ -142,6 +154,11 @@ impl Cpu<'_> {
     /// [`sum_column_partials`](ferrocuda_kernels_device::sum_column_partials).
     pub(crate) fn sum_column_partials(&self, config: LaunchConfig, partial: &[f32], out: &mut [f32], chunks: u32, cols: u32) -> crate::Result<()> {
         Ok(ferrocuda_kernels_device::sum_column_partials::launch_cpu(self.0, config, partial, out, chunks, cols)?)
+    }
+
+    /// [`sum_column_partials_split`](ferrocuda_kernels_device::packed::sum_column_partials_split).
+    pub(crate) fn sum_column_partials_split(&self, config: LaunchConfig, partial: &[f32], out: &mut [f32], chunks: u32, cols: u32) -> crate::Result<()> {
+        Ok(ferrocuda_kernels_device::packed::sum_column_partials_split::launch_cpu(self.0, config, partial, out, chunks, cols)?)
     }
 
     /// [`sum_column_pairs`](ferrocuda_kernels_device::packed::sum_column_pairs).
@@ -260,6 +277,7 @@ kernel_table!({
     fn rmsnorm_forward_packed(x: [in T], weight: [in T], out: [out T], rstd: [out f32], cols: u32, eps: f32);
     fn add_rmsnorm_forward_packed(x: [in T], residual: [in T], weight: [in T], out: [out T], sum: [out T], rstd: [out f32], cols: u32, eps: f32);
     fn layernorm_forward_packed(x: [in T], weight: [in T], bias: [in T], out: [out T], mean: [out f32], rstd: [out f32], cols: u32, eps: f32);
+    fn layernorm_forward_packed16(x: [in T], weight: [in T], bias: [in T], out: [out T], mean: [out f32], rstd: [out f32], cols: u32, eps: f32);
     fn add_layernorm_forward_packed(
         x: [in T], residual: [in T], weight: [in T], bias: [in T], out: [out T], sum: [out T], mean: [out f32], rstd: [out f32], cols: u32, eps: f32
     );
@@ -271,9 +289,13 @@ kernel_table!({
         dout: [in T], x: [in T], mean: [in f32], rstd: [in f32], partial_dweight: [out f32], partial_dbias: [out f32], rows: u32, cols: u32,
         rows_per_chunk: u32, centred: u32
     );
-    fn norm_backward_fused_packed(
+    fn layernorm_backward_fused_packed(
         dout: [in T], x: [in T], weight: [in T], mean: [in f32], rstd: [in f32], dresidual: [in T], dx: [out T], partial_dweight: [out f32],
-        partial_dbias: [out f32], cols: u32, add_dresidual: u32, centred: u32
+        partial_dbias: [out f32], cols: u32, add_dresidual: u32
+    );
+    fn rmsnorm_backward_fused_packed(
+        dout: [in T], x: [in T], weight: [in T], rstd: [in f32], dresidual: [in T], dx: [out T], partial_dweight: [out f32], cols: u32,
+        add_dresidual: u32
     );
     fn silu_and_mul_forward_packed(input: [in T], out: [out T], chunks_per_row: NonZeroU32);
     fn silu_and_mul_backward_packed(input: [in T], dout: [in T], dinput: [out T], chunks_per_row: NonZeroU32);
@@ -293,6 +315,7 @@ kernel_table!({
     fn adamw_step(params: [out T], grads: [in T], m: [out f32], v: [out f32], hp: AdamWStep);
     fn adamw_step_packed(params: [out T], grads: [in T], m: [out f32], v: [out f32], hp: AdamWStep);
     fn sum_of_squares(x: [in T], total: [out f32]);
+    fn sum_of_squares_packed(x: [in T], total: [out f32]);
     fn clip_by_global_norm(grads: [out T], norm_squared: [in f32], max_norm: f32);
     fn attention_forward(q: [in T], k: [in T], v: [in T], out: [out T], lse: [out f32], head_dim: u32, shape: AttentionShape);
     fn attention_forward_mma(q: [in T], k: [in T], v: [in T], out: [out T], lse: [out f32], tile_width: u32, head_dim: u32, shape: AttentionShape);

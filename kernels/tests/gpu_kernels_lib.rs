@@ -164,6 +164,66 @@ fn row_kernels_on_the_gpu_match_the_cpu_executor() {
     }
 }
 
+/// The norms at the width of the benchmarks (4096), against the CPU executor: layer norm's
+/// 16-columns-a-thread forward kernel, the fused backward passes (layer norm with a residual
+/// gradient, RMSNorm without) walking several rows a block with the next row's loads in
+/// flight, RMSNorm's split weight-gradient sum, and `sum_of_squares`' packed kernel; then the
+/// same calls on a `dout` one element in (the element-wise paths) give the same bits.
+fn norms_at_4096_on_gpu<T: Element>(context: &Context, stream: &Stream) {
+    let e = CpuExecutor::new();
+    // 300 rows: the fused backward runs 38 blocks of 512 threads, 7 or 8 rows each.
+    let shape = Rows { rows: 300, cols: 4096 };
+    let n = shape.len();
+    let tol = tolerance::<T>();
+    let (x, _) = input::<T>(n, 61, 2.0);
+    let (w, _) = input::<T>(shape.cols, 62, 1.5);
+    let (b, _) = input::<T>(shape.cols, 63, 0.5);
+    let (dout, _) = input::<T>(n, 64, 1.0);
+    let (dres, _) = input::<T>(n, 65, 1.0);
+    let (x_, w_, b_, dout_, dres_) = (up(context, &x), up(context, &w), up(context, &b), up(context, &dout), up(context, &dres));
+    let (mut out, mut mean, mut rstd) = (zeros::<T>(context, n), zeros::<f32>(context, shape.rows), zeros::<f32>(context, shape.rows));
+    rows::layernorm(stream, &x_, &w_, &b_, &mut out, &mut mean, &mut rstd, shape, 1e-5).unwrap();
+    let (mut c_out, mut c_mean, mut c_rstd) = (vec![T::default(); n], vec![0.0f32; shape.rows], vec![0.0f32; shape.rows]);
+    cpu::layernorm(&e, &x, &w, &b, &mut c_out, &mut c_mean, &mut c_rstd, shape, 1e-5).unwrap();
+    assert_close("gpu layernorm 4096 out", &widen(&out.to_vec().unwrap()), &widen(&c_out), tol);
+    assert_close("gpu layernorm 4096 mean", &widen(&mean.to_vec().unwrap()), &widen(&c_mean), 1e-5);
+    assert_close("gpu layernorm 4096 rstd", &widen(&rstd.to_vec().unwrap()), &widen(&c_rstd), 1e-5);
+    let mut shifted = vec![T::default(); n + 1];
+    shifted[1..].copy_from_slice(&dout);
+    let dout_shifted = up(context, &shifted);
+    let mut results = Vec::new();
+    for misaligned in [false, true] {
+        let d = if misaligned { dout_shifted.slice(1..) } else { dout_.slice(..) };
+        let (mut dx, mut dw, mut db) = (zeros::<T>(context, n), zeros::<f32>(context, shape.cols), zeros::<f32>(context, shape.cols));
+        rows::layernorm_backward(stream, &d, &x_, &w_, &mean, &rstd, Some(&dres_), &mut dx, &mut dw, &mut db, shape).unwrap();
+        let (mut rdx, mut rdw) = (zeros::<T>(context, n), zeros::<f32>(context, shape.cols));
+        rows::rmsnorm_backward(stream, &d, &x_, &w_, &rstd, None, &mut rdx, &mut rdw, shape).unwrap();
+        results.push((widen(&dx.to_vec().unwrap()), dw.to_vec().unwrap(), db.to_vec().unwrap(), widen(&rdx.to_vec().unwrap()), rdw.to_vec().unwrap()));
+    }
+    let (mut c_dx, mut c_dw, mut c_db) = (vec![T::default(); n], vec![0.0f32; shape.cols], vec![0.0f32; shape.cols]);
+    cpu::layernorm_backward(&e, &dout, &x, &w, &c_mean, &c_rstd, Some(&dres), &mut c_dx, &mut c_dw, &mut c_db, shape).unwrap();
+    let (gdx, gdw, gdb, grdx, grdw) = &results[0];
+    assert_close("gpu layernorm 4096 dx", gdx, &widen(&c_dx), tol);
+    assert_close("gpu layernorm 4096 dweight", &widen(gdw), &widen(&c_dw), 1e-4);
+    assert_close("gpu layernorm 4096 dbias", &widen(gdb), &widen(&c_db), 1e-4);
+    cpu::rmsnorm_backward(&e, &dout, &x, &w, &c_rstd, None, &mut c_dx, &mut c_dw, shape).unwrap();
+    assert_close("gpu rmsnorm 4096 dx", grdx, &widen(&c_dx), tol);
+    assert_close("gpu rmsnorm 4096 dweight", &widen(grdw), &widen(&c_dw), 1e-4);
+    assert!(results[0] == results[1], "gpu norm backward 4096: the misaligned dout gives other bits");
+    let mut total = zeros::<f32>(context, 1);
+    rows::sum_of_squares(stream, &x_, &mut total).unwrap();
+    let want: f64 = widen(&x).iter().map(|v| v * v).sum();
+    let got = total.to_vec().unwrap()[0] as f64;
+    assert!((got - want).abs() < 1e-4 * want, "gpu sum of squares 4096: {got} vs {want}");
+}
+
+#[test]
+fn norms_at_4096_on_the_gpu_match_the_cpu_executor() {
+    let Some((context, stream)) = gpu("norms_at_4096_on_the_gpu_match_the_cpu_executor") else { return };
+    norms_at_4096_on_gpu::<f32>(&context, &stream);
+    norms_at_4096_on_gpu::<bf16>(&context, &stream);
+}
+
 /// The packed kernels on views one element in (not 16-byte aligned): the element-wise
 /// fallback inside the same kernels, the same values as on aligned buffers.
 fn packed_misaligned_on_gpu<T: Element>(context: &Context, stream: &Stream) {

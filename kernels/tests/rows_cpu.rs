@@ -321,33 +321,36 @@ fn adamw_packed_kernel_gives_the_element_wise_kernels_bits() {
 /// whose first value is an outlier, and the fused residual form must still match f64.
 #[test]
 fn packed_layernorm_statistics_hold_with_large_offsets() {
-    let e = executor();
-    let shape = Rows { rows: 3, cols: 512 };
-    let n = shape.len();
-    let (noise, _) = input::<f32>(n, 31, 1.0);
-    let mut x: Vec<f32> = noise.iter().map(|v| 1000.0 + v).collect();
-    x[shape.cols] = -20.0 + x[shape.cols + 1];
-    for v in &mut x[2 * shape.cols..] {
-        *v -= 31000.0;
+    // 512: the 8-columns-a-thread kernel; 2048: the 16-columns-a-thread one (plain form).
+    for cols in [512, 2048] {
+        let e = executor();
+        let shape = Rows { rows: 3, cols };
+        let n = shape.len();
+        let (noise, _) = input::<f32>(n, 31, 1.0);
+        let mut x: Vec<f32> = noise.iter().map(|v| 1000.0 + v).collect();
+        x[shape.cols] = -20.0 + x[shape.cols + 1];
+        for v in &mut x[2 * shape.cols..] {
+            *v -= 31000.0;
+        }
+        let xf: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+        let (w, wf) = input::<f32>(shape.cols, 32, 1.5);
+        let (b, bf) = input::<f32>(shape.cols, 33, 0.5);
+        let (mut out, mut mean, mut rstd) = (vec![0.0f32; n], vec![0.0f32; shape.rows], vec![0.0f32; shape.rows]);
+        cpu::layernorm(&e, &x, &w, &b, &mut out, &mut mean, &mut rstd, shape, EPS).unwrap();
+        let (want, want_mean, want_rstd) = layernorm_ref(&xf, &wf, &bf, shape.cols, EPS as f64);
+        assert_close("mean", &widen(&mean), &want_mean, 1e-6);
+        assert_close("rstd", &widen(&rstd), &want_rstd, 1e-4);
+        assert_close("out", &widen(&out), &want, 1e-3);
+        // The fused form: x = (x - 1) + 1 through the residual add.
+        let (left, right): (Vec<f32>, Vec<f32>) = x.iter().map(|&v| (v - 1.0, 1.0)).unzip();
+        let sum_f: Vec<f64> = left.iter().zip(&right).map(|(a, b)| (a + b) as f64).collect();
+        let mut sum = vec![0.0f32; n];
+        cpu::add_layernorm(&e, &left, &right, &w, &b, &mut out, &mut sum, &mut mean, &mut rstd, shape, EPS).unwrap();
+        let (want, want_mean, want_rstd) = layernorm_ref(&sum_f, &wf, &bf, shape.cols, EPS as f64);
+        assert_close("add_layernorm mean", &widen(&mean), &want_mean, 1e-6);
+        assert_close("add_layernorm rstd", &widen(&rstd), &want_rstd, 1e-4);
+        assert_close("add_layernorm out", &widen(&out), &want, 1e-3);
     }
-    let xf: Vec<f64> = x.iter().map(|&v| v as f64).collect();
-    let (w, wf) = input::<f32>(shape.cols, 32, 1.5);
-    let (b, bf) = input::<f32>(shape.cols, 33, 0.5);
-    let (mut out, mut mean, mut rstd) = (vec![0.0f32; n], vec![0.0f32; shape.rows], vec![0.0f32; shape.rows]);
-    cpu::layernorm(&e, &x, &w, &b, &mut out, &mut mean, &mut rstd, shape, EPS).unwrap();
-    let (want, want_mean, want_rstd) = layernorm_ref(&xf, &wf, &bf, shape.cols, EPS as f64);
-    assert_close("mean", &widen(&mean), &want_mean, 1e-6);
-    assert_close("rstd", &widen(&rstd), &want_rstd, 1e-4);
-    assert_close("out", &widen(&out), &want, 1e-3);
-    // The fused form: x = (x - 1) + 1 through the residual add.
-    let (left, right): (Vec<f32>, Vec<f32>) = x.iter().map(|&v| (v - 1.0, 1.0)).unzip();
-    let sum_f: Vec<f64> = left.iter().zip(&right).map(|(a, b)| (a + b) as f64).collect();
-    let mut sum = vec![0.0f32; n];
-    cpu::add_layernorm(&e, &left, &right, &w, &b, &mut out, &mut sum, &mut mean, &mut rstd, shape, EPS).unwrap();
-    let (want, want_mean, want_rstd) = layernorm_ref(&sum_f, &wf, &bf, shape.cols, EPS as f64);
-    assert_close("add_layernorm mean", &widen(&mean), &want_mean, 1e-6);
-    assert_close("add_layernorm rstd", &widen(&rstd), &want_rstd, 1e-4);
-    assert_close("add_layernorm out", &widen(&out), &want, 1e-3);
 }
 
 #[test]
@@ -436,4 +439,89 @@ fn packed_kernels_give_the_same_values_on_misaligned_views() {
     packed_misaligned::<f32>();
     packed_misaligned::<bf16>();
     packed_misaligned::<f16>();
+}
+
+/// The fused norm backward reads `dout`, `x` and `dresidual` as 16-byte vectors when all are
+/// aligned (its pipelined walk) and element by element otherwise: both give the same bits,
+/// for layer norm (dx, dweight, dbias, with a residual gradient) and RMSNorm (dx, dweight).
+fn fused_backward_misaligned<T: Element>() {
+    let e = executor();
+    // 20 rows of 256: the fused kernel with 3 blocks, so the walk has several steps.
+    let shape = Rows { rows: 20, cols: 256 };
+    assert_eq!(ferrocuda_kernels::rows::fused_backward_blocks(shape), Some(3));
+    let n = shape.len();
+    let (x, _) = input::<T>(n, 31, 2.0);
+    let (w, _) = input::<T>(shape.cols, 32, 1.5);
+    let (b, _) = input::<T>(shape.cols, 33, 0.5);
+    let (dout, _) = input::<T>(n, 34, 1.0);
+    let (dres, _) = input::<T>(n, 35, 1.0);
+    let (mut out, mut mean, mut rstd) = (vec![T::default(); n], vec![0.0f32; shape.rows], vec![0.0f32; shape.rows]);
+    cpu::layernorm(&e, &x, &w, &b, &mut out, &mut mean, &mut rstd, shape, EPS).unwrap();
+    // `dout` one element into a longer buffer: not 16-byte aligned.
+    let mut shifted = vec![T::default(); n + 1];
+    shifted[1..].copy_from_slice(&dout);
+    let run = |dout: &[T]| {
+        let (mut dx, mut dw, mut db) = (vec![T::default(); n], vec![0.0f32; shape.cols], vec![0.0f32; shape.cols]);
+        cpu::layernorm_backward(&e, dout, &x, &w, &mean, &rstd, Some(&dres), &mut dx, &mut dw, &mut db, shape).unwrap();
+        let (mut rdx, mut rdw) = (vec![T::default(); n], vec![0.0f32; shape.cols]);
+        cpu::rmsnorm_backward(&e, dout, &x, &w, &rstd, Some(&dres), &mut rdx, &mut rdw, shape).unwrap();
+        (widen(&dx), dw, db, widen(&rdx), rdw)
+    };
+    let aligned = run(&dout);
+    let misaligned = run(&shifted[1..]);
+    assert!(aligned == misaligned, "the fused backward's element-wise fallback differs from its 16-byte path");
+}
+
+#[test]
+fn fused_norm_backward_gives_the_same_bits_on_misaligned_views() {
+    fused_backward_misaligned::<f32>();
+    fused_backward_misaligned::<bf16>();
+    fused_backward_misaligned::<f16>();
+}
+
+/// `sum_of_squares` takes the packed kernel (16-byte loads, one atomic a block) for lengths
+/// that are multiples of 8 and the element-wise one otherwise; both against `f64`, on a
+/// length that spans several blocks' grid-stride steps.
+#[test]
+fn sum_of_squares_packed_and_element_wise_match_f64() {
+    let e = executor();
+    for n in [40960usize, 4096 + 5, 8] {
+        let (g, gf) = input::<bf16>(n, 41, 3.0);
+        let mut total = [0.0f32];
+        cpu::sum_of_squares(&e, &g, &mut total).unwrap();
+        let want: f64 = gf.iter().map(|v| v * v).sum();
+        assert!((total[0] as f64 - want).abs() < 1e-5 * want, "n {n}: {} vs {want}", total[0]);
+    }
+    // A view one element in, of a length that is a multiple of 8: the packed kernel's
+    // element-by-element path.
+    let (g, gf) = input::<bf16>(40961, 42, 3.0);
+    let mut total = [0.0f32];
+    cpu::sum_of_squares(&e, &g[1..], &mut total).unwrap();
+    let want: f64 = gf[1..].iter().map(|v| v * v).sum();
+    assert!((total[0] as f64 - want).abs() < 1e-5 * want, "misaligned: {} vs {want}", total[0]);
+}
+
+/// Layer norm's 16-columns-a-thread kernel (taken for widths that are multiples of 16 from 2048):
+/// 2048 (128 threads) and 2064 (129: a partial last warp in the block reduction) against
+/// `f64`, and the same bits from a misaligned view of `x` (its element-wise path).
+#[test]
+fn layernorm_sixteen_columns_a_thread_matches_f64() {
+    for cols in [2048, 2064] {
+        norms_forward::<f32>(Rows { rows: 2, cols });
+        norms_forward::<bf16>(Rows { rows: 2, cols });
+    }
+    let e = executor();
+    let shape = Rows { rows: 2, cols: 2048 };
+    let n = shape.len();
+    let (x, _) = input::<bf16>(n, 51, 2.0);
+    let (w, _) = input::<bf16>(shape.cols, 52, 1.5);
+    let (b, _) = input::<bf16>(shape.cols, 53, 0.5);
+    let mut shifted = vec![bf16::default(); n + 1];
+    shifted[1..].copy_from_slice(&x);
+    let run = |x: &[bf16]| {
+        let (mut out, mut mean, mut rstd) = (vec![bf16::default(); n], vec![0.0f32; shape.rows], vec![0.0f32; shape.rows]);
+        cpu::layernorm(&e, x, &w, &b, &mut out, &mut mean, &mut rstd, shape, EPS).unwrap();
+        (widen(&out), mean, rstd)
+    };
+    assert!(run(&x) == run(&shifted[1..]), "layernorm: the element-wise path differs from the 16-byte path");
 }

@@ -22,7 +22,7 @@ use bytemuck::{Pod, Zeroable};
 use ferrocuda_device::block::RuntimeBlockReduce;
 use ferrocuda_device::cache::{self, Load, Store};
 use ferrocuda_device::global::partition::BlockRows;
-use ferrocuda_device::global::{DisjointChunks, DisjointSlice, PerWarpRow, ThreadIndex, block_row, grid_stride, unique_index, warp_row};
+use ferrocuda_device::global::{AtomicSlice, DisjointChunks, DisjointSlice, PerWarpRow, ThreadIndex, WarpRow, block_row, grid_stride, unique_index, warp_row};
 #[cfg_attr(not(target_arch = "nvptx64"), allow(unused_imports))]
 use ferrocuda_device::math::{DeviceFloat, FastMath};
 use ferrocuda_device::thread::{block_dim_x, block_idx_x, grid_dim_x, thread_idx_x};
@@ -66,6 +66,82 @@ fn load8<T: Float>(x: &[T], at: usize, hint: Load) -> [f32; CHUNK] {
     v
 }
 
+/// One chunk of 8 values of `T` as read from memory, not yet widened to `f32`: 4 registers
+/// for `bf16`/`f16` (8 for `f32`) where the widened chunk takes 8. A load whose value is
+/// needed only after a block reduction is kept in this form, so the widening (which waits for
+/// the load) comes after the reduction and the load stays in flight across its barriers.
+#[derive(Clone, Copy, Default)]
+struct Raw8([Vec16; 2]);
+
+/// [`load8`] without the widening: the 8 values of `x` at `at .. at + 8` as they are stored
+/// (zeros past the end: the bits of `0.0` in every element type).
+#[inline(always)]
+fn load8_raw<T: Float>(x: &[T], at: usize, hint: Load) -> Raw8 {
+    let mut raw = Raw8::default();
+    let Some(chunk) = x.get(at..at + CHUNK) else {
+        let values: &mut [T] = bytemuck::cast_slice_mut(&mut raw.0[..words::<T>()]);
+        unroll::<CHUNK>(|u| values[u] = x.get(at + u).copied().unwrap_or_default());
+        return raw;
+    };
+    match bytemuck::try_cast_slice::<T, Vec16>(chunk) {
+        Ok(vectors) if vectors.len() == words::<T>() => unroll::<2>(|k| {
+            if k < words::<T>() {
+                raw.0[k] = cache::load(&vectors[k], hint);
+            }
+        }),
+        _ => {
+            let values: &mut [T] = bytemuck::cast_slice_mut(&mut raw.0[..words::<T>()]);
+            unroll::<CHUNK>(|u| values[u] = chunk[u]);
+        }
+    }
+    raw
+}
+
+/// The values of a [`Raw8`] of `T` as `f32` (exact).
+#[inline(always)]
+fn widen8<T: Float>(raw: Raw8) -> [f32; CHUNK] {
+    let values: &[T] = bytemuck::cast_slice(&raw.0[..words::<T>()]);
+    let mut v = [0.0f32; CHUNK];
+    unroll::<CHUNK>(|u| v[u] = values[u].to_f32());
+    v
+}
+
+/// The 16 values of `x` at `at .. at + 16` as two chunks of `f32` (zeros past the end): when
+/// the 32 bytes are 16-byte aligned, both 16-byte loads are issued in one branch, before
+/// either is waited for (two [`load8`]s each merge their aligned and element paths, and the
+/// merge of the first waits for its load before the second is issued).
+#[inline(always)]
+fn load16<T: Float>(x: &[T], at: usize, hint: Load) -> ([f32; CHUNK], [f32; CHUNK]) {
+    let (mut v0, mut v1) = ([0.0f32; CHUNK], [0.0f32; CHUNK]);
+    let Some(chunk) = x.get(at..at + 2 * CHUNK) else {
+        unroll::<CHUNK>(|u| {
+            v0[u] = x.get(at + u).map_or(0.0, |e| e.to_f32());
+            v1[u] = x.get(at + CHUNK + u).map_or(0.0, |e| e.to_f32());
+        });
+        return (v0, v1);
+    };
+    match bytemuck::try_cast_slice::<T, Vec16>(chunk) {
+        Ok(vectors) if vectors.len() == 2 * words::<T>() => {
+            let mut raw = [Vec16::default(); 4];
+            unroll::<4>(|k| {
+                if k < 2 * words::<T>() {
+                    raw[k] = cache::load(&vectors[k], hint);
+                }
+            });
+            let values: &[T] = bytemuck::cast_slice(&raw[..2 * words::<T>()]);
+            unroll::<CHUNK>(|u| {
+                v0[u] = values[u].to_f32();
+                v1[u] = values[CHUNK + u].to_f32();
+            });
+        }
+        _ => unroll::<CHUNK>(|u| {
+            v0[u] = chunk[u].to_f32();
+            v1[u] = chunk[CHUNK + u].to_f32();
+        }),
+    }
+    (v0, v1)
+}
+
 /// Stores `v` (rounded to `T`) into this thread's chunk `i` of `out`: 16-byte stores when it
 /// is aligned. Nothing past the last whole chunk.
 #[inline(always)]
@@ -85,6 +161,32 @@ fn store8<T: Float>(out: &mut DisjointChunks<T, CHUNK>, i: ThreadIndex, v: [f32;
         _ => {
             let values: &[T] = bytemuck::cast_slice(&raw[..words::<T>()]);
             unroll::<CHUNK>(|u| chunk[u] = values[u]);
+        }
+    }
+}
+
+/// Stores `v0` then `v1` (rounded to `T`) into this thread's chunk `i` of 16 values of
+/// `out`: 16-byte stores when it is aligned. Nothing past the last whole chunk.
+#[inline(always)]
+fn store16<T: Float>(out: &mut DisjointChunks<T, 16>, i: ThreadIndex, v0: [f32; CHUNK], v1: [f32; CHUNK]) {
+    let Some(chunk) = out.get_mut(i) else { return };
+    let mut raw = [Vec16::default(); 4];
+    {
+        let values: &mut [T] = bytemuck::cast_slice_mut(&mut raw[..2 * words::<T>()]);
+        unroll::<CHUNK>(|u| {
+            values[u] = T::from_f32(v0[u]);
+            values[CHUNK + u] = T::from_f32(v1[u]);
+        });
+    }
+    match bytemuck::try_cast_slice_mut::<T, Vec16>(&mut chunk[..]) {
+        Ok(vectors) if vectors.len() == 2 * words::<T>() => unroll::<4>(|k| {
+            if k < 2 * words::<T>() {
+                cache::store(&mut vectors[k], raw[k], Store::EvictFirst);
+            }
+        }),
+        _ => {
+            let values: &[T] = bytemuck::cast_slice(&raw[..2 * words::<T>()]);
+            unroll::<16>(|u| chunk[u] = values[u]);
         }
     }
 }
@@ -244,6 +346,68 @@ pub fn layernorm_forward_packed<T: Float>(
     // reduction, so four blocks of 512 threads fit an SM (32 registers, the launch bounds).
     let (w, b) = (load8(weight, c, Load::EvictLast), load8(bias, c, Load::EvictLast));
     store8(&mut out, i, normalise(v, w, Some(b), stats));
+    write_row_value(&mut mean, stats.0 + stats.1);
+    write_row_value(&mut rstd, stats.2);
+}
+
+/// The block's statistics of a row whose thread holds `v0`, `v1` (16 values), and the thread's
+/// normalised values, with `weight_bias(c)` the weight and bias at columns `c .. c + 16`.
+/// Every thread of the block must call it.
+#[inline(always)]
+fn layernorm16(
+    v0: [f32; CHUNK],
+    v1: [f32; CHUNK],
+    shift: f32,
+    cols: u32,
+    eps: f32,
+    weight_bias: impl Fn(usize) -> (([f32; CHUNK], [f32; CHUNK]), ([f32; CHUNK], [f32; CHUNK])),
+    c: usize,
+) -> ([f32; CHUNK], [f32; CHUNK], (f32, f32, f32)) {
+    let reduce = RuntimeBlockReduce::new(block_scratch!(u64));
+    let (mut sum, mut squares) = (0.0f32, 0.0f32);
+    unroll::<CHUNK>(|u| {
+        let (d0, d1) = (v0[u] - shift, v1[u] - shift);
+        sum += d0 + d1;
+        squares += d0 * d0 + d1 * d1;
+    });
+    let (sum, squares) = sum_pair_all(&reduce, sum, squares);
+    let n = cols as f32;
+    let offset = sum / n;
+    let variance = (squares / n - offset * offset).max(0.0);
+    let stats = (shift, offset, 1.0 / (variance + eps).sqrt());
+    let ((w0, w1), (b0, b1)) = weight_bias(c);
+    (normalise(v0, w0, Some(b0), stats), normalise(v1, w1, Some(b1), stats), stats)
+}
+
+/// [`layernorm_forward()`](crate::layernorm_forward) with **16 columns a thread** (one block
+/// per row of `cols / 16` threads, two 16-byte loads of `x` a thread): what keeps four rows
+/// in flight on an SM. The 8-column form needs 40 registers a thread at 512 threads a row
+/// (the reduction's temporaries, addresses and the shift do not shrink with the columns), so
+/// only three rows of 4096 fit an SM's registers, against four for RMSNorm's 32; a cap of 32
+/// spills. Here a row of 4096 is 256 threads of at most 64 registers (the launch bounds):
+/// four rows an SM, and a block reduction over 8 warps instead of 16. The host takes it for
+/// `cols % 16 == 0` and `2048 <= cols <= 4096` (at most 256 threads: the launch bounds).
+/// The shift (the row's first value) is loaded before the row and `x`'s two 16-byte loads are
+/// issued together (one alignment branch for the 32 bytes), so their latencies overlap.
+#[kernel(instances(f32, bf16, f16), cols(mean = 1, rstd = 1), launch_bounds(256, 4))]
+#[allow(clippy::too_many_arguments)]
+pub fn layernorm_forward_packed16<T: Float>(
+    x: &[T],
+    weight: &[T],
+    bias: &[T],
+    mut out: DisjointChunks<T, 16>,
+    mut mean: DisjointSlice<f32, BlockRows>,
+    mut rstd: DisjointSlice<f32, BlockRows>,
+    cols: u32,
+    eps: f32,
+) {
+    let i = unique_index();
+    let (at, c) = (i.get() * 2 * CHUNK, thread_idx_x() as usize * 2 * CHUNK);
+    // The row's first value (one address for the whole block: a broadcast) as the shift.
+    let shift = x.get(at - c).map_or(0.0, |e| e.to_f32());
+    let (v0, v1) = load16(x, at, Load::EvictFirst);
+    let (o0, o1, stats) = layernorm16(v0, v1, shift, cols, eps, |at| (load16(weight, at, Load::EvictLast), load16(bias, at, Load::EvictLast)), c);
+    store16(&mut out, i, o0, o1);
     write_row_value(&mut mean, stats.0 + stats.1);
     write_row_value(&mut rstd, stats.2);
 }
@@ -421,19 +585,170 @@ pub fn norm_backward_weights_partial_packed<T: Float>(
     }
 }
 
+/// Chunk `at / 8` of a streamed input viewed as 16-byte vectors (the whole slice aligned), as
+/// a [`Raw8`]: one or two 16-byte loads, zeros past the end. No element-by-element path, so
+/// the vector registers are the chunk as they are (an element path merged in would split
+/// them into 16-bit pieces right after the load, which waits for it).
+#[inline(always)]
+fn vectors_raw<T: Float>(v: &[Vec16], at: usize) -> Raw8 {
+    vectors_raw_hint::<T>(v, at, Load::EvictFirst)
+}
+
+/// [`vectors_raw`] with the cache hint `hint`.
+#[inline(always)]
+fn vectors_raw_hint<T: Float>(v: &[Vec16], at: usize, hint: Load) -> Raw8 {
+    let first = at / CHUNK * words::<T>();
+    let mut raw = Raw8::default();
+    unroll::<2>(|k| {
+        if k < words::<T>()
+            && let Some(word) = v.get(first + k)
+        {
+            raw.0[k] = cache::load(word, hint);
+        }
+    });
+    raw
+}
+
+/// `a` as 16-byte vectors, if it is aligned to 16 bytes and a whole number of them.
+#[inline(always)]
+fn vectors<T: Float>(a: &[T]) -> Option<&[Vec16]> {
+    bytemuck::try_cast_slice::<T, Vec16>(a).ok()
+}
+
 /// [`norm_backward_packed()`] and the first step of the weight gradients in one pass (llm.c's
-/// fused layer-norm backward): block `b` of `G` takes rows `b, b + G, b + 2 G, ...` (a
-/// grid-stride walk over `dx`'s chunks with `cols / 8` threads a block), writes each row's
-/// `dx` as `norm_backward_packed` does, and thread `t` keeps the sums of `dout * xhat` and
-/// `dout` of its 8 columns over those rows (in row order) in registers; at the end it writes
-/// them as chunk `b * cols / 8 + t` of `partial_dweight` and `partial_dbias` (`G x cols`).
-/// [`sum_column_pairs()`] then adds the `G` partial rows in order: deterministic for a given
-/// `G`, and `dout` and `x` are read once (the two-kernel form reads them twice). Blocks of
-/// at most 512 threads (`cols <= 4096`): the sixteen running sums, the row's values and their
-/// addresses take about 120 registers a thread, and a cap of 64 (for 1024 threads) spills.
+/// fused layer-norm backward), for [`layernorm_backward_fused_packed()`] (`CENTRED`) and
+/// [`rmsnorm_backward_fused_packed()`]: block `b` of `G` takes rows `b, b + G, b + 2 G, ...`
+/// (a grid-stride walk over `dx`'s chunks with `cols / 8` threads a block), writes each row's
+/// `dx` as `norm_backward_packed` does, and returns this thread's sums over those rows (in
+/// row order) of `dout * xhat` and (`CENTRED`) `dout` for its 8 columns. When `dout`, `x` and
+/// `dresidual` are 16-byte aligned (the usual case) they are read as vectors, else element by
+/// element (the same walk, the same results).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn norm_backward_fused<T: Float, const CENTRED: bool>(
+    dout: &[T],
+    x: &[T],
+    weight: &[T],
+    mean: &[f32],
+    rstd: &[f32],
+    dresidual: Option<&[T]>,
+    dx: &mut DisjointChunks<T, 8>,
+    cols: u32,
+) -> ([f32; CHUNK], [f32; CHUNK]) {
+    match (vectors(dout), vectors(x), dresidual.map(vectors)) {
+        (Some(d), Some(v), None | Some(Some(_))) => {
+            let e = dresidual.and_then(vectors::<T>);
+            fused_walk::<T, CENTRED>(
+                |at| vectors_raw::<T>(d, at),
+                |at| vectors_raw::<T>(v, at),
+                e.map(|e| move |at| vectors_raw::<T>(e, at)),
+                (dout, x, weight, mean, rstd),
+                dx,
+                cols,
+            )
+        }
+        _ => fused_walk::<T, CENTRED>(
+            |at| load8_raw(dout, at, Load::EvictFirst),
+            |at| load8_raw(x, at, Load::EvictFirst),
+            dresidual.map(|e| move |at| load8_raw(e, at, Load::EvictFirst)),
+            (dout, x, weight, mean, rstd),
+            dx,
+            cols,
+        ),
+    }
+}
+
+/// The walk of [`norm_backward_fused`], with the streamed inputs read by `load_dout`,
+/// `load_x` and `load_dresidual` (chunk at element `at`, zeros past the end). The next row's
+/// `dout`, `x` and statistics are loaded before this row's block reduction and kept unwidened
+/// ([`Raw8`]), so one row's loads are always in flight across the barriers (the kernel runs
+/// one block of 512 threads an SM: without this, DRAM waits during every reduction).
+#[inline(always)]
+#[allow(clippy::type_complexity)]
+fn fused_walk<T: Float, const CENTRED: bool>(
+    load_dout: impl Fn(usize) -> Raw8,
+    load_x: impl Fn(usize) -> Raw8,
+    load_dresidual: Option<impl Fn(usize) -> Raw8>,
+    (dout, x, weight, mean, rstd): (&[T], &[T], &[T], &[f32], &[f32]),
+    dx: &mut DisjointChunks<T, 8>,
+    cols: u32,
+) -> ([f32; CHUNK], [f32; CHUNK]) {
+    let n = cols as f32;
+    let pair = RuntimeBlockReduce::new(block_scratch!(u64));
+    let single = RuntimeBlockReduce::new(block_scratch!(f32));
+    let (mut dw, mut db) = ([0.0f32; CHUNK], [0.0f32; CHUNK]);
+    // Chunk `i` of the walk is row `blockIdx.x + k gridDim.x` (its k-th step), column `8
+    // threadIdx.x`, for the launch the host makes; counted here, not divided out.
+    let c = thread_idx_x() as usize * CHUNK;
+    let blocks = grid_dim_x() as usize;
+    // Elements between this block's consecutive rows (`gridDim.x` rows).
+    let step = blocks * block_dim_x() as usize * CHUNK;
+    let w = load8(weight, c, Load::EvictLast);
+    let statistics = |row: usize| {
+        let m = if CENTRED { mean.get(row).copied().unwrap_or(0.0) } else { 0.0 };
+        (m, rstd.get(row).copied().unwrap_or(0.0))
+    };
+    // This thread's first chunk (`grid_stride`'s first index) and its row, `blockIdx.x`.
+    let (first, mut row) = (unique_index().get() * CHUNK, block_idx_x() as usize);
+    let mut next = (load_dout(first), load_x(first), statistics(row));
+    // Every thread of a block walks the same rows (the trip count depends on the block only),
+    // so the reductions inside see the whole block.
+    for i in grid_stride(dx.len()) {
+        let at = i.get() * CHUNK;
+        let (d, v, (m, s)) = next;
+        // The next row's values, in flight during this row's reduction; the one after it
+        // towards L2 (no registers).
+        next = (load_dout(at + step), load_x(at + step), statistics(row + blocks));
+        if let (Some(d2), Some(v2)) = (dout.get(at + 2 * step), x.get(at + 2 * step)) {
+            cache::prefetch_l2(d2);
+            cache::prefetch_l2(v2);
+        }
+        let e = load_dresidual.as_ref().map(|load| load(at));
+        let (d, v) = (widen8::<T>(d), widen8::<T>(v));
+        let (mut g_sum, mut gx_sum) = (0.0f32, 0.0f32);
+        let mut xhat = [0.0f32; CHUNK];
+        unroll::<CHUNK>(|u| {
+            xhat[u] = (v[u] - m) * s;
+            let g = d[u] * w[u];
+            g_sum += g;
+            gx_sum += g * xhat[u];
+            dw[u] += d[u] * xhat[u];
+            if CENTRED {
+                db[u] += d[u];
+            }
+        });
+        let (g_mean, gx_mean) = if CENTRED {
+            // Both sums through one reduction (one pair of barriers, not two).
+            let (g_total, gx_total) = sum_pair_all(&pair, g_sum, gx_sum);
+            (g_total / n, gx_total / n)
+        } else {
+            (0.0, single.sum_all(gx_sum) / n)
+        };
+        let e = e.map_or([0.0; CHUNK], widen8::<T>);
+        let mut o = [0.0f32; CHUNK];
+        unroll::<CHUNK>(|u| o[u] = s * (d[u] * w[u] - g_mean - xhat[u] * gx_mean) + e[u]);
+        store8(dx, i, o);
+        row += blocks;
+    }
+    (dw, db)
+}
+
+/// [`norm_backward_packed()`] and the first step of the weight gradients in one pass for layer
+/// norm (llm.c's fused layer-norm backward): block `b` of `G` takes rows `b, b + G, b + 2 G,
+/// ...` (a grid-stride walk over `dx`'s chunks with `cols / 8` threads a block), writes each
+/// row's `dx`, and thread `t` keeps the sums of `dout * xhat` and `dout` of its 8 columns over
+/// those rows (in row order) in registers, written at the end as chunk `b * cols / 8 + t` of
+/// `partial_dweight` and `partial_dbias` (`G x cols`). The next row's `dout`, `x` and
+/// statistics are loaded before this row's block reduction, so one row's loads are in flight
+/// across its barriers; `dout`, `x` and `dresidual` are read as 16-byte vectors when all are
+/// aligned, element by element otherwise (the same results). [`sum_column_pairs_split()`] then
+/// adds the `G` partial rows in order: deterministic for a given `G`, and `dout` and `x` are
+/// read once (the two-kernel form reads them twice). Blocks of at most 512 threads (`cols <=
+/// 4096`): the running sums, two rows' values and their addresses take about 90-128 registers
+/// a thread.
 #[kernel(instances(f32, bf16, f16), launch_bounds(512, 1))]
 #[allow(clippy::too_many_arguments)]
-pub fn norm_backward_fused_packed<T: Float>(
+pub fn layernorm_backward_fused_packed<T: Float>(
     dout: &[T],
     x: &[T],
     weight: &[T],
@@ -445,56 +760,35 @@ pub fn norm_backward_fused_packed<T: Float>(
     mut partial_dbias: DisjointChunks<f32, 8>,
     cols: u32,
     add_dresidual: u32,
-    centred: u32,
 ) {
+    let dresidual = (add_dresidual != 0).then_some(dresidual);
+    let (dw, db) = norm_backward_fused::<T, true>(dout, x, weight, mean, rstd, dresidual, &mut dx, cols);
     let me = unique_index();
-    let n = cols as f32;
-    let reduce = RuntimeBlockReduce::new(block_scratch!(u64));
-    let (mut dw, mut db) = ([0.0f32; CHUNK], [0.0f32; CHUNK]);
-    // Chunk `i` of the walk is row `blockIdx.x + k gridDim.x` (its k-th step), column `8
-    // threadIdx.x`, for the launch the host makes; counted here, not divided out.
-    let c = thread_idx_x() as usize * CHUNK;
-    let mut row = block_idx_x() as usize;
-    // Elements between this block's consecutive rows (`gridDim.x` rows).
-    let step = grid_dim_x() as usize * block_dim_x() as usize * CHUNK;
-    // Every thread of a block walks the same rows (the trip count depends on the block only),
-    // so the reductions inside see the whole block.
-    for i in grid_stride(dx.len()) {
-        let at = i.get() * CHUNK;
-        // The next two rows' `dout` and `x` towards L2 while this row loads, reduces and
-        // stores (no registers: one block of 512 threads an SM otherwise leaves DRAM idle
-        // during the reductions).
-        unroll::<2>(|k| {
-            if let (Some(d), Some(v)) = (dout.get(at + (k + 1) * step), x.get(at + (k + 1) * step)) {
-                cache::prefetch_l2(d);
-                cache::prefetch_l2(v);
-            }
-        });
-        let m = if centred != 0 { mean.get(row).copied().unwrap_or(0.0) } else { 0.0 };
-        let s = rstd.get(row).copied().unwrap_or(0.0);
-        let (d, v) = (load8(dout, at, Load::EvictFirst), load8(x, at, Load::EvictFirst));
-        let w = load8(weight, c, Load::EvictLast);
-        let (mut g_sum, mut gx_sum) = (0.0f32, 0.0f32);
-        let mut xhat = [0.0f32; CHUNK];
-        unroll::<CHUNK>(|u| {
-            xhat[u] = (v[u] - m) * s;
-            let g = d[u] * w[u];
-            g_sum += g;
-            gx_sum += g * xhat[u];
-            dw[u] += d[u] * xhat[u];
-            db[u] += d[u];
-        });
-        let (g_total, gx_total) = sum_pair_all(&reduce, g_sum, gx_sum);
-        let g_mean = if centred != 0 { g_total / n } else { 0.0 };
-        let gx_mean = gx_total / n;
-        let e = if add_dresidual != 0 { load8(dresidual, at, Load::EvictFirst) } else { [0.0; CHUNK] };
-        let mut o = [0.0f32; CHUNK];
-        unroll::<CHUNK>(|u| o[u] = s * (d[u] * w[u] - g_mean - xhat[u] * gx_mean) + e[u]);
-        store8(&mut dx, i, o);
-        row += grid_dim_x() as usize;
-    }
     store8::<f32>(&mut partial_dweight, me, dw);
     store8::<f32>(&mut partial_dbias, me, db);
+}
+
+/// RMSNorm's fused backward pass, as [`layernorm_backward_fused_packed()`] without a mean:
+/// `dx` of every row and this thread's sums of `dout * xhat` as chunk `b * cols / 8 + t` of
+/// `partial_dweight` (`G x cols`), which [`sum_column_partials_split()`] adds up. No bias gradient: no `Σ dout`
+/// sums (eight registers fewer than layer norm's), one `f32` block reduction a row (layer
+/// norm's carries two sums in a `u64`).
+#[kernel(instances(f32, bf16, f16), launch_bounds(512, 1))]
+#[allow(clippy::too_many_arguments)]
+pub fn rmsnorm_backward_fused_packed<T: Float>(
+    dout: &[T],
+    x: &[T],
+    weight: &[T],
+    rstd: &[f32],
+    dresidual: &[T],
+    mut dx: DisjointChunks<T, 8>,
+    mut partial_dweight: DisjointChunks<f32, 8>,
+    cols: u32,
+    add_dresidual: u32,
+) {
+    let dresidual = (add_dresidual != 0).then_some(dresidual);
+    let (dw, _) = norm_backward_fused::<T, false>(dout, x, weight, rstd, rstd, dresidual, &mut dx, cols);
+    store8::<f32>(&mut partial_dweight, unique_index(), dw);
 }
 
 /// The second step of the norm backward: `out_a[c] = sum over k < chunks (in order) of
@@ -526,6 +820,50 @@ pub fn sum_column_pairs(partial_a: &[f32], partial_b: &[f32], mut out_a: Disjoin
         if let Some(o) = out_b.get_mut(c) {
             *o = total_b;
         }
+    }
+}
+
+/// [`sum_of_squares()`](crate::sum_of_squares) over chunks of 8 (16-byte loads, two chunks a
+/// step of the grid-stride walk, so 32 bytes of `bf16` or 64 of `f32` in flight a thread),
+/// then one block reduction and **one atomic add a block** (the element-wise kernel adds once
+/// a warp: eight times as many same-address atomics, which L2 serialises). When `x` is
+/// 16-byte aligned it is read as vectors only (no element path merged into the loaded
+/// registers, which would make the second load wait for the first); otherwise element by
+/// element. At most 32 registers (the launch bounds): eight blocks of 256 an SM, so the
+/// host's 1024 blocks are all resident on a 132-SM GPU (no second, partial wave). The host
+/// picks it when the length is a multiple of 8.
+#[kernel(instances(f32, bf16, f16), launch_bounds(256, 8))]
+pub fn sum_of_squares_packed<T: Float>(x: &[T], total: AtomicSlice<f32>) {
+    let stride = grid_dim_x() as usize * block_dim_x() as usize;
+    let first = block_idx_x() as usize * block_dim_x() as usize + thread_idx_x() as usize;
+    let mut sum = 0.0f32;
+    match vectors(x) {
+        Some(v) => {
+            let chunks = x.len() / CHUNK;
+            let mut i = first;
+            while i < chunks {
+                // The second chunk reads zeros past the end.
+                let (a, b) = (vectors_raw::<T>(v, i * CHUNK), vectors_raw::<T>(v, (i + stride) * CHUNK));
+                let (a, b) = (widen8::<T>(a), widen8::<T>(b));
+                unroll::<CHUNK>(|u| sum += a[u] * a[u]);
+                unroll::<CHUNK>(|u| sum += b[u] * b[u]);
+                i += 2 * stride;
+            }
+        }
+        None => {
+            let mut i = first;
+            while let Some(e) = x.get(i) {
+                let e = e.to_f32();
+                sum += e * e;
+                i += stride;
+            }
+        }
+    }
+    let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
+    if let Some(block_sum) = reduce.sum(sum)
+        && !total.is_empty()
+    {
+        total.add(0, block_sum);
     }
 }
 
@@ -563,57 +901,86 @@ pub fn adamw_step_packed<T: Float>(mut params: DisjointChunks<T, 8>, grads: &[T]
     }
 }
 
+/// The column totals of `N` partial matrices (`chunks x cols` each) that this lane's warp
+/// writes in the split column sums: warp `w` takes columns `4 w .. 4 w + 4`, lane `l = 4 s +
+/// j` sums the partial rows `s, s + 8, s + 16, ...` (in that order, eight loads of each
+/// matrix in flight) of column `4 w + j`, so one load of the warp reads eight rows of 16
+/// contiguous bytes; then three `shfl.xor` steps add the eight slices (each step adds the same
+/// two values in both lanes, so every lane gets the same bits). The order of the additions
+/// depends on `chunks` only: deterministic. Every lane of the warp must call it.
+#[inline(always)]
+fn split_column_totals<const N: usize>(partials: [&[f32]; N], warp_row: usize, lane: usize, chunks: u32, cols: u32) -> [f32; N] {
+    let (slice, c) = (lane / 4, warp_row * 4 + lane % 4);
+    let mut totals = [0.0f32; N];
+    // The trip count is the same in every lane (the shuffles below need the whole warp).
+    let mut k = 0usize;
+    while k < chunks as usize {
+        let mut v = [[0.0f32; CHUNK]; N];
+        unroll::<CHUNK>(|u| {
+            let row = k + slice + 8 * u;
+            if row < chunks as usize {
+                let at = row * cols as usize + c;
+                for a in 0..N {
+                    v[a][u] = partials[a].get(at).copied().unwrap_or(0.0);
+                }
+            }
+        });
+        unroll::<CHUNK>(|u| {
+            for a in 0..N {
+                totals[a] += v[a][u];
+            }
+        });
+        k += 8 * CHUNK;
+    }
+    unroll::<3>(|s| {
+        let mask = 4u32 << s;
+        for total in totals.iter_mut() {
+            *total += warp::shuffle_xor(*total, mask);
+        }
+    });
+    totals
+}
+
+/// Writes `value` as this lane's column of a `PerWarpRow` output of width 4 (lanes 0..4;
+/// the others hold no column).
+#[inline(always)]
+fn write_warp_value(out: &mut PerWarpRow<f32>, me: WarpRow, value: f32) {
+    if let Some(mut row) = out.row_mut(me)
+        && let Some(o) = row.get_mut(0)
+    {
+        *o = value;
+    }
+}
+
 /// [`sum_column_pairs()`] with eight threads a column, for `cols % 4 == 0` (the host's
 /// condition): warp `w` takes columns `4 w .. 4 w + 4`, lane `l = 4 s + j` sums the partial
 /// rows `s, s + 8, s + 16, ...` (in that order, eight loads in flight) of column `4 w + j`, so
 /// one load of the warp reads eight rows of 16 contiguous bytes; then three `shfl.xor` steps
-/// add the eight slices (each step adds the same two values in both lanes, so every lane gets
-/// the same bits) and lanes `0..4` write. `cols / 4` warps in all, where the one-thread-a-column
-/// form runs `cols` threads, each walking every partial row with few loads in flight (16 blocks
-/// for 4096 columns: a latency-bound tail). The order of the additions depends on `chunks`
-/// only: deterministic.
+/// add the eight slices and lanes `0..4` write. Deterministic. `cols / 4` warps in all, where the
+/// one-thread-a-column form runs `cols` threads, each walking every partial row with few
+/// loads in flight (16 blocks for 4096 columns: a latency-bound tail).
 #[kernel(cols(out_a = 4, out_b = 4))]
 pub fn sum_column_pairs_split(partial_a: &[f32], partial_b: &[f32], mut out_a: PerWarpRow<f32>, mut out_b: PerWarpRow<f32>, chunks: u32, cols: u32) {
     let me = warp_row();
     if me.row() as usize >= cols as usize / 4 {
         return;
     }
-    let lane = me.lane() as usize;
-    let (slice, c) = (lane / 4, me.row() as usize * 4 + lane % 4);
-    let (mut total_a, mut total_b) = (0.0f32, 0.0f32);
-    // The trip count is the same in every lane (the shuffles below need the whole warp).
-    let mut k = 0usize;
-    while k < chunks as usize {
-        let (mut a, mut b) = ([0.0f32; CHUNK], [0.0f32; CHUNK]);
-        unroll::<CHUNK>(|u| {
-            let row = k + slice + 8 * u;
-            if row < chunks as usize {
-                let at = row * cols as usize + c;
-                a[u] = partial_a.get(at).copied().unwrap_or(0.0);
-                b[u] = partial_b.get(at).copied().unwrap_or(0.0);
-            }
-        });
-        unroll::<CHUNK>(|u| {
-            total_a += a[u];
-            total_b += b[u];
-        });
-        k += 8 * CHUNK;
+    let [total_a, total_b] = split_column_totals([partial_a, partial_b], me.row() as usize, me.lane() as usize, chunks, cols);
+    write_warp_value(&mut out_a, me, total_a);
+    write_warp_value(&mut out_b, me, total_b);
+}
+
+/// [`sum_column_partials()`](crate::sum_column_partials()) with eight threads a column (one
+/// partial matrix: RMSNorm's weight gradient), as [`sum_column_pairs_split()`] does for two;
+/// for `cols % 4 == 0`.
+#[kernel(cols(out = 4))]
+pub fn sum_column_partials_split(partial: &[f32], mut out: PerWarpRow<f32>, chunks: u32, cols: u32) {
+    let me = warp_row();
+    if me.row() as usize >= cols as usize / 4 {
+        return;
     }
-    unroll::<3>(|s| {
-        let mask = 4u32 << s;
-        total_a += warp::shuffle_xor(total_a, mask);
-        total_b += warp::shuffle_xor(total_b, mask);
-    });
-    if let Some(mut row) = out_a.row_mut(me)
-        && let Some(o) = row.get_mut(0)
-    {
-        *o = total_a;
-    }
-    if let Some(mut row) = out_b.row_mut(me)
-        && let Some(o) = row.get_mut(0)
-    {
-        *o = total_b;
-    }
+    let [total] = split_column_totals([partial], me.row() as usize, me.lane() as usize, chunks, cols);
+    write_warp_value(&mut out, me, total);
 }
 
 /// [`silu_and_mul_forward()`](crate::silu_and_mul_forward) with 8 output columns per thread
