@@ -200,7 +200,7 @@ impl<T: BlockValue, const THREADS: u32> BlockReduce<T, THREADS> {
     where
         T: PartialOrd,
     {
-        self.reduce(value, |a, b| if b > a { b } else { a })
+        self.reduce(value, T::max_of)
     }
 
     /// Minimum of every thread's `value`.
@@ -213,7 +213,7 @@ impl<T: BlockValue, const THREADS: u32> BlockReduce<T, THREADS> {
     where
         T: PartialOrd,
     {
-        self.reduce(value, |a, b| if b < a { b } else { a })
+        self.reduce(value, T::min_of)
     }
 }
 
@@ -252,6 +252,56 @@ fn reduce_down_valid<T: BlockValue>(mut value: T, lane: u32, valid: u32, op: imp
     value
 }
 
+/// Butterfly over segments of `2 * top` lanes (`top` a power of two up to 16, or 0): masks `top`,
+/// `top / 2`, ..., 1, every lane ending with its segment's fold (bit-identical in every lane:
+/// each step combines the same two values in either order, and `op` is commutative).
+#[inline(always)]
+fn xor_fold<T: BlockValue>(mut value: T, top: u32, op: impl Fn(T, T) -> T) -> T {
+    let mut mask = top;
+    while mask > 0 {
+        value = op(value, warp::shuffle_xor(value, mask));
+        mask /= 2;
+    }
+    value
+}
+
+/// `op` folded over the first `warps` slots of `slots` (2 to 32, each stored before a barrier
+/// by its warp's lane 0), by the calling warp: in every lane where `every_lane`, else in lane 0
+/// (the other lanes hold parts, and lane `l` has read no slot but slot `l`). `partial` is any
+/// value of the caller's (folded into no lane that counts).
+///
+/// A power-of-two warp count (the usual block sizes: 64, 128, 256, 512, 1024 threads) reads
+/// slot `lane % warps` in every lane and folds by butterfly in `log2 warps` steps: one shuffle
+/// and one `op` each, no lane tests, every lane with the total (so no broadcast shuffle). CUB's
+/// `BlockReduce` has thread 0 fold the slots one by one instead (31 dependent steps at 1024
+/// threads; here 5). Other counts fold only the valid lanes (`reduce_down_valid`) and
+/// broadcast lane 0's result where asked.
+#[inline(always)]
+fn fold_slots_in_warp<T: BlockValue>(slots: SharedArray<T, 32>, lane: u32, warps: u32, partial: T, op: impl Fn(T, T) -> T + Copy, every_lane: bool) -> T {
+    // SAFETY (each read): the index is below `warps <= 32` (a block has at most 1024 threads).
+    let read = |slot: u32| unsafe { slots.get_unchecked(slot as usize) };
+    if warps.is_power_of_two() {
+        // One loop for every such count (the count is the same in every lane): its test and
+        // shift run beside the shuffle's latency, which a copy per count would not shorten.
+        // Every lane needs the total: lane `l` reads slot `l % warps`. Otherwise lane `l`
+        // reads slot `l` or nothing (the lanes past the count fold among themselves, unused),
+        // so that lane 0 alone has read slot 0 (`reduce_all`'s partial-warp path overwrites it).
+        let mine = if every_lane {
+            read(lane & (warps - 1))
+        } else if lane < warps {
+            read(lane)
+        } else {
+            partial
+        };
+        xor_fold(mine, warps / 2, op)
+    } else {
+        // Lanes past the warp count read nothing (and are never folded in).
+        let mine = if lane < warps { read(lane) } else { partial };
+        let total = reduce_down_valid(mine, lane, warps, op);
+        if every_lane { warp::shuffle(total, 0) } else { total }
+    }
+}
+
 /// Block-wide reduction for a block size known only at run time (CUB's `BlockReduce` as
 /// kernels use it, without one kernel per block size): any block shape of 1 to 1024 threads,
 /// partial last warp included; the result goes to thread 0 of the block (CUB's convention),
@@ -271,13 +321,17 @@ fn reduce_down_valid<T: BlockValue>(mut value: T, lane: u32, valid: u32, op: imp
 ///
 /// Cost: each warp folds its lanes with 5 shuffles (the butterfly when the block is whole warps,
 /// else `shfl.down` steps that skip the missing lanes; lane 0 holds the warp's value),
-/// one shared store per warp, a barrier, then warp 0 alone folds the warps' values with 5 more
-/// steps, and a second barrier so that the scratch may be reused at once. Unlike
-/// [`BlockReduce`], no thread folds 32 partials in registers: the register count stays near
-/// CUB's (docs/performance.md has both). The `_all` forms have every warp fold the partials
-/// (5 more shuffles and a broadcast shuffle in each warp instead of warp 0 alone): the same two
-/// barriers in blocks of whole warps (a partial last warp: warp 0 folds and stores the total,
-/// three barriers). Every thread of the block must call each method (they contain `bar.sync`).
+/// one shared store per warp, a barrier, then warp 0 alone folds the `W` warps' values: for a
+/// power-of-two `W` (blocks of 64, 128, 256, 512, 1024 threads) a butterfly of `log2 W` steps
+/// (one shuffle and one `op` each; 3 at 256 threads, 5 at 1024), else 5 `shfl.down` steps
+/// that skip the missing warps. A second barrier lets the scratch be reused at once. `max` and
+/// `min` are one `max`/`min` instruction a step (`FMNMX` for `f32`, as CUB's
+/// `cuda::maximum`). Unlike [`BlockReduce`], no thread folds 32 partials in registers: the
+/// register count stays near CUB's (docs/performance.md has both). The `_all` forms have every
+/// warp fold the partials the same way (with a power-of-two `W` every lane ends with the total,
+/// no broadcast shuffle): the same two barriers in blocks of whole warps (a partial last warp:
+/// warp 0 folds and stores the total, three barriers). Every thread of the block must call each
+/// method (they contain `bar.sync`).
 #[derive(Clone, Copy)]
 pub struct RuntimeBlockReduce<T: BlockValue> {
     scratch: BlockScratch<T>,
@@ -318,11 +372,7 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
         sync_threads();
         let mut total = partial;
         if warp == 0 {
-            let warps = size.div_ceil(warp::WARP_SIZE);
-            // Lanes past the warp count read nothing (and are never folded in).
-            // SAFETY: `lane < warps <= 32`.
-            let mine = if lane < warps { unsafe { slots.get_unchecked(lane as usize) } } else { partial };
-            total = reduce_down_valid(mine, lane, warps, op);
+            total = fold_slots_in_warp(slots, lane, size.div_ceil(warp::WARP_SIZE), partial, op, false);
         }
         (total, size)
     }
@@ -388,10 +438,7 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
             unsafe { slots.set_unchecked(warp as usize, partial) };
         }
         sync_threads();
-        let warps = size.div_ceil(warp::WARP_SIZE);
-        // SAFETY: `lane < warps <= 32`.
-        let mine = if lane < warps { unsafe { slots.get_unchecked(lane as usize) } } else { partial };
-        let total = warp::shuffle(reduce_down_valid(mine, lane, warps, op), 0);
+        let total = fold_slots_in_warp(slots, lane, size.div_ceil(warp::WARP_SIZE), partial, op, true);
         // The next collective on this scratch writes it: not before every warp has read it.
         sync_threads();
         total
@@ -412,7 +459,7 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
     where
         T: PartialOrd,
     {
-        self.reduce(value, |a, b| if b > a { b } else { a })
+        self.reduce(value, T::max_of)
     }
 
     /// Minimum of every thread's `value`, in thread 0.
@@ -421,7 +468,7 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
     where
         T: PartialOrd,
     {
-        self.reduce(value, |a, b| if b < a { b } else { a })
+        self.reduce(value, T::min_of)
     }
 
     /// Sum of every thread's `value`, in every thread.
@@ -439,7 +486,7 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
     where
         T: PartialOrd,
     {
-        self.reduce_all(value, |a, b| if b > a { b } else { a })
+        self.reduce_all(value, T::max_of)
     }
 
     /// Minimum of every thread's `value`, in every thread.
@@ -448,7 +495,7 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
     where
         T: PartialOrd,
     {
-        self.reduce_all(value, |a, b| if b < a { b } else { a })
+        self.reduce_all(value, T::min_of)
     }
 }
 
