@@ -5,20 +5,28 @@
 # same two examples built from an earlier commit, run in the same call on the same card), plus
 # the GPU tests of what the ports rely on (REQUIRE_GPU=1: nothing skips).
 #
-# On the GPU machine: `DEST/ports.sh` (logs and a summary in $OUT, or DEST/out). About 90 s.
+# On the GPU machine: `DEST/ports.sh` (about 90 s). The logs go to one archive,
+# $OUT/ports-logs.tgz (or DEST/out/), beside summary.txt; the summary and the benchmark tables
+# are printed too.
 # Look for: every "check ... ok", "twin/Rust" per kernel in ports_*.log, the row-sum table in
 # patterns_*.log, and "test result: ok" in the test logs (summary.txt lists each rc).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-out=${OUT:-$here/out}
-mkdir -p "$out"
+dest=${OUT:-$here/out}
+mkdir -p "$dest"
+out=$(mktemp -d)
 export REQUIRE_GPU=1 RUST_BACKTRACE=1
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv; echo "after: $(cat "$here/commit.txt" 2>/dev/null)"; echo "before: $(cat "$here/before/commit.txt" 2>/dev/null)"; } | tee "$out/device.txt"
 summary="$out/summary.txt"; : > "$summary"
+began=$(date +%s)
+deadline=${PORTS_DEADLINE_S:-200} # the whole script stays under this many seconds
 run() { # name, timeout, command...
   local name=$1 limit=$2; shift 2
   local start=$(date +%s)
+  local left=$(( deadline - (start - began) ))
+  if [ "$left" -lt 10 ]; then echo "SKIPPED $name: past the ${deadline} s deadline" | tee -a "$summary"; return; fi
+  [ "$limit" -gt "$left" ] && limit=$left
   timeout "$limit" "$@" > "$out/$name.log" 2>&1; local rc=$?
   local results=$(grep -E '^test result' "$out/$name.log" | sed -E 's/test result: //; s/; finished.*//' | tr '\n' ' ')
   printf '%-26s rc=%-3s %4ss %s\n' "$name" "$rc" "$(( $(date +%s) - start ))" "${results:0:110}" | tee -a "$summary"
@@ -40,3 +48,7 @@ for t in cpu_half_floats port_patterns; do
 done
 echo "---- ratios (twin/Rust) per pass:" | tee -a "$summary"
 for f in "$out"/ports_*.log; do echo "$(basename "$f" .log): $(grep -E 'twin/Rust' "$f" | awk '{print $1, $NF}' | tr '\n' ' ')" | tee -a "$summary"; done
+cp "$summary" "$dest/summary.txt"
+tar -czf "$dest/ports-logs.tgz" -C "$out" --exclude twins .
+echo "==== tables"
+for f in "$out"/ports_*.log "$out"/patterns_*.log; do echo "== $(basename "$f")"; grep -v -E '^\s+check .*: ok$' "$f"; done
