@@ -324,9 +324,9 @@ fn fold_slots_in_warp<T: BlockValue>(slots: SharedArray<T, 32>, lane: u32, warps
 /// one shared store per warp, a barrier, then warp 0 alone folds the `W` warps' values: for a
 /// power-of-two `W` (blocks of 64, 128, 256, 512, 1024 threads) a butterfly of `log2 W` steps
 /// (one shuffle and one `op` each; 3 at 256 threads, 5 at 1024), else 5 `shfl.down` steps
-/// that skip the missing warps. A second barrier lets the scratch be reused at once. `max` and
-/// `min` are one `max`/`min` instruction a step (`FMNMX` for `f32`, as CUB's
-/// `cuda::maximum`). Unlike [`BlockReduce`], no thread folds 32 partials in registers: the
+/// that skip the missing warps. A second barrier lets the scratch be reused at once (CUB leaves
+/// that barrier to its caller). `max` and `min` are one `max`/`min` instruction a step (`FMNMX`
+/// for `f32`; CUB's `cuda::maximum` is a compare and a select). Unlike [`BlockReduce`], no thread folds 32 partials in registers: the
 /// register count stays near CUB's (docs/performance.md has both). The `_all` forms have every
 /// warp fold the partials the same way (with a power-of-two `W` every lane ends with the total,
 /// no broadcast shuffle): the same two barriers in blocks of whole warps (a partial last warp:
