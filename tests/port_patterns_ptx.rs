@@ -119,13 +119,13 @@ fn p30_3_runtime_block_reduce_needs_no_more_registers_than_cubs() {
     assert!(ours <= CUB_ROW_SUM_1024, "RuntimeBlockReduce's row sum takes {ours} registers, CUB's {CUB_ROW_SUM_1024}");
     assert!(2 * ours <= fixed + 4, "{ours} registers against the compile-time reduce's {fixed}");
     // The first level: the butterfly for whole warps (5 `shfl.bfly`), 5 `shfl.down` steps that
-    // skip missing lanes otherwise; the second level in warp 0: a butterfly loop of `log2 W`
-    // steps for a power-of-two warp count `W` (one `shfl.bfly` in the loop body: 5 steps at
-    // 1024 threads), else 5 `shfl.down`. No thread folds the slots one by one.
+    // skip missing lanes otherwise; the second level in warp 0: 5 `shfl.down` (straight-line:
+    // for the result in thread 0 a butterfly loop measured 1.5% slower at 1024 threads on an
+    // H200). No thread folds the slots one by one.
     let body = entry_body(ptx(90), "p30_row_sum_unchecked");
-    assert_eq!(body.matches("shfl.sync.bfly.b32").count(), 6, "{body}");
+    assert_eq!(body.matches("shfl.sync.bfly.b32").count(), 5, "{body}");
     assert_eq!(body.matches("shfl.sync.down.b32").count(), 10, "{body}");
-    assert_eq!(body.matches("ld.shared").count(), 2, "one slot read by warp 0's lanes, in each of the two second-level paths:\n{body}");
+    assert_eq!(body.matches("ld.shared").count(), 1, "one slot read, by warp 0's lanes:\n{body}");
     assert_eq!(body.matches("barrier.sync").count() + body.matches("bar.sync").count(), 2, "two barriers:\n{body}");
 }
 
