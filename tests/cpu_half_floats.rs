@@ -24,6 +24,7 @@ on_both_backends!(
     packed_pairs_round_like_the_gpu,
     shared_memory_and_shuffles_move_16_bit_floats,
     atomic_adds_of_16_bit_floats_sum_exactly,
+    scalar_arithmetic_rounds_like_cudas_operators,
 );
 
 /// Random half floats from the shared generator (tests/common/rng.rs).
@@ -207,6 +208,96 @@ fn packed_pairs_round_like_the_gpu(backend: &Backend) {
     }
 }
 
+/// The larger (`max`) or smaller of two 16-bit values as `max.bf16`/`min.bf16` give it: a
+/// NaN loses to a number; `None` where both are zeros (either sign may come back).
+fn pick_num(a: f32, b: f32, max: bool) -> Option<f32> {
+    if a.is_nan() {
+        return Some(b);
+    }
+    if b.is_nan() {
+        return Some(a);
+    }
+    if a == 0.0 && b == 0.0 {
+        return None;
+    }
+    Some(if (b > a) == max { b } else { a })
+}
+
+fn scalar_arithmetic_rounds_like_cudas_operators(backend: &Backend) {
+    let mut rng = Rng(0x5ca1_ab1e);
+    let n = 1500;
+    // Thirds as for the pairs: near 1, wide exponents, subnormal results; element 0 has a NaN.
+    let mut a: Vec<bf16> = (0..n).map(|i| rng.bf16(if i % 3 == 2 { 60..=66 } else { 110..=140 })).collect();
+    let b: Vec<bf16> = (0..n).map(|i| rng.bf16(if i % 3 == 1 { 60..=190 } else { 110..=140 })).collect();
+    let c: Vec<bf16> = (0..n).map(|i| rng.bf16(if i % 3 == 2 { 0..=2 } else { 110..=140 })).collect();
+    a[0] = bf16::NAN;
+    let mut ha: Vec<f16> = (0..n).map(|i| rng.f16(if i % 3 == 2 { 3..=8 } else { 10..=20 })).collect();
+    let hb: Vec<f16> = (0..n).map(|i| rng.f16(if i % 3 == 1 { 1..=30 } else { 10..=20 })).collect();
+    let hc: Vec<f16> = (0..n).map(|i| rng.f16(if i % 3 == 2 { 0..=1 } else { 10..=20 })).collect();
+    ha[0] = f16::NAN;
+    let (a_buf, b_buf, c_buf) = (backend.upload(&a), backend.upload(&b), backend.upload(&c));
+    let (mut out, mut pairs) = (backend.zeroed::<bf16>(6 * n), backend.zeroed::<Bf16x2>(2 * n));
+    launch_on!(backend, half_floats::scalar_bf16, config(n), &a_buf, &b_buf, &c_buf, &mut out, &mut pairs).unwrap();
+    let (out, pairs) = (backend.download(&out), backend.download(&pairs));
+    for i in 0..n {
+        let (x, y, z) = (a[i], b[i], c[i]);
+        // `half`'s +, -, * round the exact f32 result once: correctly rounded.
+        let want = [x + y, x - y, x * y, soft::fma_bf16(x, y, z)];
+        for (k, what) in ["+", "-", "*", "fma"].iter().enumerate() {
+            assert!(
+                same_bf16(out[6 * i + k], want[k]),
+                "{}: bf16 {i} {what} of {x:e}, {y:e}, {z:e}: {:#06x}, want {:#06x}",
+                backend.name(),
+                out[6 * i + k].to_bits(),
+                want[k].to_bits()
+            );
+        }
+        let picks = [
+            (out[6 * i + 4], x, y, true),
+            (out[6 * i + 5], x, y, false),
+            (pairs[2 * i].lo(), x, y, true),
+            (pairs[2 * i].hi(), y, z, true),
+            (pairs[2 * i + 1].lo(), x, y, false),
+            (pairs[2 * i + 1].hi(), y, z, false),
+        ];
+        for (k, (got, p, q, max)) in picks.into_iter().enumerate() {
+            if let Some(want) = pick_num(p.to_f32(), q.to_f32(), max) {
+                assert_eq!(got.to_f32().to_bits(), want.to_bits(), "{}: bf16 {i} max/min #{k} of {p:e}, {q:e}", backend.name());
+            }
+        }
+    }
+    let (a_buf, b_buf, c_buf) = (backend.upload(&ha), backend.upload(&hb), backend.upload(&hc));
+    let (mut out, mut pairs) = (backend.zeroed::<f16>(6 * n), backend.zeroed::<F16x2>(2 * n));
+    launch_on!(backend, half_floats::scalar_f16, config(n), &a_buf, &b_buf, &c_buf, &mut out, &mut pairs).unwrap();
+    let (out, pairs) = (backend.download(&out), backend.download(&pairs));
+    for i in 0..n {
+        let (x, y, z) = (ha[i], hb[i], hc[i]);
+        let want = [x + y, x - y, x * y, soft::fma_f16(x, y, z)];
+        for (k, what) in ["+", "-", "*", "fma"].iter().enumerate() {
+            assert!(
+                same_f16(out[6 * i + k], want[k]),
+                "{}: f16 {i} {what} of {x:e}, {y:e}, {z:e}: {:#06x}, want {:#06x}",
+                backend.name(),
+                out[6 * i + k].to_bits(),
+                want[k].to_bits()
+            );
+        }
+        let picks = [
+            (out[6 * i + 4], x, y, true),
+            (out[6 * i + 5], x, y, false),
+            (pairs[2 * i].lo(), x, y, true),
+            (pairs[2 * i].hi(), y, z, true),
+            (pairs[2 * i + 1].lo(), x, y, false),
+            (pairs[2 * i + 1].hi(), y, z, false),
+        ];
+        for (k, (got, p, q, max)) in picks.into_iter().enumerate() {
+            if let Some(want) = pick_num(p.to_f32(), q.to_f32(), max) {
+                assert_eq!(got.to_f32().to_bits(), want.to_bits(), "{}: f16 {i} max/min #{k} of {p:e}, {q:e}", backend.name());
+            }
+        }
+    }
+}
+
 fn shared_memory_and_shuffles_move_16_bit_floats(backend: &Backend) {
     let mut rng = Rng(0x5eed);
     let n = 256; // 4 blocks of 64
@@ -358,6 +449,31 @@ mod ptx {
                 assert_eq!(count(&ops, op), 1, "sm_{arch} {op}: {ops:?}");
             }
             assert_no_software_twin(&ops, "packed_f16");
+        }
+    }
+
+    /// The scalar operators are one instruction each: on sm_90 `add/sub/mul.rn.bf16` (the
+    /// SASS `HADD2.BF16`/`HMUL2.BF16` nvcc emits for `__nv_bfloat16`'s `+`/`*`), on sm_80 fmas
+    /// by 1, -1 and -0; `max/min.bf16` and the packed `max/min.bf16x2` on both; f16 likewise.
+    #[test]
+    fn scalar_operators_are_single_instructions() {
+        let ops = opcodes(90, "scalar_bf16");
+        for op in ["add.rn.bf16", "sub.rn.bf16", "mul.rn.bf16", "fma.rn.bf16", "max.bf16", "min.bf16", "max.bf16x2", "min.bf16x2"] {
+            assert_eq!(count(&ops, op), 1, "sm_90 {op}: {ops:?}");
+        }
+        assert_no_software_twin(&ops, "scalar_bf16 sm_90");
+        let ops = opcodes(80, "scalar_bf16");
+        assert_eq!(count(&ops, "fma.rn.bf16"), 4, "sm_80: +, -, * and fma are fmas: {ops:?}");
+        for op in ["max.bf16", "min.bf16", "max.bf16x2", "min.bf16x2"] {
+            assert_eq!(count(&ops, op), 1, "sm_80 {op}: {ops:?}");
+        }
+        assert_no_software_twin(&ops, "scalar_bf16 sm_80");
+        for arch in [80, 90] {
+            let ops = opcodes(arch, "scalar_f16");
+            for op in ["add.rn.f16", "sub.rn.f16", "mul.rn.f16", "fma.rn.f16", "max.f16", "min.f16", "max.f16x2", "min.f16x2"] {
+                assert_eq!(count(&ops, op), 1, "sm_{arch} {op}: {ops:?}");
+            }
+            assert!(!ops.iter().any(|o| o.ends_with(".f64") || o.ends_with(".f32")), "sm_{arch}: no widening: {ops:?}");
         }
     }
 

@@ -495,6 +495,15 @@ pub fn add<T: AtomicAdd>(target: &Atomic<T>, value: T) {
     target.add(value)
 }
 
+/// The first API's `f32` add, kept so that old kernels say what replaced it.
+#[deprecated(
+    note = "use `atomic::add(target, value)` (or `target.add(value)`) on an `&Atomic<f32>`, e.g. an element of an `AtomicSlice<f32>`: an add through `&mut f32` was a data race"
+)]
+#[inline(always)]
+pub fn add_f32(target: &Atomic<f32>, value: f32) {
+    add(target, value)
+}
+
 impl<T: AtomicAdd> Atomic<T> {
     /// Adds `value` at device scope and returns nothing (`red.add`).
     #[inline(always)]

@@ -45,6 +45,15 @@
 //! | [`Bf16x2::fma`] | `fma.rn.bf16x2` | sm_80+ |
 //! | `Bf16x2 + Bf16x2`, `*` | `add.rn.bf16x2`, `mul.rn.bf16x2` | sm_90+ (sm_80: `fma.rn.bf16x2`) |
 //! | [`F16x2::fma`], `+`, `*` | `fma.rn.f16x2`, `add.rn.f16x2`, `mul.rn.f16x2` | every GPU |
+//! | `a.add_rn(b)`, `sub_rn`, `mul_rn` on `bf16` ([`HalfFloat`]) | `add.rn.bf16`, `sub.rn.bf16`, `mul.rn.bf16` (`HADD2.BF16`, `HMUL2.BF16`) | sm_90+ (sm_80: `fma.rn.bf16`; older: via `f32`) |
+//! | `a.fma_rn(b, c)` on `bf16`; `max_num`, `min_num` | `fma.rn.bf16`; `max.bf16`, `min.bf16` | sm_80+ (older: software, via `f32`) |
+//! | `add_rn`, `sub_rn`, `mul_rn`, `fma_rn` on `f16`; `max_num`, `min_num` | `add/sub/mul/fma.rn.f16`; `max.f16`, `min.f16` | every GPU; max/min sm_80+ |
+//! | [`Bf16x2::max_num`], `min_num` (and `F16x2`) | `max.bf16x2`, `min.bf16x2` (`max.f16x2`, ...) | sm_80+ |
+//!
+//! CUDA's `__nv_bfloat16` operators (`a + b`, `x += v`, `a * b`) are `add_rn`/`mul_rn` here:
+//! one instruction on sm_90, as nvcc compiles them. `half`'s own `bf16 + bf16` computes the
+//! same value in portable integer code (tens of instructions), and
+//! `(a.widen() + b.widen()).to_bf16()` in three (a widening, an `f32` add, a `cvt`).
 //! | `AtomicSlice<f16>::add` (and `F16x2`) | `atom.add.noftz.f16` (`.f16x2`) | every GPU |
 //! | `AtomicSlice<bf16>::add` (and `Bf16x2`) | `atom.add.noftz.bf16` (`.bf16x2`) | sm_90+ only |
 //!
@@ -67,6 +76,20 @@ mod packed;
 pub mod soft;
 
 pub use ::half::{bf16, f16};
+
+/// The project's own bf16 before the `half` crate's replaced it (same bits, same `from_f32`,
+/// `from_f32_const`, `to_f32`, `to_bits`, `from_bits`, `ZERO`, `ONE`; not the tuple
+/// constructor `Bf16(bits)`: write `bf16::from_bits(bits)`).
+#[deprecated(
+    note = "use `ferrocuda_device::half::bf16` (the `half` crate's type); in kernels convert with `x.to_bf16()` and `h.widen()` (`F32ToHalf`, `HalfFloat`), one instruction each"
+)]
+pub type Bf16 = bf16;
+
+/// The project's own f16 before the `half` crate's replaced it (see [`Bf16`]).
+#[deprecated(
+    note = "use `ferrocuda_device::half::f16` (the `half` crate's type); in kernels convert with `x.to_f16()` and `h.widen()` (`F32ToHalf`, `HalfFloat`)"
+)]
+pub type F16 = f16;
 pub use convert::{F32ToHalf, HalfFloat};
 pub use packed::{Bf16x2, F16x2};
 
@@ -76,4 +99,21 @@ pub use packed::{Bf16x2, F16x2};
 #[inline(always)]
 pub fn pack_bf16x2(lo: f32, hi: f32) -> u32 {
     Bf16x2::from_f32s(lo, hi).to_bits()
+}
+
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+mod tests {
+    /// The deprecated names of the project's own 16-bit floats still compile for the uses the
+    /// old types had (constructors, conversions, constants), as the `half` crate's types.
+    #[test]
+    #[allow(deprecated)]
+    fn the_removed_bf16_and_f16_types_still_compile_as_aliases() {
+        use super::{Bf16, F16};
+        const HALF: Bf16 = Bf16::from_f32_const(0.5);
+        assert_eq!(Bf16::from_f32(1.5).to_f32(), 1.5);
+        assert_eq!(HALF.to_bits(), 0x3f00);
+        assert_eq!(Bf16::from_bits(Bf16::ONE.to_bits()), super::bf16::ONE);
+        assert_eq!(F16::from_f32(-2.0).to_f32(), -2.0);
+        assert_eq!(F16::ZERO.to_bits(), 0);
+    }
 }

@@ -106,6 +106,54 @@ fn shuffle_source(lane: u32, mode: ShuffleMode, lane_or_delta: u32, c: u32) -> u
 pub trait ShuffleValue: Copy + sealed::Sealed {
     #[doc(hidden)]
     fn shuffle_with(self, mode: ShuffleMode, lane_or_delta: u32, width: u32) -> Self;
+
+    /// The larger of the two, with the GPU's one `max` instruction (the reductions' `max`):
+    /// `max.s32`/`max.u32`/... for integers, `max.f32`/`max.f64` for floats (a NaN loses to a
+    /// number, as `fmaxf`), `max.bf16`/`max.f16` (and `x2`) on sm_80+.
+    #[doc(hidden)]
+    fn max_of(self, other: Self) -> Self;
+
+    /// The smaller of the two, as [`max_of`](Self::max_of).
+    #[doc(hidden)]
+    fn min_of(self, other: Self) -> Self;
+}
+
+/// `max_of`/`min_of`: one instruction each (`Ord`'s `max` on integers and `f32::max` on floats
+/// are LLVM's `smax`/`maxnum`, PTX's `max`), where a compare and a select took two.
+macro_rules! min_max {
+    ($($t:ty: $max:expr, $min:expr;)*) => {$(
+        impl MinMaxOf for $t {
+            #[inline(always)]
+            fn max_of_(self, other: $t) -> $t {
+                let f: fn($t, $t) -> $t = $max;
+                f(self, other)
+            }
+            #[inline(always)]
+            fn min_of_(self, other: $t) -> $t {
+                let f: fn($t, $t) -> $t = $min;
+                f(self, other)
+            }
+        }
+    )*};
+}
+
+/// The per-type `max`/`min` behind [`ShuffleValue::max_of`].
+trait MinMaxOf: Copy {
+    fn max_of_(self, other: Self) -> Self;
+    fn min_of_(self, other: Self) -> Self;
+}
+
+min_max! {
+    u32: Ord::max, Ord::min;
+    i32: Ord::max, Ord::min;
+    u64: Ord::max, Ord::min;
+    i64: Ord::max, Ord::min;
+    f32: f32::max, f32::min;
+    f64: f64::max, f64::min;
+    ::half::bf16: crate::half::HalfFloat::max_num, crate::half::HalfFloat::min_num;
+    ::half::f16: crate::half::HalfFloat::max_num, crate::half::HalfFloat::min_num;
+    crate::half::Bf16x2: crate::half::Bf16x2::max_num, crate::half::Bf16x2::min_num;
+    crate::half::F16x2: crate::half::F16x2::max_num, crate::half::F16x2::min_num;
 }
 
 macro_rules! shuffle_32 {
@@ -116,6 +164,14 @@ macro_rules! shuffle_32 {
                 let to: fn($t) -> u32 = $to;
                 let from: fn(u32) -> $t = $from;
                 from(shuffle_b32(to(self), mode, lane_or_delta, width))
+            }
+            #[inline(always)]
+            fn max_of(self, other: $t) -> $t {
+                MinMaxOf::max_of_(self, other)
+            }
+            #[inline(always)]
+            fn min_of(self, other: $t) -> $t {
+                MinMaxOf::min_of_(self, other)
             }
         }
     )*};
@@ -142,6 +198,14 @@ macro_rules! shuffle_64 {
                 let low = shuffle_b32(bits as u32, mode, lane_or_delta, width);
                 let high = shuffle_b32((bits >> 32) as u32, mode, lane_or_delta, width);
                 from(((high as u64) << 32) | low as u64)
+            }
+            #[inline(always)]
+            fn max_of(self, other: $t) -> $t {
+                MinMaxOf::max_of_(self, other)
+            }
+            #[inline(always)]
+            fn min_of(self, other: $t) -> $t {
+                MinMaxOf::min_of_(self, other)
             }
         }
     )*};
@@ -249,17 +313,18 @@ pub fn reduce_sum<T: ShuffleValue + core::ops::Add<Output = T>>(value: T) -> T {
     reduce(value, |a, b| a + b)
 }
 
-/// Minimum over the warp, in every lane (`PartialOrd`: for floats, a NaN in a lane may or may
-/// not win, as with `fminf` chains in CUDA).
+/// Minimum over the warp, in every lane: one `min` instruction per step (`min.f32` for floats,
+/// where a NaN loses to a number, as `fminf`; a lane's NaN wins only when every lane has one).
 #[inline(always)]
 pub fn reduce_min<T: ShuffleValue + PartialOrd>(value: T) -> T {
-    reduce(value, |a, b| if b < a { b } else { a })
+    reduce(value, T::min_of)
 }
 
-/// Maximum over the warp, in every lane.
+/// Maximum over the warp, in every lane: one `max` instruction per step (`max.f32`: a NaN
+/// loses to a number, as `fmaxf`).
 #[inline(always)]
 pub fn reduce_max<T: ShuffleValue + PartialOrd>(value: T) -> T {
-    reduce(value, |a, b| if b > a { b } else { a })
+    reduce(value, T::max_of)
 }
 
 /// Sum of `value` over the 32 lanes of a full warp (kept for the first API; every lane gets it).

@@ -72,8 +72,11 @@ pub fn gelu_and_mul(input: &[bf16], d: u32, mut out: DisjointSlice<bf16, BlockRo
     let Some(row) = out.row_mut(me) else { return };
     // First try: `row.zip_input(xs)` and `ys.get(col)` with a column counter (a 64-bit bound
     // check per element); `zip_inputs` checks both rows once.
+    // `gelu(x) * y` as `__nv_bfloat16`'s `operator*`: `mul_rn`, one `mul.rn.bf16` (first try:
+    // `(gelu(x).widen() * y.widen()).to_bf16()`, the same value through a widening, an f32
+    // multiply and a second `cvt`).
     for ([&x, &y], o) in row.zip_inputs([xs, ys]) {
-        *o = (gelu_erf_bf16(x).widen() * y.widen()).to_bf16();
+        *o = gelu_erf_bf16(x).mul_rn(y);
     }
 }
 
@@ -217,12 +220,13 @@ pub fn dynamic_scaled_int8_quant(input: &[X128], hidden16: u32, mut out: Disjoin
     }
     let tmp_scale = 127.0 / absmax;
     let Some(row) = out.row_mut(me) else { return };
-    let lane = row.lane() as usize;
-    let stride = row.stride() as usize;
-    let mut i = lane;
-    for o in row.iter_mut() {
-        let lo = vector::load16(&x[2 * i]);
-        let hi = vector::load16(&x[2 * i + 1]);
+    // Two input packs per output pack: `as_chunks::<2>()` pairs them, and `zip_input` walks the
+    // pairs beside the outputs with one bound (first try: `x[2 * i]` beside `row.iter_mut()`
+    // and a counter, a bound check per load and a panic path in the kernel).
+    let (pairs, _) = x.as_chunks::<2>();
+    for (pair, o) in row.zip_input(pairs) {
+        let lo = vector::load16(&pair[0]);
+        let hi = vector::load16(&pair[1]);
         let mut q = I8x16::default();
         unroll::<4>(|k| {
             let (a, b) = lo.pairs[k].to_f32s();
@@ -233,7 +237,6 @@ pub fn dynamic_scaled_int8_quant(input: &[X128], hidden16: u32, mut out: Disjoin
             q.values[8 + 2 * k + 1] = float_to_int8_rn(d * tmp_scale);
         });
         vector::store16(o, q);
-        i += stride;
     }
 }
 
@@ -315,9 +318,11 @@ pub fn moe_sum(input: &[bf16], d: u32, mut out: DisjointSlice<bf16, BlockRows>) 
     // 64-bit bound checks per element, 0.90x nvcc); `zip_inputs` checks the expert rows once.
     let mut experts = rows.chunks_exact(width);
     let experts: [&[bf16]; MOE_TOPK] = core::array::from_fn(|_| experts.next().unwrap_or(&[]));
+    // `x += v` as `__nv_bfloat16`'s `operator+=`: `add_rn`, one `add.rn.bf16` (`HADD2.BF16`;
+    // first try: `(x.widen() + v.widen()).to_bf16()`, a widening, an f32 add and a `cvt`).
     for (values, o) in row.zip_inputs(experts) {
         let mut x = bf16::ZERO;
-        unroll::<MOE_TOPK>(|k| x = (x.widen() + values[k].widen()).to_bf16());
+        unroll::<MOE_TOPK>(|k| x = x.add_rn(*values[k]));
         *o = x;
     }
 }

@@ -65,3 +65,39 @@ fn zip_inputs_leaves_no_bound_check_in_the_row_loop() {
         assert_eq!(body.iter().filter(|o| o.starts_with("ld.global")).count(), 2, "{kernel}: {body:?}");
     }
 }
+
+/// A bf16 `+=` and `*` as `__nv_bfloat16`'s operators are one sm_90 instruction each
+/// (`HalfFloat::add_rn`/`mul_rn`): `moe_sum`'s two adds are `add.rn.bf16` (SASS
+/// `HADD2.BF16`, as nvcc's twin) with no widening `f32` add and `cvt` around them (0.935x
+/// nvcc in session 9), and `gelu_and_mul`'s product is one `mul.rn.bf16`.
+#[test]
+fn bf16_arithmetic_is_the_native_sm90_instruction() {
+    let sum = ops("moe_sum");
+    assert_eq!(count(&sum, "add.rn.bf16"), 2, "{sum:?}");
+    assert!(!sum.iter().any(|o| o.starts_with("cvt.rn.bf16") || o.ends_with(".f32")), "no rounding from f32, no f32 arithmetic: {sum:?}");
+    let gelu = ops("gelu_and_mul");
+    assert_eq!(count(&gelu, "mul.rn.bf16"), 1, "{gelu:?}");
+    assert_eq!(count(&gelu, "cvt.rn.bf16.f32"), 1, "only the GELU's own rounding: {gelu:?}");
+}
+
+/// The block reductions' `max` is one `max.f32` a step (CUB's `cuda::maximum` and a compare
+/// and select were two SASS instructions), and a block of a power-of-two warp count folds
+/// the warps' partials by butterfly: the int8 quantiser (1024 threads) and `moe_softmax`
+/// (256) take no compare-and-select for their maxima.
+#[test]
+fn block_max_is_one_max_instruction_a_step() {
+    for kernel in ["dynamic_scaled_int8_quant", "moe_softmax"] {
+        let body = ops(kernel);
+        assert!(body.iter().any(|o| o == "max.f32"), "{kernel}: {body:?}");
+        assert!(!body.iter().any(|o| o.starts_with("setp.gt.f32") || o.starts_with("setp.lt.f32")), "{kernel}: a compare for a maximum: {body:?}");
+    }
+}
+
+/// `row.zip_input(x.as_chunks::<2>().0)` walks two input packs per output pack with one bound:
+/// the int8 quantiser has no bound check left and so no panic path (no `call`; the first try's
+/// `x[2 * i]` beside a counter had one).
+#[test]
+fn int8_quant_row_loop_has_no_panic_path() {
+    let q = ops("dynamic_scaled_int8_quant");
+    assert!(!q.iter().any(|o| o.starts_with("call") || o == "trap"), "{q:?}");
+}

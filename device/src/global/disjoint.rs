@@ -41,6 +41,40 @@ impl<T: Pod> DisjointSlice<T, Threads> {
     }
 }
 
+/// Stands for a removed method of `DisjointSlice<T>` that no forwarding can keep sound: its
+/// deprecated shim requires this trait, which nothing implements, so a call says what replaces
+/// it (a per-thread output cannot hand thread `i` the elements of other threads).
+#[diagnostic::on_unimplemented(
+    message = "this method of a per-thread `DisjointSlice<T>` was removed: thread `i` has element `i` only",
+    label = "removed; see the deprecation note",
+    note = "several consecutive elements per thread: declare the output `DisjointChunks<T, N>` and call `out.get_mut(i)` (elements `N i .. N i + N`)",
+    note = "one element in each of several planes: declare it `DisjointPlanes<T, P>` and call `out.get_mut(i)` (element `i` of every plane)"
+)]
+pub trait RemovedDisjointSliceMethod {}
+
+#[allow(clippy::unused_self, reason = "shims of removed methods: they cannot be called")]
+impl<T: Pod> DisjointSlice<T, Threads> {
+    /// Removed: thread `i`'s `N` consecutive elements are a `DisjointChunks<T, N>` output's
+    /// `get_mut(i)`. A call does not compile (see [`RemovedDisjointSliceMethod`]).
+    #[deprecated(note = "declare the output `DisjointChunks<T, N>` and call `get_mut(i)`: thread `i` gets elements `N i .. N i + N`")]
+    pub fn get_chunk_mut<const N: usize>(&mut self, _index: ThreadIndex) -> Option<&mut [T; N]>
+    where
+        Self: RemovedDisjointSliceMethod,
+    {
+        None
+    }
+
+    /// Removed: element `i` of each of several planes is a `DisjointPlanes<T, P>` output's
+    /// `get_mut(i)`. A call does not compile (see [`RemovedDisjointSliceMethod`]).
+    #[deprecated(note = "declare the output `DisjointPlanes<T, P>` and call `get_mut(i)`: thread `i` gets element `i` of every plane")]
+    pub fn get_strided_mut(&mut self, _index: ThreadIndex, _stride: usize, _k: usize) -> Option<&mut T>
+    where
+        Self: RemovedDisjointSliceMethod,
+    {
+        None
+    }
+}
+
 impl<T: Pod> core::ops::Index<ThreadIndex> for DisjointSlice<T, Threads> {
     type Output = T;
 

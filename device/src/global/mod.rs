@@ -95,6 +95,7 @@ pub use atomic_slice::AtomicSlice;
 pub use block_rows::{BlockRow, BlockRowIter, RotaryPairsIter, ThreadRow, block_row, block_rows};
 pub use cells3d::{ThreadCell3d, unique_cell_3d};
 pub use chunks::DisjointChunks;
+pub use disjoint::RemovedDisjointSliceMethod;
 pub use ferrocuda_types::LaunchRequirements;
 pub use handoff::LastBlock;
 pub use index::{BlockIndex, GridStride, ThreadIndex, grid_stride, once_per_block, unique_index};

@@ -261,6 +261,12 @@ impl<'a, T: Pod> LaneRow<'a, T> {
     /// The thread's elements beside the same columns of an input row: `(&input[c], &mut
     /// row[c])` for `c = lane, lane + stride, ...` below both `cols` and `input.len()`, with
     /// one bound computed once (a loop as short as CUDA's `for (c = lane; c < n; c += stride)`).
+    ///
+    /// `K` input elements per output element (vLLM's int8 quantiser reads two 16-byte packs of
+    /// bf16 per 16-byte pack of `i8`): zip the input's `K`-element chunks,
+    /// `row.zip_input(x.as_chunks::<K>().0)`, and read `pair[0]`, `pair[1]`; indexing
+    /// `x[2 * i]` beside the row's iterator and a counter keeps a bound check per load (and
+    /// with it the kernel's panic path).
     #[inline(always)]
     pub fn zip_input<'b, U>(self, input: &'b [U]) -> LaneRowZip<'a, 'b, T, U> {
         let end = (self.cols as usize).min(input.len());

@@ -17,7 +17,7 @@ macro_rules! packed_asm {
 }
 
 macro_rules! packed_type {
-    ($(#[$doc:meta])* $name:ident, $elem:ident, $soft_fma:path) => {
+    ($(#[$doc:meta])* $name:ident, $elem:ident, $soft_fma:path, $max_ptx:literal, $min_ptx:literal) => {
         $(#[$doc])*
         ///
         /// The low element is bits 0-15 (PTX's `b` operand of a packing `cvt`, the element at
@@ -97,6 +97,36 @@ macro_rules! packed_type {
         }
 
         impl $name {
+            /// Element by element, the larger of the two; a NaN loses to a number (CUDA's
+            /// `__hmax2`): one `max.bf16x2`/`max.f16x2` on sm_80+.
+            #[inline(always)]
+            pub fn max_num(self, other: $name) -> $name {
+                #[cfg(all(target_arch = "nvptx64", ferrocuda_sm = "80"))]
+                {
+                    $name(packed_asm!($max_ptx, a = self.0, b = other.0))
+                }
+                #[cfg(not(all(target_arch = "nvptx64", ferrocuda_sm = "80")))]
+                {
+                    use super::HalfFloat;
+                    $name::new(self.lo().max_num(other.lo()), self.hi().max_num(other.hi()))
+                }
+            }
+
+            /// Element by element, the smaller of the two; a NaN loses to a number (`__hmin2`):
+            /// one `min.bf16x2`/`min.f16x2` on sm_80+.
+            #[inline(always)]
+            pub fn min_num(self, other: $name) -> $name {
+                #[cfg(all(target_arch = "nvptx64", ferrocuda_sm = "80"))]
+                {
+                    $name(packed_asm!($min_ptx, a = self.0, b = other.0))
+                }
+                #[cfg(not(all(target_arch = "nvptx64", ferrocuda_sm = "80")))]
+                {
+                    use super::HalfFloat;
+                    $name::new(self.lo().min_num(other.lo()), self.hi().min_num(other.hi()))
+                }
+            }
+
             /// The software twin of `fma`, element by element.
             #[allow(dead_code, reason = "unused on GPUs that have the instruction")]
             #[inline]
@@ -110,13 +140,13 @@ macro_rules! packed_type {
 packed_type!(
     /// Two `bf16` in one 32-bit register: what `cvt.rn.bf16x2.f32`, `fma.rn.bf16x2` and the
     /// bf16 `mma`/`wgmma` fragments work on.
-    Bf16x2, bf16, soft::fma_bf16
+    Bf16x2, bf16, soft::fma_bf16, "max.bf16x2 {d}, {a}, {b};", "min.bf16x2 {d}, {a}, {b};"
 );
 
 packed_type!(
     /// Two `f16` in one 32-bit register: what `cvt.rn.f16x2.f32`, `fma.rn.f16x2` and the f16
     /// `mma` fragments work on.
-    F16x2, f16, soft::fma_f16
+    F16x2, f16, soft::fma_f16, "max.f16x2 {d}, {a}, {b};", "min.f16x2 {d}, {a}, {b};"
 );
 
 impl Bf16x2 {

@@ -53,6 +53,33 @@ pub fn packed_f16(xy: &[f32], a: &[F16x2], b: &[F16x2], c: &[F16x2], mut out: Di
     }
 }
 
+/// Scalar 16-bit arithmetic as CUDA's `__nv_bfloat16`/`__half` operators compile it: per
+/// element `i`, `out[6i..6i+6] = [a + b, a - b, a * b, a * b + c, max(a, b), min(a, b)]`
+/// (`add_rn`, `sub_rn`, `mul_rn`, `fma_rn`, `max_num`, `min_num`), and the packed maxima and
+/// minima of the pairs `(a, b)` and `(b, c)` in `pairs[2i..2i+2]`.
+#[kernel]
+pub fn scalar_bf16(a: &[bf16], b: &[bf16], c: &[bf16], mut out: DisjointChunks<bf16, 6>, mut pairs: DisjointChunks<Bf16x2, 2>) {
+    let i = unique_index();
+    if i.get() < a.len() {
+        let (a, b, c) = (a[i], b[i], c[i]);
+        *out.get_mut(i).expect("6 values per thread") = [a.add_rn(b), a.sub_rn(b), a.mul_rn(b), a.fma_rn(b, c), a.max_num(b), a.min_num(b)];
+        let (x, y) = (Bf16x2::new(a, b), Bf16x2::new(b, c));
+        *pairs.get_mut(i).expect("2 pairs per thread") = [x.max_num(y), x.min_num(y)];
+    }
+}
+
+/// [`scalar_bf16`] on `f16`.
+#[kernel]
+pub fn scalar_f16(a: &[f16], b: &[f16], c: &[f16], mut out: DisjointChunks<f16, 6>, mut pairs: DisjointChunks<F16x2, 2>) {
+    let i = unique_index();
+    if i.get() < a.len() {
+        let (a, b, c) = (a[i], b[i], c[i]);
+        *out.get_mut(i).expect("6 values per thread") = [a.add_rn(b), a.sub_rn(b), a.mul_rn(b), a.fma_rn(b, c), a.max_num(b), a.min_num(b)];
+        let (x, y) = (F16x2::new(a, b), F16x2::new(b, c));
+        *pairs.get_mut(i).expect("2 pairs per thread") = [x.max_num(y), x.min_num(y)];
+    }
+}
+
 /// Shared memory and shuffles of 16-bit floats: each block of 64 writes its bf16 and f16
 /// inputs to shared arrays, and after a barrier thread `t` reads element `63 - t`; then a
 /// butterfly shuffle swaps neighbours' pairs. Launch with blocks of 64 over whole blocks.
