@@ -1,0 +1,53 @@
+//! Audit 2026-11-27d kernels: safe code only.
+#![forbid(unsafe_code)]
+#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
+#![allow(missing_docs)]
+
+use ferrocuda_device::global::{DisjointSlice, PerBlock, once_per_block, unique_index};
+use ferrocuda_device::kernel;
+use ferrocuda_device::thread::{block_idx_x, block_idx_y};
+
+ferrocuda_device::embed_kernels!();
+
+/// Each thread spins `iters` rounds of an LCG, then writes `value` (a long-running writer).
+#[kernel]
+pub fn spin_fill(iters: u32, value: u32, mut out: DisjointSlice<u32>) {
+    let i = unique_index();
+    let mut h = i.get() as u32;
+    let mut n = 0u32;
+    while n < iters {
+        h = h.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        n += 1;
+    }
+    if let Some(o) = out.get_mut(i) {
+        // `h` is never 0xdead_beef in practice; the compare keeps the loop alive.
+        *o = if h == 0xdead_beef { value + 1 } else { value };
+    }
+}
+
+/// out[i] = x[i].
+#[kernel]
+pub fn copy_u32(x: &[u32], mut out: DisjointSlice<u32>) {
+    let i = unique_index();
+    if let (Some(o), Some(v)) = (out.get_mut(i), x.get(i.get())) {
+        *o = *v;
+    }
+}
+
+/// out[i] = value.
+#[kernel]
+pub fn fill(value: u32, mut out: DisjointSlice<u32>) {
+    if let Some(o) = out.get_mut(unique_index()) {
+        *o = value;
+    }
+}
+
+/// out[block] = 1000 * block_idx.y + block_idx.x, once per block.
+#[kernel]
+pub fn per_block_xy(mut out: PerBlock<u32>) {
+    if let Some(b) = once_per_block()
+        && let Some(o) = out.get_mut(b)
+    {
+        *o = 1000 * block_idx_y() + block_idx_x();
+    }
+}
