@@ -51,3 +51,26 @@ pub fn per_block_xy(mut out: PerBlock<u32>) {
         *o = 1000 * block_idx_y() + block_idx_x();
     }
 }
+
+/// Warp operations in the partial last warp of a block of 48 threads (lanes 16..31 of warp 1
+/// never exist). `mode`: 0 `shuffle_xor(t, 16)`, 1 `ballot(true)`, 2 `active_mask()`,
+/// 3 `reduce_sum(1)`, 4 `shuffle(t, 0)`, 5 `all(true)`, 6 `match_any(5)`, 7 `shuffle_down(t, 8)`.
+#[kernel]
+pub fn partial_warp(mode: u32, mut out: DisjointSlice<u32>) {
+    use ferrocuda_device::warp;
+    let i = unique_index();
+    let t = i.get() as u32;
+    let v = match mode {
+        0 => warp::shuffle_xor(t, 16),
+        1 => warp::ballot(true),
+        2 => warp::active_mask(),
+        3 => warp::reduce_sum(1u32),
+        4 => warp::shuffle(t, 0),
+        5 => warp::all(true) as u32,
+        6 => warp::match_any(5),
+        _ => warp::shuffle_down(t, 8),
+    };
+    if let Some(o) = out.get_mut(i) {
+        *o = v;
+    }
+}

@@ -1,7 +1,7 @@
 //! Audit 2026-11-27d, CPU-executor cases. Safe code only. `d_cpu [case]` (all by default).
 #![forbid(unsafe_code)]
 
-use d_kernels::{fill, per_block_xy};
+use d_kernels::{fill, partial_warp, per_block_xy};
 use ferrocuda::LaunchConfig;
 use ferrocuda::cpu::CpuExecutor;
 use ferrocuda_kernels::attention::{Attention, Layout};
@@ -134,5 +134,13 @@ fn main() {
         println!("  for_elements(usize::MAX, 1024): {:?}", r.map_err(|e| e.to_string()));
         let r = fill::launch_cpu(&e, LaunchConfig::new((2u32, 2u32), 2u32), 1, &mut out);
         println!("  grid (2, 2): {:?} out {:?}", r.map_err(|e| e.to_string()), out);
+    }
+    if run("c11") {
+        println!("### c11 warp operations in the partial warp of a 48-thread block (lanes 32..47; 48..63 never exist)");
+        for mode in 0..8u32 {
+            let mut out = vec![0xffff_ffffu32; 48];
+            let r = partial_warp::launch_cpu(&CpuExecutor::new(), LaunchConfig::new(1u32, 48u32), mode, &mut out);
+            println!("  mode {mode}: {:?} lanes 0,31: {:#x} {:#x}; lanes 32..48: {:x?}", r.map_err(|e| e.to_string()), out[0], out[31], &out[32..]);
+        }
     }
 }

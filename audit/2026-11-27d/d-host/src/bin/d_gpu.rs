@@ -5,7 +5,7 @@ use std::sync::{Barrier, mpsc};
 use std::time::{Duration, Instant};
 
 use cudarc::driver::CudaContext;
-use d_kernels::{copy_u32, fill, spin_fill};
+use d_kernels::{copy_u32, fill, partial_warp, spin_fill};
 use ferrocuda::{Context, DeviceBuffer, LaunchConfig, Stream, borrowed};
 use ferrocuda_kernels::attention::{self, Attention, Layout};
 use half::bf16;
@@ -20,15 +20,32 @@ fn count(v: &[u32], want: u32) -> usize {
     v.iter().filter(|&&x| x == want).count()
 }
 
+/// Iterations of `spin_fill` over `n` elements that take about `target_ms` (measured here).
+fn calibrate(ctx: &Context, n: usize, target_ms: f64) -> R<u32> {
+    let s = Stream::non_blocking(ctx)?;
+    let mut b = DeviceBuffer::<u32>::zeroed(ctx, n)?;
+    let cfg = LaunchConfig::for_elements(n, 256);
+    spin_fill::launch(&s, cfg, 1000, 1, &mut b)?; // loads the module
+    s.synchronize()?;
+    let probe = 2_000_000u32;
+    let t = Instant::now();
+    spin_fill::launch(&s, cfg, probe, 1, &mut b)?;
+    s.synchronize()?;
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    let iters = ((probe as f64) * target_ms / ms.max(0.01)).min(u32::MAX as f64) as u32;
+    println!("  calibration: {probe} iterations over {n} elements took {ms:.2} ms -> {iters} for ~{target_ms} ms");
+    Ok(iters)
+}
+
 /// G1: cudarc's per-thread default stream, adopted on two threads, is one stream to ferrocuda
 /// (key 0x2): a read on thread 2 is not ordered after a write on thread 1, and the drop frees
 /// the buffer on thread 2's per-thread stream while thread 1's kernel still writes it.
 fn ptds(control: bool) -> R {
-    let iters = arg(2, 100_000_000) as u32;
     let n = 1usize << 18;
     let cfg = LaunchConfig::for_elements(n, 256);
     let cuda = CudaContext::new(0)?;
     let ctx = borrowed::cudarc::context(&cuda)?;
+    let iters = calibrate(&ctx, n, arg(2, 400) as f64)?;
     let warm = Stream::non_blocking(&ctx)?;
     let mut buf = DeviceBuffer::<u32>::zeroed(&ctx, n)?;
     let mut out = DeviceBuffer::<u32>::zeroed(&ctx, n)?;
@@ -52,22 +69,20 @@ fn ptds(control: bool) -> R {
     // Thread 2 (main): reads the buffer on its own per-thread default stream.
     let s2 = if control { Stream::non_blocking(&ctx)? } else { borrowed::cudarc::stream(&cuda.per_thread_stream())? };
     copy_u32::launch(&s2, cfg, &buf, &mut out)?;
-    s2.synchronize()?;
-    let seen = out.to_vec()?;
-    println!(
-        "  thread 2: copy of the buffer read {} of {n} elements as 7 (want {n}) at {:?}",
-        count(&seen, 7),
-        t0.elapsed()
-    );
+    s2.synchronize()?; // thread 2's own stream only: no legacy-stream work before the drop
+    println!("  thread 2: copy of the buffer done at {:?}", t0.elapsed());
     // The drop: freed on thread 2's stream; a new allocation there may get the same memory.
     let old = buf.device_ptr();
     drop(buf);
     let fresh = DeviceBuffer::<u32>::zeroed_async(&s2, n)?;
     s2.synchronize()?;
-    println!("  freed {old:#x}; new buffer at {:#x} (same: {})", fresh.device_ptr(), fresh.device_ptr() == old);
+    println!("  freed {old:#x}; new buffer at {:#x} (same address: {}) at {:?}", fresh.device_ptr(), fresh.device_ptr() == old, t0.elapsed());
     ctx.synchronize()?; // now thread 1's kernel has finished
+    println!("  context synchronised at {:?}", t0.elapsed());
+    let seen = out.to_vec()?;
+    println!("  thread 2's copy read {} of {n} elements as 7 (want {n})", count(&seen, 7));
     let late = fresh.to_vec()?;
-    println!("  new buffer after thread 1's kernel finished: {} of {n} elements are 7 (want 0) at {:?}", count(&late, 7), t0.elapsed());
+    println!("  the new buffer holds {} of {n} elements = 7 (want 0: thread 1's kernel wrote freed memory)", count(&late, 7));
     tx_done.send(()).ok();
     writer.join().unwrap()?;
     Ok(())
@@ -77,9 +92,9 @@ fn ptds(control: bool) -> R {
 /// (`split_at_mut`); the buffer has one use record, and the fast path / the unlocked gap
 /// between ordering and queuing lose one of the writes: `to_vec` then does not wait for it.
 fn split(rounds: u64) -> R {
-    let iters = arg(3, 4_000_000) as u32;
     let half = 1usize << 16;
     let ctx = Context::primary(0)?;
+    let iters = calibrate(&ctx, half, arg(3, 10) as f64)?;
     let (a, b) = (Stream::non_blocking(&ctx)?, Stream::non_blocking(&ctx)?);
     let mut buf = DeviceBuffer::<u32>::zeroed(&ctx, 2 * half)?;
     let cfg = LaunchConfig::for_elements(half, 256);
@@ -121,6 +136,57 @@ fn split(rounds: u64) -> R {
     Ok(())
 }
 
+/// G2b: the same race, then the buffer's drop: freed after the recorded writer only, the pool
+/// hands the memory to the next allocation on that stream, and thread 1's kernel writes it.
+fn split_uaf(rounds: u64) -> R {
+    let half = 1usize << 16;
+    let ctx = Context::primary(0)?;
+    let (a, b) = (Stream::non_blocking(&ctx)?, Stream::non_blocking(&ctx)?);
+    let iters = calibrate(&ctx, half, arg(3, 10) as f64)?;
+    let cfg = LaunchConfig::for_elements(half, 256);
+    let mut hits = 0;
+    for round in 1..=rounds as u32 {
+        let mut buf = DeviceBuffer::<u32>::zeroed_async(&a, 2 * half)?;
+        fill::launch(&a, LaunchConfig::for_elements(2 * half, 256), 0, &mut buf)?;
+        a.synchronize()?;
+        let value = 1000 + round;
+        {
+            let (mut left, mut right) = buf.split_at_mut(half);
+            let gate = Barrier::new(2);
+            std::thread::scope(|sc| -> R {
+                let t1 = sc.spawn(|| -> R {
+                    gate.wait();
+                    spin_fill::launch(&a, cfg, iters, value, &mut left)?;
+                    Ok(())
+                });
+                let t2 = sc.spawn(|| -> R {
+                    gate.wait();
+                    fill::launch(&b, cfg, value, &mut right)?;
+                    Ok(())
+                });
+                t1.join().unwrap()?;
+                t2.join().unwrap()?;
+                Ok(())
+            })?;
+        }
+        let old = buf.device_ptr();
+        drop(buf);
+        let fresh = DeviceBuffer::<u32>::zeroed_async(&b, 2 * half)?;
+        b.synchronize()?;
+        ctx.synchronize()?;
+        let v = fresh.to_vec()?;
+        let written = count(&v, value);
+        if written > 0 {
+            hits += 1;
+            if hits <= 3 {
+                println!("  round {round}: old buffer {old:#x}, new buffer {:#x}: {written} elements of the NEW buffer hold the old launch's value {value}", fresh.device_ptr());
+            }
+        }
+    }
+    println!("  rounds where a dropped buffer's kernel wrote into the next allocation: {hits} of {rounds}");
+    Ok(())
+}
+
 fn bf(n: usize, seed: u32) -> Vec<bf16> {
     (0..n).map(|i| bf16::from_f32((((i as u32).wrapping_mul(2654435761).wrapping_add(seed) >> 20) as f32 / 4096.0) - 0.5)).collect()
 }
@@ -154,21 +220,31 @@ fn attn_capture() -> R {
     Ok(())
 }
 
-/// G4 (two GPUs): the per-thread stream's key is the same in every context, and the fast path
-/// comes before the context check.
+/// G4: the per-thread stream's key is the same in every context, and the fast path comes
+/// before the context check. Same device: cudarc's primary and a non-primary context (both
+/// safe); with two GPUs also GPU 0 and GPU 1.
 fn ptds_ctx() -> R {
     let n = 1usize << 20;
     let cfg = LaunchConfig::for_elements(n, 256);
-    let (c0, c1) = (CudaContext::new(0)?, CudaContext::new(1)?);
-    let (f0, f1) = (borrowed::cudarc::context(&c0)?, borrowed::cudarc::context(&c1)?);
-    let (p0, p1) = (borrowed::cudarc::stream(&c0.per_thread_stream())?, borrowed::cudarc::stream(&c1.per_thread_stream())?);
-    let mut buf = DeviceBuffer::<u32>::zeroed(&f0, n)?;
-    fill::launch(&p0, cfg, 5, &mut buf)?;
-    p0.synchronize()?;
-    let plain = Stream::non_blocking(&f1)?;
-    println!("  GPU 1, plain stream, GPU 0's buffer: {:?}", fill::launch(&plain, cfg, 6, &mut buf).map_err(|e| e.to_string()));
-    println!("  GPU 1, per-thread stream, GPU 0's buffer: {:?}", fill::launch(&p1, cfg, 6, &mut buf).map_err(|e| e.to_string()));
-    println!("  GPU 1 per-thread stream synchronize: {:?}", p1.synchronize_timeout(Duration::from_secs(5)).map_err(|e| e.to_string()));
+    let c0 = CudaContext::new(0)?;
+    let mut others = vec![("same GPU, cudarc non-primary context", CudaContext::new_non_primary(0, 0)?)];
+    if let Ok(c) = CudaContext::new(1) {
+        others.push(("GPU 1, primary context", c));
+    }
+    let f0 = borrowed::cudarc::context(&c0)?;
+    let p0 = borrowed::cudarc::stream_in(&f0, &c0.per_thread_stream())?;
+    for (name, c1) in others {
+        let f1 = borrowed::cudarc::context(&c1)?;
+        let p1 = borrowed::cudarc::stream_in(&f1, &c1.per_thread_stream())?;
+        let mut buf = DeviceBuffer::<u32>::zeroed(&f0, n)?;
+        fill::launch(&p0, cfg, 5, &mut buf)?;
+        p0.synchronize()?;
+        let plain = Stream::non_blocking(&f1)?;
+        println!("  [{name}] plain stream of that context, buffer of the primary context: {:?}", fill::launch(&plain, cfg, 6, &mut buf).map_err(|e| e.to_string()));
+        println!("  [{name}] its per-thread stream, same buffer: {:?}", fill::launch(&p1, cfg, 6, &mut buf).map_err(|e| e.to_string()));
+        println!("  [{name}] synchronize_timeout: {:?}", p1.synchronize_timeout(Duration::from_secs(5)).map_err(|e| e.to_string()));
+        println!("  [{name}] buffer now: {:?}", buf.to_vec().map(|v| (count(&v, 5), count(&v, 6))).map_err(|e| e.to_string()));
+    }
     Ok(())
 }
 
@@ -193,6 +269,46 @@ fn callback() -> R {
     Ok(())
 }
 
+/// G7: attention forward through views at odd offsets (the sm_90 path needs 16-byte aligned
+/// Q/K/V and a 4-byte aligned O; other offsets take the tensor-core path): every result must
+/// match the CPU executor's on the same data.
+fn attn_views() -> R {
+    let ctx = Context::primary(0)?;
+    let s = Stream::non_blocking(&ctx)?;
+    let shape = Attention { batch: 1, heads_q: 2, heads_kv: 2, seq_q: 256, seq_kv: 256, head_dim: 64, layout: Layout::Bhsd, causal: true, scale: None };
+    let (ql, kl, rows) = (shape.q_len(), shape.kv_len(), shape.q_rows());
+    let (q, k, v) = (bf(ql + 8, 1), bf(kl + 8, 2), bf(kl + 8, 3));
+    let e = ferrocuda::cpu::CpuExecutor::new();
+    let (mut o_ref, mut l_ref) = (vec![bf16::ZERO; ql], vec![0f32; rows]);
+    ferrocuda_kernels::cpu::attention_forward(&e, &q[8..], &k[8..], &v[8..], &mut o_ref, &mut l_ref, shape)?;
+    let (qd, kd, vd) = (DeviceBuffer::from_slice(&ctx, &q)?, DeviceBuffer::from_slice(&ctx, &k)?, DeviceBuffer::from_slice(&ctx, &v)?);
+    for (label, in_off, out_off) in [("inputs +16 B, out +0", 8usize, 0usize), ("inputs +16 B, out +4 B", 8, 2), ("inputs +16 B, out +2 B", 8, 1)] {
+        let _ = in_off;
+        let mut o = DeviceBuffer::<bf16>::zeroed(&ctx, ql + 8)?;
+        let mut l = DeviceBuffer::<f32>::zeroed(&ctx, rows + 1)?;
+        let r = attention::attention_forward(&s, &qd.slice(8..), &kd.slice(8..), &vd.slice(8..), &mut o.slice_mut(out_off..out_off + ql), &mut l.slice_mut(1..), shape);
+        let sync = s.synchronize();
+        let ov = o.to_vec()?;
+        let diff = ov[out_off..out_off + ql].iter().zip(&o_ref).map(|(a, b)| (a.to_f32() - b.to_f32()).abs()).fold(0f32, f32::max);
+        let outside = ov[..out_off].iter().chain(&ov[out_off + ql..]).filter(|x| x.to_f32() != 0.0).count();
+        println!("  {label}: {:?} sync {:?}; max |gpu - cpu| {diff}; elements written outside the view: {outside}", r.map_err(|e| e.to_string()), sync.map_err(|e| e.to_string()));
+    }
+    Ok(())
+}
+
+/// G6: warp operations in a partial warp (block of 48), for comparison with `d_cpu c11`.
+fn partial() -> R {
+    let ctx = Context::primary(0)?;
+    let s = Stream::non_blocking(&ctx)?;
+    for mode in 0..8u32 {
+        let mut out = DeviceBuffer::from_slice(&ctx, &[0xffff_ffffu32; 48])?;
+        let r = partial_warp::launch(&s, LaunchConfig::new(1u32, 48u32), mode, &mut out).and_then(|()| s.synchronize_timeout(Duration::from_secs(5)));
+        let v = out.to_vec()?;
+        println!("  mode {mode}: {:?} lanes 0,31: {:#x} {:#x}; lanes 32..48: {:x?}", r.map_err(|e| e.to_string()), v[0], v[31], &v[32..]);
+    }
+    Ok(())
+}
+
 fn main() {
     let case = std::env::args().nth(1).unwrap_or_default();
     println!("### {case}");
@@ -200,9 +316,12 @@ fn main() {
         "ptds" => ptds(false),
         "ptds_control" => ptds(true),
         "split" => split(arg(2, 200)),
+        "split_uaf" => split_uaf(arg(2, 100)),
         "attn_capture" => attn_capture(),
         "ptds_ctx" => ptds_ctx(),
         "callback" => callback(),
+        "partial" => partial(),
+        "attn_views" => attn_views(),
         _ => Err("cases: ptds ptds_control split attn_capture ptds_ctx callback".into()),
     };
     println!("  -> {:?}", r.map_err(|e| e.to_string()));
