@@ -74,3 +74,23 @@ pub fn partial_warp(mode: u32, mut out: DisjointSlice<u32>) {
         *o = v;
     }
 }
+
+/// Barriers in a block of 48 threads: mode 0 `sync_warp(u32::MAX)` (lanes 48..63 of the
+/// mask never exist), mode 1 `sync_threads_count(true)`, mode 2 `sync_threads_count(t odd)`.
+#[kernel]
+pub fn partial_sync(mode: u32, mut out: DisjointSlice<u32>) {
+    use ferrocuda_device::sync::{sync_threads_count, sync_warp};
+    let i = unique_index();
+    let t = i.get() as u32;
+    let v = match mode {
+        0 => {
+            sync_warp(u32::MAX);
+            1
+        }
+        1 => sync_threads_count(true),
+        _ => sync_threads_count(t % 2 == 1),
+    };
+    if let Some(o) = out.get_mut(i) {
+        *o = v;
+    }
+}

@@ -1,7 +1,7 @@
 //! Audit 2026-11-27d, CPU-executor cases. Safe code only. `d_cpu [case]` (all by default).
 #![forbid(unsafe_code)]
 
-use d_kernels::{fill, partial_warp, per_block_xy};
+use d_kernels::{fill, partial_sync, partial_warp, per_block_xy};
 use ferrocuda::LaunchConfig;
 use ferrocuda::cpu::CpuExecutor;
 use ferrocuda_kernels::attention::{Attention, Layout};
@@ -57,7 +57,22 @@ fn attn(label: &str, s: Attention) {
     println!("  [{label}] bf16: bwd {:?} dq {} dk {} dv {}", b.map_err(|e| e.to_string()), summary(&w(&dqb)), summary(&w(&dkb)), summary(&w(&dvb)));
 }
 
+/// Runs this program again with `args` (for cases that may abort the process).
+fn child(args: &[&str]) {
+    let out = std::process::Command::new(std::env::current_exe().unwrap()).args(args).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with("###")).collect();
+    println!("  child {args:?}: status {:?}; output: {}", out.status.code(), lines.join(" | ").chars().take(600).collect::<String>());
+}
+
 fn main() {
+    if std::env::args().nth(1).as_deref() == Some("stack-child") {
+        let bytes: usize = std::env::args().nth(2).unwrap().parse().unwrap();
+        let mut out = vec![0u32; 64];
+        let r = fill::launch_cpu(&CpuExecutor::new().with_stack_size(bytes), LaunchConfig::new(1u32, 64u32), 3, &mut out);
+        println!("with_stack_size({bytes}): {:?} out[0] {}", r.map_err(|e| e.to_string()), out[0]);
+        return;
+    }
     let only = std::env::args().nth(1);
     let run = |name: &str| only.as_deref().is_none_or(|o| o == name);
     if run("c1") {
@@ -134,6 +149,44 @@ fn main() {
         println!("  for_elements(usize::MAX, 1024): {:?}", r.map_err(|e| e.to_string()));
         let r = fill::launch_cpu(&e, LaunchConfig::new((2u32, 2u32), 2u32), 1, &mut out);
         println!("  grid (2, 2): {:?} out {:?}", r.map_err(|e| e.to_string()), out);
+    }
+    if run("c12") {
+        println!("### c12 barriers in a 48-thread block: sync_warp(u32::MAX), sync_threads_count(true), (t odd)");
+        for mode in 0..3u32 {
+            let mut out = vec![0xffff_ffffu32; 48];
+            let r = partial_sync::launch_cpu(&CpuExecutor::new().with_watchdog(std::time::Duration::from_secs(5)), LaunchConfig::new(1u32, 48u32), mode, &mut out);
+            println!("  mode {mode}: {:?} out[0] {} out[40] {}", r.map_err(|e| e.to_string()), out[0], out[40]);
+        }
+    }
+    if run("c13") {
+        println!("### c13 CPU executor stacks of 0, 1 and 4096 bytes (child processes)");
+        for bytes in ["0", "1", "4096"] {
+            child(&["stack-child", bytes]);
+        }
+    }
+    if run("c14") {
+        println!("### c14 CPU executor: dynamic shared memory of u32::MAX bytes; a block of 2048 threads");
+        let mut out = vec![0u32; 64];
+        let r = fill::launch_cpu(&CpuExecutor::new(), LaunchConfig::new(1u32, 64u32).with_shared_bytes(u32::MAX), 1, &mut out);
+        println!("  shared u32::MAX: {:?}", r.map_err(|e| e.to_string()));
+        let mut out = vec![0u32; 4096];
+        let r = fill::launch_cpu(&CpuExecutor::new(), LaunchConfig::new(2u32, 2048u32), 1, &mut out);
+        println!("  block 2048: {:?}", r.map_err(|e| e.to_string()));
+    }
+    if run("c15") {
+        println!("### c15 row calls with shapes at the limits: rows 2^26, cols 0, cols > u32::MAX, a short operand");
+        let e = CpuExecutor::new();
+        let w = vec![1.0f32; 8];
+        let r = cpu::rmsnorm(&e, &[], &w, &mut [], &mut [], Rows { rows: 1 << 26, cols: 8 }, 1e-5);
+        println!("  rows 2^26: {:?}", r.map_err(|e| e.to_string()));
+        let r = cpu::rmsnorm(&e, &[], &w, &mut [], &mut [], Rows { rows: 1, cols: 0 }, 1e-5);
+        println!("  cols 0: {:?}", r.map_err(|e| e.to_string()));
+        let r = cpu::rmsnorm(&e, &[], &w, &mut [], &mut [], Rows { rows: 1, cols: 1 << 33 }, 1e-5);
+        println!("  cols 2^33: {:?}", r.map_err(|e| e.to_string()));
+        let x = vec![1.0f32; 15];
+        let (mut out, mut rstd) = (vec![0.0f32; 16], vec![0.0f32; 2]);
+        let r = cpu::rmsnorm(&e, &x, &w, &mut out, &mut rstd, Rows { rows: 2, cols: 8 }, 1e-5);
+        println!("  x one short: {:?}", r.map_err(|e| e.to_string()));
     }
     if run("c11") {
         println!("### c11 warp operations in the partial warp of a 48-thread block (lanes 32..47; 48..63 never exist)");

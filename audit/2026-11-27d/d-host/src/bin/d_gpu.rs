@@ -5,7 +5,7 @@ use std::sync::{Barrier, mpsc};
 use std::time::{Duration, Instant};
 
 use cudarc::driver::CudaContext;
-use d_kernels::{copy_u32, fill, partial_warp, spin_fill};
+use d_kernels::{copy_u32, fill, partial_sync, partial_warp, spin_fill};
 use ferrocuda::{Context, DeviceBuffer, LaunchConfig, Stream, borrowed};
 use ferrocuda_kernels::attention::{self, Attention, Layout};
 use half::bf16;
@@ -309,6 +309,19 @@ fn partial() -> R {
     Ok(())
 }
 
+/// G8: barriers in a partial warp (block of 48), for comparison with `d_cpu c12`.
+fn partial_barriers() -> R {
+    let ctx = Context::primary(0)?;
+    let s = Stream::non_blocking(&ctx)?;
+    for mode in 0..3u32 {
+        let mut out = DeviceBuffer::from_slice(&ctx, &[0xffff_ffffu32; 48])?;
+        let r = partial_sync::launch(&s, LaunchConfig::new(1u32, 48u32), mode, &mut out).and_then(|()| s.synchronize_timeout(Duration::from_secs(5)));
+        let v = out.to_vec()?;
+        println!("  mode {mode}: {:?} out[0] {} out[40] {}", r.map_err(|e| e.to_string()), v[0], v[40]);
+    }
+    Ok(())
+}
+
 fn main() {
     let case = std::env::args().nth(1).unwrap_or_default();
     println!("### {case}");
@@ -321,6 +334,7 @@ fn main() {
         "ptds_ctx" => ptds_ctx(),
         "callback" => callback(),
         "partial" => partial(),
+        "partial_barriers" => partial_barriers(),
         "attn_views" => attn_views(),
         _ => Err("cases: ptds ptds_control split attn_capture ptds_ctx callback".into()),
     };
