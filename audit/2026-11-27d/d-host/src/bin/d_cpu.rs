@@ -113,7 +113,14 @@ fn main() {
         let targets = [vocab as u32, u32::MAX - 1, IGNORE_TARGET];
         let (mut losses, mut dl) = (vec![9.0f32; rows], vec![9.0f32; rows * vocab]);
         let r = cpu::cross_entropy(&e, &logits, &targets, &mut losses, &mut dl, Rows { rows, cols: vocab }, 1.0);
-        println!("  {:?} losses {:?}; dlogits rows: {} / {} / {}", r.map_err(|e| e.to_string()), losses, summary(&dl[..vocab]), summary(&dl[vocab..2 * vocab]), summary(&dl[2 * vocab..]));
+        println!(
+            "  {:?} losses {:?}; dlogits rows: {} / {} / {}",
+            r.map_err(|e| e.to_string()),
+            losses,
+            summary(&dl[..vocab]),
+            summary(&dl[vocab..2 * vocab]),
+            summary(&dl[2 * vocab..])
+        );
     }
     if run("c7") {
         println!("### c7 rotary: positions max_positions and u32::MAX");
@@ -154,7 +161,8 @@ fn main() {
         println!("### c12 barriers in a 48-thread block: sync_warp(u32::MAX), sync_threads_count(true), (t odd)");
         for mode in 0..3u32 {
             let mut out = vec![0xffff_ffffu32; 48];
-            let r = partial_sync::launch_cpu(&CpuExecutor::new().with_watchdog(std::time::Duration::from_secs(5)), LaunchConfig::new(1u32, 48u32), mode, &mut out);
+            let r =
+                partial_sync::launch_cpu(&CpuExecutor::new().with_watchdog(std::time::Duration::from_secs(5)), LaunchConfig::new(1u32, 48u32), mode, &mut out);
             println!("  mode {mode}: {:?} out[0] {} out[40] {}", r.map_err(|e| e.to_string()), out[0], out[40]);
         }
     }
@@ -187,6 +195,30 @@ fn main() {
         let (mut out, mut rstd) = (vec![0.0f32; 16], vec![0.0f32; 2]);
         let r = cpu::rmsnorm(&e, &x, &w, &mut out, &mut rstd, Rows { rows: 2, cols: 8 }, 1e-5);
         println!("  x one short: {:?}", r.map_err(|e| e.to_string()));
+    }
+    if run("c16") {
+        println!("### c16 auto traits that D1/D2 rely on (compile-time)");
+        fn send<T: Send>() {}
+        fn sync<T: Sync>() {}
+        send::<ferrocuda::DeviceViewMut<'static, u32>>();
+        send::<ferrocuda::DeviceView<'static, u32>>();
+        sync::<ferrocuda::DeviceBuffer<u32>>();
+        send::<ferrocuda::Stream>();
+        sync::<ferrocuda::Stream>();
+        send::<std::sync::Arc<cudarc::driver::CudaStream>>();
+        println!("  DeviceViewMut: Send; DeviceView: Send; DeviceBuffer: Sync; Stream: Send + Sync; Arc<cudarc CudaStream>: Send (compiles)");
+    }
+    if run("c17") {
+        println!("### c17 attention shapes the kernels refuse: heads_q not a multiple of heads_kv, head_dim 48, 2^26 rows");
+        let e = CpuExecutor::new();
+        for s in [
+            shape(3, 2, 4, 4, 64, Layout::Bshd, false),
+            shape(1, 1, 4, 4, 48, Layout::Bhsd, false),
+            Attention { batch: 1 << 20, ..shape(64, 64, 1, 1, 64, Layout::Bhsd, false) },
+        ] {
+            let r = cpu::attention_forward::<f32>(&e, &[], &[], &[], &mut [], &mut [], s);
+            println!("  {:?}", r.map_err(|e| e.to_string()));
+        }
     }
     if run("c11") {
         println!("### c11 warp operations in the partial warp of a 48-thread block (lanes 32..47; 48..63 never exist)");

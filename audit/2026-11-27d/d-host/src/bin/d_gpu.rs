@@ -179,7 +179,10 @@ fn split_uaf(rounds: u64) -> R {
         if written > 0 {
             hits += 1;
             if hits <= 3 {
-                println!("  round {round}: old buffer {old:#x}, new buffer {:#x}: {written} elements of the NEW buffer hold the old launch's value {value}", fresh.device_ptr());
+                println!(
+                    "  round {round}: old buffer {old:#x}, new buffer {:#x}: {written} elements of the NEW buffer hold the old launch's value {value}",
+                    fresh.device_ptr()
+                );
             }
         }
     }
@@ -206,13 +209,17 @@ fn attn_capture() -> R {
         let mut lse = DeviceBuffer::<f32>::zeroed(&ctx, shape.q_rows())?;
         attention::attention_forward(&s, &q, &k, &v, &mut o, &mut lse, shape)?;
         let dout = DeviceBuffer::from_slice(&ctx, &bf(ql, 4))?;
-        let (mut dq, mut dk, mut dv) = (DeviceBuffer::<bf16>::zeroed(&ctx, ql)?, DeviceBuffer::<bf16>::zeroed(&ctx, kl)?, DeviceBuffer::<bf16>::zeroed(&ctx, kl)?);
+        let (mut dq, mut dk, mut dv) =
+            (DeviceBuffer::<bf16>::zeroed(&ctx, ql)?, DeviceBuffer::<bf16>::zeroed(&ctx, kl)?, DeviceBuffer::<bf16>::zeroed(&ctx, kl)?);
         let mut scratch = DeviceBuffer::<f32>::zeroed(&ctx, attention::backward_scratch_len(&shape))?;
         attention::attention_backward_with_scratch(&s, &q, &k, &v, &o, &dout, &lse, &mut dq, &mut dk, &mut dv, &mut scratch, shape)?;
         s.synchronize()?;
         let mut inner = None;
         let graph = s.capture(|s| {
-            inner = Some(attention::attention_backward_with_scratch(s, &q, &k, &v, &o, &dout, &lse, &mut dq, &mut dk, &mut dv, &mut scratch, shape).map_err(|e| e.to_string()));
+            inner = Some(
+                attention::attention_backward_with_scratch(s, &q, &k, &v, &o, &dout, &lse, &mut dq, &mut dk, &mut dv, &mut scratch, shape)
+                    .map_err(|e| e.to_string()),
+            );
             Ok(())
         });
         println!("  {name}: call inside Stream::capture: {inner:?}; capture: {:?}", graph.map(|g| g.node_count()));
@@ -240,7 +247,10 @@ fn ptds_ctx() -> R {
         fill::launch(&p0, cfg, 5, &mut buf)?;
         p0.synchronize()?;
         let plain = Stream::non_blocking(&f1)?;
-        println!("  [{name}] plain stream of that context, buffer of the primary context: {:?}", fill::launch(&plain, cfg, 6, &mut buf).map_err(|e| e.to_string()));
+        println!(
+            "  [{name}] plain stream of that context, buffer of the primary context: {:?}",
+            fill::launch(&plain, cfg, 6, &mut buf).map_err(|e| e.to_string())
+        );
         println!("  [{name}] its per-thread stream, same buffer: {:?}", fill::launch(&p1, cfg, 6, &mut buf).map_err(|e| e.to_string()));
         println!("  [{name}] synchronize_timeout: {:?}", p1.synchronize_timeout(Duration::from_secs(5)).map_err(|e| e.to_string()));
         println!("  [{name}] buffer now: {:?}", buf.to_vec().map(|v| (count(&v, 5), count(&v, 6))).map_err(|e| e.to_string()));
@@ -286,12 +296,24 @@ fn attn_views() -> R {
         let _ = in_off;
         let mut o = DeviceBuffer::<bf16>::zeroed(&ctx, ql + 8)?;
         let mut l = DeviceBuffer::<f32>::zeroed(&ctx, rows + 1)?;
-        let r = attention::attention_forward(&s, &qd.slice(8..), &kd.slice(8..), &vd.slice(8..), &mut o.slice_mut(out_off..out_off + ql), &mut l.slice_mut(1..), shape);
+        let r = attention::attention_forward(
+            &s,
+            &qd.slice(8..),
+            &kd.slice(8..),
+            &vd.slice(8..),
+            &mut o.slice_mut(out_off..out_off + ql),
+            &mut l.slice_mut(1..),
+            shape,
+        );
         let sync = s.synchronize();
         let ov = o.to_vec()?;
         let diff = ov[out_off..out_off + ql].iter().zip(&o_ref).map(|(a, b)| (a.to_f32() - b.to_f32()).abs()).fold(0f32, f32::max);
         let outside = ov[..out_off].iter().chain(&ov[out_off + ql..]).filter(|x| x.to_f32() != 0.0).count();
-        println!("  {label}: {:?} sync {:?}; max |gpu - cpu| {diff}; elements written outside the view: {outside}", r.map_err(|e| e.to_string()), sync.map_err(|e| e.to_string()));
+        println!(
+            "  {label}: {:?} sync {:?}; max |gpu - cpu| {diff}; elements written outside the view: {outside}",
+            r.map_err(|e| e.to_string()),
+            sync.map_err(|e| e.to_string())
+        );
     }
     Ok(())
 }
