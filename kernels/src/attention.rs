@@ -273,14 +273,17 @@ pub fn attention_backward_with_scratch<T: Element>(
     shape.kv("dk", len_of(dk))?;
     shape.kv("dv", len_of(dv))?;
     if backward_uses_tensor_cores::<T>(&shape) {
-        let mut delta = DeviceBuffer::<f32>::zeroed_async(stream, shape.q_rows().max(1))?;
+        // `delta` is the caller's scratch (one f32 per row of O, as on the portable path): no
+        // allocation, so the call can be captured into a graph (D3). With no queries the dK/dV
+        // kernel has no step and reads none of it.
+        let delta = scratch;
         let (dkv_config, dq_config) = backward_mma_configs(&shape);
         if shape.q_rows() > 0 {
-            <T as Launchers>::attention_backward_delta(stream, warp_per_row(shape.q_rows()), out, dout, &mut delta, head_dim)?;
-            <T as Launchers>::attention_backward_dq_mma(stream, dq_config, q, k, v, dout, lse, &delta, dq, head_dim, kernel_shape)?;
+            <T as Launchers>::attention_backward_delta(stream, warp_per_row(shape.q_rows()), out, dout, &mut *delta, head_dim)?;
+            <T as Launchers>::attention_backward_dq_mma(stream, dq_config, q, k, v, dout, lse, &*delta, dq, head_dim, kernel_shape)?;
         }
         if shape.kv_rows() > 0 {
-            <T as Launchers>::attention_backward_dkv_mma(stream, dkv_config, q, k, v, dout, lse, &delta, dk, dv, head_dim, kernel_shape)?;
+            <T as Launchers>::attention_backward_dkv_mma(stream, dkv_config, q, k, v, dout, lse, &*delta, dk, dv, head_dim, kernel_shape)?;
         }
         return Ok(());
     }

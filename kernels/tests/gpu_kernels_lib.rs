@@ -385,6 +385,57 @@ fn attention_forward_captured_in_a_graph_replays_correctly() {
     assert_close("graph out", &widen(&out.to_vec().unwrap()), &want.out, 2e-2);
 }
 
+/// D3 (audit 2026-11-27d): `attention_backward_with_scratch` is documented as allocating
+/// nothing, so that it can be captured; its tensor-core path (bf16/f16, D 64/128) allocated its
+/// `delta`, and every capture failed (`AllocationInCapture`). Captured now, for both element
+/// types and both head dims, the replayed graph gives the eager call's gradients bit for bit
+/// (the backward is deterministic).
+#[test]
+fn d3_the_tensor_core_backward_with_scratch_is_captured_into_a_graph() {
+    let Some((context, stream)) = gpu("d3_the_tensor_core_backward_with_scratch_is_captured_into_a_graph") else { return };
+    let base = Attention { batch: 1, heads_q: 4, heads_kv: 2, seq_q: 130, seq_kv: 97, head_dim: 64, layout: Layout::Bhsd, causal: true, scale: None };
+    d3_capture::<bf16>(&context, &stream, base);
+    d3_capture::<f16>(&context, &stream, Attention { head_dim: 128, layout: Layout::Bshd, causal: false, ..base });
+    d3_capture::<bf16>(&context, &stream, Attention { head_dim: 128, ..base });
+}
+
+fn d3_capture<T: Element>(context: &Context, stream: &Stream, shape: Attention) {
+    assert!(attention::backward_uses_tensor_cores::<T>(&shape), "{shape:?} must take the tensor-core backward");
+    let (q, _) = input::<T>(shape.q_len(), 61, 1.0);
+    let (k, _) = input::<T>(shape.kv_len(), 62, 1.0);
+    let (v, _) = input::<T>(shape.kv_len(), 63, 1.0);
+    let (dout, _) = input::<T>(shape.q_len(), 64, 1.0);
+    let (q_, k_, v_, do_) = (up(context, &q), up(context, &k), up(context, &v), up(context, &dout));
+    let (mut out, mut lse) = (zeros::<T>(context, shape.q_len()), zeros::<f32>(context, shape.q_rows()));
+    attention::attention_forward(stream, &q_, &k_, &v_, &mut out, &mut lse, shape).unwrap();
+    // Eager (also loads the modules: loading inside a capture is refused).
+    let (mut dq, mut dk, mut dv) = (zeros::<T>(context, shape.q_len()), zeros::<T>(context, shape.kv_len()), zeros::<T>(context, shape.kv_len()));
+    attention::attention_backward(stream, &q_, &k_, &v_, &out, &do_, &lse, &mut dq, &mut dk, &mut dv, shape).unwrap();
+    let (mut gq, mut gk, mut gv) = (zeros::<T>(context, shape.q_len()), zeros::<T>(context, shape.kv_len()), zeros::<T>(context, shape.kv_len()));
+    let mut scratch = zeros::<f32>(context, attention::backward_scratch_len(&shape));
+    context.synchronize().unwrap();
+    let capturing = Stream::non_blocking(context).unwrap();
+    let graph = capturing
+        .capture(|s| {
+            attention::attention_backward_with_scratch(s, &q_, &k_, &v_, &out, &do_, &lse, &mut gq, &mut gk, &mut gv, &mut scratch, shape).map_err(|e| match e {
+                KernelsError::Gpu(e) => e,
+                other => panic!("{other}"),
+            })
+        })
+        .unwrap_or_else(|e| panic!("D3: the backward with scratch could not be captured ({shape:?}): {e}"));
+    let exec = graph.instantiate().unwrap();
+    for _ in 0..2 {
+        // SAFETY: every captured buffer lives until after the synchronisation below; nothing else
+        // uses them meanwhile (the eager work finished at the context synchronisation above).
+        unsafe { exec.launch(&capturing) }.unwrap();
+    }
+    capturing.synchronize().unwrap();
+    let what = format!("{shape:?}");
+    assert_eq!(widen(&gq.to_vec().unwrap()), widen(&dq.to_vec().unwrap()), "replayed dq {what}");
+    assert_eq!(widen(&gk.to_vec().unwrap()), widen(&dk.to_vec().unwrap()), "replayed dk {what}");
+    assert_eq!(widen(&gv.to_vec().unwrap()), widen(&dv.to_vec().unwrap()), "replayed dv {what}");
+}
+
 fn gemm_ref(a: &[f64], b: &[f64], s: GemmShape, bias: Option<&[f64]>, gelu: bool) -> Vec<f64> {
     let mut c = vec![0.0; s.batch * s.m * s.n];
     for p in 0..s.batch {

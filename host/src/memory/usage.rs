@@ -27,8 +27,8 @@
 //! which [`GraphExec::launch`](crate::GraphExec::launch)'s contract covers.
 
 use std::fmt;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 use cudarc::driver::sys;
 
@@ -39,6 +39,14 @@ use crate::stream::{Stream, UsedStreams};
 /// The use state of one allocation (shared by every view of it).
 pub struct BufferUsage {
     context: Context,
+    /// `context.raw()` as a number, kept beside the fast-path keys: the context check of every
+    /// access comes before the fast path (D4) and costs one load in this cache line.
+    context_key: usize,
+    /// Set once two views that may be used from two threads at once exist (`split_at_mut`,
+    /// D2): work on the record then holds its lock from the ordering to the queuing (and never
+    /// takes the fast path), so no other thread's ordering can come between them. It stays
+    /// set for the record's life (a buffer split once takes an uncontended lock per use).
+    shared: AtomicBool,
     state: Mutex<UseState>,
     /// The raw handle of a stream that may read the buffer with no wait and no bookkeeping
     /// (it is the last writer, or already ordered after it); 0 for none. The launch path
@@ -205,6 +213,8 @@ impl BufferUsage {
     pub(crate) fn new(context: &Context, writer: Stream) -> Self {
         BufferUsage {
             context: context.clone(),
+            context_key: context.raw() as usize,
+            shared: AtomicBool::new(false),
             state: Mutex::new(UseState { writer: Some(writer), readers: Vec::new() }),
             fast_read: AtomicUsize::new(0),
             fast_write: AtomicUsize::new(0),
@@ -216,6 +226,8 @@ impl BufferUsage {
     pub(crate) fn idle(context: &Context) -> Self {
         BufferUsage {
             context: context.clone(),
+            context_key: context.raw() as usize,
+            shared: AtomicBool::new(false),
             state: Mutex::new(UseState { writer: None, readers: Vec::new() }),
             fast_read: AtomicUsize::new(0),
             fast_write: AtomicUsize::new(0),
@@ -255,13 +267,31 @@ impl BufferUsage {
         Ok(())
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, UseState> {
+    fn lock(&self) -> MutexGuard<'_, UseState> {
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// Notes that views of this memory that two threads may use at once exist (the two halves
+    /// of a `split_at_mut`, D2). From now on work on it holds the record's lock from its
+    /// ordering to its queuing, and the fast path is off: without that, another thread's
+    /// ordering could record this stream's tail event between our ordering and our queuing,
+    /// wait for that (too early) event and replace us as the writer, and our work would be in
+    /// nobody's record (host reads before it, the free under it).
+    pub(crate) fn mark_shared(&self) {
+        self.shared.store(true, Ordering::Relaxed);
+        self.fast_read.store(0, Ordering::Release);
+        self.fast_write.store(0, Ordering::Release);
+    }
+
+    /// True once [`BufferUsage::mark_shared`] was called.
+    pub fn is_shared(&self) -> bool {
+        self.shared.load(Ordering::Relaxed)
+    }
+
     /// True when `stream` may do `access` with no wait and no bookkeeping (see `fast_read`).
-    /// Concurrent changes cannot invalidate the answer: a write needs the buffer borrowed
-    /// exclusively, so no other work is being declared on it meanwhile.
+    /// Concurrent changes cannot invalidate the answer: while the record is not shared
+    /// (`BufferUsage::shared`), a write needs the memory borrowed exclusively, so no other
+    /// work is being declared on it meanwhile; a shared record never has a fast key.
     #[inline]
     fn is_fast(&self, stream: &Stream, access: Access) -> bool {
         let field = match access {
@@ -380,8 +410,26 @@ impl Stream {
     /// step (and is the only way to the raw stream handle). This call is for work queued by
     /// a typed launcher whose arguments are raw device pointers (`DevicePtr`), which the
     /// launcher cannot declare: `stream.will_use(&[BufferAccess::read(&x)])?`, then launch.
+    ///
+    /// The declaration holds only if no other thread declares work on the same buffer between
+    /// it and the queuing. For a buffer or view only you hold (`&mut` for a write) that is
+    /// given; for the views of a `split_at_mut` used on two threads at once it is not (D2):
+    /// declare and queue with [`Stream::will_use_for`] instead.
     pub fn will_use(&self, buffers: &[BufferAccess<'_>]) -> Result<()> {
         before_work(self, "Stream::will_use", buffers)
+    }
+
+    /// [`Stream::will_use`], then `work` (which queues the declared work), with the ordering
+    /// of buffers that other threads may reach at once (the halves of a `split_at_mut`) held
+    /// until `work` returns, as [`Stream::enqueue`] holds it until its work is queued: no other
+    /// thread's declaration on those buffers comes between (D2). `work` must not declare the
+    /// same buffers again (as tracked launch arguments, say): that would wait for itself.
+    pub fn will_use_for<R>(&self, buffers: &[BufferAccess<'_>], work: impl FnOnce() -> R) -> Result<R> {
+        let own_capture = self.capture_check("Stream::will_use_for")?;
+        let held = order_buffers(self, "Stream::will_use_for", &[buffers], own_capture)?;
+        let outcome = work();
+        drop(held);
+        Ok(outcome)
     }
 }
 
@@ -391,30 +439,73 @@ impl Stream {
 /// orders `stream` after their earlier work and records it as their user. Inside ferrocuda's
 /// own capture only the context check is made (Q9): captured work runs when the graph is
 /// launched, which [`GraphExec::launch`](crate::GraphExec::launch)'s contract covers.
+///
+/// The locks of shared records ([`Held`]) are released on return: for [`Stream::will_use`],
+/// whose work is queued later by its caller.
 #[inline]
 pub(crate) fn before_work(stream: &Stream, operation: &str, buffers: &[BufferAccess<'_>]) -> Result<()> {
     let own_capture = stream.capture_check(operation)?;
-    order_buffers(stream, operation, buffers, own_capture)
+    order_buffers(stream, operation, &[buffers], own_capture).map(drop)
+}
+
+/// The locks of the shared records ([`BufferUsage::mark_shared`]) that a piece of work was
+/// ordered under: the door holds them until the work is queued, so that no other thread's
+/// ordering on the same record comes between this work's ordering and its queuing (D2).
+/// Empty (no allocation, no lock) when no record is shared.
+#[must_use = "dropping it releases the records before the work is queued"]
+pub(crate) struct Held<'a> {
+    _guards: Vec<MutexGuard<'a, UseState>>,
 }
 
 /// The buffer part of [`before_work`], after its capture check (`own_capture`: ferrocuda's
-/// own capture records `stream`).
+/// own capture records `stream`), over the access lists of one piece of work.
+///
+/// For each access, in this order: the context check (before the fast path, D4: a fast key
+/// names a stream, and must never let a stream of another context through), the fast path
+/// (one atomic load: `stream` is already ordered), then the ordering under the record's lock.
+/// The records that two threads may reach at once (shared, D2) are ordered last, under locks
+/// taken in address order (no deadlock between two pieces of work that share several) and
+/// returned in [`Held`], for the caller to keep until its work is queued.
 #[inline]
-pub(crate) fn order_buffers(stream: &Stream, operation: &str, buffers: &[BufferAccess<'_>], own_capture: bool) -> Result<()> {
+pub(crate) fn order_buffers<'a>(stream: &Stream, operation: &str, lists: &[&[BufferAccess<'a>]], own_capture: bool) -> Result<Held<'a>> {
     let context = stream.context();
-    for buffer in buffers {
+    let context_key = context.raw() as usize;
+    let mut any_shared = false;
+    for buffer in lists.iter().flat_map(|list| list.iter()) {
         let Some(usage) = buffer.usage else { continue };
-        if !own_capture && usage.is_fast(stream, buffer.access) {
-            continue; // `stream` was checked and ordered when it became the fast one
-        }
-        if !buffer.any_context && usage.context.raw() != context.raw() && !context.can_use_memory_of(usage.context.raw()) {
+        if !buffer.any_context && usage.context_key != context_key && !context.can_use_memory_of(usage.context.raw()) {
             return Err(Error::BufferInOtherContext { operation: operation.to_string(), argument: buffer.name });
         }
-        if !own_capture {
-            usage.before_stream_work_slow(stream, buffer.access)?;
+        if own_capture || usage.is_fast(stream, buffer.access) {
+            continue; // captured work is not tracked; a fast `stream` was ordered already
         }
+        if usage.is_shared() {
+            any_shared = true;
+            continue;
+        }
+        usage.before_stream_work_slow(stream, buffer.access)?;
     }
-    Ok(())
+    if !any_shared {
+        return Ok(Held { _guards: Vec::new() });
+    }
+    order_shared(stream, lists)
+}
+
+/// The shared records of one piece of work ([`order_buffers`]): each locked once, in address
+/// order, ordered under its lock, and the locks returned.
+#[cold]
+#[inline(never)]
+fn order_shared<'a>(stream: &Stream, lists: &[&[BufferAccess<'a>]]) -> Result<Held<'a>> {
+    let shared = || lists.iter().flat_map(|list| list.iter()).filter_map(|b| b.usage.filter(|u| u.is_shared()).map(|u| (u, b.access)));
+    let mut records: Vec<&'a BufferUsage> = shared().map(|(usage, _)| usage).collect();
+    records.sort_by_key(|usage| std::ptr::from_ref(*usage) as usize);
+    records.dedup_by_key(|usage| std::ptr::from_ref(*usage) as usize);
+    let mut guards: Vec<MutexGuard<'a, UseState>> = records.iter().map(|usage| usage.lock()).collect();
+    for (usage, access) in shared() {
+        let at = records.iter().position(|r| std::ptr::eq(*r, usage)).expect("every shared record was locked above");
+        guards[at].order(stream, access)?;
+    }
+    Ok(Held { _guards: guards })
 }
 
 /// The stream a pooled allocation is freed on: a stream of its own context that used it, or
