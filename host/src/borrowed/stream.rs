@@ -227,10 +227,38 @@ impl Stream {
 /// wherever it is used (its handle is its identity in the buffer records, which take the fast
 /// path, order and free on it from any thread).
 fn default_stream(context: &Context, raw: sys::CUstream) -> Result<Option<Stream>> {
-    match raw as usize {
-        0 | LEGACY => Ok(Some(Stream::default_of(context))),
+    Ok(is_legacy(raw as usize)?.then(|| Stream::default_of(context)))
+}
+
+/// True for the legacy default stream's handles (null, `CU_STREAM_LEGACY`), false for an
+/// ordinary stream, [`Error::PerThreadStream`](crate::Error::PerThreadStream) for
+/// `CU_STREAM_PER_THREAD`.
+fn is_legacy(raw: usize) -> Result<bool> {
+    match raw {
+        0 | LEGACY => Ok(true),
         PER_THREAD => Err(crate::Error::PerThreadStream),
-        _ => Ok(None),
+        _ => Ok(false),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// D1 (audit 2026-11-27d): `CU_STREAM_PER_THREAD` is a different stream on each thread, and
+    /// was adopted as one `Stream` (a read on thread 2 skipped the wait for thread 1's write, and
+    /// the free went after thread 2's stream only). Every path that makes a `Stream` from a
+    /// handle (`Stream::from_raw`, `from_raw_in_owner_captures`, `borrowed::cudarc::stream`)
+    /// goes through `default_stream`, which refuses it, saying what to pass instead.
+    #[test]
+    fn d1_the_per_thread_stream_handle_is_refused_saying_what_to_pass_instead() {
+        assert!(matches!(is_legacy(PER_THREAD), Err(crate::Error::PerThreadStream)));
+        assert!(is_legacy(0).unwrap() && is_legacy(LEGACY).unwrap(), "the legacy stream is one stream on every thread");
+        assert!(!is_legacy(0x7f00_1234_5000).unwrap());
+        let message = crate::Error::PerThreadStream.to_string();
+        for what in ["different CUDA stream on each host thread", "new_stream()", "Stream::new", "BorrowedStream::new"] {
+            assert!(message.contains(what), "{what} missing from: {message}");
+        }
     }
 }
 

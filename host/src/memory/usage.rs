@@ -473,17 +473,18 @@ pub(crate) fn order_buffers<'a>(stream: &Stream, operation: &str, lists: &[&[Buf
     let mut any_shared = false;
     for buffer in lists.iter().flat_map(|list| list.iter()) {
         let Some(usage) = buffer.usage else { continue };
-        if !buffer.any_context && usage.context_key != context_key && !context.can_use_memory_of(usage.context.raw()) {
-            return Err(Error::BufferInOtherContext { operation: operation.to_string(), argument: buffer.name });
+        let step = door_step(
+            || !buffer.any_context && usage.context_key != context_key && !context.can_use_memory_of(usage.context.raw()),
+            own_capture,
+            || usage.is_fast(stream, buffer.access),
+            || usage.is_shared(),
+        );
+        match step {
+            Step::Refuse => return Err(Error::BufferInOtherContext { operation: operation.to_string(), argument: buffer.name }),
+            Step::Skip => {}
+            Step::Shared => any_shared = true,
+            Step::Order => usage.before_stream_work_slow(stream, buffer.access)?,
         }
-        if own_capture || usage.is_fast(stream, buffer.access) {
-            continue; // captured work is not tracked; a fast `stream` was ordered already
-        }
-        if usage.is_shared() {
-            any_shared = true;
-            continue;
-        }
-        usage.before_stream_work_slow(stream, buffer.access)?;
     }
     if !any_shared {
         return Ok(Held { _guards: Vec::new() });
@@ -491,21 +492,62 @@ pub(crate) fn order_buffers<'a>(stream: &Stream, operation: &str, lists: &[&[Buf
     order_shared(stream, lists)
 }
 
+/// What the door does with one access.
+#[derive(Debug, PartialEq, Eq)]
+enum Step {
+    /// Memory of another context the stream may not use.
+    Refuse,
+    /// Nothing to do: captured work (not tracked), or the stream is the fast one.
+    Skip,
+    /// Ordered under the record's lock, held until the work is queued ([`order_shared`]).
+    Shared,
+    /// Ordered under the record's lock now.
+    Order,
+}
+
+/// The door's decision for one access, its checks in this order: the context first (D4: a
+/// fast key names a stream, never a context, and a handle such as `CU_STREAM_PER_THREAD` was
+/// the same number in every context), then ferrocuda's own capture, then the fast path (one
+/// load; never set while the record is shared), then whether the record is shared.
+#[inline(always)]
+fn door_step(other_context: impl FnOnce() -> bool, own_capture: bool, fast: impl FnOnce() -> bool, shared: impl FnOnce() -> bool) -> Step {
+    if other_context() {
+        Step::Refuse
+    } else if own_capture || fast() {
+        Step::Skip
+    } else if shared() {
+        Step::Shared
+    } else {
+        Step::Order
+    }
+}
+
 /// The shared records of one piece of work ([`order_buffers`]): each locked once, in address
 /// order, ordered under its lock, and the locks returned.
 #[cold]
 #[inline(never)]
 fn order_shared<'a>(stream: &Stream, lists: &[&[BufferAccess<'a>]]) -> Result<Held<'a>> {
-    let shared = || lists.iter().flat_map(|list| list.iter()).filter_map(|b| b.usage.filter(|u| u.is_shared()).map(|u| (u, b.access)));
-    let mut records: Vec<&'a BufferUsage> = shared().map(|(usage, _)| usage).collect();
-    records.sort_by_key(|usage| std::ptr::from_ref(*usage) as usize);
-    records.dedup_by_key(|usage| std::ptr::from_ref(*usage) as usize);
-    let mut guards: Vec<MutexGuard<'a, UseState>> = records.iter().map(|usage| usage.lock()).collect();
-    for (usage, access) in shared() {
-        let at = records.iter().position(|r| std::ptr::eq(*r, usage)).expect("every shared record was locked above");
+    let shared = lists
+        .iter()
+        .flat_map(|list| list.iter())
+        .filter_map(|b| b.usage.filter(|u| u.is_shared()).map(|u| (&u.state, b.access)));
+    Ok(Held { _guards: order_locked(stream, shared)? })
+}
+
+/// Locks each record of `accesses` once, in address order (two pieces of work that share
+/// several records lock them in the same order: no deadlock), orders `stream` for each access
+/// under its record's lock, and returns the locks: the caller holds them until its work is
+/// queued (D2). Generic over the stream for the unit tests.
+fn order_locked<'a, S: Ordered + 'a>(stream: &S, accesses: impl Iterator<Item = (&'a Mutex<UseState<S>>, Access)> + Clone) -> Result<Vec<MutexGuard<'a, UseState<S>>>> {
+    let mut records: Vec<&'a Mutex<UseState<S>>> = accesses.clone().map(|(record, _)| record).collect();
+    records.sort_by_key(|record| std::ptr::from_ref(*record) as usize);
+    records.dedup_by_key(|record| std::ptr::from_ref(*record) as usize);
+    let mut guards: Vec<MutexGuard<'a, UseState<S>>> = records.iter().map(|record| record.lock().unwrap_or_else(|poisoned| poisoned.into_inner())).collect();
+    for (record, access) in accesses {
+        let at = records.iter().position(|r| std::ptr::eq(*r, record)).expect("every record was locked above");
         guards[at].order(stream, access)?;
     }
-    Ok(Held { _guards: guards })
+    Ok(guards)
 }
 
 /// The stream a pooled allocation is freed on: a stream of its own context that used it, or
@@ -619,6 +661,7 @@ pub(crate) fn release(context: &Context, ptr: u64, streams: UsedStreams, pooled:
 mod tests {
     use std::cell::RefCell;
     use std::rc::Rc;
+    use std::sync::Arc;
 
     use super::*;
 
@@ -713,6 +756,125 @@ mod tests {
         assert!(matches!(release_blocked([Ok(false), fault()].into_iter(), Ok(false)), Blocked::Fault(_)));
         assert!(matches!(release_blocked([Ok(true)].into_iter(), fault()), Blocked::Fault(_)), "a fault wins over a capture");
         assert!(matches!(release_blocked(std::iter::empty(), fault()), Blocked::Fault(_)));
+    }
+
+    /// D4 (audit 2026-11-27d): the context check comes before the fast path. A buffer of
+    /// context A, last written on a stream whose key a stream of context B shares, was accepted
+    /// on B by the fast path (`CU_STREAM_PER_THREAD` had the key 2 in every context); it is
+    /// refused now, also inside ferrocuda's own capture (Q9), and only a same-context (or
+    /// peer-enabled) access reaches the fast path.
+    #[test]
+    fn d4_the_context_is_checked_before_the_fast_path() {
+        let fast = || true;
+        assert_eq!(door_step(|| true, false, fast, || false), Step::Refuse, "another context's buffer, fast key equal: refused");
+        assert_eq!(door_step(|| true, true, fast, || false), Step::Refuse, "refused inside our own capture too");
+        assert_eq!(door_step(|| false, false, fast, || false), Step::Skip, "same context, fast: nothing to do");
+        assert_eq!(door_step(|| false, true, || panic!("captured work takes no fast path"), || false), Step::Skip);
+        assert_eq!(door_step(|| false, false, || false, || true), Step::Shared);
+        assert_eq!(door_step(|| false, false, || false, || false), Step::Order);
+    }
+
+    /// A stream for the two-thread tests: `queued` counts the work queued on it, and each
+    /// wait logs (waiting stream, awaited stream, the awaited stream's work queued so far),
+    /// which is what an event recorded on the awaited stream at that moment covers.
+    #[derive(Clone)]
+    struct Queue {
+        id: usize,
+        queued: Arc<AtomicUsize>,
+        waits: Arc<Mutex<Vec<(usize, usize, usize)>>>,
+    }
+
+    impl Ordered for Queue {
+        fn same_as(&self, other: &Self) -> bool {
+            self.id == other.id
+        }
+        fn wait_for(&self, other: &Self) -> Result<()> {
+            if self.id != other.id {
+                self.waits.lock().unwrap().push((self.id, other.id, other.queued.load(Ordering::SeqCst)));
+            }
+            Ok(())
+        }
+        fn key(&self) -> usize {
+            self.id
+        }
+        fn record(&self) -> Self {
+            self.clone()
+        }
+    }
+
+    /// One round of the audit's D2 race on one shared record: thread 1 does `first` on stream
+    /// 1, thread 2 a write on stream 2, at once; each orders under `order_locked`, then queues
+    /// its work (a pause, then its count goes up). `hold`: the locks are kept until the work is
+    /// queued (the door's rule), else dropped before it (the old behaviour). Returns whether
+    /// the ordering missed a queued piece of work: the stream that came second waited for an
+    /// event that did not cover the first one's work (so host reads and the free, which follow
+    /// the record, would not wait for it either).
+    fn d2_round(first: Access, hold: bool) -> bool {
+        let waits = Arc::new(Mutex::new(Vec::new()));
+        let stream = |id| Queue { id, queued: Arc::new(AtomicUsize::new(0)), waits: waits.clone() };
+        let (s0, s1, s2) = (stream(0), stream(1), stream(2));
+        s0.queued.store(1, Ordering::SeqCst); // the buffer's first write, done before the split
+        let record = Mutex::new(UseState { writer: Some(s0), readers: Vec::new() });
+        let barrier = std::sync::Barrier::new(2);
+        std::thread::scope(|scope| {
+            for (stream, access) in [(&s1, first), (&s2, Access::Write)] {
+                let (record, barrier) = (&record, &barrier);
+                scope.spawn(move || {
+                    barrier.wait();
+                    let held = order_locked(stream, std::iter::once((record, access))).unwrap();
+                    if !hold {
+                        drop(held);
+                        std::thread::sleep(std::time::Duration::from_micros(200));
+                        stream.queued.fetch_add(1, Ordering::SeqCst);
+                    } else {
+                        std::thread::sleep(std::time::Duration::from_micros(200));
+                        stream.queued.fetch_add(1, Ordering::SeqCst);
+                        drop(held);
+                    }
+                });
+            }
+        });
+        let waits = waits.lock().unwrap();
+        // Between streams 1 and 2, whichever ordered second must have seen the other's work.
+        let between: Vec<_> = waits.iter().filter(|(a, b, _)| *a != 0 && *b != 0).collect();
+        between.is_empty() || between.iter().any(|&&(_, _, seen)| seen == 0)
+    }
+
+    /// D2 (audit 2026-11-27d): the two halves of a `split_at_mut` share one record and may be
+    /// used on two threads at once. With the record's lock released between the ordering and
+    /// the queuing, the second thread recorded the first one's stream tail before the first
+    /// one's work was queued, and the work fell out of the record (25 of 100 rounds on an
+    /// H200: a host read before a write, a free under it). Held until the work is queued, no
+    /// round misses it, for a write against a write and a write against a read of the other
+    /// half. The unheld control shows the race the test can catch.
+    #[test]
+    fn d2_an_ordering_held_until_the_work_is_queued_never_misses_the_other_threads_work() {
+        let rounds = 100;
+        for first in [Access::Write, Access::Read] {
+            let missed = (0..rounds).filter(|_| d2_round(first, true)).count();
+            assert_eq!(missed, 0, "{first:?} vs a write: {missed} of {rounds} rounds missed the other thread's queued work");
+            let control = (0..rounds).filter(|_| d2_round(first, false)).count();
+            eprintln!("d2 control ({first:?} vs a write, locks dropped before the work): {control} of {rounds} rounds missed the other thread's work");
+            assert!(control > 0, "the control never raced: the test would not catch the old behaviour");
+        }
+    }
+
+    /// D2: the records of one piece of work are locked once each (a kernel reading one half
+    /// and writing the other passes the record twice: a second lock of a `Mutex` on one thread
+    /// would deadlock), and each access is ordered.
+    #[test]
+    fn d2_a_record_passed_twice_is_locked_once_and_ordered_for_both_accesses() {
+        let waits = Arc::new(Mutex::new(Vec::new()));
+        let stream = |id| Queue { id, queued: Arc::new(AtomicUsize::new(0)), waits: waits.clone() };
+        let (s1, s2) = (stream(1), stream(2));
+        let (a, b) = (Mutex::new(UseState { writer: Some(s1.clone()), readers: Vec::new() }), Mutex::new(UseState { writer: None, readers: Vec::new() }));
+        let held = order_locked(&s2, [(&a, Access::Read), (&b, Access::Write), (&a, Access::Write)].into_iter()).unwrap();
+        assert_eq!(held.len(), 2);
+        drop(held);
+        assert_eq!(a.lock().unwrap().writer.as_ref().unwrap().id, 2);
+        assert_eq!(b.lock().unwrap().writer.as_ref().unwrap().id, 2);
+        let waits = waits.lock().unwrap();
+        assert!(!waits.is_empty() && waits.iter().all(|&w| w == (2, 1, 0)), "only waits for the old writer of `a`: {waits:?}");
     }
 
     /// A write elsewhere revokes both fast paths of the old stream; the legacy stream is never
