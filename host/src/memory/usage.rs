@@ -181,9 +181,9 @@ impl<'a> BufferAccess<'a> {
     }
 
     /// Work that reads and writes the library state that `usage` tracks
-    /// ([`BufferUsage::for_library_state`]). Declaring it through a shared reference is sound
-    /// only if no two threads declare it at once: keep the library object `!Sync`, or hold a
-    /// lock from the declaration to the queuing (as `cufft::Plan` does).
+    /// ([`BufferUsage::for_library_state`]). It is declared through a shared reference, so two
+    /// threads may declare it at once: such a record is made shared (its lock is held from the
+    /// ordering to the queuing, D2), and no lock of the caller's is needed for the record.
     pub fn library_state(usage: &'a BufferUsage) -> Self {
         BufferAccess::new(Some(usage), Access::Write, "library state")
     }
@@ -237,8 +237,14 @@ impl BufferUsage {
     /// The record of a library's internal state in `context` (a communicator's or a handle's
     /// own device buffers), for a wrapper to declare with [`BufferAccess::library_state`] in
     /// each call that uses the state: calls on different streams are then ordered.
+    ///
+    /// The record is shared from the start ([`BufferUsage::is_shared`]): a declaration through
+    /// `&` may come from two threads at once, so each piece of work holds the record's lock
+    /// from its ordering to its queuing (one uncontended lock per call).
     pub fn for_library_state(context: &Context) -> Self {
-        Self::idle(context)
+        let usage = Self::idle(context);
+        usage.mark_shared();
+        usage
     }
 
     /// The context that owns the allocation.
