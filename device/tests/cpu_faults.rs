@@ -325,3 +325,24 @@ fn d5_a_shuffle_from_lanes_past_the_blocks_end_is_an_error() {
     CpuExecutor::new().run("partial_warp_ok", LaunchConfig::new(1u32, 48u32), &body).unwrap();
     assert!((0..48).all(|t| out[t as usize].load(Ordering::Relaxed) == t ^ 8));
 }
+
+/// D5: the device library's own partial-warp reduction (`RuntimeBlockReduce`, any block size)
+/// read lanes past the block's end and discarded the values (defined on a GPU only by luck:
+/// the value is undefined there); it clamps its shuffles now, so the executor, which reports
+/// such reads, runs it in blocks of 1 to 100 threads with the right sums.
+#[test]
+fn d5_a_runtime_block_reduce_reads_no_lane_past_the_blocks_end() {
+    use ferrocuda_device::block::RuntimeBlockReduce;
+    use ferrocuda_device::block_scratch;
+    for threads in [1u32, 7, 33, 48, 65, 100] {
+        let total = AtomicU32::new(0);
+        let body = || {
+            let reduce = RuntimeBlockReduce::new(block_scratch!(u32));
+            if let Some(sum) = reduce.sum(thread_idx_x() + 1) {
+                total.store(sum, Ordering::Relaxed);
+            }
+        };
+        CpuExecutor::new().run("runtime_block_reduce", LaunchConfig::new(1u32, threads), &body).unwrap_or_else(|e| panic!("{threads} threads: {e}"));
+        assert_eq!(total.load(Ordering::Relaxed), threads * (threads + 1) / 2, "{threads} threads");
+    }
+}
