@@ -309,7 +309,14 @@ fn d5_a_shuffle_from_lanes_past_the_blocks_end_is_an_error() {
             let CpuError::MissingLaneShuffle(report) = &error else { panic!("mode {mode}: expected a missing-lane shuffle, got {error}") };
             assert_eq!(
                 report,
-                &MissingLaneShuffle { kernel: "partial_warp".into(), block: report.block, warp: 1, lanes: 16, readers: readers.clone(), missing: missing.clone() }
+                &MissingLaneShuffle {
+                    kernel: "partial_warp".into(),
+                    block: report.block,
+                    warp: 1,
+                    lanes: 16,
+                    readers: readers.clone(),
+                    missing: missing.clone()
+                }
             );
             let message = error.to_string();
             assert!(message.contains("do not exist") && message.contains("lanes 0..16") && message.contains("multiple of 32"), "{message}");

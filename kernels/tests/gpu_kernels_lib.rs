@@ -417,10 +417,12 @@ fn d3_capture<T: Element>(context: &Context, stream: &Stream, shape: Attention) 
     let capturing = Stream::non_blocking(context).unwrap();
     let graph = capturing
         .capture(|s| {
-            attention::attention_backward_with_scratch(s, &q_, &k_, &v_, &out, &do_, &lse, &mut gq, &mut gk, &mut gv, &mut scratch, shape).map_err(|e| match e {
-                KernelsError::Gpu(e) => e,
-                other => panic!("{other}"),
-            })
+            attention::attention_backward_with_scratch(s, &q_, &k_, &v_, &out, &do_, &lse, &mut gq, &mut gk, &mut gv, &mut scratch, shape).map_err(
+                |e| match e {
+                    KernelsError::Gpu(e) => e,
+                    other => panic!("{other}"),
+                },
+            )
         })
         .unwrap_or_else(|e| panic!("D3: the backward with scratch could not be captured ({shape:?}): {e}"));
     let exec = graph.instantiate().unwrap();

@@ -109,8 +109,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 pub use error::{
-    BarrierDivergence, CpuError, ExitedLaneShuffle, ExitedPeerAccess, GlobalMemoryRace, MissingLaneShuffle, MixedBarriers, RaceKind, SharedMemoryRace, StuckThread,
-    ThreadActivity, UninitialisedSharedRead, WarpDeadlock, Watchdog,
+    BarrierDivergence, CpuError, ExitedLaneShuffle, ExitedPeerAccess, GlobalMemoryRace, MissingLaneShuffle, MixedBarriers, RaceKind, SharedMemoryRace,
+    StuckThread, ThreadActivity, UninitialisedSharedRead, WarpDeadlock, Watchdog,
 };
 /// The same report type as a GPU panic's (`ferrocuda_types::KernelPanic`).
 pub use ferrocuda_types::KernelPanic;

@@ -533,10 +533,7 @@ fn door_step(other_context: impl FnOnce() -> bool, own_capture: bool, fast: impl
 #[cold]
 #[inline(never)]
 fn order_shared<'a>(stream: &Stream, lists: &[&[BufferAccess<'a>]]) -> Result<Held<'a>> {
-    let shared = lists
-        .iter()
-        .flat_map(|list| list.iter())
-        .filter_map(|b| b.usage.filter(|u| u.is_shared()).map(|u| (&u.state, b.access)));
+    let shared = lists.iter().flat_map(|list| list.iter()).filter_map(|b| b.usage.filter(|u| u.is_shared()).map(|u| (&u.state, b.access)));
     Ok(Held { _guards: order_locked(stream, shared)? })
 }
 
@@ -544,7 +541,10 @@ fn order_shared<'a>(stream: &Stream, lists: &[&[BufferAccess<'a>]]) -> Result<He
 /// several records lock them in the same order: no deadlock), orders `stream` for each access
 /// under its record's lock, and returns the locks: the caller holds them until its work is
 /// queued (D2). Generic over the stream for the unit tests.
-fn order_locked<'a, S: Ordered + 'a>(stream: &S, accesses: impl Iterator<Item = (&'a Mutex<UseState<S>>, Access)> + Clone) -> Result<Vec<MutexGuard<'a, UseState<S>>>> {
+fn order_locked<'a, S: Ordered + 'a>(
+    stream: &S,
+    accesses: impl Iterator<Item = (&'a Mutex<UseState<S>>, Access)> + Clone,
+) -> Result<Vec<MutexGuard<'a, UseState<S>>>> {
     let mut records: Vec<&'a Mutex<UseState<S>>> = accesses.clone().map(|(record, _)| record).collect();
     records.sort_by_key(|record| std::ptr::from_ref(*record) as usize);
     records.dedup_by_key(|record| std::ptr::from_ref(*record) as usize);
