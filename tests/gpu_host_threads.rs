@@ -157,7 +157,7 @@ fn d2_round(context: &Context, a: &Stream, b: &Stream, round: u32) -> (bool, boo
     let v = buf.to_vec().unwrap();
     let want = |i: usize| u32::MAX - (i % half) as u32;
     let missed = (0..N).any(|i| v[i] != want(i));
-    if round % 2 == 0 {
+    if round.is_multiple_of(2) {
         // The drop alone (no host read before it): the free must wait for both writes.
         let mut buf2 = DeviceBuffer::<u32>::zeroed_async(a, N).unwrap();
         a.synchronize().unwrap();

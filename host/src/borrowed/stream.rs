@@ -241,27 +241,6 @@ fn is_legacy(raw: usize) -> Result<bool> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// D1 (audit 2026-11-27d): `CU_STREAM_PER_THREAD` is a different stream on each thread, and
-    /// was adopted as one `Stream` (a read on thread 2 skipped the wait for thread 1's write, and
-    /// the free went after thread 2's stream only). Every path that makes a `Stream` from a
-    /// handle (`Stream::from_raw`, `from_raw_in_owner_captures`, `borrowed::cudarc::stream`)
-    /// goes through `default_stream`, which refuses it, saying what to pass instead.
-    #[test]
-    fn d1_the_per_thread_stream_handle_is_refused_saying_what_to_pass_instead() {
-        assert!(matches!(is_legacy(PER_THREAD), Err(crate::Error::PerThreadStream)));
-        assert!(is_legacy(0).unwrap() && is_legacy(LEGACY).unwrap(), "the legacy stream is one stream on every thread");
-        assert!(!is_legacy(0x7f00_1234_5000).unwrap());
-        let message = crate::Error::PerThreadStream.to_string();
-        for what in ["different CUDA stream on each host thread", "new_stream()", "Stream::new", "BorrowedStream::new"] {
-            assert!(message.contains(what), "{what} missing from: {message}");
-        }
-    }
-}
-
 /// Checks that `raw` belongs to `context` and is not being captured; returns its flags.
 ///
 /// # Safety
@@ -318,4 +297,25 @@ unsafe fn join(waiter: sys::CUstream, awaited: sys::CUstream) -> Result<()> {
     // SAFETY: created above, destroyed once; a queued wait on it stays valid.
     let _ = unsafe { driver::event::destroy(event) };
     Ok(outcome?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// D1 (audit 2026-11-27d): `CU_STREAM_PER_THREAD` is a different stream on each thread, and
+    /// was adopted as one `Stream` (a read on thread 2 skipped the wait for thread 1's write, and
+    /// the free went after thread 2's stream only). Every path that makes a `Stream` from a
+    /// handle (`Stream::from_raw`, `from_raw_in_owner_captures`, `borrowed::cudarc::stream`)
+    /// goes through `default_stream`, which refuses it, saying what to pass instead.
+    #[test]
+    fn d1_the_per_thread_stream_handle_is_refused_saying_what_to_pass_instead() {
+        assert!(matches!(is_legacy(PER_THREAD), Err(crate::Error::PerThreadStream)));
+        assert!(is_legacy(0).unwrap() && is_legacy(LEGACY).unwrap(), "the legacy stream is one stream on every thread");
+        assert!(!is_legacy(0x7f00_1234_5000).unwrap());
+        let message = crate::Error::PerThreadStream.to_string();
+        for what in ["different CUDA stream on each host thread", "new_stream()", "Stream::new", "BorrowedStream::new"] {
+            assert!(message.contains(what), "{what} missing from: {message}");
+        }
+    }
 }

@@ -289,7 +289,9 @@ impl BufferUsage {
         self.fast_write.store(0, Ordering::Release);
     }
 
-    /// True once [`BufferUsage::mark_shared`] was called.
+    /// True once views that two threads may use at once exist (the halves of a `split_at_mut`),
+    /// or for a library's state ([`BufferUsage::for_library_state`]): work on the memory then
+    /// holds this record's lock from its ordering to its queuing (audit 2026-11-27d, D2).
     pub fn is_shared(&self) -> bool {
         self.shared.load(Ordering::Relaxed)
     }
