@@ -23,7 +23,7 @@ use crate::Collectives;
 use crate::nccl::Communicator;
 
 use crate::error::{Error, Result, check_len};
-use crate::tracking::{will_read, will_write};
+use crate::tracking::reading_writing;
 
 /// Threads per block of the peer kernels.
 const THREADS: u32 = 512;
@@ -370,8 +370,7 @@ impl PeerRank {
         if input.is_empty() {
             return Ok(());
         }
-        will_read(stream, &input)?;
-        will_write(stream, &mut output)?;
+        let (input_ptr, output_address) = (input.as_device_ptr(), output.as_device_ptr().address());
         let n = input.len() as u32;
         let blocks = n.div_ceil(THREADS * VECTOR).clamp(1, self.shared.max_blocks[self.slot]);
         self.epoch = self.epoch.wrapping_add(1);
@@ -383,7 +382,7 @@ impl PeerRank {
         // rank makes the same calls (the documented contract; a missing rank makes the others
         // wait, bounded by spin_limit). The buffers stay alive while any kernel may run
         // (Shared's drop synchronises every GPU first).
-        unsafe {
+        reading_writing(stream, &input, &mut output, || unsafe {
             one_shot_all_reduce_f32::launch(
                 stream,
                 config,
@@ -395,10 +394,10 @@ impl PeerRank {
                 self.spin_limit,
                 self.shared.status[self.slot].as_device_ptr(),
                 self.shared.tables[self.slot].as_device_ptr(),
-                input.as_device_ptr(),
-                DevicePtr::from_address(output.as_device_ptr().address()),
+                input_ptr,
+                DevicePtr::from_address(output_address),
             )
-        }?;
+        })??;
         Ok(())
     }
 

@@ -1,6 +1,6 @@
 //! Stream-ordered buffer lifetimes for work this crate queues outside kernel launches (NCCL
 //! calls and the peer all-reduce): "this stream reads / writes this buffer", through the host
-//! crate's per-buffer tracking (`Stream::will_use`). Called before the work is queued, it checks
+//! crate's per-buffer tracking (`Stream::will_use_for`). Called around the queuing of the work, it checks
 //! the buffer's context, makes the stream wait for the buffer's earlier work on other streams,
 //! and records the stream as its user (so drops free stream-ordered and host copies wait).
 
@@ -8,14 +8,11 @@ use ferrocuda_host::{BufferAccess, DeviceView, DeviceViewMut, Stream};
 
 use crate::error::Result;
 
-/// Records that work queued next on `stream` reads `view`.
-pub(crate) fn will_read<T>(stream: &Stream, view: &DeviceView<'_, T>) -> Result<()> {
-    stream.will_use(&[BufferAccess::read(view)])?;
-    Ok(())
-}
-
-/// Records that work queued next on `stream` writes `view`.
-pub(crate) fn will_write<T>(stream: &Stream, view: &mut DeviceViewMut<'_, T>) -> Result<()> {
-    stream.will_use(&[BufferAccess::write(view)])?;
-    Ok(())
+/// Runs `work`, which queues work on `stream` that reads `input` and writes `output` through
+/// raw pointers, after declaring those accesses, and holds the declaration until `work`
+/// returns ([`Stream::will_use_for`]): views that other threads may use at once (the halves of
+/// a split buffer) cannot have another thread's declaration slip in between, which would leave
+/// the work out of their record (audit 2026-11-27d, D2).
+pub(crate) fn reading_writing<T, R>(stream: &Stream, input: &DeviceView<'_, T>, output: &mut DeviceViewMut<'_, T>, work: impl FnOnce() -> R) -> Result<R> {
+    Ok(stream.will_use_for(&[BufferAccess::read(input), BufferAccess::write(output)], work)?)
 }

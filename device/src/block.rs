@@ -243,7 +243,10 @@ fn reduce_down_valid<T: BlockValue>(mut value: T, lane: u32, valid: u32, op: imp
     let room = valid as i32 - lane as i32 - 1;
     let mut delta = warp::WARP_SIZE / 2;
     while delta > 0 {
-        let other = warp::shuffle_down(value, delta);
+        // Clamped at the last valid lane: no lane reads past it (in a partial last warp those
+        // lanes do not exist, and a GPU gives an undefined value for them, D5); the value read
+        // is folded only when `lane + delta < valid` anyway.
+        let other = warp::shuffle_down_clamped(value, delta, valid.saturating_sub(1));
         if delta as i32 <= room {
             value = op(value, other);
         }

@@ -39,11 +39,10 @@ const fn shuffle_c(mode: ShuffleMode, width: u32) -> u32 {
     }
 }
 
-/// A 32-bit lane value moved by one `shfl.sync` (the building block of every shuffle), within
-/// segments of `width` lanes (32: the whole warp).
+/// A 32-bit lane value moved by one `shfl.sync` (the building block of every shuffle), with the
+/// `c` operand `c` (segment mask and clamp; [`shuffle_c`] for CUDA's width argument).
 #[inline(always)]
-fn shuffle_b32(value: u32, mode: ShuffleMode, lane_or_delta: u32, width: u32) -> u32 {
-    let c = shuffle_c(mode, width);
+fn shuffle_b32(value: u32, mode: ShuffleMode, lane_or_delta: u32, c: u32) -> u32 {
     #[cfg(target_arch = "nvptx64")]
     {
         let out: u32;
@@ -104,8 +103,9 @@ fn shuffle_source(lane: u32, mode: ShuffleMode, lane_or_delta: u32, c: u32) -> u
 /// Values a shuffle can move: 32-bit (one `shfl.sync`) or 64-bit (two); the 16-bit floats and
 /// their pairs ([`crate::half`]) take one.
 pub trait ShuffleValue: Copy + sealed::Sealed {
+    /// One shuffle of `self` with `shfl.sync`'s `c` operand `c` (segment mask and clamp).
     #[doc(hidden)]
-    fn shuffle_with(self, mode: ShuffleMode, lane_or_delta: u32, width: u32) -> Self;
+    fn shuffle_with(self, mode: ShuffleMode, lane_or_delta: u32, c: u32) -> Self;
 
     /// The larger of the two, with the GPU's one `max` instruction (the reductions' `max`):
     /// `max.s32`/`max.u32`/... for integers, `max.f32`/`max.f64` for floats (a NaN loses to a
@@ -160,10 +160,10 @@ macro_rules! shuffle_32 {
     ($($t:ty: $to:expr, $from:expr;)*) => {$(
         impl ShuffleValue for $t {
             #[inline(always)]
-            fn shuffle_with(self, mode: ShuffleMode, lane_or_delta: u32, width: u32) -> Self {
+            fn shuffle_with(self, mode: ShuffleMode, lane_or_delta: u32, c: u32) -> Self {
                 let to: fn($t) -> u32 = $to;
                 let from: fn(u32) -> $t = $from;
-                from(shuffle_b32(to(self), mode, lane_or_delta, width))
+                from(shuffle_b32(to(self), mode, lane_or_delta, c))
             }
             #[inline(always)]
             fn max_of(self, other: $t) -> $t {
@@ -191,12 +191,12 @@ macro_rules! shuffle_64 {
     ($($t:ty: $to:expr, $from:expr;)*) => {$(
         impl ShuffleValue for $t {
             #[inline(always)]
-            fn shuffle_with(self, mode: ShuffleMode, lane_or_delta: u32, width: u32) -> Self {
+            fn shuffle_with(self, mode: ShuffleMode, lane_or_delta: u32, c: u32) -> Self {
                 let to: fn($t) -> u64 = $to;
                 let from: fn(u64) -> $t = $from;
                 let bits = to(self);
-                let low = shuffle_b32(bits as u32, mode, lane_or_delta, width);
-                let high = shuffle_b32((bits >> 32) as u32, mode, lane_or_delta, width);
+                let low = shuffle_b32(bits as u32, mode, lane_or_delta, c);
+                let high = shuffle_b32((bits >> 32) as u32, mode, lane_or_delta, c);
                 from(((high as u64) << 32) | low as u64)
             }
             #[inline(always)]
@@ -219,27 +219,37 @@ shuffle_64! {
 /// `__shfl_sync(FULL, value, src_lane)`: the `value` of lane `src_lane` (mod 32).
 #[inline(always)]
 pub fn shuffle<T: ShuffleValue>(value: T, src_lane: u32) -> T {
-    value.shuffle_with(ShuffleMode::Index, src_lane, WARP_SIZE)
+    value.shuffle_with(ShuffleMode::Index, src_lane, const { shuffle_c(ShuffleMode::Index, WARP_SIZE) })
 }
 
 /// `__shfl_up_sync(FULL, value, delta)`: the value of lane `lane - delta`; lanes below `delta`
 /// keep their own.
 #[inline(always)]
 pub fn shuffle_up<T: ShuffleValue>(value: T, delta: u32) -> T {
-    value.shuffle_with(ShuffleMode::Up, delta, WARP_SIZE)
+    value.shuffle_with(ShuffleMode::Up, delta, const { shuffle_c(ShuffleMode::Up, WARP_SIZE) })
 }
 
 /// `__shfl_down_sync(FULL, value, delta)`: the value of lane `lane + delta`; lanes above
 /// `31 - delta` keep their own.
 #[inline(always)]
 pub fn shuffle_down<T: ShuffleValue>(value: T, delta: u32) -> T {
-    value.shuffle_with(ShuffleMode::Down, delta, WARP_SIZE)
+    value.shuffle_with(ShuffleMode::Down, delta, const { shuffle_c(ShuffleMode::Down, WARP_SIZE) })
 }
 
 /// `__shfl_xor_sync(FULL, value, mask)`: the value of lane `lane ^ mask` (butterfly).
 #[inline(always)]
 pub fn shuffle_xor<T: ShuffleValue>(value: T, lane_mask: u32) -> T {
-    value.shuffle_with(ShuffleMode::Xor, lane_mask, WARP_SIZE)
+    value.shuffle_with(ShuffleMode::Xor, lane_mask, const { shuffle_c(ShuffleMode::Xor, WARP_SIZE) })
+}
+
+/// `shfl.sync.down` clamped at lane `last` (PTX's `c` operand with no segment): the value of
+/// lane `lane + delta` when that is at most `last`, else the lane's own. In a partial last
+/// warp (a block size that is not a multiple of 32) with `last` its last lane, no lane reads
+/// past the block's end: such a lane does not exist, a GPU gives an undefined value for it,
+/// and the CPU executor reports the read (`MissingLaneShuffle`, audit 2026-11-27d D5).
+#[inline(always)]
+pub fn shuffle_down_clamped<T: ShuffleValue>(value: T, delta: u32, last: u32) -> T {
+    value.shuffle_with(ShuffleMode::Down, delta, last & 31)
 }
 
 /// Checks at compile time that `WIDTH` is a shuffle segment width.
@@ -252,28 +262,28 @@ const fn segment_width(width: u32) -> u32 {
 /// lane's segment of `WIDTH` lanes (a power of two up to 32; checked at compile time).
 #[inline(always)]
 pub fn shuffle_within<const WIDTH: u32, T: ShuffleValue>(value: T, src_lane: u32) -> T {
-    value.shuffle_with(ShuffleMode::Index, src_lane, const { segment_width(WIDTH) })
+    value.shuffle_with(ShuffleMode::Index, src_lane, const { shuffle_c(ShuffleMode::Index, segment_width(WIDTH)) })
 }
 
 /// `__shfl_up_sync(FULL, value, delta, WIDTH)`: the value of lane `lane - delta` when it lies
 /// in this lane's segment of `WIDTH` lanes, else the lane's own.
 #[inline(always)]
 pub fn shuffle_up_within<const WIDTH: u32, T: ShuffleValue>(value: T, delta: u32) -> T {
-    value.shuffle_with(ShuffleMode::Up, delta, const { segment_width(WIDTH) })
+    value.shuffle_with(ShuffleMode::Up, delta, const { shuffle_c(ShuffleMode::Up, segment_width(WIDTH)) })
 }
 
 /// `__shfl_down_sync(FULL, value, delta, WIDTH)`: the value of lane `lane + delta` when it lies
 /// in this lane's segment of `WIDTH` lanes, else the lane's own.
 #[inline(always)]
 pub fn shuffle_down_within<const WIDTH: u32, T: ShuffleValue>(value: T, delta: u32) -> T {
-    value.shuffle_with(ShuffleMode::Down, delta, const { segment_width(WIDTH) })
+    value.shuffle_with(ShuffleMode::Down, delta, const { shuffle_c(ShuffleMode::Down, segment_width(WIDTH)) })
 }
 
 /// `__shfl_xor_sync(FULL, value, lane_mask, WIDTH)`: the value of lane `lane ^ lane_mask` when it
 /// lies in this lane's segment of `WIDTH` lanes, else the lane's own.
 #[inline(always)]
 pub fn shuffle_xor_within<const WIDTH: u32, T: ShuffleValue>(value: T, lane_mask: u32) -> T {
-    value.shuffle_with(ShuffleMode::Xor, lane_mask, const { segment_width(WIDTH) })
+    value.shuffle_with(ShuffleMode::Xor, lane_mask, const { shuffle_c(ShuffleMode::Xor, segment_width(WIDTH)) })
 }
 
 /// Butterfly reduction within segments of `WIDTH` lanes: every lane ends with `op` folded over

@@ -289,3 +289,67 @@ fn a_block_of_1024_threads_starts_quickly_with_the_default_stacks() {
         assert!(first < Duration::from_secs(2), "{first:?}");
     }
 }
+
+/// D5 (audit 2026-11-27d): in a block of 48 threads, lanes 32..48 form a partial last warp of
+/// 16 lanes. A shuffle reading lanes 16..32 of that warp reads lanes that do not exist: an H200
+/// gave 0, the executor used to give the lane's own value, silently. It is reported now, with
+/// the lanes named; shuffles within the 16 lanes (and from full warps) still run.
+#[test]
+fn d5_a_shuffle_from_lanes_past_the_blocks_end_is_an_error() {
+    use ferrocuda_device::cpu::MissingLaneShuffle;
+    let out: Vec<AtomicU32> = (0..48).map(|_| AtomicU32::new(u32::MAX)).collect();
+    for (mode, readers, missing) in [(0u32, (0..16).collect::<Vec<u32>>(), (16..32).collect::<Vec<u32>>()), (1, (8..16).collect(), (16..24).collect())] {
+        let body = || {
+            let t = thread_idx_x();
+            let v = if mode == 0 { warp::shuffle_xor(t, 16) } else { warp::shuffle_down(t, 8) };
+            out[t as usize].store(v, Ordering::Relaxed);
+        };
+        for executor in [CpuExecutor::deterministic(), CpuExecutor::new()] {
+            let error = executor.run("partial_warp", LaunchConfig::new(1u32, 48u32), &body).unwrap_err();
+            let CpuError::MissingLaneShuffle(report) = &error else { panic!("mode {mode}: expected a missing-lane shuffle, got {error}") };
+            assert_eq!(
+                report,
+                &MissingLaneShuffle {
+                    kernel: "partial_warp".into(),
+                    block: report.block,
+                    warp: 1,
+                    lanes: 16,
+                    readers: readers.clone(),
+                    missing: missing.clone()
+                }
+            );
+            let message = error.to_string();
+            assert!(message.contains("do not exist") && message.contains("lanes 0..16") && message.contains("multiple of 32"), "{message}");
+            assert!((32..48).all(|t| out[t].load(Ordering::Relaxed) == u32::MAX), "mode {mode}: no lane of the partial warp got a value");
+        }
+    }
+    // Within the partial warp's 16 lanes (and across the full warp 0), shuffles are defined.
+    let body = || {
+        let t = thread_idx_x();
+        let v = warp::shuffle_xor(t, 8);
+        out[t as usize].store(v, Ordering::Relaxed);
+    };
+    CpuExecutor::new().run("partial_warp_ok", LaunchConfig::new(1u32, 48u32), &body).unwrap();
+    assert!((0..48).all(|t| out[t as usize].load(Ordering::Relaxed) == t ^ 8));
+}
+
+/// D5: the device library's own partial-warp reduction (`RuntimeBlockReduce`, any block size)
+/// read lanes past the block's end and discarded the values (defined on a GPU only by luck:
+/// the value is undefined there); it clamps its shuffles now, so the executor, which reports
+/// such reads, runs it in blocks of 1 to 100 threads with the right sums.
+#[test]
+fn d5_a_runtime_block_reduce_reads_no_lane_past_the_blocks_end() {
+    use ferrocuda_device::block::RuntimeBlockReduce;
+    use ferrocuda_device::block_scratch;
+    for threads in [1u32, 7, 33, 48, 65, 100] {
+        let total = AtomicU32::new(0);
+        let body = || {
+            let reduce = RuntimeBlockReduce::new(block_scratch!(u32));
+            if let Some(sum) = reduce.sum(thread_idx_x() + 1) {
+                total.store(sum, Ordering::Relaxed);
+            }
+        };
+        CpuExecutor::new().run("runtime_block_reduce", LaunchConfig::new(1u32, threads), &body).unwrap_or_else(|e| panic!("{threads} threads: {e}"));
+        assert_eq!(total.load(Ordering::Relaxed), threads * (threads + 1) / 2, "{threads} threads");
+    }
+}

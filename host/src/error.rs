@@ -482,6 +482,18 @@ pub enum Error {
         /// What was refused.
         operation: &'static str,
     },
+    /// `CU_STREAM_PER_THREAD` (cudarc's `per_thread_stream()`, a per-thread default stream)
+    /// given where a [`Stream`](crate::Stream) is made from a raw handle (`Stream::from_raw`,
+    /// `borrowed::cudarc::stream`): that handle names a different CUDA stream on each host
+    /// thread, so one `Stream` value cannot stand for it (D1).
+    #[error(
+        "CU_STREAM_PER_THREAD (cudarc's `per_thread_stream()`, or a per-thread default stream) names a different CUDA stream on \
+         each host thread, so it cannot be adopted as one `Stream` (a buffer used on it from two threads would be ordered and \
+         freed on the wrong stream): pass a stream that is one stream on every thread (cudarc's `new_stream()` or \
+         `default_stream()`, ferrocuda's `Stream::new`), or borrow the calling thread's per-thread stream for a while with \
+         `BorrowedStream::new(&context, CU_STREAM_PER_THREAD)`, which queues on a stream of ferrocuda's ordered with it"
+    )]
+    PerThreadStream,
     /// A handle or allocation borrowed from another library (`ferrocuda_host::borrowed`) does
     /// not fit what it was borrowed as (wrong context, misaligned, too short, ...).
     #[error("{problem}")]

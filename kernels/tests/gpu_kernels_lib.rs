@@ -538,14 +538,14 @@ fn attention_forward_captured_in_a_graph_replays_correctly() {
     assert_close("graph out", &widen(&out.to_vec().unwrap()), &want.out, 2e-2);
 }
 
-/// Regression (s10-torch): the tensor-core backward allocated its `delta` rows itself instead of
+/// Regression (s10-torch; audit 2026-11-27d D3): the tensor-core backward allocated its `delta` rows itself instead of
 /// taking them from the caller's scratch, so `attention_backward_with_scratch` ("allocates
 /// nothing") was refused inside a graph capture (AllocationInCapture), which a captured torch
 /// training step (ferrocuda_torch's attention op) meets. Captured now, and the replay matches the
 /// eager call.
 #[test]
-fn attention_backward_with_scratch_on_the_tensor_cores_is_captured_into_a_graph() {
-    let Some((context, _)) = gpu("attention_backward_with_scratch_on_the_tensor_cores_is_captured_into_a_graph") else { return };
+fn d3_attention_backward_with_scratch_on_the_tensor_cores_is_captured_into_a_graph() {
+    let Some((context, _)) = gpu("d3_attention_backward_with_scratch_on_the_tensor_cores_is_captured_into_a_graph") else { return };
     let stream = Stream::non_blocking(&context).unwrap();
     let shape = Attention { batch: 1, heads_q: 4, heads_kv: 2, seq_q: 96, seq_kv: 96, head_dim: 64, layout: Layout::Bhsd, causal: true, scale: None };
     assert!(attention::backward_uses_tensor_cores::<bf16>(&shape));

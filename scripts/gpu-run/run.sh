@@ -25,7 +25,7 @@ run() { # name, timeout, command...
   printf '%-26s rc=%-3s %4ss %s\n' "$name" "$rc" "$(( $(date +%s) - start ))" "${results:0:110}" | tee -a "$summary"
 }
 gpu_tests=(gpu_soundness gpu_streams gpu_contexts gpu_kernels gpu_fault gpu_multi_gpu gpu_cublas gpu_cufft gpu_nccl
-  gpu_host_safety gpu_host_adversarial gpu_host_seams gpu_borrowed gpu_attention gpu_peer_lengths port_gaps
+  gpu_host_safety gpu_host_adversarial gpu_host_seams gpu_host_threads gpu_borrowed gpu_attention gpu_peer_lengths port_gaps
   launch_kinds launch_modules launch_no_alloc kernel_model cpu_executor cpu_device_lib nccl_loading cpu_half_floats
   gpu_tma_tracked llm_examples matrix_outputs gpu_kernels_lib gpu_rules out_partitions port_patterns host_device_layout
   overflow_checks)

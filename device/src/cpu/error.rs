@@ -55,6 +55,10 @@ pub enum CpuError {
     /// 2026-11-27c, F2); in a cooperative launch, with every block running, a wait nothing ends.
     #[error(transparent)]
     CrossBlockWait(#[from] CrossBlockWait),
+    /// Lanes of a partial last warp shuffled from lanes past the block's end, which do not
+    /// exist (CUDA leaves the result undefined; audit 2026-11-27d, D5).
+    #[error(transparent)]
+    MissingLaneShuffle(#[from] MissingLaneShuffle),
     /// The launch ran longer than the executor's watchdog allows
     /// ([`CpuExecutor::with_watchdog`](super::CpuExecutor::with_watchdog)).
     #[error(transparent)]
@@ -191,6 +195,28 @@ impl fmt::Display for WaitAdvice {
             )
         }
     }
+/// A shuffle in a partial last warp (a block size that is not a multiple of 32) that read
+/// lanes past the block's end (D5).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "kernel `{kernel}`, block {block}, warp {warp}: lanes {readers:?} shuffled from lanes {missing:?}, which do not exist: \
+     this warp is the block's partial last warp and has only lanes 0..{lanes}. CUDA leaves such a value undefined (a GPU \
+     gave 0). Make the block size a multiple of 32, or keep the shuffle within the warp's lanes (a `width`/segment that \
+     fits, or a guard on the lane index)"
+)]
+pub struct MissingLaneShuffle {
+    /// The kernel's symbol.
+    pub kernel: String,
+    /// The block.
+    pub block: Dim3,
+    /// The warp's index in the block.
+    pub warp: u32,
+    /// How many lanes the warp has (fewer than 32).
+    pub lanes: u32,
+    /// The lanes whose shuffle read a lane that does not exist.
+    pub readers: Vec<u32>,
+    /// The lanes (`lanes..32`) they read.
+    pub missing: Vec<u32>,
 }
 
 /// A launch stopped by the watchdog.

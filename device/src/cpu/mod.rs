@@ -56,7 +56,9 @@
 //!   orders, is a [`SharedMemoryRace`] (FastTrack: the last write and every
 //!   unordered read are kept).
 //! - A shuffle that reads a lane which has exited is an [`ExitedLaneShuffle`] error (CUDA
-//!   leaves the value undefined); exited lanes named in a mask are fine, as in CUDA. Reading
+//!   leaves the value undefined); exited lanes named in a mask are fine, as in CUDA. So is a
+//!   shuffle in a partial last warp (a block size that is not a multiple of 32) reading a lane
+//!   past the block's end, which does not exist: a [`MissingLaneShuffle`] (D5). Reading
 //!   the shared memory of a cluster block that has exited panics, and a block exiting after a
 //!   peer read it with no cluster barrier between is an [`ExitedPeerAccess`].
 //! - When a thread fails, the other threads of its block (and cluster) are abandoned where
@@ -114,8 +116,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 pub use error::{
-    BarrierDivergence, CpuError, CrossBlockWait, ExitedLaneShuffle, ExitedPeerAccess, GlobalMemoryRace, MixedBarriers, RaceKind, SharedMemoryRace, StuckThread,
-    ThreadActivity, UninitialisedSharedRead, WarpDeadlock, Watchdog,
+    BarrierDivergence, CpuError, CrossBlockWait, ExitedLaneShuffle, ExitedPeerAccess, GlobalMemoryRace, MissingLaneShuffle, MixedBarriers, RaceKind,
+    SharedMemoryRace, StuckThread, ThreadActivity, UninitialisedSharedRead, WarpDeadlock, Watchdog,
 };
 /// The same report type as a GPU panic's (`ferrocuda_types::KernelPanic`).
 pub use ferrocuda_types::KernelPanic;

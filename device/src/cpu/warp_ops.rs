@@ -3,7 +3,7 @@
 //! lanes that arrived together.
 
 use super::block::{BlockContext, ThreadState};
-use super::error::{CpuError, ExitedLaneShuffle};
+use super::error::{CpuError, ExitedLaneShuffle, MissingLaneShuffle};
 use super::hooks::WarpOp;
 use ferrocuda_types::WARP_SIZE;
 
@@ -120,12 +120,35 @@ impl BlockContext<'_> {
                 },
             }));
         }
+        // A source inside the 32-lane segment but past the block's end (a partial last warp,
+        // D5) is no lane at all: an inactive source, whose value CUDA leaves undefined (an
+        // H200 gave 0); PTX's out-of-range rule (the `c` clamp and segment mask, already
+        // applied to `source`) does not cover it. Reported like an exited source.
+        let missing_reads: Vec<(u32, u32)> = members()
+            .filter_map(|l| match state(l).0 {
+                WarpOp::Shuffle { source } if source >= lanes => Some((l, source)),
+                _ => None,
+            })
+            .collect();
+        if !missing_reads.is_empty() {
+            let mut missing: Vec<u32> = missing_reads.iter().map(|&(_, s)| s).collect();
+            missing.sort_unstable();
+            missing.dedup();
+            return Err(CpuError::MissingLaneShuffle(MissingLaneShuffle {
+                kernel: self.kernel().to_owned(),
+                block: self.block_idx,
+                warp,
+                lanes,
+                readers: missing_reads.iter().map(|&(l, _)| l).collect(),
+                missing,
+            }));
+        }
         let mut synced = false;
         for l in members() {
             let (op, value) = state(l);
             let reply = match op {
-                // A source past the block's end (a partial last warp) has no lane at all: the
-                // lane keeps its own value, as PTX's out-of-range rule gives.
+                // Every source is a live member here (checked above), or the lane itself when
+                // PTX's out-of-range rule applies.
                 WarpOp::Shuffle { source } => {
                     if source < lanes && group & (1 << source) != 0 {
                         state(source).1 as u32 as u64

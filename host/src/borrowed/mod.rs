@@ -45,8 +45,11 @@
 //!   stream of ours; the borrow itself costs a stream and an event.
 //! - [`Stream::from_raw`] uses the owner's handle itself, so its contract asks the handle to
 //!   stay valid while any clone lives, which a keep-alive value (an `Arc` of the owner's
-//!   stream object) or a handle that lives for the whole process (the legacy and per-thread
-//!   default streams, PyTorch's pooled streams) guarantees.
+//!   stream object) or a handle that lives for the whole process (the legacy default stream,
+//!   PyTorch's pooled streams) guarantees. `CU_STREAM_PER_THREAD` is refused there
+//!   ([`Error::PerThreadStream`](crate::Error::PerThreadStream), D1): it names a different
+//!   stream on each host thread, while a `Stream` is one stream to the buffer records on every
+//!   thread; [`BorrowedStream`] borrows it for the calling thread.
 //! - [`BorrowedContext`] of a context that is not a device's primary context checks, when
 //!   dropped, that nothing made in it survives; if something does (a stream, buffer, module
 //!   or event), it aborts the process with a message rather than let the owner destroy the

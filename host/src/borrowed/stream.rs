@@ -24,15 +24,24 @@ const PER_THREAD: usize = 0x2;
 /// Work queued through it runs in the order it would on the owner's stream: on a stream of
 /// ferrocuda's that first waits for everything queued on the owner's stream so far, and that
 /// the owner's stream waits for when this value drops (events, recorded once each way; see the
-/// [module docs](super) for why the owner's handle itself is not used). The default streams
-/// (null, `CU_STREAM_LEGACY`, `CU_STREAM_PER_THREAD`), which live as long as the context, are
-/// used directly.
+/// [module docs](super) for why the owner's handle itself is not used). The legacy default
+/// stream (null, `CU_STREAM_LEGACY`), one stream for every thread that lives as long as the
+/// context, is used directly.
+///
+/// `CU_STREAM_PER_THREAD` names a different stream on each host thread (D1): it is borrowed
+/// like an owner's stream, on the calling thread (a stream of ferrocuda's waits for that
+/// thread's per-thread stream). When the value drops on the same thread, that thread's
+/// per-thread stream waits for the work queued through it; dropped on another thread, whose
+/// `CU_STREAM_PER_THREAD` is another stream, the host waits for that work instead.
 pub struct BorrowedStream<'a> {
     stream: Stream,
     /// The handle the owner gave (a default stream handle or the owner's stream).
     handle: sys::CUstream,
     /// The owner's stream, for the join back when the borrow ends (`None`: used directly).
     owner: Option<sys::CUstream>,
+    /// For `CU_STREAM_PER_THREAD`: the thread whose per-thread stream was borrowed (the join
+    /// back goes to it only when the drop runs on that thread).
+    thread: Option<std::thread::ThreadId>,
     _owner: PhantomData<&'a ()>,
 }
 
@@ -57,8 +66,16 @@ impl<'a> BorrowedStream<'a> {
     /// [`BorrowedSlice`](super::BorrowedSlice) whose home is this value) must be ordered by
     /// the owner with events, as the slice's own contract says.
     pub unsafe fn new(context: &'a Context, raw: sys::CUstream) -> Result<Self> {
-        if let Some(stream) = default_stream(context, raw) {
-            return Ok(BorrowedStream { stream, handle: raw, owner: None, _owner: PhantomData });
+        if raw as usize == PER_THREAD {
+            // A stream of ours, after the calling thread's per-thread stream (D1).
+            let stream = Stream::new(context)?;
+            // SAFETY: `ours` is live and of `context`, which the door binds; there the
+            // per-thread handle names the calling thread's per-thread stream of `context`.
+            stream.enqueue("BorrowedStream::new", &[], |ours| unsafe { join(ours.get(), raw) })?;
+            return Ok(BorrowedStream { stream, handle: raw, owner: Some(raw), thread: Some(std::thread::current().id()), _owner: PhantomData });
+        }
+        if let Some(stream) = default_stream(context, raw)? {
+            return Ok(BorrowedStream { stream, handle: raw, owner: None, thread: None, _owner: PhantomData });
         }
         // SAFETY: `raw` is live (the caller's contract).
         let flags = unsafe { check_stream(context, raw) }?;
@@ -71,7 +88,7 @@ impl<'a> BorrowedStream<'a> {
         // Through the door with no memory: the join orders two streams and touches none.
         // SAFETY: both streams are live and of `context` (checked), which the door binds.
         stream.enqueue("BorrowedStream::new", &[], |ours| unsafe { join(ours.get(), raw) })?;
-        Ok(BorrowedStream { stream, handle: raw, owner: Some(raw), _owner: PhantomData })
+        Ok(BorrowedStream { stream, handle: raw, owner: Some(raw), thread: None, _owner: PhantomData })
     }
 
     /// The owner's stream handle this borrows.
@@ -90,6 +107,13 @@ impl Deref for BorrowedStream<'_> {
 impl Drop for BorrowedStream<'_> {
     fn drop(&mut self) {
         let Some(owner) = self.owner else { return };
+        if self.thread.is_some_and(|thread| thread != std::thread::current().id()) {
+            // `CU_STREAM_PER_THREAD` names another stream on this thread than the one borrowed
+            // (D1): the host waits for the work queued through this value instead, so the
+            // owner's later work on its thread's stream comes after it.
+            let _ = self.stream.synchronize();
+            return;
+        }
         // The owner's later work waits for ours, never through an event recorded into a
         // capture of ours (issue 29's host item 1: the owner's stream would join our capture
         // and its later work would be recorded instead of run). If that cannot be queued (a
@@ -130,8 +154,12 @@ impl Stream {
     /// as long as the process (the default streams, PyTorch's pooled streams) need nothing
     /// (`keep_alive = ()`); for a shorter-lived stream, pass what owns it, or use
     /// [`BorrowedStream`].
+    ///
+    /// # Errors
+    /// [`Error::PerThreadStream`](crate::Error::PerThreadStream) for `CU_STREAM_PER_THREAD`,
+    /// which names a different stream on each thread (D1).
     pub unsafe fn from_raw(context: &Context, raw: sys::CUstream, keep_alive: impl Any + Send + Sync) -> Result<Stream> {
-        if let Some(stream) = default_stream(context, raw) {
+        if let Some(stream) = default_stream(context, raw)? {
             return Ok(stream);
         }
         // SAFETY: `raw` is live (the caller's contract).
@@ -158,8 +186,11 @@ impl Stream {
     /// `torch.cuda.graph`), never a ferrocuda [`DeviceBuffer`](crate::DeviceBuffer), module
     /// global or library work area, and that `context` (whose loaded modules the graph's
     /// kernels are) outlives the graph (keep it for the life of the process).
+    ///
+    /// # Errors
+    /// As [`Stream::from_raw`] (`CU_STREAM_PER_THREAD` refused).
     pub unsafe fn from_raw_in_owner_captures(context: &Context, raw: sys::CUstream, keep_alive: impl Any + Send + Sync) -> Result<Stream> {
-        if default_stream(context, raw).is_some() {
+        if default_stream(context, raw)?.is_some() {
             // The default streams are never captured: nothing to join.
             // SAFETY: the caller's contract covers `from_raw`'s.
             return unsafe { Stream::from_raw(context, raw, keep_alive) };
@@ -190,13 +221,23 @@ impl Stream {
     }
 }
 
-/// The default streams, which need no lifetime: they live as long as the context.
-fn default_stream(context: &Context, raw: sys::CUstream) -> Option<Stream> {
-    match raw as usize {
-        0 | LEGACY => Some(Stream::default_of(context)),
-        // Ordered with the legacy stream like a blocking stream.
-        PER_THREAD => Some(Stream::wrap_kept(raw, context, false, true, None)),
-        _ => None,
+/// The legacy default stream, which needs no lifetime (it lives as long as the context) and is
+/// one stream for every thread; `None` for other handles. `CU_STREAM_PER_THREAD` is refused
+/// (D1): it names a different stream on each host thread, while a [`Stream`] is one stream
+/// wherever it is used (its handle is its identity in the buffer records, which take the fast
+/// path, order and free on it from any thread).
+fn default_stream(context: &Context, raw: sys::CUstream) -> Result<Option<Stream>> {
+    Ok(is_legacy(raw as usize)?.then(|| Stream::default_of(context)))
+}
+
+/// True for the legacy default stream's handles (null, `CU_STREAM_LEGACY`), false for an
+/// ordinary stream, [`Error::PerThreadStream`](crate::Error::PerThreadStream) for
+/// `CU_STREAM_PER_THREAD`.
+fn is_legacy(raw: usize) -> Result<bool> {
+    match raw {
+        0 | LEGACY => Ok(true),
+        PER_THREAD => Err(crate::Error::PerThreadStream),
+        _ => Ok(false),
     }
 }
 
@@ -256,4 +297,25 @@ unsafe fn join(waiter: sys::CUstream, awaited: sys::CUstream) -> Result<()> {
     // SAFETY: created above, destroyed once; a queued wait on it stays valid.
     let _ = unsafe { driver::event::destroy(event) };
     Ok(outcome?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// D1 (audit 2026-11-27d): `CU_STREAM_PER_THREAD` is a different stream on each thread, and
+    /// was adopted as one `Stream` (a read on thread 2 skipped the wait for thread 1's write, and
+    /// the free went after thread 2's stream only). Every path that makes a `Stream` from a
+    /// handle (`Stream::from_raw`, `from_raw_in_owner_captures`, `borrowed::cudarc::stream`)
+    /// goes through `default_stream`, which refuses it, saying what to pass instead.
+    #[test]
+    fn d1_the_per_thread_stream_handle_is_refused_saying_what_to_pass_instead() {
+        assert!(matches!(is_legacy(PER_THREAD), Err(crate::Error::PerThreadStream)));
+        assert!(is_legacy(0).unwrap() && is_legacy(LEGACY).unwrap(), "the legacy stream is one stream on every thread");
+        assert!(!is_legacy(0x7f00_1234_5000).unwrap());
+        let message = crate::Error::PerThreadStream.to_string();
+        for what in ["different CUDA stream on each host thread", "new_stream()", "Stream::new", "BorrowedStream::new"] {
+            assert!(message.contains(what), "{what} missing from: {message}");
+        }
+    }
 }

@@ -27,8 +27,8 @@
 //! which [`GraphExec::launch`](crate::GraphExec::launch)'s contract covers.
 
 use std::fmt;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 use cudarc::driver::sys;
 
@@ -39,6 +39,14 @@ use crate::stream::{Stream, UsedStreams};
 /// The use state of one allocation (shared by every view of it).
 pub struct BufferUsage {
     context: Context,
+    /// `context.raw()` as a number, kept beside the fast-path keys: the context check of every
+    /// access comes before the fast path (D4) and costs one load in this cache line.
+    context_key: usize,
+    /// Set once two views that may be used from two threads at once exist (`split_at_mut`,
+    /// D2): work on the record then holds its lock from the ordering to the queuing (and never
+    /// takes the fast path), so no other thread's ordering can come between them. It stays
+    /// set for the record's life (a buffer split once takes an uncontended lock per use).
+    shared: AtomicBool,
     state: Mutex<UseState>,
     /// The raw handle of a stream that may read the buffer with no wait and no bookkeeping
     /// (it is the last writer, or already ordered after it); 0 for none. The launch path
@@ -173,9 +181,9 @@ impl<'a> BufferAccess<'a> {
     }
 
     /// Work that reads and writes the library state that `usage` tracks
-    /// ([`BufferUsage::for_library_state`]). Declaring it through a shared reference is sound
-    /// only if no two threads declare it at once: keep the library object `!Sync`, or hold a
-    /// lock from the declaration to the queuing (as `cufft::Plan` does).
+    /// ([`BufferUsage::for_library_state`]). It is declared through a shared reference, so two
+    /// threads may declare it at once: such a record is made shared (its lock is held from the
+    /// ordering to the queuing, D2), and no lock of the caller's is needed for the record.
     pub fn library_state(usage: &'a BufferUsage) -> Self {
         BufferAccess::new(Some(usage), Access::Write, "library state")
     }
@@ -205,6 +213,8 @@ impl BufferUsage {
     pub(crate) fn new(context: &Context, writer: Stream) -> Self {
         BufferUsage {
             context: context.clone(),
+            context_key: context.raw() as usize,
+            shared: AtomicBool::new(false),
             state: Mutex::new(UseState { writer: Some(writer), readers: Vec::new() }),
             fast_read: AtomicUsize::new(0),
             fast_write: AtomicUsize::new(0),
@@ -216,6 +226,8 @@ impl BufferUsage {
     pub(crate) fn idle(context: &Context) -> Self {
         BufferUsage {
             context: context.clone(),
+            context_key: context.raw() as usize,
+            shared: AtomicBool::new(false),
             state: Mutex::new(UseState { writer: None, readers: Vec::new() }),
             fast_read: AtomicUsize::new(0),
             fast_write: AtomicUsize::new(0),
@@ -225,8 +237,14 @@ impl BufferUsage {
     /// The record of a library's internal state in `context` (a communicator's or a handle's
     /// own device buffers), for a wrapper to declare with [`BufferAccess::library_state`] in
     /// each call that uses the state: calls on different streams are then ordered.
+    ///
+    /// The record is shared from the start ([`BufferUsage::is_shared`]): a declaration through
+    /// `&` may come from two threads at once, so each piece of work holds the record's lock
+    /// from its ordering to its queuing (one uncontended lock per call).
     pub fn for_library_state(context: &Context) -> Self {
-        Self::idle(context)
+        let usage = Self::idle(context);
+        usage.mark_shared();
+        usage
     }
 
     /// The context that owns the allocation.
@@ -255,13 +273,33 @@ impl BufferUsage {
         Ok(())
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, UseState> {
+    fn lock(&self) -> MutexGuard<'_, UseState> {
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// Notes that views of this memory that two threads may use at once exist (the two halves
+    /// of a `split_at_mut`, D2). From now on work on it holds the record's lock from its
+    /// ordering to its queuing, and the fast path is off: without that, another thread's
+    /// ordering could record this stream's tail event between our ordering and our queuing,
+    /// wait for that (too early) event and replace us as the writer, and our work would be in
+    /// nobody's record (host reads before it, the free under it).
+    pub(crate) fn mark_shared(&self) {
+        self.shared.store(true, Ordering::Relaxed);
+        self.fast_read.store(0, Ordering::Release);
+        self.fast_write.store(0, Ordering::Release);
+    }
+
+    /// True once views that two threads may use at once exist (the halves of a `split_at_mut`),
+    /// or for a library's state ([`BufferUsage::for_library_state`]): work on the memory then
+    /// holds this record's lock from its ordering to its queuing (audit 2026-11-27d, D2).
+    pub fn is_shared(&self) -> bool {
+        self.shared.load(Ordering::Relaxed)
+    }
+
     /// True when `stream` may do `access` with no wait and no bookkeeping (see `fast_read`).
-    /// Concurrent changes cannot invalidate the answer: a write needs the buffer borrowed
-    /// exclusively, so no other work is being declared on it meanwhile.
+    /// Concurrent changes cannot invalidate the answer: while the record is not shared
+    /// (`BufferUsage::shared`), a write needs the memory borrowed exclusively, so no other
+    /// work is being declared on it meanwhile; a shared record never has a fast key.
     #[inline]
     fn is_fast(&self, stream: &Stream, access: Access) -> bool {
         let field = match access {
@@ -380,8 +418,26 @@ impl Stream {
     /// step (and is the only way to the raw stream handle). This call is for work queued by
     /// a typed launcher whose arguments are raw device pointers (`DevicePtr`), which the
     /// launcher cannot declare: `stream.will_use(&[BufferAccess::read(&x)])?`, then launch.
+    ///
+    /// The declaration holds only if no other thread declares work on the same buffer between
+    /// it and the queuing. For a buffer or view only you hold (`&mut` for a write) that is
+    /// given; for the views of a `split_at_mut` used on two threads at once it is not (D2):
+    /// declare and queue with [`Stream::will_use_for`] instead.
     pub fn will_use(&self, buffers: &[BufferAccess<'_>]) -> Result<()> {
         before_work(self, "Stream::will_use", buffers)
+    }
+
+    /// [`Stream::will_use`], then `work` (which queues the declared work), with the ordering
+    /// of buffers that other threads may reach at once (the halves of a `split_at_mut`) held
+    /// until `work` returns, as [`Stream::enqueue`] holds it until its work is queued: no other
+    /// thread's declaration on those buffers comes between (D2). `work` must not declare the
+    /// same buffers again (as tracked launch arguments, say): that would wait for itself.
+    pub fn will_use_for<R>(&self, buffers: &[BufferAccess<'_>], work: impl FnOnce() -> R) -> Result<R> {
+        let own_capture = self.capture_check("Stream::will_use_for")?;
+        let held = order_buffers(self, "Stream::will_use_for", &[buffers], own_capture)?;
+        let outcome = work();
+        drop(held);
+        Ok(outcome)
     }
 }
 
@@ -391,30 +447,115 @@ impl Stream {
 /// orders `stream` after their earlier work and records it as their user. Inside ferrocuda's
 /// own capture only the context check is made (Q9): captured work runs when the graph is
 /// launched, which [`GraphExec::launch`](crate::GraphExec::launch)'s contract covers.
+///
+/// The locks of shared records ([`Held`]) are released on return: for [`Stream::will_use`],
+/// whose work is queued later by its caller.
 #[inline]
 pub(crate) fn before_work(stream: &Stream, operation: &str, buffers: &[BufferAccess<'_>]) -> Result<()> {
     let own_capture = stream.capture_check(operation)?;
-    order_buffers(stream, operation, buffers, own_capture)
+    order_buffers(stream, operation, &[buffers], own_capture).map(drop)
+}
+
+/// The locks of the shared records ([`BufferUsage::mark_shared`]) that a piece of work was
+/// ordered under: the door holds them until the work is queued, so that no other thread's
+/// ordering on the same record comes between this work's ordering and its queuing (D2).
+/// Empty (no allocation, no lock) when no record is shared.
+#[must_use = "dropping it releases the records before the work is queued"]
+pub(crate) struct Held<'a> {
+    _guards: Vec<MutexGuard<'a, UseState>>,
 }
 
 /// The buffer part of [`before_work`], after its capture check (`own_capture`: ferrocuda's
-/// own capture records `stream`).
+/// own capture records `stream`), over the access lists of one piece of work.
+///
+/// For each access, in this order: the context check (before the fast path, D4: a fast key
+/// names a stream, and must never let a stream of another context through), the fast path
+/// (one atomic load: `stream` is already ordered), then the ordering under the record's lock.
+/// The records that two threads may reach at once (shared, D2) are ordered last, under locks
+/// taken in address order (no deadlock between two pieces of work that share several) and
+/// returned in [`Held`], for the caller to keep until its work is queued.
 #[inline]
-pub(crate) fn order_buffers(stream: &Stream, operation: &str, buffers: &[BufferAccess<'_>], own_capture: bool) -> Result<()> {
+pub(crate) fn order_buffers<'a>(stream: &Stream, operation: &str, lists: &[&[BufferAccess<'a>]], own_capture: bool) -> Result<Held<'a>> {
     let context = stream.context();
-    for buffer in buffers {
+    let context_key = context.raw() as usize;
+    let mut any_shared = false;
+    for buffer in lists.iter().flat_map(|list| list.iter()) {
         let Some(usage) = buffer.usage else { continue };
-        if !own_capture && usage.is_fast(stream, buffer.access) {
-            continue; // `stream` was checked and ordered when it became the fast one
-        }
-        if !buffer.any_context && usage.context.raw() != context.raw() && !context.can_use_memory_of(usage.context.raw()) {
-            return Err(Error::BufferInOtherContext { operation: operation.to_string(), argument: buffer.name });
-        }
-        if !own_capture {
-            usage.before_stream_work_slow(stream, buffer.access)?;
+        let step = door_step(
+            || !buffer.any_context && usage.context_key != context_key && !context.can_use_memory_of(usage.context.raw()),
+            own_capture,
+            || usage.is_fast(stream, buffer.access),
+            || usage.is_shared(),
+        );
+        match step {
+            Step::Refuse => return Err(Error::BufferInOtherContext { operation: operation.to_string(), argument: buffer.name }),
+            Step::Skip => {}
+            Step::Shared => any_shared = true,
+            Step::Order => usage.before_stream_work_slow(stream, buffer.access)?,
         }
     }
-    Ok(())
+    if !any_shared {
+        return Ok(Held { _guards: Vec::new() });
+    }
+    order_shared(stream, lists)
+}
+
+/// What the door does with one access.
+#[derive(Debug, PartialEq, Eq)]
+enum Step {
+    /// Memory of another context the stream may not use.
+    Refuse,
+    /// Nothing to do: captured work (not tracked), or the stream is the fast one.
+    Skip,
+    /// Ordered under the record's lock, held until the work is queued ([`order_shared`]).
+    Shared,
+    /// Ordered under the record's lock now.
+    Order,
+}
+
+/// The door's decision for one access, its checks in this order: the context first (D4: a
+/// fast key names a stream, never a context, and a handle such as `CU_STREAM_PER_THREAD` was
+/// the same number in every context), then ferrocuda's own capture, then the fast path (one
+/// load; never set while the record is shared), then whether the record is shared.
+#[inline(always)]
+fn door_step(other_context: impl FnOnce() -> bool, own_capture: bool, fast: impl FnOnce() -> bool, shared: impl FnOnce() -> bool) -> Step {
+    if other_context() {
+        Step::Refuse
+    } else if own_capture || fast() {
+        Step::Skip
+    } else if shared() {
+        Step::Shared
+    } else {
+        Step::Order
+    }
+}
+
+/// The shared records of one piece of work ([`order_buffers`]): each locked once, in address
+/// order, ordered under its lock, and the locks returned.
+#[cold]
+#[inline(never)]
+fn order_shared<'a>(stream: &Stream, lists: &[&[BufferAccess<'a>]]) -> Result<Held<'a>> {
+    let shared = lists.iter().flat_map(|list| list.iter()).filter_map(|b| b.usage.filter(|u| u.is_shared()).map(|u| (&u.state, b.access)));
+    Ok(Held { _guards: order_locked(stream, shared)? })
+}
+
+/// Locks each record of `accesses` once, in address order (two pieces of work that share
+/// several records lock them in the same order: no deadlock), orders `stream` for each access
+/// under its record's lock, and returns the locks: the caller holds them until its work is
+/// queued (D2). Generic over the stream for the unit tests.
+fn order_locked<'a, S: Ordered + 'a>(
+    stream: &S,
+    accesses: impl Iterator<Item = (&'a Mutex<UseState<S>>, Access)> + Clone,
+) -> Result<Vec<MutexGuard<'a, UseState<S>>>> {
+    let mut records: Vec<&'a Mutex<UseState<S>>> = accesses.clone().map(|(record, _)| record).collect();
+    records.sort_by_key(|record| std::ptr::from_ref(*record) as usize);
+    records.dedup_by_key(|record| std::ptr::from_ref(*record) as usize);
+    let mut guards: Vec<MutexGuard<'a, UseState<S>>> = records.iter().map(|record| record.lock().unwrap_or_else(|poisoned| poisoned.into_inner())).collect();
+    for (record, access) in accesses {
+        let at = records.iter().position(|r| std::ptr::eq(*r, record)).expect("every record was locked above");
+        guards[at].order(stream, access)?;
+    }
+    Ok(guards)
 }
 
 /// The stream a pooled allocation is freed on: a stream of its own context that used it, or
@@ -528,6 +669,7 @@ pub(crate) fn release(context: &Context, ptr: u64, streams: UsedStreams, pooled:
 mod tests {
     use std::cell::RefCell;
     use std::rc::Rc;
+    use std::sync::Arc;
 
     use super::*;
 
@@ -622,6 +764,125 @@ mod tests {
         assert!(matches!(release_blocked([Ok(false), fault()].into_iter(), Ok(false)), Blocked::Fault(_)));
         assert!(matches!(release_blocked([Ok(true)].into_iter(), fault()), Blocked::Fault(_)), "a fault wins over a capture");
         assert!(matches!(release_blocked(std::iter::empty(), fault()), Blocked::Fault(_)));
+    }
+
+    /// D4 (audit 2026-11-27d): the context check comes before the fast path. A buffer of
+    /// context A, last written on a stream whose key a stream of context B shares, was accepted
+    /// on B by the fast path (`CU_STREAM_PER_THREAD` had the key 2 in every context); it is
+    /// refused now, also inside ferrocuda's own capture (Q9), and only a same-context (or
+    /// peer-enabled) access reaches the fast path.
+    #[test]
+    fn d4_the_context_is_checked_before_the_fast_path() {
+        let fast = || true;
+        assert_eq!(door_step(|| true, false, fast, || false), Step::Refuse, "another context's buffer, fast key equal: refused");
+        assert_eq!(door_step(|| true, true, fast, || false), Step::Refuse, "refused inside our own capture too");
+        assert_eq!(door_step(|| false, false, fast, || false), Step::Skip, "same context, fast: nothing to do");
+        assert_eq!(door_step(|| false, true, || panic!("captured work takes no fast path"), || false), Step::Skip);
+        assert_eq!(door_step(|| false, false, || false, || true), Step::Shared);
+        assert_eq!(door_step(|| false, false, || false, || false), Step::Order);
+    }
+
+    /// A stream for the two-thread tests: `queued` counts the work queued on it, and each
+    /// wait logs (waiting stream, awaited stream, the awaited stream's work queued so far),
+    /// which is what an event recorded on the awaited stream at that moment covers.
+    #[derive(Clone)]
+    struct Queue {
+        id: usize,
+        queued: Arc<AtomicUsize>,
+        waits: Arc<Mutex<Vec<(usize, usize, usize)>>>,
+    }
+
+    impl Ordered for Queue {
+        fn same_as(&self, other: &Self) -> bool {
+            self.id == other.id
+        }
+        fn wait_for(&self, other: &Self) -> Result<()> {
+            if self.id != other.id {
+                self.waits.lock().unwrap().push((self.id, other.id, other.queued.load(Ordering::SeqCst)));
+            }
+            Ok(())
+        }
+        fn key(&self) -> usize {
+            self.id
+        }
+        fn record(&self) -> Self {
+            self.clone()
+        }
+    }
+
+    /// One round of the audit's D2 race on one shared record: thread 1 does `first` on stream
+    /// 1, thread 2 a write on stream 2, at once; each orders under `order_locked`, then queues
+    /// its work (a pause, then its count goes up). `hold`: the locks are kept until the work is
+    /// queued (the door's rule), else dropped before it (the old behaviour). Returns whether
+    /// the ordering missed a queued piece of work: the stream that came second waited for an
+    /// event that did not cover the first one's work (so host reads and the free, which follow
+    /// the record, would not wait for it either).
+    fn d2_round(first: Access, hold: bool) -> bool {
+        let waits = Arc::new(Mutex::new(Vec::new()));
+        let stream = |id| Queue { id, queued: Arc::new(AtomicUsize::new(0)), waits: waits.clone() };
+        let (s0, s1, s2) = (stream(0), stream(1), stream(2));
+        s0.queued.store(1, Ordering::SeqCst); // the buffer's first write, done before the split
+        let record = Mutex::new(UseState { writer: Some(s0), readers: Vec::new() });
+        let barrier = std::sync::Barrier::new(2);
+        std::thread::scope(|scope| {
+            for (stream, access) in [(&s1, first), (&s2, Access::Write)] {
+                let (record, barrier) = (&record, &barrier);
+                scope.spawn(move || {
+                    barrier.wait();
+                    let held = order_locked(stream, std::iter::once((record, access))).unwrap();
+                    if !hold {
+                        drop(held);
+                        std::thread::sleep(std::time::Duration::from_micros(200));
+                        stream.queued.fetch_add(1, Ordering::SeqCst);
+                    } else {
+                        std::thread::sleep(std::time::Duration::from_micros(200));
+                        stream.queued.fetch_add(1, Ordering::SeqCst);
+                        drop(held);
+                    }
+                });
+            }
+        });
+        let waits = waits.lock().unwrap();
+        // Between streams 1 and 2, whichever ordered second must have seen the other's work.
+        let between: Vec<_> = waits.iter().filter(|(a, b, _)| *a != 0 && *b != 0).collect();
+        between.is_empty() || between.iter().any(|&&(_, _, seen)| seen == 0)
+    }
+
+    /// D2 (audit 2026-11-27d): the two halves of a `split_at_mut` share one record and may be
+    /// used on two threads at once. With the record's lock released between the ordering and
+    /// the queuing, the second thread recorded the first one's stream tail before the first
+    /// one's work was queued, and the work fell out of the record (25 of 100 rounds on an
+    /// H200: a host read before a write, a free under it). Held until the work is queued, no
+    /// round misses it, for a write against a write and a write against a read of the other
+    /// half. The unheld control shows the race the test can catch.
+    #[test]
+    fn d2_an_ordering_held_until_the_work_is_queued_never_misses_the_other_threads_work() {
+        let rounds = 100;
+        for first in [Access::Write, Access::Read] {
+            let missed = (0..rounds).filter(|_| d2_round(first, true)).count();
+            assert_eq!(missed, 0, "{first:?} vs a write: {missed} of {rounds} rounds missed the other thread's queued work");
+            let control = (0..rounds).filter(|_| d2_round(first, false)).count();
+            eprintln!("d2 control ({first:?} vs a write, locks dropped before the work): {control} of {rounds} rounds missed the other thread's work");
+            assert!(control > 0, "the control never raced: the test would not catch the old behaviour");
+        }
+    }
+
+    /// D2: the records of one piece of work are locked once each (a kernel reading one half
+    /// and writing the other passes the record twice: a second lock of a `Mutex` on one thread
+    /// would deadlock), and each access is ordered.
+    #[test]
+    fn d2_a_record_passed_twice_is_locked_once_and_ordered_for_both_accesses() {
+        let waits = Arc::new(Mutex::new(Vec::new()));
+        let stream = |id| Queue { id, queued: Arc::new(AtomicUsize::new(0)), waits: waits.clone() };
+        let (s1, s2) = (stream(1), stream(2));
+        let (a, b) = (Mutex::new(UseState { writer: Some(s1.clone()), readers: Vec::new() }), Mutex::new(UseState { writer: None, readers: Vec::new() }));
+        let held = order_locked(&s2, [(&a, Access::Read), (&b, Access::Write), (&a, Access::Write)].into_iter()).unwrap();
+        assert_eq!(held.len(), 2);
+        drop(held);
+        assert_eq!(a.lock().unwrap().writer.as_ref().unwrap().id, 2);
+        assert_eq!(b.lock().unwrap().writer.as_ref().unwrap().id, 2);
+        let waits = waits.lock().unwrap();
+        assert!(!waits.is_empty() && waits.iter().all(|&w| w == (2, 1, 0)), "only waits for the old writer of `a`: {waits:?}");
     }
 
     /// A write elsewhere revokes both fast paths of the old stream; the legacy stream is never

@@ -246,10 +246,15 @@ impl<T: bytemuck::Pod> crate::DeviceBuffer<T> {
     }
 
     /// Splits the whole buffer into two writable views at `mid`; panics if `mid > len`.
+    ///
+    /// The two views share the buffer's use record and may go to two threads: from now on
+    /// the work on this buffer is ordered and queued under the record's lock (D2; an
+    /// uncontended lock per use instead of the one-load fast path).
     pub fn split_at_mut(&mut self, mid: usize) -> (DeviceViewMut<'_, T>, DeviceViewMut<'_, T>) {
         let len = self.len();
         assert!(mid <= len, "split index {mid} out of range for a device buffer of length {len}");
         let (ptr, usage) = (self.device_ptr(), self.usage());
+        usage.mark_shared();
         (
             DeviceViewMut { ptr, len: mid, usage, _borrow: PhantomData },
             DeviceViewMut { ptr: offset::<T>(ptr, mid), len: len - mid, usage, _borrow: PhantomData },
@@ -307,8 +312,11 @@ impl<'a, T> DeviceViewMut<'a, T> {
         DeviceViewMut { ptr: offset::<T>(self.ptr, start), len: end - start, usage: self.usage, _borrow: PhantomData }
     }
     /// Splits into two writable views at `mid`, like `split_at_mut`; panics if `mid > len`.
+    /// As [`DeviceBuffer::split_at_mut`](crate::DeviceBuffer::split_at_mut), the record is
+    /// marked shared (D2).
     pub fn split_at_mut(&mut self, mid: usize) -> (DeviceViewMut<'_, T>, DeviceViewMut<'_, T>) {
         assert!(mid <= self.len, "split index {mid} out of range for a device slice of length {}", self.len);
+        self.usage.mark_shared();
         (
             DeviceViewMut { ptr: self.ptr, len: mid, usage: self.usage, _borrow: PhantomData },
             DeviceViewMut { ptr: offset::<T>(self.ptr, mid), len: self.len - mid, usage: self.usage, _borrow: PhantomData },

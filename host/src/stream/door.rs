@@ -94,10 +94,12 @@ impl Stream {
     ) -> Result<R, E> {
         // One capture check for both lists (for a borrowed stream it is a driver query).
         let own_capture = self.capture_check(operation)?;
-        order_buffers(self, operation, also, own_capture)?;
-        order_buffers(self, operation, accesses, own_capture)?;
+        // Held until the work is queued: the locks of records other threads may reach at once
+        // (the halves of a split buffer, D2), so that no other ordering comes in between.
+        let held = order_buffers(self, operation, &[also, accesses], own_capture)?;
         self.context().bind_to_thread()?;
         let outcome = work(RawStream { raw: self.inner.raw, _call: PhantomData });
+        drop(held);
         if note_race && !own_capture {
             self.note_capture_race();
         }
