@@ -195,6 +195,8 @@ impl fmt::Display for WaitAdvice {
             )
         }
     }
+}
+
 /// A shuffle in a partial last warp (a block size that is not a multiple of 32) that read
 /// lanes past the block's end (D5).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
