@@ -46,8 +46,8 @@ def row(name, ours, theirs, extra=""):
 
 def bench_attention(quick):
     print("\n## attention (bf16, [B, H, S, D]); ratio = torch time / ours")
-    print("ours: ferrocuda_torch.attention (forward: the sm_90 kernels; backward: the library's current one, the tensor-core")
-    print("mma.sync path for bf16/f16 at D 64/128); torch: F.scaled_dot_product_attention (cuDNN or FlashAttention)")
+    print("ours: ferrocuda_torch.attention (the library's attention: on sm_90 the wgmma forward and backward kernels for")
+    print("bf16/f16 at D 64/128, the mma.sync backward inside a graph capture); torch: F.scaled_dot_product_attention")
     shapes = [(4, 16, 1024, 128), (1, 16, 4096, 128), (4, 16, 1024, 64)]
     if quick:
         shapes = shapes[:1]
