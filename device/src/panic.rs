@@ -133,10 +133,14 @@ mod device {
     /// # Safety
     /// `out` points at a writable field of `capacity` (>= 1) bytes; `text` is readable up to
     /// `len` bytes or its first NUL.
-    /// Returns the number of bytes copied before the NUL.
+    /// Returns the number of bytes copied before the NUL. Its arithmetic wraps (the values stay
+    /// far below the limits): in a build with overflow checks a checked operation here could
+    /// panic inside the panic handler, a cycle the builder refuses as recursion (seen with
+    /// nightly 1.97's core).
     #[inline(always)]
     unsafe fn copy_field(out: *mut u8, capacity: u32, text: *const u8, len: usize) -> u32 {
-        let limit = if len < (capacity - 1) as usize { len as u32 } else { capacity - 1 };
+        let last = capacity.wrapping_sub(1);
+        let limit = if len < last as usize { len as u32 } else { last };
         let mut i = 0u32;
         loop {
             // SAFETY: i < limit <= len, and the loop stops at the first NUL.
@@ -146,7 +150,7 @@ mod device {
             if byte == 0 {
                 return i;
             }
-            i += 1;
+            i = i.wrapping_add(1);
         }
     }
 
@@ -275,7 +279,7 @@ mod device {
         // SAFETY (every access below): `r` is the record; offsets stay inside its fields.
         unsafe {
             let message: *mut u8 = (&raw mut (*r).message).cast();
-            let mut used = copy_field(message, 256, format.as_ptr(), format.len()) + 1;
+            let mut used = copy_field(message, 256, format.as_ptr(), format.len()).wrapping_add(1);
             let count = if args.len() < PANIC_RECORD_ARGS { args.len() } else { PANIC_RECORD_ARGS };
             for (k, arg) in args[..count].iter().enumerate() {
                 let (kind, mut bits) = arg.raw();
@@ -283,7 +287,7 @@ mod device {
                     // The text follows the previous one; without room it reads as empty.
                     bits = used as u64;
                     if used < 256 {
-                        used += copy_field(message.add(used as usize), 256 - used, text.as_ptr(), text.len()) + 1;
+                        used = used.wrapping_add(copy_field(message.add(used as usize), 256u32.wrapping_sub(used), text.as_ptr(), text.len())).wrapping_add(1);
                     }
                 }
                 (&raw mut (*r).arg_kinds[k]).write_volatile(kind);
