@@ -545,8 +545,8 @@ pub fn stencil_5pt(input: &[f32], mut output: PerBlockTile<f32, STENCIL_ROWS_PER
         None
     };
     if let Some(w) = inside {
-        unroll::<{ R + 2 }>(|i| column[i] = w.get(i, 1).copied().unwrap_or(0.0));
-        unroll::<R>(|r| (west[r], east[r]) = (w.get(r + 1, 0).copied().unwrap_or(0.0), w.get(r + 1, 2).copied().unwrap_or(0.0)));
+        unroll::<{ R + 2 }>(|i| column[i] = w.read(i, 1).unwrap_or(0.0));
+        unroll::<R>(|r| (west[r], east[r]) = (w.read(r + 1, 0).unwrap_or(0.0), w.read(r + 1, 2).unwrap_or(0.0)));
     } else {
         // The grid's edges: each read checked (a value past the input's end reads as 0).
         let width = cols as usize;
