@@ -49,8 +49,8 @@ pub mod global;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
 pub mod grid_dependency;
 pub mod half;
-#[cfg(not(target_arch = "nvptx64"))]
-pub mod hopper_emu;
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
+pub mod hopper;
 pub mod launch_bounds;
 pub mod layout_key;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "75"))]
@@ -58,29 +58,35 @@ pub mod ldmatrix;
 pub mod math;
 pub mod matrix;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
-pub mod mbarrier;
+#[doc(no_inline)]
+pub use hopper::mbarrier;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "80"))]
 pub mod mma;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
-pub mod named_barrier;
+#[doc(no_inline)]
+pub use hopper::named_barrier;
 pub mod panic;
 pub mod panic_args;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
-pub mod pipeline;
+#[doc(no_inline)]
+pub use hopper::pipeline;
 pub mod print;
 pub mod shared;
 pub mod shared_vector;
 pub mod sync;
 pub mod thread;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
-pub mod tma;
+#[doc(no_inline)]
+pub use hopper::tma;
 pub mod unroll;
 pub mod vector;
 pub mod warp;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
-pub mod warpgroup;
+#[doc(no_inline)]
+pub use hopper::warpgroup;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90a"))]
-pub mod wgmma;
+#[doc(no_inline)]
+pub use hopper::wgmma;
 
 // Declared after the modules whose items it re-exports, so that rustc's diagnostics keep
 // naming those items by their modules (`ferrocuda_device::thread::thread_idx_x`): it picks the

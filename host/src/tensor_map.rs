@@ -279,7 +279,7 @@ impl<'buf> TensorMap<'buf> {
     }
 
     /// A map for the CPU executor, which cannot read the driver's opaque encoding: the layout
-    /// in plain fields (`ferrocuda_device::hopper_emu::EmulatedMap`: magic "ferroTMA",
+    /// in plain fields (`ferrocuda_device::hopper::emu::EmulatedMap`: magic "ferroTMA",
     /// address, rank, element size, swizzle 0/1/2/3, dims, box, strides). It never reaches a
     /// GPU through ferrocuda: [`TensorMap::to_device`] refuses it (its raw words, from
     /// [`TensorMap::words`], are for `unsafe` code).

@@ -1,5 +1,5 @@
 //! The Hopper attention kernel run by the CPU executor, with the Hopper instructions emulated
-//! (`ferrocuda_device::hopper_emu`: TMA into the 128-byte swizzle, mbarrier phases, `wgmma`
+//! (`ferrocuda_device::hopper::emu`: TMA into the 128-byte swizzle, mbarrier phases, `wgmma`
 //! with A from shared memory and from registers, B K-major and N-major): the pipeline, the
 //! descriptors, the accumulator-to-operand conversion, the masks of the last key tile and of
 //! the causal diagonal, the online softmax and the epilogue's indexing, checked against an f64

@@ -1,5 +1,5 @@
 //! The Hopper GEMM and the TMA round trip run by the CPU executor, with the Hopper
-//! instructions emulated (`ferrocuda_device::hopper_emu`): the pipeline's phases, stage
+//! instructions emulated (`ferrocuda_device::hopper::emu`): the pipeline's phases, stage
 //! indices, descriptors' K steps through the 128-byte swizzle, the fragment layout and the
 //! epilogue's indexing, checked against a host reference without a GPU.
 

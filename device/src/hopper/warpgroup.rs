@@ -65,5 +65,5 @@ pub fn elect_one() -> bool {
         elected != 0
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::elect_one()
+    crate::hopper::emu::elect_one()
 }

@@ -24,7 +24,7 @@
 //! Misuse (counts that never complete) deadlocks the block; it cannot corrupt memory.
 //!
 //! On the CPU executor a waiting thread yields to the block's other threads until the phase
-//! completes (`hopper_emu`).
+//! completes (`hopper::emu`).
 
 /// A named barrier: an id in 4..=15 and the number of threads per phase.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,7 +56,7 @@ impl NamedBarrier {
             core::arch::asm!("barrier.sync {id}, {n};", id = in(reg32) self.id, n = in(reg32) self.threads, options(nostack))
         };
         #[cfg(not(target_arch = "nvptx64"))]
-        crate::hopper_emu::named_barrier(self.id, self.threads, true);
+        crate::hopper::emu::named_barrier(self.id, self.threads, true);
     }
 
     /// Arrives without waiting (`barrier.arrive id, threads`).
@@ -68,6 +68,6 @@ impl NamedBarrier {
             core::arch::asm!("barrier.arrive {id}, {n};", id = in(reg32) self.id, n = in(reg32) self.threads, options(nostack))
         };
         #[cfg(not(target_arch = "nvptx64"))]
-        crate::hopper_emu::named_barrier(self.id, self.threads, false);
+        crate::hopper::emu::named_barrier(self.id, self.threads, false);
     }
 }

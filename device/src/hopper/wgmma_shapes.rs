@@ -17,7 +17,7 @@
 #[inline(always)]
 pub unsafe fn m64n32k16_bf16(acc: &mut [f32; 16], a: u64, b: u64, accumulate: bool) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma(acc, 32, a, b, accumulate, crate::hopper_emu::bf16);
+    crate::hopper::emu::wgmma(acc, 32, a, b, accumulate, crate::hopper::emu::bf16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -46,7 +46,7 @@ pub unsafe fn m64n32k16_bf16(acc: &mut [f32; 16], a: u64, b: u64, accumulate: bo
 #[inline(always)]
 pub unsafe fn m64n32k16_f16(acc: &mut [f32; 16], a: u64, b: u64, accumulate: bool) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma(acc, 32, a, b, accumulate, crate::hopper_emu::f16);
+    crate::hopper::emu::wgmma(acc, 32, a, b, accumulate, crate::hopper::emu::f16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -70,7 +70,7 @@ pub unsafe fn m64n32k16_f16(acc: &mut [f32; 16], a: u64, b: u64, accumulate: boo
 #[inline(always)]
 pub unsafe fn m64n32k16_bf16_init(acc: &mut [f32; 16], a: u64, b: u64) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma(acc, 32, a, b, false, crate::hopper_emu::bf16);
+    crate::hopper::emu::wgmma(acc, 32, a, b, false, crate::hopper::emu::bf16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -94,7 +94,7 @@ pub unsafe fn m64n32k16_bf16_init(acc: &mut [f32; 16], a: u64, b: u64) {
 #[inline(always)]
 pub unsafe fn m64n32k16_f16_init(acc: &mut [f32; 16], a: u64, b: u64) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma(acc, 32, a, b, false, crate::hopper_emu::f16);
+    crate::hopper::emu::wgmma(acc, 32, a, b, false, crate::hopper::emu::f16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -118,7 +118,7 @@ pub unsafe fn m64n32k16_f16_init(acc: &mut [f32; 16], a: u64, b: u64) {
 #[inline(always)]
 pub unsafe fn m64n32k16_bf16_rs(acc: &mut [f32; 16], a: [u32; 4], b: u64, accumulate: bool) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma_rs(acc, 32, a, b, accumulate, crate::hopper_emu::bf16);
+    crate::hopper::emu::wgmma_rs(acc, 32, a, b, accumulate, crate::hopper::emu::bf16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -143,7 +143,7 @@ pub unsafe fn m64n32k16_bf16_rs(acc: &mut [f32; 16], a: [u32; 4], b: u64, accumu
 #[inline(always)]
 pub unsafe fn m64n32k16_f16_rs(acc: &mut [f32; 16], a: [u32; 4], b: u64, accumulate: bool) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma_rs(acc, 32, a, b, accumulate, crate::hopper_emu::f16);
+    crate::hopper::emu::wgmma_rs(acc, 32, a, b, accumulate, crate::hopper::emu::f16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -168,7 +168,7 @@ pub unsafe fn m64n32k16_f16_rs(acc: &mut [f32; 16], a: [u32; 4], b: u64, accumul
 #[inline(always)]
 pub unsafe fn m64n32k16_bf16_rs_n_major(acc: &mut [f32; 16], a: [u32; 4], b: u64, accumulate: bool) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma_rs_n_major(acc, 32, a, b, accumulate, crate::hopper_emu::bf16);
+    crate::hopper::emu::wgmma_rs_n_major(acc, 32, a, b, accumulate, crate::hopper::emu::bf16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -193,7 +193,7 @@ pub unsafe fn m64n32k16_bf16_rs_n_major(acc: &mut [f32; 16], a: [u32; 4], b: u64
 #[inline(always)]
 pub unsafe fn m64n32k16_f16_rs_n_major(acc: &mut [f32; 16], a: [u32; 4], b: u64, accumulate: bool) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma_rs_n_major(acc, 32, a, b, accumulate, crate::hopper_emu::f16);
+    crate::hopper::emu::wgmma_rs_n_major(acc, 32, a, b, accumulate, crate::hopper::emu::f16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -219,7 +219,7 @@ pub unsafe fn m64n32k16_f16_rs_n_major(acc: &mut [f32; 16], a: [u32; 4], b: u64,
 #[inline(always)]
 pub unsafe fn m64n32k16_bf16_ss_mn_major(acc: &mut [f32; 16], a: u64, b: u64, accumulate: bool) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma_mn_major(acc, 32, a, b, accumulate, crate::hopper_emu::bf16);
+    crate::hopper::emu::wgmma_mn_major(acc, 32, a, b, accumulate, crate::hopper::emu::bf16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -244,7 +244,7 @@ pub unsafe fn m64n32k16_bf16_ss_mn_major(acc: &mut [f32; 16], a: u64, b: u64, ac
 #[inline(always)]
 pub unsafe fn m64n32k16_f16_ss_mn_major(acc: &mut [f32; 16], a: u64, b: u64, accumulate: bool) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma_mn_major(acc, 32, a, b, accumulate, crate::hopper_emu::f16);
+    crate::hopper::emu::wgmma_mn_major(acc, 32, a, b, accumulate, crate::hopper::emu::f16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -291,7 +291,7 @@ pub fn fence_accumulators_16(acc: &mut [f32; 16]) {
 #[inline(always)]
 pub unsafe fn m64n64k16_bf16(acc: &mut [f32; 32], a: u64, b: u64, accumulate: bool) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma(acc, 64, a, b, accumulate, crate::hopper_emu::bf16);
+    crate::hopper::emu::wgmma(acc, 64, a, b, accumulate, crate::hopper::emu::bf16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -320,7 +320,7 @@ pub unsafe fn m64n64k16_bf16(acc: &mut [f32; 32], a: u64, b: u64, accumulate: bo
 #[inline(always)]
 pub unsafe fn m64n64k16_f16(acc: &mut [f32; 32], a: u64, b: u64, accumulate: bool) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma(acc, 64, a, b, accumulate, crate::hopper_emu::f16);
+    crate::hopper::emu::wgmma(acc, 64, a, b, accumulate, crate::hopper::emu::f16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -344,7 +344,7 @@ pub unsafe fn m64n64k16_f16(acc: &mut [f32; 32], a: u64, b: u64, accumulate: boo
 #[inline(always)]
 pub unsafe fn m64n64k16_bf16_init(acc: &mut [f32; 32], a: u64, b: u64) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma(acc, 64, a, b, false, crate::hopper_emu::bf16);
+    crate::hopper::emu::wgmma(acc, 64, a, b, false, crate::hopper::emu::bf16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -368,7 +368,7 @@ pub unsafe fn m64n64k16_bf16_init(acc: &mut [f32; 32], a: u64, b: u64) {
 #[inline(always)]
 pub unsafe fn m64n64k16_f16_init(acc: &mut [f32; 32], a: u64, b: u64) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma(acc, 64, a, b, false, crate::hopper_emu::f16);
+    crate::hopper::emu::wgmma(acc, 64, a, b, false, crate::hopper::emu::f16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -392,7 +392,7 @@ pub unsafe fn m64n64k16_f16_init(acc: &mut [f32; 32], a: u64, b: u64) {
 #[inline(always)]
 pub unsafe fn m64n64k16_bf16_rs(acc: &mut [f32; 32], a: [u32; 4], b: u64, accumulate: bool) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma_rs(acc, 64, a, b, accumulate, crate::hopper_emu::bf16);
+    crate::hopper::emu::wgmma_rs(acc, 64, a, b, accumulate, crate::hopper::emu::bf16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -417,7 +417,7 @@ pub unsafe fn m64n64k16_bf16_rs(acc: &mut [f32; 32], a: [u32; 4], b: u64, accumu
 #[inline(always)]
 pub unsafe fn m64n64k16_f16_rs(acc: &mut [f32; 32], a: [u32; 4], b: u64, accumulate: bool) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma_rs(acc, 64, a, b, accumulate, crate::hopper_emu::f16);
+    crate::hopper::emu::wgmma_rs(acc, 64, a, b, accumulate, crate::hopper::emu::f16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -442,7 +442,7 @@ pub unsafe fn m64n64k16_f16_rs(acc: &mut [f32; 32], a: [u32; 4], b: u64, accumul
 #[inline(always)]
 pub unsafe fn m64n64k16_bf16_rs_n_major(acc: &mut [f32; 32], a: [u32; 4], b: u64, accumulate: bool) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma_rs_n_major(acc, 64, a, b, accumulate, crate::hopper_emu::bf16);
+    crate::hopper::emu::wgmma_rs_n_major(acc, 64, a, b, accumulate, crate::hopper::emu::bf16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -467,7 +467,7 @@ pub unsafe fn m64n64k16_bf16_rs_n_major(acc: &mut [f32; 32], a: [u32; 4], b: u64
 #[inline(always)]
 pub unsafe fn m64n64k16_f16_rs_n_major(acc: &mut [f32; 32], a: [u32; 4], b: u64, accumulate: bool) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma_rs_n_major(acc, 64, a, b, accumulate, crate::hopper_emu::f16);
+    crate::hopper::emu::wgmma_rs_n_major(acc, 64, a, b, accumulate, crate::hopper::emu::f16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -493,7 +493,7 @@ pub unsafe fn m64n64k16_f16_rs_n_major(acc: &mut [f32; 32], a: [u32; 4], b: u64,
 #[inline(always)]
 pub unsafe fn m64n64k16_bf16_ss_mn_major(acc: &mut [f32; 32], a: u64, b: u64, accumulate: bool) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma_mn_major(acc, 64, a, b, accumulate, crate::hopper_emu::bf16);
+    crate::hopper::emu::wgmma_mn_major(acc, 64, a, b, accumulate, crate::hopper::emu::bf16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -518,7 +518,7 @@ pub unsafe fn m64n64k16_bf16_ss_mn_major(acc: &mut [f32; 32], a: u64, b: u64, ac
 #[inline(always)]
 pub unsafe fn m64n64k16_f16_ss_mn_major(acc: &mut [f32; 32], a: u64, b: u64, accumulate: bool) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma_mn_major(acc, 64, a, b, accumulate, crate::hopper_emu::f16);
+    crate::hopper::emu::wgmma_mn_major(acc, 64, a, b, accumulate, crate::hopper::emu::f16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -565,7 +565,7 @@ pub fn fence_accumulators_32(acc: &mut [f32; 32]) {
 #[inline(always)]
 pub unsafe fn m64n128k16_bf16(acc: &mut [f32; 64], a: u64, b: u64, accumulate: bool) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma(acc, 128, a, b, accumulate, crate::hopper_emu::bf16);
+    crate::hopper::emu::wgmma(acc, 128, a, b, accumulate, crate::hopper::emu::bf16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -594,7 +594,7 @@ pub unsafe fn m64n128k16_bf16(acc: &mut [f32; 64], a: u64, b: u64, accumulate: b
 #[inline(always)]
 pub unsafe fn m64n128k16_f16(acc: &mut [f32; 64], a: u64, b: u64, accumulate: bool) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma(acc, 128, a, b, accumulate, crate::hopper_emu::f16);
+    crate::hopper::emu::wgmma(acc, 128, a, b, accumulate, crate::hopper::emu::f16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -618,7 +618,7 @@ pub unsafe fn m64n128k16_f16(acc: &mut [f32; 64], a: u64, b: u64, accumulate: bo
 #[inline(always)]
 pub unsafe fn m64n128k16_bf16_init(acc: &mut [f32; 64], a: u64, b: u64) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma(acc, 128, a, b, false, crate::hopper_emu::bf16);
+    crate::hopper::emu::wgmma(acc, 128, a, b, false, crate::hopper::emu::bf16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -642,7 +642,7 @@ pub unsafe fn m64n128k16_bf16_init(acc: &mut [f32; 64], a: u64, b: u64) {
 #[inline(always)]
 pub unsafe fn m64n128k16_f16_init(acc: &mut [f32; 64], a: u64, b: u64) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma(acc, 128, a, b, false, crate::hopper_emu::f16);
+    crate::hopper::emu::wgmma(acc, 128, a, b, false, crate::hopper::emu::f16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -666,7 +666,7 @@ pub unsafe fn m64n128k16_f16_init(acc: &mut [f32; 64], a: u64, b: u64) {
 #[inline(always)]
 pub unsafe fn m64n128k16_bf16_rs(acc: &mut [f32; 64], a: [u32; 4], b: u64, accumulate: bool) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma_rs(acc, 128, a, b, accumulate, crate::hopper_emu::bf16);
+    crate::hopper::emu::wgmma_rs(acc, 128, a, b, accumulate, crate::hopper::emu::bf16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -691,7 +691,7 @@ pub unsafe fn m64n128k16_bf16_rs(acc: &mut [f32; 64], a: [u32; 4], b: u64, accum
 #[inline(always)]
 pub unsafe fn m64n128k16_f16_rs(acc: &mut [f32; 64], a: [u32; 4], b: u64, accumulate: bool) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma_rs(acc, 128, a, b, accumulate, crate::hopper_emu::f16);
+    crate::hopper::emu::wgmma_rs(acc, 128, a, b, accumulate, crate::hopper::emu::f16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -716,7 +716,7 @@ pub unsafe fn m64n128k16_f16_rs(acc: &mut [f32; 64], a: [u32; 4], b: u64, accumu
 #[inline(always)]
 pub unsafe fn m64n128k16_bf16_rs_n_major(acc: &mut [f32; 64], a: [u32; 4], b: u64, accumulate: bool) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma_rs_n_major(acc, 128, a, b, accumulate, crate::hopper_emu::bf16);
+    crate::hopper::emu::wgmma_rs_n_major(acc, 128, a, b, accumulate, crate::hopper::emu::bf16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -741,7 +741,7 @@ pub unsafe fn m64n128k16_bf16_rs_n_major(acc: &mut [f32; 64], a: [u32; 4], b: u6
 #[inline(always)]
 pub unsafe fn m64n128k16_f16_rs_n_major(acc: &mut [f32; 64], a: [u32; 4], b: u64, accumulate: bool) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma_rs_n_major(acc, 128, a, b, accumulate, crate::hopper_emu::f16);
+    crate::hopper::emu::wgmma_rs_n_major(acc, 128, a, b, accumulate, crate::hopper::emu::f16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -767,7 +767,7 @@ pub unsafe fn m64n128k16_f16_rs_n_major(acc: &mut [f32; 64], a: [u32; 4], b: u64
 #[inline(always)]
 pub unsafe fn m64n128k16_bf16_ss_mn_major(acc: &mut [f32; 64], a: u64, b: u64, accumulate: bool) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma_mn_major(acc, 128, a, b, accumulate, crate::hopper_emu::bf16);
+    crate::hopper::emu::wgmma_mn_major(acc, 128, a, b, accumulate, crate::hopper::emu::bf16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -792,7 +792,7 @@ pub unsafe fn m64n128k16_bf16_ss_mn_major(acc: &mut [f32; 64], a: u64, b: u64, a
 #[inline(always)]
 pub unsafe fn m64n128k16_f16_ss_mn_major(acc: &mut [f32; 64], a: u64, b: u64, accumulate: bool) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma_mn_major(acc, 128, a, b, accumulate, crate::hopper_emu::f16);
+    crate::hopper::emu::wgmma_mn_major(acc, 128, a, b, accumulate, crate::hopper::emu::f16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -839,7 +839,7 @@ pub fn fence_accumulators_64(acc: &mut [f32; 64]) {
 #[inline(always)]
 pub unsafe fn m64n256k16_bf16(acc: &mut [f32; 128], a: u64, b: u64, accumulate: bool) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma(acc, 256, a, b, accumulate, crate::hopper_emu::bf16);
+    crate::hopper::emu::wgmma(acc, 256, a, b, accumulate, crate::hopper::emu::bf16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -868,7 +868,7 @@ pub unsafe fn m64n256k16_bf16(acc: &mut [f32; 128], a: u64, b: u64, accumulate: 
 #[inline(always)]
 pub unsafe fn m64n256k16_f16(acc: &mut [f32; 128], a: u64, b: u64, accumulate: bool) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma(acc, 256, a, b, accumulate, crate::hopper_emu::f16);
+    crate::hopper::emu::wgmma(acc, 256, a, b, accumulate, crate::hopper::emu::f16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -892,7 +892,7 @@ pub unsafe fn m64n256k16_f16(acc: &mut [f32; 128], a: u64, b: u64, accumulate: b
 #[inline(always)]
 pub unsafe fn m64n256k16_bf16_init(acc: &mut [f32; 128], a: u64, b: u64) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma(acc, 256, a, b, false, crate::hopper_emu::bf16);
+    crate::hopper::emu::wgmma(acc, 256, a, b, false, crate::hopper::emu::bf16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -916,7 +916,7 @@ pub unsafe fn m64n256k16_bf16_init(acc: &mut [f32; 128], a: u64, b: u64) {
 #[inline(always)]
 pub unsafe fn m64n256k16_f16_init(acc: &mut [f32; 128], a: u64, b: u64) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma(acc, 256, a, b, false, crate::hopper_emu::f16);
+    crate::hopper::emu::wgmma(acc, 256, a, b, false, crate::hopper::emu::f16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -940,7 +940,7 @@ pub unsafe fn m64n256k16_f16_init(acc: &mut [f32; 128], a: u64, b: u64) {
 #[inline(always)]
 pub unsafe fn m64n256k16_bf16_rs(acc: &mut [f32; 128], a: [u32; 4], b: u64, accumulate: bool) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma_rs(acc, 256, a, b, accumulate, crate::hopper_emu::bf16);
+    crate::hopper::emu::wgmma_rs(acc, 256, a, b, accumulate, crate::hopper::emu::bf16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -965,7 +965,7 @@ pub unsafe fn m64n256k16_bf16_rs(acc: &mut [f32; 128], a: [u32; 4], b: u64, accu
 #[inline(always)]
 pub unsafe fn m64n256k16_f16_rs(acc: &mut [f32; 128], a: [u32; 4], b: u64, accumulate: bool) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma_rs(acc, 256, a, b, accumulate, crate::hopper_emu::f16);
+    crate::hopper::emu::wgmma_rs(acc, 256, a, b, accumulate, crate::hopper::emu::f16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -990,7 +990,7 @@ pub unsafe fn m64n256k16_f16_rs(acc: &mut [f32; 128], a: [u32; 4], b: u64, accum
 #[inline(always)]
 pub unsafe fn m64n256k16_bf16_rs_n_major(acc: &mut [f32; 128], a: [u32; 4], b: u64, accumulate: bool) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma_rs_n_major(acc, 256, a, b, accumulate, crate::hopper_emu::bf16);
+    crate::hopper::emu::wgmma_rs_n_major(acc, 256, a, b, accumulate, crate::hopper::emu::bf16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -1015,7 +1015,7 @@ pub unsafe fn m64n256k16_bf16_rs_n_major(acc: &mut [f32; 128], a: [u32; 4], b: u
 #[inline(always)]
 pub unsafe fn m64n256k16_f16_rs_n_major(acc: &mut [f32; 128], a: [u32; 4], b: u64, accumulate: bool) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma_rs_n_major(acc, 256, a, b, accumulate, crate::hopper_emu::f16);
+    crate::hopper::emu::wgmma_rs_n_major(acc, 256, a, b, accumulate, crate::hopper::emu::f16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -1041,7 +1041,7 @@ pub unsafe fn m64n256k16_f16_rs_n_major(acc: &mut [f32; 128], a: [u32; 4], b: u6
 #[inline(always)]
 pub unsafe fn m64n256k16_bf16_ss_mn_major(acc: &mut [f32; 128], a: u64, b: u64, accumulate: bool) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma_mn_major(acc, 256, a, b, accumulate, crate::hopper_emu::bf16);
+    crate::hopper::emu::wgmma_mn_major(acc, 256, a, b, accumulate, crate::hopper::emu::bf16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {
@@ -1066,7 +1066,7 @@ pub unsafe fn m64n256k16_bf16_ss_mn_major(acc: &mut [f32; 128], a: u64, b: u64, 
 #[inline(always)]
 pub unsafe fn m64n256k16_f16_ss_mn_major(acc: &mut [f32; 128], a: u64, b: u64, accumulate: bool) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::wgmma_mn_major(acc, 256, a, b, accumulate, crate::hopper_emu::f16);
+    crate::hopper::emu::wgmma_mn_major(acc, 256, a, b, accumulate, crate::hopper::emu::f16);
     // SAFETY: the caller's contract.
     #[cfg(target_arch = "nvptx64")]
     unsafe {

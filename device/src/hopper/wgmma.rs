@@ -18,7 +18,7 @@
 //! In SASS it is `HGMMA.64x256x16.F32.BF16`.
 //!
 //! On the host (the CPU executor) each `wgmma` is computed at once by each thread for its own
-//! accumulators (`hopper_emu`; 128-byte-swizzled K-major operands only).
+//! accumulators (`hopper::emu`; 128-byte-swizzled K-major operands only).
 //!
 //! This module needs the arch-specific target (`Arch::SM_90A`, `cfg(ferrocuda_sm = "90a")`).
 

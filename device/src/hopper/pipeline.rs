@@ -19,7 +19,7 @@
 //! A fresh barrier is in phase 0, so the producer's first round on each slot passes at once
 //! (it waits for parity `phase ^ 1`, "the previous phase", which counts as complete).
 //!
-//! On the CPU executor the barriers are emulated (`hopper_emu`): a failing wait yields to the
+//! On the CPU executor the barriers are emulated (`hopper::emu`): a failing wait yields to the
 //! block's other threads.
 
 use crate::mbarrier::MBarrier;

@@ -12,7 +12,7 @@
 //! Costs (H100, order of magnitude): init/arrive ~ a shared-memory atomic; a `try_wait` that
 //! succeeds ~20-30 cycles; a failing one suspends the thread for a system-dependent time.
 //!
-//! On the host (the CPU executor) see `hopper_emu`: a failing `try_wait` yields to the block's
+//! On the host (the CPU executor) see `hopper::emu`: a failing `try_wait` yields to the block's
 //! other threads.
 //!
 //! PTX: `mbarrier.init.shared::cta.b64`, `mbarrier.arrive.shared::cta.b64`,
@@ -49,7 +49,7 @@ impl MBarrier {
             core::arch::asm!("mbarrier.init.shared::cta.b64 [{a}], {n};", a = in(reg32) self.0, n = in(reg32) count, options(nostack))
         };
         #[cfg(not(target_arch = "nvptx64"))]
-        crate::hopper_emu::mbarrier_init(self.0, count);
+        crate::hopper::emu::mbarrier_init(self.0, count);
     }
 
     /// One arrival (release semantics at CTA scope).
@@ -61,7 +61,7 @@ impl MBarrier {
             core::arch::asm!("mbarrier.arrive.shared::cta.b64 _, [{a}];", a = in(reg32) self.0, options(nostack))
         };
         #[cfg(not(target_arch = "nvptx64"))]
-        crate::hopper_emu::mbarrier_update(self.0, 1, 0);
+        crate::hopper::emu::mbarrier_update(self.0, 1, 0);
     }
 
     /// One arrival that also adds `bytes` to the phase's expected transaction count: the phase
@@ -74,7 +74,7 @@ impl MBarrier {
             core::arch::asm!("mbarrier.arrive.expect_tx.shared::cta.b64 _, [{a}], {b};", a = in(reg32) self.0, b = in(reg32) bytes, options(nostack))
         };
         #[cfg(not(target_arch = "nvptx64"))]
-        crate::hopper_emu::mbarrier_update(self.0, 1, bytes as i32);
+        crate::hopper::emu::mbarrier_update(self.0, 1, bytes as i32);
     }
 
     /// One arrival on the barrier at the same address in cluster block `rank` (`mapa` then
@@ -94,7 +94,7 @@ impl MBarrier {
             )
         };
         #[cfg(not(target_arch = "nvptx64"))]
-        crate::hopper_emu::mbarrier_update_peer(rank, self.0, 1, 0);
+        crate::hopper::emu::mbarrier_update_peer(rank, self.0, 1, 0);
     }
 
     /// Whether the phase with parity `parity` has completed (one `try_wait`, which may suspend
@@ -114,7 +114,7 @@ impl MBarrier {
             done != 0
         }
         #[cfg(not(target_arch = "nvptx64"))]
-        crate::hopper_emu::mbarrier_try_wait(self.0, parity)
+        crate::hopper::emu::mbarrier_try_wait(self.0, parity)
     }
 
     /// Waits until the phase with parity `parity` has completed. A fresh barrier is in phase 0,

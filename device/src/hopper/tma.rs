@@ -27,7 +27,7 @@
 //! Cost: one instruction to issue; the copy engine moves ~the full L2 bandwidth with few
 //! instructions. Shared destinations must be 128-byte aligned (1024 for the 128-byte swizzle).
 //!
-//! On the host (the CPU executor) loads are emulated (`hopper_emu`): tensor maps made by
+//! On the host (the CPU executor) loads are emulated (`hopper::emu`): tensor maps made by
 //! `ferrocuda_host::TensorMap::emulated`, copy done at issue; stores are device only.
 //!
 //! PTX: `cp.async.bulk.tensor.{1..5}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes`,
@@ -100,7 +100,7 @@ impl TensorMap {
     #[inline(always)]
     pub unsafe fn load_2d(map: *const TensorMap, dst: u32, bar: crate::mbarrier::MBarrier, x: i32, y: i32) {
         #[cfg(not(target_arch = "nvptx64"))]
-        crate::hopper_emu::tma_load(map.cast(), dst, bar.address(), &[x, y]);
+        crate::hopper::emu::tma_load(map.cast(), dst, bar.address(), &[x, y]);
         #[cfg(target_arch = "nvptx64")]
         // SAFETY: the caller's contract.
         unsafe {
@@ -121,7 +121,7 @@ impl TensorMap {
     #[inline(always)]
     pub unsafe fn load_2d_multicast(map: *const TensorMap, dst: u32, bar: crate::mbarrier::MBarrier, x: i32, y: i32, mask: u16) {
         #[cfg(not(target_arch = "nvptx64"))]
-        crate::hopper_emu::tma_load_multicast(map.cast(), dst, bar.address(), &[x, y], mask);
+        crate::hopper::emu::tma_load_multicast(map.cast(), dst, bar.address(), &[x, y], mask);
         #[cfg(target_arch = "nvptx64")]
         // SAFETY: the caller's contract.
         unsafe {
@@ -139,7 +139,7 @@ impl TensorMap {
     #[inline(always)]
     pub unsafe fn load_3d(map: *const TensorMap, dst: u32, bar: crate::mbarrier::MBarrier, x: i32, y: i32, z: i32) {
         #[cfg(not(target_arch = "nvptx64"))]
-        crate::hopper_emu::tma_load(map.cast(), dst, bar.address(), &[x, y, z]);
+        crate::hopper::emu::tma_load(map.cast(), dst, bar.address(), &[x, y, z]);
         #[cfg(target_arch = "nvptx64")]
         // SAFETY: the caller's contract.
         unsafe {
@@ -157,7 +157,7 @@ impl TensorMap {
     #[inline(always)]
     pub unsafe fn load_1d(map: *const TensorMap, dst: u32, bar: crate::mbarrier::MBarrier, x: i32) {
         #[cfg(not(target_arch = "nvptx64"))]
-        crate::hopper_emu::tma_load(map.cast(), dst, bar.address(), &[x]);
+        crate::hopper::emu::tma_load(map.cast(), dst, bar.address(), &[x]);
         #[cfg(target_arch = "nvptx64")]
         // SAFETY: the caller's contract.
         unsafe {
@@ -175,7 +175,7 @@ impl TensorMap {
     #[inline(always)]
     pub unsafe fn load_4d(map: *const TensorMap, dst: u32, bar: crate::mbarrier::MBarrier, c: [i32; 4]) {
         #[cfg(not(target_arch = "nvptx64"))]
-        crate::hopper_emu::tma_load(map.cast(), dst, bar.address(), &c);
+        crate::hopper::emu::tma_load(map.cast(), dst, bar.address(), &c);
         #[cfg(target_arch = "nvptx64")]
         // SAFETY: the caller's contract.
         unsafe {
@@ -194,7 +194,7 @@ impl TensorMap {
     #[inline(always)]
     pub unsafe fn load_5d(map: *const TensorMap, dst: u32, bar: crate::mbarrier::MBarrier, c: [i32; 5]) {
         #[cfg(not(target_arch = "nvptx64"))]
-        crate::hopper_emu::tma_load(map.cast(), dst, bar.address(), &c);
+        crate::hopper::emu::tma_load(map.cast(), dst, bar.address(), &c);
         #[cfg(target_arch = "nvptx64")]
         // SAFETY: the caller's contract.
         unsafe {
@@ -224,7 +224,7 @@ impl TensorMap {
     #[inline(always)]
     pub unsafe fn store_2d(map: *const TensorMap, src: u32, x: i32, y: i32) {
         #[cfg(not(target_arch = "nvptx64"))]
-        crate::hopper_emu::tma_store(map.cast(), src, &[x, y]);
+        crate::hopper::emu::tma_store(map.cast(), src, &[x, y]);
         #[cfg(target_arch = "nvptx64")]
         // SAFETY: the caller's contract.
         unsafe {
@@ -242,7 +242,7 @@ impl TensorMap {
     #[inline(always)]
     pub unsafe fn store_1d(map: *const TensorMap, src: u32, x: i32) {
         #[cfg(not(target_arch = "nvptx64"))]
-        crate::hopper_emu::tma_store(map.cast(), src, &[x]);
+        crate::hopper::emu::tma_store(map.cast(), src, &[x]);
         #[cfg(target_arch = "nvptx64")]
         // SAFETY: the caller's contract.
         unsafe {
@@ -260,7 +260,7 @@ impl TensorMap {
     #[inline(always)]
     pub unsafe fn store_3d(map: *const TensorMap, src: u32, x: i32, y: i32, z: i32) {
         #[cfg(not(target_arch = "nvptx64"))]
-        crate::hopper_emu::tma_store(map.cast(), src, &[x, y, z]);
+        crate::hopper::emu::tma_store(map.cast(), src, &[x, y, z]);
         #[cfg(target_arch = "nvptx64")]
         // SAFETY: the caller's contract.
         unsafe {
@@ -278,7 +278,7 @@ impl TensorMap {
     #[inline(always)]
     pub unsafe fn store_4d(map: *const TensorMap, src: u32, c: [i32; 4]) {
         #[cfg(not(target_arch = "nvptx64"))]
-        crate::hopper_emu::tma_store(map.cast(), src, &c);
+        crate::hopper::emu::tma_store(map.cast(), src, &c);
         #[cfg(target_arch = "nvptx64")]
         // SAFETY: the caller's contract.
         unsafe {
@@ -297,7 +297,7 @@ impl TensorMap {
     #[inline(always)]
     pub unsafe fn store_5d(map: *const TensorMap, src: u32, c: [i32; 5]) {
         #[cfg(not(target_arch = "nvptx64"))]
-        crate::hopper_emu::tma_store(map.cast(), src, &c);
+        crate::hopper::emu::tma_store(map.cast(), src, &c);
         #[cfg(target_arch = "nvptx64")]
         // SAFETY: the caller's contract.
         unsafe {
