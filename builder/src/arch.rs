@@ -28,6 +28,7 @@ pub const ARCH_GATED_MODULES: &[(&str, Arch)] = &[
     ("cluster", Arch::SM_90),
     ("cp_async", Arch::SM_80),
     ("grid_dependency", Arch::SM_90),
+    ("hopper", Arch::SM_90),
     ("ldmatrix", Arch::SM_75),
     ("mbarrier", Arch::SM_90),
     ("mma", Arch::SM_80),
@@ -51,11 +52,15 @@ pub fn gated_module_notes(arch: Arch, diagnostics: &str) -> Vec<String> {
     let text = crate::strip_ansi(diagnostics);
     let mentions = |module: &str| {
         let in_crate = format!("`{module}` in `ferrocuda_device`");
-        let path = format!("ferrocuda_device::{module}");
+        let in_hopper = format!("`{module}` in `hopper`");
+        let paths = [format!("ferrocuda_device::{module}"), format!("ferrocuda_device::hopper::{module}")];
         text.contains(&in_crate)
-            || text.match_indices(&path).any(|(at, _)| {
-                let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
-                !text[at + path.len()..].starts_with(ident) && !text[..at].ends_with(ident)
+            || text.contains(&in_hopper)
+            || paths.iter().any(|path| {
+                text.match_indices(path.as_str()).any(|(at, _)| {
+                    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+                    !text[at + path.len()..].starts_with(ident) && !text[..at].ends_with(ident)
+                })
             })
     };
     ARCH_GATED_MODULES
@@ -171,20 +176,35 @@ mod tests {
     use super::*;
 
     /// The table is the device library's own list: every `pub mod` of `device/src/lib.rs`
-    /// gated by `ferrocuda_sm`, with the same architecture.
+    /// gated by `ferrocuda_sm` and every module it re-exports from `hopper` under its old
+    /// name (`pub use hopper::tma;`), with the same architecture.
     #[test]
     fn the_gated_module_table_matches_the_device_library() {
         let lib = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../device/src/lib.rs")).unwrap();
         let lines: Vec<&str> = lib.lines().collect();
         let mut gated = Vec::new();
         for pair in lines.windows(2) {
-            let (Some(cfg), Some(module)) = (pair[0].split("ferrocuda_sm = \"").nth(1), pair[1].strip_prefix("pub mod ")) else { continue };
+            let module = pair[1].strip_prefix("pub mod ").or_else(|| pair[1].strip_prefix("pub use hopper::"));
+            let (Some(cfg), Some(module)) = (pair[0].split("ferrocuda_sm = \"").nth(1), module) else { continue };
             let number = cfg.split('"').next().unwrap();
             let arch: Arch = format!("sm_{number}").parse().unwrap();
             gated.push((module.trim_end_matches(';').to_string(), arch));
         }
         let table: Vec<(String, Arch)> = ARCH_GATED_MODULES.iter().map(|&(m, a)| (m.to_string(), a)).collect();
         assert_eq!(gated, table);
+    }
+
+    #[test]
+    fn a_module_named_through_hopper_gets_the_same_note() {
+        let rustc = "error[E0433]: cannot find `wgmma` in `hopper`\n  |  use ferrocuda_device::hopper::wgmma;";
+        let notes = gated_module_notes(Arch::SM_90, rustc);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("`ferrocuda_device::wgmma` needs sm_90a"), "{notes:?}");
+        assert!(
+            gated_module_notes(Arch::SM_80, "error[E0432]: unresolved import `ferrocuda_device::hopper`")
+                .iter()
+                .any(|n| n.contains("`ferrocuda_device::hopper` needs sm_90"))
+        );
     }
 
     #[test]

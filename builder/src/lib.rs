@@ -298,6 +298,10 @@ impl KernelBuilder {
     /// The `RUSTFLAGS` of the device build for `arch` (they reach `core` too).
     pub fn rustflags(&self, arch: Arch) -> Vec<String> {
         let mut flags = vec![format!("-Ctarget-cpu={arch}")];
+        // The template and README have every kernel crate declare `asm_experimental_arch`
+        // (`shared_array!` expands to inline PTX in the user's crate); a crate that does not
+        // use it would get `unused_features` on every build, a warning with nothing to do.
+        flags.push("-Aunused_features".into());
         if self.fma == FmaContraction::Fast {
             flags.push("-Cllvm-args=-nvptx-fma-level=1".into());
         }

@@ -57,35 +57,35 @@ pub mod layout_key;
 pub mod ldmatrix;
 pub mod math;
 pub mod matrix;
-#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
 #[doc(no_inline)]
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
 pub use hopper::mbarrier;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "80"))]
 pub mod mma;
-#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
 #[doc(no_inline)]
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
 pub use hopper::named_barrier;
 pub mod panic;
 pub mod panic_args;
-#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
 #[doc(no_inline)]
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
 pub use hopper::pipeline;
 pub mod print;
 pub mod shared;
 pub mod shared_vector;
 pub mod sync;
 pub mod thread;
-#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
 #[doc(no_inline)]
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
 pub use hopper::tma;
 pub mod unroll;
 pub mod vector;
 pub mod warp;
+#[doc(no_inline)]
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
-#[doc(no_inline)]
 pub use hopper::warpgroup;
-#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90a"))]
 #[doc(no_inline)]
+#[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90a"))]
 pub use hopper::wgmma;
 
 // Declared after the modules whose items it re-exports, so that rustc's diagnostics keep
