@@ -282,3 +282,368 @@ fn d4_a_buffer_of_one_context_is_refused_on_another_contexts_per_thread_stream()
     other_context.synchronize().unwrap();
     assert!(buf.to_vec().unwrap().iter().enumerate().all(|(i, &x)| x == i as u32), "the other context wrote the buffer");
 }
+
+// ---------------------------------------------------------------------------------------------
+// D1, a thread that borrowed its per-thread stream must be able to exit (issue 29, class 7).
+//
+// `d1_a_buffer_written_on_one_threads_per_thread_stream_is_ordered_on_anothers` hung on an
+// H200: the writer thread's last statement returned, but its exit never ended. Each case below
+// runs in a child process (this test binary again, with `EXIT_CASE` naming the case), with a
+// watchdog that, past `EXIT_BOUND`, prints every thread's state (kernel wait channel, system
+// call, and the code addresses found on its stack) and ends the child, so a hang is reported,
+// not waited for.
+
+/// The environment variable naming the case a child runs.
+const EXIT_CASE: &str = "FERROCUDA_D1_EXIT_CASE";
+/// How long a case may take (its GPU work takes `SLOW_NS`, 200 ms).
+const EXIT_BOUND: std::time::Duration = std::time::Duration::from_secs(6);
+
+static EXIT_START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
+/// A line on standard error with the time since the case began (straight to the descriptor:
+/// the test harness's capture is gone in thread-local destructors).
+fn exit_mark(what: &str) {
+    use std::io::Write;
+    let ms = EXIT_START.get_or_init(std::time::Instant::now).elapsed().as_secs_f64() * 1e3;
+    let _ = writeln!(std::io::stderr(), "[{ms:9.3} ms] {what}");
+}
+
+/// Says when this thread's Rust thread-local destructors run (the first phase of its exit).
+struct ExitMarker(&'static str);
+impl Drop for ExitMarker {
+    fn drop(&mut self) {
+        exit_mark(&format!("{}: its Rust thread-local destructors run", self.0));
+    }
+}
+thread_local! {
+    static EXIT_MARKER: std::cell::RefCell<Option<ExitMarker>> = const { std::cell::RefCell::new(None) };
+}
+
+/// A raw driver call that must succeed.
+fn cu(result: sys::CUresult, what: &str) {
+    assert_eq!(result, sys::CUresult::CUDA_SUCCESS, "{what}");
+}
+
+#[repr(C)]
+struct DlInfo {
+    fname: *const std::ffi::c_char,
+    fbase: *mut std::ffi::c_void,
+    sname: *const std::ffi::c_char,
+    saddr: *mut std::ffi::c_void,
+}
+
+unsafe extern "C" {
+    fn dladdr(address: *const std::ffi::c_void, info: *mut DlInfo) -> std::ffi::c_int;
+    fn _exit(status: std::ffi::c_int) -> !;
+}
+
+/// `address` as `file+offset (nearest dynamic symbol)` when it lies in an executable mapping.
+fn code_address(maps: &[(u64, u64, u64, String)], address: u64) -> Option<String> {
+    let (start, _, offset, path) = maps.iter().find(|(start, end, _, _)| (*start..*end).contains(&address))?;
+    let mut info = DlInfo { fname: std::ptr::null(), fbase: std::ptr::null_mut(), sname: std::ptr::null(), saddr: std::ptr::null_mut() };
+    // SAFETY: dladdr only reads the loader's tables and writes `info`.
+    let found = unsafe { dladdr(address as *const _, &mut info) } != 0;
+    let symbol = if found && !info.sname.is_null() {
+        // SAFETY: a NUL-terminated name owned by the loader.
+        let name = unsafe { std::ffi::CStr::from_ptr(info.sname) }.to_string_lossy().into_owned();
+        format!(" ({name}+{:#x})", address - info.saddr as u64)
+    } else {
+        String::new()
+    };
+    let file = path.rsplit('/').next().unwrap_or(path);
+    Some(format!("{file}+{:#x}{symbol}", address - start + offset))
+}
+
+/// Prints every thread of this process: name, state, kernel wait channel, system call, and the
+/// code addresses on the top 32 KiB of its stack (return addresses among them: a rough
+/// backtrace without a debugger, which the GPU machine lacks).
+fn dump_threads() {
+    use std::os::unix::fs::FileExt;
+    let maps: Vec<(u64, u64, u64, String)> = std::fs::read_to_string("/proc/self/maps")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            if fields.len() < 6 || !fields[1].contains('x') {
+                return None;
+            }
+            let (start, end) = fields[0].split_once('-')?;
+            Some((u64::from_str_radix(start, 16).ok()?, u64::from_str_radix(end, 16).ok()?, u64::from_str_radix(fields[2], 16).ok()?, fields[5].to_string()))
+        })
+        .collect();
+    let memory = std::fs::File::open("/proc/self/mem").ok();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return };
+    for task in tasks.flatten() {
+        let dir = task.path();
+        let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default().trim().to_string();
+        let stat = read("stat");
+        let state = stat.rsplit_once(") ").map(|(_, rest)| rest.chars().next().unwrap_or('?')).unwrap_or('?');
+        let syscall = read("syscall");
+        exit_mark(&format!("thread {:?} '{}': state {state}, wchan {}, syscall {syscall}", task.file_name(), read("comm"), read("wchan")));
+        let fields: Vec<&str> = syscall.split_whitespace().collect();
+        let (Some(memory), true) = (&memory, fields.len() >= 9) else { continue };
+        let parse = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok();
+        let (Some(sp), Some(pc)) = (parse(fields[7]), parse(fields[8])) else { continue };
+        let mut frames = vec![format!("pc {}", code_address(&maps, pc).unwrap_or_else(|| format!("{pc:#x}")))];
+        let mut stack = vec![0u8; 32 * 1024];
+        let mut got = 0;
+        while got < stack.len() {
+            match memory.read_at(&mut stack[got..], sp + got as u64) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got += n,
+            }
+        }
+        for word in stack[..got].chunks_exact(8) {
+            let value = u64::from_le_bytes(word.try_into().unwrap());
+            if let Some(code) = code_address(&maps, value) {
+                frames.push(code);
+                if frames.len() >= 40 {
+                    break;
+                }
+            }
+        }
+        exit_mark(&format!("  stack: {}", frames.join(" <- ")));
+    }
+}
+
+/// Runs `case` in this child process under a watchdog: past `EXIT_BOUND` it prints every
+/// thread and ends the process with status 3.
+fn exit_case_child(case: &str) {
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    let name = case.to_string();
+    std::thread::spawn(move || {
+        if finished.recv_timeout(EXIT_BOUND).is_err() {
+            exit_mark(&format!("D1-EXIT {name}: still running after {EXIT_BOUND:?}: the threads now"));
+            dump_threads();
+            println!("D1-EXIT {name}: hang");
+            use std::io::Write;
+            let _ = std::io::stdout().flush();
+            // SAFETY: ends the process at once, without the exit handlers (the CUDA teardown
+            // could wait for the stuck thread).
+            unsafe { _exit(3) };
+        }
+    });
+    exit_case(case);
+    done.send(()).unwrap();
+    println!("D1-EXIT {case}: exited");
+}
+
+/// One case: a writer thread uses its per-thread stream in some way and exits; the calling
+/// thread joins it (and, for the `borrow*` cases, reads the buffer as the D1 test does).
+fn exit_case(case: &str) {
+    exit_mark(&format!("case {case}"));
+    let context = common::gpu_or_skip(case).expect("a GPU");
+    load_kernels(&context);
+    let raw = context.raw() as usize;
+    let bind = move || {
+        // SAFETY: the context is alive (the main thread holds it until after the join).
+        cu(unsafe { sys::cuCtxSetCurrent(raw as sys::CUcontext) }, "cuCtxSetCurrent");
+    };
+    let (tx, rx) = std::sync::mpsc::channel::<DeviceBuffer<u32>>();
+    let writer_context = context.clone();
+    // What the raw cases wait on: an event after a 200 ms kernel on a stream of the main thread.
+    let slow = Stream::non_blocking(&context).unwrap();
+    let blocking = Stream::new(&context).unwrap();
+    let after_slow = ferrocuda::Event::without_timing(&context).unwrap();
+    let after_blocking = ferrocuda::Event::without_timing(&context).unwrap();
+    let big = DeviceBuffer::<u32>::zeroed(&context, 1 << 28).unwrap();
+    let (slow_event, blocking_event, big_ptr) = (after_slow.raw() as usize, after_blocking.raw() as usize, big.device_ptr());
+    if case.starts_with("raw_wait") {
+        spin_for::launch(&slow, (1u32, 1u32), SLOW_NS).unwrap();
+        after_slow.record(&slow).unwrap();
+        spin_for::launch(&blocking, (1u32, 1u32), SLOW_NS).unwrap();
+        after_blocking.record(&blocking).unwrap();
+    }
+    let case_name = case.to_string();
+    let writer = std::thread::spawn(move || {
+        let case = case_name.as_str();
+        EXIT_MARKER.with(|m| *m.borrow_mut() = Some(ExitMarker("writer")));
+        match case {
+            "own_stream" => {
+                let mut buf = DeviceBuffer::<u32>::zeroed(&writer_context, N).unwrap();
+                let stream = Stream::new(&writer_context).unwrap();
+                spin_for::launch(&stream, (1u32, 1u32), SLOW_NS).unwrap();
+                mark_blocks::launch(&stream, blocks(N), true, &mut buf).unwrap();
+                tx.send(buf).unwrap();
+            }
+            "borrow_no_launch" => {
+                // SAFETY: the per-thread default stream lives as long as the context.
+                let stream = unsafe { BorrowedStream::new(&writer_context, PER_THREAD) }.unwrap();
+                drop(stream);
+            }
+            "raw_record" => {
+                bind();
+                let mut event = std::ptr::null_mut();
+                // SAFETY: plain driver calls on a live context; the event is destroyed here.
+                unsafe {
+                    cu(sys::cuEventCreate(&mut event, 2), "cuEventCreate");
+                    cu(sys::cuEventRecord(event, PER_THREAD), "cuEventRecord");
+                    cu(sys::cuEventDestroy_v2(event), "cuEventDestroy");
+                }
+            }
+            "raw_wait_nonblocking" | "raw_wait_blocking" => {
+                bind();
+                let event = if case == "raw_wait_blocking" { blocking_event } else { slow_event };
+                // SAFETY: the event lives until after the join (the main thread holds it).
+                cu(unsafe { sys::cuStreamWaitEvent(PER_THREAD, event as sys::CUevent, 0) }, "cuStreamWaitEvent");
+            }
+            "raw_memset" => {
+                bind();
+                for _ in 0..16 {
+                    // SAFETY: 1 GiB the main thread owns until after the join and a context sync.
+                    cu(unsafe { sys::cuMemsetD32Async(big_ptr, 7, 1 << 28, PER_THREAD) }, "cuMemsetD32Async");
+                }
+            }
+            _ => {
+                // The D1 test's writer ("borrow"), and what runs after its borrow's drop.
+                let mut buf = DeviceBuffer::<u32>::zeroed(&writer_context, N).unwrap();
+                if case == "borrow_tls_sync" {
+                    // The thread's exit first waits for its per-thread stream (a thread-local
+                    // destructor registered now runs before the driver's own teardown).
+                    struct SyncAtExit(usize);
+                    impl Drop for SyncAtExit {
+                        fn drop(&mut self) {
+                            // SAFETY: the context is alive (the main thread holds it).
+                            let result = unsafe { (sys::cuCtxSetCurrent(self.0 as sys::CUcontext), sys::cuStreamSynchronize(PER_THREAD)) };
+                            exit_mark(&format!("writer: thread-local sync of its per-thread stream: {result:?}"));
+                        }
+                    }
+                    thread_local! { static SYNC_AT_EXIT: std::cell::RefCell<Option<SyncAtExit>> = const { std::cell::RefCell::new(None) }; }
+                    SYNC_AT_EXIT.with(|s| *s.borrow_mut() = Some(SyncAtExit(raw)));
+                }
+                // SAFETY: the per-thread default stream lives as long as the context.
+                let stream = unsafe { BorrowedStream::new(&writer_context, PER_THREAD) }.unwrap();
+                spin_for::launch(&stream, (1u32, 1u32), SLOW_NS).unwrap();
+                mark_blocks::launch(&stream, blocks(N), true, &mut buf).unwrap();
+                if case == "borrow_drop_elsewhere" {
+                    // Dropped on another thread: the host waits for the work instead of joining
+                    // this thread's per-thread stream back (nothing is left queued on it).
+                    std::thread::scope(|scope| {
+                        scope.spawn(move || drop(stream));
+                    });
+                } else {
+                    drop(stream);
+                }
+                exit_mark("writer: borrow dropped");
+                match case {
+                    // SAFETY (each): plain driver calls with the context bound (the drop bound it).
+                    "borrow_sync" => exit_mark(&format!("writer: cuStreamSynchronize(per-thread): {:?}", unsafe { sys::cuStreamSynchronize(PER_THREAD) })),
+                    "borrow_query" => exit_mark(&format!("writer: cuStreamQuery(per-thread): {:?}", unsafe { sys::cuStreamQuery(PER_THREAD) })),
+                    "borrow_unbind" => exit_mark(&format!("writer: cuCtxSetCurrent(null): {:?}", unsafe { sys::cuCtxSetCurrent(std::ptr::null_mut()) })),
+                    "borrow_ctx_sync" => exit_mark(&format!("writer: Context::synchronize: {:?}", writer_context.synchronize())),
+                    "borrow_sleep" => std::thread::sleep(std::time::Duration::from_millis(600)),
+                    _ => {}
+                }
+                tx.send(buf).unwrap();
+                exit_mark("writer: buffer sent");
+            }
+        }
+        drop(writer_context);
+        exit_mark("writer: its Context handle dropped");
+        drop(tx);
+        exit_mark("writer: its closure returns");
+    });
+    let buf = rx.recv().ok();
+    exit_mark(&format!("main: buffer received: {}; joining the writer", buf.is_some()));
+    writer.join().unwrap();
+    exit_mark("main: the writer has exited");
+    if let Some(buf) = buf.filter(|_| case.starts_with("borrow")) {
+        // The rest of the D1 test: the reader borrows its own per-thread stream.
+        // SAFETY: as above.
+        let stream = unsafe { BorrowedStream::new(&context, PER_THREAD) }.unwrap();
+        let mut out = DeviceBuffer::<u32>::zeroed(&context, N).unwrap();
+        square_checked::launch(&stream, LaunchConfig::for_elements(N, 256), &buf, &mut out).unwrap();
+        stream.synchronize().unwrap();
+        drop(buf);
+        let fresh = DeviceBuffer::<u32>::zeroed_async(&stream, N).unwrap();
+        stream.synchronize().unwrap();
+        drop(stream);
+        context.synchronize().unwrap();
+        let read = out.to_vec().unwrap();
+        let want = |b: usize| (u32::MAX - b as u32).wrapping_mul(u32::MAX - b as u32);
+        let right = (0..N).filter(|&b| read[b] == want(b)).count();
+        let dirty = fresh.to_vec().unwrap().iter().filter(|&&x| x != 0).count();
+        println!("D1-EXIT {case}: the reader read {right} of {N} written values; {dirty} elements of the next allocation written");
+    }
+    context.synchronize().unwrap();
+    drop(big);
+    exit_mark(&format!("main: case {case} done"));
+}
+
+/// The cases, and whether each must exit (the `raw_*` ones use the driver alone, to tell a
+/// driver behaviour from ferrocuda's).
+const EXIT_CASES: &[&str] = &[
+    "borrow",
+    "borrow_sync",
+    "borrow_query",
+    "borrow_sleep",
+    "borrow_unbind",
+    "borrow_ctx_sync",
+    "borrow_tls_sync",
+    "borrow_drop_elsewhere",
+    "borrow_no_launch",
+    "own_stream",
+    "raw_record",
+    "raw_wait_nonblocking",
+    "raw_wait_blocking",
+    "raw_memset",
+];
+
+/// D1 (class 7): a thread that borrowed its per-thread stream (`BorrowedStream::new(&context,
+/// CU_STREAM_PER_THREAD)`), queued work through it and dropped the borrow must be able to exit,
+/// whatever it does next. Each case runs in a child process whose watchdog reports a hang (with
+/// every thread's state) instead of waiting for it.
+#[test]
+fn d1_a_thread_that_borrowed_its_per_thread_stream_exits() {
+    const NAME: &str = "d1_a_thread_that_borrowed_its_per_thread_stream_exits";
+    if let Ok(case) = std::env::var(EXIT_CASE) {
+        exit_case_child(&case);
+        return;
+    }
+    if common::gpu_or_skip(NAME).is_none() {
+        return;
+    }
+    let mut outcomes = Vec::new();
+    for case in EXIT_CASES {
+        let started = std::time::Instant::now();
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([NAME, "--exact", "--test-threads=1", "--nocapture"])
+            .env(EXIT_CASE, case)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut pipes = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+        let out = std::thread::spawn(move || {
+            use std::io::Read;
+            let mut text = String::new();
+            let _ = pipes.0.read_to_string(&mut text);
+            let mut err = String::new();
+            let _ = pipes.1.read_to_string(&mut err);
+            text + &err
+        });
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break Some(status);
+            }
+            if started.elapsed() > EXIT_BOUND * 3 {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let text = out.join().unwrap();
+        let outcome = match status {
+            None => "killed (the child's watchdog did not end it)".to_string(),
+            Some(_) if text.contains(&format!("D1-EXIT {case}: exited")) => "exited".to_string(),
+            Some(_) if text.contains(&format!("D1-EXIT {case}: hang")) => "HANG".to_string(),
+            Some(status) => format!("failed ({status})"),
+        };
+        println!("===== case {case}: {outcome} in {:.2} s\n{text}", started.elapsed().as_secs_f64());
+        outcomes.push((case, outcome));
+    }
+    println!("d1 thread exit: {outcomes:?}");
+    let stuck: Vec<_> = outcomes.iter().filter(|(_, outcome)| outcome != "exited").collect();
+    assert!(stuck.is_empty(), "cases that did not exit: {stuck:?}");
+}
