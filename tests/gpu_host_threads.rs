@@ -296,7 +296,7 @@ fn d4_a_buffer_of_one_context_is_refused_on_another_contexts_per_thread_stream()
 /// The environment variable naming the case a child runs.
 const EXIT_CASE: &str = "FERROCUDA_D1_EXIT_CASE";
 /// How long a case may take (its GPU work takes `SLOW_NS`, 200 ms).
-const EXIT_BOUND: std::time::Duration = std::time::Duration::from_secs(6);
+const EXIT_BOUND: std::time::Duration = std::time::Duration::from_secs(5);
 
 static EXIT_START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
 
@@ -626,7 +626,7 @@ fn d1_a_thread_that_borrowed_its_per_thread_stream_exits() {
             if let Some(status) = child.try_wait().unwrap() {
                 break Some(status);
             }
-            if started.elapsed() > EXIT_BOUND * 3 {
+            if started.elapsed() > EXIT_BOUND * 2 + std::time::Duration::from_secs(2) {
                 let _ = child.kill();
                 let _ = child.wait();
                 break None;
