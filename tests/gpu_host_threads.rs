@@ -256,6 +256,76 @@ fn d2_a_read_of_one_half_is_not_lost_by_a_write_of_the_other() {
     assert_eq!(lost, 0);
 }
 
+/// D2 through `Stream::will_use` (the declaration that the caller's own queuing follows): a
+/// half of a `split_at_mut` is refused there, saying to use `will_use_for`, which declares and
+/// queues under the record's lock; once the halves are gone, the buffer's own use returns the
+/// record to the fast path and `will_use` takes it again.
+#[test]
+fn d2_will_use_refuses_a_half_of_a_split_and_the_whole_buffer_is_taken_again_after() {
+    let Some(context) = common::gpu_or_skip("d2_will_use_refuses_a_half_of_a_split_and_the_whole_buffer_is_taken_again_after") else { return };
+    let a = Stream::non_blocking(&context).unwrap();
+    let mut buf = DeviceBuffer::<u32>::zeroed(&context, N).unwrap();
+    assert!(!buf.usage().is_shared());
+    {
+        let (mut left, mut right) = buf.split_at_mut(N / 2);
+        let refused = a.will_use(&[ferrocuda::BufferAccess::write(&mut left)]);
+        println!("d2: will_use on a half: {refused:?}");
+        let Err(error @ Error::SharedDeclarationNotHeld { .. }) = refused else { panic!("{refused:?}") };
+        assert!(error.to_string().contains("will_use_for"), "{error}");
+        assert!(matches!(a.will_use(&[ferrocuda::BufferAccess::read(&right)]), Err(Error::SharedDeclarationNotHeld { .. })), "reads too");
+        assert_eq!(a.will_use_for(&[ferrocuda::BufferAccess::write(&mut right)], || 7).unwrap(), 7);
+    }
+    assert!(a.will_use(&[ferrocuda::BufferAccess::write(&mut buf)]).is_ok(), "the halves are gone");
+    assert!(!buf.usage().is_shared(), "the buffer's own use ends the shared state");
+}
+
+/// D2, the way back: one buffer split and written from two threads, read whole, written whole
+/// (its own use: the fast path again), then split again, 40 rounds: no round's host read misses
+/// a half's write or sees a stale whole write, so the record's return to the fast path between
+/// two splits loses nothing.
+#[test]
+fn d2_a_buffer_split_again_after_its_fast_path_came_back_loses_no_write() {
+    let Some(context) = common::gpu_or_skip("d2_a_buffer_split_again_after_its_fast_path_came_back_loses_no_write") else { return };
+    load_kernels(&context);
+    let (a, b) = (Stream::non_blocking(&context).unwrap(), Stream::non_blocking(&context).unwrap());
+    let half = N / 2;
+    let mut buf = DeviceBuffer::<u32>::zeroed_async(&a, N).unwrap();
+    let (mut missed, mut stale) = (0, 0);
+    for round in 0..40u32 {
+        let invert = round % 2 == 0;
+        {
+            let (mut left, mut right) = buf.split_at_mut(half);
+            let gate = Barrier::new(2);
+            std::thread::scope(|scope| {
+                scope.spawn(|| {
+                    spin_for::launch(&a, (1u32, 1u32), SLOW_NS / 20).unwrap();
+                    gate.wait();
+                    mark_blocks::launch(&a, blocks(half), invert, &mut left).unwrap();
+                });
+                scope.spawn(|| {
+                    gate.wait();
+                    mark_blocks::launch(&b, blocks(half), invert, &mut right).unwrap();
+                });
+            });
+        }
+        let v = buf.to_vec().unwrap();
+        let want = |i: usize| if invert { u32::MAX - (i % half) as u32 } else { (i % half) as u32 };
+        missed += (0..N).any(|i| v[i] != want(i)) as u32;
+        assert!(!buf.usage().is_shared(), "round {round}: the buffer's own use ends the shared state");
+        // A whole write on `b` behind a slow kernel on `a`'s side of the record, then a read on
+        // `a`: the read must wait for it (fast path or not).
+        spin_for::launch(&b, (1u32, 1u32), SLOW_NS / 20).unwrap();
+        mark_blocks::launch(&b, blocks(N), !invert, &mut buf).unwrap();
+        let mut out = DeviceBuffer::<u32>::zeroed_async(&a, N).unwrap();
+        square_checked::launch(&a, LaunchConfig::for_elements(N, 256), &buf, &mut out).unwrap();
+        let read = out.to_vec().unwrap();
+        let whole = |i: usize| if invert { i as u32 } else { u32::MAX - i as u32 };
+        stale += (0..N).any(|i| read[i] != whole(i).wrapping_mul(whole(i))) as u32;
+    }
+    println!("d2: rounds whose host read missed a half's write: {missed} of 40; rounds whose read missed the whole write: {stale} of 40");
+    assert_eq!((missed, stale), (0, 0));
+}
+
 /// D4: the per-thread stream of another context (cudarc's non-primary context on the same GPU)
 /// was accepted for a buffer of the primary context, because its key (2) was the key of every
 /// context's per-thread stream and the fast path ran before the context check. Now the handle
