@@ -34,7 +34,11 @@ const PER_THREAD: usize = 0x2;
 /// through it, so that the per-thread stream's later work comes after it. Nothing of ours is
 /// left queued on the per-thread stream: the driver does not let a thread exit while its
 /// per-thread stream has unfinished work (D1, measured on driver 580), so an event join there
-/// would hang a thread that exits right after the borrow ends.
+/// would hang a thread that exits right after the borrow ends. The drop therefore blocks until
+/// that work is done; for work that may never end, call
+/// [`Stream::synchronize_timeout`] first: once it reported the work as still running, the
+/// drop neither waits nor joins (the per-thread stream is then not ordered after that work,
+/// as for a leaked borrow, and a message says so).
 pub struct BorrowedStream<'a> {
     stream: Stream,
     /// The handle the owner gave (a default stream handle or the owner's stream).
