@@ -364,8 +364,9 @@ fn d4_a_buffer_of_one_context_is_refused_on_another_contexts_per_thread_stream()
 // `d1_a_buffer_written_on_one_threads_per_thread_stream_is_ordered_on_anothers` hung on an
 // H200 (session 10): the writer thread's last statement returned, but its exit never ended.
 // Diagnosed on an H200 (driver 580.159.04, bench/results/s11-host/run1-d1_exit.txt): the
-// exiting thread waits for good inside the driver's own thread teardown (a pthread-key
-// destructor of libcuda, on a futex) whenever its per-thread stream still has unfinished work:
+// exiting thread stays inside the driver's own thread teardown (a pthread-key destructor of
+// libcuda, on a futex; 5 s later, long after the work ended) when its per-thread stream still
+// has unfinished work at the exit:
 // the borrow's drop had joined the per-thread stream after the 200 ms kernel with an event,
 // and a plain `cuMemsetD32Async` on the per-thread stream just before the exit hangs the same
 // way, without ferrocuda. The exit ended when that work had finished first (a sleep, a

@@ -148,11 +148,12 @@ impl Drop for BorrowedStream<'_> {
 impl BorrowedStream<'_> {
     /// The end of a borrow of `CU_STREAM_PER_THREAD`: the host waits for the work queued
     /// through it, so the per-thread stream's later work comes after it. Nothing is queued on
-    /// the per-thread stream itself: the driver (580, H200) never lets a thread finish exiting
-    /// when its per-thread stream still has unfinished work at its exit (the D1 test's writer
-    /// thread, which ended the borrow with an event join, then exited while the 200 ms kernel
-    /// ran, was still in the driver's thread teardown 5 s later; a plain `cuMemsetD32Async` on
-    /// the per-thread stream just before the exit does the same). A drop on another thread
+    /// the per-thread stream itself: with the driver (580, H200) a thread whose per-thread
+    /// stream still has unfinished work at its exit does not finish exiting (the D1 test's
+    /// writer thread, which ended the borrow with an event join, then exited while the 200 ms
+    /// kernel ran, was still in the driver's thread teardown 5 s later, long after the kernel
+    /// ended; a plain `cuMemsetD32Async` on the per-thread stream just before the exit does
+    /// the same). A drop on another thread
     /// (whose `CU_STREAM_PER_THREAD` is another stream) waits the same way.
     ///
     /// After a reported timeout (P12) the work may never end and the host does not wait, and a
