@@ -71,9 +71,9 @@ impl<'a> BorrowedStream<'a> {
     /// its stream is then not ordered after ours, and memory that work shares with ours (a
     /// [`BorrowedSlice`](super::BorrowedSlice) whose home is this value) must be ordered by
     /// the owner with events, as the slice's own contract says. The same holds for a borrow of
-    /// `CU_STREAM_PER_THREAD` dropped on another thread than the borrowing one while its work
-    /// is still running after [`Stream::synchronize_timeout`] gave up on it (the host may not
-    /// wait then, and that thread's per-thread stream cannot be named from here).
+    /// `CU_STREAM_PER_THREAD` that ends while its work is still running after
+    /// [`Stream::synchronize_timeout`] gave up on it (the host may not wait then, and the
+    /// per-thread stream is not joined after it: see the type's documentation).
     pub unsafe fn new(context: &'a Context, raw: sys::CUstream) -> Result<Self> {
         if raw as usize == PER_THREAD {
             // A stream of ours, after the calling thread's per-thread stream (D1).
@@ -153,8 +153,8 @@ impl BorrowedStream<'_> {
     /// writer thread, which ended the borrow with an event join, then exited while the 200 ms
     /// kernel ran, was still in the driver's thread teardown 5 s later, long after the kernel
     /// ended; a plain `cuMemsetD32Async` on the per-thread stream just before the exit does
-    /// the same). A drop on another thread
-    /// (whose `CU_STREAM_PER_THREAD` is another stream) waits the same way.
+    /// the same). A drop on another thread (whose `CU_STREAM_PER_THREAD` is another stream)
+    /// waits the same way.
     ///
     /// After a reported timeout (P12) the work may never end and the host does not wait, and a
     /// join would keep the thread from exiting: the per-thread stream is then left unordered
