@@ -236,3 +236,18 @@ fn f7_static_plus_dynamic_shared_memory_over_the_block_limit_is_refused_by_launc
     gpu_rules::f7_static_plus_dynamic::launch_cpu(&CpuExecutor::deterministic(), fits, &mut out).unwrap();
     assert_eq!(out, (1..=32).collect::<Vec<u32>>());
 }
+
+/// G8 (audit 2026-11-27d, c12): in a block of 48 threads, `sync_warp(u32::MAX)` waits only for
+/// the lanes that exist (lanes 48..63 of the mask count as exited, as on the GPU), and
+/// `sync_threads_count` counts the 48 threads; the GPU side is
+/// `g8_barriers_in_a_partial_warp_agree_with_the_cpu_executor` (tests/gpu_rules.rs).
+#[test]
+fn g8_barriers_in_a_partial_warp_wait_only_for_the_lanes_that_exist() {
+    for executor in executors().map(|e| e.with_watchdog(Duration::from_secs(10))) {
+        for (mode, expected) in [(0u32, 1u32), (1, 48), (2, 24)] {
+            let mut out = vec![u32::MAX; 48];
+            gpu_rules::g8_partial_warp_barriers::launch_cpu(&executor, (1u32, 48u32), mode, &mut out).unwrap();
+            assert_eq!(out, vec![expected; 48], "mode {mode}");
+        }
+    }
+}

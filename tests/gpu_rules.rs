@@ -450,3 +450,27 @@ fn f7_static_plus_dynamic_shared_memory_over_the_block_limit_is_refused_on_the_g
     stream.synchronize_timeout(Duration::from_secs(10)).unwrap();
     assert_eq!(out.to_vec().unwrap(), (1..=32).collect::<Vec<u32>>());
 }
+
+/// G8 (audit 2026-11-27d, c12's GPU half): barriers in a block of 48 threads (a second warp of
+/// 16 lanes). `sync_warp(u32::MAX)` names lanes that do not exist, which CUDA counts as exited
+/// (the barrier waits only for the lanes that exist: 1 everywhere), and `sync_threads_count`
+/// counts the 48 threads (24 odd ones). The GPU and the CPU executor must agree; a hang is
+/// bounded by `synchronize_timeout` and reported.
+#[test]
+fn g8_barriers_in_a_partial_warp_agree_with_the_cpu_executor() {
+    let Some(context) = common::gpu_or_skip("g8_barriers_in_a_partial_warp_agree_with_the_cpu_executor") else { return };
+    let stream = Stream::non_blocking(&context).unwrap();
+    for (mode, expected) in [(0u32, 1u32), (1, 48), (2, 24)] {
+        let mut out = DeviceBuffer::from_slice(&context, &[u32::MAX; 48]).unwrap();
+        gpu_rules::g8_partial_warp_barriers::launch(&stream, (1u32, 48u32), mode, &mut out).unwrap();
+        let waited = stream.synchronize_timeout(Duration::from_secs(5));
+        assert!(waited.is_ok(), "G8 mode {mode} on the GPU: {waited:?}");
+        let gpu = out.to_vec().unwrap();
+        let mut cpu = vec![u32::MAX; 48];
+        let on_cpu = gpu_rules::g8_partial_warp_barriers::launch_cpu(&CpuExecutor::new().with_watchdog(Duration::from_secs(5)), (1u32, 48u32), mode, &mut cpu);
+        println!("G8 mode {mode}: GPU out[0] {} out[40] {}; CPU executor {on_cpu:?} out[0] {} out[40] {}", gpu[0], gpu[40], cpu[0], cpu[40]);
+        on_cpu.unwrap();
+        assert_eq!(gpu, vec![expected; 48], "G8 mode {mode} on the GPU");
+        assert_eq!(gpu, cpu, "G8 mode {mode}: GPU and CPU executor differ");
+    }
+}

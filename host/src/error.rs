@@ -494,6 +494,22 @@ pub enum Error {
          `BorrowedStream::new(&context, CU_STREAM_PER_THREAD)`, which queues on a stream of ferrocuda's ordered with it"
     )]
     PerThreadStream,
+    /// [`Stream::will_use`](crate::Stream::will_use) given memory whose use record two threads
+    /// may declare work on at once (a half of a `split_at_mut`, a library's state): a
+    /// declaration that is not queued at once can be overtaken there (another thread's
+    /// ordering replaces it in the record before its work is queued, D2), so it is refused;
+    /// [`Stream::will_use_for`](crate::Stream::will_use_for) declares and queues under the
+    /// record's lock.
+    #[error(
+        "Stream::will_use: `{argument}` shares its use record with views that other threads may use at once (a half of a \
+         `split_at_mut`, or a library's state), where a declaration made before its work is queued can be overtaken by \
+         another thread's and lost: declare and queue together with `Stream::will_use_for(accesses, || queue the work)`, or \
+         declare on the whole buffer once the halves are gone"
+    )]
+    SharedDeclarationNotHeld {
+        /// The declared memory (its access's name).
+        argument: &'static str,
+    },
     /// A handle or allocation borrowed from another library (`ferrocuda_host::borrowed`) does
     /// not fit what it was borrowed as (wrong context, misaligned, too short, ...).
     #[error("{problem}")]

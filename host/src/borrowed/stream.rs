@@ -30,18 +30,24 @@ const PER_THREAD: usize = 0x2;
 ///
 /// `CU_STREAM_PER_THREAD` names a different stream on each host thread (D1): it is borrowed
 /// like an owner's stream, on the calling thread (a stream of ferrocuda's waits for that
-/// thread's per-thread stream). When the value drops on the same thread, that thread's
-/// per-thread stream waits for the work queued through it; dropped on another thread, whose
-/// `CU_STREAM_PER_THREAD` is another stream, the host waits for that work instead.
+/// thread's per-thread stream), and when the value drops the host waits for the work queued
+/// through it, so that the per-thread stream's later work comes after it. Nothing of ours is
+/// left queued on the per-thread stream: the driver does not let a thread exit while its
+/// per-thread stream has unfinished work (D1, measured on driver 580), so an event join there
+/// would hang a thread that exits right after the borrow ends. The drop therefore blocks until
+/// that work is done; for work that may never end, call
+/// [`Stream::synchronize_timeout`] first: once it reported the work as still running, the
+/// drop neither waits nor joins (the per-thread stream is then not ordered after that work,
+/// as for a leaked borrow, and a message says so).
 pub struct BorrowedStream<'a> {
     stream: Stream,
     /// The handle the owner gave (a default stream handle or the owner's stream).
     handle: sys::CUstream,
     /// The owner's stream, for the join back when the borrow ends (`None`: used directly).
     owner: Option<sys::CUstream>,
-    /// For `CU_STREAM_PER_THREAD`: the thread whose per-thread stream was borrowed (the join
-    /// back goes to it only when the drop runs on that thread).
-    thread: Option<std::thread::ThreadId>,
+    /// A borrow of `CU_STREAM_PER_THREAD`: its end waits on the host instead of joining the
+    /// per-thread stream (`end_per_thread_borrow`).
+    per_thread: bool,
     _owner: PhantomData<&'a ()>,
 }
 
@@ -64,7 +70,10 @@ impl<'a> BorrowedStream<'a> {
     /// drops. Leaked (`mem::forget`, an `Rc` cycle), it never drops: the owner's later work on
     /// its stream is then not ordered after ours, and memory that work shares with ours (a
     /// [`BorrowedSlice`](super::BorrowedSlice) whose home is this value) must be ordered by
-    /// the owner with events, as the slice's own contract says.
+    /// the owner with events, as the slice's own contract says. The same holds for a borrow of
+    /// `CU_STREAM_PER_THREAD` that ends while its work is still running after
+    /// [`Stream::synchronize_timeout`] gave up on it (the host may not wait then, and the
+    /// per-thread stream is not joined after it: see the type's documentation).
     pub unsafe fn new(context: &'a Context, raw: sys::CUstream) -> Result<Self> {
         if raw as usize == PER_THREAD {
             // A stream of ours, after the calling thread's per-thread stream (D1).
@@ -72,10 +81,10 @@ impl<'a> BorrowedStream<'a> {
             // SAFETY: `ours` is live and of `context`, which the door binds; there the
             // per-thread handle names the calling thread's per-thread stream of `context`.
             stream.enqueue("BorrowedStream::new", &[], |ours| unsafe { join(ours.get(), raw) })?;
-            return Ok(BorrowedStream { stream, handle: raw, owner: Some(raw), thread: Some(std::thread::current().id()), _owner: PhantomData });
+            return Ok(BorrowedStream { stream, handle: raw, owner: Some(raw), per_thread: true, _owner: PhantomData });
         }
         if let Some(stream) = default_stream(context, raw)? {
-            return Ok(BorrowedStream { stream, handle: raw, owner: None, thread: None, _owner: PhantomData });
+            return Ok(BorrowedStream { stream, handle: raw, owner: None, per_thread: false, _owner: PhantomData });
         }
         // SAFETY: `raw` is live (the caller's contract).
         let flags = unsafe { check_stream(context, raw) }?;
@@ -88,7 +97,7 @@ impl<'a> BorrowedStream<'a> {
         // Through the door with no memory: the join orders two streams and touches none.
         // SAFETY: both streams are live and of `context` (checked), which the door binds.
         stream.enqueue("BorrowedStream::new", &[], |ours| unsafe { join(ours.get(), raw) })?;
-        Ok(BorrowedStream { stream, handle: raw, owner: Some(raw), thread: None, _owner: PhantomData })
+        Ok(BorrowedStream { stream, handle: raw, owner: Some(raw), per_thread: false, _owner: PhantomData })
     }
 
     /// The owner's stream handle this borrows.
@@ -107,20 +116,16 @@ impl Deref for BorrowedStream<'_> {
 impl Drop for BorrowedStream<'_> {
     fn drop(&mut self) {
         let Some(owner) = self.owner else { return };
-        if self.thread.is_some_and(|thread| thread != std::thread::current().id()) {
-            // `CU_STREAM_PER_THREAD` names another stream on this thread than the one borrowed
-            // (D1): the host waits for the work queued through this value instead, so the
-            // owner's later work on its thread's stream comes after it.
-            let _ = self.stream.synchronize();
-            return;
-        }
-        // The owner's later work waits for ours, never through an event recorded into a
-        // capture of ours (issue 29's host item 1: the owner's stream would join our capture
-        // and its later work would be recorded instead of run). If that cannot be queued (a
-        // faulted context), wait on the host instead: the owner may destroy its stream right
-        // after this.
-        // SAFETY: `owner` is live until we return (the contract of `new`), of our context.
-        match unsafe { self.stream.order_raw_after(owner, "BorrowedStream::drop") } {
+        let outcome = if self.per_thread {
+            self.end_per_thread_borrow()
+        } else {
+            // The owner's later work waits for ours, never through an event recorded into a
+            // capture of ours (issue 29's host item 1: the owner's stream would join our capture
+            // and its later work would be recorded instead of run).
+            // SAFETY: `owner` is live until we return (the contract of `new`), of our context.
+            unsafe { self.stream.order_raw_after(owner, "BorrowedStream::drop") }
+        };
+        match outcome {
             Ok(()) => {}
             Err(crate::Error::OrderingAfterCapture { .. }) => {
                 eprintln!(
@@ -131,10 +136,62 @@ impl Drop for BorrowedStream<'_> {
                 );
                 std::process::abort();
             }
+            // The ordering could not be queued (a faulted context): wait on the host instead, as
+            // the owner may destroy its stream right after this.
             Err(_) => {
                 let _ = self.stream.synchronize();
             }
         }
+    }
+}
+
+impl BorrowedStream<'_> {
+    /// The end of a borrow of `CU_STREAM_PER_THREAD`: the host waits for the work queued
+    /// through it, so the per-thread stream's later work comes after it. Nothing is queued on
+    /// the per-thread stream itself: with the driver (580, H200) a thread whose per-thread
+    /// stream still has unfinished work at its exit does not finish exiting (the D1 test's
+    /// writer thread, which ended the borrow with an event join, then exited while the 200 ms
+    /// kernel ran, was still in the driver's thread teardown 5 s later, long after the kernel
+    /// ended; a plain `cuMemsetD32Async` on the per-thread stream just before the exit does
+    /// the same). A drop on another thread (whose `CU_STREAM_PER_THREAD` is another stream)
+    /// waits the same way.
+    ///
+    /// After a reported timeout (P12) the work may never end and the host does not wait, and a
+    /// join would keep the thread from exiting: the per-thread stream is then left unordered
+    /// after that work, as for a leaked borrow (said on standard error; the contract of
+    /// [`BorrowedStream::new`] covers it).
+    fn end_per_thread_borrow(&self) -> Result<()> {
+        match per_thread_end(self.stream.host_wait()) {
+            PerThreadEnd::Done(outcome) => outcome,
+            PerThreadEnd::Unordered => {
+                eprintln!(
+                    "ferrocuda: a borrow of a per-thread stream (CU_STREAM_PER_THREAD) ends while work queued through it is \
+                     still running after Stream::synchronize_timeout gave up on it: the host does not wait for it, and the \
+                     per-thread stream is not joined after it either (the driver would not let the thread exit while it \
+                     runs), so the per-thread stream's later work is not ordered after it, as for a leaked borrow"
+                );
+                Ok(())
+            }
+        }
+    }
+}
+
+/// What ends a borrow of `CU_STREAM_PER_THREAD` ([`BorrowedStream::end_per_thread_borrow`]),
+/// given the outcome of the host's wait for its work.
+#[derive(Debug)]
+enum PerThreadEnd {
+    /// The wait's outcome is the end: done (the per-thread stream's later work comes after
+    /// ours), or an error for the drop to handle (a faulted context, a raced capture).
+    Done(Result<()>),
+    /// The work is still running after a reported timeout: the host may not wait, and nothing
+    /// may be queued on the per-thread stream (the thread could not exit while it runs).
+    Unordered,
+}
+
+fn per_thread_end(waited: Result<()>) -> PerThreadEnd {
+    match waited {
+        Err(crate::Error::WorkStillRunning { .. }) => PerThreadEnd::Unordered,
+        other => PerThreadEnd::Done(other),
     }
 }
 
@@ -317,5 +374,19 @@ mod tests {
         for what in ["different CUDA stream on each host thread", "new_stream()", "Stream::new", "BorrowedStream::new"] {
             assert!(message.contains(what), "{what} missing from: {message}");
         }
+    }
+
+    /// D1, the thread exit (issue 29, class 7): the end of a per-thread borrow waits on the
+    /// host and queues nothing on the per-thread stream (a thread whose per-thread stream still
+    /// had unfinished work never finished exiting on driver 580); when the host may not wait
+    /// (work still running after a reported timeout) nothing is joined either, and the other
+    /// failures go to the drop's own handling.
+    #[test]
+    fn d1_a_per_thread_borrow_ends_with_a_host_wait_and_never_a_join() {
+        assert!(matches!(per_thread_end(Ok(())), PerThreadEnd::Done(Ok(()))));
+        let running = per_thread_end(Err(crate::Error::WorkStillRunning { operation: "a host wait for a stream's work" }));
+        assert!(matches!(running, PerThreadEnd::Unordered), "{running:?}");
+        let raced = per_thread_end(Err(crate::Error::OrderingAfterCapture { operation: "a host wait for a stream's work" }));
+        assert!(matches!(raced, PerThreadEnd::Done(Err(crate::Error::OrderingAfterCapture { .. }))), "{raced:?}");
     }
 }

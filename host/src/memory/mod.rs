@@ -74,7 +74,12 @@ impl<T> DeviceSlice<T> {
     }
 
     /// Which streams still use the memory ([`BufferUsage`]).
+    ///
+    /// Borrowing the buffer itself means that the halves of an earlier `split_at_mut` are
+    /// gone: its record returns to the fast path then (`BufferUsage::owner_borrowed`).
+    #[inline]
     pub fn usage(&self) -> &BufferUsage {
+        self.usage.owner_borrowed();
         &self.usage
     }
 }
@@ -192,7 +197,7 @@ impl<T: Pod> DeviceBuffer<T> {
 
     /// This buffer's access for work of its own.
     fn access(&self, access: Access) -> BufferAccess<'_> {
-        BufferAccess::new(Some(&self.slice.usage), access, "self")
+        BufferAccess::new(Some(self.slice.usage()), access, "self")
     }
 
     /// Sets every element to `value` (a synchronous memset on the legacy default stream).
@@ -287,7 +292,7 @@ impl<T: Pod> DeviceBuffer<T> {
 
     fn copy_device_to_device(&mut self, source: &DeviceSlice<T>, stream: &Stream, operation: &str) -> Result<()> {
         let (destination, origin, bytes) = (self.slice.ptr, source.ptr, self.slice.size_bytes());
-        let accesses = [self.access(Access::Write), BufferAccess::new(Some(&source.usage), Access::Read, "source")];
+        let accesses = [self.access(Access::Write), BufferAccess::new(Some(source.usage()), Access::Read, "source")];
         // SAFETY: both ranges hold `bytes` bytes (equal lengths); `&mut self` and `&source`
         // cannot overlap; the door orders the copy after both buffers' earlier work and before
         // their release.
@@ -323,7 +328,7 @@ impl<T: Pod> DeviceBuffer<T> {
     fn copy_peer(&mut self, source: &DeviceBuffer<T>, stream: &Stream) -> Result<()> {
         let (destination_context, origin_context) = (self.context().raw(), source.context().raw());
         let (destination, origin, bytes) = (self.slice.ptr, source.slice.ptr, self.slice.size_bytes());
-        let accesses = [self.access(Access::Write), BufferAccess::new(Some(&source.slice.usage), Access::Read, "source").in_any_context()];
+        let accesses = [self.access(Access::Write), BufferAccess::new(Some(source.slice.usage()), Access::Read, "source").in_any_context()];
         // SAFETY: both allocations hold `bytes` bytes in their own (alive) contexts; the door
         // orders the copy after both buffers' earlier work and before their release.
         stream.enqueue("copy_from_peer", &accesses, |s| {

@@ -289,11 +289,27 @@ impl BufferUsage {
         self.fast_write.store(0, Ordering::Release);
     }
 
-    /// True once views that two threads may use at once exist (the halves of a `split_at_mut`),
-    /// or for a library's state ([`BufferUsage::for_library_state`]): work on the memory then
-    /// holds this record's lock from its ordering to its queuing (audit 2026-11-27d, D2).
+    /// True while views that two threads may use at once may exist (the halves of a
+    /// `split_at_mut`, until the buffer itself is used again), and always for a library's state
+    /// ([`BufferUsage::for_library_state`]): work on the memory then holds this record's lock
+    /// from its ordering to its queuing (audit 2026-11-27d, D2).
     pub fn is_shared(&self) -> bool {
         self.shared.load(Ordering::Relaxed)
+    }
+
+    /// The record's owner (the [`DeviceSlice`](crate::DeviceSlice) of a buffer, which holds
+    /// it) is borrowed, shared or exclusively: the views of a `split_at_mut` borrow it
+    /// exclusively, so none is alive now, and none can be made while this borrow lasts; every
+    /// piece of work declared through them has been queued (its declaration held the view).
+    /// So no other thread can declare work on the record between another declaration and its
+    /// queuing any more, and the record goes back to the one-load fast path (its fast keys are
+    /// set again by the next ordering). One load when the record is not shared. Never called
+    /// for a library's state, which has no owner to borrow.
+    #[inline]
+    pub(crate) fn owner_borrowed(&self) {
+        if self.shared.load(Ordering::Relaxed) {
+            self.shared.store(false, Ordering::Relaxed);
+        }
     }
 
     /// True when `stream` may do `access` with no wait and no bookkeeping (see `fast_read`).
@@ -421,9 +437,13 @@ impl Stream {
     ///
     /// The declaration holds only if no other thread declares work on the same buffer between
     /// it and the queuing. For a buffer or view only you hold (`&mut` for a write) that is
-    /// given; for the views of a `split_at_mut` used on two threads at once it is not (D2):
-    /// declare and queue with [`Stream::will_use_for`] instead.
+    /// given. Memory whose record other threads may reach at once (a half of a
+    /// `split_at_mut`, [`BufferAccess::library_state`]) is refused
+    /// ([`Error::SharedDeclarationNotHeld`]): another thread's declaration could overtake this
+    /// one before its work is queued (D2). Declare and queue such memory with
+    /// [`Stream::will_use_for`].
     pub fn will_use(&self, buffers: &[BufferAccess<'_>]) -> Result<()> {
+        refuse_shared(buffers)?;
         before_work(self, "Stream::will_use", buffers)
     }
 
@@ -438,6 +458,15 @@ impl Stream {
         let outcome = work();
         drop(held);
         Ok(outcome)
+    }
+}
+
+/// [`Stream::will_use`]'s refusal of records that other threads may reach at once: its
+/// declaration comes apart from the queuing, which only [`Stream::will_use_for`] holds.
+fn refuse_shared(buffers: &[BufferAccess<'_>]) -> Result<()> {
+    match buffers.iter().find(|b| b.usage.is_some_and(BufferUsage::is_shared)) {
+        Some(shared) => Err(Error::SharedDeclarationNotHeld { argument: shared.name }),
+        None => Ok(()),
     }
 }
 

@@ -247,9 +247,13 @@ impl<T: bytemuck::Pod> crate::DeviceBuffer<T> {
 
     /// Splits the whole buffer into two writable views at `mid`; panics if `mid > len`.
     ///
-    /// The two views share the buffer's use record and may go to two threads: from now on
-    /// the work on this buffer is ordered and queued under the record's lock (D2; an
-    /// uncontended lock per use instead of the one-load fast path).
+    /// The two views share the buffer's use record and may go to two threads: while they
+    /// may exist, work on this buffer is ordered and queued under the record's lock (D2; an
+    /// uncontended lock per use instead of the one-load fast path), and
+    /// [`Stream::will_use`](crate::Stream::will_use) refuses them (use
+    /// [`Stream::will_use_for`](crate::Stream::will_use_for)). The buffer's next use of its
+    /// own (a launch, copy or view through the buffer, which the views' borrow excludes until
+    /// they are gone) returns it to the fast path.
     pub fn split_at_mut(&mut self, mid: usize) -> (DeviceViewMut<'_, T>, DeviceViewMut<'_, T>) {
         let len = self.len();
         assert!(mid <= len, "split index {mid} out of range for a device buffer of length {len}");
@@ -313,7 +317,7 @@ impl<'a, T> DeviceViewMut<'a, T> {
     }
     /// Splits into two writable views at `mid`, like `split_at_mut`; panics if `mid > len`.
     /// As [`DeviceBuffer::split_at_mut`](crate::DeviceBuffer::split_at_mut), the record is
-    /// marked shared (D2).
+    /// marked shared (D2) until the buffer itself is used again.
     pub fn split_at_mut(&mut self, mid: usize) -> (DeviceViewMut<'_, T>, DeviceViewMut<'_, T>) {
         assert!(mid <= self.len, "split index {mid} out of range for a device slice of length {}", self.len);
         self.usage.mark_shared();

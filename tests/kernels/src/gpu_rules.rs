@@ -363,3 +363,23 @@ pub fn f7_static_plus_dynamic(mut out: DisjointSlice<u32>) {
         *o = big.get(t) + dynamic.get(t);
     }
 }
+
+/// G8 (audit 2026-11-27d, `partial_sync`): barriers in a block of 48 threads, whose second warp
+/// has 16 lanes. mode 0: `sync_warp(u32::MAX)` (the mask names lanes 48..63, which do not
+/// exist), then 1; mode 1: `sync_threads_count(true)`; mode 2: `sync_threads_count(t odd)`.
+/// `out[t]` = what thread `t` got.
+#[kernel]
+pub fn g8_partial_warp_barriers(mode: u32, mut out: DisjointSlice<u32>) {
+    let t = thread_idx_x();
+    let v = match mode {
+        0 => {
+            ferrocuda_device::sync::sync_warp(u32::MAX);
+            1
+        }
+        1 => sync_threads_count(true),
+        _ => sync_threads_count(t % 2 == 1),
+    };
+    if let Some(o) = out.get_mut(unique_index()) {
+        *o = v;
+    }
+}
