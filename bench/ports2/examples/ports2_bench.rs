@@ -334,7 +334,9 @@ fn fused_add_rms_norm(context: &Context, stream: &Stream, twins: &Twins) -> Resu
         }
         let who = ["Rust", "nvcc twin"][which];
         ok &= report(&format!("{who} residual"), cases::check_exact("residual", &cases::unpack(&r.to_vec()?), &res_e));
-        ok &= report(&format!("{who} input"), cases::check_close_bf16("input", &cases::unpack(&x.to_vec()?), &in_e, 1e-3, 1e-2));
+        // Two bf16 ulps: the reference's rsqrt is exact, the GPU's rsqrtf 2 ulp (the first run saw 2-ulp
+        // differences in 3 and 9 of 67M values, Rust and nvcc).
+        ok &= report(&format!("{who} input"), cases::check_close_bf16("input", &cases::unpack(&x.to_vec()?), &in_e, 1e-3, 1.6e-2));
     }
     let times = measure(stream, runs(), &[0, 1], |which, stopwatch| -> ferrocuda::Result<()> {
         stopwatch.start()?;

@@ -120,7 +120,7 @@ fn fused_add_rms_norm_case(tokens: usize, hidden: usize, block: u32) {
     let config = LaunchConfig::new(tokens as u32, block);
     ports2::fused_add_rms_norm_kernel::launch_cpu(&executor(), config, &mut x, hidden as i64, &mut r, &cases::pack::<Vec8>(&weight), eps, tokens as i32, (hidden / 8) as u32).unwrap();
     cases::check_exact("residual", &cases::unpack(&r), &res_e).unwrap();
-    cases::check_close_bf16("input", &cases::unpack(&x), &in_e, 1e-3, 1e-2).unwrap();
+    cases::check_close_bf16("input", &cases::unpack(&x), &in_e, 1e-3, 1.6e-2).unwrap();
 }
 
 #[test]
