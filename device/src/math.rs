@@ -534,8 +534,13 @@ fn half_exp_abs(x: f32) -> f32 {
     let a = x.abs();
     let n: f32 = device_float!(@cvt reg32, "f32", "rni", a.min(88.5) * core::f32::consts::LOG2_E);
     let r = (-n).mul_add(LN2_LO, (-n).mul_add(LN2_HI, a));
-    // SAFETY: `n` is an integer in [0, 128] (`a` is not NaN after `min`, and not negative).
-    let scale = f32::from_bits((unsafe { n.to_int_unchecked::<u32>() } + 126) << 23);
+    // 2^(n-1) from the bits of `n + 1.5 * 2^23 + 126`: an integer `n` in [0, 128] lands in the low
+    // mantissa bits (exactly), whose low 9 bits shifted by 23 are the exponent field of 2^(n-1).
+    // One `FADD` and one shift, as nvcc's `coshf` builds it, where `n as u32` was an `F2I` on the
+    // conversion pipe (a quarter of the FMA rate) per call: llm.c's GELU backward, eight `coshf`
+    // a thread, ran at 0.85x nvcc's with it (issue 30, bench/ports2/RESULTS.md).
+    const SCALE_BIAS: f32 = 12_583_038.0; // 0x4B40_007E: 1.5 * 2^23 + 126
+    let scale = f32::from_bits((n + SCALE_BIAS).to_bits() << 23);
     (r * core::f32::consts::LOG2_E).fast_exp2() * scale
 }
 

@@ -65,6 +65,13 @@ fn row(name: &str, times: &[Vec<f64>], bytes: f64) -> f64 {
     twin / rust
 }
 
+/// Two rows for a kernel with a fix-round variant: the first try and the fixed port, each
+/// against the twin (`times`: first try, twin, fixed).
+fn rows3(name: &str, times: &[Vec<f64>], bytes: f64) {
+    row(name, &times[..2], bytes);
+    row(&format!("{name} (fixed)"), &[times[2].clone(), times[1].clone()], bytes);
+}
+
 /// Prints a check's outcome; `false` when it failed.
 fn report(what: &str, outcome: std::result::Result<(), String>) -> bool {
     match outcome {
@@ -143,14 +150,18 @@ fn gelu_backward_inplace(context: &Context, stream: &Stream, twins: &Twins) -> R
     d.copy_from_host(&dout_packed)?;
     ports2_llmc::gelu_backward_inplace_kernel::launch_in(&twins.llmc, stream, config, &mut d, &inp)?;
     ok &= report("nvcc twin", cases::check_close_bf16("gelu_backward", &cases::unpack(&d.to_vec()?), &expected, 1e-3, 1e-2));
-    let times = measure(stream, runs(), &[0, 1], |which, stopwatch| -> ferrocuda::Result<()> {
+    d.copy_from_host(&dout_packed)?;
+    ports2_llmc::gelu_backward_inplace_fixed::launch(stream, config, &mut d, &inp)?;
+    ok &= report("Rust (fixed)", cases::check_close_bf16("gelu_backward", &cases::unpack(&d.to_vec()?), &expected, 1e-3, 1e-2));
+    let times = measure(stream, runs(), &[0, 1, 2], |which, stopwatch| -> ferrocuda::Result<()> {
         stopwatch.start()?;
         match which {
             0 => ports2_llmc::gelu_backward_inplace_kernel::launch(stream, config, &mut d, &inp),
-            _ => ports2_llmc::gelu_backward_inplace_kernel::launch_in(&twins.llmc, stream, config, &mut d, &inp),
+            1 => ports2_llmc::gelu_backward_inplace_kernel::launch_in(&twins.llmc, stream, config, &mut d, &inp),
+            _ => ports2_llmc::gelu_backward_inplace_fixed::launch(stream, config, &mut d, &inp),
         }
     })?;
-    row("gelu_backward_inplace", &times, (n * 2 * 3) as f64);
+    rows3("gelu_backward_inplace", &times, (n * 2 * 3) as f64);
     Ok(ok)
 }
 
@@ -215,25 +226,27 @@ fn layernorm_forward(context: &Context, stream: &Stream, twins: &Twins) -> Resul
     let config = LaunchConfig::new((n * 32).div_ceil(256) as u32, 256);
     let (n32, c32) = (n as u32, c as u32);
     let mut ok = true;
-    for which in 0..2 {
+    for which in 0..3 {
         out.fill(bf16::ZERO)?;
         match which {
             0 => ports2_llmc::layernorm_forward_kernel3::launch(stream, config, &mut out, &mut mean, &mut rstd, &inp, &weight, &bias, n32, c32)?,
-            _ => ports2_llmc::layernorm_forward_kernel3::launch_in(&twins.llmc, stream, config, &mut out, &mut mean, &mut rstd, &inp, &weight, &bias, n32, c32)?,
+            1 => ports2_llmc::layernorm_forward_kernel3::launch_in(&twins.llmc, stream, config, &mut out, &mut mean, &mut rstd, &inp, &weight, &bias, n32, c32)?,
+            _ => ports2_llmc::layernorm_forward_fixed::launch(stream, config, &mut out, &mut mean, &mut rstd, &inp, &weight, &bias, n32, c32)?,
         }
-        let who = ["Rust", "nvcc twin"][which];
+        let who = ["Rust", "nvcc twin", "Rust (fixed)"][which];
         ok &= report(&format!("{who} mean"), cases::check_close("mean", &mean.to_vec()?, &mean_e, 1e-5, 1e-4));
         ok &= report(&format!("{who} rstd"), cases::check_close("rstd", &rstd.to_vec()?, &rstd_e, 1e-5, 1e-4));
         ok &= report(&format!("{who} out"), cases::check_close_bf16("out", &out.to_vec()?, &out_e, 1e-2, 1e-2));
     }
-    let times = measure(stream, runs(), &[0, 1], |which, stopwatch| -> ferrocuda::Result<()> {
+    let times = measure(stream, runs(), &[0, 1, 2], |which, stopwatch| -> ferrocuda::Result<()> {
         stopwatch.start()?;
         match which {
             0 => ports2_llmc::layernorm_forward_kernel3::launch(stream, config, &mut out, &mut mean, &mut rstd, &inp, &weight, &bias, n32, c32),
-            _ => ports2_llmc::layernorm_forward_kernel3::launch_in(&twins.llmc, stream, config, &mut out, &mut mean, &mut rstd, &inp, &weight, &bias, n32, c32),
+            1 => ports2_llmc::layernorm_forward_kernel3::launch_in(&twins.llmc, stream, config, &mut out, &mut mean, &mut rstd, &inp, &weight, &bias, n32, c32),
+            _ => ports2_llmc::layernorm_forward_fixed::launch(stream, config, &mut out, &mut mean, &mut rstd, &inp, &weight, &bias, n32, c32),
         }
     })?;
-    row("layernorm_forward_kernel3", &times, (n * c * 2 * 2 + n * 8) as f64);
+    rows3("layernorm_forward_kernel3", &times, (n * c * 2 * 2 + n * 8) as f64);
     Ok(ok)
 }
 
@@ -285,27 +298,29 @@ fn permute(context: &Context, stream: &Stream, twins: &Twins) -> Result<bool> {
     let nz = |x: usize| NonZeroU32::new(x as u32).unwrap();
     let (bb, nn, hh, dd) = (b as u32, nz(n), nz(nh), nz(d));
     let mut ok = true;
-    for which in 0..2 {
+    for which in 0..3 {
         q.fill(bf16::ZERO)?;
         k.fill(bf16::ZERO)?;
         v.fill(bf16::ZERO)?;
         match which {
             0 => ports2_llmc::permute_kernel::launch(stream, config, &mut q, &mut k, &mut v, &inp, bb, nn, hh, dd)?,
-            _ => ports2_llmc::permute_kernel::launch_in(&twins.llmc, stream, config, &mut q, &mut k, &mut v, &inp, bb, nn, hh, dd)?,
+            1 => ports2_llmc::permute_kernel::launch_in(&twins.llmc, stream, config, &mut q, &mut k, &mut v, &inp, bb, nn, hh, dd)?,
+            _ => ports2_llmc::permute_fixed::launch(stream, config, &mut q, &mut k, &mut v, &inp, bb, nn, hh, dd)?,
         }
-        let who = ["Rust", "nvcc twin"][which];
+        let who = ["Rust", "nvcc twin", "Rust (fixed)"][which];
         for (name, (buf, e)) in ["q", "k", "v"].iter().zip([(&q, &expected[0]), (&k, &expected[1]), (&v, &expected[2])]) {
             ok &= report(&format!("{who} {name}"), cases::check_exact(name, &buf.to_vec()?, e));
         }
     }
-    let times = measure(stream, runs(), &[0, 1], |which, stopwatch| -> ferrocuda::Result<()> {
+    let times = measure(stream, runs(), &[0, 1, 2], |which, stopwatch| -> ferrocuda::Result<()> {
         stopwatch.start()?;
         match which {
             0 => ports2_llmc::permute_kernel::launch(stream, config, &mut q, &mut k, &mut v, &inp, bb, nn, hh, dd),
-            _ => ports2_llmc::permute_kernel::launch_in(&twins.llmc, stream, config, &mut q, &mut k, &mut v, &inp, bb, nn, hh, dd),
+            1 => ports2_llmc::permute_kernel::launch_in(&twins.llmc, stream, config, &mut q, &mut k, &mut v, &inp, bb, nn, hh, dd),
+            _ => ports2_llmc::permute_fixed::launch(stream, config, &mut q, &mut k, &mut v, &inp, bb, nn, hh, dd),
         }
     })?;
-    row("permute_kernel", &times, (total * 3 * 2 * 2) as f64);
+    rows3("permute_kernel", &times, (total * 3 * 2 * 2) as f64);
     Ok(ok)
 }
 

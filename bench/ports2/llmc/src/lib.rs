@@ -11,7 +11,7 @@ use bytemuck::{Pod, Zeroable};
 use core::num::NonZeroU32;
 use ferrocuda_device::cache::{self, Load, Store};
 use ferrocuda_device::global::{PerWarpRow, warp_row};
-use ferrocuda_device::half::{F32ToHalf, HalfFloat, bf16};
+use ferrocuda_device::half::{Bf16x2, F32ToHalf, HalfFloat, bf16};
 use ferrocuda_device::prelude::*;
 use ferrocuda_device::thread::{block_dim_z, block_idx_y, grid_dim_y, thread_idx_y, thread_idx_z};
 use ferrocuda_device::unroll::unroll;
@@ -312,3 +312,139 @@ pub fn permute_kernel(
     *k_out = cache::load(&inp[inp_idx + nhd], Load::Streaming);
     *v_out = cache::load(&inp[inp_idx + 2 * nhd], Load::Streaming);
 }
+
+// ---- Fix round (RESULTS.md): the first tries above stay as they were written ----------------
+
+/// [`gelu_backward_inplace_kernel`] after the fix round: the eight results are rounded to bf16 in
+/// pairs (`Bf16x2::from_f32s`, one `cvt.rn.bf16x2.f32`, SASS `F2FP.BF16.F32.PACK_AB`, as nvcc
+/// packs `x128`'s stores) instead of one `to_bf16` each (eight `F2F.BF16.F32` on the conversion
+/// pipe, then shifts and masks to pack them).
+#[kernel(same_len(d_in_out, inp))]
+pub fn gelu_backward_inplace_fixed(mut d_in_out: DisjointSlice<X128>, inp: &[X128]) {
+    let i = unique_index();
+    let Some(d) = d_in_out.get_mut(i) else { return };
+    let packed_inp = cache::load(&inp[i], Load::Streaming); // load128cs
+    let packed_dout = vector::load16(&*d); // load128
+    let mut packed_dinp = X128::default();
+    unroll::<4>(|p| {
+        let mut r = [0.0f32; 2];
+        unroll::<2>(|h| {
+            let k = 2 * p + h;
+            let x = packed_inp.v[k].widen();
+            let cube = 0.044715f32 * x * x * x;
+            let tanh_arg = GELU_SCALING_FACTOR * (x + cube);
+            let tanh_out = tanh_arg.tanh();
+            let coshf_out = tanh_arg.cosh();
+            let sech_out = 1.0f32 / (coshf_out * coshf_out);
+            let local_grad = 0.5f32 * (1.0f32 + tanh_out) + x * 0.5f32 * sech_out * GELU_SCALING_FACTOR * (1.0f32 + 3.0f32 * 0.044715f32 * x * x);
+            r[h] = local_grad * packed_dout.v[k].widen();
+        });
+        let pair = Bf16x2::from_f32s(r[0], r[1]);
+        packed_dinp.v[2 * p] = pair.lo();
+        packed_dinp.v[2 * p + 1] = pair.hi();
+    });
+    vector::store16(d, packed_dinp); // store128
+}
+
+/// [`layernorm_forward_kernel3`] after the fix round: the normalisation loop is
+/// `o.zip_inputs([x, weight, bias]).for_each(..)` instead of a `for` loop over the same
+/// iterator. The `for` loop calls `next()`, whose `None` LLVM merges into the loop's pointers as
+/// nulls: NVPTX then cannot trace `weight` and `bias` to the read-only kernel parameters and
+/// reads them with plain `ld.global` (not `.nc`), with a null test and four 64-bit pointer
+/// updates per step. `for_each` runs the iterator's own loop (`fold`, added to the row iterators
+/// in this round): `.nc` loads, and LLVM unrolls it by 4 as nvcc does.
+#[kernel(cols(out = c, mean = 1, rstd = 1))]
+#[allow(clippy::too_many_arguments)]
+pub fn layernorm_forward_fixed(
+    mut out: PerWarpRow<bf16>,
+    mut mean: PerWarpRow<f32>,
+    mut rstd: PerWarpRow<f32>,
+    inp: &[bf16],
+    weight: &[bf16],
+    bias: &[bf16],
+    n: u32,
+    c: u32,
+) {
+    let me = warp_row();
+    let Some(o) = out.row_mut(me) else { return };
+    let idx = o.row();
+    if idx >= n {
+        return;
+    }
+    let lane = o.lane();
+    let cs = c as usize;
+    let start = idx as usize * cs;
+    let Some(x) = inp.get(start..start + cs) else { return };
+
+    let mut sum = 0.0f32;
+    let mut i = lane;
+    while i < c {
+        sum += x[i as usize].widen();
+        i += 32;
+    }
+    sum = warp::reduce_sum(sum);
+    let m = sum / c as f32;
+    if let Some(mut row) = mean.row_mut(me)
+        && let Some(mean_out) = row.get_mut(0)
+    {
+        cache::store(mean_out, m, Store::Streaming);
+    }
+
+    sum = 0.0f32;
+    let mut i = lane;
+    while i < c {
+        let diff = x[i as usize].widen() - m;
+        sum += diff * diff;
+        i += 32;
+    }
+    sum = warp::reduce_sum(sum);
+    let s = (sum / c as f32 + 1e-5f32).rsqrt();
+    if let Some(mut row) = rstd.row_mut(me)
+        && let Some(rstd_out) = row.get_mut(0)
+    {
+        cache::store(rstd_out, s, Store::Streaming);
+    }
+
+    o.zip_inputs([x, weight, bias]).for_each(|([xc, w, b], o)| {
+        let nrm = s * (cache::load(xc, Load::Streaming).widen() - m);
+        cache::store(o, (nrm * w.widen() + b.widen()).to_bf16(), Store::Streaming);
+    });
+}
+
+/// [`permute_kernel`] after the fix round: the three source elements are taken with
+/// `inp.get(..)` (no panic path, so no kernel-tag store and no bounds-check calls) and the
+/// divisors are `NonZeroU32::new` of the products (one test each) instead of
+/// `NonZeroU32::saturating_mul` (a wide multiply and a select each).
+#[kernel(same_len(q, k, v))]
+#[allow(clippy::too_many_arguments)]
+pub fn permute_fixed(
+    mut q: DisjointSlice<bf16>,
+    mut k: DisjointSlice<bf16>,
+    mut v: DisjointSlice<bf16>,
+    inp: &[bf16],
+    _b: u32,
+    n: NonZeroU32,
+    nh: NonZeroU32,
+    d: NonZeroU32,
+) {
+    let i = unique_index();
+    let (Some(q_out), Some(k_out), Some(v_out)) = (q.get_mut(i), k.get_mut(i), v.get_mut(i)) else { return };
+    let idx = i.get() as u32;
+    let (Some(nd), Some(nhd)) = (NonZeroU32::new(n.get().wrapping_mul(d.get())), NonZeroU32::new(nh.get().wrapping_mul(d.get()))) else { return };
+    let Some(nhnd) = NonZeroU32::new(nh.get().wrapping_mul(nd.get())) else { return };
+
+    let b = idx / nhnd;
+    let rest = idx % nhnd;
+    let nh_ = rest / nd;
+    let rest = rest % nd;
+    let n_ = rest / d;
+    let d_ = rest % d;
+    let nhd = nhd.get();
+    let inp_idx = (b * n.get() * 3 * nhd + n_ * 3 * nhd + nh_ * d.get() + d_) as usize;
+    let nhd = nhd as usize;
+    let (Some(x), Some(y), Some(z)) = (inp.get(inp_idx), inp.get(inp_idx + nhd), inp.get(inp_idx + 2 * nhd)) else { return };
+    *q_out = cache::load(x, Load::Streaming);
+    *k_out = cache::load(y, Load::Streaming);
+    *v_out = cache::load(z, Load::Streaming);
+}
+
