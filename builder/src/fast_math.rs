@@ -28,9 +28,9 @@ pub fn flush_approximate_divisions(ptx: &str) -> String {
             },
             None => ("", body),
         };
-        let rewritten = [("div.approx.f32", "div.approx.ftz.f32"), ("rcp.approx.f32", "rcp.approx.ftz.f32")].iter().find_map(|(from, to)| {
-            rest.strip_prefix(from).filter(|after| after.starts_with([' ', '\t'])).map(|after| format!("{indent}{guard}{to}{after}"))
-        });
+        let rewritten = [("div.approx.f32", "div.approx.ftz.f32"), ("rcp.approx.f32", "rcp.approx.ftz.f32")]
+            .iter()
+            .find_map(|(from, to)| rest.strip_prefix(from).filter(|after| after.starts_with([' ', '\t'])).map(|after| format!("{indent}{guard}{to}{after}")));
         out.push_str(rewritten.as_deref().unwrap_or(line));
     }
     out

@@ -553,18 +553,6 @@ fn pow2_minus_one(n: f32) -> f32 {
     f32::from_bits((n + SCALE_BIAS).to_bits() << 23)
 }
 
-#[cfg(test)]
-mod tests {
-    /// The bit trick of `pow2_minus_one` is `2^(n-1)` exactly over the range `half_exp_abs`
-    /// gives it (`n = round(min(|x|, 88.5) log2 e)`: 0 to 128).
-    #[test]
-    fn pow2_minus_one_is_exact_for_every_exponent_cosh_uses() {
-        for n in 0..=128 {
-            assert_eq!(super::pow2_minus_one(n as f32), 2f32.powi(n - 1), "n = {n}");
-        }
-    }
-}
-
 /// `f32` `exp` and `erf` as nvcc 13 compiles `expf` and `erff` without fast math (read from
 /// its SASS for sm_90): branch-free sequences around one `ex2.approx` each, where libm's
 /// software functions made ported kernels 0.57x (vLLM's `moeSoftmax`, `expf`) and 0.31x (vLLM's
@@ -746,4 +734,16 @@ impl FastMath for f32 {
 #[cfg(not(target_arch = "nvptx64"))]
 fn ftz(x: f32) -> f32 {
     if x != 0.0 && x.abs() < f32::MIN_POSITIVE { 0.0f32.copysign(x) } else { x }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The bit trick of `pow2_minus_one` is `2^(n-1)` exactly over the range `half_exp_abs`
+    /// gives it (`n = round(min(|x|, 88.5) log2 e)`: 0 to 128).
+    #[test]
+    fn pow2_minus_one_is_exact_for_every_exponent_cosh_uses() {
+        for n in 0..=128 {
+            assert_eq!(super::pow2_minus_one(n as f32), 2f32.powi(n - 1), "n = {n}");
+        }
+    }
 }

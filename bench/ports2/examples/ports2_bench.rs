@@ -230,7 +230,9 @@ fn layernorm_forward(context: &Context, stream: &Stream, twins: &Twins) -> Resul
         out.fill(bf16::ZERO)?;
         match which {
             0 => ports2_llmc::layernorm_forward_kernel3::launch(stream, config, &mut out, &mut mean, &mut rstd, &inp, &weight, &bias, n32, c32)?,
-            1 => ports2_llmc::layernorm_forward_kernel3::launch_in(&twins.llmc, stream, config, &mut out, &mut mean, &mut rstd, &inp, &weight, &bias, n32, c32)?,
+            1 => {
+                ports2_llmc::layernorm_forward_kernel3::launch_in(&twins.llmc, stream, config, &mut out, &mut mean, &mut rstd, &inp, &weight, &bias, n32, c32)?
+            }
             _ => ports2_llmc::layernorm_forward_fixed::launch(stream, config, &mut out, &mut mean, &mut rstd, &inp, &weight, &bias, n32, c32)?,
         }
         let who = ["Rust", "nvcc twin", "Rust (fixed)"][which];

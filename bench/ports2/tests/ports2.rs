@@ -89,7 +89,8 @@ fn matmul_backward_bias_kernel9_partials_sum_to_the_column_sums() {
     let (sums, abs) = cases::column_sums(&dout, oc);
     let mut partials = vec![0.0f32; oc * grid_y as usize];
     let config = LaunchConfig::new((oc.div_ceil(64) as u32, grid_y), (4, 8, 32));
-    ports2_llmc::matmul_backward_bias_kernel9::launch_cpu(&executor(), config, &mut partials, &cases::pack::<X128>(&dout), b as u32, t as u32, oc as u32).unwrap();
+    ports2_llmc::matmul_backward_bias_kernel9::launch_cpu(&executor(), config, &mut partials, &cases::pack::<X128>(&dout), b as u32, t as u32, oc as u32)
+        .unwrap();
     cases::check_bias_partials(&partials, oc, &sums, &abs).unwrap();
 }
 
@@ -101,8 +102,19 @@ fn permute_kernel_matches_the_host() {
     let total = b * nh * n * d;
     let (mut q, mut k, mut v) = (vec![bf16::ZERO; total], vec![bf16::ZERO; total], vec![bf16::ZERO; total]);
     let nz = |x: usize| NonZeroU32::new(x as u32).unwrap();
-    ports2_llmc::permute_kernel::launch_cpu(&executor(), LaunchConfig::new(total.div_ceil(256) as u32, 256), &mut q, &mut k, &mut v, &inp, b as u32, nz(n), nz(nh), nz(d))
-        .unwrap();
+    ports2_llmc::permute_kernel::launch_cpu(
+        &executor(),
+        LaunchConfig::new(total.div_ceil(256) as u32, 256),
+        &mut q,
+        &mut k,
+        &mut v,
+        &inp,
+        b as u32,
+        nz(n),
+        nz(nh),
+        nz(d),
+    )
+    .unwrap();
     cases::check_exact("q", &q, &qe).unwrap();
     cases::check_exact("k", &k, &ke).unwrap();
     cases::check_exact("v", &v, &ve).unwrap();
@@ -118,7 +130,18 @@ fn fused_add_rms_norm_case(tokens: usize, hidden: usize, block: u32) {
     let mut x: Vec<Vec8> = cases::pack(&input);
     let mut r: Vec<Vec8> = cases::pack(&residual);
     let config = LaunchConfig::new(tokens as u32, block);
-    ports2::fused_add_rms_norm_kernel::launch_cpu(&executor(), config, &mut x, hidden as i64, &mut r, &cases::pack::<Vec8>(&weight), eps, tokens as i32, (hidden / 8) as u32).unwrap();
+    ports2::fused_add_rms_norm_kernel::launch_cpu(
+        &executor(),
+        config,
+        &mut x,
+        hidden as i64,
+        &mut r,
+        &cases::pack::<Vec8>(&weight),
+        eps,
+        tokens as i32,
+        (hidden / 8) as u32,
+    )
+    .unwrap();
     cases::check_exact("residual", &cases::unpack(&r), &res_e).unwrap();
     cases::check_close_bf16("input", &cases::unpack(&x), &in_e, 1e-3, 1.6e-2).unwrap();
 }
@@ -172,7 +195,8 @@ fn count_and_sort_case(numel: usize, experts: usize, blocks: u32) {
     let padding = numel as i32;
     let mut sorted = vec![padding; *offsets.last().unwrap() as usize];
     let mut cumsum = offsets.clone();
-    ports2::count_and_sort_expert_tokens_kernel::launch_cpu(&executor(), LaunchConfig::new(blocks, 256), &topk_ids, &mut sorted, &mut cumsum, numel as u64).unwrap();
+    ports2::count_and_sort_expert_tokens_kernel::launch_cpu(&executor(), LaunchConfig::new(blocks, 256), &topk_ids, &mut sorted, &mut cumsum, numel as u64)
+        .unwrap();
     cases::check_sorted(&sorted, &cumsum, &topk_ids, &offsets, padding).unwrap();
 }
 
@@ -208,7 +232,8 @@ fn layernorm_forward_fixed_matches_the_host() {
         let mut out = vec![bf16::ZERO; n * c];
         let (mut mean, mut rstd) = (vec![0.0f32; n], vec![0.0f32; n]);
         let config = LaunchConfig::new((n * 32).div_ceil(256) as u32, 256);
-        ports2_llmc::layernorm_forward_fixed::launch_cpu(&executor(), config, &mut out, &mut mean, &mut rstd, &inp, &weight, &bias, n as u32, c as u32).unwrap();
+        ports2_llmc::layernorm_forward_fixed::launch_cpu(&executor(), config, &mut out, &mut mean, &mut rstd, &inp, &weight, &bias, n as u32, c as u32)
+            .unwrap();
         cases::check_close("mean", &mean, &mean_e, 1e-5, 1e-4).unwrap();
         cases::check_close("rstd", &rstd, &rstd_e, 1e-5, 1e-4).unwrap();
         cases::check_close_bf16("out", &out, &out_e, 1e-2, 1e-2).unwrap();
@@ -223,7 +248,19 @@ fn permute_fixed_matches_the_host() {
     let total = b * nh * n * d;
     let (mut q, mut k, mut v) = (vec![bf16::ZERO; total], vec![bf16::ZERO; total], vec![bf16::ZERO; total]);
     let nz = |x: usize| NonZeroU32::new(x as u32).unwrap();
-    ports2_llmc::permute_fixed::launch_cpu(&executor(), LaunchConfig::new(total.div_ceil(256) as u32, 256), &mut q, &mut k, &mut v, &inp, b as u32, nz(n), nz(nh), nz(d)).unwrap();
+    ports2_llmc::permute_fixed::launch_cpu(
+        &executor(),
+        LaunchConfig::new(total.div_ceil(256) as u32, 256),
+        &mut q,
+        &mut k,
+        &mut v,
+        &inp,
+        b as u32,
+        nz(n),
+        nz(nh),
+        nz(d),
+    )
+    .unwrap();
     cases::check_exact("q", &q, &qe).unwrap();
     cases::check_exact("k", &k, &ke).unwrap();
     cases::check_exact("v", &v, &ve).unwrap();

@@ -315,7 +315,7 @@ pub fn permute_kernel(
 
 // ---- Fix round (RESULTS.md): the first tries above stay as they were written ----------------
 
-/// [`gelu_backward_inplace_kernel`] after the fix round: the eight results are rounded to bf16 in
+/// [`gelu_backward_inplace_kernel()`] after the fix round: the eight results are rounded to bf16 in
 /// pairs (`Bf16x2::from_f32s`, one `cvt.rn.bf16x2.f32`, SASS `F2FP.BF16.F32.PACK_AB`, as nvcc
 /// packs `x128`'s stores) instead of one `to_bf16` each (eight `F2F.BF16.F32` on the conversion
 /// pipe, then shifts and masks to pack them).
@@ -346,7 +346,7 @@ pub fn gelu_backward_inplace_fixed(mut d_in_out: DisjointSlice<X128>, inp: &[X12
     vector::store16(d, packed_dinp); // store128
 }
 
-/// [`layernorm_forward_kernel3`] after the fix round: the normalisation loop is
+/// [`layernorm_forward_kernel3()`] after the fix round: the normalisation loop is
 /// `o.zip_inputs([x, weight, bias]).for_each(..)` instead of a `for` loop over the same
 /// iterator. The `for` loop calls `next()`, whose `None` LLVM merges into the loop's pointers as
 /// nulls: NVPTX then cannot trace `weight` and `bias` to the read-only kernel parameters and
@@ -411,7 +411,7 @@ pub fn layernorm_forward_fixed(
     });
 }
 
-/// [`permute_kernel`] after the fix round: the three source elements are taken with
+/// [`permute_kernel()`] after the fix round: the three source elements are taken with
 /// `inp.get(..)` (no panic path, so no kernel-tag store and no bounds-check calls) and the
 /// divisors are `NonZeroU32::new` of the products (one test each) instead of
 /// `NonZeroU32::saturating_mul` (a wide multiply and a select each).
@@ -447,4 +447,3 @@ pub fn permute_fixed(
     *k_out = cache::load(y, Load::Streaming);
     *v_out = cache::load(z, Load::Streaming);
 }
-
