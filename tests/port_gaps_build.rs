@@ -84,10 +84,10 @@ fn fast_math_builds_approximate_instructions_and_the_newer_instructions_assemble
         assert!(newer.contains(op), "{op}:\n{newer}");
     }
     let math = entry_body(&ptx, "math_mode");
-    for op in ["sqrt.approx.ftz.f32", "ex2.approx.ftz.f32", "sin.approx.ftz.f32", "div.approx.f32"] {
+    for op in ["sqrt.approx.ftz.f32", "ex2.approx.ftz.f32", "sin.approx.ftz.f32", "div.approx.ftz.f32"] {
         assert!(math.contains(op), "{op} under fast_math:\n{math}");
     }
-    for precise in ["sqrt.rn.f32", "div.rn.f32"] {
+    for precise in ["sqrt.rn.f32", "div.rn.f32", "div.approx.f32"] {
         assert!(!math.contains(precise), "{precise} under fast_math:\n{math}");
     }
     if ferrocuda_builder::find_ptxas(&ferrocuda_builder::BuildEnv::process()).is_some() {

@@ -29,6 +29,7 @@ mod call_graph;
 mod dep_info;
 mod env;
 mod error;
+mod fast_math;
 mod inner_build;
 mod kernel_tag;
 mod launch_bounds;
@@ -46,6 +47,7 @@ pub use artifacts::{Artifacts, Cubin, clean_debug_ptx, clean_ptx};
 pub use call_graph::{IndirectCall, Recursion, indirect_call_kernels, recursive_kernels};
 pub use env::BuildEnv;
 pub use error::BuildError;
+pub use fast_math::flush_approximate_divisions;
 pub use inner_build::strip_ansi;
 pub use kernel_tag::remove_dead_kernel_tags;
 pub use launch_bounds::apply_launch_bounds;
@@ -246,9 +248,10 @@ impl KernelBuilder {
     /// build, under which `ferrocuda_device::math`'s `DeviceFloat` methods on `f32` use the
     /// hardware approximations (`sqrt`/`rsqrt`/`exp`/`exp2`/`ln`/`log2`/`sin`/`cos`/`tanh`
     /// become `*.approx.ftz.f32`, denormal inputs and results flush to zero) and
-    /// `f32` `/` compiles to `div.approx.f32` (nvcc's `-prec-div=false`). `f64` is unchanged,
-    /// as under nvcc; plain `f32` arithmetic does not flush denormals (rustc cannot ask for
-    /// `.ftz` arithmetic). Accuracy: see the `math` module's table. The CPU executor runs the
+    /// `f32` `/` compiles to `div.approx.ftz.f32` and `1.0 / x` to `rcp.approx.ftz.f32` (nvcc's
+    /// `-prec-div=false` with the `-ftz=true` that `--use_fast_math` implies; the builder adds
+    /// the `.ftz` LLVM leaves out). `f64` is unchanged, as under nvcc; plain `f32` `+ - *` do
+    /// not flush denormals (rustc cannot ask for `.ftz` arithmetic). Accuracy: see the `math` module's table. The CPU executor runs the
     /// precise functions either way.
     pub fn fast_math(mut self, fast_math: bool) -> Self {
         self.fast_math = fast_math;
@@ -451,6 +454,8 @@ impl KernelBuilder {
             // rustc declares the oldest ISA its LLVM knows for the target; declare the one
             // under which the device library's instructions for this architecture assemble.
             let ptx = declare_ptx_isa(&ptx, self.ptx_isa_for(arch));
+            // Fast math's `/` and `1 / x` flush denormals, as nvcc's `--use_fast_math` does.
+            let ptx = if self.fast_math { flush_approximate_divisions(&ptx) } else { ptx };
             let path = out_dir.join(format!("{crate_name}.{arch}.ptx"));
             artifacts::write(&path, ptx.as_bytes())?;
             artifacts.ptx.push((arch, path));

@@ -37,14 +37,17 @@
 //! | `powf` | `powf` (= `__powf`) | `lg2.approx.ftz`, `mul`, `ex2.approx.ftz` | the same |
 //! | `tanh` | `tanhf` | one `tanh.approx.f32` | the same (sm_75+; precise below, where nvcc 13 has no target) |
 //! | `cosh`, `sinh` | `coshf`, `sinhf` | software around one `ex2.approx.ftz` and one `div.approx.ftz` (24, 37 instructions) | [`FastMath::fast_cosh`]/[`fast_sinh`](FastMath::fast_sinh) (18, 33) |
-//! | `/` | `x / y` (`-prec-div=false`) | `div.approx.ftz` | `div.approx` (no `.ftz`: rustc cannot ask LLVM for it) |
-//! | `cbrt`, `exp_m1`, `ln_1p`, `asin`, `acos`, `atan`, `atan2`, `hypot`, `erf`, `erfc` | the same names | software (with SFU steps inside) | software (libm; its divisions `div.approx`) |
+//! | `/`, `1.0 / y` | `x / y`, `1.0f / y` (`-prec-div=false`) | `div.approx.ftz`, `rcp.approx.ftz` | the same (LLVM writes them without `.ftz`; the builder adds it) |
+//! | `cbrt`, `exp_m1`, `ln_1p`, `asin`, `acos`, `atan`, `atan2`, `hypot`, `erf`, `erfc` | the same names | software (with SFU steps inside) | software (libm; its divisions `div.approx.ftz`) |
 //! | every `f64` method | the same | precise | precise |
 //!
-//! It sets `cfg(ferrocuda_fast_math)` and has LLVM compile `f32` `/` as `div.approx.f32`
-//! (`-nvptx-prec-divf32=0`, nvcc's `-prec-div=false`). One difference: plain `+`, `*`, `/` do
-//! not flush denormals (rustc cannot ask LLVM for `.ftz` arithmetic); the `fast_*` methods
-//! do. Test code that needs to know reads `cfg!(ferrocuda_fast_math)`.
+//! It sets `cfg(ferrocuda_fast_math)` and has LLVM compile `f32` `/` as `div.approx.f32` and
+//! `1.0 / y` as `rcp.approx.f32` (`-nvptx-prec-divf32=0`, nvcc's `-prec-div=false`); the builder
+//! then writes both `.ftz`, as nvcc's `--use_fast_math` (which implies `-ftz=true`) has them:
+//! without it ptxas wraps every one in a denormal check and a rescaling (`FSETP`, `FSEL`, two
+//! `FMUL`), which made llm.c's GELU backward 0.85x nvcc's (issue 30's second port). One
+//! difference is left: plain `+`, `*` do not flush denormals (rustc cannot ask LLVM for `.ftz`
+//! arithmetic; it costs nothing on sm_90); the `fast_*` methods do. Test code that needs to know reads `cfg!(ferrocuda_fast_math)`.
 //!
 //! On the host the methods are `std`'s (more exact where they differ), so the CPU executor
 //! runs the same kernel source.
@@ -534,9 +537,20 @@ fn half_exp_abs(x: f32) -> f32 {
     let a = x.abs();
     let n: f32 = device_float!(@cvt reg32, "f32", "rni", a.min(88.5) * core::f32::consts::LOG2_E);
     let r = (-n).mul_add(LN2_LO, (-n).mul_add(LN2_HI, a));
-    // SAFETY: `n` is an integer in [0, 128] (`a` is not NaN after `min`, and not negative).
-    let scale = f32::from_bits((unsafe { n.to_int_unchecked::<u32>() } + 126) << 23);
-    (r * core::f32::consts::LOG2_E).fast_exp2() * scale
+    (r * core::f32::consts::LOG2_E).fast_exp2() * pow2_minus_one(n)
+}
+
+/// `2^(n-1)` for an integer-valued `n` in [0, 128], from the bits of `n + 1.5 * 2^23 + 126`: `n`
+/// lands in the low mantissa bits (exactly), whose low 9 bits shifted by 23 are the exponent
+/// field of `2^(n-1)`. One `FADD` and one shift, as nvcc's `coshf` builds its power of two, where
+/// `n as u32` was an `F2I` on the conversion pipe (a quarter of the FMA rate) in every call:
+/// llm.c's GELU backward, eight `coshf` a thread, ran at 0.85x nvcc's with it (issue 30,
+/// bench/ports2/RESULTS.md).
+#[cfg(any(target_arch = "nvptx64", test))]
+#[inline(always)]
+fn pow2_minus_one(n: f32) -> f32 {
+    const SCALE_BIAS: f32 = 12_583_038.0; // 0x4B40_007E: 1.5 * 2^23 + 126
+    f32::from_bits((n + SCALE_BIAS).to_bits() << 23)
 }
 
 /// `f32` `exp` and `erf` as nvcc 13 compiles `expf` and `erff` without fast math (read from
@@ -546,6 +560,9 @@ fn half_exp_abs(x: f32) -> f32 {
 /// CUDA documents both at 2 ulp; tests/cpu_device_lib.rs checks them on the GPU against the
 /// host's.
 #[cfg(target_arch = "nvptx64")]
+// Under fast math the f32 methods take the approximations: unused here, not worth a warning in
+// every fast-math user's build (each one reached the user as 7 `cargo:warning`s).
+#[cfg_attr(ferrocuda_fast_math, allow(dead_code))]
 mod nvcc_f32 {
     use super::{DeviceFloat, FastMath};
 
@@ -612,6 +629,7 @@ mod nvcc_f32 {
 /// libm's software `expf`/`expm1f` (which made a GELU backward 0.74x nvcc's). Within 4 ulp
 /// (asserted on the GPU by tests/cpu_device_lib.rs, against the host's `std`).
 #[cfg(target_arch = "nvptx64")]
+#[cfg_attr(ferrocuda_fast_math, allow(dead_code))]
 mod hyperbolic {
     use super::{DeviceFloat, FastMath};
 
@@ -716,4 +734,16 @@ impl FastMath for f32 {
 #[cfg(not(target_arch = "nvptx64"))]
 fn ftz(x: f32) -> f32 {
     if x != 0.0 && x.abs() < f32::MIN_POSITIVE { 0.0f32.copysign(x) } else { x }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The bit trick of `pow2_minus_one` is `2^(n-1)` exactly over the range `half_exp_abs`
+    /// gives it (`n = round(min(|x|, 88.5) log2 e)`: 0 to 128).
+    #[test]
+    fn pow2_minus_one_is_exact_for_every_exponent_cosh_uses() {
+        for n in 0..=128 {
+            assert_eq!(super::pow2_minus_one(n as f32), 2f32.powi(n - 1), "n = {n}");
+        }
+    }
 }

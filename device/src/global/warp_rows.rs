@@ -351,6 +351,21 @@ impl<'a, T: Pod> Iterator for LaneRowIter<'a, T> {
             None
         }
     }
+
+    /// Internal iteration (`for_each`, `fold`, `sum`, ..): the same steps as `next` without an
+    /// `Option` per step (see [`LaneRowZipN::fold`]).
+    #[inline(always)]
+    fn fold<B, F: FnMut(B, Self::Item) -> B>(mut self, init: B, mut f: F) -> B {
+        let mut acc = init;
+        while self.col < self.cols {
+            let col = self.col as usize;
+            self.col = self.col.saturating_add(self.stride);
+            super::note_output(self.output, self.len, self.start + col, 1, true);
+            // SAFETY: as in `next`.
+            acc = f(acc, unsafe { &mut *self.row.add(col) });
+        }
+        acc
+    }
 }
 
 /// The iterator of [`LaneRow::zip_input`].
@@ -384,6 +399,21 @@ impl<'a, 'b, T: Pod, U> Iterator for LaneRowZip<'a, 'b, T, U> {
             None
         }
     }
+
+    /// Internal iteration (`for_each`, `fold`, ..): the same steps as `next` without an
+    /// `Option` per step (see [`LaneRowZipN::fold`]).
+    #[inline(always)]
+    fn fold<B, F: FnMut(B, Self::Item) -> B>(mut self, init: B, mut f: F) -> B {
+        let mut acc = init;
+        while self.col < self.end {
+            let col = self.col;
+            self.col = col + self.stride;
+            super::note_output(self.output, self.len, self.start + col, 1, true);
+            // SAFETY: as in `next`.
+            acc = f(acc, unsafe { (&*self.input.add(col), &mut *self.row.add(col)) });
+        }
+        acc
+    }
 }
 
 /// The iterator of [`LaneRow::zip_inputs`].
@@ -416,5 +446,24 @@ impl<'a, 'b, T: Pod, U, const N: usize> Iterator for LaneRowZipN<'a, 'b, T, U, N
         } else {
             None
         }
+    }
+
+    /// Internal iteration (`for_each`, `fold`, ..): the same steps as `next` without an
+    /// `Option` per step. A `for` loop calls `next`, whose `None` LLVM materialises as null
+    /// pointers merged into the loop's pointers; NVPTX then cannot trace the input pointers to
+    /// the kernel's read-only parameters and reads them with plain `ld.global` instead of
+    /// `ld.global.nc` (llm.c's `layernorm_forward_kernel3`: `weight` and `bias` lost `.nc`,
+    /// issue 30's second port). `row.zip_inputs([..]).for_each(|([x, w], o)| ..)` keeps `.nc`.
+    #[inline(always)]
+    fn fold<B, F: FnMut(B, Self::Item) -> B>(mut self, init: B, mut f: F) -> B {
+        let mut acc = init;
+        while self.col < self.end {
+            let col = self.col;
+            self.col = col + self.stride;
+            super::note_output(self.output, self.len, self.start + col, 1, true);
+            // SAFETY: as in `next`.
+            acc = f(acc, unsafe { (self.inputs.map(|input| &*input.add(col)), &mut *self.row.add(col)) });
+        }
+        acc
     }
 }

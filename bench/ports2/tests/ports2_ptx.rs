@@ -1,0 +1,64 @@
+//! What the fix round of issue 30's second held-out port changed in the generated code, pinned
+//! on the PTX the builds embed (no GPU needed): see bench/ports2/RESULTS.md, "Fix rounds".
+
+#[path = "../../../tests/common/ptx.rs"]
+mod ptx_text;
+use ptx_text::{entry_body, opcodes};
+
+fn ops(kernel: &str) -> Vec<String> {
+    let ptx = ports2_llmc::KERNELS.ptx_for(90).expect("the llm.c ports are built for sm_90");
+    opcodes(entry_body(ptx, kernel)).into_iter().map(|op| op.replace(".v2.b64", ".b128").replace(".v4.b32", ".b128")).collect()
+}
+
+fn count(ops: &[String], op: &str) -> usize {
+    ops.iter().filter(|o| **o == op).count()
+}
+
+#[test]
+fn fast_math_divisions_and_reciprocals_flush_denormals_as_nvccs_do() {
+    for kernel in ["gelu_backward_inplace_kernel", "gelu_backward_inplace_fixed", "adamw_kernel3", "layernorm_forward_kernel3"] {
+        let body = ops(kernel);
+        for slow in ["div.approx.f32", "rcp.approx.f32"] {
+            assert_eq!(count(&body, slow), 0, "{kernel}: {slow} (ptxas wraps it in a denormal check): {body:?}");
+        }
+    }
+    let gelu = ops("gelu_backward_inplace_kernel");
+    assert_eq!(count(&gelu, "rcp.approx.ftz.f32"), 8, "1.0f / (cosh * cosh), one per value: {gelu:?}");
+    assert_eq!(count(&gelu, "div.approx.ftz.f32"), 8, "coshf's 1 / (4h), one per value: {gelu:?}");
+}
+
+#[test]
+fn fast_cosh_builds_its_power_of_two_without_a_float_to_int_conversion() {
+    let gelu = ops("gelu_backward_inplace_kernel");
+    assert_eq!(count(&gelu, "ex2.approx.ftz.f32"), 8, "{gelu:?}");
+    assert!(!gelu.iter().any(|o| o.starts_with("cvt.rzi.u32") || o.starts_with("cvt.rni.u32")), "an F2I per coshf: {gelu:?}");
+}
+
+#[test]
+fn gelu_fixed_rounds_to_bf16_in_pairs() {
+    let fixed = ops("gelu_backward_inplace_fixed");
+    assert_eq!(count(&fixed, "cvt.rn.bf16x2.f32"), 4, "{fixed:?}");
+    assert_eq!(count(&fixed, "cvt.rn.bf16.f32"), 0, "{fixed:?}");
+    let first = ops("gelu_backward_inplace_kernel");
+    assert_eq!(count(&first, "cvt.rn.bf16.f32"), 8, "the first try: one conversion per value: {first:?}");
+}
+
+#[test]
+fn zip_inputs_for_each_reads_its_inputs_read_only_and_a_for_loop_does_not() {
+    // The first try's `for` over `zip_inputs([x, weight, bias])`: only x (a `cache::load`
+    // streaming read) and the two reductions' loads of x are `.nc`-free by design; weight and
+    // bias lose `.nc` in the `for` loop.
+    let first = ops("layernorm_forward_kernel3");
+    assert_eq!(count(&first, "ld.global.u16") + count(&first, "ld.global.b16"), 2, "weight and bias, plain: {first:?}");
+    let fixed = ops("layernorm_forward_fixed");
+    assert_eq!(count(&fixed, "ld.global.u16") + count(&fixed, "ld.global.b16"), 0, "weight and bias through for_each are .nc: {fixed:?}");
+}
+
+#[test]
+fn permute_fixed_has_no_panic_path() {
+    let fixed = ops("permute_fixed");
+    assert!(!fixed.iter().any(|o| o.starts_with("call")), "{fixed:?}");
+    assert_eq!(count(&fixed, "ld.global.cs.u16") + count(&fixed, "ld.global.cs.b16"), 3, "{fixed:?}");
+    let first = ops("permute_kernel");
+    assert!(first.iter().any(|o| o.starts_with("call")), "the first try's three indexings keep the panic report: {first:?}");
+}
