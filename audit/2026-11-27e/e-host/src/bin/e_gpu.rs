@@ -96,13 +96,11 @@ fn to_blocking() -> R {
         s2.synchronize().map_err(|e| e.to_string())
     });
     say(format!("    -> {r:?}"));
-    let r = bounded("drop the spinner's buffer", 5, move || drop(flag));
-    let _ = r;
-    let r = bounded("drop the spinning stream and the context", 5, move || {
+    bounded("drop the spinner's buffer", 5, move || drop(flag));
+    bounded("drop the spinning stream and the context", 5, move || {
         drop(s);
         drop(ctx);
     });
-    let _ = r;
     say(format!("  leaked_releases = {}", ferrocuda::leaked_releases()));
     say("  exit");
     Ok(())
