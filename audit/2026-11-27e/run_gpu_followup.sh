@@ -15,5 +15,6 @@ run 8  /tmp/e_gpu elect 4                 # E3 control: warp::shuffle in elect_d
 run 15 /tmp/e_gpu cudarc_uaf 0 300        # E1 control: home and launch stream of the slice's own context
 run 15 /tmp/e_gpu cudarc_uaf 1 300        # E1: home and launch stream of another context: cudarc's read/free/reuse unordered?
 run 30 /tmp/e_gpu to_modload_steps        # E2: which step hangs after a reported timeout
+run 10 /tmp/e_gpu will_use_self           # E8: will_use_for whose work reads the same split view (expect HUNG after 5 s, exit 3)
 run 25 /tmp/e_gpu capture_lib             # E-C3 again, with the batched-GEMM harness fixed
 cat "$O/device.txt" "$O/gpu_followup.txt"

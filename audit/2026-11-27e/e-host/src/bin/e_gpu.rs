@@ -996,6 +996,29 @@ fn to_modload_steps() -> R {
     Ok(())
 }
 
+/// E8 follow-up (not run): `Stream::will_use_for` on a view of a split buffer (a shared record)
+/// whose `work` queues a library call reading the same view. The docs: "`work` must not declare
+/// the same buffers again ...: that would wait for itself". A watchdog ends the process after 5 s.
+fn will_use_self() -> R {
+    let ctx = Context::primary(0)?;
+    let s = Stream::non_blocking(&ctx)?;
+    let mut buf = DeviceBuffer::<u32>::zeroed(&ctx, 2048)?;
+    let mut total = DeviceBuffer::<f32>::zeroed(&ctx, 1)?;
+    let (l, _r) = buf.split_at_mut(1024);
+    let (tx, rx) = mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        if rx.recv_timeout(Duration::from_secs(5)).is_err() {
+            say("  HUNG: will_use_for did not return after 5 s (the thread waits for its own lock)");
+            std::process::exit(3);
+        }
+    });
+    let acc = [ferrocuda::BufferAccess::read(&l)];
+    let r = s.will_use_for(&acc, || rows::sum_of_squares::<f32>(&s, &l.slice(..).cast::<f32>()?, &mut total));
+    tx.send(()).ok();
+    say(format!("  will_use_for(read l, || sum_of_squares(l)): {:?}", r.map(|inner| inner.map_err(|e| e.to_string())).map_err(|e| e.to_string())));
+    Ok(())
+}
+
 fn main() {
     let case = std::env::args().nth(1).unwrap_or_default();
     say(format!("== {case}"));
@@ -1021,6 +1044,7 @@ fn main() {
         "capture_engine" => capture_engine(),
         "cudarc_uaf" => cudarc_uaf(arg(2, 1) as u32, arg(3, 300)),
         "to_modload_steps" => to_modload_steps(),
+        "will_use_self" => will_use_self(),
         _ => Err(format!("unknown case {case:?}").into()),
     };
     match r {
