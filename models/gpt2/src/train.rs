@@ -119,6 +119,20 @@ impl<B: Backend, T: Act> Trainer<B, T> {
         model::forward(&self.backend, &self.layout, &self.params, &mut self.acts, self.shape, dloss)
     }
 
+    /// Diagnostics of the last forward pass ([`model::Acts::trace`]).
+    pub fn trace(&self) -> Result<String> {
+        self.acts.trace(&self.backend, self.layout.config())
+    }
+
+    /// [`model::Acts::audit`] of the last forward pass at the `n` rows with the largest losses.
+    pub fn audit_worst(&self, n: usize) -> Result<Vec<String>> {
+        let losses = self.backend.download(&self.acts.losses)?;
+        let mut order: Vec<usize> = (0..losses.len()).collect();
+        order.sort_by(|&i, &j| losses[j].total_cmp(&losses[i]));
+        order.truncate(n);
+        self.acts.audit(&self.backend, &self.layout, &self.params, self.shape, &order)
+    }
+
     /// The mean loss of the last forward pass.
     pub fn last_loss(&self) -> Result<f32> {
         let losses = self.backend.download(&self.acts.losses)?;
