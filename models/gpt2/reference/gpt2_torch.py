@@ -194,16 +194,16 @@ def train(args):
     # bf16 GEMMs accumulate in f32 and round once, as ours do (no reduced-precision reductions).
     torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
     cfg, flat = read_model(args.checkpoint)
-    model = GPT2(cfg, flat).cuda()
+    model = GPT2(cfg, flat).to(args.device)
     opt = optimizer(model, args)
     data = batches(read_shard(args.data), args.batch, args.seq)
     flash = args.attention == "sdpa"
     for step in range(1, args.steps + 1):
         x, y = next(data)
-        x, y = x.cuda(), y.cuda()
+        x, y = x.to(args.device), y.to(args.device)
         trace = [] if args.trace else None
         if args.dtype == "autocast":
-            with torch.autocast("cuda", dtype=torch.bfloat16):
+            with torch.autocast(torch.device(args.device).type, dtype=torch.bfloat16):
                 loss = model(x, y, flash=flash, trace=trace)
         else:
             loss = model(x, y, flash=flash, bf16=args.dtype == "bf16", trace=trace)
@@ -265,6 +265,7 @@ def main():
     p.add_argument("--dtype", default="f32", choices=["f32", "bf16", "autocast"])
     p.add_argument("--attention", default="math", choices=["math", "sdpa"])
     p.add_argument("--trace", action="store_true")
+    p.add_argument("--device", default="cuda", help="cuda (default) or cpu (a check of the script on a tiny model)")
     p.add_argument("--bench", action="store_true")
     p.add_argument("--compile", action="store_true")
     args = p.parse_args()
