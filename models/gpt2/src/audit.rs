@@ -5,8 +5,6 @@
 //! wrote. Where a loss is far from the reference's, the first operation with an error far
 //! above its type's rounding (bf16: a few 1e-3 of the output's magnitude) is the one to look at.
 
-use std::fmt::Write as _;
-
 use crate::Result;
 use crate::backend::{Act, Backend};
 use crate::layout::{Layout, Tensor};
@@ -50,6 +48,42 @@ fn log_sum_exp(x: &[f64]) -> f64 {
 #[derive(Default)]
 struct Worst(Vec<(&'static str, f64, usize)>);
 
+/// The audit of one token row ([`Acts::audit`]).
+#[derive(Clone, Debug)]
+pub struct RowAudit {
+    /// The row (`sequence x seq + position`).
+    pub row: usize,
+    /// Its loss as the device computed it.
+    pub loss: f32,
+    /// Its loss recomputed in `f64` along the whole forward pass from the device's parameters
+    /// (from the last residual stream on: the final norm, the logits, the cross-entropy).
+    pub reference: f64,
+    /// For each operation, in forward order: its name, its largest error over the layers
+    /// (relative to the output's largest magnitude; `lse(abs)` and `ce(abs)` absolute, the
+    /// latter the loss from the device's own logits) and the layer where it was largest.
+    pub errors: Vec<(&'static str, f64, usize)>,
+    /// The row's sequence, position, input token and target.
+    pub at: (usize, usize, u32, u32),
+}
+
+impl RowAudit {
+    /// The largest error of `name` (0 when there is no such operation).
+    pub fn error(&self, name: &str) -> (f64, usize) {
+        self.errors.iter().find(|(n, _, _)| *n == name).map_or((0.0, 0), |(_, e, l)| (*e, *l))
+    }
+}
+
+impl std::fmt::Display for RowAudit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (batch, pos, token, target) = self.at;
+        write!(f, "row {} (seq {batch} pos {pos} token {token} target {target}) loss {:.4} ref {:.4}:", self.row, self.loss, self.reference)?;
+        for (name, err, layer) in &self.errors {
+            write!(f, " {name} {err:.1e}@{layer}")?;
+        }
+        Ok(())
+    }
+}
+
 impl Worst {
     fn note(&mut self, name: &'static str, err: f64, layer: usize) {
         match self.0.iter_mut().find(|(n, _, _)| *n == name) {
@@ -62,8 +96,8 @@ impl Worst {
 
 impl<B: Backend, T: Act> Acts<B, T> {
     /// Checks every operation of the last forward pass at token rows `rows` (see the module
-    /// docs); one line per row: `row R: op error@layer ...` and the loss's absolute error.
-    pub fn audit(&self, b: &B, layout: &Layout, params: &B::Buf<T>, shape: Shape, rows: &[usize]) -> Result<Vec<String>> {
+    /// docs); displayed, one line per row: `row R (...) loss L ref L': op error@layer ...`.
+    pub fn audit(&self, b: &B, layout: &Layout, params: &B::Buf<T>, shape: Shape, rows: &[usize]) -> Result<Vec<RowAudit>> {
         let config = *layout.config();
         let (c, h, d, seq, vocab, vp) = (config.channels, config.heads, config.head_dim(), shape.seq, config.vocab, config.padded_vocab);
         let p = b.download(params)?;
@@ -170,12 +204,83 @@ impl<B: Backend, T: Act> Acts<B, T> {
             let loss_of_gpu_logits = log_sum_exp(&row_logits) - row_logits[target];
             let loss_ref = log_sum_exp(&logits_ref) - logits_ref[target];
             worst.note("ce(abs)", (losses[r] as f64 - loss_of_gpu_logits).abs(), last);
-            let mut line = format!("row {r} (seq {batch} pos {t} token {token} target {target}) loss {:.4} ref {loss_ref:.4}:", losses[r]);
-            for (name, err, layer) in &worst.0 {
-                let _ = write!(line, " {name} {err:.1e}@{layer}");
-            }
-            lines.push(line);
+            lines.push(RowAudit { row: r, loss: losses[r], reference: loss_ref, errors: worst.0, at: (batch, t, tokens[r], targets[r]) });
         }
         Ok(lines)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::backend::Act;
+    use crate::config::Config;
+    use crate::cpu::Cpu;
+    use crate::data::{Loader, synthetic_corpus};
+    use crate::layout::{Layout, init_params};
+    use crate::model::Shape;
+    use crate::train::{Hyper, Trainer};
+
+    /// The tiny model after one step, with a second batch's forward pass done: every row audited.
+    fn audited<T: Act>(corrupt: bool) -> Vec<super::RowAudit> {
+        let (config, shape) = (Config::tiny(), Shape { batch: 2, seq: 16 });
+        let master = init_params(&Layout::new(&config), 5);
+        let mut trainer = Trainer::<Cpu, T>::new(Cpu::new(), &config, shape, Hyper { learning_rate: 3e-3, ..Hyper::default() }, &master).unwrap();
+        let mut loader = Loader::new(synthetic_corpus(4096, 61, 2), shape.batch, shape.seq, 0, 1).unwrap();
+        for step in 0..2 {
+            let (x, y) = loader.next_batch();
+            trainer.set_batch(&x, &y).unwrap();
+            trainer.forward().unwrap();
+            if step == 0 {
+                trainer.backward().unwrap();
+                trainer.update().unwrap();
+            }
+        }
+        if corrupt {
+            // Layer 1's attention output at row 21 (sequence 1, position 5), head 1, dim 3.
+            let (h, d, seq) = (config.heads, config.head_dim(), shape.seq);
+            let at = ((h + 1) * seq + 5) * d + 3;
+            let att = &mut trainer.acts.layers[1].att;
+            att[at] = <T as gpt2_kernels::Elem>::narrow(gpt2_kernels::Elem::widen(att[at]) + 1.0);
+        }
+        let rows: Vec<usize> = (0..shape.tokens()).collect();
+        trainer.acts.audit(&trainer.backend, &trainer.layout, &trainer.params, shape, &rows).unwrap()
+    }
+
+    /// f32: every operation of every row agrees with the f64 recomputation to f32 rounding, and
+    /// so does each row's loss along the whole pass.
+    #[test]
+    fn audit_finds_every_f32_operation_exact() {
+        for row in audited::<f32>(false) {
+            for (name, err, layer) in &row.errors {
+                assert!(*err < 2e-5, "f32 {name} at layer {layer}: error {err:e} ({row})");
+            }
+            assert!((row.loss as f64 - row.reference).abs() < 1e-4, "{row}");
+        }
+    }
+
+    /// bf16: every operation within bf16 rounding of its output (a few 1e-3), the losses close.
+    #[test]
+    fn audit_finds_every_bf16_operation_within_rounding() {
+        for row in audited::<half::bf16>(false) {
+            for (name, err, layer) in &row.errors {
+                let bound = if name.ends_with("(abs)") { 1e-4 } else { 1e-2 };
+                assert!(*err < bound, "bf16 {name} at layer {layer}: error {err:e} > {bound:e} ({row})");
+            }
+            assert!((row.loss as f64 - row.reference).abs() < 2e-2, "{row}");
+        }
+    }
+
+    /// A wrong attention output (one element of layer 1 off by 1) is found at its operation
+    /// and layer, and only in its row.
+    #[test]
+    fn audit_points_at_a_corrupted_attention_output() {
+        for row in audited::<f32>(true) {
+            let (err, layer) = row.error("att");
+            if row.row == 21 {
+                assert!(err > 0.1 && layer == 1, "the corrupted element was not found: {row}");
+            } else {
+                assert!(err < 2e-5, "row {} flagged: {row}", row.row);
+            }
+        }
     }
 }

@@ -57,7 +57,7 @@ pub struct Trainer<B: Backend, T: Act> {
     m: B::Buf<f32>,
     v: B::Buf<f32>,
     norm: B::Buf<f32>,
-    acts: Acts<B, T>,
+    pub(crate) acts: Acts<B, T>,
     /// Optimizer steps taken.
     pub step: u32,
     /// Eager backward passes run (the graph is recorded after the first).
@@ -125,7 +125,7 @@ impl<B: Backend, T: Act> Trainer<B, T> {
     }
 
     /// [`model::Acts::audit`] of the last forward pass at the `n` rows with the largest losses.
-    pub fn audit_worst(&self, n: usize) -> Result<Vec<String>> {
+    pub fn audit_worst(&self, n: usize) -> Result<Vec<crate::audit::RowAudit>> {
         let losses = self.backend.download(&self.acts.losses)?;
         let mut order: Vec<usize> = (0..losses.len()).collect();
         order.sort_by(|&i, &j| losses[j].total_cmp(&losses[i]));
