@@ -148,33 +148,44 @@ fn gpt2_124m_f32_matches_pytorch_for_20_steps() {
     assert!(ours[STEPS - 1] < ours[0] - 0.1, "f32: the loss did not fall: {ours:?}");
 }
 
-/// Absolute part of the bf16 band (see [`gpt2_124m_bf16_matches_pytorch_bf16`]).
+/// Absolute part of the bf16 band (see [`gpt2_124m_bf16_matches_pytorch_bf16`]): about 5x the
+/// largest distance between ours bf16 and PyTorch f32 outside the step-11 spike in 8 runs of
+/// sessions 9 and 10 (0.009; the runs are summarised in `bench/results/s11-gpt2/README.md`).
 const BF16_FLOOR: f32 = 0.05;
-/// Multiple of the PyTorch bf16 runs' spread in the bf16 band.
+/// Multiple of the PyTorch bf16 family's spread in the bf16 band.
 const BF16_SPREAD_FACTOR: f32 = 2.0;
-/// Step 1 (the forward pass of the checkpoint, before any update): ours bf16 against
+/// Step 1 (one forward pass of the checkpoint, before any update): ours bf16 against
 /// PyTorch's bf16 scheme.
 const BF16_FIRST: f32 = 1e-3;
 
 /// bf16 (f32 master weights, bf16 parameters and activations): ours against PyTorch running
-/// the same scheme (`--dtype bf16`: explicit bf16 roundings where ours rounds; see the
-/// script's doc), step by step.
+/// the same scheme (`--dtype bf16`: a bf16 rounding exactly where ours rounds; see the
+/// script's doc), step by step, and against PyTorch f32.
 ///
-/// Step 1 is one forward pass of the checkpoint: within 1e-3 of PyTorch's bf16 (bf16
-/// roundings of logits of size ~1 move the mean of 1024 token losses by ~1e-4).
+/// Step 1 is one forward pass of the checkpoint: within `BF16_FIRST` (1e-3) of PyTorch's
+/// bf16. Roundings of logits of size ~1 (2^-9 relative) move the mean of 1024 token losses by
+/// ~1e-4; every session-9/10 run gave 10.961628, 1.5e-4 from PyTorch f32.
 ///
-/// After an update, a bf16 trajectory is one of many equally valid ones: every rounding
-/// differs with the order of additions, and the first AdamW steps are sign-like (each
-/// weight moves by about the learning rate whatever its gradient's size), so rounding noise
-/// in small gradients becomes full-size updates. The band at each step comes from PyTorch's
-/// own bf16 family: three runs that differ only in where bf16 rounds and in the kernels
-/// (`--dtype bf16` with the f32 math attention and with SDPA's flash attention, and
-/// `torch.autocast`); ours must lie within their range widened by `BF16_FLOOR +
-/// BF16_SPREAD_FACTOR x` their spread at that step. Ours runs four times (eager twice, and
-/// `--graph` twice: the graph takes the deterministic mma.sync attention backward, eager the
-/// sm_90 one, whose dQ atomics make runs differ): a loss spike only in ours, a difference
-/// growing step by step, or a broken graph replay fails it. Against PyTorch f32 the distance
-/// is printed: it is the bf16 family's own distance to f32 plus the band. The loss must fall.
+/// After an update a bf16 trajectory is one of many equally valid ones: the roundings differ
+/// with the order of additions, and the first AdamW steps are sign-like (each weight moves by
+/// about the learning rate whatever its gradient's size), so rounding noise in small
+/// gradients becomes full-size updates. So the band at each step comes from PyTorch's own
+/// bf16 family, three runs that differ only in where bf16 rounds and in the kernels:
+/// `--dtype bf16` with the f32 math attention and with SDPA's flash attention, and
+/// `torch.autocast`. Ours must lie within their range widened by `BF16_FLOOR +
+/// BF16_SPREAD_FACTOR x` their spread at that step. A step where PyTorch's bf16 runs scatter
+/// (a loss that bf16 rounding moves a lot) gets a wide band; a loss spike only in ours, or a
+/// difference growing step by step, fails. Ours runs four times (eager twice, `--graph`
+/// twice: the graph takes the deterministic mma.sync attention backward, eager the sm_90 one,
+/// whose dQ atomics make runs differ); the graph runs must also follow the eager run within
+/// 1e-3 for steps 1-3 (the eager step, the recording, the first replay). The distances to
+/// PyTorch f32 (ours's and the family's) are printed. The loss must fall.
+///
+/// History: on H200s in sessions 9 and 10 ours bf16 stayed within 0.009 of PyTorch f32 at
+/// every step but one: step 11, 1.1 to 2.2 higher in all 8 runs (eager and `--graph`), and
+/// once step 20, 0.23 higher; the step after each was normal again. With `GPT2_TRACE=1` the
+/// runs print what locates such a step (the worst rows, activation magnitudes beside
+/// PyTorch's, a second forward pass, the f64 audit of every operation: `src/audit.rs`).
 #[test]
 fn gpt2_124m_bf16_matches_pytorch_bf16() {
     if !gpu_present() {
@@ -224,9 +235,24 @@ fn gpt2_124m_bf16_matches_pytorch_bf16() {
             }
         }
         let to_f32 = l.iter().zip(&f32_reference).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
-        println!("{name}: nearest the band's edge at step {} (distance outside the band {:+.4}; negative: inside); largest difference from PyTorch f32 {to_f32:.4}", worst.1 + 1, worst.0);
+        println!(
+            "{name}: nearest the band's edge at step {} (distance outside the band {:+.4}; negative: inside); largest difference from PyTorch f32 {to_f32:.4}",
+            worst.1 + 1,
+            worst.0
+        );
         if l[STEPS - 1] >= l[0] - 0.1 {
             failures.push(format!("{name}: the loss did not fall: {l:?}"));
+        }
+    }
+    // The graph replays the eager backward pass: steps 1-3 (the eager step, the recording, the
+    // first replay) follow the eager run within 1e-3 (the two differ only in the attention
+    // backward's path and the order of f32 atomic adds).
+    let eager = &runs[0].1;
+    for (name, l) in &runs[2..] {
+        for step in 0..3 {
+            if (l[step] - eager[step]).abs() > 1e-3 {
+                failures.push(format!("{name}: step {} loss {} vs the eager run's {} (bound 1e-3)", step + 1, l[step], eager[step]));
+            }
         }
     }
     for (name, f) in &family {
