@@ -20,12 +20,21 @@ use crate::own::grid;
 #[derive(Default)]
 pub struct Cpu {
     executor: CpuExecutor,
+    /// Run the attention backward on the sm_90 kernel (emulated) where it takes the shape.
+    sm90_attention_backward: bool,
 }
 
 impl Cpu {
     /// A backend on a fresh executor.
     pub fn new() -> Cpu {
-        Cpu { executor: CpuExecutor::new() }
+        Cpu { executor: CpuExecutor::new(), sm90_attention_backward: false }
+    }
+
+    /// A backend whose attention backward takes the sm_90 `wgmma` kernel, emulated, for the
+    /// shapes it takes (bf16/f16, head dim 64 or 128): the path of the GPU's eager backward pass
+    /// on an H100/H200 (the default here is the `mma.sync` path its CUDA graph takes).
+    pub fn with_sm90_attention_backward() -> Cpu {
+        Cpu { executor: CpuExecutor::new(), sm90_attention_backward: true }
     }
 }
 
@@ -213,6 +222,9 @@ impl Backend for Cpu {
         dv: &mut Vec<T>,
         shape: Attention,
     ) -> Result<()> {
+        if self.sm90_attention_backward && ferrocuda_kernels::attention::hopper_backward_kernel::<T>(&shape, 90).is_some() {
+            return Ok(cpu::attention_backward_sm90(&self.executor, q, k, v, out, dout, lse, dq, dk, dv, shape)?);
+        }
         Ok(cpu::attention_backward(&self.executor, q, k, v, out, dout, lse, dq, dk, dv, shape)?)
     }
     fn cross_entropy<T: Act>(&self, logits: &Vec<T>, targets: &Vec<u32>, losses: &mut Vec<f32>, dlogits: &mut Vec<T>, shape: Rows, dloss: f32) -> Result<()> {
