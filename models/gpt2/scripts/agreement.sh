@@ -7,8 +7,9 @@
 #     ours's runs of each kind print a diagnostics line per step (largest per-token losses,
 #     activation magnitudes, a second forward pass's difference) and ours an f64 audit of
 #     every operation at the two worst rows (`audit N row ...`, see src/audit.rs);
-#   - beside them: PyTorch's bf16 run again (its run-to-run spread), ours bf16 eager and with
-#     --graph a third time, and ours bf16 with CUDA_LAUNCH_BLOCKING=1 (a race would vanish).
+#   - beside them: PyTorch's bf16 and f32 runs again and ours f32 a second time (run-to-run
+#     spreads: is step 11 sensitive in PyTorch too?), ours bf16 eager and with --graph a third
+#     time, and ours bf16 with CUDA_LAUNCH_BLOCKING=1 (a race would vanish).
 # Every run's output is kept in $OUT/logs/<name>.txt; the tests' tables in $OUT/test.txt;
 # `losses.tsv` has every run's 20 losses side by side.
 set -u
@@ -25,6 +26,8 @@ work=$(mktemp -d)
 ./gpt2 make-shard --tokens 200000 --alphabet 256 --seed 3 --out "$work/shard.bin" > /dev/null
 common="--checkpoint $work/model.bin --data $work/shard.bin --batch 4 --seq 256 --steps 20 --lr 3e-4"
 timeout 60 "$python" gpt2_torch.py $common --dtype bf16 --attention math > "$OUT/logs/extra-torch-bf16-math-again.txt" 2>&1
+timeout 60 "$python" gpt2_torch.py $common --dtype f32 --attention math > "$OUT/logs/extra-torch-f32-again.txt" 2>&1
+timeout 40 ./gpt2 $common --dtype f32 > "$OUT/logs/extra-ours-f32-2.txt" 2>&1
 timeout 40 ./gpt2 $common --dtype bf16 > "$OUT/logs/extra-ours-bf16-3.txt" 2>&1
 timeout 40 ./gpt2 $common --dtype bf16 --graph > "$OUT/logs/extra-ours-bf16-graph-3.txt" 2>&1
 CUDA_LAUNCH_BLOCKING=1 timeout 60 ./gpt2 $common --dtype bf16 > "$OUT/logs/extra-ours-bf16-blocking.txt" 2>&1
