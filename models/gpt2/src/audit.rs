@@ -222,10 +222,15 @@ mod tests {
 
     /// The tiny model after one step, with a second batch's forward pass done: every row audited.
     fn audited<T: Act>(corrupt: bool) -> Vec<super::RowAudit> {
-        let (config, shape) = (Config::tiny(), Shape { batch: 2, seq: 16 });
+        audited_on::<T>(Config::tiny(), Cpu::new(), corrupt)
+    }
+
+    /// [`audited`] for `config` (two sequences of its context) on `backend`.
+    fn audited_on<T: Act>(config: Config, backend: Cpu, corrupt: bool) -> Vec<super::RowAudit> {
+        let shape = Shape { batch: 2, seq: config.max_seq };
         let master = init_params(&Layout::new(&config), 5);
-        let mut trainer = Trainer::<Cpu, T>::new(Cpu::new(), &config, shape, Hyper { learning_rate: 3e-3, ..Hyper::default() }, &master).unwrap();
-        let mut loader = Loader::new(synthetic_corpus(4096, 61, 2), shape.batch, shape.seq, 0, 1).unwrap();
+        let mut trainer = Trainer::<Cpu, T>::new(backend, &config, shape, Hyper { learning_rate: 3e-3, ..Hyper::default() }, &master).unwrap();
+        let mut loader = Loader::new(synthetic_corpus(8192, 61, 2), shape.batch, shape.seq, 0, 1).unwrap();
         for step in 0..2 {
             let (x, y) = loader.next_batch();
             trainer.set_batch(&x, &y).unwrap();
@@ -267,6 +272,22 @@ mod tests {
                 assert!(*err < bound, "bf16 {name} at layer {layer}: error {err:e} > {bound:e} ({row})");
             }
             assert!((row.loss as f64 - row.reference).abs() < 2e-2, "{row}");
+        }
+    }
+
+    /// The sm_90 attention forward (TMA, `wgmma`, emulated: the GPU's path on an H100/H200) in
+    /// the model, head dim 64, 160 tokens a sequence (two query and key tiles, causal): every
+    /// operation of every row within bf16 rounding.
+    #[test]
+    fn audit_finds_the_sm90_attention_forward_within_bf16_rounding() {
+        let config = Config { channels: 128, max_seq: 160, ..Config::tiny() };
+        let rows = audited_on::<half::bf16>(config, Cpu::with_sm90_attention(), false);
+        assert_eq!(rows.len(), 320);
+        for row in rows {
+            for (name, err, layer) in &row.errors {
+                let bound = if name.ends_with("(abs)") { 1e-4 } else { 1e-2 };
+                assert!(*err < bound, "bf16 {name} at layer {layer}: error {err:e} > {bound:e} ({row})");
+            }
         }
     }
 

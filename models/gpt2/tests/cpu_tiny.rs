@@ -239,15 +239,15 @@ fn tiny_graph_request_falls_back_to_eager_on_the_cpu() {
 /// over the few operations on any path stays below 1e-2; a wrong scale, a lost term or a
 /// wrongly rounded accumulator in one of the bf16 kernels (norm, classifier, attention,
 /// bias, embedding backward) is O(1). Head dims 32 (the tiny model: the portable attention)
-/// and 64 (GPT-2 124M's: the tensor-core attention, backward on the `mma.sync` path that the
-/// GPU's CUDA graph takes, and on the sm_90 `wgmma` kernel, emulated, that its eager backward
-/// takes on an H100/H200).
+/// and 64 (GPT-2 124M's: the tensor-core attention, on the `mma.sync` path, and on the sm_90
+/// kernels, emulated, that the GPU takes on an H100/H200: `Cpu::with_sm90_attention`), at
+/// 160 tokens a sequence for head dim 64 (two 128-row query tiles and key tiles, causal).
 #[test]
 fn tiny_bf16_gradients_match_f32_tensor_by_tensor() {
-    let wide = Config { channels: 128, ..Config::tiny() };
+    let wide = Config { channels: 128, max_seq: 160, ..Config::tiny() };
     for (config, sm90) in [(Config::tiny(), false), (wide, false), (wide, true)] {
         let layout = Layout::new(&config);
-        let shape = Shape { batch: 2, seq: 16 };
+        let shape = Shape { batch: 2, seq: config.max_seq };
         let hyper = Hyper { learning_rate: 3e-3, ..Hyper::default() };
         let mut t32 = Trainer::<Cpu, f32>::new(Cpu::new(), &config, shape, hyper, &init_params(&layout, 11)).unwrap();
         let mut loader = Loader::new(synthetic_corpus(4096, 61, 4), shape.batch, shape.seq, 0, 1).unwrap();
@@ -259,7 +259,7 @@ fn tiny_bf16_gradients_match_f32_tensor_by_tensor() {
             t32.update().unwrap();
         }
         let master = t32.state().unwrap().0;
-        let backend = if sm90 { Cpu::with_sm90_attention_backward() } else { Cpu::new() };
+        let backend = if sm90 { Cpu::with_sm90_attention() } else { Cpu::new() };
         let mut t16 = Trainer::<Cpu, half::bf16>::new(backend, &config, shape, hyper, &master).unwrap();
         let (x, y) = loader.next_batch();
         let grads = [t32.gradients_at(&x, &y), t16.gradients_at(&x, &y)];
@@ -271,7 +271,7 @@ fn tiny_bf16_gradients_match_f32_tensor_by_tensor() {
             let err = g32.iter().zip(g16).map(|(a, b)| (*a as f64 - *b as f64).powi(2)).sum::<f64>().sqrt();
             report.push((tensor, err / norm.max(1e-30), norm));
         }
-        let name = format!("head dim {}{}", config.head_dim(), if sm90 { " (sm_90 attention backward)" } else { "" });
+        let name = format!("head dim {}{}", config.head_dim(), if sm90 { " (sm_90 attention, emulated)" } else { "" });
         println!("{name}: loss f32 {} bf16 {}; per tensor (relative error, |g|): {report:?}", grads[0].0, grads[1].0);
         assert!((grads[0].0 - grads[1].0).abs() < 0.02, "{name}: losses f32 {} bf16 {}", grads[0].0, grads[1].0);
         for (tensor, rel, norm) in report {
