@@ -69,7 +69,13 @@ fn attention_forward_sm90<T: Act>(q: &[T], k: &[T], v: &[T], out: &mut [T], lse:
     // O as 32-bit words (the kernel's paired stores; a `[T]` may be only 2-byte aligned).
     let mut words = vec![0u32; len / 2];
     let scale_log2 = shape.scale.unwrap_or(1.0 / (d as f32).sqrt()) * std::f32::consts::LOG2_E;
-    let pointers = [&*maps[0] as *const DeviceMap as usize, &*maps[1] as *const DeviceMap as usize, &*maps[2] as *const DeviceMap as usize, words.as_mut_ptr() as usize, lse.as_mut_ptr() as usize];
+    let pointers = [
+        &*maps[0] as *const DeviceMap as usize,
+        &*maps[1] as *const DeviceMap as usize,
+        &*maps[2] as *const DeviceMap as usize,
+        words.as_mut_ptr() as usize,
+        lse.as_mut_ptr() as usize,
+    ];
     let config = LaunchConfig::new((seq.div_ceil(BM), heads), THREADS).with_shared_bytes(shared_bytes(d, stages));
     let body = || {
         let [qm, km, vm, o, l] = pointers;
