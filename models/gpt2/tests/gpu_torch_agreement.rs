@@ -193,7 +193,7 @@ fn gpt2_124m_bf16_matches_pytorch_bf16() {
     }
     let dir = workdir("agree-bf16");
     let (model, shard) = inputs(&dir);
-    let f32_reference = torch("torch-f32", &model, &shard, "f32", "math");
+    let f32_reference = torch("torch-f32-beside-bf16", &model, &shard, "f32", "math");
     let family = [
         ("torch bf16", torch("torch-bf16-math", &model, &shard, "bf16", "math")),
         ("torch bf16 sdpa", torch("torch-bf16-sdpa", &model, &shard, "bf16", "sdpa")),
