@@ -8,6 +8,19 @@ never count), tanh GELU, LayerNorm eps 1e-5, causal attention, mean cross-entrop
 gradient-norm clipping, AdamW (weight decay on matrices and embeddings only), constant
 learning rate. Prints `step N loss X` for each step (the loss before that step's update).
 
+Precision (`--dtype`): `f32` (TF32 off: the tight comparison); `bf16`, ours's scheme written
+out with explicit casts: f32 master weights and gradients, AdamW in f32, every parameter read
+as its bf16 rounding, every activation stored in bf16 where `gpt2 --dtype bf16` stores it (the
+embeddings' sum, the residual stream, the norms' outputs, every GEMM's output with its bias
+added before the one rounding, the attention output, GELU's output, the logits), the
+arithmetic inside each operation in f32 (norm statistics, GEMM accumulation, softmax,
+cross-entropy); `autocast`, `torch.autocast(bfloat16)` over the f32 model (GEMM outputs bf16
+but the residual stream, the norms and the softmax in f32: a different scheme, llm.c's and
+ours round more often). `--attention math` (f32 scores and softmax) or `sdpa`
+(`scaled_dot_product_attention`, flash on bf16). `--trace` adds a line per step: the three
+largest per-token losses and the largest magnitudes of the residual stream, attention output
+and MLP activation per layer (`gpt2` prints the same line with GPT2_TRACE=1).
+
     python3 gpt2_torch.py --checkpoint model.bin --data shard.bin --batch 4 --seq 256 --steps 20
     python3 gpt2_torch.py --bench --batch 64 --seq 1024 --steps 30 [--compile]
 
@@ -87,34 +100,74 @@ class GPT2(torch.nn.Module):
             return torch.randn(shape) * 0.02 / math.sqrt(2 * cfg["layers"])
         return torch.zeros(shape)
 
-    def forward(self, idx, targets, flash=False):
+    def forward(self, idx, targets, flash=False, bf16=False, trace=None):
+        """The mean loss. `bf16`: ours's bf16 scheme (see `--dtype bf16` in the module doc):
+        every parameter read as its bf16 rounding, every activation stored in bf16 where ours
+        stores it, arithmetic inside an operation in f32. `trace`: a list that gets one
+        `(name, value)` per statistic of `trace_line`."""
         cfg = self.cfg
         b, t = idx.shape
         c, h = cfg["channels"], cfg["heads"]
-        x = self.wte[idx] + self.wpe[:t]
+        act = torch.bfloat16 if bf16 else None
+        p = {n: (w.to(act) if bf16 else w) for n, w in self.named_parameters()}
+
+        def store(z):
+            return z.to(act) if bf16 else z
+
+        def maxabs(z):
+            return z.detach().float().abs().max().item()
+
+        x = store(p["wte"][idx].float() + p["wpe"][:t].float())
         for l in range(cfg["layers"]):
-            y = F.layer_norm(x, (c,), self.ln1w[l], self.ln1b[l], 1e-5)
-            qkv = y @ self.qkvw[l].t() + self.qkvb[l]
+            if trace is not None:
+                trace.append((f"res{l}", maxabs(x)))
+            y = F.layer_norm(x, (c,), p["ln1w"][l], p["ln1b"][l], 1e-5)
+            qkv = F.linear(y, p["qkvw"][l], p["qkvb"][l])
             q, k, v = qkv.split(c, dim=-1)
             q, k, v = (z.view(b, t, h, c // h).transpose(1, 2) for z in (q, k, v))
             if flash:
                 a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
             else:
+                # f32 scores and softmax (from bf16 q, k, v under --dtype bf16), the output stored.
+                q, k, v = q.float(), k.float(), v.float()
                 s = (q @ k.transpose(-2, -1)) / math.sqrt(c // h)
                 mask = torch.ones(t, t, dtype=torch.bool, device=idx.device).tril()
-                a = s.masked_fill(~mask, float("-inf")).softmax(-1) @ v
+                a = store(s.masked_fill(~mask, float("-inf")).softmax(-1) @ v)
             a = a.transpose(1, 2).reshape(b, t, c)
-            x = x + a @ self.attprojw[l].t() + self.attprojb[l]
-            y = F.layer_norm(x, (c,), self.ln2w[l], self.ln2b[l], 1e-5)
-            y = F.gelu(y @ self.fcw[l].t() + self.fcb[l], approximate="tanh")
-            x = x + y @ self.fcprojw[l].t() + self.fcprojb[l]
-        x = F.layer_norm(x, (c,), self.lnfw, self.lnfb, 1e-5)
+            if trace is not None:
+                trace.append((f"att{l}", maxabs(a)))
+            x = store(x + F.linear(a, p["attprojw"][l], p["attprojb"][l]))
+            y = F.layer_norm(x, (c,), p["ln2w"][l], p["ln2b"][l], 1e-5)
+            y = F.gelu(F.linear(y, p["fcw"][l], p["fcb"][l]), approximate="tanh")
+            if trace is not None:
+                trace.append((f"mlp{l}", maxabs(y)))
+            x = store(x + F.linear(y, p["fcprojw"][l], p["fcprojb"][l]))
+        if trace is not None:
+            trace.append(("resf", maxabs(x)))
+        x = F.layer_norm(x, (c,), p["lnfw"], p["lnfb"], 1e-5)
         # The classifier over the padded table (an aligned GEMM), the padded columns masked
         # to -inf so they never count: the loss and gradients of the unpadded model.
-        logits = (x @ self.wte.t()).float()
+        logits = F.linear(x, p["wte"]).float()
         pad = torch.arange(cfg["padded_vocab"], device=idx.device) >= cfg["vocab"]
+        if trace is not None:
+            trace.append(("logits", maxabs(logits[..., : cfg["vocab"]])))
         logits = logits.masked_fill(pad, float("-inf"))
-        return F.cross_entropy(logits.view(-1, cfg["padded_vocab"]), targets.view(-1))
+        losses = F.cross_entropy(logits.view(-1, cfg["padded_vocab"]), targets.view(-1), reduction="none")
+        if trace is not None:
+            trace.append(("losses", losses.detach().cpu()))
+        return losses.mean()
+
+
+def trace_line(step, trace, targets):
+    """`trace N name value ...` and the three largest per-token losses `row:target:loss` (the
+    same line `gpt2` prints with GPT2_TRACE=1)."""
+    values = dict(trace)
+    losses = values.pop("losses")
+    top = torch.topk(losses, 3)
+    flat = targets.reshape(-1).cpu()
+    worst = " ".join(f"{int(i)}:{int(flat[i])}:{float(v):.3f}" for v, i in zip(top.values, top.indices))
+    stats = " ".join(f"{name} {value:.4g}" for name, value in values.items())
+    return f"trace {step} top {worst} | {stats}"
 
 
 def optimizer(model, args, fused=False):
@@ -138,20 +191,29 @@ def batches(tokens, b, t):
 def train(args):
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+    # bf16 GEMMs accumulate in f32 and round once, as ours do (no reduced-precision reductions).
+    torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
     cfg, flat = read_model(args.checkpoint)
-    model = GPT2(cfg, flat).cuda()
-    if args.dtype == "bf16":
-        model = model.to(torch.bfloat16)
+    model = GPT2(cfg, flat).to(args.device)
     opt = optimizer(model, args)
     data = batches(read_shard(args.data), args.batch, args.seq)
+    flash = args.attention == "sdpa"
     for step in range(1, args.steps + 1):
         x, y = next(data)
-        loss = model(x.cuda(), y.cuda())
+        x, y = x.to(args.device), y.to(args.device)
+        trace = [] if args.trace else None
+        if args.dtype == "autocast":
+            with torch.autocast(torch.device(args.device).type, dtype=torch.bfloat16):
+                loss = model(x, y, flash=flash, trace=trace)
+        else:
+            loss = model(x, y, flash=flash, bf16=args.dtype == "bf16", trace=trace)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
         opt.step()
         print(f"step {step} loss {loss.item():.6f}", flush=True)
+        if trace is not None:
+            print(trace_line(step, trace, y), flush=True)
 
 
 def bench(args):
@@ -200,7 +262,10 @@ def main():
     p.add_argument("--lr", type=float, default=3e-4)
     p.add_argument("--weight-decay", type=float, default=0.1)
     p.add_argument("--clip", type=float, default=1.0)
-    p.add_argument("--dtype", default="f32")
+    p.add_argument("--dtype", default="f32", choices=["f32", "bf16", "autocast"])
+    p.add_argument("--attention", default="math", choices=["math", "sdpa"])
+    p.add_argument("--trace", action="store_true")
+    p.add_argument("--device", default="cuda", help="cuda (default) or cpu (a check of the script on a tiny model)")
     p.add_argument("--bench", action="store_true")
     p.add_argument("--compile", action="store_true")
     args = p.parse_args()

@@ -19,8 +19,8 @@ llmc_build() {
 }
 if [ "${1:-one}" = one ]; then
   [ -e llmc.tar.xz ] && (llmc_build) & builder=$!
-  timeout 110 ./gpu_torch_agreement gpt2_124m_matches_pytorch --nocapture --test-threads=1 > "$OUT/agreement.txt" 2>&1
-  echo "agreement rc=$? $(grep -h '^test result' "$OUT/agreement.txt")"; grep -E "^(f32|bf16):|panicked" "$OUT/agreement.txt"
+  timeout 170 ./gpu_torch_agreement gpt2_124m_ --nocapture --test-threads=2 > "$OUT/agreement.txt" 2>&1
+  echo "agreement rc=$? $(grep -h '^test result' "$OUT/agreement.txt")"; grep -E "^(f32|ours|torch)[^|]*:|panicked|outside" "$OUT/agreement.txt"
   timeout 40 ./gpt2 --config 124m --batch 8 --seq 1024 --steps 30 --lr 6e-4 --alphabet 512 > "$OUT/train.txt" 2>&1; echo "train rc=$?"
   grep -E "step +(1|10|20|30)/|summary|gpt2:" "$OUT/train.txt"
   timeout 30 ./gpt2 --profile --config 124m --batch 16 --seq 1024 --steps 6 > "$OUT/profile.txt" 2>&1; echo "profile rc=$?"; grep -E "^\|" "$OUT/profile.txt"
@@ -45,8 +45,8 @@ elif [ "$1" = both ]; then
   # CUDA graph, two ranks), the profile, one GPU at B 64 eager and with --graph, two GPUs at
   # B 64 per rank, and the library's attention tests when gpu_kernels_lib was staged.
   nvidia-smi -L > "$OUT/device.txt" 2>&1
-  REQUIRE_MULTI_GPU=1 timeout 150 ./gpu_torch_agreement --nocapture --test-threads=1 > "$OUT/tests.txt" 2>&1
-  echo "tests rc=$? $(grep -h '^test result' "$OUT/tests.txt")"; grep -E "^(f32|bf16)|panicked|^summary" "$OUT/tests.txt"
+  REQUIRE_MULTI_GPU=1 timeout 170 ./gpu_torch_agreement --nocapture --test-threads=3 > "$OUT/tests.txt" 2>&1
+  echo "tests rc=$? $(grep -h '^test result' "$OUT/tests.txt")"; grep -E "^(f32|ours|torch)[^|]*:|panicked|outside|^summary" "$OUT/tests.txt"
   timeout 30 ./gpt2 --profile --config 124m --batch 16 --seq 1024 --steps 6 > "$OUT/profile.txt" 2>&1; echo "profile rc=$?"; grep -E "^\||summary" "$OUT/profile.txt"
   for mode in eager graph; do
     flag=; [ $mode = graph ] && flag=--graph

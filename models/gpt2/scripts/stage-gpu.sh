@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Stages the GPT-2 trainer, its GPU test and the PyTorch reference for a GPU machine without
-# cargo: builds here, copies into $DEST (default /work/main/.device-bin/s9-gpt2, git-ignored),
-# with gpu-run.sh (the job) beside them. Optional: LLMC=/path/to/llm.c checkout to carry
+# cargo: builds here, copies into $DEST (default /work/main/.device-bin/s11-gpt2, git-ignored),
+# with gpu-run.sh (the jobs) and agreement.sh (the PyTorch agreement job) beside them. Optional: LLMC=/path/to/llm.c checkout to carry
 # llm.c's sources (train_gpt2.cu, llmc/, Makefile) for the same-job reference; nothing of it
 # enters this repository.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
-dest=${DEST:-/work/main/.device-bin/s10-gpt2}
+dest=${DEST:-/work/main/.device-bin/s11-gpt2}
 cd "$root"
 rm -rf "$dest"; mkdir -p "$dest"
 cargo build --release -p ferrocuda-gpt2 --bin gpt2
@@ -30,10 +30,10 @@ for line in sys.stdin:
         shutil.copy(m["executable"], sys.argv[1] + "/" + m["target"]["name"])
 ' "$dest"
 fi
-cp models/gpt2/reference/gpt2_torch.py models/gpt2/scripts/gpu-run.sh "$dest/"
+cp models/gpt2/reference/gpt2_torch.py models/gpt2/scripts/gpu-run.sh models/gpt2/scripts/agreement.sh "$dest/"
 if [ -n "${LLMC:-}" ]; then
   git -C "$LLMC" archive --format=tar HEAD train_gpt2.cu Makefile llmc | xz -9 > "$dest/llmc.tar.xz"
 fi
-xz -9 "$dest/gpt2" "$dest/gpu_torch_agreement"
+xz -9e "$dest/gpt2" "$dest/gpu_torch_agreement"
 [ -e "$dest/gpu_kernels_lib" ] && xz -9 "$dest/gpu_kernels_lib"
 ls -la "$dest"; du -sh "$dest"

@@ -20,13 +20,81 @@ use crate::own::grid;
 #[derive(Default)]
 pub struct Cpu {
     executor: CpuExecutor,
+    /// Run the attention on the sm_90 kernels (emulated) where they take the shape.
+    sm90_attention: bool,
 }
 
 impl Cpu {
     /// A backend on a fresh executor.
     pub fn new() -> Cpu {
-        Cpu { executor: CpuExecutor::new() }
+        Cpu { executor: CpuExecutor::new(), sm90_attention: false }
     }
+
+    /// A backend whose attention takes the sm_90 kernels of `ferrocuda-kernels-hopper` (TMA,
+    /// `wgmma`), run by the CPU executor with the Hopper instructions emulated, where they take
+    /// the shape: the forward for bf16 with head dim 64 (GPT-2's), the backward for bf16/f16
+    /// with head dim 64 or 128. These are the GPU's paths on an H100/H200 (forward always,
+    /// backward in eager steps); the default here is the `mma.sync` path (what the GPU's CUDA
+    /// graph of the backward takes).
+    pub fn with_sm90_attention() -> Cpu {
+        Cpu { executor: CpuExecutor::new(), sm90_attention: true }
+    }
+}
+
+/// The sm_90 attention forward (`ferrocuda_kernels_hopper::attention`, the instance `kernel`
+/// that `hopper_kernel` chose) on the CPU executor with TMA and `wgmma` emulated: the maps,
+/// grid, block and shared memory the GPU launcher uses (`[B·H, S, D]` bf16 maps, box `[64,
+/// 128, 1]`, 128-byte swizzle), head dim 64.
+fn attention_forward_sm90<T: Act>(q: &[T], k: &[T], v: &[T], out: &mut [T], lse: &mut [f32], shape: Attention, kernel: &str) -> Result<()> {
+    use ferrocuda_device::tma::TensorMap as DeviceMap;
+    use ferrocuda_host::{LaunchConfig, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
+    use ferrocuda_kernels_hopper::attention::{BM, BOX, THREADS, attention_body, shared_bytes};
+    let (d, seq, heads) = (shape.head_dim as u32, shape.seq_q as u32, (shape.batch * shape.heads_q) as u32);
+    let len = (heads * seq * d) as usize;
+    if std::mem::size_of::<T>() != 2 || d != 64 || [q.len(), k.len(), v.len(), out.len()].iter().any(|&n| n != len) || lse.len() != (heads * seq) as usize {
+        return Err(format!("the emulated sm_90 attention forward takes bf16 [B, H, S, 64] operands, not {shape:?} ({} elements)", q.len()).into());
+    }
+    let (overlap, pingpong, stages) = (!kernel.contains("serial"), kernel.contains("pingpong"), if kernel.ends_with("_s3") { 3 } else { 2 });
+    let causal = shape.causal;
+    if !matches!((causal, overlap, pingpong, stages), (true, true, true, 2) | (false, true, true, 2) | (false, true, false, 2)) {
+        return Err(format!("the emulated sm_90 attention forward has no instance {kernel}").into());
+    }
+    let dims = [d as u64, seq as u64, heads as u64];
+    let strides = [2 * d as u64, 2 * d as u64 * seq as u64];
+    let layout = TiledLayout { data_type: TensorDataType::Bf16, dims: &dims, strides_bytes: &strides, box_dims: &BOX, swizzle: TensorSwizzle::B128 };
+    let mut maps = Vec::with_capacity(3);
+    for x in [q, k, v] {
+        maps.push(Box::new(DeviceMap(TensorMap::emulated(x.as_ptr() as u64, &layout)?.words())));
+    }
+    // O as 32-bit words (the kernel's paired stores; a `[T]` may be only 2-byte aligned).
+    let mut words = vec![0u32; len / 2];
+    let scale_log2 = shape.scale.unwrap_or(1.0 / (d as f32).sqrt()) * std::f32::consts::LOG2_E;
+    let pointers = [
+        &*maps[0] as *const DeviceMap as usize,
+        &*maps[1] as *const DeviceMap as usize,
+        &*maps[2] as *const DeviceMap as usize,
+        words.as_mut_ptr() as usize,
+        lse.as_mut_ptr() as usize,
+    ];
+    let config = LaunchConfig::new((seq.div_ceil(BM), heads), THREADS).with_shared_bytes(shared_bytes(d, stages));
+    let body = || {
+        let [qm, km, vm, o, l] = pointers;
+        let (qm, km, vm, o, l) = (qm as *const DeviceMap, km as *const DeviceMap, vm as *const DeviceMap, o as *mut u32, l as *mut f32);
+        // SAFETY: the kernel's contract: the emulated maps describe q, k, v (`[B·H, S, 64]`
+        // bf16, box [64, 128, 1], 128-byte swizzle; lengths checked above), `o` holds B·H·S·64
+        // bf16 as words and `l` B·H·S f32, all alive until `run` returns; the grid, block and
+        // shared memory are the kernel's (`BM` rows a block, `THREADS`, `shared_bytes`).
+        unsafe {
+            match (causal, pingpong) {
+                (true, _) => attention_body::<64, true, true, true, 2>(qm, km, vm, o, l, seq, scale_log2),
+                (false, true) => attention_body::<64, false, true, true, 2>(qm, km, vm, o, l, seq, scale_log2),
+                (false, false) => attention_body::<64, false, true, false, 2>(qm, km, vm, o, l, seq, scale_log2),
+            }
+        }
+    };
+    CpuExecutor::new().with_race_detection(false).run("attention_forward (sm_90, emulated)", config, &body).map_err(|e| format!("{e}"))?;
+    bytemuck::cast_slice_mut::<T, u8>(out).copy_from_slice(bytemuck::cast_slice::<u32, u8>(&words));
+    Ok(())
 }
 
 /// Two disjoint mutable ranges of one vector.
@@ -198,6 +266,12 @@ impl Backend for Cpu {
         Ok(T::merge_heads_cpu(&self.executor, q, k, v, dst, heads, parts)?)
     }
     fn attention_forward<T: Act>(&self, q: &Vec<T>, k: &Vec<T>, v: &Vec<T>, out: &mut Vec<T>, lse: &mut Vec<f32>, shape: Attention) -> Result<()> {
+        if self.sm90_attention
+            && shape.head_dim == 64
+            && let Some(kernel) = ferrocuda_kernels::attention::hopper_kernel::<T>(&shape, 90)
+        {
+            return attention_forward_sm90(q, k, v, out, lse, shape, kernel);
+        }
         Ok(cpu::attention_forward(&self.executor, q, k, v, out, lse, shape)?)
     }
     fn attention_backward<T: Act>(
@@ -213,6 +287,9 @@ impl Backend for Cpu {
         dv: &mut Vec<T>,
         shape: Attention,
     ) -> Result<()> {
+        if self.sm90_attention && ferrocuda_kernels::attention::hopper_backward_kernel::<T>(&shape, 90).is_some() {
+            return Ok(cpu::attention_backward_sm90(&self.executor, q, k, v, out, dout, lse, dq, dk, dv, shape)?);
+        }
         Ok(cpu::attention_backward(&self.executor, q, k, v, out, dout, lse, dq, dk, dv, shape)?)
     }
     fn cross_entropy<T: Act>(&self, logits: &Vec<T>, targets: &Vec<u32>, losses: &mut Vec<f32>, dlogits: &mut Vec<T>, shape: Rows, dloss: f32) -> Result<()> {

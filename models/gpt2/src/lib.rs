@@ -19,6 +19,7 @@
 //! # Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
 //! ```
 
+pub mod audit;
 pub mod backend;
 pub mod checkpoint;
 pub mod config;

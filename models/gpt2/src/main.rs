@@ -282,6 +282,8 @@ where
         );
     }
     let tokens_per_step = (shape.tokens() * world) as f64;
+    // GPT2_TRACE=1: a diagnostics line per step (see `Acts::trace`; not for timing).
+    let trace = std::env::var("GPT2_TRACE").is_ok_and(|v| v == "1");
     let mut times = Vec::new();
     let mut last_loss = f32::NAN;
     for step in 1..=o.steps {
@@ -289,6 +291,16 @@ where
         let started = Instant::now();
         trainer.set_batch(&x, &y)?;
         trainer.forward_queued()?;
+        if trace && rank == 0 {
+            // The step's diagnostics, then the same forward pass again: a second loss that
+            // differs from the first means the forward pass is not a function of its inputs.
+            let (first, line, audit) = (trainer.last_loss()?, trainer.trace()?, trainer.audit_worst(2)?);
+            trainer.forward_queued()?;
+            println!("trace {step} {line} | again {:+.3e}", trainer.last_loss()? - first);
+            for row in audit {
+                println!("audit {step} {row}");
+            }
+        }
         trainer.backward()?;
         match comm {
             Some(c) => {

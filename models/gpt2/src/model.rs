@@ -21,38 +21,38 @@ use crate::layout::{Layout, Tensor};
 /// The activations one layer keeps for its backward pass.
 pub struct LayerActs<B: Backend, T: Act> {
     /// The residual stream into the layer `[BT, C]`.
-    res_in: B::Buf<T>,
-    ln1: B::Buf<T>,
-    ln1_mean: B::Buf<f32>,
-    ln1_rstd: B::Buf<f32>,
+    pub(crate) res_in: B::Buf<T>,
+    pub(crate) ln1: B::Buf<T>,
+    pub(crate) ln1_mean: B::Buf<f32>,
+    pub(crate) ln1_rstd: B::Buf<f32>,
     /// Heads `[B, H, T, D]`.
-    q: B::Buf<T>,
-    k: B::Buf<T>,
-    v: B::Buf<T>,
+    pub(crate) q: B::Buf<T>,
+    pub(crate) k: B::Buf<T>,
+    pub(crate) v: B::Buf<T>,
     /// Attention output `[B, H, T, D]` and its log-sum-exp.
-    att: B::Buf<T>,
-    lse: B::Buf<f32>,
+    pub(crate) att: B::Buf<T>,
+    pub(crate) lse: B::Buf<f32>,
     /// Attention output as rows `[BT, C]`.
-    att_rows: B::Buf<T>,
+    pub(crate) att_rows: B::Buf<T>,
     /// The residual stream after attention `[BT, C]`.
-    res_mid: B::Buf<T>,
-    ln2: B::Buf<T>,
-    ln2_mean: B::Buf<f32>,
-    ln2_rstd: B::Buf<f32>,
+    pub(crate) res_mid: B::Buf<T>,
+    pub(crate) ln2: B::Buf<T>,
+    pub(crate) ln2_mean: B::Buf<f32>,
+    pub(crate) ln2_rstd: B::Buf<f32>,
     /// MLP pre-activation and activation `[BT, 4C]`.
-    fch: B::Buf<T>,
-    fch_gelu: B::Buf<T>,
+    pub(crate) fch: B::Buf<T>,
+    pub(crate) fch_gelu: B::Buf<T>,
 }
 
 /// Every buffer of a training step for one batch shape.
 pub struct Acts<B: Backend, T: Act> {
-    layers: Vec<LayerActs<B, T>>,
-    res_final: B::Buf<T>,
-    lnf: B::Buf<T>,
-    lnf_mean: B::Buf<f32>,
-    lnf_rstd: B::Buf<f32>,
-    logits: B::Buf<T>,
-    dlogits: B::Buf<T>,
+    pub(crate) layers: Vec<LayerActs<B, T>>,
+    pub(crate) res_final: B::Buf<T>,
+    pub(crate) lnf: B::Buf<T>,
+    pub(crate) lnf_mean: B::Buf<f32>,
+    pub(crate) lnf_rstd: B::Buf<f32>,
+    pub(crate) logits: B::Buf<T>,
+    pub(crate) dlogits: B::Buf<T>,
     /// Per-token losses `[BT]`.
     pub losses: B::Buf<f32>,
     /// Input tokens `[BT]`.
@@ -60,21 +60,21 @@ pub struct Acts<B: Backend, T: Act> {
     /// Target tokens `[BT]`.
     pub targets: B::Buf<u32>,
     // Scratch of the forward pass.
-    qkv: B::Buf<T>,
-    proj: B::Buf<T>,
+    pub(crate) qkv: B::Buf<T>,
+    pub(crate) proj: B::Buf<T>,
     // Scratch of the backward pass.
-    dres_a: B::Buf<T>,
-    dres_b: B::Buf<T>,
-    dln: B::Buf<T>,
-    dbig1: B::Buf<T>,
-    dbig2: B::Buf<T>,
-    datt: B::Buf<T>,
-    dq: B::Buf<T>,
-    dk: B::Buf<T>,
-    dv: B::Buf<T>,
-    dqkv: B::Buf<T>,
+    pub(crate) dres_a: B::Buf<T>,
+    pub(crate) dres_b: B::Buf<T>,
+    pub(crate) dln: B::Buf<T>,
+    pub(crate) dbig1: B::Buf<T>,
+    pub(crate) dbig2: B::Buf<T>,
+    pub(crate) datt: B::Buf<T>,
+    pub(crate) dq: B::Buf<T>,
+    pub(crate) dk: B::Buf<T>,
+    pub(crate) dv: B::Buf<T>,
+    pub(crate) dqkv: B::Buf<T>,
     /// `[Vp]`: 0 for real tokens, -1e30 for padding.
-    pad_bias: B::Buf<T>,
+    pub(crate) pad_bias: B::Buf<T>,
 }
 
 /// A batch shape.
@@ -150,6 +150,34 @@ impl<B: Backend, T: Act> Acts<B, T> {
             dqkv: z(bt * 3 * c)?,
             pad_bias: backend.upload(&pad)?,
         })
+    }
+}
+
+impl<B: Backend, T: Act> Acts<B, T> {
+    /// Diagnostics of the last forward pass as one line (`GPT2_TRACE=1`; the PyTorch
+    /// reference's `--trace` prints the same line): the three largest per-token losses as
+    /// `row:target:loss`, then the largest magnitude of each layer's residual input (`resL`),
+    /// attention output (`attL`) and MLP activation (`mlpL`), of the final residual stream
+    /// (`resf`) and of the logits over the real vocabulary (`logits`).
+    pub fn trace(&self, b: &B, config: &Config) -> Result<String> {
+        let maxabs = |buf: &B::Buf<T>| -> Result<f32> { Ok(b.download(buf)?.iter().map(|x| gpt2_kernels::Elem::widen(*x).abs()).fold(0.0f32, f32::max)) };
+        let losses = b.download(&self.losses)?;
+        let targets = b.download(&self.targets)?;
+        let mut order: Vec<usize> = (0..losses.len()).collect();
+        order.sort_by(|&i, &j| losses[j].total_cmp(&losses[i]));
+        let top: Vec<String> = order.iter().take(3).map(|&i| format!("{i}:{}:{:.3}", targets[i], losses[i])).collect();
+        let mut stats = Vec::new();
+        for (l, layer) in self.layers.iter().enumerate() {
+            stats.push(format!("res{l} {:.4}", maxabs(&layer.res_in)?));
+            stats.push(format!("att{l} {:.4}", maxabs(&layer.att_rows)?));
+            stats.push(format!("mlp{l} {:.4}", maxabs(&layer.fch_gelu)?));
+        }
+        stats.push(format!("resf {:.4}", maxabs(&self.res_final)?));
+        let (vocab, padded) = (config.vocab, config.padded_vocab);
+        let logits = b.download(&self.logits)?;
+        let real = logits.chunks(padded).flat_map(|row| &row[..vocab]).map(|x| gpt2_kernels::Elem::widen(*x).abs()).fold(0.0f32, f32::max);
+        stats.push(format!("logits {real:.4}"));
+        Ok(format!("top {} | {}", top.join(" "), stats.join(" ")))
     }
 }
 

@@ -57,7 +57,7 @@ pub struct Trainer<B: Backend, T: Act> {
     m: B::Buf<f32>,
     v: B::Buf<f32>,
     norm: B::Buf<f32>,
-    acts: Acts<B, T>,
+    pub(crate) acts: Acts<B, T>,
     /// Optimizer steps taken.
     pub step: u32,
     /// Eager backward passes run (the graph is recorded after the first).
@@ -117,6 +117,20 @@ impl<B: Backend, T: Act> Trainer<B, T> {
     pub fn forward_queued(&mut self) -> Result<()> {
         let dloss = 1.0 / self.shape.tokens() as f32;
         model::forward(&self.backend, &self.layout, &self.params, &mut self.acts, self.shape, dloss)
+    }
+
+    /// Diagnostics of the last forward pass ([`model::Acts::trace`]).
+    pub fn trace(&self) -> Result<String> {
+        self.acts.trace(&self.backend, self.layout.config())
+    }
+
+    /// [`model::Acts::audit`] of the last forward pass at the `n` rows with the largest losses.
+    pub fn audit_worst(&self, n: usize) -> Result<Vec<crate::audit::RowAudit>> {
+        let losses = self.backend.download(&self.acts.losses)?;
+        let mut order: Vec<usize> = (0..losses.len()).collect();
+        order.sort_by(|&i, &j| losses[j].total_cmp(&losses[i]));
+        order.truncate(n);
+        self.acts.audit(&self.backend, &self.layout, &self.params, self.shape, &order)
     }
 
     /// The mean loss of the last forward pass.

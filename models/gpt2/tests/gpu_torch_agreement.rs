@@ -1,13 +1,17 @@
 //! The GPU trainer against the PyTorch reference (`reference/gpt2_torch.py`): the same llm.c
 //! checkpoint (GPT-2 124M, llm.c's random init written by `gpt2 init`) and the same batches
-//! of a structured synthetic shard give the same losses for 20 AdamW steps. And two ranks of
-//! a data-parallel run end with identical weights.
+//! of a structured synthetic shard give the same losses for 20 AdamW steps, in f32 against
+//! PyTorch in f32 and in bf16 against PyTorch running ours's bf16 scheme. And two ranks of a
+//! data-parallel run end with identical weights.
 //!
 //! Needs a GPU (skips without one unless `REQUIRE_GPU=1`), PyTorch with CUDA (`PYTHON`,
 //! default `python3`), and finds the trainer at `GPT2_BIN` (default: this build's) and the
 //! script at `GPT2_TORCH` (default: beside the crate), so staged copies run elsewhere.
+//! `GPT2_AGREEMENT_LOGS=DIR` keeps every run's output there (`<name>.txt`); with
+//! `GPT2_TRACE=1` as well, PyTorch runs with `--trace` and the first of ours's runs of each
+//! kind print their diagnostics lines (`trace N top ... | again ...`, see `Acts::trace`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn gpu_present() -> bool {
@@ -29,10 +33,20 @@ fn script() -> PathBuf {
     std::env::var_os("GPT2_TORCH").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("reference/gpt2_torch.py"))
 }
 
-fn run(cmd: &mut Command) -> String {
+fn tracing() -> bool {
+    std::env::var("GPT2_TRACE").is_ok_and(|v| v == "1")
+}
+
+/// Runs `cmd`, keeps its output as `<name>.txt` under `GPT2_AGREEMENT_LOGS` when set.
+fn run(name: &str, cmd: &mut Command) -> String {
     let out = cmd.output().unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{cmd:?} failed:\n{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    let errors = String::from_utf8_lossy(&out.stderr);
+    if let Some(dir) = std::env::var_os("GPT2_AGREEMENT_LOGS") {
+        std::fs::create_dir_all(&dir).ok();
+        std::fs::write(Path::new(&dir).join(format!("{name}.txt")), format!("{cmd:?}\n{text}{errors}")).ok();
+    }
+    assert!(out.status.success(), "{cmd:?} failed:\n{text}\n{errors}");
     text
 }
 
@@ -54,78 +68,198 @@ fn workdir(name: &str) -> PathBuf {
     dir
 }
 
-/// 20 steps, B 4, T 256, lr 3e-4, a shard of the synthetic corpus over 256 tokens: ours in f32 within 2e-3 of PyTorch f32 at every step (1e-3
-/// at the first), ours in bf16 (f32 master weights) within 0.05 at the first step and 0.1 at
-/// the last. Between them the bf16 run is not bounded step by step: on an H200 its trajectory
-/// left PyTorch's f32 one by up to 1.95 during the fall from 10.96 to 5.7 (not yet explained;
-/// a bf16 trajectory shifted by a step or two in a steep fall would show this) and met it
-/// again at step 20 (5.730 vs 5.743); the f32 run, which checks the arithmetic, agrees within
-/// 1e-4 at every step. The loss must also fall. A third run, bf16 with `--graph` (the backward
-/// pass recorded as a CUDA graph at step 2 and replayed after), must say it recorded the graph,
-/// follow the eager bf16 run within 1e-3 for steps 1-3 (the eager step, the recording, the
-/// first replay) and meet the bf16 bounds.
+const STEPS: usize = 20;
+/// B 4, T 256, 20 steps at lr 3e-4 (constant), weight decay 0.1, clip 1.
+const COMMON: [&str; 8] = ["--batch", "4", "--seq", "256", "--steps", "20", "--lr", "3e-4"];
+
+/// The model (`gpt2 init`, seed 42) and the shard (the synthetic corpus over 256 tokens).
+fn inputs(dir: &Path) -> (PathBuf, PathBuf) {
+    let (model, shard) = (dir.join("model.bin"), dir.join("shard.bin"));
+    run("init", Command::new(bin()).args(["init", "--config", "124m", "--seed", "42", "--out"]).arg(&model));
+    run("make-shard", Command::new(bin()).args(["make-shard", "--tokens", "200000", "--alphabet", "256", "--seed", "3", "--out"]).arg(&shard));
+    (model, shard)
+}
+
+/// PyTorch's 20 losses with `--dtype dtype --attention attention`.
+fn torch(name: &str, model: &Path, shard: &Path, dtype: &str, attention: &str) -> Vec<f32> {
+    let mut cmd = Command::new(std::env::var("PYTHON").unwrap_or_else(|_| "python3".into()));
+    cmd.arg(script()).arg("--checkpoint").arg(model).arg("--data").arg(shard).args(COMMON).args(["--dtype", dtype, "--attention", attention]);
+    if tracing() {
+        cmd.arg("--trace");
+    }
+    let out = losses(&run(name, &mut cmd));
+    assert_eq!(out.len(), STEPS, "PyTorch ({name}) printed {} losses", out.len());
+    out
+}
+
+/// Ours's 20 losses in `dtype` (with `--graph`: the backward pass recorded at step 2 and
+/// replayed after; the run must say it recorded it). `trace`: keep `GPT2_TRACE` for it.
+fn ours(name: &str, model: &Path, shard: &Path, dtype: &str, graph: bool, trace: bool) -> Vec<f32> {
+    let mut cmd = Command::new(bin());
+    cmd.arg("--checkpoint").arg(model).arg("--data").arg(shard).args(COMMON).args(["--dtype", dtype]);
+    if graph {
+        cmd.arg("--graph");
+    }
+    if !trace {
+        cmd.env_remove("GPT2_TRACE");
+    }
+    let text = run(name, &mut cmd);
+    if graph {
+        assert!(text.contains("graph: the backward pass is a CUDA graph"), "--graph did not record the backward pass:\n{text}");
+    }
+    let out = losses(&text);
+    assert_eq!(out.len(), STEPS, "ours ({name}) printed {} losses", out.len());
+    out
+}
+
+fn table(rows: &[(&str, &Vec<f32>)]) {
+    print!("step");
+    for (name, _) in rows {
+        print!(" {name:>14}");
+    }
+    println!();
+    for step in 0..STEPS {
+        print!("{:4}", step + 1);
+        for (_, l) in rows {
+            print!(" {:14.6}", l[step]);
+        }
+        println!();
+    }
+}
+
+/// f32: ours within 1e-3 of PyTorch (TF32 off) at step 1 and 2e-3 at every step of 20 (on
+/// H200s it agrees within 1.3e-4: the order of additions in the GEMMs, the atomics of the
+/// token embedding's gradient), and the loss falls.
 #[test]
-fn gpt2_124m_matches_pytorch_for_20_steps() {
+fn gpt2_124m_f32_matches_pytorch_for_20_steps() {
     if !gpu_present() {
         return;
     }
-    let dir = workdir("agree");
-    let (model, shard) = (dir.join("model.bin"), dir.join("shard.bin"));
-    run(Command::new(bin()).args(["init", "--config", "124m", "--seed", "42", "--out"]).arg(&model));
-    run(Command::new(bin()).args(["make-shard", "--tokens", "200000", "--alphabet", "256", "--seed", "3", "--out"]).arg(&shard));
-    let common = ["--batch", "4", "--seq", "256", "--steps", "20", "--lr", "3e-4"];
-    let torch = run(Command::new(std::env::var("PYTHON").unwrap_or_else(|_| "python3".into()))
-        .arg(script())
-        .arg("--checkpoint")
-        .arg(&model)
-        .arg("--data")
-        .arg(&shard)
-        .args(common));
-    let torch = losses(&torch);
-    let mut results = Vec::new();
-    // "bf16+graph": the bf16 run with the backward pass recorded as a CUDA graph at step 2 and
-    // replayed from then on (`--graph`); it must say it recorded the graph.
-    for (dtype, first_bound, bound) in [("f32", 1e-3f32, 2e-3f32), ("bf16", 0.05, 0.1), ("bf16+graph", 0.05, 0.1)] {
-        let graph = dtype.ends_with("+graph");
-        let mut cmd = Command::new(bin());
-        cmd.arg("--checkpoint").arg(&model).arg("--data").arg(&shard).args(common).args(["--dtype", dtype.trim_end_matches("+graph")]);
-        if graph {
-            cmd.arg("--graph");
-        }
-        let text = run(&mut cmd);
-        if graph {
-            assert!(text.contains("graph: the backward pass is a CUDA graph"), "--graph did not record the backward pass:\n{text}");
-        }
-        let ours = losses(&text);
-        assert_eq!(ours.len(), 20, "ours ({dtype}) printed {} losses", ours.len());
-        assert_eq!(torch.len(), 20, "PyTorch printed {} losses", torch.len());
-        let worst = ours.iter().zip(&torch).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
-        println!(
-            "{dtype}: step 1 ours {:.6} torch {:.6}; step 20 ours {:.6} torch {:.6}; largest difference {worst:.2e}",
-            ours[0], torch[0], ours[19], torch[19]
-        );
-        for (i, (a, b)) in ours.iter().zip(&torch).enumerate() {
-            println!("  step {:2}: ours {a:.6} torch {b:.6} diff {:+.2e}", i + 1, a - b);
-        }
-        results.push((dtype, ours, first_bound, bound, worst));
-    }
+    let dir = workdir("agree-f32");
+    let (model, shard) = inputs(&dir);
+    let reference = torch("torch-f32", &model, &shard, "f32", "math");
+    let ours = ours("ours-f32", &model, &shard, "f32", false, true);
     std::fs::remove_dir_all(&dir).ok();
-    // The graph replays the eager backward pass: the same losses up to the order of the token
-    // embedding's f32 atomic adds (steps 1-3 cover the eager step, the recording and a replay).
-    let (eager, graphed) = (&results[1].1, &results[2].1);
-    for step in 0..3 {
-        assert!((eager[step] - graphed[step]).abs() <= 1e-3, "step {}: bf16 eager {} vs bf16 with the graph {}", step + 1, eager[step], graphed[step]);
+    table(&[("torch f32", &reference), ("ours f32", &ours)]);
+    let worst = ours.iter().zip(&reference).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+    println!("f32: largest difference {worst:.2e}");
+    assert!((ours[0] - reference[0]).abs() <= 1e-3, "f32: step 1 loss {} vs PyTorch {}", ours[0], reference[0]);
+    assert!(worst <= 2e-3, "f32: losses differ from PyTorch by {worst} (bound 2e-3)");
+    assert!(ours[STEPS - 1] < ours[0] - 0.1, "f32: the loss did not fall: {ours:?}");
+}
+
+/// Absolute part of the bf16 band (see [`gpt2_124m_bf16_matches_pytorch_bf16`]): about 5x the
+/// largest distance between ours bf16 and PyTorch f32 outside the step-11 spike in 8 runs of
+/// sessions 9 and 10 (0.009; the runs are summarised in `bench/results/s11-gpt2/README.md`).
+const BF16_FLOOR: f32 = 0.05;
+/// Multiple of the PyTorch bf16 family's spread in the bf16 band.
+const BF16_SPREAD_FACTOR: f32 = 2.0;
+/// Step 1 (one forward pass of the checkpoint, before any update): ours bf16 against
+/// PyTorch's bf16 scheme.
+const BF16_FIRST: f32 = 1e-3;
+
+/// bf16 (f32 master weights, bf16 parameters and activations): ours against PyTorch running
+/// the same scheme (`--dtype bf16`: a bf16 rounding exactly where ours rounds; see the
+/// script's doc), step by step, and against PyTorch f32.
+///
+/// Step 1 is one forward pass of the checkpoint: within `BF16_FIRST` (1e-3) of PyTorch's
+/// bf16. Roundings of logits of size ~1 (2^-9 relative) move the mean of 1024 token losses by
+/// ~1e-4; every session-9/10 run gave 10.961628, 1.5e-4 from PyTorch f32.
+///
+/// After an update a bf16 trajectory is one of many equally valid ones: the roundings differ
+/// with the order of additions, and the first AdamW steps are sign-like (each weight moves by
+/// about the learning rate whatever its gradient's size), so rounding noise in small
+/// gradients becomes full-size updates. So the band at each step comes from PyTorch's own
+/// bf16 family, three runs that differ only in where bf16 rounds and in the kernels:
+/// `--dtype bf16` with the f32 math attention and with SDPA's flash attention, and
+/// `torch.autocast`. Ours must lie within their range widened by `BF16_FLOOR +
+/// BF16_SPREAD_FACTOR x` their spread at that step. A step where PyTorch's bf16 runs scatter
+/// (a loss that bf16 rounding moves a lot) gets a wide band; a loss spike only in ours, or a
+/// difference growing step by step, fails. Ours runs four times (eager twice, `--graph`
+/// twice: the graph takes the deterministic mma.sync attention backward, eager the sm_90 one,
+/// whose dQ atomics make runs differ); the graph runs must also follow the eager run within
+/// 1e-3 for steps 1-3 (the eager step, the recording, the first replay). The distances to
+/// PyTorch f32 (ours's and the family's) are printed. The loss must fall.
+///
+/// History: on H200s in sessions 9 and 10 ours bf16 stayed within 0.009 of PyTorch f32 at
+/// every step but one: step 11, 1.1 to 2.2 higher in all 8 runs (eager and `--graph`), and
+/// once step 20, 0.23 higher; the step after each was normal again. With `GPT2_TRACE=1` the
+/// runs print what locates such a step (the worst rows, activation magnitudes beside
+/// PyTorch's, a second forward pass, the f64 audit of every operation: `src/audit.rs`).
+#[test]
+fn gpt2_124m_bf16_matches_pytorch_bf16() {
+    if !gpu_present() {
+        return;
     }
-    for (dtype, ours, first_bound, bound, worst) in results {
-        assert!((ours[0] - torch[0]).abs() <= first_bound, "{dtype}: step 1 loss {} vs PyTorch {}", ours[0], torch[0]);
-        if dtype == "f32" {
-            assert!(worst <= bound, "{dtype}: losses differ from PyTorch by {worst} (bound {bound})");
-        } else {
-            println!("{dtype}: largest step difference {worst:.3} (reported, not bounded: see the doc comment)");
-            assert!((ours[19] - torch[19]).abs() <= bound, "{dtype}: step 20 loss {} vs PyTorch {} (bound {bound})", ours[19], torch[19]);
+    let dir = workdir("agree-bf16");
+    let (model, shard) = inputs(&dir);
+    let f32_reference = torch("torch-f32-beside-bf16", &model, &shard, "f32", "math");
+    let family = [
+        ("torch bf16", torch("torch-bf16-math", &model, &shard, "bf16", "math")),
+        ("torch bf16 sdpa", torch("torch-bf16-sdpa", &model, &shard, "bf16", "sdpa")),
+        ("torch autocast", torch("torch-autocast-sdpa", &model, &shard, "autocast", "sdpa")),
+    ];
+    let runs = [
+        ("ours bf16", ours("ours-bf16-1", &model, &shard, "bf16", false, true)),
+        ("ours bf16 #2", ours("ours-bf16-2", &model, &shard, "bf16", false, false)),
+        ("ours graph", ours("ours-bf16-graph-1", &model, &shard, "bf16", true, true)),
+        ("ours graph #2", ours("ours-bf16-graph-2", &model, &shard, "bf16", true, false)),
+    ];
+    std::fs::remove_dir_all(&dir).ok();
+    let mut rows: Vec<(&str, &Vec<f32>)> = vec![("torch f32", &f32_reference)];
+    rows.extend(family.iter().map(|(n, l)| (*n, l)));
+    rows.extend(runs.iter().map(|(n, l)| (*n, l)));
+    table(&rows);
+    let mirror = &family[0].1;
+    let mut failures = Vec::new();
+    for (name, l) in &runs {
+        if (l[0] - mirror[0]).abs() > BF16_FIRST {
+            failures.push(format!("{name}: step 1 loss {} vs PyTorch bf16 {} (bound {BF16_FIRST})", l[0], mirror[0]));
         }
-        assert!(ours[19] < ours[0] - 0.1, "{dtype}: the loss did not fall: {ours:?}");
+        // The step closest to (or furthest past) its band's edge: `outside - margin`.
+        let mut worst = (f32::MIN, 0usize);
+        for step in 0..STEPS {
+            let (lo, hi) = family.iter().map(|(_, f)| f[step]).fold((f32::MAX, f32::MIN), |(lo, hi), x| (lo.min(x), hi.max(x)));
+            let margin = BF16_FLOOR + BF16_SPREAD_FACTOR * (hi - lo);
+            let outside = (lo - l[step]).max(l[step] - hi).max(0.0);
+            if outside - margin > worst.0 {
+                worst = (outside - margin, step);
+            }
+            if outside > margin {
+                failures.push(format!(
+                    "{name}: step {} loss {} outside PyTorch bf16's [{lo}, {hi}] by {outside:.4} (band {margin:.4} = {BF16_FLOOR} + {BF16_SPREAD_FACTOR} x spread {:.4})",
+                    step + 1,
+                    l[step],
+                    hi - lo
+                ));
+            }
+        }
+        let to_f32 = l.iter().zip(&f32_reference).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+        println!(
+            "{name}: nearest the band's edge at step {} (distance outside the band {:+.4}; negative: inside); largest difference from PyTorch f32 {to_f32:.4}",
+            worst.1 + 1,
+            worst.0
+        );
+        if l[STEPS - 1] >= l[0] - 0.1 {
+            failures.push(format!("{name}: the loss did not fall: {l:?}"));
+        }
     }
+    // The graph replays the eager backward pass: steps 1-3 (the eager step, the recording, the
+    // first replay) follow the eager run within 1e-3 (the two differ only in the attention
+    // backward's path and the order of f32 atomic adds).
+    let eager = &runs[0].1;
+    for (name, l) in &runs[2..] {
+        for step in 0..3 {
+            if (l[step] - eager[step]).abs() > 1e-3 {
+                failures.push(format!("{name}: step {} loss {} vs the eager run's {} (bound 1e-3)", step + 1, l[step], eager[step]));
+            }
+        }
+    }
+    for (name, f) in &family {
+        let to_f32 = f.iter().zip(&f32_reference).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+        println!("{name}: largest difference from PyTorch f32 {to_f32:.4}");
+    }
+    assert!(failures.is_empty(), "bf16 disagreements:\n{}", failures.join("\n"));
 }
 
 /// Two ranks (`--ranks 2`, NCCL all-reduce) end 10 steps with identical master weights and
@@ -142,7 +276,7 @@ fn gpt2_two_ranks_keep_identical_weights() {
         println!("one GPU: nothing to check");
         return;
     }
-    let out = run(Command::new(bin()).args(["--ranks", "2", "--config", "124m", "--batch", "4", "--seq", "512", "--steps", "10"]));
+    let out = run("two-ranks", Command::new(bin()).args(["--ranks", "2", "--config", "124m", "--batch", "4", "--seq", "512", "--steps", "10"]));
     let prints: Vec<&str> = out.lines().filter(|l| l.starts_with("summary:")).map(|l| l.split("master-weights").nth(1).unwrap_or("")).collect();
     println!("{out}");
     assert_eq!(prints.len(), 2, "expected two ranks' summaries");
