@@ -5,8 +5,9 @@
 
 use ferrocuda_kernels_device::KERNELS;
 
-const PACKED: [&str; 17] = [
+const PACKED: [&str; 18] = [
     "adamw_step_packed",
+    "rmsnorm_forward_packed16",
     "layernorm_forward_packed16",
     "layernorm_backward_fused_packed",
     "rmsnorm_backward_fused_packed",

@@ -412,6 +412,57 @@ pub fn layernorm_forward_packed16<T: Float>(
     write_row_value(&mut rstd, stats.2);
 }
 
+/// [`rmsnorm_forward()`](crate::rmsnorm_forward) with **16 columns a thread** (one block per
+/// row of `cols / 16` threads), [`layernorm_forward_packed16()`]'s structure with a smaller
+/// footprint: both 16-byte loads of `x` issued together (one alignment branch for the 32
+/// bytes), kept as loaded ([`Raw8`]: 8 registers for 16 `bf16`) until the squares are summed,
+/// the weight read after the block reduction (an L1/L2 hit). 48 registers (a cap of 40 spills
+/// 8-16 bytes here, in the element-wise paths; nvcc's twin fits 40), so a row of 4096 is 256
+/// threads and five rows fit an SM: 40 KiB of loads in flight per SM where the 8-column kernel
+/// (one 16-byte load a thread, 512 threads a row, four rows an SM) has 32 KiB; and the block
+/// reduction spans 8 warps instead of 16. The host takes it for `cols % 16 == 0` and `2048 <=
+/// cols <= 8192` (128 to 512 threads).
+#[kernel(instances(f32, bf16, f16), cols(rstd = 1), launch_bounds(512, 2))]
+#[allow(clippy::too_many_arguments)]
+pub fn rmsnorm_forward_packed16<T: Float>(x: &[T], weight: &[T], mut out: DisjointChunks<T, 16>, mut rstd: DisjointSlice<f32, BlockRows>, cols: u32, eps: f32) {
+    let i = unique_index();
+    let (at, c) = (i.get() * 2 * CHUNK, thread_idx_x() as usize * 2 * CHUNK);
+    let (r0, r1) = load16_raw(x, at, Load::EvictFirst);
+    let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
+    let mut squares = 0.0f32;
+    {
+        let (v0, v1) = (widen8::<T>(r0), widen8::<T>(r1));
+        unroll::<CHUNK>(|u| squares += v0[u] * v0[u] + v1[u] * v1[u]);
+    }
+    let s = 1.0 / (reduce.sum_all(squares) / cols as f32 + eps).sqrt();
+    let (w0, w1) = load16(weight, c, Load::EvictLast);
+    let stats = (0.0, 0.0, s);
+    store16(&mut out, i, normalise(widen8::<T>(r0), w0, None, stats), normalise(widen8::<T>(r1), w1, None, stats));
+    write_row_value(&mut rstd, s);
+}
+
+/// [`load16`] without the widening: the 16 values of `x` at `at .. at + 16` as two [`Raw8`]
+/// (zeros past the end), both 16-byte loads in one branch when the 32 bytes are aligned.
+#[inline(always)]
+fn load16_raw<T: Float>(x: &[T], at: usize, hint: Load) -> (Raw8, Raw8) {
+    let Some(chunk) = x.get(at..at + 2 * CHUNK) else {
+        return (load8_raw(x, at, hint), load8_raw(x, at + CHUNK, hint));
+    };
+    match bytemuck::try_cast_slice::<T, Vec16>(chunk) {
+        Ok(vectors) if vectors.len() == 2 * words::<T>() => {
+            let (mut a, mut b) = (Raw8::default(), Raw8::default());
+            unroll::<2>(|k| {
+                if k < words::<T>() {
+                    a.0[k] = cache::load(&vectors[k], hint);
+                    b.0[k] = cache::load(&vectors[words::<T>() + k], hint);
+                }
+            });
+            (a, b)
+        }
+        _ => (load8_raw(chunk, 0, hint), load8_raw(chunk, CHUNK, hint)),
+    }
+}
+
 /// [`add_layernorm_forward()`](crate::add_layernorm_forward), one block per row.
 #[kernel(instances(f32, bf16, f16), cols(mean = 1, rstd = 1))]
 #[allow(clippy::too_many_arguments)]
@@ -508,6 +559,38 @@ pub fn softmax_forward_packed<T: Float>(x: &[T], mut out: DisjointChunks<T, 8>, 
     let scale = 1.0 / reduce.sum_all(sum8(v));
     unroll::<CHUNK>(|u| v[u] *= scale);
     store8(&mut out, i, v);
+}
+
+/// [`cross_entropy_backward()`](crate::cross_entropy_backward) with 8 columns a thread
+/// (16-byte loads of the logits, 16-byte stores): chunk `i` of `dlogits` is row `i /
+/// chunks_per_row`, columns `8 (i % chunks_per_row) ..`. The host picks it when `vocab % 8 ==
+/// 0` and the chunks fit in `u32`; `chunks_per_row = vocab / 8`. The same arithmetic as the
+/// element-wise kernel (and as [`cross_entropy_forward_backward()`](crate::cross_entropy_forward_backward)'s
+/// gradient for a uniform `dlosses`).
+#[kernel(instances(f32, bf16, f16))]
+pub fn cross_entropy_backward_packed<T: Float>(
+    logits: &[T],
+    targets: &[u32],
+    lse: &[f32],
+    dlosses: &[f32],
+    mut dlogits: DisjointChunks<T, 8>,
+    chunks_per_row: NonZeroU32,
+) {
+    let vocab = chunks_per_row.get().saturating_mul(CHUNK as u32);
+    for i in grid_stride(dlogits.len()) {
+        let chunk = i.get() as u32;
+        let (row, c) = ((chunk / chunks_per_row) as usize, (chunk % chunks_per_row) * CHUNK as u32);
+        let v = load8(logits, i.get() * CHUNK, Load::EvictFirst);
+        let target = targets.get(row).copied().unwrap_or(crate::IGNORE_TARGET);
+        let scale = crate::cross_entropy_scale(target, vocab, dlosses.get(row).copied().unwrap_or(0.0));
+        let l = lse.get(row).copied().unwrap_or(0.0);
+        let mut o = [0.0f32; CHUNK];
+        unroll::<CHUNK>(|u| {
+            let hot = if c + u as u32 == target { 1.0 } else { 0.0 };
+            o[u] = ((v[u] - l).exp() - hot) * scale;
+        });
+        store8(&mut dlogits, i, o);
+    }
 }
 
 /// [`gelu_forward()`](crate::gelu_forward) over chunks of 8 (grid-stride); the host picks it
