@@ -133,13 +133,6 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// Runs `f` for one side, then reads `out` back.
-fn run_side<T: ferrocuda_host::Pod + Default>(env: &Env, f: &mut Launch<'_>, module: Option<&Module>, out: &DeviceBuffer<T>) -> R<Vec<T>> {
-    f(module)?;
-    env.stream.synchronize()?;
-    Ok(out.to_vec()?)
-}
-
 macro_rules! side {
     ($module:expr, $($kernel:ident)::+, $stream:expr, $config:expr, $($arg:expr),* $(,)?) => {{
         match $module {
@@ -154,11 +147,10 @@ fn rmsnorm(env: &Env, cols: usize, sixteen: bool) -> R {
     let (n, c32) = (shape.len(), cols as u32);
     let (hx, hw) = (bf(&values(n, 1, 2.0)), bf(&values(cols, 3, 1.5)));
     let (x, w) = (env.dev(&hx)?, env.dev(&hw)?);
-    let (out, rstd) = (env.zeros::<bf16>(n)?, env.zeros::<f32>(shape.rows)?);
-    let (out, rstd) = (std::cell::RefCell::new(out), std::cell::RefCell::new(rstd));
+    let (out, rstd) = (cell::<bf16>(env, n)?, cell::<f32>(env, shape.rows)?);
     let stream = &env.stream;
     let op = if sixteen { "rmsnorm (16 columns a thread)" } else { "rmsnorm (8 columns a thread)" };
-    let mut f: Launch<'_> = Box::new(|m| {
+    let mut f: Launch<'_> = Box::new(|m: Option<&Module>| {
         let (mut out, mut rstd) = (out.borrow_mut(), rstd.borrow_mut());
         if sixteen {
             let config = LaunchConfig::new(shape.rows as u32, c32 / 16);
@@ -168,17 +160,16 @@ fn rmsnorm(env: &Env, cols: usize, sixteen: bool) -> R {
             side!(m, kb::rmsnorm_forward_packed, stream, config, &x, &w, &mut *out, &mut *rstd, c32, 1e-6)
         }
     });
-    let check = Rows { rows: CHECK_ROWS, cols };
-    let (mut want, mut want_rstd) = (vec![bf16::default(); check.len()], vec![0.0f32; CHECK_ROWS]);
-    cpu::rmsnorm(&env.cpu, &hx[..check.len()], &hw, &mut want, &mut want_rstd, check, 1e-6)?;
-    let ours = widen(&run_side(env, &mut f, None, &out.borrow())?);
-    let ours_rstd = rstd.borrow().to_vec()?;
-    let twin = widen(&run_side(env, &mut f, Some(&env.twin), &out.borrow())?);
-    let twin_rstd = rstd.borrow().to_vec()?;
-    env.compare(op, &format!("out {cols}"), &ours, &twin, &widen(&want), 1e-2, 1e-2);
-    env.compare(op, &format!("rstd {cols}"), &ours_rstd, &twin_rstd, &want_rstd, 1e-4, 0.0);
+    let check_shape = Rows { rows: CHECK_ROWS, cols };
+    let (mut want, mut want_rstd) = (vec![bf16::default(); check_shape.len()], vec![0.0f32; CHECK_ROWS]);
+    cpu::rmsnorm(&env.cpu, &hx[..check_shape.len()], &hw, &mut want, &mut want_rstd, check_shape, 1e-6)?;
+    check(env, op, &format!("out {cols}"), &mut f, &out, &widen(&want), 1e-2, 1e-2)?;
+    check(env, op, &format!("rstd {cols}"), &mut f, &rstd, &want_rstd, 1e-4, 0.0)?;
     env.pair(op, &format!("8192x{cols}"), 4.0 * n as f64, &mut f)?;
     drop(f);
+    if sixteen {
+        return Ok(());
+    }
     let (mut out, mut rstd) = (out.into_inner(), rstd.into_inner());
     env.lib("rmsnorm (library call)", &format!("8192x{cols}"), || rows::rmsnorm(stream, &x, &w, &mut out, &mut rstd, shape, 1e-6))
 }
@@ -230,9 +221,22 @@ fn norms(env: &Env) -> R {
     let k = check_shape.len();
     {
         let stream = &env.stream;
-        let mut f: Launch<'_> = Box::new(|m| {
+        let mut f: Launch<'_> = Box::new(|m: Option<&Module>| {
             let config = LaunchConfig::new(shape.rows as u32, c32 / 8);
-            side!(m, kb::add_rmsnorm_forward_packed, stream, config, &x, &res, &w, &mut *out.borrow_mut(), &mut *sum.borrow_mut(), &mut *rstd.borrow_mut(), c32, 1e-6)
+            side!(
+                m,
+                kb::add_rmsnorm_forward_packed,
+                stream,
+                config,
+                &x,
+                &res,
+                &w,
+                &mut *out.borrow_mut(),
+                &mut *sum.borrow_mut(),
+                &mut *rstd.borrow_mut(),
+                c32,
+                1e-6
+            )
         });
         let (mut wo, mut ws, mut wr) = (vec![bf16::default(); k], vec![bf16::default(); k], vec![0.0f32; CHECK_ROWS]);
         cpu::add_rmsnorm(&env.cpu, &hx[..k], &hr[..k], &hw, &mut wo, &mut ws, &mut wr, check_shape, 1e-6)?;
@@ -243,9 +247,22 @@ fn norms(env: &Env) -> R {
     }
     {
         let stream = &env.stream;
-        let mut f: Launch<'_> = Box::new(|m| {
+        let mut f: Launch<'_> = Box::new(|m: Option<&Module>| {
             let config = LaunchConfig::new(shape.rows as u32, c32 / 16);
-            side!(m, kb::layernorm_forward_packed16, stream, config, &x, &w, &b, &mut *out.borrow_mut(), &mut *mean.borrow_mut(), &mut *rstd.borrow_mut(), c32, 1e-5)
+            side!(
+                m,
+                kb::layernorm_forward_packed16,
+                stream,
+                config,
+                &x,
+                &w,
+                &b,
+                &mut *out.borrow_mut(),
+                &mut *mean.borrow_mut(),
+                &mut *rstd.borrow_mut(),
+                c32,
+                1e-5
+            )
         });
         let (mut wo, mut wm, mut wr) = (vec![bf16::default(); k], vec![0.0f32; CHECK_ROWS], vec![0.0f32; CHECK_ROWS]);
         cpu::layernorm(&env.cpu, &hx[..k], &hw, &hb, &mut wo, &mut wm, &mut wr, check_shape, 1e-5)?;
@@ -289,13 +306,41 @@ fn backward(env: &Env) -> R {
     let k = check_shape.len();
     {
         let stream = &env.stream;
-        let mut f: Launch<'_> = Box::new(|m| {
+        let mut f: Launch<'_> = Box::new(|m: Option<&Module>| {
             let (mut pdw, mut pdb) = (pdw.borrow_mut(), pdb.borrow_mut());
-            side!(m, kb::layernorm_backward_fused_packed, stream, fused, &dout, &x, &w, &mean, &rstd, &dout, &mut *dx.borrow_mut(), &mut *pdw, &mut *pdb, c32, 0)?;
+            side!(
+                m,
+                kb::layernorm_backward_fused_packed,
+                stream,
+                fused,
+                &dout,
+                &x,
+                &w,
+                &mean,
+                &rstd,
+                &dout,
+                &mut *dx.borrow_mut(),
+                &mut *pdw,
+                &mut *pdb,
+                c32,
+                0
+            )?;
             side!(m, packed::sum_column_pairs_split, stream, split, &*pdw, &*pdb, &mut *dw.borrow_mut(), &mut *db.borrow_mut(), g, c32)
         });
         let (mut wdx, mut wdw, mut wdb) = (vec![bf16::default(); k], vec![0.0f32; cols], vec![0.0f32; cols]);
-        cpu::layernorm_backward(&env.cpu, &hd[..k], &hx[..k], &hw, &hmean[..CHECK_ROWS], &hrstd[..CHECK_ROWS], None, &mut wdx, &mut wdw, &mut wdb, check_shape)?;
+        cpu::layernorm_backward(
+            &env.cpu,
+            &hd[..k],
+            &hx[..k],
+            &hw,
+            &hmean[..CHECK_ROWS],
+            &hrstd[..CHECK_ROWS],
+            None,
+            &mut wdx,
+            &mut wdw,
+            &mut wdb,
+            check_shape,
+        )?;
         let (gw, gb) = weight_gradients(&hd, &hx, Some(&hmean), &hrstd, cols);
         check(env, "layernorm_backward", "dx", &mut f, &dx, &widen(&wdx), 1e-2, 1e-2)?;
         check(env, "layernorm_backward", "dweight", &mut f, &dw, &gw, 1e-3, 0.05)?;
@@ -307,7 +352,7 @@ fn backward(env: &Env) -> R {
     let hrstd = rstd.to_vec()?;
     {
         let stream = &env.stream;
-        let mut f: Launch<'_> = Box::new(|m| {
+        let mut f: Launch<'_> = Box::new(|m: Option<&Module>| {
             let mut pdw = pdw.borrow_mut();
             side!(m, kb::rmsnorm_backward_fused_packed, stream, fused, &dout, &x, &w, &rstd, &dout, &mut *dx.borrow_mut(), &mut *pdw, c32, 0)?;
             side!(m, packed::sum_column_partials_split, stream, split, &*pdw, &mut *dw.borrow_mut(), g, c32)
@@ -331,7 +376,7 @@ fn softmax_ce(env: &Env) -> R {
     let check_shape = Rows { rows: CHECK_ROWS, cols: shape.cols };
     {
         let stream = &env.stream;
-        let mut f: Launch<'_> = Box::new(|m| {
+        let mut f: Launch<'_> = Box::new(|m: Option<&Module>| {
             let config = LaunchConfig::new(shape.rows as u32, c32 / 8);
             side!(m, kb::softmax_forward_packed, stream, config, &x, &mut *out.borrow_mut(), c32)
         });
@@ -350,9 +395,21 @@ fn softmax_ce(env: &Env) -> R {
     let (losses, dlogits) = (cell::<f32>(env, ce.rows)?, cell::<bf16>(env, n)?);
     let stream = &env.stream;
     let dloss = 1.0 / 4096.0;
-    let mut f: Launch<'_> = Box::new(|m| {
+    let mut f: Launch<'_> = Box::new(|m: Option<&Module>| {
         let config = LaunchConfig::new((ce.rows as u32).div_ceil(8), 256);
-        side!(m, kb::cross_entropy_forward_backward, stream, config, &logits, &targets, &mut *losses.borrow_mut(), &mut *dlogits.borrow_mut(), ce.rows as u32, v32, dloss)
+        side!(
+            m,
+            kb::cross_entropy_forward_backward,
+            stream,
+            config,
+            &logits,
+            &targets,
+            &mut *losses.borrow_mut(),
+            &mut *dlogits.borrow_mut(),
+            ce.rows as u32,
+            v32,
+            dloss
+        )
     });
     let check_shape = Rows { rows: CHECK_ROWS, cols: ce.cols };
     let (mut wl, mut wd) = (vec![0.0f32; CHECK_ROWS], vec![bf16::default(); check_shape.len()]);
@@ -364,7 +421,7 @@ fn softmax_ce(env: &Env) -> R {
     // The PyTorch op's two halves: the forward (losses and lse, no gradient), then the backward
     // from lse and a gradient per row (here all `dloss`: the fused kernel's values).
     let lse = cell::<f32>(env, ce.rows)?;
-    let mut forward: Launch<'_> = Box::new(|m| {
+    let mut forward: Launch<'_> = Box::new(|m: Option<&Module>| {
         let config = LaunchConfig::new((ce.rows as u32).div_ceil(8), 256);
         side!(m, kb::cross_entropy_forward, stream, config, &logits, &targets, &mut *losses.borrow_mut(), &mut *lse.borrow_mut(), ce.rows as u32, v32)
     });
@@ -375,7 +432,7 @@ fn softmax_ce(env: &Env) -> R {
     let dlosses = env.dev(&vec![dloss; ce.rows])?;
     let cpr = std::num::NonZeroU32::new(v32 / 8).ok_or("vocab")?;
     let lse = lse.into_inner();
-    let mut backward: Launch<'_> = Box::new(|m| {
+    let mut backward: Launch<'_> = Box::new(|m: Option<&Module>| {
         let config = LaunchConfig::new((n / 8).div_ceil(256).clamp(1, 1 << 20) as u32, 256);
         side!(m, kb::cross_entropy_backward_packed, stream, config, &logits, &targets, &lse, &dlosses, &mut *dlogits.borrow_mut(), cpr)
     });
@@ -392,7 +449,7 @@ fn activations(env: &Env) -> R {
     let chunk_grid = |chunks: usize| LaunchConfig::new(chunks.div_ceil(256).clamp(1, 1 << 20) as u32, 256);
     {
         let stream = &env.stream;
-        let mut f: Launch<'_> = Box::new(|m| side!(m, kb::gelu_forward_packed, stream, chunk_grid(n / 8), &x, &mut *out.borrow_mut()));
+        let mut f: Launch<'_> = Box::new(|m: Option<&Module>| side!(m, kb::gelu_forward_packed, stream, chunk_grid(n / 8), &x, &mut *out.borrow_mut()));
         let mut want = vec![bf16::default(); k];
         cpu::gelu(&env.cpu, &hx[..k], &mut want)?;
         check(env, "gelu", "out", &mut f, &out, &widen(&want), 1e-2, 1e-3)?;
@@ -400,7 +457,7 @@ fn activations(env: &Env) -> R {
     }
     {
         let stream = &env.stream;
-        let mut f: Launch<'_> = Box::new(|m| side!(m, kb::gelu_backward_packed, stream, chunk_grid(n / 8), &x, &d, &mut *out.borrow_mut()));
+        let mut f: Launch<'_> = Box::new(|m: Option<&Module>| side!(m, kb::gelu_backward_packed, stream, chunk_grid(n / 8), &x, &d, &mut *out.borrow_mut()));
         let mut want = vec![bf16::default(); k];
         cpu::gelu_backward(&env.cpu, &hx[..k], &hd[..k], &mut want)?;
         check(env, "gelu_backward", "dx", &mut f, &out, &widen(&want), 1e-2, 1e-3)?;
@@ -412,7 +469,8 @@ fn activations(env: &Env) -> R {
     let check_half = Rows { rows: CHECK_ROWS, cols: half.cols };
     {
         let stream = &env.stream;
-        let mut f: Launch<'_> = Box::new(|m| side!(m, kb::silu_and_mul_forward_packed, stream, chunk_grid(half.len() / 8), &x, &mut *gated.borrow_mut(), cpr));
+        let mut f: Launch<'_> =
+            Box::new(|m: Option<&Module>| side!(m, kb::silu_and_mul_forward_packed, stream, chunk_grid(half.len() / 8), &x, &mut *gated.borrow_mut(), cpr));
         let mut want = vec![bf16::default(); check_half.len()];
         cpu::silu_and_mul(&env.cpu, &hx[..2 * check_half.len()], &mut want, check_half)?;
         check(env, "silu_and_mul", "out", &mut f, &gated, &widen(&want), 1e-2, 1e-3)?;
@@ -421,7 +479,8 @@ fn activations(env: &Env) -> R {
     {
         let stream = &env.stream;
         let dg = env.dev(&hd[..half.len()])?;
-        let mut f: Launch<'_> = Box::new(|m| side!(m, kb::silu_and_mul_backward_packed, stream, chunk_grid(half.len() / 4), &x, &dg, &mut *out.borrow_mut(), cpr));
+        let mut f: Launch<'_> =
+            Box::new(|m: Option<&Module>| side!(m, kb::silu_and_mul_backward_packed, stream, chunk_grid(half.len() / 4), &x, &dg, &mut *out.borrow_mut(), cpr));
         let mut want = vec![bf16::default(); 2 * check_half.len()];
         cpu::silu_and_mul_backward(&env.cpu, &hx[..2 * check_half.len()], &hd[..check_half.len()], &mut want, check_half)?;
         check(env, "silu_and_mul_backward", "dinput", &mut f, &out, &widen(&want), 1e-2, 1e-3)?;
@@ -435,7 +494,9 @@ fn activations(env: &Env) -> R {
     let (head_chunks, heads) = (std::num::NonZeroU32::new(16).ok_or("16")?, std::num::NonZeroU32::new(32).ok_or("32")?);
     {
         let stream = &env.stream;
-        let mut f: Launch<'_> = Box::new(|m| side!(m, kb::rotary_embedding_packed, stream, chunk_grid(n / 8), &x, &positions, &cos, &sin, &mut *out.borrow_mut(), head_chunks, heads, shape));
+        let mut f: Launch<'_> = Box::new(|m: Option<&Module>| {
+            side!(m, kb::rotary_embedding_packed, stream, chunk_grid(n / 8), &x, &positions, &cos, &sin, &mut *out.borrow_mut(), head_chunks, heads, shape)
+        });
         let small = Rope { tokens: CHECK_ROWS, ..rope };
         let mut want = vec![bf16::default(); CHECK_ROWS * 32 * 128];
         cpu::rotary_embedding(&env.cpu, &hx[..want.len()], &hp[..CHECK_ROWS], &hc, &hs, &mut want, small, false)?;
@@ -452,12 +513,21 @@ fn optimiser(env: &Env) -> R {
     let grads = env.dev(&hg)?;
     let (params, m, v) = (std::cell::RefCell::new(env.dev(&hp)?), std::cell::RefCell::new(env.dev(&hm)?), std::cell::RefCell::new(env.dev(&hv)?));
     let hyper = AdamW { learning_rate: 1e-3, beta1: 0.9, beta2: 0.95, eps: 1e-8, weight_decay: 0.1 };
-    let hpar = AdamWStep { learning_rate: 1e-3, beta1: 0.9, beta2: 0.95, beta1_correction: 0.1, beta2_correction: 1.0 - 0.95, eps: 1e-8, weight_decay: 0.1, grad_scale: 1.0 };
+    let hpar = AdamWStep {
+        learning_rate: 1e-3,
+        beta1: 0.9,
+        beta2: 0.95,
+        beta1_correction: 0.1,
+        beta2_correction: 1.0 - 0.95,
+        eps: 1e-8,
+        weight_decay: 0.1,
+        grad_scale: 1.0,
+    };
     let k = 4096usize;
     {
         let stream = &env.stream;
         let config = LaunchConfig::new((p / 8).div_ceil(256).clamp(1, 1 << 20) as u32, 256);
-        let mut f: Launch<'_> = Box::new(|mm| {
+        let mut f: Launch<'_> = Box::new(|mm: Option<&Module>| {
             side!(mm, kf::adamw_step_packed, stream, config, &mut *params.borrow_mut(), &grads, &mut *m.borrow_mut(), &mut *v.borrow_mut(), hpar)
         });
         // One step from the same state on each side: reset, step, read.
@@ -483,7 +553,7 @@ fn optimiser(env: &Env) -> R {
     {
         let stream = &env.stream;
         let config = LaunchConfig::new((p / 8).div_ceil(2 * 256).clamp(1, 1024) as u32, 256);
-        let mut f: Launch<'_> = Box::new(|m| side!(m, kf::sum_of_squares_packed, stream, config, &grads, &mut *total.borrow_mut()));
+        let mut f: Launch<'_> = Box::new(|m: Option<&Module>| side!(m, kf::sum_of_squares_packed, stream, config, &grads, &mut *total.borrow_mut()));
         let want = hg.iter().map(|&g| g as f64 * g as f64).sum::<f64>() as f32;
         let mut sides = Vec::new();
         for module in [None, Some(&env.twin)] {

@@ -50,6 +50,14 @@ pub trait Float: Pod + Default + sealed::Sealed {
     fn to_f32(self) -> f32;
     /// `value` rounded to this type (to nearest, ties to even).
     fn from_f32(value: f32) -> Self;
+    /// `[a, b]` rounded to this type, as two consecutive elements: the bits of two
+    /// [`from_f32`](Self::from_f32)s, in one `cvt.rn.bf16x2.f32` (`.f16x2`) for the half
+    /// types on sm_80+ (what nvcc makes of `__floats2bfloat162_rn`), where two `from_f32`s
+    /// are two conversions and a pack.
+    #[inline(always)]
+    fn pair_from_f32(a: f32, b: f32) -> [Self; 2] {
+        [Self::from_f32(a), Self::from_f32(b)]
+    }
 }
 
 impl Float for f32 {
@@ -72,6 +80,10 @@ impl Float for bf16 {
     fn from_f32(value: f32) -> bf16 {
         value.to_bf16()
     }
+    #[inline(always)]
+    fn pair_from_f32(a: f32, b: f32) -> [bf16; 2] {
+        bytemuck::cast(ferrocuda_device::half::Bf16x2::from_f32s(a, b))
+    }
 }
 
 impl Float for f16 {
@@ -82,6 +94,10 @@ impl Float for f16 {
     #[inline(always)]
     fn from_f32(value: f32) -> f16 {
         value.to_f16()
+    }
+    #[inline(always)]
+    fn pair_from_f32(a: f32, b: f32) -> [f16; 2] {
+        bytemuck::cast(ferrocuda_device::half::F16x2::from_f32s(a, b))
     }
 }
 

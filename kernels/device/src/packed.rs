@@ -142,6 +142,18 @@ fn load16<T: Float>(x: &[T], at: usize, hint: Load) -> ([f32; CHUNK], [f32; CHUN
     (v0, v1)
 }
 
+/// `v` rounded to `T` into `values[..8]`, two at a time ([`Float::pair_from_f32`]: one
+/// `cvt.rn.bf16x2.f32` a pair for the half types; the same bits as eight `from_f32`s).
+#[inline(always)]
+fn narrow8<T: Float>(values: &mut [T], v: [f32; CHUNK]) {
+    unroll::<{ CHUNK / 2 }>(|k| {
+        let pair = T::pair_from_f32(v[2 * k], v[2 * k + 1]);
+        if let Some(out) = values.get_mut(2 * k..2 * k + 2) {
+            out.copy_from_slice(&pair);
+        }
+    });
+}
+
 /// Stores `v` (rounded to `T`) into this thread's chunk `i` of `out`: 16-byte stores when it
 /// is aligned. Nothing past the last whole chunk.
 #[inline(always)]
@@ -150,7 +162,7 @@ fn store8<T: Float>(out: &mut DisjointChunks<T, CHUNK>, i: ThreadIndex, v: [f32;
     let mut raw = [Vec16::default(); 2];
     {
         let values: &mut [T] = bytemuck::cast_slice_mut(&mut raw[..words::<T>()]);
-        unroll::<CHUNK>(|u| values[u] = T::from_f32(v[u]));
+        narrow8(values, v);
     }
     match bytemuck::try_cast_slice_mut::<T, Vec16>(&mut chunk[..]) {
         Ok(vectors) if vectors.len() == words::<T>() => unroll::<2>(|k| {
@@ -173,10 +185,9 @@ fn store16<T: Float>(out: &mut DisjointChunks<T, 16>, i: ThreadIndex, v0: [f32; 
     let mut raw = [Vec16::default(); 4];
     {
         let values: &mut [T] = bytemuck::cast_slice_mut(&mut raw[..2 * words::<T>()]);
-        unroll::<CHUNK>(|u| {
-            values[u] = T::from_f32(v0[u]);
-            values[CHUNK + u] = T::from_f32(v1[u]);
-        });
+        let (first, second) = values.split_at_mut(CHUNK);
+        narrow8(first, v0);
+        narrow8(second, v1);
     }
     match bytemuck::try_cast_slice_mut::<T, Vec16>(&mut chunk[..]) {
         Ok(vectors) if vectors.len() == 2 * words::<T>() => unroll::<4>(|k| {
@@ -576,11 +587,28 @@ pub fn cross_entropy_backward_packed<T: Float>(
     mut dlogits: DisjointChunks<T, 8>,
     chunks_per_row: NonZeroU32,
 ) {
+    let rows = (targets, lse, dlosses);
+    match vectors(logits) {
+        Some(v) => cross_entropy_backward_walk(|at| widen8::<T>(vectors_raw::<T>(v, at)), rows, &mut dlogits, chunks_per_row),
+        None => cross_entropy_backward_walk(|at| load8(logits, at, Load::EvictFirst), rows, &mut dlogits, chunks_per_row),
+    }
+}
+
+/// The loop of [`cross_entropy_backward_packed()`], the logits read by `load` (16-byte loads
+/// only, or element loads only: one path per launch, not a branch per chunk whose merged
+/// registers would lower the occupancy).
+#[inline(always)]
+fn cross_entropy_backward_walk<T: Float>(
+    load: impl Fn(usize) -> [f32; CHUNK],
+    (targets, lse, dlosses): (&[u32], &[f32], &[f32]),
+    dlogits: &mut DisjointChunks<T, 8>,
+    chunks_per_row: NonZeroU32,
+) {
     let vocab = chunks_per_row.get().saturating_mul(CHUNK as u32);
     for i in grid_stride(dlogits.len()) {
         let chunk = i.get() as u32;
         let (row, c) = ((chunk / chunks_per_row) as usize, (chunk % chunks_per_row) * CHUNK as u32);
-        let v = load8(logits, i.get() * CHUNK, Load::EvictFirst);
+        let v = load(i.get() * CHUNK);
         let target = targets.get(row).copied().unwrap_or(crate::IGNORE_TARGET);
         let scale = crate::cross_entropy_scale(target, vocab, dlosses.get(row).copied().unwrap_or(0.0));
         let l = lse.get(row).copied().unwrap_or(0.0);
@@ -589,7 +617,7 @@ pub fn cross_entropy_backward_packed<T: Float>(
             let hot = if c + u as u32 == target { 1.0 } else { 0.0 };
             o[u] = ((v[u] - l).exp() - hot) * scale;
         });
-        store8(&mut dlogits, i, o);
+        store8(dlogits, i, o);
     }
 }
 
@@ -597,20 +625,39 @@ pub fn cross_entropy_backward_packed<T: Float>(
 /// when the length is a multiple of 8.
 #[kernel(instances(f32, bf16, f16))]
 pub fn gelu_forward_packed<T: Float>(x: &[T], mut out: DisjointChunks<T, 8>) {
+    match vectors(x) {
+        Some(v) => gelu_walk(|at| widen8::<T>(vectors_raw::<T>(v, at)), &mut out),
+        None => gelu_walk(|at| load8(x, at, Load::EvictFirst), &mut out),
+    }
+}
+
+/// The loop of [`gelu_forward_packed()`], `x` read by `load` (one path per launch).
+#[inline(always)]
+fn gelu_walk<T: Float>(load: impl Fn(usize) -> [f32; CHUNK], out: &mut DisjointChunks<T, 8>) {
     for i in grid_stride(out.len()) {
-        let mut v = load8(x, i.get() * CHUNK, Load::EvictFirst);
+        let mut v = load(i.get() * CHUNK);
         unroll::<CHUNK>(|u| v[u] = gelu(v[u]));
-        store8(&mut out, i, v);
+        store8(out, i, v);
     }
 }
 
 /// [`gelu_backward()`](crate::gelu_backward) over chunks of 8.
 #[kernel(instances(f32, bf16, f16))]
 pub fn gelu_backward_packed<T: Float>(x: &[T], dout: &[T], mut dx: DisjointChunks<T, 8>) {
+    match (vectors(x), vectors(dout)) {
+        (Some(xv), Some(dv)) => gelu_backward_walk(|at| widen8::<T>(vectors_raw::<T>(xv, at)), |at| widen8::<T>(vectors_raw::<T>(dv, at)), &mut dx),
+        _ => gelu_backward_walk(|at| load8(x, at, Load::EvictFirst), |at| load8(dout, at, Load::EvictFirst), &mut dx),
+    }
+}
+
+/// The loop of [`gelu_backward_packed()`], the inputs read by `load_x` and `load_dout` (one
+/// path per launch).
+#[inline(always)]
+fn gelu_backward_walk<T: Float>(load_x: impl Fn(usize) -> [f32; CHUNK], load_dout: impl Fn(usize) -> [f32; CHUNK], dx: &mut DisjointChunks<T, 8>) {
     for i in grid_stride(dx.len()) {
-        let (mut v, d) = (load8(x, i.get() * CHUNK, Load::EvictFirst), load8(dout, i.get() * CHUNK, Load::EvictFirst));
+        let (mut v, d) = (load_x(i.get() * CHUNK), load_dout(i.get() * CHUNK));
         unroll::<CHUNK>(|u| v[u] = gelu_derivative(v[u]) * d[u]);
-        store8(&mut dx, i, v);
+        store8(dx, i, v);
     }
 }
 
@@ -1072,15 +1119,24 @@ pub fn sum_column_partials_split(partial: &[f32], mut out: PerWarpRow<f32>, chun
 /// the chunks fit in `u32`; `chunks_per_row = d / 8`.
 #[kernel(instances(f32, bf16, f16))]
 pub fn silu_and_mul_forward_packed<T: Float>(input: &[T], mut out: DisjointChunks<T, 8>, chunks_per_row: NonZeroU32) {
+    match vectors(input) {
+        Some(v) => silu_and_mul_walk(|at| widen8::<T>(vectors_raw::<T>(v, at)), &mut out, chunks_per_row),
+        None => silu_and_mul_walk(|at| load8(input, at, Load::EvictFirst), &mut out, chunks_per_row),
+    }
+}
+
+/// The loop of [`silu_and_mul_forward_packed()`], `input` read by `load` (one path per launch).
+#[inline(always)]
+fn silu_and_mul_walk<T: Float>(load: impl Fn(usize) -> [f32; CHUNK], out: &mut DisjointChunks<T, 8>, chunks_per_row: NonZeroU32) {
     let d = chunks_per_row.get() as usize * CHUNK;
     for i in grid_stride(out.len()) {
         let chunk = i.get() as u32;
         let (row, c) = ((chunk / chunks_per_row) as usize, (chunk % chunks_per_row) as usize * CHUNK);
         let at = row * 2 * d + c;
-        let (g, up) = (load8(input, at, Load::EvictFirst), load8(input, at + d, Load::EvictFirst));
+        let (g, up) = (load(at), load(at + d));
         let mut o = [0.0f32; CHUNK];
         unroll::<CHUNK>(|u| o[u] = silu(g[u]) * up[u]);
-        store8(&mut out, i, o);
+        store8(out, i, o);
     }
 }
 
@@ -1089,6 +1145,23 @@ pub fn silu_and_mul_forward_packed<T: Float>(input: &[T], mut out: DisjointChunk
 /// gradient, the rest the up projection's. `chunks_per_row = d / 8`.
 #[kernel(instances(f32, bf16, f16))]
 pub fn silu_and_mul_backward_packed<T: Float>(input: &[T], dout: &[T], mut dinput: DisjointChunks<T, 8>, chunks_per_row: NonZeroU32) {
+    match (vectors(input), vectors(dout)) {
+        (Some(iv), Some(dv)) => {
+            silu_and_mul_backward_walk(|at| widen8::<T>(vectors_raw::<T>(iv, at)), |at| widen8::<T>(vectors_raw::<T>(dv, at)), &mut dinput, chunks_per_row)
+        }
+        _ => silu_and_mul_backward_walk(|at| load8(input, at, Load::EvictFirst), |at| load8(dout, at, Load::EvictFirst), &mut dinput, chunks_per_row),
+    }
+}
+
+/// The loop of [`silu_and_mul_backward_packed()`], the inputs read by `load_input` and
+/// `load_dout` (one path per launch).
+#[inline(always)]
+fn silu_and_mul_backward_walk<T: Float>(
+    load_input: impl Fn(usize) -> [f32; CHUNK],
+    load_dout: impl Fn(usize) -> [f32; CHUNK],
+    dinput: &mut DisjointChunks<T, 8>,
+    chunks_per_row: NonZeroU32,
+) {
     let d = chunks_per_row.get() as usize * CHUNK;
     let width = chunks_per_row.saturating_mul(const { NonZeroU32::new(2).unwrap() });
     for i in grid_stride(dinput.len()) {
@@ -1097,13 +1170,13 @@ pub fn silu_and_mul_backward_packed<T: Float>(input: &[T], dout: &[T], mut dinpu
         let is_gate = cc < chunks_per_row.get();
         let c = (if is_gate { cc } else { cc - chunks_per_row.get() }) as usize * CHUNK;
         let at = row * 2 * d + c;
-        let (g, up, dy) = (load8(input, at, Load::EvictFirst), load8(input, at + d, Load::EvictFirst), load8(dout, row * d + c, Load::EvictFirst));
+        let (g, up, dy) = (load_input(at), load_input(at + d), load_dout(row * d + c));
         let mut o = [0.0f32; CHUNK];
         unroll::<CHUNK>(|u| {
             let s = sigmoid(g[u]);
             o[u] = if is_gate { dy[u] * up[u] * s * (1.0 + g[u] * (1.0 - s)) } else { dy[u] * g[u] * s };
         });
-        store8(&mut dinput, i, o);
+        store8(dinput, i, o);
     }
 }
 
@@ -1125,6 +1198,32 @@ pub fn rotary_embedding_packed<T: Float>(
     heads: NonZeroU32,
     shape: RopeShape,
 ) {
+    let dims = (head_chunks, heads, shape);
+    match (vectors(x), vectors(cos), vectors(sin)) {
+        (Some(xv), Some(cv), Some(sv)) => rotary_walk(
+            |at| widen8::<T>(vectors_raw::<T>(xv, at)),
+            |at| (widen8::<f32>(vectors_raw_hint::<f32>(cv, at, Load::EvictLast)), widen8::<f32>(vectors_raw_hint::<f32>(sv, at, Load::EvictLast))),
+            positions,
+            &mut out,
+            dims,
+        ),
+        _ => {
+            rotary_walk(|at| load8(x, at, Load::EvictFirst), |at| (load8(cos, at, Load::EvictLast), load8(sin, at, Load::EvictLast)), positions, &mut out, dims)
+        }
+    }
+}
+
+/// The loop of [`rotary_embedding_packed()`], `x` read by `load_x` and the tables by
+/// `load_tables` (one path per launch: 16-byte loads only when `x`, `cos` and `sin` are
+/// aligned, element loads otherwise).
+#[inline(always)]
+fn rotary_walk<T: Float>(
+    load_x: impl Fn(usize) -> [f32; CHUNK],
+    load_tables: impl Fn(usize) -> ([f32; CHUNK], [f32; CHUNK]),
+    positions: &[u32],
+    out: &mut DisjointChunks<T, 8>,
+    (head_chunks, heads, shape): (NonZeroU32, NonZeroU32, RopeShape),
+) {
     let half = (shape.rotary_dim / 2) as usize;
     let sign = if shape.inverse != 0 { -1.0 } else { 1.0 };
     for i in grid_stride(out.len()) {
@@ -1133,15 +1232,14 @@ pub fn rotary_embedding_packed<T: Float>(
         let token = (row / heads) as usize;
         let at = i.get() * CHUNK;
         let o = if c >= 2 * half {
-            load8(x, at, Load::EvictFirst)
+            load_x(at)
         } else {
             let (k, first) = if c < half { (c, true) } else { (c - half, false) };
             let pair = at - c + k;
-            let (x1, x2) = (load8(x, pair, Load::EvictFirst), load8(x, pair + half, Load::EvictFirst));
+            let (x1, x2) = (load_x(pair), load_x(pair + half));
             match positions.get(token) {
                 Some(&p) if p < shape.max_positions => {
-                    let t = p as usize * half + k;
-                    let (cs, sn) = (load8(cos, t, Load::EvictLast), load8(sin, t, Load::EvictLast));
+                    let (cs, sn) = load_tables(p as usize * half + k);
                     let mut o = [0.0f32; CHUNK];
                     unroll::<CHUNK>(|u| {
                         let sn = sign * sn[u];
@@ -1152,6 +1250,6 @@ pub fn rotary_embedding_packed<T: Float>(
                 _ => [f32::NAN; CHUNK],
             }
         };
-        store8(&mut out, i, o);
+        store8(out, i, o);
     }
 }
