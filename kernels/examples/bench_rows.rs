@@ -67,6 +67,7 @@ impl Env {
 
     /// `check <op> <what>: ...`: the largest error of each side against `want` in units of
     /// `atol + rtol |want|` (ok at most 1).
+    #[allow(clippy::too_many_arguments)]
     fn compare(&self, op: &str, what: &str, ours: &[f32], twin: &[f32], want: &[f32], rtol: f32, atol: f32) {
         let worst = |got: &[f32]| {
             got.iter().zip(want).fold(0.0f32, |m, (&g, &w)| {

@@ -426,7 +426,7 @@ pub fn layernorm_forward_packed16<T: Float>(
 /// [`rmsnorm_forward()`](crate::rmsnorm_forward) with **16 columns a thread** (one block per
 /// row of `cols / 16` threads), [`layernorm_forward_packed16()`]'s structure with a smaller
 /// footprint: both 16-byte loads of `x` issued together (one alignment branch for the 32
-/// bytes), kept as loaded ([`Raw8`]: 8 registers for 16 `bf16`) until the squares are summed,
+/// bytes), kept as loaded (`Raw8`: 8 registers for 16 `bf16`) until the squares are summed,
 /// the weight read after the block reduction (an L1/L2 hit). 48 registers (a cap of 40 spills
 /// 8-16 bytes here, in the element-wise paths; nvcc's twin fits 40), so a row of 4096 is 256
 /// threads and five rows fit an SM: 40 KiB of loads in flight per SM where the 8-column kernel
