@@ -29,7 +29,11 @@ for nvcc in /usr/local/cuda/bin/nvcc "$(command -v nvcc 2>/dev/null)"; do
   fi
 done
 [ "$cubin" = "$here/rows_twins.cubin" ] && echo "twins: the cubin built at staging ($(cat "$here/rows_twins.nvcc.txt" 2>/dev/null))"
-timeout 300 "$here/bench_rows" "$cubin" 2>&1 | tee "$out/rows-ours.log"; rc_ours=${PIPESTATUS[0]}
+bench="$here/bench_rows"
+if [ ! -x "$bench" ] && [ -f "$here/bench_rows.xz" ]; then
+  bench="$out/bench_rows"; xz -dc "$here/bench_rows.xz" > "$bench" && chmod +x "$bench"
+fi
+timeout 300 "$bench" "$cubin" 2>&1 | tee "$out/rows-ours.log"; rc_ours=${PIPESTATUS[0]}
 python=${TORCH_PYTHON:-/opt/torch/.venv/bin/python3}
 timeout 300 "$python" "$here/torch_rows.py" 2>&1 | tee "$out/rows-torch.log"; rc_torch=${PIPESTATUS[0]}
 echo "bench_rows rc=$rc_ours, torch_rows rc=$rc_torch" | tee -a "$out/rows-gpu.txt"
