@@ -404,6 +404,30 @@ def test_torch_compile_fullgraph_has_no_graph_break_and_matches_eager():
     torch.testing.assert_close(g_compiled, x.grad, rtol=1e-3, atol=1e-4)
 
 
+def test_cross_entropy_compiles_fullgraph_with_its_fused_backward():
+    """ft.cross_entropy under torch.compile(fullgraph=True): one graph, the loss and the fused
+    backward (the op ferrocuda::cross_entropy_backward) as in eager mode."""
+    torch.manual_seed(0)
+    logits = torch.randn(64, 1000, device=DEV, dtype=torch.bfloat16)
+    targets = torch.randint(0, 1000, (64,), device=DEV)
+    targets[::9] = -100
+
+    def loss_of(l):
+        return ft.cross_entropy(l, targets)
+
+    explanation = torch._dynamo.explain(loss_of)(logits.clone().requires_grad_(True))
+    assert explanation.graph_break_count == 0, explanation.break_reasons
+    compiled = torch.compile(loss_of, fullgraph=True)
+    grads = []
+    for f in (compiled, loss_of):
+        leaf = logits.clone().requires_grad_(True)
+        loss = f(leaf)
+        loss.backward()
+        grads.append((loss.detach(), leaf.grad))
+    torch.testing.assert_close(grads[0][0], grads[1][0], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(grads[0][1], grads[1][1])
+
+
 def test_a_captured_graph_replays_with_new_inputs():
     """Also the regression test of the first GPU run's failure: borrowing torch's stream read
     its flags (cuStreamGetFlags), which the driver refuses during a capture, invalidating it."""

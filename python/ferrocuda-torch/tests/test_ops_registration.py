@@ -87,6 +87,15 @@ def test_a_module_using_the_ops_traces_with_no_graph_break():
     assert explanation.graph_count == 1
 
 
+def test_cross_entropy_traces_with_no_graph_break():
+    """The loss (the op's two outputs, the mean over the rows that count) in one graph on meta
+    tensors, the logits requiring a gradient (the autograd registration on the path)."""
+    logits = meta(8, 1000).requires_grad_(True)
+    explanation = torch._dynamo.explain(lambda l, t: ft.cross_entropy(l, t))(logits, meta(8, dtype=torch.int64))
+    assert explanation.graph_break_count == 0, explanation.break_reasons
+    assert explanation.graph_count == 1
+
+
 def test_cpu_tensors_are_refused_with_what_to_do():
     with pytest.raises(ValueError, match="`x` is on the CPU.*move it with .cuda"):
         ft.rmsnorm(torch.randn(4, 8), torch.randn(8))
