@@ -367,11 +367,7 @@ pub fn library() -> Vec<Op> {
                 .scalar("ignore_index", Scalar::Int)
                 .output("losses", "logits", Shape::Rows, F32)
                 .output("lse", "logits", Shape::Rows, F32)
-                .backward(
-                    "cross_entropy_backward",
-                    &[Saved("logits"), Saved("targets"), Saved("lse"), Of("losses"), Saved("ignore_index")],
-                    &["logits"]
-                ),
+                .backward("cross_entropy_backward", &[Saved("logits"), Saved("targets"), Saved("lse"), Of("losses"), Saved("ignore_index")], &["logits"]),
             cross_entropy
         ),
         floats!(
