@@ -25,8 +25,9 @@ use crate::{Element, Result, warp_per_row};
 // executor here.
 pub use crate::rows::{
     adamw_cpu as adamw, add_layernorm_cpu as add_layernorm, add_rmsnorm_cpu as add_rmsnorm, clip_by_global_norm_cpu as clip_by_global_norm,
-    cross_entropy_cpu as cross_entropy, gelu_backward_cpu as gelu_backward, gelu_cpu as gelu, layernorm_backward_cpu as layernorm_backward,
-    layernorm_cpu as layernorm, rmsnorm_backward_cpu as rmsnorm_backward, rmsnorm_cpu as rmsnorm, rotary_embedding_cpu as rotary_embedding,
+    cross_entropy_backward_cpu as cross_entropy_backward, cross_entropy_cpu as cross_entropy, cross_entropy_forward_cpu as cross_entropy_forward,
+    gelu_backward_cpu as gelu_backward, gelu_cpu as gelu, layernorm_backward_cpu as layernorm_backward, layernorm_cpu as layernorm,
+    rmsnorm_backward_cpu as rmsnorm_backward, rmsnorm_cpu as rmsnorm, rotary_embedding_cpu as rotary_embedding,
     silu_and_mul_backward_cpu as silu_and_mul_backward, silu_and_mul_cpu as silu_and_mul, softmax_cpu as softmax, sum_of_squares_cpu as sum_of_squares,
 };
 

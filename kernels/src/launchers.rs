@@ -275,6 +275,7 @@ kernel_table!({
     );
     fn softmax_forward(x: [in T], out: [out T], rows: u32, cols: u32);
     fn rmsnorm_forward_packed(x: [in T], weight: [in T], out: [out T], rstd: [out f32], cols: u32, eps: f32);
+    fn rmsnorm_forward_packed16(x: [in T], weight: [in T], out: [out T], rstd: [out f32], cols: u32, eps: f32);
     fn add_rmsnorm_forward_packed(x: [in T], residual: [in T], weight: [in T], out: [out T], sum: [out T], rstd: [out f32], cols: u32, eps: f32);
     fn layernorm_forward_packed(x: [in T], weight: [in T], bias: [in T], out: [out T], mean: [out f32], rstd: [out f32], cols: u32, eps: f32);
     fn layernorm_forward_packed16(x: [in T], weight: [in T], bias: [in T], out: [out T], mean: [out f32], rstd: [out f32], cols: u32, eps: f32);
@@ -305,6 +306,9 @@ kernel_table!({
     fn gelu_forward_packed(x: [in T], out: [out T]);
     fn gelu_backward_packed(x: [in T], dout: [in T], dx: [out T]);
     fn cross_entropy_forward_backward(logits: [in T], targets: [in u32], losses: [out f32], dlogits: [out T], rows: u32, vocab: u32, dloss: f32);
+    fn cross_entropy_forward(logits: [in T], targets: [in u32], losses: [out f32], lse: [out f32], rows: u32, vocab: u32);
+    fn cross_entropy_backward(logits: [in T], targets: [in u32], lse: [in f32], dlosses: [in f32], dlogits: [out T], vocab: NonZeroU32);
+    fn cross_entropy_backward_packed(logits: [in T], targets: [in u32], lse: [in f32], dlosses: [in f32], dlogits: [out T], chunks_per_row: NonZeroU32);
     fn gelu_forward(x: [in T], out: [out T]);
     fn gelu_backward(x: [in T], dout: [in T], dx: [out T]);
     fn silu_and_mul_forward(input: [in T], out: [out T], d: NonZeroU32);

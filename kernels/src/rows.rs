@@ -127,6 +127,16 @@ pub(crate) fn packed_rows16(rows: usize, cols: usize) -> Option<ferrocuda_host::
         .then(|| ferrocuda_host::LaunchConfig::new(rows as u32, threads as u32))
 }
 
+/// The launch of `rmsnorm_forward_packed16` (one block per row, 16 columns a thread, so
+/// `cols / 16` threads): widths that are multiples of 16 from 2048 (128 threads) to 8192 (512,
+/// its launch bounds); `None` otherwise (the 8-column kernel or the warp-per-row one). Public
+/// for benchmarks and tests, as [`fused_backward_blocks`].
+pub fn rmsnorm_rows16(rows: usize, cols: usize) -> Option<ferrocuda_host::LaunchConfig> {
+    let threads = cols / 16;
+    (cols.is_multiple_of(16) && (128..=512).contains(&threads) && rows > 0 && rows < (1 << 31))
+        .then(|| ferrocuda_host::LaunchConfig::new(rows as u32, threads as u32))
+}
+
 /// The first step of a norm's weight gradients outside the fused kernel, in a call's body
 /// (`$run` its runner): per chunk of [`ROWS_PER_CHUNK`] rows and column, `sum dout * xhat`
 /// into `$partial_dw` and `sum dout` into `$partial_db` (each `weight_chunks(rows) x cols`),
@@ -216,6 +226,9 @@ row_op! {
         shape.per_row("rstd", run.len(rstd))?;
         if rows == 0 {
             return Ok(());
+        }
+        if let Some(config) = rmsnorm_rows16(shape.rows, shape.cols) {
+            return run.rmsnorm_forward_packed16::<T>(config, x, weight, out, rstd, cols, eps);
         }
         match packed_rows(shape.rows, shape.cols) {
             Some(config) => run.rmsnorm_forward_packed::<T>(config, x, weight, out, rstd, cols, eps),
@@ -574,6 +587,56 @@ row_op! {
             return Ok(());
         }
         run.cross_entropy_forward_backward::<T>(warp_per_row(shape.rows), logits, targets, losses, dlogits, rows, vocab, dloss)
+    }
+}
+
+row_op! {
+    /// Cross-entropy's forward pass alone: `losses[row] = logsumexp(row) - row[target]` as
+    /// [`cross_entropy`] writes it, and `lse[row] = logsumexp(row)` (f32) for
+    /// [`cross_entropy_backward`]; no gradient (for callers that learn the loss's gradient only
+    /// later, as PyTorch's autograd: the row is read once here and once in the backward).
+    /// Targets as [`cross_entropy`].
+    pub fn cross_entropy_forward, cross_entropy_forward_cpu<T>(
+        run; logits: [in T], targets: [in u32], losses: [out f32], lse: [out f32], shape: Rows
+    ) {
+        let (rows, vocab) = shape.check()?;
+        shape.matrix("logits", run.len(logits))?;
+        shape.per_row("targets", run.len(targets))?;
+        shape.per_row("losses", run.len(losses))?;
+        shape.per_row("lse", run.len(lse))?;
+        if rows == 0 {
+            return Ok(());
+        }
+        run.cross_entropy_forward::<T>(warp_per_row(shape.rows), logits, targets, losses, lse, rows, vocab)
+    }
+}
+
+row_op! {
+    /// Cross-entropy's gradient from [`cross_entropy_forward`]'s `lse` and the upstream
+    /// gradient of each row's loss: `dlogits[r, c] = (softmax(row r)[c] - [c == target[r]]) *
+    /// dlosses[r]` (`dlosses`: f32, one per row; all `1 / rows` for a mean loss), one pass over
+    /// the logits (8 columns a thread with 16-byte accesses when `vocab % 8 == 0`). An ignored
+    /// row ([`IGNORE_TARGET`](crate::IGNORE_TARGET)) gets a zero gradient, another target `>=
+    /// vocab` NaN. With the same `lse` and a uniform `dlosses`, the same values as
+    /// [`cross_entropy`]'s gradient.
+    pub fn cross_entropy_backward, cross_entropy_backward_cpu<T>(
+        run; logits: [in T], targets: [in u32], lse: [in f32], dlosses: [in f32], dlogits: [out T], shape: Rows
+    ) {
+        let (rows, vocab) = shape.check()?;
+        shape.matrix("logits", run.len(logits))?;
+        shape.per_row("targets", run.len(targets))?;
+        shape.per_row("lse", run.len(lse))?;
+        shape.per_row("dlosses", run.len(dlosses))?;
+        shape.matrix("dlogits", run.len(dlogits))?;
+        if rows == 0 {
+            return Ok(());
+        }
+        let nonzero_vocab = NonZeroU32::new(vocab).ok_or_else(|| unsupported("cols", 0, "rows need at least one column"))?;
+        let chunks = shape.len() / 8;
+        match NonZeroU32::new(vocab / 8).filter(|_| vocab.is_multiple_of(8) && chunks <= u32::MAX as usize) {
+            Some(chunks_per_row) => run.cross_entropy_backward_packed::<T>(chunk_grid(chunks), logits, targets, lse, dlosses, dlogits, chunks_per_row),
+            None => run.cross_entropy_backward::<T>(grid_stride(shape.len()), logits, targets, lse, dlosses, dlogits, nonzero_vocab),
+        }
     }
 }
 

@@ -87,6 +87,18 @@ fn rows_on_gpu<T: Element>(context: &Context, stream: &Stream, shape: Rows) {
     cpu::cross_entropy(&e, &x, &targets, &mut c_losses, &mut c_out, shape, 1.0 / shape.rows as f32).unwrap();
     assert_close("gpu cross-entropy loss", &widen(&losses.to_vec().unwrap()), &widen(&c_losses), 1e-5);
     assert_close("gpu cross-entropy dlogits", &widen(&out.to_vec().unwrap()), &widen(&c_out), tol);
+    // Its two halves (PyTorch's op): forward with lse, backward with a gradient per row (1000
+    // columns: 8 a thread; 998: one element a thread).
+    let dlosses: Vec<f32> = (0..shape.rows).map(|r| 0.5 - r as f32 / shape.rows as f32).collect();
+    let (mut lse, dl_) = (zeros::<f32>(context, shape.rows), up(context, &dlosses));
+    rows::cross_entropy_forward(stream, &x_, &t_, &mut losses, &mut lse, shape).unwrap();
+    rows::cross_entropy_backward(stream, &x_, &t_, &lse, &dl_, &mut out, shape).unwrap();
+    let mut c_lse = vec![0.0f32; shape.rows];
+    cpu::cross_entropy_forward(&e, &x, &targets, &mut c_losses, &mut c_lse, shape).unwrap();
+    cpu::cross_entropy_backward(&e, &x, &targets, &c_lse, &dlosses, &mut c_out, shape).unwrap();
+    assert_close("gpu cross-entropy forward loss", &widen(&losses.to_vec().unwrap()), &widen(&c_losses), 1e-5);
+    assert_close("gpu cross-entropy forward lse", &widen(&lse.to_vec().unwrap()), &widen(&c_lse), 1e-5);
+    assert_close("gpu cross-entropy backward dlogits", &widen(&out.to_vec().unwrap()), &widen(&c_out), tol);
 
     // Activations.
     rows::gelu(stream, &x_, &mut out).unwrap();
@@ -188,6 +200,18 @@ fn norms_at_4096_on_gpu<T: Element>(context: &Context, stream: &Stream) {
     assert_close("gpu layernorm 4096 out", &widen(&out.to_vec().unwrap()), &widen(&c_out), tol);
     assert_close("gpu layernorm 4096 mean", &widen(&mean.to_vec().unwrap()), &widen(&c_mean), 1e-5);
     assert_close("gpu layernorm 4096 rstd", &widen(&rstd.to_vec().unwrap()), &widen(&c_rstd), 1e-5);
+    // RMSNorm at 4096 and 8192: the 16-columns-a-thread kernel (256 and 512 threads a row).
+    for cols in [4096, 8192] {
+        let wide = Rows { rows: n / cols, cols };
+        let (wx, _) = input::<T>(cols, 66, 1.5);
+        let w_wide = up(context, &wx);
+        let (mut o, mut r) = (zeros::<T>(context, n), zeros::<f32>(context, wide.rows));
+        rows::rmsnorm(stream, &x_, &w_wide, &mut o, &mut r, wide, 1e-6).unwrap();
+        let (mut c_o, mut c_r) = (vec![T::default(); n], vec![0.0f32; wide.rows]);
+        cpu::rmsnorm(&e, &x, &wx, &mut c_o, &mut c_r, wide, 1e-6).unwrap();
+        assert_close(&format!("gpu rmsnorm {cols} out"), &widen(&o.to_vec().unwrap()), &widen(&c_o), tol);
+        assert_close(&format!("gpu rmsnorm {cols} rstd"), &widen(&r.to_vec().unwrap()), &widen(&c_r), 1e-5);
+    }
     let mut shifted = vec![T::default(); n + 1];
     shifted[1..].copy_from_slice(&dout);
     let dout_shifted = up(context, &shifted);

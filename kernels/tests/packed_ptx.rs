@@ -5,8 +5,9 @@
 
 use ferrocuda_kernels_device::KERNELS;
 
-const PACKED: [&str; 17] = [
+const PACKED: [&str; 18] = [
     "adamw_step_packed",
+    "rmsnorm_forward_packed16",
     "layernorm_forward_packed16",
     "layernorm_backward_fused_packed",
     "rmsnorm_backward_fused_packed",
@@ -24,6 +25,12 @@ const PACKED: [&str; 17] = [
     "gelu_backward_packed",
     "norm_backward_weights_partial_packed",
 ];
+
+/// Spills this test knows of, with why they are accepted: layer norm's 16-column kernel holds
+/// 64 registers on sm_90 (its launch bounds, four blocks of 256 an SM, no spill); sm_80's code
+/// for the half types needs a few more and spills 12 bytes (a cold sm_80 path; a larger cap
+/// would cost sm_90 a block an SM). Anything else that spills fails.
+const KNOWN_SPILLS: [(&str, u32); 2] = [("layernorm_forward_packed16_f16", 80), ("layernorm_forward_packed16_bf16", 80)];
 
 /// The PTX of entry `name` in the newest embedded PTX.
 fn entry(name: &str) -> String {
@@ -50,9 +57,14 @@ fn packed_kernels_move_16_bytes_per_access_and_do_not_spill() {
             }
         }
     }
-    let resources: Vec<_> = KERNELS.resources.iter().filter(|r| r.kernel.contains("_packed_")).collect();
+    // `_packed` and not `_packed_`: the 16-columns-a-thread kernels (`*_packed16_*`) escaped
+    // this check before (found by s11-rows: layer norm's spills on sm_80, below).
+    let resources: Vec<_> = KERNELS.resources.iter().filter(|r| r.kernel.contains("_packed")).collect();
     // ptxas ran where the build found one (the figures are empty without it).
     for r in &resources {
+        if KNOWN_SPILLS.contains(&(r.kernel, r.arch)) {
+            continue;
+        }
         assert_eq!((r.spill_stores, r.spill_loads), (0, 0), "{} spills on sm_{}", r.kernel, r.arch);
     }
     eprintln!("packed kernels with ptxas figures: {}", resources.len());

@@ -142,6 +142,58 @@ fn softmax_and_cross_entropy<T: Element>(shape: Rows) {
     assert!(losses[3].is_nan(), "a target past the vocabulary is a NaN loss, not a read out of bounds");
 }
 
+/// The two halves of cross-entropy (PyTorch's op calls them: the forward without the gradient,
+/// the backward with the upstream gradient per row): the forward's losses are the fused
+/// kernel's bits and its `lse` matches `f64`; the backward with a uniform `dlosses` gives the
+/// fused kernel's gradient bits, and with per-row factors matches `f64` (ignored row zero,
+/// a target past the vocabulary NaN). Vocabularies 70 (one element a thread) and 72, 256 (8
+/// a thread).
+fn cross_entropy_split<T: Element>(shape: Rows) {
+    let e = executor();
+    let (x, xf) = input::<T>(shape.len(), 12, 4.0);
+    let tol = tolerance::<T>();
+    let targets = [5u32, shape.cols as u32 - 1, IGNORE_TARGET, shape.cols as u32];
+    let (mut losses, mut lse) = (vec![0.0f32; shape.rows], vec![0.0f32; shape.rows]);
+    cpu::cross_entropy_forward(&e, &x, &targets, &mut losses, &mut lse, shape).unwrap();
+    let (mut fused_losses, mut fused_dlogits) = (vec![0.0f32; shape.rows], vec![T::default(); shape.len()]);
+    cpu::cross_entropy(&e, &x, &targets, &mut fused_losses, &mut fused_dlogits, shape, 0.25).unwrap();
+    assert_eq!(
+        losses.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        fused_losses.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        "the forward's losses are the fused kernel's"
+    );
+    let mut dlogits = vec![T::default(); shape.len()];
+    cpu::cross_entropy_backward(&e, &x, &targets, &lse, &[0.25; 4], &mut dlogits, shape).unwrap();
+    assert_eq!(widen(&dlogits[..2 * shape.cols]), widen(&fused_dlogits[..2 * shape.cols]), "a uniform dloss gives the fused kernel's gradient");
+    let dlosses = [0.5f32, -2.0, 3.0, 1.0];
+    cpu::cross_entropy_backward(&e, &x, &targets, &lse, &dlosses, &mut dlogits, shape).unwrap();
+    for (r, row) in xf.chunks(shape.cols).enumerate().take(2) {
+        let max = row.iter().cloned().fold(f64::MIN, f64::max);
+        let sum: f64 = row.iter().map(|v| (v - max).exp()).sum();
+        let want_lse = max + sum.ln();
+        assert!((lse[r] as f64 - want_lse).abs() < 1e-5 * (1.0 + want_lse.abs()), "lse {r}: {} vs {want_lse}", lse[r]);
+        let t = targets[r] as usize;
+        let want: Vec<f64> = row.iter().enumerate().map(|(c, v)| ((v - want_lse).exp() - if c == t { 1.0 } else { 0.0 }) * dlosses[r] as f64).collect();
+        assert_close("dlogits (per-row dloss)", &widen(&dlogits[r * shape.cols..(r + 1) * shape.cols]), &want, tol);
+    }
+    assert!(widen(&dlogits[2 * shape.cols..3 * shape.cols]).iter().all(|&v| v == 0.0), "an ignored row has no gradient");
+    assert!(widen(&dlogits[3 * shape.cols..]).iter().all(|v| v.is_nan()), "a target past the vocabulary gives NaN");
+    assert_eq!(losses[2], 0.0, "an ignored row has no loss");
+    assert!(losses[3].is_nan(), "a target past the vocabulary is a NaN loss");
+    let err = cpu::cross_entropy_backward(&e, &x, &targets, &lse, &dlosses[..3], &mut dlogits, shape).unwrap_err();
+    assert!(err.to_string().contains("dlosses"), "{err}");
+}
+
+#[test]
+fn cross_entropy_forward_and_backward_match_the_fused_kernel_and_f64() {
+    for vocab in [70, 72, 256] {
+        let shape = Rows { rows: 4, cols: vocab };
+        cross_entropy_split::<f32>(shape);
+        cross_entropy_split::<bf16>(shape);
+        cross_entropy_split::<f16>(shape);
+    }
+}
+
 #[test]
 fn softmax_and_cross_entropy_match_f64() {
     softmax_and_cross_entropy::<f32>(Rows { rows: 4, cols: 70 });
@@ -409,6 +461,32 @@ fn packed_rows_match_f64() {
         softmax_and_cross_entropy::<bf16>(Rows { rows: 4, cols });
         softmax_and_cross_entropy::<f16>(Rows { rows: 4, cols });
     }
+}
+
+/// RMSNorm at widths the 16-columns-a-thread kernel takes (2048: 128 threads a row; 8192: 512,
+/// its launch bounds) matches `f64`, and a misaligned view (the element-wise path inside the
+/// same kernel) gives the aligned view's bits.
+#[test]
+fn rmsnorm_16_columns_a_thread_matches_f64_and_misaligned_views() {
+    for cols in [2048, 8192] {
+        let shape = Rows { rows: 2, cols };
+        assert!(ferrocuda_kernels::rows::rmsnorm_rows16(shape.rows, shape.cols).is_some(), "{cols} columns take the 16-column kernel");
+        norms_forward::<f32>(shape);
+        norms_forward::<bf16>(shape);
+        norms_forward::<f16>(shape);
+    }
+    assert!(ferrocuda_kernels::rows::rmsnorm_rows16(2, 768).is_none(), "768 columns keep the 8-column kernel");
+    let e = executor();
+    let shape = Rows { rows: 2, cols: 2048 };
+    let n = shape.len();
+    let (x, _) = input::<bf16>(n + 1, 31, 2.0);
+    let (w, _) = input::<bf16>(shape.cols, 32, 1.5);
+    let (mut a, mut b) = (vec![bf16::default(); n + 1], vec![bf16::default(); n + 1]);
+    let mut rstd = vec![0.0f32; shape.rows];
+    let x0 = x[1..].to_vec();
+    cpu::rmsnorm(&e, &x0, &w, &mut a[..n], &mut rstd, shape, EPS).unwrap();
+    cpu::rmsnorm(&e, &x[1..], &w, &mut b[1..], &mut rstd, shape, EPS).unwrap();
+    assert_eq!(widen(&a[..n]), widen(&b[1..]), "rmsnorm (16 columns a thread): the element-wise fallback differs from the 16-byte path");
 }
 
 fn packed_misaligned<T: Element>() {

@@ -50,6 +50,14 @@ pub trait Float: Pod + Default + sealed::Sealed {
     fn to_f32(self) -> f32;
     /// `value` rounded to this type (to nearest, ties to even).
     fn from_f32(value: f32) -> Self;
+    /// `[a, b]` rounded to this type, as two consecutive elements: the bits of two
+    /// [`from_f32`](Self::from_f32)s, in one `cvt.rn.bf16x2.f32` (`.f16x2`) for the half
+    /// types on sm_80+ (what nvcc makes of `__floats2bfloat162_rn`), where two `from_f32`s
+    /// are two conversions and a pack.
+    #[inline(always)]
+    fn pair_from_f32(a: f32, b: f32) -> [Self; 2] {
+        [Self::from_f32(a), Self::from_f32(b)]
+    }
 }
 
 impl Float for f32 {
@@ -72,6 +80,10 @@ impl Float for bf16 {
     fn from_f32(value: f32) -> bf16 {
         value.to_bf16()
     }
+    #[inline(always)]
+    fn pair_from_f32(a: f32, b: f32) -> [bf16; 2] {
+        bytemuck::cast(ferrocuda_device::half::Bf16x2::from_f32s(a, b))
+    }
 }
 
 impl Float for f16 {
@@ -82,6 +94,10 @@ impl Float for f16 {
     #[inline(always)]
     fn from_f32(value: f32) -> f16 {
         value.to_f16()
+    }
+    #[inline(always)]
+    fn pair_from_f32(a: f32, b: f32) -> [f16; 2] {
+        bytemuck::cast(ferrocuda_device::half::F16x2::from_f32s(a, b))
     }
 }
 
@@ -576,6 +592,70 @@ pub fn cross_entropy_forward_backward<T: Float>(
     });
 }
 
+/// Cross-entropy's forward pass alone: `losses[row]` as [`cross_entropy_forward_backward()`]
+/// writes it and `lse[row] = logsumexp(row)` (f32), which [`cross_entropy_backward()`] and
+/// [`packed::cross_entropy_backward_packed()`] take: the row is read once and no gradient is
+/// written (the PyTorch op's forward, whose backward is known only later). A warp per row.
+#[kernel(instances(f32, bf16, f16), cols(losses = 1, lse = 1))]
+pub fn cross_entropy_forward<T: Float>(logits: &[T], targets: &[u32], mut losses: PerWarpRow<f32>, mut lse: PerWarpRow<f32>, rows: u32, vocab: u32) {
+    let me = warp_row();
+    if me.row() >= rows {
+        return;
+    }
+    let lane = me.lane() as usize;
+    let (Some(x), Some(&target)) = (row_of(logits, me.row(), vocab), targets.get(me.row() as usize)) else { return };
+    let (max, sum) = online_max_sum(x, lane, vocab);
+    let row_lse = max + sum.ln();
+    write_row_value(&mut losses, me, cross_entropy_loss(x, target, row_lse));
+    write_row_value(&mut lse, me, row_lse);
+}
+
+/// The loss of a row of `logits` whose log-sum-exp is `lse`: `lse - x[target]`, 0 for
+/// [`IGNORE_TARGET`], NaN for another target past the row.
+#[inline(always)]
+fn cross_entropy_loss<T: Float>(x: &[T], target: u32, lse: f32) -> f32 {
+    match x.get(target as usize) {
+        Some(t) => lse - t.to_f32(),
+        None if target == IGNORE_TARGET => 0.0,
+        None => f32::NAN,
+    }
+}
+
+/// The factor of a row's gradient: `dloss` for a real class, 0 for [`IGNORE_TARGET`], NaN for
+/// a target past the vocabulary.
+#[inline(always)]
+pub(crate) fn cross_entropy_scale(target: u32, vocab: u32, dloss: f32) -> f32 {
+    if target < vocab {
+        dloss
+    } else if target == IGNORE_TARGET {
+        0.0
+    } else {
+        f32::NAN
+    }
+}
+
+/// Cross-entropy's input gradient from the forward's `lse` ([`cross_entropy_forward()`]) and
+/// the upstream gradient of each row's loss: `dlogits[r, c] = (exp(logits[r, c] - lse[r]) -
+/// [c == target[r]]) * dlosses[r]` (0 for an ignored row, NaN for a target past the
+/// vocabulary): the backward of any reduction of the losses, in one pass over the logits. One
+/// element a thread (grid-stride); [`packed::cross_entropy_backward_packed()`] takes 8 when
+/// `vocab % 8 == 0`.
+#[kernel(instances(f32, bf16, f16), same_len(logits, dlogits))]
+pub fn cross_entropy_backward<T: Float>(logits: &[T], targets: &[u32], lse: &[f32], dlosses: &[f32], mut dlogits: DisjointSlice<T>, vocab: NonZeroU32) {
+    let v64 = NonZeroU64::from(vocab);
+    for i in grid_stride(dlogits.len()) {
+        let (row, col) = ((i.get() as u64 / v64) as usize, i.get() as u64 % v64);
+        let target = targets.get(row).copied().unwrap_or(IGNORE_TARGET);
+        let scale = cross_entropy_scale(target, vocab.get(), dlosses.get(row).copied().unwrap_or(0.0));
+        let l = lse.get(row).copied().unwrap_or(0.0);
+        let hot = if col == target as u64 { 1.0 } else { 0.0 };
+        let x = logits.get(i.get()).map_or(0.0, |v| v.to_f32());
+        if let Some(o) = dlogits.get_mut(i) {
+            *o = T::from_f32(((x - l).exp() - hot) * scale);
+        }
+    }
+}
+
 /// `sqrt(2 / pi)`, GPT-2's GELU scaling factor.
 const GELU_SCALE: f32 = 0.797_884_6;
 
@@ -895,6 +975,7 @@ instances_of!(for_f32, "The `f32` instances.":
     layernorm_backward = layernorm_backward_f32, rmsnorm_backward = rmsnorm_backward_f32,
     norm_backward_weights_partial = norm_backward_weights_partial_f32,
     softmax_forward = softmax_forward_f32, cross_entropy_forward_backward = cross_entropy_forward_backward_f32,
+    cross_entropy_forward = cross_entropy_forward_f32, cross_entropy_backward = cross_entropy_backward_f32,
     gelu_forward = gelu_forward_f32, gelu_backward = gelu_backward_f32,
     silu_and_mul_forward = silu_and_mul_forward_f32, silu_and_mul_backward = silu_and_mul_backward_f32,
     rotary_embedding = rotary_embedding_f32, adamw_step = adamw_step_f32,
@@ -907,6 +988,8 @@ instances_of!(for_f32, "The `f32` instances.":
     attention_backward_prep = attention_backward::attention_backward_prep_f32, attention_backward_dq_convert = attention_backward::attention_backward_dq_convert_f32,
     rmsnorm_forward_packed = packed::rmsnorm_forward_packed_f32, add_rmsnorm_forward_packed = packed::add_rmsnorm_forward_packed_f32,
     layernorm_forward_packed16 = packed::layernorm_forward_packed16_f32,
+    rmsnorm_forward_packed16 = packed::rmsnorm_forward_packed16_f32,
+    cross_entropy_backward_packed = packed::cross_entropy_backward_packed_f32,
     layernorm_forward_packed = packed::layernorm_forward_packed_f32, add_layernorm_forward_packed = packed::add_layernorm_forward_packed_f32,
     norm_backward_packed = packed::norm_backward_packed_f32, softmax_forward_packed = packed::softmax_forward_packed_f32,
     gelu_forward_packed = packed::gelu_forward_packed_f32, gelu_backward_packed = packed::gelu_backward_packed_f32,
@@ -924,6 +1007,7 @@ instances_of!(for_bf16, "The `bf16` instances.":
     layernorm_backward = layernorm_backward_bf16, rmsnorm_backward = rmsnorm_backward_bf16,
     norm_backward_weights_partial = norm_backward_weights_partial_bf16,
     softmax_forward = softmax_forward_bf16, cross_entropy_forward_backward = cross_entropy_forward_backward_bf16,
+    cross_entropy_forward = cross_entropy_forward_bf16, cross_entropy_backward = cross_entropy_backward_bf16,
     gelu_forward = gelu_forward_bf16, gelu_backward = gelu_backward_bf16,
     silu_and_mul_forward = silu_and_mul_forward_bf16, silu_and_mul_backward = silu_and_mul_backward_bf16,
     rotary_embedding = rotary_embedding_bf16, adamw_step = adamw_step_bf16,
@@ -936,6 +1020,8 @@ instances_of!(for_bf16, "The `bf16` instances.":
     attention_backward_prep = attention_backward::attention_backward_prep_bf16, attention_backward_dq_convert = attention_backward::attention_backward_dq_convert_bf16,
     rmsnorm_forward_packed = packed::rmsnorm_forward_packed_bf16, add_rmsnorm_forward_packed = packed::add_rmsnorm_forward_packed_bf16,
     layernorm_forward_packed16 = packed::layernorm_forward_packed16_bf16,
+    rmsnorm_forward_packed16 = packed::rmsnorm_forward_packed16_bf16,
+    cross_entropy_backward_packed = packed::cross_entropy_backward_packed_bf16,
     layernorm_forward_packed = packed::layernorm_forward_packed_bf16, add_layernorm_forward_packed = packed::add_layernorm_forward_packed_bf16,
     norm_backward_packed = packed::norm_backward_packed_bf16, softmax_forward_packed = packed::softmax_forward_packed_bf16,
     gelu_forward_packed = packed::gelu_forward_packed_bf16, gelu_backward_packed = packed::gelu_backward_packed_bf16,
@@ -953,6 +1039,7 @@ instances_of!(for_f16, "The `f16` instances.":
     layernorm_backward = layernorm_backward_f16, rmsnorm_backward = rmsnorm_backward_f16,
     norm_backward_weights_partial = norm_backward_weights_partial_f16,
     softmax_forward = softmax_forward_f16, cross_entropy_forward_backward = cross_entropy_forward_backward_f16,
+    cross_entropy_forward = cross_entropy_forward_f16, cross_entropy_backward = cross_entropy_backward_f16,
     gelu_forward = gelu_forward_f16, gelu_backward = gelu_backward_f16,
     silu_and_mul_forward = silu_and_mul_forward_f16, silu_and_mul_backward = silu_and_mul_backward_f16,
     rotary_embedding = rotary_embedding_f16, adamw_step = adamw_step_f16,
@@ -965,6 +1052,8 @@ instances_of!(for_f16, "The `f16` instances.":
     attention_backward_prep = attention_backward::attention_backward_prep_f16, attention_backward_dq_convert = attention_backward::attention_backward_dq_convert_f16,
     rmsnorm_forward_packed = packed::rmsnorm_forward_packed_f16, add_rmsnorm_forward_packed = packed::add_rmsnorm_forward_packed_f16,
     layernorm_forward_packed16 = packed::layernorm_forward_packed16_f16,
+    rmsnorm_forward_packed16 = packed::rmsnorm_forward_packed16_f16,
+    cross_entropy_backward_packed = packed::cross_entropy_backward_packed_f16,
     layernorm_forward_packed = packed::layernorm_forward_packed_f16, add_layernorm_forward_packed = packed::add_layernorm_forward_packed_f16,
     norm_backward_packed = packed::norm_backward_packed_f16, softmax_forward_packed = packed::softmax_forward_packed_f16,
     gelu_forward_packed = packed::gelu_forward_packed_f16, gelu_backward_packed = packed::gelu_backward_packed_f16,

@@ -142,6 +142,18 @@ fn load16<T: Float>(x: &[T], at: usize, hint: Load) -> ([f32; CHUNK], [f32; CHUN
     (v0, v1)
 }
 
+/// `v` rounded to `T` into `values[..8]`, two at a time ([`Float::pair_from_f32`]: one
+/// `cvt.rn.bf16x2.f32` a pair for the half types; the same bits as eight `from_f32`s).
+#[inline(always)]
+fn narrow8<T: Float>(values: &mut [T], v: [f32; CHUNK]) {
+    unroll::<{ CHUNK / 2 }>(|k| {
+        let pair = T::pair_from_f32(v[2 * k], v[2 * k + 1]);
+        if let Some(out) = values.get_mut(2 * k..2 * k + 2) {
+            out.copy_from_slice(&pair);
+        }
+    });
+}
+
 /// Stores `v` (rounded to `T`) into this thread's chunk `i` of `out`: 16-byte stores when it
 /// is aligned. Nothing past the last whole chunk.
 #[inline(always)]
@@ -150,7 +162,7 @@ fn store8<T: Float>(out: &mut DisjointChunks<T, CHUNK>, i: ThreadIndex, v: [f32;
     let mut raw = [Vec16::default(); 2];
     {
         let values: &mut [T] = bytemuck::cast_slice_mut(&mut raw[..words::<T>()]);
-        unroll::<CHUNK>(|u| values[u] = T::from_f32(v[u]));
+        narrow8(values, v);
     }
     match bytemuck::try_cast_slice_mut::<T, Vec16>(&mut chunk[..]) {
         Ok(vectors) if vectors.len() == words::<T>() => unroll::<2>(|k| {
@@ -173,10 +185,9 @@ fn store16<T: Float>(out: &mut DisjointChunks<T, 16>, i: ThreadIndex, v0: [f32; 
     let mut raw = [Vec16::default(); 4];
     {
         let values: &mut [T] = bytemuck::cast_slice_mut(&mut raw[..2 * words::<T>()]);
-        unroll::<CHUNK>(|u| {
-            values[u] = T::from_f32(v0[u]);
-            values[CHUNK + u] = T::from_f32(v1[u]);
-        });
+        let (first, second) = values.split_at_mut(CHUNK);
+        narrow8(first, v0);
+        narrow8(second, v1);
     }
     match bytemuck::try_cast_slice_mut::<T, Vec16>(&mut chunk[..]) {
         Ok(vectors) if vectors.len() == 2 * words::<T>() => unroll::<4>(|k| {
@@ -412,6 +423,57 @@ pub fn layernorm_forward_packed16<T: Float>(
     write_row_value(&mut rstd, stats.2);
 }
 
+/// [`rmsnorm_forward()`](crate::rmsnorm_forward) with **16 columns a thread** (one block per
+/// row of `cols / 16` threads), [`layernorm_forward_packed16()`]'s structure with a smaller
+/// footprint: both 16-byte loads of `x` issued together (one alignment branch for the 32
+/// bytes), kept as loaded (`Raw8`: 8 registers for 16 `bf16`) until the squares are summed,
+/// the weight read after the block reduction (an L1/L2 hit). 48 registers (a cap of 40 spills
+/// 8-16 bytes here, in the element-wise paths; nvcc's twin fits 40), so a row of 4096 is 256
+/// threads and five rows fit an SM: 40 KiB of loads in flight per SM where the 8-column kernel
+/// (one 16-byte load a thread, 512 threads a row, four rows an SM) has 32 KiB; and the block
+/// reduction spans 8 warps instead of 16. The host takes it for `cols % 16 == 0` and `2048 <=
+/// cols <= 8192` (128 to 512 threads).
+#[kernel(instances(f32, bf16, f16), cols(rstd = 1), launch_bounds(512, 2))]
+#[allow(clippy::too_many_arguments)]
+pub fn rmsnorm_forward_packed16<T: Float>(x: &[T], weight: &[T], mut out: DisjointChunks<T, 16>, mut rstd: DisjointSlice<f32, BlockRows>, cols: u32, eps: f32) {
+    let i = unique_index();
+    let (at, c) = (i.get() * 2 * CHUNK, thread_idx_x() as usize * 2 * CHUNK);
+    let (r0, r1) = load16_raw(x, at, Load::EvictFirst);
+    let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
+    let mut squares = 0.0f32;
+    {
+        let (v0, v1) = (widen8::<T>(r0), widen8::<T>(r1));
+        unroll::<CHUNK>(|u| squares += v0[u] * v0[u] + v1[u] * v1[u]);
+    }
+    let s = 1.0 / (reduce.sum_all(squares) / cols as f32 + eps).sqrt();
+    let (w0, w1) = load16(weight, c, Load::EvictLast);
+    let stats = (0.0, 0.0, s);
+    store16(&mut out, i, normalise(widen8::<T>(r0), w0, None, stats), normalise(widen8::<T>(r1), w1, None, stats));
+    write_row_value(&mut rstd, s);
+}
+
+/// [`load16`] without the widening: the 16 values of `x` at `at .. at + 16` as two [`Raw8`]
+/// (zeros past the end), both 16-byte loads in one branch when the 32 bytes are aligned.
+#[inline(always)]
+fn load16_raw<T: Float>(x: &[T], at: usize, hint: Load) -> (Raw8, Raw8) {
+    let Some(chunk) = x.get(at..at + 2 * CHUNK) else {
+        return (load8_raw(x, at, hint), load8_raw(x, at + CHUNK, hint));
+    };
+    match bytemuck::try_cast_slice::<T, Vec16>(chunk) {
+        Ok(vectors) if vectors.len() == 2 * words::<T>() => {
+            let (mut a, mut b) = (Raw8::default(), Raw8::default());
+            unroll::<2>(|k| {
+                if k < words::<T>() {
+                    a.0[k] = cache::load(&vectors[k], hint);
+                    b.0[k] = cache::load(&vectors[words::<T>() + k], hint);
+                }
+            });
+            (a, b)
+        }
+        _ => (load8_raw(chunk, 0, hint), load8_raw(chunk, CHUNK, hint)),
+    }
+}
+
 /// [`add_layernorm_forward()`](crate::add_layernorm_forward), one block per row.
 #[kernel(instances(f32, bf16, f16), cols(mean = 1, rstd = 1))]
 #[allow(clippy::too_many_arguments)]
@@ -510,24 +572,92 @@ pub fn softmax_forward_packed<T: Float>(x: &[T], mut out: DisjointChunks<T, 8>, 
     store8(&mut out, i, v);
 }
 
+/// [`cross_entropy_backward()`](crate::cross_entropy_backward) with 8 columns a thread
+/// (16-byte loads of the logits, 16-byte stores): chunk `i` of `dlogits` is row `i /
+/// chunks_per_row`, columns `8 (i % chunks_per_row) ..`. The host picks it when `vocab % 8 ==
+/// 0` and the chunks fit in `u32`; `chunks_per_row = vocab / 8`. The same arithmetic as the
+/// element-wise kernel (and as [`cross_entropy_forward_backward()`](crate::cross_entropy_forward_backward)'s
+/// gradient for a uniform `dlosses`).
+#[kernel(instances(f32, bf16, f16))]
+pub fn cross_entropy_backward_packed<T: Float>(
+    logits: &[T],
+    targets: &[u32],
+    lse: &[f32],
+    dlosses: &[f32],
+    mut dlogits: DisjointChunks<T, 8>,
+    chunks_per_row: NonZeroU32,
+) {
+    let rows = (targets, lse, dlosses);
+    match vectors(logits) {
+        Some(v) => cross_entropy_backward_walk(|at| widen8::<T>(vectors_raw::<T>(v, at)), rows, &mut dlogits, chunks_per_row),
+        None => cross_entropy_backward_walk(|at| load8(logits, at, Load::EvictFirst), rows, &mut dlogits, chunks_per_row),
+    }
+}
+
+/// The loop of [`cross_entropy_backward_packed()`], the logits read by `load` (16-byte loads
+/// only, or element loads only: one path per launch, not a branch per chunk whose merged
+/// registers would lower the occupancy).
+#[inline(always)]
+fn cross_entropy_backward_walk<T: Float>(
+    load: impl Fn(usize) -> [f32; CHUNK],
+    (targets, lse, dlosses): (&[u32], &[f32], &[f32]),
+    dlogits: &mut DisjointChunks<T, 8>,
+    chunks_per_row: NonZeroU32,
+) {
+    let vocab = chunks_per_row.get().saturating_mul(CHUNK as u32);
+    for i in grid_stride(dlogits.len()) {
+        let chunk = i.get() as u32;
+        let (row, c) = ((chunk / chunks_per_row) as usize, (chunk % chunks_per_row) * CHUNK as u32);
+        let v = load(i.get() * CHUNK);
+        let target = targets.get(row).copied().unwrap_or(crate::IGNORE_TARGET);
+        let scale = crate::cross_entropy_scale(target, vocab, dlosses.get(row).copied().unwrap_or(0.0));
+        let l = lse.get(row).copied().unwrap_or(0.0);
+        let mut o = [0.0f32; CHUNK];
+        unroll::<CHUNK>(|u| {
+            let hot = if c + u as u32 == target { 1.0 } else { 0.0 };
+            o[u] = ((v[u] - l).exp() - hot) * scale;
+        });
+        store8(dlogits, i, o);
+    }
+}
+
 /// [`gelu_forward()`](crate::gelu_forward) over chunks of 8 (grid-stride); the host picks it
 /// when the length is a multiple of 8.
 #[kernel(instances(f32, bf16, f16))]
 pub fn gelu_forward_packed<T: Float>(x: &[T], mut out: DisjointChunks<T, 8>) {
+    match vectors(x) {
+        Some(v) => gelu_walk(|at| widen8::<T>(vectors_raw::<T>(v, at)), &mut out),
+        None => gelu_walk(|at| load8(x, at, Load::EvictFirst), &mut out),
+    }
+}
+
+/// The loop of [`gelu_forward_packed()`], `x` read by `load` (one path per launch).
+#[inline(always)]
+fn gelu_walk<T: Float>(load: impl Fn(usize) -> [f32; CHUNK], out: &mut DisjointChunks<T, 8>) {
     for i in grid_stride(out.len()) {
-        let mut v = load8(x, i.get() * CHUNK, Load::EvictFirst);
+        let mut v = load(i.get() * CHUNK);
         unroll::<CHUNK>(|u| v[u] = gelu(v[u]));
-        store8(&mut out, i, v);
+        store8(out, i, v);
     }
 }
 
 /// [`gelu_backward()`](crate::gelu_backward) over chunks of 8.
 #[kernel(instances(f32, bf16, f16))]
 pub fn gelu_backward_packed<T: Float>(x: &[T], dout: &[T], mut dx: DisjointChunks<T, 8>) {
+    match (vectors(x), vectors(dout)) {
+        (Some(xv), Some(dv)) => gelu_backward_walk(|at| widen8::<T>(vectors_raw::<T>(xv, at)), |at| widen8::<T>(vectors_raw::<T>(dv, at)), &mut dx),
+        _ => gelu_backward_walk(|at| load8(x, at, Load::EvictFirst), |at| load8(dout, at, Load::EvictFirst), &mut dx),
+    }
+}
+
+/// The loop of [`gelu_backward_packed()`], the inputs read by `load_x` and `load_dout` (one
+/// path per launch).
+#[inline(always)]
+fn gelu_backward_walk<T: Float>(load_x: impl Fn(usize) -> [f32; CHUNK], load_dout: impl Fn(usize) -> [f32; CHUNK], dx: &mut DisjointChunks<T, 8>) {
     for i in grid_stride(dx.len()) {
-        let (mut v, d) = (load8(x, i.get() * CHUNK, Load::EvictFirst), load8(dout, i.get() * CHUNK, Load::EvictFirst));
+        let (mut v, d) = (load_x(i.get() * CHUNK), load_dout(i.get() * CHUNK));
         unroll::<CHUNK>(|u| v[u] = gelu_derivative(v[u]) * d[u]);
-        store8(&mut dx, i, v);
+        store8(dx, i, v);
     }
 }
 
@@ -989,15 +1119,24 @@ pub fn sum_column_partials_split(partial: &[f32], mut out: PerWarpRow<f32>, chun
 /// the chunks fit in `u32`; `chunks_per_row = d / 8`.
 #[kernel(instances(f32, bf16, f16))]
 pub fn silu_and_mul_forward_packed<T: Float>(input: &[T], mut out: DisjointChunks<T, 8>, chunks_per_row: NonZeroU32) {
+    match vectors(input) {
+        Some(v) => silu_and_mul_walk(|at| widen8::<T>(vectors_raw::<T>(v, at)), &mut out, chunks_per_row),
+        None => silu_and_mul_walk(|at| load8(input, at, Load::EvictFirst), &mut out, chunks_per_row),
+    }
+}
+
+/// The loop of [`silu_and_mul_forward_packed()`], `input` read by `load` (one path per launch).
+#[inline(always)]
+fn silu_and_mul_walk<T: Float>(load: impl Fn(usize) -> [f32; CHUNK], out: &mut DisjointChunks<T, 8>, chunks_per_row: NonZeroU32) {
     let d = chunks_per_row.get() as usize * CHUNK;
     for i in grid_stride(out.len()) {
         let chunk = i.get() as u32;
         let (row, c) = ((chunk / chunks_per_row) as usize, (chunk % chunks_per_row) as usize * CHUNK);
         let at = row * 2 * d + c;
-        let (g, up) = (load8(input, at, Load::EvictFirst), load8(input, at + d, Load::EvictFirst));
+        let (g, up) = (load(at), load(at + d));
         let mut o = [0.0f32; CHUNK];
         unroll::<CHUNK>(|u| o[u] = silu(g[u]) * up[u]);
-        store8(&mut out, i, o);
+        store8(out, i, o);
     }
 }
 
@@ -1006,6 +1145,23 @@ pub fn silu_and_mul_forward_packed<T: Float>(input: &[T], mut out: DisjointChunk
 /// gradient, the rest the up projection's. `chunks_per_row = d / 8`.
 #[kernel(instances(f32, bf16, f16))]
 pub fn silu_and_mul_backward_packed<T: Float>(input: &[T], dout: &[T], mut dinput: DisjointChunks<T, 8>, chunks_per_row: NonZeroU32) {
+    match (vectors(input), vectors(dout)) {
+        (Some(iv), Some(dv)) => {
+            silu_and_mul_backward_walk(|at| widen8::<T>(vectors_raw::<T>(iv, at)), |at| widen8::<T>(vectors_raw::<T>(dv, at)), &mut dinput, chunks_per_row)
+        }
+        _ => silu_and_mul_backward_walk(|at| load8(input, at, Load::EvictFirst), |at| load8(dout, at, Load::EvictFirst), &mut dinput, chunks_per_row),
+    }
+}
+
+/// The loop of [`silu_and_mul_backward_packed()`], the inputs read by `load_input` and
+/// `load_dout` (one path per launch).
+#[inline(always)]
+fn silu_and_mul_backward_walk<T: Float>(
+    load_input: impl Fn(usize) -> [f32; CHUNK],
+    load_dout: impl Fn(usize) -> [f32; CHUNK],
+    dinput: &mut DisjointChunks<T, 8>,
+    chunks_per_row: NonZeroU32,
+) {
     let d = chunks_per_row.get() as usize * CHUNK;
     let width = chunks_per_row.saturating_mul(const { NonZeroU32::new(2).unwrap() });
     for i in grid_stride(dinput.len()) {
@@ -1014,13 +1170,13 @@ pub fn silu_and_mul_backward_packed<T: Float>(input: &[T], dout: &[T], mut dinpu
         let is_gate = cc < chunks_per_row.get();
         let c = (if is_gate { cc } else { cc - chunks_per_row.get() }) as usize * CHUNK;
         let at = row * 2 * d + c;
-        let (g, up, dy) = (load8(input, at, Load::EvictFirst), load8(input, at + d, Load::EvictFirst), load8(dout, row * d + c, Load::EvictFirst));
+        let (g, up, dy) = (load_input(at), load_input(at + d), load_dout(row * d + c));
         let mut o = [0.0f32; CHUNK];
         unroll::<CHUNK>(|u| {
             let s = sigmoid(g[u]);
             o[u] = if is_gate { dy[u] * up[u] * s * (1.0 + g[u] * (1.0 - s)) } else { dy[u] * g[u] * s };
         });
-        store8(&mut dinput, i, o);
+        store8(dinput, i, o);
     }
 }
 
@@ -1042,6 +1198,32 @@ pub fn rotary_embedding_packed<T: Float>(
     heads: NonZeroU32,
     shape: RopeShape,
 ) {
+    let dims = (head_chunks, heads, shape);
+    match (vectors(x), vectors(cos), vectors(sin)) {
+        (Some(xv), Some(cv), Some(sv)) => rotary_walk(
+            |at| widen8::<T>(vectors_raw::<T>(xv, at)),
+            |at| (widen8::<f32>(vectors_raw_hint::<f32>(cv, at, Load::EvictLast)), widen8::<f32>(vectors_raw_hint::<f32>(sv, at, Load::EvictLast))),
+            positions,
+            &mut out,
+            dims,
+        ),
+        _ => {
+            rotary_walk(|at| load8(x, at, Load::EvictFirst), |at| (load8(cos, at, Load::EvictLast), load8(sin, at, Load::EvictLast)), positions, &mut out, dims)
+        }
+    }
+}
+
+/// The loop of [`rotary_embedding_packed()`], `x` read by `load_x` and the tables by
+/// `load_tables` (one path per launch: 16-byte loads only when `x`, `cos` and `sin` are
+/// aligned, element loads otherwise).
+#[inline(always)]
+fn rotary_walk<T: Float>(
+    load_x: impl Fn(usize) -> [f32; CHUNK],
+    load_tables: impl Fn(usize) -> ([f32; CHUNK], [f32; CHUNK]),
+    positions: &[u32],
+    out: &mut DisjointChunks<T, 8>,
+    (head_chunks, heads, shape): (NonZeroU32, NonZeroU32, RopeShape),
+) {
     let half = (shape.rotary_dim / 2) as usize;
     let sign = if shape.inverse != 0 { -1.0 } else { 1.0 };
     for i in grid_stride(out.len()) {
@@ -1050,15 +1232,14 @@ pub fn rotary_embedding_packed<T: Float>(
         let token = (row / heads) as usize;
         let at = i.get() * CHUNK;
         let o = if c >= 2 * half {
-            load8(x, at, Load::EvictFirst)
+            load_x(at)
         } else {
             let (k, first) = if c < half { (c, true) } else { (c - half, false) };
             let pair = at - c + k;
-            let (x1, x2) = (load8(x, pair, Load::EvictFirst), load8(x, pair + half, Load::EvictFirst));
+            let (x1, x2) = (load_x(pair), load_x(pair + half));
             match positions.get(token) {
                 Some(&p) if p < shape.max_positions => {
-                    let t = p as usize * half + k;
-                    let (cs, sn) = (load8(cos, t, Load::EvictLast), load8(sin, t, Load::EvictLast));
+                    let (cs, sn) = load_tables(p as usize * half + k);
                     let mut o = [0.0f32; CHUNK];
                     unroll::<CHUNK>(|u| {
                         let sn = sign * sn[u];
@@ -1069,6 +1250,6 @@ pub fn rotary_embedding_packed<T: Float>(
                 _ => [f32::NAN; CHUNK],
             }
         };
-        store8(&mut out, i, o);
+        store8(out, i, o);
     }
 }

@@ -129,14 +129,27 @@ fn softmax<T: Float>(call: &Call, _: &Scalars) -> PyResult<()> {
     rows::softmax(call.stream(), &x, &mut out, shape).map_err(gpu_error)
 }
 
-/// Cross-entropy per row (`losses`, f32) and its gradient `dlogits` (for a loss gradient of 1);
-/// `targets` int32 (`-1`: an ignored row; `ops.py` converts torch's int64 targets and
-/// `ignore_index` before the launch).
+/// Cross-entropy's forward: the loss of each row (`losses`, f32) and its log-sum-exp (`lse`,
+/// f32, saved for the backward); no gradient is written here (autograd asks for it later, with
+/// the upstream gradient). `targets` int32 (`-1`: an ignored row; `ops.py` converts torch's
+/// int64 targets and `ignore_index` before the launch).
 fn cross_entropy<T: Float>(call: &Call, _: &Scalars) -> PyResult<()> {
     let shape = rows_of(call, "logits")?;
     let (logits, targets) = (call.input::<T>("logits")?, call.input::<u32>("targets")?);
-    let (mut losses, mut dlogits) = (call.output::<f32>("losses")?, call.output::<T>("dlogits")?);
-    rows::cross_entropy(call.stream(), &logits, &targets, &mut losses, &mut dlogits, shape, 1.0).map_err(gpu_error)
+    let (mut losses, mut lse) = (call.output::<f32>("losses")?, call.output::<f32>("lse")?);
+    rows::cross_entropy_forward(call.stream(), &logits, &targets, &mut losses, &mut lse, shape).map_err(gpu_error)
+}
+
+/// Cross-entropy's backward in one pass over the logits: `dlogits = (softmax(logits) -
+/// onehot(targets)) * dlosses[row]` from the forward's `lse` and the gradient of each row's
+/// loss (`dlosses`, f32: what autograd hands the op's `losses`, so any reduction of them), in
+/// the logits' dtype. Targets as the forward's.
+fn cross_entropy_backward<T: Float>(call: &Call, _: &Scalars) -> PyResult<()> {
+    let shape = rows_of(call, "logits")?;
+    let (logits, targets) = (call.input::<T>("logits")?, call.input::<u32>("targets")?);
+    let (lse, dlosses) = (call.input::<f32>("lse")?, call.input::<f32>("dlosses")?);
+    let mut dlogits = call.output::<T>("dlogits")?;
+    rows::cross_entropy_backward(call.stream(), &logits, &targets, &lse, &dlosses, &mut dlogits, shape).map_err(gpu_error)
 }
 
 fn gelu<T: Float>(call: &Call, _: &Scalars) -> PyResult<()> {
@@ -345,15 +358,27 @@ pub fn library() -> Vec<Op> {
         ),
         // ---- softmax over the last dimension (backward: torch ops in ops.py)
         floats!(op("softmax").input("x", FLOATS).output_like("out", "x"), softmax),
-        // ---- cross-entropy with its gradient from the forward pass (backward in ops.py)
+        // ---- cross-entropy: the losses and each row's log-sum-exp; the backward is one fused
+        // pass (the library's cross_entropy_backward) scaled by the losses' gradient
         floats!(
             op("cross_entropy")
                 .input("logits", FLOATS)
                 .input("targets", &[DType::I32])
                 .scalar("ignore_index", Scalar::Int)
                 .output("losses", "logits", Shape::Rows, F32)
-                .output_like("dlogits", "logits"),
+                .output("lse", "logits", Shape::Rows, F32)
+                .backward("cross_entropy_backward", &[Saved("logits"), Saved("targets"), Saved("lse"), Of("losses"), Saved("ignore_index")], &["logits"]),
             cross_entropy
+        ),
+        floats!(
+            op("cross_entropy_backward")
+                .input("logits", FLOATS)
+                .input("targets", &[DType::I32])
+                .input("lse", &[DType::F32])
+                .input("dlosses", &[DType::F32])
+                .scalar("ignore_index", Scalar::Int)
+                .output_like("dlogits", "logits"),
+            cross_entropy_backward
         ),
         // ---- GELU (tanh)
         floats!(op("gelu").input("x", FLOATS).output_like("out", "x").backward("gelu_backward", &[Saved("x"), Of("out")], &["x"]), gelu),

@@ -170,6 +170,25 @@ def test_cross_entropy_and_its_gradient_match_torch(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("vocab", [1000, 1001], ids=["vocab%8==0", "vocab%8!=0"])
+def test_cross_entropy_backward_takes_each_rows_upstream_gradient(dtype, vocab):
+    """The fused backward scales each row by the gradient its loss received (reduction "none"
+    with a per-row upstream gradient, and "sum" with a scalar one), for both backward kernels
+    (8 columns a thread when the vocabulary is a multiple of 8, one element otherwise)."""
+    n = 48
+    logits = (2 * torch.randn(n, vocab, device=DEV)).to(dtype)
+    targets = torch.randint(0, vocab, (n,), device=DEV)
+    targets[::5] = -100
+    upstream = torch.randn(n, device=DEV)
+    _, (dlogits,) = grads_of(lambda l: ft.cross_entropy(l, targets, reduction="none"), [logits], upstream)
+    _, (want,) = grads_of(lambda l: F.cross_entropy(l, targets, reduction="none"), ref32([logits]), upstream)
+    close(dlogits, want, dtype, what="dlogits, per-row upstream gradient")
+    _, (dlogits,) = grads_of(lambda l: ft.cross_entropy(l, targets, reduction="sum"), [logits], torch.tensor(3.0, device=DEV))
+    _, (want,) = grads_of(lambda l: F.cross_entropy(l, targets, reduction="sum"), ref32([logits]), torch.tensor(3.0, device=DEV))
+    close(dlogits, want, dtype, what="dlogits, reduction sum")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("n", [1000, 4096])
 def test_gelu_and_its_gradient_match_torch(dtype, n):
     x = torch.randn(8, n, device=DEV).to(dtype)
@@ -284,6 +303,7 @@ def _opcheck_cases():
         ("add_layernorm_backward", (x, x, x, t(256), mean, rstd)),
         ("softmax", (t(4, 8, 256, grad=True),)),
         ("cross_entropy", (t(16, 300, grad=True), torch.randint(0, 300, (16,), device=DEV), -100)),
+        ("cross_entropy_backward", (t(16, 300), torch.randint(0, 300, (16,), device=DEV), torch.randn(16, device=DEV), torch.randn(16, device=DEV), -100)),
         ("gelu", (t(4, 1000, grad=True),)),
         ("gelu_backward", (t(4, 1000), t(4, 1000))),
         ("silu_and_mul", (t(4, 512, grad=True),)),
@@ -295,7 +315,7 @@ def _opcheck_cases():
     ]
 
 
-@pytest.mark.parametrize("case", range(18))
+@pytest.mark.parametrize("case", range(19))
 def test_opcheck(case):
     name, args = _opcheck_cases()[case]
     torch.library.opcheck(getattr(torch.ops.ferrocuda, name).default, args)
@@ -382,6 +402,30 @@ def test_torch_compile_fullgraph_has_no_graph_break_and_matches_eager():
     x.grad = None
     eager.sum().backward()
     torch.testing.assert_close(g_compiled, x.grad, rtol=1e-3, atol=1e-4)
+
+
+def test_cross_entropy_compiles_fullgraph_with_its_fused_backward():
+    """ft.cross_entropy under torch.compile(fullgraph=True): one graph, the loss and the fused
+    backward (the op ferrocuda::cross_entropy_backward) as in eager mode."""
+    torch.manual_seed(0)
+    logits = torch.randn(64, 1000, device=DEV, dtype=torch.bfloat16)
+    targets = torch.randint(0, 1000, (64,), device=DEV)
+    targets[::9] = -100
+
+    def loss_of(l):
+        return ft.cross_entropy(l, targets)
+
+    explanation = torch._dynamo.explain(loss_of)(logits.clone().requires_grad_(True))
+    assert explanation.graph_break_count == 0, explanation.break_reasons
+    compiled = torch.compile(loss_of, fullgraph=True)
+    grads = []
+    for f in (compiled, loss_of):
+        leaf = logits.clone().requires_grad_(True)
+        loss = f(leaf)
+        loss.backward()
+        grads.append((loss.detach(), leaf.grad))
+    torch.testing.assert_close(grads[0][0], grads[1][0], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(grads[0][1], grads[1][1])
 
 
 def test_a_captured_graph_replays_with_new_inputs():

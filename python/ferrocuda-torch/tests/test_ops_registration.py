@@ -21,6 +21,7 @@ OPS = [
     "add_layernorm_backward",
     "softmax",
     "cross_entropy",
+    "cross_entropy_backward",
     "gelu",
     "gelu_backward",
     "silu_and_mul",
@@ -57,8 +58,12 @@ def test_the_fake_implementations_give_the_kernels_output_shapes():
     )
     assert dsum.shape == (3, 64) and dweight.shape == dbias.shape == (64,) and dweight.dtype == torch.float32
     assert torch.ops.ferrocuda.silu_and_mul(meta(5, 512)).shape == (5, 256)
-    losses, dlogits = torch.ops.ferrocuda.cross_entropy(meta(8, 1000), meta(8, dtype=torch.int64), -100)
-    assert losses.shape == (8,) and losses.dtype == torch.float32 and dlogits.shape == (8, 1000)
+    losses, lse = torch.ops.ferrocuda.cross_entropy(meta(8, 1000), meta(8, dtype=torch.int64), -100)
+    assert losses.shape == lse.shape == (8,) and losses.dtype == lse.dtype == torch.float32
+    dlogits = torch.ops.ferrocuda.cross_entropy_backward(
+        meta(8, 1000), meta(8, dtype=torch.int64), meta(8, dtype=torch.float32), meta(8, dtype=torch.float32), -100
+    )
+    assert dlogits.shape == (8, 1000) and dlogits.dtype == torch.bfloat16
     out, lse = torch.ops.ferrocuda.attention(meta(2, 8, 128, 64), meta(2, 2, 128, 64), meta(2, 2, 128, 64), True)
     assert out.shape == (2, 8, 128, 64) and lse.shape == (2, 8, 128) and lse.dtype == torch.float32
     dq, dk, dv = torch.ops.ferrocuda.attention_backward(
@@ -78,6 +83,15 @@ def test_a_module_using_the_ops_traces_with_no_graph_break():
 
     args = (meta(2, 64, 256, dtype=torch.float32), meta(256, dtype=torch.float32), meta(256, dtype=torch.float32))
     explanation = torch._dynamo.explain(Block())(*args)
+    assert explanation.graph_break_count == 0, explanation.break_reasons
+    assert explanation.graph_count == 1
+
+
+def test_cross_entropy_traces_with_no_graph_break():
+    """The loss (the op's two outputs, the mean over the rows that count) in one graph on meta
+    tensors, the logits requiring a gradient (the autograd registration on the path)."""
+    logits = meta(8, 1000).requires_grad_(True)
+    explanation = torch._dynamo.explain(lambda l, t: ft.cross_entropy(l, t))(logits, meta(8, dtype=torch.int64))
     assert explanation.graph_break_count == 0, explanation.break_reasons
     assert explanation.graph_count == 1
 
@@ -205,6 +219,7 @@ def _opcheck_cases_on_the_cpu():
         "add_layernorm_backward": (x, x, x, t(256), mean, rstd),
         "softmax": (t(4, 8, 256, grad=True),),
         "cross_entropy": (t(16, 300, grad=True), torch.randint(0, 300, (16,)), -100),
+        "cross_entropy_backward": (t(16, 300), torch.randint(0, 300, (16,)), torch.randn(16), torch.randn(16), -100),
         "gelu": (t(4, 1000, grad=True),),
         "gelu_backward": (t(4, 1000), t(4, 1000)),
         "silu_and_mul": (t(4, 512, grad=True),),

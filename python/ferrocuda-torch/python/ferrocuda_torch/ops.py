@@ -41,14 +41,10 @@ def _cross_entropy_prepare(logits, targets, ignore_index):
     return logits, torch.where(targets == ignore_index, -1, targets).to(torch.int32), ignore_index
 
 
-def _cross_entropy_setup(ctx, inputs, output):
-    ctx.save_for_backward(output[1])
-
-
-def _cross_entropy_grad(ctx, dlosses, _ddlogits):
-    (dlogits,) = ctx.saved_tensors
-    # One pass over the [N, V] gradient in its own dtype (the per-row factor rounded to it).
-    return dlogits * dlosses.unsqueeze(-1).to(dlogits.dtype), None, None
+def _cross_entropy_backward_prepare(logits, targets, lse, dlosses, ignore_index):
+    # As the forward's targets; the losses' gradient as the kernel reads it (f32, one per row:
+    # a mean's gradient arrives expanded from one value).
+    return logits, torch.where(targets == ignore_index, -1, targets).to(torch.int32), lse, dlosses.float().contiguous(), ignore_index
 
 
 def _rotary_prepare(x, positions, cos, sin, inverse):
@@ -57,7 +53,8 @@ def _rotary_prepare(x, positions, cos, sin, inverse):
 
 _HOOKS = {
     "softmax": {"autograd": (_softmax_grad, _softmax_setup)},
-    "cross_entropy": {"prepare": _cross_entropy_prepare, "autograd": (_cross_entropy_grad, _cross_entropy_setup)},
+    "cross_entropy": {"prepare": _cross_entropy_prepare},
+    "cross_entropy_backward": {"prepare": _cross_entropy_backward_prepare},
     "rotary": {"prepare": _rotary_prepare},
 }
 
@@ -132,9 +129,10 @@ def softmax(x: Tensor) -> Tensor:
 
 def cross_entropy(logits: Tensor, targets: Tensor, ignore_index: int = -100, reduction: str = "mean") -> Tensor:
     """``F.cross_entropy(logits, targets, ignore_index=..., reduction=...)`` for ``logits``
-    ``[N, V]`` and int64 ``targets`` ``[N]``, in float32. The gradient is computed in the
-    forward pass (llm.c's fused classifier) and kept until the backward: one ``[N, V]`` tensor of
-    the logits' dtype."""
+    ``[N, V]`` and int64 ``targets`` ``[N]``, in float32. The forward reads the logits once and
+    keeps each row's log-sum-exp (``[N]`` float32); the backward is one fused pass over the
+    logits (``(softmax - onehot) * dloss`` per row, in the logits' dtype), with no ``[N, V]``
+    tensor kept between the two."""
     losses = _run(_cross_entropy, logits, targets, ignore_index)[0]
     if reduction == "none":
         return losses
