@@ -211,20 +211,21 @@ pub fn hopper_backward_kernel<T: Element>(shape: &Attention, arch: u32) -> Optio
 }
 
 /// The instances of the sm_90 backward for `shape` on `arch`, for benchmarks and tests that
-/// compare them: [`hopper_backward_kernel`]'s (both consumer warpgroups sum dQ over the block's
-/// 128 keys before one atomic add per element), its `_wg` twin (each consumer adds its own 64
-/// keys' dQ: twice the atomic adds, no barrier between the consumers) and its `_ov` twin (a
-/// step's dV/dK products run on while the next step's scores are issued).
+/// compare them: [`hopper_backward_kernel`]'s (the consumers hand their `dQ` tiles to a warp
+/// that adds them with the copy engine, `dV` issued before `dSᵀ` is exchanged, staggered
+/// query walks), its `_red` twin (each consumer adds its `dQ` tile itself with
+/// `red.global.add.v4.f32`) and its `_late` twin (bulk `dQ`, but `dV` issued with `dK`, and
+/// no stagger: session 10's schedule otherwise).
 pub fn hopper_backward_kernels<T: Element>(shape: &Attention, arch: u32) -> Option<[&'static str; 3]> {
     const TWINS: [[&str; 3]; 8] = [
-        ["attention_backward_d64_bf16", "attention_backward_d64_bf16_wg", "attention_backward_d64_bf16_ov"],
-        ["attention_backward_d64_causal_bf16", "attention_backward_d64_causal_bf16_wg", "attention_backward_d64_causal_bf16_ov"],
-        ["attention_backward_d128_bf16", "attention_backward_d128_bf16_wg", "attention_backward_d128_bf16_ov"],
-        ["attention_backward_d128_causal_bf16", "attention_backward_d128_causal_bf16_wg", "attention_backward_d128_causal_bf16_ov"],
-        ["attention_backward_d64_f16", "attention_backward_d64_f16_wg", "attention_backward_d64_f16_ov"],
-        ["attention_backward_d64_causal_f16", "attention_backward_d64_causal_f16_wg", "attention_backward_d64_causal_f16_ov"],
-        ["attention_backward_d128_f16", "attention_backward_d128_f16_wg", "attention_backward_d128_f16_ov"],
-        ["attention_backward_d128_causal_f16", "attention_backward_d128_causal_f16_wg", "attention_backward_d128_causal_f16_ov"],
+        ["attention_backward_d64_bf16", "attention_backward_d64_bf16_red", "attention_backward_d64_bf16_late"],
+        ["attention_backward_d64_causal_bf16", "attention_backward_d64_causal_bf16_red", "attention_backward_d64_causal_bf16_late"],
+        ["attention_backward_d128_bf16", "attention_backward_d128_bf16_red", "attention_backward_d128_bf16_late"],
+        ["attention_backward_d128_causal_bf16", "attention_backward_d128_causal_bf16_red", "attention_backward_d128_causal_bf16_late"],
+        ["attention_backward_d64_f16", "attention_backward_d64_f16_red", "attention_backward_d64_f16_late"],
+        ["attention_backward_d64_causal_f16", "attention_backward_d64_causal_f16_red", "attention_backward_d64_causal_f16_late"],
+        ["attention_backward_d128_f16", "attention_backward_d128_f16_red", "attention_backward_d128_f16_late"],
+        ["attention_backward_d128_causal_f16", "attention_backward_d128_causal_f16_red", "attention_backward_d128_causal_f16_late"],
     ];
     let picked = hopper_backward_kernel::<T>(shape, arch)?;
     TWINS.iter().find(|names| names.contains(&picked)).copied()

@@ -22,7 +22,7 @@ fn check<T: Element>(shape: Attention, tol: f64) {
     let dims = (shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q, shape.seq_kv, shape.head_dim);
     let scale = shape.scale.map_or(1.0 / (shape.head_dim as f64).sqrt(), f64::from);
     let want = attention_ref_scaled(&qf, &kf, &vf, &doutf, dims, shape.layout == Layout::Bshd, shape.causal, scale);
-    // Every instance: the default (dQ summed over both consumers), `_wg` and `_ov`.
+    // Every instance: the default (dQ added by the copy engine), `_red` and `_late`.
     for kernel in hopper_backward_kernels::<T>(&shape, 90).unwrap() {
         let nan = T::from_f32(f32::NAN);
         let (mut dq, mut dk, mut dv) = (vec![nan; shape.q_len()], vec![nan; shape.kv_len()], vec![nan; shape.kv_len()]);
@@ -88,7 +88,7 @@ fn the_sm90_backward_takes_16_bit_d64_d128_on_sm_90_only() {
     let (mut dq, mut dk, mut dv) = (x.clone(), kv.clone(), kv.clone());
     let lse = vec![0.0; base.q_rows()];
     let err = cpu::attention_backward_sm90_kernel(&e, "attention_backward_d64_bf16", &x, &kv, &kv, &x, &x, &lse, &mut dq, &mut dk, &mut dv, base).unwrap_err();
-    assert!(err.to_string().contains("attention_backward_d128_causal_bf16_wg"), "another shape's instance is refused: {err}");
-    let names = ["attention_backward_d128_causal_bf16", "attention_backward_d128_causal_bf16_wg", "attention_backward_d128_causal_bf16_ov"];
+    assert!(err.to_string().contains("attention_backward_d128_causal_bf16_red"), "another shape's instance is refused: {err}");
+    let names = ["attention_backward_d128_causal_bf16", "attention_backward_d128_causal_bf16_red", "attention_backward_d128_causal_bf16_late"];
     assert_eq!(hopper_backward_kernels::<bf16>(&base, 90), Some(names));
 }

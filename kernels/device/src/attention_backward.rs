@@ -650,8 +650,23 @@ pub fn attention_backward_prep<T: Float>(
     write_row_value(&mut delta, me, d);
 }
 
+/// Where the sm_90 backward keeps element (query `q` of query tile `tile`, head column `d`) of
+/// query head row `bhq` (`b · heads_q + h`) in its f32 `dQ` accumulator (`tiles` query tiles of
+/// [`HOPPER_QUERY_TILE`] per head): `ferrocuda_kernels_hopper::attention_backward::dq_acc_index`
+/// (the `wgmma` accumulator order of its two consumer warpgroups, so that each adds its share of
+/// a tile as one contiguous block), repeated here for the conversion kernel (a test checks that
+/// the two agree).
+#[inline(always)]
+pub const fn hopper_dq_acc_index(head_dim: u32, tiles: u32, bhq: u32, tile: u32, q: u32, d: u32) -> usize {
+    let (consumer, row, col) = if head_dim == 128 { (d / 64, d % 64, q) } else { (q / 32, d, q % 32) };
+    let thread = 32 * (row / 16) + 4 * (row % 8) + (col % 8) / 2;
+    let register = 4 * (col / 8) + 2 * ((row % 16) / 8) + col % 2;
+    let tile_base = (bhq as usize * tiles as usize + tile as usize) * (HOPPER_QUERY_TILE * head_dim) as usize;
+    tile_base + (consumer * HOPPER_QUERY_TILE * head_dim / 2) as usize + ((register / 4 * 128 + thread) * 4 + register % 4) as usize
+}
+
 /// After the sm_90 backward: row `r` of `dq` (a warp per row, in `shape`'s layout) is `scale ·
-/// dq_acc` of its query, read from the accumulator layout `[B · heads_q, head_dim, seq_pad]`.
+/// dq_acc` of its query, read from the accumulator's tiled order ([`hopper_dq_acc_index`]).
 #[kernel(instances(f32, bf16, f16), cols(dq = head_dim))]
 pub fn attention_backward_dq_convert<T: Float>(dq_acc: &[f32], mut dq: PerWarpRow<T>, head_dim: u32, shape: AttentionShape) {
     let me = warp_row();
@@ -662,14 +677,16 @@ pub fn attention_backward_dq_convert<T: Float>(dq_acc: &[f32], mut dq: PerWarpRo
     } else {
         (r / (seq * heads), (r / seq) % heads, r % seq)
     };
-    let seq_pad = hopper_padded_seq(shape.seq_q) as usize;
-    let base = ((b * heads + h) as usize * head_dim as usize) * seq_pad + s as usize;
+    let tiles = hopper_padded_seq(shape.seq_q) / HOPPER_QUERY_TILE;
+    let bhq = (b * heads + h) as u32;
+    let (tile, q) = (s as u32 / HOPPER_QUERY_TILE, s as u32 % HOPPER_QUERY_TILE);
     if let Some(mut row) = dq.row_mut(me) {
-        let lane = me.lane() as usize;
+        let lane = me.lane();
         unroll::<8>(|j| {
-            let c = lane + 32 * j;
+            let d = lane + 32 * j as u32;
             if let Some(out) = row.get_mut(j) {
-                *out = T::from_f32(dq_acc.get(base + c * seq_pad).copied().unwrap_or(0.0) * shape.scale);
+                let at = hopper_dq_acc_index(head_dim, tiles, bhq, tile, q, d);
+                *out = T::from_f32(dq_acc.get(at).copied().unwrap_or(0.0) * shape.scale);
             }
         });
     }

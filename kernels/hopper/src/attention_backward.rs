@@ -65,10 +65,32 @@ pub const fn panel_bytes(head_dim: u32) -> u32 {
 }
 
 /// Dynamic shared memory per block: K and V (two panels each), the ring of Q and dO panels,
-/// `dSᵀ` (two buffers per consumer), the ring's `lse2`/`delta` rows, the barriers, 1 KiB to
-/// align.
+/// `dSᵀ` (two buffers per consumer), each consumer's `dQ` tile (f32, [`dq_tile_bytes`]), the
+/// ring's `lse2`/`delta` rows, the barriers, 1 KiB to align (226.6 KiB at D = 128, under the
+/// 227 KiB a block may have on sm_90).
 pub const fn shared_bytes(head_dim: u32) -> u32 {
-    (4 + 2 * STAGES) * panel_bytes(head_dim) + 4 * SLAB + STATS_BYTES * STAGES + 8 + 16 * STAGES + 1024
+    (4 + 2 * STAGES) * panel_bytes(head_dim) + 4 * SLAB + 2 * dq_tile_bytes(head_dim) + STATS_BYTES * STAGES + 8 + 16 * STAGES + 1024
+}
+
+/// Bytes of one consumer's share of a step's `dQ` (f32): 64 queries x `head_dim` / 2.
+pub const fn dq_tile_bytes(head_dim: u32) -> u32 {
+    BQ * head_dim / 2 * 4
+}
+
+/// Where element (query `q`, head column `d`) of query tile `tile` of query head row `bhq`
+/// (`b · heads_q + h`) sits in the `dq_acc` accumulator (`tiles = ⌈seq_q / 64⌉` per head), in
+/// f32 elements: each tile is `64 · head_dim` f32 in the `wgmma` accumulator order of the two
+/// consumers (consumer `c`'s `64 · head_dim / 2`, then thread `t`'s registers `4j..4j + 4` at
+/// `(j · 128 + t) · 4`), so that a consumer writes its share with 16-byte stores and the copy
+/// engine adds it to global memory as one contiguous block. At D = 128 consumer `c` holds head
+/// columns `64c..` (an m64n64 `dQᵀ` tile), at D = 64 queries `32c..` (m64n32).
+pub const fn dq_acc_index(head_dim: u32, tiles: u32, bhq: u32, tile: u32, q: u32, d: u32) -> usize {
+    // The accumulator's (row, column): row = head column, column = query.
+    let (consumer, row, col) = if head_dim == 128 { (d / 64, d % 64, q) } else { (q / 32, d, q % 32) };
+    let thread = 32 * (row / 16) + 4 * (row % 8) + (col % 8) / 2;
+    let register = 4 * (col / 8) + 2 * ((row % 16) / 8) + col % 2;
+    let tile_base = (bhq as usize * tiles as usize + tile as usize) * (BQ * head_dim) as usize;
+    tile_base + (consumer * BQ * head_dim / 2) as usize + ((register / 4 * 128 + thread) * 4 + register % 4) as usize
 }
 
 /// Bytes of one step's `lse2` and `delta` rows in the ring (64 f32 each).
@@ -84,13 +106,15 @@ pub use body::backward_body;
 mod body {
     use super::*;
     use ferrocuda_device::half::{F16x2, pack_bf16x2};
+    use ferrocuda_device::ldmatrix;
     use ferrocuda_device::math::FastMath;
     use ferrocuda_device::mbarrier::{MBarrier, fence_init};
     use ferrocuda_device::named_barrier::NamedBarrier;
     use ferrocuda_device::pipeline::Ring;
     use ferrocuda_device::sync::sync_threads;
     use ferrocuda_device::thread::{block_idx_x, block_idx_y, thread_idx_x};
-    use ferrocuda_device::tma::{TensorMap, dynamic_shared_address, fence_proxy_async_shared};
+    use ferrocuda_device::sync::sync_warp;
+    use ferrocuda_device::tma::{TensorMap, bulk_reduce_add_f32, dynamic_shared_address, fence_proxy_async_shared, store_commit, store_wait, store_wait_read};
     use ferrocuda_device::unroll::unroll;
     use ferrocuda_device::warpgroup;
     use ferrocuda_device::wgmma::{self, Descriptor, fence_accumulators_32, fence_accumulators_64};
@@ -128,6 +152,14 @@ mod body {
         // SAFETY: `[[[u32; 4]; 4]; 2]` and `[f32; 32]` have the same size and alignment, and
         // every bit pattern is valid for both.
         fence_accumulators_32(unsafe { &mut *(f as *mut [Fragments; 2] as *mut [f32; 32]) });
+    }
+
+    /// As [`fence_fragments`] for one product's fragments.
+    #[inline(always)]
+    fn fence_fragment(f: &mut Fragments) {
+        // SAFETY: `[[u32; 4]; 4]` and `[f32; 16]` have the same size and alignment, and every
+        // bit pattern is valid for both.
+        wgmma::fence_accumulators_16(unsafe { &mut *(f as *mut Fragments as *mut [f32; 16]) });
     }
 
     /// `D (+)= A·B` m64n64k16 in the element type, both operands K-major from shared memory.
@@ -186,45 +218,12 @@ mod body {
         unsafe { if F16 { wgmma::m64n32k16_f16_ss_mn_major(acc, a, b, accumulate) } else { wgmma::m64n32k16_bf16_ss_mn_major(acc, a, b, accumulate) } }
     }
 
-    /// Issues and commits `dQᵀ` rows (head columns) `64 m ..` of consumer `consumer`'s 64 keys:
-    /// `Kᵀ` from its K panel, `dSᵀ` from its buffer of step `n`.
-    ///
-    /// # Safety
-    /// As for `wgmma::m64n64k16_bf16_ss_mn_major`, after a `wgmma::fence`.
-    #[inline(always)]
-    unsafe fn issue_own_dq<const D: u32, const F16: bool>(dq: &mut [f32; 32], layout: Layout, consumer: u32, n: u32, m: u32) {
-        unroll::<4>(|t| {
-            let t = t as u32;
-            let a = Descriptor::n_major_128b(layout.k(consumer) + m * SLAB + 2048 * t, SLAB).0;
-            let b = Descriptor::n_major_128b(layout.ds(consumer, n % 2) + 2048 * t, SLAB).0;
-            // SAFETY: the caller's contract.
-            unsafe { ss_mn::<F16>(dq, a, b, t > 0) };
-        });
-        // SAFETY: the caller's contract.
-        unsafe { wgmma::commit() };
-    }
-
-    /// Adds an m64n64 `dQᵀ` tile (this thread's rows `d0`, `d0 + 8`, query columns `q0 + 8 i +
-    /// c0`, `+ 1`) to `dq_acc` (`[B·Hq, D, seq_pad]`, head `bhq`).
-    #[inline(always)]
-    fn add_dq_tile<const D: u32>(dq_acc: *mut f32, dq: &[f32; 32], bhq: usize, d0: u32, c0: u32, seq_pad: u32, q0: u32) {
-        unroll::<8>(|i| {
-            unroll::<2>(|half| {
-                let d = (d0 + 8 * half as u32) as usize;
-                let at = (bhq * D as usize + d) * seq_pad as usize + q0 as usize + 8 * i + c0 as usize;
-                // SAFETY: d < D, q0 + 8 i + c0 + 1 < seq_pad: inside dq_acc (the kernel's
-                // contract), 8-byte aligned (`at` even); only atomic adds touch it during the
-                // launch.
-                unsafe { add_pair(dq_acc.add(at), dq[4 * i + 2 * half], dq[4 * i + 2 * half + 1]) };
-            })
-        });
-    }
-
     /// Where the tiles and barriers of a block live in shared memory.
     #[derive(Clone, Copy)]
     struct Layout {
         base: u32,
         panel: u32,
+        dq_bytes: u32,
     }
 
     impl Layout {
@@ -250,14 +249,19 @@ mod body {
         fn ds(self, consumer: u32, buffer: u32) -> u32 {
             self.base + self.panel * (4 + 2 * STAGES) + SLAB * (2 * consumer + buffer)
         }
+        /// Consumer `consumer`'s `dQ` tile (f32, accumulator order: [`dq_acc_index`]).
+        #[inline(always)]
+        fn dq(self, consumer: u32) -> u32 {
+            self.base + self.panel * (4 + 2 * STAGES) + 4 * SLAB + self.dq_bytes * consumer
+        }
         /// Slot `slot`'s `lse2` row (64 f32), then its `delta` row.
         #[inline(always)]
         fn stats(self, slot: u32) -> u32 {
-            self.base + self.panel * (4 + 2 * STAGES) + 4 * SLAB + STATS_BYTES * slot
+            self.base + self.panel * (4 + 2 * STAGES) + 4 * SLAB + 2 * self.dq_bytes + STATS_BYTES * slot
         }
         #[inline(always)]
         fn barriers(self) -> u32 {
-            self.base + self.panel * (4 + 2 * STAGES) + 4 * SLAB + STATS_BYTES * STAGES
+            self.base + self.panel * (4 + 2 * STAGES) + 4 * SLAB + 2 * self.dq_bytes + STATS_BYTES * STAGES
         }
         #[inline(always)]
         fn kv_full(self) -> MBarrier {
@@ -306,33 +310,44 @@ mod body {
         }
     }
 
-    /// `red.global.add.v2.f32`: adds `(x, y)` to the two f32 at `p` (8-byte aligned).
+    /// `red.global.add.v4.f32`: adds `v` to the four f32 at `p` (16-byte aligned).
     ///
     /// # Safety
-    /// `p` points to two f32 of global memory that only atomic adds touch while the kernel runs.
+    /// `p` points to four f32 of global memory that only atomic adds touch while the kernel runs.
     #[inline(always)]
-    unsafe fn add_pair(p: *mut f32, x: f32, y: f32) {
+    unsafe fn add_quad(p: *mut f32, v: [f32; 4]) {
         #[cfg(target_arch = "nvptx64")]
         // SAFETY: the caller's contract.
         unsafe {
-            core::arch::asm!("red.global.add.v2.f32 [{p}], {{{x}, {y}}};", p = in(reg64) p, x = in(reg32) x, y = in(reg32) y, options(nostack))
+            core::arch::asm!(
+                "red.global.add.v4.f32 [{p}], {{{a}, {b}, {c}, {d}}};",
+                p = in(reg64) p, a = in(reg32) v[0], b = in(reg32) v[1], c = in(reg32) v[2], d = in(reg32) v[3], options(nostack)
+            )
         };
         #[cfg(not(target_arch = "nvptx64"))]
-        // SAFETY: the caller's contract (the executor's atomics on the two words).
+        // SAFETY: the caller's contract (the executor's atomics on the four words).
         unsafe {
-            ferrocuda_device::atomic::Atomic::from_ptr(p).add(x);
-            ferrocuda_device::atomic::Atomic::from_ptr(p.add(1)).add(y);
+            for (i, x) in v.into_iter().enumerate() {
+                ferrocuda_device::atomic::Atomic::from_ptr(p.add(i)).add(x);
+            }
         }
     }
 
-    /// The kernel body (see the module docs).
+    /// The kernel body (see the module docs). `BULK_DQ`: the consumers hand their `dQ` tiles to
+    /// the producer warpgroup's second warp through shared memory, which adds them to `dq_acc`
+    /// with the copy engine (`cp.reduce.async.bulk`); otherwise each consumer adds its tile
+    /// with `red.global.add.v4.f32`. `EARLY_DV`: `dV += Pᵀ dO` is issued as soon as `P` is
+    /// known, before `dPᵀ` is waited for, so the tensor cores run it while `dSᵀ` is computed,
+    /// stored and exchanged. `STAGGER`: without the causal mask, the block of keys `k0..`
+    /// starts its walk over a head's query tiles at tile `2 k0 / 128` (wrapping around), so
+    /// that the blocks of one head running together add to different `dQ` tiles.
     ///
     /// # Safety
     /// The module's requirements; 384 threads, [`shared_bytes`]`(D)` of dynamic shared memory,
     /// grid `(⌈seq_kv / 128⌉, batch·heads_kv)`; run as every thread of the grid.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    pub unsafe fn backward_body<const D: u32, const CAUSAL: bool, const F16: bool, const SHARED_DQ: bool, const OVERLAP: bool>(
+    pub unsafe fn backward_body<const D: u32, const CAUSAL: bool, const F16: bool, const BULK_DQ: bool, const EARLY_DV: bool, const STAGGER: bool>(
         maps: [*const TensorMap; 6],
         dq_acc: *mut f32,
         dk: *mut u32,
@@ -342,7 +357,7 @@ mod body {
         let [q_map, k_map, v_map, do_map, lse_map, delta_map] = maps;
         let tid = thread_idx_x();
         let panel = panel_bytes(D);
-        let layout = Layout { base: (dynamic_shared_address() + 1023) & !1023, panel };
+        let layout = Layout { base: (dynamic_shared_address() + 1023) & !1023, panel, dq_bytes: dq_tile_bytes(D) };
         if tid == 0 {
             layout.kv_full().init(1);
             // One release per consumer warp.
@@ -351,15 +366,34 @@ mod body {
         }
         sync_threads();
         let k0 = block_idx_x() * BN;
-        let (b, hk) = (block_idx_y() / problem.heads_kv, block_idx_y() % problem.heads_kv);
-        let group = problem.heads_q / problem.heads_kv;
+        // Divisors kept nonzero (`max(1)`) so that no panic path is compiled: ptxas 13.0
+        // crashes (SIGSEGV) on a call into core's panic functions from both sides of a
+        // `setmaxnreg` split (seen 2026-11-27 on this kernel's rotation below).
+        let heads_kv = problem.heads_kv.max(1);
+        let (b, hk) = (block_idx_y() / heads_kv, block_idx_y() % heads_kv);
+        let group = problem.heads_q / heads_kv;
         let seq_pad = padded_seq(problem.seq_q);
+        let tiles = seq_pad / BQ;
         // Causal: queries before the block's first key see none of its keys.
         let first_tile = if CAUSAL { k0 / BQ } else { 0 };
-        let per_head = padded_seq(problem.seq_q) / BQ - first_tile.min(seq_pad / BQ);
+        let per_head = tiles - first_tile.min(tiles);
         let steps = per_head * group;
-        // Step n: query head `hk·group + n / per_head`, query tile `first_tile + n % per_head`.
-        let at_step = |n: u32| (hk * group + n / per_head, (first_tile + n % per_head) * BQ);
+        // `steps` is 0 when `per_head` is: then nothing divides by `per_head`.
+        let per_head = per_head.max(1);
+        // Without the mask every block walks all of a head's tiles: start them at different
+        // ones (with the mask the blocks' first tiles differ already).
+        let rotate = if STAGGER && !CAUSAL { (k0 / BQ) % per_head } else { 0 };
+        // Step n: query head `hk·group + n / per_head`, query tile `first_tile + (n % per_head
+        // + rotate) % per_head`.
+        let at_step = |n: u32| {
+            let i = n % per_head + rotate;
+            (hk * group + n / per_head, (first_tile + if i >= per_head { i - per_head } else { i }) * BQ)
+        };
+        // A consumer's `dQ` tile is full (the consumer's 128 threads arrive, the adding warp
+        // waits) and empty again (the adding warp arrives, the consumer waits before it writes
+        // the next one).
+        let dq_full = |c: u32| NamedBarrier::new(6 + c, 160);
+        let dq_empty = |c: u32| NamedBarrier::new(8 + c, 160);
         if tid / 128 == 0 {
             // SAFETY: the whole warpgroup executes it; the producer needs few registers.
             unsafe { warpgroup::dealloc_registers::<24>() };
@@ -394,6 +428,36 @@ mod body {
                         }
                     }
                 }
+            } else if BULK_DQ && tid / 32 == 1 {
+                // The second warp adds the consumers' dQ tiles to dq_acc, one bulk reduction
+                // per consumer per step, issued by lane 0.
+                let lane = tid % 32;
+                for n in 0..steps {
+                    let (h, q0) = at_step(n);
+                    let bhq = b * problem.heads_q + h;
+                    for c in 0..2 {
+                        dq_full(c).sync();
+                        if lane == 0 {
+                            let at = dq_acc_index(D, tiles, bhq, q0 / BQ, 0, 0) + (c * BQ * D / 2) as usize;
+                            // SAFETY: `at` starts consumer c's share of tile (bhq, q0 / 64), 16-byte
+                            // aligned (a multiple of 4 f32 from dq_acc, which the contract aligns)
+                            // and inside dq_acc (`B·Hq·D·seq_pad` f32); only atomic adds touch
+                            // dq_acc during the launch. The consumer wrote its tile and fenced
+                            // before arriving on `dq_full(c)`, and writes it again only after
+                            // this warp arrives on `dq_empty(c)`, after the read has finished.
+                            unsafe { bulk_reduce_add_f32(dq_acc.add(at), layout.dq(c), layout.dq_bytes) };
+                            store_commit();
+                            store_wait_read::<0>();
+                        }
+                        sync_warp(u32::MAX);
+                        if n + 1 < steps {
+                            dq_empty(c).arrive();
+                        }
+                    }
+                }
+                if lane == 0 {
+                    store_wait::<0>();
+                }
             }
             return;
         }
@@ -408,9 +472,9 @@ mod body {
         // This thread's query columns in a tile: `8 i + 2 (lane % 4) + j`.
         let col0 = 2 * (lane % 4);
         let scale_log2 = problem.scale * core::f32::consts::LOG2_E;
-        // The threads that read a consumer's `dSᵀ` (both consumers' 256 with `SHARED_DQ`, else
-        // its own 128) meet here between writing it and the `wgmma`s reading it.
-        let written = if SHARED_DQ { NamedBarrier::new(4, 256) } else { NamedBarrier::new(4 + consumer, 128) };
+        // The threads of both consumers (each reads the other's `dSᵀ`) meet here between
+        // writing it and the `wgmma`s reading it.
+        let written = NamedBarrier::new(4, 256);
         // Not `[0.0; 64]`: a repeat expression becomes a store loop that keeps the array in
         // local memory (docs/performance.md). SAFETY: all-zero bits are 0.0.
         let (mut dk_acc, mut dv_acc): ([f32; 64], [f32; 64]) = unsafe { (core::mem::zeroed(), core::mem::zeroed()) };
@@ -418,13 +482,13 @@ mod body {
         let (mut s, mut dp, mut dq): ([f32; 32], [f32; 32], [f32; 32]) = unsafe { (core::mem::zeroed(), core::mem::zeroed(), core::mem::zeroed()) };
         // SAFETY: as above. (dQᵀ's tile at D = 64: 64 x 32.)
         let mut dq_narrow: [f32; 16] = unsafe { core::mem::zeroed() };
-        // The A fragments of P and dS (with `OVERLAP` read by a dV/dK group that runs into the
-        // next step). SAFETY: as above.
+        // The A fragments of P and dS. SAFETY: as above.
         let mut frags: [Fragments; 2] = unsafe { core::mem::zeroed() };
-        let shared = ferrocuda_device::shared::dynamic_shared::<u32>();
         let shared_f32 = ferrocuda_device::shared::dynamic_shared::<f32>();
-        let shared_base = shared.shared_address();
+        let shared_base = shared_f32.shared_address();
         let (k_mine, v_mine) = (layout.k(consumer), layout.v(consumer));
+        // This thread's index in its consumer (the accumulator order of `dq_acc_index`).
+        let me = (tid % 128) as usize;
         layout.kv_full().wait(0);
         // Every `unsafe` block below issues or waits for `wgmma`s: the consumer warpgroup's 128
         // threads run this code together (the branch is on `tid / 128`, the loop bounds are the
@@ -457,178 +521,174 @@ mod body {
                     }
                 });
                 wgmma::commit();
-                // With `OVERLAP`, the previous step's dV/dK group (issued before these) too.
                 wgmma::wait::<1>();
             }
             fence_accumulators_32(&mut s);
-            if OVERLAP && n > 0 {
-                fence_accumulators_64(&mut dv_acc);
-                fence_accumulators_64(&mut dk_acc);
-                fence_fragments(&mut frags);
-                if lane == 0 {
-                    // The previous step's Q and dO are read by nothing any more.
-                    layout.ring().release(n - 1);
-                }
-            }
-            // lse·log2 e and delta of this thread's 16 query columns (padded rows: +inf and 0).
+            // This slot's `lse2` and `delta` rows (padded rows: +inf and 0), as f32 indices.
             let stats = ((layout.stats(slot) - shared_base) / 4) as usize;
-            let mut lse_cols = [0.0f32; 16];
-            let mut delta_cols = [0.0f32; 16];
-            unroll::<8>(|i| {
-                unroll::<2>(|j| {
-                    let at = stats + 8 * i + col0 as usize + j;
-                    // SAFETY: inside this slot's rows (8 i + col0 + j < 64), which the copy
-                    // engine has written (the slot's `full` phase waited for) and nobody writes
-                    // until this warp releases the slot.
-                    unsafe {
-                        lse_cols[2 * i + j] = shared_f32.get_unchecked(at);
-                        delta_cols[2 * i + j] = shared_f32.get_unchecked(at + BQ as usize);
-                    }
-                })
-            });
-
             // Pᵀ, masked where a key is past the sequence or (causal) after the query.
             let mut p = s;
             let edge = k0 + BN > problem.seq_kv || (CAUSAL && k0 + 64 * consumer + 63 > q0);
             unroll::<8>(|i| {
-                unroll::<4>(|e| {
-                    let col = 8 * i as u32 + col0 + (e as u32 & 1);
-                    let key = key0 + 8 * (e as u32 >> 1);
-                    let x = (s[4 * i + e] * scale_log2 - lse_cols[2 * i + (e & 1)]).fast_exp2();
-                    let hidden = edge && (key >= problem.seq_kv || (CAUSAL && key > q0 + col));
-                    p[4 * i + e] = if hidden { 0.0 } else { x };
+                unroll::<2>(|j| {
+                    // SAFETY: inside this slot's rows (8 i + col0 + j < 64), which the copy
+                    // engine has written (the slot's `full` phase waited for) and nobody writes
+                    // until this warp releases the slot.
+                    let lse = unsafe { shared_f32.get_unchecked(stats + 8 * i + col0 as usize + j) };
+                    unroll::<2>(|r| {
+                        let e = 2 * r + j;
+                        let col = 8 * i as u32 + col0 + j as u32;
+                        let key = key0 + 8 * r as u32;
+                        let x = (s[4 * i + e] * scale_log2 - lse).fast_exp2();
+                        let hidden = edge && (key >= problem.seq_kv || (CAUSAL && key > q0 + col));
+                        p[4 * i + e] = if hidden { 0.0 } else { x };
+                    })
                 })
             });
-            // SAFETY: see above.
-            unsafe { wgmma::wait::<0>() };
+            if EARLY_DV {
+                // dV += Pᵀ dO now: the tensor cores run it while dSᵀ is made and exchanged.
+                frags[0] = fragments::<F16>(&p);
+                fence_fragments(&mut frags);
+                fence_accumulators_64(&mut dv_acc);
+                // SAFETY: see above (P's fragments and dV are not touched until the wait for
+                // this group, below).
+                unsafe {
+                    wgmma::fence();
+                    unroll::<4>(|t| {
+                        let t = t as u32;
+                        rs::<D, F16>(&mut dv_acc, frags[0][t as usize], Descriptor::n_major_128b(do_tile + 2048 * t, SLAB).0);
+                    });
+                    wgmma::commit();
+                    // dPᵀ is done; dV may still run.
+                    wgmma::wait::<1>();
+                }
+            } else {
+                // SAFETY: see above.
+                unsafe { wgmma::wait::<0>() };
+            }
             fence_accumulators_32(&mut dp);
             let mut ds = dp;
-            unroll::<8>(|i| unroll::<4>(|e| ds[4 * i + e] = p[4 * i + e] * (dp[4 * i + e] - delta_cols[2 * i + (e & 1)])));
-            frags = [fragments::<F16>(&p), fragments::<F16>(&ds)];
-            // dSᵀ to shared memory, N-major for `dQᵀ = Kᵀ dSᵀ`: row = key, 64 queries per row.
-            let ds_tile = layout.ds(consumer, n % 2);
-            unroll::<4>(|t| {
-                unroll::<4>(|r| {
-                    let (key, query) = (row0 + 8 * (r as u32 & 1), 16 * t as u32 + 8 * (r as u32 >> 1) + col0);
-                    let address = Descriptor::swizzled_128b_address(ds_tile, key, query);
-                    // SAFETY: inside this consumer's `dSᵀ` buffer (key < 64, query < 64: 8 KiB
-                    // from `ds_tile`, inside the requested shared memory), 4-byte aligned; no
-                    // `wgmma` reads this buffer now (see above), and each (key, query pair) has
-                    // one writer.
-                    unsafe { shared.set_unchecked(((address - shared_base) / 4) as usize, frags[1][t][r]) };
+            unroll::<8>(|i| {
+                unroll::<2>(|j| {
+                    // SAFETY: as for `lse` above, the `delta` row that follows it.
+                    let delta = unsafe { shared_f32.get_unchecked(stats + BQ as usize + 8 * i + col0 as usize + j) };
+                    unroll::<2>(|r| {
+                        let e = 2 * r + j;
+                        ds[4 * i + e] = p[4 * i + e] * (dp[4 * i + e] - delta);
+                    })
                 })
+            });
+            if EARLY_DV {
+                frags[1] = fragments::<F16>(&ds);
+            } else {
+                frags = [fragments::<F16>(&p), fragments::<F16>(&ds)];
+            }
+            // dSᵀ to shared memory, N-major for `dQᵀ = Kᵀ dSᵀ`: row = key, 64 queries per row,
+            // with `stmatrix` (the accumulator layout is that of its 8x8 matrices: register j
+            // of K step t holds keys `16 warp + 8 (j & 1) ..`, queries `16 t + 8 (j >> 1) ..`;
+            // lane l gives the address of row `l % 8` of matrix `l / 8`).
+            let ds_tile = layout.ds(consumer, n % 2);
+            let matrix = lane / 8;
+            let ds_key = 16 * warp + lane % 8 + 8 * (matrix & 1);
+            unroll::<4>(|t| {
+                let address = Descriptor::swizzled_128b_address(ds_tile, ds_key, 16 * t as u32 + 8 * (matrix >> 1));
+                // SAFETY: the whole warp runs it; each row address is a 16-byte chunk (8
+                // queries) of this consumer's `dSᵀ` buffer (key < 64, query < 64: 8 KiB from
+                // `ds_tile`, inside the requested shared memory), 16-byte aligned; no `wgmma`
+                // reads this buffer now (see above), and each chunk has one writer.
+                unsafe { ldmatrix::store_x4(address, frags[1][t]) };
             });
             fence_proxy_async_shared();
             written.sync();
-            fence_accumulators_64(&mut dv_acc);
             fence_accumulators_64(&mut dk_acc);
             fence_accumulators_32(&mut dq);
             wgmma::fence_accumulators_16(&mut dq_narrow);
-            fence_fragments(&mut frags);
-            let bhq = (b * problem.heads_q + h) as usize;
-            if SHARED_DQ {
-                // dQᵀ over all 128 keys, split between the consumers without a branch (a `wgmma`
-                // under a condition the compiler cannot prove uniform serialises them all, C7520):
-                // at D = 128 consumer c takes head columns 64c.. (an m64n64 tile), at D = 64 the
-                // queries 32c.. (an m64n32 tile).
-                // SAFETY: see above.
-                unsafe {
-                    wgmma::fence();
-                    // Kᵀ: rows (M) are head columns, k the block's 128 keys (16 per step: K's panel
-                    // t / 4); dSᵀ: k the keys (consumer t / 4's buffer), n the queries.
-                    unroll::<8>(|t| {
-                        let t = t as u32;
-                        let (m, n0) = if D == 128 { (consumer, 0) } else { (0, 32 * consumer) };
-                        let a = Descriptor::n_major_128b(layout.k(t / 4) + m * SLAB + 2048 * (t % 4), SLAB).0;
-                        let b = Descriptor::n_major_128b(layout.ds(t / 4, n % 2) + 2048 * (t % 4) + 2 * n0, SLAB).0;
-                        if D == 128 {
-                            ss_mn::<F16>(&mut dq, a, b, t > 0);
-                        } else {
-                            ss_mn_narrow::<F16>(&mut dq_narrow, a, b, t > 0);
-                        }
-                    });
-                    wgmma::commit();
-                    unroll::<4>(|t| {
-                        let t = t as u32;
-                        rs::<D, F16>(&mut dv_acc, frags[0][t as usize], Descriptor::n_major_128b(do_tile + 2048 * t, SLAB).0);
-                    });
-                    unroll::<4>(|t| {
-                        let t = t as u32;
-                        rs::<D, F16>(&mut dk_acc, frags[1][t as usize], Descriptor::n_major_128b(q_tile + 2048 * t, SLAB).0);
-                    });
-                    wgmma::commit();
-                    // The dQ group (the older one) is done; dV and dK may still run.
-                    wgmma::wait::<1>();
-                }
-                fence_accumulators_32(&mut dq);
-                wgmma::fence_accumulators_16(&mut dq_narrow);
-                // This thread's dQᵀ rows (head columns) and first query column.
-                let (d0, c0) = if D == 128 { (64 * consumer + row0, col0) } else { (row0, 32 * consumer + col0) };
-                unroll::<8>(|i| {
-                    unroll::<2>(|half| {
-                        if D == 128 || i < 4 {
-                            let d = (d0 + 8 * half as u32) as usize;
-                            let at = (bhq * D as usize + d) * seq_pad as usize + q0 as usize + 8 * i + c0 as usize;
-                            let (x, y) = if D == 128 {
-                                (dq[4 * i + 2 * half], dq[4 * i + 2 * half + 1])
-                            } else {
-                                (dq_narrow[4 * i + 2 * half], dq_narrow[4 * i + 2 * half + 1])
-                            };
-                            // SAFETY: d < D, q0 + 8 i + c0 + 1 < seq_pad: inside dq_acc (the kernel's
-                            // contract), 8-byte aligned (`at` even); only atomic adds touch it
-                            // during the launch.
-                            unsafe { add_pair(dq_acc.add(at), x, y) };
-                        }
-                    })
-                });
+            if EARLY_DV {
+                // Not P's fragments: the dV group in flight reads them.
+                fence_fragment(&mut frags[1]);
             } else {
-                // dQᵀ of this consumer's 64 keys (its own `dSᵀ`), added to dq_acc beside the
-                // other consumer's: twice the atomic adds, no barrier between the consumers.
-                // SAFETY: see above.
-                unsafe {
-                    wgmma::fence();
-                    issue_own_dq::<D, F16>(&mut dq, layout, consumer, n, 0);
+                fence_fragments(&mut frags);
+                fence_accumulators_64(&mut dv_acc);
+            }
+            // dQᵀ over all 128 keys, split between the consumers without a branch (a `wgmma`
+            // under a condition the compiler cannot prove uniform serialises them all, C7520):
+            // at D = 128 consumer c takes head columns 64c.. (an m64n64 tile), at D = 64 the
+            // queries 32c.. (an m64n32 tile).
+            // SAFETY: see above.
+            unsafe {
+                wgmma::fence();
+                // Kᵀ: rows (M) are head columns, k the block's 128 keys (16 per step: K's panel
+                // t / 4); dSᵀ: k the keys (consumer t / 4's buffer), n the queries.
+                unroll::<8>(|t| {
+                    let t = t as u32;
+                    let (m, n0) = if D == 128 { (consumer, 0) } else { (0, 32 * consumer) };
+                    let a = Descriptor::n_major_128b(layout.k(t / 4) + m * SLAB + 2048 * (t % 4), SLAB).0;
+                    let b = Descriptor::n_major_128b(layout.ds(t / 4, n % 2) + 2048 * (t % 4) + 2 * n0, SLAB).0;
+                    if D == 128 {
+                        ss_mn::<F16>(&mut dq, a, b, t > 0);
+                    } else {
+                        ss_mn_narrow::<F16>(&mut dq_narrow, a, b, t > 0);
+                    }
+                });
+                wgmma::commit();
+                if !EARLY_DV {
                     unroll::<4>(|t| {
                         let t = t as u32;
                         rs::<D, F16>(&mut dv_acc, frags[0][t as usize], Descriptor::n_major_128b(do_tile + 2048 * t, SLAB).0);
                     });
-                    unroll::<4>(|t| {
-                        let t = t as u32;
-                        rs::<D, F16>(&mut dk_acc, frags[1][t as usize], Descriptor::n_major_128b(q_tile + 2048 * t, SLAB).0);
-                    });
-                    wgmma::commit();
-                    wgmma::wait::<1>();
                 }
-                fence_accumulators_32(&mut dq);
-                add_dq_tile::<D>(dq_acc, &dq, bhq, row0, col0, seq_pad, q0);
-                if D == 128 {
-                    // SAFETY: see above (the fence: the atomics above read these accumulators).
-                    unsafe {
-                        wgmma::fence();
-                        issue_own_dq::<D, F16>(&mut dq, layout, consumer, n, 1);
-                        wgmma::wait::<0>();
-                    }
-                    fence_accumulators_32(&mut dq);
-                    add_dq_tile::<D>(dq_acc, &dq, bhq, 64 + row0, col0, seq_pad, q0);
-                }
+                unroll::<4>(|t| {
+                    let t = t as u32;
+                    rs::<D, F16>(&mut dk_acc, frags[1][t as usize], Descriptor::n_major_128b(q_tile + 2048 * t, SLAB).0);
+                });
+                wgmma::commit();
+                // The dQ group (and an early dV group) is done; dK (and dV) may still run.
+                wgmma::wait::<1>();
             }
-            if !OVERLAP {
-                // SAFETY: see above.
-                unsafe { wgmma::wait::<0>() };
+            fence_accumulators_32(&mut dq);
+            wgmma::fence_accumulators_16(&mut dq_narrow);
+            if EARLY_DV {
                 fence_accumulators_64(&mut dv_acc);
-                fence_accumulators_64(&mut dk_acc);
-                if lane == 0 {
-                    // Q and dO of this slot are read by nothing any more.
-                    layout.ring().release(n);
-                }
             }
-            // With `OVERLAP` the dV/dK group runs on while the next step's scores are issued.
-        }
-        if OVERLAP {
+            // This thread's dQ registers 4j..4j + 4, in `dq_acc_index`'s order.
+            let quad = |j: usize| -> [f32; 4] {
+                if D == 128 { [dq[4 * j], dq[4 * j + 1], dq[4 * j + 2], dq[4 * j + 3]] } else { [dq_narrow[4 * j], dq_narrow[4 * j + 1], dq_narrow[4 * j + 2], dq_narrow[4 * j + 3]] }
+            };
+            if BULK_DQ {
+                if n > 0 {
+                    // The adding warp has read the previous step's tile.
+                    dq_empty(consumer).sync();
+                }
+                let base4 = ((layout.dq(consumer) - shared_base) / 16) as usize;
+                unroll::<8>(|j| {
+                    if j < D as usize / 16 {
+                        // SAFETY: 16-byte aligned (the tile starts on 1 KiB), inside this
+                        // consumer's tile (`(j·128 + t)·4 + 4 <= 64·D/2` f32), which nobody
+                        // reads until the arrival below; each thread writes its own quads.
+                        unsafe { shared_f32.set_x4_unchecked(base4 + j * 128 + me, quad(j)) };
+                    }
+                });
+                fence_proxy_async_shared();
+                dq_full(consumer).arrive();
+            } else {
+                let at = dq_acc_index(D, tiles, b * problem.heads_q + h, q0 / BQ, 0, 0) + (consumer * BQ * D / 2) as usize;
+                unroll::<8>(|j| {
+                    if j < D as usize / 16 {
+                        // SAFETY: this consumer's share of the tile (`dq_acc_index`), inside
+                        // dq_acc, 16-byte aligned (a multiple of 4 f32 from its start, which the
+                        // contract aligns); only atomic adds touch it during the launch.
+                        unsafe { add_quad(dq_acc.add(at + 4 * (j * 128 + me)), quad(j)) };
+                    }
+                });
+            }
             // SAFETY: see above.
             unsafe { wgmma::wait::<0>() };
             fence_accumulators_64(&mut dv_acc);
             fence_accumulators_64(&mut dk_acc);
+            if lane == 0 {
+                // Q and dO of this slot are read by nothing any more.
+                layout.ring().release(n);
+            }
         }
         // Epilogue: this thread's two key rows of dK (times the scale) and dV.
         unroll::<2>(|half| {
@@ -653,7 +713,7 @@ mod body {
     }
 
     macro_rules! kernels {
-        ($($name:ident: $d:literal, $causal:literal, $f16:literal, $shared_dq:literal, $overlap:literal;)*) => {$(
+        ($($name:ident: $d:literal, $causal:literal, $f16:literal, $bulk:literal, $early:literal, $stagger:literal;)*) => {$(
             ferrocuda_device::launch_bounds!($name, 384, 1);
             /// Attention backward (see the module docs), head dimension, mask and element type
             /// in the name.
@@ -671,36 +731,36 @@ mod body {
             ) {
                 let problem = Problem { seq_q, seq_kv, heads_q, heads_kv, bshd, scale };
                 // SAFETY: the kernel's contract.
-                unsafe { backward_body::<$d, $causal, $f16, $shared_dq, $overlap>([q_map, k_map, v_map, do_map, lse_map, delta_map], dq_acc, dk, dv, problem) }
+                unsafe { backward_body::<$d, $causal, $f16, $bulk, $early, $stagger>([q_map, k_map, v_map, do_map, lse_map, delta_map], dq_acc, dk, dv, problem) }
             }
         )*};
     }
 
     kernels! {
-        attention_backward_d64_bf16: 64, false, false, true, false;
-        attention_backward_d64_bf16_ov: 64, false, false, true, true;
-        attention_backward_d64_bf16_wg: 64, false, false, false, false;
-        attention_backward_d64_causal_bf16: 64, true, false, true, false;
-        attention_backward_d64_causal_bf16_ov: 64, true, false, true, true;
-        attention_backward_d64_causal_bf16_wg: 64, true, false, false, false;
-        attention_backward_d128_bf16: 128, false, false, true, false;
-        attention_backward_d128_bf16_ov: 128, false, false, true, true;
-        attention_backward_d128_bf16_wg: 128, false, false, false, false;
-        attention_backward_d128_causal_bf16: 128, true, false, true, false;
-        attention_backward_d128_causal_bf16_ov: 128, true, false, true, true;
-        attention_backward_d128_causal_bf16_wg: 128, true, false, false, false;
-        attention_backward_d64_f16: 64, false, true, true, false;
-        attention_backward_d64_f16_ov: 64, false, true, true, true;
-        attention_backward_d64_f16_wg: 64, false, true, false, false;
-        attention_backward_d64_causal_f16: 64, true, true, true, false;
-        attention_backward_d64_causal_f16_ov: 64, true, true, true, true;
-        attention_backward_d64_causal_f16_wg: 64, true, true, false, false;
-        attention_backward_d128_f16: 128, false, true, true, false;
-        attention_backward_d128_f16_ov: 128, false, true, true, true;
-        attention_backward_d128_f16_wg: 128, false, true, false, false;
-        attention_backward_d128_causal_f16: 128, true, true, true, false;
-        attention_backward_d128_causal_f16_ov: 128, true, true, true, true;
-        attention_backward_d128_causal_f16_wg: 128, true, true, false, false;
+        attention_backward_d64_bf16: 64, false, false, true, true, true;
+        attention_backward_d64_bf16_red: 64, false, false, false, true, true;
+        attention_backward_d64_bf16_late: 64, false, false, true, false, false;
+        attention_backward_d64_causal_bf16: 64, true, false, true, true, true;
+        attention_backward_d64_causal_bf16_red: 64, true, false, false, true, true;
+        attention_backward_d64_causal_bf16_late: 64, true, false, true, false, false;
+        attention_backward_d128_bf16: 128, false, false, true, true, true;
+        attention_backward_d128_bf16_red: 128, false, false, false, true, true;
+        attention_backward_d128_bf16_late: 128, false, false, true, false, false;
+        attention_backward_d128_causal_bf16: 128, true, false, true, true, true;
+        attention_backward_d128_causal_bf16_red: 128, true, false, false, true, true;
+        attention_backward_d128_causal_bf16_late: 128, true, false, true, false, false;
+        attention_backward_d64_f16: 64, false, true, true, true, true;
+        attention_backward_d64_f16_red: 64, false, true, false, true, true;
+        attention_backward_d64_f16_late: 64, false, true, true, false, false;
+        attention_backward_d64_causal_f16: 64, true, true, true, true, true;
+        attention_backward_d64_causal_f16_red: 64, true, true, false, true, true;
+        attention_backward_d64_causal_f16_late: 64, true, true, true, false, false;
+        attention_backward_d128_f16: 128, false, true, true, true, true;
+        attention_backward_d128_f16_red: 128, false, true, false, true, true;
+        attention_backward_d128_f16_late: 128, false, true, true, false, false;
+        attention_backward_d128_causal_f16: 128, true, true, true, true, true;
+        attention_backward_d128_causal_f16_red: 128, true, true, false, true, true;
+        attention_backward_d128_causal_f16_late: 128, true, true, true, false, false;
     }
 }
 
