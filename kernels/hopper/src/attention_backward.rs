@@ -111,6 +111,7 @@ mod body {
     use ferrocuda_device::mbarrier::{MBarrier, fence_init};
     use ferrocuda_device::named_barrier::NamedBarrier;
     use ferrocuda_device::pipeline::Ring;
+    use ferrocuda_device::shared_vector::{SharedX2, SharedX4};
     use ferrocuda_device::sync::sync_threads;
     use ferrocuda_device::thread::{block_idx_x, block_idx_y, thread_idx_x};
     use ferrocuda_device::sync::sync_warp;
@@ -152,6 +153,14 @@ mod body {
         // SAFETY: `[[[u32; 4]; 4]; 2]` and `[f32; 32]` have the same size and alignment, and
         // every bit pattern is valid for both.
         fence_accumulators_32(unsafe { &mut *(f as *mut [Fragments; 2] as *mut [f32; 32]) });
+    }
+
+    /// The descriptor of the operand `offset` bytes (a multiple of 16) after `desc`'s: the
+    /// start address field (bits 0..14, address / 16) grows by `offset / 16` (shared-window
+    /// addresses stay under 256 KiB, so nothing carries into the next field).
+    #[inline(always)]
+    fn at(desc: u64, offset: u32) -> u64 {
+        desc + (offset >> 4) as u64
     }
 
     /// As [`fence_fragments`] for one product's fragments.
@@ -484,11 +493,27 @@ mod body {
         let mut dq_narrow: [f32; 16] = unsafe { core::mem::zeroed() };
         // The A fragments of P and dS. SAFETY: as above.
         let mut frags: [Fragments; 2] = unsafe { core::mem::zeroed() };
-        let shared_f32 = ferrocuda_device::shared::dynamic_shared::<f32>();
-        let shared_base = shared_f32.shared_address();
-        let (k_mine, v_mine) = (layout.k(consumer), layout.v(consumer));
-        // This thread's index in its consumer (the accumulator order of `dq_acc_index`).
+        // The `wgmma` descriptors, built once: a descriptor's low 14 bits are its address / 16,
+        // so the one of `address + offset` is `desc(address) + offset / 16` ([`at`]).
+        let k_mine = Descriptor::k_major_128b(layout.k(consumer)).0;
+        let v_mine = Descriptor::k_major_128b(layout.v(consumer)).0;
+        // Slot 0's Q and dO tiles, K-major (scores) and N-major (dV, dK); slot `j` is `2 j`
+        // panels further.
+        let q_k = Descriptor::k_major_128b(layout.q(0)).0;
+        let do_k = Descriptor::k_major_128b(layout.dout(0)).0;
+        let q_n = Descriptor::n_major_128b(layout.q(0), SLAB).0;
+        let do_n = Descriptor::n_major_128b(layout.dout(0), SLAB).0;
+        // dQᵀ's A (Kᵀ: head columns 64c.. at D = 128) and B (dSᵀ buffer 0 of consumer 0; at
+        // D = 64 queries 32c..).
+        let (m_dq, n_dq) = if D == 128 { (consumer, 0) } else { (0, 32 * consumer) };
+        let kt_n = Descriptor::n_major_128b(layout.k(0) + m_dq * SLAB, SLAB).0;
+        let ds_n = Descriptor::n_major_128b(layout.ds(0, 0) + 2 * n_dq, SLAB).0;
+        // This thread's `lse2` entries in slot 0's row (`delta`'s are 256 bytes further).
+        let stats_me = layout.stats(0) + 4 * col0;
+        // This thread's index in its consumer (the accumulator order of `dq_acc_index`), and
+        // where its first quad of the consumer's `dQ` tile goes (quad j: 2 KiB further).
         let me = (tid % 128) as usize;
+        let dq_me = layout.dq(consumer) + 16 * me as u32;
         layout.kv_full().wait(0);
         // Every `unsafe` block below issues or waits for `wgmma`s: the consumer warpgroup's 128
         // threads run this code together (the branch is on `tid / 128`, the loop bounds are the
@@ -501,7 +526,9 @@ mod body {
             let (h, q0) = at_step(n);
             let slot = Ring::<STAGES>::slot(n);
             layout.ring().consume(n);
-            let (q_tile, do_tile) = (layout.q(slot), layout.dout(slot));
+            // This slot's tiles: Q and dO `2 slot` panels after slot 0's.
+            let slot_off = 2 * panel * slot;
+            let (q_k, do_k, q_n, do_n) = (at(q_k, slot_off), at(do_k, slot_off), at(q_n, slot_off), at(do_n, slot_off));
             // SAFETY: see above.
             unsafe {
                 wgmma::fence();
@@ -509,7 +536,7 @@ mod body {
                     let step = step as u32;
                     if step < D / 16 {
                         let offset = (step / 4) * SLAB + 32 * (step % 4);
-                        ss::<F16>(&mut s, Descriptor::k_major_128b(k_mine + offset).0, Descriptor::k_major_128b(q_tile + offset).0, step == 0);
+                        ss::<F16>(&mut s, at(k_mine, offset), at(q_k, offset), step == 0);
                     }
                 });
                 wgmma::commit();
@@ -517,34 +544,39 @@ mod body {
                     let step = step as u32;
                     if step < D / 16 {
                         let offset = (step / 4) * SLAB + 32 * (step % 4);
-                        ss::<F16>(&mut dp, Descriptor::k_major_128b(v_mine + offset).0, Descriptor::k_major_128b(do_tile + offset).0, step == 0);
+                        ss::<F16>(&mut dp, at(v_mine, offset), at(do_k, offset), step == 0);
                     }
                 });
                 wgmma::commit();
                 wgmma::wait::<1>();
             }
             fence_accumulators_32(&mut s);
-            // This slot's `lse2` and `delta` rows (padded rows: +inf and 0), as f32 indices.
-            let stats = ((layout.stats(slot) - shared_base) / 4) as usize;
-            // Pᵀ, masked where a key is past the sequence or (causal) after the query.
+            // This thread's `lse2` (then `delta`) pairs in this slot's rows (padded rows: +inf
+            // and 0): columns `8 i + col0`, `+ 1` at `stats + 32 i`.
+            let stats = stats_me + STATS_BYTES * slot;
+            // SAFETY: 8-byte aligned (col0 even) pairs inside this slot's rows (8 i + col0 + 1 <
+            // 64), which the copy engine has written (the slot's `full` phase waited for) and
+            // nobody writes until this warp releases the slot.
+            let pair = |offset: u32| unsafe { <f32 as SharedX2>::load_x2(stats + offset) };
+            // Pᵀ, masked where a key is past the sequence or (causal) after the query (a
+            // branch the whole warp takes the same way: the other tiles skip the mask).
             let mut p = s;
             let edge = k0 + BN > problem.seq_kv || (CAUSAL && k0 + 64 * consumer + 63 > q0);
             unroll::<8>(|i| {
-                unroll::<2>(|j| {
-                    // SAFETY: inside this slot's rows (8 i + col0 + j < 64), which the copy
-                    // engine has written (the slot's `full` phase waited for) and nobody writes
-                    // until this warp releases the slot.
-                    let lse = unsafe { shared_f32.get_unchecked(stats + 8 * i + col0 as usize + j) };
-                    unroll::<2>(|r| {
-                        let e = 2 * r + j;
-                        let col = 8 * i as u32 + col0 + j as u32;
-                        let key = key0 + 8 * r as u32;
-                        let x = (s[4 * i + e] * scale_log2 - lse).fast_exp2();
-                        let hidden = edge && (key >= problem.seq_kv || (CAUSAL && key > q0 + col));
-                        p[4 * i + e] = if hidden { 0.0 } else { x };
-                    })
-                })
+                let lse = pair(32 * i as u32);
+                unroll::<4>(|e| p[4 * i + e] = (s[4 * i + e] * scale_log2 - lse[e & 1]).fast_exp2());
             });
+            if edge {
+                unroll::<8>(|i| {
+                    unroll::<4>(|e| {
+                        let col = 8 * i as u32 + col0 + (e & 1) as u32;
+                        let key = key0 + 8 * (e >> 1) as u32;
+                        if key >= problem.seq_kv || (CAUSAL && key > q0 + col) {
+                            p[4 * i + e] = 0.0;
+                        }
+                    })
+                });
+            }
             if EARLY_DV {
                 // dV += Pᵀ dO now: the tensor cores run it while dSᵀ is made and exchanged.
                 frags[0] = fragments::<F16>(&p);
@@ -554,10 +586,7 @@ mod body {
                 // this group, below).
                 unsafe {
                     wgmma::fence();
-                    unroll::<4>(|t| {
-                        let t = t as u32;
-                        rs::<D, F16>(&mut dv_acc, frags[0][t as usize], Descriptor::n_major_128b(do_tile + 2048 * t, SLAB).0);
-                    });
+                    unroll::<4>(|t| rs::<D, F16>(&mut dv_acc, frags[0][t], at(do_n, 2048 * t as u32)));
                     wgmma::commit();
                     // dPᵀ is done; dV may still run.
                     wgmma::wait::<1>();
@@ -569,14 +598,9 @@ mod body {
             fence_accumulators_32(&mut dp);
             let mut ds = dp;
             unroll::<8>(|i| {
-                unroll::<2>(|j| {
-                    // SAFETY: as for `lse` above, the `delta` row that follows it.
-                    let delta = unsafe { shared_f32.get_unchecked(stats + BQ as usize + 8 * i + col0 as usize + j) };
-                    unroll::<2>(|r| {
-                        let e = 2 * r + j;
-                        ds[4 * i + e] = p[4 * i + e] * (dp[4 * i + e] - delta);
-                    })
-                })
+                // `delta` follows `lse2` in the slot.
+                let delta = pair(BQ * 4 + 32 * i as u32);
+                unroll::<4>(|e| ds[4 * i + e] = p[4 * i + e] * (dp[4 * i + e] - delta[e & 1]));
             });
             if EARLY_DV {
                 frags[1] = fragments::<F16>(&ds);
@@ -621,9 +645,8 @@ mod body {
                 // t / 4); dSᵀ: k the keys (consumer t / 4's buffer), n the queries.
                 unroll::<8>(|t| {
                     let t = t as u32;
-                    let (m, n0) = if D == 128 { (consumer, 0) } else { (0, 32 * consumer) };
-                    let a = Descriptor::n_major_128b(layout.k(t / 4) + m * SLAB + 2048 * (t % 4), SLAB).0;
-                    let b = Descriptor::n_major_128b(layout.ds(t / 4, n % 2) + 2048 * (t % 4) + 2 * n0, SLAB).0;
+                    let a = at(kt_n, panel * (t / 4) + 2048 * (t % 4));
+                    let b = at(ds_n, SLAB * (2 * (t / 4) + n % 2) + 2048 * (t % 4));
                     if D == 128 {
                         ss_mn::<F16>(&mut dq, a, b, t > 0);
                     } else {
@@ -632,15 +655,9 @@ mod body {
                 });
                 wgmma::commit();
                 if !EARLY_DV {
-                    unroll::<4>(|t| {
-                        let t = t as u32;
-                        rs::<D, F16>(&mut dv_acc, frags[0][t as usize], Descriptor::n_major_128b(do_tile + 2048 * t, SLAB).0);
-                    });
+                    unroll::<4>(|t| rs::<D, F16>(&mut dv_acc, frags[0][t], at(do_n, 2048 * t as u32)));
                 }
-                unroll::<4>(|t| {
-                    let t = t as u32;
-                    rs::<D, F16>(&mut dk_acc, frags[1][t as usize], Descriptor::n_major_128b(q_tile + 2048 * t, SLAB).0);
-                });
+                unroll::<4>(|t| rs::<D, F16>(&mut dk_acc, frags[1][t], at(q_n, 2048 * t as u32)));
                 wgmma::commit();
                 // The dQ group (and an early dV group) is done; dK (and dV) may still run.
                 wgmma::wait::<1>();
@@ -659,13 +676,12 @@ mod body {
                     // The adding warp has read the previous step's tile.
                     dq_empty(consumer).sync();
                 }
-                let base4 = ((layout.dq(consumer) - shared_base) / 16) as usize;
                 unroll::<8>(|j| {
                     if j < D as usize / 16 {
                         // SAFETY: 16-byte aligned (the tile starts on 1 KiB), inside this
                         // consumer's tile (`(j·128 + t)·4 + 4 <= 64·D/2` f32), which nobody
                         // reads until the arrival below; each thread writes its own quads.
-                        unsafe { shared_f32.set_x4_unchecked(base4 + j * 128 + me, quad(j)) };
+                        unsafe { <f32 as SharedX4>::store_x4(dq_me + 2048 * j as u32, quad(j)) };
                     }
                 });
                 fence_proxy_async_shared();
