@@ -781,3 +781,42 @@ mod body {
 }
 
 pub use body::Problem;
+
+/// `u64` words of the six tensor maps of one backward call (Q, K, V, dO, `lse2`, `delta`: 128
+/// bytes each).
+pub const MAP_WORDS: usize = 6 * 16;
+
+macro_rules! store_maps {
+    ($(#[$doc:meta])* $($w:ident),*) => {
+        $(#[$doc])*
+        #[cfg(target_arch = "nvptx64")]
+        #[unsafe(no_mangle)]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "ptx-kernel" fn attention_backward_store_maps(dst: *mut u64, $($w: u64),*) {
+            let words: [u64; MAP_WORDS] = [$($w),*];
+            let t = ferrocuda_device::thread::thread_idx_x() as usize;
+            ferrocuda_device::unroll::unroll::<3>(|i| {
+                let at = 32 * i + t;
+                if t < 32 {
+                    // SAFETY: at < MAP_WORDS: inside `dst` (the caller's contract); one writer
+                    // per word.
+                    unsafe { *dst.add(at) = words[at] };
+                }
+            });
+        }
+    };
+}
+store_maps!(
+    /// Writes the tensor maps of one backward call (kernel parameters, so a CUDA graph that
+    /// records this launch replays it with the same words) to `dst`, where the backward kernel
+    /// reads them: launched with one block of at least 32 threads, just before the backward on
+    /// the same stream (which makes the writes visible to it; the backward's `fence.proxy.tensormap`
+    /// acquire orders them for the copy engine). Host memory copied with `cuMemcpyHtoDAsync` would
+    /// do outside a graph, but a captured copy would read the host buffer again at every replay.
+    /// The [`MAP_WORDS`] words are [`MAP_WORDS`] scalar parameters after `dst` (rustc's PTX ABI
+    /// rejects an aggregate passed by value: an internal compiler error on 2026-05-19's nightly).
+    ///
+    /// # Safety
+    /// `dst` points to [`MAP_WORDS`] `u64` of global memory, 64-byte aligned, that nothing else
+    /// reads or writes while the kernel runs.
+    w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11, w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23, w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35, w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47, w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59, w60, w61, w62, w63, w64, w65, w66, w67, w68, w69, w70, w71, w72, w73, w74, w75, w76, w77, w78, w79, w80, w81, w82, w83, w84, w85, w86, w87, w88, w89, w90, w91, w92, w93, w94, w95);
