@@ -622,15 +622,25 @@ mod body {
                 // reads this buffer now (see above), and each chunk has one writer.
                 unsafe { ldmatrix::store_x4(address, frags[1][t]) };
             });
-            fence_proxy_async_shared();
-            written.sync();
             fence_accumulators_64(&mut dk_acc);
-            fence_accumulators_32(&mut dq);
-            wgmma::fence_accumulators_16(&mut dq_narrow);
             if EARLY_DV {
+                // dK += dSᵀ Q from registers now too (after `stmatrix` has read dS's fragments,
+                // which nothing touches again until this group is waited for): the tensor
+                // cores run dV and dK while the consumers exchange dSᵀ.
                 // Not P's fragments: the dV group in flight reads them.
                 fence_fragment(&mut frags[1]);
-            } else {
+                // SAFETY: see above.
+                unsafe {
+                    wgmma::fence();
+                    unroll::<4>(|t| rs::<D, F16>(&mut dk_acc, frags[1][t], at(q_n, 2048 * t as u32)));
+                    wgmma::commit();
+                }
+            }
+            fence_proxy_async_shared();
+            written.sync();
+            fence_accumulators_32(&mut dq);
+            wgmma::fence_accumulators_16(&mut dq_narrow);
+            if !EARLY_DV {
                 fence_fragments(&mut frags);
                 fence_accumulators_64(&mut dv_acc);
             }
@@ -654,18 +664,22 @@ mod body {
                     }
                 });
                 wgmma::commit();
-                if !EARLY_DV {
+                if EARLY_DV {
+                    // dQ is the newest group; dV and dK (issued before it) are done too.
+                    wgmma::wait::<0>();
+                } else {
                     unroll::<4>(|t| rs::<D, F16>(&mut dv_acc, frags[0][t], at(do_n, 2048 * t as u32)));
+                    unroll::<4>(|t| rs::<D, F16>(&mut dk_acc, frags[1][t], at(q_n, 2048 * t as u32)));
+                    wgmma::commit();
+                    // The dQ group is done; dV and dK may still run.
+                    wgmma::wait::<1>();
                 }
-                unroll::<4>(|t| rs::<D, F16>(&mut dk_acc, frags[1][t], at(q_n, 2048 * t as u32)));
-                wgmma::commit();
-                // The dQ group (and an early dV group) is done; dK (and dV) may still run.
-                wgmma::wait::<1>();
             }
             fence_accumulators_32(&mut dq);
             wgmma::fence_accumulators_16(&mut dq_narrow);
             if EARLY_DV {
                 fence_accumulators_64(&mut dv_acc);
+                fence_accumulators_64(&mut dk_acc);
             }
             // This thread's dQ registers 4j..4j + 4, in `dq_acc_index`'s order.
             let quad = |j: usize| -> [f32; 4] {
