@@ -6,32 +6,36 @@
 //! Per block (384 threads; grid `(⌈seq_kv / 128⌉, batch · heads_kv)`):
 //! - warpgroup 0 (producer, `setmaxnreg.dec 24`): one thread loads the block's K and V rows
 //!   once, then for every 64-query tile of every query head of the group (causal: from the tile
-//!   of the block's first key on) the Q and dO tiles (4-D maps, box `[64, 64, 1, 1]`, 128-byte
-//!   swizzle) and the tile's `lse·log2 e` and `delta` rows (1-D f32 maps) through TMA into a
-//!   [`STAGES`]-deep ring;
+//!   of the block's first key on; otherwise starting at tile `k0 / 64` and wrapping around, so
+//!   the blocks of a head running together work on different tiles) the Q and dO tiles (4-D
+//!   maps, box `[64, 64, 1, 1]`, 128-byte swizzle) and the tile's `lse·log2 e` and `delta` rows
+//!   (1-D f32 maps) through TMA into a [`STAGES`]-deep ring; its second warp adds the
+//!   consumers' `dQ` tiles to the accumulator in global memory, one bulk reduction
+//!   (`cp.reduce.async.bulk ... .add.f32`) per consumer per step;
 //! - warpgroups 1 and 2 (consumers) each own 64 of the keys and keep `dK`, `dV` (64 x D, f32)
 //!   in registers. Per query tile, with `wgmma`:
-//!   `Sᵀ = K Qᵀ` and `dPᵀ = V dOᵀ` (A and B from shared memory, K-major, m64n64),
+//!   `Sᵀ = K Qᵀ` and `dPᵀ = V dOᵀ` (A and B from shared memory, K-major, m64n64);
 //!   `Pᵀ = 2^(Sᵀ·scale·log2 e − lse·log2 e)` (causal and length masks on the tiles that need
-//!   them), `dSᵀ = Pᵀ ∘ (dPᵀ − delta)`;
-//!   `dSᵀ` stored to shared memory (N-major, 128-byte swizzle, two buffers per consumer), a
-//!   barrier of both consumers, then
-//!   `dQᵀ = Kᵀ dSᵀ` over the block's 128 keys (both operands MN-major from shared memory; at
-//!   D = 128 consumer c takes head columns `64c..` as an m64n64 tile, at D = 64 queries `32c..`
-//!   as an m64n32 tile), added to an f32 buffer in global memory with `red.global.add.v2.f32`
-//!   (so dQ's rounding order, and its last bits, may differ from call to call), while
-//!   `dV += Pᵀ dO` and `dK += dSᵀ Q` run (A from registers, the accumulator fragments rounded
-//!   to the element type; B N-major: dO and Q as they sit in shared memory).
-//! - Two small kernels of `ferrocuda-kernels-device` run around it: before, the padded
-//!   `lse·log2 e` (+inf past the sequence) and `delta` rows `[B·Hq, seq_pad]`; after,
-//!   `dQ = scale · dQacc` converted to the element type in the caller's layout.
+//!   them), then `dV += Pᵀ dO` issued at once (A from registers: P's accumulator fragments
+//!   rounded to the element type; B N-major, dO as it sits in shared memory);
+//!   `dSᵀ = Pᵀ ∘ (dPᵀ − delta)`, stored to shared memory with `stmatrix` (N-major, 128-byte
+//!   swizzle, two buffers per consumer), then `dK += dSᵀ Q` issued from registers;
+//!   a barrier of both consumers, then `dQᵀ = Kᵀ dSᵀ` over the block's 128 keys (both operands
+//!   MN-major from shared memory; at D = 128 consumer c takes head columns `64c..` as an m64n64
+//!   tile, at D = 64 queries `32c..` as an m64n32 tile), written to the consumer's f32 tile in
+//!   shared memory for the adding warp (so dQ's rounding order, and its last bits, may differ
+//!   from call to call).
+//! - Around it: before, a kernel of `ferrocuda-kernels-device` writes the padded `lse·log2 e`
+//!   (+inf past the sequence) and `delta` rows `[B·Hq, seq_pad]`, and
+//!   [`attention_backward_store_maps`] the tensor maps; after, one converts
+//!   `dQ = scale · dQacc` to the element type in the caller's layout.
 //!
 //! Instances (`attention_backward_d{64,128}[_causal]_{bf16,f16}`): the default schedule above;
-//! `_wg`, where each consumer adds the dQ of its own 64 keys (no barrier between the consumers,
-//! twice the atomic adds: 0.65-0.85x the default on an H200); `_ov`, where a step's dV/dK group
-//! runs on while the next step's scores are issued (D 64: within 3% of the default; D 128:
-//! slower, ptxas serialises its `wgmma`s for want of registers, C7512). Figures:
-//! `bench/results/s10-attn-bwd-run2-h200/`.
+//! `_red`, where each consumer adds its `dQ` tile itself with `red.global.add.v4.f32` (no
+//! adding warp); `_late` (bulk `dQ`, but dV and dK issued after the exchange barrier and no
+//! staggering: session 10's order). Session 10's `_wg` (each consumer's own dQ, twice the
+//! atomics: 0.65-0.85x) and `_ov` (C7512 at D 128) are gone. Figures: `BENCHMARKS.md`,
+//! `bench/results/s11-bwd-*`.
 //!
 //! Requirements (the kernels' contract; `ferrocuda_kernels::attention::attention_backward` checks
 //! them, builds the maps and the scratch buffers): the maps describe live `[B, H, S, D]` arrays
@@ -39,8 +43,8 @@
 //! `[64, 64, 1, 1]` (`[64, 1, 64, 1]` for `bshd`), 128-byte swizzle, and the `lse2` and
 //! `delta` rows, `B·Hq·seq_pad` f32 each (`seq_pad = ⌈seq_q / 64⌉ · 64`, fewer than 2^31), as
 //! 1-D maps with box [`STATS_BOX`], no swizzle; `dq_acc` holds `B·Hq·D·seq_pad` f32 (zeroed,
-//! layout `[B·Hq, D, seq_pad]`); `dk`, `dv` `B·Hkv·seq_kv·D` elements in the maps' layout,
-//! 4-byte aligned; `heads_q` a multiple of `heads_kv`.
+//! 16-byte aligned, tiled as [`dq_acc_index`] says); `dk`, `dv` `B·Hkv·seq_kv·D` elements in
+//! the maps' layout, 4-byte aligned; `heads_q` a multiple of `heads_kv`.
 
 /// Keys per block (two consumer warpgroups of 64).
 pub const BN: u32 = 128;
