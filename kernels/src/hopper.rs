@@ -346,8 +346,12 @@ pub(crate) fn attention_backward<T: Element>(
         Some(s) => s.kernel_arg_mut(),
         None => owned.insert(DeviceBuffer::<f32>::zeroed_async(stream, need)?).kernel_arg_mut(),
     };
-    let (mut maps, mut lse2, mut delta, mut dq_acc) =
-        (Part::of(whole, 0, MAP_F32S), Part::of(whole, MAP_F32S, rows), Part::of(whole, MAP_F32S + rows, rows), Part::of(whole, MAP_F32S + 2 * rows, rows * shape.head_dim));
+    let (mut maps, mut lse2, mut delta, mut dq_acc) = (
+        Part::of(whole, 0, MAP_F32S),
+        Part::of(whole, MAP_F32S, rows),
+        Part::of(whole, MAP_F32S + rows, rows),
+        Part::of(whole, MAP_F32S + 2 * rows, rows * shape.head_dim),
+    );
     if zero_here {
         let (pa, words) = (dq_acc.0.ptr, dq_acc.0.len);
         stream.enqueue("attention_backward (sm_90): zero dQ", &[dq_acc.kernel_arg_mut().write("dq_acc")], |raw| {

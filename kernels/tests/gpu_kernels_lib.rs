@@ -617,9 +617,11 @@ fn attention_backward_with_scratch_on_sm_90_is_captured_into_a_graph() {
         let (mut gq, mut gk, mut gv) = grads(&context);
         let graph = stream
             .capture(|s| {
-                attention::attention_backward_with_scratch(s, &q_, &k_, &v_, &out, &do_, &lse, &mut gq, &mut gk, &mut gv, &mut scratch, shape).map_err(|e| match e {
-                    KernelsError::Gpu(e) => e,
-                    other => panic!("{other}"),
+                attention::attention_backward_with_scratch(s, &q_, &k_, &v_, &out, &do_, &lse, &mut gq, &mut gk, &mut gv, &mut scratch, shape).map_err(|e| {
+                    match e {
+                        KernelsError::Gpu(e) => e,
+                        other => panic!("{other}"),
+                    }
                 })
             })
             .unwrap();

@@ -117,8 +117,8 @@ mod body {
     use ferrocuda_device::pipeline::Ring;
     use ferrocuda_device::shared_vector::{SharedX2, SharedX4};
     use ferrocuda_device::sync::sync_threads;
-    use ferrocuda_device::thread::{block_idx_x, block_idx_y, thread_idx_x};
     use ferrocuda_device::sync::sync_warp;
+    use ferrocuda_device::thread::{block_idx_x, block_idx_y, thread_idx_x};
     use ferrocuda_device::tma::{TensorMap, bulk_reduce_add_f32, dynamic_shared_address, fence_proxy_async_shared, store_commit, store_wait, store_wait_read};
     use ferrocuda_device::unroll::unroll;
     use ferrocuda_device::warpgroup;
@@ -687,7 +687,11 @@ mod body {
             }
             // This thread's dQ registers 4j..4j + 4, in `dq_acc_index`'s order.
             let quad = |j: usize| -> [f32; 4] {
-                if D == 128 { [dq[4 * j], dq[4 * j + 1], dq[4 * j + 2], dq[4 * j + 3]] } else { [dq_narrow[4 * j], dq_narrow[4 * j + 1], dq_narrow[4 * j + 2], dq_narrow[4 * j + 3]] }
+                if D == 128 {
+                    [dq[4 * j], dq[4 * j + 1], dq[4 * j + 2], dq[4 * j + 3]]
+                } else {
+                    [dq_narrow[4 * j], dq_narrow[4 * j + 1], dq_narrow[4 * j + 2], dq_narrow[4 * j + 3]]
+                }
             };
             if BULK_DQ {
                 if n > 0 {
