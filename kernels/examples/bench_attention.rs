@@ -142,14 +142,17 @@ fn main() -> Result<(), KernelsError> {
                 };
                 let (wg, ov) = (twin(1)?, twin(2)?);
                 let name = format!("D{head_dim} S{s} B{batch} H{heads}{}", if causal { " causal" } else { "" });
-                let wg_text =
-                    wg.map_or(String::new(), |(_, tf)| format!(" [_red bwd {tf:.1}]")) + &ov.map_or(String::new(), |(_, tf)| format!(" [_late bwd {tf:.1}]"));
+                // Each twin by its schedule: `_red`, `_late`, or the bulk one (no suffix).
+                let names = attention::hopper_backward_kernels::<bf16>(&a, arch);
+                let tag = |which: usize| names.map_or("", |n| if n[which].ends_with("_red") { "red" } else if n[which].ends_with("_late") { "late" } else { "bulk" });
+                let wg_text = wg.map_or(String::new(), |(_, tf)| format!(" [_{} bwd {tf:.1}]", tag(1)))
+                    + &ov.map_or(String::new(), |(_, tf)| format!(" [_{} bwd {tf:.1}]", tag(2)));
                 let mma_text = mma.map_or(String::new(), |(_, tf)| format!(" [deterministic bwd {tf:.1}]"));
                 println!("{name:<34} {fwd:>10.3} {bwd:>10.3} {fwd_tf:>12.1} {bwd_tf:>12.1}  [fwd {path}] [bwd {bwd_path}]{wg_text}{mma_text}");
                 if let Some(file) = json.as_mut() {
                     let mut mma_json = mma.map_or(String::new(), |(ms, tf)| format!(r#","bwd_det_ms":{ms:.5},"bwd_det_tflops":{tf:.2}"#));
-                    mma_json += &wg.map_or(String::new(), |(ms, tf)| format!(r#","bwd_red_ms":{ms:.5},"bwd_red_tflops":{tf:.2}"#));
-                    mma_json += &ov.map_or(String::new(), |(ms, tf)| format!(r#","bwd_late_ms":{ms:.5},"bwd_late_tflops":{tf:.2}"#));
+                    mma_json += &wg.map_or(String::new(), |(ms, tf)| format!(r#","bwd_{}_ms":{ms:.5},"bwd_{}_tflops":{tf:.2}"#, tag(1), tag(1)));
+                    mma_json += &ov.map_or(String::new(), |(ms, tf)| format!(r#","bwd_{}_ms":{ms:.5},"bwd_{}_tflops":{tf:.2}"#, tag(2), tag(2)));
                     writeln!(
                         file,
                         r#"{{"impl":"ours","head_dim":{head_dim},"seq":{s},"batch":{batch},"heads":{heads},"causal":{causal},"fwd_ms":{fwd:.5},"bwd_ms":{bwd:.5},"fwd_tflops":{fwd_tf:.2},"bwd_tflops":{bwd_tf:.2},"fwd_path":"{path}","bwd_path":"{bwd_path}"{mma_json}}}"#

@@ -157,7 +157,7 @@ pub fn attention_backward_sm90_kernel<T: Element>(
     let seq_pad = padded_seq(shape.seq_q as u32);
     let rows = shape.batch * shape.heads_q * seq_pad as usize;
     let (mut lse2, mut delta) = (vec![0.0f32; rows], vec![0.0f32; rows]);
-    <T as CpuLaunchers>::attention_backward_prep(executor, warp_per_row(rows), out, dout, lse, &mut lse2, &mut delta, head_dim, kernel_shape)?;
+    <T as CpuLaunchers>::attention_backward_prep(executor, crate::chunk_grid(rows), out, dout, lse, &mut lse2, &mut delta, head_dim, kernel_shape)?;
     // 16-byte aligned, as the kernel's bulk adds need (a `Vec<f32>` is only 4-byte aligned).
     let mut dq_raw = vec![0.0f32; rows * shape.head_dim + 3];
     let skip = dq_raw.as_ptr().align_offset(16);
@@ -229,7 +229,7 @@ pub fn attention_backward_sm90_kernel<T: Element>(
         }
     };
     executor.run(kernel, config, &body)?;
-    <T as CpuLaunchers>::attention_backward_dq_convert(executor, warp_per_row(shape.q_rows()), &*dq_acc, dq, head_dim, kernel_shape)?;
+    <T as CpuLaunchers>::attention_backward_dq_convert(executor, crate::hopper::dq_convert_grid(&shape), &*dq_acc, dq, head_dim, kernel_shape)?;
     for (words, out) in [(&dk_words, dk), (&dv_words, dv)] {
         // Both are 16-bit types here (bf16, f16): the words' bytes are the elements' bytes.
         bytemuck::cast_slice_mut::<T, u8>(out).copy_from_slice(bytemuck::cast_slice::<u32, u8>(words));

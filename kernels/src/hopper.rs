@@ -198,32 +198,35 @@ pub fn hopper_backward_kernel<T: Element>(shape: &Attention, arch: u32) -> Optio
     if !fits {
         return None;
     }
+    // D 64: the `_red` schedule (the consumers add their smaller dQ tiles themselves), 3-4%
+    // faster than the bulk one there on an H200 (bench/results/s11-bwd-run1-h200); D 128: the
+    // bulk one, 1.2-1.3x the `_red` one.
     Some(match (shape.head_dim, shape.causal, T::F16) {
-        (64, false, false) => "attention_backward_d64_bf16",
-        (64, true, false) => "attention_backward_d64_causal_bf16",
+        (64, false, false) => "attention_backward_d64_bf16_red",
+        (64, true, false) => "attention_backward_d64_causal_bf16_red",
         (_, false, false) => "attention_backward_d128_bf16",
         (_, true, false) => "attention_backward_d128_causal_bf16",
-        (64, false, true) => "attention_backward_d64_f16",
-        (64, true, true) => "attention_backward_d64_causal_f16",
+        (64, false, true) => "attention_backward_d64_f16_red",
+        (64, true, true) => "attention_backward_d64_causal_f16_red",
         (_, false, true) => "attention_backward_d128_f16",
         (_, true, true) => "attention_backward_d128_causal_f16",
     })
 }
 
 /// The instances of the sm_90 backward for `shape` on `arch`, for benchmarks and tests that
-/// compare them: [`hopper_backward_kernel`]'s (the consumers hand their `dQ` tiles to a warp
-/// that adds them with the copy engine, `dV` issued before `dSᵀ` is exchanged, staggered
-/// query walks), its `_red` twin (each consumer adds its `dQ` tile itself with
-/// `red.global.add.v4.f32`) and its `_late` twin (bulk `dQ`, but `dV` issued with `dK`, and
-/// no stagger: session 10's schedule otherwise).
+/// compare them, [`hopper_backward_kernel`]'s first: the bulk one (no suffix: the consumers
+/// hand their `dQ` tiles to a warp that adds them with the copy engine; dV and dK issued
+/// before `dSᵀ` is exchanged; staggered query walks), `_red` (each consumer adds its `dQ` tile
+/// itself with `red.global.add.v4.f32`; the one picked at D 64) and `_late` (bulk `dQ`, but
+/// dV and dK issued after the exchange and no stagger: session 10's order).
 pub fn hopper_backward_kernels<T: Element>(shape: &Attention, arch: u32) -> Option<[&'static str; 3]> {
     const TWINS: [[&str; 3]; 8] = [
-        ["attention_backward_d64_bf16", "attention_backward_d64_bf16_red", "attention_backward_d64_bf16_late"],
-        ["attention_backward_d64_causal_bf16", "attention_backward_d64_causal_bf16_red", "attention_backward_d64_causal_bf16_late"],
+        ["attention_backward_d64_bf16_red", "attention_backward_d64_bf16", "attention_backward_d64_bf16_late"],
+        ["attention_backward_d64_causal_bf16_red", "attention_backward_d64_causal_bf16", "attention_backward_d64_causal_bf16_late"],
         ["attention_backward_d128_bf16", "attention_backward_d128_bf16_red", "attention_backward_d128_bf16_late"],
         ["attention_backward_d128_causal_bf16", "attention_backward_d128_causal_bf16_red", "attention_backward_d128_causal_bf16_late"],
-        ["attention_backward_d64_f16", "attention_backward_d64_f16_red", "attention_backward_d64_f16_late"],
-        ["attention_backward_d64_causal_f16", "attention_backward_d64_causal_f16_red", "attention_backward_d64_causal_f16_late"],
+        ["attention_backward_d64_f16_red", "attention_backward_d64_f16", "attention_backward_d64_f16_late"],
+        ["attention_backward_d64_causal_f16_red", "attention_backward_d64_causal_f16", "attention_backward_d64_causal_f16_late"],
         ["attention_backward_d128_f16", "attention_backward_d128_f16_red", "attention_backward_d128_f16_late"],
         ["attention_backward_d128_causal_f16", "attention_backward_d128_causal_f16_red", "attention_backward_d128_causal_f16_late"],
     ];
@@ -240,6 +243,15 @@ pub(crate) fn backward_map_dims(shape: &Attention, heads: usize, seq: usize) -> 
         Layout::Bhsd => ([d, s, h, b], [2 * d, 2 * d * s, 2 * d * s * h], &BOX_BHSD),
         Layout::Bshd => ([d, h, s, b], [2 * d, 2 * d * h, 2 * d * h * s], &BOX_BSHD),
     }
+}
+
+/// Most chunks of 8 dQ elements the conversion's grid covers (a thread per chunk, up to 2^20
+/// blocks of 256: [`crate::chunk_grid`]); larger outputs take another path.
+const DQ_CONVERT_CHUNKS: usize = (1 << 20) * crate::BLOCK as usize;
+
+/// The launch of dQ's conversion: a thread per chunk of 8 elements.
+pub(crate) fn dq_convert_grid(shape: &Attention) -> ferrocuda_host::LaunchConfig {
+    crate::chunk_grid(shape.q_len() / 8)
 }
 
 /// `f32` elements of the tensor maps at the start of the sm_90 backward's scratch (six maps of
@@ -317,7 +329,11 @@ pub(crate) fn attention_backward<T: Element>(
     let lens = [shape.q_len(), shape.kv_len(), shape.kv_len(), shape.q_len()];
     assert!(inputs.iter().zip(lens).all(|(a, len)| a.len == len));
     assert!(dk.kernel_arg_mut().len == shape.kv_len() && dv.kernel_arg_mut().len == shape.kv_len());
-    if inputs.iter().any(|a| !a.ptr.is_multiple_of(16)) || !dk.kernel_arg_mut().ptr.is_multiple_of(4) || !dv.kernel_arg_mut().ptr.is_multiple_of(4) {
+    if inputs.iter().any(|a| !a.ptr.is_multiple_of(16))
+        || !dk.kernel_arg_mut().ptr.is_multiple_of(4)
+        || !dv.kernel_arg_mut().ptr.is_multiple_of(4)
+        || shape.q_len() / 8 > DQ_CONVERT_CHUNKS
+    {
         return Ok(false);
     }
     let need = backward_scratch_len_sm90(&shape);
@@ -361,7 +377,7 @@ pub(crate) fn attention_backward<T: Element>(
             check("cuMemsetD32Async", unsafe { sys::cuMemsetD32Async(pa, 0, words, raw.get()) })
         })?;
     }
-    <T as Launchers>::attention_backward_prep(stream, crate::warp_per_row(rows), out, dout, lse, &mut lse2, &mut delta, head_dim, kernel_shape)?;
+    <T as Launchers>::attention_backward_prep(stream, crate::chunk_grid(rows), out, dout, lse, &mut lse2, &mut delta, head_dim, kernel_shape)?;
     let data_type = if T::F16 { TensorDataType::F16 } else { TensorDataType::Bf16 };
     context.bind_to_thread()?;
     let mut words = [[0u64; 16]; 6];
@@ -464,7 +480,7 @@ pub(crate) fn attention_backward<T: Element>(
         };
         check("cuLaunchKernel(attention_backward sm_90)", code)
     })?;
-    <T as Launchers>::attention_backward_dq_convert(stream, crate::warp_per_row(shape.q_rows()), &dq_acc, dq, head_dim, kernel_shape)?;
+    <T as Launchers>::attention_backward_dq_convert(stream, dq_convert_grid(&shape), &dq_acc, dq, head_dim, kernel_shape)?;
     // `owned` (if any) is freed in stream order after these launches (their uses are recorded).
     drop(owned);
     Ok(true)

@@ -370,10 +370,10 @@ fn attention_backward_on_sm_90_matches_f64() {
         if i % 2 == 1 {
             attention_on_gpu::<f16>(&context, &stream, shape, 4e-3, false);
         }
-        // The `_red` and `_late` instances too, where the GPU has them.
+        // The other instances too (bulk or `_red`, and `_late`), where the GPU has them.
         if arch == 90 {
-            let [_, red, late] = attention::hopper_backward_kernels::<bf16>(&shape, 90).unwrap();
-            attention_backward_on_gpu::<bf16>(&context, &stream, shape, 2e-2, Backward::Sm90(if i % 2 == 0 { red } else { late }));
+            let [_, other, late] = attention::hopper_backward_kernels::<bf16>(&shape, 90).unwrap();
+            attention_backward_on_gpu::<bf16>(&context, &stream, shape, 2e-2, Backward::Sm90(if i % 2 == 0 { other } else { late }));
             if i % 3 == 0 {
                 // (GPU run 2 passed f16 the bf16 instance's name here: refused, as it should be.)
                 let [_, _, late] = attention::hopper_backward_kernels::<f16>(&shape, 90).unwrap();
