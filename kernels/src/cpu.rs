@@ -138,7 +138,7 @@ pub fn attention_backward_sm90_kernel<T: Element>(
 ) -> Result<()> {
     use ferrocuda_device::tma::TensorMap as DeviceMap;
     use ferrocuda_host::{LaunchConfig, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
-    use ferrocuda_kernels_hopper::attention_backward::{BN, Problem, STATS_BOX, THREADS, backward_body, padded_seq, shared_bytes};
+    use ferrocuda_kernels_hopper::attention_backward::{Problem, STATS_BOX, THREADS, backward_body, blocks_x, padded_seq, shared_bytes};
     let (head_dim, kernel_shape) = shape.check()?;
     for (name, got) in [("q", q.len()), ("out", out.len()), ("dout", dout.len()), ("dq", dq.len())] {
         shape.q(name, got)?;
@@ -188,7 +188,7 @@ pub fn attention_backward_sm90_kernel<T: Element>(
     let map_addresses: Vec<usize> = maps.iter().map(|m| &**m as *const DeviceMap as usize).collect();
     let pointers = [dq_acc.as_mut_ptr() as usize, dk_words.as_mut_ptr() as usize, dv_words.as_mut_ptr() as usize];
     let config =
-        LaunchConfig::new(((shape.seq_kv as u32).div_ceil(BN), (shape.batch * shape.heads_kv) as u32), THREADS).with_shared_bytes(shared_bytes(head_dim));
+        LaunchConfig::new((blocks_x(shape.seq_kv as u32, shape.causal && early), (shape.batch * shape.heads_kv) as u32), THREADS).with_shared_bytes(shared_bytes(head_dim));
     let body = || {
         let m = [0, 1, 2, 3, 4, 5].map(|i| map_addresses[i] as *const DeviceMap);
         let [a, dk, dv] = pointers;

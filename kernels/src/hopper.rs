@@ -322,7 +322,7 @@ pub(crate) fn attention_backward<T: Element>(
     shape: Attention,
 ) -> Result<bool> {
     use ferrocuda_kernels_device::attention_backward::hopper_padded_seq;
-    use ferrocuda_kernels_hopper::attention_backward::{BN, MAP_WORDS, STATS_BOX, THREADS, padded_seq, shared_bytes};
+    use ferrocuda_kernels_hopper::attention_backward::{MAP_WORDS, STATS_BOX, THREADS, blocks_x, padded_seq, shared_bytes};
     let (head_dim, kernel_shape) = shape.check()?;
     let inputs = [q.kernel_arg(), k.kernel_arg(), v.kernel_arg(), dout.kernel_arg()];
     // Defence in depth: the caller's checks, again, where the unsafe launch relies on them.
@@ -459,14 +459,14 @@ pub(crate) fn attention_backward<T: Element>(
         // (`B·Hq·seq_pad` f32, written by the prep launch before it) as 1-D f32 arrays with
         // 64-element boxes; dq_acc holds `B·Hq·D·seq_pad` f32 (zeroed, 16-byte aligned); dK and
         // dV hold `B·Hkv·seq_kv·D` elements and are 4-byte aligned (checked above); every
-        // buffer is declared to the door; grid `(⌈seq_kv/128⌉, B·Hkv)` (at most 65535), 384
+        // buffer is declared to the door; grid `(blocks_x(seq_kv, paired), B·Hkv)` (at most 65535), 384
         // threads and `shared` bytes of dynamic shared memory (allowed by the attribute set
         // above) are what it was built for; `function` is the sm_90a image loaded into this
         // stream's context.
         let code = unsafe {
             sys::cuLaunchKernel(
                 function.raw(),
-                seq_kv.div_ceil(BN),
+                blocks_x(seq_kv, shape.causal && !kernel.ends_with("_late")),
                 (shape.batch * shape.heads_kv) as u32,
                 1,
                 THREADS,

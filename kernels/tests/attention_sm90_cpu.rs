@@ -55,6 +55,14 @@ fn sm90_backward_d128_bf16_bshd_causal_matches_f64() {
     check::<bf16>(shape(2, 2, 2, 150, 150, 128, Layout::Bshd, true), 2e-2);
 }
 
+/// Causal blocks take two key blocks each (`x` and the last but `x`, one after the other,
+/// K and V reloaded between them): three key blocks (the middle block alone), two query heads
+/// over one key/value head, 300 queries (five tiles, the ring wrapping across the units).
+#[test]
+fn sm90_backward_causal_pairs_of_key_blocks_match_f64() {
+    check::<bf16>(shape(1, 2, 1, 300, 300, 64, Layout::Bhsd, true), 2e-2);
+}
+
 /// f16, causal, unequal lengths (70 queries, 140 keys: the second key block sees no query)
 /// and a custom scale; D 128 not causal in `[B, H, S, D]`.
 #[test]

@@ -3,7 +3,7 @@
 //! `delta = rowsum(dO ∘ O)`, for Q, K, V, dO in bf16 or f16, `[B, H, S, D]` or `[B, S, H, D]`,
 //! D 64 or 128, grouped-query heads, any lengths, causal or not.
 //!
-//! Per block (384 threads; grid `(⌈seq_kv / 128⌉, batch · heads_kv)`):
+//! Per block (384 threads; grid `(`[`blocks_x`]`, batch · heads_kv)`: causal blocks take two key blocks, `x` and `⌈seq_kv / 128⌉ - 1 - x`, one after the other, except `_late`):
 //! - warpgroup 0 (producer, `setmaxnreg.dec 24`): one thread loads the block's K and V rows
 //!   once, then for every 64-query tile of every query head of the group (causal: from the tile
 //!   of the block's first key on; otherwise starting at tile `k0 / 64` and wrapping around, so
@@ -73,7 +73,7 @@ pub const fn panel_bytes(head_dim: u32) -> u32 {
 /// ring's `lse2`/`delta` rows, the barriers, 1 KiB to align (226.6 KiB at D = 128, under the
 /// 227 KiB a block may have on sm_90).
 pub const fn shared_bytes(head_dim: u32) -> u32 {
-    (4 + 2 * STAGES) * panel_bytes(head_dim) + 4 * SLAB + 2 * dq_tile_bytes(head_dim) + STATS_BYTES * STAGES + 8 + 16 * STAGES + 1024
+    (4 + 2 * STAGES) * panel_bytes(head_dim) + 4 * SLAB + 2 * dq_tile_bytes(head_dim) + STATS_BYTES * STAGES + 16 + 16 * STAGES + 1024
 }
 
 /// Bytes of one consumer's share of a step's `dQ` (f32): 64 queries x `head_dim` / 2.
@@ -103,6 +103,51 @@ pub const STATS_BYTES: u32 = 2 * BQ * 4;
 /// Rows of the padded `lse2`/`delta`/`dq_acc` arrays per head: `seq_q` rounded up to [`BQ`].
 pub const fn padded_seq(seq_q: u32) -> u32 {
     seq_q.div_ceil(BQ) * BQ
+}
+
+/// Blocks along the grid's `x` for `seq_kv` keys: one per 128 keys, or one per pair of key
+/// blocks (`x` and `⌈seq_kv / 128⌉ - 1 - x`) for the causal instances that pair them (every
+/// causal one but `_late`).
+pub const fn blocks_x(seq_kv: u32, paired: bool) -> u32 {
+    let blocks = seq_kv.div_ceil(BN);
+    if paired { blocks.div_ceil(2) } else { blocks }
+}
+
+/// One key block's walk over the query tiles.
+#[derive(Clone, Copy)]
+struct Walk {
+    /// The block's first key.
+    k0: u32,
+    /// The first query tile (causal: queries before the block's first key see none of its keys).
+    first_tile: u32,
+    /// Query tiles per head, at least 1 (no division by zero: `steps` is 0 when there are none).
+    per_head: u32,
+    /// Steps: tiles times the heads of the group.
+    steps: u32,
+    /// Without the mask every block walks all of a head's tiles: they start at different ones
+    /// (with the mask the blocks' first tiles differ already).
+    rotate: u32,
+}
+
+impl Walk {
+    #[inline(always)]
+    fn new<const CAUSAL: bool, const STAGGER: bool>(block: u32, tiles: u32, group: u32) -> Walk {
+        let k0 = block * BN;
+        let first_tile = if CAUSAL { k0 / BQ } else { 0 };
+        let per_head = tiles - first_tile.min(tiles);
+        let steps = per_head * group;
+        let per_head = per_head.max(1);
+        let rotate = if STAGGER && !CAUSAL { (k0 / BQ) % per_head } else { 0 };
+        Walk { k0, first_tile, per_head, steps, rotate }
+    }
+
+    /// Step `n`: query head `first_head + n / per_head`, query tile `first_tile + (n % per_head
+    /// + rotate) % per_head` (its first query returned).
+    #[inline(always)]
+    fn at(self, n: u32, first_head: u32) -> (u32, u32) {
+        let i = n % self.per_head + self.rotate;
+        (first_head + n / self.per_head, (self.first_tile + if i >= self.per_head { i - self.per_head } else { i }) * BQ)
+    }
 }
 
 pub use body::backward_body;
@@ -282,6 +327,13 @@ mod body {
             // ([`shared_bytes`]), used only as this barrier.
             unsafe { MBarrier::at(self.barriers()) }
         }
+        /// After `kv_full` and the ring: the consumers are done with a unit's K and V.
+        #[inline(always)]
+        fn kv_empty(self) -> MBarrier {
+            // SAFETY: the 8 bytes after the ring's barriers, inside the requested shared memory
+            // ([`shared_bytes`]), used only as this barrier.
+            unsafe { MBarrier::at(self.barriers() + 8 + 16 * STAGES) }
+        }
         #[inline(always)]
         fn ring(self) -> Ring<STAGES> {
             // SAFETY: the next `Ring::BARRIER_BYTES`, inside the requested shared memory, used
@@ -357,7 +409,7 @@ mod body {
     ///
     /// # Safety
     /// The module's requirements; 384 threads, [`shared_bytes`]`(D)` of dynamic shared memory,
-    /// grid `(⌈seq_kv / 128⌉, batch·heads_kv)`; run as every thread of the grid.
+    /// grid `(blocks_x(seq_kv, CAUSAL && STAGGER), batch·heads_kv)`; run as every thread of the grid.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn backward_body<const D: u32, const CAUSAL: bool, const F16: bool, const BULK_DQ: bool, const EARLY_DV: bool, const STAGGER: bool>(
@@ -373,12 +425,13 @@ mod body {
         let layout = Layout { base: (dynamic_shared_address() + 1023) & !1023, panel, dq_bytes: dq_tile_bytes(D) };
         if tid == 0 {
             layout.kv_full().init(1);
+            // One arrival per consumer warp.
+            layout.kv_empty().init(8);
             // One release per consumer warp.
             layout.ring().init(8);
             fence_init();
         }
         sync_threads();
-        let k0 = block_idx_x() * BN;
         // Divisors kept nonzero (`max(1)`) so that no panic path is compiled: ptxas 13.0
         // crashes (SIGSEGV) on a call into core's panic functions from both sides of a
         // `setmaxnreg` split (seen 2026-11-27 on this kernel's rotation below).
@@ -387,21 +440,14 @@ mod body {
         let group = problem.heads_q / heads_kv;
         let seq_pad = padded_seq(problem.seq_q);
         let tiles = seq_pad / BQ;
-        // Causal: queries before the block's first key see none of its keys.
-        let first_tile = if CAUSAL { k0 / BQ } else { 0 };
-        let per_head = tiles - first_tile.min(tiles);
-        let steps = per_head * group;
-        // `steps` is 0 when `per_head` is: then nothing divides by `per_head`.
-        let per_head = per_head.max(1);
-        // Without the mask every block walks all of a head's tiles: start them at different
-        // ones (with the mask the blocks' first tiles differ already).
-        let rotate = if STAGGER && !CAUSAL { (k0 / BQ) % per_head } else { 0 };
-        // Step n: query head `hk·group + n / per_head`, query tile `first_tile + (n % per_head
-        // + rotate) % per_head`.
-        let at_step = |n: u32| {
-            let i = n % per_head + rotate;
-            (hk * group + n / per_head, (first_tile + if i >= per_head { i - per_head } else { i }) * BQ)
-        };
+        // This block's key blocks ("units", one after the other): with the causal mask and
+        // `STAGGER`, blocks `x` and `nkb - 1 - x` (the longest walk with the shortest, so every
+        // block does about the same work: [`blocks_x`]), else block `x`.
+        let (x, nkb) = (block_idx_x(), problem.seq_kv.div_ceil(BN).max(1));
+        let paired = CAUSAL && STAGGER;
+        let units = if paired && nkb - 1 - x > x { 2 } else { 1 };
+        let walk = |u: u32| Walk::new::<CAUSAL, STAGGER>(if u == 0 { x } else { nkb - 1 - x }, tiles, group);
+        let total_steps = walk(0).steps + if units == 2 { walk(1).steps } else { 0 };
         // A consumer's `dQ` tile is full (the consumer's 128 threads arrive, the adding warp
         // waits) and empty again (the adding warp arrives, the consumer waits before it writes
         // the next one).
@@ -419,18 +465,25 @@ mod body {
                     for map in maps {
                         TensorMap::acquire(map);
                     }
-                    layout.kv_full().arrive_expect_tx(4 * panel);
-                    for half in 0..2 {
-                        for c in 0..D / 64 {
-                            let at = problem.coords(64 * c, k0 + 64 * half, hk, b);
-                            TensorMap::load_4d(k_map, layout.k(half) + c * SLAB, layout.kv_full(), at);
-                            TensorMap::load_4d(v_map, layout.v(half) + c * SLAB, layout.kv_full(), at);
+                    let mut g = 0;
+                    for u in 0..units {
+                        let w = walk(u);
+                        if u > 0 {
+                            // Both consumers are done with the previous unit's K and V.
+                            layout.kv_empty().wait((u - 1) & 1);
                         }
-                    }
-                    for n in 0..steps {
-                        let (h, q0) = at_step(n);
-                        let slot = Ring::<STAGES>::slot(n);
-                        let full = layout.ring().produce(n, 2 * panel + STATS_BYTES);
+                        layout.kv_full().arrive_expect_tx(4 * panel);
+                        for half in 0..2 {
+                            for c in 0..D / 64 {
+                                let at = problem.coords(64 * c, w.k0 + 64 * half, hk, b);
+                                TensorMap::load_4d(k_map, layout.k(half) + c * SLAB, layout.kv_full(), at);
+                                TensorMap::load_4d(v_map, layout.v(half) + c * SLAB, layout.kv_full(), at);
+                            }
+                        }
+                    for n in 0..w.steps {
+                        let (h, q0) = w.at(n, hk * group);
+                        let slot = Ring::<STAGES>::slot(g);
+                        let full = layout.ring().produce(g, 2 * panel + STATS_BYTES);
                         let row = ((b * problem.heads_q + h) * seq_pad + q0) as i32;
                         TensorMap::load_1d(lse_map, layout.stats(slot), full, row);
                         TensorMap::load_1d(delta_map, layout.stats(slot) + BQ * 4, full, row);
@@ -439,14 +492,19 @@ mod body {
                             TensorMap::load_4d(q_map, layout.q(slot) + c * SLAB, full, at);
                             TensorMap::load_4d(do_map, layout.dout(slot) + c * SLAB, full, at);
                         }
+                        g += 1;
+                    }
                     }
                 }
             } else if BULK_DQ && tid / 32 == 1 {
                 // The second warp adds the consumers' dQ tiles to dq_acc, one bulk reduction
                 // per consumer per step, issued by lane 0.
                 let lane = tid % 32;
-                for n in 0..steps {
-                    let (h, q0) = at_step(n);
+                let mut g = 0;
+                for u in 0..units {
+                let w = walk(u);
+                for n in 0..w.steps {
+                    let (h, q0) = w.at(n, hk * group);
                     let bhq = b * problem.heads_q + h;
                     for c in 0..2 {
                         dq_full(c).sync();
@@ -463,10 +521,12 @@ mod body {
                             store_wait_read::<0>();
                         }
                         sync_warp(u32::MAX);
-                        if n + 1 < steps {
+                        if g + 1 < total_steps {
                             dq_empty(c).arrive();
                         }
                     }
+                    g += 1;
+                }
                 }
                 if lane == 0 {
                     store_wait::<0>();
@@ -481,7 +541,6 @@ mod body {
         let warp = (tid % 128) / 32;
         // This thread's key rows in its consumer's 64 (the accumulator rows): `row0`, `row0 + 8`.
         let row0 = 16 * warp + lane / 4;
-        let key0 = k0 + 64 * consumer + row0;
         // This thread's query columns in a tile: `8 i + 2 (lane % 4) + j`.
         let col0 = 2 * (lane % 4);
         let scale_log2 = problem.scale * core::f32::consts::LOG2_E;
@@ -518,7 +577,16 @@ mod body {
         // where its first quad of the consumer's `dQ` tile goes (quad j: 2 KiB further).
         let me = (tid % 128) as usize;
         let dq_me = layout.dq(consumer) + 16 * me as u32;
-        layout.kv_full().wait(0);
+        let mut g = 0;
+        for u in 0..units {
+        let w = walk(u);
+        let k0 = w.k0;
+        let key0 = k0 + 64 * consumer + row0;
+        layout.kv_full().wait(u & 1);
+        if u > 0 {
+            // A new unit's accumulators. SAFETY: all-zero bits are 0.0.
+            (dk_acc, dv_acc) = unsafe { (core::mem::zeroed(), core::mem::zeroed()) };
+        }
         // Every `unsafe` block below issues or waits for `wgmma`s: the consumer warpgroup's 128
         // threads run this code together (the branch is on `tid / 128`, the loop bounds are the
         // block's); the shared tiles a group reads stay untouched until the arrival on their
@@ -526,10 +594,10 @@ mod body {
         // step (its two buffers alternate; the barrier `written` of the step between orders it);
         // the registers of a group in flight are fenced before its issue and not touched until
         // it has been waited for.
-        for n in 0..steps {
-            let (h, q0) = at_step(n);
-            let slot = Ring::<STAGES>::slot(n);
-            layout.ring().consume(n);
+        for n in 0..w.steps {
+            let (h, q0) = w.at(n, hk * group);
+            let slot = Ring::<STAGES>::slot(g);
+            layout.ring().consume(g);
             // This slot's tiles: Q and dO `2 slot` panels after slot 0's.
             let slot_off = 2 * panel * slot;
             let (q_k, do_k, q_n, do_n) = (at(q_k, slot_off), at(do_k, slot_off), at(q_n, slot_off), at(do_n, slot_off));
@@ -615,7 +683,7 @@ mod body {
             // with `stmatrix` (the accumulator layout is that of its 8x8 matrices: register j
             // of K step t holds keys `16 warp + 8 (j & 1) ..`, queries `16 t + 8 (j >> 1) ..`;
             // lane l gives the address of row `l % 8` of matrix `l / 8`).
-            let ds_tile = layout.ds(consumer, n % 2);
+            let ds_tile = layout.ds(consumer, g % 2);
             let matrix = lane / 8;
             let ds_key = 16 * warp + lane % 8 + 8 * (matrix & 1);
             unroll::<4>(|t| {
@@ -660,7 +728,7 @@ mod body {
                 unroll::<8>(|t| {
                     let t = t as u32;
                     let a = at(kt_n, panel * (t / 4) + 2048 * (t % 4));
-                    let b = at(ds_n, SLAB * (2 * (t / 4) + n % 2) + 2048 * (t % 4));
+                    let b = at(ds_n, SLAB * (2 * (t / 4) + g % 2) + 2048 * (t % 4));
                     if D == 128 {
                         ss_mn::<F16>(&mut dq, a, b, t > 0);
                     } else {
@@ -694,7 +762,7 @@ mod body {
                 }
             };
             if BULK_DQ {
-                if n > 0 {
+                if g > 0 {
                     // The adding warp has read the previous step's tile.
                     dq_empty(consumer).sync();
                 }
@@ -725,8 +793,13 @@ mod body {
             fence_accumulators_64(&mut dk_acc);
             if lane == 0 {
                 // Q and dO of this slot are read by nothing any more.
-                layout.ring().release(n);
+                layout.ring().release(g);
             }
+            g += 1;
+        }
+        if lane == 0 {
+            // This warp's reads of the unit's K and V (its wgmmas, all waited for) are done.
+            layout.kv_empty().arrive();
         }
         // Epilogue: this thread's two key rows of dK (times the scale) and dV.
         unroll::<2>(|half| {
@@ -748,6 +821,7 @@ mod body {
                 });
             }
         });
+        }
     }
 
     macro_rules! kernels {
@@ -758,7 +832,7 @@ mod body {
             ///
             /// # Safety
             /// The module's requirements; 384 threads, `shared_bytes(D)` of dynamic shared
-            /// memory, grid `(⌈seq_kv / 128⌉, batch·heads_kv)`.
+            /// memory, grid `(blocks_x(seq_kv, paired), batch·heads_kv)` (paired: causal, not `_late`).
             #[cfg(target_arch = "nvptx64")]
             #[unsafe(no_mangle)]
             #[allow(clippy::too_many_arguments)]
