@@ -198,37 +198,41 @@ pub fn hopper_backward_kernel<T: Element>(shape: &Attention, arch: u32) -> Optio
     if !fits {
         return None;
     }
-    // D 64: the `_red` schedule (the consumers add their smaller dQ tiles themselves), 3-4%
-    // faster than the bulk one there on an H200 (bench/results/s11-bwd-run1-h200); D 128: the
-    // bulk one, 1.2-1.3x the `_red` one.
+    // D 64: the `_red` schedule (the consumers add their smaller dQ tiles themselves), 3-6%
+    // faster than the bulk one there on an H200; D 128: the bulk one, 1.2-1.3x the `_red` one,
+    // and with the causal mask its `_late` form (dV and dK after the exchange, one key block
+    // per block), 1-4% faster there than the early, paired one (bench/results/s11-bwd-run1-h200,
+    // s11-bwd-run2-h200).
     Some(match (shape.head_dim, shape.causal, T::F16) {
         (64, false, false) => "attention_backward_d64_bf16_red",
         (64, true, false) => "attention_backward_d64_causal_bf16_red",
         (_, false, false) => "attention_backward_d128_bf16",
-        (_, true, false) => "attention_backward_d128_causal_bf16",
+        (_, true, false) => "attention_backward_d128_causal_bf16_late",
         (64, false, true) => "attention_backward_d64_f16_red",
         (64, true, true) => "attention_backward_d64_causal_f16_red",
         (_, false, true) => "attention_backward_d128_f16",
-        (_, true, true) => "attention_backward_d128_causal_f16",
+        (_, true, true) => "attention_backward_d128_causal_f16_late",
     })
 }
 
 /// The instances of the sm_90 backward for `shape` on `arch`, for benchmarks and tests that
 /// compare them, [`hopper_backward_kernel`]'s first: the bulk one (no suffix: the consumers
 /// hand their `dQ` tiles to a warp that adds them with the copy engine; dV and dK issued
-/// before `dSᵀ` is exchanged; staggered query walks), `_red` (each consumer adds its `dQ` tile
-/// itself with `red.global.add.v4.f32`; the one picked at D 64) and `_late` (bulk `dQ`, but
-/// dV and dK issued after the exchange and no stagger: session 10's order).
+/// before `dSᵀ` is exchanged; staggered query walks, or with the causal mask two key blocks
+/// per block), `_red` (each consumer adds its `dQ` tile itself with `red.global.add.v4.f32`;
+/// the one picked at D 64) and `_late` (bulk `dQ`, but dV and dK issued after the exchange, no
+/// stagger, one key block per block: session 10's order; the one picked at D 128 with the
+/// causal mask).
 pub fn hopper_backward_kernels<T: Element>(shape: &Attention, arch: u32) -> Option<[&'static str; 3]> {
     const TWINS: [[&str; 3]; 8] = [
         ["attention_backward_d64_bf16_red", "attention_backward_d64_bf16", "attention_backward_d64_bf16_late"],
         ["attention_backward_d64_causal_bf16_red", "attention_backward_d64_causal_bf16", "attention_backward_d64_causal_bf16_late"],
         ["attention_backward_d128_bf16", "attention_backward_d128_bf16_red", "attention_backward_d128_bf16_late"],
-        ["attention_backward_d128_causal_bf16", "attention_backward_d128_causal_bf16_red", "attention_backward_d128_causal_bf16_late"],
+        ["attention_backward_d128_causal_bf16_late", "attention_backward_d128_causal_bf16", "attention_backward_d128_causal_bf16_red"],
         ["attention_backward_d64_f16_red", "attention_backward_d64_f16", "attention_backward_d64_f16_late"],
         ["attention_backward_d64_causal_f16_red", "attention_backward_d64_causal_f16", "attention_backward_d64_causal_f16_late"],
         ["attention_backward_d128_f16", "attention_backward_d128_f16_red", "attention_backward_d128_f16_late"],
-        ["attention_backward_d128_causal_f16", "attention_backward_d128_causal_f16_red", "attention_backward_d128_causal_f16_late"],
+        ["attention_backward_d128_causal_f16_late", "attention_backward_d128_causal_f16", "attention_backward_d128_causal_f16_red"],
     ];
     let picked = hopper_backward_kernel::<T>(shape, arch)?;
     TWINS.iter().find(|names| names.contains(&picked)).copied()

@@ -78,7 +78,7 @@ fn sm90_backward_f16_unequal_lengths_and_d128_match_f64() {
 #[test]
 fn the_sm90_backward_takes_16_bit_d64_d128_on_sm_90_only() {
     let base = shape(2, 4, 2, 100, 90, 128, Layout::Bshd, true);
-    assert_eq!(hopper_backward_kernel::<bf16>(&base, 90), Some("attention_backward_d128_causal_bf16"));
+    assert_eq!(hopper_backward_kernel::<bf16>(&base, 90), Some("attention_backward_d128_causal_bf16_late"));
     assert_eq!(hopper_backward_kernel::<f16>(&Attention { head_dim: 64, causal: false, ..base }, 90), Some("attention_backward_d64_f16_red"));
     assert_eq!(hopper_backward_kernel::<bf16>(&base, 80), None);
     assert_eq!(hopper_backward_kernel::<f32>(&base, 90), None);
@@ -97,6 +97,6 @@ fn the_sm90_backward_takes_16_bit_d64_d128_on_sm_90_only() {
     let lse = vec![0.0; base.q_rows()];
     let err = cpu::attention_backward_sm90_kernel(&e, "attention_backward_d64_bf16_red", &x, &kv, &kv, &x, &x, &lse, &mut dq, &mut dk, &mut dv, base).unwrap_err();
     assert!(err.to_string().contains("attention_backward_d128_causal_bf16_red"), "another shape's instance is refused: {err}");
-    let names = ["attention_backward_d128_causal_bf16", "attention_backward_d128_causal_bf16_red", "attention_backward_d128_causal_bf16_late"];
+    let names = ["attention_backward_d128_causal_bf16_late", "attention_backward_d128_causal_bf16", "attention_backward_d128_causal_bf16_red"];
     assert_eq!(hopper_backward_kernels::<bf16>(&base, 90), Some(names));
 }
