@@ -144,7 +144,17 @@ fn main() -> Result<(), KernelsError> {
                 let name = format!("D{head_dim} S{s} B{batch} H{heads}{}", if causal { " causal" } else { "" });
                 // Each twin by its schedule: `_red`, `_late`, or the bulk one (no suffix).
                 let names = attention::hopper_backward_kernels::<bf16>(&a, arch);
-                let tag = |which: usize| names.map_or("", |n| if n[which].ends_with("_red") { "red" } else if n[which].ends_with("_late") { "late" } else { "bulk" });
+                let tag = |which: usize| {
+                    names.map_or("", |n| {
+                        if n[which].ends_with("_red") {
+                            "red"
+                        } else if n[which].ends_with("_late") {
+                            "late"
+                        } else {
+                            "bulk"
+                        }
+                    })
+                };
                 let wg_text = wg.map_or(String::new(), |(_, tf)| format!(" [_{} bwd {tf:.1}]", tag(1)))
                     + &ov.map_or(String::new(), |(_, tf)| format!(" [_{} bwd {tf:.1}]", tag(2)));
                 let mma_text = mma.map_or(String::new(), |(_, tf)| format!(" [deterministic bwd {tf:.1}]"));

@@ -187,8 +187,8 @@ pub fn attention_backward_sm90_kernel<T: Element>(
     };
     let map_addresses: Vec<usize> = maps.iter().map(|m| &**m as *const DeviceMap as usize).collect();
     let pointers = [dq_acc.as_mut_ptr() as usize, dk_words.as_mut_ptr() as usize, dv_words.as_mut_ptr() as usize];
-    let config =
-        LaunchConfig::new((blocks_x(shape.seq_kv as u32, shape.causal && early), (shape.batch * shape.heads_kv) as u32), THREADS).with_shared_bytes(shared_bytes(head_dim));
+    let config = LaunchConfig::new((blocks_x(shape.seq_kv as u32, shape.causal && early), (shape.batch * shape.heads_kv) as u32), THREADS)
+        .with_shared_bytes(shared_bytes(head_dim));
     let body = || {
         let m = [0, 1, 2, 3, 4, 5].map(|i| map_addresses[i] as *const DeviceMap);
         let [a, dk, dv] = pointers;

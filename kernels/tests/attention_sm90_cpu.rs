@@ -95,7 +95,8 @@ fn the_sm90_backward_takes_16_bit_d64_d128_on_sm_90_only() {
     let (x, kv) = (vec![bf16::ZERO; base.q_len()], vec![bf16::ZERO; base.kv_len()]);
     let (mut dq, mut dk, mut dv) = (x.clone(), kv.clone(), kv.clone());
     let lse = vec![0.0; base.q_rows()];
-    let err = cpu::attention_backward_sm90_kernel(&e, "attention_backward_d64_bf16_red", &x, &kv, &kv, &x, &x, &lse, &mut dq, &mut dk, &mut dv, base).unwrap_err();
+    let err =
+        cpu::attention_backward_sm90_kernel(&e, "attention_backward_d64_bf16_red", &x, &kv, &kv, &x, &x, &lse, &mut dq, &mut dk, &mut dv, base).unwrap_err();
     assert!(err.to_string().contains("attention_backward_d128_causal_bf16_red"), "another shape's instance is refused: {err}");
     let names = ["attention_backward_d128_causal_bf16_late", "attention_backward_d128_causal_bf16", "attention_backward_d128_causal_bf16_red"];
     assert_eq!(hopper_backward_kernels::<bf16>(&base, 90), Some(names));

@@ -480,20 +480,20 @@ mod body {
                                 TensorMap::load_4d(v_map, layout.v(half) + c * SLAB, layout.kv_full(), at);
                             }
                         }
-                    for n in 0..w.steps {
-                        let (h, q0) = w.at(n, hk * group);
-                        let slot = Ring::<STAGES>::slot(g);
-                        let full = layout.ring().produce(g, 2 * panel + STATS_BYTES);
-                        let row = ((b * problem.heads_q + h) * seq_pad + q0) as i32;
-                        TensorMap::load_1d(lse_map, layout.stats(slot), full, row);
-                        TensorMap::load_1d(delta_map, layout.stats(slot) + BQ * 4, full, row);
-                        for c in 0..D / 64 {
-                            let at = problem.coords(64 * c, q0, h, b);
-                            TensorMap::load_4d(q_map, layout.q(slot) + c * SLAB, full, at);
-                            TensorMap::load_4d(do_map, layout.dout(slot) + c * SLAB, full, at);
+                        for n in 0..w.steps {
+                            let (h, q0) = w.at(n, hk * group);
+                            let slot = Ring::<STAGES>::slot(g);
+                            let full = layout.ring().produce(g, 2 * panel + STATS_BYTES);
+                            let row = ((b * problem.heads_q + h) * seq_pad + q0) as i32;
+                            TensorMap::load_1d(lse_map, layout.stats(slot), full, row);
+                            TensorMap::load_1d(delta_map, layout.stats(slot) + BQ * 4, full, row);
+                            for c in 0..D / 64 {
+                                let at = problem.coords(64 * c, q0, h, b);
+                                TensorMap::load_4d(q_map, layout.q(slot) + c * SLAB, full, at);
+                                TensorMap::load_4d(do_map, layout.dout(slot) + c * SLAB, full, at);
+                            }
+                            g += 1;
                         }
-                        g += 1;
-                    }
                     }
                 }
             } else if BULK_DQ && tid / 32 == 1 {
@@ -502,31 +502,31 @@ mod body {
                 let lane = tid % 32;
                 let mut g = 0;
                 for u in 0..units {
-                let w = walk(u);
-                for n in 0..w.steps {
-                    let (h, q0) = w.at(n, hk * group);
-                    let bhq = b * problem.heads_q + h;
-                    for c in 0..2 {
-                        dq_full(c).sync();
-                        if lane == 0 {
-                            let at = dq_acc_index(D, tiles, bhq, q0 / BQ, 0, 0) + (c * BQ * D / 2) as usize;
-                            // SAFETY: `at` starts consumer c's share of tile (bhq, q0 / 64), 16-byte
-                            // aligned (a multiple of 4 f32 from dq_acc, which the contract aligns)
-                            // and inside dq_acc (`B·Hq·D·seq_pad` f32); only atomic adds touch
-                            // dq_acc during the launch. The consumer wrote its tile and fenced
-                            // before arriving on `dq_full(c)`, and writes it again only after
-                            // this warp arrives on `dq_empty(c)`, after the read has finished.
-                            unsafe { bulk_reduce_add_f32(dq_acc.add(at), layout.dq(c), layout.dq_bytes) };
-                            store_commit();
-                            store_wait_read::<0>();
+                    let w = walk(u);
+                    for n in 0..w.steps {
+                        let (h, q0) = w.at(n, hk * group);
+                        let bhq = b * problem.heads_q + h;
+                        for c in 0..2 {
+                            dq_full(c).sync();
+                            if lane == 0 {
+                                let at = dq_acc_index(D, tiles, bhq, q0 / BQ, 0, 0) + (c * BQ * D / 2) as usize;
+                                // SAFETY: `at` starts consumer c's share of tile (bhq, q0 / 64), 16-byte
+                                // aligned (a multiple of 4 f32 from dq_acc, which the contract aligns)
+                                // and inside dq_acc (`B·Hq·D·seq_pad` f32); only atomic adds touch
+                                // dq_acc during the launch. The consumer wrote its tile and fenced
+                                // before arriving on `dq_full(c)`, and writes it again only after
+                                // this warp arrives on `dq_empty(c)`, after the read has finished.
+                                unsafe { bulk_reduce_add_f32(dq_acc.add(at), layout.dq(c), layout.dq_bytes) };
+                                store_commit();
+                                store_wait_read::<0>();
+                            }
+                            sync_warp(u32::MAX);
+                            if g + 1 < total_steps {
+                                dq_empty(c).arrive();
+                            }
                         }
-                        sync_warp(u32::MAX);
-                        if g + 1 < total_steps {
-                            dq_empty(c).arrive();
-                        }
+                        g += 1;
                     }
-                    g += 1;
-                }
                 }
                 if lane == 0 {
                     store_wait::<0>();
@@ -579,248 +579,248 @@ mod body {
         let dq_me = layout.dq(consumer) + 16 * me as u32;
         let mut g = 0;
         for u in 0..units {
-        let w = walk(u);
-        let k0 = w.k0;
-        let key0 = k0 + 64 * consumer + row0;
-        layout.kv_full().wait(u & 1);
-        if u > 0 {
-            // A new unit's accumulators. SAFETY: all-zero bits are 0.0.
-            (dk_acc, dv_acc) = unsafe { (core::mem::zeroed(), core::mem::zeroed()) };
-        }
-        // Every `unsafe` block below issues or waits for `wgmma`s: the consumer warpgroup's 128
-        // threads run this code together (the branch is on `tid / 128`, the loop bounds are the
-        // block's); the shared tiles a group reads stay untouched until the arrival on their
-        // `empty` barrier (after the wait for that group) or, for `dSᵀ`, until the next-but-one
-        // step (its two buffers alternate; the barrier `written` of the step between orders it);
-        // the registers of a group in flight are fenced before its issue and not touched until
-        // it has been waited for.
-        for n in 0..w.steps {
-            let (h, q0) = w.at(n, hk * group);
-            let slot = Ring::<STAGES>::slot(g);
-            layout.ring().consume(g);
-            // This slot's tiles: Q and dO `2 slot` panels after slot 0's.
-            let slot_off = 2 * panel * slot;
-            let (q_k, do_k, q_n, do_n) = (at(q_k, slot_off), at(do_k, slot_off), at(q_n, slot_off), at(do_n, slot_off));
-            // SAFETY: see above.
-            unsafe {
-                wgmma::fence();
-                unroll::<8>(|step| {
-                    let step = step as u32;
-                    if step < D / 16 {
-                        let offset = (step / 4) * SLAB + 32 * (step % 4);
-                        ss::<F16>(&mut s, at(k_mine, offset), at(q_k, offset), step == 0);
-                    }
-                });
-                wgmma::commit();
-                unroll::<8>(|step| {
-                    let step = step as u32;
-                    if step < D / 16 {
-                        let offset = (step / 4) * SLAB + 32 * (step % 4);
-                        ss::<F16>(&mut dp, at(v_mine, offset), at(do_k, offset), step == 0);
-                    }
-                });
-                wgmma::commit();
-                wgmma::wait::<1>();
+            let w = walk(u);
+            let k0 = w.k0;
+            let key0 = k0 + 64 * consumer + row0;
+            layout.kv_full().wait(u & 1);
+            if u > 0 {
+                // A new unit's accumulators. SAFETY: all-zero bits are 0.0.
+                (dk_acc, dv_acc) = unsafe { (core::mem::zeroed(), core::mem::zeroed()) };
             }
-            fence_accumulators_32(&mut s);
-            // This thread's `lse2` (then `delta`) pairs in this slot's rows (padded rows: +inf
-            // and 0): columns `8 i + col0`, `+ 1` at `stats + 32 i`.
-            let stats = stats_me + STATS_BYTES * slot;
-            // SAFETY: 8-byte aligned (col0 even) pairs inside this slot's rows (8 i + col0 + 1 <
-            // 64), which the copy engine has written (the slot's `full` phase waited for) and
-            // nobody writes until this warp releases the slot.
-            let pair = |offset: u32| unsafe { <f32 as SharedX2>::load_x2(stats + offset) };
-            // Pᵀ, masked where a key is past the sequence or (causal) after the query (a
-            // branch the whole warp takes the same way: the other tiles skip the mask).
-            let mut p = s;
-            let edge = k0 + BN > problem.seq_kv || (CAUSAL && k0 + 64 * consumer + 63 > q0);
-            unroll::<8>(|i| {
-                let lse = pair(32 * i as u32);
-                unroll::<4>(|e| p[4 * i + e] = (s[4 * i + e] * scale_log2 - lse[e & 1]).fast_exp2());
-            });
-            if edge {
-                unroll::<8>(|i| {
-                    unroll::<4>(|e| {
-                        let col = 8 * i as u32 + col0 + (e & 1) as u32;
-                        let key = key0 + 8 * (e >> 1) as u32;
-                        if key >= problem.seq_kv || (CAUSAL && key > q0 + col) {
-                            p[4 * i + e] = 0.0;
-                        }
-                    })
-                });
-            }
-            if EARLY_DV {
-                // dV += Pᵀ dO now: the tensor cores run it while dSᵀ is made and exchanged.
-                frags[0] = fragments::<F16>(&p);
-                fence_fragments(&mut frags);
-                fence_accumulators_64(&mut dv_acc);
-                // SAFETY: see above (P's fragments and dV are not touched until the wait for
-                // this group, below).
+            // Every `unsafe` block below issues or waits for `wgmma`s: the consumer warpgroup's 128
+            // threads run this code together (the branch is on `tid / 128`, the loop bounds are the
+            // block's); the shared tiles a group reads stay untouched until the arrival on their
+            // `empty` barrier (after the wait for that group) or, for `dSᵀ`, until the next-but-one
+            // step (its two buffers alternate; the barrier `written` of the step between orders it);
+            // the registers of a group in flight are fenced before its issue and not touched until
+            // it has been waited for.
+            for n in 0..w.steps {
+                let (h, q0) = w.at(n, hk * group);
+                let slot = Ring::<STAGES>::slot(g);
+                layout.ring().consume(g);
+                // This slot's tiles: Q and dO `2 slot` panels after slot 0's.
+                let slot_off = 2 * panel * slot;
+                let (q_k, do_k, q_n, do_n) = (at(q_k, slot_off), at(do_k, slot_off), at(q_n, slot_off), at(do_n, slot_off));
+                // SAFETY: see above.
                 unsafe {
                     wgmma::fence();
-                    unroll::<4>(|t| rs::<D, F16>(&mut dv_acc, frags[0][t], at(do_n, 2048 * t as u32)));
+                    unroll::<8>(|step| {
+                        let step = step as u32;
+                        if step < D / 16 {
+                            let offset = (step / 4) * SLAB + 32 * (step % 4);
+                            ss::<F16>(&mut s, at(k_mine, offset), at(q_k, offset), step == 0);
+                        }
+                    });
                     wgmma::commit();
-                    // dPᵀ is done; dV may still run.
+                    unroll::<8>(|step| {
+                        let step = step as u32;
+                        if step < D / 16 {
+                            let offset = (step / 4) * SLAB + 32 * (step % 4);
+                            ss::<F16>(&mut dp, at(v_mine, offset), at(do_k, offset), step == 0);
+                        }
+                    });
+                    wgmma::commit();
                     wgmma::wait::<1>();
                 }
-            } else {
+                fence_accumulators_32(&mut s);
+                // This thread's `lse2` (then `delta`) pairs in this slot's rows (padded rows: +inf
+                // and 0): columns `8 i + col0`, `+ 1` at `stats + 32 i`.
+                let stats = stats_me + STATS_BYTES * slot;
+                // SAFETY: 8-byte aligned (col0 even) pairs inside this slot's rows (8 i + col0 + 1 <
+                // 64), which the copy engine has written (the slot's `full` phase waited for) and
+                // nobody writes until this warp releases the slot.
+                let pair = |offset: u32| unsafe { <f32 as SharedX2>::load_x2(stats + offset) };
+                // Pᵀ, masked where a key is past the sequence or (causal) after the query (a
+                // branch the whole warp takes the same way: the other tiles skip the mask).
+                let mut p = s;
+                let edge = k0 + BN > problem.seq_kv || (CAUSAL && k0 + 64 * consumer + 63 > q0);
+                unroll::<8>(|i| {
+                    let lse = pair(32 * i as u32);
+                    unroll::<4>(|e| p[4 * i + e] = (s[4 * i + e] * scale_log2 - lse[e & 1]).fast_exp2());
+                });
+                if edge {
+                    unroll::<8>(|i| {
+                        unroll::<4>(|e| {
+                            let col = 8 * i as u32 + col0 + (e & 1) as u32;
+                            let key = key0 + 8 * (e >> 1) as u32;
+                            if key >= problem.seq_kv || (CAUSAL && key > q0 + col) {
+                                p[4 * i + e] = 0.0;
+                            }
+                        })
+                    });
+                }
+                if EARLY_DV {
+                    // dV += Pᵀ dO now: the tensor cores run it while dSᵀ is made and exchanged.
+                    frags[0] = fragments::<F16>(&p);
+                    fence_fragments(&mut frags);
+                    fence_accumulators_64(&mut dv_acc);
+                    // SAFETY: see above (P's fragments and dV are not touched until the wait for
+                    // this group, below).
+                    unsafe {
+                        wgmma::fence();
+                        unroll::<4>(|t| rs::<D, F16>(&mut dv_acc, frags[0][t], at(do_n, 2048 * t as u32)));
+                        wgmma::commit();
+                        // dPᵀ is done; dV may still run.
+                        wgmma::wait::<1>();
+                    }
+                } else {
+                    // SAFETY: see above.
+                    unsafe { wgmma::wait::<0>() };
+                }
+                fence_accumulators_32(&mut dp);
+                let mut ds = dp;
+                unroll::<8>(|i| {
+                    // `delta` follows `lse2` in the slot.
+                    let delta = pair(BQ * 4 + 32 * i as u32);
+                    unroll::<4>(|e| ds[4 * i + e] = p[4 * i + e] * (dp[4 * i + e] - delta[e & 1]));
+                });
+                if EARLY_DV {
+                    frags[1] = fragments::<F16>(&ds);
+                } else {
+                    frags = [fragments::<F16>(&p), fragments::<F16>(&ds)];
+                }
+                // dSᵀ to shared memory, N-major for `dQᵀ = Kᵀ dSᵀ`: row = key, 64 queries per row,
+                // with `stmatrix` (the accumulator layout is that of its 8x8 matrices: register j
+                // of K step t holds keys `16 warp + 8 (j & 1) ..`, queries `16 t + 8 (j >> 1) ..`;
+                // lane l gives the address of row `l % 8` of matrix `l / 8`).
+                let ds_tile = layout.ds(consumer, g % 2);
+                let matrix = lane / 8;
+                let ds_key = 16 * warp + lane % 8 + 8 * (matrix & 1);
+                unroll::<4>(|t| {
+                    let address = Descriptor::swizzled_128b_address(ds_tile, ds_key, 16 * t as u32 + 8 * (matrix >> 1));
+                    // SAFETY: the whole warp runs it; each row address is a 16-byte chunk (8
+                    // queries) of this consumer's `dSᵀ` buffer (key < 64, query < 64: 8 KiB from
+                    // `ds_tile`, inside the requested shared memory), 16-byte aligned; no `wgmma`
+                    // reads this buffer now (see above), and each chunk has one writer.
+                    unsafe { ldmatrix::store_x4(address, frags[1][t]) };
+                });
+                fence_accumulators_64(&mut dk_acc);
+                if EARLY_DV {
+                    // dK += dSᵀ Q from registers now too (after `stmatrix` has read dS's fragments,
+                    // which nothing touches again until this group is waited for): the tensor
+                    // cores run dV and dK while the consumers exchange dSᵀ.
+                    // Not P's fragments: the dV group in flight reads them.
+                    fence_fragment(&mut frags[1]);
+                    // SAFETY: see above.
+                    unsafe {
+                        wgmma::fence();
+                        unroll::<4>(|t| rs::<D, F16>(&mut dk_acc, frags[1][t], at(q_n, 2048 * t as u32)));
+                        wgmma::commit();
+                    }
+                }
+                fence_proxy_async_shared();
+                written.sync();
+                fence_accumulators_32(&mut dq);
+                wgmma::fence_accumulators_16(&mut dq_narrow);
+                if !EARLY_DV {
+                    fence_fragments(&mut frags);
+                    fence_accumulators_64(&mut dv_acc);
+                }
+                // dQᵀ over all 128 keys, split between the consumers without a branch (a `wgmma`
+                // under a condition the compiler cannot prove uniform serialises them all, C7520):
+                // at D = 128 consumer c takes head columns 64c.. (an m64n64 tile), at D = 64 the
+                // queries 32c.. (an m64n32 tile).
+                // SAFETY: see above.
+                unsafe {
+                    wgmma::fence();
+                    // Kᵀ: rows (M) are head columns, k the block's 128 keys (16 per step: K's panel
+                    // t / 4); dSᵀ: k the keys (consumer t / 4's buffer), n the queries.
+                    unroll::<8>(|t| {
+                        let t = t as u32;
+                        let a = at(kt_n, panel * (t / 4) + 2048 * (t % 4));
+                        let b = at(ds_n, SLAB * (2 * (t / 4) + g % 2) + 2048 * (t % 4));
+                        if D == 128 {
+                            ss_mn::<F16>(&mut dq, a, b, t > 0);
+                        } else {
+                            ss_mn_narrow::<F16>(&mut dq_narrow, a, b, t > 0);
+                        }
+                    });
+                    wgmma::commit();
+                    if EARLY_DV {
+                        // dQ is the newest group; dV and dK (issued before it) are done too.
+                        wgmma::wait::<0>();
+                    } else {
+                        unroll::<4>(|t| rs::<D, F16>(&mut dv_acc, frags[0][t], at(do_n, 2048 * t as u32)));
+                        unroll::<4>(|t| rs::<D, F16>(&mut dk_acc, frags[1][t], at(q_n, 2048 * t as u32)));
+                        wgmma::commit();
+                        // The dQ group is done; dV and dK may still run.
+                        wgmma::wait::<1>();
+                    }
+                }
+                fence_accumulators_32(&mut dq);
+                wgmma::fence_accumulators_16(&mut dq_narrow);
+                if EARLY_DV {
+                    fence_accumulators_64(&mut dv_acc);
+                    fence_accumulators_64(&mut dk_acc);
+                }
+                // This thread's dQ registers 4j..4j + 4, in `dq_acc_index`'s order.
+                let quad = |j: usize| -> [f32; 4] {
+                    if D == 128 {
+                        [dq[4 * j], dq[4 * j + 1], dq[4 * j + 2], dq[4 * j + 3]]
+                    } else {
+                        [dq_narrow[4 * j], dq_narrow[4 * j + 1], dq_narrow[4 * j + 2], dq_narrow[4 * j + 3]]
+                    }
+                };
+                if BULK_DQ {
+                    if g > 0 {
+                        // The adding warp has read the previous step's tile.
+                        dq_empty(consumer).sync();
+                    }
+                    unroll::<8>(|j| {
+                        if j < D as usize / 16 {
+                            // SAFETY: 16-byte aligned (the tile starts on 1 KiB), inside this
+                            // consumer's tile (`(j·128 + t)·4 + 4 <= 64·D/2` f32), which nobody
+                            // reads until the arrival below; each thread writes its own quads.
+                            unsafe { <f32 as SharedX4>::store_x4(dq_me + 2048 * j as u32, quad(j)) };
+                        }
+                    });
+                    fence_proxy_async_shared();
+                    dq_full(consumer).arrive();
+                } else {
+                    let at = dq_acc_index(D, tiles, b * problem.heads_q + h, q0 / BQ, 0, 0) + (consumer * BQ * D / 2) as usize;
+                    unroll::<8>(|j| {
+                        if j < D as usize / 16 {
+                            // SAFETY: this consumer's share of the tile (`dq_acc_index`), inside
+                            // dq_acc, 16-byte aligned (a multiple of 4 f32 from its start, which the
+                            // contract aligns); only atomic adds touch it during the launch.
+                            unsafe { add_quad(dq_acc.add(at + 4 * (j * 128 + me)), quad(j)) };
+                        }
+                    });
+                }
                 // SAFETY: see above.
                 unsafe { wgmma::wait::<0>() };
-            }
-            fence_accumulators_32(&mut dp);
-            let mut ds = dp;
-            unroll::<8>(|i| {
-                // `delta` follows `lse2` in the slot.
-                let delta = pair(BQ * 4 + 32 * i as u32);
-                unroll::<4>(|e| ds[4 * i + e] = p[4 * i + e] * (dp[4 * i + e] - delta[e & 1]));
-            });
-            if EARLY_DV {
-                frags[1] = fragments::<F16>(&ds);
-            } else {
-                frags = [fragments::<F16>(&p), fragments::<F16>(&ds)];
-            }
-            // dSᵀ to shared memory, N-major for `dQᵀ = Kᵀ dSᵀ`: row = key, 64 queries per row,
-            // with `stmatrix` (the accumulator layout is that of its 8x8 matrices: register j
-            // of K step t holds keys `16 warp + 8 (j & 1) ..`, queries `16 t + 8 (j >> 1) ..`;
-            // lane l gives the address of row `l % 8` of matrix `l / 8`).
-            let ds_tile = layout.ds(consumer, g % 2);
-            let matrix = lane / 8;
-            let ds_key = 16 * warp + lane % 8 + 8 * (matrix & 1);
-            unroll::<4>(|t| {
-                let address = Descriptor::swizzled_128b_address(ds_tile, ds_key, 16 * t as u32 + 8 * (matrix >> 1));
-                // SAFETY: the whole warp runs it; each row address is a 16-byte chunk (8
-                // queries) of this consumer's `dSᵀ` buffer (key < 64, query < 64: 8 KiB from
-                // `ds_tile`, inside the requested shared memory), 16-byte aligned; no `wgmma`
-                // reads this buffer now (see above), and each chunk has one writer.
-                unsafe { ldmatrix::store_x4(address, frags[1][t]) };
-            });
-            fence_accumulators_64(&mut dk_acc);
-            if EARLY_DV {
-                // dK += dSᵀ Q from registers now too (after `stmatrix` has read dS's fragments,
-                // which nothing touches again until this group is waited for): the tensor
-                // cores run dV and dK while the consumers exchange dSᵀ.
-                // Not P's fragments: the dV group in flight reads them.
-                fence_fragment(&mut frags[1]);
-                // SAFETY: see above.
-                unsafe {
-                    wgmma::fence();
-                    unroll::<4>(|t| rs::<D, F16>(&mut dk_acc, frags[1][t], at(q_n, 2048 * t as u32)));
-                    wgmma::commit();
-                }
-            }
-            fence_proxy_async_shared();
-            written.sync();
-            fence_accumulators_32(&mut dq);
-            wgmma::fence_accumulators_16(&mut dq_narrow);
-            if !EARLY_DV {
-                fence_fragments(&mut frags);
-                fence_accumulators_64(&mut dv_acc);
-            }
-            // dQᵀ over all 128 keys, split between the consumers without a branch (a `wgmma`
-            // under a condition the compiler cannot prove uniform serialises them all, C7520):
-            // at D = 128 consumer c takes head columns 64c.. (an m64n64 tile), at D = 64 the
-            // queries 32c.. (an m64n32 tile).
-            // SAFETY: see above.
-            unsafe {
-                wgmma::fence();
-                // Kᵀ: rows (M) are head columns, k the block's 128 keys (16 per step: K's panel
-                // t / 4); dSᵀ: k the keys (consumer t / 4's buffer), n the queries.
-                unroll::<8>(|t| {
-                    let t = t as u32;
-                    let a = at(kt_n, panel * (t / 4) + 2048 * (t % 4));
-                    let b = at(ds_n, SLAB * (2 * (t / 4) + g % 2) + 2048 * (t % 4));
-                    if D == 128 {
-                        ss_mn::<F16>(&mut dq, a, b, t > 0);
-                    } else {
-                        ss_mn_narrow::<F16>(&mut dq_narrow, a, b, t > 0);
-                    }
-                });
-                wgmma::commit();
-                if EARLY_DV {
-                    // dQ is the newest group; dV and dK (issued before it) are done too.
-                    wgmma::wait::<0>();
-                } else {
-                    unroll::<4>(|t| rs::<D, F16>(&mut dv_acc, frags[0][t], at(do_n, 2048 * t as u32)));
-                    unroll::<4>(|t| rs::<D, F16>(&mut dk_acc, frags[1][t], at(q_n, 2048 * t as u32)));
-                    wgmma::commit();
-                    // The dQ group is done; dV and dK may still run.
-                    wgmma::wait::<1>();
-                }
-            }
-            fence_accumulators_32(&mut dq);
-            wgmma::fence_accumulators_16(&mut dq_narrow);
-            if EARLY_DV {
                 fence_accumulators_64(&mut dv_acc);
                 fence_accumulators_64(&mut dk_acc);
-            }
-            // This thread's dQ registers 4j..4j + 4, in `dq_acc_index`'s order.
-            let quad = |j: usize| -> [f32; 4] {
-                if D == 128 {
-                    [dq[4 * j], dq[4 * j + 1], dq[4 * j + 2], dq[4 * j + 3]]
-                } else {
-                    [dq_narrow[4 * j], dq_narrow[4 * j + 1], dq_narrow[4 * j + 2], dq_narrow[4 * j + 3]]
+                if lane == 0 {
+                    // Q and dO of this slot are read by nothing any more.
+                    layout.ring().release(g);
                 }
-            };
-            if BULK_DQ {
-                if g > 0 {
-                    // The adding warp has read the previous step's tile.
-                    dq_empty(consumer).sync();
-                }
-                unroll::<8>(|j| {
-                    if j < D as usize / 16 {
-                        // SAFETY: 16-byte aligned (the tile starts on 1 KiB), inside this
-                        // consumer's tile (`(j·128 + t)·4 + 4 <= 64·D/2` f32), which nobody
-                        // reads until the arrival below; each thread writes its own quads.
-                        unsafe { <f32 as SharedX4>::store_x4(dq_me + 2048 * j as u32, quad(j)) };
-                    }
-                });
-                fence_proxy_async_shared();
-                dq_full(consumer).arrive();
-            } else {
-                let at = dq_acc_index(D, tiles, b * problem.heads_q + h, q0 / BQ, 0, 0) + (consumer * BQ * D / 2) as usize;
-                unroll::<8>(|j| {
-                    if j < D as usize / 16 {
-                        // SAFETY: this consumer's share of the tile (`dq_acc_index`), inside
-                        // dq_acc, 16-byte aligned (a multiple of 4 f32 from its start, which the
-                        // contract aligns); only atomic adds touch it during the launch.
-                        unsafe { add_quad(dq_acc.add(at + 4 * (j * 128 + me)), quad(j)) };
-                    }
-                });
+                g += 1;
             }
-            // SAFETY: see above.
-            unsafe { wgmma::wait::<0>() };
-            fence_accumulators_64(&mut dv_acc);
-            fence_accumulators_64(&mut dk_acc);
             if lane == 0 {
-                // Q and dO of this slot are read by nothing any more.
-                layout.ring().release(g);
+                // This warp's reads of the unit's K and V (its wgmmas, all waited for) are done.
+                layout.kv_empty().arrive();
             }
-            g += 1;
-        }
-        if lane == 0 {
-            // This warp's reads of the unit's K and V (its wgmmas, all waited for) are done.
-            layout.kv_empty().arrive();
-        }
-        // Epilogue: this thread's two key rows of dK (times the scale) and dV.
-        unroll::<2>(|half| {
-            let key = key0 + 8 * half as u32;
-            if key < problem.seq_kv {
-                let at = problem.kv_at::<D>(b, hk, key);
-                unroll::<16>(|i| {
-                    if i < D as usize / 8 {
-                        let col = 8 * i + col0 as usize;
-                        let (e0, e1) = (4 * i + 2 * half, 4 * i + 2 * half + 1);
-                        // SAFETY: key < seq_kv and col + 1 < D: inside dK and dV (the kernel's
-                        // contract); this block owns keys k0.. of head (b, hk), this thread the
-                        // columns `col, col + 1` of its two rows.
-                        unsafe {
-                            *dk.add((at + col) / 2) = pack::<F16>(dk_acc[e0] * problem.scale, dk_acc[e1] * problem.scale);
-                            *dv.add((at + col) / 2) = pack::<F16>(dv_acc[e0], dv_acc[e1]);
+            // Epilogue: this thread's two key rows of dK (times the scale) and dV.
+            unroll::<2>(|half| {
+                let key = key0 + 8 * half as u32;
+                if key < problem.seq_kv {
+                    let at = problem.kv_at::<D>(b, hk, key);
+                    unroll::<16>(|i| {
+                        if i < D as usize / 8 {
+                            let col = 8 * i + col0 as usize;
+                            let (e0, e1) = (4 * i + 2 * half, 4 * i + 2 * half + 1);
+                            // SAFETY: key < seq_kv and col + 1 < D: inside dK and dV (the kernel's
+                            // contract); this block owns keys k0.. of head (b, hk), this thread the
+                            // columns `col, col + 1` of its two rows.
+                            unsafe {
+                                *dk.add((at + col) / 2) = pack::<F16>(dk_acc[e0] * problem.scale, dk_acc[e1] * problem.scale);
+                                *dv.add((at + col) / 2) = pack::<F16>(dv_acc[e0], dv_acc[e1]);
+                            }
                         }
-                    }
-                });
-            }
-        });
+                    });
+                }
+            });
         }
     }
 
