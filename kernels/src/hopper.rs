@@ -263,7 +263,7 @@ pub(crate) fn dq_convert_grid(shape: &Attention) -> ferrocuda_host::LaunchConfig
 const MAP_F32S: usize = 6 * 32;
 
 /// The length of the `f32` scratch area with which the sm_90 backward runs on memory its
-/// caller owns (see [`attention_backward`]): the six tensor maps, the padded `lse·log2 e` and
+/// caller owns (`attention::attention_backward_with_scratch`): the six tensor maps, the padded `lse·log2 e` and
 /// `delta` rows (`B·Hq·⌈seq_q/64⌉·64` each) and the `dQ` accumulator (`head_dim` times that).
 pub fn backward_scratch_len_sm90(shape: &Attention) -> usize {
     let rows = shape.batch * shape.heads_q * shape.seq_q.div_ceil(64) * 64;

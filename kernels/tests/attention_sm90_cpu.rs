@@ -101,3 +101,29 @@ fn the_sm90_backward_takes_16_bit_d64_d128_on_sm_90_only() {
     let names = ["attention_backward_d128_causal_bf16_late", "attention_backward_d128_causal_bf16", "attention_backward_d128_causal_bf16_red"];
     assert_eq!(hopper_backward_kernels::<bf16>(&base, 90), Some(names));
 }
+
+/// The sm_90 kernel's `dQ` accumulator order (`dq_acc_index`, where its consumers write) and the
+/// conversion kernel's copy of it (`hopper_dq_acc_index`, where it reads) agree, and each maps
+/// the `B·Hq·seq_pad·D` (query, head column) pairs one to one onto the accumulator.
+#[test]
+fn the_dq_accumulator_order_is_one_to_one_and_shared_by_kernel_and_conversion() {
+    use ferrocuda_kernels_device::attention_backward::hopper_dq_acc_index;
+    use ferrocuda_kernels_hopper::attention_backward::dq_acc_index;
+    for head_dim in [64u32, 128] {
+        let (heads, tiles) = (3u32, 2u32);
+        let len = (heads * tiles * 64 * head_dim) as usize;
+        let mut seen = vec![false; len];
+        for bhq in 0..heads {
+            for tile in 0..tiles {
+                for q in 0..64 {
+                    for d in 0..head_dim {
+                        let at = dq_acc_index(head_dim, tiles, bhq, tile, q, d);
+                        assert_eq!(at, hopper_dq_acc_index(head_dim, tiles, bhq, tile, q, d), "D {head_dim} ({bhq}, {tile}, {q}, {d})");
+                        assert!(at < len && !seen[at], "D {head_dim}: ({bhq}, {tile}, {q}, {d}) -> {at} outside or twice");
+                        seen[at] = true;
+                    }
+                }
+            }
+        }
+    }
+}

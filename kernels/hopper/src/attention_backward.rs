@@ -27,15 +27,16 @@
 //!   from call to call).
 //! - Around it: before, a kernel of `ferrocuda-kernels-device` writes the padded `lse·log2 e`
 //!   (+inf past the sequence) and `delta` rows `[B·Hq, seq_pad]`, and
-//!   [`attention_backward_store_maps`] the tensor maps; after, one converts
+//!   `attention_backward_store_maps` the tensor maps; after, one converts
 //!   `dQ = scale · dQacc` to the element type in the caller's layout.
 //!
-//! Instances (`attention_backward_d{64,128}[_causal]_{bf16,f16}`): the default schedule above;
-//! `_red`, where each consumer adds its `dQ` tile itself with `red.global.add.v4.f32` (no
-//! adding warp); `_late` (bulk `dQ`, but dV and dK issued after the exchange barrier and no
-//! staggering: session 10's order). Session 10's `_wg` (each consumer's own dQ, twice the
-//! atomics: 0.65-0.85x) and `_ov` (C7512 at D 128) are gone. Figures: `BENCHMARKS.md`,
-//! `bench/results/s11-bwd-*`.
+//! Instances (`attention_backward_d{64,128}[_causal]_{bf16,f16}`): the schedule above (with the
+//! causal mask, two key blocks per block); `_red`, where each consumer adds its `dQ` tile itself
+//! with `red.global.add.v4.f32` (no adding warp; the one `ferrocuda-kernels` picks at D 64);
+//! `_late` (bulk `dQ`, but dV and dK issued after the exchange barrier, no staggering and one
+//! key block per block: session 10's order; picked at D 128 with the causal mask). Session 10's
+//! `_wg` (each consumer's own dQ, twice the atomics: 0.65-0.85x) and `_ov` (C7512 at D 128) are
+//! gone. Figures: `BENCHMARKS.md`, `bench/results/s11-bwd-*`.
 //!
 //! Requirements (the kernels' contract; `ferrocuda_kernels::attention::attention_backward` checks
 //! them, builds the maps and the scratch buffers): the maps describe live `[B, H, S, D]` arrays
