@@ -12,6 +12,8 @@
 #   cp target/release/examples/bench_attention kernels/bench/attention_*.py kernels/bench/attention_gpu_job.sh $D/
 #   (cd $D && xz -T0 bench_attention gpu_kernels_lib)
 # then on the GPU machine: bash $D/attention_gpu_job.sh (results under $OUT, at most 7 files).
+# Knobs: BENCH_REPEAT=n (medians of n timings, spreads on stderr), BENCH_MIN_S=1024 (skip S 512),
+# NCU_ONLY=128,1024,0 (per-kernel durations of the backward under ncu), MEMCHECK_S=0 (skip memcheck).
 # Look for: "tests rc=0" with every attention test ok, the table's "bwd ours" and "ours/cuDNN"
 # columns, "check rc=0" (ours and cuDNN within the same distance of f64), "ERROR SUMMARY: 0".
 cd "$(dirname "$0")"; for f in *.xz; do xz -dkf "$f" && chmod +x "${f%.xz}"; done
@@ -24,4 +26,11 @@ BENCH_WG=${BENCH_WG:-1} BENCH_MMA=${BENCH_MMA:-1} timeout ${BENCH_S:-70} ./bench
 timeout ${SDPA_S:-50} python3 attention_sdpa.py $OUT/sdpa.jsonl > $OUT/sdpa.txt 2>&1; echo "sdpa rc=$?"; tail -3 $OUT/sdpa.txt
 python3 attention_table.py $OUT/ours.jsonl $OUT/sdpa.jsonl $OUT/table.json $OUT/table.md "$gpu" 2>&1 | tail -30
 mkdir -p /tmp/check && ./bench_attention --check /tmp/check > /tmp/check.log 2>&1 && timeout 30 python3 attention_check.py /tmp/check >> /tmp/check.log 2>&1; echo "check rc=$?"; cat /tmp/check.log; cat /tmp/check.log >> $OUT/logs.txt
+# NCU_ONLY=D,S,causal: kernel durations of the first two backward calls at that shape (prep, maps,
+# kernel, dQ conversion) under Nsight Compute.
+if [ -n "${NCU_ONLY:-}" ]; then
+  BENCH_ONLY=$NCU_ONLY BENCH_WG=0 BENCH_MMA=0 BENCH_REPEAT=1 timeout ${NCU_S:-40} /usr/local/cuda/bin/ncu --metrics gpu__time_duration.sum --kernel-name regex:backward --launch-count ${NCU_COUNT:-8} ./bench_attention > /tmp/ncu.log 2>&1; echo "ncu rc=$?"
+  grep -E "backward|duration" /tmp/ncu.log | cut -c1-120 | head -24; cat /tmp/ncu.log >> $OUT/logs.txt
+fi
+[ "${MEMCHECK_S:-40}" = 0 ] && exit 0
 timeout ${MEMCHECK_S:-40} /usr/local/cuda/bin/compute-sanitizer --tool memcheck --report-api-errors no ./gpu_kernels_lib attention_backward_on_sm_90 --test-threads=1 > /tmp/memcheck.log 2>&1; echo "memcheck rc=$? $(grep -h 'ERROR SUMMARY\|^test result' /tmp/memcheck.log | tr '\n' ' ')"; grep -h "Invalid\|ERROR" /tmp/memcheck.log | head -5; cat /tmp/memcheck.log >> $OUT/logs.txt

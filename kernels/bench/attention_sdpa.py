@@ -1,10 +1,12 @@
 """PyTorch's scaled_dot_product_attention (cuDNN and FlashAttention-2 backends) on the shapes of
 kernels/examples/bench_attention.rs, timed the same way (2 warm-up calls, then the mean of up to
-20 back-to-back calls between CUDA events, fewer for calls over 15 ms, at least 3). Forward, and
+20 back-to-back calls between CUDA events, fewer for calls over 15 ms, at least 3; with
+BENCH_REPEAT=n the median of n such means). Forward, and
 forward + backward (torch.autograd.grad of the output with a random dO); backward = (fwd + bwd) -
 fwd. FLOPs as in the Rust benchmark. Writes JSON lines to the file named by argv[1].
 A benchmark, not a test."""
 import json
+import os
 import sys
 
 import torch
@@ -22,12 +24,23 @@ def time(f):
     end.synchronize()
     once = start.elapsed_time(end)
     iters = max(3, min(20, int(300.0 / max(once, 1e-3))))
-    start.record()
-    for _ in range(iters):
-        f()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / iters
+    means = []
+    for _ in range(REPEAT):
+        start.record()
+        for _ in range(iters):
+            f()
+        end.record()
+        end.synchronize()
+        means.append(start.elapsed_time(end) / iters)
+    means.sort()
+    if REPEAT > 1:
+        print(f"  spread of {REPEAT} means (ms): {means[0]:.4f} .. {means[-1]:.4f}", file=sys.stderr)
+    return means[REPEAT // 2]
+
+
+# BENCH_REPEAT=n: the median of n timings; BENCH_MIN_S=n: skip shorter sequences.
+REPEAT = max(1, int(os.environ.get("BENCH_REPEAT", "1")))
+MIN_S = int(os.environ.get("BENCH_MIN_S", "0"))
 
 
 out = open(sys.argv[1], "w") if len(sys.argv) > 1 else None
@@ -37,6 +50,8 @@ torch.manual_seed(0)
 for d in (128, 64):
     for s in (512, 1024, 2048, 4096, 8192):
         for causal in (False, True):
+            if s < MIN_S:
+                continue
             b, h = 16384 // s, 2048 // d
             q, k, v, do = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(4))
             q.requires_grad_(True)

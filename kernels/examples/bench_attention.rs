@@ -4,10 +4,11 @@
 //! warm-up calls (20 calls, fewer for calls over 15 ms, at least 3). FLOPs: forward
 //! `4 B H S² D` (half when causal), backward 2.5 times that (FlashAttention's convention).
 //! `BENCH_MMA=1` also times the deterministic backward (`attention_backward_deterministic`),
-//! `BENCH_WG=1` the sm_90 backward's `_wg` and `_ov` instances (`attention_backward_sm90`).
+//! `BENCH_WG=1` the sm_90 backward's `_red` and `_late` instances (`attention_backward_sm90`).
 //! Prints a line per shape, and JSON lines (one per shape) to the file named by the first
 //! argument, for `kernels/bench/attention_table.py`, which puts them beside PyTorch's
-//! (`kernels/bench/attention_sdpa.py`). `BENCH_ONLY=D,S,causal` times one shape; `--check DIR`
+//! (`kernels/bench/attention_sdpa.py`). `BENCH_ONLY=D,S,causal` times one shape, `BENCH_MIN_S=n`
+//! skips shorter sequences, `BENCH_REPEAT=n` reports the median of n timings; `--check DIR`
 //! writes one call's inputs and gradients for `kernels/bench/attention_check.py`. A benchmark,
 //! not a test.
 
@@ -17,7 +18,8 @@ use ferrocuda_host::{Context, DeviceBuffer, Event, Stream};
 use ferrocuda_kernels::attention::{self, Attention, Layout};
 use ferrocuda_kernels::{KernelsError, bf16};
 
-/// Mean milliseconds per call.
+/// Mean milliseconds per call; with `BENCH_REPEAT=n` (n > 1) the median of `n` such means
+/// (the spread printed to stderr).
 fn time(context: &Context, stream: &Stream, mut f: impl FnMut() -> Result<(), KernelsError>) -> Result<f64, KernelsError> {
     for _ in 0..2 {
         f()?;
@@ -29,13 +31,22 @@ fn time(context: &Context, stream: &Stream, mut f: impl FnMut() -> Result<(), Ke
     end.synchronize()?;
     let once = start.elapsed_ms(&end)? as f64;
     let iters = ((300.0 / once.max(1e-3)) as usize).clamp(3, 20);
-    start.record(stream)?;
-    for _ in 0..iters {
-        f()?;
+    let repeat = std::env::var("BENCH_REPEAT").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(1).max(1);
+    let mut means = Vec::with_capacity(repeat);
+    for _ in 0..repeat {
+        start.record(stream)?;
+        for _ in 0..iters {
+            f()?;
+        }
+        end.record(stream)?;
+        end.synchronize()?;
+        means.push(start.elapsed_ms(&end)? as f64 / iters as f64);
     }
-    end.record(stream)?;
-    end.synchronize()?;
-    Ok(start.elapsed_ms(&end)? as f64 / iters as f64)
+    means.sort_by(f64::total_cmp);
+    if repeat > 1 {
+        eprintln!("  spread of {repeat} means (ms): {:.4} .. {:.4}", means[0], means[repeat - 1]);
+    }
+    Ok(means[repeat / 2])
 }
 
 fn buf(context: &Context, n: usize, seed: u32) -> Result<DeviceBuffer<bf16>, KernelsError> {
@@ -83,10 +94,12 @@ fn main() -> Result<(), KernelsError> {
         let f: Vec<usize> = v.split(',').filter_map(|x| x.trim().parse().ok()).collect();
         (f.len() == 3).then(|| (f[0], f[1], f[2] != 0))
     });
+    // `BENCH_MIN_S=1024` skips the shorter sequences.
+    let min_seq = std::env::var("BENCH_MIN_S").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(0);
     for head_dim in [128usize, 64] {
         for s in [512usize, 1024, 2048, 4096, 8192] {
             for causal in [false, true] {
-                if only.is_some_and(|o| o != (head_dim, s, causal)) {
+                if only.is_some_and(|o| o != (head_dim, s, causal)) || s < min_seq {
                     continue;
                 }
                 let (batch, heads) = (16384 / s, 2048 / head_dim);
@@ -115,7 +128,7 @@ fn main() -> Result<(), KernelsError> {
                 } else {
                     None
                 };
-                // `BENCH_WG=1`: also the sm_90 backward's `_wg` and `_ov` instances.
+                // `BENCH_WG=1`: also the sm_90 backward's `_red` and `_late` instances.
                 let mut twin = |which: usize| -> Result<Option<(f64, f64)>, KernelsError> {
                     match attention::hopper_backward_kernels::<bf16>(&a, arch) {
                         Some(names) if std::env::var("BENCH_WG").is_ok_and(|v| v == "1") => {
@@ -129,14 +142,27 @@ fn main() -> Result<(), KernelsError> {
                 };
                 let (wg, ov) = (twin(1)?, twin(2)?);
                 let name = format!("D{head_dim} S{s} B{batch} H{heads}{}", if causal { " causal" } else { "" });
-                let wg_text =
-                    wg.map_or(String::new(), |(_, tf)| format!(" [_wg bwd {tf:.1}]")) + &ov.map_or(String::new(), |(_, tf)| format!(" [_ov bwd {tf:.1}]"));
+                // Each twin by its schedule: `_red`, `_late`, or the bulk one (no suffix).
+                let names = attention::hopper_backward_kernels::<bf16>(&a, arch);
+                let tag = |which: usize| {
+                    names.map_or("", |n| {
+                        if n[which].ends_with("_red") {
+                            "red"
+                        } else if n[which].ends_with("_late") {
+                            "late"
+                        } else {
+                            "bulk"
+                        }
+                    })
+                };
+                let wg_text = wg.map_or(String::new(), |(_, tf)| format!(" [_{} bwd {tf:.1}]", tag(1)))
+                    + &ov.map_or(String::new(), |(_, tf)| format!(" [_{} bwd {tf:.1}]", tag(2)));
                 let mma_text = mma.map_or(String::new(), |(_, tf)| format!(" [deterministic bwd {tf:.1}]"));
                 println!("{name:<34} {fwd:>10.3} {bwd:>10.3} {fwd_tf:>12.1} {bwd_tf:>12.1}  [fwd {path}] [bwd {bwd_path}]{wg_text}{mma_text}");
                 if let Some(file) = json.as_mut() {
                     let mut mma_json = mma.map_or(String::new(), |(ms, tf)| format!(r#","bwd_det_ms":{ms:.5},"bwd_det_tflops":{tf:.2}"#));
-                    mma_json += &wg.map_or(String::new(), |(ms, tf)| format!(r#","bwd_wg_ms":{ms:.5},"bwd_wg_tflops":{tf:.2}"#));
-                    mma_json += &ov.map_or(String::new(), |(ms, tf)| format!(r#","bwd_ov_ms":{ms:.5},"bwd_ov_tflops":{tf:.2}"#));
+                    mma_json += &wg.map_or(String::new(), |(ms, tf)| format!(r#","bwd_{}_ms":{ms:.5},"bwd_{}_tflops":{tf:.2}"#, tag(1), tag(1)));
+                    mma_json += &ov.map_or(String::new(), |(ms, tf)| format!(r#","bwd_{}_ms":{ms:.5},"bwd_{}_tflops":{tf:.2}"#, tag(2), tag(2)));
                     writeln!(
                         file,
                         r#"{{"impl":"ours","head_dim":{head_dim},"seq":{s},"batch":{batch},"heads":{heads},"causal":{causal},"fwd_ms":{fwd:.5},"bwd_ms":{bwd:.5},"fwd_tflops":{fwd_tf:.2},"bwd_tflops":{bwd_tf:.2},"fwd_path":"{path}","bwd_path":"{bwd_path}"{mma_json}}}"#

@@ -35,11 +35,11 @@ use ferrocuda_host::{DeviceBuffer, DeviceRead, DeviceWrite, Stream};
 use ferrocuda_kernels_device::attention::{AttentionShape, LAYOUT_BHSD, LAYOUT_BSHD, MMA_MAX_HEAD_DIM, MMA_ROWS, MMA_WARPS};
 use ferrocuda_kernels_device::attention_backward::{BWD_BLOCK, BWD_THREADS};
 
-use crate::error::{expect_len, unsupported};
+use crate::error::{expect_at_least, expect_len, unsupported};
 use crate::launchers::Launchers;
 use crate::{Element, Result, len_of, warp_per_row};
 
-pub use crate::hopper::{hopper_backward_kernel, hopper_backward_kernels, hopper_kernel};
+pub use crate::hopper::{backward_scratch_len_sm90, hopper_backward_kernel, hopper_backward_kernels, hopper_kernel};
 
 /// Where the heads sit in memory (the head dimension is contiguous in both).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -218,13 +218,13 @@ pub(crate) fn backward_mma_configs(shape: &Attention) -> (ferrocuda_host::Launch
 }
 
 /// Attention backward: `dq`, `dk`, `dv` from `dout` and the forward's `out` and `lse`, with an
-/// `f32` scratch buffer of one value per row of `out` (`delta = rowsum(dO * O)`) allocated on
-/// `stream`.
+/// `f32` scratch buffer allocated on `stream` ([`attention_backward_with_scratch`] takes the
+/// caller's).
 ///
 /// Paths (module docs): on sm_90, for `bf16`/`f16` with `head_dim` 64 or 128
-/// ([`hopper_backward_kernel`]), the `wgmma` kernel of `ferrocuda-kernels-hopper` (three
-/// launches: the padded `lse`/`delta` rows, the kernel, dQ's conversion; it allocates its f32
-/// scratch on `stream`). It accumulates dQ with atomic adds, so dQ's last bits may differ
+/// ([`hopper_backward_kernel`]), the `wgmma` kernel of `ferrocuda-kernels-hopper` (launches:
+/// the padded `lse`/`delta` rows, its tensor maps, the kernel, dQ's conversion; scratch
+/// [`backward_scratch_len_sm90`] `f32`). It accumulates dQ with atomic adds, so dQ's last bits may differ
 /// between two calls on the same inputs (dK and dV do not); [`attention_backward_deterministic`]
 /// never takes it. Otherwise, for `bf16`/`f16` with `head_dim` 64 or 128
 /// ([`backward_uses_tensor_cores`]), three launches on the tensor cores of any sm_80+ GPU
@@ -246,11 +246,15 @@ pub fn attention_backward<T: Element>(
     shape: Attention,
 ) -> Result<()> {
     shape.check()?;
+    // The sm_90 kernel allocates its own (zeroed) scratch when this one is too short for it.
     let mut scratch = DeviceBuffer::<f32>::zeroed_async(stream, backward_scratch_len(&shape))?;
     attention_backward_with_scratch(stream, q, k, v, out, dout, lse, dq, dk, dv, &mut scratch, shape)
 }
 
-/// The length of the `f32` scratch area of [`attention_backward_with_scratch`] for `shape`.
+/// The least length of the `f32` scratch area of [`attention_backward_with_scratch`] for
+/// `shape`: what the deterministic paths need (one value per row of `out`). The sm_90 kernel
+/// runs on the caller's scratch when it is at least [`backward_scratch_len_sm90`] long (and
+/// 128-byte aligned, as an allocation is).
 pub fn backward_scratch_len(shape: &Attention) -> usize {
     shape.q_rows()
 }
@@ -312,17 +316,19 @@ pub fn attention_backward_sm90<T: Element>(
     let Some(&kernel) = names.iter().flatten().find(|&&name| name == kernel) else {
         return Err(unsupported("kernel", kernel, format!("one of the sm_90 backward's instances for this shape on sm_{arch}: {names:?}")));
     };
-    if crate::hopper::attention_backward(stream, kernel, q, k, v, out, dout, lse, dq, dk, dv, shape)? {
+    if crate::hopper::attention_backward(stream, kernel, q, k, v, out, dout, lse, dq, dk, dv, None::<&mut DeviceBuffer<f32>>, shape)? {
         Ok(())
     } else {
         Err(unsupported("q", "a misaligned view or a capturing stream", "16-byte aligned inputs on a stream that is not being captured"))
     }
 }
 
-/// [`attention_backward`] with its `f32` scratch passed in (`scratch`,
+/// [`attention_backward`] with its `f32` scratch passed in (`scratch`, at least
 /// [`backward_scratch_len`] long, contents ignored). On the `mma.sync` and portable paths it
-/// allocates nothing else, so it may be recorded into a CUDA graph on memory its caller owns
-/// (a capturing stream never takes the sm_90 kernel, which allocates its own scratch).
+/// allocates nothing else, and neither does the sm_90 kernel when `scratch` is at least
+/// [`backward_scratch_len_sm90`] long and 128-byte aligned, so the call may be recorded into a
+/// CUDA graph on memory its caller owns. With a shorter scratch the sm_90 kernel allocates its
+/// own outside a capture, and a capturing stream takes the `mma.sync` path.
 #[allow(clippy::too_many_arguments)]
 pub fn attention_backward_with_scratch<T: Element>(
     stream: &Stream,
@@ -359,7 +365,7 @@ fn backward<T: Element>(
     sm90: bool,
 ) -> Result<()> {
     let (head_dim, kernel_shape) = shape.check()?;
-    expect_len("scratch", len_of(scratch), backward_scratch_len(&shape), || "backward_scratch_len: one f32 per row of O".into())?;
+    expect_at_least("scratch", len_of(scratch), backward_scratch_len(&shape), || "backward_scratch_len: one f32 per row of O".into())?;
     shape.q("q", len_of(q))?;
     shape.kv("k", len_of(k))?;
     shape.kv("v", len_of(v))?;
@@ -372,7 +378,7 @@ fn backward<T: Element>(
     if sm90 && T::HOPPER_BACKWARD && shape.q_rows() > 0 && shape.kv_rows() > 0 {
         let arch = stream.context().device().arch()?;
         if let Some(kernel) = hopper_backward_kernel::<T>(&shape, arch)
-            && crate::hopper::attention_backward(stream, kernel, q, k, v, out, dout, lse, dq, dk, dv, shape)?
+            && crate::hopper::attention_backward(stream, kernel, q, k, v, out, dout, lse, dq, dk, dv, Some(&mut *scratch), shape)?
         {
             return Ok(());
         }
@@ -380,8 +386,10 @@ fn backward<T: Element>(
     // The tensor cores need queries (with none, the portable path below writes the zero
     // gradients of K and V). `delta` lives in the caller's scratch: nothing is allocated here,
     // so the call may be recorded into a CUDA graph (torch's ops capture it).
+    // The first `q_rows` of the scratch (it may be longer: `backward_scratch_len_sm90`).
+    let mut delta_rows = crate::hopper::Part::of(scratch.kernel_arg_mut(), 0, shape.q_rows());
     if backward_uses_tensor_cores::<T>(&shape) && shape.q_rows() > 0 {
-        let delta = scratch;
+        let delta = &mut delta_rows;
         let (dkv_config, dq_config) = backward_mma_configs(&shape);
         <T as Launchers>::attention_backward_delta(stream, warp_per_row(shape.q_rows()), out, dout, &mut *delta, head_dim)?;
         <T as Launchers>::attention_backward_dq_mma(stream, dq_config, q, k, v, dout, lse, &*delta, dq, head_dim, kernel_shape)?;
@@ -391,7 +399,7 @@ fn backward<T: Element>(
         return Ok(());
     }
     if shape.q_rows() > 0 {
-        let delta = scratch;
+        let delta = &mut delta_rows;
         <T as Launchers>::attention_backward_dq(stream, warp_per_row(shape.q_rows()), q, k, v, out, dout, lse, dq, delta, head_dim, kernel_shape)?;
         if shape.kv_rows() > 0 {
             <T as Launchers>::attention_backward_dkv(stream, warp_per_row(shape.kv_rows()), q, k, v, dout, lse, &*delta, dk, dv, head_dim, kernel_shape)?;

@@ -139,7 +139,7 @@ pub fn attention_backward_sm90_kernel<T: Element>(
 ) -> Result<()> {
     use ferrocuda_device::tma::TensorMap as DeviceMap;
     use ferrocuda_host::{LaunchConfig, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
-    use ferrocuda_kernels_hopper::attention_backward::{BN, Problem, STATS_BOX, THREADS, backward_body, padded_seq, shared_bytes};
+    use ferrocuda_kernels_hopper::attention_backward::{Problem, STATS_BOX, THREADS, backward_body, blocks_x, padded_seq, shared_bytes};
     let (head_dim, kernel_shape) = shape.check()?;
     for (name, got) in [("q", q.len()), ("out", out.len()), ("dout", dout.len()), ("dq", dq.len())] {
         shape.q(name, got)?;
@@ -154,12 +154,15 @@ pub fn attention_backward_sm90_kernel<T: Element>(
     let Some(&kernel) = names.iter().find(|&&name| name == kernel) else {
         return Err(crate::error::unsupported("kernel", kernel, format!("one of {names:?}")));
     };
-    let (shared_dq, overlap) = (!kernel.ends_with("_wg"), kernel.ends_with("_ov"));
+    let (bulk, early) = (!kernel.ends_with("_red"), !kernel.ends_with("_late"));
     let seq_pad = padded_seq(shape.seq_q as u32);
     let rows = shape.batch * shape.heads_q * seq_pad as usize;
     let (mut lse2, mut delta) = (vec![0.0f32; rows], vec![0.0f32; rows]);
-    <T as CpuLaunchers>::attention_backward_prep(executor, warp_per_row(rows), out, dout, lse, &mut lse2, &mut delta, head_dim, kernel_shape)?;
-    let mut dq_acc = vec![0.0f32; rows * shape.head_dim];
+    <T as CpuLaunchers>::attention_backward_prep(executor, crate::chunk_grid(rows), out, dout, lse, &mut lse2, &mut delta, head_dim, kernel_shape)?;
+    // 16-byte aligned, as the kernel's bulk adds need (a `Vec<f32>` is only 4-byte aligned).
+    let mut dq_raw = vec![0.0f32; rows * shape.head_dim + 3];
+    let skip = dq_raw.as_ptr().align_offset(16);
+    let dq_acc = &mut dq_raw[skip..skip + rows * shape.head_dim];
     // 32-bit words for the kernel's paired stores (a `[T]` may be only 2-byte aligned).
     let (mut dk_words, mut dv_words) = (vec![0u32; shape.kv_len() / 2], vec![0u32; shape.kv_len() / 2]);
     let data_type = if T::F16 { TensorDataType::F16 } else { TensorDataType::Bf16 };
@@ -185,8 +188,8 @@ pub fn attention_backward_sm90_kernel<T: Element>(
     };
     let map_addresses: Vec<usize> = maps.iter().map(|m| &**m as *const DeviceMap as usize).collect();
     let pointers = [dq_acc.as_mut_ptr() as usize, dk_words.as_mut_ptr() as usize, dv_words.as_mut_ptr() as usize];
-    let config =
-        LaunchConfig::new(((shape.seq_kv as u32).div_ceil(BN), (shape.batch * shape.heads_kv) as u32), THREADS).with_shared_bytes(shared_bytes(head_dim));
+    let config = LaunchConfig::new((blocks_x(shape.seq_kv as u32, shape.causal && early), (shape.batch * shape.heads_kv) as u32), THREADS)
+        .with_shared_bytes(shared_bytes(head_dim));
     let body = || {
         let m = [0, 1, 2, 3, 4, 5].map(|i| map_addresses[i] as *const DeviceMap);
         let [a, dk, dv] = pointers;
@@ -197,37 +200,37 @@ pub fn attention_backward_sm90_kernel<T: Element>(
         // `B·Hq·D·seq_pad` (zeroed), dk and dv words `B·Hkv·seq_kv·D / 2`; the grid, block and
         // shared memory are the kernel's.
         unsafe {
-            match (head_dim, shape.causal, T::F16, shared_dq, overlap) {
-                (64, false, false, true, false) => backward_body::<64, false, false, true, false>(m, a, dk, dv, problem),
-                (64, false, false, false, false) => backward_body::<64, false, false, false, false>(m, a, dk, dv, problem),
-                (64, false, false, true, true) => backward_body::<64, false, false, true, true>(m, a, dk, dv, problem),
-                (64, false, true, true, false) => backward_body::<64, false, true, true, false>(m, a, dk, dv, problem),
-                (64, false, true, false, false) => backward_body::<64, false, true, false, false>(m, a, dk, dv, problem),
-                (64, false, true, true, true) => backward_body::<64, false, true, true, true>(m, a, dk, dv, problem),
-                (64, true, false, true, false) => backward_body::<64, true, false, true, false>(m, a, dk, dv, problem),
-                (64, true, false, false, false) => backward_body::<64, true, false, false, false>(m, a, dk, dv, problem),
-                (64, true, false, true, true) => backward_body::<64, true, false, true, true>(m, a, dk, dv, problem),
-                (64, true, true, true, false) => backward_body::<64, true, true, true, false>(m, a, dk, dv, problem),
-                (64, true, true, false, false) => backward_body::<64, true, true, false, false>(m, a, dk, dv, problem),
-                (64, true, true, true, true) => backward_body::<64, true, true, true, true>(m, a, dk, dv, problem),
-                (128, false, false, true, false) => backward_body::<128, false, false, true, false>(m, a, dk, dv, problem),
-                (128, false, false, false, false) => backward_body::<128, false, false, false, false>(m, a, dk, dv, problem),
-                (128, false, false, true, true) => backward_body::<128, false, false, true, true>(m, a, dk, dv, problem),
-                (128, false, true, true, false) => backward_body::<128, false, true, true, false>(m, a, dk, dv, problem),
-                (128, false, true, false, false) => backward_body::<128, false, true, false, false>(m, a, dk, dv, problem),
-                (128, false, true, true, true) => backward_body::<128, false, true, true, true>(m, a, dk, dv, problem),
-                (128, true, false, true, false) => backward_body::<128, true, false, true, false>(m, a, dk, dv, problem),
-                (128, true, false, false, false) => backward_body::<128, true, false, false, false>(m, a, dk, dv, problem),
-                (128, true, false, true, true) => backward_body::<128, true, false, true, true>(m, a, dk, dv, problem),
-                (128, true, true, true, false) => backward_body::<128, true, true, true, false>(m, a, dk, dv, problem),
-                (128, true, true, false, false) => backward_body::<128, true, true, false, false>(m, a, dk, dv, problem),
-                (128, true, true, true, true) => backward_body::<128, true, true, true, true>(m, a, dk, dv, problem),
-                _ => unreachable!("hopper_backward_kernels: head dims 64 and 128, no `_wg` + `_ov` instance"),
+            match (head_dim, shape.causal, T::F16, bulk, early) {
+                (64, false, false, true, true) => backward_body::<64, false, false, true, true, true>(m, a, dk, dv, problem),
+                (64, false, false, false, true) => backward_body::<64, false, false, false, true, true>(m, a, dk, dv, problem),
+                (64, false, false, true, false) => backward_body::<64, false, false, true, false, false>(m, a, dk, dv, problem),
+                (64, false, true, true, true) => backward_body::<64, false, true, true, true, true>(m, a, dk, dv, problem),
+                (64, false, true, false, true) => backward_body::<64, false, true, false, true, true>(m, a, dk, dv, problem),
+                (64, false, true, true, false) => backward_body::<64, false, true, true, false, false>(m, a, dk, dv, problem),
+                (64, true, false, true, true) => backward_body::<64, true, false, true, true, true>(m, a, dk, dv, problem),
+                (64, true, false, false, true) => backward_body::<64, true, false, false, true, true>(m, a, dk, dv, problem),
+                (64, true, false, true, false) => backward_body::<64, true, false, true, false, false>(m, a, dk, dv, problem),
+                (64, true, true, true, true) => backward_body::<64, true, true, true, true, true>(m, a, dk, dv, problem),
+                (64, true, true, false, true) => backward_body::<64, true, true, false, true, true>(m, a, dk, dv, problem),
+                (64, true, true, true, false) => backward_body::<64, true, true, true, false, false>(m, a, dk, dv, problem),
+                (128, false, false, true, true) => backward_body::<128, false, false, true, true, true>(m, a, dk, dv, problem),
+                (128, false, false, false, true) => backward_body::<128, false, false, false, true, true>(m, a, dk, dv, problem),
+                (128, false, false, true, false) => backward_body::<128, false, false, true, false, false>(m, a, dk, dv, problem),
+                (128, false, true, true, true) => backward_body::<128, false, true, true, true, true>(m, a, dk, dv, problem),
+                (128, false, true, false, true) => backward_body::<128, false, true, false, true, true>(m, a, dk, dv, problem),
+                (128, false, true, true, false) => backward_body::<128, false, true, true, false, false>(m, a, dk, dv, problem),
+                (128, true, false, true, true) => backward_body::<128, true, false, true, true, true>(m, a, dk, dv, problem),
+                (128, true, false, false, true) => backward_body::<128, true, false, false, true, true>(m, a, dk, dv, problem),
+                (128, true, false, true, false) => backward_body::<128, true, false, true, false, false>(m, a, dk, dv, problem),
+                (128, true, true, true, true) => backward_body::<128, true, true, true, true, true>(m, a, dk, dv, problem),
+                (128, true, true, false, true) => backward_body::<128, true, true, false, true, true>(m, a, dk, dv, problem),
+                (128, true, true, true, false) => backward_body::<128, true, true, true, false, false>(m, a, dk, dv, problem),
+                _ => unreachable!("hopper_backward_kernels: head dims 64 and 128, no `_red` + `_late` instance"),
             }
         }
     };
     executor.run(kernel, config, &body)?;
-    <T as CpuLaunchers>::attention_backward_dq_convert(executor, warp_per_row(shape.q_rows()), &dq_acc, dq, head_dim, kernel_shape)?;
+    <T as CpuLaunchers>::attention_backward_dq_convert(executor, crate::hopper::dq_convert_grid(&shape), &*dq_acc, dq, head_dim, kernel_shape)?;
     for (words, out) in [(&dk_words, dk), (&dv_words, dv)] {
         // Both are 16-bit types here (bf16, f16): the words' bytes are the elements' bytes.
         bytemuck::cast_slice_mut::<T, u8>(out).copy_from_slice(bytemuck::cast_slice::<u32, u8>(words));

@@ -198,33 +198,41 @@ pub fn hopper_backward_kernel<T: Element>(shape: &Attention, arch: u32) -> Optio
     if !fits {
         return None;
     }
+    // D 64: the `_red` schedule (the consumers add their smaller dQ tiles themselves), 3-6%
+    // faster than the bulk one there on an H200; D 128: the bulk one, 1.2-1.3x the `_red` one,
+    // and with the causal mask its `_late` form (dV and dK after the exchange, one key block
+    // per block), 1-4% faster there than the early, paired one (bench/results/s11-bwd-run1-h200,
+    // s11-bwd-run2-h200).
     Some(match (shape.head_dim, shape.causal, T::F16) {
-        (64, false, false) => "attention_backward_d64_bf16",
-        (64, true, false) => "attention_backward_d64_causal_bf16",
+        (64, false, false) => "attention_backward_d64_bf16_red",
+        (64, true, false) => "attention_backward_d64_causal_bf16_red",
         (_, false, false) => "attention_backward_d128_bf16",
-        (_, true, false) => "attention_backward_d128_causal_bf16",
-        (64, false, true) => "attention_backward_d64_f16",
-        (64, true, true) => "attention_backward_d64_causal_f16",
+        (_, true, false) => "attention_backward_d128_causal_bf16_late",
+        (64, false, true) => "attention_backward_d64_f16_red",
+        (64, true, true) => "attention_backward_d64_causal_f16_red",
         (_, false, true) => "attention_backward_d128_f16",
-        (_, true, true) => "attention_backward_d128_causal_f16",
+        (_, true, true) => "attention_backward_d128_causal_f16_late",
     })
 }
 
 /// The instances of the sm_90 backward for `shape` on `arch`, for benchmarks and tests that
-/// compare them: [`hopper_backward_kernel`]'s (both consumer warpgroups sum dQ over the block's
-/// 128 keys before one atomic add per element), its `_wg` twin (each consumer adds its own 64
-/// keys' dQ: twice the atomic adds, no barrier between the consumers) and its `_ov` twin (a
-/// step's dV/dK products run on while the next step's scores are issued).
+/// compare them, [`hopper_backward_kernel`]'s first: the bulk one (no suffix: the consumers
+/// hand their `dQ` tiles to a warp that adds them with the copy engine; dV and dK issued
+/// before `dSᵀ` is exchanged; staggered query walks, or with the causal mask two key blocks
+/// per block), `_red` (each consumer adds its `dQ` tile itself with `red.global.add.v4.f32`;
+/// the one picked at D 64) and `_late` (bulk `dQ`, but dV and dK issued after the exchange, no
+/// stagger, one key block per block: session 10's order; the one picked at D 128 with the
+/// causal mask).
 pub fn hopper_backward_kernels<T: Element>(shape: &Attention, arch: u32) -> Option<[&'static str; 3]> {
     const TWINS: [[&str; 3]; 8] = [
-        ["attention_backward_d64_bf16", "attention_backward_d64_bf16_wg", "attention_backward_d64_bf16_ov"],
-        ["attention_backward_d64_causal_bf16", "attention_backward_d64_causal_bf16_wg", "attention_backward_d64_causal_bf16_ov"],
-        ["attention_backward_d128_bf16", "attention_backward_d128_bf16_wg", "attention_backward_d128_bf16_ov"],
-        ["attention_backward_d128_causal_bf16", "attention_backward_d128_causal_bf16_wg", "attention_backward_d128_causal_bf16_ov"],
-        ["attention_backward_d64_f16", "attention_backward_d64_f16_wg", "attention_backward_d64_f16_ov"],
-        ["attention_backward_d64_causal_f16", "attention_backward_d64_causal_f16_wg", "attention_backward_d64_causal_f16_ov"],
-        ["attention_backward_d128_f16", "attention_backward_d128_f16_wg", "attention_backward_d128_f16_ov"],
-        ["attention_backward_d128_causal_f16", "attention_backward_d128_causal_f16_wg", "attention_backward_d128_causal_f16_ov"],
+        ["attention_backward_d64_bf16_red", "attention_backward_d64_bf16", "attention_backward_d64_bf16_late"],
+        ["attention_backward_d64_causal_bf16_red", "attention_backward_d64_causal_bf16", "attention_backward_d64_causal_bf16_late"],
+        ["attention_backward_d128_bf16", "attention_backward_d128_bf16_red", "attention_backward_d128_bf16_late"],
+        ["attention_backward_d128_causal_bf16_late", "attention_backward_d128_causal_bf16", "attention_backward_d128_causal_bf16_red"],
+        ["attention_backward_d64_f16_red", "attention_backward_d64_f16", "attention_backward_d64_f16_late"],
+        ["attention_backward_d64_causal_f16_red", "attention_backward_d64_causal_f16", "attention_backward_d64_causal_f16_late"],
+        ["attention_backward_d128_f16", "attention_backward_d128_f16_red", "attention_backward_d128_f16_late"],
+        ["attention_backward_d128_causal_f16_late", "attention_backward_d128_causal_f16", "attention_backward_d128_causal_f16_red"],
     ];
     let picked = hopper_backward_kernel::<T>(shape, arch)?;
     TWINS.iter().find(|names| names.contains(&picked)).copied()
@@ -241,10 +249,64 @@ pub(crate) fn backward_map_dims(shape: &Attention, heads: usize, seq: usize) -> 
     }
 }
 
+/// Most chunks of 8 dQ elements the conversion's grid covers (a thread per chunk, up to 2^20
+/// blocks of 256: [`crate::chunk_grid`]); larger outputs take another path.
+const DQ_CONVERT_CHUNKS: usize = (1 << 20) * crate::BLOCK as usize;
+
+/// The launch of dQ's conversion: a thread per chunk of 8 elements.
+pub(crate) fn dq_convert_grid(shape: &Attention) -> ferrocuda_host::LaunchConfig {
+    crate::chunk_grid(shape.q_len() / 8)
+}
+
+/// `f32` elements of the tensor maps at the start of the sm_90 backward's scratch (six maps of
+/// 128 bytes).
+const MAP_F32S: usize = 6 * 32;
+
+/// The length of the `f32` scratch area with which the sm_90 backward runs on memory its
+/// caller owns (`attention::attention_backward_with_scratch`): the six tensor maps, the padded `lse·log2 e` and
+/// `delta` rows (`B·Hq·⌈seq_q/64⌉·64` each) and the `dQ` accumulator (`head_dim` times that).
+pub fn backward_scratch_len_sm90(shape: &Attention) -> usize {
+    let rows = shape.batch * shape.heads_q * shape.seq_q.div_ceil(64) * 64;
+    MAP_F32S + rows * (2 + shape.head_dim)
+}
+
+/// A part of the backward's scratch, as a kernel argument: the scratch's own use tracking,
+/// another address and length inside it.
+pub(crate) struct Part<'a>(ferrocuda_host::__private::SliceArg<'a>);
+
+impl<'a> Part<'a> {
+    /// Elements `start .. start + len` of `whole` (an `f32` slice argument), checked.
+    pub(crate) fn of(whole: ferrocuda_host::__private::SliceArg<'a>, start: usize, len: usize) -> Part<'a> {
+        assert!(start.checked_add(len).is_some_and(|end| end <= whole.len), "a part of the scratch outside it");
+        let mut arg = whole;
+        arg.ptr = whole.ptr + 4 * start as u64;
+        arg.len = len;
+        Part(arg)
+    }
+}
+
+// SAFETY: a `Part` is made (`Part::of`) from the slice argument of `f32` device memory that
+// the backward holds mutably borrowed for the whole call, and lies inside it; its use tracking
+// is that memory's. The parts of one call do not overlap.
+unsafe impl DeviceRead<f32> for Part<'_> {
+    fn kernel_arg(&self) -> ferrocuda_host::__private::SliceArg<'_> {
+        self.0
+    }
+}
+// SAFETY: as above; each part is the only live value giving access to its elements.
+unsafe impl DeviceWrite<f32> for Part<'_> {
+    fn kernel_arg_mut(&mut self) -> ferrocuda_host::__private::SliceArg<'_> {
+        self.0
+    }
+}
+
 /// Runs the sm_90 backward (`kernel`, from [`hopper_backward_kernel`]): the padded `lse`/`delta`
-/// rows, the kernel, dQ's conversion. Returns `Ok(false)`, queueing nothing, when an input is
-/// not 16-byte aligned, an output not 4-byte aligned, or `stream` is being captured (the
-/// caller then takes another path).
+/// rows, the tensor maps, the kernel, dQ's conversion. Its scratch is `scratch` when that is at
+/// least [`backward_scratch_len_sm90`] long and 128-byte aligned (then nothing is allocated and
+/// the call may be recorded into a CUDA graph), otherwise one allocation on `stream`. Returns
+/// `Ok(false)`, queueing nothing, when an input is not 16-byte aligned, an output not 4-byte
+/// aligned, or `stream` is being captured without such a scratch (the caller then takes
+/// another path).
 ///
 /// The caller has checked every operand's length against `shape`.
 #[allow(clippy::too_many_arguments)]
@@ -260,10 +322,11 @@ pub(crate) fn attention_backward<T: Element>(
     dq: &mut (impl DeviceWrite<T> + ?Sized),
     dk: &mut (impl DeviceWrite<T> + ?Sized),
     dv: &mut (impl DeviceWrite<T> + ?Sized),
+    scratch: Option<&mut (impl DeviceWrite<f32> + ?Sized)>,
     shape: Attention,
 ) -> Result<bool> {
     use ferrocuda_kernels_device::attention_backward::hopper_padded_seq;
-    use ferrocuda_kernels_hopper::attention_backward::{BN, STATS_BOX, THREADS, padded_seq, shared_bytes};
+    use ferrocuda_kernels_hopper::attention_backward::{MAP_WORDS, STATS_BOX, THREADS, blocks_x, padded_seq, shared_bytes};
     let (head_dim, kernel_shape) = shape.check()?;
     let inputs = [q.kernel_arg(), k.kernel_arg(), v.kernel_arg(), dout.kernel_arg()];
     // Defence in depth: the caller's checks, again, where the unsafe launch relies on them.
@@ -273,8 +336,16 @@ pub(crate) fn attention_backward<T: Element>(
     if inputs.iter().any(|a| !a.ptr.is_multiple_of(16))
         || !dk.kernel_arg_mut().ptr.is_multiple_of(4)
         || !dv.kernel_arg_mut().ptr.is_multiple_of(4)
-        || stream.is_capturing()?
+        || shape.q_len() / 8 > DQ_CONVERT_CHUNKS
     {
+        return Ok(false);
+    }
+    let need = backward_scratch_len_sm90(&shape);
+    let given = scratch.filter(|s| {
+        let arg = s.kernel_arg();
+        arg.len >= need && arg.ptr.is_multiple_of(128)
+    });
+    if given.is_none() && stream.is_capturing()? {
         return Ok(false);
     }
     let (seq_q, seq_kv) = (shape.seq_q as u32, shape.seq_kv as u32);
@@ -285,12 +356,32 @@ pub(crate) fn attention_backward<T: Element>(
     // The fallback's module too, while loading is allowed (see `attention_forward`).
     context.embedded_image(&ferrocuda_kernels_device::KERNELS)?;
     let function = Function::from_embedded(context, &ferrocuda_kernels_hopper::KERNELS, kernel)?;
+    let store_maps = Function::from_embedded(context, &ferrocuda_kernels_hopper::KERNELS, "attention_backward_store_maps")?;
     let shared = shared_bytes(head_dim);
     function.set_max_dynamic_shared_bytes(shared)?;
-    let mut lse2 = DeviceBuffer::<f32>::zeroed_async(stream, rows)?;
-    let mut delta = DeviceBuffer::<f32>::zeroed_async(stream, rows)?;
-    let mut dq_acc = DeviceBuffer::<f32>::zeroed_async(stream, rows * shape.head_dim)?;
-    <T as Launchers>::attention_backward_prep(stream, crate::warp_per_row(rows), out, dout, lse, &mut lse2, &mut delta, head_dim, kernel_shape)?;
+    // The scratch: the caller's, or one allocation (zeroed: the dQ accumulator must start at 0).
+    let mut owned = None;
+    let zero_here = given.is_some();
+    let whole = match given {
+        Some(s) => s.kernel_arg_mut(),
+        None => owned.insert(DeviceBuffer::<f32>::zeroed_async(stream, need)?).kernel_arg_mut(),
+    };
+    let (mut maps, mut lse2, mut delta, mut dq_acc) = (
+        Part::of(whole, 0, MAP_F32S),
+        Part::of(whole, MAP_F32S, rows),
+        Part::of(whole, MAP_F32S + rows, rows),
+        Part::of(whole, MAP_F32S + 2 * rows, rows * shape.head_dim),
+    );
+    if zero_here {
+        let (pa, words) = (dq_acc.0.ptr, dq_acc.0.len);
+        stream.enqueue("attention_backward (sm_90): zero dQ", &[dq_acc.kernel_arg_mut().write("dq_acc")], |raw| {
+            // SAFETY: `words` 32-bit words of device memory of this context at `pa` (a part of
+            // the caller's scratch, held mutably borrowed, 4-byte aligned), declared written
+            // above.
+            check("cuMemsetD32Async", unsafe { sys::cuMemsetD32Async(pa, 0, words, raw.get()) })
+        })?;
+    }
+    <T as Launchers>::attention_backward_prep(stream, crate::chunk_grid(rows), out, dout, lse, &mut lse2, &mut delta, head_dim, kernel_shape)?;
     let data_type = if T::F16 { TensorDataType::F16 } else { TensorDataType::Bf16 };
     context.bind_to_thread()?;
     let mut words = [[0u64; 16]; 6];
@@ -306,15 +397,14 @@ pub(crate) fn attention_backward<T: Element>(
     }
     let stats_dims = [rows as u64];
     let stats = TiledLayout { data_type: TensorDataType::F32, dims: &stats_dims, strides_bytes: &[], box_dims: &STATS_BOX, swizzle: TensorSwizzle::None };
-    for (word, buffer) in words[4..].iter_mut().zip([&lse2, &delta]) {
-        // SAFETY: a buffer allocated above (aligned: a fresh allocation) of `rows` f32, the
-        // 1-D array the layout describes, alive until after the launch (dropped in stream
-        // order), whose read the launch declares.
-        *word = unsafe { TensorMap::encode_tiled(buffer.device_ptr(), &stats) }?.words();
+    for (word, part) in words[4..].iter_mut().zip([&lse2, &delta]) {
+        // SAFETY: a part of the scratch (16-byte aligned: 128-byte aligned scratch, offsets
+        // multiples of 64 f32) of `rows` f32, the 1-D array the layout describes, held while
+        // the launch runs, whose read the launch declares.
+        *word = unsafe { TensorMap::encode_tiled(part.0.ptr, &stats) }?.words();
     }
-    let mut maps = DeviceBuffer::<[u64; 16]>::zeroed_async(stream, 6)?;
-    let maps_ptr = maps.device_ptr();
-    let pa = dq_acc.device_ptr();
+    let maps_ptr = maps.0.ptr;
+    let pa = dq_acc.0.ptr;
     let (pk, pv) = (dk.kernel_arg_mut().ptr, dv.kernel_arg_mut().ptr);
     let accesses = [
         inputs[0].read("q"),
@@ -323,17 +413,27 @@ pub(crate) fn attention_backward<T: Element>(
         inputs[3].read("dout"),
         dk.kernel_arg_mut().write("dk"),
         dv.kernel_arg_mut().write("dv"),
-        ferrocuda_host::BufferAccess::write(&mut maps),
-        ferrocuda_host::BufferAccess::read(&lse2),
-        ferrocuda_host::BufferAccess::read(&delta),
-        ferrocuda_host::BufferAccess::write(&mut dq_acc),
+        maps.kernel_arg_mut().write("maps"),
+        lse2.kernel_arg().read("lse2"),
+        delta.kernel_arg().read("delta"),
+        dq_acc.kernel_arg_mut().write("dq_acc"),
     ];
     stream.enqueue("attention_backward (sm_90)", &accesses, |raw| -> Result<()> {
-        let map_bytes = std::mem::size_of_val(&words);
-        // SAFETY: `maps` holds 6 x 128 bytes of device memory of this context, declared written
-        // above; the source is `words` on this stack frame, which the driver has consumed when
-        // the call returns (a pageable host-to-device copy is staged before it returns).
-        check("cuMemcpyHtoDAsync", unsafe { sys::cuMemcpyHtoDAsync_v2(maps_ptr, words.as_ptr().cast(), map_bytes, raw.get()) })?;
+        // The maps, as the parameters of a one-warp kernel (a graph replays them as recorded).
+        let mut dst = maps_ptr;
+        let mut flat: [u64; MAP_WORDS] = [0; MAP_WORDS];
+        for (i, w) in words.iter().flatten().enumerate() {
+            flat[i] = *w;
+        }
+        let mut store_params: Vec<*mut std::ffi::c_void> = vec![(&raw mut dst).cast()];
+        store_params.extend(flat.iter_mut().map(|w| (w as *mut u64).cast::<std::ffi::c_void>()));
+        // SAFETY: `attention_backward_store_maps`'s contract: `dst` then 96 u64 parameters, in
+        // order; `dst` is 768 bytes of this context's device memory (the scratch's first part,
+        // 128-byte aligned), declared written above, read by nothing else meanwhile; one block
+        // of 32 threads.
+        check("cuLaunchKernel(attention_backward_store_maps)", unsafe {
+            sys::cuLaunchKernel(store_maps.raw(), 1, 1, 1, 32, 1, 1, 0, raw.get(), store_params.as_mut_ptr(), std::ptr::null_mut())
+        })?;
         let (mut m0, mut m1, mut m2, mut m3, mut m4, mut m5) = (maps_ptr, maps_ptr + 128, maps_ptr + 256, maps_ptr + 384, maps_ptr + 512, maps_ptr + 640);
         let (mut a, mut k_, mut v_) = (pa, pk, pv);
         let (mut sq, mut skv, mut hq, mut hkv) = (seq_q, seq_kv, shape.heads_q as u32, shape.heads_kv as u32);
@@ -358,18 +458,19 @@ pub(crate) fn attention_backward<T: Element>(
         ];
         // SAFETY: the kernel's contract (`ferrocuda_kernels_hopper::attention_backward`): its
         // fifteen parameters in order (six map addresses, the dq_acc scratch, dK and dV, the
-        // lengths, heads, layout and scale); the maps (copied above, in stream order) describe
-        // Q, K, V, dO in the layout, box and swizzle it needs, and lse2, delta (`B·Hq·seq_pad`
-        // f32, written by the prep launch before it) as 1-D f32 arrays with 64-element boxes;
-        // dq_acc holds `B·Hq·D·seq_pad` f32 (zeroed); dK and dV hold `B·Hkv·seq_kv·D` elements and
-        // are 4-byte aligned (checked above); every buffer is declared to the door; grid
-        // `(⌈seq_kv/128⌉, B·Hkv)` (at most 65535), 384 threads and `shared` bytes of dynamic
-        // shared memory (allowed by the attribute set above) are what it was built for;
-        // `function` is the sm_90a image loaded into this stream's context.
+        // lengths, heads, layout and scale); the maps (written by the launch above, in stream
+        // order) describe Q, K, V, dO in the layout, box and swizzle it needs, and lse2, delta
+        // (`B·Hq·seq_pad` f32, written by the prep launch before it) as 1-D f32 arrays with
+        // 64-element boxes; dq_acc holds `B·Hq·D·seq_pad` f32 (zeroed, 16-byte aligned); dK and
+        // dV hold `B·Hkv·seq_kv·D` elements and are 4-byte aligned (checked above); every
+        // buffer is declared to the door; grid `(blocks_x(seq_kv, paired), B·Hkv)` (at most 65535), 384
+        // threads and `shared` bytes of dynamic shared memory (allowed by the attribute set
+        // above) are what it was built for; `function` is the sm_90a image loaded into this
+        // stream's context.
         let code = unsafe {
             sys::cuLaunchKernel(
                 function.raw(),
-                seq_kv.div_ceil(BN),
+                blocks_x(seq_kv, shape.causal && !kernel.ends_with("_late")),
                 (shape.batch * shape.heads_kv) as u32,
                 1,
                 THREADS,
@@ -383,7 +484,8 @@ pub(crate) fn attention_backward<T: Element>(
         };
         check("cuLaunchKernel(attention_backward sm_90)", code)
     })?;
-    drop(maps);
-    <T as Launchers>::attention_backward_dq_convert(stream, crate::warp_per_row(shape.q_rows()), &dq_acc, dq, head_dim, kernel_shape)?;
+    <T as Launchers>::attention_backward_dq_convert(stream, dq_convert_grid(&shape), &dq_acc, dq, head_dim, kernel_shape)?;
+    // `owned` (if any) is freed in stream order after these launches (their uses are recorded).
+    drop(owned);
     Ok(true)
 }

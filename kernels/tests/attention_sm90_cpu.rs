@@ -22,7 +22,7 @@ fn check<T: Element>(shape: Attention, tol: f64) {
     let dims = (shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q, shape.seq_kv, shape.head_dim);
     let scale = shape.scale.map_or(1.0 / (shape.head_dim as f64).sqrt(), f64::from);
     let want = attention_ref_scaled(&qf, &kf, &vf, &doutf, dims, shape.layout == Layout::Bshd, shape.causal, scale);
-    // Every instance: the default (dQ summed over both consumers), `_wg` and `_ov`.
+    // Every instance: the default (dQ added by the copy engine), `_red` and `_late`.
     for kernel in hopper_backward_kernels::<T>(&shape, 90).unwrap() {
         let nan = T::from_f32(f32::NAN);
         let (mut dq, mut dk, mut dv) = (vec![nan; shape.q_len()], vec![nan; shape.kv_len()], vec![nan; shape.kv_len()]);
@@ -55,6 +55,14 @@ fn sm90_backward_d128_bf16_bshd_causal_matches_f64() {
     check::<bf16>(shape(2, 2, 2, 150, 150, 128, Layout::Bshd, true), 2e-2);
 }
 
+/// Causal blocks take two key blocks each (`x` and the last but `x`, one after the other,
+/// K and V reloaded between them): three key blocks (the middle block alone), two query heads
+/// over one key/value head, 300 queries (five tiles, the ring wrapping across the units).
+#[test]
+fn sm90_backward_causal_pairs_of_key_blocks_match_f64() {
+    check::<bf16>(shape(1, 2, 1, 300, 300, 64, Layout::Bhsd, true), 2e-2);
+}
+
 /// f16, causal, unequal lengths (70 queries, 140 keys: the second key block sees no query)
 /// and a custom scale; D 128 not causal in `[B, H, S, D]`.
 #[test]
@@ -70,8 +78,8 @@ fn sm90_backward_f16_unequal_lengths_and_d128_match_f64() {
 #[test]
 fn the_sm90_backward_takes_16_bit_d64_d128_on_sm_90_only() {
     let base = shape(2, 4, 2, 100, 90, 128, Layout::Bshd, true);
-    assert_eq!(hopper_backward_kernel::<bf16>(&base, 90), Some("attention_backward_d128_causal_bf16"));
-    assert_eq!(hopper_backward_kernel::<f16>(&Attention { head_dim: 64, causal: false, ..base }, 90), Some("attention_backward_d64_f16"));
+    assert_eq!(hopper_backward_kernel::<bf16>(&base, 90), Some("attention_backward_d128_causal_bf16_late"));
+    assert_eq!(hopper_backward_kernel::<f16>(&Attention { head_dim: 64, causal: false, ..base }, 90), Some("attention_backward_d64_f16_red"));
     assert_eq!(hopper_backward_kernel::<bf16>(&base, 80), None);
     assert_eq!(hopper_backward_kernel::<f32>(&base, 90), None);
     for s in [Attention { head_dim: 256, ..base }, Attention { head_dim: 32, ..base }, Attention { seq_q: 0, ..base }, Attention { seq_kv: 0, ..base }] {
@@ -87,8 +95,35 @@ fn the_sm90_backward_takes_16_bit_d64_d128_on_sm_90_only() {
     let (x, kv) = (vec![bf16::ZERO; base.q_len()], vec![bf16::ZERO; base.kv_len()]);
     let (mut dq, mut dk, mut dv) = (x.clone(), kv.clone(), kv.clone());
     let lse = vec![0.0; base.q_rows()];
-    let err = cpu::attention_backward_sm90_kernel(&e, "attention_backward_d64_bf16", &x, &kv, &kv, &x, &x, &lse, &mut dq, &mut dk, &mut dv, base).unwrap_err();
-    assert!(err.to_string().contains("attention_backward_d128_causal_bf16_wg"), "another shape's instance is refused: {err}");
-    let names = ["attention_backward_d128_causal_bf16", "attention_backward_d128_causal_bf16_wg", "attention_backward_d128_causal_bf16_ov"];
+    let err =
+        cpu::attention_backward_sm90_kernel(&e, "attention_backward_d64_bf16_red", &x, &kv, &kv, &x, &x, &lse, &mut dq, &mut dk, &mut dv, base).unwrap_err();
+    assert!(err.to_string().contains("attention_backward_d128_causal_bf16_red"), "another shape's instance is refused: {err}");
+    let names = ["attention_backward_d128_causal_bf16_late", "attention_backward_d128_causal_bf16", "attention_backward_d128_causal_bf16_red"];
     assert_eq!(hopper_backward_kernels::<bf16>(&base, 90), Some(names));
+}
+
+/// The sm_90 kernel's `dQ` accumulator order (`dq_acc_index`, where its consumers write) and the
+/// conversion kernel's copy of it (`hopper_dq_acc_index`, where it reads) agree, and each maps
+/// the `B·Hq·seq_pad·D` (query, head column) pairs one to one onto the accumulator.
+#[test]
+fn the_dq_accumulator_order_is_one_to_one_and_shared_by_kernel_and_conversion() {
+    use ferrocuda_kernels_device::attention_backward::hopper_dq_acc_index;
+    use ferrocuda_kernels_hopper::attention_backward::dq_acc_index;
+    for head_dim in [64u32, 128] {
+        let (heads, tiles) = (3u32, 2u32);
+        let len = (heads * tiles * 64 * head_dim) as usize;
+        let mut seen = vec![false; len];
+        for bhq in 0..heads {
+            for tile in 0..tiles {
+                for q in 0..64 {
+                    for d in 0..head_dim {
+                        let at = dq_acc_index(head_dim, tiles, bhq, tile, q, d);
+                        assert_eq!(at, hopper_dq_acc_index(head_dim, tiles, bhq, tile, q, d), "D {head_dim} ({bhq}, {tile}, {q}, {d})");
+                        assert!(at < len && !seen[at], "D {head_dim}: ({bhq}, {tile}, {q}, {d}) -> {at} outside or twice");
+                        seen[at] = true;
+                    }
+                }
+            }
+        }
+    }
 }

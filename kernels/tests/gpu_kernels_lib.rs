@@ -394,14 +394,14 @@ fn attention_backward_on_sm_90_matches_f64() {
         if i % 2 == 1 {
             attention_on_gpu::<f16>(&context, &stream, shape, 4e-3, false);
         }
-        // The `_wg` and `_ov` instances too, where the GPU has them.
+        // The other instances too (bulk or `_red`, and `_late`), where the GPU has them.
         if arch == 90 {
-            let [_, wg, ov] = attention::hopper_backward_kernels::<bf16>(&shape, 90).unwrap();
-            attention_backward_on_gpu::<bf16>(&context, &stream, shape, 2e-2, Backward::Sm90(if i % 2 == 0 { wg } else { ov }));
+            let [_, other, late] = attention::hopper_backward_kernels::<bf16>(&shape, 90).unwrap();
+            attention_backward_on_gpu::<bf16>(&context, &stream, shape, 2e-2, Backward::Sm90(if i % 2 == 0 { other } else { late }));
             if i % 3 == 0 {
                 // (GPU run 2 passed f16 the bf16 instance's name here: refused, as it should be.)
-                let [_, _, ov] = attention::hopper_backward_kernels::<f16>(&shape, 90).unwrap();
-                attention_backward_on_gpu::<f16>(&context, &stream, shape, 4e-3, Backward::Sm90(ov));
+                let [_, _, late] = attention::hopper_backward_kernels::<f16>(&shape, 90).unwrap();
+                attention_backward_on_gpu::<f16>(&context, &stream, shape, 4e-3, Backward::Sm90(late));
             }
         }
     }
@@ -605,6 +605,67 @@ fn d3_attention_backward_with_scratch_on_the_tensor_cores_is_captured_into_a_gra
     stream.synchronize().unwrap();
     for (what, got, want) in [("dq", &gq, &dq), ("dk", &gk, &dk), ("dv", &gv, &dv)] {
         assert_eq!(got.to_vec().unwrap(), want.to_vec().unwrap(), "{what}: the replayed graph differs from the eager call (deterministic kernels)");
+    }
+}
+
+/// The sm_90 backward on the caller's scratch (`backward_scratch_len_sm90` long) allocates
+/// nothing and writes its tensor maps with a kernel launch, so it is recorded into a CUDA graph
+/// (before s11-bwd a capturing stream always took the `mma.sync` path). The replay runs the
+/// sm_90 kernel: its dK and dV (summed in registers in a fixed order) equal the eager sm_90
+/// call's bit for bit, dQ (atomic adds) is close to it, and all three match f64. A scratch one
+/// element short takes the tensor cores inside the capture, as before.
+#[test]
+fn attention_backward_with_scratch_on_sm_90_is_captured_into_a_graph() {
+    let Some((context, _)) = gpu("attention_backward_with_scratch_on_sm_90_is_captured_into_a_graph") else { return };
+    let arch = context.device().arch().unwrap();
+    let stream = Stream::non_blocking(&context).unwrap();
+    let shape = Attention { batch: 2, heads_q: 4, heads_kv: 2, seq_q: 200, seq_kv: 200, head_dim: 128, layout: Layout::Bshd, causal: true, scale: None };
+    let (q, qf) = input::<bf16>(shape.q_len(), 61, 1.0);
+    let (k, kf) = input::<bf16>(shape.kv_len(), 62, 1.0);
+    let (v, vf) = input::<bf16>(shape.kv_len(), 63, 1.0);
+    let (dout, doutf) = input::<bf16>(shape.q_len(), 64, 1.0);
+    let (q_, k_, v_, do_) = (up(&context, &q), up(&context, &k), up(&context, &v), up(&context, &dout));
+    let (mut out, mut lse) = (zeros::<bf16>(&context, shape.q_len()), zeros::<f32>(&context, shape.q_rows()));
+    attention::attention_forward(&stream, &q_, &k_, &v_, &mut out, &mut lse, shape).unwrap();
+    let len = attention::backward_scratch_len_sm90(&shape);
+    assert!(len > attention::backward_scratch_len(&shape));
+    let grads = |context: &Context| (zeros::<bf16>(context, shape.q_len()), zeros::<bf16>(context, shape.kv_len()), zeros::<bf16>(context, shape.kv_len()));
+    let dims = (shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q, shape.seq_kv, shape.head_dim);
+    let want = attention_ref(&qf, &kf, &vf, &doutf, dims, true, true);
+    for short in [false, true] {
+        let mut scratch = zeros::<f32>(&context, len - short as usize);
+        // Eager (loads the modules, which a capture may not): the sm_90 kernel on sm_90, here
+        // on the caller's scratch when it is long enough.
+        let (mut dq, mut dk, mut dv) = grads(&context);
+        attention::attention_backward_with_scratch(&stream, &q_, &k_, &v_, &out, &do_, &lse, &mut dq, &mut dk, &mut dv, &mut scratch, shape).unwrap();
+        let (mut gq, mut gk, mut gv) = grads(&context);
+        let graph = stream
+            .capture(|s| {
+                attention::attention_backward_with_scratch(s, &q_, &k_, &v_, &out, &do_, &lse, &mut gq, &mut gk, &mut gv, &mut scratch, shape).map_err(|e| {
+                    match e {
+                        KernelsError::Gpu(e) => e,
+                        other => panic!("{other}"),
+                    }
+                })
+            })
+            .unwrap();
+        let exec = graph.instantiate().unwrap();
+        // Twice: the second replay starts from the first one's scratch (dQ is zeroed inside).
+        for _ in 0..2 {
+            // SAFETY: every captured buffer lives until after the synchronisation below, used on `stream` only.
+            unsafe { exec.launch(&stream) }.unwrap();
+        }
+        stream.synchronize().unwrap();
+        let what = if short { "short scratch" } else { "sm_90 scratch" };
+        assert_close(&format!("graph dq, {what}"), &widen(&gq.to_vec().unwrap()), &want.dq, 2e-2);
+        assert_close(&format!("graph dk, {what}"), &widen(&gk.to_vec().unwrap()), &want.dk, 2e-2);
+        assert_close(&format!("graph dv, {what}"), &widen(&gv.to_vec().unwrap()), &want.dv, 2e-2);
+        if arch == 90 && !short {
+            for (name, got, eager) in [("dk", &gk, &dk), ("dv", &gv, &dv)] {
+                assert_eq!(got.to_vec().unwrap(), eager.to_vec().unwrap(), "{name}: the replay did not run the sm_90 kernel the eager call ran");
+            }
+            assert_close("graph dq vs eager", &widen(&gq.to_vec().unwrap()), &widen(&dq.to_vec().unwrap()), 1e-2);
+        }
     }
 }
 

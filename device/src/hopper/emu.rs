@@ -188,6 +188,22 @@ pub(crate) fn tma_store(map: *const u64, src: u32, coords: &[i32]) {
     });
 }
 
+/// `cp.reduce.async.bulk ... .add.f32` done at once: each f32 at `src..src + bytes` in shared
+/// memory added atomically to the f32 at the same offset from `dst`.
+pub(crate) fn bulk_reduce_add_f32(dst: *mut f32, src: u32, bytes: u32) {
+    assert!(
+        bytes.is_multiple_of(16) && src.is_multiple_of(16) && (dst as usize).is_multiple_of(16),
+        "cp.reduce.async.bulk: 16-byte aligned addresses and a multiple of 16 bytes"
+    );
+    for i in 0..bytes / 4 {
+        // SAFETY: `shared_pointer` checks bounds and alignment.
+        let value = unsafe { *emu::shared_pointer::<f32>(src + 4 * i) };
+        // SAFETY: the caller's contract: `dst` holds `bytes / 4` f32 that only atomic adds
+        // touch while the kernel runs.
+        unsafe { crate::atomic::Atomic::from_ptr(dst.add(i as usize)).add(value) };
+    }
+}
+
 /// Walks the box of the (emulated) tensor map at `map` whose first element is at `coords`,
 /// byte by byte in shared-memory order: calls `visit(global, offset)` with the byte's address
 /// in the array (`None` outside it) and its swizzled offset from the box's shared-memory start.

@@ -310,6 +310,35 @@ impl TensorMap {
     }
 }
 
+/// Adds `bytes / 4` consecutive f32 of shared memory at `src` to the f32 at `dst` in global
+/// memory, element by element, through the copy engine
+/// (`cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32`): one thread issues it, the
+/// adds are atomic per element (other adds to the same elements, from any block, may run at the
+/// same time), and it joins this thread's bulk group like a TMA store ([`store_commit`],
+/// [`store_wait_read`] before `src` is rewritten, [`store_wait`] before the block exits).
+///
+/// # Safety
+/// `dst` is 16-byte aligned global memory holding `bytes / 4` f32 that only atomic adds touch
+/// while the kernel runs; `src` is 16-byte aligned, inside this block's shared memory, and
+/// holds the values, written before a [`fence_proxy_async_shared`] by each writing thread and
+/// a barrier with this thread, unchanged until [`store_wait_read`] returns; `bytes` is a
+/// positive multiple of 16.
+///
+/// On the CPU executor the adds happen at once (the executor's atomics).
+#[inline(always)]
+pub unsafe fn bulk_reduce_add_f32(dst: *mut f32, src: u32, bytes: u32) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::hopper_emu::bulk_reduce_add_f32(dst, src, bytes);
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: the caller's contract.
+    unsafe {
+        core::arch::asm!(
+            "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [{d}], [{s}], {n};",
+            d = in(reg64) dst, s = in(reg32) src, n = in(reg32) bytes, options(nostack)
+        )
+    };
+}
+
 /// Closes the group of bulk stores issued so far by this thread (`cp.async.bulk.commit_group`).
 /// Nothing to do on the CPU executor (its stores are done when issued).
 #[inline(always)]

@@ -44,7 +44,7 @@ const fn words<T>() -> usize {
 /// The 8 values of `x` at `at .. at + 8` as `f32` (zeros past the end): 16-byte loads when
 /// the chunk is 16-byte aligned, element loads otherwise.
 #[inline(always)]
-fn load8<T: Float>(x: &[T], at: usize, hint: Load) -> [f32; CHUNK] {
+pub(crate) fn load8<T: Float>(x: &[T], at: usize, hint: Load) -> [f32; CHUNK] {
     let mut v = [0.0f32; CHUNK];
     let Some(chunk) = x.get(at..at + CHUNK) else {
         unroll::<CHUNK>(|u| v[u] = x.get(at + u).map_or(0.0, |e| e.to_f32()));
@@ -157,7 +157,7 @@ fn narrow8<T: Float>(values: &mut [T], v: [f32; CHUNK]) {
 /// Stores `v` (rounded to `T`) into this thread's chunk `i` of `out`: 16-byte stores when it
 /// is aligned. Nothing past the last whole chunk.
 #[inline(always)]
-fn store8<T: Float>(out: &mut DisjointChunks<T, CHUNK>, i: ThreadIndex, v: [f32; CHUNK]) {
+pub(crate) fn store8<T: Float>(out: &mut DisjointChunks<T, CHUNK>, i: ThreadIndex, v: [f32; CHUNK]) {
     let Some(chunk) = out.get_mut(i) else { return };
     let mut raw = [Vec16::default(); 2];
     {

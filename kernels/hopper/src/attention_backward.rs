@@ -3,35 +3,40 @@
 //! `delta = rowsum(dO ∘ O)`, for Q, K, V, dO in bf16 or f16, `[B, H, S, D]` or `[B, S, H, D]`,
 //! D 64 or 128, grouped-query heads, any lengths, causal or not.
 //!
-//! Per block (384 threads; grid `(⌈seq_kv / 128⌉, batch · heads_kv)`):
+//! Per block (384 threads; grid `(`[`blocks_x`]`, batch · heads_kv)`: causal blocks take two key blocks, `x` and `⌈seq_kv / 128⌉ - 1 - x`, one after the other, except `_late`):
 //! - warpgroup 0 (producer, `setmaxnreg.dec 24`): one thread loads the block's K and V rows
 //!   once, then for every 64-query tile of every query head of the group (causal: from the tile
-//!   of the block's first key on) the Q and dO tiles (4-D maps, box `[64, 64, 1, 1]`, 128-byte
-//!   swizzle) and the tile's `lse·log2 e` and `delta` rows (1-D f32 maps) through TMA into a
-//!   [`STAGES`]-deep ring;
+//!   of the block's first key on; otherwise starting at tile `k0 / 64` and wrapping around, so
+//!   the blocks of a head running together work on different tiles) the Q and dO tiles (4-D
+//!   maps, box `[64, 64, 1, 1]`, 128-byte swizzle) and the tile's `lse·log2 e` and `delta` rows
+//!   (1-D f32 maps) through TMA into a [`STAGES`]-deep ring; its second warp adds the
+//!   consumers' `dQ` tiles to the accumulator in global memory, one bulk reduction
+//!   (`cp.reduce.async.bulk ... .add.f32`) per consumer per step;
 //! - warpgroups 1 and 2 (consumers) each own 64 of the keys and keep `dK`, `dV` (64 x D, f32)
 //!   in registers. Per query tile, with `wgmma`:
-//!   `Sᵀ = K Qᵀ` and `dPᵀ = V dOᵀ` (A and B from shared memory, K-major, m64n64),
+//!   `Sᵀ = K Qᵀ` and `dPᵀ = V dOᵀ` (A and B from shared memory, K-major, m64n64);
 //!   `Pᵀ = 2^(Sᵀ·scale·log2 e − lse·log2 e)` (causal and length masks on the tiles that need
-//!   them), `dSᵀ = Pᵀ ∘ (dPᵀ − delta)`;
-//!   `dSᵀ` stored to shared memory (N-major, 128-byte swizzle, two buffers per consumer), a
-//!   barrier of both consumers, then
-//!   `dQᵀ = Kᵀ dSᵀ` over the block's 128 keys (both operands MN-major from shared memory; at
-//!   D = 128 consumer c takes head columns `64c..` as an m64n64 tile, at D = 64 queries `32c..`
-//!   as an m64n32 tile), added to an f32 buffer in global memory with `red.global.add.v2.f32`
-//!   (so dQ's rounding order, and its last bits, may differ from call to call), while
-//!   `dV += Pᵀ dO` and `dK += dSᵀ Q` run (A from registers, the accumulator fragments rounded
-//!   to the element type; B N-major: dO and Q as they sit in shared memory).
-//! - Two small kernels of `ferrocuda-kernels-device` run around it: before, the padded
-//!   `lse·log2 e` (+inf past the sequence) and `delta` rows `[B·Hq, seq_pad]`; after,
-//!   `dQ = scale · dQacc` converted to the element type in the caller's layout.
+//!   them), then `dV += Pᵀ dO` issued at once (A from registers: P's accumulator fragments
+//!   rounded to the element type; B N-major, dO as it sits in shared memory);
+//!   `dSᵀ = Pᵀ ∘ (dPᵀ − delta)`, stored to shared memory with `stmatrix` (N-major, 128-byte
+//!   swizzle, two buffers per consumer), then `dK += dSᵀ Q` issued from registers;
+//!   a barrier of both consumers, then `dQᵀ = Kᵀ dSᵀ` over the block's 128 keys (both operands
+//!   MN-major from shared memory; at D = 128 consumer c takes head columns `64c..` as an m64n64
+//!   tile, at D = 64 queries `32c..` as an m64n32 tile), written to the consumer's f32 tile in
+//!   shared memory for the adding warp (so dQ's rounding order, and its last bits, may differ
+//!   from call to call).
+//! - Around it: before, a kernel of `ferrocuda-kernels-device` writes the padded `lse·log2 e`
+//!   (+inf past the sequence) and `delta` rows `[B·Hq, seq_pad]`, and
+//!   `attention_backward_store_maps` the tensor maps; after, one converts
+//!   `dQ = scale · dQacc` to the element type in the caller's layout.
 //!
-//! Instances (`attention_backward_d{64,128}[_causal]_{bf16,f16}`): the default schedule above;
-//! `_wg`, where each consumer adds the dQ of its own 64 keys (no barrier between the consumers,
-//! twice the atomic adds: 0.65-0.85x the default on an H200); `_ov`, where a step's dV/dK group
-//! runs on while the next step's scores are issued (D 64: within 3% of the default; D 128:
-//! slower, ptxas serialises its `wgmma`s for want of registers, C7512). Figures:
-//! `bench/results/s10-attn-bwd-run2-h200/`.
+//! Instances (`attention_backward_d{64,128}[_causal]_{bf16,f16}`): the schedule above (with the
+//! causal mask, two key blocks per block); `_red`, where each consumer adds its `dQ` tile itself
+//! with `red.global.add.v4.f32` (no adding warp; the one `ferrocuda-kernels` picks at D 64);
+//! `_late` (bulk `dQ`, but dV and dK issued after the exchange barrier, no staggering and one
+//! key block per block: session 10's order; picked at D 128 with the causal mask). Session 10's
+//! `_wg` (each consumer's own dQ, twice the atomics: 0.65-0.85x) and `_ov` (C7512 at D 128) are
+//! gone. Figures: `BENCHMARKS.md`, `bench/results/s11-bwd-*`.
 //!
 //! Requirements (the kernels' contract; `ferrocuda_kernels::attention::attention_backward` checks
 //! them, builds the maps and the scratch buffers): the maps describe live `[B, H, S, D]` arrays
@@ -39,8 +44,8 @@
 //! `[64, 64, 1, 1]` (`[64, 1, 64, 1]` for `bshd`), 128-byte swizzle, and the `lse2` and
 //! `delta` rows, `B·Hq·seq_pad` f32 each (`seq_pad = ⌈seq_q / 64⌉ · 64`, fewer than 2^31), as
 //! 1-D maps with box [`STATS_BOX`], no swizzle; `dq_acc` holds `B·Hq·D·seq_pad` f32 (zeroed,
-//! layout `[B·Hq, D, seq_pad]`); `dk`, `dv` `B·Hkv·seq_kv·D` elements in the maps' layout,
-//! 4-byte aligned; `heads_q` a multiple of `heads_kv`.
+//! 16-byte aligned, tiled as [`dq_acc_index`] says); `dk`, `dv` `B·Hkv·seq_kv·D` elements in
+//! the maps' layout, 4-byte aligned; `heads_q` a multiple of `heads_kv`.
 
 /// Keys per block (two consumer warpgroups of 64).
 pub const BN: u32 = 128;
@@ -65,10 +70,32 @@ pub const fn panel_bytes(head_dim: u32) -> u32 {
 }
 
 /// Dynamic shared memory per block: K and V (two panels each), the ring of Q and dO panels,
-/// `dSᵀ` (two buffers per consumer), the ring's `lse2`/`delta` rows, the barriers, 1 KiB to
-/// align.
+/// `dSᵀ` (two buffers per consumer), each consumer's `dQ` tile (f32, [`dq_tile_bytes`]), the
+/// ring's `lse2`/`delta` rows, the barriers, 1 KiB to align (226.6 KiB at D = 128, under the
+/// 227 KiB a block may have on sm_90).
 pub const fn shared_bytes(head_dim: u32) -> u32 {
-    (4 + 2 * STAGES) * panel_bytes(head_dim) + 4 * SLAB + STATS_BYTES * STAGES + 8 + 16 * STAGES + 1024
+    (4 + 2 * STAGES) * panel_bytes(head_dim) + 4 * SLAB + 2 * dq_tile_bytes(head_dim) + STATS_BYTES * STAGES + 16 + 16 * STAGES + 1024
+}
+
+/// Bytes of one consumer's share of a step's `dQ` (f32): 64 queries x `head_dim` / 2.
+pub const fn dq_tile_bytes(head_dim: u32) -> u32 {
+    BQ * head_dim / 2 * 4
+}
+
+/// Where element (query `q`, head column `d`) of query tile `tile` of query head row `bhq`
+/// (`b · heads_q + h`) sits in the `dq_acc` accumulator (`tiles = ⌈seq_q / 64⌉` per head), in
+/// f32 elements: each tile is `64 · head_dim` f32 in the `wgmma` accumulator order of the two
+/// consumers (consumer `c`'s `64 · head_dim / 2`, then thread `t`'s registers `4j..4j + 4` at
+/// `(j · 128 + t) · 4`), so that a consumer writes its share with 16-byte stores and the copy
+/// engine adds it to global memory as one contiguous block. At D = 128 consumer `c` holds head
+/// columns `64c..` (an m64n64 `dQᵀ` tile), at D = 64 queries `32c..` (m64n32).
+pub const fn dq_acc_index(head_dim: u32, tiles: u32, bhq: u32, tile: u32, q: u32, d: u32) -> usize {
+    // The accumulator's (row, column): row = head column, column = query.
+    let (consumer, row, col) = if head_dim == 128 { (d / 64, d % 64, q) } else { (q / 32, d, q % 32) };
+    let thread = 32 * (row / 16) + 4 * (row % 8) + (col % 8) / 2;
+    let register = 4 * (col / 8) + 2 * ((row % 16) / 8) + col % 2;
+    let tile_base = (bhq as usize * tiles as usize + tile as usize) * (BQ * head_dim) as usize;
+    tile_base + (consumer * BQ * head_dim / 2) as usize + ((register / 4 * 128 + thread) * 4 + register % 4) as usize
 }
 
 /// Bytes of one step's `lse2` and `delta` rows in the ring (64 f32 each).
@@ -79,18 +106,66 @@ pub const fn padded_seq(seq_q: u32) -> u32 {
     seq_q.div_ceil(BQ) * BQ
 }
 
+/// Blocks along the grid's `x` for `seq_kv` keys: one per 128 keys, or one per pair of key
+/// blocks (`x` and `⌈seq_kv / 128⌉ - 1 - x`) for the causal instances that pair them (every
+/// causal one but `_late`).
+pub const fn blocks_x(seq_kv: u32, paired: bool) -> u32 {
+    let blocks = seq_kv.div_ceil(BN);
+    if paired { blocks.div_ceil(2) } else { blocks }
+}
+
+/// One key block's walk over the query tiles.
+#[derive(Clone, Copy)]
+struct Walk {
+    /// The block's first key.
+    k0: u32,
+    /// The first query tile (causal: queries before the block's first key see none of its keys).
+    first_tile: u32,
+    /// Query tiles per head, at least 1 (no division by zero: `steps` is 0 when there are none).
+    per_head: u32,
+    /// Steps: tiles times the heads of the group.
+    steps: u32,
+    /// Without the mask every block walks all of a head's tiles: they start at different ones
+    /// (with the mask the blocks' first tiles differ already).
+    rotate: u32,
+}
+
+impl Walk {
+    #[inline(always)]
+    fn new<const CAUSAL: bool, const STAGGER: bool>(block: u32, tiles: u32, group: u32) -> Walk {
+        let k0 = block * BN;
+        let first_tile = if CAUSAL { k0 / BQ } else { 0 };
+        let per_head = tiles - first_tile.min(tiles);
+        let steps = per_head * group;
+        let per_head = per_head.max(1);
+        let rotate = if STAGGER && !CAUSAL { (k0 / BQ) % per_head } else { 0 };
+        Walk { k0, first_tile, per_head, steps, rotate }
+    }
+
+    /// Step `n`: query head `first_head + n / per_head`, query tile `first_tile + (n % per_head
+    /// + rotate) % per_head` (its first query returned).
+    #[inline(always)]
+    fn at(self, n: u32, first_head: u32) -> (u32, u32) {
+        let i = n % self.per_head + self.rotate;
+        (first_head + n / self.per_head, (self.first_tile + if i >= self.per_head { i - self.per_head } else { i }) * BQ)
+    }
+}
+
 pub use body::backward_body;
 
 mod body {
     use super::*;
     use ferrocuda_device::half::{F16x2, pack_bf16x2};
+    use ferrocuda_device::ldmatrix;
     use ferrocuda_device::math::FastMath;
     use ferrocuda_device::mbarrier::{MBarrier, fence_init};
     use ferrocuda_device::named_barrier::NamedBarrier;
     use ferrocuda_device::pipeline::Ring;
+    use ferrocuda_device::shared_vector::{SharedX2, SharedX4};
     use ferrocuda_device::sync::sync_threads;
+    use ferrocuda_device::sync::sync_warp;
     use ferrocuda_device::thread::{block_idx_x, block_idx_y, thread_idx_x};
-    use ferrocuda_device::tma::{TensorMap, dynamic_shared_address, fence_proxy_async_shared};
+    use ferrocuda_device::tma::{TensorMap, bulk_reduce_add_f32, dynamic_shared_address, fence_proxy_async_shared, store_commit, store_wait, store_wait_read};
     use ferrocuda_device::unroll::unroll;
     use ferrocuda_device::warpgroup;
     use ferrocuda_device::wgmma::{self, Descriptor, fence_accumulators_32, fence_accumulators_64};
@@ -128,6 +203,22 @@ mod body {
         // SAFETY: `[[[u32; 4]; 4]; 2]` and `[f32; 32]` have the same size and alignment, and
         // every bit pattern is valid for both.
         fence_accumulators_32(unsafe { &mut *(f as *mut [Fragments; 2] as *mut [f32; 32]) });
+    }
+
+    /// The descriptor of the operand `offset` bytes (a multiple of 16) after `desc`'s: the
+    /// start address field (bits 0..14, address / 16) grows by `offset / 16` (shared-window
+    /// addresses stay under 256 KiB, so nothing carries into the next field).
+    #[inline(always)]
+    fn at(desc: u64, offset: u32) -> u64 {
+        desc + (offset >> 4) as u64
+    }
+
+    /// As [`fence_fragments`] for one product's fragments.
+    #[inline(always)]
+    fn fence_fragment(f: &mut Fragments) {
+        // SAFETY: `[[u32; 4]; 4]` and `[f32; 16]` have the same size and alignment, and every
+        // bit pattern is valid for both.
+        wgmma::fence_accumulators_16(unsafe { &mut *(f as *mut Fragments as *mut [f32; 16]) });
     }
 
     /// `D (+)= A·B` m64n64k16 in the element type, both operands K-major from shared memory.
@@ -186,45 +277,12 @@ mod body {
         unsafe { if F16 { wgmma::m64n32k16_f16_ss_mn_major(acc, a, b, accumulate) } else { wgmma::m64n32k16_bf16_ss_mn_major(acc, a, b, accumulate) } }
     }
 
-    /// Issues and commits `dQᵀ` rows (head columns) `64 m ..` of consumer `consumer`'s 64 keys:
-    /// `Kᵀ` from its K panel, `dSᵀ` from its buffer of step `n`.
-    ///
-    /// # Safety
-    /// As for `wgmma::m64n64k16_bf16_ss_mn_major`, after a `wgmma::fence`.
-    #[inline(always)]
-    unsafe fn issue_own_dq<const D: u32, const F16: bool>(dq: &mut [f32; 32], layout: Layout, consumer: u32, n: u32, m: u32) {
-        unroll::<4>(|t| {
-            let t = t as u32;
-            let a = Descriptor::n_major_128b(layout.k(consumer) + m * SLAB + 2048 * t, SLAB).0;
-            let b = Descriptor::n_major_128b(layout.ds(consumer, n % 2) + 2048 * t, SLAB).0;
-            // SAFETY: the caller's contract.
-            unsafe { ss_mn::<F16>(dq, a, b, t > 0) };
-        });
-        // SAFETY: the caller's contract.
-        unsafe { wgmma::commit() };
-    }
-
-    /// Adds an m64n64 `dQᵀ` tile (this thread's rows `d0`, `d0 + 8`, query columns `q0 + 8 i +
-    /// c0`, `+ 1`) to `dq_acc` (`[B·Hq, D, seq_pad]`, head `bhq`).
-    #[inline(always)]
-    fn add_dq_tile<const D: u32>(dq_acc: *mut f32, dq: &[f32; 32], bhq: usize, d0: u32, c0: u32, seq_pad: u32, q0: u32) {
-        unroll::<8>(|i| {
-            unroll::<2>(|half| {
-                let d = (d0 + 8 * half as u32) as usize;
-                let at = (bhq * D as usize + d) * seq_pad as usize + q0 as usize + 8 * i + c0 as usize;
-                // SAFETY: d < D, q0 + 8 i + c0 + 1 < seq_pad: inside dq_acc (the kernel's
-                // contract), 8-byte aligned (`at` even); only atomic adds touch it during the
-                // launch.
-                unsafe { add_pair(dq_acc.add(at), dq[4 * i + 2 * half], dq[4 * i + 2 * half + 1]) };
-            })
-        });
-    }
-
     /// Where the tiles and barriers of a block live in shared memory.
     #[derive(Clone, Copy)]
     struct Layout {
         base: u32,
         panel: u32,
+        dq_bytes: u32,
     }
 
     impl Layout {
@@ -250,20 +308,32 @@ mod body {
         fn ds(self, consumer: u32, buffer: u32) -> u32 {
             self.base + self.panel * (4 + 2 * STAGES) + SLAB * (2 * consumer + buffer)
         }
+        /// Consumer `consumer`'s `dQ` tile (f32, accumulator order: [`dq_acc_index`]).
+        #[inline(always)]
+        fn dq(self, consumer: u32) -> u32 {
+            self.base + self.panel * (4 + 2 * STAGES) + 4 * SLAB + self.dq_bytes * consumer
+        }
         /// Slot `slot`'s `lse2` row (64 f32), then its `delta` row.
         #[inline(always)]
         fn stats(self, slot: u32) -> u32 {
-            self.base + self.panel * (4 + 2 * STAGES) + 4 * SLAB + STATS_BYTES * slot
+            self.base + self.panel * (4 + 2 * STAGES) + 4 * SLAB + 2 * self.dq_bytes + STATS_BYTES * slot
         }
         #[inline(always)]
         fn barriers(self) -> u32 {
-            self.base + self.panel * (4 + 2 * STAGES) + 4 * SLAB + STATS_BYTES * STAGES
+            self.base + self.panel * (4 + 2 * STAGES) + 4 * SLAB + 2 * self.dq_bytes + STATS_BYTES * STAGES
         }
         #[inline(always)]
         fn kv_full(self) -> MBarrier {
             // SAFETY: the first 8 bytes after the tiles, inside the requested shared memory
             // ([`shared_bytes`]), used only as this barrier.
             unsafe { MBarrier::at(self.barriers()) }
+        }
+        /// After `kv_full` and the ring: the consumers are done with a unit's K and V.
+        #[inline(always)]
+        fn kv_empty(self) -> MBarrier {
+            // SAFETY: the 8 bytes after the ring's barriers, inside the requested shared memory
+            // ([`shared_bytes`]), used only as this barrier.
+            unsafe { MBarrier::at(self.barriers() + 8 + 16 * STAGES) }
         }
         #[inline(always)]
         fn ring(self) -> Ring<STAGES> {
@@ -306,33 +376,44 @@ mod body {
         }
     }
 
-    /// `red.global.add.v2.f32`: adds `(x, y)` to the two f32 at `p` (8-byte aligned).
+    /// `red.global.add.v4.f32`: adds `v` to the four f32 at `p` (16-byte aligned).
     ///
     /// # Safety
-    /// `p` points to two f32 of global memory that only atomic adds touch while the kernel runs.
+    /// `p` points to four f32 of global memory that only atomic adds touch while the kernel runs.
     #[inline(always)]
-    unsafe fn add_pair(p: *mut f32, x: f32, y: f32) {
+    unsafe fn add_quad(p: *mut f32, v: [f32; 4]) {
         #[cfg(target_arch = "nvptx64")]
         // SAFETY: the caller's contract.
         unsafe {
-            core::arch::asm!("red.global.add.v2.f32 [{p}], {{{x}, {y}}};", p = in(reg64) p, x = in(reg32) x, y = in(reg32) y, options(nostack))
+            core::arch::asm!(
+                "red.global.add.v4.f32 [{p}], {{{a}, {b}, {c}, {d}}};",
+                p = in(reg64) p, a = in(reg32) v[0], b = in(reg32) v[1], c = in(reg32) v[2], d = in(reg32) v[3], options(nostack)
+            )
         };
         #[cfg(not(target_arch = "nvptx64"))]
-        // SAFETY: the caller's contract (the executor's atomics on the two words).
+        // SAFETY: the caller's contract (the executor's atomics on the four words).
         unsafe {
-            ferrocuda_device::atomic::Atomic::from_ptr(p).add(x);
-            ferrocuda_device::atomic::Atomic::from_ptr(p.add(1)).add(y);
+            for (i, x) in v.into_iter().enumerate() {
+                ferrocuda_device::atomic::Atomic::from_ptr(p.add(i)).add(x);
+            }
         }
     }
 
-    /// The kernel body (see the module docs).
+    /// The kernel body (see the module docs). `BULK_DQ`: the consumers hand their `dQ` tiles to
+    /// the producer warpgroup's second warp through shared memory, which adds them to `dq_acc`
+    /// with the copy engine (`cp.reduce.async.bulk`); otherwise each consumer adds its tile
+    /// with `red.global.add.v4.f32`. `EARLY_DV`: `dV += Pᵀ dO` is issued as soon as `P` is
+    /// known, before `dPᵀ` is waited for, so the tensor cores run it while `dSᵀ` is computed,
+    /// stored and exchanged. `STAGGER`: without the causal mask, the block of keys `k0..`
+    /// starts its walk over a head's query tiles at tile `2 k0 / 128` (wrapping around), so
+    /// that the blocks of one head running together add to different `dQ` tiles.
     ///
     /// # Safety
     /// The module's requirements; 384 threads, [`shared_bytes`]`(D)` of dynamic shared memory,
-    /// grid `(⌈seq_kv / 128⌉, batch·heads_kv)`; run as every thread of the grid.
+    /// grid `(blocks_x(seq_kv, CAUSAL && STAGGER), batch·heads_kv)`; run as every thread of the grid.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    pub unsafe fn backward_body<const D: u32, const CAUSAL: bool, const F16: bool, const SHARED_DQ: bool, const OVERLAP: bool>(
+    pub unsafe fn backward_body<const D: u32, const CAUSAL: bool, const F16: bool, const BULK_DQ: bool, const EARLY_DV: bool, const STAGGER: bool>(
         maps: [*const TensorMap; 6],
         dq_acc: *mut f32,
         dk: *mut u32,
@@ -342,24 +423,37 @@ mod body {
         let [q_map, k_map, v_map, do_map, lse_map, delta_map] = maps;
         let tid = thread_idx_x();
         let panel = panel_bytes(D);
-        let layout = Layout { base: (dynamic_shared_address() + 1023) & !1023, panel };
+        let layout = Layout { base: (dynamic_shared_address() + 1023) & !1023, panel, dq_bytes: dq_tile_bytes(D) };
         if tid == 0 {
             layout.kv_full().init(1);
+            // One arrival per consumer warp.
+            layout.kv_empty().init(8);
             // One release per consumer warp.
             layout.ring().init(8);
             fence_init();
         }
         sync_threads();
-        let k0 = block_idx_x() * BN;
-        let (b, hk) = (block_idx_y() / problem.heads_kv, block_idx_y() % problem.heads_kv);
-        let group = problem.heads_q / problem.heads_kv;
+        // Divisors kept nonzero (`max(1)`) so that no panic path is compiled: ptxas 13.0
+        // crashes (SIGSEGV) on a call into core's panic functions from both sides of a
+        // `setmaxnreg` split (seen 2026-11-27 on this kernel's rotation below).
+        let heads_kv = problem.heads_kv.max(1);
+        let (b, hk) = (block_idx_y() / heads_kv, block_idx_y() % heads_kv);
+        let group = problem.heads_q / heads_kv;
         let seq_pad = padded_seq(problem.seq_q);
-        // Causal: queries before the block's first key see none of its keys.
-        let first_tile = if CAUSAL { k0 / BQ } else { 0 };
-        let per_head = padded_seq(problem.seq_q) / BQ - first_tile.min(seq_pad / BQ);
-        let steps = per_head * group;
-        // Step n: query head `hk·group + n / per_head`, query tile `first_tile + n % per_head`.
-        let at_step = |n: u32| (hk * group + n / per_head, (first_tile + n % per_head) * BQ);
+        let tiles = seq_pad / BQ;
+        // This block's key blocks ("units", one after the other): with the causal mask and
+        // `STAGGER`, blocks `x` and `nkb - 1 - x` (the longest walk with the shortest, so every
+        // block does about the same work: [`blocks_x`]), else block `x`.
+        let (x, nkb) = (block_idx_x(), problem.seq_kv.div_ceil(BN).max(1));
+        let paired = CAUSAL && STAGGER;
+        let units = if paired && nkb - 1 - x > x { 2 } else { 1 };
+        let walk = |u: u32| Walk::new::<CAUSAL, STAGGER>(if u == 0 { x } else { nkb - 1 - x }, tiles, group);
+        let total_steps = walk(0).steps + if units == 2 { walk(1).steps } else { 0 };
+        // A consumer's `dQ` tile is full (the consumer's 128 threads arrive, the adding warp
+        // waits) and empty again (the adding warp arrives, the consumer waits before it writes
+        // the next one).
+        let dq_full = |c: u32| NamedBarrier::new(6 + c, 160);
+        let dq_empty = |c: u32| NamedBarrier::new(8 + c, 160);
         if tid / 128 == 0 {
             // SAFETY: the whole warpgroup executes it; the producer needs few registers.
             unsafe { warpgroup::dealloc_registers::<24>() };
@@ -372,27 +466,71 @@ mod body {
                     for map in maps {
                         TensorMap::acquire(map);
                     }
-                    layout.kv_full().arrive_expect_tx(4 * panel);
-                    for half in 0..2 {
-                        for c in 0..D / 64 {
-                            let at = problem.coords(64 * c, k0 + 64 * half, hk, b);
-                            TensorMap::load_4d(k_map, layout.k(half) + c * SLAB, layout.kv_full(), at);
-                            TensorMap::load_4d(v_map, layout.v(half) + c * SLAB, layout.kv_full(), at);
+                    let mut g = 0;
+                    for u in 0..units {
+                        let w = walk(u);
+                        if u > 0 {
+                            // Both consumers are done with the previous unit's K and V.
+                            layout.kv_empty().wait((u - 1) & 1);
+                        }
+                        layout.kv_full().arrive_expect_tx(4 * panel);
+                        for half in 0..2 {
+                            for c in 0..D / 64 {
+                                let at = problem.coords(64 * c, w.k0 + 64 * half, hk, b);
+                                TensorMap::load_4d(k_map, layout.k(half) + c * SLAB, layout.kv_full(), at);
+                                TensorMap::load_4d(v_map, layout.v(half) + c * SLAB, layout.kv_full(), at);
+                            }
+                        }
+                        for n in 0..w.steps {
+                            let (h, q0) = w.at(n, hk * group);
+                            let slot = Ring::<STAGES>::slot(g);
+                            let full = layout.ring().produce(g, 2 * panel + STATS_BYTES);
+                            let row = ((b * problem.heads_q + h) * seq_pad + q0) as i32;
+                            TensorMap::load_1d(lse_map, layout.stats(slot), full, row);
+                            TensorMap::load_1d(delta_map, layout.stats(slot) + BQ * 4, full, row);
+                            for c in 0..D / 64 {
+                                let at = problem.coords(64 * c, q0, h, b);
+                                TensorMap::load_4d(q_map, layout.q(slot) + c * SLAB, full, at);
+                                TensorMap::load_4d(do_map, layout.dout(slot) + c * SLAB, full, at);
+                            }
+                            g += 1;
                         }
                     }
-                    for n in 0..steps {
-                        let (h, q0) = at_step(n);
-                        let slot = Ring::<STAGES>::slot(n);
-                        let full = layout.ring().produce(n, 2 * panel + STATS_BYTES);
-                        let row = ((b * problem.heads_q + h) * seq_pad + q0) as i32;
-                        TensorMap::load_1d(lse_map, layout.stats(slot), full, row);
-                        TensorMap::load_1d(delta_map, layout.stats(slot) + BQ * 4, full, row);
-                        for c in 0..D / 64 {
-                            let at = problem.coords(64 * c, q0, h, b);
-                            TensorMap::load_4d(q_map, layout.q(slot) + c * SLAB, full, at);
-                            TensorMap::load_4d(do_map, layout.dout(slot) + c * SLAB, full, at);
+                }
+            } else if BULK_DQ && tid / 32 == 1 {
+                // The second warp adds the consumers' dQ tiles to dq_acc, one bulk reduction
+                // per consumer per step, issued by lane 0.
+                let lane = tid % 32;
+                let mut g = 0;
+                for u in 0..units {
+                    let w = walk(u);
+                    for n in 0..w.steps {
+                        let (h, q0) = w.at(n, hk * group);
+                        let bhq = b * problem.heads_q + h;
+                        for c in 0..2 {
+                            dq_full(c).sync();
+                            if lane == 0 {
+                                let at = dq_acc_index(D, tiles, bhq, q0 / BQ, 0, 0) + (c * BQ * D / 2) as usize;
+                                // SAFETY: `at` starts consumer c's share of tile (bhq, q0 / 64), 16-byte
+                                // aligned (a multiple of 4 f32 from dq_acc, which the contract aligns)
+                                // and inside dq_acc (`B·Hq·D·seq_pad` f32); only atomic adds touch
+                                // dq_acc during the launch. The consumer wrote its tile and fenced
+                                // before arriving on `dq_full(c)`, and writes it again only after
+                                // this warp arrives on `dq_empty(c)`, after the read has finished.
+                                unsafe { bulk_reduce_add_f32(dq_acc.add(at), layout.dq(c), layout.dq_bytes) };
+                                store_commit();
+                                store_wait_read::<0>();
+                            }
+                            sync_warp(u32::MAX);
+                            if g + 1 < total_steps {
+                                dq_empty(c).arrive();
+                            }
                         }
+                        g += 1;
                     }
+                }
+                if lane == 0 {
+                    store_wait::<0>();
                 }
             }
             return;
@@ -404,13 +542,12 @@ mod body {
         let warp = (tid % 128) / 32;
         // This thread's key rows in its consumer's 64 (the accumulator rows): `row0`, `row0 + 8`.
         let row0 = 16 * warp + lane / 4;
-        let key0 = k0 + 64 * consumer + row0;
         // This thread's query columns in a tile: `8 i + 2 (lane % 4) + j`.
         let col0 = 2 * (lane % 4);
         let scale_log2 = problem.scale * core::f32::consts::LOG2_E;
-        // The threads that read a consumer's `dSᵀ` (both consumers' 256 with `SHARED_DQ`, else
-        // its own 128) meet here between writing it and the `wgmma`s reading it.
-        let written = if SHARED_DQ { NamedBarrier::new(4, 256) } else { NamedBarrier::new(4 + consumer, 128) };
+        // The threads of both consumers (each reads the other's `dSᵀ`) meet here between
+        // writing it and the `wgmma`s reading it.
+        let written = NamedBarrier::new(4, 256);
         // Not `[0.0; 64]`: a repeat expression becomes a store loop that keeps the array in
         // local memory (docs/performance.md). SAFETY: all-zero bits are 0.0.
         let (mut dk_acc, mut dv_acc): ([f32; 64], [f32; 64]) = unsafe { (core::mem::zeroed(), core::mem::zeroed()) };
@@ -418,115 +555,168 @@ mod body {
         let (mut s, mut dp, mut dq): ([f32; 32], [f32; 32], [f32; 32]) = unsafe { (core::mem::zeroed(), core::mem::zeroed(), core::mem::zeroed()) };
         // SAFETY: as above. (dQᵀ's tile at D = 64: 64 x 32.)
         let mut dq_narrow: [f32; 16] = unsafe { core::mem::zeroed() };
-        // The A fragments of P and dS (with `OVERLAP` read by a dV/dK group that runs into the
-        // next step). SAFETY: as above.
+        // The A fragments of P and dS. SAFETY: as above.
         let mut frags: [Fragments; 2] = unsafe { core::mem::zeroed() };
-        let shared = ferrocuda_device::shared::dynamic_shared::<u32>();
-        let shared_f32 = ferrocuda_device::shared::dynamic_shared::<f32>();
-        let shared_base = shared.shared_address();
-        let (k_mine, v_mine) = (layout.k(consumer), layout.v(consumer));
-        layout.kv_full().wait(0);
-        // Every `unsafe` block below issues or waits for `wgmma`s: the consumer warpgroup's 128
-        // threads run this code together (the branch is on `tid / 128`, the loop bounds are the
-        // block's); the shared tiles a group reads stay untouched until the arrival on their
-        // `empty` barrier (after the wait for that group) or, for `dSᵀ`, until the next-but-one
-        // step (its two buffers alternate; the barrier `written` of the step between orders it);
-        // the registers of a group in flight are fenced before its issue and not touched until
-        // it has been waited for.
-        for n in 0..steps {
-            let (h, q0) = at_step(n);
-            let slot = Ring::<STAGES>::slot(n);
-            layout.ring().consume(n);
-            let (q_tile, do_tile) = (layout.q(slot), layout.dout(slot));
-            // SAFETY: see above.
-            unsafe {
-                wgmma::fence();
-                unroll::<8>(|step| {
-                    let step = step as u32;
-                    if step < D / 16 {
-                        let offset = (step / 4) * SLAB + 32 * (step % 4);
-                        ss::<F16>(&mut s, Descriptor::k_major_128b(k_mine + offset).0, Descriptor::k_major_128b(q_tile + offset).0, step == 0);
-                    }
-                });
-                wgmma::commit();
-                unroll::<8>(|step| {
-                    let step = step as u32;
-                    if step < D / 16 {
-                        let offset = (step / 4) * SLAB + 32 * (step % 4);
-                        ss::<F16>(&mut dp, Descriptor::k_major_128b(v_mine + offset).0, Descriptor::k_major_128b(do_tile + offset).0, step == 0);
-                    }
-                });
-                wgmma::commit();
-                // With `OVERLAP`, the previous step's dV/dK group (issued before these) too.
-                wgmma::wait::<1>();
+        // The `wgmma` descriptors, built once: a descriptor's low 14 bits are its address / 16,
+        // so the one of `address + offset` is `desc(address) + offset / 16` ([`at`]).
+        let k_mine = Descriptor::k_major_128b(layout.k(consumer)).0;
+        let v_mine = Descriptor::k_major_128b(layout.v(consumer)).0;
+        // Slot 0's Q and dO tiles, K-major (scores) and N-major (dV, dK); slot `j` is `2 j`
+        // panels further.
+        let q_k = Descriptor::k_major_128b(layout.q(0)).0;
+        let do_k = Descriptor::k_major_128b(layout.dout(0)).0;
+        let q_n = Descriptor::n_major_128b(layout.q(0), SLAB).0;
+        let do_n = Descriptor::n_major_128b(layout.dout(0), SLAB).0;
+        // dQᵀ's A (Kᵀ: head columns 64c.. at D = 128) and B (dSᵀ buffer 0 of consumer 0; at
+        // D = 64 queries 32c..).
+        let (m_dq, n_dq) = if D == 128 { (consumer, 0) } else { (0, 32 * consumer) };
+        let kt_n = Descriptor::n_major_128b(layout.k(0) + m_dq * SLAB, SLAB).0;
+        let ds_n = Descriptor::n_major_128b(layout.ds(0, 0) + 2 * n_dq, SLAB).0;
+        // This thread's `lse2` entries in slot 0's row (`delta`'s are 256 bytes further).
+        let stats_me = layout.stats(0) + 4 * col0;
+        // This thread's index in its consumer (the accumulator order of `dq_acc_index`), and
+        // where its first quad of the consumer's `dQ` tile goes (quad j: 2 KiB further).
+        let me = (tid % 128) as usize;
+        let dq_me = layout.dq(consumer) + 16 * me as u32;
+        let mut g = 0;
+        for u in 0..units {
+            let w = walk(u);
+            let k0 = w.k0;
+            let key0 = k0 + 64 * consumer + row0;
+            layout.kv_full().wait(u & 1);
+            if u > 0 {
+                // A new unit's accumulators. SAFETY: all-zero bits are 0.0.
+                (dk_acc, dv_acc) = unsafe { (core::mem::zeroed(), core::mem::zeroed()) };
             }
-            fence_accumulators_32(&mut s);
-            if OVERLAP && n > 0 {
-                fence_accumulators_64(&mut dv_acc);
-                fence_accumulators_64(&mut dk_acc);
-                fence_fragments(&mut frags);
-                if lane == 0 {
-                    // The previous step's Q and dO are read by nothing any more.
-                    layout.ring().release(n - 1);
+            // Every `unsafe` block below issues or waits for `wgmma`s: the consumer warpgroup's 128
+            // threads run this code together (the branch is on `tid / 128`, the loop bounds are the
+            // block's); the shared tiles a group reads stay untouched until the arrival on their
+            // `empty` barrier (after the wait for that group) or, for `dSᵀ`, until the next-but-one
+            // step (its two buffers alternate; the barrier `written` of the step between orders it);
+            // the registers of a group in flight are fenced before its issue and not touched until
+            // it has been waited for.
+            for n in 0..w.steps {
+                let (h, q0) = w.at(n, hk * group);
+                let slot = Ring::<STAGES>::slot(g);
+                layout.ring().consume(g);
+                // This slot's tiles: Q and dO `2 slot` panels after slot 0's.
+                let slot_off = 2 * panel * slot;
+                let (q_k, do_k, q_n, do_n) = (at(q_k, slot_off), at(do_k, slot_off), at(q_n, slot_off), at(do_n, slot_off));
+                // SAFETY: see above.
+                unsafe {
+                    wgmma::fence();
+                    unroll::<8>(|step| {
+                        let step = step as u32;
+                        if step < D / 16 {
+                            let offset = (step / 4) * SLAB + 32 * (step % 4);
+                            ss::<F16>(&mut s, at(k_mine, offset), at(q_k, offset), step == 0);
+                        }
+                    });
+                    wgmma::commit();
+                    unroll::<8>(|step| {
+                        let step = step as u32;
+                        if step < D / 16 {
+                            let offset = (step / 4) * SLAB + 32 * (step % 4);
+                            ss::<F16>(&mut dp, at(v_mine, offset), at(do_k, offset), step == 0);
+                        }
+                    });
+                    wgmma::commit();
+                    wgmma::wait::<1>();
                 }
-            }
-            // lse·log2 e and delta of this thread's 16 query columns (padded rows: +inf and 0).
-            let stats = ((layout.stats(slot) - shared_base) / 4) as usize;
-            let mut lse_cols = [0.0f32; 16];
-            let mut delta_cols = [0.0f32; 16];
-            unroll::<8>(|i| {
-                unroll::<2>(|j| {
-                    let at = stats + 8 * i + col0 as usize + j;
-                    // SAFETY: inside this slot's rows (8 i + col0 + j < 64), which the copy
-                    // engine has written (the slot's `full` phase waited for) and nobody writes
-                    // until this warp releases the slot.
+                fence_accumulators_32(&mut s);
+                // This thread's `lse2` (then `delta`) pairs in this slot's rows (padded rows: +inf
+                // and 0): columns `8 i + col0`, `+ 1` at `stats + 32 i`.
+                let stats = stats_me + STATS_BYTES * slot;
+                // SAFETY: 8-byte aligned (col0 even) pairs inside this slot's rows (8 i + col0 + 1 <
+                // 64), which the copy engine has written (the slot's `full` phase waited for) and
+                // nobody writes until this warp releases the slot.
+                let pair = |offset: u32| unsafe { <f32 as SharedX2>::load_x2(stats + offset) };
+                // Pᵀ, masked where a key is past the sequence or (causal) after the query (a
+                // branch the whole warp takes the same way: the other tiles skip the mask).
+                let mut p = s;
+                let edge = k0 + BN > problem.seq_kv || (CAUSAL && k0 + 64 * consumer + 63 > q0);
+                unroll::<8>(|i| {
+                    let lse = pair(32 * i as u32);
+                    unroll::<4>(|e| p[4 * i + e] = (s[4 * i + e] * scale_log2 - lse[e & 1]).fast_exp2());
+                });
+                if edge {
+                    unroll::<8>(|i| {
+                        unroll::<4>(|e| {
+                            let col = 8 * i as u32 + col0 + (e & 1) as u32;
+                            let key = key0 + 8 * (e >> 1) as u32;
+                            if key >= problem.seq_kv || (CAUSAL && key > q0 + col) {
+                                p[4 * i + e] = 0.0;
+                            }
+                        })
+                    });
+                }
+                if EARLY_DV {
+                    // dV += Pᵀ dO now: the tensor cores run it while dSᵀ is made and exchanged.
+                    frags[0] = fragments::<F16>(&p);
+                    fence_fragments(&mut frags);
+                    fence_accumulators_64(&mut dv_acc);
+                    // SAFETY: see above (P's fragments and dV are not touched until the wait for
+                    // this group, below).
                     unsafe {
-                        lse_cols[2 * i + j] = shared_f32.get_unchecked(at);
-                        delta_cols[2 * i + j] = shared_f32.get_unchecked(at + BQ as usize);
+                        wgmma::fence();
+                        unroll::<4>(|t| rs::<D, F16>(&mut dv_acc, frags[0][t], at(do_n, 2048 * t as u32)));
+                        wgmma::commit();
+                        // dPᵀ is done; dV may still run.
+                        wgmma::wait::<1>();
                     }
-                })
-            });
-
-            // Pᵀ, masked where a key is past the sequence or (causal) after the query.
-            let mut p = s;
-            let edge = k0 + BN > problem.seq_kv || (CAUSAL && k0 + 64 * consumer + 63 > q0);
-            unroll::<8>(|i| {
-                unroll::<4>(|e| {
-                    let col = 8 * i as u32 + col0 + (e as u32 & 1);
-                    let key = key0 + 8 * (e as u32 >> 1);
-                    let x = (s[4 * i + e] * scale_log2 - lse_cols[2 * i + (e & 1)]).fast_exp2();
-                    let hidden = edge && (key >= problem.seq_kv || (CAUSAL && key > q0 + col));
-                    p[4 * i + e] = if hidden { 0.0 } else { x };
-                })
-            });
-            // SAFETY: see above.
-            unsafe { wgmma::wait::<0>() };
-            fence_accumulators_32(&mut dp);
-            let mut ds = dp;
-            unroll::<8>(|i| unroll::<4>(|e| ds[4 * i + e] = p[4 * i + e] * (dp[4 * i + e] - delta_cols[2 * i + (e & 1)])));
-            frags = [fragments::<F16>(&p), fragments::<F16>(&ds)];
-            // dSᵀ to shared memory, N-major for `dQᵀ = Kᵀ dSᵀ`: row = key, 64 queries per row.
-            let ds_tile = layout.ds(consumer, n % 2);
-            unroll::<4>(|t| {
-                unroll::<4>(|r| {
-                    let (key, query) = (row0 + 8 * (r as u32 & 1), 16 * t as u32 + 8 * (r as u32 >> 1) + col0);
-                    let address = Descriptor::swizzled_128b_address(ds_tile, key, query);
-                    // SAFETY: inside this consumer's `dSᵀ` buffer (key < 64, query < 64: 8 KiB
-                    // from `ds_tile`, inside the requested shared memory), 4-byte aligned; no
-                    // `wgmma` reads this buffer now (see above), and each (key, query pair) has
-                    // one writer.
-                    unsafe { shared.set_unchecked(((address - shared_base) / 4) as usize, frags[1][t][r]) };
-                })
-            });
-            fence_proxy_async_shared();
-            written.sync();
-            fence_accumulators_64(&mut dv_acc);
-            fence_accumulators_64(&mut dk_acc);
-            fence_accumulators_32(&mut dq);
-            wgmma::fence_accumulators_16(&mut dq_narrow);
-            fence_fragments(&mut frags);
-            let bhq = (b * problem.heads_q + h) as usize;
-            if SHARED_DQ {
+                } else {
+                    // SAFETY: see above.
+                    unsafe { wgmma::wait::<0>() };
+                }
+                fence_accumulators_32(&mut dp);
+                let mut ds = dp;
+                unroll::<8>(|i| {
+                    // `delta` follows `lse2` in the slot.
+                    let delta = pair(BQ * 4 + 32 * i as u32);
+                    unroll::<4>(|e| ds[4 * i + e] = p[4 * i + e] * (dp[4 * i + e] - delta[e & 1]));
+                });
+                if EARLY_DV {
+                    frags[1] = fragments::<F16>(&ds);
+                } else {
+                    frags = [fragments::<F16>(&p), fragments::<F16>(&ds)];
+                }
+                // dSᵀ to shared memory, N-major for `dQᵀ = Kᵀ dSᵀ`: row = key, 64 queries per row,
+                // with `stmatrix` (the accumulator layout is that of its 8x8 matrices: register j
+                // of K step t holds keys `16 warp + 8 (j & 1) ..`, queries `16 t + 8 (j >> 1) ..`;
+                // lane l gives the address of row `l % 8` of matrix `l / 8`).
+                let ds_tile = layout.ds(consumer, g % 2);
+                let matrix = lane / 8;
+                let ds_key = 16 * warp + lane % 8 + 8 * (matrix & 1);
+                unroll::<4>(|t| {
+                    let address = Descriptor::swizzled_128b_address(ds_tile, ds_key, 16 * t as u32 + 8 * (matrix >> 1));
+                    // SAFETY: the whole warp runs it; each row address is a 16-byte chunk (8
+                    // queries) of this consumer's `dSᵀ` buffer (key < 64, query < 64: 8 KiB from
+                    // `ds_tile`, inside the requested shared memory), 16-byte aligned; no `wgmma`
+                    // reads this buffer now (see above), and each chunk has one writer.
+                    unsafe { ldmatrix::store_x4(address, frags[1][t]) };
+                });
+                fence_accumulators_64(&mut dk_acc);
+                if EARLY_DV {
+                    // dK += dSᵀ Q from registers now too (after `stmatrix` has read dS's fragments,
+                    // which nothing touches again until this group is waited for): the tensor
+                    // cores run dV and dK while the consumers exchange dSᵀ.
+                    // Not P's fragments: the dV group in flight reads them.
+                    fence_fragment(&mut frags[1]);
+                    // SAFETY: see above.
+                    unsafe {
+                        wgmma::fence();
+                        unroll::<4>(|t| rs::<D, F16>(&mut dk_acc, frags[1][t], at(q_n, 2048 * t as u32)));
+                        wgmma::commit();
+                    }
+                }
+                fence_proxy_async_shared();
+                written.sync();
+                fence_accumulators_32(&mut dq);
+                wgmma::fence_accumulators_16(&mut dq_narrow);
+                if !EARLY_DV {
+                    fence_fragments(&mut frags);
+                    fence_accumulators_64(&mut dv_acc);
+                }
                 // dQᵀ over all 128 keys, split between the consumers without a branch (a `wgmma`
                 // under a condition the compiler cannot prove uniform serialises them all, C7520):
                 // at D = 128 consumer c takes head columns 64c.. (an m64n64 tile), at D = 64 the
@@ -538,9 +728,8 @@ mod body {
                     // t / 4); dSᵀ: k the keys (consumer t / 4's buffer), n the queries.
                     unroll::<8>(|t| {
                         let t = t as u32;
-                        let (m, n0) = if D == 128 { (consumer, 0) } else { (0, 32 * consumer) };
-                        let a = Descriptor::n_major_128b(layout.k(t / 4) + m * SLAB + 2048 * (t % 4), SLAB).0;
-                        let b = Descriptor::n_major_128b(layout.ds(t / 4, n % 2) + 2048 * (t % 4) + 2 * n0, SLAB).0;
+                        let a = at(kt_n, panel * (t / 4) + 2048 * (t % 4));
+                        let b = at(ds_n, SLAB * (2 * (t / 4) + g % 2) + 2048 * (t % 4));
                         if D == 128 {
                             ss_mn::<F16>(&mut dq, a, b, t > 0);
                         } else {
@@ -548,119 +737,103 @@ mod body {
                         }
                     });
                     wgmma::commit();
-                    unroll::<4>(|t| {
-                        let t = t as u32;
-                        rs::<D, F16>(&mut dv_acc, frags[0][t as usize], Descriptor::n_major_128b(do_tile + 2048 * t, SLAB).0);
-                    });
-                    unroll::<4>(|t| {
-                        let t = t as u32;
-                        rs::<D, F16>(&mut dk_acc, frags[1][t as usize], Descriptor::n_major_128b(q_tile + 2048 * t, SLAB).0);
-                    });
-                    wgmma::commit();
-                    // The dQ group (the older one) is done; dV and dK may still run.
-                    wgmma::wait::<1>();
+                    if EARLY_DV {
+                        // dQ is the newest group; dV and dK (issued before it) are done too.
+                        wgmma::wait::<0>();
+                    } else {
+                        unroll::<4>(|t| rs::<D, F16>(&mut dv_acc, frags[0][t], at(do_n, 2048 * t as u32)));
+                        unroll::<4>(|t| rs::<D, F16>(&mut dk_acc, frags[1][t], at(q_n, 2048 * t as u32)));
+                        wgmma::commit();
+                        // The dQ group is done; dV and dK may still run.
+                        wgmma::wait::<1>();
+                    }
                 }
                 fence_accumulators_32(&mut dq);
                 wgmma::fence_accumulators_16(&mut dq_narrow);
-                // This thread's dQᵀ rows (head columns) and first query column.
-                let (d0, c0) = if D == 128 { (64 * consumer + row0, col0) } else { (row0, 32 * consumer + col0) };
-                unroll::<8>(|i| {
-                    unroll::<2>(|half| {
-                        if D == 128 || i < 4 {
-                            let d = (d0 + 8 * half as u32) as usize;
-                            let at = (bhq * D as usize + d) * seq_pad as usize + q0 as usize + 8 * i + c0 as usize;
-                            let (x, y) = if D == 128 {
-                                (dq[4 * i + 2 * half], dq[4 * i + 2 * half + 1])
-                            } else {
-                                (dq_narrow[4 * i + 2 * half], dq_narrow[4 * i + 2 * half + 1])
-                            };
-                            // SAFETY: d < D, q0 + 8 i + c0 + 1 < seq_pad: inside dq_acc (the kernel's
-                            // contract), 8-byte aligned (`at` even); only atomic adds touch it
-                            // during the launch.
-                            unsafe { add_pair(dq_acc.add(at), x, y) };
-                        }
-                    })
-                });
-            } else {
-                // dQᵀ of this consumer's 64 keys (its own `dSᵀ`), added to dq_acc beside the
-                // other consumer's: twice the atomic adds, no barrier between the consumers.
-                // SAFETY: see above.
-                unsafe {
-                    wgmma::fence();
-                    issue_own_dq::<D, F16>(&mut dq, layout, consumer, n, 0);
-                    unroll::<4>(|t| {
-                        let t = t as u32;
-                        rs::<D, F16>(&mut dv_acc, frags[0][t as usize], Descriptor::n_major_128b(do_tile + 2048 * t, SLAB).0);
-                    });
-                    unroll::<4>(|t| {
-                        let t = t as u32;
-                        rs::<D, F16>(&mut dk_acc, frags[1][t as usize], Descriptor::n_major_128b(q_tile + 2048 * t, SLAB).0);
-                    });
-                    wgmma::commit();
-                    wgmma::wait::<1>();
+                if EARLY_DV {
+                    fence_accumulators_64(&mut dv_acc);
+                    fence_accumulators_64(&mut dk_acc);
                 }
-                fence_accumulators_32(&mut dq);
-                add_dq_tile::<D>(dq_acc, &dq, bhq, row0, col0, seq_pad, q0);
-                if D == 128 {
-                    // SAFETY: see above (the fence: the atomics above read these accumulators).
-                    unsafe {
-                        wgmma::fence();
-                        issue_own_dq::<D, F16>(&mut dq, layout, consumer, n, 1);
-                        wgmma::wait::<0>();
+                // This thread's dQ registers 4j..4j + 4, in `dq_acc_index`'s order.
+                let quad = |j: usize| -> [f32; 4] {
+                    if D == 128 {
+                        [dq[4 * j], dq[4 * j + 1], dq[4 * j + 2], dq[4 * j + 3]]
+                    } else {
+                        [dq_narrow[4 * j], dq_narrow[4 * j + 1], dq_narrow[4 * j + 2], dq_narrow[4 * j + 3]]
                     }
-                    fence_accumulators_32(&mut dq);
-                    add_dq_tile::<D>(dq_acc, &dq, bhq, 64 + row0, col0, seq_pad, q0);
+                };
+                if BULK_DQ {
+                    if g > 0 {
+                        // The adding warp has read the previous step's tile.
+                        dq_empty(consumer).sync();
+                    }
+                    unroll::<8>(|j| {
+                        if j < D as usize / 16 {
+                            // SAFETY: 16-byte aligned (the tile starts on 1 KiB), inside this
+                            // consumer's tile (`(j·128 + t)·4 + 4 <= 64·D/2` f32), which nobody
+                            // reads until the arrival below; each thread writes its own quads.
+                            unsafe { <f32 as SharedX4>::store_x4(dq_me + 2048 * j as u32, quad(j)) };
+                        }
+                    });
+                    fence_proxy_async_shared();
+                    dq_full(consumer).arrive();
+                } else {
+                    let at = dq_acc_index(D, tiles, b * problem.heads_q + h, q0 / BQ, 0, 0) + (consumer * BQ * D / 2) as usize;
+                    unroll::<8>(|j| {
+                        if j < D as usize / 16 {
+                            // SAFETY: this consumer's share of the tile (`dq_acc_index`), inside
+                            // dq_acc, 16-byte aligned (a multiple of 4 f32 from its start, which the
+                            // contract aligns); only atomic adds touch it during the launch.
+                            unsafe { add_quad(dq_acc.add(at + 4 * (j * 128 + me)), quad(j)) };
+                        }
+                    });
                 }
-            }
-            if !OVERLAP {
                 // SAFETY: see above.
                 unsafe { wgmma::wait::<0>() };
                 fence_accumulators_64(&mut dv_acc);
                 fence_accumulators_64(&mut dk_acc);
                 if lane == 0 {
                     // Q and dO of this slot are read by nothing any more.
-                    layout.ring().release(n);
+                    layout.ring().release(g);
                 }
+                g += 1;
             }
-            // With `OVERLAP` the dV/dK group runs on while the next step's scores are issued.
-        }
-        if OVERLAP {
-            // SAFETY: see above.
-            unsafe { wgmma::wait::<0>() };
-            fence_accumulators_64(&mut dv_acc);
-            fence_accumulators_64(&mut dk_acc);
-        }
-        // Epilogue: this thread's two key rows of dK (times the scale) and dV.
-        unroll::<2>(|half| {
-            let key = key0 + 8 * half as u32;
-            if key < problem.seq_kv {
-                let at = problem.kv_at::<D>(b, hk, key);
-                unroll::<16>(|i| {
-                    if i < D as usize / 8 {
-                        let col = 8 * i + col0 as usize;
-                        let (e0, e1) = (4 * i + 2 * half, 4 * i + 2 * half + 1);
-                        // SAFETY: key < seq_kv and col + 1 < D: inside dK and dV (the kernel's
-                        // contract); this block owns keys k0.. of head (b, hk), this thread the
-                        // columns `col, col + 1` of its two rows.
-                        unsafe {
-                            *dk.add((at + col) / 2) = pack::<F16>(dk_acc[e0] * problem.scale, dk_acc[e1] * problem.scale);
-                            *dv.add((at + col) / 2) = pack::<F16>(dv_acc[e0], dv_acc[e1]);
+            if lane == 0 {
+                // This warp's reads of the unit's K and V (its wgmmas, all waited for) are done.
+                layout.kv_empty().arrive();
+            }
+            // Epilogue: this thread's two key rows of dK (times the scale) and dV.
+            unroll::<2>(|half| {
+                let key = key0 + 8 * half as u32;
+                if key < problem.seq_kv {
+                    let at = problem.kv_at::<D>(b, hk, key);
+                    unroll::<16>(|i| {
+                        if i < D as usize / 8 {
+                            let col = 8 * i + col0 as usize;
+                            let (e0, e1) = (4 * i + 2 * half, 4 * i + 2 * half + 1);
+                            // SAFETY: key < seq_kv and col + 1 < D: inside dK and dV (the kernel's
+                            // contract); this block owns keys k0.. of head (b, hk), this thread the
+                            // columns `col, col + 1` of its two rows.
+                            unsafe {
+                                *dk.add((at + col) / 2) = pack::<F16>(dk_acc[e0] * problem.scale, dk_acc[e1] * problem.scale);
+                                *dv.add((at + col) / 2) = pack::<F16>(dv_acc[e0], dv_acc[e1]);
+                            }
                         }
-                    }
-                });
-            }
-        });
+                    });
+                }
+            });
+        }
     }
 
     macro_rules! kernels {
-        ($($name:ident: $d:literal, $causal:literal, $f16:literal, $shared_dq:literal, $overlap:literal;)*) => {$(
+        ($($name:ident: $d:literal, $causal:literal, $f16:literal, $bulk:literal, $early:literal, $stagger:literal;)*) => {$(
             ferrocuda_device::launch_bounds!($name, 384, 1);
             /// Attention backward (see the module docs), head dimension, mask and element type
             /// in the name.
             ///
             /// # Safety
             /// The module's requirements; 384 threads, `shared_bytes(D)` of dynamic shared
-            /// memory, grid `(⌈seq_kv / 128⌉, batch·heads_kv)`.
+            /// memory, grid `(blocks_x(seq_kv, paired), batch·heads_kv)` (paired: causal, not `_late`).
             #[cfg(target_arch = "nvptx64")]
             #[unsafe(no_mangle)]
             #[allow(clippy::too_many_arguments)]
@@ -671,37 +844,76 @@ mod body {
             ) {
                 let problem = Problem { seq_q, seq_kv, heads_q, heads_kv, bshd, scale };
                 // SAFETY: the kernel's contract.
-                unsafe { backward_body::<$d, $causal, $f16, $shared_dq, $overlap>([q_map, k_map, v_map, do_map, lse_map, delta_map], dq_acc, dk, dv, problem) }
+                unsafe { backward_body::<$d, $causal, $f16, $bulk, $early, $stagger>([q_map, k_map, v_map, do_map, lse_map, delta_map], dq_acc, dk, dv, problem) }
             }
         )*};
     }
 
     kernels! {
-        attention_backward_d64_bf16: 64, false, false, true, false;
-        attention_backward_d64_bf16_ov: 64, false, false, true, true;
-        attention_backward_d64_bf16_wg: 64, false, false, false, false;
-        attention_backward_d64_causal_bf16: 64, true, false, true, false;
-        attention_backward_d64_causal_bf16_ov: 64, true, false, true, true;
-        attention_backward_d64_causal_bf16_wg: 64, true, false, false, false;
-        attention_backward_d128_bf16: 128, false, false, true, false;
-        attention_backward_d128_bf16_ov: 128, false, false, true, true;
-        attention_backward_d128_bf16_wg: 128, false, false, false, false;
-        attention_backward_d128_causal_bf16: 128, true, false, true, false;
-        attention_backward_d128_causal_bf16_ov: 128, true, false, true, true;
-        attention_backward_d128_causal_bf16_wg: 128, true, false, false, false;
-        attention_backward_d64_f16: 64, false, true, true, false;
-        attention_backward_d64_f16_ov: 64, false, true, true, true;
-        attention_backward_d64_f16_wg: 64, false, true, false, false;
-        attention_backward_d64_causal_f16: 64, true, true, true, false;
-        attention_backward_d64_causal_f16_ov: 64, true, true, true, true;
-        attention_backward_d64_causal_f16_wg: 64, true, true, false, false;
-        attention_backward_d128_f16: 128, false, true, true, false;
-        attention_backward_d128_f16_ov: 128, false, true, true, true;
-        attention_backward_d128_f16_wg: 128, false, true, false, false;
-        attention_backward_d128_causal_f16: 128, true, true, true, false;
-        attention_backward_d128_causal_f16_ov: 128, true, true, true, true;
-        attention_backward_d128_causal_f16_wg: 128, true, true, false, false;
+        attention_backward_d64_bf16: 64, false, false, true, true, true;
+        attention_backward_d64_bf16_red: 64, false, false, false, true, true;
+        attention_backward_d64_bf16_late: 64, false, false, true, false, false;
+        attention_backward_d64_causal_bf16: 64, true, false, true, true, true;
+        attention_backward_d64_causal_bf16_red: 64, true, false, false, true, true;
+        attention_backward_d64_causal_bf16_late: 64, true, false, true, false, false;
+        attention_backward_d128_bf16: 128, false, false, true, true, true;
+        attention_backward_d128_bf16_red: 128, false, false, false, true, true;
+        attention_backward_d128_bf16_late: 128, false, false, true, false, false;
+        attention_backward_d128_causal_bf16: 128, true, false, true, true, true;
+        attention_backward_d128_causal_bf16_red: 128, true, false, false, true, true;
+        attention_backward_d128_causal_bf16_late: 128, true, false, true, false, false;
+        attention_backward_d64_f16: 64, false, true, true, true, true;
+        attention_backward_d64_f16_red: 64, false, true, false, true, true;
+        attention_backward_d64_f16_late: 64, false, true, true, false, false;
+        attention_backward_d64_causal_f16: 64, true, true, true, true, true;
+        attention_backward_d64_causal_f16_red: 64, true, true, false, true, true;
+        attention_backward_d64_causal_f16_late: 64, true, true, true, false, false;
+        attention_backward_d128_f16: 128, false, true, true, true, true;
+        attention_backward_d128_f16_red: 128, false, true, false, true, true;
+        attention_backward_d128_f16_late: 128, false, true, true, false, false;
+        attention_backward_d128_causal_f16: 128, true, true, true, true, true;
+        attention_backward_d128_causal_f16_red: 128, true, true, false, true, true;
+        attention_backward_d128_causal_f16_late: 128, true, true, true, false, false;
     }
 }
 
 pub use body::Problem;
+
+/// `u64` words of the six tensor maps of one backward call (Q, K, V, dO, `lse2`, `delta`: 128
+/// bytes each).
+pub const MAP_WORDS: usize = 6 * 16;
+
+macro_rules! store_maps {
+    ($(#[$doc:meta])* $($w:ident),*) => {
+        $(#[$doc])*
+        #[cfg(target_arch = "nvptx64")]
+        #[unsafe(no_mangle)]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "ptx-kernel" fn attention_backward_store_maps(dst: *mut u64, $($w: u64),*) {
+            let words: [u64; MAP_WORDS] = [$($w),*];
+            let t = ferrocuda_device::thread::thread_idx_x() as usize;
+            ferrocuda_device::unroll::unroll::<3>(|i| {
+                let at = 32 * i + t;
+                if t < 32 {
+                    // SAFETY: at < MAP_WORDS: inside `dst` (the caller's contract); one writer
+                    // per word.
+                    unsafe { *dst.add(at) = words[at] };
+                }
+            });
+        }
+    };
+}
+store_maps!(
+    /// Writes the tensor maps of one backward call (kernel parameters, so a CUDA graph that
+    /// records this launch replays it with the same words) to `dst`, where the backward kernel
+    /// reads them: launched with one block of at least 32 threads, just before the backward on
+    /// the same stream (which makes the writes visible to it; the backward's `fence.proxy.tensormap`
+    /// acquire orders them for the copy engine). Host memory copied with `cuMemcpyHtoDAsync` would
+    /// do outside a graph, but a captured copy would read the host buffer again at every replay.
+    /// The [`MAP_WORDS`] words are [`MAP_WORDS`] scalar parameters after `dst` (rustc's PTX ABI
+    /// rejects an aggregate passed by value: an internal compiler error on 2026-05-19's nightly).
+    ///
+    /// # Safety
+    /// `dst` points to [`MAP_WORDS`] `u64` of global memory, 64-byte aligned, that nothing else
+    /// reads or writes while the kernel runs.
+    w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11, w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23, w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35, w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47, w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59, w60, w61, w62, w63, w64, w65, w66, w67, w68, w69, w70, w71, w72, w73, w74, w75, w76, w77, w78, w79, w80, w81, w82, w83, w84, w85, w86, w87, w88, w89, w90, w91, w92, w93, w94, w95);

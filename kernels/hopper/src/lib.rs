@@ -2,7 +2,7 @@
 //! [`attention`], the FlashAttention-3-class attention forward (TMA loads into mbarrier rings,
 //! `wgmma`, one producer and two consumer warpgroups, the online softmax in registers), and
 //! [`attention_backward`], the FlashAttention-3-style backward (a block per 128 keys, dK/dV in
-//! registers, dQ summed in f32 with atomic adds).
+//! registers, dQ summed in f32 by the copy engine's bulk reductions).
 //!
 //! The kernels are raw entry points over tensor maps (`*const TensorMap` parameters), so
 //! launching them is `unsafe`; call them through `ferrocuda_kernels::attention::attention_forward`
