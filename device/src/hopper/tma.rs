@@ -328,7 +328,7 @@ impl TensorMap {
 #[inline(always)]
 pub unsafe fn bulk_reduce_add_f32(dst: *mut f32, src: u32, bytes: u32) {
     #[cfg(not(target_arch = "nvptx64"))]
-    crate::hopper_emu::bulk_reduce_add_f32(dst, src, bytes);
+    crate::hopper::emu::bulk_reduce_add_f32(dst, src, bytes);
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: the caller's contract.
     unsafe {
