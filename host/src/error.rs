@@ -377,7 +377,7 @@ pub enum Error {
     /// `Stream::end_capture` failed: something illegal during a capture invalidated it.
     #[error(
         "{source}; the capture was invalidated by an operation that is not allowed while capturing (a synchronous copy or memset \
-         on the legacy stream, a synchronisation of the captured stream, work on the captured stream from another context){}",
+         on the legacy stream, a synchronisation of the captured stream, work on the captured stream from another context, a query or synchronisation of an event recorded in the capture){}",
         dropped_during_capture(dropped)
     )]
     CaptureFailed {
@@ -467,6 +467,39 @@ pub enum Error {
     WorkStillRunning {
         /// What did not wait.
         operation: &'static str,
+    },
+    /// A host query or wait of an [`Event`](crate::Event) whose last record was into a stream
+    /// capture, or a stream's wait for it after that capture ended (audit 2026-11-27e E5). Such
+    /// an event is a node of the capture's graph, not a point in a stream: the driver refuses
+    /// the query and *invalidates the capture* for it, and after the capture it answers
+    /// `CUDA_ERROR_INVALID_VALUE` to every use. Refused before the driver sees it.
+    #[error(
+        "{operation}: the event was last recorded into a stream capture (it is a node of the captured graph, not a point in a \
+         stream), so the host cannot query or wait for it (the driver would invalidate the capture for the query), and once \
+         the capture ended no stream can wait for it either. Record it outside the capture (before `begin_capture`, after \
+         `end_capture`, or on a stream that is not captured) to time or wait for work; inside the capture, other streams of \
+         the capture may wait for it (a fork or join)"
+    )]
+    EventRecordedInCapture {
+        /// What was refused.
+        operation: &'static str,
+    },
+    /// A call that may wait inside the driver (or a library) for all of the context's work
+    /// was refused because [`Stream::synchronize_timeout`](crate::Stream::synchronize_timeout)
+    /// reported work of the context that has not finished (audit 2026-11-27e E2): loading a
+    /// module (the first use of a kernel crate loads its embedded module), the first-use checks
+    /// of an explicitly loaded module's kernel, creating a cuBLAS / cuBLASLt handle or a cuFFT
+    /// plan. Such a call used to hang the calling thread for as long as the work runs, perhaps
+    /// for ever.
+    #[error(
+        "{operation}: refused, because `Stream::synchronize_timeout` reported work of this context as still running and \
+         this call may wait inside the driver for all of the context's work (which might never end). Do it before queuing \
+         work that may never end (load a kernel crate's module first, e.g. `Context::embedded_image(&KERNELS)`; make \
+         library handles and plans early), or call `Context::synchronize()` to wait for the work (it clears the timeout)"
+    )]
+    RefusedAfterTimeout {
+        /// What was refused (names the module, kernel or library).
+        operation: String,
     },
     /// Work (or a host wait) that must come after the work queued on a stream that is being
     /// captured into a graph, when ferrocuda cannot name a point in that stream covering its

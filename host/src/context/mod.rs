@@ -336,6 +336,14 @@ impl Context {
         still
     }
 
+    /// [`Error::RefusedAfterTimeout`] naming `operation` while [`Context::timed_out`] (E2,
+    /// audit 2026-11-27e): for the calls that may wait inside the driver for every piece of the
+    /// context's work (a module load, a library handle's creation). One atomic load when no
+    /// timeout was reported.
+    pub(crate) fn refuse_after_timeout(&self, operation: impl FnOnce() -> String) -> Result<()> {
+        if self.timed_out() { Err(Error::RefusedAfterTimeout { operation: operation() }) } else { Ok(()) }
+    }
+
     /// Forgets the reported timeouts: the work is over (a context-wide synchronisation returned).
     fn clear_hung(&self) {
         let mut hung = lock(&self.inner.hung);
@@ -386,6 +394,8 @@ impl Context {
         let index = match loaded.iter().position(|l| l.is(module)) {
             Some(index) => index,
             None => {
+                // Loading a module may wait for the context's work (E2): not after a timeout.
+                self.refuse_after_timeout(|| format!("loading the kernels of `{}` into the context (its first use here)", module.crate_name))?;
                 loaded.push(LoadedEmbedded::load(module, self.inner.device)?);
                 loaded.len() - 1
             }
