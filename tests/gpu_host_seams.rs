@@ -744,3 +744,58 @@ fn e2_the_first_use_of_another_kernel_crate_after_a_timeout_returns() {
     assert!(status.success(), "the child failed:\n{text}");
     assert!(text.contains("FIRST LAUNCH of another crate") && text.contains("E2 ALL RETURNED"), "{text}");
 }
+
+/// E5 (audit 2026-11-27e): an `Event` recorded into a running capture, then queried
+/// (`is_complete`) or waited for (`synchronize`) inside the capture: the driver's query
+/// invalidated the capture (whose error then named other causes), and after it every use of the
+/// event was a raw `CUDA_ERROR_INVALID_VALUE`. Now each use is refused by name before the driver
+/// sees it (`Error::EventRecordedInCapture`), the capture survives and runs, a stream of the
+/// capture may still wait for the event (a fork), and re-recording the event outside the
+/// capture makes it usable again.
+#[test]
+fn e5_an_event_recorded_in_a_capture_is_refused_by_name_and_the_capture_survives() {
+    let Some(context) = own_context("e5_an_event_recorded_in_a_capture_is_refused_by_name_and_the_capture_survives") else { return };
+    load_kernels(&context);
+    let stream = Stream::non_blocking(&context).unwrap();
+    let other = Stream::non_blocking(&context).unwrap();
+    let x = DeviceBuffer::from_slice(&context, &[1.0f32; 1024]).unwrap();
+    let mut y = DeviceBuffer::<f32>::zeroed(&context, 1024).unwrap();
+    let (start, event) = (Event::new(&context).unwrap(), Event::new(&context).unwrap());
+    start.record(&stream).unwrap();
+    stream.synchronize().unwrap();
+    let refused = |result: Result<(), Error>, what: &str| {
+        let error = result.unwrap_err();
+        assert!(matches!(error, Error::EventRecordedInCapture { .. }), "{what}: {error:?}");
+        assert!(error.to_string().contains("recorded into a stream capture") && error.to_string().contains(what), "{error}");
+    };
+    let graph = stream
+        .capture(|s| {
+            saxpy::launch(s, LaunchConfig::for_elements(1024, 256), 2.0, &x, &mut y)?;
+            event.record(s)?;
+            refused(event.is_complete().map(drop), "Event::is_complete");
+            refused(event.synchronize(), "Event::synchronize");
+            refused(start.elapsed_ms(&event).map(drop), "Event::elapsed_ms");
+            // A fork: `other` joins the capture by waiting for the event, then joins back.
+            other.wait_event(&event)?;
+            let back = Event::without_timing(&context)?;
+            back.record(&other)?;
+            s.wait_event(&back)
+        })
+        .expect("the capture survives the refused queries");
+    let exec = graph.instantiate().unwrap();
+    // SAFETY: `x` and `y`, the only memory the graph touches, outlive the replay (synchronised below).
+    unsafe { exec.launch(&stream) }.unwrap();
+    stream.synchronize().unwrap();
+    assert_eq!(y.to_vec().unwrap(), vec![2.0f32; 1024]);
+    // After the capture: a wait, a query and a timing are refused by name, not raw errors.
+    refused(other.wait_event(&event), "Stream::wait_event");
+    refused(event.is_complete().map(drop), "Event::is_complete");
+    refused(start.elapsed_ms(&event).map(drop), "Event::elapsed_ms");
+    // Recorded outside the capture, it is a point in a stream again.
+    event.record(&stream).unwrap();
+    event.synchronize().unwrap();
+    assert!(event.is_complete().unwrap());
+    assert!(start.elapsed_ms(&event).unwrap() >= 0.0);
+    other.wait_event(&event).unwrap();
+    other.synchronize().unwrap();
+}
