@@ -543,6 +543,22 @@ pub enum Error {
         /// The declared memory (its access's name).
         argument: &'static str,
     },
+    /// Memory whose use record this thread holds (declared by the `Stream::will_use_for` or
+    /// `Stream::enqueue` whose work is running, for memory other threads may reach: a half of
+    /// a `split_at_mut`, a library's state) declared or waited for again from inside that work
+    /// (audit 2026-11-27e E8): it would wait for itself (the thread used to deadlock).
+    #[error(
+        "{operation}: `{argument}` was already declared by the `Stream::will_use_for` (or `Stream::enqueue`) whose work is \
+         running on this thread, which holds its record until the work is queued; declaring it again there would wait for \
+         itself. Declare it once: either in `will_use_for`'s list (and queue the work inside through raw pointers, \
+         `DevicePtr`), or only by the work inside (a typed launch declares its own arguments)"
+    )]
+    DeclaredAgainWhileHeld {
+        /// What was refused.
+        operation: String,
+        /// The memory declared again (its access's name).
+        argument: &'static str,
+    },
     /// A handle or allocation borrowed from another library (`ferrocuda_host::borrowed`) does
     /// not fit what it was borrowed as (wrong context, misaligned, too short, ...).
     #[error("{problem}")]
