@@ -449,3 +449,27 @@ fn e3_elect_one_in_divergent_code_is_reported_by_the_executor() {
     result.unwrap();
     assert_eq!(out, (0..64).map(|t| if t % 32 < 16 { (t == 0 || t == 32) as u32 } else { 2 }).collect::<Vec<_>>());
 }
+
+/// E7 (audit 2026-11-27e), the CPU executor's side: a kernel thread that panics with a payload
+/// whose `Drop` panics again. The executor drops the payload (the kernel's code) under a second
+/// `catch_unwind`, so the launch ends with the first panic reported, not a panic escaping the
+/// executor's coroutine; the executor works on.
+#[test]
+fn e7_a_kernel_panic_payload_that_panics_when_dropped_is_reported() {
+    struct Bomb;
+    impl Drop for Bomb {
+        fn drop(&mut self) {
+            panic!("the payload's drop panics");
+        }
+    }
+    let body = || {
+        if ferrocuda_device::thread::rank_in_block() == 3 {
+            std::panic::panic_any(Bomb);
+        }
+    };
+    match CpuExecutor::deterministic().run("e7_bomb", LaunchConfig::from((1u32, 32u32)), &body) {
+        Err(CpuError::KernelPanic(panic)) => assert_eq!(panic.thread, [3, 0, 0]),
+        other => panic!("expected the thread's KernelPanic, got {other:?}"),
+    }
+    CpuExecutor::deterministic().run("e7_after", LaunchConfig::from((1u32, 32u32)), &|| {}).unwrap();
+}

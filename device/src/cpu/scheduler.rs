@@ -61,7 +61,15 @@ impl BlockContext<'_> {
             self.threads[rank as usize].yielder.set(yielder);
             match catch_unwind(AssertUnwindSafe(kernel)) {
                 Ok(()) => self.flush_raw_views(),
-                Err(payload) if !payload.is::<Cancelled>() => self.record_panic(rank, &*payload),
+                Err(payload) if !payload.is::<Cancelled>() => {
+                    self.record_panic(rank, &*payload);
+                    // The payload's `Drop` is the kernel's code and may panic again: caught,
+                    // and that second payload leaked, so nothing unwinds out of the
+                    // coroutine (E7, audit 2026-11-27e).
+                    if let Err(second) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+                        std::mem::forget(second);
+                    }
+                }
                 Err(_) => {}
             }
         };
