@@ -506,7 +506,11 @@ fn e4_a_cluster_barrier_after_exited_threads_is_released_on_both_back_ends() {
         let gpu = out.to_vec().unwrap();
         let mut cpu = vec![0u32; n];
         gpu_rules::e4_cluster_exit_sync::launch_cpu(&CpuExecutor::new(), config, live, odd, &mut cpu).unwrap();
-        println!("E4 blocks {blocks} live {live} odd blocks return {odd}: GPU {} threads passed, CPU {}", gpu.iter().filter(|&&v| v == 102).count(), cpu.iter().filter(|&&v| v == 102).count());
+        println!(
+            "E4 blocks {blocks} live {live} odd blocks return {odd}: GPU {} threads passed, CPU {}",
+            gpu.iter().filter(|&&v| v == 102).count(),
+            cpu.iter().filter(|&&v| v == 102).count()
+        );
         assert_eq!(gpu, cpu);
         assert_eq!(gpu.iter().filter(|&&v| v == 102).count(), if odd { n / 2 } else { blocks as usize * live as usize });
     }

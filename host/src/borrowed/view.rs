@@ -309,7 +309,8 @@ fn check_range(home: &Stream, ptr: u64, bytes: usize, align: usize, type_name: &
     // `cuMemMap`) reports none: then the constructor's contract covers it.
     let mut owner: sys::CUcontext = std::ptr::null_mut();
     // SAFETY: as above (a CUcontext); only looked up.
-    let owner_known = unsafe { driver::memory::pointer_get_attribute((&mut owner as *mut sys::CUcontext).cast(), A::CU_POINTER_ATTRIBUTE_CONTEXT, ptr) }.is_ok();
+    let owner_known =
+        unsafe { driver::memory::pointer_get_attribute((&mut owner as *mut sys::CUcontext).cast(), A::CU_POINTER_ATTRIBUTE_CONTEXT, ptr) }.is_ok();
     if owner_known {
         check_same_context(ptr, owner, context.raw())?;
     }

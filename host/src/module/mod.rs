@@ -193,9 +193,7 @@ impl Module {
         }
         // A first use reads module memory and may load the kernel's code lazily, both of which
         // may wait for the context's work (E2): not after a timeout.
-        self.inner
-            .context
-            .refuse_after_timeout(|| format!("the first launch of `{}` of module `{}` (its checks)", signature.symbol, self.inner.name))?;
+        self.inner.context.refuse_after_timeout(|| format!("the first launch of `{}` of module `{}` (its checks)", signature.symbol, self.inner.name))?;
         let function = self.raw().function(&self.inner.name, signature.symbol)?;
         checks::check_fingerprint(self.raw().raw, signature, &self.inner.name)?;
         checks::check_layout(self.raw().raw, signature, &self.inner.name)?;

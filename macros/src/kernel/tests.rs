@@ -783,7 +783,9 @@ fn e6_kernel_attribute_values_outside_what_a_gpu_runs_are_compile_errors() {
     refused(quote!(cluster_dims(0)), "a cluster dimension of 0 blocks");
     refused(quote!(cluster_dims(16)), "a cluster of 16 blocks is more than the portable limit of 8");
     refused(quote!(cluster_dims(2, 2, 4)), "a cluster of 16 blocks");
-    for attr in [quote!(reqntid(1024)), quote!(launch_bounds(1024, 2)), quote!(launch_bounds(64, 32)), quote!(cluster_dims(2, 2, 2)), quote!(launch_bounds(THREADS))] {
+    for attr in
+        [quote!(reqntid(1024)), quote!(launch_bounds(1024, 2)), quote!(launch_bounds(64, 32)), quote!(cluster_dims(2, 2, 2)), quote!(launch_bounds(THREADS))]
+    {
         let out = expand_ok(attr.clone(), item());
         assert!(!out.contains("compile_error"), "{attr}: {out}");
     }
