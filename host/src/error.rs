@@ -492,8 +492,9 @@ pub enum Error {
     /// plan. Such a call used to hang the calling thread for as long as the work runs, perhaps
     /// for ever.
     #[error(
-        "{operation}: refused, because `Stream::synchronize_timeout` reported work of this context as still running and \
-         this call may wait inside the driver for all of the context's work (which might never end). Do it before queuing \
+        "{operation}: refused, because `Stream::synchronize_timeout` reported work of this context as still running (still \
+         so after a 2 s grace) and this call may wait inside the driver for all of the context's work (which might never \
+         end). Do it before queuing \
          work that may never end (load a kernel crate's module first, e.g. `Context::embedded_image(&KERNELS)`; make \
          library handles and plans early), or call `Context::synchronize()` to wait for the work (it clears the timeout)"
     )]
