@@ -501,11 +501,11 @@ fn e4_a_cluster_barrier_after_exited_threads_is_released_on_both_back_ends() {
         let config = ferrocuda::LaunchConfig::new(blocks, 32u32).with_cluster(2u32);
         let n = blocks as usize * 32;
         let mut out = DeviceBuffer::<u32>::zeroed(&context, n).unwrap();
-        gpu_rules::e4_cluster_exit_sync::launch(&stream, config, live, odd, &mut out).unwrap();
+        test_kernels::seams_e::e4_cluster_exit_sync::launch(&stream, config, live, odd, &mut out).unwrap();
         stream.synchronize_timeout(Duration::from_secs(10)).unwrap();
         let gpu = out.to_vec().unwrap();
         let mut cpu = vec![0u32; n];
-        gpu_rules::e4_cluster_exit_sync::launch_cpu(&CpuExecutor::new(), config, live, odd, &mut cpu).unwrap();
+        test_kernels::seams_e::e4_cluster_exit_sync::launch_cpu(&CpuExecutor::new(), config, live, odd, &mut cpu).unwrap();
         println!(
             "E4 blocks {blocks} live {live} odd blocks return {odd}: GPU {} threads passed, CPU {}",
             gpu.iter().filter(|&&v| v == 102).count(),
@@ -529,11 +529,11 @@ fn e3_elect_one_agrees_with_the_cpu_executor_where_the_gpu_completes() {
     let stream = Stream::non_blocking(&context).unwrap();
     for (threads, shape) in [(32u32, 0u32), (32, 1), (48, 0), (64, 1)] {
         let mut out = DeviceBuffer::<u32>::zeroed(&context, threads as usize).unwrap();
-        gpu_rules::e3_elect_shapes::launch(&stream, (1u32, threads), shape, &mut out).unwrap();
+        test_kernels::seams_e::e3_elect_shapes::launch(&stream, (1u32, threads), shape, &mut out).unwrap();
         stream.synchronize_timeout(Duration::from_secs(10)).unwrap();
         let gpu = out.to_vec().unwrap();
         let mut cpu = vec![0u32; threads as usize];
-        gpu_rules::e3_elect_shapes::launch_cpu(&CpuExecutor::new(), (1u32, threads), shape, &mut cpu).unwrap();
+        test_kernels::seams_e::e3_elect_shapes::launch_cpu(&CpuExecutor::new(), (1u32, threads), shape, &mut cpu).unwrap();
         println!("E3 threads {threads} shape {shape}: GPU elected lanes {:?}", (0..threads).filter(|&t| gpu[t as usize] == 1).collect::<Vec<_>>());
         assert_eq!(gpu, cpu);
     }
