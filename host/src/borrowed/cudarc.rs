@@ -219,7 +219,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     /// A stream `on` of another context than the slice's is refused by name (E1): nothing
     /// would order cudarc's later work in the slice's context after ferrocuda's.
     pub fn slice<T: Pod, S: DevicePtr<T>>(&'scope self, slice: &'env S, on: &'env Arc<CudaStream>) -> Result<BorrowedSlice<'scope, T>> {
-        check_home_context::<T, S>(&*slice, on)?;
+        check_home_context::<T, S>(slice, on)?;
         let home = stream(on)?;
         let len = slice.len();
         let (ptr, sync) = slice.device_ptr(on);
@@ -278,7 +278,7 @@ pub struct CudaWrite<'a, T> {
 /// is what orders cudarc's later work on the slice (a write, a free) after the ferrocuda work
 /// that read it (P3). Leaked, cudarc may overwrite the slice while a kernel still reads it.
 pub unsafe fn slice<'a, T: Pod, S: DevicePtr<T>>(slice: &'a S, on: &'a Arc<CudaStream>) -> Result<CudaRead<'a, T>> {
-    check_home_context::<T, S>(&*slice, on)?;
+    check_home_context::<T, S>(slice, on)?;
     let home = stream(on)?;
     let len = slice.len();
     let (ptr, sync) = slice.device_ptr(on);

@@ -646,4 +646,3 @@ mod tests {
         assert!(matches!(Context::primary(0), Err(Error::NoDriver)));
     }
 }
-
