@@ -251,3 +251,45 @@ fn g8_barriers_in_a_partial_warp_wait_only_for_the_lanes_that_exist() {
         }
     }
 }
+
+/// `cluster::sync()` in a grid of `blocks` x 32 threads in clusters of 2, where threads
+/// `live..` of each block (all of block 1's when `block_one_returns`) return first; the others
+/// write `100 + cluster::size()` after the barrier. Run under the CPU executor.
+fn e4_cluster_exit(executor: &CpuExecutor, blocks: u32, live: u32, block_one_returns: bool) -> (Result<(), CpuError>, Vec<u32>) {
+    use ferrocuda_device::cluster;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let out: Vec<AtomicU32> = (0..blocks * 32).map(|_| AtomicU32::new(0)).collect();
+    let body = || {
+        let t = ferrocuda_device::thread::rank_in_block();
+        let b = ferrocuda_device::thread::block_idx().x;
+        if t >= live || (block_one_returns && b % 2 == 1) {
+            return;
+        }
+        cluster::sync();
+        out[(b * 32 + t) as usize].store(100 + cluster::size(), Ordering::Relaxed);
+    };
+    let config = ferrocuda_device::cpu::LaunchConfig::new(blocks, 32u32).with_cluster(2u32);
+    let result = executor.run("e4_cluster_exit", config, &body);
+    (result, out.into_iter().map(AtomicU32::into_inner).collect())
+}
+
+/// E4 (audit 2026-11-27e): a `cluster::sync()` that only exited threads hold up. PTX `exit`
+/// releases it ("... or to a barrier.cluster for all threads in the cluster. If the exiting
+/// threads are holding up the barrier, the barrier is released"), and an H200 did (threads
+/// 0..16 of both blocks wrote 102); the CPU executor refused it (`BarrierDivergence`). Now it
+/// releases it too, also when a whole block of the cluster returned; the control (no thread
+/// returns) is unchanged. The GPU twin is `e4_..` in tests/gpu_rules.rs.
+#[test]
+fn e4_a_cluster_barrier_after_exited_threads_is_released_on_both_back_ends() {
+    for executor in executors() {
+        let (result, out) = e4_cluster_exit(&executor, 2, 16, false);
+        result.unwrap();
+        assert_eq!(out, (0..64).map(|i| if i % 32 < 16 { 102 } else { 0 }).collect::<Vec<_>>());
+        let (result, out) = e4_cluster_exit(&executor, 4, 32, true);
+        result.unwrap();
+        assert_eq!(out, (0..128).map(|i| if (i / 32) % 2 == 0 { 102 } else { 0 }).collect::<Vec<_>>());
+        let (result, out) = e4_cluster_exit(&executor, 2, 32, false);
+        result.unwrap();
+        assert_eq!(out, vec![102; 64]);
+    }
+}

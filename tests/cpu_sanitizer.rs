@@ -391,3 +391,85 @@ fn q6_a_race_is_reported_before_an_uninitialised_read() {
     let error = test_kernels::cpu_examples::shared_race_missing_barrier::launch_cpu(&CpuExecutor::new(), (2u32, 256u32), &x, &mut out).unwrap_err();
     assert!(matches!(error, CpuError::SharedMemoryRace(_)), "{error:?}");
 }
+
+/// Runs `elect_one` in a one-block grid of `threads` threads under the CPU executor, with
+/// `shape`: 0 every thread elects; 1 threads 16.. of each warp return first; 2 threads 16.. of
+/// each warp wait at `sync_threads()` instead while the others elect (divergent). Each thread
+/// that elects writes 1 (elected) or 0 into its slot; the others leave 2.
+fn e3_elect(threads: u32, shape: u32) -> (Result<(), CpuError>, Vec<u32>) {
+    use ferrocuda_device::sync::sync_threads;
+    use ferrocuda_device::warpgroup::elect_one;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let out: Vec<AtomicU32> = (0..threads).map(|_| AtomicU32::new(2)).collect();
+    let body = || {
+        let t = ferrocuda_device::thread::rank_in_block();
+        let upper = t % 32 >= 16;
+        if shape == 1 && upper {
+            return;
+        }
+        if shape == 2 && upper {
+            sync_threads();
+            return;
+        }
+        let elected = elect_one();
+        out[t as usize].store(elected as u32, Ordering::Relaxed);
+        if shape == 2 {
+            sync_threads();
+        }
+    };
+    let result = CpuExecutor::deterministic().run("e3_elect", LaunchConfig::from((1u32, threads)), &body);
+    (result, out.into_iter().map(AtomicU32::into_inner).collect())
+}
+
+/// E3 (audit 2026-11-27e): `warpgroup::elect_one()` (`elect.sync`, full mask) called by lanes
+/// 0..16 while lanes 16..32 wait at a block barrier hangs a GPU (H200: timeout), and the CPU
+/// executor used to return `Ok` with lane 0 elected. It is now a warp collective of the
+/// executor: the divergent use is a `WarpDeadlock` naming the lanes, as for `warp::shuffle`;
+/// the shapes that a GPU completes agree with the H200 (lanes that returned do not hold it up,
+/// a partial last warp elects its lowest lane, every warp elects its lowest live lane).
+#[test]
+fn e3_elect_one_in_divergent_code_is_reported_by_the_executor() {
+    let (result, _) = e3_elect(32, 2);
+    let deadlock = warp_deadlock(result);
+    assert_eq!(deadlock.waiting, (0..16).map(dim).collect::<Vec<_>>());
+    assert_eq!(deadlock.at_barrier, (16..32).map(dim).collect::<Vec<_>>());
+    let message = CpuError::WarpDeadlock(deadlock).to_string();
+    assert!(message.contains("elect_one") && message.contains("a GPU hangs here"), "{message}");
+    // The shapes a GPU completes (H200, audit 2026-11-27e G1b, G1c, G1d).
+    let (result, out) = e3_elect(32, 0);
+    result.unwrap();
+    assert_eq!(out, (0..32).map(|t| (t == 0) as u32).collect::<Vec<_>>());
+    let (result, out) = e3_elect(32, 1);
+    result.unwrap();
+    assert_eq!(out, (0..32).map(|t| if t < 16 { (t == 0) as u32 } else { 2 }).collect::<Vec<_>>());
+    let (result, out) = e3_elect(48, 0);
+    result.unwrap();
+    assert_eq!(out, (0..48).map(|t| (t == 0 || t == 32) as u32).collect::<Vec<_>>());
+    let (result, out) = e3_elect(64, 1);
+    result.unwrap();
+    assert_eq!(out, (0..64).map(|t| if t % 32 < 16 { (t == 0 || t == 32) as u32 } else { 2 }).collect::<Vec<_>>());
+}
+
+/// E7 (audit 2026-11-27e), the CPU executor's side: a kernel thread that panics with a payload
+/// whose `Drop` panics again. The executor drops the payload (the kernel's code) under a second
+/// `catch_unwind`, so the launch ends with the first panic reported, not a panic escaping the
+/// executor's coroutine; the executor works on.
+#[test]
+fn e7_a_kernel_panic_payload_that_panics_when_dropped_is_reported() {
+    struct Bomb;
+    impl Drop for Bomb {
+        fn drop(&mut self) {
+            panic!("the payload's drop panics");
+        }
+    }
+    let body = || {
+        if ferrocuda_device::thread::rank_in_block() == 3 {
+            std::panic::panic_any(Bomb);
+        }
+    };
+    match CpuExecutor::deterministic().run("e7_bomb", LaunchConfig::from((1u32, 32u32)), &body) {
+        Err(CpuError::KernelPanic(panic)) => assert_eq!(panic.thread, [3, 0, 0]),
+        other => panic!("expected the thread's KernelPanic, got {other:?}"),
+    }
+    CpuExecutor::deterministic().run("e7_after", LaunchConfig::from((1u32, 32u32)), &|| {}).unwrap();
+}

@@ -211,6 +211,63 @@ fn borrowing_checks_alignment_extent_memory_kind_and_context() {
     capturing.end_capture().unwrap();
 }
 
+/// E1 (audit 2026-11-27e): a cudarc slice of the primary context lent with `on` = a stream of
+/// another (cudarc, non-primary) context was accepted, and a launch in that context wrote the
+/// slice with nothing ordering cudarc's later work in the slice's context after it. Every
+/// door that lends another library's memory now refuses a home stream of another context than
+/// the memory's, by name, before anything runs: the scope's `slice` / `slice_mut`, the guard
+/// forms, and the raw constructors (the pointer's own context, as the driver reports it).
+#[test]
+fn e1_a_cudarc_slice_lent_with_another_contexts_stream_is_refused() {
+    let Some((context, a)) = owner("e1_a_cudarc_slice_lent_with_another_contexts_stream_is_refused") else { return };
+    let n = 1usize << 20;
+    let b = CudaContext::new_non_primary(0, 0).unwrap();
+    let (sa, sb) = (a.default_stream(), b.new_stream().unwrap());
+    let mut x = sa.alloc_zeros::<f32>(n).unwrap();
+    let mut y = sa.alloc_zeros::<f32>(n).unwrap();
+    sa.synchronize().unwrap();
+    let fb = borrowed::cudarc::context(&b).unwrap();
+    let fsb = borrowed::cudarc::stream_in(&fb, &sb).unwrap();
+    let message = |e: Error| e.to_string();
+    // The scope: both forms refused by name, and nothing was launched.
+    let refused = borrowed::cudarc::scope(|scope| {
+        let write = scope.slice_mut(&mut x, &sb).map(drop).map_err(message).unwrap_err();
+        let read = scope.slice(&y, &sb).map(drop).map_err(message).unwrap_err();
+        (write, read)
+    });
+    for text in [&refused.0, &refused.1] {
+        assert!(text.contains("belongs to context") && text.contains("stream of the slice's context"), "{text}");
+    }
+    // The guard forms (unsafe, same check).
+    // SAFETY: refused before any use (the check under test).
+    let guard = unsafe { borrowed::cudarc::slice_mut(&mut y, &sb) }.map(drop).map_err(message).unwrap_err();
+    assert!(guard.contains("belongs to context"), "{guard}");
+    // The raw constructors, given a stream of context B for memory cuMemAlloc'd in context A:
+    // the pointer's context (CU_POINTER_ATTRIBUTE_CONTEXT) is compared with the home stream's.
+    // (cuMemAlloc: memory of one context; a memory pool's reports none, and stays the
+    // constructor's contract.)
+    context.bind_to_thread().unwrap();
+    // SAFETY: a plain allocation of `n` floats in the primary context, freed below.
+    let own = unsafe { cudarc::driver::result::malloc_sync(n * 4) }.unwrap();
+    // SAFETY: refused before any use (the check under test).
+    let raw = unsafe { BorrowedSlice::<f32>::new(&fsb, own, n) }.map(drop).map_err(message);
+    context.bind_to_thread().unwrap();
+    // SAFETY: allocated above, never used by any work.
+    unsafe { cudarc::driver::result::free_sync(own) }.unwrap();
+    let raw = raw.unwrap_err();
+    assert!(raw.contains("is memory of context") && raw.contains("memory's own context"), "{raw}");
+    // The control: the slice's own context's stream is accepted, and the launch runs.
+    let home = borrowed::cudarc::stream(&sa).unwrap();
+    borrowed::cudarc::scope(|scope| {
+        let xs = scope.slice(&y, &sa).unwrap();
+        let mut xm = scope.slice_mut(&mut x, &sa).unwrap();
+        saxpy::launch(&home, LaunchConfig::for_elements(n, 256), 2.0, &xs, &mut xm).unwrap();
+    });
+    assert_eq!(sa.clone_dtoh(&x).unwrap()[..4], [0.0f32; 4]);
+    drop(fsb);
+    drop(fb);
+}
+
 /// The primary context that cudarc (and PyTorch, and candle) use is the one ferrocuda retains:
 /// borrowing it gives the same handle, and kernels loaded through it are shared.
 #[test]

@@ -648,3 +648,155 @@ fn f6_a_pinned_buffer_dropped_after_a_timeout_leaks_and_says_so() {
     assert!(after > before, "the pinned buffer's skipped release was not counted");
     context.synchronize().unwrap(); // waits for good (clears the timeout)
 }
+
+/// Runs this binary's test `name` as a child with `FERROCUDA_SEAMS_CHILD=name`, killed after
+/// `deadline`: its exit status (`None`: killed at the deadline) and every line it printed.
+fn run_child(name: &str, deadline: Duration) -> (Option<std::process::ExitStatus>, String) {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD, name)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut text);
+            }
+            String::from_utf8_lossy(&text).into_owned()
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
+    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
+    let end = Instant::now() + deadline;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let (stdout, stderr) = (stdout.join().unwrap_or_default(), stderr.join().unwrap_or_default());
+    let lines = |tag: &str, text: &str| text.lines().map(|l| format!("  child {tag}| {l}\n")).collect::<String>();
+    let text = format!("{}{}", lines("stdout", &stdout), lines("stderr", &stderr));
+    let _ = writeln!(std::io::stdout(), "child output:\n{text}");
+    (status, text)
+}
+
+/// E2 (audit 2026-11-27e): after `synchronize_timeout` reported a kernel that never ends, the
+/// first use of another kernel crate (its embedded module loads into the context then) hung
+/// the calling thread. Now every call that may wait inside the driver for all of the context's
+/// work returns `Error::RefusedAfterTimeout`, naming the earlier timeout, at once: the first
+/// launch of another crate's kernel, that crate's module load alone (`embedded_image`), an
+/// explicit module load, and a cuBLAS handle. Child process, bounded by a deadline.
+#[test]
+fn e2_the_first_use_of_another_kernel_crate_after_a_timeout_returns() {
+    const NAME: &str = "e2_the_first_use_of_another_kernel_crate_after_a_timeout_returns";
+    if std::env::var(CHILD).is_ok_and(|t| t == NAME) {
+        let step = |what: &str| eprintln!("e2 child: {what}");
+        let context = Context::primary(0).unwrap();
+        let spinning = Stream::non_blocking(&context).unwrap();
+        let other = Stream::non_blocking(&context).unwrap();
+        let x = DeviceBuffer::from_slice(&context, &[1.0f32; 1024]).unwrap();
+        let mut y = DeviceBuffer::<f32>::zeroed(&context, 1024).unwrap();
+        spin_for::launch(&spinning, (1u32, 1u32), u64::MAX).unwrap(); // test_kernels: loaded now; never ends
+        let error = spinning.synchronize_timeout(Duration::from_millis(300)).unwrap_err();
+        assert!(matches!(error, Error::Timeout { .. }), "{error:?}");
+        step("timeout reported");
+        // gpu_kernels' first use in this process: its module would load now.
+        let start = Instant::now();
+        let launch = saxpy::launch(&other, LaunchConfig::for_elements(1024, 256), 2.0, &x, &mut y).unwrap_err();
+        println!("FIRST LAUNCH of another crate after {:?}: {launch}", start.elapsed());
+        assert!(matches!(launch, Error::RefusedAfterTimeout { .. }), "{launch:?}");
+        assert!(launch.to_string().contains("synchronize_timeout") && launch.to_string().contains("loading the kernels of"), "{launch}");
+        let load = context.embedded_image(&gpu_kernels::KERNELS).unwrap_err();
+        println!("MODULE LOAD: {load}");
+        assert!(matches!(load, Error::RefusedAfterTimeout { .. }), "{load:?}");
+        // SAFETY: refused before the driver sees the text (the check under test).
+        let explicit = unsafe { ferrocuda::Module::load_ptx(&context, "e2", ".version 8.0\n.target sm_90\n.address_size 64\n", &Default::default()) };
+        let explicit = explicit.map(drop).unwrap_err();
+        println!("EXPLICIT LOAD: {explicit}");
+        assert!(matches!(explicit, Error::RefusedAfterTimeout { .. }), "{explicit:?}");
+        if ferrocuda::cublas::Cublas::is_available() {
+            let cublas = ferrocuda::cublas::Cublas::new(&other).map(drop).unwrap_err();
+            println!("CUBLAS: {cublas}");
+            assert!(matches!(cublas, Error::RefusedAfterTimeout { .. }), "{cublas:?}");
+        }
+        println!("E2 ALL RETURNED after {:?}", start.elapsed());
+        assert!(start.elapsed() < Duration::from_secs(20), "each refusal waits at most its 2 s grace");
+        drop((x, y, spinning, other));
+        drop(context);
+        return;
+    }
+    if common::gpu_or_skip(NAME).is_none() {
+        return;
+    }
+    let (status, text) = run_child(NAME, Duration::from_secs(60));
+    let status = status.unwrap_or_else(|| {
+        let last = text.lines().rev().find(|l| l.contains("e2 child: ")).unwrap_or("(no step printed)");
+        panic!("the child still ran 60 s after its start (killed); its last step: {last}\n{text}")
+    });
+    assert!(status.success(), "the child failed:\n{text}");
+    assert!(text.contains("FIRST LAUNCH of another crate") && text.contains("E2 ALL RETURNED"), "{text}");
+}
+
+/// E5 (audit 2026-11-27e): an `Event` recorded into a running capture, then queried
+/// (`is_complete`) or waited for (`synchronize`) inside the capture: the driver's query
+/// invalidated the capture (whose error then named other causes), and after it every use of the
+/// event was a raw `CUDA_ERROR_INVALID_VALUE`. Now each use is refused by name before the driver
+/// sees it (`Error::EventRecordedInCapture`), the capture survives and runs, a stream of the
+/// capture may still wait for the event (a fork), and re-recording the event outside the
+/// capture makes it usable again.
+#[test]
+fn e5_an_event_recorded_in_a_capture_is_refused_by_name_and_the_capture_survives() {
+    let Some(context) = own_context("e5_an_event_recorded_in_a_capture_is_refused_by_name_and_the_capture_survives") else { return };
+    load_kernels(&context);
+    let stream = Stream::non_blocking(&context).unwrap();
+    let other = Stream::non_blocking(&context).unwrap();
+    let x = DeviceBuffer::from_slice(&context, &[1.0f32; 1024]).unwrap();
+    let mut y = DeviceBuffer::<f32>::zeroed(&context, 1024).unwrap();
+    let (start, event) = (Event::new(&context).unwrap(), Event::new(&context).unwrap());
+    start.record(&stream).unwrap();
+    stream.synchronize().unwrap();
+    let refused = |result: Result<(), Error>, what: &str| {
+        let error = result.unwrap_err();
+        assert!(matches!(error, Error::EventRecordedInCapture { .. }), "{what}: {error:?}");
+        assert!(error.to_string().contains("recorded into a stream capture") && error.to_string().contains(what), "{error}");
+    };
+    let graph = stream
+        .capture(|s| {
+            saxpy::launch(s, LaunchConfig::for_elements(1024, 256), 2.0, &x, &mut y)?;
+            event.record(s)?;
+            refused(event.is_complete().map(drop), "Event::is_complete");
+            refused(event.synchronize(), "Event::synchronize");
+            refused(start.elapsed_ms(&event).map(drop), "Event::elapsed_ms");
+            // A fork: `other` joins the capture by waiting for the event, then joins back.
+            other.wait_event(&event)?;
+            let back = Event::without_timing(&context)?;
+            back.record(&other)?;
+            s.wait_event(&back)
+        })
+        .expect("the capture survives the refused queries");
+    let exec = graph.instantiate().unwrap();
+    // SAFETY: `x` and `y`, the only memory the graph touches, outlive the replay (synchronised below).
+    unsafe { exec.launch(&stream) }.unwrap();
+    stream.synchronize().unwrap();
+    assert_eq!(y.to_vec().unwrap(), vec![2.0f32; 1024]);
+    // After the capture: a wait, a query and a timing are refused by name, not raw errors.
+    refused(other.wait_event(&event), "Stream::wait_event");
+    refused(event.is_complete().map(drop), "Event::is_complete");
+    refused(start.elapsed_ms(&event).map(drop), "Event::elapsed_ms");
+    // Recorded outside the capture, it is a point in a stream again.
+    event.record(&stream).unwrap();
+    event.synchronize().unwrap();
+    assert!(event.is_complete().unwrap());
+    assert!(start.elapsed_ms(&event).unwrap() >= 0.0);
+    other.wait_event(&event).unwrap();
+    other.synchronize().unwrap();
+}

@@ -715,3 +715,44 @@ fn d1_a_thread_that_borrowed_its_per_thread_stream_exits() {
     let stuck: Vec<_> = outcomes.iter().filter(|(_, outcome)| outcome != "exited").collect();
     assert!(stuck.is_empty(), "cases whose writer thread did not exit: {stuck:?}");
 }
+
+/// E8 (audit 2026-11-27e): `Stream::will_use_for(buffers, work)` holds the records of the
+/// shared memory it declared (a half of a `split_at_mut`) while `work` runs; a launch inside
+/// `work` that declared the same half again locked that record a second time on the same
+/// thread and blocked for ever. It is now refused by name (`Error::DeclaredAgainWhileHeld`),
+/// and so is a nested `will_use_for` of it; the hold ends with `work` (the half is usable
+/// again), and the right use (the half declared once, by the launch) runs.
+#[test]
+fn e8_will_use_for_refuses_work_that_declares_a_held_half_again() {
+    let Some(context) = common::gpu_or_skip("e8_will_use_for_refuses_work_that_declares_a_held_half_again") else { return };
+    let a = Stream::non_blocking(&context).unwrap();
+    let mut x = DeviceBuffer::from_slice(&context, &[1.0f32; 2048]).unwrap();
+    let mut y = DeviceBuffer::<f32>::zeroed(&context, 1024).unwrap();
+    let (left, _right) = x.split_at_mut(1024);
+    let config = LaunchConfig::for_elements(1024, 256);
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let declared = [ferrocuda::BufferAccess::read(&left)];
+            let inner = a.will_use_for(&declared, || gpu_kernels::saxpy::launch(&a, config, 2.0, &left, &mut y)).unwrap();
+            let nested = a.will_use_for(&declared, || a.will_use_for(&[ferrocuda::BufferAccess::read(&left)], || ())).unwrap();
+            let _ = sender.send((inner.map_err(|e| e.to_string()), nested.map_err(|e| e.to_string())));
+        });
+        // A deadlock would leave the channel empty: the test fails after the wait instead of hanging.
+        let Ok((inner, nested)) = receiver.recv_timeout(std::time::Duration::from_secs(20)) else {
+            // The scope would wait for the deadlocked thread: end the process, failing.
+            eprintln!("e8: will_use_for did not return within 20 s (E8: the thread deadlocked)");
+            std::process::exit(101);
+        };
+        println!("e8: launch inside: {inner:?}; nested will_use_for: {nested:?}");
+        for result in [&inner, &nested] {
+            let error = result.as_ref().unwrap_err();
+            assert!(error.contains("`left`") || error.contains("was already declared"), "{error}");
+            assert!(error.contains("Declare it once"), "{error}");
+        }
+    });
+    // The hold ended with the work: the half declared once, by the launch, runs.
+    gpu_kernels::saxpy::launch(&a, config, 2.0, &left, &mut y).unwrap();
+    a.synchronize().unwrap();
+    assert_eq!(y.to_vec().unwrap(), vec![2.0f32; 1024]);
+}

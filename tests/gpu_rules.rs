@@ -11,7 +11,7 @@ mod common;
 use std::process::Command;
 use std::time::Duration;
 
-use ferrocuda::{DeviceBuffer, Error, LaunchProblem, Limit, Stream};
+use ferrocuda::{Context, DeviceBuffer, Error, LaunchProblem, Limit, Stream};
 use ferrocuda_device::cpu::CpuExecutor;
 use test_kernels::gpu_rules;
 
@@ -472,5 +472,69 @@ fn g8_barriers_in_a_partial_warp_agree_with_the_cpu_executor() {
         on_cpu.unwrap();
         assert_eq!(gpu, vec![expected; 48], "G8 mode {mode} on the GPU");
         assert_eq!(gpu, cpu, "G8 mode {mode}: GPU and CPU executor differ");
+    }
+}
+
+/// True on an sm_90 device (the cluster and `elect.sync` kernels are built for it only); else
+/// prints a skip (and fails under `REQUIRE_GPU=1`).
+fn sm90_or_skip(context: &Context, test: &str) -> bool {
+    if context.device().compute_capability().map(|(major, _)| major < 9).unwrap_or(true) {
+        assert!(!ferrocuda_test_support::gpu_required(), "REQUIRE_GPU=1 but {test} needs sm_90");
+        eprintln!("SKIPPED {test}: the kernels are built for sm_90");
+        return false;
+    }
+    true
+}
+
+/// E4 (audit 2026-11-27e): a `cluster::sync()` held up only by threads that returned is
+/// released on the GPU (PTX `exit`) and now on the CPU executor, which refused it; also when a
+/// whole block of each cluster returned. Same values on both.
+#[test]
+fn e4_a_cluster_barrier_after_exited_threads_is_released_on_both_back_ends() {
+    const NAME: &str = "e4_a_cluster_barrier_after_exited_threads_is_released_on_both_back_ends";
+    let Some(context) = common::gpu_or_skip(NAME) else { return };
+    if !sm90_or_skip(&context, NAME) {
+        return;
+    }
+    let stream = Stream::non_blocking(&context).unwrap();
+    for (blocks, live, odd) in [(2u32, 16u32, false), (4, 32, true), (2, 32, false)] {
+        let config = ferrocuda::LaunchConfig::new(blocks, 32u32).with_cluster(2u32);
+        let n = blocks as usize * 32;
+        let mut out = DeviceBuffer::<u32>::zeroed(&context, n).unwrap();
+        test_kernels::seams_e::e4_cluster_exit_sync::launch(&stream, config, live, odd, &mut out).unwrap();
+        stream.synchronize_timeout(Duration::from_secs(10)).unwrap();
+        let gpu = out.to_vec().unwrap();
+        let mut cpu = vec![0u32; n];
+        test_kernels::seams_e::e4_cluster_exit_sync::launch_cpu(&CpuExecutor::new(), config, live, odd, &mut cpu).unwrap();
+        println!(
+            "E4 blocks {blocks} live {live} odd blocks return {odd}: GPU {} threads passed, CPU {}",
+            gpu.iter().filter(|&&v| v == 102).count(),
+            cpu.iter().filter(|&&v| v == 102).count()
+        );
+        assert_eq!(gpu, cpu);
+        assert_eq!(gpu.iter().filter(|&&v| v == 102).count(), if odd { n / 2 } else { blocks as usize * live as usize });
+    }
+}
+
+/// E3 (audit 2026-11-27e): the shapes of `warpgroup::elect_one()` a GPU completes agree with
+/// the CPU executor, which now runs it as a warp collective (the divergent shape, a hang on
+/// the GPU, is reported by the executor: tests/cpu_sanitizer.rs).
+#[test]
+fn e3_elect_one_agrees_with_the_cpu_executor_where_the_gpu_completes() {
+    const NAME: &str = "e3_elect_one_agrees_with_the_cpu_executor_where_the_gpu_completes";
+    let Some(context) = common::gpu_or_skip(NAME) else { return };
+    if !sm90_or_skip(&context, NAME) {
+        return;
+    }
+    let stream = Stream::non_blocking(&context).unwrap();
+    for (threads, shape) in [(32u32, 0u32), (32, 1), (48, 0), (64, 1)] {
+        let mut out = DeviceBuffer::<u32>::zeroed(&context, threads as usize).unwrap();
+        test_kernels::seams_e::e3_elect_shapes::launch(&stream, (1u32, threads), shape, &mut out).unwrap();
+        stream.synchronize_timeout(Duration::from_secs(10)).unwrap();
+        let gpu = out.to_vec().unwrap();
+        let mut cpu = vec![0u32; threads as usize];
+        test_kernels::seams_e::e3_elect_shapes::launch_cpu(&CpuExecutor::new(), (1u32, threads), shape, &mut cpu).unwrap();
+        println!("E3 threads {threads} shape {shape}: GPU elected lanes {:?}", (0..threads).filter(|&t| gpu[t as usize] == 1).collect::<Vec<_>>());
+        assert_eq!(gpu, cpu);
     }
 }

@@ -287,6 +287,8 @@ impl<T: Transform> Plan<T> {
         let batch_i32 = i32::try_from(batch).map_err(|_| bad())?;
         ensure_loaded()?;
         context.bind_to_thread()?;
+        // cuFFT loads its kernels into the context, which may wait for its work (E2).
+        context.refuse_after_timeout(|| "cufft::Plan::new (cufftPlanMany)".to_string())?;
         let mut handle: sys::cufftHandle = 0;
         // SAFETY: `dims` holds `shape.len()` ints; null embeds mean contiguous data, for which
         // cuFFT ignores the strides and distances.

@@ -377,7 +377,7 @@ pub enum Error {
     /// `Stream::end_capture` failed: something illegal during a capture invalidated it.
     #[error(
         "{source}; the capture was invalidated by an operation that is not allowed while capturing (a synchronous copy or memset \
-         on the legacy stream, a synchronisation of the captured stream, work on the captured stream from another context){}",
+         on the legacy stream, a synchronisation of the captured stream, work on the captured stream from another context, a query or synchronisation of an event recorded in the capture){}",
         dropped_during_capture(dropped)
     )]
     CaptureFailed {
@@ -468,6 +468,40 @@ pub enum Error {
         /// What did not wait.
         operation: &'static str,
     },
+    /// A host query or wait of an [`Event`](crate::Event) whose last record was into a stream
+    /// capture, or a stream's wait for it after that capture ended (audit 2026-11-27e E5). Such
+    /// an event is a node of the capture's graph, not a point in a stream: the driver refuses
+    /// the query and *invalidates the capture* for it, and after the capture it answers
+    /// `CUDA_ERROR_INVALID_VALUE` to every use. Refused before the driver sees it.
+    #[error(
+        "{operation}: the event was last recorded into a stream capture (it is a node of the captured graph, not a point in a \
+         stream), so the host cannot query or wait for it (the driver would invalidate the capture for the query), and once \
+         the capture ended no stream can wait for it either. Record it outside the capture (before `begin_capture`, after \
+         `end_capture`, or on a stream that is not captured) to time or wait for work; inside the capture, other streams of \
+         the capture may wait for it (a fork or join)"
+    )]
+    EventRecordedInCapture {
+        /// What was refused.
+        operation: &'static str,
+    },
+    /// A call that may wait inside the driver (or a library) for all of the context's work
+    /// was refused because [`Stream::synchronize_timeout`](crate::Stream::synchronize_timeout)
+    /// reported work of the context that has not finished (audit 2026-11-27e E2): loading a
+    /// module (the first use of a kernel crate loads its embedded module), the first-use checks
+    /// of an explicitly loaded module's kernel, creating a cuBLAS / cuBLASLt handle or a cuFFT
+    /// plan. Such a call used to hang the calling thread for as long as the work runs, perhaps
+    /// for ever.
+    #[error(
+        "{operation}: refused, because `Stream::synchronize_timeout` reported work of this context as still running (still \
+         so after a 2 s grace) and this call may wait inside the driver for all of the context's work (which might never \
+         end). Do it before queuing \
+         work that may never end (load a kernel crate's module first, e.g. `Context::embedded_image(&KERNELS)`; make \
+         library handles and plans early), or call `Context::synchronize()` to wait for the work (it clears the timeout)"
+    )]
+    RefusedAfterTimeout {
+        /// What was refused (names the module, kernel or library).
+        operation: String,
+    },
     /// Work (or a host wait) that must come after the work queued on a stream that is being
     /// captured into a graph, when ferrocuda cannot name a point in that stream covering its
     /// work from before the capture (item 1 of issue 29's host review): an event recorded
@@ -508,6 +542,22 @@ pub enum Error {
     )]
     SharedDeclarationNotHeld {
         /// The declared memory (its access's name).
+        argument: &'static str,
+    },
+    /// Memory whose use record this thread holds (declared by the `Stream::will_use_for` or
+    /// `Stream::enqueue` whose work is running, for memory other threads may reach: a half of
+    /// a `split_at_mut`, a library's state) declared or waited for again from inside that work
+    /// (audit 2026-11-27e E8): it would wait for itself (the thread used to deadlock).
+    #[error(
+        "{operation}: `{argument}` was already declared by the `Stream::will_use_for` (or `Stream::enqueue`) whose work is \
+         running on this thread, which holds its record until the work is queued; declaring it again there would wait for \
+         itself. Declare it once: either in `will_use_for`'s list (and queue the work inside through raw pointers, \
+         `DevicePtr`), or only by the work inside (a typed launch declares its own arguments)"
+    )]
+    DeclaredAgainWhileHeld {
+        /// What was refused.
+        operation: String,
+        /// The memory declared again (its access's name).
         argument: &'static str,
     },
     /// A handle or allocation borrowed from another library (`ferrocuda_host::borrowed`) does

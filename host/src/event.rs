@@ -17,6 +17,10 @@ pub struct Event {
     /// then waits for the end of the context's captures; otherwise it is destroyed at once,
     /// even while an unrelated capture runs (P5).
     in_capture: std::sync::atomic::AtomicBool,
+    /// The stream whose capture the last record went into (`None`: the last record was a
+    /// point in a stream, or there was none). While set, host queries and waits are refused,
+    /// and so is a stream's wait once that capture ended (E5, audit 2026-11-27e).
+    captured_on: std::sync::Mutex<Option<Stream>>,
 }
 
 // SAFETY: a CUevent may be used from any thread; calls that need a context bind it.
@@ -40,7 +44,7 @@ impl Event {
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes one handle; destroyed in Drop.
         unsafe { driver::event::create(&mut raw, flags) }?;
-        Ok(Event { raw, context: context.clone(), in_capture: std::sync::atomic::AtomicBool::new(false) })
+        Ok(Event { raw, context: context.clone(), in_capture: std::sync::atomic::AtomicBool::new(false), captured_on: std::sync::Mutex::new(None) })
     }
 
     /// Records the event at the current end of `stream`, a stream of the event's context
@@ -49,29 +53,56 @@ impl Event {
         if stream.context().raw() != self.context.raw() {
             return Err(Error::StreamInOtherContext { operation: "Event::record" });
         }
-        if stream.captured_for_ordering().unwrap_or(true) {
+        let captured = stream.captured_for_ordering().unwrap_or(true);
+        if captured {
             self.in_capture.store(true, std::sync::atomic::Ordering::Relaxed);
         }
         let event = self.raw;
         // SAFETY: both handles are alive and of one context (checked above).
-        stream.enqueue("cuEventRecord", &[], |s| Ok(unsafe { driver::event::record(event, s.get()) }?))
+        stream.enqueue("cuEventRecord", &[], |s| Ok::<_, Error>(unsafe { driver::event::record(event, s.get()) }?))?;
+        *self.captured_on() = captured.then(|| stream.clone());
+        Ok(())
+    }
+
+    fn captured_on(&self) -> std::sync::MutexGuard<'_, Option<Stream>> {
+        self.captured_on.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// [`Error::EventRecordedInCapture`] when the last record was into a capture (E5): the
+    /// host can neither query nor wait for a node of a graph, and the query would invalidate
+    /// the capture.
+    fn refuse_if_captured(&self, operation: &'static str) -> Result<()> {
+        if self.captured_on().is_some() { Err(Error::EventRecordedInCapture { operation }) } else { Ok(()) }
     }
 
     /// Waits for the event.
+    ///
+    /// # Errors
+    /// [`Error::EventRecordedInCapture`] if it was last recorded into a stream capture.
     pub fn synchronize(&self) -> Result<()> {
+        self.refuse_if_captured("Event::synchronize")?;
         // SAFETY: the event is alive.
         unsafe { driver::event::synchronize(self.raw) }?;
         Ok(())
     }
 
     /// True when the work before the event has finished (or it was never recorded). Never blocks.
+    ///
+    /// # Errors
+    /// [`Error::EventRecordedInCapture`] if it was last recorded into a stream capture.
     pub fn is_complete(&self) -> Result<bool> {
+        self.refuse_if_captured("Event::is_complete")?;
         // SAFETY: the event is alive.
         not_ready_is_false(unsafe { driver::event::query(self.raw) })
     }
 
     /// Milliseconds from `self` to `end` (both recorded and completed).
+    ///
+    /// # Errors
+    /// [`Error::EventRecordedInCapture`] if either was last recorded into a stream capture.
     pub fn elapsed_ms(&self, end: &Event) -> Result<f32> {
+        self.refuse_if_captured("Event::elapsed_ms")?;
+        end.refuse_if_captured("Event::elapsed_ms")?;
         let mut ms = 0.0;
         // SAFETY: writes one float.
         unsafe { driver::event::elapsed_time(&mut ms, self.raw, end.raw) }?;
@@ -114,7 +145,17 @@ impl std::fmt::Debug for Event {
 impl Stream {
     /// Makes later work on this stream wait until `event` (recorded on any stream of the same
     /// context, or of a peer) has completed. The host does not wait.
+    ///
+    /// # Errors
+    /// [`Error::EventRecordedInCapture`] if `event` was last recorded into a capture that has
+    /// ended (while the capture runs, waiting for it joins this stream to the capture: a fork).
     pub fn wait_event(&self, event: &Event) -> Result<()> {
+        let captured_on = event.captured_on().clone();
+        if let Some(captured) = captured_on
+            && !captured.captured_for_ordering().unwrap_or(false)
+        {
+            return Err(Error::EventRecordedInCapture { operation: "Stream::wait_event" });
+        }
         // Waiting on an event recorded in a capture joins this stream to it: not while another
         // thread checks this stream for captures (P2).
         let _gate = self.capture_gate_exclusive();

@@ -148,3 +148,49 @@ pub(crate) fn recorded() -> Option<KernelPanic> {
         KernelPanic::from_record(&slot.host.read_volatile())
     }
 }
+
+/// Disposes of the payload of a panic that `catch_unwind` caught (in a host callback's
+/// trampoline, on the release thread) and describes it for the message (": <text>" for a
+/// `&str` or `String` payload, else nothing). Dropping the payload runs user code (its `Drop`),
+/// which may panic again: that second panic is caught too and its payload leaked (E7, audit
+/// 2026-11-27e: inside the `extern "C"` trampoline, called by the driver's thread, it aborted
+/// the process with only Rust's "failed to initiate panic"; on the release thread it would end
+/// the thread, and every later release handed to it would be lost).
+pub(crate) fn dispose_of_caught_panic(payload: Box<dyn std::any::Any + Send>) -> String {
+    let text = payload.downcast_ref::<&str>().map(|s| (*s).to_string()).or_else(|| payload.downcast_ref::<String>().cloned());
+    let mut described = text.map(|t| format!(": {t}")).unwrap_or_default();
+    if let Err(second) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(payload))) {
+        // Not dropped: its `Drop` could panic as well. A leak of one box.
+        std::mem::forget(second);
+        described.push_str(" (dropping its panic payload panicked too; that was caught, and the payload leaked)");
+    }
+    described
+}
+
+#[cfg(test)]
+mod caught_panic_tests {
+    use super::dispose_of_caught_panic;
+
+    /// A payload whose `Drop` panics.
+    struct Bomb;
+    impl Drop for Bomb {
+        fn drop(&mut self) {
+            panic!("the payload's drop panics");
+        }
+    }
+
+    /// E7 (audit 2026-11-27e): a callback whose panic payload panics when dropped aborted the
+    /// process with no message (the drop ran inside the `extern "C"` trampoline). The payload
+    /// is now dropped under a second `catch_unwind` (and leaked if that panics): no abort, and
+    /// the message says what happened; a plain payload is described and dropped.
+    #[test]
+    fn e7_a_panic_payload_that_panics_when_dropped_is_caught_and_reported() {
+        let caught = std::panic::catch_unwind(|| std::panic::panic_any(Bomb)).unwrap_err();
+        let described = dispose_of_caught_panic(caught);
+        assert!(described.contains("dropping its panic payload panicked too"), "{described}");
+        let caught = std::panic::catch_unwind(|| panic!("plain {}", 7)).unwrap_err();
+        assert_eq!(dispose_of_caught_panic(caught), ": plain 7");
+        let caught = std::panic::catch_unwind(|| std::panic::panic_any(5u32)).unwrap_err();
+        assert_eq!(dispose_of_caught_panic(caught), "");
+    }
+}

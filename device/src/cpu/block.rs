@@ -488,9 +488,13 @@ impl<'a> BlockContext<'a> {
         self.threads.iter().all(|t| matches!(t.state.get(), ThreadState::Exited))
     }
 
-    /// Every thread waits at the cluster barrier.
-    pub(crate) fn all_at_cluster_barrier(&self) -> bool {
-        self.threads.iter().all(|t| matches!(t.state.get(), ThreadState::AtClusterBarrier))
+    /// Every thread that has not exited waits at the cluster barrier: this block does not
+    /// hold the barrier up. PTX `exit`: "barriers waiting on all threads are checked to see if
+    /// the exiting threads are the only threads that have not yet made it to [...] a
+    /// barrier.cluster for all threads in the cluster. If the exiting threads are holding up
+    /// the barrier, the barrier is released" (E4, audit 2026-11-27e; the cluster twin of P9).
+    pub(crate) fn clear_of_cluster_barrier(&self) -> bool {
+        self.threads.iter().all(|t| matches!(t.state.get(), ThreadState::AtClusterBarrier | ThreadState::Exited))
     }
 }
 

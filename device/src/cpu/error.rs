@@ -265,16 +265,17 @@ impl fmt::Display for StuckList<'_> {
     }
 }
 
-/// A barrier that some threads wait at while the others have exited and that the executor
-/// does not release: the cluster barrier with exited threads, or a block barrier that others
-/// wait at the cluster barrier instead of. (Exited threads release a block barrier, as PTX's
-/// `exit` defines: audit P9.)
+/// Barriers that can never open: threads of the block wait at a block barrier while other
+/// threads of the block (or its cluster) wait at the cluster barrier, so neither is reached by
+/// every thread that has not exited. (Exited threads release both a block barrier and the
+/// cluster barrier, as PTX's `exit` defines: audit P9, and E4 of audit 2026-11-27e.)
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "kernel `{kernel}`, block {block}: {} threads wait at a block barrier that {} exited threads never reached (waiting: {}; exited: {}); \
-     threads that return release a block barrier (PTX `exit`), but the executor does not release a cluster::sync() for them: \
-     return after the barrier, or guard the work instead of the barrier",
-    waiting.len(), exited.len(), ThreadList(waiting), ThreadList(exited)
+    "kernel `{kernel}`, block {block}: {} threads wait at barriers that can never open (waiting at a block barrier or at the \
+     cluster barrier: {}; exited: {}): some wait at `sync_threads()` while others of the block or cluster wait at \
+     `cluster::sync()`, so neither barrier is reached by every thread that has not exited; a GPU hangs here. Threads that \
+     return release both barriers (PTX `exit`): make every thread that has not returned reach the same barrier",
+    waiting.len(), ThreadList(waiting), ThreadList(exited)
 )]
 pub struct BarrierDivergence {
     /// The kernel's symbol.
@@ -292,7 +293,7 @@ pub struct BarrierDivergence {
 /// same with another mask: audit N7). A GPU hangs there.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "kernel `{kernel}`, block {block}, warp {warp}: lanes {} wait in a warp operation (shuffle, vote, match or sync_warp) that lanes {} never join{}; \
+    "kernel `{kernel}`, block {block}, warp {warp}: lanes {} wait in a warp operation (shuffle, vote, match, elect_one or sync_warp) that lanes {} never join{}; \
      a GPU hangs here: call each warp operation from all the lanes its mask names, together, with the same mask",
     ThreadList(waiting),
     if other_operation.is_empty() { ThreadList(at_barrier) } else { ThreadList(other_operation) },

@@ -48,6 +48,10 @@ pub(crate) enum WarpOp {
     MatchAny,
     /// `bar.warp.sync`.
     Sync,
+    /// `elect.sync` (`warpgroup::elect_one`): true for the lowest lane of those that
+    /// completed it together; a full-warp collective like the others (E3, audit 2026-11-27e:
+    /// it used to answer from `activemask`, so a divergent use that hangs a GPU passed).
+    Elect,
     /// `activemask`: which lanes are here together. Not a barrier: it completes for the lanes
     /// that reached it in the same pass (the lanes a GPU would have converged there), without
     /// waiting for the others.
@@ -335,6 +339,12 @@ pub(crate) fn warp_shuffle(value: u32, source: u32) -> u32 {
 #[track_caller]
 pub(crate) fn warp_ballot(predicate: bool) -> u32 {
     running("ballot").warp_op(WarpOp::Ballot, u32::MAX, predicate as u64) as u32
+}
+/// `elect.sync` with the full mask: true in the lowest lane of the warp's live lanes, once
+/// all of them arrive (the executor reports a divergent use, where a GPU hangs).
+#[track_caller]
+pub(crate) fn warp_elect() -> bool {
+    running("elect_one").warp_op(WarpOp::Elect, u32::MAX, 0) != 0
 }
 #[track_caller]
 pub(crate) fn warp_active_mask() -> u32 {

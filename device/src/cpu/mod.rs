@@ -42,9 +42,9 @@
 //! - Errors instead of hangs or silent corruption (the executor is a sanitizer; what each
 //!   check guarantees and its limits: docs/kernel-model.md, "The CPU executor as a
 //!   sanitizer"): a panic is reported with its kernel, file, line, column, block and thread
-//!   ([`KernelPanic`]); a cluster barrier that exited threads never reach
-//!   ([`BarrierDivergence`]; exited threads release a block barrier, as PTX's `exit`
-//!   defines), threads at different kinds of barrier ([`MixedBarriers`]), or a warp operation that lanes
+//!   ([`KernelPanic`]); threads at a block barrier while others wait at the cluster barrier
+//!   ([`BarrierDivergence`]; exited threads release a block barrier and the cluster
+//!   barrier, as PTX's `exit` defines), threads at different kinds of barrier ([`MixedBarriers`]), or a warp operation that lanes
 //!   of its mask never join, because they wait elsewhere or in another collective or with
 //!   another mask ([`WarpDeadlock`]), ends the launch.
 //! - Data races ([`with_race_detection`](CpuExecutor::with_race_detection), on by default):

@@ -61,7 +61,15 @@ impl BlockContext<'_> {
             self.threads[rank as usize].yielder.set(yielder);
             match catch_unwind(AssertUnwindSafe(kernel)) {
                 Ok(()) => self.flush_raw_views(),
-                Err(payload) if !payload.is::<Cancelled>() => self.record_panic(rank, &*payload),
+                Err(payload) if !payload.is::<Cancelled>() => {
+                    self.record_panic(rank, &*payload);
+                    // The payload's `Drop` is the kernel's code and may panic again: caught,
+                    // and that second payload leaked, so nothing unwinds out of the
+                    // coroutine (E7, audit 2026-11-27e).
+                    if let Err(second) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+                        std::mem::forget(second);
+                    }
+                }
                 Err(_) => {}
             }
         };
@@ -203,7 +211,9 @@ pub(crate) fn run_cluster(blocks: &[BlockContext<'_>], cluster_blocks: usize, ke
         }
         let mut opened = false;
         for (c, cluster) in blocks.chunks(cluster_blocks.max(1)).enumerate() {
-            if !cluster.iter().all(BlockContext::all_at_cluster_barrier) {
+            // Released when every thread of the cluster that has not exited waits there (PTX
+            // `exit`, E4): exited threads, and blocks that have finished, do not hold it up.
+            if !cluster.iter().all(BlockContext::clear_of_cluster_barrier) || cluster.iter().all(BlockContext::finished) {
                 continue;
             }
             if let Some(first) = cluster.first() {
@@ -212,19 +222,19 @@ pub(crate) fn run_cluster(blocks: &[BlockContext<'_>], cluster_blocks: usize, ke
             for (i, block) in cluster.iter().enumerate() {
                 block.threads.iter().for_each(|t| t.reply.set(0));
                 block.shared.next_epoch();
-                runnable[c * cluster_blocks.max(1) + i].extend(0..block.threads.len() as u32);
+                let waiting = (0..block.threads.len() as u32).filter(|&rank| matches!(block.threads[rank as usize].state.get(), ThreadState::AtClusterBarrier));
+                runnable[c * cluster_blocks.max(1) + i].extend(waiting);
             }
             opened = true;
         }
         if opened {
             continue;
         }
-        // Stuck: blame the first block that is neither finished nor waiting at the cluster
-        // barrier (or, if every unfinished block waits there, the first unfinished one: its
-        // peers exited without reaching the cluster barrier).
+        // Stuck: blame the first block whose live threads do not all wait at the cluster
+        // barrier (or the first unfinished one).
         let culprit = blocks
             .iter()
-            .find(|b| !b.finished() && !b.all_at_cluster_barrier())
+            .find(|b| !b.finished() && !b.clear_of_cluster_barrier())
             .or_else(|| blocks.iter().find(|b| !b.finished()))
             .expect("some block is unfinished");
         culprit.report_stuck();

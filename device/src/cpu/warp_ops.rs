@@ -162,6 +162,8 @@ impl BlockContext<'_> {
                     synced = true;
                     0
                 }
+                // The lowest lane of the group (the live lanes of the full mask).
+                WarpOp::Elect => (members().next() == Some(l)) as u64,
                 WarpOp::ActiveMask => unreachable!("`activemask` completes on its own"),
             };
             self.threads[base + l as usize].reply.set(reply);

@@ -304,10 +304,11 @@ fn wgmma_ss_with(acc: &mut [f32], n: u32, accumulate: bool, element: fn(u16) -> 
     }
 }
 
-/// `elect.sync`: the lowest lane of those here together.
+/// `elect.sync` with the full mask: a warp collective of the executor (the lowest live lane
+/// is elected once every live lane arrives; a divergent use is reported, as a GPU hangs).
+#[track_caller]
 pub(crate) fn elect_one() -> bool {
-    let mask = emu::warp_active_mask();
-    emu::lane_id() == mask.trailing_zeros()
+    emu::warp_elect()
 }
 
 /// Every bf16/f16 bit pattern as f32, for [`wgmma`].

@@ -47,8 +47,17 @@ pub unsafe fn alloc_registers<const N: u32>() {
     };
 }
 
-/// Elects one active lane of the warp (`elect.sync _|p, 0xffffffff`): true in exactly one lane.
-/// All lanes of the warp must call it together.
+/// Elects one lane of the warp (`elect.sync _|p, 0xffffffff`): true in exactly one lane, the
+/// lowest that has not exited.
+///
+/// A full-warp collective, like [`warp::shuffle`](crate::warp::shuffle) and the votes: every
+/// lane of the warp that has not exited must call it, at the same place (lanes that returned
+/// do not hold it up; a partial last warp counts its lanes only). Called from divergent code
+/// (some lanes here, others at a `sync_threads()` or in another warp operation) a GPU hangs;
+/// the CPU executor reports that use as a warp deadlock naming the lanes (audit 2026-11-27e
+/// E3), as it does for the shuffles. It stays safe on the same argument as the shuffles
+/// (kernel-model.md, "Rules only the GPU enforces"): the outcome of the misuse is a hang, not
+/// memory unsafety, and the sanitizer names it.
 #[inline(always)]
 pub fn elect_one() -> bool {
     #[cfg(target_arch = "nvptx64")]

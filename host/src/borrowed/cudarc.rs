@@ -34,7 +34,7 @@ use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, Weak};
 
 use bytemuck::Pod;
-use cudarc::driver::{CudaContext, CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop};
+use cudarc::driver::{CudaContext, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice, SyncOnDrop};
 
 use super::view::order_home_after;
 use super::{BorrowedSlice, BorrowedSliceMut, problem};
@@ -141,6 +141,23 @@ pub fn stream_in(context: &Context, stream: &Arc<CudaStream>) -> Result<Stream> 
     unsafe { Stream::from_raw(context, stream.cu_stream(), stream.clone()) }
 }
 
+/// Refuses a home stream `on` of another context than the slice's (E1, audit 2026-11-27e):
+/// the use record would belong to `on`'s context, a launch there would be let through to
+/// memory of another context, and at the end of the borrow cudarc's events of the slice's
+/// context would be recorded on (or waited for by) a stream of another context, which orders
+/// nothing. Checked before cudarc is asked for the pointer (which already joins `on`).
+fn check_home_context<T, S: DeviceSlice<T>>(slice: &S, on: &Arc<CudaStream>) -> Result<()> {
+    let (owner, home) = (slice.stream().context().cu_ctx(), on.context().cu_ctx());
+    if owner == home {
+        return Ok(());
+    }
+    Err(problem(format!(
+        "the cudarc slice belongs to context {owner:p}, but the stream `on` given as its home stream belongs to context \
+         {home:p}: lend it with a stream of the slice's context (`slice.stream()`, or a stream of `slice.stream().context()`), \
+         and launch on a stream of that context"
+    )))
+}
+
 /// Lends cudarc slices to ferrocuda work inside `body`, and orders cudarc's later work on them
 /// after ferrocuda's when `body` returns or unwinds (P3).
 ///
@@ -198,7 +215,11 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     /// usually `slice.stream()`) as its home stream: `on` first waits for cudarc's earlier
     /// writes of the slice, and when the scope ends it waits for ferrocuda's work on it and
     /// cudarc records the slice's read event there.
+    ///
+    /// A stream `on` of another context than the slice's is refused by name (E1): nothing
+    /// would order cudarc's later work in the slice's context after ferrocuda's.
     pub fn slice<T: Pod, S: DevicePtr<T>>(&'scope self, slice: &'env S, on: &'env Arc<CudaStream>) -> Result<BorrowedSlice<'scope, T>> {
+        check_home_context::<T, S>(slice, on)?;
         let home = stream(on)?;
         let len = slice.len();
         let (ptr, sync) = slice.device_ptr(on);
@@ -217,6 +238,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     /// ferrocuda work until the scope ends, with `on` as its home stream (see
     /// [`Scope::slice`]; `on` first waits for cudarc's earlier reads and writes of it).
     pub fn slice_mut<T: Pod, S: DevicePtrMut<T>>(&'scope self, slice: &'env mut S, on: &'env Arc<CudaStream>) -> Result<BorrowedSliceMut<'scope, T>> {
+        check_home_context::<T, S>(&*slice, on)?;
         let home = stream(on)?;
         let len = slice.len();
         let (ptr, sync) = slice.device_ptr_mut(on);
@@ -256,6 +278,7 @@ pub struct CudaWrite<'a, T> {
 /// is what orders cudarc's later work on the slice (a write, a free) after the ferrocuda work
 /// that read it (P3). Leaked, cudarc may overwrite the slice while a kernel still reads it.
 pub unsafe fn slice<'a, T: Pod, S: DevicePtr<T>>(slice: &'a S, on: &'a Arc<CudaStream>) -> Result<CudaRead<'a, T>> {
+    check_home_context::<T, S>(slice, on)?;
     let home = stream(on)?;
     let len = slice.len();
     let (ptr, sync) = slice.device_ptr(on);
@@ -274,6 +297,7 @@ pub unsafe fn slice<'a, T: Pod, S: DevicePtr<T>>(slice: &'a S, on: &'a Arc<CudaS
 /// As for [`slice()`]: the guard is dropped, not leaked. Leaked, cudarc may read the slice
 /// before a kernel finished writing it, or free it under the kernel.
 pub unsafe fn slice_mut<'a, T: Pod, S: DevicePtrMut<T>>(slice: &'a mut S, on: &'a Arc<CudaStream>) -> Result<CudaWrite<'a, T>> {
+    check_home_context::<T, S>(&*slice, on)?;
     let home = stream(on)?;
     let len = slice.len();
     let (ptr, sync) = slice.device_ptr_mut(on);

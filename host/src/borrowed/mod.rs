@@ -103,6 +103,19 @@ mod tests {
         assert!(message.contains("not aligned") && message.contains("fix the offset"), "{message}");
     }
 
+    /// E1 (audit 2026-11-27e): memory whose allocation the driver reports in another context
+    /// than the home stream's is refused by name (both contexts named, and what to do); memory
+    /// of no one context (a pool's) and of the same context pass.
+    #[test]
+    fn e1_memory_of_another_context_than_the_home_streams_is_refused() {
+        let (a, b) = (0x1000 as crate::sys::CUcontext, 0x2000 as crate::sys::CUcontext);
+        assert!(view::check_same_context(0x7000, a, a).is_ok());
+        assert!(view::check_same_context(0x7000, std::ptr::null_mut(), a).is_ok());
+        let message = view::check_same_context(0x7000, a, b).unwrap_err().to_string();
+        assert!(message.contains("0x7000 is memory of context 0x1000") && message.contains("home stream belongs to context 0x2000"), "{message}");
+        assert!(message.contains("stream of the memory's own context"), "{message}");
+    }
+
     /// F5 (audit 2026-11-27c): when the home stream cannot queue the wait (its owner captures
     /// it), a host wait refused after a reported timeout (`WorkStillRunning`) must not hand the
     /// memory back as if ordered: it was the path on which a cudarc scope returned while the

@@ -301,6 +301,19 @@ fn check_range(home: &Stream, ptr: u64, bytes: usize, align: usize, type_name: &
             "address {ptr:#x} is memory of device {ordinal}, but the home stream is on device {device}: borrow it with a stream of device {ordinal}"
         )));
     }
+    // The allocation's context (E1, audit 2026-11-27e): memory of another context on the same
+    // device passes the device check above, but its owner's work runs in that context, which
+    // nothing made in `home`'s context orders (a stream of one context cannot wait for an event
+    // of another), and the use record would name the wrong context for every later check.
+    // Memory that belongs to no one context (a memory pool's, virtual memory mapped with
+    // `cuMemMap`) reports none: then the constructor's contract covers it.
+    let mut owner: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: as above (a CUcontext); only looked up.
+    let owner_known =
+        unsafe { driver::memory::pointer_get_attribute((&mut owner as *mut sys::CUcontext).cast(), A::CU_POINTER_ATTRIBUTE_CONTEXT, ptr) }.is_ok();
+    if owner_known {
+        check_same_context(ptr, owner, context.raw())?;
+    }
     let (mut start, mut size): (u64, usize) = (0, 0);
     // SAFETY: as above (a CUdeviceptr, a size_t).
     let range = unsafe {
@@ -315,4 +328,16 @@ fn check_range(home: &Stream, ptr: u64, bytes: usize, align: usize, type_name: &
         )));
     }
     Ok(())
+}
+
+/// Refuses memory at `ptr` whose allocation belongs to context `owner` (as the driver reports
+/// it; null: no one context) when the home stream's context is `home`: E1 (audit 2026-11-27e).
+pub(super) fn check_same_context(ptr: u64, owner: sys::CUcontext, home: sys::CUcontext) -> Result<()> {
+    if owner.is_null() || owner == home {
+        return Ok(());
+    }
+    Err(problem(format!(
+        "address {ptr:#x} is memory of context {owner:p}, but the home stream belongs to context {home:p}: borrow it with a \
+         stream of the memory's own context (for cudarc, `slice.stream()` or another stream of `slice.stream().context()`)"
+    )))
 }

@@ -336,6 +336,26 @@ impl Context {
         still
     }
 
+    /// For the calls that may wait inside the driver for every piece of the context's work (a
+    /// module load, a library handle's creation; E2, audit 2026-11-27e): while
+    /// [`Context::timed_out`], waits up to [`AFTER_TIMEOUT_GRACE`] for the work given up on to
+    /// end (work that was only slow, and another thread's first module load, then go on), and
+    /// returns [`Error::RefusedAfterTimeout`] naming `operation` if it still runs. One atomic
+    /// load when no timeout was reported.
+    pub(crate) fn refuse_after_timeout(&self, operation: impl FnOnce() -> String) -> Result<()> {
+        if !self.timed_out() {
+            return Ok(());
+        }
+        let until = std::time::Instant::now() + AFTER_TIMEOUT_GRACE;
+        while std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            if !self.timed_out() {
+                return Ok(());
+            }
+        }
+        Err(Error::RefusedAfterTimeout { operation: operation() })
+    }
+
     /// Forgets the reported timeouts: the work is over (a context-wide synchronisation returned).
     fn clear_hung(&self) {
         let mut hung = lock(&self.inner.hung);
@@ -386,6 +406,8 @@ impl Context {
         let index = match loaded.iter().position(|l| l.is(module)) {
             Some(index) => index,
             None => {
+                // Loading a module may wait for the context's work (E2): not after a timeout.
+                self.refuse_after_timeout(|| format!("loading the kernels of `{}` into the context (its first use here)", module.crate_name))?;
                 loaded.push(LoadedEmbedded::load(module, self.inner.device)?);
                 loaded.len() - 1
             }
@@ -594,6 +616,12 @@ impl std::fmt::Debug for Context {
         f.debug_struct("Context").field("raw", &self.inner.raw).field("device", &self.inner.device.ordinal()).field("primary", &self.is_primary()).finish()
     }
 }
+
+/// How long a call that may wait inside the driver for all of a context's work waits, after a
+/// reported timeout, for the work given up on to end before it is refused
+/// ([`Error::RefusedAfterTimeout`], E2): long enough for work that was only slow, short enough
+/// that nothing hangs.
+pub(crate) const AFTER_TIMEOUT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 #[cfg(test)]
 mod tests {

@@ -136,8 +136,10 @@ pub(super) fn run_on_release_thread(job: Job) {
             for job in receiver {
                 // A panicking release must not end the thread (every later release from a
                 // host callback would be lost); its context's count is kept by the job's guard.
-                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)).is_err() {
-                    eprintln!("ferrocuda: a release performed after a host callback panicked (the panic was caught; what it freed may be leaked)");
+                if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)) {
+                    // Its drop may panic too, which would end this thread (E7).
+                    let described = crate::panic_report::dispose_of_caught_panic(payload);
+                    eprintln!("ferrocuda: a release performed after a host callback panicked{described} (the panic was caught; what it freed may be leaked)");
                 }
             }
         });

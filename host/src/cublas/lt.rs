@@ -286,6 +286,8 @@ impl CublasLt {
             return Err(Error::LibraryUnavailable { library: "cuBLASLt (libcublasLt)" });
         }
         stream.context().bind_to_thread()?;
+        // cuBLASLt loads its kernels into the context, which may wait for its work (E2).
+        stream.context().refuse_after_timeout(|| "CublasLt::new (cublasLtCreate)".to_string())?;
         let workspace = DeviceBuffer::<u8>::zeroed(stream.context(), WORKSPACE_BYTES)?;
         let mut handle = std::ptr::null_mut();
         // SAFETY: writes one handle, destroyed in Drop.

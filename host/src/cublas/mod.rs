@@ -84,6 +84,8 @@ impl Cublas {
             return Err(Error::LibraryUnavailable { library: "cuBLAS (libcublas)" });
         }
         stream.context().bind_to_thread()?;
+        // cuBLAS loads its kernels into the context here, which may wait for its work (E2).
+        stream.context().refuse_after_timeout(|| "Cublas::new (cublasCreate)".to_string())?;
         let mut handle = std::ptr::null_mut();
         // SAFETY: cuBLAS binds the handle to the current context (the stream's); destroyed in Drop.
         check("cublasCreate", unsafe { cublas::cublasCreate_v2(&mut handle) })?;

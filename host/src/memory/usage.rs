@@ -202,8 +202,11 @@ impl fmt::Debug for BufferAccess<'_> {
 
 impl fmt::Debug for BufferUsage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = self.lock();
-        f.debug_struct("BufferUsage").field("writer", &state.writer).field("readers", &state.readers.len()).finish()
+        // `try_lock`: this thread may hold the record (inside `will_use_for`'s work, E8).
+        match self.state.try_lock() {
+            Ok(state) => f.debug_struct("BufferUsage").field("writer", &state.writer).field("readers", &state.readers.len()).finish(),
+            Err(_) => f.debug_struct("BufferUsage").field("state", &"(locked)").finish(),
+        }
     }
 }
 
@@ -256,6 +259,9 @@ impl BufferUsage {
     /// finished: the last writer's for a read, every user's for a write. That work is then
     /// forgotten (for pinned host memory, which the host reads and writes directly).
     pub(crate) fn wait_on_host(&self, access: Access) -> Result<()> {
+        if held_by_this_thread(&self.state) {
+            return Err(Error::DeclaredAgainWhileHeld { operation: "a host copy's wait".to_string(), argument: "the buffer" });
+        }
         let mut state = self.lock();
         if let Some(writer) = &state.writer {
             writer.host_wait()?;
@@ -274,6 +280,13 @@ impl BufferUsage {
     }
 
     fn lock(&self) -> MutexGuard<'_, UseState> {
+        // A named panic, not a deadlock (E8): the fallible paths return the error first.
+        assert!(
+            !held_by_this_thread(&self.state),
+            "ferrocuda: a buffer's use record is locked again by the thread that holds it (inside `Stream::will_use_for`'s \
+             work or a `Stream::enqueue` closure, which hold the records they declared): that would wait for itself. Do not \
+             use memory declared there again inside the work"
+        );
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
@@ -492,6 +505,38 @@ pub(crate) fn before_work(stream: &Stream, operation: &str, buffers: &[BufferAcc
 #[must_use = "dropping it releases the records before the work is queued"]
 pub(crate) struct Held<'a> {
     _guards: Vec<MutexGuard<'a, UseState>>,
+    /// The records' addresses, registered in [`HELD`] while the guards are held.
+    registered: Vec<usize>,
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        if self.registered.is_empty() {
+            return;
+        }
+        HELD.with(|held| {
+            let mut held = held.borrow_mut();
+            for address in &self.registered {
+                if let Some(at) = held.iter().rposition(|a| a == address) {
+                    held.swap_remove(at);
+                }
+            }
+        });
+    }
+}
+
+std::thread_local! {
+    /// The shared records this thread holds locked (a [`Held`] of `Stream::enqueue` or
+    /// `Stream::will_use_for` while its work runs), by address: locking one of them again on
+    /// this thread would wait for itself (E8, audit 2026-11-27e). std's `Mutex` blocks for
+    /// ever then; the door refuses instead ([`Error::DeclaredAgainWhileHeld`]).
+    static HELD: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// True when this thread holds `record` locked through a [`Held`] (E8).
+fn held_by_this_thread<T>(record: &Mutex<T>) -> bool {
+    let address = std::ptr::from_ref(record) as usize;
+    HELD.with(|held| held.borrow().contains(&address))
 }
 
 /// The buffer part of [`before_work`], after its capture check (`own_capture`: ferrocuda's
@@ -524,9 +569,9 @@ pub(crate) fn order_buffers<'a>(stream: &Stream, operation: &str, lists: &[&[Buf
         }
     }
     if !any_shared {
-        return Ok(Held { _guards: Vec::new() });
+        return Ok(Held { _guards: Vec::new(), registered: Vec::new() });
     }
-    order_shared(stream, lists)
+    order_shared(stream, operation, lists)
 }
 
 /// What the door does with one access.
@@ -563,9 +608,20 @@ fn door_step(other_context: impl FnOnce() -> bool, own_capture: bool, fast: impl
 /// order, ordered under its lock, and the locks returned.
 #[cold]
 #[inline(never)]
-fn order_shared<'a>(stream: &Stream, lists: &[&[BufferAccess<'a>]]) -> Result<Held<'a>> {
-    let shared = lists.iter().flat_map(|list| list.iter()).filter_map(|b| b.usage.filter(|u| u.is_shared()).map(|u| (&u.state, b.access)));
-    Ok(Held { _guards: order_locked(stream, shared)? })
+fn order_shared<'a>(stream: &Stream, operation: &str, lists: &[&[BufferAccess<'a>]]) -> Result<Held<'a>> {
+    let accesses = || lists.iter().flat_map(|list| list.iter()).filter(|b| b.usage.is_some_and(BufferUsage::is_shared));
+    // A record this thread already holds (declared by the `will_use_for` or `enqueue` whose
+    // work is running) would be locked again: refused by name instead of a deadlock (E8).
+    if let Some(again) = accesses().find(|b| b.usage.is_some_and(|u| held_by_this_thread(&u.state))) {
+        return Err(Error::DeclaredAgainWhileHeld { operation: operation.to_string(), argument: again.name });
+    }
+    let shared = accesses().filter_map(|b| b.usage.map(|u| (&u.state, b.access)));
+    let guards = order_locked(stream, shared)?;
+    let mut registered: Vec<usize> = accesses().filter_map(|b| b.usage.map(|u| std::ptr::from_ref(&u.state) as usize)).collect();
+    registered.sort_unstable();
+    registered.dedup();
+    HELD.with(|held| held.borrow_mut().extend_from_slice(&registered));
+    Ok(Held { _guards: guards, registered })
 }
 
 /// Locks each record of `accesses` once, in address order (two pieces of work that share
@@ -734,6 +790,27 @@ mod tests {
         let waits = Rc::new(RefCell::new(Vec::new()));
         let s = |id| Fake { id, waits: waits.clone() };
         (s(0), s(1), s(2), waits)
+    }
+
+    /// E8 (audit 2026-11-27e): the records a `Held` holds are known to this thread while it
+    /// holds them (and to no other thread), and forgotten when it drops: the door then refuses
+    /// a second declaration from inside `will_use_for`'s work by name instead of locking the
+    /// record again (which blocked the thread for ever), and the error says what to do.
+    #[test]
+    fn e8_a_record_held_by_this_thread_is_known_until_its_hold_drops() {
+        let record = Mutex::new(UseState::<Stream> { writer: None, readers: Vec::new() });
+        let other = Mutex::new(UseState::<Stream> { writer: None, readers: Vec::new() });
+        assert!(!held_by_this_thread(&record));
+        let address = std::ptr::from_ref(&record) as usize;
+        HELD.with(|held| held.borrow_mut().push(address));
+        let hold = Held { _guards: Vec::new(), registered: vec![address] };
+        assert!(held_by_this_thread(&record) && !held_by_this_thread(&other));
+        let seen_elsewhere = std::thread::scope(|scope| scope.spawn(|| held_by_this_thread(&record)).join().unwrap());
+        assert!(!seen_elsewhere, "another thread's declarations may lock it (and wait, as intended)");
+        drop(hold);
+        assert!(!held_by_this_thread(&record));
+        let message = Error::DeclaredAgainWhileHeld { operation: "launch: saxpy".into(), argument: "x" }.to_string();
+        assert!(message.contains("`x` was already declared by the `Stream::will_use_for`") && message.contains("Declare it once"), "{message}");
     }
 
     /// U4: a reader on another stream waits for the last writer, once.

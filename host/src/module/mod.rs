@@ -72,6 +72,7 @@ impl Module {
     /// vouches that each one launched through a typed launcher has that launcher's signature.
     pub unsafe fn load_ptx(context: &Context, name: &str, ptx: &str, options: &JitOptions) -> Result<Self> {
         context.bind_to_thread()?;
+        context.refuse_after_timeout(|| format!("Module::load_ptx(`{name}`)"))?;
         check_ptx_supported(name, ptx, context.device())?;
         let (raw, info_log) = RawModule::load_with(name, ptx.as_bytes(), true, options)?;
         Ok(Self::wrap(context, name, raw, info_log))
@@ -90,6 +91,7 @@ impl Module {
     pub unsafe fn load_binary(context: &Context, name: &str, image: &[u8], options: &JitOptions) -> Result<Self> {
         image::check_binary_image(image).map_err(|reason| Error::InvalidImage { module: name.to_string(), reason })?;
         context.bind_to_thread()?;
+        context.refuse_after_timeout(|| format!("Module::load_binary(`{name}`)"))?;
         let (raw, info_log) = RawModule::load_with(name, image, false, options)?;
         Ok(Self::wrap(context, name, raw, info_log))
     }
@@ -171,6 +173,8 @@ impl Module {
     /// launcher passes (`cuFuncGetParamInfo`, CUDA 12.4+; older drivers check names only).
     pub fn check_kernels(&self, expected: &[&KernelSignature]) -> Result<()> {
         self.inner.context.bind_to_thread()?;
+        // The checks read module memory and may load the kernels' code (E2): not after a timeout.
+        self.inner.context.refuse_after_timeout(|| format!("Module::check_kernels of module `{}`", self.inner.name))?;
         for signature in expected {
             let function = self.raw().function(&self.inner.name, signature.symbol)?;
             checks::check_fingerprint(self.raw().raw, signature, &self.inner.name)?;
@@ -187,6 +191,9 @@ impl Module {
         if let Some(&(_, f)) = functions.iter().find(|(s, _)| std::ptr::eq(*s, signature) || *s == signature) {
             return Ok(f);
         }
+        // A first use reads module memory and may load the kernel's code lazily, both of which
+        // may wait for the context's work (E2): not after a timeout.
+        self.inner.context.refuse_after_timeout(|| format!("the first launch of `{}` of module `{}` (its checks)", signature.symbol, self.inner.name))?;
         let function = self.raw().function(&self.inner.name, signature.symbol)?;
         checks::check_fingerprint(self.raw().raw, signature, &self.inner.name)?;
         checks::check_layout(self.raw().raw, signature, &self.inner.name)?;

@@ -982,8 +982,10 @@ unsafe extern "C" fn run_host_callback(user_data: *mut c_void) {
     // Drops inside the callback (of what it owns, too) hand their CUDA calls to the release
     // thread: the driver refuses them here (N10).
     let _scope = HostCallbackScope::enter();
-    if std::panic::catch_unwind(AssertUnwindSafe(callback)).is_err() {
-        eprintln!("ferrocuda: a stream host callback panicked (the panic was caught; the stream goes on)");
+    if let Err(payload) = std::panic::catch_unwind(AssertUnwindSafe(callback)) {
+        // The payload's drop may panic too: never inside this `extern "C"` function (E7).
+        let described = crate::panic_report::dispose_of_caught_panic(payload);
+        eprintln!("ferrocuda: a stream host callback panicked{described} (the panic was caught; the stream goes on)");
     }
 }
 

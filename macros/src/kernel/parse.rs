@@ -174,6 +174,7 @@ impl Parse for Attribute {
             } else if key == "launch_bounds" || key == "reqntid" {
                 let values: Punctuated<syn::Expr, Token![,]> = content.parse_terminated(syn::Expr::parse, Token![,])?;
                 let values: Vec<_> = values.into_iter().collect();
+                check_bounds(&key, &values)?;
                 attribute.bounds = Some(match (key.to_string().as_str(), values.as_slice()) {
                     ("launch_bounds", [threads]) => quote::quote!(#threads, 0),
                     ("launch_bounds", [threads, min_blocks]) => quote::quote!(#threads, #min_blocks),
@@ -187,10 +188,12 @@ impl Parse for Attribute {
                 });
             } else if key == "cluster_dims" {
                 let values: Punctuated<syn::Expr, Token![,]> = content.parse_terminated(syn::Expr::parse, Token![,])?;
-                let mut dims: Vec<TokenStream> = values.into_iter().map(|v| quote::quote!(#v)).collect();
-                if dims.is_empty() || dims.len() > 3 {
+                let values: Vec<syn::Expr> = values.into_iter().collect();
+                if values.is_empty() || values.len() > 3 {
                     return Err(syn::Error::new(key.span(), "write `cluster_dims(x)`, `cluster_dims(x, y)` or `cluster_dims(x, y, z)` (blocks per cluster)"));
                 }
+                check_cluster_dims(&key, &values)?;
+                let mut dims: Vec<TokenStream> = values.iter().map(|v| quote::quote!(#v)).collect();
                 dims.resize(3, quote::quote!(1u32));
                 attribute.cluster = Some([dims[0].clone(), dims[1].clone(), dims[2].clone()]);
             } else if key == "same_len" {
@@ -738,4 +741,97 @@ pub fn type_text(ty: &Type) -> String {
         .replace(":: ", "::")
         .replace("* const ", "*const ")
         .replace("* mut ", "*mut ")
+}
+
+/// The value of an integer literal argument (`256`, `256u32`), or `None` for any other
+/// expression (a constant: checked by the marker's own `const` assertion instead).
+fn literal_value(expr: &syn::Expr) -> Option<u64> {
+    match expr {
+        syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(int), .. }) => int.base10_parse::<u64>().ok(),
+        syn::Expr::Group(group) => literal_value(&group.expr),
+        syn::Expr::Paren(paren) => literal_value(&paren.expr),
+        _ => None,
+    }
+}
+
+/// The largest block (`launch_bounds`, `reqntid`) a GPU runs: 1024 threads.
+const MAX_BLOCK_THREADS: u64 = 1024;
+/// The most blocks one SM holds (sm_70 to sm_90): a larger `min_blocks_per_sm` cannot be met.
+const MAX_BLOCKS_PER_SM: u64 = 32;
+/// The most threads one SM holds (sm_70 to sm_90): `max_threads * min_blocks_per_sm` above it
+/// cannot be met.
+const MAX_THREADS_PER_SM: u64 = 2048;
+/// The most blocks in a cluster that every sm_90 GPU runs (`MAX_PORTABLE_CLUSTER_BLOCKS`; the
+/// launchers refuse more).
+const MAX_CLUSTER_BLOCKS: u64 = 8;
+
+/// `launch_bounds(max_threads[, min_blocks_per_sm])` / `reqntid(threads)` with literal values
+/// (E6, audit 2026-11-27e): each within what a GPU can run, with the error at the value. A
+/// value ptxas rejects (`reqntid(0)`) used to stop the build as "a code-generation bug"; one it
+/// drops (`launch_bounds(0)`) disappeared silently; one nothing can meet built a kernel that
+/// never launches.
+fn check_bounds(key: &Ident, values: &[syn::Expr]) -> syn::Result<()> {
+    let form = if key == "reqntid" { "reqntid(threads)" } else { "launch_bounds(max_threads, ..)" };
+    let threads = values.first().and_then(|v| literal_value(v).map(|n| (v, n)));
+    if let Some((value, n)) = threads
+        && !(1..=MAX_BLOCK_THREADS).contains(&n)
+    {
+        let hint = if n == 0 && key == "launch_bounds" { "; for no bound, leave `launch_bounds` out" } else { "" };
+        return Err(syn::Error::new_spanned(
+            value,
+            format!("`{form}`: {n} threads is outside 1..={MAX_BLOCK_THREADS} (a block has at least 1 and at most {MAX_BLOCK_THREADS} threads){hint}"),
+        ));
+    }
+    if let Some(min_blocks) = values.get(1)
+        && let Some(m) = literal_value(min_blocks)
+    {
+        if !(1..=MAX_BLOCKS_PER_SM).contains(&m) {
+            return Err(syn::Error::new_spanned(
+                min_blocks,
+                format!(
+                    "`launch_bounds(max_threads, min_blocks_per_sm)`: {m} blocks per SM is outside 1..={MAX_BLOCKS_PER_SM} (an SM \
+                     holds at most {MAX_BLOCKS_PER_SM} blocks); for no minimum, write `launch_bounds(max_threads)`"
+                ),
+            ));
+        }
+        if let Some((_, n)) = threads
+            && n * m > MAX_THREADS_PER_SM
+        {
+            return Err(syn::Error::new_spanned(
+                min_blocks,
+                format!(
+                    "`launch_bounds({n}, {m})`: {m} blocks of {n} threads are {} threads, more than the {MAX_THREADS_PER_SM} one SM \
+                     holds, so the minimum can never be met; lower `min_blocks_per_sm` to at most {}",
+                    n * m,
+                    MAX_THREADS_PER_SM / n
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `cluster_dims(x[, y[, z]])` with literal values (E6): each dimension at least 1, and at
+/// most [`MAX_CLUSTER_BLOCKS`] blocks in all (`cluster_dims(0)` and `cluster_dims(16)` built
+/// kernels whose every launch was refused).
+fn check_cluster_dims(key: &Ident, values: &[syn::Expr]) -> syn::Result<()> {
+    for value in values {
+        if literal_value(value) == Some(0) {
+            return Err(syn::Error::new_spanned(value, "`cluster_dims(..)`: a cluster dimension of 0 blocks; each dimension is at least 1"));
+        }
+    }
+    let dims: Option<Vec<u64>> = values.iter().map(literal_value).collect();
+    if let Some(dims) = dims {
+        let blocks: u64 = dims.iter().product();
+        if blocks > MAX_CLUSTER_BLOCKS {
+            return Err(syn::Error::new(
+                key.span(),
+                format!(
+                    "`cluster_dims(..)`: a cluster of {blocks} blocks is more than the portable limit of {MAX_CLUSTER_BLOCKS} \
+                     (every launch of it would be refused); use at most {MAX_CLUSTER_BLOCKS} blocks per cluster"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }

@@ -758,3 +758,35 @@ fn q3_a_constant_width_is_a_const_item_outside_the_entry() {
     );
     assert!(!by_param.contains("__FERROCUDA_COLS"), "{by_param}");
 }
+
+/// E6 (audit 2026-11-27e): attribute values outside what a GPU can run are compile errors at
+/// the value, naming the limit (`reqntid(0)` used to reach ptxas and be reported as a
+/// code-generation bug; `launch_bounds(0)` vanished; `cluster_dims(0)` and `(16)` built kernels
+/// no launch accepts). Values at the limits still expand.
+#[test]
+fn e6_kernel_attribute_values_outside_what_a_gpu_runs_are_compile_errors() {
+    let item = || {
+        quote!(
+            pub fn k(out: DisjointSlice<f32>) {}
+        )
+    };
+    let refused = |attr: TokenStream, expected: &str| {
+        let out = expand(attr.clone(), item()).to_string();
+        assert!(out.contains("compile_error") && out.contains(expected), "{attr}: {out}");
+    };
+    refused(quote!(reqntid(0)), "0 threads is outside 1..=1024");
+    refused(quote!(launch_bounds(0)), "for no bound, leave `launch_bounds` out");
+    refused(quote!(launch_bounds(4096)), "4096 threads is outside 1..=1024");
+    refused(quote!(launch_bounds(128, 0)), "0 blocks per SM is outside 1..=32");
+    refused(quote!(launch_bounds(128, 64)), "64 blocks per SM is outside 1..=32");
+    refused(quote!(launch_bounds(1024, 4)), "more than the 2048 one SM holds");
+    refused(quote!(cluster_dims(0)), "a cluster dimension of 0 blocks");
+    refused(quote!(cluster_dims(16)), "a cluster of 16 blocks is more than the portable limit of 8");
+    refused(quote!(cluster_dims(2, 2, 4)), "a cluster of 16 blocks");
+    for attr in
+        [quote!(reqntid(1024)), quote!(launch_bounds(1024, 2)), quote!(launch_bounds(64, 32)), quote!(cluster_dims(2, 2, 2)), quote!(launch_bounds(THREADS))]
+    {
+        let out = expand_ok(attr.clone(), item());
+        assert!(!out.contains("compile_error"), "{attr}: {out}");
+    }
+}

@@ -47,3 +47,6 @@ pub mod out_partitions;
 pub mod port_gaps;
 pub mod port_patterns;
 pub mod sanitizer;
+// `elect.sync` and clusters need sm_90: the sm_80 PTX leaves the whole module out.
+#[cfg_attr(target_arch = "nvptx64", cfg(ferrocuda_sm = "90"))]
+pub mod seams_e;
