@@ -16,6 +16,7 @@ ferrocuda_device::embed_kernels!();
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod cases;
+pub mod loops;
 
 /// vLLM's `_f16Vec<__nv_bfloat16, 8>`: eight bf16 in one 16-byte aligned pack.
 #[repr(C, align(16))]

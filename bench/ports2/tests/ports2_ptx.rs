@@ -62,3 +62,59 @@ fn permute_fixed_has_no_panic_path() {
     let first = ops("permute_kernel");
     assert!(first.iter().any(|o| o.starts_with("call")), "the first try's three indexings keep the panic report: {first:?}");
 }
+
+/// The loads of one kernel of the vLLM crate (no fast math), which also holds the loop
+/// fixtures of `src/loops.rs`.
+fn loads(kernel: &str) -> (usize, usize) {
+    let ptx = ports2::KERNELS.ptx_for(90).expect("the vLLM ports are built for sm_90");
+    let body = opcodes(entry_body(ptx, kernel));
+    let nc = body.iter().filter(|o| o.starts_with("ld.global.nc")).count();
+    // Plain global loads and generic `ld` (no state space: NVPTX could not even tell the
+    // address is global) of the fixture's inputs.
+    let plain = body
+        .iter()
+        .filter(|o| (o.starts_with("ld.global.") && !o.starts_with("ld.global.nc")) || o.starts_with("ld.b") || o.starts_with("ld.u") || o.starts_with("ld.f"))
+        .count();
+    (nc, plain)
+}
+
+/// Issue 30 (second port, item 2): the `for` loops the docs teach over row iterators and
+/// slices read their inputs with `ld.global.nc`: one input beside the row (`zip_input`,
+/// `zip_inputs([x])`, `as_chunks` + `zip_input`), rotary pairs beside `cos`/`sin` rows, and a
+/// chunk zipped with an input slice. `zip_inputs([x])` lost it before `refs_at` (the array
+/// was built by `map`, a loop LLVM unrolls too late to see the pointers).
+#[test]
+fn for_loops_over_one_input_and_a_row_read_the_input_read_only() {
+    for (kernel, nc, plain) in [
+        ("loop_for_zip_input_block", 1, 0),
+        ("loop_for_zip_inputs_1", 1, 0),
+        ("loop_for_as_chunks", 4, 0),
+        ("loop_for_chunk_zip", 8, 0),
+        // x and y are the output's own elements (read, then rewritten): plain by design.
+        ("loop_for_rotary", 2, 2),
+        ("loop_for_each_zip_inputs_3", 3, 0),
+        ("loop_for_each_zip_inputs_warp", 3, 0),
+    ] {
+        assert_eq!(loads(kernel), (nc, plain), "{kernel}: (ld.global.nc, plain loads)");
+    }
+}
+
+/// Issue 30 (second port, item 2), still open and pinned so that the docs change with it: a
+/// `for` loop whose item holds three or more pointers (`zip_inputs` of two or more inputs, or
+/// core's `zip` of a `zip_input` and another row's `iter_mut`) reads every input with plain
+/// `ld.global`: LLVM keeps the item's pointers as phis merged with the `None` of `next()` (a
+/// null test per step). `for_each` (the row iterators' own `fold`) keeps `.nc`; core's `Zip`
+/// has no `fold` of its own, so `for_each` on a zip of two row iterators does not help.
+#[test]
+fn for_loops_over_two_or_more_inputs_still_lose_ld_global_nc() {
+    for (kernel, plain) in [
+        ("loop_for_zip_inputs_2", 2),
+        ("loop_for_zip_inputs_3", 3),
+        ("loop_for_zip_inputs_warp", 3),
+        // w, and the other row's element (read-modify-write: plain by design).
+        ("loop_for_zip_input_zip_iter_mut", 3),
+        ("loop_for_each_zip_input_zip_iter_mut", 3),
+    ] {
+        assert_eq!(loads(kernel), (0, plain), "{kernel}: (ld.global.nc, plain loads); if .nc came back, update docs/performance.md's trap table");
+    }
+}
