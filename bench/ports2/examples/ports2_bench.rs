@@ -469,23 +469,25 @@ fn reduce_single_pass(context: &Context, stream: &Stream, twins: &Twins) -> Resu
     let mut total = DeviceBuffer::from_slice(context, &[f32::NAN])?;
     let config = LaunchConfig::new(blocks, ports2::REDUCE_THREADS);
     let mut ok = true;
-    for which in 0..2 {
+    for which in 0..3 {
         total.copy_from_host(&[f32::NAN])?;
         match which {
             0 => ports2::reduce_single_pass::launch(stream, config, &x, &mut partials, &mut counter, &mut total)?,
-            _ => ports2::reduce_single_pass::launch_in(&twins.vllm, stream, config, &x, &mut partials, &mut counter, &mut total)?,
+            1 => ports2::reduce_single_pass::launch_in(&twins.vllm, stream, config, &x, &mut partials, &mut counter, &mut total)?,
+            _ => ports2::reduce_single_pass_fixed::launch(stream, config, &x, &mut partials, &mut counter, &mut total)?,
         }
-        let who = ["Rust", "nvcc twin"][which];
+        let who = ["Rust", "nvcc twin", "Rust (fixed)"][which];
         ok &= report(who, cases::check_sum("total", total.to_vec()?[0], &x_host));
         ok &= report(&format!("{who}: the counter is back at 0"), if counter.to_vec()? == [0] { Ok(()) } else { Err("not reset".into()) });
     }
-    let times = measure(stream, runs(), &[0, 1], |which, stopwatch| -> ferrocuda::Result<()> {
+    let times = measure(stream, runs(), &[0, 1, 2], |which, stopwatch| -> ferrocuda::Result<()> {
         stopwatch.start()?;
         match which {
             0 => ports2::reduce_single_pass::launch(stream, config, &x, &mut partials, &mut counter, &mut total),
-            _ => ports2::reduce_single_pass::launch_in(&twins.vllm, stream, config, &x, &mut partials, &mut counter, &mut total),
+            1 => ports2::reduce_single_pass::launch_in(&twins.vllm, stream, config, &x, &mut partials, &mut counter, &mut total),
+            _ => ports2::reduce_single_pass_fixed::launch(stream, config, &x, &mut partials, &mut counter, &mut total),
         }
     })?;
-    row("reduce_single_pass", &times, (n * 4) as f64);
+    rows3("reduce_single_pass", &times, (n * 4) as f64);
     Ok(ok)
 }

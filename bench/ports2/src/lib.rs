@@ -233,3 +233,35 @@ pub fn reduce_single_pass(x: &[f32], partials: DisjointSlice<f32, Handoff>, coun
         }
     }
 }
+
+/// [`reduce_single_pass`] without a panic path: the counter and the total taken with `get(0)`
+/// (an `Option`) instead of `at(0)` / `store(0, ..)`, whose bounds checks on the one-element
+/// buffers kept the kernel's whole panic path (docs/performance.md, the gathers row).
+#[kernel(cols(partials = 1))]
+pub fn reduce_single_pass_fixed(x: &[f32], partials: DisjointSlice<f32, Handoff>, counter: AtomicSlice<u32>, total: AtomicSlice<f32>) {
+    let (Some(counter), Some(total)) = (counter.get(0), total.get(0)) else { return };
+    let n = x.len();
+    let block = block_dim_x() as usize;
+    let grid_size = block * 2 * grid_dim_x() as usize;
+    let mut i = block_idx_x() as usize * block * 2 + thread_idx_x() as usize;
+    let mut my_sum = 0.0f32;
+    while i < n {
+        my_sum += x[i];
+        if let Some(&v) = x.get(i + block) {
+            my_sum += v;
+        }
+        i += grid_size;
+    }
+    let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
+    let block_sum = reduce.sum(my_sum);
+    let mut partials = partials;
+    if let Some(s) = block_sum {
+        partials.publish(0, s);
+    }
+    if let Some(last) = partials.arrive(counter) {
+        let mine = last.fold(0.0f32, |a, p| a + p);
+        if let Some(all) = reduce.sum(mine) {
+            total.store(all);
+        }
+    }
+}

@@ -282,6 +282,10 @@ fn reduce_single_pass_case(n: usize) {
     total[0] = f32::NAN;
     ports2::reduce_single_pass::launch_cpu(&executor(), config, &x, &mut partials, &mut counter, &mut total).unwrap();
     cases::check_sum("reduce_single_pass (second launch)", total[0], &x).unwrap();
+    total[0] = f32::NAN;
+    ports2::reduce_single_pass_fixed::launch_cpu(&executor(), config, &x, &mut partials, &mut counter, &mut total).unwrap();
+    cases::check_sum("reduce_single_pass_fixed", total[0], &x).unwrap();
+    assert_eq!(counter, [0], "the fixed port resets the counter too");
 }
 
 #[test]
