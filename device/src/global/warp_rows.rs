@@ -497,6 +497,9 @@ unsafe fn refs_at<'b, U, const N: usize>(inputs: &[*const U; N], col: usize) -> 
         )*};
     }
     put!(0 1 2 3 4 5 6 7);
+    // A range with constant ends, empty for `N <= 8` (folded at once, unlike an iterator
+    // adapter chain, which LLVM would simplify only after the loop passes).
+    #[allow(clippy::needless_range_loop)]
     for i in 8..N {
         // SAFETY: as above.
         unsafe { out.add(i).write(&*inputs[i].add(col)) };
