@@ -234,7 +234,7 @@ pub fn reduce_single_pass(x: &[f32], partials: DisjointSlice<f32, Handoff>, coun
     }
 }
 
-/// [`reduce_single_pass`] without a panic path: the counter and the total taken with `get(0)`
+/// `reduce_single_pass` without a panic path: the counter and the total taken with `get(0)`
 /// (an `Option`) instead of `at(0)` / `store(0, ..)`, whose bounds checks on the one-element
 /// buffers kept the kernel's whole panic path (docs/performance.md, the gathers row).
 #[kernel(cols(partials = 1))]

@@ -109,14 +109,14 @@ pub fn loop_for_zip_inputs_3(mut out: DisjointSlice<f32, BlockRows>, x: &[f32], 
     }
 }
 
-/// [`loop_for_zip_inputs_3`] with `for_each`.
+/// `loop_for_zip_inputs_3` with `for_each`.
 #[kernel(cols(out = c))]
 pub fn loop_for_each_zip_inputs_3(mut out: DisjointSlice<f32, BlockRows>, x: &[f32], w: &[f32], b: &[f32], c: u32) {
     let Some(row) = out.row_mut(block_row()) else { return };
     row.zip_inputs([x, w, b]).for_each(|([x, w, b], o)| *o = *x * *w + *b);
 }
 
-/// [`loop_for_zip_inputs_warp`] with `for_each`.
+/// `loop_for_zip_inputs_warp` with `for_each`.
 #[kernel(cols(out = c))]
 pub fn loop_for_each_zip_inputs_warp(mut out: PerWarpRow<f32>, x: &[f32], w: &[f32], b: &[f32], c: u32) {
     let Some(row) = out.row_mut(warp_row()) else { return };
@@ -125,7 +125,7 @@ pub fn loop_for_each_zip_inputs_warp(mut out: PerWarpRow<f32>, x: &[f32], w: &[f
     row.zip_inputs([x, w, b]).for_each(|([x, w, b], o)| *o = *x * *w + *b);
 }
 
-/// [`loop_for_zip_input_zip_iter_mut`] with `for_each`.
+/// `loop_for_zip_input_zip_iter_mut` with `for_each`.
 #[kernel(cols(out = c, other = c))]
 pub fn loop_for_each_zip_input_zip_iter_mut(mut out: DisjointSlice<f32, BlockRows>, mut other: DisjointSlice<f32, BlockRows>, w: &[f32], c: u32) {
     let me = block_row();

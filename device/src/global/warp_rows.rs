@@ -458,7 +458,7 @@ impl<'a, 'b, T: Pod, U, const N: usize> Iterator for LaneRowZipN<'a, 'b, T, U, N
     /// `ld.global.nc` (llm.c's `layernorm_forward_kernel3`: `weight` and `bias` lost `.nc`,
     /// issue 30's second port). `row.zip_inputs([..]).for_each(|([x, w], o)| ..)` keeps `.nc`.
     /// Still so for two or more inputs; one input (`zip_inputs([x])`) keeps `.nc` in a `for`
-    /// loop too since [`refs_at`] builds the array without a loop (bench/ports2's
+    /// loop too since `refs_at` builds the array without a loop (bench/ports2's
     /// `ports2_ptx` pins both).
     #[inline(always)]
     fn fold<B, F: FnMut(B, Self::Item) -> B>(mut self, init: B, mut f: F) -> B {
