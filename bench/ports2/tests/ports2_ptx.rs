@@ -102,19 +102,28 @@ fn for_loops_over_one_input_and_a_row_read_the_input_read_only() {
 /// Issue 30 (second port, item 2), still open and pinned so that the docs change with it: a
 /// `for` loop whose item holds three or more pointers (`zip_inputs` of two or more inputs, or
 /// core's `zip` of a `zip_input` and another row's `iter_mut`) reads every input with plain
-/// `ld.global`: LLVM keeps the item's pointers as phis merged with the `None` of `next()` (a
-/// null test per step). `for_each` (the row iterators' own `fold`) keeps `.nc`; core's `Zip`
-/// has no `fold` of its own, so `for_each` on a zip of two row iterators does not help.
+/// `ld.global` with the nightly rustc 1.97.0 of 2026-05-19 (the builder's toolchain on the
+/// project's machines): LLVM keeps the item's pointers as phis merged with the `None` of
+/// `next()`. rustc 1.95.0 compiles the `zip_inputs` loops clean (every input `.nc`); another
+/// toolchain may do either, and the test says which. `for_each` (the row iterators' own
+/// `fold`) keeps `.nc` with both; core's `Zip` has no `fold` of its own, so a zip of two row
+/// iterators loses `.nc` with both, `for_each` or not.
 #[test]
-fn for_loops_over_two_or_more_inputs_still_lose_ld_global_nc() {
-    for (kernel, plain) in [
-        ("loop_for_zip_inputs_2", 2),
-        ("loop_for_zip_inputs_3", 3),
-        ("loop_for_zip_inputs_warp", 3),
+fn for_loops_over_two_or_more_inputs_lose_ld_global_nc_with_the_nightly_toolchain() {
+    let toolchain = ports2::KERNELS.toolchain;
+    for (kernel, inputs) in [("loop_for_zip_inputs_2", 2), ("loop_for_zip_inputs_3", 3), ("loop_for_zip_inputs_warp", 3)] {
+        let got = loads(kernel);
+        if toolchain.contains("1.97.0-nightly") {
+            assert_eq!(got, (0, inputs), "{kernel} with {toolchain}: (ld.global.nc, plain loads); if .nc came back, update docs/performance.md's trap table");
+        } else if toolchain.starts_with("rustc 1.95.") {
+            assert_eq!(got, (inputs, 0), "{kernel} with {toolchain}: (ld.global.nc, plain loads)");
+        } else {
+            assert!(got == (0, inputs) || got == (inputs, 0), "{kernel} with {toolchain}: (ld.global.nc, plain loads) {got:?}: neither all nor none read-only");
+            eprintln!("{kernel} with {toolchain}: {} of {inputs} inputs read with ld.global.nc", got.0);
+        }
+    }
+    for kernel in ["loop_for_zip_input_zip_iter_mut", "loop_for_each_zip_input_zip_iter_mut"] {
         // w, and the other row's element (read-modify-write: plain by design).
-        ("loop_for_zip_input_zip_iter_mut", 3),
-        ("loop_for_each_zip_input_zip_iter_mut", 3),
-    ] {
-        assert_eq!(loads(kernel), (0, plain), "{kernel}: (ld.global.nc, plain loads); if .nc came back, update docs/performance.md's trap table");
+        assert_eq!(loads(kernel), (0, 3), "{kernel} with {toolchain}: (ld.global.nc, plain loads)");
     }
 }
