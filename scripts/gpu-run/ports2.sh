@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Issue 30's second held-out port on a GPU: the eight ported llm.c and vLLM kernels
+# Issue 30's second held-out port on a GPU: the eight ported llm.c and vLLM kernels and the
+# ninth, the CUDA samples' last-block reduction (reduce_single_pass)
 # (bench/ports2) checked against their CPU references and timed against their CUDA C++ twins
 # (bench/ports2/cuda/ports2.cu, built here by nvcc with each project's flags), two passes, then
-# compute-sanitizer (memcheck on six kernels, racecheck on the two with shared memory), for the
+# compute-sanitizer (memcheck on seven kernels, racecheck on the three with shared memory), for the
 # binary staged by `scripts/gpu-run/stage-ports2.sh DEST`.
 #
 # On the GPU machine: `DEST/ports2.sh` (about 100 s; PORTS2_DEADLINE_S caps it, default 190).
@@ -41,8 +42,8 @@ sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-san
 export PORTS2_RUNS=1
 # ferrocuda probes the twins' modules for its own globals and counts parameters by asking past
 # the last one; those failed driver calls are expected (RESULTS.md), so API errors are not reported.
-run memcheck 60 "$sanitizer" --tool memcheck --report-api-errors no "$bin" "$twins" permute count_and_sort_expert_tokens matmul_backward_bias fused_add_rms_norm gelu_backward_inplace layernorm_forward
-run racecheck 60 "$sanitizer" --tool racecheck "$bin" "$twins" matmul_backward_bias fused_add_rms_norm
+run memcheck 60 "$sanitizer" --tool memcheck --report-api-errors no "$bin" "$twins" permute count_and_sort_expert_tokens reduce_single_pass matmul_backward_bias fused_add_rms_norm gelu_backward_inplace layernorm_forward
+run racecheck 60 "$sanitizer" --tool racecheck "$bin" "$twins" matmul_backward_bias fused_add_rms_norm reduce_single_pass
 echo "---- ratios (twin/Rust) per pass:" | tee -a "$summary"
 for f in "$dest"/bench_*.log; do echo "$(basename "$f" .log): $(grep -E 'twin/Rust' "$f" | sed -E 's/ +Rust .*twin\/Rust/:/' | tr -s ' ' | tr '\n' ';')" | tee -a "$summary"; done
 grep -hE "FAILED|ERROR SUMMARY|RACECHECK SUMMARY|Error" "$dest"/bench_*.log "$dest"/memcheck.log "$dest"/racecheck.log 2>/dev/null | sort | uniq -c | tee -a "$summary"

@@ -516,4 +516,72 @@ extern "C" __global__ void count_and_sort_expert_tokens_kernel(const int32_t* __
     sorted_token_ids[rank_post_pad] = i;
   }
 }
+
+// ---- CUDA samples 6_Performance/threadFenceReduction: reduceSinglePass<256, false> ----------------
+// The sample's retirementCount is a __device__ global; here it is the `counter` parameter (the
+// Rust port's launcher passes it), and the total goes to total[0] (the sample writes
+// g_odata[0]). Blocks of 256, min(64, ceil(n / 512)) blocks, as the sample's
+// getNumBlocksAndThreads.
+template <unsigned int blockSize>
+__device__ void reduceBlock(volatile float* sdata, float mySum, const unsigned int tid) {
+  sdata[tid] = mySum;
+  __syncthreads();
+  for (unsigned int s = blockSize / 2; s >= 32; s >>= 1) {
+    if (tid < s) sdata[tid] = mySum = mySum + sdata[tid + s];
+    __syncthreads();
+  }
+  if (tid < 32) {
+    for (int offset = 16; offset > 0; offset >>= 1) mySum += __shfl_down_sync(0xffffffff, mySum, offset);
+    if (tid == 0) sdata[0] = mySum;
+  }
+}
+
+template <unsigned int blockSize, bool nIsPow2>
+__device__ void reduceBlocks(const float* g_idata, float* g_odata, unsigned int n, float* sdata) {
+  unsigned int tid = threadIdx.x;
+  unsigned int i = blockIdx.x * (blockSize * 2) + threadIdx.x;
+  unsigned int gridSize = blockSize * 2 * gridDim.x;
+  float mySum = 0;
+  while (i < n) {
+    mySum += g_idata[i];
+    if (nIsPow2 || i + blockSize < n) mySum += g_idata[i + blockSize];
+    i += gridSize;
+  }
+  reduceBlock<blockSize>(sdata, mySum, tid);
+  if (tid == 0) g_odata[blockIdx.x] = sdata[0];
+}
+
+extern "C" __global__ void reduce_single_pass(const float* g_idata, usize n_idata, float* g_odata, usize n_odata,
+                                              unsigned int* retirementCount, usize n_counter, float* total, usize n_total) {
+  constexpr unsigned int blockSize = 256;
+  __shared__ float smem[blockSize];
+  __shared__ bool amLast;
+  const unsigned int n = (unsigned int)n_idata;
+  reduceBlocks<blockSize, false>(g_idata, g_odata, n, smem);
+  if (gridDim.x > 1) {
+    const unsigned int tid = threadIdx.x;
+    if (tid == 0) {
+      __threadfence();
+      unsigned int ticket = atomicInc(retirementCount, gridDim.x);
+      amLast = (ticket == gridDim.x - 1);
+    }
+    __syncthreads();
+    if (amLast) {
+      int i = tid;
+      float mySum = 0;
+      while (i < gridDim.x) {
+        mySum += g_odata[i];
+        i += blockSize;
+      }
+      __syncthreads();  // smem was used by this block's first reduction
+      reduceBlock<blockSize>(smem, mySum, tid);
+      if (tid == 0) {
+        total[0] = smem[0];
+        *retirementCount = 0;
+      }
+    }
+  } else if (threadIdx.x == 0) {
+    total[0] = g_odata[0];
+  }
+}
 #endif // PORTS2_VLLM

@@ -107,7 +107,7 @@ fn run() -> Result<bool> {
     let wanted = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
     let mut ok = true;
     type Case = fn(&Context, &Stream, &Twins) -> Result<bool>;
-    let all: [(&str, Case); 8] = [
+    let all: [(&str, Case); 9] = [
         ("gelu_backward_inplace", gelu_backward_inplace),
         ("adamw", adamw),
         ("layernorm_forward", layernorm_forward),
@@ -116,6 +116,7 @@ fn run() -> Result<bool> {
         ("fused_add_rms_norm", fused_add_rms_norm),
         ("rotary_embedding", rotary_embedding),
         ("count_and_sort_expert_tokens", count_and_sort),
+        ("reduce_single_pass", reduce_single_pass),
     ];
     for (name, case) in all {
         if wanted(name) {
@@ -451,5 +452,42 @@ fn count_and_sort(context: &Context, stream: &Stream, twins: &Twins) -> Result<b
         }
     })?;
     row("count_and_sort_expert_tokens_kernel", &times, (numel * 8) as f64);
+    Ok(ok)
+}
+
+/// CUDA samples threadFenceReduction `reduceSinglePass<256, false>`: 2^24 floats, the sample's
+/// launch (blocks of 256, `min(64, n / 512)` blocks), the last block sums the 64 partials. The
+/// retirement counter is zeroed once: each launch leaves it 0.
+fn reduce_single_pass(context: &Context, stream: &Stream, twins: &Twins) -> Result<bool> {
+    let n = 1usize << 24;
+    let blocks = (n as u32).div_ceil(2 * ports2::REDUCE_THREADS).clamp(1, ports2::REDUCE_MAX_BLOCKS);
+    println!("reduce_single_pass (CUDA samples threadFenceReduction): {n} floats, {blocks} blocks of {}", ports2::REDUCE_THREADS);
+    let x_host = Random::new(29).f32s(n, -1.0, 1.0);
+    let x = DeviceBuffer::from_slice(context, &x_host)?;
+    let mut partials = DeviceBuffer::from_slice(context, &vec![0.0f32; blocks as usize])?;
+    let mut counter = DeviceBuffer::from_slice(context, &[0u32])?;
+    let mut total = DeviceBuffer::from_slice(context, &[f32::NAN])?;
+    let config = LaunchConfig::new(blocks, ports2::REDUCE_THREADS);
+    let mut ok = true;
+    for which in 0..3 {
+        total.copy_from_host(&[f32::NAN])?;
+        match which {
+            0 => ports2::reduce_single_pass::launch(stream, config, &x, &mut partials, &mut counter, &mut total)?,
+            1 => ports2::reduce_single_pass::launch_in(&twins.vllm, stream, config, &x, &mut partials, &mut counter, &mut total)?,
+            _ => ports2::reduce_single_pass_fixed::launch(stream, config, &x, &mut partials, &mut counter, &mut total)?,
+        }
+        let who = ["Rust", "nvcc twin", "Rust (fixed)"][which];
+        ok &= report(who, cases::check_sum("total", total.to_vec()?[0], &x_host));
+        ok &= report(&format!("{who}: the counter is back at 0"), if counter.to_vec()? == [0] { Ok(()) } else { Err("not reset".into()) });
+    }
+    let times = measure(stream, runs(), &[0, 1, 2], |which, stopwatch| -> ferrocuda::Result<()> {
+        stopwatch.start()?;
+        match which {
+            0 => ports2::reduce_single_pass::launch(stream, config, &x, &mut partials, &mut counter, &mut total),
+            1 => ports2::reduce_single_pass::launch_in(&twins.vllm, stream, config, &x, &mut partials, &mut counter, &mut total),
+            _ => ports2::reduce_single_pass_fixed::launch(stream, config, &x, &mut partials, &mut counter, &mut total),
+        }
+    })?;
+    rows3("reduce_single_pass", &times, (n * 4) as f64);
     Ok(ok)
 }

@@ -396,3 +396,17 @@ pub fn check_sorted(sorted: &[i32], cumsum_after: &[i32], topk_ids: &[i32], offs
     }
     Ok(())
 }
+
+// ---- CUDA samples threadFenceReduction: reduceSinglePass ---------------------------------------
+
+/// Checks a single-precision sum of `x` against the host's (in `f64`): within `1e-5` of the sum
+/// of the magnitudes (the blocks add in another order than the host).
+pub fn check_sum(what: &str, got: f32, x: &[f32]) -> Result<(), String> {
+    let want: f64 = x.iter().map(|&v| v as f64).sum();
+    let scale: f64 = x.iter().map(|&v| (v as f64).abs()).sum::<f64>().max(1.0);
+    if (got as f64 - want).abs() <= 1e-5 * scale {
+        Ok(())
+    } else {
+        Err(format!("{what}: {got} where the host's sum is {want} (tolerance {:.3e})", 1e-5 * scale))
+    }
+}

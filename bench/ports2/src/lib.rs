@@ -6,7 +6,7 @@
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
 
 use bytemuck::{Pod, Zeroable};
-use ferrocuda_device::global::partition::{BlockRows, RotaryPairs};
+use ferrocuda_device::global::partition::{BlockRows, Handoff, RotaryPairs};
 use ferrocuda_device::global::{block_row, grid_stride};
 use ferrocuda_device::half::{Bf16x2, F32ToHalf, HalfFloat, bf16};
 use ferrocuda_device::prelude::*;
@@ -16,6 +16,7 @@ ferrocuda_device::embed_kernels!();
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod cases;
+pub mod loops;
 
 /// vLLM's `_f16Vec<__nv_bfloat16, 8>`: eight bf16 in one 16-byte aligned pack.
 #[repr(C, align(16))]
@@ -188,5 +189,79 @@ pub fn count_and_sort_expert_tokens_kernel(topk_ids: &[i32], sorted_token_ids: A
         let expert_id = topk_ids[i];
         let rank_post_pad = cumsum_buffer.fetch_add(expert_id as usize, 1);
         sorted_token_ids.store(rank_post_pad as usize, i as i32);
+    }
+}
+
+/// Threads per block of the single-pass reduction (the CUDA sample's `maxThreads`).
+pub const REDUCE_THREADS: u32 = 256;
+/// Blocks of the single-pass reduction at most (the CUDA sample's `maxBlocks`).
+pub const REDUCE_MAX_BLOCKS: u32 = 64;
+
+/// The CUDA samples' `threadFenceReduction` `reduceSinglePass<256, ..>` (the last-block
+/// pattern; issue 30's ninth port, the one the held-out porter did not reach): each block sums
+/// its grid-strided elements (two a step, `i` and `i + blockDim.x`), reduces them to thread 0,
+/// which publishes the block's partial; `__threadfence()` + `atomicInc` on a retirement counter
+/// elect the last block, which sums the partials and writes the total (and resets the counter).
+/// Blocks of `REDUCE_THREADS`, `min(REDUCE_MAX_BLOCKS, ceil(n / 512))` blocks. The sample's
+/// `retirementCount` is a `__device__` global; here (and in the twin) it is the `counter`
+/// parameter, zeroed once. The total goes to `total[0]` (the sample writes `g_odata[0]`, over
+/// block 0's partial).
+#[kernel(cols(partials = 1))]
+pub fn reduce_single_pass(x: &[f32], partials: DisjointSlice<f32, Handoff>, counter: AtomicSlice<u32>, total: AtomicSlice<f32>) {
+    let n = x.len();
+    let block = block_dim_x() as usize;
+    let grid_size = block * 2 * grid_dim_x() as usize;
+    let mut i = block_idx_x() as usize * block * 2 + thread_idx_x() as usize;
+    let mut my_sum = 0.0f32;
+    while i < n {
+        my_sum += x[i];
+        if let Some(&v) = x.get(i + block) {
+            my_sum += v;
+        }
+        i += grid_size;
+    }
+    let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
+    let block_sum = reduce.sum(my_sum);
+    let mut partials = partials;
+    if let Some(s) = block_sum {
+        partials.publish(0, s);
+    }
+    if let Some(last) = partials.arrive(counter.at(0)) {
+        let mine = last.fold(0.0f32, |a, p| a + p);
+        if let Some(all) = reduce.sum(mine) {
+            total.store(0, all);
+        }
+    }
+}
+
+/// `reduce_single_pass` without a panic path: the counter and the total taken with `get(0)`
+/// (an `Option`) instead of `at(0)` / `store(0, ..)`, whose bounds checks on the one-element
+/// buffers kept the kernel's whole panic path (docs/performance.md, the gathers row).
+#[kernel(cols(partials = 1))]
+pub fn reduce_single_pass_fixed(x: &[f32], partials: DisjointSlice<f32, Handoff>, counter: AtomicSlice<u32>, total: AtomicSlice<f32>) {
+    let (Some(counter), Some(total)) = (counter.get(0), total.get(0)) else { return };
+    let n = x.len();
+    let block = block_dim_x() as usize;
+    let grid_size = block * 2 * grid_dim_x() as usize;
+    let mut i = block_idx_x() as usize * block * 2 + thread_idx_x() as usize;
+    let mut my_sum = 0.0f32;
+    while i < n {
+        my_sum += x[i];
+        if let Some(&v) = x.get(i + block) {
+            my_sum += v;
+        }
+        i += grid_size;
+    }
+    let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
+    let block_sum = reduce.sum(my_sum);
+    let mut partials = partials;
+    if let Some(s) = block_sum {
+        partials.publish(0, s);
+    }
+    if let Some(last) = partials.arrive(counter) {
+        let mine = last.fold(0.0f32, |a, p| a + p);
+        if let Some(all) = reduce.sum(mine) {
+            total.store(all);
+        }
     }
 }

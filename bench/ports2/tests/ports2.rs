@@ -265,3 +265,32 @@ fn permute_fixed_matches_the_host() {
     cases::check_exact("k", &k, &ke).unwrap();
     cases::check_exact("v", &v, &ve).unwrap();
 }
+
+// ---- The ninth port: the CUDA samples' threadFenceReduction (last-block handoff) ------------
+
+fn reduce_single_pass_case(n: usize) {
+    let x = Random::new(9 + n as u64).f32s(n, -1.0, 1.0);
+    let blocks = (n as u32).div_ceil(2 * ports2::REDUCE_THREADS).clamp(1, ports2::REDUCE_MAX_BLOCKS);
+    let mut partials = vec![0.0f32; blocks as usize];
+    let mut counter = vec![0u32; 1];
+    let mut total = vec![f32::NAN; 1];
+    let config = LaunchConfig::new(blocks, ports2::REDUCE_THREADS);
+    ports2::reduce_single_pass::launch_cpu(&executor(), config, &x, &mut partials, &mut counter, &mut total).unwrap();
+    cases::check_sum("reduce_single_pass", total[0], &x).unwrap();
+    assert_eq!(counter, [0], "the last block resets the retirement counter");
+    // The same buffers again: the counter was left at 0, so the handoff works launch after launch.
+    total[0] = f32::NAN;
+    ports2::reduce_single_pass::launch_cpu(&executor(), config, &x, &mut partials, &mut counter, &mut total).unwrap();
+    cases::check_sum("reduce_single_pass (second launch)", total[0], &x).unwrap();
+    total[0] = f32::NAN;
+    ports2::reduce_single_pass_fixed::launch_cpu(&executor(), config, &x, &mut partials, &mut counter, &mut total).unwrap();
+    cases::check_sum("reduce_single_pass_fixed", total[0], &x).unwrap();
+    assert_eq!(counter, [0], "the fixed port resets the counter too");
+}
+
+#[test]
+fn reduce_single_pass_matches_the_host() {
+    reduce_single_pass_case(1000); // 2 blocks, the last one partial
+    reduce_single_pass_case(300); // 1 block: it is its own last block
+    reduce_single_pass_case(64 * 512 * 2 + 77); // 64 blocks, two grid-stride steps and a tail
+}

@@ -290,6 +290,9 @@ impl<'a, T: Pod> LaneRow<'a, T> {
     /// rows): `input.split_at(d)` or `chunks_exact(d)` gives the rows, and no access inside the
     /// loop is checked again (an index such as `ys[c]` or `rows.get(k * d + c)` keeps a
     /// 64-bit compare per access: vLLM's `moe_sum` ran at 0.90x nvcc's with it, issue 30).
+    /// Iterate two or more inputs with `for_each` (`row.zip_inputs([x, w]).for_each(|([x, w],
+    /// o)| ..)`): a `for` loop over them reads the inputs without `ld.global.nc` (see
+    /// [`LaneRowZipN`]'s `fold`); one input keeps `.nc` either way.
     #[inline(always)]
     pub fn zip_inputs<'b, U, const N: usize>(self, inputs: [&'b [U]; N]) -> LaneRowZipN<'a, 'b, T, U, N> {
         let end = inputs.iter().fold(self.cols as usize, |end, input| end.min(input.len()));
@@ -442,7 +445,7 @@ impl<'a, 'b, T: Pod, U, const N: usize> Iterator for LaneRowZipN<'a, 'b, T, U, N
             super::note_output(self.output, self.len, self.start + col, 1, true);
             // SAFETY: `col < cols` (inside this thread's row, as in `LaneRow::get_mut`;
             // yielded once, the column only grows) and `col` is below every input's length.
-            Some(unsafe { (self.inputs.map(|input| &*input.add(col)), &mut *self.row.add(col)) })
+            Some(unsafe { (refs_at(&self.inputs, col), &mut *self.row.add(col)) })
         } else {
             None
         }
@@ -454,6 +457,9 @@ impl<'a, 'b, T: Pod, U, const N: usize> Iterator for LaneRowZipN<'a, 'b, T, U, N
     /// the kernel's read-only parameters and reads them with plain `ld.global` instead of
     /// `ld.global.nc` (llm.c's `layernorm_forward_kernel3`: `weight` and `bias` lost `.nc`,
     /// issue 30's second port). `row.zip_inputs([..]).for_each(|([x, w], o)| ..)` keeps `.nc`.
+    /// Still so for two or more inputs; one input (`zip_inputs([x])`) keeps `.nc` in a `for`
+    /// loop too since `refs_at` builds the array without a loop (bench/ports2's
+    /// `ports2_ptx` pins both).
     #[inline(always)]
     fn fold<B, F: FnMut(B, Self::Item) -> B>(mut self, init: B, mut f: F) -> B {
         let mut acc = init;
@@ -462,8 +468,42 @@ impl<'a, 'b, T: Pod, U, const N: usize> Iterator for LaneRowZipN<'a, 'b, T, U, N
             self.col = col + self.stride;
             super::note_output(self.output, self.len, self.start + col, 1, true);
             // SAFETY: as in `next`.
-            acc = f(acc, unsafe { (self.inputs.map(|input| &*input.add(col)), &mut *self.row.add(col)) });
+            acc = f(acc, unsafe { (refs_at(&self.inputs, col), &mut *self.row.add(col)) });
         }
         acc
     }
+}
+
+/// `[&*inputs[0].add(col), &*inputs[1].add(col), ..]` built without a loop: each element is
+/// written at a constant index (the first eight by hand, any further ones by a loop), so that
+/// the references are plain values as soon as the caller is inlined. With `inputs.map(..)`
+/// (a loop over `N` that LLVM unrolls only later) a `for` loop over [`LaneRowZipN`] kept the
+/// item's pointers merged with the `None` of `next()` and read every input without
+/// `ld.global.nc` (issue 30's second port: llm.c's layer norm at 0.94x).
+///
+/// # Safety
+/// `col` is below every input's length (each `inputs[i]` a slice's pointer), and the slices
+/// outlive `'b`.
+#[inline(always)]
+unsafe fn refs_at<'b, U, const N: usize>(inputs: &[*const U; N], col: usize) -> [&'b U; N] {
+    let mut refs = core::mem::MaybeUninit::<[&'b U; N]>::uninit();
+    let out = refs.as_mut_ptr().cast::<&'b U>();
+    macro_rules! put {
+        ($($i:literal)*) => {$(
+            if $i < N {
+                // SAFETY: `$i < N`: inside both arrays; the element is in its slice (caller).
+                unsafe { out.add($i).write(&*(*inputs.as_ptr().add($i)).add(col)) };
+            }
+        )*};
+    }
+    put!(0 1 2 3 4 5 6 7);
+    // A range with constant ends, empty for `N <= 8` (folded at once, unlike an iterator
+    // adapter chain, which LLVM would simplify only after the loop passes).
+    #[allow(clippy::needless_range_loop)]
+    for i in 8..N {
+        // SAFETY: as above.
+        unsafe { out.add(i).write(&*inputs[i].add(col)) };
+    }
+    // SAFETY: every element `0..N` was written above.
+    unsafe { refs.assume_init() }
 }
