@@ -242,7 +242,9 @@ fn norms(env: &Env) -> R {
         let (mut wo, mut ws, mut wr) = (vec![bf16::default(); k], vec![bf16::default(); k], vec![0.0f32; CHECK_ROWS]);
         cpu::add_rmsnorm(&env.cpu, &hx[..k], &hr[..k], &hw, &mut wo, &mut ws, &mut wr, check_shape, 1e-6)?;
         check(env, "add_rmsnorm", "out", &mut f, &out, &widen(&wo), 1e-2, 1e-2)?;
-        check(env, "add_rmsnorm", "sum", &mut f, &sum, &widen(&ws), 0.0, 0.0)?;
+        // One bf16 ulp: a zero tolerance failed for ours and the twin alike on an H100 (the
+        // CPU executor's reference rounds the bf16 sum differently in rare elements).
+        check(env, "add_rmsnorm", "sum", &mut f, &sum, &widen(&ws), 1.0 / 256.0, 0.0)?;
         check(env, "add_rmsnorm", "rstd", &mut f, &rstd, &wr, 1e-4, 0.0)?;
         env.pair("add_rmsnorm", BIG_NAME, 8.0 * n as f64, &mut f)?;
     }
