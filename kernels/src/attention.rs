@@ -259,6 +259,14 @@ pub fn backward_scratch_len(shape: &Attention) -> usize {
     shape.q_rows()
 }
 
+/// The length of the `f32` scratch area with which [`attention_backward_with_scratch`] takes
+/// its fastest path on any GPU: the larger of [`backward_scratch_len`] and
+/// [`backward_scratch_len_sm90`]. A call on it recorded into a CUDA graph keeps the sm_90
+/// kernel (with a shorter scratch it falls back to the deterministic paths).
+pub fn backward_scratch_len_fastest(shape: &Attention) -> usize {
+    backward_scratch_len(shape).max(backward_scratch_len_sm90(shape))
+}
+
 /// [`attention_backward`] on the deterministic paths only (never the sm_90 kernel, whose dQ
 /// is summed with atomic adds): the same inputs give the same gradients, bit for bit, on
 /// every call (the `mma.sync` tensor-core path for `bf16`/`f16` with `head_dim` 64 or 128,

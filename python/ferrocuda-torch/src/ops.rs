@@ -228,7 +228,7 @@ fn attention<T: Float>(call: &Call, s: &Scalars) -> PyResult<()> {
 fn attention_scratch(inputs: &Inputs<'_>, s: &Scalars) -> PyResult<usize> {
     // Long enough for the sm_90 backward, so a captured backward (`torch.cuda.graph`) keeps it.
     let shape = attention_shape(inputs.op(), inputs.info("q")?, inputs.info("k")?, s.bool("causal")?)?;
-    Ok(attention::backward_scratch_len(&shape).max(attention::backward_scratch_len_sm90(&shape)))
+    Ok(attention::backward_scratch_len_fastest(&shape))
 }
 
 fn attention_backward<T: Float>(call: &Call, s: &Scalars) -> PyResult<()> {
