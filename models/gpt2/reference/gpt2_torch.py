@@ -198,6 +198,7 @@ def train(args):
     opt = optimizer(model, args)
     data = batches(read_shard(args.data), args.batch, args.seq)
     flash = args.attention == "sdpa"
+    perturb = torch.Generator(device=args.device).manual_seed(args.perturb) if args.perturb else None
     for step in range(1, args.steps + 1):
         x, y = next(data)
         x, y = x.to(args.device), y.to(args.device)
@@ -209,6 +210,14 @@ def train(args):
             loss = model(x, y, flash=flash, bf16=args.dtype == "bf16", trace=trace)
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        if perturb is not None:
+            # One f32 rounding's worth of noise per gradient element: what a different order of
+            # f32 sums (atomics, another reduction tree) changes. Run-to-run spread of a
+            # nondeterministic implementation, made reproducible by the seed.
+            with torch.no_grad():
+                for p in model.parameters():
+                    noise = torch.rand(p.grad.shape, generator=perturb, device=p.grad.device)
+                    p.grad.mul_(1 + (noise * 2 - 1) * 2.0**-24)
         torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
         opt.step()
         print(f"step {step} loss {loss.item():.6f}", flush=True)
@@ -265,6 +274,7 @@ def main():
     p.add_argument("--dtype", default="f32", choices=["f32", "bf16", "autocast"])
     p.add_argument("--attention", default="math", choices=["math", "sdpa"])
     p.add_argument("--trace", action="store_true")
+    p.add_argument("--perturb", type=int, default=0, help="seed of a one-rounding relative noise on every gradient (0: none)")
     p.add_argument("--device", default="cuda", help="cuda (default) or cpu (a check of the script on a tiny model)")
     p.add_argument("--bench", action="store_true")
     p.add_argument("--compile", action="store_true")

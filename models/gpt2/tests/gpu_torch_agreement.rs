@@ -80,10 +80,12 @@ fn inputs(dir: &Path) -> (PathBuf, PathBuf) {
     (model, shard)
 }
 
-/// PyTorch's 20 losses with `--dtype dtype --attention attention`.
-fn torch(name: &str, model: &Path, shard: &Path, dtype: &str, attention: &str) -> Vec<f32> {
+/// PyTorch's 20 losses with `--dtype dtype --attention attention` and `--perturb seed` (0:
+/// none; otherwise a one-rounding relative noise on every gradient, seeded).
+fn torch(name: &str, model: &Path, shard: &Path, dtype: &str, attention: &str, seed: u32) -> Vec<f32> {
     let mut cmd = Command::new(std::env::var("PYTHON").unwrap_or_else(|_| "python3".into()));
     cmd.arg(script()).arg("--checkpoint").arg(model).arg("--data").arg(shard).args(COMMON).args(["--dtype", dtype, "--attention", attention]);
+    cmd.args(["--perturb", &seed.to_string()]);
     if tracing() {
         cmd.arg("--trace");
     }
@@ -137,7 +139,7 @@ fn gpt2_124m_f32_matches_pytorch_for_20_steps() {
     }
     let dir = workdir("agree-f32");
     let (model, shard) = inputs(&dir);
-    let reference = torch("torch-f32", &model, &shard, "f32", "math");
+    let reference = torch("torch-f32", &model, &shard, "f32", "math", 0);
     let ours = ours("ours-f32", &model, &shard, "f32", false, true);
     std::fs::remove_dir_all(&dir).ok();
     table(&[("torch f32", &reference), ("ours f32", &ours)]);
@@ -149,14 +151,34 @@ fn gpt2_124m_f32_matches_pytorch_for_20_steps() {
 }
 
 /// Absolute part of the bf16 band (see [`gpt2_124m_bf16_matches_pytorch_bf16`]): about 5x the
-/// largest distance between ours bf16 and PyTorch f32 outside the step-11 spike in 8 runs of
-/// sessions 9 and 10 (0.009; the runs are summarised in `bench/results/s11-gpt2/README.md`).
+/// largest distance between ours bf16 and PyTorch f32 outside the hypersensitive steps in 8
+/// runs of sessions 9 and 10 (0.009; `bench/results/s11-gpt2/README.md`).
 const BF16_FLOOR: f32 = 0.05;
 /// Multiple of the PyTorch bf16 family's spread in the bf16 band.
 const BF16_SPREAD_FACTOR: f32 = 2.0;
 /// Step 1 (one forward pass of the checkpoint, before any update): ours bf16 against
 /// PyTorch's bf16 scheme.
 const BF16_FIRST: f32 = 1e-3;
+/// Seeds of the perturbed PyTorch bf16 runs: `--perturb 1..=N` with the math attention and
+/// with SDPA (plus each unperturbed).
+const PERTURBED_MATH: u32 = 7;
+const PERTURBED_SDPA: u32 = 3;
+
+/// Runs `jobs` (name, closure) four at a time; their results in order.
+fn parallel<T: Send>(jobs: Vec<(String, Box<dyn FnOnce() -> T + Send + '_>)>) -> Vec<(String, T)> {
+    let mut out = Vec::new();
+    let mut jobs = jobs.into_iter().peekable();
+    while jobs.peek().is_some() {
+        let batch: Vec<_> = jobs.by_ref().take(4).collect();
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = batch.into_iter().map(|(name, job)| (name, scope.spawn(job))).collect();
+            for (name, h) in handles {
+                out.push((name, h.join().unwrap_or_else(|_| panic!("a run panicked"))));
+            }
+        });
+    }
+    out
+}
 
 /// bf16 (f32 master weights, bf16 parameters and activations): ours against PyTorch running
 /// the same scheme (`--dtype bf16`: a bf16 rounding exactly where ours rounds; see the
@@ -164,28 +186,28 @@ const BF16_FIRST: f32 = 1e-3;
 ///
 /// Step 1 is one forward pass of the checkpoint: within `BF16_FIRST` (1e-3) of PyTorch's
 /// bf16. Roundings of logits of size ~1 (2^-9 relative) move the mean of 1024 token losses by
-/// ~1e-4; every session-9/10 run gave 10.961628, 1.5e-4 from PyTorch f32.
+/// ~1e-4.
 ///
-/// After an update a bf16 trajectory is one of many equally valid ones: the roundings differ
-/// with the order of additions, and the first AdamW steps are sign-like (each weight moves by
-/// about the learning rate whatever its gradient's size), so rounding noise in small
-/// gradients becomes full-size updates. So the band at each step comes from PyTorch's own
-/// bf16 family, three runs that differ only in where bf16 rounds and in the kernels:
-/// `--dtype bf16` with the f32 math attention and with SDPA's flash attention, and
-/// `torch.autocast`. Ours must lie within their range widened by `BF16_FLOOR +
-/// BF16_SPREAD_FACTOR x` their spread at that step. A step where PyTorch's bf16 runs scatter
-/// (a loss that bf16 rounding moves a lot) gets a wide band; a loss spike only in ours, or a
-/// difference growing step by step, fails. Ours runs four times (eager twice, `--graph`
-/// twice: the graph takes the deterministic mma.sync attention backward, eager the sm_90 one,
-/// whose dQ atomics make runs differ); the graph runs must also follow the eager run within
-/// 1e-3 for steps 1-3 (the eager step, the recording, the first replay). The distances to
-/// PyTorch f32 (ours's and the family's) are printed. The loss must fall.
+/// After an update a bf16 trajectory is one of many equally valid ones, and at some steps
+/// the loss is hypersensitive to which: measured on an H100 (session 12,
+/// `bench/results/s12-agree/`), PyTorch's own bf16 scheme with nothing changed but a relative
+/// noise of 2^-24 (one f32 rounding) on every gradient element ends step 20 anywhere from
+/// 5.736 to 6.111 over 16 seeds (one seed reached 14.3 at step 12), while all runs agree
+/// within 0.005 at steps 2-10. Hard batches of the synthetic corpus (steps 11, 12 and 20
+/// here; f32 spikes on them too at other learning rates) amplify the difference between two
+/// nearby weight vectors. Ours's atomics (attention dQ, the token embedding's gradient) make
+/// such a perturbation at every run: 18 runs of ours ended step 20 at 5.729-5.858.
 ///
-/// History: on H200s in sessions 9 and 10 ours bf16 stayed within 0.009 of PyTorch f32 at
-/// every step but one: step 11, 1.1 to 2.2 higher in all 8 runs (eager and `--graph`), and
-/// once step 20, 0.23 higher; the step after each was normal again. With `GPT2_TRACE=1` the
-/// runs print what locates such a step (the worst rows, activation magnitudes beside
-/// PyTorch's, a second forward pass, the f64 audit of every operation: `src/audit.rs`).
+/// So the band at each step comes from PyTorch's bf16 family **sampled over that
+/// sensitivity**: `--dtype bf16` with the math attention and with SDPA's flash attention,
+/// each unperturbed and with `--perturb 1..N`, and `torch.autocast`. Each of ours's runs
+/// must lie within the family's range widened by `BF16_FLOOR + BF16_SPREAD_FACTOR x` its
+/// spread at that step (a hypersensitive step scatters the family, so its band is wide; a
+/// quiet step keeps it at 0.05 plus a few thousandths), and the median of ours's runs
+/// within the range widened by `BF16_FLOOR` alone (a shift of ours as a whole, which one
+/// excursion cannot cause, fails). Ours runs four times (eager twice, `--graph` twice); the
+/// graph runs must also follow the eager run within 1e-3 for steps 1-3 (the eager step, the
+/// recording, the first replay). The loss must fall.
 #[test]
 fn gpt2_124m_bf16_matches_pytorch_bf16() {
     if !gpu_present() {
@@ -193,25 +215,30 @@ fn gpt2_124m_bf16_matches_pytorch_bf16() {
     }
     let dir = workdir("agree-bf16");
     let (model, shard) = inputs(&dir);
-    let f32_reference = torch("torch-f32-beside-bf16", &model, &shard, "f32", "math");
-    let family = [
-        ("torch bf16", torch("torch-bf16-math", &model, &shard, "bf16", "math")),
-        ("torch bf16 sdpa", torch("torch-bf16-sdpa", &model, &shard, "bf16", "sdpa")),
-        ("torch autocast", torch("torch-autocast-sdpa", &model, &shard, "autocast", "sdpa")),
-    ];
-    let runs = [
-        ("ours bf16", ours("ours-bf16-1", &model, &shard, "bf16", false, true)),
-        ("ours bf16 #2", ours("ours-bf16-2", &model, &shard, "bf16", false, false)),
-        ("ours graph", ours("ours-bf16-graph-1", &model, &shard, "bf16", true, true)),
-        ("ours graph #2", ours("ours-bf16-graph-2", &model, &shard, "bf16", true, false)),
-    ];
+    let (m, sh) = (&model, &shard);
+    let mut jobs: Vec<(String, Box<dyn FnOnce() -> Vec<f32> + Send + '_>)> = Vec::new();
+    jobs.push(("torch f32".into(), Box::new(move || torch("torch-f32-beside-bf16", m, sh, "f32", "math", 0))));
+    for seed in 0..=PERTURBED_MATH {
+        jobs.push((format!("torch bf16 p{seed}"), Box::new(move || torch(&format!("torch-bf16-math-p{seed}"), m, sh, "bf16", "math", seed))));
+    }
+    for seed in 0..=PERTURBED_SDPA {
+        jobs.push((format!("torch sdpa p{seed}"), Box::new(move || torch(&format!("torch-bf16-sdpa-p{seed}"), m, sh, "bf16", "sdpa", seed))));
+    }
+    jobs.push(("torch autocast".into(), Box::new(move || torch("torch-autocast-sdpa", m, sh, "autocast", "sdpa", 0))));
+    jobs.push(("ours bf16".into(), Box::new(move || ours("ours-bf16-1", m, sh, "bf16", false, true))));
+    jobs.push(("ours bf16 #2".into(), Box::new(move || ours("ours-bf16-2", m, sh, "bf16", false, false))));
+    jobs.push(("ours graph".into(), Box::new(move || ours("ours-bf16-graph-1", m, sh, "bf16", true, true))));
+    jobs.push(("ours graph #2".into(), Box::new(move || ours("ours-bf16-graph-2", m, sh, "bf16", true, false))));
+    let results = parallel(jobs);
     std::fs::remove_dir_all(&dir).ok();
-    let mut rows: Vec<(&str, &Vec<f32>)> = vec![("torch f32", &f32_reference)];
-    rows.extend(family.iter().map(|(n, l)| (*n, l)));
-    rows.extend(runs.iter().map(|(n, l)| (*n, l)));
+    let f32_reference = &results[0].1;
+    let family: Vec<&(String, Vec<f32>)> = results.iter().filter(|(n, _)| n.starts_with("torch ") && n != "torch f32").collect();
+    let runs: Vec<&(String, Vec<f32>)> = results.iter().filter(|(n, _)| n.starts_with("ours")).collect();
+    let rows: Vec<(&str, &Vec<f32>)> = results.iter().map(|(n, l)| (n.as_str(), l)).collect();
     table(&rows);
     let mirror = &family[0].1;
     let mut failures = Vec::new();
+    let range = |step: usize| family.iter().map(|(_, f)| f[step]).fold((f32::MAX, f32::MIN), |(lo, hi), x| (lo.min(x), hi.max(x)));
     for (name, l) in &runs {
         if (l[0] - mirror[0]).abs() > BF16_FIRST {
             failures.push(format!("{name}: step 1 loss {} vs PyTorch bf16 {} (bound {BF16_FIRST})", l[0], mirror[0]));
@@ -219,7 +246,7 @@ fn gpt2_124m_bf16_matches_pytorch_bf16() {
         // The step closest to (or furthest past) its band's edge: `outside - margin`.
         let mut worst = (f32::MIN, 0usize);
         for step in 0..STEPS {
-            let (lo, hi) = family.iter().map(|(_, f)| f[step]).fold((f32::MAX, f32::MIN), |(lo, hi), x| (lo.min(x), hi.max(x)));
+            let (lo, hi) = range(step);
             let margin = BF16_FLOOR + BF16_SPREAD_FACTOR * (hi - lo);
             let outside = (lo - l[step]).max(l[step] - hi).max(0.0);
             if outside - margin > worst.0 {
@@ -234,7 +261,7 @@ fn gpt2_124m_bf16_matches_pytorch_bf16() {
                 ));
             }
         }
-        let to_f32 = l.iter().zip(&f32_reference).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+        let to_f32 = l.iter().zip(f32_reference).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
         println!(
             "{name}: nearest the band's edge at step {} (distance outside the band {:+.4}; negative: inside); largest difference from PyTorch f32 {to_f32:.4}",
             worst.1 + 1,
@@ -244,9 +271,20 @@ fn gpt2_124m_bf16_matches_pytorch_bf16() {
             failures.push(format!("{name}: the loss did not fall: {l:?}"));
         }
     }
+    // The median of ours's runs (the mean of the middle two of four) within the family's
+    // range widened by the floor alone.
+    for step in 0..STEPS {
+        let mut at: Vec<f32> = runs.iter().map(|(_, l)| l[step]).collect();
+        at.sort_by(f32::total_cmp);
+        let median = (at[at.len() / 2 - 1] + at[at.len() / 2]) / 2.0;
+        let (lo, hi) = range(step);
+        if median < lo - BF16_FLOOR || median > hi + BF16_FLOOR {
+            failures.push(format!("ours's median at step {} is {median}, outside PyTorch bf16's [{lo}, {hi}] +- {BF16_FLOOR}", step + 1));
+        }
+    }
     // The graph replays the eager backward pass: steps 1-3 (the eager step, the recording, the
-    // first replay) follow the eager run within 1e-3 (the two differ only in the attention
-    // backward's path and the order of f32 atomic adds).
+    // first replay) follow the eager run within 1e-3 (the two differ only in the order of
+    // f32 atomic adds).
     let eager = &runs[0].1;
     for (name, l) in &runs[2..] {
         for step in 0..3 {
@@ -256,7 +294,7 @@ fn gpt2_124m_bf16_matches_pytorch_bf16() {
         }
     }
     for (name, f) in &family {
-        let to_f32 = f.iter().zip(&f32_reference).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+        let to_f32 = f.iter().zip(f32_reference).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
         println!("{name}: largest difference from PyTorch f32 {to_f32:.4}");
     }
     assert!(failures.is_empty(), "bf16 disagreements:\n{}", failures.join("\n"));
