@@ -47,7 +47,7 @@ impl LoadedEmbedded {
         // load, or a read of module memory, at a kernel's first launch would wait while the
         // context's earlier work runs, which may never end (P12, s9-p12).
         let every = raw.load_every_function();
-        let tables = CheckTables::read(raw.raw, every.as_deref());
+        let tables = CheckTables::read(&raw, every.as_deref());
         Ok(LoadedEmbedded { source: module, image, functions: Vec::new(), tables, module: raw })
     }
 
@@ -71,9 +71,9 @@ impl LoadedEmbedded {
         if !self.functions[index].2 {
             // SAFETY of the source pointer: it came from a `&'static EmbeddedModule`.
             let name = unsafe { &*self.source }.crate_name;
-            let (raw, tables) = (self.module.raw, &self.tables);
+            let (raw, tables) = (&self.module, &self.tables);
             check_layout_in(&mut |global| tables.global(raw, global), signature, name)?;
-            crate::panic_report::note_if_unbounded_stack(self.module.raw, f, signature.symbol);
+            crate::panic_report::note_if_unbounded_stack(raw.raw, &raw.symbols, f, signature.symbol);
             self.functions[index].2 = true;
         }
         Ok(f)

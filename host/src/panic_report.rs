@@ -14,6 +14,7 @@ use cudarc::driver::sys;
 use crate::driver;
 use crate::driver::DriverError;
 use crate::error::Error;
+use crate::module::symbols::ImageSymbols;
 use crate::{KernelPanic, PANIC_SLOT_SYMBOL_C, PanicRecord};
 
 /// The process's record: host pointer and the address kernels write to.
@@ -52,7 +53,10 @@ fn slot() -> Option<&'static Slot> {
 /// Points `module`'s `__ferrocuda_panic_slot` at the record, if the module has one (modules
 /// not built with ferrocuda-device do not, and then panics are only printed). The module's
 /// context must be current. A synchronous copy: not allowed while the thread captures a graph.
-pub(crate) fn install(module: sys::CUmodule) -> Result<(), DriverError> {
+pub(crate) fn install(module: sys::CUmodule, symbols: &ImageSymbols) -> Result<(), DriverError> {
+    if !symbols.may_hold(crate::PANIC_SLOT_SYMBOL) {
+        return Ok(());
+    }
     let (mut address, mut size) = (0, 0);
     // SAFETY: looks a global up by a NUL-terminated name; writes its address and size.
     let found = unsafe { driver::module::get_global(&mut address, &mut size, module, PANIC_SLOT_SYMBOL_C.as_ptr()) };
@@ -100,8 +104,12 @@ pub(crate) const UNBOUNDED_STACK_PREFIX: &str = "__ferrocuda_unbounded_stack_";
 /// context's stack limit, for the message of a later fault (Q4). One global lookup; nothing
 /// else for unmarked kernels.
 #[cold]
-pub(crate) fn note_if_unbounded_stack(raw: cudarc::driver::sys::CUmodule, function: cudarc::driver::sys::CUfunction, symbol: &str) {
-    let Ok(name) = std::ffi::CString::new(format!("{UNBOUNDED_STACK_PREFIX}{symbol}")) else { return };
+pub(crate) fn note_if_unbounded_stack(raw: sys::CUmodule, symbols: &ImageSymbols, function: sys::CUfunction, symbol: &str) {
+    let global = format!("{UNBOUNDED_STACK_PREFIX}{symbol}");
+    if !symbols.may_hold(&global) {
+        return;
+    }
+    let Ok(name) = std::ffi::CString::new(global) else { return };
     let (mut address, mut bytes) = (0, 0);
     // SAFETY: looks a global up by a NUL-terminated name in a loaded module.
     if unsafe { crate::driver::module::get_global(&mut address, &mut bytes, raw, name.as_ptr()) }.is_err() {

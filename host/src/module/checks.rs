@@ -9,18 +9,23 @@ use crate::KernelSignature;
 use crate::driver;
 use crate::error::{Error, Result};
 use crate::loader::driver_version;
+use crate::module::raw::RawModule;
 
 /// Compares the kernel's fingerprint global (`#[kernel]` writes one per entry point) with the
 /// launcher's (U7). A module without the global (not built by `#[kernel]`) passes: its loader
 /// vouched for it (`load_ptx` is `unsafe`).
-pub(crate) fn check_fingerprint(raw: sys::CUmodule, signature: &KernelSignature, module: &str) -> Result<()> {
+pub(crate) fn check_fingerprint(raw: &RawModule, signature: &KernelSignature, module: &str) -> Result<()> {
     if signature.fingerprint == 0 {
         return Ok(());
     }
-    let Ok(name) = CString::new(format!("{}{}", crate::FINGERPRINT_SYMBOL_PREFIX, signature.symbol)) else { return Ok(()) };
+    let global = format!("{}{}", crate::FINGERPRINT_SYMBOL_PREFIX, signature.symbol);
+    if !raw.symbols.may_hold(&global) {
+        return Ok(());
+    }
+    let Ok(name) = CString::new(global) else { return Ok(()) };
     let (mut address, mut bytes) = (0, 0);
     // SAFETY: looks a global up by a NUL-terminated name in a loaded module.
-    if unsafe { driver::module::get_global(&mut address, &mut bytes, raw, name.as_ptr()) }.is_err() || bytes != 8 {
+    if unsafe { driver::module::get_global(&mut address, &mut bytes, raw.raw, name.as_ptr()) }.is_err() || bytes != 8 {
         return Ok(());
     }
     let mut found = [0u64];
@@ -82,7 +87,7 @@ fn read_words_batch(copies: &mut [(sys::CUdeviceptr, &mut [u64])]) -> Result<()>
 /// fingerprint, made from tokens, cannot see it). A module without the global passes, as for
 /// the fingerprint. Reads the module's memory now (an embedded module's kernels are checked
 /// against the [`CheckTables`] read when it was loaded instead).
-pub(crate) fn check_layout(raw: sys::CUmodule, signature: &KernelSignature, module: &str) -> Result<()> {
+pub(crate) fn check_layout(raw: &RawModule, signature: &KernelSignature, module: &str) -> Result<()> {
     check_layout_in(&mut |global| read_global(raw, global), signature, module)
 }
 
@@ -119,19 +124,23 @@ fn check_type_names(global: &mut GlobalSource<'_>, signature: &KernelSignature, 
 
 /// The words of the module global `name` (whole `u64`s), read from the device now; `None`
 /// when the module has no such global.
-fn read_global(raw: sys::CUmodule, name: &str) -> Result<Option<Vec<u64>>> {
+fn read_global(raw: &RawModule, name: &str) -> Result<Option<Vec<u64>>> {
     let Some((address, mut found)) = locate_global(raw, name) else { return Ok(None) };
     read_words(address, &mut found)?;
     Ok(Some(found))
 }
 
 /// The address of the global `name` of the module `raw` and a zeroed buffer of its size in
-/// `u64`s (`None` when the module has no such global).
-fn locate_global(raw: sys::CUmodule, name: &str) -> Option<(sys::CUdeviceptr, Vec<u64>)> {
+/// `u64`s (`None` when the module has no such global; not asked for when its image rules the
+/// name out).
+fn locate_global(raw: &RawModule, name: &str) -> Option<(sys::CUdeviceptr, Vec<u64>)> {
+    if !raw.symbols.may_hold(name) {
+        return None;
+    }
     let name = CString::new(name).ok()?;
     let (mut address, mut bytes) = (0, 0);
     // SAFETY: looks a global up by a NUL-terminated name in a loaded module.
-    unsafe { driver::module::get_global(&mut address, &mut bytes, raw, name.as_ptr()) }.ok()?;
+    unsafe { driver::module::get_global(&mut address, &mut bytes, raw.raw, name.as_ptr()) }.ok()?;
     Some((address, vec![0u64; bytes / 8]))
 }
 
@@ -153,7 +162,7 @@ pub(crate) struct CheckTables {
 impl CheckTables {
     /// Reads the check globals of `functions`, every kernel of the loaded module `raw` (the
     /// module's context is current); `None` (the kernels could not be listed): empty tables.
-    pub(crate) fn read(raw: sys::CUmodule, functions: Option<&[sys::CUfunction]>) -> Self {
+    pub(crate) fn read(raw: &RawModule, functions: Option<&[sys::CUfunction]>) -> Self {
         let mut found = Vec::new();
         for &function in functions.unwrap_or_default() {
             let mut name = std::ptr::null();
@@ -181,7 +190,7 @@ impl CheckTables {
 
     /// The words of the check global `name` of the module `raw` (`None` when the module has no
     /// such global): from the tables, else from the device.
-    pub(crate) fn global(&self, raw: sys::CUmodule, name: &str) -> Result<Option<Vec<u64>>> {
+    pub(crate) fn global(&self, raw: &RawModule, name: &str) -> Result<Option<Vec<u64>>> {
         match self.lookup(name) {
             Some(words) => Ok(Some(words)),
             None => read_global(raw, name),
@@ -253,14 +262,26 @@ pub(crate) fn layout_difference(signature: &KernelSignature, device: &[u64]) -> 
 }
 
 /// Compares the kernel's PTX parameters with what its launcher passes.
-pub(crate) fn check_params(function: sys::CUfunction, signature: &KernelSignature, module: &str) -> Result<()> {
+///
+/// The driver tells the count only by failing: `cuFuncGetParamInfo` for the index past the
+/// last parameter. compute-sanitizer reports failed calls as errors, so the count comes from
+/// the image where it can: PTX text declares it, and when the module holds the kernel's layout
+/// table [`check_layout`] has already compared it (one entry per parameter). Only a cubin or
+/// fatbin not built by `#[kernel]` is still asked with that one failing call.
+pub(crate) fn check_params(raw: &RawModule, function: sys::CUfunction, signature: &KernelSignature, module: &str) -> Result<()> {
     const PARAM_INFO: (u32, u32) = (12, 4);
     if driver_version()? < PARAM_INFO {
         return Ok(()); // cuFuncGetParamInfo does not exist before CUDA 12.4.
     }
     let mismatch = |detail: String| Error::KernelSignatureMismatch { kernel: signature.symbol.to_string(), module: module.to_string(), detail };
+    let layout = format!("{}{}", crate::LAYOUT_SYMBOL_PREFIX, signature.symbol);
+    let compared = !signature.layout.is_empty() && raw.symbols.is_known() && raw.symbols.may_hold(&layout);
+    let count = raw.symbols.param_count(signature.symbol).or(compared.then_some(signature.param_sizes.len()));
     let mut found = Vec::new();
     loop {
+        if count.is_some_and(|n| found.len() == n) {
+            break;
+        }
         let (mut offset, mut size) = (0, 0);
         // SAFETY: writes two sizes; an index past the last parameter returns an error.
         let info = unsafe { driver::function::get_param_info(function, found.len(), &mut offset, &mut size) };

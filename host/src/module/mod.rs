@@ -8,6 +8,7 @@ mod image;
 pub(crate) mod jit;
 pub(crate) mod raw;
 mod reloadable;
+pub(crate) mod symbols;
 
 use std::ffi::CString;
 use std::marker::PhantomData;
@@ -177,9 +178,9 @@ impl Module {
         self.inner.context.refuse_after_timeout(|| format!("Module::check_kernels of module `{}`", self.inner.name))?;
         for signature in expected {
             let function = self.raw().function(&self.inner.name, signature.symbol)?;
-            checks::check_fingerprint(self.raw().raw, signature, &self.inner.name)?;
-            checks::check_layout(self.raw().raw, signature, &self.inner.name)?;
-            checks::check_params(function, signature, &self.inner.name)?;
+            checks::check_fingerprint(self.raw(), signature, &self.inner.name)?;
+            checks::check_layout(self.raw(), signature, &self.inner.name)?;
+            checks::check_params(self.raw(), function, signature, &self.inner.name)?;
         }
         Ok(())
     }
@@ -195,10 +196,10 @@ impl Module {
         // may wait for the context's work (E2): not after a timeout.
         self.inner.context.refuse_after_timeout(|| format!("the first launch of `{}` of module `{}` (its checks)", signature.symbol, self.inner.name))?;
         let function = self.raw().function(&self.inner.name, signature.symbol)?;
-        checks::check_fingerprint(self.raw().raw, signature, &self.inner.name)?;
-        checks::check_layout(self.raw().raw, signature, &self.inner.name)?;
-        checks::check_params(function, signature, &self.inner.name)?;
-        crate::panic_report::note_if_unbounded_stack(self.raw().raw, function, signature.symbol);
+        checks::check_fingerprint(self.raw(), signature, &self.inner.name)?;
+        checks::check_layout(self.raw(), signature, &self.inner.name)?;
+        checks::check_params(self.raw(), function, signature, &self.inner.name)?;
+        crate::panic_report::note_if_unbounded_stack(self.raw().raw, &self.raw().symbols, function, signature.symbol);
         functions.push((signature, function));
         Ok(function)
     }
@@ -208,6 +209,10 @@ impl Module {
     pub fn global<T: Pod>(&self, name: &str) -> Result<Global<'_, T>> {
         self.inner.context.bind_to_thread()?;
         let symbol = CString::new(name).map_err(|_| Error::GlobalNotFound { name: name.into(), module: self.inner.name.clone() })?;
+        if !self.raw().symbols.may_hold(name) {
+            // Not asked for: a failed lookup is an error in compute-sanitizer's report.
+            return Err(Error::GlobalNotFound { name: name.into(), module: self.inner.name.clone() });
+        }
         let (mut address, mut bytes) = (0, 0);
         // SAFETY: writes an address and a size for a loaded module.
         match unsafe { driver::module::get_global(&mut address, &mut bytes, self.raw().raw, symbol.as_ptr()) } {

@@ -11,6 +11,7 @@ use crate::driver;
 use crate::error::{Error, Result};
 use crate::loader::driver_version;
 use crate::module::jit::{JitFallback, JitOptions};
+use crate::module::symbols::ImageSymbols;
 use crate::ptx_version::PtxHeader;
 
 const LOG_SIZE: usize = 16 * 1024;
@@ -19,6 +20,9 @@ const LOG_SIZE: usize = 16 * 1024;
 /// (the owners ensure that).
 pub(crate) struct RawModule {
     pub(crate) raw: sys::CUmodule,
+    /// Which of ferrocuda's globals the image can hold (read before loading): the host looks
+    /// up only those, so compute-sanitizer reports no failed lookup of ours.
+    pub(crate) symbols: ImageSymbols,
 }
 
 impl RawModule {
@@ -78,9 +82,9 @@ impl RawModule {
         if let Err(source) = loaded {
             return Err(Error::ModuleLoad { module: name.to_string(), source, log: nul_terminated_text(&error_log) });
         }
-        let module = RawModule { raw };
+        let module = RawModule { raw, symbols: ImageSymbols::scan(image, is_ptx) };
         // (On failure `module` is dropped, which unloads it.)
-        crate::panic_report::install(raw)?;
+        crate::panic_report::install(module.raw, &module.symbols)?;
         Ok((module, nul_terminated_text(&info_log)))
     }
 
