@@ -10,28 +10,17 @@
 //! cargo run --release -p ferrocuda-ports --example ports_bench -- DIR
 //! ```
 
-use ferrocuda::{Context, DeviceBuffer, JitOptions, LaunchConfig, Module, Stream};
+use ferrocuda::{Context, DeviceBuffer, LaunchConfig, Module, Stream};
 use ferrocuda_device::half::bf16;
-use gpu_kernels::twins::timing::{Runs, copy_bandwidth_gbps, measure, median};
+use gpu_kernels::twins::harness::{self, Result, report};
+use gpu_kernels::twins::timing::{Runs, measure};
 use ports::cases::{self, Random};
 use ports::{I8x16, MOE_TOPK, X128};
 
 const RUNS: Runs = Runs { warmup: 3, timed: 20 };
 
-type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
-
 fn main() -> std::process::ExitCode {
-    match run() {
-        Ok(true) => std::process::ExitCode::SUCCESS,
-        Ok(false) => {
-            println!("FAILED: a check above failed");
-            std::process::ExitCode::FAILURE
-        }
-        Err(error) => {
-            eprintln!("ports_bench: {error}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+    harness::exit_code("ports_bench", run)
 }
 
 /// The twins' modules: vLLM's (built without fast math) and llm.c's (`--use_fast_math`).
@@ -41,49 +30,21 @@ struct Twins {
 }
 
 fn load(context: &Context, path: &std::path::Path) -> Result<Module> {
-    let image = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     // SAFETY: the twins are launched only through the typed launchers of the Rust kernels of
-    // the same names, whose parameter layouts bench/cuda/ports.cu declares.
-    Ok(unsafe { Module::load_binary(context, &path.display().to_string(), &image, &JitOptions::default())? })
+    // the same names, whose parameter layouts the CUDA C++ source declares alike.
+    unsafe { harness::load_twin(context, path) }
 }
 
 /// One row: each implementation's median, bandwidth and time over the first one's.
 fn row(name: &str, times: &[Vec<f64>], bytes: f64) -> f64 {
-    let (rust, twin) = (median(&times[0]), median(&times[1]));
-    let gbps = |ms: f64| bytes / (ms * 1e-3) / 1e9;
-    println!("{name:<28} Rust {rust:.4} ms ({:>4.0} GB/s)  nvcc {twin:.4} ms ({:>4.0} GB/s)  twin/Rust {:.3}", gbps(rust), gbps(twin), twin / rust);
-    twin / rust
-}
-
-/// Prints a check's outcome; `false` when it failed.
-fn report(what: &str, outcome: std::result::Result<(), String>) -> bool {
-    match outcome {
-        Ok(()) => {
-            println!("  check {what}: ok");
-            true
-        }
-        Err(e) => {
-            println!("  check {what}: FAILED {e}");
-            false
-        }
-    }
+    harness::row(name, 28, &times[0], &times[1], bytes)
 }
 
 fn run() -> Result<bool> {
     let dir = std::env::args().nth(1).ok_or("usage: ports_bench DIR (the nvcc-built ports_vllm.cubin and ports_llmc.cubin)")?;
     let context = Context::primary(0)?;
     let stream = Stream::new(&context)?;
-    let device = context.device();
-    println!(
-        "device: {} (sm_{}), {} SMs; CUDA events, {} warm-up + {} timed runs interleaved, median",
-        device.name()?,
-        device.arch()?,
-        device.multiprocessor_count()?,
-        RUNS.warmup,
-        RUNS.timed
-    );
-    let (copy, _) = copy_bandwidth_gbps(&stream, 1 << 30, RUNS)?;
-    println!("device-to-device copy: {copy:.0} GB/s");
+    harness::print_header(&context, &stream, RUNS)?;
     let dir = std::path::Path::new(&dir);
     let twins = Twins { vllm: load(&context, &dir.join("ports_vllm.cubin"))?, llmc: load(&context, &dir.join("ports_llmc.cubin"))? };
     let only: Vec<String> = std::env::args().skip(2).collect();

@@ -6,6 +6,7 @@
 pub mod cases;
 pub mod cpu;
 pub mod cublas;
+pub mod harness;
 pub mod nvrtc;
 pub mod timing;
 
