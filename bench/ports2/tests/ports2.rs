@@ -15,17 +15,25 @@ fn executor() -> CpuExecutor {
     CpuExecutor::new()
 }
 
+/// The first try and the fixed port have one signature: one check, given the kernel's module.
+macro_rules! gelu_backward_inplace_case {
+    ($kernel:path, $n:expr) => {{
+        use $kernel as kernel;
+        let n = $n;
+        let mut random = Random::new(1);
+        let inp = random.bf16s(n, -4.0, 4.0);
+        let dout = random.bf16s(n, -1.0, 1.0);
+        let expected = cases::gelu_backward(&inp, &dout);
+        let mut d: Vec<X128> = cases::pack(&dout);
+        let config = LaunchConfig::new((n / (128 * 8)) as u32, 128);
+        kernel::launch_cpu(&executor(), config, &mut d, &cases::pack::<X128>(&inp)).unwrap();
+        cases::check_close_bf16(stringify!($kernel), &cases::unpack(&d), &expected, 1e-3, 1e-2).unwrap();
+    }};
+}
+
 #[test]
 fn gelu_backward_inplace_matches_the_host() {
-    let n = 128 * 8 * 4 + 128 * 8; // 5 blocks of 128 threads, 8 values each
-    let mut random = Random::new(1);
-    let inp = random.bf16s(n, -4.0, 4.0);
-    let dout = random.bf16s(n, -1.0, 1.0);
-    let expected = cases::gelu_backward(&inp, &dout);
-    let mut d: Vec<X128> = cases::pack(&dout);
-    let config = LaunchConfig::new((n / (128 * 8)) as u32, 128);
-    ports2_llmc::gelu_backward_inplace_kernel::launch_cpu(&executor(), config, &mut d, &cases::pack::<X128>(&inp)).unwrap();
-    cases::check_close_bf16("gelu_backward_inplace", &cases::unpack(&d), &expected, 1e-3, 1e-2).unwrap();
+    gelu_backward_inplace_case!(ports2_llmc::gelu_backward_inplace_kernel, 128 * 8 * 4 + 128 * 8); // 5 blocks of 128 threads, 8 values each
 }
 
 #[test]
@@ -63,21 +71,29 @@ fn adamw_matches_the_host_including_the_stochastic_rounding() {
     cases::check_adamw(&p, &ms, &mm, &vv, &expected).unwrap();
 }
 
+/// One layernorm check of either port (same signature), at `n` rows of `c` columns.
+macro_rules! layernorm_forward_case {
+    ($kernel:path, $n:expr, $c:expr, $seed:expr) => {{
+        use $kernel as kernel;
+        let (n, c): (usize, usize) = ($n, $c);
+        let mut random = Random::new($seed);
+        let inp = random.bf16s(n * c, -3.0, 3.0);
+        let weight = random.bf16s(c, 0.5, 1.5);
+        let bias = random.bf16s(c, -0.5, 0.5);
+        let (out_e, mean_e, rstd_e) = cases::layernorm(&inp, &weight, &bias, n, c);
+        let mut out = vec![bf16::ZERO; n * c];
+        let (mut mean, mut rstd) = (vec![0.0f32; n], vec![0.0f32; n]);
+        let config = LaunchConfig::new((n * 32).div_ceil(256) as u32, 256);
+        kernel::launch_cpu(&executor(), config, &mut out, &mut mean, &mut rstd, &inp, &weight, &bias, n as u32, c as u32).unwrap();
+        cases::check_close("mean", &mean, &mean_e, 1e-5, 1e-4).unwrap();
+        cases::check_close("rstd", &rstd, &rstd_e, 1e-5, 1e-4).unwrap();
+        cases::check_close_bf16("out", &out, &out_e, 1e-2, 1e-2).unwrap();
+    }};
+}
+
 #[test]
 fn layernorm_forward_kernel3_matches_the_host() {
-    let (n, c) = (37usize, 768usize);
-    let mut random = Random::new(3);
-    let inp = random.bf16s(n * c, -3.0, 3.0);
-    let weight = random.bf16s(c, 0.5, 1.5);
-    let bias = random.bf16s(c, -0.5, 0.5);
-    let (out_e, mean_e, rstd_e) = cases::layernorm(&inp, &weight, &bias, n, c);
-    let mut out = vec![bf16::ZERO; n * c];
-    let (mut mean, mut rstd) = (vec![0.0f32; n], vec![0.0f32; n]);
-    let config = LaunchConfig::new((n * 32).div_ceil(256) as u32, 256);
-    ports2_llmc::layernorm_forward_kernel3::launch_cpu(&executor(), config, &mut out, &mut mean, &mut rstd, &inp, &weight, &bias, n as u32, c as u32).unwrap();
-    cases::check_close("mean", &mean, &mean_e, 1e-5, 1e-4).unwrap();
-    cases::check_close("rstd", &rstd, &rstd_e, 1e-5, 1e-4).unwrap();
-    cases::check_close_bf16("out", &out, &out_e, 1e-2, 1e-2).unwrap();
+    layernorm_forward_case!(ports2_llmc::layernorm_forward_kernel3, 37, 768, 3);
 }
 
 #[test]
@@ -94,30 +110,27 @@ fn matmul_backward_bias_kernel9_partials_sum_to_the_column_sums() {
     cases::check_bias_partials(&partials, oc, &sums, &abs).unwrap();
 }
 
+/// One permute check of either port (same signature).
+macro_rules! permute_case {
+    ($kernel:path) => {{
+        use $kernel as kernel;
+        let (b, n, nh, d) = (2usize, 5usize, 3usize, 16usize);
+        let inp = Random::new(5).bf16s(b * n * 3 * nh * d, -1.0, 1.0);
+        let [qe, ke, ve] = cases::permute(&inp, b, n, nh, d);
+        let total = b * nh * n * d;
+        let (mut q, mut k, mut v) = (vec![bf16::ZERO; total], vec![bf16::ZERO; total], vec![bf16::ZERO; total]);
+        let nz = |x: usize| NonZeroU32::new(x as u32).unwrap();
+        let config = LaunchConfig::new(total.div_ceil(256) as u32, 256);
+        kernel::launch_cpu(&executor(), config, &mut q, &mut k, &mut v, &inp, b as u32, nz(n), nz(nh), nz(d)).unwrap();
+        cases::check_exact("q", &q, &qe).unwrap();
+        cases::check_exact("k", &k, &ke).unwrap();
+        cases::check_exact("v", &v, &ve).unwrap();
+    }};
+}
+
 #[test]
 fn permute_kernel_matches_the_host() {
-    let (b, n, nh, d) = (2usize, 5usize, 3usize, 16usize);
-    let inp = Random::new(5).bf16s(b * n * 3 * nh * d, -1.0, 1.0);
-    let [qe, ke, ve] = cases::permute(&inp, b, n, nh, d);
-    let total = b * nh * n * d;
-    let (mut q, mut k, mut v) = (vec![bf16::ZERO; total], vec![bf16::ZERO; total], vec![bf16::ZERO; total]);
-    let nz = |x: usize| NonZeroU32::new(x as u32).unwrap();
-    ports2_llmc::permute_kernel::launch_cpu(
-        &executor(),
-        LaunchConfig::new(total.div_ceil(256) as u32, 256),
-        &mut q,
-        &mut k,
-        &mut v,
-        &inp,
-        b as u32,
-        nz(n),
-        nz(nh),
-        nz(d),
-    )
-    .unwrap();
-    cases::check_exact("q", &q, &qe).unwrap();
-    cases::check_exact("k", &k, &ke).unwrap();
-    cases::check_exact("v", &v, &ve).unwrap();
+    permute_case!(ports2_llmc::permute_kernel);
 }
 
 fn fused_add_rms_norm_case(tokens: usize, hidden: usize, block: u32) {
@@ -210,60 +223,19 @@ fn count_and_sort_expert_tokens_matches_the_host() {
 
 #[test]
 fn gelu_backward_inplace_fixed_matches_the_host() {
-    let n = 128 * 8 * 5;
-    let mut random = Random::new(1);
-    let inp = random.bf16s(n, -4.0, 4.0);
-    let dout = random.bf16s(n, -1.0, 1.0);
-    let expected = cases::gelu_backward(&inp, &dout);
-    let mut d: Vec<X128> = cases::pack(&dout);
-    let config = LaunchConfig::new((n / (128 * 8)) as u32, 128);
-    ports2_llmc::gelu_backward_inplace_fixed::launch_cpu(&executor(), config, &mut d, &cases::pack::<X128>(&inp)).unwrap();
-    cases::check_close_bf16("gelu_backward_inplace_fixed", &cases::unpack(&d), &expected, 1e-3, 1e-2).unwrap();
+    gelu_backward_inplace_case!(ports2_llmc::gelu_backward_inplace_fixed, 128 * 8 * 5);
 }
 
 #[test]
 fn layernorm_forward_fixed_matches_the_host() {
     for (n, c) in [(37usize, 768usize), (9, 100)] {
-        let mut random = Random::new(3 + c as u64);
-        let inp = random.bf16s(n * c, -3.0, 3.0);
-        let weight = random.bf16s(c, 0.5, 1.5);
-        let bias = random.bf16s(c, -0.5, 0.5);
-        let (out_e, mean_e, rstd_e) = cases::layernorm(&inp, &weight, &bias, n, c);
-        let mut out = vec![bf16::ZERO; n * c];
-        let (mut mean, mut rstd) = (vec![0.0f32; n], vec![0.0f32; n]);
-        let config = LaunchConfig::new((n * 32).div_ceil(256) as u32, 256);
-        ports2_llmc::layernorm_forward_fixed::launch_cpu(&executor(), config, &mut out, &mut mean, &mut rstd, &inp, &weight, &bias, n as u32, c as u32)
-            .unwrap();
-        cases::check_close("mean", &mean, &mean_e, 1e-5, 1e-4).unwrap();
-        cases::check_close("rstd", &rstd, &rstd_e, 1e-5, 1e-4).unwrap();
-        cases::check_close_bf16("out", &out, &out_e, 1e-2, 1e-2).unwrap();
+        layernorm_forward_case!(ports2_llmc::layernorm_forward_fixed, n, c, 3 + c as u64);
     }
 }
 
 #[test]
 fn permute_fixed_matches_the_host() {
-    let (b, n, nh, d) = (2usize, 5usize, 3usize, 16usize);
-    let inp = Random::new(5).bf16s(b * n * 3 * nh * d, -1.0, 1.0);
-    let [qe, ke, ve] = cases::permute(&inp, b, n, nh, d);
-    let total = b * nh * n * d;
-    let (mut q, mut k, mut v) = (vec![bf16::ZERO; total], vec![bf16::ZERO; total], vec![bf16::ZERO; total]);
-    let nz = |x: usize| NonZeroU32::new(x as u32).unwrap();
-    ports2_llmc::permute_fixed::launch_cpu(
-        &executor(),
-        LaunchConfig::new(total.div_ceil(256) as u32, 256),
-        &mut q,
-        &mut k,
-        &mut v,
-        &inp,
-        b as u32,
-        nz(n),
-        nz(nh),
-        nz(d),
-    )
-    .unwrap();
-    cases::check_exact("q", &q, &qe).unwrap();
-    cases::check_exact("k", &k, &ke).unwrap();
-    cases::check_exact("v", &v, &ve).unwrap();
+    permute_case!(ports2_llmc::permute_fixed);
 }
 
 // ---- The ninth port: the CUDA samples' threadFenceReduction (last-block handoff) ------------
