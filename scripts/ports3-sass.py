@@ -38,15 +38,16 @@ def ptxas_regs(log):
         m = re.search(r"Used (\d+) registers", line)
         if m and cur:
             regs[cur] = int(m.group(1))
-        m = re.search(r"(\d+) bytes spill stores", line)
-        if m and cur and int(m.group(1)):
-            regs[cur + " spills"] = int(m.group(1))
+        m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores", line)
+        if m and cur and (int(m.group(1)) or int(m.group(2))):
+            regs[cur + " spills"] = f"{m.group(1)} B stack, {m.group(2)} B spilled"
     return regs
 
 
 def sass_counts(cubin):
     out = subprocess.run(["nvdisasm", "-c", cubin], capture_output=True, text=True, check=True).stdout
     counts, cur = {}, None
+    calls = {}
     for line in out.splitlines():
         m = re.match(r"\s*\.text\.(\S+):", line) or re.match(r"\.section\s+\.text\.([^,\s]+)", line)
         if m:
@@ -55,11 +56,13 @@ def sass_counts(cubin):
             continue
         if cur and re.search(r"/\*[0-9a-f]{4,}\*/", line) and "NOP" not in line:
             counts[cur] += 1
+            if "CALL" in line:
+                counts[cur + " calls"] = counts.get(cur + " calls", 0) + 1
     return counts
 
 
 def find(d, frag):
-    keys = [k for k in d if frag in k and not k.endswith(" spills")]
+    keys = [k for k in d if frag in k and not k.endswith(" spills") and not k.endswith(" calls")]
     return keys[0] if keys else None
 
 
@@ -85,13 +88,15 @@ def main():
         if log.returncode:
             sys.exit(log.stderr)
         twins[m] = (ptxas_regs(log.stderr), sass_counts(cubin))
-    rows = ["| kernel | registers ours / nvcc | SASS instructions ours / nvcc |", "|---|---|---|"]
+    rows = ["| kernel | registers ours / nvcc | SASS instructions ours / nvcc | CALLs in ours (panic path) |", "|---|---|---|---|"]
     for crate, name, frag, m in KERNELS:
         (r_o, s_o), (r_t, s_t) = ours[crate], twins[m]
         ko, kt = find(r_o, name), find(r_t, frag)
         so = r_o.get(f"{ko} spills")
-        reg_o = f"{r_o.get(ko)}" + (f" ({so} B spilled)" if so else "")
-        rows.append(f"| {name} | {reg_o} / {r_t.get(kt)} | {s_o.get(find(s_o, name))} / {s_t.get(find(s_t, frag))} |")
+        reg_o = f"{r_o.get(ko)}" + (f" ({so})" if so else "")
+        so_k, st_k = find(s_o, name), find(s_t, frag)
+        calls = s_o.get(f"{so_k} calls", 0)
+        rows.append(f"| {name} | {reg_o} / {r_t.get(kt)} | {s_o.get(so_k)} / {s_t.get(st_k)} | {calls} |")
     text = "\n".join(rows)
     print(text)
     if a.out:

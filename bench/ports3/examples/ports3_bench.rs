@@ -6,7 +6,7 @@
 //!
 //! `cargo run --release -p ferrocuda-ports3 --example ports3_bench -- <twins> [kernel ..]`
 //! (kernel names select a subset, for compute-sanitizer); `PORTS3_SMALL=1` shrinks every
-//! problem (sanitizer runs). Prints "check <kernel> ours|twin: ok ..." (or FAILED) and one
+//! problem and `PORTS3_RUNS=0` skips the timing (sanitizer runs). Prints "check <kernel> ours|twin: ok ..." (or FAILED) and one
 //! table row per kernel with "twin/Rust" (above 1: the Rust port is faster).
 //! scripts/gpu-run/ports3.sh runs it.
 
@@ -471,8 +471,8 @@ fn run() -> R<()> {
         let got: Vec<f32> = ours.to_vec()?.iter().flat_map(|x| x.v).map(bf16::to_f32).collect();
         failed += !check("merge_attn_states_kernel", "ours", max_rel(got, want_o.clone(), 0.05), 1.0 / 64.0) as i32;
         failed += !check("merge_attn_states_kernel", "twin", max_rel(fl(&twin_out.to_vec()?, bf16::to_f32), want_o, 0.05), 1.0 / 64.0) as i32;
-        failed += !check("merge_attn_states_kernel lse", "ours", max_rel(ours_lse.to_vec()?, want_lse.clone(), 1e-3), 1e-5) as i32;
-        failed += !check("merge_attn_states_kernel lse", "twin", max_rel(twin_lse.to_vec()?, want_lse, 1e-3), 1e-5) as i32;
+        failed += !check("merge_attn_states_kernel lse", "ours", max_rel(ours_lse.to_vec()?, want_lse.clone(), 1e-3), 1e-4) as i32;
+        failed += !check("merge_attn_states_kernel lse", "twin", max_rel(twin_lse.to_vec()?, want_lse, 1e-3), 1e-4) as i32;
         let mut run_ours =
             || vllm::merge_attn_states_kernel::launch(&stream, config, &mut ours, &mut ours_lse, &d_po, &d_pl, &d_so, &d_sl, nn, hh, dd).unwrap();
         let mut run_twin = || launch_twin(&stream, &f, (threads.div_ceil(128), 1), 128, 0, &mut p![pp.0, pp.1, pp.2, pp.3, pp.4, pp.5, nn, hh, dd]);
