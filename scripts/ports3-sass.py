@@ -10,7 +10,11 @@ Run after `cargo build --release -p ferrocuda-ports3` (which builds both kernel 
 import argparse, glob, os, re, subprocess, sys, tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-KERNELS = [  # (crate, ours, twin symbol fragment, twin flags)
+KERNELS = [  # (crate, ours, twin symbol fragment, twin flags); `<ours>_fixed`: the fix round's variant
+    ("llmc", "layernorm_backward_kernel10_fixed", "layernorm_backward_kernel10", "LLMC"),
+    ("llmc", "global_norm_squared_kernel_fixed", "global_norm_squared_kernel", "LLMC"),
+    ("llmc", "softmax_forward_kernel5_fixed", "softmax_forward_kernel5", "LLMC"),
+    ("vllm", "dynamic_per_token_scaled_fp8_quant_kernel_fixed", "dynamic_per_token_scaled_fp8_quant_kernel", "VLLM"),
     ("llmc", "encoder_forward_kernel3", "encoder_forward_kernel3", "LLMC"),
     ("llmc", "global_norm_squared_kernel", "global_norm_squared_kernel", "LLMC"),
     ("llmc", "softmax_forward_kernel5", "softmax_forward_kernel5", "LLMC"),
@@ -63,6 +67,9 @@ def sass_counts(cubin):
 
 def find(d, frag):
     keys = [k for k in d if frag in k and not k.endswith(" spills") and not k.endswith(" calls")]
+    if frag in keys:
+        return frag
+    keys = [k for k in keys if not re.search(frag + r"_[a-z]", k)]  # not `<name>_fixed`
     return keys[0] if keys else None
 
 
@@ -88,10 +95,12 @@ def main():
         if log.returncode:
             sys.exit(log.stderr)
         twins[m] = (ptxas_regs(log.stderr), sass_counts(cubin))
-    rows = ["| kernel | registers ours / nvcc | SASS instructions ours / nvcc | CALLs in ours (panic path) |", "|---|---|---|---|"]
+    rows = ["| kernel | registers ours / nvcc | SASS instructions ours / nvcc | CALLs in ours (panic path, division slow path) |", "|---|---|---|---|"]
     for crate, name, frag, m in KERNELS:
         (r_o, s_o), (r_t, s_t) = ours[crate], twins[m]
         ko, kt = find(r_o, name), find(r_t, frag)
+        if ko is None:
+            continue
         so = r_o.get(f"{ko} spills")
         reg_o = f"{r_o.get(ko)}" + (f" ({so})" if so else "")
         so_k, st_k = find(s_o, name), find(s_t, frag)

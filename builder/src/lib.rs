@@ -33,6 +33,7 @@ mod fast_math;
 mod inner_build;
 mod kernel_tag;
 mod launch_bounds;
+mod local_memory;
 mod manifest;
 mod ptx_isa;
 mod ptx_text;
@@ -488,6 +489,13 @@ impl KernelBuilder {
         }
 
         if in_build_script {
+            // Local memory (a stack frame or spills) in a kernel: said once, from the newest
+            // cubin, with the usual cause and its fix (issue 30's third held-out port).
+            if let Some(cubin) = artifacts.cubins.iter().max_by_key(|c| c.arch) {
+                for line in local_memory::warnings(&cubin.resources, &self.recursive, self.keeps_panic_messages()) {
+                    println!("cargo:warning={line}");
+                }
+            }
             // Every diagnostic of the device build, as rustc rendered it (P1: only lines that
             // began with `warning:` used to be forwarded, so `warning[E0133]` never showed).
             for line in inner_build::cargo_warning_lines(&artifacts.warnings) {

@@ -253,13 +253,24 @@ fn run() -> R<()> {
         };
         let w: Vec<f32> = want_n.iter().map(|&v| v as f32).collect();
         failed += !check("global_norm_squared_kernel", "ours", max_rel(per_slice(ours.to_vec()?), w.clone(), 0.0), 1e-4) as i32;
-        failed += !check("global_norm_squared_kernel", "twin", max_rel(per_slice(twin_out.to_vec()?), w, 0.0), 1e-4) as i32;
+        failed += !check("global_norm_squared_kernel", "twin", max_rel(per_slice(twin_out.to_vec()?), w.clone(), 0.0), 1e-4) as i32;
         let mut run_ours = || llmc::global_norm_squared_kernel::launch(&stream, config, &mut ours, &d_data, count as u64, stride as u64).unwrap();
         let mut run_twin = || launch_twin(&stream, &f, (gx, gy), 512, 0, &mut p![po, pd, pc, ps]);
         report(
             "global_norm_squared_kernel",
             &format!("{slices} x {count} bf16"),
             timer.pair(&context, &stream, &mut run_ours, &mut run_twin, &mut || {}, false)?,
+        );
+        // The fix round's variant against the same twin.
+        let mut fixed = DeviceBuffer::<f32>::zeroed(&context, (gx * gy) as usize)?;
+        llmc::global_norm_squared_kernel_fixed::launch(&stream, config, &mut fixed, &d_data, count as u64, stride as u64)?;
+        stream.synchronize()?;
+        failed += !check("global_norm_squared_kernel (fixed)", "ours", max_rel(per_slice(fixed.to_vec()?), w, 0.0), 1e-4) as i32;
+        let mut run_fixed = || llmc::global_norm_squared_kernel_fixed::launch(&stream, config, &mut fixed, &d_data, count as u64, stride as u64).unwrap();
+        report(
+            "global_norm_squared_kernel (fixed)",
+            &format!("{slices} x {count} bf16"),
+            timer.pair(&context, &stream, &mut run_fixed, &mut run_twin, &mut || {}, false)?,
         );
     }
 
@@ -287,10 +298,16 @@ fn run() -> R<()> {
         stream.synchronize()?;
         let w = fl(&want_out, bf16::to_f32);
         failed += !check("softmax_forward_kernel5", "ours", max_rel(fl(&ours.to_vec()?, bf16::to_f32), w.clone(), 1e-3), 1.0 / 64.0) as i32;
-        failed += !check("softmax_forward_kernel5", "twin", max_rel(fl(&twin_out.to_vec()?, bf16::to_f32), w, 1e-3), 1.0 / 64.0) as i32;
+        failed += !check("softmax_forward_kernel5", "twin", max_rel(fl(&twin_out.to_vec()?, bf16::to_f32), w.clone(), 1e-3), 1.0 / 64.0) as i32;
         let mut run_ours = || llmc::softmax_forward_kernel5::launch(&stream, config, &mut ours, inv_temperature, &d_inp4, t as u32).unwrap();
         let mut run_twin = || launch_twin(&stream, &f, (grid, 1), 256, 0, &mut p![po, inv_temperature, pi, nn, tt]);
         report("softmax_forward_kernel5", &format!("N{n} T{t}"), timer.pair(&context, &stream, &mut run_ours, &mut run_twin, &mut || {}, false)?);
+        let mut fixed = DeviceBuffer::<bf16>::zeroed(&context, n * t * t)?;
+        llmc::softmax_forward_kernel5_fixed::launch(&stream, config, &mut fixed, inv_temperature, &d_inp4, t as u32)?;
+        stream.synchronize()?;
+        failed += !check("softmax_forward_kernel5 (fixed)", "ours", max_rel(fl(&fixed.to_vec()?, bf16::to_f32), w, 1e-3), 1.0 / 64.0) as i32;
+        let mut run_fixed = || llmc::softmax_forward_kernel5_fixed::launch(&stream, config, &mut fixed, inv_temperature, &d_inp4, t as u32).unwrap();
+        report("softmax_forward_kernel5 (fixed)", &format!("N{n} T{t}"), timer.pair(&context, &stream, &mut run_fixed, &mut run_twin, &mut || {}, false)?);
     }
 
     // ---- fused_classifier_kernel5
@@ -438,6 +455,64 @@ fn run() -> R<()> {
             "layernorm_backward_kernel10 (1 event pair per launch)",
             &format!("BT{rows} C{c}"),
             timer.pair(&context, &stream, &mut run_ours, &mut run_twin, &mut reset_flag, true)?,
+        );
+        let mut f_dinp = DeviceBuffer::from_slice(&context, &x128(&dinp))?;
+        let mut f_dbias = DeviceBuffer::from_slice(&context, &pairs(&dbias))?;
+        let mut f_dweight = DeviceBuffer::from_slice(&context, &pairs(&dweight))?;
+        let mut run_fixed = || {
+            llmc::layernorm_backward_kernel10_fixed::launch(
+                &stream,
+                config,
+                &mut f_dinp,
+                &mut f_dweight,
+                &mut f_dbias,
+                &mut o_scratch,
+                &mut o_counter,
+                &d_dout,
+                &d_inp,
+                &d_weight,
+                &d_mean,
+                &d_rstd,
+                rows as u32,
+                c as u32 / 8,
+                c as u32 / 4,
+            )
+            .unwrap()
+        };
+        run_fixed();
+        stream.synchronize()?;
+        drop(run_fixed);
+        let got: Vec<f32> = f_dinp.to_vec()?.iter().flat_map(|x| x.v).map(bf16::to_f32).collect();
+        failed += !check("layernorm_backward_kernel10 (fixed) dinp", "ours", max_rel(got, want_ln.dinp.clone(), 0.1), 1.0 / 64.0) as i32;
+        failed += !check("layernorm_backward_kernel10 (fixed) dbias", "ours", max_rel(unpair(&f_dbias.to_vec()?), want_ln.dbias.clone(), db_floor), 1.0 / 64.0)
+            as i32;
+        failed +=
+            !check("layernorm_backward_kernel10 (fixed) dweight", "ours", max_rel(unpair(&f_dweight.to_vec()?), want_ln.dweight.clone(), db_floor), 1.0 / 64.0)
+                as i32;
+        let mut run_fixed = || {
+            llmc::layernorm_backward_kernel10_fixed::launch(
+                &stream,
+                config,
+                &mut f_dinp,
+                &mut f_dweight,
+                &mut f_dbias,
+                &mut o_scratch,
+                &mut o_counter,
+                &d_dout,
+                &d_inp,
+                &d_weight,
+                &d_mean,
+                &d_rstd,
+                rows as u32,
+                c as u32 / 8,
+                c as u32 / 4,
+            )
+            .unwrap()
+        };
+        report(
+            "layernorm_backward_kernel10 (fixed) (1 event pair per launch)",
+            &format!("BT{rows} C{c}"),
+            timer.pair(&context, &stream, &mut run_fixed, &mut run_twin, &mut reset_flag, true)?,
         );
     }
 
@@ -604,7 +679,8 @@ fn run() -> R<()> {
         failed += !check("dynamic_per_token_scaled_fp8_quant_kernel scale", "ours", max_rel(ours_s.to_vec()?, want_s.clone(), 0.0), 0.0) as i32;
         failed += !check("dynamic_per_token_scaled_fp8_quant_kernel scale", "twin", max_rel(twin_s.to_vec()?, want_s, 0.0), 0.0) as i32;
         failed += !check("dynamic_per_token_scaled_fp8_quant_kernel out", "ours", max_rel(q_ours, want_q.clone(), 1.0), 0.0) as i32;
-        failed += !check("dynamic_per_token_scaled_fp8_quant_kernel out", "twin", max_rel(fl(&twin_q.to_vec()?, fp8e4m3fn_to_f32), want_q, 1.0), 0.0) as i32;
+        failed +=
+            !check("dynamic_per_token_scaled_fp8_quant_kernel out", "twin", max_rel(fl(&twin_q.to_vec()?, fp8e4m3fn_to_f32), want_q.clone(), 1.0), 0.0) as i32;
         let mut run_ours =
             || vllm::dynamic_per_token_scaled_fp8_quant_kernel::launch(&stream, config, &mut ours, &mut ours_s, &d_in, &no_ub, hidden as u32 / 16).unwrap();
         let mut run_twin = || launch_twin(&stream, &f, (tokens as u32, 1), block, 0, &mut p![pp.0, pp.1, pp.2, pp.3, pp.4]);
@@ -612,6 +688,20 @@ fn run() -> R<()> {
             "dynamic_per_token_scaled_fp8_quant_kernel",
             &format!("tokens{tokens} hidden{hidden}"),
             timer.pair(&context, &stream, &mut run_ours, &mut run_twin, &mut || {}, false)?,
+        );
+        let mut fixed = DeviceBuffer::<vllm::Fp8x16>::zeroed(&context, tokens * hidden / 16)?;
+        let mut fixed_s = DeviceBuffer::<f32>::zeroed(&context, tokens)?;
+        vllm::dynamic_per_token_scaled_fp8_quant_kernel_fixed::launch(&stream, config, &mut fixed, &mut fixed_s, &d_in, &no_ub, hidden as u32 / 16)?;
+        stream.synchronize()?;
+        let q_fixed: Vec<f32> = fixed.to_vec()?.iter().flat_map(|q| q.v).map(fp8e4m3fn_to_f32).collect();
+        failed += !check("dynamic_per_token_scaled_fp8_quant_kernel (fixed) out", "ours", max_rel(q_fixed, want_q, 1.0), 0.0) as i32;
+        let mut run_fixed = || {
+            vllm::dynamic_per_token_scaled_fp8_quant_kernel_fixed::launch(&stream, config, &mut fixed, &mut fixed_s, &d_in, &no_ub, hidden as u32 / 16).unwrap()
+        };
+        report(
+            "dynamic_per_token_scaled_fp8_quant_kernel (fixed)",
+            &format!("tokens{tokens} hidden{hidden}"),
+            timer.pair(&context, &stream, &mut run_fixed, &mut run_twin, &mut || {}, false)?,
         );
     }
 

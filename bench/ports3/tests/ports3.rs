@@ -53,6 +53,9 @@ fn global_norm_squared_kernel_matches_the_reference() {
     let mut out = vec![1.0f32; gx as usize * slices];
     let config = LaunchConfig::new((gx, slices as u32), 512);
     llmc::global_norm_squared_kernel::launch_cpu(&CpuExecutor::new(), config, &mut out, &data, count as u64, stride as u64).unwrap();
+    let mut fixed = vec![1.0f32; gx as usize * slices];
+    llmc::global_norm_squared_kernel_fixed::launch_cpu(&CpuExecutor::new(), config, &mut fixed, &data, count as u64, stride as u64).unwrap();
+    assert_eq!(fixed, out, "the fixed variant sums the same values in the same order");
     let want = norm_squared(&data, count, stride, slices);
     for y in 0..slices {
         let got: f64 = out[y * gx as usize..(y + 1) * gx as usize].iter().map(|&v| v as f64 - 1.0).sum();
@@ -71,6 +74,9 @@ fn softmax_forward_kernel5_matches_the_reference() {
     let inv_temperature = 0.125;
     let config = LaunchConfig::new(((n * t * 32) as u32).div_ceil(256), 256);
     llmc::softmax_forward_kernel5::launch_cpu(&CpuExecutor::new(), config, &mut out, inv_temperature, &inp4, t as u32).unwrap();
+    let mut fixed = vec![sentinel; n * t * t];
+    llmc::softmax_forward_kernel5_fixed::launch_cpu(&CpuExecutor::new(), config, &mut fixed, inv_temperature, &inp4, t as u32).unwrap();
+    assert_eq!(fixed, out, "the fixed variant computes the same values in the same order");
     let mut want = vec![sentinel; n * t * t];
     causal_softmax(&inp, &mut want, inv_temperature, t);
     let (err, at) = max_rel(out.iter().map(|&v| f(v)), want.iter().map(|&v| f(v)), 1e-3);
@@ -109,9 +115,8 @@ fn fused_classifier_kernel5_handles_a_vocabulary_that_is_not_a_multiple_of_8() {
     classifier(1003, 1024);
 }
 
-#[test]
-fn layernorm_backward_kernel10_matches_the_reference() {
-    let (c, grid, block) = (320usize, 2u32, 512u32);
+fn run_layernorm_backward(fixed: bool, grid: u32) {
+    let (c, block) = (320usize, 512u32);
     let rows = (grid * block / 32) as usize * 2; // every warp takes two rows
     let mut rng = Rng::new(5);
     let dout = rng.bf16s(rows * c, 1.0);
@@ -130,7 +135,8 @@ fn layernorm_backward_kernel10_matches_the_reference() {
     let mut scratch = vec![llmc::Partial::default(); grid as usize * c / 4];
     let mut counter = vec![0u32];
     let config = LaunchConfig::new(grid, block).with_shared_bytes(shared);
-    llmc::layernorm_backward_kernel10::launch_cpu(
+    let launch = if fixed { llmc::layernorm_backward_kernel10_fixed::launch_cpu } else { llmc::layernorm_backward_kernel10::launch_cpu };
+    launch(
         &CpuExecutor::new(),
         config,
         &mut dinp_k,
@@ -157,6 +163,22 @@ fn layernorm_backward_kernel10_matches_the_reference() {
     assert!(err <= 1.0 / 64.0, "dbias: max rel err {err} at {at}");
     let (err, at) = max_rel(unpair(&dweight_k), want.dweight.iter().copied(), 1.0);
     assert!(err <= 1.0 / 64.0, "dweight: max rel err {err} at {at}");
+}
+
+#[test]
+fn layernorm_backward_kernel10_matches_the_reference() {
+    run_layernorm_backward(false, 2);
+}
+
+/// Six blocks: the last block's `fold_column` takes four rows at once, then the remaining two.
+#[test]
+fn layernorm_backward_kernel10_with_six_blocks_matches_the_reference() {
+    run_layernorm_backward(false, 6);
+}
+
+#[test]
+fn layernorm_backward_kernel10_fixed_matches_the_reference() {
+    run_layernorm_backward(true, 6);
 }
 
 #[test]
@@ -240,6 +262,20 @@ fn quant(tokens: usize, hidden: usize) {
     let config = LaunchConfig::new(tokens as u32, hidden.min(256) as u32);
     vllm::dynamic_per_token_scaled_fp8_quant_kernel::launch_cpu(&CpuExecutor::new(), config, &mut out, &mut scales, &v128(&input), &[], hidden as u32 / 16)
         .unwrap();
+    let mut fixed = vec![vllm::Fp8x16::default(); tokens * hidden / 16];
+    let mut fixed_scales = vec![0.0f32; tokens];
+    vllm::dynamic_per_token_scaled_fp8_quant_kernel_fixed::launch_cpu(
+        &CpuExecutor::new(),
+        config,
+        &mut fixed,
+        &mut fixed_scales,
+        &v128(&input),
+        &[],
+        hidden as u32 / 16,
+    )
+    .unwrap();
+    assert_eq!(fixed, out, "the fixed variant's conversion gives c10's bits");
+    assert_eq!(fixed_scales, scales);
     let (want_scales, want_q) = fp8_quant(&input, hidden);
     assert_eq!(scales, want_scales);
     let got: Vec<f32> = out.iter().flat_map(|q| q.v).map(fp8e4m3fn_to_f32).collect();

@@ -16,7 +16,8 @@ use ferrocuda_device::global::{PerWarpRow, block_row, warp_row, warp_rows};
 use ferrocuda_device::half::{Bf16x2, F32ToHalf, HalfFloat, bf16};
 use ferrocuda_device::prelude::*;
 use ferrocuda_device::shared::dynamic_shared;
-use ferrocuda_device::thread::{block_idx_y, grid_stride_range};
+use ferrocuda_device::thread::{block_idx_y, grid_stride_range, strided_range};
+use ferrocuda_device::unroll::unroll;
 use ferrocuda_device::{kernel, warp};
 
 ferrocuda_device::embed_kernels!();
@@ -115,6 +116,30 @@ pub fn global_norm_squared_kernel(mut out: PerBlock<f32>, data: &[bf16], count: 
     }
 }
 
+/// [`global_norm_squared_kernel`] after the fix round: the slice taken with `let .. else`
+/// (CUDA's `data + blockIdx.y * stride` has no check; the source's `count` values must be
+/// there). The first try's `data.get(start..).unwrap_or(&[])` merged the input's pointer with
+/// the empty slice's, and NVPTX, which proves a load read-only only through a pointer it can
+/// trace to a kernel parameter, read every element with a plain `ld.global` instead of
+/// `ld.global.nc` (docs/performance.md, "a slice chosen with `unwrap_or`").
+#[kernel]
+pub fn global_norm_squared_kernel_fixed(mut out: PerBlock<f32>, data: &[bf16], count: u64, stride: u64) {
+    let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
+    let start = block_idx_y() as usize * stride as usize;
+    let Some(slice) = data.get(start..start + count as usize) else { return };
+    let mut accumulator = 0.0f32;
+    for i in grid_stride_range(slice.len()) {
+        let v = slice[i].widen();
+        accumulator += v * v;
+    }
+    if let Some(block_sum) = reduce.sum(accumulator)
+        && let Some(b) = once_per_block()
+        && let Some(o) = out.get_mut(b)
+    {
+        *o += block_sum;
+    }
+}
+
 /// llm.c `attention.cuh`, `softmax_forward_kernel5`: one warp per row of the `(N, T, T)`
 /// pre-attention scores, causal (columns `0..=own_pos` only), online softmax scaled by
 /// `inv_temperature`; the columns past `own_pos` are not written. Launch: `CEIL_DIV(N * T *
@@ -154,6 +179,65 @@ pub fn softmax_forward_kernel5(mut out: PerWarpRow<bf16>, inv_temperature: f32, 
             sumval += (inv_temperature * (regarray[k] - maxval)).exp();
         }
         i += 32;
+    }
+    if 4 * pos_by_4 + lane <= own_pos
+        && let Some(v) = x.get(pos_by_4 as usize).and_then(|c| c.v.get(lane as usize))
+    {
+        let v = v.widen();
+        let old_maxval = maxval;
+        maxval = maxval.max(v);
+        sumval *= (inv_temperature * (old_maxval - maxval)).exp();
+        sumval += (inv_temperature * (v - maxval)).exp();
+    }
+    let global_maxval = warp::reduce_max(maxval);
+    sumval *= (inv_temperature * (maxval - global_maxval)).exp();
+    let sum = warp::reduce_sum(sumval);
+    let norm = 1.0 / sum;
+    for (j, o) in row.iter_mut().enumerate() {
+        let col = lane + 32 * j as u32;
+        if col > own_pos {
+            break;
+        }
+        let Some(v) = x.get((col / 4) as usize).and_then(|c| c.v.get((col % 4) as usize)) else { break };
+        let v = cache::load(v, Load::Streaming).widen();
+        let ev = (inv_temperature * (v - global_maxval)).exp();
+        cache::store(o, (ev * norm).to_bf16(), Store::Streaming);
+    }
+}
+
+/// [`softmax_forward_kernel5`] after the fix round: the first pass is
+/// `thread::strided_range(lane, pos_by_4, 32)` over the row cut to `pos_by_4` groups (one
+/// bound, a loop LLVM unrolls: two 8-byte loads in flight per lane, as nvcc's), where the
+/// first try's `while i < pos_by_4 { let Some(c) = x.get(i) else { break }; .. }` had a second
+/// exit and kept one.
+#[kernel(cols(out = t_len))]
+pub fn softmax_forward_kernel5_fixed(mut out: PerWarpRow<bf16>, inv_temperature: f32, inp: &[X4], t_len: u32) {
+    let Some(tn) = NonZeroU32::new(t_len) else { return };
+    let Some(row) = out.row_mut(warp_row()) else { return };
+    let idx = row.row();
+    let lane = row.lane();
+    let own_pos = idx % tn;
+    let pos_by_4 = own_pos / 4;
+    let t4 = t_len / 4;
+    let Some(x) = inp.get((idx * t4) as usize..((idx + 1) * t4) as usize) else { return };
+    let flt_max = 340282346638528859811704183484516925440.0f32;
+    let mut maxval = -flt_max;
+    let mut sumval = 0.0f32;
+    let head = &x[..(pos_by_4 as usize).min(x.len())];
+    for i in strided_range(lane as usize, head.len(), 32) {
+        let c = head[i];
+        let mut regarray = [0.0f32; 4];
+        for k in 0..4 {
+            regarray[k] = c.v[k].widen();
+        }
+        let old_maxval = maxval;
+        for k in 0..4 {
+            maxval = maxval.max(regarray[k]);
+        }
+        sumval *= (inv_temperature * (old_maxval - maxval)).exp();
+        for k in 0..4 {
+            sumval += (inv_temperature * (regarray[k] - maxval)).exp();
+        }
     }
     if 4 * pos_by_4 + lane <= own_pos
         && let Some(v) = x.get(pos_by_4 as usize).and_then(|c| c.v.get(lane as usize))
@@ -449,6 +533,187 @@ pub fn layernorm_backward_kernel10(
             }
             if let Some(s) = slot.take() {
                 cache::store(s, pack8(dinp128), Store::CacheGlobal);
+            }
+        }
+    }
+    sync_threads();
+
+    // each block hands its partial sums to the last one
+    let mut j = 0;
+    let mut i = t * 4;
+    while i < c {
+        let k = (i / 4) as usize;
+        scratch.publish(j, Partial { dbias: dbias_shared.get_x4(k), dweight: dweight_shared.get_x4(k) });
+        j += 1;
+        i += block_size * 4;
+    }
+    let Some(counter) = counter.get(0) else { return };
+    let Some(last) = scratch.arrive(counter) else { return };
+
+    let mut i = t * 4;
+    while i < c {
+        let col = i / 4;
+        let sum = last.fold_column(col, Partial::default(), |a, p| Partial { dbias: add4(a.dbias, p.dbias), dweight: add4(a.dweight, p.dweight) });
+        dbias_shared.set_x4(col as usize, sum.dbias);
+        dweight_shared.set_x4(col as usize, sum.dweight);
+        i += block_size * 4;
+    }
+    sync_threads();
+
+    let mut ci = warp_id;
+    while ci < iterations_c {
+        let global_index = lane * 8 + ci * 256;
+        if global_index >= c {
+            break;
+        }
+        let base = (global_index / 2) as usize;
+        let mut db = load_pairs(&dbias, base);
+        let mut dw = load_pairs(&dweight, base);
+        for o in 0..2 {
+            let k = (global_index / 4 + o as u32) as usize;
+            let s_db = dbias_shared.get_x4(k);
+            let s_dw = dweight_shared.get_x4(k);
+            for i in 0..4 {
+                let x = o * 4 + i;
+                db[x] = s_db[i] + db[x];
+                dw[x] = s_dw[i] + dw[x];
+            }
+        }
+        store_pairs(&dbias, base, db);
+        store_pairs(&dweight, base, dw);
+        ci += warps_in_block;
+    }
+}
+
+/// [`layernorm_backward_kernel10`] after the fix round: the same kernel with the loop over
+/// the two `f128` halves of each `x128` written `unroll::<2>` (llm.c's `for (int o = 0; o <
+/// x128::size / f128::size; ++o)`, which nvcc unrolls). As a `for` loop (the first try) LLVM
+/// kept it rolled, since its body holds two barriers, and the four `[f32; 8]` arrays it
+/// indexes (`dout128[o * 4 + i]`, ...) went to local memory: a 128-byte stack frame and
+/// `LDL`/`STL` in the hot loop. The builder now warns about such a frame (docs/performance.md,
+/// "register arrays in local memory").
+#[kernel(cols(dinp = c8, scratch = c4), launch_bounds(512, 2))]
+#[allow(clippy::too_many_arguments)]
+pub fn layernorm_backward_kernel10_fixed(
+    mut dinp: PerWarpRow<X128>,
+    dweight: AtomicSlice<u32>,
+    dbias: AtomicSlice<u32>,
+    scratch: DisjointSlice<Partial, Handoff>,
+    counter: AtomicSlice<u32>,
+    dout: &[X128],
+    inp: &[X128],
+    weight: &[X128],
+    mean: &[f32],
+    rstd: &[f32],
+    rows: u32,
+    c8: u32,
+    c4: u32,
+) {
+    let mut scratch = scratch;
+    let block_size = block_dim_x();
+    let warps_in_block = block_size / 32;
+    let t = thread_idx_x();
+    let warp_id = t / 32;
+    let lane = t % 32;
+    let c = c8 * 8;
+    let iterations_c = c.div_ceil(256);
+    let rounded_c = iterations_c * 256;
+
+    let shared = dynamic_shared::<f32>();
+    let (dbias_shared, rest) = shared.split_at(rounded_c as usize);
+    let (dweight_shared, rest) = rest.split_at(rounded_c as usize);
+    let (dbias_tmp, dweight_tmp) = rest.split_at(((block_size - 32) * 4) as usize);
+
+    let mut i = t * 4;
+    while i < rounded_c {
+        dbias_shared.set_x4((i / 4) as usize, [0.0; 4]);
+        dweight_shared.set_x4((i / 4) as usize, [0.0; 4]);
+        i += block_size * 4;
+    }
+    sync_threads();
+
+    for me in warp_rows(rows) {
+        let Some(row) = dinp.row_mut(me) else { break };
+        let bt = row.row() as usize;
+        let n = c8 as usize;
+        let (Some(dout_bt), Some(inp_bt), Some(&mean_bt), Some(&rstd_bt)) =
+            (dout.get(bt * n..(bt + 1) * n), inp.get(bt * n..(bt + 1) * n), mean.get(bt), rstd.get(bt))
+        else {
+            break;
+        };
+
+        let mut dnorm_mean = 0.0f32;
+        let mut dnorm_norm_mean = 0.0f32;
+        row.zip_inputs([dout_bt, inp_bt, weight]).for_each(|([d, x, w], _)| {
+            let d = widen8(vector::load16(d));
+            let x = widen8(vector::load16(x));
+            let w = widen8(vector::load16(w));
+            for k in 0..8 {
+                let dnorm_i = w[k] * d[k];
+                dnorm_mean += dnorm_i;
+                dnorm_norm_mean += dnorm_i * x[k];
+            }
+        });
+        let dnorm_mean = warp::reduce_sum(dnorm_mean) / c as f32;
+        let dnorm_norm_mean = warp::reduce_sum(dnorm_norm_mean) / c as f32 * rstd_bt - dnorm_mean * mean_bt * rstd_bt;
+
+        let Some(mut row) = dinp.row_mut(me) else { break };
+        for ci in 0..iterations_c {
+            let global_index = lane * 8 + ci * 256;
+            let chunk = (lane + 32 * ci) as usize;
+            // Packed bf16, widened where used (as llm.c's `(float)dout128[x]`): 16 registers
+            // for the four packs where `[f32; 8]` arrays took 32 (and spilled under the
+            // launch bounds' 64).
+            let mut dout128 = X128::default();
+            let mut inp128 = X128::default();
+            let mut dinp128 = X128::default();
+            let mut weight128 = X128::default();
+            let mut slot = row.get_mut(ci as usize);
+            if let Some(s) = slot.as_deref()
+                && let (Some(d), Some(x), Some(w)) = (dout_bt.get(chunk), inp_bt.get(chunk), weight.get(chunk))
+            {
+                dout128 = cache::load(d, Load::Streaming);
+                inp128 = cache::load(x, Load::Streaming);
+                dinp128 = vector::load16(s);
+                weight128 = vector::load16(w);
+            }
+            unroll::<2>(|o| {
+                let mut dbias_f = [0.0f32; 4];
+                let mut dweight_f = [0.0f32; 4];
+                for i in 0..4 {
+                    let x = o * 4 + i;
+                    let dout_i = dout128.v[x].widen();
+                    let norm_bti = (inp128.v[x].widen() - mean_bt) * rstd_bt;
+                    dbias_f[i] = dout_i;
+                    dweight_f[i] = norm_bti * dout_i;
+                    let mut dval = 0.0f32;
+                    dval += weight128.v[x].widen() * dout_i;
+                    dval -= dnorm_mean;
+                    dval -= norm_bti * dnorm_norm_mean;
+                    dval *= rstd_bt;
+                    dinp128.v[x] = (dinp128.v[x].widen() + dval).to_bf16();
+                }
+                if warp_id != 0 {
+                    dbias_tmp.set_x4((t - 32) as usize, dbias_f);
+                    dweight_tmp.set_x4((t - 32) as usize, dweight_f);
+                }
+                sync_threads();
+                if warp_id == 0 {
+                    for j in 1..warps_in_block {
+                        let k = (t + j * 32 - 32) as usize;
+                        dbias_f = add4(dbias_f, dbias_tmp.get_x4(k));
+                        dweight_f = add4(dweight_f, dweight_tmp.get_x4(k));
+                    }
+                }
+                sync_threads();
+                if warp_id == 0 {
+                    let k = (global_index / 4 + o as u32) as usize;
+                    dbias_shared.set_x4(k, add4(dbias_f, dbias_shared.get_x4(k)));
+                    dweight_shared.set_x4(k, add4(dweight_f, dweight_shared.get_x4(k)));
+                }
+            });
+            if let Some(s) = slot.take() {
+                cache::store(s, dinp128, Store::CacheGlobal);
             }
         }
     }
