@@ -8,7 +8,9 @@
 # On the GPU machine: `DEST/ports3.sh` (about 90 s; PORTS3_DEADLINE_S caps it, default 185).
 # Logs go to $OUT (or DEST/out/): bench_1.log, bench_2.log, sanitizer logs, summary.txt.
 # Look for: every "check ...: ok", one "twin/Rust" per kernel in each pass (above 1: Rust is
-# faster), "ERROR SUMMARY: 0 errors" and "RACECHECK SUMMARY: 0 hazards" in the sanitizer logs.
+# faster; layernorm_backward_kernel10, global_norm_squared_kernel, softmax_forward_kernel5 and
+# dynamic_per_token_scaled_fp8_quant_kernel also have a "(fixed)" row: the fix round's variant),
+# "ERROR SUMMARY: 0 errors" and "RACECHECK SUMMARY: 0 hazards" in the sanitizer logs.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 dest=${OUT:-$here/out}

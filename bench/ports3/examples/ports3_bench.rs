@@ -385,28 +385,24 @@ fn run() -> R<()> {
         let ps = (t_dinp.device_ptr(), t_dweight.device_ptr(), t_dbias.device_ptr(), t_scratch.device_ptr());
         let pi = (d_dout.device_ptr(), d_inp.device_ptr(), d_weight.device_ptr(), d_mean.device_ptr(), d_rstd.device_ptr());
         let (bb, tt, cc) = (1i32, rows as i32, c as i32);
-        {
-            {
-                llmc::layernorm_backward_kernel10::launch(
-                    &stream,
-                    config,
-                    &mut o_dinp,
-                    &mut o_dweight,
-                    &mut o_dbias,
-                    &mut o_scratch,
-                    &mut o_counter,
-                    &d_dout,
-                    &d_inp,
-                    &d_weight,
-                    &d_mean,
-                    &d_rstd,
-                    rows as u32,
-                    c as u32 / 8,
-                    c as u32 / 4,
-                )
-                .unwrap()
-            };
-        }
+        llmc::layernorm_backward_kernel10::launch(
+            &stream,
+            config,
+            &mut o_dinp,
+            &mut o_dweight,
+            &mut o_dbias,
+            &mut o_scratch,
+            &mut o_counter,
+            &d_dout,
+            &d_inp,
+            &d_weight,
+            &d_mean,
+            &d_rstd,
+            rows as u32,
+            c as u32 / 8,
+            c as u32 / 4,
+        )
+        .unwrap();
         t_scratch.fill(0.0)?;
         {
             launch_twin(&stream, &f, (grid, 1), block, shared, &mut p![ps.0, ps.1, ps.2, ps.3, pi.0, pi.1, pi.2, pi.3, pi.4, bb, tt, cc]);
@@ -481,7 +477,6 @@ fn run() -> R<()> {
         };
         run_fixed();
         stream.synchronize()?;
-        drop(run_fixed);
         let got: Vec<f32> = f_dinp.to_vec()?.iter().flat_map(|x| x.v).map(bf16::to_f32).collect();
         failed += !check("layernorm_backward_kernel10 (fixed) dinp", "ours", max_rel(got, want_ln.dinp.clone(), 0.1), 1.0 / 64.0) as i32;
         failed += !check("layernorm_backward_kernel10 (fixed) dbias", "ours", max_rel(unpair(&f_dbias.to_vec()?), want_ln.dbias.clone(), db_floor), 1.0 / 64.0)
@@ -582,26 +577,22 @@ fn run() -> R<()> {
         let (hs, bs) = (NonZeroU32::new(head_size as u32).unwrap(), NonZeroU32::new(block_size as u32).unwrap());
         let key_u32 = d_key.cast::<u32>()?;
         let value_u32 = d_value.cast::<u32>()?;
-        {
-            {
-                vllm::reshape_and_cache_flash_kernel::launch(
-                    &stream,
-                    config,
-                    &key_u32,
-                    &value_u32,
-                    &mut ok_c,
-                    &mut ov_c,
-                    &d_slots,
-                    (block_size * n) as u32,
-                    n as u32,
-                    n as u32,
-                    heads as u32,
-                    hs,
-                    bs,
-                )
-                .unwrap()
-            };
-        }
+        vllm::reshape_and_cache_flash_kernel::launch(
+            &stream,
+            config,
+            &key_u32,
+            &value_u32,
+            &mut ok_c,
+            &mut ov_c,
+            &d_slots,
+            (block_size * n) as u32,
+            n as u32,
+            n as u32,
+            heads as u32,
+            hs,
+            bs,
+        )
+        .unwrap();
         {
             launch_twin(
                 &stream,

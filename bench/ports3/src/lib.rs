@@ -6,6 +6,8 @@
 //! Where the port had to differ from the source, the kernel's docs say so (and
 //! bench/ports3/RESULTS.md records it).
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
+// The ports keep their sources' indexed loops (`for (k = 0; k < 8; k++) out[k] = f(in[k])`).
+#![allow(clippy::needless_range_loop)]
 
 use core::num::NonZeroU32;
 

@@ -6,6 +6,8 @@
 //! Where the port had to differ from the source, the kernel's docs say so (and
 //! bench/ports3/RESULTS.md records it).
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
+// The ports keep their sources' indexed loops (`for (k = 0; k < 8; k++) out[k] = f(in[k])`).
+#![allow(clippy::needless_range_loop)]
 
 use core::num::NonZeroU32;
 
@@ -355,7 +357,7 @@ pub fn fused_classifier_kernel5(
         col += bd;
     });
     // the last V % 8 values, by the owner of their chunk
-    if v % 8 != 0 {
+    if !v.is_multiple_of(8) {
         let tail = v8 as u32;
         if tail % block_dim_x() == thread_idx_x()
             && let Some(mut row) = dlogits.row_mut(me)
@@ -575,8 +577,8 @@ pub fn layernorm_backward_kernel10(
             let s_dw = dweight_shared.get_x4(k);
             for i in 0..4 {
                 let x = o * 4 + i;
-                db[x] = s_db[i] + db[x];
-                dw[x] = s_dw[i] + dw[x];
+                db[x] += s_db[i];
+                dw[x] += s_dw[i];
             }
         }
         store_pairs(&dbias, base, db);
@@ -756,8 +758,8 @@ pub fn layernorm_backward_kernel10_fixed(
             let s_dw = dweight_shared.get_x4(k);
             for i in 0..4 {
                 let x = o * 4 + i;
-                db[x] = s_db[i] + db[x];
-                dw[x] = s_dw[i] + dw[x];
+                db[x] += s_db[i];
+                dw[x] += s_dw[i];
             }
         }
         store_pairs(&dbias, base, db);

@@ -1,7 +1,7 @@
 //! Inputs and CPU references of the eight ported kernels, shared by tests/ports3.rs and
 //! examples/ports3_bench.rs (`#[path]`): each reference is written from the source's
 //! description in plain Rust (f32/f64 on the host), not from the port.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::needless_range_loop)]
 
 use half::bf16;
 
