@@ -72,6 +72,7 @@
 //! On the host, depend on `half` 2 (or name these re-exports): the types are the same.
 
 mod convert;
+pub mod fp8;
 mod packed;
 pub mod soft;
 

@@ -9,6 +9,9 @@
 
 pub use crate::block::{BlockReduce, BlockScan, RuntimeBlockReduce};
 pub use crate::global::{AtomicSlice, DisjointChunks, DisjointSlice, PerBlock, once_per_block, unique_index};
+// The 16-bit floats' conversions and operations (`x.to_bf16()`, `h.widen()`, `a.add_rn(b)`,
+// `Bf16x2::from_f32s`): issue 30's third port needed a second import for `to_bf16` (E0599).
+pub use crate::half::{Bf16x2, F32ToHalf, HalfFloat, bf16};
 pub use crate::math::{DeviceFloat, FastMath, FloatToInt};
 pub use crate::sync::sync_threads;
 pub use crate::thread::{block_dim_x, block_idx_x, grid_dim_x, index_1d, thread_idx_x};

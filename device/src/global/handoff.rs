@@ -70,8 +70,9 @@ const fn words<T>() -> usize {
     core::mem::size_of::<T>() / 4
 }
 
-/// Stores `value` at `target` as relaxed device-scope atomics (one `st.relaxed.gpu.v4.b32`
-/// for a 16-byte aligned element, 32-bit words otherwise).
+/// Stores `value` at `target` as relaxed device-scope atomics: one `st.relaxed.gpu.v4.b32` per
+/// 16 bytes of an element whose size is a multiple of 16 and whose alignment is 16 (a
+/// `Float4`, a struct of two), 32-bit words otherwise.
 ///
 /// # Safety
 /// `target` is valid and aligned global memory for a `T`.
@@ -79,14 +80,20 @@ const fn words<T>() -> usize {
 unsafe fn store_relaxed<T: Pod>(target: *mut T, value: T) {
     let words = const { words::<T>() };
     #[cfg(target_arch = "nvptx64")]
-    if words == 4 && core::mem::align_of::<T>() >= 16 {
-        // SAFETY: `T` is 16 bytes of plain data; `target` is 16-byte aligned global memory.
-        let [a, b, c, d]: [u32; 4] = unsafe { core::mem::transmute_copy(&value) };
-        unsafe {
-            core::arch::asm!(
-                "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; st.relaxed.gpu.global.v4.b32 [g], {{{a}, {b}, {c}, {d}}}; }}",
-                p = in(reg64) target, a = in(reg32) a, b = in(reg32) b, c = in(reg32) c, d = in(reg32) d, options(nostack)
-            );
+    if words.is_multiple_of(4) && core::mem::align_of::<T>() >= 16 {
+        let bytes = bytemuck::bytes_of(&value);
+        for piece in 0..words / 4 {
+            let word = |w: usize| {
+                u32::from_ne_bytes([bytes[16 * piece + 4 * w], bytes[16 * piece + 4 * w + 1], bytes[16 * piece + 4 * w + 2], bytes[16 * piece + 4 * w + 3]])
+            };
+            let (a, b, c, d) = (word(0), word(1), word(2), word(3));
+            // SAFETY: 16 bytes of an element that is 16-byte aligned global memory (the caller).
+            unsafe {
+                core::arch::asm!(
+                    "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; st.relaxed.gpu.global.v4.b32 [g], {{{a}, {b}, {c}, {d}}}; }}",
+                    p = in(reg64) target.cast::<u32>().add(4 * piece), a = in(reg32) a, b = in(reg32) b, c = in(reg32) c, d = in(reg32) d, options(nostack)
+                );
+            }
         }
         return;
     }
@@ -98,7 +105,10 @@ unsafe fn store_relaxed<T: Pod>(target: *mut T, value: T) {
     }
 }
 
-/// Loads a `T` from `source` as relaxed device-scope atomics (32-bit words).
+/// Loads a `T` from `source` as relaxed device-scope atomics: one `ld.relaxed.gpu.v4.b32`
+/// (`LDG.E.128.STRONG.GPU`, `__ldcg` of a `float4`) per 16 bytes of an element whose size is a
+/// multiple of 16 and whose alignment is 16, 32-bit words otherwise (issue 30's third port:
+/// eight scalar loads per 32-byte partial where llm.c has two 16-byte ones).
 ///
 /// # Safety
 /// `source` is valid and aligned global memory for a `T`.
@@ -107,6 +117,16 @@ unsafe fn load_relaxed<T: Pod>(source: *mut T) -> T {
     let words = const { words::<T>() };
     let mut value = T::zeroed();
     let bytes = bytemuck::bytes_of_mut(&mut value);
+    if words.is_multiple_of(4) && core::mem::align_of::<T>() >= 16 {
+        for piece in 0..words / 4 {
+            // SAFETY: 16 bytes of an element that is 16-byte aligned global memory (the caller).
+            let four = unsafe { load_relaxed_16(source.cast::<u32>().add(4 * piece)) };
+            for (w, word) in four.iter().enumerate() {
+                bytes[16 * piece + 4 * w..16 * piece + 4 * w + 4].copy_from_slice(&word.to_ne_bytes());
+            }
+        }
+        return value;
+    }
     for w in 0..words {
         // SAFETY: word `w` of an aligned `T` in global memory.
         let word = unsafe { Atomic::from_ptr(source.cast::<u32>().add(w)) }.load();
@@ -238,9 +258,24 @@ impl<T: Pod> LastBlock<T> {
     pub fn fold_column<A>(&self, col: u32, init: A, mut f: impl FnMut(A, T) -> A) -> A {
         let mut acc = init;
         if col < self.cols {
-            for row in 0..self.rows {
+            let (cols, col) = (self.cols as usize, col as usize);
+            // Four rows' loads before their folds: four loads in flight per thread, as nvcc's
+            // unrolled `for (b = 0; b < gridDim.x; b++) acc += load128(p + b * cols)`. One at
+            // a time (a fold between loads), the last block of llm.c's layernorm backward
+            // waited one L2 latency per block: 0.33x nvcc (issue 30's third port).
+            let mut row = 0;
+            while row + 4 <= self.rows {
+                // SAFETY: `row + 3 < rows`, `col < cols`: inside the partials.
+                let v: [T; 4] = core::array::from_fn(|k| unsafe { load_relaxed(self.pointer.add((row + k) * cols + col)) });
+                for value in v {
+                    acc = f(acc, value);
+                }
+                row += 4;
+            }
+            while row < self.rows {
                 // SAFETY: `row < rows`, `col < cols`: inside the partials.
-                acc = f(acc, unsafe { load_relaxed(self.pointer.add(row * self.cols as usize + col as usize)) });
+                acc = f(acc, unsafe { load_relaxed(self.pointer.add(row * cols + col)) });
+                row += 1;
             }
         }
         acc
@@ -262,16 +297,30 @@ impl<T: Pod> LastBlock<T> {
             let per = 16 / size;
             let pieces = n / per;
             let mut piece = me;
-            while piece < pieces {
-                // SAFETY: piece < n / per: 16 bytes inside the partials, 16-byte aligned
-                // (aligned start, 16-byte pieces).
-                let words = unsafe { load_relaxed_16(self.pointer.cast::<u32>().add(piece * 4)) };
-                let values: [u32; 4] = words;
+            let mut fold_piece = |acc: A, values: [u32; 4]| {
+                let mut acc = acc;
                 for k in 0..per {
                     // `size` bytes of plain data at byte `k size` of the piece.
                     let value: T = bytemuck::pod_read_unaligned(&bytemuck::bytes_of(&values)[k * size..(k + 1) * size]);
                     acc = f(acc, value);
                 }
+                acc
+            };
+            // Four pieces' loads before their folds (four 16-byte loads in flight), as
+            // `fold_column`.
+            while piece + 3 * threads < pieces {
+                // SAFETY: piece + 3 threads < n / per: each 16 bytes inside the partials,
+                // 16-byte aligned (aligned start, 16-byte pieces).
+                let v: [[u32; 4]; 4] = core::array::from_fn(|k| unsafe { load_relaxed_16(self.pointer.cast::<u32>().add((piece + k * threads) * 4)) });
+                for values in v {
+                    acc = fold_piece(acc, values);
+                }
+                piece += 4 * threads;
+            }
+            while piece < pieces {
+                // SAFETY: piece < n / per: 16 bytes inside the partials, 16-byte aligned.
+                let values = unsafe { load_relaxed_16(self.pointer.cast::<u32>().add(piece * 4)) };
+                acc = fold_piece(acc, values);
                 piece += threads;
             }
             done = pieces * per;

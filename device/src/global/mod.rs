@@ -108,6 +108,10 @@ pub use tile::{BlockTile, PerBlockTile, TileMut, block_tile};
 pub use unchecked::UncheckedSlice;
 pub use warp_rows::{LaneRow, LaneRowIter, LaneRowZip, LaneRowZipN, PerWarpRow, WarpRow, WarpRowIter, warp_row, warp_rows};
 pub use window::{Window, window};
+// The partitions without an alias of their own, where the docs' `DisjointSlice<T, BlockRows>`
+// finds them with the other output names (issue 30's third port: E0432 with
+// `global::{BlockRows, Handoff}`, which only `global::partition` had).
+pub use partition::{BlockRows, Cells3d, Handoff, RotaryPairs};
 
 /// A kernel output parameter type: what `#[kernel]` builds from the pointer and length the
 /// launcher passes, and what it requires of the launch. Implemented by the output types of

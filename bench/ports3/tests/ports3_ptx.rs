@@ -1,0 +1,102 @@
+//! What the fix round of issue 30's third held-out port changed in the generated code, pinned
+//! on the PTX the builds embed (no GPU needed): see bench/ports3/RESULTS.md, "Fix round".
+
+#[path = "../../../tests/common/ptx.rs"]
+mod ptx_text;
+use ptx_text::{entry_body, opcodes, sass_function, sass_instructions, sass_listing};
+
+fn llmc(kernel: &str) -> &'static str {
+    let ptx = ferrocuda_ports3_llmc::KERNELS.ptx_for(90).expect("the llm.c ports are built for sm_90");
+    entry_body(ptx, kernel)
+}
+
+fn count(ops: &[&str], op: &str) -> usize {
+    ops.iter().filter(|o| **o == op).count()
+}
+
+/// `LastBlock::fold_column` on a 32-byte element: two `ld.relaxed.gpu.v4` per element (it
+/// was eight 4-byte loads), four rows loaded before they are folded (it was one row at a
+/// time: a full L2 latency per block, llm.c's layernorm backward at 0.33x nvcc). The loads
+/// are inline asm, one line each.
+#[test]
+fn p30_handoff_fold_column_keeps_four_rows_of_16_byte_loads_in_flight() {
+    for kernel in ["layernorm_backward_kernel10", "layernorm_backward_kernel10_fixed"] {
+        let body = llmc(kernel);
+        let lines: Vec<&str> = body.lines().map(str::trim).collect();
+        let scalar = lines.iter().filter(|l| l.contains("ld.relaxed.gpu.global.b32")).count();
+        assert_eq!(scalar, 8, "{kernel}: only the eight 4-byte loads of dbias/dweight pairs (AtomicSlice<u32>) are scalar");
+        // The longest run of 16-byte relaxed loads with no float add between them.
+        let (mut run, mut longest) = (0, 0);
+        for l in &lines {
+            if l.contains("ld.relaxed.gpu.global.v4.b32") {
+                run += 1;
+                longest = longest.max(run);
+            } else if l.starts_with("add.f32") || l.starts_with("add.rn.f32") {
+                run = 0;
+            }
+        }
+        assert!(longest >= 8, "{kernel}: four rows of two 16-byte loads before the first fold, found a run of {longest}");
+    }
+}
+
+/// `thread::grid_stride_range` is CUDA's loop (compare, add): `slice[i]` on the slice it
+/// counts has no bounds check left, so llm.c's global norm has no panic path (it was core's
+/// `step_by`: a check and the panic call per element, 679 SASS instructions against nvcc's
+/// 83). The fixed variant's `let .. else` slice also reads `.nc`; the first try's
+/// `unwrap_or(&[])` does not (the trap in docs/performance.md).
+#[test]
+fn p30_grid_stride_range_leaves_no_bounds_check_and_let_else_keeps_the_read_only_path() {
+    for kernel in ["global_norm_squared_kernel", "global_norm_squared_kernel_fixed"] {
+        let ops = opcodes(llmc(kernel));
+        assert!(!ops.iter().any(|o| o.starts_with("call")), "{kernel}: a call (the panic path): {ops:?}");
+    }
+    let fixed = opcodes(llmc("global_norm_squared_kernel_fixed"));
+    assert_eq!(count(&fixed, "ld.global.nc.b16") + count(&fixed, "ld.global.nc.u16"), 1, "{fixed:?}");
+    let first = opcodes(llmc("global_norm_squared_kernel"));
+    assert_eq!(count(&first, "ld.global.b16") + count(&first, "ld.global.u16"), 1, "the trap is still there (pinned): {first:?}");
+}
+
+/// `thread::strided_range` over a row cut to its length: one exit, so the lane's loop is
+/// unrolled (ptxas does it here: four 8-byte `.nc` loads in flight, nvcc's has eight 2-byte
+/// ones); the first try's `while` with `x.get(i)` and a `break` kept one. Checked in the SASS
+/// (nvdisasm on the build's sm_90 cubin).
+#[test]
+fn p30_strided_range_lets_the_lane_loop_unroll() {
+    let Some(&(_, cubin)) = ferrocuda_ports3_llmc::KERNELS.cubins.iter().find(|(arch, _)| *arch == 90) else {
+        eprintln!("SKIPPED p30_strided_range_lets_the_lane_loop_unroll: no sm_90 cubin (ptxas was not found at build time)");
+        return;
+    };
+    let Some(listing) = sass_listing(cubin, "ports3-sass") else { return };
+    let loads = |kernel: &str| sass_instructions(sass_function(&listing, kernel)).iter().filter(|(op, _)| *op == "LDG.E.64.CONSTANT").count();
+    assert_eq!(loads("softmax_forward_kernel5"), 1, "the first try: one 8-byte load in its loop");
+    assert!(loads("softmax_forward_kernel5_fixed") >= 4, "the fixed loop unrolled: {} 8-byte loads", loads("softmax_forward_kernel5_fixed"));
+}
+
+/// The first try's `for o in 0..2` over `[f32; 8]` arrays, with barriers inside, kept the
+/// arrays in local memory (a `.local` depot: 128 bytes); the fixed variant's `unroll::<2>`
+/// keeps them in registers. The builder warns about the first (builder/src/local_memory.rs).
+#[test]
+fn p30_rolled_loop_arrays_are_local_memory_and_unroll_removes_them() {
+    let depot = |kernel: &str| llmc(kernel).lines().find(|l| l.contains("__local_depot")).map(str::to_string);
+    let first = depot("layernorm_backward_kernel10").expect("the first try keeps a local depot");
+    assert!(first.contains("[128]"), "{first}");
+    assert_eq!(depot("layernorm_backward_kernel10_fixed"), None);
+}
+
+/// The docs' spellings compile: the partitions from `global`, the 16-bit conversions from the
+/// prelude (the first try needed `global::partition` and a second import, E0432 and E0599).
+#[test]
+fn p30_docs_spellings_of_partitions_and_bf16_conversions_compile() {
+    use ferrocuda_device::global::{BlockRows, Cells3d, DisjointSlice, Handoff, RotaryPairs};
+    use ferrocuda_device::prelude::*;
+    fn _named(
+        _: Option<DisjointSlice<f32, BlockRows>>,
+        _: Option<DisjointSlice<f32, Handoff>>,
+        _: Option<DisjointSlice<f32, Cells3d>>,
+        _: Option<DisjointSlice<f32, RotaryPairs<64, 32>>>,
+    ) {
+    }
+    assert_eq!(1.5f32.to_bf16(), bf16::from_f32(1.5));
+    assert_eq!(bf16::from_f32(2.0).widen(), 2.0);
+    assert_eq!(Bf16x2::from_f32s(1.0, 2.0).to_f32s(), (1.0, 2.0));
+}
