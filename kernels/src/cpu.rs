@@ -245,7 +245,16 @@ pub fn attention_backward_sm90_kernel<T: Element>(
 /// the persistent grid on a GPU does). Slow (every `wgmma` is computed element by element):
 /// keep shapes tiny.
 #[allow(clippy::too_many_arguments)] // the operands and the shape spelled out, as on the GPU
-pub fn hopper_gemm_bf16(executor: &CpuExecutor, a: &[half::bf16], b: &[half::bf16], c: &mut [half::bf16], m: usize, n: usize, k: usize, grid: u32) -> Result<()> {
+pub fn hopper_gemm_bf16(
+    executor: &CpuExecutor,
+    a: &[half::bf16],
+    b: &[half::bf16],
+    c: &mut [half::bf16],
+    m: usize,
+    n: usize,
+    k: usize,
+    grid: u32,
+) -> Result<()> {
     use ferrocuda_device::tma::TensorMap as DeviceMap;
     use ferrocuda_host::{LaunchConfig, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
     use ferrocuda_kernels_hopper::gemm::{BOX_A, BOX_B, SHARED_BYTES, THREADS, gemm_bf16_tn};

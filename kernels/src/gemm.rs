@@ -127,8 +127,16 @@ pub struct GemmMeasurement {
 /// side (within a factor of 2 of the call's, by the cube root of `m n k`) has a ratio of at
 /// least 1; elsewhere it stays on cuBLASLt.
 pub const HOPPER_GEMM_TABLE: &[GemmMeasurement] = &[
-    GemmMeasurement { side: 4096, ratio_to_cublas: 0.89, source: "BENCHMARKS.md, steady-state GEMM (issue 24): H100, three runs, 0.89-0.91 (bench/hopper's raw kernel, same algorithm)" },
-    GemmMeasurement { side: 8192, ratio_to_cublas: 0.94, source: "BENCHMARKS.md, steady-state GEMM (issue 24): H100, three runs, 0.94-0.96 (bench/hopper's raw kernel, same algorithm)" },
+    GemmMeasurement {
+        side: 4096,
+        ratio_to_cublas: 0.89,
+        source: "BENCHMARKS.md, steady-state GEMM (issue 24): H100, three runs, 0.89-0.91 (bench/hopper's raw kernel, same algorithm)",
+    },
+    GemmMeasurement {
+        side: 8192,
+        ratio_to_cublas: 0.94,
+        source: "BENCHMARKS.md, steady-state GEMM (issue 24): H100, three runs, 0.94-0.96 (bench/hopper's raw kernel, same algorithm)",
+    },
 ];
 
 /// Largest `m`, `n` or `k` of the sm_90 kernel: its TMA coordinates are `i32`.
@@ -296,7 +304,12 @@ unsafe impl DeviceWrite<bf16> for AsBf16<'_> {
 
 /// Whether [`hopper_gemm_bf16`] can run now for these operands: `a` and `b` 16-byte aligned,
 /// `c` 4-byte aligned, and `stream` not capturing (the maps are copied per call).
-fn hopper_ready<In, Out>(stream: &Stream, a: &(impl DeviceRead<In> + ?Sized), b: &(impl DeviceRead<In> + ?Sized), c: &mut (impl DeviceWrite<Out> + ?Sized)) -> Result<bool> {
+fn hopper_ready<In, Out>(
+    stream: &Stream,
+    a: &(impl DeviceRead<In> + ?Sized),
+    b: &(impl DeviceRead<In> + ?Sized),
+    c: &mut (impl DeviceWrite<Out> + ?Sized),
+) -> Result<bool> {
     let aligned = a.kernel_arg().ptr.is_multiple_of(16) && b.kernel_arg().ptr.is_multiple_of(16) && c.kernel_arg_mut().ptr.is_multiple_of(4);
     Ok(aligned && !stream.is_capturing()?)
 }
@@ -342,7 +355,11 @@ pub fn hopper_gemm_bf16(
     expect_len("c", c.kernel_arg_mut().len, count(m, n)?, || format!("m {m} x n {n}"))?;
     for (name, ptr) in [("a", a.kernel_arg().ptr), ("b", b.kernel_arg().ptr)] {
         if !ptr.is_multiple_of(16) {
-            return Err(unsupported(name, format!("{ptr:#x}"), "an address 16-byte aligned (TMA's rule; a view starting at an odd multiple of 8 elements is not)"));
+            return Err(unsupported(
+                name,
+                format!("{ptr:#x}"),
+                "an address 16-byte aligned (TMA's rule; a view starting at an odd multiple of 8 elements is not)",
+            ));
         }
     }
     let c_ptr = c.kernel_arg_mut().ptr;

@@ -53,6 +53,13 @@ fn sm90_gemm_ragged_edges_match_f64_with_one_persistent_block() {
     check(200, 300, 72, 1);
 }
 
+/// Four whole tiles on three persistent blocks (block 0 takes two), three K steps per tile:
+/// the 4-stage ring wraps across tiles.
+#[test]
+fn sm90_gemm_four_tiles_on_three_blocks_match_f64() {
+    check(256, 512, 192, 3);
+}
+
 /// Fewer rows than a consumer warpgroup's 64 and a K of one 16-wide `wgmma` step: most of the
 /// tile is zeros and unstored; two blocks, one with no tile.
 #[test]
