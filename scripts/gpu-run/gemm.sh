@@ -9,7 +9,7 @@
 #   DEST/gemm.sh run                      (on the GPU machine, about 60-90 s) runs them:
 #     1. gpu_kernels_lib, the tests whose names contain "gemm", with REQUIRE_GPU=1: cuBLAS(Lt)
 #        paths, hopper_gemm_bf16 at ragged shapes (1x2x8 .. 4096^3) against f64 and cuBLAS, the
-#        refusals, and gemm() on the path the table picks. Look for "test result: ok. 4 passed".
+#        refusals, and gemm() on the path the table picks. Look for "test result: ok. 3 passed".
 #     2. hopper-gemm --sizes ${SIZES:-2048,4096,8192} --runs ${RUNS:-20}: the TMA/wgmma probes
 #        (PASS lines), then per size: PASS lines for `library`, `kernel` and the CUDA C++ twin
 #        (sampled f64 + whole C vs cuBLAS), isolated and steady-state timings (% of cuBLAS), and

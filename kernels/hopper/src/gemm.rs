@@ -80,7 +80,7 @@ pub fn gemm_bf16_tn(a_map: &TensorMap, b_map: &TensorMap, mut c: UncheckedSlice<
         && grid_dim_y() == 1
         && grid_dim_z() == 1
         && dynamic_shared::<u32>().len() >= (SHARED_BYTES / 4) as usize;
-    let c_ok = n % 2 == 0 && (c.as_mut_ptr() as usize).is_multiple_of(4) && (m as u64) * (n as u64) <= c.len() as u64;
+    let c_ok = n.is_multiple_of(2) && (c.as_mut_ptr() as usize).is_multiple_of(4) && (m as u64) * (n as u64) <= c.len() as u64;
     if !launch_ok || !c_ok || k == 0 {
         return;
     }
