@@ -808,6 +808,14 @@ fn hopper_gemm_on_sm_90_matches_f64_and_cublas_at_ragged_shapes() {
     assert_eq!(refused(gemm::hopper_gemm_bf16(&stream, &a, &b, &mut c, 64, 64, 24).unwrap_err()), "a", "wrong length");
     stream.synchronize().unwrap();
     assert!(c.to_vec().unwrap().iter().all(|v| v.to_f32() == 7.0), "nothing was queued");
+    // The host's map of a view (what the call builds): refused for a view that does not start
+    // 16-byte aligned or is shorter than the array it would describe.
+    use ferrocuda_host::{TensorDataType, TensorMap, TensorSwizzle};
+    let tiled =
+        |view: &ferrocuda_host::DeviceView<'_, bf16>| TensorMap::tiled_view(view, TensorDataType::Bf16, &[64, 8], &[64, 8], TensorSwizzle::B128).is_ok();
+    assert!(tiled(&a.slice(0..64 * 8)));
+    assert!(!tiled(&a.slice(4..4 + 64 * 8)), "an 8-byte aligned view");
+    assert!(!tiled(&a.slice(0..64 * 8 - 1)), "a view shorter than the array");
 }
 
 /// `gemm::gemm` on bf16 `x · Wᵀ` shapes: whichever path the table picks (the sm_90 kernel
