@@ -244,6 +244,41 @@ impl<'buf> TensorMap<'buf> {
         unsafe { TensorMap::encode(buffer.device_ptr(), &layout, Memory::Tracked(buffer.usage(), access)) }
     }
 
+    /// [`TensorMap::tiled`] of any device memory a kernel may read (a buffer, a view of one,
+    /// a borrowed slice): a map of the packed row-major array of `dims` (innermost first) at
+    /// the start of `source`, borrowing `source` for `'buf`; every launch that passes it
+    /// declares a read of that memory, as for a `&[T]` argument (nothing for a borrowed
+    /// slice, whose owner orders it).
+    ///
+    /// # Errors
+    /// As for [`TensorMap::tiled`]; `CUDA_ERROR_INVALID_VALUE` also when `source` does not
+    /// start 16-byte aligned (TMA's rule: a view that starts inside a buffer may not).
+    pub fn tiled_view<T: bytemuck::Pod>(
+        source: &'buf (impl crate::DeviceRead<T> + ?Sized),
+        data_type: TensorDataType,
+        dims: &[u64],
+        box_dims: &[u32],
+        swizzle: TensorSwizzle,
+    ) -> Result<TensorMap<'buf>> {
+        let arg = source.kernel_arg();
+        let bytes = (arg.len as u64).saturating_mul(std::mem::size_of::<T>() as u64);
+        let strides = packed_strides(data_type, dims, box_dims, bytes)?;
+        if !arg.ptr.is_multiple_of(16) {
+            check("TensorMap::tiled_view (the memory must start 16-byte aligned)", sys::CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        }
+        let layout = TiledLayout { data_type, dims, strides_bytes: &strides[..dims.len() - 1], box_dims, swizzle };
+        let memory = match arg.usage() {
+            Some(usage) => Memory::Tracked(usage, Access::Read),
+            None => Memory::Untracked,
+        };
+        // SAFETY: `source` holds the whole array (checked against its length) from a 16-byte
+        // aligned address (checked); it is device memory of the context its launches run in
+        // (the door refuses a launch on another context's stream); the map borrows it for
+        // `'buf`, and its launches declare a read of it (tracked memory) or leave its ordering
+        // to its owner, exactly as a `&[T]` argument of the same memory would.
+        unsafe { TensorMap::encode(arg.ptr, &layout, memory) }
+    }
+
     /// A 2-D row-major map of `rows x cols` elements of `buffer` (row stride `cols`), copied in
     /// boxes of `box_rows x box_cols`: [`TensorMap::tiled`] with `dims = [cols, rows]`.
     ///
@@ -345,6 +380,35 @@ impl<'buf> TensorMap<'buf> {
             }
         };
         let words = DeviceBuffer::from_slice(context, &[self.raw.opaque])?;
+        Ok(DeviceTensorMap { words, usage, access, _not_sync: PhantomData })
+    }
+
+    /// [`TensorMap::to_device`] queued on `stream`: the copy's memory is allocated on the
+    /// stream (`cuMemAllocAsync`) and the 128 bytes copied in stream order, so nothing blocks
+    /// the host, as a library call that makes its maps per call needs. The copy is declared
+    /// like any write, so launches on other streams wait for it.
+    ///
+    /// # Errors
+    /// As for [`TensorMap::to_device`]; [`Error::AllocationInCapture`](crate::Error) while
+    /// `stream` is being captured into a graph (the copy would read this call's memory when
+    /// the graph is replayed): make the map before the capture.
+    pub fn to_device_async(self, stream: &crate::Stream) -> Result<DeviceTensorMap<'buf>> {
+        let (usage, access) = match self.memory {
+            Memory::Tracked(usage, access) => (Some(usage), access),
+            Memory::Untracked => (None, Access::Read),
+            Memory::Emulated => {
+                let call = "TensorMap::to_device_async (an emulated map is for the CPU executor)";
+                return Err(crate::DriverError { call, code: sys::CUresult::CUDA_ERROR_INVALID_VALUE }.into());
+            }
+        };
+        let mut words = DeviceBuffer::<[u64; 16]>::zeroed_async(stream, 1)?;
+        let (destination, source) = (words.device_ptr(), self.raw.opaque);
+        stream.enqueue("TensorMap::to_device_async", &[BufferAccess::write(&mut words)], |raw| {
+            // SAFETY: `destination` is the 128 bytes of device memory just allocated in the
+            // stream's context, declared written above; the source is `source` on this stack
+            // frame: a copy from pageable host memory has staged it when the call returns.
+            check("cuMemcpyHtoDAsync", unsafe { sys::cuMemcpyHtoDAsync_v2(destination, source.as_ptr().cast(), 128, raw.get()) }).map_err(crate::Error::from)
+        })?;
         Ok(DeviceTensorMap { words, usage, access, _not_sync: PhantomData })
     }
 

@@ -237,3 +237,48 @@ pub fn attention_backward_sm90_kernel<T: Element>(
     }
     Ok(())
 }
+
+/// [`gemm::hopper_gemm_bf16`](crate::gemm::hopper_gemm_bf16) on the CPU executor, the Hopper
+/// instructions (TMA, `wgmma`, mbarriers, `setmaxnreg`) emulated: the same kernel and the same
+/// shape checks (`c = a · bᵀ`, `a` `m x k`, `b` `n x k`, row-major bf16), on host slices.
+/// `grid` blocks (at least 1; fewer than the output tiles makes each block walk several, as
+/// the persistent grid on a GPU does). Slow (every `wgmma` is computed element by element):
+/// keep shapes tiny.
+#[allow(clippy::too_many_arguments)] // the operands and the shape spelled out, as on the GPU
+pub fn hopper_gemm_bf16(
+    executor: &CpuExecutor,
+    a: &[half::bf16],
+    b: &[half::bf16],
+    c: &mut [half::bf16],
+    m: usize,
+    n: usize,
+    k: usize,
+    grid: u32,
+) -> Result<()> {
+    use ferrocuda_device::tma::TensorMap as DeviceMap;
+    use ferrocuda_host::{LaunchConfig, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
+    use ferrocuda_kernels_hopper::gemm::{BOX_A, BOX_B, SHARED_BYTES, THREADS, gemm_bf16_tn};
+    let shape = crate::gemm::GemmShape { transpose_b: true, ..crate::gemm::GemmShape::new(m, n, k) };
+    if let Some((parameter, value, problem)) = crate::gemm::hopper_gemm_refusal(shape) {
+        return Err(crate::error::unsupported(parameter, value, problem));
+    }
+    crate::error::expect_len("a", a.len(), m * k, || format!("m {m} x k {k}"))?;
+    crate::error::expect_len("b", b.len(), n * k, || format!("n {n} x k {k}"))?;
+    crate::error::expect_len("c", c.len(), m * n, || format!("m {m} x n {n}"))?;
+    let map = |x: &[half::bf16], rows: usize, box_dims: &[u32; 2]| -> Result<Box<DeviceMap>> {
+        let dims = [k as u64, rows as u64];
+        let layout = TiledLayout { data_type: TensorDataType::Bf16, dims: &dims, strides_bytes: &[2 * k as u64], box_dims, swizzle: TensorSwizzle::B128 };
+        Ok(Box::new(DeviceMap(TensorMap::emulated(x.as_ptr() as u64, &layout)?.words())))
+    };
+    let (a_map, b_map) = (map(a, m, &BOX_A)?, map(b, n, &BOX_B)?);
+    // 32-bit words for the kernel's paired stores (a `[bf16]` may be only 2-byte aligned).
+    let mut words = vec![0u32; (m * n).div_ceil(2)];
+    bytemuck::cast_slice_mut::<u32, u8>(&mut words)[..2 * m * n].copy_from_slice(bytemuck::cast_slice::<half::bf16, u8>(c));
+    let config = LaunchConfig::new(grid.max(1), THREADS).with_shared_bytes(SHARED_BYTES);
+    let out = &mut bytemuck::cast_slice_mut::<u32, half::bf16>(&mut words)[..m * n];
+    // SAFETY: the emulated maps describe `a` (`m x k`) and `b` (`n x k`) as the kernel needs
+    // (bf16, boxes `BOX_A` / `BOX_B`, 128-byte swizzle) and live until the launch returns.
+    unsafe { gemm_bf16_tn::launch_cpu(executor, config, &a_map, &b_map, out, m as u32, n as u32, k as u32) }?;
+    c.copy_from_slice(&bytemuck::cast_slice::<u32, half::bf16>(&words)[..m * n]);
+    Ok(())
+}

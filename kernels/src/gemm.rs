@@ -12,15 +12,17 @@
 //!
 //! Row-major `c = a · b` is column-major `cᵀ = bᵀ · aᵀ`, which is what is queued: no copy.
 //!
-//! Which implementation runs is [`gemm_path`]'s choice, from the shape and a table of
-//! measured ratios ([`HOPPER_GEMM_TABLE`]). **Not yet in this crate:** the Hopper bf16 GEMM of
-//! `bench/hopper` is still a raw, `unsafe` entry point there. Its measured ratios to cuBLAS
-//! with per-call tensor maps (what a library can use: constant-memory maps are one per
-//! module, so one per process) are below 1 at every size measured, so the table would send
-//! no shape to it yet; every shape goes to cuBLAS/cuBLASLt.
+//! Which implementation runs is [`gemm_path`]'s choice, from the shape, whether the sm_90
+//! bf16 kernel takes the call ([`hopper_gemm_fits`]) and a table of measured ratios to cuBLAS
+//! ([`HOPPER_GEMM_TABLE`]). The sm_90 kernel (`ferrocuda_kernels_hopper::gemm`: TMA, `wgmma`,
+//! a producer and two consumer warpgroups) can also be called directly, whatever the table
+//! says: [`hopper_gemm_bf16`].
 
-use ferrocuda_host::cublas::{Batch, Cublas, CublasLt, Gemm, GemmElement, GemmOutput, MatrixLayout};
-use ferrocuda_host::{DeviceRead, DeviceWrite, Stream};
+use ferrocuda_host::__private::SliceArg;
+use ferrocuda_host::cublas::{Batch, Cublas, CublasLt, ElementType, Gemm, GemmElement, GemmOutput, MatrixLayout};
+use ferrocuda_host::{DeviceRead, DeviceWrite, LaunchConfig, Stream, TensorDataType, TensorMap, TensorSwizzle};
+use ferrocuda_kernels_hopper::gemm::{BM, BN, BOX_A, BOX_B, SHARED_BYTES, THREADS, gemm_bf16_tn};
+use half::bf16;
 
 use crate::error::{expect_len, unsupported};
 use crate::{Result, len_of};
@@ -30,13 +32,16 @@ use crate::{Result, len_of};
 pub struct GemmEngine {
     cublas: Cublas,
     lt: CublasLt,
+    /// Compute capability of the stream's GPU (`90` for sm_90).
+    arch: u32,
 }
 
 impl GemmEngine {
     /// Handles bound to `stream` (loads cuBLAS and cuBLASLt on first use;
     /// [`Error::Library`](ferrocuda_host::Error) when they are not installed).
     pub fn new(stream: &Stream) -> Result<Self> {
-        Ok(GemmEngine { cublas: Cublas::new(stream)?, lt: CublasLt::new(stream)? })
+        let arch = stream.context().device().arch()?;
+        Ok(GemmEngine { cublas: Cublas::new(stream)?, lt: CublasLt::new(stream)?, arch })
     }
 
     /// The stream every GEMM of this engine is queued on.
@@ -98,61 +103,119 @@ pub enum GemmPath {
     CublasLt,
     /// cuBLAS's `cublasGemmStridedBatchedEx`: strided batches (no epilogue).
     CublasStridedBatched,
+    /// The sm_90 bf16 kernel ([`hopper_gemm_bf16`]): where it takes the call
+    /// ([`hopper_gemm_fits`]) and the measured table says it beats cuBLAS.
+    Hopper,
 }
 
-/// One measured point of the sm_90 bf16 GEMM (`bench/hopper`'s `gemm_bf16_tn`: TMA, wgmma,
-/// one producer and two consumer warpgroups, per-call tensor maps in global memory) against
-/// cuBLAS on a square `side³` problem, in steady state (20 launches back to back per event
-/// pair: what a training step sees; isolated launches read 0.95-1.01 at 8192³).
+/// One measured point of the sm_90 bf16 GEMM as a program calls it ([`hopper_gemm_bf16`]:
+/// checks, per-call tensor maps, the launch) against cuBLAS (`cublasGemmEx`) on a square
+/// `side³` problem: the lowest of its steady-state (20 launches back to back per event pair),
+/// burst (20 after 1 s idle) and sustained (400 back to back) ratios in `hopper-gemm`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GemmMeasurement {
     /// `m = n = k`.
     pub side: usize,
-    /// Its time over cuBLAS's, as the lower end of the measured range (above 1: faster).
+    /// cuBLAS's time over ours (above 1: ours is faster), the lower end of the measured range.
     pub ratio_to_cublas: f64,
     /// Where the figure comes from.
     pub source: &'static str,
 }
 
-/// The measured table behind [`gemm_path`] for bf16 `x · Wᵀ` shapes the sm_90 kernel takes
-/// ([`hopper_gemm_fits`]). A shape would go to that kernel only where the nearest measured
-/// side has a ratio of at least 1; none has, so none does.
+/// The measured table behind [`gemm_path`] for the bf16 `x · Wᵀ` calls the sm_90 kernel
+/// takes ([`hopper_gemm_fits`]). A call goes to that kernel only where the nearest measured
+/// side (within a factor of 2 of the call's, by the cube root of `m n k`) has a ratio of at
+/// least 1; elsewhere it stays on cuBLASLt. **Today no side has**: cuBLAS is faster at 2048,
+/// 4096 and 8192 (the kernel alone is within 1% at 8192 in steady state, 7% behind in burst
+/// and sustained runs, and the per-call maps cost about 5 µs), so every call stays on
+/// cuBLASLt; [`hopper_gemm_bf16`] runs the kernel on request.
 pub const HOPPER_GEMM_TABLE: &[GemmMeasurement] = &[
-    GemmMeasurement { side: 4096, ratio_to_cublas: 0.89, source: "BENCHMARKS.md, steady-state GEMM (issue 24): H100, three runs, 0.89-0.91" },
-    GemmMeasurement { side: 8192, ratio_to_cublas: 0.94, source: "BENCHMARKS.md, steady-state GEMM (issue 24): H100, three runs, 0.94-0.96" },
+    GemmMeasurement {
+        side: 2048,
+        ratio_to_cublas: 0.69,
+        source: "bench/results/s12-gemm (H200, one run): hopper_gemm_bf16 per call 0.70 steady, 0.69 sustained; the launch alone (maps built once) 0.82 steady",
+    },
+    GemmMeasurement {
+        side: 4096,
+        ratio_to_cublas: 0.84,
+        source: "bench/results/s12-gemm (H200, one run): 0.88 steady, 0.90 burst, 0.84 sustained (1560-1620 MHz); the launch alone 0.90 steady",
+    },
+    GemmMeasurement {
+        side: 8192,
+        ratio_to_cublas: 0.93,
+        source: "bench/results/s12-gemm (H200, one run): 0.995 steady, 0.93 burst, 0.93 sustained (1440-1515 MHz, 530-570 W)",
+    },
 ];
 
-/// True when the sm_90 bf16 GEMM could compute `shape` (bf16 in and out, `transpose_b` only:
-/// `a` `m x k`, `b` `n x k`, both K-major, one GEMM, no epilogue, `m % 128 == 0`, `n % 256 ==
-/// 0`, `k % 64 == 0`), on a GPU of compute capability `arch` (90).
-pub fn hopper_gemm_fits(shape: GemmShape, bf16_in_and_out: bool, has_epilogue: bool, arch: u32) -> bool {
-    arch == 90
-        && bf16_in_and_out
-        && !has_epilogue
-        && shape.batch == 1
-        && !shape.transpose_a
-        && shape.transpose_b
-        && shape.m > 0
-        && shape.m.is_multiple_of(128)
-        && shape.n > 0
-        && shape.n.is_multiple_of(256)
-        && shape.k > 0
-        && shape.k.is_multiple_of(64)
+/// Largest `m`, `n` or `k` of the sm_90 kernel: its TMA coordinates are `i32`.
+const HOPPER_MAX_SIDE: usize = i32::MAX as usize;
+
+/// Why the sm_90 bf16 kernel cannot compute `shape` (`None` when it can): one GEMM (no
+/// batch), `a` stored `m x k` and `b` stored `n x k` (`transpose_b`, not `transpose_a`: both
+/// K-major), `m, n, k >= 1`, `k % 8 == 0` (the copy engine needs 16-byte row strides), `n`
+/// even (bf16 pairs are stored), every side below 2^31. Any other `m` and `n`: partial tiles
+/// at the edges are read as zeros and stored with guards.
+pub fn hopper_gemm_refusal(shape: GemmShape) -> Option<(&'static str, usize, &'static str)> {
+    let GemmShape { m, n, k, batch, transpose_a, transpose_b } = shape;
+    if batch != 1 {
+        return Some(("batch", batch, "the sm_90 kernel computes one GEMM (batch 1)"));
+    }
+    if transpose_a || !transpose_b {
+        return Some(("transpose_b", transpose_b as usize, "the sm_90 kernel takes `a` stored m x k and `b` stored n x k (transpose_b, not transpose_a)"));
+    }
+    for (name, side) in [("m", m), ("n", n), ("k", k)] {
+        if side == 0 || side > HOPPER_MAX_SIDE {
+            return Some((name, side, "between 1 and 2^31 - 1"));
+        }
+    }
+    if !k.is_multiple_of(8) {
+        return Some(("k", k, "a multiple of 8 (TMA reads rows of 16-byte multiples)"));
+    }
+    if !n.is_multiple_of(2) {
+        return Some(("n", n, "even (the sm_90 kernel stores bf16 pairs)"));
+    }
+    if tiles_of(m, n).is_none() {
+        return Some(("m", m, "at most 2^32 - 1 output tiles of 128 x 256"));
+    }
+    None
 }
 
-/// The measured ratio of the sm_90 kernel to cuBLAS nearest to `shape` (by the cube root of
-/// `m n k`), from [`HOPPER_GEMM_TABLE`].
+/// Output tiles of an `m x n` result, when they fit the kernel's `u32` counter.
+fn tiles_of(m: usize, n: usize) -> Option<u32> {
+    let tiles = m.div_ceil(BM as usize).checked_mul(n.div_ceil(BN as usize))?;
+    u32::try_from(tiles).ok()
+}
+
+/// True when the sm_90 bf16 kernel could compute `shape` ([`hopper_gemm_refusal`] has no
+/// objection), with bf16 in and out, no epilogue, on a GPU of compute capability `arch` (90).
+/// The call must also have `alpha == 1` and `beta == 0` ([`gemm`] checks them).
+pub fn hopper_gemm_fits(shape: GemmShape, bf16_in_and_out: bool, has_epilogue: bool, arch: u32) -> bool {
+    arch == 90 && bf16_in_and_out && !has_epilogue && hopper_gemm_refusal(shape).is_none()
+}
+
+/// The measured ratio of the sm_90 kernel to cuBLAS for the side nearest to `shape`'s (the
+/// cube root of `m n k`), from [`HOPPER_GEMM_TABLE`]; `None` when no measured side is within
+/// a factor of 2.
 pub fn hopper_gemm_ratio(shape: GemmShape) -> Option<f64> {
     let side = ((shape.m as f64) * (shape.n as f64) * (shape.k as f64)).cbrt();
-    HOPPER_GEMM_TABLE.iter().min_by(|a, b| (a.side as f64 - side).abs().total_cmp(&(b.side as f64 - side).abs())).map(|m| m.ratio_to_cublas)
+    HOPPER_GEMM_TABLE
+        .iter()
+        .min_by(|a, b| (a.side as f64 - side).abs().total_cmp(&(b.side as f64 - side).abs()))
+        .filter(|m| (0.5..=2.0).contains(&(side / m.side as f64)))
+        .map(|m| m.ratio_to_cublas)
 }
 
-/// The implementation [`gemm`] runs for `shape`: strided batches on cuBLAS, single GEMMs on
-/// cuBLASLt. A shape the sm_90 kernel fits ([`hopper_gemm_fits`]) would go to it where
-/// [`hopper_gemm_ratio`] is at least 1: no measured size is, and the kernel is not in this
-/// crate yet, so such shapes take cuBLASLt too.
-pub fn gemm_path(shape: GemmShape) -> GemmPath {
-    if shape.batch > 1 { GemmPath::CublasStridedBatched } else { GemmPath::CublasLt }
+/// The implementation [`gemm`] runs for `shape`: strided batches on cuBLAS; a single GEMM
+/// that the sm_90 kernel takes (`hopper_fits`: [`hopper_gemm_fits`] with `alpha == 1`, `beta
+/// == 0`) on that kernel where [`hopper_gemm_ratio`] is at least 1; every other on cuBLASLt.
+pub fn gemm_path(shape: GemmShape, hopper_fits: bool) -> GemmPath {
+    if shape.batch > 1 {
+        GemmPath::CublasStridedBatched
+    } else if hopper_fits && hopper_gemm_ratio(shape).is_some_and(|r| r >= 1.0) {
+        GemmPath::Hopper
+    } else {
+        GemmPath::CublasLt
+    }
 }
 
 /// The column-major GEMM that computes the row-major one (`cᵀ = op(b)ᵀ · op(a)ᵀ`), after
@@ -185,8 +248,11 @@ pub fn plan<In: GemmElement, Out: GemmOutput<In>>(shape: GemmShape, a: usize, b:
 
 /// Queues `c = epilogue(alpha · op(a) · op(b) + beta · c)` (row-major; see the
 /// [module docs](self)) on the engine's stream. Every length is checked first, naming the
-/// operand. Unbatched GEMMs go to cuBLASLt (its heuristic's algorithm, cached per shape),
-/// strided batches to cuBLAS.
+/// operand. The path is [`gemm_path`]'s: the sm_90 bf16 kernel where it takes the call and
+/// the measured table says it wins (and the operands meet its alignment, and the stream is
+/// not being captured into a graph: it makes its tensor maps per call), otherwise cuBLASLt
+/// (its heuristic's algorithm, cached per shape) for single GEMMs and cuBLAS for strided
+/// batches.
 #[allow(clippy::too_many_arguments)]
 pub fn gemm<In: GemmElement, Out: GemmOutput<In>>(
     engine: &GemmEngine,
@@ -200,7 +266,16 @@ pub fn gemm<In: GemmElement, Out: GemmOutput<In>>(
 ) -> Result<()> {
     let has_epilogue = !matches!(epilogue, GemmEpilogue::None);
     let gemm = plan::<In, Out>(shape, len_of(a), len_of(b), len_of(c), epilogue.bias().map(|b| len_of(b)))?;
-    if gemm_path(shape) == GemmPath::CublasStridedBatched {
+    let bf16_in_and_out = In::TYPE == ElementType::Bf16 && Out::TYPE == ElementType::Bf16;
+    let fits = hopper_gemm_fits(shape, bf16_in_and_out, has_epilogue, engine.arch) && alpha == 1.0 && beta == 0.0;
+    let path = gemm_path(shape, fits);
+    if path == GemmPath::Hopper && hopper_ready(engine.stream(), a, b, c)? {
+        // `In` and `Out` are bf16 (`GemmElement` is sealed: `TYPE == Bf16` is bf16 only).
+        let (a, b) = (AsBf16(a.kernel_arg()), AsBf16(b.kernel_arg()));
+        let mut c = AsBf16(c.kernel_arg_mut());
+        return hopper_gemm_bf16(engine.stream(), &a, &b, &mut c, shape.m, shape.n, shape.k);
+    }
+    if path == GemmPath::CublasStridedBatched {
         if has_epilogue {
             return Err(unsupported("batch", shape.batch, "epilogues run on single GEMMs (cuBLASLt)"));
         }
@@ -214,4 +289,100 @@ pub fn gemm<In: GemmElement, Out: GemmOutput<In>>(
         GemmEpilogue::BiasGelu(bias) => Epilogue::bias_gelu(bias),
     };
     Ok(engine.lt.matmul(&gemm, lt_epilogue, alpha, b, a, beta, c)?)
+}
+
+/// A bf16 operand of [`gemm`] whose element type is bf16 only by `GemmElement::TYPE` (the
+/// generic `In`/`Out`): the same memory and use tracking, as `DeviceRead<bf16>`.
+struct AsBf16<'a>(SliceArg<'a>);
+
+// SAFETY: made only in `gemm` from the slice argument of an operand whose element type is
+// bf16 (checked by `GemmElement::TYPE`, a sealed trait), borrowed (mutably for `c`) for the
+// whole call: the same pointer, length and tracking, of the same type.
+unsafe impl DeviceRead<bf16> for AsBf16<'_> {
+    fn kernel_arg(&self) -> SliceArg<'_> {
+        self.0
+    }
+}
+// SAFETY: as above; made from `c`'s `kernel_arg_mut` while `c` is mutably borrowed.
+unsafe impl DeviceWrite<bf16> for AsBf16<'_> {
+    fn kernel_arg_mut(&mut self) -> SliceArg<'_> {
+        self.0
+    }
+}
+
+/// Whether [`hopper_gemm_bf16`] can run now for these operands: `a` and `b` 16-byte aligned,
+/// `c` 4-byte aligned, and `stream` not capturing (the maps are copied per call).
+fn hopper_ready<In, Out>(
+    stream: &Stream,
+    a: &(impl DeviceRead<In> + ?Sized),
+    b: &(impl DeviceRead<In> + ?Sized),
+    c: &mut (impl DeviceWrite<Out> + ?Sized),
+) -> Result<bool> {
+    let aligned = a.kernel_arg().ptr.is_multiple_of(16) && b.kernel_arg().ptr.is_multiple_of(16) && c.kernel_arg_mut().ptr.is_multiple_of(4);
+    Ok(aligned && !stream.is_capturing()?)
+}
+
+/// Queues the sm_90 bf16 GEMM on `stream`: `c (m x n) = a · bᵀ`, with `a` stored `m x k` and
+/// `b` stored `n x k` (row-major bf16, both K-major: a linear layer's `x · Wᵀ`), f32
+/// accumulation, `c` row-major bf16 — what [`gemm`] runs on its [`GemmPath::Hopper`]
+/// path, callable directly whatever the table says.
+///
+/// Before anything is queued it checks, naming the operand: the GPU is sm_90 (`arch`), the
+/// shape is one the kernel takes ([`hopper_gemm_refusal`]: any `m`, `n` even, `k` a multiple
+/// of 8), `a` holds `m·k`, `b` `n·k` and `c` `m·n` elements, `a` and `b` start 16-byte
+/// aligned and `c` 4-byte aligned, and the stream is not being captured. It then builds the
+/// two tensor maps (tracked: the launch declares reads of `a` and `b`), copies them to the
+/// device in stream order, and launches one persistent block per SM (at most one per output
+/// tile).
+///
+/// # Errors
+/// [`KernelsError::Unsupported`](crate::KernelsError) or [`KernelsError::Shape`](crate::KernelsError)
+/// for the checks above; the driver's errors.
+pub fn hopper_gemm_bf16(
+    stream: &Stream,
+    a: &(impl DeviceRead<bf16> + ?Sized),
+    b: &(impl DeviceRead<bf16> + ?Sized),
+    c: &mut (impl DeviceWrite<bf16> + ?Sized),
+    m: usize,
+    n: usize,
+    k: usize,
+) -> Result<()> {
+    let shape = GemmShape { transpose_b: true, ..GemmShape::new(m, n, k) };
+    if let Some((parameter, value, problem)) = hopper_gemm_refusal(shape) {
+        return Err(unsupported(parameter, value, problem));
+    }
+    let tiles = tiles_of(m, n).ok_or_else(|| unsupported("m", m, "at most 2^32 - 1 output tiles"))?;
+    let device = stream.context().device();
+    let arch = device.arch()?;
+    if arch != 90 {
+        return Err(unsupported("arch", arch, "the sm_90 GEMM runs on sm_90 (H100, H200) only; call `gemm`, which takes cuBLASLt elsewhere"));
+    }
+    let count = |x: usize, y: usize| x.checked_mul(y).ok_or_else(|| unsupported("m", m, "m x k, n x k and m x n must fit usize"));
+    expect_len("a", len_of(a), count(m, k)?, || format!("m {m} x k {k}, stored row-major"))?;
+    expect_len("b", len_of(b), count(n, k)?, || format!("n {n} x k {k}, stored row-major (the transposed operand)"))?;
+    expect_len("c", c.kernel_arg_mut().len, count(m, n)?, || format!("m {m} x n {n}"))?;
+    for (name, ptr) in [("a", a.kernel_arg().ptr), ("b", b.kernel_arg().ptr)] {
+        if !ptr.is_multiple_of(16) {
+            return Err(unsupported(
+                name,
+                format!("{ptr:#x}"),
+                "an address 16-byte aligned (TMA's rule; a view starting at an odd multiple of 8 elements is not)",
+            ));
+        }
+    }
+    let c_ptr = c.kernel_arg_mut().ptr;
+    if !c_ptr.is_multiple_of(4) {
+        return Err(unsupported("c", format!("{c_ptr:#x}"), "an address 4-byte aligned (bf16 pairs are stored)"));
+    }
+    if stream.is_capturing()? {
+        return Err(unsupported("stream", "capturing", "a stream not being captured (the tensor maps are copied per call); `gemm` takes cuBLASLt then"));
+    }
+    let (m, n, k) = (m as u64, n as u64, k as u64);
+    let a_map = TensorMap::tiled_view(a, TensorDataType::Bf16, &[k, m], &BOX_A, TensorSwizzle::B128)?.to_device_async(stream)?;
+    let b_map = TensorMap::tiled_view(b, TensorDataType::Bf16, &[k, n], &BOX_B, TensorSwizzle::B128)?.to_device_async(stream)?;
+    gemm_bf16_tn::function(stream.context())?.set_max_dynamic_shared_bytes(SHARED_BYTES)?;
+    let grid = tiles.min(device.multiprocessor_count()?);
+    let config = LaunchConfig::new(grid, THREADS).with_shared_bytes(SHARED_BYTES);
+    gemm_bf16_tn::launch(stream, config, &a_map, &b_map, c, m as u32, n as u32, k as u32)?;
+    Ok(())
 }

@@ -3,7 +3,7 @@
 //! op(a)ᵀ` with the right transposes and batch strides.
 
 use ferrocuda_kernels::KernelsError;
-use ferrocuda_kernels::gemm::{GemmPath, GemmShape, gemm_path, hopper_gemm_fits, hopper_gemm_ratio, plan};
+use ferrocuda_kernels::gemm::{GemmPath, GemmShape, gemm_path, hopper_gemm_fits, hopper_gemm_ratio, hopper_gemm_refusal, plan};
 use half::bf16;
 
 #[test]
@@ -34,19 +34,31 @@ fn gemm_plans_map_row_major_onto_column_major_and_name_wrong_operands() {
     assert!(matches!(err, KernelsError::Unsupported { parameter: "batch", .. }), "{err}");
 }
 
-/// The path table: batches on cuBLAS, single GEMMs on cuBLASLt; the sm_90 kernel's fit
-/// (bf16 `x · Wᵀ`, tile multiples, sm_90) and the measured ratios that keep every shape on
-/// cuBLAS for now (below 1 at 4096 and 8192).
+/// The path table: batches on cuBLAS, single GEMMs on cuBLASLt unless the sm_90 kernel takes
+/// the call (bf16 `x · Wᵀ`, K a multiple of 8, N even, sm_90, no epilogue) and the measured
+/// ratio nearest to the shape is at least 1; shapes far from every measurement stay on cuBLAS.
 #[test]
 fn gemm_paths_follow_the_shape_and_the_measured_table() {
     let linear = GemmShape { transpose_b: true, ..GemmShape::new(8192, 8192, 8192) };
-    assert_eq!(gemm_path(linear), GemmPath::CublasLt);
-    assert_eq!(gemm_path(GemmShape { batch: 4, ..linear }), GemmPath::CublasStridedBatched);
+    assert_eq!(gemm_path(GemmShape { batch: 4, ..linear }, false), GemmPath::CublasStridedBatched);
+    assert_eq!(gemm_path(linear, false), GemmPath::CublasLt, "a call the kernel does not take");
     assert!(hopper_gemm_fits(linear, true, false, 90));
     assert!(!hopper_gemm_fits(linear, true, false, 80), "sm_90 only");
+    assert!(!hopper_gemm_fits(linear, false, false, 90), "bf16 only");
     assert!(!hopper_gemm_fits(linear, true, true, 90), "no epilogue");
     assert!(!hopper_gemm_fits(GemmShape::new(8192, 8192, 8192), true, false, 90), "B must be K-major (transpose_b)");
-    assert!(!hopper_gemm_fits(GemmShape { n: 8192 + 128, ..linear }, true, false, 90), "N a multiple of 256");
-    assert!(hopper_gemm_ratio(linear).is_some_and(|r| r < 1.0));
-    assert!(hopper_gemm_ratio(GemmShape { m: 4096, n: 4096, k: 4096, ..linear }).is_some_and(|r| r < 1.0));
+    assert!(hopper_gemm_fits(GemmShape { m: 8192 + 1, n: 8192 + 2, ..linear }, true, false, 90), "ragged M and N");
+    assert_eq!(hopper_gemm_refusal(GemmShape { k: 8192 + 4, ..linear }).map(|r| r.0), Some("k"), "K a multiple of 8");
+    assert_eq!(hopper_gemm_refusal(GemmShape { n: 8192 + 1, ..linear }).map(|r| r.0), Some("n"), "N even");
+    assert_eq!(hopper_gemm_refusal(GemmShape { m: 0, ..linear }).map(|r| r.0), Some("m"), "no empty side");
+    assert_eq!(hopper_gemm_refusal(GemmShape { batch: 2, ..linear }).map(|r| r.0), Some("batch"));
+    // Where the table measured a win the kernel runs, elsewhere cuBLASLt.
+    for side in [4096, 8192] {
+        let shape = GemmShape { m: side, n: side, k: side, ..linear };
+        let ratio = hopper_gemm_ratio(shape).expect("a measured side");
+        let expected = if ratio >= 1.0 { GemmPath::Hopper } else { GemmPath::CublasLt };
+        assert_eq!(gemm_path(shape, true), expected, "side {side}, ratio {ratio}");
+    }
+    assert_eq!(hopper_gemm_ratio(GemmShape { m: 256, n: 256, k: 256, ..linear }), None, "no measurement within a factor of 2");
+    assert_eq!(gemm_path(GemmShape { m: 256, n: 256, k: 256, ..linear }, true), GemmPath::CublasLt);
 }

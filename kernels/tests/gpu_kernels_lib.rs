@@ -741,3 +741,105 @@ fn wrong_shapes_are_refused_on_the_gpu_before_anything_is_queued() {
     let err = gemm::gemm(&engine, &a, &a, &mut c, GemmShape::new(8, 8, 5), GemmEpilogue::None, 1.0, 0.0).unwrap_err();
     assert!(matches!(err, KernelsError::Shape { operand: "a", .. }), "{err}");
 }
+
+/// The sm_90 bf16 GEMM (`gemm::hopper_gemm_bf16`, `c = a · bᵀ`) on an H100/H200, C poisoned
+/// with NaN first: small shapes entry by entry against f64, with partial tiles at the M, N
+/// and K edges; larger ones (persistent blocks walking several tiles, 4096³) against cuBLAS
+/// (bf16 in, f32 out: never the sm_90 kernel) everywhere and f64 on samples. Two GEMMs of
+/// different shapes are queued back to back before either is read (each has its own maps).
+/// On another GPU the call must refuse, naming `arch`.
+#[test]
+fn hopper_gemm_on_sm_90_matches_f64_and_cublas_at_ragged_shapes() {
+    use ferrocuda_kernels_hopper::gemm::{reference_entry, within_bound};
+    let Some((context, stream)) = gpu("hopper_gemm_on_sm_90_matches_f64_and_cublas_at_ragged_shapes") else { return };
+    let arch = context.device().arch().unwrap();
+    let engine = GemmEngine::new(&stream).unwrap();
+    let shapes = [(128, 256, 64), (200, 300, 72), (1, 2, 8), (129, 258, 8), (333, 510, 1000), (2048 + 64, 1536 + 2, 776), (4096, 4096, 4096)];
+    if arch != 90 {
+        let (a, b) = (zeros::<bf16>(&context, 128 * 64), zeros::<bf16>(&context, 256 * 64));
+        let mut c = zeros::<bf16>(&context, 128 * 256);
+        let err = gemm::hopper_gemm_bf16(&stream, &a, &b, &mut c, 128, 256, 64).unwrap_err();
+        assert!(matches!(err, KernelsError::Unsupported { parameter: "arch", .. }), "{err}");
+        return;
+    }
+    let mut pending = Vec::new();
+    for (i, &(m, n, k)) in shapes.iter().enumerate() {
+        let (a, _) = input::<bf16>(m * k, 40 + i as u64, 1.0);
+        let (b, _) = input::<bf16>(n * k, 60 + i as u64, 1.0);
+        let (a_, b_) = (up(&context, &a), up(&context, &b));
+        let mut c = up(&context, &vec![bf16::NAN; m * n]);
+        gemm::hopper_gemm_bf16(&stream, &a_, &b_, &mut c, m, n, k).unwrap();
+        pending.push((m, n, k, a, b, a_, b_, c));
+    }
+    for (m, n, k, a, b, a_, b_, c) in pending {
+        let got = c.to_vec().unwrap();
+        let what = format!("hopper_gemm_bf16 {m}x{n}x{k}");
+        let entries: Vec<(usize, usize)> = if m * n * k <= 1 << 27 {
+            (0..m).flat_map(|i| (0..n).map(move |j| (i, j))).collect()
+        } else {
+            (0..4096).map(|s: usize| ((s * 7919) % m, (s * 104_729) % n)).collect()
+        };
+        for (i, j) in entries {
+            let reference = reference_entry(&a, &b, k, i, j);
+            let value = got[i * n + j].to_f32();
+            assert!(within_bound(value, reference), "{what}: C[{i}][{j}] = {value}, f64 {}", reference.0);
+        }
+        let mut blas = zeros::<f32>(&context, m * n);
+        let shape = GemmShape { transpose_b: true, ..GemmShape::new(m, n, k) };
+        gemm::gemm(&engine, &a_, &b_, &mut blas, shape, GemmEpilogue::None, 1.0, 0.0).unwrap();
+        let blas = blas.to_vec().unwrap();
+        for (x, (g, w)) in got.iter().zip(&blas).enumerate() {
+            let (g, w) = (g.to_f32(), *w);
+            // Ours is rounded to bf16 (half an ulp: 2^-9 relative), cuBLAS's f32 is not; both
+            // sum in f32 in different orders.
+            assert!((g - w).abs() <= w.abs() / 256.0 + 1e-3 * (k as f32).sqrt(), "{what} vs cuBLAS at {x}: {g} vs {w}");
+        }
+    }
+    // Refusals, before anything is queued, naming the operand.
+    let (a, b) = (zeros::<bf16>(&context, 64 * 24 + 8), zeros::<bf16>(&context, 64 * 24));
+    let mut c = up(&context, &vec![bf16::from_f32(7.0); 64 * 64]);
+    let refused = |err: KernelsError| match err {
+        KernelsError::Unsupported { parameter, .. } | KernelsError::Shape { operand: parameter, .. } => parameter,
+        other => panic!("unexpected error {other}"),
+    };
+    assert_eq!(refused(gemm::hopper_gemm_bf16(&stream, &a.slice(0..64 * 20), &b.slice(0..64 * 20), &mut c, 64, 64, 20).unwrap_err()), "k");
+    assert_eq!(refused(gemm::hopper_gemm_bf16(&stream, &a.slice(0..64 * 24), &b, &mut c.slice_mut(0..64 * 63), 64, 63, 24).unwrap_err()), "n");
+    assert_eq!(refused(gemm::hopper_gemm_bf16(&stream, &a.slice(4..4 + 64 * 24), &b, &mut c, 64, 64, 24).unwrap_err()), "a", "8-byte aligned view");
+    assert_eq!(refused(gemm::hopper_gemm_bf16(&stream, &a, &b, &mut c, 64, 64, 24).unwrap_err()), "a", "wrong length");
+    stream.synchronize().unwrap();
+    assert!(c.to_vec().unwrap().iter().all(|v| v.to_f32() == 7.0), "nothing was queued");
+    // The host's map of a view (what the call builds): refused for a view that does not start
+    // 16-byte aligned or is shorter than the array it would describe.
+    use ferrocuda_host::{TensorDataType, TensorMap, TensorSwizzle};
+    let tiled =
+        |view: &ferrocuda_host::DeviceView<'_, bf16>| TensorMap::tiled_view(view, TensorDataType::Bf16, &[64, 8], &[64, 8], TensorSwizzle::B128).is_ok();
+    assert!(tiled(&a.slice(0..64 * 8)));
+    assert!(!tiled(&a.slice(4..4 + 64 * 8)), "an 8-byte aligned view");
+    assert!(!tiled(&a.slice(0..64 * 8 - 1)), "a view shorter than the array");
+}
+
+/// `gemm::gemm` on bf16 `x · Wᵀ` shapes: whichever path the table picks (the sm_90 kernel
+/// where it measured a win, cuBLASLt elsewhere), the result matches f64 on samples.
+#[test]
+fn gemm_on_bf16_linear_shapes_matches_f64_on_the_path_the_table_picks() {
+    use ferrocuda_kernels_hopper::gemm::{reference_entry, within_bound};
+    let Some((context, stream)) = gpu("gemm_on_bf16_linear_shapes_matches_f64_on_the_path_the_table_picks") else { return };
+    let arch = context.device().arch().unwrap();
+    let engine = GemmEngine::new(&stream).unwrap();
+    for (m, n, k) in [(4096, 4096, 4096), (8192, 8192, 8192), (1000, 768, 3072)] {
+        let shape = GemmShape { transpose_b: true, ..GemmShape::new(m, n, k) };
+        let path = gemm::gemm_path(shape, gemm::hopper_gemm_fits(shape, true, false, arch));
+        let (a, _) = input::<bf16>(m * k, 80, 1.0);
+        let (b, _) = input::<bf16>(n * k, 81, 1.0);
+        let mut c = up(&context, &vec![bf16::NAN; m * n]);
+        gemm::gemm(&engine, &up(&context, &a), &up(&context, &b), &mut c, shape, GemmEpilogue::None, 1.0, 0.0).unwrap();
+        let got = c.to_vec().unwrap();
+        for s in 0..2048usize {
+            let (i, j) = ((s * 7919) % m, (s * 104_729) % n);
+            let reference = reference_entry(&a, &b, k, i, j);
+            let value = got[i * n + j].to_f32();
+            assert!(within_bound(value, reference), "gemm {m}x{n}x{k} on {path:?}: C[{i}][{j}] = {value}, f64 {}", reference.0);
+        }
+        eprintln!("gemm bf16 {m}x{n}x{k}: path {path:?}, 2048 samples within bound");
+    }
+}

@@ -1,6 +1,7 @@
 #!/bin/bash
 # The Hopper GEMM's GPU checks and benchmark, for one call on an H100/H200 machine.
-# Expects beside it: hopper-gemm (the bench binary), hopper_kernels.sm_90a.cubin and .ptx.
+# Expects beside it: hopper-gemm (the bench binary) and ferrocuda_kernels_hopper.sm_90a.cubin (the
+# library's kernels, where the GEMM lives since s12-gemm; scripts/gpu-run/gemm.sh is the newer job).
 # Writes logs to $OUT (or ./out). Prints a summary last.
 set -u
 cd "$(dirname "$0")"
@@ -11,16 +12,14 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export PATH=/usr/local/cuda/bin:$PATH
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv > "$OUT/gpu.txt" 2>&1
 cat "$OUT/gpu.txt"
-# SASS evidence: HGMMA present, no local memory (LDL/STL) anywhere in the GEMM kernels.
-# (At most 8 files come back from $OUT: gpu, res-usage, 3 x sass-<kernel>, sass-summary,
-# hopper-gemm.txt/.json.)
-cuobjdump -res-usage hopper_kernels.sm_90a.cubin > "$OUT/res-usage.txt" 2>&1
+# SASS evidence: HGMMA present, no local memory (LDL/STL) in the GEMM kernel.
+cuobjdump -res-usage ferrocuda_kernels_hopper.sm_90a.cubin > "$OUT/res-usage.txt" 2>&1
 if command -v cuobjdump > /dev/null; then
-  cuobjdump -sass hopper_kernels.sm_90a.cubin > /tmp/hopper-sass.txt 2>&1
+  cuobjdump -sass ferrocuda_kernels_hopper.sm_90a.cubin > /tmp/hopper-sass.txt 2>&1
 else
-  nvdisasm -c hopper_kernels.sm_90a.cubin > /tmp/hopper-sass.txt 2>&1
+  nvdisasm -c ferrocuda_kernels_hopper.sm_90a.cubin > /tmp/hopper-sass.txt 2>&1
 fi
-for k in gemm_bf16_tn gemm_bf16_tn_serial gemm_bf16_tn_cluster; do
+for k in gemm_bf16_tn; do
   # cuobjdump: "Function : NAME"; nvdisasm: ".text.NAME:".
   awk -v k="$k" '/Function : /{f=($3==k)} /^\.text\./{f=($0==".text." k ":")} f' /tmp/hopper-sass.txt > "$OUT/sass-$k.txt"
   echo "SASS $k: $(grep -c HGMMA "$OUT/sass-$k.txt") HGMMA, $(grep -cE 'LDL|STL' "$OUT/sass-$k.txt") LDL/STL, $(grep -c 'UTMALDG' "$OUT/sass-$k.txt") UTMALDG, $(grep -c 'SYNCS' "$OUT/sass-$k.txt") SYNCS, $(grep -c 'USETMAXREG' "$OUT/sass-$k.txt") USETMAXREG; $(grep -m1 'HGMMA' "$OUT/sass-$k.txt" | sed 's/^ *//')"

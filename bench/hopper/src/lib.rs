@@ -1,10 +1,9 @@
-//! Hopper kernels written in Rust, compiled for `sm_90a` (H100, H200) at build time:
-//! - [`gemm`]: `C = A·Bᵀ` in bf16 with f32 accumulation: TMA loads into a 4-stage mbarrier
-//!   pipeline, `wgmma.mma_async` m64n256k16, one producer warpgroup and two consumer
-//!   warpgroups (`setmaxnreg` 24/240), persistent over 128x256 output tiles;
-//! - `tma_copy_tile`: a TMA round trip through shared memory, the test of the tensor-map path.
-//!
-//! The benchmark binary `hopper-gemm` launches them and compares with cuBLAS.
+//! The Hopper (`sm_90a`: H100, H200) benchmarks and probes, compiled at build time:
+//! - `hopper-gemm` benchmarks the library's bf16 GEMM (`ferrocuda_kernels_hopper::gemm`,
+//!   called through `ferrocuda_kernels::gemm::hopper_gemm_bf16`: TMA into a 4-stage mbarrier
+//!   ring, `wgmma` m64n256k16, a producer and two consumer warpgroups, persistent) against
+//!   cuBLAS and its CUDA C++ twin, and runs the [`tma_probes`] and [`probes`];
+//! - `hopper-attention` benchmarks the library's attention forward schedules.
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
 
 ferrocuda_device::embed_kernels!();
@@ -15,6 +14,6 @@ ferrocuda_device::embed_kernels!();
 pub use ferrocuda_kernels_hopper::attention;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod attention_host;
-pub mod gemm;
 pub mod probes;
+pub mod tma_probes;
 pub mod tracked;

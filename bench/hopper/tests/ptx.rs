@@ -9,7 +9,18 @@ fn ptx() -> &'static str {
 
 /// The PTX text of one entry (from `.entry name(` to the next `.entry`).
 fn entry(name: &str) -> &'static str {
-    let ptx = ptx();
+    entry_in(ptx(), name)
+}
+
+/// The PTX text of the library's GEMM (`ferrocuda_kernels_hopper::gemm`, which `hopper-gemm`
+/// benchmarks).
+fn library_gemm() -> &'static str {
+    let ptx = ferrocuda_kernels_hopper::KERNELS.ptx.iter().find(|(arch, _)| *arch == 90).map(|(_, ptx)| *ptx).expect("the sm_90a PTX is embedded");
+    entry_in(ptx, "gemm_bf16_tn")
+}
+
+/// One entry of `ptx`.
+fn entry_in(ptx: &'static str, name: &str) -> &'static str {
     let start = ptx.find(&format!(".entry {name}(")).unwrap_or_else(|| panic!("no entry {name} in the PTX"));
     let rest = &ptx[start..];
     let end = rest[1..].find(".entry ").map(|e| e + 1).unwrap_or(rest.len());
@@ -21,53 +32,33 @@ fn resources(name: &str) -> Option<(u32, u32, u32, u32)> {
     KERNELS.resources.iter().find(|r| r.kernel == name).map(|r| (r.registers, r.spill_stores, r.spill_loads, r.stack_frame))
 }
 
+/// The library's GEMM: 4 `wgmma` per K step, TMA loads, mbarriers, `setmaxnreg`, the maps
+/// acquired, launch bounds, one group in flight, no local memory, no spills.
 #[test]
 fn gemm_uses_wgmma_tma_mbarriers_and_setmaxnreg_without_local_memory() {
-    for kernel in ["gemm_bf16_tn", "gemm_bf16_tn_serial"] {
-        let text = entry(kernel);
-        assert_eq!(text.matches("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16").count(), 4, "{kernel}: 4 wgmma per K step");
-        // A and B loads (LLVM peels the producer loop, so the pair can appear several times).
-        let loads = text.matches("cp.async.bulk.tensor.2d").count();
-        assert!(loads >= 2 && loads.is_multiple_of(2), "{kernel}: {loads} TMA loads");
-        for needle in [
-            "setmaxnreg.dec.sync.aligned.u32 24",
-            "setmaxnreg.inc.sync.aligned.u32 240",
-            "mbarrier.try_wait.parity",
-            "mbarrier.arrive.expect_tx",
-            "fence.proxy.tensormap::generic.acquire.gpu",
-            ".maxntid 384, 1, 1",
-            ".minnctapersm 1",
-        ] {
-            assert!(text.contains(needle), "{kernel}: `{needle}` missing");
-        }
-        assert!(!text.contains(".local"), "{kernel}: local memory in the PTX");
-        if let Some((registers, spill_stores, spill_loads, stack)) = resources(kernel) {
-            assert_eq!((spill_stores, spill_loads, stack), (0, 0, 0), "{kernel}: spills or stack frame");
-            assert!(registers <= 168, "{kernel}: {registers} registers at entry exceed the 384-thread cap");
-        }
-    }
-    assert!(entry("gemm_bf16_tn").contains("wgmma.wait_group.sync.aligned 1"), "the overlapped variant keeps one group in flight");
-}
-
-#[test]
-fn cluster_gemm_multicasts_b_and_arrives_remotely() {
-    let text = entry("gemm_bf16_tn_cluster");
-    assert_eq!(text.matches("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16").count(), 4);
+    let kernel = "gemm_bf16_tn";
+    let text = library_gemm();
+    assert_eq!(text.matches("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16").count(), 4, "{kernel}: 4 wgmma per K step");
+    // A and B loads (LLVM peels the producer loop, so the pair can appear several times).
+    let loads = text.matches("cp.async.bulk.tensor.2d").count();
+    assert!(loads >= 2 && loads.is_multiple_of(2), "{kernel}: {loads} TMA loads");
     for needle in [
-        ".multicast::cluster",
-        "mapa.shared::cluster.u32",
-        "mbarrier.arrive.release.cluster.shared::cluster.b64",
-        "barrier.cluster.arrive",
-        "barrier.cluster.wait",
-        "%cluster_ctarank",
+        "setmaxnreg.dec.sync.aligned.u32 24",
+        "setmaxnreg.inc.sync.aligned.u32 240",
+        "mbarrier.try_wait.parity",
+        "mbarrier.arrive.expect_tx",
+        "fence.proxy.tensormap::generic.acquire.gpu",
+        "wgmma.wait_group.sync.aligned 1",
         ".maxntid 384, 1, 1",
+        ".minnctapersm 1",
     ] {
-        assert!(text.contains(needle), "`{needle}` missing");
+        assert!(text.contains(needle), "{kernel}: `{needle}` missing");
     }
-    assert!(!text.contains(".local"));
-    if let Some((registers, spill_stores, spill_loads, stack)) = resources("gemm_bf16_tn_cluster") {
-        assert_eq!((spill_stores, spill_loads, stack), (0, 0, 0));
-        assert!(registers <= 168);
+    assert!(!text.contains(".local"), "{kernel}: local memory in the PTX");
+    let resources = ferrocuda_kernels_hopper::KERNELS.resources.iter().find(|r| r.kernel == kernel);
+    if let Some(r) = resources {
+        assert_eq!((r.spill_stores, r.spill_loads, r.stack_frame), (0, 0, 0), "{kernel}: spills or stack frame");
+        assert!(r.registers <= 168, "{kernel}: {} registers at entry exceed the 384-thread cap", r.registers);
     }
 }
 
@@ -116,11 +107,6 @@ fn unroll_keeps_register_arrays_out_of_local_memory_and_the_repeat_trap_is_pinne
     }
 }
 
-/// The SASS of the embedded sm_90a cubin (`nvdisasm -c`), or why there is none.
-fn sass() -> Result<String, &'static str> {
-    sass_of(&KERNELS)
-}
-
 /// The SASS of another crate's sm_90a cubin (the attention kernels live in ferrocuda-kernels-hopper).
 fn sass_of(module: &ferrocuda_host::EmbeddedModule) -> Result<String, &'static str> {
     let Some(&(_, cubin)) = module.cubins.iter().find(|(arch, _)| *arch == 90) else {
@@ -142,19 +128,19 @@ fn kernel_sass<'a>(sass: &'a str, kernel: &str) -> &'a str {
     &rest[..rest[1..].find(".text.").map(|e| e + 1).unwrap_or(rest.len())]
 }
 
-/// SASS: `HGMMA.64x256x16.F32.BF16`, `UTMALDG`, `USETMAXREG` and no `LDL`/`STL` in the GEMM.
+/// SASS: `HGMMA.64x256x16.F32.BF16`, `UTMALDG`, `USETMAXREG` and no `LDL`/`STL` in the
+/// library's GEMM.
 #[test]
 fn gemm_sass_has_hgmma_and_no_local_memory() {
-    let sass = match sass() {
+    let sass = match sass_of(&ferrocuda_kernels_hopper::KERNELS) {
         Ok(sass) => sass,
         Err(why) => return eprintln!("skipped: {why}"),
     };
-    for kernel in ["gemm_bf16_tn", "gemm_bf16_tn_serial", "gemm_bf16_tn_cluster"] {
-        let body = kernel_sass(&sass, kernel);
-        assert_eq!(body.matches("HGMMA.64x256x16.F32.BF16").count(), 4, "{kernel}: one K step's 4 HGMMA, in one loop body");
-        assert!(body.contains("UTMALDG.2D") && body.contains("USETMAXREG"), "{kernel}");
-        assert!(!body.contains("LDL") && !body.contains("STL"), "{kernel}: local memory in SASS");
-    }
+    let kernel = "gemm_bf16_tn";
+    let body = kernel_sass(&sass, kernel);
+    assert_eq!(body.matches("HGMMA.64x256x16.F32.BF16").count(), 4, "{kernel}: one K step's 4 HGMMA, in one loop body");
+    assert!(body.contains("UTMALDG.2D") && body.contains("USETMAXREG"), "{kernel}");
+    assert!(!body.contains("LDL") && !body.contains("STL"), "{kernel}: local memory in SASS");
 }
 
 /// Attention: ptxas serialised every `wgmma` of the overlapped kernels (info C7513: "non wgmma
@@ -271,13 +257,11 @@ fn wgmma_with_a_from_registers_assembles() {
 /// each with a divergence check (`BRA.DIV` in the SASS).
 #[test]
 fn the_barrier_after_thread_zero_initialises_a_barrier_is_not_aligned() {
-    for kernel in ["probe_tma_diag", "tma_copy_tile", "gemm_bf16_tn", "gemm_bf16_tn_serial", "probe_wgmma_tile", "probe_tma_rank_loads"] {
-        let text = entry(kernel);
+    let texts = ["probe_tma_diag", "tma_copy_tile", "probe_wgmma_tile", "probe_tma_rank_loads"].map(|kernel| (kernel, entry(kernel)));
+    for (kernel, text) in texts.into_iter().chain([("gemm_bf16_tn (library)", library_gemm())]) {
         assert!(text.contains("barrier.sync 0;"), "{kernel}: no block barrier");
         for aligned in ["bar.sync", "barrier.sync.aligned", "barrier.cluster.arrive.aligned", "barrier.cluster.wait.aligned"] {
             assert!(!text.contains(aligned), "{kernel}: `{aligned}` may be duplicated into divergent arms");
         }
     }
-    let cluster = entry("gemm_bf16_tn_cluster");
-    assert!(cluster.contains("barrier.cluster.arrive;") && cluster.contains("barrier.cluster.wait;"), "cluster barriers not aligned");
 }

@@ -104,6 +104,12 @@ impl<'a> SliceArg<'a> {
         if len == 0 || std::mem::size_of::<T>() == 0 { std::mem::align_of::<T>() as u64 } else { ptr }
     }
 
+    /// The use tracking of the memory (`None` for memory its owner orders itself).
+    #[inline]
+    pub(crate) fn usage(&self) -> Option<&'a BufferUsage> {
+        self.usage
+    }
+
     /// The kernel reads this argument (`&[T]`); `name` is the parameter's, for errors.
     #[inline]
     pub fn read(&self, name: &'static str) -> BufferAccess<'a> {

@@ -2,9 +2,13 @@
 //! [`attention`], the FlashAttention-3-class attention forward (TMA loads into mbarrier rings,
 //! `wgmma`, one producer and two consumer warpgroups, the online softmax in registers), and
 //! [`attention_backward`], the FlashAttention-3-style backward (a block per 128 keys, dK/dV in
-//! registers, dQ summed in f32 by the copy engine's bulk reductions).
+//! registers, dQ summed in f32 by the copy engine's bulk reductions), and [`gemm`], the bf16
+//! GEMM (TMA into a 4-stage mbarrier ring, `wgmma` m64n256k16, a producer and two consumer
+//! warpgroups, persistent blocks).
 //!
-//! The kernels are raw entry points over tensor maps (`*const TensorMap` parameters), so
+//! The GEMM is a `#[kernel]` with a typed launcher (tensor maps as `DeviceTensorMap`
+//! parameters); `ferrocuda_kernels::gemm::gemm` calls it for the bf16 shapes it wins. The
+//! attention kernels are raw entry points over tensor maps (`*const TensorMap` parameters), so
 //! launching them is `unsafe`; call them through `ferrocuda_kernels::attention::attention_forward`
 //! and `attention_backward`, which check the shape, the lengths and the alignment, build the
 //! tensor maps, declare every buffer's use to the stream and pick them on sm_90 for the shapes
@@ -16,3 +20,4 @@ ferrocuda_device::embed_kernels!();
 
 pub mod attention;
 pub mod attention_backward;
+pub mod gemm;

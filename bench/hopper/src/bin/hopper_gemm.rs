@@ -1,8 +1,14 @@
-//! `hopper-gemm`: the Rust Hopper bf16 GEMM (`hopper_kernels::gemm`) against cuBLAS
-//! (`cublasGemmEx`, bf16 in/out, f32 compute) and against the same algorithm in CUDA C++
+//! `hopper-gemm`: the library's Hopper bf16 GEMM (`ferrocuda_kernels_hopper::gemm`) against
+//! cuBLAS (`cublasGemmEx`, bf16 in/out, f32 compute) and against the same algorithm in CUDA C++
 //! (`bench/hopper/cuda/gemm_bf16_tn.cu`, compiled here by NVRTC for sm_90a) on the same GPU in
 //! one run, plus the tensor-map round-trip test, the TMA loads and stores of ranks 1, 3, 4 and
 //! 5, the swizzled 2-D TMA store and the data-movement probes.
+//!
+//! Ours runs two ways, both safe calls of the library: `library` is
+//! `ferrocuda_kernels::gemm::hopper_gemm_bf16` as a program calls it (checks, two tensor maps
+//! built and copied to the device in stream order per call, the launch); `kernel` is the
+//! kernel's typed launcher (`gemm_bf16_tn::launch`) with the maps built once, so the
+//! difference is the per-call cost of the maps.
 //!
 //! ```text
 //! hopper-gemm [--sizes 4096,8192] [--runs 20] [--json FILE] [--twin-cubin FILE]
@@ -26,7 +32,9 @@ use ferrocuda_device::half::bf16;
 use ferrocuda_host::{
     Context, Cublas, DeviceBuffer, Event, Function, Gemm, JitOptions, MatrixLayout, Module, Stream, TensorDataType, TensorMap, TensorSwizzle, sys,
 };
-use hopper_kernels::gemm::{BK, BM, BN, COPY_TILE, SHARED_BYTES, THREADS};
+use ferrocuda_kernels::gemm::hopper_gemm_bf16;
+use ferrocuda_kernels_hopper::gemm::{BK, BM, BN, BOX_A, BOX_B, SHARED_BYTES, THREADS, gemm_bf16_tn};
+use hopper_kernels::tma_probes::COPY_TILE;
 
 type Res<T> = Result<T, String>;
 
@@ -84,54 +92,6 @@ unsafe fn launch(function: &Function, stream: &Stream, grid: (u32, u32), block: 
         unsafe { sys::cuLaunchKernel(function.raw(), grid.0, grid.1, 1, block, 1, 1, shared, raw_stream(stream), params.as_mut_ptr(), std::ptr::null_mut()) };
     if code != sys::CUresult::CUDA_SUCCESS {
         return Err(format!("cuLaunchKernel({}) failed: {code:?}", function.name()));
-    }
-    Ok(())
-}
-
-/// The launch configuration of a (2, 1, 1)-cluster launch.
-fn cluster_config(stream: &Stream, grid: u32, block: u32, shared: u32, attribute: &mut sys::CUlaunchAttribute) -> sys::CUlaunchConfig {
-    attribute.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attribute.value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x: 2, y: 1, z: 1 };
-    sys::CUlaunchConfig {
-        gridDimX: grid,
-        gridDimY: 1,
-        gridDimZ: 1,
-        blockDimX: block,
-        blockDimY: 1,
-        blockDimZ: 1,
-        sharedMemBytes: shared,
-        hStream: raw_stream(stream),
-        attrs: attribute,
-        numAttrs: 1,
-    }
-}
-
-/// How many 2-block clusters of `function` can be resident at once.
-fn max_active_clusters(function: &Function, stream: &Stream, shared: u32) -> Res<u32> {
-    // SAFETY: an all-zero attribute is a valid value of this plain C struct/union.
-    let mut attribute: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
-    let config = cluster_config(stream, 2, THREADS, shared, &mut attribute);
-    let mut clusters = 0;
-    // SAFETY: `config` and its attribute outlive the call; writes one int.
-    let code = unsafe { sys::cuOccupancyMaxActiveClusters(&mut clusters, function.raw(), &config) };
-    if code != sys::CUresult::CUDA_SUCCESS {
-        return Err(format!("cuOccupancyMaxActiveClusters({}) failed: {code:?}", function.name()));
-    }
-    Ok(clusters as u32)
-}
-
-/// Launches `function` in clusters of (2, 1, 1) blocks.
-///
-/// # Safety
-/// As for [`launch`]; `grid` is even and the kernel expects 2-block clusters.
-unsafe fn launch_cluster(function: &Function, stream: &Stream, grid: u32, block: u32, shared: u32, params: &mut [*mut c_void]) -> Res<()> {
-    // SAFETY: an all-zero attribute is a valid value of this plain C struct/union.
-    let mut attribute: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
-    let config = cluster_config(stream, grid, block, shared, &mut attribute);
-    // SAFETY: the caller's contract; `config` and its attribute outlive the call.
-    let code = unsafe { sys::cuLaunchKernelEx(&config, function.raw(), params.as_mut_ptr(), std::ptr::null_mut()) };
-    if code != sys::CUresult::CUDA_SUCCESS {
-        return Err(format!("cuLaunchKernelEx({}, cluster 2) failed: {code:?}", function.name()));
     }
     Ok(())
 }
@@ -434,10 +394,11 @@ fn wait_idle(stream: &Stream, what: &str, seconds: f64) -> Res<()> {
     stream.synchronize().map_err(err(what))
 }
 
-/// Which ways of handing a tensor map to a kernel work on this GPU (`probe_tma_diag`).
+/// Which ways of handing a tensor map to a kernel work on this GPU (`probe_tma_diag`; the
+/// constant-memory way is printed but no longer used: the library's GEMM takes its maps from
+/// global memory, one pair per call, so a process may run any number of GEMMs).
 struct MapPaths {
     global: bool,
-    constant: bool,
 }
 
 /// Runs `probe_tma_diag` in each mode (bounded waits: it always finishes) and prints what it saw.
@@ -507,7 +468,7 @@ fn tma_diag(context: &Context, stream: &Stream, module: &Module) -> Res<MapPaths
             if tile_ok { "correct" } else { "wrong" }
         );
     }
-    Ok(MapPaths { global: ok[1], constant: ok[3] })
+    Ok(MapPaths { global: ok[1] })
 }
 
 struct SizeResult {
@@ -520,7 +481,7 @@ struct SizeResult {
 fn run_size(
     context: &Context,
     stream: &Stream,
-    module: &Module,
+    sizes_first: u32,
     twin: Option<&Module>,
     blas: &Blas,
     side: u32,
@@ -529,8 +490,8 @@ fn run_size(
     paths: &MapPaths,
 ) -> Res<SizeResult> {
     let (m, n, k) = (side, side, side);
-    if m % BM != 0 || n % BN != 0 || k % BK != 0 {
-        return Err(format!("size {side}: M must be a multiple of {BM}, N of {BN}, K of {BK}"));
+    if k % 8 != 0 {
+        return Err(format!("size {side}: the library's GEMM needs K a multiple of 8"));
     }
     let mut lines = Vec::new();
     let mut ok = true;
@@ -541,104 +502,82 @@ fn run_size(
     let b = DeviceBuffer::from_slice(context, &b_host).map_err(err("upload B"))?;
     let mut c = DeviceBuffer::<bf16>::zeroed(context, m as usize * n as usize).map_err(err("alloc C"))?;
     let mut c_ref = DeviceBuffer::<bf16>::zeroed(context, m as usize * n as usize).map_err(err("alloc C ref"))?;
-    let a_map = TensorMap::tiled_2d(&a, TensorDataType::Bf16, m as u64, k as u64, BM, BK, TensorSwizzle::B128)
-        .map_err(err("A map"))?
-        .to_device_untracked(context)
-        .map_err(err("A map upload"))?;
-    let b_map = TensorMap::tiled_2d(&b, TensorDataType::Bf16, n as u64, k as u64, BN, BK, TensorSwizzle::B128)
-        .map_err(err("B map"))?
-        .to_device_untracked(context)
-        .map_err(err("B map upload"))?;
-    let tiles = (m / BM) * (n / BN);
+    let tiles = m.div_ceil(BM) * n.div_ceil(BN);
     let grid = tiles.min(sm_count);
     let flop = 2.0 * m as f64 * n as f64 * k as f64;
-
-    // The cluster variant's B map: half-height boxes (each block of a pair loads 128 rows).
-    let b_half_map = TensorMap::tiled_2d(&b, TensorDataType::Bf16, n as u64, k as u64, BN / 2, BK, TensorSwizzle::B128)
-        .map_err(err("B half map"))?
-        .to_device_untracked(context)
+    // The `kernel` variant's maps, built once (tracked: each launch declares reads of A and B).
+    let a_map = TensorMap::tiled(&a, TensorDataType::Bf16, &[k as u64, m as u64], &BOX_A, TensorSwizzle::B128)
+        .map_err(err("A map"))?
+        .to_device(context)
+        .map_err(err("A map upload"))?;
+    let b_map = TensorMap::tiled(&b, TensorDataType::Bf16, &[k as u64, n as u64], &BOX_B, TensorSwizzle::B128)
+        .map_err(err("B map"))?
+        .to_device(context)
         .map_err(err("B map upload"))?;
-    // The same maps in constant memory for the `_const` variants (written once per size,
-    // after the previous size's work has finished).
-    stream.synchronize().map_err(err("sync"))?;
-    let words = |map: &DeviceBuffer<[u64; 16]>| -> Res<[u64; 16]> { Ok(map.to_vec().map_err(err("map download"))?[0]) };
-    for (symbol, map) in [("hopper_const_map_a", &a_map), ("hopper_const_map_b", &b_map), ("hopper_const_map_b_half", &b_half_map)] {
-        module.global::<[u64; 16]>(symbol).map_err(err(symbol))?.write(&words(map)?).map_err(err(symbol))?;
+    if !paths.global {
+        return Err("tensor maps in global memory do not work here (see the diag lines): the GEMM cannot run".into());
     }
-    let mut kernels = Vec::new();
-    if paths.global {
-        kernels.extend(["gemm_bf16_tn", "gemm_bf16_tn_serial"]);
-        if m % (2 * BM) == 0 {
-            kernels.push("gemm_bf16_tn_cluster");
-        }
-    }
-    if paths.constant {
-        kernels.push("gemm_bf16_tn_const");
-        if m % (2 * BM) == 0 {
-            kernels.push("gemm_bf16_tn_cluster_const");
-        }
-    }
-    if kernels.is_empty() {
-        return Err("no way of passing a tensor map worked (see the diag lines): no GEMM variant can run".into());
-    }
-    let mut functions = Vec::new();
-    let mut cluster_grid = 0;
-    for &name in &kernels {
-        let function = module.function(name).map_err(err(name))?;
-        function.set_max_dynamic_shared_bytes(SHARED_BYTES).map_err(err("smem attribute"))?;
+    let mut kernels = vec!["library", "kernel"];
+    let function = gemm_bf16_tn::function(context).map_err(err("gemm_bf16_tn"))?;
+    function.set_max_dynamic_shared_bytes(SHARED_BYTES).map_err(err("smem attribute"))?;
+    if side == sizes_first {
         let attributes = function.attributes().map_err(err("attributes"))?;
-        let mut grid_text = format!("grid {grid}");
-        if name.contains("cluster") {
-            let resident = max_active_clusters(&function, stream, SHARED_BYTES)?;
-            if resident == 0 {
-                return Err(format!("{name}: no cluster of 2 blocks with {SHARED_BYTES} B of shared memory fits this GPU"));
-            }
-            cluster_grid = 2 * (tiles / 2).min(resident);
-            grid_text = format!("grid {cluster_grid} in clusters of 2 ({resident} clusters resident at once)");
-        }
-        if side == 4096 {
-            lines.push(format!(
-                "{name}: {} registers at entry (setmaxnreg 24/240 at run time), {} B local, {} B dynamic smem, {THREADS} threads, {grid_text}",
-                attributes.registers, attributes.local_bytes, SHARED_BYTES
-            ));
-        }
-        functions.push(function);
+        lines.push(format!(
+            "gemm_bf16_tn (library kernel): {} registers at entry (setmaxnreg 24/240 at run time), {} B local, {} B dynamic smem, {THREADS} threads, grid {grid}",
+            attributes.registers, attributes.local_bytes, SHARED_BYTES
+        ));
     }
-    // The CUDA C++ twin takes the same parameters as `gemm_bf16_tn` (global-memory maps).
-    if let (Some(twin), true) = (twin, paths.global) {
+    // The CUDA C++ twin: raw maps in global memory (its parameters: A map, B map, C, m, n, k);
+    // it needs whole tiles.
+    let whole_tiles = m % BM == 0 && n % BN == 0 && k % BK == 0;
+    let (twin_a, twin_b) = if whole_tiles {
+        let a_raw = TensorMap::tiled_2d(&a, TensorDataType::Bf16, m as u64, k as u64, BM, BK, TensorSwizzle::B128)
+            .map_err(err("A map"))?
+            .to_device_untracked(context)
+            .map_err(err("A map upload"))?;
+        let b_raw = TensorMap::tiled_2d(&b, TensorDataType::Bf16, n as u64, k as u64, BN, BK, TensorSwizzle::B128)
+            .map_err(err("B map"))?
+            .to_device_untracked(context)
+            .map_err(err("B map upload"))?;
+        (Some(a_raw), Some(b_raw))
+    } else {
+        (None, None)
+    };
+    let mut twin_function = None;
+    if let (Some(twin), true) = (twin, whole_tiles) {
         let function = twin.function(TWIN_KERNEL).map_err(err(TWIN_KERNEL))?;
         function.set_max_dynamic_shared_bytes(SHARED_BYTES).map_err(err("smem attribute"))?;
         let attributes = function.attributes().map_err(err("attributes"))?;
-        if side == 4096 {
+        if side == sizes_first {
             lines.push(format!(
                 "{TWIN_KERNEL} (CUDA C++, NVRTC): {} registers at entry, {} B local, {} B dynamic smem, {THREADS} threads, grid {grid}",
                 attributes.registers, attributes.local_bytes, SHARED_BYTES
             ));
         }
         kernels.push(TWIN_KERNEL);
-        functions.push(function);
+        twin_function = Some(function);
     }
-    let (p_a, p_b, p_b_half, p_c) = (a_map.device_ptr(), b_map.device_ptr(), b_half_map.device_ptr(), c.device_ptr());
-    let ours = |function: &Function| -> Res<()> {
-        let cluster = function.name().contains("cluster");
-        let (mut pa, mut pb, mut pc, mut pm, mut pn, mut pk) = (p_a, if cluster { p_b_half } else { p_b }, p_c, m, n, k);
-        let mut params: [*mut c_void; 6] = [
-            (&mut pa as *mut u64).cast(),
-            (&mut pb as *mut u64).cast(),
-            (&mut pc as *mut u64).cast(),
-            (&mut pm as *mut u32).cast(),
-            (&mut pn as *mut u32).cast(),
-            (&mut pk as *mut u32).cast(),
-        ];
-        // SAFETY: the maps describe A (m x k) and B (n x k) with the kernel's boxes and
-        // swizzle (half-height B boxes for the cluster variant, which also needs M % 256 == 0,
-        // checked above), C holds m*n bf16, the shape is a multiple of the tile (checked above).
-        // Every kernel here, the CUDA C++ twin included, declares these six parameters.
-        unsafe {
-            if cluster {
-                launch_cluster(function, stream, cluster_grid, THREADS, SHARED_BYTES, &mut params)
-            } else {
-                launch(function, stream, (grid, 1), THREADS, SHARED_BYTES, &mut params)
+    let config = ferrocuda_host::LaunchConfig::new(grid, THREADS).with_shared_bytes(SHARED_BYTES);
+    let ours = |name: &str, c: &mut DeviceBuffer<bf16>| -> Res<()> {
+        match name {
+            "library" => hopper_gemm_bf16(stream, &a, &b, c, m as usize, n as usize, k as usize).map_err(err("hopper_gemm_bf16")),
+            "kernel" => gemm_bf16_tn::launch(stream, config, &a_map, &b_map, c, m, n, k).map_err(err("gemm_bf16_tn::launch")),
+            _ => {
+                let (Some(function), Some(a_raw), Some(b_raw)) = (&twin_function, &twin_a, &twin_b) else { unreachable!("the twin runs on whole tiles") };
+                let (mut pa, mut pb, mut pc, mut pm, mut pn, mut pk) = (a_raw.device_ptr(), b_raw.device_ptr(), c.device_ptr(), m, n, k);
+                let mut params: [*mut c_void; 6] = [
+                    (&mut pa as *mut u64).cast(),
+                    (&mut pb as *mut u64).cast(),
+                    (&mut pc as *mut u64).cast(),
+                    (&mut pm as *mut u32).cast(),
+                    (&mut pn as *mut u32).cast(),
+                    (&mut pk as *mut u32).cast(),
+                ];
+                // SAFETY: the twin's six parameters (bench/hopper/cuda/gemm_bf16_tn.cu): the maps
+                // describe A (m x k) and B (n x k) with its boxes and swizzle, C holds m*n bf16,
+                // the shape is a multiple of the tile (checked above); one stream, synchronised
+                // before every host access, orders the buffers.
+                unsafe { launch(function, stream, (grid, 1), THREADS, SHARED_BYTES, &mut params) }
             }
         }
     };
@@ -647,10 +586,10 @@ fn run_size(
     blas.gemm_tn(&a, &b, &mut c_ref, m as i32, n as i32, k as i32)?;
     stream.synchronize().map_err(err("cuBLAS"))?;
     let reference = c_ref.to_vec().map_err(err("download C ref"))?;
-    for (name, function) in kernels.iter().zip(&functions) {
+    for name in &kernels {
         eprintln!("checking {name} at {side}^3 ...");
         c.fill_async(bf16::from_bits(0x7fc1), stream).map_err(err("poison C"))?;
-        ours(function)?;
+        ours(name, &mut c)?;
         wait_idle(stream, name, 20.0)?;
         let got = c.to_vec().map_err(err("download C"))?;
         // Sampled host reference in f64.
@@ -698,12 +637,13 @@ fn run_size(
     // Timing, interleaved: ours (both variants) and cuBLAS, run by run.
     eprintln!("timing {side}^3 ({runs} runs + 3 warm-ups per implementation) ...");
     let (start, end) = (Event::new(context).map_err(err("event"))?, Event::new(context).map_err(err("event"))?);
-    let mut times = vec![Vec::new(); functions.len() + 1];
+    let ours_count = kernels.len();
+    let mut times = vec![Vec::new(); ours_count + 1];
     for round in 0..runs + 3 {
         for (i, slot) in times.iter_mut().enumerate() {
             start.record(stream).map_err(err("record"))?;
-            if i < functions.len() {
-                ours(&functions[i])?;
+            if i < ours_count {
+                ours(kernels[i], &mut c)?;
             } else {
                 blas.gemm_tn(&a, &b, &mut c_ref, m as i32, n as i32, k as i32)?;
             }
@@ -716,12 +656,11 @@ fn run_size(
     }
     let medians: Vec<f64> = times.iter_mut().map(|t| median(t)).collect();
     let spread: Vec<f64> = times.iter().map(|t| (t[t.len() - 1] - t[0]) / t[t.len() / 2] * 100.0).collect();
-    let cublas_tflops = flop / (medians[functions.len()] * 1e-3) / 1e12;
-    let mut json = format!("{{\"size\": {side}, \"cublas_ms\": {:.4}, \"cublas_tflops\": {cublas_tflops:.1}", medians[functions.len()]);
+    let cublas_tflops = flop / (medians[ours_count] * 1e-3) / 1e12;
+    let mut json = format!("{{\"size\": {side}, \"cublas_ms\": {:.4}, \"cublas_tflops\": {cublas_tflops:.1}", medians[ours_count]);
     lines.push(format!(
         "{side}^3 cuBLAS (cublasGemmEx bf16, f32 compute): {:.3} ms, {cublas_tflops:.1} TFLOP/s (min..max spread {:.1}%)",
-        medians[functions.len()],
-        spread[functions.len()]
+        medians[ours_count], spread[ours_count]
     ));
     for (i, name) in kernels.iter().enumerate() {
         let tflops = flop / (medians[i] * 1e-3) / 1e12;
@@ -734,9 +673,9 @@ fn run_size(
         json += &format!(", \"{name}_ms\": {:.4}, \"{name}_tflops\": {tflops:.1}", medians[i]);
     }
     let position = |name: &str| kernels.iter().position(|k| *k == name);
-    if let (Some(rust), Some(cpp)) = (position("gemm_bf16_tn"), position(TWIN_KERNEL)) {
+    if let (Some(rust), Some(cpp)) = (position("kernel"), position(TWIN_KERNEL)) {
         let ratio = medians[cpp] / medians[rust];
-        lines.push(format!("{side}^3 Rust gemm_bf16_tn / CUDA C++ {TWIN_KERNEL}: {ratio:.3}x (the C++ time over the Rust time; > 1: Rust faster)"));
+        lines.push(format!("{side}^3 Rust gemm_bf16_tn (kernel) / CUDA C++ {TWIN_KERNEL}: {ratio:.3}x (the C++ time over the Rust time; > 1: Rust faster)"));
         json += &format!(", \"rust_over_cpp\": {ratio:.4}");
     }
 
@@ -746,13 +685,13 @@ fn run_size(
     const BATCH: usize = 20;
     let batches = (runs / 2).max(5);
     eprintln!("timing {side}^3 in steady state ({batches} batches of {BATCH} back-to-back launches per implementation) ...");
-    let mut steady = vec![Vec::new(); functions.len() + 1];
+    let mut steady = vec![Vec::new(); ours_count + 1];
     for round in 0..batches + 1 {
         for (i, slot) in steady.iter_mut().enumerate() {
             start.record(stream).map_err(err("record"))?;
             for _ in 0..BATCH {
-                if i < functions.len() {
-                    ours(&functions[i])?;
+                if i < ours_count {
+                    ours(kernels[i], &mut c)?;
                 } else {
                     blas.gemm_tn(&a, &b, &mut c_ref, m as i32, n as i32, k as i32)?;
                 }
@@ -766,11 +705,10 @@ fn run_size(
     }
     let steady_medians: Vec<f64> = steady.iter_mut().map(|t| median(t)).collect();
     let steady_spread: Vec<f64> = steady.iter().map(|t| (t[t.len() - 1] - t[0]) / t[t.len() / 2] * 100.0).collect();
-    let cublas_steady = flop / (steady_medians[functions.len()] * 1e-3) / 1e12;
+    let cublas_steady = flop / (steady_medians[ours_count] * 1e-3) / 1e12;
     lines.push(format!(
         "{side}^3 steady state ({BATCH} back-to-back launches per event pair) cuBLAS: {:.3} ms, {cublas_steady:.1} TFLOP/s (spread {:.1}%)",
-        steady_medians[functions.len()],
-        steady_spread[functions.len()]
+        steady_medians[ours_count], steady_spread[ours_count]
     ));
     json += &format!(", \"steady_batch\": {BATCH}, \"cublas_steady_tflops\": {cublas_steady:.1}");
     for (i, name) in kernels.iter().enumerate() {
@@ -789,7 +727,7 @@ fn run_size(
     // sustained (here 400 back-to-back launches per event pair, after the burst). The SM clock
     // and power are read by `nvidia-smi` right after each window, beside its figure.
     for (i, name) in kernels.iter().copied().chain(["cuBLAS"]).enumerate() {
-        if name == TWIN_KERNEL || name.ends_with("_serial") {
+        if name == TWIN_KERNEL {
             continue;
         }
         for (mode, launches) in [("burst", 20usize), ("sustained", 400)] {
@@ -799,8 +737,8 @@ fn run_size(
             }
             start.record(stream).map_err(err("record"))?;
             for _ in 0..launches {
-                if i < functions.len() {
-                    ours(&functions[i])?;
+                if i < ours_count {
+                    ours(kernels[i], &mut c)?;
                 } else {
                     blas.gemm_tn(&a, &b, &mut c_ref, m as i32, n as i32, k as i32)?;
                 }
@@ -921,8 +859,9 @@ fn run() -> Res<bool> {
     eprintln!("TMA round trip, TMA ranks, wgmma tile and data-movement probes done; creating the cuBLAS handle ...");
     let blas = Blas::new(&stream)?;
     let mut json = Vec::new();
+    let sizes_first = sizes.first().copied().unwrap_or(0);
     for side in sizes {
-        let result = run_size(&context, &stream, &module, twin.as_ref(), &blas, side, runs, sm_count, &paths)?;
+        let result = run_size(&context, &stream, sizes_first, twin.as_ref(), &blas, side, runs, sm_count, &paths)?;
         for line in &result.lines {
             println!("{line}");
         }
