@@ -383,6 +383,8 @@ pub fn hopper_gemm_bf16(
     gemm_bf16_tn::function(stream.context())?.set_max_dynamic_shared_bytes(SHARED_BYTES)?;
     let grid = tiles.min(device.multiprocessor_count()?);
     let config = LaunchConfig::new(grid, THREADS).with_shared_bytes(SHARED_BYTES);
-    gemm_bf16_tn::launch(stream, config, &a_map, &b_map, c, m as u32, n as u32, k as u32)?;
+    // SAFETY: the maps were built just above as the kernel requires: 2-D bf16 `[k, m]` and
+    // `[k, n]` views of `a` and `b`, boxes `BOX_A` and `BOX_B`, the 128-byte swizzle.
+    unsafe { gemm_bf16_tn::launch(stream, config, &a_map, &b_map, c, m as u32, n as u32, k as u32) }?;
     Ok(())
 }

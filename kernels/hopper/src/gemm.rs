@@ -18,12 +18,14 @@
 //! work; `ferrocuda_kernels::gemm` checks them, builds the maps and picks the kernel.
 //!
 //! The kernel is a `#[kernel]`: its launcher takes the maps as `DeviceTensorMap`s (whose
-//! launches declare the memory behind them) and `C` as a device buffer, and it is safe to call
-//! with any scalars: the kernel checks its launch (block, grid, shared memory) and that `C`
-//! holds `M·N` elements before touching anything, and returns without writing otherwise. What
-//! it trusts is the maps' layout: 2-D bf16, `[K, M]` and `[K, N]`, boxes [`BOX_A`] and
-//! [`BOX_B`], 128-byte swizzle (a map with another box would make the copy engine write a
-//! stage of another size); `ferrocuda_kernels::gemm` builds exactly those.
+//! launches declare the memory behind them) and `C` as a device buffer. The kernel checks its
+//! launch (block, grid, shared memory) and that `C` holds `M·N` elements before touching
+//! anything, and returns without writing otherwise. What it cannot check is the maps' layout:
+//! 2-D bf16, `[K, M]` and `[K, N]`, boxes [`BOX_A`] and [`BOX_B`], 128-byte swizzle (a map
+//! with another box would make the copy engine write a stage of another size, past the stage's
+//! shared memory). So the kernel is `unsafe` and so is its launcher (a safe launcher taking
+//! any `DeviceTensorMap` would let safe code corrupt shared memory);
+//! `ferrocuda_kernels::gemm::hopper_gemm_bf16` builds exactly those maps and is safe.
 
 use ferrocuda_device::global::UncheckedSlice;
 use ferrocuda_device::half::{bf16, pack_bf16x2};
@@ -70,8 +72,15 @@ type Stages = Ring<STAGES>;
 /// The GEMM (see the module docs): `c` (`m x n` bf16, row-major) `= a · bᵀ` with `a_map`
 /// describing A (`m x k`) and `b_map` B (`n x k`). Launch: 384 threads, a 1-D grid of at most
 /// [`tiles`]`(m, n)` blocks (one per SM is best), [`SHARED_BYTES`] of dynamic shared memory.
+///
+/// # Safety
+/// `a_map` and `b_map` must be 2-D bf16 maps of `[k, m]` and `[k, n]` elements with boxes
+/// [`BOX_A`] and [`BOX_B`] and the 128-byte swizzle (what `ferrocuda_kernels::gemm` builds):
+/// the copy engine writes a box of the map's size into each stage, so another box would
+/// overrun the stage's shared memory (the kernel cannot read the box from the opaque map).
+/// Everything else (the launch, `c`'s length and alignment, the shape) the kernel checks.
 #[kernel(launch_bounds(384, 1))]
-pub fn gemm_bf16_tn(a_map: &TensorMap, b_map: &TensorMap, mut c: UncheckedSlice<bf16>, m: u32, n: u32, k: u32) {
+pub unsafe fn gemm_bf16_tn(a_map: &TensorMap, b_map: &TensorMap, mut c: UncheckedSlice<bf16>, m: u32, n: u32, k: u32) {
     // The launch and `c` as the stores below need them; the same in every thread, so either
     // every thread returns here or none does (before the first barrier).
     let launch_ok = block_dim_x() == THREADS

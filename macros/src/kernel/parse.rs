@@ -281,12 +281,15 @@ impl<'a> Kernel<'a> {
             }
         }
 
+        // A raw pointer's validity, and a tensor map's box and swizzle (the kernel's TMA copies
+        // write a box of the map's size into shared memory it sized for one layout; the map is
+        // opaque to the kernel), are what a type cannot check: only such kernels may be unsafe.
         if let Some(token) = &sig.unsafety
-            && !params.iter().any(|p| matches!(p.kind, ParamKind::Pointer { .. }))
+            && !params.iter().any(|p| matches!(p.kind, ParamKind::Pointer { .. } | ParamKind::TensorMap { .. }))
         {
             errors.push(syn::Error::new_spanned(
                 token,
-                "only a kernel with raw pointer parameters may be `unsafe fn`: slices and values are checked by their types",
+                "only a kernel with raw pointer or tensor map parameters may be `unsafe fn`: slices and values are checked by their types",
             ));
         }
 

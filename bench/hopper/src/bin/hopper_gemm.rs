@@ -561,7 +561,9 @@ fn run_size(
     let ours = |name: &str, c: &mut DeviceBuffer<bf16>| -> Res<()> {
         match name {
             "library" => hopper_gemm_bf16(stream, &a, &b, c, m as usize, n as usize, k as usize).map_err(err("hopper_gemm_bf16")),
-            "kernel" => gemm_bf16_tn::launch(stream, config, &a_map, &b_map, c, m, n, k).map_err(err("gemm_bf16_tn::launch")),
+            // SAFETY: `a_map` and `b_map` were built above as the kernel requires (2-D bf16
+            // `[k, m]` / `[k, n]`, boxes `BOX_A` / `BOX_B`, 128-byte swizzle).
+            "kernel" => unsafe { gemm_bf16_tn::launch(stream, config, &a_map, &b_map, c, m, n, k) }.map_err(err("gemm_bf16_tn::launch")),
             _ => {
                 let (Some(function), Some(a_raw), Some(b_raw)) = (&twin_function, &twin_a, &twin_b) else { unreachable!("the twin runs on whole tiles") };
                 let (mut pa, mut pb, mut pc, mut pm, mut pn, mut pk) = (a_raw.device_ptr(), b_raw.device_ptr(), c.device_ptr(), m, n, k);
