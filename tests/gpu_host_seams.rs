@@ -746,6 +746,64 @@ fn e2_the_first_use_of_another_kernel_crate_after_a_timeout_returns() {
     assert!(text.contains("FIRST LAUNCH of another crate") && text.contains("E2 ALL RETURNED"), "{text}");
 }
 
+/// F12-2 (audit 2026-11-27f): after `synchronize_timeout` reported a never-ending kernel,
+/// releases whose driver or library call waits for the whole device hung the thread for ever
+/// on an H200: dropping a cuBLAS (`cublasDestroy`) or cuBLASLt handle, a cuFFT plan, or a
+/// `PinnedBuffer` that no stream used (`cuMemFreeHost`), and allocating a new `PinnedBuffer`
+/// (`cuMemHostAlloc`). Now each drop leaks (counted in `leaked_releases`) and returns, and the
+/// allocation is `Error::RefusedAfterTimeout` after its 2 s grace. Child process, bounded by a
+/// deadline.
+#[test]
+fn f12_2_drops_and_pinned_allocations_after_a_timeout_return() {
+    const NAME: &str = "f12_2_drops_and_pinned_allocations_after_a_timeout_return";
+    if std::env::var(CHILD).is_ok_and(|t| t == NAME) {
+        let step = |what: &str| eprintln!("f12_2 child: {what}");
+        let context = Context::primary(0).unwrap();
+        let spinning = Stream::non_blocking(&context).unwrap();
+        let other = Stream::non_blocking(&context).unwrap();
+        let cublas = ferrocuda::cublas::Cublas::is_available().then(|| ferrocuda::cublas::Cublas::new(&other).unwrap());
+        let lt = ferrocuda::cublas::CublasLt::is_available().then(|| ferrocuda::cublas::CublasLt::new(&other).unwrap());
+        let plan = ferrocuda::cufft::Plan::<ferrocuda::cufft::C2C>::new(&context, &[256], 4).ok();
+        let pinned = ferrocuda::PinnedBuffer::<f32>::zeroed(&context, 1 << 20).unwrap();
+        spin_for::launch(&spinning, (1u32, 1u32), u64::MAX).unwrap(); // never ends
+        let error = spinning.synchronize_timeout(Duration::from_millis(300)).unwrap_err();
+        assert!(matches!(error, Error::Timeout { .. }), "{error:?}");
+        step("timeout reported");
+        let (start, leaked) = (Instant::now(), ferrocuda::leaked_releases());
+        step("drop cuBLAS");
+        drop(cublas);
+        step("drop cuBLASLt");
+        drop(lt);
+        step("drop cuFFT plan");
+        drop(plan);
+        step("drop PinnedBuffer");
+        drop(pinned);
+        println!("DROPS RETURNED after {:?}; leaked {}", start.elapsed(), ferrocuda::leaked_releases() - leaked);
+        assert!(ferrocuda::leaked_releases() > leaked, "the skipped releases are counted");
+        step("new PinnedBuffer");
+        let made = ferrocuda::PinnedBuffer::<f32>::zeroed(&context, 1 << 20).map(drop).unwrap_err();
+        println!("NEW PINNED: {made}");
+        assert!(matches!(made, Error::RefusedAfterTimeout { .. }), "{made:?}");
+        println!("F12_2 ALL RETURNED after {:?}", start.elapsed());
+        drop((spinning, other));
+        drop(context);
+        // The process's exit would wait for the kernel (F12-5): end here.
+        std::process::exit(0);
+    }
+    if common::gpu_or_skip(NAME).is_none() {
+        return;
+    }
+    let (status, text) = run_child(NAME, Duration::from_secs(60));
+    let Some(status) = status else {
+        // The exit itself may wait for the spinning kernel (F12-5): what matters is that every
+        // step returned before the deadline.
+        assert!(text.contains("F12_2 ALL RETURNED"), "the child still ran 60 s after its start (killed) before its steps returned:\n{text}");
+        return;
+    };
+    assert!(status.success(), "the child failed:\n{text}");
+    assert!(text.contains("DROPS RETURNED") && text.contains("F12_2 ALL RETURNED"), "{text}");
+}
+
 /// E5 (audit 2026-11-27e): an `Event` recorded into a running capture, then queried
 /// (`is_complete`) or waited for (`synchronize`) inside the capture: the driver's query
 /// invalidated the capture (whose error then named other causes), and after it every use of the

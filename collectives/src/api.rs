@@ -53,12 +53,14 @@ pub trait Collectives {
     /// Receives from `peer` into `buf`.
     fn recv<T: Element>(&self, buf: Self::Dst<'_, T>, peer: usize) -> Result<()>;
 
-    /// Starts a group (`ncclGroupStart`); use [`group`] or [`Collectives::group`].
+    /// Starts a group (`ncclGroupStart`); use [`group`] or [`Collectives::group`]. Callable
+    /// only by this crate (`GroupToken` cannot be named outside it): a group begun by hand left
+    /// NCCL recording operations that the door took as queued (audit 2026-11-27f F12-1).
     #[doc(hidden)]
-    fn group_begin() -> Result<()>;
-    /// Ends a group (`ncclGroupEnd`).
+    fn group_begin(token: GroupToken) -> Result<()>;
+    /// Ends a group (`ncclGroupEnd`); see [`Collectives::group_begin`].
     #[doc(hidden)]
-    fn group_end() -> Result<()>;
+    fn group_end(token: GroupToken) -> Result<()>;
 
     /// Runs `body`, whose operations (issued through the [`Grouped`] it gets) complete
     /// together at the end, as between `ncclGroupStart` and `ncclGroupEnd`: sends and receives
@@ -72,6 +74,34 @@ pub trait Collectives {
     {
         group(std::slice::from_ref(self), |members| body(&members[0]))
     }
+}
+
+/// The proof that a call of [`Collectives::group_begin`] / [`Collectives::group_end`] comes from
+/// this crate's [`group`]: a type outside code cannot name, so it cannot make one (F12-1).
+#[doc(hidden)]
+pub struct GroupToken(pub(crate) ());
+
+thread_local! {
+    /// True while a [`Grouped`] member issues its operation on this thread: the one way an
+    /// operation may be issued while the thread's NCCL group is open (F12-1).
+    static ISSUING_MEMBER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// True while a [`Grouped`] member of the running [`group`] issues an operation on this thread.
+pub(crate) fn issuing_member() -> bool {
+    ISSUING_MEMBER.with(std::cell::Cell::get)
+}
+
+/// Runs `op` marked as a [`Grouped`] member's operation (restored on unwind too).
+fn as_member<R>(op: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            ISSUING_MEMBER.with(|m| m.set(self.0));
+        }
+    }
+    let _restore = Restore(ISSUING_MEMBER.with(|m| m.replace(true)));
+    op()
 }
 
 /// A queued operation of a group (thread backend), with whether it is a send.
@@ -96,12 +126,12 @@ pub fn group<'g, 'a: 'g, C: Collectives, R>(comms: &'g [C], body: impl FnOnce(&[
     impl<C: Collectives> Drop for EndOnUnwind<C> {
         fn drop(&mut self) {
             if self.0 {
-                let _ = C::group_end();
+                let _ = C::group_end(GroupToken(()));
             }
         }
     }
     let queue = RefCell::new(Vec::new());
-    C::group_begin()?;
+    C::group_begin(GroupToken(()))?;
     let mut guard = EndOnUnwind::<C>(true, std::marker::PhantomData);
     let members: Vec<Grouped<'_, 'g, 'a, C>> = comms.iter().map(|comm| Grouped { comm, queue: &queue, _buffers: std::marker::PhantomData }).collect();
     let result = body(&members);
@@ -112,14 +142,14 @@ pub fn group<'g, 'a: 'g, C: Collectives, R>(comms: &'g [C], body: impl FnOnce(&[
     let (sends, others): (Vec<_>, Vec<_>) = queued.into_iter().partition(|(is_send, _)| *is_send);
     let mut outcome = Ok(());
     for (_, op) in sends.into_iter().chain(others) {
-        if let Err(e) = op()
+        if let Err(e) = as_member(op)
             && outcome.is_ok()
         {
             outcome = Err(e);
         }
     }
     guard.0 = false;
-    let end = C::group_end();
+    let end = C::group_end(GroupToken(()));
     outcome?;
     end?;
     Ok(result)
@@ -132,7 +162,7 @@ impl<'q, 'g, 'a: 'g, C: Collectives> Grouped<'q, 'g, 'a, C> {
             self.queue.borrow_mut().push((is_send, Box::new(move || op(comm))));
             Ok(())
         } else {
-            op(self.comm)
+            as_member(|| op(self.comm))
         }
     }
 

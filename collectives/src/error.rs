@@ -97,6 +97,18 @@ pub enum Error {
         /// The timeout.
         after: Duration,
     },
+    /// An NCCL operation issued while this thread's NCCL group is open, other than through a
+    /// [`crate::Grouped`] member of the outermost [`crate::group`], or a [`crate::group`]
+    /// begun inside another: NCCL would only record it until the outermost group ends, after
+    /// the buffers' ordering (and possibly their release) was settled as if it were queued
+    /// (audit 2026-11-27f F12-1: a receive wrote a buffer freed and reallocated meanwhile).
+    #[error("{operation}: {problem}")]
+    GroupMisuse {
+        /// The refused call.
+        operation: &'static str,
+        /// What is wrong and what to do instead.
+        problem: &'static str,
+    },
     /// The communicator was aborted earlier (after a timeout or an asynchronous error).
     #[error("{operation}: the communicator was aborted; make a new one")]
     Aborted {

@@ -329,3 +329,50 @@ fn s9_item2_dropping_a_communicator_whose_work_cannot_finish_is_bounded() {
     assert!(took < Duration::from_millis(2500), "the drop waited for the held work: {took:?}");
     stream.synchronize().unwrap();
 }
+
+/// F12-1 (audit 2026-11-27f): inside a `group` body, NCCL records an operation and queues it
+/// only at the outermost group's end, while the door orders and releases its buffers as if it
+/// were queued at the call. On an H200 a plain `OnStream` receive in the body, into a buffer
+/// dropped in the body, wrote the next allocation (1048576 of 1048576 elements). Now a plain
+/// operation in the body and a group nested in another are refused (`Error::GroupMisuse`),
+/// and the same exchange through the body's `Grouped` member still works (one rank, sending to
+/// itself).
+#[test]
+fn f12_1_operations_a_group_would_defer_past_their_buffers_are_refused() {
+    let Some(contexts) = gpus_or_skip("f12_1_operations_a_group_would_defer_past_their_buffers_are_refused", 1) else { return };
+    let context = &contexts[0];
+    let comms = Communicator::init_all(std::slice::from_ref(context), &Config::new().timeout(Duration::from_secs(30))).unwrap();
+    let stream = Stream::new(context).unwrap();
+    let on = comms[0].on(&stream).unwrap();
+    let n = 1 << 16;
+    let x = DeviceBuffer::from_slice(context, &vec![7.0f32; n]).unwrap();
+    // A plain operation in the body: refused before NCCL or the door sees it.
+    let refused = group(std::slice::from_ref(&on), |_members| {
+        let mut y = DeviceBuffer::<f32>::zeroed(context, n).unwrap();
+        let send = on.send(x.slice(..), 0);
+        let recv = on.recv(y.slice_mut(..), 0);
+        (send, recv)
+    })
+    .unwrap();
+    for (what, result) in [("send", refused.0), ("recv", refused.1)] {
+        assert!(matches!(result, Err(Error::GroupMisuse { .. })), "{what}: {result:?}");
+    }
+    // A nested group: refused.
+    let nested = group(std::slice::from_ref(&on), |_outer| group(std::slice::from_ref(&on), |_inner| ()).map(drop)).unwrap();
+    assert!(matches!(nested, Err(Error::GroupMisuse { operation: "group", .. })), "{nested:?}");
+    // Through the member: completes at the group's end, as before.
+    let mut y = DeviceBuffer::<f32>::zeroed(context, n).unwrap();
+    group(std::slice::from_ref(&on), |members| -> Result<(), Error> {
+        members[0].send(x.slice(..), 0)?;
+        members[0].recv(y.slice_mut(..), 0)
+    })
+    .unwrap()
+    .unwrap();
+    stream.synchronize().unwrap();
+    assert!(y.to_vec().unwrap().iter().all(|&v| v == 7.0));
+    // The thread's group state is clean afterwards: a plain operation outside a group runs.
+    let mut z = DeviceBuffer::<f32>::zeroed(context, n).unwrap();
+    on.all_reduce(x.slice(..), z.slice_mut(..), ReduceOp::Sum).unwrap();
+    stream.synchronize().unwrap();
+    assert!(z.to_vec().unwrap().iter().all(|&v| v == 7.0));
+}

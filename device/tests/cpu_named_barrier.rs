@@ -180,3 +180,58 @@ fn p4_named_barrier_ids_of_the_block_barriers_are_refused() {
     let id = std::hint::black_box(3);
     let _ = NamedBarrier::new(id, 64);
 }
+
+/// Audit 2026-11-27f F12-3: a named barrier counts warps, as a GPU does ("marks warps' arrival
+/// at barrier", in multiples of the warp size): a warp whose other lanes exited, and a partial
+/// last warp, count 32. On an H200 `(block, count, live)` = (32, 32, 16), (48, 64, 48) and
+/// (64, 64, 40) completed; the executor called each a deadlock. A warp that exited entirely
+/// does not arrive (64, 64, 32 hangs a GPU), and the executor still reports it.
+#[test]
+fn f12_3_named_barriers_count_warps_with_exited_lanes_and_partial_warps_as_a_gpu_does() {
+    for (block, count, live) in [(32u32, 32u32, 16u32), (48, 64, 48), (64, 64, 40), (64, 64, 64)] {
+        let passed: Vec<AtomicU32> = (0..block).map(|_| AtomicU32::new(0)).collect();
+        let body = || {
+            let tid = thread_idx_x();
+            if tid >= live {
+                return;
+            }
+            NamedBarrier::new(4, count).sync();
+            passed[tid as usize].store(1, Ordering::Relaxed);
+        };
+        let run = CpuExecutor::new().with_watchdog(std::time::Duration::from_secs(5)).run("named_exit", LaunchConfig::new(1u32, block), &body);
+        assert!(run.is_ok(), "block {block}, count {count}, live {live}: {run:?}");
+        let through = passed.iter().filter(|p| p.load(Ordering::Relaxed) == 1).count() as u32;
+        assert_eq!(through, live, "block {block}, count {count}, live {live}");
+    }
+    let body = || {
+        if thread_idx_x() >= 32 {
+            return;
+        }
+        NamedBarrier::new(4, 64).sync();
+    };
+    let hung = CpuExecutor::new().with_watchdog(std::time::Duration::from_secs(2)).run("named_exit", LaunchConfig::new(1u32, 64u32), &body);
+    assert!(hung.is_err(), "a whole warp that exited does not arrive: the phase never completes (a GPU hangs)");
+}
+
+/// Audit 2026-11-27f F12-3: two thread counts for one phase of one named barrier (warp 0
+/// `sync`s with 64, warp 1 `arrive`s with 32) raised `CUDA_ERROR_ILLEGAL_INSTRUCTION` on an
+/// H200; the executor said `Ok`. Now it is a fault here too, naming both counts.
+#[test]
+fn f12_3_two_thread_counts_in_one_named_barrier_phase_are_a_fault() {
+    for other in [32u32, 64] {
+        let body = || {
+            if thread_idx_x() < 32 {
+                NamedBarrier::new(4, 64).sync();
+            } else {
+                NamedBarrier::new(4, other).arrive();
+            }
+        };
+        let run = CpuExecutor::new().with_watchdog(std::time::Duration::from_secs(5)).run("named_mixed", LaunchConfig::new(1u32, 64u32), &body);
+        if other == 64 {
+            assert!(run.is_ok(), "{run:?}");
+        } else {
+            let text = run.unwrap_err().to_string();
+            assert!(text.contains("two thread counts (64 and 32)") && text.contains("CUDA_ERROR_ILLEGAL_INSTRUCTION"), "{text}");
+        }
+    }
+}

@@ -488,6 +488,10 @@ impl<T: Transform> Drop for Plan<T> {
                 crate::memory::leaks::leaked_after_failed_wait("cuFFT plan", &error);
                 return;
             }
+            // cufftDestroy waits for the whole device, not only the plan's streams (F12-2).
+            if !crate::memory::leaks::may_release("cuFFT plan", context.timed_out(), "cufftDestroy (it waits for the whole device)") {
+                return;
+            }
             // SAFETY: the handle came from cufftPlanMany and is destroyed once, after its work.
             let _ = unsafe { sys::cufftDestroy(handle) };
         });

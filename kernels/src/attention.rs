@@ -246,6 +246,9 @@ pub fn attention_backward<T: Element>(
     shape: Attention,
 ) -> Result<()> {
     shape.check()?;
+    // Every operand first, so that a refused call allocates nothing (audit 2026-11-27f F12-4:
+    // inside a capture the allocation's refusal hid the operand at fault).
+    check_backward_operands(&shape, [len_of(q), len_of(k), len_of(v), len_of(out), len_of(dout), len_of(lse), len_of(dq), len_of(dk), len_of(dv)])?;
     // The sm_90 kernel allocates its own (zeroed) scratch when this one is too short for it.
     let mut scratch = DeviceBuffer::<f32>::zeroed_async(stream, backward_scratch_len(&shape))?;
     attention_backward_with_scratch(stream, q, k, v, out, dout, lse, dq, dk, dv, &mut scratch, shape)
@@ -267,6 +270,21 @@ pub fn backward_scratch_len_fastest(shape: &Attention) -> usize {
     backward_scratch_len(shape).max(backward_scratch_len_sm90(shape))
 }
 
+/// The backward's operand lengths, in the signature's order (`q, k, v, out, dout, lse, dq, dk,
+/// dv`), each refused by name; called before anything is allocated or queued.
+pub(crate) fn check_backward_operands(shape: &Attention, lens: [usize; 9]) -> Result<()> {
+    let [q, k, v, out, dout, lse, dq, dk, dv] = lens;
+    shape.q("q", q)?;
+    shape.kv("k", k)?;
+    shape.kv("v", v)?;
+    shape.q("out", out)?;
+    shape.q("dout", dout)?;
+    shape.lse("lse", lse)?;
+    shape.q("dq", dq)?;
+    shape.kv("dk", dk)?;
+    shape.kv("dv", dv)
+}
+
 /// [`attention_backward`] on the deterministic paths only (never the sm_90 kernel, whose dQ
 /// is summed with atomic adds): the same inputs give the same gradients, bit for bit, on
 /// every call (the `mma.sync` tensor-core path for `bf16`/`f16` with `head_dim` 64 or 128,
@@ -286,6 +304,7 @@ pub fn attention_backward_deterministic<T: Element>(
     shape: Attention,
 ) -> Result<()> {
     shape.check()?;
+    check_backward_operands(&shape, [len_of(q), len_of(k), len_of(v), len_of(out), len_of(dout), len_of(lse), len_of(dq), len_of(dk), len_of(dv)])?;
     let mut scratch = DeviceBuffer::<f32>::zeroed_async(stream, backward_scratch_len(&shape))?;
     backward(stream, q, k, v, out, dout, lse, dq, dk, dv, &mut scratch, shape, false)
 }
@@ -374,15 +393,7 @@ fn backward<T: Element>(
 ) -> Result<()> {
     let (head_dim, kernel_shape) = shape.check()?;
     expect_at_least("scratch", len_of(scratch), backward_scratch_len(&shape), || "backward_scratch_len: one f32 per row of O".into())?;
-    shape.q("q", len_of(q))?;
-    shape.kv("k", len_of(k))?;
-    shape.kv("v", len_of(v))?;
-    shape.q("out", len_of(out))?;
-    shape.q("dout", len_of(dout))?;
-    shape.lse("lse", len_of(lse))?;
-    shape.q("dq", len_of(dq))?;
-    shape.kv("dk", len_of(dk))?;
-    shape.kv("dv", len_of(dv))?;
+    check_backward_operands(&shape, [len_of(q), len_of(k), len_of(v), len_of(out), len_of(dout), len_of(lse), len_of(dq), len_of(dk), len_of(dv)])?;
     if sm90 && T::HOPPER_BACKWARD && shape.q_rows() > 0 && shape.kv_rows() > 0 {
         let arch = stream.context().device().arch()?;
         if let Some(kernel) = hopper_backward_kernel::<T>(&shape, arch)

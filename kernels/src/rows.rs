@@ -420,6 +420,30 @@ pub fn norm_backward_scratch_len(shape: Rows) -> usize {
     }
 }
 
+/// The norm backward's operand lengths (`dout, x, weight, rstd, dx, dweight`; `mean` and `dbias`
+/// for the layer norm, `dresidual` when given), each refused by name in the order the
+/// `_with_scratch` forms check them; the allocating forms call it before they allocate their
+/// scratch (audit 2026-11-27f F12-4).
+fn check_norm_backward_operands(shape: Rows, lens: [usize; 6], mean: Option<usize>, dresidual: Option<usize>, dbias: Option<usize>) -> Result<()> {
+    let [dout, x, weight, rstd, dx, dweight] = lens;
+    shape.matrix("dout", dout)?;
+    shape.matrix("x", x)?;
+    shape.row("weight", weight)?;
+    if let Some(mean) = mean {
+        shape.per_row("mean", mean)?;
+    }
+    shape.per_row("rstd", rstd)?;
+    if let Some(d) = dresidual {
+        shape.matrix("dresidual", d)?;
+    }
+    shape.matrix("dx", dx)?;
+    shape.row("dweight", dweight)?;
+    match dbias {
+        Some(dbias) => shape.row("dbias", dbias),
+        None => Ok(()),
+    }
+}
+
 /// Refuses scratch areas of another length than [`norm_backward_scratch_len`].
 fn expect_scratch(shape: Rows, dw: usize, db: usize) -> Result<()> {
     let want = norm_backward_scratch_len(shape);
@@ -445,6 +469,9 @@ pub fn layernorm_backward<T: Element>(
     shape: Rows,
 ) -> Result<()> {
     shape.check()?;
+    // Every operand first, so that a refused call allocates nothing (F12-4).
+    let lens = [crate::len_of(dout), crate::len_of(x), crate::len_of(weight), crate::len_of(rstd), crate::len_of(dx), crate::len_of(dweight)];
+    check_norm_backward_operands(shape, lens, Some(crate::len_of(mean)), dresidual.map(|d| crate::len_of(d)), Some(crate::len_of(dbias)))?;
     let gpu = Gpu(stream);
     // One allocation (and one memset) for both scratch areas.
     let len = norm_backward_scratch_len(shape);
@@ -489,6 +516,9 @@ pub fn rmsnorm_backward<T: Element>(
     shape: Rows,
 ) -> Result<()> {
     shape.check()?;
+    // Every operand first, so that a refused call allocates nothing (F12-4).
+    let lens = [crate::len_of(dout), crate::len_of(x), crate::len_of(weight), crate::len_of(rstd), crate::len_of(dx), crate::len_of(dweight)];
+    check_norm_backward_operands(shape, lens, None, dresidual.map(|d| crate::len_of(d)), None)?;
     let gpu = Gpu(stream);
     let len = norm_backward_scratch_len(shape);
     let mut scratch = gpu.scratch(2 * len)?;

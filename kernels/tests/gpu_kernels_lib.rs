@@ -843,3 +843,42 @@ fn gemm_on_bf16_linear_shapes_matches_f64_on_the_path_the_table_picks() {
         eprintln!("gemm bf16 {m}x{n}x{k}: path {path:?}, 2048 samples within bound");
     }
 }
+
+/// Audit 2026-11-27f F12-4: the allocating forms (`attention_backward`,
+/// `attention_backward_deterministic`, `rmsnorm_backward`, `layernorm_backward`) check every
+/// operand before they allocate their scratch. With one operand one element short, inside a
+/// capture, each names that operand; it used to be the scratch allocation's
+/// `AllocationInCapture`, which named nothing of the caller's mistake (and outside a capture an
+/// allocation and a memset were queued for a call then refused).
+#[test]
+fn f12_4_allocating_forms_name_a_short_operand_before_allocating_even_inside_a_capture() {
+    let Some((context, stream)) = gpu("f12_4_allocating_forms_name_a_short_operand_before_allocating_even_inside_a_capture") else { return };
+    let shape = Attention { batch: 1, heads_q: 2, heads_kv: 2, seq_q: 64, seq_kv: 64, head_dim: 64, layout: Layout::Bhsd, causal: false, scale: None };
+    let (ql, kl) = (shape.q_len(), shape.kv_len());
+    let (q, k, v, o, d_o) =
+        (zeros::<bf16>(&context, ql), zeros::<bf16>(&context, kl), zeros::<bf16>(&context, kl), zeros::<bf16>(&context, ql), zeros::<bf16>(&context, ql));
+    let lse = zeros::<f32>(&context, shape.q_rows());
+    let (mut dq, mut dk, mut dv) = (zeros::<bf16>(&context, ql), zeros::<bf16>(&context, kl), zeros::<bf16>(&context, kl - 1));
+    let rs = Rows { rows: 8, cols: 768 };
+    let (dout, x, w) = (zeros::<bf16>(&context, rs.len()), zeros::<bf16>(&context, rs.len()), zeros::<bf16>(&context, 768));
+    let (mean, rstd) = (zeros::<f32>(&context, 8), zeros::<f32>(&context, 8));
+    let mut dx = zeros::<bf16>(&context, rs.len() - 1);
+    let (mut dw, mut db) = (zeros::<f32>(&context, 768), zeros::<f32>(&context, 768));
+    let mut errors: Vec<(&str, Result<(), KernelsError>)> = Vec::new();
+    let graph = stream
+        .capture(|s| {
+            errors.push(("dv", attention::attention_backward(s, &q, &k, &v, &o, &d_o, &lse, &mut dq, &mut dk, &mut dv, shape)));
+            errors.push(("dv", attention::attention_backward_deterministic(s, &q, &k, &v, &o, &d_o, &lse, &mut dq, &mut dk, &mut dv, shape)));
+            errors.push(("dx", rows::rmsnorm_backward(s, &dout, &x, &w, &rstd, None, &mut dx, &mut dw, rs)));
+            errors.push(("dx", rows::layernorm_backward(s, &dout, &x, &w, &mean, &rstd, None, &mut dx, &mut dw, &mut db, rs)));
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(graph.node_count().unwrap(), 0, "a refused call recorded work");
+    for (want, got) in errors {
+        match got {
+            Err(KernelsError::Shape { operand, .. }) => assert_eq!(operand, want),
+            other => panic!("expected a Shape error naming `{want}`, got {other:?}"),
+        }
+    }
+}

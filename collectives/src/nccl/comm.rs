@@ -373,6 +373,22 @@ impl Communicator {
     }
 }
 
+/// Refuses an NCCL operation issued while this thread's NCCL group is open (`depth > 0`) other
+/// than by a [`crate::Grouped`] member (`member`): NCCL would only record it until the group's
+/// end, but the door orders and releases its buffers as if it were queued, so a buffer dropped
+/// in the group's body was written after its release (audit 2026-11-27f F12-1).
+fn check_not_in_foreign_group(operation: &'static str, depth: u32, member: bool) -> Result<()> {
+    if depth > 0 && !member {
+        return Err(Error::GroupMisuse {
+            operation,
+            problem: "issued inside a `group` body, but not through the `Grouped` member the body was given: NCCL would queue it \
+                      only at the group's end, after its buffers' ordering and release were settled (F12-1); issue it through \
+                      the member (`members[i].all_reduce(..)`), or after the group",
+        });
+    }
+    Ok(())
+}
+
 /// Polls `ncclCommGetAsyncError` until the communicator is no longer in progress.
 fn poll_ready(nccl: &Nccl, raw: RawComm, timeout: Option<Duration>, operation: &'static str) -> Result<()> {
     poll_until_done(
@@ -587,6 +603,7 @@ impl<'c> OnStream<'c> {
     /// `accesses` (the communicator's state and the views the call reads and writes) declared,
     /// and hands it the NCCL library and the stream handle.
     fn enqueue(&self, name: &'static str, accesses: &[BufferAccess<'_>], call: impl FnOnce(&Nccl, RawStream) -> ffi::NcclResult) -> Result<()> {
+        check_not_in_foreign_group(name, GROUP.with(|g| g.borrow().0), crate::api::issuing_member())?;
         self.stream.enqueue(name, accesses, |stream| self.comm.issue(name, |nccl| call(nccl, stream.get().cast())))
     }
 
@@ -717,7 +734,15 @@ impl Collectives for OnStream<'_> {
         })
     }
 
-    fn group_begin() -> Result<()> {
+    fn group_begin(_: crate::api::GroupToken) -> Result<()> {
+        if GROUP.with(|g| g.borrow().0) > 0 {
+            return Err(Error::GroupMisuse {
+                operation: "group",
+                problem: "a group of NCCL operations begun inside another one: NCCL issues the inner group's operations only at the \
+                          outer group's end, after the inner group's buffers are released to the caller (F12-1); issue them through \
+                          the outer group's members instead",
+            });
+        }
         let nccl = ffi::nccl()?;
         // SAFETY: no arguments; balanced by group_end.
         ffi::check(nccl, "ncclGroupStart", unsafe { (nccl.ncclGroupStart)() }, std::ptr::null_mut())?;
@@ -725,7 +750,7 @@ impl Collectives for OnStream<'_> {
         Ok(())
     }
 
-    fn group_end() -> Result<()> {
+    fn group_end(_: crate::api::GroupToken) -> Result<()> {
         let nccl = ffi::nccl()?;
         let touched = GROUP.with(|g| {
             let mut g = g.borrow_mut();
@@ -748,6 +773,18 @@ impl Collectives for OnStream<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// F12-1 (audit 2026-11-27f): an NCCL operation inside an open group is refused unless a
+    /// `Grouped` member issues it; outside a group every operation goes on. (The GPU half,
+    /// `f12_1_*` in tests/gpu_nccl.rs, shows the receive that wrote a freed buffer refused.)
+    #[test]
+    fn f12_1_an_operation_inside_an_open_group_is_refused_unless_a_member_issues_it() {
+        assert!(check_not_in_foreign_group("ncclRecv", 0, false).is_ok());
+        assert!(check_not_in_foreign_group("ncclRecv", 1, true).is_ok());
+        let refused = check_not_in_foreign_group("ncclRecv", 1, false).unwrap_err();
+        assert!(matches!(refused, Error::GroupMisuse { operation: "ncclRecv", .. }), "{refused:?}");
+        assert!(refused.to_string().contains("`Grouped` member"), "{refused}");
+    }
 
     /// Issue 29: a communicator's drop never waits without a bound: with no timeout set, the
     /// drop's bound is [`DEFAULT_DROP_TIMEOUT`]; an explicit drop timeout wins over the

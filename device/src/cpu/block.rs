@@ -62,10 +62,18 @@ pub(crate) struct ThreadSlot {
 pub(crate) const POLLS_BEFORE_YIELD: u32 = 64;
 
 /// One open phase of a named barrier of the block.
+///
+/// Arrivals count by warp, as on a GPU: PTX `barrier` "causes executing thread to wait for all
+/// non-exited threads from its warp and marks warps' arrival at barrier", and the count is "in
+/// multiple of warp size". A warp counts 32 once every one of its lanes has arrived or exited
+/// (at least one arrived), a partial last warp included (audit 2026-11-27f F12-3: a warp with
+/// exited lanes and a 48-thread block completed on an H200 and were reported as deadlocks here).
 #[derive(Default)]
 struct NamedPhase {
-    /// Threads that have arrived in this phase.
-    arrived: u32,
+    /// Per warp of the block, the lanes that have arrived in this phase.
+    lanes: Vec<u32>,
+    /// The thread count the phase's first arrival gave (all must give the same: F12-3).
+    count: Option<u32>,
     /// Phases completed so far.
     completed: u64,
     /// The ranks that wait (`sync`) for this phase.
@@ -437,28 +445,70 @@ impl<'a> BlockContext<'a> {
         if wait {
             phase.waiters.push(me);
         }
-        let number = phase.completed;
-        phase.arrived += 1;
-        if phase.arrived >= threads {
-            if let Some(seen) = seen {
-                for &waiter in &phase.waiters {
-                    let row = &seen[waiter as usize * n..(waiter as usize + 1) * n];
-                    for (known, &j) in row.iter().zip(&phase.join) {
-                        known.set(known.get().max(j));
-                    }
-                }
-            }
-            phase.arrived = 0;
-            phase.completed += 1;
-            phase.waiters.clear();
-            phase.join.iter_mut().for_each(|j| *j = 0);
+        // Two thread counts for one phase of one barrier: an H200 raised
+        // CUDA_ERROR_ILLEGAL_INSTRUCTION for it (F12-3), so it is a fault here too.
+        if let Some(count) = phase.count.filter(|&count| count != threads) {
+            drop(named);
+            panic!(
+                "named barrier {id}: one phase was given two thread counts ({count} and {threads}); a GPU faults on it \
+                 (CUDA_ERROR_ILLEGAL_INSTRUCTION, the context is lost): give every `NamedBarrier` of one id the same count"
+            );
         }
+        phase.count = Some(threads);
+        let warps = n.div_ceil(WARP_SIZE as usize);
+        if phase.lanes.len() != warps {
+            phase.lanes = vec![0; warps];
+        }
+        phase.lanes[(me / WARP_SIZE) as usize] |= 1 << (me % WARP_SIZE);
+        let number = phase.completed;
+        self.settle(phase, seen.map(|s| &**s));
         number
     }
 
-    /// Phases of named barrier `id` completed so far.
+    /// Completes `phase` when the warps whose lanes have all arrived or exited (at least one
+    /// arrived) reach its thread count, 32 a warp; then orders the waiters' later accesses after
+    /// the arrivals (race detection) and opens the next phase. Called at each arrival and at
+    /// each poll of a waiting thread, so that lanes exiting after their warp-mates arrived
+    /// release the phase, as on a GPU.
+    fn settle(&self, phase: &mut NamedPhase, seen: Option<&[Cell<u32>]>) {
+        let Some(threads) = phase.count else { return };
+        let n = self.threads.len();
+        let warp = WARP_SIZE as usize;
+        let full = |w: usize, arrived: u32| {
+            arrived != 0
+                && (w * warp..((w + 1) * warp).min(n)).all(|r| arrived & (1 << (r % warp)) != 0 || matches!(self.threads[r].state.get(), ThreadState::Exited))
+        };
+        let warps = phase.lanes.iter().enumerate().filter(|&(w, &arrived)| full(w, arrived)).count() as u32;
+        if warps * WARP_SIZE < threads {
+            return;
+        }
+        if let Some(seen) = seen {
+            for &waiter in &phase.waiters {
+                let row = &seen[waiter as usize * n..(waiter as usize + 1) * n];
+                for (known, &j) in row.iter().zip(&phase.join) {
+                    known.set(known.get().max(j));
+                }
+            }
+        }
+        phase.lanes.iter_mut().for_each(|l| *l = 0);
+        phase.count = None;
+        phase.completed += 1;
+        phase.waiters.clear();
+        phase.join.iter_mut().for_each(|j| *j = 0);
+    }
+
+    /// Phases of named barrier `id` completed so far (the open phase settled first: lanes that
+    /// exited since the last arrival may complete it).
     pub(crate) fn named_completed(&self, id: u32) -> u64 {
-        self.named.borrow().get(id as usize).map_or(0, |p| p.completed)
+        let seen = self.named_seen.get().map(|s| &**s);
+        let mut named = self.named.borrow_mut();
+        match named.get_mut(id as usize) {
+            Some(phase) => {
+                self.settle(phase, seen);
+                phase.completed
+            }
+            None => 0,
+        }
     }
 
     /// Whether every thread of `runnable` (the ranks the next pass resumes) yielded to poll

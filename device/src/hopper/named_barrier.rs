@@ -21,10 +21,19 @@
 //!
 //! Like [`crate::sync::sync_threads`], these are the non-`.aligned` forms (`barrier.sync`, not
 //! `bar.sync`): LLVM may duplicate a barrier into branches, which the aligned form forbids.
-//! Misuse (counts that never complete) deadlocks the block; it cannot corrupt memory.
+//! Misuse (counts that never complete) deadlocks the block; it cannot corrupt memory. One rule
+//! faults instead: every arrival of a phase must give the same thread count (warp 0 `sync`
+//! with 64 and warp 1 `arrive` with 32 on one id raised `CUDA_ERROR_ILLEGAL_INSTRUCTION` on an
+//! H200, losing the context; audit 2026-11-27f F12-3): give every `NamedBarrier` of one id the
+//! same count (a `const` per id, as the Hopper kernels do).
+//!
+//! Arrivals count by warp, as the hardware counts them ("marks warps' arrival at barrier"): a
+//! warp arrives once its non-exited lanes have, and counts 32 even when some lanes exited or it
+//! is the partial last warp of the block; a warp whose lanes all exited does not arrive.
 //!
 //! On the CPU executor a waiting thread yields to the block's other threads until the phase
-//! completes (`hopper::emu`).
+//! completes (`hopper::emu`); arrivals count by warp there too, and two counts in one phase are
+//! reported as the fault they are on a GPU.
 
 /// A named barrier: an id in 4..=15 and the number of threads per phase.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -423,6 +423,11 @@ impl Drop for CublasLt {
         self.stream.context().release(crate::context::Released::CublasLt, move |context| {
             let (handle, plans) = parts.into_inner();
             drop(plans);
+            // As `Cublas`'s drop (F12-2): no destroy that may wait for the device after a
+            // reported timeout.
+            if !crate::memory::leaks::may_release("cuBLASLt handle", context.timed_out(), "cublasLtDestroy (it may wait for the whole device)") {
+                return;
+            }
             if context.bind_to_thread().is_ok() {
                 // SAFETY: created in `new`, destroyed once; queued matmuls still complete (the
                 // workspace's release waits for the stream).

@@ -237,6 +237,11 @@ impl Drop for Cublas {
     fn drop(&mut self) {
         let handle = Handle(self.handle);
         self.stream.context().release(crate::context::Released::Cublas, move |context| {
+            // cublasDestroy synchronises the device: after a reported timeout it would wait for
+            // the work given up on, for ever (F12-2); leak the handle instead.
+            if !crate::memory::leaks::may_release("cuBLAS handle", context.timed_out(), "cublasDestroy (it waits for the whole device)") {
+                return;
+            }
             if context.bind_to_thread().is_ok() {
                 // SAFETY: created in `new`, destroyed once; queued work still completes.
                 unsafe { cublas::cublasDestroy_v2(handle.into_inner()) };

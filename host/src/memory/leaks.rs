@@ -28,6 +28,20 @@ pub(crate) fn leaked_after_failed_wait(what: &str, error: &Error) {
     }
 }
 
+/// For a release whose driver or library call waits for *all* of the context's work, not only
+/// for the streams that used what it frees (`cublasDestroy` "implicitly calls
+/// `cudaDeviceSynchronize()`", `cuMemFreeHost`, `cufftDestroy`, `cuMemFree`: audit 2026-11-27f
+/// F12-2, each hung for ever after a reported timeout). `timed_out` is
+/// `Context::timed_out()`: while work given up on still runs, the release does not block (the
+/// rule of every release, host-safety.md "After a timeout"): it is counted and said as a leak of
+/// `what` (`operation` names the call that would have waited). True when it may go on.
+pub(crate) fn may_release(what: &str, timed_out: bool, operation: &'static str) -> bool {
+    if timed_out {
+        leaked_after_failed_wait(what, &Error::WorkStillRunning { operation });
+    }
+    !timed_out
+}
+
 /// The first leak's message: what leaked, why, and what to do.
 fn message(what: &str, error: &Error) -> String {
     format!(
@@ -41,6 +55,20 @@ fn message(what: &str, error: &Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// F12-2: a release whose call would wait for the whole device (`cublasDestroy`,
+    /// `cuMemFreeHost`, ...) goes on when no timeout is pending, and is skipped, counted and
+    /// named after one (the GPU half: `f12_2_drops_and_pinned_allocations_after_a_timeout_return`
+    /// in tests/gpu_host_seams.rs).
+    #[test]
+    fn f12_2_a_release_that_would_wait_for_the_device_after_a_timeout_is_skipped_and_counted() {
+        let before = leaked_releases();
+        assert!(may_release("cuBLAS handle", false, "cublasDestroy"));
+        assert!(!may_release("cuBLAS handle", true, "cublasDestroy"));
+        assert!(leaked_releases() > before);
+        let text = message("cuBLAS handle", &Error::WorkStillRunning { operation: "cublasDestroy" });
+        assert!(text.contains("cuBLAS handle was dropped") && text.contains("cublasDestroy"), "{text}");
+    }
 
     /// F6: each skipped release is counted (the count the drops' tests read), and the message
     /// names what leaked, the cause and the way out.

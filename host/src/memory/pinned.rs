@@ -42,7 +42,12 @@ unsafe impl<T: Pod> Sync for PinnedBuffer<T> {}
 impl<T: Pod> PinnedBuffer<T> {
     /// Allocates `len` zeroed elements of page-locked memory, usable for copies in `context`
     /// (and, being portable, in every other context).
+    ///
+    /// After [`Stream::synchronize_timeout`] reported work still running, `cuMemHostAlloc`
+    /// waits for the device (F12-2): this waits at most 2 s for that work, then returns
+    /// [`Error::RefusedAfterTimeout`].
     pub fn zeroed(context: &Context, len: usize) -> Result<Self> {
+        context.refuse_after_timeout(|| "PinnedBuffer::zeroed (cuMemHostAlloc waits for the device)".into())?;
         context.bind_to_thread()?;
         let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or(Error::AllocationTooLarge { len, element_bytes: std::mem::size_of::<T>() })?;
         let mut ptr: *mut std::ffi::c_void = std::ptr::null_mut();
@@ -172,6 +177,11 @@ impl<T: Pod> Drop for PinnedBuffer<T> {
             let Ok(streams) = streams.resolve(context) else { return };
             if let Err(error) = streams.iter().try_for_each(Stream::host_wait).and_then(|()| context.bind_to_thread()) {
                 crate::memory::leaks::leaked_after_failed_wait("PinnedBuffer", &error);
+                return;
+            }
+            // cuMemFreeHost waits for the whole device: after a reported timeout, even a buffer
+            // no stream used would wait for ever (F12-2).
+            if !crate::memory::leaks::may_release("PinnedBuffer", context.timed_out(), "cuMemFreeHost (it waits for the whole device)") {
                 return;
             }
             // SAFETY: allocated by cuMemHostAlloc, freed once, no copy uses it any more.

@@ -744,6 +744,10 @@ pub(crate) fn release(context: &Context, ptr: u64, streams: UsedStreams, pooled:
                 return;
             }
         }
+        // cuMemFree may wait for the whole device (F12-2): not after a reported timeout.
+        if !super::leaks::may_release("DeviceBuffer", context.timed_out(), "cuMemFree without memory pools (it may wait for the whole device)") {
+            return;
+        }
         // SAFETY: allocated by us with cuMemAlloc, freed once, after the work of every stream
         // that used it (waited for above).
         let _ = unsafe { crate::driver::memory::free(ptr) };
