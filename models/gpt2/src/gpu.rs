@@ -347,7 +347,12 @@ impl Backend for Gpu {
             // Long enough for the sm_90 backward, so a captured step (`--graph`) keeps it.
             let n = attention::backward_scratch_len_fastest(&shape);
             let mut scratch = self.scratch(ATTENTION, n)?;
-            Ok(attention::attention_backward_with_scratch(&self.stream, q, k, v, out, dout, lse, dq, dk, dv, &mut scratch.slice_mut(..n), shape)?)
+            Ok(attention::attention_backward_with_scratch(
+                &self.stream,
+                attention::Backward { q, k, v, out, dout, lse, dq, dk, dv },
+                &mut scratch.slice_mut(..n),
+                shape,
+            )?)
         })
     }
     fn cross_entropy<T: Act>(
