@@ -25,6 +25,11 @@
 //!   products through named barriers, so one's softmax overlaps the other's products); the
 //!   `_s3` kernels have 3-deep K/V rings ([`STAGES_DEEP`]).
 //!
+//! The `_persistent` kernels ([`attention_body_persistent`]) run the overlapped schedules on a
+//! grid of at most one block per SM: each block takes query tiles ([`work_item`]) from a
+//! counter until all are done, and loads the next tile while it finishes this one. Their two
+//! more parameters: `heads` (`B·H`) and `next` (the counter, a `u32` zeroed before the launch).
+//!
 //! Requirements (the kernels' contract; `ferrocuda_kernels::attention::attention_forward` checks
 //! them and builds the maps, `bench/hopper`'s `attention_host::Problem` builds inputs that meet it):
 //! the maps describe live arrays with the layout above, box `[64, 128, 1]`, 128-byte swizzle;
