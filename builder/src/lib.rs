@@ -161,6 +161,8 @@ impl KernelBuilder {
     /// naming it, its bytes and the likely cause (an array indexed in a loop the compiler left
     /// rolled, or register pressure; docs/performance.md). For kernels that keep a buffer on
     /// the stack on purpose (printing, a deliberately large frame).
+    /// A name ending in `*` is a prefix: `local_memory_expected("attention_*")` vouches for
+    /// every kernel whose name starts with `attention_`.
     pub fn local_memory_expected(mut self, kernel: impl Into<String>) -> Self {
         self.local_memory_expected.push(kernel.into());
         self

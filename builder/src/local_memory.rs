@@ -16,6 +16,14 @@ use crate::ptxas::KernelResources;
 /// for with `allow_recursion`, whose frames are their calls'). `detailed_panics`: the
 /// detailed panic handler's ~600-byte frame is expected in every kernel that can panic, so
 /// nothing is said then.
+/// Whether `kernel` is among `expected`: a name, or a prefix ending in `*` (`attention_*`).
+fn is_expected(kernel: &str, expected: &[String]) -> bool {
+    expected.iter().any(|e| match e.strip_suffix('*') {
+        Some(prefix) => kernel.starts_with(prefix),
+        None => e == kernel,
+    })
+}
+
 pub fn warnings(resources: &[KernelResources], expected: &[String], detailed_panics: bool) -> Vec<String> {
     if detailed_panics {
         return Vec::new();
@@ -26,7 +34,7 @@ pub fn warnings(resources: &[KernelResources], expected: &[String], detailed_pan
     }
     by_kernel
         .into_values()
-        .filter(|r| (r.stack_frame > 0 || r.spill_stores > 0) && !expected.contains(&r.kernel))
+        .filter(|r| (r.stack_frame > 0 || r.spill_stores > 0) && !is_expected(&r.kernel, expected))
         .map(|r| {
             // ptxas rounds the spill area up (12 bytes spilled, a 16-byte frame).
             let array = r.stack_frame > r.spill_stores.next_multiple_of(16);
@@ -71,5 +79,14 @@ mod tests {
     fn p30_local_memory_vouched_for_kernels_and_the_detailed_panic_handler_are_quiet() {
         assert!(warnings(&[kernel("recurse", 64, 0)], &["recurse".to_string()], false).is_empty());
         assert!(warnings(&[kernel("k", 600, 0)], &[], true).is_empty());
+    }
+
+    /// A name ending in `*` vouches for every kernel it prefixes, and for no other.
+    #[test]
+    fn p30_local_memory_a_prefix_vouches_for_the_kernels_it_starts() {
+        let expected = ["attention_*".to_string()];
+        let lines = warnings(&[kernel("attention_d128", 48, 48), kernel("attention_backward_d64", 96, 92), kernel("gemm", 16, 16)], &expected, false);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].contains("`gemm`"), "{}", lines[0]);
     }
 }

@@ -4,7 +4,10 @@
 //! warm-up calls (20 calls, fewer for calls over 15 ms, at least 3). FLOPs: forward
 //! `4 B H S² D` (half when causal), backward 2.5 times that (FlashAttention's convention).
 //! `BENCH_MMA=1` also times the deterministic backward (`attention_backward_deterministic`),
-//! `BENCH_WG=1` the sm_90 backward's `_red` and `_late` instances (`attention_backward_sm90`).
+//! `BENCH_WG=1` the sm_90 backward's `_red` and `_late` instances (`attention_backward_sm90`)
+//! and its trial instance where the shape has one (`_late_lpt`, `hopper_backward_trial_kernel`);
+//! the forward's other sm_90 instance (`attention_forward_sm90`: the persistent twin, or the
+//! one-tile-per-block one) is always timed beside the one the call picks.
 //! Prints a line per shape, and JSON lines (one per shape) to the file named by the first
 //! argument, for `kernels/bench/attention_table.py`, which puts them beside PyTorch's
 //! (`kernels/bench/attention_sdpa.py`). `BENCH_ONLY=D,S,causal` times one shape, `BENCH_MIN_S=n`
@@ -69,7 +72,11 @@ fn check(context: &Context, stream: &Stream, dir: &str) -> Result<(), KernelsErr
         DeviceBuffer::<bf16>::zeroed(context, a.kv_len())?,
     );
     attention::attention_forward(stream, &q, &k, &v, &mut o, &mut lse, a)?;
-    attention::attention_backward(stream, &q, &k, &v, &o, &dout, &lse, &mut dq, &mut dk, &mut dv, a)?;
+    attention::attention_backward(
+        stream,
+        attention::Backward { q: &q, k: &k, v: &v, out: &o, dout: &dout, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv },
+        a,
+    )?;
     stream.synchronize()?;
     for (name, x) in [("q", &q), ("k", &k), ("v", &v), ("do", &dout), ("dq", &dq), ("dk", &dk), ("dv", &dv)] {
         let bits: Vec<u8> = x.to_vec()?.iter().flat_map(|e| e.to_bits().to_le_bytes()).collect();
@@ -115,14 +122,33 @@ fn main() -> Result<(), KernelsError> {
                 );
                 let flops = 4.0 * (batch * heads) as f64 * (s * s) as f64 * head_dim as f64 * if causal { 0.5 } else { 1.0 };
                 let fwd = time(&context, &stream, || attention::attention_forward(&stream, &q, &k, &v, &mut o, &mut lse, a))?;
-                let bwd = time(&context, &stream, || attention::attention_backward(&stream, &q, &k, &v, &o, &dout, &lse, &mut dq, &mut dk, &mut dv, a))?;
+                let bwd = time(&context, &stream, || {
+                    attention::attention_backward(
+                        &stream,
+                        attention::Backward { q: &q, k: &k, v: &v, out: &o, dout: &dout, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv },
+                        a,
+                    )
+                })?;
                 let (fwd_tf, bwd_tf) = (flops / (fwd * 1e-3) / 1e12, 2.5 * flops / (bwd * 1e-3) / 1e12);
+                // The forward's other sm_90 instance (the persistent twin of a one-tile-per-block
+                // kernel, or the other way round), for comparison.
+                let fwd_twin = match attention::hopper_kernels::<bf16>(&a, arch) {
+                    Some([_, twin]) => {
+                        let ms = time(&context, &stream, || attention::attention_forward_sm90(&stream, twin, &q, &k, &v, &mut o, &mut lse, a))?;
+                        Some((twin, ms, flops / (ms * 1e-3) / 1e12))
+                    }
+                    None => None,
+                };
                 let path = attention::hopper_kernel::<bf16>(&a, arch).unwrap_or("mma.sync");
                 let bwd_path = attention::hopper_backward_kernel::<bf16>(&a, arch).unwrap_or("mma.sync");
                 // `BENCH_MMA=1`: also the deterministic backward (`mma.sync`), for comparison.
                 let mma = if std::env::var("BENCH_MMA").is_ok_and(|v| v == "1") {
                     let ms = time(&context, &stream, || {
-                        attention::attention_backward_deterministic(&stream, &q, &k, &v, &o, &dout, &lse, &mut dq, &mut dk, &mut dv, a)
+                        attention::attention_backward_deterministic(
+                            &stream,
+                            attention::Backward { q: &q, k: &k, v: &v, out: &o, dout: &dout, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv },
+                            a,
+                        )
                     })?;
                     Some((ms, 2.5 * flops / (ms * 1e-3) / 1e12))
                 } else {
@@ -133,7 +159,12 @@ fn main() -> Result<(), KernelsError> {
                     match attention::hopper_backward_kernels::<bf16>(&a, arch) {
                         Some(names) if std::env::var("BENCH_WG").is_ok_and(|v| v == "1") => {
                             let ms = time(&context, &stream, || {
-                                attention::attention_backward_sm90(&stream, names[which], &q, &k, &v, &o, &dout, &lse, &mut dq, &mut dk, &mut dv, a)
+                                attention::attention_backward_sm90(
+                                    &stream,
+                                    names[which],
+                                    attention::Backward { q: &q, k: &k, v: &v, out: &o, dout: &dout, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv },
+                                    a,
+                                )
                             })?;
                             Ok(Some((ms, 2.5 * flops / (ms * 1e-3) / 1e12)))
                         }
@@ -141,6 +172,21 @@ fn main() -> Result<(), KernelsError> {
                     }
                 };
                 let (wg, ov) = (twin(1)?, twin(2)?);
+                // `BENCH_WG=1`: also the backward's trial instance (`_late_lpt`), where it has one.
+                let trial = match attention::hopper_backward_trial_kernel::<bf16>(&a, arch) {
+                    Some(name) if std::env::var("BENCH_WG").is_ok_and(|v| v == "1") => {
+                        let ms = time(&context, &stream, || {
+                            attention::attention_backward_sm90(
+                                &stream,
+                                name,
+                                attention::Backward { q: &q, k: &k, v: &v, out: &o, dout: &dout, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv },
+                                a,
+                            )
+                        })?;
+                        Some((ms, 2.5 * flops / (ms * 1e-3) / 1e12))
+                    }
+                    _ => None,
+                };
                 let name = format!("D{head_dim} S{s} B{batch} H{heads}{}", if causal { " causal" } else { "" });
                 // Each twin by its schedule: `_red`, `_late`, or the bulk one (no suffix).
                 let names = attention::hopper_backward_kernels::<bf16>(&a, arch);
@@ -156,13 +202,18 @@ fn main() -> Result<(), KernelsError> {
                     })
                 };
                 let wg_text = wg.map_or(String::new(), |(_, tf)| format!(" [_{} bwd {tf:.1}]", tag(1)))
-                    + &ov.map_or(String::new(), |(_, tf)| format!(" [_{} bwd {tf:.1}]", tag(2)));
+                    + &ov.map_or(String::new(), |(_, tf)| format!(" [_{} bwd {tf:.1}]", tag(2)))
+                    + &trial.map_or(String::new(), |(_, tf)| format!(" [_late_lpt bwd {tf:.1}]"));
                 let mma_text = mma.map_or(String::new(), |(_, tf)| format!(" [deterministic bwd {tf:.1}]"));
-                println!("{name:<34} {fwd:>10.3} {bwd:>10.3} {fwd_tf:>12.1} {bwd_tf:>12.1}  [fwd {path}] [bwd {bwd_path}]{wg_text}{mma_text}");
+                let twin_text = fwd_twin.map_or(String::new(), |(twin, _, tf)| format!(" [fwd {twin} {tf:.1}]"));
+                println!("{name:<34} {fwd:>10.3} {bwd:>10.3} {fwd_tf:>12.1} {bwd_tf:>12.1}  [fwd {path}]{twin_text} [bwd {bwd_path}]{wg_text}{mma_text}");
                 if let Some(file) = json.as_mut() {
                     let mut mma_json = mma.map_or(String::new(), |(ms, tf)| format!(r#","bwd_det_ms":{ms:.5},"bwd_det_tflops":{tf:.2}"#));
+                    mma_json += &fwd_twin
+                        .map_or(String::new(), |(twin, ms, tf)| format!(r#","fwd_twin_path":"{twin}","fwd_twin_ms":{ms:.5},"fwd_twin_tflops":{tf:.2}"#));
                     mma_json += &wg.map_or(String::new(), |(ms, tf)| format!(r#","bwd_{}_ms":{ms:.5},"bwd_{}_tflops":{tf:.2}"#, tag(1), tag(1)));
                     mma_json += &ov.map_or(String::new(), |(ms, tf)| format!(r#","bwd_{}_ms":{ms:.5},"bwd_{}_tflops":{tf:.2}"#, tag(2), tag(2)));
+                    mma_json += &trial.map_or(String::new(), |(ms, tf)| format!(r#","bwd_late_lpt_ms":{ms:.5},"bwd_late_lpt_tflops":{tf:.2}"#));
                     writeln!(
                         file,
                         r#"{{"impl":"ours","head_dim":{head_dim},"seq":{s},"batch":{batch},"heads":{heads},"causal":{causal},"fwd_ms":{fwd:.5},"bwd_ms":{bwd:.5},"fwd_tflops":{fwd_tf:.2},"bwd_tflops":{bwd_tf:.2},"fwd_path":"{path}","bwd_path":"{bwd_path}"{mma_json}}}"#
@@ -186,8 +237,20 @@ fn main() -> Result<(), KernelsError> {
         );
         let flops = 2.5 * 4.0 * (8 * 12) as f64 * (1024.0 * 1024.0) * 64.0 * 0.5;
         attention::attention_forward(&stream, &q, &k, &v, &mut o, &mut lse, a)?;
-        let picked = time(&context, &stream, || attention::attention_backward(&stream, &q, &k, &v, &o, &dout, &lse, &mut dq, &mut dk, &mut dv, a))?;
-        let det = time(&context, &stream, || attention::attention_backward_deterministic(&stream, &q, &k, &v, &o, &dout, &lse, &mut dq, &mut dk, &mut dv, a))?;
+        let picked = time(&context, &stream, || {
+            attention::attention_backward(
+                &stream,
+                attention::Backward { q: &q, k: &k, v: &v, out: &o, dout: &dout, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv },
+                a,
+            )
+        })?;
+        let det = time(&context, &stream, || {
+            attention::attention_backward_deterministic(
+                &stream,
+                attention::Backward { q: &q, k: &k, v: &v, out: &o, dout: &dout, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv },
+                a,
+            )
+        })?;
         let tf = |ms: f64| flops / (ms * 1e-3) / 1e12;
         print!(
             "GPT-2 [B,S,H,D] B8 S1024 H12 D64 causal backward: picked {picked:.3} ms ({:.1} TFLOP/s), deterministic {det:.3} ms ({:.1})",
@@ -195,7 +258,14 @@ fn main() -> Result<(), KernelsError> {
             tf(det)
         );
         for name in attention::hopper_backward_kernels::<bf16>(&a, arch).into_iter().flatten() {
-            let ms = time(&context, &stream, || attention::attention_backward_sm90(&stream, name, &q, &k, &v, &o, &dout, &lse, &mut dq, &mut dk, &mut dv, a))?;
+            let ms = time(&context, &stream, || {
+                attention::attention_backward_sm90(
+                    &stream,
+                    name,
+                    attention::Backward { q: &q, k: &k, v: &v, out: &o, dout: &dout, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv },
+                    a,
+                )
+            })?;
             print!(", {name} {ms:.3} ms ({:.1})", tf(ms));
         }
         println!();

@@ -229,7 +229,11 @@ fn main() -> Result<(), KernelsError> {
         if s == 1024 {
             let (mut dq, mut dk, mut dv) = (buf(&context, a.q_len(), 13)?, buf(&context, a.kv_len(), 14)?, buf(&context, a.kv_len(), 15)?);
             time(&context, &stream, &format!("attention bwd B4 H16 S{s} D128 causal={causal}"), 0.0, 2.5 * flops, || {
-                attention::attention_backward(&stream, &q, &k, &v, &o, &q, &lse, &mut dq, &mut dk, &mut dv, a)
+                attention::attention_backward(
+                    &stream,
+                    attention::Backward { q: &q, k: &k, v: &v, out: &o, dout: &q, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv },
+                    a,
+                )
             })?;
         }
     }

@@ -39,7 +39,9 @@ use crate::error::{expect_at_least, expect_len, unsupported};
 use crate::launchers::Launchers;
 use crate::{Element, Result, len_of, warp_per_row};
 
-pub use crate::hopper::{backward_scratch_len_sm90, hopper_backward_kernel, hopper_backward_kernels, hopper_kernel};
+pub use crate::hopper::{
+    backward_scratch_len_sm90, hopper_backward_kernel, hopper_backward_kernels, hopper_backward_trial_kernel, hopper_kernel, hopper_kernels,
+};
 
 /// Where the heads sit in memory (the head dimension is contiguous in both).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -199,6 +201,40 @@ pub fn attention_forward<T: Element>(
     Ok(<T as Launchers>::attention_forward(stream, warp_per_row(shape.q_rows()), q, k, v, out, lse, head_dim, kernel_shape)?)
 }
 
+/// [`attention_forward`] on the sm_90 kernel instance `kernel` (one of
+/// [`hopper_kernels`]`(shape, arch)`: the one the call picks and its persistent or
+/// one-tile-per-block twin), for benchmarks and tests that compare the instances. Refuses
+/// another name, another GPU, or inputs that kernel cannot take (Q, K, V not 16-byte aligned,
+/// a capturing stream) instead of falling back.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_forward_sm90<T: Element>(
+    stream: &Stream,
+    kernel: &str,
+    q: &(impl DeviceRead<T> + ?Sized),
+    k: &(impl DeviceRead<T> + ?Sized),
+    v: &(impl DeviceRead<T> + ?Sized),
+    out: &mut (impl DeviceWrite<T> + ?Sized),
+    lse: &mut (impl DeviceWrite<f32> + ?Sized),
+    shape: Attention,
+) -> Result<()> {
+    shape.check()?;
+    shape.q("q", len_of(q))?;
+    shape.kv("k", len_of(k))?;
+    shape.kv("v", len_of(v))?;
+    shape.q("out", len_of(out))?;
+    shape.lse("lse", len_of(lse))?;
+    let arch = stream.context().device().arch()?;
+    let names = hopper_kernels::<T>(&shape, arch);
+    let Some(&kernel) = names.iter().flatten().find(|&&name| name == kernel) else {
+        return Err(unsupported("kernel", kernel, format!("one of the sm_90 forward's instances for this shape on sm_{arch}: {names:?}")));
+    };
+    if crate::hopper::attention_forward(stream, kernel, q, k, v, out, lse, shape)? {
+        Ok(())
+    } else {
+        Err(unsupported("q", "a misaligned view or a capturing stream", "16-byte aligned inputs on a stream that is not being captured"))
+    }
+}
+
 /// True when [`attention_backward`] runs this shape on the tensor cores (`mma.sync
 /// m16n8k16`, sm_80+): `bf16` or `f16` with `head_dim` 64 or 128, in either layout, any
 /// sequence lengths, causal or not, grouped-query heads. Every other shape takes the portable
@@ -217,9 +253,91 @@ pub(crate) fn backward_mma_configs(shape: &Attention) -> (ferrocuda_host::Launch
     )
 }
 
-/// Attention backward: `dq`, `dk`, `dv` from `dout` and the forward's `out` and `lse`, with an
-/// `f32` scratch buffer allocated on `stream` ([`attention_backward_with_scratch`] takes the
-/// caller's).
+/// The operands of an attention backward: what the forward read (`q`, `k`, `v`) and wrote
+/// (`out`, `lse`), the gradient of its output (`dout`), and the three gradients the call writes
+/// (`dq`, `dk`, `dv`). One struct for both sides: [`Backward`] holds device buffers or views,
+/// for [`attention_backward`] and its variants; [`cpu::Backward`](crate::cpu::Backward) holds
+/// host slices, for their twins on the CPU executor. Every call checks each length against the
+/// [`Attention`] shape first and names the operand that is off.
+///
+/// ```no_run
+/// use ferrocuda_host::{Context, DeviceBuffer, Stream};
+/// use ferrocuda_kernels::attention::{self, Attention, Backward, Layout};
+/// use ferrocuda_kernels::bf16;
+/// # fn main() -> Result<(), ferrocuda_kernels::KernelsError> {
+/// let context = Context::primary(0)?;
+/// let stream = Stream::new(&context)?;
+/// let shape = Attention { batch: 1, heads_q: 8, heads_kv: 8, seq_q: 512, seq_kv: 512, head_dim: 64, layout: Layout::Bhsd, causal: true, scale: None };
+/// let (q, k, v) = (DeviceBuffer::<bf16>::zeroed(&context, shape.q_len())?, DeviceBuffer::<bf16>::zeroed(&context, shape.kv_len())?, DeviceBuffer::<bf16>::zeroed(&context, shape.kv_len())?);
+/// let (mut out, mut lse) = (DeviceBuffer::<bf16>::zeroed(&context, shape.q_len())?, DeviceBuffer::<f32>::zeroed(&context, shape.q_rows())?);
+/// attention::attention_forward(&stream, &q, &k, &v, &mut out, &mut lse, shape)?;
+/// let dout = DeviceBuffer::<bf16>::zeroed(&context, shape.q_len())?;
+/// let mut dq = DeviceBuffer::<bf16>::zeroed(&context, shape.q_len())?;
+/// let (mut dk, mut dv) = (DeviceBuffer::<bf16>::zeroed(&context, shape.kv_len())?, DeviceBuffer::<bf16>::zeroed(&context, shape.kv_len())?);
+/// let gradients = Backward { q: &q, k: &k, v: &v, out: &out, dout: &dout, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv };
+/// attention::attention_backward(&stream, gradients, shape)?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct AttentionBackward<In, Stats, Out> {
+    /// Queries, `[B, Hq, Sq, D]` (or `[B, Sq, Hq, D]`): [`Attention::q_len`] elements.
+    pub q: In,
+    /// Keys: [`Attention::kv_len`] elements.
+    pub k: In,
+    /// Values: [`Attention::kv_len`] elements.
+    pub v: In,
+    /// The forward's output `O`, like `q`.
+    pub out: In,
+    /// The gradient of the loss with respect to `out` (`dO`), like `q`.
+    pub dout: In,
+    /// The forward's log-sum-exp, one `f32` per row of `out` ([`Attention::q_rows`]).
+    pub lse: Stats,
+    /// Written: the gradient with respect to `q`.
+    pub dq: Out,
+    /// Written: the gradient with respect to `k`.
+    pub dk: Out,
+    /// Written: the gradient with respect to `v`.
+    pub dv: Out,
+}
+
+/// The operands of the GPU backward calls: device buffers or views (`&buffer`,
+/// `&buffer.slice(a..b)`; the gradients `&mut`).
+pub type Backward<'a, T> = AttentionBackward<&'a dyn DeviceRead<T>, &'a dyn DeviceRead<f32>, &'a mut dyn DeviceWrite<T>>;
+
+impl<In, Stats, Out> AttentionBackward<In, Stats, Out> {
+    /// Checks every operand's length (given by `len`, `stats_len`, `out_len`) against `shape`,
+    /// naming the first that is off.
+    pub(crate) fn check_lengths(
+        &self,
+        shape: &Attention,
+        len: impl Fn(&In) -> usize,
+        stats_len: impl Fn(&Stats) -> usize,
+        out_len: impl Fn(&Out) -> usize,
+    ) -> Result<()> {
+        for (name, x) in [("q", &self.q), ("out", &self.out), ("dout", &self.dout)] {
+            shape.q(name, len(x))?;
+        }
+        for (name, x) in [("k", &self.k), ("v", &self.v)] {
+            shape.kv(name, len(x))?;
+        }
+        shape.lse("lse", stats_len(&self.lse))?;
+        shape.q("dq", out_len(&self.dq))?;
+        shape.kv("dk", out_len(&self.dk))?;
+        shape.kv("dv", out_len(&self.dv))
+    }
+}
+
+impl<T> Backward<'_, T> {
+    /// [`AttentionBackward::check_lengths`] on device memory.
+    fn check(&self, shape: &Attention) -> Result<()> {
+        self.check_lengths(shape, |x| len_of(*x), |x| len_of(*x), |x| len_of(&**x))
+    }
+}
+
+/// Attention backward: `dq`, `dk`, `dv` from `dout` and the forward's `out` and `lse`
+/// ([`Backward`]), with an `f32` scratch buffer allocated on `stream`
+/// ([`attention_backward_with_scratch`] takes the caller's).
 ///
 /// Paths (module docs): on sm_90, for `bf16`/`f16` with `head_dim` 64 or 128
 /// ([`hopper_backward_kernel`]), the `wgmma` kernel of `ferrocuda-kernels-hopper` (launches:
@@ -231,27 +349,14 @@ pub(crate) fn backward_mma_configs(shape: &Attention) -> (ferrocuda_host::Launch
 /// (`delta`, then dK and dV with a block per 64 keys, then dQ with a block per 64 queries;
 /// FlashAttention-2's backward without atomics); otherwise two launches of the portable path
 /// (dQ with `delta`, then dK and dV).
-#[allow(clippy::too_many_arguments)]
-pub fn attention_backward<T: Element>(
-    stream: &Stream,
-    q: &(impl DeviceRead<T> + ?Sized),
-    k: &(impl DeviceRead<T> + ?Sized),
-    v: &(impl DeviceRead<T> + ?Sized),
-    out: &(impl DeviceRead<T> + ?Sized),
-    dout: &(impl DeviceRead<T> + ?Sized),
-    lse: &(impl DeviceRead<f32> + ?Sized),
-    dq: &mut (impl DeviceWrite<T> + ?Sized),
-    dk: &mut (impl DeviceWrite<T> + ?Sized),
-    dv: &mut (impl DeviceWrite<T> + ?Sized),
-    shape: Attention,
-) -> Result<()> {
+pub fn attention_backward<T: Element>(stream: &Stream, operands: Backward<'_, T>, shape: Attention) -> Result<()> {
     shape.check()?;
     // Every operand first, so that a refused call allocates nothing (audit 2026-11-27f F12-4:
     // inside a capture the allocation's refusal hid the operand at fault).
-    check_backward_operands(&shape, [len_of(q), len_of(k), len_of(v), len_of(out), len_of(dout), len_of(lse), len_of(dq), len_of(dk), len_of(dv)])?;
+    operands.check(&shape)?;
     // The sm_90 kernel allocates its own (zeroed) scratch when this one is too short for it.
     let mut scratch = DeviceBuffer::<f32>::zeroed_async(stream, backward_scratch_len(&shape))?;
-    attention_backward_with_scratch(stream, q, k, v, out, dout, lse, dq, dk, dv, &mut scratch, shape)
+    attention_backward_with_scratch(stream, operands, &mut scratch, shape)
 }
 
 /// The least length of the `f32` scratch area of [`attention_backward_with_scratch`] for
@@ -270,80 +375,31 @@ pub fn backward_scratch_len_fastest(shape: &Attention) -> usize {
     backward_scratch_len(shape).max(backward_scratch_len_sm90(shape))
 }
 
-/// The backward's operand lengths, in the signature's order (`q, k, v, out, dout, lse, dq, dk,
-/// dv`), each refused by name; called before anything is allocated or queued.
-pub(crate) fn check_backward_operands(shape: &Attention, lens: [usize; 9]) -> Result<()> {
-    let [q, k, v, out, dout, lse, dq, dk, dv] = lens;
-    shape.q("q", q)?;
-    shape.kv("k", k)?;
-    shape.kv("v", v)?;
-    shape.q("out", out)?;
-    shape.q("dout", dout)?;
-    shape.lse("lse", lse)?;
-    shape.q("dq", dq)?;
-    shape.kv("dk", dk)?;
-    shape.kv("dv", dv)
-}
-
 /// [`attention_backward`] on the deterministic paths only (never the sm_90 kernel, whose dQ
 /// is summed with atomic adds): the same inputs give the same gradients, bit for bit, on
 /// every call (the `mma.sync` tensor-core path for `bf16`/`f16` with `head_dim` 64 or 128,
 /// the portable path otherwise). Slower than [`attention_backward`] on sm_90.
-#[allow(clippy::too_many_arguments)]
-pub fn attention_backward_deterministic<T: Element>(
-    stream: &Stream,
-    q: &(impl DeviceRead<T> + ?Sized),
-    k: &(impl DeviceRead<T> + ?Sized),
-    v: &(impl DeviceRead<T> + ?Sized),
-    out: &(impl DeviceRead<T> + ?Sized),
-    dout: &(impl DeviceRead<T> + ?Sized),
-    lse: &(impl DeviceRead<f32> + ?Sized),
-    dq: &mut (impl DeviceWrite<T> + ?Sized),
-    dk: &mut (impl DeviceWrite<T> + ?Sized),
-    dv: &mut (impl DeviceWrite<T> + ?Sized),
-    shape: Attention,
-) -> Result<()> {
+pub fn attention_backward_deterministic<T: Element>(stream: &Stream, operands: Backward<'_, T>, shape: Attention) -> Result<()> {
     shape.check()?;
-    check_backward_operands(&shape, [len_of(q), len_of(k), len_of(v), len_of(out), len_of(dout), len_of(lse), len_of(dq), len_of(dk), len_of(dv)])?;
+    // Every operand first (F12-4), then the allocation.
+    operands.check(&shape)?;
     let mut scratch = DeviceBuffer::<f32>::zeroed_async(stream, backward_scratch_len(&shape))?;
-    backward(stream, q, k, v, out, dout, lse, dq, dk, dv, &mut scratch, shape, false)
+    backward(stream, operands, &mut scratch, shape, false)
 }
 
 /// [`attention_backward`] on the sm_90 kernel instance `kernel` (one of
-/// [`hopper_backward_kernels`]`(shape, arch)`), for benchmarks and tests that compare the
-/// instances. Refuses another name, another GPU, or inputs that kernel cannot take (not
+/// [`hopper_backward_kernels`]`(shape, arch)`, or the [`hopper_backward_trial_kernel`]), for
+/// benchmarks and tests that compare the instances. Refuses another name, another GPU, or inputs that kernel cannot take (not
 /// 16-byte aligned, a capturing stream) instead of falling back.
-#[allow(clippy::too_many_arguments)]
-pub fn attention_backward_sm90<T: Element>(
-    stream: &Stream,
-    kernel: &str,
-    q: &(impl DeviceRead<T> + ?Sized),
-    k: &(impl DeviceRead<T> + ?Sized),
-    v: &(impl DeviceRead<T> + ?Sized),
-    out: &(impl DeviceRead<T> + ?Sized),
-    dout: &(impl DeviceRead<T> + ?Sized),
-    lse: &(impl DeviceRead<f32> + ?Sized),
-    dq: &mut (impl DeviceWrite<T> + ?Sized),
-    dk: &mut (impl DeviceWrite<T> + ?Sized),
-    dv: &mut (impl DeviceWrite<T> + ?Sized),
-    shape: Attention,
-) -> Result<()> {
+pub fn attention_backward_sm90<T: Element>(stream: &Stream, kernel: &str, mut operands: Backward<'_, T>, shape: Attention) -> Result<()> {
     shape.check()?;
-    shape.q("q", len_of(q))?;
-    shape.kv("k", len_of(k))?;
-    shape.kv("v", len_of(v))?;
-    shape.q("out", len_of(out))?;
-    shape.q("dout", len_of(dout))?;
-    shape.lse("lse", len_of(lse))?;
-    shape.q("dq", len_of(dq))?;
-    shape.kv("dk", len_of(dk))?;
-    shape.kv("dv", len_of(dv))?;
+    operands.check(&shape)?;
     let arch = stream.context().device().arch()?;
-    let names = hopper_backward_kernels::<T>(&shape, arch);
+    let names = crate::hopper::backward_instances::<T>(&shape, arch);
     let Some(&kernel) = names.iter().flatten().find(|&&name| name == kernel) else {
         return Err(unsupported("kernel", kernel, format!("one of the sm_90 backward's instances for this shape on sm_{arch}: {names:?}")));
     };
-    if crate::hopper::attention_backward(stream, kernel, q, k, v, out, dout, lse, dq, dk, dv, None::<&mut DeviceBuffer<f32>>, shape)? {
+    if crate::hopper::attention_backward(stream, kernel, &mut operands, None::<&mut DeviceBuffer<f32>>, shape)? {
         Ok(())
     } else {
         Err(unsupported("q", "a misaligned view or a capturing stream", "16-byte aligned inputs on a stream that is not being captured"))
@@ -356,52 +412,35 @@ pub fn attention_backward_sm90<T: Element>(
 /// [`backward_scratch_len_sm90`] long and 128-byte aligned, so the call may be recorded into a
 /// CUDA graph on memory its caller owns. With a shorter scratch the sm_90 kernel allocates its
 /// own outside a capture, and a capturing stream takes the `mma.sync` path.
-#[allow(clippy::too_many_arguments)]
 pub fn attention_backward_with_scratch<T: Element>(
     stream: &Stream,
-    q: &(impl DeviceRead<T> + ?Sized),
-    k: &(impl DeviceRead<T> + ?Sized),
-    v: &(impl DeviceRead<T> + ?Sized),
-    out: &(impl DeviceRead<T> + ?Sized),
-    dout: &(impl DeviceRead<T> + ?Sized),
-    lse: &(impl DeviceRead<f32> + ?Sized),
-    dq: &mut (impl DeviceWrite<T> + ?Sized),
-    dk: &mut (impl DeviceWrite<T> + ?Sized),
-    dv: &mut (impl DeviceWrite<T> + ?Sized),
+    operands: Backward<'_, T>,
     scratch: &mut (impl DeviceWrite<f32> + ?Sized),
     shape: Attention,
 ) -> Result<()> {
-    backward(stream, q, k, v, out, dout, lse, dq, dk, dv, scratch, shape, true)
+    backward(stream, operands, scratch, shape, true)
 }
 
 /// The backward's checks and paths; `sm90` allows the sm_90 kernel.
-#[allow(clippy::too_many_arguments)]
 fn backward<T: Element>(
     stream: &Stream,
-    q: &(impl DeviceRead<T> + ?Sized),
-    k: &(impl DeviceRead<T> + ?Sized),
-    v: &(impl DeviceRead<T> + ?Sized),
-    out: &(impl DeviceRead<T> + ?Sized),
-    dout: &(impl DeviceRead<T> + ?Sized),
-    lse: &(impl DeviceRead<f32> + ?Sized),
-    dq: &mut (impl DeviceWrite<T> + ?Sized),
-    dk: &mut (impl DeviceWrite<T> + ?Sized),
-    dv: &mut (impl DeviceWrite<T> + ?Sized),
+    mut operands: Backward<'_, T>,
     scratch: &mut (impl DeviceWrite<f32> + ?Sized),
     shape: Attention,
     sm90: bool,
 ) -> Result<()> {
     let (head_dim, kernel_shape) = shape.check()?;
     expect_at_least("scratch", len_of(scratch), backward_scratch_len(&shape), || "backward_scratch_len: one f32 per row of O".into())?;
-    check_backward_operands(&shape, [len_of(q), len_of(k), len_of(v), len_of(out), len_of(dout), len_of(lse), len_of(dq), len_of(dk), len_of(dv)])?;
+    operands.check(&shape)?;
     if sm90 && T::HOPPER_BACKWARD && shape.q_rows() > 0 && shape.kv_rows() > 0 {
         let arch = stream.context().device().arch()?;
         if let Some(kernel) = hopper_backward_kernel::<T>(&shape, arch)
-            && crate::hopper::attention_backward(stream, kernel, q, k, v, out, dout, lse, dq, dk, dv, Some(&mut *scratch), shape)?
+            && crate::hopper::attention_backward(stream, kernel, &mut operands, Some(&mut *scratch), shape)?
         {
             return Ok(());
         }
     }
+    let AttentionBackward { q, k, v, out, dout, lse, dq, dk, dv } = operands;
     // The tensor cores need queries (with none, the portable path below writes the zero
     // gradients of K and V). `delta` lives in the caller's scratch: nothing is allocated here,
     // so the call may be recorded into a CUDA graph (torch's ops capture it).

@@ -17,7 +17,7 @@
 
 use ferrocuda_device::cpu::CpuExecutor;
 
-use crate::attention::Attention;
+use crate::attention::{Attention, AttentionBackward};
 use crate::launchers::CpuLaunchers;
 use crate::{Element, Result, warp_per_row};
 
@@ -50,32 +50,37 @@ pub fn attention_forward<T: Element>(executor: &CpuExecutor, q: &[T], k: &[T], v
     Ok(<T as CpuLaunchers>::attention_forward(executor, warp_per_row(shape.q_rows()), q, k, v, out, lse, head_dim, kernel_shape)?)
 }
 
+/// The operands of the backward calls on the CPU executor: host slices
+/// ([`AttentionBackward`], the struct of the GPU calls, over `&[T]`, `&[f32]` and `&mut [T]`).
+pub type Backward<'a, T> = AttentionBackward<&'a [T], &'a [f32], &'a mut [T]>;
+
+/// [`AttentionBackward::check_lengths`] on host slices.
+fn check_lengths<T>(operands: &Backward<'_, T>, shape: &Attention) -> Result<()> {
+    operands.check_lengths(shape, |x| x.len(), |x| x.len(), |x| x.len())
+}
+
 /// [`attention::attention_backward`](crate::attention::attention_backward) on the CPU
 /// executor.
-#[allow(clippy::too_many_arguments)]
-pub fn attention_backward<T: Element>(
-    executor: &CpuExecutor,
-    q: &[T],
-    k: &[T],
-    v: &[T],
-    out: &[T],
-    dout: &[T],
-    lse: &[f32],
-    dq: &mut [T],
-    dk: &mut [T],
-    dv: &mut [T],
-    shape: Attention,
-) -> Result<()> {
+///
+/// ```
+/// use ferrocuda_device::cpu::CpuExecutor;
+/// use ferrocuda_kernels::attention::{Attention, Layout};
+/// use ferrocuda_kernels::cpu::{self, Backward};
+/// let shape = Attention { batch: 1, heads_q: 1, heads_kv: 1, seq_q: 4, seq_kv: 4, head_dim: 32, layout: Layout::Bhsd, causal: true, scale: None };
+/// let executor = CpuExecutor::new();
+/// let q: Vec<f32> = (0..shape.q_len()).map(|i| (i % 7) as f32 / 7.0).collect();
+/// let (mut out, mut lse) = (vec![0.0f32; shape.q_len()], vec![0.0f32; shape.q_rows()]);
+/// cpu::attention_forward(&executor, &q, &q, &q, &mut out, &mut lse, shape)?;
+/// let (mut dq, mut dk, mut dv) = (vec![0.0f32; shape.q_len()], vec![0.0f32; shape.kv_len()], vec![0.0f32; shape.kv_len()]);
+/// let dout = vec![1.0f32; shape.q_len()];
+/// cpu::attention_backward(&executor, Backward { q: &q, k: &q, v: &q, out: &out, dout: &dout, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv }, shape)?;
+/// assert!(dv.iter().all(|x| x.is_finite()));
+/// # Ok::<(), ferrocuda_kernels::KernelsError>(())
+/// ```
+pub fn attention_backward<T: Element>(executor: &CpuExecutor, operands: Backward<'_, T>, shape: Attention) -> Result<()> {
     let (head_dim, kernel_shape) = shape.check()?;
-    shape.q("q", q.len())?;
-    shape.kv("k", k.len())?;
-    shape.kv("v", v.len())?;
-    shape.q("out", out.len())?;
-    shape.q("dout", dout.len())?;
-    shape.lse("lse", lse.len())?;
-    shape.q("dq", dq.len())?;
-    shape.kv("dk", dk.len())?;
-    shape.kv("dv", dv.len())?;
+    check_lengths(&operands, &shape)?;
+    let AttentionBackward { q, k, v, out, dout, lse, dq, dk, dv } = operands;
     let mut delta = vec![0.0f32; shape.q_rows()];
     if crate::attention::backward_uses_tensor_cores::<T>(&shape) {
         let (dkv_config, dq_config) = crate::attention::backward_mma_configs(&shape);
@@ -102,59 +107,28 @@ pub fn attention_backward<T: Element>(
 /// executor, the Hopper instructions emulated: how it is tested without a GPU. For the shapes
 /// [`hopper_backward_kernel`](crate::attention::hopper_backward_kernel) takes on sm_90 (others
 /// are refused); slow (every `wgmma` is computed element by element): keep shapes tiny.
-#[allow(clippy::too_many_arguments)]
-pub fn attention_backward_sm90<T: Element>(
-    executor: &CpuExecutor,
-    q: &[T],
-    k: &[T],
-    v: &[T],
-    out: &[T],
-    dout: &[T],
-    lse: &[f32],
-    dq: &mut [T],
-    dk: &mut [T],
-    dv: &mut [T],
-    shape: Attention,
-) -> Result<()> {
+pub fn attention_backward_sm90<T: Element>(executor: &CpuExecutor, operands: Backward<'_, T>, shape: Attention) -> Result<()> {
     let kernel = crate::attention::hopper_backward_kernel::<T>(&shape, 90).unwrap_or("(none)");
-    attention_backward_sm90_kernel(executor, kernel, q, k, v, out, dout, lse, dq, dk, dv, shape)
+    attention_backward_sm90_kernel(executor, kernel, operands, shape)
 }
 
 /// [`attention_backward_sm90`] with the kernel instance named (one of
-/// [`hopper_backward_kernels`](crate::attention::hopper_backward_kernels)`(shape, 90)`).
-#[allow(clippy::too_many_arguments)]
-pub fn attention_backward_sm90_kernel<T: Element>(
-    executor: &CpuExecutor,
-    kernel: &str,
-    q: &[T],
-    k: &[T],
-    v: &[T],
-    out: &[T],
-    dout: &[T],
-    lse: &[f32],
-    dq: &mut [T],
-    dk: &mut [T],
-    dv: &mut [T],
-    shape: Attention,
-) -> Result<()> {
+/// [`hopper_backward_kernels`](crate::attention::hopper_backward_kernels)`(shape, 90)`, or the
+/// [`hopper_backward_trial_kernel`](crate::attention::hopper_backward_trial_kernel)).
+pub fn attention_backward_sm90_kernel<T: Element>(executor: &CpuExecutor, kernel: &str, operands: Backward<'_, T>, shape: Attention) -> Result<()> {
     use ferrocuda_device::tma::TensorMap as DeviceMap;
     use ferrocuda_host::{LaunchConfig, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
     use ferrocuda_kernels_hopper::attention_backward::{Problem, STATS_BOX, THREADS, backward_body, blocks_x, padded_seq, shared_bytes};
     let (head_dim, kernel_shape) = shape.check()?;
-    for (name, got) in [("q", q.len()), ("out", out.len()), ("dout", dout.len()), ("dq", dq.len())] {
-        shape.q(name, got)?;
-    }
-    for (name, got) in [("k", k.len()), ("v", v.len()), ("dk", dk.len()), ("dv", dv.len())] {
-        shape.kv(name, got)?;
-    }
-    shape.lse("lse", lse.len())?;
-    let Some(names) = crate::attention::hopper_backward_kernels::<T>(&shape, 90) else {
+    check_lengths(&operands, &shape)?;
+    let AttentionBackward { q, k, v, out, dout, lse, dq, dk, dv } = operands;
+    let Some(names) = crate::hopper::backward_instances::<T>(&shape, 90) else {
         return Err(crate::error::unsupported("shape", format!("{shape:?}"), "one the sm_90 backward takes (hopper_backward_kernel)"));
     };
     let Some(&kernel) = names.iter().find(|&&name| name == kernel) else {
         return Err(crate::error::unsupported("kernel", kernel, format!("one of {names:?}")));
     };
-    let (bulk, early) = (!kernel.ends_with("_red"), !kernel.ends_with("_late"));
+    let (bulk, early, lpt) = (!kernel.ends_with("_red"), !kernel.contains("_late"), kernel.ends_with("_lpt"));
     let seq_pad = padded_seq(shape.seq_q as u32);
     let rows = shape.batch * shape.heads_q * seq_pad as usize;
     let (mut lse2, mut delta) = (vec![0.0f32; rows], vec![0.0f32; rows]);
@@ -201,30 +175,31 @@ pub fn attention_backward_sm90_kernel<T: Element>(
         // shared memory are the kernel's.
         unsafe {
             match (head_dim, shape.causal, T::F16, bulk, early) {
-                (64, false, false, true, true) => backward_body::<64, false, false, true, true, true>(m, a, dk, dv, problem),
-                (64, false, false, false, true) => backward_body::<64, false, false, false, true, true>(m, a, dk, dv, problem),
-                (64, false, false, true, false) => backward_body::<64, false, false, true, false, false>(m, a, dk, dv, problem),
-                (64, false, true, true, true) => backward_body::<64, false, true, true, true, true>(m, a, dk, dv, problem),
-                (64, false, true, false, true) => backward_body::<64, false, true, false, true, true>(m, a, dk, dv, problem),
-                (64, false, true, true, false) => backward_body::<64, false, true, true, false, false>(m, a, dk, dv, problem),
-                (64, true, false, true, true) => backward_body::<64, true, false, true, true, true>(m, a, dk, dv, problem),
-                (64, true, false, false, true) => backward_body::<64, true, false, false, true, true>(m, a, dk, dv, problem),
-                (64, true, false, true, false) => backward_body::<64, true, false, true, false, false>(m, a, dk, dv, problem),
-                (64, true, true, true, true) => backward_body::<64, true, true, true, true, true>(m, a, dk, dv, problem),
-                (64, true, true, false, true) => backward_body::<64, true, true, false, true, true>(m, a, dk, dv, problem),
-                (64, true, true, true, false) => backward_body::<64, true, true, true, false, false>(m, a, dk, dv, problem),
-                (128, false, false, true, true) => backward_body::<128, false, false, true, true, true>(m, a, dk, dv, problem),
-                (128, false, false, false, true) => backward_body::<128, false, false, false, true, true>(m, a, dk, dv, problem),
-                (128, false, false, true, false) => backward_body::<128, false, false, true, false, false>(m, a, dk, dv, problem),
-                (128, false, true, true, true) => backward_body::<128, false, true, true, true, true>(m, a, dk, dv, problem),
-                (128, false, true, false, true) => backward_body::<128, false, true, false, true, true>(m, a, dk, dv, problem),
-                (128, false, true, true, false) => backward_body::<128, false, true, true, false, false>(m, a, dk, dv, problem),
-                (128, true, false, true, true) => backward_body::<128, true, false, true, true, true>(m, a, dk, dv, problem),
-                (128, true, false, false, true) => backward_body::<128, true, false, false, true, true>(m, a, dk, dv, problem),
-                (128, true, false, true, false) => backward_body::<128, true, false, true, false, false>(m, a, dk, dv, problem),
-                (128, true, true, true, true) => backward_body::<128, true, true, true, true, true>(m, a, dk, dv, problem),
-                (128, true, true, false, true) => backward_body::<128, true, true, false, true, true>(m, a, dk, dv, problem),
-                (128, true, true, true, false) => backward_body::<128, true, true, true, false, false>(m, a, dk, dv, problem),
+                _ if lpt => backward_body::<128, true, false, true, false, false, true>(m, a, dk, dv, problem),
+                (64, false, false, true, true) => backward_body::<64, false, false, true, true, true, false>(m, a, dk, dv, problem),
+                (64, false, false, false, true) => backward_body::<64, false, false, false, true, true, false>(m, a, dk, dv, problem),
+                (64, false, false, true, false) => backward_body::<64, false, false, true, false, false, false>(m, a, dk, dv, problem),
+                (64, false, true, true, true) => backward_body::<64, false, true, true, true, true, false>(m, a, dk, dv, problem),
+                (64, false, true, false, true) => backward_body::<64, false, true, false, true, true, false>(m, a, dk, dv, problem),
+                (64, false, true, true, false) => backward_body::<64, false, true, true, false, false, false>(m, a, dk, dv, problem),
+                (64, true, false, true, true) => backward_body::<64, true, false, true, true, true, false>(m, a, dk, dv, problem),
+                (64, true, false, false, true) => backward_body::<64, true, false, false, true, true, false>(m, a, dk, dv, problem),
+                (64, true, false, true, false) => backward_body::<64, true, false, true, false, false, false>(m, a, dk, dv, problem),
+                (64, true, true, true, true) => backward_body::<64, true, true, true, true, true, false>(m, a, dk, dv, problem),
+                (64, true, true, false, true) => backward_body::<64, true, true, false, true, true, false>(m, a, dk, dv, problem),
+                (64, true, true, true, false) => backward_body::<64, true, true, true, false, false, false>(m, a, dk, dv, problem),
+                (128, false, false, true, true) => backward_body::<128, false, false, true, true, true, false>(m, a, dk, dv, problem),
+                (128, false, false, false, true) => backward_body::<128, false, false, false, true, true, false>(m, a, dk, dv, problem),
+                (128, false, false, true, false) => backward_body::<128, false, false, true, false, false, false>(m, a, dk, dv, problem),
+                (128, false, true, true, true) => backward_body::<128, false, true, true, true, true, false>(m, a, dk, dv, problem),
+                (128, false, true, false, true) => backward_body::<128, false, true, false, true, true, false>(m, a, dk, dv, problem),
+                (128, false, true, true, false) => backward_body::<128, false, true, true, false, false, false>(m, a, dk, dv, problem),
+                (128, true, false, true, true) => backward_body::<128, true, false, true, true, true, false>(m, a, dk, dv, problem),
+                (128, true, false, false, true) => backward_body::<128, true, false, false, true, true, false>(m, a, dk, dv, problem),
+                (128, true, false, true, false) => backward_body::<128, true, false, true, false, false, false>(m, a, dk, dv, problem),
+                (128, true, true, true, true) => backward_body::<128, true, true, true, true, true, false>(m, a, dk, dv, problem),
+                (128, true, true, false, true) => backward_body::<128, true, true, false, true, true, false>(m, a, dk, dv, problem),
+                (128, true, true, true, false) => backward_body::<128, true, true, true, false, false, false>(m, a, dk, dv, problem),
                 _ => unreachable!("hopper_backward_kernels: head dims 64 and 128, no `_red` + `_late` instance"),
             }
         }

@@ -23,7 +23,7 @@
 use ferrocuda_host::{DeviceBuffer, DeviceRead, DeviceWrite, Function, Stream, TensorDataType, TensorMap, TensorSwizzle, TiledLayout, sys};
 use ferrocuda_kernels_hopper::attention::{BM, BOX, STAGES, STAGES_DEEP, THREADS, shared_bytes};
 
-use crate::attention::{Attention, Layout};
+use crate::attention::{Attention, Backward, Layout};
 use crate::launchers::Launchers;
 use crate::{Element, Result};
 
@@ -62,13 +62,35 @@ pub fn hopper_kernel<T: Element>(shape: &Attention, arch: u32) -> Option<&'stati
     })
 }
 
-/// Runs `kernel` (from [`hopper_kernel`]) for `shape`. Returns `Ok(false)`, queueing nothing,
+/// The one-tile-per-block kernels of the forward and their persistent twins (the same
+/// schedule on a grid of at most one block per SM, each block taking query tiles until all are
+/// done: `ferrocuda_kernels_hopper::attention::attention_body_persistent`).
+const FORWARD_TWINS: [[&str; 2]; 7] = [
+    ["attention_d64", "attention_d64_persistent"],
+    ["attention_d64_pingpong", "attention_d64_pingpong_persistent"],
+    ["attention_d64_causal_pingpong", "attention_d64_causal_pingpong_persistent"],
+    ["attention_d128_pingpong", "attention_d128_pingpong_persistent"],
+    ["attention_d128_causal_pingpong", "attention_d128_causal_pingpong_persistent"],
+    ["attention_d128_pingpong_s3", "attention_d128_pingpong_s3_persistent"],
+    ["attention_d128_causal_pingpong_s3", "attention_d128_causal_pingpong_s3_persistent"],
+];
+
+/// The instances of the sm_90 forward for `shape` on `arch`, for benchmarks and tests that
+/// compare them: [`hopper_kernel`]'s pick first, then its twin (the persistent form of a
+/// one-tile-per-block kernel, or the other way round).
+pub fn hopper_kernels<T: Element>(shape: &Attention, arch: u32) -> Option<[&'static str; 2]> {
+    let picked = hopper_kernel::<T>(shape, arch)?;
+    let pair = FORWARD_TWINS.iter().find(|pair| pair.contains(&picked))?;
+    Some(if pair[0] == picked { *pair } else { [pair[1], pair[0]] })
+}
+
+/// Runs `kernel` (from [`hopper_kernels`]) for `shape`. Returns `Ok(false)`, queueing nothing,
 /// when an input is not 16-byte aligned or `stream` is being captured (the caller then takes
 /// another path).
 ///
 /// The caller has checked every operand's length against `shape` (`q`, `out`:
 /// `shape.q_len()`, `k`, `v`: `shape.kv_len()`, `lse`: `shape.q_rows()`), and that
-/// `hopper_kernel` chose `kernel` for this shape and the stream's GPU.
+/// `kernel` is one of [`hopper_kernels`] for this shape and the stream's GPU.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn attention_forward<T: Element>(
     stream: &Stream,
@@ -94,9 +116,18 @@ pub(crate) fn attention_forward<T: Element>(
     // forward after a warm-up call failed with ModuleNotLoadedInCapture on an H200).
     context.embedded_image(&ferrocuda_kernels_device::KERNELS)?;
     let function = Function::from_embedded(context, &ferrocuda_kernels_hopper::KERNELS, kernel)?;
-    let stages = if kernel.ends_with("_s3") { STAGES_DEEP } else { STAGES };
+    let stages = if kernel.contains("_s3") { STAGES_DEEP } else { STAGES };
     let shared = shared_bytes(head_dim as u32, stages);
     function.set_max_dynamic_shared_bytes(shared)?;
+    // The persistent kernels: a block per SM at most, taking the `⌈S/128⌉·B·H` query tiles
+    // one after the other (the next from a counter, zeroed below with the maps' buffer).
+    let persistent = kernel.ends_with("_persistent");
+    let items = u32::try_from((seq_len as u32).div_ceil(BM) as u64 * heads).ok();
+    let grid = match items {
+        _ if !persistent => ((seq_len as u32).div_ceil(BM), heads as u32),
+        Some(items) => (items.min(context.device().multiprocessor_count()?).max(1), 1),
+        None => return Ok(false),
+    };
     // The maps: `[B·H, S, D]` bf16 (dimensions innermost first), boxes of 64 columns x 128
     // rows x 1 head, 128-byte swizzle, as the kernels' contract asks.
     let dims = [head_dim, seq_len, heads];
@@ -112,7 +143,9 @@ pub(crate) fn attention_forward<T: Element>(
         // a read of it, so the memory's release and later writers wait for the kernel.
         *word = unsafe { TensorMap::encode_tiled(input.ptr, &layout) }?.words();
     }
-    let mut maps = DeviceBuffer::<[u64; 16]>::zeroed_async(stream, 3)?;
+    // Three maps, then (persistent kernels) the work counter: the fourth entry's first word,
+    // zeroed here and not touched by the maps' copy.
+    let mut maps = DeviceBuffer::<[u64; 16]>::zeroed_async(stream, 4)?;
     let maps_ptr = maps.device_ptr();
     let (o, l) = (out.kernel_arg_mut().ptr, lse.kernel_arg_mut().ptr);
     let accesses = [
@@ -132,7 +165,8 @@ pub(crate) fn attention_forward<T: Element>(
         let (mut pq, mut pk, mut pv) = (maps_ptr, maps_ptr + 128, maps_ptr + 256);
         let (mut po, mut pl, mut ps) = (o, l, seq_len as u32);
         let mut scale_log2 = shape.scale.unwrap_or(1.0 / (head_dim as f32).sqrt()) * std::f32::consts::LOG2_E;
-        let mut params: [*mut std::ffi::c_void; 7] = [
+        let (mut heads_param, mut next) = (heads as u32, maps_ptr + 384);
+        let mut params: [*mut std::ffi::c_void; 9] = [
             (&raw mut pq).cast(),
             (&raw mut pk).cast(),
             (&raw mut pv).cast(),
@@ -140,30 +174,23 @@ pub(crate) fn attention_forward<T: Element>(
             (&raw mut pl).cast(),
             (&raw mut ps).cast(),
             (&raw mut scale_log2).cast(),
+            (&raw mut heads_param).cast(),
+            (&raw mut next).cast(),
         ];
         // SAFETY: the kernel's contract (`ferrocuda_kernels_hopper::attention`): its seven
         // parameters in order (three map addresses, O and LSE pointers, the sequence length and
-        // the scale in log2 units); the maps (copied above, in stream order) describe Q, K, V
-        // as `[B·H, S, D]` bf16 with the box and swizzle it needs; O holds B·H·S·D bf16 and is
-        // 4-byte aligned, LSE holds B·H·S f32 (checked above); every buffer is declared to the
-        // door; grid `(⌈S/128⌉, B·H)` (B·H at most 65535), 384 threads and `shared` bytes of
-        // dynamic shared memory (allowed by the attribute set above) are what it was built for;
-        // `function` is the sm_90a image loaded into this stream's context.
-        let code = unsafe {
-            sys::cuLaunchKernel(
-                function.raw(),
-                (seq_len as u32).div_ceil(BM),
-                heads as u32,
-                1,
-                THREADS,
-                1,
-                1,
-                shared,
-                raw.get(),
-                params.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
-        };
+        // the scale in log2 units), and for the persistent kernels two more (B·H and the work
+        // counter: a zeroed u32 of `maps`, which nothing else touches during the launch; the
+        // driver reads only as many parameters as the kernel declares); the maps (copied above,
+        // in stream order) describe Q, K, V as `[B·H, S, D]` bf16 with the box and swizzle it
+        // needs; O holds B·H·S·D bf16 and is 4-byte aligned, LSE holds B·H·S f32 (checked
+        // above); every buffer is declared to the door; grid `(⌈S/128⌉, B·H)` (B·H at most
+        // 65535), or for a persistent kernel `(g, 1)` with 1 <= g <= the SMs and the tiles,
+        // 384 threads and `shared` bytes of dynamic shared memory (allowed by the attribute set
+        // above) are what it was built for; `function` is the sm_90a image loaded into this
+        // stream's context.
+        let code =
+            unsafe { sys::cuLaunchKernel(function.raw(), grid.0, grid.1, 1, THREADS, 1, 1, shared, raw.get(), params.as_mut_ptr(), std::ptr::null_mut()) };
         check("cuLaunchKernel(attention_forward sm_90)", code)
     })?;
     // `maps` is freed in stream order after the kernel (its use was recorded by the door).
@@ -238,6 +265,24 @@ pub fn hopper_backward_kernels<T: Element>(shape: &Attention, arch: u32) -> Opti
     TWINS.iter().find(|names| names.contains(&picked)).copied()
 }
 
+/// The sm_90 backward's trial instance for `shape` on `arch`, if it has one: for bf16, D 128,
+/// causal (where [`hopper_backward_kernel`] picks `_late`), `attention_backward_d128_causal_bf16_late_lpt`,
+/// the `_late` schedule with its blocks longest walk first within groups of heads
+/// (`ferrocuda_kernels_hopper::attention::longest_first`: the grid ends with its shortest
+/// walks). Not picked by any call until a GPU run has timed it; `attention_backward_sm90` runs it
+/// by name.
+pub fn hopper_backward_trial_kernel<T: Element>(shape: &Attention, arch: u32) -> Option<&'static str> {
+    (hopper_backward_kernel::<T>(shape, arch)? == "attention_backward_d128_causal_bf16_late").then_some("attention_backward_d128_causal_bf16_late_lpt")
+}
+
+/// Every sm_90 backward instance that may run `shape` on `arch` by name: [`hopper_backward_kernels`]
+/// and the [`hopper_backward_trial_kernel`].
+pub(crate) fn backward_instances<T: Element>(shape: &Attention, arch: u32) -> Option<Vec<&'static str>> {
+    let mut names = hopper_backward_kernels::<T>(shape, arch)?.to_vec();
+    names.extend(hopper_backward_trial_kernel::<T>(shape, arch));
+    Some(names)
+}
+
 /// The 4-D tensor map layout of a `[B, H, S, D]` or `[B, S, H, D]` operand with `heads` heads
 /// and `seq` positions (dims innermost first; the kernel's coordinates follow the same order).
 pub(crate) fn backward_map_dims(shape: &Attention, heads: usize, seq: usize) -> ([u64; 4], [u64; 3], &'static [u32; 4]) {
@@ -309,25 +354,18 @@ unsafe impl DeviceWrite<f32> for Part<'_> {
 /// another path).
 ///
 /// The caller has checked every operand's length against `shape`.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn attention_backward<T: Element>(
     stream: &Stream,
     kernel: &'static str,
-    q: &(impl DeviceRead<T> + ?Sized),
-    k: &(impl DeviceRead<T> + ?Sized),
-    v: &(impl DeviceRead<T> + ?Sized),
-    out: &(impl DeviceRead<T> + ?Sized),
-    dout: &(impl DeviceRead<T> + ?Sized),
-    lse: &(impl DeviceRead<f32> + ?Sized),
-    dq: &mut (impl DeviceWrite<T> + ?Sized),
-    dk: &mut (impl DeviceWrite<T> + ?Sized),
-    dv: &mut (impl DeviceWrite<T> + ?Sized),
+    operands: &mut Backward<'_, T>,
     scratch: Option<&mut (impl DeviceWrite<f32> + ?Sized)>,
     shape: Attention,
 ) -> Result<bool> {
     use ferrocuda_kernels_device::attention_backward::hopper_padded_seq;
     use ferrocuda_kernels_hopper::attention_backward::{MAP_WORDS, STATS_BOX, THREADS, blocks_x, padded_seq, shared_bytes};
     let (head_dim, kernel_shape) = shape.check()?;
+    let (q, k, v, out, dout, lse) = (operands.q, operands.k, operands.v, operands.out, operands.dout, operands.lse);
+    let (dq, dk, dv) = (&mut *operands.dq, &mut *operands.dk, &mut *operands.dv);
     let inputs = [q.kernel_arg(), k.kernel_arg(), v.kernel_arg(), dout.kernel_arg()];
     // Defence in depth: the caller's checks, again, where the unsafe launch relies on them.
     let lens = [shape.q_len(), shape.kv_len(), shape.kv_len(), shape.q_len()];
@@ -470,7 +508,7 @@ pub(crate) fn attention_backward<T: Element>(
         let code = unsafe {
             sys::cuLaunchKernel(
                 function.raw(),
-                blocks_x(seq_kv, shape.causal && !kernel.ends_with("_late")),
+                blocks_x(seq_kv, shape.causal && !kernel.contains("_late")),
                 (shape.batch * shape.heads_kv) as u32,
                 1,
                 THREADS,

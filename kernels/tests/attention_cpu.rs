@@ -27,7 +27,8 @@ fn check<T: Element>(shape: Attention, tol: f64) {
     assert_close(&format!("lse {what}"), &lse.iter().map(|&x| x as f64).collect::<Vec<_>>(), &want.lse, 1e-4);
 
     let (mut dq, mut dk, mut dv) = (vec![T::default(); shape.q_len()], vec![T::default(); shape.kv_len()], vec![T::default(); shape.kv_len()]);
-    cpu::attention_backward(&e, &q, &k, &v, &out, &dout, &lse, &mut dq, &mut dk, &mut dv, shape).unwrap();
+    cpu::attention_backward(&e, cpu::Backward { q: &q, k: &k, v: &v, out: &out, dout: &dout, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv }, shape)
+        .unwrap();
     // The backward reads the stored (rounded) O; the reference uses the exact one, so allow
     // a little more for 16-bit types.
     assert_close(&format!("dq {what}"), &widen(&dq), &want.dq, tol * 2.0);
@@ -166,7 +167,7 @@ fn the_tensor_core_backward_writes_zero_gradients_when_a_side_is_empty() {
         let lse = vec![0.0f32; s.q_rows()];
         let nan = bf16::from_f32(f32::NAN);
         let (mut dq, mut dk, mut dv) = (vec![nan; s.q_len()], vec![nan; s.kv_len()], vec![nan; s.kv_len()]);
-        cpu::attention_backward(&e, &q, &kv, &kv, &q, &q, &lse, &mut dq, &mut dk, &mut dv, s).unwrap();
+        cpu::attention_backward(&e, cpu::Backward { q: &q, k: &kv, v: &kv, out: &q, dout: &q, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv }, s).unwrap();
         assert!(dq.iter().chain(&dk).chain(&dv).all(|x| x.to_f32() == 0.0), "{s:?}");
     }
 }
@@ -186,7 +187,7 @@ fn the_tensor_core_backward_gives_the_same_gradients_on_misaligned_views() {
     cpu::attention_forward(&e, &q, &k, &v, &mut out, &mut lse, s).unwrap();
     let run = |q: &[bf16], k: &[bf16], v: &[bf16], out: &[bf16], dout: &[bf16]| {
         let (mut dq, mut dk, mut dv) = (vec![bf16::ZERO; s.q_len()], vec![bf16::ZERO; s.kv_len()], vec![bf16::ZERO; s.kv_len()]);
-        cpu::attention_backward(&e, q, k, v, out, dout, &lse, &mut dq, &mut dk, &mut dv, s).unwrap();
+        cpu::attention_backward(&e, cpu::Backward { q, k, v, out, dout, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv }, s).unwrap();
         (dq, dk, dv)
     };
     let shifted = |x: &[bf16]| [&[bf16::ONE][..], x].concat();

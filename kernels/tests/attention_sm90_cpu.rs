@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use ferrocuda_device::cpu::CpuExecutor;
-use ferrocuda_kernels::attention::{Attention, Layout, hopper_backward_kernel, hopper_backward_kernels};
+use ferrocuda_kernels::attention::{Attention, Layout, hopper_backward_kernel, hopper_backward_kernels, hopper_backward_trial_kernel};
 use ferrocuda_kernels::{Element, bf16, cpu, f16};
 
 fn check<T: Element>(shape: Attention, tol: f64) {
@@ -22,12 +22,19 @@ fn check<T: Element>(shape: Attention, tol: f64) {
     let dims = (shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q, shape.seq_kv, shape.head_dim);
     let scale = shape.scale.map_or(1.0 / (shape.head_dim as f64).sqrt(), f64::from);
     let want = attention_ref_scaled(&qf, &kf, &vf, &doutf, dims, shape.layout == Layout::Bshd, shape.causal, scale);
-    // Every instance: the default (dQ added by the copy engine), `_red` and `_late`.
-    for kernel in hopper_backward_kernels::<T>(&shape, 90).unwrap() {
+    // Every instance: the default (dQ added by the copy engine), `_red` and `_late`, and the
+    // trial one where the shape has it (`_late_lpt`).
+    for kernel in hopper_backward_kernels::<T>(&shape, 90).unwrap().into_iter().chain(hopper_backward_trial_kernel::<T>(&shape, 90)) {
         let nan = T::from_f32(f32::NAN);
         let (mut dq, mut dk, mut dv) = (vec![nan; shape.q_len()], vec![nan; shape.kv_len()], vec![nan; shape.kv_len()]);
         let start = std::time::Instant::now();
-        cpu::attention_backward_sm90_kernel(&e, kernel, &q, &k, &v, &out, &dout, &lse, &mut dq, &mut dk, &mut dv, shape).unwrap();
+        cpu::attention_backward_sm90_kernel(
+            &e,
+            kernel,
+            cpu::Backward { q: &q, k: &k, v: &v, out: &out, dout: &dout, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv },
+            shape,
+        )
+        .unwrap();
         let what = format!("{kernel} {shape:?}");
         eprintln!("{what}: {:.1} s", start.elapsed().as_secs_f64());
         assert_close(&format!("dq {what}"), &widen(&dq), &want.dq, tol);
@@ -90,13 +97,23 @@ fn the_sm90_backward_takes_16_bit_d64_d128_on_sm_90_only() {
     let x = vec![bf16::ZERO; s.q_len()];
     let kv = vec![bf16::ZERO; s.kv_len()];
     let (mut dq, mut dk, mut dv) = (x.clone(), kv.clone(), kv.clone());
-    let err = cpu::attention_backward_sm90(&e, &x, &kv, &kv, &x, &x, &vec![0.0; s.q_rows()], &mut dq, &mut dk, &mut dv, s).unwrap_err();
+    let err = cpu::attention_backward_sm90(
+        &e,
+        cpu::Backward { q: &x, k: &kv, v: &kv, out: &x, dout: &x, lse: &vec![0.0; s.q_rows()], dq: &mut dq, dk: &mut dk, dv: &mut dv },
+        s,
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("hopper_backward_kernel"), "{err}");
     let (x, kv) = (vec![bf16::ZERO; base.q_len()], vec![bf16::ZERO; base.kv_len()]);
     let (mut dq, mut dk, mut dv) = (x.clone(), kv.clone(), kv.clone());
     let lse = vec![0.0; base.q_rows()];
-    let err =
-        cpu::attention_backward_sm90_kernel(&e, "attention_backward_d64_bf16_red", &x, &kv, &kv, &x, &x, &lse, &mut dq, &mut dk, &mut dv, base).unwrap_err();
+    let err = cpu::attention_backward_sm90_kernel(
+        &e,
+        "attention_backward_d64_bf16_red",
+        cpu::Backward { q: &x, k: &kv, v: &kv, out: &x, dout: &x, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv },
+        base,
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("attention_backward_d128_causal_bf16_red"), "another shape's instance is refused: {err}");
     let names = ["attention_backward_d128_causal_bf16_late", "attention_backward_d128_causal_bf16", "attention_backward_d128_causal_bf16_red"];
     assert_eq!(hopper_backward_kernels::<bf16>(&base, 90), Some(names));
@@ -125,5 +142,28 @@ fn the_dq_accumulator_order_is_one_to_one_and_shared_by_kernel_and_conversion() 
                 }
             }
         }
+    }
+}
+
+/// The order in which the causal `_late` backward's blocks (and the causal persistent forward's
+/// tiles) take their work (`longest_first`): one to one onto (rank, head), every group of heads
+/// in rank order, and the last unit of the grid a shortest one (the largest rank).
+#[test]
+fn longest_first_is_one_to_one_and_ends_with_the_shortest_units() {
+    use ferrocuda_kernels_hopper::attention::{WAVE, longest_first};
+    for (per_head, heads) in [(1u32, 1u32), (8, 256), (8, 3), (16, 17), (64, 32), (3, 100), (200, 5), (WAVE + 1, 2)] {
+        let mut seen = vec![false; (per_head * heads) as usize];
+        let mut last = (0, 0);
+        for unit in 0..per_head * heads {
+            let (rank, head) = longest_first(unit, per_head, heads);
+            assert!(rank < per_head && head < heads, "({per_head}, {heads}): unit {unit} -> ({rank}, {head})");
+            let at = (head * per_head + rank) as usize;
+            assert!(!seen[at], "({per_head}, {heads}): ({rank}, {head}) twice");
+            seen[at] = true;
+            // Within a group the ranks do not go down; a new group starts at rank 0.
+            assert!(rank >= last.0 || rank == 0, "({per_head}, {heads}): unit {unit} rank {rank} after {}", last.0);
+            last = (rank, head);
+        }
+        assert_eq!(last.0, per_head - 1, "({per_head}, {heads}): the grid's last unit is not a shortest one");
     }
 }

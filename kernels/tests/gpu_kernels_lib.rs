@@ -308,13 +308,25 @@ fn attention_backward_on_gpu<T: Element>(context: &Context, stream: &Stream, sha
     attention::attention_forward(stream, &q_, &k_, &v_, &mut out, &mut lse, shape).unwrap();
     let (mut dq, mut dk, mut dv) = (zeros::<T>(context, shape.q_len()), zeros::<T>(context, shape.kv_len()), zeros::<T>(context, shape.kv_len()));
     match backward {
-        Backward::Picked => attention::attention_backward(stream, &q_, &k_, &v_, &out, &do_, &lse, &mut dq, &mut dk, &mut dv, shape).unwrap(),
-        Backward::Deterministic => {
-            attention::attention_backward_deterministic(stream, &q_, &k_, &v_, &out, &do_, &lse, &mut dq, &mut dk, &mut dv, shape).unwrap()
-        }
-        Backward::Sm90(kernel) => {
-            attention::attention_backward_sm90(stream, kernel, &q_, &k_, &v_, &out, &do_, &lse, &mut dq, &mut dk, &mut dv, shape).unwrap()
-        }
+        Backward::Picked => attention::attention_backward(
+            stream,
+            attention::Backward { q: &q_, k: &k_, v: &v_, out: &out, dout: &do_, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv },
+            shape,
+        )
+        .unwrap(),
+        Backward::Deterministic => attention::attention_backward_deterministic(
+            stream,
+            attention::Backward { q: &q_, k: &k_, v: &v_, out: &out, dout: &do_, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv },
+            shape,
+        )
+        .unwrap(),
+        Backward::Sm90(kernel) => attention::attention_backward_sm90(
+            stream,
+            kernel,
+            attention::Backward { q: &q_, k: &k_, v: &v_, out: &out, dout: &do_, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv },
+            shape,
+        )
+        .unwrap(),
     }
     let dims = (shape.batch, shape.heads_q, shape.heads_kv, shape.seq_q, shape.seq_kv, shape.head_dim);
     let scale = shape.scale.map_or(1.0 / (shape.head_dim as f64).sqrt(), f64::from);
@@ -403,6 +415,10 @@ fn attention_backward_on_sm_90_matches_f64() {
                 let [_, _, late] = attention::hopper_backward_kernels::<f16>(&shape, 90).unwrap();
                 attention_backward_on_gpu::<f16>(&context, &stream, shape, 4e-3, Backward::Sm90(late));
             }
+            // The trial instance (`_late_lpt`: bf16, D 128, causal), where the shape has one.
+            if let Some(trial) = attention::hopper_backward_trial_kernel::<bf16>(&shape, 90) {
+                attention_backward_on_gpu::<bf16>(&context, &stream, shape, 2e-2, Backward::Sm90(trial));
+            }
         }
     }
     // Repeatability: dK, dV bit for bit; dQ close to itself and to the deterministic path.
@@ -418,9 +434,19 @@ fn attention_backward_on_sm_90_matches_f64() {
         let (mut dq, mut dk, mut dv) =
             (zeros::<bf16>(&context, shape.q_len()), zeros::<bf16>(&context, shape.kv_len()), zeros::<bf16>(&context, shape.kv_len()));
         if deterministic {
-            attention::attention_backward_deterministic(&stream, &q_, &k_, &v_, &out, &do_, &lse, &mut dq, &mut dk, &mut dv, shape).unwrap();
+            attention::attention_backward_deterministic(
+                &stream,
+                attention::Backward { q: &q_, k: &k_, v: &v_, out: &out, dout: &do_, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv },
+                shape,
+            )
+            .unwrap();
         } else {
-            attention::attention_backward(&stream, &q_, &k_, &v_, &out, &do_, &lse, &mut dq, &mut dk, &mut dv, shape).unwrap();
+            attention::attention_backward(
+                &stream,
+                attention::Backward { q: &q_, k: &k_, v: &v_, out: &out, dout: &do_, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv },
+                shape,
+            )
+            .unwrap();
         }
         (widen(&dq.to_vec().unwrap()), widen(&dk.to_vec().unwrap()), widen(&dv.to_vec().unwrap()))
     };
@@ -458,6 +484,72 @@ fn attention_forward_takes_the_hopper_kernels_on_sm_90_and_matches_f64() {
             eprintln!("sm_{arch}: {shape:?} takes the tensor-core or portable path here, not {kernel}");
         }
         attention_on_gpu::<bf16>(&context, &stream, shape, 2e-2, false);
+    }
+}
+
+/// The persistent forward kernels (`_persistent`: at most a block per SM, each taking query
+/// tiles from a counter until all are done, the K/V rings and the ping-pong turns running on
+/// across tiles) and their one-tile-per-block twins, every pair `hopper_kernels` offers (D 64
+/// and 128, causal or not, 2- and 3-deep rings), on shapes with several times more query tiles
+/// than SMs and lengths that are not multiples of 128: both instances agree (the same
+/// arithmetic per tile: within one bf16 rounding of O, 1e-5 of the LSE), and sampled rows of
+/// each are within the f64 reference's bound (`reference_row`, `within_bound`). sm_90 only.
+#[test]
+fn attention_forward_persistent_kernels_match_their_twins_and_f64() {
+    use ferrocuda_kernels_hopper::attention::{reference_row, within_bound};
+    let Some((context, stream)) = gpu("attention_forward_persistent_kernels_match_their_twins_and_f64") else { return };
+    let arch = context.device().arch().unwrap();
+    if arch != 90 {
+        eprintln!("sm_{arch}: no sm_90 forward kernels to compare here");
+        return;
+    }
+    let base = Attention { batch: 2, heads_q: 80, heads_kv: 80, seq_q: 300, seq_kv: 300, head_dim: 128, layout: Layout::Bhsd, causal: false, scale: None };
+    let long = Attention { batch: 1, heads_q: 20, heads_kv: 20, seq_q: 2050, seq_kv: 2050, ..base };
+    let shapes = [
+        base,
+        Attention { causal: true, ..base },
+        Attention { head_dim: 64, ..base },
+        Attention { head_dim: 64, causal: true, ..base },
+        long,
+        Attention { seq_q: 2048, seq_kv: 2048, causal: true, ..long },
+        Attention { head_dim: 64, seq_q: 2100, seq_kv: 2100, heads_q: 40, heads_kv: 40, ..long },
+    ];
+    for shape in shapes {
+        let names = attention::hopper_kernels::<bf16>(&shape, 90).unwrap_or_else(|| panic!("{shape:?}: no sm_90 forward"));
+        let (d, s, heads) = (shape.head_dim, shape.seq_q, shape.batch * shape.heads_q);
+        let (q, _) = input::<bf16>(shape.q_len(), 31, 1.0);
+        let (k, _) = input::<bf16>(shape.kv_len(), 32, 1.0);
+        let (v, _) = input::<bf16>(shape.kv_len(), 33, 1.0);
+        let (q_, k_, v_) = (up(&context, &q), up(&context, &k), up(&context, &v));
+        let mut results = Vec::new();
+        for kernel in names {
+            let (mut out, mut lse) = (zeros::<bf16>(&context, shape.q_len()), zeros::<f32>(&context, shape.q_rows()));
+            out.fill(bf16::from_bits(0x7fc1)).unwrap();
+            attention::attention_forward_sm90(&stream, kernel, &q_, &k_, &v_, &mut out, &mut lse, shape).unwrap();
+            let (out, lse) = (out.to_vec().unwrap(), lse.to_vec().unwrap());
+            // Sampled rows against f64 (the first and last rows included).
+            for i in 0..48usize {
+                let (head, row) = match i {
+                    0 => (0, 0),
+                    1 => (heads - 1, s - 1),
+                    _ => ((i * 7919) % heads, (i * 104_729) % s),
+                };
+                let reference = reference_row(&q, &k, &v, d, s, head, row, shape.causal);
+                let at = (head * s + row) * d;
+                let got: Vec<f32> = out[at..at + d].iter().map(|x| x.to_f32()).collect();
+                within_bound(&reference, &got, lse[head * s + row]).unwrap_or_else(|why| panic!("{kernel} {shape:?}: head {head} row {row}: {why}"));
+            }
+            results.push((kernel, out, lse));
+        }
+        let ((a, out_a, lse_a), (b, out_b, lse_b)) = (&results[0], &results[1]);
+        for (i, (x, y)) in out_a.iter().zip(out_b).enumerate() {
+            let (x, y) = (x.to_f32(), y.to_f32());
+            assert!((x - y).abs() <= x.abs().max(y.abs()) / 128.0 + 1e-6, "{a} vs {b} {shape:?}: O[{i}] {x} vs {y}");
+        }
+        for (i, (x, y)) in lse_a.iter().zip(lse_b).enumerate() {
+            assert!((x - y).abs() <= 1e-5 * x.abs().max(1.0), "{a} vs {b} {shape:?}: LSE[{i}] {x} vs {y}");
+        }
+        eprintln!("{a} and {b} agree, sampled rows within the f64 bound: {shape:?}");
     }
 }
 
@@ -509,15 +601,17 @@ fn attention_backward_on_misaligned_views_matches_the_aligned_call() {
         let (o, l) = (out.slice(at..at + n), lse.slice(at..at + shape.q_rows()));
         attention::attention_backward_deterministic(
             &stream,
-            &q,
-            &k,
-            &v,
-            &o,
-            &dout,
-            &l,
-            &mut dq.slice_mut(at..at + n),
-            &mut dk.slice_mut(at..at + m),
-            &mut dv.slice_mut(at..at + m),
+            attention::Backward {
+                q: &q,
+                k: &k,
+                v: &v,
+                out: &o,
+                dout: &dout,
+                lse: &l,
+                dq: &mut dq.slice_mut(at..at + n),
+                dk: &mut dk.slice_mut(at..at + m),
+                dv: &mut dv.slice_mut(at..at + m),
+            },
             shape,
         )
         .unwrap();
@@ -586,17 +680,32 @@ fn d3_attention_backward_with_scratch_on_the_tensor_cores_is_captured_into_a_gra
     // eager call takes the sm_90 kernel (dQ by atomic adds) and the captured one the tensor
     // cores, so the replay is compared with the deterministic call (the same kernels).
     let (mut dq, mut dk, mut dv) = grads(&context);
-    attention::attention_backward_with_scratch(&stream, &q_, &k_, &v_, &out, &do_, &lse, &mut dq, &mut dk, &mut dv, &mut scratch, shape).unwrap();
-    attention::attention_backward_deterministic(&stream, &q_, &k_, &v_, &out, &do_, &lse, &mut dq, &mut dk, &mut dv, shape).unwrap();
+    attention::attention_backward_with_scratch(
+        &stream,
+        attention::Backward { q: &q_, k: &k_, v: &v_, out: &out, dout: &do_, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv },
+        &mut scratch,
+        shape,
+    )
+    .unwrap();
+    attention::attention_backward_deterministic(
+        &stream,
+        attention::Backward { q: &q_, k: &k_, v: &v_, out: &out, dout: &do_, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv },
+        shape,
+    )
+    .unwrap();
     let (mut gq, mut gk, mut gv) = grads(&context);
     let graph = stream
         .capture(|s| {
-            attention::attention_backward_with_scratch(s, &q_, &k_, &v_, &out, &do_, &lse, &mut gq, &mut gk, &mut gv, &mut scratch, shape).map_err(
-                |e| match e {
-                    KernelsError::Gpu(e) => e,
-                    other => panic!("{other}"),
-                },
+            attention::attention_backward_with_scratch(
+                s,
+                attention::Backward { q: &q_, k: &k_, v: &v_, out: &out, dout: &do_, lse: &lse, dq: &mut gq, dk: &mut gk, dv: &mut gv },
+                &mut scratch,
+                shape,
             )
+            .map_err(|e| match e {
+                KernelsError::Gpu(e) => e,
+                other => panic!("{other}"),
+            })
         })
         .unwrap();
     let exec = graph.instantiate().unwrap();
@@ -637,15 +746,25 @@ fn attention_backward_with_scratch_on_sm_90_is_captured_into_a_graph() {
         // Eager (loads the modules, which a capture may not): the sm_90 kernel on sm_90, here
         // on the caller's scratch when it is long enough.
         let (mut dq, mut dk, mut dv) = grads(&context);
-        attention::attention_backward_with_scratch(&stream, &q_, &k_, &v_, &out, &do_, &lse, &mut dq, &mut dk, &mut dv, &mut scratch, shape).unwrap();
+        attention::attention_backward_with_scratch(
+            &stream,
+            attention::Backward { q: &q_, k: &k_, v: &v_, out: &out, dout: &do_, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv },
+            &mut scratch,
+            shape,
+        )
+        .unwrap();
         let (mut gq, mut gk, mut gv) = grads(&context);
         let graph = stream
             .capture(|s| {
-                attention::attention_backward_with_scratch(s, &q_, &k_, &v_, &out, &do_, &lse, &mut gq, &mut gk, &mut gv, &mut scratch, shape).map_err(|e| {
-                    match e {
-                        KernelsError::Gpu(e) => e,
-                        other => panic!("{other}"),
-                    }
+                attention::attention_backward_with_scratch(
+                    s,
+                    attention::Backward { q: &q_, k: &k_, v: &v_, out: &out, dout: &do_, lse: &lse, dq: &mut gq, dk: &mut gk, dv: &mut gv },
+                    &mut scratch,
+                    shape,
+                )
+                .map_err(|e| match e {
+                    KernelsError::Gpu(e) => e,
+                    other => panic!("{other}"),
                 })
             })
             .unwrap();
@@ -867,8 +986,22 @@ fn f12_4_allocating_forms_name_a_short_operand_before_allocating_even_inside_a_c
     let mut errors: Vec<(&str, Result<(), KernelsError>)> = Vec::new();
     let graph = stream
         .capture(|s| {
-            errors.push(("dv", attention::attention_backward(s, &q, &k, &v, &o, &d_o, &lse, &mut dq, &mut dk, &mut dv, shape)));
-            errors.push(("dv", attention::attention_backward_deterministic(s, &q, &k, &v, &o, &d_o, &lse, &mut dq, &mut dk, &mut dv, shape)));
+            errors.push((
+                "dv",
+                attention::attention_backward(
+                    s,
+                    attention::Backward { q: &q, k: &k, v: &v, out: &o, dout: &d_o, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv },
+                    shape,
+                ),
+            ));
+            errors.push((
+                "dv",
+                attention::attention_backward_deterministic(
+                    s,
+                    attention::Backward { q: &q, k: &k, v: &v, out: &o, dout: &d_o, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv },
+                    shape,
+                ),
+            ));
             errors.push(("dx", rows::rmsnorm_backward(s, &dout, &x, &w, &rstd, None, &mut dx, &mut dw, rs)));
             errors.push(("dx", rows::layernorm_backward(s, &dout, &x, &w, &mean, &rstd, None, &mut dx, &mut dw, &mut db, rs)));
             Ok(())

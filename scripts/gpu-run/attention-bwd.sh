@@ -7,10 +7,13 @@
 # then on the GPU machine (about 70 s on an H200; what s11-bwd's runs 1 and 2 ran):
 #   cd .device-bin/attn && BENCH_MMA=0 BENCH_WG=1 BENCH_REPEAT=3 BENCH_MIN_S=1024 \
 #     NCU_ONLY=128,1024,0 MEMCHECK_S=25 bash attention_gpu_job.sh
-# Look for "tests rc=0" with every attention test ok (9 of them, among them
-# attention_backward_with_scratch_on_sm_90_is_captured_into_a_graph), the table's backward
-# "ours/cuDNN" column, "CHECK PASS", the ncu durations, "ERROR SUMMARY: 0 errors". Results land
-# in $OUT (table.md, ours.txt, sdpa.txt, logs.txt).
+# Look for "tests rc=0" with every attention test ok (10 of them, among them
+# attention_backward_with_scratch_on_sm_90_is_captured_into_a_graph and session 12's
+# attention_forward_persistent_kernels_match_their_twins_and_f64), the table's backward
+# "ours/cuDNN" column, its "fwd twin" (the persistent forward) and "bwd trial" (`_late_lpt`)
+# columns, "CHECK PASS", the ncu durations, "ERROR SUMMARY: 0 errors" for the backward and the
+# persistent forward. Results land in $OUT (table.md, table.json, table.svg, ours.txt, sdpa.txt,
+# logs.txt).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 dest=${1:?usage: attention-bwd.sh <dest>}

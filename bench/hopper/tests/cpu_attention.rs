@@ -9,7 +9,7 @@ use ferrocuda_device::cpu::CpuExecutor;
 use ferrocuda_device::half::bf16;
 use ferrocuda_device::tma::TensorMap as DeviceMap;
 use ferrocuda_host::{LaunchConfig, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
-use hopper_kernels::attention::{BM, BOX, THREADS, attention_body, reference_row, shared_bytes, within_bound};
+use hopper_kernels::attention::{BM, BOX, THREADS, attention_body, attention_body_persistent, reference_row, shared_bytes, within_bound};
 
 fn random_bf16(len: usize, mut seed: u64) -> Vec<bf16> {
     (0..len)
@@ -49,6 +49,12 @@ const SCHEDULES: [Schedule; 5] = [
 /// Runs one variant on the CPU executor and checks every O element and LSE against the f64
 /// reference (bounds in `within_bound`); returns the worst error / bound.
 fn check(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u32) -> f64 {
+    check_on(d, causal, schedule, seq_len, heads, None)
+}
+
+/// [`check`], or with `Some(blocks)` the persistent form of the schedule (`overlap` only) on
+/// that many blocks, each taking query tiles from the shared counter until all are done.
+fn check_on(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u32, persistent: Option<u32>) -> f64 {
     let len = (heads * seq_len * d) as usize;
     let seed = 0x1000 * d as u64 + 10 * seq_len as u64 + causal as u64;
     let (q, k, v) = (random_bf16(len, seed + 1), random_bf16(len, seed + 2), random_bf16(len, seed + 3));
@@ -63,7 +69,11 @@ fn check(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u32) -> 
         lse.as_mut_ptr() as usize,
     ];
     let scale_log2 = (1.0 / (d as f32).sqrt()) * std::f32::consts::LOG2_E;
-    let config = LaunchConfig::new((seq_len.div_ceil(BM), heads), THREADS).with_shared_bytes(shared_bytes(d, schedule.stages));
+    let grid = persistent.map_or((seq_len.div_ceil(BM), heads), |blocks| (blocks, 1));
+    let config = LaunchConfig::new(grid, THREADS).with_shared_bytes(shared_bytes(d, schedule.stages));
+    // The persistent kernels' work counter (0 at the launch).
+    let mut counter = Box::new(0u32);
+    let next = &mut *counter as *mut u32 as usize;
     let body = || {
         let [qm, km, vm, o, lse] = pointers;
         let (qm, km, vm, o, lse) = (qm as *const DeviceMap, km as *const DeviceMap, vm as *const DeviceMap, o as *mut u32, lse as *mut f32);
@@ -71,6 +81,21 @@ fn check(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u32) -> 
         // swizzle), `o` and `lse` hold heads·seq_len·d bf16 and heads·seq_len f32; all live until
         // `run` returns; the grid and shared memory are the kernel's.
         unsafe {
+            if persistent.is_some() {
+                let next = next as *mut u32;
+                macro_rules! pick_persistent {
+                    ($($d:literal $c:literal $p:literal $s:literal),*) => {
+                        match (d, causal, schedule) {
+                            $(($d, $c, Schedule { overlap: true, pingpong: $p, stages: $s }) => {
+                                attention_body_persistent::<$d, $c, $p, $s>(qm, km, vm, o, lse, seq_len, scale_log2, heads, next)
+                            })*
+                            _ => unreachable!("no such persistent variant"),
+                        }
+                    };
+                }
+                return pick_persistent!(64 false false 2, 64 false true 2, 64 true true 2, 64 true false 2, 128 false true 2, 128 true true 2,
+                    128 false true 3, 128 true true 3, 128 false false 2);
+            }
             macro_rules! pick {
                 ($($d:literal $c:literal $o:literal $p:literal $s:literal),*) => {
                     match (d, causal, schedule) {
@@ -86,7 +111,12 @@ fn check(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u32) -> 
         }
     };
     CpuExecutor::new().with_race_detection(false).run("attention", config, &body).unwrap();
-    let what = format!("d {d}, causal {causal}, {schedule:?}, seq_len {seq_len}");
+    let what = format!("d {d}, causal {causal}, {schedule:?}, seq_len {seq_len}, heads {heads}, persistent on {persistent:?} blocks");
+    if let Some(blocks) = persistent {
+        // Each block's producer takes one number from the counter per tile it loaded.
+        let _ = blocks;
+        assert_eq!(*counter, seq_len.div_ceil(BM) * heads, "{what}: the counter after the launch");
+    }
     let mut worst = 0.0f64;
     for head in 0..heads as usize {
         for row in 0..seq_len as usize {
@@ -129,4 +159,22 @@ fn cpu_attention_three_key_tiles_two_heads() {
     check(64, true, SCHEDULES[1], 300, 2);
     check(128, true, SCHEDULES[4], 452, 1);
     check(64, false, SCHEDULES[3], 452, 1);
+}
+
+/// The persistent kernels (`attention_body_persistent`): fewer blocks than query tiles, so each
+/// block takes several, one after the other, with the K/V rings running on across tiles (round
+/// numbers counting on), Q's buffer refilled after the consumers release it, the ping-pong turns
+/// alternating across tiles, and (causal) each head's tiles last first. 3 heads of 300 keys
+/// (3 query tiles each: 9 work items) on 2 blocks, and on 1 block (every item in one block);
+/// D 64 and 128, causal or not, 2- and 3-deep rings.
+#[test]
+fn cpu_attention_persistent_blocks_take_several_tiles() {
+    let pingpong = |stages| Schedule { overlap: true, pingpong: true, stages };
+    for causal in [false, true] {
+        check_on(64, causal, pingpong(2), 300, 3, Some(2));
+        check_on(128, causal, pingpong(2), 300, 3, Some(2));
+    }
+    check_on(128, true, pingpong(3), 300, 3, Some(1));
+    check_on(128, false, pingpong(3), 200, 2, Some(3));
+    check_on(64, false, Schedule { overlap: true, pingpong: false, stages: 2 }, 452, 2, Some(2));
 }

@@ -177,6 +177,29 @@ fn attention_wgmma_groups_are_not_serialised_by_ptxas_c7513() {
             }
         }
     }
+    // The persistent twins (`attention_body_persistent`): the same groups and waits. Their
+    // loop over tiles keeps more values live, so more spill (mostly outside the key loop; ptxas
+    // 13.0, 2026-11-27: 0-10 LDL/STL at D 64, 51-65 at D 128).
+    for (kernel, d) in [
+        ("attention_d64_persistent", 64),
+        ("attention_d64_pingpong_persistent", 64),
+        ("attention_d64_causal_pingpong_persistent", 64),
+        ("attention_d128_pingpong_persistent", 128),
+        ("attention_d128_causal_pingpong_persistent", 128),
+        ("attention_d128_pingpong_s3_persistent", 128),
+        ("attention_d128_causal_pingpong_s3_persistent", 128),
+    ] {
+        let body = kernel_sass(&sass, kernel);
+        let hgmma: Vec<&str> = body.lines().filter(|l| l.contains("HGMMA.64x")).collect();
+        let scores = d / 16;
+        let groups: Vec<usize> = hgmma.iter().enumerate().filter(|(_, l)| l.contains("gsb0")).map(|(i, _)| i + 1).collect();
+        assert_eq!(groups, vec![scores, 2 * scores, 2 * scores + 8], "{kernel}: HGMMA groups (cumulative counts at each gsb0)");
+        let waits = body.matches("WARPGROUP.DEPBAR").count();
+        assert!(waits <= 4, "{kernel}: {waits} wgmma waits: serialised (C7513)?");
+        let local = body.lines().filter(|l| l.contains("LDL") || l.contains("STL")).count();
+        let allowed = if d == 64 { 16 } else { 80 };
+        assert!(local <= allowed, "{kernel}: {local} LDL/STL (allowed {allowed})");
+    }
 }
 
 /// 2-D indexing: the `Matrix` view's checks are proven by the kernel's guard and vanish; slice

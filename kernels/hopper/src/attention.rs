@@ -25,6 +25,11 @@
 //!   products through named barriers, so one's softmax overlaps the other's products); the
 //!   `_s3` kernels have 3-deep K/V rings ([`STAGES_DEEP`]).
 //!
+//! The `_persistent` kernels ([`attention_body_persistent`]) run the overlapped schedules on a
+//! grid of at most one block per SM: each block takes query tiles ([`work_item`]) from a
+//! counter until all are done, and loads the next tile while it finishes this one. Their two
+//! more parameters: `heads` (`B·H`) and `next` (the counter, a `u32` zeroed before the launch).
+//!
 //! Requirements (the kernels' contract; `ferrocuda_kernels::attention::attention_forward` checks
 //! them and builds the maps, `bench/hopper`'s `attention_host::Problem` builds inputs that meet it):
 //! the maps describe live arrays with the layout above, box `[64, 128, 1]`, 128-byte swizzle;
@@ -51,9 +56,60 @@ pub const fn tile_bytes(head_dim: u32) -> u32 {
     head_dim / 64 * SLAB
 }
 
-/// Dynamic shared memory per block: Q, the K and V rings, the barriers, 1 KiB to align.
+/// Dynamic shared memory per block: Q, the K and V rings, the barriers (with the persistent
+/// kernels' Q "empty" barrier and their two work-item slots: 32 bytes), 1 KiB to align.
 pub const fn shared_bytes(head_dim: u32, stages: u32) -> u32 {
-    (1 + 2 * stages) * tile_bytes(head_dim) + 8 * (1 + 4 * stages) + 1024
+    (1 + 2 * stages) * tile_bytes(head_dim) + 8 * (1 + 4 * stages) + 32 + 1024
+}
+
+/// Query tiles of a head: `⌈seq_len / 128⌉`, at least 1.
+pub const fn q_tiles(seq_len: u32) -> u32 {
+    let tiles = seq_len.div_ceil(BM);
+    if tiles == 0 { 1 } else { tiles }
+}
+
+/// Work units in one group of [`longest_first`]: about one wave of blocks on an H100 (132 SMs).
+pub const WAVE: u32 = 128;
+
+/// The order of the causal kernels' work units, longest first within groups of heads: unit
+/// `unit` of the `per_head · heads` units (each head's `per_head` units ranked by length, rank
+/// 0 the longest) is `(rank, head)`. The heads go in groups of `⌈WAVE / per_head⌉` (about a
+/// wave of units each; the last group may be smaller), and each group's rank-0 units come
+/// first, then its rank-1 units, and so on. So the units running at the same time belong to a
+/// few heads (their K and V, or Q and dO, stay in L2, as in a head-by-head order), and the
+/// grid ends with its shortest units instead of a head's longest (a short tail). A bijection
+/// of `0..per_head · heads` onto `0..per_head` x `0..heads`.
+#[inline(always)]
+pub const fn longest_first(unit: u32, per_head: u32, heads: u32) -> (u32, u32) {
+    let per_head = if per_head == 0 { 1 } else { per_head };
+    let group_heads = if WAVE / per_head == 0 { 1 } else { WAVE / per_head };
+    let group = unit / (group_heads * per_head);
+    let first_head = group * group_heads;
+    let left = heads.saturating_sub(first_head);
+    let size = if left == 0 {
+        1
+    } else if left < group_heads {
+        left
+    } else {
+        group_heads
+    };
+    let r = unit - group * group_heads * per_head;
+    (r / size, first_head + r % size)
+}
+
+/// The query tile and head of work item `item` of a persistent kernel (items `0..q_tiles ·
+/// heads`): head by head, tile `item % q_tiles` of head `item / q_tiles`; with the causal mask
+/// [`longest_first`] (a tile's length is its number of key tiles: the last tile of a head
+/// is the longest). `q_tiles` is [`q_tiles`]`(seq_len)` (at least 1).
+#[inline(always)]
+pub const fn work_item(causal: bool, item: u32, q_tiles: u32, heads: u32) -> (u32, u32) {
+    let q_tiles = if q_tiles == 0 { 1 } else { q_tiles };
+    if causal {
+        let (rank, head) = longest_first(item, q_tiles, heads);
+        (q_tiles - 1 - rank, head)
+    } else {
+        (item % q_tiles, item / q_tiles)
+    }
 }
 
 /// Key tiles a query tile starting at row `q0` visits: all of them, or (causal) those up to
@@ -64,7 +120,7 @@ pub const fn kv_tiles(causal: bool, q0: u32, seq_len: u32) -> u32 {
     if causal && upto < all { upto } else { all }
 }
 
-pub use body::attention_body;
+pub use body::{attention_body, attention_body_persistent};
 
 /// One query row of the f64 reference: `o[c]`, the softmax-weighted magnitude
 /// `weight[c] = Σ_j p_j |v_jc| / Σ_j p_j` (the scale of `o[c]`'s rounding error) and the LSE.
@@ -129,11 +185,13 @@ pub fn within_bound(reference: &Reference, o: &[f32], lse: f32) -> Result<f64, S
 
 mod body {
     use super::*;
+    use ferrocuda_device::atomic::Atomic;
     use ferrocuda_device::half::pack_bf16x2;
     use ferrocuda_device::math::FastMath;
     use ferrocuda_device::mbarrier::{MBarrier, fence_init};
     use ferrocuda_device::named_barrier::NamedBarrier;
     use ferrocuda_device::pipeline::Ring;
+    use ferrocuda_device::shared::SharedElement;
     use ferrocuda_device::sync::sync_threads;
     use ferrocuda_device::thread::{block_idx_x, block_idx_y, grid_dim_x, thread_idx_x};
     use ferrocuda_device::tma::{TensorMap, dynamic_shared_address};
@@ -292,6 +350,26 @@ mod body {
             // SAFETY: as for `keys`, the bytes after them.
             unsafe { Ring::at(self.barriers() + 8 + Ring::<STAGES>::BARRIER_BYTES) }
         }
+        /// Persistent kernels: Q's "empty" barrier (one arrival per consumer warp when the last
+        /// scores of a work item are done), after the rings' barriers.
+        #[inline(always)]
+        fn q_empty(self) -> MBarrier {
+            // SAFETY: the 8 bytes after the rings' barriers, inside the requested shared memory
+            // ([`shared_bytes`] counts 32 bytes for these), used only as this barrier.
+            unsafe { MBarrier::at(self.barriers() + 8 + 2 * Ring::<STAGES>::BARRIER_BYTES) }
+        }
+        /// Persistent kernels: the barrier of work-item slot `n % 2` (the producer's one
+        /// arrival after writing the slot).
+        #[inline(always)]
+        fn item_full(self, n: u32) -> MBarrier {
+            // SAFETY: the next 16 bytes, as for `q_empty`, one barrier per slot.
+            unsafe { MBarrier::at(self.barriers() + 16 + 2 * Ring::<STAGES>::BARRIER_BYTES + 8 * (n % 2)) }
+        }
+        /// Persistent kernels: the address of work-item slot `n % 2` (a `u32`, after the barriers).
+        #[inline(always)]
+        fn item(self, n: u32) -> u32 {
+            self.barriers() + 32 + 2 * Ring::<STAGES>::BARRIER_BYTES + 4 * (n % 2)
+        }
     }
 
     /// What one consumer thread needs to finish a score tile.
@@ -322,10 +400,10 @@ mod body {
         fence_accumulators_32(unsafe { &mut *(p as *mut Fragments as *mut [f32; 32]) });
     }
 
-    /// Finishes the scores of key tile `j` (their group already waited for): releases K_j's
-    /// slot, masks if needed, runs the online softmax. Returns the rescale factor of O's rows
-    /// and the probabilities P (f32, in the accumulator layout; `a_fragments_bf16_64` makes
-    /// them the next `wgmma`'s A operand).
+    /// Finishes the scores of key tile `j` (their group already waited for; ring round
+    /// `round`): releases K_j's slot, masks if needed, runs the online softmax. Returns the
+    /// rescale factor of O's rows and the probabilities P (f32, in the accumulator layout;
+    /// `a_fragments_bf16_64` makes them the next `wgmma`'s A operand).
     #[inline(always)]
     fn finish_scores<const CAUSAL: bool, const STAGES: u32>(
         s: &mut [f32; 64],
@@ -333,10 +411,11 @@ mod body {
         rows: Rows,
         layout: Layout<STAGES>,
         j: u32,
+        round: u32,
     ) -> ([f32; 2], [f32; 64]) {
         fence_accumulators_64(s);
         if rows.lane == 0 {
-            layout.keys().release(j);
+            layout.keys().release(round);
         }
         // Work on a copy: `s` stays as the last `wgmma` wrote it (it is the next score group's
         // accumulator operand), so nothing but a `wgmma` defines it while P·V is in flight
@@ -347,6 +426,204 @@ mod body {
         }
         let factor = softmax(&mut x, &mut state.m, &mut state.l, rows.scale_log2);
         (factor, x)
+    }
+
+    /// The two consumers' turn barriers of the ping-pong schedule, as (this consumer's, the
+    /// other's): consumer `c` issues its tensor-core work only after waiting on barrier `4 + c`
+    /// (ids 1..=3 are the reducing block barriers'), then arrives on the other's, so the two
+    /// warpgroups take turns and one's softmax overlaps the other's products. (Constants:
+    /// `NamedBarrier::new` checks its arguments, at compile time here.)
+    #[inline(always)]
+    fn turns(consumer: u32) -> (NamedBarrier, NamedBarrier) {
+        const TURN: [NamedBarrier; 2] = [NamedBarrier::new(4, 256), NamedBarrier::new(5, 256)];
+        if consumer == 0 { (TURN[0], TURN[1]) } else { (TURN[1], TURN[0]) }
+    }
+
+    /// The producer's loads for one query tile (rows `q0..` of `head`): the Q tile, then its
+    /// `tiles` key and value tiles as rounds `round..round + tiles` of the rings.
+    ///
+    /// # Safety
+    /// One thread calls it; the maps are valid and acquired (the kernel's contract); Q's buffer
+    /// is free (nothing reads it until `q_full` completes again).
+    #[inline(always)]
+    unsafe fn produce_tile<const D: u32, const STAGES: u32>(layout: Layout<STAGES>, maps: [*const TensorMap; 3], q0: u32, head: u32, tiles: u32, round: u32) {
+        let [q_map, k_map, v_map] = maps;
+        let tile = tile_bytes(D);
+        // SAFETY: every box starts inside its array (rows past `seq_len` are filled with zeros by
+        // the copy engine); Q's buffer is free (the caller's contract) and each ring slot is
+        // free (its `empty` phase waited for by `produce`) before it is refilled.
+        unsafe {
+            layout.q_full().arrive_expect_tx(tile);
+            for c in 0..D / 64 {
+                TensorMap::load_3d(q_map, layout.q() + c * SLAB, layout.q_full(), (64 * c) as i32, q0 as i32, head as i32);
+            }
+            for j in 0..tiles {
+                let slot = Ring::<STAGES>::slot(round + j);
+                let full = layout.keys().produce(round + j, tile);
+                for c in 0..D / 64 {
+                    TensorMap::load_3d(k_map, layout.k(slot) + c * SLAB, full, (64 * c) as i32, (j * BN) as i32, head as i32);
+                }
+                let full = layout.values().produce(round + j, tile);
+                for c in 0..D / 64 {
+                    TensorMap::load_3d(v_map, layout.v(slot) + c * SLAB, full, (64 * c) as i32, (j * BN) as i32, head as i32);
+                }
+            }
+        }
+    }
+
+    /// One consumer warpgroup's overlapped schedule over the `tiles` key tiles of its query
+    /// tile (rings' rounds `round..`; Q's buffer already full): see the module docs. With
+    /// `PINGPONG` it takes its turns on [`turns`]`(consumer)`; the caller arrives once on the
+    /// other's barrier (consumer 1) before the first call and syncs once on its own (consumer 0)
+    /// after the last, so that the turns stay strictly alternating across tiles. `RELEASE_Q`
+    /// (the persistent kernels): one arrival per warp on `q_empty` as soon as the last score
+    /// group has been waited for. Returns O's accumulators and the rows' maxima and sums.
+    ///
+    /// # Safety
+    /// The consumer warpgroup's 128 threads call it together with the same arguments; Q's
+    /// buffer holds the query tile; the producer fills rounds `round..round + tiles`.
+    #[inline(always)]
+    unsafe fn consume_tile<const D: u32, const CAUSAL: bool, const PINGPONG: bool, const STAGES: u32, const RELEASE_Q: bool>(
+        layout: Layout<STAGES>,
+        rows: Rows,
+        q: u32,
+        consumer: u32,
+        tiles: u32,
+        round: u32,
+    ) -> Running {
+        let lane = rows.lane;
+        // Not `[0.0; 64]`: a repeat expression becomes a store loop that keeps the array in
+        // local memory (docs/performance.md). SAFETY: all-zero bits are 0.0.
+        let mut state = Running { acc: unsafe { core::mem::zeroed() }, m: [f32::NEG_INFINITY; 2], l: [0.0; 2] };
+        // SAFETY: as above.
+        let mut s: [f32; 64] = unsafe { core::mem::zeroed() };
+        if tiles == 0 {
+            return state;
+        }
+        // Every `unsafe` block below issues or waits for `wgmma`s: the consumer warpgroup's 128
+        // threads run this code together (the caller's contract; the loop bounds are the
+        // tile's); the shared tiles a group reads stay untouched until the arrival on their
+        // `empty` barrier, which follows the wait for that group; the registers of a group in
+        // flight (`s`, `state.acc`, `p`) are fenced before its issue and not touched until it
+        // has been waited for.
+        let (mine, other) = turns(consumer);
+        layout.keys().consume(round);
+        if PINGPONG {
+            mine.sync();
+        }
+        // (No fence of `s` here: the first score `wgmma` only writes it.)
+        // SAFETY: see above.
+        unsafe {
+            wgmma::fence();
+            issue_scores::<D>(&mut s, q, layout.k(Ring::<STAGES>::slot(round)));
+        }
+        if PINGPONG {
+            other.arrive();
+        }
+        // SAFETY: see above.
+        unsafe { wgmma::wait::<0>() };
+        if RELEASE_Q && tiles == 1 && lane == 0 {
+            layout.q_empty().arrive();
+        }
+        let (_, probabilities) = finish_scores::<CAUSAL, STAGES>(&mut s, &mut state, rows, layout, 0, round);
+        let mut p = a_fragments_bf16_64(&probabilities);
+        // The factor by which O's rows must be rescaled before the next P·V.
+        let mut factor = [1.0f32; 2];
+        for j in 0..tiles {
+            let slot = Ring::<STAGES>::slot(round + j);
+            let next = j + 1 < tiles;
+            if next {
+                layout.keys().consume(round + j + 1);
+            }
+            if PINGPONG {
+                mine.sync();
+            }
+            if next {
+                // (No fence of `s` here: the first score `wgmma` only writes it.)
+                // SAFETY: see above. The scores of tile j+1 go first, so that they are done
+                // (the older group) while P_j·V_j still runs.
+                unsafe {
+                    wgmma::fence();
+                    issue_scores::<D>(&mut s, q, layout.k(Ring::<STAGES>::slot(round + j + 1)));
+                }
+            }
+            // O is not in flight here (P_{j-1}·V_{j-1} was waited for); this overlaps S_{j+1}.
+            rescale_rows(&mut state.acc, factor);
+            // V_j after issuing S_{j+1}: V_j may still be on its way (the producer loads it
+            // after K_j); waiting for it first kept the tensor cores idle (H100 run 2: d64
+            // overlap 20% slower than with this order in run 1).
+            layout.values().consume(round + j);
+            fence_accumulators_64(&mut state.acc);
+            fence_fragments(&mut p);
+            // SAFETY: see above.
+            unsafe {
+                wgmma::fence();
+                issue_pv::<D>(&mut state.acc, &p, layout.v(slot));
+            }
+            if PINGPONG {
+                other.arrive();
+            }
+            if next {
+                // The softmax of tile j+1 runs while P_j·V_j is on the tensor cores. Its
+                // probabilities become A fragments only after the wait below: registers
+                // that a later `wgmma` reads must not be written while a group is in flight,
+                // or ptxas serialises every `wgmma` of the kernel (C7513).
+                // SAFETY: see above.
+                unsafe { wgmma::wait::<1>() };
+                // The scores of the last key tile are done: Q's buffer is free.
+                if RELEASE_Q && j + 2 == tiles && lane == 0 {
+                    layout.q_empty().arrive();
+                }
+                let (f, probabilities) = finish_scores::<CAUSAL, STAGES>(&mut s, &mut state, rows, layout, j + 1, round + j + 1);
+                factor = f;
+                // SAFETY: see above.
+                unsafe { wgmma::wait::<0>() };
+                fence_accumulators_64(&mut state.acc);
+                fence_fragments(&mut p);
+                p = a_fragments_bf16_64(&probabilities);
+            } else {
+                // SAFETY: see above.
+                unsafe { wgmma::wait::<0>() };
+                fence_accumulators_64(&mut state.acc);
+            }
+            if lane == 0 {
+                layout.values().release(round + j);
+            }
+        }
+        state
+    }
+
+    /// The epilogue: normalises this thread's two rows of O, stores them and (one lane per
+    /// row) the LSE; rows past `seq_len` are not stored.
+    ///
+    /// # Safety
+    /// `o` holds `(head + 1) · seq_len · D` bf16 (as pairs), `lse` `(head + 1) · seq_len` f32.
+    #[inline(always)]
+    unsafe fn store_rows<const D: u32>(state: Running, rows: Rows, o: *mut u32, lse: *mut f32, head: u32) {
+        let Running { acc, m, l } = state;
+        let (lane, seq_len) = (rows.lane, rows.seq_len);
+        unroll::<2>(|h| {
+            let mut total = l[h];
+            total += shuffle_xor(total, 1);
+            total += shuffle_xor(total, 2);
+            let row = rows.row0 + 8 * h as u32;
+            if row < seq_len {
+                let inverse = if total > 0.0 { 1.0 / total } else { 0.0 };
+                let at = (head as usize * seq_len as usize + row as usize) * D as usize;
+                unroll::<16>(|i| {
+                    if i < D as usize / 8 {
+                        let col = 8 * i + 2 * (lane as usize % 4);
+                        let pair = pack_bf16x2(acc[4 * i + 2 * h] * inverse, acc[4 * i + 2 * h + 1] * inverse);
+                        // SAFETY: row < seq_len and col + 1 < D: inside O (the caller's contract).
+                        unsafe { *o.add((at + col) / 2) = pair };
+                    }
+                });
+                if lane.is_multiple_of(4) {
+                    // SAFETY: inside `lse` (the caller's contract).
+                    unsafe { *lse.add(head as usize * seq_len as usize + row as usize) = (m[h] + total.fast_log2()) * core::f32::consts::LN_2 };
+                }
+            }
+        });
     }
 
     /// The kernel body (see the module docs).
@@ -384,28 +661,12 @@ mod body {
             // SAFETY: the whole warpgroup executes it; the producer needs few registers.
             unsafe { warpgroup::dealloc_registers::<24>() };
             if tid == 0 {
-                // SAFETY: the maps are valid (the kernel's contract); every box starts inside
-                // its array (rows past `seq_len` are filled with zeros by the copy engine); each
-                // slot is free (its `empty` phase waited for) before it is refilled.
+                // SAFETY: the maps are valid (the kernel's contract); Q's buffer is unused yet.
                 unsafe {
                     TensorMap::acquire(q_map);
                     TensorMap::acquire(k_map);
                     TensorMap::acquire(v_map);
-                    layout.q_full().arrive_expect_tx(tile);
-                    for c in 0..D / 64 {
-                        TensorMap::load_3d(q_map, layout.q() + c * SLAB, layout.q_full(), (64 * c) as i32, q0 as i32, head as i32);
-                    }
-                    for j in 0..tiles {
-                        let slot = Ring::<STAGES>::slot(j);
-                        let full = layout.keys().produce(j, tile);
-                        for c in 0..D / 64 {
-                            TensorMap::load_3d(k_map, layout.k(slot) + c * SLAB, full, (64 * c) as i32, (j * BN) as i32, head as i32);
-                        }
-                        let full = layout.values().produce(j, tile);
-                        for c in 0..D / 64 {
-                            TensorMap::load_3d(v_map, layout.v(slot) + c * SLAB, full, (64 * c) as i32, (j * BN) as i32, head as i32);
-                        }
-                    }
+                    produce_tile::<D, STAGES>(layout, [q_map, k_map, v_map], q0, head, tiles, 0);
                 }
             }
             return;
@@ -416,19 +677,14 @@ mod body {
         let lane = tid % 32;
         let rows = Rows { lane, row0: q0 + 64 * consumer + 16 * ((tid % 128) / 32) + lane / 4, q0, seq_len, scale_log2 };
         let q = layout.q() + consumer * 64 * 128;
-        // Not `[0.0; 64]`: a repeat expression becomes a store loop that keeps the array in
-        // local memory (docs/performance.md). SAFETY: all-zero bits are 0.0.
-        let mut state = Running { acc: unsafe { core::mem::zeroed() }, m: [f32::NEG_INFINITY; 2], l: [0.0; 2] };
-        // SAFETY: as above.
-        let mut s: [f32; 64] = unsafe { core::mem::zeroed() };
         layout.q_full().wait(0);
-        // Every `unsafe` block below issues or waits for `wgmma`s: the consumer warpgroup's 128
-        // threads run this code together (the branch is on `tid / 128`, the loop bounds are the
-        // block's); the shared tiles a group reads stay untouched until the arrival on their
-        // `empty` barrier, which follows the wait for that group; the registers of a group in
-        // flight (`s`, `state.acc`, `p`) are fenced before its issue and not touched until it
-        // has been waited for.
-        if !OVERLAP {
+        let state = if !OVERLAP {
+            // Not `[0.0; 64]`: a repeat expression becomes a store loop that keeps the array in
+            // local memory (docs/performance.md). SAFETY: all-zero bits are 0.0.
+            let mut state = Running { acc: unsafe { core::mem::zeroed() }, m: [f32::NEG_INFINITY; 2], l: [0.0; 2] };
+            // SAFETY: as above.
+            let mut s: [f32; 64] = unsafe { core::mem::zeroed() };
+            // Every `unsafe` block below issues or waits for `wgmma`s, as in `consume_tile`.
             for j in 0..tiles {
                 let slot = Ring::<STAGES>::slot(j);
                 layout.keys().consume(j);
@@ -439,7 +695,7 @@ mod body {
                     issue_scores::<D>(&mut s, q, layout.k(slot));
                     wgmma::wait::<0>();
                 }
-                let (factor, probabilities) = finish_scores::<CAUSAL, STAGES>(&mut s, &mut state, rows, layout, j);
+                let (factor, probabilities) = finish_scores::<CAUSAL, STAGES>(&mut s, &mut state, rows, layout, j, j);
                 let mut p = a_fragments_bf16_64(&probabilities);
                 rescale_rows(&mut state.acc, factor);
                 layout.values().consume(j);
@@ -456,123 +712,143 @@ mod body {
                     layout.values().release(j);
                 }
             }
-        } else if tiles > 0 {
-            // Ping-pong: consumer c issues its tensor-core work only after waiting on barrier
-            // 4 + c (ids 1..=3 are the reducing block barriers'), and then arrives on the
-            // other's, so the two warpgroups take turns and one's softmax overlaps the other's
-            // products. Consumer 0 goes first (consumer 1's
-            // arrival below); each consumer passes its barrier tiles + 1 times (consumer 0 once
-            // more at the end, taking consumer 1's last arrival, so no phase is left open).
-            // (Constants: `NamedBarrier::new` checks its arguments, at compile time here.)
-            const TURN: [NamedBarrier; 2] = [NamedBarrier::new(4, 256), NamedBarrier::new(5, 256)];
-            let (mine, other) = if consumer == 0 { (TURN[0], TURN[1]) } else { (TURN[1], TURN[0]) };
+            state
+        } else {
+            // Consumer 0 goes first (consumer 1's arrival); each consumer passes its barrier
+            // tiles + 1 times (consumer 0 once more at the end, taking consumer 1's last
+            // arrival, so no phase is left open).
+            let (mine, other) = turns(consumer);
             if PINGPONG && consumer == 1 {
                 other.arrive();
             }
-            layout.keys().consume(0);
-            if PINGPONG {
-                mine.sync();
-            }
-            // (No fence of `s` here: the first score `wgmma` only writes it.)
-            // SAFETY: see above.
-            unsafe {
-                wgmma::fence();
-                issue_scores::<D>(&mut s, q, layout.k(0));
-            }
-            if PINGPONG {
-                other.arrive();
-            }
-            // SAFETY: see above.
-            unsafe { wgmma::wait::<0>() };
-            let (_, probabilities) = finish_scores::<CAUSAL, STAGES>(&mut s, &mut state, rows, layout, 0);
-            let mut p = a_fragments_bf16_64(&probabilities);
-            // The factor by which O's rows must be rescaled before the next P·V.
-            let mut factor = [1.0f32; 2];
-            for j in 0..tiles {
-                let slot = Ring::<STAGES>::slot(j);
-                let next = j + 1 < tiles;
-                if next {
-                    layout.keys().consume(j + 1);
-                }
-                if PINGPONG {
-                    mine.sync();
-                }
-                if next {
-                    // (No fence of `s` here: the first score `wgmma` only writes it.)
-                    // SAFETY: see above. The scores of tile j+1 go first, so that they are done
-                    // (the older group) while P_j·V_j still runs.
-                    unsafe {
-                        wgmma::fence();
-                        issue_scores::<D>(&mut s, q, layout.k(Ring::<STAGES>::slot(j + 1)));
-                    }
-                }
-                // O is not in flight here (P_{j-1}·V_{j-1} was waited for); this overlaps S_{j+1}.
-                rescale_rows(&mut state.acc, factor);
-                // V_j after issuing S_{j+1}: V_j may still be on its way (the producer loads it
-                // after K_j); waiting for it first kept the tensor cores idle (H100 run 2: d64
-                // overlap 20% slower than with this order in run 1).
-                layout.values().consume(j);
-                fence_accumulators_64(&mut state.acc);
-                fence_fragments(&mut p);
-                // SAFETY: see above.
-                unsafe {
-                    wgmma::fence();
-                    issue_pv::<D>(&mut state.acc, &p, layout.v(slot));
-                }
-                if PINGPONG {
-                    other.arrive();
-                }
-                if next {
-                    // The softmax of tile j+1 runs while P_j·V_j is on the tensor cores. Its
-                    // probabilities become A fragments only after the wait below: registers
-                    // that a later `wgmma` reads must not be written while a group is in flight,
-                    // or ptxas serialises every `wgmma` of the kernel (C7513).
-                    // SAFETY: see above.
-                    unsafe { wgmma::wait::<1>() };
-                    let (f, probabilities) = finish_scores::<CAUSAL, STAGES>(&mut s, &mut state, rows, layout, j + 1);
-                    factor = f;
-                    // SAFETY: see above.
-                    unsafe { wgmma::wait::<0>() };
-                    fence_accumulators_64(&mut state.acc);
-                    fence_fragments(&mut p);
-                    p = a_fragments_bf16_64(&probabilities);
-                } else {
-                    // SAFETY: see above.
-                    unsafe { wgmma::wait::<0>() };
-                    fence_accumulators_64(&mut state.acc);
-                }
-                if lane == 0 {
-                    layout.values().release(j);
-                }
-            }
+            // SAFETY: the warpgroup's threads call it together; Q is in its buffer (waited for).
+            let state = unsafe { consume_tile::<D, CAUSAL, PINGPONG, STAGES, false>(layout, rows, q, consumer, tiles, 0) };
             if PINGPONG && consumer == 0 {
                 mine.sync();
             }
+            state
+        };
+        // SAFETY: O and LSE hold every head's rows (the kernel's contract).
+        unsafe { store_rows::<D>(state, rows, o, lse, head) };
+    }
+
+    /// The persistent kernel body: the overlapped schedule of [`attention_body`] (`PINGPONG` or
+    /// not) on a grid of at most one block per SM, each block taking query tiles ("work items",
+    /// [`work_item`]) one after the other until all `q_tiles · heads` are done: its first is
+    /// item `block_idx_x`, each next one `grid_dim_x + atomicAdd(next, 1)` (fetched by the
+    /// producer thread and handed to the consumers through one of two shared slots, each with
+    /// an mbarrier). The K/V rings run on across items (round numbers count on), and the
+    /// producer loads the next item's Q as soon as the consumers have released Q's buffer after
+    /// their last scores, so the next tile's loads overlap this tile's last `P·V` and epilogue
+    /// (the short-sequence cost of the one-tile-per-block grid). The consumers' ping-pong turns
+    /// alternate across items.
+    ///
+    /// # Safety
+    /// The module's requirements; 384 threads, [`shared_bytes`]`(D, STAGES)` of dynamic shared
+    /// memory, grid `(g, 1)` with `1 <= g`; `heads` is `batch·heads`; `next` points to a `u32`
+    /// of global memory that is 0 at the launch and touched by nothing else during it; run as
+    /// every thread of the grid.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn attention_body_persistent<const D: u32, const CAUSAL: bool, const PINGPONG: bool, const STAGES: u32>(
+        q_map: *const TensorMap,
+        k_map: *const TensorMap,
+        v_map: *const TensorMap,
+        o: *mut u32,
+        lse: *mut f32,
+        seq_len: u32,
+        scale_log2: f32,
+        heads: u32,
+        next: *mut u32,
+    ) {
+        let tid = thread_idx_x();
+        let tile = tile_bytes(D);
+        let layout = Layout::<STAGES> { base: (dynamic_shared_address() + 1023) & !1023, tile };
+        if tid == 0 {
+            layout.q_full().init(1);
+            // One arrival per consumer warp.
+            layout.q_empty().init(8);
+            layout.item_full(0).init(1);
+            layout.item_full(1).init(1);
+            // One release per consumer warp.
+            layout.keys().init(8);
+            layout.values().init(8);
+            fence_init();
         }
-        // Epilogue: normalise, store this thread's two rows of O and (one lane per row) the LSE.
-        let Running { acc, m, l } = state;
-        unroll::<2>(|h| {
-            let mut total = l[h];
-            total += shuffle_xor(total, 1);
-            total += shuffle_xor(total, 2);
-            let row = rows.row0 + 8 * h as u32;
-            if row < seq_len {
-                let inverse = if total > 0.0 { 1.0 / total } else { 0.0 };
-                let at = (head as usize * seq_len as usize + row as usize) * D as usize;
-                unroll::<16>(|i| {
-                    if i < D as usize / 8 {
-                        let col = 8 * i + 2 * (lane as usize % 4);
-                        let pair = pack_bf16x2(acc[4 * i + 2 * h] * inverse, acc[4 * i + 2 * h + 1] * inverse);
-                        // SAFETY: row < seq_len and col + 1 < D: inside O (the kernel's contract).
-                        unsafe { *o.add((at + col) / 2) = pair };
+        sync_threads();
+        let q_tiles = q_tiles(seq_len);
+        let items = q_tiles * heads;
+        if tid / 128 == 0 {
+            // SAFETY: the whole warpgroup executes it; the producer needs few registers.
+            unsafe { warpgroup::dealloc_registers::<24>() };
+            if tid == 0 {
+                // SAFETY: the maps are valid (the kernel's contract); `next` is the launch's
+                // counter, accessed only atomically (the contract).
+                unsafe {
+                    TensorMap::acquire(q_map);
+                    TensorMap::acquire(k_map);
+                    TensorMap::acquire(v_map);
+                    let counter = Atomic::from_ptr(next);
+                    let (mut item, mut n, mut round) = (block_idx_x(), 0u32, 0u32);
+                    loop {
+                        // Slot n % 2 was last read for item n - 2, before the consumers released
+                        // Q after it (waited for below, at item n - 1).
+                        u32::store_shared(layout.item(n), item);
+                        layout.item_full(n).arrive();
+                        if item >= items {
+                            break;
+                        }
+                        let (q_tile, head) = work_item(CAUSAL, item, q_tiles, heads);
+                        let tiles = kv_tiles(CAUSAL, q_tile * BM, seq_len);
+                        if n > 0 {
+                            // The consumers are done with the previous item's Q.
+                            layout.q_empty().wait((n - 1) & 1);
+                        }
+                        produce_tile::<D, STAGES>(layout, [q_map, k_map, v_map], q_tile * BM, head, tiles, round);
+                        round += tiles;
+                        n += 1;
+                        item = grid_dim_x() + counter.fetch_add(1);
                     }
-                });
-                if lane.is_multiple_of(4) {
-                    // SAFETY: inside `lse` (the kernel's contract).
-                    unsafe { *lse.add(head as usize * seq_len as usize + row as usize) = (m[h] + total.fast_log2()) * core::f32::consts::LN_2 };
                 }
             }
-        });
+            return;
+        }
+        // SAFETY: the whole warpgroup executes it; 2 x 128 x 240 + 128 x 24 registers fit.
+        unsafe { warpgroup::alloc_registers::<240>() };
+        let consumer = tid / 128 - 1;
+        let lane = tid % 32;
+        let q = layout.q() + consumer * 64 * 128;
+        // The turns alternate across items: consumer 1's first arrival here, consumer 0's last
+        // sync after the loop (see `consume_tile`).
+        let (mine, other) = turns(consumer);
+        if PINGPONG && consumer == 1 {
+            other.arrive();
+        }
+        let (mut n, mut round) = (0u32, 0u32);
+        loop {
+            layout.item_full(n).wait((n / 2) & 1);
+            // SAFETY: the slot's address, inside the requested shared memory; written by the
+            // producer before its arrival, which the wait above observed.
+            let item = unsafe { u32::load_shared(layout.item(n)) };
+            if item >= items {
+                break;
+            }
+            let (q_tile, head) = work_item(CAUSAL, item, q_tiles, heads);
+            let q0 = q_tile * BM;
+            let tiles = kv_tiles(CAUSAL, q0, seq_len);
+            let rows = Rows { lane, row0: q0 + 64 * consumer + 16 * ((tid % 128) / 32) + lane / 4, q0, seq_len, scale_log2 };
+            layout.q_full().wait(n & 1);
+            // SAFETY: the warpgroup's threads call it together (the item is the block's); Q is
+            // in its buffer (waited for); the producer fills these rounds.
+            let state = unsafe { consume_tile::<D, CAUSAL, PINGPONG, STAGES, true>(layout, rows, q, consumer, tiles, round) };
+            // SAFETY: O and LSE hold every head's rows (the kernel's contract); head < heads.
+            unsafe { store_rows::<D>(state, rows, o, lse, head) };
+            round += tiles;
+            n += 1;
+        }
+        if PINGPONG && consumer == 0 {
+            mine.sync();
+        }
     }
 
     macro_rules! kernels {
@@ -615,5 +891,39 @@ mod body {
         attention_d64_causal_pingpong_s3: 64, true, true, true, 3;
         attention_d128_pingpong_s3: 128, false, true, true, 3;
         attention_d128_causal_pingpong_s3: 128, true, true, true, 3;
+    }
+
+    macro_rules! persistent_kernels {
+        ($($name:ident: $d:literal, $causal:literal, $pingpong:literal, $stages:literal;)*) => {$(
+            ferrocuda_device::launch_bounds!($name, 384, 1);
+            /// Attention forward, persistent (see the module docs and
+            /// [`attention_body_persistent`]), head dimension and variant in the name.
+            ///
+            /// # Safety
+            /// The module's requirements; 384 threads, `shared_bytes(D, STAGES)` of dynamic shared
+            /// memory, grid `(g, 1)` with `g >= 1` (at most one block per SM); `heads` is
+            /// `batch·heads`; `next` a `u32` of global memory, 0 at the launch, used by nothing
+            /// else during it.
+            #[cfg(target_arch = "nvptx64")]
+            #[unsafe(no_mangle)]
+            #[allow(clippy::too_many_arguments)]
+            pub unsafe extern "ptx-kernel" fn $name(
+                q_map: *const TensorMap, k_map: *const TensorMap, v_map: *const TensorMap, o: *mut u32, lse: *mut f32, seq_len: u32, scale_log2: f32,
+                heads: u32, next: *mut u32,
+            ) {
+                // SAFETY: the kernel's contract.
+                unsafe { attention_body_persistent::<$d, $causal, $pingpong, $stages>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next) }
+            }
+        )*};
+    }
+
+    persistent_kernels! {
+        attention_d64_persistent: 64, false, false, 2;
+        attention_d64_pingpong_persistent: 64, false, true, 2;
+        attention_d64_causal_pingpong_persistent: 64, true, true, 2;
+        attention_d128_pingpong_persistent: 128, false, true, 2;
+        attention_d128_causal_pingpong_persistent: 128, true, true, 2;
+        attention_d128_pingpong_s3_persistent: 128, false, true, 3;
+        attention_d128_causal_pingpong_s3_persistent: 128, true, true, 3;
     }
 }

@@ -34,7 +34,10 @@
 //! causal mask, two key blocks per block); `_red`, where each consumer adds its `dQ` tile itself
 //! with `red.global.add.v4.f32` (no adding warp; the one `ferrocuda-kernels` picks at D 64);
 //! `_late` (bulk `dQ`, but dV and dK issued after the exchange barrier, no staggering and one
-//! key block per block: session 10's order; picked at D 128 with the causal mask). Session 10's
+//! key block per block: session 10's order; picked at D 128 with the causal mask);
+//! `attention_backward_d128_causal_bf16_late_lpt`, a trial (session 12, not yet timed on a GPU,
+//! so not picked): `_late` with its blocks in [`crate::attention::longest_first`] order
+//! (every head group's longest walks first, the grid ending with the shortest). Session 10's
 //! `_wg` (each consumer's own dQ, twice the atomics: 0.65-0.85x) and `_ov` (C7512 at D 128) are
 //! gone. Figures: `BENCHMARKS.md`, `bench/results/s11-bwd-*`.
 //!
@@ -164,7 +167,7 @@ mod body {
     use ferrocuda_device::shared_vector::{SharedX2, SharedX4};
     use ferrocuda_device::sync::sync_threads;
     use ferrocuda_device::sync::sync_warp;
-    use ferrocuda_device::thread::{block_idx_x, block_idx_y, thread_idx_x};
+    use ferrocuda_device::thread::{block_idx_x, block_idx_y, grid_dim_x, grid_dim_y, thread_idx_x};
     use ferrocuda_device::tma::{TensorMap, bulk_reduce_add_f32, dynamic_shared_address, fence_proxy_async_shared, store_commit, store_wait, store_wait_read};
     use ferrocuda_device::unroll::unroll;
     use ferrocuda_device::warpgroup;
@@ -407,13 +410,25 @@ mod body {
     /// stored and exchanged. `STAGGER`: without the causal mask, the block of keys `k0..`
     /// starts its walk over a head's query tiles at tile `2 k0 / 128` (wrapping around), so
     /// that the blocks of one head running together add to different `dQ` tiles.
+    /// `LONGEST_FIRST` (with the causal mask and without `STAGGER`): the grid's blocks take the
+    /// key blocks in [`crate::attention::longest_first`] order instead of key block `x` of head
+    /// row `y` (a trial: the `_late_lpt` instance, not picked by `ferrocuda-kernels` until the
+    /// GPU has timed it).
     ///
     /// # Safety
     /// The module's requirements; 384 threads, [`shared_bytes`]`(D)` of dynamic shared memory,
     /// grid `(blocks_x(seq_kv, CAUSAL && STAGGER), batch·heads_kv)`; run as every thread of the grid.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    pub unsafe fn backward_body<const D: u32, const CAUSAL: bool, const F16: bool, const BULK_DQ: bool, const EARLY_DV: bool, const STAGGER: bool>(
+    pub unsafe fn backward_body<
+        const D: u32,
+        const CAUSAL: bool,
+        const F16: bool,
+        const BULK_DQ: bool,
+        const EARLY_DV: bool,
+        const STAGGER: bool,
+        const LONGEST_FIRST: bool,
+    >(
         maps: [*const TensorMap; 6],
         dq_acc: *mut f32,
         dk: *mut u32,
@@ -437,14 +452,23 @@ mod body {
         // crashes (SIGSEGV) on a call into core's panic functions from both sides of a
         // `setmaxnreg` split (seen 2026-11-27 on this kernel's rotation below).
         let heads_kv = problem.heads_kv.max(1);
-        let (b, hk) = (block_idx_y() / heads_kv, block_idx_y() % heads_kv);
+        // `LONGEST_FIRST` (causal, one key block per block: `_late_lpt`): the blocks in
+        // `longest_first` order (key block 0's walk is the longest), so the grid's tail is short
+        // walks. Otherwise block (x, y) is key block x of head row y.
+        let (x, by) = if CAUSAL && !STAGGER && LONGEST_FIRST {
+            let linear = block_idx_x() + grid_dim_x() * block_idx_y();
+            crate::attention::longest_first(linear, grid_dim_x(), grid_dim_y())
+        } else {
+            (block_idx_x(), block_idx_y())
+        };
+        let (b, hk) = (by / heads_kv, by % heads_kv);
         let group = problem.heads_q / heads_kv;
         let seq_pad = padded_seq(problem.seq_q);
         let tiles = seq_pad / BQ;
         // This block's key blocks ("units", one after the other): with the causal mask and
         // `STAGGER`, blocks `x` and `nkb - 1 - x` (the longest walk with the shortest, so every
         // block does about the same work: [`blocks_x`]), else block `x`.
-        let (x, nkb) = (block_idx_x(), problem.seq_kv.div_ceil(BN).max(1));
+        let nkb = problem.seq_kv.div_ceil(BN).max(1);
         let paired = CAUSAL && STAGGER;
         let units = if paired && nkb - 1 - x > x { 2 } else { 1 };
         let walk = |u: u32| Walk::new::<CAUSAL, STAGGER>(if u == 0 { x } else { nkb - 1 - x }, tiles, group);
@@ -826,7 +850,7 @@ mod body {
     }
 
     macro_rules! kernels {
-        ($($name:ident: $d:literal, $causal:literal, $f16:literal, $bulk:literal, $early:literal, $stagger:literal;)*) => {$(
+        ($($name:ident: $d:literal, $causal:literal, $f16:literal, $bulk:literal, $early:literal, $stagger:literal $(, $lpt:literal)?;)*) => {$(
             ferrocuda_device::launch_bounds!($name, 384, 1);
             /// Attention backward (see the module docs), head dimension, mask and element type
             /// in the name.
@@ -844,7 +868,11 @@ mod body {
             ) {
                 let problem = Problem { seq_q, seq_kv, heads_q, heads_kv, bshd, scale };
                 // SAFETY: the kernel's contract.
-                unsafe { backward_body::<$d, $causal, $f16, $bulk, $early, $stagger>([q_map, k_map, v_map, do_map, lse_map, delta_map], dq_acc, dk, dv, problem) }
+                unsafe {
+                    backward_body::<$d, $causal, $f16, $bulk, $early, $stagger, { false $(|| $lpt)? }>(
+                        [q_map, k_map, v_map, do_map, lse_map, delta_map], dq_acc, dk, dv, problem,
+                    )
+                }
             }
         )*};
     }
@@ -862,6 +890,7 @@ mod body {
         attention_backward_d128_causal_bf16: 128, true, false, true, true, true;
         attention_backward_d128_causal_bf16_red: 128, true, false, false, true, true;
         attention_backward_d128_causal_bf16_late: 128, true, false, true, false, false;
+        attention_backward_d128_causal_bf16_late_lpt: 128, true, false, true, false, false, true;
         attention_backward_d64_f16: 64, false, true, true, true, true;
         attention_backward_d64_f16_red: 64, false, true, false, true, true;
         attention_backward_d64_f16_late: 64, false, true, true, false, false;

@@ -84,8 +84,10 @@ fn kernel_items(kernel: &Kernel) -> TokenStream {
     } else {
         kernel.function
     };
-    let is_unsafe = kernel.has_raw_pointers();
     let unsafe_fn = function.sig.unsafety.is_some();
+    // An `unsafe fn` kernel's launchers are `unsafe`: its `# Safety` contract (raw pointers'
+    // validity, or what a tensor map's opaque box and swizzle must be) is the launch's.
+    let is_unsafe = kernel.has_raw_pointers() || unsafe_fn;
     // `#[cfg]`/`#[cfg_attr]` on the kernel apply to everything generated for it (a kernel gated
     // with `#[cfg_attr(target_arch = "nvptx64", cfg(ferrocuda_sm = "90"))]` has no entry on
     // other architectures); every other attribute stays on the user's function.
@@ -420,7 +422,8 @@ fn host_launcher(
             quote! {
                 ///
                 /// # Safety
-                /// The kernel takes raw device pointers: each must point to device memory of
+                /// The kernel is `unsafe`: its own `# Safety` contract must hold for this launch.
+                /// Raw device pointers among its parameters must each point to device memory of
                 /// this context that stays allocated, and is valid for the kernel's reads and
                 /// writes (with no other writer), until the kernel has finished.
             },

@@ -288,9 +288,9 @@ impl Backend for Cpu {
         shape: Attention,
     ) -> Result<()> {
         if self.sm90_attention && ferrocuda_kernels::attention::hopper_backward_kernel::<T>(&shape, 90).is_some() {
-            return Ok(cpu::attention_backward_sm90(&self.executor, q, k, v, out, dout, lse, dq, dk, dv, shape)?);
+            return Ok(cpu::attention_backward_sm90(&self.executor, cpu::Backward { q, k, v, out, dout, lse, dq, dk, dv }, shape)?);
         }
-        Ok(cpu::attention_backward(&self.executor, q, k, v, out, dout, lse, dq, dk, dv, shape)?)
+        Ok(cpu::attention_backward(&self.executor, cpu::Backward { q, k, v, out, dout, lse, dq, dk, dv }, shape)?)
     }
     fn cross_entropy<T: Act>(&self, logits: &Vec<T>, targets: &Vec<u32>, losses: &mut Vec<f32>, dlogits: &mut Vec<T>, shape: Rows, dloss: f32) -> Result<()> {
         Ok(cpu::cross_entropy(&self.executor, logits, targets, losses, dlogits, shape, dloss)?)

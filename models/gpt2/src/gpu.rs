@@ -347,12 +347,18 @@ impl Backend for Gpu {
             // GPT2_DETERMINISTIC=1: the attention backward without atomic dQ sums (slower; for
             // run-to-run comparisons; the embedding gradient's atomics remain).
             if std::env::var("GPT2_DETERMINISTIC").is_ok_and(|v| v == "1") {
-                return Ok(attention::attention_backward_deterministic(&self.stream, q, k, v, out, dout, lse, dq, dk, dv, shape)?);
+                let operands = attention::Backward { q, k, v, out, dout, lse, dq, dk, dv };
+                return Ok(attention::attention_backward_deterministic(&self.stream, operands, shape)?);
             }
             // Long enough for the sm_90 backward, so a captured step (`--graph`) keeps it.
             let n = attention::backward_scratch_len_fastest(&shape);
             let mut scratch = self.scratch(ATTENTION, n)?;
-            Ok(attention::attention_backward_with_scratch(&self.stream, q, k, v, out, dout, lse, dq, dk, dv, &mut scratch.slice_mut(..n), shape)?)
+            Ok(attention::attention_backward_with_scratch(
+                &self.stream,
+                attention::Backward { q, k, v, out, dout, lse, dq, dk, dv },
+                &mut scratch.slice_mut(..n),
+                shape,
+            )?)
         })
     }
     fn cross_entropy<T: Act>(

@@ -237,7 +237,13 @@ fn attention_backward<T: Float>(call: &Call, s: &Scalars) -> PyResult<()> {
     let (out, dout, lse) = (call.input::<T>("out")?, call.input::<T>("dout")?, call.input::<f32>("lse")?);
     let (mut dq, mut dk, mut dv) = (call.output::<T>("dq")?, call.output::<T>("dk")?, call.output::<T>("dv")?);
     let mut scratch = call.output::<f32>("scratch")?;
-    attention::attention_backward_with_scratch(call.stream(), &q, &k, &v, &out, &dout, &lse, &mut dq, &mut dk, &mut dv, &mut scratch, shape).map_err(gpu_error)
+    attention::attention_backward_with_scratch(
+        call.stream(),
+        attention::Backward { q: &q, k: &k, v: &v, out: &out, dout: &dout, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv },
+        &mut scratch,
+        shape,
+    )
+    .map_err(gpu_error)
 }
 
 /// The library's ops, in the `ferrocuda` namespace. Inputs before scalars, in schema order;
