@@ -16,6 +16,14 @@ use ferrocuda_device::sync::sync_threads;
 use ferrocuda_device::thread::thread_idx_x;
 use ferrocuda_device::tma::dynamic_shared_address;
 
+/// The tests' barriers. Each test keeps one count per id (the contract of the `unsafe`
+/// `NamedBarrier::new`), except the F12-3 cases that break it on purpose: on the CPU executor
+/// a broken rule is reported as an error (what those tests check), not undefined behaviour.
+fn barrier(id: u32, threads: u32) -> NamedBarrier {
+    // SAFETY: as above.
+    unsafe { NamedBarrier::new(id, threads) }
+}
+
 /// Ping-pong as in the attention kernel: warpgroup c waits on barrier 4 + c, appends its index
 /// to a log in shared memory, then arrives on the other's barrier; warpgroup 1 lets 0 go first,
 /// and 0 takes 1's last arrival at the end. The log must alternate 0, 1, 0, 1, ... .
@@ -26,7 +34,7 @@ fn named_barriers_make_two_warpgroups_take_turns() {
     let body = || {
         let tid = thread_idx_x();
         let group = tid / 128;
-        let turn = [NamedBarrier::new(4, 256), NamedBarrier::new(5, 256)];
+        let turn = [barrier(4, 256), barrier(5, 256)];
         let (mine, other) = (turn[group as usize], turn[1 - group as usize]);
         let counter = dynamic_shared_address();
         if tid == 0 {
@@ -120,7 +128,7 @@ fn p7_named_barrier_hand_offs_chain_transitively() {
     let body = || {
         let tid = thread_idx_x();
         let word = dynamic_shared_address();
-        let (first, second) = (NamedBarrier::new(4, 64), NamedBarrier::new(5, 64));
+        let (first, second) = (barrier(4, 64), barrier(5, 64));
         match tid / 32 {
             0 => {
                 if tid == 0 {
@@ -153,7 +161,7 @@ fn p7_an_arriving_thread_is_not_ordered_after_the_waiters() {
     let body = || {
         let tid = thread_idx_x();
         let word = dynamic_shared_address();
-        let barrier = NamedBarrier::new(4, 64);
+        let barrier = barrier(4, 64);
         if tid < 32 {
             barrier.sync();
             if tid == 0 {
@@ -178,7 +186,7 @@ fn p7_an_arriving_thread_is_not_ordered_after_the_waiters() {
 #[should_panic(expected = "named barrier ids are 4..=15")]
 fn p4_named_barrier_ids_of_the_block_barriers_are_refused() {
     let id = std::hint::black_box(3);
-    let _ = NamedBarrier::new(id, 64);
+    let _ = barrier(id, 64);
 }
 
 /// Audit 2026-11-27f F12-3: a named barrier counts warps, as a GPU does ("marks warps' arrival
@@ -195,7 +203,7 @@ fn f12_3_named_barriers_count_warps_with_exited_lanes_and_partial_warps_as_a_gpu
             if tid >= live {
                 return;
             }
-            NamedBarrier::new(4, count).sync();
+            barrier(4, count).sync();
             passed[tid as usize].store(1, Ordering::Relaxed);
         };
         let run = CpuExecutor::new().with_watchdog(std::time::Duration::from_secs(5)).run("named_exit", LaunchConfig::new(1u32, block), &body);
@@ -207,7 +215,7 @@ fn f12_3_named_barriers_count_warps_with_exited_lanes_and_partial_warps_as_a_gpu
         if thread_idx_x() >= 32 {
             return;
         }
-        NamedBarrier::new(4, 64).sync();
+        barrier(4, 64).sync();
     };
     let hung = CpuExecutor::new().with_watchdog(std::time::Duration::from_secs(2)).run("named_exit", LaunchConfig::new(1u32, 64u32), &body);
     assert!(hung.is_err(), "a whole warp that exited does not arrive: the phase never completes (a GPU hangs)");
@@ -221,9 +229,9 @@ fn f12_3_two_thread_counts_in_one_named_barrier_phase_are_a_fault() {
     for other in [32u32, 64] {
         let body = || {
             if thread_idx_x() < 32 {
-                NamedBarrier::new(4, 64).sync();
+                barrier(4, 64).sync();
             } else {
-                NamedBarrier::new(4, other).arrive();
+                barrier(4, other).arrive();
             }
         };
         let run = CpuExecutor::new().with_watchdog(std::time::Duration::from_secs(5)).run("named_mixed", LaunchConfig::new(1u32, 64u32), &body);

@@ -24,8 +24,9 @@
 //! Misuse (counts that never complete) deadlocks the block; it cannot corrupt memory. One rule
 //! faults instead: every arrival of a phase must give the same thread count (warp 0 `sync`
 //! with 64 and warp 1 `arrive` with 32 on one id raised `CUDA_ERROR_ILLEGAL_INSTRUCTION` on an
-//! H200, losing the context; audit 2026-11-27f F12-3): give every `NamedBarrier` of one id the
-//! same count (a `const` per id, as the Hopper kernels do).
+//! H200, losing the context; audit 2026-11-27f F12-3). That rule is the contract of the
+//! `unsafe` [`NamedBarrier::new`]: give every `NamedBarrier` of one id the same count (a
+//! `const` per id, as the Hopper kernels do).
 //!
 //! Arrivals count by warp, as the hardware counts them ("marks warps' arrival at barrier"): a
 //! warp arrives once its non-exited lanes have, and counts 32 even when some lanes exited or it
@@ -49,8 +50,16 @@ impl NamedBarrier {
 
     /// Barrier `id` (4..=15) completing after `threads` arrivals (a positive multiple of 32).
     /// Panics (at compile time in a `const`) on an id or count out of range.
+    ///
+    /// # Safety
+    /// Every arrival (`sync` or `arrive`) on barrier `id` during one phase, in any warp of the
+    /// block, must give the same `threads`: two counts in one phase are undefined behaviour in
+    /// PTX, and an H200 raised `CUDA_ERROR_ILLEGAL_INSTRUCTION` for it, losing the context
+    /// (audit 2026-11-27f, F12-3; the CPU executor reports it as `MixedBarrierCounts`). No type
+    /// can tie one count to one id across a kernel's warps, so the constructor is where the
+    /// promise is made: one `const` per id, as the Hopper kernels write it, keeps it.
     #[inline(always)]
-    pub const fn new(id: u32, threads: u32) -> NamedBarrier {
+    pub const unsafe fn new(id: u32, threads: u32) -> NamedBarrier {
         assert!(id >= Self::MIN_ID && id <= 15, "named barrier ids are 4..=15 (0 is sync_threads', 1..=3 are sync_threads_count/_and/_or's)");
         assert!(threads > 0 && threads.is_multiple_of(32), "a named barrier counts whole warps: threads must be a positive multiple of 32");
         NamedBarrier { id, threads }

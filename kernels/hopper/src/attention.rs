@@ -435,7 +435,8 @@ mod body {
     /// `NamedBarrier::new` checks its arguments, at compile time here.)
     #[inline(always)]
     fn turns(consumer: u32) -> (NamedBarrier, NamedBarrier) {
-        const TURN: [NamedBarrier; 2] = [NamedBarrier::new(4, 256), NamedBarrier::new(5, 256)];
+        // SAFETY: ids 4 and 5 are used with 256 threads (the two consumer warpgroups) only.
+        const TURN: [NamedBarrier; 2] = unsafe { [NamedBarrier::new(4, 256), NamedBarrier::new(5, 256)] };
         if consumer == 0 { (TURN[0], TURN[1]) } else { (TURN[1], TURN[0]) }
     }
 

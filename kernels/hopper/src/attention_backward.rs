@@ -476,8 +476,10 @@ mod body {
         // A consumer's `dQ` tile is full (the consumer's 128 threads arrive, the adding warp
         // waits) and empty again (the adding warp arrives, the consumer waits before it writes
         // the next one).
-        let dq_full = |c: u32| NamedBarrier::new(6 + c, 160);
-        let dq_empty = |c: u32| NamedBarrier::new(8 + c, 160);
+        // SAFETY (both): ids 6..=9 are the dQ hand-offs' only, always with 160 threads (one
+        // consumer warpgroup and the producer's warp).
+        let dq_full = |c: u32| unsafe { NamedBarrier::new(6 + c, 160) };
+        let dq_empty = |c: u32| unsafe { NamedBarrier::new(8 + c, 160) };
         if tid / 128 == 0 {
             // SAFETY: the whole warpgroup executes it; the producer needs few registers.
             unsafe { warpgroup::dealloc_registers::<24>() };
@@ -571,7 +573,8 @@ mod body {
         let scale_log2 = problem.scale * core::f32::consts::LOG2_E;
         // The threads of both consumers (each reads the other's `dSᵀ`) meet here between
         // writing it and the `wgmma`s reading it.
-        let written = NamedBarrier::new(4, 256);
+        // SAFETY: id 4 is used here with 256 threads (the two consumer warpgroups) only.
+        let written = unsafe { NamedBarrier::new(4, 256) };
         // Not `[0.0; 64]`: a repeat expression becomes a store loop that keeps the array in
         // local memory (docs/performance.md). SAFETY: all-zero bits are 0.0.
         let (mut dk_acc, mut dv_acc): ([f32; 64], [f32; 64]) = unsafe { (core::mem::zeroed(), core::mem::zeroed()) };

@@ -54,7 +54,8 @@ pub fn p4_mixed_barriers(mode: u32, out: AtomicSlice<u32>) {
 pub fn p7_named_producer_consumer(mode: u32, out: AtomicSlice<u32>) {
     let (b, t) = (ferrocuda_device::thread::block_idx_x(), thread_idx_x());
     let s = shared_array![u32; 4];
-    let full = ferrocuda_device::named_barrier::NamedBarrier::new(4, 64);
+    // SAFETY: barrier 4 is used with 64 threads (both warps) only.
+    let full = unsafe { ferrocuda_device::named_barrier::NamedBarrier::new(4, 64) };
     if t >= 32 {
         if t == 32 && mode != 2 {
             s.set(0, 42 + b);
@@ -81,8 +82,8 @@ pub fn p7_named_producer_consumer(mode: u32, out: AtomicSlice<u32>) {
 pub fn p7_ping_pong(out: AtomicSlice<u32>) {
     let (b, t) = (ferrocuda_device::thread::block_idx_x(), thread_idx_x());
     let s = shared_array![u32; 2];
-    let named = ferrocuda_device::named_barrier::NamedBarrier::new;
-    let (first, second) = (named(4, 64), named(5, 64));
+    // SAFETY: barriers 4 and 5 are used with 64 threads (both warps) only.
+    let (first, second) = unsafe { (ferrocuda_device::named_barrier::NamedBarrier::new(4, 64), ferrocuda_device::named_barrier::NamedBarrier::new(5, 64)) };
     if t < 32 {
         if t == 0 {
             s.set(0, 100 + b);
