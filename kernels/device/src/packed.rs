@@ -210,7 +210,7 @@ fn unpack(p: u64) -> (f32, f32) {
 /// barriers where two `sum_all`s take two pairs). Every thread of the block must call it.
 #[inline(always)]
 fn sum_pair_all(reduce: &RuntimeBlockReduce<u64>, a: f32, b: f32) -> (f32, f32) {
-    unpack(reduce.reduce_all(pack(a, b), |p, q| {
+    unpack(reduce.reduce_all_with_identity(pack(a, b), pack(0.0, 0.0), |p, q| {
         let ((a0, b0), (a1, b1)) = (unpack(p), unpack(q));
         pack(a0 + a1, b0 + b1)
     }))
@@ -279,10 +279,41 @@ fn normalise1(v: f32, w: f32, b: f32, (shift, offset, rstd): (f32, f32, f32)) ->
 #[allow(clippy::too_many_arguments)]
 pub fn rmsnorm_forward_packed<T: Float>(x: &[T], weight: &[T], mut out: DisjointChunks<T, 8>, mut rstd: DisjointSlice<f32, BlockRows>, cols: u32, eps: f32) {
     let (i, at, c) = my_chunk();
-    let (v, w) = (load8(x, at, Load::EvictFirst), load8(weight, c, Load::EvictLast));
-    let stats = block_statistics(v, cols, false, 0.0, eps);
-    store8(&mut out, i, normalise(v, w, None, stats));
-    write_row_value(&mut rstd, stats.2);
+    let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
+    let rms = |squares: f32| 1.0 / (reduce.sum_all(squares) / cols as f32 + eps).sqrt();
+    // One path per launch, as in `rmsnorm_forward_packed16`: the 16-byte loads are issued
+    // with no element path merged into their registers (issue 31: at 96 threads a row, 768
+    // columns, the merged paths' instructions before and after the loads sat on each row's
+    // critical path, 0.90x nvcc's twin).
+    let s = match (vectors(x), vectors(weight)) {
+        (Some(xv), Some(wv)) => {
+            let (v, w) = (widen8::<T>(vectors_raw::<T>(xv, at)), widen8::<T>(vectors_raw_hint::<T>(wv, c, Load::EvictLast)));
+            let mut squares = 0.0f32;
+            unroll::<CHUNK>(|u| squares = v[u].mul_add(v[u], squares));
+            let s = rms(squares);
+            store8(&mut out, i, normalise(v, w, None, (0.0, 0.0, s)));
+            s
+        }
+        _ => {
+            let mut squares = 0.0f32;
+            // The fast path's sum, step by step: an explicit `fma` each (the compiler fuses a
+            // plain `a * a + s` differently in an unrolled chain and in a loop).
+            rolled(CHUNK, |u| {
+                let v = element(x, at + u);
+                squares = v.mul_add(v, squares);
+            });
+            let s = rms(squares);
+            if let Some(chunk) = out.get_mut(i) {
+                rolled(CHUNK, |u| {
+                    if let Some(o) = chunk.get_mut(u) {
+                        *o = T::from_f32(normalise1(element(x, at + u), element(weight, c + u), 0.0, (0.0, 0.0, s)));
+                    }
+                });
+            }
+            s
+        }
+    };
+    write_row_value(&mut rstd, s);
 }
 
 /// [`add_rmsnorm_forward()`](crate::add_rmsnorm_forward), one block per row.
@@ -431,7 +462,7 @@ fn layernorm16<T: Float>(
             unroll::<CHUNK>(|u| {
                 let (d0, d1) = (v0[u] - shift, v1[u] - shift);
                 sum += d0 + d1;
-                squares += d0 * d0 + d1 * d1;
+                squares += d0.mul_add(d0, d1 * d1);
             });
             let stats = centred_statistics(sum, squares, shift, cols, eps);
             // Weight and bias after the statistics (L1/L2 hits): fewer registers live across
@@ -443,11 +474,12 @@ fn layernorm16<T: Float>(
         }
         _ => {
             let (mut sum, mut squares) = (0.0f32, 0.0f32);
-            // The sums in the fast path's order, so both paths give the same bits.
+            // The sums in the fast path's order and form (an explicit `fma` per step: the
+            // compiler fuses `a * a + b * b` by its own choice), so both paths give the same bits.
             rolled(CHUNK, |u| {
                 let (d0, d1) = (element(x, at + u) - shift, element(x, at + CHUNK + u) - shift);
                 sum += d0 + d1;
-                squares += d0 * d0 + d1 * d1;
+                squares += d0.mul_add(d0, d1 * d1);
             });
             let stats = centred_statistics(sum, squares, shift, cols, eps);
             if let Some(chunk) = out.get_mut(i) {
@@ -490,7 +522,7 @@ pub fn rmsnorm_forward_packed16<T: Float>(x: &[T], weight: &[T], mut out: Disjoi
             let mut squares = 0.0f32;
             {
                 let (v0, v1) = (widen8::<T>(r0), widen8::<T>(r1));
-                unroll::<CHUNK>(|u| squares += v0[u] * v0[u] + v1[u] * v1[u]);
+                unroll::<CHUNK>(|u| squares += v0[u].mul_add(v0[u], v1[u] * v1[u]));
             }
             let s = rms(squares);
             let table = |at| widen8::<T>(vectors_raw_hint::<T>(wv, at, Load::EvictLast));
@@ -503,7 +535,7 @@ pub fn rmsnorm_forward_packed16<T: Float>(x: &[T], weight: &[T], mut out: Disjoi
             let mut squares = 0.0f32;
             rolled(CHUNK, |u| {
                 let (v0, v1) = (element(x, at + u), element(x, at + CHUNK + u));
-                squares += v0 * v0 + v1 * v1;
+                squares += v0.mul_add(v0, v1 * v1);
             });
             let s = rms(squares);
             if let Some(chunk) = out.get_mut(i) {
