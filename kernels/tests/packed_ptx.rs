@@ -92,3 +92,31 @@ fn i31_row_kernels_hold_no_more_registers_than_their_cuda_twins() {
         assert_eq!((r.stack_frame, r.spill_stores), (0, 0), "{kernel}: local memory on sm_90");
     }
 }
+
+/// Issue 31: the warp-per-row kernels compute a lane's columns `lane + 32 (j + u)` in `u32`
+/// (`MAX_COLS`), so the PTX compares them in 32 bits; the 64-bit compares left are the few
+/// checks of whole rows. With `usize` columns each of a chunk's 8 elements took a 64-bit add
+/// and compare (two SASS instructions each where the CUDA twin's `unsigned` takes one): 12 to
+/// 47 `setp.*.u64` an entry, and cross-entropy ran at 0.92x its twin (fused: 0.88x, 40
+/// registers for the twin's 32).
+#[test]
+fn i31_warp_row_kernels_compare_columns_in_32_bits() {
+    let kernels = [
+        "cross_entropy_forward",
+        "cross_entropy_forward_backward",
+        "softmax_forward",
+        "rmsnorm_forward",
+        "add_rmsnorm_forward",
+        "layernorm_forward",
+        "add_layernorm_forward",
+        "layernorm_backward",
+        "rmsnorm_backward",
+    ];
+    for kernel in kernels {
+        for ty in ["f32", "bf16", "f16"] {
+            let name = format!("{kernel}_{ty}");
+            let wide = entry(&name).lines().filter(|l| l.trim_start().starts_with("setp.") && (l.contains(".u64") || l.contains(".s64"))).count();
+            assert!(wide < 8, "{name}: {wide} 64-bit compares (setp.*.u64), one per element of a chunk or more: columns are back in usize");
+        }
+    }
+}

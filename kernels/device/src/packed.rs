@@ -638,15 +638,37 @@ fn exp(x: f32) -> f32 {
 #[kernel(instances(f32, bf16, f16))]
 pub fn softmax_forward_packed<T: Float>(x: &[T], mut out: DisjointChunks<T, 8>, _cols: u32) {
     let (i, at, _) = my_chunk();
-    let mut v = load8(x, at, Load::EvictFirst);
     let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
-    let mut local_max = v[0];
-    unroll::<CHUNK>(|u| local_max = local_max.max(v[u]));
-    let max = reduce.max_all(local_max);
-    unroll::<CHUNK>(|u| v[u] = exp(v[u] - max));
-    let scale = 1.0 / reduce.sum_all(sum8(v));
-    unroll::<CHUNK>(|u| v[u] *= scale);
-    store8(&mut out, i, v);
+    // One path per launch (see `rmsnorm_forward_packed`): 16-byte loads with no element path
+    // merged into them, or (a misaligned view) rolled element loops that read the row again
+    // for each pass, with the same arithmetic in the same order.
+    match vectors(x) {
+        Some(xv) => {
+            let mut v = widen8::<T>(vectors_raw::<T>(xv, at));
+            let mut local_max = v[0];
+            unroll::<CHUNK>(|u| local_max = local_max.max(v[u]));
+            let max = reduce.max_all(local_max);
+            unroll::<CHUNK>(|u| v[u] = exp(v[u] - max));
+            let scale = 1.0 / reduce.sum_all(sum8(v));
+            unroll::<CHUNK>(|u| v[u] *= scale);
+            store8(&mut out, i, v);
+        }
+        None => {
+            let mut local_max = element(x, at);
+            rolled(CHUNK, |u| local_max = local_max.max(element(x, at + u)));
+            let max = reduce.max_all(local_max);
+            let mut sum = 0.0f32;
+            rolled(CHUNK, |u| sum += exp(element(x, at + u) - max));
+            let scale = 1.0 / reduce.sum_all(sum);
+            if let Some(chunk) = out.get_mut(i) {
+                rolled(CHUNK, |u| {
+                    if let Some(o) = chunk.get_mut(u) {
+                        *o = T::from_f32(exp(element(x, at + u) - max) * scale);
+                    }
+                });
+            }
+        }
+    }
 }
 
 /// [`cross_entropy_backward()`](crate::cross_entropy_backward) with 8 columns a thread
