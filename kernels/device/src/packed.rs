@@ -1336,16 +1336,18 @@ fn rotary_elements<T: Float>(
             _ => None,
         };
         let Some(values) = out.get_mut(i) else { continue };
-        let element = |u: usize| -> f32 {
-            let x_at = |e: usize| x.get(e).map_or(0.0, |v| v.to_f32());
+        // Zeros past an input's end, as the 16-byte path reads (never, in a launch the host
+        // checked).
+        let value = |u: usize| -> f32 {
             if c >= 2 * half {
-                return x_at(at + u);
+                return element(x, at + u);
             }
             let (k, first) = if c < half { (c, true) } else { (c - half, false) };
             let pair = at - c + k + u;
-            match table.and_then(|t| cos.get(t + k + u).zip(sin.get(t + k + u))) {
-                Some((&cs, &sn)) => {
-                    let (x1, x2, sn) = (x_at(pair), x_at(pair + half), sign * sn);
+            match table {
+                Some(t) => {
+                    let (x1, x2) = (element(x, pair), element(x, pair + half));
+                    let (cs, sn) = (element(cos, t + k + u), sign * element(sin, t + k + u));
                     if first { x1 * cs - x2 * sn } else { x2 * cs + x1 * sn }
                 }
                 None => f32::NAN,
@@ -1353,7 +1355,7 @@ fn rotary_elements<T: Float>(
         };
         rolled(CHUNK, |u| {
             if let Some(v) = values.get_mut(u) {
-                *v = T::from_f32(element(u));
+                *v = T::from_f32(value(u));
             }
         });
     }
