@@ -282,12 +282,28 @@ fn xor_fold<T: BlockValue>(mut value: T, top: u32, op: impl Fn(T, T) -> T) -> T 
 /// threads these measured 1.5% faster than the butterfly's loop (CUB has thread 0 fold the
 /// slots one by one instead: 31 dependent steps at 1024 threads).
 #[inline(always)]
-fn fold_slots_in_warp<T: BlockValue>(slots: SharedArray<T, 32>, lane: u32, warps: u32, partial: T, op: impl Fn(T, T) -> T + Copy, every_lane: bool) -> T {
+fn fold_slots_in_warp<T: BlockValue>(
+    slots: SharedArray<T, 32>,
+    lane: u32,
+    warps: u32,
+    partial: T,
+    op: impl Fn(T, T) -> T + Copy,
+    every_lane: bool,
+    identity: Option<T>,
+) -> T {
     // SAFETY (each read): the index is below `warps <= 32` (a block has at most 1024 threads).
     let read = |slot: u32| unsafe { slots.get_unchecked(slot as usize) };
     if every_lane && warps.is_power_of_two() {
         // One loop for every such count (the count is the same in every lane).
         xor_fold(read(lane & (warps - 1)), warps / 2, op)
+    } else if every_lane && let Some(identity) = identity {
+        // Any other count, with an identity of `op` (a sum's 0): the butterfly over the next
+        // power of two, lane `l` holding slot `l % top` or the identity past the count, so
+        // every lane ends with the total and no broadcast (3 warps, a row of 768 `bf16` at 8
+        // a thread: 2 shuffles where the valid-lane fold took 5 and a broadcast; issue 31).
+        let top = warps.next_power_of_two();
+        let slot = lane & (top - 1);
+        xor_fold(if slot < warps { read(slot) } else { identity }, top / 2, op)
     } else {
         // Lanes past the warp count read nothing (and are never folded in).
         let mine = if lane < warps { read(lane) } else { partial };
@@ -321,7 +337,9 @@ fn fold_slots_in_warp<T: BlockValue>(slots: SharedArray<T, 32>, lane: u32, warps
 /// for `f32`; CUB's `cuda::maximum` is a compare and a select). Unlike [`BlockReduce`], no thread folds 32 partials in registers: the
 /// register count stays near CUB's (docs/performance.md has both). The `_all` forms have every
 /// warp fold the partials (a power-of-two `W`: a butterfly of `log2 W` steps, 3 at 256
-/// threads, every lane ending with the total, no broadcast shuffle): the same two barriers in blocks of whole warps (a partial last warp:
+/// threads, every lane ending with the total, no broadcast shuffle; any `W` for `sum_all` and
+/// [`reduce_all_with_identity`](Self::reduce_all_with_identity), the identity filling the lanes past
+/// `W`): the same two barriers in blocks of whole warps (a partial last warp:
 /// warp 0 folds and stores the total, three barriers). Every thread of the block must call each
 /// method (they contain `bar.sync`).
 #[derive(Clone, Copy)]
@@ -364,7 +382,7 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
         sync_threads();
         let mut total = partial;
         if warp == 0 {
-            total = fold_slots_in_warp(slots, lane, size.div_ceil(warp::WARP_SIZE), partial, op, false);
+            total = fold_slots_in_warp(slots, lane, size.div_ceil(warp::WARP_SIZE), partial, op, false, None);
         }
         (total, size)
     }
@@ -389,6 +407,22 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
     /// 30). A block with a partial last warp keeps the third barrier.
     #[inline(always)]
     pub fn reduce_all(&self, value: T, op: impl Fn(T, T) -> T + Copy) -> T {
+        self.reduce_all_from(value, None, op)
+    }
+
+    /// [`reduce_all`](Self::reduce_all) with an identity of `op` (`op(x, identity) == x` for
+    /// every `x`: 0 for a sum): in a block whose warp count is not a power of two, every warp
+    /// folds the partials by butterfly, lanes past the count holding the identity (one step
+    /// per doubling, no broadcast shuffle), where without one a warp folds only the valid
+    /// lanes and broadcasts. The same bits in every thread.
+    #[inline(always)]
+    pub fn reduce_all_with_identity(&self, value: T, identity: T, op: impl Fn(T, T) -> T + Copy) -> T {
+        self.reduce_all_from(value, Some(identity), op)
+    }
+
+    /// [`reduce_all`](Self::reduce_all), with `op`'s identity when there is one.
+    #[inline(always)]
+    fn reduce_all_from(&self, value: T, identity: Option<T>, op: impl Fn(T, T) -> T + Copy) -> T {
         let size = block_size();
         if size.is_multiple_of(warp::WARP_SIZE) {
             // Whole warps: the butterfly leaves the warp's fold in every lane, and every warp
@@ -398,7 +432,7 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
                 return partial;
             }
             let rank = rank_in_block();
-            return self.fold_partials_in_every_warp(partial, rank % warp::WARP_SIZE, rank / warp::WARP_SIZE, size, op);
+            return self.fold_partials_in_every_warp(partial, rank % warp::WARP_SIZE, rank / warp::WARP_SIZE, size, op, identity);
         }
         // A partial last warp may have fewer lanes than there are partials: warp 0 folds them
         // and hands the total over (one more barrier).
@@ -423,14 +457,14 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
     /// Stores each warp's `partial` (lane 0's), then every warp folds all of them and
     /// broadcasts the total to its lanes; a trailing barrier lets the scratch be reused at once.
     #[inline(always)]
-    fn fold_partials_in_every_warp(&self, partial: T, lane: u32, warp: u32, size: u32, op: impl Fn(T, T) -> T + Copy) -> T {
+    fn fold_partials_in_every_warp(&self, partial: T, lane: u32, warp: u32, size: u32, op: impl Fn(T, T) -> T + Copy, identity: Option<T>) -> T {
         let slots = self.scratch.slots;
         if lane == 0 {
             // SAFETY: `warp < 32`: a block has at most 1024 threads.
             unsafe { slots.set_unchecked(warp as usize, partial) };
         }
         sync_threads();
-        let total = fold_slots_in_warp(slots, lane, size.div_ceil(warp::WARP_SIZE), partial, op, true);
+        let total = fold_slots_in_warp(slots, lane, size.div_ceil(warp::WARP_SIZE), partial, op, true, identity);
         // The next collective on this scratch writes it: not before every warp has read it.
         sync_threads();
         total
@@ -467,9 +501,10 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
     #[inline(always)]
     pub fn sum_all(&self, value: T) -> T
     where
-        T: core::ops::Add<Output = T>,
+        T: core::ops::Add<Output = T> + Default,
     {
-        self.reduce_all(value, |a, b| a + b)
+        // `T::default()` is 0 for every `BlockValue` type: the identity of `+`.
+        self.reduce_all_with_identity(value, T::default(), |a, b| a + b)
     }
 
     /// Maximum of every thread's `value`, in every thread.

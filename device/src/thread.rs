@@ -97,7 +97,40 @@ pub fn index_3d() -> (usize, usize, usize) {
 /// blockDim.y * threadIdx.z)`. Warps are formed from consecutive ranks.
 #[inline(always)]
 pub fn rank_in_block() -> u32 {
-    thread_idx_x() + block_dim_x() * (thread_idx_y() + block_dim_y() * thread_idx_z())
+    // A 1-D block (the common case; `blockDim.y` and `.z` are constant-bank reads) needs no
+    // `threadIdx.y` and `.z`: each is an `S2R`, a special-register read of variable latency
+    // that sat on a block reduction's critical path (issue 31).
+    // The reads of `threadIdx.y` and `.z` are inline PTX inside the branch: LLVM would hoist
+    // its own (speculatable) intrinsics out of it and select, reading them in every block.
+    if block_dim_y() == 1 && block_dim_z() == 1 {
+        thread_idx_x()
+    } else {
+        thread_idx_x() + block_dim_x() * (unhoisted_tid(1) + block_dim_y() * unhoisted_tid(2))
+    }
+}
+
+/// `threadIdx.y` (`axis` 1) or `.z` (2), read where it is written: on the GPU an inline-PTX
+/// `mov` from the special register, which the optimiser does not move into a path that did not
+/// ask for it.
+#[inline(always)]
+fn unhoisted_tid(axis: usize) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: u32;
+        // SAFETY: reading a special register has no preconditions inside a kernel.
+        unsafe {
+            if axis == 1 {
+                core::arch::asm!("mov.u32 {r}, %tid.y;", r = out(reg32) r, options(nomem, nostack, preserves_flags));
+            } else {
+                core::arch::asm!("mov.u32 {r}, %tid.z;", r = out(reg32) r, options(nomem, nostack, preserves_flags));
+            }
+        }
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        crate::cpu::hooks::thread_idx()[axis]
+    }
 }
 
 /// Threads in a block (`blockDim.x * blockDim.y * blockDim.z`).

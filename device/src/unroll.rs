@@ -49,6 +49,63 @@ where
     <Const<N> as Unrolled>::each(&mut f);
 }
 
+/// Calls `f(i)` for `i` in `0..n` in order, each call's work apart from the others': the
+/// opposite of [`unroll`], for a cold path (an element-by-element fallback beside a 16-byte
+/// fast path) that must not need more registers than the hot path it sits beside.
+///
+/// Why: a kernel's register count is that of its hungriest path. Unrolled, an element
+/// fallback reading 8 elements of 4 arrays has ptxas issue all 32 loads together (a register
+/// each), and even as a loop LLVM turns each array access into a pointer of its own, advanced
+/// every iteration and live across the loop: issue 31's rotary embedding held 56 registers
+/// (its 16-byte path needs 32) and ran at 0.82x its CUDA C++ twin; as a plain loop, 40. Here
+/// the count and each index pass through an empty `mov` the optimiser cannot see through, so
+/// every access is computed from `i` afresh (an add and a shift) and nothing but `i` is
+/// carried from one call to the next; a `.pragma "nounroll"` asks ptxas to keep the loop (it
+/// does for a loop of one block; where it unrolls anyway, the calls still do not share
+/// registers). On the host, a plain loop.
+///
+/// Do not index a register array with `i` (that array would move to local memory, as with
+/// any loop); index memory (a slice, an output chunk) instead.
+#[inline(always)]
+pub fn rolled(n: usize, mut f: impl FnMut(usize)) {
+    let n = opaque(n);
+    let mut i = 0;
+    while i < n {
+        keep_rolled();
+        f(opaque(i));
+        i += 1;
+    }
+}
+
+/// On the GPU, PTX's `.pragma "nounroll"` (ptxas sees through [`opaque`]'s `mov`): at the top
+/// of the loop body, the loop's header block, where the PTX ISA requires it.
+#[inline(always)]
+fn keep_rolled() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a compiler directive; no instruction.
+    unsafe {
+        core::arch::asm!(".pragma \"nounroll\";", options(nomem, nostack, preserves_flags))
+    };
+}
+
+/// `n`, through an instruction LLVM cannot evaluate (`mov.b64` in inline PTX): a loop bounded
+/// by it has no trip count known to LLVM, and an address computed from it is no induction
+/// variable.
+#[inline(always)]
+fn opaque(n: usize) -> usize {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: usize;
+        // SAFETY: a register move; no memory, no side effects.
+        unsafe { core::arch::asm!("mov.b64 {r}, {n};", r = out(reg64) r, n = in(reg64) n, options(pure, nomem, nostack)) };
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        n
+    }
+}
+
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {
     #[test]
@@ -57,5 +114,13 @@ mod tests {
         super::unroll::<37>(|i| seen.push(i));
         assert_eq!(seen, (0..37).collect::<Vec<_>>());
         super::unroll::<0>(|_| panic!("no index in 0..0"));
+    }
+
+    #[test]
+    fn rolled_visits_each_index_in_order() {
+        let mut seen = Vec::new();
+        super::rolled(11, |i| seen.push(i));
+        assert_eq!(seen, (0..11).collect::<Vec<_>>());
+        super::rolled(0, |_| panic!("no index in 0..0"));
     }
 }

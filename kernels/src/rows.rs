@@ -99,7 +99,12 @@ impl Rows {
             .ok()
             .filter(|r| *r < (1 << 26))
             .ok_or_else(|| unsupported("rows", self.rows, "at most 2^26 - 1 rows per call (one warp each)"))?;
-        let cols = u32::try_from(self.cols).map_err(|_| unsupported("cols", self.cols, "at most u32::MAX columns"))?;
+        // The warp-per-row kernels' columns are `u32` and a lane's last chunk reaches 255
+        // columns past the row (ferrocuda_kernels_device::MAX_COLS).
+        let cols = u32::try_from(self.cols)
+            .ok()
+            .filter(|&c| c <= ferrocuda_kernels_device::MAX_COLS)
+            .ok_or_else(|| unsupported("cols", self.cols, format!("at most {} columns (2^32 - 256)", ferrocuda_kernels_device::MAX_COLS)))?;
         self.rows.checked_mul(self.cols).ok_or_else(|| unsupported("rows", self.rows, "rows x cols overflows usize"))?;
         Ok((rows, cols))
     }

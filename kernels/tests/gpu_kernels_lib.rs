@@ -270,6 +270,30 @@ fn packed_misaligned_on_gpu<T: Element>(context: &Context, stream: &Stream) {
     rows::gelu(stream, &xa, &mut oa).unwrap();
     rows::gelu(stream, &xs.slice(1..), &mut os.slice_mut(1..)).unwrap();
     assert_eq!(widen(&oa.to_vec().unwrap()), widen(&os.to_vec().unwrap()[1..]), "gpu gelu: misaligned view");
+    // Issue 31: these kernels choose their path once a launch; the element path is a rolled
+    // loop with its own copy of the arithmetic (squares as explicit fma in both), so its bits
+    // are checked here on the GPU, where the compiler's fusing could differ.
+    let (b, _) = input::<T>(shape.cols, 33, 0.5);
+    let ba = up(context, &b);
+    let mut mean = zeros::<f32>(context, shape.rows);
+    rows::layernorm(stream, &xa, &wa, &ba, &mut oa, &mut mean, &mut rstd, shape, 1e-5).unwrap();
+    rows::layernorm(stream, &xs.slice(1..), &wa, &ba, &mut os.slice_mut(1..), &mut mean, &mut rstd, shape, 1e-5).unwrap();
+    assert_eq!(widen(&oa.to_vec().unwrap()), widen(&os.to_vec().unwrap()[1..]), "gpu layernorm (16 columns a thread): misaligned view");
+    let narrow = Rows { rows: shape.rows, cols: 768 };
+    let m = narrow.len();
+    rows::rmsnorm(stream, &xa.slice(..m), &wa.slice(..768), &mut oa.slice_mut(..m), &mut rstd, narrow, 1e-6).unwrap();
+    rows::rmsnorm(stream, &xs.slice(1..m + 1), &wa.slice(..768), &mut os.slice_mut(1..m + 1), &mut rstd, narrow, 1e-6).unwrap();
+    assert_eq!(widen(&oa.to_vec().unwrap()[..m]), widen(&os.to_vec().unwrap()[1..m + 1]), "gpu rmsnorm (8 columns a thread, 768): misaligned view");
+    let rope = Rope { tokens: 33, heads: 4, head_dim: 128, rotary_dim: 128, max_positions: 64 };
+    let r = rope.tokens * rope.heads * rope.head_dim;
+    let half = rope.rotary_dim / 2;
+    let cos: Vec<f32> = (0..rope.max_positions * half).map(|i| (i as f32 * 0.37).cos()).collect();
+    let sin: Vec<f32> = (0..rope.max_positions * half).map(|i| (i as f32 * 0.37).sin()).collect();
+    let positions: Vec<u32> = (0..rope.tokens as u32).map(|t| (t * 7) % 64).collect();
+    let (pd, cd, sd) = (up(context, &positions), up(context, &cos), up(context, &sin));
+    rows::rotary_embedding(stream, &xa.slice(..r), &pd, &cd, &sd, &mut oa.slice_mut(..r), rope, false).unwrap();
+    rows::rotary_embedding(stream, &xs.slice(1..r + 1), &pd, &cd, &sd, &mut os.slice_mut(1..r + 1), rope, false).unwrap();
+    assert_eq!(widen(&oa.to_vec().unwrap()[..r]), widen(&os.to_vec().unwrap()[1..r + 1]), "gpu rotary embedding: misaligned view");
 }
 
 #[test]

@@ -489,6 +489,67 @@ fn rmsnorm_16_columns_a_thread_matches_f64_and_misaligned_views() {
     assert_eq!(widen(&a[..n]), widen(&b[1..]), "rmsnorm (16 columns a thread): the element-wise fallback differs from the 16-byte path");
 }
 
+/// `a` copied to a vector that starts one element into an allocation (never 16-byte aligned
+/// when the allocation is): the view the kernels' element-by-element paths take.
+fn misaligned<T: Element>(a: &[T]) -> Vec<T> {
+    let mut v = vec![T::default(); a.len() + 1];
+    v[1..].copy_from_slice(a);
+    v
+}
+
+/// Issue 31: the 16-column layer norm and the packed rotary embedding choose their path once
+/// per launch (16-byte accesses only, or element accesses only in rolled loops, which keep the
+/// fast path's register count). Every input misaligned in turn, both give the 16-byte path's
+/// bits.
+fn sixteen_byte_and_element_paths_agree<T: Element>() {
+    let e = executor();
+    let shape = Rows { rows: 2, cols: 2048 };
+    let n = shape.len();
+    let (x, _) = input::<T>(n, 41, 2.0);
+    let (w, _) = input::<T>(shape.cols, 42, 1.5);
+    let (b, _) = input::<T>(shape.cols, 43, 0.5);
+    let run = |x: &[T], w: &[T], b: &[T]| {
+        let (mut out, mut mean, mut rstd) = (vec![T::default(); n], vec![0.0f32; shape.rows], vec![0.0f32; shape.rows]);
+        cpu::layernorm(&e, x, w, b, &mut out, &mut mean, &mut rstd, shape, EPS).unwrap();
+        (widen(&out), mean, rstd)
+    };
+    let aligned = run(&x, &w, &b);
+    let (xm, wm, bm) = (misaligned(&x), misaligned(&w), misaligned(&b));
+    for (which, got) in [("x", run(&xm[1..], &w, &b)), ("weight", run(&x, &wm[1..], &b)), ("bias", run(&x, &w, &bm[1..]))] {
+        assert!(got == aligned, "layernorm (16 columns a thread), {which} misaligned: the element path differs from the 16-byte path");
+    }
+
+    let rope = Rope { tokens: 3, heads: 2, head_dim: 64, rotary_dim: 48, max_positions: 8 };
+    let n = rope.tokens * rope.heads * rope.head_dim;
+    let (x, _) = input::<T>(n, 44, 2.0);
+    let half = rope.rotary_dim / 2;
+    let cos: Vec<f32> = (0..rope.max_positions * half).map(|i| (i as f32 * 0.37).cos()).collect();
+    let sin: Vec<f32> = (0..rope.max_positions * half).map(|i| (i as f32 * 0.37).sin()).collect();
+    let positions = [0u32, 5, 9];
+    let run = |x: &[T], cos: &[f32], sin: &[f32], inverse: bool| {
+        let mut out = vec![T::default(); n];
+        cpu::rotary_embedding(&e, x, &positions, cos, sin, &mut out, rope, inverse).unwrap();
+        widen(&out)
+    };
+    let (xm, cm, sm) = (misaligned(&x), misaligned(&cos), misaligned(&sin));
+    for inverse in [false, true] {
+        let aligned = run(&x, &cos, &sin, inverse);
+        assert!(aligned[2 * rope.heads * rope.head_dim].is_nan(), "position 9 is past the tables: NaN");
+        for (which, got) in [("x", run(&xm[1..], &cos, &sin, inverse)), ("cos", run(&x, &cm[1..], &sin, inverse)), ("sin", run(&x, &cos, &sm[1..], inverse))] {
+            // NaN != NaN: compare the bits.
+            let bits = |v: &[f64]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&aligned), "rotary embedding (8 elements a thread), {which} misaligned, inverse {inverse}: the element path differs");
+        }
+    }
+}
+
+#[test]
+fn i31_layernorm16_and_rotary_element_paths_give_the_16_byte_paths_bits() {
+    sixteen_byte_and_element_paths_agree::<f32>();
+    sixteen_byte_and_element_paths_agree::<bf16>();
+    sixteen_byte_and_element_paths_agree::<f16>();
+}
+
 fn packed_misaligned<T: Element>() {
     let e = executor();
     let shape = Rows { rows: 2, cols: 256 };
@@ -499,11 +560,16 @@ fn packed_misaligned<T: Element>() {
     let mut rstd = vec![0.0f32; shape.rows];
     // The same values at two offsets: one of them is not 16-byte aligned.
     let (x0, x1): (Vec<T>, Vec<T>) = (x[1..].to_vec(), x[1..].to_vec());
-    cpu::rmsnorm(&e, &x0, &w[1..], &mut a[..n], &mut rstd, shape, EPS).unwrap();
+    let (w0, wm) = (w[1..].to_vec(), misaligned(&w[1..]));
+    cpu::rmsnorm(&e, &x0, &w0, &mut a[..n], &mut rstd, shape, EPS).unwrap();
     let mut shifted = vec![T::default(); n + 1];
     shifted[1..].copy_from_slice(&x1);
-    cpu::rmsnorm(&e, &shifted[1..], &w[1..], &mut b[1..], &mut rstd, shape, EPS).unwrap();
-    assert_eq!(widen(&a[..n]), widen(&b[1..]), "rmsnorm: the element-wise fallback differs from the 16-byte path");
+    cpu::rmsnorm(&e, &shifted[1..], &w0, &mut b[1..], &mut rstd, shape, EPS).unwrap();
+    assert_eq!(widen(&a[..n]), widen(&b[1..]), "rmsnorm: the element-wise fallback (x misaligned) differs from the 16-byte path");
+    // The kernels choose their path once a launch (issue 31): a misaligned weight alone
+    // takes the element path too.
+    cpu::rmsnorm(&e, &x0, &wm[1..], &mut b[1..], &mut rstd, shape, EPS).unwrap();
+    assert_eq!(widen(&a[..n]), widen(&b[1..]), "rmsnorm: the element-wise fallback (weight misaligned) differs from the 16-byte path");
     cpu::softmax(&e, &x0, &mut a[..n], shape).unwrap();
     cpu::softmax(&e, &shifted[1..], &mut b[1..], shape).unwrap();
     assert_eq!(widen(&a[..n]), widen(&b[1..]), "softmax: the element-wise fallback differs from the 16-byte path");

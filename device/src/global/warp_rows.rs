@@ -243,11 +243,16 @@ impl<'a, T: Pod> LaneRow<'a, T> {
     /// width and unrolled `j` the check folds away.
     #[inline(always)]
     pub fn get_mut(&mut self, j: usize) -> Option<&mut T> {
-        // A power-of-two stride divides 2^64, so a wrapping `stride j` stays a multiple of it
-        // and the column one of this thread's; any other stride is checked (no wrap).
-        let step = if self.stride.is_power_of_two() { j.wrapping_mul(self.stride as usize) } else { j.checked_mul(self.stride as usize)? };
-        let col = (self.lane as usize).wrapping_add(step);
-        if col < self.cols as usize {
+        // Columns are below `cols`, a `u32`: computed in 32 bits (one instruction per add and
+        // compare where `usize` takes two: issue 31, cross-entropy's gradient written 8
+        // columns a lane a step). A `j` or a `stride j` past `u32` is past the row (checked,
+        // no wrap); `lane + stride j` cannot wrap for a power-of-two stride (`lane < stride`
+        // fills the low bits the multiple leaves zero; the compiler sees it) and is checked
+        // otherwise.
+        let step = u32::try_from(j).ok()?.checked_mul(self.stride)?;
+        let col = if self.stride.is_power_of_two() { step | self.lane } else { step.checked_add(self.lane)? };
+        if col < self.cols {
+            let col = col as usize;
             super::note_output(self.output, self.len, self.start + col, 1, true);
             // SAFETY: `col < cols`: inside the row, which is inside the buffer (`new`); the
             // column belongs to this thread alone (`new`'s contract), and the borrow of `self`

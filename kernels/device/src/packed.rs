@@ -26,7 +26,7 @@ use ferrocuda_device::global::{AtomicSlice, DisjointChunks, DisjointSlice, PerWa
 #[cfg_attr(not(target_arch = "nvptx64"), allow(unused_imports))]
 use ferrocuda_device::math::{DeviceFloat, FastMath};
 use ferrocuda_device::thread::{block_dim_x, block_idx_x, grid_dim_x, thread_idx_x};
-use ferrocuda_device::unroll::unroll;
+use ferrocuda_device::unroll::{rolled, unroll};
 use ferrocuda_device::{block_scratch, kernel, warp};
 
 use crate::{AdamWStep, CHUNK, Float, RopeShape, bf16, f16, gelu, gelu_derivative, sigmoid, silu};
@@ -104,42 +104,6 @@ fn widen8<T: Float>(raw: Raw8) -> [f32; CHUNK] {
     let mut v = [0.0f32; CHUNK];
     unroll::<CHUNK>(|u| v[u] = values[u].to_f32());
     v
-}
-
-/// The 16 values of `x` at `at .. at + 16` as two chunks of `f32` (zeros past the end): when
-/// the 32 bytes are 16-byte aligned, both 16-byte loads are issued in one branch, before
-/// either is waited for (two [`load8`]s each merge their aligned and element paths, and the
-/// merge of the first waits for its load before the second is issued).
-#[inline(always)]
-fn load16<T: Float>(x: &[T], at: usize, hint: Load) -> ([f32; CHUNK], [f32; CHUNK]) {
-    let (mut v0, mut v1) = ([0.0f32; CHUNK], [0.0f32; CHUNK]);
-    let Some(chunk) = x.get(at..at + 2 * CHUNK) else {
-        unroll::<CHUNK>(|u| {
-            v0[u] = x.get(at + u).map_or(0.0, |e| e.to_f32());
-            v1[u] = x.get(at + CHUNK + u).map_or(0.0, |e| e.to_f32());
-        });
-        return (v0, v1);
-    };
-    match bytemuck::try_cast_slice::<T, Vec16>(chunk) {
-        Ok(vectors) if vectors.len() == 2 * words::<T>() => {
-            let mut raw = [Vec16::default(); 4];
-            unroll::<4>(|k| {
-                if k < 2 * words::<T>() {
-                    raw[k] = cache::load(&vectors[k], hint);
-                }
-            });
-            let values: &[T] = bytemuck::cast_slice(&raw[..2 * words::<T>()]);
-            unroll::<CHUNK>(|u| {
-                v0[u] = values[u].to_f32();
-                v1[u] = values[CHUNK + u].to_f32();
-            });
-        }
-        _ => unroll::<CHUNK>(|u| {
-            v0[u] = chunk[u].to_f32();
-            v1[u] = chunk[CHUNK + u].to_f32();
-        }),
-    }
-    (v0, v1)
 }
 
 /// `v` rounded to `T` into `values[..8]`, two at a time ([`Float::pair_from_f32`]: one
@@ -246,7 +210,7 @@ fn unpack(p: u64) -> (f32, f32) {
 /// barriers where two `sum_all`s take two pairs). Every thread of the block must call it.
 #[inline(always)]
 fn sum_pair_all(reduce: &RuntimeBlockReduce<u64>, a: f32, b: f32) -> (f32, f32) {
-    unpack(reduce.reduce_all(pack(a, b), |p, q| {
+    unpack(reduce.reduce_all_with_identity(pack(a, b), pack(0.0, 0.0), |p, q| {
         let ((a0, b0), (a1, b1)) = (unpack(p), unpack(q));
         pack(a0 + a1, b0 + b1)
     }))
@@ -296,10 +260,17 @@ fn add8<T: Float>(a: [f32; CHUNK], b: [f32; CHUNK]) -> [f32; CHUNK] {
 /// `((v - shift) - offset) * rstd * w (+ b)`, with `shift + offset` the mean (see
 /// [`block_statistics`]).
 #[inline(always)]
-fn normalise(v: [f32; CHUNK], w: [f32; CHUNK], b: Option<[f32; CHUNK]>, (shift, offset, rstd): (f32, f32, f32)) -> [f32; CHUNK] {
+fn normalise(v: [f32; CHUNK], w: [f32; CHUNK], b: Option<[f32; CHUNK]>, stats: (f32, f32, f32)) -> [f32; CHUNK] {
     let mut o = [0.0f32; CHUNK];
-    unroll::<CHUNK>(|u| o[u] = ((v[u] - shift) - offset) * rstd * w[u] + b.map_or(0.0, |b| b[u]));
+    unroll::<CHUNK>(|u| o[u] = normalise1(v[u], w[u], b.map_or(0.0, |b| b[u]), stats));
     o
+}
+
+/// One value of [`normalise`] (`b` 0 for none): the element paths' arithmetic, the same as
+/// the vector paths'.
+#[inline(always)]
+fn normalise1(v: f32, w: f32, b: f32, (shift, offset, rstd): (f32, f32, f32)) -> f32 {
+    ((v - shift) - offset) * rstd * w + b
 }
 
 /// [`rmsnorm_forward()`](crate::rmsnorm_forward), one block per row, 8 columns per thread
@@ -308,10 +279,41 @@ fn normalise(v: [f32; CHUNK], w: [f32; CHUNK], b: Option<[f32; CHUNK]>, (shift, 
 #[allow(clippy::too_many_arguments)]
 pub fn rmsnorm_forward_packed<T: Float>(x: &[T], weight: &[T], mut out: DisjointChunks<T, 8>, mut rstd: DisjointSlice<f32, BlockRows>, cols: u32, eps: f32) {
     let (i, at, c) = my_chunk();
-    let (v, w) = (load8(x, at, Load::EvictFirst), load8(weight, c, Load::EvictLast));
-    let stats = block_statistics(v, cols, false, 0.0, eps);
-    store8(&mut out, i, normalise(v, w, None, stats));
-    write_row_value(&mut rstd, stats.2);
+    let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
+    let rms = |squares: f32| 1.0 / (reduce.sum_all(squares) / cols as f32 + eps).sqrt();
+    // One path per launch, as in `rmsnorm_forward_packed16`: the 16-byte loads are issued
+    // with no element path merged into their registers (issue 31: at 96 threads a row, 768
+    // columns, the merged paths' instructions before and after the loads sat on each row's
+    // critical path, 0.90x nvcc's twin).
+    let s = match (vectors(x), vectors(weight)) {
+        (Some(xv), Some(wv)) => {
+            let (v, w) = (widen8::<T>(vectors_raw::<T>(xv, at)), widen8::<T>(vectors_raw_hint::<T>(wv, c, Load::EvictLast)));
+            let mut squares = 0.0f32;
+            unroll::<CHUNK>(|u| squares = v[u].mul_add(v[u], squares));
+            let s = rms(squares);
+            store8(&mut out, i, normalise(v, w, None, (0.0, 0.0, s)));
+            s
+        }
+        _ => {
+            let mut squares = 0.0f32;
+            // The fast path's sum, step by step: an explicit `fma` each (the compiler fuses a
+            // plain `a * a + s` differently in an unrolled chain and in a loop).
+            rolled(CHUNK, |u| {
+                let v = element(x, at + u);
+                squares = v.mul_add(v, squares);
+            });
+            let s = rms(squares);
+            if let Some(chunk) = out.get_mut(i) {
+                rolled(CHUNK, |u| {
+                    if let Some(o) = chunk.get_mut(u) {
+                        *o = T::from_f32(normalise1(element(x, at + u), element(weight, c + u), 0.0, (0.0, 0.0, s)));
+                    }
+                });
+            }
+            s
+        }
+    };
+    write_row_value(&mut rstd, s);
 }
 
 /// [`add_rmsnorm_forward()`](crate::add_rmsnorm_forward), one block per row.
@@ -361,48 +363,80 @@ pub fn layernorm_forward_packed<T: Float>(
     write_row_value(&mut rstd, stats.2);
 }
 
-/// The block's statistics of a row whose thread holds `v0`, `v1` (16 values), and the thread's
-/// normalised values, with `weight_bias(c)` the weight and bias at columns `c .. c + 16`.
-/// Every thread of the block must call it.
+/// `(shift, offset, rstd)` of a layer-norm row (see [`block_statistics`]) from this thread's
+/// sums of `v - shift` and `(v - shift)^2`, through one block reduction. Every thread of the
+/// block must call it.
 #[inline(always)]
-fn layernorm16(
-    v0: [f32; CHUNK],
-    v1: [f32; CHUNK],
-    shift: f32,
-    cols: u32,
-    eps: f32,
-    weight_bias: impl Fn(usize) -> (([f32; CHUNK], [f32; CHUNK]), ([f32; CHUNK], [f32; CHUNK])),
-    c: usize,
-) -> ([f32; CHUNK], [f32; CHUNK], (f32, f32, f32)) {
+fn centred_statistics(sum: f32, squares: f32, shift: f32, cols: u32, eps: f32) -> (f32, f32, f32) {
     let reduce = RuntimeBlockReduce::new(block_scratch!(u64));
-    let (mut sum, mut squares) = (0.0f32, 0.0f32);
-    unroll::<CHUNK>(|u| {
-        let (d0, d1) = (v0[u] - shift, v1[u] - shift);
-        sum += d0 + d1;
-        squares += d0 * d0 + d1 * d1;
-    });
     let (sum, squares) = sum_pair_all(&reduce, sum, squares);
     let n = cols as f32;
     let offset = sum / n;
     let variance = (squares / n - offset * offset).max(0.0);
-    let stats = (shift, offset, 1.0 / (variance + eps).sqrt());
-    let ((w0, w1), (b0, b1)) = weight_bias(c);
-    (normalise(v0, w0, Some(b0), stats), normalise(v1, w1, Some(b1), stats), stats)
+    (shift, offset, 1.0 / (variance + eps).sqrt())
+}
+
+/// Element `i` of `x` as `f32`, 0 past the end: the reads of the element-by-element paths.
+#[inline(always)]
+fn element<T: Float>(x: &[T], i: usize) -> f32 {
+    x.get(i).map_or(0.0, |v| v.to_f32())
 }
 
 /// [`layernorm_forward()`](crate::layernorm_forward) with **16 columns a thread** (one block
-/// per row of `cols / 16` threads, two 16-byte loads of `x` a thread): what keeps four rows
+/// per row of `cols / 16` threads, two 16-byte loads of `x` a thread): what keeps several rows
 /// in flight on an SM. The 8-column form needs 40 registers a thread at 512 threads a row
 /// (the reduction's temporaries, addresses and the shift do not shrink with the columns), so
 /// only three rows of 4096 fit an SM's registers, against four for RMSNorm's 32; a cap of 32
-/// spills. Here a row of 4096 is 256 threads of at most 64 registers (the launch bounds):
-/// four rows an SM, and a block reduction over 8 warps instead of 16. The host takes it for
-/// `cols % 16 == 0` and `2048 <= cols <= 4096` (at most 256 threads: the launch bounds).
-/// The shift (the row's first value) is loaded before the row and `x`'s two 16-byte loads are
-/// issued together (one alignment branch for the 32 bytes), so their latencies overlap.
-#[kernel(instances(f32, bf16, f16), cols(mean = 1, rstd = 1), launch_bounds(256, 4))]
+/// spills. Here a row of 4096 is 256 threads of at most 48 registers (the launch bounds, as
+/// nvcc's twin needs): five rows an SM, and a block reduction over 8 warps instead of 16. The
+/// `f32` and `f16` instances ([`wide::layernorm_forward_packed16`]) hold more registers
+/// (`f32`: twice the bytes a chunk) and keep a cap of 64 (four rows), which they fit without
+/// spilling. The host takes it for `cols % 16 == 0` and `2048 <= cols <= 4096` (at most 256
+/// threads: the launch bounds).
+#[kernel(instances(bf16), cols(mean = 1, rstd = 1), launch_bounds(256, 5))]
 #[allow(clippy::too_many_arguments)]
 pub fn layernorm_forward_packed16<T: Float>(
+    x: &[T],
+    weight: &[T],
+    bias: &[T],
+    out: DisjointChunks<T, 16>,
+    mean: DisjointSlice<f32, BlockRows>,
+    rstd: DisjointSlice<f32, BlockRows>,
+    cols: u32,
+    eps: f32,
+) {
+    layernorm16(x, weight, bias, out, mean, rstd, cols, eps);
+}
+
+/// The `f32` and `f16` instances of the 16-column layer norm, under a register cap of 64.
+pub mod wide {
+    use super::*;
+
+    /// [`layernorm_forward_packed16`](super::layernorm_forward_packed16) for `f32` and `f16`,
+    /// at most 64 registers a thread (four blocks of 256 an SM): under the `bf16` instance's
+    /// 48 they spill.
+    #[kernel(instances(f32, f16), cols(mean = 1, rstd = 1), launch_bounds(256, 4))]
+    #[allow(clippy::too_many_arguments)]
+    pub fn layernorm_forward_packed16<T: Float>(
+        x: &[T],
+        weight: &[T],
+        bias: &[T],
+        out: DisjointChunks<T, 16>,
+        mean: DisjointSlice<f32, BlockRows>,
+        rstd: DisjointSlice<f32, BlockRows>,
+        cols: u32,
+        eps: f32,
+    ) {
+        super::layernorm16(x, weight, bias, out, mean, rstd, cols, eps);
+    }
+}
+
+/// The body of the 16-column layer norm: the shift (the row's first value) is loaded before
+/// the row, `x`'s two 16-byte loads are issued together, the weight and bias are read after
+/// the statistics. Every thread of the block must call it.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn layernorm16<T: Float>(
     x: &[T],
     weight: &[T],
     bias: &[T],
@@ -415,10 +449,49 @@ pub fn layernorm_forward_packed16<T: Float>(
     let i = unique_index();
     let (at, c) = (i.get() * 2 * CHUNK, thread_idx_x() as usize * 2 * CHUNK);
     // The row's first value (one address for the whole block: a broadcast) as the shift.
-    let shift = x.get(at - c).map_or(0.0, |e| e.to_f32());
-    let (v0, v1) = load16(x, at, Load::EvictFirst);
-    let (o0, o1, stats) = layernorm16(v0, v1, shift, cols, eps, |at| (load16(weight, at, Load::EvictLast), load16(bias, at, Load::EvictLast)), c);
-    store16(&mut out, i, o0, o1);
+    let shift = element(x, at - c);
+    // One path per launch: 16-byte accesses only, or (a view that is not 16-byte aligned)
+    // element accesses only, in rolled loops that need fewer registers than the fast path.
+    // Merged per access instead, the element paths set the kernel's register count (64, the
+    // launch bounds, where nvcc's twin needs 48: four rows an SM instead of five; issue 31).
+    let stats = match (vectors(x), vectors(weight), vectors(bias)) {
+        (Some(xv), Some(wv), Some(bv)) => {
+            let (r0, r1) = (vectors_raw::<T>(xv, at), vectors_raw::<T>(xv, at + CHUNK));
+            let (v0, v1) = (widen8::<T>(r0), widen8::<T>(r1));
+            let (mut sum, mut squares) = (0.0f32, 0.0f32);
+            unroll::<CHUNK>(|u| {
+                let (d0, d1) = (v0[u] - shift, v1[u] - shift);
+                sum += d0 + d1;
+                squares += d0.mul_add(d0, d1 * d1);
+            });
+            let stats = centred_statistics(sum, squares, shift, cols, eps);
+            // Weight and bias after the statistics (L1/L2 hits): fewer registers live across
+            // the reduction.
+            let table = |v: &[Vec16], at| widen8::<T>(vectors_raw_hint::<T>(v, at, Load::EvictLast));
+            let (w0, w1, b0, b1) = (table(wv, c), table(wv, c + CHUNK), table(bv, c), table(bv, c + CHUNK));
+            store16(&mut out, i, normalise(v0, w0, Some(b0), stats), normalise(v1, w1, Some(b1), stats));
+            stats
+        }
+        _ => {
+            let (mut sum, mut squares) = (0.0f32, 0.0f32);
+            // The sums in the fast path's order and form (an explicit `fma` per step: the
+            // compiler fuses `a * a + b * b` by its own choice), so both paths give the same bits.
+            rolled(CHUNK, |u| {
+                let (d0, d1) = (element(x, at + u) - shift, element(x, at + CHUNK + u) - shift);
+                sum += d0 + d1;
+                squares += d0.mul_add(d0, d1 * d1);
+            });
+            let stats = centred_statistics(sum, squares, shift, cols, eps);
+            if let Some(chunk) = out.get_mut(i) {
+                rolled(2 * CHUNK, |e| {
+                    if let Some(o) = chunk.get_mut(e) {
+                        *o = T::from_f32(normalise1(element(x, at + e), element(weight, c + e), element(bias, c + e), stats));
+                    }
+                });
+            }
+            stats
+        }
+    };
     write_row_value(&mut mean, stats.0 + stats.1);
     write_row_value(&mut rstd, stats.2);
 }
@@ -438,40 +511,44 @@ pub fn layernorm_forward_packed16<T: Float>(
 pub fn rmsnorm_forward_packed16<T: Float>(x: &[T], weight: &[T], mut out: DisjointChunks<T, 16>, mut rstd: DisjointSlice<f32, BlockRows>, cols: u32, eps: f32) {
     let i = unique_index();
     let (at, c) = (i.get() * 2 * CHUNK, thread_idx_x() as usize * 2 * CHUNK);
-    let (r0, r1) = load16_raw(x, at, Load::EvictFirst);
     let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
-    let mut squares = 0.0f32;
-    {
-        let (v0, v1) = (widen8::<T>(r0), widen8::<T>(r1));
-        unroll::<CHUNK>(|u| squares += v0[u] * v0[u] + v1[u] * v1[u]);
-    }
-    let s = 1.0 / (reduce.sum_all(squares) / cols as f32 + eps).sqrt();
-    let (w0, w1) = load16(weight, c, Load::EvictLast);
-    let stats = (0.0, 0.0, s);
-    store16(&mut out, i, normalise(widen8::<T>(r0), w0, None, stats), normalise(widen8::<T>(r1), w1, None, stats));
-    write_row_value(&mut rstd, s);
-}
-
-/// [`load16`] without the widening: the 16 values of `x` at `at .. at + 16` as two [`Raw8`]
-/// (zeros past the end), both 16-byte loads in one branch when the 32 bytes are aligned.
-#[inline(always)]
-fn load16_raw<T: Float>(x: &[T], at: usize, hint: Load) -> (Raw8, Raw8) {
-    let Some(chunk) = x.get(at..at + 2 * CHUNK) else {
-        return (load8_raw(x, at, hint), load8_raw(x, at + CHUNK, hint));
-    };
-    match bytemuck::try_cast_slice::<T, Vec16>(chunk) {
-        Ok(vectors) if vectors.len() == 2 * words::<T>() => {
-            let (mut a, mut b) = (Raw8::default(), Raw8::default());
-            unroll::<2>(|k| {
-                if k < words::<T>() {
-                    a.0[k] = cache::load(&vectors[k], hint);
-                    b.0[k] = cache::load(&vectors[words::<T>() + k], hint);
-                }
-            });
-            (a, b)
+    let rms = |squares: f32| 1.0 / (reduce.sum_all(squares) / cols as f32 + eps).sqrt();
+    // One path per launch, as in `layernorm_forward_packed16`: merged per access, the
+    // element paths set the register count (48 where nvcc's twin needs 40: two rows of 8192
+    // an SM instead of three).
+    let s = match (vectors(x), vectors(weight)) {
+        (Some(xv), Some(wv)) => {
+            let (r0, r1) = (vectors_raw::<T>(xv, at), vectors_raw::<T>(xv, at + CHUNK));
+            let mut squares = 0.0f32;
+            {
+                let (v0, v1) = (widen8::<T>(r0), widen8::<T>(r1));
+                unroll::<CHUNK>(|u| squares += v0[u].mul_add(v0[u], v1[u] * v1[u]));
+            }
+            let s = rms(squares);
+            let table = |at| widen8::<T>(vectors_raw_hint::<T>(wv, at, Load::EvictLast));
+            let (w0, w1) = (table(c), table(c + CHUNK));
+            let stats = (0.0, 0.0, s);
+            store16(&mut out, i, normalise(widen8::<T>(r0), w0, None, stats), normalise(widen8::<T>(r1), w1, None, stats));
+            s
         }
-        _ => (load8_raw(chunk, 0, hint), load8_raw(chunk, CHUNK, hint)),
-    }
+        _ => {
+            let mut squares = 0.0f32;
+            rolled(CHUNK, |u| {
+                let (v0, v1) = (element(x, at + u), element(x, at + CHUNK + u));
+                squares += v0.mul_add(v0, v1 * v1);
+            });
+            let s = rms(squares);
+            if let Some(chunk) = out.get_mut(i) {
+                rolled(2 * CHUNK, |e| {
+                    if let Some(o) = chunk.get_mut(e) {
+                        *o = T::from_f32(normalise1(element(x, at + e), element(weight, c + e), 0.0, (0.0, 0.0, s)));
+                    }
+                });
+            }
+            s
+        }
+    };
+    write_row_value(&mut rstd, s);
 }
 
 /// [`add_layernorm_forward()`](crate::add_layernorm_forward), one block per row.
@@ -561,15 +638,37 @@ fn exp(x: f32) -> f32 {
 #[kernel(instances(f32, bf16, f16))]
 pub fn softmax_forward_packed<T: Float>(x: &[T], mut out: DisjointChunks<T, 8>, _cols: u32) {
     let (i, at, _) = my_chunk();
-    let mut v = load8(x, at, Load::EvictFirst);
     let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
-    let mut local_max = v[0];
-    unroll::<CHUNK>(|u| local_max = local_max.max(v[u]));
-    let max = reduce.max_all(local_max);
-    unroll::<CHUNK>(|u| v[u] = exp(v[u] - max));
-    let scale = 1.0 / reduce.sum_all(sum8(v));
-    unroll::<CHUNK>(|u| v[u] *= scale);
-    store8(&mut out, i, v);
+    // One path per launch (see `rmsnorm_forward_packed`): 16-byte loads with no element path
+    // merged into them, or (a misaligned view) rolled element loops that read the row again
+    // for each pass, with the same arithmetic in the same order.
+    match vectors(x) {
+        Some(xv) => {
+            let mut v = widen8::<T>(vectors_raw::<T>(xv, at));
+            let mut local_max = v[0];
+            unroll::<CHUNK>(|u| local_max = local_max.max(v[u]));
+            let max = reduce.max_all(local_max);
+            unroll::<CHUNK>(|u| v[u] = exp(v[u] - max));
+            let scale = 1.0 / reduce.sum_all(sum8(v));
+            unroll::<CHUNK>(|u| v[u] *= scale);
+            store8(&mut out, i, v);
+        }
+        None => {
+            let mut local_max = element(x, at);
+            rolled(CHUNK, |u| local_max = local_max.max(element(x, at + u)));
+            let max = reduce.max_all(local_max);
+            let mut sum = 0.0f32;
+            rolled(CHUNK, |u| sum += exp(element(x, at + u) - max));
+            let scale = 1.0 / reduce.sum_all(sum);
+            if let Some(chunk) = out.get_mut(i) {
+                rolled(CHUNK, |u| {
+                    if let Some(o) = chunk.get_mut(u) {
+                        *o = T::from_f32(exp(element(x, at + u) - max) * scale);
+                    }
+                });
+            }
+        }
+    }
 }
 
 /// [`cross_entropy_backward()`](crate::cross_entropy_backward) with 8 columns a thread
@@ -1207,9 +1306,58 @@ pub fn rotary_embedding_packed<T: Float>(
             &mut out,
             dims,
         ),
-        _ => {
-            rotary_walk(|at| load8(x, at, Load::EvictFirst), |at| (load8(cos, at, Load::EvictLast), load8(sin, at, Load::EvictLast)), positions, &mut out, dims)
-        }
+        _ => rotary_elements(x, positions, cos, sin, &mut out, dims),
+    }
+}
+
+/// [`rotary_walk`] element by element, for a launch whose `x`, `cos` or `sin` is not 16-byte
+/// aligned: each output element is computed from its own loads and stored at once, in a
+/// [`rolled`] loop, so this cold path needs no more registers than the 16-byte one (unrolled,
+/// its 32 element loads in flight took 56 registers a thread, the kernel's count: 0.82x the
+/// CUDA C++ twin). The same arithmetic, the same results.
+#[inline(always)]
+fn rotary_elements<T: Float>(
+    x: &[T],
+    positions: &[u32],
+    cos: &[f32],
+    sin: &[f32],
+    out: &mut DisjointChunks<T, 8>,
+    (head_chunks, heads, shape): (NonZeroU32, NonZeroU32, RopeShape),
+) {
+    let half = (shape.rotary_dim / 2) as usize;
+    let sign = if shape.inverse != 0 { -1.0 } else { 1.0 };
+    for i in grid_stride(out.len()) {
+        let chunk = i.get() as u32;
+        let (row, c) = (chunk / head_chunks, (chunk % head_chunks) as usize * CHUNK);
+        let token = (row / heads) as usize;
+        let at = i.get() * CHUNK;
+        let table = match positions.get(token) {
+            Some(&p) if p < shape.max_positions => Some(p as usize * half),
+            _ => None,
+        };
+        let Some(values) = out.get_mut(i) else { continue };
+        // Zeros past an input's end, as the 16-byte path reads (never, in a launch the host
+        // checked).
+        let value = |u: usize| -> f32 {
+            if c >= 2 * half {
+                return element(x, at + u);
+            }
+            let (k, first) = if c < half { (c, true) } else { (c - half, false) };
+            let pair = at - c + k + u;
+            match table {
+                Some(t) => {
+                    let (x1, x2) = (element(x, pair), element(x, pair + half));
+                    let (cs, sn) = (element(cos, t + k + u), sign * element(sin, t + k + u));
+                    if first { x1 * cs - x2 * sn } else { x2 * cs + x1 * sn }
+                }
+                None => f32::NAN,
+            }
+        };
+        rolled(CHUNK, |u| {
+            if let Some(v) = values.get_mut(u) {
+                *v = T::from_f32(value(u));
+            }
+        });
     }
 }
 
