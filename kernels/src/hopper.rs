@@ -34,8 +34,8 @@ const MAX_HEADS: usize = 65_535;
 /// runs for `shape` on a GPU of compute capability `arch` (`90` for sm_90), or `None` when
 /// the shape or the GPU is not one those kernels take: `T` bf16, [`Layout::Bhsd`], `head_dim`
 /// 64 or 128, `heads_q == heads_kv`, `seq_q == seq_kv`, `batch * heads` at most 65535, and
-/// `arch == 90`. The schedule (`_pingpong`, `_pingpong_s3`, or the plain `overlap` one) is
-/// the one the H100 figures of `BENCHMARKS.md` ("Hopper attention forward") favour at that
+/// `arch == 90`. The schedule (`_pingpong`, `_pingpong_s3`, the plain `overlap` one, or a
+/// `_persistent` form) is the one the H100 and H200 figures of `BENCHMARKS.md` favour at that
 /// length.
 pub fn hopper_kernel<T: Element>(shape: &Attention, arch: u32) -> Option<&'static str> {
     let fits = T::HOPPER
@@ -52,9 +52,15 @@ pub fn hopper_kernel<T: Element>(shape: &Attention, arch: u32) -> Option<&'stati
     }
     let long = (2048..=4096).contains(&shape.seq_q);
     Some(match (shape.head_dim, shape.causal, long) {
+        // D 64: the persistent ping-pong (a block per SM taking query tiles) for causal at
+        // every length and non-causal up to 1k, where it beat the one-tile-per-block kernel
+        // on an H100 and two H200s (session 12: causal 0.80-0.89x cuDNN against 0.64-0.88,
+        // non-causal 0.88-0.90 against 0.74-0.81 at S 512-1k); non-causal from 2k both read
+        // alike or the one-tile kernels lead.
+        (64, false, false) if shape.seq_q <= 1024 => "attention_d64_pingpong_persistent",
         (64, false, false) if shape.seq_q < 2048 => "attention_d64_pingpong",
         (64, false, _) => "attention_d64",
-        (64, true, _) => "attention_d64_causal_pingpong",
+        (64, true, _) => "attention_d64_causal_pingpong_persistent",
         (_, false, false) => "attention_d128_pingpong",
         (_, false, true) => "attention_d128_pingpong_s3",
         (_, true, false) => "attention_d128_causal_pingpong",
