@@ -268,7 +268,7 @@ pub fn dynamic_per_token_scaled_fp8_quant_kernel(
     });
 }
 
-/// [`dynamic_per_token_scaled_fp8_quant_kernel`] after the fix round: the FP8 conversion is
+/// [`dynamic_per_token_scaled_fp8_quant_kernel()`] after the fix round: the FP8 conversion is
 /// the device library's `half::fp8::e4m3x2` (one `cvt.rn.satfinite.e4m3x2.f32` per pair on
 /// sm_89+; the same bits as c10's conversion of the clamped value) instead of c10's bit
 /// manipulation written by hand, which took 54 registers (nvcc's own compilation of it: 32)

@@ -118,7 +118,7 @@ pub fn global_norm_squared_kernel(mut out: PerBlock<f32>, data: &[bf16], count: 
     }
 }
 
-/// [`global_norm_squared_kernel`] after the fix round: the slice taken with `let .. else`
+/// [`global_norm_squared_kernel()`] after the fix round: the slice taken with `let .. else`
 /// (CUDA's `data + blockIdx.y * stride` has no check; the source's `count` values must be
 /// there). The first try's `data.get(start..).unwrap_or(&[])` merged the input's pointer with
 /// the empty slice's, and NVPTX, which proves a load read-only only through a pointer it can
@@ -207,7 +207,7 @@ pub fn softmax_forward_kernel5(mut out: PerWarpRow<bf16>, inv_temperature: f32, 
     }
 }
 
-/// [`softmax_forward_kernel5`] after the fix round: the first pass is
+/// [`softmax_forward_kernel5()`] after the fix round: the first pass is
 /// `thread::strided_range(lane, pos_by_4, 32)` over the row cut to `pos_by_4` groups (one
 /// bound, a loop LLVM unrolls: two 8-byte loads in flight per lane, as nvcc's), where the
 /// first try's `while i < pos_by_4 { let Some(c) = x.get(i) else { break }; .. }` had a second
@@ -587,7 +587,7 @@ pub fn layernorm_backward_kernel10(
     }
 }
 
-/// [`layernorm_backward_kernel10`] after the fix round: the same kernel with the loop over
+/// [`layernorm_backward_kernel10()`] after the fix round: the same kernel with the loop over
 /// the two `f128` halves of each `x128` written `unroll::<2>` (llm.c's `for (int o = 0; o <
 /// x128::size / f128::size; ++o)`, which nvcc unrolls). As a `for` loop (the first try) LLVM
 /// kept it rolled, since its body holds two barriers, and the four `[f32; 8]` arrays it
