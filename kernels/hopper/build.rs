@@ -10,7 +10,7 @@
 //! The attention kernels spill a little (44-168 bytes a thread, outside or at the edge of the
 //! main loop; `bench/hopper/tests/ptx.rs` pins what the loop may hold): the consumer
 //! warpgroups run under a 168-register cap (`setmaxnreg`), and their speed is measured with
-//! those spills (docs/kernels.md). `attention_backward_store_maps` keeps its tensor maps on
+//! those spills (docs/kernels/attention.md). `attention_backward_store_maps` keeps its tensor maps on
 //! the stack on purpose (they are written to global memory from there). So the builder's
 //! local-memory warning is for the other kernels (the GEMM has none).
 
