@@ -223,6 +223,23 @@ pub(crate) fn sum_column_split(cols: usize) -> Option<ferrocuda_host::LaunchConf
 row_op! {
     /// RMSNorm: `out = x / sqrt(mean(x^2) + eps) * weight` per row, and `rstd[row]` (f32, for
     /// [`rmsnorm_backward`]). `x`, `out`: `rows x cols`; `weight`: `cols`; `rstd`: `rows`.
+    ///
+    /// ```no_run
+    /// # use ferrocuda_host::{Context, DeviceBuffer, Stream};
+    /// # use ferrocuda_kernels::{bf16, rows::{self, Rows}};
+    /// # fn main() -> Result<(), ferrocuda_kernels::KernelsError> {
+    /// # let context = Context::primary(0)?;
+    /// # let stream = Stream::new(&context)?;
+    /// let shape = Rows { rows: 8, cols: 768 };
+    /// let x = DeviceBuffer::from_slice(&context, &vec![bf16::from_f32(0.5); shape.len()])?;
+    /// let weight = DeviceBuffer::from_slice(&context, &vec![bf16::ONE; shape.cols])?;
+    /// let mut out = DeviceBuffer::<bf16>::zeroed(&context, shape.len())?;
+    /// let mut rstd = DeviceBuffer::<f32>::zeroed(&context, shape.rows)?;
+    /// rows::rmsnorm(&stream, &x, &weight, &mut out, &mut rstd, shape, 1e-6)?;
+    /// assert!(out.to_vec()?.iter().all(|y| *y == bf16::ONE)); // 0.5 / sqrt(0.25 + 1e-6)
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn rmsnorm, rmsnorm_cpu<T>(run; x: [in T], weight: [in T], out: [out T], rstd: [out f32], shape: Rows, eps: f32) {
         let (rows, cols) = shape.check()?;
         shape.matrix("x", run.len(x))?;
@@ -246,6 +263,24 @@ row_op! {
     /// Residual add fused with RMSNorm: `sum = x + residual` (rounded to `T`; the residual stream
     /// the next layer adds to), then `out = rmsnorm(sum)`. Shapes as [`rmsnorm`]; `residual` and
     /// `sum` are `rows x cols`.
+    ///
+    /// ```no_run
+    /// # use ferrocuda_host::{Context, DeviceBuffer, Stream};
+    /// # use ferrocuda_kernels::{bf16, rows::{self, Rows}};
+    /// # fn main() -> Result<(), ferrocuda_kernels::KernelsError> {
+    /// # let context = Context::primary(0)?;
+    /// # let stream = Stream::new(&context)?;
+    /// let shape = Rows { rows: 8, cols: 768 };
+    /// let x = DeviceBuffer::<bf16>::zeroed(&context, shape.len())?; // this layer's output
+    /// let residual = DeviceBuffer::from_slice(&context, &vec![bf16::ONE; shape.len()])?;
+    /// let weight = DeviceBuffer::from_slice(&context, &vec![bf16::ONE; shape.cols])?;
+    /// let (mut out, mut sum) = (DeviceBuffer::<bf16>::zeroed(&context, shape.len())?, DeviceBuffer::<bf16>::zeroed(&context, shape.len())?);
+    /// let mut rstd = DeviceBuffer::<f32>::zeroed(&context, shape.rows)?;
+    /// rows::add_rmsnorm(&stream, &x, &residual, &weight, &mut out, &mut sum, &mut rstd, shape, 1e-6)?;
+    /// // `sum` is the residual stream the next layer adds to; keep it (and rstd) for the backward.
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn add_rmsnorm, add_rmsnorm_cpu<T>(
         run; x: [in T], residual: [in T], weight: [in T], out: [out T], sum: [out T], rstd: [out f32], shape: Rows, eps: f32
     ) {
@@ -269,6 +304,24 @@ row_op! {
 row_op! {
     /// Layer norm: `out = (x - mean) * rstd * weight + bias` per row, and `mean[row]`,
     /// `rstd[row]` (f32, for [`layernorm_backward`]).
+    ///
+    /// ```no_run
+    /// # use ferrocuda_host::{Context, DeviceBuffer, Stream};
+    /// # use ferrocuda_kernels::{bf16, rows::{self, Rows}};
+    /// # fn main() -> Result<(), ferrocuda_kernels::KernelsError> {
+    /// # let context = Context::primary(0)?;
+    /// # let stream = Stream::new(&context)?;
+    /// let shape = Rows { rows: 8, cols: 768 };
+    /// let x = DeviceBuffer::from_slice(&context, &vec![bf16::from_f32(2.0); shape.len()])?;
+    /// let weight = DeviceBuffer::from_slice(&context, &vec![bf16::ONE; shape.cols])?;
+    /// let bias = DeviceBuffer::<bf16>::zeroed(&context, shape.cols)?;
+    /// let mut out = DeviceBuffer::<bf16>::zeroed(&context, shape.len())?;
+    /// let (mut mean, mut rstd) = (DeviceBuffer::<f32>::zeroed(&context, shape.rows)?, DeviceBuffer::<f32>::zeroed(&context, shape.rows)?);
+    /// rows::layernorm(&stream, &x, &weight, &bias, &mut out, &mut mean, &mut rstd, shape, 1e-5)?;
+    /// assert_eq!(mean.to_vec()?, vec![2.0; 8]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn layernorm, layernorm_cpu<T>(
         run; x: [in T], weight: [in T], bias: [in T], out: [out T], mean: [out f32], rstd: [out f32], shape: Rows, eps: f32
     ) {
@@ -460,6 +513,27 @@ fn expect_scratch(shape: Rows, dw: usize, db: usize) -> Result<()> {
 /// Layer norm backward: [`layernorm_backward_with_scratch`] with its scratch allocated on the
 /// stream (stream-ordered, so it is refused inside a capture: pass scratch there).
 #[allow(clippy::too_many_arguments)]
+///
+/// ```no_run
+/// # use ferrocuda_host::{Context, DeviceBuffer, Stream};
+/// # use ferrocuda_kernels::{bf16, rows::{self, Rows}};
+/// # fn main() -> Result<(), ferrocuda_kernels::KernelsError> {
+/// # let context = Context::primary(0)?;
+/// # let stream = Stream::new(&context)?;
+/// let shape = Rows { rows: 8, cols: 768 };
+/// let x = DeviceBuffer::<bf16>::zeroed(&context, shape.len())?;
+/// let (weight, bias) = (DeviceBuffer::from_slice(&context, &vec![bf16::ONE; 768])?, DeviceBuffer::<bf16>::zeroed(&context, 768)?);
+/// let mut out = DeviceBuffer::<bf16>::zeroed(&context, shape.len())?;
+/// let (mut mean, mut rstd) = (DeviceBuffer::<f32>::zeroed(&context, 8)?, DeviceBuffer::<f32>::zeroed(&context, 8)?);
+/// rows::layernorm(&stream, &x, &weight, &bias, &mut out, &mut mean, &mut rstd, shape, 1e-5)?;
+/// // ... the loss's gradient reaches `out` as `dout`:
+/// let dout = DeviceBuffer::<bf16>::zeroed(&context, shape.len())?;
+/// let mut dx = DeviceBuffer::<bf16>::zeroed(&context, shape.len())?;
+/// let (mut dweight, mut dbias) = (DeviceBuffer::<f32>::zeroed(&context, 768)?, DeviceBuffer::<f32>::zeroed(&context, 768)?);
+/// rows::layernorm_backward(&stream, &dout, &x, &weight, &mean, &rstd, None, &mut dx, &mut dweight, &mut dbias, shape)?;
+/// # Ok(())
+/// # }
+/// ```
 pub fn layernorm_backward<T: Element>(
     stream: &Stream,
     dout: &(impl DeviceRead<T> + ?Sized),
@@ -588,6 +662,21 @@ pub(crate) fn fused_backward(shape: Rows) -> Option<ferrocuda_host::LaunchConfig
 
 row_op! {
     /// Softmax of each row: `out = exp(x - max) / sum(exp(x - max))`.
+    ///
+    /// ```no_run
+    /// # use ferrocuda_host::{Context, DeviceBuffer, Stream};
+    /// # use ferrocuda_kernels::{bf16, rows::{self, Rows}};
+    /// # fn main() -> Result<(), ferrocuda_kernels::KernelsError> {
+    /// # let context = Context::primary(0)?;
+    /// # let stream = Stream::new(&context)?;
+    /// let shape = Rows { rows: 4, cols: 1000 };
+    /// let x = DeviceBuffer::from_slice(&context, &vec![bf16::ZERO; shape.len()])?;
+    /// let mut out = DeviceBuffer::<bf16>::zeroed(&context, shape.len())?;
+    /// rows::softmax(&stream, &x, &mut out, shape)?;
+    /// assert!(out.to_vec()?.iter().all(|p| (p.to_f32() - 1e-3).abs() < 1e-5));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn softmax, softmax_cpu<T>(run; x: [in T], out: [out T], shape: Rows) {
         let (rows, cols) = shape.check()?;
         shape.matrix("x", run.len(x))?;
@@ -610,6 +699,26 @@ row_op! {
     /// [`IGNORE_TARGET`](crate::IGNORE_TARGET) gives loss 0 and a zero gradient row; any other
     /// target `>= vocab` gives NaN (targets live on the GPU, so they are not checked before the
     /// launch; the kernel never reads out of bounds).
+    ///
+    /// ```no_run
+    /// # use ferrocuda_host::{Context, DeviceBuffer, Stream};
+    /// # use ferrocuda_kernels::{bf16, rows::{self, Rows}};
+    /// # fn main() -> Result<(), ferrocuda_kernels::KernelsError> {
+    /// # let context = Context::primary(0)?;
+    /// # let stream = Stream::new(&context)?;
+    /// let shape = Rows { rows: 4, cols: 50304 }; // tokens x vocabulary
+    /// let logits = DeviceBuffer::<bf16>::zeroed(&context, shape.len())?;
+    /// let targets = DeviceBuffer::from_slice(&context, &[7u32, 11, ferrocuda_kernels::IGNORE_TARGET, 3])?;
+    /// let mut losses = DeviceBuffer::<f32>::zeroed(&context, shape.rows)?;
+    /// let mut dlogits = DeviceBuffer::<bf16>::zeroed(&context, shape.len())?;
+    /// // dloss 1/3: the gradient of the mean over the three rows that are not ignored.
+    /// rows::cross_entropy(&stream, &logits, &targets, &mut losses, &mut dlogits, shape, 1.0 / 3.0)?;
+    /// let losses = losses.to_vec()?;
+    /// assert_eq!(losses[2], 0.0);
+    /// assert!((losses[0] - (50304f32).ln()).abs() < 1e-3);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn cross_entropy, cross_entropy_cpu<T>(
         run; logits: [in T], targets: [in u32], losses: [out f32], dlogits: [out T], shape: Rows, dloss: f32
     ) {
@@ -631,6 +740,25 @@ row_op! {
     /// [`cross_entropy_backward`]; no gradient (for callers that learn the loss's gradient only
     /// later, as PyTorch's autograd: the row is read once here and once in the backward).
     /// Targets as [`cross_entropy`].
+    ///
+    /// ```no_run
+    /// # use ferrocuda_host::{Context, DeviceBuffer, Stream};
+    /// # use ferrocuda_kernels::{bf16, rows::{self, Rows}};
+    /// # fn main() -> Result<(), ferrocuda_kernels::KernelsError> {
+    /// # let context = Context::primary(0)?;
+    /// # let stream = Stream::new(&context)?;
+    /// let shape = Rows { rows: 4, cols: 50304 };
+    /// let logits = DeviceBuffer::<bf16>::zeroed(&context, shape.len())?;
+    /// let targets = DeviceBuffer::from_slice(&context, &[7u32, 11, 13, 3])?;
+    /// let (mut losses, mut lse) = (DeviceBuffer::<f32>::zeroed(&context, 4)?, DeviceBuffer::<f32>::zeroed(&context, 4)?);
+    /// rows::cross_entropy_forward(&stream, &logits, &targets, &mut losses, &mut lse, shape)?;
+    /// // Later, once the losses' gradient is known (here: a mean over the 4 rows):
+    /// let dlosses = DeviceBuffer::from_slice(&context, &[0.25f32; 4])?;
+    /// let mut dlogits = DeviceBuffer::<bf16>::zeroed(&context, shape.len())?;
+    /// rows::cross_entropy_backward(&stream, &logits, &targets, &lse, &dlosses, &mut dlogits, shape)?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn cross_entropy_forward, cross_entropy_forward_cpu<T>(
         run; logits: [in T], targets: [in u32], losses: [out f32], lse: [out f32], shape: Rows
     ) {
@@ -677,6 +805,23 @@ row_op! {
 
 row_op! {
     /// `out = gelu(x)` (GPT-2's tanh approximation), element-wise; `out` as long as `x`.
+    ///
+    /// ```no_run
+    /// # use ferrocuda_host::{Context, DeviceBuffer, Stream};
+    /// # use ferrocuda_kernels::{bf16, rows::{self, Rows}};
+    /// # fn main() -> Result<(), ferrocuda_kernels::KernelsError> {
+    /// # let context = Context::primary(0)?;
+    /// # let stream = Stream::new(&context)?;
+    /// let x = DeviceBuffer::from_slice(&context, &vec![bf16::ONE; 8192])?;
+    /// let mut out = DeviceBuffer::<bf16>::zeroed(&context, 8192)?;
+    /// rows::gelu(&stream, &x, &mut out)?;
+    /// let dout = DeviceBuffer::from_slice(&context, &vec![bf16::ONE; 8192])?;
+    /// let mut dx = DeviceBuffer::<bf16>::zeroed(&context, 8192)?;
+    /// rows::gelu_backward(&stream, &x, &dout, &mut dx)?;
+    /// assert!((out.to_vec()?[0].to_f32() - 0.8412).abs() < 4e-3);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn gelu, gelu_cpu<T>(run; x: [in T], out: [out T]) {
         let n = run.len(x);
         expect_len("out", run.len(out), n, || "as long as x".into())?;
@@ -723,6 +868,20 @@ fn silu_packed(shape: Rows) -> Option<NonZeroU32> {
 row_op! {
     /// SiLU-and-mul (SwiGLU): `input` is `rows x 2d` (the gate in columns `0..d`, the up
     /// projection in `d..2d`), `out` (`rows x d`, `shape.cols` = d) `= silu(gate) * up`.
+    ///
+    /// ```no_run
+    /// # use ferrocuda_host::{Context, DeviceBuffer, Stream};
+    /// # use ferrocuda_kernels::{bf16, rows::{self, Rows}};
+    /// # fn main() -> Result<(), ferrocuda_kernels::KernelsError> {
+    /// # let context = Context::primary(0)?;
+    /// # let stream = Stream::new(&context)?;
+    /// let shape = Rows { rows: 8, cols: 2048 }; // cols = d, the gate's width
+    /// let input = DeviceBuffer::<bf16>::zeroed(&context, shape.rows * 2 * shape.cols)?; // [gate | up]
+    /// let mut out = DeviceBuffer::<bf16>::zeroed(&context, shape.len())?;
+    /// rows::silu_and_mul(&stream, &input, &mut out, shape)?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn silu_and_mul, silu_and_mul_cpu<T>(run; input: [in T], out: [out T], shape: Rows) {
         let d = silu_width(shape)?;
         expect_len("input", run.len(input), 2 * shape.len(), || format!("rows {} x 2 cols {}", shape.rows, shape.cols))?;
@@ -804,6 +963,33 @@ row_op! {
     /// the tables writes NaN (positions live on the GPU; the kernel never reads out of bounds).
     /// With `head_dim % 8 == 0` and `rotary_dim % 16 == 0` a thread handles 8 consecutive
     /// elements with 16-byte accesses; other shapes one element at a time.
+    ///
+    /// ```no_run
+    /// # use ferrocuda_host::{Context, DeviceBuffer, Stream};
+    /// # use ferrocuda_kernels::{bf16, rows::{self, Rows}};
+    /// # fn main() -> Result<(), ferrocuda_kernels::KernelsError> {
+    /// # let context = Context::primary(0)?;
+    /// # let stream = Stream::new(&context)?;
+    /// use ferrocuda_kernels::rows::Rope;
+    /// let shape = Rope { tokens: 16, heads: 12, head_dim: 64, rotary_dim: 64, max_positions: 1024 };
+    /// // cos[p][k] = cos(p * 10000^(-2k/rotary_dim)), sin likewise.
+    /// let (half, mut cos, mut sin) = (shape.rotary_dim / 2, Vec::new(), Vec::new());
+    /// for p in 0..shape.max_positions {
+    ///     for k in 0..half {
+    ///         let angle = p as f32 * 10000f32.powf(-2.0 * k as f32 / shape.rotary_dim as f32);
+    ///         cos.push(angle.cos());
+    ///         sin.push(angle.sin());
+    ///     }
+    /// }
+    /// let (cos, sin) = (DeviceBuffer::from_slice(&context, &cos)?, DeviceBuffer::from_slice(&context, &sin)?);
+    /// let positions = DeviceBuffer::from_slice(&context, &(0..16u32).collect::<Vec<_>>())?;
+    /// let q = DeviceBuffer::<bf16>::zeroed(&context, 16 * 12 * 64)?;
+    /// let mut q_rotated = DeviceBuffer::<bf16>::zeroed(&context, 16 * 12 * 64)?;
+    /// rows::rotary_embedding(&stream, &q, &positions, &cos, &sin, &mut q_rotated, shape, false)?;
+    /// // The backward rotates the gradient back: `inverse = true`.
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn rotary_embedding, rotary_embedding_cpu<T>(
         run; x: [in T], positions: [in u32], cos: [in f32], sin: [in f32], out: [out T], shape: Rope, inverse: bool
     ) {
@@ -862,6 +1048,25 @@ row_op! {
     /// step), from `grads` times `grad_scale` (1.0 for none). `step` counts from 1. All four the
     /// same length. A length that is a multiple of 8 runs 8 elements a thread with 16-byte
     /// accesses; others one element at a time (the same values).
+    ///
+    /// ```no_run
+    /// # use ferrocuda_host::{Context, DeviceBuffer, Stream};
+    /// # use ferrocuda_kernels::{bf16, rows::{self, Rows}};
+    /// # fn main() -> Result<(), ferrocuda_kernels::KernelsError> {
+    /// # let context = Context::primary(0)?;
+    /// # let stream = Stream::new(&context)?;
+    /// use ferrocuda_kernels::rows::AdamW;
+    /// let n = 1 << 20;
+    /// let mut params = DeviceBuffer::from_slice(&context, &vec![bf16::ONE; n])?;
+    /// let grads = DeviceBuffer::<bf16>::zeroed(&context, n)?;
+    /// let (mut m, mut v) = (DeviceBuffer::<f32>::zeroed(&context, n)?, DeviceBuffer::<f32>::zeroed(&context, n)?);
+    /// let hyper = AdamW { learning_rate: 3e-4, beta1: 0.9, beta2: 0.95, eps: 1e-8, weight_decay: 0.1 };
+    /// for step in 1..=10 {
+    ///     rows::adamw(&stream, &mut params, &grads, &mut m, &mut v, hyper, step, 1.0)?;
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn adamw, adamw_cpu<T>(
         run; params: [out T], grads: [in T], m: [out f32], v: [out f32], hyper: AdamW, step: u32, grad_scale: f32
     ) {
@@ -904,6 +1109,23 @@ row_op! {
     /// Clips in place by global norm: with `norm = sqrt(norm_squared[0])` (from
     /// [`sum_of_squares`] over every gradient), multiplies `grads` by `max_norm / (norm + 1e-6)`
     /// when `norm > max_norm`. Call once per gradient tensor.
+    ///
+    /// ```no_run
+    /// # use ferrocuda_host::{Context, DeviceBuffer, Stream};
+    /// # use ferrocuda_kernels::{bf16, rows::{self, Rows}};
+    /// # fn main() -> Result<(), ferrocuda_kernels::KernelsError> {
+    /// # let context = Context::primary(0)?;
+    /// # let stream = Stream::new(&context)?;
+    /// let mut grads_a = DeviceBuffer::from_slice(&context, &vec![bf16::ONE; 4096])?;
+    /// let mut grads_b = DeviceBuffer::from_slice(&context, &vec![bf16::ONE; 768])?;
+    /// let mut norm_squared = DeviceBuffer::<f32>::zeroed(&context, 1)?; // zeroed before the sums
+    /// rows::sum_of_squares(&stream, &grads_a, &mut norm_squared)?;
+    /// rows::sum_of_squares(&stream, &grads_b, &mut norm_squared)?;
+    /// rows::clip_by_global_norm(&stream, &mut grads_a, &norm_squared, 1.0)?;
+    /// rows::clip_by_global_norm(&stream, &mut grads_b, &norm_squared, 1.0)?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn clip_by_global_norm, clip_by_global_norm_cpu<T>(run; grads: [out T], norm_squared: [in f32], max_norm: f32) {
         expect_at_least("norm_squared", run.len(norm_squared), 1, || "the squared norm in element 0".into())?;
         if max_norm.is_nan() || max_norm <= 0.0 {
