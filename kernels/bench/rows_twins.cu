@@ -401,15 +401,11 @@ extern "C" __global__ void softmax_forward_packed_bf16(const bf16* x, usize nx, 
     store8(out + at, v);
 }
 
-// cross_entropy_forward_backward: a warp per row (8 rows a block of 256); lane l reads columns
-// l + 32 (j + u), eight at a time; an online max/sum, then one pass writing the gradient.
-extern "C" __global__ void cross_entropy_forward_backward_bf16(const bf16* logits, usize nlogits, const unsigned* targets, usize ntargets, float* losses,
-                                                               usize nlosses, bf16* dlogits, usize ndlogits, unsigned rows, unsigned vocab, float dloss) {
-    const unsigned row = ((usize)blockIdx.x * blockDim.x + threadIdx.x) / 32;
-    const unsigned lane = threadIdx.x % 32;
-    if (row >= rows) return;
-    const bf16* x = logits + (usize)row * vocab;
-    const unsigned target = targets[row];
+// The log-sum-exp of one row for the warp-per-row cross-entropy kernels: lane l reads columns
+// l + 32 (j + u), eight at a time, keeps an online max and sum, and the warp combines them by
+// butterfly (every lane gets the row's value). Inlined, so each kernel's code is as if written
+// in place.
+__device__ __forceinline__ float warp_row_lse(const bf16* x, unsigned lane, unsigned vocab) {
     float max = -3.40282347e38f, sum = 0.0f;
     for (unsigned j = 0; j < (vocab + 31) / 32; j += 8) {
         float v[8];
@@ -435,7 +431,19 @@ extern "C" __global__ void cross_entropy_forward_backward_bf16(const bf16* logit
         sum = sum * expf(max - new_max) + other_sum * expf(other_max - new_max);
         max = new_max;
     }
-    const float lse = max + logf(sum);
+    return max + logf(sum);
+}
+
+// cross_entropy_forward_backward: a warp per row (8 rows a block of 256); lane l reads columns
+// l + 32 (j + u), eight at a time; an online max/sum, then one pass writing the gradient.
+extern "C" __global__ void cross_entropy_forward_backward_bf16(const bf16* logits, usize nlogits, const unsigned* targets, usize ntargets, float* losses,
+                                                               usize nlosses, bf16* dlogits, usize ndlogits, unsigned rows, unsigned vocab, float dloss) {
+    const unsigned row = ((usize)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const unsigned lane = threadIdx.x % 32;
+    if (row >= rows) return;
+    const bf16* x = logits + (usize)row * vocab;
+    const unsigned target = targets[row];
+    const float lse = warp_row_lse(x, lane, vocab);
     float loss, scale;
     if (target < vocab) {
         loss = lse - __bfloat162float(x[target]);
@@ -473,32 +481,7 @@ extern "C" __global__ void cross_entropy_forward_bf16(const bf16* logits, usize 
     if (row >= rows) return;
     const bf16* x = logits + (usize)row * vocab;
     const unsigned target = targets[row];
-    float max = -3.40282347e38f, sum = 0.0f;
-    for (unsigned j = 0; j < (vocab + 31) / 32; j += 8) {
-        float v[8];
-#pragma unroll
-        for (int u = 0; u < 8; u++) {
-            const unsigned col = lane + 32 * (j + u);
-            v[u] = col < vocab ? __bfloat162float(x[col]) : -INFINITY;
-        }
-        float chunk_max = v[0];
-#pragma unroll
-        for (int u = 0; u < 8; u++) chunk_max = fmaxf(chunk_max, v[u]);
-        if (chunk_max > max) {
-            sum *= expf(max - chunk_max);
-            max = chunk_max;
-        }
-#pragma unroll
-        for (int u = 0; u < 8; u++) sum += expf(v[u] - max);
-    }
-#pragma unroll
-    for (int m = 16; m > 0; m >>= 1) {
-        const float other_max = shfl_xor(max, m), other_sum = shfl_xor(sum, m);
-        const float new_max = fmaxf(max, other_max);
-        sum = sum * expf(max - new_max) + other_sum * expf(other_max - new_max);
-        max = new_max;
-    }
-    const float lse = max + logf(sum);
+    const float lse = warp_row_lse(x, lane, vocab);
     const float loss = target < vocab ? lse - __bfloat162float(x[target]) : target == 0xffffffffu ? 0.0f : NAN;
     if (lane == 0) {
         losses[row] = loss;
