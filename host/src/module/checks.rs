@@ -19,15 +19,8 @@ pub(crate) fn check_fingerprint(raw: &RawModule, signature: &KernelSignature, mo
         return Ok(());
     }
     let global = format!("{}{}", crate::FINGERPRINT_SYMBOL_PREFIX, signature.symbol);
-    if !raw.symbols.may_hold(&global) {
-        return Ok(());
-    }
-    let Ok(name) = CString::new(global) else { return Ok(()) };
-    let (mut address, mut bytes) = (0, 0);
-    // SAFETY: looks a global up by a NUL-terminated name in a loaded module.
-    if unsafe { driver::module::get_global(&mut address, &mut bytes, raw.raw, name.as_ptr()) }.is_err() || bytes != 8 {
-        return Ok(());
-    }
+    // A fingerprint is one `u64`; a global of another size is not ours.
+    let Some((address, 8)) = locate_global(raw, &global) else { return Ok(()) };
     let mut found = [0u64];
     read_words(address, &mut found)?;
     let [found] = found;
@@ -125,15 +118,16 @@ fn check_type_names(global: &mut GlobalSource<'_>, signature: &KernelSignature, 
 /// The words of the module global `name` (whole `u64`s), read from the device now; `None`
 /// when the module has no such global.
 fn read_global(raw: &RawModule, name: &str) -> Result<Option<Vec<u64>>> {
-    let Some((address, mut found)) = locate_global(raw, name) else { return Ok(None) };
+    let Some((address, bytes)) = locate_global(raw, name) else { return Ok(None) };
+    let mut found = vec![0u64; bytes / 8];
     read_words(address, &mut found)?;
     Ok(Some(found))
 }
 
-/// The address of the global `name` of the module `raw` and a zeroed buffer of its size in
-/// `u64`s (`None` when the module has no such global; not asked for when its image rules the
-/// name out).
-fn locate_global(raw: &RawModule, name: &str) -> Option<(sys::CUdeviceptr, Vec<u64>)> {
+/// The address and size in bytes of the global `name` of the module `raw` (`None` when the
+/// module has no such global; not asked for when its image rules the name out). Readers keep
+/// whole `u64`s of it.
+fn locate_global(raw: &RawModule, name: &str) -> Option<(sys::CUdeviceptr, usize)> {
     if !raw.symbols.may_hold(name) {
         return None;
     }
@@ -141,7 +135,7 @@ fn locate_global(raw: &RawModule, name: &str) -> Option<(sys::CUdeviceptr, Vec<u
     let (mut address, mut bytes) = (0, 0);
     // SAFETY: looks a global up by a NUL-terminated name in a loaded module.
     unsafe { driver::module::get_global(&mut address, &mut bytes, raw.raw, name.as_ptr()) }.ok()?;
-    Some((address, vec![0u64; bytes / 8]))
+    Some((address, bytes))
 }
 
 /// The check globals (layout and type-name tables) of every kernel of an embedded module, read
@@ -174,8 +168,8 @@ impl CheckTables {
             let symbol = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy().into_owned();
             for prefix in [crate::LAYOUT_SYMBOL_PREFIX, crate::TYPES_SYMBOL_PREFIX] {
                 let global = format!("{prefix}{symbol}");
-                if let Some((address, words)) = locate_global(raw, &global) {
-                    found.push((global, address, words));
+                if let Some((address, bytes)) = locate_global(raw, &global) {
+                    found.push((global, address, vec![0u64; bytes / 8]));
                 }
             }
         }
