@@ -25,10 +25,14 @@ KERNELS = [
     "silu_and_mul_kernel",
     "rms_norm_kernel",
     "segmented_max_reduction",
+    "softmax_autoregressive_backward_inplace_kernel_fixed",
+    "rms_norm_kernel_fixed",
 ]
 TWIN_NAME = {
     "softmax_autoregressive_backward_inplace_kernel": "softmax_autoregressive_backward_inplace_kernel_twin",
     "fused_residual_forward3": "fused_residual_forward3_twin",
+    "softmax_autoregressive_backward_inplace_kernel_fixed": "softmax_autoregressive_backward_inplace_kernel_twin",
+    "rms_norm_kernel_fixed": "rms_norm_kernel",
 }
 
 
@@ -83,10 +87,10 @@ def main():
                                capture_output=True, text=True, check=True)
             twin_regs.update(ptxas_registers(v.stderr))
             twin_sass.update(sass_counts(cubin))
-    print(f"{'kernel':<48} {'regs ours':>9} {'regs nvcc':>9} {'SASS ours':>9} {'SASS nvcc':>9}")
+    print(f"{'kernel':<54} {'regs ours':>9} {'regs nvcc':>9} {'SASS ours':>9} {'SASS nvcc':>9}")
     for k in KERNELS:
         t = TWIN_NAME.get(k, k)
-        print(f"{k:<48} {ours_regs.get(k, '-'):>9} {twin_regs.get(t, '-'):>9} {ours_sass.get(k, '-'):>9} {twin_sass.get(t, '-'):>9}")
+        print(f"{k:<54} {ours_regs.get(k, '-'):>9} {twin_regs.get(t, '-'):>9} {ours_sass.get(k, '-'):>9} {twin_sass.get(t, '-'):>9}")
 
 
 if __name__ == "__main__":

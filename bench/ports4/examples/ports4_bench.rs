@@ -15,10 +15,11 @@ use std::process::ExitCode;
 
 use common::*;
 use ferrocuda::{Context, DeviceBuffer, Module, Stream};
-use ferrocuda_ports4::{rms_norm_kernel, segmented_max_reduction, silu_and_mul_kernel};
+use ferrocuda_ports4::{rms_norm_kernel, rms_norm_kernel_fixed, segmented_max_reduction, silu_and_mul_kernel};
 use ferrocuda_ports4_llmc::twin_abi::{fused_residual_forward3_twin, softmax_autoregressive_backward_inplace_kernel_twin};
 use ferrocuda_ports4_llmc::{
-    X128, encoder_backward_kernel1, fused_residual_forward3, gelu_forward_kernel2, softmax_autoregressive_backward_inplace_kernel, unpermute_kernel,
+    X128, encoder_backward_kernel1, fused_residual_forward3, gelu_forward_kernel2, softmax_autoregressive_backward_inplace_kernel,
+    softmax_autoregressive_backward_inplace_kernel_fixed, unpermute_kernel,
 };
 use gpu_kernels::twins::harness;
 use gpu_kernels::twins::timing::{Runs, measure};
@@ -28,6 +29,8 @@ use half::bf16;
 enum Imp {
     Rust,
     Twin,
+    /// The fix round's variant (`_fixed`), for the kernels that have one.
+    Fixed,
 }
 
 struct Bench {
@@ -52,12 +55,22 @@ impl Bench {
         self.all_ok.set(self.all_ok.get() && ok);
     }
 
-    fn time(&self, name: &str, bytes: f64, mut step: impl FnMut(Imp, &gpu_kernels::twins::timing::Stopwatch) -> Result<()>) -> Result<()> {
+    fn time(&self, name: &str, bytes: f64, step: impl FnMut(Imp, &gpu_kernels::twins::timing::Stopwatch) -> Result<()>) -> Result<()> {
+        self.time_with(name, bytes, false, step)
+    }
+
+    /// Times the first try and the twin, and with `fixed` the fix round's variant too (its row
+    /// is `name (fixed)`), all interleaved.
+    fn time_with(&self, name: &str, bytes: f64, fixed: bool, mut step: impl FnMut(Imp, &gpu_kernels::twins::timing::Stopwatch) -> Result<()>) -> Result<()> {
         if self.runs.timed == 0 {
             return Ok(());
         }
-        let times = measure(&self.stream, self.runs, &[Imp::Rust, Imp::Twin], |imp, sw| step(imp, sw))?;
+        let imps: &[Imp] = if fixed { &[Imp::Rust, Imp::Twin, Imp::Fixed] } else { &[Imp::Rust, Imp::Twin] };
+        let times = measure(&self.stream, self.runs, imps, |imp, sw| step(imp, sw))?;
         harness::row(name, WIDTH, &times[0], &times[1], bytes);
+        if fixed {
+            harness::row(&format!("{name} (fixed)"), WIDTH, &times[2], &times[1], bytes);
+        }
         Ok(())
     }
 
@@ -85,7 +98,7 @@ impl Bench {
     fn launch_gelu(&self, imp: Imp, input: &DeviceBuffer<X128>, out: &mut DeviceBuffer<X128>, config: ferrocuda::LaunchConfig) -> Result<()> {
         match imp {
             Imp::Rust => gelu_forward_kernel2::launch(&self.stream, config, out, input)?,
-            Imp::Twin => gelu_forward_kernel2::launch_in(&self.llmc, &self.stream, config, out, input)?,
+            Imp::Twin | Imp::Fixed => gelu_forward_kernel2::launch_in(&self.llmc, &self.stream, config, out, input)?,
         }
         Ok(())
     }
@@ -103,13 +116,13 @@ impl Bench {
         let att = DeviceBuffer::from_slice(&ctx, &att_h)?;
         let fresh = DeviceBuffer::from_slice(&ctx, &datt_h)?;
         let mut datt = DeviceBuffer::<bf16>::zeroed(&ctx, n)?;
-        for imp in [Imp::Rust, Imp::Twin] {
+        for imp in [Imp::Rust, Imp::Twin, Imp::Fixed] {
             datt.copy_from_device(&fresh)?;
             self.launch_softmax_bwd(imp, &mut datt, &att, matrices, t_len, scale)?;
             let got = widen(&datt.to_vec()?);
             self.check(&format!("softmax_autoregressive_backward_inplace_kernel {}", label(imp)), close("softmax bwd", &got, &want, 1e-4, 1e-2));
         }
-        self.time("softmax_autoregressive_backward_inplace_kernel", 4.0 * n as f64, |imp, sw| {
+        self.time_with("softmax_autoregressive_backward_inplace_kernel", 4.0 * n as f64, true, |imp, sw| {
             datt.copy_from_device_async(&fresh, &self.stream)?;
             sw.start()?;
             self.launch_softmax_bwd(imp, &mut datt, &att, matrices, t_len, scale)
@@ -125,6 +138,16 @@ impl Bench {
                 &self.llmc,
                 &self.stream,
                 softmax_bwd_twin_config(matrices, t_len),
+                datt,
+                att,
+                1,
+                t_len as u32,
+                0,
+                scale,
+            )?,
+            Imp::Fixed => softmax_autoregressive_backward_inplace_kernel_fixed::launch(
+                &self.stream,
+                softmax_bwd_config(matrices, t_len),
                 datt,
                 att,
                 1,
@@ -151,7 +174,7 @@ impl Bench {
             let [b, n, nh, d] = shape;
             match imp {
                 Imp::Rust => unpermute_kernel::launch(&self.stream, config, &input, out, b, n, nh, d)?,
-                Imp::Twin => unpermute_kernel::launch_in(&self.llmc, &self.stream, config, &input, out, b, n, nh, d)?,
+                Imp::Twin | Imp::Fixed => unpermute_kernel::launch_in(&self.llmc, &self.stream, config, &input, out, b, n, nh, d)?,
             }
             Ok(())
         };
@@ -188,7 +211,7 @@ impl Bench {
             let [b, t, c] = shape;
             match imp {
                 Imp::Rust => encoder_backward_kernel1::launch(&self.stream, config, dwte, dwpe, &dout, &inp, b, t, c)?,
-                Imp::Twin => encoder_backward_kernel1::launch_in(&self.llmc, &self.stream, config, dwte, dwpe, &dout, &inp, b, t, c)?,
+                Imp::Twin | Imp::Fixed => encoder_backward_kernel1::launch_in(&self.llmc, &self.stream, config, dwte, dwpe, &dout, &inp, b, t, c)?,
             }
             Ok(())
         };
@@ -243,7 +266,7 @@ impl Bench {
                     rows as i32,
                     c as u32,
                 )?,
-                Imp::Twin => fused_residual_forward3_twin::launch_in(
+                Imp::Twin | Imp::Fixed => fused_residual_forward3_twin::launch_in(
                     &self.llmc,
                     &self.stream,
                     fused_residual_twin_config(rows),
@@ -297,7 +320,7 @@ impl Bench {
         let launch = |imp: Imp, out: &mut DeviceBuffer<bf16>| -> Result<()> {
             match imp {
                 Imp::Rust => silu_and_mul_kernel::launch(&self.stream, config, out, &input, d as u32)?,
-                Imp::Twin => silu_and_mul_kernel::launch_in(&self.vllm, &self.stream, config, out, &input, d as u32)?,
+                Imp::Twin | Imp::Fixed => silu_and_mul_kernel::launch_in(&self.vllm, &self.stream, config, out, &input, d as u32)?,
             }
             Ok(())
         };
@@ -335,19 +358,20 @@ impl Bench {
             match imp {
                 Imp::Rust => rms_norm_kernel::launch(&self.stream, config, out, &input, args.0, &w, args.1, args.2, args.3)?,
                 Imp::Twin => rms_norm_kernel::launch_in(&self.vllm, &self.stream, config, out, &input, args.0, &w, args.1, args.2, args.3)?,
+                Imp::Fixed => rms_norm_kernel_fixed::launch(&self.stream, config, out, &input, args.0, &w, args.1, args.2, args.3)?,
             }
             Ok(())
         };
         let mut ok = Vec::new();
-        for imp in [Imp::Rust, Imp::Twin] {
+        for imp in [Imp::Rust, Imp::Twin, Imp::Fixed] {
             out.fill(bf16::ZERO)?;
             launch(imp, &mut out)?;
-            ok.push((imp, close("rms_norm", &widen(&out.to_vec()?), &want, 1e-3, 1e-2)));
+            ok.push((imp, close("rms_norm", &widen(&out.to_vec()?), &want, 1e-3, RMS_NORM_REL)));
         }
         for (imp, outcome) in ok {
             self.check(&format!("rms_norm_kernel {}", label(imp)), outcome);
         }
-        self.time("rms_norm_kernel", 4.0 * (tokens * hidden) as f64, |imp, sw| {
+        self.time_with("rms_norm_kernel", 4.0 * (tokens * hidden) as f64, true, |imp, sw| {
             sw.start()?;
             launch(imp, &mut out)
         })
@@ -368,7 +392,7 @@ impl Bench {
         let launch = |imp: Imp, scale: &mut DeviceBuffer<i32>| -> Result<()> {
             match imp {
                 Imp::Rust => segmented_max_reduction::launch(&self.stream, config, scale, &input, n)?,
-                Imp::Twin => segmented_max_reduction::launch_in(&self.vllm, &self.stream, config, scale, &input, n)?,
+                Imp::Twin | Imp::Fixed => segmented_max_reduction::launch_in(&self.vllm, &self.stream, config, scale, &input, n)?,
             }
             Ok(())
         };
@@ -394,6 +418,7 @@ fn label(imp: Imp) -> &'static str {
     match imp {
         Imp::Rust => "Rust",
         Imp::Twin => "twin",
+        Imp::Fixed => "Rust (fixed)",
     }
 }
 

@@ -18,12 +18,20 @@ fn gelu(back: Back) -> Result<()> {
 }
 
 fn softmax_bwd(back: Back) -> Result<()> {
+    softmax_bwd_variant(back, false)
+}
+
+fn softmax_bwd_fixed(back: Back) -> Result<()> {
+    softmax_bwd_variant(back, true)
+}
+
+fn softmax_bwd_variant(back: Back, fixed: bool) -> Result<()> {
     let mut rng = Rng::new(2);
     for (matrices, t_len) in [(3usize, 64usize), (2, 320)] {
         let n = matrices * t_len * t_len;
         let att = rng.bf16s(n, 0.0, 0.05);
         let datt = rng.bf16s(n, -1.0, 1.0);
-        let got = widen(&run_softmax_bwd(back, &datt, &att, 1, t_len, 0.125)?);
+        let got = widen(&run_softmax_bwd(back, fixed, &datt, &att, 1, t_len, 0.125)?);
         close("softmax_autoregressive_backward_inplace_kernel", &got, &softmax_bwd_reference(&datt, &att, t_len, 0.125), 1e-4, 1e-2)?;
     }
     Ok(())
@@ -79,12 +87,20 @@ fn silu_and_mul(back: Back) -> Result<()> {
 }
 
 fn rms_norm(back: Back) -> Result<()> {
+    rms_norm_variant(back, false)
+}
+
+fn rms_norm_fixed(back: Back) -> Result<()> {
+    rms_norm_variant(back, true)
+}
+
+fn rms_norm_variant(back: Back, fixed: bool) -> Result<()> {
     let mut rng = Rng::new(7);
     for (tokens, hidden, stride) in [(5usize, 200usize, 208usize), (3, 2100, 2100)] {
         let x = rng.bf16s(tokens * stride, -2.0, 2.0);
         let w = rng.bf16s(hidden, 0.5, 1.5);
-        let got = widen(&run_rms_norm(back, &x, stride, &w, 1e-6, tokens)?);
-        close("rms_norm_kernel", &got, &rms_norm_reference(&x, stride, &w, 1e-6, tokens), 1e-3, 1e-2)?;
+        let got = widen(&run_rms_norm(back, fixed, &x, stride, &w, 1e-6, tokens)?);
+        close("rms_norm_kernel", &got, &rms_norm_reference(&x, stride, &w, 1e-6, tokens), 1e-3, RMS_NORM_REL)?;
     }
     Ok(())
 }
@@ -149,6 +165,14 @@ mod cpu {
     fn segmented_max_reduction_matches_the_reference() {
         on_cpu(segmented_max);
     }
+    #[test]
+    fn softmax_autoregressive_backward_inplace_kernel_fixed_matches_the_reference() {
+        on_cpu(softmax_bwd_fixed);
+    }
+    #[test]
+    fn rms_norm_kernel_fixed_matches_the_reference() {
+        on_cpu(rms_norm_fixed);
+    }
 }
 
 mod gpu {
@@ -199,5 +223,13 @@ mod gpu {
     #[test]
     fn segmented_max_reduction_matches_the_reference() {
         on_gpu("gpu::segmented_max_reduction", segmented_max);
+    }
+    #[test]
+    fn softmax_autoregressive_backward_inplace_kernel_fixed_matches_the_reference() {
+        on_gpu("gpu::softmax_autoregressive_backward_inplace_kernel_fixed", softmax_bwd_fixed);
+    }
+    #[test]
+    fn rms_norm_kernel_fixed_matches_the_reference() {
+        on_gpu("gpu::rms_norm_kernel_fixed", rms_norm_fixed);
     }
 }

@@ -106,6 +106,44 @@ pub fn softmax_autoregressive_backward_inplace_kernel(mut datt: DisjointSlice<bf
     }
 }
 
+/// The fix round's `softmax_autoregressive_backward_inplace_kernel` (after the GPU run; the
+/// first try above is unchanged): the two column loops as the row's own iterators, `zip_input`
+/// beside `att[t][..=t]` for the sum (the input's length bounds the columns: `t2 <= t`) and beside
+/// the whole `att` row for the write, with a column counter for the diagonal test. The first
+/// try's `row.get_mut(j)` per element, with a run-time `blockDim.x` stride, kept a 64-bit counter,
+/// a checked multiply and a power-of-two test per element, and one load in flight (0.69x nvcc).
+/// Launched as the first try (the row order is still not the source's).
+#[kernel(cols(datt = t_len))]
+pub fn softmax_autoregressive_backward_inplace_kernel_fixed(mut datt: DisjointSlice<bf16, BlockRows>, att: &[bf16], b: i32, t_len: u32, c: i32, scale: f32) {
+    let _ = (b, c);
+    let t_cols = t_len as usize;
+    let Some(rows) = NonZeroU32::new(t_len).map(|t| att.len() as u32 / t) else { return };
+    let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
+    for me in block_rows(rows) {
+        let r = me.row();
+        let t = (r % t_len) as usize;
+        let start = r as usize * t_cols;
+        let Some(att_row) = att.get(start..start + t_cols) else { break };
+        let Some(causal) = att_row.get(..=t) else { break };
+        let Some(row) = datt.row_mut(me) else { break };
+        let mut local_sum = 0.0f32;
+        row.zip_input(causal).for_each(|(a, d)| local_sum += a.widen() * d.widen());
+        let local_sum = reduce.sum_all(local_sum);
+        let Some(row) = datt.row_mut(me) else { break };
+        let (mut col, stride) = (row.lane() as usize, row.stride() as usize);
+        row.zip_input(att_row).for_each(|(a, d)| {
+            let value = if col <= t {
+                let acc = cache::load(a, Load::Streaming).widen() * (cache::load(&*d, Load::Streaming).widen() - local_sum);
+                (scale * acc).to_bf16()
+            } else {
+                bf16::ZERO
+            };
+            cache::store(d, value, Store::Streaming);
+            col += stride;
+        });
+    }
+}
+
 /// llm.c's `unpermute_kernel`: `out[b][n][nh][d] = inp[b][nh][n][d]` (`__ldcs` reads), one
 /// thread per element of `inp`, 256 threads a block. The write index is computed, so `out` is
 /// an `AtomicSlice` written with relaxed stores (the porting table's row for `out[f(i)] = v`).
