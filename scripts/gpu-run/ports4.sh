@@ -7,8 +7,9 @@
 #
 # On the GPU machine: `DEST/ports4.sh` (about 100 s; PORTS4_DEADLINE_S caps it, default 220).
 # Logs go to $OUT (or DEST/out/): tests.log, bench_1.log, bench_2.log, memcheck.log, summary.txt.
-# Look for: "test result: ok. 17 passed", every "check ...: ok", one "twin/Rust" per kernel in
-# each pass (above 1: Rust is faster), "ERROR SUMMARY: 0 errors".
+# Look for: "test result: ok. 21 passed", every "check ...: ok", one "twin/Rust" per kernel in
+# each pass (above 1: Rust is faster; softmax_autoregressive_backward_inplace_kernel and
+# rms_norm_kernel also have a "(fixed)" row), "ERROR SUMMARY: 0 errors".
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 dest=${OUT:-$here/out}
