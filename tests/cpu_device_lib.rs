@@ -25,6 +25,7 @@ on_both_backends!(
     barriers_count_and_vote_across_the_block,
     warp_shuffles_votes_matches_and_reductions,
     atomics_from_every_thread,
+    p30_d5_float_atomic_max_and_min_take_the_extremes_of_either_sign,
     histogram_with_shared_memory_atomics,
     math_f32_matches_the_host_within_its_documented_ulps,
     math_f64_matches_the_host_within_its_documented_ulps,
@@ -184,6 +185,38 @@ fn atomics_from_every_thread(backend: &Backend) {
     assert_eq!(f64_sum, sum as f64, "f64 adds of integers below 2^53 are exact in any order");
     let f32_sum = backend.download(&sums_f32)[0] as f64;
     assert!((f32_sum - sum as f64).abs() / (sum as f64) < 1e-3, "f32 sum {f32_sum} vs {sum}");
+}
+
+/// Issue 30 (fourth port, D5): `fetch_max`/`fetch_min` on `f32`/`f64` (vLLM's
+/// `atomicMaxFloat`), over values of both signs and both zeros, starting from slots that hold
+/// the opposite extreme of either sign.
+fn p30_d5_float_atomic_max_and_min_take_the_extremes_of_either_sign(backend: &Backend) {
+    let mut rng = Rng(23);
+    let n = 1 << 16;
+    let mut x: Vec<f32> = (0..n).map(|_| (rng.below(1 << 20) as f32 - (1 << 19) as f32) * 0.37).collect();
+    x[5] = -0.0;
+    x[6] = 0.0;
+    let input = backend.upload(&x);
+    let (max, min) = (x.iter().copied().fold(f32::MIN, f32::max), x.iter().copied().fold(f32::MAX, f32::min));
+    assert!(max > 0.0 && min < 0.0, "both signs in the input");
+    // Slots start at the other end: a negative maximum-so-far and a positive minimum-so-far,
+    // then the reverse, so each of the two integer paths meets both signs.
+    for (start_max, start_min) in [(-1.0e30f32, 1.0e30f32), (-0.0, 0.0)] {
+        let mut extrema_f32 = backend.upload(&[start_max, start_min]);
+        let mut extrema_f64 = backend.upload(&[start_max as f64, start_min as f64]);
+        launch_on!(backend, device_lib::atomic_float_extrema, ((n / 256) as u32, 256u32), &input, &mut extrema_f32, &mut extrema_f64).unwrap();
+        assert_eq!(backend.download(&extrema_f32), vec![max, min], "{}: f32 from {start_max}, {start_min}", backend.name());
+        assert_eq!(backend.download(&extrema_f64), vec![max as f64, min as f64], "{}: f64 from {start_max}, {start_min}", backend.name());
+    }
+    // All negative values: the maximum is the one closest to zero (the unsigned-min path).
+    let negative: Vec<f32> = x.iter().map(|v| -v.abs() - 1.0).collect();
+    let input = backend.upload(&negative);
+    let mut extrema_f32 = backend.upload(&[f32::NEG_INFINITY, f32::INFINITY]);
+    let mut extrema_f64 = backend.upload(&[f64::NEG_INFINITY, f64::INFINITY]);
+    launch_on!(backend, device_lib::atomic_float_extrema, ((n / 256) as u32, 256u32), &input, &mut extrema_f32, &mut extrema_f64).unwrap();
+    let (max, min) = (negative.iter().copied().fold(f32::MIN, f32::max), negative.iter().copied().fold(f32::MAX, f32::min));
+    assert_eq!(backend.download(&extrema_f32), vec![max, min], "{}: all negative", backend.name());
+    assert_eq!(backend.download(&extrema_f64), vec![max as f64, min as f64], "{}: all negative (f64)", backend.name());
 }
 
 fn histogram_with_shared_memory_atomics(backend: &Backend) {

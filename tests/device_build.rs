@@ -285,6 +285,18 @@ fn atomics_warp_operations_and_barriers_compile_to_their_instructions() {
     ] {
         assert!(atomics.contains(instruction), "missing {instruction}");
     }
+    // Float max/min (issue 30, D5): the integer atomics on the bits, one per sign.
+    let extrema = entry_body(ptx(), "atomic_float_extrema");
+    for instruction in [
+        "atom.relaxed.gpu.global.max.s32",
+        "atom.relaxed.gpu.global.min.u32",
+        "atom.relaxed.gpu.global.min.s32",
+        "atom.relaxed.gpu.global.max.u32",
+        "atom.relaxed.gpu.global.max.s64",
+        "atom.relaxed.gpu.global.min.u64",
+    ] {
+        assert!(extrema.contains(instruction), "atomic_float_extrema: missing {instruction}");
+    }
     let warp = entry_body(ptx(), "warp_ops");
     for instruction in [
         "shfl.sync.idx.b32",

@@ -367,6 +367,56 @@ binary_op! {
     [u32 => "u32", reg32; i32 => "s32", reg32; u64 => "u64", reg64; i64 => "s64", reg64;]
 }
 
+/// `atomicMax`/`atomicMin` on `f32` and `f64`, as CUDA code writes them (vLLM's
+/// `atomicMaxFloat`; there is no float `atom.max`): a value with the sign bit clear takes the
+/// signed-integer max (min) of the bits, where every negative float is below it; a value with
+/// the sign bit set takes the unsigned min (max), where larger bits are more negative floats and
+/// every non-negative float is below. One `atom` instruction either way. The order is the bits'
+/// total order: `-0.0 < +0.0`, a NaN with the sign bit clear is above `+inf`, one with it set
+/// below `-inf` (IEEE `max` would ignore NaN). The host (CPU executor) applies the same rule to
+/// the same bits, so both give the same result.
+macro_rules! float_extremum {
+    ($($ty:ty => $signed:ty, $unsigned:ty, $sign:expr;)*) => {$(
+        impl AtomicMax for $ty {
+            #[inline(always)]
+            unsafe fn atomic_max(target: *mut Self, value: Self, scope: Scope) -> Self {
+                let bits = value.to_bits();
+                // SAFETY: the caller passes a valid, aligned address; the integer of the same
+                // size has the same alignment.
+                let old = unsafe {
+                    if bits & $sign == 0 {
+                        <$signed as AtomicMax>::atomic_max(target.cast(), bits as $signed, scope) as $unsigned
+                    } else {
+                        <$unsigned as AtomicMin>::atomic_min(target.cast(), bits, scope)
+                    }
+                };
+                <$ty>::from_bits(old)
+            }
+        }
+
+        impl AtomicMin for $ty {
+            #[inline(always)]
+            unsafe fn atomic_min(target: *mut Self, value: Self, scope: Scope) -> Self {
+                let bits = value.to_bits();
+                // SAFETY: as above.
+                let old = unsafe {
+                    if bits & $sign == 0 {
+                        <$signed as AtomicMin>::atomic_min(target.cast(), bits as $signed, scope) as $unsigned
+                    } else {
+                        <$unsigned as AtomicMax>::atomic_max(target.cast(), bits, scope)
+                    }
+                };
+                <$ty>::from_bits(old)
+            }
+        }
+    )*};
+}
+
+float_extremum! {
+    f32 => i32, u32, 1u32 << 31;
+    f64 => i64, u64, 1u64 << 63;
+}
+
 binary_op! {
     /// `atomicExch`: `*target = value` (`atom.exch`).
     AtomicExchange, atomic_exchange, exchange, exchange_scoped, "exch", |_, b| b,

@@ -4,8 +4,10 @@
 //! have `std`'s own `sqrt`, `exp`, ... methods, which take precedence over the
 //! [`DeviceFloat`] trait's, so a named `use ferrocuda_device::math::DeviceFloat;` is an unused
 //! import there and rustc warns (issue 30). A glob import warns only when nothing of it is
-//! used, and a kernel uses its output types and index functions anyway. (A named import can
-//! keep `#[cfg_attr(not(target_arch = "nvptx64"), allow(unused_imports))]` instead.)
+//! used; a kernel that takes its output types and index functions from elsewhere and calls
+//! only methods `std`'s floats also have leaves it unused on the host (issue 30's fourth port):
+//! `#![cfg_attr(not(target_arch = "nvptx64"), allow(unused_imports))]` at the crate root (the
+//! template has it) silences both forms.
 
 pub use crate::block::{BlockReduce, BlockScan, RuntimeBlockReduce};
 pub use crate::global::{AtomicSlice, DisjointChunks, DisjointSlice, PerBlock, once_per_block, unique_index};

@@ -5,6 +5,9 @@
 //! macros expand to in this crate. Both are nightly features: the builder's device toolchain
 //! enables them (`RUSTC_BOOTSTRAP=1`); the host build does not see them.
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
+// On the host, `f32`'s own `sqrt`, `exp`, ... win over the device library's math traits, so an
+// import of them (or of the prelude, if nothing else of it is used) is unused there.
+#![cfg_attr(not(target_arch = "nvptx64"), allow(unused_imports))]
 
 use bytemuck::{Pod, Zeroable};
 use ferrocuda_device::global::{DisjointSlice, PerBlock, once_per_block, unique_index};

@@ -116,6 +116,17 @@ pub fn warp_ops(x: &[u32], mut out: DisjointChunks<u32, WARP_WORDS>) {
     out[i] = results;
 }
 
+/// Float atomic max and min from every thread (CUDA's `atomicMaxFloat` idiom; issue 30's fourth
+/// port, D5): `extrema_f32 = [max x, min x]` and `extrema_f64` the same of `x as f64`.
+#[kernel]
+pub fn atomic_float_extrema(x: &[f32], extrema_f32: AtomicSlice<f32>, extrema_f64: AtomicSlice<f64>) {
+    let Some(&v) = x.get(index_1d()) else { return };
+    extrema_f32.fetch_max(0, v);
+    extrema_f32.fetch_min(1, v);
+    extrema_f64.fetch_max(0, v as f64);
+    extrema_f64.fetch_min(1, v as f64);
+}
+
 /// Atomics from every thread on a few shared counters:
 /// `counters = [Σ1 (device), Σ1 (block scope on a per-block slot..), max x, min x, Σx via CAS loop,
 /// Σ1 via core::sync::atomic, exchange count]`, `sums_f32[0] = Σ x as f32`, `sums_f64[0] = Σ x as f64`.
