@@ -17,7 +17,7 @@
 use std::sync::Arc;
 
 use ferrocuda_collectives_kernels::{MAX_BLOCKS, MAX_RANKS, VECTOR, one_shot_all_reduce_f32};
-use ferrocuda_host::{Context, DeviceBuffer, DevicePtr, DeviceView, DeviceViewMut, LaunchConfig, Stream, sys};
+use ferrocuda_host::{BufferUsage, Context, DeviceBuffer, DevicePtr, DeviceView, DeviceViewMut, LaunchConfig, Stream, sys};
 
 use crate::Collectives;
 use crate::nccl::Communicator;
@@ -152,7 +152,18 @@ impl PeerGroup {
         }
         let shared = Arc::new(shared);
         Ok((0..world)
-            .map(|rank| PeerRank { shared: shared.clone(), rank, slot: rank, world, epoch: 0, capacity, half: padded as u32, spin_limit: 0, poisoned: false })
+            .map(|rank| PeerRank {
+                state: BufferUsage::for_library_state(&contexts[rank]),
+                shared: shared.clone(),
+                rank,
+                slot: rank,
+                world,
+                epoch: 0,
+                capacity,
+                half: padded as u32,
+                spin_limit: 0,
+                poisoned: false,
+            })
             .collect())
     }
 
@@ -221,7 +232,18 @@ impl PeerGroup {
             }
         }
         shared.tables.push(DeviceBuffer::from_slice(&context, &table)?);
-        Ok(PeerRank { shared: Arc::new(shared), rank, slot: 0, world, epoch: 0, capacity, half: padded as u32, spin_limit: 0, poisoned: false })
+        Ok(PeerRank {
+            state: BufferUsage::for_library_state(&context),
+            shared: Arc::new(shared),
+            rank,
+            slot: 0,
+            world,
+            epoch: 0,
+            capacity,
+            half: padded as u32,
+            spin_limit: 0,
+            poisoned: false,
+        })
     }
 }
 
@@ -309,6 +331,12 @@ pub struct PeerRank {
     half: u32,
     spin_limit: u32,
     poisoned: bool,
+    /// The record of this rank's staging halves and flags (read and written by every call's
+    /// kernel): each call declares it written, so a call on another stream of this GPU waits
+    /// for the previous one, as the kernel's two-halves argument needs (audit 2026-11-28,
+    /// G13-2: calls on two streams ran at once, and one overwrote the staging half the other
+    /// was still summing).
+    state: BufferUsage,
 }
 
 impl PeerRank {
@@ -382,7 +410,9 @@ impl PeerRank {
         // rank makes the same calls (the documented contract; a missing rank makes the others
         // wait, bounded by spin_limit). The buffers stay alive while any kernel may run
         // (Shared's drop synchronises every GPU first).
-        reading_writing(stream, &input, &mut output, || unsafe {
+        // This rank's staging and flags are declared too (written): a call on another stream
+        // waits for the previous call (G13-2), which the two-halves argument above assumes.
+        reading_writing(stream, &input, &mut output, &self.state, || unsafe {
             one_shot_all_reduce_f32::launch(
                 stream,
                 config,

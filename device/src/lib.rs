@@ -114,21 +114,25 @@ macro_rules! embed_kernels {
 
         /// The PTX and cubins of this crate's kernels, embedded at build time.
         #[cfg(not(target_arch = "nvptx64"))]
-        pub static KERNELS: $crate::__private::types::EmbeddedModule = $crate::__private::types::EmbeddedModule {
-            crate_name: __ferrocuda_artifacts::CRATE_NAME,
-            toolchain: __ferrocuda_artifacts::TOOLCHAIN,
-            ptx: __ferrocuda_artifacts::PTX,
-            cubins: __ferrocuda_artifacts::CUBINS,
-            resources: {
-                const ROWS: usize = __ferrocuda_artifacts::RESOURCES.len();
-                const RESOURCES: [$crate::__private::types::KernelResources; ROWS] =
-                    $crate::__private::types::KernelResources::from_tuples(__ferrocuda_artifacts::RESOURCES);
-                &RESOURCES
-            },
-            device_overflow_checks: __ferrocuda_artifacts::OVERFLOW_CHECKS,
-            // Compiled here, with this crate's profile: it panics for 255 exactly when this
-            // crate's host build checks integer overflow (Q11).
-            host_overflow_probe: |x| x + 1,
+        // SAFETY: the images are the builder's output for this crate (`OUT_DIR`, written by its
+        // build script's `KernelBuilder`), compiled from its `#[kernel]` functions.
+        pub static KERNELS: $crate::__private::types::EmbeddedModule = unsafe {
+            $crate::__private::types::EmbeddedModule::new($crate::__private::types::EmbeddedImages {
+                crate_name: __ferrocuda_artifacts::CRATE_NAME,
+                toolchain: __ferrocuda_artifacts::TOOLCHAIN,
+                ptx: __ferrocuda_artifacts::PTX,
+                cubins: __ferrocuda_artifacts::CUBINS,
+                resources: {
+                    const ROWS: usize = __ferrocuda_artifacts::RESOURCES.len();
+                    const RESOURCES: [$crate::__private::types::KernelResources; ROWS] =
+                        $crate::__private::types::KernelResources::from_tuples(__ferrocuda_artifacts::RESOURCES);
+                    &RESOURCES
+                },
+                device_overflow_checks: __ferrocuda_artifacts::OVERFLOW_CHECKS,
+                // Compiled here, with this crate's profile: it panics for 255 exactly when this
+                // crate's host build checks integer overflow (Q11).
+                host_overflow_probe: |x| x + 1,
+            })
         };
     };
 }

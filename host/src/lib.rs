@@ -71,10 +71,10 @@ pub use ferrocuda_types as types;
 /// The plain data shared with the device side, the CPU executor and the macros, re-exported so
 /// users see one type of each (`ferrocuda_host::LaunchConfig` is `ferrocuda_types::LaunchConfig`).
 pub use ferrocuda_types::{
-    Arch, DeviceLimits, Dim3, EmbeddedModule, FINGERPRINT_SYMBOL_PREFIX, FULL_MASK, Image, KernelPanic, KernelResources, KernelSignature, LAYOUT_SYMBOL_PREFIX,
-    LAYOUT_WORDS, LaunchConfig, LaunchProblem, LaunchRequirements, MAX_LOCAL_BYTES_PER_THREAD, MAX_PORTABLE_CLUSTER_BLOCKS, MESSAGE_NOT_KEPT,
-    PANIC_SLOT_SYMBOL, PANIC_SLOT_SYMBOL_C, PanicRecord, RECORD_COMPLETE, RECORD_COMPLETE_WITH_ARGUMENTS, RECORD_COMPLETE_WITHOUT_MESSAGE, TYPES_SYMBOL_PREFIX,
-    WARP_SIZE, fingerprint, layout_words, type_key,
+    Arch, DeviceLimits, Dim3, EmbeddedImages, EmbeddedModule, FINGERPRINT_SYMBOL_PREFIX, FULL_MASK, Image, KernelPanic, KernelResources, KernelSignature,
+    LAYOUT_SYMBOL_PREFIX, LAYOUT_WORDS, LaunchConfig, LaunchProblem, LaunchRequirements, MAX_LOCAL_BYTES_PER_THREAD, MAX_PORTABLE_CLUSTER_BLOCKS,
+    MESSAGE_NOT_KEPT, PANIC_SLOT_SYMBOL, PANIC_SLOT_SYMBOL_C, PanicRecord, RECORD_COMPLETE, RECORD_COMPLETE_WITH_ARGUMENTS, RECORD_COMPLETE_WITHOUT_MESSAGE,
+    TYPES_SYMBOL_PREFIX, WARP_SIZE, fingerprint, layout_words, type_key,
 };
 pub use tensor_map::{DeviceTensorMap, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
 

@@ -49,10 +49,11 @@ impl KernelResources {
     }
 }
 
-/// The PTX and cubins of one kernel crate, as the builder produced them: the static that
-/// `embed_kernels!()` defines as `crate::KERNELS`.
+/// What an [`EmbeddedModule`] holds: the PTX and cubins of one kernel crate and what the
+/// builder recorded about them. Plain data anyone may build; only an [`EmbeddedModule`] is
+/// loaded, and making one of images is `unsafe` ([`EmbeddedModule::new`]).
 #[derive(Debug)]
-pub struct EmbeddedModule {
+pub struct EmbeddedImages {
     /// The kernel crate.
     pub crate_name: &'static str,
     /// `rustc --version` of the device toolchain.
@@ -73,6 +74,53 @@ pub struct EmbeddedModule {
     pub host_overflow_probe: fn(u8) -> u8,
 }
 
+/// The PTX and cubins of one kernel crate, as the builder produced them: the static that
+/// `embed_kernels!()` defines as `crate::KERNELS`, which the crate's typed launchers load and
+/// launch from. Its fields are read through [`EmbeddedImages`] (`KERNELS.ptx`, ...).
+///
+/// Loading one runs its code on the GPU, with the launchers' checks as the only guard, and
+/// those checks read tables the images themselves carry (a module without them passes). So
+/// making one of images is `unsafe`, as `ferrocuda_host::Module::load_ptx` is, and only `embed_kernels!()`
+/// does it, from the builder's output (audit 2026-11-28, G13-3: with public fields, safe code
+/// wrote its own `KERNELS` of hand-made PTX, and a safe launcher ran it: a store past its
+/// output). A module without images ([`EmbeddedModule::without_images`]) loads nothing and is
+/// safe to make. It cannot be changed after it is made (no `DerefMut`).
+#[derive(Debug)]
+pub struct EmbeddedModule {
+    images: EmbeddedImages,
+    /// Private: only [`EmbeddedModule::new`] and [`EmbeddedModule::without_images`] make one.
+    _made_by_a_constructor: (),
+}
+
+impl EmbeddedModule {
+    /// A module of `images`, for a crate's launchers to load and launch from.
+    ///
+    /// # Safety
+    /// `images` are the builder's output for the crate whose `#[kernel]` launchers use this
+    /// module (what `embed_kernels!()` passes): every kernel in them was compiled from that
+    /// crate's `#[kernel]` functions, with the tables the builder writes. Device code from
+    /// anywhere else runs unchecked on the GPU, as through `Module::load_ptx`.
+    pub const unsafe fn new(images: EmbeddedImages) -> Self {
+        EmbeddedModule { images, _made_by_a_constructor: () }
+    }
+
+    /// A module with no image: a crate's `KERNELS` where nothing is loaded (its launchers fail
+    /// to find their kernels on a GPU; the CPU executor runs them from their host build).
+    pub const fn without_images(crate_name: &'static str) -> Self {
+        let images =
+            EmbeddedImages { crate_name, toolchain: "", ptx: &[], cubins: &[], resources: &[], device_overflow_checks: false, host_overflow_probe: |x| x };
+        EmbeddedModule { images, _made_by_a_constructor: () }
+    }
+}
+
+impl core::ops::Deref for EmbeddedModule {
+    type Target = EmbeddedImages;
+
+    fn deref(&self) -> &EmbeddedImages {
+        &self.images
+    }
+}
+
 /// Which image of a module a device runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Image {
@@ -91,7 +139,7 @@ impl fmt::Display for Image {
     }
 }
 
-impl EmbeddedModule {
+impl EmbeddedImages {
     /// The image to load on a device of architecture `arch` (90 for sm_90): the cubin for
     /// exactly that architecture, else the newest PTX not newer than it.
     pub fn pick_image(&self, arch: u32) -> Option<Image> {
@@ -135,14 +183,17 @@ mod tests {
 
     const ROWS: &[ResourceTuple] = &[(90, "saxpy", 16, 0, 0, 0, 0), (90, "reduce", 24, 4, 4, 8, 1024)];
     static RESOURCES: [KernelResources; ROWS.len()] = KernelResources::from_tuples(ROWS);
-    static MODULE: EmbeddedModule = EmbeddedModule {
-        crate_name: "k",
-        toolchain: "rustc",
-        ptx: &[(70, "ptx70"), (80, "ptx80")],
-        cubins: &[(90, &[1, 2, 3])],
-        resources: &RESOURCES,
-        device_overflow_checks: false,
-        host_overflow_probe: |x| x.wrapping_add(1),
+    // SAFETY: a test module, never loaded.
+    static MODULE: EmbeddedModule = unsafe {
+        EmbeddedModule::new(EmbeddedImages {
+            crate_name: "k",
+            toolchain: "rustc",
+            ptx: &[(70, "ptx70"), (80, "ptx80")],
+            cubins: &[(90, &[1, 2, 3])],
+            resources: &RESOURCES,
+            device_overflow_checks: false,
+            host_overflow_probe: |x| x.wrapping_add(1),
+        })
     };
 
     #[test]

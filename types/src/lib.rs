@@ -31,7 +31,7 @@ mod signature;
 pub use arch::Arch;
 pub use config::LaunchConfig;
 pub use dim3::Dim3;
-pub use embedded::{EmbeddedModule, Image, KernelResources, ResourceTuple};
+pub use embedded::{EmbeddedImages, EmbeddedModule, Image, KernelResources, ResourceTuple};
 pub use limits::{DeviceLimits, MAX_LOCAL_BYTES_PER_THREAD, MAX_PORTABLE_CLUSTER_BLOCKS};
 #[cfg(feature = "std")]
 pub use panic::KernelPanic;

@@ -389,6 +389,28 @@ fn check_not_in_foreign_group(operation: &'static str, depth: u32, member: bool)
     Ok(())
 }
 
+/// Refuses, inside an open group (`depth > 0`), an operation on a view whose buffer record is
+/// shared (`shared_view`: a half of a `split_at_mut`). NCCL queues a grouped operation only at
+/// the group's end, but the door records it when it is issued and lets go of the record then;
+/// a write of the other half on another stream in between (this thread's body, or another
+/// thread) replaced it as the record's writer, so the buffer's host reads and its release
+/// waited for that write and not for the NCCL operation (audit 2026-11-28, G13-4: a host read
+/// returned before the grouped receive landed). A whole buffer, or a view of one that is not
+/// split, is reachable by this operation alone until the group ends (its `'a` borrow).
+fn check_no_shared_view_in_group(operation: &'static str, depth: u32, shared_view: bool) -> Result<()> {
+    if depth > 0 && shared_view {
+        return Err(Error::GroupMisuse {
+            operation,
+            problem: "a view passed to a grouped operation is a half of a `split_at_mut`, whose buffer record other streams may \
+                      write meanwhile: NCCL queues the operation only at the group's end, and a write of the other half declared \
+                      before then would drop it from the record, so the buffer's host reads and release would not wait for it \
+                      (G13-4); pass grouped operations whole buffers (or views of a buffer that is not split), or issue the \
+                      operation after the group",
+        });
+    }
+    Ok(())
+}
+
 /// Polls `ncclCommGetAsyncError` until the communicator is no longer in progress.
 fn poll_ready(nccl: &Nccl, raw: RawComm, timeout: Option<Duration>, operation: &'static str) -> Result<()> {
     poll_until_done(
@@ -600,10 +622,14 @@ pub struct OnStream<'c> {
 
 impl<'c> OnStream<'c> {
     /// Queues the NCCL call `call` (named `name` in errors) through the stream's door, with
-    /// `accesses` (the communicator's state and the views the call reads and writes) declared,
-    /// and hands it the NCCL library and the stream handle.
+    /// `accesses` (the communicator's state first, then the views the call reads and writes)
+    /// declared, and hands it the NCCL library and the stream handle.
     fn enqueue(&self, name: &'static str, accesses: &[BufferAccess<'_>], call: impl FnOnce(&Nccl, RawStream) -> ffi::NcclResult) -> Result<()> {
-        check_not_in_foreign_group(name, GROUP.with(|g| g.borrow().0), crate::api::issuing_member())?;
+        let depth = GROUP.with(|g| g.borrow().0);
+        check_not_in_foreign_group(name, depth, crate::api::issuing_member())?;
+        // The views (after the communicator's own state, which only this thread declares: a
+        // `Communicator` is not `Sync`).
+        check_no_shared_view_in_group(name, depth, accesses.iter().skip(1).any(BufferAccess::is_shared))?;
         self.stream.enqueue(name, accesses, |stream| self.comm.issue(name, |nccl| call(nccl, stream.get().cast())))
     }
 
@@ -784,6 +810,19 @@ mod tests {
         let refused = check_not_in_foreign_group("ncclRecv", 1, false).unwrap_err();
         assert!(matches!(refused, Error::GroupMisuse { operation: "ncclRecv", .. }), "{refused:?}");
         assert!(refused.to_string().contains("`Grouped` member"), "{refused}");
+    }
+
+    /// G13-4 (audit 2026-11-28): inside an open group, an operation on a half of a split
+    /// buffer (a shared record) is refused; outside a group, or on a view that is not split,
+    /// it goes on. (The GPU half, `g13_4_*` in tests/gpu_g13.rs, shows the host read that did
+    /// not wait for the grouped receive.)
+    #[test]
+    fn g13_4_a_grouped_operation_on_a_split_half_is_refused() {
+        assert!(check_no_shared_view_in_group("ncclRecv", 0, true).is_ok());
+        assert!(check_no_shared_view_in_group("ncclRecv", 1, false).is_ok());
+        let refused = check_no_shared_view_in_group("ncclRecv", 1, true).unwrap_err();
+        assert!(matches!(refused, Error::GroupMisuse { operation: "ncclRecv", .. }), "{refused:?}");
+        assert!(refused.to_string().contains("split_at_mut"), "{refused}");
     }
 
     /// Issue 29: a communicator's drop never waits without a bound: with no timeout set, the

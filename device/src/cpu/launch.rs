@@ -51,11 +51,20 @@ impl<'a> Launch<'a> {
         }
     }
 
-    /// Runs the launch on `executor`'s workers (the calling thread alone for one worker).
+    /// Runs the launch on `executor`'s workers: threads of the launch's own, never the calling
+    /// thread, each joined (thread-locals and all) before this returns.
+    ///
+    /// Why never the calling thread (audit 2026-11-28, G13-1): a kernel body is host code on
+    /// the CPU executor, and what it leaves in a `std` thread-local outlives the launch on the
+    /// OS thread that ran it. On the calling thread (one worker, a grid of one block, a
+    /// cooperative launch) that was the caller's own: an output handle kept there was used
+    /// after the launch, after its buffer was freed, and a witness kept there reached the next
+    /// launch, whose owner check (the thread's coordinates, which every launch repeats) let it
+    /// through. A worker's thread-locals end with the worker, inside the launch.
     pub(crate) fn run(self, executor: &CpuExecutor) -> Result<(), CpuError> {
         let config = &self.config;
         let clusters = config.grid.volume() / config.cluster.map_or(1, |c| c.volume());
-        // A cooperative launch runs all its blocks together on the calling thread (F2).
+        // A cooperative launch runs all its blocks together on one worker (F2).
         let workers = if config.cooperative { 1 } else { (executor.workers as u64).min(clusters) as usize };
         let statuses: Vec<WorkerStatus> = (0..workers.max(1)).map(|_| WorkerStatus::default()).collect();
         let finished = Finished::default();
@@ -68,17 +77,21 @@ impl<'a> Launch<'a> {
             });
             // Tells the watcher, also when a worker panics (the scope then joins the watcher).
             let finishing = SetOnDrop(&finished);
-            if config.cooperative {
-                self.work_co_resident(executor, &statuses[0]);
-            } else if workers <= 1 {
-                self.work(executor, &statuses[0]);
+            let handles: Vec<_> = if config.cooperative {
+                vec![scope.spawn(|| self.work_co_resident(executor, &statuses[0]))]
             } else {
-                let handles: Vec<_> = statuses.iter().map(|status| scope.spawn(|| self.work(executor, status))).collect();
-                for handle in handles {
-                    if let Err(panic) = handle.join() {
-                        std::panic::resume_unwind(panic);
-                    }
+                statuses.iter().map(|status| scope.spawn(|| self.work(executor, status))).collect()
+            };
+            // Every worker is joined (its thread-locals destroyed) before a panic of one goes
+            // on: nothing a kernel body left on a worker outlives the launch.
+            let mut first_panic = None;
+            for handle in handles {
+                if let Err(panic) = handle.join() {
+                    first_panic.get_or_insert(panic);
                 }
+            }
+            if let Some(panic) = first_panic {
+                std::panic::resume_unwind(panic);
             }
             drop(finishing);
             fired = watcher.is_some_and(|w| w.join().unwrap_or(false));
@@ -139,7 +152,7 @@ impl<'a> Launch<'a> {
 
     /// A cooperative launch (F2): every block resident at once, as the GPU promises for one,
     /// so a grid-wide wait (a grid barrier, a flag another block sets) completes. All blocks
-    /// (in their clusters) run as one set of coroutines on the calling thread.
+    /// (in their clusters) run as one set of coroutines on one worker thread.
     fn work_co_resident(&self, executor: &CpuExecutor, status: &WorkerStatus) {
         stack::ensure_signal_stack();
         let mut stacks = executor.take_pool();

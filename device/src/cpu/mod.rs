@@ -13,10 +13,13 @@
 //!
 //! How it runs:
 //! - Blocks run in parallel, one at a time per worker OS thread ([`CpuExecutor::new`]: one
-//!   worker per core); [`CpuExecutor::deterministic`] runs them in order on the calling thread.
+//!   worker per core); [`CpuExecutor::deterministic`] runs them in order on one worker. Workers
+//!   are threads of the launch's own, never the calling thread, and end before the launch
+//!   returns, so nothing a kernel body leaves in a `std` thread-local reaches the caller or a
+//!   later launch (audit 2026-11-28, G13-1).
 //!   The blocks of a thread-block cluster run together on one worker, so `cluster::sync` and
 //!   distributed shared memory (`cluster::peer_get`) work as on sm_90. A cooperative launch
-//!   (`LaunchConfig::cooperative`) runs every block together on the calling thread, as a GPU
+//!   (`LaunchConfig::cooperative`) runs every block together on one worker, as a GPU
 //!   keeps every block of one resident, so grid-wide waits complete (F2; at most
 //!   [`COOPERATIVE_BLOCK_LIMIT`] blocks and [`COOPERATIVE_THREAD_LIMIT`] threads).
 //! - Threads that spin on atomic values no running thread changes end the launch with a
@@ -201,7 +204,7 @@ impl CpuExecutor {
         CpuExecutor { workers, stack_size: DEFAULT_STACK_SIZE, race_detection: true, watchdog: None, pools: Mutex::new(Vec::new()) }
     }
 
-    /// The debugging mode: blocks run one after the other, in order (x fastest), on the calling
+    /// The debugging mode: blocks run one after the other, in order (x fastest), on one worker
     /// thread, so every run interleaves the same way and the first failing block is reported.
     pub fn deterministic() -> Self {
         Self::new().with_workers(1)

@@ -53,7 +53,7 @@ pub fn check_module(kernel: &str, module: &EmbeddedModule, config: &LaunchConfig
 
 #[cfg(test)]
 mod tests {
-    use ferrocuda_types::KernelResources;
+    use ferrocuda_types::{EmbeddedImages, KernelResources};
 
     use super::*;
 
@@ -74,7 +74,13 @@ mod tests {
     }
 
     fn module(device_overflow_checks: bool, host_overflow_probe: fn(u8) -> u8) -> EmbeddedModule {
-        EmbeddedModule { crate_name: "k", toolchain: "", ptx: &[], cubins: &[], resources: &BIG, device_overflow_checks, host_overflow_probe }
+        module_of(&BIG, device_overflow_checks, host_overflow_probe)
+    }
+
+    fn module_of(resources: &'static [KernelResources], device_overflow_checks: bool, host_overflow_probe: fn(u8) -> u8) -> EmbeddedModule {
+        let images = EmbeddedImages { crate_name: "k", toolchain: "", ptx: &[], cubins: &[], resources, device_overflow_checks, host_overflow_probe };
+        // SAFETY: a test module with no image, never loaded on a GPU.
+        unsafe { EmbeddedModule::new(images) }
     }
 
     /// Q11: a host build that checks overflow beside a device build that wraps (or the other
@@ -114,7 +120,7 @@ mod tests {
     fn f7_static_shared_memory_from_ptxas_plus_dynamic_over_the_limit_is_refused_at_launch() {
         static SHARED: [KernelResources; 1] =
             [KernelResources { arch: 90, kernel: "r22", registers: 32, spill_stores: 0, spill_loads: 0, stack_frame: 0, shared_bytes: 48000 }];
-        let module = EmbeddedModule { resources: &SHARED, ..module(false, wrapping) };
+        let module = module_of(&SHARED, false, wrapping);
         let error = check_module("r22", &module, &one().with_shared_bytes(190 * 1024)).unwrap_err();
         assert!(
             matches!(

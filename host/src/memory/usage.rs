@@ -192,6 +192,17 @@ impl<'a> BufferAccess<'a> {
     pub fn access(&self) -> Access {
         self.access
     }
+
+    /// Whether the memory's record is shared ([`BufferUsage::is_shared`]): the halves of a
+    /// `split_at_mut`, which other threads and streams may use at once, or a library's state.
+    /// A wrapper whose work is queued later than its declaration (an NCCL operation inside a
+    /// group, which NCCL queues at the group's end) must refuse such memory, as
+    /// [`Stream::will_use`] does: a write declared on another stream in between replaces it as
+    /// the record's writer, and the memory's host reads and release stop waiting for it
+    /// (audit 2026-11-28, G13-4).
+    pub fn is_shared(&self) -> bool {
+        self.usage.is_some_and(BufferUsage::is_shared)
+    }
 }
 
 impl fmt::Debug for BufferAccess<'_> {

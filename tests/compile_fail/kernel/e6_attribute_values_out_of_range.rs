@@ -5,7 +5,7 @@ use ferrocuda_device::global::DisjointSlice;
 use ferrocuda_device::kernel;
 
 pub static KERNELS: ferrocuda::EmbeddedModule =
-    ferrocuda::EmbeddedModule { crate_name: "t", toolchain: "", ptx: &[], cubins: &[], resources: &[], device_overflow_checks: false, host_overflow_probe: |x| x };
+    ferrocuda::EmbeddedModule::without_images("t");
 
 #[kernel(reqntid(0))]
 pub fn no_threads(_out: DisjointSlice<u32>) {}

@@ -2,7 +2,7 @@
 use ferrocuda_device::kernel;
 
 pub static KERNELS: ferrocuda::EmbeddedModule =
-    ferrocuda::EmbeddedModule { crate_name: "t", toolchain: "", ptx: &[], cubins: &[], resources: &[], device_overflow_checks: false, host_overflow_probe: |x| x };
+    ferrocuda::EmbeddedModule::without_images("t");
 
 // Audit N14 (c02): `#[cfg]` on a parameter gave E0061 at `#[kernel]`; attributes on
 // parameters are refused with a message that says why and what to do.

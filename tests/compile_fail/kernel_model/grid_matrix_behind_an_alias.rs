@@ -2,7 +2,7 @@
 use ferrocuda_device::kernel;
 
 pub static KERNELS: ferrocuda::EmbeddedModule =
-    ferrocuda::EmbeddedModule { crate_name: "t", toolchain: "", ptx: &[], cubins: &[], resources: &[], device_overflow_checks: false, host_overflow_probe: |x| x };
+    ferrocuda::EmbeddedModule::without_images("t");
 
 // Issue 20, 2-D outputs: a matrix output behind a type alias is not mistaken for a plain
 // output and built without a width: the macro sees `Grid`, a by-value type, and the `Pod`

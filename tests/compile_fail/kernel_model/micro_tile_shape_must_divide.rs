@@ -2,7 +2,7 @@
 use ferrocuda_device::kernel;
 
 pub static KERNELS: ferrocuda::EmbeddedModule =
-    ferrocuda::EmbeddedModule { crate_name: "t", toolchain: "", ptx: &[], cubins: &[], resources: &[], device_overflow_checks: false, host_overflow_probe: |x| x };
+    ferrocuda::EmbeddedModule::without_images("t");
 
 // Issue 20, GEMM epilogues: micro-tiles of 8 x 6 do not divide a 128 x 128 tile (the last
 // thread's run would reach into the next tile): the output's thread count, which every

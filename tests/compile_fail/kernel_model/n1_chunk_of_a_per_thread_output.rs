@@ -2,7 +2,7 @@
 use ferrocuda_device::kernel;
 
 pub static KERNELS: ferrocuda::EmbeddedModule =
-    ferrocuda::EmbeddedModule { crate_name: "t", toolchain: "", ptx: &[], cubins: &[], resources: &[], device_overflow_checks: false, host_overflow_probe: |x| x };
+    ferrocuda::EmbeddedModule::without_images("t");
 
 // Audit N1: `get_chunk_mut::<2>(0)` (elements 0..2) overlapped thread 1's `get_mut(1)`. A
 // `DisjointSlice` has one map, element i for witness i: no chunks, no strides.

@@ -2,7 +2,7 @@
 use ferrocuda_device::kernel;
 
 pub static KERNELS: ferrocuda::EmbeddedModule =
-    ferrocuda::EmbeddedModule { crate_name: "t", toolchain: "", ptx: &[], cubins: &[], resources: &[], device_overflow_checks: false, host_overflow_probe: |x| x };
+    ferrocuda::EmbeddedModule::without_images("t");
 
 // Audit N1: `get_strided_mut(i, stride, k)` with a stride chosen at each access let thread 0
 // (stride 1, k 1) reach thread 1's element. A `DisjointPlanes`'s plane length comes from the

@@ -2,7 +2,7 @@
 use ferrocuda_device::kernel;
 
 pub static KERNELS: ferrocuda::EmbeddedModule =
-    ferrocuda::EmbeddedModule { crate_name: "t", toolchain: "", ptx: &[], cubins: &[], resources: &[], device_overflow_checks: false, host_overflow_probe: |x| x };
+    ferrocuda::EmbeddedModule::without_images("t");
 
 // Audit N1: `get_chunk_mut::<4>(0)` (0..4) overlapped `get_chunk_mut::<2>(1)` (2..4). The
 // chunk size is part of a `DisjointChunks`'s type, so every access cuts the buffer the same way.

@@ -2,7 +2,7 @@
 use ferrocuda_device::kernel;
 
 pub static KERNELS: ferrocuda::EmbeddedModule =
-    ferrocuda::EmbeddedModule { crate_name: "t", toolchain: "", ptx: &[], cubins: &[], resources: &[], device_overflow_checks: false, host_overflow_probe: |x| x };
+    ferrocuda::EmbeddedModule::without_images("t");
 
 // Audit N6: a safe `cluster::peer_get` of a block that had exited faulted the kernel. No safe
 // shape rules that out (an exiting thread releases the cluster barrier), so it is `unsafe`.

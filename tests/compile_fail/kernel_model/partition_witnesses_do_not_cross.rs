@@ -2,7 +2,7 @@
 use ferrocuda_device::kernel;
 
 pub static KERNELS: ferrocuda::EmbeddedModule =
-    ferrocuda::EmbeddedModule { crate_name: "t", toolchain: "", ptx: &[], cubins: &[], resources: &[], device_overflow_checks: false, host_overflow_probe: |x| x };
+    ferrocuda::EmbeddedModule::without_images("t");
 
 // Issue 30: each partition takes its own witness only. A `BlockRow` (a block's row) does not
 // fit a `PerWarpRow`, a `WarpRow` does not fit `BlockRows`, a `ThreadIndex` reaches

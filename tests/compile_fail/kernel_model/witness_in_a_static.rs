@@ -2,7 +2,7 @@
 use ferrocuda_device::kernel;
 
 pub static KERNELS: ferrocuda::EmbeddedModule =
-    ferrocuda::EmbeddedModule { crate_name: "t", toolchain: "", ptx: &[], cubins: &[], resources: &[], device_overflow_checks: false, host_overflow_probe: |x| x };
+    ferrocuda::EmbeddedModule::without_images("t");
 
 // Self-audit (issue 20): a `static` is global memory every GPU thread sees. A witness put there
 // behind a lock (`std::sync::Mutex` here; a spin lock in a `no_std` kernel) would let another

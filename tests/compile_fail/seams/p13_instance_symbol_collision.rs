@@ -2,7 +2,7 @@
 // `a_b_u32`. Refused on the host build, pointing at both kernels.
 #![allow(non_camel_case_types)]
 pub static KERNELS: ferrocuda::EmbeddedModule =
-    ferrocuda::EmbeddedModule { crate_name: "t", toolchain: "", ptx: &[], cubins: &[], resources: &[], device_overflow_checks: false, host_overflow_probe: |x| x };
+    ferrocuda::EmbeddedModule::without_images("t");
 
 pub mod one {
     use ferrocuda_device::global::{DisjointSlice, unique_index};

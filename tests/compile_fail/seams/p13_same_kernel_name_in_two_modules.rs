@@ -3,7 +3,7 @@
 // defined`` (an internal symbol, on the device build only). Now the host build already refuses
 // it, pointing at both kernels.
 pub static KERNELS: ferrocuda::EmbeddedModule =
-    ferrocuda::EmbeddedModule { crate_name: "t", toolchain: "", ptx: &[], cubins: &[], resources: &[], device_overflow_checks: false, host_overflow_probe: |x| x };
+    ferrocuda::EmbeddedModule::without_images("t");
 
 pub mod a {
     use ferrocuda_device::global::{DisjointSlice, unique_index};

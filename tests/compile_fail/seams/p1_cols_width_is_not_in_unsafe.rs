@@ -6,7 +6,7 @@ use ferrocuda_device::global::{DisjointMatrix, unique_cell};
 use ferrocuda_device::kernel;
 
 pub static KERNELS: ferrocuda::EmbeddedModule =
-    ferrocuda::EmbeddedModule { crate_name: "t", toolchain: "", ptx: &[], cubins: &[], resources: &[], device_overflow_checks: false, host_overflow_probe: |x| x };
+    ferrocuda::EmbeddedModule::without_images("t");
 
 #[kernel(cols(out = core::num::NonZeroU32::new_unchecked(4).get()))]
 pub fn width_from_unsafe(mut out: DisjointMatrix<u32>) {

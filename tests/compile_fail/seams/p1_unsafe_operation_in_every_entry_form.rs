@@ -8,7 +8,7 @@ use ferrocuda_device::global::{DisjointMatrix, DisjointSlice, unique_cell, uniqu
 use ferrocuda_device::kernel;
 
 pub static KERNELS: ferrocuda::EmbeddedModule =
-    ferrocuda::EmbeddedModule { crate_name: "t", toolchain: "", ptx: &[], cubins: &[], resources: &[], device_overflow_checks: false, host_overflow_probe: |x| x };
+    ferrocuda::EmbeddedModule::without_images("t");
 
 #[kernel]
 pub fn plain(mut out: DisjointSlice<u32>) {

@@ -32,6 +32,7 @@ pub fn check_limit(x: &[u32], limit: u32) {
     }
 }
 
+pub mod audit_g13;
 pub mod cpu_examples;
 pub mod device_lib;
 // `griddepcontrol` needs sm_90: the sm_80 PTX leaves the whole module out.

@@ -3,7 +3,7 @@
 // Its launcher module keeps the function's name; `SYMBOL` is the PTX name. A generic kernel's
 // instances take the name as their base.
 pub static KERNELS: ferrocuda::EmbeddedModule =
-    ferrocuda::EmbeddedModule { crate_name: "t", toolchain: "", ptx: &[], cubins: &[], resources: &[], device_overflow_checks: false, host_overflow_probe: |x| x };
+    ferrocuda::EmbeddedModule::without_images("t");
 
 pub mod a {
     use ferrocuda_device::global::{DisjointSlice, unique_index};
