@@ -632,7 +632,7 @@ pub const fn hopper_padded_seq(seq_q: u32) -> u32 {
 /// `head_dim / 8` lanes per row, one 16-byte chunk each, so every load instruction reads whole
 /// rows (2 at D 128, 4 at D 64; the per-thread form read 32 rows 16 bytes each per
 /// instruction); the partial sums are then reduce-scattered across the row's lanes with
-/// shuffles and handed to the row's own lane ([`warp_row_dots`]). Other shapes: each thread
+/// shuffles and handed to the row's own lane (`warp_row_dots`). Other shapes: each thread
 /// reads its row, eight 16-byte loads in flight. Blocks of at most 128 threads, three per SM
 /// ([`PREP_THREADS`]; ptxas 13.0: 132 registers for bf16 unbounded, and at two blocks of 256
 /// per SM the f16 instance spilled).
