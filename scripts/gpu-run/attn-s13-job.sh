@@ -4,7 +4,8 @@
 # (`bench_attention_base`, main before the branch) and PyTorch SDPA in one job, with ncu kernel
 # durations of one short shape for both, and the GPU tests of the sm_90 backward. Staged by
 # scripts/gpu-run/attn-s13.sh; on the GPU machine: `bash attn-s13-job.sh` (results under $OUT:
-# summary.txt and s13.tar.gz). About 2-3 minutes on an H100. Knobs: SDPA_MAX_S (default 8192),
+# summary.txt and s13.tar.gz). 64 s on an H100 (SDPA to S 2k), 87 s on an H200 (everything
+# below with FULL_TESTS=1). Knobs: SDPA_MAX_S (default 8192),
 # NCU=0 (skip ncu), NCU_SHAPES, BASE=0 (skip the previous binary), WG=0 (skip the instance
 # comparison), FULL_TESTS=1 (then the long attention_backward_on_sm_90_matches_f64, FULL_S s).
 # Look for: "tests rc=0", the two tables' backward ours/cuDNN columns (base-table.md,
