@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 13's attention job (issue 31, branch s13-attn): the backward's new prep (a warp reads
-# its 32 rows of O and dO together) and staged dQ conversion, timed beside the previous binary
+# its 32 rows of O and dO together), timed beside the previous binary
 # (`bench_attention_base`, main before the branch) and PyTorch SDPA in one job, with ncu kernel
 # durations of one short shape for both, and the GPU tests of the sm_90 backward. Staged by
 # scripts/gpu-run/attn-s13.sh; on the GPU machine: `bash attn-s13-job.sh` (results under $OUT:
