@@ -38,9 +38,11 @@ def time(f):
     return means[REPEAT // 2]
 
 
-# BENCH_REPEAT=n: the median of n timings; BENCH_MIN_S=n: skip shorter sequences.
+# BENCH_REPEAT=n: the median of n timings; BENCH_MIN_S=n / BENCH_MAX_S=n: skip shorter / longer
+# sequences.
 REPEAT = max(1, int(os.environ.get("BENCH_REPEAT", "1")))
 MIN_S = int(os.environ.get("BENCH_MIN_S", "0"))
+MAX_S = int(os.environ.get("BENCH_MAX_S", "1000000"))
 
 
 out = open(sys.argv[1], "w") if len(sys.argv) > 1 else None
@@ -50,7 +52,7 @@ torch.manual_seed(0)
 for d in (128, 64):
     for s in (512, 1024, 2048, 4096, 8192):
         for causal in (False, True):
-            if s < MIN_S:
+            if s < MIN_S or s > MAX_S:
                 continue
             b, h = 16384 // s, 2048 // d
             q, k, v, do = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(4))

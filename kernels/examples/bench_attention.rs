@@ -11,7 +11,7 @@
 //! Prints a line per shape, and JSON lines (one per shape) to the file named by the first
 //! argument, for `kernels/bench/attention_table.py`, which puts them beside PyTorch's
 //! (`kernels/bench/attention_sdpa.py`). `BENCH_ONLY=D,S,causal` times one shape, `BENCH_MIN_S=n`
-//! skips shorter sequences, `BENCH_REPEAT=n` reports the median of n timings; `--check DIR`
+//! skips shorter sequences, `BENCH_MAX_S=n` longer ones, `BENCH_REPEAT=n` reports the median of n timings; `--check DIR`
 //! writes one call's inputs and gradients for `kernels/bench/attention_check.py`. A benchmark,
 //! not a test.
 
@@ -101,12 +101,13 @@ fn main() -> Result<(), KernelsError> {
         let f: Vec<usize> = v.split(',').filter_map(|x| x.trim().parse().ok()).collect();
         (f.len() == 3).then(|| (f[0], f[1], f[2] != 0))
     });
-    // `BENCH_MIN_S=1024` skips the shorter sequences.
+    // `BENCH_MIN_S=1024` skips the shorter sequences, `BENCH_MAX_S=2048` the longer ones.
     let min_seq = std::env::var("BENCH_MIN_S").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(0);
+    let max_seq = std::env::var("BENCH_MAX_S").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(usize::MAX);
     for head_dim in [128usize, 64] {
         for s in [512usize, 1024, 2048, 4096, 8192] {
             for causal in [false, true] {
-                if only.is_some_and(|o| o != (head_dim, s, causal)) || s < min_seq {
+                if only.is_some_and(|o| o != (head_dim, s, causal)) || s < min_seq || s > max_seq {
                     continue;
                 }
                 let (batch, heads) = (16384 / s, 2048 / head_dim);

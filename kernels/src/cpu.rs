@@ -132,7 +132,7 @@ pub fn attention_backward_sm90_kernel<T: Element>(executor: &CpuExecutor, kernel
     let seq_pad = padded_seq(shape.seq_q as u32);
     let rows = shape.batch * shape.heads_q * seq_pad as usize;
     let (mut lse2, mut delta) = (vec![0.0f32; rows], vec![0.0f32; rows]);
-    <T as CpuLaunchers>::attention_backward_prep(executor, crate::chunk_grid(rows), out, dout, lse, &mut lse2, &mut delta, head_dim, kernel_shape)?;
+    <T as CpuLaunchers>::attention_backward_prep(executor, crate::hopper::prep_grid(rows), out, dout, lse, &mut lse2, &mut delta, head_dim, kernel_shape)?;
     // 16-byte aligned, as the kernel's bulk adds need (a `Vec<f32>` is only 4-byte aligned).
     let mut dq_raw = vec![0.0f32; rows * shape.head_dim + 3];
     let skip = dq_raw.as_ptr().align_offset(16);

@@ -300,6 +300,14 @@ pub(crate) fn backward_map_dims(shape: &Attention, heads: usize, seq: usize) -> 
     }
 }
 
+/// The launch of the backward's prep over `rows` padded rows (a multiple of 64): a thread per
+/// row in blocks of [`PREP_THREADS`](ferrocuda_kernels_device::attention_backward::PREP_THREADS)
+/// (its launch bounds), so each warp holds 32 rows of one head and reads them together.
+pub(crate) fn prep_grid(rows: usize) -> ferrocuda_host::LaunchConfig {
+    use ferrocuda_kernels_device::attention_backward::PREP_THREADS;
+    ferrocuda_host::LaunchConfig::new(rows.div_ceil(PREP_THREADS as usize).clamp(1, 1 << 22) as u32, PREP_THREADS)
+}
+
 /// Most chunks of 8 dQ elements the conversion's grid covers (a thread per chunk, up to 2^20
 /// blocks of 256: [`crate::chunk_grid`]); larger outputs take another path.
 const DQ_CONVERT_CHUNKS: usize = (1 << 20) * crate::BLOCK as usize;
@@ -425,7 +433,7 @@ pub(crate) fn attention_backward<T: Element>(
             check("cuMemsetD32Async", unsafe { sys::cuMemsetD32Async(pa, 0, words, raw.get()) })
         })?;
     }
-    <T as Launchers>::attention_backward_prep(stream, crate::chunk_grid(rows), out, dout, lse, &mut lse2, &mut delta, head_dim, kernel_shape)?;
+    <T as Launchers>::attention_backward_prep(stream, prep_grid(rows), out, dout, lse, &mut lse2, &mut delta, head_dim, kernel_shape)?;
     let data_type = if T::F16 { TensorDataType::F16 } else { TensorDataType::Bf16 };
     context.bind_to_thread()?;
     let mut words = [[0u64; 16]; 6];

@@ -55,6 +55,16 @@ fn sm90_backward_d64_bf16_grouped_ragged_matches_f64() {
     check::<bf16>(shape(1, 2, 1, 100, 100, 64, Layout::Bhsd, false), 2e-2);
 }
 
+/// Session 13's prep (a warp reads its 32 rows of O and dO together, `head_dim / 8` lanes a
+/// row, then reduce-scatters the partial sums) at D 64 and D 128 with padded rows: D 64 at 96
+/// positions (the second tile's rows 32-63 past the end: a whole warp of padding) and D 128,
+/// causal, at 80 positions (a warp with 16 real rows and 16 padded), two heads.
+#[test]
+fn s13_warp_prep_matches_f64_with_padded_rows() {
+    check::<bf16>(shape(1, 2, 2, 96, 96, 64, Layout::Bhsd, false), 2e-2);
+    check::<bf16>(shape(1, 2, 1, 80, 80, 128, Layout::Bhsd, true), 2e-2);
+}
+
 /// D 128, bf16, `[B, S, H, D]`, causal, 150 positions: two key blocks, three query tiles (the
 /// two-stage ring wraps), the causal diagonal inside both consumers' keys.
 #[test]

@@ -408,6 +408,31 @@ fn attention_backward_on_the_tensor_cores_matches_f64() {
 /// or 64-query tiles, `seq_q != seq_kv`, a custom scale. Then two calls on the same inputs:
 /// dK and dV equal bit for bit (one writer each), dQ (atomic adds) within rounding of each
 /// other and of the deterministic path's. On another GPU the same shapes take the other paths.
+/// Session 13's prep (a warp reads its 32 rows of O and dO together, `head_dim / 8` lanes a
+/// row, blocks of 128 threads): the sm_90 backward, every instance, against f64. D 128 causal
+/// with grouped heads, D 64 with a padded second tile, D 128 with a ragged last tile (208).
+#[test]
+fn s13_attention_backward_warp_prep_on_sm_90_matches_f64() {
+    let Some((context, stream)) = gpu("s13_attention_backward_warp_prep_on_sm_90_matches_f64") else { return };
+    let arch = context.device().arch().unwrap();
+    let base = Attention { batch: 2, heads_q: 4, heads_kv: 2, seq_q: 256, seq_kv: 256, head_dim: 128, layout: Layout::Bhsd, causal: true, scale: None };
+    let cases = [
+        base,
+        Attention { batch: 1, heads_kv: 4, seq_q: 96, seq_kv: 96, head_dim: 64, causal: false, ..base },
+        Attention { batch: 1, heads_q: 2, heads_kv: 1, seq_q: 208, seq_kv: 208, causal: false, ..base },
+    ];
+    for shape in cases {
+        if arch == 90 {
+            for kernel in attention::hopper_backward_kernels::<bf16>(&shape, 90).unwrap() {
+                attention_backward_on_gpu::<bf16>(&context, &stream, shape, 2e-2, Backward::Sm90(kernel));
+            }
+        } else {
+            eprintln!("sm_{arch}: {shape:?} takes the mma.sync path here, not the sm_90 backward");
+        }
+        attention_backward_on_gpu::<f16>(&context, &stream, shape, 4e-3, Backward::Picked);
+    }
+}
+
 #[test]
 fn attention_backward_on_sm_90_matches_f64() {
     let Some((context, stream)) = gpu("attention_backward_on_sm_90_matches_f64") else { return };

@@ -609,6 +609,9 @@ fn dq_body<T: MmaElement, const D: usize>(
     unsafe { store_rows(dq, &dq_acc, &shape, q_head, first, d, lane, shape.scale) };
 }
 
+/// Threads per block of [`attention_backward_prep()`] (its launch bounds).
+pub const PREP_THREADS: u32 = 128;
+
 /// Queries per tile of the sm_90 backward (`ferrocuda-kernels-hopper`): its per-head `lse`,
 /// `delta` and `dQ` accumulator rows are padded to a multiple of this.
 pub const HOPPER_QUERY_TILE: u32 = 64;
@@ -622,10 +625,18 @@ pub const fn hopper_padded_seq(seq_q: u32) -> u32 {
 /// Before the sm_90 backward: for padded row `r = (b · heads_q + h) · seq_pad + s` (a thread
 /// per row, `seq_pad` = [`hopper_padded_seq`]`(seq_q)`), `lse2[r] = lse · log2 e` and
 /// `delta[r] = Σ_c dO[c] O[c]` of query `s` of head `(b, h)` (read in `shape`'s layout), or
-/// `+inf` and 0 past the sequence (so that the backward's probabilities there are 0). Each
-/// thread reads its rows with 16-byte loads, eight in flight (a warp per row kept 512 bytes in
-/// flight per warp: 1.7-2.2 TB/s on an H200, ncu, s11-bwd).
-#[kernel(instances(f32, bf16, f16), same_len(lse2, delta))]
+/// `+inf` and 0 past the sequence (so that the backward's probabilities there are 0).
+///
+/// At head dimension 64 or 128 (the sm_90 backward's) with whole warps of rows (`lse2.len()`
+/// and the block a multiple of 32), the 32 lanes of a warp read their 32 rows together:
+/// `head_dim / 8` lanes per row, one 16-byte chunk each, so every load instruction reads whole
+/// rows (2 at D 128, 4 at D 64; the per-thread form read 32 rows 16 bytes each per
+/// instruction); the partial sums are then reduce-scattered across the row's lanes with
+/// shuffles and handed to the row's own lane (`warp_row_dots`). Other shapes: each thread
+/// reads its row, eight 16-byte loads in flight. Blocks of at most 128 threads, three per SM
+/// ([`PREP_THREADS`]; ptxas 13.0: 132 registers for bf16 unbounded, and at two blocks of 256
+/// per SM the f16 instance spilled).
+#[kernel(instances(f32, bf16, f16), same_len(lse2, delta), launch_bounds(128, 3))]
 pub fn attention_backward_prep<T: Float>(
     out: &[T],
     dout: &[T],
@@ -636,26 +647,47 @@ pub fn attention_backward_prep<T: Float>(
     shape: AttentionShape,
 ) {
     let seq_pad = hopper_padded_seq(shape.seq_q).max(1) as u64;
+    // Whole warps of rows: every lane of a warp takes the loop's iterations together (the
+    // stride and the length are multiples of 32), so the shuffles below see all 32 lanes.
+    // 16-bit elements, O and dO as 16-byte vectors (16-byte aligned, whole vectors).
+    let vectors = match (core::mem::size_of::<T>() == 2, bytemuck::try_cast_slice::<T, Vec16>(out), bytemuck::try_cast_slice::<T, Vec16>(dout)) {
+        (true, Ok(o), Ok(g)) => Some((o, g)),
+        _ => None,
+    };
+    let cooperative = (head_dim == 64 || head_dim == 128) && vectors.is_some() && lse2.len().is_multiple_of(32) && block_dim_x().is_multiple_of(32);
+    let lane = ferrocuda_device::warp::lane_id();
     for r in grid_stride(lse2.len()) {
         let row = r.get() as u64;
         let (bh, s) = (row / seq_pad, row % seq_pad);
         let (b, h) = (bh / shape.heads_q.max(1) as u64, bh % shape.heads_q.max(1) as u64);
         let (mut l, mut d) = (f32::INFINITY, 0.0f32);
+        if let (true, Some((o, g))) = (cooperative, vectors) {
+            // This warp's rows: positions `s - lane .. s - lane + 32` of head (b, h) (32
+            // divides `seq_pad`), the lane's own `s`.
+            let first = s - lane as u64;
+            d = if head_dim == 128 {
+                warp_row_dots::<T, 16>(o, g, &shape, (b, h), first, lane)
+            } else {
+                warp_row_dots::<T, 8>(o, g, &shape, (b, h), first, lane)
+            };
+        }
         if s < shape.seq_q as u64 {
             let row = shape.row(b, h, s, shape.heads_q, shape.seq_q) as usize;
-            let start = row * head_dim as usize;
-            let chunks = head_dim as usize / CHUNK;
-            let mut j = 0;
-            while j < chunks {
-                let (mut o, mut g) = ([[0.0f32; CHUNK]; 4], [[0.0f32; CHUNK]; 4]);
-                unroll::<4>(|u| {
-                    if j + u < chunks {
-                        o[u] = load8(out, start + CHUNK * (j + u), Load::EvictFirst);
-                        g[u] = load8(dout, start + CHUNK * (j + u), Load::EvictFirst);
-                    }
-                });
-                unroll::<4>(|u| unroll::<CHUNK>(|e| d += o[u][e] * g[u][e]));
-                j += 4;
+            if !cooperative {
+                let start = row * head_dim as usize;
+                let chunks = head_dim as usize / CHUNK;
+                let mut j = 0;
+                while j < chunks {
+                    let (mut o, mut g) = ([[0.0f32; CHUNK]; 4], [[0.0f32; CHUNK]; 4]);
+                    unroll::<4>(|u| {
+                        if j + u < chunks {
+                            o[u] = load8(out, start + CHUNK * (j + u), Load::EvictFirst);
+                            g[u] = load8(dout, start + CHUNK * (j + u), Load::EvictFirst);
+                        }
+                    });
+                    unroll::<4>(|u| unroll::<CHUNK>(|e| d += o[u][e] * g[u][e]));
+                    j += 4;
+                }
             }
             l = lse.get(row).copied().unwrap_or(0.0) * LOG2_E;
         }
@@ -666,6 +698,88 @@ pub fn attention_backward_prep<T: Float>(
             *x = d;
         }
     }
+}
+
+/// `Σ_c dO[c] O[c]` of position `first + lane` of head `(b, h)` (0 past the sequence), the
+/// warp's 32 positions `first .. first + 32` read together: `L = head_dim / 8` lanes per row (lane `g·L + c` reads
+/// 16-byte chunk `c` of row `first + p·(32/L) + g` in pass `p < L`, so each load instruction
+/// reads `32/L` whole rows), then the `L` partial sums of each lane are reduce-scattered over
+/// the `L` lanes of its row group (`log2 L` halving steps: after them lane `g·L + c` holds the
+/// whole sum of pass `c`'s row) and a last shuffle hands each row's sum to its own lane.
+/// Every lane of the warp must call it (it shuffles).
+#[inline(always)]
+fn warp_row_dots<T: Float, const L: usize>(out: &[Vec16], dout: &[Vec16], shape: &AttentionShape, (b, h): (u64, u64), first: u64, lane: u32) -> f32 {
+    let rows_per_pass = 32 / L;
+    let (g, c) = (lane as usize / L, lane as usize % L);
+    // Vector index of this lane's chunk of position `first`, and the step between positions.
+    let base = shape.row(b, h, first, shape.heads_q, shape.seq_q) as usize * L + c;
+    let step = if shape.layout == crate::attention::LAYOUT_BSHD { shape.heads_q as usize * L } else { L };
+    let mut part = [0.0f32; 16];
+    // Passes in batches of 4 (eight 16-byte loads in flight), every index a constant (a
+    // function, not a closure: `inline(always)` keeps `part` in registers).
+    let at = |j: usize| (first + (j as u64) < shape.seq_q as u64).then(|| base + j * step);
+    dots_batch::<T, L, 0>(out, dout, &at, rows_per_pass, g, &mut part);
+    dots_batch::<T, L, 1>(out, dout, &at, rows_per_pass, g, &mut part);
+    if L == 16 {
+        dots_batch::<T, L, 2>(out, dout, &at, rows_per_pass, g, &mut part);
+        dots_batch::<T, L, 3>(out, dout, &at, rows_per_pass, g, &mut part);
+    }
+    if L == 16 {
+        reduce_scatter_step::<8>(&mut part, c);
+    }
+    reduce_scatter_step::<4>(&mut part, c);
+    reduce_scatter_step::<2>(&mut part, c);
+    reduce_scatter_step::<1>(&mut part, c);
+    // Row `j` of the warp (pass `j / rows_per_pass`, group `j % rows_per_pass`) ended on lane
+    // `(j % rows_per_pass) · L + j / rows_per_pass`.
+    let me = lane as usize;
+    ferrocuda_device::warp::shuffle(part[0], ((me % rows_per_pass) * L + me / rows_per_pass) as u32)
+}
+
+/// Passes `4B .. 4B + 4` of [`warp_row_dots`] (16-bit `T`, O and dO as 16-byte vectors): this
+/// lane's chunk of row `p · rows_per_pass + g`
+/// of the warp in pass `p` (`at(j)`: where row `j`'s chunk starts, `None` past the sequence)
+/// dotted into `part[p]`; all eight loads issued before the first product.
+#[inline(always)]
+fn dots_batch<T: Float, const L: usize, const B: usize>(
+    out: &[Vec16],
+    dout: &[Vec16],
+    at: &impl Fn(usize) -> Option<usize>,
+    rows_per_pass: usize,
+    g: usize,
+    part: &mut [f32; 16],
+) {
+    let (mut o, mut dd) = ([Vec16::default(); 4], [Vec16::default(); 4]);
+    unroll::<4>(|u| {
+        if let Some(i) = at((4 * B + u) * rows_per_pass + g)
+            && let (Some(x), Some(y)) = (out.get(i), dout.get(i))
+        {
+            o[u] = cache::load(x, Load::EvictFirst);
+            dd[u] = cache::load(y, Load::EvictFirst);
+        }
+    });
+    unroll::<4>(|u| {
+        // Eight 16-bit values per vector (the caller's `size_of::<T>() == 2`).
+        let (x, y): (&[T], &[T]) = (bytemuck::cast_slice(core::slice::from_ref(&o[u])), bytemuck::cast_slice(core::slice::from_ref(&dd[u])));
+        let mut sum = 0.0f32;
+        unroll::<CHUNK>(|e| sum += x[e].to_f32() * y[e].to_f32());
+        part[4 * B + u] = sum;
+    });
+}
+
+/// One halving step of [`warp_row_dots`]' reduce-scatter: of the `2H` partial sums
+/// `part[..2H]`, a lane whose chunk index has bit `H` keeps the upper `H` (moved down), the
+/// other the lower `H`, each adding its partner's (lane `^ H`) copy of the half it keeps.
+#[inline(always)]
+fn reduce_scatter_step<const H: usize>(part: &mut [f32; 16], c: usize)
+where
+    ferrocuda_device::unroll::Const<H>: ferrocuda_device::unroll::Unrolled,
+{
+    let upper = c & H != 0;
+    unroll::<H>(|i| {
+        let (keep, send) = if upper { (part[i + H], part[i]) } else { (part[i], part[i + H]) };
+        part[i] = keep + ferrocuda_device::warp::shuffle_xor(send, H as u32);
+    });
 }
 
 /// Where the sm_90 backward keeps element (query `q` of query tile `tile`, head column `d`) of
