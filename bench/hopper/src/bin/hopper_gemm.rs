@@ -32,16 +32,29 @@ use ferrocuda_device::half::bf16;
 use ferrocuda_host::{
     Context, Cublas, DeviceBuffer, Event, Function, Gemm, JitOptions, MatrixLayout, Module, Stream, TensorDataType, TensorMap, TensorSwizzle, sys,
 };
-use ferrocuda_kernels::gemm::hopper_gemm_bf16;
-use ferrocuda_kernels_hopper::gemm::{BK, BM, BN, BOX_A, BOX_B, SHARED_BYTES, THREADS, gemm_bf16_tn};
+use ferrocuda_kernels::gemm::{GemmEngine, HopperSchedule, hopper_gemm_bf16};
+use ferrocuda_kernels_hopper::gemm::{BK, BM, BN, SHARED_BYTES, THREADS, gemm_bf16_tn, gemm_bf16_tn_cluster2};
 use hopper_kernels::tma_probes::COPY_TILE;
 
 type Res<T> = Result<T, String>;
 
 /// The CUDA C++ twin of `gemm_bf16_tn`: the same tiles, pipeline and instructions.
 const TWIN_SOURCE: &str = include_str!("../../cuda/gemm_bf16_tn.cu");
-/// Its kernel, with `gemm_bf16_tn`'s parameters.
+/// Its kernel, with `gemm_bf16_tn`'s former parameters (maps, C, m, n, k).
 const TWIN_KERNEL: &str = "gemm_bf16_tn_cpp";
+
+/// The sm_90 schedules timed through `GemmEngine::hopper_gemm_bf16_with` (cached maps): `bal`
+/// a balanced grid (as few blocks as keep the waves), `gN` tiles in bands of N along M (tile
+/// pairs for `cl2`), `cl2` clusters of two blocks sharing B by multicast.
+const SCHEDULES: &[(&str, HopperSchedule)] = &[
+    ("plain", HopperSchedule::PLAIN),
+    ("bal", HopperSchedule { cluster: false, group: 0, balanced_grid: true }),
+    ("g8-bal", HopperSchedule { cluster: false, group: 8, balanced_grid: true }),
+    ("g16-bal", HopperSchedule { cluster: false, group: 16, balanced_grid: true }),
+    ("cl2-bal", HopperSchedule { cluster: true, group: 0, balanced_grid: true }),
+    ("cl2-g4-bal", HopperSchedule { cluster: true, group: 4, balanced_grid: true }),
+    ("cl2-g8-bal", HopperSchedule { cluster: true, group: 8, balanced_grid: true }),
+];
 
 /// Progress on stderr with the time since start: on the first GPU runs (2026-11-23, H100 and
 /// H200) the program stopped printing after loading the module and was killed after 200 s, so
@@ -488,6 +501,7 @@ fn run_size(
     runs: usize,
     sm_count: u32,
     paths: &MapPaths,
+    sampler: &Sampler,
 ) -> Res<SizeResult> {
     let (m, n, k) = (side, side, side);
     if k % 8 != 0 {
@@ -505,27 +519,27 @@ fn run_size(
     let tiles = m.div_ceil(BM) * n.div_ceil(BN);
     let grid = tiles.min(sm_count);
     let flop = 2.0 * m as f64 * n as f64 * k as f64;
-    // The `kernel` variant's maps, built once (tracked: each launch declares reads of A and B).
-    let a_map = TensorMap::tiled(&a, TensorDataType::Bf16, &[k as u64, m as u64], &BOX_A, TensorSwizzle::B128)
-        .map_err(err("A map"))?
-        .to_device(context)
-        .map_err(err("A map upload"))?;
-    let b_map = TensorMap::tiled(&b, TensorDataType::Bf16, &[k as u64, n as u64], &BOX_B, TensorSwizzle::B128)
-        .map_err(err("B map"))?
-        .to_device(context)
-        .map_err(err("B map upload"))?;
     if !paths.global {
         return Err("tensor maps in global memory do not work here (see the diag lines): the GEMM cannot run".into());
     }
-    let mut kernels = vec!["library", "kernel"];
-    let function = gemm_bf16_tn::function(context).map_err(err("gemm_bf16_tn"))?;
-    function.set_max_dynamic_shared_bytes(SHARED_BYTES).map_err(err("smem attribute"))?;
+    // `library`: the per-call form (maps built and copied per call, the table's schedule);
+    // every other name: the engine's cached maps with that schedule.
+    let mut kernels: Vec<&str> = vec!["library"];
+    kernels.extend(SCHEDULES.iter().map(|(name, _)| *name));
+    let engine = GemmEngine::new(stream).map_err(err("GemmEngine"))?;
     if side == sizes_first {
-        let attributes = function.attributes().map_err(err("attributes"))?;
-        lines.push(format!(
-            "gemm_bf16_tn (library kernel): {} registers at entry (setmaxnreg 24/240 at run time), {} B local, {} B dynamic smem, {THREADS} threads, grid {grid}",
-            attributes.registers, attributes.local_bytes, SHARED_BYTES
-        ));
+        for (name, function) in [("gemm_bf16_tn", gemm_bf16_tn::function(context)), ("gemm_bf16_tn_cluster2", gemm_bf16_tn_cluster2::function(context))] {
+            let function = function.map_err(err(name))?;
+            function.set_max_dynamic_shared_bytes(SHARED_BYTES).map_err(err("smem attribute"))?;
+            let attributes = function.attributes().map_err(err("attributes"))?;
+            lines.push(format!(
+                "{name} (library kernel): {} registers at entry (setmaxnreg 24/240 at run time), {} B local, {} B dynamic smem, {THREADS} threads; grids: {}",
+                attributes.registers,
+                attributes.local_bytes,
+                SHARED_BYTES,
+                SCHEDULES.iter().map(|(n, s)| format!("{n} {}", s.grid(tiles, sm_count))).collect::<Vec<_>>().join(", ")
+            ));
+        }
     }
     // The CUDA C++ twin: raw maps in global memory (its parameters: A map, B map, C, m, n, k);
     // it needs whole tiles.
@@ -557,13 +571,13 @@ fn run_size(
         kernels.push(TWIN_KERNEL);
         twin_function = Some(function);
     }
-    let config = ferrocuda_host::LaunchConfig::new(grid, THREADS).with_shared_bytes(SHARED_BYTES);
     let ours = |name: &str, c: &mut DeviceBuffer<bf16>| -> Res<()> {
         match name {
             "library" => hopper_gemm_bf16(stream, &a, &b, c, m as usize, n as usize, k as usize).map_err(err("hopper_gemm_bf16")),
-            // SAFETY: `a_map` and `b_map` were built above as the kernel requires (2-D bf16
-            // `[k, m]` / `[k, n]`, boxes `BOX_A` / `BOX_B`, 128-byte swizzle).
-            "kernel" => unsafe { gemm_bf16_tn::launch(stream, config, &a_map, &b_map, c, m, n, k) }.map_err(err("gemm_bf16_tn::launch")),
+            name if name != TWIN_KERNEL => {
+                let schedule = SCHEDULES.iter().find(|(n, _)| *n == name).expect("a listed schedule").1;
+                engine.hopper_gemm_bf16_with(schedule, &a, &b, c, m as usize, n as usize, k as usize).map_err(err("GemmEngine::hopper_gemm_bf16_with"))
+            }
             _ => {
                 let (Some(function), Some(a_raw), Some(b_raw)) = (&twin_function, &twin_a, &twin_b) else { unreachable!("the twin runs on whole tiles") };
                 let (mut pa, mut pb, mut pc, mut pm, mut pn, mut pk) = (a_raw.device_ptr(), b_raw.device_ptr(), c.device_ptr(), m, n, k);
@@ -675,9 +689,9 @@ fn run_size(
         json += &format!(", \"{name}_ms\": {:.4}, \"{name}_tflops\": {tflops:.1}", medians[i]);
     }
     let position = |name: &str| kernels.iter().position(|k| *k == name);
-    if let (Some(rust), Some(cpp)) = (position("kernel"), position(TWIN_KERNEL)) {
+    if let (Some(rust), Some(cpp)) = (position("plain"), position(TWIN_KERNEL)) {
         let ratio = medians[cpp] / medians[rust];
-        lines.push(format!("{side}^3 Rust gemm_bf16_tn (kernel) / CUDA C++ {TWIN_KERNEL}: {ratio:.3}x (the C++ time over the Rust time; > 1: Rust faster)"));
+        lines.push(format!("{side}^3 Rust gemm_bf16_tn (plain) / CUDA C++ {TWIN_KERNEL}: {ratio:.3}x (the C++ time over the Rust time; > 1: Rust faster)"));
         json += &format!(", \"rust_over_cpp\": {ratio:.4}");
     }
 
@@ -726,8 +740,10 @@ fn run_size(
 
     // Burst and sustained (issue 31): published GEMM figures are bursts after an idle GPU
     // (fast.cu's harness: 20 back-to-back launches after 1 s idle), a training run is
-    // sustained (here 400 back-to-back launches per event pair, after the burst). The SM clock
-    // and power are read by `nvidia-smi` right after each window, beside its figure.
+    // sustained (400 back-to-back launches per event pair, after the burst). The SM clock and
+    // power come from `nvidia-smi` sampling every 50 ms during the whole run (`Sampler`): the
+    // median of the samples inside each window (or the first after its start, for windows
+    // shorter than a sample), beside its figure.
     for (i, name) in kernels.iter().copied().chain(["cuBLAS"]).enumerate() {
         if name == TWIN_KERNEL {
             continue;
@@ -737,6 +753,7 @@ fn run_size(
             if mode == "burst" {
                 std::thread::sleep(std::time::Duration::from_secs(1));
             }
+            let from = std::time::Instant::now();
             start.record(stream).map_err(err("record"))?;
             for _ in 0..launches {
                 if i < ours_count {
@@ -747,22 +764,95 @@ fn run_size(
             }
             end.record(stream).map_err(err("record"))?;
             end.synchronize().map_err(err("kernel"))?;
+            let to = std::time::Instant::now();
             let ms = start.elapsed_ms(&end).map_err(err("elapsed"))? as f64 / launches as f64;
-            let clocks = gpu_clock_and_power();
+            let (clocks, clock_json) = sampler.window(from, to);
             let tflops = flop / (ms * 1e-3) / 1e12;
-            lines.push(format!("{side}^3 {mode} ({launches} launches) {name}: {ms:.4} ms, {tflops:.1} TFLOP/s; after it: {clocks}"));
-            json += &format!(", \"{name}_{mode}_tflops\": {tflops:.1}");
+            lines.push(format!("{side}^3 {mode} ({launches} launches) {name}: {ms:.4} ms, {tflops:.1} TFLOP/s; during it: {clocks}"));
+            json += &format!(", \"{name}_{mode}_tflops\": {tflops:.1}, \"{name}_{mode}_clock\": {clock_json}");
         }
+    }
+    if let Some(maps) = Some(engine.tensor_maps_built()) {
+        lines.push(format!(
+            "{side}^3 GemmEngine: {maps} tensor maps built for all the engine's calls at this size (cached after the first call per schedule's boxes)"
+        ));
     }
     json += "}";
     Ok(SizeResult { lines, json, ok })
 }
 
-/// The SM clock, power and temperature `nvidia-smi` reports now (one line), or why not.
-fn gpu_clock_and_power() -> String {
-    match std::process::Command::new("nvidia-smi").args(["--query-gpu=clocks.sm,power.draw,temperature.gpu", "--format=csv,noheader", "-i", "0"]).output() {
-        Ok(out) => format!("SM clock, power, temperature = {}", String::from_utf8_lossy(&out.stdout).trim()),
-        Err(why) => format!("nvidia-smi unavailable: {why}"),
+/// `nvidia-smi` sampling the SM clock and power of GPU 0 every 50 ms in the background for the
+/// whole run (`--query-gpu=clocks.sm,power.draw -lms 50`), each sample stamped on arrival.
+struct Sampler {
+    child: Option<std::process::Child>,
+    samples: std::sync::Arc<std::sync::Mutex<Vec<(std::time::Instant, f64, f64)>>>,
+}
+
+impl Sampler {
+    /// Starts `nvidia-smi` (a sampler without samples when it cannot start).
+    fn start() -> Sampler {
+        use std::io::BufRead;
+        let samples = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let child = std::process::Command::new("nvidia-smi")
+            .args(["--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits", "-lms", "50", "-i", "0"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+        let mut child = match child {
+            Ok(child) => child,
+            Err(why) => {
+                println!("nvidia-smi sampler unavailable: {why}");
+                return Sampler { child: None, samples };
+            }
+        };
+        let stdout = child.stdout.take().expect("piped");
+        let sink = samples.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                let mut fields = line.split(',').map(|f| f.trim().parse::<f64>());
+                if let (Some(Ok(clock)), Some(Ok(power))) = (fields.next(), fields.next()) {
+                    sink.lock().unwrap().push((std::time::Instant::now(), clock, power));
+                }
+            }
+        });
+        // Let the first samples arrive before the first window.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        Sampler { child: Some(child), samples }
+    }
+
+    /// The SM clock and power during `from..to` as text and as JSON: medians (and ranges) of
+    /// the samples inside (plus 60 ms of arrival delay), or the first sample after `from` when
+    /// the window is shorter than a sample.
+    fn window(&self, from: std::time::Instant, to: std::time::Instant) -> (String, String) {
+        let samples = self.samples.lock().unwrap();
+        let late = std::time::Duration::from_millis(60);
+        let mut inside: Vec<(f64, f64)> = samples.iter().filter(|(t, _, _)| *t >= from && *t <= to + late).map(|&(_, c, p)| (c, p)).collect();
+        let note = if inside.is_empty() {
+            inside.extend(samples.iter().find(|(t, _, _)| *t >= from).map(|&(_, c, p)| (c, p)));
+            "first sample after the start"
+        } else {
+            "samples inside"
+        };
+        if inside.is_empty() {
+            return ("no nvidia-smi sample".into(), "null".into());
+        }
+        let mut clocks: Vec<f64> = inside.iter().map(|s| s.0).collect();
+        let mut powers: Vec<f64> = inside.iter().map(|s| s.1).collect();
+        let (count, c_lo, c_hi) = (clocks.len(), clocks.iter().copied().fold(f64::MAX, f64::min), clocks.iter().copied().fold(0.0, f64::max));
+        let (clock, power) = (median(&mut clocks), median(&mut powers));
+        (
+            format!("SM clock {clock:.0} MHz ({c_lo:.0}..{c_hi:.0}), power {power:.0} W ({count} {note})"),
+            format!("{{\"sm_mhz\": {clock:.0}, \"power_w\": {power:.0}, \"samples\": {count}}}"),
+        )
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
@@ -860,10 +950,11 @@ fn run() -> Res<bool> {
     };
     eprintln!("TMA round trip, TMA ranks, wgmma tile and data-movement probes done; creating the cuBLAS handle ...");
     let blas = Blas::new(&stream)?;
+    let sampler = Sampler::start();
     let mut json = Vec::new();
     let sizes_first = sizes.first().copied().unwrap_or(0);
     for side in sizes {
-        let result = run_size(&context, &stream, sizes_first, twin.as_ref(), &blas, side, runs, sm_count, &paths)?;
+        let result = run_size(&context, &stream, sizes_first, twin.as_ref(), &blas, side, runs, sm_count, &paths, &sampler)?;
         for line in &result.lines {
             println!("{line}");
         }
