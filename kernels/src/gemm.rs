@@ -258,7 +258,9 @@ pub fn plan<In: GemmElement, Out: GemmOutput<In>>(shape: GemmShape, a: usize, b:
 /// [module docs](self)) on the engine's stream. Every length is checked first, naming the
 /// operand. The path is [`gemm_path`]'s: the sm_90 bf16 kernel where it takes the call and
 /// the measured table says it wins (and the operands meet its alignment, and the stream is
-/// not being captured into a graph: it makes its tensor maps per call), otherwise cuBLASLt
+/// not being captured into a graph: a tensor map it has not cached yet is copied in stream
+/// order), with [`hopper_schedule`]'s schedule and the engine's cached tensor maps
+/// ([`GemmEngine::hopper_gemm_bf16`]), otherwise cuBLASLt
 /// (its heuristic's algorithm, cached per shape) for single GEMMs and cuBLAS for strided
 /// batches.
 #[allow(clippy::too_many_arguments)]
@@ -319,7 +321,8 @@ unsafe impl DeviceWrite<bf16> for AsBf16<'_> {
 }
 
 /// Whether [`hopper_gemm_bf16`] can run now for these operands: `a` and `b` 16-byte aligned,
-/// `c` 4-byte aligned, and `stream` not capturing (the maps are copied per call).
+/// `c` 4-byte aligned, and `stream` not capturing (a map not cached yet is copied in stream
+/// order).
 fn hopper_ready<In, Out>(
     stream: &Stream,
     a: &(impl DeviceRead<In> + ?Sized),
@@ -383,24 +386,9 @@ struct MapKey {
     box_rows: u32,
 }
 
-/// The device copies of the tensor maps a [`GemmEngine`] has built, most recently used last.
-///
-/// **Why a cached map is sound** (it borrows nothing, unlike a per-call `TensorMap::tiled_view`):
-/// a tensor map holds an address and a layout, nothing else; it is dangerous only while a
-/// kernel copies through it, and then only if the memory it describes is not live, not ordered
-/// with that kernel, or not what the launch declared. The cache hands a map out only to a
-/// call whose operand starts at exactly the map's address and holds exactly the map's
-/// `rows x k` elements (checked by [`GemmEngine::hopper_gemm_bf16`] before the lookup), and
-/// every launch passes that operand itself beside the map as a `&[bf16]` argument, which the
-/// stream's door declares (ordered after earlier writes on any stream; the operand's drop
-/// waits for the kernel). So every byte the copy engine reads through a cached map belongs, for
-/// the whole kernel, to a live operand that this launch borrowed and declared: a map does not
-/// outlive its buffer in any way that matters, and a new buffer that happens to reuse a freed
-/// one's address gets a map identical to one built for it. A map whose address no live
-/// operand has is never read. The map's own 128 bytes are a device buffer owned by the cache,
-/// declared read by each launch, so evicting it (or dropping the engine) waits for the kernels
-/// that read it. Maps of another context never meet: the cache belongs to one engine, bound to
-/// one stream.
+/// The device copies of the tensor maps a [`GemmEngine`] has built, most recently used last,
+/// at most [`MAP_CACHE_CAPACITY`]. Why a cached map is sound: see
+/// [`GemmEngine::hopper_gemm_bf16`].
 #[derive(Default)]
 struct MapCache {
     entries: Vec<(MapKey, DeviceTensorMap<'static>)>,
@@ -425,8 +413,9 @@ impl MapCache {
             // SAFETY: `key.address` is 16-byte aligned device memory of this stream's context
             // holding `rows x k` bf16 (the caller checked the operand it came from). The map
             // borrows nothing; it is read by a kernel only in launches that pass an operand
-            // covering exactly this memory as a declared `&[bf16]` argument (see the type's
-            // docs), which keeps it allocated and ordered for those kernels.
+            // covering exactly this memory as a declared `&[bf16]` argument (see
+            // `GemmEngine::hopper_gemm_bf16`'s docs), which keeps it allocated and ordered
+            // for those kernels.
             let map = unsafe { TensorMap::encode_tiled(key.address, &layout) }?.to_device_async(stream)?;
             if self.entries.len() >= MAP_CACHE_CAPACITY {
                 self.entries.remove(0);
@@ -560,11 +549,39 @@ pub fn hopper_gemm_bf16(
 
 impl GemmEngine {
     /// [`hopper_gemm_bf16`] on the engine's stream with its tensor maps from the engine's
-    /// cache (built and uploaded on the first call for an operand's address and shape, reused
-    /// after: a steady call builds nothing on the host). See `MapCache`'s docs in the source
-    /// for why a cached map is sound: the operand is passed to the kernel beside its map and
-    /// declared by every launch, and a map is only used with an operand at exactly its address
-    /// and of exactly its shape.
+    /// cache: built and uploaded (in stream order) on the first call for an operand's address
+    /// and shape, reused after, so a steady call builds nothing on the host (one lookup in a
+    /// list of at most [`MAP_CACHE_CAPACITY`] maps, least recently used evicted). What
+    /// [`gemm`] runs on its [`GemmPath::Hopper`] path. [`GemmEngine::tensor_maps_built`] counts
+    /// the maps built.
+    ///
+    /// # Why a cached map is sound
+    /// A per-call map (`TensorMap::tiled_view`) borrows its operand, so the borrow checker
+    /// keeps the buffer alive while the map exists. A cached map outlives the call, so it
+    /// cannot borrow; it is an untracked map (`TensorMap::encode_tiled`) of a raw address,
+    /// and the argument is about when it is *read*, which is the only time a map can do harm:
+    /// - A tensor map is 128 bytes that encode an address and a layout (`[k, rows]` bf16, the
+    ///   box, the swizzle) and nothing else. The cache key is exactly that (address, rows, k,
+    ///   box), so two maps with one key are the same bytes.
+    /// - A map is handed to a kernel only by a call whose operand starts at exactly the key's
+    ///   address and holds exactly `rows x k` elements (both checked before the lookup, naming
+    ///   the operand). The launch passes that operand itself beside its map (`a: &[bf16]`,
+    ///   `b: &[bf16]` kernel parameters), so the stream's door declares the read as for any
+    ///   slice argument: the kernel is ordered after earlier writes of that memory on any
+    ///   stream, and the operand's owner (a buffer's drop, a host copy) waits for the kernel.
+    ///   So every byte the copy engine reads through the map belongs, for the whole kernel, to
+    ///   a live operand that this launch borrowed and declared.
+    /// - A map whose buffer has been freed is never read unless a live operand has its address
+    ///   and shape again, and then it is bit for bit the map a fresh call would build for that
+    ///   operand (a reallocated buffer at the same address is just another operand). It never
+    ///   aliases freed memory in a running kernel.
+    /// - The map's own 128 bytes are a device buffer owned by the cache and declared read by
+    ///   every launch that uses them, so evicting it (or dropping the engine) waits for those
+    ///   kernels. The cache belongs to one engine, bound to one stream and its context, so a
+    ///   map of another context's memory never meets it.
+    ///
+    /// The kernels check the rest themselves (launch shape, the lengths of `a`, `b`, `c`
+    /// against `m`, `n`, `k`), so a wrong map can come only from this module.
     ///
     /// # Errors
     /// As for [`hopper_gemm_bf16`].
@@ -610,7 +627,7 @@ impl GemmEngine {
         // SAFETY: the cached maps encode exactly `a` and `b` (the keys are their checked
         // addresses, `hopper_checks` checked they hold `m x k` and `n x k` elements), 2-D bf16,
         // boxes `BOX_A` and the schedule's B box, the 128-byte swizzle; the launch passes `a`
-        // and `b` themselves, so it declares the memory the maps read (see `MapCache`).
+        // and `b` themselves, so it declares the memory the maps read (see the docs above).
         unsafe { launch_hopper(stream, schedule, tiles, (find(a_key), find(b_key)), a, b, c, (m, n, k)) }
     }
 

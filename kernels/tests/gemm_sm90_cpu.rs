@@ -160,7 +160,7 @@ fn sm90_gemm_grids_keep_the_waves_and_pair_the_clusters() {
     for tiles in 1..600 {
         for schedule in [plain, balanced, cluster] {
             let grid = schedule.grid(tiles, 132);
-            assert!(grid >= 1 && grid <= 132, "{schedule:?} {tiles}: {grid}");
+            assert!((1..=132).contains(&grid), "{schedule:?} {tiles}: {grid}");
             let width = if schedule.cluster { 2 } else { 1 };
             assert_eq!(grid % width, 0);
             // Never more waves than one block per SM would take.

@@ -11,8 +11,8 @@
 //!   the previous step's, release the previous stage (one arrival per warp), and after the last
 //!   K step convert the 128 f32 accumulators per thread to bf16 and store them.
 //!
-//! Two schedules share that body ([`gemm_body`]): [`gemm_bf16_tn`] (one block per tile) and
-//! [`gemm_bf16_tn_cluster2`] (clusters of two blocks on vertically adjacent tiles, B loaded
+//! Two schedules share that body (`gemm_body`): [`gemm_bf16_tn()`] (one block per tile) and
+//! [`gemm_bf16_tn_cluster2()`] (clusters of two blocks on vertically adjacent tiles, B loaded
 //! half by each and multicast to both). Both walk their tiles in bands of `group` M-tiles
 //! ([`grouped_unit`]), so the blocks running at once share A and B panels in L2; the host picks
 //! the schedule, the band and the grid per shape (`ferrocuda_kernels::gemm`).
@@ -64,7 +64,7 @@ pub const THREADS: u32 = 384;
 pub const BOX_A: [u32; 2] = [BK, BM];
 /// TMA box of B's map: 64 K elements x 256 rows.
 pub const BOX_B: [u32; 2] = [BK, BN];
-/// TMA box of B's map for [`gemm_bf16_tn_cluster2`]: each block of a pair loads half the tile.
+/// TMA box of B's map for [`gemm_bf16_tn_cluster2()`]: each block of a pair loads half the tile.
 pub const BOX_B_HALF: [u32; 2] = [BK, BN / 2];
 const A_TILE: u32 = BM * BK * 2;
 const B_TILE: u32 = BN * BK * 2;
@@ -123,7 +123,7 @@ pub unsafe fn gemm_bf16_tn(a_map: &TensorMap, b_map: &TensorMap, a: &[bf16], b: 
     unsafe { gemm_body::<1>(a_map, b_map, a, b, c, m, n, k, group) }
 }
 
-/// [`gemm_bf16_tn`] in clusters of two blocks along x that compute vertically adjacent tiles
+/// [`gemm_bf16_tn()`] in clusters of two blocks along x that compute vertically adjacent tiles
 /// `(2p, n)` and `(2p + 1, n)` and share B: each block loads its own A tile and half of the B
 /// tile (128 rows), multicast into both blocks' shared memory, so each block reads 32 instead
 /// of 48 KiB per K step from L2. Each stage's "empty" barrier counts the consumer warps of
@@ -133,7 +133,7 @@ pub unsafe fn gemm_bf16_tn(a_map: &TensorMap, b_map: &TensorMap, a: &[bf16], b: 
 /// otherwise.
 ///
 /// # Safety
-/// As for [`gemm_bf16_tn`], except that `b_map`'s box is [`BOX_B_HALF`].
+/// As for [`gemm_bf16_tn()`], except that `b_map`'s box is [`BOX_B_HALF`].
 #[kernel(launch_bounds(384, 1), cluster_dims(2))]
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn gemm_bf16_tn_cluster2(a_map: &TensorMap, b_map: &TensorMap, a: &[bf16], b: &[bf16], c: UncheckedSlice<bf16>, m: u32, n: u32, k: u32, group: u32) {
@@ -144,7 +144,7 @@ pub unsafe fn gemm_bf16_tn_cluster2(a_map: &TensorMap, b_map: &TensorMap, a: &[b
 /// The body of both kernels; `CLUSTER` blocks (1 or 2) share each B tile.
 ///
 /// # Safety
-/// As for [`gemm_bf16_tn`] (`CLUSTER == 1`) or [`gemm_bf16_tn_cluster2`] (`CLUSTER == 2`, run
+/// As for [`gemm_bf16_tn()`] (`CLUSTER == 1`) or [`gemm_bf16_tn_cluster2()`] (`CLUSTER == 2`, run
 /// in clusters of 2).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
