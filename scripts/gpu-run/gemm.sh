@@ -12,7 +12,8 @@
 #                                         read from the git mirror that the `fetch` tool makes of
 #                                         github:pranjalssh/fast.cu (FASTCU_GIT, default
 #                                         /work/.mirror/pranjalssh+fast.cu/repo; never committed).
-#   DEST/gemm.sh run                      (on the GPU machine, about 150-200 s) runs:
+#   DEST/gemm.sh run                      (on the GPU machine, about 150-200 s; T_TESTS, T_BENCH,
+#                                         T_FASTCU: each step's time limit, default 120, 150, 60 s) runs:
 #     1. (in the background) nvcc 13.0 builds the fast.cu harness with kernel 12
 #        (-gencode arch=compute_90a,code=sm_90a; nvcc.log);
 #     2. gpu_kernels_lib, the tests whose names contain "gemm", with REQUIRE_GPU=1: cuBLAS(Lt)
@@ -92,17 +93,17 @@ for b in gpu_kernels_lib hopper-gemm; do
 done
 cd "$bin"
 # 2. The tests.
-REQUIRE_GPU=1 timeout 120 ./gpu_kernels_lib gemm --test-threads 1 > "$out/gemm-tests.log" 2>&1; rc_tests=$?
+REQUIRE_GPU=1 timeout "${T_TESTS:-120}" ./gpu_kernels_lib gemm --test-threads 1 > "$out/gemm-tests.log" 2>&1; rc_tests=$?
 tail -3 "$out/gemm-tests.log"
 # 3. Ours and cuBLAS.
-timeout 150 ./hopper-gemm --sizes "${SIZES:-2048,4096,8192}" --runs "${RUNS:-10}" --json "$out/hopper-gemm.json" --twin-cubin "$bin/twin.cubin" \
+timeout "${T_BENCH:-150}" ./hopper-gemm --sizes "${SIZES:-2048,4096,8192}" --runs "${RUNS:-10}" --json "$out/hopper-gemm.json" --twin-cubin "$bin/twin.cubin" \
   > "$out/hopper-gemm.log" 2>&1; rc_bench=$?
 # 4. fast.cu's kernel 12 and cuBLAS.
 rc_fastcu=skipped
 if [ -n "$nvcc_pid" ]; then
   wait "$nvcc_pid"
   if [ -x "$bin/gemm-fastcu" ]; then
-    timeout 60 ./gemm-fastcu "${FASTCU_SIZES:-4096,8192}" > "$out/fastcu.log" 2>&1; rc_fastcu=$?
+    timeout "${T_FASTCU:-60}" ./gemm-fastcu "${FASTCU_SIZES:-4096,8192}" > "$out/fastcu.log" 2>&1; rc_fastcu=$?
   else
     rc_fastcu="no binary (see nvcc.log)"
   fi
