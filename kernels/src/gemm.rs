@@ -110,48 +110,59 @@ pub enum GemmPath {
     Hopper,
 }
 
-/// One measured point of the sm_90 bf16 GEMM as a program calls it ([`hopper_gemm_bf16`]:
-/// checks, per-call tensor maps, the launch) against cuBLAS (`cublasGemmEx`) on a square
+/// One measured point of the sm_90 bf16 GEMM as [`gemm`] calls it
+/// ([`GemmEngine::hopper_gemm_bf16_with`]: checks, the engine's cached tensor maps, the
+/// launch) with the best schedule measured there, against cuBLAS (`cublasGemmEx`) on a square
 /// `side³` problem: the lowest of its steady-state (20 launches back to back per event pair),
-/// burst (20 after 1 s idle) and sustained (400 back to back) ratios in `hopper-gemm`.
+/// burst (20 after 1 s idle) and sustained (400 back to back) ratios in `hopper-gemm`
+/// (`scripts/gpu-run/gemm.sh`, `scripts/gpu-run/gemm_table.py`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GemmMeasurement {
     /// `m = n = k`.
     pub side: usize,
-    /// cuBLAS's time over ours (above 1: ours is faster), the lower end of the measured range.
+    /// cuBLAS's time over ours (above 1: ours is faster), the lowest of the three ratios.
     pub ratio_to_cublas: f64,
     /// The schedule measured (and the one [`hopper_schedule`] picks for shapes nearest this
-    /// side).
+    /// side): the one with the highest lowest ratio of those timed.
     pub schedule: HopperSchedule,
     /// Where the figure comes from.
     pub source: &'static str,
 }
 
-/// The measured table behind [`gemm_path`] for the bf16 `x · Wᵀ` calls the sm_90 kernel
-/// takes ([`hopper_gemm_fits`]). A call goes to that kernel only where the nearest measured
-/// side (within a factor of 2 of the call's, by the cube root of `m n k`) has a ratio of at
-/// least 1; elsewhere it stays on cuBLASLt. **Today no side has**: cuBLAS is faster at 2048,
-/// 4096 and 8192 (the kernel alone is within 1% at 8192 in steady state, 7% behind in burst
-/// and sustained runs, and the per-call maps cost about 5 µs), so every call stays on
-/// cuBLASLt; [`hopper_gemm_bf16`] runs the kernel on request.
+/// Tiles in bands of 8 along M, balanced grid.
+const G8_BALANCED: HopperSchedule = HopperSchedule { cluster: false, group: 8, balanced_grid: true };
+/// Column-major tiles, balanced grid.
+const BALANCED: HopperSchedule = HopperSchedule { cluster: false, group: 0, balanced_grid: true };
+/// Tiles in bands of 16 along M, balanced grid.
+const G16_BALANCED: HopperSchedule = HopperSchedule { cluster: false, group: 16, balanced_grid: true };
+
+/// The measured table behind [`gemm_path`] and [`hopper_schedule`] for the bf16 `x · Wᵀ` calls
+/// the sm_90 kernel takes ([`hopper_gemm_fits`]). A call goes to that kernel only where the
+/// nearest measured side (within a factor of 2 of the call's, by the cube root of `m n k`) has
+/// a ratio of at least 1; elsewhere it stays on cuBLASLt. **Today no side has** (session 13,
+/// one H200): with cached maps and the best schedule, ours is 0.79x cuBLAS at 2048³ (the
+/// sustained ratio; one tile per block leaves the epilogue and the pipeline fill exposed),
+/// 0.93x at 4096³ and 0.955x at 8192³ (1.00 steady, 0.97 burst, 0.955 sustained), so every
+/// call stays on cuBLASLt; [`hopper_gemm_bf16`] and [`GemmEngine::hopper_gemm_bf16`] run the
+/// kernel on request, with the schedule recorded here.
 pub const HOPPER_GEMM_TABLE: &[GemmMeasurement] = &[
     GemmMeasurement {
         side: 2048,
-        ratio_to_cublas: 0.69,
-        schedule: HopperSchedule::PLAIN,
-        source: "bench/results/s12-gemm (H200, one run): hopper_gemm_bf16 per call 0.70 steady, 0.69 sustained; the launch alone (maps built once) 0.82 steady",
+        ratio_to_cublas: 0.79,
+        schedule: G8_BALANCED,
+        source: "bench/results/s13-gemm (H200, one run): g8-bal 0.88 steady, 0.95 burst, 0.79 sustained (cuBLAS 711 TFLOP/s sustained); the cluster schedules 0.65-0.78",
     },
     GemmMeasurement {
         side: 4096,
-        ratio_to_cublas: 0.84,
-        schedule: HopperSchedule::PLAIN,
-        source: "bench/results/s12-gemm (H200, one run): 0.88 steady, 0.90 burst, 0.84 sustained (1560-1620 MHz); the launch alone 0.90 steady",
+        ratio_to_cublas: 0.925,
+        schedule: BALANCED,
+        source: "bench/results/s13-gemm (H200, one run): bal 0.925 steady, 0.93 burst, 0.94 sustained (707 vs 751 TFLOP/s, 1980 MHz); g16-bal 0.92 / 0.95 / 0.93; plain 0.92 / 0.93 / 0.87",
     },
     GemmMeasurement {
         side: 8192,
-        ratio_to_cublas: 0.93,
-        schedule: HopperSchedule::PLAIN,
-        source: "bench/results/s12-gemm (H200, one run): 0.995 steady, 0.93 burst, 0.93 sustained (1440-1515 MHz, 530-570 W)",
+        ratio_to_cublas: 0.955,
+        schedule: G16_BALANCED,
+        source: "bench/results/s13-gemm (H200, one run): g16-bal 1.00 steady, 0.97 burst (772 vs 795 TFLOP/s), 0.955 sustained (661 vs 691, 1485 MHz both); plain 0.97 / 0.89 / 0.90",
     },
 ];
 
