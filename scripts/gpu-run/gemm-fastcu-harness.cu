@@ -57,21 +57,36 @@ struct Sampler {
   std::vector<std::tuple<Clock::time_point, double, double>> samples;
   FILE *pipe = nullptr;
   std::thread reader;
+  // Power is power.draw.instant (power.draw is a one-second average on recent drivers);
+  // drivers without the field fall back to power.draw.
   void start() {
-    pipe = popen("nvidia-smi --query-gpu=clocks.sm,power.draw --format=csv,noheader,nounits -lms 50 -i 0", "r");
-    if (!pipe) return;
-    reader = std::thread([this] {
+    for (const char *field : {"power.draw.instant", "power.draw"}) {
+      std::string command = std::string("nvidia-smi --query-gpu=clocks.sm,") + field + " --format=csv,noheader,nounits -lms 50 -i 0 2>/dev/null";
+      pipe = popen(command.c_str(), "r");
+      if (!pipe) return;
       char line[256];
-      while (fgets(line, sizeof line, pipe)) {
-        double clock, power;
-        if (sscanf(line, "%lf , %lf", &clock, &power) == 2) {
-          std::lock_guard<std::mutex> guard(lock);
-          samples.emplace_back(Clock::now(), clock, power);
-        }
+      double clock, power;
+      if (!fgets(line, sizeof line, pipe) || sscanf(line, "%lf , %lf", &clock, &power) != 2) {
+        pclose(pipe);
+        pipe = nullptr;
+        continue;
       }
-    });
-    reader.detach();
-    usleep(300000);
+      printf("fastcu sampler: clocks.sm and %s every 50 ms\n", field);
+      samples.emplace_back(Clock::now(), clock, power);
+      reader = std::thread([this] {
+        char line[256];
+        while (fgets(line, sizeof line, pipe)) {
+          double clock, power;
+          if (sscanf(line, "%lf , %lf", &clock, &power) == 2) {
+            std::lock_guard<std::mutex> guard(lock);
+            samples.emplace_back(Clock::now(), clock, power);
+          }
+        }
+      });
+      reader.detach();
+      usleep(300000);
+      return;
+    }
   }
   std::string window(Clock::time_point from, Clock::time_point to) {
     std::lock_guard<std::mutex> guard(lock);

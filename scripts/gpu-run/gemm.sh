@@ -20,7 +20,7 @@
 #        paths, hopper_gemm_bf16 at ragged shapes against f64 and cuBLAS, every schedule of the
 #        engine's cached path against f64, the map cache (reuse, reallocated buffers, views,
 #        bound), the refusals, gemm() on the path the table picks. Look for
-#        "test result: ok. 5 passed".
+#        "test result: ok. 4 passed".
 #     3. hopper-gemm --sizes ${SIZES:-2048,4096,8192} --runs ${RUNS:-10}: probes (PASS lines),
 #        then per size: PASS lines for `library` (per-call maps), each schedule (cached maps:
 #        plain, bal, g8-bal, g16-bal, cl2-bal, cl2-g4-bal, cl2-g8-bal) and the CUDA C++ twin;

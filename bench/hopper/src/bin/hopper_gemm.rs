@@ -4,11 +4,14 @@
 //! one run, plus the tensor-map round-trip test, the TMA loads and stores of ranks 1, 3, 4 and
 //! 5, the swizzled 2-D TMA store and the data-movement probes.
 //!
-//! Ours runs two ways, both safe calls of the library: `library` is
+//! Ours runs as safe calls of the library: `library` is
 //! `ferrocuda_kernels::gemm::hopper_gemm_bf16` as a program calls it (checks, two tensor maps
-//! built and copied to the device in stream order per call, the launch); `kernel` is the
-//! kernel's typed launcher (`gemm_bf16_tn::launch`) with the maps built once, so the
-//! difference is the per-call cost of the maps.
+//! built and copied to the device in stream order per call, the launch, the table's
+//! schedule); every other name is `GemmEngine::hopper_gemm_bf16_with` (the engine's cached
+//! maps, what `gemm` runs) with one schedule of `SCHEDULES` (plain, balanced grid, tiles in
+//! bands along M, clusters of two sharing B by multicast). Burst (20 launches after 1 s idle)
+//! and sustained (400 per event pair) windows carry the SM clock and power that `nvidia-smi`
+//! sampled during them.
 //!
 //! ```text
 //! hopper-gemm [--sizes 4096,8192] [--runs 20] [--json FILE] [--twin-cubin FILE]
@@ -782,42 +785,63 @@ fn run_size(
 }
 
 /// `nvidia-smi` sampling the SM clock and power of GPU 0 every 50 ms in the background for the
-/// whole run (`--query-gpu=clocks.sm,power.draw -lms 50`), each sample stamped on arrival.
+/// whole run (`--query-gpu=clocks.sm,power.draw.instant -lms 50`), each sample stamped on
+/// arrival.
 struct Sampler {
     child: Option<std::process::Child>,
     samples: std::sync::Arc<std::sync::Mutex<Vec<(std::time::Instant, f64, f64)>>>,
 }
 
 impl Sampler {
-    /// Starts `nvidia-smi` (a sampler without samples when it cannot start).
+    /// Starts `nvidia-smi` (a sampler without samples when it cannot start). Power is
+    /// `power.draw.instant`: on recent drivers `power.draw` is a one-second average, which
+    /// blurs windows shorter than a second with the idle time before them (session 13's run
+    /// read 150-330 W that way); drivers without the field fall back to `power.draw`.
     fn start() -> Sampler {
         use std::io::BufRead;
         let samples = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let child = std::process::Command::new("nvidia-smi")
-            .args(["--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits", "-lms", "50", "-i", "0"])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn();
-        let mut child = match child {
-            Ok(child) => child,
-            Err(why) => {
-                println!("nvidia-smi sampler unavailable: {why}");
-                return Sampler { child: None, samples };
+        let parse = |line: &str| {
+            let mut fields = line.split(',').map(|f| f.trim().parse::<f64>());
+            match (fields.next(), fields.next()) {
+                (Some(Ok(clock)), Some(Ok(power))) => Some((clock, power)),
+                _ => None,
             }
         };
-        let stdout = child.stdout.take().expect("piped");
-        let sink = samples.clone();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
-                let mut fields = line.split(',').map(|f| f.trim().parse::<f64>());
-                if let (Some(Ok(clock)), Some(Ok(power))) = (fields.next(), fields.next()) {
+        for field in ["power.draw.instant", "power.draw"] {
+            let query = format!("--query-gpu=clocks.sm,{field}");
+            let child = std::process::Command::new("nvidia-smi")
+                .args([query.as_str(), "--format=csv,noheader,nounits", "-lms", "50", "-i", "0"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null())
+                .spawn();
+            let mut child = match child {
+                Ok(child) => child,
+                Err(why) => {
+                    println!("nvidia-smi sampler unavailable: {why}");
+                    return Sampler { child: None, samples };
+                }
+            };
+            let mut lines = std::io::BufReader::new(child.stdout.take().expect("piped")).lines();
+            // The first line tells whether this field is known.
+            let Some(first) = lines.next().and_then(Result::ok).and_then(|line| parse(&line)) else {
+                let _ = child.kill();
+                let _ = child.wait();
+                continue;
+            };
+            println!("nvidia-smi sampler: clocks.sm and {field} every 50 ms");
+            samples.lock().unwrap().push((std::time::Instant::now(), first.0, first.1));
+            let sink = samples.clone();
+            std::thread::spawn(move || {
+                for (clock, power) in lines.map_while(Result::ok).filter_map(|line| parse(&line)) {
                     sink.lock().unwrap().push((std::time::Instant::now(), clock, power));
                 }
-            }
-        });
-        // Let the first samples arrive before the first window.
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        Sampler { child: Some(child), samples }
+            });
+            // Let a few samples arrive before the first window.
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            return Sampler { child: Some(child), samples };
+        }
+        println!("nvidia-smi sampler: no usable query (clocks.sm with power.draw.instant or power.draw)");
+        Sampler { child: None, samples }
     }
 
     /// The SM clock and power during `from..to` as text and as JSON: medians (and ranges) of
