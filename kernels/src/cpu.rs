@@ -215,7 +215,8 @@ pub fn attention_backward_sm90_kernel<T: Element>(executor: &CpuExecutor, kernel
 
 /// [`gemm::hopper_gemm_bf16`](crate::gemm::hopper_gemm_bf16) on the CPU executor, the Hopper
 /// instructions (TMA, `wgmma`, mbarriers, `setmaxnreg`) emulated: the same kernel and the same
-/// shape checks (`c = a · bᵀ`, `a` `m x k`, `b` `n x k`, row-major bf16), on host slices.
+/// shape checks (`c = a · bᵀ`, `a` `m x k`, `b` `n x k`, row-major bf16), on host slices, with
+/// [`HopperSchedule::PLAIN`](crate::gemm::HopperSchedule::PLAIN)'s tile order.
 /// `grid` blocks (at least 1; fewer than the output tiles makes each block walk several, as
 /// the persistent grid on a GPU does). Slow (every `wgmma` is computed element by element):
 /// keep shapes tiny.
@@ -230,9 +231,28 @@ pub fn hopper_gemm_bf16(
     k: usize,
     grid: u32,
 ) -> Result<()> {
+    hopper_gemm_bf16_with(executor, crate::gemm::HopperSchedule::PLAIN, a, b, c, m, n, k, grid)
+}
+
+/// [`hopper_gemm_bf16`] with the sm_90 schedule `schedule` (its kernel and tile order; the
+/// grid is `grid` blocks, rounded up to an even number for a cluster schedule, which runs in
+/// emulated clusters of two blocks and falls back to the plain kernel for an odd number of
+/// M tiles, as on the GPU).
+#[allow(clippy::too_many_arguments)] // the operands and the shape spelled out, as on the GPU
+pub fn hopper_gemm_bf16_with(
+    executor: &CpuExecutor,
+    schedule: crate::gemm::HopperSchedule,
+    a: &[half::bf16],
+    b: &[half::bf16],
+    c: &mut [half::bf16],
+    m: usize,
+    n: usize,
+    k: usize,
+    grid: u32,
+) -> Result<()> {
     use ferrocuda_device::tma::TensorMap as DeviceMap;
     use ferrocuda_host::{LaunchConfig, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
-    use ferrocuda_kernels_hopper::gemm::{BOX_A, BOX_B, SHARED_BYTES, THREADS, gemm_bf16_tn};
+    use ferrocuda_kernels_hopper::gemm::{BM, BOX_A, BOX_B, BOX_B_HALF, SHARED_BYTES, THREADS, gemm_bf16_tn, gemm_bf16_tn_cluster2};
     let shape = crate::gemm::GemmShape { transpose_b: true, ..crate::gemm::GemmShape::new(m, n, k) };
     if let Some((parameter, value, problem)) = crate::gemm::hopper_gemm_refusal(shape) {
         return Err(crate::error::unsupported(parameter, value, problem));
@@ -240,20 +260,29 @@ pub fn hopper_gemm_bf16(
     crate::error::expect_len("a", a.len(), m * k, || format!("m {m} x k {k}"))?;
     crate::error::expect_len("b", b.len(), n * k, || format!("n {n} x k {k}"))?;
     crate::error::expect_len("c", c.len(), m * n, || format!("m {m} x n {n}"))?;
+    let cluster = schedule.cluster && m.div_ceil(BM as usize).is_multiple_of(2);
     let map = |x: &[half::bf16], rows: usize, box_dims: &[u32; 2]| -> Result<Box<DeviceMap>> {
         let dims = [k as u64, rows as u64];
         let layout = TiledLayout { data_type: TensorDataType::Bf16, dims: &dims, strides_bytes: &[2 * k as u64], box_dims, swizzle: TensorSwizzle::B128 };
         Ok(Box::new(DeviceMap(TensorMap::emulated(x.as_ptr() as u64, &layout)?.words())))
     };
-    let (a_map, b_map) = (map(a, m, &BOX_A)?, map(b, n, &BOX_B)?);
+    let (a_map, b_map) = (map(a, m, &BOX_A)?, map(b, n, if cluster { &BOX_B_HALF } else { &BOX_B })?);
     // 32-bit words for the kernel's paired stores (a `[bf16]` may be only 2-byte aligned).
     let mut words = vec![0u32; (m * n).div_ceil(2)];
     bytemuck::cast_slice_mut::<u32, u8>(&mut words)[..2 * m * n].copy_from_slice(bytemuck::cast_slice::<half::bf16, u8>(c));
-    let config = LaunchConfig::new(grid.max(1), THREADS).with_shared_bytes(SHARED_BYTES);
+    let grid = if cluster { grid.max(1).next_multiple_of(2) } else { grid.max(1) };
+    let config = LaunchConfig::new(grid, THREADS).with_shared_bytes(SHARED_BYTES);
     let out = &mut bytemuck::cast_slice_mut::<u32, half::bf16>(&mut words)[..m * n];
-    // SAFETY: the emulated maps describe `a` (`m x k`) and `b` (`n x k`) as the kernel needs
-    // (bf16, boxes `BOX_A` / `BOX_B`, 128-byte swizzle) and live until the launch returns.
-    unsafe { gemm_bf16_tn::launch_cpu(executor, config, &a_map, &b_map, out, m as u32, n as u32, k as u32) }?;
-    c.copy_from_slice(&bytemuck::cast_slice::<u32, half::bf16>(&words)[..m * n]);
+    let (m, n, k, group) = (m as u32, n as u32, k as u32, schedule.group);
+    if cluster {
+        // SAFETY: the emulated maps describe exactly `a` (`m x k`) and `b` (`n x k`) as the
+        // kernel needs (bf16, boxes `BOX_A` / `BOX_B_HALF`, 128-byte swizzle) and live until
+        // the launch returns; the M tiles are even (checked above).
+        unsafe { gemm_bf16_tn_cluster2::launch_cpu(executor, config, &a_map, &b_map, a, b, out, m, n, k, group) }?;
+    } else {
+        // SAFETY: as above, with `BOX_B`.
+        unsafe { gemm_bf16_tn::launch_cpu(executor, config, &a_map, &b_map, a, b, out, m, n, k, group) }?;
+    }
+    c.copy_from_slice(&bytemuck::cast_slice::<u32, half::bf16>(&words)[..m as usize * n as usize]);
     Ok(())
 }

@@ -20,8 +20,8 @@
 
 use ferrocuda_host::__private::SliceArg;
 use ferrocuda_host::cublas::{Batch, Cublas, CublasLt, ElementType, Gemm, GemmElement, GemmOutput, MatrixLayout};
-use ferrocuda_host::{DeviceRead, DeviceWrite, LaunchConfig, Stream, TensorDataType, TensorMap, TensorSwizzle};
-use ferrocuda_kernels_hopper::gemm::{BM, BN, BOX_A, BOX_B, SHARED_BYTES, THREADS, gemm_bf16_tn};
+use ferrocuda_host::{DeviceRead, DeviceTensorMap, DeviceWrite, LaunchConfig, Stream, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
+use ferrocuda_kernels_hopper::gemm::{BK, BM, BN, BOX_A, BOX_B, BOX_B_HALF, SHARED_BYTES, THREADS, gemm_bf16_tn, gemm_bf16_tn_cluster2};
 use half::bf16;
 
 use crate::error::{expect_len, unsupported};
@@ -34,6 +34,8 @@ pub struct GemmEngine {
     lt: CublasLt,
     /// Compute capability of the stream's GPU (`90` for sm_90).
     arch: u32,
+    /// The sm_90 kernel's tensor maps, per operand address and shape (`MapCache`).
+    maps: std::sync::Mutex<MapCache>,
 }
 
 impl GemmEngine {
@@ -41,7 +43,7 @@ impl GemmEngine {
     /// [`Error::Library`](ferrocuda_host::Error) when they are not installed).
     pub fn new(stream: &Stream) -> Result<Self> {
         let arch = stream.context().device().arch()?;
-        Ok(GemmEngine { cublas: Cublas::new(stream)?, lt: CublasLt::new(stream)?, arch })
+        Ok(GemmEngine { cublas: Cublas::new(stream)?, lt: CublasLt::new(stream)?, arch, maps: Default::default() })
     }
 
     /// The stream every GEMM of this engine is queued on.
@@ -108,42 +110,59 @@ pub enum GemmPath {
     Hopper,
 }
 
-/// One measured point of the sm_90 bf16 GEMM as a program calls it ([`hopper_gemm_bf16`]:
-/// checks, per-call tensor maps, the launch) against cuBLAS (`cublasGemmEx`) on a square
+/// One measured point of the sm_90 bf16 GEMM as [`gemm`] calls it
+/// ([`GemmEngine::hopper_gemm_bf16_with`]: checks, the engine's cached tensor maps, the
+/// launch) with the best schedule measured there, against cuBLAS (`cublasGemmEx`) on a square
 /// `side³` problem: the lowest of its steady-state (20 launches back to back per event pair),
-/// burst (20 after 1 s idle) and sustained (400 back to back) ratios in `hopper-gemm`.
+/// burst (20 after 1 s idle) and sustained (400 back to back) ratios in `hopper-gemm`
+/// (`scripts/gpu-run/gemm.sh`, `scripts/gpu-run/gemm_table.py`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GemmMeasurement {
     /// `m = n = k`.
     pub side: usize,
-    /// cuBLAS's time over ours (above 1: ours is faster), the lower end of the measured range.
+    /// cuBLAS's time over ours (above 1: ours is faster), the lowest of the three ratios.
     pub ratio_to_cublas: f64,
+    /// The schedule measured (and the one [`hopper_schedule`] picks for shapes nearest this
+    /// side): the one with the highest lowest ratio of those timed.
+    pub schedule: HopperSchedule,
     /// Where the figure comes from.
     pub source: &'static str,
 }
 
-/// The measured table behind [`gemm_path`] for the bf16 `x · Wᵀ` calls the sm_90 kernel
-/// takes ([`hopper_gemm_fits`]). A call goes to that kernel only where the nearest measured
-/// side (within a factor of 2 of the call's, by the cube root of `m n k`) has a ratio of at
-/// least 1; elsewhere it stays on cuBLASLt. **Today no side has**: cuBLAS is faster at 2048,
-/// 4096 and 8192 (the kernel alone is within 1% at 8192 in steady state, 7% behind in burst
-/// and sustained runs, and the per-call maps cost about 5 µs), so every call stays on
-/// cuBLASLt; [`hopper_gemm_bf16`] runs the kernel on request.
+/// Tiles in bands of 8 along M, balanced grid.
+const G8_BALANCED: HopperSchedule = HopperSchedule { cluster: false, group: 8, balanced_grid: true };
+/// Column-major tiles, balanced grid.
+const BALANCED: HopperSchedule = HopperSchedule { cluster: false, group: 0, balanced_grid: true };
+/// Tiles in bands of 16 along M, balanced grid.
+const G16_BALANCED: HopperSchedule = HopperSchedule { cluster: false, group: 16, balanced_grid: true };
+
+/// The measured table behind [`gemm_path`] and [`hopper_schedule`] for the bf16 `x · Wᵀ` calls
+/// the sm_90 kernel takes ([`hopper_gemm_fits`]). A call goes to that kernel only where the
+/// nearest measured side (within a factor of 2 of the call's, by the cube root of `m n k`) has
+/// a ratio of at least 1; elsewhere it stays on cuBLASLt. **Today no side has** (session 13,
+/// one H200): with cached maps and the best schedule, ours is 0.79x cuBLAS at 2048³ (the
+/// sustained ratio; one tile per block leaves the epilogue and the pipeline fill exposed),
+/// 0.93x at 4096³ and 0.955x at 8192³ (1.00 steady, 0.97 burst, 0.955 sustained), so every
+/// call stays on cuBLASLt; [`hopper_gemm_bf16`] and [`GemmEngine::hopper_gemm_bf16`] run the
+/// kernel on request, with the schedule recorded here.
 pub const HOPPER_GEMM_TABLE: &[GemmMeasurement] = &[
     GemmMeasurement {
         side: 2048,
-        ratio_to_cublas: 0.69,
-        source: "bench/results/s12-gemm (H200, one run): hopper_gemm_bf16 per call 0.70 steady, 0.69 sustained; the launch alone (maps built once) 0.82 steady",
+        ratio_to_cublas: 0.79,
+        schedule: G8_BALANCED,
+        source: "bench/results/s13-gemm (H200, one run): g8-bal 0.88 steady, 0.95 burst, 0.79 sustained (cuBLAS 711 TFLOP/s sustained); the cluster schedules 0.65-0.78",
     },
     GemmMeasurement {
         side: 4096,
-        ratio_to_cublas: 0.84,
-        source: "bench/results/s12-gemm (H200, one run): 0.88 steady, 0.90 burst, 0.84 sustained (1560-1620 MHz); the launch alone 0.90 steady",
+        ratio_to_cublas: 0.925,
+        schedule: BALANCED,
+        source: "bench/results/s13-gemm (H200, one run): bal 0.925 steady, 0.93 burst, 0.94 sustained (707 vs 751 TFLOP/s, 1980 MHz); g16-bal 0.92 / 0.95 / 0.93; plain 0.92 / 0.93 / 0.87",
     },
     GemmMeasurement {
         side: 8192,
-        ratio_to_cublas: 0.93,
-        source: "bench/results/s12-gemm (H200, one run): 0.995 steady, 0.93 burst, 0.93 sustained (1440-1515 MHz, 530-570 W)",
+        ratio_to_cublas: 0.955,
+        schedule: G16_BALANCED,
+        source: "bench/results/s13-gemm (H200, one run): g16-bal 1.00 steady, 0.97 burst (772 vs 795 TFLOP/s), 0.955 sustained (661 vs 691, 1485 MHz both); plain 0.97 / 0.89 / 0.90",
     },
 ];
 
@@ -250,7 +269,9 @@ pub fn plan<In: GemmElement, Out: GemmOutput<In>>(shape: GemmShape, a: usize, b:
 /// [module docs](self)) on the engine's stream. Every length is checked first, naming the
 /// operand. The path is [`gemm_path`]'s: the sm_90 bf16 kernel where it takes the call and
 /// the measured table says it wins (and the operands meet its alignment, and the stream is
-/// not being captured into a graph: it makes its tensor maps per call), otherwise cuBLASLt
+/// not being captured into a graph: a tensor map it has not cached yet is copied in stream
+/// order), with [`hopper_schedule`]'s schedule and the engine's cached tensor maps
+/// ([`GemmEngine::hopper_gemm_bf16`]), otherwise cuBLASLt
 /// (its heuristic's algorithm, cached per shape) for single GEMMs and cuBLAS for strided
 /// batches.
 #[allow(clippy::too_many_arguments)]
@@ -273,7 +294,7 @@ pub fn gemm<In: GemmElement, Out: GemmOutput<In>>(
         // `In` and `Out` are bf16 (`GemmElement` is sealed: `TYPE == Bf16` is bf16 only).
         let (a, b) = (AsBf16(a.kernel_arg()), AsBf16(b.kernel_arg()));
         let mut c = AsBf16(c.kernel_arg_mut());
-        return hopper_gemm_bf16(engine.stream(), &a, &b, &mut c, shape.m, shape.n, shape.k);
+        return engine.hopper_gemm_bf16(&a, &b, &mut c, shape.m, shape.n, shape.k);
     }
     if path == GemmPath::CublasStridedBatched {
         if has_epilogue {
@@ -311,7 +332,8 @@ unsafe impl DeviceWrite<bf16> for AsBf16<'_> {
 }
 
 /// Whether [`hopper_gemm_bf16`] can run now for these operands: `a` and `b` 16-byte aligned,
-/// `c` 4-byte aligned, and `stream` not capturing (the maps are copied per call).
+/// `c` 4-byte aligned, and `stream` not capturing (a map not cached yet is copied in stream
+/// order).
 fn hopper_ready<In, Out>(
     stream: &Stream,
     a: &(impl DeviceRead<In> + ?Sized),
@@ -322,38 +344,115 @@ fn hopper_ready<In, Out>(
     Ok(aligned && !stream.is_capturing()?)
 }
 
-/// Queues the sm_90 bf16 GEMM on `stream`: `c (m x n) = a · bᵀ`, with `a` stored `m x k` and
-/// `b` stored `n x k` (row-major bf16, both K-major: a linear layer's `x · Wᵀ`), f32
-/// accumulation, `c` row-major bf16 — what [`gemm`] runs on its [`GemmPath::Hopper`]
-/// path, callable directly whatever the table says.
-///
-/// Before anything is queued it checks, naming the operand: the GPU is sm_90 (`arch`), the
-/// shape is one the kernel takes ([`hopper_gemm_refusal`]: any `m`, `n` even, `k` a multiple
-/// of 8), `a` holds `m·k`, `b` `n·k` and `c` `m·n` elements, `a` and `b` start 16-byte
-/// aligned and `c` 4-byte aligned, and the stream is not being captured. It then builds the
-/// two tensor maps (tracked: the launch declares reads of `a` and `b`), copies them to the
-/// device in stream order, and launches one persistent block per SM (at most one per output
-/// tile).
-///
-/// # Errors
-/// [`KernelsError::Unsupported`](crate::KernelsError) or [`KernelsError::Shape`](crate::KernelsError)
-/// for the checks above; the driver's errors.
-pub fn hopper_gemm_bf16(
+/// How the sm_90 kernel walks the output tiles of one call: which kernel, the order of the
+/// tiles and the size of the persistent grid. [`gemm`] takes [`hopper_schedule`]'s pick for the
+/// shape; [`GemmEngine::hopper_gemm_bf16_with`] runs any (the benchmark measures them all).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct HopperSchedule {
+    /// Clusters of two blocks on vertically adjacent tiles sharing B by TMA multicast
+    /// (`gemm_bf16_tn_cluster2`; needs an even number of 128-row tiles, else the plain
+    /// kernel runs), or one block per tile (`gemm_bf16_tn`).
+    pub cluster: bool,
+    /// Tiles (tile pairs in a cluster) walked in bands of this many along M, M fastest inside
+    /// a band, so the blocks running at once share A and B panels in L2; 0: one band (plain
+    /// column-major order, M fastest).
+    pub group: u32,
+    /// Grid of as few blocks as give the same number of waves (`ceil(units / waves)`, e.g.
+    /// 128 of 132 SMs for 2048 tiles: 16 full waves), instead of one block per SM.
+    pub balanced_grid: bool,
+}
+
+impl HopperSchedule {
+    /// Session 12's schedule: one block per tile, column-major order, one block per SM.
+    pub const PLAIN: HopperSchedule = HopperSchedule { cluster: false, group: 0, balanced_grid: false };
+
+    /// The grid (blocks) for `units_m x units_n` output tiles on `sms` multiprocessors: at most
+    /// one block per SM and per tile, an even number for a cluster schedule.
+    pub fn grid(self, tiles: u32, sms: u32) -> u32 {
+        let width = if self.cluster { 2 } else { 1 };
+        let (units, slots) = ((tiles / width).max(1), (sms / width).max(1));
+        let waves = units.div_ceil(slots);
+        let blocks = if self.balanced_grid { units.div_ceil(waves) } else { units.min(slots) };
+        blocks * width
+    }
+}
+
+/// The schedule [`gemm`] runs the sm_90 kernel with for `shape` (see [`HOPPER_GEMM_TABLE`]).
+pub fn hopper_schedule(shape: GemmShape) -> HopperSchedule {
+    let side = ((shape.m as f64) * (shape.n as f64) * (shape.k as f64)).cbrt();
+    HOPPER_GEMM_TABLE.iter().min_by(|a, b| (a.side as f64 - side).abs().total_cmp(&(b.side as f64 - side).abs())).map_or(HopperSchedule::PLAIN, |m| m.schedule)
+}
+
+/// Most tensor maps a [`GemmEngine`] keeps (two per distinct `a`/`b` operand).
+pub const MAP_CACHE_CAPACITY: usize = 64;
+
+/// What identifies a cached tensor map: the address and layout it encodes. A map is a pure
+/// function of these (plus the constant element type and swizzle), so two maps with the same
+/// key are the same 128 bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct MapKey {
+    address: u64,
+    rows: u64,
+    k: u64,
+    box_rows: u32,
+}
+
+/// The device copies of the tensor maps a [`GemmEngine`] has built, most recently used last,
+/// at most [`MAP_CACHE_CAPACITY`]. Why a cached map is sound: see
+/// [`GemmEngine::hopper_gemm_bf16`].
+#[derive(Default)]
+struct MapCache {
+    entries: Vec<(MapKey, DeviceTensorMap<'static>)>,
+    /// Maps built (cache misses), for the tests.
+    built: u64,
+}
+
+impl MapCache {
+    /// The cached map of `key`, building and uploading it on `stream` on a miss (evicting the
+    /// least recently used when full). `source` is the operand the caller checked: it starts
+    /// at `key.address` and holds `key.rows x key.k` elements.
+    fn get(&mut self, stream: &Stream, key: MapKey) -> Result<&DeviceTensorMap<'static>> {
+        if let Some(at) = self.entries.iter().position(|(k, _)| *k == key) {
+            let entry = self.entries.remove(at);
+            self.entries.push(entry);
+        } else {
+            let dims = [key.k, key.rows];
+            let strides = [2 * key.k];
+            let box_dims = [BK, key.box_rows];
+            let layout =
+                TiledLayout { data_type: TensorDataType::Bf16, dims: &dims, strides_bytes: &strides, box_dims: &box_dims, swizzle: TensorSwizzle::B128 };
+            // SAFETY: `key.address` is 16-byte aligned device memory of this stream's context
+            // holding `rows x k` bf16 (the caller checked the operand it came from). The map
+            // borrows nothing; it is read by a kernel only in launches that pass an operand
+            // covering exactly this memory as a declared `&[bf16]` argument (see
+            // `GemmEngine::hopper_gemm_bf16`'s docs), which keeps it allocated and ordered
+            // for those kernels.
+            let map = unsafe { TensorMap::encode_tiled(key.address, &layout) }?.to_device_async(stream)?;
+            if self.entries.len() >= MAP_CACHE_CAPACITY {
+                self.entries.remove(0);
+            }
+            self.entries.push((key, map));
+            self.built += 1;
+        }
+        Ok(&self.entries.last().expect("just pushed").1)
+    }
+}
+
+/// The checks every sm_90 call makes before anything is queued (see [`hopper_gemm_bf16`]);
+/// returns the output tiles.
+fn hopper_checks(
     stream: &Stream,
     a: &(impl DeviceRead<bf16> + ?Sized),
     b: &(impl DeviceRead<bf16> + ?Sized),
     c: &mut (impl DeviceWrite<bf16> + ?Sized),
-    m: usize,
-    n: usize,
-    k: usize,
-) -> Result<()> {
+    (m, n, k): (usize, usize, usize),
+) -> Result<u32> {
     let shape = GemmShape { transpose_b: true, ..GemmShape::new(m, n, k) };
     if let Some((parameter, value, problem)) = hopper_gemm_refusal(shape) {
         return Err(unsupported(parameter, value, problem));
     }
     let tiles = tiles_of(m, n).ok_or_else(|| unsupported("m", m, "at most 2^32 - 1 output tiles"))?;
-    let device = stream.context().device();
-    let arch = device.arch()?;
+    let arch = stream.context().device().arch()?;
     if arch != 90 {
         return Err(unsupported("arch", arch, "the sm_90 GEMM runs on sm_90 (H100, H200) only; call `gemm`, which takes cuBLASLt elsewhere"));
     }
@@ -375,16 +474,182 @@ pub fn hopper_gemm_bf16(
         return Err(unsupported("c", format!("{c_ptr:#x}"), "an address 4-byte aligned (bf16 pairs are stored)"));
     }
     if stream.is_capturing()? {
-        return Err(unsupported("stream", "capturing", "a stream not being captured (the tensor maps are copied per call); `gemm` takes cuBLASLt then"));
+        return Err(unsupported("stream", "capturing", "a stream not being captured (the tensor maps are copied in stream order); `gemm` takes cuBLASLt then"));
     }
-    let (m, n, k) = (m as u64, n as u64, k as u64);
-    let a_map = TensorMap::tiled_view(a, TensorDataType::Bf16, &[k, m], &BOX_A, TensorSwizzle::B128)?.to_device_async(stream)?;
-    let b_map = TensorMap::tiled_view(b, TensorDataType::Bf16, &[k, n], &BOX_B, TensorSwizzle::B128)?.to_device_async(stream)?;
-    gemm_bf16_tn::function(stream.context())?.set_max_dynamic_shared_bytes(SHARED_BYTES)?;
-    let grid = tiles.min(device.multiprocessor_count()?);
+    Ok(tiles)
+}
+
+/// Launches the kernel of `schedule` with maps `a_map` (box [`BOX_A`]) and `b_map` (box
+/// [`BOX_B`], or [`BOX_B_HALF`] for a cluster schedule) of exactly `a` and `b`, after
+/// [`hopper_checks`].
+///
+/// # Safety
+/// The maps are 2-D bf16 maps of exactly `a` (`[k, m]`) and `b` (`[k, n]`), 128-byte swizzle,
+/// with those boxes; `schedule.cluster` only with an even number of M tiles.
+#[allow(clippy::too_many_arguments)]
+unsafe fn launch_hopper(
+    stream: &Stream,
+    schedule: HopperSchedule,
+    tiles: u32,
+    (a_map, b_map): (&DeviceTensorMap<'_>, &DeviceTensorMap<'_>),
+    a: &(impl DeviceRead<bf16> + ?Sized),
+    b: &(impl DeviceRead<bf16> + ?Sized),
+    c: &mut (impl DeviceWrite<bf16> + ?Sized),
+    (m, n, k): (usize, usize, usize),
+) -> Result<()> {
+    let sms = stream.context().device().multiprocessor_count()?;
+    let grid = schedule.grid(tiles, sms);
     let config = LaunchConfig::new(grid, THREADS).with_shared_bytes(SHARED_BYTES);
-    // SAFETY: the maps were built just above as the kernel requires: 2-D bf16 `[k, m]` and
-    // `[k, n]` views of `a` and `b`, boxes `BOX_A` and `BOX_B`, the 128-byte swizzle.
-    unsafe { gemm_bf16_tn::launch(stream, config, &a_map, &b_map, c, m as u32, n as u32, k as u32) }?;
+    let (m, n, k, group) = (m as u32, n as u32, k as u32, schedule.group);
+    if schedule.cluster {
+        gemm_bf16_tn_cluster2::function(stream.context())?.set_max_dynamic_shared_bytes(SHARED_BYTES)?;
+        // SAFETY: the caller's contract (B's map with the half box, an even tile count).
+        unsafe { gemm_bf16_tn_cluster2::launch(stream, config, a_map, b_map, a, b, c, m, n, k, group) }?;
+    } else {
+        gemm_bf16_tn::function(stream.context())?.set_max_dynamic_shared_bytes(SHARED_BYTES)?;
+        // SAFETY: the caller's contract.
+        unsafe { gemm_bf16_tn::launch(stream, config, a_map, b_map, a, b, c, m, n, k, group) }?;
+    }
     Ok(())
+}
+
+/// The schedule that runs: `schedule`, or the plain kernel with the same tile order and grid
+/// when a cluster schedule meets an odd number of M tiles.
+fn runnable(schedule: HopperSchedule, m: usize) -> HopperSchedule {
+    if schedule.cluster && !m.div_ceil(BM as usize).is_multiple_of(2) { HopperSchedule { cluster: false, ..schedule } } else { schedule }
+}
+
+/// Queues the sm_90 bf16 GEMM on `stream`: `c (m x n) = a · bᵀ`, with `a` stored `m x k` and
+/// `b` stored `n x k` (row-major bf16, both K-major: a linear layer's `x · Wᵀ`), f32
+/// accumulation, `c` row-major bf16, with [`hopper_schedule`]'s schedule for the shape. This
+/// form builds its two tensor maps per call (tracked: they borrow `a` and `b`) and copies them
+/// to the device in stream order, about 5 µs of host work;
+/// [`GemmEngine::hopper_gemm_bf16`] (what [`gemm`] runs on its [`GemmPath::Hopper`] path)
+/// reuses them from the engine's cache.
+///
+/// Before anything is queued it checks, naming the operand: the GPU is sm_90 (`arch`), the
+/// shape is one the kernel takes ([`hopper_gemm_refusal`]: any `m`, `n` even, `k` a multiple
+/// of 8), `a` holds `m·k`, `b` `n·k` and `c` `m·n` elements, `a` and `b` start 16-byte
+/// aligned and `c` 4-byte aligned, and the stream is not being captured. The launch declares
+/// reads of `a` and `b` and a write of `c`.
+///
+/// # Errors
+/// [`KernelsError::Unsupported`](crate::KernelsError) or [`KernelsError::Shape`](crate::KernelsError)
+/// for the checks above; the driver's errors.
+pub fn hopper_gemm_bf16(
+    stream: &Stream,
+    a: &(impl DeviceRead<bf16> + ?Sized),
+    b: &(impl DeviceRead<bf16> + ?Sized),
+    c: &mut (impl DeviceWrite<bf16> + ?Sized),
+    m: usize,
+    n: usize,
+    k: usize,
+) -> Result<()> {
+    let tiles = hopper_checks(stream, a, b, c, (m, n, k))?;
+    let schedule = runnable(hopper_schedule(GemmShape { transpose_b: true, ..GemmShape::new(m, n, k) }), m);
+    let b_box = if schedule.cluster { BOX_B_HALF } else { BOX_B };
+    let (mu, nu, ku) = (m as u64, n as u64, k as u64);
+    let a_map = TensorMap::tiled_view(a, TensorDataType::Bf16, &[ku, mu], &BOX_A, TensorSwizzle::B128)?.to_device_async(stream)?;
+    let b_map = TensorMap::tiled_view(b, TensorDataType::Bf16, &[ku, nu], &b_box, TensorSwizzle::B128)?.to_device_async(stream)?;
+    // SAFETY: the maps were built just above as the kernels require: 2-D bf16 `[k, m]` and
+    // `[k, n]` views of exactly `a` and `b` (from their first element), boxes `BOX_A` and the
+    // schedule's B box, the 128-byte swizzle; `runnable` gave a cluster schedule only an even
+    // tile count.
+    unsafe { launch_hopper(stream, schedule, tiles, (&a_map, &b_map), a, b, c, (m, n, k)) }
+}
+
+impl GemmEngine {
+    /// [`hopper_gemm_bf16`] on the engine's stream with its tensor maps from the engine's
+    /// cache: built and uploaded (in stream order) on the first call for an operand's address
+    /// and shape, reused after, so a steady call builds nothing on the host (one lookup in a
+    /// list of at most [`MAP_CACHE_CAPACITY`] maps, least recently used evicted). What
+    /// [`gemm`] runs on its [`GemmPath::Hopper`] path. [`GemmEngine::tensor_maps_built`] counts
+    /// the maps built.
+    ///
+    /// # Why a cached map is sound
+    /// A per-call map (`TensorMap::tiled_view`) borrows its operand, so the borrow checker
+    /// keeps the buffer alive while the map exists. A cached map outlives the call, so it
+    /// cannot borrow; it is an untracked map (`TensorMap::encode_tiled`) of a raw address,
+    /// and the argument is about when it is *read*, which is the only time a map can do harm:
+    /// - A tensor map is 128 bytes that encode an address and a layout (`[k, rows]` bf16, the
+    ///   box, the swizzle) and nothing else. The cache key is exactly that (address, rows, k,
+    ///   box), so two maps with one key are the same bytes.
+    /// - A map is handed to a kernel only by a call whose operand starts at exactly the key's
+    ///   address and holds exactly `rows x k` elements (both checked before the lookup, naming
+    ///   the operand). The launch passes that operand itself beside its map (`a: &[bf16]`,
+    ///   `b: &[bf16]` kernel parameters), so the stream's door declares the read as for any
+    ///   slice argument: the kernel is ordered after earlier writes of that memory on any
+    ///   stream, and the operand's owner (a buffer's drop, a host copy) waits for the kernel.
+    ///   So every byte the copy engine reads through the map belongs, for the whole kernel, to
+    ///   a live operand that this launch borrowed and declared.
+    /// - A map whose buffer has been freed is never read unless a live operand has its address
+    ///   and shape again, and then it is bit for bit the map a fresh call would build for that
+    ///   operand (a reallocated buffer at the same address is just another operand). It never
+    ///   aliases freed memory in a running kernel.
+    /// - The map's own 128 bytes are a device buffer owned by the cache and declared read by
+    ///   every launch that uses them, so evicting it (or dropping the engine) waits for those
+    ///   kernels. The cache belongs to one engine, bound to one stream and its context, so a
+    ///   map of another context's memory never meets it.
+    ///
+    /// The kernels check the rest themselves (launch shape, the lengths of `a`, `b`, `c`
+    /// against `m`, `n`, `k`), so a wrong map can come only from this module.
+    ///
+    /// # Errors
+    /// As for [`hopper_gemm_bf16`].
+    pub fn hopper_gemm_bf16(
+        &self,
+        a: &(impl DeviceRead<bf16> + ?Sized),
+        b: &(impl DeviceRead<bf16> + ?Sized),
+        c: &mut (impl DeviceWrite<bf16> + ?Sized),
+        m: usize,
+        n: usize,
+        k: usize,
+    ) -> Result<()> {
+        let schedule = hopper_schedule(GemmShape { transpose_b: true, ..GemmShape::new(m, n, k) });
+        self.hopper_gemm_bf16_with(schedule, a, b, c, m, n, k)
+    }
+
+    /// [`GemmEngine::hopper_gemm_bf16`] with the schedule `schedule` (a cluster schedule runs
+    /// the plain kernel when the number of 128-row tiles is odd).
+    ///
+    /// # Errors
+    /// As for [`hopper_gemm_bf16`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn hopper_gemm_bf16_with(
+        &self,
+        schedule: HopperSchedule,
+        a: &(impl DeviceRead<bf16> + ?Sized),
+        b: &(impl DeviceRead<bf16> + ?Sized),
+        c: &mut (impl DeviceWrite<bf16> + ?Sized),
+        m: usize,
+        n: usize,
+        k: usize,
+    ) -> Result<()> {
+        let stream = self.stream();
+        let tiles = hopper_checks(stream, a, b, c, (m, n, k))?;
+        let schedule = runnable(schedule, m);
+        let b_rows = if schedule.cluster { BOX_B_HALF[1] } else { BOX_B[1] };
+        let a_key = MapKey { address: a.kernel_arg().ptr, rows: m as u64, k: k as u64, box_rows: BOX_A[1] };
+        let b_key = MapKey { address: b.kernel_arg().ptr, rows: n as u64, k: k as u64, box_rows: b_rows };
+        let mut cache = self.maps.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        cache.get(stream, a_key)?;
+        cache.get(stream, b_key)?;
+        let find = |key: MapKey| cache.entries.iter().find(|(k, _)| *k == key).map(|(_, map)| map).expect("cached above");
+        // SAFETY: the cached maps encode exactly `a` and `b` (the keys are their checked
+        // addresses, `hopper_checks` checked they hold `m x k` and `n x k` elements), 2-D bf16,
+        // boxes `BOX_A` and the schedule's B box, the 128-byte swizzle; the launch passes `a`
+        // and `b` themselves, so it declares the memory the maps read (see the docs above).
+        unsafe { launch_hopper(stream, schedule, tiles, (find(a_key), find(b_key)), a, b, c, (m, n, k)) }
+    }
+
+    /// Tensor maps this engine has built for the sm_90 kernel (cache misses) since it was made:
+    /// a steady sequence of calls on the same operands builds none after the first.
+    pub fn tensor_maps_built(&self) -> u64 {
+        self.maps.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).built
+    }
+
+    /// Tensor maps the engine's cache holds now (at most [`MAP_CACHE_CAPACITY`]).
+    pub fn tensor_maps_cached(&self) -> usize {
+        self.maps.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).entries.len()
+    }
 }

@@ -3,7 +3,9 @@
 //! op(a)ᵀ` with the right transposes and batch strides.
 
 use ferrocuda_kernels::KernelsError;
-use ferrocuda_kernels::gemm::{GemmPath, GemmShape, gemm_path, hopper_gemm_fits, hopper_gemm_ratio, hopper_gemm_refusal, plan};
+use ferrocuda_kernels::gemm::{
+    GemmPath, GemmShape, HOPPER_GEMM_TABLE, HopperSchedule, gemm_path, hopper_gemm_fits, hopper_gemm_ratio, hopper_gemm_refusal, hopper_schedule, plan,
+};
 use half::bf16;
 
 #[test]
@@ -61,4 +63,23 @@ fn gemm_paths_follow_the_shape_and_the_measured_table() {
     }
     assert_eq!(hopper_gemm_ratio(GemmShape { m: 256, n: 256, k: 256, ..linear }), None, "no measurement within a factor of 2");
     assert_eq!(gemm_path(GemmShape { m: 256, n: 256, k: 256, ..linear }, true), GemmPath::CublasLt);
+}
+
+/// Session 13's measured picks (H200, bench/results/s13-gemm): the best schedule per side
+/// (bands of 8 tiles at 2048³, a balanced grid at 4096³, bands of 16 at 8192³; no cluster
+/// schedule: 0.65-0.86x), and every side still on cuBLASLt, whose lowest ratio (steady,
+/// burst, sustained) is below 1 (0.79, 0.925, 0.955).
+#[test]
+fn s13_measured_table_picks_the_best_schedule_and_keeps_cublas_where_it_leads() {
+    let linear = |side: usize| GemmShape { transpose_b: true, ..GemmShape::new(side, side, side) };
+    let schedule = |cluster, group, balanced_grid| HopperSchedule { cluster, group, balanced_grid };
+    assert_eq!(hopper_schedule(linear(2048)), schedule(false, 8, true));
+    assert_eq!(hopper_schedule(linear(4096)), schedule(false, 0, true));
+    assert_eq!(hopper_schedule(linear(8192)), schedule(false, 16, true));
+    assert_eq!(hopper_schedule(linear(7000)), schedule(false, 16, true), "nearest measured side");
+    assert!(HOPPER_GEMM_TABLE.iter().all(|m| !m.schedule.cluster), "no cluster schedule won");
+    for (side, ratio) in [(2048, 0.79), (4096, 0.925), (8192, 0.955)] {
+        assert_eq!(hopper_gemm_ratio(linear(side)), Some(ratio));
+        assert_eq!(gemm_path(linear(side), true), GemmPath::CublasLt, "side {side}");
+    }
 }

@@ -987,6 +987,110 @@ fn hopper_gemm_on_sm_90_matches_f64_and_cublas_at_ragged_shapes() {
     assert!(!tiled(&a.slice(0..64 * 8 - 1)), "a view shorter than the array");
 }
 
+/// The engine's sm_90 path (`GemmEngine::hopper_gemm_bf16_with`: tensor maps cached per
+/// operand address and shape) with every schedule (plain, balanced grid, grouped tile order,
+/// clusters of two sharing B by multicast, and a cluster schedule on an odd number of M tiles,
+/// which runs the plain kernel), C poisoned with NaN, against f64 (every entry of the small
+/// shapes, samples of the large). Then the cache: a second call on the same operands builds
+/// no map; a buffer freed and another allocated (possibly at the same address) with other
+/// values gives that buffer's product (a map is only an address and a layout, and the
+/// launch passes and declares the operand itself); views of one buffer at other offsets get
+/// their own maps; the cache never holds more than `MAP_CACHE_CAPACITY` maps.
+#[test]
+fn hopper_gemm_engine_schedules_and_cached_maps_match_f64() {
+    use ferrocuda_kernels::gemm::{HopperSchedule, MAP_CACHE_CAPACITY};
+    use ferrocuda_kernels_hopper::gemm::{reference_entry, within_bound};
+    let Some((context, stream)) = gpu("hopper_gemm_engine_schedules_and_cached_maps_match_f64") else { return };
+    if context.device().arch().unwrap() != 90 {
+        eprintln!("not sm_90: the engine's sm_90 path refuses (checked by hopper_gemm_on_sm_90_matches_f64_and_cublas_at_ragged_shapes)");
+        return;
+    }
+    let engine = GemmEngine::new(&stream).unwrap();
+    let plain = HopperSchedule::PLAIN;
+    let schedules = [
+        plain,
+        HopperSchedule { balanced_grid: true, ..plain },
+        HopperSchedule { group: 3, balanced_grid: true, ..plain },
+        HopperSchedule { cluster: true, ..plain },
+        HopperSchedule { cluster: true, group: 2, balanced_grid: true },
+    ];
+    let check = |what: &str, a: &[bf16], b: &[bf16], got: &[bf16], (m, n, k): (usize, usize, usize)| {
+        let entries: Vec<(usize, usize)> = if m * n <= 1 << 18 {
+            (0..m).flat_map(|i| (0..n).map(move |j| (i, j))).collect()
+        } else {
+            (0..4096).map(|s: usize| ((s * 7919) % m, (s * 104_729) % n)).collect()
+        };
+        for (i, j) in entries {
+            let reference = reference_entry(a, b, k, i, j);
+            let value = got[i * n + j].to_f32();
+            assert!(within_bound(value, reference), "{what} {m}x{n}x{k}: C[{i}][{j}] = {value}, f64 {}", reference.0);
+        }
+    };
+    // (M tiles even: 512 and 2048 + 256; odd: 300 and 1000.)
+    for (i, &(m, n, k)) in [(512, 768, 128), (300, 258, 72), (2048 + 256, 1536 + 2, 776), (1000, 512, 512)].iter().enumerate() {
+        let (a, _) = input::<bf16>(m * k, 140 + i as u64, 1.0);
+        let (b, _) = input::<bf16>(n * k, 160 + i as u64, 1.0);
+        let (a_, b_) = (up(&context, &a), up(&context, &b));
+        for schedule in schedules {
+            let mut c = up(&context, &vec![bf16::NAN; m * n]);
+            engine.hopper_gemm_bf16_with(schedule, &a_, &b_, &mut c, m, n, k).unwrap();
+            check(&format!("{schedule:?}"), &a, &b, &c.to_vec().unwrap(), (m, n, k));
+        }
+    }
+    // The cache: the same operands again build nothing.
+    let (m, n, k) = (256, 512, 64);
+    let (a, _) = input::<bf16>(m * k, 200, 1.0);
+    let (b, _) = input::<bf16>(n * k, 201, 1.0);
+    let b_ = up(&context, &b);
+    let mut c = up(&context, &vec![bf16::NAN; m * n]);
+    {
+        let a_ = up(&context, &a);
+        engine.hopper_gemm_bf16_with(plain, &a_, &b_, &mut c, m, n, k).unwrap();
+        let built = engine.tensor_maps_built();
+        for _ in 0..3 {
+            engine.hopper_gemm_bf16_with(plain, &a_, &b_, &mut c, m, n, k).unwrap();
+        }
+        assert_eq!(engine.tensor_maps_built(), built, "steady calls on the same operands built maps");
+        check("cached", &a, &b, &c.to_vec().unwrap(), (m, n, k));
+    }
+    // `a_` is dropped; new buffers (the allocator may hand out the same address) with other
+    // values: each call's result is its own operands' product.
+    for round in 0..4u64 {
+        let (a2, _) = input::<bf16>(m * k, 300 + round, 1.0);
+        let a2_ = up(&context, &a2);
+        let mut c2 = up(&context, &vec![bf16::NAN; m * n]);
+        engine.hopper_gemm_bf16_with(plain, &a2_, &b_, &mut c2, m, n, k).unwrap();
+        check(&format!("a reallocated (round {round})"), &a2, &b, &c2.to_vec().unwrap(), (m, n, k));
+    }
+    // Views at other offsets of one buffer: other addresses, other maps, the right rows.
+    let (big, _) = input::<bf16>(2 * m * k, 400, 1.0);
+    let big_ = up(&context, &big);
+    for half in 0..2 {
+        let view = big_.slice(half * m * k..(half + 1) * m * k);
+        let mut c3 = up(&context, &vec![bf16::NAN; m * n]);
+        engine.hopper_gemm_bf16_with(plain, &view, &b_, &mut c3, m, n, k).unwrap();
+        check(&format!("view {half}"), &big[half * m * k..(half + 1) * m * k], &b, &c3.to_vec().unwrap(), (m, n, k));
+    }
+    // Many distinct operands: the cache stays bounded and every result is right.
+    let mut keep = Vec::new();
+    for round in 0..MAP_CACHE_CAPACITY as u64 {
+        let (x, _) = input::<bf16>(64 * 64, 500 + round, 1.0);
+        keep.push((x.clone(), up(&context, &x)));
+    }
+    for (x, x_) in &keep {
+        let mut c4 = up(&context, &vec![bf16::NAN; 64 * 64]);
+        engine.hopper_gemm_bf16_with(plain, x_, x_, &mut c4, 64, 64, 64).unwrap();
+        check("many operands", x, x, &c4.to_vec().unwrap(), (64, 64, 64));
+        assert!(engine.tensor_maps_cached() <= MAP_CACHE_CAPACITY);
+    }
+    // `gemm` on the sm_90 path goes through the engine's cache too (when the table picks it);
+    // the per-call form builds its own maps and matches.
+    let a_ = up(&context, &a);
+    let mut c5 = up(&context, &vec![bf16::NAN; m * n]);
+    gemm::hopper_gemm_bf16(&stream, &a_, &b_, &mut c5, m, n, k).unwrap();
+    check("per-call maps", &a, &b, &c5.to_vec().unwrap(), (m, n, k));
+}
+
 /// `gemm::gemm` on bf16 `x · Wᵀ` shapes: whichever path the table picks (the sm_90 kernel
 /// where it measured a win, cuBLASLt elsewhere), the result matches f64 on samples.
 #[test]

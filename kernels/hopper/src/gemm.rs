@@ -11,22 +11,32 @@
 //!   the previous step's, release the previous stage (one arrival per warp), and after the last
 //!   K step convert the 128 f32 accumulators per thread to bf16 and store them.
 //!
+//! Two schedules share that body (`gemm_body`): [`gemm_bf16_tn()`] (one block per tile) and
+//! [`gemm_bf16_tn_cluster2()`] (clusters of two blocks on vertically adjacent tiles, B loaded
+//! half by each and multicast to both). Both walk their tiles in bands of `group` M-tiles
+//! ([`grouped_unit`]), so the blocks running at once share A and B panels in L2; the host picks
+//! the schedule, the band and the grid per shape (`ferrocuda_kernels::gemm`).
+//!
 //! Edges: the tensor maps describe A and B exactly, so the copy engine fills the parts of a
 //! box past M, N or K with zeros (and still counts their bytes); the last K step adds zeros,
 //! and the stores of a tile that crosses M or N are guarded. So any `M, N >= 1` and any
 //! `K >= 1` with `K % 8 == 0` (TMA's 16-byte row stride) and `N` even (bf16 pairs are stored)
-//! work; `ferrocuda_kernels::gemm` checks them, builds the maps and picks the kernel.
+//! work (the cluster schedule also needs an even number of M tiles);
+//! `ferrocuda_kernels::gemm` checks them, builds (or reuses) the maps and picks the kernel.
 //!
-//! The kernel is a `#[kernel]`: its launcher takes the maps as `DeviceTensorMap`s (whose
-//! launches declare the memory behind them) and `C` as a device buffer. The kernel checks its
-//! launch (block, grid, shared memory) and that `C` holds `M·N` elements before touching
-//! anything, and returns without writing otherwise. What it cannot check is the maps' layout:
-//! 2-D bf16, `[K, M]` and `[K, N]`, boxes [`BOX_A`] and [`BOX_B`], 128-byte swizzle (a map
-//! with another box would make the copy engine write a stage of another size, past the stage's
-//! shared memory). So the kernel is `unsafe` and so is its launcher (a safe launcher taking
-//! any `DeviceTensorMap` would let safe code corrupt shared memory);
+//! The kernels are `#[kernel]`s: their launchers take the maps as `DeviceTensorMap`s and `A`,
+//! `B` as device slices beside them (so each launch declares its reads of the operands even
+//! when the maps are cached copies that borrow nothing) and `C` as a device buffer. A kernel
+//! checks its launch (block, grid, shared memory), the lengths of `A`, `B` and `C` against the
+//! shape before touching anything, and returns without writing otherwise. What it cannot
+//! check is the maps: 2-D bf16 maps of exactly `A` (`[K, M]`) and `B` (`[K, N]`), boxes
+//! [`BOX_A`] and [`BOX_B`] (or [`BOX_B_HALF`]), 128-byte swizzle (a map with another box would
+//! make the copy engine write a stage of another size, past the stage's shared memory). So
+//! the kernels are `unsafe` and so are their launchers (a safe launcher taking any
+//! `DeviceTensorMap` would let safe code corrupt shared memory);
 //! `ferrocuda_kernels::gemm::hopper_gemm_bf16` builds exactly those maps and is safe.
 
+use ferrocuda_device::cluster;
 use ferrocuda_device::global::UncheckedSlice;
 use ferrocuda_device::half::{bf16, pack_bf16x2};
 use ferrocuda_device::kernel;
@@ -54,6 +64,8 @@ pub const THREADS: u32 = 384;
 pub const BOX_A: [u32; 2] = [BK, BM];
 /// TMA box of B's map: 64 K elements x 256 rows.
 pub const BOX_B: [u32; 2] = [BK, BN];
+/// TMA box of B's map for [`gemm_bf16_tn_cluster2()`]: each block of a pair loads half the tile.
+pub const BOX_B_HALF: [u32; 2] = [BK, BN / 2];
 const A_TILE: u32 = BM * BK * 2;
 const B_TILE: u32 = BN * BK * 2;
 const STAGE: u32 = A_TILE + B_TILE;
@@ -69,44 +81,129 @@ pub const fn tiles(m: u32, n: u32) -> u32 {
 /// The ring of K-step stages (A and B tiles) between the producer and the consumers.
 type Stages = Ring<STAGES>;
 
+/// The output tile `(tm, tn)` of the `unit`-th work unit in the grouped order: the units of an
+/// `units_m x units_n` grid are walked in bands of `group` rows (M), column by column inside a
+/// band (M fastest), so the blocks working at the same time share a few A row bands and B
+/// column bands in L2. `group >= units_m` is plain column-major order (M fastest); the last
+/// band may be shorter. A bijection from `0..units_m * units_n` onto the units for any
+/// `group >= 1` (`group == 0` is taken as 1).
+pub const fn grouped_unit(unit: u32, units_m: u32, units_n: u32, group: u32) -> (u32, u32) {
+    let group = if group == 0 {
+        1
+    } else if group > units_m {
+        units_m
+    } else {
+        group
+    };
+    let band = unit / (group * units_n);
+    let first = band * group;
+    let rows = if units_m - first < group { units_m - first } else { group };
+    let within = unit - band * group * units_n;
+    (first + within % rows, within / rows)
+}
+
 /// The GEMM (see the module docs): `c` (`m x n` bf16, row-major) `= a · bᵀ` with `a_map`
-/// describing A (`m x k`) and `b_map` B (`n x k`). Launch: 384 threads, a 1-D grid of at most
+/// describing `a` (`m x k`) and `b_map` describing `b` (`n x k`); tiles walked in bands of
+/// `group` M-tiles ([`grouped_unit`]). Launch: [`THREADS`] threads, a 1-D grid of at most
 /// [`tiles`]`(m, n)` blocks (one per SM is best), [`SHARED_BYTES`] of dynamic shared memory.
+/// `a` and `b` are passed beside their maps so that each launch declares its reads of them
+/// (the maps themselves may be cached copies that borrow nothing).
 ///
 /// # Safety
-/// `a_map` and `b_map` must be 2-D bf16 maps of `[k, m]` and `[k, n]` elements with boxes
-/// [`BOX_A`] and [`BOX_B`] and the 128-byte swizzle (what `ferrocuda_kernels::gemm` builds):
-/// the copy engine writes a box of the map's size into each stage, so another box would
-/// overrun the stage's shared memory (the kernel cannot read the box from the opaque map).
-/// Everything else (the launch, `c`'s length and alignment, the shape) the kernel checks.
+/// `a_map` and `b_map` must be 2-D bf16 maps of exactly `a` (`[k, m]` elements from `a`'s
+/// first) and `b` (`[k, n]`) with boxes [`BOX_A`] and [`BOX_B`] and the 128-byte swizzle (what
+/// `ferrocuda_kernels::gemm` builds): the copy engine writes a box of the map's size into each
+/// stage, so another box would overrun the stage's shared memory, and a map of other memory
+/// would read memory this launch did not declare (the kernel cannot read the opaque map).
+/// Everything else (the launch, the lengths of `a`, `b` and `c`, the shape) the kernel checks.
 #[kernel(launch_bounds(384, 1))]
-pub unsafe fn gemm_bf16_tn(a_map: &TensorMap, b_map: &TensorMap, mut c: UncheckedSlice<bf16>, m: u32, n: u32, k: u32) {
-    // The launch and `c` as the stores below need them; the same in every thread, so either
-    // every thread returns here or none does (before the first barrier).
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn gemm_bf16_tn(a_map: &TensorMap, b_map: &TensorMap, a: &[bf16], b: &[bf16], c: UncheckedSlice<bf16>, m: u32, n: u32, k: u32, group: u32) {
+    // SAFETY: the kernel's contract, forwarded.
+    unsafe { gemm_body::<1>(a_map, b_map, a, b, c, m, n, k, group) }
+}
+
+/// [`gemm_bf16_tn()`] in clusters of two blocks along x that compute vertically adjacent tiles
+/// `(2p, n)` and `(2p + 1, n)` and share B: each block loads its own A tile and half of the B
+/// tile (128 rows), multicast into both blocks' shared memory, so each block reads 32 instead
+/// of 48 KiB per K step from L2. Each stage's "empty" barrier counts the consumer warps of
+/// both blocks (16): a stage is refilled only when both have read it, since the peer's copy
+/// writes into it. Units of work are tile pairs, walked in bands of `group` pairs. Needs an
+/// even number of M tiles (`m.div_ceil(BM)` even) and an even grid; returns without writing
+/// otherwise.
+///
+/// # Safety
+/// As for [`gemm_bf16_tn()`], except that `b_map`'s box is [`BOX_B_HALF`].
+#[kernel(launch_bounds(384, 1), cluster_dims(2))]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn gemm_bf16_tn_cluster2(a_map: &TensorMap, b_map: &TensorMap, a: &[bf16], b: &[bf16], c: UncheckedSlice<bf16>, m: u32, n: u32, k: u32, group: u32) {
+    // SAFETY: the kernel's contract, forwarded.
+    unsafe { gemm_body::<2>(a_map, b_map, a, b, c, m, n, k, group) }
+}
+
+/// The body of both kernels; `CLUSTER` blocks (1 or 2) share each B tile.
+///
+/// # Safety
+/// As for [`gemm_bf16_tn()`] (`CLUSTER == 1`) or [`gemm_bf16_tn_cluster2()`] (`CLUSTER == 2`, run
+/// in clusters of 2).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_body<const CLUSTER: u32>(
+    a_map: &TensorMap,
+    b_map: &TensorMap,
+    a: &[bf16],
+    b: &[bf16],
+    mut c: UncheckedSlice<bf16>,
+    m: u32,
+    n: u32,
+    k: u32,
+    group: u32,
+) {
+    // The launch, the operands and the shape as the loads and stores below need them; the
+    // same in every thread of the grid, so either every thread returns here or none does
+    // (before the first barrier).
     let launch_ok = block_dim_x() == THREADS
         && block_dim_y() == 1
         && block_dim_z() == 1
         && grid_dim_y() == 1
         && grid_dim_z() == 1
+        && grid_dim_x().is_multiple_of(CLUSTER)
         && dynamic_shared::<u32>().len() >= (SHARED_BYTES / 4) as usize;
-    let c_ok = n.is_multiple_of(2) && (c.as_mut_ptr() as usize).is_multiple_of(4) && (m as u64) * (n as u64) <= c.len() as u64;
-    if !launch_ok || !c_ok || k == 0 {
+    let (mk, nk, mn) = (m as u64 * k as u64, n as u64 * k as u64, m as u64 * n as u64);
+    let operands_ok = a.len() as u64 == mk && b.len() as u64 == nk && mn <= c.len() as u64;
+    let c_ok = n.is_multiple_of(2) && (c.as_mut_ptr() as usize).is_multiple_of(4);
+    let tiles_m = m.div_ceil(BM);
+    if !launch_ok || !operands_ok || !c_ok || k == 0 || !tiles_m.is_multiple_of(CLUSTER) {
         return;
     }
     let (a_map, b_map) = (a_map as *const TensorMap, b_map as *const TensorMap);
     let tid = thread_idx_x();
+    let rank = if CLUSTER > 1 { cluster::block_rank() } else { 0 };
     let base = (dynamic_shared_address() + 1023) & !1023;
     // SAFETY: the ring's barriers follow the stages, inside the dynamic shared memory (at
-    // least `SHARED_BYTES`, checked above), used only by the ring.
+    // least `SHARED_BYTES`, checked above), used only by the ring (at the same offset in both
+    // blocks of a cluster).
     let ring = unsafe { Stages::at(base + STAGES * STAGE) };
     if tid == 0 {
-        // One release per consumer warp.
-        ring.init(8);
+        // One release per consumer warp of every block that writes into this block's stages.
+        ring.init(8 * CLUSTER);
         fence_init();
     }
-    sync_threads();
-    let tiles = tiles(m, n);
-    let tiles_m = m.div_ceil(BM);
+    if CLUSTER > 1 {
+        // Both blocks' barriers exist before either block copies into or arrives on the other.
+        cluster::sync();
+    } else {
+        sync_threads();
+    }
+    // Work units: tiles, or vertical tile pairs in a cluster; each block of a cluster takes
+    // its rank's tile of the unit.
+    let (units_m, units_n) = (tiles_m / CLUSTER, n.div_ceil(BN));
+    let units = units_m * units_n;
+    let (first, stride) = (block_idx_x() / CLUSTER, grid_dim_x() / CLUSTER);
+    let tile_of = |unit: u32| {
+        let (um, tn) = grouped_unit(unit, units_m, units_n, group);
+        (um * CLUSTER + rank, tn)
+    };
     let k_steps = k.div_ceil(BK);
     if tid / 128 == 0 {
         // SAFETY: the whole warpgroup executes it; the producer needs few registers.
@@ -119,24 +216,32 @@ pub unsafe fn gemm_bf16_tn(a_map: &TensorMap, b_map: &TensorMap, mut c: Unchecke
                 TensorMap::acquire(b_map);
             }
             let mut step = 0u32;
-            let mut tile = block_idx_x();
-            while tile < tiles {
-                let (tm, tn) = (tile % tiles_m, tile / tiles_m);
+            let mut unit = first;
+            while unit < units {
+                let (tm, tn) = tile_of(unit);
                 for kb in 0..k_steps {
+                    // Empty here, and (in a cluster) in the peer, whose consumers also count.
                     let full = ring.produce(step, STAGE);
                     let dst = base + Stages::slot(step) * STAGE;
+                    let (x, b_row) = ((kb * BK) as i32, tn * BN + rank * (BN / CLUSTER));
                     // SAFETY: the maps as above, acquired by this thread, with the boxes and
-                    // swizzle of the module docs (`BOX_A`, `BOX_B`: exactly `A_TILE` and
-                    // `B_TILE` bytes, which `produce` announced); the stage is empty (`produce`
-                    // waited for its release) and 1024-aligned; coordinates past the arrays
-                    // are filled with zeros by the copy engine.
+                    // swizzle of the kernel's contract (A: `A_TILE` bytes; B: `B_TILE /
+                    // CLUSTER` bytes to each of the `CLUSTER` blocks, so every block receives
+                    // `STAGE` bytes, which `produce` announced); the stage is empty in every
+                    // destination block (`produce` waited for all their consumers' releases)
+                    // and 1024-aligned; coordinates past the arrays are filled with zeros.
                     unsafe {
-                        TensorMap::load_2d(a_map, dst, full, (kb * BK) as i32, (tm * BM) as i32);
-                        TensorMap::load_2d(b_map, dst + A_TILE, full, (kb * BK) as i32, (tn * BN) as i32);
+                        TensorMap::load_2d(a_map, dst, full, x, (tm * BM) as i32);
+                        let b_dst = dst + A_TILE + rank * (B_TILE / CLUSTER);
+                        if CLUSTER > 1 {
+                            TensorMap::load_2d_multicast(b_map, b_dst, full, x, b_row as i32, 0b11);
+                        } else {
+                            TensorMap::load_2d(b_map, b_dst, full, x, b_row as i32);
+                        }
                     }
                     step += 1;
                 }
-                tile += grid_dim_x();
+                unit += stride;
             }
         }
     } else {
@@ -145,10 +250,18 @@ pub unsafe fn gemm_bf16_tn(a_map: &TensorMap, b_map: &TensorMap, mut c: Unchecke
         let consumer = tid / 128 - 1;
         let lane = tid % 32;
         let warp = (tid % 128) / 32;
+        let release = |step: u32| {
+            ring.release(step);
+            if CLUSTER > 1 {
+                // SAFETY: the peer is running: it cannot pass the final cluster barrier before
+                // this block reaches it; its barrier sits at the same offset.
+                unsafe { ring.empty(Stages::slot(step)).arrive_cluster(rank ^ 1) };
+            }
+        };
         let mut step = 0u32;
-        let mut tile = block_idx_x();
-        while tile < tiles {
-            let (tm, tn) = (tile % tiles_m, tile / tiles_m);
+        let mut unit = first;
+        while unit < units {
+            let (tm, tn) = tile_of(unit);
             // Not `[0.0f32; 128]`: rustc lowers that repeat expression to a store loop with a
             // run-time index, which keeps the array in local memory (docs/performance.md).
             // SAFETY: all-zero bits are 0.0 for every element.
@@ -165,7 +278,7 @@ pub unsafe fn gemm_bf16_tn(a_map: &TensorMap, b_map: &TensorMap, mut c: Unchecke
                 unsafe { wgmma::wait::<1>() };
                 fence_accumulators_128(&mut acc);
                 if lane == 0 && kb > 0 {
-                    ring.release(step - 1);
+                    release(step - 1);
                 }
                 step += 1;
             }
@@ -173,14 +286,18 @@ pub unsafe fn gemm_bf16_tn(a_map: &TensorMap, b_map: &TensorMap, mut c: Unchecke
             unsafe { wgmma::wait::<0>() };
             fence_accumulators_128(&mut acc);
             if lane == 0 {
-                ring.release(step - 1);
+                release(step - 1);
             }
             let row = tm * BM + consumer * 64 + warp * 16 + lane / 4;
             let col0 = tn * BN + 2 * (lane % 4);
             let whole = tm * BM + BM <= m && tn * BN + BN <= n;
             store_fragment(&mut c, &acc, row, col0, m, n, whole);
-            tile += grid_dim_x();
+            unit += stride;
         }
+    }
+    if CLUSTER > 1 {
+        // No block exits while its peer may still copy into it or arrive on its barriers.
+        cluster::sync();
     }
 }
 
@@ -221,8 +338,10 @@ fn store_fragment(c: &mut UncheckedSlice<bf16>, acc: &[f32; 128], row: u32, col0
             // `m · n` elements from a 4-byte-aligned start (all checked at the kernel's entry),
             // so the pair is in bounds and aligned. No other thread writes it: within a block
             // the fragment layout gives each (warpgroup, warp, lane) its own rows and columns,
-            // and a block's tiles (`block_idx_x() + j · grid_dim_x()` of a 1-D grid, checked at
-            // entry) are its own. Nothing reads C.
+            // and a block's tiles are its own: its units `block_idx_x() / CLUSTER + j ·
+            // grid_dim_x() / CLUSTER` of a 1-D grid (checked at entry) go through a bijection
+            // (`grouped_unit`) and the block's cluster rank picks its tile of the unit. Nothing
+            // reads C.
             unsafe { *pairs.add(index) = pack_bf16x2(low, high) };
         }
     };

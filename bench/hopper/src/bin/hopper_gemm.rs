@@ -4,11 +4,14 @@
 //! one run, plus the tensor-map round-trip test, the TMA loads and stores of ranks 1, 3, 4 and
 //! 5, the swizzled 2-D TMA store and the data-movement probes.
 //!
-//! Ours runs two ways, both safe calls of the library: `library` is
+//! Ours runs as safe calls of the library: `library` is
 //! `ferrocuda_kernels::gemm::hopper_gemm_bf16` as a program calls it (checks, two tensor maps
-//! built and copied to the device in stream order per call, the launch); `kernel` is the
-//! kernel's typed launcher (`gemm_bf16_tn::launch`) with the maps built once, so the
-//! difference is the per-call cost of the maps.
+//! built and copied to the device in stream order per call, the launch, the table's
+//! schedule); every other name is `GemmEngine::hopper_gemm_bf16_with` (the engine's cached
+//! maps, what `gemm` runs) with one schedule of `SCHEDULES` (plain, balanced grid, tiles in
+//! bands along M, clusters of two sharing B by multicast). Burst (20 launches after 1 s idle)
+//! and sustained (400 per event pair) windows carry the SM clock and power that `nvidia-smi`
+//! sampled during them.
 //!
 //! ```text
 //! hopper-gemm [--sizes 4096,8192] [--runs 20] [--json FILE] [--twin-cubin FILE]
@@ -32,16 +35,29 @@ use ferrocuda_device::half::bf16;
 use ferrocuda_host::{
     Context, Cublas, DeviceBuffer, Event, Function, Gemm, JitOptions, MatrixLayout, Module, Stream, TensorDataType, TensorMap, TensorSwizzle, sys,
 };
-use ferrocuda_kernels::gemm::hopper_gemm_bf16;
-use ferrocuda_kernels_hopper::gemm::{BK, BM, BN, BOX_A, BOX_B, SHARED_BYTES, THREADS, gemm_bf16_tn};
+use ferrocuda_kernels::gemm::{GemmEngine, HopperSchedule, hopper_gemm_bf16};
+use ferrocuda_kernels_hopper::gemm::{BK, BM, BN, SHARED_BYTES, THREADS, gemm_bf16_tn, gemm_bf16_tn_cluster2};
 use hopper_kernels::tma_probes::COPY_TILE;
 
 type Res<T> = Result<T, String>;
 
 /// The CUDA C++ twin of `gemm_bf16_tn`: the same tiles, pipeline and instructions.
 const TWIN_SOURCE: &str = include_str!("../../cuda/gemm_bf16_tn.cu");
-/// Its kernel, with `gemm_bf16_tn`'s parameters.
+/// Its kernel, with `gemm_bf16_tn`'s former parameters (maps, C, m, n, k).
 const TWIN_KERNEL: &str = "gemm_bf16_tn_cpp";
+
+/// The sm_90 schedules timed through `GemmEngine::hopper_gemm_bf16_with` (cached maps): `bal`
+/// a balanced grid (as few blocks as keep the waves), `gN` tiles in bands of N along M (tile
+/// pairs for `cl2`), `cl2` clusters of two blocks sharing B by multicast.
+const SCHEDULES: &[(&str, HopperSchedule)] = &[
+    ("plain", HopperSchedule::PLAIN),
+    ("bal", HopperSchedule { cluster: false, group: 0, balanced_grid: true }),
+    ("g8-bal", HopperSchedule { cluster: false, group: 8, balanced_grid: true }),
+    ("g16-bal", HopperSchedule { cluster: false, group: 16, balanced_grid: true }),
+    ("cl2-bal", HopperSchedule { cluster: true, group: 0, balanced_grid: true }),
+    ("cl2-g4-bal", HopperSchedule { cluster: true, group: 4, balanced_grid: true }),
+    ("cl2-g8-bal", HopperSchedule { cluster: true, group: 8, balanced_grid: true }),
+];
 
 /// Progress on stderr with the time since start: on the first GPU runs (2026-11-23, H100 and
 /// H200) the program stopped printing after loading the module and was killed after 200 s, so
@@ -488,6 +504,7 @@ fn run_size(
     runs: usize,
     sm_count: u32,
     paths: &MapPaths,
+    sampler: &Sampler,
 ) -> Res<SizeResult> {
     let (m, n, k) = (side, side, side);
     if k % 8 != 0 {
@@ -505,27 +522,27 @@ fn run_size(
     let tiles = m.div_ceil(BM) * n.div_ceil(BN);
     let grid = tiles.min(sm_count);
     let flop = 2.0 * m as f64 * n as f64 * k as f64;
-    // The `kernel` variant's maps, built once (tracked: each launch declares reads of A and B).
-    let a_map = TensorMap::tiled(&a, TensorDataType::Bf16, &[k as u64, m as u64], &BOX_A, TensorSwizzle::B128)
-        .map_err(err("A map"))?
-        .to_device(context)
-        .map_err(err("A map upload"))?;
-    let b_map = TensorMap::tiled(&b, TensorDataType::Bf16, &[k as u64, n as u64], &BOX_B, TensorSwizzle::B128)
-        .map_err(err("B map"))?
-        .to_device(context)
-        .map_err(err("B map upload"))?;
     if !paths.global {
         return Err("tensor maps in global memory do not work here (see the diag lines): the GEMM cannot run".into());
     }
-    let mut kernels = vec!["library", "kernel"];
-    let function = gemm_bf16_tn::function(context).map_err(err("gemm_bf16_tn"))?;
-    function.set_max_dynamic_shared_bytes(SHARED_BYTES).map_err(err("smem attribute"))?;
+    // `library`: the per-call form (maps built and copied per call, the table's schedule);
+    // every other name: the engine's cached maps with that schedule.
+    let mut kernels: Vec<&str> = vec!["library"];
+    kernels.extend(SCHEDULES.iter().map(|(name, _)| *name));
+    let engine = GemmEngine::new(stream).map_err(err("GemmEngine"))?;
     if side == sizes_first {
-        let attributes = function.attributes().map_err(err("attributes"))?;
-        lines.push(format!(
-            "gemm_bf16_tn (library kernel): {} registers at entry (setmaxnreg 24/240 at run time), {} B local, {} B dynamic smem, {THREADS} threads, grid {grid}",
-            attributes.registers, attributes.local_bytes, SHARED_BYTES
-        ));
+        for (name, function) in [("gemm_bf16_tn", gemm_bf16_tn::function(context)), ("gemm_bf16_tn_cluster2", gemm_bf16_tn_cluster2::function(context))] {
+            let function = function.map_err(err(name))?;
+            function.set_max_dynamic_shared_bytes(SHARED_BYTES).map_err(err("smem attribute"))?;
+            let attributes = function.attributes().map_err(err("attributes"))?;
+            lines.push(format!(
+                "{name} (library kernel): {} registers at entry (setmaxnreg 24/240 at run time), {} B local, {} B dynamic smem, {THREADS} threads; grids: {}",
+                attributes.registers,
+                attributes.local_bytes,
+                SHARED_BYTES,
+                SCHEDULES.iter().map(|(n, s)| format!("{n} {}", s.grid(tiles, sm_count))).collect::<Vec<_>>().join(", ")
+            ));
+        }
     }
     // The CUDA C++ twin: raw maps in global memory (its parameters: A map, B map, C, m, n, k);
     // it needs whole tiles.
@@ -557,13 +574,13 @@ fn run_size(
         kernels.push(TWIN_KERNEL);
         twin_function = Some(function);
     }
-    let config = ferrocuda_host::LaunchConfig::new(grid, THREADS).with_shared_bytes(SHARED_BYTES);
     let ours = |name: &str, c: &mut DeviceBuffer<bf16>| -> Res<()> {
         match name {
             "library" => hopper_gemm_bf16(stream, &a, &b, c, m as usize, n as usize, k as usize).map_err(err("hopper_gemm_bf16")),
-            // SAFETY: `a_map` and `b_map` were built above as the kernel requires (2-D bf16
-            // `[k, m]` / `[k, n]`, boxes `BOX_A` / `BOX_B`, 128-byte swizzle).
-            "kernel" => unsafe { gemm_bf16_tn::launch(stream, config, &a_map, &b_map, c, m, n, k) }.map_err(err("gemm_bf16_tn::launch")),
+            name if name != TWIN_KERNEL => {
+                let schedule = SCHEDULES.iter().find(|(n, _)| *n == name).expect("a listed schedule").1;
+                engine.hopper_gemm_bf16_with(schedule, &a, &b, c, m as usize, n as usize, k as usize).map_err(err("GemmEngine::hopper_gemm_bf16_with"))
+            }
             _ => {
                 let (Some(function), Some(a_raw), Some(b_raw)) = (&twin_function, &twin_a, &twin_b) else { unreachable!("the twin runs on whole tiles") };
                 let (mut pa, mut pb, mut pc, mut pm, mut pn, mut pk) = (a_raw.device_ptr(), b_raw.device_ptr(), c.device_ptr(), m, n, k);
@@ -675,9 +692,9 @@ fn run_size(
         json += &format!(", \"{name}_ms\": {:.4}, \"{name}_tflops\": {tflops:.1}", medians[i]);
     }
     let position = |name: &str| kernels.iter().position(|k| *k == name);
-    if let (Some(rust), Some(cpp)) = (position("kernel"), position(TWIN_KERNEL)) {
+    if let (Some(rust), Some(cpp)) = (position("plain"), position(TWIN_KERNEL)) {
         let ratio = medians[cpp] / medians[rust];
-        lines.push(format!("{side}^3 Rust gemm_bf16_tn (kernel) / CUDA C++ {TWIN_KERNEL}: {ratio:.3}x (the C++ time over the Rust time; > 1: Rust faster)"));
+        lines.push(format!("{side}^3 Rust gemm_bf16_tn (plain) / CUDA C++ {TWIN_KERNEL}: {ratio:.3}x (the C++ time over the Rust time; > 1: Rust faster)"));
         json += &format!(", \"rust_over_cpp\": {ratio:.4}");
     }
 
@@ -726,8 +743,10 @@ fn run_size(
 
     // Burst and sustained (issue 31): published GEMM figures are bursts after an idle GPU
     // (fast.cu's harness: 20 back-to-back launches after 1 s idle), a training run is
-    // sustained (here 400 back-to-back launches per event pair, after the burst). The SM clock
-    // and power are read by `nvidia-smi` right after each window, beside its figure.
+    // sustained (400 back-to-back launches per event pair, after the burst). The SM clock and
+    // power come from `nvidia-smi` sampling every 50 ms during the whole run (`Sampler`): the
+    // median of the samples inside each window (or the first after its start, for windows
+    // shorter than a sample), beside its figure.
     for (i, name) in kernels.iter().copied().chain(["cuBLAS"]).enumerate() {
         if name == TWIN_KERNEL {
             continue;
@@ -737,6 +756,7 @@ fn run_size(
             if mode == "burst" {
                 std::thread::sleep(std::time::Duration::from_secs(1));
             }
+            let from = std::time::Instant::now();
             start.record(stream).map_err(err("record"))?;
             for _ in 0..launches {
                 if i < ours_count {
@@ -747,22 +767,116 @@ fn run_size(
             }
             end.record(stream).map_err(err("record"))?;
             end.synchronize().map_err(err("kernel"))?;
+            let to = std::time::Instant::now();
             let ms = start.elapsed_ms(&end).map_err(err("elapsed"))? as f64 / launches as f64;
-            let clocks = gpu_clock_and_power();
+            let (clocks, clock_json) = sampler.window(from, to);
             let tflops = flop / (ms * 1e-3) / 1e12;
-            lines.push(format!("{side}^3 {mode} ({launches} launches) {name}: {ms:.4} ms, {tflops:.1} TFLOP/s; after it: {clocks}"));
-            json += &format!(", \"{name}_{mode}_tflops\": {tflops:.1}");
+            lines.push(format!("{side}^3 {mode} ({launches} launches) {name}: {ms:.4} ms, {tflops:.1} TFLOP/s; during it: {clocks}"));
+            json += &format!(", \"{name}_{mode}_tflops\": {tflops:.1}, \"{name}_{mode}_clock\": {clock_json}");
         }
+    }
+    if let Some(maps) = Some(engine.tensor_maps_built()) {
+        lines.push(format!(
+            "{side}^3 GemmEngine: {maps} tensor maps built for all the engine's calls at this size (cached after the first call per schedule's boxes)"
+        ));
     }
     json += "}";
     Ok(SizeResult { lines, json, ok })
 }
 
-/// The SM clock, power and temperature `nvidia-smi` reports now (one line), or why not.
-fn gpu_clock_and_power() -> String {
-    match std::process::Command::new("nvidia-smi").args(["--query-gpu=clocks.sm,power.draw,temperature.gpu", "--format=csv,noheader", "-i", "0"]).output() {
-        Ok(out) => format!("SM clock, power, temperature = {}", String::from_utf8_lossy(&out.stdout).trim()),
-        Err(why) => format!("nvidia-smi unavailable: {why}"),
+/// `nvidia-smi` sampling the SM clock and power of GPU 0 every 50 ms in the background for the
+/// whole run (`--query-gpu=clocks.sm,power.draw.instant -lms 50`), each sample stamped on
+/// arrival.
+struct Sampler {
+    child: Option<std::process::Child>,
+    samples: std::sync::Arc<std::sync::Mutex<Vec<(std::time::Instant, f64, f64)>>>,
+}
+
+impl Sampler {
+    /// Starts `nvidia-smi` (a sampler without samples when it cannot start). Power is
+    /// `power.draw.instant`: on recent drivers `power.draw` is a one-second average, which
+    /// blurs windows shorter than a second with the idle time before them (session 13's run
+    /// read 150-330 W that way); drivers without the field fall back to `power.draw`.
+    fn start() -> Sampler {
+        use std::io::BufRead;
+        let samples = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let parse = |line: &str| {
+            let mut fields = line.split(',').map(|f| f.trim().parse::<f64>());
+            match (fields.next(), fields.next()) {
+                (Some(Ok(clock)), Some(Ok(power))) => Some((clock, power)),
+                _ => None,
+            }
+        };
+        for field in ["power.draw.instant", "power.draw"] {
+            let query = format!("--query-gpu=clocks.sm,{field}");
+            let child = std::process::Command::new("nvidia-smi")
+                .args([query.as_str(), "--format=csv,noheader,nounits", "-lms", "50", "-i", "0"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null())
+                .spawn();
+            let mut child = match child {
+                Ok(child) => child,
+                Err(why) => {
+                    println!("nvidia-smi sampler unavailable: {why}");
+                    return Sampler { child: None, samples };
+                }
+            };
+            let mut lines = std::io::BufReader::new(child.stdout.take().expect("piped")).lines();
+            // The first line tells whether this field is known.
+            let Some(first) = lines.next().and_then(Result::ok).and_then(|line| parse(&line)) else {
+                let _ = child.kill();
+                let _ = child.wait();
+                continue;
+            };
+            println!("nvidia-smi sampler: clocks.sm and {field} every 50 ms");
+            samples.lock().unwrap().push((std::time::Instant::now(), first.0, first.1));
+            let sink = samples.clone();
+            std::thread::spawn(move || {
+                for (clock, power) in lines.map_while(Result::ok).filter_map(|line| parse(&line)) {
+                    sink.lock().unwrap().push((std::time::Instant::now(), clock, power));
+                }
+            });
+            // Let a few samples arrive before the first window.
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            return Sampler { child: Some(child), samples };
+        }
+        println!("nvidia-smi sampler: no usable query (clocks.sm with power.draw.instant or power.draw)");
+        Sampler { child: None, samples }
+    }
+
+    /// The SM clock and power during `from..to` as text and as JSON: medians (and ranges) of
+    /// the samples inside (plus 60 ms of arrival delay), or the first sample after `from` when
+    /// the window is shorter than a sample.
+    fn window(&self, from: std::time::Instant, to: std::time::Instant) -> (String, String) {
+        let samples = self.samples.lock().unwrap();
+        let late = std::time::Duration::from_millis(60);
+        let mut inside: Vec<(f64, f64)> = samples.iter().filter(|(t, _, _)| *t >= from && *t <= to + late).map(|&(_, c, p)| (c, p)).collect();
+        let note = if inside.is_empty() {
+            inside.extend(samples.iter().find(|(t, _, _)| *t >= from).map(|&(_, c, p)| (c, p)));
+            "first sample after the start"
+        } else {
+            "samples inside"
+        };
+        if inside.is_empty() {
+            return ("no nvidia-smi sample".into(), "null".into());
+        }
+        let mut clocks: Vec<f64> = inside.iter().map(|s| s.0).collect();
+        let mut powers: Vec<f64> = inside.iter().map(|s| s.1).collect();
+        let (count, c_lo, c_hi) = (clocks.len(), clocks.iter().copied().fold(f64::MAX, f64::min), clocks.iter().copied().fold(0.0, f64::max));
+        let (clock, power) = (median(&mut clocks), median(&mut powers));
+        (
+            format!("SM clock {clock:.0} MHz ({c_lo:.0}..{c_hi:.0}), power {power:.0} W ({count} {note})"),
+            format!("{{\"sm_mhz\": {clock:.0}, \"power_w\": {power:.0}, \"samples\": {count}}}"),
+        )
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
@@ -860,10 +974,11 @@ fn run() -> Res<bool> {
     };
     eprintln!("TMA round trip, TMA ranks, wgmma tile and data-movement probes done; creating the cuBLAS handle ...");
     let blas = Blas::new(&stream)?;
+    let sampler = Sampler::start();
     let mut json = Vec::new();
     let sizes_first = sizes.first().copied().unwrap_or(0);
     for side in sizes {
-        let result = run_size(&context, &stream, sizes_first, twin.as_ref(), &blas, side, runs, sm_count, &paths)?;
+        let result = run_size(&context, &stream, sizes_first, twin.as_ref(), &blas, side, runs, sm_count, &paths, &sampler)?;
         for line in &result.lines {
             println!("{line}");
         }
