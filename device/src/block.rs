@@ -39,8 +39,11 @@
 //! *generic* helper it cannot be declared at all (its size would depend on the caller's type).
 //! So a helper that needs scratch takes it as a parameter, and each caller makes its own with
 //! [`block_scratch!`](crate::block_scratch) at its own site (one array per site). Passing the
-//! same scratch to consecutive collectives is correct: each ends with a barrier after its last
-//! read of the scratch, so the next one's writes cannot overtake it.
+//! same scratch to consecutive `BlockReduce`/`BlockScan` collectives is correct: each ends with
+//! a barrier after its last read of the scratch, so the next one's writes cannot overtake it.
+//! A [`RuntimeBlockReduce`] on a [`block_scratch!`](crate::block_scratch) leaves out that
+//! barrier in its second, fourth, ... reductions, which work in the scratch's second set of
+//! slots (that no other collective uses); mixing it with others on one scratch stays correct.
 
 use crate::shared::{SharedArray, SharedElement};
 use crate::shared_vector::SharedX4;
@@ -343,29 +346,29 @@ fn fold_slots_in_warp<T: BlockValue>(
 /// Cost: each warp folds its lanes with 5 shuffles (the butterfly when the block is whole warps,
 /// else `shfl.down` steps that skip the missing lanes; lane 0 holds the warp's value),
 /// one shared store per warp, a barrier, then warp 0 alone folds the `W` warps' values with 5
-/// `shfl.down` steps that skip the missing warps. With a [`block_scratch!`](crate::block_scratch)
-/// (two sets of slots) that is the only barrier: consecutive reductions take the two sets in
-/// turn, so one reduction's writes never meet the reads of the one before (llm.c's
-/// `blockReduce` without `final_sync`, where each call site has its own `shared_val`); with
-/// [`BlockScratch::new`] (one set) a second barrier lets the scratch be reused at once. `max` and `min` are one `max`/`min` instruction a step (`FMNMX`
+/// `shfl.down` steps that skip the missing warps; a second barrier lets the scratch be reused
+/// at once (CUB leaves it to its caller). With a [`block_scratch!`](crate::block_scratch) (two
+/// sets of slots) every second reduction of a reducer needs no second barrier: two in a row
+/// (a softmax's max then sum) take 3 barriers, where one set took 4 and llm.c's `blockReduce`,
+/// whose call sites each have their own `shared_val`, takes 2. `max` and `min` are one `max`/`min` instruction a step (`FMNMX`
 /// for `f32`; CUB's `cuda::maximum` is a compare and a select). Unlike [`BlockReduce`], no thread folds 32 partials in registers: the
 /// register count stays near CUB's (docs/performance.md has both). The `_all` forms have every
 /// warp fold the partials (a power-of-two `W`: a butterfly of `log2 W` steps, 3 at 256
 /// threads, every lane ending with the total, no broadcast shuffle; any `W` for `sum_all` and
 /// [`reduce_all_with_identity`](Self::reduce_all_with_identity), the identity filling the lanes past
-/// `W`): one barrier in blocks of whole warps with a two-set scratch, as llm.c's `blockReduce`
-/// (a partial last warp: warp 0 folds and stores the total, one more). Every thread of the
-/// block must call each method, in the same order (they contain `bar.sync`, and the threads
-/// take the scratch's two sets in turn); the scratch belongs to this reducer (another
-/// collective on the same scratch right after one of these reductions would overwrite slots
-/// that slower warps still read: the CPU executor reports it as a race). Not `Clone`: two
-/// handles on one scratch would take the same set twice in a row.
+/// `W`): the same barriers as `reduce` (a partial last warp: warp 0 folds and stores the
+/// total, one more). Every thread of the block must call each method, in the same order
+/// (they contain `bar.sync`, and the threads take the scratch's two sets in turn). Not
+/// `Clone`: two handles on one scratch would take the spare set twice in a row.
 ///
-/// Why one barrier suffices (two sets): call `k` writes set `k % 2`, waits at its barrier,
-/// then reads the set. Call `k + 2` writes the same set only after passing call `k + 1`'s
-/// barrier, which completes only once every thread has arrived there, after its own reads
-/// of call `k` (program order). So every read of call `k` happens before every write of call
-/// `k + 2`, and call `k + 1`'s writes go to the other set.
+/// Why the second, fourth, ... reductions need no trailing barrier (two sets `A`, `B`): odd
+/// reductions (the first, third, ...) work in `A` and end with a barrier after their reads,
+/// so any later writer of `A` (this reducer, a new one made at the same site in the next
+/// iteration of a loop, another collective given the same scratch) is ordered after them.
+/// Even reductions work in `B` without it: every earlier read of `B` was made by an even
+/// reduction of this or an earlier reducer, and between it and this write there is at least
+/// one odd reduction, whose barriers every thread reaches after its own reads (program
+/// order), so they happen before the write.
 pub struct RuntimeBlockReduce<T: BlockValue> {
     scratch: BlockScratch<T>,
     /// Reductions made so far, modulo 2: which set the next one takes. Per thread, and the
@@ -387,7 +390,12 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
         if self.scratch.double {
             let calls = self.calls.get();
             self.calls.set(calls ^ 1);
-            (if calls & 1 == 0 { self.scratch.slots } else { self.scratch.spare }, false)
+            // First, third, ... reductions: the first set, with the trailing barrier (so any
+            // later writer of it, another reducer at this site in the next loop iteration
+            // or another collective, is ordered after their reads). Second, fourth, ...: the
+            // spare set, without one (the barriers of the reduction before it order every
+            // earlier read of the spare set).
+            if calls & 1 == 0 { (self.scratch.slots, true) } else { (self.scratch.spare, false) }
         } else {
             (self.scratch.slots, true)
         }
@@ -439,11 +447,10 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
     }
 
     /// `op` folded over every thread's `value`, in every thread (the same bits in every thread).
-    /// In blocks of whole warps, as many barriers as [`reduce`](Self::reduce): after the warps'
-    /// partials are stored, every warp folds them itself (llm.c's `blockReduce`), where warp 0
-    /// folding them and storing the total for the others cost a third barrier (vLLM's
-    /// `moeSoftmax`, two of these per row, ran at 0.57x nvcc's with it and libm's `expf`; issue
-    /// 30). A block with a partial last warp keeps the third barrier.
+    /// In blocks of whole warps, as many barriers as [`reduce`](Self::reduce): after the warps' partials are stored, every warp folds them itself
+    /// (llm.c's `blockReduce`), where warp 0 folding them and storing the total for the others
+    /// cost one more barrier (vLLM's `moeSoftmax`, two of these per row, ran at 0.57x nvcc's
+    /// with it and libm's `expf`; issue 30). A block with a partial last warp keeps it.
     #[inline(always)]
     pub fn reduce_all(&self, value: T, op: impl Fn(T, T) -> T + Copy) -> T {
         self.reduce_all_from(value, None, op)

@@ -348,7 +348,7 @@ fn run() -> R<()> {
         let mut run_twin = || launch_twin(&stream, &f, (rows as u32, 1), 1024, 0, &mut p![pl, pls, probs, dloss, pt, bb, tt, vv, pp, flag]);
         report("fused_classifier_kernel5", &format!("BT{rows} V{v} P{p}"), timer.pair(&context, &stream, &mut run_ours, &mut run_twin, &mut || {}, false)?);
         // The fix round's variant: in place (the logits row read whole, then overwritten with
-        // the gradient), rows in reverse block order, one barrier per block reduction.
+        // the gradient), rows in reverse block order.
         let mut f_logits = DeviceBuffer::from_slice(&context, &x128(&logits))?;
         let mut f_losses = DeviceBuffer::<f32>::zeroed(&context, rows)?;
         llmc::fused_classifier_kernel5_fixed::launch(&stream, config, &mut f_logits, &mut f_losses, dloss, &d_targets, v as u32, p as u32 / 8)?;

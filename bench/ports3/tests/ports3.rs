@@ -104,7 +104,7 @@ fn classifier(v: usize, p: usize) {
     let (err, at) = max_rel(losses.iter().copied(), want_losses.iter().copied(), 1e-3);
     assert!(err <= 1e-3, "losses: max rel err {err} at {at}");
     // The fixed variant (in place over the logits, `InPlaceRows<Reversed>`; rows in reverse
-    // block order; one barrier per block reduction) computes every row as the first try does:
+    // block order) computes every row as the first try does:
     // the same bits where the first try writes, the logits untouched past them.
     let mut fixed = x128(&logits);
     let mut fixed_losses = vec![0.5f32; rows];

@@ -93,7 +93,7 @@ fn p30_a_loop_with_barriers_over_register_arrays_unrolls_under_the_builders_thre
 /// slot (`gridDim.x - 1 - blockIdx.x`: a `not`/add of `%nctaid.x`), and
 /// `fused_classifier_kernel5_fixed` is in place (one `barrier.sync 4`, the phase barrier, in
 /// the place of the first try's `sync_threads()` before the gradient; both now have the
-/// library's one barrier per block reduction); `layernorm_backward_kernel10_fixed`'s last block writes
+/// library's block reductions); `layernorm_backward_kernel10_fixed`'s last block writes
 /// `dbias`/`dweight` with 16-byte relaxed accesses (`st.relaxed.gpu.global.v4.b32`), where the
 /// first try made four 4-byte ones per chunk.
 #[test]

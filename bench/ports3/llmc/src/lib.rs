@@ -383,8 +383,8 @@ pub fn fused_classifier_kernel5(
 /// `DisjointSlice<X128, InPlaceRows<Reversed>>`, `read_row` .. `write_own`), the blocks taking
 /// the rows **backwards** (`gridDim.x - (blockIdx.x + 1)`: `block_row_reversed()`), the loss of
 /// row `idx` through a one-column `BlockRows<Reversed>` output (thread 0's column 0 of the
-/// block's row), and the library's block reductions, one barrier each as llm.c's
-/// `blockReduce` (two sets of slots in `block_scratch!`). The tail (`V % 8` gradients) is still
+/// block's row), and the library's block reductions (3 barriers for the two, llm.c's `blockReduce` 2: see
+/// `RuntimeBlockReduce`). The tail (`V % 8` gradients) is still
 /// written by the owner of its chunk, padding columns of that chunk as 0.
 #[kernel(cols(logits = p8, losses = 1), launch_bounds(1024, 2))]
 pub fn fused_classifier_kernel5_fixed(
