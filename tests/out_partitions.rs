@@ -31,6 +31,11 @@ on_both_backends!(
     ported_rms_norm_warp_rows_matches_the_host,
     ported_unpermute_3d_matches_the_host,
     ported_sum_last_block_matches_the_host,
+    p30_reversed_block_rows_cover_each_row_once_from_the_last_block,
+    p30_reversed_warp_rows_cover_each_row_once_from_the_last_block,
+    p30_last_block_writes_its_threads_elements_of_a_by_last_block_output,
+    p30_in_place_rows_read_the_whole_row_then_write_their_own_columns,
+    p30_two_byte_elements_scatter_to_computed_indices,
 );
 
 fn dim(x: u32, y: u32, z: u32) -> Dim3 {
@@ -284,6 +289,95 @@ fn ported_sum_last_block_matches_the_host(backend: &Backend) {
     }
 }
 
+/// `BlockRows<Reversed>`: block `b` takes rows `G - 1 - b, 2 G - 1 - b, ...` (llm.c's fused
+/// classifier order), each element written once.
+fn p30_reversed_block_rows_cover_each_row_once_from_the_last_block(backend: &Backend) {
+    let (blocks, rows, cols) = (5u32, 13u32, 70u32);
+    let mut out = backend.zeroed::<u32>((rows * cols) as usize);
+    let mut who = backend.upload(&vec![u32::MAX; rows as usize]);
+    launch_on!(backend, k::block_rows_reversed_mark, LaunchConfig::new(blocks, 32u32), &mut out, &mut who, rows, cols).unwrap();
+    for (i, &v) in backend.download(&out).iter().enumerate() {
+        assert_eq!(v, mark(i as u32 / cols, i as u32 % cols), "{}: element {i}", backend.name());
+    }
+    let want: Vec<u32> = (0..rows).map(|r| blocks - 1 - r % blocks).collect();
+    assert_eq!(backend.download(&who), want, "{}: row r taken by block G - 1 - r % G", backend.name());
+}
+
+/// `PerWarpRow<T, Reversed>`: warp `w` of block `b` takes rows `(G - 1 - b) W + w + k G W`
+/// (llm.c's softmax order), each element written once.
+fn p30_reversed_warp_rows_cover_each_row_once_from_the_last_block(backend: &Backend) {
+    let (blocks, warps, rows, cols) = (3u32, 2u32, 17u32, 40u32);
+    let mut out = backend.zeroed::<u32>((rows * cols) as usize);
+    let mut who = backend.upload(&vec![u32::MAX; rows as usize]);
+    launch_on!(backend, k::warp_rows_reversed_mark, LaunchConfig::new(blocks, 32 * warps), &mut out, &mut who, rows, cols).unwrap();
+    for (i, &v) in backend.download(&out).iter().enumerate() {
+        assert_eq!(v, mark(i as u32 / cols, i as u32 % cols), "{}: element {i}", backend.name());
+    }
+    let total = blocks * warps;
+    let want: Vec<u32> = (0..rows)
+        .map(|r| {
+            let slot = r % total;
+            let (b, w) = (blocks - 1 - slot / warps, slot % warps);
+            b * warps + w
+        })
+        .collect();
+    assert_eq!(backend.download(&who), want, "{}: the warp that took each row", backend.name());
+}
+
+/// `ByLastBlock`: the last block of a handoff writes each of its threads' elements once
+/// (`[old + total, index, 7, 9]`), 16-byte relaxed accesses; the counter is left at 0.
+fn p30_last_block_writes_its_threads_elements_of_a_by_last_block_output(backend: &Backend) {
+    let (blocks, threads, n_out) = (11u32, 64u32, 150usize);
+    let x: Vec<u32> = (0..blocks * threads - 3).map(|i| i % 97).collect();
+    let total: u32 = x.iter().sum();
+    let input = backend.upload(&x);
+    let mut partials = backend.zeroed::<u32>(blocks as usize);
+    let mut counter = backend.zeroed::<u32>(1);
+    let start: Vec<k::Quad> = (0..n_out as u32).map(|i| k::Quad([i, 0, 0, 0])).collect();
+    let mut out = backend.upload(&start);
+    launch_on!(backend, k::last_block_finish, LaunchConfig::new(blocks, threads), &input, &mut partials, &mut counter, &mut out).unwrap();
+    let want: Vec<k::Quad> = (0..n_out as u32).map(|i| k::Quad([i + total, i, 7, 9])).collect();
+    assert_eq!(backend.download(&out), want, "{}", backend.name());
+    assert_eq!(backend.download(&counter), [0], "{}", backend.name());
+}
+
+/// `InPlaceRows<Reversed>`: every thread reads the whole row (its sum, and each column's
+/// right-hand neighbour, another thread's), then after the phase barrier rewrites its own
+/// columns; the values read are the row before any write.
+fn p30_in_place_rows_read_the_whole_row_then_write_their_own_columns(backend: &Backend) {
+    let (rows, cols) = (6u32, 77u32);
+    let x: Vec<u32> = (0..rows * cols).map(|i| 1 + (i * 7) % 31).collect();
+    let mut data = backend.upload(&x);
+    let mut right = backend.zeroed::<u32>((rows * cols) as usize);
+    launch_on!(backend, k::in_place_rows_normalize, LaunchConfig::new(rows, 32u32), &mut data, &mut right, cols).unwrap();
+    let (data, right) = (backend.download(&data), backend.download(&right));
+    for r in 0..rows as usize {
+        let row = &x[r * cols as usize..(r + 1) * cols as usize];
+        let sum: u32 = row.iter().sum();
+        for c in 0..cols as usize {
+            assert_eq!(data[r * cols as usize + c], row[c] * 1000 / sum, "{}: row {r}, column {c}", backend.name());
+            assert_eq!(right[r * cols as usize + c], row[(c + 1) % cols as usize], "{}: row {r}, column {c}'s neighbour", backend.name());
+        }
+    }
+}
+
+/// `AtomicSlice<u16>` / `AtomicSlice<bf16>`: one relaxed 2-byte store per thread at an index
+/// read from memory (a permutation, so each slot once).
+fn p30_two_byte_elements_scatter_to_computed_indices(backend: &Backend) {
+    let n = 1000usize;
+    let x: Vec<u16> = (0..n as u16).map(|i| i.wrapping_mul(40_503)).collect();
+    let slots: Vec<u32> = (0..n as u32).map(|i| (i * 7 + 3) % n as u32).collect();
+    let mut out = backend.zeroed::<u16>(n);
+    let mut out_bf16 = backend.zeroed::<ferrocuda_device::half::bf16>(n);
+    launch_on!(backend, k::scatter_u16, LaunchConfig::for_elements(n, 128), &backend.upload(&x), &backend.upload(&slots), &mut out, &mut out_bf16).unwrap();
+    let mut want = vec![0u16; n];
+    for (i, &s) in slots.iter().enumerate() {
+        want[s as usize] = x[i];
+    }
+    assert_eq!(backend.download(&out), want, "{}", backend.name());
+    assert_eq!(backend.download(&out_bf16).iter().map(|b| b.to_bits()).collect::<Vec<_>>(), want, "{}", backend.name());
+}
+
 mod cpu_only {
     use super::*;
     use ferrocuda_device::cpu::{CpuError, CpuExecutor};
@@ -298,6 +392,21 @@ mod cpu_only {
         };
         assert!(message.contains("BlockRow") && message.contains("another GPU thread"), "{message}");
         assert!(out.iter().all(|&v| v == 0), "{out:?}");
+    }
+
+    /// The phase barrier of an in-place row is its own hardware barrier: a thread that ends the
+    /// read phase while the others wait at `sync_threads()` never meets them (a hang on a GPU),
+    /// and no write happens before every thread has finished reading. The CPU executor reports
+    /// the two barriers by name.
+    #[test]
+    fn p30_in_place_rows_phase_barrier_mixed_with_sync_threads_is_reported() {
+        let executor = CpuExecutor::deterministic();
+        let mut x = vec![5u32; 64];
+        let error = k::in_place_rows_mixed_barriers::launch_cpu(&executor, LaunchConfig::new(2u32, 32u32), &mut x).expect_err("mixed barriers");
+        let CpuError::MixedBarriers(mixed) = error else { panic!("expected MixedBarriers, got {error:?}") };
+        let names = format!("{} / {}", mixed.first_kind, mixed.second_kind);
+        assert!(names.contains("write_own") && names.contains("sync_threads"), "{names}");
+        assert_eq!(x[0], 5, "no write before every thread passed the phase barrier");
     }
 
     /// Half of each block returns without arriving. PTX releases a barrier that only exited

@@ -126,7 +126,33 @@ fn p30_3_runtime_block_reduce_needs_no_more_registers_than_cubs() {
     assert_eq!(body.matches("shfl.sync.bfly.b32").count(), 5, "{body}");
     assert_eq!(body.matches("shfl.sync.down.b32").count(), 10, "{body}");
     assert_eq!(body.matches("ld.shared").count(), 1, "one slot read, by warp 0's lanes:\n{body}");
+    // Two barriers for a reducer's first reduction (the trailing one lets the scratch be
+    // reused at once); its second works in `block_scratch!`'s second set without it.
     assert_eq!(body.matches("barrier.sync").count() + body.matches("bar.sync").count(), 2, "two barriers:\n{body}");
+}
+
+/// Issue 30's third port, what the new outputs compile to: the in-place row's phase barrier is
+/// its own hardware barrier (`barrier.sync 4`, never `sync_threads`' 0) and its loads are plain;
+/// the last block's write view is one 16-byte relaxed load and store per `[u32; 4]`
+/// (`LDG.E.128.STRONG.GPU`/`STG.E.128.STRONG.GPU`); a 2-byte element at a computed index is one
+/// `st.relaxed.gpu.global.b16`; the reversed row orders cost a subtraction, no check.
+#[test]
+fn p30_new_outputs_compile_to_one_instruction_per_access() {
+    let body = entry_body(ptx(90), "in_place_rows_normalize");
+    assert_eq!(body.matches("barrier.sync 4;").count(), 1, "the phase barrier:\n{body}");
+    assert!(!body.contains("barrier.sync 0"), "no sync_threads:\n{body}");
+    assert!(!body.contains("ld.global.nc"), "the row is written in the launch: no .nc loads:\n{body}");
+    let body = entry_body(ptx(90), "last_block_finish");
+    // (LLVM unrolls the `for j in 0..out.count()` loop by 4: one store per copy.)
+    assert!(body.matches("st.relaxed.gpu.global.v4.b32").count() >= 1, "16-byte relaxed stores:\n{body}");
+    assert!(body.matches("ld.relaxed.gpu.global.v4.b32").count() >= 2, "16-byte relaxed loads (partials and the output):\n{body}");
+    let body = entry_body(ptx(90), "scatter_u16");
+    assert_eq!(body.matches("st.relaxed.gpu.global.b16").count(), 2, "one 2-byte relaxed store per output:\n{body}");
+    let Some(listing) = sass() else { return };
+    let ops: Vec<String> = sass_instructions(sass_function(listing, "last_block_finish")).into_iter().map(|(op, _)| op.to_string()).collect();
+    assert!(ops.iter().any(|op| op.starts_with("STG.E.128.STRONG.GPU")), "{ops:?}");
+    let ops: Vec<String> = sass_instructions(sass_function(listing, "scatter_u16")).into_iter().map(|(op, _)| op.to_string()).collect();
+    assert!(ops.iter().any(|op| op.starts_with("STG.E.U16.STRONG.GPU")), "{ops:?}");
 }
 
 /// p30_6: a shuffle with a width is one `shfl.sync` whose `c` operand is CUDA's

@@ -85,7 +85,13 @@ pub struct KernelBuilder {
     local_memory_expected: Vec<String>,
     /// Integer overflow checks in the device build ([`KernelBuilder::overflow_checks`]).
     overflow_checks: Option<bool>,
+    /// LLVM's full-unroll cost threshold ([`KernelBuilder::unroll_threshold`]).
+    unroll_threshold: u32,
 }
+
+/// The builder's default LLVM full-unroll threshold ([`KernelBuilder::unroll_threshold`]):
+/// nvcc-like unrolling of short constant-count loops, barriers and all.
+pub const DEFAULT_UNROLL_THRESHOLD: u32 = 1000;
 
 impl KernelBuilder {
     /// A builder for the kernel crate in `crate_dir` (the directory with its `Cargo.toml`).
@@ -108,7 +114,24 @@ impl KernelBuilder {
             recursive: Vec::new(),
             local_memory_expected: Vec::new(),
             overflow_checks: None,
+            unroll_threshold: DEFAULT_UNROLL_THRESHOLD,
         }
+    }
+
+    /// LLVM's cost limit for unrolling a loop completely (`-unroll-threshold`; default
+    /// [`DEFAULT_UNROLL_THRESHOLD`], LLVM's own is 300 at `-O3`; 0 leaves LLVM's).
+    ///
+    /// Why the builder raises it: nvcc unrolls a short loop with a constant trip count even
+    /// when its body is long and holds barriers, such as llm.c's `for (o = 0; o < 2; ++o) {
+    /// .. __syncthreads() .. }` over `dout128[o * 4 + i]`. LLVM counts the whole body against
+    /// 300 and, for a loop that holds another loop, leaves out the savings of unrolling (the
+    /// register arrays it indexes becoming registers), so it kept that loop rolled and its
+    /// four `[f32; 8]` arrays went to local memory: a 128-byte stack frame and `LDL`/`STL` in
+    /// the hot loop, 0.33x nvcc (issue 30's third held-out port). Only complete unrolling
+    /// changes: partial and run-time unrolling keep LLVM's NVPTX limits.
+    pub fn unroll_threshold(mut self, threshold: u32) -> Self {
+        self.unroll_threshold = threshold;
+        self
     }
 
     /// Whether the device build checks integer overflow (`x + 1` at the type's maximum
@@ -323,6 +346,10 @@ impl KernelBuilder {
         flags.push("-Aunused_features".into());
         if self.fma == FmaContraction::Fast {
             flags.push("-Cllvm-args=-nvptx-fma-level=1".into());
+        }
+        if self.unroll_threshold > 0 {
+            // nvcc-like complete unrolling (see `unroll_threshold`).
+            flags.push(format!("-Cllvm-args=-unroll-threshold={}", self.unroll_threshold));
         }
         if self.debug_info {
             flags.push("-Cdebuginfo=2".into());
@@ -651,6 +678,10 @@ mod tests {
         let default = KernelBuilder::new("x").rustflags(Arch::SM_70);
         assert!(default.contains(&"-Cllvm-args=-nvptx-fma-level=1".to_string()));
         assert!(default.contains(&"-Cdebuginfo=line-tables-only".to_string()));
+        // Issue 30's third port: nvcc-like complete unrolling by default, LLVM's own with 0.
+        assert!(default.contains(&format!("-Cllvm-args=-unroll-threshold={DEFAULT_UNROLL_THRESHOLD}")), "{default:?}");
+        let llvms = KernelBuilder::new("x").unroll_threshold(0).rustflags(Arch::SM_70);
+        assert!(!llvms.iter().any(|f| f.contains("unroll-threshold")), "{llvms:?}");
     }
 
     #[test]

@@ -33,7 +33,7 @@ pub enum Scope {
 mod sealed {
     pub trait Sealed {}
     macro_rules! sealed { ($($t:ty),*) => { $(impl Sealed for $t {})* }; }
-    sealed!(u32, i32, u64, i64, f32, f64);
+    sealed!(u16, i16, u32, i32, u64, i64, f32, f64);
     sealed!(::half::bf16, ::half::f16, crate::half::Bf16x2, crate::half::F16x2);
 }
 
@@ -96,8 +96,8 @@ impl<T: AtomicElement> Atomic<T> {
     }
 }
 
-/// Types an [`Atomic`] can hold: 4- and 8-byte integers and floats, and the 16-bit floats of
-/// [`crate::half`] with their pairs, with relaxed loads and stores (the read-modify-writes
+/// Types an [`Atomic`] can hold: 2-, 4- and 8-byte integers, 4- and 8-byte floats, and the
+/// 16-bit floats of [`crate::half`] with their pairs, with relaxed loads and stores (the read-modify-writes
 /// each have their own trait below).
 pub trait AtomicElement: bytemuck::Pod + sealed::Sealed {
     #[doc(hidden)]
@@ -170,6 +170,11 @@ macro_rules! scoped_access {
 }
 
 atomic_element! {
+    // 2-byte elements at computed indices (vLLM's `reshape_and_cache_flash` scatters one
+    // 16-bit value per thread): `ld/st.relaxed.gpu.b16`, SASS `LDG.E.U16.STRONG.GPU` /
+    // `STG.E.U16.STRONG.GPU` beside nvcc's `STG.E.U16` (the same 2 bytes, no read-modify-write).
+    u16 => "b16", reg16, u16, AtomicU16;
+    i16 => "b16", reg16, u16, AtomicU16;
     u32 => "b32", reg32, u32, AtomicU32;
     i32 => "b32", reg32, u32, AtomicU32;
     u64 => "b64", reg64, u64, AtomicU64;

@@ -39,8 +39,11 @@
 //! *generic* helper it cannot be declared at all (its size would depend on the caller's type).
 //! So a helper that needs scratch takes it as a parameter, and each caller makes its own with
 //! [`block_scratch!`](crate::block_scratch) at its own site (one array per site). Passing the
-//! same scratch to consecutive collectives is correct: each ends with a barrier after its last
-//! read of the scratch, so the next one's writes cannot overtake it.
+//! same scratch to consecutive `BlockReduce`/`BlockScan` collectives is correct: each ends with
+//! a barrier after its last read of the scratch, so the next one's writes cannot overtake it.
+//! A [`RuntimeBlockReduce`] on a [`block_scratch!`](crate::block_scratch) leaves out that
+//! barrier in its second, fourth, ... reductions, which work in the scratch's second set of
+//! slots (that no other collective uses); mixing it with others on one scratch stays correct.
 
 use crate::shared::{SharedArray, SharedElement};
 use crate::shared_vector::SharedX4;
@@ -58,22 +61,33 @@ impl<T: ShuffleValue + SharedElement> BlockValue for T {}
 #[derive(Clone, Copy)]
 pub struct BlockScratch<T: SharedElement> {
     slots: SharedArray<T, 32>,
+    /// A second set of slots ([`BlockScratch::double`]; `slots` again for [`BlockScratch::new`]).
+    spare: SharedArray<T, 32>,
+    double: bool,
 }
 
 impl<T: SharedElement> BlockScratch<T> {
     /// Scratch in `slots` (which nothing else should use while collectives run on it).
     #[inline(always)]
     pub fn new(slots: SharedArray<T, 32>) -> Self {
-        BlockScratch { slots }
+        BlockScratch { slots, spare: slots, double: false }
+    }
+
+    /// Scratch in two sets of slots, which a [`RuntimeBlockReduce`] takes in turn, so that
+    /// each of its reductions needs one barrier fewer (what [`block_scratch!`](crate::block_scratch)
+    /// makes). The other collectives use `first`.
+    #[inline(always)]
+    pub fn double(first: SharedArray<T, 32>, second: SharedArray<T, 32>) -> Self {
+        BlockScratch { slots: first, spare: second, double: true }
     }
 }
 
-/// `BlockScratch::new(shared_array![T; 32])`: scratch of this call site's own for a block
-/// collective (see [`crate::block`]).
+/// `BlockScratch::double(shared_array![T; 32], shared_array![T; 32])`: scratch of this call
+/// site's own for a block collective (see [`crate::block`]); 256 bytes for an `f32`.
 #[macro_export]
 macro_rules! block_scratch {
     ($ty:ty) => {
-        $crate::block::BlockScratch::<$ty>::new($crate::shared_array![$ty; 32])
+        $crate::block::BlockScratch::<$ty>::double($crate::shared_array![$ty; 32], $crate::shared_array![$ty; 32])
     };
 }
 
@@ -332,31 +346,64 @@ fn fold_slots_in_warp<T: BlockValue>(
 /// Cost: each warp folds its lanes with 5 shuffles (the butterfly when the block is whole warps,
 /// else `shfl.down` steps that skip the missing lanes; lane 0 holds the warp's value),
 /// one shared store per warp, a barrier, then warp 0 alone folds the `W` warps' values with 5
-/// `shfl.down` steps that skip the missing warps. A second barrier lets the scratch be reused at once (CUB leaves
-/// that barrier to its caller). `max` and `min` are one `max`/`min` instruction a step (`FMNMX`
+/// `shfl.down` steps that skip the missing warps; a second barrier lets the scratch be reused
+/// at once (CUB leaves it to its caller). With a [`block_scratch!`](crate::block_scratch) (two
+/// sets of slots) every second reduction of a reducer needs no second barrier: two in a row
+/// (a softmax's max then sum) take 3 barriers, where one set took 4 and llm.c's `blockReduce`,
+/// whose call sites each have their own `shared_val`, takes 2. `max` and `min` are one `max`/`min` instruction a step (`FMNMX`
 /// for `f32`; CUB's `cuda::maximum` is a compare and a select). Unlike [`BlockReduce`], no thread folds 32 partials in registers: the
 /// register count stays near CUB's (docs/performance.md has both). The `_all` forms have every
 /// warp fold the partials (a power-of-two `W`: a butterfly of `log2 W` steps, 3 at 256
 /// threads, every lane ending with the total, no broadcast shuffle; any `W` for `sum_all` and
 /// [`reduce_all_with_identity`](Self::reduce_all_with_identity), the identity filling the lanes past
-/// `W`): the same two barriers in blocks of whole warps (a partial last warp:
-/// warp 0 folds and stores the total, three barriers). Every thread of the block must call each
-/// method (they contain `bar.sync`).
-#[derive(Clone, Copy)]
+/// `W`): the same barriers as `reduce` (a partial last warp: warp 0 folds and stores the
+/// total, one more). Every thread of the block must call each method, in the same order
+/// (they contain `bar.sync`, and the threads take the scratch's two sets in turn). Not
+/// `Clone`: two handles on one scratch would take the spare set twice in a row.
+///
+/// Why the second, fourth, ... reductions need no trailing barrier (two sets `A`, `B`): odd
+/// reductions (the first, third, ...) work in `A` and end with a barrier after their reads,
+/// so any later writer of `A` (this reducer, a new one made at the same site in the next
+/// iteration of a loop, another collective given the same scratch) is ordered after them.
+/// Even reductions work in `B` without it: every earlier read of `B` was made by an even
+/// reduction of this or an earlier reducer, and between it and this write there is at least
+/// one odd reduction, whose barriers every thread reaches after its own reads (program
+/// order), so they happen before the write.
 pub struct RuntimeBlockReduce<T: BlockValue> {
     scratch: BlockScratch<T>,
+    /// Reductions made so far, modulo 2: which set the next one takes. Per thread, and the
+    /// same in every thread, since every thread makes the same calls.
+    calls: core::cell::Cell<u32>,
 }
 
 impl<T: BlockValue> RuntimeBlockReduce<T> {
     /// A reduction working in `scratch`.
     #[inline(always)]
     pub fn new(scratch: BlockScratch<T>) -> Self {
-        RuntimeBlockReduce { scratch }
+        RuntimeBlockReduce { scratch, calls: core::cell::Cell::new(0) }
+    }
+
+    /// The slots this reduction works in, and whether it must end with a barrier (one set:
+    /// the next reduction writes the same slots).
+    #[inline(always)]
+    fn take_slots(&self) -> (SharedArray<T, 32>, bool) {
+        if self.scratch.double {
+            let calls = self.calls.get();
+            self.calls.set(calls ^ 1);
+            // First, third, ... reductions: the first set, with the trailing barrier (so any
+            // later writer of it, another reducer at this site in the next loop iteration
+            // or another collective, is ordered after their reads). Second, fourth, ...: the
+            // spare set, without one (the barriers of the reduction before it order every
+            // earlier read of the spare set).
+            if calls & 1 == 0 { (self.scratch.slots, true) } else { (self.scratch.spare, false) }
+        } else {
+            (self.scratch.slots, true)
+        }
     }
 
     /// The block's fold in warp 0's lane 0 (the other threads hold parts of it), the block's size.
     #[inline(always)]
-    fn fold_to_thread_0(&self, value: T, op: impl Fn(T, T) -> T + Copy) -> (T, u32) {
+    fn fold_to_thread_0(&self, slots: SharedArray<T, 32>, value: T, op: impl Fn(T, T) -> T + Copy) -> (T, u32) {
         let size = block_size();
         let rank = rank_in_block();
         let (lane, warp) = (rank % warp::WARP_SIZE, rank / warp::WARP_SIZE);
@@ -373,7 +420,6 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
             // One warp (the branch is the same in every thread): no shared memory.
             return (partial, size);
         }
-        let slots = self.scratch.slots;
         if lane == 0 {
             // SAFETY: `warp < 32`: a block has at most 1024 threads (CUDA refuses a larger
             // launch, and so does the CPU executor).
@@ -391,8 +437,9 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
     /// CUB's, a tree): `Some` in thread 0 of the block, `None` in the others.
     #[inline(always)]
     pub fn reduce(&self, value: T, op: impl Fn(T, T) -> T + Copy) -> Option<T> {
-        let (total, size) = self.fold_to_thread_0(value, op);
-        if size > warp::WARP_SIZE {
+        let (slots, trailing) = self.take_slots();
+        let (total, size) = self.fold_to_thread_0(slots, value, op);
+        if trailing && size > warp::WARP_SIZE {
             // The next collective on this scratch writes it: not before warp 0 has read it.
             sync_threads();
         }
@@ -400,11 +447,10 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
     }
 
     /// `op` folded over every thread's `value`, in every thread (the same bits in every thread).
-    /// In blocks of whole warps, as many barriers as [`reduce`](Self::reduce): after the warps'
-    /// partials are stored, every warp folds them itself (llm.c's `blockReduce`), where warp 0
-    /// folding them and storing the total for the others cost a third barrier (vLLM's
-    /// `moeSoftmax`, two of these per row, ran at 0.57x nvcc's with it and libm's `expf`; issue
-    /// 30). A block with a partial last warp keeps the third barrier.
+    /// In blocks of whole warps, as many barriers as [`reduce`](Self::reduce): after the warps' partials are stored, every warp folds them itself
+    /// (llm.c's `blockReduce`), where warp 0 folding them and storing the total for the others
+    /// cost one more barrier (vLLM's `moeSoftmax`, two of these per row, ran at 0.57x nvcc's
+    /// with it and libm's `expf`; issue 30). A block with a partial last warp keeps it.
     #[inline(always)]
     pub fn reduce_all(&self, value: T, op: impl Fn(T, T) -> T + Copy) -> T {
         self.reduce_all_from(value, None, op)
@@ -423,6 +469,7 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
     /// [`reduce_all`](Self::reduce_all), with `op`'s identity when there is one.
     #[inline(always)]
     fn reduce_all_from(&self, value: T, identity: Option<T>, op: impl Fn(T, T) -> T + Copy) -> T {
+        let (slots, trailing) = self.take_slots();
         let size = block_size();
         if size.is_multiple_of(warp::WARP_SIZE) {
             // Whole warps: the butterfly leaves the warp's fold in every lane, and every warp
@@ -432,15 +479,14 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
                 return partial;
             }
             let rank = rank_in_block();
-            return self.fold_partials_in_every_warp(partial, rank % warp::WARP_SIZE, rank / warp::WARP_SIZE, size, op, identity);
+            return self.fold_partials_in_every_warp(slots, trailing, partial, rank % warp::WARP_SIZE, rank / warp::WARP_SIZE, size, op, identity);
         }
         // A partial last warp may have fewer lanes than there are partials: warp 0 folds them
         // and hands the total over (one more barrier).
-        let (total, size) = self.fold_to_thread_0(value, op);
+        let (total, size) = self.fold_to_thread_0(slots, value, op);
         if size <= warp::WARP_SIZE {
             return warp::shuffle(total, 0);
         }
-        let slots = self.scratch.slots;
         // Thread 0 alone read slot 0 (lane `l` of warp 0 read slot `l`), so it may overwrite it.
         if rank_in_block() == 0 {
             // SAFETY: slot 0 exists.
@@ -449,24 +495,39 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
         sync_threads();
         // SAFETY: slot 0 exists.
         let total = unsafe { slots.get_unchecked(0) };
-        // The next collective on this scratch writes it: not before every thread has read.
-        sync_threads();
+        if trailing {
+            // The next collective on this scratch writes it: not before every thread has read.
+            sync_threads();
+        }
         total
     }
 
     /// Stores each warp's `partial` (lane 0's), then every warp folds all of them and
-    /// broadcasts the total to its lanes; a trailing barrier lets the scratch be reused at once.
+    /// broadcasts the total to its lanes; with one set of slots (`trailing`) a trailing
+    /// barrier lets the scratch be reused at once.
     #[inline(always)]
-    fn fold_partials_in_every_warp(&self, partial: T, lane: u32, warp: u32, size: u32, op: impl Fn(T, T) -> T + Copy, identity: Option<T>) -> T {
-        let slots = self.scratch.slots;
+    #[allow(clippy::too_many_arguments)]
+    fn fold_partials_in_every_warp(
+        &self,
+        slots: SharedArray<T, 32>,
+        trailing: bool,
+        partial: T,
+        lane: u32,
+        warp: u32,
+        size: u32,
+        op: impl Fn(T, T) -> T + Copy,
+        identity: Option<T>,
+    ) -> T {
         if lane == 0 {
             // SAFETY: `warp < 32`: a block has at most 1024 threads.
             unsafe { slots.set_unchecked(warp as usize, partial) };
         }
         sync_threads();
         let total = fold_slots_in_warp(slots, lane, size.div_ceil(warp::WARP_SIZE), partial, op, true, identity);
-        // The next collective on this scratch writes it: not before every warp has read it.
-        sync_threads();
+        if trailing {
+            // The next collective on this scratch writes it: not before every warp has read it.
+            sync_threads();
+        }
         total
     }
 

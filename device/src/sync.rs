@@ -51,6 +51,25 @@ pub const COUNT_BARRIER: u32 = 1;
 pub const AND_BARRIER: u32 = 2;
 /// The hardware barrier of [`sync_threads_or`].
 pub const OR_BARRIER: u32 = 3;
+/// The hardware barrier of an in-place row's phase change
+/// ([`RowRead::write_own`](crate::global::RowRead::write_own)): its own, so that no other
+/// barrier in safe code can complete it (see [`InPlaceRows`](crate::global::InPlaceRows)).
+/// A kernel with an `InPlaceRows` output must not make a `NamedBarrier` of this id.
+pub const ROW_PHASE_BARRIER: u32 = 4;
+
+/// The phase barrier of [`InPlaceRows`](crate::global::InPlaceRows): `barrier.sync 4` (every
+/// thread of the block; not `sync_threads`' barrier 0).
+#[inline(always)]
+pub(crate) fn row_phase_barrier() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a block barrier (not `.aligned`, as `sync_threads`); it orders memory, so the
+    // asm is not `nomem`.
+    unsafe {
+        core::arch::asm!("barrier.sync 4;", options(nostack))
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::cpu::hooks::barrier(crate::cpu::hooks::BarrierKind::RowPhase, false);
+}
 
 /// Block-wide barrier (`__syncthreads()`, `barrier.sync 0`): waits until every thread of the block
 /// has reached it (or returned); shared and global memory writes made before it are visible after it.

@@ -8,8 +8,9 @@
 # On the GPU machine: `DEST/ports3.sh` (about 90 s; PORTS3_DEADLINE_S caps it, default 185).
 # Logs go to $OUT (or DEST/out/): bench_1.log, bench_2.log, sanitizer logs, summary.txt.
 # Look for: every "check ...: ok", one "twin/Rust" per kernel in each pass (above 1: Rust is
-# faster; layernorm_backward_kernel10, global_norm_squared_kernel, softmax_forward_kernel5 and
-# dynamic_per_token_scaled_fp8_quant_kernel also have a "(fixed)" row: the fix round's variant),
+# faster; layernorm_backward_kernel10, global_norm_squared_kernel, softmax_forward_kernel5,
+# fused_classifier_kernel5 and dynamic_per_token_scaled_fp8_quant_kernel also have a "(fixed)"
+# row: the fix rounds' variant),
 # "ERROR SUMMARY: 0 errors" and "RACECHECK SUMMARY: 0 hazards" in the sanitizer logs.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -42,7 +43,7 @@ export PORTS3_RUNS=0 PORTS3_SMALL=1 # checks only, no timing
 # ferrocuda probes the twins' modules for its own globals and counts parameters by asking past
 # the last one; those failed driver calls are expected, so API errors are not reported.
 run memcheck 60 "$sanitizer" --tool memcheck --report-api-errors no "$bin" "$twins"
-run racecheck 45 "$sanitizer" --tool racecheck --report-api-errors no "$bin" "$twins" layernorm_backward dynamic_per_token global_norm
+run racecheck 45 "$sanitizer" --tool racecheck --report-api-errors no "$bin" "$twins" layernorm_backward dynamic_per_token global_norm fused_classifier
 echo "---- ratios (twin/Rust) per pass:" | tee -a "$summary"
 for f in "$dest"/bench_*.log; do echo "$(basename "$f" .log): $(grep -E 'twin/Rust' "$f" | grep -v '^twin/Rust' | sed -E 's/ +Rust .*twin\/Rust/:/' | tr -s ' ' | tr '\n' ';')" | tee -a "$summary"; done
 grep -hE "FAILED|ERROR SUMMARY|RACECHECK SUMMARY|Error|panicked" "$dest"/bench_*.log "$dest"/memcheck.log "$dest"/racecheck.log 2>/dev/null | sort | uniq -c | tee -a "$summary"

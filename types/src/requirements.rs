@@ -39,6 +39,10 @@ pub struct LaunchRequirements {
     pub max_block_threads: u32,
     /// Blocks of exactly `(n, 1, 1)` (`#[kernel(reqntid(n))]`, PTX `.reqntid`); 0: any.
     pub required_block_threads: u32,
+    /// An output uses the in-place row phase barrier (`InPlaceRows`, hardware barrier 4),
+    /// which is sound only when one output per kernel uses it: combining two such
+    /// requirements ([`and`](Self::and)) fails to compile.
+    pub row_phase: bool,
 }
 
 impl LaunchRequirements {
@@ -52,6 +56,7 @@ impl LaunchRequirements {
         conflicting_block_shapes: false,
         max_block_threads: 0,
         required_block_threads: 0,
+        row_phase: false,
     };
     /// A 1-D launch of at most `u32::MAX` threads.
     pub const LINEAR_THREADS: Self = LaunchRequirements { linear_threads: true, ..Self::NONE };
@@ -61,6 +66,8 @@ impl LaunchRequirements {
     pub const SPATIAL_THREADS: Self = LaunchRequirements { spatial_threads: true, ..Self::NONE };
     /// A 1-D launch of at most `u32::MAX` threads in blocks of whole warps.
     pub const LINEAR_WARPS: Self = LaunchRequirements { linear_threads: true, whole_warps: true, ..Self::NONE };
+    /// The output uses the in-place row phase barrier (one such output per kernel).
+    pub const ROW_PHASE: Self = LaunchRequirements { row_phase: true, ..Self::NONE };
 
     /// Blocks of exactly `x * y` threads (`blockDim = (x, y, 1)`) in a grid with `z = 1`.
     #[must_use]
@@ -83,8 +90,16 @@ impl LaunchRequirements {
     }
 
     /// Both sets of requirements.
+    ///
+    /// # Panics
+    /// (At compile time, in the `REQUIREMENTS` constant `#[kernel]` writes.) When both use the
+    /// in-place row phase barrier: a kernel may have one `InPlaceRows` output.
     #[must_use]
     pub const fn and(self, other: Self) -> Self {
+        assert!(
+            !(self.row_phase && other.row_phase),
+            "a kernel may have one `InPlaceRows` output: its phase barrier (hardware barrier 4) is sound only when each thread passes it once in the launch"
+        );
         let (a, b) = (self.block_shape, other.block_shape);
         let a_any = a.0 == 0 && a.1 == 0;
         let b_any = b.0 == 0 && b.1 == 0;
@@ -103,6 +118,7 @@ impl LaunchRequirements {
                 (_, b) => b,
             },
             required_block_threads: if self.required_block_threads == 0 { other.required_block_threads } else { self.required_block_threads },
+            row_phase: self.row_phase || other.row_phase,
         }
     }
 }
@@ -192,6 +208,17 @@ mod tests {
 
     use super::*;
     use crate::Dim3;
+
+    /// Issue 30, `InPlaceRows`: its phase barrier is sound only when each thread passes it
+    /// once, so two such outputs in one kernel are refused (at compile time in `#[kernel]`'s
+    /// `REQUIREMENTS` constant; here, called at run time, a panic).
+    #[test]
+    #[should_panic(expected = "one `InPlaceRows` output")]
+    fn p30_two_in_place_row_outputs_in_one_kernel_are_refused() {
+        let one = LaunchRequirements::LINEAR_THREADS.and(LaunchRequirements::ROW_PHASE);
+        assert!(one.row_phase && one.linear_threads);
+        let _ = std::hint::black_box(one).and(LaunchRequirements::ROW_PHASE);
+    }
 
     #[test]
     fn linear_threads_needs_a_1d_launch_of_at_most_u32_max_threads() {

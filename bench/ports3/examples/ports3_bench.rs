@@ -340,13 +340,29 @@ fn run() -> R<()> {
         let w = mask(fl(&want_d, bf16::to_f32));
         let got: Vec<f32> = ours.to_vec()?.iter().flat_map(|x| x.v).map(bf16::to_f32).collect();
         failed += !check("fused_classifier_kernel5", "ours", max_rel(mask(got), w.clone(), 1e-5), 1.0 / 32.0) as i32;
-        failed += !check("fused_classifier_kernel5", "twin", max_rel(mask(fl(&twin_logits.to_vec()?, bf16::to_f32)), w, 1e-5), 1.0 / 32.0) as i32;
+        failed += !check("fused_classifier_kernel5", "twin", max_rel(mask(fl(&twin_logits.to_vec()?, bf16::to_f32)), w.clone(), 1e-5), 1.0 / 32.0) as i32;
         failed += !check("fused_classifier_kernel5 losses", "ours", max_rel(losses.to_vec()?, want_losses.clone(), 1e-3), 1e-3) as i32;
-        failed += !check("fused_classifier_kernel5 losses", "twin", max_rel(twin_losses.to_vec()?, want_losses, 1e-3), 1e-3) as i32;
+        failed += !check("fused_classifier_kernel5 losses", "twin", max_rel(twin_losses.to_vec()?, want_losses.clone(), 1e-3), 1e-3) as i32;
         let mut run_ours =
             || llmc::fused_classifier_kernel5::launch(&stream, config, &d_logits, &mut ours, &mut losses, dloss, &d_targets, v as u32, p as u32 / 8).unwrap();
         let mut run_twin = || launch_twin(&stream, &f, (rows as u32, 1), 1024, 0, &mut p![pl, pls, probs, dloss, pt, bb, tt, vv, pp, flag]);
         report("fused_classifier_kernel5", &format!("BT{rows} V{v} P{p}"), timer.pair(&context, &stream, &mut run_ours, &mut run_twin, &mut || {}, false)?);
+        // The fix round's variant: in place (the logits row read whole, then overwritten with
+        // the gradient), rows in reverse block order.
+        let mut f_logits = DeviceBuffer::from_slice(&context, &x128(&logits))?;
+        let mut f_losses = DeviceBuffer::<f32>::zeroed(&context, rows)?;
+        llmc::fused_classifier_kernel5_fixed::launch(&stream, config, &mut f_logits, &mut f_losses, dloss, &d_targets, v as u32, p as u32 / 8)?;
+        stream.synchronize()?;
+        let got: Vec<f32> = f_logits.to_vec()?.iter().flat_map(|x| x.v).map(bf16::to_f32).collect();
+        failed += !check("fused_classifier_kernel5 (fixed)", "ours", max_rel(mask(got), w, 1e-5), 1.0 / 32.0) as i32;
+        failed += !check("fused_classifier_kernel5 (fixed) losses", "ours", max_rel(f_losses.to_vec()?, want_losses, 1e-3), 1e-3) as i32;
+        let mut run_fixed =
+            || llmc::fused_classifier_kernel5_fixed::launch(&stream, config, &mut f_logits, &mut f_losses, dloss, &d_targets, v as u32, p as u32 / 8).unwrap();
+        report(
+            "fused_classifier_kernel5 (fixed)",
+            &format!("BT{rows} V{v} P{p}"),
+            timer.pair(&context, &stream, &mut run_fixed, &mut run_twin, &mut || {}, false)?,
+        );
     }
 
     // ---- layernorm_backward_kernel10
@@ -453,8 +469,9 @@ fn run() -> R<()> {
             timer.pair(&context, &stream, &mut run_ours, &mut run_twin, &mut reset_flag, true)?,
         );
         let mut f_dinp = DeviceBuffer::from_slice(&context, &x128(&dinp))?;
-        let mut f_dbias = DeviceBuffer::from_slice(&context, &pairs(&dbias))?;
-        let mut f_dweight = DeviceBuffer::from_slice(&context, &pairs(&dweight))?;
+        // The fix round's variant writes dbias/dweight as `x128`s (the last block's write view).
+        let mut f_dbias = DeviceBuffer::from_slice(&context, &x128(&dbias))?;
+        let mut f_dweight = DeviceBuffer::from_slice(&context, &x128(&dweight))?;
         let mut run_fixed = || {
             llmc::layernorm_backward_kernel10_fixed::launch(
                 &stream,
@@ -479,10 +496,11 @@ fn run() -> R<()> {
         stream.synchronize()?;
         let got: Vec<f32> = f_dinp.to_vec()?.iter().flat_map(|x| x.v).map(bf16::to_f32).collect();
         failed += !check("layernorm_backward_kernel10 (fixed) dinp", "ours", max_rel(got, want_ln.dinp.clone(), 0.1), 1.0 / 64.0) as i32;
-        failed += !check("layernorm_backward_kernel10 (fixed) dbias", "ours", max_rel(unpair(&f_dbias.to_vec()?), want_ln.dbias.clone(), db_floor), 1.0 / 64.0)
-            as i32;
+        let unpack = |v: Vec<llmc::X128>| -> Vec<f32> { v.iter().flat_map(|x| x.v).map(bf16::to_f32).collect() };
         failed +=
-            !check("layernorm_backward_kernel10 (fixed) dweight", "ours", max_rel(unpair(&f_dweight.to_vec()?), want_ln.dweight.clone(), db_floor), 1.0 / 64.0)
+            !check("layernorm_backward_kernel10 (fixed) dbias", "ours", max_rel(unpack(f_dbias.to_vec()?), want_ln.dbias.clone(), db_floor), 1.0 / 64.0) as i32;
+        failed +=
+            !check("layernorm_backward_kernel10 (fixed) dweight", "ours", max_rel(unpack(f_dweight.to_vec()?), want_ln.dweight.clone(), db_floor), 1.0 / 64.0)
                 as i32;
         let mut run_fixed = || {
             llmc::layernorm_backward_kernel10_fixed::launch(

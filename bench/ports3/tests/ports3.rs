@@ -103,6 +103,20 @@ fn classifier(v: usize, p: usize) {
     assert!(err <= 1.0 / 64.0, "dlogits: max rel err {err} at {at}: {} vs {}", got[at], want[at]);
     let (err, at) = max_rel(losses.iter().copied(), want_losses.iter().copied(), 1e-3);
     assert!(err <= 1e-3, "losses: max rel err {err} at {at}");
+    // The fixed variant (in place over the logits, `InPlaceRows<Reversed>`; rows in reverse
+    // block order) computes every row as the first try does:
+    // the same bits where the first try writes, the logits untouched past them.
+    let mut fixed = x128(&logits);
+    let mut fixed_losses = vec![0.5f32; rows];
+    llmc::fused_classifier_kernel5_fixed::launch_cpu(&CpuExecutor::new(), config, &mut fixed, &mut fixed_losses, dloss, &targets, v as u32, p as u32 / 8)
+        .unwrap();
+    let fixed = flat(&fixed);
+    let written = v.next_multiple_of(8).min(p);
+    for row in 0..rows {
+        assert_eq!(fixed[row * p..row * p + written], got[row * p..row * p + written], "fixed: the same gradient (row {row})");
+        assert_eq!(fixed[row * p + written..(row + 1) * p], logits[row * p + written..(row + 1) * p], "fixed: the padding untouched (row {row})");
+    }
+    assert_eq!(fixed_losses, losses, "fixed: the same losses");
 }
 
 #[test]
@@ -130,38 +144,63 @@ fn run_layernorm_backward(fixed: bool, grid: u32) {
     let rounded_c = c.div_ceil(256) * 256;
     let shared = ((2 * rounded_c + 2 * (block as usize - 32) * 4) * 4) as u32;
     let mut dinp_k = x128(&dinp);
-    let mut dbias_k: Vec<u32> = dbias.chunks(2).map(|p| p[0].to_bits() as u32 | (p[1].to_bits() as u32) << 16).collect();
-    let mut dweight_k: Vec<u32> = dweight.chunks(2).map(|p| p[0].to_bits() as u32 | (p[1].to_bits() as u32) << 16).collect();
     let mut scratch = vec![llmc::Partial::default(); grid as usize * c / 4];
     let mut counter = vec![0u32];
     let config = LaunchConfig::new(grid, block).with_shared_bytes(shared);
-    let launch = if fixed { llmc::layernorm_backward_kernel10_fixed::launch_cpu } else { llmc::layernorm_backward_kernel10::launch_cpu };
-    launch(
-        &CpuExecutor::new(),
-        config,
-        &mut dinp_k,
-        &mut dweight_k,
-        &mut dbias_k,
-        &mut scratch,
-        &mut counter,
-        &x128(&dout),
-        &x128(&inp),
-        &x128(&weight),
-        &mean,
-        &rstd,
-        rows as u32,
-        c as u32 / 8,
-        c as u32 / 4,
-    )
-    .unwrap();
+    let (got_dbias, got_dweight): (Vec<f32>, Vec<f32>) = if fixed {
+        // The fixed variant's dbias/dweight are `x128`s that the last block writes
+        // (`DisjointSlice<X128, ByLastBlock>`).
+        let (mut dbias_k, mut dweight_k) = (x128(&dbias), x128(&dweight));
+        llmc::layernorm_backward_kernel10_fixed::launch_cpu(
+            &CpuExecutor::new(),
+            config,
+            &mut dinp_k,
+            &mut dweight_k,
+            &mut dbias_k,
+            &mut scratch,
+            &mut counter,
+            &x128(&dout),
+            &x128(&inp),
+            &x128(&weight),
+            &mean,
+            &rstd,
+            rows as u32,
+            c as u32 / 8,
+            c as u32 / 4,
+        )
+        .unwrap();
+        (flat(&dbias_k).iter().map(|&v| f(v)).collect(), flat(&dweight_k).iter().map(|&v| f(v)).collect())
+    } else {
+        let mut dbias_k: Vec<u32> = dbias.chunks(2).map(|p| p[0].to_bits() as u32 | (p[1].to_bits() as u32) << 16).collect();
+        let mut dweight_k: Vec<u32> = dweight.chunks(2).map(|p| p[0].to_bits() as u32 | (p[1].to_bits() as u32) << 16).collect();
+        llmc::layernorm_backward_kernel10::launch_cpu(
+            &CpuExecutor::new(),
+            config,
+            &mut dinp_k,
+            &mut dweight_k,
+            &mut dbias_k,
+            &mut scratch,
+            &mut counter,
+            &x128(&dout),
+            &x128(&inp),
+            &x128(&weight),
+            &mean,
+            &rstd,
+            rows as u32,
+            c as u32 / 8,
+            c as u32 / 4,
+        )
+        .unwrap();
+        let unpair = |v: &[u32]| -> Vec<f32> { v.iter().flat_map(|&w| [f(bf16::from_bits(w as u16)), f(bf16::from_bits((w >> 16) as u16))]).collect() };
+        (unpair(&dbias_k), unpair(&dweight_k))
+    };
     assert_eq!(counter[0], 0, "the last block resets the counter");
     let want = layernorm_backward(&dinp, &dbias, &dweight, &dout, &inp, &weight, &mean, &rstd, c);
-    let unpair = |v: &[u32]| -> Vec<f32> { v.iter().flat_map(|&w| [f(bf16::from_bits(w as u16)), f(bf16::from_bits((w >> 16) as u16))]).collect() };
     let (err, at) = max_rel(flat(&dinp_k).iter().map(|&v| f(v)), want.dinp.iter().copied(), 0.1);
     assert!(err <= 1.0 / 64.0, "dinp: max rel err {err} at {at}");
-    let (err, at) = max_rel(unpair(&dbias_k), want.dbias.iter().copied(), 1.0);
+    let (err, at) = max_rel(got_dbias, want.dbias.iter().copied(), 1.0);
     assert!(err <= 1.0 / 64.0, "dbias: max rel err {err} at {at}");
-    let (err, at) = max_rel(unpair(&dweight_k), want.dweight.iter().copied(), 1.0);
+    let (err, at) = max_rel(got_dweight, want.dweight.iter().copied(), 1.0);
     assert!(err <= 1.0 / 64.0, "dweight: max rel err {err} at {at}");
 }
 

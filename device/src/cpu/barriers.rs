@@ -73,7 +73,7 @@ impl BlockContext<'_> {
             return BarrierOutcome::Blocked;
         }
         let reply = match kind {
-            BarrierKind::Plain => 0,
+            BarrierKind::Plain | BarrierKind::RowPhase => 0,
             BarrierKind::Count => count,
             BarrierKind::And => all as u32,
             BarrierKind::Or => any as u32,

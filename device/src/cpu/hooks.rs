@@ -22,6 +22,8 @@ pub(crate) enum BarrierKind {
     And,
     /// `sync_threads_or`.
     Or,
+    /// The phase barrier of an in-place row (`RowRead::write_own`, barrier 4).
+    RowPhase,
 }
 
 impl BarrierKind {
@@ -32,6 +34,7 @@ impl BarrierKind {
             BarrierKind::Count => "sync_threads_count",
             BarrierKind::And => "sync_threads_and",
             BarrierKind::Or => "sync_threads_or",
+            BarrierKind::RowPhase => "RowRead::write_own (the in-place row's phase barrier)",
         }
     }
 }

@@ -7,6 +7,7 @@ use bytemuck::Pod;
 
 use super::LaunchRequirements;
 use super::index::NotSend;
+use super::order::{Forward, Reversed, RowOrder};
 use super::slice::{DisjointSlice, Partition};
 use super::warp_rows::LaneRow;
 use crate::thread::{block_dim_x, block_idx_x, grid_dim_x, thread_idx_x};
@@ -37,12 +38,19 @@ use crate::thread::{block_dim_x, block_idx_x, grid_dim_x, thread_idx_x};
 /// (`LINEAR_THREADS`: `y = z = 1`, at most `u32::MAX` threads), any block size, any width.
 /// An element is read and written by its owner only, so in-place updates (`x = f(x)`:
 /// residual streams, normalising a row in place) need nothing else.
-pub struct BlockRows;
+///
+/// `BlockRows<Reversed>`: block `b` takes the rows of slot `G - 1 - b` (`G = gridDim.x`):
+/// `G - 1 - b, 2 G - 1 - b, ...` (llm.c's fused classifier, `gridDim.x - (blockIdx.x + 1)`),
+/// through [`block_row_reversed`]/[`block_rows_reversed`]. `b -> G - 1 - b` is a bijection of
+/// `0..G`, so the blocks' rows stay disjoint (congruent to their distinct slots modulo `G`);
+/// the witness type carries the order, so a forward [`BlockRow`] never reaches a reversed
+/// output.
+pub struct BlockRows<O: RowOrder = Forward>(PhantomData<O>);
 
-// SAFETY: as the doc above: every access goes through a `BlockRow` of the running thread
-// (row congruent to its block modulo the grid, lane its `threadIdx.x`, stride `blockDim.x`);
-// `LaneRow` checks the row inside the buffer once and each column below `cols`.
-unsafe impl Partition for BlockRows {
+// SAFETY: as the doc above: every access goes through a `BlockRow<O>` of the running thread
+// (row congruent to its block's slot for `O` modulo the grid, lane its `threadIdx.x`, stride
+// `blockDim.x`); `LaneRow` checks the row inside the buffer once and each column below `cols`.
+unsafe impl<O: RowOrder> Partition for BlockRows<O> {
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::LINEAR_THREADS;
     type Shape = u32;
 }
@@ -52,14 +60,15 @@ unsafe impl Partition for BlockRows {
 /// `Send`, `Sync` or `Pod` (see [`ThreadIndex`](super::ThreadIndex)), checked against the
 /// running thread on the CPU executor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct BlockRow {
+pub struct BlockRow<O: RowOrder = Forward> {
     row: u32,
     #[cfg(not(target_arch = "nvptx64"))]
     owner: [u32; 6],
     _this_thread: NotSend,
+    _order: PhantomData<fn() -> O>,
 }
 
-impl BlockRow {
+impl<O: RowOrder> BlockRow<O> {
     /// The row, to index inputs with.
     #[inline(always)]
     pub fn row(self) -> u32 {
@@ -68,7 +77,7 @@ impl BlockRow {
 
     #[inline(always)]
     #[track_caller]
-    fn owned(self) -> u32 {
+    pub(super) fn owned(self) -> u32 {
         #[cfg(not(target_arch = "nvptx64"))]
         if self.owner != super::index::block_thread() {
             super::index::used_by_another_thread("BlockRow", self.row as usize);
@@ -78,12 +87,13 @@ impl BlockRow {
 }
 
 #[inline(always)]
-fn make_row(row: u32) -> BlockRow {
+fn make_row<O: RowOrder>(row: u32) -> BlockRow<O> {
     BlockRow {
         row,
         #[cfg(not(target_arch = "nvptx64"))]
         owner: super::index::block_thread(),
         _this_thread: PhantomData,
+        _order: PhantomData,
     }
 }
 
@@ -93,28 +103,43 @@ pub fn block_row() -> BlockRow {
     make_row(block_idx_x())
 }
 
+/// This block's first row with the blocks in reverse order, `gridDim.x - 1 - blockIdx.x`
+/// (llm.c's `gridDim.x - (blockIdx.x + 1)`), for a `DisjointSlice<T, BlockRows<Reversed>>`.
+#[inline(always)]
+pub fn block_row_reversed() -> BlockRow<Reversed> {
+    make_row(Reversed::slot(block_idx_x(), grid_dim_x()))
+}
+
 /// This block's rows below `rows`: `blockIdx.x, blockIdx.x + gridDim.x, ...` (CUDA's `for (row
 /// = blockIdx.x; row < rows; row += gridDim.x)`). A step past `u32` ends the walk (no wrap
 /// onto another block's row).
 #[inline(always)]
 pub fn block_rows(rows: u32) -> BlockRowIter {
-    BlockRowIter { row: block_idx_x(), rows, step: grid_dim_x(), _this_thread: PhantomData }
+    BlockRowIter { row: block_idx_x(), rows, step: grid_dim_x(), _this_thread: PhantomData, _order: PhantomData }
 }
 
-/// The iterator of [`block_rows`].
+/// [`block_rows`] with the blocks in reverse order: `gridDim.x - 1 - blockIdx.x`, then
+/// `gridDim.x` further each step, below `rows`, for a `DisjointSlice<T, BlockRows<Reversed>>`.
+#[inline(always)]
+pub fn block_rows_reversed(rows: u32) -> BlockRowIter<Reversed> {
+    BlockRowIter { row: Reversed::slot(block_idx_x(), grid_dim_x()), rows, step: grid_dim_x(), _this_thread: PhantomData, _order: PhantomData }
+}
+
+/// The iterator of [`block_rows`] (and of [`block_rows_reversed`], `O` = [`Reversed`]).
 #[derive(Debug)]
-pub struct BlockRowIter {
+pub struct BlockRowIter<O: RowOrder = Forward> {
     row: u32,
     rows: u32,
     step: u32,
     _this_thread: NotSend,
+    _order: PhantomData<fn() -> O>,
 }
 
-impl Iterator for BlockRowIter {
-    type Item = BlockRow;
+impl<O: RowOrder> Iterator for BlockRowIter<O> {
+    type Item = BlockRow<O>;
 
     #[inline(always)]
-    fn next(&mut self) -> Option<BlockRow> {
+    fn next(&mut self) -> Option<BlockRow<O>> {
         if self.row < self.rows {
             let row = self.row;
             // Saturating: `u32::MAX` is never below a `u32` bound, so a step never wraps.
@@ -130,12 +155,12 @@ impl Iterator for BlockRowIter {
 /// blockDim.x j` ([`LaneRow`] with the block's stride).
 pub type ThreadRow<'a, T> = LaneRow<'a, T>;
 
-impl<T: Pod> DisjointSlice<T, BlockRows> {
+impl<T: Pod, O: RowOrder> DisjointSlice<T, BlockRows<O>> {
     /// Row `me` seen by this thread, if the whole row lies inside the buffer (one check per
     /// row): columns `threadIdx.x, threadIdx.x + blockDim.x, ...` below `cols`.
     #[inline(always)]
     #[track_caller]
-    pub fn row_mut(&mut self, me: BlockRow) -> Option<ThreadRow<'_, T>> {
+    pub fn row_mut(&mut self, me: BlockRow<O>) -> Option<ThreadRow<'_, T>> {
         let row = me.owned();
         let (lane, stride) = (thread_idx_x(), block_dim_x());
         // SAFETY: this output exists only in a 1-D launch (`REQUIREMENTS`), so `threadIdx.x <

@@ -1,6 +1,7 @@
 //! [`Handoff`]: partial results that every block publishes and the last block to finish
-//! reads (the "threadfence reduction" / "last block" pattern); and [`LastBlock`], the last
-//! block's view of them.
+//! reads (the "threadfence reduction" / "last block" pattern); [`LastBlock`], the last
+//! block's view of them; and [`ByLastBlock`], an output that only the last block writes
+//! ([`LastBlock::finish`]).
 
 use core::marker::PhantomData;
 
@@ -332,5 +333,119 @@ impl<T: Pod> LastBlock<T> {
             i += threads;
         }
         acc
+    }
+}
+
+/// The partition of `DisjointSlice<T, ByLastBlock>`: an output that the last block of a
+/// [`Handoff`] writes, after it has folded every block's partials (llm.c's
+/// `layernorm_backward_kernel10` adds the folded `dbias`/`dweight` to the gradients, one
+/// `x128` load and store per chunk). No thread reaches it except through
+/// [`LastBlock::finish`]: thread `t` of the last block then owns the elements `t + blockDim.x
+/// j` (block-strided; llm.c's warp-strided chunks `lane + 32 (warp + warps k)` are the same
+/// set), read and written with one 16-byte relaxed device-scope access per 16 bytes
+/// (`ld.relaxed.gpu.v4`/`st.relaxed.gpu.v4`: `LDG.E.128.STRONG.GPU`/`STG.E.128.STRONG.GPU`,
+/// where nvcc's `load128`/`store128` are `LDG.E.128`/`STG.E.128`: the same bytes in the same
+/// number of accesses, once per launch).
+///
+/// ```ignore
+/// #[kernel(cols(scratch = c4))]
+/// pub fn grads(scratch: DisjointSlice<Partial, Handoff>, dbias: DisjointSlice<X128, ByLastBlock>, counter: AtomicSlice<u32>, c4: u32) {
+///     let mut scratch = scratch;
+///     /* .. publish this block's partials .. */
+///     let Some(counter) = counter.get(0) else { return };
+///     let Some(last) = scratch.arrive(counter) else { return };
+///     let mut out = last.finish(dbias);                 // every thread of the last block
+///     for j in 0..out.count() {                          // elements t, t + blockDim.x, ..
+///         out.update(j, |old| /* old + the folded sums */ old);
+///     }
+/// }
+/// ```
+///
+/// Soundness does not rest on the handoff counter (which a launch cannot check: it may start
+/// at any value or be shared with another launch, and `arrive`'s `barrier.red.or` can be
+/// matched by a `sync_threads_or` elsewhere in the kernel): every access to a `ByLastBlock`
+/// buffer is a relaxed atomic at device scope, so no two accesses race, whichever blocks got a
+/// [`LastBlock`]. The counter (zero at launch, every block arriving once) makes one block, the
+/// last, the only writer, and the block-strided map makes each element one thread's: the
+/// values are then deterministic.
+///
+/// Launch: 1-D (`LINEAR_THREADS`). Elements: `Pod` of a multiple of 4 bytes, aligned to 4
+/// (one 16-byte access per 16 bytes for a 16-byte aligned element of a multiple of 16 bytes:
+/// `X128`, `Float4`).
+pub struct ByLastBlock;
+
+// SAFETY: the only safe access is through `LastBlock::finish`'s `FinishView`, whose every
+// access is a relaxed device-scope atomic of aligned 32-bit words (or 16-byte vectors of them)
+// inside the buffer: no two accesses race, whoever makes them.
+unsafe impl Partition for ByLastBlock {
+    const REQUIREMENTS: LaunchRequirements = LaunchRequirements::LINEAR_THREADS;
+    type Shape = ();
+}
+
+impl<T: Pod> LastBlock<T> {
+    /// The last block's write view of `out`, in every thread of the block: thread `t` owns
+    /// elements `t + blockDim.x j` (see [`ByLastBlock`]). Takes `out` by value, so a thread
+    /// makes one view per output.
+    #[inline(always)]
+    pub fn finish<U: Pod>(&self, out: DisjointSlice<U, ByLastBlock>) -> FinishView<U> {
+        let _ = const { words::<U>() };
+        FinishView { pointer: out.pointer, len: out.len, first: thread_idx_x(), stride: block_dim_x(), _output: PhantomData }
+    }
+}
+
+/// One thread's part of a [`ByLastBlock`] output, from [`LastBlock::finish`]: the elements
+/// `threadIdx.x + blockDim.x j` below the buffer's length, each read and written with relaxed
+/// device-scope accesses (16 bytes at a time where the element allows).
+pub struct FinishView<U: Pod> {
+    pointer: *mut U,
+    len: usize,
+    first: u32,
+    stride: u32,
+    _output: PhantomData<*mut U>,
+}
+
+impl<U: Pod> FinishView<U> {
+    /// How many elements this thread owns (`j` runs below it).
+    #[inline(always)]
+    pub fn count(&self) -> u32 {
+        let (first, stride) = (self.first as usize, (self.stride as usize).max(1));
+        if first >= self.len { 0 } else { (self.len - first).div_ceil(stride).min(u32::MAX as usize) as u32 }
+    }
+
+    /// The buffer index of this thread's `j`-th element, if inside the buffer.
+    #[inline(always)]
+    fn index(&self, j: u32) -> Option<usize> {
+        let index = self.first as u64 + self.stride as u64 * j as u64;
+        (index < self.len as u64).then_some(index as usize)
+    }
+
+    /// This thread's `j`-th element (`threadIdx.x + blockDim.x j`), or `None` past the end.
+    #[inline(always)]
+    pub fn get(&self, j: u32) -> Option<U> {
+        let index = self.index(j)?;
+        // SAFETY: inside the buffer, aligned (an array of `U`); every access is atomic.
+        Some(unsafe { load_relaxed(self.pointer.add(index)) })
+    }
+
+    /// Writes this thread's `j`-th element; `false` (nothing written) past the end.
+    #[inline(always)]
+    pub fn set(&mut self, j: u32, value: U) -> bool {
+        let Some(index) = self.index(j) else { return false };
+        // SAFETY: inside the buffer, aligned; every access is atomic.
+        unsafe { store_relaxed(self.pointer.add(index), value) };
+        true
+    }
+
+    /// `x = f(x)` on this thread's `j`-th element (one load and one store: llm.c's `load128`
+    /// .. `store128`); `false` past the end.
+    #[inline(always)]
+    pub fn update(&mut self, j: u32, f: impl FnOnce(U) -> U) -> bool {
+        let Some(index) = self.index(j) else { return false };
+        // SAFETY: inside the buffer, aligned; every access is atomic.
+        unsafe {
+            let pointer = self.pointer.add(index);
+            store_relaxed(pointer, f(load_relaxed(pointer)));
+        }
+        true
     }
 }

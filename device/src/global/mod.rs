@@ -17,9 +17,12 @@
 //! | [`PerThreadTile<T, TR, TC, MR, MC, RR, RC>`] | block `(bx, by)` owns tile `(by, bx)` of `TR x TC` elements, cut into `RR x RC` quadrants; its thread `t` (1-D blocks of exactly `(TR / RR / MR) (TC / RC / MC)` threads) the contiguous `MR x MC` micro-tile `(t / G, t % G)` of each quadrant (`G = TC / RC / MC`), named by its [`BlockTile`] |
 //! | [`PerWarpRow<T>`] | warp `w` owns row `w` of a row-major matrix; its lane `l` the columns `l, l + 32, ...`, named by its [`WarpRow`] |
 //! | `DisjointSlice<T, BlockRows>` | block `b` owns rows `b, b + gridDim.x, ...` of a row-major matrix of `cols` columns; its thread `t` the columns `t, t + blockDim.x, ...`, named by its [`BlockRow`] |
+//! | `PerWarpRow<T, Reversed>`, `DisjointSlice<T, BlockRows<Reversed>>` | as above with the blocks in reverse order (block `b` takes block `gridDim.x - 1 - b`'s rows: llm.c's softmax and fused classifier), named by [`warp_row_reversed`]/[`block_row_reversed`] and their `_rows_` iterators |
 //! | `DisjointSlice<T, RotaryPairs<HEAD, HALF>>` | rows as `BlockRows`, cut into heads of `HEAD`; thread `t` owns the pairs `(k, k + HALF)` of its units `t + blockDim.x j` (NeoX rotary) |
 //! | `DisjointSlice<T, Cells3d>` | thread `(x, y, z)` owns element `(z, y, x)` of a `[depth][rows][cols]` tensor, named by its [`ThreadCell3d`] |
 //! | `DisjointSlice<T, Handoff>` | block `b` publishes row `b` (atomically); the last block to [`arrive`](DisjointSlice::arrive) reads them all ([`LastBlock`]) |
+//! | `DisjointSlice<T, ByLastBlock>` | only the last block of a `Handoff`, through [`LastBlock::finish`]: its thread `t` reads and writes elements `t, t + blockDim.x, ...` (relaxed 16-byte accesses) |
+//! | `DisjointSlice<T, InPlaceRows>` | rows as `BlockRows`; every thread of the block reads the whole row ([`RowRead`]), then after the phase barrier (`write_own`) writes its own columns ([`RowWrite`]): in-place updates that read other threads' columns first |
 //! | [`UncheckedSlice<T>`] | only `unsafe` accesses, whose callers state which thread owns which element (register micro-tiles, computed indices) |
 //! | [`AtomicSlice<T>`] | every thread reads and writes any element, atomically; this is also how threads read each other's writes after a barrier or grid sync |
 //!
@@ -59,9 +62,11 @@ mod cells3d;
 mod chunks;
 mod disjoint;
 mod handoff;
+mod in_place;
 mod index;
 mod matrix;
 mod micro_tile;
+mod order;
 mod per_block;
 mod planes;
 mod slice;
@@ -79,7 +84,8 @@ pub mod partition {
     pub use super::cells3d::Cells3d;
     pub use super::chunks::Chunks;
     pub use super::disjoint::Threads;
-    pub use super::handoff::Handoff;
+    pub use super::handoff::{ByLastBlock, Handoff};
+    pub use super::in_place::InPlaceRows;
     pub use super::matrix::Cells;
     pub use super::micro_tile::ThreadTiles;
     pub use super::per_block::Blocks;
@@ -92,26 +98,30 @@ pub mod partition {
 
 pub use crate::atomic::{Atomic, AtomicElement, Scope};
 pub use atomic_slice::AtomicSlice;
-pub use block_rows::{BlockRow, BlockRowIter, RotaryPairsIter, ThreadRow, block_row, block_rows};
+pub use block_rows::{BlockRow, BlockRowIter, RotaryPairsIter, ThreadRow, block_row, block_row_reversed, block_rows, block_rows_reversed};
 pub use cells3d::{ThreadCell3d, unique_cell_3d};
 pub use chunks::DisjointChunks;
 pub use disjoint::RemovedDisjointSliceMethod;
 pub use ferrocuda_types::LaunchRequirements;
-pub use handoff::LastBlock;
+pub use handoff::{FinishView, LastBlock};
+pub use in_place::{RowRead, RowWrite};
 pub use index::{BlockIndex, GridStride, ThreadIndex, grid_stride, once_per_block, unique_index};
 pub use matrix::{DisjointMatrix, GridStride2d, ThreadCell, grid_stride_2d, unique_cell};
 pub use micro_tile::{MicroTileMut, PerThreadTile};
+pub use order::{Forward, Reversed, RowOrder};
 pub use per_block::PerBlock;
 pub use planes::DisjointPlanes;
 pub use slice::DisjointSlice;
 pub use tile::{BlockTile, PerBlockTile, TileMut, block_tile};
 pub use unchecked::UncheckedSlice;
-pub use warp_rows::{LaneRow, LaneRowIter, LaneRowZip, LaneRowZipN, PerWarpRow, WarpRow, WarpRowIter, warp_row, warp_rows};
+pub use warp_rows::{
+    LaneRow, LaneRowIter, LaneRowZip, LaneRowZipN, PerWarpRow, WarpRow, WarpRowIter, warp_row, warp_row_reversed, warp_rows, warp_rows_reversed,
+};
 pub use window::{Window, window};
 // The partitions without an alias of their own, where the docs' `DisjointSlice<T, BlockRows>`
 // finds them with the other output names (issue 30's third port: E0432 with
 // `global::{BlockRows, Handoff}`, which only `global::partition` had).
-pub use partition::{BlockRows, Cells3d, Handoff, RotaryPairs};
+pub use partition::{BlockRows, ByLastBlock, Cells3d, Handoff, InPlaceRows, RotaryPairs};
 
 /// A kernel output parameter type: what `#[kernel]` builds from the pointer and length the
 /// launcher passes, and what it requires of the launch. Implemented by the output types of

@@ -203,10 +203,12 @@ mod sealed {
     impl Sealed for super::super::partition::Unchecked {}
     impl Sealed for super::super::partition::Atomics {}
     impl Sealed for super::super::partition::Cells {}
-    impl Sealed for super::super::partition::WarpRows {}
-    impl Sealed for super::super::partition::BlockRows {}
+    impl<O: super::super::order::RowOrder> Sealed for super::super::partition::WarpRows<O> {}
+    impl<O: super::super::order::RowOrder> Sealed for super::super::partition::BlockRows<O> {}
     impl Sealed for super::super::partition::Cells3d {}
     impl Sealed for super::super::partition::Handoff {}
+    impl Sealed for super::super::partition::ByLastBlock {}
+    impl<O: super::super::order::RowOrder> Sealed for super::super::partition::InPlaceRows<O> {}
     impl<const N: usize> Sealed for super::super::partition::Chunks<N> {}
     impl<const HEAD: u32, const HALF: u32> Sealed for super::super::partition::RotaryPairs<HEAD, HALF> {}
     impl<const P: usize> Sealed for super::super::partition::Planes<P> {}

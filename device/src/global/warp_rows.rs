@@ -7,6 +7,7 @@ use bytemuck::Pod;
 
 use super::LaunchRequirements;
 use super::index::NotSend;
+use super::order::{Forward, Reversed, RowOrder};
 use super::slice::{DisjointSlice, Partition};
 
 /// This thread's warp and lane for a [`PerWarpRow`] output: warp `w = t / 32` and lane `t %
@@ -16,14 +17,16 @@ use super::slice::{DisjointSlice, Partition};
 ///
 /// In a launch that a `PerWarpRow`'s launcher accepted (1-D, at most `u32::MAX` threads,
 /// blocks of whole warps) `w` is the hardware warp's global index and `(w, lane)` names one
-/// thread.
+/// thread. `O` is the order the blocks take rows in ([`Forward`], or [`Reversed`] from
+/// [`warp_row_reversed`]/[`warp_rows_reversed`]); a witness fits only an output of its order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct WarpRow {
+pub struct WarpRow<O: RowOrder = Forward> {
     row: u32,
     lane: u32,
     #[cfg(not(target_arch = "nvptx64"))]
     owner: u32,
     _this_thread: NotSend,
+    _order: PhantomData<fn() -> O>,
 }
 
 /// This thread's [`WarpRow`]: `(t / 32, t % 32)` for the 1-D thread index `t` (a shift and a
@@ -37,10 +40,36 @@ pub fn warp_row() -> WarpRow {
         #[cfg(not(target_arch = "nvptx64"))]
         owner: t,
         _this_thread: PhantomData,
+        _order: PhantomData,
     }
 }
 
-impl WarpRow {
+/// The warp's slot in a launch whose blocks take rows in order `O`: `O::slot(blockIdx.x,
+/// gridDim.x) * (blockDim.x / 32) + threadIdx.x / 32` (the global warp index `t / 32` for
+/// [`Forward`]).
+#[inline(always)]
+fn warp_slot<O: RowOrder>() -> u32 {
+    use crate::thread::{block_dim_x, block_idx_x, grid_dim_x, thread_idx_x};
+    O::slot(block_idx_x(), grid_dim_x()).wrapping_mul(block_dim_x() / 32).wrapping_add(thread_idx_x() / 32)
+}
+
+/// This thread's [`WarpRow`] with the blocks in reverse order: row `(gridDim.x - 1 -
+/// blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32` (llm.c's softmax: `(gridDim.x -
+/// blockIdx.x - 1) * num_warps + warp_id`), lane `threadIdx.x % 32`, for a
+/// `PerWarpRow<T, Reversed>` output. Map and proof: [`WarpRows`].
+#[inline(always)]
+pub fn warp_row_reversed() -> WarpRow<Reversed> {
+    WarpRow {
+        row: warp_slot::<Reversed>(),
+        lane: crate::thread::thread_idx_x() % 32,
+        #[cfg(not(target_arch = "nvptx64"))]
+        owner: super::index::linear_thread(),
+        _this_thread: PhantomData,
+        _order: PhantomData,
+    }
+}
+
+impl<O: RowOrder> WarpRow<O> {
     /// The row (the warp's global index), to index inputs with.
     #[inline(always)]
     pub fn row(self) -> u32 {
@@ -84,7 +113,10 @@ impl WarpRow {
 /// The width comes from `#[kernel(cols(name = ..))]` (a by-value `u32` parameter or a
 /// constant, the same in every thread). Every launcher refuses a launch that is not 1-D, has
 /// more than `u32::MAX` threads, or has blocks that are not whole warps (`NotWholeWarps`).
-pub type PerWarpRow<T> = DisjointSlice<T, WarpRows>;
+///
+/// `PerWarpRow<T, Reversed>` runs the blocks backwards (llm.c's softmax): witnesses from
+/// [`warp_row_reversed`] and [`warp_rows_reversed`].
+pub type PerWarpRow<T, O = Forward> = DisjointSlice<T, WarpRows<O>>;
 
 /// The partition of [`PerWarpRow`]: witness [`WarpRow`] `(w, l)` (row `w`, lane `l`) ->
 /// elements `w * cols + l + 32 j` for `l + 32 j < cols`. The rows of warp `g` (its global
@@ -94,22 +126,29 @@ pub type PerWarpRow<T> = DisjointSlice<T, WarpRows>;
 /// modulo 32); rows congruent to `g` modulo `warps` belong to warp `g` alone, and under
 /// `LINEAR_WARPS` (1-D, at most `u32::MAX` threads, blocks of whole warps) `(g, lane)` names
 /// one thread.
-pub struct WarpRows;
+///
+/// With the order [`Reversed`] (`WarpRows<Reversed>`), warp `w` of block `b` has the slot `s
+/// = (G - 1 - b) W + w` in place of `g = b W + w` (`G = gridDim.x`, `W = blockDim.x / 32`,
+/// whole warps by `LINEAR_WARPS`) and the rows `s, s + warps, ...`. `(b, w) -> (G - 1 - b, w)`
+/// is a bijection of the launch's warps, so the slots are distinct as the `g` are, and the
+/// proof above holds with `s` for `g`. The witness type carries the order, so a forward
+/// [`WarpRow`] never reaches a reversed output (where its row would be another warp's).
+pub struct WarpRows<O: RowOrder = Forward>(PhantomData<O>);
 
-// SAFETY: as the doc above: every access goes through a `WarpRow`, whose row is congruent to
-// its thread's warp modulo the launch's warps and whose lane is its thread's; rows are
-// checked inside the buffer once (`row_mut`) and columns below `cols` at each access.
-unsafe impl Partition for WarpRows {
+// SAFETY: as the doc above: every access goes through a `WarpRow<O>`, whose row is congruent
+// to its thread's slot (for `O`) modulo the launch's warps and whose lane is its thread's;
+// rows are checked inside the buffer once (`row_mut`) and columns below `cols` at each access.
+unsafe impl<O: RowOrder> Partition for WarpRows<O> {
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::LINEAR_WARPS;
     type Shape = u32;
 }
 
-impl<T: Pod> DisjointSlice<T, WarpRows> {
+impl<T: Pod, O: RowOrder> DisjointSlice<T, WarpRows<O>> {
     /// This warp's row, seen by this lane, if the whole row lies inside the buffer (one
     /// check, made once).
     #[inline(always)]
     #[track_caller]
-    pub fn row_mut(&mut self, me: WarpRow) -> Option<LaneRow<'_, T>> {
+    pub fn row_mut(&mut self, me: WarpRow<O>) -> Option<LaneRow<'_, T>> {
         let me = me.owned();
         // SAFETY: `(row, lane)` comes from a `WarpRow` of the running thread: the row is one of
         // its warp's (congruent to the warp's index modulo the launch's warps), the lane is
@@ -136,12 +175,31 @@ pub fn warp_rows(rows: u32) -> WarpRowIter {
         #[cfg(not(target_arch = "nvptx64"))]
         owner: t,
         _this_thread: PhantomData,
+        _order: PhantomData,
     }
 }
 
-/// The iterator of [`warp_rows`].
+/// [`warp_rows`] with the blocks in reverse order: the rows `s, s + warps, ...` below `rows`
+/// from this warp's reversed slot `s = (gridDim.x - 1 - blockIdx.x) * (blockDim.x / 32) +
+/// threadIdx.x / 32`, for a `PerWarpRow<T, Reversed>` output.
+#[inline(always)]
+pub fn warp_rows_reversed(rows: u32) -> WarpRowIter<Reversed> {
+    let warps = (crate::thread::grid_dim_x().wrapping_mul(crate::thread::block_dim_x()) / 32).max(1);
+    WarpRowIter {
+        row: warp_slot::<Reversed>(),
+        rows,
+        warps,
+        lane: crate::thread::thread_idx_x() % 32,
+        #[cfg(not(target_arch = "nvptx64"))]
+        owner: super::index::linear_thread(),
+        _this_thread: PhantomData,
+        _order: PhantomData,
+    }
+}
+
+/// The iterator of [`warp_rows`] (and of [`warp_rows_reversed`], `O` = [`Reversed`]).
 #[derive(Debug)]
-pub struct WarpRowIter {
+pub struct WarpRowIter<O: RowOrder = Forward> {
     row: u32,
     rows: u32,
     warps: u32,
@@ -149,13 +207,14 @@ pub struct WarpRowIter {
     #[cfg(not(target_arch = "nvptx64"))]
     owner: u32,
     _this_thread: NotSend,
+    _order: PhantomData<fn() -> O>,
 }
 
-impl Iterator for WarpRowIter {
-    type Item = WarpRow;
+impl<O: RowOrder> Iterator for WarpRowIter<O> {
+    type Item = WarpRow<O>;
 
     #[inline(always)]
-    fn next(&mut self) -> Option<WarpRow> {
+    fn next(&mut self) -> Option<WarpRow<O>> {
         if self.row < self.rows {
             let row = self.row;
             // Saturating: `u32::MAX` is never below a `u32` bound, so a step never wraps.
@@ -166,6 +225,7 @@ impl Iterator for WarpRowIter {
                 #[cfg(not(target_arch = "nvptx64"))]
                 owner: self.owner,
                 _this_thread: PhantomData,
+                _order: PhantomData,
             })
         } else {
             None

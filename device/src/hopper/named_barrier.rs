@@ -57,7 +57,10 @@ impl NamedBarrier {
     /// PTX, and an H200 raised `CUDA_ERROR_ILLEGAL_INSTRUCTION` for it, losing the context
     /// (audit 2026-11-27f, F12-3; the CPU executor reports it as `MixedBarrierCounts`). No type
     /// can tie one count to one id across a kernel's warps, so the constructor is where the
-    /// promise is made: one `const` per id, as the Hopper kernels write it, keeps it.
+    /// promise is made: one `const` per id, as the Hopper kernels write it, keeps it. And a
+    /// kernel with an [`InPlaceRows`](crate::global::InPlaceRows) output must not use id 4
+    /// ([`ROW_PHASE_BARRIER`](crate::sync::ROW_PHASE_BARRIER)): that barrier orders the row's
+    /// reads before its writes only if nothing else can complete it.
     #[inline(always)]
     pub const unsafe fn new(id: u32, threads: u32) -> NamedBarrier {
         assert!(id >= Self::MIN_ID && id <= 15, "named barrier ids are 4..=15 (0 is sync_threads', 1..=3 are sync_threads_count/_and/_or's)");

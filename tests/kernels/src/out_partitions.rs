@@ -5,8 +5,12 @@
 //! written once by the right map (tests/out_partitions.rs); some are deliberately wrong, for
 //! the CPU executor's checks.
 
-use ferrocuda_device::global::partition::{BlockRows, Cells3d, Handoff, RotaryPairs};
-use ferrocuda_device::global::{AtomicSlice, DisjointSlice, PerWarpRow, block_row, block_rows, unique_cell_3d, warp_rows};
+use ferrocuda_device::block::RuntimeBlockReduce;
+use ferrocuda_device::global::partition::{BlockRows, ByLastBlock, Cells3d, Handoff, InPlaceRows, RotaryPairs};
+use ferrocuda_device::global::{
+    AtomicSlice, DisjointSlice, PerWarpRow, Reversed, block_row, block_row_reversed, block_rows, block_rows_reversed, unique_cell_3d, warp_rows,
+    warp_rows_reversed,
+};
 use ferrocuda_device::kernel;
 use ferrocuda_device::thread::{block_dim_x, block_idx_x, thread_idx_x};
 
@@ -173,4 +177,126 @@ pub fn smuggled_block_row(mut out: DisjointSlice<u32, BlockRows>) {
         }
     }
     let _ = &mut out;
+}
+
+/// Rows in reverse block order (`BlockRows<Reversed>`, grid-strided): each thread adds
+/// `mark(row, col)` to its columns, and thread 0 records which block took the row.
+#[kernel(cols(out = cols))]
+pub fn block_rows_reversed_mark(mut out: DisjointSlice<u32, BlockRows<Reversed>>, who: AtomicSlice<u32>, rows: u32, cols: u32) {
+    for me in block_rows_reversed(rows) {
+        let Some(row) = out.row_mut(me) else { break };
+        let (r, first, stride) = (row.row(), row.lane(), row.stride());
+        for (j, v) in row.iter_mut().enumerate() {
+            *v += mark(r, first + stride * j as u32);
+        }
+        if thread_idx_x() == 0
+            && let Some(w) = who.get(r as usize)
+        {
+            w.store(block_idx_x());
+        }
+    }
+}
+
+/// Rows per warp with the blocks in reverse order (`PerWarpRow<u32, Reversed>`, grid-strided
+/// over warps): each lane adds `mark` to its columns, lane 0 records the warp's global index.
+#[kernel(cols(out = cols))]
+pub fn warp_rows_reversed_mark(mut out: PerWarpRow<u32, Reversed>, who: AtomicSlice<u32>, rows: u32, cols: u32) {
+    for me in warp_rows_reversed(rows) {
+        let Some(mut row) = out.row_mut(me) else { break };
+        let mut j = 0;
+        while let Some(v) = row.get_mut(j) {
+            *v += mark(me.row(), me.lane() + 32 * j as u32);
+            j += 1;
+        }
+        if me.lane() == 0
+            && let Some(w) = who.get(me.row() as usize)
+        {
+            w.store((block_idx_x() * block_dim_x() + thread_idx_x()) / 32);
+        }
+    }
+}
+
+/// Four words aligned to 16 bytes (llm.c's `x128` shape): one 16-byte access each.
+#[repr(C, align(16))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable, ferrocuda_device::LayoutKey)]
+pub struct Quad(pub [u32; 4]);
+
+/// The last-block write view: every block publishes its block sum; the last block adds the
+/// total to each of its threads' elements of `out` (`Quad`: one 16-byte relaxed load and
+/// store each), `[old + total, index, 7, 9]`.
+#[kernel(cols(partials = 1))]
+pub fn last_block_finish(x: &[u32], mut partials: DisjointSlice<u32, Handoff>, counter: AtomicSlice<u32>, out: DisjointSlice<Quad, ByLastBlock>) {
+    let reduce = RuntimeBlockReduce::new(ferrocuda_device::block_scratch!(u32));
+    let start = block_idx_x() as usize * block_dim_x() as usize + thread_idx_x() as usize;
+    let mine = x.get(start).copied().unwrap_or(0);
+    if let Some(sum) = reduce.reduce(mine, u32::wrapping_add) {
+        partials.publish(0, sum);
+    }
+    let Some(counter) = counter.get(0) else { return };
+    let Some(last) = partials.arrive(counter) else { return };
+    let total = reduce.reduce_all(last.fold(0u32, u32::wrapping_add), u32::wrapping_add);
+    let mut out = last.finish(out);
+    for j in 0..out.count() {
+        let index = thread_idx_x() + block_dim_x() * j;
+        out.update(j, |old| Quad([old.0[0].wrapping_add(total), index, 7, 9]));
+    }
+}
+
+/// In place with reads of other threads' columns (llm.c's fused classifier's shape), rows in
+/// reverse block order: every thread reads the whole row and sums it, then after the phase
+/// barrier each thread replaces its own columns with `1000 x / sum` (and the column's
+/// right-hand neighbour, read before the barrier, in `right`).
+#[kernel(cols(x = cols, right = cols))]
+pub fn in_place_rows_normalize(x: DisjointSlice<u32, InPlaceRows<Reversed>>, mut right: DisjointSlice<u32, BlockRows<Reversed>>, cols: u32) {
+    let me = block_row_reversed();
+    let Some(read) = x.read_row(me) else { return };
+    let row = read.row();
+    let sum: u32 = row.iter().fold(0u32, |a, &v| a.wrapping_add(v));
+    // A read of other threads' columns: each thread's right-hand neighbours.
+    if let Some(mut r) = right.row_mut(me) {
+        let (first, stride) = (r.lane(), r.stride());
+        let mut j = 0;
+        while let Some(v) = r.get_mut(j) {
+            let c = (first + stride * j as u32 + 1) % cols.max(1);
+            *v = row.get(c as usize).copied().unwrap_or(0);
+            j += 1;
+        }
+    }
+    let mut write = read.write_own();
+    for v in write.row_mut().iter_mut() {
+        *v = (*v).wrapping_mul(1000) / sum.max(1);
+    }
+}
+
+/// Misuse: thread 0 ends the read phase while the others wait at `sync_threads()` (another
+/// hardware barrier): on a GPU a hang, on the CPU executor `MixedBarriers`. Never launched on
+/// a GPU.
+#[kernel(cols(x = 32))]
+pub fn in_place_rows_mixed_barriers(x: DisjointSlice<u32, InPlaceRows>) {
+    let Some(read) = x.read_row(block_row()) else { return };
+    if thread_idx_x() == 0 {
+        let mut write = read.write_own();
+        if let Some(v) = write.row_mut().get_mut(0) {
+            *v = 1;
+        }
+    } else {
+        ferrocuda_device::sync::sync_threads();
+        let _ = read.row().first();
+    }
+}
+
+/// 2-byte elements at data-dependent indices (vLLM's `reshape_and_cache_flash` scatters one
+/// bf16 per thread to a slot read from memory): `out[slots[i]] = x[i]` as relaxed 2-byte
+/// stores (`st.relaxed.gpu.global.b16`), for `u16` and `bf16`.
+#[kernel]
+pub fn scatter_u16(x: &[u16], slots: &[u32], out: AtomicSlice<u16>, out_bf16: AtomicSlice<ferrocuda_device::half::bf16>) {
+    let i = ferrocuda_device::thread::index_1d();
+    if let (Some(&v), Some(&slot)) = (x.get(i), slots.get(i)) {
+        if let Some(cell) = out.get(slot as usize) {
+            cell.store(v);
+        }
+        if let Some(cell) = out_bf16.get(slot as usize) {
+            cell.store(ferrocuda_device::half::bf16::from_bits(v));
+        }
+    }
 }

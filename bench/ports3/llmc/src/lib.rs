@@ -13,11 +13,11 @@ use core::num::NonZeroU32;
 
 use bytemuck::{Pod, Zeroable};
 use ferrocuda_device::cache::{self, Load, Store};
-use ferrocuda_device::global::partition::{BlockRows, Handoff};
-use ferrocuda_device::global::{PerWarpRow, block_row, warp_row, warp_rows};
+use ferrocuda_device::global::partition::{BlockRows, ByLastBlock, Handoff, InPlaceRows};
+use ferrocuda_device::global::{PerWarpRow, Reversed, block_row, block_row_reversed, warp_row, warp_row_reversed, warp_rows};
 use ferrocuda_device::half::{Bf16x2, F32ToHalf, HalfFloat, bf16};
 use ferrocuda_device::prelude::*;
-use ferrocuda_device::shared::dynamic_shared;
+use ferrocuda_device::shared::{SharedSlice, dynamic_shared};
 use ferrocuda_device::thread::{block_idx_y, grid_stride_range, strided_range};
 use ferrocuda_device::unroll::unroll;
 use ferrocuda_device::{kernel, warp};
@@ -207,15 +207,17 @@ pub fn softmax_forward_kernel5(mut out: PerWarpRow<bf16>, inv_temperature: f32, 
     }
 }
 
-/// [`softmax_forward_kernel5()`] after the fix round: the first pass is
+/// [`softmax_forward_kernel5()`] after the fix rounds: the first pass is
 /// `thread::strided_range(lane, pos_by_4, 32)` over the row cut to `pos_by_4` groups (one
 /// bound, a loop LLVM unrolls: two 8-byte loads in flight per lane, as nvcc's), where the
 /// first try's `while i < pos_by_4 { let Some(c) = x.get(i) else { break }; .. }` had a second
-/// exit and kept one.
+/// exit and kept one; and the blocks take the rows backwards as llm.c's do
+/// (`PerWarpRow<bf16, Reversed>` with `warp_row_reversed()`: row `(gridDim.x - blockIdx.x - 1)
+/// * num_warps + warp_id`).
 #[kernel(cols(out = t_len))]
-pub fn softmax_forward_kernel5_fixed(mut out: PerWarpRow<bf16>, inv_temperature: f32, inp: &[X4], t_len: u32) {
+pub fn softmax_forward_kernel5_fixed(mut out: PerWarpRow<bf16, Reversed>, inv_temperature: f32, inp: &[X4], t_len: u32) {
     let Some(tn) = NonZeroU32::new(t_len) else { return };
-    let Some(row) = out.row_mut(warp_row()) else { return };
+    let Some(row) = out.row_mut(warp_row_reversed()) else { return };
     let idx = row.row();
     let lane = row.lane();
     let own_pos = idx % tn;
@@ -368,6 +370,116 @@ pub fn fused_classifier_kernel5(
             for k in 0..(v % 8) as usize {
                 let element = (tail * 8) as i32 + k as i32;
                 let prob = (c.v[k].widen() - offset).exp() * scale;
+                let indicator = if element == ix { 1.0 } else { 0.0 };
+                d[k] = (prob - indicator) * dloss;
+            }
+            cache::store(o, pack8(d), Store::Streaming);
+        }
+    }
+}
+
+/// [`fused_classifier_kernel5()`] after the fix round, as llm.c writes it: **in place** (the
+/// logits row is read whole, then each thread overwrites its own chunks with the gradient:
+/// `DisjointSlice<X128, InPlaceRows<Reversed>>`, `read_row` .. `write_own`), the blocks taking
+/// the rows **backwards** (`gridDim.x - (blockIdx.x + 1)`: `block_row_reversed()`), the loss of
+/// row `idx` through a one-column `BlockRows<Reversed>` output (thread 0's column 0 of the
+/// block's row), and the library's block reductions (3 barriers for the two, llm.c's `blockReduce` 2: see
+/// `RuntimeBlockReduce`). The tail (`V % 8` gradients) is still
+/// written by the owner of its chunk, padding columns of that chunk as 0.
+#[kernel(cols(logits = p8, losses = 1), launch_bounds(1024, 2))]
+pub fn fused_classifier_kernel5_fixed(
+    logits: DisjointSlice<X128, InPlaceRows<Reversed>>,
+    mut losses: DisjointSlice<f32, BlockRows<Reversed>>,
+    dloss: f32,
+    targets: &[i32],
+    v: u32,
+    p8: u32,
+) {
+    let me = block_row_reversed();
+    let idx = me.row() as usize;
+    let Some(&ix) = targets.get(idx) else { return };
+    let Some(read) = logits.read_row(me) else { return };
+    let x = read.row();
+    let _ = p8;
+    let bd = block_dim_x() as i32;
+    let vv = v as i32;
+
+    // prepare_softmax_blockwide3
+    let mut thread_maxval = f32::NEG_INFINITY;
+    let mut thread_sumval = 0.0f32;
+    let mut i = (vv + 7) / 8 + thread_idx_x() as i32 - bd;
+    while (i + 1) * 8 > vv {
+        for k in 0..8 {
+            if i * 8 + k >= vv {
+                break;
+            }
+            if let Some(c) = x.get(i as usize) {
+                let val = c.v[k as usize].widen();
+                let old_maxval = thread_maxval;
+                thread_maxval = thread_maxval.max(val);
+                thread_sumval *= (old_maxval - thread_maxval).exp();
+                thread_sumval += (val - thread_maxval).exp();
+            }
+        }
+        i -= bd;
+    }
+    while i >= 0 {
+        if let Some(c) = x.get(i as usize) {
+            let packed = widen8(vector::load16(c));
+            for k in 0..8 {
+                let val = packed[k];
+                let old_maxval = thread_maxval;
+                thread_maxval = thread_maxval.max(val);
+                thread_sumval *= (old_maxval - thread_maxval).exp();
+                thread_sumval += (val - thread_maxval).exp();
+            }
+        }
+        i -= bd;
+    }
+    let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
+    let block_maxval = reduce.max_all(thread_maxval);
+    thread_sumval *= (thread_maxval - block_maxval).exp();
+    let block_sumval = reduce.sum_all(thread_sumval);
+    let scale = 1.0 / block_sumval;
+    let offset = block_maxval;
+
+    if let Some(mut loss_row) = losses.row_mut(me)
+        && let Some(loss) = loss_row.get_mut(0)
+        && let Some(t) = x.get(ix as usize / 8).and_then(|c| c.v.get(ix as usize % 8))
+    {
+        let prob = (t.widen() - offset).exp() * scale;
+        *loss -= prob.ln();
+    }
+
+    // every thread has read the row: overwrite this thread's chunks with the gradient
+    let v8 = (v / 8) as usize;
+    let mut write = read.write_own();
+    let mut col = thread_idx_x() as i32;
+    for o in write.row_mut().iter_mut() {
+        if col as usize >= v8 {
+            break;
+        }
+        let packed = widen8(vector::load16(o));
+        let mut d = [0.0f32; 8];
+        for k in 0..8 {
+            let element = col * 8 + k as i32;
+            let prob = (packed[k] - offset).exp() * scale;
+            let indicator = if element == ix { 1.0 } else { 0.0 };
+            d[k] = (prob - indicator) * dloss;
+        }
+        cache::store(o, pack8(d), Store::Streaming);
+        col += bd;
+    }
+    // the last V % 8 values, by the owner of their chunk
+    if !v.is_multiple_of(8) {
+        let tail = v8 as u32;
+        if tail % block_dim_x() == thread_idx_x()
+            && let Some(o) = write.row_mut().get_mut((tail / block_dim_x()) as usize)
+        {
+            let mut d = [0.0f32; 8];
+            for k in 0..(v % 8) as usize {
+                let element = (tail * 8) as i32 + k as i32;
+                let prob = (o.v[k].widen() - offset).exp() * scale;
                 let indicator = if element == ix { 1.0 } else { 0.0 };
                 d[k] = (prob - indicator) * dloss;
             }
@@ -587,19 +699,22 @@ pub fn layernorm_backward_kernel10(
     }
 }
 
-/// [`layernorm_backward_kernel10()`] after the fix round: the same kernel with the loop over
-/// the two `f128` halves of each `x128` written `unroll::<2>` (llm.c's `for (int o = 0; o <
-/// x128::size / f128::size; ++o)`, which nvcc unrolls). As a `for` loop (the first try) LLVM
-/// kept it rolled, since its body holds two barriers, and the four `[f32; 8]` arrays it
-/// indexes (`dout128[o * 4 + i]`, ...) went to local memory: a 128-byte stack frame and
-/// `LDL`/`STL` in the hot loop. The builder now warns about such a frame (docs/performance.md,
-/// "register arrays in local memory").
+/// [`layernorm_backward_kernel10()`] after the fix rounds. Round 1: the loop over the two
+/// `f128` halves of each `x128` written `unroll::<2>` (llm.c's `for (int o = 0; o <
+/// x128::size / f128::size; ++o)`, which nvcc unrolls): as a `for` loop LLVM kept it rolled
+/// (it holds another loop, so LLVM's unroller skipped the cost analysis that would have seen
+/// the four `[f32; 8]` arrays become registers, and its size passed LLVM's threshold of 300)
+/// and the arrays went to local memory. Since round 2 the builder raises the threshold
+/// (`KernelBuilder::unroll_threshold`), which unrolls the first try's `for` loop too. Round 2:
+/// `dbias`/`dweight` are `DisjointSlice<X128, ByLastBlock>`, written by the last block through
+/// `LastBlock::finish` with one 16-byte load and store per chunk as llm.c's `load128`/`store128`
+/// (the first try: `AtomicSlice<u32>`, four 4-byte relaxed loads and stores per chunk).
 #[kernel(cols(dinp = c8, scratch = c4), launch_bounds(512, 2))]
 #[allow(clippy::too_many_arguments)]
 pub fn layernorm_backward_kernel10_fixed(
     mut dinp: PerWarpRow<X128>,
-    dweight: AtomicSlice<u32>,
-    dbias: AtomicSlice<u32>,
+    dweight: DisjointSlice<X128, ByLastBlock>,
+    dbias: DisjointSlice<X128, ByLastBlock>,
     scratch: DisjointSlice<Partial, Handoff>,
     counter: AtomicSlice<u32>,
     dout: &[X128],
@@ -743,27 +858,28 @@ pub fn layernorm_backward_kernel10_fixed(
     }
     sync_threads();
 
-    let mut ci = warp_id;
-    while ci < iterations_c {
-        let global_index = lane * 8 + ci * 256;
+    // llm.c's `for (i = warpId; i < iterations_C; i += warpsInBlock)` over chunks `lane + 32
+    // i`: the chunks `t + blockDim.x j` of the last block's write views.
+    let _ = (iterations_c, lane, warp_id, warps_in_block);
+    let mut dbias = last.finish(dbias);
+    let mut dweight = last.finish(dweight);
+    for j in 0..dbias.count() {
+        let global_index = (t + block_size * j) * 8;
         if global_index >= c {
             break;
         }
-        let base = (global_index / 2) as usize;
-        let mut db = load_pairs(&dbias, base);
-        let mut dw = load_pairs(&dweight, base);
-        for o in 0..2 {
-            let k = (global_index / 4 + o as u32) as usize;
-            let s_db = dbias_shared.get_x4(k);
-            let s_dw = dweight_shared.get_x4(k);
-            for i in 0..4 {
-                let x = o * 4 + i;
-                db[x] += s_db[i];
-                dw[x] += s_dw[i];
+        // `x128 += the block sums of its eight channels` (two `f128` of the shared sums)
+        let add = |old: X128, shared: SharedSlice<f32>| {
+            let mut f = widen8(old);
+            for o in 0..2 {
+                let s = shared.get_x4((global_index / 4 + o as u32) as usize);
+                for i in 0..4 {
+                    f[o * 4 + i] += s[i];
+                }
             }
-        }
-        store_pairs(&dbias, base, db);
-        store_pairs(&dweight, base, dw);
-        ci += warps_in_block;
+            pack8(f)
+        };
+        dbias.update(j, |old| add(old, dbias_shared));
+        dweight.update(j, |old| add(old, dweight_shared));
     }
 }
