@@ -120,3 +120,55 @@ fn i31_warp_row_kernels_compare_columns_in_32_bits() {
         }
     }
 }
+
+/// Issue 31 (s13-rows): the 16-column layer norm reads the row's first value (its shift) in
+/// the 16-byte path after `x`'s two 16-byte loads, before the block reduction's first shuffle,
+/// so the three loads are in flight together, as in nvcc's twin. It used to be read before the
+/// branch between the 16-byte and element paths, where LLVM put its widening next to the load:
+/// the branch waited for the load, and `x`'s loads left one DRAM round trip later (SASS: the
+/// shift's `LDG.E.U16` at instruction 22, its `SHF.L.U32` at 78, `x`'s `LDG.E.EF.128` at 1026;
+/// measured 0.907x the twin on an H100).
+#[test]
+fn i31_layernorm16_reads_its_shift_with_the_row_not_before_it() {
+    for ty in ["f32", "bf16", "f16"] {
+        let name = format!("layernorm_forward_packed16_{ty}");
+        let ptx = entry(&name);
+        let lines: Vec<&str> = ptx.lines().map(str::trim).collect();
+        let first_x = lines.iter().position(|l| l.contains("ld.global.L1::evict_first.v4")).unwrap_or_else(|| panic!("{name}: no 16-byte load of x"));
+        let shuffle =
+            lines[first_x..].iter().position(|l| l.starts_with("shfl.")).map(|k| first_x + k).unwrap_or_else(|| panic!("{name}: no shuffle after x's loads"));
+        let scalar_load = |l: &&str| {
+            let l = l.split_once(' ').filter(|(p, _)| p.starts_with('@')).map_or(*l, |(_, rest)| rest.trim_start());
+            l.starts_with("ld.global.nc.") && !l.contains(".v2") && !l.contains(".v4")
+        };
+        assert!(
+            lines[first_x..shuffle].iter().any(scalar_load),
+            "{name}: the shift is not read between x's 16-byte loads and the reduction (read before the path branch, it delays x's loads by a round trip)"
+        );
+    }
+}
+
+/// Issue 31 (s13-rows): the rotary embedding reads each of its `f32` tables' chunks (two
+/// 16-byte words of `cos`, two of `sin`) behind one bounds check, so each pair of loads is one
+/// PTX block and issues together. With a check per word each load had its own branch and zeroed
+/// destination, and ptxas issued the first words of `cos` and `sin`, used them, then the second
+/// words (two L2 round trips a chunk where nvcc's twin takes one); measured 0.940x the twin.
+#[test]
+fn i31_rotary_reads_each_table_chunk_behind_one_check() {
+    for ty in ["f32", "bf16", "f16"] {
+        let name = format!("rotary_embedding_packed_{ty}");
+        let ptx = entry(&name);
+        let lines: Vec<&str> = ptx.lines().map(str::trim).collect();
+        let tables: Vec<usize> = lines.iter().enumerate().filter(|(_, l)| l.contains("ld.global.L1::evict_last.v4")).map(|(k, _)| k).collect();
+        assert_eq!(tables.len(), 4, "{name}: expected the 16-byte path's four 16-byte table loads (cos, sin: two words each), found {}", tables.len());
+        for pair in [&tables[0..2], &tables[2..4]] {
+            let between = &lines[pair[0]..pair[1]];
+            assert!(
+                !between.iter().any(|l| l.starts_with("$L__BB") || l.contains("bra")),
+                "{name}: a branch between the two words of one table's chunk (lines {}..{}): a bounds check per word is back",
+                pair[0],
+                pair[1]
+            );
+        }
+    }
+}
