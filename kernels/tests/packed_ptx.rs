@@ -147,28 +147,3 @@ fn i31_layernorm16_reads_its_shift_with_the_row_not_before_it() {
         );
     }
 }
-
-/// Issue 31 (s13-rows): the rotary embedding reads each of its `f32` tables' chunks (two
-/// 16-byte words of `cos`, two of `sin`) behind one bounds check, so each pair of loads is one
-/// PTX block and issues together. With a check per word each load had its own branch and zeroed
-/// destination, and ptxas issued the first words of `cos` and `sin`, used them, then the second
-/// words (two L2 round trips a chunk where nvcc's twin takes one); measured 0.940x the twin.
-#[test]
-fn i31_rotary_reads_each_table_chunk_behind_one_check() {
-    for ty in ["f32", "bf16", "f16"] {
-        let name = format!("rotary_embedding_packed_{ty}");
-        let ptx = entry(&name);
-        let lines: Vec<&str> = ptx.lines().map(str::trim).collect();
-        let tables: Vec<usize> = lines.iter().enumerate().filter(|(_, l)| l.contains("ld.global.L1::evict_last.v4")).map(|(k, _)| k).collect();
-        assert_eq!(tables.len(), 4, "{name}: expected the 16-byte path's four 16-byte table loads (cos, sin: two words each), found {}", tables.len());
-        for pair in [&tables[0..2], &tables[2..4]] {
-            let between = &lines[pair[0]..pair[1]];
-            assert!(
-                !between.iter().any(|l| l.starts_with("$L__BB") || l.contains("bra")),
-                "{name}: a branch between the two words of one table's chunk (lines {}..{}): a bounds check per word is back",
-                pair[0],
-                pair[1]
-            );
-        }
-    }
-}

@@ -1307,7 +1307,7 @@ pub fn rotary_embedding_packed<T: Float>(
     match (vectors(x), vectors(cos), vectors(sin)) {
         (Some(xv), Some(cv), Some(sv)) => rotary_walk(
             |at| widen8::<T>(vectors_raw::<T>(xv, at)),
-            |at| (widen8::<f32>(vectors_raw_whole::<f32>(cv, at, Load::EvictLast)), widen8::<f32>(vectors_raw_whole::<f32>(sv, at, Load::EvictLast))),
+            |at| (widen8::<f32>(vectors_raw_hint::<f32>(cv, at, Load::EvictLast)), widen8::<f32>(vectors_raw_hint::<f32>(sv, at, Load::EvictLast))),
             positions,
             &mut out,
             dims,
@@ -1380,20 +1380,10 @@ fn rotary_walk<T: Float>(
 ) {
     let half = (shape.rotary_dim / 2) as usize;
     let sign = if shape.inverse != 0 { -1.0 } else { 1.0 };
-    // The token of chunk `c` is `c / (head_chunks heads)` (= `(c / head_chunks) / heads` for
-    // any chunk below 2^32 - 1, saturated or not): one division fewer on the way to the
-    // position, whose load comes first in the step (as in nvcc's twin, the tables' loads wait
-    // for it; issue 31: read after `x`'s loads, behind two divisions with their reciprocals
-    // worked out in the loop, it left at instruction 107 of the step, the twin's at 48).
-    let per_token = head_chunks.saturating_mul(heads);
     for i in grid_stride(out.len()) {
         let chunk = i.get() as u32;
-        let row = chunk / head_chunks;
-        let c = (chunk - row * head_chunks.get()) as usize * CHUNK;
-        // No position (never, in a launch the host checked) reads as `u32::MAX`, which no
-        // `max_positions` exceeds: NaN, as the element path gives. (An `Option` here held one
-        // more register.)
-        let position = positions.get((chunk / per_token) as usize).copied().unwrap_or(u32::MAX);
+        let (row, c) = (chunk / head_chunks, (chunk % head_chunks) as usize * CHUNK);
+        let token = (row / heads) as usize;
         let at = i.get() * CHUNK;
         let o = if c >= 2 * half {
             load_x(at)
@@ -1401,36 +1391,19 @@ fn rotary_walk<T: Float>(
             let (k, first) = if c < half { (c, true) } else { (c - half, false) };
             let pair = at - c + k;
             let (x1, x2) = (load_x(pair), load_x(pair + half));
-            if position < shape.max_positions {
-                let (cs, sn) = load_tables(position as usize * half + k);
-                let mut o = [0.0f32; CHUNK];
-                unroll::<CHUNK>(|u| {
-                    let sn = sign * sn[u];
-                    o[u] = if first { x1[u] * cs[u] - x2[u] * sn } else { x2[u] * cs[u] + x1[u] * sn };
-                });
-                o
-            } else {
-                [f32::NAN; CHUNK]
+            match positions.get(token) {
+                Some(&p) if p < shape.max_positions => {
+                    let (cs, sn) = load_tables(p as usize * half + k);
+                    let mut o = [0.0f32; CHUNK];
+                    unroll::<CHUNK>(|u| {
+                        let sn = sign * sn[u];
+                        o[u] = if first { x1[u] * cs[u] - x2[u] * sn } else { x2[u] * cs[u] + x1[u] * sn };
+                    });
+                    o
+                }
+                _ => [f32::NAN; CHUNK],
             }
         };
         store8(out, i, o);
     }
-}
-
-/// [`vectors_raw_hint`] with one bounds check for the chunk's words (not one per word): an
-/// `f32` chunk's two loads sit behind one branch and issue together (rotary's tables: with a
-/// check per word, ptxas issued the first halves of `cos` and `sin`, used them, then the
-/// second halves; issue 31).
-#[inline(always)]
-fn vectors_raw_whole<T: Float>(v: &[Vec16], at: usize, hint: Load) -> Raw8 {
-    let first = at / CHUNK * words::<T>();
-    let mut raw = Raw8::default();
-    if let Some(chunk) = v.get(first..first + words::<T>()) {
-        unroll::<2>(|k| {
-            if k < words::<T>() {
-                raw.0[k] = cache::load(&chunk[k], hint);
-            }
-        });
-    }
-    raw
 }
