@@ -129,6 +129,12 @@ fn fused_classifier_kernel5_handles_a_vocabulary_that_is_not_a_multiple_of_8() {
     classifier(1003, 1024);
 }
 
+/// The benchmark's small size (`PORTS3_SMALL=1`: V 1003 padded to 1008) on the CPU executor.
+#[test]
+fn fused_classifier_kernel5_at_the_benchmarks_small_size() {
+    classifier(1003, 1008);
+}
+
 fn run_layernorm_backward(fixed: bool, grid: u32) {
     let (c, block) = (320usize, 512u32);
     let rows = (grid * block / 32) as usize * 2; // every warp takes two rows
