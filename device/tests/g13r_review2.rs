@@ -217,8 +217,8 @@ fn g13r_in_place_rows_with_a_returned_warp_completes() {
 /// reports, never a write that overtakes their reads.
 #[test]
 fn g13r_in_place_rows_phase_barrier_waits_for_readers_that_spin() {
-    use ferrocuda_device::global::{AtomicSlice, block_row};
     use ferrocuda_device::global::KernelOutput;
+    use ferrocuda_device::global::{AtomicSlice, block_row};
     let mut data: Vec<u32> = (0..64).collect();
     let buffer = Buffer(data.as_mut_ptr(), data.len());
     let mut flag = [0u32; 1];
@@ -245,4 +245,30 @@ fn g13r_in_place_rows_phase_barrier_waits_for_readers_that_spin() {
     // (or for nothing)": thread 0 waits at the phase barrier for the spinning readers).
     assert!(matches!(error, CpuError::CrossBlockWait { .. }), "{error}");
     assert_eq!(data[0], 0, "thread 0 never passed the phase barrier");
+}
+
+/// G13R-3 (low, the executor's own memory model): a thread's first raw view of an output
+/// (`as_mut_ptr`, a *safe* method) copies the whole output into its mirror with plain reads
+/// while blocks on other workers write their own elements with plain stores: a data race in
+/// the host process (Rust's model: UB), which a thread sanitizer reports
+/// (`RUSTFLAGS=-Zsanitizer=thread`, nightly). Without one the results are right, as asserted
+/// here: the mirror is read once, so no element looks changed that this thread did not change.
+#[test]
+fn g13r_3_a_safe_raw_view_copies_the_output_while_other_blocks_write_it() {
+    use ferrocuda_device::global::{DisjointSlice, KernelOutput, unique_index};
+    let mut data = vec![0u32; 64 * 256];
+    let buffer = Buffer(data.as_mut_ptr(), data.len());
+    let body = || {
+        // SAFETY: as `in_place` (a 1-D launch, the `Threads` partition's requirement).
+        let mut y: DisjointSlice<u32> = unsafe { KernelOutput::from_raw_parts(buffer.start(), buffer.1, ()) };
+        if thread_idx_x() == 0 {
+            let _ = y.as_mut_ptr(); // safe: makes this thread's mirror of all 16384 elements
+        }
+        let i = unique_index();
+        if let Some(v) = y.get_mut(i) {
+            *v = i.get() as u32 + 1;
+        }
+    };
+    CpuExecutor::new().with_workers(2).run("g13r_3_mirror_copy", LaunchConfig::new(64u32, 256u32), &body).unwrap();
+    assert!(data.iter().enumerate().all(|(i, &v)| v == i as u32 + 1));
 }
