@@ -230,12 +230,18 @@ fn device_entry(entry: &Entry, same_len: &[Vec<Ident>]) -> TokenStream {
     // The parameters' element types' structural keys as this build computes them: two
     // `cfg`-chosen types of one size and alignment (`u32`, `f32`), or a struct whose fields a
     // `cfg` reorders or retypes, have one layout but two keys.
-    let type_keys = params.iter().map(|p| match param_elem(p) {
+    let type_keys = params.iter().map(|p| match (param_elem(p), output_type(p)) {
+        // An output: its element's key with its partition's mixed in (audit 2026-11-28,
+        // G13R-4: a `cfg`-chosen partition alias gave the device another map than the one
+        // whose launch requirements the host checked).
+        (Some(t), Some(ty)) => {
+            quote_spanned!(t.span()=> ::ferrocuda_device::__private::args::output_key::<#ty>())
+        }
         // The type's `LayoutKey` (its fields' names, offsets and types: audit 2026-11-27c F1),
         // required of every element and by-value type.
         // Spanned at the parameter's type: a type without a key is an error there.
-        Some(t) => quote_spanned!(t.span()=> ::ferrocuda_device::__private::key_of::<#t>()),
-        None => quote!(0u64),
+        (Some(t), None) => quote_spanned!(t.span()=> ::ferrocuda_device::__private::key_of::<#t>()),
+        (None, _) => quote!(0u64),
     });
     let types_global = (!params.is_empty()).then(|| {
         let types_symbol = format!("{}{}", ferrocuda_types::TYPES_SYMBOL_PREFIX, symbol_text(symbol));
@@ -316,6 +322,12 @@ fn param_elem(p: &Param) -> Option<&syn::Type> {
     }
 }
 
+/// The full type of an output parameter (`DisjointSlice<T, P>`), whose partition is part of
+/// the key the first launch compares; `None` for the other kinds.
+fn output_type(p: &Param) -> Option<&syn::Type> {
+    matches!(p.kind, super::parse::ParamKind::Output { .. }).then_some(&p.ty)
+}
+
 /// Per parameter, `Some(core::any::type_name::<elem>)` (the host build's name of the type the
 /// layout describes) or `None` for a tensor map: [`ferrocuda_types::KernelSignature::type_names`].
 fn type_names(params: &[Param]) -> Vec<TokenStream> {
@@ -334,6 +346,10 @@ fn type_keys(params: &[Param]) -> Vec<TokenStream> {
     params
         .iter()
         .map(|p| match param_elem(p) {
+            // An output: its element's key with its partition's (G13R-4), as the device table.
+            Some(t) if let Some(ty) = output_type(p) => quote_spanned!(t.span()=> ::core::option::Option::Some(
+                ::ferrocuda_device::__private::args::output_key::<#ty> as fn() -> ::core::primitive::u64
+            )),
             Some(t) => quote_spanned!(t.span()=> ::core::option::Option::Some(
                 ::ferrocuda_device::__private::key_of::<#t> as fn() -> ::core::primitive::u64
             )),
