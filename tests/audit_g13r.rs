@@ -66,3 +66,37 @@ fn g13r_4_a_cfg_chosen_partition_is_told_apart_by_the_first_launch_check() {
     // element.
     const { assert!(!host_build::k::REQUIREMENTS.linear_threads && device_build::k::REQUIREMENTS.linear_threads) };
 }
+
+/// G13R-5: `same_len(x, y)` given to the device build alone
+/// (`#[cfg_attr(target_arch = "nvptx64", kernel(same_len(x, y)))]`,
+/// `#[cfg_attr(not(target_arch = "nvptx64"), kernel)]`): the device entry rebuilds `y` with
+/// `x`'s length, trusting a comparison the host launcher, built without the group, never makes,
+/// so a shorter `y` is written past its end from safe code. The group was in no compared
+/// table; now each member's type key has its group's number mixed in (both builds), so the
+/// first launch refuses it.
+mod same_len_host_build {
+    use ferrocuda_device::global::DisjointSlice;
+    use ferrocuda_device::kernel;
+
+    #[kernel(name = "g13r_5_host")]
+    pub fn k(x: &[u32], y: DisjointSlice<u32>) {
+        let _ = (x, y);
+    }
+}
+
+mod same_len_device_build {
+    use ferrocuda_device::global::DisjointSlice;
+    use ferrocuda_device::kernel;
+
+    #[kernel(name = "g13r_5_device", same_len(x, y))]
+    pub fn k(x: &[u32], y: DisjointSlice<u32>) {
+        let _ = (x, y);
+    }
+}
+
+#[test]
+fn g13r_5_a_same_len_group_of_one_build_is_told_apart_by_the_first_launch_check() {
+    let (host, device) = (compared(&same_len_host_build::k::SIGNATURE), compared(&same_len_device_build::k::SIGNATURE));
+    assert_eq!(host.1, device.1, "the layouts agree");
+    assert_ne!(host.2, device.2, "the type keys must tell a same_len group from none");
+}

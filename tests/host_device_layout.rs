@@ -165,3 +165,17 @@ fn q1_q2_gpu_launches_of_kernels_whose_builds_disagree_are_refused() {
     assert!(buf.to_vec().unwrap().iter().all(|&v| v == 0), "nothing ran");
     assert!(matrix.to_vec().unwrap().iter().all(|&v| v == 0), "nothing ran");
 }
+
+/// G13R-4 and G13R-5 (audit 2026-11-28): an output's key mixes in its partition's, and a
+/// `same_len` member's its group's number, in both builds alike: a kernel whose builds agree
+/// (a `same_len` group, a per-thread output, a matrix output) has the launcher's keys in its
+/// module's type table.
+#[test]
+fn g13r_builds_that_agree_have_equal_keys_with_partitions_and_same_len_groups() {
+    use test_kernels::kernel_model::saxpy_safe;
+    assert_eq!(host_keys(&saxpy_safe::SIGNATURE), device_keys("saxpy_safe"));
+    assert_eq!(host_keys(&q2_cfg_width::SIGNATURE), device_keys("q2_cfg_width"));
+    // The group's mark is there: `x` and `y` do not have their plain keys.
+    use ferrocuda_device::LayoutKey;
+    assert_ne!(host_keys(&saxpy_safe::SIGNATURE)[1], f32::LAYOUT_KEY);
+}
