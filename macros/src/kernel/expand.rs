@@ -392,7 +392,7 @@ fn match_type_key(p: &Param, t: &syn::Type) -> TokenStream {
 /// (`cfg_attr`) is refused at the first launch (audit 2026-11-28, G13R-5: the device entry
 /// rebuilds a group's slices with the first one's length, trusting the launchers' check).
 fn same_len_mark(p: &Param, same_len: &[Vec<Ident>]) -> Option<proc_macro2::Literal> {
-    let group = same_len.iter().position(|group| group.iter().any(|name| *name == p.name))?;
+    let group = same_len.iter().position(|group| group.contains(&p.name))?;
     Some(proc_macro2::Literal::u64_suffixed(0x5a3e_1e40_0000_0000 | (group as u64 + 1)))
 }
 
