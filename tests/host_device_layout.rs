@@ -69,14 +69,17 @@ fn q1_same_size_cfg_types_have_one_layout_but_two_type_names() {
     // Primitives have fixed keys (`LayoutKey`, F1), which the table holds instead of the name
     // keys; each differs from the other type's.
     use ferrocuda_device::LayoutKey;
-    assert_eq!(device, [u32::LAYOUT_KEY, f32::LAYOUT_KEY]);
+    // (An output's key is its element's with its partition's mixed in: G13R-4.)
+    use ferrocuda_device::__private::args::output_key;
+    use ferrocuda_device::global::{DisjointMatrix, DisjointSlice};
+    assert_eq!(device, [u32::LAYOUT_KEY, output_key::<DisjointSlice<f32>>()]);
     assert_ne!(u32::LAYOUT_KEY, f32::LAYOUT_KEY);
-    assert_eq!(host_keys(&q1_same_size_alias::SIGNATURE), [u32::LAYOUT_KEY, u32::LAYOUT_KEY]);
+    assert_eq!(host_keys(&q1_same_size_alias::SIGNATURE), [u32::LAYOUT_KEY, output_key::<DisjointSlice<u32>>()]);
     let host: Vec<&str> = q1_same_size_alias::SIGNATURE.type_names.iter().map(|f| f.unwrap()()).collect();
     assert_eq!(host, ["u32", "u32"]);
     // A kernel whose builds agree has equal tables (q1_cfg_alias differs in layout already).
     let agree = global_words(ptx, &format!("{TYPES_SYMBOL_PREFIX}q2_cfg_width"));
-    assert_eq!(agree, [u32::LAYOUT_KEY]);
+    assert_eq!(agree, [output_key::<DisjointMatrix<u32>>()]);
 }
 
 /// The host build's keys of a launcher's parameter types (`SIGNATURE.type_keys`).
@@ -161,4 +164,18 @@ fn q1_q2_gpu_launches_of_kernels_whose_builds_disagree_are_refused() {
     stream.synchronize().unwrap();
     assert!(buf.to_vec().unwrap().iter().all(|&v| v == 0), "nothing ran");
     assert!(matrix.to_vec().unwrap().iter().all(|&v| v == 0), "nothing ran");
+}
+
+/// G13R-4 and G13R-5 (audit 2026-11-28): an output's key mixes in its partition's, and a
+/// `same_len` member's its group's number, in both builds alike: a kernel whose builds agree
+/// (a `same_len` group, a per-thread output, a matrix output) has the launcher's keys in its
+/// module's type table.
+#[test]
+fn g13r_builds_that_agree_have_equal_keys_with_partitions_and_same_len_groups() {
+    use test_kernels::kernel_model::saxpy_safe;
+    assert_eq!(host_keys(&saxpy_safe::SIGNATURE), device_keys("saxpy_safe"));
+    assert_eq!(host_keys(&q2_cfg_width::SIGNATURE), device_keys("q2_cfg_width"));
+    // The group's mark is there: `x` and `y` do not have their plain keys.
+    use ferrocuda_device::LayoutKey;
+    assert_ne!(host_keys(&saxpy_safe::SIGNATURE)[1], f32::LAYOUT_KEY);
 }

@@ -32,6 +32,7 @@ pub struct Atomics;
 
 // SAFETY: every safe access is atomic, bounds-checked.
 unsafe impl Partition for Atomics {
+    const KEY: u64 = super::slice::partition_key("Atomics", &[]);
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::NONE;
     type Shape = ();
 }

@@ -51,6 +51,7 @@ pub struct BlockRows<O: RowOrder = Forward>(PhantomData<O>);
 // (row congruent to its block's slot for `O` modulo the grid, lane its `threadIdx.x`, stride
 // `blockDim.x`); `LaneRow` checks the row inside the buffer once and each column below `cols`.
 unsafe impl<O: RowOrder> Partition for BlockRows<O> {
+    const KEY: u64 = super::slice::partition_key("BlockRows", &[O::KEY]);
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::LINEAR_THREADS;
     type Shape = u32;
 }
@@ -200,6 +201,7 @@ pub struct RotaryPairs<const HEAD: u32, const HALF: u32>;
 // SAFETY: as the doc above; `pairs_mut` checks the row inside the buffer once, the iterator
 // keeps units below `(cols / HEAD) HALF`.
 unsafe impl<const HEAD: u32, const HALF: u32> Partition for RotaryPairs<HEAD, HALF> {
+    const KEY: u64 = super::slice::partition_key("RotaryPairs", &[HEAD as u64, HALF as u64]);
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::LINEAR_THREADS;
     type Shape = u32;
     const VALID: () = assert!(HALF > 0 && HALF <= HEAD / 2, "RotaryPairs<HEAD, HALF> needs 0 < HALF and 2 HALF <= HEAD");

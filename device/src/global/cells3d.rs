@@ -37,6 +37,7 @@ pub struct Cells3d;
 // SAFETY: as the doc above; `get_mut` checks `x < cols`, `y < rows`, the product against
 // overflow and the element inside the buffer.
 unsafe impl Partition for Cells3d {
+    const KEY: u64 = super::slice::partition_key("Cells3d", &[]);
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::SPATIAL_THREADS;
     type Shape = (u32, u32);
 }

@@ -34,6 +34,7 @@ pub struct Chunks<const N: usize>;
 // buffer for `i < len / N`; every access goes through a `ThreadIndex`, unique under
 // `LINEAR_THREADS`.
 unsafe impl<const N: usize> Partition for Chunks<N> {
+    const KEY: u64 = super::slice::partition_key("Chunks", &[N as u64]);
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::LINEAR_THREADS;
     type Shape = ();
     const VALID: () = assert!(N > 0, "DisjointChunks<T, N> needs chunks of at least one element (N > 0)");

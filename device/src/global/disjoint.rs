@@ -20,6 +20,7 @@ pub struct Threads;
 // SAFETY: every access goes through a `ThreadIndex`, bounds-checked against the buffer; the
 // witnesses are unique under `LINEAR_THREADS` (see `ThreadIndex`).
 unsafe impl Partition for Threads {
+    const KEY: u64 = super::slice::partition_key("Threads", &[]);
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::LINEAR_THREADS;
     type Shape = ();
 }

@@ -57,6 +57,7 @@ pub struct Handoff;
 // SAFETY: every access to the buffer in safe code is a relaxed atomic access of aligned
 // 32-bit words (or a 16-byte vector of them) inside the buffer, so no two accesses race.
 unsafe impl Partition for Handoff {
+    const KEY: u64 = super::slice::partition_key("Handoff", &[]);
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::LINEAR_THREADS;
     type Shape = u32;
 }
@@ -378,6 +379,7 @@ pub struct ByLastBlock;
 // access is a relaxed device-scope atomic of aligned 32-bit words (or 16-byte vectors of them)
 // inside the buffer: no two accesses race, whoever makes them.
 unsafe impl Partition for ByLastBlock {
+    const KEY: u64 = super::slice::partition_key("ByLastBlock", &[]);
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::LINEAR_THREADS;
     type Shape = ();
 }

@@ -61,6 +61,7 @@ pub struct InPlaceRows<O: RowOrder = Forward>(PhantomData<O>);
 // row of this block's, after the phase barrier), every read of another column through a
 // `RowRead` (before the phase barrier), and `ROW_PHASE` allows one such output per kernel.
 unsafe impl<O: RowOrder> Partition for InPlaceRows<O> {
+    const KEY: u64 = super::slice::partition_key("InPlaceRows", &[O::KEY]);
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::LINEAR_THREADS.and(LaunchRequirements::ROW_PHASE);
     type Shape = u32;
 }

@@ -180,6 +180,7 @@ pub struct Cells;
 // the end of the buffer), with `cols` the same in every thread (the shape's contract); every
 // access goes through a `ThreadCell`, unique under `PLANAR_THREADS`.
 unsafe impl Partition for Cells {
+    const KEY: u64 = super::slice::partition_key("Cells", &[]);
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::PLANAR_THREADS;
     type Shape = u32;
 }

@@ -84,6 +84,7 @@ impl<const TR: u32, const TC: u32, const MR: u32, const MC: u32, const RR: u32, 
 // is one-to-one on col < cols with cols the same in every thread (the shape's contract).
 // Accesses go through a `BlockTile`, which only its own thread holds.
 unsafe impl<const TR: u32, const TC: u32, const MR: u32, const MC: u32, const RR: u32, const RC: u32> Partition for ThreadTiles<TR, TC, MR, MC, RR, RC> {
+    const KEY: u64 = super::slice::partition_key("ThreadTiles", &[TR as u64, TC as u64, MR as u64, MC as u64, RR as u64, RC as u64]);
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::tile_block(Self::THREADS, 1);
     type Shape = u32;
     const VALID: () = {

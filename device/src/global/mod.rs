@@ -142,6 +142,10 @@ pub unsafe trait KernelOutput: Sized {
     /// [`PerThreadTile`], [`PerWarpRow`], `DisjointSlice<T, BlockRows>`) and `(rows, cols)`
     /// for `DisjointSlice<T, Cells3d>`, which `#[kernel(cols(name = ..))]` names.
     type Shape: Copy;
+    /// The key of the output's map (its partition), which the first launch compares between
+    /// the host and the device build beside the element type's key (audit 2026-11-28, G13R-4).
+    #[doc(hidden)]
+    const PARTITION_KEY: u64;
 
     /// Builds the parameter.
     ///
@@ -265,6 +269,18 @@ pub mod __private {
     pub unsafe fn output<O: KernelOutput>(pointer: *mut O::Element, len: usize, shape: O::Shape) -> O {
         // SAFETY: forwarded.
         unsafe { O::from_raw_parts(pointer, len, shape) }
+    }
+
+    /// The key of an output parameter's type, in the device build's type table and the host
+    /// build's launcher: its element type's [`LayoutKey`](crate::LayoutKey) with its
+    /// partition's key mixed in, so that two builds whose `cfg`s give one output two
+    /// partitions (whose launch requirements differ) disagree (audit 2026-11-28, G13R-4).
+    #[inline(always)]
+    pub const fn output_key<O: KernelOutput>() -> u64
+    where
+        O::Element: crate::LayoutKey,
+    {
+        crate::layout_key::mix(crate::layout_key::key_of::<O::Element>(), O::PARTITION_KEY)
     }
 
     /// Compile-time check the launchers use: `O` is an output type whose elements are `T`,

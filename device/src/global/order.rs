@@ -12,6 +12,9 @@ pub trait RowOrder: sealed::Sealed + 'static {
     /// The block whose rows block `block` of a grid of `grid` blocks takes (`block < grid`).
     #[doc(hidden)]
     fn slot(block: u32, grid: u32) -> u32;
+    /// The order's part of its partition's key (see `Partition::KEY`).
+    #[doc(hidden)]
+    const KEY: u64;
 }
 
 /// Block `b` takes the rows of slot `b` (CUDA's `blockIdx.x`): the default.
@@ -28,6 +31,7 @@ pub struct Forward;
 pub struct Reversed;
 
 impl RowOrder for Forward {
+    const KEY: u64 = 1;
     #[inline(always)]
     fn slot(block: u32, _grid: u32) -> u32 {
         block
@@ -35,6 +39,7 @@ impl RowOrder for Forward {
 }
 
 impl RowOrder for Reversed {
+    const KEY: u64 = 2;
     #[inline(always)]
     fn slot(block: u32, grid: u32) -> u32 {
         // `block < grid` in every launch: no wrap. (Wrapping keeps a misuse outside a launch a

@@ -34,6 +34,7 @@ pub struct Blocks;
 // SAFETY: element `b` is reached only through the `BlockIndex` `b`, which one thread of the
 // launch holds (thread (0, 0, 0) of block `b`); accesses are bounds-checked.
 unsafe impl Partition for Blocks {
+    const KEY: u64 = super::slice::partition_key("Blocks", &[]);
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::NONE;
     type Shape = ();
 }

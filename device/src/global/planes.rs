@@ -36,6 +36,7 @@ pub struct Planes<const P: usize>;
 // `plane < P`, inside the buffer; every access goes through a `ThreadIndex`, unique under
 // `LINEAR_THREADS`.
 unsafe impl<const P: usize> Partition for Planes<P> {
+    const KEY: u64 = super::slice::partition_key("Planes", &[P as u64]);
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::LINEAR_THREADS;
     type Shape = ();
     const VALID: () = assert!(P > 0, "DisjointPlanes<T, P> needs at least one plane (P > 0)");

@@ -31,6 +31,12 @@ pub unsafe trait Partition: Sized + sealed::Sealed {
     type Shape: Copy;
     /// Compile-time checks of the partition's parameters (evaluated when an output is built).
     const VALID: () = ();
+    /// The partition's identity (its name, its parameters, its row order), part of the key
+    /// that the first launch compares between the host and the device build (audit
+    /// 2026-11-28, G13R-4: a `cfg`-chosen alias gave the device another partition than the one
+    /// whose `REQUIREMENTS` the host checked).
+    #[doc(hidden)]
+    const KEY: u64;
 
     /// What [`DisjointSlice::len`] counts for a buffer of `len` elements: elements, or whole
     /// chunks for [`Chunks<N>`](super::partition::Chunks).
@@ -100,6 +106,7 @@ unsafe impl<T: Pod, P: Partition> KernelOutput for DisjointSlice<T, P> {
     type Element = T;
     const REQUIREMENTS: LaunchRequirements = P::REQUIREMENTS;
     type Shape = P::Shape;
+    const PARTITION_KEY: u64 = P::KEY;
 
     #[inline(always)]
     unsafe fn from_raw_parts(pointer: *mut T, len: usize, shape: P::Shape) -> Self {
@@ -188,6 +195,17 @@ impl<T: Pod, P: Partition<Shape = u32>> DisjointSlice<T, P> {
     pub fn cols(&self) -> u32 {
         self.shape
     }
+}
+
+/// A [`Partition::KEY`]: the partition's name with its parameters mixed in.
+pub(super) const fn partition_key(name: &str, parameters: &[u64]) -> u64 {
+    let mut key = ferrocuda_types::fingerprint(name);
+    let mut i = 0;
+    while i < parameters.len() {
+        key = crate::layout_key::mix(key, parameters[i]);
+        i += 1;
+    }
+    key
 }
 
 mod sealed {

@@ -109,6 +109,7 @@ pub struct BlockTiles<const TR: u32, const TC: u32, const BX: u32, const BY: u32
 // with cols the same in every thread (the shape's contract). Accesses go through a
 // `BlockTile`, which only its own thread holds.
 unsafe impl<const TR: u32, const TC: u32, const BX: u32, const BY: u32, const TRANSPOSED: bool> Partition for BlockTiles<TR, TC, BX, BY, TRANSPOSED> {
+    const KEY: u64 = super::slice::partition_key("BlockTiles", &[TR as u64, TC as u64, BX as u64, BY as u64, TRANSPOSED as u64]);
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::tile_block(BX, BY);
     type Shape = u32;
     const VALID: () = {

@@ -19,6 +19,7 @@ pub struct Unchecked;
 
 // SAFETY: it hands out nothing in safe code; the `unsafe` methods carry the contract.
 unsafe impl Partition for Unchecked {
+    const KEY: u64 = super::slice::partition_key("Unchecked", &[]);
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::NONE;
     type Shape = ();
 }

@@ -139,6 +139,7 @@ pub struct WarpRows<O: RowOrder = Forward>(PhantomData<O>);
 // to its thread's slot (for `O`) modulo the launch's warps and whose lane is its thread's;
 // rows are checked inside the buffer once (`row_mut`) and columns below `cols` at each access.
 unsafe impl<O: RowOrder> Partition for WarpRows<O> {
+    const KEY: u64 = super::slice::partition_key("WarpRows", &[O::KEY]);
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::LINEAR_WARPS;
     type Shape = u32;
 }

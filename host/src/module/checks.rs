@@ -218,7 +218,7 @@ pub(crate) fn type_name_difference(signature: &KernelSignature, device: &[u64]) 
     Some(format!(
         "parameter `{param}` (#{index}) of `{}`: its element (or value) type is `{name}` in the host build but another type of the same size and \
          alignment in the device build (its name differs, or, for a type with a `LayoutKey`, its fields' names, order, offsets or \
-         types); the host and the device builds must see the same types: a `cfg`/`cfg_attr` on `target_arch` (or another cfg the \
+         types), or, for an output, another partition (`DisjointSlice<T, P>` with another `P`); the host and the device builds must see the same types: a `cfg`/`cfg_attr` on `target_arch` (or another cfg the \
          two builds set differently) gives them different ones",
         signature.symbol
     ))

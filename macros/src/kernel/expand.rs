@@ -213,7 +213,7 @@ fn device_entry(entry: &Entry, same_len: &[Vec<Ident>]) -> TokenStream {
     let panic = paths::panic();
     // The full-signature fingerprint as a module global, which the host compares with its
     // launcher's before the first launch from an explicitly loaded module (U7).
-    let fingerprint = fingerprint_literal(&canonical_signature(symbol, params));
+    let fingerprint = fingerprint_literal(&canonical_signature(symbol, params, same_len));
     let fingerprint_symbol = format!("{}{}", ferrocuda_types::FINGERPRINT_SYMBOL_PREFIX, symbol_text(symbol));
     // The parameters' layout as this (device) build resolves their types (Q1, Q2), which the
     // host compares with its launcher's on the kernel's first launch from a module.
@@ -230,12 +230,23 @@ fn device_entry(entry: &Entry, same_len: &[Vec<Ident>]) -> TokenStream {
     // The parameters' element types' structural keys as this build computes them: two
     // `cfg`-chosen types of one size and alignment (`u32`, `f32`), or a struct whose fields a
     // `cfg` reorders or retypes, have one layout but two keys.
-    let type_keys = params.iter().map(|p| match param_elem(p) {
+    let type_keys = params.iter().map(|p| match (param_elem(p), output_type(p)) {
+        // An output: its element's key with its partition's mixed in (audit 2026-11-28,
+        // G13R-4: a `cfg`-chosen partition alias gave the device another map than the one
+        // whose launch requirements the host checked).
+        (Some(t), Some(ty)) => {
+            quote_spanned!(t.span()=> ::ferrocuda_device::__private::args::output_key::<#ty>())
+        }
         // The type's `LayoutKey` (its fields' names, offsets and types: audit 2026-11-27c F1),
         // required of every element and by-value type.
         // Spanned at the parameter's type: a type without a key is an error there.
-        Some(t) => quote_spanned!(t.span()=> ::ferrocuda_device::__private::key_of::<#t>()),
-        None => quote!(0u64),
+        (Some(t), None) => quote_spanned!(t.span()=> ::ferrocuda_device::__private::key_of::<#t>()),
+        (None, _) => quote!(0u64),
+    });
+    // A member of a `same_len(..)` group: its group's number mixed in (G13R-5), as the launcher.
+    let type_keys = type_keys.zip(params.iter()).map(|(key, p)| match same_len_mark(p, same_len) {
+        Some(mark) => quote!(::ferrocuda_device::__private::layout_key::mix(#key, #mark)),
+        None => key,
     });
     let types_global = (!params.is_empty()).then(|| {
         let types_symbol = format!("{}{}", ferrocuda_types::TYPES_SYMBOL_PREFIX, symbol_text(symbol));
@@ -273,7 +284,11 @@ fn device_entry(entry: &Entry, same_len: &[Vec<Ident>]) -> TokenStream {
 /// The canonical text of a kernel's signature, `symbol(type,type,..)`, from which the
 /// fingerprint is made (host constant and device global alike; see ferrocuda-types). The
 /// types are the kernel's own (`DisjointSlice < f32 >`, `& [f32]`), so element types count.
-pub fn canonical_signature(symbol: &Ident, params: &[Param]) -> String {
+/// `same_len(..)` groups follow (`k(..);same_len(x,y)`; nothing when there are none, so other
+/// kernels keep their fingerprints): the device entry rebuilds a group's slices with the first
+/// one's length, trusting the launchers' comparison, so a group given to the device build alone
+/// (`cfg_attr`) must not pass the first launch (audit 2026-11-28, G13R-5).
+pub fn canonical_signature(symbol: &Ident, params: &[Param], same_len: &[Vec<Ident>]) -> String {
     let types: Vec<String> = params
         .iter()
         .map(|p| {
@@ -281,7 +296,9 @@ pub fn canonical_signature(symbol: &Ident, params: &[Param]) -> String {
             quote!(#ty).to_string().split_whitespace().collect::<Vec<_>>().join(" ")
         })
         .collect();
-    format!("{}({})", symbol_text(symbol), types.join(","))
+    let groups: String =
+        same_len.iter().map(|group| format!(";same_len({})", group.iter().map(|name| name.unraw().to_string()).collect::<Vec<_>>().join(","))).collect();
+    format!("{}({}){groups}", symbol_text(symbol), types.join(","))
 }
 
 /// The [`ferrocuda_types::LAYOUT_WORDS`] words of each parameter, as `u64` constant
@@ -316,6 +333,12 @@ fn param_elem(p: &Param) -> Option<&syn::Type> {
     }
 }
 
+/// The full type of an output parameter (`DisjointSlice<T, P>`), whose partition is part of
+/// the key the first launch compares; `None` for the other kinds.
+fn output_type(p: &Param) -> Option<&syn::Type> {
+    matches!(p.kind, super::parse::ParamKind::Output { .. }).then_some(&p.ty)
+}
+
 /// Per parameter, `Some(core::any::type_name::<elem>)` (the host build's name of the type the
 /// layout describes) or `None` for a tensor map: [`ferrocuda_types::KernelSignature::type_names`].
 fn type_names(params: &[Param]) -> Vec<TokenStream> {
@@ -330,16 +353,47 @@ fn type_names(params: &[Param]) -> Vec<TokenStream> {
 
 /// Per parameter, `Some(key)` of its element (or value) type as the host build computes it:
 /// its `LayoutKey` (required; the device table's rule), or `None` for a tensor map: [`ferrocuda_types::KernelSignature::type_keys`].
-fn type_keys(params: &[Param]) -> Vec<TokenStream> {
+fn type_keys(params: &[Param], same_len: &[Vec<Ident>]) -> Vec<TokenStream> {
     params
         .iter()
-        .map(|p| match param_elem(p) {
-            Some(t) => quote_spanned!(t.span()=> ::core::option::Option::Some(
-                ::ferrocuda_device::__private::key_of::<#t> as fn() -> ::core::primitive::u64
-            )),
-            None => quote!(::core::option::Option::None),
+        .map(|p| match (param_elem(p), same_len_mark(p, same_len)) {
+            // A member of a `same_len(..)` group: the key with the group's number mixed in, as
+            // the device table (G13R-5).
+            (Some(t), Some(mark)) => {
+                let key = match output_type(p) {
+                    Some(ty) => quote!(::ferrocuda_device::__private::args::output_key::<#ty>()),
+                    None => quote!(::ferrocuda_device::__private::key_of::<#t>()),
+                };
+                quote_spanned!(t.span()=> ::core::option::Option::Some(
+                    (|| ::ferrocuda_device::__private::layout_key::mix(#key, #mark)) as fn() -> ::core::primitive::u64
+                ))
+            }
+            (Some(t), None) => match_type_key(p, t),
+            (None, _) => quote!(::core::option::Option::None),
         })
         .collect()
+}
+
+/// The launcher's key of a parameter outside any `same_len` group (see [`type_keys`]).
+fn match_type_key(p: &Param, t: &syn::Type) -> TokenStream {
+    match output_type(p) {
+        // An output: its element's key with its partition's (G13R-4), as the device table.
+        Some(ty) => quote_spanned!(t.span()=> ::core::option::Option::Some(
+            ::ferrocuda_device::__private::args::output_key::<#ty> as fn() -> ::core::primitive::u64
+        )),
+        None => quote_spanned!(t.span()=> ::core::option::Option::Some(
+            ::ferrocuda_device::__private::key_of::<#t> as fn() -> ::core::primitive::u64
+        )),
+    }
+}
+
+/// The number (from 1) of the `same_len(..)` group `p` belongs to, as a `u64` literal: part of
+/// the parameter's type key in both builds, so that a group given to one build alone
+/// (`cfg_attr`) is refused at the first launch (audit 2026-11-28, G13R-5: the device entry
+/// rebuilds a group's slices with the first one's length, trusting the launchers' check).
+fn same_len_mark(p: &Param, same_len: &[Vec<Ident>]) -> Option<proc_macro2::Literal> {
+    let group = same_len.iter().position(|group| group.contains(&p.name))?;
+    Some(proc_macro2::Literal::u64_suffixed(0x5a3e_1e40_0000_0000 | (group as u64 + 1)))
 }
 
 /// The fingerprint of `canonical` as a `u64` literal.
@@ -386,11 +440,11 @@ fn host_launcher(
         .collect();
     let kernels = paths::kernels();
     let text = symbol_text(symbol);
-    let canonical = canonical_signature(symbol, params);
+    let canonical = canonical_signature(symbol, params, same_len);
     let fingerprint = fingerprint_literal(&canonical);
     let layout = layout(params);
     let type_names = type_names(params);
-    let type_keys = type_keys(params);
+    let type_keys = type_keys(params, same_len);
     let param_names = params.iter().map(|p| label(&p.name));
     // Generated parameters: mixed-site names, so user parameters called `stream`, `config`,
     // `module` or `executor` are different variables.

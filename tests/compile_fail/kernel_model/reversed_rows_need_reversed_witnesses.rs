@@ -2,7 +2,7 @@
 use ferrocuda_device::kernel;
 
 pub static KERNELS: ferrocuda::EmbeddedModule =
-    ferrocuda::EmbeddedModule { crate_name: "t", toolchain: "", ptx: &[], cubins: &[], resources: &[], device_overflow_checks: false, host_overflow_probe: |x| x };
+    ferrocuda::EmbeddedModule::without_images("t");
 
 // Issue 30: a reversed row partition takes only witnesses of its order: a forward `BlockRow`
 // (row `blockIdx.x`) on `BlockRows<Reversed>` would be block `gridDim.x - 1 - blockIdx.x`'s row.
