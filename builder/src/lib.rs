@@ -91,7 +91,7 @@ pub struct KernelBuilder {
 
 /// The builder's default LLVM full-unroll threshold ([`KernelBuilder::unroll_threshold`]):
 /// nvcc-like unrolling of short constant-count loops, barriers and all.
-pub const DEFAULT_UNROLL_THRESHOLD: u32 = 1000;
+pub const DEFAULT_UNROLL_THRESHOLD: u32 = 400;
 
 impl KernelBuilder {
     /// A builder for the kernel crate in `crate_dir` (the directory with its `Cargo.toml`).
@@ -128,7 +128,10 @@ impl KernelBuilder {
     /// register arrays it indexes becoming registers), so it kept that loop rolled and its
     /// four `[f32; 8]` arrays went to local memory: a 128-byte stack frame and `LDL`/`STL` in
     /// the hot loop, 0.33x nvcc (issue 30's third held-out port). Only complete unrolling
-    /// changes: partial and run-time unrolling keep LLVM's NVPTX limits.
+    /// changes: partial and run-time unrolling keep LLVM's NVPTX limits. Why 400 and not more:
+    /// 400 unrolls that loop; at 1000 LLVM also unrolled the panic handler's byte copy in
+    /// every kernel with a panic path (190-890 more SASS instructions, `tests/panic_cost.rs`'s
+    /// bound), and hiding its bound from LLVM made it grow the same way.
     pub fn unroll_threshold(mut self, threshold: u32) -> Self {
         self.unroll_threshold = threshold;
         self

@@ -41,9 +41,10 @@
 //! [`block_scratch!`](crate::block_scratch) at its own site (one array per site). Passing the
 //! same scratch to consecutive `BlockReduce`/`BlockScan` collectives is correct: each ends with
 //! a barrier after its last read of the scratch, so the next one's writes cannot overtake it.
-//! A [`RuntimeBlockReduce`] on a [`block_scratch!`](crate::block_scratch) leaves out that
-//! barrier in its second, fourth, ... reductions, which work in the scratch's second set of
-//! slots (that no other collective uses); mixing it with others on one scratch stays correct.
+//! A [`RuntimeBlockReduce`] on a [`block_scratch!`](crate::block_scratch) alternates between
+//! the scratch's two sets of slots and keeps that barrier on every reduction (audit
+//! 2026-11-28, G13R-1: leaving it out of every second reduction relied on the reducer owning
+//! the second set, which two reducers on one scratch broke).
 
 use crate::shared::{SharedArray, SharedElement};
 use crate::shared_vector::SharedX4;
@@ -347,10 +348,12 @@ fn fold_slots_in_warp<T: BlockValue>(
 /// else `shfl.down` steps that skip the missing lanes; lane 0 holds the warp's value),
 /// one shared store per warp, a barrier, then warp 0 alone folds the `W` warps' values with 5
 /// `shfl.down` steps that skip the missing warps; a second barrier lets the scratch be reused
-/// at once (CUB leaves it to its caller). With a [`block_scratch!`](crate::block_scratch) (two
-/// sets of slots) every second reduction of a reducer needs no second barrier: two in a row
-/// (a softmax's max then sum) take 3 barriers, where one set took 4 and llm.c's `blockReduce`,
-/// whose call sites each have their own `shared_val`, takes 2. `max` and `min` are one `max`/`min` instruction a step (`FMNMX`
+/// at once (CUB leaves it to its caller): two in a row (a softmax's max then sum) take 4
+/// barriers, where llm.c's `blockReduce`, whose call sites each have their own `shared_val`,
+/// takes 2. (Session 13 left the second barrier out of every second reduction, working in
+/// `block_scratch!`'s second set of slots: 3 barriers; audit 2026-11-28's G13R-1 showed two
+/// reducers on one scratch, or the second set given to another collective, racing there, so
+/// every reduction keeps it.) `max` and `min` are one `max`/`min` instruction a step (`FMNMX`
 /// for `f32`; CUB's `cuda::maximum` is a compare and a select). Unlike [`BlockReduce`], no thread folds 32 partials in registers: the
 /// register count stays near CUB's (docs/performance.md has both). The `_all` forms have every
 /// warp fold the partials (a power-of-two `W`: a butterfly of `log2 W` steps, 3 at 256
@@ -361,14 +364,11 @@ fn fold_slots_in_warp<T: BlockValue>(
 /// (they contain `bar.sync`, and the threads take the scratch's two sets in turn). Not
 /// `Clone`: two handles on one scratch would take the spare set twice in a row.
 ///
-/// Why the second, fourth, ... reductions need no trailing barrier (two sets `A`, `B`): odd
-/// reductions (the first, third, ...) work in `A` and end with a barrier after their reads,
-/// so any later writer of `A` (this reducer, a new one made at the same site in the next
-/// iteration of a loop, another collective given the same scratch) is ordered after them.
-/// Even reductions work in `B` without it: every earlier read of `B` was made by an even
-/// reduction of this or an earlier reducer, and between it and this write there is at least
-/// one odd reduction, whose barriers every thread reaches after its own reads (program
-/// order), so they happen before the write.
+/// Why every reduction keeps its trailing barrier: a reducer cannot know that it alone uses
+/// the spare set (`BlockScratch` is `Copy`, one `block_scratch!` site in a helper makes the
+/// same arrays for two reducers, `BlockScratch::double(a, a)`, the spare array given to another
+/// collective), and without the barrier a later writer of the slots could overtake warp 0's
+/// reads (G13R-1, `device/tests/g13r_review2.rs`).
 pub struct RuntimeBlockReduce<T: BlockValue> {
     scratch: BlockScratch<T>,
     /// Reductions made so far, modulo 2: which set the next one takes. Per thread, and the
@@ -390,12 +390,10 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
         if self.scratch.double {
             let calls = self.calls.get();
             self.calls.set(calls ^ 1);
-            // First, third, ... reductions: the first set, with the trailing barrier (so any
-            // later writer of it, another reducer at this site in the next loop iteration
-            // or another collective, is ordered after their reads). Second, fourth, ...: the
-            // spare set, without one (the barriers of the reduction before it order every
-            // earlier read of the spare set).
-            if calls & 1 == 0 { (self.scratch.slots, true) } else { (self.scratch.spare, false) }
+            // First, third, ... reductions: the first set; second, fourth, ...: the spare set;
+            // each with the trailing barrier (G13R-1: nothing guarantees that this reducer is
+            // the spare set's only user).
+            if calls & 1 == 0 { (self.scratch.slots, true) } else { (self.scratch.spare, true) }
         } else {
             (self.scratch.slots, true)
         }

@@ -141,17 +141,6 @@ mod device {
     unsafe fn copy_field(out: *mut u8, capacity: u32, text: *const u8, len: usize) -> u32 {
         let last = capacity.wrapping_sub(1);
         let limit = if len < last as usize { len as u32 } else { last };
-        // The limit goes through an opaque `mov`, so LLVM does not know the constant capacity
-        // bounding the loop: under the builder's unroll threshold (`unroll_threshold`, 1000)
-        // it unrolled this cold loop into one copy per byte, 190-890 more SASS instructions
-        // in every kernel with a panic path (issue 30).
-        #[cfg(target_arch = "nvptx64")]
-        let limit = {
-            let mut opaque = limit;
-            // SAFETY: a register move, no memory.
-            unsafe { core::arch::asm!("mov.b32 {v}, {v};", v = inout(reg32) opaque, options(pure, nomem, nostack, preserves_flags)) };
-            opaque
-        };
         let mut i = 0u32;
         loop {
             // SAFETY: i < limit <= len, and the loop stops at the first NUL.

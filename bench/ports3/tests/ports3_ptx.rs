@@ -78,7 +78,7 @@ fn p30_strided_range_lets_the_lane_loop_unroll() {
 /// arrays in local memory (a `.local` depot of 128 bytes) under LLVM's unroll threshold of
 /// 300: the loop holds another loop (`for j in 1..warps_in_block`), so LLVM's unroller
 /// skipped the analysis that counts the arrays' promotion to registers. With the builder's
-/// `-unroll-threshold=1000` (`KernelBuilder::unroll_threshold`) it unrolls: no depot, the
+/// `-unroll-threshold=400` (`KernelBuilder::unroll_threshold`) it unrolls: no depot, the
 /// loop's two barriers twice (four `barrier.sync 0` from it, beside the kernel's others).
 #[test]
 fn p30_a_loop_with_barriers_over_register_arrays_unrolls_under_the_builders_threshold() {
