@@ -383,19 +383,19 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
         RuntimeBlockReduce { scratch, calls: core::cell::Cell::new(0) }
     }
 
-    /// The slots this reduction works in, and whether it must end with a barrier (one set:
-    /// the next reduction writes the same slots).
+    /// The slots this reduction works in (every reduction ends with a barrier after its last
+    /// read of them, so the next collective on the scratch may write them at once).
     #[inline(always)]
-    fn take_slots(&self) -> (SharedArray<T, 32>, bool) {
+    fn take_slots(&self) -> SharedArray<T, 32> {
         if self.scratch.double {
             let calls = self.calls.get();
             self.calls.set(calls ^ 1);
             // First, third, ... reductions: the first set; second, fourth, ...: the spare set;
             // each with the trailing barrier (G13R-1: nothing guarantees that this reducer is
             // the spare set's only user).
-            if calls & 1 == 0 { (self.scratch.slots, true) } else { (self.scratch.spare, true) }
+            if calls & 1 == 0 { self.scratch.slots } else { self.scratch.spare }
         } else {
-            (self.scratch.slots, true)
+            self.scratch.slots
         }
     }
 
@@ -435,9 +435,9 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
     /// CUB's, a tree): `Some` in thread 0 of the block, `None` in the others.
     #[inline(always)]
     pub fn reduce(&self, value: T, op: impl Fn(T, T) -> T + Copy) -> Option<T> {
-        let (slots, trailing) = self.take_slots();
+        let slots = self.take_slots();
         let (total, size) = self.fold_to_thread_0(slots, value, op);
-        if trailing && size > warp::WARP_SIZE {
+        if size > warp::WARP_SIZE {
             // The next collective on this scratch writes it: not before warp 0 has read it.
             sync_threads();
         }
@@ -467,7 +467,7 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
     /// [`reduce_all`](Self::reduce_all), with `op`'s identity when there is one.
     #[inline(always)]
     fn reduce_all_from(&self, value: T, identity: Option<T>, op: impl Fn(T, T) -> T + Copy) -> T {
-        let (slots, trailing) = self.take_slots();
+        let slots = self.take_slots();
         let size = block_size();
         if size.is_multiple_of(warp::WARP_SIZE) {
             // Whole warps: the butterfly leaves the warp's fold in every lane, and every warp
@@ -477,7 +477,7 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
                 return partial;
             }
             let rank = rank_in_block();
-            return self.fold_partials_in_every_warp(slots, trailing, partial, rank % warp::WARP_SIZE, rank / warp::WARP_SIZE, size, op, identity);
+            return self.fold_partials_in_every_warp(slots, partial, rank % warp::WARP_SIZE, rank / warp::WARP_SIZE, size, op, identity);
         }
         // A partial last warp may have fewer lanes than there are partials: warp 0 folds them
         // and hands the total over (one more barrier).
@@ -493,22 +493,18 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
         sync_threads();
         // SAFETY: slot 0 exists.
         let total = unsafe { slots.get_unchecked(0) };
-        if trailing {
-            // The next collective on this scratch writes it: not before every thread has read.
-            sync_threads();
-        }
+        // The next collective on this scratch writes it: not before every thread has read.
+        sync_threads();
         total
     }
 
     /// Stores each warp's `partial` (lane 0's), then every warp folds all of them and
-    /// broadcasts the total to its lanes; with one set of slots (`trailing`) a trailing
-    /// barrier lets the scratch be reused at once.
+    /// broadcasts the total to its lanes; a trailing barrier lets the scratch be reused at once.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn fold_partials_in_every_warp(
         &self,
         slots: SharedArray<T, 32>,
-        trailing: bool,
         partial: T,
         lane: u32,
         warp: u32,
@@ -522,10 +518,8 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
         }
         sync_threads();
         let total = fold_slots_in_warp(slots, lane, size.div_ceil(warp::WARP_SIZE), partial, op, true, identity);
-        if trailing {
-            // The next collective on this scratch writes it: not before every warp has read it.
-            sync_threads();
-        }
+        // The next collective on this scratch writes it: not before every warp has read it.
+        sync_threads();
         total
     }
 
