@@ -99,3 +99,123 @@ fn g14_1_child() {
     }
     println!("G14-1 CHILD DONE");
 }
+
+fn multi_gpu_required() -> bool {
+    std::env::var("REQUIRE_MULTI_GPU").is_ok_and(|v| v == "1")
+}
+
+/// G14-2 (two GPUs): a context kept its peers as raw handles. Device 1's primary context,
+/// released when its last handle dropped (the driver resets it: the peer access ends) and
+/// retained again, came back with the same raw handle, which the peer list still named: a
+/// kernel of device 0 was let through the door with a buffer of the new context, to which
+/// no peer access had been granted (a fault on the GPU). Fixed: the list holds its peers
+/// weakly, and an entry counts only while its context lives.
+#[test]
+fn g14_2_a_peer_released_and_retained_again_is_no_longer_a_peer() {
+    const TEST: &str = "g14_2_a_peer_released_and_retained_again_is_no_longer_a_peer";
+    if in_child(TEST) {
+        return g14_2_child();
+    }
+    if common::gpu_or_skip(TEST).is_none() {
+        return;
+    }
+    let count = ferrocuda::Device::count().unwrap();
+    if count < 2 {
+        assert!(!multi_gpu_required(), "REQUIRE_MULTI_GPU=1 but the driver sees {count} device(s)");
+        eprintln!("SKIPPED {TEST}: the driver sees {count} device(s), 2 are needed");
+        return;
+    }
+    let Some(text) = run_child(TEST) else { return };
+    assert!(!text.contains("G14-2 ACCEPTED"), "a buffer of a context without peer access was let through:\n{text}");
+    assert!(text.contains("G14-2 CHILD DONE"), "the child did not finish:\n{text}");
+}
+
+fn g14_2_child() {
+    let a = ferrocuda::Context::primary(0).unwrap();
+    let b = ferrocuda::Context::primary(1).unwrap();
+    if !a.can_access_peer(&b).unwrap() {
+        println!("G14-2 INCONCLUSIVE: device 0 cannot access device 1");
+        println!("G14-2 CHILD DONE");
+        return;
+    }
+    a.enable_peer_access(&b).unwrap();
+    let first = b.raw() as usize;
+    drop(b);
+    let b2 = ferrocuda::Context::primary(1).unwrap();
+    println!("G14-2 device 1's primary context retained again: same raw handle {}", b2.raw() as usize == first);
+    let mut y = DeviceBuffer::<u32>::zeroed(&b2, 64).unwrap();
+    let stream = Stream::non_blocking(&a).unwrap();
+    let x = DeviceBuffer::from_slice(&a, &(0..64u32).collect::<Vec<_>>()).unwrap();
+    match square_checked::launch(&stream, LaunchConfig::from((2u32, 32u32)), &x, &mut y) {
+        Err(error) => println!("G14-2 REFUSED: {error}"),
+        Ok(()) => {
+            println!("G14-2 ACCEPTED: a kernel of device 0 was queued with a buffer of device 1's new primary context");
+            println!("G14-2 then: {:?}", stream.synchronize());
+        }
+    }
+    println!("G14-2 CHILD DONE");
+}
+
+/// G14-3: `Stream::launch_host_fn` refuses a capturing stream (a graph replays its host nodes,
+/// and the boxed `FnOnce` is freed by its first run), but it asked the driver and then queued
+/// without holding the stream's capture gate: another thread's `begin_capture` on a clone of
+/// the stream could come in between, and the callback the caller was told was queued went
+/// into that thread's graph instead (never run; and each launch of that graph would run the
+/// trampoline on the box its previous launch freed). Fixed: the check and the queuing hold
+/// the gate, as allocations do (P2).
+#[test]
+fn g14_3_a_host_callback_is_never_recorded_into_another_threads_capture() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::time::{Duration, Instant};
+
+    let Some(context) = common::gpu_or_skip("g14_3_a_host_callback_is_never_recorded_into_another_threads_capture") else { return };
+    let stream = Stream::non_blocking(&context).unwrap();
+    let stop = AtomicBool::new(false);
+    let (graphs, nodes, capture_errors) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0));
+    let ran = Arc::new(AtomicUsize::new(0));
+    let (mut queued, mut refused, mut other_errors) = (0usize, 0usize, 0usize);
+    std::thread::scope(|s| {
+        let capturer = stream.clone();
+        s.spawn(|| {
+            let capturer = capturer;
+            while !stop.load(Ordering::Relaxed) {
+                // This thread queues nothing: its graphs must be empty.
+                if capturer.begin_capture().is_err() {
+                    capture_errors.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+                match capturer.end_capture() {
+                    Ok(graph) => {
+                        graphs.fetch_add(1, Ordering::Relaxed);
+                        nodes.fetch_add(graph.node_count().unwrap_or(0), Ordering::Relaxed);
+                    }
+                    Err(_) => {
+                        capture_errors.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < deadline {
+            let ran = Arc::clone(&ran);
+            match stream.launch_host_fn(move || {
+                ran.fetch_add(1, Ordering::Relaxed);
+            }) {
+                Ok(()) => queued += 1,
+                Err(ferrocuda::Error::HostCallbackInCapture) => refused += 1,
+                Err(_) => other_errors += 1,
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    stream.synchronize().unwrap();
+    let (graphs, nodes, ran) = (graphs.into_inner(), nodes.into_inner(), ran.load(Ordering::Relaxed));
+    println!(
+        "G14-3: {queued} callbacks queued (Ok), {refused} refused in a capture, {other_errors} other errors; {ran} ran; the other thread's {graphs} graphs hold {nodes} nodes ({} capture errors)",
+        capture_errors.into_inner()
+    );
+    assert!(queued > 0 && graphs > 0, "the race was not exercised");
+    assert_eq!(nodes, 0, "host callbacks reported as queued were recorded into another thread's graph ({} of {queued} never ran)", queued - ran);
+    assert_eq!(ran, queued, "every callback reported as queued runs");
+}
