@@ -95,7 +95,9 @@ fn g14_1_child() {
         });
         let written = bytes.iter().filter(|&&b| b != 0).count();
         let name_at = bytes.windows(14).position(|w| w == b"square_checked");
-        println!("G14-1 WRITTEN: the device panic handler stored into a pinned host buffer chosen by safe code: {written} of 4096 bytes non-zero, `square_checked` at {name_at:?}");
+        println!(
+            "G14-1 WRITTEN: the device panic handler stored into a pinned host buffer chosen by safe code: {written} of 4096 bytes non-zero, `square_checked` at {name_at:?}"
+        );
     }
     println!("G14-1 CHILD DONE");
 }

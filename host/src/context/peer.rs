@@ -4,7 +4,7 @@ use cudarc::driver::sys;
 
 use std::sync::{Arc, Weak};
 
-use super::{Context, ContextInner, lock};
+use super::{Context, lock};
 use crate::driver;
 use crate::error::{Error, Result};
 

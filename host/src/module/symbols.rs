@@ -115,7 +115,8 @@ mod tests {
     /// ferrocuda's; a user's global of another name is not.
     #[test]
     fn g14_1_ferrocudas_own_globals_are_reserved() {
-        for ours in [crate::PANIC_SLOT_SYMBOL, "__ferrocuda_panic_claimed", "__ferrocuda_layout_saxpy", "__ferrocuda_fingerprint_saxpy", "__ferrocuda_types_k"] {
+        for ours in [crate::PANIC_SLOT_SYMBOL, "__ferrocuda_panic_claimed", "__ferrocuda_layout_saxpy", "__ferrocuda_fingerprint_saxpy", "__ferrocuda_types_k"]
+        {
             assert!(is_reserved(ours), "{ours}");
         }
         for theirs in ["FILL", "VERSION", "hopper_const_map_a", "_ferrocuda_x", "my__ferrocuda_x", ""] {
