@@ -221,3 +221,54 @@ fn g14_3_a_host_callback_is_never_recorded_into_another_threads_capture() {
     assert_eq!(nodes, 0, "host callbacks reported as queued were recorded into another thread's graph ({} of {queued} never ran)", queued - ran);
     assert_eq!(ran, queued, "every callback reported as queued runs");
 }
+
+/// G14-5 (open, the general form of S1 and G14-3): while one thread captures a stream
+/// (`begin_capture`, relaxed mode), a launch another thread queues on a clone of that stream is
+/// recorded into the capture and returns `Ok(())`: its kernel does not run, the launch's
+/// buffers record no use (work in ferrocuda's own capture is untracked), so their caller may
+/// read them as if it had run and free them at once, and the capturing thread's graph holds a
+/// kernel over memory it never saw, which `GraphExec::launch`'s contract ("the buffers captured
+/// in the graph are alive") asks it to keep alive. Wanted: work queued from another thread
+/// than the capturing one is refused by name (or the capture fails), never recorded silently.
+#[test]
+#[ignore = "G14-5 open (audit/2026-11-28b/FINDINGS.md): work of other threads joins a capture silently"]
+fn g14_5_a_launch_from_another_thread_is_never_recorded_silently_into_a_capture() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::time::{Duration, Instant};
+
+    let Some(context) = common::gpu_or_skip("g14_5_a_launch_from_another_thread_is_never_recorded_silently_into_a_capture") else { return };
+    let stream = Stream::non_blocking(&context).unwrap();
+    let x = DeviceBuffer::from_slice(&context, &(0..64u32).collect::<Vec<_>>()).unwrap();
+    let mut out = DeviceBuffer::<u32>::zeroed(&context, 64).unwrap();
+    let stop = AtomicBool::new(false);
+    let (graphs, nodes) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    let (mut launched, mut refused) = (0usize, 0usize);
+    std::thread::scope(|s| {
+        let capturer = stream.clone();
+        s.spawn(|| {
+            let capturer = capturer;
+            while !stop.load(Ordering::Relaxed) {
+                if capturer.begin_capture().is_err() {
+                    continue;
+                }
+                if let Ok(graph) = capturer.end_capture() {
+                    graphs.fetch_add(1, Ordering::Relaxed);
+                    nodes.fetch_add(graph.node_count().unwrap_or(0), Ordering::Relaxed);
+                }
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < deadline {
+            match square_checked::launch(&stream, LaunchConfig::from((2u32, 32u32)), &x, &mut out) {
+                Ok(()) => launched += 1,
+                Err(_) => refused += 1,
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    stream.synchronize().unwrap();
+    let (graphs, nodes) = (graphs.into_inner(), nodes.into_inner());
+    println!("G14-5: {launched} launches returned Ok, {refused} were refused; the capturing thread's {graphs} graphs hold {nodes} nodes it never queued");
+    assert!(launched > 0 && graphs > 0, "the race was not exercised");
+    assert_eq!(nodes, 0, "launches of another thread, reported Ok, were recorded into the capturing thread's graphs");
+}

@@ -18,6 +18,9 @@
 #               two GPUs: "G14-2 REFUSED: ... BufferInOtherContext"-style message
 #               ("... of another context ..."); if "same raw handle false" is printed, G14-2 is
 #               inconclusive on that driver (the fix still holds).
+#   after, --ignored g14_5 (G14-5, open): FAILED, "G14-5: L launches returned Ok, ...; the
+#               capturing thread's G graphs hold K nodes it never queued" with K > 0 (another
+#               thread's launches recorded silently into the capture)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$PWD/g14-out}
@@ -32,4 +35,7 @@ for b in before_1 before_2_3 after; do
   REQUIRE_GPU=1 timeout 120 "$here/gpu_g14_$b" --test-threads=1 --nocapture >> "$log" 2>&1
   echo "=== gpu_g14_$b rc=$?" >> "$log"
 done
+echo "=== gpu_g14_after --ignored g14_5 (open: expected to fail)" >> "$log"
+REQUIRE_GPU=1 timeout 60 "$here/gpu_g14_after" --ignored g14_5 --test-threads=1 --nocapture >> "$log" 2>&1
+echo "=== g14_5 rc=$?" >> "$log"
 tail -c 6000 "$log"
