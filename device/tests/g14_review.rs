@@ -93,3 +93,36 @@ fn g14_4_a_scoped_thread_of_a_failed_launch_writes_memory_the_caller_freed() {
         "a store from a scoped thread of the failed launch landed after the launch returned (freed {freed:#x}, victim {at:#x})"
     );
 }
+
+/// A body that catches the cancellation (a `catch_unwind` around its barrier) and waits again,
+/// for ever: its frames can neither be completed nor left (G14-4), so the executor aborts the
+/// process with the launch's error after 1000 resumes, rather than hang (before G14-4's fix the
+/// thread was abandoned, which a watchdog's stop relied on too). In a child process.
+#[test]
+fn g14_4_a_thread_that_keeps_catching_its_cancellation_aborts_the_process_instead_of_hanging() {
+    const TEST: &str = "g14_4_a_thread_that_keeps_catching_its_cancellation_aborts_the_process_instead_of_hanging";
+    if std::env::var("FERROCUDA_G14_4_CHILD").is_ok() {
+        let result = CpuExecutor::deterministic().run("g14_4_catcher", LaunchConfig::new(1u32, 2u32), &|| {
+            if thread_idx_x() == 0 {
+                loop {
+                    let _ = std::panic::catch_unwind(sync_threads);
+                }
+            } else {
+                panic!("thread 1 fails the block");
+            }
+        });
+        println!("G14-4 CHILD RETURNED: {result:?}");
+        return;
+    }
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([TEST, "--exact", "--nocapture", "--test-threads=1"])
+        .env("FERROCUDA_G14_4_CHILD", "1")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&child.stdout), String::from_utf8_lossy(&child.stderr));
+    assert!(!child.status.success() && !stdout.contains("G14-4 CHILD RETURNED"), "the child should abort: {:?}\n{stdout}\n{stderr}", child.status);
+    assert!(
+        stderr.contains("caught the cancellation of its failed block 1000 times") && stderr.contains("thread 1 fails the block"),
+        "the reason and the launch's error, in:\n{stderr}"
+    );
+}

@@ -140,6 +140,10 @@ fn end_waiting(mut coroutine: ThreadCoroutine, stacks: &mut StackPool) -> Option
     Some(coroutine)
 }
 
+/// How many times a thread of a failed block is resumed to unwind before the executor gives up
+/// on it (it caught the cancellation each time) and aborts the process.
+const CANCELLATION_RESUMES: u32 = 1000;
+
 /// How a cluster's run ended without finishing.
 pub(crate) enum Stopped {
     /// A thread failed (panic, stuck barrier, data race, ...).
@@ -251,9 +255,24 @@ pub(crate) fn run_cluster(blocks: &[BlockContext<'_>], cluster_blocks: usize, ke
             {
                 coroutines[b][rank] = Some(unwind);
                 // Each resume raises `Cancelled` at the thread's next switch; a body that
-                // catches it and waits again is resumed again, until its frames are gone.
+                // catches it and waits again is resumed again, until its frames are gone. One
+                // that keeps catching it can be neither ended nor left (its frames must
+                // complete, G14-4): the process is aborted, with the launch's error, rather
+                // than hang where the watchdog would have stopped it.
                 let _ending = panic_capture::Ending::begin(first.clone());
+                let mut resumes = 0u32;
                 while coroutines[b][rank].is_some() {
+                    resumes += 1;
+                    if resumes > CANCELLATION_RESUMES {
+                        eprintln!(
+                            "ferrocuda CPU executor: thread {:?} of block {:?} of `{}` caught the cancellation of its failed block {CANCELLATION_RESUMES} times \
+                             (a `catch_unwind` around a barrier or warp operation) and cannot be ended; aborting. The launch's error: {first}",
+                            block.threads[rank].index.axes(),
+                            block.block_idx.axes(),
+                            block.kernel()
+                        );
+                        std::process::abort();
+                    }
                     block.resume(rank as u32, &mut coroutines[b], kernel, stacks);
                 }
             }
