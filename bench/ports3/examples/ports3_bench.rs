@@ -318,10 +318,16 @@ fn run() -> R<()> {
 
     // ---- fused_classifier_kernel5
     if want("fused_classifier_kernel5") {
-        // Small: P a multiple of 128, as llm.c pads the vocabulary (50304): with P 1008 the nvcc twin
-        // did not return on an H100 (session 13; ours did), so the sanitizer runs never reached
-        // this kernel.
-        let (rows, v, p) = if small { (8usize, 1003usize, 1024usize) } else { (1024, 50257, 50304) };
+        // Small: V 8191, P 8192. llm.c's `prepare_softmax_blockwide3` assumes `V >= 8 blockDim.x
+        // - 7` (its real V, 50257, is far above): it starts thread `t` at `i = ceil(V / 8) + t -
+        // blockDim.x`, and its `while ((i + 1) * x128::size > V)` multiplies by a `size_t`, so a
+        // negative `i` (V 1003 at 1024 threads) is a huge unsigned product and the loop only
+        // ends if `i`, stepping down by 1024 through the wrap of `int`, lands in -1..=V/8
+        // (residue classes that never do spin forever). So the nvcc twin never returned at V
+        // 1003 (session 13: P 1008, and P 1024 under compute-sanitizer). 8191 keeps an
+        // unaligned tail of 7 and every thread's first `i` at or above 0.
+        let (rows, v, p) = if small { (8usize, 8191usize, 8192usize) } else { (1024, 50257, 50304) };
+        assert!(v + 7 >= 8 * 1024, "llm.c's prepare_softmax_blockwide3 loops forever unless V >= 8 blockDim.x - 7");
         let logits = rng.bf16s(rows * p, 6.0);
         let targets: Vec<i32> = (0..rows).map(|_| (rng.next_u32() % v as u32) as i32).collect();
         let dloss = 1.0 / rows as f32;
@@ -338,9 +344,8 @@ fn run() -> R<()> {
         let f = tl.function("fused_classifier_kernel5")?;
         let (pl, pls, probs, pt) = (twin_logits.device_ptr(), twin_losses.device_ptr(), 0u64, d_targets.device_ptr());
         let (bb, tt, vv, pp, flag) = (1i32, rows as i32, v as i32, p as i32, 0u8);
-        // Each side waited for on its own, with a line before and after: at the small size
-        // (V 1003, P 1008) this step did not return on an H100 (session 13), and the lines say
-        // which kernel to look at.
+        // Each side waited for on its own, with a line before and after (at session 13's small
+        // size, V 1003, the twin did not return; the lines say which kernel to look at).
         eprintln!("fused_classifier_kernel5: ours launched (rows {rows}, V {v}, P {p})");
         llmc::fused_classifier_kernel5::launch(&stream, config, &d_logits, &mut ours, &mut losses, dloss, &d_targets, v as u32, p as u32 / 8).unwrap();
         stream.synchronize()?;
