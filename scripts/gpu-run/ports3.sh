@@ -10,10 +10,11 @@
 # Look for: every "check ...: ok", one "twin/Rust" per kernel in each pass (above 1: Rust is
 # faster; layernorm_backward_kernel10, global_norm_squared_kernel, softmax_forward_kernel5,
 # fused_classifier_kernel5 and dynamic_per_token_scaled_fp8_quant_kernel also have a "(fixed)"
-# row: the fix rounds' variant),
+# row: the fix rounds' variant; fused_classifier_kernel5 a "(paired)" row too: session 14's
+# max_then_sum_all),
 # "ERROR SUMMARY: 0 errors" and "RACECHECK SUMMARY: 0 hazards" in the sanitizer logs, among
-# them memcheck_classifier.log and racecheck_classifier.log (the fused classifier: 6 checks ok,
-# ours, its in-place variant and the twin).
+# them memcheck_classifier.log and racecheck_classifier.log (the fused classifier: 8 checks ok:
+# ours, its in-place and paired variants and the twin).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 dest=${OUT:-$here/out}

@@ -371,14 +371,30 @@ fn run() -> R<()> {
         llmc::fused_classifier_kernel5_fixed::launch(&stream, config, &mut f_logits, &mut f_losses, dloss, &d_targets, v as u32, p as u32 / 8)?;
         stream.synchronize()?;
         let got: Vec<f32> = f_logits.to_vec()?.iter().flat_map(|x| x.v).map(bf16::to_f32).collect();
-        failed += !check("fused_classifier_kernel5 (fixed)", "ours", max_rel(mask(got), w, 1e-5), 1.0 / 32.0) as i32;
-        failed += !check("fused_classifier_kernel5 (fixed) losses", "ours", max_rel(f_losses.to_vec()?, want_losses, 1e-3), 1e-3) as i32;
+        failed += !check("fused_classifier_kernel5 (fixed)", "ours", max_rel(mask(got), w.clone(), 1e-5), 1.0 / 32.0) as i32;
+        failed += !check("fused_classifier_kernel5 (fixed) losses", "ours", max_rel(f_losses.to_vec()?, want_losses.clone(), 1e-3), 1e-3) as i32;
         let mut run_fixed =
             || llmc::fused_classifier_kernel5_fixed::launch(&stream, config, &mut f_logits, &mut f_losses, dloss, &d_targets, v as u32, p as u32 / 8).unwrap();
         report(
             "fused_classifier_kernel5 (fixed)",
             &format!("BT{rows} V{v} P{p}"),
             timer.pair(&context, &stream, &mut run_fixed, &mut run_twin, &mut || {}, false)?,
+        );
+        // Session 14: the fixed variant with its two block reductions as one paired call
+        // (`max_then_sum_all`: llm.c's 2 barriers).
+        let mut p_logits = DeviceBuffer::from_slice(&context, &x128(&logits))?;
+        let mut p_losses = DeviceBuffer::<f32>::zeroed(&context, rows)?;
+        llmc::fused_classifier_kernel5_paired::launch(&stream, config, &mut p_logits, &mut p_losses, dloss, &d_targets, v as u32, p as u32 / 8)?;
+        stream.synchronize()?;
+        let got: Vec<f32> = p_logits.to_vec()?.iter().flat_map(|x| x.v).map(bf16::to_f32).collect();
+        failed += !check("fused_classifier_kernel5 (paired)", "ours", max_rel(mask(got), w, 1e-5), 1.0 / 32.0) as i32;
+        failed += !check("fused_classifier_kernel5 (paired) losses", "ours", max_rel(p_losses.to_vec()?, want_losses, 1e-3), 1e-3) as i32;
+        let mut run_paired =
+            || llmc::fused_classifier_kernel5_paired::launch(&stream, config, &mut p_logits, &mut p_losses, dloss, &d_targets, v as u32, p as u32 / 8).unwrap();
+        report(
+            "fused_classifier_kernel5 (paired)",
+            &format!("BT{rows} V{v} P{p}"),
+            timer.pair(&context, &stream, &mut run_paired, &mut run_twin, &mut || {}, false)?,
         );
     }
 

@@ -117,6 +117,14 @@ fn classifier(v: usize, p: usize) {
         assert_eq!(fixed[row * p + written..(row + 1) * p], logits[row * p + written..(row + 1) * p], "fixed: the padding untouched (row {row})");
     }
     assert_eq!(fixed_losses, losses, "fixed: the same losses");
+    // Session 14's paired variant (`max_then_sum_all`, 2 barriers for the two reductions): the
+    // same folds in the same order, so the same bits as the fixed variant.
+    let mut paired = x128(&logits);
+    let mut paired_losses = vec![0.5f32; rows];
+    llmc::fused_classifier_kernel5_paired::launch_cpu(&CpuExecutor::new(), config, &mut paired, &mut paired_losses, dloss, &targets, v as u32, p as u32 / 8)
+        .unwrap();
+    assert_eq!(flat(&paired), fixed, "paired: the fixed variant's gradient and padding");
+    assert_eq!(paired_losses, losses, "paired: the same losses");
 }
 
 #[test]

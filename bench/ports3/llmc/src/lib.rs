@@ -389,6 +389,36 @@ pub fn fused_classifier_kernel5(
 #[kernel(cols(logits = p8, losses = 1), launch_bounds(1024, 2))]
 pub fn fused_classifier_kernel5_fixed(
     logits: DisjointSlice<X128, InPlaceRows<Reversed>>,
+    losses: DisjointSlice<f32, BlockRows<Reversed>>,
+    dloss: f32,
+    targets: &[i32],
+    v: u32,
+    p8: u32,
+) {
+    fused_classifier_in_place::<false>(logits, losses, dloss, targets, v, p8);
+}
+
+/// Session 14: [`fused_classifier_kernel5_fixed()`] with llm.c's two block reductions as one
+/// paired call, `RuntimeBlockReduce::max_then_sum_all(thread_maxval, |m| thread_sumval *
+/// (thread_maxval - m).exp())`: llm.c's 2 barriers for them, where `max_all` then `sum_all`
+/// take 4 (the other variant).
+#[kernel(cols(logits = p8, losses = 1), launch_bounds(1024, 2))]
+pub fn fused_classifier_kernel5_paired(
+    logits: DisjointSlice<X128, InPlaceRows<Reversed>>,
+    losses: DisjointSlice<f32, BlockRows<Reversed>>,
+    dloss: f32,
+    targets: &[i32],
+    v: u32,
+    p8: u32,
+) {
+    fused_classifier_in_place::<true>(logits, losses, dloss, targets, v, p8);
+}
+
+/// The body of [`fused_classifier_kernel5_fixed()`]; `PAIRED`: its two block reductions as
+/// `max_then_sum_all`.
+#[inline(always)]
+fn fused_classifier_in_place<const PAIRED: bool>(
+    logits: DisjointSlice<X128, InPlaceRows<Reversed>>,
     mut losses: DisjointSlice<f32, BlockRows<Reversed>>,
     dloss: f32,
     targets: &[i32],
@@ -437,9 +467,13 @@ pub fn fused_classifier_kernel5_fixed(
         i -= bd;
     }
     let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
-    let block_maxval = reduce.max_all(thread_maxval);
-    thread_sumval *= (thread_maxval - block_maxval).exp();
-    let block_sumval = reduce.sum_all(thread_sumval);
+    let (block_maxval, block_sumval) = if PAIRED {
+        reduce.max_then_sum_all(thread_maxval, |m| thread_sumval * (thread_maxval - m).exp())
+    } else {
+        let block_maxval = reduce.max_all(thread_maxval);
+        thread_sumval *= (thread_maxval - block_maxval).exp();
+        (block_maxval, reduce.sum_all(thread_sumval))
+    };
     let scale = 1.0 / block_sumval;
     let offset = block_maxval;
 
