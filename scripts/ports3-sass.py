@@ -14,6 +14,7 @@ KERNELS = [  # (crate, ours, twin symbol fragment, twin flags); `<ours>_fixed`: 
     ("llmc", "layernorm_backward_kernel10_fixed", "layernorm_backward_kernel10", "LLMC"),
     ("llmc", "global_norm_squared_kernel_fixed", "global_norm_squared_kernel", "LLMC"),
     ("llmc", "softmax_forward_kernel5_fixed", "softmax_forward_kernel5", "LLMC"),
+    ("llmc", "softmax_forward_kernel5_prefix", "softmax_forward_kernel5", "LLMC"),
     ("llmc", "fused_classifier_kernel5_fixed", "fused_classifier_kernel5", "LLMC"),
     ("llmc", "fused_classifier_kernel5_paired", "fused_classifier_kernel5", "LLMC"),
     ("vllm", "dynamic_per_token_scaled_fp8_quant_kernel_fixed", "dynamic_per_token_scaled_fp8_quant_kernel", "VLLM"),

@@ -11,7 +11,7 @@
 # faster; layernorm_backward_kernel10, global_norm_squared_kernel, softmax_forward_kernel5,
 # fused_classifier_kernel5 and dynamic_per_token_scaled_fp8_quant_kernel also have a "(fixed)"
 # row: the fix rounds' variant; fused_classifier_kernel5 a "(paired)" row too: session 14's
-# max_then_sum_all),
+# max_then_sum_all; softmax_forward_kernel5 a "(prefix)" row: session 14's zip_input write pass),
 # "ERROR SUMMARY: 0 errors" and "RACECHECK SUMMARY: 0 hazards" in the sanitizer logs, among
 # them memcheck_classifier.log and racecheck_classifier.log (the fused classifier: 8 checks ok:
 # ours, its in-place and paired variants and the twin).

@@ -311,9 +311,16 @@ fn run() -> R<()> {
         let mut fixed = DeviceBuffer::<bf16>::zeroed(&context, n * t * t)?;
         llmc::softmax_forward_kernel5_fixed::launch(&stream, config, &mut fixed, inv_temperature, &d_inp4, t as u32)?;
         stream.synchronize()?;
-        failed += !check("softmax_forward_kernel5 (fixed)", "ours", max_rel(fl(&fixed.to_vec()?, bf16::to_f32), w, 1e-3), 1.0 / 64.0) as i32;
+        failed += !check("softmax_forward_kernel5 (fixed)", "ours", max_rel(fl(&fixed.to_vec()?, bf16::to_f32), w.clone(), 1e-3), 1.0 / 64.0) as i32;
         let mut run_fixed = || llmc::softmax_forward_kernel5_fixed::launch(&stream, config, &mut fixed, inv_temperature, &d_inp4, t as u32).unwrap();
         report("softmax_forward_kernel5 (fixed)", &format!("N{n} T{t}"), timer.pair(&context, &stream, &mut run_fixed, &mut run_twin, &mut || {}, false)?);
+        // Session 14: the write pass as `zip_input` over the causal prefix (one exit, unrolled).
+        let mut prefix = DeviceBuffer::<bf16>::zeroed(&context, n * t * t)?;
+        llmc::softmax_forward_kernel5_prefix::launch(&stream, config, &mut prefix, inv_temperature, &d_inp4, t as u32)?;
+        stream.synchronize()?;
+        failed += !check("softmax_forward_kernel5 (prefix)", "ours", max_rel(fl(&prefix.to_vec()?, bf16::to_f32), w, 1e-3), 1.0 / 64.0) as i32;
+        let mut run_prefix = || llmc::softmax_forward_kernel5_prefix::launch(&stream, config, &mut prefix, inv_temperature, &d_inp4, t as u32).unwrap();
+        report("softmax_forward_kernel5 (prefix)", &format!("N{n} T{t}"), timer.pair(&context, &stream, &mut run_prefix, &mut run_twin, &mut || {}, false)?);
     }
 
     // ---- fused_classifier_kernel5

@@ -77,6 +77,9 @@ fn softmax_forward_kernel5_matches_the_reference() {
     let mut fixed = vec![sentinel; n * t * t];
     llmc::softmax_forward_kernel5_fixed::launch_cpu(&CpuExecutor::new(), config, &mut fixed, inv_temperature, &inp4, t as u32).unwrap();
     assert_eq!(fixed, out, "the fixed variant computes the same values in the same order");
+    let mut prefix = vec![sentinel; n * t * t];
+    llmc::softmax_forward_kernel5_prefix::launch_cpu(&CpuExecutor::new(), config, &mut prefix, inv_temperature, &inp4, t as u32).unwrap();
+    assert_eq!(prefix, out, "session 14's prefix variant: the same values, the columns past the diagonal untouched");
     let mut want = vec![sentinel; n * t * t];
     causal_softmax(&inp, &mut want, inv_temperature, t);
     let (err, at) = max_rel(out.iter().map(|&v| f(v)), want.iter().map(|&v| f(v)), 1e-3);

@@ -215,7 +215,26 @@ pub fn softmax_forward_kernel5(mut out: PerWarpRow<bf16>, inv_temperature: f32, 
 /// (`PerWarpRow<bf16, Reversed>` with `warp_row_reversed()`: row `(gridDim.x - blockIdx.x - 1)
 /// * num_warps + warp_id`).
 #[kernel(cols(out = t_len))]
-pub fn softmax_forward_kernel5_fixed(mut out: PerWarpRow<bf16, Reversed>, inv_temperature: f32, inp: &[X4], t_len: u32) {
+pub fn softmax_forward_kernel5_fixed(out: PerWarpRow<bf16, Reversed>, inv_temperature: f32, inp: &[X4], t_len: u32) {
+    softmax5_fixed::<false>(out, inv_temperature, inp, t_len);
+}
+
+/// Session 14: [`softmax_forward_kernel5_fixed()`] with the write pass as llm.c's `for (i =
+/// lane_id; i <= own_pos; i += WARP_SIZE)`: `row.zip_input(&flat[..=own_pos]).for_each(..)`
+/// over the row viewed as bf16 (`bytemuck::cast_slice`), so the input's length bounds the
+/// columns and the loop has one exit (the porting table's causal-prefix row). The fixed
+/// variant's `iter_mut().enumerate()` with a `break` at the diagonal and a checked `x.get` per
+/// column kept two more exits and one 2-byte load in flight per lane, where nvcc's loop is
+/// unrolled (issue 30, third port: 0.92-0.93).
+#[kernel(cols(out = t_len))]
+pub fn softmax_forward_kernel5_prefix(out: PerWarpRow<bf16, Reversed>, inv_temperature: f32, inp: &[X4], t_len: u32) {
+    softmax5_fixed::<true>(out, inv_temperature, inp, t_len);
+}
+
+/// The body of [`softmax_forward_kernel5_fixed()`]; `PREFIX`: the write pass over the causal
+/// prefix with `zip_input`.
+#[inline(always)]
+fn softmax5_fixed<const PREFIX: bool>(mut out: PerWarpRow<bf16, Reversed>, inv_temperature: f32, inp: &[X4], t_len: u32) {
     let Some(tn) = NonZeroU32::new(t_len) else { return };
     let Some(row) = out.row_mut(warp_row_reversed()) else { return };
     let idx = row.row();
@@ -256,6 +275,15 @@ pub fn softmax_forward_kernel5_fixed(mut out: PerWarpRow<bf16, Reversed>, inv_te
     sumval *= (inv_temperature * (maxval - global_maxval)).exp();
     let sum = warp::reduce_sum(sumval);
     let norm = 1.0 / sum;
+    if PREFIX {
+        let flat: &[bf16] = bytemuck::cast_slice(x);
+        let Some(prefix) = flat.get(..=own_pos as usize) else { return };
+        row.zip_input(prefix).for_each(|(v, o)| {
+            let ev = (inv_temperature * (cache::load(v, Load::Streaming).widen() - global_maxval)).exp();
+            cache::store(o, (ev * norm).to_bf16(), Store::Streaming);
+        });
+        return;
+    }
     for (j, o) in row.iter_mut().enumerate() {
         let col = lane + 32 * j as u32;
         if col > own_pos {
