@@ -123,10 +123,7 @@ fn g13r_divergent_runtime_reduce_is_reported() {
         let _ = reduce.sum(1);
     };
     let error = CpuExecutor::new().run("g13r_divergent", LaunchConfig::new(1u32, 128u32), &body).expect_err("reported");
-    assert!(
-        matches!(error, CpuError::UninitialisedSharedRead { .. }) || error.to_string().contains("64 of the block's 128 threads did not reach"),
-        "{error}"
-    );
+    assert!(matches!(error, CpuError::UninitialisedSharedRead { .. }) || error.to_string().contains("64 of the block's 128 threads did not reach"), "{error}");
 }
 
 /// G13R-2 (fixed): a warp that returns after two reductions; the third reduction would fold

@@ -69,7 +69,13 @@ impl Bench {
 
     /// Times the first try and the twin, and the `variants` too (each row `name (variant)`,
     /// e.g. `(fixed)`: the fix round's), all interleaved.
-    fn time_with(&self, name: &str, bytes: f64, variants: &[Imp], mut step: impl FnMut(Imp, &gpu_kernels::twins::timing::Stopwatch) -> Result<()>) -> Result<()> {
+    fn time_with(
+        &self,
+        name: &str,
+        bytes: f64,
+        variants: &[Imp],
+        mut step: impl FnMut(Imp, &gpu_kernels::twins::timing::Stopwatch) -> Result<()>,
+    ) -> Result<()> {
         if self.runs.timed == 0 {
             return Ok(());
         }
@@ -203,7 +209,9 @@ impl Bench {
             let [b, n, nh, d] = shape;
             match imp {
                 Imp::Rust => unpermute_kernel::launch(&self.stream, config, &input, out, b, n, nh, d)?,
-                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid => unpermute_kernel::launch_in(&self.llmc, &self.stream, config, &input, out, b, n, nh, d)?,
+                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid => {
+                    unpermute_kernel::launch_in(&self.llmc, &self.stream, config, &input, out, b, n, nh, d)?
+                }
             }
             Ok(())
         };
@@ -240,7 +248,9 @@ impl Bench {
             let [b, t, c] = shape;
             match imp {
                 Imp::Rust => encoder_backward_kernel1::launch(&self.stream, config, dwte, dwpe, &dout, &inp, b, t, c)?,
-                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid => encoder_backward_kernel1::launch_in(&self.llmc, &self.stream, config, dwte, dwpe, &dout, &inp, b, t, c)?,
+                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid => {
+                    encoder_backward_kernel1::launch_in(&self.llmc, &self.stream, config, dwte, dwpe, &dout, &inp, b, t, c)?
+                }
             }
             Ok(())
         };
@@ -349,7 +359,9 @@ impl Bench {
         let launch = |imp: Imp, out: &mut DeviceBuffer<bf16>| -> Result<()> {
             match imp {
                 Imp::Rust => silu_and_mul_kernel::launch(&self.stream, config, out, &input, d as u32)?,
-                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid => silu_and_mul_kernel::launch_in(&self.vllm, &self.stream, config, out, &input, d as u32)?,
+                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid => {
+                    silu_and_mul_kernel::launch_in(&self.vllm, &self.stream, config, out, &input, d as u32)?
+                }
             }
             Ok(())
         };
@@ -422,7 +434,9 @@ impl Bench {
         let launch = |imp: Imp, scale: &mut DeviceBuffer<i32>| -> Result<()> {
             match imp {
                 Imp::Rust => segmented_max_reduction::launch(&self.stream, config, scale, &input, n)?,
-                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid => segmented_max_reduction::launch_in(&self.vllm, &self.stream, config, scale, &input, n)?,
+                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid => {
+                    segmented_max_reduction::launch_in(&self.vllm, &self.stream, config, scale, &input, n)?
+                }
             }
             Ok(())
         };

@@ -139,7 +139,14 @@ pub fn softmax_autoregressive_backward_inplace_kernel_fixed(datt: DisjointSlice<
 /// [`softmax_autoregressive_backward_inplace_kernel_reqntid`]): its `zip_input` loops stride by
 /// the constant 256.
 #[kernel(cols(datt = t_len), reqntid(256))]
-pub fn softmax_autoregressive_backward_inplace_kernel_fixed_reqntid(datt: DisjointSlice<bf16, BlockRows>, att: &[bf16], b: i32, t_len: u32, c: i32, scale: f32) {
+pub fn softmax_autoregressive_backward_inplace_kernel_fixed_reqntid(
+    datt: DisjointSlice<bf16, BlockRows>,
+    att: &[bf16],
+    b: i32,
+    t_len: u32,
+    c: i32,
+    scale: f32,
+) {
     let _ = (b, c);
     softmax_bwd_fixed(datt, att, t_len, scale);
 }
