@@ -217,3 +217,18 @@ fn paired_max_then_sum_runs_beside_other_reductions_without_a_race() {
         .collect();
     assert_eq!(got, want);
 }
+
+/// The paired call's closure runs between its two barriers; a block collective inside it
+/// (here another paired call, on another scratch) writes the library's second set while other
+/// warps may still read it: the CPU executor's race detector reports it, as the rustdoc says.
+#[test]
+fn a_paired_call_inside_the_pairs_closure_is_reported() {
+    let body = || {
+        let outer = RuntimeBlockReduce::new(block_scratch!(u32));
+        let inner = RuntimeBlockReduce::new(block_scratch!(u32));
+        let t = thread_idx_x();
+        let _ = outer.max_then_sum_all(t, |m| inner.max_then_sum_all(m - t, |x| x).1);
+    };
+    let error = CpuExecutor::new().run("paired_in_closure", LaunchConfig::new(1u32, 128u32), &body).expect_err("reported");
+    assert!(matches!(error, CpuError::SharedMemoryRace { .. }), "{error}");
+}
