@@ -213,7 +213,6 @@ fn paired_max_then_sum_runs_beside_other_reductions_without_a_race() {
             let first: u32 = (0..128).sum();
             (max, sum, 128, first, 128 * (first / 128 + round), (round, 128 * (round + 1)))
         })
-        .map(|(m, s, o, f, sec, (am, asum))| (m, s, o, f, sec, (am, asum)))
         .collect();
     assert_eq!(got, want);
 }
