@@ -20,6 +20,7 @@ on_both_backends!(
     p30_3_runtime_block_reduce_broadcasts_and_reuses_its_scratch,
     p30_3_paired_max_then_sum_is_a_softmax_at_any_block_size,
     p30_reqntid_strided_sum_is_right,
+    p30_one_barrier_row_sum_is_right,
     p30_6_shuffles_with_a_width_stay_in_their_segment,
     p30_6_atomic_inc_and_dec_wrap_at_their_limit,
     p30_4_gelu_backward_matches_the_host_in_both_modes,
@@ -227,6 +228,20 @@ fn p30_reqntid_strided_sum_is_right(backend: &Backend) {
         launch_on!(backend, port_patterns::p30_strided_sum_reqntid, (2u32, 256u32), &input, &mut sums).unwrap();
         let want: f32 = x.iter().sum();
         assert_eq!(backend.download(&sums), vec![want; 2], "{}: n {n}", backend.name());
+    }
+}
+
+/// The hand-written one-barrier row sum (the bench's measurement of the trailing barrier) sums
+/// rows like `RuntimeBlockReduce` at whole-warp block sizes.
+fn p30_one_barrier_row_sum_is_right(backend: &Backend) {
+    let (rows, cols) = (3usize, 1000usize);
+    let x: Vec<f32> = (0..rows * cols).map(|i| (i % 17) as f32).collect();
+    let input = backend.upload(&x);
+    for threads in [32u32, 256, 1024] {
+        let mut sums = backend.zeroed::<f32>(rows);
+        launch_on!(backend, port_patterns::p30_row_sum_one_barrier, (rows as u32, threads), &input, cols as u32, &mut sums).unwrap();
+        let want: Vec<f32> = x.chunks(cols).map(|r| r.iter().sum()).collect();
+        assert_eq!(backend.download(&sums), want, "{}: {threads} threads", backend.name());
     }
 }
 

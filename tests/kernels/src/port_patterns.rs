@@ -209,6 +209,41 @@ pub fn p30_strided_sum_reqntid(x: &[f32], mut sums: PerBlock<f32>) {
     }
 }
 
+/// p30_3, a measurement: [`p30_row_sum_unchecked`] with the reduction written as CUB's and
+/// llm.c's are, by hand: each warp's partial stored by its lane 0, one barrier, thread 0 folds
+/// them, and no barrier after (nothing else in the kernel touches the slots). The difference
+/// from `p30_row_sum_unchecked` is `RuntimeBlockReduce`'s trailing barrier (31 warps held
+/// behind warp 0's fold), which port_patterns_bench times (`row sum, N, barriers`). Blocks of
+/// whole warps only (a measurement, not a library pattern).
+#[kernel]
+pub fn p30_row_sum_one_barrier(x: &[f32], cols: u32, mut sums: PerBlock<f32>) {
+    let slots = shared_array![f32; 32];
+    let row = block_idx_x() * cols;
+    let mut s = 0.0f32;
+    let mut c = thread_idx_x();
+    while c < cols {
+        s += x.get((row + c) as usize).copied().unwrap_or(0.0);
+        c += block_dim_x();
+    }
+    let partial = ferrocuda_device::warp::reduce_sum(s);
+    let warps = block_dim_x().div_ceil(32).min(32);
+    if thread_idx_x().is_multiple_of(32) {
+        slots.set((thread_idx_x() / 32).min(31) as usize, partial);
+    }
+    sync_threads();
+    if thread_idx_x() == 0 {
+        let mut total = slots.get(0);
+        for w in 1..warps as usize {
+            total += slots.get(w);
+        }
+        if let Some(b) = once_per_block()
+            && let Some(out) = sums.get_mut(b)
+        {
+            *out = total;
+        }
+    }
+}
+
 /// p30_3: [`p30_row_sum`] without a panic path (`x.get` instead of `x[..]`), for comparing the
 /// reduction's registers with CUB's (the panic handler alone takes 24).
 #[kernel]
