@@ -231,3 +231,109 @@ fn a_paired_call_inside_the_pairs_closure_is_reported() {
     let error = CpuExecutor::new().run("paired_in_closure", LaunchConfig::new(1u32, 128u32), &body).expect_err("reported");
     assert!(matches!(error, CpuError::SharedMemoryRace { .. }), "{error}");
 }
+
+/// The output handle every thread rebuilds, as `launch_cpu` does (a pointer and a length).
+struct Buffer<T>(*mut T, usize);
+// SAFETY: the threads reach the buffer only through the output each rebuilds from it, as in a
+// generated `launch_cpu`.
+unsafe impl<T> Sync for Buffer<T> {}
+
+impl<T> Buffer<T> {
+    /// The buffer's start (a method, so that closures capture the whole `Buffer`).
+    fn start(&self) -> *mut T {
+        self.0
+    }
+}
+
+/// An `InPlaceRows` output over `buffer` (what the generated CPU launcher builds per thread;
+/// the launches below are 1-D, the requirement it checks).
+fn in_place(buffer: &Buffer<u32>, cols: u32) -> ferrocuda_device::global::DisjointSlice<u32, ferrocuda_device::global::InPlaceRows> {
+    use ferrocuda_device::global::KernelOutput;
+    // SAFETY: a live buffer of `buffer.1` elements, borrowed for the launch; 1-D launches.
+    unsafe { KernelOutput::from_raw_parts(buffer.start(), buffer.1, cols) }
+}
+
+/// Held: the threads of warp 1 return before the read phase; warp 0 reads the whole row
+/// (the sum of all 64 columns) and writes it to its own columns. The phase barrier opens
+/// (exited threads do not hold it up) and the executor reports nothing.
+#[test]
+fn g13r_in_place_rows_with_a_returned_warp_completes() {
+    use ferrocuda_device::global::block_row;
+    let mut data: Vec<u32> = (0..64).collect();
+    let buffer = Buffer(data.as_mut_ptr(), data.len());
+    let body = || {
+        if thread_idx_x() >= 32 {
+            return;
+        }
+        let Some(read) = in_place(&buffer, 64).read_row(block_row()) else { return };
+        let total: u32 = read.row().iter().sum();
+        let mut write = read.write_own();
+        for v in write.row_mut().iter_mut() {
+            *v = total;
+        }
+    };
+    CpuExecutor::new().run("g13r_in_place_returned_warp", LaunchConfig::new(1u32, 64u32), &body).unwrap();
+    assert!(data[..32].iter().all(|&v| v == 2016), "{data:?}");
+    assert_eq!(&data[32..], &(32..64).collect::<Vec<u32>>()[..]);
+}
+
+/// Held: threads that keep their read phase open (spinning on a flag that a thread sets only
+/// after its own `write_own`) keep the phase barrier shut: a deadlock that the executor
+/// reports, never a write that overtakes their reads.
+#[test]
+fn g13r_in_place_rows_phase_barrier_waits_for_readers_that_spin() {
+    use ferrocuda_device::global::KernelOutput;
+    use ferrocuda_device::global::{AtomicSlice, block_row};
+    let mut data: Vec<u32> = (0..64).collect();
+    let buffer = Buffer(data.as_mut_ptr(), data.len());
+    let mut flag = [0u32; 1];
+    let flag_buffer = Buffer(flag.as_mut_ptr(), 1);
+    let body = || {
+        // SAFETY: as `in_place`.
+        let flag: AtomicSlice<u32> = unsafe { KernelOutput::from_raw_parts(flag_buffer.start(), 1, ()) };
+        let Some(read) = in_place(&buffer, 64).read_row(block_row()) else { return };
+        if thread_idx_x() == 0 {
+            let mut write = read.write_own();
+            if let Some(v) = write.row_mut().get_mut(0) {
+                *v = 1000;
+            }
+            flag.store(0, 1);
+        } else {
+            while flag.load(0) == 0 {}
+            let _seen = read.row()[0];
+            let _ = read.write_own();
+        }
+    };
+    let executor = CpuExecutor::new().with_watchdog(std::time::Duration::from_secs(5));
+    let error = executor.run("g13r_in_place_spinning_readers", LaunchConfig::new(1u32, 64u32), &body).expect_err("a deadlock");
+    // Reported as a spin nothing ends (its message says the block waits "for another block
+    // (or for nothing)": thread 0 waits at the phase barrier for the spinning readers).
+    assert!(matches!(error, CpuError::CrossBlockWait { .. }), "{error}");
+    assert_eq!(data[0], 0, "thread 0 never passed the phase barrier");
+}
+
+/// G13R-3 (low, the executor's own memory model): a thread's first raw view of an output
+/// (`as_mut_ptr`, a *safe* method) copies the whole output into its mirror with plain reads
+/// while blocks on other workers write their own elements with plain stores: a data race in
+/// the host process (Rust's model: UB), which a thread sanitizer reports
+/// (`RUSTFLAGS=-Zsanitizer=thread`, nightly). Without one the results are right, as asserted
+/// here: the mirror is read once, so no element looks changed that this thread did not change.
+#[test]
+fn g13r_3_a_safe_raw_view_copies_the_output_while_other_blocks_write_it() {
+    use ferrocuda_device::global::{DisjointSlice, KernelOutput, unique_index};
+    let mut data = vec![0u32; 64 * 256];
+    let buffer = Buffer(data.as_mut_ptr(), data.len());
+    let body = || {
+        // SAFETY: as `in_place` (a 1-D launch, the `Threads` partition's requirement).
+        let mut y: DisjointSlice<u32> = unsafe { KernelOutput::from_raw_parts(buffer.start(), buffer.1, ()) };
+        if thread_idx_x() == 0 {
+            let _ = y.as_mut_ptr(); // safe: makes this thread's mirror of all 16384 elements
+        }
+        let i = unique_index();
+        if let Some(v) = y.get_mut(i) {
+            *v = i.get() as u32 + 1;
+        }
+    };
+    CpuExecutor::new().with_workers(2).run("g13r_3_mirror_copy", LaunchConfig::new(64u32, 256u32), &body).unwrap();
+    assert!(data.iter().enumerate().all(|(i, &v)| v == i as u32 + 1));
+}
