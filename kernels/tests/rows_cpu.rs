@@ -292,6 +292,23 @@ fn rotary_embedding_matches_f64() {
     }
 }
 
+/// Session 14: the packed rotary kernel finds a chunk's token and column by multiplying by a
+/// reciprocal worked out once a launch (`Divider`, a multiply-high and one correction), not
+/// by a division a chunk: heads and head chunks that are not powers of two (3 chunks and 5
+/// heads: 15 chunks a token; 5 and 3) check the correction step.
+#[test]
+fn s14_rotary_packed_divides_by_any_head_count() {
+    for shape in [
+        Rope { tokens: 3, heads: 5, head_dim: 24, rotary_dim: 16, max_positions: 8 },
+        Rope { tokens: 3, heads: 3, head_dim: 40, rotary_dim: 32, max_positions: 8 },
+        Rope { tokens: 3, heads: 7, head_dim: 56, rotary_dim: 48, max_positions: 8 },
+    ] {
+        rope::<f32>(shape);
+        rope::<bf16>(shape);
+        rope::<f16>(shape);
+    }
+}
+
 fn optimiser<T: Element>(n: usize) {
     let e = executor();
     let (mut params, mut pf) = input::<T>(n, 15, 1.0);

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Session 14's row-kernel run (issue 31): the candidate kernels (`packed::s14`) beside the
-# library's kernels and their CUDA C++ twins (BENCH_ROWS_VARIANTS=1: `cand` lines, 3 repeats of
-# 7 rounds each), the whole `bench_rows` table, the rows' GPU tests (REQUIRE_GPU=1) and PyTorch
-# eager, with the SM clock sampled every 250 ms beside it. Staged by
+# Session 14's row-kernel run (issue 31): bench_rows' candidates (`variants()`: the ops that were
+# below 0.97x their twins, the library's kernel and any candidate beside the twin, 3 repeats of
+# 7 rounds each: `cand` lines; BENCH_ROWS_VARIANTS=1), the whole `bench_rows` table, the rows'
+# GPU tests (REQUIRE_GPU=1) and PyTorch eager, with the SM clock sampled every 250 ms beside it.
+# Session 14 ran it once (commit 16c9e73, then with candidate kernels in `packed::s14`, since
+# folded into the library or dropped): bench/results/s14-rows/. Staged by
 # `scripts/gpu-run/stage-rows-s14.sh DEST`; on the GPU machine `DEST/rows-s14.sh` (about 90 s).
 # Logs in $OUT (or DEST/out): rows-ours.log, gpu-tests.log, rows-torch.log, rows-table.md,
 # clocks.csv, rows-gpu.txt. Look for: "check ... ok" lines (a FAIL makes bench_rows exit 1),
@@ -39,5 +41,7 @@ stamp "torch rc=$rc_torch"
 kill "$smi" 2>/dev/null
 python3 "$here/rows_table.py" "$out/rows-ours.log" "$out/rows-torch.log" > "$out/rows-table.md"
 cat "$out/rows-table.md"
-awk -F', ' 'NR>1 && $2+0>0 {n++; s+=$2; if(min==""||$2<min)min=$2; if($2>max)max=$2} END {printf "SM clock during the run: median-ish mean %.0f MHz, min %s, max %s (%d samples)\n", s/n, min, max, n}' "$out/clocks.csv" | tee -a "$out/rows-gpu.txt"
+# The SM clock of the samples taken while a kernel ran (above 1000 MHz: the idle samples
+# between the jobs read 345-435 MHz).
+awk -F', ' 'NR>1 {v=$2+0; if (v>1000) {n++; s+=v; if (n==1||v<min) min=v; if (v>max) max=v}} END {printf "SM clock while busy: mean %.0f MHz, min %d, max %d (%d samples of 250 ms)\n", s/n, min, max, n}' "$out/clocks.csv" | tee -a "$out/rows-gpu.txt"
 [ "$rc_ours" = 0 ] && [ "$rc_tests" = 0 ] && [ "$rc_torch" = 0 ]
