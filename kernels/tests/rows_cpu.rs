@@ -595,6 +595,34 @@ fn packed_misaligned<T: Element>() {
     assert_eq!(widen(&a[..n]), widen(&b[1..]), "gelu: the element-wise fallback differs from the 16-byte path");
 }
 
+/// Session 14: the fused residual RMSNorm chooses its path once a launch (16-byte loads of `x`,
+/// the residual and the weight issued together, or element loads in rolled loops): each input
+/// misaligned in turn gives the 16-byte path's bits, for `out`, `sum` and `rstd`.
+fn add_rmsnorm_paths_agree<T: Element>() {
+    let e = executor();
+    let shape = Rows { rows: 3, cols: 256 };
+    let n = shape.len();
+    let ((x, _), (r, _), (w, _)) = (input::<T>(n, 41, 2.0), input::<T>(n, 42, 1.0), input::<T>(shape.cols, 43, 1.5));
+    let run = |x: &[T], r: &[T], w: &[T]| {
+        let (mut out, mut sum, mut rstd) = (vec![T::default(); n], vec![T::default(); n], vec![0.0f32; shape.rows]);
+        cpu::add_rmsnorm(&e, x, r, w, &mut out, &mut sum, &mut rstd, shape, EPS).unwrap();
+        let bits = |v: &[T]| widen(v).iter().map(|f| f.to_bits()).collect::<Vec<u64>>();
+        (bits(&out), bits(&sum), rstd.iter().map(|v| v.to_bits()).collect::<Vec<u32>>())
+    };
+    let aligned = run(&x, &r, &w);
+    let (xm, rm, wm) = (misaligned(&x), misaligned(&r), misaligned(&w));
+    for (which, got) in [("x", run(&xm[1..], &r, &w)), ("residual", run(&x, &rm[1..], &w)), ("weight", run(&x, &r, &wm[1..]))] {
+        assert!(got == aligned, "add_rmsnorm, {which} misaligned: the element path differs from the 16-byte path");
+    }
+}
+
+#[test]
+fn s14_add_rmsnorm_element_path_gives_the_16_byte_paths_bits() {
+    add_rmsnorm_paths_agree::<f32>();
+    add_rmsnorm_paths_agree::<bf16>();
+    add_rmsnorm_paths_agree::<f16>();
+}
+
 #[test]
 fn packed_kernels_give_the_same_values_on_misaligned_views() {
     packed_misaligned::<f32>();

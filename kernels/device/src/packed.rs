@@ -330,11 +330,52 @@ pub fn add_rmsnorm_forward_packed<T: Float>(
     eps: f32,
 ) {
     let (i, at, c) = my_chunk();
-    let (h, w) = (add8::<T>(load8(x, at, Load::EvictFirst), load8(residual, at, Load::EvictFirst)), load8(weight, c, Load::EvictLast));
-    let stats = block_statistics(h, cols, false, 0.0, eps);
-    store8(&mut sum, i, h);
-    store8(&mut out, i, normalise(h, w, None, stats));
-    write_row_value(&mut rstd, stats.2);
+    let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
+    let rms = |squares: f32| 1.0 / (reduce.sum_all(squares) / cols as f32 + eps).sqrt();
+    // One path per launch, as in `rmsnorm_forward_packed`: the three 16-byte loads issue
+    // together. With `load8`'s alignment branch per load, the element path merged into `x`'s
+    // registers widened them right after the load, so the residual's load left only once
+    // `x` had arrived: two DRAM round trips in series (issue 31: 0.89x the twin on an H200,
+    // session 14, which issues the three together).
+    let s = match (vectors(x), vectors(residual), vectors(weight)) {
+        (Some(xv), Some(rv), Some(wv)) => {
+            let (a, b, q) = (vectors_raw::<T>(xv, at), vectors_raw::<T>(rv, at), vectors_raw_hint::<T>(wv, c, Load::EvictLast));
+            let h = add8::<T>(widen8::<T>(a), widen8::<T>(b));
+            let mut squares = 0.0f32;
+            unroll::<CHUNK>(|u| squares = h[u].mul_add(h[u], squares));
+            let s = rms(squares);
+            store8(&mut sum, i, h);
+            store8(&mut out, i, normalise(h, widen8::<T>(q), None, (0.0, 0.0, s)));
+            s
+        }
+        _ => {
+            // The fast path's values, element by element in rolled loops (the sum of squares
+            // with an explicit `fma` a step, in the same order: the same bits).
+            let h = |u: usize| T::from_f32(element(x, at + u) + element(residual, at + u)).to_f32();
+            let mut squares = 0.0f32;
+            rolled(CHUNK, |u| {
+                let v = h(u);
+                squares = v.mul_add(v, squares);
+            });
+            let s = rms(squares);
+            if let Some(chunk) = sum.get_mut(i) {
+                rolled(CHUNK, |u| {
+                    if let Some(o) = chunk.get_mut(u) {
+                        *o = T::from_f32(h(u));
+                    }
+                });
+            }
+            if let Some(chunk) = out.get_mut(i) {
+                rolled(CHUNK, |u| {
+                    if let Some(o) = chunk.get_mut(u) {
+                        *o = T::from_f32(normalise1(h(u), element(weight, c + u), 0.0, (0.0, 0.0, s)));
+                    }
+                });
+            }
+            s
+        }
+    };
+    write_row_value(&mut rstd, s);
 }
 
 /// [`layernorm_forward()`](crate::layernorm_forward), one block per row.
