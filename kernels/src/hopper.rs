@@ -90,7 +90,53 @@ pub fn hopper_kernels<T: Element>(shape: &Attention, arch: u32) -> Option<[&'sta
     Some(if pair[0] == picked { *pair } else { [pair[1], pair[0]] })
 }
 
-/// Runs `kernel` (from [`hopper_kernels`]) for `shape`. Returns `Ok(false)`, queueing nothing,
+/// Every overlapped sm_90 forward instance (the `_serial` ones aside) of `ferrocuda-kernels-hopper`, by
+/// head dimension and mask: the schedules that [`hopper_forward_instances`] offers for a shape.
+const FORWARD_INSTANCES: [&str; 23] = [
+    "attention_d64",
+    "attention_d64_persistent",
+    "attention_d64_pingpong",
+    "attention_d64_pingpong_persistent",
+    "attention_d64_s3",
+    "attention_d64_pingpong_s3",
+    "attention_d64_causal",
+    "attention_d64_causal_pingpong",
+    "attention_d64_causal_pingpong_persistent",
+    "attention_d64_causal_s3",
+    "attention_d64_causal_pingpong_s3",
+    "attention_d128",
+    "attention_d128_pingpong",
+    "attention_d128_pingpong_persistent",
+    "attention_d128_s3",
+    "attention_d128_pingpong_s3",
+    "attention_d128_pingpong_s3_persistent",
+    "attention_d128_causal",
+    "attention_d128_causal_pingpong",
+    "attention_d128_causal_pingpong_persistent",
+    "attention_d128_causal_s3",
+    "attention_d128_causal_pingpong_s3",
+    "attention_d128_causal_pingpong_s3_persistent",
+];
+
+/// Every overlapped sm_90 forward instance that computes `shape` on `arch` (same head dimension
+/// and mask as [`hopper_kernel`]'s pick, any schedule: one-tile-per-block or persistent,
+/// ping-pong or not, 2- or 3-deep rings), the pick first; empty when the sm_90 path does not
+/// take the shape. For benchmarks that time every schedule (`BENCH_FWD_ALL=1` in
+/// `bench_attention`) and for [`attention_forward_sm90`](crate::attention::attention_forward_sm90).
+pub fn hopper_forward_instances<T: Element>(shape: &Attention, arch: u32) -> Vec<&'static str> {
+    let Some(picked) = hopper_kernel::<T>(shape, arch) else {
+        return Vec::new();
+    };
+    let prefix = format!("attention_d{}{}", shape.head_dim, if shape.causal { "_causal" } else { "" });
+    let mut names = vec![picked];
+    names.extend(FORWARD_INSTANCES.iter().copied().filter(|name| {
+        let rest = name.strip_prefix(prefix.as_str());
+        *name != picked && rest.is_some_and(|rest| shape.causal || !rest.starts_with("_causal"))
+    }));
+    names
+}
+
+/// Runs `kernel` (from [`hopper_forward_instances`]) for `shape`. Returns `Ok(false)`, queueing nothing,
 /// when an input is not 16-byte aligned or `stream` is being captured (the caller then takes
 /// another path).
 ///

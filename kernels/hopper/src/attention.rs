@@ -215,19 +215,41 @@ mod body {
     /// shared memory (written by TMA) until the group is waited for.
     #[inline(always)]
     unsafe fn issue_scores<const D: u32>(s: &mut [f32; 64], q: u32, k: u32) {
+        // The descriptors are stepped by adding the offset / 16 to the start-address field
+        // (shared addresses stay below 2^18, so the 14-bit field never carries). Q's base goes
+        // through an opaque move: otherwise LLVM hoists Q's `D / 16` descriptors out of the
+        // key loop, and the registers they hold made ptxas spill around the scores' `wgmma`s.
+        let (qd, kd) = (opaque_u64(Descriptor::k_major_128b(q).0), Descriptor::k_major_128b(k).0);
         unroll::<8>(|step| {
             let step = step as u32;
             if step < D / 16 {
-                let offset = (step / 4) * SLAB + 32 * (step % 4);
+                let offset = ((step / 4) * SLAB + 32 * (step % 4)) as u64 >> 4;
                 // SAFETY: the caller's contract; the offsets stay inside the tiles.
                 unsafe {
-                    let (a, b) = (Descriptor::k_major_128b(q + offset).0, Descriptor::k_major_128b(k + offset).0);
+                    let (a, b) = (qd + offset, kd + offset);
                     if step == 0 { m64n128k16_bf16_init(s, a, b) } else { m64n128k16_bf16(s, a, b, true) }
                 }
             }
         });
         // SAFETY: the caller's contract.
         unsafe { wgmma::commit() };
+    }
+
+    /// `x`, through an instruction LLVM cannot evaluate (`mov.b64` in inline PTX), so that
+    /// values computed from it are not hoisted out of a loop.
+    #[inline(always)]
+    fn opaque_u64(x: u64) -> u64 {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let r: u64;
+            // SAFETY: a register move; no memory, no side effects.
+            unsafe { core::arch::asm!("mov.b64 {r}, {x};", r = out(reg64) r, x = in(reg64) x, options(pure, nomem, nostack)) };
+            r
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            x
+        }
     }
 
     /// Issues `O += P·V` (V tile at `v`: 128 keys, N-major, one [`SLAB`] per 64 columns):
@@ -401,11 +423,12 @@ mod body {
     }
 
     /// Finishes the scores of key tile `j` (their group already waited for; ring round
-    /// `round`): releases K_j's slot, masks if needed, runs the online softmax. Returns the
-    /// rescale factor of O's rows and the probabilities P (f32, in the accumulator layout;
+    /// `round`): releases K_j's slot, masks if needed (only with `MASK`: the tile may be
+    /// ragged or on the causal diagonal), runs the online softmax. Returns the rescale factor
+    /// of O's rows and the probabilities P (f32, in the accumulator layout;
     /// `a_fragments_bf16_64` makes them the next `wgmma`'s A operand).
     #[inline(always)]
-    fn finish_scores<const CAUSAL: bool, const STAGES: u32>(
+    fn finish_scores<const CAUSAL: bool, const STAGES: u32, const MASK: bool>(
         s: &mut [f32; 64],
         state: &mut Running,
         rows: Rows,
@@ -421,7 +444,7 @@ mod body {
         // accumulator operand), so nothing but a `wgmma` defines it while P·V is in flight
         // (otherwise ptxas serialises the `wgmma`s: C7513).
         let mut x = *s;
-        if (j + 1) * BN > rows.seq_len || (CAUSAL && (j + 1) * BN > rows.q0 + 1) {
+        if MASK && ((j + 1) * BN > rows.seq_len || (CAUSAL && (j + 1) * BN > rows.q0 + 1)) {
             mask::<CAUSAL>(&mut x, j * BN + 2 * (rows.lane % 4), rows.row0, rows.seq_len);
         }
         let factor = softmax(&mut x, &mut state.m, &mut state.l, rows.scale_log2);
@@ -441,7 +464,10 @@ mod body {
     }
 
     /// The producer's loads for one query tile (rows `q0..` of `head`): the Q tile, then its
-    /// `tiles` key and value tiles as rounds `round..round + tiles` of the rings.
+    /// `tiles` key and value tiles, last first (round `round + i` holds key tile
+    /// `tiles - 1 - i`: the one tile that may need the mask, ragged past `seq_len` or on the
+    /// causal diagonal, comes first, and the consumers' steady loop has no mask), as rounds
+    /// `round..round + tiles` of the rings.
     ///
     /// # Safety
     /// One thread calls it; the maps are valid and acquired (the kernel's contract); Q's buffer
@@ -458,15 +484,15 @@ mod body {
             for c in 0..D / 64 {
                 TensorMap::load_3d(q_map, layout.q() + c * SLAB, layout.q_full(), (64 * c) as i32, q0 as i32, head as i32);
             }
-            for j in 0..tiles {
-                let slot = Ring::<STAGES>::slot(round + j);
-                let full = layout.keys().produce(round + j, tile);
+            for i in 0..tiles {
+                let (slot, row) = (Ring::<STAGES>::slot(round + i), ((tiles - 1 - i) * BN) as i32);
+                let full = layout.keys().produce(round + i, tile);
                 for c in 0..D / 64 {
-                    TensorMap::load_3d(k_map, layout.k(slot) + c * SLAB, full, (64 * c) as i32, (j * BN) as i32, head as i32);
+                    TensorMap::load_3d(k_map, layout.k(slot) + c * SLAB, full, (64 * c) as i32, row, head as i32);
                 }
-                let full = layout.values().produce(round + j, tile);
+                let full = layout.values().produce(round + i, tile);
                 for c in 0..D / 64 {
-                    TensorMap::load_3d(v_map, layout.v(slot) + c * SLAB, full, (64 * c) as i32, (j * BN) as i32, head as i32);
+                    TensorMap::load_3d(v_map, layout.v(slot) + c * SLAB, full, (64 * c) as i32, row, head as i32);
                 }
             }
         }
@@ -508,6 +534,7 @@ mod body {
         // flight (`s`, `state.acc`, `p`) are fenced before its issue and not touched until it
         // has been waited for.
         let (mine, other) = turns(consumer);
+        // Step 0: the scores of the last key tile (the only one that may need the mask).
         layout.keys().consume(round);
         if PINGPONG {
             mine.sync();
@@ -526,70 +553,100 @@ mod body {
         if RELEASE_Q && tiles == 1 && lane == 0 {
             layout.q_empty().arrive();
         }
-        let (_, probabilities) = finish_scores::<CAUSAL, STAGES>(&mut s, &mut state, rows, layout, 0, round);
-        let mut p = a_fragments_bf16_64(&probabilities);
+        let (_, mut probabilities) = finish_scores::<CAUSAL, STAGES, true>(&mut s, &mut state, rows, layout, tiles - 1, round);
         // The factor by which O's rows must be rescaled before the next P·V.
         let mut factor = [1.0f32; 2];
-        for j in 0..tiles {
-            let slot = Ring::<STAGES>::slot(round + j);
-            let next = j + 1 < tiles;
-            if next {
-                layout.keys().consume(round + j + 1);
+        // SAFETY: all-zero bits are valid `u32`s (replaced before the first P·V reads them).
+        let mut p: Fragments = unsafe { core::mem::zeroed() };
+        // Steps 1..tiles, FlashAttention-3's intra-warpgroup overlap with every branch out of
+        // the loop: issue the scores of step i, then P·V of step i - 1; wait for the scores
+        // (the older group) and run their softmax while P·V is on the tensor cores. The wait
+        // for that P·V opens the next step (or the tail): ptxas schedules within a step, and
+        // placed at the end of the step it hoisted the wait above the softmax in some kernels,
+        // which then waited for P·V before any of it. No mask here (the key tiles after the
+        // first are whole and below the causal diagonal).
+        for i in 1..tiles {
+            // SAFETY: see above. P·V of step i - 2 (if any) is done: its P and V are free.
+            unsafe { wgmma::wait::<0>() };
+            fence_accumulators_64(&mut state.acc);
+            fence_fragments(&mut p);
+            if i >= 2 && lane == 0 {
+                layout.values().release(round + i - 2);
             }
+            p = a_fragments_bf16_64(&probabilities);
+            // Pinned here, before the scores' `wgmma` (LLVM sank the conversion below it,
+            // which kept the f32 probabilities and the new scores live together: spills).
+            fence_fragments(&mut p);
+            layout.keys().consume(round + i);
             if PINGPONG {
                 mine.sync();
             }
-            if next {
-                // (No fence of `s` here: the first score `wgmma` only writes it.)
-                // SAFETY: see above. The scores of tile j+1 go first, so that they are done
-                // (the older group) while P_j·V_j still runs.
-                unsafe {
-                    wgmma::fence();
-                    issue_scores::<D>(&mut s, q, layout.k(Ring::<STAGES>::slot(round + j + 1)));
-                }
+            // (No fence of `s` here: the first score `wgmma` only writes it.)
+            // SAFETY: see above. The scores go first, so that they are done (the older group)
+            // while P·V still runs.
+            unsafe {
+                wgmma::fence();
+                issue_scores::<D>(&mut s, q, layout.k(Ring::<STAGES>::slot(round + i)));
             }
-            // O is not in flight here (P_{j-1}·V_{j-1} was waited for); this overlaps S_{j+1}.
+            // O is not in flight here (the previous P·V was waited for); this overlaps S.
             rescale_rows(&mut state.acc, factor);
-            // V_j after issuing S_{j+1}: V_j may still be on its way (the producer loads it
-            // after K_j); waiting for it first kept the tensor cores idle (H100 run 2: d64
-            // overlap 20% slower than with this order in run 1).
-            layout.values().consume(round + j);
+            // V after issuing S: V may still be on its way (the producer loads it after K);
+            // waiting for it first kept the tensor cores idle (H100 run 2: d64 overlap 20%
+            // slower than with this order in run 1).
+            layout.values().consume(round + i - 1);
             fence_accumulators_64(&mut state.acc);
             fence_fragments(&mut p);
             // SAFETY: see above.
             unsafe {
                 wgmma::fence();
-                issue_pv::<D>(&mut state.acc, &p, layout.v(slot));
+                issue_pv::<D>(&mut state.acc, &p, layout.v(Ring::<STAGES>::slot(round + i - 1)));
             }
             if PINGPONG {
                 other.arrive();
             }
-            if next {
-                // The softmax of tile j+1 runs while P_j·V_j is on the tensor cores. Its
-                // probabilities become A fragments only after the wait below: registers
-                // that a later `wgmma` reads must not be written while a group is in flight,
-                // or ptxas serialises every `wgmma` of the kernel (C7513).
-                // SAFETY: see above.
-                unsafe { wgmma::wait::<1>() };
-                // The scores of the last key tile are done: Q's buffer is free.
-                if RELEASE_Q && j + 2 == tiles && lane == 0 {
-                    layout.q_empty().arrive();
-                }
-                let (f, probabilities) = finish_scores::<CAUSAL, STAGES>(&mut s, &mut state, rows, layout, j + 1, round + j + 1);
-                factor = f;
-                // SAFETY: see above.
-                unsafe { wgmma::wait::<0>() };
-                fence_accumulators_64(&mut state.acc);
-                fence_fragments(&mut p);
-                p = a_fragments_bf16_64(&probabilities);
-            } else {
-                // SAFETY: see above.
-                unsafe { wgmma::wait::<0>() };
-                fence_accumulators_64(&mut state.acc);
+            // SAFETY: see above. The scores are done; P·V may still run.
+            unsafe { wgmma::wait::<1>() };
+            // The scores of the last step are done: Q's buffer is free.
+            if RELEASE_Q && i + 1 == tiles && lane == 0 {
+                layout.q_empty().arrive();
             }
-            if lane == 0 {
-                layout.values().release(round + j);
-            }
+            // The softmax runs while P·V is on the tensor cores. Its probabilities become A
+            // fragments only after the next wait: registers that a later `wgmma` reads must
+            // not be written while a group is in flight, or ptxas serialises every `wgmma` of
+            // the kernel (C7513).
+            let (f, x) = finish_scores::<CAUSAL, STAGES, false>(&mut s, &mut state, rows, layout, tiles - 1 - i, round + i);
+            factor = f;
+            probabilities = x;
+        }
+        // The tail: the last P·V.
+        // SAFETY: see above.
+        unsafe { wgmma::wait::<0>() };
+        fence_accumulators_64(&mut state.acc);
+        fence_fragments(&mut p);
+        if tiles >= 2 && lane == 0 {
+            layout.values().release(round + tiles - 2);
+        }
+        p = a_fragments_bf16_64(&probabilities);
+        if PINGPONG {
+            mine.sync();
+        }
+        rescale_rows(&mut state.acc, factor);
+        layout.values().consume(round + tiles - 1);
+        fence_accumulators_64(&mut state.acc);
+        fence_fragments(&mut p);
+        // SAFETY: see above.
+        unsafe {
+            wgmma::fence();
+            issue_pv::<D>(&mut state.acc, &p, layout.v(Ring::<STAGES>::slot(round + tiles - 1)));
+        }
+        if PINGPONG {
+            other.arrive();
+        }
+        // SAFETY: see above.
+        unsafe { wgmma::wait::<0>() };
+        fence_accumulators_64(&mut state.acc);
+        if lane == 0 {
+            layout.values().release(round + tiles - 1);
         }
         state
     }
@@ -696,7 +753,7 @@ mod body {
                     issue_scores::<D>(&mut s, q, layout.k(slot));
                     wgmma::wait::<0>();
                 }
-                let (factor, probabilities) = finish_scores::<CAUSAL, STAGES>(&mut s, &mut state, rows, layout, j, j);
+                let (factor, probabilities) = finish_scores::<CAUSAL, STAGES, true>(&mut s, &mut state, rows, layout, tiles - 1 - j, j);
                 let mut p = a_fragments_bf16_64(&probabilities);
                 rescale_rows(&mut state.acc, factor);
                 layout.values().consume(j);
