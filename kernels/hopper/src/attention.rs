@@ -214,7 +214,7 @@ mod body {
     /// The whole warpgroup calls it together after a `wgmma::fence`; Q and the K tile are in
     /// shared memory (written by TMA) until the group is waited for.
     #[inline(always)]
-    unsafe fn issue_scores<const D: u32>(s: &mut [f32; 64], q: u32, k: u32) {
+    unsafe fn issue_scores<const D: u32, const TIED: bool>(s: &mut [f32; 64], q: u32, k: u32) {
         // The descriptors are stepped by adding the offset / 16 to the start-address field
         // (shared addresses stay below 2^18, so the 14-bit field never carries). Q's base goes
         // through an opaque move: otherwise LLVM hoists Q's `D / 16` descriptors out of the
@@ -227,7 +227,11 @@ mod body {
                 // SAFETY: the caller's contract; the offsets stay inside the tiles.
                 unsafe {
                     let (a, b) = (qd + offset, kd + offset);
-                    if step == 0 { m64n128k16_bf16_init(s, a, b) } else { m64n128k16_bf16(s, a, b, true) }
+                    if step == 0 && !TIED {
+                        m64n128k16_bf16_init(s, a, b)
+                    } else {
+                        m64n128k16_bf16(s, a, b, step != 0)
+                    }
                 }
             }
         });
@@ -543,7 +547,7 @@ mod body {
         // SAFETY: see above.
         unsafe {
             wgmma::fence();
-            issue_scores::<D>(&mut s, q, layout.k(Ring::<STAGES>::slot(round)));
+            issue_scores::<D, false>(&mut s, q, layout.k(Ring::<STAGES>::slot(round)));
         }
         if PINGPONG {
             other.arrive();
@@ -553,7 +557,9 @@ mod body {
         if RELEASE_Q && tiles == 1 && lane == 0 {
             layout.q_empty().arrive();
         }
-        let (_, mut probabilities) = finish_scores::<CAUSAL, STAGES, true>(&mut s, &mut state, rows, layout, tiles - 1, round);
+        // The probabilities are kept in `s` (the next scores' `wgmma` takes them as its
+        // accumulator operand, scaled by 0), so they are converted before it.
+        (_, s) = finish_scores::<CAUSAL, STAGES, true>(&mut s, &mut state, rows, layout, tiles - 1, round);
         // The factor by which O's rows must be rescaled before the next P·V.
         let mut factor = [1.0f32; 2];
         // SAFETY: all-zero bits are valid `u32`s (replaced before the first P·V reads them).
@@ -573,7 +579,7 @@ mod body {
             if i >= 2 && lane == 0 {
                 layout.values().release(round + i - 2);
             }
-            p = a_fragments_bf16_64(&probabilities);
+            p = a_fragments_bf16_64(&s);
             // Pinned here, before the scores' `wgmma` (LLVM sank the conversion below it,
             // which kept the f32 probabilities and the new scores live together: spills).
             fence_fragments(&mut p);
@@ -586,7 +592,7 @@ mod body {
             // while P·V still runs.
             unsafe {
                 wgmma::fence();
-                issue_scores::<D>(&mut s, q, layout.k(Ring::<STAGES>::slot(round + i)));
+                issue_scores::<D, true>(&mut s, q, layout.k(Ring::<STAGES>::slot(round + i)));
             }
             // O is not in flight here (the previous P·V was waited for); this overlaps S.
             rescale_rows(&mut state.acc, factor);
@@ -616,7 +622,7 @@ mod body {
             // the kernel (C7513).
             let (f, x) = finish_scores::<CAUSAL, STAGES, false>(&mut s, &mut state, rows, layout, tiles - 1 - i, round + i);
             factor = f;
-            probabilities = x;
+            s = x;
         }
         // The tail: the last P·V.
         // SAFETY: see above.
@@ -626,7 +632,7 @@ mod body {
         if tiles >= 2 && lane == 0 {
             layout.values().release(round + tiles - 2);
         }
-        p = a_fragments_bf16_64(&probabilities);
+        p = a_fragments_bf16_64(&s);
         if PINGPONG {
             mine.sync();
         }
@@ -750,7 +756,7 @@ mod body {
                 // SAFETY: see above.
                 unsafe {
                     wgmma::fence();
-                    issue_scores::<D>(&mut s, q, layout.k(slot));
+                    issue_scores::<D, false>(&mut s, q, layout.k(slot));
                     wgmma::wait::<0>();
                 }
                 let (factor, probabilities) = finish_scores::<CAUSAL, STAGES, true>(&mut s, &mut state, rows, layout, tiles - 1 - j, j);
