@@ -50,21 +50,25 @@ pub fn hopper_kernel<T: Element>(shape: &Attention, arch: u32) -> Option<&'stati
     if !fits {
         return None;
     }
-    let long = (2048..=4096).contains(&shape.seq_q);
-    Some(match (shape.head_dim, shape.causal, long) {
-        // D 64: the persistent ping-pong (a block per SM taking query tiles) for causal at
-        // every length and non-causal up to 1k, where it beat the one-tile-per-block kernel
-        // on an H100 and two H200s (session 12: causal 0.80-0.89x cuDNN against 0.64-0.88,
-        // non-causal 0.88-0.90 against 0.74-0.81 at S 512-1k); non-causal from 2k both read
-        // alike or the one-tile kernels lead.
-        (64, false, false) if shape.seq_q <= 1024 => "attention_d64_pingpong_persistent",
-        (64, false, false) if shape.seq_q < 2048 => "attention_d64_pingpong",
-        (64, false, _) => "attention_d64",
-        (64, true, _) => "attention_d64_causal_pingpong_persistent",
-        (_, false, false) => "attention_d128_pingpong",
-        (_, false, true) => "attention_d128_pingpong_s3",
-        (_, true, false) => "attention_d128_causal_pingpong",
-        (_, true, true) => "attention_d128_causal_pingpong_s3",
+    let s = shape.seq_q;
+    // The schedules measured fastest at each length in session 14's run (one H200, every
+    // schedule beside cuDNN in one job: bench/results/s14-attn/run1-h200, "fwd all"), after
+    // the overlap fix: the persistent kernels (a block per SM taking query tiles) for short
+    // sequences, where a tile's prologue and epilogue weigh most, and for causal D 128 up to 2k
+    // (0.83 / 0.90 / 0.975x cuDNN at 512 / 1k / 2k against 0.68 / 0.82 / 0.91 one tile per
+    // block); the 3-deep rings at D 128 from 2k to 4k; the plain overlap kernel at D 64 from
+    // 1k up (no ping-pong: D 64 is bound by the exponentials, not by the tensor cores).
+    Some(match (shape.head_dim, shape.causal) {
+        (64, false) if s <= 1024 => "attention_d64_persistent",
+        (64, false) => "attention_d64",
+        (64, true) if s <= 2048 => "attention_d64_causal_pingpong_persistent",
+        (64, true) => "attention_d64_causal_pingpong",
+        (_, false) if s <= 768 => "attention_d128_pingpong_persistent",
+        (_, false) if (2048..=4096).contains(&s) => "attention_d128_pingpong_s3",
+        (_, false) => "attention_d128_pingpong",
+        (_, true) if s <= 2048 => "attention_d128_causal_pingpong_persistent",
+        (_, true) if s <= 4096 => "attention_d128_causal_pingpong_s3",
+        (_, true) => "attention_d128_causal_pingpong",
     })
 }
 

@@ -508,7 +508,8 @@ fn attention_backward_on_sm_90_matches_f64() {
 }
 
 /// The sm_90 kernels (`ferrocuda-kernels-hopper`) through the safe call: every schedule the
-/// call picks (pingpong, pingpong with 3-deep rings, the plain overlap one), D 64 and 128,
+/// call picks (pingpong, pingpong with 3-deep rings, the plain overlap one, the persistent
+/// ones; session 14's picks), D 64 and 128,
 /// causal or not, lengths that are not multiples of the 128-row tiles, a custom scale; the
 /// backward (portable) reads their LSE. On another GPU the same shapes take the other paths
 /// (printed), so the test still checks the results.
@@ -520,13 +521,15 @@ fn attention_forward_takes_the_hopper_kernels_on_sm_90_and_matches_f64() {
     let one = Attention { batch: 1, heads_q: 1, heads_kv: 1, ..base };
     let cases = [
         (base, "attention_d128_pingpong"),
-        (Attention { causal: true, ..base }, "attention_d128_causal_pingpong"),
+        (Attention { seq_q: 700, seq_kv: 700, ..base }, "attention_d128_pingpong_persistent"),
+        (Attention { causal: true, ..base }, "attention_d128_causal_pingpong_persistent"),
         (Attention { head_dim: 64, seq_q: 300, seq_kv: 300, causal: true, ..base }, "attention_d64_causal_pingpong_persistent"),
-        (Attention { head_dim: 64, seq_q: 130, seq_kv: 130, scale: Some(0.05), ..base }, "attention_d64_pingpong_persistent"),
-        (Attention { head_dim: 64, seq_q: 1500, seq_kv: 1500, ..one }, "attention_d64_pingpong"),
-        (Attention { head_dim: 64, seq_q: 2100, seq_kv: 2100, ..one }, "attention_d64"),
+        (Attention { head_dim: 64, seq_q: 130, seq_kv: 130, scale: Some(0.05), ..base }, "attention_d64_persistent"),
+        (Attention { head_dim: 64, seq_q: 1500, seq_kv: 1500, ..one }, "attention_d64"),
+        (Attention { head_dim: 64, seq_q: 2100, seq_kv: 2100, causal: true, ..one }, "attention_d64_causal_pingpong"),
         (Attention { seq_q: 2050, seq_kv: 2050, ..one }, "attention_d128_pingpong_s3"),
-        (Attention { seq_q: 2048, seq_kv: 2048, causal: true, ..one }, "attention_d128_causal_pingpong_s3"),
+        (Attention { seq_q: 2050, seq_kv: 2050, causal: true, ..one }, "attention_d128_causal_pingpong_s3"),
+        (Attention { seq_q: 4200, seq_kv: 4200, causal: true, ..one }, "attention_d128_causal_pingpong"),
     ];
     for (shape, kernel) in cases {
         assert_eq!(attention::hopper_kernel::<bf16>(&shape, 90), Some(kernel), "{shape:?}");
