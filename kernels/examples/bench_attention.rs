@@ -165,7 +165,7 @@ fn main() -> Result<(), KernelsError> {
                     }
                     None => None,
                 };
-                let path = attention::hopper_kernel::<bf16>(&a, arch).unwrap_or("mma.sync");
+                let path = attention::hopper_kernel::<bf16>(&a, arch).unwrap_or(if attention::uses_tensor_cores::<bf16>(&a) { "mma.sync" } else { "portable" });
                 let bwd_path = attention::hopper_backward_kernel::<bf16>(&a, arch).unwrap_or("mma.sync");
                 // `BENCH_MMA=1`: also the deterministic backward (`mma.sync`), for comparison.
                 let mma = if std::env::var("BENCH_MMA").is_ok_and(|v| v == "1") {

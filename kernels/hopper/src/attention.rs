@@ -9,9 +9,10 @@
 //!
 //! Per block (384 threads, one 128-row query tile of one head; grid `(⌈S/128⌉, B·H)`):
 //! - warpgroup 0 (producer, `setmaxnreg.dec 24`): one thread loads the Q tile once, then each
-//!   128-row key tile and value tile through TMA (3-D maps, 128-byte swizzle, one box per 64
-//!   columns) into a [`STAGES`]-deep ring, K and V with their own full/empty mbarriers so the
-//!   consumers can start on K while V is still on its way;
+//!   128-row key tile and value tile, the last key tile first (the one tile that may need the
+//!   mask: ragged past `seq_len`, or the causal diagonal), through TMA (3-D maps, 128-byte
+//!   swizzle, one box per 64 columns) into a [`STAGES`]-deep ring, K and V with their own
+//!   full/empty mbarriers so the consumers can start on K while V is still on its way;
 //! - warpgroups 1 and 2 (consumers, `setmaxnreg.inc 240`) each own 64 query rows: per key tile,
 //!   `S = Q·Kᵀ` with `wgmma` m64n128k16 (A and B from shared memory), the mask on the tiles
 //!   that need it, the online softmax in registers (`ex2.approx` with `scale·log2 e` folded in:
@@ -20,7 +21,9 @@
 //!   `wgmma` A-from-registers, B N-major (V as stored). The `OVERLAP` variant (the default
 //!   kernels) issues the next tile's `Q·Kᵀ` before this tile's `P·V`, so the softmax of tile
 //!   `j+1` runs while the tensor cores compute `P_j·V_j` (FlashAttention-3's intra-warpgroup
-//!   overlap); the `_serial` kernels wait for each product; the `_pingpong` kernels add
+//!   overlap; `consume_tile` peels the first tile, the only masked one, and the last
+//!   `P·V`, and waits for `P·V` at the top of the next step, where ptxas keeps the wait after
+//!   the softmax); the `_serial` kernels wait for each product; the `_pingpong` kernels add
 //!   FlashAttention-3's inter-warpgroup schedule (the two consumers take turns issuing their
 //!   products through named barriers, so one's softmax overlaps the other's products); the
 //!   `_s3` kernels have 3-deep K/V rings ([`STAGES_DEEP`]).
@@ -302,8 +305,12 @@ mod body {
     fn softmax(s: &mut [f32; 64], m: &mut [f32; 2], l: &mut [f32; 2], scale_log2: f32) -> [f32; 2] {
         let mut rescale = [1.0f32; 2];
         unroll::<2>(|h| {
-            let mut max = f32::NEG_INFINITY;
-            unroll::<16>(|i| max = max.max(s[4 * i + 2 * h]).max(s[4 * i + 2 * h + 1]));
+            // Four partial maxima and sums per row (then combined): a chain of 32 dependent
+            // FMNMX (and FADD) per row was the softmax's latency, exposed where it does not
+            // overlap a product (a tile's first step, D 64).
+            let mut part = [f32::NEG_INFINITY; 4];
+            unroll::<16>(|i| part[i % 4] = part[i % 4].max(s[4 * i + 2 * h]).max(s[4 * i + 2 * h + 1]));
+            let mut max = part[0].max(part[1]).max(part[2].max(part[3]));
             // The row's other columns live in the 3 other lanes of the quad.
             max = max.max(shuffle_xor(max, 1));
             max = max.max(shuffle_xor(max, 2));
@@ -312,14 +319,15 @@ mod body {
             // no -inf - -inf = NaN appears (its p and rescale factor are then 0).
             let shift = if new == f32::NEG_INFINITY { 0.0 } else { new };
             rescale[h] = (m[h] - shift).fast_exp2();
-            let mut sum = 0.0f32;
+            let mut sums = [0.0f32; 4];
             unroll::<16>(|i| {
                 unroll::<2>(|j| {
                     let p = (s[4 * i + 2 * h + j] * scale_log2 - shift).fast_exp2();
                     s[4 * i + 2 * h + j] = p;
-                    sum += p;
+                    sums[i % 4] += p;
                 })
             });
+            let sum = (sums[0] + sums[1]) + (sums[2] + sums[3]);
             l[h] = l[h] * rescale[h] + sum;
             m[h] = new;
         });
