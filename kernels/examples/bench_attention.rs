@@ -7,7 +7,11 @@
 //! `BENCH_WG=1` the sm_90 backward's `_red` and `_late` instances (`attention_backward_sm90`)
 //! and its trial instance where the shape has one (`_late_lpt`, `hopper_backward_trial_kernel`);
 //! the forward's other sm_90 instance (`attention_forward_sm90`: the persistent twin, or the
-//! one-tile-per-block one) is always timed beside the one the call picks.
+//! one-tile-per-block one) is always timed beside the one the call picks; `BENCH_FWD_ALL=1`
+//! times every other sm_90 forward schedule of the shape too (`hopper_forward_instances`; up to
+//! `BENCH_FWD_ALL_MAX_S`), printed as `[fwd name TFLOP/s]` and in the JSON's `fwd_all`.
+//! `BENCH_MAX_S=16384` adds S 16k (by default the lengths stop at 8k); `BENCH_D256=1` adds head
+//! dim 256 (the portable path: forward only, up to `BENCH_D256_MAX_S`, default 1k).
 //! Prints a line per shape, and JSON lines (one per shape) to the file named by the first
 //! argument, for `kernels/bench/attention_table.py`, which puts them beside PyTorch's
 //! (`kernels/bench/attention_sdpa.py`). `BENCH_ONLY=D,S,causal` times one shape, `BENCH_MIN_S=n`
@@ -109,7 +113,9 @@ fn main() -> Result<(), KernelsError> {
     let d256 = std::env::var("BENCH_D256").is_ok_and(|v| v == "1");
     let d256_max = std::env::var("BENCH_D256_MAX_S").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(1024);
     // `BENCH_FWD_ALL=1`: every sm_90 forward schedule of the shape (`hopper_forward_instances`).
+    // (`BENCH_FWD_ALL_MAX_S=n`: only up to S = n.)
     let fwd_all = std::env::var("BENCH_FWD_ALL").is_ok_and(|v| v == "1");
+    let fwd_all_max = std::env::var("BENCH_FWD_ALL_MAX_S").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(usize::MAX);
     let head_dims: &[usize] = if d256 { &[128, 64, 256] } else { &[128, 64] };
     for &head_dim in head_dims {
         // S 16k only when `BENCH_MAX_S` asks for it.
@@ -145,7 +151,7 @@ fn main() -> Result<(), KernelsError> {
                 };
                 // `BENCH_FWD_ALL=1`: every other sm_90 forward schedule of this shape.
                 let mut all = Vec::new();
-                if fwd_all {
+                if fwd_all && s <= fwd_all_max {
                     let twin = attention::hopper_kernels::<bf16>(&a, arch).map(|pair| pair[1]);
                     for name in attention::hopper_forward_instances::<bf16>(&a, arch).into_iter().skip(1) {
                         if Some(name) == twin {

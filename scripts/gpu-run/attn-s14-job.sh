@@ -6,10 +6,12 @@
 # schedule of each shape (BENCH_FWD_ALL=1), the SM clock sampled every 100 ms beside each
 # phase, and the GPU tests of the attention forward. Staged by scripts/gpu-run/attn-s14.sh; on
 # the GPU machine: `bash attn-s14-job.sh` (results under $OUT: summary.txt, s14.tar.gz).
-# Knobs: BASE=0 (skip the previous binary; BASE_MAX_S its longest S), ALL=0 (only the pick and its twin), MAX_S (default
+# Knobs: BASE=0 (skip the previous binary; BASE_MAX_S its longest S), ALL=0 (only the pick and
+# its twin; ALL_MAX_S: every schedule only up to that S), MAX_S (default
 # 8192; 16384 adds S 16k), D256=1 (head dim 256: cuDNN/FA2 to MAX_S, ours to 1k), TESTS=full
 # (every attention GPU test; default the forward ones), CHECK=1 (the f64 gradient check
-# against cuDNN's), NCU=1 (speed of light of the D 128 forward pick at S 512 and 4k), REPEAT
+# against cuDNN's), NCU=1 (speed of light of the D 128 forward pick at S 512 and 4k, or
+# NCU_SHAPES="D,S,causal ..."), REPEAT
 # (BENCH_REPEAT, default 3).
 # Look for: "tests rc=0", the tables' fwd ours/cuDNN columns (base-table.md, table.md), the
 # "fwd all" lines (every schedule's TFLOP/s), and the SM clock medians.
@@ -35,12 +37,11 @@ bench() { # $1 binary, $2 tag, then env
   env BENCH_MMA=0 BENCH_WG=0 BENCH_REPEAT=${REPEAT:-3} BENCH_MAX_S=${MAX_S:-8192} "$@" timeout ${BENCH_S:-90} ./$bin $R/$tag.jsonl > $R/$tag.txt 2>$R/$tag.err; echo "$tag rc=$? ($((SECONDS-start)) s)"; clock $m
   grep "^D" $R/$tag.txt | cut -c1-400
 }
-[ "${BASE:-1}" = 1 ] && bench bench_attention_base base BENCH_MAX_S=${BASE_MAX_S:-${MAX_S:-8192}}
-bench bench_attention ours BENCH_FWD_ALL=${ALL:-1} BENCH_D256=${D256:-0}
+bench bench_attention ours BENCH_FWD_ALL=${ALL:-1} BENCH_FWD_ALL_MAX_S=${ALL_MAX_S:-1000000} BENCH_D256=${D256:-0}
 start=$SECONDS; m=$(mark)
 BENCH_REPEAT=${REPEAT:-3} BENCH_MAX_S=${MAX_S:-8192} BENCH_D256=${D256:-0} timeout ${SDPA_S:-90} python3 attention_sdpa.py $R/sdpa.jsonl > $R/sdpa.txt 2>$R/sdpa.err; echo "sdpa rc=$? ($((SECONDS-start)) s)"; clock $m
 tail -2 $R/sdpa.err
-[ "${BASE:-1}" = 1 ] && python3 attention_table.py $R/base.jsonl $R/sdpa.jsonl $R/base-table.json $R/base-table.md "$gpu" > /dev/null && { echo "== base (main)"; grep "^|" $R/base-table.md; }
+cp $R/ours.jsonl $R/sdpa.jsonl $OUT/ 2>/dev/null
 python3 attention_table.py $R/ours.jsonl $R/sdpa.jsonl $R/table.json $R/table.md "$gpu" > /dev/null; echo "== ours (s14)"; grep "^|" $R/table.md
 # Every schedule per shape, ours / cuDNN.
 python3 - $R/ours.jsonl $R/sdpa.jsonl <<'PY'
@@ -54,10 +55,15 @@ for r in ours:
     best = max(runs, key=lambda x: x[1])
     print(f"D{r['head_dim']} S{r['seq']} {'causal' if r['causal'] else 'full  '} cuDNN {c:.0f} | " + " ".join(f"{n.replace('attention_', '')} {t:.0f} ({t / c:.2f})" for n, t in runs) + f" | best {best[0].replace('attention_', '')} {best[1] / c:.3f}")
 PY
+# The previous binary (after the tables above, so that a run cut short keeps them).
+if [ "${BASE:-1}" = 1 ]; then
+  bench bench_attention_base base BENCH_FWD_ALL=${ALL:-1} BENCH_MAX_S=${BASE_MAX_S:-${MAX_S:-8192}}
+  python3 attention_table.py $R/base.jsonl $R/sdpa.jsonl $R/base-table.json $R/base-table.md "$gpu" > /dev/null && { echo "== base"; grep "^|" $R/base-table.md; }
+fi
 # NCU=1: Nsight Compute's speed-of-light section for the forward pick at D 128 S 512 and 4k
 # (non-causal): what bounds the short sequences (clocks as found).
 if [ "${NCU:-0}" = 1 ]; then
-  for shape in 128,512,0 128,4096,0; do
+  for shape in ${NCU_SHAPES:-128,512,0 128,4096,0}; do
     BENCH_ONLY=$shape BENCH_REPEAT=1 timeout ${NCU_S:-30} /usr/local/cuda/bin/ncu --clock-control none --section SpeedOfLight --kernel-name regex:attention_d --launch-count 1 ./bench_attention > $R/ncu-$shape.txt 2>&1
     echo "ncu $shape rc=$?"; grep -E "attention_d|Throughput|Duration|SM Frequency" $R/ncu-$shape.txt | head -12
   done

@@ -301,16 +301,25 @@ mod body {
     /// `m` (in log2 units, `scale_log2` folded in), `s` replaced by `p = 2^(s·scale_log2 - m)`,
     /// the running sums `l` (this thread's columns only) rescaled and extended. Returns the
     /// factor by which the rows of O must be rescaled.
+    ///
+    /// `split` (a constant after inlining): four partial maxima and sums per row, combined (a chain of 8 dependent FMNMX
+    /// and FADD per row instead of 32). Measured on one H200 (session 14, both forms in one
+    /// job): 2-7% faster in the persistent ping-pong kernels, but 3-9% slower in the others,
+    /// where ptxas then computed both rows' maxima before the first exponential instead of
+    /// overlapping the second row's chain with the first row's exponentials; so only the
+    /// persistent ping-pong kernels take it.
     #[inline(always)]
-    fn softmax(s: &mut [f32; 64], m: &mut [f32; 2], l: &mut [f32; 2], scale_log2: f32) -> [f32; 2] {
+    fn softmax(s: &mut [f32; 64], m: &mut [f32; 2], l: &mut [f32; 2], scale_log2: f32, split: bool) -> [f32; 2] {
         let mut rescale = [1.0f32; 2];
         unroll::<2>(|h| {
-            // Four partial maxima and sums per row (then combined): a chain of 32 dependent
-            // FMNMX (and FADD) per row was the softmax's latency, exposed where it does not
-            // overlap a product (a tile's first step, D 64).
-            let mut part = [f32::NEG_INFINITY; 4];
-            unroll::<16>(|i| part[i % 4] = part[i % 4].max(s[4 * i + 2 * h]).max(s[4 * i + 2 * h + 1]));
-            let mut max = part[0].max(part[1]).max(part[2].max(part[3]));
+            let mut max = f32::NEG_INFINITY;
+            if split {
+                let mut part = [f32::NEG_INFINITY; 4];
+                unroll::<16>(|i| part[i % 4] = part[i % 4].max(s[4 * i + 2 * h]).max(s[4 * i + 2 * h + 1]));
+                max = part[0].max(part[1]).max(part[2].max(part[3]));
+            } else {
+                unroll::<16>(|i| max = max.max(s[4 * i + 2 * h]).max(s[4 * i + 2 * h + 1]));
+            }
             // The row's other columns live in the 3 other lanes of the quad.
             max = max.max(shuffle_xor(max, 1));
             max = max.max(shuffle_xor(max, 2));
@@ -319,15 +328,27 @@ mod body {
             // no -inf - -inf = NaN appears (its p and rescale factor are then 0).
             let shift = if new == f32::NEG_INFINITY { 0.0 } else { new };
             rescale[h] = (m[h] - shift).fast_exp2();
-            let mut sums = [0.0f32; 4];
-            unroll::<16>(|i| {
-                unroll::<2>(|j| {
-                    let p = (s[4 * i + 2 * h + j] * scale_log2 - shift).fast_exp2();
-                    s[4 * i + 2 * h + j] = p;
-                    sums[i % 4] += p;
-                })
-            });
-            let sum = (sums[0] + sums[1]) + (sums[2] + sums[3]);
+            let sum = if split {
+                let mut sums = [0.0f32; 4];
+                unroll::<16>(|i| {
+                    unroll::<2>(|j| {
+                        let p = (s[4 * i + 2 * h + j] * scale_log2 - shift).fast_exp2();
+                        s[4 * i + 2 * h + j] = p;
+                        sums[i % 4] += p;
+                    })
+                });
+                (sums[0] + sums[1]) + (sums[2] + sums[3])
+            } else {
+                let mut sum = 0.0f32;
+                unroll::<16>(|i| {
+                    unroll::<2>(|j| {
+                        let p = (s[4 * i + 2 * h + j] * scale_log2 - shift).fast_exp2();
+                        s[4 * i + 2 * h + j] = p;
+                        sum += p;
+                    })
+                });
+                sum
+            };
             l[h] = l[h] * rescale[h] + sum;
             m[h] = new;
         });
@@ -447,6 +468,7 @@ mod body {
         layout: Layout<STAGES>,
         j: u32,
         round: u32,
+        split: bool,
     ) -> ([f32; 2], [f32; 64]) {
         fence_accumulators_64(s);
         if rows.lane == 0 {
@@ -459,7 +481,7 @@ mod body {
         if MASK && ((j + 1) * BN > rows.seq_len || (CAUSAL && (j + 1) * BN > rows.q0 + 1)) {
             mask::<CAUSAL>(&mut x, j * BN + 2 * (rows.lane % 4), rows.row0, rows.seq_len);
         }
-        let factor = softmax(&mut x, &mut state.m, &mut state.l, rows.scale_log2);
+        let factor = softmax(&mut x, &mut state.m, &mut state.l, rows.scale_log2, split);
         (factor, x)
     }
 
@@ -531,6 +553,9 @@ mod body {
         round: u32,
     ) -> Running {
         let lane = rows.lane;
+        // The softmax's split reductions where they measured faster (see `softmax`): the
+        // persistent (`RELEASE_Q`) ping-pong kernels.
+        let split = RELEASE_Q && PINGPONG;
         // Not `[0.0; 64]`: a repeat expression becomes a store loop that keeps the array in
         // local memory (docs/performance.md). SAFETY: all-zero bits are 0.0.
         let mut state = Running { acc: unsafe { core::mem::zeroed() }, m: [f32::NEG_INFINITY; 2], l: [0.0; 2] };
@@ -567,7 +592,7 @@ mod body {
         }
         // The probabilities are kept in `s` (the next scores' `wgmma` takes them as its
         // accumulator operand, scaled by 0), so they are converted before it.
-        (_, s) = finish_scores::<CAUSAL, STAGES, true>(&mut s, &mut state, rows, layout, tiles - 1, round);
+        (_, s) = finish_scores::<CAUSAL, STAGES, true>(&mut s, &mut state, rows, layout, tiles - 1, round, split);
         // The factor by which O's rows must be rescaled before the next P·V.
         let mut factor = [1.0f32; 2];
         // SAFETY: all-zero bits are valid `u32`s (replaced before the first P·V reads them).
@@ -628,7 +653,7 @@ mod body {
             // fragments only after the next wait: registers that a later `wgmma` reads must
             // not be written while a group is in flight, or ptxas serialises every `wgmma` of
             // the kernel (C7513).
-            let (f, x) = finish_scores::<CAUSAL, STAGES, false>(&mut s, &mut state, rows, layout, tiles - 1 - i, round + i);
+            let (f, x) = finish_scores::<CAUSAL, STAGES, false>(&mut s, &mut state, rows, layout, tiles - 1 - i, round + i, split);
             factor = f;
             s = x;
         }
@@ -767,7 +792,7 @@ mod body {
                     issue_scores::<D, false>(&mut s, q, layout.k(slot));
                     wgmma::wait::<0>();
                 }
-                let (factor, probabilities) = finish_scores::<CAUSAL, STAGES, true>(&mut s, &mut state, rows, layout, tiles - 1 - j, j);
+                let (factor, probabilities) = finish_scores::<CAUSAL, STAGES, true>(&mut s, &mut state, rows, layout, tiles - 1 - j, j, false);
                 let mut p = a_fragments_bf16_64(&probabilities);
                 rescale_rows(&mut state.acc, factor);
                 layout.values().consume(j);
