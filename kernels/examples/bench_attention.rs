@@ -121,7 +121,13 @@ fn main() -> Result<(), KernelsError> {
         // S 16k only when `BENCH_MAX_S` asks for it.
         for s in [512usize, 1024, 2048, 4096, 8192, 16384] {
             for causal in [false, true] {
-                let max = if head_dim == 256 { max_seq.min(d256_max) } else if s == 16384 { max_seq } else { max_seq.min(8192) };
+                let max = if head_dim == 256 {
+                    max_seq.min(d256_max)
+                } else if s == 16384 {
+                    max_seq
+                } else {
+                    max_seq.min(8192)
+                };
                 if only.is_some_and(|o| o != (head_dim, s, causal)) || s < min_seq || s > max {
                     continue;
                 }

@@ -220,8 +220,9 @@ mod body {
     unsafe fn issue_scores<const D: u32, const TIED: bool>(s: &mut [f32; 64], q: u32, k: u32) {
         // The descriptors are stepped by adding the offset / 16 to the start-address field
         // (shared addresses stay below 2^18, so the 14-bit field never carries). Q's base goes
-        // through an opaque move: otherwise LLVM hoists Q's `D / 16` descriptors out of the
-        // key loop, and the registers they hold made ptxas spill around the scores' `wgmma`s.
+        // through an opaque move, so that LLVM does not hoist Q's `D / 16` descriptors out of
+        // the key loop (ptxas may still do so: it did while the loop spilled, session 14; the
+        // kernels were measured with this form).
         let (qd, kd) = (opaque_u64(Descriptor::k_major_128b(q).0), Descriptor::k_major_128b(k).0);
         unroll::<8>(|step| {
             let step = step as u32;
@@ -230,11 +231,7 @@ mod body {
                 // SAFETY: the caller's contract; the offsets stay inside the tiles.
                 unsafe {
                     let (a, b) = (qd + offset, kd + offset);
-                    if step == 0 && !TIED {
-                        m64n128k16_bf16_init(s, a, b)
-                    } else {
-                        m64n128k16_bf16(s, a, b, step != 0)
-                    }
+                    if step == 0 && !TIED { m64n128k16_bf16_init(s, a, b) } else { m64n128k16_bf16(s, a, b, step != 0) }
                 }
             }
         });
