@@ -24,7 +24,9 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,te
 nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw --format=csv,noheader -lms 100 > $R/clocks.csv 2>/dev/null &
 smi=$!
 clock() { # median SM clock and power since line $1 of clocks.csv
-  tail -n +$1 $R/clocks.csv | awk -F', ' '{gsub(/ MHz/,"",$2); gsub(/ W/,"",$3); print $2, $3}' | sort -n | awk '{a[NR]=$1; p[NR]=$2} END{if (NR) printf "SM clock median %s MHz (%s..%s), power %s W, %d samples\n", a[int((NR+1)/2)], a[1], a[NR], p[int((NR+1)/2)], NR}'
+  local rows=$(tail -n +$1 $R/clocks.csv | awk -F', ' '{gsub(/ MHz/,"",$2); gsub(/ W/,"",$3); print $2, $3}')
+  local power=$(echo "$rows" | awk '{print $2}' | sort -n | awk '{p[NR]=$1} END{if (NR) print p[int((NR+1)/2)]}')
+  echo "$rows" | sort -n | awk -v w="$power" '{a[NR]=$1} END{if (NR) printf "SM clock median %s MHz (%s..%s), power median %s W, %d samples\n", a[int((NR+1)/2)], a[1], a[NR], w, NR}'
 }
 mark() { wc -l < $R/clocks.csv; }
 if [ "${TESTS:-fwd}" = full ]; then filters=attention; else filters="attention_forward"; fi
