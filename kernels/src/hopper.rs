@@ -35,8 +35,8 @@ const MAX_HEADS: usize = 65_535;
 /// the shape or the GPU is not one those kernels take: `T` bf16, [`Layout::Bhsd`], `head_dim`
 /// 64 or 128, `heads_q == heads_kv`, `seq_q == seq_kv`, `batch * heads` at most 65535, and
 /// `arch == 90`. The schedule (`_pingpong`, `_pingpong_s3`, the plain `overlap` one, or a
-/// `_persistent` form) is the one the H100 and H200 figures of `BENCHMARKS.md` favour at that
-/// length.
+/// `_persistent` form) is the one session 14's H200 runs of every schedule favour at that
+/// length (`bench/results/s14-attn/`, docs/kernels/attention.md).
 pub fn hopper_kernel<T: Element>(shape: &Attention, arch: u32) -> Option<&'static str> {
     let fits = T::HOPPER
         && arch == 90
