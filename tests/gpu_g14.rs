@@ -231,7 +231,7 @@ fn g14_3_a_host_callback_is_never_recorded_into_another_threads_capture() {
 /// in the graph are alive") asks it to keep alive. Wanted: work queued from another thread
 /// than the capturing one is refused by name (or the capture fails), never recorded silently.
 #[test]
-#[ignore = "G14-5 open (audit/2026-11-28b/FINDINGS.md): work of other threads joins a capture silently"]
+#[ignore = "G14-5 partly open (audit/2026-11-28b/FINDINGS.md): work that sees the capture is refused now; work whose check ran just before the capture began can still land in it"]
 fn g14_5_a_launch_from_another_thread_is_never_recorded_silently_into_a_capture() {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::time::{Duration, Instant};

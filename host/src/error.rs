@@ -322,6 +322,19 @@ pub enum Error {
         /// The launch or operation refused.
         operation: String,
     },
+    /// Work queued on a stream while a capture of ferrocuda's records it, from a thread other
+    /// than the one that began the capture (or joined the stream to it) (audit 2026-11-28b,
+    /// G14-5): it would be recorded into that thread's graph instead of running, and the
+    /// graph's launcher would not know the buffers it uses.
+    #[error(
+        "{operation}: this stream is being captured into a graph by another thread (its `Stream::begin_capture`, or a \
+         `Stream::wait_event` that joined it to a capture); work from this thread would be recorded into that graph \
+         instead of running. Queue it on the capturing thread, on another stream, or after the capture ends"
+    )]
+    CapturedByAnotherThread {
+        /// The launch or operation refused.
+        operation: String,
+    },
     /// [`Stream::begin_capture`](crate::Stream::begin_capture) on a stream another library
     /// owns (Q8): the owner can end the capture itself and keep the graph, with ferrocuda's
     /// buffers in it, beyond those buffers' lifetimes.

@@ -80,6 +80,11 @@ struct StreamInner {
     /// not tracked), until the driver says the stream is out of the capture. Costs a driver
     /// query per piece of work while set.
     joined: AtomicBool,
+    /// The thread whose work a capture of ferrocuda's on this stream records ([`capture_thread`]
+    /// tokens; 0 when none): the thread that began it ([`Stream::begin_capture`]) or joined the
+    /// stream to it ([`Stream::wait_event`]). Door work from any other thread is refused while
+    /// the capture runs (audit 2026-11-28b, G14-5).
+    capture_owner: AtomicU64,
     /// The event other streams and the host wait on to order themselves after this stream's
     /// work so far: created on first need, re-recorded each time (see [`Stream::wait_for`]).
     tail: OnceLock<TailEvent>,
@@ -178,6 +183,7 @@ impl Stream {
             capture_window: AtomicBool::new(false),
             tail_covers: AtomicBool::new(false),
             joined: AtomicBool::new(false),
+            capture_owner: AtomicU64::new(0),
             capture_gate: RwLock::new(()),
             tail: OnceLock::new(),
             _keep_alive: keep_alive,
@@ -298,6 +304,9 @@ impl Stream {
     #[inline]
     pub(crate) fn capture_check(&self, operation: &str) -> Result<bool> {
         let own = self.is_capturing_fast() || (self.inner.joined.load(Ordering::Relaxed) && self.still_joined());
+        if own {
+            capture_owner_rule(self.inner.capture_owner.load(Ordering::SeqCst), capture_thread(), operation)?;
+        }
         capture_rule(own, self.inner.others_may_capture.load(Ordering::Relaxed), self.inner.joins_owner_captures, || self.foreign_capture_query(), operation)
     }
 
@@ -499,7 +508,11 @@ impl Stream {
             return;
         }
         match driver_capture_status(self.context(), self.handle()) {
-            Ok(true) => self.inner.joined.store(true, Ordering::SeqCst),
+            Ok(true) => {
+                // Before `joined`: door work that sees the join sees its owner.
+                self.inner.capture_owner.store(capture_thread(), Ordering::SeqCst);
+                self.inner.joined.store(true, Ordering::SeqCst);
+            }
             Ok(false) => self.left_capture(),
             Err(_) => {}
         }
@@ -689,6 +702,8 @@ impl Stream {
             return Err(error.into());
         }
         self.inner.capture_mark.store(mark, Ordering::Relaxed);
+        // Before the flag: door work that sees the capture sees whose it is (G14-5).
+        self.inner.capture_owner.store(capture_thread(), Ordering::SeqCst);
         // Set before the window closes: door work that began outside sees one or the other.
         self.inner.capturing.store(true, Ordering::SeqCst);
         self.context().capture_started(self.inner.with_legacy);
@@ -863,6 +878,25 @@ fn driver_capture_status(context: &Context, raw: sys::CUstream) -> Result<bool> 
 /// work is recorded untracked, as in ferrocuda's own capture), and a failed query is reported
 /// as what it is.
 #[inline(always)]
+/// This thread's token for [`StreamInner::capture_owner`]: a number no other live or past
+/// thread of the process has, never 0. One thread-local read after the first call.
+fn capture_thread() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local! {
+        static TOKEN: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    TOKEN.with(|token| *token)
+}
+
+/// The G14-5 rule (audit 2026-11-28b), for work through the door on a stream that a capture of
+/// ferrocuda's records: only the capture's own thread (`owner`) may queue there. Work from
+/// another thread would be recorded into that thread's graph without running, and the graph's
+/// launcher ([`GraphExec::launch`](crate::GraphExec::launch), whose contract covers the memory
+/// the captured work uses) would never have seen its buffers.
+fn capture_owner_rule(owner: u64, here: u64, operation: &str) -> Result<()> {
+    if owner == here { Ok(()) } else { Err(Error::CapturedByAnotherThread { operation: operation.to_string() }) }
+}
+
 fn capture_rule(own: bool, others_may_capture: bool, joins_owner: bool, query: impl FnOnce() -> Result<bool>, operation: &str) -> Result<bool> {
     if own {
         return Ok(true);
@@ -1056,6 +1090,23 @@ mod tests {
         assert!(!asked && matches!(answer, Ok(true)));
         let (answer, asked) = rule(false, false, Err(Error::NoCurrentContext));
         assert!(!asked && matches!(answer, Ok(false)), "an owned stream: no other library can capture it");
+    }
+
+    /// G14-5 (audit 2026-11-28b): while a capture of ferrocuda's records a stream, only its own
+    /// thread queues there; every other thread is refused by name, and threads get distinct
+    /// tokens (never 0, the "no capture" value).
+    #[test]
+    fn g14_5_only_the_capturing_thread_queues_on_a_captured_stream() {
+        let here = capture_thread();
+        assert_eq!(here, capture_thread(), "a thread's token is stable");
+        let there = std::thread::spawn(capture_thread).join().unwrap();
+        assert!(here != 0 && there != 0 && here != there, "{here} {there}");
+        assert!(capture_owner_rule(here, here, "saxpy").is_ok());
+        let refused = capture_owner_rule(there, here, "saxpy").unwrap_err();
+        assert!(matches!(&refused, Error::CapturedByAnotherThread { operation } if operation == "saxpy"), "{refused:?}");
+        let message = refused.to_string();
+        assert!(message.contains("captured into a graph by another thread") && message.contains("Queue it on the capturing thread"), "{message}");
+        assert!(capture_owner_rule(0, here, "saxpy").is_err(), "no owner recorded: refused, never recorded silently");
     }
 
     /// Issue 29 host item 1: an ordering never rests on an event recorded into a capture for a
