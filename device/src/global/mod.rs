@@ -54,7 +54,12 @@
 //! sanitizer").
 //!
 //! On the host target (the CPU executor) the same types are raw-pointer wrappers built by the
-//! generated `launch_cpu` from the host slices, with the same rules.
+//! generated `launch_cpu` from the host slices, with the same rules. Every output type carries
+//! the launch's borrow of its buffer as a lifetime (`DisjointSlice<'a, T, P>`), which a kernel
+//! leaves out in its signature (`out: DisjointSlice<f32>`): the kernel function is generic over
+//! it, so a body, host code on the CPU executor, cannot keep an output or anything made from one
+//! past its launch (audit 2026-11-28, G13-1; docs/kernel-model.md, "Why a handle cannot
+//! outlive its launch").
 
 mod atomic_slice;
 mod block_rows;
