@@ -43,7 +43,7 @@ for b in gpu_host_seams gpu_kernels_lib; do xz -dkf "$b.xz" && chmod +x "$b"; do
 export REQUIRE_GPU=1 RUST_BACKTRACE=1
 {
   echo "== gpu_host_seams (S1)"; timeout 300 ./gpu_host_seams --test-threads=1 --nocapture 2>&1 | tail -40; echo "rc=${PIPESTATUS[0]}"
-  echo "== gpu_kernels_lib"; timeout 600 ./gpu_kernels_lib --test-threads=1 2>&1 | grep -E "^test |test result|panicked|^s1 " ; echo "rc=${PIPESTATUS[0]}"
+  echo "== gpu_kernels_lib"; timeout 600 ./gpu_kernels_lib --test-threads=1 --nocapture 2>&1 | grep -E "^test |test result|panicked|^s1 " ; echo "rc=${PIPESTATUS[0]}"
 } | tee "$out/s14-sound.txt"
 EOF
 du -sh "$dest"
