@@ -166,6 +166,17 @@ fn row_sums(context: &Context, stream: &Stream, module: &Module, cub: Option<&Mo
             }
         })?;
         row(&format!("row sum, {threads}, loops"), &["llm.c blockReduce", "Rust x[..] checked", "Rust row slice"], &variants, bytes);
+        // Session 14: what `RuntimeBlockReduce`'s trailing barrier costs (the one difference
+        // between the first and the third kernel: the third reduces by hand as CUB does).
+        let barriers = measure(stream, RUNS, &[0, 1, 2], |w, stopwatch| -> ferrocuda::Result<()> {
+            stopwatch.start()?;
+            match w {
+                0 => k::p30_row_sum_unchecked::launch(stream, config, &x, cols as u32, &mut sums),
+                1 => k::p30_row_sum_unchecked::launch_in(module, stream, config, &x, cols as u32, &mut sums),
+                _ => k::p30_row_sum_one_barrier::launch(stream, config, &x, cols as u32, &mut sums),
+            }
+        })?;
+        row(&format!("row sum, {threads}, barriers"), &["Rust Runtime (2 barriers)", "llm.c blockReduce", "Rust by hand (1 barrier)"], &barriers, bytes);
     }
     let expected: f32 = host[..cols].iter().sum();
     assert_eq!(sums.to_vec()?[0], expected, "row 0's sum");

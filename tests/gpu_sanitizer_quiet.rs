@@ -57,9 +57,10 @@ fn workload() {
     let module = unsafe { Module::load_ptx(&context, "late_read", &host_ordering::late_read_ptx(0), &JitOptions::new()) }.unwrap();
     let mut marks = DeviceBuffer::<u32>::zeroed(&context, 4).unwrap();
     mark_blocks::launch_in(&module, &stream, (4u32, 32u32), false, &mut marks).unwrap();
-    // One of ours the module lacks: an error for the caller, not a failed driver call (a
-    // name of another prefix is asked of the driver, whose failure is then the caller's).
-    assert!(matches!(module.global::<u64>("__ferrocuda_panic_slot"), Err(Error::GlobalNotFound { .. })));
+    // One of ours: refused before any driver call (G14-1: ferrocuda's own globals are never
+    // handed out; a name of another prefix is asked of the driver, whose failure is then the
+    // caller's).
+    assert!(matches!(module.global::<u64>("__ferrocuda_panic_slot"), Err(Error::ReservedGlobal { .. })));
     assert!(module.global::<u32>("FILL").is_ok());
     stream.synchronize().unwrap();
     assert_eq!(y.to_vec().unwrap()[n - 1], 8.0);

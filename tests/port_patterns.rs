@@ -18,6 +18,9 @@ on_both_backends!(
     p30_5_16_byte_loads_and_stores_copy_exactly,
     p30_3_runtime_block_reduce_sums_rows_at_any_block_size,
     p30_3_runtime_block_reduce_broadcasts_and_reuses_its_scratch,
+    p30_3_paired_max_then_sum_is_a_softmax_at_any_block_size,
+    p30_reqntid_strided_sum_is_right,
+    p30_one_barrier_row_sum_is_right,
     p30_6_shuffles_with_a_width_stay_in_their_segment,
     p30_6_atomic_inc_and_dec_wrap_at_their_limit,
     p30_4_gelu_backward_matches_the_host_in_both_modes,
@@ -181,6 +184,64 @@ fn p30_3_runtime_block_reduce_broadcasts_and_reuses_its_scratch(backend: &Backen
             let k = &keys[r * cols..(r + 1) * cols];
             assert_eq!(extremes[r], [*k.iter().max().unwrap(), *k.iter().min().unwrap()], "{}: cols {cols}, row {r}", backend.name());
         }
+    }
+}
+
+/// `max_then_sum_all` and `sum_then_sum_all` (2 barriers each where the block is whole warps;
+/// `max_all` + `sum_all` for a partial last warp): a softmax and a row's moments at every block
+/// size shape (1 warp, partial warps, 3 warps, 32 warps), against the host.
+fn p30_3_paired_max_then_sum_is_a_softmax_at_any_block_size(backend: &Backend) {
+    for cols in [1usize, 20, 32, 33, 96, 100, 256, 1024] {
+        let rows = 4usize;
+        let x: Vec<f32> = (0..rows * cols).map(|i| ((i * 37) % 11) as f32 * 0.25 - 1.0).collect();
+        let input = backend.upload(&x);
+        let mut y = backend.zeroed::<f32>(rows * cols);
+        let mut moments = backend.zeroed::<[f32; 2]>(rows);
+        launch_on!(backend, port_patterns::p30_row_softmax_paired, (rows as u32, cols as u32), &input, cols as u32, &mut y, &mut moments).unwrap();
+        let (y, moments) = (backend.download(&y), backend.download(&moments));
+        for r in 0..rows {
+            let row = &x[r * cols..(r + 1) * cols];
+            let max = row.iter().copied().fold(f32::MIN, f32::max);
+            let sum: f64 = row.iter().map(|&v| ((v - max) as f64).exp()).sum();
+            for c in 0..cols {
+                let want = ((row[c] - max) as f64).exp() / sum;
+                let got = y[r * cols + c] as f64;
+                assert!((got - want).abs() <= 1e-5 * want.max(1e-3), "{}: cols {cols}, row {r}, column {c}: {got} vs {want}", backend.name());
+            }
+            let total: f64 = row.iter().map(|&v| v as f64).sum();
+            let mean = total / cols as f64;
+            let squares: f64 = row.iter().map(|&v| (v as f64 - mean).powi(2)).sum();
+            let [t, s] = moments[r];
+            assert!((t as f64 - total).abs() <= 1e-4, "{}: cols {cols}, row {r}: sum {t} vs {total}", backend.name());
+            assert!((s as f64 - squares).abs() <= 1e-4 * squares.max(1.0), "{}: cols {cols}, row {r}: squares {s} vs {squares}", backend.name());
+        }
+    }
+}
+
+/// `reqntid(256)` (the block shape assumed in the entry): each block's strided sum of `x` is
+/// the host's, at lengths that leave every remainder of the unrolled loop.
+fn p30_reqntid_strided_sum_is_right(backend: &Backend) {
+    for n in [1usize, 255, 256, 1000, 1024, 1025, 4099] {
+        let x: Vec<f32> = (0..n).map(|i| (i % 7) as f32).collect();
+        let input = backend.upload(&x);
+        let mut sums = backend.zeroed::<f32>(2);
+        launch_on!(backend, port_patterns::p30_strided_sum_reqntid, (2u32, 256u32), &input, &mut sums).unwrap();
+        let want: f32 = x.iter().sum();
+        assert_eq!(backend.download(&sums), vec![want; 2], "{}: n {n}", backend.name());
+    }
+}
+
+/// The hand-written one-barrier row sum (the bench's measurement of the trailing barrier) sums
+/// rows like `RuntimeBlockReduce` at whole-warp block sizes.
+fn p30_one_barrier_row_sum_is_right(backend: &Backend) {
+    let (rows, cols) = (3usize, 1000usize);
+    let x: Vec<f32> = (0..rows * cols).map(|i| (i % 17) as f32).collect();
+    let input = backend.upload(&x);
+    for threads in [32u32, 256, 1024] {
+        let mut sums = backend.zeroed::<f32>(rows);
+        launch_on!(backend, port_patterns::p30_row_sum_one_barrier, (rows as u32, threads), &input, cols as u32, &mut sums).unwrap();
+        let want: Vec<f32> = x.chunks(cols).map(|r| r.iter().sum()).collect();
+        assert_eq!(backend.download(&sums), want, "{}: {threads} threads", backend.name());
     }
 }
 

@@ -126,9 +126,22 @@ fn p30_3_runtime_block_reduce_needs_no_more_registers_than_cubs() {
     assert_eq!(body.matches("shfl.sync.bfly.b32").count(), 5, "{body}");
     assert_eq!(body.matches("shfl.sync.down.b32").count(), 10, "{body}");
     assert_eq!(body.matches("ld.shared").count(), 1, "one slot read, by warp 0's lanes:\n{body}");
-    // Two barriers for a reducer's first reduction (the trailing one lets the scratch be
-    // reused at once); its second works in `block_scratch!`'s second set without it.
+    // Two barriers (the trailing one lets the scratch be reused at once), for every reduction
+    // since session 14's one set of slots.
     assert_eq!(body.matches("barrier.sync").count() + body.matches("bar.sync").count(), 2, "two barriers:\n{body}");
+}
+
+/// p30_3, llm.c's softmax count: `max_then_sum_all` and `sum_then_sum_all` take 2 barriers
+/// each in a block of whole warps (`max_all` then `sum_all`: 4), plus the fallback's for a
+/// partial last warp (`max_all` + `sum_all`: up to 3 + 3), and their second halves read the
+/// library's own slots (a second `.shared` array, 32 x 4 bytes).
+#[test]
+fn p30_3_paired_max_then_sum_takes_llm_cs_two_barriers() {
+    let body = entry_body(ptx(90), "p30_row_softmax_paired");
+    let barriers = body.matches("barrier.sync").count() + body.matches("bar.sync").count();
+    println!("p30_row_softmax_paired: {barriers} barrier instructions");
+    // Whole warps: 2 + 2; a partial last warp: (3 + 3) twice; one warp: none.
+    assert_eq!(barriers, 2 + 2 + 12, "barriers:\n{body}");
 }
 
 /// Issue 30's third port, what the new outputs compile to: the in-place row's phase barrier is
@@ -176,4 +189,21 @@ fn p30_6_width_shuffles_and_atomic_inc_are_single_instructions() {
     }
     let atomics = sass_instructions(sass_function(listing, "p30_atomic_inc_dec"));
     assert!(atomics.iter().any(|(o, _)| o.starts_with("ATOMG.E.INC")) && atomics.iter().any(|(o, _)| o.starts_with("ATOMG.E.DEC")));
+}
+
+/// p30, a compile-time block size: under `reqntid(256)` the entry tells the compiler the
+/// block's shape, so the kernel reads no `%ntid` (every `block_dim_x()` is 256), the strided
+/// loop (`strided_range(tid, n, blockDim.x)`, whose add cannot wrap) has a trip count ptxas
+/// computes, and ptxas unrolls it by 4: four loads in flight (`LDG.E.CONSTANT` at +0, +0x400,
+/// +0x800, +0xc00), as nvcc over llm.c's `constexpr BlockSize`. (With `strided_range`'s old
+/// `saturating_add` step the same loop kept one load.)
+#[test]
+fn p30_reqntid_makes_the_block_size_a_constant_and_strided_loops_unroll() {
+    let body = entry_body(ptx(90), "p30_strided_sum_reqntid");
+    assert!(!body.contains("%ntid"), "blockDim read at run time:\n{body}");
+    assert!(body.contains(", 256;"), "the stride is the constant 256:\n{body}");
+    let Some(listing) = sass() else { return };
+    let loads = sass_instructions(sass_function(listing, "p30_strided_sum_reqntid")).iter().filter(|(op, _)| op.starts_with("LDG.E.CONSTANT")).count();
+    println!("p30_strided_sum_reqntid: {loads} LDG.E.CONSTANT");
+    assert!(loads >= 4, "the strided loop unrolled by ptxas: {loads} loads");
 }

@@ -183,63 +183,9 @@ extern "C" __global__ void moe_sum(const bf16* __restrict__ input, usize n_input
 #ifdef PORTS_LLMC
 // ---- llm.c llmc/cuda_utils.cuh: Packed128, load128cs, store128, warp/block reductions --------
 #define WARP_SIZE 32
-template <class ElementType>
-struct alignas(16) Packed128 {
-    Packed128() = default;
-    __device__ explicit Packed128(int4 bits) { memcpy(&payload, &bits, sizeof(bits)); }
-    __device__ ElementType& operator[](int index) { return payload[index]; }
-    __device__ const ElementType& operator[](int index) const { return payload[index]; }
-    __device__ int4 get_bits() const {
-        int4 bits;
-        memcpy(&bits, &payload, sizeof(bits));
-        return bits;
-    }
-    static constexpr const size_t size = sizeof(int4) / sizeof(ElementType);
-    ElementType payload[size];
-};
+#include "llmc_cuda_utils.cuh"  // llm.c's Packed128, load128/store128*, warp/block reductions (staged beside this file)
 typedef bf16 floatX;
 typedef Packed128<floatX> x128;
-
-template <class ElementType>
-__device__ Packed128<ElementType> load128cs(const ElementType* __restrict__ address) {
-    return Packed128<ElementType>{__ldcs(reinterpret_cast<const int4*>(address))};
-}
-template <class ElementType>
-__device__ void store128(ElementType* __restrict__ target, Packed128<ElementType> value) {
-    *reinterpret_cast<int4*>(target) = value.get_bits();
-}
-
-__device__ inline float warpReduceSum(float val) {
-    for (int offset = 16; offset > 0; offset /= 2) {
-        val += __shfl_xor_sync(0xFFFFFFFF, val, offset);
-    }
-    return val;
-}
-__device__ inline float warpReduceMax(float val) {
-    for (int offset = 16; offset > 0; offset /= 2) {
-        val = fmaxf(val, __shfl_xor_sync(0xFFFFFFFF, val, offset));
-    }
-    return val;
-}
-using reduction_func_t = float (*)(float);
-template <reduction_func_t warp_reduction>
-__device__ inline float blockReduce(float val, bool final_sync = false, float out_of_bounds = 0.0f) {
-    __shared__ float shared_val[WARP_SIZE];
-    const int lane_id = threadIdx.x % WARP_SIZE;
-    const int warp_id = threadIdx.x / WARP_SIZE;
-    const int num_warps = blockDim.x / WARP_SIZE;
-
-    float warp_val = warp_reduction(val);
-    if (lane_id == 0) { shared_val[warp_id] = warp_val; }
-    __syncthreads();
-    warp_val = (lane_id < num_warps) ? shared_val[lane_id] : out_of_bounds;
-    float block_val = warp_reduction(warp_val);
-
-    if (final_sync) {
-        __syncthreads();
-    }
-    return block_val;
-}
 
 // ---- llm.c llmc/encoder.cuh: encoder_forward_kernel3 ----------------------------------------
 // The Rust kernel's parameters: (inp, wte, wpe, T, C, out); N = B * T * C is out's length.

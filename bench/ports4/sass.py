@@ -27,12 +27,16 @@ KERNELS = [
     "segmented_max_reduction",
     "softmax_autoregressive_backward_inplace_kernel_fixed",
     "rms_norm_kernel_fixed",
+    "softmax_autoregressive_backward_inplace_kernel_reqntid",
+    "softmax_autoregressive_backward_inplace_kernel_fixed_reqntid",
 ]
 TWIN_NAME = {
     "softmax_autoregressive_backward_inplace_kernel": "softmax_autoregressive_backward_inplace_kernel_twin",
     "fused_residual_forward3": "fused_residual_forward3_twin",
     "softmax_autoregressive_backward_inplace_kernel_fixed": "softmax_autoregressive_backward_inplace_kernel_twin",
     "rms_norm_kernel_fixed": "rms_norm_kernel",
+    "softmax_autoregressive_backward_inplace_kernel_reqntid": "softmax_autoregressive_backward_inplace_kernel_twin",
+    "softmax_autoregressive_backward_inplace_kernel_fixed_reqntid": "softmax_autoregressive_backward_inplace_kernel_twin",
 }
 
 

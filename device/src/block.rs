@@ -41,10 +41,11 @@
 //! [`block_scratch!`](crate::block_scratch) at its own site (one array per site). Passing the
 //! same scratch to consecutive `BlockReduce`/`BlockScan` collectives is correct: each ends with
 //! a barrier after its last read of the scratch, so the next one's writes cannot overtake it.
-//! A [`RuntimeBlockReduce`] on a [`block_scratch!`](crate::block_scratch) alternates between
-//! the scratch's two sets of slots and keeps that barrier on every reduction (audit
-//! 2026-11-28, G13R-1: leaving it out of every second reduction relied on the reducer owning
-//! the second set, which two reducers on one scratch broke).
+//! A [`RuntimeBlockReduce`] keeps that barrier on every reduction too (audit 2026-11-28,
+//! G13R-1: session 13 alternated between two sets of slots and left it out of every second
+//! reduction, which raced when two reducers shared a scratch), so one set of slots serves any
+//! number of collectives. Its paired calls ([`RuntimeBlockReduce::max_then_sum_all`]) fold
+//! their second half in slots of the library's own, for llm.c's 2 barriers.
 
 use crate::shared::{SharedArray, SharedElement};
 use crate::shared_vector::SharedX4;
@@ -62,34 +63,62 @@ impl<T: ShuffleValue + SharedElement> BlockValue for T {}
 #[derive(Clone, Copy)]
 pub struct BlockScratch<T: SharedElement> {
     slots: SharedArray<T, 32>,
-    /// A second set of slots ([`BlockScratch::double`]; `slots` again for [`BlockScratch::new`]).
-    spare: SharedArray<T, 32>,
-    double: bool,
 }
 
 impl<T: SharedElement> BlockScratch<T> {
     /// Scratch in `slots` (which nothing else should use while collectives run on it).
     #[inline(always)]
     pub fn new(slots: SharedArray<T, 32>) -> Self {
-        BlockScratch { slots, spare: slots, double: false }
+        BlockScratch { slots }
     }
 
-    /// Scratch in two sets of slots, which a [`RuntimeBlockReduce`] takes in turn, so that
-    /// each of its reductions needs one barrier fewer (what [`block_scratch!`](crate::block_scratch)
-    /// makes). The other collectives use `first`.
+    /// Scratch in `first` (session 13's two sets of slots, which a [`RuntimeBlockReduce`] took
+    /// in turn; since every reduction ends with its barrier, one set is enough, and `second`
+    /// is not used).
+    #[deprecated(note = "use `BlockScratch::new(first)` or `block_scratch!(T)`: a collective needs one set of slots (every reduction ends with its barrier)")]
     #[inline(always)]
     pub fn double(first: SharedArray<T, 32>, second: SharedArray<T, 32>) -> Self {
-        BlockScratch { slots: first, spare: second, double: true }
+        let _ = second;
+        BlockScratch { slots: first }
     }
 }
 
-/// `BlockScratch::double(shared_array![T; 32], shared_array![T; 32])`: scratch of this call
-/// site's own for a block collective (see [`crate::block`]); 256 bytes for an `f32`.
+/// `BlockScratch::new(shared_array![T; 32])`: scratch of this call site's own for a block
+/// collective (see [`crate::block`]); 128 bytes for an `f32`.
 #[macro_export]
 macro_rules! block_scratch {
     ($ty:ty) => {
-        $crate::block::BlockScratch::<$ty>::double($crate::shared_array![$ty; 32], $crate::shared_array![$ty; 32])
+        $crate::block::BlockScratch::<$ty>::new($crate::shared_array![$ty; 32])
     };
+}
+
+/// The barrier after each warp's lane 0 has stored its partial in the scratch. On the GPU one
+/// `barrier.sync` (`sync_threads`). On the CPU executor a counting barrier that panics when
+/// threads of the block have returned (audit 2026-11-28, G13R-2: a warp that returned left its
+/// partial of an earlier collective in its slot, and this one would fold it in silently; the
+/// GPU gives the same wrong value, so the executor reports it).
+#[inline(always)]
+#[track_caller]
+fn partials_stored() {
+    #[cfg(target_arch = "nvptx64")]
+    sync_threads();
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let arrived = crate::sync::sync_threads_count(true);
+        let size = block_size();
+        if arrived != size {
+            threads_returned(size - arrived, size);
+        }
+    }
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+#[cold]
+#[track_caller]
+fn threads_returned(returned: u32, size: u32) -> ! {
+    panic!(
+        "{returned} of the block's {size} threads did not reach this block collective (they returned before it, or call it where the others do not): a warp that returned leaves its partial of an earlier collective in the scratch, and this one would fold it in (audit 2026-11-28, G13R-2); every thread of the block must call each collective, so return after the last one"
+    )
 }
 
 /// Warps in a block of `threads`, checked at compile time.
@@ -184,7 +213,7 @@ impl<T: BlockValue, const THREADS: u32> BlockReduce<T, THREADS> {
             // SAFETY: the warp index is below THREADS / 32 <= 32 (the block size was checked).
             unsafe { slots.set_unchecked((rank_in_block() / 32) as usize, partial) };
         }
-        sync_threads();
+        partials_stored();
         let total = fold(slots, Self::WARPS, op);
         // The next collective on this scratch writes it: not before every thread has read.
         sync_threads();
@@ -348,60 +377,39 @@ fn fold_slots_in_warp<T: BlockValue>(
 /// else `shfl.down` steps that skip the missing lanes; lane 0 holds the warp's value),
 /// one shared store per warp, a barrier, then warp 0 alone folds the `W` warps' values with 5
 /// `shfl.down` steps that skip the missing warps; a second barrier lets the scratch be reused
-/// at once (CUB leaves it to its caller): two in a row (a softmax's max then sum) take 4
-/// barriers, where llm.c's `blockReduce`, whose call sites each have their own `shared_val`,
-/// takes 2. (Session 13 left the second barrier out of every second reduction, working in
-/// `block_scratch!`'s second set of slots: 3 barriers; audit 2026-11-28's G13R-1 showed two
-/// reducers on one scratch, or the second set given to another collective, racing there, so
-/// every reduction keeps it.) `max` and `min` are one `max`/`min` instruction a step (`FMNMX`
-/// for `f32`; CUB's `cuda::maximum` is a compare and a select). Unlike [`BlockReduce`], no thread folds 32 partials in registers: the
-/// register count stays near CUB's (docs/performance.md has both). The `_all` forms have every
-/// warp fold the partials (a power-of-two `W`: a butterfly of `log2 W` steps, 3 at 256
-/// threads, every lane ending with the total, no broadcast shuffle; any `W` for `sum_all` and
-/// [`reduce_all_with_identity`](Self::reduce_all_with_identity), the identity filling the lanes past
-/// `W`): the same barriers as `reduce` (a partial last warp: warp 0 folds and stores the
-/// total, one more). Every thread of the block must call each method, in the same order
-/// (they contain `bar.sync`, and the threads take the scratch's two sets in turn). Not
-/// `Clone`: two handles on one scratch would take the spare set twice in a row.
-///
-/// Why every reduction keeps its trailing barrier: a reducer cannot know that it alone uses
-/// the spare set (`BlockScratch` is `Copy`, one `block_scratch!` site in a helper makes the
-/// same arrays for two reducers, `BlockScratch::double(a, a)`, the spare array given to another
-/// collective), and without the barrier a later writer of the slots could overtake warp 0's
-/// reads (G13R-1, `device/tests/g13r_review2.rs`).
+/// at once (CUB leaves it to its caller). Every reduction ends with that barrier, so one set
+/// of slots serves any number of reductions and reducers on one scratch (audit 2026-11-28,
+/// G13R-1: session 13's alternation between two sets, which left it out of every second
+/// reduction, raced when two reducers shared a scratch). A softmax's max then sum, which
+/// llm.c's `blockReduce` does in 2 barriers (each call site its own `shared_val`), is
+/// [`max_then_sum_all`](Self::max_then_sum_all): 2 barriers, where `max_all` then `sum_all`
+/// take 4. `max` and `min` are one `max`/`min` instruction a step (`FMNMX` for `f32`; CUB's
+/// `cuda::maximum` is a compare and a select). Unlike [`BlockReduce`], no thread folds 32
+/// partials in registers: the register count stays near CUB's (docs/performance.md has
+/// both). The `_all` forms have every warp fold the partials (a power-of-two `W`: a butterfly
+/// of `log2 W` steps, 3 at 256 threads, every lane ending with the total, no broadcast
+/// shuffle; any `W` for `sum_all` and
+/// [`reduce_all_with_identity`](Self::reduce_all_with_identity), the identity filling the lanes
+/// past `W`): the same barriers as `reduce` (a partial last warp: warp 0 folds and stores the
+/// total, one more). Every thread of the block must call each method, in the same order (they
+/// contain `bar.sync`); a thread that returns before a reduction is reported by the CPU
+/// executor (G13R-2: its warp's stale partial would be folded in).
+#[derive(Clone, Copy)]
 pub struct RuntimeBlockReduce<T: BlockValue> {
     scratch: BlockScratch<T>,
-    /// Reductions made so far, modulo 2: which set the next one takes. Per thread, and the
-    /// same in every thread, since every thread makes the same calls.
-    calls: core::cell::Cell<u32>,
 }
 
 impl<T: BlockValue> RuntimeBlockReduce<T> {
     /// A reduction working in `scratch`.
     #[inline(always)]
     pub fn new(scratch: BlockScratch<T>) -> Self {
-        RuntimeBlockReduce { scratch, calls: core::cell::Cell::new(0) }
-    }
-
-    /// The slots this reduction works in (every reduction ends with a barrier after its last
-    /// read of them, so the next collective on the scratch may write them at once).
-    #[inline(always)]
-    fn take_slots(&self) -> SharedArray<T, 32> {
-        if self.scratch.double {
-            let calls = self.calls.get();
-            self.calls.set(calls ^ 1);
-            // First, third, ... reductions: the first set; second, fourth, ...: the spare set;
-            // each with the trailing barrier (G13R-1: nothing guarantees that this reducer is
-            // the spare set's only user).
-            if calls & 1 == 0 { self.scratch.slots } else { self.scratch.spare }
-        } else {
-            self.scratch.slots
-        }
+        RuntimeBlockReduce { scratch }
     }
 
     /// The block's fold in warp 0's lane 0 (the other threads hold parts of it), the block's size.
     #[inline(always)]
-    fn fold_to_thread_0(&self, slots: SharedArray<T, 32>, value: T, op: impl Fn(T, T) -> T + Copy) -> (T, u32) {
+    #[track_caller]
+    fn fold_to_thread_0(slots: SharedArray<T, 32>, value: T, op: impl Fn(T, T) -> T + Copy) -> (T, u32) {
         let size = block_size();
         let rank = rank_in_block();
         let (lane, warp) = (rank % warp::WARP_SIZE, rank / warp::WARP_SIZE);
@@ -423,7 +431,7 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
             // launch, and so does the CPU executor).
             unsafe { slots.set_unchecked(warp as usize, partial) };
         }
-        sync_threads();
+        partials_stored();
         let mut total = partial;
         if warp == 0 {
             total = fold_slots_in_warp(slots, lane, size.div_ceil(warp::WARP_SIZE), partial, op, false, None);
@@ -434,9 +442,9 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
     /// `op` folded over every thread's `value` (`op` associative and commutative: the order is
     /// CUB's, a tree): `Some` in thread 0 of the block, `None` in the others.
     #[inline(always)]
+    #[track_caller]
     pub fn reduce(&self, value: T, op: impl Fn(T, T) -> T + Copy) -> Option<T> {
-        let slots = self.take_slots();
-        let (total, size) = self.fold_to_thread_0(slots, value, op);
+        let (total, size) = Self::fold_to_thread_0(self.scratch.slots, value, op);
         if size > warp::WARP_SIZE {
             // The next collective on this scratch writes it: not before warp 0 has read it.
             sync_threads();
@@ -450,8 +458,9 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
     /// cost one more barrier (vLLM's `moeSoftmax`, two of these per row, ran at 0.57x nvcc's
     /// with it and libm's `expf`; issue 30). A block with a partial last warp keeps it.
     #[inline(always)]
+    #[track_caller]
     pub fn reduce_all(&self, value: T, op: impl Fn(T, T) -> T + Copy) -> T {
-        self.reduce_all_from(value, None, op)
+        Self::reduce_all_in(self.scratch.slots, value, None, op, true)
     }
 
     /// [`reduce_all`](Self::reduce_all) with an identity of `op` (`op(x, identity) == x` for
@@ -460,14 +469,18 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
     /// per doubling, no broadcast shuffle), where without one a warp folds only the valid
     /// lanes and broadcasts. The same bits in every thread.
     #[inline(always)]
+    #[track_caller]
     pub fn reduce_all_with_identity(&self, value: T, identity: T, op: impl Fn(T, T) -> T + Copy) -> T {
-        self.reduce_all_from(value, Some(identity), op)
+        Self::reduce_all_in(self.scratch.slots, value, Some(identity), op, true)
     }
 
-    /// [`reduce_all`](Self::reduce_all), with `op`'s identity when there is one.
+    /// [`reduce_all`](Self::reduce_all) in `slots`, with `op`'s identity when there is one;
+    /// `trailing`: end with the barrier after the last read of `slots` (left out only by
+    /// [`max_then_sum_all`](Self::max_then_sum_all)'s second half, whose slots no other
+    /// collective writes).
     #[inline(always)]
-    fn reduce_all_from(&self, value: T, identity: Option<T>, op: impl Fn(T, T) -> T + Copy) -> T {
-        let slots = self.take_slots();
+    #[track_caller]
+    fn reduce_all_in(slots: SharedArray<T, 32>, value: T, identity: Option<T>, op: impl Fn(T, T) -> T + Copy, trailing: bool) -> T {
         let size = block_size();
         if size.is_multiple_of(warp::WARP_SIZE) {
             // Whole warps: the butterfly leaves the warp's fold in every lane, and every warp
@@ -477,11 +490,22 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
                 return partial;
             }
             let rank = rank_in_block();
-            return self.fold_partials_in_every_warp(slots, partial, rank % warp::WARP_SIZE, rank / warp::WARP_SIZE, size, op, identity);
+            let (lane, warp) = (rank % warp::WARP_SIZE, rank / warp::WARP_SIZE);
+            if lane == 0 {
+                // SAFETY: `warp < 32`: a block has at most 1024 threads.
+                unsafe { slots.set_unchecked(warp as usize, partial) };
+            }
+            partials_stored();
+            let total = fold_slots_in_warp(slots, lane, size / warp::WARP_SIZE, partial, op, true, identity);
+            if trailing {
+                // The next collective on this scratch writes it: not before every warp has read it.
+                sync_threads();
+            }
+            return total;
         }
         // A partial last warp may have fewer lanes than there are partials: warp 0 folds them
         // and hands the total over (one more barrier).
-        let (total, size) = self.fold_to_thread_0(slots, value, op);
+        let (total, size) = Self::fold_to_thread_0(slots, value, op);
         if size <= warp::WARP_SIZE {
             return warp::shuffle(total, 0);
         }
@@ -493,38 +517,16 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
         sync_threads();
         // SAFETY: slot 0 exists.
         let total = unsafe { slots.get_unchecked(0) };
-        // The next collective on this scratch writes it: not before every thread has read.
-        sync_threads();
-        total
-    }
-
-    /// Stores each warp's `partial` (lane 0's), then every warp folds all of them and
-    /// broadcasts the total to its lanes; a trailing barrier lets the scratch be reused at once.
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    fn fold_partials_in_every_warp(
-        &self,
-        slots: SharedArray<T, 32>,
-        partial: T,
-        lane: u32,
-        warp: u32,
-        size: u32,
-        op: impl Fn(T, T) -> T + Copy,
-        identity: Option<T>,
-    ) -> T {
-        if lane == 0 {
-            // SAFETY: `warp < 32`: a block has at most 1024 threads.
-            unsafe { slots.set_unchecked(warp as usize, partial) };
+        if trailing {
+            // The next collective on this scratch writes it: not before every thread has read.
+            sync_threads();
         }
-        sync_threads();
-        let total = fold_slots_in_warp(slots, lane, size.div_ceil(warp::WARP_SIZE), partial, op, true, identity);
-        // The next collective on this scratch writes it: not before every warp has read it.
-        sync_threads();
         total
     }
 
     /// Sum of every thread's `value`, in thread 0 (see [`reduce`](Self::reduce)).
     #[inline(always)]
+    #[track_caller]
     pub fn sum(&self, value: T) -> Option<T>
     where
         T: core::ops::Add<Output = T>,
@@ -534,6 +536,7 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
 
     /// Maximum of every thread's `value`, in thread 0.
     #[inline(always)]
+    #[track_caller]
     pub fn max(&self, value: T) -> Option<T>
     where
         T: PartialOrd,
@@ -543,6 +546,7 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
 
     /// Minimum of every thread's `value`, in thread 0.
     #[inline(always)]
+    #[track_caller]
     pub fn min(&self, value: T) -> Option<T>
     where
         T: PartialOrd,
@@ -552,6 +556,7 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
 
     /// Sum of every thread's `value`, in every thread.
     #[inline(always)]
+    #[track_caller]
     pub fn sum_all(&self, value: T) -> T
     where
         T: core::ops::Add<Output = T> + Default,
@@ -562,6 +567,7 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
 
     /// Maximum of every thread's `value`, in every thread.
     #[inline(always)]
+    #[track_caller]
     pub fn max_all(&self, value: T) -> T
     where
         T: PartialOrd,
@@ -571,13 +577,95 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
 
     /// Minimum of every thread's `value`, in every thread.
     #[inline(always)]
+    #[track_caller]
     pub fn min_all(&self, value: T) -> T
     where
         T: PartialOrd,
     {
         self.reduce_all(value, T::min_of)
     }
+
+    /// A softmax's two reductions in llm.c's 2 barriers: the block's maximum of `value`, then
+    /// the block's sum of `then(max)` (each thread's contribution, computed from the maximum),
+    /// both in every thread: `(max, sum)`. llm.c's fused classifier:
+    ///
+    /// ```ignore
+    /// let (block_max, block_sum) = reduce.max_then_sum_all(thread_max, |m| thread_sum * (thread_max - m).exp());
+    /// ```
+    ///
+    /// `max_all` then `sum_all` take 4 barriers (each ends with the barrier that lets the
+    /// scratch be reused). Here the maximum is folded in the scratch and the sum in a second
+    /// set of 32 slots that only this method uses (one per element type, 128 bytes for `f32`,
+    /// [`PairSlots`]): the sum's barrier orders every thread's reads of the scratch before any
+    /// later write of it, and every write of the second set comes after a first barrier that
+    /// orders it after every earlier read of that set, so neither needs a barrier of its own.
+    /// `then` runs between the two barriers: it must not call block collectives (they would
+    /// write the slots other warps still read; the CPU executor's race detector reports it).
+    /// In a block with a partial last warp the two halves are `max_all` and `sum_all`.
+    #[inline(always)]
+    #[track_caller]
+    pub fn max_then_sum_all(&self, value: T, then: impl FnOnce(T) -> T) -> (T, T)
+    where
+        T: PairSlots + PartialOrd + core::ops::Add<Output = T> + Default,
+    {
+        let size = block_size();
+        if !size.is_multiple_of(warp::WARP_SIZE) {
+            let max = self.max_all(value);
+            return (max, self.sum_all(then(max)));
+        }
+        // Whole warps: each half is two barriers less its trailing one; the first's reads of
+        // the scratch are ordered before any later write by the second's barrier.
+        let max = Self::reduce_all_in(self.scratch.slots, value, None, T::max_of, false);
+        let sum = Self::reduce_all_in(T::pair_slots(), then(max), Some(T::default()), |a, b| a + b, false);
+        (max, sum)
+    }
+
+    /// [`max_then_sum_all`](Self::max_then_sum_all) for two sums (a layer norm's mean, then the
+    /// sum of squared deviations from it): `(sum of value, sum of then(sum of value))`, in every
+    /// thread, 2 barriers.
+    #[inline(always)]
+    #[track_caller]
+    pub fn sum_then_sum_all(&self, value: T, then: impl FnOnce(T) -> T) -> (T, T)
+    where
+        T: PairSlots + core::ops::Add<Output = T> + Default,
+    {
+        let size = block_size();
+        if !size.is_multiple_of(warp::WARP_SIZE) {
+            let first = self.sum_all(value);
+            return (first, self.sum_all(then(first)));
+        }
+        let first = Self::reduce_all_in(self.scratch.slots, value, Some(T::default()), |a, b| a + b, false);
+        let second = Self::reduce_all_in(T::pair_slots(), then(first), Some(T::default()), |a, b| a + b, false);
+        (first, second)
+    }
 }
+
+/// Element types with the second set of slots that
+/// [`RuntimeBlockReduce::max_then_sum_all`] folds its sum in: one `shared_array!` of 32 per
+/// type, used by nothing else (so that no other collective writes it while a warp still
+/// reads it; the paired calls write it only after their first barrier).
+pub trait PairSlots: BlockValue + sealed_pair::Sealed {
+    /// The type's 32 slots.
+    #[doc(hidden)]
+    fn pair_slots() -> SharedArray<Self, 32>;
+}
+
+mod sealed_pair {
+    pub trait Sealed {}
+}
+
+macro_rules! pair_slots {
+    ($($t:ty),*) => {$(
+        impl sealed_pair::Sealed for $t {}
+        impl PairSlots for $t {
+            #[inline(always)]
+            fn pair_slots() -> SharedArray<$t, 32> {
+                crate::shared_array![$t; 32]
+            }
+        }
+    )*};
+}
+pair_slots!(f32, f64, u32, i32, u64, i64);
 
 /// `true` in every thread when `predicate` holds in any thread of the block
 /// (`__syncthreads_or`: one `bar.red.or`, no scratch).
@@ -637,7 +725,7 @@ impl<T: BlockValue, const THREADS: u32> BlockScan<T, THREADS> {
             // SAFETY: the warp index is below THREADS / 32 <= 32 (the block size was checked).
             unsafe { slots.set_unchecked(warp_index as usize, inclusive) };
         }
-        sync_threads();
+        partials_stored();
         // Every thread folds the warp totals in order and keeps the fold of those before its
         // own warp (CUB's warp-scans variant); the loop is unrolled (`WARPS` is a constant).
         // SAFETY: slot 0 exists.

@@ -133,6 +133,23 @@ fn unhoisted_tid(axis: usize) -> u32 {
     }
 }
 
+/// Tells the compiler the block's shape, `(threads, 1, 1)`: emitted by `#[kernel(reqntid(n))]`
+/// at the top of the entry point, so that `block_dim_x()` is the constant `n` in the kernel
+/// (a `BlockRows` row's stride, `block_size()` in the block reductions): loops striding by it
+/// get a trip count the compiler can compute, and unroll as nvcc's do over a `constexpr`
+/// block size (llm.c's `BlockSize = 256`).
+///
+/// # Safety
+/// The block has that shape: true in an entry point compiled with PTX `.reqntid threads, 1, 1`
+/// (a GPU refuses to launch it in any other block; the launchers refuse it first, naming
+/// `reqntid`).
+#[doc(hidden)]
+#[inline(always)]
+pub unsafe fn __assume_block_shape(threads: u32) {
+    // SAFETY: the caller's contract.
+    unsafe { core::hint::assert_unchecked(block_dim_x() == threads && block_dim_y() == 1 && block_dim_z() == 1) }
+}
+
 /// Threads in a block (`blockDim.x * blockDim.y * blockDim.z`).
 #[inline(always)]
 pub fn block_size() -> u32 {
@@ -156,7 +173,7 @@ pub fn grid_stride_1d() -> usize {
 /// 679 SASS instructions against nvcc's 83, 0.94x; issue 30's third port.)
 #[inline(always)]
 pub fn grid_stride_range(len: usize) -> GridStrideRange {
-    GridStrideRange { next: index_1d(), stride: grid_stride_1d().max(1), len }
+    GridStrideRange::new(index_1d(), grid_stride_1d(), len)
 }
 
 /// The indices `start, start + step, ...` below `end`: CUDA's `for (i = start; i < end; i +=
@@ -165,10 +182,13 @@ pub fn grid_stride_range(len: usize) -> GridStrideRange {
 /// WARP_SIZE)`). One exit (the compare), so LLVM can unroll it, and `x[i]` on a slice
 /// of length `end` has no bounds check; a `while` loop with `x.get(i)` and a `break` kept
 /// one load in flight per lane (llm.c's `softmax_forward_kernel5`, 0.93x; issue 30's third
-/// port). `step` 0 counts as 1.
+/// port). `step` 0 counts as 1. The step's add cannot wrap (indices stop below `isize::MAX`,
+/// past which no slice has elements), so with a step the compiler knows (a constant, or
+/// `block_dim_x()` under `#[kernel(reqntid(n))]`) the trip count is a shift and LLVM unrolls
+/// the loop (several loads in flight, as nvcc's over a `constexpr` stride).
 #[inline(always)]
 pub fn strided_range(start: usize, end: usize, step: usize) -> GridStrideRange {
-    GridStrideRange { next: start, stride: step.max(1), len: end }
+    GridStrideRange::new(start, step, end)
 }
 
 /// The iterator of [`grid_stride_range`] and [`strided_range`]: `next`, `next + stride`, ...
@@ -176,8 +196,33 @@ pub fn strided_range(start: usize, end: usize, step: usize) -> GridStrideRange {
 #[derive(Clone, Debug)]
 pub struct GridStrideRange {
     next: usize,
+    /// 1 to `isize::MAX`.
     stride: usize,
+    /// At most `isize::MAX`: `next + stride` never wraps while `next < len`.
     len: usize,
+}
+
+impl GridStrideRange {
+    /// `start, start + step, ..` below `end`, with `step` in `1..=isize::MAX` and `end` at most
+    /// `isize::MAX` (no slice has an element at or past it), so that the step's add cannot
+    /// wrap: LLVM then computes the loop's trip count (a `saturating_add` hid it, and the loop
+    /// stayed rolled even with a constant step).
+    #[inline(always)]
+    fn new(start: usize, step: usize, end: usize) -> Self {
+        const MAX: usize = isize::MAX as usize;
+        GridStrideRange { next: start, stride: step.clamp(1, MAX), len: end.min(MAX) }
+    }
+
+    /// The index after `i`.
+    ///
+    /// # Safety
+    /// `i < self.len`.
+    #[inline(always)]
+    unsafe fn after(&self, i: usize) -> usize {
+        // SAFETY: `i < len <= isize::MAX` (caller, `new`) and `stride <= isize::MAX`: the sum is
+        // below `usize::MAX`.
+        unsafe { i.unchecked_add(self.stride) }
+    }
 }
 
 impl Iterator for GridStrideRange {
@@ -187,8 +232,8 @@ impl Iterator for GridStrideRange {
     fn next(&mut self) -> Option<usize> {
         if self.next < self.len {
             let i = self.next;
-            // Saturating: a `len` near `usize::MAX` ends the loop instead of wrapping.
-            self.next = i.saturating_add(self.stride);
+            // SAFETY: `i < len`.
+            self.next = unsafe { self.after(i) };
             Some(i)
         } else {
             None
@@ -208,7 +253,8 @@ impl Iterator for GridStrideRange {
         let mut i = self.next;
         while i < self.len {
             acc = f(acc, i);
-            i = i.saturating_add(self.stride);
+            // SAFETY: `i < len`.
+            i = unsafe { self.after(i) };
         }
         acc
     }

@@ -1,11 +1,13 @@
-//! Regression (audit 2026-11-24 N13): the threads of a failed block are abandoned where they
-//! wait, not unwound, so their destructors do not run (one that panics cannot abort the
-//! process); past the executor's budget of leaked stacks they are unwound as before. Its own
-//! test binary: the budget is per process.
+//! Regression (audit 2026-11-24 N13, then audit 2026-11-28b G14-4): the threads of a failed
+//! block are ended where they wait by unwinding them, so their destructors run before the
+//! launch returns (a `std::thread::scope` they wait in joins its threads: G14-4,
+//! `device/tests/g14_review.rs`). N13 had them abandoned instead (no destructor, stacks leaked,
+//! up to a budget), which let a scope's threads outlive the launch. A destructor that panics
+//! during the unwinding aborts the process (tests/cpu_sanitizer.rs, `n13_`, in a child).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use ferrocuda_device::cpu::{CpuError, CpuExecutor, LEAKED_STACK_BUDGET, LaunchConfig, leaked_stacks};
+use ferrocuda_device::cpu::{CpuError, CpuExecutor, LaunchConfig};
 use ferrocuda_device::sync::sync_threads;
 use ferrocuda_device::thread::thread_idx_x;
 
@@ -41,19 +43,14 @@ fn failing_launch(executor: &CpuExecutor) -> u32 {
 }
 
 #[test]
-fn n13_threads_of_a_failed_block_are_abandoned_until_the_leak_budget_then_unwound() {
+fn n13_g14_4_threads_of_a_failed_block_are_unwound_and_run_their_destructors() {
     let executor = CpuExecutor::deterministic();
-    assert_eq!((leaked_stacks(), LEAKED_STACK_BUDGET), (0, 16384), "nothing leaked before the first failure");
-    // 16 failed blocks of 1023 waiting threads leak 16368 stacks of the budget of 16384.
-    let abandoned: Vec<u32> = (0..16).map(|_| failing_launch(&executor)).collect();
-    assert_eq!(abandoned, [0; 16], "abandoned threads run no destructor");
-    assert_eq!(leaked_stacks(), 16 * 1023, "the leak is counted, stack by stack");
-    // The next block's first 16 waiting threads use up the budget; its other 1007 and every
-    // later block's are unwound: their destructors run.
-    assert_eq!(failing_launch(&executor), 1007);
-    assert_eq!(leaked_stacks(), LEAKED_STACK_BUDGET);
-    assert_eq!(failing_launch(&executor), 1023);
-    assert_eq!(leaked_stacks(), LEAKED_STACK_BUDGET, "past the budget nothing more leaks");
+    // Every failed block's 1023 waiting threads drop their `Counted` before the launch
+    // returns, the 17th failure as the first (nothing is leaked any more, so no budget).
+    let ended: Vec<u32> = (0..17).map(|_| failing_launch(&executor)).collect();
+    assert_eq!(ended, [1023; 17], "the waiting threads of a failed block are unwound");
+    // On the parallel executor too.
+    assert_eq!(failing_launch(&CpuExecutor::new()), 1023);
     // And the executor works on.
     executor.run("after", LaunchConfig::new(1u32, 1024u32), &|| sync_threads()).unwrap();
 }

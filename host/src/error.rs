@@ -237,6 +237,20 @@ pub enum Error {
         /// The module searched.
         module: String,
     },
+    /// A module global that ferrocuda itself reads and writes (a name starting with
+    /// `__ferrocuda_`: the panic handler's record address and claim flag, the launch checks'
+    /// tables) was asked for through [`Module::global`](crate::Module::global): handing it out
+    /// would let safe code point the device panic handler's stores at any address (audit
+    /// 2026-11-28b G14-1).
+    #[error(
+        "global `{name}` of module `{module}` belongs to ferrocuda (the `__ferrocuda_` prefix: the panic handler's and the launch checks' own state), and is not handed out: rename your global if it is yours"
+    )]
+    ReservedGlobal {
+        /// The symbol asked for.
+        name: String,
+        /// The module.
+        module: String,
+    },
     /// A module global has another size than the type it is accessed as.
     #[error(
         "global `{name}` of module `{module}` holds {bytes} bytes, but `{type_name}` has {type_bytes}: access it as a type of the same size (an array for an array)"

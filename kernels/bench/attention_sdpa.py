@@ -39,18 +39,20 @@ def time(f):
 
 
 # BENCH_REPEAT=n: the median of n timings; BENCH_MIN_S=n / BENCH_MAX_S=n: skip shorter / longer
-# sequences.
+# sequences
 REPEAT = max(1, int(os.environ.get("BENCH_REPEAT", "1")))
 MIN_S = int(os.environ.get("BENCH_MIN_S", "0"))
-MAX_S = int(os.environ.get("BENCH_MAX_S", "1000000"))
+# (S 16k only when BENCH_MAX_S asks for it, as in the Rust benchmark; BENCH_D256=1 adds head dim 256.)
+MAX_S = int(os.environ.get("BENCH_MAX_S", "8192"))
+D256 = os.environ.get("BENCH_D256", "0") == "1"
 
 
 out = open(sys.argv[1], "w") if len(sys.argv) > 1 else None
 print(f"torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()} on {torch.cuda.get_device_name()}")
 print(f"{'sdpa (bf16, [B,H,S,D])':<34} {'backend':>8} {'fwd ms':>9} {'bwd ms':>9} {'fwd TF/s':>9} {'bwd TF/s':>9}")
 torch.manual_seed(0)
-for d in (128, 64):
-    for s in (512, 1024, 2048, 4096, 8192):
+for d in (128, 64) + ((256,) if D256 else ()):
+    for s in (512, 1024, 2048, 4096, 8192, 16384):
         for causal in (False, True):
             if s < MIN_S or s > MAX_S:
                 continue

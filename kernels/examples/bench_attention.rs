@@ -7,7 +7,11 @@
 //! `BENCH_WG=1` the sm_90 backward's `_red` and `_late` instances (`attention_backward_sm90`)
 //! and its trial instance where the shape has one (`_late_lpt`, `hopper_backward_trial_kernel`);
 //! the forward's other sm_90 instance (`attention_forward_sm90`: the persistent twin, or the
-//! one-tile-per-block one) is always timed beside the one the call picks.
+//! one-tile-per-block one) is always timed beside the one the call picks; `BENCH_FWD_ALL=1`
+//! times every other sm_90 forward schedule of the shape too (`hopper_forward_instances`; up to
+//! `BENCH_FWD_ALL_MAX_S`), printed as `[fwd name TFLOP/s]` and in the JSON's `fwd_all`.
+//! `BENCH_MAX_S=16384` adds S 16k (by default the lengths stop at 8k); `BENCH_D256=1` adds head
+//! dim 256 (the portable path: forward only, up to `BENCH_D256_MAX_S`, default 1k).
 //! Prints a line per shape, and JSON lines (one per shape) to the file named by the first
 //! argument, for `kernels/bench/attention_table.py`, which puts them beside PyTorch's
 //! (`kernels/bench/attention_sdpa.py`). `BENCH_ONLY=D,S,causal` times one shape, `BENCH_MIN_S=n`
@@ -104,10 +108,27 @@ fn main() -> Result<(), KernelsError> {
     // `BENCH_MIN_S=1024` skips the shorter sequences, `BENCH_MAX_S=2048` the longer ones.
     let min_seq = std::env::var("BENCH_MIN_S").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(0);
     let max_seq = std::env::var("BENCH_MAX_S").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(usize::MAX);
-    for head_dim in [128usize, 64] {
-        for s in [512usize, 1024, 2048, 4096, 8192] {
+    // `BENCH_D256=1`: also head dim 256 (no sm_90 kernel: the portable path, forward only, S up
+    // to `BENCH_D256_MAX_S`, default 1024), for the table's D 256 rows beside cuDNN and FA2.
+    let d256 = std::env::var("BENCH_D256").is_ok_and(|v| v == "1");
+    let d256_max = std::env::var("BENCH_D256_MAX_S").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(1024);
+    // `BENCH_FWD_ALL=1`: every sm_90 forward schedule of the shape (`hopper_forward_instances`).
+    // (`BENCH_FWD_ALL_MAX_S=n`: only up to S = n.)
+    let fwd_all = std::env::var("BENCH_FWD_ALL").is_ok_and(|v| v == "1");
+    let fwd_all_max = std::env::var("BENCH_FWD_ALL_MAX_S").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(usize::MAX);
+    let head_dims: &[usize] = if d256 { &[128, 64, 256] } else { &[128, 64] };
+    for &head_dim in head_dims {
+        // S 16k only when `BENCH_MAX_S` asks for it.
+        for s in [512usize, 1024, 2048, 4096, 8192, 16384] {
             for causal in [false, true] {
-                if only.is_some_and(|o| o != (head_dim, s, causal)) || s < min_seq || s > max_seq {
+                let max = if head_dim == 256 {
+                    max_seq.min(d256_max)
+                } else if s == 16384 {
+                    max_seq
+                } else {
+                    max_seq.min(8192)
+                };
+                if only.is_some_and(|o| o != (head_dim, s, causal)) || s < min_seq || s > max {
                     continue;
                 }
                 let (batch, heads) = (16384 / s, 2048 / head_dim);
@@ -123,13 +144,29 @@ fn main() -> Result<(), KernelsError> {
                 );
                 let flops = 4.0 * (batch * heads) as f64 * (s * s) as f64 * head_dim as f64 * if causal { 0.5 } else { 1.0 };
                 let fwd = time(&context, &stream, || attention::attention_forward(&stream, &q, &k, &v, &mut o, &mut lse, a))?;
-                let bwd = time(&context, &stream, || {
-                    attention::attention_backward(
-                        &stream,
-                        attention::Backward { q: &q, k: &k, v: &v, out: &o, dout: &dout, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv },
-                        a,
-                    )
-                })?;
+                let bwd = if head_dim == 256 {
+                    f64::NAN
+                } else {
+                    time(&context, &stream, || {
+                        attention::attention_backward(
+                            &stream,
+                            attention::Backward { q: &q, k: &k, v: &v, out: &o, dout: &dout, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv },
+                            a,
+                        )
+                    })?
+                };
+                // `BENCH_FWD_ALL=1`: every other sm_90 forward schedule of this shape.
+                let mut all = Vec::new();
+                if fwd_all && s <= fwd_all_max {
+                    let twin = attention::hopper_kernels::<bf16>(&a, arch).map(|pair| pair[1]);
+                    for name in attention::hopper_forward_instances::<bf16>(&a, arch).into_iter().skip(1) {
+                        if Some(name) == twin {
+                            continue;
+                        }
+                        let ms = time(&context, &stream, || attention::attention_forward_sm90(&stream, name, &q, &k, &v, &mut o, &mut lse, a))?;
+                        all.push((name, ms, flops / (ms * 1e-3) / 1e12));
+                    }
+                }
                 let (fwd_tf, bwd_tf) = (flops / (fwd * 1e-3) / 1e12, 2.5 * flops / (bwd * 1e-3) / 1e12);
                 // The forward's other sm_90 instance (the persistent twin of a one-tile-per-block
                 // kernel, or the other way round), for comparison.
@@ -140,7 +177,7 @@ fn main() -> Result<(), KernelsError> {
                     }
                     None => None,
                 };
-                let path = attention::hopper_kernel::<bf16>(&a, arch).unwrap_or("mma.sync");
+                let path = attention::hopper_kernel::<bf16>(&a, arch).unwrap_or(if attention::uses_tensor_cores::<bf16>(&a) { "mma.sync" } else { "portable" });
                 let bwd_path = attention::hopper_backward_kernel::<bf16>(&a, arch).unwrap_or("mma.sync");
                 // `BENCH_MMA=1`: also the deterministic backward (`mma.sync`), for comparison.
                 let mma = if std::env::var("BENCH_MMA").is_ok_and(|v| v == "1") {
@@ -206,7 +243,8 @@ fn main() -> Result<(), KernelsError> {
                     + &ov.map_or(String::new(), |(_, tf)| format!(" [_{} bwd {tf:.1}]", tag(2)))
                     + &trial.map_or(String::new(), |(_, tf)| format!(" [_late_lpt bwd {tf:.1}]"));
                 let mma_text = mma.map_or(String::new(), |(_, tf)| format!(" [deterministic bwd {tf:.1}]"));
-                let twin_text = fwd_twin.map_or(String::new(), |(twin, _, tf)| format!(" [fwd {twin} {tf:.1}]"));
+                let twin_text = fwd_twin.map_or(String::new(), |(twin, _, tf)| format!(" [fwd {twin} {tf:.1}]"))
+                    + &all.iter().map(|(name, _, tf)| format!(" [fwd {name} {tf:.1}]")).collect::<String>();
                 println!("{name:<34} {fwd:>10.3} {bwd:>10.3} {fwd_tf:>12.1} {bwd_tf:>12.1}  [fwd {path}]{twin_text} [bwd {bwd_path}]{wg_text}{mma_text}");
                 if let Some(file) = json.as_mut() {
                     let mut mma_json = mma.map_or(String::new(), |(ms, tf)| format!(r#","bwd_det_ms":{ms:.5},"bwd_det_tflops":{tf:.2}"#));
@@ -215,6 +253,10 @@ fn main() -> Result<(), KernelsError> {
                     mma_json += &wg.map_or(String::new(), |(ms, tf)| format!(r#","bwd_{}_ms":{ms:.5},"bwd_{}_tflops":{tf:.2}"#, tag(1), tag(1)));
                     mma_json += &ov.map_or(String::new(), |(ms, tf)| format!(r#","bwd_{}_ms":{ms:.5},"bwd_{}_tflops":{tf:.2}"#, tag(2), tag(2)));
                     mma_json += &trial.map_or(String::new(), |(ms, tf)| format!(r#","bwd_late_lpt_ms":{ms:.5},"bwd_late_lpt_tflops":{tf:.2}"#));
+                    if !all.is_empty() {
+                        let items: Vec<String> = all.iter().map(|(name, ms, tf)| format!(r#""{name}":[{ms:.5},{tf:.2}]"#)).collect();
+                        mma_json += &format!(r#","fwd_all":{{{}}}"#, items.join(","));
+                    }
                     writeln!(
                         file,
                         r#"{{"impl":"ours","head_dim":{head_dim},"seq":{s},"batch":{batch},"heads":{heads},"causal":{causal},"fwd_ms":{fwd:.5},"bwd_ms":{bwd:.5},"fwd_tflops":{fwd_tf:.2},"bwd_tflops":{bwd_tf:.2},"fwd_path":"{path}","bwd_path":"{bwd_path}"{mma_json}}}"#

@@ -40,7 +40,8 @@ use crate::launchers::Launchers;
 use crate::{Element, Result, len_of, warp_per_row};
 
 pub use crate::hopper::{
-    backward_scratch_len_sm90, hopper_backward_kernel, hopper_backward_kernels, hopper_backward_trial_kernel, hopper_kernel, hopper_kernels,
+    backward_scratch_len_sm90, hopper_backward_kernel, hopper_backward_kernels, hopper_backward_trial_kernel, hopper_forward_instances, hopper_kernel,
+    hopper_kernels,
 };
 
 /// Where the heads sit in memory (the head dimension is contiguous in both).
@@ -202,8 +203,9 @@ pub fn attention_forward<T: Element>(
 }
 
 /// [`attention_forward`] on the sm_90 kernel instance `kernel` (one of
-/// [`hopper_kernels`]`(shape, arch)`: the one the call picks and its persistent or
-/// one-tile-per-block twin), for benchmarks and tests that compare the instances. Refuses
+/// [`hopper_forward_instances`]`(shape, arch)`: the one the call picks, its persistent or
+/// one-tile-per-block twin ([`hopper_kernels`]) and the other schedules of the same head
+/// dimension and mask), for benchmarks and tests that compare the instances. Refuses
 /// another name, another GPU, or inputs that kernel cannot take (Q, K, V not 16-byte aligned,
 /// a capturing stream) instead of falling back.
 #[allow(clippy::too_many_arguments)]
@@ -224,8 +226,8 @@ pub fn attention_forward_sm90<T: Element>(
     shape.q("out", len_of(out))?;
     shape.lse("lse", len_of(lse))?;
     let arch = stream.context().device().arch()?;
-    let names = hopper_kernels::<T>(&shape, arch);
-    let Some(&kernel) = names.iter().flatten().find(|&&name| name == kernel) else {
+    let names = hopper_forward_instances::<T>(&shape, arch);
+    let Some(&kernel) = names.iter().find(|&&name| name == kernel) else {
         return Err(unsupported("kernel", kernel, format!("one of the sm_90 forward's instances for this shape on sm_{arch}: {names:?}")));
     };
     if crate::hopper::attention_forward(stream, kernel, q, k, v, out, lse, shape)? {

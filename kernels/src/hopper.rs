@@ -35,8 +35,8 @@ const MAX_HEADS: usize = 65_535;
 /// the shape or the GPU is not one those kernels take: `T` bf16, [`Layout::Bhsd`], `head_dim`
 /// 64 or 128, `heads_q == heads_kv`, `seq_q == seq_kv`, `batch * heads` at most 65535, and
 /// `arch == 90`. The schedule (`_pingpong`, `_pingpong_s3`, the plain `overlap` one, or a
-/// `_persistent` form) is the one the H100 and H200 figures of `BENCHMARKS.md` favour at that
-/// length.
+/// `_persistent` form) is the one session 14's H200 runs of every schedule favour at that
+/// length (`bench/results/s14-attn/`, docs/kernels/attention.md).
 pub fn hopper_kernel<T: Element>(shape: &Attention, arch: u32) -> Option<&'static str> {
     let fits = T::HOPPER
         && arch == 90
@@ -50,21 +50,25 @@ pub fn hopper_kernel<T: Element>(shape: &Attention, arch: u32) -> Option<&'stati
     if !fits {
         return None;
     }
-    let long = (2048..=4096).contains(&shape.seq_q);
-    Some(match (shape.head_dim, shape.causal, long) {
-        // D 64: the persistent ping-pong (a block per SM taking query tiles) for causal at
-        // every length and non-causal up to 1k, where it beat the one-tile-per-block kernel
-        // on an H100 and two H200s (session 12: causal 0.80-0.89x cuDNN against 0.64-0.88,
-        // non-causal 0.88-0.90 against 0.74-0.81 at S 512-1k); non-causal from 2k both read
-        // alike or the one-tile kernels lead.
-        (64, false, false) if shape.seq_q <= 1024 => "attention_d64_pingpong_persistent",
-        (64, false, false) if shape.seq_q < 2048 => "attention_d64_pingpong",
-        (64, false, _) => "attention_d64",
-        (64, true, _) => "attention_d64_causal_pingpong_persistent",
-        (_, false, false) => "attention_d128_pingpong",
-        (_, false, true) => "attention_d128_pingpong_s3",
-        (_, true, false) => "attention_d128_causal_pingpong",
-        (_, true, true) => "attention_d128_causal_pingpong_s3",
+    let s = shape.seq_q;
+    // The schedules measured fastest at each length in session 14's run (one H200, every
+    // schedule beside cuDNN in one job: bench/results/s14-attn/run1-h200, "fwd all"), after
+    // the overlap fix: the persistent kernels (a block per SM taking query tiles) for short
+    // sequences, where a tile's prologue and epilogue weigh most, and for causal D 128 up to 2k
+    // (0.83 / 0.90 / 0.975x cuDNN at 512 / 1k / 2k against 0.68 / 0.82 / 0.91 one tile per
+    // block); the 3-deep rings at D 128 from 2k to 4k; the plain overlap kernel at D 64 from
+    // 1k up (no ping-pong: D 64 is bound by the exponentials, not by the tensor cores).
+    Some(match (shape.head_dim, shape.causal) {
+        (64, false) if s <= 1024 => "attention_d64_persistent",
+        (64, false) => "attention_d64",
+        (64, true) if s <= 2048 => "attention_d64_causal_pingpong_persistent",
+        (64, true) => "attention_d64_causal_pingpong",
+        (_, false) if s <= 768 => "attention_d128_pingpong_persistent",
+        (_, false) if (2048..=4096).contains(&s) => "attention_d128_pingpong_s3",
+        (_, false) => "attention_d128_pingpong",
+        (_, true) if s <= 2048 => "attention_d128_causal_pingpong_persistent",
+        (_, true) if s <= 4096 => "attention_d128_causal_pingpong_s3",
+        (_, true) => "attention_d128_causal_pingpong",
     })
 }
 
@@ -90,7 +94,53 @@ pub fn hopper_kernels<T: Element>(shape: &Attention, arch: u32) -> Option<[&'sta
     Some(if pair[0] == picked { *pair } else { [pair[1], pair[0]] })
 }
 
-/// Runs `kernel` (from [`hopper_kernels`]) for `shape`. Returns `Ok(false)`, queueing nothing,
+/// Every overlapped sm_90 forward instance (the `_serial` ones aside) of `ferrocuda-kernels-hopper`, by
+/// head dimension and mask: the schedules that [`hopper_forward_instances`] offers for a shape.
+const FORWARD_INSTANCES: [&str; 23] = [
+    "attention_d64",
+    "attention_d64_persistent",
+    "attention_d64_pingpong",
+    "attention_d64_pingpong_persistent",
+    "attention_d64_s3",
+    "attention_d64_pingpong_s3",
+    "attention_d64_causal",
+    "attention_d64_causal_pingpong",
+    "attention_d64_causal_pingpong_persistent",
+    "attention_d64_causal_s3",
+    "attention_d64_causal_pingpong_s3",
+    "attention_d128",
+    "attention_d128_pingpong",
+    "attention_d128_pingpong_persistent",
+    "attention_d128_s3",
+    "attention_d128_pingpong_s3",
+    "attention_d128_pingpong_s3_persistent",
+    "attention_d128_causal",
+    "attention_d128_causal_pingpong",
+    "attention_d128_causal_pingpong_persistent",
+    "attention_d128_causal_s3",
+    "attention_d128_causal_pingpong_s3",
+    "attention_d128_causal_pingpong_s3_persistent",
+];
+
+/// Every overlapped sm_90 forward instance that computes `shape` on `arch` (same head dimension
+/// and mask as [`hopper_kernel`]'s pick, any schedule: one-tile-per-block or persistent,
+/// ping-pong or not, 2- or 3-deep rings), the pick first; empty when the sm_90 path does not
+/// take the shape. For benchmarks that time every schedule (`BENCH_FWD_ALL=1` in
+/// `bench_attention`) and for [`attention_forward_sm90`](crate::attention::attention_forward_sm90).
+pub fn hopper_forward_instances<T: Element>(shape: &Attention, arch: u32) -> Vec<&'static str> {
+    let Some(picked) = hopper_kernel::<T>(shape, arch) else {
+        return Vec::new();
+    };
+    let prefix = format!("attention_d{}{}", shape.head_dim, if shape.causal { "_causal" } else { "" });
+    let mut names = vec![picked];
+    names.extend(FORWARD_INSTANCES.iter().copied().filter(|name| {
+        let rest = name.strip_prefix(prefix.as_str());
+        *name != picked && rest.is_some_and(|rest| shape.causal || !rest.starts_with("_causal"))
+    }));
+    names
+}
+
+/// Runs `kernel` (from [`hopper_forward_instances`]) for `shape`. Returns `Ok(false)`, queueing nothing,
 /// when an input is not 16-byte aligned or `stream` is being captured (the caller then takes
 /// another path).
 ///

@@ -107,6 +107,37 @@ fn attention_refuses_unsupported_shapes_and_short_buffers() {
     assert!(matches!(err, KernelsError::Unsupported { parameter: "head_dim", .. }), "{err}");
 }
 
+/// The sm_90 forward's schedules offered for a shape (`hopper_forward_instances`, which
+/// `attention_forward_sm90` accepts and `bench_attention` times with `BENCH_FWD_ALL=1`): the
+/// pick first, then only instances of the same head dimension and mask, never a `_serial`
+/// one, the pick's twin among them; none for a shape the sm_90 path refuses.
+#[test]
+fn s14_forward_instances_are_the_shapes_schedules() {
+    use ferrocuda_kernels::attention::{hopper_forward_instances, hopper_kernel, hopper_kernels};
+    for (head_dim, causal) in [(64, false), (64, true), (128, false), (128, true)] {
+        for seq in [512, 1000, 2048, 4096, 8192] {
+            let a = shape(2, 2, seq, seq, head_dim, Layout::Bhsd, causal);
+            let names = hopper_forward_instances::<bf16>(&a, 90);
+            assert_eq!(names.first().copied(), hopper_kernel::<bf16>(&a, 90), "{a:?}");
+            assert!(names.len() >= 5, "{a:?}: {names:?}");
+            assert!(names.contains(&hopper_kernels::<bf16>(&a, 90).unwrap()[1]), "{a:?}: {names:?}");
+            let prefix = format!("attention_d{head_dim}_");
+            for name in &names {
+                let rest = name.strip_prefix("attention_").unwrap();
+                assert!(name.starts_with(&prefix) || *name == format!("attention_d{head_dim}"), "{a:?}: {name}");
+                assert_eq!(rest.contains("causal"), causal, "{a:?}: {name}");
+                assert!(!name.ends_with("_serial"), "{a:?}: {name}");
+            }
+            let mut unique = names.clone();
+            unique.sort();
+            unique.dedup();
+            assert_eq!(unique.len(), names.len(), "{a:?}: {names:?}");
+        }
+    }
+    assert!(hopper_forward_instances::<bf16>(&shape(2, 2, 512, 512, 256, Layout::Bhsd, false), 90).is_empty());
+    assert!(hopper_forward_instances::<bf16>(&shape(2, 2, 512, 512, 128, Layout::Bhsd, false), 80).is_empty());
+}
+
 /// Which shapes the sm_90 kernels take (no GPU needed: the choice is the shape's and the
 /// architecture's); everything else goes to the tensor-core or portable path.
 #[test]

@@ -508,7 +508,8 @@ fn attention_backward_on_sm_90_matches_f64() {
 }
 
 /// The sm_90 kernels (`ferrocuda-kernels-hopper`) through the safe call: every schedule the
-/// call picks (pingpong, pingpong with 3-deep rings, the plain overlap one), D 64 and 128,
+/// call picks (pingpong, pingpong with 3-deep rings, the plain overlap one, the persistent
+/// ones; session 14's picks), D 64 and 128,
 /// causal or not, lengths that are not multiples of the 128-row tiles, a custom scale; the
 /// backward (portable) reads their LSE. On another GPU the same shapes take the other paths
 /// (printed), so the test still checks the results.
@@ -520,13 +521,15 @@ fn attention_forward_takes_the_hopper_kernels_on_sm_90_and_matches_f64() {
     let one = Attention { batch: 1, heads_q: 1, heads_kv: 1, ..base };
     let cases = [
         (base, "attention_d128_pingpong"),
-        (Attention { causal: true, ..base }, "attention_d128_causal_pingpong"),
+        (Attention { seq_q: 700, seq_kv: 700, ..base }, "attention_d128_pingpong_persistent"),
+        (Attention { causal: true, ..base }, "attention_d128_causal_pingpong_persistent"),
         (Attention { head_dim: 64, seq_q: 300, seq_kv: 300, causal: true, ..base }, "attention_d64_causal_pingpong_persistent"),
-        (Attention { head_dim: 64, seq_q: 130, seq_kv: 130, scale: Some(0.05), ..base }, "attention_d64_pingpong_persistent"),
-        (Attention { head_dim: 64, seq_q: 1500, seq_kv: 1500, ..one }, "attention_d64_pingpong"),
-        (Attention { head_dim: 64, seq_q: 2100, seq_kv: 2100, ..one }, "attention_d64"),
+        (Attention { head_dim: 64, seq_q: 130, seq_kv: 130, scale: Some(0.05), ..base }, "attention_d64_persistent"),
+        (Attention { head_dim: 64, seq_q: 1500, seq_kv: 1500, ..one }, "attention_d64"),
+        (Attention { head_dim: 64, seq_q: 2100, seq_kv: 2100, causal: true, ..one }, "attention_d64_causal_pingpong"),
         (Attention { seq_q: 2050, seq_kv: 2050, ..one }, "attention_d128_pingpong_s3"),
-        (Attention { seq_q: 2048, seq_kv: 2048, causal: true, ..one }, "attention_d128_causal_pingpong_s3"),
+        (Attention { seq_q: 2050, seq_kv: 2050, causal: true, ..one }, "attention_d128_causal_pingpong_s3"),
+        (Attention { seq_q: 4200, seq_kv: 4200, causal: true, ..one }, "attention_d128_causal_pingpong"),
     ];
     for (shape, kernel) in cases {
         assert_eq!(attention::hopper_kernel::<bf16>(&shape, 90), Some(kernel), "{shape:?}");
@@ -539,9 +542,9 @@ fn attention_forward_takes_the_hopper_kernels_on_sm_90_and_matches_f64() {
 
 /// The persistent forward kernels (`_persistent`: at most a block per SM, each taking query
 /// tiles from a counter until all are done, the K/V rings and the ping-pong turns running on
-/// across tiles) and their one-tile-per-block twins, every pair `hopper_kernels` offers (D 64
-/// and 128, causal or not, 2- and 3-deep rings), on shapes with several times more query tiles
-/// than SMs and lengths that are not multiples of 128: both instances agree (the same
+/// across tiles), their one-tile-per-block twins and every other schedule of the shape
+/// (`hopper_forward_instances`: D 64 and 128, causal or not, 2- and 3-deep rings), on shapes with several times more query tiles
+/// than SMs and lengths that are not multiples of 128: all instances agree with the first (the same
 /// arithmetic per tile: within one bf16 rounding of O, 1e-5 of the LSE), and sampled rows of
 /// each are within the f64 reference's bound (`reference_row`, `within_bound`). sm_90 only.
 #[test]
@@ -565,7 +568,10 @@ fn attention_forward_persistent_kernels_match_their_twins_and_f64() {
         Attention { head_dim: 64, seq_q: 2100, seq_kv: 2100, heads_q: 40, heads_kv: 40, ..long },
     ];
     for shape in shapes {
-        let names = attention::hopper_kernels::<bf16>(&shape, 90).unwrap_or_else(|| panic!("{shape:?}: no sm_90 forward"));
+        // Every schedule of the shape (session 14: not only the pick and its twin), so that
+        // any of them can be picked after a benchmark.
+        let names = attention::hopper_forward_instances::<bf16>(&shape, 90);
+        assert!(names.len() >= 2, "{shape:?}: no sm_90 forward instances");
         let (d, s, heads) = (shape.head_dim, shape.seq_q, shape.batch * shape.heads_q);
         let (q, _) = input::<bf16>(shape.q_len(), 31, 1.0);
         let (k, _) = input::<bf16>(shape.kv_len(), 32, 1.0);
@@ -591,15 +597,18 @@ fn attention_forward_persistent_kernels_match_their_twins_and_f64() {
             }
             results.push((kernel, out, lse));
         }
-        let ((a, out_a, lse_a), (b, out_b, lse_b)) = (&results[0], &results[1]);
-        for (i, (x, y)) in out_a.iter().zip(out_b).enumerate() {
-            let (x, y) = (x.to_f32(), y.to_f32());
-            assert!((x - y).abs() <= x.abs().max(y.abs()) / 128.0 + 1e-6, "{a} vs {b} {shape:?}: O[{i}] {x} vs {y}");
+        let (a, out_a, lse_a) = &results[0];
+        for (b, out_b, lse_b) in &results[1..] {
+            for (i, (x, y)) in out_a.iter().zip(out_b).enumerate() {
+                let (x, y) = (x.to_f32(), y.to_f32());
+                assert!((x - y).abs() <= x.abs().max(y.abs()) / 128.0 + 1e-6, "{a} vs {b} {shape:?}: O[{i}] {x} vs {y}");
+            }
+            for (i, (x, y)) in lse_a.iter().zip(lse_b).enumerate() {
+                assert!((x - y).abs() <= 1e-5 * x.abs().max(1.0), "{a} vs {b} {shape:?}: LSE[{i}] {x} vs {y}");
+            }
         }
-        for (i, (x, y)) in lse_a.iter().zip(lse_b).enumerate() {
-            assert!((x - y).abs() <= 1e-5 * x.abs().max(1.0), "{a} vs {b} {shape:?}: LSE[{i}] {x} vs {y}");
-        }
-        eprintln!("{a} and {b} agree, sampled rows within the f64 bound: {shape:?}");
+        let names: Vec<&str> = results.iter().map(|r| r.0).collect();
+        eprintln!("{names:?} agree, sampled rows within the f64 bound: {shape:?}");
     }
 }
 

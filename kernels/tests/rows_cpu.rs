@@ -292,6 +292,23 @@ fn rotary_embedding_matches_f64() {
     }
 }
 
+/// Session 14: the packed rotary kernel finds a chunk's token and column by multiplying by a
+/// reciprocal worked out once a launch (`Divider`, a multiply-high and one correction), not
+/// by a division a chunk: heads and head chunks that are not powers of two (3 chunks and 5
+/// heads: 15 chunks a token; 5 and 3) check the correction step.
+#[test]
+fn s14_rotary_packed_divides_by_any_head_count() {
+    for shape in [
+        Rope { tokens: 3, heads: 5, head_dim: 24, rotary_dim: 16, max_positions: 8 },
+        Rope { tokens: 3, heads: 3, head_dim: 40, rotary_dim: 32, max_positions: 8 },
+        Rope { tokens: 3, heads: 7, head_dim: 56, rotary_dim: 48, max_positions: 8 },
+    ] {
+        rope::<f32>(shape);
+        rope::<bf16>(shape);
+        rope::<f16>(shape);
+    }
+}
+
 fn optimiser<T: Element>(n: usize) {
     let e = executor();
     let (mut params, mut pf) = input::<T>(n, 15, 1.0);
@@ -576,6 +593,34 @@ fn packed_misaligned<T: Element>() {
     cpu::gelu(&e, &x0, &mut a[..n]).unwrap();
     cpu::gelu(&e, &shifted[1..], &mut b[1..]).unwrap();
     assert_eq!(widen(&a[..n]), widen(&b[1..]), "gelu: the element-wise fallback differs from the 16-byte path");
+}
+
+/// Session 14: the fused residual RMSNorm chooses its path once a launch (16-byte loads of `x`,
+/// the residual and the weight issued together, or element loads in rolled loops): each input
+/// misaligned in turn gives the 16-byte path's bits, for `out`, `sum` and `rstd`.
+fn add_rmsnorm_paths_agree<T: Element>() {
+    let e = executor();
+    let shape = Rows { rows: 3, cols: 256 };
+    let n = shape.len();
+    let ((x, _), (r, _), (w, _)) = (input::<T>(n, 41, 2.0), input::<T>(n, 42, 1.0), input::<T>(shape.cols, 43, 1.5));
+    let run = |x: &[T], r: &[T], w: &[T]| {
+        let (mut out, mut sum, mut rstd) = (vec![T::default(); n], vec![T::default(); n], vec![0.0f32; shape.rows]);
+        cpu::add_rmsnorm(&e, x, r, w, &mut out, &mut sum, &mut rstd, shape, EPS).unwrap();
+        let bits = |v: &[T]| widen(v).iter().map(|f| f.to_bits()).collect::<Vec<u64>>();
+        (bits(&out), bits(&sum), rstd.iter().map(|v| v.to_bits()).collect::<Vec<u32>>())
+    };
+    let aligned = run(&x, &r, &w);
+    let (xm, rm, wm) = (misaligned(&x), misaligned(&r), misaligned(&w));
+    for (which, got) in [("x", run(&xm[1..], &r, &w)), ("residual", run(&x, &rm[1..], &w)), ("weight", run(&x, &r, &wm[1..]))] {
+        assert!(got == aligned, "add_rmsnorm, {which} misaligned: the element path differs from the 16-byte path");
+    }
+}
+
+#[test]
+fn s14_add_rmsnorm_element_path_gives_the_16_byte_paths_bits() {
+    add_rmsnorm_paths_agree::<f32>();
+    add_rmsnorm_paths_agree::<bf16>();
+    add_rmsnorm_paths_agree::<f16>();
 }
 
 #[test]

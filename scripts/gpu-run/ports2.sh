@@ -22,15 +22,8 @@ began=$(date +%s)
 deadline=${PORTS2_DEADLINE_S:-190}
 summary="$dest/summary.txt"; : > "$summary"
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv; echo "commit: $(cat "$here/commit.txt" 2>/dev/null)"; } | tee "$dest/device.txt"
-run() { # name, timeout, command...
-  local name=$1 limit=$2; shift 2
-  local start=$(date +%s)
-  local left=$(( deadline - (start - began) ))
-  if [ "$left" -lt 10 ]; then echo "SKIPPED $name: past the ${deadline} s deadline" | tee -a "$summary"; return; fi
-  [ "$limit" -gt "$left" ] && limit=$left
-  timeout "$limit" "$@" > "$dest/$name.log" 2>&1; local rc=$?
-  printf '%-28s rc=%-3s %4ss\n' "$name" "$rc" "$(( $(date +%s) - start ))" | tee -a "$summary"
-}
+# The deadline-bounded `run NAME LIMIT COMMAND...` (staged beside this script).
+. "$here/ports-run-lib.sh"
 bin="$here/ports2_bench"
 [ -x "$bin" ] || { xz -dc "$here/ports2_bench.xz" > "$bin" && chmod +x "$bin"; }
 twins="$dest/twins"; mkdir -p "$twins"

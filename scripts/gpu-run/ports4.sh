@@ -7,9 +7,10 @@
 #
 # On the GPU machine: `DEST/ports4.sh` (about 100 s; PORTS4_DEADLINE_S caps it, default 220).
 # Logs go to $OUT (or DEST/out/): tests.log, bench_1.log, bench_2.log, memcheck.log, summary.txt.
-# Look for: "test result: ok. 21 passed", every "check ...: ok", one "twin/Rust" per kernel in
+# Look for: "test result: ok. 23 passed", every "check ...: ok", one "twin/Rust" per kernel in
 # each pass (above 1: Rust is faster; softmax_autoregressive_backward_inplace_kernel and
-# rms_norm_kernel also have a "(fixed)" row), "ERROR SUMMARY: 0 errors".
+# rms_norm_kernel also have a "(fixed)" row, and the softmax backward "(reqntid)" and "(fixed,
+# reqntid)" rows: session 14's variants under `reqntid(256)`), "ERROR SUMMARY: 0 errors".
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 dest=${OUT:-$here/out}
@@ -20,15 +21,8 @@ began=$(date +%s)
 deadline=${PORTS4_DEADLINE_S:-220}
 summary="$dest/summary.txt"; : > "$summary"
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv; echo "commit: $(cat "$here/commit.txt" 2>/dev/null)"; } | tee "$dest/device.txt"
-run() { # name, timeout, command...
-  local name=$1 limit=$2; shift 2
-  local start=$(date +%s)
-  local left=$(( deadline - (start - began) ))
-  if [ "$left" -lt 10 ]; then echo "SKIPPED $name: past the ${deadline} s deadline" | tee -a "$summary"; return; fi
-  [ "$limit" -gt "$left" ] && limit=$left
-  timeout "$limit" "$@" > "$dest/$name.log" 2>&1; local rc=$?
-  printf '%-12s rc=%-3s %4ss\n' "$name" "$rc" "$(( $(date +%s) - start ))" | tee -a "$summary"
-}
+# The deadline-bounded `run NAME LIMIT COMMAND...` (staged beside this script).
+. "$here/ports-run-lib.sh"
 for b in ports4_bench ports4_tests; do
   [ -x "$here/$b" ] || { xz -dc "$here/$b.xz" > "$here/$b" && chmod +x "$here/$b"; }
 done

@@ -25,6 +25,6 @@ for line in sys.stdin:
 cargo build --release -p ferrocuda-ports --example ports_bench --message-format=json 2>/dev/null | copy_artifacts ports_bench
 cargo build --release --example port_patterns_bench --message-format=json 2>/dev/null | copy_artifacts port_patterns_bench
 cargo test --release --no-run --test cpu_half_floats --test port_patterns --message-format=json 2>/dev/null | copy_artifacts cpu_half_floats port_patterns
-cp bench/cuda/ports.cu scripts/gpu-run/ports.sh "$dest/"
+cp bench/cuda/ports.cu bench/cuda/llmc_cuda_utils.cuh scripts/gpu-run/ports.sh "$dest/"
 git rev-parse HEAD > "$dest/commit.txt"
 ls -la "$dest"

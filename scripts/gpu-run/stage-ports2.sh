@@ -19,6 +19,6 @@ for line in sys.stdin:
         print(m["executable"])
 ')
 xz -9e -T0 -c "$exe" > "$dest/ports2_bench.xz"
-cp bench/ports2/cuda/ports2.cu scripts/gpu-run/ports2.sh "$dest/"
+cp bench/ports2/cuda/ports2.cu bench/cuda/llmc_cuda_utils.cuh scripts/gpu-run/ports2.sh scripts/gpu-run/ports-run-lib.sh "$dest/"
 git rev-parse HEAD > "$dest/commit.txt"
 ls -la "$dest"

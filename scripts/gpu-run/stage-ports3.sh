@@ -20,6 +20,6 @@ for line in sys.stdin:
 ')
 [ -n "$exe" ] || { echo "stage-ports3.sh: the ports3_bench build failed" >&2; exit 1; }
 xz -9e -T0 -c "$exe" > "$dest/ports3_bench.xz"
-cp bench/ports3/cuda/ports3.cu scripts/gpu-run/ports3.sh "$dest/"
+cp bench/ports3/cuda/ports3.cu bench/cuda/llmc_cuda_utils.cuh scripts/gpu-run/ports3.sh scripts/gpu-run/ports-run-lib.sh "$dest/"
 git rev-parse HEAD > "$dest/commit.txt"
 ls -la "$dest"

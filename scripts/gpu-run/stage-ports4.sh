@@ -30,6 +30,6 @@ nvcc=${NVCC:-/work/cuda13-candle/nvidia/cu13/bin/nvcc}
 mkdir -p "$dest/twins"
 "$nvcc" -cubin -O3 -arch=sm_90 -DPORTS4_LLMC --use_fast_math bench/ports4/cuda/ports4.cu -o "$dest/twins/ports4_llmc.cubin"
 "$nvcc" -cubin -O3 -arch=sm_90 -DPORTS4_VLLM bench/ports4/cuda/ports4.cu -o "$dest/twins/ports4_vllm.cubin"
-cp bench/ports4/cuda/ports4.cu scripts/gpu-run/ports4.sh "$dest/"
+cp bench/ports4/cuda/ports4.cu bench/cuda/llmc_cuda_utils.cuh scripts/gpu-run/ports4.sh scripts/gpu-run/ports-run-lib.sh "$dest/"
 git rev-parse HEAD > "$dest/commit.txt"
 ls -la "$dest" "$dest/twins"

@@ -38,7 +38,7 @@ for line in sys.stdin:
         shutil.copy(m["executable"], sys.argv[1] + "/" + name)
 ' "$work/bin"
 # The CUDA C++ twins of the ported kernels (examples/ports_bench.rs), built by nvcc there.
-cp "$root/bench/cuda/ports.cu" "$work/bin/"
+cp "$root/bench/cuda/ports.cu" "$root/bench/cuda/llmc_cuda_utils.cuh" "$work/bin/"
 tar -C "$work" -cJf "$dest/bins.tar.xz" bin
 cp "$root/scripts/gpu-run/run.sh" "$dest/run.sh"
 git -C "$root" rev-parse HEAD > "$dest/commit.txt"

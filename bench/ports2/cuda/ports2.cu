@@ -23,44 +23,12 @@ typedef unsigned long long usize;
 #define WARP_SIZE 32U
 typedef __nv_bfloat16 floatX;
 
-template<class ElementType>
-struct alignas(16) Packed128 {
-    Packed128() = default;
-    __device__ explicit Packed128(int4 bits) {
-        static_assert(sizeof(bits) == sizeof(payload), "Size mismatch.");
-        memcpy(&payload, &bits, sizeof(bits));
-    }
-    __device__ ElementType& operator[](int index) { return payload[index]; }
-    __device__ const ElementType& operator[](int index) const { return payload[index]; }
-    __device__ int4 get_bits() const {
-        int4 bits;
-        static_assert(sizeof(bits) == sizeof(payload), "Size mismatch.");
-        memcpy(&bits, &payload, sizeof(bits));
-        return bits;
-    }
-    static constexpr const size_t size = sizeof(int4) / sizeof(ElementType);
-    ElementType payload[size];
-};
-template<class ElementType>
-__device__ Packed128<ElementType> load128(const ElementType* address) {
-    return Packed128<ElementType>{*reinterpret_cast<const int4*>(address)};
-}
-template<class ElementType>
-__device__ Packed128<ElementType> load128cs(const ElementType* address) {
-    return Packed128<ElementType>{__ldcs(reinterpret_cast<const int4*>(address))};
-}
-template<class ElementType>
-__device__ void store128(ElementType* target, Packed128<ElementType> value) {
-    *reinterpret_cast<int4*>(target) = value.get_bits();
-}
+#if __has_include("llmc_cuda_utils.cuh")
+#include "llmc_cuda_utils.cuh"  // staged beside this file (scripts/gpu-run)
+#else
+#include "../../cuda/llmc_cuda_utils.cuh"  // llm.c's Packed128, load128/store128*, warp/block reductions
+#endif
 typedef Packed128<floatX> x128;
-
-__device__ inline float warpReduceSum(float val) {
-    for (int offset = 16; offset > 0; offset /= 2) {
-        val += __shfl_xor_sync(0xFFFFFFFF, val, offset);
-    }
-    return val;
-}
 
 __device__ __host__ constexpr unsigned int SquirrelNoise5(unsigned int positionX, unsigned int seed) {
     constexpr unsigned int SQ5_BIT_NOISE1 = 0xd2a80a3f;

@@ -311,17 +311,30 @@ fn run() -> R<()> {
         let mut fixed = DeviceBuffer::<bf16>::zeroed(&context, n * t * t)?;
         llmc::softmax_forward_kernel5_fixed::launch(&stream, config, &mut fixed, inv_temperature, &d_inp4, t as u32)?;
         stream.synchronize()?;
-        failed += !check("softmax_forward_kernel5 (fixed)", "ours", max_rel(fl(&fixed.to_vec()?, bf16::to_f32), w, 1e-3), 1.0 / 64.0) as i32;
+        failed += !check("softmax_forward_kernel5 (fixed)", "ours", max_rel(fl(&fixed.to_vec()?, bf16::to_f32), w.clone(), 1e-3), 1.0 / 64.0) as i32;
         let mut run_fixed = || llmc::softmax_forward_kernel5_fixed::launch(&stream, config, &mut fixed, inv_temperature, &d_inp4, t as u32).unwrap();
         report("softmax_forward_kernel5 (fixed)", &format!("N{n} T{t}"), timer.pair(&context, &stream, &mut run_fixed, &mut run_twin, &mut || {}, false)?);
+        // Session 14: the write pass as `zip_input` over the causal prefix (one exit, unrolled).
+        let mut prefix = DeviceBuffer::<bf16>::zeroed(&context, n * t * t)?;
+        llmc::softmax_forward_kernel5_prefix::launch(&stream, config, &mut prefix, inv_temperature, &d_inp4, t as u32)?;
+        stream.synchronize()?;
+        failed += !check("softmax_forward_kernel5 (prefix)", "ours", max_rel(fl(&prefix.to_vec()?, bf16::to_f32), w, 1e-3), 1.0 / 64.0) as i32;
+        let mut run_prefix = || llmc::softmax_forward_kernel5_prefix::launch(&stream, config, &mut prefix, inv_temperature, &d_inp4, t as u32).unwrap();
+        report("softmax_forward_kernel5 (prefix)", &format!("N{n} T{t}"), timer.pair(&context, &stream, &mut run_prefix, &mut run_twin, &mut || {}, false)?);
     }
 
     // ---- fused_classifier_kernel5
     if want("fused_classifier_kernel5") {
-        // Small: P a multiple of 128, as llm.c pads the vocabulary (50304): with P 1008 the nvcc twin
-        // did not return on an H100 (session 13; ours did), so the sanitizer runs never reached
-        // this kernel.
-        let (rows, v, p) = if small { (8usize, 1003usize, 1024usize) } else { (1024, 50257, 50304) };
+        // Small: V 8191, P 8192. llm.c's `prepare_softmax_blockwide3` assumes `V >= 8 blockDim.x
+        // - 7` (its real V, 50257, is far above): it starts thread `t` at `i = ceil(V / 8) + t -
+        // blockDim.x`, and its `while ((i + 1) * x128::size > V)` multiplies by a `size_t`, so a
+        // negative `i` (V 1003 at 1024 threads) is a huge unsigned product and the loop only
+        // ends if `i`, stepping down by 1024 through the wrap of `int`, lands in -1..=V/8
+        // (residue classes that never do spin forever). So the nvcc twin never returned at V
+        // 1003 (session 13: P 1008, and P 1024 under compute-sanitizer). 8191 keeps an
+        // unaligned tail of 7 and every thread's first `i` at or above 0.
+        let (rows, v, p) = if small { (8usize, 8191usize, 8192usize) } else { (1024, 50257, 50304) };
+        assert!(v + 7 >= 8 * 1024, "llm.c's prepare_softmax_blockwide3 loops forever unless V >= 8 blockDim.x - 7");
         let logits = rng.bf16s(rows * p, 6.0);
         let targets: Vec<i32> = (0..rows).map(|_| (rng.next_u32() % v as u32) as i32).collect();
         let dloss = 1.0 / rows as f32;
@@ -338,9 +351,8 @@ fn run() -> R<()> {
         let f = tl.function("fused_classifier_kernel5")?;
         let (pl, pls, probs, pt) = (twin_logits.device_ptr(), twin_losses.device_ptr(), 0u64, d_targets.device_ptr());
         let (bb, tt, vv, pp, flag) = (1i32, rows as i32, v as i32, p as i32, 0u8);
-        // Each side waited for on its own, with a line before and after: at the small size
-        // (V 1003, P 1008) this step did not return on an H100 (session 13), and the lines say
-        // which kernel to look at.
+        // Each side waited for on its own, with a line before and after (at session 13's small
+        // size, V 1003, the twin did not return; the lines say which kernel to look at).
         eprintln!("fused_classifier_kernel5: ours launched (rows {rows}, V {v}, P {p})");
         llmc::fused_classifier_kernel5::launch(&stream, config, &d_logits, &mut ours, &mut losses, dloss, &d_targets, v as u32, p as u32 / 8).unwrap();
         stream.synchronize()?;
@@ -366,14 +378,30 @@ fn run() -> R<()> {
         llmc::fused_classifier_kernel5_fixed::launch(&stream, config, &mut f_logits, &mut f_losses, dloss, &d_targets, v as u32, p as u32 / 8)?;
         stream.synchronize()?;
         let got: Vec<f32> = f_logits.to_vec()?.iter().flat_map(|x| x.v).map(bf16::to_f32).collect();
-        failed += !check("fused_classifier_kernel5 (fixed)", "ours", max_rel(mask(got), w, 1e-5), 1.0 / 32.0) as i32;
-        failed += !check("fused_classifier_kernel5 (fixed) losses", "ours", max_rel(f_losses.to_vec()?, want_losses, 1e-3), 1e-3) as i32;
+        failed += !check("fused_classifier_kernel5 (fixed)", "ours", max_rel(mask(got), w.clone(), 1e-5), 1.0 / 32.0) as i32;
+        failed += !check("fused_classifier_kernel5 (fixed) losses", "ours", max_rel(f_losses.to_vec()?, want_losses.clone(), 1e-3), 1e-3) as i32;
         let mut run_fixed =
             || llmc::fused_classifier_kernel5_fixed::launch(&stream, config, &mut f_logits, &mut f_losses, dloss, &d_targets, v as u32, p as u32 / 8).unwrap();
         report(
             "fused_classifier_kernel5 (fixed)",
             &format!("BT{rows} V{v} P{p}"),
             timer.pair(&context, &stream, &mut run_fixed, &mut run_twin, &mut || {}, false)?,
+        );
+        // Session 14: the fixed variant with its two block reductions as one paired call
+        // (`max_then_sum_all`: llm.c's 2 barriers).
+        let mut p_logits = DeviceBuffer::from_slice(&context, &x128(&logits))?;
+        let mut p_losses = DeviceBuffer::<f32>::zeroed(&context, rows)?;
+        llmc::fused_classifier_kernel5_paired::launch(&stream, config, &mut p_logits, &mut p_losses, dloss, &d_targets, v as u32, p as u32 / 8)?;
+        stream.synchronize()?;
+        let got: Vec<f32> = p_logits.to_vec()?.iter().flat_map(|x| x.v).map(bf16::to_f32).collect();
+        failed += !check("fused_classifier_kernel5 (paired)", "ours", max_rel(mask(got), w, 1e-5), 1.0 / 32.0) as i32;
+        failed += !check("fused_classifier_kernel5 (paired) losses", "ours", max_rel(p_losses.to_vec()?, want_losses, 1e-3), 1e-3) as i32;
+        let mut run_paired =
+            || llmc::fused_classifier_kernel5_paired::launch(&stream, config, &mut p_logits, &mut p_losses, dloss, &d_targets, v as u32, p as u32 / 8).unwrap();
+        report(
+            "fused_classifier_kernel5 (paired)",
+            &format!("BT{rows} V{v} P{p}"),
+            timer.pair(&context, &stream, &mut run_paired, &mut run_twin, &mut || {}, false)?,
         );
     }
 

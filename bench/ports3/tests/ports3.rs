@@ -77,6 +77,9 @@ fn softmax_forward_kernel5_matches_the_reference() {
     let mut fixed = vec![sentinel; n * t * t];
     llmc::softmax_forward_kernel5_fixed::launch_cpu(&CpuExecutor::new(), config, &mut fixed, inv_temperature, &inp4, t as u32).unwrap();
     assert_eq!(fixed, out, "the fixed variant computes the same values in the same order");
+    let mut prefix = vec![sentinel; n * t * t];
+    llmc::softmax_forward_kernel5_prefix::launch_cpu(&CpuExecutor::new(), config, &mut prefix, inv_temperature, &inp4, t as u32).unwrap();
+    assert_eq!(prefix, out, "session 14's prefix variant: the same values, the columns past the diagonal untouched");
     let mut want = vec![sentinel; n * t * t];
     causal_softmax(&inp, &mut want, inv_temperature, t);
     let (err, at) = max_rel(out.iter().map(|&v| f(v)), want.iter().map(|&v| f(v)), 1e-3);
@@ -117,6 +120,14 @@ fn classifier(v: usize, p: usize) {
         assert_eq!(fixed[row * p + written..(row + 1) * p], logits[row * p + written..(row + 1) * p], "fixed: the padding untouched (row {row})");
     }
     assert_eq!(fixed_losses, losses, "fixed: the same losses");
+    // Session 14's paired variant (`max_then_sum_all`, 2 barriers for the two reductions): the
+    // same folds in the same order, so the same bits as the fixed variant.
+    let mut paired = x128(&logits);
+    let mut paired_losses = vec![0.5f32; rows];
+    llmc::fused_classifier_kernel5_paired::launch_cpu(&CpuExecutor::new(), config, &mut paired, &mut paired_losses, dloss, &targets, v as u32, p as u32 / 8)
+        .unwrap();
+    assert_eq!(flat(&paired), fixed, "paired: the fixed variant's gradient and padding");
+    assert_eq!(paired_losses, losses, "paired: the same losses");
 }
 
 #[test]

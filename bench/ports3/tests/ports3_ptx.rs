@@ -103,6 +103,12 @@ fn p30_fixed_variants_use_the_new_outputs() {
     let first = llmc("fused_classifier_kernel5");
     let plain = |body: &str| body.matches("barrier.sync 0;").count();
     assert_eq!(plain(classifier) + 1, plain(first), "the phase barrier replaces one `sync_threads`");
+    // Session 14: the paired reduction (`max_then_sum_all`) leaves out the two reductions'
+    // trailing barriers (llm.c's 2 for the pair), in blocks of whole warps; a partial last warp
+    // keeps `max_all` + `sum_all`, so the paired kernel holds both paths.
+    let paired = llmc("fused_classifier_kernel5_paired");
+    assert_eq!(paired.matches("barrier.sync 4;").count(), 1, "{paired}");
+    assert!(paired.contains("__ferrocuda_shared_"), "{paired}");
     let ln = llmc("layernorm_backward_kernel10_fixed");
     let wide_stores = |body: &str| body.matches("st.relaxed.gpu.global.v4.b32").count();
     assert_eq!(wide_stores(llmc("layernorm_backward_kernel10")) + 2, wide_stores(ln), "dbias and dweight, one 16-byte store each:\n{ln}");

@@ -19,7 +19,8 @@ use ferrocuda_ports4::{rms_norm_kernel, rms_norm_kernel_fixed, segmented_max_red
 use ferrocuda_ports4_llmc::twin_abi::{fused_residual_forward3_twin, softmax_autoregressive_backward_inplace_kernel_twin};
 use ferrocuda_ports4_llmc::{
     X128, encoder_backward_kernel1, fused_residual_forward3, gelu_forward_kernel2, softmax_autoregressive_backward_inplace_kernel,
-    softmax_autoregressive_backward_inplace_kernel_fixed, unpermute_kernel,
+    softmax_autoregressive_backward_inplace_kernel_fixed, softmax_autoregressive_backward_inplace_kernel_fixed_reqntid,
+    softmax_autoregressive_backward_inplace_kernel_reqntid, unpermute_kernel,
 };
 use gpu_kernels::twins::harness;
 use gpu_kernels::twins::timing::{Runs, measure};
@@ -31,7 +32,14 @@ enum Imp {
     Twin,
     /// The fix round's variant (`_fixed`), for the kernels that have one.
     Fixed,
+    /// Session 14: the first try under `reqntid(256)` (softmax_autoregressive_backward).
+    Reqntid,
+    /// Session 14: the fix round's variant under `reqntid(256)`.
+    FixedReqntid,
 }
+
+/// The variants timed beside the first try and the twin: the fix round's.
+const FIXED: &[Imp] = &[Imp::Fixed];
 
 struct Bench {
     stream: Stream,
@@ -56,20 +64,26 @@ impl Bench {
     }
 
     fn time(&self, name: &str, bytes: f64, step: impl FnMut(Imp, &gpu_kernels::twins::timing::Stopwatch) -> Result<()>) -> Result<()> {
-        self.time_with(name, bytes, false, step)
+        self.time_with(name, bytes, &[], step)
     }
 
-    /// Times the first try and the twin, and with `fixed` the fix round's variant too (its row
-    /// is `name (fixed)`), all interleaved.
-    fn time_with(&self, name: &str, bytes: f64, fixed: bool, mut step: impl FnMut(Imp, &gpu_kernels::twins::timing::Stopwatch) -> Result<()>) -> Result<()> {
+    /// Times the first try and the twin, and the `variants` too (each row `name (variant)`,
+    /// e.g. `(fixed)`: the fix round's), all interleaved.
+    fn time_with(
+        &self,
+        name: &str,
+        bytes: f64,
+        variants: &[Imp],
+        mut step: impl FnMut(Imp, &gpu_kernels::twins::timing::Stopwatch) -> Result<()>,
+    ) -> Result<()> {
         if self.runs.timed == 0 {
             return Ok(());
         }
-        let imps: &[Imp] = if fixed { &[Imp::Rust, Imp::Twin, Imp::Fixed] } else { &[Imp::Rust, Imp::Twin] };
-        let times = measure(&self.stream, self.runs, imps, |imp, sw| step(imp, sw))?;
+        let imps: Vec<Imp> = [Imp::Rust, Imp::Twin].into_iter().chain(variants.iter().copied()).collect();
+        let times = measure(&self.stream, self.runs, &imps, |imp, sw| step(imp, sw))?;
         harness::row(name, WIDTH, &times[0], &times[1], bytes);
-        if fixed {
-            harness::row(&format!("{name} (fixed)"), WIDTH, &times[2], &times[1], bytes);
+        for (k, &imp) in variants.iter().enumerate() {
+            harness::row(&format!("{name} ({})", variant(imp)), WIDTH, &times[2 + k], &times[1], bytes);
         }
         Ok(())
     }
@@ -98,7 +112,7 @@ impl Bench {
     fn launch_gelu(&self, imp: Imp, input: &DeviceBuffer<X128>, out: &mut DeviceBuffer<X128>, config: ferrocuda::LaunchConfig) -> Result<()> {
         match imp {
             Imp::Rust => gelu_forward_kernel2::launch(&self.stream, config, out, input)?,
-            Imp::Twin | Imp::Fixed => gelu_forward_kernel2::launch_in(&self.llmc, &self.stream, config, out, input)?,
+            Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid => gelu_forward_kernel2::launch_in(&self.llmc, &self.stream, config, out, input)?,
         }
         Ok(())
     }
@@ -116,13 +130,14 @@ impl Bench {
         let att = DeviceBuffer::from_slice(&ctx, &att_h)?;
         let fresh = DeviceBuffer::from_slice(&ctx, &datt_h)?;
         let mut datt = DeviceBuffer::<bf16>::zeroed(&ctx, n)?;
-        for imp in [Imp::Rust, Imp::Twin, Imp::Fixed] {
+        for imp in [Imp::Rust, Imp::Twin, Imp::Fixed, Imp::Reqntid, Imp::FixedReqntid] {
             datt.copy_from_device(&fresh)?;
             self.launch_softmax_bwd(imp, &mut datt, &att, matrices, t_len, scale)?;
             let got = widen(&datt.to_vec()?);
             self.check(&format!("softmax_autoregressive_backward_inplace_kernel {}", label(imp)), close("softmax bwd", &got, &want, 1e-4, 1e-2));
         }
-        self.time_with("softmax_autoregressive_backward_inplace_kernel", 4.0 * n as f64, true, |imp, sw| {
+        let variants = [Imp::Fixed, Imp::Reqntid, Imp::FixedReqntid];
+        self.time_with("softmax_autoregressive_backward_inplace_kernel", 4.0 * n as f64, &variants, |imp, sw| {
             datt.copy_from_device_async(&fresh, &self.stream)?;
             sw.start()?;
             self.launch_softmax_bwd(imp, &mut datt, &att, matrices, t_len, scale)
@@ -155,6 +170,26 @@ impl Bench {
                 0,
                 scale,
             )?,
+            Imp::Reqntid => softmax_autoregressive_backward_inplace_kernel_reqntid::launch(
+                &self.stream,
+                softmax_bwd_config(matrices, t_len),
+                datt,
+                att,
+                1,
+                t_len as u32,
+                0,
+                scale,
+            )?,
+            Imp::FixedReqntid => softmax_autoregressive_backward_inplace_kernel_fixed_reqntid::launch(
+                &self.stream,
+                softmax_bwd_config(matrices, t_len),
+                datt,
+                att,
+                1,
+                t_len as u32,
+                0,
+                scale,
+            )?,
         }
         Ok(())
     }
@@ -174,7 +209,9 @@ impl Bench {
             let [b, n, nh, d] = shape;
             match imp {
                 Imp::Rust => unpermute_kernel::launch(&self.stream, config, &input, out, b, n, nh, d)?,
-                Imp::Twin | Imp::Fixed => unpermute_kernel::launch_in(&self.llmc, &self.stream, config, &input, out, b, n, nh, d)?,
+                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid => {
+                    unpermute_kernel::launch_in(&self.llmc, &self.stream, config, &input, out, b, n, nh, d)?
+                }
             }
             Ok(())
         };
@@ -211,7 +248,9 @@ impl Bench {
             let [b, t, c] = shape;
             match imp {
                 Imp::Rust => encoder_backward_kernel1::launch(&self.stream, config, dwte, dwpe, &dout, &inp, b, t, c)?,
-                Imp::Twin | Imp::Fixed => encoder_backward_kernel1::launch_in(&self.llmc, &self.stream, config, dwte, dwpe, &dout, &inp, b, t, c)?,
+                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid => {
+                    encoder_backward_kernel1::launch_in(&self.llmc, &self.stream, config, dwte, dwpe, &dout, &inp, b, t, c)?
+                }
             }
             Ok(())
         };
@@ -266,7 +305,7 @@ impl Bench {
                     rows as i32,
                     c as u32,
                 )?,
-                Imp::Twin | Imp::Fixed => fused_residual_forward3_twin::launch_in(
+                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid => fused_residual_forward3_twin::launch_in(
                     &self.llmc,
                     &self.stream,
                     fused_residual_twin_config(rows),
@@ -320,7 +359,9 @@ impl Bench {
         let launch = |imp: Imp, out: &mut DeviceBuffer<bf16>| -> Result<()> {
             match imp {
                 Imp::Rust => silu_and_mul_kernel::launch(&self.stream, config, out, &input, d as u32)?,
-                Imp::Twin | Imp::Fixed => silu_and_mul_kernel::launch_in(&self.vllm, &self.stream, config, out, &input, d as u32)?,
+                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid => {
+                    silu_and_mul_kernel::launch_in(&self.vllm, &self.stream, config, out, &input, d as u32)?
+                }
             }
             Ok(())
         };
@@ -359,6 +400,7 @@ impl Bench {
                 Imp::Rust => rms_norm_kernel::launch(&self.stream, config, out, &input, args.0, &w, args.1, args.2, args.3)?,
                 Imp::Twin => rms_norm_kernel::launch_in(&self.vllm, &self.stream, config, out, &input, args.0, &w, args.1, args.2, args.3)?,
                 Imp::Fixed => rms_norm_kernel_fixed::launch(&self.stream, config, out, &input, args.0, &w, args.1, args.2, args.3)?,
+                Imp::Reqntid | Imp::FixedReqntid => unreachable!("rms_norm_kernel has no reqntid variant"),
             }
             Ok(())
         };
@@ -371,7 +413,7 @@ impl Bench {
         for (imp, outcome) in ok {
             self.check(&format!("rms_norm_kernel {}", label(imp)), outcome);
         }
-        self.time_with("rms_norm_kernel", 4.0 * (tokens * hidden) as f64, true, |imp, sw| {
+        self.time_with("rms_norm_kernel", 4.0 * (tokens * hidden) as f64, FIXED, |imp, sw| {
             sw.start()?;
             launch(imp, &mut out)
         })
@@ -392,7 +434,9 @@ impl Bench {
         let launch = |imp: Imp, scale: &mut DeviceBuffer<i32>| -> Result<()> {
             match imp {
                 Imp::Rust => segmented_max_reduction::launch(&self.stream, config, scale, &input, n)?,
-                Imp::Twin | Imp::Fixed => segmented_max_reduction::launch_in(&self.vllm, &self.stream, config, scale, &input, n)?,
+                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid => {
+                    segmented_max_reduction::launch_in(&self.vllm, &self.stream, config, scale, &input, n)?
+                }
             }
             Ok(())
         };
@@ -419,6 +463,19 @@ fn label(imp: Imp) -> &'static str {
         Imp::Rust => "Rust",
         Imp::Twin => "twin",
         Imp::Fixed => "Rust (fixed)",
+        Imp::Reqntid => "Rust (reqntid)",
+        Imp::FixedReqntid => "Rust (fixed, reqntid)",
+    }
+}
+
+/// A variant's row suffix: `name (fixed)`.
+fn variant(imp: Imp) -> &'static str {
+    match imp {
+        Imp::Rust => "first try",
+        Imp::Twin => "twin",
+        Imp::Fixed => "fixed",
+        Imp::Reqntid => "reqntid",
+        Imp::FixedReqntid => "fixed, reqntid",
     }
 }
 

@@ -18,20 +18,26 @@ fn gelu(back: Back) -> Result<()> {
 }
 
 fn softmax_bwd(back: Back) -> Result<()> {
-    softmax_bwd_variant(back, false)
+    softmax_bwd_variant(back, SoftmaxBwd::FirstTry)
 }
 
 fn softmax_bwd_fixed(back: Back) -> Result<()> {
-    softmax_bwd_variant(back, true)
+    softmax_bwd_variant(back, SoftmaxBwd::Fixed)
 }
 
-fn softmax_bwd_variant(back: Back, fixed: bool) -> Result<()> {
+/// Session 14's `reqntid(256)` variants (the block size a constant for the compiler).
+fn softmax_bwd_reqntid(back: Back) -> Result<()> {
+    softmax_bwd_variant(back, SoftmaxBwd::Reqntid)?;
+    softmax_bwd_variant(back, SoftmaxBwd::FixedReqntid)
+}
+
+fn softmax_bwd_variant(back: Back, variant: SoftmaxBwd) -> Result<()> {
     let mut rng = Rng::new(2);
     for (matrices, t_len) in [(3usize, 64usize), (2, 320)] {
         let n = matrices * t_len * t_len;
         let att = rng.bf16s(n, 0.0, 0.05);
         let datt = rng.bf16s(n, -1.0, 1.0);
-        let got = widen(&run_softmax_bwd(back, fixed, &datt, &att, 1, t_len, 0.125)?);
+        let got = widen(&run_softmax_bwd(back, variant, &datt, &att, 1, t_len, 0.125)?);
         close("softmax_autoregressive_backward_inplace_kernel", &got, &softmax_bwd_reference(&datt, &att, t_len, 0.125), 1e-4, 1e-2)?;
     }
     Ok(())
@@ -173,6 +179,10 @@ mod cpu {
     fn rms_norm_kernel_fixed_matches_the_reference() {
         on_cpu(rms_norm_fixed);
     }
+    #[test]
+    fn softmax_autoregressive_backward_inplace_kernel_reqntid_variants_match_the_reference() {
+        on_cpu(softmax_bwd_reqntid);
+    }
 }
 
 mod gpu {
@@ -231,5 +241,9 @@ mod gpu {
     #[test]
     fn rms_norm_kernel_fixed_matches_the_reference() {
         on_gpu("gpu::rms_norm_kernel_fixed", rms_norm_fixed);
+    }
+    #[test]
+    fn softmax_autoregressive_backward_inplace_kernel_reqntid_variants_match_the_reference() {
+        on_gpu("gpu::softmax_autoregressive_backward_inplace_kernel_reqntid_variants", softmax_bwd_reqntid);
     }
 }

@@ -84,7 +84,7 @@ struct NamedPhase {
     join: Vec<u32>,
 }
 
-/// Payload of the unwinding that ends a thread of a failed block past the leak budget.
+/// Payload of the unwinding that ends a thread of a failed block (`scheduler::end_waiting`).
 pub(crate) struct Cancelled;
 
 /// What a block shares with the rest of its launch.
@@ -127,8 +127,8 @@ pub(crate) struct BlockContext<'a> {
     /// Per thread, its warp clock (32 entries, by lane): what completed `sync_warp`s order
     /// before its next shared access (see `shared_memory::RaceCheck`).
     pub(crate) warp_clocks: Box<[Cell<u32>]>,
-    /// Set by the first error: the remaining threads are abandoned where they wait (or
-    /// unwound), the block ends.
+    /// Set by the first error: the remaining threads are unwound from where they wait, the
+    /// block ends.
     pub(crate) cancelled: Cell<bool>,
     pub(crate) error: RefCell<Option<CpuError>>,
     /// The first read of shared memory that the block had not written (Q6), reported when the
@@ -236,8 +236,8 @@ impl<'a> BlockContext<'a> {
         // is running right now, since this code runs on it.
         unsafe { (*yielder).suspend(()) };
         if self.cancelled.get() {
-            // Another thread failed, and this one is unwound, not abandoned (past the leak
-            // budget: `scheduler::abandon`). No panic hook runs.
+            // Another thread failed, and this one is unwound (`scheduler::end_waiting`, G14-4).
+            // No panic hook runs.
             std::panic::resume_unwind(Box::new(Cancelled));
         }
         slot.reply.get()

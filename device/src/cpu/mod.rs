@@ -64,12 +64,12 @@
 //!   past the block's end, which does not exist: a [`MissingLaneShuffle`] (D5). Reading
 //!   the shared memory of a cluster block that has exited panics, and a block exiting after a
 //!   peer read it with no cluster barrier between is an [`ExitedPeerAccess`].
-//! - When a thread fails, the other threads of its block (and cluster) are abandoned where
-//!   they wait, as a GPU's trap ends them: none of their code runs again (no destructors, so
-//!   a panicking one cannot abort the process), and their stacks are leaked, not reused (up
-//!   to [`LEAKED_STACK_BUDGET`] per process; past that they are unwound). The leak is
-//!   visible: [`leaked_stacks`] counts it, and the first one a process makes is said once on
-//!   standard error.
+//! - When a thread fails, the other threads of its block (and cluster) are ended where they
+//!   wait: unwound (their destructors run, and a `std::thread::scope` they wait in joins its
+//!   threads) before the launch returns. They were abandoned unwound (audit N13), which let
+//!   such a scope's threads outlive the launch and write memory its caller had freed (audit
+//!   2026-11-28b G14-4). A destructor that panics during that unwinding aborts the process;
+//!   the launch's error is printed first.
 //! - A `shared_array!` site is one array per expansion of the macro; reaching one with another
 //!   size or alignment (a generic helper's array) panics.
 //! - Each GPU thread has a lazily mapped stack of [`DEFAULT_STACK_SIZE`] (16 MiB) with a guard
@@ -128,7 +128,6 @@ pub use ferrocuda_types::LaunchConfig;
 pub use raw_views::MIRROR_BUDGET;
 pub use shared_memory::{SHARED_POISON_BYTE, STATIC_SHARED_LIMIT};
 pub use stack::DEFAULT_STACK_SIZE;
-pub use stack::{LEAK_BUDGET as LEAKED_STACK_BUDGET, leaked_stacks};
 
 /// How many raw views of outputs (`as_mut_slice`, `as_mut_ptr`) this process's launches handed
 /// out **unchecked** by the race detector, because the launch had already copied

@@ -14,6 +14,10 @@ pub(crate) struct CapturedPanic {
 }
 
 thread_local! {
+    /// Set while the threads of a failed block are unwound (G14-4): a panic then is a
+    /// destructor's (which aborts the process while unwinding) or a body's that caught the
+    /// cancellation, and the hook says which error ended the block before anything is lost.
+    static ENDING: RefCell<Option<String>> = const { RefCell::new(None) };
     static CAPTURING: Cell<bool> = const { Cell::new(false) };
     static CAPTURED: RefCell<Option<CapturedPanic>> = const { RefCell::new(None) };
 }
@@ -26,6 +30,14 @@ pub(crate) fn install() {
         std::panic::set_hook(Box::new(move |info| {
             if !CAPTURING.with(Cell::get) {
                 return previous(info);
+            }
+            if let Some(first) = ENDING.with(|e| e.borrow().clone()) {
+                // Said now: if this is a destructor's panic, the process aborts when it
+                // returns, and the launch's error would be lost with it (audit N13).
+                eprintln!(
+                    "ferrocuda CPU executor: a thread of a failed block panicked while it was unwound (a destructor that \
+                     panics during the unwinding aborts the process): {info}\nthe launch's error: {first}"
+                );
             }
             let (file, line, column) = info.location().map(|l| (l.file().to_owned(), l.line(), l.column())).unwrap_or_else(|| ("<unknown>".into(), 0, 0));
             let message = info
@@ -70,4 +82,21 @@ pub(crate) fn silently<R>(f: impl FnOnce() -> R + std::panic::UnwindSafe) -> std
     CAPTURED.with(|c| *c.borrow_mut() = kept);
     CAPTURING.with(|c| c.set(before));
     result
+}
+
+/// While the threads of a failed block are unwound (G14-4): a panic then is said on stderr
+/// with `first`, the launch's error (the process aborts if it is a destructor's).
+pub(crate) struct Ending(());
+
+impl Ending {
+    pub(crate) fn begin(first: String) -> Self {
+        ENDING.with(|e| *e.borrow_mut() = Some(first));
+        Ending(())
+    }
+}
+
+impl Drop for Ending {
+    fn drop(&mut self) {
+        ENDING.with(|e| *e.borrow_mut() = None);
+    }
 }

@@ -74,7 +74,7 @@ impl BlockContext<'_> {
             }
         };
         // SAFETY: the coroutine borrows `self` and `kernel`; `run_cluster` drives every
-        // coroutine it starts to completion or abandons it (`abandon`: never resumed again)
+        // coroutine it starts to completion (a failed block's are unwound: `end_waiting`)
         // before it returns, so the borrows outlive every use the coroutine makes of them.
         unsafe { Coroutine::with_stack_unchecked(stack, body) }
     }
@@ -117,38 +117,32 @@ impl BlockContext<'_> {
     }
 }
 
-/// Ends a thread of a failed block without running any more of its code, or returns it to be
-/// unwound when the process has leaked `stack::LEAK_BUDGET` stacks already.
+/// Ends a thread of a failed block: one that never started only drops its start closure (its
+/// stack goes back to the pool); a started one is returned, to be unwound from where it waits
+/// (its next switch raises `Cancelled`).
 ///
-/// Unwinding it (as this executor used to) runs the destructors of the values on its stack,
-/// and a destructor that panics during that unwinding aborts the whole process, losing the
-/// report of the first error (audit N13). A GPU does not unwind either: a trap ends the
-/// kernel. So a started coroutine is marked finished without unwinding (`force_reset`), and
-/// its stack is leaked, not reused: the values on it were never dropped, and one that is
-/// pinned may be referenced from elsewhere until its destructor runs (`Pin`'s guarantee), so
-/// its memory must stay valid. The cost is the stack's touched pages (measured: 4 KiB per
-/// abandoned thread, 4 MiB per failed block of 1024) and one memory mapping; the destructors
-/// of its values never run (a `Vec` on it leaks, a lock guard on it keeps its lock). Past the
-/// budget (16384 stacks, a quarter of Linux's default limit on mappings), threads are unwound
-/// as before, and only there a panicking destructor still aborts. A thread that never
-/// started only drops its start closure, and its stack goes back to the pool.
-fn abandon(mut coroutine: ThreadCoroutine, stacks: &mut StackPool) -> Option<ThreadCoroutine> {
+/// A started thread used to be abandoned without unwinding (`force_reset`, its stack leaked),
+/// so that a destructor that panics during the unwinding could not abort the process (audit
+/// N13). That is a `longjmp` over the thread's frames, which corosensei allows only when
+/// nothing on the stack needs its `Drop`, and safe code relies on frames completing:
+/// a `std::thread::scope` that the thread waited in never joined its threads, which went on
+/// using what they borrowed after the launch returned and its caller freed it (audit
+/// 2026-11-28b G14-4: a write into freed memory from safe code). Unwinding is the only sound
+/// end; a destructor that panics during it aborts the process, and the panic hook says the
+/// launch's error first (`panic_capture::Ending`).
+fn end_waiting(mut coroutine: ThreadCoroutine, stacks: &mut StackPool) -> Option<ThreadCoroutine> {
     if !coroutine.started() {
         // Not started: this only drops the start closure (a few references).
         coroutine.force_unwind();
         stacks.give(coroutine.into_stack());
         return None;
     }
-    if !stack::take_leak_permit() {
-        return Some(coroutine);
-    }
-    // SAFETY: the coroutine never runs again, and nothing of its stack is dropped or reused:
-    // the stack is leaked below, so every value on it stays where it is (a leak, which safe
-    // Rust allows).
-    unsafe { coroutine.force_reset() };
-    stack::leak(coroutine.into_stack());
-    None
+    Some(coroutine)
 }
+
+/// How many times a thread of a failed block is resumed to unwind before the executor gives up
+/// on it (it caught the cancellation each time) and aborts the process.
+const CANCELLATION_RESUMES: u32 = 1000;
 
 /// How a cluster's run ended without finishing.
 pub(crate) enum Stopped {
@@ -245,20 +239,46 @@ pub(crate) fn run_cluster(blocks: &[BlockContext<'_>], cluster_blocks: usize, ke
             block.cancelled.set(true);
         }
     }
-    // Threads still suspended (after an error, or stopped by the watchdog) are abandoned
-    // where they wait, as a GPU's trap ends them: no code of theirs runs again.
+    // Threads still suspended (after an error, or stopped by the watchdog) are ended: those
+    // that never started are dropped, the others unwound from where they wait (`Cancelled`),
+    // so that every frame of theirs completes before the launch returns (G14-4).
+    // The errors that ended the run are the launch's: kept aside while the threads unwind, so
+    // that what the unwinding finds (a block's last thread exiting reports a pending read of
+    // unwritten shared memory, Q6) does not replace them.
+    let errors: Vec<Option<CpuError>> = blocks.iter().map(|b| b.error.borrow_mut().take()).collect();
+    let first = errors.iter().flatten().next().map(ToString::to_string).unwrap_or_else(|| "stopped by the watchdog".into());
     for (b, block) in blocks.iter().enumerate() {
         let _current = block.enter();
         for rank in 0..block.threads.len() {
             if let Some(coroutine) = coroutines[b][rank].take()
-                && let Some(unwind) = abandon(coroutine, stacks)
+                && let Some(unwind) = end_waiting(coroutine, stacks)
             {
                 coroutines[b][rank] = Some(unwind);
-                block.resume(rank as u32, &mut coroutines[b], kernel, stacks);
+                // Each resume raises `Cancelled` at the thread's next switch; a body that
+                // catches it and waits again is resumed again, until its frames are gone. One
+                // that keeps catching it can be neither ended nor left (its frames must
+                // complete, G14-4): the process is aborted, with the launch's error, rather
+                // than hang where the watchdog would have stopped it.
+                let _ending = panic_capture::Ending::begin(first.clone());
+                let mut resumes = 0u32;
+                while coroutines[b][rank].is_some() {
+                    resumes += 1;
+                    if resumes > CANCELLATION_RESUMES {
+                        eprintln!(
+                            "ferrocuda CPU executor: thread {:?} of block {:?} of `{}` caught the cancellation of its failed block {CANCELLATION_RESUMES} times \
+                             (a `catch_unwind` around a barrier or warp operation) and cannot be ended; aborting. The launch's error: {first}",
+                            block.threads[rank].index.axes(),
+                            block.block_idx.axes(),
+                            block.kernel()
+                        );
+                        std::process::abort();
+                    }
+                    block.resume(rank as u32, &mut coroutines[b], kernel, stacks);
+                }
             }
         }
     }
-    if let Some(error) = blocks.iter().find_map(|b| b.error.borrow_mut().take()) {
+    if let Some(error) = errors.into_iter().flatten().next() {
         return Err(Stopped::Failed(error));
     }
     match watchdog_stuck {

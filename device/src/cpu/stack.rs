@@ -71,50 +71,6 @@ impl Running {
     const NONE: Running = Running { guard: (0, 0), stack_size: 0, kernel: (core::ptr::null(), 0), block: [0; 3], thread: [0; 3] };
 }
 
-/// How many stacks of abandoned GPU threads a process keeps at most (16384): when a thread of
-/// a block fails, the block's other threads are abandoned where they wait, as a GPU's trap
-/// ends them, and their stacks are leaked, never reused (their values may still be pinned),
-/// each costing one memory mapping (of the 65530 Linux allows by default) and the pages it
-/// touched (4 KiB for a thread that only waited). Past the budget, the threads of a failed
-/// block are unwound instead, running their destructors. [`leaked_stacks`] says how many a
-/// process has leaked.
-pub const LEAK_BUDGET: usize = 16 * 1024;
-
-static LEAKED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-/// How many stacks of abandoned GPU threads this process has leaked so far (at most
-/// [`LEAK_BUDGET`]): each failed CPU launch leaks one per thread of its failed block (and
-/// cluster) that had started and had not returned. A test suite that provokes failures on
-/// purpose can watch it; a program that keeps launching failing kernels sees it reach the
-/// budget, after which failed blocks are unwound instead and it stays there.
-pub fn leaked_stacks() -> usize {
-    LEAKED.load(std::sync::atomic::Ordering::Relaxed)
-}
-
-/// Takes one of the `LEAK_BUDGET` stacks this process may leak (false when none is left).
-/// The first one a process takes is said on standard error, so the leak is never silent.
-pub(crate) fn take_leak_permit() -> bool {
-    use std::sync::atomic::Ordering;
-    let taken = LEAKED.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < LEAK_BUDGET).then_some(n + 1));
-    if taken == Ok(0) {
-        eprintln!(
-            "ferrocuda CPU executor: a block failed, and its other GPU threads are abandoned where they wait (as a GPU's trap \
-             ends them): their stacks are leaked, never reused, up to {LEAK_BUDGET} per process \
-             (ferrocuda_device::cpu::leaked_stacks() counts them); past that, failed blocks are unwound instead"
-        );
-    }
-    taken.is_ok()
-}
-
-/// Keeps `stack`'s memory mapped for the rest of the process, never reused (an abandoned GPU
-/// thread's frames stay where they are); its guard region is given back.
-pub(crate) fn leak(stack: ThreadStack) {
-    #[cfg(unix)]
-    stack.leak();
-    #[cfg(not(unix))]
-    core::mem::forget(stack);
-}
-
 /// Maps a stack of `size` bytes.
 pub(crate) fn new_stack(size: usize) -> std::io::Result<ThreadStack> {
     ThreadStack::new(size)
@@ -201,15 +157,6 @@ mod unix {
         /// `[start, end)` of the guard region.
         pub(crate) fn guard(&self) -> (usize, usize) {
             (self.start, self.start + GUARD_BYTES.next_multiple_of(page_size()))
-        }
-
-        /// Keeps the usable region mapped forever (the frames of an abandoned coroutine stay
-        /// valid) and unmaps the guard region, so the leak costs one mapping.
-        pub(crate) fn leak(self) {
-            let (start, end) = self.guard();
-            // SAFETY: the guard region of this mapping: inaccessible, and nothing points into it.
-            unsafe { libc::munmap(start as *mut libc::c_void, end - start) };
-            core::mem::forget(self);
         }
 
         /// Usable bytes.

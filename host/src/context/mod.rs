@@ -85,8 +85,12 @@ pub(crate) struct ContextInner {
     /// Explicit modules whose kernels were launched into a capture, by capturing stream: the
     /// graph made by `end_capture` keeps them loaded (U5).
     pub(crate) captured_modules: Mutex<Vec<(usize, Arc<dyn Any + Send + Sync>)>>,
-    /// Contexts whose memory kernels of this one may use (`enable_peer_access`).
-    pub(crate) peers: Mutex<Vec<usize>>,
+    /// Contexts whose memory kernels of this one may use (`enable_peer_access`), held weakly:
+    /// a peer whose last handle dropped is released (a primary context is reset, a created
+    /// one destroyed), which ends the peer access, and a later context may get the same raw
+    /// handle without it (audit 2026-11-28b G14-2: a raw handle kept here let the next primary
+    /// context of the peer device through the door without peer access).
+    pub(crate) peers: Mutex<Vec<(Weak<ContextInner>, usize)>>,
     /// For a context borrowed from another library: what keeps it alive (`crate::borrowed`).
     pub(crate) keep_alive: Option<Arc<dyn Any + Send + Sync>>,
 }

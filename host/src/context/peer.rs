@@ -2,6 +2,8 @@
 
 use cudarc::driver::sys;
 
+use std::sync::{Arc, Weak};
+
 use super::{Context, lock};
 use crate::driver;
 use crate::error::{Error, Result};
@@ -10,7 +12,7 @@ impl Context {
     /// True when kernels of this context may use memory of `other` (the same context, or a
     /// peer after [`Context::enable_peer_access`]).
     pub(crate) fn can_use_memory_of(&self, other: sys::CUcontext) -> bool {
-        other == self.inner.raw || lock(&self.inner.peers).contains(&(other as usize))
+        other == self.inner.raw || lock(&self.inner.peers).iter().any(|peer| is_live_peer(peer, other))
     }
 
     /// True when kernels in this context can read and write memory of `peer`'s device
@@ -46,9 +48,41 @@ impl Context {
             unsafe { driver::memory::pool_set_access(pool, &access, 1) }?;
         }
         let mut peers = lock(&self.inner.peers);
-        if !peers.contains(&(peer.inner.raw as usize)) {
-            peers.push(peer.inner.raw as usize);
+        // Entries of released peers go (their access ended with them); this one once.
+        peers.retain(|(p, _)| p.strong_count() > 0);
+        if !peers.iter().any(|(p, _)| std::ptr::eq(p.as_ptr(), Arc::as_ptr(&peer.inner))) {
+            peers.push((Arc::downgrade(&peer.inner), peer.inner.raw as usize));
         }
         Ok(())
+    }
+}
+
+/// True when `peer` (an entry of a context's peer list: the peer and its raw handle) is still
+/// alive and is the context `raw`. A peer whose last handle dropped was released, and its
+/// access with it: a context made later may have the same raw handle (the device's primary
+/// context always does) without any peer access (G14-2). Checked without upgrading (which
+/// could make this thread the one that tears the peer down, inside the door): memory whose
+/// context is `raw` keeps that context alive while it is checked, so an entry that is `raw`'s
+/// own has a live strong count.
+fn is_live_peer<T>(peer: &(Weak<T>, usize), raw: sys::CUcontext) -> bool {
+    peer.0.strong_count() > 0 && peer.1 == raw as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// G14-2 (audit 2026-11-28b): an entry names its peer only while the peer lives; a later
+    /// context with the same raw handle (a primary context retained again) is not a peer.
+    #[test]
+    fn g14_2_a_released_peers_handle_is_no_longer_a_peer() {
+        let raw = 0x1000usize as sys::CUcontext;
+        let peer = Arc::new(());
+        let entry = (Arc::downgrade(&peer), raw as usize);
+        assert!(is_live_peer(&entry, raw));
+        assert!(!is_live_peer(&entry, 0x2000usize as sys::CUcontext));
+        drop(peer);
+        // The same handle again, now another context's: no access was enabled for it.
+        assert!(!is_live_peer(&entry, raw));
     }
 }

@@ -206,7 +206,17 @@ impl Module {
 
     /// A typed view of the global (or `__constant__`) variable `name`, which must have exactly
     /// the size of `T` (use an array type for an array).
+    ///
+    /// # Errors
+    /// [`Error::ReservedGlobal`] for a name starting with `__ferrocuda_`: ferrocuda's own
+    /// globals (the device panic handler's record address and claim flag, the launch checks'
+    /// tables) are never handed out, since writing the record address would aim the panic
+    /// handler's stores anywhere (audit 2026-11-28b G14-1); [`Error::GlobalNotFound`];
+    /// [`Error::GlobalSizeMismatch`].
     pub fn global<T: Pod>(&self, name: &str) -> Result<Global<'_, T>> {
+        if symbols::is_reserved(name) {
+            return Err(Error::ReservedGlobal { name: name.into(), module: self.inner.name.clone() });
+        }
         self.inner.context.bind_to_thread()?;
         let symbol = CString::new(name).map_err(|_| Error::GlobalNotFound { name: name.into(), module: self.inner.name.clone() })?;
         if !self.raw().symbols.may_hold(name) {

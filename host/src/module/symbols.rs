@@ -24,6 +24,14 @@ use std::collections::{HashMap, HashSet};
 /// The prefix of every global the host looks up without knowing whether it exists.
 const OURS: &[u8] = b"__ferrocuda_";
 
+/// True for a name of ferrocuda's own (the `__ferrocuda_` prefix: the device panic handler's
+/// record address and claim flag, the launch checks' tables), which `Module::global` never
+/// hands out: a safe write of `__ferrocuda_panic_slot` aimed the panic handler's stores at any
+/// address (audit 2026-11-28b G14-1).
+pub(crate) fn is_reserved(name: &str) -> bool {
+    name.as_bytes().starts_with(OURS)
+}
+
 /// The `__ferrocuda_*` names an image holds, when its format lets them be read, and the
 /// parameter count of each kernel of a PTX image.
 #[derive(Debug, Default)]
@@ -102,6 +110,19 @@ fn ptx_entries(ptx: &[u8]) -> HashMap<Box<str>, usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// G14-1 (audit 2026-11-28b): the panic handler's globals and the check tables are
+    /// ferrocuda's; a user's global of another name is not.
+    #[test]
+    fn g14_1_ferrocudas_own_globals_are_reserved() {
+        for ours in [crate::PANIC_SLOT_SYMBOL, "__ferrocuda_panic_claimed", "__ferrocuda_layout_saxpy", "__ferrocuda_fingerprint_saxpy", "__ferrocuda_types_k"]
+        {
+            assert!(is_reserved(ours), "{ours}");
+        }
+        for theirs in ["FILL", "VERSION", "hopper_const_map_a", "_ferrocuda_x", "my__ferrocuda_x", ""] {
+            assert!(!is_reserved(theirs), "{theirs}");
+        }
+    }
 
     const PTX: &str = ".version 8.0\n.target sm_80\n.address_size 64\n\
         .visible .global .align 8 .u64 __ferrocuda_panic_slot;\n\

@@ -645,6 +645,10 @@ impl Stream {
     /// Refused with [`Error::HostCallbackInCapture`] while the stream is being captured: a
     /// graph replays its host nodes many times, and a `FnOnce` can run only once.
     pub fn launch_host_fn<F: FnOnce() + Send + 'static>(&self, callback: F) -> Result<()> {
+        // Held from the check to the queuing: no capture of this stream (through
+        // `begin_capture`, or a `wait_event` that joins one) begins in between, which would
+        // record the callback into another thread's graph (audit 2026-11-28b G14-3).
+        let _gate = self.capture_gate();
         if self.is_capturing()? {
             return Err(Error::HostCallbackInCapture);
         }

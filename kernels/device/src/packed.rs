@@ -330,11 +330,52 @@ pub fn add_rmsnorm_forward_packed<T: Float>(
     eps: f32,
 ) {
     let (i, at, c) = my_chunk();
-    let (h, w) = (add8::<T>(load8(x, at, Load::EvictFirst), load8(residual, at, Load::EvictFirst)), load8(weight, c, Load::EvictLast));
-    let stats = block_statistics(h, cols, false, 0.0, eps);
-    store8(&mut sum, i, h);
-    store8(&mut out, i, normalise(h, w, None, stats));
-    write_row_value(&mut rstd, stats.2);
+    let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
+    let rms = |squares: f32| 1.0 / (reduce.sum_all(squares) / cols as f32 + eps).sqrt();
+    // One path per launch, as in `rmsnorm_forward_packed`: the three 16-byte loads issue
+    // together. With `load8`'s alignment branch per load, the element path merged into `x`'s
+    // registers widened them right after the load, so the residual's load left only once
+    // `x` had arrived: two DRAM round trips in series (issue 31: 0.89x the twin on an H200,
+    // session 14, which issues the three together).
+    let s = match (vectors(x), vectors(residual), vectors(weight)) {
+        (Some(xv), Some(rv), Some(wv)) => {
+            let (a, b, q) = (vectors_raw::<T>(xv, at), vectors_raw::<T>(rv, at), vectors_raw_hint::<T>(wv, c, Load::EvictLast));
+            let h = add8::<T>(widen8::<T>(a), widen8::<T>(b));
+            let mut squares = 0.0f32;
+            unroll::<CHUNK>(|u| squares = h[u].mul_add(h[u], squares));
+            let s = rms(squares);
+            store8(&mut sum, i, h);
+            store8(&mut out, i, normalise(h, widen8::<T>(q), None, (0.0, 0.0, s)));
+            s
+        }
+        _ => {
+            // The fast path's values, element by element in rolled loops (the sum of squares
+            // with an explicit `fma` a step, in the same order: the same bits).
+            let h = |u: usize| T::from_f32(element(x, at + u) + element(residual, at + u)).to_f32();
+            let mut squares = 0.0f32;
+            rolled(CHUNK, |u| {
+                let v = h(u);
+                squares = v.mul_add(v, squares);
+            });
+            let s = rms(squares);
+            if let Some(chunk) = sum.get_mut(i) {
+                rolled(CHUNK, |u| {
+                    if let Some(o) = chunk.get_mut(u) {
+                        *o = T::from_f32(h(u));
+                    }
+                });
+            }
+            if let Some(chunk) = out.get_mut(i) {
+                rolled(CHUNK, |u| {
+                    if let Some(o) = chunk.get_mut(u) {
+                        *o = T::from_f32(normalise1(h(u), element(weight, c + u), 0.0, (0.0, 0.0, s)));
+                    }
+                });
+            }
+            s
+        }
+    };
+    write_row_value(&mut rstd, s);
 }
 
 /// [`layernorm_forward()`](crate::layernorm_forward), one block per row.
@@ -431,9 +472,13 @@ pub mod wide {
     }
 }
 
-/// The body of the 16-column layer norm: the shift (the row's first value) is loaded before
-/// the row, `x`'s two 16-byte loads are issued together, the weight and bias are read after
-/// the statistics. Every thread of the block must call it.
+/// The body of the 16-column layer norm. Only `x`'s alignment is checked before its loads
+/// (its two 16-byte loads behind one bounds check, issued together, then the shift: the three
+/// in flight together); the weight's and bias's alignment after the statistics, where they
+/// are read (L1/L2 hits, fewer registers live across the reduction). Issue 31: with every
+/// operand's check ahead of `x`'s loads (about 70 instructions, branches on each) the loads
+/// left at instruction 95, nvcc's twin's at 19; this form's at 50 ran 1.8% faster on an H200
+/// (session 14). Every thread of the block must call it.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn layernorm16<T: Float>(
@@ -448,19 +493,16 @@ fn layernorm16<T: Float>(
 ) {
     let i = unique_index();
     let (at, c) = (i.get() * 2 * CHUNK, thread_idx_x() as usize * 2 * CHUNK);
-    // One path per launch: 16-byte accesses only, or (a view that is not 16-byte aligned)
-    // element accesses only, in rolled loops that need fewer registers than the fast path.
-    // Merged per access instead, the element paths set the kernel's register count (64, the
-    // launch bounds, where nvcc's twin needs 48: four rows an SM instead of five; issue 31).
-    let stats = match (vectors(x), vectors(weight), vectors(bias)) {
-        (Some(xv), Some(wv), Some(bv)) => {
-            let (r0, r1) = (vectors_raw::<T>(xv, at), vectors_raw::<T>(xv, at + CHUNK));
+    // One path per launch for `x`: 16-byte accesses only, or (a view that is not 16-byte
+    // aligned) element accesses only, in rolled loops that need fewer registers than the fast
+    // path (merged per access, the element paths set the kernel's register count).
+    let stats = match vectors(x) {
+        Some(xv) => {
+            let (r0, r1) = vectors_raw16::<T>(xv, at, Load::EvictFirst);
             // The row's first value (one address for the whole block: a broadcast) as the
-            // shift, read after `x`'s loads so the three are in flight together. Read before
-            // them (as it was, ahead of the branch between the paths), its widening waited
-            // for it there, and `x`'s loads left one DRAM round trip later (issue 31: 0.91x
-            // the twin, which issues the shift and `x` together). LLVM moves a bounds-checked
-            // load's widening next to the load, so the order of the reads is what counts.
+            // shift, read after `x`'s loads so the three are in flight together (LLVM moves a
+            // bounds-checked load's widening next to the load, so the order of the reads is
+            // what counts: read first, its widening waited for it before `x`'s loads left).
             let shift = element(x, at - c);
             let (v0, v1) = (widen8::<T>(r0), widen8::<T>(r1));
             let (mut sum, mut squares) = (0.0f32, 0.0f32);
@@ -470,14 +512,18 @@ fn layernorm16<T: Float>(
                 squares += d0.mul_add(d0, d1 * d1);
             });
             let stats = centred_statistics(sum, squares, shift, cols, eps);
-            // Weight and bias after the statistics (L1/L2 hits): fewer registers live across
-            // the reduction.
-            let table = |v: &[Vec16], at| widen8::<T>(vectors_raw_hint::<T>(v, at, Load::EvictLast));
-            let (w0, w1, b0, b1) = (table(wv, c), table(wv, c + CHUNK), table(bv, c), table(bv, c + CHUNK));
-            store16(&mut out, i, normalise(v0, w0, Some(b0), stats), normalise(v1, w1, Some(b1), stats));
+            match (vectors(weight), vectors(bias)) {
+                (Some(wv), Some(bv)) => {
+                    let table = |v: &[Vec16], at| vectors_raw_hint::<T>(v, at, Load::EvictLast);
+                    let ((q0, q1), (p0, p1)) = ((table(wv, c), table(wv, c + CHUNK)), (table(bv, c), table(bv, c + CHUNK)));
+                    let (w0, w1, b0, b1) = (widen8::<T>(q0), widen8::<T>(q1), widen8::<T>(p0), widen8::<T>(p1));
+                    store16(&mut out, i, normalise(v0, w0, Some(b0), stats), normalise(v1, w1, Some(b1), stats));
+                }
+                _ => layernorm16_elements_out(x, weight, bias, &mut out, i, at, c, stats),
+            }
             stats
         }
-        _ => {
+        None => {
             let shift = element(x, at - c);
             let (mut sum, mut squares) = (0.0f32, 0.0f32);
             // The sums in the fast path's order and form (an explicit `fma` per step: the
@@ -488,18 +534,35 @@ fn layernorm16<T: Float>(
                 squares += d0.mul_add(d0, d1 * d1);
             });
             let stats = centred_statistics(sum, squares, shift, cols, eps);
-            if let Some(chunk) = out.get_mut(i) {
-                rolled(2 * CHUNK, |e| {
-                    if let Some(o) = chunk.get_mut(e) {
-                        *o = T::from_f32(normalise1(element(x, at + e), element(weight, c + e), element(bias, c + e), stats));
-                    }
-                });
-            }
+            layernorm16_elements_out(x, weight, bias, &mut out, i, at, c, stats);
             stats
         }
     };
     write_row_value(&mut mean, stats.0 + stats.1);
     write_row_value(&mut rstd, stats.2);
+}
+
+/// The 16-column layer norm's outputs element by element (`x`, the weight or the bias not
+/// 16-byte aligned), from the row's statistics: `x` read again, in a rolled loop.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn layernorm16_elements_out<T: Float>(
+    x: &[T],
+    weight: &[T],
+    bias: &[T],
+    out: &mut DisjointChunks<T, 16>,
+    i: ThreadIndex,
+    at: usize,
+    c: usize,
+    stats: (f32, f32, f32),
+) {
+    if let Some(chunk) = out.get_mut(i) {
+        rolled(2 * CHUNK, |e| {
+            if let Some(o) = chunk.get_mut(e) {
+                *o = T::from_f32(normalise1(element(x, at + e), element(weight, c + e), element(bias, c + e), stats));
+            }
+        });
+    }
 }
 
 /// [`rmsnorm_forward()`](crate::rmsnorm_forward) with **16 columns a thread** (one block per
@@ -1304,16 +1367,12 @@ pub fn rotary_embedding_packed<T: Float>(
     shape: RopeShape,
 ) {
     let dims = (head_chunks, heads, shape);
-    match (vectors(x), vectors(cos), vectors(sin)) {
-        (Some(xv), Some(cv), Some(sv)) => rotary_walk(
-            |at| widen8::<T>(vectors_raw::<T>(xv, at)),
-            |at| (widen8::<f32>(vectors_raw_hint::<f32>(cv, at, Load::EvictLast)), widen8::<f32>(vectors_raw_hint::<f32>(sv, at, Load::EvictLast))),
-            positions,
-            &mut out,
-            dims,
-        ),
-        _ => rotary_elements(x, positions, cos, sin, &mut out, dims),
-    }
+    // One path per launch: 16-byte accesses only, or (a view that is not 16-byte aligned)
+    // element accesses only.
+    let (Some(xv), Some(cv), Some(sv)) = (vectors(x), vectors(cos), vectors(sin)) else {
+        return rotary_elements(x, positions, cos, sin, &mut out, dims);
+    };
+    rotary_walk(xv, cv, sv, positions, &mut out, dims);
 }
 
 /// [`rotary_walk`] element by element, for a launch whose `x`, `cos` or `sin` is not 16-byte
@@ -1367,43 +1426,113 @@ fn rotary_elements<T: Float>(
     }
 }
 
-/// The loop of [`rotary_embedding_packed()`], `x` read by `load_x` and the tables by
-/// `load_tables` (one path per launch: 16-byte loads only when `x`, `cos` and `sin` are
-/// aligned, element loads otherwise).
+/// `n / d` for any `u32` `n` by a divisor fixed for a launch: `floor((2^32 - 1) / d)` worked
+/// out once (one division), then a multiply-high and at most one correction a quotient, what
+/// ptxas makes of a division it sees is loop-invariant (it did not for the rotary's divisions:
+/// their reciprocals were worked out again in every step of the loop).
+#[derive(Clone, Copy)]
+struct Divider {
+    d: u32,
+    m: u32,
+}
+
+impl Divider {
+    #[inline(always)]
+    fn new(d: NonZeroU32) -> Self {
+        Divider { d: d.get(), m: u32::MAX / d.get() }
+    }
+
+    /// `n / d`. With `m = (2^32 - 1 - e) / d` (`0 <= e < d`), `n m / 2^32 = n / d - n (1 + e) /
+    /// (d 2^32)` lies in `(n / d - 1, n / d]`, so `mulhi(n, m)` is the quotient or one less,
+    /// and `n - q d >= d` tells which.
+    #[inline(always)]
+    fn div(self, n: u32) -> u32 {
+        let q = ((n as u64 * self.m as u64) >> 32) as u32;
+        if n.wrapping_sub(q.wrapping_mul(self.d)) >= self.d { q + 1 } else { q }
+    }
+}
+
+/// The 16-byte loop of [`rotary_embedding_packed()`] (`x`, `cos`, `sin` viewed as vectors).
+/// Each step reads its token's position first (behind one multiply-high, [`Divider`]), then
+/// `x`'s two chunks, then (once the position is in) the tables' two chunks of 8 `f32`, each
+/// behind one bounds check ([`vectors_raw_whole`]): the four table loads issue together, as
+/// in nvcc's twin (issue 31: with the divisions' reciprocals worked out in every step and a
+/// bounds check a 16-byte word, the position left at instruction 146 of the step and the
+/// tables in two round trips; 0.73x the twin on an H200, this form 0.77x there, session 14).
 #[inline(always)]
 fn rotary_walk<T: Float>(
-    load_x: impl Fn(usize) -> [f32; CHUNK],
-    load_tables: impl Fn(usize) -> ([f32; CHUNK], [f32; CHUNK]),
+    xv: &[Vec16],
+    cv: &[Vec16],
+    sv: &[Vec16],
     positions: &[u32],
     out: &mut DisjointChunks<T, 8>,
     (head_chunks, heads, shape): (NonZeroU32, NonZeroU32, RopeShape),
 ) {
     let half = (shape.rotary_dim / 2) as usize;
     let sign = if shape.inverse != 0 { -1.0 } else { 1.0 };
+    // The token of chunk `c` is `c / (head_chunks heads)` (= `(c / head_chunks) / heads` for
+    // any chunk below 2^32 - 1, saturated or not).
+    let (by_row, by_token) = (Divider::new(head_chunks), Divider::new(head_chunks.saturating_mul(heads)));
     for i in grid_stride(out.len()) {
         let chunk = i.get() as u32;
-        let (row, c) = (chunk / head_chunks, (chunk % head_chunks) as usize * CHUNK);
-        let token = (row / heads) as usize;
+        // No position (never, in a launch the host checked) reads as `u32::MAX`, which no
+        // `max_positions` exceeds: NaN, as the element path gives.
+        let position = positions.get(by_token.div(chunk) as usize).copied().unwrap_or(u32::MAX);
+        let c = (chunk - by_row.div(chunk) * head_chunks.get()) as usize * CHUNK;
         let at = i.get() * CHUNK;
         let o = if c >= 2 * half {
-            load_x(at)
+            widen8::<T>(vectors_raw::<T>(xv, at))
         } else {
             let (k, first) = if c < half { (c, true) } else { (c - half, false) };
             let pair = at - c + k;
-            let (x1, x2) = (load_x(pair), load_x(pair + half));
-            match positions.get(token) {
-                Some(&p) if p < shape.max_positions => {
-                    let (cs, sn) = load_tables(p as usize * half + k);
-                    let mut o = [0.0f32; CHUNK];
-                    unroll::<CHUNK>(|u| {
-                        let sn = sign * sn[u];
-                        o[u] = if first { x1[u] * cs[u] - x2[u] * sn } else { x2[u] * cs[u] + x1[u] * sn };
-                    });
-                    o
-                }
-                _ => [f32::NAN; CHUNK],
+            let (r1, r2) = (vectors_raw::<T>(xv, pair), vectors_raw::<T>(xv, pair + half));
+            if position < shape.max_positions {
+                let t = position as usize * half + k;
+                let (rc, rs) = (vectors_raw_whole::<f32>(cv, t, Load::EvictLast), vectors_raw_whole::<f32>(sv, t, Load::EvictLast));
+                let (x1, x2, cs, sn) = (widen8::<T>(r1), widen8::<T>(r2), widen8::<f32>(rc), widen8::<f32>(rs));
+                let mut o = [0.0f32; CHUNK];
+                unroll::<CHUNK>(|u| {
+                    let sn = sign * sn[u];
+                    o[u] = if first { x1[u] * cs[u] - x2[u] * sn } else { x2[u] * cs[u] + x1[u] * sn };
+                });
+                o
+            } else {
+                [f32::NAN; CHUNK]
             }
         };
         store8(out, i, o);
     }
+}
+
+/// One chunk of `v` (16-byte vectors) at element `at`, its words behind **one** bounds check
+/// (not one a word): an `f32` chunk's two loads sit behind one branch and issue together.
+#[inline(always)]
+fn vectors_raw_whole<T: Float>(v: &[Vec16], at: usize, hint: Load) -> Raw8 {
+    let first = at / CHUNK * words::<T>();
+    let mut raw = Raw8::default();
+    if let Some(chunk) = v.get(first..first + words::<T>()) {
+        unroll::<2>(|k| {
+            if k < words::<T>() {
+                raw.0[k] = cache::load(&chunk[k], hint);
+            }
+        });
+    }
+    raw
+}
+
+/// The two chunks of 16 values of `v` (16-byte vectors) at element `at` (a multiple of 16),
+/// behind one bounds check for the pair, as loaded.
+#[inline(always)]
+fn vectors_raw16<T: Float>(v: &[Vec16], at: usize, hint: Load) -> (Raw8, Raw8) {
+    let first = at / CHUNK * words::<T>();
+    let (mut a, mut b) = (Raw8::default(), Raw8::default());
+    if let Some(pair) = v.get(first..first + 2 * words::<T>()) {
+        unroll::<2>(|k| {
+            if k < words::<T>() {
+                a.0[k] = cache::load(&pair[k], hint);
+                b.0[k] = cache::load(&pair[words::<T>() + k], hint);
+            }
+        });
+    }
+    (a, b)
 }

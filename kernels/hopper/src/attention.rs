@@ -9,9 +9,10 @@
 //!
 //! Per block (384 threads, one 128-row query tile of one head; grid `(⌈S/128⌉, B·H)`):
 //! - warpgroup 0 (producer, `setmaxnreg.dec 24`): one thread loads the Q tile once, then each
-//!   128-row key tile and value tile through TMA (3-D maps, 128-byte swizzle, one box per 64
-//!   columns) into a [`STAGES`]-deep ring, K and V with their own full/empty mbarriers so the
-//!   consumers can start on K while V is still on its way;
+//!   128-row key tile and value tile, the last key tile first (the one tile that may need the
+//!   mask: ragged past `seq_len`, or the causal diagonal), through TMA (3-D maps, 128-byte
+//!   swizzle, one box per 64 columns) into a [`STAGES`]-deep ring, K and V with their own
+//!   full/empty mbarriers so the consumers can start on K while V is still on its way;
 //! - warpgroups 1 and 2 (consumers, `setmaxnreg.inc 240`) each own 64 query rows: per key tile,
 //!   `S = Q·Kᵀ` with `wgmma` m64n128k16 (A and B from shared memory), the mask on the tiles
 //!   that need it, the online softmax in registers (`ex2.approx` with `scale·log2 e` folded in:
@@ -20,7 +21,9 @@
 //!   `wgmma` A-from-registers, B N-major (V as stored). The `OVERLAP` variant (the default
 //!   kernels) issues the next tile's `Q·Kᵀ` before this tile's `P·V`, so the softmax of tile
 //!   `j+1` runs while the tensor cores compute `P_j·V_j` (FlashAttention-3's intra-warpgroup
-//!   overlap); the `_serial` kernels wait for each product; the `_pingpong` kernels add
+//!   overlap; `consume_tile` peels the first tile, the only masked one, and the last
+//!   `P·V`, and waits for `P·V` at the top of the next step, where ptxas keeps the wait after
+//!   the softmax); the `_serial` kernels wait for each product; the `_pingpong` kernels add
 //!   FlashAttention-3's inter-warpgroup schedule (the two consumers take turns issuing their
 //!   products through named barriers, so one's softmax overlaps the other's products); the
 //!   `_s3` kernels have 3-deep K/V rings ([`STAGES_DEEP`]).
@@ -214,20 +217,43 @@ mod body {
     /// The whole warpgroup calls it together after a `wgmma::fence`; Q and the K tile are in
     /// shared memory (written by TMA) until the group is waited for.
     #[inline(always)]
-    unsafe fn issue_scores<const D: u32>(s: &mut [f32; 64], q: u32, k: u32) {
+    unsafe fn issue_scores<const D: u32, const TIED: bool>(s: &mut [f32; 64], q: u32, k: u32) {
+        // The descriptors are stepped by adding the offset / 16 to the start-address field
+        // (shared addresses stay below 2^18, so the 14-bit field never carries). Q's base goes
+        // through an opaque move, so that LLVM does not hoist Q's `D / 16` descriptors out of
+        // the key loop (ptxas may still do so: it did while the loop spilled, session 14; the
+        // kernels were measured with this form).
+        let (qd, kd) = (opaque_u64(Descriptor::k_major_128b(q).0), Descriptor::k_major_128b(k).0);
         unroll::<8>(|step| {
             let step = step as u32;
             if step < D / 16 {
-                let offset = (step / 4) * SLAB + 32 * (step % 4);
+                let offset = ((step / 4) * SLAB + 32 * (step % 4)) as u64 >> 4;
                 // SAFETY: the caller's contract; the offsets stay inside the tiles.
                 unsafe {
-                    let (a, b) = (Descriptor::k_major_128b(q + offset).0, Descriptor::k_major_128b(k + offset).0);
-                    if step == 0 { m64n128k16_bf16_init(s, a, b) } else { m64n128k16_bf16(s, a, b, true) }
+                    let (a, b) = (qd + offset, kd + offset);
+                    if step == 0 && !TIED { m64n128k16_bf16_init(s, a, b) } else { m64n128k16_bf16(s, a, b, step != 0) }
                 }
             }
         });
         // SAFETY: the caller's contract.
         unsafe { wgmma::commit() };
+    }
+
+    /// `x`, through an instruction LLVM cannot evaluate (`mov.b64` in inline PTX), so that
+    /// values computed from it are not hoisted out of a loop.
+    #[inline(always)]
+    fn opaque_u64(x: u64) -> u64 {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let r: u64;
+            // SAFETY: a register move; no memory, no side effects.
+            unsafe { core::arch::asm!("mov.b64 {r}, {x};", r = out(reg64) r, x = in(reg64) x, options(pure, nomem, nostack)) };
+            r
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            x
+        }
     }
 
     /// Issues `O += P·V` (V tile at `v`: 128 keys, N-major, one [`SLAB`] per 64 columns):
@@ -272,12 +298,25 @@ mod body {
     /// `m` (in log2 units, `scale_log2` folded in), `s` replaced by `p = 2^(s·scale_log2 - m)`,
     /// the running sums `l` (this thread's columns only) rescaled and extended. Returns the
     /// factor by which the rows of O must be rescaled.
+    ///
+    /// `split` (a constant after inlining): four partial maxima and sums per row, combined (a chain of 8 dependent FMNMX
+    /// and FADD per row instead of 32). Measured on one H200 (session 14, both forms in one
+    /// job): 2-7% faster in the persistent ping-pong kernels, but 3-9% slower in the others,
+    /// where ptxas then computed both rows' maxima before the first exponential instead of
+    /// overlapping the second row's chain with the first row's exponentials; so only the
+    /// persistent ping-pong kernels take it.
     #[inline(always)]
-    fn softmax(s: &mut [f32; 64], m: &mut [f32; 2], l: &mut [f32; 2], scale_log2: f32) -> [f32; 2] {
+    fn softmax(s: &mut [f32; 64], m: &mut [f32; 2], l: &mut [f32; 2], scale_log2: f32, split: bool) -> [f32; 2] {
         let mut rescale = [1.0f32; 2];
         unroll::<2>(|h| {
             let mut max = f32::NEG_INFINITY;
-            unroll::<16>(|i| max = max.max(s[4 * i + 2 * h]).max(s[4 * i + 2 * h + 1]));
+            if split {
+                let mut part = [f32::NEG_INFINITY; 4];
+                unroll::<16>(|i| part[i % 4] = part[i % 4].max(s[4 * i + 2 * h]).max(s[4 * i + 2 * h + 1]));
+                max = part[0].max(part[1]).max(part[2].max(part[3]));
+            } else {
+                unroll::<16>(|i| max = max.max(s[4 * i + 2 * h]).max(s[4 * i + 2 * h + 1]));
+            }
             // The row's other columns live in the 3 other lanes of the quad.
             max = max.max(shuffle_xor(max, 1));
             max = max.max(shuffle_xor(max, 2));
@@ -286,14 +325,27 @@ mod body {
             // no -inf - -inf = NaN appears (its p and rescale factor are then 0).
             let shift = if new == f32::NEG_INFINITY { 0.0 } else { new };
             rescale[h] = (m[h] - shift).fast_exp2();
-            let mut sum = 0.0f32;
-            unroll::<16>(|i| {
-                unroll::<2>(|j| {
-                    let p = (s[4 * i + 2 * h + j] * scale_log2 - shift).fast_exp2();
-                    s[4 * i + 2 * h + j] = p;
-                    sum += p;
-                })
-            });
+            let sum = if split {
+                let mut sums = [0.0f32; 4];
+                unroll::<16>(|i| {
+                    unroll::<2>(|j| {
+                        let p = (s[4 * i + 2 * h + j] * scale_log2 - shift).fast_exp2();
+                        s[4 * i + 2 * h + j] = p;
+                        sums[i % 4] += p;
+                    })
+                });
+                (sums[0] + sums[1]) + (sums[2] + sums[3])
+            } else {
+                let mut sum = 0.0f32;
+                unroll::<16>(|i| {
+                    unroll::<2>(|j| {
+                        let p = (s[4 * i + 2 * h + j] * scale_log2 - shift).fast_exp2();
+                        s[4 * i + 2 * h + j] = p;
+                        sum += p;
+                    })
+                });
+                sum
+            };
             l[h] = l[h] * rescale[h] + sum;
             m[h] = new;
         });
@@ -401,17 +453,19 @@ mod body {
     }
 
     /// Finishes the scores of key tile `j` (their group already waited for; ring round
-    /// `round`): releases K_j's slot, masks if needed, runs the online softmax. Returns the
-    /// rescale factor of O's rows and the probabilities P (f32, in the accumulator layout;
+    /// `round`): releases K_j's slot, masks if needed (only with `MASK`: the tile may be
+    /// ragged or on the causal diagonal), runs the online softmax. Returns the rescale factor
+    /// of O's rows and the probabilities P (f32, in the accumulator layout;
     /// `a_fragments_bf16_64` makes them the next `wgmma`'s A operand).
     #[inline(always)]
-    fn finish_scores<const CAUSAL: bool, const STAGES: u32>(
+    fn finish_scores<const CAUSAL: bool, const STAGES: u32, const MASK: bool>(
         s: &mut [f32; 64],
         state: &mut Running,
         rows: Rows,
         layout: Layout<STAGES>,
         j: u32,
         round: u32,
+        split: bool,
     ) -> ([f32; 2], [f32; 64]) {
         fence_accumulators_64(s);
         if rows.lane == 0 {
@@ -421,10 +475,10 @@ mod body {
         // accumulator operand), so nothing but a `wgmma` defines it while P·V is in flight
         // (otherwise ptxas serialises the `wgmma`s: C7513).
         let mut x = *s;
-        if (j + 1) * BN > rows.seq_len || (CAUSAL && (j + 1) * BN > rows.q0 + 1) {
+        if MASK && ((j + 1) * BN > rows.seq_len || (CAUSAL && (j + 1) * BN > rows.q0 + 1)) {
             mask::<CAUSAL>(&mut x, j * BN + 2 * (rows.lane % 4), rows.row0, rows.seq_len);
         }
-        let factor = softmax(&mut x, &mut state.m, &mut state.l, rows.scale_log2);
+        let factor = softmax(&mut x, &mut state.m, &mut state.l, rows.scale_log2, split);
         (factor, x)
     }
 
@@ -441,7 +495,10 @@ mod body {
     }
 
     /// The producer's loads for one query tile (rows `q0..` of `head`): the Q tile, then its
-    /// `tiles` key and value tiles as rounds `round..round + tiles` of the rings.
+    /// `tiles` key and value tiles, last first (round `round + i` holds key tile
+    /// `tiles - 1 - i`: the one tile that may need the mask, ragged past `seq_len` or on the
+    /// causal diagonal, comes first, and the consumers' steady loop has no mask), as rounds
+    /// `round..round + tiles` of the rings.
     ///
     /// # Safety
     /// One thread calls it; the maps are valid and acquired (the kernel's contract); Q's buffer
@@ -458,15 +515,15 @@ mod body {
             for c in 0..D / 64 {
                 TensorMap::load_3d(q_map, layout.q() + c * SLAB, layout.q_full(), (64 * c) as i32, q0 as i32, head as i32);
             }
-            for j in 0..tiles {
-                let slot = Ring::<STAGES>::slot(round + j);
-                let full = layout.keys().produce(round + j, tile);
+            for i in 0..tiles {
+                let (slot, row) = (Ring::<STAGES>::slot(round + i), ((tiles - 1 - i) * BN) as i32);
+                let full = layout.keys().produce(round + i, tile);
                 for c in 0..D / 64 {
-                    TensorMap::load_3d(k_map, layout.k(slot) + c * SLAB, full, (64 * c) as i32, (j * BN) as i32, head as i32);
+                    TensorMap::load_3d(k_map, layout.k(slot) + c * SLAB, full, (64 * c) as i32, row, head as i32);
                 }
-                let full = layout.values().produce(round + j, tile);
+                let full = layout.values().produce(round + i, tile);
                 for c in 0..D / 64 {
-                    TensorMap::load_3d(v_map, layout.v(slot) + c * SLAB, full, (64 * c) as i32, (j * BN) as i32, head as i32);
+                    TensorMap::load_3d(v_map, layout.v(slot) + c * SLAB, full, (64 * c) as i32, row, head as i32);
                 }
             }
         }
@@ -493,6 +550,9 @@ mod body {
         round: u32,
     ) -> Running {
         let lane = rows.lane;
+        // The softmax's split reductions where they measured faster (see `softmax`): the
+        // persistent (`RELEASE_Q`) ping-pong kernels.
+        let split = RELEASE_Q && PINGPONG;
         // Not `[0.0; 64]`: a repeat expression becomes a store loop that keeps the array in
         // local memory (docs/performance.md). SAFETY: all-zero bits are 0.0.
         let mut state = Running { acc: unsafe { core::mem::zeroed() }, m: [f32::NEG_INFINITY; 2], l: [0.0; 2] };
@@ -508,6 +568,7 @@ mod body {
         // flight (`s`, `state.acc`, `p`) are fenced before its issue and not touched until it
         // has been waited for.
         let (mine, other) = turns(consumer);
+        // Step 0: the scores of the last key tile (the only one that may need the mask).
         layout.keys().consume(round);
         if PINGPONG {
             mine.sync();
@@ -516,7 +577,7 @@ mod body {
         // SAFETY: see above.
         unsafe {
             wgmma::fence();
-            issue_scores::<D>(&mut s, q, layout.k(Ring::<STAGES>::slot(round)));
+            issue_scores::<D, false>(&mut s, q, layout.k(Ring::<STAGES>::slot(round)));
         }
         if PINGPONG {
             other.arrive();
@@ -526,70 +587,102 @@ mod body {
         if RELEASE_Q && tiles == 1 && lane == 0 {
             layout.q_empty().arrive();
         }
-        let (_, probabilities) = finish_scores::<CAUSAL, STAGES>(&mut s, &mut state, rows, layout, 0, round);
-        let mut p = a_fragments_bf16_64(&probabilities);
+        // The probabilities are kept in `s` (the next scores' `wgmma` takes them as its
+        // accumulator operand, scaled by 0), so they are converted before it.
+        (_, s) = finish_scores::<CAUSAL, STAGES, true>(&mut s, &mut state, rows, layout, tiles - 1, round, split);
         // The factor by which O's rows must be rescaled before the next P·V.
         let mut factor = [1.0f32; 2];
-        for j in 0..tiles {
-            let slot = Ring::<STAGES>::slot(round + j);
-            let next = j + 1 < tiles;
-            if next {
-                layout.keys().consume(round + j + 1);
+        // SAFETY: all-zero bits are valid `u32`s (replaced before the first P·V reads them).
+        let mut p: Fragments = unsafe { core::mem::zeroed() };
+        // Steps 1..tiles, FlashAttention-3's intra-warpgroup overlap with every branch out of
+        // the loop: issue the scores of step i, then P·V of step i - 1; wait for the scores
+        // (the older group) and run their softmax while P·V is on the tensor cores. The wait
+        // for that P·V opens the next step (or the tail): ptxas schedules within a step, and
+        // placed at the end of the step it hoisted the wait above the softmax in some kernels,
+        // which then waited for P·V before any of it. No mask here (the key tiles after the
+        // first are whole and below the causal diagonal).
+        for i in 1..tiles {
+            // SAFETY: see above. P·V of step i - 2 (if any) is done: its P and V are free.
+            unsafe { wgmma::wait::<0>() };
+            fence_accumulators_64(&mut state.acc);
+            fence_fragments(&mut p);
+            if i >= 2 && lane == 0 {
+                layout.values().release(round + i - 2);
             }
+            p = a_fragments_bf16_64(&s);
+            // Pinned here, before the scores' `wgmma` (LLVM sank the conversion below it,
+            // which kept the f32 probabilities and the new scores live together: spills).
+            fence_fragments(&mut p);
+            layout.keys().consume(round + i);
             if PINGPONG {
                 mine.sync();
             }
-            if next {
-                // (No fence of `s` here: the first score `wgmma` only writes it.)
-                // SAFETY: see above. The scores of tile j+1 go first, so that they are done
-                // (the older group) while P_j·V_j still runs.
-                unsafe {
-                    wgmma::fence();
-                    issue_scores::<D>(&mut s, q, layout.k(Ring::<STAGES>::slot(round + j + 1)));
-                }
+            // (No fence of `s` here: the first score `wgmma` only writes it.)
+            // SAFETY: see above. The scores go first, so that they are done (the older group)
+            // while P·V still runs.
+            unsafe {
+                wgmma::fence();
+                issue_scores::<D, true>(&mut s, q, layout.k(Ring::<STAGES>::slot(round + i)));
             }
-            // O is not in flight here (P_{j-1}·V_{j-1} was waited for); this overlaps S_{j+1}.
+            // O is not in flight here (the previous P·V was waited for); this overlaps S.
             rescale_rows(&mut state.acc, factor);
-            // V_j after issuing S_{j+1}: V_j may still be on its way (the producer loads it
-            // after K_j); waiting for it first kept the tensor cores idle (H100 run 2: d64
-            // overlap 20% slower than with this order in run 1).
-            layout.values().consume(round + j);
+            // V after issuing S: V may still be on its way (the producer loads it after K);
+            // waiting for it first kept the tensor cores idle (H100 run 2: d64 overlap 20%
+            // slower than with this order in run 1).
+            layout.values().consume(round + i - 1);
             fence_accumulators_64(&mut state.acc);
             fence_fragments(&mut p);
             // SAFETY: see above.
             unsafe {
                 wgmma::fence();
-                issue_pv::<D>(&mut state.acc, &p, layout.v(slot));
+                issue_pv::<D>(&mut state.acc, &p, layout.v(Ring::<STAGES>::slot(round + i - 1)));
             }
             if PINGPONG {
                 other.arrive();
             }
-            if next {
-                // The softmax of tile j+1 runs while P_j·V_j is on the tensor cores. Its
-                // probabilities become A fragments only after the wait below: registers
-                // that a later `wgmma` reads must not be written while a group is in flight,
-                // or ptxas serialises every `wgmma` of the kernel (C7513).
-                // SAFETY: see above.
-                unsafe { wgmma::wait::<1>() };
-                // The scores of the last key tile are done: Q's buffer is free.
-                if RELEASE_Q && j + 2 == tiles && lane == 0 {
-                    layout.q_empty().arrive();
-                }
-                let (f, probabilities) = finish_scores::<CAUSAL, STAGES>(&mut s, &mut state, rows, layout, j + 1, round + j + 1);
-                factor = f;
-                // SAFETY: see above.
-                unsafe { wgmma::wait::<0>() };
-                fence_accumulators_64(&mut state.acc);
-                fence_fragments(&mut p);
-                p = a_fragments_bf16_64(&probabilities);
-            } else {
-                // SAFETY: see above.
-                unsafe { wgmma::wait::<0>() };
-                fence_accumulators_64(&mut state.acc);
+            // SAFETY: see above. The scores are done; P·V may still run.
+            unsafe { wgmma::wait::<1>() };
+            // The scores of the last step are done: Q's buffer is free.
+            if RELEASE_Q && i + 1 == tiles && lane == 0 {
+                layout.q_empty().arrive();
             }
-            if lane == 0 {
-                layout.values().release(round + j);
-            }
+            // The softmax runs while P·V is on the tensor cores. Its probabilities become A
+            // fragments only after the next wait: registers that a later `wgmma` reads must
+            // not be written while a group is in flight, or ptxas serialises every `wgmma` of
+            // the kernel (C7513).
+            let (f, x) = finish_scores::<CAUSAL, STAGES, false>(&mut s, &mut state, rows, layout, tiles - 1 - i, round + i, split);
+            factor = f;
+            s = x;
+        }
+        // The tail: the last P·V.
+        // SAFETY: see above.
+        unsafe { wgmma::wait::<0>() };
+        fence_accumulators_64(&mut state.acc);
+        fence_fragments(&mut p);
+        if tiles >= 2 && lane == 0 {
+            layout.values().release(round + tiles - 2);
+        }
+        p = a_fragments_bf16_64(&s);
+        if PINGPONG {
+            mine.sync();
+        }
+        rescale_rows(&mut state.acc, factor);
+        layout.values().consume(round + tiles - 1);
+        fence_accumulators_64(&mut state.acc);
+        fence_fragments(&mut p);
+        // SAFETY: see above.
+        unsafe {
+            wgmma::fence();
+            issue_pv::<D>(&mut state.acc, &p, layout.v(Ring::<STAGES>::slot(round + tiles - 1)));
+        }
+        if PINGPONG {
+            other.arrive();
+        }
+        // SAFETY: see above.
+        unsafe { wgmma::wait::<0>() };
+        fence_accumulators_64(&mut state.acc);
+        if lane == 0 {
+            layout.values().release(round + tiles - 1);
         }
         state
     }
@@ -693,10 +786,10 @@ mod body {
                 // SAFETY: see above.
                 unsafe {
                     wgmma::fence();
-                    issue_scores::<D>(&mut s, q, layout.k(slot));
+                    issue_scores::<D, false>(&mut s, q, layout.k(slot));
                     wgmma::wait::<0>();
                 }
-                let (factor, probabilities) = finish_scores::<CAUSAL, STAGES>(&mut s, &mut state, rows, layout, j, j);
+                let (factor, probabilities) = finish_scores::<CAUSAL, STAGES, true>(&mut s, &mut state, rows, layout, tiles - 1 - j, j, false);
                 let mut p = a_fragments_bf16_64(&probabilities);
                 rescale_rows(&mut state.acc, factor);
                 layout.values().consume(j);

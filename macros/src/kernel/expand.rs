@@ -123,7 +123,7 @@ fn kernel_items(kernel: &Kernel) -> TokenStream {
             let lowered: Vec<Lowered> = kernel.params.iter().map(lower).collect();
             let entry =
                 Entry { symbol: kernel.ptx_base(), module: name, params: &kernel.params, lowered: &lowered, call: quote!(self::#name), unsafe_fn, cfgs: &cfgs };
-            out.extend(device_entry(&entry, &kernel.same_len));
+            out.extend(device_entry(&entry, &kernel.same_len, kernel.bounds.as_ref()));
             out.extend(host_launcher(&entry, quote!(super::#name), is_unsafe, kernel.cluster.as_ref(), &kernel.same_len, kernel.bounds.as_ref()));
         }
         Some((type_param, instances)) => {
@@ -140,7 +140,7 @@ fn kernel_items(kernel: &Kernel) -> TokenStream {
                     unsafe_fn,
                     cfgs: &cfgs,
                 };
-                out.extend(device_entry(&entry, &kernel.same_len));
+                out.extend(device_entry(&entry, &kernel.same_len, kernel.bounds.as_ref()));
                 out.extend(host_launcher(&entry, quote!(super::#name::<#ty>), is_unsafe, kernel.cluster.as_ref(), &kernel.same_len, kernel.bounds.as_ref()));
             }
         }
@@ -179,8 +179,26 @@ pub fn symbol_text(symbol: &Ident) -> String {
 /// function, type-checked as the `fn` they wrote. The entry and the fingerprint sit in an
 /// anonymous `const` block, so the entry's name (the PTX symbol, often the user function's own
 /// name) does not clash with the user's function, which the entry reaches as `self::name`.
-fn device_entry(entry: &Entry, same_len: &[Vec<Ident>]) -> TokenStream {
+fn device_entry(entry: &Entry, same_len: &[Vec<Ident>], bounds: Option<&TokenStream>) -> TokenStream {
     let Entry { symbol, params, lowered, call, unsafe_fn, cfgs, .. } = entry;
+    // `reqntid(n)`: the block is `(n, 1, 1)` in every launch (PTX `.reqntid`: a GPU refuses any
+    // other; so do the launchers), so the entry tells the compiler, and `blockDim.x` is the
+    // constant `n` in the kernel (issue 30: a `BlockRows` loop striding by it unrolls as nvcc's
+    // over llm.c's `constexpr BlockSize`).
+    let block_shape = bounds.and_then(|b| {
+        let mut tokens = b.clone().into_iter();
+        match tokens.next() {
+            Some(proc_macro2::TokenTree::Ident(word)) if word == "reqntid" => {
+                let threads: TokenStream = tokens.collect();
+                let thread = paths::thread();
+                Some(quote! {
+                    // SAFETY: `.reqntid`: every launch of this entry has this block shape.
+                    unsafe { #thread::__assume_block_shape(#threads) };
+                })
+            }
+            _ => None,
+        }
+    });
     let entry_params = lowered.iter().flat_map(|l| l.entry_params.iter());
     // `same_len(a, b)`: the launchers checked the lengths equal, so every slice of the group is
     // rebuilt with the first one's length, one value, and one bounds check covers them all.
@@ -272,6 +290,7 @@ fn device_entry(entry: &Entry, same_len: &[Vec<Ident>]) -> TokenStream {
             #[allow(improper_ctypes_definitions, non_snake_case)]
             pub unsafe extern "ptx-kernel" fn #symbol(#(#entry_params),*) {
                 #panic::__enter_kernel(#name);
+                #block_shape
                 #(#shared_lengths)*
                 #(#rebuild)*
                 let #kernel = #call;

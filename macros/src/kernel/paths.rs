@@ -26,6 +26,11 @@ pub fn panic() -> TokenStream {
     quote!(::ferrocuda_device::panic)
 }
 
+/// The device crate's `thread` module (the `reqntid` block-shape assumption).
+pub fn thread() -> TokenStream {
+    quote!(::ferrocuda_device::thread)
+}
+
 /// The crate's embedded PTX/cubins, defined by `embed_kernels!()` at the kernel crate's root.
 pub fn kernels() -> TokenStream {
     quote!(crate::KERNELS)

@@ -163,6 +163,87 @@ pub fn p30_row_normalize(x: &[f32], keys: &[u32], cols: u32, mut y: DisjointSlic
     }
 }
 
+/// p30_3, llm.c's softmax reductions: a block per row, a thread per column (`cols` threads,
+/// 1 to 1024), the row's maximum then the sum of `exp(x - max)` with
+/// `RuntimeBlockReduce::max_then_sum_all` (2 barriers, llm.c's count), then a layer norm's
+/// sum and sum of squared deviations with `sum_then_sum_all`, on the same scratch. Writes the
+/// softmax to `y` and `[sum, squares]` per row to `moments`.
+#[kernel]
+pub fn p30_row_softmax_paired(x: &[f32], cols: u32, mut y: DisjointSlice<f32>, mut moments: PerBlock<[f32; 2]>) {
+    #[cfg_attr(not(target_arch = "nvptx64"), allow(unused_imports))]
+    use ferrocuda_device::math::DeviceFloat;
+    let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
+    let i = unique_index();
+    let v = x.get(i.get()).copied().unwrap_or(0.0);
+    let (max, sum) = reduce.max_then_sum_all(v, |m| (v - m).exp());
+    let (total, squares) = reduce.sum_then_sum_all(v, |t| {
+        let d = v - t / cols as f32;
+        d * d
+    });
+    if let Some(o) = y.get_mut(i) {
+        *o = (v - max).exp() / sum;
+    }
+    if let Some(b) = once_per_block()
+        && let Some(out) = moments.get_mut(b)
+    {
+        *out = [total, squares];
+    }
+}
+
+/// p30, a compile-time block size: `reqntid(256)` tells the compiler the block's shape, so
+/// `block_dim_x()` is the constant 256 (no `%ntid.x` read), the strided loop's trip count is a
+/// shift and LLVM unrolls it (four loads in flight, as nvcc over llm.c's `constexpr
+/// BlockSize`), and the block reduction's warp count is a constant. Each block sums all of `x`.
+#[kernel(reqntid(256))]
+pub fn p30_strided_sum_reqntid(x: &[f32], mut sums: PerBlock<f32>) {
+    let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
+    let mut s = 0.0f32;
+    for i in ferrocuda_device::thread::strided_range(thread_idx_x() as usize, x.len(), block_dim_x() as usize) {
+        s += x[i];
+    }
+    if let Some(total) = reduce.sum(s)
+        && let Some(b) = once_per_block()
+        && let Some(out) = sums.get_mut(b)
+    {
+        *out = total;
+    }
+}
+
+/// p30_3, a measurement: [`p30_row_sum_unchecked`] with the reduction written as CUB's and
+/// llm.c's are, by hand: each warp's partial stored by its lane 0, one barrier, thread 0 folds
+/// them, and no barrier after (nothing else in the kernel touches the slots). The difference
+/// from `p30_row_sum_unchecked` is `RuntimeBlockReduce`'s trailing barrier (31 warps held
+/// behind warp 0's fold), which port_patterns_bench times (`row sum, N, barriers`). Blocks of
+/// whole warps only (a measurement, not a library pattern).
+#[kernel]
+pub fn p30_row_sum_one_barrier(x: &[f32], cols: u32, mut sums: PerBlock<f32>) {
+    let slots = shared_array![f32; 32];
+    let row = block_idx_x() * cols;
+    let mut s = 0.0f32;
+    let mut c = thread_idx_x();
+    while c < cols {
+        s += x.get((row + c) as usize).copied().unwrap_or(0.0);
+        c += block_dim_x();
+    }
+    let partial = ferrocuda_device::warp::reduce_sum(s);
+    let warps = block_dim_x().div_ceil(32).min(32);
+    if thread_idx_x().is_multiple_of(32) {
+        slots.set((thread_idx_x() / 32).min(31) as usize, partial);
+    }
+    sync_threads();
+    if thread_idx_x() == 0 {
+        let mut total = slots.get(0);
+        for w in 1..warps as usize {
+            total += slots.get(w);
+        }
+        if let Some(b) = once_per_block()
+            && let Some(out) = sums.get_mut(b)
+        {
+            *out = total;
+        }
+    }
+}
+
 /// p30_3: [`p30_row_sum`] without a panic path (`x.get` instead of `x[..]`), for comparing the
 /// reduction's registers with CUB's (the panic handler alone takes 24).
 #[kernel]

@@ -215,7 +215,26 @@ pub fn softmax_forward_kernel5(mut out: PerWarpRow<bf16>, inv_temperature: f32, 
 /// (`PerWarpRow<bf16, Reversed>` with `warp_row_reversed()`: row `(gridDim.x - blockIdx.x - 1)
 /// * num_warps + warp_id`).
 #[kernel(cols(out = t_len))]
-pub fn softmax_forward_kernel5_fixed(mut out: PerWarpRow<bf16, Reversed>, inv_temperature: f32, inp: &[X4], t_len: u32) {
+pub fn softmax_forward_kernel5_fixed(out: PerWarpRow<bf16, Reversed>, inv_temperature: f32, inp: &[X4], t_len: u32) {
+    softmax5_fixed::<false>(out, inv_temperature, inp, t_len);
+}
+
+/// Session 14: [`softmax_forward_kernel5_fixed()`] with the write pass as llm.c's `for (i =
+/// lane_id; i <= own_pos; i += WARP_SIZE)`: `row.zip_input(&flat[..=own_pos]).for_each(..)`
+/// over the row viewed as bf16 (`bytemuck::cast_slice`), so the input's length bounds the
+/// columns and the loop has one exit (the porting table's causal-prefix row). The fixed
+/// variant's `iter_mut().enumerate()` with a `break` at the diagonal and a checked `x.get` per
+/// column kept two more exits and one 2-byte load in flight per lane, where nvcc's loop is
+/// unrolled (issue 30, third port: 0.92-0.93).
+#[kernel(cols(out = t_len))]
+pub fn softmax_forward_kernel5_prefix(out: PerWarpRow<bf16, Reversed>, inv_temperature: f32, inp: &[X4], t_len: u32) {
+    softmax5_fixed::<true>(out, inv_temperature, inp, t_len);
+}
+
+/// The body of [`softmax_forward_kernel5_fixed()`]; `PREFIX`: the write pass over the causal
+/// prefix with `zip_input`.
+#[inline(always)]
+fn softmax5_fixed<const PREFIX: bool>(mut out: PerWarpRow<bf16, Reversed>, inv_temperature: f32, inp: &[X4], t_len: u32) {
     let Some(tn) = NonZeroU32::new(t_len) else { return };
     let Some(row) = out.row_mut(warp_row_reversed()) else { return };
     let idx = row.row();
@@ -256,6 +275,15 @@ pub fn softmax_forward_kernel5_fixed(mut out: PerWarpRow<bf16, Reversed>, inv_te
     sumval *= (inv_temperature * (maxval - global_maxval)).exp();
     let sum = warp::reduce_sum(sumval);
     let norm = 1.0 / sum;
+    if PREFIX {
+        let flat: &[bf16] = bytemuck::cast_slice(x);
+        let Some(prefix) = flat.get(..=own_pos as usize) else { return };
+        row.zip_input(prefix).for_each(|(v, o)| {
+            let ev = (inv_temperature * (cache::load(v, Load::Streaming).widen() - global_maxval)).exp();
+            cache::store(o, (ev * norm).to_bf16(), Store::Streaming);
+        });
+        return;
+    }
     for (j, o) in row.iter_mut().enumerate() {
         let col = lane + 32 * j as u32;
         if col > own_pos {
@@ -389,6 +417,36 @@ pub fn fused_classifier_kernel5(
 #[kernel(cols(logits = p8, losses = 1), launch_bounds(1024, 2))]
 pub fn fused_classifier_kernel5_fixed(
     logits: DisjointSlice<X128, InPlaceRows<Reversed>>,
+    losses: DisjointSlice<f32, BlockRows<Reversed>>,
+    dloss: f32,
+    targets: &[i32],
+    v: u32,
+    p8: u32,
+) {
+    fused_classifier_in_place::<false>(logits, losses, dloss, targets, v, p8);
+}
+
+/// Session 14: [`fused_classifier_kernel5_fixed()`] with llm.c's two block reductions as one
+/// paired call, `RuntimeBlockReduce::max_then_sum_all(thread_maxval, |m| thread_sumval *
+/// (thread_maxval - m).exp())`: llm.c's 2 barriers for them, where `max_all` then `sum_all`
+/// take 4 (the other variant).
+#[kernel(cols(logits = p8, losses = 1), launch_bounds(1024, 2))]
+pub fn fused_classifier_kernel5_paired(
+    logits: DisjointSlice<X128, InPlaceRows<Reversed>>,
+    losses: DisjointSlice<f32, BlockRows<Reversed>>,
+    dloss: f32,
+    targets: &[i32],
+    v: u32,
+    p8: u32,
+) {
+    fused_classifier_in_place::<true>(logits, losses, dloss, targets, v, p8);
+}
+
+/// The body of [`fused_classifier_kernel5_fixed()`]; `PAIRED`: its two block reductions as
+/// `max_then_sum_all`.
+#[inline(always)]
+fn fused_classifier_in_place<const PAIRED: bool>(
+    logits: DisjointSlice<X128, InPlaceRows<Reversed>>,
     mut losses: DisjointSlice<f32, BlockRows<Reversed>>,
     dloss: f32,
     targets: &[i32],
@@ -437,9 +495,13 @@ pub fn fused_classifier_kernel5_fixed(
         i -= bd;
     }
     let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
-    let block_maxval = reduce.max_all(thread_maxval);
-    thread_sumval *= (thread_maxval - block_maxval).exp();
-    let block_sumval = reduce.sum_all(thread_sumval);
+    let (block_maxval, block_sumval) = if PAIRED {
+        reduce.max_then_sum_all(thread_maxval, |m| thread_sumval * (thread_maxval - m).exp())
+    } else {
+        let block_maxval = reduce.max_all(thread_maxval);
+        thread_sumval *= (thread_maxval - block_maxval).exp();
+        (block_maxval, reduce.sum_all(thread_sumval))
+    };
     let scale = 1.0 / block_sumval;
     let offset = block_maxval;
 

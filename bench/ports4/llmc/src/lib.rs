@@ -65,8 +65,24 @@ pub fn gelu_forward_kernel2(mut out: DisjointSlice<X128>, inp: &[X128]) {
 /// port runs a 1-D grid of `B * NH * T / 4` blocks of 256 threads, each taking four rows
 /// grid-strided (`BlockRows`).
 #[kernel(cols(datt = t_len))]
-pub fn softmax_autoregressive_backward_inplace_kernel(mut datt: DisjointSlice<bf16, BlockRows>, att: &[bf16], b: i32, t_len: u32, c: i32, scale: f32) {
+pub fn softmax_autoregressive_backward_inplace_kernel(datt: DisjointSlice<bf16, BlockRows>, att: &[bf16], b: i32, t_len: u32, c: i32, scale: f32) {
     let _ = (b, c);
+    softmax_bwd_first_try(datt, att, t_len, scale);
+}
+
+/// Session 14: the first try (its body unchanged) with `reqntid(256)`, the source's `constexpr
+/// int BlockSize = 256` and launch: the entry tells the compiler the block shape, so the
+/// `BlockRows` row's stride (`blockDim.x`) is the constant 256 and its column loops get a
+/// trip count the compiler can compute, as nvcc's over `t2 += BlockSize`.
+#[kernel(cols(datt = t_len), reqntid(256))]
+pub fn softmax_autoregressive_backward_inplace_kernel_reqntid(datt: DisjointSlice<bf16, BlockRows>, att: &[bf16], b: i32, t_len: u32, c: i32, scale: f32) {
+    let _ = (b, c);
+    softmax_bwd_first_try(datt, att, t_len, scale);
+}
+
+/// The body of the first try of `softmax_autoregressive_backward_inplace_kernel`, as written.
+#[inline(always)]
+fn softmax_bwd_first_try(mut datt: DisjointSlice<bf16, BlockRows>, att: &[bf16], t_len: u32, scale: f32) {
     let t_cols = t_len as usize;
     let Some(rows) = NonZeroU32::new(t_len).map(|t| att.len() as u32 / t) else { return };
     let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
@@ -114,8 +130,30 @@ pub fn softmax_autoregressive_backward_inplace_kernel(mut datt: DisjointSlice<bf
 /// a checked multiply and a power-of-two test per element, and one load in flight (0.69x nvcc).
 /// Launched as the first try (the row order is still not the source's).
 #[kernel(cols(datt = t_len))]
-pub fn softmax_autoregressive_backward_inplace_kernel_fixed(mut datt: DisjointSlice<bf16, BlockRows>, att: &[bf16], b: i32, t_len: u32, c: i32, scale: f32) {
+pub fn softmax_autoregressive_backward_inplace_kernel_fixed(datt: DisjointSlice<bf16, BlockRows>, att: &[bf16], b: i32, t_len: u32, c: i32, scale: f32) {
     let _ = (b, c);
+    softmax_bwd_fixed(datt, att, t_len, scale);
+}
+
+/// Session 14: the fix round's variant with `reqntid(256)` (see
+/// [`softmax_autoregressive_backward_inplace_kernel_reqntid`]): its `zip_input` loops stride by
+/// the constant 256.
+#[kernel(cols(datt = t_len), reqntid(256))]
+pub fn softmax_autoregressive_backward_inplace_kernel_fixed_reqntid(
+    datt: DisjointSlice<bf16, BlockRows>,
+    att: &[bf16],
+    b: i32,
+    t_len: u32,
+    c: i32,
+    scale: f32,
+) {
+    let _ = (b, c);
+    softmax_bwd_fixed(datt, att, t_len, scale);
+}
+
+/// The body of the fix round's `softmax_autoregressive_backward_inplace_kernel_fixed`.
+#[inline(always)]
+fn softmax_bwd_fixed(mut datt: DisjointSlice<bf16, BlockRows>, att: &[bf16], t_len: u32, scale: f32) {
     let t_cols = t_len as usize;
     let Some(rows) = NonZeroU32::new(t_len).map(|t| att.len() as u32 / t) else { return };
     let reduce = RuntimeBlockReduce::new(block_scratch!(f32));

@@ -10,7 +10,8 @@ use ferrocuda::{DeviceBuffer, LaunchConfig, Stream};
 use ferrocuda_ports4::{rms_norm_kernel, rms_norm_kernel_fixed, segmented_max_reduction, silu_and_mul_kernel};
 use ferrocuda_ports4_llmc::{
     X128, encoder_backward_kernel1, fused_residual_forward3, gelu_forward_kernel2, softmax_autoregressive_backward_inplace_kernel,
-    softmax_autoregressive_backward_inplace_kernel_fixed, unpermute_kernel,
+    softmax_autoregressive_backward_inplace_kernel_fixed, softmax_autoregressive_backward_inplace_kernel_fixed_reqntid,
+    softmax_autoregressive_backward_inplace_kernel_reqntid, unpermute_kernel,
 };
 use half::bf16;
 
@@ -138,26 +139,43 @@ pub fn softmax_bwd_twin_config(matrices: usize, t_len: usize) -> LaunchConfig {
     LaunchConfig::new(((t_len / 4) as u32, matrices as u32), 256u32)
 }
 
-/// With `fixed`, the fix round's `softmax_autoregressive_backward_inplace_kernel_fixed`.
-pub fn run_softmax_bwd(back: Back, fixed: bool, datt: &[bf16], att: &[bf16], b: i32, t_len: usize, scale: f32) -> Result<Vec<bf16>> {
+/// Which `softmax_autoregressive_backward_inplace_kernel` to run.
+#[derive(Clone, Copy, Debug)]
+pub enum SoftmaxBwd {
+    /// The first try.
+    FirstTry,
+    /// The fix round's `_fixed`.
+    Fixed,
+    /// Session 14: the first try under `reqntid(256)`.
+    Reqntid,
+    /// Session 14: the fix round's variant under `reqntid(256)`.
+    FixedReqntid,
+}
+
+/// `softmax_autoregressive_backward_inplace_kernel` (the `variant`) on `back`, in place over a
+/// copy of `datt`.
+pub fn run_softmax_bwd(back: Back, variant: SoftmaxBwd, datt: &[bf16], att: &[bf16], b: i32, t_len: usize, scale: f32) -> Result<Vec<bf16>> {
     let config = softmax_bwd_config(datt.len() / (t_len * t_len), t_len);
+    let t = t_len as u32;
     match back {
         Back::Cpu(e) => {
             let mut d = datt.to_vec();
-            if fixed {
-                softmax_autoregressive_backward_inplace_kernel_fixed::launch_cpu(e, config, &mut d, att, b, t_len as u32, 0, scale)?;
-            } else {
-                softmax_autoregressive_backward_inplace_kernel::launch_cpu(e, config, &mut d, att, b, t_len as u32, 0, scale)?;
+            match variant {
+                SoftmaxBwd::FirstTry => softmax_autoregressive_backward_inplace_kernel::launch_cpu(e, config, &mut d, att, b, t, 0, scale)?,
+                SoftmaxBwd::Fixed => softmax_autoregressive_backward_inplace_kernel_fixed::launch_cpu(e, config, &mut d, att, b, t, 0, scale)?,
+                SoftmaxBwd::Reqntid => softmax_autoregressive_backward_inplace_kernel_reqntid::launch_cpu(e, config, &mut d, att, b, t, 0, scale)?,
+                SoftmaxBwd::FixedReqntid => softmax_autoregressive_backward_inplace_kernel_fixed_reqntid::launch_cpu(e, config, &mut d, att, b, t, 0, scale)?,
             }
             Ok(d)
         }
         Back::Gpu(s) => {
             let mut d = DeviceBuffer::from_slice(s.context(), datt)?;
             let a = DeviceBuffer::from_slice(s.context(), att)?;
-            if fixed {
-                softmax_autoregressive_backward_inplace_kernel_fixed::launch(s, config, &mut d, &a, b, t_len as u32, 0, scale)?;
-            } else {
-                softmax_autoregressive_backward_inplace_kernel::launch(s, config, &mut d, &a, b, t_len as u32, 0, scale)?;
+            match variant {
+                SoftmaxBwd::FirstTry => softmax_autoregressive_backward_inplace_kernel::launch(s, config, &mut d, &a, b, t, 0, scale)?,
+                SoftmaxBwd::Fixed => softmax_autoregressive_backward_inplace_kernel_fixed::launch(s, config, &mut d, &a, b, t, 0, scale)?,
+                SoftmaxBwd::Reqntid => softmax_autoregressive_backward_inplace_kernel_reqntid::launch(s, config, &mut d, &a, b, t, 0, scale)?,
+                SoftmaxBwd::FixedReqntid => softmax_autoregressive_backward_inplace_kernel_fixed_reqntid::launch(s, config, &mut d, &a, b, t, 0, scale)?,
             }
             Ok(d.to_vec()?)
         }
