@@ -2,39 +2,34 @@
 //! that run on the CPU executor (CI).
 
 use ferrocuda_device::cpu::{CpuExecutor, LaunchConfig};
-use test_kernels::audit_g13::{g13_1_stash_output, g13_1_stash_witness, stash};
+use test_kernels::audit_g13::{g13_1_output_in_a_struct, g13_1_stash_witness, stash};
 
-/// G13-1: a launch that runs on the calling thread (the deterministic executor, one worker, a
-/// grid of one block, a cooperative launch) used to leave what its kernel put in a host
-/// thread-local on that thread: an output handle (`AtomicSlice`, `DisjointSlice`, no lifetime)
-/// then outlived the launch and the buffer it points into, and safe host code wrote through
-/// it after the buffer was freed. Every launch now runs its blocks on threads of its own that
-/// end (thread-locals and all) before the launch returns.
+/// G13-1: an output handle kept past its launch. Before the fix, a launch that ran on the
+/// calling thread left what its kernel put in a host thread-local on that thread, and a
+/// `Box::leak`ed handle handed a `&'static` element to a host thread that wrote after the
+/// launch: both wrote the caller's freed buffer. The output types now carry the launch's
+/// borrow of the buffer (`DisjointSlice<'a, T, P>`), so neither form compiles
+/// (`tests/compile_fail/kernel_model/g13_1_output_outlives_its_launch.rs`; an output written
+/// with a `'static` lifetime is refused by `#[kernel]`:
+/// `tests/compile_fail/kernel/g13_1_output_with_a_static_lifetime.rs`). What stays allowed,
+/// and must keep working: the output in a struct naming its lifetime, and an element lent to
+/// a scoped thread that ends inside the body (here on the deterministic executor, one worker,
+/// a grid of one block and a cooperative launch: the shapes that once ran on the caller's
+/// thread).
 #[test]
-fn g13_1_an_output_handle_kept_in_a_thread_local_does_not_outlive_its_launch() {
-    for (name, executor, config) in [
-        ("deterministic", CpuExecutor::deterministic(), LaunchConfig::new(1u32, 32u32)),
-        ("one block", CpuExecutor::new(), LaunchConfig::new(1u32, 32u32)),
-        ("cooperative", CpuExecutor::new(), LaunchConfig::new(2u32, 32u32).cooperative()),
+fn g13_1_an_output_used_within_its_launch_still_works() {
+    for (name, executor, config, blocks) in [
+        ("deterministic", CpuExecutor::deterministic(), LaunchConfig::new(2u32, 32u32), 2),
+        ("one worker", CpuExecutor::new().with_workers(1), LaunchConfig::new(3u32, 32u32), 3),
+        ("one block", CpuExecutor::new(), LaunchConfig::new(1u32, 32u32), 1),
+        ("cooperative", CpuExecutor::new(), LaunchConfig::new(2u32, 32u32).cooperative(), 2),
     ] {
-        let mut buffer = vec![0u32; 64];
-        g13_1_stash_output::launch_cpu(&executor, config, &mut buffer).unwrap();
-        assert_eq!(buffer[0], 1, "{name}: the kernel ran");
-        let freed = buffer.as_ptr() as usize;
-        drop(buffer);
-        let victim = vec![7u32; 64];
-        if let Some(stale) = stash::take_output() {
-            // The use after free itself (reached only while the finding is open).
-            stale.store(0, 0xdead);
-            panic!(
-                "{name}: the kernel's output handle outlived its launch on the calling thread; a store through it after the \
-                 buffer was freed {} (victim[0] = {:#x}, freed {freed:#x}, victim {:#x})",
-                if victim[0] == 0xdead { "wrote a newer allocation" } else { "wrote freed memory" },
-                victim[0],
-                victim.as_ptr() as usize
-            );
-        }
-        assert_eq!(victim, [7; 64], "{name}");
+        let threads = blocks * 32;
+        let mut counts = vec![0u32; 2];
+        let mut own = vec![0u32; threads as usize];
+        g13_1_output_in_a_struct::launch_cpu(&executor, config, &mut counts, &mut own).unwrap();
+        assert_eq!(counts, [threads, blocks], "{name}: one add per thread, one per block's scoped thread");
+        assert!(own.iter().all(|&o| o == 1), "{name}");
     }
 }
 
@@ -58,29 +53,4 @@ fn g13_1_a_witness_kept_in_a_thread_local_does_not_reach_a_later_launch() {
         // Nothing is left on this thread for a third launch either.
         assert!(stash::WITNESS.with(|w| w.borrow().is_none()));
     }
-}
-
-/// G13-1, the lifetime form: output handles carry no lifetime, so a kernel body run by the
-/// CPU executor can leak one (`Box::leak`) and hand a `&'static` element to a host thread that
-/// writes after the launch returned, into memory the caller freed and reallocated. Open
-/// (needs a lifetime on the output types: audit/2026-11-28/FINDINGS.md); `--ignored` runs the
-/// repro, which fails while the finding is open.
-#[test]
-#[ignore = "G13-1 is open: output handles need a lifetime (audit/2026-11-28/FINDINGS.md); run with --ignored to see the use after free"]
-fn g13_1_a_leaked_output_handle_cannot_write_after_its_launch() {
-    use test_kernels::audit_g13::g13_1_leak_output;
-    let executor = CpuExecutor::new();
-    let mut buffer = vec![0u32; 64];
-    g13_1_leak_output::launch_cpu(&executor, LaunchConfig::new(4u32, 32u32), &mut buffer, 0xdead, 200).unwrap();
-    assert_eq!(buffer[0], 1, "the kernel ran");
-    let freed = buffer.as_ptr() as usize;
-    drop(buffer);
-    let victim = vec![7u32; 64];
-    std::thread::sleep(std::time::Duration::from_millis(600));
-    assert_eq!(
-        victim[0],
-        7,
-        "a store through the kernel's leaked output handle landed after the launch, in memory the caller had freed (freed {freed:#x}, victim {:#x})",
-        victim.as_ptr() as usize
-    );
 }

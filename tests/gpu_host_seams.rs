@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use cudarc::driver::CudaContext;
 use ferrocuda::borrowed;
-use ferrocuda::{Context, DeviceBuffer, Error, Event, LaunchConfig, Limit, SchedulePolicy, Stream, sys};
+use ferrocuda::{Context, DeviceBuffer, Error, Event, LaunchConfig, Limit, SchedulePolicy, Stream, TensorDataType, TensorMap, TensorSwizzle, sys};
 use gpu_kernels::saxpy;
 use test_kernels::launch_kinds::{mark_blocks, spin_for};
 
@@ -149,6 +149,56 @@ fn p2_a_capture_begun_on_another_thread_never_slips_between_the_check_and_the_al
         assert!(back.iter().all(|&v| v == 0), "a buffer allocated beside a capture was not zeroed");
     }
     drop(buffers);
+    context.synchronize().unwrap();
+}
+
+/// Audit 2026-11-28, S1: `TensorMap::to_device_async` copies the map from its own stack frame
+/// (`cuMemcpyHtoDAsync`, which a graph replays by reading the source again). It used to check
+/// for a capture (its allocation, under the capture gate) and queue the copy afterwards, so a
+/// capture begun by another thread in between recorded the copy into its graph. One thread
+/// makes maps on a stream while another keeps capturing the same stream with nothing of its
+/// own: every graph must be empty (a node would be the other thread's copy; a capture the
+/// driver invalidated over it fails its `expect`), and every call either succeeds or is
+/// refused by name (`AllocationInCapture` at the start of a capture, `CallMemoryInCapture` when
+/// one began during the call). Before the fix some graphs held a node (timing-dependent).
+#[test]
+fn s1_a_capture_begun_on_another_thread_never_records_a_call_scoped_copy() {
+    let Some(context) = own_context("s1_a_capture_begun_on_another_thread_never_records_a_call_scoped_copy") else { return };
+    let stream = Stream::non_blocking(&context).unwrap();
+    let source = DeviceBuffer::<u32>::zeroed(&context, 1024).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let capturer = {
+        let (stream, stop) = (stream.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let (mut captures, mut with_nodes) = (0u32, 0u32);
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let graph = stream.capture(|_| Ok(())).expect("an empty capture failed (the driver refused work another thread put in it)");
+                if graph.node_count().unwrap() > 0 {
+                    with_nodes += 1;
+                }
+                captures += 1;
+                // Gaps between the captures, so that some calls get through.
+                std::thread::sleep(Duration::from_micros(20));
+            }
+            (captures, with_nodes)
+        })
+    };
+    let (mut made, mut refused) = (Vec::new(), 0u32);
+    for _ in 0..3000 {
+        let map = TensorMap::tiled(&source, TensorDataType::U32, &[1024], &[256], TensorSwizzle::None).unwrap();
+        match map.to_device_async(&stream) {
+            Ok(device) => made.push(device),
+            Err(Error::AllocationInCapture { .. } | Error::CallMemoryInCapture { .. }) => refused += 1,
+            Err(other) => panic!("to_device_async beside a capture failed otherwise: {other}"),
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (captures, with_nodes) = capturer.join().unwrap();
+    println!("s1 threads: {} maps copied, {refused} refused during {captures} captures, {with_nodes} graphs with a node", made.len());
+    assert!(!made.is_empty() && captures > 0, "one side never ran: the test shows nothing");
+    assert_eq!(with_nodes, 0, "a capture recorded another thread's copy from a stack frame");
+    stream.synchronize().unwrap();
+    drop(made);
     context.synchronize().unwrap();
 }
 

@@ -247,7 +247,7 @@ impl<T> Buffer<T> {
 
 /// An `InPlaceRows` output over `buffer` (what the generated CPU launcher builds per thread;
 /// the launches below are 1-D, the requirement it checks).
-fn in_place(buffer: &Buffer<u32>, cols: u32) -> ferrocuda_device::global::DisjointSlice<u32, ferrocuda_device::global::InPlaceRows> {
+fn in_place(buffer: &Buffer<u32>, cols: u32) -> ferrocuda_device::global::DisjointSlice<'_, u32, ferrocuda_device::global::InPlaceRows> {
     use ferrocuda_device::global::KernelOutput;
     // SAFETY: a live buffer of `buffer.1` elements, borrowed for the launch; 1-D launches.
     unsafe { KernelOutput::from_raw_parts(buffer.start(), buffer.1, cols) }

@@ -429,6 +429,28 @@ pub enum Error {
         /// The `&StoreMap` parameter.
         parameter: &'static str,
     },
+    /// Work that uses memory living only for the call (a tensor map copied from the call's
+    /// stack, a temporary buffer it frees) on a stream that is being captured, or about to be
+    /// (audit 2026-11-28, S1): a graph would replay it after that memory is gone.
+    #[error(
+        "{operation}: cannot run while its stream is being captured into a graph (or a capture of it is starting on another \
+         thread): it copies from memory that lives only for this call (a tensor map on its stack, a temporary buffer), which a \
+         replay of the graph would read after it is gone. Make the call before `begin_capture`/`capture` or after the capture \
+         ends, and do not queue work on a stream that another thread is capturing"
+    )]
+    CallMemoryInCapture {
+        /// The call (`TensorMap::to_device_async`, `hopper_gemm_bf16`, ...).
+        operation: &'static str,
+    },
+    /// A capture begun, or an event waited on, by a thread inside its own
+    /// [`Stream::hold_off_capture`](crate::Stream::hold_off_capture) stretch, which keeps
+    /// captures from starting until it ends: the thread would wait for itself.
+    #[error(
+        "a stream capture cannot begin (and no stream can wait on an event) on a thread inside a `Stream::hold_off_capture` \
+         stretch: the stretch keeps captures from starting until it ends, so this thread would wait for itself. End the stretch \
+         (drop its `NoCapture`) first"
+    )]
+    CaptureInsideHoldOff,
     /// A stream-ordered allocation on a stream that is being captured into a graph (P2): the
     /// driver would record a graph allocation node whose memory exists only while the graph
     /// runs, so the buffer would point at unmapped memory once the capture ends.

@@ -158,7 +158,7 @@ impl Stream {
         }
         // Waiting on an event recorded in a capture joins this stream to it: not while another
         // thread checks this stream for captures (P2).
-        let _gate = self.capture_gate_exclusive();
+        let _gate = self.capture_gate_exclusive()?;
         // The wait joins a capture if the event was recorded in one (only a capture of
         // ferrocuda's can be running then): first a real point after this stream's work so
         // far, for streams outside the capture and the host to wait on while it runs (issue

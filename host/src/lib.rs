@@ -64,7 +64,7 @@ pub use memory::view::{DevicePtr, DeviceRead, DeviceView, DeviceViewMut, DeviceW
 pub use memory::{DeviceBuffer, DeviceSlice};
 pub use module::{Global, JitFallback, JitOptions, Module, ReloadableModule};
 pub use ptx_version::{PtxHeader, ptx_isa_of_driver};
-pub use stream::{RawStream, Stream, StreamOrdering};
+pub use stream::{NoCapture, RawStream, Stream, StreamOrdering};
 
 /// The shared plain-data crate itself.
 pub use ferrocuda_types as types;

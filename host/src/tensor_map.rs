@@ -390,8 +390,10 @@ impl<'buf> TensorMap<'buf> {
     ///
     /// # Errors
     /// As for [`TensorMap::to_device`]; [`Error::AllocationInCapture`](crate::Error) while
-    /// `stream` is being captured into a graph (the copy would read this call's memory when
-    /// the graph is replayed): make the map before the capture.
+    /// `stream` is being captured into a graph, and [`Error::CallMemoryInCapture`](crate::Error)
+    /// if another thread began capturing it during the call (the copy reads this call's
+    /// stack, which a replay of the graph would read again; audit 2026-11-28, S1): make the
+    /// map before the capture.
     pub fn to_device_async(self, stream: &crate::Stream) -> Result<DeviceTensorMap<'buf>> {
         let (usage, access) = match self.memory {
             Memory::Tracked(usage, access) => (Some(usage), access),
@@ -401,14 +403,21 @@ impl<'buf> TensorMap<'buf> {
                 return Err(crate::DriverError { call, code: sys::CUresult::CUDA_ERROR_INVALID_VALUE }.into());
             }
         };
+        // Refused inside a capture (`AllocationInCapture`).
         let mut words = DeviceBuffer::<[u64; 16]>::zeroed_async(stream, 1)?;
+        // The copy reads this stack frame: no capture may record it (S1). Until the copy is
+        // queued no capture can start on `stream`; one that started since the allocation
+        // refuses the call here.
+        let stretch = stream.hold_off_capture("TensorMap::to_device_async")?;
         let (destination, source) = (words.device_ptr(), self.raw.opaque);
         stream.enqueue("TensorMap::to_device_async", &[BufferAccess::write(&mut words)], |raw| {
             // SAFETY: `destination` is the 128 bytes of device memory just allocated in the
             // stream's context, declared written above; the source is `source` on this stack
-            // frame: a copy from pageable host memory has staged it when the call returns.
+            // frame: a copy from pageable host memory has staged it when the call returns, and
+            // the stretch above keeps the copy out of any graph (which would read it again).
             check("cuMemcpyHtoDAsync", unsafe { sys::cuMemcpyHtoDAsync_v2(destination, source.as_ptr().cast(), 128, raw.get()) }).map_err(crate::Error::from)
         })?;
+        drop(stretch);
         Ok(DeviceTensorMap { words, usage, access, _not_sync: PhantomData })
     }
 

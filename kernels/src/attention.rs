@@ -358,6 +358,8 @@ pub fn attention_backward<T: Element>(stream: &Stream, operands: Backward<'_, T>
     operands.check(&shape)?;
     // The sm_90 kernel allocates its own (zeroed) scratch when this one is too short for it.
     let mut scratch = DeviceBuffer::<f32>::zeroed_async(stream, backward_scratch_len(&shape))?;
+    // The scratch is freed on return: no capture may record the launches that use it (S1).
+    let _stretch = stream.hold_off_capture("attention_backward")?;
     attention_backward_with_scratch(stream, operands, &mut scratch, shape)
 }
 
@@ -386,6 +388,8 @@ pub fn attention_backward_deterministic<T: Element>(stream: &Stream, operands: B
     // Every operand first (F12-4), then the allocation.
     operands.check(&shape)?;
     let mut scratch = DeviceBuffer::<f32>::zeroed_async(stream, backward_scratch_len(&shape))?;
+    // As in `attention_backward` (S1).
+    let _stretch = stream.hold_off_capture("attention_backward_deterministic")?;
     backward(stream, operands, &mut scratch, shape, false)
 }
 

@@ -546,6 +546,10 @@ pub fn hopper_gemm_bf16(
     k: usize,
 ) -> Result<()> {
     let tiles = hopper_checks(stream, a, b, c, (m, n, k))?;
+    // The maps live only for this call: no capture may record their copies or the launch
+    // that reads them (audit 2026-11-28, S1). Until they are dropped, no capture can start
+    // on `stream`.
+    let _stretch = stream.hold_off_capture("hopper_gemm_bf16")?;
     let schedule = runnable(hopper_schedule(GemmShape { transpose_b: true, ..GemmShape::new(m, n, k) }), m);
     let b_box = if schedule.cluster { BOX_B_HALF } else { BOX_B };
     let (mu, nu, ku) = (m as u64, n as u64, k as u64);

@@ -163,9 +163,13 @@ pub(crate) fn attention_forward<T: Element>(
     let inputs = [q.kernel_arg(), k.kernel_arg(), v.kernel_arg()];
     // Defence in depth: the caller's checks, again, where the unsafe launch relies on them.
     assert!(inputs.iter().all(|a| a.len == len) && out.kernel_arg().len == len && lse.kernel_arg().len == (heads * seq_len) as usize);
-    if inputs.iter().any(|a| !a.ptr.is_multiple_of(16)) || !out.kernel_arg().ptr.is_multiple_of(4) || stream.is_capturing()? {
+    if inputs.iter().any(|a| !a.ptr.is_multiple_of(16)) || !out.kernel_arg().ptr.is_multiple_of(4) {
         return Ok(false);
     }
+    // The maps are copied from this stack frame, and the work counter lives in a buffer freed
+    // on return: no capture may record this call (audit 2026-11-28, S1). A capture running or
+    // starting takes the other path; until the stretch ends none can start on `stream`.
+    let Some(_stretch) = outside_capture(stream, "attention_forward (sm_90)")? else { return Ok(false) };
     let context = stream.context();
     // A capture of this same call later takes the tensor-core path (above), and no module can
     // load inside a capture: load that path's module now, while loading is allowed (a captured
@@ -447,9 +451,15 @@ pub(crate) fn attention_backward<T: Element>(
         let arg = s.kernel_arg();
         arg.len >= need && arg.ptr.is_multiple_of(128)
     });
-    if given.is_none() && stream.is_capturing()? {
-        return Ok(false);
-    }
+    // Without the caller's scratch, one allocated here and freed on return: no capture may
+    // record the call then (S1); a capture running or starting takes the other path.
+    let _stretch = match given {
+        Some(_) => None,
+        None => match outside_capture(stream, "attention_backward (sm_90)")? {
+            Some(stretch) => Some(stretch),
+            None => return Ok(false),
+        },
+    };
     let (seq_q, seq_kv) = (shape.seq_q as u32, shape.seq_kv as u32);
     let seq_pad = padded_seq(seq_q);
     debug_assert_eq!(seq_pad, hopper_padded_seq(seq_q));
@@ -590,4 +600,15 @@ pub(crate) fn attention_backward<T: Element>(
     // `owned` (if any) is freed in stream order after these launches (their uses are recorded).
     drop(owned);
     Ok(true)
+}
+
+/// A [`Stream::hold_off_capture`] stretch for a call that uses memory living only for the call,
+/// or `None` when the stream is being captured (or a capture of it is starting), for the
+/// caller to take its capture-safe path.
+fn outside_capture<'s>(stream: &'s Stream, operation: &'static str) -> Result<Option<ferrocuda_host::NoCapture<'s>>> {
+    match stream.hold_off_capture(operation) {
+        Ok(stretch) => Ok(Some(stretch)),
+        Err(ferrocuda_host::Error::CallMemoryInCapture { .. }) => Ok(None),
+        Err(error) => Err(error.into()),
+    }
 }

@@ -555,6 +555,8 @@ pub fn layernorm_backward<T: Element>(
     // One allocation (and one memset) for both scratch areas.
     let len = norm_backward_scratch_len(shape);
     let mut scratch = gpu.scratch(2 * len)?;
+    // The scratch is freed on return: no capture may record the launches that use it (S1).
+    let _stretch = stream.hold_off_capture("layernorm_backward")?;
     let (mut dw, mut db) = scratch.split_at_mut(len);
     layernorm_backward_with_scratch(stream, dout, x, weight, mean, rstd, dresidual, dx, dweight, dbias, &mut dw, &mut db, shape)
 }
@@ -601,6 +603,8 @@ pub fn rmsnorm_backward<T: Element>(
     let gpu = Gpu(stream);
     let len = norm_backward_scratch_len(shape);
     let mut scratch = gpu.scratch(2 * len)?;
+    // As in `layernorm_backward` (S1).
+    let _stretch = stream.hold_off_capture("rmsnorm_backward")?;
     let (mut dw, mut db) = scratch.split_at_mut(len);
     rmsnorm_backward_with_scratch(stream, dout, x, weight, rstd, dresidual, dx, dweight, &mut dw, &mut db, shape)
 }

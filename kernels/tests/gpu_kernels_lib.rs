@@ -920,6 +920,63 @@ fn wrong_shapes_are_refused_on_the_gpu_before_anything_is_queued() {
     assert!(matches!(err, KernelsError::Shape { operand: "a", .. }), "{err}");
 }
 
+/// Audit 2026-11-28, S1: `hopper_gemm_bf16` builds its two tensor maps per call, copies them
+/// from its stack and launches on them: memory that lives only for the call. It checked for a
+/// capture first, and a capture begun by another thread during the call recorded the rest of it
+/// (a graph whose replays read a dead stack frame and freed maps). Now the call holds
+/// `Stream::hold_off_capture` from its check to its launch. One thread runs the GEMM on a stream
+/// while another keeps capturing the same stream with nothing of its own: every graph must stay
+/// empty (a node is the other thread's work; a capture the driver invalidated over it fails its
+/// `expect`), and every call runs or is refused by name. sm_90 only (elsewhere the GEMM refuses
+/// `arch`, which `hopper_gemm_on_sm_90_matches_f64_and_cublas_at_ragged_shapes` checks).
+#[test]
+fn s1_hopper_gemm_beside_captures_on_another_thread_records_nothing_into_them() {
+    let Some((context, _)) = gpu("s1_hopper_gemm_beside_captures_on_another_thread_records_nothing_into_them") else { return };
+    if context.device().arch().unwrap() != 90 {
+        eprintln!("SKIPPED s1_hopper_gemm_beside_captures_on_another_thread_records_nothing_into_them: not sm_90");
+        return;
+    }
+    let stream = Stream::non_blocking(&context).unwrap();
+    let (m, n, k) = (128, 256, 64);
+    let (a, b) = (zeros::<bf16>(&context, m * k), zeros::<bf16>(&context, n * k));
+    let mut c = zeros::<bf16>(&context, m * n);
+    // Once outside any capture: its module loads now (a capture refuses a load).
+    gemm::hopper_gemm_bf16(&stream, &a, &b, &mut c, m, n, k).unwrap();
+    stream.synchronize().unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let capturer = {
+        let (stream, stop) = (stream.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let (mut captures, mut with_nodes) = (0u32, 0u32);
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let graph = stream.capture(|_| Ok(())).expect("an empty capture failed (the driver refused work another thread put in it)");
+                if graph.node_count().unwrap() > 0 {
+                    with_nodes += 1;
+                }
+                captures += 1;
+                // Gaps between the captures, so that some calls get through.
+                std::thread::sleep(std::time::Duration::from_micros(20));
+            }
+            (captures, with_nodes)
+        })
+    };
+    let (mut ran, mut refused) = (0u32, 0u32);
+    for _ in 0..2000 {
+        match gemm::hopper_gemm_bf16(&stream, &a, &b, &mut c, m, n, k) {
+            Ok(()) => ran += 1,
+            Err(KernelsError::Unsupported { parameter: "stream", .. })
+            | Err(KernelsError::Gpu(ferrocuda_host::Error::CallMemoryInCapture { .. } | ferrocuda_host::Error::AllocationInCapture { .. })) => refused += 1,
+            Err(other) => panic!("hopper_gemm_bf16 beside a capture failed otherwise: {other}"),
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (captures, with_nodes) = capturer.join().unwrap();
+    eprintln!("s1 hopper_gemm_bf16: {ran} ran, {refused} refused during {captures} captures, {with_nodes} graphs with a node");
+    assert!(ran > 0 && captures > 0, "one side never ran: the test shows nothing");
+    assert_eq!(with_nodes, 0, "a capture recorded another thread's GEMM (its maps live only for the call)");
+    stream.synchronize().unwrap();
+}
+
 /// The sm_90 bf16 GEMM (`gemm::hopper_gemm_bf16`, `c = a · bᵀ`) on an H100/H200, C poisoned
 /// with NaN first: small shapes entry by entry against f64, with partial tiles at the M, N
 /// and K edges; larger ones (persistent blocks walking several tiles, 4096³) against cuBLAS

@@ -625,18 +625,31 @@ impl Hooks for BlockContext<'_> {
         let bytes = elements.saturating_mul(element_bytes);
         mirrors.iter_mut().find_map(|m| m.translate(base, bytes)).unwrap_or(base)
     }
-    fn raw_output_view(&self, base: usize, elements: usize, element_bytes: usize) -> usize {
+    fn raw_output_view(&self, base: usize, elements: usize, element_bytes: usize, atomic_word: usize) -> usize {
         let Some(outputs) = self.link.outputs else { return base };
         let bytes = elements.saturating_mul(element_bytes);
         let mut mirrors = self.thread().mirrors.borrow_mut();
         if let Some(at) = mirrors.iter_mut().find_map(|m| m.translate(base, bytes)) {
             return at;
         }
-        if bytes == 0 || !outputs.mirrors.take(self.kernel(), bytes) {
+        if bytes == 0 {
             return base;
         }
-        // SAFETY: the output parameter is valid for its `elements` for the whole launch.
-        let mut mirror = unsafe { Mirror::new(base, bytes, element_bytes) };
+        // Past the budget: the output itself, once no copy reads it any more (G13R-3).
+        let Some(ticket) = outputs.mirrors.start_copy(self.kernel(), bytes) else { return base };
+        let me = self.launch_thread(self.current.get());
+        let mut mirror = Mirror::new(base, bytes, element_bytes, |into| {
+            if atomic_word == 0 {
+                // SAFETY: the output parameter is valid for its `elements` for the whole launch.
+                unsafe { outputs.copy_for_mirror(base, elements, element_bytes, me, into) }
+            } else {
+                // SAFETY: as above; the partition's other threads access it only atomically, in
+                // words of `atomic_word` bytes (`Partition::ATOMIC_WORD`), aligned (an array of
+                // elements made of such words).
+                unsafe { super::raw_views::copy_atomic_words(base, atomic_word, into) }
+            }
+        });
+        drop(ticket);
         let at = mirror.translate(base, bytes).expect("a mirror covers its output");
         mirrors.push(mirror);
         at

@@ -78,13 +78,21 @@ impl Claim {
     /// that, which would run for hours here, may name a wrong reader in its report).
     const SHORT: u64 = (1 << 31) - 1;
 
-    /// The claim as one word (0: nobody).
+    /// The word a mirror's copy holds in place of an element's claim while it reads the
+    /// element (`OutputShadow::copy_for_mirror`); no claim encodes to it.
+    const COPYING: u64 = u64::MAX;
+
+    /// The claim as one word (0: nobody; never [`Claim::COPYING`]).
     fn encode(claim: Option<Claim>) -> u64 {
         match claim {
             None => 0,
             Some(Claim::Read(t)) => Self::READ | t,
             Some(Claim::Written(t)) => Self::WRITTEN | t,
-            Some(Claim::ReadShared(a, b)) => Self::SHARED | (a & Self::SHORT) | (b & Self::SHORT) << 31,
+            // Both readers' short names all ones would be `COPYING`: name the second one less.
+            Some(Claim::ReadShared(a, b)) => {
+                let (a, b) = (a & Self::SHORT, b & Self::SHORT);
+                Self::SHARED | a | (if a == Self::SHORT && b == Self::SHORT { b - 1 } else { b }) << 31
+            }
         }
     }
 
@@ -188,6 +196,13 @@ impl OutputShadow {
         let cell = &buffer.claims[first + index];
         let mut word = cell.load(Ordering::Acquire);
         loop {
+            if word == Claim::COPYING {
+                // A mirror's copy is reading the element (a few nanoseconds): its read must come
+                // before whatever this thread does with the element after claiming it.
+                core::hint::spin_loop();
+                word = cell.load(Ordering::Acquire);
+                continue;
+            }
             let next = match Claim::decode(word) {
                 None if write => Claim::Written(thread),
                 None => Claim::Read(thread),
@@ -203,6 +218,64 @@ impl OutputShadow {
             match cell.compare_exchange_weak(word, next, Ordering::AcqRel, Ordering::Acquire) {
                 Ok(_) => return None,
                 Err(current) => word = current,
+            }
+        }
+    }
+}
+
+impl OutputShadow {
+    /// Copies the output view of `elements` elements of `element_bytes` bytes at `base` into
+    /// `into` (its bytes) for thread `me`'s mirror, without racing with any other thread's
+    /// access (audit 2026-11-28, G13R-3). Every other thread's plain access of an element
+    /// goes through its claim here first (`record`, by the checked accessors and by a mirror's
+    /// write-back), so for each element the copy:
+    /// - skips it (zeros) when another thread has claimed it for writing: that thread may be
+    ///   storing to it at any moment with no further step here, and this thread may not touch
+    ///   it (the raw view's contract; a write of it is still caught at the write-back);
+    /// - otherwise puts [`Claim::COPYING`] in place of the claim word (compare-and-swap,
+    ///   acquire), reads the element, and puts the claim back (release). A thread that claims
+    ///   the element later sees the word back first (its compare-and-swap reads it, acquire),
+    ///   so its accesses come after the read; one that tries meanwhile waits in `record`.
+    ///   Readers need not wait for it (reads do not race), but taking the word keeps the rule
+    ///   simple: no element is read while its claim could change.
+    ///
+    /// What the rule does not cover: a thread that already broke the rule (its access was
+    /// reported as a race) may go on storing, and an unchecked view past the mirror budget
+    /// records nothing (`MirrorBudget::start_copy` keeps copies and those views apart).
+    ///
+    /// # Safety
+    /// `base` is valid for reads of the view's bytes for the whole launch, and `into` is as
+    /// long as the view.
+    pub(crate) unsafe fn copy_for_mirror(&self, base: usize, elements: usize, element_bytes: usize, me: LaunchThread, into: &mut [u8]) {
+        if elements == 0 || element_bytes == 0 {
+            return;
+        }
+        let (buffer, first) = self.buffer(base, elements, element_bytes);
+        for (i, element) in into.chunks_mut(element_bytes).enumerate().take(elements) {
+            let cell = &buffer.claims[first + i];
+            let mut word = cell.load(Ordering::Acquire);
+            loop {
+                if word == Claim::COPYING {
+                    // Another thread's copy of the same element.
+                    core::hint::spin_loop();
+                    word = cell.load(Ordering::Acquire);
+                    continue;
+                }
+                if matches!(Claim::decode(word), Some(Claim::Written(owner)) if owner != me) {
+                    element.fill(0);
+                    break;
+                }
+                match cell.compare_exchange_weak(word, Claim::COPYING, Ordering::Acquire, Ordering::Acquire) {
+                    Ok(_) => {
+                        // SAFETY: inside the view (the caller); no other thread writes the
+                        // element now: none has it claimed for writing, and a claim has to
+                        // wait for the word this copy holds.
+                        unsafe { core::ptr::copy_nonoverlapping((base + i * element_bytes) as *const u8, element.as_mut_ptr(), element_bytes) };
+                        cell.store(word, Ordering::Release);
+                        break;
+                    }
+                    Err(now) => word = now,
+                }
             }
         }
     }
@@ -260,6 +333,68 @@ mod tests {
     fn claims_round_trip_through_their_word() {
         for claim in [None, Some(Claim::Read(5)), Some(Claim::Written(1 << 40)), Some(Claim::ReadShared(3, (1 << 31) - 2))] {
             assert_eq!(Claim::decode(Claim::encode(claim)), claim);
+        }
+    }
+
+    /// G13R-3: the mirror's copy reads the elements nobody has claimed, those this thread has
+    /// and those others only read; it skips (zeros) those another thread has claimed for
+    /// writing, which that thread may be storing to with no further step here.
+    #[test]
+    fn g13r_3_the_mirror_copy_skips_elements_another_thread_writes() {
+        let shadow = OutputShadow::new();
+        let output = [11u32, 12, 13, 14, 15];
+        let base = output.as_ptr() as usize;
+        assert_eq!(shadow.record(base, 5, 4, 1, 7, true), None, "mine, written");
+        assert_eq!(shadow.record(base, 5, 4, 2, 8, true), None, "another thread's, written");
+        assert_eq!(shadow.record(base, 5, 4, 3, 8, false), None, "another thread's, read");
+        let mut into = [0xffu8; 20];
+        // SAFETY: `output` is valid for its 20 bytes and nothing writes it.
+        unsafe { shadow.copy_for_mirror(base, 5, 4, 7, &mut into) };
+        let copied: Vec<u32> = into.chunks(4).map(|c| u32::from_ne_bytes(c.try_into().unwrap())).collect();
+        assert_eq!(copied, [11, 12, 0, 14, 15]);
+        // The claims are as they were: the copy is not an access.
+        assert_eq!(shadow.record(base, 5, 4, 0, 9, true), None, "nobody's before the copy, still nobody's");
+        assert_eq!(shadow.record(base, 5, 4, 3, 8, true), None, "the reader may still write its element");
+        assert_eq!(shadow.record(base, 5, 4, 2, 7, false), Some(Conflict { kind: RaceKind::ReadAfterWrite, other: 8 }));
+    }
+
+    /// G13R-3, the race itself: writers claim their elements and then store to them with plain
+    /// stores (as the checked accessors do) while mirrors are copied on another thread. A copy
+    /// either skips an element (its writer claimed it first) or reads it before its writer's
+    /// claim, so it never sees a written value; the old copy (one plain read of the whole
+    /// output) read elements while their writers stored to them, a data race that shows
+    /// written (or torn) values, and fails the assertion below.
+    #[test]
+    fn g13r_3_a_mirror_copy_never_reads_an_element_while_its_writer_stores() {
+        const N: usize = 1 << 14;
+        for _round in 0..4 {
+            let shadow = OutputShadow::new();
+            let mut output = vec![0u32; N];
+            let base = output.as_mut_ptr() as usize;
+            std::thread::scope(|scope| {
+                for writer in 0..2u64 {
+                    let shadow = &shadow;
+                    scope.spawn(move || {
+                        // Each writer its own half, claimed then stored, element by element.
+                        for i in (writer as usize * N / 2)..((writer as usize + 1) * N / 2) {
+                            assert_eq!(shadow.record(base, N, 4, i, 100 + writer, true), None);
+                            // SAFETY: element `i` is this writer's (claimed above, no other
+                            // writer); the copies read it only before the claim.
+                            unsafe { (base as *mut u32).add(i).write(0xdead_0000 | i as u32) };
+                        }
+                    });
+                }
+                let mut into = vec![0u8; N * 4];
+                for _ in 0..8 {
+                    // SAFETY: `output` lives through the scope.
+                    unsafe { shadow.copy_for_mirror(base, N, 4, 1, &mut into) };
+                    for (i, c) in into.chunks(4).enumerate() {
+                        let v = u32::from_ne_bytes(c.try_into().unwrap());
+                        assert!(v == 0, "element {i}: the copy read {v:#x}, a value its writer stored after claiming it");
+                    }
+                }
+            });
+            assert!(output.iter().enumerate().all(|(i, &v)| v == 0xdead_0000 | i as u32), "every writer's store landed");
         }
     }
 }

@@ -164,7 +164,9 @@ pub(crate) trait Hooks {
     fn note_output_access(&self, base: usize, elements: usize, element_bytes: usize, index: usize, count: usize, write: bool) -> usize;
     /// The address of the running thread's mirror of the output of `elements` elements at
     /// `base` (made on first use; `base` itself past the launch's mirror budget).
-    fn raw_output_view(&self, base: usize, elements: usize, element_bytes: usize) -> usize;
+    /// `atomic_word`: 0 when other threads access the elements through the race detector's
+    /// claims (plain partitions), else the size of the atomic words they access them in.
+    fn raw_output_view(&self, base: usize, elements: usize, element_bytes: usize, atomic_word: usize) -> usize;
     /// `%cluster_ctarank`.
     fn cluster_rank(&self) -> u32;
     /// `%cluster_nctarank`.
@@ -543,15 +545,17 @@ fn output_at<T>(base: *mut T, at: usize) -> *mut T {
 /// The pointer a raw view (`as_mut_slice`, `as_mut_ptr`) of the output of `elements` elements
 /// at `base` hands out: on the CPU executor with race detection, the running thread's private
 /// mirror of the output, whose changed elements are recorded as the thread's writes when it
-/// returns (see `raw_views`); `base` elsewhere.
+/// returns (see `raw_views`); `base` elsewhere. `atomic_word`: 0 when the other threads of
+/// the launch access the output's elements only through the race detector's claims, else the
+/// size of the atomic words in which they access them (the mirror's copy reads them so).
 #[inline]
-pub fn raw_output_view<T>(base: *mut T, elements: usize) -> *mut T {
+pub fn raw_output_view<T>(base: *mut T, elements: usize, atomic_word: usize) -> *mut T {
     if let Some(current) = CURRENT.with(|c| c.get())
         && current.shared.recorded
     {
         // SAFETY: as in `note_output_access`.
         let hooks = unsafe { current.hooks.as_ref() };
-        let at = hooks.raw_output_view(base as usize, elements, core::mem::size_of::<T>());
+        let at = hooks.raw_output_view(base as usize, elements, core::mem::size_of::<T>(), atomic_word);
         return output_at(base, at);
     }
     base

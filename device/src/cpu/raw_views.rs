@@ -27,12 +27,29 @@
 //!   recorded); a thread reading through a raw view an element another thread writes reads
 //!   the value from before its view was taken. Read other threads' results through an
 //!   `AtomicSlice`, as the contract says.
-//! - **Cost**: one copy and one comparison of the output per thread that takes a view. So
-//!   mirrors are bounded: a launch copies at most [`MIRROR_BUDGET`] bytes into mirrors; past
-//!   that, views are the output itself, unchecked, and the executor says so once on standard
-//!   error (and counts them: [`unchecked_raw_views`](super::unchecked_raw_views)).
+//! - **The copy races with nobody** (audit 2026-11-28, G13R-3). Other blocks, on other
+//!   workers, write their own elements while a mirror is made, so a plain copy of the whole
+//!   output was a data race of the executor itself (reached from the safe `as_mut_ptr`). The
+//!   copy now reads an element only when no other thread can be writing it:
+//!   - for the plain partitions, element by element under the race detector's claim of the
+//!     element (`OutputShadow::copy_for_mirror`): the copy holds the claim word for the one
+//!     read (a checked access that wants to claim the element meanwhile waits the few
+//!     nanoseconds), so a thread that claims the element after it writes after the read; an
+//!     element another thread has already claimed for writing is not read at all (this thread
+//!     may not touch it: its mirror holds zeros there, and the baseline the same zeros);
+//!   - for the outputs whose elements every thread accesses atomically (`AtomicSlice`, a
+//!     `Handoff` and its last block's output), with relaxed atomic loads of the same words
+//!     ([`copy_atomic_words`]);
+//!   - views past the budget (below) are the output itself and their accesses are recorded
+//!     nowhere, so the first of them closes the budget and waits for the copies in flight
+//!     ([`MirrorBudget::start_copy`]): no copy runs beside an unchecked view.
+//! - **Cost**: one copy and one comparison of the output per thread that takes a view (two
+//!   atomic operations on the claims per element for the plain partitions). So mirrors are
+//!   bounded: a launch copies at most [`MIRROR_BUDGET`] bytes into mirrors; past that, views
+//!   are the output itself, unchecked, and the executor says so once on standard error (and
+//!   counts them: [`unchecked_raw_views`](super::unchecked_raw_views)).
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// Bytes a launch may copy into mirrors (256 MiB) before raw views go unchecked.
 pub const MIRROR_BUDGET: usize = 256 << 20;
@@ -57,15 +74,15 @@ pub(crate) struct Mirror {
 }
 
 impl Mirror {
-    /// A mirror of the `bytes` bytes at `start`.
-    ///
-    /// # Safety
-    /// `start` is valid for reads of `bytes` bytes.
-    pub(crate) unsafe fn new(start: usize, bytes: usize, element_bytes: usize) -> Self {
-        // SAFETY: as the caller guarantees. Read once: other blocks, on other workers, may be
-        // writing their own elements meanwhile, and a second read could see an element change
-        // between the baseline and the mirror (a write this thread never made).
-        let baseline: Box<[u8]> = unsafe { core::slice::from_raw_parts(start as *const u8, bytes) }.into();
+    /// A mirror of the `bytes` bytes at `start`, whose first contents `copy` writes into the
+    /// slice it is given (the output's bytes as this thread may see them: see
+    /// [`copy_atomic_words`] and `OutputShadow::copy_for_mirror`). The output is read once, by
+    /// `copy`: other blocks, on other workers, may be writing their own elements meanwhile,
+    /// and a second read could see an element change between the baseline and the mirror (a
+    /// write this thread never made).
+    pub(crate) fn new(start: usize, bytes: usize, element_bytes: usize, copy: impl FnOnce(&mut [u8])) -> Self {
+        let mut baseline = vec![0u8; bytes].into_boxed_slice();
+        copy(&mut baseline);
         let mut storage = vec![0u8; bytes + MIRROR_ALIGN].into_boxed_slice();
         let here = storage.as_ptr() as usize;
         let offset = (start % MIRROR_ALIGN + MIRROR_ALIGN - here % MIRROR_ALIGN) % MIRROR_ALIGN;
@@ -103,33 +120,98 @@ impl Mirror {
     }
 }
 
-/// How many bytes of a launch's budget are spent.
+/// Copies the `into.len()` bytes at `start` with relaxed atomic loads of `word` bytes (2, 4
+/// or 8; `start` and the length multiples of it): how a mirror reads an output whose elements
+/// other threads access only atomically, in words of that size (`AtomicSlice`, a
+/// `Handoff`), so that the copy never races with them (audit 2026-11-28, G13R-3: a plain
+/// read racing an atomic write is a data race too).
+///
+/// # Safety
+/// `start` is valid for reads of `into.len()` bytes, aligned to `word`, and every concurrent
+/// write of those bytes is an atomic access of `word`-byte words at `word`-aligned addresses.
+pub(crate) unsafe fn copy_atomic_words(start: usize, word: usize, into: &mut [u8]) {
+    use core::sync::atomic::{AtomicU16, AtomicU32, AtomicU64};
+    for (i, chunk) in into.chunks_mut(word).enumerate() {
+        let at = start + i * word;
+        // SAFETY: inside the output, aligned to `word`; every other access is atomic of this
+        // size (the caller).
+        match word {
+            2 => chunk.copy_from_slice(&unsafe { AtomicU16::from_ptr(at as *mut u16) }.load(Ordering::Relaxed).to_ne_bytes()),
+            4 => chunk.copy_from_slice(&unsafe { AtomicU32::from_ptr(at as *mut u32) }.load(Ordering::Relaxed).to_ne_bytes()),
+            8 => chunk.copy_from_slice(&unsafe { AtomicU64::from_ptr(at as *mut u64) }.load(Ordering::Relaxed).to_ne_bytes()),
+            _ => unreachable!("atomic words are 2, 4 or 8 bytes"),
+        }
+    }
+}
+
+/// How many bytes of a launch's budget are spent, and the mirror copies in flight.
 pub(crate) struct MirrorBudget {
     spent: AtomicUsize,
     warned: AtomicUsize,
+    /// Mirror copies reading outputs now.
+    copying: AtomicUsize,
+    /// Set by the first view past the budget: from then on no copy starts (G13R-3).
+    closed: AtomicBool,
+}
+
+/// A mirror copy in flight (see [`MirrorBudget::start_copy`]); ends when dropped.
+pub(crate) struct CopyTicket<'b>(&'b MirrorBudget);
+
+impl Drop for CopyTicket<'_> {
+    fn drop(&mut self) {
+        self.0.copying.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl MirrorBudget {
     pub(crate) fn new() -> Self {
-        MirrorBudget { spent: AtomicUsize::new(0), warned: AtomicUsize::new(0) }
+        MirrorBudget { spent: AtomicUsize::new(0), warned: AtomicUsize::new(0), copying: AtomicUsize::new(0), closed: AtomicBool::new(false) }
     }
 
-    /// Takes `bytes` of the budget; false (counted, and said once per launch) past it.
-    pub(crate) fn take(&self, kernel: &str, bytes: usize) -> bool {
+    /// Starts a mirror's copy of `bytes` bytes of an output: `Some` while the budget allows
+    /// (the copy may read the output until the ticket drops), `None` past it: the view is
+    /// then the output itself, unchecked (counted, and said once per launch).
+    ///
+    /// An unchecked view's plain accesses are recorded nowhere, so a copy reading the output
+    /// at the same time would race with them (G13R-3). The first view past the budget
+    /// therefore closes the budget (no copy starts after it) and waits for the copies in
+    /// flight before it is handed out: in the single order of these sequentially consistent
+    /// operations, a copy either is counted before the close (and waited for) or sees it.
+    pub(crate) fn start_copy(&self, kernel: &str, bytes: usize) -> Option<CopyTicket<'_>> {
+        self.copying.fetch_add(1, Ordering::SeqCst);
+        let ticket = CopyTicket(self);
+        if !self.closed.load(Ordering::SeqCst) && self.take(bytes) {
+            return Some(ticket);
+        }
+        drop(ticket);
+        self.closed.store(true, Ordering::SeqCst);
+        while self.copying.load(Ordering::SeqCst) > 0 {
+            std::thread::yield_now();
+        }
+        self.unchecked(kernel);
+        None
+    }
+
+    /// Takes `bytes` of the budget; false past it (nothing taken).
+    fn take(&self, bytes: usize) -> bool {
         let before = self.spent.fetch_add(bytes, Ordering::Relaxed);
         if before.saturating_add(bytes) <= MIRROR_BUDGET {
             return true;
         }
         self.spent.fetch_sub(bytes, Ordering::Relaxed);
+        false
+    }
+
+    /// Counts a view handed out unchecked, and says so once per launch.
+    fn unchecked(&self, kernel: &str) {
         UNCHECKED_VIEWS.fetch_add(1, Ordering::Relaxed);
         if self.warned.swap(1, Ordering::Relaxed) == 0 {
             eprintln!(
                 "ferrocuda CPU executor: kernel `{kernel}` took raw views (as_mut_slice/as_mut_ptr) of outputs past the race detector's \
-                 budget of {MIRROR_BUDGET} bytes of mirrors; the views past it are not checked for races. Run the kernel on a smaller \
-                 problem under the CPU executor to check them, or use the checked accessors."
+                 budget of {MIRROR_BUDGET} bytes of mirrors; the views past it (and every view after the first of them) are not checked \
+                 for races. Run the kernel on a smaller problem under the CPU executor to check them, or use the checked accessors."
             );
         }
-        false
     }
 }
 
@@ -137,12 +219,17 @@ impl MirrorBudget {
 mod tests {
     use super::*;
 
+    /// The whole output, copied with plain reads (for the tests: nothing writes it meanwhile).
+    fn plain(start: usize) -> impl FnOnce(&mut [u8]) {
+        // SAFETY: (tests) `start` is valid for the bytes copied, and nothing writes them.
+        move |into| into.copy_from_slice(unsafe { core::slice::from_raw_parts(start as *const u8, into.len()) })
+    }
+
     #[test]
     fn a_mirror_keeps_the_outputs_alignment_and_flushes_only_changed_elements() {
         let mut output = vec![1u32, 2, 3, 4];
         let start = output.as_mut_ptr() as usize;
-        // SAFETY: `output` is valid for its 16 bytes.
-        let mut mirror = unsafe { Mirror::new(start, 16, 4) };
+        let mut mirror = Mirror::new(start, 16, 4, plain(start));
         let at = mirror.translate(start + 8, 4).expect("inside");
         assert_eq!(at % MIRROR_ALIGN, (start + 8) % MIRROR_ALIGN);
         assert_eq!(mirror.translate(start + 16, 4), None);
@@ -163,20 +250,45 @@ mod tests {
     #[test]
     fn past_the_budget_views_go_unchecked_and_are_counted() {
         let budget = MirrorBudget::new();
-        assert!(budget.take("k", MIRROR_BUDGET - 8));
-        assert!(budget.take("k", 8), "exactly the budget fits");
+        let first = budget.start_copy("k", MIRROR_BUDGET - 8);
+        assert!(first.is_some());
+        drop(first);
+        assert!(budget.start_copy("k", 8).is_some(), "exactly the budget fits");
         let before = UNCHECKED_VIEWS.load(Ordering::Relaxed);
-        assert!(!budget.take("k", 1));
-        assert!(!budget.take("k", 1));
+        assert!(budget.start_copy("k", 1).is_none());
+        assert!(budget.start_copy("k", 1).is_none());
         assert!(UNCHECKED_VIEWS.load(Ordering::Relaxed) >= before + 2, "each unchecked view is counted");
-        assert!(MirrorBudget::new().take("k", 1), "the budget is per launch");
+        assert!(MirrorBudget::new().start_copy("k", 1).is_some(), "the budget is per launch");
     }
 
-    /// Regression: the mirror and its baseline were two reads of the output, so an element
-    /// another worker's block wrote between them looked changed by this thread, a false race
-    /// (seen on `sgemm_pipelined` with several workers).
+    /// G13R-3: the first view past the budget closes it: no copy starts after it (even one
+    /// that would fit), and it is handed out only once the copies in flight have ended, so no
+    /// copy reads the output beside an unchecked view's plain accesses.
     #[test]
-    fn a_mirror_made_while_another_thread_writes_the_output_sees_no_write_of_its_own() {
+    fn g13r_3_an_unchecked_view_waits_for_the_copies_in_flight_and_stops_new_ones() {
+        use std::sync::atomic::AtomicBool;
+        let budget = MirrorBudget::new();
+        let in_flight = budget.start_copy("k", MIRROR_BUDGET - 4).expect("fits");
+        let handed_out = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            let waiter = scope.spawn(|| {
+                let view = budget.start_copy("k", 64);
+                handed_out.store(true, Ordering::SeqCst);
+                view.is_none()
+            });
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            assert!(!handed_out.load(Ordering::SeqCst), "an unchecked view was handed out while a copy was in flight");
+            drop(in_flight);
+            assert!(waiter.join().unwrap(), "past the budget: unchecked");
+        });
+        assert!(budget.start_copy("k", 1).is_none(), "closed: no copy starts after an unchecked view, even one that fits");
+    }
+
+    /// G13R-3: a mirror of an output whose elements other threads change atomically copies it
+    /// with atomic loads of the same words, while a writer keeps storing; nothing is seen as
+    /// changed by this thread (it was the regression of a double read, with plain reads then).
+    #[test]
+    fn g13r_3_a_mirror_of_an_atomic_output_copies_with_atomic_loads_beside_a_writer() {
         use std::sync::atomic::{AtomicBool, AtomicU32};
         let output: Vec<AtomicU32> = (0..4096).map(AtomicU32::new).collect();
         let start = output.as_ptr() as usize;
@@ -192,9 +304,9 @@ mod tests {
             });
             let mut changed = 0;
             for _ in 0..2000 {
-                // SAFETY: `output` lives through the scope (reads race with the writer's
-                // atomic stores only on the two elements it owns, as other blocks' do).
-                let mut mirror = unsafe { Mirror::new(start, 4096 * 4, 4) };
+                // SAFETY: `output` lives through the scope, 4-byte aligned; the writer's
+                // accesses are atomic 4-byte stores.
+                let mut mirror = Mirror::new(start, 4096 * 4, 4, |into| unsafe { copy_atomic_words(start, 4, into) });
                 // Nothing written: nothing is flushed (no write-back to the writer's elements).
                 // SAFETY: as above; nothing is written back (`record` refuses).
                 unsafe {

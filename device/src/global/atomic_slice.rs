@@ -24,7 +24,7 @@ use crate::atomic::{Atomic, AtomicAdd, AtomicAnd, AtomicCompareExchange, AtomicE
 ///
 /// Plain (non-atomic) access to the same buffer is impossible in safe code: the host launcher
 /// borrows the buffer exclusively for this parameter.
-pub type AtomicSlice<T> = DisjointSlice<T, Atomics>;
+pub type AtomicSlice<'a, T> = DisjointSlice<'a, T, Atomics>;
 
 /// The partition of [`AtomicSlice`]: every thread may reach every element, atomically (no
 /// plain access in safe code, so no two threads' accesses race). No launch requirement.
@@ -35,6 +35,7 @@ unsafe impl Partition for Atomics {
     const KEY: u64 = super::slice::partition_key("Atomics", &[]);
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::NONE;
     type Shape = ();
+    const ATOMIC_WORD: usize = Self::ATOMIC_ELEMENTS;
 }
 
 macro_rules! forward {
@@ -57,7 +58,7 @@ macro_rules! forward {
     )*};
 }
 
-impl<T: AtomicElement> DisjointSlice<T, Atomics> {
+impl<T: AtomicElement> DisjointSlice<'_, T, Atomics> {
     /// Element `index` as an atomic cell, or `None` past the end.
     #[inline(always)]
     pub fn get(&self, index: usize) -> Option<&Atomic<T>> {

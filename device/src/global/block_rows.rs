@@ -156,7 +156,7 @@ impl<O: RowOrder> Iterator for BlockRowIter<O> {
 /// blockDim.x j` ([`LaneRow`] with the block's stride).
 pub type ThreadRow<'a, T> = LaneRow<'a, T>;
 
-impl<T: Pod, O: RowOrder> DisjointSlice<T, BlockRows<O>> {
+impl<T: Pod, O: RowOrder> DisjointSlice<'_, T, BlockRows<O>> {
     /// Row `me` seen by this thread, if the whole row lies inside the buffer (one check per
     /// row): columns `threadIdx.x, threadIdx.x + blockDim.x, ...` below `cols`.
     #[inline(always)]
@@ -207,7 +207,7 @@ unsafe impl<const HEAD: u32, const HALF: u32> Partition for RotaryPairs<HEAD, HA
     const VALID: () = assert!(HALF > 0 && HALF <= HEAD / 2, "RotaryPairs<HEAD, HALF> needs 0 < HALF and 2 HALF <= HEAD");
 }
 
-impl<T: Pod, const HEAD: u32, const HALF: u32> DisjointSlice<T, RotaryPairs<HEAD, HALF>> {
+impl<T: Pod, const HEAD: u32, const HALF: u32> DisjointSlice<'_, T, RotaryPairs<HEAD, HALF>> {
     /// This thread's pairs of row `me`, if the whole row lies inside the buffer (one check
     /// per row): `(head, k, &mut x, &mut y)` for its units `threadIdx.x + blockDim.x j`.
     #[inline(always)]

@@ -100,7 +100,7 @@ impl ThreadCell3d {
     }
 }
 
-impl<T: Pod> DisjointSlice<T, Cells3d> {
+impl<T: Pod> DisjointSlice<'_, T, Cells3d> {
     /// Rows per plane and columns per row (the launch's shape).
     #[inline(always)]
     pub fn dims(&self) -> (u32, u32) {

@@ -23,7 +23,7 @@ use super::{LaunchRequirements, ThreadIndex};
 ///     }
 /// }
 /// ```
-pub type DisjointChunks<T, const N: usize> = DisjointSlice<T, Chunks<N>>;
+pub type DisjointChunks<'a, T, const N: usize> = DisjointSlice<'a, T, Chunks<N>>;
 
 /// The partition of [`DisjointChunks<T, N>`]: witness [`ThreadIndex`] `i` -> elements `N i ..
 /// N i + N` (chunk `i`). Disjoint: chunks of distinct indices do not overlap and the
@@ -45,7 +45,7 @@ unsafe impl<const N: usize> Partition for Chunks<N> {
     }
 }
 
-impl<T: Pod, const N: usize> DisjointSlice<T, Chunks<N>> {
+impl<T: Pod, const N: usize> DisjointSlice<'_, T, Chunks<N>> {
     /// This thread's chunk `index`, or `None` past the last whole chunk.
     #[inline(always)]
     #[track_caller]
@@ -63,7 +63,7 @@ impl<T: Pod, const N: usize> DisjointSlice<T, Chunks<N>> {
     }
 }
 
-impl<T: Pod, const N: usize> core::ops::Index<ThreadIndex> for DisjointSlice<T, Chunks<N>> {
+impl<T: Pod, const N: usize> core::ops::Index<ThreadIndex> for DisjointSlice<'_, T, Chunks<N>> {
     type Output = [T; N];
 
     /// This thread's chunk; panics past the last whole chunk.
@@ -80,7 +80,7 @@ impl<T: Pod, const N: usize> core::ops::Index<ThreadIndex> for DisjointSlice<T, 
     }
 }
 
-impl<T: Pod, const N: usize> core::ops::IndexMut<ThreadIndex> for DisjointSlice<T, Chunks<N>> {
+impl<T: Pod, const N: usize> core::ops::IndexMut<ThreadIndex> for DisjointSlice<'_, T, Chunks<N>> {
     /// This thread's chunk; panics past the last whole chunk.
     #[inline(always)]
     #[track_caller]

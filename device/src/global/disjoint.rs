@@ -25,7 +25,7 @@ unsafe impl Partition for Threads {
     type Shape = ();
 }
 
-impl<T: Pod> DisjointSlice<T, Threads> {
+impl<T: Pod> DisjointSlice<'_, T, Threads> {
     /// This thread's element `index`, or `None` past the end.
     #[inline(always)]
     #[track_caller]
@@ -54,7 +54,7 @@ impl<T: Pod> DisjointSlice<T, Threads> {
 pub trait RemovedDisjointSliceMethod {}
 
 #[allow(clippy::unused_self, reason = "shims of removed methods: they cannot be called")]
-impl<T: Pod> DisjointSlice<T, Threads> {
+impl<T: Pod> DisjointSlice<'_, T, Threads> {
     /// Removed: thread `i`'s `N` consecutive elements are a `DisjointChunks<T, N>` output's
     /// `get_mut(i)`. A call does not compile (see [`RemovedDisjointSliceMethod`]).
     #[deprecated(note = "declare the output `DisjointChunks<T, N>` and call `get_mut(i)`: thread `i` gets elements `N i .. N i + N`")]
@@ -76,7 +76,7 @@ impl<T: Pod> DisjointSlice<T, Threads> {
     }
 }
 
-impl<T: Pod> core::ops::Index<ThreadIndex> for DisjointSlice<T, Threads> {
+impl<T: Pod> core::ops::Index<ThreadIndex> for DisjointSlice<'_, T, Threads> {
     type Output = T;
 
     /// This thread's element; panics past the end, like slice indexing.
@@ -94,7 +94,7 @@ impl<T: Pod> core::ops::Index<ThreadIndex> for DisjointSlice<T, Threads> {
     }
 }
 
-impl<T: Pod> core::ops::IndexMut<ThreadIndex> for DisjointSlice<T, Threads> {
+impl<T: Pod> core::ops::IndexMut<ThreadIndex> for DisjointSlice<'_, T, Threads> {
     /// This thread's element; panics past the end, like slice indexing.
     #[inline(always)]
     #[track_caller]

@@ -60,6 +60,7 @@ unsafe impl Partition for Handoff {
     const KEY: u64 = super::slice::partition_key("Handoff", &[]);
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::LINEAR_THREADS;
     type Shape = u32;
+    const ATOMIC_WORD: usize = 4;
 }
 
 /// Checks, at compile time, that `T` is made of whole aligned 32-bit words.
@@ -162,7 +163,7 @@ unsafe fn load_relaxed_16(source: *const u32) -> [u32; 4] {
     core::array::from_fn(|w| unsafe { Atomic::from_ptr(source.cast_mut().add(w)) }.load())
 }
 
-impl<T: Pod> DisjointSlice<T, Handoff> {
+impl<'a, T: Pod> DisjointSlice<'a, T, Handoff> {
     /// Publishes `value` as this thread's `j`-th column of this block's row: column
     /// `threadIdx.x + blockDim.x j` of row `blockIdx.x` (a relaxed device-scope store).
     /// Returns `false`, storing nothing, past the row's end or the buffer's. With `cols = 1`,
@@ -191,7 +192,7 @@ impl<T: Pod> DisjointSlice<T, Handoff> {
     /// leaves it 0) and every block of the launch must arrive, or no block (or one too
     /// early) is last: the results are then wrong, never undefined (see [`Handoff`]).
     #[inline(always)]
-    pub fn arrive(self, counter: &Atomic<u32>) -> Option<LastBlock<T>> {
+    pub fn arrive(self, counter: &Atomic<u32>) -> Option<LastBlock<'a, T>> {
         // Every thread's `publish` happens before thread 0's fence.
         crate::sync::sync_threads();
         let mut last = false;
@@ -222,14 +223,15 @@ impl<T: Pod> DisjointSlice<T, Handoff> {
 /// The last block's view of a [`Handoff`] output: the `rows x cols` partials every block
 /// published (`rows` = the launch's blocks, as many as the buffer holds), read with relaxed
 /// device-scope loads.
-pub struct LastBlock<T: Pod> {
+pub struct LastBlock<'a, T: Pod> {
     pointer: *mut T,
     rows: usize,
     cols: u32,
-    _partials: PhantomData<*mut T>,
+    /// `'a`: the launch's borrow of the `Handoff` output it came from (G13-1).
+    _partials: PhantomData<(*mut T, &'a mut [T])>,
 }
 
-impl<T: Pod> LastBlock<T> {
+impl<T: Pod> LastBlock<'_, T> {
     /// Rows: one per block of the launch.
     #[inline(always)]
     pub fn rows(&self) -> usize {
@@ -382,14 +384,15 @@ unsafe impl Partition for ByLastBlock {
     const KEY: u64 = super::slice::partition_key("ByLastBlock", &[]);
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::LINEAR_THREADS;
     type Shape = ();
+    const ATOMIC_WORD: usize = 4;
 }
 
-impl<T: Pod> LastBlock<T> {
+impl<T: Pod> LastBlock<'_, T> {
     /// The last block's write view of `out`, in every thread of the block: thread `t` owns
     /// elements `t + blockDim.x j` (see [`ByLastBlock`]). Takes `out` by value, so a thread
     /// makes one view per output.
     #[inline(always)]
-    pub fn finish<U: Pod>(&self, out: DisjointSlice<U, ByLastBlock>) -> FinishView<U> {
+    pub fn finish<'b, U: Pod>(&self, out: DisjointSlice<'b, U, ByLastBlock>) -> FinishView<'b, U> {
         let _ = const { words::<U>() };
         FinishView { pointer: out.pointer, len: out.len, first: thread_idx_x(), stride: block_dim_x(), _output: PhantomData }
     }
@@ -398,15 +401,16 @@ impl<T: Pod> LastBlock<T> {
 /// One thread's part of a [`ByLastBlock`] output, from [`LastBlock::finish`]: the elements
 /// `threadIdx.x + blockDim.x j` below the buffer's length, each read and written with relaxed
 /// device-scope accesses (16 bytes at a time where the element allows).
-pub struct FinishView<U: Pod> {
+pub struct FinishView<'a, U: Pod> {
     pointer: *mut U,
     len: usize,
     first: u32,
     stride: u32,
-    _output: PhantomData<*mut U>,
+    /// `'a`: the launch's borrow of the `ByLastBlock` output it came from (G13-1).
+    _output: PhantomData<(*mut U, &'a mut [U])>,
 }
 
-impl<U: Pod> FinishView<U> {
+impl<U: Pod> FinishView<'_, U> {
     /// How many elements this thread owns (`j` runs below it).
     #[inline(always)]
     pub fn count(&self) -> u32 {

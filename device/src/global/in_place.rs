@@ -66,13 +66,13 @@ unsafe impl<O: RowOrder> Partition for InPlaceRows<O> {
     type Shape = u32;
 }
 
-impl<T: Pod, O: RowOrder> DisjointSlice<T, InPlaceRows<O>> {
+impl<'a, T: Pod, O: RowOrder> DisjointSlice<'a, T, InPlaceRows<O>> {
     /// The read phase of row `me`, if the whole row lies inside the buffer (one check): the
     /// row is readable in full until [`RowRead::write_own`]. Takes the output by value (see
     /// [`InPlaceRows`]).
     #[inline(always)]
     #[track_caller]
-    pub fn read_row(self, me: BlockRow<O>) -> Option<RowRead<T, O>> {
+    pub fn read_row(self, me: BlockRow<O>) -> Option<RowRead<'a, T, O>> {
         let row = me.owned();
         let cols = self.shape;
         // `row, cols < 2^32`: no overflow in u64.
@@ -85,13 +85,13 @@ impl<T: Pod, O: RowOrder> DisjointSlice<T, InPlaceRows<O>> {
 
 /// The read phase of an [`InPlaceRows`] row: every column readable, by every thread of the
 /// block, until this thread's [`write_own`](Self::write_own).
-pub struct RowRead<T: Pod, O: RowOrder = Forward> {
-    output: DisjointSlice<T, InPlaceRows<O>>,
+pub struct RowRead<'a, T: Pod, O: RowOrder = Forward> {
+    output: DisjointSlice<'a, T, InPlaceRows<O>>,
     row: u32,
     _not_send: super::index::NotSend,
 }
 
-impl<T: Pod, O: RowOrder> RowRead<T, O> {
+impl<'a, T: Pod, O: RowOrder> RowRead<'a, T, O> {
     /// The row's index, to index inputs with.
     #[inline(always)]
     pub fn index(&self) -> u32 {
@@ -116,7 +116,7 @@ impl<T: Pod, O: RowOrder> RowRead<T, O> {
     /// Ends the read phase: the phase barrier (every thread of the block must call it, as
     /// `sync_threads`; it is not `sync_threads`' barrier), then this thread's own columns.
     #[inline(always)]
-    pub fn write_own(self) -> RowWrite<T, O> {
+    pub fn write_own(self) -> RowWrite<'a, T, O> {
         crate::sync::row_phase_barrier();
         RowWrite { output: self.output, row: self.row, _not_send: PhantomData }
     }
@@ -124,13 +124,13 @@ impl<T: Pod, O: RowOrder> RowRead<T, O> {
 
 /// The write phase of an [`InPlaceRows`] row: this thread's columns `threadIdx.x + blockDim.x
 /// j`, read and written ([`row_mut`](Self::row_mut)).
-pub struct RowWrite<T: Pod, O: RowOrder = Forward> {
-    output: DisjointSlice<T, InPlaceRows<O>>,
+pub struct RowWrite<'a, T: Pod, O: RowOrder = Forward> {
+    output: DisjointSlice<'a, T, InPlaceRows<O>>,
     row: u32,
     _not_send: super::index::NotSend,
 }
 
-impl<T: Pod, O: RowOrder> RowWrite<T, O> {
+impl<T: Pod, O: RowOrder> RowWrite<'_, T, O> {
     /// The row's index.
     #[inline(always)]
     pub fn index(&self) -> u32 {

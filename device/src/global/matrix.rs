@@ -168,7 +168,7 @@ impl Iterator for GridStride2d {
 ///
 /// Launch in 2-D (`z = 1`); every launcher refuses other shapes (`NotTwoDimensional`,
 /// `TooManyThreadsAlongAxis`).
-pub type DisjointMatrix<T> = DisjointSlice<T, Cells>;
+pub type DisjointMatrix<'a, T> = DisjointSlice<'a, T, Cells>;
 
 /// The partition of [`DisjointMatrix`]: witness [`ThreadCell`] `(r, c)` -> element `r * cols
 /// + c` for `c < cols` (`cols` from `#[kernel(cols(..))]`). Disjoint: the map is one-to-one on
@@ -185,7 +185,7 @@ unsafe impl Partition for Cells {
     type Shape = u32;
 }
 
-impl<T: Pod> DisjointSlice<T, Cells> {
+impl<T: Pod> DisjointSlice<'_, T, Cells> {
     /// This thread's element at `cell`, or `None` if its column is not below `cols` or the
     /// element is past the end of the buffer.
     #[inline(always)]

@@ -45,8 +45,8 @@ use super::tile::BlockTile;
 /// [`tile_mut`](Self::tile_mut) and [`tile_aligned_mut`](Self::tile_aligned_mut) give whole
 /// tiles only, checked once per tile; a row of the micro-tile is then reached with constant
 /// checks only (which fold away when its index is a constant, as in an unrolled epilogue).
-pub type PerThreadTile<T, const TILE_ROWS: u32, const TILE_COLS: u32, const MR: u32, const MC: u32, const RR: u32 = 1, const RC: u32 = 1> =
-    DisjointSlice<T, ThreadTiles<TILE_ROWS, TILE_COLS, MR, MC, RR, RC>>;
+pub type PerThreadTile<'a, T, const TILE_ROWS: u32, const TILE_COLS: u32, const MR: u32, const MC: u32, const RR: u32 = 1, const RC: u32 = 1> =
+    DisjointSlice<'a, T, ThreadTiles<TILE_ROWS, TILE_COLS, MR, MC, RR, RC>>;
 
 /// The partition of [`PerThreadTile`] (its map is given there): witness [`BlockTile`] ->
 /// the thread's `MR x MC` micro-tile of each quadrant of its block's tile. Launch: blocks of
@@ -92,7 +92,9 @@ unsafe impl<const TR: u32, const TC: u32, const MR: u32, const MC: u32, const RR
     };
 }
 
-impl<T: Pod, const TR: u32, const TC: u32, const MR: u32, const MC: u32, const RR: u32, const RC: u32> DisjointSlice<T, ThreadTiles<TR, TC, MR, MC, RR, RC>> {
+impl<T: Pod, const TR: u32, const TC: u32, const MR: u32, const MC: u32, const RR: u32, const RC: u32>
+    DisjointSlice<'_, T, ThreadTiles<TR, TC, MR, MC, RR, RC>>
+{
     /// Threads per block: `(TILE_ROWS / (RR MR)) (TILE_COLS / (RC MC))`. Evaluating it (every
     /// kernel with this output does) fails the build for a shape whose sides do not divide.
     pub const THREADS: u32 = ThreadTiles::<TR, TC, MR, MC, RR, RC>::THREADS;
@@ -173,7 +175,7 @@ impl<'a, T: Pod, const TR: u32, const TC: u32, const MR: u32, const MC: u32, con
     MicroTileMut<'a, T, TR, TC, MR, MC, RR, RC, ALIGNED>
 {
     #[inline(always)]
-    fn new(output: &'a mut DisjointSlice<T, ThreadTiles<TR, TC, MR, MC, RR, RC>>, first_row: u32, first_col: u32, row: u32, col: u32) -> Self {
+    fn new(output: &'a mut DisjointSlice<'_, T, ThreadTiles<TR, TC, MR, MC, RR, RC>>, first_row: u32, first_col: u32, row: u32, col: u32) -> Self {
         // Inside the buffer (the whole tile is), so `add` is in bounds; no overflow: the
         // offset is below `len`.
         let offset = (first_row + row) as usize * output.shape as usize + (first_col + col) as usize;

@@ -54,7 +54,12 @@
 //! sanitizer").
 //!
 //! On the host target (the CPU executor) the same types are raw-pointer wrappers built by the
-//! generated `launch_cpu` from the host slices, with the same rules.
+//! generated `launch_cpu` from the host slices, with the same rules. Every output type carries
+//! the launch's borrow of its buffer as a lifetime (`DisjointSlice<'a, T, P>`), which a kernel
+//! leaves out in its signature (`out: DisjointSlice<f32>`): the kernel function is generic over
+//! it, so a body, host code on the CPU executor, cannot keep an output or anything made from one
+//! past its launch (audit 2026-11-28, G13-1; docs/kernel-model.md, "Why a handle cannot
+//! outlive its launch").
 
 mod atomic_slice;
 mod block_rows;
@@ -158,6 +163,21 @@ pub unsafe trait KernelOutput: Sized {
     unsafe fn from_raw_parts(pointer: *mut Self::Element, len: usize, shape: Self::Shape) -> Self;
 }
 
+/// An output type that lives no longer than `'a`, the borrow of the buffer it is made from:
+/// implemented for `DisjointSlice<'a, T, P>` (and so every alias) at its own lifetime only.
+/// The CPU executor makes outputs only through `OutputParts<'a, T>::output`, which requires
+/// it, so an output type written with a longer lifetime than the launch's borrow (say
+/// `'static`) does not compile; with the lifetime elided, the kernel body is generic over it
+/// and cannot move the output, or anything made from it, into a `'static` place (a leaked
+/// box, a thread-local, a spawned thread): audit 2026-11-28, G13-1. Lifetimes are erased
+/// before code generation, so the device build is unchanged.
+///
+/// # Safety
+/// Every value of the type, and every value its safe methods return, lives no longer than
+/// `'a` (the type is not `'static` unless `'a` is).
+#[doc(hidden)]
+pub unsafe trait OutputOf<'a> {}
+
 /// An output addressed by its buffer alone (every output but the row-major matrices): what
 /// `#[kernel]` requires of an output parameter that `cols(..)` does not name.
 #[doc(hidden)]
@@ -242,13 +262,17 @@ pub(crate) fn note_output<T>(pointer: *mut T, len: usize, index: usize, count: u
 /// output of `len` elements at `pointer`: `pointer` on the GPU; on the CPU executor with race
 /// detection, the running thread's private mirror of the output, whose changed elements are
 /// recorded as the thread's writes when it returns (`cpu::raw_views` gives the argument).
+///
+/// `atomic_word` is the partition's [`Partition::ATOMIC_WORD`](slice::Partition::ATOMIC_WORD)
+/// for elements of `T`: how the mirror's copy reads the output without racing with the other
+/// threads' accesses (audit 2026-11-28, G13R-3).
 #[inline(always)]
-pub(crate) fn raw_view<T>(pointer: *mut T, len: usize) -> *mut T {
+pub(crate) fn raw_view<T>(pointer: *mut T, len: usize, atomic_word: usize) -> *mut T {
     #[cfg(not(target_arch = "nvptx64"))]
-    return crate::cpu::hooks::raw_output_view(pointer, len);
+    return crate::cpu::hooks::raw_output_view(pointer, len, atomic_word);
     #[cfg(target_arch = "nvptx64")]
     {
-        let _ = len;
+        let _ = (len, atomic_word);
         pointer
     }
 }
@@ -328,59 +352,66 @@ pub mod __private {
     /// Compile-time check the launchers use: `M` is the device's store map type.
     pub const fn require_store_map<M: DeviceStoreMapType>() {}
 
-    /// A read-only host slice handed to every GPU thread of a CPU launch.
-    pub struct InputParts<T> {
+    /// A read-only host slice handed to every GPU thread of a CPU launch, borrowed for `'a`
+    /// (the launch): the slice each thread gets back lives no longer (G13-1).
+    pub struct InputParts<'a, T> {
         pointer: *const T,
         len: usize,
+        _borrow: core::marker::PhantomData<&'a [T]>,
     }
 
     // SAFETY: only shared references are made from it, and `T: Sync`.
-    unsafe impl<T: Sync> Sync for InputParts<T> {}
+    unsafe impl<T: Sync> Sync for InputParts<'_, T> {}
     // SAFETY: as above.
-    unsafe impl<T: Sync> Send for InputParts<T> {}
+    unsafe impl<T: Sync> Send for InputParts<'_, T> {}
 
-    impl<T> InputParts<T> {
+    impl<'a, T> InputParts<'a, T> {
         /// Keeps `slice`'s pointer and length.
-        pub fn new(slice: &[T]) -> Self {
-            InputParts { pointer: slice.as_ptr(), len: slice.len() }
+        pub fn new(slice: &'a [T]) -> Self {
+            InputParts { pointer: slice.as_ptr(), len: slice.len(), _borrow: core::marker::PhantomData }
         }
 
-        /// The slice again.
-        ///
-        /// # Safety
-        /// The slice this was made from is still borrowed (the launch has not returned).
-        pub unsafe fn get<'a>(&self) -> &'a [T] {
-            // SAFETY: as the caller guarantees.
+        /// The slice again, for no longer than the borrow it was made from.
+        pub fn get(&self) -> &'a [T] {
+            // SAFETY: made from a `&'a [T]`, which is still borrowed for `'a`.
             unsafe { core::slice::from_raw_parts(self.pointer, self.len) }
         }
     }
 
     /// An exclusively borrowed host slice handed to every GPU thread of a CPU launch as an
     /// output parameter (a [`KernelOutput`], which only ever hands out what its rules allow).
-    pub struct OutputParts<T> {
+    ///
+    /// `'a` is the launch's borrow of the slice, and every output it makes is an
+    /// [`OutputOf<'a>`](super::OutputOf): a kernel body (host code with `std` on the CPU
+    /// executor) cannot keep its output, or anything made from it, past the launch (audit
+    /// 2026-11-28, G13-1).
+    pub struct OutputParts<'a, T> {
         pointer: *mut T,
         len: usize,
+        _borrow: core::marker::PhantomData<&'a mut [T]>,
     }
 
     // SAFETY: the threads reach the elements only through a `KernelOutput` (each element from
     // one thread, or atomically); `T: Send + Sync` so values may cross.
-    unsafe impl<T: Send + Sync> Sync for OutputParts<T> {}
+    unsafe impl<T: Send + Sync> Sync for OutputParts<'_, T> {}
     // SAFETY: as above.
-    unsafe impl<T: Send + Sync> Send for OutputParts<T> {}
+    unsafe impl<T: Send + Sync> Send for OutputParts<'_, T> {}
 
-    impl<T: Pod> OutputParts<T> {
-        /// Keeps `slice`'s pointer and length; the slice stays borrowed by the caller's launch.
-        pub fn new(slice: &mut [T]) -> Self {
-            OutputParts { pointer: slice.as_mut_ptr(), len: slice.len() }
+    impl<'a, T: Pod> OutputParts<'a, T> {
+        /// Keeps `slice`'s pointer and length; the slice stays borrowed for `'a`.
+        pub fn new(slice: &'a mut [T]) -> Self {
+            OutputParts { pointer: slice.as_mut_ptr(), len: slice.len(), _borrow: core::marker::PhantomData }
         }
 
-        /// The slice as one GPU thread's output parameter.
+        /// The slice as one GPU thread's output parameter, which lives no longer than the
+        /// borrow (`O: OutputOf<'a>`).
         ///
         /// # Safety
-        /// The slice this was made from is still exclusively borrowed by the launch, the
-        /// launch meets `O::REQUIREMENTS`, and every thread passes the same `shape`.
-        pub unsafe fn output<O: KernelOutput<Element = T>>(&self, shape: O::Shape) -> O {
-            // SAFETY: as the caller guarantees; the launch borrows it exclusively.
+        /// The launch has not returned (every thread that uses the output is joined before
+        /// the borrow ends), the launch meets `O::REQUIREMENTS`, and every thread passes the
+        /// same `shape`.
+        pub unsafe fn output<O: KernelOutput<Element = T> + super::OutputOf<'a>>(&self, shape: O::Shape) -> O {
+            // SAFETY: as the caller guarantees; the launch borrows it exclusively for `'a`.
             unsafe { O::from_raw_parts(self.pointer, self.len, shape) }
         }
     }

@@ -24,7 +24,7 @@ use super::{BlockIndex, LaunchRequirements};
 /// It accepts only a `BlockIndex`, and the per-thread outputs only a `ThreadIndex`: thread 1
 /// of block 0 and thread 0 of block 1 no longer both own element 1 (audit finding N1). Any
 /// launch shape is allowed.
-pub type PerBlock<T> = DisjointSlice<T, Blocks>;
+pub type PerBlock<'a, T> = DisjointSlice<'a, T, Blocks>;
 
 /// The partition of [`PerBlock`]: witness [`BlockIndex`] `b` -> element `b`. Disjoint: one
 /// thread per block (thread `(0, 0, 0)`) holds its block's `BlockIndex`, and the linear block
@@ -39,7 +39,7 @@ unsafe impl Partition for Blocks {
     type Shape = ();
 }
 
-impl<T: Pod> DisjointSlice<T, Blocks> {
+impl<T: Pod> DisjointSlice<'_, T, Blocks> {
     /// This block's element, or `None` past the end.
     #[inline(always)]
     #[track_caller]
@@ -56,7 +56,7 @@ impl<T: Pod> DisjointSlice<T, Blocks> {
     }
 }
 
-impl<T: Pod> core::ops::Index<BlockIndex> for DisjointSlice<T, Blocks> {
+impl<T: Pod> core::ops::Index<BlockIndex> for DisjointSlice<'_, T, Blocks> {
     type Output = T;
 
     /// This block's element; panics past the end.
@@ -73,7 +73,7 @@ impl<T: Pod> core::ops::Index<BlockIndex> for DisjointSlice<T, Blocks> {
     }
 }
 
-impl<T: Pod> core::ops::IndexMut<BlockIndex> for DisjointSlice<T, Blocks> {
+impl<T: Pod> core::ops::IndexMut<BlockIndex> for DisjointSlice<'_, T, Blocks> {
     /// This block's element; panics past the end.
     #[inline(always)]
     #[track_caller]

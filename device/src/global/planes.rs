@@ -24,7 +24,7 @@ use super::{LaunchRequirements, ThreadIndex};
 /// ```
 ///
 /// The last `len % P` elements belong to no plane.
-pub type DisjointPlanes<T, const P: usize> = DisjointSlice<T, Planes<P>>;
+pub type DisjointPlanes<'a, T, const P: usize> = DisjointSlice<'a, T, Planes<P>>;
 
 /// The partition of [`DisjointPlanes<T, P>`]: witness [`ThreadIndex`] `i` -> elements `plane *
 /// plane_len + i` for `plane < P`, with `plane_len = len / P` fixed for the launch. Disjoint:
@@ -42,7 +42,7 @@ unsafe impl<const P: usize> Partition for Planes<P> {
     const VALID: () = assert!(P > 0, "DisjointPlanes<T, P> needs at least one plane (P > 0)");
 }
 
-impl<T: Pod, const P: usize> DisjointSlice<T, Planes<P>> {
+impl<T: Pod, const P: usize> DisjointSlice<'_, T, Planes<P>> {
     /// Elements per plane (the buffer's length divided by `P`).
     #[inline(always)]
     pub fn plane_len(&self) -> usize {

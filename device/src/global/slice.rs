@@ -37,6 +37,18 @@ pub unsafe trait Partition: Sized + sealed::Sealed {
     /// whose `REQUIREMENTS` the host checked).
     #[doc(hidden)]
     const KEY: u64;
+    /// How the other threads of a launch access the elements, which decides how the CPU
+    /// executor's mirror of a raw view copies them without racing with those accesses (audit
+    /// 2026-11-28, G13R-3): 0 when every plain access goes through the race detector's claims
+    /// (the default), [`ATOMIC_ELEMENTS`](Self::ATOMIC_ELEMENTS) when every access is an atomic
+    /// of the element's own size ([`Atomics`](super::partition::Atomics)), otherwise the size
+    /// in bytes of the relaxed atomic words every access is made of (4 for the `Handoff`
+    /// partitions).
+    #[doc(hidden)]
+    const ATOMIC_WORD: usize = 0;
+    /// [`ATOMIC_WORD`](Self::ATOMIC_WORD)'s value for atomics of the element's size.
+    #[doc(hidden)]
+    const ATOMIC_ELEMENTS: usize = usize::MAX;
 
     /// What [`DisjointSlice::len`] counts for a buffer of `len` elements: elements, or whole
     /// chunks for [`Chunks<N>`](super::partition::Chunks).
@@ -92,17 +104,21 @@ pub unsafe trait Partition: Sized + sealed::Sealed {
 /// Every partition has the `unsafe` escape hatch for index patterns no witness expresses:
 /// [`get_unchecked_mut`](Self::get_unchecked_mut), [`write_unchecked`](Self::write_unchecked),
 /// [`as_mut_slice`](Self::as_mut_slice), [`as_mut_ptr`](Self::as_mut_ptr).
-pub struct DisjointSlice<T: Pod, P: Partition = super::partition::Threads> {
+pub struct DisjointSlice<'a, T: Pod, P: Partition = super::partition::Threads> {
     pub(super) pointer: *mut T,
     pub(super) len: usize,
     pub(super) shape: P::Shape,
-    _elements: PhantomData<(*mut T, P)>,
+    /// `'a`: the launch's borrow of the buffer. Nothing made from the output (an element
+    /// reference, a derived view, the output itself) can outlive it, so on the CPU executor,
+    /// where a kernel body is host code with `std`, no safe code keeps one past its launch
+    /// (audit 2026-11-28, G13-1).
+    _elements: PhantomData<(*mut T, P, &'a mut [T])>,
 }
 
 // SAFETY: `from_raw_parts` keeps the pointer, length and shape; every safe access goes
 // through the partition's methods, whose contract (`Partition`'s safety section) makes the
 // threads' element sets disjoint under `P::REQUIREMENTS`, which become the output's.
-unsafe impl<T: Pod, P: Partition> KernelOutput for DisjointSlice<T, P> {
+unsafe impl<T: Pod, P: Partition> KernelOutput for DisjointSlice<'_, T, P> {
     type Element = T;
     const REQUIREMENTS: LaunchRequirements = P::REQUIREMENTS;
     type Shape = P::Shape;
@@ -116,10 +132,15 @@ unsafe impl<T: Pod, P: Partition> KernelOutput for DisjointSlice<T, P> {
     }
 }
 
-impl<T: Pod, P: Partition> super::WholeBufferOutput for DisjointSlice<T, P> where P::Shape: super::NoShape {}
-impl<T: Pod, P: Partition> super::RowMajorOutput for DisjointSlice<T, P> where P::Shape: super::LaunchShape {}
+// SAFETY: the output carries `'a` (its `PhantomData<&'a mut [T]>`), and every safe method that
+// hands out a reference or a view bounds it by the borrow of `self` or by `'a`
+// (`LastBlock<'a, T>`, `FinishView<'a, U>`, `RowRead<'a, ..>`, `TileMut<'_, ..>`, ...).
+unsafe impl<'a, T: Pod, P: Partition> super::OutputOf<'a> for DisjointSlice<'a, T, P> {}
 
-impl<T: Pod, P: Partition> DisjointSlice<T, P> {
+impl<T: Pod, P: Partition> super::WholeBufferOutput for DisjointSlice<'_, T, P> where P::Shape: super::NoShape {}
+impl<T: Pod, P: Partition> super::RowMajorOutput for DisjointSlice<'_, T, P> where P::Shape: super::LaunchShape {}
+
+impl<T: Pod, P: Partition> DisjointSlice<'_, T, P> {
     /// Tells the CPU executor's race detector that this thread takes elements
     /// `index..index + count` (nothing on the GPU); returns where the output is for this
     /// thread (see `note_output`).
@@ -178,18 +199,30 @@ impl<T: Pod, P: Partition> DisjointSlice<T, P> {
     #[inline(always)]
     pub unsafe fn as_mut_slice(&mut self) -> &mut [T] {
         // SAFETY: valid for `len` elements; exclusivity of the touched ones is the caller's.
-        unsafe { core::slice::from_raw_parts_mut(super::raw_view(self.pointer, self.len), self.len) }
+        unsafe { core::slice::from_raw_parts_mut(self.raw_view(), self.len) }
     }
 
     /// The start of the output, for pointer arithmetic and intrinsics (using it is `unsafe`,
     /// under the contract of [`get_unchecked_mut`](Self::get_unchecked_mut)).
     #[inline(always)]
     pub fn as_mut_ptr(&mut self) -> *mut T {
-        super::raw_view(self.pointer, self.len)
+        self.raw_view()
+    }
+
+    /// Where a raw view points (see `raw_view`): the output, or on the CPU executor with race
+    /// detection the running thread's mirror of it.
+    #[inline(always)]
+    fn raw_view(&self) -> *mut T {
+        let (size, align) = (core::mem::size_of::<T>(), core::mem::align_of::<T>());
+        let word = if P::ATOMIC_WORD == P::ATOMIC_ELEMENTS { size } else { P::ATOMIC_WORD };
+        // Elements that cannot be accessed in such words (no atomic access of them compiles):
+        // the claims, as for a plain partition.
+        let word = if matches!(word, 2 | 4 | 8) && size.is_multiple_of(word) && align >= word { word } else { 0 };
+        super::raw_view(self.pointer, self.len, word)
     }
 }
 
-impl<T: Pod, P: Partition<Shape = u32>> DisjointSlice<T, P> {
+impl<T: Pod, P: Partition<Shape = u32>> DisjointSlice<'_, T, P> {
     /// Columns per row (the launch's `cols`), for the row-major partitions.
     #[inline(always)]
     pub fn cols(&self) -> u32 {

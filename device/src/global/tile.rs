@@ -90,8 +90,8 @@ impl BlockTile {
 /// [`tile_mut`](Self::tile_mut) gives whole tiles only, with no check left per element but
 /// the constant ones (which fold away in unrolled loops); [`tile_clipped_mut`](Self::tile_clipped_mut)
 /// also gives the tiles that the matrix's right or bottom edge cuts, checking each element.
-pub type PerBlockTile<T, const TILE_ROWS: u32, const TILE_COLS: u32, const BLOCK_X: u32, const BLOCK_Y: u32, const TRANSPOSED: bool = false> =
-    DisjointSlice<T, BlockTiles<TILE_ROWS, TILE_COLS, BLOCK_X, BLOCK_Y, TRANSPOSED>>;
+pub type PerBlockTile<'a, T, const TILE_ROWS: u32, const TILE_COLS: u32, const BLOCK_X: u32, const BLOCK_Y: u32, const TRANSPOSED: bool = false> =
+    DisjointSlice<'a, T, BlockTiles<TILE_ROWS, TILE_COLS, BLOCK_X, BLOCK_Y, TRANSPOSED>>;
 
 /// The partition of [`PerBlockTile`]: witness [`BlockTile`] (block `(bx, by)`, thread `(tx,
 /// ty)`) -> the elements (row `R TR + ty + BY i`, column `C TC + tx + BX j`) of tile `(R, C)
@@ -118,7 +118,7 @@ unsafe impl<const TR: u32, const TC: u32, const BX: u32, const BY: u32, const TR
     };
 }
 
-impl<T: Pod, const TR: u32, const TC: u32, const BX: u32, const BY: u32, const TRANSPOSED: bool> DisjointSlice<T, BlockTiles<TR, TC, BX, BY, TRANSPOSED>> {
+impl<T: Pod, const TR: u32, const TC: u32, const BX: u32, const BY: u32, const TRANSPOSED: bool> DisjointSlice<'_, T, BlockTiles<TR, TC, BX, BY, TRANSPOSED>> {
     /// The first row and column of this block's tile (`u32`, no wrap-around) and the
     /// thread's position in the block, with what the launch guarantees made known to the
     /// compiler.
@@ -205,7 +205,7 @@ pub struct TileMut<'a, T: Pod, const TR: u32, const TC: u32, const BX: u32, cons
 impl<'a, T: Pod, const TR: u32, const TC: u32, const BX: u32, const BY: u32> TileMut<'a, T, TR, TC, BX, BY> {
     #[inline(always)]
     fn new<const TRANSPOSED: bool>(
-        output: &'a mut DisjointSlice<T, BlockTiles<TR, TC, BX, BY, TRANSPOSED>>,
+        output: &'a mut DisjointSlice<'_, T, BlockTiles<TR, TC, BX, BY, TRANSPOSED>>,
         first_row: u32,
         first_col: u32,
         row_limit: u32,

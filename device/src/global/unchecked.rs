@@ -10,7 +10,7 @@ use super::slice::{DisjointSlice, Partition};
 /// [`as_mut_ptr`](DisjointSlice::as_mut_ptr). Each access's contract: the element is in
 /// bounds and **no other thread of the launch reads or writes it at any time during the
 /// launch**; the kernel's `// SAFETY:` comment says why.
-pub type UncheckedSlice<T> = DisjointSlice<T, Unchecked>;
+pub type UncheckedSlice<'a, T> = DisjointSlice<'a, T, Unchecked>;
 
 /// The partition of [`UncheckedSlice`]: no safe access at all (only the `unsafe` escape
 /// hatch every partition has), so it needs nothing of the launch and mixing it with

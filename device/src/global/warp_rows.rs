@@ -116,7 +116,7 @@ impl<O: RowOrder> WarpRow<O> {
 ///
 /// `PerWarpRow<T, Reversed>` runs the blocks backwards (llm.c's softmax): witnesses from
 /// [`warp_row_reversed`] and [`warp_rows_reversed`].
-pub type PerWarpRow<T, O = Forward> = DisjointSlice<T, WarpRows<O>>;
+pub type PerWarpRow<'a, T, O = Forward> = DisjointSlice<'a, T, WarpRows<O>>;
 
 /// The partition of [`PerWarpRow`]: witness [`WarpRow`] `(w, l)` (row `w`, lane `l`) ->
 /// elements `w * cols + l + 32 j` for `l + 32 j < cols`. The rows of warp `g` (its global
@@ -144,7 +144,7 @@ unsafe impl<O: RowOrder> Partition for WarpRows<O> {
     type Shape = u32;
 }
 
-impl<T: Pod, O: RowOrder> DisjointSlice<T, WarpRows<O>> {
+impl<T: Pod, O: RowOrder> DisjointSlice<'_, T, WarpRows<O>> {
     /// This warp's row, seen by this lane, if the whole row lies inside the buffer (one
     /// check, made once).
     #[inline(always)]
@@ -258,7 +258,12 @@ impl<'a, T: Pod> LaneRow<'a, T> {
     /// `lane` modulo `stride` of row `row` (the partition's map gives the row and the lane to
     /// this thread alone).
     #[inline(always)]
-    pub(super) unsafe fn new<P: super::slice::Partition<Shape = u32>>(output: &'a mut DisjointSlice<T, P>, row: u32, lane: u32, stride: u32) -> Option<Self> {
+    pub(super) unsafe fn new<P: super::slice::Partition<Shape = u32>>(
+        output: &'a mut DisjointSlice<'_, T, P>,
+        row: u32,
+        lane: u32,
+        stride: u32,
+    ) -> Option<Self> {
         let cols = output.shape;
         // `row, cols < 2^32`: no overflow in u64.
         let end = (row as u64 + 1) * cols as u64;

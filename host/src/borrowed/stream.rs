@@ -268,7 +268,7 @@ impl Stream {
     /// `event` is a live event of this stream's context (or of a peer context).
     pub unsafe fn wait_raw_event(&self, event: sys::CUevent) -> Result<()> {
         // As `Stream::wait_event`: a wait may join a capture (P2).
-        let _gate = self.capture_gate_exclusive();
+        let _gate = self.capture_gate_exclusive()?;
         // The event may be of another library's capture, which this wait would join: work on
         // this stream asks the driver about captures from now on (Q8).
         self.note_foreign_wait();

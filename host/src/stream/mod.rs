@@ -19,7 +19,9 @@ use crate::error::{Error, Result};
 use crate::graph::Graph;
 
 mod door;
+mod hold_off;
 pub use door::RawStream;
+pub use hold_off::NoCapture;
 
 /// A queue of work on one context. [`Stream::default_of`] is CUDA's legacy default stream.
 ///
@@ -60,6 +62,10 @@ struct StreamInner {
     /// capturing (`begin_capture`, a wait on an event, which may join another capture): so
     /// another thread cannot begin a capture between the check and the work (P2).
     capture_gate: RwLock<()>,
+    /// The [`Stream::hold_off_capture`] stretches open now and the captures starting: what
+    /// may make the stream capture waits for the stretches to end before it takes the gate,
+    /// and a stretch refuses while one is starting (audit 2026-11-28, S1).
+    hold_off: hold_off::HoldOff,
     /// The context's mark of postponed releases when the running capture began
     /// (`Context::deferred_mark`): what was dropped during it, for [`Error::CaptureFailed`].
     capture_mark: AtomicU64,
@@ -185,6 +191,7 @@ impl Stream {
             joined: AtomicBool::new(false),
             capture_owner: AtomicU64::new(0),
             capture_gate: RwLock::new(()),
+            hold_off: hold_off::HoldOff::default(),
             tail: OnceLock::new(),
             _keep_alive: keep_alive,
         };
@@ -360,7 +367,14 @@ impl Stream {
     }
 
     /// The exclusive side of [`Stream::capture_gate`]: what may make this stream capture.
-    pub(crate) fn capture_gate_exclusive(&self) -> RwLockWriteGuard<'_, ()> {
+    /// Taken only once no [`Stream::hold_off_capture`] stretch runs on the stream (new ones are
+    /// refused from the start of the wait), so a call's stretch never ends up in a graph (S1).
+    pub(crate) fn capture_gate_exclusive(&self) -> Result<hold_off::ExclusiveGate<'_>> {
+        hold_off::ExclusiveGate::take(self)
+    }
+
+    /// The write lock itself (for `hold_off`).
+    fn capture_gate_write(&self) -> RwLockWriteGuard<'_, ()> {
         self.inner.capture_gate.write().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
@@ -689,7 +703,7 @@ impl Stream {
         if self.inner.others_may_capture.load(Ordering::Relaxed) {
             return Err(Error::CaptureOfBorrowedStream);
         }
-        let _gate = self.capture_gate_exclusive();
+        let _gate = self.capture_gate_exclusive()?;
         self.context().bind_to_thread()?;
         // Taken before the capture begins: every release postponed for it comes after.
         let mark = self.context().deferred_mark();

@@ -164,6 +164,7 @@ pub fn lower(param: &Param) -> Lowered {
             },
             None,
             |pointer, len, _| quote!(::core::slice::from_raw_parts(#pointer.as_ptr(), #len)),
+            // Safe: `InputParts<'a, T>` gives the slice back for the launch's borrow `'a` only.
             |parts, _| quote!(#parts.get()),
         ),
         ParamKind::Output { elem } => {
@@ -197,7 +198,11 @@ pub fn lower(param: &Param) -> Lowered {
                 abi,
                 Some(shape),
                 move |pointer, len, shape| quote!(#device_args::output(#pointer.get().cast(), #len, #shape)),
-                move |parts, shape| quote!(#parts.output(#shape)),
+                // SAFETY (in the generated block): the slice is borrowed by this launch until
+                // every thread is done, the launch was checked against the outputs'
+                // `REQUIREMENTS`, and the shape is one value for every thread. The output's
+                // lifetime is the borrow's (`OutputOf<'a>`, G13-1).
+                move |parts, shape| quote!(unsafe { #parts.output(#shape) }),
             );
             lowered.checks.push(check);
             lowered.requirements = Some(quote!(<#ty as #args::KernelOutput>::REQUIREMENTS));
@@ -212,6 +217,8 @@ pub fn lower(param: &Param) -> Lowered {
 /// `shape`, when given, is the user's expression for the output's shape: it is bound to a
 /// generated variable *outside* the `unsafe` blocks, and `rebuild`/`cpu_rebuild` get that
 /// variable (P1: no user-written expression is expanded inside generated `unsafe`).
+/// `cpu_rebuild` writes its own `unsafe` block where it needs one (an output; an input's
+/// `InputParts::get` is safe).
 fn slice(
     param: &Param,
     elem: &Type,
@@ -254,9 +261,7 @@ fn slice(
         cpu_prepare: quote!(let #parts = #cpu_parts::new(#name);),
         cpu_rebuild: quote! {
             #bind_shape
-            // SAFETY: the slice is borrowed by this launch until every thread is done, and the
-            // launch was checked against the outputs' `REQUIREMENTS`.
-            let #mutability #name: #ty = unsafe { #cpu_value };
+            let #mutability #name: #ty = #cpu_value;
         },
     }
 }

@@ -528,6 +528,19 @@ pub fn classify(ty: &Type) -> syn::Result<ParamKind> {
             };
             let name = last.ident.to_string();
             if OUTPUTS.contains(&name.as_str()) {
+                // The output's lifetime is the launch's borrow of the buffer: elided, the body is
+                // generic over it and cannot keep the output past the launch (G13-1).
+                if let syn::PathArguments::AngleBracketed(args) = &last.arguments
+                    && let Some(syn::GenericArgument::Lifetime(lifetime)) = args.args.iter().find(|a| matches!(a, syn::GenericArgument::Lifetime(_)))
+                {
+                    return Err(syn::Error::new_spanned(
+                        lifetime,
+                        format!(
+                            "leave out lifetimes on kernel parameters: an output lives for its launch only, so write `{name}<T..>` \
+                             (the elided lifetime is the launch's borrow of the buffer)"
+                        ),
+                    ));
+                }
                 let elem = first_type_argument(last).ok_or_else(|| {
                     syn::Error::new_spanned(ty, format!("write `{name}<T..>` with the element type first, e.g. `{name}<f32>` (`DisjointChunks<f32, 4>`)"))
                 })?;

@@ -420,6 +420,19 @@ mod helpers {
         }
     }
 
+    /// G13-1: an output lives for its launch only; its lifetime (the launch's borrow) is left
+    /// out, so the kernel body is generic over it. A written lifetime, `'static` or any other,
+    /// is refused with the rule; the elided forms are outputs.
+    #[test]
+    fn g13_1_an_output_written_with_a_lifetime_is_refused() {
+        for ty in [parse_quote!(AtomicSlice<'static, u32>), parse_quote!(DisjointSlice<'a, f32>), parse_quote!(global::PerWarpRow<'_, f32>)] {
+            let error = classify(&ty).err().unwrap_or_else(|| panic!("`{}` was accepted", type_text(&ty)));
+            assert!(error.to_string().starts_with("leave out lifetimes on kernel parameters"), "{error}");
+        }
+        assert_eq!(kind(parse_quote!(AtomicSlice<u32>)), "output");
+        assert_eq!(kind(parse_quote!(DisjointSlice<f32, BlockRows>)), "output");
+    }
+
     #[test]
     fn classify_sorts_every_parameter_kind() {
         assert_eq!(kind(parse_quote!(f32)), "scalar");

@@ -6,10 +6,10 @@ pub static KERNELS: ferrocuda::EmbeddedModule =
 
 // Issue 20, 2-D outputs: a matrix output behind a type alias is not mistaken for a plain
 // output and built without a width: the macro sees `Grid`, a by-value type, and the `Pod`
-// check refuses it.
+// check refuses it. (An alias of an output names its lifetime, the launch's borrow: G13-1.)
 use ferrocuda_device::global::{DisjointMatrix, unique_cell};
 
-type Grid = DisjointMatrix<u32>;
+type Grid<'a> = DisjointMatrix<'a, u32>;
 
 #[kernel]
 pub fn aliased(mut out: Grid) {

@@ -4,35 +4,19 @@
 use ferrocuda_device::global::{AtomicSlice, DisjointSlice, ThreadIndex, grid_stride};
 use ferrocuda_device::kernel;
 
-/// Host state the G13-1 kernels leave behind (CPU executor only: the GPU build has no `std`).
+/// Host state the G13-1 witness kernel leaves behind (CPU executor only: the GPU build has no
+/// `std`). An output handle cannot be kept here any more: it carries the launch's borrow of
+/// its buffer (`AtomicSlice<'a, T>`), and a thread-local needs `'static`
+/// (`tests/compile_fail/kernel_model/g13_1_output_outlives_its_launch.rs`).
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod stash {
     use core::cell::RefCell;
 
-    use ferrocuda_device::global::{AtomicSlice, ThreadIndex};
+    use ferrocuda_device::global::ThreadIndex;
 
     std::thread_local! {
-        /// The output handle `g13_1_stash_output` keeps.
-        pub static OUTPUT: RefCell<Option<AtomicSlice<u32>>> = const { RefCell::new(None) };
         /// The witness `g13_1_stash_witness` keeps (phase 0) and uses (phase 1).
         pub static WITNESS: RefCell<Option<ThreadIndex>> = const { RefCell::new(None) };
-    }
-
-    /// Takes the handle a `g13_1_stash_output` launch left on this OS thread, if any.
-    pub fn take_output() -> Option<AtomicSlice<u32>> {
-        OUTPUT.with(|o| o.borrow_mut().take())
-    }
-}
-
-/// G13-1, deliberately wrong (CPU executor only): thread 0 keeps its output handle in a host
-/// thread-local, which outlives the launch on the OS thread that ran it. On the GPU the body
-/// only stores 1 to element 0.
-#[kernel]
-pub fn g13_1_stash_output(out: AtomicSlice<u32>) {
-    if ferrocuda_device::thread::thread_idx_x() == 0 {
-        out.store(0, 1);
-        #[cfg(not(target_arch = "nvptx64"))]
-        stash::OUTPUT.with(|o| *o.borrow_mut() = Some(out));
     }
 }
 
@@ -63,24 +47,27 @@ pub fn g13_1_stash_witness(mut out: DisjointSlice<u32>, phase: u32) {
     let _ = (phase, last);
 }
 
-/// G13-1, the lifetime form (CPU executor only): output handles have no lifetime, so a kernel
-/// body can leak its `AtomicSlice` (`Box::leak` gives a `&'static` one) and hand the
-/// `&'static Atomic<u32>` of element 0 to a host thread that stores `value` to it after
-/// `delay_ms`, long after the launch returned and its buffer may be gone. On the GPU the body
-/// only stores 1 to element 0.
+/// G13-1, what still works with the lifetime (CPU executor and GPU): the output moved into a
+/// struct of the kernel's own (naming its lifetime), and, on the CPU executor, an element
+/// reference handed to a scoped host thread that ends inside the body. The handle and what is
+/// made from it live as long as the launch's borrow and no longer: a `Box::leak` or a
+/// `std::thread::spawn` of them does not compile
+/// (`tests/compile_fail/kernel_model/g13_1_output_outlives_its_launch.rs`).
 #[kernel]
-pub fn g13_1_leak_output(out: AtomicSlice<u32>, value: u32, delay_ms: u32) {
-    if ferrocuda_device::thread::thread_idx_x() == 0 {
-        out.store(0, 1);
-        #[cfg(not(target_arch = "nvptx64"))]
-        {
-            let out: &'static AtomicSlice<u32> = Box::leak(Box::new(out));
-            let cell = out.at(0);
-            std::thread::spawn(move || {
-                std::thread::sleep(std::time::Duration::from_millis(delay_ms as u64));
-                cell.store(value);
-            });
-        }
+pub fn g13_1_output_in_a_struct(out: AtomicSlice<u32>, mut own: DisjointSlice<u32>) {
+    struct Outputs<'a> {
+        counts: AtomicSlice<'a, u32>,
     }
-    let _ = (value, delay_ms);
+    let outputs = Outputs { counts: out };
+    outputs.counts.add(0, 1);
+    if let Some(o) = own.get_mut(ferrocuda_device::global::unique_index()) {
+        *o = 1;
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    if ferrocuda_device::thread::thread_idx_x() == 0 {
+        let cell = outputs.counts.at(1);
+        std::thread::scope(|scope| {
+            scope.spawn(|| cell.add(1));
+        });
+    }
 }
