@@ -286,6 +286,7 @@ kernel_table!({
         dout: [in T], x: [in T], weight: [in T], mean: [in f32], rstd: [in f32], dresidual: [in T], dx: [out T], cols: u32, add_dresidual: u32, centred: u32
     );
     fn softmax_forward_packed(x: [in T], out: [out T], cols: u32);
+    fn softmax_forward_packed_t512(x: [in T], out: [out T], cols: u32);
     fn norm_backward_weights_partial_packed(
         dout: [in T], x: [in T], mean: [in f32], rstd: [in f32], partial_dweight: [out f32], partial_dbias: [out f32], rows: u32, cols: u32,
         rows_per_chunk: u32, centred: u32

@@ -685,6 +685,8 @@ row_op! {
             return Ok(());
         }
         match packed_rows(shape.rows, shape.cols) {
+            // 4096 columns, 512 threads: the kernel compiled for that block (`reqntid(512)`).
+            Some(config) if config.block.x == 512 => run.softmax_forward_packed_t512::<T>(config, x, out, cols),
             Some(config) => run.softmax_forward_packed::<T>(config, x, out, cols),
             None => run.softmax_forward::<T>(warp_per_row(shape.rows), x, out, rows, cols),
         }
