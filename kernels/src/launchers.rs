@@ -275,8 +275,11 @@ kernel_table!({
     );
     fn softmax_forward(x: [in T], out: [out T], rows: u32, cols: u32);
     fn rmsnorm_forward_packed(x: [in T], weight: [in T], out: [out T], rstd: [out f32], cols: u32, eps: f32);
+    fn rmsnorm_forward_packed_t96(x: [in T], weight: [in T], out: [out T], rstd: [out f32], cols: u32, eps: f32);
+    fn rmsnorm_forward_packed_t128(x: [in T], weight: [in T], out: [out T], rstd: [out f32], cols: u32, eps: f32);
     fn rmsnorm_forward_packed16(x: [in T], weight: [in T], out: [out T], rstd: [out f32], cols: u32, eps: f32);
     fn add_rmsnorm_forward_packed(x: [in T], residual: [in T], weight: [in T], out: [out T], sum: [out T], rstd: [out f32], cols: u32, eps: f32);
+    fn add_rmsnorm_forward_packed_t512(x: [in T], residual: [in T], weight: [in T], out: [out T], sum: [out T], rstd: [out f32], cols: u32, eps: f32);
     fn layernorm_forward_packed(x: [in T], weight: [in T], bias: [in T], out: [out T], mean: [out f32], rstd: [out f32], cols: u32, eps: f32);
     fn layernorm_forward_packed16(x: [in T], weight: [in T], bias: [in T], out: [out T], mean: [out f32], rstd: [out f32], cols: u32, eps: f32);
     fn add_layernorm_forward_packed(

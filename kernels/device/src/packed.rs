@@ -278,6 +278,45 @@ fn normalise1(v: f32, w: f32, b: f32, (shift, offset, rstd): (f32, f32, f32)) ->
 #[kernel(instances(f32, bf16, f16), cols(rstd = 1), launch_bounds(1024, 2))]
 #[allow(clippy::too_many_arguments)]
 pub fn rmsnorm_forward_packed<T: Float>(x: &[T], weight: &[T], mut out: DisjointChunks<T, 8>, mut rstd: DisjointSlice<f32, BlockRows>, cols: u32, eps: f32) {
+    rmsnorm_row(x, weight, &mut out, &mut rstd, cols, eps);
+}
+
+/// [`rmsnorm_forward_packed()`] in blocks of exactly 96 threads (rows of 768 columns; the host picks it
+/// there): under `reqntid(96)` the block's shape is a constant, so the reduction's run-time
+/// tests of it fold away (issue 31).
+#[kernel(instances(f32, bf16, f16), cols(rstd = 1), reqntid(96))]
+#[allow(clippy::too_many_arguments)]
+pub fn rmsnorm_forward_packed_t96<T: Float>(
+    x: &[T],
+    weight: &[T],
+    mut out: DisjointChunks<T, 8>,
+    mut rstd: DisjointSlice<f32, BlockRows>,
+    cols: u32,
+    eps: f32,
+) {
+    rmsnorm_row(x, weight, &mut out, &mut rstd, cols, eps);
+}
+
+/// [`rmsnorm_forward_packed()`] in blocks of exactly 128 threads (rows of 1024 columns; the host picks it
+/// there): under `reqntid(128)` the block's shape is a constant, so the reduction's run-time
+/// tests of it fold away (issue 31).
+#[kernel(instances(f32, bf16, f16), cols(rstd = 1), reqntid(128))]
+#[allow(clippy::too_many_arguments)]
+pub fn rmsnorm_forward_packed_t128<T: Float>(
+    x: &[T],
+    weight: &[T],
+    mut out: DisjointChunks<T, 8>,
+    mut rstd: DisjointSlice<f32, BlockRows>,
+    cols: u32,
+    eps: f32,
+) {
+    rmsnorm_row(x, weight, &mut out, &mut rstd, cols, eps);
+}
+
+/// The body of the kernels above: this thread's 8 columns of its block's row.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn rmsnorm_row<T: Float>(x: &[T], weight: &[T], out: &mut DisjointChunks<T, 8>, rstd: &mut DisjointSlice<f32, BlockRows>, cols: u32, eps: f32) {
     let (i, at, c) = my_chunk();
     let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
     let rms = |squares: f32| 1.0 / (reduce.sum_all(squares) / cols as f32 + eps).sqrt();
@@ -291,7 +330,7 @@ pub fn rmsnorm_forward_packed<T: Float>(x: &[T], weight: &[T], mut out: Disjoint
             let mut squares = 0.0f32;
             unroll::<CHUNK>(|u| squares = v[u].mul_add(v[u], squares));
             let s = rms(squares);
-            store8(&mut out, i, normalise(v, w, None, (0.0, 0.0, s)));
+            store8(out, i, normalise(v, w, None, (0.0, 0.0, s)));
             s
         }
         _ => {
@@ -313,7 +352,7 @@ pub fn rmsnorm_forward_packed<T: Float>(x: &[T], weight: &[T], mut out: Disjoint
             s
         }
     };
-    write_row_value(&mut rstd, s);
+    write_row_value(rstd, s);
 }
 
 /// [`add_rmsnorm_forward()`](crate::add_rmsnorm_forward), one block per row.
@@ -326,6 +365,40 @@ pub fn add_rmsnorm_forward_packed<T: Float>(
     mut out: DisjointChunks<T, 8>,
     mut sum: DisjointChunks<T, 8>,
     mut rstd: DisjointSlice<f32, BlockRows>,
+    cols: u32,
+    eps: f32,
+) {
+    add_rmsnorm_row(x, residual, weight, &mut out, &mut sum, &mut rstd, cols, eps);
+}
+
+/// [`add_rmsnorm_forward_packed()`] in blocks of exactly 512 threads (rows of 4096 columns; the host picks it
+/// there): under `reqntid(512)` the block's shape is a constant, so the reduction's run-time
+/// tests of it fold away (issue 31).
+#[kernel(instances(f32, bf16, f16), cols(rstd = 1), reqntid(512))]
+#[allow(clippy::too_many_arguments)]
+pub fn add_rmsnorm_forward_packed_t512<T: Float>(
+    x: &[T],
+    residual: &[T],
+    weight: &[T],
+    mut out: DisjointChunks<T, 8>,
+    mut sum: DisjointChunks<T, 8>,
+    mut rstd: DisjointSlice<f32, BlockRows>,
+    cols: u32,
+    eps: f32,
+) {
+    add_rmsnorm_row(x, residual, weight, &mut out, &mut sum, &mut rstd, cols, eps);
+}
+
+/// The body of the kernels above: this thread's 8 columns of its block's row.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn add_rmsnorm_row<T: Float>(
+    x: &[T],
+    residual: &[T],
+    weight: &[T],
+    out: &mut DisjointChunks<T, 8>,
+    sum: &mut DisjointChunks<T, 8>,
+    rstd: &mut DisjointSlice<f32, BlockRows>,
     cols: u32,
     eps: f32,
 ) {
@@ -344,8 +417,8 @@ pub fn add_rmsnorm_forward_packed<T: Float>(
             let mut squares = 0.0f32;
             unroll::<CHUNK>(|u| squares = h[u].mul_add(h[u], squares));
             let s = rms(squares);
-            store8(&mut sum, i, h);
-            store8(&mut out, i, normalise(h, widen8::<T>(q), None, (0.0, 0.0, s)));
+            store8(sum, i, h);
+            store8(out, i, normalise(h, widen8::<T>(q), None, (0.0, 0.0, s)));
             s
         }
         _ => {
@@ -375,7 +448,7 @@ pub fn add_rmsnorm_forward_packed<T: Float>(
             s
         }
     };
-    write_row_value(&mut rstd, s);
+    write_row_value(rstd, s);
 }
 
 /// [`layernorm_forward()`](crate::layernorm_forward), one block per row.
