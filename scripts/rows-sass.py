@@ -49,6 +49,7 @@ PAIRS = [
     ("rmsnorm_forward_packed_t96_bf16", "rmsnorm_forward_packed_bf16"),
     ("rmsnorm_forward_packed_t128_bf16", "rmsnorm_forward_packed_bf16"),
     ("add_rmsnorm_forward_packed_t512_bf16", "add_rmsnorm_forward_packed_bf16"),
+    ("layernorm_forward_packed16_t256_bf16", "layernorm_forward_packed16_bf16"),
 ]
 
 

@@ -305,9 +305,10 @@ fn norms(env: &Env) -> R {
         let stream = &env.stream;
         let mut f: Launch<'_> = Box::new(|m: Option<&Module>| {
             let config = LaunchConfig::new(shape.rows as u32, c32 / 16);
-            side!(
+            // 4096 columns: the library's kernel is the `reqntid(256)` one.
+            side_as!(
                 m,
-                kb::layernorm_forward_packed16,
+                kb::layernorm_forward_packed16_t256 | kb::layernorm_forward_packed16,
                 stream,
                 config,
                 &x,
@@ -728,7 +729,7 @@ fn variants(env: &Env) -> R {
             )
         });
         let mut list: Vec<Candidate<'_>> = vec![(
-            "library",
+            "any block (main)",
             Box::new(|| {
                 kb::layernorm_forward_packed16::launch(
                     stream,
@@ -744,6 +745,24 @@ fn variants(env: &Env) -> R {
                 )
             }),
         )];
+        // Session 14 (2): compiled for blocks of 256, the library's pick at 4096 columns.
+        list.push((
+            "reqntid(256) (library)",
+            Box::new(|| {
+                kb::layernorm_forward_packed16_t256::launch(
+                    stream,
+                    config,
+                    &x,
+                    &w,
+                    &b,
+                    &mut *out.borrow_mut(),
+                    &mut *mean.borrow_mut(),
+                    &mut *rstd.borrow_mut(),
+                    c32,
+                    1e-5,
+                )
+            }),
+        ));
         for (name, f) in list.iter_mut() {
             check_candidate(env, "layernorm", &format!("{name} out"), &mut **f, &out, &wo, 1e-2, 1e-2)?;
             check_candidate(env, "layernorm", &format!("{name} rstd"), &mut **f, &rstd, &wr, 1e-4, 0.0)?;

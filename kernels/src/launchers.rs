@@ -282,6 +282,7 @@ kernel_table!({
     fn add_rmsnorm_forward_packed_t512(x: [in T], residual: [in T], weight: [in T], out: [out T], sum: [out T], rstd: [out f32], cols: u32, eps: f32);
     fn layernorm_forward_packed(x: [in T], weight: [in T], bias: [in T], out: [out T], mean: [out f32], rstd: [out f32], cols: u32, eps: f32);
     fn layernorm_forward_packed16(x: [in T], weight: [in T], bias: [in T], out: [out T], mean: [out f32], rstd: [out f32], cols: u32, eps: f32);
+    fn layernorm_forward_packed16_t256(x: [in T], weight: [in T], bias: [in T], out: [out T], mean: [out f32], rstd: [out f32], cols: u32, eps: f32);
     fn add_layernorm_forward_packed(
         x: [in T], residual: [in T], weight: [in T], bias: [in T], out: [out T], sum: [out T], mean: [out f32], rstd: [out f32], cols: u32, eps: f32
     );

@@ -342,6 +342,10 @@ row_op! {
             return Ok(());
         }
         if let Some(config) = packed_rows16(shape.rows, shape.cols) {
+            // 4096 columns, 256 threads: the kernel compiled for that block (`reqntid(256)`).
+            if config.block.x == 256 {
+                return run.layernorm_forward_packed16_t256::<T>(config, x, weight, bias, out, mean, rstd, cols, eps);
+            }
             return run.layernorm_forward_packed16::<T>(config, x, weight, bias, out, mean, rstd, cols, eps);
         }
         match packed_rows(shape.rows, shape.cols) {

@@ -522,6 +522,24 @@ pub fn layernorm_forward_packed16<T: Float>(
     layernorm16(x, weight, bias, out, mean, rstd, cols, eps);
 }
 
+/// [`layernorm_forward_packed16()`] in blocks of exactly 256 threads (rows of 4096 columns; the
+/// host picks it there): under `reqntid(256)` the block's shape is a constant, so the
+/// reduction's run-time tests of it fold away (issue 31).
+#[kernel(instances(f32, bf16, f16), cols(mean = 1, rstd = 1), reqntid(256))]
+#[allow(clippy::too_many_arguments)]
+pub fn layernorm_forward_packed16_t256<T: Float>(
+    x: &[T],
+    weight: &[T],
+    bias: &[T],
+    out: DisjointChunks<T, 16>,
+    mean: DisjointSlice<f32, BlockRows>,
+    rstd: DisjointSlice<f32, BlockRows>,
+    cols: u32,
+    eps: f32,
+) {
+    layernorm16(x, weight, bias, out, mean, rstd, cols, eps);
+}
+
 /// The `f32` and `f16` instances of the 16-column layer norm, under a register cap of 64.
 pub mod wide {
     use super::*;
