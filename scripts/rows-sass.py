@@ -44,6 +44,12 @@ PAIRS = [
     "rotary_embedding_packed_bf16",
     "adamw_step_packed_f32",
     "sum_of_squares_packed_f32",
+    # Session 14 (2): the library's kernels compiled for one block (`reqntid`) beside the same twin.
+    ("softmax_forward_packed_t512_bf16", "softmax_forward_packed_bf16"),
+    ("rmsnorm_forward_packed_t96_bf16", "rmsnorm_forward_packed_bf16"),
+    ("rmsnorm_forward_packed_t128_bf16", "rmsnorm_forward_packed_bf16"),
+    ("add_rmsnorm_forward_packed_t512_bf16", "add_rmsnorm_forward_packed_bf16"),
+    ("layernorm_forward_packed16_t256_bf16", "layernorm_forward_packed16_bf16"),
 ]
 
 
@@ -171,8 +177,10 @@ def main():
     print("# regs/spill/smem from ptxas -v; counts from nvdisasm (all = every instruction but NOPs, both the aligned and the\n# element-wise paths of ours; loop = the largest backward-branch body with a 16-byte access, else the largest)")
     cols = [name for name, _ in CLASSES]
     print(f"{'kernel':<40} {'side':<5} {'regs':>4} {'spill':>5} {'smem':>5} {'all':>5} {'loop':>5} " + " ".join(f"{c:>8}" for c in cols))
-    for k in PAIRS:
+    for pair in PAIRS:
+        ours, twin = (pair, pair) if isinstance(pair, str) else pair
         for side in ("ours", "twin"):
+            k = ours if side == "ours" else twin
             body = sass[side].get(k)
             if body is None:
                 print(f"{k:<40} {side:<5} (absent)")

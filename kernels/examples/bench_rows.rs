@@ -184,6 +184,17 @@ macro_rules! side {
     }};
 }
 
+/// [`side!`] where ours is another entry than the twin's name: the kernel the library picks
+/// for the shape (`*_t<threads>`, compiled for one block: session 14 (2)) beside the twin.
+macro_rules! side_as {
+    ($module:expr, $($ours:ident)::+ | $($twin:ident)::+, $stream:expr, $config:expr, $($arg:expr),* $(,)?) => {{
+        match $module {
+            None => $($ours)::+::launch($stream, $config, $($arg),*),
+            Some(m) => $($twin)::+::launch_in(m, $stream, $config, $($arg),*),
+        }
+    }};
+}
+
 fn rmsnorm(env: &Env, cols: usize, sixteen: bool) -> R {
     let shape = Rows { rows: 8192, cols };
     let (n, c32) = (shape.len(), cols as u32);
@@ -265,9 +276,10 @@ fn norms(env: &Env) -> R {
         let stream = &env.stream;
         let mut f: Launch<'_> = Box::new(|m: Option<&Module>| {
             let config = LaunchConfig::new(shape.rows as u32, c32 / 8);
-            side!(
+            // 4096 columns: the library's kernel is the `reqntid(512)` one.
+            side_as!(
                 m,
-                kb::add_rmsnorm_forward_packed,
+                kb::add_rmsnorm_forward_packed_t512 | kb::add_rmsnorm_forward_packed,
                 stream,
                 config,
                 &x,
@@ -293,9 +305,10 @@ fn norms(env: &Env) -> R {
         let stream = &env.stream;
         let mut f: Launch<'_> = Box::new(|m: Option<&Module>| {
             let config = LaunchConfig::new(shape.rows as u32, c32 / 16);
-            side!(
+            // 4096 columns: the library's kernel is the `reqntid(256)` one.
+            side_as!(
                 m,
-                kb::layernorm_forward_packed16,
+                kb::layernorm_forward_packed16_t256 | kb::layernorm_forward_packed16,
                 stream,
                 config,
                 &x,
@@ -422,7 +435,8 @@ fn softmax_ce(env: &Env) -> R {
         let stream = &env.stream;
         let mut f: Launch<'_> = Box::new(|m: Option<&Module>| {
             let config = LaunchConfig::new(shape.rows as u32, c32 / 8);
-            side!(m, kb::softmax_forward_packed, stream, config, &x, &mut *out.borrow_mut(), c32)
+            // 4096 columns: the library's kernel is the `reqntid(512)` one.
+            side_as!(m, kb::softmax_forward_packed_t512 | kb::softmax_forward_packed, stream, config, &x, &mut *out.borrow_mut(), c32)
         });
         let mut want = vec![bf16::default(); check_shape.len()];
         cpu::softmax(&env.cpu, &hx[..check_shape.len()], &mut want, check_shape)?;
@@ -715,7 +729,7 @@ fn variants(env: &Env) -> R {
             )
         });
         let mut list: Vec<Candidate<'_>> = vec![(
-            "library",
+            "any block (main)",
             Box::new(|| {
                 kb::layernorm_forward_packed16::launch(
                     stream,
@@ -731,6 +745,24 @@ fn variants(env: &Env) -> R {
                 )
             }),
         )];
+        // Session 14 (2): compiled for blocks of 256, the library's pick at 4096 columns.
+        list.push((
+            "reqntid(256) (library)",
+            Box::new(|| {
+                kb::layernorm_forward_packed16_t256::launch(
+                    stream,
+                    config,
+                    &x,
+                    &w,
+                    &b,
+                    &mut *out.borrow_mut(),
+                    &mut *mean.borrow_mut(),
+                    &mut *rstd.borrow_mut(),
+                    c32,
+                    1e-5,
+                )
+            }),
+        ));
         for (name, f) in list.iter_mut() {
             check_candidate(env, "layernorm", &format!("{name} out"), &mut **f, &out, &wo, 1e-2, 1e-2)?;
             check_candidate(env, "layernorm", &format!("{name} rstd"), &mut **f, &rstd, &wr, 1e-4, 0.0)?;
@@ -753,9 +785,22 @@ fn variants(env: &Env) -> R {
             side!(m, kb::rmsnorm_forward_packed, stream, config, &x, &w, &mut *out.borrow_mut(), &mut *rstd.borrow_mut(), c32, 1e-6)
         });
         let mut list: Vec<Candidate<'_>> = vec![(
-            "library",
+            "any block (main)",
             Box::new(|| kb::rmsnorm_forward_packed::launch(stream, config, &x, &w, &mut *out.borrow_mut(), &mut *rstd.borrow_mut(), c32, 1e-6)),
         )];
+        // Session 14 (2): the same body compiled for the block (`reqntid`), the library's
+        // pick at 768 and 1024 columns.
+        if cols == 768 {
+            list.push((
+                "reqntid(96) (library)",
+                Box::new(|| kb::rmsnorm_forward_packed_t96::launch(stream, config, &x, &w, &mut *out.borrow_mut(), &mut *rstd.borrow_mut(), c32, 1e-6)),
+            ));
+        } else if cols == 1024 {
+            list.push((
+                "reqntid(128) (library)",
+                Box::new(|| kb::rmsnorm_forward_packed_t128::launch(stream, config, &x, &w, &mut *out.borrow_mut(), &mut *rstd.borrow_mut(), c32, 1e-6)),
+            ));
+        }
         for (name, f) in list.iter_mut() {
             check_candidate(env, "rmsnorm (8 columns a thread)", &format!("{name} out {cols}"), &mut **f, &out, &want, 1e-2, 1e-2)?;
             check_candidate(env, "rmsnorm (8 columns a thread)", &format!("{name} rstd {cols}"), &mut **f, &rstd, &want_rstd, 1e-4, 0.0)?;
@@ -787,7 +832,11 @@ fn variants(env: &Env) -> R {
         let out = cell::<bf16>(env, n)?;
         let config = LaunchConfig::new(shape.rows as u32, c32 / 8);
         let mut twin: Launch<'_> = Box::new(|m: Option<&Module>| side!(m, kb::softmax_forward_packed, stream, config, &x, &mut *out.borrow_mut(), c32));
-        let mut list: Vec<Candidate<'_>> = vec![("library", Box::new(|| kb::softmax_forward_packed::launch(stream, config, &x, &mut *out.borrow_mut(), c32)))];
+        let mut list: Vec<Candidate<'_>> = vec![
+            ("any block (main)", Box::new(|| kb::softmax_forward_packed::launch(stream, config, &x, &mut *out.borrow_mut(), c32))),
+            // Session 14 (2): compiled for blocks of 512, the library's pick at 4096 columns.
+            ("reqntid(512) (library)", Box::new(|| kb::softmax_forward_packed_t512::launch(stream, config, &x, &mut *out.borrow_mut(), c32))),
+        ];
         env.candidates("softmax", BIG_NAME, repeats, &mut twin, &mut list)?;
     }
     Ok(())

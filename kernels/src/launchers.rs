@@ -275,10 +275,14 @@ kernel_table!({
     );
     fn softmax_forward(x: [in T], out: [out T], rows: u32, cols: u32);
     fn rmsnorm_forward_packed(x: [in T], weight: [in T], out: [out T], rstd: [out f32], cols: u32, eps: f32);
+    fn rmsnorm_forward_packed_t96(x: [in T], weight: [in T], out: [out T], rstd: [out f32], cols: u32, eps: f32);
+    fn rmsnorm_forward_packed_t128(x: [in T], weight: [in T], out: [out T], rstd: [out f32], cols: u32, eps: f32);
     fn rmsnorm_forward_packed16(x: [in T], weight: [in T], out: [out T], rstd: [out f32], cols: u32, eps: f32);
     fn add_rmsnorm_forward_packed(x: [in T], residual: [in T], weight: [in T], out: [out T], sum: [out T], rstd: [out f32], cols: u32, eps: f32);
+    fn add_rmsnorm_forward_packed_t512(x: [in T], residual: [in T], weight: [in T], out: [out T], sum: [out T], rstd: [out f32], cols: u32, eps: f32);
     fn layernorm_forward_packed(x: [in T], weight: [in T], bias: [in T], out: [out T], mean: [out f32], rstd: [out f32], cols: u32, eps: f32);
     fn layernorm_forward_packed16(x: [in T], weight: [in T], bias: [in T], out: [out T], mean: [out f32], rstd: [out f32], cols: u32, eps: f32);
+    fn layernorm_forward_packed16_t256(x: [in T], weight: [in T], bias: [in T], out: [out T], mean: [out f32], rstd: [out f32], cols: u32, eps: f32);
     fn add_layernorm_forward_packed(
         x: [in T], residual: [in T], weight: [in T], bias: [in T], out: [out T], sum: [out T], mean: [out f32], rstd: [out f32], cols: u32, eps: f32
     );
@@ -286,6 +290,7 @@ kernel_table!({
         dout: [in T], x: [in T], weight: [in T], mean: [in f32], rstd: [in f32], dresidual: [in T], dx: [out T], cols: u32, add_dresidual: u32, centred: u32
     );
     fn softmax_forward_packed(x: [in T], out: [out T], cols: u32);
+    fn softmax_forward_packed_t512(x: [in T], out: [out T], cols: u32);
     fn norm_backward_weights_partial_packed(
         dout: [in T], x: [in T], mean: [in f32], rstd: [in f32], partial_dweight: [out f32], partial_dbias: [out f32], rows: u32, cols: u32,
         rows_per_chunk: u32, centred: u32

@@ -253,6 +253,10 @@ row_op! {
             return run.rmsnorm_forward_packed16::<T>(config, x, weight, out, rstd, cols, eps);
         }
         match packed_rows(shape.rows, shape.cols) {
+            // 768 and 1024 columns (96 and 128 threads): kernels compiled for that block
+            // (`reqntid`), whose reduction has no run-time tests of the block's shape.
+            Some(config) if config.block.x == 96 => run.rmsnorm_forward_packed_t96::<T>(config, x, weight, out, rstd, cols, eps),
+            Some(config) if config.block.x == 128 => run.rmsnorm_forward_packed_t128::<T>(config, x, weight, out, rstd, cols, eps),
             Some(config) => run.rmsnorm_forward_packed::<T>(config, x, weight, out, rstd, cols, eps),
             None => run.rmsnorm_forward::<T>(warp_per_row(shape.rows), x, weight, out, rstd, rows, cols, eps),
         }
@@ -295,6 +299,8 @@ row_op! {
             return Ok(());
         }
         match packed_rows(shape.rows, shape.cols) {
+            // 4096 columns, 512 threads: the kernel compiled for that block (`reqntid(512)`).
+            Some(config) if config.block.x == 512 => run.add_rmsnorm_forward_packed_t512::<T>(config, x, residual, weight, out, sum, rstd, cols, eps),
             Some(config) => run.add_rmsnorm_forward_packed::<T>(config, x, residual, weight, out, sum, rstd, cols, eps),
             None => run.add_rmsnorm_forward::<T>(warp_per_row(shape.rows), x, residual, weight, out, sum, rstd, rows, cols, eps),
         }
@@ -336,6 +342,10 @@ row_op! {
             return Ok(());
         }
         if let Some(config) = packed_rows16(shape.rows, shape.cols) {
+            // 4096 columns, 256 threads: the kernel compiled for that block (`reqntid(256)`).
+            if config.block.x == 256 {
+                return run.layernorm_forward_packed16_t256::<T>(config, x, weight, bias, out, mean, rstd, cols, eps);
+            }
             return run.layernorm_forward_packed16::<T>(config, x, weight, bias, out, mean, rstd, cols, eps);
         }
         match packed_rows(shape.rows, shape.cols) {
@@ -689,6 +699,8 @@ row_op! {
             return Ok(());
         }
         match packed_rows(shape.rows, shape.cols) {
+            // 4096 columns, 512 threads: the kernel compiled for that block (`reqntid(512)`).
+            Some(config) if config.block.x == 512 => run.softmax_forward_packed_t512::<T>(config, x, out, cols),
             Some(config) => run.softmax_forward_packed::<T>(config, x, out, cols),
             None => run.softmax_forward::<T>(warp_per_row(shape.rows), x, out, rows, cols),
         }

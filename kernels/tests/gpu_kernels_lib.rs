@@ -212,6 +212,31 @@ fn norms_at_4096_on_gpu<T: Element>(context: &Context, stream: &Stream) {
         assert_close(&format!("gpu rmsnorm {cols} out"), &widen(&o.to_vec().unwrap()), &widen(&c_o), tol);
         assert_close(&format!("gpu rmsnorm {cols} rstd"), &widen(&r.to_vec().unwrap()), &widen(&c_r), 1e-5);
     }
+    // Session 14 (2): the kernels compiled for one block (`reqntid`): RMSNorm at 768 and 1024
+    // (96 and 128 threads), the fused residual RMSNorm and softmax at 4096 (512).
+    for cols in [768, 1024] {
+        let narrow = Rows { rows: n / cols, cols };
+        let (wx, _) = input::<T>(cols, 67, 1.5);
+        let w_narrow = up(context, &wx);
+        let (mut o, mut r) = (zeros::<T>(context, n), zeros::<f32>(context, narrow.rows));
+        rows::rmsnorm(stream, &x_, &w_narrow, &mut o, &mut r, narrow, 1e-6).unwrap();
+        let (mut c_o, mut c_r) = (vec![T::default(); n], vec![0.0f32; narrow.rows]);
+        cpu::rmsnorm(&e, &x, &wx, &mut c_o, &mut c_r, narrow, 1e-6).unwrap();
+        assert_close(&format!("gpu rmsnorm {cols} out"), &widen(&o.to_vec().unwrap()), &widen(&c_o), tol);
+        assert_close(&format!("gpu rmsnorm {cols} rstd"), &widen(&r.to_vec().unwrap()), &widen(&c_r), 1e-5);
+    }
+    {
+        let (mut o, mut sum, mut r) = (zeros::<T>(context, n), zeros::<T>(context, n), zeros::<f32>(context, shape.rows));
+        rows::add_rmsnorm(stream, &x_, &dres_, &w_, &mut o, &mut sum, &mut r, shape, 1e-6).unwrap();
+        let (mut c_o, mut c_sum, mut c_r) = (vec![T::default(); n], vec![T::default(); n], vec![0.0f32; shape.rows]);
+        cpu::add_rmsnorm(&e, &x, &dres, &w, &mut c_o, &mut c_sum, &mut c_r, shape, 1e-6).unwrap();
+        assert_close("gpu add_rmsnorm 4096 out", &widen(&o.to_vec().unwrap()), &widen(&c_o), tol);
+        assert_close("gpu add_rmsnorm 4096 sum", &widen(&sum.to_vec().unwrap()), &widen(&c_sum), 0.0);
+        assert_close("gpu add_rmsnorm 4096 rstd", &widen(&r.to_vec().unwrap()), &widen(&c_r), 1e-5);
+        rows::softmax(stream, &x_, &mut o, shape).unwrap();
+        cpu::softmax(&e, &x, &mut c_o, shape).unwrap();
+        assert_close("gpu softmax 4096", &widen(&o.to_vec().unwrap()), &widen(&c_o), tol);
+    }
     let mut shifted = vec![T::default(); n + 1];
     shifted[1..].copy_from_slice(&dout);
     let dout_shifted = up(context, &shifted);

@@ -5,7 +5,7 @@
 
 use ferrocuda_kernels_device::KERNELS;
 
-const PACKED: [&str; 18] = [
+const PACKED: [&str; 23] = [
     "adamw_step_packed",
     "rmsnorm_forward_packed16",
     "layernorm_forward_packed16",
@@ -24,6 +24,12 @@ const PACKED: [&str; 18] = [
     "gelu_forward_packed",
     "gelu_backward_packed",
     "norm_backward_weights_partial_packed",
+    // Session 14 (2): the same bodies compiled for one block shape (`reqntid`).
+    "softmax_forward_packed_t512",
+    "rmsnorm_forward_packed_t96",
+    "rmsnorm_forward_packed_t128",
+    "add_rmsnorm_forward_packed_t512",
+    "layernorm_forward_packed16_t256",
 ];
 
 /// Spills this test knows of, with why they are accepted (none since issue 31's session 12:
@@ -51,7 +57,8 @@ fn packed_kernels_move_16_bytes_per_access_and_do_not_spill() {
             if !kernel.starts_with("sum_of_squares") {
                 assert!(ptx.contains(".v4.b32 \t[") || ptx.contains(".v4.b32 ["), "{name}: no 16-byte store");
             }
-            if kernel.ends_with("forward_packed") && kernel.contains("norm") {
+            // `_packed_t<threads>`: the same body as `_packed`, under `reqntid(threads)`.
+            if (kernel.ends_with("forward_packed") || kernel.contains("forward_packed_t")) && kernel.contains("norm") {
                 assert!(ptx.contains("ld.global.L1::evict_last.v4.b32"), "{name}: the weight is not read 16 bytes at a time");
             }
         }
@@ -81,7 +88,14 @@ fn packed_kernels_move_16_bytes_per_access_and_do_not_spill() {
 /// faster on an H200 than the 32-register form (the same steps under a cap of 32 spill 8
 /// bytes; under a cap of 40 the old form ran 3.4% slower): what counts there is the
 /// instructions a chunk, not the blocks an SM.
-const TWIN_REGISTERS: [(&str, u32); 3] = [("rotary_embedding_packed_bf16", 40), ("layernorm_forward_packed16_bf16", 48), ("rmsnorm_forward_packed16_bf16", 40)];
+/// The layer norm's `reqntid(256)` form (session 14 (2), the library's pick at 4096 columns)
+/// holds the same 48.
+const TWIN_REGISTERS: [(&str, u32); 4] = [
+    ("rotary_embedding_packed_bf16", 40),
+    ("layernorm_forward_packed16_bf16", 48),
+    ("layernorm_forward_packed16_t256_bf16", 48),
+    ("rmsnorm_forward_packed16_bf16", 40),
+];
 
 #[test]
 fn i31_row_kernels_hold_no_more_registers_than_their_cuda_twins() {
@@ -135,7 +149,7 @@ fn i31_warp_row_kernels_compare_columns_in_32_bits() {
 /// measured 0.907x the twin on an H100).
 #[test]
 fn i31_layernorm16_reads_its_shift_with_the_row_not_before_it() {
-    for ty in ["f32", "bf16", "f16"] {
+    for ty in ["f32", "bf16", "f16", "t256_f32", "t256_bf16", "t256_f16"] {
         let name = format!("layernorm_forward_packed16_{ty}");
         let ptx = entry(&name);
         let lines: Vec<&str> = ptx.lines().map(str::trim).collect();
@@ -151,4 +165,42 @@ fn i31_layernorm16_reads_its_shift_with_the_row_not_before_it() {
             "{name}: the shift is not read between x's 16-byte loads and the reduction (read before the path branch, it delays x's loads by a round trip)"
         );
     }
+}
+
+/// Issue 31, session 14 (2): the row kernels the host launches with one block size only are
+/// compiled for it (`#[kernel(reqntid(n))]`, PTX `.reqntid n, 1, 1`), so that the block
+/// reduction's run-time tests of the block's shape fold away: no read of `%ntid` or of
+/// `%tid.y`/`%tid.z` is left (the any-block `softmax_forward_packed` reads `%ntid.y` and
+/// `%tid.y`; on sm_90 its 16-byte path at 4096 columns runs 238 SASS instructions a thread,
+/// the `reqntid(512)` kernel's 167, nvcc's twin's 221). A kernel that lost the attribute, or
+/// whose block-shape tests came back, fails here.
+#[test]
+fn s14_one_block_size_kernels_are_compiled_for_their_block() {
+    let fixed = [
+        ("softmax_forward_packed_t512", 512),
+        ("rmsnorm_forward_packed_t96", 96),
+        ("rmsnorm_forward_packed_t128", 128),
+        ("add_rmsnorm_forward_packed_t512", 512),
+        ("layernorm_forward_packed16_t256", 256),
+        // The chunk-grid kernels: always 256 threads (`chunk_grid`).
+        ("silu_and_mul_forward_packed", 256),
+        ("silu_and_mul_backward_packed", 256),
+        ("rotary_embedding_packed", 256),
+        ("gelu_forward_packed", 256),
+        ("gelu_backward_packed", 256),
+        ("cross_entropy_backward_packed", 256),
+        ("adamw_step_packed", 256),
+    ];
+    for (kernel, threads) in fixed {
+        for ty in ["f32", "bf16", "f16"] {
+            let name = format!("{kernel}_{ty}");
+            let ptx = entry(&name);
+            assert!(ptx.contains(&format!(".reqntid {threads}, 1, 1")), "{name}: not compiled for blocks of {threads} (`reqntid`)");
+            for register in ["%ntid.", "%tid.y", "%tid.z"] {
+                assert!(!ptx.contains(register), "{name}: reads {register}: the block's shape is tested at run time again");
+            }
+        }
+    }
+    // The any-block kernel still tests it (the check above can fail).
+    assert!(entry("softmax_forward_packed_bf16").contains("%ntid."), "softmax_forward_packed_bf16 no longer reads the block's shape: update this test");
 }

@@ -480,6 +480,46 @@ fn packed_rows_match_f64() {
     }
 }
 
+/// Session 14 (2): at the widths the host gives a kernel compiled for one block
+/// (`reqntid`: RMSNorm at 768 and 1024 columns, 96 and 128 threads; softmax and the fused
+/// residual RMSNorm at 4096, 512 threads) the rows match `f64`, and a misaligned view (the
+/// element path inside the same kernels) gives the 16-byte path's bits.
+#[test]
+fn s14_reqntid_row_kernels_match_f64_and_misaligned_views() {
+    for cols in [768, 1024, 4096] {
+        norms_forward::<f32>(Rows { rows: 2, cols });
+        norms_forward::<bf16>(Rows { rows: 2, cols });
+        softmax_and_cross_entropy::<bf16>(Rows { rows: 4, cols });
+    }
+    norms_forward::<f16>(Rows { rows: 2, cols: 768 });
+    softmax_and_cross_entropy::<f32>(Rows { rows: 4, cols: 4096 });
+    let e = executor();
+    for cols in [768, 1024, 4096] {
+        let shape = Rows { rows: 2, cols };
+        let n = shape.len();
+        let (x, _) = input::<bf16>(n + 1, 31, 2.0);
+        let (res, _) = input::<bf16>(n + 1, 32, 1.0);
+        let (w, _) = input::<bf16>(cols, 33, 1.5);
+        let mut rstd = vec![0.0f32; shape.rows];
+        let (mut a, mut b) = (vec![bf16::default(); n + 1], vec![bf16::default(); n + 1]);
+        let (mut sa, mut sb) = (vec![bf16::default(); n + 1], vec![bf16::default(); n + 1]);
+        let aligned = x[1..].to_vec();
+        let mut shifted = vec![bf16::default(); n + 1];
+        shifted[1..].copy_from_slice(&aligned);
+        let res0 = res[1..].to_vec();
+        cpu::rmsnorm(&e, &aligned, &w, &mut a[..n], &mut rstd, shape, EPS).unwrap();
+        cpu::rmsnorm(&e, &shifted[1..], &w, &mut b[1..], &mut rstd, shape, EPS).unwrap();
+        assert_eq!(widen(&a[..n]), widen(&b[1..]), "rmsnorm at {cols}: the element path differs from the 16-byte path");
+        cpu::softmax(&e, &aligned, &mut a[..n], shape).unwrap();
+        cpu::softmax(&e, &shifted[1..], &mut b[1..], shape).unwrap();
+        assert_eq!(widen(&a[..n]), widen(&b[1..]), "softmax at {cols}: the element path differs from the 16-byte path");
+        cpu::add_rmsnorm(&e, &aligned, &res0, &w, &mut a[..n], &mut sa[..n], &mut rstd, shape, EPS).unwrap();
+        cpu::add_rmsnorm(&e, &shifted[1..], &res0, &w, &mut b[1..], &mut sb[1..], &mut rstd, shape, EPS).unwrap();
+        assert_eq!(widen(&a[..n]), widen(&b[1..]), "add_rmsnorm at {cols}: the element path differs from the 16-byte path");
+        assert_eq!(widen(&sa[..n]), widen(&sb[1..]), "add_rmsnorm sum at {cols}: the element path differs from the 16-byte path");
+    }
+}
+
 /// RMSNorm at widths the 16-columns-a-thread kernel takes (2048: 128 threads a row; 8192: 512,
 /// its launch bounds) matches `f64`, and a misaligned view (the element-wise path inside the
 /// same kernel) gives the aligned view's bits.

@@ -278,6 +278,45 @@ fn normalise1(v: f32, w: f32, b: f32, (shift, offset, rstd): (f32, f32, f32)) ->
 #[kernel(instances(f32, bf16, f16), cols(rstd = 1), launch_bounds(1024, 2))]
 #[allow(clippy::too_many_arguments)]
 pub fn rmsnorm_forward_packed<T: Float>(x: &[T], weight: &[T], mut out: DisjointChunks<T, 8>, mut rstd: DisjointSlice<f32, BlockRows>, cols: u32, eps: f32) {
+    rmsnorm_row(x, weight, &mut out, &mut rstd, cols, eps);
+}
+
+/// [`rmsnorm_forward_packed()`] in blocks of exactly 96 threads (rows of 768 columns; the host picks it
+/// there): under `reqntid(96)` the block's shape is a constant, so the reduction's run-time
+/// tests of it fold away (issue 31).
+#[kernel(instances(f32, bf16, f16), cols(rstd = 1), reqntid(96))]
+#[allow(clippy::too_many_arguments)]
+pub fn rmsnorm_forward_packed_t96<T: Float>(
+    x: &[T],
+    weight: &[T],
+    mut out: DisjointChunks<T, 8>,
+    mut rstd: DisjointSlice<f32, BlockRows>,
+    cols: u32,
+    eps: f32,
+) {
+    rmsnorm_row(x, weight, &mut out, &mut rstd, cols, eps);
+}
+
+/// [`rmsnorm_forward_packed()`] in blocks of exactly 128 threads (rows of 1024 columns; the host picks it
+/// there): under `reqntid(128)` the block's shape is a constant, so the reduction's run-time
+/// tests of it fold away (issue 31).
+#[kernel(instances(f32, bf16, f16), cols(rstd = 1), reqntid(128))]
+#[allow(clippy::too_many_arguments)]
+pub fn rmsnorm_forward_packed_t128<T: Float>(
+    x: &[T],
+    weight: &[T],
+    mut out: DisjointChunks<T, 8>,
+    mut rstd: DisjointSlice<f32, BlockRows>,
+    cols: u32,
+    eps: f32,
+) {
+    rmsnorm_row(x, weight, &mut out, &mut rstd, cols, eps);
+}
+
+/// The body of the kernels above: this thread's 8 columns of its block's row.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn rmsnorm_row<T: Float>(x: &[T], weight: &[T], out: &mut DisjointChunks<T, 8>, rstd: &mut DisjointSlice<f32, BlockRows>, cols: u32, eps: f32) {
     let (i, at, c) = my_chunk();
     let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
     let rms = |squares: f32| 1.0 / (reduce.sum_all(squares) / cols as f32 + eps).sqrt();
@@ -291,7 +330,7 @@ pub fn rmsnorm_forward_packed<T: Float>(x: &[T], weight: &[T], mut out: Disjoint
             let mut squares = 0.0f32;
             unroll::<CHUNK>(|u| squares = v[u].mul_add(v[u], squares));
             let s = rms(squares);
-            store8(&mut out, i, normalise(v, w, None, (0.0, 0.0, s)));
+            store8(out, i, normalise(v, w, None, (0.0, 0.0, s)));
             s
         }
         _ => {
@@ -313,7 +352,7 @@ pub fn rmsnorm_forward_packed<T: Float>(x: &[T], weight: &[T], mut out: Disjoint
             s
         }
     };
-    write_row_value(&mut rstd, s);
+    write_row_value(rstd, s);
 }
 
 /// [`add_rmsnorm_forward()`](crate::add_rmsnorm_forward), one block per row.
@@ -326,6 +365,40 @@ pub fn add_rmsnorm_forward_packed<T: Float>(
     mut out: DisjointChunks<T, 8>,
     mut sum: DisjointChunks<T, 8>,
     mut rstd: DisjointSlice<f32, BlockRows>,
+    cols: u32,
+    eps: f32,
+) {
+    add_rmsnorm_row(x, residual, weight, &mut out, &mut sum, &mut rstd, cols, eps);
+}
+
+/// [`add_rmsnorm_forward_packed()`] in blocks of exactly 512 threads (rows of 4096 columns; the host picks it
+/// there): under `reqntid(512)` the block's shape is a constant, so the reduction's run-time
+/// tests of it fold away (issue 31).
+#[kernel(instances(f32, bf16, f16), cols(rstd = 1), reqntid(512))]
+#[allow(clippy::too_many_arguments)]
+pub fn add_rmsnorm_forward_packed_t512<T: Float>(
+    x: &[T],
+    residual: &[T],
+    weight: &[T],
+    mut out: DisjointChunks<T, 8>,
+    mut sum: DisjointChunks<T, 8>,
+    mut rstd: DisjointSlice<f32, BlockRows>,
+    cols: u32,
+    eps: f32,
+) {
+    add_rmsnorm_row(x, residual, weight, &mut out, &mut sum, &mut rstd, cols, eps);
+}
+
+/// The body of the kernels above: this thread's 8 columns of its block's row.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn add_rmsnorm_row<T: Float>(
+    x: &[T],
+    residual: &[T],
+    weight: &[T],
+    out: &mut DisjointChunks<T, 8>,
+    sum: &mut DisjointChunks<T, 8>,
+    rstd: &mut DisjointSlice<f32, BlockRows>,
     cols: u32,
     eps: f32,
 ) {
@@ -344,8 +417,8 @@ pub fn add_rmsnorm_forward_packed<T: Float>(
             let mut squares = 0.0f32;
             unroll::<CHUNK>(|u| squares = h[u].mul_add(h[u], squares));
             let s = rms(squares);
-            store8(&mut sum, i, h);
-            store8(&mut out, i, normalise(h, widen8::<T>(q), None, (0.0, 0.0, s)));
+            store8(sum, i, h);
+            store8(out, i, normalise(h, widen8::<T>(q), None, (0.0, 0.0, s)));
             s
         }
         _ => {
@@ -375,7 +448,7 @@ pub fn add_rmsnorm_forward_packed<T: Float>(
             s
         }
     };
-    write_row_value(&mut rstd, s);
+    write_row_value(rstd, s);
 }
 
 /// [`layernorm_forward()`](crate::layernorm_forward), one block per row.
@@ -437,6 +510,24 @@ fn element<T: Float>(x: &[T], i: usize) -> f32 {
 #[kernel(instances(bf16), cols(mean = 1, rstd = 1), launch_bounds(256, 5))]
 #[allow(clippy::too_many_arguments)]
 pub fn layernorm_forward_packed16<T: Float>(
+    x: &[T],
+    weight: &[T],
+    bias: &[T],
+    out: DisjointChunks<T, 16>,
+    mean: DisjointSlice<f32, BlockRows>,
+    rstd: DisjointSlice<f32, BlockRows>,
+    cols: u32,
+    eps: f32,
+) {
+    layernorm16(x, weight, bias, out, mean, rstd, cols, eps);
+}
+
+/// [`layernorm_forward_packed16()`] in blocks of exactly 256 threads (rows of 4096 columns; the
+/// host picks it there): under `reqntid(256)` the block's shape is a constant, so the
+/// reduction's run-time tests of it fold away (issue 31).
+#[kernel(instances(f32, bf16, f16), cols(mean = 1, rstd = 1), reqntid(256))]
+#[allow(clippy::too_many_arguments)]
+pub fn layernorm_forward_packed16_t256<T: Float>(
     x: &[T],
     weight: &[T],
     bias: &[T],
@@ -706,6 +797,21 @@ fn exp(x: f32) -> f32 {
 /// (maximum and sum from registers).
 #[kernel(instances(f32, bf16, f16))]
 pub fn softmax_forward_packed<T: Float>(x: &[T], mut out: DisjointChunks<T, 8>, _cols: u32) {
+    softmax_row(x, &mut out);
+}
+
+/// [`softmax_forward_packed()`] in blocks of exactly 512 threads (rows of 4096 columns; the
+/// host picks it there): under `reqntid(512)` the block's shape is a constant, so the
+/// reduction's run-time tests of it (`blockDim.y`/`.z`, the partial-warp paths, the warp
+/// count) fold away (issue 31: the instructions a thread, not the bytes, set its speed).
+#[kernel(instances(f32, bf16, f16), reqntid(512))]
+pub fn softmax_forward_packed_t512<T: Float>(x: &[T], mut out: DisjointChunks<T, 8>, _cols: u32) {
+    softmax_row(x, &mut out);
+}
+
+/// The body of [`softmax_forward_packed()`]: this thread's 8 columns of its block's row.
+#[inline(always)]
+fn softmax_row<T: Float>(x: &[T], out: &mut DisjointChunks<T, 8>) {
     let (i, at, _) = my_chunk();
     let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
     // One path per launch (see `rmsnorm_forward_packed`): 16-byte loads with no element path
@@ -716,19 +822,24 @@ pub fn softmax_forward_packed<T: Float>(x: &[T], mut out: DisjointChunks<T, 8>, 
             let mut v = widen8::<T>(vectors_raw::<T>(xv, at));
             let mut local_max = v[0];
             unroll::<CHUNK>(|u| local_max = local_max.max(v[u]));
-            let max = reduce.max_all(local_max);
-            unroll::<CHUNK>(|u| v[u] = exp(v[u] - max));
-            let scale = 1.0 / reduce.sum_all(sum8(v));
+            // The maximum and the sum in llm.c's 2 barriers (`max_all` then `sum_all`: 4).
+            let (_, sum) = reduce.max_then_sum_all(local_max, |max| {
+                unroll::<CHUNK>(|u| v[u] = exp(v[u] - max));
+                sum8(v)
+            });
+            let scale = 1.0 / sum;
             unroll::<CHUNK>(|u| v[u] *= scale);
-            store8(&mut out, i, v);
+            store8(out, i, v);
         }
         None => {
             let mut local_max = element(x, at);
             rolled(CHUNK, |u| local_max = local_max.max(element(x, at + u)));
-            let max = reduce.max_all(local_max);
-            let mut sum = 0.0f32;
-            rolled(CHUNK, |u| sum += exp(element(x, at + u) - max));
-            let scale = 1.0 / reduce.sum_all(sum);
+            let (max, sum) = reduce.max_then_sum_all(local_max, |max| {
+                let mut sum = 0.0f32;
+                rolled(CHUNK, |u| sum += exp(element(x, at + u) - max));
+                sum
+            });
+            let scale = 1.0 / sum;
             if let Some(chunk) = out.get_mut(i) {
                 rolled(CHUNK, |u| {
                     if let Some(o) = chunk.get_mut(u) {
@@ -746,7 +857,7 @@ pub fn softmax_forward_packed<T: Float>(x: &[T], mut out: DisjointChunks<T, 8>, 
 /// 0` and the chunks fit in `u32`; `chunks_per_row = vocab / 8`. The same arithmetic as the
 /// element-wise kernel (and as [`cross_entropy_forward_backward()`](crate::cross_entropy_forward_backward)'s
 /// gradient for a uniform `dlosses`).
-#[kernel(instances(f32, bf16, f16))]
+#[kernel(instances(f32, bf16, f16), reqntid(256))]
 pub fn cross_entropy_backward_packed<T: Float>(
     logits: &[T],
     targets: &[u32],
@@ -791,7 +902,7 @@ fn cross_entropy_backward_walk<T: Float>(
 
 /// [`gelu_forward()`](crate::gelu_forward) over chunks of 8 (grid-stride); the host picks it
 /// when the length is a multiple of 8.
-#[kernel(instances(f32, bf16, f16))]
+#[kernel(instances(f32, bf16, f16), reqntid(256))]
 pub fn gelu_forward_packed<T: Float>(x: &[T], mut out: DisjointChunks<T, 8>) {
     match vectors(x) {
         Some(v) => gelu_walk(|at| widen8::<T>(vectors_raw::<T>(v, at)), &mut out),
@@ -810,7 +921,7 @@ fn gelu_walk<T: Float>(load: impl Fn(usize) -> [f32; CHUNK], out: &mut DisjointC
 }
 
 /// [`gelu_backward()`](crate::gelu_backward) over chunks of 8.
-#[kernel(instances(f32, bf16, f16))]
+#[kernel(instances(f32, bf16, f16), reqntid(256))]
 pub fn gelu_backward_packed<T: Float>(x: &[T], dout: &[T], mut dx: DisjointChunks<T, 8>) {
     match (vectors(x), vectors(dout)) {
         (Some(xv), Some(dv)) => gelu_backward_walk(|at| widen8::<T>(vectors_raw::<T>(xv, at)), |at| widen8::<T>(vectors_raw::<T>(dv, at)), &mut dx),
@@ -1180,7 +1291,7 @@ fn load_own8<T: Float>(out: &mut DisjointChunks<T, CHUNK>, i: ThreadIndex) -> [f
 /// all issued before any arithmetic, and written back with 16-byte stores (PyTorch's fused
 /// AdamW, one tensor). The host picks it when the length is a multiple of 8, with one thread
 /// per chunk; the same arithmetic as the element-wise kernel, in `f32`.
-#[kernel(instances(f32, bf16, f16))]
+#[kernel(instances(f32, bf16, f16), reqntid(256))]
 pub fn adamw_step_packed<T: Float>(mut params: DisjointChunks<T, 8>, grads: &[T], mut m: DisjointChunks<f32, 8>, mut v: DisjointChunks<f32, 8>, hp: AdamWStep) {
     for i in grid_stride(params.len()) {
         let g = load8(grads, i.get() * CHUNK, Load::EvictFirst);
@@ -1285,7 +1396,7 @@ pub fn sum_column_partials_split(partial: &[f32], mut out: PerWarpRow<f32>, chun
 /// (16-byte loads of the gate and the up projection, a 16-byte store): output chunk `i` is
 /// row `i / (d / 8)`, columns `8 (i % (d / 8)) ..`. The host picks it when `d % 8 == 0` and
 /// the chunks fit in `u32`; `chunks_per_row = d / 8`.
-#[kernel(instances(f32, bf16, f16))]
+#[kernel(instances(f32, bf16, f16), reqntid(256))]
 pub fn silu_and_mul_forward_packed<T: Float>(input: &[T], mut out: DisjointChunks<T, 8>, chunks_per_row: NonZeroU32) {
     match vectors(input) {
         Some(v) => silu_and_mul_walk(|at| widen8::<T>(vectors_raw::<T>(v, at)), &mut out, chunks_per_row),
@@ -1311,7 +1422,7 @@ fn silu_and_mul_walk<T: Float>(load: impl Fn(usize) -> [f32; CHUNK], out: &mut D
 /// [`silu_and_mul_backward()`](crate::silu_and_mul_backward) with 8 columns per thread:
 /// `dinput` chunk `i` is row `i / (2 d / 8)`; its first `d / 8` chunks are the gate's
 /// gradient, the rest the up projection's. `chunks_per_row = d / 8`.
-#[kernel(instances(f32, bf16, f16))]
+#[kernel(instances(f32, bf16, f16), reqntid(256))]
 pub fn silu_and_mul_backward_packed<T: Float>(input: &[T], dout: &[T], mut dinput: DisjointChunks<T, 8>, chunks_per_row: NonZeroU32) {
     match (vectors(input), vectors(dout)) {
         (Some(iv), Some(dv)) => {
@@ -1354,7 +1465,7 @@ fn silu_and_mul_backward_walk<T: Float>(
 /// in the second half the one before, past `rotary_dim` it copies; `cos`/`sin` as two 16-byte
 /// loads each. The host picks it when `head_dim % 8 == 0` and `rotary_dim % 16 == 0` and the
 /// chunks fit in `u32`; `head_chunks = head_dim / 8`.
-#[kernel(instances(f32, bf16, f16))]
+#[kernel(instances(f32, bf16, f16), reqntid(256))]
 #[allow(clippy::too_many_arguments)]
 pub fn rotary_embedding_packed<T: Float>(
     x: &[T],
