@@ -81,15 +81,19 @@ fn g14r_1_another_thread_cannot_fork_its_stream_into_a_capture() {
         s.spawn(|| {
             let wait = theirs_stream.wait_event(&fork);
             let fill = theirs.fill_async(7, &theirs_stream);
-            // Join back into the capture, so that it can end with the other thread's node.
-            let back = Event::new(&context).unwrap();
-            let _ = back.record(&theirs_stream);
+            // Where the fork was accepted: join back into the capture, so that it can end
+            // with the other thread's node in its graph.
+            let back = wait.is_ok().then(|| {
+                let back = Event::new(&context).unwrap();
+                let _ = back.record(&theirs_stream);
+                back
+            });
             (wait, fill.map(|()| back))
         })
         .join()
         .unwrap()
     });
-    if let Ok(back) = &fill {
+    if let Ok(Some(back)) = &fill {
         let _ = origin.wait_event(back);
     }
     let graph = origin.end_capture();
