@@ -149,12 +149,20 @@ impl Stream {
     /// # Errors
     /// [`Error::EventRecordedInCapture`] if `event` was last recorded into a capture that has
     /// ended (while the capture runs, waiting for it joins this stream to the capture: a fork).
+    /// [`Error::CapturedByAnotherThread`] when that capture (or this stream's) is another
+    /// thread's: only the capturing thread forks a stream into its capture or queues on one
+    /// it joined.
     pub fn wait_event(&self, event: &Event) -> Result<()> {
         let captured_on = event.captured_on().clone();
-        if let Some(captured) = captured_on
-            && !captured.captured_for_ordering().unwrap_or(false)
-        {
-            return Err(Error::EventRecordedInCapture { operation: "Stream::wait_event" });
+        if let Some(captured) = captured_on {
+            if !captured.captured_for_ordering().unwrap_or(false) {
+                return Err(Error::EventRecordedInCapture { operation: "Stream::wait_event" });
+            }
+            // Joining this stream to the capture: only the capture's own thread may (G14-5's
+            // rule; audit 2026-11-28b review2, G14R-1: another thread holding the event forked
+            // its stream into the capture, became that stream's owner, and its launches went
+            // into the capturing thread's graph, untracked, reported `Ok`).
+            captured.join_owner_check("Stream::wait_event")?;
         }
         // Waiting on an event recorded in a capture joins this stream to it: not while another
         // thread checks this stream for captures (P2).
@@ -170,9 +178,12 @@ impl Stream {
         let event = event.raw;
         // SAFETY: both handles are alive; flags must be 0 (CU_EVENT_WAIT_DEFAULT).
         let waited = self.enqueue_with("cuStreamWaitEvent", &[], &[], false, |s| Ok(unsafe { driver::stream::wait_event(s.get(), event, 0) }?));
-        if may_join {
+        if may_join && waited.is_ok() {
             // Joined: its work is captured work from now on (not ordered, not tracked, as on
-            // a capturing stream), until it is out of the capture.
+            // a capturing stream), until it is out of the capture. Only after a wait that was
+            // queued: a wait the door refused (this stream already joined by another thread's
+            // capture, `CapturedByAnotherThread`) joined nothing, and must not make this thread
+            // the joined stream's owner (G14R-1).
             self.note_join();
         }
         waited

@@ -103,6 +103,14 @@ impl HoldOff {
 
 /// A stretch of a call during which no capture begun through ferrocuda can start recording
 /// the stream (see [`Stream::hold_off_capture`]). Ends when dropped.
+///
+/// Leaking it (`std::mem::forget`) leaves the stretch open for ever: every later
+/// [`Stream::begin_capture`] and [`Stream::wait_event`] on the stream, from any other thread,
+/// then waits for ever, and this thread's captures and event waits are refused
+/// ([`Error::CaptureInsideHoldOff`]). A hang, never unsoundness; do not leak it (audit
+/// 2026-11-28b review2, G14R-3). For the same reason, do not wait inside a stretch for another
+/// thread (a scoped thread, a channel) that begins a capture of this stream or waits on an
+/// event on it.
 #[must_use = "the stretch ends when this is dropped"]
 pub struct NoCapture<'s> {
     stream: &'s Stream,
