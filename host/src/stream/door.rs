@@ -98,7 +98,10 @@ impl Stream {
         // (the halves of a split buffer, D2), so that no other ordering comes in between.
         let held = order_buffers(self, operation, &[also, accesses], own_capture)?;
         self.context().bind_to_thread()?;
-        let outcome = work(RawStream { raw: self.inner.raw, _call: PhantomData });
+        let outcome = {
+            let _driver = self.driver_calls();
+            work(RawStream { raw: self.inner.raw, _call: PhantomData })
+        };
         drop(held);
         if note_race && !own_capture {
             self.note_capture_race();

@@ -91,6 +91,11 @@ struct StreamInner {
     /// stream to it ([`Stream::wait_event`]). Door work from any other thread is refused while
     /// the capture runs (audit 2026-11-28b, G14-5).
     capture_owner: AtomicU64,
+    /// Held around each driver call the door makes on this stream and around
+    /// `cuStreamBeginCapture`/`cuStreamEndCapture`, and nothing else (no other lock is taken
+    /// while it is held): the driver crashed (a null read inside libcuda, audit 2026-11-28b
+    /// G14-6) when a launch on a stream raced another thread's begin/end of its capture.
+    driver_calls: std::sync::Mutex<()>,
     /// The event other streams and the host wait on to order themselves after this stream's
     /// work so far: created on first need, re-recorded each time (see [`Stream::wait_for`]).
     tail: OnceLock<TailEvent>,
@@ -190,6 +195,7 @@ impl Stream {
             tail_covers: AtomicBool::new(false),
             joined: AtomicBool::new(false),
             capture_owner: AtomicU64::new(0),
+            driver_calls: std::sync::Mutex::new(()),
             capture_gate: RwLock::new(()),
             hold_off: hold_off::HoldOff::default(),
             tail: OnceLock::new(),
@@ -381,6 +387,12 @@ impl Stream {
     /// on a stream whose gate this thread holds.
     pub(crate) fn capture_gate(&self) -> RwLockReadGuard<'_, ()> {
         self.inner.capture_gate.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Serialises the door's driver calls on this stream with the beginning and end of its
+    /// captures (G14-6). Hold it only around one driver call, and take no other lock inside.
+    pub(crate) fn driver_calls(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.inner.driver_calls.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// The exclusive side of [`Stream::capture_gate`]: what may make this stream capture.
@@ -726,8 +738,11 @@ impl Stream {
         let mark = self.context().deferred_mark();
         // The point outside the capture that others wait on while it runs (item 1).
         self.open_capture_window()?;
-        // SAFETY: the stream is alive; the mode is a valid enum value.
-        let begun = unsafe { driver::stream::begin_capture(self.handle(), sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED) };
+        let begun = {
+            let _driver = self.driver_calls();
+            // SAFETY: the stream is alive; the mode is a valid enum value.
+            unsafe { driver::stream::begin_capture(self.handle(), sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED) }
+        };
         if let Err(error) = begun {
             self.inner.capture_window.store(false, Ordering::SeqCst);
             return Err(error.into());
@@ -751,8 +766,11 @@ impl Stream {
     pub fn end_capture(&self) -> Result<Graph> {
         self.context().bind_to_thread()?;
         let mut raw = std::ptr::null_mut();
-        // SAFETY: writes one graph handle (owned by the returned Graph).
-        let ended = unsafe { driver::stream::end_capture(self.handle(), &mut raw) };
+        let ended = {
+            let _driver = self.driver_calls();
+            // SAFETY: writes one graph handle (owned by the returned Graph).
+            unsafe { driver::stream::end_capture(self.handle(), &mut raw) }
+        };
         let was_capturing = self.inner.capturing.swap(false, Ordering::Relaxed);
         // Named before they are performed (below): what the error reports.
         let dropped = match (&ended, was_capturing) {
