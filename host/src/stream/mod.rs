@@ -318,11 +318,7 @@ impl Stream {
     pub(crate) fn capture_check(&self, operation: &str) -> Result<bool> {
         let own = self.is_capturing_fast() || (self.inner.joined.load(Ordering::Relaxed) && self.still_joined());
         if own {
-            // The flags above were read relaxed: without this fence the owner read below may
-            // be older than the capture the flags announce, on a machine that reorders loads
-            // (audit 2026-11-28b review2, G14R-2). Free on x86; only on the captured path.
-            std::sync::atomic::fence(Ordering::Acquire);
-            capture_owner_rule(self.inner.capture_owner.load(Ordering::SeqCst), capture_thread(), operation)?;
+            self.owner_check_here(operation)?;
         }
         capture_rule(own, self.inner.others_may_capture.load(Ordering::Relaxed), self.inner.joins_owner_captures, || self.foreign_capture_query(), operation)
     }
@@ -334,10 +330,18 @@ impl Stream {
     /// capturing thread's graph unseen. `Ok` when this stream is not captured by ferrocuda.
     pub(crate) fn join_owner_check(&self, operation: &str) -> Result<()> {
         if self.is_capturing_fast() || self.inner.joined.load(Ordering::SeqCst) {
-            std::sync::atomic::fence(Ordering::Acquire);
-            capture_owner_rule(self.inner.capture_owner.load(Ordering::SeqCst), capture_thread(), operation)?;
+            self.owner_check_here(operation)?;
         }
         Ok(())
+    }
+
+    /// [`capture_owner_rule`] for this thread, once a capture flag was seen set. The flags may
+    /// have been read relaxed: without the fence the owner read may be older than the capture
+    /// they announce, on a machine that reorders loads (audit 2026-11-28b review2, G14R-2).
+    /// Free on x86; only on the captured path.
+    fn owner_check_here(&self, operation: &str) -> Result<()> {
+        std::sync::atomic::fence(Ordering::Acquire);
+        capture_owner_rule(self.inner.capture_owner.load(Ordering::SeqCst), capture_thread(), operation)
     }
 
     /// For a stream that joined a capture of ferrocuda's ([`Stream::wait_event`]): whether it
