@@ -136,7 +136,7 @@ pub fn softmax_autoregressive_backward_inplace_kernel_fixed(datt: DisjointSlice<
 }
 
 /// Session 14: the fix round's variant with `reqntid(256)` (see
-/// [`softmax_autoregressive_backward_inplace_kernel_reqntid`]): its `zip_input` loops stride by
+/// [`softmax_autoregressive_backward_inplace_kernel_reqntid()`]): its `zip_input` loops stride by
 /// the constant 256.
 #[kernel(cols(datt = t_len), reqntid(256))]
 pub fn softmax_autoregressive_backward_inplace_kernel_fixed_reqntid(
