@@ -104,6 +104,11 @@ fn gelu_tanh_and_mul_kernel_is_within_one_bf16_ulp() {
     for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
         assert!(ulps_bf16(g, w) <= 1, "out[{i}]: {g} vs {w}");
     }
+    let mut fixed = vec![bf16::ZERO; tokens * d];
+    vllm::gelu_tanh_and_mul_kernel_fixed::launch_cpu(&CpuExecutor::new(), (tokens as u32, 128u32), &mut fixed, &input, d as u32).unwrap();
+    for (i, (&g, &w)) in fixed.iter().zip(&want).enumerate() {
+        assert!(ulps_bf16(g, w) <= 1, "fixed out[{i}]: {g} vs {w}");
+    }
 }
 
 /// FP8 E4M3 bits as a value (for tolerances).
@@ -171,5 +176,14 @@ fn topk_gating_softmax_64_picks_the_top_k_of_each_row() {
     assert_eq!(src, ws);
     for (i, (g, r)) in w.iter().zip(&ww).enumerate() {
         assert!((g - r).abs() <= 1e-6, "weight {i}: {g} vs {r}");
+    }
+}
+
+#[test]
+fn tanh_nvcc_is_within_a_few_ulps_of_the_hosts_tanh() {
+    for i in -40_000..=40_000 {
+        let x = i as f32 / 2000.0;
+        let (got, want) = (vllm::tanh_nvcc(x), x.tanh());
+        assert!((got - want).abs() <= 4.0 * f32::EPSILON * want.abs().max(f32::MIN_POSITIVE), "tanh({x}) = {got}, want {want}");
     }
 }

@@ -45,6 +45,48 @@ pub fn gelu_tanh_and_mul_kernel(mut out: DisjointSlice<bf16, BlockRows>, input: 
     row.zip_inputs([xs, ys]).for_each(|([&x, &y], o)| *o = gelu_tanh(x).mul_rn(y));
 }
 
+/// `tanhf(x)` as nvcc 13 compiles it for sm_90 without fast math (read from the twin's SASS):
+/// branch-free, `x + x^3 P(x^2)` below `|x| = 0.6`, else `1 - 2 / (2^(2 |x| log2 e) + 1)`
+/// with one `ex2.approx` and one `rcp.approx` (1 above 9.0109), the sign copied from `x`.
+/// The device library's `f32::tanh` divides correctly rounded (`div.rn`, with its slow-path
+/// call) and branches on `|x| < 1`: about twice the instructions (RESULTS.md).
+#[inline(always)]
+pub fn tanh_nvcc(x: f32) -> f32 {
+    let a = x.abs();
+    let e = (a * f32::from_bits(0x4038_aa3b)).fast_exp2(); // 2 log2(e)
+    let r = (e + 1.0).fast_recip();
+    let big = if a >= f32::from_bits(0x4110_2cb4) { 1.0 } else { (-2.0f32).mul_add(r, 1.0) };
+    let big = f32::from_bits((big.to_bits() & 0x7fff_ffff) | (x.to_bits() & 0x8000_0000));
+    let x2 = x * x;
+    let p = x2.mul_add(f32::from_bits(0x3c80_f082), -f32::from_bits(0x3d56_3cae));
+    let p = x2.mul_add(p, f32::from_bits(0x3e08_5941));
+    let p = x2.mul_add(p, -f32::from_bits(0x3eaa_a9ed));
+    let small = x.mul_add(x2 * p, x);
+    if a >= 0.6 { big } else { small }
+}
+
+/// [`gelu_tanh`] with [`tanh_nvcc`].
+#[inline(always)]
+pub fn gelu_tanh_fixed(x: bf16) -> bf16 {
+    const BETA: f32 = core::f32::consts::SQRT_2 * core::f32::consts::FRAC_2_SQRT_PI * 0.5;
+    const KAPPA: f32 = 0.044715;
+    let f = x.widen();
+    let x_cube = f * f * f;
+    let inner = BETA * (f + KAPPA * x_cube);
+    (0.5 * f * (1.0 + tanh_nvcc(inner))).to_bf16()
+}
+
+/// [`gelu_tanh_and_mul_kernel`] with nvcc's `tanhf` sequence ([`tanh_nvcc`]). Fix round.
+#[kernel(cols(out = d))]
+pub fn gelu_tanh_and_mul_kernel_fixed(mut out: DisjointSlice<bf16, BlockRows>, input: &[bf16], d: u32) {
+    let me = block_row();
+    let start = me.row() as usize * 2 * d as usize;
+    let Some(row_in) = input.get(start..start + 2 * d as usize) else { return };
+    let (xs, ys) = row_in.split_at(d as usize);
+    let Some(row) = out.row_mut(me) else { return };
+    row.zip_inputs([xs, ys]).for_each(|([&x, &y], o)| *o = gelu_tanh_fixed(x).mul_rn(y));
+}
+
 /// The largest finite FP8 E4M3 value (c10's `Float8_e4m3fn` max).
 pub const FP8_E4M3_MAX: f32 = 448.0;
 
