@@ -1,0 +1,90 @@
+//! What the fifth held-out port found in the generated code, pinned on the PTX the kernel
+//! crates embed (no GPU, no ptxas needed; the register and stack figures when the build had
+//! ptxas). bench/ports5/RESULTS.md has the SASS tables (`scripts/ports5-sass.py`).
+
+use ferrocuda_ports5_llmc as llmc;
+use ferrocuda_ports5_vllm as vllm;
+
+/// The body of `.entry name(` in `ptx`.
+fn entry<'a>(ptx: &'a str, name: &str) -> &'a str {
+    let start = ptx.find(&format!(".entry {name}(")).unwrap_or_else(|| panic!("no entry {name} in the PTX"));
+    let rest = &ptx[start..];
+    let end = rest[1..].find(".entry ").map_or(rest.len(), |e| e + 1);
+    &rest[..end]
+}
+
+fn vllm_ptx() -> &'static str {
+    vllm::KERNELS.ptx_for(90).expect("the vLLM ports are built for sm_90")
+}
+
+fn llmc_ptx() -> &'static str {
+    llmc::KERNELS.ptx_for(90).expect("the llm.c ports are built for sm_90")
+}
+
+/// The trap the port found: the device library's precise `f32::tanh` is a correctly rounded
+/// division of two series below 1 (`div.rn.f32`: FCHK and a slow-path CALL in the SASS, 226
+/// instructions against nvcc's 65 in vLLM's `gelu_tanh_and_mul`), not nvcc's branch-free
+/// `tanhf`. The fixed variant's `tanh_nvcc` is nvcc's sequence: one `ex2.approx`, one
+/// `rcp.approx`, no division. If the library's `tanh` changes, this test says so.
+#[test]
+fn p30_ports5_library_tanh_divides_correctly_rounded_and_the_fixed_variant_does_not() {
+    let first = entry(vllm_ptx(), "gelu_tanh_and_mul_kernel");
+    assert!(first.contains("div.rn.f32"), "the library's tanh no longer divides correctly rounded: update RESULTS.md and docs/performance.md");
+    let fixed = entry(vllm_ptx(), "gelu_tanh_and_mul_kernel_fixed");
+    assert!(!fixed.contains("div.rn") && !fixed.contains("div.approx"), "tanh_nvcc divides:\n{fixed}");
+    assert!(fixed.contains("ex2.approx") && fixed.contains("rcp.approx"), "tanh_nvcc is not ex2 + rcp:\n{fixed}");
+}
+
+/// llm.c's `load128cs`/`store128`: `cache::load(.., Load::Streaming)` of the 16-byte `X128` is
+/// one `ld.global.cs.v4` (`LDG.E.EF.128`, nvcc's `__ldcs` of an `int4`), `vector::store16` one
+/// 16-byte store.
+#[test]
+fn p30_ports5_residual_moves_16_bytes_per_access_with_the_streaming_hint() {
+    let body = entry(llmc_ptx(), "residual_forward_kernel2");
+    assert_eq!(body.matches("ld.global.cs.v4.b32").count(), 2, "{body}");
+    assert_eq!(body.matches("st.global.v2.b64").count() + body.matches("st.global.v4.b32").count(), 1, "{body}");
+}
+
+/// vLLM's `SHFL_XOR_SYNC_WIDTH(v, mask, 16)`: `warp::shuffle_xor_within::<16, _>` passes
+/// CUDA's `c` operand for width 16 (0x101f = 4127), and the AtomicSlice outputs are relaxed
+/// stores (`st.relaxed.gpu`), no read-modify-write.
+#[test]
+fn p30_ports5_topk_shuffles_within_16_lanes_and_stores_relaxed() {
+    let body = entry(vllm_ptx(), "topk_gating_softmax_64");
+    assert!(body.contains("shfl.sync.bfly.b32"), "{body}");
+    assert!(body.contains("4127"), "no width-16 shuffle operand (0x101f) in:\n{body}");
+    assert!(body.contains("st.relaxed.gpu.global"), "{body}");
+    assert!(!body.contains("atom."), "{body}");
+}
+
+/// No port keeps a panic path (a `call` in its entry) or local memory.
+#[test]
+fn p30_ports5_no_port_has_a_panic_path_or_local_memory() {
+    let ports = [
+        (llmc_ptx(), "residual_forward_kernel2"),
+        (llmc_ptx(), "crossentropy_forward_kernel1"),
+        (llmc_ptx(), "crossentropy_softmax_backward_kernel1"),
+        (llmc_ptx(), "copy_and_cast_kernel"),
+        (vllm_ptx(), "gelu_tanh_and_mul_kernel"),
+        (vllm_ptx(), "gelu_tanh_and_mul_kernel_fixed"),
+        (vllm_ptx(), "rms_norm_static_fp8_quant_kernel"),
+        (vllm_ptx(), "apply_repetition_penalties_kernel"),
+        (vllm_ptx(), "topk_gating_softmax_64"),
+    ];
+    for (ptx, name) in ports {
+        let body = entry(ptx, name);
+        assert!(!body.contains("call.uni") && !body.contains("call "), "{name} keeps a call (a panic path?)");
+        assert!(!body.contains(".local"), "{name} uses local memory");
+        let module = if std::ptr::eq(ptx, llmc_ptx()) { &llmc::KERNELS } else { &vllm::KERNELS };
+        if let Some(r) = module.resources_of(name, 90) {
+            assert_eq!((r.stack_frame, r.spill_stores), (0, 0), "{name}: stack or spills");
+        }
+    }
+}
+
+/// vLLM's FP8 conversion: one `cvt.rn.satfinite.e4m3x2.f32` per value (`half::fp8::e4m3`).
+#[test]
+fn p30_ports5_fp8_is_the_hardware_conversion() {
+    let body = entry(vllm_ptx(), "rms_norm_static_fp8_quant_kernel");
+    assert!(body.contains("cvt.rn.satfinite.e4m3x2.f32"), "{body}");
+}
