@@ -126,7 +126,16 @@ fn residual_forward(g: &Gpu) -> Res<Row> {
     let same = bits_equal(&t, &f);
     let correct = same == n && t[..4096] == want[..];
     let times = g.bench(&mut [&mut run_twin, &mut || llmc::residual_forward_kernel2::launch(&g.stream, config, &mut first, &da, &db)])?;
-    Ok(Row { kernel: "residual_forward_kernel2", shape: format!("{n} bf16"), correct, note: format!("{same}/{n} bits equal"), twin_ms: times[0], first_ms: times[1], fixed_ms: None, unsafe_needed: false })
+    Ok(Row {
+        kernel: "residual_forward_kernel2",
+        shape: format!("{n} bf16"),
+        correct,
+        note: format!("{same}/{n} bits equal"),
+        twin_ms: times[0],
+        first_ms: times[1],
+        fixed_ms: None,
+        unsafe_needed: false,
+    })
 }
 
 /// `B T` rows of `V` probabilities (about `2 / V` each) and targets.
@@ -180,7 +189,8 @@ fn crossentropy(g: &Gpu, probs_host: &[f32], targets_host: &[i32]) -> Res<(Row, 
     let (tn, vn) = (NonZeroU32::new(T as u32).unwrap(), NonZeroU32::new(V as u32).unwrap());
     let (tp, dp) = (ptr::<f32, f32>(&twin), ptr::<f32, f32>(&dlosses));
     // SAFETY: `dlogits`/`probs` hold B T V, `dlosses`/`targets` B T.
-    let mut run_twin = || unsafe { lt::twin_crossentropy_softmax_backward_kernel1::launch_in(&g.llmc, &g.stream, config, tp, dp, pp, xp, B as i32, T as i32, V as i32) };
+    let mut run_twin =
+        || unsafe { lt::twin_crossentropy_softmax_backward_kernel1::launch_in(&g.llmc, &g.stream, config, tp, dp, pp, xp, B as i32, T as i32, V as i32) };
     run_twin()?;
     llmc::crossentropy_softmax_backward_kernel1::launch(&g.stream, config, &mut first, &dlosses, &probs, &targets, tn, vn)?;
     g.stream.synchronize()?;
@@ -254,11 +264,9 @@ fn gelu_tanh_and_mul(g: &Gpu) -> Res<Row> {
     let (wf, wx) = (worst(&f), worst(&x));
     let want = r::gelu_tanh_and_mul(&input_host[..2 * d * 4], d);
     let host_ok = t.iter().zip(&want).all(|(&a, &b)| bf16_ulps(a, b) <= 1);
-    let times = g.bench(&mut [
-        &mut run_twin,
-        &mut || vllm::gelu_tanh_and_mul_kernel::launch(&g.stream, config, &mut first, &input, d as u32),
-        &mut || vllm::gelu_tanh_and_mul_kernel_fixed::launch(&g.stream, config, &mut fixed, &input, d as u32),
-    ])?;
+    let times = g.bench(&mut [&mut run_twin, &mut || vllm::gelu_tanh_and_mul_kernel::launch(&g.stream, config, &mut first, &input, d as u32), &mut || {
+        vllm::gelu_tanh_and_mul_kernel_fixed::launch(&g.stream, config, &mut fixed, &input, d as u32)
+    }])?;
     Ok(Row {
         kernel: "gelu_tanh_and_mul (vLLM act_and_mul)",
         shape: format!("{tokens} x {d} bf16"),
@@ -286,7 +294,9 @@ fn rms_norm_fp8(g: &Gpu) -> Res<Row> {
     let (h, tk) = (hidden as i32, tokens as i32);
     // SAFETY: rows of `hidden` in every buffer, one scale, 1024 threads.
     let mut run_twin = || unsafe { vt::twin_rms_norm_static_fp8_quant_kernel::launch_in(&g.vllm, &g.stream, config, tp, ip, h, wp, sp, eps, tk, h) };
-    let mut run_first = || vllm::rms_norm_static_fp8_quant_kernel::launch(&g.stream, config, &mut first, &input, hidden as u32, &weight, &scale, eps, tokens as u32, hidden as u32);
+    let mut run_first = || {
+        vllm::rms_norm_static_fp8_quant_kernel::launch(&g.stream, config, &mut first, &input, hidden as u32, &weight, &scale, eps, tokens as u32, hidden as u32)
+    };
     run_twin()?;
     run_first()?;
     g.stream.synchronize()?;
@@ -375,9 +385,8 @@ fn topk_softmax(g: &Gpu) -> Res<Row> {
     let (ip, wp, xp, sp) = (ptr::<vllm::F4, f32>(&input), ptr::<f32, f32>(&tw), ptr::<i32, i32>(&ti), ptr::<i32, i32>(&ts));
     let null = DevicePtr::<u8>::from_address(0); // vLLM passes `finished = nullptr`
     // SAFETY: 64 rows' floats per row, k outputs per row, a (32, 4) block.
-    let mut run_twin = || unsafe {
-        vt::twin_topk_gating_softmax_64::launch_in(&g.vllm, &g.stream, twin_config, ip, null, wp, rows as i32, xp, sp, k as i32, 0, 64)
-    };
+    let mut run_twin =
+        || unsafe { vt::twin_topk_gating_softmax_64::launch_in(&g.vllm, &g.stream, twin_config, ip, null, wp, rows as i32, xp, sp, k as i32, 0, 64) };
     run_twin()?;
     vllm::topk_gating_softmax_64::launch(&g.stream, config, &input, &mut fw, rows as u32, &mut fi, &mut fs, k as u32, 0, 64)?;
     g.stream.synchronize()?;
@@ -466,7 +475,10 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     step("apply_repetition_penalties", repetition_penalties(&g));
     step("topk_gating_softmax", topk_softmax(&g));
     println!();
-    println!("{:<40} {:<32} {:>7} {:>10} {:>10} {:>10} {:>11} {:>11} {:>7}", "kernel", "shape", "correct", "nvcc ms", "first ms", "fixed ms", "first ratio", "fixed ratio", "unsafe");
+    println!(
+        "{:<40} {:<32} {:>7} {:>10} {:>10} {:>10} {:>11} {:>11} {:>7}",
+        "kernel", "shape", "correct", "nvcc ms", "first ms", "fixed ms", "first ratio", "fixed ratio", "unsafe"
+    );
     for r in &rows {
         let fixed = r.fixed_ms.map_or("-".to_string(), |t| format!("{t:.4}"));
         let fixed_ratio = r.fixed_ms.map_or("-".to_string(), |t| format!("{:.3}", r.twin_ms / t));
@@ -483,7 +495,9 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             if r.unsafe_needed { "y" } else { "n" }
         );
     }
-    println!("ratio: nvcc's time over ours (above 1: ours is faster). 'unsafe': whether the port needed `unsafe` (the twins' launches are unsafe: raw pointers).");
+    println!(
+        "ratio: nvcc's time over ours (above 1: ours is faster). 'unsafe': whether the port needed `unsafe` (the twins' launches are unsafe: raw pointers)."
+    );
     let failed = 8 - rows.len() + rows.iter().filter(|r| !r.correct).count();
     if failed > 0 {
         return Err(format!("{failed} of 8 kernels failed or did not match").into());

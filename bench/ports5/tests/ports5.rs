@@ -76,8 +76,17 @@ fn crossentropy_softmax_backward_kernel1_accumulates_in_place() {
     r::crossentropy_softmax_backward(&mut want, &dlosses, &probs, &targets, v);
     let mut got = start;
     let (tn, vn) = (NonZeroU32::new(t as u32).unwrap(), NonZeroU32::new(v as u32).unwrap());
-    llmc::crossentropy_softmax_backward_kernel1::launch_cpu(&CpuExecutor::new(), LaunchConfig::for_elements(b * t * v, 256), &mut got, &dlosses, &probs, &targets, tn, vn)
-        .unwrap();
+    llmc::crossentropy_softmax_backward_kernel1::launch_cpu(
+        &CpuExecutor::new(),
+        LaunchConfig::for_elements(b * t * v, 256),
+        &mut got,
+        &dlosses,
+        &probs,
+        &targets,
+        tn,
+        vn,
+    )
+    .unwrap();
     assert_eq!(got, want);
 }
 

@@ -66,14 +66,7 @@ pub fn crossentropy_forward_kernel1(mut losses: DisjointSlice<f32>, probs: &[f32
 /// thread, with the source's index arithmetic (`b = i / (T V)`, `t = (i / V) % T`, `v = i % V`).
 /// First try.
 #[kernel(same_len(dlogits, probs))]
-pub fn crossentropy_softmax_backward_kernel1(
-    mut dlogits: DisjointSlice<f32>,
-    dlosses: &[f32],
-    probs: &[f32],
-    targets: &[i32],
-    t: NonZeroU32,
-    v: NonZeroU32,
-) {
+pub fn crossentropy_softmax_backward_kernel1(mut dlogits: DisjointSlice<f32>, dlosses: &[f32], probs: &[f32], targets: &[i32], t: NonZeroU32, v: NonZeroU32) {
     let i = unique_index();
     let Some(d) = dlogits.get_mut(i) else { return };
     let Some(tv) = NonZeroU32::new(t.get() * v.get()) else { return };

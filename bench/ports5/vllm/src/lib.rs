@@ -76,7 +76,7 @@ pub fn gelu_tanh_fixed(x: bf16) -> bf16 {
     (0.5 * f * (1.0 + tanh_nvcc(inner))).to_bf16()
 }
 
-/// [`gelu_tanh_and_mul_kernel`] with nvcc's `tanhf` sequence ([`tanh_nvcc`]). Fix round.
+/// [`gelu_tanh_and_mul_kernel()`] with nvcc's `tanhf` sequence ([`tanh_nvcc`]). Fix round.
 #[kernel(cols(out = d))]
 pub fn gelu_tanh_and_mul_kernel_fixed(mut out: DisjointSlice<bf16, BlockRows>, input: &[bf16], d: u32) {
     let me = block_row();
@@ -93,6 +93,8 @@ pub const FP8_E4M3_MAX: f32 = 448.0;
 /// vLLM's `scaled_fp8_conversion<true>` (quantization/fp8/common.cuh): `val * scale`, clamped
 /// to `±448`, as FP8 E4M3 bits.
 #[inline(always)]
+// `fmax(-448, fmin(x, 448))` as vLLM writes it: `min`/`max` map NaN to a bound, `clamp` keeps it.
+#[allow(clippy::manual_clamp)]
 pub fn scaled_fp8_conversion(val: f32, scale_inv: f32) -> u8 {
     let x = val * scale_inv;
     let r = x.min(FP8_E4M3_MAX).max(-FP8_E4M3_MAX);
