@@ -18,7 +18,8 @@ export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv
   echo "commit: $(cat "$here/commit.txt" 2>/dev/null)"
-  [ -x "$here/ports5_bench" ] || { xz -dc "$here/ports5_bench.xz" > "$here/ports5_bench" && chmod +x "$here/ports5_bench"; }
+  # Always from the staged archive: a binary left by an earlier staging would be stale.
+  xz -dc "$here/ports5_bench.xz" > "$here/ports5_bench" && chmod +x "$here/ports5_bench"
   twins="$here/twins"
   nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
   if [ -x "$nvcc" ]; then
@@ -35,4 +36,6 @@ export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
   start=$(date +%s)
   timeout 100 "$here/ports5_bench" "$twins"; rc=$?
   echo "ports5_bench rc=$rc in $(( $(date +%s) - start )) s"
+  exit "$rc"
 } 2>&1 | tee "$log"
+exit "${PIPESTATUS[0]}"

@@ -20,6 +20,7 @@ for line in sys.stdin:
         print(m["executable"])
 ')
 [ -n "$bench" ] || { echo "stage-ports5.sh: the ports5 build failed" >&2; exit 1; }
+rm -f "$dest/ports5_bench"
 xz -9 -T0 -c "$bench" > "$dest/ports5_bench.xz"
 nvcc=${NVCC:-/work/cuda13-candle/nvidia/cu13/bin/nvcc}
 [ -x "$nvcc" ] || nvcc=nvcc
