@@ -320,7 +320,7 @@ fn rms_norm_fp8(g: &Gpu) -> Res<Row> {
     })
 }
 
-fn repetition_penalties(g: &Gpu) -> Res<Row> {
+fn repetition_penalties(g: &Gpu) -> Res<Vec<Row>> {
     let (seqs, vocab) = (64usize, 128_256usize); // Llama 3's vocabulary, a batch of 64
     let logits_host = noise_vec(11, seqs * vocab, -10.0, 10.0);
     let prompt_host: Vec<u8> = (0..seqs * vocab).map(|i| (noise(12, i) < 0.05) as u8).collect();
@@ -331,6 +331,8 @@ fn repetition_penalties(g: &Gpu) -> Res<Row> {
     let pen = DeviceBuffer::from_slice(&g.context, &pen_host)?;
     let twin = DeviceBuffer::from_slice(&g.context, &logits_host)?;
     let mut first = DeviceBuffer::from_slice(&g.context, &logits_host)?;
+    let mut tiles = DeviceBuffer::from_slice(&g.context, &logits_host)?;
+    let mut unchecked = DeviceBuffer::from_slice(&g.context, &logits_host)?;
     // vLLM's launcher: tile_num = min(vocab, max(1, ceil(SMs / seqs))) on the device's SMs
     // (132 on an H100 SXM and an H200).
     let sms = 132usize;
@@ -338,34 +340,49 @@ fn repetition_penalties(g: &Gpu) -> Res<Row> {
     let tile_size = vocab.div_ceil(tile_num);
     let twin_config = LaunchConfig::new((seqs as u32, tile_num as u32, 1), (tile_size.min(1024) as u32, 1, 1));
     let first_config = LaunchConfig::new((vocab.div_ceil(256) as u32, seqs as u32, 1), (256u32, 1, 1));
+    let tiles_config = LaunchConfig::new((seqs as u32, (vocab as u32).div_ceil(vllm::PENALTY_TILE), 1), (vllm::PENALTY_THREADS, 1, 1));
     let (tp, pp, op, qp) = (ptr::<f32, f32>(&twin), ptr::<u8, u8>(&prompt), ptr::<u8, u8>(&output), ptr::<f32, f32>(&pen));
     // SAFETY: `seqs` rows of `vocab` in the logits and masks, `seqs` penalties.
     let mut run_twin = || unsafe {
         vt::twin_apply_repetition_penalties_kernel::launch_in(&g.vllm, &g.stream, twin_config, tp, pp, op, qp, seqs as i32, vocab as i32, tile_size as i32)
     };
+    let v = vocab as u32;
     run_twin()?;
-    vllm::apply_repetition_penalties_kernel::launch(&g.stream, first_config, &mut first, &prompt, &output, &pen, vocab as u32)?;
+    vllm::apply_repetition_penalties_kernel::launch(&g.stream, first_config, &mut first, &prompt, &output, &pen, v)?;
+    vllm::apply_repetition_penalties_kernel_tiles::launch(&g.stream, tiles_config, &mut tiles, &prompt, &output, &pen, v)?;
+    vllm::apply_repetition_penalties_kernel_unchecked::launch(&g.stream, twin_config, &mut unchecked, &prompt, &output, &pen, v, tile_size as u32)?;
     g.stream.synchronize()?;
-    let (t, f) = (twin.to_vec()?, first.to_vec()?);
-    let same = bits_equal(&t, &f);
     let mut want = logits_host.clone();
     r::apply_repetition_penalties(&mut want, &prompt_host, &output_host, &pen_host, vocab);
+    let t = twin.to_vec()?;
     let host_same = bits_equal(&t, &want);
+    let mut outs = Vec::new();
+    for buffer in [&first, &tiles, &unchecked] {
+        outs.push(bits_equal(&t, &buffer.to_vec()?));
+    }
     // The timing runs keep applying the penalty (each run divides or multiplies again; signs
     // and so the work stay the same).
-    let times = g.bench(&mut [&mut run_twin, &mut || {
-        vllm::apply_repetition_penalties_kernel::launch(&g.stream, first_config, &mut first, &prompt, &output, &pen, vocab as u32)
-    }])?;
-    Ok(Row {
-        kernel: "apply_repetition_penalties",
-        shape: format!("{seqs} x {vocab} f32"),
-        correct: same == t.len() && host_same == t.len(),
-        note: format!("{same}/{} bits equal to nvcc; nvcc vs host {host_same}", t.len()),
+    let mut run_first = || vllm::apply_repetition_penalties_kernel::launch(&g.stream, first_config, &mut first, &prompt, &output, &pen, v);
+    let mut run_tiles = || vllm::apply_repetition_penalties_kernel_tiles::launch(&g.stream, tiles_config, &mut tiles, &prompt, &output, &pen, v);
+    let mut run_unchecked =
+        || vllm::apply_repetition_penalties_kernel_unchecked::launch(&g.stream, twin_config, &mut unchecked, &prompt, &output, &pen, v, tile_size as u32);
+    let times = g.bench(&mut [&mut run_twin, &mut run_first, &mut run_tiles, &mut run_unchecked])?;
+    let n = t.len();
+    let row = |kernel, shape: String, same: usize, ms, unsafe_needed| Row {
+        kernel,
+        shape,
+        correct: same == n && host_same == n,
+        note: format!("{same}/{n} bits equal to nvcc; nvcc vs host {host_same}"),
         twin_ms: times[0],
-        first_ms: times[1],
+        first_ms: ms,
         fixed_ms: None,
-        unsafe_needed: false,
-    })
+        unsafe_needed,
+    };
+    Ok(vec![
+        row("apply_repetition_penalties", format!("{seqs} x {vocab} f32"), outs[0], times[1], false),
+        row("  same, PerBlockTile (seq, 8192-tile) grid", format!("grid ({seqs}, {})", vocab.div_ceil(8192)), outs[1], times[2], false),
+        row("  same, vLLM's grid, UncheckedSlice", format!("grid ({seqs}, {tile_num}) x {}", tile_size.min(1024)), outs[2], times[3], true),
+    ])
 }
 
 fn topk_softmax(g: &Gpu) -> Res<Row> {
@@ -472,7 +489,10 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     step("copy_and_cast_kernel", copy_and_cast(&g));
     step("gelu_tanh_and_mul", gelu_tanh_and_mul(&g));
     step("rms_norm_static_fp8_quant", rms_norm_fp8(&g));
-    step("apply_repetition_penalties", repetition_penalties(&g));
+    match repetition_penalties(&g) {
+        Ok(rs) => rs.into_iter().for_each(|r| step("apply_repetition_penalties", Ok(r))),
+        Err(e) => step("apply_repetition_penalties", Err(e)),
+    }
     step("topk_gating_softmax", topk_softmax(&g));
     println!();
     println!(
@@ -498,9 +518,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "ratio: nvcc's time over ours (above 1: ours is faster). 'unsafe': whether the port needed `unsafe` (the twins' launches are unsafe: raw pointers)."
     );
-    let failed = 8 - rows.len() + rows.iter().filter(|r| !r.correct).count();
+    // Eight ports and the two measurement variants of the penalties kernel.
+    let expected = 10;
+    let failed = expected - rows.len().min(expected) + rows.iter().filter(|r| !r.correct).count();
     if failed > 0 {
-        return Err(format!("{failed} of 8 kernels failed or did not match").into());
+        return Err(format!("{failed} of {expected} rows failed or did not match").into());
     }
     println!("PASS: every port matches its twin");
     Ok(())

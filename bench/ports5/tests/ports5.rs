@@ -173,6 +173,38 @@ fn apply_repetition_penalties_kernel_divides_positive_and_multiplies_the_rest() 
 }
 
 #[test]
+fn apply_repetition_penalties_on_the_sources_grid_tiles_and_unchecked() {
+    // Two tiles of 8192 per row and a ragged last one; the unchecked variant as vLLM launches it.
+    let (seqs, vocab) = (3usize, 2 * vllm::PENALTY_TILE as usize + 1000);
+    let logits: Vec<f32> = noise(15, seqs * vocab).iter().map(|x| x * 20.0 - 10.0).collect();
+    let prompt: Vec<u8> = noise(16, seqs * vocab).iter().map(|&x| (x < 0.1) as u8).collect();
+    let output: Vec<u8> = noise(17, seqs * vocab).iter().map(|&x| (x < 0.05) as u8).collect();
+    let penalties: Vec<f32> = (0..seqs).map(|s| 1.5 + 0.25 * s as f32).collect();
+    let mut want = logits.clone();
+    r::apply_repetition_penalties(&mut want, &prompt, &output, &penalties, vocab);
+    let mut tiles = logits.clone();
+    let grid = (seqs as u32, (vocab as u32).div_ceil(vllm::PENALTY_TILE), 1);
+    let config = LaunchConfig::new(grid, (vllm::PENALTY_THREADS, 1, 1));
+    vllm::apply_repetition_penalties_kernel_tiles::launch_cpu(&CpuExecutor::new(), config, &mut tiles, &prompt, &output, &penalties, vocab as u32).unwrap();
+    assert_eq!(tiles, want);
+    let (tile_num, mut unchecked) = (4usize, logits);
+    let tile_size = vocab.div_ceil(tile_num);
+    let config = LaunchConfig::new((seqs as u32, tile_num as u32, 1), (256u32, 1, 1));
+    vllm::apply_repetition_penalties_kernel_unchecked::launch_cpu(
+        &CpuExecutor::new(),
+        config,
+        &mut unchecked,
+        &prompt,
+        &output,
+        &penalties,
+        vocab as u32,
+        tile_size as u32,
+    )
+    .unwrap();
+    assert_eq!(unchecked, want);
+}
+
+#[test]
 fn topk_gating_softmax_64_picks_the_top_k_of_each_row() {
     let (rows, k) = (40usize, 6usize);
     let input: Vec<f32> = noise(14, rows * 64).iter().map(|x| x * 8.0 - 4.0).collect();

@@ -69,6 +69,8 @@ fn p30_ports5_no_port_has_a_panic_path_or_local_memory() {
         (vllm_ptx(), "gelu_tanh_and_mul_kernel_fixed"),
         (vllm_ptx(), "rms_norm_static_fp8_quant_kernel"),
         (vllm_ptx(), "apply_repetition_penalties_kernel"),
+        (vllm_ptx(), "apply_repetition_penalties_kernel_tiles"),
+        (vllm_ptx(), "apply_repetition_penalties_kernel_unchecked"),
         (vllm_ptx(), "topk_gating_softmax_64"),
     ];
     for (ptx, name) in ports {

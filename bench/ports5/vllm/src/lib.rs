@@ -10,10 +10,10 @@
 
 use bytemuck::{Pod, Zeroable};
 use ferrocuda_device::block::RuntimeBlockReduce;
-use ferrocuda_device::global::{AtomicSlice, BlockRows, DisjointMatrix, DisjointSlice, block_row, unique_cell};
+use ferrocuda_device::global::{AtomicSlice, BlockRows, DisjointMatrix, DisjointSlice, PerBlockTile, UncheckedSlice, block_row, block_tile, unique_cell};
 use ferrocuda_device::half::{F32ToHalf, HalfFloat, bf16, fp8};
 use ferrocuda_device::prelude::*;
-use ferrocuda_device::thread::{block_dim_x, block_idx_x, strided_range, thread_idx_x};
+use ferrocuda_device::thread::{block_dim, block_dim_x, block_idx, block_idx_x, grid_dim, strided_range, thread_idx_x};
 use ferrocuda_device::{block_scratch, kernel, unroll::unroll, vector, warp};
 
 ferrocuda_device::embed_kernels!();
@@ -163,6 +163,87 @@ pub fn apply_repetition_penalties_kernel(
             *logit /= penalty;
         } else {
             *logit *= penalty;
+        }
+    }
+}
+
+/// Columns of a vocabulary tile in [`apply_repetition_penalties_kernel_tiles`] (a constant:
+/// `PerBlockTile`'s tile shape is part of its type).
+pub const PENALTY_TILE: u32 = 8192;
+/// Threads per block of [`apply_repetition_penalties_kernel_tiles`] (vLLM's `min(tile_size, 1024)`).
+pub const PENALTY_THREADS: u32 = 1024;
+
+/// [`apply_repetition_penalties_kernel()`] on the source's grid, safely: block `(seq, tile)`
+/// (`blockIdx.x`, `blockIdx.y`), its 1024 threads striding over a tile of the sequence's row,
+/// as a `PerBlockTile` of one row by [`PENALTY_TILE`] columns (transposed orientation: block
+/// `(x, y)` owns tile row `x`, tile column `y`). vLLM sizes its tiles at run time
+/// (`ceil(vocab / ceil(SMs / seqs))`); here the tile is a compile-time constant, so the grid is
+/// `(seqs, ceil(vocab / 8192))`. A measurement of the first try's reshaping, not a fix.
+#[kernel(cols(logits = vocab_size))]
+pub fn apply_repetition_penalties_kernel_tiles(
+    mut logits: PerBlockTile<f32, 1, PENALTY_TILE, PENALTY_THREADS, 1, true>,
+    prompt_mask: &[u8],
+    output_mask: &[u8],
+    repetition_penalties: &[f32],
+    vocab_size: u32,
+) {
+    let Some(mut tile) = logits.tile_clipped_mut(block_tile()) else { return };
+    let seq = tile.row(0);
+    let Some(&penalty) = repetition_penalties.get(seq as usize) else { return };
+    let row = seq as usize * vocab_size as usize;
+    for j in 0..PENALTY_TILE / PENALTY_THREADS {
+        let i = row + tile.col(j) as usize;
+        let Some(logit) = tile.get_mut(0, j) else { continue };
+        let Some(&p) = prompt_mask.get(i) else { continue };
+        if p != 0 || output_mask.get(i).is_some_and(|&o| o != 0) {
+            if *logit > 0.0 {
+                *logit /= penalty;
+            } else {
+                *logit *= penalty;
+            }
+        }
+    }
+}
+
+/// [`apply_repetition_penalties_kernel()`] exactly as vLLM launches it (grid `(seqs,
+/// tile_num)`, run-time `tile_size`, threads striding by `blockDim.x` over the tile), through
+/// the `unsafe` escape hatch: no partition has a row from `blockIdx.x` and a run-time column
+/// range from `blockIdx.y` (docs/kernel-model.md, "has no partition of its own yet"). A
+/// measurement of what the safe reshaping costs or gains, not a fix.
+#[kernel]
+pub fn apply_repetition_penalties_kernel_unchecked(
+    mut logits: UncheckedSlice<f32>,
+    prompt_mask: &[u8],
+    output_mask: &[u8],
+    repetition_penalties: &[f32],
+    vocab_size: u32,
+    tile_size: u32,
+) {
+    // Uniform over the launch: a 3-D grid or a 2-D block would give two threads one element.
+    if block_dim().y != 1 || block_dim().z != 1 || grid_dim().z != 1 {
+        return;
+    }
+    let (seq, tile) = (block_idx().x, block_idx().y);
+    let Some(&penalty) = repetition_penalties.get(seq as usize) else { return };
+    let tile_start = tile as usize * tile_size as usize;
+    let tile_end = (tile_start + tile_size as usize).min(vocab_size as usize);
+    let row = seq as usize * vocab_size as usize;
+    for c in strided_range(tile_start + thread_idx_x() as usize, tile_end, block_dim_x() as usize) {
+        let i = row + c;
+        let (Some(&p), true) = (prompt_mask.get(i), i < logits.len()) else { return };
+        if p != 0 || output_mask.get(i).is_some_and(|&o| o != 0) {
+            // SAFETY: `i < len` (checked above). Element `i` = (row `seq`, column `c`) is
+            // touched by this thread alone: the blocks' `(seq, tile)` pairs are distinct (a 2-D
+            // grid, checked above), tiles of one row are the disjoint ranges `[tile ts, (tile +
+            // 1) ts)`, and inside a tile thread `t` takes the columns `tile_start + t + k
+            // blockDim.x`, distinct residues for distinct `t` of a 1-D block (checked above);
+            // columns stay below `vocab_size`, so rows do not overlap.
+            let logit = unsafe { logits.get_unchecked_mut(i) };
+            if *logit > 0.0 {
+                *logit /= penalty;
+            } else {
+                *logit *= penalty;
+            }
         }
     }
 }
