@@ -167,10 +167,10 @@ pub fn apply_repetition_penalties_kernel(
     }
 }
 
-/// Columns of a vocabulary tile in [`apply_repetition_penalties_kernel_tiles`] (a constant:
+/// Columns of a vocabulary tile in [`apply_repetition_penalties_kernel_tiles()`] (a constant:
 /// `PerBlockTile`'s tile shape is part of its type).
 pub const PENALTY_TILE: u32 = 8192;
-/// Threads per block of [`apply_repetition_penalties_kernel_tiles`] (vLLM's `min(tile_size, 1024)`).
+/// Threads per block of [`apply_repetition_penalties_kernel_tiles()`] (vLLM's `min(tile_size, 1024)`).
 pub const PENALTY_THREADS: u32 = 1024;
 
 /// [`apply_repetition_penalties_kernel()`] on the source's grid, safely: block `(seq, tile)`
