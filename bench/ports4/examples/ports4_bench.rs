@@ -15,7 +15,7 @@ use std::process::ExitCode;
 
 use common::*;
 use ferrocuda::{Context, DeviceBuffer, Module, Stream};
-use ferrocuda_ports4::{rms_norm_kernel, rms_norm_kernel_fixed, segmented_max_reduction, silu_and_mul_kernel};
+use ferrocuda_ports4::{rms_norm_kernel, rms_norm_kernel_broadcast, rms_norm_kernel_fixed, segmented_max_reduction, silu_and_mul_kernel};
 use ferrocuda_ports4_llmc::twin_abi::{fused_residual_forward3_twin, softmax_autoregressive_backward_inplace_kernel_twin};
 use ferrocuda_ports4_llmc::{
     X128, encoder_backward_kernel1, fused_residual_forward3, gelu_forward_kernel2, softmax_autoregressive_backward_inplace_kernel,
@@ -36,10 +36,13 @@ enum Imp {
     Reqntid,
     /// Session 14: the fix round's variant under `reqntid(256)`.
     FixedReqntid,
+    /// Session 15: `rms_norm_kernel_broadcast` (`RuntimeBlockReduce::sum_broadcast`).
+    Broadcast,
 }
 
-/// The variants timed beside the first try and the twin: the fix round's.
-const FIXED: &[Imp] = &[Imp::Fixed];
+/// The variants timed beside rms_norm's first try and the twin: the fix round's and session
+/// 15's.
+const RMS_NORM_VARIANTS: &[Imp] = &[Imp::Fixed, Imp::Broadcast];
 
 struct Bench {
     stream: Stream,
@@ -122,7 +125,7 @@ impl Bench {
     fn launch_gelu(&self, imp: Imp, input: &DeviceBuffer<X128>, out: &mut DeviceBuffer<X128>, config: ferrocuda::LaunchConfig) -> Result<()> {
         match imp {
             Imp::Rust => gelu_forward_kernel2::launch(&self.stream, config, out, input)?,
-            Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid => gelu_forward_kernel2::launch_in(&self.llmc, &self.stream, config, out, input)?,
+            Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid | Imp::Broadcast => gelu_forward_kernel2::launch_in(&self.llmc, &self.stream, config, out, input)?,
         }
         Ok(())
     }
@@ -200,6 +203,7 @@ impl Bench {
                 0,
                 scale,
             )?,
+            Imp::Broadcast => unreachable!("softmax_autoregressive_backward has no broadcast variant"),
         }
         Ok(())
     }
@@ -219,7 +223,7 @@ impl Bench {
             let [b, n, nh, d] = shape;
             match imp {
                 Imp::Rust => unpermute_kernel::launch(&self.stream, config, &input, out, b, n, nh, d)?,
-                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid => {
+                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid | Imp::Broadcast => {
                     unpermute_kernel::launch_in(&self.llmc, &self.stream, config, &input, out, b, n, nh, d)?
                 }
             }
@@ -258,7 +262,7 @@ impl Bench {
             let [b, t, c] = shape;
             match imp {
                 Imp::Rust => encoder_backward_kernel1::launch(&self.stream, config, dwte, dwpe, &dout, &inp, b, t, c)?,
-                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid => {
+                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid | Imp::Broadcast => {
                     encoder_backward_kernel1::launch_in(&self.llmc, &self.stream, config, dwte, dwpe, &dout, &inp, b, t, c)?
                 }
             }
@@ -315,7 +319,7 @@ impl Bench {
                     rows as i32,
                     c as u32,
                 )?,
-                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid => fused_residual_forward3_twin::launch_in(
+                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid | Imp::Broadcast => fused_residual_forward3_twin::launch_in(
                     &self.llmc,
                     &self.stream,
                     fused_residual_twin_config(rows),
@@ -369,7 +373,7 @@ impl Bench {
         let launch = |imp: Imp, out: &mut DeviceBuffer<bf16>| -> Result<()> {
             match imp {
                 Imp::Rust => silu_and_mul_kernel::launch(&self.stream, config, out, &input, d as u32)?,
-                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid => {
+                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid | Imp::Broadcast => {
                     silu_and_mul_kernel::launch_in(&self.vllm, &self.stream, config, out, &input, d as u32)?
                 }
             }
@@ -410,12 +414,13 @@ impl Bench {
                 Imp::Rust => rms_norm_kernel::launch(&self.stream, config, out, &input, args.0, &w, args.1, args.2, args.3)?,
                 Imp::Twin => rms_norm_kernel::launch_in(&self.vllm, &self.stream, config, out, &input, args.0, &w, args.1, args.2, args.3)?,
                 Imp::Fixed => rms_norm_kernel_fixed::launch(&self.stream, config, out, &input, args.0, &w, args.1, args.2, args.3)?,
+                Imp::Broadcast => rms_norm_kernel_broadcast::launch(&self.stream, config, out, &input, args.0, &w, args.1, args.2, args.3)?,
                 Imp::Reqntid | Imp::FixedReqntid => unreachable!("rms_norm_kernel has no reqntid variant"),
             }
             Ok(())
         };
         let mut ok = Vec::new();
-        for imp in [Imp::Rust, Imp::Twin, Imp::Fixed] {
+        for imp in [Imp::Rust, Imp::Twin, Imp::Fixed, Imp::Broadcast] {
             out.fill(bf16::ZERO)?;
             launch(imp, &mut out)?;
             ok.push((imp, close("rms_norm", &widen(&out.to_vec()?), &want, 1e-3, RMS_NORM_REL)));
@@ -432,7 +437,7 @@ impl Bench {
         if batch > 1 {
             println!("  rms_norm_kernel: {batch} launches per timed sample");
         }
-        self.time_with("rms_norm_kernel", 4.0 * (tokens * hidden * batch) as f64, FIXED, |imp, sw| {
+        self.time_with("rms_norm_kernel", 4.0 * (tokens * hidden * batch) as f64, RMS_NORM_VARIANTS, |imp, sw| {
             sw.start()?;
             for _ in 0..batch {
                 launch(imp, &mut out)?;
@@ -456,7 +461,7 @@ impl Bench {
         let launch = |imp: Imp, scale: &mut DeviceBuffer<i32>| -> Result<()> {
             match imp {
                 Imp::Rust => segmented_max_reduction::launch(&self.stream, config, scale, &input, n)?,
-                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid => {
+                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid | Imp::Broadcast => {
                     segmented_max_reduction::launch_in(&self.vllm, &self.stream, config, scale, &input, n)?
                 }
             }
@@ -487,6 +492,7 @@ fn label(imp: Imp) -> &'static str {
         Imp::Fixed => "Rust (fixed)",
         Imp::Reqntid => "Rust (reqntid)",
         Imp::FixedReqntid => "Rust (fixed, reqntid)",
+        Imp::Broadcast => "Rust (broadcast)",
     }
 }
 
@@ -498,6 +504,7 @@ fn variant(imp: Imp) -> &'static str {
         Imp::Fixed => "fixed",
         Imp::Reqntid => "reqntid",
         Imp::FixedReqntid => "fixed, reqntid",
+        Imp::Broadcast => "broadcast",
     }
 }
 
