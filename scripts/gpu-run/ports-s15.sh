@@ -12,12 +12,14 @@
 #                Before: first try 0.57-0.61, fixed 0.64-0.65.
 #  ln_racecheck  compute-sanitizer racecheck of the three and the twin at the small size
 #                ("RACECHECK SUMMARY: 0 hazards"); ln_memcheck the same under memcheck.
-#  rms_*         vLLM rms_norm (ports4): as measured before (one launch per event pair,
-#                first try 0.92, fixed 0.91), then with 20 launches per event pair
+#  rms_*         vLLM rms_norm (ports4): rows "rms_norm_kernel" (first try, before 0.92),
+#                "(fixed)" (0.91) and "(broadcast)" (session 15's `sum_broadcast`: the twin's
+#                2 barriers with `s` computed once, before the second); as measured before (one
+#                launch per event pair), then with 20 launches per event pair
 #                (PORTS4_BATCH=20), then with the twin first in each interleaved run
-#                (PORTS4_TWIN_FIRST=1). Their SASS loops equal the twin's; if the ratio moves to
-#                ~1 with the batch, the 8% is the one-launch sample (host submission inside the
-#                window), not the kernel; if only the order moves it, an order effect.
+#                (PORTS4_TWIN_FIRST=1). Their SASS loops equal the twin's; if the ratios move
+#                to ~1 with the batch, the 8% is the one-launch sample (host submission inside
+#                the window), not the kernel; if only the order moves them, an order effect.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 dest=${OUT:-$here/out}
