@@ -712,7 +712,6 @@ macro_rules! broadcast_slot {
 }
 broadcast_slot!(f32, f64, u32, i32, u64, i64);
 
-
 /// Element types with the second set of slots that
 /// [`RuntimeBlockReduce::max_then_sum_all`] folds its sum in: one `shared_array!` of 32 per
 /// type, used by nothing else (so that no other collective writes it while a warp still

@@ -9,7 +9,7 @@
 //! - every [`shared_array!`](crate::shared_array) is declared `.align 16` (CUDA's
 //!   `__align__(16)`), so `base + 16·i` is 16-byte aligned and the array's methods check only
 //!   the bounds, like slice indexing (the `_unchecked` forms check nothing);
-//! - a [`SharedSlice`] starts 16-byte aligned from [`dynamic_shared`](crate::dynamic_shared),
+//! - a [`SharedSlice`] starts 16-byte aligned from [`dynamic_shared`],
 //!   but [`SharedSlice::split_at`] may cut it anywhere, so its vector methods also check that
 //!   the slice's start is aligned (one `and` on a loop-invariant value, hoisted out of loops).
 //!
@@ -386,7 +386,7 @@ impl<T: SharedX4> SharedSlice<T> {
     #[inline(always)]
     #[track_caller]
     pub fn to_x4(self) -> SharedSliceX4<T> {
-        if self.shared_address() % 16 != 0 {
+        if !self.shared_address().is_multiple_of(16) {
             misaligned_slice(self.shared_address(), 16);
         }
         SharedSliceX4 { base: self.shared_address(), len: self.len() / 4, _element: PhantomData }

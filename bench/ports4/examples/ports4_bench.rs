@@ -125,7 +125,9 @@ impl Bench {
     fn launch_gelu(&self, imp: Imp, input: &DeviceBuffer<X128>, out: &mut DeviceBuffer<X128>, config: ferrocuda::LaunchConfig) -> Result<()> {
         match imp {
             Imp::Rust => gelu_forward_kernel2::launch(&self.stream, config, out, input)?,
-            Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid | Imp::Broadcast => gelu_forward_kernel2::launch_in(&self.llmc, &self.stream, config, out, input)?,
+            Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid | Imp::Broadcast => {
+                gelu_forward_kernel2::launch_in(&self.llmc, &self.stream, config, out, input)?
+            }
         }
         Ok(())
     }
