@@ -158,7 +158,13 @@ enum Ln {
 /// Runs one variant, checks it against the reference and returns `(dinp, dbias, dweight)`'s
 /// bits.
 fn run_layernorm_backward(variant: Ln, grid: u32) -> (Vec<u16>, Vec<u16>, Vec<u16>) {
-    let (c, block) = (320usize, 512u32);
+    run_layernorm_backward_in(variant, grid, 512)
+}
+
+/// [`run_layernorm_backward`] in blocks of `block` threads (llm.c launches 512; the kernels'
+/// launch bounds allow up to 512).
+fn run_layernorm_backward_in(variant: Ln, grid: u32, block: u32) -> (Vec<u16>, Vec<u16>, Vec<u16>) {
+    let c = 320usize;
     let rows = (grid * block / 32) as usize * 2; // every warp takes two rows
     let mut rng = Rng::new(5);
     let dout = rng.bf16s(rows * c, 1.0);
@@ -254,13 +260,14 @@ fn layernorm_backward_kernel10_fixed_matches_the_reference() {
 
 /// Session 15's variant over `f128` shared regions (`dynamic_shared_x4().carve`) is the fixed
 /// variant's algorithm with other shared-memory handles: the same sums in the same order, so
-/// the same bits, at two grid sizes (the last block's fold of four rows and of the rest).
+/// the same bits, at several grid and block sizes (the last block's fold of four rows and of
+/// the rest; warp 0's loop over 15, 7 and 2 other warps' slots).
 #[test]
 fn layernorm_backward_kernel10_regions_gives_the_fixed_variants_bits() {
-    for grid in [2, 6] {
-        let fixed = run_layernorm_backward(Ln::Fixed, grid);
-        let regions = run_layernorm_backward(Ln::Regions, grid);
-        assert!(fixed == regions, "grid {grid}: the regions variant's dinp/dbias/dweight differ from the fixed variant's");
+    for (grid, block) in [(2, 512), (6, 512), (3, 256), (2, 96)] {
+        let fixed = run_layernorm_backward_in(Ln::Fixed, grid, block);
+        let regions = run_layernorm_backward_in(Ln::Regions, grid, block);
+        assert!(fixed == regions, "grid {grid} x {block}: the regions variant's dinp/dbias/dweight differ from the fixed variant's");
     }
 }
 
