@@ -54,4 +54,6 @@ PORTS3_RUNS=0 PORTS3_SMALL=1 run ln_memcheck 10 "$sanitizer" --tool memcheck --r
   echo "checks ok: $(cat "$dest"/ln_bench.log "$dest"/rms_*.log 2>/dev/null | grep -c 'check.*: ok'), failed: $(cat "$dest"/*.log | grep -c 'FAILED')"
   grep -hE "ERROR SUMMARY|RACECHECK SUMMARY" "$dest/ln_racecheck.log" "$dest/ln_memcheck.log" 2>/dev/null
 } | tee -a "$summary"
-if grep -q FAILED "$dest"/*.log || ! grep -q "RACECHECK SUMMARY: 0 hazards" "$dest/ln_racecheck.log" 2>/dev/null; then echo "s15-ln: FAIL" | tee -a "$summary"; else echo "s15-ln: PASS" | tee -a "$summary"; fi
+# FAIL: a failed check, a step that did not exit 0 (or timed out), or racecheck without its
+# clean summary.
+if grep -q FAILED "$dest"/*.log || grep -qE "rc=[1-9]" "$summary" || ! grep -q "RACECHECK SUMMARY: 0 hazards" "$dest/ln_racecheck.log" 2>/dev/null; then echo "s15-ln: FAIL" | tee -a "$summary"; else echo "s15-ln: PASS" | tee -a "$summary"; fi
