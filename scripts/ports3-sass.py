@@ -12,6 +12,7 @@ import argparse, glob, os, re, subprocess, sys, tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KERNELS = [  # (crate, ours, twin symbol fragment, twin flags); `<ours>_fixed`: the fix round's variant
     ("llmc", "layernorm_backward_kernel10_fixed", "layernorm_backward_kernel10", "LLMC"),
+    ("llmc", "layernorm_backward_kernel10_regions", "layernorm_backward_kernel10", "LLMC"),
     ("llmc", "global_norm_squared_kernel_fixed", "global_norm_squared_kernel", "LLMC"),
     ("llmc", "softmax_forward_kernel5_fixed", "softmax_forward_kernel5", "LLMC"),
     ("llmc", "softmax_forward_kernel5_prefix", "softmax_forward_kernel5", "LLMC"),

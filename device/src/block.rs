@@ -638,7 +638,79 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
         let second = Self::reduce_all_in(T::pair_slots(), then(first), Some(T::default()), |a, b| a + b, false);
         (first, second)
     }
+
+    /// `then` of the block's fold of `value`, computed once (by thread 0) and handed to every
+    /// thread: CUB's `Reduce` followed by `if (threadIdx.x == 0) shared = then(total);
+    /// __syncthreads();` (vLLM's RMS norm: `s_variance = rsqrtf(variance / hidden_size +
+    /// epsilon)`; layer norms' mean and `rstd`). The source's 2 barriers: the partials', then
+    /// the hand-off's, which also orders warp 0's reads of the scratch before any later write
+    /// of it, so no trailing barrier is needed ([`reduce`](Self::reduce) then a
+    /// `shared_array!` hand-off take 3; [`reduce_all`](Self::reduce_all) then `then` in every
+    /// thread takes 2 but runs `then` in every warp). The value travels through one slot per
+    /// type that only these methods write ([`BroadcastSlot`]), always after their first
+    /// barrier, which every thread passes after its read of the previous value. A block of one
+    /// warp hands it over with a shuffle. `then` runs in thread 0 alone: it must not call block
+    /// collectives.
+    #[inline(always)]
+    #[track_caller]
+    pub fn reduce_broadcast<U: BroadcastSlot + Default>(&self, value: T, op: impl Fn(T, T) -> T + Copy, then: impl FnOnce(T) -> U) -> U {
+        let (total, size) = Self::fold_to_thread_0(self.scratch.slots, value, op);
+        let first = rank_in_block() == 0;
+        if size <= warp::WARP_SIZE {
+            let mine = if first { then(total) } else { U::default() };
+            return warp::shuffle(mine, 0);
+        }
+        let slot = U::broadcast_slot();
+        if first {
+            // SAFETY: slot 0 of a one-element array.
+            unsafe { slot.set_unchecked(0, then(total)) };
+        }
+        sync_threads();
+        // SAFETY: as above.
+        unsafe { slot.get_unchecked(0) }
+    }
+
+    /// [`reduce_broadcast`](Self::reduce_broadcast) of a sum: `then(sum of value)`, computed
+    /// by thread 0, in every thread, 2 barriers. vLLM's RMS norm:
+    ///
+    /// ```ignore
+    /// let s = reduce.sum_broadcast(variance, |total| (total / hidden as f32 + epsilon).rsqrt());
+    /// ```
+    #[inline(always)]
+    #[track_caller]
+    pub fn sum_broadcast<U: BroadcastSlot + Default>(&self, value: T, then: impl FnOnce(T) -> U) -> U
+    where
+        T: core::ops::Add<Output = T>,
+    {
+        self.reduce_broadcast(value, |a, b| a + b, then)
+    }
 }
+
+/// Element types with the one shared slot through which
+/// [`RuntimeBlockReduce::reduce_broadcast`] hands thread 0's value to the block (a
+/// `shared_array!` of one per type, written by nothing else).
+pub trait BroadcastSlot: BlockValue + sealed_broadcast::Sealed {
+    /// The type's slot.
+    #[doc(hidden)]
+    fn broadcast_slot() -> SharedArray<Self, 1>;
+}
+
+mod sealed_broadcast {
+    pub trait Sealed {}
+}
+
+macro_rules! broadcast_slot {
+    ($($t:ty),*) => {$(
+        impl sealed_broadcast::Sealed for $t {}
+        impl BroadcastSlot for $t {
+            #[inline(always)]
+            fn broadcast_slot() -> SharedArray<$t, 1> {
+                crate::shared_array![$t; 1]
+            }
+        }
+    )*};
+}
+broadcast_slot!(f32, f64, u32, i32, u64, i64);
 
 /// Element types with the second set of slots that
 /// [`RuntimeBlockReduce::max_then_sum_all`] folds its sum in: one `shared_array!` of 32 per

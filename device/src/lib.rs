@@ -95,6 +95,7 @@ pub mod prelude;
 
 pub use global::{AtomicSlice, BlockIndex, DisjointChunks, DisjointPlanes, DisjointSlice, PerBlock, ThreadIndex, UncheckedSlice};
 pub use shared::{SharedArray, SharedSlice, dynamic_shared};
+pub use shared_vector::{SharedSliceX4, dynamic_shared_x4};
 
 pub use ferrocuda_macros::{LayoutKey, kernel};
 pub use layout_key::LayoutKey;

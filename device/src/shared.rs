@@ -274,6 +274,13 @@ impl<T: SharedElement, const N: usize> SharedArray<T, N> {
 }
 
 impl<T: SharedElement> SharedSlice<T> {
+    /// A slice of `len` elements at shared address `base` (for the vector views of
+    /// [`crate::shared_vector`], which keep the address's invariants themselves).
+    #[inline(always)]
+    pub(crate) const fn from_parts(base: u32, len: usize) -> Self {
+        SharedSlice { base, len, _element: PhantomData }
+    }
+
     /// Number of elements.
     #[inline(always)]
     pub const fn len(&self) -> usize {

@@ -9,7 +9,7 @@
 //! - every [`shared_array!`](crate::shared_array) is declared `.align 16` (CUDA's
 //!   `__align__(16)`), so `base + 16·i` is 16-byte aligned and the array's methods check only
 //!   the bounds, like slice indexing (the `_unchecked` forms check nothing);
-//! - a [`SharedSlice`] starts 16-byte aligned from [`dynamic_shared`](crate::dynamic_shared),
+//! - a [`SharedSlice`] starts 16-byte aligned from [`dynamic_shared`],
 //!   but [`SharedSlice::split_at`] may cut it anywhere, so its vector methods also check that
 //!   the slice's start is aligned (one `and` on a loop-invariant value, hoisted out of loops).
 //!
@@ -17,11 +17,23 @@
 //! same as 128 `LDS.32` would in 4, with a quarter of the instructions; the layernorm port of
 //! issue 23 was 13-19% slower until its shared reads were 16 bytes wide.
 //!
+//! A kernel whose dynamic shared memory holds several arrays of 16-byte vectors (llm.c's
+//! `float* dbias_shared = shared; float* dweight_shared = shared + rounded_C; ..` read and
+//! written as `f128`) takes them as [`SharedSliceX4`]s instead: [`dynamic_shared_x4`] (or
+//! [`SharedSlice::to_x4`], which checks the start's alignment once) gives the memory as
+//! vectors, [`SharedSliceX4::split_at`] and [`SharedSliceX4::carve`] cut it at whole vectors,
+//! so every part is 16-byte aligned by construction and its accesses check only the index (one
+//! compare, which folds into the loop's own test when the loop runs to the region's
+//! [`len`](SharedSliceX4::len): `for k in strided_range(lane, tmp.len(), 32) { tmp.get(k) }`
+//! has no check left and unrolls as nvcc's loop over a raw pointer).
+//!
 //! The elements are those of [`SharedElement`]: [`SharedX4`] (4-byte types) for `x4`,
 //! [`SharedX2`] (all) for `x2`. On the CPU executor each access is one bounds-, alignment- and
 //! race-checked access of the block's arena, 16 (or 8) bytes wide.
 
-use crate::shared::{SharedArray, SharedElement, SharedSlice};
+use core::marker::PhantomData;
+
+use crate::shared::{SharedArray, SharedElement, SharedSlice, dynamic_shared};
 
 /// A value aligned to 16 bytes, so that the CPU executor's access checks 16-byte alignment.
 #[cfg(not(target_arch = "nvptx64"))]
@@ -316,4 +328,176 @@ impl<T: SharedElement, const N: usize> SharedArray<T, N> {
 
 impl<T: SharedElement> SharedSlice<T> {
     vector_methods!(true);
+}
+
+/// A run of shared memory as 16-byte vectors of four `T` (`f128` / `float4` on shared
+/// memory), 16-byte aligned by construction: CUDA's `reinterpret_cast<float4*>(smem +
+/// offset)` for an offset that is a multiple of four elements.
+///
+/// Made by [`dynamic_shared_x4`] (the launch's dynamic shared memory, aligned by its
+/// declaration) or [`SharedSlice::to_x4`] (any slice, its start's alignment checked once);
+/// cut by [`split_at`](Self::split_at) and [`carve`](Self::carve), which count whole vectors and
+/// so keep every part aligned. Its [`get`](Self::get) and [`set`](Self::set) are one
+/// `ld.shared.v4` / `st.shared.v4` (`LDS.128` / `STS.128`) after one bounds compare, which the
+/// compiler removes where the index is a loop's counter below [`len`](Self::len) (the
+/// `SharedSlice` methods [`get_x4`](SharedSlice::get_x4) / [`set_x4`](SharedSlice::set_x4)
+/// test the start's alignment as well, at every access, because `split_at` may cut anywhere).
+/// A small `Copy` handle, as [`SharedSlice`].
+#[derive(Clone, Copy)]
+pub struct SharedSliceX4<T: SharedX4> {
+    /// 16-byte aligned shared-window address of vector 0.
+    base: u32,
+    /// Number of vectors; `base + 16 len` is inside the memory the handle was made from.
+    len: usize,
+    _element: PhantomData<T>,
+}
+
+/// The dynamic shared memory of this launch as 16-byte vectors of four `T`
+/// (`%dynamic_smem_size / 16` of them): [`dynamic_shared`] seen as `float4`s. The memory is
+/// declared `.align 16`, so no access checks alignment; cut it into arrays with
+/// [`SharedSliceX4::carve`] / [`SharedSliceX4::split_at`].
+#[inline(always)]
+pub fn dynamic_shared_x4<T: SharedX4>() -> SharedSliceX4<T> {
+    let all = dynamic_shared::<T>();
+    // The dynamic shared array is declared `.align 16` (the CPU executor puts it at address 0).
+    SharedSliceX4 { base: all.shared_address(), len: all.len() / 4, _element: PhantomData }
+}
+
+#[cold]
+#[track_caller]
+fn carve_too_long(count: usize, each: usize, len: usize) -> ! {
+    panic!("carving {count} shared regions of {each} vectors each from {len} vectors: launch with more dynamic shared memory (16 bytes a vector)")
+}
+
+#[cold]
+#[track_caller]
+fn split_too_long(mid: usize, len: usize) -> ! {
+    panic!("split point {mid} beyond the shared region's length {len} (vectors)")
+}
+
+impl<T: SharedX4> SharedSlice<T> {
+    /// This slice as 16-byte vectors (`len() / 4` of them; a tail of fewer than four elements
+    /// is left out), for accesses that check only the index: its start's alignment is tested
+    /// here, once, instead of at every [`get_x4`](Self::get_x4).
+    ///
+    /// # Panics
+    /// When the slice's start is not 16-byte aligned (a [`split_at`](Self::split_at) at an
+    /// index that is not a multiple of 4).
+    #[inline(always)]
+    #[track_caller]
+    pub fn to_x4(self) -> SharedSliceX4<T> {
+        if !self.shared_address().is_multiple_of(16) {
+            misaligned_slice(self.shared_address(), 16);
+        }
+        SharedSliceX4 { base: self.shared_address(), len: self.len() / 4, _element: PhantomData }
+    }
+}
+
+impl<T: SharedX4> SharedSliceX4<T> {
+    /// Number of vectors (four elements each).
+    #[inline(always)]
+    pub const fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when empty.
+    #[inline(always)]
+    pub const fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The 32-bit shared-window address of vector 0 (16-byte aligned; for inline PTX).
+    #[inline(always)]
+    pub fn shared_address(&self) -> u32 {
+        self.base
+    }
+
+    /// Vector `index`: elements `4 index .. 4 index + 4`, one 16-byte load (`ld.shared.v4`,
+    /// `LDS.128`), CUDA's `load128(smem + 4 * index)`.
+    ///
+    /// # Panics
+    /// When `index >= len()`, like slice indexing.
+    #[inline(always)]
+    #[track_caller]
+    pub fn get(&self, index: usize) -> [T; 4] {
+        if index >= self.len {
+            vector_out_of_bounds(index, 4, self.len * 4);
+        }
+        // SAFETY: in bounds, and 16-byte aligned (the type's invariant).
+        unsafe { T::load_x4(self.base + (index * 16) as u32) }
+    }
+
+    /// Writes vector `index` with one 16-byte store (`st.shared.v4`, `STS.128`).
+    ///
+    /// # Panics
+    /// When `index >= len()`.
+    #[inline(always)]
+    #[track_caller]
+    pub fn set(&self, index: usize, value: [T; 4]) {
+        if index >= self.len {
+            vector_out_of_bounds(index, 4, self.len * 4);
+        }
+        // SAFETY: as in `get`.
+        unsafe { T::store_x4(self.base + (index * 16) as u32, value) }
+    }
+
+    /// [`get`](Self::get) without the bounds check.
+    ///
+    /// # Safety
+    /// `index < len()`.
+    #[inline(always)]
+    pub unsafe fn get_unchecked(&self, index: usize) -> [T; 4] {
+        // SAFETY: the caller keeps `index` in bounds; aligned by the type's invariant.
+        unsafe { T::load_x4(self.base + (index * 16) as u32) }
+    }
+
+    /// [`set`](Self::set) without the bounds check.
+    ///
+    /// # Safety
+    /// `index < len()`.
+    #[inline(always)]
+    pub unsafe fn set_unchecked(&self, index: usize, value: [T; 4]) {
+        // SAFETY: as in `get_unchecked`.
+        unsafe { T::store_x4(self.base + (index * 16) as u32, value) }
+    }
+
+    /// Splits into vectors `[0, mid)` and `[mid, len)`: both start 16-byte aligned.
+    ///
+    /// # Panics
+    /// When `mid > len()`.
+    #[inline(always)]
+    #[track_caller]
+    pub fn split_at(self, mid: usize) -> (Self, Self) {
+        if mid > self.len {
+            split_too_long(mid, self.len);
+        }
+        let tail = SharedSliceX4 { base: self.base + (mid * 16) as u32, len: self.len - mid, _element: PhantomData };
+        (SharedSliceX4 { base: self.base, len: mid, _element: PhantomData }, tail)
+    }
+
+    /// `N` consecutive regions of `each` vectors, then the rest: llm.c's `dbias_shared =
+    /// shared; dweight_shared = shared + rounded_C` as `let ([dbias, dweight], rest) =
+    /// dynamic_shared_x4::<f32>().carve::<2>(rounded_c / 4)`. One check of the total here;
+    /// the regions have one length between them, so a loop bounded by it
+    /// (`strided_range(start, dbias.len(), step)`) indexes every one of them unchecked.
+    ///
+    /// # Panics
+    /// When `N * each > len()` (too little dynamic shared memory for the launch).
+    #[inline(always)]
+    #[track_caller]
+    pub fn carve<const N: usize>(self, each: usize) -> ([Self; N], Self) {
+        let total = match each.checked_mul(N) {
+            Some(total) if total <= self.len => total,
+            _ => carve_too_long(N, each, self.len),
+        };
+        let regions = core::array::from_fn(|k| SharedSliceX4 { base: self.base + (k * each * 16) as u32, len: each, _element: PhantomData });
+        (regions, SharedSliceX4 { base: self.base + (total * 16) as u32, len: self.len - total, _element: PhantomData })
+    }
+
+    /// The same memory as elements (`4 len()` of them), for scalar accesses
+    /// ([`SharedSlice::get`]) or a reinterpretation as another element size.
+    #[inline(always)]
+    pub fn to_scalars(self) -> SharedSlice<T> {
+        SharedSlice::from_parts(self.base, self.len * 4)
+    }
 }

@@ -567,6 +567,66 @@ fn run() -> R<()> {
             &format!("BT{rows} C{c}"),
             timer.pair(&context, &stream, &mut run_fixed, &mut run_twin, &mut reset_flag, true)?,
         );
+        // Session 15: the fixed variant over `f128` shared regions (`dynamic_shared_x4().carve`).
+        let mut r_dinp = DeviceBuffer::from_slice(&context, &x128(&dinp))?;
+        let mut r_dbias = DeviceBuffer::from_slice(&context, &x128(&dbias))?;
+        let mut r_dweight = DeviceBuffer::from_slice(&context, &x128(&dweight))?;
+        // The same call as `run_regions` below (a closure holding the buffers would keep them
+        // borrowed through the checks).
+        llmc::layernorm_backward_kernel10_regions::launch(
+            &stream,
+            config,
+            &mut r_dinp,
+            &mut r_dweight,
+            &mut r_dbias,
+            &mut o_scratch,
+            &mut o_counter,
+            &d_dout,
+            &d_inp,
+            &d_weight,
+            &d_mean,
+            &d_rstd,
+            rows as u32,
+            c as u32 / 8,
+            c as u32 / 4,
+        )
+        .unwrap();
+        stream.synchronize()?;
+        let got: Vec<f32> = r_dinp.to_vec()?.iter().flat_map(|x| x.v).map(bf16::to_f32).collect();
+        failed += !check("layernorm_backward_kernel10 (regions) dinp", "ours", max_rel(got, want_ln.dinp.clone(), 0.1), 1.0 / 64.0) as i32;
+        failed += !check("layernorm_backward_kernel10 (regions) dbias", "ours", max_rel(unpack(r_dbias.to_vec()?), want_ln.dbias.clone(), db_floor), 1.0 / 64.0)
+            as i32;
+        failed += !check(
+            "layernorm_backward_kernel10 (regions) dweight",
+            "ours",
+            max_rel(unpack(r_dweight.to_vec()?), want_ln.dweight.clone(), db_floor),
+            1.0 / 64.0,
+        ) as i32;
+        let mut run_regions = || {
+            llmc::layernorm_backward_kernel10_regions::launch(
+                &stream,
+                config,
+                &mut r_dinp,
+                &mut r_dweight,
+                &mut r_dbias,
+                &mut o_scratch,
+                &mut o_counter,
+                &d_dout,
+                &d_inp,
+                &d_weight,
+                &d_mean,
+                &d_rstd,
+                rows as u32,
+                c as u32 / 8,
+                c as u32 / 4,
+            )
+            .unwrap()
+        };
+        report(
+            "layernorm_backward_kernel10 (regions) (1 event pair per launch)",
+            &format!("BT{rows} C{c}"),
+            timer.pair(&context, &stream, &mut run_regions, &mut run_twin, &mut reset_flag, true)?,
+        );
     }
 
     // ---- merge_attn_states_kernel

@@ -146,8 +146,25 @@ fn fused_classifier_kernel5_at_the_benchmarks_small_size() {
     classifier(1003, 1008);
 }
 
-fn run_layernorm_backward(fixed: bool, grid: u32) {
-    let (c, block) = (320usize, 512u32);
+/// Which `layernorm_backward_kernel10` to run: the first try, the fix rounds' variant, or
+/// session 15's variant over `f128` shared regions.
+#[derive(Clone, Copy, PartialEq)]
+enum Ln {
+    FirstTry,
+    Fixed,
+    Regions,
+}
+
+/// Runs one variant, checks it against the reference and returns `(dinp, dbias, dweight)`'s
+/// bits.
+fn run_layernorm_backward(variant: Ln, grid: u32) -> (Vec<u16>, Vec<u16>, Vec<u16>) {
+    run_layernorm_backward_in(variant, grid, 512)
+}
+
+/// [`run_layernorm_backward`] in blocks of `block` threads (llm.c launches 512; the kernels'
+/// launch bounds allow up to 512).
+fn run_layernorm_backward_in(variant: Ln, grid: u32, block: u32) -> (Vec<u16>, Vec<u16>, Vec<u16>) {
+    let c = 320usize;
     let rows = (grid * block / 32) as usize * 2; // every warp takes two rows
     let mut rng = Rng::new(5);
     let dout = rng.bf16s(rows * c, 1.0);
@@ -164,11 +181,13 @@ fn run_layernorm_backward(fixed: bool, grid: u32) {
     let mut scratch = vec![llmc::Partial::default(); grid as usize * c / 4];
     let mut counter = vec![0u32];
     let config = LaunchConfig::new(grid, block).with_shared_bytes(shared);
-    let (got_dbias, got_dweight): (Vec<f32>, Vec<f32>) = if fixed {
-        // The fixed variant's dbias/dweight are `x128`s that the last block writes
+    let (got_dbias, got_dweight): (Vec<bf16>, Vec<bf16>) = if variant != Ln::FirstTry {
+        // The fixed variants' dbias/dweight are `x128`s that the last block writes
         // (`DisjointSlice<X128, ByLastBlock>`).
         let (mut dbias_k, mut dweight_k) = (x128(&dbias), x128(&dweight));
-        llmc::layernorm_backward_kernel10_fixed::launch_cpu(
+        let launch =
+            if variant == Ln::Fixed { llmc::layernorm_backward_kernel10_fixed::launch_cpu } else { llmc::layernorm_backward_kernel10_regions::launch_cpu };
+        launch(
             &CpuExecutor::new(),
             config,
             &mut dinp_k,
@@ -186,7 +205,7 @@ fn run_layernorm_backward(fixed: bool, grid: u32) {
             c as u32 / 4,
         )
         .unwrap();
-        (flat(&dbias_k).iter().map(|&v| f(v)).collect(), flat(&dweight_k).iter().map(|&v| f(v)).collect())
+        (flat(&dbias_k), flat(&dweight_k))
     } else {
         let mut dbias_k: Vec<u32> = dbias.chunks(2).map(|p| p[0].to_bits() as u32 | (p[1].to_bits() as u32) << 16).collect();
         let mut dweight_k: Vec<u32> = dweight.chunks(2).map(|p| p[0].to_bits() as u32 | (p[1].to_bits() as u32) << 16).collect();
@@ -208,33 +227,48 @@ fn run_layernorm_backward(fixed: bool, grid: u32) {
             c as u32 / 4,
         )
         .unwrap();
-        let unpair = |v: &[u32]| -> Vec<f32> { v.iter().flat_map(|&w| [f(bf16::from_bits(w as u16)), f(bf16::from_bits((w >> 16) as u16))]).collect() };
+        let unpair = |v: &[u32]| -> Vec<bf16> { v.iter().flat_map(|&w| [bf16::from_bits(w as u16), bf16::from_bits((w >> 16) as u16)]).collect() };
         (unpair(&dbias_k), unpair(&dweight_k))
     };
     assert_eq!(counter[0], 0, "the last block resets the counter");
     let want = layernorm_backward(&dinp, &dbias, &dweight, &dout, &inp, &weight, &mean, &rstd, c);
     let (err, at) = max_rel(flat(&dinp_k).iter().map(|&v| f(v)), want.dinp.iter().copied(), 0.1);
     assert!(err <= 1.0 / 64.0, "dinp: max rel err {err} at {at}");
-    let (err, at) = max_rel(got_dbias, want.dbias.iter().copied(), 1.0);
+    let (err, at) = max_rel(got_dbias.iter().map(|&v| f(v)), want.dbias.iter().copied(), 1.0);
     assert!(err <= 1.0 / 64.0, "dbias: max rel err {err} at {at}");
-    let (err, at) = max_rel(got_dweight, want.dweight.iter().copied(), 1.0);
+    let (err, at) = max_rel(got_dweight.iter().map(|&v| f(v)), want.dweight.iter().copied(), 1.0);
     assert!(err <= 1.0 / 64.0, "dweight: max rel err {err} at {at}");
+    let bits = |v: &[bf16]| v.iter().map(|x| x.to_bits()).collect::<Vec<u16>>();
+    (bits(&flat(&dinp_k)), bits(&got_dbias), bits(&got_dweight))
 }
 
 #[test]
 fn layernorm_backward_kernel10_matches_the_reference() {
-    run_layernorm_backward(false, 2);
+    run_layernorm_backward(Ln::FirstTry, 2);
 }
 
 /// Six blocks: the last block's `fold_column` takes four rows at once, then the remaining two.
 #[test]
 fn layernorm_backward_kernel10_with_six_blocks_matches_the_reference() {
-    run_layernorm_backward(false, 6);
+    run_layernorm_backward(Ln::FirstTry, 6);
 }
 
 #[test]
 fn layernorm_backward_kernel10_fixed_matches_the_reference() {
-    run_layernorm_backward(true, 6);
+    run_layernorm_backward(Ln::Fixed, 6);
+}
+
+/// Session 15's variant over `f128` shared regions (`dynamic_shared_x4().carve`) is the fixed
+/// variant's algorithm with other shared-memory handles: the same sums in the same order, so
+/// the same bits, at several grid and block sizes (the last block's fold of four rows and of
+/// the rest; warp 0's loop over 15, 7 and 2 other warps' slots).
+#[test]
+fn layernorm_backward_kernel10_regions_gives_the_fixed_variants_bits() {
+    for (grid, block) in [(2, 512), (6, 512), (3, 256), (2, 96)] {
+        let fixed = run_layernorm_backward_in(Ln::Fixed, grid, block);
+        let regions = run_layernorm_backward_in(Ln::Regions, grid, block);
+        assert!(fixed == regions, "grid {grid} x {block}: the regions variant's dinp/dbias/dweight differ from the fixed variant's");
+    }
 }
 
 #[test]

@@ -112,6 +112,41 @@ pub fn rms_norm_kernel_fixed(
     });
 }
 
+/// Session 15's `rms_norm_kernel`: the source's structure, reduction for reduction. cub's
+/// `Reduce` then `if (threadIdx.x == 0) s_variance = rsqrtf(..); __syncthreads();` is
+/// `RuntimeBlockReduce::sum_broadcast(variance, |total| ..)`: thread 0 computes `s` once and
+/// the block gets it after the source's second barrier (the first try's `sum` plus a
+/// `shared_array!` hand-off took 3 barriers; the fixed variant's `sum_all` took 2 but had all
+/// 32 warps compute the division and `rsqrt`, about 25 instructions each, after the last
+/// barrier). The output row is taken before the reduction (its checks off the path from the
+/// last barrier to the output loop's first load, where the twin has only the `s_variance`
+/// read).
+#[kernel(cols(out = hidden_size))]
+pub fn rms_norm_kernel_broadcast(
+    mut out: DisjointSlice<bf16, BlockRows>,
+    input: &[bf16],
+    input_stride: i64,
+    weight: &[bf16],
+    epsilon: f32,
+    num_tokens: i32,
+    hidden_size: u32,
+) {
+    let _ = num_tokens;
+    let me = block_row();
+    let start = me.row() as usize * input_stride as usize;
+    let Some(x) = input.get(start..start + hidden_size as usize) else { return };
+    let Some(row) = out.row_mut(me) else { return };
+    let mut variance = 0.0f32;
+    for i in strided_range(thread_idx_x() as usize, x.len(), block_dim_x() as usize) {
+        let v = x[i].widen();
+        variance += v * v;
+    }
+    let s = RuntimeBlockReduce::new(block_scratch!(f32)).sum_broadcast(variance, |total| (total / hidden_size as f32 + epsilon).rsqrt());
+    row.zip_inputs([x, weight]).for_each(|([&xv, &w], o)| {
+        *o = (xv.widen() * s).to_bf16().mul_rn(w);
+    });
+}
+
 /// CUDA's `atomicMaxFloat` of vLLM: `atomicMax` on the bits as `int` for a value `>= 0`,
 /// `atomicMin` on the bits as `unsigned` otherwise. ferrocuda has no `f32` atomic max and an
 /// `AtomicSlice` has one element type, so the buffer is `i32` and the unsigned minimum is a

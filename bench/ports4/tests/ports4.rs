@@ -111,6 +111,24 @@ fn rms_norm_variant(back: Back, fixed: bool) -> Result<()> {
     Ok(())
 }
 
+/// Session 15's `rms_norm_kernel_broadcast`: the reference, and the first try's bits (the same
+/// fold in thread 0 and the same `s`, handed over by `sum_broadcast` instead of a
+/// `shared_array!`), at a partial last warp (200 columns), 1024 threads (2100) and one warp (20).
+fn rms_norm_broadcast(back: Back) -> Result<()> {
+    let mut rng = Rng::new(7);
+    for (tokens, hidden, stride) in [(5usize, 200usize, 208usize), (3, 2100, 2100), (4, 20, 24)] {
+        let x = rng.bf16s(tokens * stride, -2.0, 2.0);
+        let w = rng.bf16s(hidden, 0.5, 1.5);
+        let got = run_rms_norm_broadcast(back, &x, stride, &w, 1e-6, tokens)?;
+        close("rms_norm_kernel_broadcast", &widen(&got), &rms_norm_reference(&x, stride, &w, 1e-6, tokens), 1e-3, RMS_NORM_REL)?;
+        let first = run_rms_norm(back, false, &x, stride, &w, 1e-6, tokens)?;
+        if got != first {
+            return Err(format!("rms_norm_kernel_broadcast ({tokens} x {hidden}): not the first try's bits").into());
+        }
+    }
+    Ok(())
+}
+
 fn segmented_max(back: Back) -> Result<()> {
     let mut rng = Rng::new(8);
     let (tokens, hidden) = (4usize, 3000usize);
@@ -180,6 +198,10 @@ mod cpu {
         on_cpu(rms_norm_fixed);
     }
     #[test]
+    fn rms_norm_kernel_broadcast_matches_the_reference_and_the_first_try() {
+        on_cpu(rms_norm_broadcast);
+    }
+    #[test]
     fn softmax_autoregressive_backward_inplace_kernel_reqntid_variants_match_the_reference() {
         on_cpu(softmax_bwd_reqntid);
     }
@@ -241,6 +263,10 @@ mod gpu {
     #[test]
     fn rms_norm_kernel_fixed_matches_the_reference() {
         on_gpu("gpu::rms_norm_kernel_fixed", rms_norm_fixed);
+    }
+    #[test]
+    fn rms_norm_kernel_broadcast_matches_the_reference_and_the_first_try() {
+        on_gpu("gpu::rms_norm_kernel_broadcast", rms_norm_broadcast);
     }
     #[test]
     fn softmax_autoregressive_backward_inplace_kernel_reqntid_variants_match_the_reference() {

@@ -1,0 +1,21 @@
+//! What session 15's variant of the fourth port compiles to, pinned on the PTX the build embeds
+//! (no GPU needed): see bench/ports4/RESULTS.md, "Session 15".
+
+#[path = "../../../tests/common/ptx.rs"]
+mod ptx_text;
+use ptx_text::entry_body;
+
+fn vllm(kernel: &str) -> &'static str {
+    let ptx = ferrocuda_ports4::KERNELS.ptx_for(90).expect("the vLLM ports are built for sm_90");
+    entry_body(ptx, kernel)
+}
+
+/// `RuntimeBlockReduce::sum_broadcast` is cub's `Reduce` plus vLLM's `if (threadIdx.x == 0)
+/// s_variance = ..; __syncthreads();`: 2 barriers in the whole kernel (the partials', the
+/// hand-off's), where the first try's `sum` plus a `shared_array!` hand-off has 3.
+#[test]
+fn p30_3_sum_broadcast_takes_the_sources_two_barriers() {
+    let barriers = |kernel: &str| vllm(kernel).matches("barrier.sync 0;").count();
+    assert_eq!(barriers("rms_norm_kernel_broadcast"), 2, "{}", vllm("rms_norm_kernel_broadcast"));
+    assert_eq!(barriers("rms_norm_kernel"), 3, "the first try (pinned)");
+}
