@@ -187,7 +187,7 @@ impl Stream {
         // on the stream checks them again (G14-5). A wait the door refused (this stream already
         // joined by another handle's capture, `CapturedByAnotherThread`) joins nothing, and
         // does not make this handle the joined stream's (G14R-1).
-        let waited = self.enqueue_with("cuStreamWaitEvent", &[], &[], false, |s| {
+        self.enqueue_with("cuStreamWaitEvent", &[], &[], false, |s| {
             if !self.register_join(join.as_ref()) {
                 return Err(Error::CaptureChangedWhileQueued { operation: "Stream::wait_event".to_string() });
             }
@@ -197,7 +197,6 @@ impl Stream {
                 self.settle_join(join.as_ref(), waited.is_ok());
             }
             Ok(waited?)
-        });
-        waited
+        })
     }
 }

@@ -1131,18 +1131,23 @@ fn clear_joined(joined: &[Arc<StreamInner>], token: u64) {
 }
 
 /// Ends the capture of `inner`, dropped by the last of the caller's handles (N11), if it still
-/// runs: under its `driver_calls` and those of its joined streams, as `end_capture`.
+/// runs: under its `driver_calls` and those of its joined streams, as `end_capture`; then, with
+/// no lock held, lets the modules and releases that waited for it go.
 fn abandon_capture(inner: &StreamInner) {
-    let (joined, token) = {
+    let joined;
+    {
         let _driver = inner.driver_calls();
         if !inner.capturing.swap(false, Ordering::Relaxed) {
             return;
         }
-        (inner.joined_streams.close(), inner.capture_owner.load(Ordering::Relaxed))
-    };
-    // The end without this stream's mutex (its list is closed: no join comes in), so that the
-    // releases it lets happen run outside every lock.
-    end_abandoned_capture(&inner.context, inner.raw, inner.with_legacy, &joined, token);
+        joined = inner.joined_streams.close();
+        let _members: Vec<_> = joined.iter().map(|member| member.driver_calls()).collect();
+        end_in_driver(&inner.context, inner.raw);
+        clear_joined(&joined, inner.capture_owner.load(Ordering::Relaxed));
+    }
+    drop(joined);
+    drop(inner.context.take_captured_modules(inner.raw as usize));
+    inner.context.capture_ended(inner.with_legacy);
 }
 
 impl StreamInner {
@@ -1157,15 +1162,19 @@ impl StreamInner {
     /// that no join comes in unlocked; then clears the capture flag (returned: whether it was
     /// set) and the joined streams' flags, still under the mutexes (G14-5).
     fn end_capture_locked<R>(&self, end: impl FnOnce() -> R) -> (R, bool) {
-        let _driver = self.driver_calls();
-        let joined = self.joined_streams.close();
-        let token = self.capture_owner.load(Ordering::Relaxed);
-        let members: Vec<_> = joined.iter().map(|member| member.driver_calls()).collect();
-        let ended = end();
-        let was_capturing = self.capturing.swap(false, Ordering::Relaxed);
-        clear_joined(&joined, token);
-        drop(members);
-        (ended, was_capturing)
+        let joined;
+        let outcome = {
+            let _driver = self.driver_calls();
+            joined = self.joined_streams.close();
+            let _members: Vec<_> = joined.iter().map(|member| member.driver_calls()).collect();
+            let ended = end();
+            let was_capturing = self.capturing.swap(false, Ordering::Relaxed);
+            clear_joined(&joined, self.capture_owner.load(Ordering::Relaxed));
+            (ended, was_capturing)
+        };
+        // The joined streams' handles go with no lock held (the last one destroys its stream).
+        drop(joined);
+        outcome
     }
 }
 
