@@ -4,10 +4,12 @@
 #
 # Two modes, from the repository root:
 #   scripts/gpu-run/g145.sh --stage <dest>   # build machine: build the four test binaries and
-#                                            # copy them to <dest> (a folder git ignores, e.g.
-#                                            # .device-bin/g145), with this script beside them
+#                                            # copy them, xz-compressed, to <dest> (a folder git
+#                                            # ignores, e.g. .device-bin/g145; about 15 MiB, fits
+#                                            # the run tool's carry), with this script beside them
 #   bash scripts/gpu-run/g145.sh [<bindir>]  # GPU machine: run them from <bindir> (default
-#                                            # .device-bin/g145); <bindir> may also be the bin/
+#                                            # .device-bin/g145; .xz files are unpacked there
+#                                            # first); <bindir> may also be the bin/
 #                                            # folder of scripts/gpu-run/stage.sh's bins.tar.xz,
 #                                            # whose test binaries have the same names
 # The build (what --stage runs; the binaries are target/release/deps/<name>-<hash>):
@@ -50,6 +52,8 @@ for l in sys.stdin:
   cp "$(executable ferrocuda-main gpu_host_seams)" "$dest/gpu_host_seams"
   cp "$(executable ferrocuda-host gpu_g14r)" "$dest/gpu_g14r"
   cp "$(executable ferrocuda-kernels gpu_kernels_lib)" "$dest/gpu_kernels_lib"
+  # xz: the run tool carries at most 64 MiB (78 MiB uncompressed, about 15 MiB compressed).
+  (cd "$dest" && xz -T0 -6 -f "${names[@]}")
   cp "$here/g145.sh" "$dest/g145.sh"
   git rev-parse HEAD > "$dest/commit.txt"
   echo "staged ${names[*]} of $(cat "$dest/commit.txt") in $dest ($(du -sh "$dest" | cut -f1))"
@@ -58,6 +62,9 @@ fi
 
 bindir=${1:-.device-bin/g145}
 bindir=$(cd "$bindir" && pwd) || { echo "g145: no folder $bindir"; exit 2; }
+for name in "${names[@]}"; do
+  if [[ -f "$bindir/$name.xz" && ! -x "$bindir/$name" ]]; then xz -dkf "$bindir/$name.xz" && chmod +x "$bindir/$name"; fi
+done
 out=${OUT:-$bindir/out}
 mkdir -p "$out"
 log="$out/g145.txt"

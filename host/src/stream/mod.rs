@@ -99,8 +99,9 @@ struct StreamInner {
     tail_covers: AtomicBool,
     /// Joined to a capture of ferrocuda's by [`Stream::wait_event`] (a fork of a graph): work
     /// through the door is then captured work, like work on a capturing stream (not ordered,
-    /// not tracked), until the driver says the stream is out of the capture. Costs a driver
-    /// query per piece of work while set.
+    /// not tracked), until the capture ends: set by the join's wait and cleared by the
+    /// capture's end, both under this stream's `driver_calls` (the end locks every stream on
+    /// its list), so it is exact there (G14-5). No driver query per piece of work.
     joined: AtomicBool,
     /// The token of the capture of ferrocuda's that records this stream (`owner::new_token`;
     /// 0 before the first): the one it began ([`Stream::begin_capture`]) or was joined to
