@@ -820,6 +820,13 @@ impl Stream {
     /// captured, and synchronous copies on it would invalidate a capture on a stream ordered
     /// with it.
     ///
+    /// The capture is this `Stream` value's: while it runs, work is queued on the stream only
+    /// through this value (or a clone made from it during the capture) on this thread, or
+    /// inside the capture's [`Stream::capture`] closure; other handles, clones made before
+    /// the capture on any thread included, are refused ([`Error::CapturedByAnotherThread`];
+    /// audit 2026-11-28b G14-5, G14R-4). A library value holding a clone made earlier (a
+    /// cuBLAS handle) therefore records into the capture only inside [`Stream::capture`].
+    ///
     /// # Errors
     /// [`Error::CaptureOfBorrowedStream`] on a stream borrowed from another library (Q8): its
     /// owner could end the capture and keep the graph beyond the lifetimes of the buffers it
