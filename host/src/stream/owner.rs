@@ -271,6 +271,53 @@ mod tests {
         assert!(list.register(9, &b) && list.close().len() == 1);
     }
 
+    /// The lock protocol of a capture's end and its joins, with a mutex per stream standing
+    /// for `driver_calls`: joins take their own stream's mutex, register, "wait" (set their
+    /// joined flag); the end takes the capturing stream's mutex, closes the list, takes each
+    /// member's mutex and clears their flags. Over many rounds with several joiners, nothing
+    /// deadlocks (the test ends) and no stream is left marked joined after the end: a join
+    /// either came before the end (which then cleared it under its lock) or was refused.
+    #[test]
+    fn g14_5_a_capture_end_and_racing_joins_neither_deadlock_nor_leave_a_stream_joined() {
+        struct Fake {
+            driver_calls: Mutex<()>,
+            joined: std::sync::atomic::AtomicBool,
+            list: JoinedStreams<Fake>,
+        }
+        let fake = || Arc::new(Fake { driver_calls: Mutex::new(()), joined: false.into(), list: JoinedStreams::default() });
+        for round in 1..=300u64 {
+            let origin = fake();
+            let streams: Vec<_> = (0..4).map(|_| fake()).collect();
+            {
+                let _driver = origin.driver_calls.lock().unwrap();
+                origin.list.open(round);
+            }
+            std::thread::scope(|scope| {
+                for stream in &streams {
+                    let origin = &origin;
+                    scope.spawn(move || {
+                        let _driver = stream.driver_calls.lock().unwrap();
+                        if origin.list.register(round, stream) {
+                            // The driver's wait joined the stream to the capture.
+                            stream.joined.store(true, Ordering::SeqCst);
+                        }
+                    });
+                }
+                scope.spawn(|| {
+                    let _driver = origin.driver_calls.lock().unwrap();
+                    let members = origin.list.close();
+                    let _locked: Vec<_> = members.iter().map(|member| member.driver_calls.lock().unwrap()).collect();
+                    // The driver's end takes every joined stream out of the capture.
+                    for member in &members {
+                        member.joined.store(false, Ordering::SeqCst);
+                    }
+                });
+            });
+            let left = streams.iter().filter(|stream| stream.joined.load(Ordering::SeqCst)).count();
+            assert_eq!(left, 0, "round {round}: a stream joined after the end's list was taken, and is marked joined to an ended capture");
+        }
+    }
+
     /// The end and a join, racing: every join that registered is in the end's list (the end
     /// locks it), and every join after the close is refused; none is lost in between.
     #[test]
