@@ -193,7 +193,7 @@ impl Stream {
             }
             // SAFETY: both handles are alive; flags must be 0 (CU_EVENT_WAIT_DEFAULT).
             let waited = unsafe { driver::stream::wait_event(s.get(), raw_event, 0) };
-            if may_join {
+            if may_join || join.is_some() {
                 self.settle_join(join.as_ref(), waited.is_ok());
             }
             Ok(waited?)
