@@ -222,16 +222,20 @@ fn g14_3_a_host_callback_is_never_recorded_into_another_threads_capture() {
     assert_eq!(ran, queued, "every callback reported as queued runs");
 }
 
-/// G14-5 (open, the general form of S1 and G14-3): while one thread captures a stream
-/// (`begin_capture`, relaxed mode), a launch another thread queues on a clone of that stream is
-/// recorded into the capture and returns `Ok(())`: its kernel does not run, the launch's
-/// buffers record no use (work in ferrocuda's own capture is untracked), so their caller may
-/// read them as if it had run and free them at once, and the capturing thread's graph holds a
-/// kernel over memory it never saw, which `GraphExec::launch`'s contract ("the buffers captured
-/// in the graph are alive") asks it to keep alive. Wanted: work queued from another thread
-/// than the capturing one is refused by name (or the capture fails), never recorded silently.
+/// G14-5 (the general form of S1 and G14-3): while one thread captures a stream
+/// (`begin_capture`, relaxed mode), a launch another thread queues on a clone of that stream
+/// was recorded into the capture and returned `Ok(())`: its kernel did not run, the launch's
+/// buffers recorded no use (work in ferrocuda's own capture is untracked), so their caller
+/// could read them as if it had run and free them at once, and the capturing thread's graph
+/// held a kernel over memory it never saw, which `GraphExec::launch`'s contract ("the buffers
+/// captured in the graph are alive") asks it to keep alive. Session 14 refused such work once
+/// the capture was seen (`CapturedByAnotherThread`), but a launch checked just before the
+/// capture began and queued just after still went in (about 1 in 7 Ok launches on an H200).
+/// Closed in session 15: the door checks again under the stream's driver-call mutex, which the
+/// capture's begin and end hold around their driver call and their flag stores
+/// (`CaptureChangedWhileQueued` when the state changed in between). Wanted: **zero** nodes in
+/// the capturing thread's graphs over every iteration, every capture ending cleanly.
 #[test]
-#[ignore = "G14-5 partly open (audit/2026-11-28b/FINDINGS.md): work that sees the capture is refused now; work whose check ran just before the capture began can still land in it"]
 fn g14_5_a_launch_from_another_thread_is_never_recorded_silently_into_a_capture() {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::time::{Duration, Instant};
@@ -240,20 +244,29 @@ fn g14_5_a_launch_from_another_thread_is_never_recorded_silently_into_a_capture(
     let stream = Stream::non_blocking(&context).unwrap();
     let x = DeviceBuffer::from_slice(&context, &(0..64u32).collect::<Vec<_>>()).unwrap();
     let mut out = DeviceBuffer::<u32>::zeroed(&context, 64).unwrap();
+    // Once outside any capture: the module loads now (a capture refuses a load).
+    square_checked::launch(&stream, LaunchConfig::from((2u32, 32u32)), &x, &mut out).unwrap();
+    stream.synchronize().unwrap();
     let stop = AtomicBool::new(false);
-    let (graphs, nodes) = (AtomicUsize::new(0), AtomicUsize::new(0));
-    let (mut launched, mut refused) = (0usize, 0usize);
+    let (graphs, nodes, failed) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0));
+    let (mut launched, mut refused_seen, mut refused_window, mut other) = (0usize, 0usize, 0usize, Vec::new());
     std::thread::scope(|s| {
         let capturer = stream.clone();
         s.spawn(|| {
             let capturer = capturer;
             while !stop.load(Ordering::Relaxed) {
                 if capturer.begin_capture().is_err() {
+                    failed.fetch_add(1, Ordering::Relaxed);
                     continue;
                 }
-                if let Ok(graph) = capturer.end_capture() {
-                    graphs.fetch_add(1, Ordering::Relaxed);
-                    nodes.fetch_add(graph.node_count().unwrap_or(0), Ordering::Relaxed);
+                match capturer.end_capture() {
+                    Ok(graph) => {
+                        graphs.fetch_add(1, Ordering::Relaxed);
+                        nodes.fetch_add(graph.node_count().unwrap_or(0), Ordering::Relaxed);
+                    }
+                    Err(_) => {
+                        failed.fetch_add(1, Ordering::Relaxed);
+                    }
                 }
             }
         });
@@ -261,14 +274,88 @@ fn g14_5_a_launch_from_another_thread_is_never_recorded_silently_into_a_capture(
         while Instant::now() < deadline {
             match square_checked::launch(&stream, LaunchConfig::from((2u32, 32u32)), &x, &mut out) {
                 Ok(()) => launched += 1,
-                Err(_) => refused += 1,
+                Err(error) => match error.to_string() {
+                    text if text.contains("being captured into a graph") => refused_seen += 1,
+                    text if text.contains("began, ended or changed while this work was being queued") => refused_window += 1,
+                    text => {
+                        if other.len() < 4 {
+                            other.push(text);
+                        }
+                    }
+                },
             }
         }
         stop.store(true, Ordering::Relaxed);
     });
     stream.synchronize().unwrap();
-    let (graphs, nodes) = (graphs.into_inner(), nodes.into_inner());
-    println!("G14-5: {launched} launches returned Ok, {refused} were refused; the capturing thread's {graphs} graphs hold {nodes} nodes it never queued");
+    let (graphs, nodes, failed) = (graphs.into_inner(), nodes.into_inner(), failed.into_inner());
+    println!(
+        "G14-5: {launched} launches returned Ok, {refused_seen} were refused (capture seen), {refused_window} refused (capture began or ended \
+         between the check and the queuing); the capturing thread's {graphs} graphs hold {nodes} nodes it never queued; {failed} \
+         captures failed; other errors: {other:?}"
+    );
     assert!(launched > 0 && graphs > 0, "the race was not exercised");
     assert_eq!(nodes, 0, "launches of another thread, reported Ok, were recorded into the capturing thread's graphs");
+    assert_eq!(failed, 0, "a capture failed (work another thread put into it invalidated it?)");
+    // Other refusals (an ordering the capture made impossible) are printed above, not failed:
+    // the finding is about work recorded silently, which `nodes` counts.
+    // Every launch reported Ok ran: the last one's result is there.
+    assert_eq!(out.to_vec().unwrap(), (0..64u32).map(|v| v * v).collect::<Vec<_>>());
+}
+
+/// G14R-4 (audit 2026-11-28b review2): the capture's owner was the OS thread, so two pieces
+/// of code on one thread (two async tasks on a current-thread executor, one suspended at an
+/// `.await` between `begin_capture` and `end_capture`) were one owner: the other task's launch
+/// on its clone of the stream went into the graph silently. Now the owner is the `Stream`
+/// value that began the capture: a clone made before it is refused on the capturing thread
+/// too; the capturing value, and a clone made from it during the capture, queue into it; and
+/// inside `Stream::capture`'s closure (synchronous: no other task runs there) a clone made
+/// before the capture (a library's, such as a cuBLAS handle's) records into it.
+#[test]
+fn g14r_4_another_handle_on_the_capturing_thread_is_refused_not_recorded() {
+    let Some(context) = common::gpu_or_skip("g14r_4_another_handle_on_the_capturing_thread_is_refused_not_recorded") else { return };
+    let stream = Stream::non_blocking(&context).unwrap();
+    let x = DeviceBuffer::from_slice(&context, &(0..64u32).collect::<Vec<_>>()).unwrap();
+    let mut out = DeviceBuffer::<u32>::zeroed(&context, 64).unwrap();
+    let mut theirs = DeviceBuffer::<u32>::zeroed(&context, 64).unwrap();
+    let config = LaunchConfig::from((2u32, 32u32));
+    square_checked::launch(&stream, config, &x, &mut out).unwrap();
+    stream.synchronize().unwrap();
+    // The other task's handle, made before the capture.
+    let other_task = stream.clone();
+
+    stream.begin_capture().unwrap();
+    let refused = square_checked::launch(&other_task, config, &x, &mut theirs);
+    let own = square_checked::launch(&stream, config, &x, &mut out);
+    let lent = stream.clone();
+    let through_lent = square_checked::launch(&lent, config, &x, &mut out);
+    let graph = stream.end_capture().unwrap();
+    let nodes = graph.node_count().unwrap();
+    println!(
+        "G14R-4: the other handle on the capturing thread: {:?}; own {own:?}; lent {through_lent:?}; graph nodes {nodes}",
+        refused.as_ref().map_err(ToString::to_string)
+    );
+    let refused = refused.expect_err("a clone made before the capture, on the capturing thread, was let into the capture");
+    assert!(refused.to_string().contains("another `Stream` handle"), "{refused}");
+    assert!(own.is_ok() && through_lent.is_ok(), "the capture's own value and its clone made during the capture: {own:?} {through_lent:?}");
+    assert_eq!(nodes, 2, "the graph holds exactly the capture's own two launches");
+    // The refused launch was not recorded and is not pending: `theirs` is untouched, and the
+    // other handle queues normally after the capture.
+    assert_eq!(theirs.to_vec().unwrap(), vec![0u32; 64]);
+    square_checked::launch(&other_task, config, &x, &mut theirs).unwrap();
+    assert_eq!(theirs.to_vec().unwrap(), (0..64u32).map(|v| v * v).collect::<Vec<_>>());
+
+    // The closure form: inside it, the clone made before the capture records into it (what a
+    // library holding a clone, such as a GEMM engine's cuBLAS handle, needs); after it, refused
+    // again while a capture begun by `begin_capture` runs.
+    let graph = stream.capture(|_| square_checked::launch(&other_task, config, &x, &mut out)).unwrap();
+    assert_eq!(graph.node_count().unwrap(), 1, "a clone inside the capture's closure records into it");
+    // The handle that began a capture, shared with another thread, is that thread's to use only
+    // inside the closure (an `Arc<Stream>` shared between threads stays the capturing thread's).
+    stream.begin_capture().unwrap();
+    let elsewhere = std::thread::scope(|s| s.spawn(|| square_checked::launch(&stream, config, &x, &mut theirs).map_err(|e| e.to_string())).join().unwrap());
+    let graph = stream.end_capture().unwrap();
+    println!("G14R-4: the capturing value used on another thread: {elsewhere:?}");
+    assert!(elsewhere.is_err(), "the capturing value on another thread was let into the capture");
+    assert_eq!(graph.node_count().unwrap(), 0);
 }

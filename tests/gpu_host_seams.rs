@@ -166,23 +166,8 @@ fn s1_a_capture_begun_on_another_thread_never_records_a_call_scoped_copy() {
     let Some(context) = own_context("s1_a_capture_begun_on_another_thread_never_records_a_call_scoped_copy") else { return };
     let stream = Stream::non_blocking(&context).unwrap();
     let source = DeviceBuffer::<u32>::zeroed(&context, 1024).unwrap();
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let capturer = {
-        let (stream, stop) = (stream.clone(), stop.clone());
-        std::thread::spawn(move || {
-            let (mut captures, mut with_nodes) = (0u32, 0u32);
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let graph = stream.capture(|_| Ok(())).expect("an empty capture failed (the driver refused work another thread put in it)");
-                if graph.node_count().unwrap() > 0 {
-                    with_nodes += 1;
-                }
-                captures += 1;
-                // Gaps between the captures, so that some calls get through.
-                std::thread::sleep(Duration::from_micros(20));
-            }
-            (captures, with_nodes)
-        })
-    };
+    // Gaps between the captures, so that some calls get through.
+    let capturer = ferrocuda_test_support::CaptureLoop::start(&stream, Duration::from_micros(20));
     let (mut made, mut refused) = (Vec::new(), 0u32);
     for _ in 0..3000 {
         let map = TensorMap::tiled(&source, TensorDataType::U32, &[1024], &[256], TensorSwizzle::None).unwrap();
@@ -192,11 +177,17 @@ fn s1_a_capture_begun_on_another_thread_never_records_a_call_scoped_copy() {
             Err(other) => panic!("to_device_async beside a capture failed otherwise: {other}"),
         }
     }
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let (captures, with_nodes) = capturer.join().unwrap();
-    println!("s1 threads: {} maps copied, {refused} refused during {captures} captures, {with_nodes} graphs with a node", made.len());
-    assert!(!made.is_empty() && captures > 0, "one side never ran: the test shows nothing");
-    assert_eq!(with_nodes, 0, "a capture recorded another thread's copy from a stack frame");
+    let seen = capturer.finish();
+    println!(
+        "s1 threads: {} maps copied, {refused} refused during {} captures, {} graphs with a node, {} failed",
+        made.len(),
+        seen.captures,
+        seen.with_nodes,
+        seen.failed
+    );
+    assert!(!made.is_empty() && seen.captures > 0, "one side never ran: the test shows nothing");
+    assert_eq!(seen.with_nodes, 0, "a capture recorded another thread's copy from a stack frame");
+    assert_eq!(seen.failed, 0, "an empty capture failed (the driver refused work another thread put in it)");
     stream.synchronize().unwrap();
     drop(made);
     context.synchronize().unwrap();

@@ -322,16 +322,36 @@ pub enum Error {
         /// The launch or operation refused.
         operation: String,
     },
-    /// Work queued on a stream while a capture of ferrocuda's records it, from a thread other
-    /// than the one that began the capture (or joined the stream to it) (audit 2026-11-28b,
-    /// G14-5): it would be recorded into that thread's graph instead of running, and the
-    /// graph's launcher would not know the buffers it uses.
+    /// Work queued on a stream while a capture of ferrocuda's records it, through a `Stream`
+    /// handle that is not the capture's (audit 2026-11-28b G14-5, review2 G14R-4): a clone
+    /// made before the capture, on any thread (the capturing one too: another async task
+    /// while the capturing one is suspended), or the capture's own handle on another thread,
+    /// outside the capture's [`Stream::capture`](crate::Stream::capture) closure; or a fork
+    /// of another thread's capture. It would be recorded into that graph
+    /// instead of running, and the graph's launcher would not know the buffers it uses. (The
+    /// name is historical: the capture's owner was its OS thread until session 15.)
     #[error(
-        "{operation}: this stream is being captured into a graph by another thread (its `Stream::begin_capture`, or a \
-         `Stream::wait_event` that joined it to a capture); work from this thread would be recorded into that graph \
-         instead of running. Queue it on the capturing thread, on another stream, or after the capture ends"
+        "{operation}: this stream is being captured into a graph by other code: through another `Stream` handle (its \
+         `Stream::begin_capture`, or a `Stream::wait_event` that joined it to a capture), or through this handle on another \
+         thread than the one that began the capture; work queued here would be recorded into that graph instead of running. \
+         Queue it through the `Stream` value that began the capture (or a clone made from it during the capture) on the \
+         thread that began it, inside its `Stream::capture` closure, on another stream, or after the capture ends"
     )]
     CapturedByAnotherThread {
+        /// The launch or operation refused.
+        operation: String,
+    },
+    /// The stream's capture began, ended or changed hands between the door's first check of a
+    /// piece of work and its queuing (another handle's `begin_capture`, `end_capture`, or a
+    /// join, on another thread). The work was ordered and tracked for the state it was checked
+    /// in, so it is refused rather than recorded into a graph untracked, or run untracked
+    /// (audit 2026-11-28b G14-5, closed in session 15). Nothing was queued.
+    #[error(
+        "{operation}: the stream's capture began, ended or changed while this work was being queued (through another \
+         handle of the stream, on another thread); nothing was queued. Queue it again; to keep it out of (or in) the capture, \
+         order it with the thread that begins and ends the capture"
+    )]
+    CaptureChangedWhileQueued {
         /// The launch or operation refused.
         operation: String,
     },

@@ -149,20 +149,24 @@ impl Stream {
     /// # Errors
     /// [`Error::EventRecordedInCapture`] if `event` was last recorded into a capture that has
     /// ended (while the capture runs, waiting for it joins this stream to the capture: a fork).
-    /// [`Error::CapturedByAnotherThread`] when that capture (or this stream's) is another
-    /// thread's: only the capturing thread forks a stream into its capture or queues on one
-    /// it joined.
+    /// [`Error::CapturedByAnotherThread`] when that capture (or this stream's) is not this
+    /// code's: a stream is forked into a capture inside its [`Stream::capture`] closure, or on
+    /// the thread that began it, and a joined stream is queued on through the handle that
+    /// joined it (or inside the closure). [`Error::CaptureChangedWhileQueued`] when the
+    /// capture ended meanwhile (nothing was queued).
     pub fn wait_event(&self, event: &Event) -> Result<()> {
         let captured_on = event.captured_on().clone();
+        let mut join = None;
         if let Some(captured) = captured_on {
             if !captured.captured_for_ordering().unwrap_or(false) {
                 return Err(Error::EventRecordedInCapture { operation: "Stream::wait_event" });
             }
-            // Joining this stream to the capture: only the capture's own thread may (G14-5's
-            // rule; audit 2026-11-28b review2, G14R-1: another thread holding the event forked
-            // its stream into the capture, became that stream's owner, and its launches went
-            // into the capturing thread's graph, untracked, reported `Ok`).
+            // Joining this stream to the capture: only the capture's own code may (G14-5's rule;
+            // audit 2026-11-28b review2, G14R-1: another thread holding the event forked its
+            // stream into the capture, and its launches went into the capturing thread's
+            // graph, untracked, reported `Ok`; G14R-4: the capture's handle, not its thread).
             captured.join_owner_check("Stream::wait_event")?;
+            join = captured.capture_origin();
         }
         // Waiting on an event recorded in a capture joins this stream to it: not while another
         // thread checks this stream for captures (P2).
@@ -175,17 +179,24 @@ impl Stream {
         if may_join {
             self.open_capture_window()?;
         }
-        let event = event.raw;
-        // SAFETY: both handles are alive; flags must be 0 (CU_EVENT_WAIT_DEFAULT).
-        let waited = self.enqueue_with("cuStreamWaitEvent", &[], &[], false, |s| Ok(unsafe { driver::stream::wait_event(s.get(), event, 0) }?));
-        if may_join && waited.is_ok() {
-            // Joined: its work is captured work from now on (not ordered, not tracked, as on
-            // a capturing stream), until it is out of the capture. Only after a wait that was
-            // queued: a wait the door refused (this stream already joined by another thread's
-            // capture, `CapturedByAnotherThread`) joined nothing, and must not make this thread
-            // the joined stream's owner (G14R-1).
-            self.note_join();
-        }
-        waited
+        let raw_event = event.raw;
+        // The join and its bookkeeping under this stream's `driver_calls` (the door's work):
+        // registered with the capture before the wait (its end locks this stream, so it cannot
+        // take the stream out of the capture between the wait and the flags), the joined flag
+        // and the capture's token (this handle's now) set after it, before any other door work
+        // on the stream checks them again (G14-5). A wait the door refused (this stream already
+        // joined by another handle's capture, `CapturedByAnotherThread`) joins nothing, and
+        // does not make this handle the joined stream's (G14R-1).
+        self.enqueue_with("cuStreamWaitEvent", &[], &[], false, |s| {
+            if !self.register_join(join.as_ref()) {
+                return Err(Error::CaptureChangedWhileQueued { operation: "Stream::wait_event".to_string() });
+            }
+            // SAFETY: both handles are alive; flags must be 0 (CU_EVENT_WAIT_DEFAULT).
+            let waited = unsafe { driver::stream::wait_event(s.get(), raw_event, 0) };
+            if may_join || join.is_some() {
+                self.settle_join(join.as_ref(), waited.is_ok());
+            }
+            Ok(waited?)
+        })
     }
 }

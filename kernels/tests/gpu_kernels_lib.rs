@@ -968,23 +968,8 @@ fn s1_hopper_gemm_beside_captures_on_another_thread_records_nothing_into_them() 
     // Once outside any capture: its module loads now (a capture refuses a load).
     gemm::hopper_gemm_bf16(&stream, &a, &b, &mut c, m, n, k).unwrap();
     stream.synchronize().unwrap();
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let capturer = {
-        let (stream, stop) = (stream.clone(), stop.clone());
-        std::thread::spawn(move || {
-            let (mut captures, mut with_nodes) = (0u32, 0u32);
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let graph = stream.capture(|_| Ok(())).expect("an empty capture failed (the driver refused work another thread put in it)");
-                if graph.node_count().unwrap() > 0 {
-                    with_nodes += 1;
-                }
-                captures += 1;
-                // Gaps between the captures, so that some calls get through.
-                std::thread::sleep(std::time::Duration::from_micros(20));
-            }
-            (captures, with_nodes)
-        })
-    };
+    // Gaps between the captures, so that some calls get through.
+    let capturer = ferrocuda_test_support::CaptureLoop::start(&stream, std::time::Duration::from_micros(20));
     let (mut ran, mut refused) = (0u32, 0u32);
     for _ in 0..2000 {
         match gemm::hopper_gemm_bf16(&stream, &a, &b, &mut c, m, n, k) {
@@ -994,11 +979,14 @@ fn s1_hopper_gemm_beside_captures_on_another_thread_records_nothing_into_them() 
             Err(other) => panic!("hopper_gemm_bf16 beside a capture failed otherwise: {other}"),
         }
     }
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let (captures, with_nodes) = capturer.join().unwrap();
-    eprintln!("s1 hopper_gemm_bf16: {ran} ran, {refused} refused during {captures} captures, {with_nodes} graphs with a node");
-    assert!(ran > 0 && captures > 0, "one side never ran: the test shows nothing");
-    assert_eq!(with_nodes, 0, "a capture recorded another thread's GEMM (its maps live only for the call)");
+    let seen = capturer.finish();
+    eprintln!(
+        "s1 hopper_gemm_bf16: {ran} ran, {refused} refused during {} captures, {} graphs with a node, {} failed",
+        seen.captures, seen.with_nodes, seen.failed
+    );
+    assert!(ran > 0 && seen.captures > 0, "one side never ran: the test shows nothing");
+    assert_eq!(seen.with_nodes, 0, "a capture recorded another thread's GEMM (its maps live only for the call)");
+    assert_eq!(seen.failed, 0, "an empty capture failed (the driver refused work another thread put in it)");
     stream.synchronize().unwrap();
 }
 

@@ -61,7 +61,10 @@ impl Stream {
     /// # Errors
     /// [`Error::ForeignCapture`] while the driver records a borrowed stream into a graph that
     /// ferrocuda did not begin (another library's capture, Q8);
-    /// [`Error::BufferInOtherContext`]; the driver's errors.
+    /// [`Error::CapturedByAnotherThread`] while a capture of ferrocuda's records the stream and
+    /// this handle is not the capture's (see [`Stream`]); [`Error::CaptureChangedWhileQueued`]
+    /// when another handle began, ended or joined a capture of the stream while this call was
+    /// queuing (nothing was queued); [`Error::BufferInOtherContext`]; the driver's errors.
     #[inline]
     pub fn enqueue<R, E: From<Error>>(&self, operation: &str, accesses: &[BufferAccess<'_>], work: impl FnOnce(RawStream<'_>) -> Result<R, E>) -> Result<R, E> {
         self.enqueue_with(operation, accesses, &[], true, work)
@@ -93,14 +96,21 @@ impl Stream {
         work: impl FnOnce(RawStream<'_>) -> Result<R, E>,
     ) -> Result<R, E> {
         // One capture check for both lists (for a borrowed stream it is a driver query).
-        let own_capture = self.capture_check(operation)?;
+        let (own_capture, ours) = self.capture_state(operation)?;
         // Held until the work is queued: the locks of records other threads may reach at once
         // (the halves of a split buffer, D2), so that no other ordering comes in between.
         let held = order_buffers(self, operation, &[also, accesses], own_capture)?;
         self.context().bind_to_thread()?;
         let outcome = {
             let _driver = self.driver_calls();
-            work(RawStream { raw: self.inner.raw, _call: PhantomData })
+            // The check again, in one critical section with the driver call: a capture's
+            // begin, end and joins change its state only under this mutex, so the state read
+            // here is the one the call meets (audit 2026-11-28b G14-5). Refused work was
+            // ordered and recorded for the state first seen: harmless extra records.
+            match self.recheck_locked(ours, operation) {
+                Ok(()) => work(RawStream { raw: self.inner.raw, _call: PhantomData }),
+                Err(refused) => Err(E::from(refused)),
+            }
         };
         drop(held);
         if note_race && !own_capture {

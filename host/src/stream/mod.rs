@@ -7,7 +7,7 @@
 use std::ffi::c_void;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 use std::time::{Duration, Instant};
 
 use cudarc::driver::sys;
@@ -20,6 +20,7 @@ use crate::graph::Graph;
 
 mod door;
 mod hold_off;
+mod owner;
 pub use door::RawStream;
 pub use hold_off::NoCapture;
 
@@ -27,13 +28,28 @@ pub use hold_off::NoCapture;
 ///
 /// Cloning shares the stream (the handle is destroyed when the last clone goes); buffers
 /// allocated on a stream keep it alive until they are freed there.
-#[derive(Clone)]
+///
+/// While a capture of ferrocuda's records the stream, only the `Stream` value that began it
+/// (or a clone made from that value during the capture, or any handle inside the capture's
+/// [`Stream::capture`] closure) queues work there; other handles are refused
+/// ([`Error::CapturedByAnotherThread`]), on any thread (audit 2026-11-28b G14-5, G14R-4).
 pub struct Stream {
     inner: Arc<StreamInner>,
     /// Shared by the handles the caller holds (`None` in the records ferrocuda keeps of the
     /// streams that used a buffer): when the last of them drops while the stream is being
     /// captured, the capture ends (N11), even though records still hold the stream.
     user: Option<Arc<()>>,
+    /// The capture this value began ([`Stream::begin_capture`]) or joined another stream to
+    /// ([`Stream::wait_event`]), as `owner`'s token (0: none): while that capture runs, work
+    /// through this value is the capture's own. Copied by `clone` (a clone made during the
+    /// capture is lent the capture), not by ferrocuda's records.
+    token: AtomicU64,
+}
+
+impl Clone for Stream {
+    fn clone(&self) -> Self {
+        Stream { inner: self.inner.clone(), user: self.user.clone(), token: AtomicU64::new(self.token.load(Ordering::Relaxed)) }
+    }
 }
 
 struct StreamInner {
@@ -83,19 +99,32 @@ struct StreamInner {
     tail_covers: AtomicBool,
     /// Joined to a capture of ferrocuda's by [`Stream::wait_event`] (a fork of a graph): work
     /// through the door is then captured work, like work on a capturing stream (not ordered,
-    /// not tracked), until the driver says the stream is out of the capture. Costs a driver
-    /// query per piece of work while set.
+    /// not tracked), until the capture ends: set by the join's wait and cleared by the
+    /// capture's end, both under this stream's `driver_calls` (the end locks every stream on
+    /// its list), so it is exact there (G14-5). No driver query per piece of work.
     joined: AtomicBool,
-    /// The thread whose work a capture of ferrocuda's on this stream records ([`capture_thread`]
-    /// tokens; 0 when none): the thread that began it ([`Stream::begin_capture`]) or joined the
-    /// stream to it ([`Stream::wait_event`]). Door work from any other thread is refused while
-    /// the capture runs (audit 2026-11-28b, G14-5).
+    /// The token of the capture of ferrocuda's that records this stream (`owner::new_token`;
+    /// 0 before the first): the one it began ([`Stream::begin_capture`]) or was joined to
+    /// ([`Stream::wait_event`]). Door work is let in only through a handle holding it
+    /// ([`Stream::token`]) or inside that capture's [`Stream::capture`] closure (audit
+    /// 2026-11-28b G14-5, G14R-4). Written under `driver_calls`, with the flags.
     capture_owner: AtomicU64,
-    /// Held around each driver call the door makes on this stream and around
-    /// `cuStreamBeginCapture`/`cuStreamEndCapture`, and nothing else (no other lock is taken
-    /// while it is held): the driver crashed (a null read inside libcuda, audit 2026-11-28b
-    /// G14-6) when a launch on a stream raced another thread's begin/end of its capture.
-    driver_calls: std::sync::Mutex<()>,
+    /// The thread that began that capture with `begin_capture` (`owner::this_thread`): forks
+    /// into it from that thread are allowed outside its closure (`owner::join_rule`).
+    capture_thread: AtomicU64,
+    /// For the stream's own capture: the streams joined to it, which its end locks.
+    joined_streams: owner::JoinedStreams<StreamInner>,
+    /// For a stream joined to a capture: the capturing stream (the origin), for forks made
+    /// from this stream.
+    joined_to: Mutex<Weak<StreamInner>>,
+    /// Held around each driver call the door makes on this stream (with its second capture
+    /// check), around `cuStreamBeginCapture`/`cuStreamEndCapture` with the capture flag's and
+    /// token's stores, and around a join's wait with the joined flag's: so the capture state
+    /// the door reads under it is the one its driver call meets (G14-5). The driver crashed (a
+    /// null read inside libcuda, audit 2026-11-28b G14-6) when a launch on a stream raced
+    /// another thread's begin/end of its capture. The innermost lock (docs/host-safety.md, "The
+    /// locks"): only a capture's end takes others under it, its joined streams'.
+    driver_calls: Mutex<()>,
     /// The event other streams and the host wait on to order themselves after this stream's
     /// work so far: created on first need, re-recorded each time (see [`Stream::wait_for`]).
     tail: OnceLock<TailEvent>,
@@ -195,13 +224,16 @@ impl Stream {
             tail_covers: AtomicBool::new(false),
             joined: AtomicBool::new(false),
             capture_owner: AtomicU64::new(0),
-            driver_calls: std::sync::Mutex::new(()),
+            capture_thread: AtomicU64::new(0),
+            joined_streams: owner::JoinedStreams::default(),
+            joined_to: Mutex::new(Weak::new()),
+            driver_calls: Mutex::new(()),
             capture_gate: RwLock::new(()),
             hold_off: hold_off::HoldOff::default(),
             tail: OnceLock::new(),
             _keep_alive: keep_alive,
         };
-        Stream { inner: Arc::new(inner), user: Some(Arc::new(())) }
+        Stream { inner: Arc::new(inner), user: Some(Arc::new(())), token: AtomicU64::new(0) }
     }
 
     /// The legacy default stream (`0` in CUDA) of `context`.
@@ -316,49 +348,86 @@ impl Stream {
     /// loads.
     #[inline]
     pub(crate) fn capture_check(&self, operation: &str) -> Result<bool> {
-        let own = self.is_capturing_fast() || (self.inner.joined.load(Ordering::Relaxed) && self.still_joined());
-        if own {
-            self.owner_check_here(operation)?;
+        self.capture_state(operation).map(|(captured, _)| captured)
+    }
+
+    /// [`Stream::capture_check`], and whether a capture of ferrocuda's records the stream (the
+    /// state the door checks again under `driver_calls`, [`Stream::recheck_locked`]).
+    #[inline]
+    pub(crate) fn capture_state(&self, operation: &str) -> Result<(bool, bool)> {
+        let ours = self.ours_captured();
+        if ours {
+            self.member_check(operation)?;
         }
-        capture_rule(own, self.inner.others_may_capture.load(Ordering::Relaxed), self.inner.joins_owner_captures, || self.foreign_capture_query(), operation)
+        let captured = capture_rule(
+            ours,
+            self.inner.others_may_capture.load(Ordering::Relaxed),
+            self.inner.joins_owner_captures,
+            || self.foreign_capture_query(),
+            operation,
+        )?;
+        Ok((captured, ours))
+    }
+
+    /// True while a capture of ferrocuda's records this stream: its own ([`Stream::begin_capture`])
+    /// or one it was joined to ([`Stream::wait_event`]). Exact under `driver_calls`, where both
+    /// flags are written (G14-5).
+    #[inline]
+    fn ours_captured(&self) -> bool {
+        self.inner.capturing.load(Ordering::Relaxed) || self.inner.joined.load(Ordering::Relaxed)
+    }
+
+    /// The door's second capture check, made with this stream's `driver_calls` held, right
+    /// before its driver call (`owner::recheck_rule`): `ours` is what the first check saw.
+    /// Closes G14-5's window: a capture begun, ended or joined by another handle since the first
+    /// check refuses the work ([`Error::CaptureChangedWhileQueued`]) instead of recording it
+    /// untracked, or running it untracked. Two relaxed loads (the mutex orders them).
+    #[inline]
+    pub(crate) fn recheck_locked(&self, ours: bool, operation: &str) -> Result<()> {
+        owner::recheck_rule(ours, self.ours_captured(), || self.member_check(operation), operation)
     }
 
     /// The G14-5 rule for a wait that joins another stream to this stream's capture (audit
-    /// 2026-11-28b review2, G14R-1): while ferrocuda captures this stream (begun here or
-    /// joined), only the capture's thread may fork another stream into it; a stream joined by
-    /// another thread would be that thread's to queue on, and its work would land in the
-    /// capturing thread's graph unseen. `Ok` when this stream is not captured by ferrocuda.
+    /// 2026-11-28b review2, G14R-1, with G14R-4): while ferrocuda captures this stream (begun
+    /// here or joined), a fork into the capture is made inside its [`Stream::capture`]
+    /// closure or on the thread that began it (`owner::join_rule`); anything else would make
+    /// the waiting stream a member of a capture whose graph's launcher never sees its work.
+    /// `Ok` when this stream is not captured by ferrocuda.
     pub(crate) fn join_owner_check(&self, operation: &str) -> Result<()> {
-        if self.is_capturing_fast() || self.inner.joined.load(Ordering::SeqCst) {
-            self.owner_check_here(operation)?;
+        if self.inner.capturing.load(Ordering::SeqCst) || self.inner.joined.load(Ordering::SeqCst) {
+            std::sync::atomic::fence(Ordering::Acquire);
+            let began_here = self.inner.capture_thread.load(Ordering::SeqCst) == owner::this_thread();
+            owner::join_rule(self.inner.capture_owner.load(Ordering::SeqCst), owner::in_scope, began_here, operation)?;
         }
         Ok(())
     }
 
-    /// [`capture_owner_rule`] for this thread, once a capture flag was seen set. The flags may
-    /// have been read relaxed: without the fence the owner read may be older than the capture
-    /// they announce, on a machine that reorders loads (audit 2026-11-28b review2, G14R-2).
-    /// Free on x86; only on the captured path.
-    fn owner_check_here(&self, operation: &str) -> Result<()> {
+    /// [`owner::member_rule`] for work through this handle, once a capture flag was seen set.
+    /// The flags may have been read relaxed: without the fence the owner read may be older than
+    /// the capture they announce, on a machine that reorders loads (audit 2026-11-28b review2,
+    /// G14R-2). Free on x86; only on the captured path.
+    fn member_check(&self, operation: &str) -> Result<()> {
         std::sync::atomic::fence(Ordering::Acquire);
-        capture_owner_rule(self.inner.capture_owner.load(Ordering::SeqCst), capture_thread(), operation)
+        let (capture, thread) = (self.inner.capture_owner.load(Ordering::SeqCst), self.inner.capture_thread.load(Ordering::SeqCst));
+        owner::member_rule(capture, self.token.load(Ordering::Relaxed), owner::in_scope, thread, owner::this_thread(), operation)
     }
 
-    /// For a stream that joined a capture of ferrocuda's ([`Stream::wait_event`]): whether it
-    /// is still in it (the driver's answer); once out, the stream is an ordinary one again.
-    #[cold]
-    #[inline(never)]
-    fn still_joined(&self) -> bool {
-        let captured = driver_capture_status(self.context(), self.handle()).unwrap_or(false);
-        if !captured {
-            self.left_capture();
-        }
-        captured
+    /// The capture of ferrocuda's that records this stream, for a wait on an event recorded in
+    /// it ([`Stream::wait_event`]): its capturing stream, token and beginning thread; `None`
+    /// when none does.
+    pub(crate) fn capture_origin(&self) -> Option<Join> {
+        let origin = if self.inner.capturing.load(Ordering::SeqCst) {
+            self.inner.clone()
+        } else if self.inner.joined.load(Ordering::SeqCst) {
+            self.inner.joined_to.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).upgrade()?
+        } else {
+            return None;
+        };
+        Some(Join { token: self.inner.capture_owner.load(Ordering::SeqCst), thread: self.inner.capture_thread.load(Ordering::SeqCst), origin })
     }
 
-    /// The stream is out of any capture: no longer joined, and its capture window closes.
-    fn left_capture(&self) {
-        self.inner.joined.store(false, Ordering::SeqCst);
+    /// The stream's capture window closes (a wait that may have joined a capture did not).
+    fn close_capture_window(&self) {
         self.inner.capture_window.store(false, Ordering::SeqCst);
     }
 
@@ -394,9 +463,10 @@ impl Stream {
     }
 
     /// Serialises the door's driver calls on this stream with the beginning and end of its
-    /// captures (G14-6). Hold it only around one driver call, and take no other lock inside.
-    pub(crate) fn driver_calls(&self) -> std::sync::MutexGuard<'_, ()> {
-        self.inner.driver_calls.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    /// captures and joins (G14-6, G14-5). Hold it only around one driver call (and the capture
+    /// state it relies on), and take no other stream lock inside.
+    pub(crate) fn driver_calls(&self) -> MutexGuard<'_, ()> {
+        self.inner.driver_calls()
     }
 
     /// The exclusive side of [`Stream::capture_gate`]: what may make this stream capture.
@@ -497,7 +567,7 @@ impl Stream {
             TailRule::RecordNow => {
                 // Out of any capture: a window left open by a wait that joined one can close
                 // (the gate excludes a new window meanwhile).
-                self.left_capture();
+                self.close_capture_window();
                 self.record_tail_now().map(Tail::Event)
             }
             TailRule::InCapture => Ok(Tail::InCapture),
@@ -545,23 +615,45 @@ impl Stream {
         self.enqueue_with(operation, &[], &[], false, |_| Ok::<_, Error>(unsafe { driver::stream::wait_event(raw_waiter, event, 0) }?))
     }
 
-    /// After a wait that may have joined a capture ([`Stream::wait_event`]): a stream that is
-    /// captured now (and not by its own capture) joined one: its work is captured work from
-    /// here on, and its window stays open until it is out (door work from outside the capture
-    /// that raced the join is noticed). Otherwise the window closes. A failed query leaves the
-    /// window open, which only makes the door's check conservative.
-    pub(crate) fn note_join(&self) {
-        if self.is_capturing_fast() || self.handle().is_null() {
+    /// Inside the door's work of a wait that may join a capture ([`Stream::wait_event`]), with
+    /// this stream's `driver_calls` held: registers this stream with the capture `join` names
+    /// before the wait (false: that capture has ended or changed; refuse the wait, which has
+    /// not been made). Nothing to do when `join` is `None` or this stream is captured by
+    /// ferrocuda already (a join back to the capturing stream, or a second wait of a stream
+    /// already joined).
+    pub(crate) fn register_join(&self, join: Option<&Join>) -> bool {
+        match join {
+            Some(join) if !self.ours_captured() && !self.handle().is_null() => join.origin.joined_streams.register(join.token, &self.inner),
+            _ => true,
+        }
+    }
+
+    /// After that wait, still under `driver_calls`: a stream the driver says is captured now
+    /// joined `join`'s capture: its work is captured work from here on, through this handle
+    /// (which now holds the capture's token) or inside the capture's closure, and its window
+    /// stays open until it is out (door work from outside the capture that raced the join is
+    /// noticed). Otherwise it is taken off the capture's list again and the window closes. A
+    /// failed query counts as joined (as a failed query counts as capturing elsewhere: the
+    /// context has faulted).
+    pub(crate) fn settle_join(&self, join: Option<&Join>, waited: bool) {
+        if self.ours_captured() || self.handle().is_null() {
             return;
         }
-        match driver_capture_status(self.context(), self.handle()) {
-            Ok(true) => {
-                // Before `joined`: door work that sees the join sees its owner.
-                self.inner.capture_owner.store(capture_thread(), Ordering::SeqCst);
+        let captured = waited && driver_capture_status(self.context(), self.handle()).unwrap_or(true);
+        match join {
+            Some(join) if captured => {
+                // Before `joined`: door work that sees the join sees its capture.
+                self.inner.capture_owner.store(join.token, Ordering::SeqCst);
+                self.inner.capture_thread.store(join.thread, Ordering::SeqCst);
+                *self.inner.joined_to.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::downgrade(&join.origin);
+                self.token.store(join.token, Ordering::Relaxed);
                 self.inner.joined.store(true, Ordering::SeqCst);
             }
-            Ok(false) => self.left_capture(),
-            Err(_) => {}
+            Some(join) => join.origin.joined_streams.unregister(&self.inner),
+            None => {}
+        }
+        if !captured {
+            self.close_capture_window();
         }
     }
 
@@ -728,6 +820,13 @@ impl Stream {
     /// captured, and synchronous copies on it would invalidate a capture on a stream ordered
     /// with it.
     ///
+    /// The capture is this `Stream` value's: while it runs, work is queued on the stream only
+    /// through this value (or a clone made from it during the capture) on this thread, or
+    /// inside the capture's [`Stream::capture`] closure; other handles, clones made before
+    /// the capture on any thread included, are refused ([`Error::CapturedByAnotherThread`];
+    /// audit 2026-11-28b G14-5, G14R-4). A library value holding a clone made earlier (a
+    /// cuBLAS handle) therefore records into the capture only inside [`Stream::capture`].
+    ///
     /// # Errors
     /// [`Error::CaptureOfBorrowedStream`] on a stream borrowed from another library (Q8): its
     /// owner could end the capture and keep the graph beyond the lifetimes of the buffers it
@@ -743,19 +842,30 @@ impl Stream {
         // The point outside the capture that others wait on while it runs (item 1).
         self.open_capture_window()?;
         let begun = {
+            // One critical section with the door's second check (G14-5): door work on this
+            // stream is queued either before the driver's begin, having seen no capture, or
+            // after the flag and token below, and checked against them.
             let _driver = self.driver_calls();
             // SAFETY: the stream is alive; the mode is a valid enum value.
-            unsafe { driver::stream::begin_capture(self.handle(), sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED) }
+            let begun = unsafe { driver::stream::begin_capture(self.handle(), sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED) };
+            if begun.is_ok() {
+                let token = owner::new_token();
+                self.inner.capture_mark.store(mark, Ordering::Relaxed);
+                // Before the flag: door work that sees the capture sees whose it is (G14-5):
+                // this value's (G14R-4), and the thread's for forks outside `capture`'s closure.
+                self.inner.capture_owner.store(token, Ordering::SeqCst);
+                self.inner.capture_thread.store(owner::this_thread(), Ordering::SeqCst);
+                self.inner.joined_streams.open(token);
+                self.token.store(token, Ordering::Relaxed);
+                // Set before the window closes: door work that began outside sees one or the other.
+                self.inner.capturing.store(true, Ordering::SeqCst);
+            }
+            begun
         };
         if let Err(error) = begun {
             self.inner.capture_window.store(false, Ordering::SeqCst);
             return Err(error.into());
         }
-        self.inner.capture_mark.store(mark, Ordering::Relaxed);
-        // Before the flag: door work that sees the capture sees whose it is (G14-5).
-        self.inner.capture_owner.store(capture_thread(), Ordering::SeqCst);
-        // Set before the window closes: door work that began outside sees one or the other.
-        self.inner.capturing.store(true, Ordering::SeqCst);
         self.context().capture_started(self.inner.with_legacy);
         self.inner.capture_window.store(false, Ordering::SeqCst);
         Ok(())
@@ -770,12 +880,8 @@ impl Stream {
     pub fn end_capture(&self) -> Result<Graph> {
         self.context().bind_to_thread()?;
         let mut raw = std::ptr::null_mut();
-        let ended = {
-            let _driver = self.driver_calls();
-            // SAFETY: writes one graph handle (owned by the returned Graph).
-            unsafe { driver::stream::end_capture(self.handle(), &mut raw) }
-        };
-        let was_capturing = self.inner.capturing.swap(false, Ordering::Relaxed);
+        // SAFETY: writes one graph handle (owned by the returned Graph).
+        let (ended, was_capturing) = self.inner.end_capture_locked(|| unsafe { driver::stream::end_capture(self.handle(), &mut raw) });
         // Named before they are performed (below): what the error reports.
         let dropped = match (&ended, was_capturing) {
             (Err(_), true) => self.context().deferred_since(self.inner.capture_mark.load(Ordering::Relaxed)).iter().map(ToString::to_string).collect(),
@@ -792,6 +898,12 @@ impl Stream {
 
     /// Records what `work` queues on this stream into a [`Graph`] (nothing runs yet). The
     /// capture is ended even when `work` fails, and `work`'s error is returned.
+    ///
+    /// Inside `work`, work this thread queues through any handle of the captured stream (and
+    /// of streams `work` forks into the capture) is the capture's: a library value holding a
+    /// clone of the stream made before the capture (`Cublas`, a GEMM engine) records into it.
+    /// Other threads queue into it only through `work`'s `&Stream` (lent to a scoped thread,
+    /// say), and clones they hold are refused ([`Error::CapturedByAnotherThread`]).
     pub fn capture(&self, work: impl FnOnce(&Stream) -> Result<()>) -> Result<Graph> {
         /// Ends the capture if `work` panics, so the stream stays usable.
         struct EndOnUnwind<'s>(&'s Stream);
@@ -804,7 +916,12 @@ impl Stream {
         }
         self.begin_capture()?;
         let guard = EndOnUnwind(self);
+        // Every handle this thread queues through inside `work` is the capture's (a library's
+        // clone of the stream made before the capture, say): `work` is synchronous, so no other
+        // code runs on this thread meanwhile (G14R-4). Ends before the capture does.
+        let scope = owner::CaptureScope::enter(self.token.load(Ordering::Relaxed));
         let outcome = work(self);
+        drop(scope);
         drop(guard);
         let graph = self.end_capture();
         outcome?;
@@ -834,7 +951,7 @@ impl Stream {
     /// A handle for ferrocuda's own records of the streams that used a buffer: it keeps the
     /// stream alive but does not count as the caller's (see `Stream::user`).
     pub(crate) fn record(&self) -> Stream {
-        Stream { inner: self.inner.clone(), user: None }
+        Stream { inner: self.inner.clone(), user: None, token: AtomicU64::new(0) }
     }
 
     /// A key naming this CUDA stream among the live ones of its context: its raw handle as a
@@ -849,16 +966,16 @@ impl Drop for Stream {
     fn drop(&mut self) {
         // The last handle of the caller's (exactly one drop gets the count to zero).
         let last_user_handle = self.user.take().is_some_and(|user| Arc::into_inner(user).is_some());
-        if last_user_handle && self.inner.capturing.swap(false, Ordering::Relaxed) {
+        if last_user_handle && self.inner.capturing.load(Ordering::Relaxed) {
             if crate::context::in_host_callback() {
-                let (context, raw, with_legacy) = (self.inner.context.clone(), Handle(self.inner.raw), self.inner.with_legacy);
+                let context = self.inner.context.clone();
                 let keep = self.record();
-                context.release(crate::context::Released::Stream, move |context| {
-                    end_abandoned_capture(context, raw.into_inner(), with_legacy);
+                context.release(crate::context::Released::Stream, move |_| {
+                    abandon_capture(&keep.inner);
                     drop(keep);
                 });
             } else {
-                end_abandoned_capture(&self.inner.context, self.inner.raw, self.inner.with_legacy);
+                abandon_capture(&self.inner);
             }
         }
     }
@@ -867,6 +984,9 @@ impl Drop for Stream {
 impl Drop for StreamInner {
     fn drop(&mut self) {
         let capturing = self.capturing.swap(false, Ordering::Relaxed);
+        // The streams joined to the capture, locked when it ends (below, maybe later).
+        let joined = if capturing { self.joined_streams.close() } else { Vec::new() };
+        let token = self.capture_owner.load(Ordering::Relaxed);
         if !capturing && !self.owned && self.tail.get().is_none() {
             // A default or borrowed stream that never needed a tail event: nothing to release
             // (the legacy stream's wrappers made by every synchronous call end here).
@@ -878,7 +998,7 @@ impl Drop for StreamInner {
         let destroy = move |context: &Context| {
             let (raw, owned, tail) = parts.into_inner();
             if capturing {
-                end_abandoned_capture(context, raw, with_legacy);
+                end_abandoned_capture(context, raw, with_legacy, &joined, token);
             }
             if context.bind_to_thread().is_err() {
                 return; // a faulted context: its teardown reclaims the handles
@@ -931,25 +1051,6 @@ fn driver_capture_status(context: &Context, raw: sys::CUstream) -> Result<bool> 
 /// work is recorded untracked, as in ferrocuda's own capture), and a failed query is reported
 /// as what it is.
 #[inline(always)]
-/// This thread's token for [`StreamInner::capture_owner`]: a number no other live or past
-/// thread of the process has, never 0. One thread-local read after the first call.
-fn capture_thread() -> u64 {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    thread_local! {
-        static TOKEN: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
-    }
-    TOKEN.with(|token| *token)
-}
-
-/// The G14-5 rule (audit 2026-11-28b), for work through the door on a stream that a capture of
-/// ferrocuda's records: only the capture's own thread (`owner`) may queue there. Work from
-/// another thread would be recorded into that thread's graph without running, and the graph's
-/// launcher ([`GraphExec::launch`](crate::GraphExec::launch), whose contract covers the memory
-/// the captured work uses) would never have seen its buffers.
-fn capture_owner_rule(owner: u64, here: u64, operation: &str) -> Result<()> {
-    if owner == here { Ok(()) } else { Err(Error::CapturedByAnotherThread { operation: operation.to_string() }) }
-}
-
 fn capture_rule(own: bool, others_may_capture: bool, joins_owner: bool, query: impl FnOnce() -> Result<bool>, operation: &str) -> Result<bool> {
     if own {
         return Ok(true);
@@ -1000,8 +1101,20 @@ fn tail_rule(captured: bool, waiter_captured: bool, covered: bool) -> TailRule {
 
 /// Ends the capture of a stream dropped while capturing (N11): the partial graph is
 /// discarded, the modules kept for it are let go, and the context's count of captures goes
-/// down, so that the releases postponed for it happen.
-fn end_abandoned_capture(context: &Context, raw: sys::CUstream, with_legacy: bool) {
+/// down, so that the releases postponed for it happen. `joined`: the streams joined to the
+/// capture (closed off its list), locked around the driver's end, and `token` the capture's.
+fn end_abandoned_capture(context: &Context, raw: sys::CUstream, with_legacy: bool, joined: &[Arc<StreamInner>], token: u64) {
+    {
+        let _members: Vec<_> = joined.iter().map(|member| member.driver_calls()).collect();
+        end_in_driver(context, raw);
+        clear_joined(joined, token);
+    }
+    drop(context.take_captured_modules(raw as usize));
+    context.capture_ended(with_legacy);
+}
+
+/// The driver's end of an abandoned capture of `raw`, its graph discarded.
+fn end_in_driver(context: &Context, raw: sys::CUstream) {
     if context.bind_to_thread().is_ok() {
         let mut graph = std::ptr::null_mut();
         // SAFETY: the stream is alive (destroyed after this); writes one graph handle. On
@@ -1012,8 +1125,76 @@ fn end_abandoned_capture(context: &Context, raw: sys::CUstream, with_legacy: boo
             let _ = unsafe { driver::graph::destroy(graph) };
         }
     }
-    drop(context.take_captured_modules(raw as usize));
-    context.capture_ended(with_legacy);
+}
+
+/// The streams `joined` to the capture `token` are out of it (its end, under their
+/// `driver_calls`): ordinary streams again.
+fn clear_joined(joined: &[Arc<StreamInner>], token: u64) {
+    for member in joined {
+        if member.capture_owner.load(Ordering::Relaxed) == token {
+            member.joined.store(false, Ordering::SeqCst);
+            member.capture_window.store(false, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Ends the capture of `inner`, dropped by the last of the caller's handles (N11), if it still
+/// runs: under its `driver_calls` and those of its joined streams, as `end_capture`; then, with
+/// no lock held, lets the modules and releases that waited for it go.
+fn abandon_capture(inner: &StreamInner) {
+    let joined;
+    {
+        let _driver = inner.driver_calls();
+        if !inner.capturing.swap(false, Ordering::Relaxed) {
+            return;
+        }
+        joined = inner.joined_streams.close();
+        let _members: Vec<_> = joined.iter().map(|member| member.driver_calls()).collect();
+        end_in_driver(&inner.context, inner.raw);
+        clear_joined(&joined, inner.capture_owner.load(Ordering::Relaxed));
+    }
+    drop(joined);
+    drop(inner.context.take_captured_modules(inner.raw as usize));
+    inner.context.capture_ended(inner.with_legacy);
+}
+
+impl StreamInner {
+    /// The `driver_calls` mutex (see the field).
+    fn driver_calls(&self) -> MutexGuard<'_, ()> {
+        self.driver_calls.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Runs `end` (the driver's end of this stream's capture) with this stream's `driver_calls`
+    /// held, and those of every stream joined to the capture (taken after its own: the lock
+    /// order of docs/host-safety.md), closing the capture's list of joined streams first so
+    /// that no join comes in unlocked; then clears the capture flag (returned: whether it was
+    /// set) and the joined streams' flags, still under the mutexes (G14-5).
+    fn end_capture_locked<R>(&self, end: impl FnOnce() -> R) -> (R, bool) {
+        let joined;
+        let outcome = {
+            let _driver = self.driver_calls();
+            joined = self.joined_streams.close();
+            let _members: Vec<_> = joined.iter().map(|member| member.driver_calls()).collect();
+            let ended = end();
+            let was_capturing = self.capturing.swap(false, Ordering::Relaxed);
+            clear_joined(&joined, self.capture_owner.load(Ordering::Relaxed));
+            (ended, was_capturing)
+        };
+        // The joined streams' handles go with no lock held (the last one destroys its stream).
+        drop(joined);
+        outcome
+    }
+}
+
+/// A capture of ferrocuda's as a wait on an event recorded into it sees it
+/// ([`Stream::capture_origin`]): a stream waiting on the event joins it.
+pub(crate) struct Join {
+    /// The capturing stream.
+    origin: Arc<StreamInner>,
+    /// The capture's token.
+    token: u64,
+    /// The thread that began it (`owner::this_thread`).
+    thread: u64,
 }
 
 impl std::fmt::Debug for Stream {
@@ -1049,7 +1230,7 @@ impl UsedStreams {
             match held {
                 Held::Strong(stream) => live.push(stream),
                 Held::Weak(weak) => match weak.upgrade() {
-                    Some(inner) => live.push(Stream { inner, user: None }),
+                    Some(inner) => live.push(Stream { inner, user: None, token: AtomicU64::new(0) }),
                     None => gone = true,
                 },
             }
@@ -1143,23 +1324,6 @@ mod tests {
         assert!(!asked && matches!(answer, Ok(true)));
         let (answer, asked) = rule(false, false, Err(Error::NoCurrentContext));
         assert!(!asked && matches!(answer, Ok(false)), "an owned stream: no other library can capture it");
-    }
-
-    /// G14-5 (audit 2026-11-28b): while a capture of ferrocuda's records a stream, only its own
-    /// thread queues there; every other thread is refused by name, and threads get distinct
-    /// tokens (never 0, the "no capture" value).
-    #[test]
-    fn g14_5_only_the_capturing_thread_queues_on_a_captured_stream() {
-        let here = capture_thread();
-        assert_eq!(here, capture_thread(), "a thread's token is stable");
-        let there = std::thread::spawn(capture_thread).join().unwrap();
-        assert!(here != 0 && there != 0 && here != there, "{here} {there}");
-        assert!(capture_owner_rule(here, here, "saxpy").is_ok());
-        let refused = capture_owner_rule(there, here, "saxpy").unwrap_err();
-        assert!(matches!(&refused, Error::CapturedByAnotherThread { operation } if operation == "saxpy"), "{refused:?}");
-        let message = refused.to_string();
-        assert!(message.contains("captured into a graph by another thread") && message.contains("Queue it on the capturing thread"), "{message}");
-        assert!(capture_owner_rule(0, here, "saxpy").is_err(), "no owner recorded: refused, never recorded silently");
     }
 
     /// Issue 29 host item 1: an ordering never rests on an event recorded into a capture for a

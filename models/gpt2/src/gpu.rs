@@ -145,9 +145,14 @@ impl Backend for Gpu {
             // Profiling synchronises around every operation, which a capture cannot hold.
             return Ok(None);
         }
-        self.stream.begin_capture()?;
-        let worked = work();
-        let ended = self.stream.end_capture();
+        // The closure form: the GEMM engine's cuBLAS handles hold clones of the stream made
+        // before the capture, which queue into it only inside `Stream::capture`'s closure (a
+        // capture belongs to the handle that began it, audit 2026-11-28b G14R-4).
+        let mut worked = Ok(());
+        let ended = self.stream.capture(|_| {
+            worked = work();
+            Ok(())
+        });
         worked?;
         let exec = ended?.instantiate()?;
         self.captured.set(true);
