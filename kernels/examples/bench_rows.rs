@@ -505,6 +505,9 @@ fn activations(env: &Env) -> R {
     let out = cell::<bf16>(env, n)?;
     let k = CHECK_ROWS * 4096;
     let chunk_grid = |chunks: usize| LaunchConfig::new(chunks.div_ceil(256).clamp(1, 1 << 20) as u32, 256);
+    // The rotary's launch as the library makes it (`rotary_grid`: at most 4096 blocks, each
+    // thread walking several chunks; session 15).
+    let rotary_grid = |chunks: usize| LaunchConfig::new(chunks.div_ceil(256).clamp(1, 4096) as u32, 256);
     {
         let stream = &env.stream;
         let mut f: Launch<'_> = Box::new(|m: Option<&Module>| side!(m, kb::gelu_forward_packed, stream, chunk_grid(n / 8), &x, &mut *out.borrow_mut()));
@@ -553,7 +556,7 @@ fn activations(env: &Env) -> R {
     {
         let stream = &env.stream;
         let mut f: Launch<'_> = Box::new(|m: Option<&Module>| {
-            side!(m, kb::rotary_embedding_packed, stream, chunk_grid(n / 8), &x, &positions, &cos, &sin, &mut *out.borrow_mut(), head_chunks, heads, shape)
+            side!(m, kb::rotary_embedding_packed, stream, rotary_grid(n / 8), &x, &positions, &cos, &sin, &mut *out.borrow_mut(), head_chunks, heads, shape)
         });
         let small = Rope { tokens: CHECK_ROWS, ..rope };
         let mut want = vec![bf16::default(); CHECK_ROWS * 32 * 128];
@@ -687,6 +690,8 @@ fn variants(env: &Env) -> R {
         // The same kernels with fewer blocks, each thread walking several chunks (the grid-stride
         // loop both have): what a chunk's share of the prologue (alignment checks, the
         // divisors' reciprocals: about 140 SASS instructions in ours, 57 in the twin's) costs.
+        // (The first line above is a thread a chunk; the library launches 4096 blocks since
+        // session 15, the `pair` line.)
         for blocks in [4096u32, 1024] {
             let few = LaunchConfig::new(blocks, 256);
             let mut twin: Launch<'_> = Box::new(|m: Option<&Module>| {
