@@ -4,14 +4,10 @@
 # PyTorch's SDPA (cuDNN, FA2) with BENCH_WG=1 (every sm_90 backward instance) and BENCH_MMA=1
 # (also the deterministic backward; BENCH_MMA=0 skips it), GPT-2's [B,S,H,D] backward, the
 # table, the f64 gradient check against cuDNN's gradients, then compute-sanitizer memcheck of
-# the sm_90 backward. About 1-2 minutes on an H200 (56 s with BENCH_MMA=0). Stage it from a build machine (binaries built there, xz'd
-# to fit the 64 MiB carry):
-#   cargo test --release -p ferrocuda-kernels --test gpu_kernels_lib --no-run   # note the path
-#   cargo build --release -p ferrocuda-kernels --example bench_attention
-#   D=.device-bin/attn; mkdir -p $D; cp <gpu_kernels_lib path> $D/gpu_kernels_lib
-#   cp target/release/examples/bench_attention kernels/bench/attention_*.py kernels/bench/attention_gpu_job.sh $D/
-#   (cd $D && xz -T0 bench_attention gpu_kernels_lib)
-# then on the GPU machine: bash $D/attention_gpu_job.sh (results under $OUT, at most 9 files).
+# the sm_90 backward. About 1-2 minutes on an H200 (56 s with BENCH_MMA=0). Staged with the
+# other attention and row-kernel jobs by `scripts/gpu-run/stage-kernels.sh DEST` (binaries built
+# there, xz'd to fit the 64 MiB carry); then on the GPU machine: bash DEST/attention_gpu_job.sh
+# (or `BWD=1 bash DEST/kernels-job.sh`; results under $OUT, at most 9 files).
 # Knobs: BENCH_REPEAT=n (medians of n timings, spreads on stderr), BENCH_MIN_S=1024 (skip S 512),
 # NCU_ONLY=128,1024,0 (per-kernel durations of the backward under ncu), MEMCHECK_S=0 (skip memcheck),
 # MEMCHECK_FWD_S=0 (skip the persistent forward's memcheck).

@@ -45,6 +45,10 @@ MIN_S = int(os.environ.get("BENCH_MIN_S", "0"))
 # (S 16k only when BENCH_MAX_S asks for it, as in the Rust benchmark; BENCH_D256=1 adds head dim 256.)
 MAX_S = int(os.environ.get("BENCH_MAX_S", "8192"))
 D256 = os.environ.get("BENCH_D256", "0") == "1"
+# BENCH_D=64: that head dimension only; BENCH_FWD_ONLY=1: the forward only (bwd NaN), as the
+# Rust benchmark's knobs of the same names.
+ONLY_D = int(os.environ.get("BENCH_D", "0"))
+FWD_ONLY = os.environ.get("BENCH_FWD_ONLY", "0") == "1"
 
 
 out = open(sys.argv[1], "w") if len(sys.argv) > 1 else None
@@ -54,7 +58,7 @@ torch.manual_seed(0)
 for d in (128, 64) + ((256,) if D256 else ()):
     for s in (512, 1024, 2048, 4096, 8192, 16384):
         for causal in (False, True):
-            if s < MIN_S or s > MAX_S:
+            if s < MIN_S or s > MAX_S or (ONLY_D and d != ONLY_D):
                 continue
             b, h = 16384 // s, 2048 // d
             q, k, v, do = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(4))
@@ -65,7 +69,7 @@ for d in (128, 64) + ((256,) if D256 else ()):
             for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("fa2", SDPBackend.FLASH_ATTENTION)):
                 with sdpa_kernel(backend):
                     fwd = time(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
-                    both = time(lambda: torch.autograd.grad(F.scaled_dot_product_attention(q, k, v, is_causal=causal), (q, k, v), do))
+                    both = float("nan") if FWD_ONLY else time(lambda: torch.autograd.grad(F.scaled_dot_product_attention(q, k, v, is_causal=causal), (q, k, v), do))
                 bwd = both - fwd
                 row = dict(impl=name, head_dim=d, seq=s, batch=b, heads=h, causal=causal, fwd_ms=fwd, bwd_ms=bwd,
                            fwd_tflops=flops / (fwd * 1e-3) / 1e12, bwd_tflops=2.5 * flops / (bwd * 1e-3) / 1e12)

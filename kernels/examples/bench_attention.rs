@@ -9,7 +9,9 @@
 //! the forward's other sm_90 instance (`attention_forward_sm90`: the persistent twin, or the
 //! one-tile-per-block one) is always timed beside the one the call picks; `BENCH_FWD_ALL=1`
 //! times every other sm_90 forward schedule of the shape too (`hopper_forward_instances`; up to
-//! `BENCH_FWD_ALL_MAX_S`), printed as `[fwd name TFLOP/s]` and in the JSON's `fwd_all`.
+//! `BENCH_FWD_ALL_MAX_S`; `BENCH_FWD_FILTER=poly`: only those whose name contains `poly`),
+//! printed as `[fwd name TFLOP/s]` and in the JSON's `fwd_all`. `BENCH_D=64` times one head
+//! dimension, `BENCH_FWD_ONLY=1` the forward only (no backward, no GPT-2 line).
 //! `BENCH_MAX_S=16384` adds S 16k (by default the lengths stop at 8k); `BENCH_D256=1` adds head
 //! dim 256 (the portable path: forward only, up to `BENCH_D256_MAX_S`, default 1k).
 //! Prints a line per shape, and JSON lines (one per shape) to the file named by the first
@@ -116,8 +118,15 @@ fn main() -> Result<(), KernelsError> {
     // (`BENCH_FWD_ALL_MAX_S=n`: only up to S = n.)
     let fwd_all = std::env::var("BENCH_FWD_ALL").is_ok_and(|v| v == "1");
     let fwd_all_max = std::env::var("BENCH_FWD_ALL_MAX_S").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(usize::MAX);
+    // `BENCH_FWD_FILTER=poly`: of those, only the names containing `poly` (issue 31's
+    // polynomial-exponential kernels beside the pick and its twin).
+    let fwd_filter = std::env::var("BENCH_FWD_FILTER").unwrap_or_default();
+    // `BENCH_D=64`: that head dimension only. `BENCH_FWD_ONLY=1`: no backward (its columns NaN)
+    // and no GPT-2 backward line, for a short forward-only run.
+    let only_d = std::env::var("BENCH_D").ok().and_then(|v| v.parse::<usize>().ok());
+    let fwd_only = std::env::var("BENCH_FWD_ONLY").is_ok_and(|v| v == "1");
     let head_dims: &[usize] = if d256 { &[128, 64, 256] } else { &[128, 64] };
-    for &head_dim in head_dims {
+    for &head_dim in head_dims.iter().filter(|&&d| only_d.is_none_or(|only| only == d)) {
         // S 16k only when `BENCH_MAX_S` asks for it.
         for s in [512usize, 1024, 2048, 4096, 8192, 16384] {
             for causal in [false, true] {
@@ -144,7 +153,7 @@ fn main() -> Result<(), KernelsError> {
                 );
                 let flops = 4.0 * (batch * heads) as f64 * (s * s) as f64 * head_dim as f64 * if causal { 0.5 } else { 1.0 };
                 let fwd = time(&context, &stream, || attention::attention_forward(&stream, &q, &k, &v, &mut o, &mut lse, a))?;
-                let bwd = if head_dim == 256 {
+                let bwd = if head_dim == 256 || fwd_only {
                     f64::NAN
                 } else {
                     time(&context, &stream, || {
@@ -160,7 +169,7 @@ fn main() -> Result<(), KernelsError> {
                 if fwd_all && s <= fwd_all_max {
                     let twin = attention::hopper_kernels::<bf16>(&a, arch).map(|pair| pair[1]);
                     for name in attention::hopper_forward_instances::<bf16>(&a, arch).into_iter().skip(1) {
-                        if Some(name) == twin {
+                        if Some(name) == twin || !name.contains(fwd_filter.as_str()) {
                             continue;
                         }
                         let ms = time(&context, &stream, || attention::attention_forward_sm90(&stream, name, &q, &k, &v, &mut o, &mut lse, a))?;
@@ -180,7 +189,7 @@ fn main() -> Result<(), KernelsError> {
                 let path = attention::hopper_kernel::<bf16>(&a, arch).unwrap_or(if attention::uses_tensor_cores::<bf16>(&a) { "mma.sync" } else { "portable" });
                 let bwd_path = attention::hopper_backward_kernel::<bf16>(&a, arch).unwrap_or("mma.sync");
                 // `BENCH_MMA=1`: also the deterministic backward (`mma.sync`), for comparison.
-                let mma = if std::env::var("BENCH_MMA").is_ok_and(|v| v == "1") {
+                let mma = if !fwd_only && std::env::var("BENCH_MMA").is_ok_and(|v| v == "1") {
                     let ms = time(&context, &stream, || {
                         attention::attention_backward_deterministic(
                             &stream,
@@ -195,7 +204,7 @@ fn main() -> Result<(), KernelsError> {
                 // `BENCH_WG=1`: also the sm_90 backward's `_red` and `_late` instances.
                 let mut twin = |which: usize| -> Result<Option<(f64, f64)>, KernelsError> {
                     match attention::hopper_backward_kernels::<bf16>(&a, arch) {
-                        Some(names) if std::env::var("BENCH_WG").is_ok_and(|v| v == "1") => {
+                        Some(names) if !fwd_only && std::env::var("BENCH_WG").is_ok_and(|v| v == "1") => {
                             let ms = time(&context, &stream, || {
                                 attention::attention_backward_sm90(
                                     &stream,
@@ -212,7 +221,7 @@ fn main() -> Result<(), KernelsError> {
                 let (wg, ov) = (twin(1)?, twin(2)?);
                 // `BENCH_WG=1`: also the backward's trial instance (`_late_lpt`), where it has one.
                 let trial = match attention::hopper_backward_trial_kernel::<bf16>(&a, arch) {
-                    Some(name) if std::env::var("BENCH_WG").is_ok_and(|v| v == "1") => {
+                    Some(name) if !fwd_only && std::env::var("BENCH_WG").is_ok_and(|v| v == "1") => {
                         let ms = time(&context, &stream, || {
                             attention::attention_backward_sm90(
                                 &stream,
@@ -268,7 +277,7 @@ fn main() -> Result<(), KernelsError> {
     }
     // GPT-2 small's attention (`[B, S, H, D]`, 12 heads of 64, causal, S 1024, B 8): the
     // backward of each path (text only; the table's rows are `[B, H, S, D]`).
-    if only.is_none() {
+    if only.is_none() && !fwd_only {
         let a = Attention { batch: 8, heads_q: 12, heads_kv: 12, seq_q: 1024, seq_kv: 1024, head_dim: 64, layout: Layout::Bshd, causal: true, scale: None };
         let (q, k, v, dout) = (buf(&context, a.q_len(), 9)?, buf(&context, a.kv_len(), 10)?, buf(&context, a.kv_len(), 11)?, buf(&context, a.q_len(), 12)?);
         let mut o = DeviceBuffer::<bf16>::zeroed(&context, a.q_len())?;

@@ -96,18 +96,24 @@ pub fn hopper_kernels<T: Element>(shape: &Attention, arch: u32) -> Option<[&'sta
 
 /// Every overlapped sm_90 forward instance (the `_serial` ones aside) of `ferrocuda-kernels-hopper`, by
 /// head dimension and mask: the schedules that [`hopper_forward_instances`] offers for a shape.
-const FORWARD_INSTANCES: [&str; 23] = [
+const FORWARD_INSTANCES: [&str; 29] = [
     "attention_d64",
     "attention_d64_persistent",
     "attention_d64_pingpong",
     "attention_d64_pingpong_persistent",
     "attention_d64_s3",
     "attention_d64_pingpong_s3",
+    "attention_d64_poly4",
+    "attention_d64_poly6",
     "attention_d64_causal",
     "attention_d64_causal_pingpong",
     "attention_d64_causal_pingpong_persistent",
     "attention_d64_causal_s3",
     "attention_d64_causal_pingpong_s3",
+    "attention_d64_causal_pingpong_poly4",
+    "attention_d64_causal_pingpong_poly6",
+    "attention_d64_causal_pingpong_persistent_poly4",
+    "attention_d64_causal_pingpong_persistent_poly6",
     "attention_d128",
     "attention_d128_pingpong",
     "attention_d128_pingpong_persistent",
@@ -181,7 +187,7 @@ pub(crate) fn attention_forward<T: Element>(
     function.set_max_dynamic_shared_bytes(shared)?;
     // The persistent kernels: a block per SM at most, taking the `⌈S/128⌉·B·H` query tiles
     // one after the other (the next from a counter, zeroed below with the maps' buffer).
-    let persistent = kernel.ends_with("_persistent");
+    let persistent = kernel.contains("_persistent");
     let items = u32::try_from((seq_len as u32).div_ceil(BM) as u64 * heads).ok();
     let grid = match items {
         _ if !persistent => ((seq_len as u32).div_ceil(BM), heads as u32),

@@ -1017,7 +1017,7 @@ row_op! {
         }
         let packed = shape.head_dim.is_multiple_of(8) && shape.rotary_dim.is_multiple_of(16) && n / 8 <= u32::MAX as usize;
         match NonZeroU32::new(head_dim.get() / 8).filter(|_| packed) {
-            Some(head_chunks) => run.rotary_embedding_packed::<T>(chunk_grid(n / 8), x, positions, cos, sin, out, head_chunks, heads, rope),
+            Some(head_chunks) => run.rotary_embedding_packed::<T>(crate::rotary_grid(n / 8), x, positions, cos, sin, out, head_chunks, heads, rope),
             None => run.rotary_embedding::<T>(grid_stride(n), x, positions, cos, sin, out, head_dim, heads, rope),
         }
     }

@@ -228,3 +228,59 @@ fn the_tensor_core_backward_gives_the_same_gradients_on_misaligned_views() {
     assert!(aligned.0.iter().any(|x| x.to_f32() != 0.0), "dq should not be all zeros");
     assert_eq!(aligned, misaligned);
 }
+
+/// The worst relative error of `exp2_poly::<DEGREE>` against `2^x` in f64 over the softmax's
+/// range where `2^x` is a normal f32 (`-126 <= x <= 0`): every f32 in `[-1, 0]` whose bits
+/// are a multiple of 64 (about 265k values, the polynomial's whole reduced range twice over),
+/// then 4M points spread evenly over `[-126, 0]`.
+fn exp2_poly_worst<const DEGREE: usize>() -> f64 {
+    use ferrocuda_kernels_hopper::attention::exp2_poly;
+    let mut worst = 0.0f64;
+    let mut check = |x: f32| {
+        let want = (x as f64).exp2();
+        let got = exp2_poly::<DEGREE>(x) as f64;
+        worst = worst.max(((got - want) / want).abs());
+    };
+    let mut bits = (-1.0f32).to_bits();
+    while bits >= 0x8000_0000 {
+        check(f32::from_bits(bits));
+        bits = bits.wrapping_sub(64);
+    }
+    check(0.0);
+    let n = 1 << 22;
+    for i in 0..=n {
+        check(-126.0 * i as f32 / n as f32);
+    }
+    worst
+}
+
+/// Issue 31's polynomial `2^x` (the `_poly` attention kernels' FMA-pipe exponentials):
+/// relative error within the documented bound for degrees 3, 4 and 5 over `[-126, 0]`; `+0.0`
+/// exactly for `x <= -127`, `-inf` (a masked score) and NaN; between `-127` and `-126` (where
+/// `ex2.approx.ftz` flushes to 0) non-negative and below `2^-126`; and the pairs it takes are
+/// `poly` of the 16, spread over the row.
+#[test]
+fn s15_exp2_poly_is_within_its_bound_and_zero_below_the_range() {
+    use ferrocuda_kernels_hopper::attention::{EXP2_POLY_DEGREE, exp2_poly, exp2_poly_pair};
+    let worst = [exp2_poly_worst::<3>(), exp2_poly_worst::<4>(), exp2_poly_worst::<5>()];
+    eprintln!("exp2_poly worst relative error on [-126, 0], degree 3 / 4 / 5: {:.3e} / {:.3e} / {:.3e}", worst[0], worst[1], worst[2]);
+    assert!(worst[0] < 1.1e-4, "degree 3: {:.3e}", worst[0]);
+    assert!(worst[1] < 4e-6, "degree 4: {:.3e}", worst[1]);
+    assert!(worst[2] < 5e-7, "degree 5: {:.3e}", worst[2]);
+    assert_eq!(EXP2_POLY_DEGREE, 3, "the bound above the kernels rely on");
+    for x in [-127.0f32, -127.5, -128.0, -150.0, -1e30, f32::MIN, f32::NEG_INFINITY, f32::NAN] {
+        assert_eq!(exp2_poly::<EXP2_POLY_DEGREE>(x).to_bits(), 0, "exp2_poly({x}) must be +0.0");
+    }
+    let n = 100_000;
+    for i in 0..=n {
+        let x = -127.0 + i as f32 / n as f32;
+        let got = exp2_poly::<EXP2_POLY_DEGREE>(x);
+        assert!((0.0..=f32::MIN_POSITIVE).contains(&got) || x >= -126.0, "exp2_poly({x}) = {got:e}");
+    }
+    assert_eq!(exp2_poly::<EXP2_POLY_DEGREE>(0.0), 1.0);
+    for poly in 0..=16u32 {
+        let taken: Vec<u32> = (0..16).filter(|&i| exp2_poly_pair(i, poly)).collect();
+        assert_eq!(taken.len() as u32, poly, "poly {poly}: {taken:?}");
+    }
+    assert_eq!((0..16).filter(|&i| exp2_poly_pair(i, 4)).collect::<Vec<_>>(), [3, 7, 11, 15]);
+}

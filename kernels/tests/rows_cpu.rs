@@ -754,3 +754,59 @@ fn layernorm_sixteen_columns_a_thread_matches_f64() {
     };
     assert!(run(&x) == run(&shifted[1..]), "layernorm: the element-wise path differs from the 16-byte path");
 }
+
+/// Session 15: the packed rotary kernel views the tables as chunks of 8 `f32` cut once a launch
+/// to their common length, and reads a chunk's four 16-byte words behind one bounds check. A
+/// launch whose tables hold fewer rows than `max_positions` (the host refuses one; the kernel
+/// must stay in bounds) gives NaN for a position past them, as for one past `max_positions`,
+/// in the 16-byte path and in the element path (x misaligned) alike, bit for bit; the other
+/// tokens as with whole tables. One block of 256 for 320 chunks: threads walk two chunks, as
+/// on the library's grid of at most 4096 blocks at large sizes.
+#[test]
+fn s15_rotary_packed_short_tables_give_nan_in_both_paths() {
+    use ferrocuda_host::LaunchConfig;
+    use ferrocuda_kernels_device::{RopeShape, for_bf16};
+    use std::num::NonZeroU32;
+    let e = executor();
+    let shape = Rope { tokens: 40, heads: 2, head_dim: 32, rotary_dim: 32, max_positions: 8 };
+    let (n, half) = (shape.tokens * shape.heads * shape.head_dim, shape.rotary_dim / 2);
+    let (x, _) = input::<bf16>(n, 31, 2.0);
+    let positions: Vec<u32> = (0..shape.tokens as u32).map(|t| t * 3 % 8).collect();
+    let cos: Vec<f32> = (0..shape.max_positions * half).map(|i| (i as f32 * 0.01).cos()).collect();
+    let sin: Vec<f32> = (0..shape.max_positions * half).map(|i| (i as f32 * 0.01).sin()).collect();
+    let mut whole = vec![bf16::default(); n];
+    cpu::rotary_embedding(&e, &x, &positions, &cos, &sin, &mut whole, shape, false).unwrap();
+    // Tables of 4 rows (positions 4..8 are past them); `max_positions` still 8.
+    let rope = RopeShape { heads: 2, head_dim: 32, rotary_dim: 32, max_positions: 8, inverse: 0 };
+    let (head_chunks, heads) = (NonZeroU32::new(4).unwrap(), NonZeroU32::new(2).unwrap());
+    let run = |x: &[bf16]| {
+        let mut out = vec![bf16::default(); n];
+        for_bf16::rotary_embedding_packed::launch_cpu(
+            &e,
+            LaunchConfig::new(1, 256),
+            x,
+            &positions,
+            &cos[..4 * half],
+            &sin[..4 * half],
+            &mut out,
+            head_chunks,
+            heads,
+            rope,
+        )
+        .unwrap();
+        out
+    };
+    let xm = misaligned(&x);
+    let bits = |v: &[bf16]| v.iter().map(|b| b.to_bits()).collect::<Vec<u16>>();
+    let (vectors, elements) = (run(&x), run(&xm[1..]));
+    assert_eq!(bits(&vectors), bits(&elements), "the element path differs from the 16-byte path");
+    let row = shape.heads * shape.head_dim;
+    for (t, &p) in positions.iter().enumerate() {
+        let (got, want) = (&vectors[t * row..(t + 1) * row], &whole[t * row..(t + 1) * row]);
+        if p >= 4 {
+            assert!(got.iter().all(|v| v.to_f32().is_nan()), "token {t} (position {p}, past the tables) must be NaN");
+        } else {
+            assert_eq!(bits(got), bits(want), "token {t} (position {p})");
+        }
+    }
+}

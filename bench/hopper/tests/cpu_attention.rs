@@ -9,7 +9,9 @@ use ferrocuda_device::cpu::CpuExecutor;
 use ferrocuda_device::half::bf16;
 use ferrocuda_device::tma::TensorMap as DeviceMap;
 use ferrocuda_host::{LaunchConfig, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
-use hopper_kernels::attention::{BM, BOX, THREADS, attention_body, attention_body_persistent, reference_row, shared_bytes, within_bound};
+use hopper_kernels::attention::{
+    BM, BOX, THREADS, attention_body, attention_body_persistent, attention_body_persistent_with, attention_body_with, reference_row, shared_bytes, within_bound,
+};
 
 fn random_bf16(len: usize, mut seed: u64) -> Vec<bf16> {
     (0..len)
@@ -55,6 +57,12 @@ fn check(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u32) -> 
 /// [`check`], or with `Some(blocks)` the persistent form of the schedule (`overlap` only) on
 /// that many blocks, each taking query tiles from the shared counter until all are done.
 fn check_on(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u32, persistent: Option<u32>) -> f64 {
+    check_poly(d, causal, schedule, seq_len, heads, persistent, 0)
+}
+
+/// [`check_on`] with `poly` of the 16 column pairs of each score row through `exp2_poly` (the
+/// `_poly` kernels' bodies: `attention_body_with`, `attention_body_persistent_with`).
+fn check_poly(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u32, persistent: Option<u32>, poly: u32) -> f64 {
     let len = (heads * seq_len * d) as usize;
     let seed = 0x1000 * d as u64 + 10 * seq_len as u64 + causal as u64;
     let (q, k, v) = (random_bf16(len, seed + 1), random_bf16(len, seed + 2), random_bf16(len, seed + 3));
@@ -81,6 +89,24 @@ fn check_on(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u32, 
         // swizzle), `o` and `lse` hold heads·seq_len·d bf16 and heads·seq_len f32; all live until
         // `run` returns; the grid and shared memory are the kernel's.
         unsafe {
+            if poly != 0 {
+                let next = next as *mut u32;
+                let (two, pingpong) = (Schedule { overlap: true, pingpong: false, stages: 2 }, Schedule { overlap: true, pingpong: true, stages: 2 });
+                return match (d, causal, schedule, persistent.is_some(), poly) {
+                    (64, false, s, false, 4) if s == two => attention_body_with::<64, false, true, false, 2, 4>(qm, km, vm, o, lse, seq_len, scale_log2),
+                    (64, false, s, false, 6) if s == two => attention_body_with::<64, false, true, false, 2, 6>(qm, km, vm, o, lse, seq_len, scale_log2),
+                    (64, true, s, false, 4) if s == pingpong => attention_body_with::<64, true, true, true, 2, 4>(qm, km, vm, o, lse, seq_len, scale_log2),
+                    (64, true, s, false, 6) if s == pingpong => attention_body_with::<64, true, true, true, 2, 6>(qm, km, vm, o, lse, seq_len, scale_log2),
+                    (64, true, s, true, 4) if s == pingpong => {
+                        attention_body_persistent_with::<64, true, true, 2, 4>(qm, km, vm, o, lse, seq_len, scale_log2, heads, next)
+                    }
+                    (64, true, s, true, 6) if s == pingpong => {
+                        attention_body_persistent_with::<64, true, true, 2, 6>(qm, km, vm, o, lse, seq_len, scale_log2, heads, next)
+                    }
+                    (128, false, s, false, 16) if s == two => attention_body_with::<128, false, true, false, 2, 16>(qm, km, vm, o, lse, seq_len, scale_log2),
+                    _ => unreachable!("no such poly variant"),
+                };
+            }
             if persistent.is_some() {
                 let next = next as *mut u32;
                 macro_rules! pick_persistent {
@@ -111,7 +137,7 @@ fn check_on(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u32, 
         }
     };
     CpuExecutor::new().with_race_detection(false).run("attention", config, &body).unwrap();
-    let what = format!("d {d}, causal {causal}, {schedule:?}, seq_len {seq_len}, heads {heads}, persistent on {persistent:?} blocks");
+    let what = format!("d {d}, causal {causal}, {schedule:?}, seq_len {seq_len}, heads {heads}, persistent on {persistent:?} blocks, poly {poly}");
     if let Some(blocks) = persistent {
         // Each block's producer takes one number from the counter per tile it loaded.
         let _ = blocks;
@@ -177,4 +203,21 @@ fn cpu_attention_persistent_blocks_take_several_tiles() {
     check_on(128, true, pingpong(3), 300, 3, Some(1));
     check_on(128, false, pingpong(3), 200, 2, Some(3));
     check_on(64, false, Schedule { overlap: true, pingpong: false, stages: 2 }, 452, 2, Some(2));
+}
+
+/// Issue 31's `_poly` kernels (a share of the softmax's exponentials through `exp2_poly`, the
+/// FMA pipe): the instances the library offers (D 64, 4 or 6 of the 16 column pairs: the
+/// one-tile-per-block overlap kernel, the causal ping-pong one and its persistent twin), and
+/// every exponential through the polynomial (16 of 16, D 128), each within the f64 bounds of
+/// the MUFU kernels; 300 keys (a masked last key tile: `-inf` scores through the polynomial),
+/// two heads.
+#[test]
+fn s15_cpu_attention_poly_exponentials_match_the_f64_reference() {
+    let (two, pingpong) = (Schedule { overlap: true, pingpong: false, stages: 2 }, Schedule { overlap: true, pingpong: true, stages: 2 });
+    for poly in [4, 6] {
+        check_poly(64, false, two, 300, 2, None, poly);
+        check_poly(64, true, pingpong, 300, 2, None, poly);
+        check_poly(64, true, pingpong, 300, 3, Some(2), poly);
+    }
+    check_poly(128, false, two, 300, 2, None, 16);
 }

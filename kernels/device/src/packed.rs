@@ -1512,8 +1512,8 @@ fn rotary_elements<T: Float>(
             _ => None,
         };
         let Some(values) = out.get_mut(i) else { continue };
-        // Zeros past an input's end, as the 16-byte path reads (never, in a launch the host
-        // checked).
+        // Zeros past `x`'s end, NaN past the tables' (as past `max_positions`), as the 16-byte
+        // path gives (never, in a launch the host checked).
         let value = |u: usize| -> f32 {
             if c >= 2 * half {
                 return element(x, at + u);
@@ -1523,7 +1523,8 @@ fn rotary_elements<T: Float>(
             match table {
                 Some(t) => {
                     let (x1, x2) = (element(x, pair), element(x, pair + half));
-                    let (cs, sn) = (element(cos, t + k + u), sign * element(sin, t + k + u));
+                    let (Some(&cs), Some(&sn)) = (cos.get(t + k + u), sin.get(t + k + u)) else { return f32::NAN };
+                    let sn = sign * sn;
                     if first { x1 * cs - x2 * sn } else { x2 * cs + x1 * sn }
                 }
                 None => f32::NAN,
@@ -1565,11 +1566,12 @@ impl Divider {
 
 /// The 16-byte loop of [`rotary_embedding_packed()`] (`x`, `cos`, `sin` viewed as vectors).
 /// Each step reads its token's position first (behind one multiply-high, [`Divider`]), then
-/// `x`'s two chunks, then (once the position is in) the tables' two chunks of 8 `f32`, each
-/// behind one bounds check ([`vectors_raw_whole`]): the four table loads issue together, as
-/// in nvcc's twin (issue 31: with the divisions' reciprocals worked out in every step and a
-/// bounds check a 16-byte word, the position left at instruction 146 of the step and the
-/// tables in two round trips; 0.73x the twin on an H200, this form 0.77x there, session 14).
+/// `x`'s two chunks, then (once the position is in) the tables' two chunks of 8 `f32` behind
+/// one bounds check for all four 16-byte words (the tables cut to one length a launch): the
+/// four table loads issue together, as in nvcc's twin (issue 31: with the divisions'
+/// reciprocals worked out in every step and a bounds check a 16-byte word, the position left
+/// at instruction 146 of the step and the tables in two round trips; 0.73x the twin on an
+/// H200, 0.77x with a check a table, session 14; one check and no zeroed defaults, session 15).
 #[inline(always)]
 fn rotary_walk<T: Float>(
     xv: &[Vec16],
@@ -1579,8 +1581,17 @@ fn rotary_walk<T: Float>(
     out: &mut DisjointChunks<T, 8>,
     (head_chunks, heads, shape): (NonZeroU32, NonZeroU32, RopeShape),
 ) {
-    let half = (shape.rotary_dim / 2) as usize;
+    // In chunks of 8 elements: the rotated half (`rotary_dim % 16 == 0`, the host's choice).
+    let half = (shape.rotary_dim / 2) as usize / CHUNK;
     let sign = if shape.inverse != 0 { -1.0 } else { 1.0 };
+    // The tables as chunks of 8 `f32` (two 16-byte words), cut to their common length once a
+    // launch, so that one bounds check a step covers all four words, and indexed by chunk, so
+    // that no element index is divided back (issue 31, session 15: a range check and a zeroed
+    // default a table and the index shifts were 22 of the step's 183 SASS instructions, against
+    // the twin's 146).
+    let (cc, sc) = (cv.as_chunks::<2>().0, sv.as_chunks::<2>().0);
+    let tables = cc.len().min(sc.len());
+    let (cc, sc) = (&cc[..tables], &sc[..tables]);
     // The token of chunk `c` is `c / (head_chunks heads)` (= `(c / head_chunks) / heads` for
     // any chunk below 2^32 - 1, saturated or not).
     let (by_row, by_token) = (Divider::new(head_chunks), Divider::new(head_chunks.saturating_mul(heads)));
@@ -1589,17 +1600,21 @@ fn rotary_walk<T: Float>(
         // No position (never, in a launch the host checked) reads as `u32::MAX`, which no
         // `max_positions` exceeds: NaN, as the element path gives.
         let position = positions.get(by_token.div(chunk) as usize).copied().unwrap_or(u32::MAX);
-        let c = (chunk - by_row.div(chunk) * head_chunks.get()) as usize * CHUNK;
-        let at = i.get() * CHUNK;
+        // The chunk's column, in chunks.
+        let c = (chunk - by_row.div(chunk) * head_chunks.get()) as usize;
         let o = if c >= 2 * half {
-            widen8::<T>(vectors_raw::<T>(xv, at))
+            widen8::<T>(vector_chunk::<T>(xv, i.get()))
         } else {
             let (k, first) = if c < half { (c, true) } else { (c - half, false) };
-            let pair = at - c + k;
-            let (r1, r2) = (vectors_raw::<T>(xv, pair), vectors_raw::<T>(xv, pair + half));
-            if position < shape.max_positions {
-                let t = position as usize * half + k;
-                let (rc, rs) = (vectors_raw_whole::<f32>(cv, t, Load::EvictLast), vectors_raw_whole::<f32>(sv, t, Load::EvictLast));
+            let pair = i.get() - c + k;
+            let (r1, r2) = (vector_chunk::<T>(xv, pair), vector_chunk::<T>(xv, pair + half));
+            // The tables' chunk, behind one bounds check for its four 16-byte words; past the
+            // tables (never, in a launch the host checked) NaN, as past `max_positions`.
+            let t = position as usize * half + k;
+            if position < shape.max_positions && t < tables {
+                let (c2, s2) = (&cc[t], &sc[t]);
+                let rc = Raw8([cache::load(&c2[0], Load::EvictLast), cache::load(&c2[1], Load::EvictLast)]);
+                let rs = Raw8([cache::load(&s2[0], Load::EvictLast), cache::load(&s2[1], Load::EvictLast)]);
                 let (x1, x2, cs, sn) = (widen8::<T>(r1), widen8::<T>(r2), widen8::<f32>(rc), widen8::<f32>(rs));
                 let mut o = [0.0f32; CHUNK];
                 unroll::<CHUNK>(|u| {
@@ -1615,19 +1630,19 @@ fn rotary_walk<T: Float>(
     }
 }
 
-/// One chunk of `v` (16-byte vectors) at element `at`, its words behind **one** bounds check
-/// (not one a word): an `f32` chunk's two loads sit behind one branch and issue together.
+/// Chunk `chunk` (8 values) of `v` (16-byte vectors), as loaded (`evict_first`): [`vectors_raw`]
+/// by chunk index, so that no element index is divided back; zeros past the end.
 #[inline(always)]
-fn vectors_raw_whole<T: Float>(v: &[Vec16], at: usize, hint: Load) -> Raw8 {
-    let first = at / CHUNK * words::<T>();
+fn vector_chunk<T: Float>(v: &[Vec16], chunk: usize) -> Raw8 {
+    let first = chunk * words::<T>();
     let mut raw = Raw8::default();
-    if let Some(chunk) = v.get(first..first + words::<T>()) {
-        unroll::<2>(|k| {
-            if k < words::<T>() {
-                raw.0[k] = cache::load(&chunk[k], hint);
-            }
-        });
-    }
+    unroll::<2>(|k| {
+        if k < words::<T>()
+            && let Some(word) = v.get(first + k)
+        {
+            raw.0[k] = cache::load(word, Load::EvictFirst);
+        }
+    });
     raw
 }
 

@@ -123,7 +123,73 @@ pub const fn kv_tiles(causal: bool, q0: u32, seq_len: u32) -> u32 {
     if causal && upto < all { upto } else { all }
 }
 
-pub use body::{attention_body, attention_body_persistent};
+pub use body::{attention_body, attention_body_persistent, attention_body_persistent_with, attention_body_with};
+
+/// Degree of [`exp2_poly`]'s polynomial in the `_poly` kernels.
+pub const EXP2_POLY_DEGREE: usize = 3;
+
+/// The column pairs (of the 16 per row and score tile) whose exponentials the `_poly` kernels
+/// compute with [`exp2_poly`] on the FMA pipe (`_poly4`: 4 of 16, a quarter; `_poly6`: 6 of 16),
+/// the others with `ex2.approx` on the MUFU pipe; the pairs are spread over the row
+/// ([`exp2_poly_pair`]).
+pub const EXP2_POLY_SPLITS: [u32; 2] = [4, 6];
+
+/// Whether column pair `i` (0..16) of a score row takes [`exp2_poly`] when `poly` of the 16 do:
+/// the pairs where `i·poly/16` steps (`poly` of them, spread evenly: pairs 3, 7, 11 and 15 for
+/// `poly = 4`).
+#[inline(always)]
+pub const fn exp2_poly_pair(i: u32, poly: u32) -> bool {
+    (i * poly) / 16 != ((i + 1) * poly) / 16
+}
+
+/// `2^f` on `[-1/2, 1/2]` as `1 + f·(c1 + f·(c2 + ..))`: minimax for the relative error with the
+/// constant term exactly 1 (so that `exp2_poly(-127) == 0.0` exactly), by degree 3, 4 and 5
+/// (worst relative error about 1.0e-4, 2.8e-6, 9e-8 in exact arithmetic; Lawson's iteration,
+/// 2000 Chebyshev points).
+const EXP2_COEFFICIENTS: [[f32; 5]; 3] = [
+    [0.693_282_9, 0.242_210_95, 0.055_008_93, 0.0, 0.0],
+    [0.693_124_2, 0.240_240_99, 0.055_906_426, 0.009_582_853, 0.0],
+    [0.693_146_94, 0.240_222_42, 0.055_507_336, 0.009_671_513, 0.001_326_472_7],
+];
+
+/// `2^x` without the MUFU pipe (FlashAttention-3's trick, for kernels bound by `ex2.approx`'s
+/// throughput, 16 a clock per SM against 128 FMAs): `x` clamped to `>= -127`, rounded to the
+/// nearest integer `j` by adding and subtracting `1.5·2^23` (two FADDs, no conversion
+/// instruction), `2^(x - j)` by a polynomial of degree `DEGREE` (3, 4 or 5: `DEGREE - 1`
+/// FFMAs after the first product) on `[-1/2, 1/2]`, and `2^j` applied by adding `j << 23` to
+/// the result's bits (the rounded sum's low bits are `j`: one shift and one integer add).
+///
+/// Accuracy, for the softmax's inputs (`x <= 0`): relative error at most the polynomial's
+/// (tested: degree 3 below 1.1e-4, 4 below 4e-6, 5 below 5e-7, f32 evaluation included) where
+/// `2^x` is a normal f32 (`x >= -126`); below, an absolute error under `2^-126` (where
+/// `ex2.approx.ftz` flushes to 0); `x <= -127` (also `-inf`, a masked score) gives `+0.0`
+/// exactly, as does NaN (`max` takes the other operand). Valid up to `x < 128`.
+#[inline(always)]
+pub fn exp2_poly<const DEGREE: usize>(x: f32) -> f32 {
+    use ferrocuda_device::math::DeviceFloat;
+    const { assert!(DEGREE >= 3 && DEGREE <= 5, "exp2_poly: degree 3, 4 or 5") };
+    // 1.5·2^23: adding it rounds any |x| < 2^22 to an integer (ties to even), kept in the
+    // mantissa's low bits.
+    const ROUND: f32 = 12_582_912.0;
+    let x = x.max(-127.0);
+    let t = x + ROUND;
+    let j = t - ROUND;
+    // Exact (Sterbenz): |x - j| <= 1/2.
+    let f = x - j;
+    let c = EXP2_COEFFICIENTS[DEGREE - 3];
+    let mut p = c[DEGREE - 1];
+    let mut k = DEGREE - 1;
+    while k > 0 {
+        k -= 1;
+        p = DeviceFloat::mul_add(p, f, c[k]);
+    }
+    p = DeviceFloat::mul_add(p, f, 1.0);
+    // t's bits are 0x4b40_0000 + j; shifted by 23 only j's low 9 bits remain, j << 23 (mod 2^32).
+    // p lies in [0.70, 1.42] (exponent field 126 or 127), so the sum's exponent field is
+    // 126 + j or 127 + j >= 0 for j >= -126; for j = -127 (x in [-127, -126.5]) f >= 0, p >= 1,
+    // field 0: a subnormal under 2^-126 (x = -127: f = 0, p = 1, +0.0 exactly).
+    f32::from_bits(p.to_bits().wrapping_add(t.to_bits() << 23))
+}
 
 /// One query row of the f64 reference: `o[c]`, the softmax-weighted magnitude
 /// `weight[c] = Σ_j p_j |v_jc| / Σ_j p_j` (the scale of `o[c]`'s rounding error) and the LSE.
@@ -305,10 +371,22 @@ mod body {
     /// where ptxas then computed both rows' maxima before the first exponential instead of
     /// overlapping the second row's chain with the first row's exponentials; so only the
     /// persistent ping-pong kernels take it.
+    ///
+    /// `POLY` (0..=16): the column pairs of each row whose exponentials go through
+    /// [`exp2_poly`] (FMA pipe) instead of `ex2.approx` (MUFU pipe), spread over the row
+    /// ([`exp2_poly_pair`]); the `_poly` kernels' split. The two rows are two calls of an
+    /// `#[inline(always)]` function, not an `unroll` closure: with the polynomial in it LLVM
+    /// left that closure a call (one function for every kernel, local memory for `s`).
     #[inline(always)]
-    fn softmax(s: &mut [f32; 64], m: &mut [f32; 2], l: &mut [f32; 2], scale_log2: f32, split: bool) -> [f32; 2] {
-        let mut rescale = [1.0f32; 2];
-        unroll::<2>(|h| {
+    fn softmax<const POLY: u32>(s: &mut [f32; 64], m: &mut [f32; 2], l: &mut [f32; 2], scale_log2: f32, split: bool) -> [f32; 2] {
+        [softmax_row::<POLY>(s, m, l, scale_log2, split, 0), softmax_row::<POLY>(s, m, l, scale_log2, split, 1)]
+    }
+
+    /// [`softmax`] of this thread's row `h` (0 or 1): updates `m[h]`, `l[h]` and the row's
+    /// scores; returns the row's rescale factor.
+    #[inline(always)]
+    fn softmax_row<const POLY: u32>(s: &mut [f32; 64], m: &mut [f32; 2], l: &mut [f32; 2], scale_log2: f32, split: bool, h: usize) -> f32 {
+        {
             let mut max = f32::NEG_INFINITY;
             if split {
                 let mut part = [f32::NEG_INFINITY; 4];
@@ -324,12 +402,12 @@ mod body {
             // A row with every score so far masked keeps m = -inf; subtract 0 instead so that
             // no -inf - -inf = NaN appears (its p and rescale factor are then 0).
             let shift = if new == f32::NEG_INFINITY { 0.0 } else { new };
-            rescale[h] = (m[h] - shift).fast_exp2();
+            let rescale = (m[h] - shift).fast_exp2();
             let sum = if split {
                 let mut sums = [0.0f32; 4];
                 unroll::<16>(|i| {
                     unroll::<2>(|j| {
-                        let p = (s[4 * i + 2 * h + j] * scale_log2 - shift).fast_exp2();
+                        let p = exp2_mixed(i as u32, POLY, s[4 * i + 2 * h + j] * scale_log2 - shift);
                         s[4 * i + 2 * h + j] = p;
                         sums[i % 4] += p;
                     })
@@ -339,17 +417,24 @@ mod body {
                 let mut sum = 0.0f32;
                 unroll::<16>(|i| {
                     unroll::<2>(|j| {
-                        let p = (s[4 * i + 2 * h + j] * scale_log2 - shift).fast_exp2();
+                        let p = exp2_mixed(i as u32, POLY, s[4 * i + 2 * h + j] * scale_log2 - shift);
                         s[4 * i + 2 * h + j] = p;
                         sum += p;
                     })
                 });
                 sum
             };
-            l[h] = l[h] * rescale[h] + sum;
+            l[h] = l[h] * rescale + sum;
             m[h] = new;
-        });
-        rescale
+            rescale
+        }
+    }
+
+    /// `2^x` for column pair `i` of a row: [`exp2_poly`] where [`exp2_poly_pair`]`(i, poly)`,
+    /// else `ex2.approx` (a function, not a closure: LLVM left the closure a call).
+    #[inline(always)]
+    fn exp2_mixed(i: u32, poly: u32, x: f32) -> f32 {
+        if exp2_poly_pair(i, poly) { exp2_poly::<EXP2_POLY_DEGREE>(x) } else { x.fast_exp2() }
     }
 
     /// Multiplies this thread's two rows of O by `factor`.
@@ -458,7 +543,7 @@ mod body {
     /// of O's rows and the probabilities P (f32, in the accumulator layout;
     /// `a_fragments_bf16_64` makes them the next `wgmma`'s A operand).
     #[inline(always)]
-    fn finish_scores<const CAUSAL: bool, const STAGES: u32, const MASK: bool>(
+    fn finish_scores<const CAUSAL: bool, const STAGES: u32, const MASK: bool, const POLY: u32>(
         s: &mut [f32; 64],
         state: &mut Running,
         rows: Rows,
@@ -478,7 +563,7 @@ mod body {
         if MASK && ((j + 1) * BN > rows.seq_len || (CAUSAL && (j + 1) * BN > rows.q0 + 1)) {
             mask::<CAUSAL>(&mut x, j * BN + 2 * (rows.lane % 4), rows.row0, rows.seq_len);
         }
-        let factor = softmax(&mut x, &mut state.m, &mut state.l, rows.scale_log2, split);
+        let factor = softmax::<POLY>(&mut x, &mut state.m, &mut state.l, rows.scale_log2, split);
         (factor, x)
     }
 
@@ -541,7 +626,7 @@ mod body {
     /// The consumer warpgroup's 128 threads call it together with the same arguments; Q's
     /// buffer holds the query tile; the producer fills rounds `round..round + tiles`.
     #[inline(always)]
-    unsafe fn consume_tile<const D: u32, const CAUSAL: bool, const PINGPONG: bool, const STAGES: u32, const RELEASE_Q: bool>(
+    unsafe fn consume_tile<const D: u32, const CAUSAL: bool, const PINGPONG: bool, const STAGES: u32, const RELEASE_Q: bool, const POLY: u32>(
         layout: Layout<STAGES>,
         rows: Rows,
         q: u32,
@@ -589,7 +674,7 @@ mod body {
         }
         // The probabilities are kept in `s` (the next scores' `wgmma` takes them as its
         // accumulator operand, scaled by 0), so they are converted before it.
-        (_, s) = finish_scores::<CAUSAL, STAGES, true>(&mut s, &mut state, rows, layout, tiles - 1, round, split);
+        (_, s) = finish_scores::<CAUSAL, STAGES, true, POLY>(&mut s, &mut state, rows, layout, tiles - 1, round, split);
         // The factor by which O's rows must be rescaled before the next P·V.
         let mut factor = [1.0f32; 2];
         // SAFETY: all-zero bits are valid `u32`s (replaced before the first P·V reads them).
@@ -650,7 +735,7 @@ mod body {
             // fragments only after the next wait: registers that a later `wgmma` reads must
             // not be written while a group is in flight, or ptxas serialises every `wgmma` of
             // the kernel (C7513).
-            let (f, x) = finish_scores::<CAUSAL, STAGES, false>(&mut s, &mut state, rows, layout, tiles - 1 - i, round + i, split);
+            let (f, x) = finish_scores::<CAUSAL, STAGES, false, POLY>(&mut s, &mut state, rows, layout, tiles - 1 - i, round + i, split);
             factor = f;
             s = x;
         }
@@ -720,11 +805,11 @@ mod body {
         });
     }
 
-    /// The kernel body (see the module docs).
+    /// The kernel body (see the module docs), every exponential on the MUFU pipe:
+    /// [`attention_body_with`] with `POLY = 0`.
     ///
     /// # Safety
-    /// The module's requirements; 384 threads, [`shared_bytes`]`(D, STAGES)` of dynamic shared memory,
-    /// grid `(⌈seq_len / 128⌉, batch·heads)`; run as every thread of the grid.
+    /// As for [`attention_body_with`].
     #[inline(always)]
     pub unsafe fn attention_body<const D: u32, const CAUSAL: bool, const OVERLAP: bool, const PINGPONG: bool, const STAGES: u32>(
         q_map: *const TensorMap,
@@ -735,6 +820,28 @@ mod body {
         seq_len: u32,
         scale_log2: f32,
     ) {
+        // SAFETY: the caller's contract.
+        unsafe { attention_body_with::<D, CAUSAL, OVERLAP, PINGPONG, STAGES, 0>(q_map, k_map, v_map, o, lse, seq_len, scale_log2) }
+    }
+
+    /// The kernel body (see the module docs); `POLY` (0..=16) of the 16 column pairs of each
+    /// score row take their exponentials through [`exp2_poly`] (FMA pipe), the others
+    /// `ex2.approx` (MUFU pipe).
+    ///
+    /// # Safety
+    /// The module's requirements; 384 threads, [`shared_bytes`]`(D, STAGES)` of dynamic shared memory,
+    /// grid `(⌈seq_len / 128⌉, batch·heads)`; run as every thread of the grid.
+    #[inline(always)]
+    pub unsafe fn attention_body_with<const D: u32, const CAUSAL: bool, const OVERLAP: bool, const PINGPONG: bool, const STAGES: u32, const POLY: u32>(
+        q_map: *const TensorMap,
+        k_map: *const TensorMap,
+        v_map: *const TensorMap,
+        o: *mut u32,
+        lse: *mut f32,
+        seq_len: u32,
+        scale_log2: f32,
+    ) {
+        const { assert!(POLY <= 16, "POLY: at most the 16 column pairs of a row") };
         let tid = thread_idx_x();
         let tile = tile_bytes(D);
         let layout = Layout::<STAGES> { base: (dynamic_shared_address() + 1023) & !1023, tile };
@@ -789,7 +896,7 @@ mod body {
                     issue_scores::<D, false>(&mut s, q, layout.k(slot));
                     wgmma::wait::<0>();
                 }
-                let (factor, probabilities) = finish_scores::<CAUSAL, STAGES, true>(&mut s, &mut state, rows, layout, tiles - 1 - j, j, false);
+                let (factor, probabilities) = finish_scores::<CAUSAL, STAGES, true, POLY>(&mut s, &mut state, rows, layout, tiles - 1 - j, j, false);
                 let mut p = a_fragments_bf16_64(&probabilities);
                 rescale_rows(&mut state.acc, factor);
                 layout.values().consume(j);
@@ -816,7 +923,7 @@ mod body {
                 other.arrive();
             }
             // SAFETY: the warpgroup's threads call it together; Q is in its buffer (waited for).
-            let state = unsafe { consume_tile::<D, CAUSAL, PINGPONG, STAGES, false>(layout, rows, q, consumer, tiles, 0) };
+            let state = unsafe { consume_tile::<D, CAUSAL, PINGPONG, STAGES, false, POLY>(layout, rows, q, consumer, tiles, 0) };
             if PINGPONG && consumer == 0 {
                 mine.sync();
             }
@@ -855,6 +962,29 @@ mod body {
         heads: u32,
         next: *mut u32,
     ) {
+        // SAFETY: the caller's contract.
+        unsafe { attention_body_persistent_with::<D, CAUSAL, PINGPONG, STAGES, 0>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next) }
+    }
+
+    /// [`attention_body_persistent`] with `POLY` of the 16 column pairs of each score row
+    /// taking their exponentials through [`exp2_poly`] (as [`attention_body_with`]).
+    ///
+    /// # Safety
+    /// As for [`attention_body_persistent`].
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn attention_body_persistent_with<const D: u32, const CAUSAL: bool, const PINGPONG: bool, const STAGES: u32, const POLY: u32>(
+        q_map: *const TensorMap,
+        k_map: *const TensorMap,
+        v_map: *const TensorMap,
+        o: *mut u32,
+        lse: *mut f32,
+        seq_len: u32,
+        scale_log2: f32,
+        heads: u32,
+        next: *mut u32,
+    ) {
+        const { assert!(POLY <= 16, "POLY: at most the 16 column pairs of a row") };
         let tid = thread_idx_x();
         let tile = tile_bytes(D);
         let layout = Layout::<STAGES> { base: (dynamic_shared_address() + 1023) & !1023, tile };
@@ -934,7 +1064,7 @@ mod body {
             layout.q_full().wait(n & 1);
             // SAFETY: the warpgroup's threads call it together (the item is the block's); Q is
             // in its buffer (waited for); the producer fills these rounds.
-            let state = unsafe { consume_tile::<D, CAUSAL, PINGPONG, STAGES, true>(layout, rows, q, consumer, tiles, round) };
+            let state = unsafe { consume_tile::<D, CAUSAL, PINGPONG, STAGES, true, POLY>(layout, rows, q, consumer, tiles, round) };
             // SAFETY: O and LSE hold every head's rows (the kernel's contract); head < heads.
             unsafe { store_rows::<D>(state, rows, o, lse, head) };
             round += tiles;
@@ -946,7 +1076,7 @@ mod body {
     }
 
     macro_rules! kernels {
-        ($($name:ident: $d:literal, $causal:literal, $overlap:literal, $pingpong:literal, $stages:literal;)*) => {$(
+        ($($name:ident: $d:literal, $causal:literal, $overlap:literal, $pingpong:literal, $stages:literal $(, poly $poly:literal)?;)*) => {$(
             ferrocuda_device::launch_bounds!($name, 384, 1);
             /// Attention forward (see the module docs), head dimension and variant in the name.
             ///
@@ -959,7 +1089,7 @@ mod body {
                 q_map: *const TensorMap, k_map: *const TensorMap, v_map: *const TensorMap, o: *mut u32, lse: *mut f32, seq_len: u32, scale_log2: f32,
             ) {
                 // SAFETY: the kernel's contract.
-                unsafe { attention_body::<$d, $causal, $overlap, $pingpong, $stages>(q_map, k_map, v_map, o, lse, seq_len, scale_log2) }
+                unsafe { attention_body_with::<$d, $causal, $overlap, $pingpong, $stages, { 0 $(+ $poly)? }>(q_map, k_map, v_map, o, lse, seq_len, scale_log2) }
             }
         )*};
     }
@@ -985,10 +1115,16 @@ mod body {
         attention_d64_causal_pingpong_s3: 64, true, true, true, 3;
         attention_d128_pingpong_s3: 128, false, true, true, 3;
         attention_d128_causal_pingpong_s3: 128, true, true, true, 3;
+        // `POLY` of the 16 column pairs of each row through `exp2_poly` (EXP2_POLY_SPLITS):
+        // the D 64 picks at S 2k-4k (issue 31: bound by the MUFU pipe's exponentials).
+        attention_d64_poly4: 64, false, true, false, 2, poly 4;
+        attention_d64_poly6: 64, false, true, false, 2, poly 6;
+        attention_d64_causal_pingpong_poly4: 64, true, true, true, 2, poly 4;
+        attention_d64_causal_pingpong_poly6: 64, true, true, true, 2, poly 6;
     }
 
     macro_rules! persistent_kernels {
-        ($($name:ident: $d:literal, $causal:literal, $pingpong:literal, $stages:literal;)*) => {$(
+        ($($name:ident: $d:literal, $causal:literal, $pingpong:literal, $stages:literal $(, poly $poly:literal)?;)*) => {$(
             ferrocuda_device::launch_bounds!($name, 384, 1);
             /// Attention forward, persistent (see the module docs and
             /// [`attention_body_persistent`]), head dimension and variant in the name.
@@ -1006,7 +1142,7 @@ mod body {
                 heads: u32, next: *mut u32,
             ) {
                 // SAFETY: the kernel's contract.
-                unsafe { attention_body_persistent::<$d, $causal, $pingpong, $stages>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next) }
+                unsafe { attention_body_persistent_with::<$d, $causal, $pingpong, $stages, { 0 $(+ $poly)? }>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next) }
             }
         )*};
     }
@@ -1019,5 +1155,7 @@ mod body {
         attention_d128_causal_pingpong_persistent: 128, true, true, 2;
         attention_d128_pingpong_s3_persistent: 128, false, true, 3;
         attention_d128_causal_pingpong_s3_persistent: 128, true, true, 3;
+        attention_d64_causal_pingpong_persistent_poly4: 64, true, true, 2, poly 4;
+        attention_d64_causal_pingpong_persistent_poly6: 64, true, true, 2, poly 6;
     }
 }
