@@ -13,9 +13,9 @@ use crate::thread::{block_dim_x, block_idx_x, block_idx_y, thread_idx_x};
 
 /// The partition of `DisjointSlice<T, RowTiles>`: a row-major matrix of `cols` columns cut
 /// into tiles of `tile` columns (both run-time values, the same in every thread, from
-/// `#[kernel(cols(name = (cols, tile)))]`), block `(x, y)` owning columns `[y tile, min((y +
-/// 1) tile, cols))` of row `x` and its thread `t` the columns `y tile + t + blockDim.x j` of
-/// them: vLLM's sampler kernels (`apply_repetition_penalties_kernel`: grid `(num_seqs,
+/// `#[kernel(cols(name = (cols, tile)))]`), block `(x, y)` owning columns
+/// `[y tile, min((y + 1) tile, cols))` of row `x` and its thread `t` the columns
+/// `y tile + t + blockDim.x j` of them: vLLM's sampler kernels (`apply_repetition_penalties_kernel`: grid `(num_seqs,
 /// ceil(vocab / tile_size))`, `for (i = tile_start + threadIdx.x; i < tile_end; i +=
 /// blockDim.x)`), which split each row over several blocks so that a few long rows fill the
 /// GPU (64 rows are 64 blocks on 132 SMs as one block per row, `BlockRows`).
