@@ -100,7 +100,7 @@ def main():
     names = sorted(k for k in ours_sass if not k.startswith("twin_"))
     rows = []
     for name in names:
-        base = re.sub(r"_(fixed|tiles|unchecked)$", "", name)
+        base = re.sub(r"_(fixed|tiles|unchecked|rowtiles)$", "", name)
         twin = "twin_" + base
         for who, info, funcs, key in (("ours", ours_info, ours_sass, name), ("nvcc", twin_info, twin_sass, twin)):
             if key not in funcs:

@@ -36,6 +36,7 @@ on_both_backends!(
     p30_last_block_writes_its_threads_elements_of_a_by_last_block_output,
     p30_in_place_rows_read_the_whole_row_then_write_their_own_columns,
     p30_two_byte_elements_scatter_to_computed_indices,
+    p30_row_tiles_cover_each_tile_of_each_row_once,
 );
 
 fn dim(x: u32, y: u32, z: u32) -> Dim3 {
@@ -186,10 +187,30 @@ fn wrong_launch_shapes_are_refused_and_write_nothing(backend: &Backend) {
         "2^33 threads along x",
         "along x",
     );
+    // RowTiles: 1-D blocks in a grid with z = 1.
+    refused(launch_on!(backend, k::row_tiles_mark, LaunchConfig::new(dim(2, 2, 1), dim(32, 2, 1)), &mut out, 64u32, 16u32), "2-D block", "RowTiles");
+    refused(launch_on!(backend, k::row_tiles_mark, LaunchConfig::new(dim(2, 2, 2), dim(32, 1, 1)), &mut out, 64u32, 16u32), "3-D grid", "RowTiles");
     // PerWarpRow's grid stride: whole warps still required.
     refused(launch_on!(backend, k::warp_rows_strided, LaunchConfig::new(2u32, 48u32), &mut out, 4u32, 64u32), "48 threads", "multiple of 32");
     assert!(backend.download(&out).iter().all(|&v| v == 0), "{}: a refused launch wrote", backend.name());
     assert_eq!(backend.download(&counter), [0], "{}", backend.name());
+}
+
+fn p30_row_tiles_cover_each_tile_of_each_row_once(backend: &Backend) {
+    // 5 rows of 100 in tiles of 30 (the last 10 wide) by a grid of (5, 6): two spare tiles per
+    // row own nothing; blocks of 16 threads take 2 columns of a tile each (`+=` would show a
+    // second visit). Then a buffer 10 short (the last row is not whole: not handed out), and
+    // blocks wider than a tile (threads past its end own nothing).
+    for (short, threads, last_row_written) in [(0usize, 16u32, true), (10, 16, false), (0, 64, true)] {
+        let (rows, cols, tile) = (5u32, 100u32, 30u32);
+        let mut out = backend.zeroed::<u32>((rows * cols) as usize - short);
+        launch_on!(backend, k::row_tiles_mark, LaunchConfig::new(dim(rows, 6, 1), dim(threads, 1, 1)), &mut out, cols, tile).unwrap();
+        for (i, &v) in backend.download(&out).iter().enumerate() {
+            let (r, c) = ((i / cols as usize) as u32, (i % cols as usize) as u32);
+            let want = if r < 4 || last_row_written { mark(r, c) } else { 0 };
+            assert_eq!(v, want, "{}: element {i} (row {r}, col {c}), short by {short}, {threads} threads", backend.name());
+        }
+    }
 }
 
 fn float4s(values: &[f32]) -> Vec<Float4> {

@@ -186,6 +186,15 @@ pub enum LaunchProblem {
     },
     /// Two outputs of the kernel require different block shapes: no launch satisfies both.
     ConflictingBlockShapes,
+    /// The kernel has a row-tile output (`DisjointSlice<T, RowTiles>`: block `(x, y)` owns a
+    /// tile of row `x`, its threads striding by `blockDim.x`) and the block is not 1-D or the
+    /// grid has `z > 1`.
+    NotRowTileLaunch {
+        /// The grid.
+        grid: Dim3,
+        /// The block.
+        block: Dim3,
+    },
     /// More threads per block than the kernel's own limit: its `launch_bounds(max)` (PTX
     /// `.maxntid`), or the registers it was compiled with (the function's
     /// `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`). A GPU refuses the launch
@@ -316,6 +325,12 @@ impl fmt::Display for LaunchProblem {
                 f,
                 "the kernel has a per-block tile output (`PerBlockTile`) whose threads stride over the tile in blocks of exactly {required}, \
                  but the launch has blocks of {block} in a grid of {grid}: launch with blocks of {required} and a grid with z = 1"
+            ),
+            Self::NotRowTileLaunch { grid, block } => write!(
+                f,
+                "the kernel has a row-tile output (`DisjointSlice<T, RowTiles>`), whose block (x, y) owns tile y of row x and whose \
+                 threads stride over the tile by blockDim.x, but the grid {grid} or the block {block} is not of that shape (two threads \
+                 would share an element): launch 1-D blocks (blockDim = (n, 1, 1)) in a grid with z = 1, e.g. grid (rows, tiles, 1)"
             ),
             Self::ConflictingBlockShapes => write!(
                 f,

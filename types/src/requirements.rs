@@ -18,7 +18,9 @@ use crate::problem::LaunchProblem;
 /// `PerBlockTile` needs blocks of exactly its thread shape in a 2-D grid
 /// ([`tile_block`](Self::tile_block)); `PerWarpRow` needs a 1-D launch of whole warps
 /// ([`LINEAR_WARPS`](Self::LINEAR_WARPS)); `DisjointSlice<T, Cells3d>` at most `u32::MAX`
-/// threads along each axis of a 3-D launch ([`SPATIAL_THREADS`](Self::SPATIAL_THREADS)).
+/// threads along each axis of a 3-D launch ([`SPATIAL_THREADS`](Self::SPATIAL_THREADS));
+/// `DisjointSlice<T, RowTiles>` 1-D blocks in a grid with `z = 1`
+/// ([`LINEAR_BLOCKS`](Self::LINEAR_BLOCKS)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LaunchRequirements {
     /// The launch must be 1-D with at most `u32::MAX` threads.
@@ -30,6 +32,10 @@ pub struct LaunchRequirements {
     pub spatial_threads: bool,
     /// `blockDim.x` must be a multiple of 32 (each warp lies in one row of threads).
     pub whole_warps: bool,
+    /// Blocks must be 1-D (`blockDim = (x, 1, 1)`, so `threadIdx.x` names the thread in its
+    /// block) and the grid have `z = 1` (so `(blockIdx.x, blockIdx.y)` names the block): the
+    /// row-tile partition's launch (any grid x and y, any block size).
+    pub linear_blocks: bool,
     /// The block must be exactly `(x, y, 1)` and the grid have `z = 1`; `(0, 0)` means any.
     pub block_shape: (u32, u32),
     /// Two outputs asked for different block shapes: no launch can satisfy both.
@@ -52,6 +58,7 @@ impl LaunchRequirements {
         planar_threads: false,
         spatial_threads: false,
         whole_warps: false,
+        linear_blocks: false,
         block_shape: (0, 0),
         conflicting_block_shapes: false,
         max_block_threads: 0,
@@ -66,6 +73,8 @@ impl LaunchRequirements {
     pub const SPATIAL_THREADS: Self = LaunchRequirements { spatial_threads: true, ..Self::NONE };
     /// A 1-D launch of at most `u32::MAX` threads in blocks of whole warps.
     pub const LINEAR_WARPS: Self = LaunchRequirements { linear_threads: true, whole_warps: true, ..Self::NONE };
+    /// 1-D blocks (`(x, 1, 1)`) in a grid with `z = 1` (any grid x and y).
+    pub const LINEAR_BLOCKS: Self = LaunchRequirements { linear_blocks: true, ..Self::NONE };
     /// The output uses the in-place row phase barrier (one such output per kernel).
     pub const ROW_PHASE: Self = LaunchRequirements { row_phase: true, ..Self::NONE };
 
@@ -109,6 +118,7 @@ impl LaunchRequirements {
             planar_threads: self.planar_threads || other.planar_threads,
             spatial_threads: self.spatial_threads || other.spatial_threads,
             whole_warps: self.whole_warps || other.whole_warps,
+            linear_blocks: self.linear_blocks || other.linear_blocks,
             block_shape: if a_any { b } else { a },
             conflicting_block_shapes: self.conflicting_block_shapes || other.conflicting_block_shapes || conflict,
             max_block_threads: match (self.max_block_threads, other.max_block_threads) {
@@ -131,7 +141,7 @@ impl LaunchConfig {
     /// # Errors
     /// [`LaunchProblem::NotOneDimensional`], [`LaunchProblem::TooManyThreadsForIndex`],
     /// [`LaunchProblem::NotTwoDimensional`], [`LaunchProblem::NotWholeWarps`],
-    /// [`LaunchProblem::BlockShapeRequired`], [`LaunchProblem::ConflictingBlockShapes`],
+    /// [`LaunchProblem::NotRowTileLaunch`], [`LaunchProblem::BlockShapeRequired`], [`LaunchProblem::ConflictingBlockShapes`],
     /// [`LaunchProblem::RequiredBlockThreads`] or [`LaunchProblem::AboveKernelThreadLimit`].
     #[inline]
     pub fn check_requirements(&self, requirements: LaunchRequirements) -> Result<(), LaunchProblem> {
@@ -166,6 +176,9 @@ impl LaunchConfig {
                     return Err(LaunchProblem::TooManyThreadsAlongAxis { axis, threads, max: u64::from(u32::MAX) });
                 }
             }
+        }
+        if requirements.linear_blocks && (block.y != 1 || block.z != 1 || grid.z != 1) {
+            return Err(LaunchProblem::NotRowTileLaunch { grid, block });
         }
         if requirements.whole_warps && !block.x.is_multiple_of(32) {
             return Err(LaunchProblem::NotWholeWarps { block });
@@ -299,6 +312,26 @@ mod tests {
         let problem = wide.check_requirements(need).unwrap_err();
         assert_eq!(problem, LaunchProblem::TooManyThreadsAlongAxis { axis: "x", threads: i32::MAX as u64 * 4, max: u32::MAX as u64 });
         assert_eq!(need.and(LaunchRequirements::NONE), need);
+    }
+
+    /// Issue 30 (ports5 finding 3): the row-tile partition (block `(x, y)` owns tile `y` of
+    /// row `x`) needs 1-D blocks in a grid with `z = 1`, and nothing else.
+    #[test]
+    fn p30_linear_blocks_needs_1d_blocks_in_a_grid_with_z_1() {
+        let need = LaunchRequirements::LINEAR_BLOCKS;
+        assert!(LaunchConfig::new(Dim3 { x: 64, y: 3, z: 1 }, 1024u32).check_requirements(need).is_ok());
+        assert!(LaunchConfig::new(Dim3 { x: i32::MAX as u32, y: 65_535, z: 1 }, 1024u32).check_requirements(need).is_ok());
+        for (grid, block) in [
+            (Dim3 { x: 4, y: 2, z: 1 }, Dim3 { x: 32, y: 2, z: 1 }),
+            (Dim3 { x: 4, y: 2, z: 1 }, Dim3 { x: 32, y: 1, z: 2 }),
+            (Dim3 { x: 4, y: 2, z: 2 }, Dim3 { x: 32, y: 1, z: 1 }),
+        ] {
+            let problem = LaunchConfig::new(grid, block).check_requirements(need).unwrap_err();
+            assert_eq!(problem, LaunchProblem::NotRowTileLaunch { grid, block });
+            assert!(problem.to_string().contains("RowTiles"), "{problem}");
+        }
+        assert!(need.and(LaunchRequirements::NONE).linear_blocks);
+        assert!(LaunchRequirements::NONE.and(need).linear_blocks);
     }
 
     #[test]

@@ -333,6 +333,7 @@ fn repetition_penalties(g: &Gpu) -> Res<Vec<Row>> {
     let mut first = DeviceBuffer::from_slice(&g.context, &logits_host)?;
     let mut tiles = DeviceBuffer::from_slice(&g.context, &logits_host)?;
     let mut unchecked = DeviceBuffer::from_slice(&g.context, &logits_host)?;
+    let mut rowtiles = DeviceBuffer::from_slice(&g.context, &logits_host)?;
     // vLLM's launcher: tile_num = min(vocab, max(1, ceil(SMs / seqs))) on the device's SMs
     // (132 on an H100 SXM and an H200).
     let sms = 132usize;
@@ -351,13 +352,14 @@ fn repetition_penalties(g: &Gpu) -> Res<Vec<Row>> {
     vllm::apply_repetition_penalties_kernel::launch(&g.stream, first_config, &mut first, &prompt, &output, &pen, v)?;
     vllm::apply_repetition_penalties_kernel_tiles::launch(&g.stream, tiles_config, &mut tiles, &prompt, &output, &pen, v)?;
     vllm::apply_repetition_penalties_kernel_unchecked::launch(&g.stream, twin_config, &mut unchecked, &prompt, &output, &pen, v, tile_size as u32)?;
+    vllm::apply_repetition_penalties_kernel_rowtiles::launch(&g.stream, twin_config, &mut rowtiles, &prompt, &output, &pen, v, tile_size as u32)?;
     g.stream.synchronize()?;
     let mut want = logits_host.clone();
     r::apply_repetition_penalties(&mut want, &prompt_host, &output_host, &pen_host, vocab);
     let t = twin.to_vec()?;
     let host_same = bits_equal(&t, &want);
     let mut outs = Vec::new();
-    for buffer in [&first, &tiles, &unchecked] {
+    for buffer in [&first, &tiles, &unchecked, &rowtiles] {
         outs.push(bits_equal(&t, &buffer.to_vec()?));
     }
     // The timing runs keep applying the penalty (each run divides or multiplies again; signs
@@ -366,7 +368,9 @@ fn repetition_penalties(g: &Gpu) -> Res<Vec<Row>> {
     let mut run_tiles = || vllm::apply_repetition_penalties_kernel_tiles::launch(&g.stream, tiles_config, &mut tiles, &prompt, &output, &pen, v);
     let mut run_unchecked =
         || vllm::apply_repetition_penalties_kernel_unchecked::launch(&g.stream, twin_config, &mut unchecked, &prompt, &output, &pen, v, tile_size as u32);
-    let times = g.bench(&mut [&mut run_twin, &mut run_first, &mut run_tiles, &mut run_unchecked])?;
+    let mut run_rowtiles =
+        || vllm::apply_repetition_penalties_kernel_rowtiles::launch(&g.stream, twin_config, &mut rowtiles, &prompt, &output, &pen, v, tile_size as u32);
+    let times = g.bench(&mut [&mut run_twin, &mut run_first, &mut run_tiles, &mut run_unchecked, &mut run_rowtiles])?;
     let n = t.len();
     let row = |kernel, shape: String, same: usize, ms, unsafe_needed| Row {
         kernel,
@@ -382,6 +386,7 @@ fn repetition_penalties(g: &Gpu) -> Res<Vec<Row>> {
         row("apply_repetition_penalties", format!("{seqs} x {vocab} f32"), outs[0], times[1], false),
         row("  same, PerBlockTile (seq, 8192-tile) grid", format!("grid ({seqs}, {})", vocab.div_ceil(8192)), outs[1], times[2], false),
         row("  same, vLLM's grid, UncheckedSlice", format!("grid ({seqs}, {tile_num}) x {}", tile_size.min(1024)), outs[2], times[3], true),
+        row("  same, vLLM's grid, RowTiles (safe)", format!("grid ({seqs}, {tile_num}) x {}", tile_size.min(1024)), outs[3], times[4], false),
     ])
 }
 
@@ -521,8 +526,9 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "ratio: nvcc's time over ours (above 1: ours is faster). 'unsafe': whether the port needed `unsafe` (the twins' launches are unsafe: raw pointers)."
     );
-    // Eight ports and the two measurement variants of the penalties kernel.
-    let expected = 10;
+    // Eight ports and the three measurement variants of the penalties kernel (`_rowtiles`: the
+    // row-tile partition added after the port).
+    let expected = 11;
     let failed = expected - rows.len().min(expected) + rows.iter().filter(|r| !r.correct).count();
     if failed > 0 {
         return Err(format!("{failed} of {expected} rows failed or did not match").into());

@@ -204,6 +204,62 @@ fn apply_repetition_penalties_on_the_sources_grid_tiles_and_unchecked() {
     assert_eq!(unchecked, want);
 }
 
+/// The row-tile variant (`DisjointSlice<f32, RowTiles>`, issue 30's ports5 finding 3) on
+/// vLLM's own launch: run-time tiles that do not divide the row, more tiles than the row needs
+/// (the last blocks own nothing), more threads than a tile, a tile of one column; and the
+/// launches the partition refuses (a 2-D block, a 3-D grid), with the error that names it.
+#[test]
+fn p30_apply_repetition_penalties_rowtiles_on_vllms_grid() {
+    let (seqs, vocab) = (3usize, 2 * 8192 + 1000);
+    let logits: Vec<f32> = noise(15, seqs * vocab).iter().map(|x| x * 20.0 - 10.0).collect();
+    let prompt: Vec<u8> = noise(16, seqs * vocab).iter().map(|&x| (x < 0.1) as u8).collect();
+    let output: Vec<u8> = noise(17, seqs * vocab).iter().map(|&x| (x < 0.05) as u8).collect();
+    let penalties: Vec<f32> = (0..seqs).map(|s| 1.5 + 0.25 * s as f32).collect();
+    let mut want = logits.clone();
+    r::apply_repetition_penalties(&mut want, &prompt, &output, &penalties, vocab);
+    // (tiles in the grid, tile size, threads): vLLM's (ceil(vocab / tile), tile, min(tile, 1024)),
+    // a grid with spare tiles, a block wider than its tile, one column per tile.
+    for (tile_num, tile_size, threads) in [(4usize, vocab.div_ceil(4), 1024u32), (7, vocab.div_ceil(5), 256), (3, vocab.div_ceil(3), 8192), (vocab, 1, 32)] {
+        let mut got = logits.clone();
+        let config = LaunchConfig::new((seqs as u32, tile_num as u32, 1), (threads.min(1024), 1, 1));
+        vllm::apply_repetition_penalties_kernel_rowtiles::launch_cpu(
+            &CpuExecutor::new(),
+            config,
+            &mut got,
+            &prompt,
+            &output,
+            &penalties,
+            vocab as u32,
+            tile_size as u32,
+        )
+        .unwrap();
+        assert_eq!(got, want, "{tile_num} tiles of {tile_size}, {threads} threads");
+    }
+    // A tile of 0 columns: every block owns nothing, nothing changes.
+    let mut got = logits.clone();
+    let config = LaunchConfig::new((seqs as u32, 2, 1), (64u32, 1, 1));
+    vllm::apply_repetition_penalties_kernel_rowtiles::launch_cpu(&CpuExecutor::new(), config, &mut got, &prompt, &output, &penalties, vocab as u32, 0).unwrap();
+    assert_eq!(got, logits);
+    // A 2-D block would give threads (t, 0) and (t, 1) one column; a 3-D grid, blocks (x, y, 0)
+    // and (x, y, 1) one tile: refused before any thread runs.
+    for (grid, block) in [((3u32, 4u32, 1u32), (32u32, 2u32, 1u32)), ((3, 4, 2), (32, 1, 1))] {
+        let mut got = logits.clone();
+        let error = vllm::apply_repetition_penalties_kernel_rowtiles::launch_cpu(
+            &CpuExecutor::new(),
+            LaunchConfig::new(grid, block),
+            &mut got,
+            &prompt,
+            &output,
+            &penalties,
+            vocab as u32,
+            8192,
+        )
+        .unwrap_err();
+        assert!(error.to_string().contains("RowTiles"), "{error}");
+        assert_eq!(got, logits);
+    }
+}
+
 #[test]
 fn topk_gating_softmax_64_picks_the_top_k_of_each_row() {
     let (rows, k) = (40usize, 6usize);

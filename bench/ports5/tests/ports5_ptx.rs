@@ -72,6 +72,7 @@ fn p30_ports5_no_port_has_a_panic_path_or_local_memory() {
         (vllm_ptx(), "apply_repetition_penalties_kernel"),
         (vllm_ptx(), "apply_repetition_penalties_kernel_tiles"),
         (vllm_ptx(), "apply_repetition_penalties_kernel_unchecked"),
+        (vllm_ptx(), "apply_repetition_penalties_kernel_rowtiles"),
         (vllm_ptx(), "topk_gating_softmax_64"),
     ];
     for (ptx, name) in ports {
@@ -90,4 +91,20 @@ fn p30_ports5_no_port_has_a_panic_path_or_local_memory() {
 fn p30_ports5_fp8_is_the_hardware_conversion() {
     let body = entry(vllm_ptx(), "rms_norm_static_fp8_quant_kernel");
     assert!(body.contains("cvt.rn.satfinite.e4m3x2.f32"), "{body}");
+}
+
+/// The row-tile partition added after the port (`DisjointSlice<f32, RowTiles>`, the safe form
+/// of `_unchecked` on vLLM's own launch) checks once per block, never per element: its nine
+/// compares are five per block (the penalty's row, the row inside the buffer, the tile's start
+/// inside the row, the masks sliced to the tile, the thread's first column) and four per
+/// element, the source's own (the prompt mask, the output mask, the logit's sign, the loop's
+/// end). `_unchecked` keeps two more per element (its `i < len` and the output mask's `get`).
+/// The masks are read through `.nc`, the output mask only where the prompt's is 0.
+#[test]
+fn p30_ports5_rowtiles_has_no_check_per_element() {
+    let body = entry(vllm_ptx(), "apply_repetition_penalties_kernel_rowtiles");
+    assert_eq!(body.matches("setp.").count(), 9, "{body}");
+    assert_eq!(body.matches("ld.global.nc.b8").count(), 2, "{body}");
+    let unchecked = entry(vllm_ptx(), "apply_repetition_penalties_kernel_unchecked");
+    assert_eq!(unchecked.matches("setp.").count(), 11, "{unchecked}");
 }

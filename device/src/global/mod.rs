@@ -18,6 +18,7 @@
 //! | [`PerWarpRow<T>`] | warp `w` owns row `w` of a row-major matrix; its lane `l` the columns `l, l + 32, ...`, named by its [`WarpRow`] |
 //! | `DisjointSlice<T, BlockRows>` | block `b` owns rows `b, b + gridDim.x, ...` of a row-major matrix of `cols` columns; its thread `t` the columns `t, t + blockDim.x, ...`, named by its [`BlockRow`] |
 //! | `PerWarpRow<T, Reversed>`, `DisjointSlice<T, BlockRows<Reversed>>` | as above with the blocks in reverse order (block `b` takes block `gridDim.x - 1 - b`'s rows: llm.c's softmax and fused classifier), named by [`warp_row_reversed`]/[`block_row_reversed`] and their `_rows_` iterators |
+//! | `DisjointSlice<T, RowTiles>` | block `(x, y)` owns columns `[y tile, min((y + 1) tile, cols))` of row `x` of a row-major matrix (`cols` and `tile` run-time, from `cols(name = (cols, tile))`); its thread `t` the columns `y tile + t + blockDim.x j` of them, named by its [`RowTile`] (vLLM's `(seq, tile)` sampler grids) |
 //! | `DisjointSlice<T, RotaryPairs<HEAD, HALF>>` | rows as `BlockRows`, cut into heads of `HEAD`; thread `t` owns the pairs `(k, k + HALF)` of its units `t + blockDim.x j` (NeoX rotary) |
 //! | `DisjointSlice<T, Cells3d>` | thread `(x, y, z)` owns element `(z, y, x)` of a `[depth][rows][cols]` tensor, named by its [`ThreadCell3d`] |
 //! | `DisjointSlice<T, Handoff>` | block `b` publishes row `b` (atomically); the last block to [`arrive`](DisjointSlice::arrive) reads them all ([`LastBlock`]) |
@@ -74,6 +75,7 @@ mod micro_tile;
 mod order;
 mod per_block;
 mod planes;
+mod row_tiles;
 mod slice;
 mod tile;
 mod unchecked;
@@ -95,6 +97,7 @@ pub mod partition {
     pub use super::micro_tile::ThreadTiles;
     pub use super::per_block::Blocks;
     pub use super::planes::Planes;
+    pub use super::row_tiles::RowTiles;
     pub use super::slice::Partition;
     pub use super::tile::BlockTiles;
     pub use super::unchecked::Unchecked;
@@ -116,6 +119,7 @@ pub use micro_tile::{MicroTileMut, PerThreadTile};
 pub use order::{Forward, Reversed, RowOrder};
 pub use per_block::PerBlock;
 pub use planes::DisjointPlanes;
+pub use row_tiles::{RowTile, row_tile};
 pub use slice::DisjointSlice;
 pub use tile::{BlockTile, PerBlockTile, TileMut, block_tile};
 pub use unchecked::UncheckedSlice;
@@ -126,7 +130,7 @@ pub use window::{Window, window};
 // The partitions without an alias of their own, where the docs' `DisjointSlice<T, BlockRows>`
 // finds them with the other output names (issue 30's third port: E0432 with
 // `global::{BlockRows, Handoff}`, which only `global::partition` had).
-pub use partition::{BlockRows, ByLastBlock, Cells3d, Handoff, InPlaceRows, RotaryPairs};
+pub use partition::{BlockRows, ByLastBlock, Cells3d, Handoff, InPlaceRows, RotaryPairs, RowTiles};
 
 /// A kernel output parameter type: what `#[kernel]` builds from the pointer and length the
 /// launcher passes, and what it requires of the launch. Implemented by the output types of
@@ -144,8 +148,9 @@ pub unsafe trait KernelOutput: Sized {
     const REQUIREMENTS: LaunchRequirements;
     /// What the output needs besides the buffer: `()` for the 1-D outputs, the row width
     /// (`u32`) for the row-major ones ([`DisjointMatrix`], [`PerBlockTile`],
-    /// [`PerThreadTile`], [`PerWarpRow`], `DisjointSlice<T, BlockRows>`) and `(rows, cols)`
-    /// for `DisjointSlice<T, Cells3d>`, which `#[kernel(cols(name = ..))]` names.
+    /// [`PerThreadTile`], [`PerWarpRow`], `DisjointSlice<T, BlockRows>`), `(rows, cols)`
+    /// for `DisjointSlice<T, Cells3d>` and `(cols, tile)` for `DisjointSlice<T, RowTiles>`,
+    /// which `#[kernel(cols(name = ..))]` names.
     type Shape: Copy;
     /// The key of the output's map (its partition), which the first launch compares between
     /// the host and the device build beside the element type's key (audit 2026-11-28, G13R-4).
@@ -192,7 +197,7 @@ pub trait WholeBufferOutput: KernelOutput {}
 /// columns) `#[kernel(cols(name = ..))]` gives.
 #[doc(hidden)]
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` has no row width: `cols(..)` names only the row-major outputs `DisjointMatrix`, `PerBlockTile`, `PerThreadTile`, `PerWarpRow` and `DisjointSlice<T, P>` for `P` = `BlockRows`, `RotaryPairs<..>`, `Handoff` (`(rows, cols)` for `Cells3d`)",
+    message = "`{Self}` has no row width: `cols(..)` names only the row-major outputs `DisjointMatrix`, `PerBlockTile`, `PerThreadTile`, `PerWarpRow` and `DisjointSlice<T, P>` for `P` = `BlockRows`, `RotaryPairs<..>`, `Handoff` (`(rows, cols)` for `Cells3d`, `(cols, tile)` for `RowTiles`)",
     label = "not a row-major matrix output"
 )]
 pub trait RowMajorOutput: KernelOutput {}
@@ -213,10 +218,10 @@ impl NoShape for () {
 }
 
 /// The shape of a row-major partition, which `#[kernel(cols(..))]` gives: a width (`u32`),
-/// or rows and columns (`(u32, u32)`).
+/// or two values (`(u32, u32)`: rows and columns for `Cells3d`, columns and tile for `RowTiles`).
 #[doc(hidden)]
 #[diagnostic::on_unimplemented(
-    message = "this output has no row width: `cols(..)` names only the row-major outputs `DisjointMatrix`, `PerBlockTile`, `PerThreadTile`, `PerWarpRow` and `DisjointSlice<T, P>` for `P` = `BlockRows`, `RotaryPairs<..>`, `Handoff` (`(rows, cols)` for `Cells3d`)",
+    message = "this output has no row width: `cols(..)` names only the row-major outputs `DisjointMatrix`, `PerBlockTile`, `PerThreadTile`, `PerWarpRow` and `DisjointSlice<T, P>` for `P` = `BlockRows`, `RotaryPairs<..>`, `Handoff` (`(rows, cols)` for `Cells3d`, `(cols, tile)` for `RowTiles`)",
     label = "not a row-major matrix output"
 )]
 pub trait LaunchShape: Copy {}

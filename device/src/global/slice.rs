@@ -80,7 +80,9 @@ pub unsafe trait Partition: Sized + sealed::Sealed {
 /// and without a name of their own: [`BlockRows`](super::partition::BlockRows) (a row per
 /// block, grid-strided, threads striding over it), [`RotaryPairs`](super::partition::RotaryPairs)
 /// (rows of heads of NeoX rotary pairs, in place), [`Cells3d`](super::partition::Cells3d)
-/// (thread `(x, y, z)` owns element `(z, y, x)` of a 3-D tensor) and
+/// (thread `(x, y, z)` owns element `(z, y, x)` of a 3-D tensor),
+/// [`RowTiles`](super::partition::RowTiles) (block `(x, y)` owns a run-time tile of row `x`,
+/// threads striding over it) and
 /// [`Handoff`](super::partition::Handoff) (one partial per block, read by the last block).
 ///
 /// ```ignore
@@ -257,6 +259,7 @@ mod sealed {
     impl<O: super::super::order::RowOrder> Sealed for super::super::partition::WarpRows<O> {}
     impl<O: super::super::order::RowOrder> Sealed for super::super::partition::BlockRows<O> {}
     impl Sealed for super::super::partition::Cells3d {}
+    impl Sealed for super::super::partition::RowTiles {}
     impl Sealed for super::super::partition::Handoff {}
     impl Sealed for super::super::partition::ByLastBlock {}
     impl<O: super::super::order::RowOrder> Sealed for super::super::partition::InPlaceRows<O> {}

@@ -286,10 +286,47 @@ impl<'a, T: Pod> LaneRow<'a, T> {
         }
     }
 
+    /// Columns `first..first + count` of row `row` of `output` (elements `row cols + first
+    /// ..`, `cols` the output's row width) for the thread at `lane` of threads that stride by
+    /// `stride`: a tile of a row ([`RowTiles`](super::partition::RowTiles)). The view's columns
+    /// count from `first`.
+    ///
+    /// # Safety
+    /// Elements `start..start + count` (`start = row cols + first`) lie inside the buffer of
+    /// `len` elements at `output`, `lane < stride`, and no other thread of the launch reaches
+    /// an element `start + c` of them with `c` congruent to `lane` modulo `stride` (the
+    /// partition's map gives the tile and the lane to this thread alone).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn from_span(output: *mut T, len: usize, row: u32, start: usize, count: u32, lane: u32, stride: u32) -> Self {
+        LaneRow {
+            // SAFETY: `start + count <= len` (the caller): inside the buffer or one past its end.
+            row: unsafe { output.add(start) },
+            index: row,
+            start,
+            output,
+            len,
+            cols: count,
+            lane,
+            stride,
+            _output: PhantomData,
+        }
+    }
+
     /// The row (a number, to index inputs with).
     #[inline(always)]
     pub fn row(&self) -> u32 {
         self.index
+    }
+
+    /// The indices in the output buffer of the whole view (every thread's columns, not only
+    /// this thread's): `row cols..(row + 1) cols` for a row, the tile's elements for a
+    /// [`RowTiles`](super::partition::RowTiles) tile. Slice inputs of the output's shape with it
+    /// (`mask.get(view.span())`) and walk them beside the view with
+    /// [`zip_inputs`](Self::zip_inputs): no check per element.
+    #[inline(always)]
+    pub fn span(&self) -> core::ops::Range<usize> {
+        self.start..self.start + self.cols as usize
     }
 
     /// This thread's first column (its lane: `lane` of the warp, or `threadIdx.x`).

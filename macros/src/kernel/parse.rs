@@ -352,7 +352,7 @@ fn check_cols(kernel: &Ident, cols: &[(Ident, syn::Expr)], params: &mut [Param],
                 name.span(),
                 format!(
                     "`cols` gives the row width of a matrix output (`DisjointMatrix`, `PerBlockTile`, `PerThreadTile`, `PerWarpRow`, \
-                     `DisjointSlice<T, P>` for `P` = `BlockRows`, `RotaryPairs<..>`, `Handoff`; `(rows, cols)` for `Cells3d`); `{}` is not one",
+                     `DisjointSlice<T, P>` for `P` = `BlockRows`, `RotaryPairs<..>`, `Handoff`; `(rows, cols)` for `Cells3d`, `(cols, tile)` for `RowTiles`); `{}` is not one",
                     p.name
                 ),
             )),

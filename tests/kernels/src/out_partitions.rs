@@ -6,9 +6,9 @@
 //! the CPU executor's checks.
 
 use ferrocuda_device::block::RuntimeBlockReduce;
-use ferrocuda_device::global::partition::{BlockRows, ByLastBlock, Cells3d, Handoff, InPlaceRows, RotaryPairs};
+use ferrocuda_device::global::partition::{BlockRows, ByLastBlock, Cells3d, Handoff, InPlaceRows, RotaryPairs, RowTiles};
 use ferrocuda_device::global::{
-    AtomicSlice, DisjointSlice, PerWarpRow, Reversed, block_row, block_row_reversed, block_rows, block_rows_reversed, unique_cell_3d, warp_rows,
+    AtomicSlice, DisjointSlice, PerWarpRow, Reversed, block_row, block_row_reversed, block_rows, block_rows_reversed, row_tile, unique_cell_3d, warp_rows,
     warp_rows_reversed,
 };
 use ferrocuda_device::kernel;
@@ -31,6 +31,20 @@ pub fn block_rows_mark(mut out: DisjointSlice<u32, BlockRows>, rows: u32, cols: 
         for (j, v) in row.iter_mut().enumerate() {
             *v += mark(r, first + stride * j as u32);
         }
+    }
+}
+
+/// Block `(x, y)` adds `mark(x, col)` to the columns of tile `y` of row `x` (`RowTiles`), each
+/// thread to its own; `u32::MAX` where the tile's span is not `[x cols + y tile, ..)`.
+#[kernel(cols(out = (cols, tile)))]
+pub fn row_tiles_mark(mut out: DisjointSlice<u32, RowTiles>, cols: u32, tile: u32) {
+    let me = row_tile();
+    let Some(view) = out.tile_mut(me) else { return };
+    let first = me.tile() as usize * tile as usize;
+    let ok = view.span().start == me.row() as usize * cols as usize + first && view.span().len() == tile.min(cols - first as u32) as usize;
+    let (lane, stride) = (view.lane(), view.stride());
+    for (j, v) in view.iter_mut().enumerate() {
+        *v += if ok { mark(me.row(), first as u32 + lane + stride * j as u32) } else { u32::MAX };
     }
 }
 

@@ -10,7 +10,9 @@
 
 use bytemuck::{Pod, Zeroable};
 use ferrocuda_device::block::RuntimeBlockReduce;
-use ferrocuda_device::global::{AtomicSlice, BlockRows, DisjointMatrix, DisjointSlice, PerBlockTile, UncheckedSlice, block_row, block_tile, unique_cell};
+use ferrocuda_device::global::{
+    AtomicSlice, BlockRows, DisjointMatrix, DisjointSlice, PerBlockTile, RowTiles, UncheckedSlice, block_row, block_tile, row_tile, unique_cell,
+};
 use ferrocuda_device::half::{F32ToHalf, HalfFloat, bf16, fp8};
 use ferrocuda_device::prelude::*;
 use ferrocuda_device::thread::{block_dim, block_dim_x, block_idx, block_idx_x, grid_dim, strided_range, thread_idx_x};
@@ -246,6 +248,41 @@ pub fn apply_repetition_penalties_kernel_unchecked(
             }
         }
     }
+}
+
+/// [`apply_repetition_penalties_kernel()`] exactly as vLLM launches it (grid `(seqs,
+/// tile_num)`, run-time `tile_size`, threads striding by `blockDim.x` over the tile), safely:
+/// the row-tile partition added after this port (`DisjointSlice<f32, RowTiles>`, block `(x,
+/// y)` owns columns `[y tile_size, min((y + 1) tile_size, vocab))` of row `x`; its launcher
+/// checks the launch has 1-D blocks in a grid with `z = 1`). Not a first try (the partition
+/// did not exist then): the safe form of `_unchecked`, timed beside it. One check per block
+/// (the row inside the buffer, the tile clipped to the row, the masks sliced to the tile),
+/// none per element: the loop is the twin's.
+#[kernel(cols(logits = (vocab_size, tile_size)))]
+pub fn apply_repetition_penalties_kernel_rowtiles(
+    mut logits: DisjointSlice<f32, RowTiles>,
+    prompt_mask: &[u8],
+    output_mask: &[u8],
+    repetition_penalties: &[f32],
+    vocab_size: u32,
+    tile_size: u32,
+) {
+    let me = row_tile();
+    let Some(&penalty) = repetition_penalties.get(me.row() as usize) else { return };
+    let Some(tile) = logits.tile_mut(me) else { return };
+    let span = tile.span();
+    let (Some(prompt), Some(output)) = (prompt_mask.get(span.clone()), output_mask.get(span)) else { return };
+    // References, not values: the output mask is read only where the prompt's is 0 (the
+    // source's `||`).
+    tile.zip_inputs([prompt, output]).for_each(|([p, o], logit)| {
+        if *p != 0 || *o != 0 {
+            if *logit > 0.0 {
+                *logit /= penalty;
+            } else {
+                *logit *= penalty;
+            }
+        }
+    });
 }
 
 /// Four `f32` in 16 bytes: vLLM's `AlignedArray<float, 4>` (one 16-byte load).
