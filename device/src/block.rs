@@ -649,13 +649,20 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
     /// thread takes 2 but runs `then` in every warp). The value travels through one slot per
     /// type that only these methods write ([`BroadcastSlot`]), always after their first
     /// barrier, which every thread passes after its read of the previous value. A block of one
-    /// warp hands it over with a shuffle. `then` runs in thread 0 alone: it must not call block
-    /// collectives.
+    /// warp hands it over with a shuffle. `then` runs in thread 0 alone: it must not call warp
+    /// or block collectives (shuffles, votes, barriers; in a block of one warp a shuffle inside
+    /// it would meet the hand-off shuffle the other lanes wait in, and they would return
+    /// another value than thread 0, silently on a GPU); the CPU executor reports one (audit
+    /// 2026-11-28c, G15-2b).
     #[inline(always)]
     #[track_caller]
     pub fn reduce_broadcast<U: BroadcastSlot + Default>(&self, value: T, op: impl Fn(T, T) -> T + Copy, then: impl FnOnce(T) -> U) -> U {
         let (total, size) = Self::fold_to_thread_0(self.scratch.slots, value, op);
         let first = rank_in_block() == 0;
+        // The CPU executor reports a warp or block collective inside `then` (G15-2b): on a GPU
+        // it would meet the collective the other lanes wait in.
+        #[cfg(not(target_arch = "nvptx64"))]
+        let then = |total| crate::cpu::hooks::solo("the `then` of `reduce_broadcast` (thread 0 alone)", || then(total));
         if size <= warp::WARP_SIZE {
             let mine = if first { then(total) } else { U::default() };
             return warp::shuffle(mine, 0);

@@ -258,13 +258,12 @@ fn g15_2_a_collective_nested_in_then_is_reported() {
             let inner = RuntimeBlockReduce::new(block_scratch!(f32));
             let _ = outer.sum_broadcast(1.0f32, |t| inner.sum_broadcast(t, |u| u));
         });
-        // One warp: the others' hand-off shuffle meets thread 0's first inner shuffle (one
-        // collective on sm_70+), they exit, and thread 0's next shuffle reads exited lanes.
-        // Larger blocks: thread 0 waits in a shuffle while its warp waits at the barrier.
-        assert!(
-            matches!(result, Err(CpuError::ExitedLaneShuffle(_) | CpuError::WarpDeadlock(_))),
-            "{threads} threads: a collective inside `then` must be reported, got {result:?}"
-        );
+        // Before G15-2b's check: one warp, the others' hand-off shuffle met thread 0's first
+        // inner shuffle and they exited (`ExitedLaneShuffle` at thread 0's next one); larger
+        // blocks, thread 0 waited in a shuffle while its warp waited at the barrier
+        // (`WarpDeadlock`). Now the first collective inside `then` panics, naming it.
+        let message = panic_message(result);
+        assert!(message.contains("called inside the `then` of `reduce_broadcast`"), "{threads} threads: {message}");
     }
 }
 
@@ -400,4 +399,34 @@ fn g15_2_a_user_write_of_the_broadcast_slot_racing_its_read_is_reported() {
         }),
         "a user write of the broadcast slot",
     );
+}
+
+/// G15-2b: a warp collective inside `then` in a block of one warp. `then` runs in lane 0 while
+/// lanes 1..31 wait in the hand-off shuffle; lane 0's shuffle meets theirs (sm_70+ matches
+/// warp collectives by kind and mask, not call site), so lanes 1..31 return lane 0's shuffle
+/// operand and lane 0 returns the default: different values, no report, on a GPU and (before
+/// the fix) on the CPU executor (thread 0 got 0, the others 132). Now a panic naming `then`.
+#[test]
+fn g15_2b_a_warp_shuffle_inside_then_is_reported() {
+    for threads in [32u32, 20, 64] {
+        let message = panic_message(CpuExecutor::new().run("g15_2b_shuffle", LaunchConfig::new(1u32, threads), &|| {
+            let reduce = RuntimeBlockReduce::new(block_scratch!(u32));
+            let _ = reduce.sum_broadcast(1u32, |t| ferrocuda_device::warp::shuffle(t + 100, 5));
+        }));
+        assert!(message.contains("`shuffle` called inside the `then` of `reduce_broadcast`"), "{threads} threads: {message}");
+    }
+    // Outside `then` the same shuffle is legal, and a `then` that panics leaves no trace on the
+    // worker: a later launch on the same executor calls collectives freely.
+    let executor = CpuExecutor::deterministic();
+    let _ = executor.run("g15_2b_panics", LaunchConfig::new(1u32, 32u32), &|| {
+        let reduce = RuntimeBlockReduce::new(block_scratch!(u32));
+        let _ = reduce.sum_broadcast(1u32, |_| -> u32 { panic!("inside then") });
+    });
+    executor
+        .run("g15_2b_after", LaunchConfig::new(1u32, 32u32), &|| {
+            let reduce = RuntimeBlockReduce::new(block_scratch!(u32));
+            let s = reduce.sum_broadcast(1u32, |t| t);
+            assert_eq!(ferrocuda_device::warp::shuffle(s + rank_in_block(), 5), 37);
+        })
+        .unwrap();
 }
