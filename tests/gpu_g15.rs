@@ -30,7 +30,9 @@ fn ulps(y: f32, t: f64) -> f64 {
 /// with their neighbours, the largest finite values and the infinities.
 fn specials() -> Vec<f32> {
     let mut x = Vec::new();
-    for bits in [0u32, 1, 0x0040_0000, 0x007f_ffff, 0x0080_0000, 0x3f19_9999, 0x3f19_999a, 0x3f19_999b, 0x4110_2cb3, 0x4110_2cb4, 0x4110_2cb5, 0x7f7f_ffff, 0x7f80_0000] {
+    for bits in
+        [0u32, 1, 0x0040_0000, 0x007f_ffff, 0x0080_0000, 0x3f19_9999, 0x3f19_999a, 0x3f19_999b, 0x4110_2cb3, 0x4110_2cb4, 0x4110_2cb5, 0x7f7f_ffff, 0x7f80_0000]
+    {
         x.push(f32::from_bits(bits));
         x.push(-f32::from_bits(bits));
     }

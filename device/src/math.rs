@@ -14,7 +14,7 @@
 //! | `rsqrt` (`f64`) | `1 / sqrt.rn` (two roundings) | ≤ 1 ulp |
 //! | `f32` `exp`, `erf` | as nvcc's `expf`/`erff`: one `ex2.approx.ftz` after nvcc's range reduction (`exp`: 12 instructions) or polynomial (`erf`, branch-free) | ≤ 4 ulp asserted (CUDA documents 2); simulated with an exact `ex2`: `exp` 1.5 ulp, `erf` 1 ulp |
 //! | `exp2`, `exp_m1`, `ln`, `log2`, `log10`, `ln_1p`, `sin`, `cos`, `tan`, `asin`, `acos`, `atan`, `atan2`, `cbrt`, `hypot`, `powf`, `erfc` (and every `f64` function, `exp` and `erf` included) | the `libm` crate (a port of musl's libm), compiled to plain PTX arithmetic | musl's: ≤ 1 ulp for most, up to a few ulp for `tan`, `pow`, `erf`, hyperbolics near their limits |
-//! | `f32` `sinh`, `cosh`, `tanh` | as nvcc's `sinhf`/`coshf`/`tanhf`: around one `ex2.approx.ftz` after an exact reduction by `ln 2`, with an approximate division (`tanh` below 1: a ratio of series and a correctly rounded division) | ≤ 4 ulp asserted; measured on an H100: `sinh` 3, `tanh` 3, `cosh` 1.6e-7 relative (nvcc's documented: 2-3) |
+//! | `f32` `sinh`, `cosh`, `tanh` | as nvcc's `sinhf`/`coshf`/`tanhf`: `sinh`, `cosh` around one `ex2.approx.ftz` after an exact reduction by `ln 2`, with an approximate division; `tanh` branch-free, an odd polynomial below 0.6, else `1 - 2 rcp.approx(ex2.approx(2|x| log2 e) + 1)`, no division | ≤ 4 ulp asserted; measured on an H100: `sinh` 3, `cosh` 1.6e-7 relative (nvcc's documented: 2-3); `tanh`'s sequence with exact `ex2`/`rcp`: 1.81 ulp over every `f32` (audit 2026-11-28c; the H100's 3 ulp were the earlier, dividing `tanh`'s) |
 //! | `powi` | square-and-multiply | a few ulp for large exponents, like `std` |
 //! | [`FastMath`]: `fast_exp2`, `fast_log2`, `fast_sin`, `fast_cos`, `fast_sqrt`, `fast_rsqrt`, `fast_recip` | one `ex2/lg2/sin/cos/sqrt/rsqrt/rcp.approx.ftz.f32` (the SFU) | ~2 ulp (ex2/lg2/sqrt/rsqrt/rcp); sin/cos absolute error ~2^-21 on [-π, π] |
 //! | `fast_exp`, `fast_exp10`, `fast_ln`, `fast_log10`, `fast_powf` | `ex2.approx` / `lg2.approx` with a scale | as above plus one rounding (`fast_powf`: error grows with `|y·log2 x|`) |
@@ -650,7 +650,8 @@ mod hyperbolic {
     /// held-out port): both arms computed, one selected, no branch and no division. Below 0.6 an
     /// odd polynomial `x + x^3 p(x^2)`; from 0.6 `1 - 2 / (e^(2|x|) + 1)` with one `ex2.approx`
     /// and one `rcp.approx`, exactly 1 from `|x| >= 9.01` (where `2 / (e^(2|x|) + 1)` is below
-    /// half an ulp of 1), with `x`'s sign. NaN stays NaN (the polynomial arm is taken for it).
+    /// half an ulp of 1), with `x`'s sign. NaN stays NaN (the polynomial arm is taken for it);
+    /// `-0` gives `-0`.
     /// The correctly rounded division this replaces cost a GELU-and-mul 226 SASS instructions
     /// against nvcc's 65.
     #[inline(always)]

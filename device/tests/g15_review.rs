@@ -79,7 +79,7 @@ fn g15_1_two_threads_writing_one_vector_is_a_race() {
         expect_race(
             executor.run("g15_1_ww", config, &|| {
                 let region = dynamic_shared_x4::<f32>();
-                if thread_idx_x() % 32 == 0 {
+                if thread_idx_x().is_multiple_of(32) {
                     region.set(0, [thread_idx_x() as f32; 4]);
                 }
             }),
@@ -201,28 +201,31 @@ fn g15_1_regions_beside_odd_sized_static_arrays_stay_aligned() {
     assert!(message.contains("not 16-byte aligned"), "{message}");
 }
 
-/// A region handle kept past its kernel (in a host thread-local) and used by another launch's
-/// thread resolves against that thread's block (the handle is an address, not a pointer): no
-/// access to a freed arena; outside a GPU thread an access panics.
+/// A region handle kept past its launch (in a `static`: the handle is `Send`, it holds no
+/// pointer) and used by a later launch's thread resolves against that thread's block, as on a
+/// GPU: no access to the first launch's (freed) arena; the read of memory the new block never
+/// wrote is reported, not answered with the first launch's values. Outside a GPU thread an
+/// access panics by name.
 #[test]
 fn g15_1_a_region_kept_past_its_launch_is_an_address_not_a_pointer() {
     use ferrocuda_device::shared_vector::SharedSliceX4;
-    use std::cell::Cell;
-    thread_local! {
-        static KEPT: Cell<Option<SharedSliceX4<u32>>> = const { Cell::new(None) };
-    }
+    use std::sync::Mutex;
+    static KEPT: Mutex<Option<SharedSliceX4<u32>>> = Mutex::new(None);
     let executor = CpuExecutor::deterministic();
     executor
         .run("g15_1_keep", LaunchConfig::new(1u32, 1u32).with_shared_bytes(16), &|| {
             let region = dynamic_shared_x4::<u32>();
             region.set(0, [1, 2, 3, 4]);
-            KEPT.with(|k| k.set(Some(region)));
+            *KEPT.lock().unwrap() = Some(region);
         })
         .unwrap();
-    // Outside a GPU thread (this test's own thread never ran one; the kept handle, if any,
-    // lives on the executor's worker): a fresh handle's access panics by name.
-    let outside = std::panic::catch_unwind(|| dynamic_shared_x4::<u32>());
-    assert!(outside.is_err(), "dynamic_shared_x4 outside a kernel must panic");
+    let kept = KEPT.lock().unwrap().expect("kept by the first launch");
+    let result = executor.run("g15_1_reuse", LaunchConfig::new(1u32, 1u32).with_shared_bytes(16), &|| {
+        let _ = kept.get(0);
+    });
+    assert!(matches!(result, Err(CpuError::UninitialisedSharedRead(_))), "expected UninitialisedSharedRead, got {result:?}");
+    let outside = std::panic::catch_unwind(|| kept.get(0));
+    assert!(outside.is_err(), "a shared access outside a kernel must panic");
 }
 
 // ---- G15 attack 2: reduce_broadcast ------------------------------------------------------------
