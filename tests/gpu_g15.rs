@@ -12,6 +12,7 @@
 //! (`a == b` first) counts `+0` and `-0` as equal, which is how G15-3 went unseen.
 
 #[path = "common/backend.rs"]
+#[allow(unused_macros, unused_imports, reason = "one backend per test here: `on_both_backends!` is not used")]
 mod backend;
 mod common;
 

@@ -93,8 +93,10 @@ macro_rules! block_scratch {
 }
 
 /// The barrier after each warp's lane 0 has stored its partial in the scratch. On the GPU one
-/// `barrier.sync` (`sync_threads`). On the CPU executor a counting barrier that panics when
-/// threads of the block have returned (audit 2026-11-28, G13R-2: a warp that returned left its
+/// `barrier.sync` (`sync_threads`). On the CPU executor a counting barrier of its own kind
+/// (it meets no other barrier function, so a collective that some warps skip is reported
+/// whatever barrier they wait at instead: G15-2c) that panics when threads of the block have
+/// returned (audit 2026-11-28, G13R-2: a warp that returned left its
 /// partial of an earlier collective in its slot, and this one would fold it in silently; the
 /// GPU gives the same wrong value, so the executor reports it).
 #[inline(always)]
@@ -104,7 +106,9 @@ fn partials_stored() {
     sync_threads();
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        let arrived = crate::sync::sync_threads_count(true);
+        // Its own barrier kind, not `sync_threads_count`'s (barrier 1), which a GPU's
+        // collective never meets (audit 2026-11-28c, G15-2c).
+        let arrived = crate::cpu::hooks::barrier(crate::cpu::hooks::BarrierKind::Partials, true);
         let size = block_size();
         if arrived != size {
             threads_returned(size - arrived, size);

@@ -433,3 +433,34 @@ fn g15_2b_a_warp_shuffle_inside_then_is_reported() {
         })
         .unwrap();
 }
+
+/// G15-2c: warps that skip a collective and wait at `sync_threads_count` instead. On a GPU the
+/// collective's partials barrier is `sync_threads` (barrier 0) and `sync_threads_count` is
+/// barrier 1: the two halves never meet, a hang. The CPU executor's partials barrier was a
+/// `sync_threads_count` (to count returned threads, G13R-2), so there they met, every thread
+/// "arrived", and warp 0 folded the skipping warps' stale partials of the previous call: the
+/// 64 threads that called it got 128, silently, where the GPU hangs. Now the partials barrier is a
+/// kind of its own: `MixedBarriers`, naming it.
+#[test]
+fn g15_2c_a_collective_skipped_by_warps_waiting_at_sync_threads_count_is_reported() {
+    use ferrocuda_device::sync::sync_threads_count;
+    let sums = std::sync::Mutex::new(Vec::new());
+    let result = CpuExecutor::deterministic().run("g15_2c", LaunchConfig::new(1u32, 128u32), &|| {
+        let reduce = RuntimeBlockReduce::new(block_scratch!(u32));
+        let _ = reduce.sum_broadcast(1, |t| t);
+        if rank_in_block() < 64 {
+            let got = reduce.sum_broadcast(1, |t| t);
+            sums.lock().unwrap().push(got);
+        } else {
+            let _ = sync_threads_count(true);
+            sync_threads();
+        }
+    });
+    match result {
+        Err(CpuError::MixedBarriers(mixed)) => {
+            let names = format!("{} / {}", mixed.first_kind, mixed.second_kind);
+            assert!(names.contains("partials barrier") && names.contains("sync_threads_count"), "{names}");
+        }
+        other => panic!("expected MixedBarriers (a GPU hangs), got {other:?} with sums {:?}", sums.lock().unwrap()),
+    }
+}

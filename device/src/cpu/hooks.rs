@@ -24,6 +24,12 @@ pub(crate) enum BarrierKind {
     Or,
     /// The phase barrier of an in-place row (`RowRead::write_own`, barrier 4).
     RowPhase,
+    /// The barrier after a block collective's partials are stored: `sync_threads` (barrier 0)
+    /// on a GPU; here its own kind, replying how many threads arrived (the G13R-2 check). Not
+    /// `Count`: a GPU's collective never meets a `sync_threads_count` (barrier 1) elsewhere,
+    /// and with it the executor did, folding the partials of warps that had skipped the
+    /// collective where a GPU hangs (audit 2026-11-28c, G15-2c).
+    Partials,
 }
 
 impl BarrierKind {
@@ -35,6 +41,10 @@ impl BarrierKind {
             BarrierKind::And => "sync_threads_and",
             BarrierKind::Or => "sync_threads_or",
             BarrierKind::RowPhase => "RowRead::write_own (the in-place row's phase barrier)",
+            BarrierKind::Partials => {
+                "a block collective's partials barrier (every thread of the block must call the collective: a GPU meets it at \
+                 `sync_threads` and folds the skipping warps' stale partials, or hangs beside the other kinds)"
+            }
         }
     }
 }
