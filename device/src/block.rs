@@ -699,26 +699,34 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
 
 /// Element types with the one shared slot through which
 /// [`RuntimeBlockReduce::reduce_broadcast`] hands thread 0's value to the block (a
-/// `shared_array!` of one per type, written by nothing else).
-pub trait BroadcastSlot: BlockValue + sealed_broadcast::Sealed {
-    /// The type's slot.
-    #[doc(hidden)]
-    fn broadcast_slot() -> SharedArray<Self, 1>;
-}
+/// `shared_array!` of one per type, written by nothing else: the slot is reached through a
+/// trait of this crate's own, which other crates cannot name, so they cannot write it; audit
+/// 2026-11-28c, G15-2: it used to be a `pub` method hidden from the docs only).
+///
+/// ```compile_fail
+/// use ferrocuda_device::block::BroadcastSlot;
+/// let slot = <f32 as BroadcastSlot>::broadcast_slot();
+/// ```
+pub trait BroadcastSlot: BlockValue + sealed_broadcast::Sealed {}
 
 mod sealed_broadcast {
-    pub trait Sealed {}
+    use crate::shared::SharedArray;
+
+    pub trait Sealed: Sized + crate::shared::SharedElement {
+        /// The type's slot.
+        fn broadcast_slot() -> SharedArray<Self, 1>;
+    }
 }
 
 macro_rules! broadcast_slot {
     ($($t:ty),*) => {$(
-        impl sealed_broadcast::Sealed for $t {}
-        impl BroadcastSlot for $t {
+        impl sealed_broadcast::Sealed for $t {
             #[inline(always)]
             fn broadcast_slot() -> SharedArray<$t, 1> {
                 crate::shared_array![$t; 1]
             }
         }
+        impl BroadcastSlot for $t {}
     )*};
 }
 broadcast_slot!(f32, f64, u32, i32, u64, i64);
@@ -726,26 +734,33 @@ broadcast_slot!(f32, f64, u32, i32, u64, i64);
 /// Element types with the second set of slots that
 /// [`RuntimeBlockReduce::max_then_sum_all`] folds its sum in: one `shared_array!` of 32 per
 /// type, used by nothing else (so that no other collective writes it while a warp still
-/// reads it; the paired calls write it only after their first barrier).
-pub trait PairSlots: BlockValue + sealed_pair::Sealed {
-    /// The type's 32 slots.
-    #[doc(hidden)]
-    fn pair_slots() -> SharedArray<Self, 32>;
-}
+/// reads it; the paired calls write it only after their first barrier). Reached through a
+/// trait other crates cannot name, as [`BroadcastSlot`]'s slot (G15-2).
+///
+/// ```compile_fail
+/// use ferrocuda_device::block::PairSlots;
+/// let slots = <f32 as PairSlots>::pair_slots();
+/// ```
+pub trait PairSlots: BlockValue + sealed_pair::Sealed {}
 
 mod sealed_pair {
-    pub trait Sealed {}
+    use crate::shared::SharedArray;
+
+    pub trait Sealed: Sized + crate::shared::SharedElement {
+        /// The type's 32 slots.
+        fn pair_slots() -> SharedArray<Self, 32>;
+    }
 }
 
 macro_rules! pair_slots {
     ($($t:ty),*) => {$(
-        impl sealed_pair::Sealed for $t {}
-        impl PairSlots for $t {
+        impl sealed_pair::Sealed for $t {
             #[inline(always)]
             fn pair_slots() -> SharedArray<$t, 32> {
                 crate::shared_array![$t; 32]
             }
         }
+        impl PairSlots for $t {}
     )*};
 }
 pair_slots!(f32, f64, u32, i32, u64, i64);

@@ -10,7 +10,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use ferrocuda_device::block::{BroadcastSlot, RuntimeBlockReduce};
+use ferrocuda_device::block::RuntimeBlockReduce;
 use ferrocuda_device::cpu::{CpuError, CpuExecutor, LaunchConfig};
 use ferrocuda_device::shared::dynamic_shared;
 use ferrocuda_device::shared_vector::dynamic_shared_x4;
@@ -384,24 +384,6 @@ fn g15_2_thread_0_returning_before_a_broadcast_is_reported() {
             other => panic!("{threads} threads: thread 0 missing from a broadcast must be reported, got {other:?}"),
         }
     }
-}
-
-/// G15-2: the library's hand-off slot is reachable from safe code (`BroadcastSlot::broadcast_slot`
-/// is `pub`, hidden from the docs only), so "written by nothing else" is a convention. A user
-/// write of the slot that races the broadcast's read is a reported race; nothing worse (every
-/// shared access is an `ld/st.shared`, any bits are a valid `f32`).
-#[test]
-fn g15_2_a_user_write_of_the_broadcast_slot_racing_its_read_is_reported() {
-    expect_race(
-        CpuExecutor::new().run("g15_2_slot", LaunchConfig::new(1u32, 64u32), &|| {
-            let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
-            let got = reduce.sum_broadcast(1.0f32, |t| t);
-            if rank_in_block() == 40 {
-                <f32 as BroadcastSlot>::broadcast_slot().set(0, got + 1.0);
-            }
-        }),
-        "a user write of the broadcast slot",
-    );
 }
 
 /// G15-2b: a warp collective inside `then` in a block of one warp. `then` runs in lane 0 while
