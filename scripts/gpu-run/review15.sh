@@ -8,7 +8,7 @@
 # then on the GPU machine (about 10 s on an H100/H200; carry the folder):
 #   bash .device-bin/s15-review/run-review15.sh
 # Output in $OUT/review15.txt (or ./out/review15.txt). Expect:
-#   "G15-3 gpu: tanh worst X ulp at ... over 4210740 inputs; tanh(-0) keeps its sign" with X
+#   "G15-3 gpu: tanh worst X ulp at ... over 4210714 inputs; tanh(-0) keeps its sign" with X
 #   at most 4 (the module table's bound; the formula alone is 1.81 ulp, the SFU's ex2/rcp
 #   add to it), and "test result: ok. 2 passed" (the cpu_ twin runs too).
 #   Before the G15-3 fix the test fails with "the result's sign is not the input's (G15-3):
