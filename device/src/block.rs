@@ -94,21 +94,25 @@ macro_rules! block_scratch {
 
 /// The barrier after each warp's lane 0 has stored its partial in the scratch. On the GPU one
 /// `barrier.sync` (`sync_threads`). On the CPU executor a counting barrier of its own kind
-/// (it meets no other barrier function, so a collective that some warps skip is reported
-/// whatever barrier they wait at instead: G15-2c) that panics when threads of the block have
+/// keyed by the scratch's address (it meets no other barrier function and no other
+/// collective's partials barrier, so a collective that some warps skip is reported whatever
+/// barrier they wait at instead: G15-2c, G15-2d) that panics when threads of the block have
 /// returned (audit 2026-11-28, G13R-2: a warp that returned left its
 /// partial of an earlier collective in its slot, and this one would fold it in silently; the
 /// GPU gives the same wrong value, so the executor reports it).
 #[inline(always)]
 #[track_caller]
-fn partials_stored() {
+fn partials_stored(scratch: u32) {
     #[cfg(target_arch = "nvptx64")]
-    sync_threads();
+    {
+        let _ = scratch;
+        sync_threads();
+    }
     #[cfg(not(target_arch = "nvptx64"))]
     {
         // Its own barrier kind, not `sync_threads_count`'s (barrier 1), which a GPU's
         // collective never meets (audit 2026-11-28c, G15-2c).
-        let arrived = crate::cpu::hooks::barrier(crate::cpu::hooks::BarrierKind::Partials, true);
+        let arrived = crate::cpu::hooks::barrier(crate::cpu::hooks::BarrierKind::Partials(scratch), true);
         let size = block_size();
         if arrived != size {
             threads_returned(size - arrived, size);
@@ -217,7 +221,7 @@ impl<T: BlockValue, const THREADS: u32> BlockReduce<T, THREADS> {
             // SAFETY: the warp index is below THREADS / 32 <= 32 (the block size was checked).
             unsafe { slots.set_unchecked((rank_in_block() / 32) as usize, partial) };
         }
-        partials_stored();
+        partials_stored(slots.shared_address());
         let total = fold(slots, Self::WARPS, op);
         // The next collective on this scratch writes it: not before every thread has read.
         sync_threads();
@@ -435,7 +439,7 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
             // launch, and so does the CPU executor).
             unsafe { slots.set_unchecked(warp as usize, partial) };
         }
-        partials_stored();
+        partials_stored(slots.shared_address());
         let mut total = partial;
         if warp == 0 {
             total = fold_slots_in_warp(slots, lane, size.div_ceil(warp::WARP_SIZE), partial, op, false, None);
@@ -499,7 +503,7 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
                 // SAFETY: `warp < 32`: a block has at most 1024 threads.
                 unsafe { slots.set_unchecked(warp as usize, partial) };
             }
-            partials_stored();
+            partials_stored(slots.shared_address());
             let total = fold_slots_in_warp(slots, lane, size / warp::WARP_SIZE, partial, op, true, identity);
             if trailing {
                 // The next collective on this scratch writes it: not before every warp has read it.
@@ -823,7 +827,7 @@ impl<T: BlockValue, const THREADS: u32> BlockScan<T, THREADS> {
             // SAFETY: the warp index is below THREADS / 32 <= 32 (the block size was checked).
             unsafe { slots.set_unchecked(warp_index as usize, inclusive) };
         }
-        partials_stored();
+        partials_stored(slots.shared_address());
         // Every thread folds the warp totals in order and keeps the fold of those before its
         // own warp (CUB's warp-scans variant); the loop is unrolled (`WARPS` is a constant).
         // SAFETY: slot 0 exists.

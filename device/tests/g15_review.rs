@@ -446,3 +446,26 @@ fn g15_2c_a_collective_skipped_by_warps_waiting_at_sync_threads_count_is_reporte
         other => panic!("expected MixedBarriers (a GPU hangs), got {other:?} with sums {:?}", sums.lock().unwrap()),
     }
 }
+
+/// G15-2d: warps at two *different* block collectives meet at the partials barrier (the same
+/// `sync_threads` on a GPU, the same kind on the executor before the fix), and each collective
+/// folds the other half's stale partials of its own previous call: a wrong value (the 64
+/// callers of each got 128), silently, on a GPU and on the CPU executor (every thread arrived,
+/// every slot was written earlier and is ordered by barriers). Now the executor's partials
+/// barrier is keyed by the scratch's address: `MixedBarriers`.
+#[test]
+fn g15_2d_two_different_collectives_meeting_at_the_partials_barrier_are_reported() {
+    let sums = std::sync::Mutex::new(Vec::new());
+    let result = CpuExecutor::deterministic().run("g15_2d", LaunchConfig::new(1u32, 128u32), &|| {
+        let a = RuntimeBlockReduce::new(block_scratch!(u32));
+        let b = RuntimeBlockReduce::new(block_scratch!(u32));
+        let _ = a.sum_broadcast(1, |t| t);
+        let _ = b.sum_all(1);
+        let got = if rank_in_block() < 64 { a.sum_broadcast(1, |t| t) } else { b.sum_all(1) };
+        sums.lock().unwrap().push(got);
+    });
+    match result {
+        Err(CpuError::MixedBarriers(mixed)) => assert!(mixed.first_kind.contains("same scratch"), "{}", mixed.first_kind),
+        other => panic!("two collectives met at one barrier: expected MixedBarriers, got {other:?} with sums {:?}", sums.lock().unwrap()),
+    }
+}

@@ -28,8 +28,11 @@ pub(crate) enum BarrierKind {
     /// on a GPU; here its own kind, replying how many threads arrived (the G13R-2 check). Not
     /// `Count`: a GPU's collective never meets a `sync_threads_count` (barrier 1) elsewhere,
     /// and with it the executor did, folding the partials of warps that had skipped the
-    /// collective where a GPU hangs (audit 2026-11-28c, G15-2c).
-    Partials,
+    /// collective where a GPU hangs (audit 2026-11-28c, G15-2c). Keyed by the collective's
+    /// scratch address: threads at two collectives' partials barriers meet on a GPU (one
+    /// `sync_threads`) and each folds the other half's stale partials; here they are two kinds
+    /// and so reported (G15-2d).
+    Partials(u32),
 }
 
 impl BarrierKind {
@@ -41,9 +44,10 @@ impl BarrierKind {
             BarrierKind::And => "sync_threads_and",
             BarrierKind::Or => "sync_threads_or",
             BarrierKind::RowPhase => "RowRead::write_own (the in-place row's phase barrier)",
-            BarrierKind::Partials => {
-                "a block collective's partials barrier (every thread of the block must call the collective: a GPU meets it at \
-                 `sync_threads` and folds the skipping warps' stale partials, or hangs beside the other kinds)"
+            BarrierKind::Partials(_) => {
+                "a block collective's partials barrier (every thread of the block must call the same collective on the same \
+                 scratch: a GPU meets it at any `sync_threads`, another collective's included, and folds the absent warps' \
+                 stale partials, or hangs beside the other barrier kinds)"
             }
         }
     }
