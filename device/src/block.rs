@@ -93,18 +93,26 @@ macro_rules! block_scratch {
 }
 
 /// The barrier after each warp's lane 0 has stored its partial in the scratch. On the GPU one
-/// `barrier.sync` (`sync_threads`). On the CPU executor a counting barrier that panics when
-/// threads of the block have returned (audit 2026-11-28, G13R-2: a warp that returned left its
+/// `barrier.sync` (`sync_threads`). On the CPU executor a counting barrier of its own kind
+/// keyed by the scratch's address (it meets no other barrier function and no other
+/// collective's partials barrier, so a collective that some warps skip is reported whatever
+/// barrier they wait at instead: G15-2c, G15-2d) that panics when threads of the block have
+/// returned (audit 2026-11-28, G13R-2: a warp that returned left its
 /// partial of an earlier collective in its slot, and this one would fold it in silently; the
 /// GPU gives the same wrong value, so the executor reports it).
 #[inline(always)]
 #[track_caller]
-fn partials_stored() {
+fn partials_stored(scratch: u32) {
     #[cfg(target_arch = "nvptx64")]
-    sync_threads();
+    {
+        let _ = scratch;
+        sync_threads();
+    }
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        let arrived = crate::sync::sync_threads_count(true);
+        // Its own barrier kind, not `sync_threads_count`'s (barrier 1), which a GPU's
+        // collective never meets (audit 2026-11-28c, G15-2c).
+        let arrived = crate::cpu::hooks::barrier(crate::cpu::hooks::BarrierKind::Partials(scratch), true);
         let size = block_size();
         if arrived != size {
             threads_returned(size - arrived, size);
@@ -213,7 +221,7 @@ impl<T: BlockValue, const THREADS: u32> BlockReduce<T, THREADS> {
             // SAFETY: the warp index is below THREADS / 32 <= 32 (the block size was checked).
             unsafe { slots.set_unchecked((rank_in_block() / 32) as usize, partial) };
         }
-        partials_stored();
+        partials_stored(slots.shared_address());
         let total = fold(slots, Self::WARPS, op);
         // The next collective on this scratch writes it: not before every thread has read.
         sync_threads();
@@ -431,7 +439,7 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
             // launch, and so does the CPU executor).
             unsafe { slots.set_unchecked(warp as usize, partial) };
         }
-        partials_stored();
+        partials_stored(slots.shared_address());
         let mut total = partial;
         if warp == 0 {
             total = fold_slots_in_warp(slots, lane, size.div_ceil(warp::WARP_SIZE), partial, op, false, None);
@@ -495,7 +503,7 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
                 // SAFETY: `warp < 32`: a block has at most 1024 threads.
                 unsafe { slots.set_unchecked(warp as usize, partial) };
             }
-            partials_stored();
+            partials_stored(slots.shared_address());
             let total = fold_slots_in_warp(slots, lane, size / warp::WARP_SIZE, partial, op, true, identity);
             if trailing {
                 // The next collective on this scratch writes it: not before every warp has read it.
@@ -649,13 +657,20 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
     /// thread takes 2 but runs `then` in every warp). The value travels through one slot per
     /// type that only these methods write ([`BroadcastSlot`]), always after their first
     /// barrier, which every thread passes after its read of the previous value. A block of one
-    /// warp hands it over with a shuffle. `then` runs in thread 0 alone: it must not call block
-    /// collectives.
+    /// warp hands it over with a shuffle. `then` runs in thread 0 alone: it must not call warp
+    /// or block collectives (shuffles, votes, barriers; in a block of one warp a shuffle inside
+    /// it would meet the hand-off shuffle the other lanes wait in, and they would return
+    /// another value than thread 0, silently on a GPU); the CPU executor reports one (audit
+    /// 2026-11-28c, G15-2b).
     #[inline(always)]
     #[track_caller]
     pub fn reduce_broadcast<U: BroadcastSlot + Default>(&self, value: T, op: impl Fn(T, T) -> T + Copy, then: impl FnOnce(T) -> U) -> U {
         let (total, size) = Self::fold_to_thread_0(self.scratch.slots, value, op);
         let first = rank_in_block() == 0;
+        // The CPU executor reports a warp or block collective inside `then` (G15-2b): on a GPU
+        // it would meet the collective the other lanes wait in.
+        #[cfg(not(target_arch = "nvptx64"))]
+        let then = |total| crate::cpu::hooks::solo("the `then` of `reduce_broadcast` (thread 0 alone)", || then(total));
         if size <= warp::WARP_SIZE {
             let mine = if first { then(total) } else { U::default() };
             return warp::shuffle(mine, 0);
@@ -688,26 +703,34 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
 
 /// Element types with the one shared slot through which
 /// [`RuntimeBlockReduce::reduce_broadcast`] hands thread 0's value to the block (a
-/// `shared_array!` of one per type, written by nothing else).
-pub trait BroadcastSlot: BlockValue + sealed_broadcast::Sealed {
-    /// The type's slot.
-    #[doc(hidden)]
-    fn broadcast_slot() -> SharedArray<Self, 1>;
-}
+/// `shared_array!` of one per type, written by nothing else: the slot is reached through a
+/// trait of this crate's own, which other crates cannot name, so they cannot write it; audit
+/// 2026-11-28c, G15-2: it used to be a `pub` method hidden from the docs only).
+///
+/// ```compile_fail
+/// use ferrocuda_device::block::BroadcastSlot;
+/// let slot = <f32 as BroadcastSlot>::broadcast_slot();
+/// ```
+pub trait BroadcastSlot: BlockValue + sealed_broadcast::Sealed {}
 
 mod sealed_broadcast {
-    pub trait Sealed {}
+    use crate::shared::SharedArray;
+
+    pub trait Sealed: Sized + crate::shared::SharedElement {
+        /// The type's slot.
+        fn broadcast_slot() -> SharedArray<Self, 1>;
+    }
 }
 
 macro_rules! broadcast_slot {
     ($($t:ty),*) => {$(
-        impl sealed_broadcast::Sealed for $t {}
-        impl BroadcastSlot for $t {
+        impl sealed_broadcast::Sealed for $t {
             #[inline(always)]
             fn broadcast_slot() -> SharedArray<$t, 1> {
                 crate::shared_array![$t; 1]
             }
         }
+        impl BroadcastSlot for $t {}
     )*};
 }
 broadcast_slot!(f32, f64, u32, i32, u64, i64);
@@ -715,26 +738,33 @@ broadcast_slot!(f32, f64, u32, i32, u64, i64);
 /// Element types with the second set of slots that
 /// [`RuntimeBlockReduce::max_then_sum_all`] folds its sum in: one `shared_array!` of 32 per
 /// type, used by nothing else (so that no other collective writes it while a warp still
-/// reads it; the paired calls write it only after their first barrier).
-pub trait PairSlots: BlockValue + sealed_pair::Sealed {
-    /// The type's 32 slots.
-    #[doc(hidden)]
-    fn pair_slots() -> SharedArray<Self, 32>;
-}
+/// reads it; the paired calls write it only after their first barrier). Reached through a
+/// trait other crates cannot name, as [`BroadcastSlot`]'s slot (G15-2).
+///
+/// ```compile_fail
+/// use ferrocuda_device::block::PairSlots;
+/// let slots = <f32 as PairSlots>::pair_slots();
+/// ```
+pub trait PairSlots: BlockValue + sealed_pair::Sealed {}
 
 mod sealed_pair {
-    pub trait Sealed {}
+    use crate::shared::SharedArray;
+
+    pub trait Sealed: Sized + crate::shared::SharedElement {
+        /// The type's 32 slots.
+        fn pair_slots() -> SharedArray<Self, 32>;
+    }
 }
 
 macro_rules! pair_slots {
     ($($t:ty),*) => {$(
-        impl sealed_pair::Sealed for $t {}
-        impl PairSlots for $t {
+        impl sealed_pair::Sealed for $t {
             #[inline(always)]
             fn pair_slots() -> SharedArray<$t, 32> {
                 crate::shared_array![$t; 32]
             }
         }
+        impl PairSlots for $t {}
     )*};
 }
 pair_slots!(f32, f64, u32, i32, u64, i64);
@@ -797,7 +827,7 @@ impl<T: BlockValue, const THREADS: u32> BlockScan<T, THREADS> {
             // SAFETY: the warp index is below THREADS / 32 <= 32 (the block size was checked).
             unsafe { slots.set_unchecked(warp_index as usize, inclusive) };
         }
-        partials_stored();
+        partials_stored(slots.shared_address());
         // Every thread folds the warp totals in order and keeps the fold of those before its
         // own warp (CUB's warp-scans variant); the loop is unrolled (`WARPS` is a constant).
         // SAFETY: slot 0 exists.

@@ -14,7 +14,7 @@
 //! | `rsqrt` (`f64`) | `1 / sqrt.rn` (two roundings) | ≤ 1 ulp |
 //! | `f32` `exp`, `erf` | as nvcc's `expf`/`erff`: one `ex2.approx.ftz` after nvcc's range reduction (`exp`: 12 instructions) or polynomial (`erf`, branch-free) | ≤ 4 ulp asserted (CUDA documents 2); simulated with an exact `ex2`: `exp` 1.5 ulp, `erf` 1 ulp |
 //! | `exp2`, `exp_m1`, `ln`, `log2`, `log10`, `ln_1p`, `sin`, `cos`, `tan`, `asin`, `acos`, `atan`, `atan2`, `cbrt`, `hypot`, `powf`, `erfc` (and every `f64` function, `exp` and `erf` included) | the `libm` crate (a port of musl's libm), compiled to plain PTX arithmetic | musl's: ≤ 1 ulp for most, up to a few ulp for `tan`, `pow`, `erf`, hyperbolics near their limits |
-//! | `f32` `sinh`, `cosh`, `tanh` | as nvcc's `sinhf`/`coshf`/`tanhf`: around one `ex2.approx.ftz` after an exact reduction by `ln 2`, with an approximate division (`tanh` below 1: a ratio of series and a correctly rounded division) | ≤ 4 ulp asserted; measured on an H100: `sinh` 3, `tanh` 3, `cosh` 1.6e-7 relative (nvcc's documented: 2-3) |
+//! | `f32` `sinh`, `cosh`, `tanh` | as nvcc's `sinhf`/`coshf`/`tanhf`: `sinh`, `cosh` around one `ex2.approx.ftz` after an exact reduction by `ln 2`, with an approximate division; `tanh` branch-free, an odd polynomial below 0.6, else `1 - 2 rcp.approx(ex2.approx(2|x| log2 e) + 1)`, no division | ≤ 4 ulp asserted; measured on an H100: `sinh` 3, `cosh` 1.6e-7 relative (nvcc's documented: 2-3); `tanh`'s sequence with exact `ex2`/`rcp`: 1.81 ulp over every `f32` (audit 2026-11-28c; the H100's 3 ulp were the earlier, dividing `tanh`'s) |
 //! | `powi` | square-and-multiply | a few ulp for large exponents, like `std` |
 //! | [`FastMath`]: `fast_exp2`, `fast_log2`, `fast_sin`, `fast_cos`, `fast_sqrt`, `fast_rsqrt`, `fast_recip` | one `ex2/lg2/sin/cos/sqrt/rsqrt/rcp.approx.ftz.f32` (the SFU) | ~2 ulp (ex2/lg2/sqrt/rsqrt/rcp); sin/cos absolute error ~2^-21 on [-π, π] |
 //! | `fast_exp`, `fast_exp10`, `fast_ln`, `fast_log10`, `fast_powf` | `ex2.approx` / `lg2.approx` with a scale | as above plus one rounding (`fast_powf`: error grows with `|y·log2 x|`) |
@@ -628,8 +628,8 @@ mod nvcc_f32 {
 /// default: around one `ex2.approx` (after an exact range reduction, [`half_exp_abs`], for
 /// `cosh`/`sinh`), not libm's software `expf`/`expm1f` (which made a GELU backward 0.74x nvcc's). Within 4 ulp
 /// (asserted on the GPU by tests/cpu_device_lib.rs, against the host's `std`).
-#[cfg(target_arch = "nvptx64")]
-#[cfg_attr(ferrocuda_fast_math, allow(dead_code))]
+#[cfg(any(target_arch = "nvptx64", test))]
+#[cfg_attr(any(ferrocuda_fast_math, not(target_arch = "nvptx64")), allow(dead_code, unused_imports))]
 mod hyperbolic {
     use super::{DeviceFloat, FastMath};
 
@@ -650,7 +650,8 @@ mod hyperbolic {
     /// held-out port): both arms computed, one selected, no branch and no division. Below 0.6 an
     /// odd polynomial `x + x^3 p(x^2)`; from 0.6 `1 - 2 / (e^(2|x|) + 1)` with one `ex2.approx`
     /// and one `rcp.approx`, exactly 1 from `|x| >= 9.01` (where `2 / (e^(2|x|) + 1)` is below
-    /// half an ulp of 1), with `x`'s sign. NaN stays NaN (the polynomial arm is taken for it).
+    /// half an ulp of 1), with `x`'s sign. NaN stays NaN (the polynomial arm is taken for it);
+    /// `-0` gives `-0`.
     /// The correctly rounded division this replaces cost a GELU-and-mul 226 SASS instructions
     /// against nvcc's 65.
     #[inline(always)]
@@ -664,7 +665,11 @@ mod hyperbolic {
         let p = s.mul_add(f32::from_bits(0x3c80_f082), -f32::from_bits(0x3d56_3cae));
         let p = s.mul_add(p, f32::from_bits(0x3e08_5941));
         let p = s.mul_add(p, -f32::from_bits(0x3eaa_a9ed));
-        let small = x.mul_add(s * p, x);
+        // `s p + 0`, not `s p`: for `x = -0` the product is `-0`, and `-0 * -0 + -0` would be
+        // `+0`; nvcc's `fma(p, s, 0)` makes it `+0`, so that `+0 * -0 + -0 = -0` keeps the
+        // sign (audit 2026-11-28c G15-3). LLVM keeps an `fma` with a `+0` addend.
+        let t = p.mul_add(s, 0.0);
+        let small = t.mul_add(x, x);
         if a >= 0.6 { large } else { small }
     }
 }
@@ -735,6 +740,69 @@ fn ftz(x: f32) -> f32 {
 
 #[cfg(test)]
 mod tests {
+    use super::hyperbolic;
+
+    /// `|y - t|` in units of the last place of `f32` at `t` (the spacing of the binade of `t`
+    /// rounded to `f32`; subnormal spacing below it).
+    fn ulps(y: f32, t: f64) -> f64 {
+        let binade = ((t as f32).abs().to_bits() >> 23) as i32;
+        let ulp = if binade == 0 { f64::from(f32::from_bits(1)) } else { 2f64.powi(binade - 127 - 23) };
+        (f64::from(y) - t).abs() / ulp
+    }
+
+    /// G15-3 (audit 2026-11-28c): the precise `f32::tanh` (nvcc's branch-free `tanhf`) gave `+0`
+    /// for `-0` (`-0 * (s p) + -0` with `s p = -0`); nvcc's `fma(p, s, 0)` keeps the sign. And the
+    /// special values: `±inf` give `±1`, NaN stays NaN, subnormals come back unchanged (the
+    /// polynomial arm; no flush), `±0.6` and `±9.0109` (the thresholds) take the arms nvcc's do.
+    #[test]
+    fn g15_3_tanh_keeps_the_sign_of_zero_and_the_special_values() {
+        assert_eq!(hyperbolic::tanh(-0.0).to_bits(), (-0.0f32).to_bits(), "tanh(-0) must be -0");
+        assert_eq!(hyperbolic::tanh(0.0).to_bits(), 0);
+        assert_eq!(hyperbolic::tanh(f32::INFINITY), 1.0);
+        assert_eq!(hyperbolic::tanh(f32::NEG_INFINITY), -1.0);
+        assert!(hyperbolic::tanh(f32::NAN).is_nan());
+        assert!(hyperbolic::tanh(-f32::NAN).is_nan());
+        for bits in [1u32, 2, 0x0040_0000, 0x007f_ffff] {
+            for x in [f32::from_bits(bits), -f32::from_bits(bits)] {
+                assert_eq!(hyperbolic::tanh(x).to_bits(), x.to_bits(), "subnormal {x:e}");
+            }
+        }
+        // From the threshold on, exactly 1 with the sign; just below it, the largest f32 below 1.
+        let big = f32::from_bits(0x4110_2cb4);
+        assert_eq!(hyperbolic::tanh(big), 1.0);
+        assert_eq!(hyperbolic::tanh(-big), -1.0);
+        assert_eq!(hyperbolic::tanh(f32::from_bits(0x4110_2cb3)), f32::from_bits(0x3f7f_ffff));
+        assert_eq!(hyperbolic::tanh(f32::MAX), 1.0);
+    }
+
+    /// G15-3: the documented accuracy. With the SFU steps exact (the host's `fast_exp2` and
+    /// `fast_recip` round correctly and flush denormals, as `.ftz` does), the sequence is within
+    /// 2 ulp of `f64::tanh` everywhere: every 509th `f32` of each sign, and every `f32` within
+    /// 2^14 ulps of 0.6 and of the 9.0109 threshold on both sides. Exhaustively (all 2^32
+    /// inputs, audit/2026-11-28c): at most 1.81 ulp (at 0.48394, the polynomial arm); the
+    /// `1 - 2 rcp(e^(2|x|) + 1)` arm at most 1.70 ulp (at 0.60063). On a GPU the `ex2.approx`
+    /// and `rcp.approx` errors come on top (the module table's 4 ulp bound).
+    #[test]
+    fn g15_3_tanh_is_within_2_ulp_of_the_exact_value_over_the_f32_range() {
+        let mut worst = (0.0f64, 0.0f32);
+        let mut check = |bits: u32| {
+            for x in [f32::from_bits(bits), -f32::from_bits(bits)] {
+                if x.is_nan() {
+                    continue;
+                }
+                let e = ulps(hyperbolic::tanh(x), f64::from(x).tanh());
+                if e > worst.0 {
+                    worst = (e, x);
+                }
+            }
+        };
+        (0..=0x7f80_0000u32).step_by(509).for_each(&mut check);
+        for threshold in [0.6f32.to_bits(), 0x4110_2cb4] {
+            (threshold - (1 << 14)..threshold + (1 << 14)).for_each(&mut check);
+        }
+        assert!(worst.0 <= 2.0, "tanh({:e}) is {:.3} ulp from the exact value", worst.1, worst.0);
+    }
+
     /// The bit trick of `pow2_minus_one` is `2^(n-1)` exactly over the range `half_exp_abs`
     /// gives it (`n = round(min(|x|, 88.5) log2 e)`: 0 to 128).
     #[test]

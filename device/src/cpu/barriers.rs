@@ -75,6 +75,7 @@ impl BlockContext<'_> {
         let reply = match kind {
             BarrierKind::Plain | BarrierKind::RowPhase => 0,
             BarrierKind::Count => count,
+            BarrierKind::Partials(_) => at_barrier as u32,
             BarrierKind::And => all as u32,
             BarrierKind::Or => any as u32,
         };

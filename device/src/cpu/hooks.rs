@@ -24,6 +24,15 @@ pub(crate) enum BarrierKind {
     Or,
     /// The phase barrier of an in-place row (`RowRead::write_own`, barrier 4).
     RowPhase,
+    /// The barrier after a block collective's partials are stored: `sync_threads` (barrier 0)
+    /// on a GPU; here its own kind, replying how many threads arrived (the G13R-2 check). Not
+    /// `Count`: a GPU's collective never meets a `sync_threads_count` (barrier 1) elsewhere,
+    /// and with it the executor did, folding the partials of warps that had skipped the
+    /// collective where a GPU hangs (audit 2026-11-28c, G15-2c). Keyed by the collective's
+    /// scratch address: threads at two collectives' partials barriers meet on a GPU (one
+    /// `sync_threads`) and each folds the other half's stale partials; here they are two kinds
+    /// and so reported (G15-2d).
+    Partials(u32),
 }
 
 impl BarrierKind {
@@ -35,6 +44,11 @@ impl BarrierKind {
             BarrierKind::And => "sync_threads_and",
             BarrierKind::Or => "sync_threads_or",
             BarrierKind::RowPhase => "RowRead::write_own (the in-place row's phase barrier)",
+            BarrierKind::Partials(_) => {
+                "a block collective's partials barrier (every thread of the block must call the same collective on the same \
+                 scratch: a GPU meets it at any `sync_threads`, another collective's included, and folds the absent warps' \
+                 stale partials, or hangs beside the other barrier kinds)"
+            }
         }
     }
 }
@@ -323,12 +337,63 @@ pub(crate) fn block_dim() -> [u32; 3] {
 pub(crate) fn grid_dim() -> [u32; 3] {
     running("grid_dim").grid_dim()
 }
+thread_local! {
+    /// The GPU thread (block identity, rank) running a closure that must not call warp or
+    /// block collectives, and what that closure is; `None` almost always.
+    static SOLO: Cell<Option<(usize, u32, &'static str)>> = const { Cell::new(None) };
+}
+
+/// Clears [`SOLO`] when the closure returns or unwinds.
+struct SoloGuard(Option<(usize, u32, &'static str)>);
+
+impl Drop for SoloGuard {
+    fn drop(&mut self) {
+        SOLO.with(|s| s.set(self.0));
+    }
+}
+
+/// Runs `f`, which one thread of a warp runs while the others wait in a collective (the
+/// `then` of `RuntimeBlockReduce::reduce_broadcast`, `what`): a warp or block collective
+/// called inside it panics, naming `what`. On a GPU such a call meets the collective the
+/// other lanes wait in (sm_70+ matches collectives by kind and mask, not call site) and hands
+/// thread 0 and the rest different values silently, or hangs (audit 2026-11-28c, G15-2b).
+#[track_caller]
+pub(crate) fn solo<R>(what: &'static str, f: impl FnOnce() -> R) -> R {
+    let me = (block_identity(), rank(), what);
+    let _guard = SoloGuard(SOLO.with(|s| s.replace(Some(me))));
+    f()
+}
+
+/// Panics when the running GPU thread is inside a [`solo`] closure.
+#[track_caller]
+#[inline]
+fn not_solo(collective: &str) {
+    if let Some((block, rank, what)) = SOLO.with(|s| s.get())
+        && rank == self::rank()
+        && block == block_identity()
+    {
+        solo_collective(collective, what);
+    }
+}
+
+#[cold]
+#[track_caller]
+fn solo_collective(collective: &str, what: &str) -> ! {
+    panic!(
+        "`{collective}` called inside {what}, which runs in one thread while the rest of its warp waits in a collective: on a GPU \
+         the two meet (sm_70+ matches warp collectives by kind, not call site), so the threads get different values or hang. \
+         Compute the value without warp or block collectives, or do the collective before or after the call (audit 2026-11-28c, G15-2b)"
+    )
+}
+
 #[track_caller]
 pub(crate) fn barrier(kind: BarrierKind, predicate: bool) -> u32 {
+    not_solo("sync_threads");
     running("sync_threads").barrier(kind, predicate)
 }
 #[track_caller]
 pub(crate) fn warp_sync(mask: u32) {
+    not_solo("sync_warp");
     running("sync_warp").warp_op(WarpOp::Sync, mask, 0);
 }
 /// The running thread's lane (`%laneid`): its rank modulo the warp size.
@@ -339,16 +404,19 @@ pub(crate) fn lane_id() -> u32 {
 /// `shfl.sync` with the full mask, reading lane `source` (which the caller resolved).
 #[track_caller]
 pub(crate) fn warp_shuffle(value: u32, source: u32) -> u32 {
+    not_solo("shuffle");
     running("shuffle").warp_op(WarpOp::Shuffle { source }, u32::MAX, value as u64) as u32
 }
 #[track_caller]
 pub(crate) fn warp_ballot(predicate: bool) -> u32 {
+    not_solo("ballot");
     running("ballot").warp_op(WarpOp::Ballot, u32::MAX, predicate as u64) as u32
 }
 /// `elect.sync` with the full mask: true in the lowest lane of the warp's live lanes, once
 /// all of them arrive (the executor reports a divergent use, where a GPU hangs).
 #[track_caller]
 pub(crate) fn warp_elect() -> bool {
+    not_solo("elect_one");
     running("elect_one").warp_op(WarpOp::Elect, u32::MAX, 0) != 0
 }
 #[track_caller]
@@ -357,6 +425,7 @@ pub(crate) fn warp_active_mask() -> u32 {
 }
 #[track_caller]
 pub(crate) fn warp_match_any(value: u64) -> u32 {
+    not_solo("match_any");
     running("match_any").warp_op(WarpOp::MatchAny, u32::MAX, value) as u32
 }
 /// The shared-memory address of the `shared_array!` at `site` in the running block.
@@ -580,6 +649,7 @@ pub(crate) fn atomic_access(address: usize, value: u64, changed: bool) {
 /// of the phase it arrived in.
 #[track_caller]
 pub(crate) fn named_barrier_arrive(id: u32, threads: u32, wait: bool) -> u64 {
+    not_solo("NamedBarrier");
     running("NamedBarrier").named_barrier(id, threads, wait)
 }
 
@@ -602,6 +672,7 @@ pub(crate) fn cluster_size() -> u32 {
 /// `barrier.cluster.arrive` + `wait`.
 #[track_caller]
 pub(crate) fn cluster_sync() {
+    not_solo("cluster::sync");
     running("cluster::sync").cluster_barrier()
 }
 /// A pointer to `size_of::<T>()` bytes at `address` in the shared memory of cluster block

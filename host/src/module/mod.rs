@@ -70,7 +70,16 @@ impl Module {
     /// parameter sizes but other element types writes out of bounds). Kernels built by
     /// `#[kernel]` carry a fingerprint of their full signature that `launch_in` checks, so for
     /// PTX built by this project's builder that is checked; for any other kernel the caller
-    /// vouches that each one launched through a typed launcher has that launcher's signature.
+    /// vouches that each one launched through a typed launcher has that launcher's signature
+    /// and keeps what a `#[kernel]` of that signature promises, which the launcher is safe
+    /// because of: it only reads its `&[T]` inputs, writes an output only where the output
+    /// type lets the writing thread (its own elements of a `DisjointSlice`, atomically for an
+    /// `AtomicSlice`, `UncheckedSlice`'s rule), never past a slice's length, and touches no
+    /// other memory. A stub whose parameters are raw pointers (`*const T`, `*mut T`) has
+    /// `unsafe` launchers, whose contract then states what the kernel touches (audit
+    /// 2026-11-28c, G15-4: a foreign kernel with a slice stub's parameter list that writes its
+    /// input keeps the letter of "has that launcher's signature", and its safe launches would
+    /// race with every reader of that input).
     pub unsafe fn load_ptx(context: &Context, name: &str, ptx: &str, options: &JitOptions) -> Result<Self> {
         context.bind_to_thread()?;
         context.refuse_after_timeout(|| format!("Module::load_ptx(`{name}`)"))?;
