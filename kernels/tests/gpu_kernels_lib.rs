@@ -569,9 +569,9 @@ fn attention_forward_takes_the_hopper_kernels_on_sm_90_and_matches_f64() {
 /// tiles from a counter until all are done, the K/V rings and the ping-pong turns running on
 /// across tiles), their one-tile-per-block twins and every other schedule of the shape
 /// (`hopper_forward_instances`: D 64 and 128, causal or not, 2- and 3-deep rings), on shapes with several times more query tiles
-/// than SMs and lengths that are not multiples of 128: all instances agree with the first (the same
-/// arithmetic per tile: within one bf16 rounding of O, 1e-5 of the LSE), and sampled rows of
-/// each are within the f64 reference's bound (`reference_row`, `within_bound`). sm_90 only.
+/// than SMs and lengths that are not multiples of 128: all instances but the `_poly` ones agree
+/// with the first (the same arithmetic per tile: within one bf16 rounding of O, 1e-5 of the LSE),
+/// and sampled rows of each are within the f64 reference's bound (`reference_row`, `within_bound`). sm_90 only.
 #[test]
 fn attention_forward_persistent_kernels_match_their_twins_and_f64() {
     use ferrocuda_kernels_hopper::attention::{reference_row, within_bound};
@@ -623,7 +623,11 @@ fn attention_forward_persistent_kernels_match_their_twins_and_f64() {
             results.push((kernel, out, lse));
         }
         let (a, out_a, lse_a) = &results[0];
-        for (b, out_b, lse_b) in &results[1..] {
+        // The `_poly` instances compute part of the exponentials with a polynomial (relative
+        // error up to 1e-4), not the pick's arithmetic: they are held to the f64 bound above,
+        // not to one bf16 rounding of the pick (session 15's GPU run: O[2] -0.0014114 against
+        // -0.0014267, a small value from cancellation).
+        for (b, out_b, lse_b) in results[1..].iter().filter(|r| !r.0.contains("_poly")) {
             for (i, (x, y)) in out_a.iter().zip(out_b).enumerate() {
                 let (x, y) = (x.to_f32(), y.to_f32());
                 assert!((x - y).abs() <= x.abs().max(y.abs()) / 128.0 + 1e-6, "{a} vs {b} {shape:?}: O[{i}] {x} vs {y}");
