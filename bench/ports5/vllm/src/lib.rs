@@ -63,7 +63,9 @@ pub fn tanh_nvcc(x: f32) -> f32 {
     let p = x2.mul_add(f32::from_bits(0x3c80_f082), -f32::from_bits(0x3d56_3cae));
     let p = x2.mul_add(p, f32::from_bits(0x3e08_5941));
     let p = x2.mul_add(p, -f32::from_bits(0x3eaa_a9ed));
-    let small = x.mul_add(x2 * p, x);
+    // nvcc's `fma(p, x2, 0)` then `fma(t, x, x)`: keeps the sign of -0 (audit 2026-11-28c G15-3).
+    let t = p.mul_add(x2, 0.0);
+    let small = t.mul_add(x, x);
     if a >= 0.6 { big } else { small }
 }
 
