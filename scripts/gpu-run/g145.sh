@@ -41,11 +41,7 @@ if [[ ${1:-} == --stage ]]; then
   mkdir -p "$dest"
   executable() { # package, test target
     cargo test --release -p "$1" --test "$2" --no-run --message-format=json 2>/dev/null |
-      python3 -c 'import json,sys
-for l in sys.stdin:
-    try: m=json.loads(l)
-    except ValueError: continue
-    if m.get("reason")=="compiler-artifact" and m.get("executable") and m["target"]["name"]==sys.argv[1]: print(m["executable"])' "$2"
+      scripts/gpu-run/cargo-executable.py "$2"
   }
   set -e
   cp "$(executable ferrocuda-main gpu_g14)" "$dest/gpu_g14"

@@ -42,14 +42,7 @@ if [ "$mode" = stage ]; then
   dest=$(cd "$dest" && pwd)
   cd "$root"
   pick() { # cargo JSON on stdin; copies the executable of target $2 (test or bin) to $1/$2
-    python3 -c '
-import json, sys, shutil
-for line in sys.stdin:
-    try: m = json.loads(line)
-    except ValueError: continue
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == sys.argv[2]:
-        shutil.copy(m["executable"], sys.argv[1] + "/" + sys.argv[2])
-' "$1" "$2"
+    local exe; exe=$(scripts/gpu-run/cargo-executable.py "$2"); [ -z "$exe" ] || cp "$exe" "$1/$2"
   }
   cargo test --release -p ferrocuda-kernels --test gpu_kernels_lib --no-run --message-format=json 2>/dev/null | pick "$dest" gpu_kernels_lib
   cargo build --release -p hopper-kernels --bin hopper-gemm --message-format=json 2>/dev/null | pick "$dest" hopper-gemm

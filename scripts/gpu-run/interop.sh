@@ -17,10 +17,7 @@ if [ "$mode" = stage ]; then
   mkdir -p "$dir/pywheels"
   cd "$root"
   test_bin=$(cargo test --release --test gpu_borrowed --no-run --message-format=json 2>/dev/null |
-    python3 -c 'import json,sys
-for l in sys.stdin:
-    m=json.loads(l)
-    if m.get("reason")=="compiler-artifact" and m.get("executable") and m["target"]["name"]=="gpu_borrowed": print(m["executable"])')
+    scripts/gpu-run/cargo-executable.py gpu_borrowed)
   cp "$test_bin" "$dir/gpu_borrowed"
   cargo build --release --example launch_overhead --example candle_rms_norm
   cp target/release/examples/launch_overhead target/release/examples/candle_rms_norm "$dir/"

@@ -22,11 +22,7 @@ stage)
   cd "$root"
   mkdir -p "$dest"
   exe=$(cargo test --release -p ferrocuda-main --test gpu_g15 --no-run --message-format=json 2>/dev/null |
-    python3 -c 'import json,sys
-for l in sys.stdin:
-    try: m=json.loads(l)
-    except ValueError: continue
-    if m.get("reason")=="compiler-artifact" and m.get("executable") and m["target"]["name"]=="gpu_g15": print(m["executable"])')
+    scripts/gpu-run/cargo-executable.py gpu_g15)
   cp "$exe" "$dest/gpu_g15"
   (cd "$dest" && xz -T0 -6 -f gpu_g15)
   cp "$0" "$dest/run-review15.sh"

@@ -22,11 +22,7 @@ cd "$root"
 mkdir -p "$dest"
 executables() { # package, test target
   cargo test --release -p "$1" --test "$2" --no-run --message-format=json 2>/dev/null |
-    python3 -c 'import json,sys
-for l in sys.stdin:
-    try: m=json.loads(l)
-    except ValueError: continue
-    if m.get("reason")=="compiler-artifact" and m.get("executable") and m["target"]["name"]==sys.argv[1]: print(m["executable"])' "$2"
+    scripts/gpu-run/cargo-executable.py "$2"
 }
 rm -f "$dest"/*.xz
 cp "$(executables ferrocuda-main gpu_host_seams)" "$dest/gpu_host_seams"

@@ -21,14 +21,7 @@ mkdir -p "$dest"
 dest=$(cd "$dest" && pwd)
 cd "$root"
 # Copies the executable of target $1 from cargo's JSON messages on stdin to $dest/$1.
-pick() { python3 -c '
-import json, sys, shutil
-for line in sys.stdin:
-    try: m = json.loads(line)
-    except ValueError: continue
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == sys.argv[2]:
-        shutil.copy(m["executable"], sys.argv[1] + "/" + sys.argv[2])
-' "$dest" "$1"; }
+pick() { local exe; exe=$(scripts/gpu-run/cargo-executable.py "$1"); [ -z "$exe" ] || cp "$exe" "$dest/$1"; }
 rm -f "$dest"/*.xz "$dest"/bench_attention "$dest"/bench_rows "$dest"/gpu_kernels_lib "$dest"/bench_attention_base
 cargo build --release -p ferrocuda-kernels --example bench_attention --example bench_rows --message-format=json 2> "$dest/build.log" > "$dest/build.json"
 cargo test --release -p ferrocuda-kernels --test gpu_kernels_lib --no-run --message-format=json 2>> "$dest/build.log" >> "$dest/build.json"

@@ -11,16 +11,7 @@ dest=${1:?usage: stage-ports-s15.sh <dest>}
 mkdir -p "$dest/twins"
 dest=$(cd "$dest" && pwd)
 cd "$root"
-pick() { # the executable of target $1 from cargo's JSON messages on stdin
-  python3 -c '
-import json, sys
-for line in sys.stdin:
-    try: m = json.loads(line)
-    except ValueError: continue
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == sys.argv[1]:
-        print(m["executable"])
-' "$1"
-}
+pick() { scripts/gpu-run/cargo-executable.py "$1"; } # the executable of target $1 (cargo's JSON on stdin)
 p3=$(cargo build --release -p ferrocuda-ports3 --example ports3_bench --message-format=json 2>/dev/null | pick ports3_bench)
 p4=$(cargo build --release -p ferrocuda-ports4 --example ports4_bench --message-format=json 2>/dev/null | pick ports4_bench)
 [ -n "$p3" ] && [ -n "$p4" ] || { echo "stage-ports-s15.sh: a benchmark build failed" >&2; exit 1; }

@@ -10,14 +10,7 @@ mkdir -p "$dest"
 dest=$(cd "$dest" && pwd)
 cd "$root"
 exe=$(cargo build --release -p ferrocuda-ports2 --example ports2_bench --message-format=json 2>/dev/null |
-  python3 -c '
-import json, sys
-for line in sys.stdin:
-    try: m = json.loads(line)
-    except ValueError: continue
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "ports2_bench":
-        print(m["executable"])
-')
+  scripts/gpu-run/cargo-executable.py ports2_bench)
 xz -9e -T0 -c "$exe" > "$dest/ports2_bench.xz"
 cp bench/ports2/cuda/ports2.cu bench/cuda/llmc_cuda_utils.cuh scripts/gpu-run/ports2.sh scripts/gpu-run/ports-run-lib.sh "$dest/"
 git rev-parse HEAD > "$dest/commit.txt"

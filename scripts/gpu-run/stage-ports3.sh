@@ -10,14 +10,7 @@ mkdir -p "$dest"
 dest=$(cd "$dest" && pwd)
 cd "$root"
 exe=$(cargo build --release -p ferrocuda-ports3 --example ports3_bench --message-format=json 2>/dev/null |
-  python3 -c '
-import json, sys
-for line in sys.stdin:
-    try: m = json.loads(line)
-    except ValueError: continue
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "ports3_bench":
-        print(m["executable"])
-')
+  scripts/gpu-run/cargo-executable.py ports3_bench)
 [ -n "$exe" ] || { echo "stage-ports3.sh: the ports3_bench build failed" >&2; exit 1; }
 xz -9e -T0 -c "$exe" > "$dest/ports3_bench.xz"
 cp bench/ports3/cuda/ports3.cu bench/cuda/llmc_cuda_utils.cuh scripts/gpu-run/ports3.sh scripts/gpu-run/ports-run-lib.sh "$dest/"

@@ -10,16 +10,7 @@ dest=${1:?usage: stage-ports4.sh <dest>}
 mkdir -p "$dest"
 dest=$(cd "$dest" && pwd)
 cd "$root"
-pick() { # the executable of target $1 from cargo's JSON messages on stdin
-  python3 -c '
-import json, sys
-for line in sys.stdin:
-    try: m = json.loads(line)
-    except ValueError: continue
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == sys.argv[1]:
-        print(m["executable"])
-' "$1"
-}
+pick() { scripts/gpu-run/cargo-executable.py "$1"; } # the executable of target $1 (cargo's JSON on stdin)
 bench=$(cargo build --release -p ferrocuda-ports4 --example ports4_bench --message-format=json 2>/dev/null | pick ports4_bench)
 tests=$(cargo test --release -p ferrocuda-ports4 --test ports4 --no-run --message-format=json 2>/dev/null | pick ports4)
 [ -n "$bench" ] && [ -n "$tests" ] || { echo "stage-ports4.sh: the ports4 build failed" >&2; exit 1; }

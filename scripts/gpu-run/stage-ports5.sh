@@ -11,14 +11,7 @@ dest=${1:?usage: stage-ports5.sh <dest>}
 mkdir -p "$dest"
 dest=$(cd "$dest" && pwd)
 cd "$root"
-bench=$(cargo build --release -p ferrocuda-ports5 --example ports5_bench --message-format=json 2>/dev/null | python3 -c '
-import json, sys
-for line in sys.stdin:
-    try: m = json.loads(line)
-    except ValueError: continue
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "ports5_bench":
-        print(m["executable"])
-')
+bench=$(cargo build --release -p ferrocuda-ports5 --example ports5_bench --message-format=json 2>/dev/null | scripts/gpu-run/cargo-executable.py ports5_bench)
 [ -n "$bench" ] || { echo "stage-ports5.sh: the ports5 build failed" >&2; exit 1; }
 rm -f "$dest/ports5_bench"
 xz -9 -T0 -c "$bench" > "$dest/ports5_bench.xz"
