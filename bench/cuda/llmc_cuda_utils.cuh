@@ -2,7 +2,7 @@
 // llmc/cuda_utils.cuh), as llm.c writes them: Packed128 and its 16-byte loads and stores,
 // the warp reductions and blockReduce. One copy for the CUDA C++ twins of issue 30's ports
 // (bench/cuda/ports.cu, bench/ports2/cuda/ports2.cu, bench/ports3/cuda/ports3.cu,
-// bench/ports4/cuda/ports4.cu), which include it in their llm.c part; their kernels stay as
+// bench/ports4/cuda/ports4.cu, bench/ports5/cuda/ports5.cu), which include it in their llm.c part; their kernels stay as
 // their sources wrote them.
 //
 // The including file defines WARP_SIZE first (llm.c's cuda_common.h: 32U) and its floatX /

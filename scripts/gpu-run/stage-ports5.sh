@@ -20,6 +20,6 @@ nvcc=${NVCC:-/work/cuda13-candle/nvidia/cu13/bin/nvcc}
 mkdir -p "$dest/twins"
 "$nvcc" -cubin -O3 -arch=sm_90 -DPORTS5_LLMC --use_fast_math bench/ports5/cuda/ports5.cu -o "$dest/twins/ports5_llmc.cubin"
 "$nvcc" -cubin -O3 -arch=sm_90 -DPORTS5_VLLM bench/ports5/cuda/ports5.cu -o "$dest/twins/ports5_vllm.cubin"
-cp bench/ports5/cuda/ports5.cu scripts/gpu-run/ports5.sh "$dest/"
+cp bench/ports5/cuda/ports5.cu bench/cuda/llmc_cuda_utils.cuh scripts/gpu-run/ports5.sh "$dest/"
 git rev-parse HEAD > "$dest/commit.txt"
 ls -la "$dest" "$dest/twins"

@@ -22,25 +22,15 @@
 #include <stdint.h>
 
 #ifdef PORTS5_LLMC
-// llm.c's Packed128 (llmc/cuda_utils.cuh): 16 bytes of floatX, loaded as one int4.
-template <class ElementType>
-struct alignas(16) Packed128 {
-    Packed128() = default;
-    __device__ explicit Packed128(int4 bits) { memcpy(&payload, &bits, sizeof(bits)); }
-    __device__ ElementType& operator[](int index) { return payload[index]; }
-    __device__ const ElementType& operator[](int index) const { return payload[index]; }
-    __device__ int4 get_bits() const { int4 bits; memcpy(&bits, &payload, sizeof(bits)); return bits; }
-    static constexpr const size_t size = sizeof(int4) / sizeof(ElementType);
-    ElementType payload[size];
-};
-template <class ElementType>
-__device__ Packed128<ElementType> load128cs(const ElementType* address) {
-    return Packed128<ElementType>{__ldcs(reinterpret_cast<const int4*>(address))};
-}
-template <class ElementType>
-__device__ void store128(ElementType* target, Packed128<ElementType> value) {
-    *reinterpret_cast<int4*>(target) = value.get_bits();
-}
+// llm.c's Packed128, load128cs and store128 (llmc/cuda_utils.cuh): the one copy the twins of
+// issue 30's ports share (bench/cuda/llmc_cuda_utils.cuh; WARP_SIZE first, as llm.c's
+// cuda_common.h defines it).
+#define WARP_SIZE 32U
+#if __has_include("llmc_cuda_utils.cuh")
+#include "llmc_cuda_utils.cuh"  // staged beside this file (scripts/gpu-run)
+#else
+#include "../../cuda/llmc_cuda_utils.cuh"
+#endif
 typedef __nv_bfloat16 floatX;
 typedef Packed128<floatX> x128;
 
