@@ -635,9 +635,16 @@ impl Stream {
     /// noticed). Otherwise it is taken off the capture's list again and the window closes. A
     /// failed query counts as joined (as a failed query counts as capturing elsewhere: the
     /// context has faulted).
-    pub(crate) fn settle_join(&self, join: Option<&Join>, waited: bool) {
+    ///
+    /// A stream the driver says is captured after a wait that named no capture of ferrocuda's
+    /// (`join` is `None`: the event's record into a capture was not seen when the wait was
+    /// checked, G15R-2) joined a capture whose owner never checked this code: the stream is
+    /// marked as one that others may capture (its door asks the driver from now on, and refuses
+    /// work while it is captured, [`Error::ForeignCapture`]), and the wait is reported as
+    /// [`Error::CapturedByAnotherThread`].
+    pub(crate) fn settle_join(&self, join: Option<&Join>, waited: bool) -> Result<()> {
         if self.ours_captured() || self.handle().is_null() {
-            return;
+            return Ok(());
         }
         let captured = waited && driver_capture_status(self.context(), self.handle()).unwrap_or(true);
         match join {
@@ -650,11 +657,18 @@ impl Stream {
                 self.inner.joined.store(true, Ordering::SeqCst);
             }
             Some(join) => join.origin.joined_streams.unregister(&self.inner),
+            // A stream of `from_raw_in_owner_captures` waits inside its owner's capture, as its
+            // door let it (a dependency of the owner's graph, not a fork).
+            None if captured && !self.inner.joins_owner_captures => {
+                self.note_foreign_wait();
+                return Err(Error::CapturedByAnotherThread { operation: "Stream::wait_event".to_string() });
+            }
             None => {}
         }
         if !captured {
             self.close_capture_window();
         }
+        Ok(())
     }
 
     /// After door work queued from outside a capture: if a capture of this stream began
@@ -902,8 +916,12 @@ impl Stream {
     /// Inside `work`, work this thread queues through any handle of the captured stream (and
     /// of streams `work` forks into the capture) is the capture's: a library value holding a
     /// clone of the stream made before the capture (`Cublas`, a GEMM engine) records into it.
-    /// Other threads queue into it only through `work`'s `&Stream` (lent to a scoped thread,
-    /// say), and clones they hold are refused ([`Error::CapturedByAnotherThread`]).
+    /// Other threads do not queue into it: their work through any handle of the stream, `work`'s
+    /// own `&Stream` lent to a scoped thread included, is refused
+    /// ([`Error::CapturedByAnotherThread`]; audit 2026-11-28c review2 G15R-4). Other code that
+    /// `work` runs on this thread (tasks of an executor polled inside `work`, jobs that a
+    /// work-stealing `join` runs while it waits) is let in as the closure's own, through any
+    /// handle it holds (G15R-3, open): do not run such code inside `work`.
     pub fn capture(&self, work: impl FnOnce(&Stream) -> Result<()>) -> Result<Graph> {
         /// Ends the capture if `work` panics, so the stream stays usable.
         struct EndOnUnwind<'s>(&'s Stream);

@@ -224,6 +224,39 @@ mod tests {
         assert!(member_rule(capture, 0, in_scope, here, here, "saxpy").is_err());
     }
 
+    /// G15R-4 (audit 2026-11-28c review2): the capture's own value lent to a scoped thread
+    /// inside its `Stream::capture` closure is refused there (the scope is the capturing
+    /// thread's, and the value is the capturing thread's); `Stream::capture`'s docs said such a
+    /// thread queues into the capture (fixed: they say it is refused).
+    #[test]
+    fn g15r_4_the_captures_value_lent_to_a_scoped_thread_inside_the_closure_is_refused() {
+        let capture = new_token();
+        let here = this_thread();
+        let _scope = CaptureScope::enter(capture);
+        assert!(member_rule(capture, capture, in_scope, here, here, "saxpy").is_ok());
+        let there = std::thread::scope(|s| s.spawn(|| member_rule(capture, capture, in_scope, here, this_thread(), "saxpy")).join().unwrap());
+        assert!(matches!(there, Err(Error::CapturedByAnotherThread { .. })), "{there:?}");
+    }
+
+    /// G15R-3 (open, design): inside a `Stream::capture` closure every handle this thread
+    /// queues through is let in, also when the code queuing is not the closure's: a task of an
+    /// executor polled inside the closure, or a job that a work-stealing `join` (rayon) runs on
+    /// this thread while it waits, holding a clone of the stream made before the capture. Its
+    /// work goes into the graph untracked (G14-5's class, by the thread again, G14R-4). Wanted:
+    /// refused, as the same job would be outside the closure.
+    #[test]
+    #[ignore = "G15R-3: open; the capture closure's scope admits any code the closure runs on its thread"]
+    fn g15r_3_a_job_run_on_the_capturing_thread_inside_the_closure_is_not_the_captures() {
+        let capture = new_token();
+        let here = this_thread();
+        // Elsewhere in the program: a job holding a clone made before the capture (token 0).
+        let job = move || member_rule(capture, 0, in_scope, here, this_thread(), "saxpy");
+        assert!(job().is_err(), "outside the closure the job is refused");
+        // The closure polls an executor / waits in a work-stealing join, which runs the job here.
+        let _scope = CaptureScope::enter(capture);
+        assert!(job().is_err(), "a job the closure's thread ran while it waited was let into the capture");
+    }
+
     /// G14R-1 with G14R-4: a fork needs the capture's closure or the thread that began it; any
     /// other thread is refused.
     #[test]
