@@ -195,3 +195,41 @@ fn g15r_6_a_door_call_inside_a_door_closure_returns() {
         Err(_) => panic!("G15R-6: HUNG: a door call inside a door closure did not return within 5 s (the thread waits for its own driver_calls)"),
     }
 }
+
+/// G15R-7: ordering a ferrocuda stream after a stream of `Stream::from_raw_in_owner_captures`
+/// (here: a fill on another stream of a buffer the owner's stream wrote before its owner began
+/// capturing) recorded that stream's tail event **into the owner's capture**: `tail_for` asked
+/// `captured_for_ordering`, which answers "not captured" for borrowed streams, and the record
+/// went through the door, which lets such a stream's work into its owner's capture. The waiting
+/// ferrocuda stream then joined the owner's capture unseen, and its fill (and all its later
+/// work until the owner's end) was recorded into the owner's graph, reported `Ok`.
+///
+/// Before the fix (expected): `fill Ok(())`, `joined Ok(true)`, the buffer still 1s after a
+/// synchronize, the owner's end fails (unjoined fork). After: the fill is refused
+/// (`OrderingAfterCapture`: no point of that stream recorded outside the owner's capture),
+/// `joined Ok(false)`, the owner's end `Ok`; after the end the fill runs (9s).
+#[test]
+fn g15r_7_ordering_after_a_stream_in_its_owners_capture_does_not_join_the_waiter_to_it() {
+    let Some(context) = gpu_or_skip("g15r_7_ordering_after_a_stream_in_its_owners_capture_does_not_join_the_waiter_to_it") else { return };
+    let cuda = CudaContext::new(0).expect("cudarc opens device 0");
+    let home = cuda.new_stream().unwrap();
+    let ours = Stream::non_blocking(&context).unwrap();
+    let mut x = DeviceBuffer::<u32>::zeroed(&context, 256).unwrap();
+    // SAFETY: cudarc's stream, kept alive by the Arc held with it; nothing is recorded through it
+    // into the owner's graph (its one fill runs before the capture).
+    let owned = unsafe { Stream::from_raw_in_owner_captures(&context, home.cu_stream(), home.clone()) }.unwrap();
+    x.fill_async(1, &owned).unwrap();
+    home.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED).unwrap();
+    let fill = x.fill_async(9, &ours);
+    let joined = ours.is_capturing();
+    let ended = home.end_capture(sys::CUgraphInstantiate_flags(0)).map(|graph| graph.is_some());
+    let synced = ours.synchronize().and_then(|()| owned.synchronize());
+    let after_capture = x.to_vec();
+    println!("G15R-7: fill {fill:?}; joined {joined:?}; owner's end {ended:?}; sync {synced:?}; x[0] {:?}", after_capture.as_ref().map(|v| v[0]));
+    assert!(matches!(fill, Err(Error::OrderingAfterCapture { .. })), "the ordering after the owner's captured stream: {fill:?}");
+    assert!(!joined.unwrap(), "ferrocuda's stream joined the owner's capture");
+    assert!(ended.is_ok(), "the owner's capture: {ended:?}");
+    assert_eq!(after_capture.unwrap(), vec![1u32; 256]);
+    x.fill_async(9, &ours).unwrap();
+    assert_eq!(x.to_vec().unwrap(), vec![9u32; 256], "after the owner's end the fill runs");
+}

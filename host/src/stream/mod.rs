@@ -557,12 +557,20 @@ impl Stream {
     /// here, so that no capture begins between the check and the record.
     fn tail_for(&self, waiter: Option<&Stream>, gate_held: bool, operation: &'static str) -> Result<Tail> {
         let _gate = (!gate_held).then(|| self.capture_gate());
-        let captured = self.captured_for_ordering()?;
+        // A stream of `from_raw_in_owner_captures` records into its owner's capture, which
+        // `captured_for_ordering` does not report: its tail recorded now would be a node of the
+        // owner's graph, and a ferrocuda stream waiting on it would join that capture unseen
+        // (audit 2026-11-28c review2, G15R-7). Captured, with no point recorded at its start:
+        // refused for waiters outside it (one driver query, only for such streams; `tail_covers`
+        // may be left from an old window and says nothing about the owner's capture).
+        let ours = self.captured_for_ordering()?;
+        let owners = !ours && self.records_for_owner();
+        let captured = ours || owners;
         let waiter_captured = match waiter {
             Some(waiter) if captured => waiter.captured_for_ordering()?,
             _ => false,
         };
-        let covered = self.inner.tail_covers.load(Ordering::Acquire);
+        let covered = !owners && self.inner.tail_covers.load(Ordering::Acquire);
         match tail_rule(captured, waiter_captured, covered) {
             TailRule::RecordNow => {
                 // Out of any capture: a window left open by a wait that joined one can close
