@@ -306,7 +306,9 @@ impl Stream {
         // list of hung markers, which destroys it once it completes or at a `Context::synchronize`).
         // Never recorded inside a capture (item 1): a captured record is a graph node, whose
         // query fails, which `Context::timed_out` would take for finished work.
-        let capturing = self.captured_for_ordering().unwrap_or(true);
+        // A stream of `from_raw_in_owner_captures` in its owner's capture too (G15R-7's class):
+        // the marker would be a node of the owner's graph, and its query would invalidate it.
+        let capturing = self.captured_for_ordering().unwrap_or(true) || self.records_for_owner();
         let created = !capturing && context.bind_to_thread().is_ok() && unsafe { driver::event::create(&mut event, flags) }.is_ok();
         // SAFETY: event and stream are alive and of the same context (bound by the door).
         let recorded = created && self.enqueue("cuEventRecord", &[], |stream| Ok::<_, Error>(unsafe { driver::event::record(event, stream.get()) }?)).is_ok();
