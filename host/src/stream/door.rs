@@ -101,6 +101,11 @@ impl Stream {
         // (the halves of a split buffer, D2), so that no other ordering comes in between.
         let held = order_buffers(self, operation, &[also, accesses], own_capture)?;
         self.context().bind_to_thread()?;
+        // This thread inside this stream's door already (a `work` closure queuing on its own
+        // stream): the lock below would wait for itself (G15R-6). Refused instead.
+        let Some(_inside) = Inside::enter(std::sync::Arc::as_ptr(&self.inner) as usize) else {
+            return Err(E::from(Error::NestedDoorCall { operation: operation.to_string() }));
+        };
         let outcome = {
             let _driver = self.driver_calls();
             // The check again, in one critical section with the driver call: a capture's
@@ -117,5 +122,77 @@ impl Stream {
             self.note_capture_race();
         }
         outcome
+    }
+}
+
+/// How many streams' doors this thread can be inside at once and still be checked (deeper
+/// nesting is not checked; it needs closures queuing on other streams, four deep).
+const KEPT: usize = 4;
+
+thread_local! {
+    /// The streams (their `StreamInner` addresses) whose door this thread is inside now, with
+    /// their `driver_calls` held while `work` runs: how many, and the first [`KEPT`]. No
+    /// destructor, no allocation (the launch path allocates nothing).
+    static INSIDE: std::cell::Cell<(usize, [usize; KEPT])> = const { std::cell::Cell::new((0, [0; KEPT])) };
+}
+
+/// This thread is inside one stream's door until this drops (G15R-6).
+struct Inside;
+
+impl Inside {
+    /// `None` when this thread is inside the door of the stream `key` already.
+    fn enter(key: usize) -> Option<Inside> {
+        INSIDE.with(|inside| {
+            let (depth, mut keys) = inside.get();
+            if keys[..depth.min(KEPT)].contains(&key) {
+                return None;
+            }
+            if depth < KEPT {
+                keys[depth] = key;
+            }
+            inside.set((depth + 1, keys));
+            Some(Inside)
+        })
+    }
+}
+
+impl Drop for Inside {
+    fn drop(&mut self) {
+        INSIDE.with(|inside| {
+            let (depth, keys) = inside.get();
+            inside.set((depth - 1, keys));
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// G15R-6: a second entry into one stream's door on a thread already inside it is refused
+    /// (it would wait for its own `driver_calls`); other streams nest; the record ends with the
+    /// guard, on unwinding too.
+    #[test]
+    fn g15r_6_a_door_entered_again_on_its_thread_is_refused_not_waited_for() {
+        let outer = Inside::enter(1).expect("first entry");
+        assert!(Inside::enter(1).is_none(), "the same stream's door again on this thread");
+        {
+            let _other = Inside::enter(2).expect("another stream's door nests");
+            assert!(Inside::enter(2).is_none() && Inside::enter(1).is_none());
+        }
+        assert!(Inside::enter(2).is_some(), "left");
+        // Another thread is not inside this thread's doors.
+        assert!(std::thread::spawn(|| Inside::enter(1).is_some()).join().unwrap());
+        drop(outer);
+        let caught = std::panic::catch_unwind(|| {
+            let _inside = Inside::enter(1).unwrap();
+            panic!("a work closure panics");
+        });
+        assert!(caught.is_err());
+        assert!(Inside::enter(1).is_some(), "unwinding left the door");
+        // Deeper than KEPT: not checked, but counted back to 0.
+        let deep: Vec<_> = (10..10 + KEPT + 2).map(|key| Inside::enter(key).unwrap()).collect();
+        drop(deep);
+        assert_eq!(INSIDE.with(|inside| inside.get().0), 0);
     }
 }
