@@ -64,7 +64,10 @@ impl Stream {
     /// [`Error::CapturedByAnotherThread`] while a capture of ferrocuda's records the stream and
     /// this handle is not the capture's (see [`Stream`]); [`Error::CaptureChangedWhileQueued`]
     /// when another handle began, ended or joined a capture of the stream while this call was
-    /// queuing (nothing was queued); [`Error::BufferInOtherContext`]; the driver's errors.
+    /// queuing (nothing was queued); [`Error::NestedDoorCall`] when called from inside the
+    /// `work` of another `enqueue` on the same stream (which holds the stream's driver-call
+    /// lock; do not call ferrocuda's stream API inside `work`); [`Error::BufferInOtherContext`];
+    /// the driver's errors.
     #[inline]
     pub fn enqueue<R, E: From<Error>>(&self, operation: &str, accesses: &[BufferAccess<'_>], work: impl FnOnce(RawStream<'_>) -> Result<R, E>) -> Result<R, E> {
         self.enqueue_with(operation, accesses, &[], true, work)
