@@ -198,15 +198,13 @@ impl Stream {
         // joined by another handle's capture, `CapturedByAnotherThread`) joins nothing, and
         // does not make this handle the joined stream's (G14R-1).
         self.enqueue_with("cuStreamWaitEvent", &[], &[], false, |s| {
-            if !self.register_join(join.as_ref()) {
-                return Err(Error::CaptureChangedWhileQueued { operation: "Stream::wait_event".to_string() });
-            }
+            let thread = self.register_join(join.as_ref(), "Stream::wait_event")?;
             // SAFETY: both handles are alive; flags must be 0 (CU_EVENT_WAIT_DEFAULT).
             let waited = unsafe { driver::stream::wait_event(s.get(), raw_event, 0) };
             // `any_capture_running` again, after the wait: a capture begun since `may_join` was
             // read may have recorded the event (G15R-2).
             if may_join || join.is_some() || crate::context::any_capture_running() {
-                self.settle_join(join.as_ref(), waited.is_ok())?;
+                self.settle_join(join.as_ref(), thread, waited.is_ok())?;
             }
             Ok(waited?)
         })

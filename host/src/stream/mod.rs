@@ -631,10 +631,21 @@ impl Stream {
     /// not been made). Nothing to do when `join` is `None` or this stream is captured by
     /// ferrocuda already (a join back to the capturing stream, or a second wait of a stream
     /// already joined).
-    pub(crate) fn register_join(&self, join: Option<&Join>) -> bool {
+    ///
+    /// The owner rule of the fork (`owner::join_rule`) is applied here again, to the thread the
+    /// capture's list keeps with its token (G15R-8: `join.thread` was read apart from
+    /// `join.token`, and may be an earlier capture's). `Ok(Some(thread))`: registered, the
+    /// capture's thread; `Ok(None)`: nothing to register.
+    pub(crate) fn register_join(&self, join: Option<&Join>, operation: &str) -> Result<Option<u64>> {
+        let changed = || Error::CaptureChangedWhileQueued { operation: operation.to_string() };
         match join {
-            Some(join) if !self.ours_captured() && !self.handle().is_null() => join.origin.joined_streams.register(join.token, &self.inner),
-            _ => true,
+            Some(join) if !self.ours_captured() && !self.handle().is_null() => {
+                let list = &join.origin.joined_streams;
+                let thread = list.thread_of(join.token).ok_or_else(changed)?;
+                owner::join_rule(join.token, owner::in_scope, thread == owner::this_thread(), operation)?;
+                if list.register(join.token, &self.inner) { Ok(Some(thread)) } else { Err(changed()) }
+            }
+            _ => Ok(None),
         }
     }
 
@@ -652,7 +663,7 @@ impl Stream {
     /// marked as one that others may capture (its door asks the driver from now on, and refuses
     /// work while it is captured, [`Error::ForeignCapture`]), and the wait is reported as
     /// [`Error::CapturedByAnotherThread`].
-    pub(crate) fn settle_join(&self, join: Option<&Join>, waited: bool) -> Result<()> {
+    pub(crate) fn settle_join(&self, join: Option<&Join>, thread: Option<u64>, waited: bool) -> Result<()> {
         if self.ours_captured() || self.handle().is_null() {
             return Ok(());
         }
@@ -661,7 +672,7 @@ impl Stream {
             Some(join) if captured => {
                 // Before `joined`: door work that sees the join sees its capture.
                 self.inner.capture_owner.store(join.token, Ordering::SeqCst);
-                self.inner.capture_thread.store(join.thread, Ordering::SeqCst);
+                self.inner.capture_thread.store(thread.unwrap_or(join.thread), Ordering::SeqCst);
                 *self.inner.joined_to.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::downgrade(&join.origin);
                 self.token.store(join.token, Ordering::Relaxed);
                 self.inner.joined.store(true, Ordering::SeqCst);
@@ -879,7 +890,7 @@ impl Stream {
                 // this value's (G14R-4), and the thread's for forks outside `capture`'s closure.
                 self.inner.capture_owner.store(token, Ordering::SeqCst);
                 self.inner.capture_thread.store(owner::this_thread(), Ordering::SeqCst);
-                self.inner.joined_streams.open(token);
+                self.inner.joined_streams.open(token, owner::this_thread());
                 self.token.store(token, Ordering::Relaxed);
                 // Set before the window closes: door work that began outside sees one or the other.
                 self.inner.capturing.store(true, Ordering::SeqCst);
