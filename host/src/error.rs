@@ -355,6 +355,19 @@ pub enum Error {
         /// The launch or operation refused.
         operation: String,
     },
+    /// Work queued on a stream from inside the `work` closure of a [`Stream::enqueue`](crate::Stream::enqueue)
+    /// on the same stream (audit 2026-11-28c review2, G15R-6): that closure runs with the
+    /// stream's driver-call lock held, so the inner call would wait for its own thread for
+    /// ever. Nothing was queued.
+    #[error(
+        "{operation}: queued from inside the work closure of another `Stream::enqueue` on the same stream, which holds the \
+         stream's driver-call lock until its work returns (the call would wait for itself); queue it after that closure \
+         returns, or inside the one closure through its raw handle"
+    )]
+    NestedDoorCall {
+        /// The launch or operation refused.
+        operation: String,
+    },
     /// [`Stream::begin_capture`](crate::Stream::begin_capture) on a stream another library
     /// owns (Q8): the owner can end the capture itself and keep the graph, with ferrocuda's
     /// buffers in it, beyond those buffers' lifetimes.

@@ -53,14 +53,24 @@ impl Event {
         if stream.context().raw() != self.context.raw() {
             return Err(Error::StreamInOtherContext { operation: "Event::record" });
         }
-        let captured = stream.captured_for_ordering().unwrap_or(true);
+        // Held across the record (audit 2026-11-28c review2, G15R-2): a `wait_event` on another
+        // thread reads the capture state of the record it will wait on, never the previous
+        // one (it read `None` between the driver's record into a capture and this store, and
+        // forked its stream into that capture unchecked). Lock order: this event's mutex, then
+        // the stream's door; nothing takes them the other way round.
+        let mut captured_on = self.captured_on();
+        // A stream of `Stream::from_raw_in_owner_captures` records into its owner's capture,
+        // which `captured_for_ordering` does not report (G15R-1): an event recorded there is a
+        // node of the owner's graph, and a ferrocuda stream waiting on it would join that
+        // foreign capture unseen.
+        let captured = stream.captured_for_ordering().unwrap_or(true) || stream.records_for_owner();
         if captured {
             self.in_capture.store(true, std::sync::atomic::Ordering::Relaxed);
         }
         let event = self.raw;
         // SAFETY: both handles are alive and of one context (checked above).
         stream.enqueue("cuEventRecord", &[], |s| Ok::<_, Error>(unsafe { driver::event::record(event, s.get()) }?))?;
-        *self.captured_on() = captured.then(|| stream.clone());
+        *captured_on = captured.then(|| stream.clone());
         Ok(())
     }
 
@@ -188,13 +198,13 @@ impl Stream {
         // joined by another handle's capture, `CapturedByAnotherThread`) joins nothing, and
         // does not make this handle the joined stream's (G14R-1).
         self.enqueue_with("cuStreamWaitEvent", &[], &[], false, |s| {
-            if !self.register_join(join.as_ref()) {
-                return Err(Error::CaptureChangedWhileQueued { operation: "Stream::wait_event".to_string() });
-            }
+            let thread = self.register_join(join.as_ref(), "Stream::wait_event")?;
             // SAFETY: both handles are alive; flags must be 0 (CU_EVENT_WAIT_DEFAULT).
             let waited = unsafe { driver::stream::wait_event(s.get(), raw_event, 0) };
-            if may_join || join.is_some() {
-                self.settle_join(join.as_ref(), waited.is_ok());
+            // `any_capture_running` again, after the wait: a capture begun since `may_join` was
+            // read may have recorded the event (G15R-2).
+            if may_join || join.is_some() || crate::context::any_capture_running() {
+                self.settle_join(join.as_ref(), thread, waited.is_ok())?;
             }
             Ok(waited?)
         })

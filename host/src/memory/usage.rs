@@ -479,7 +479,9 @@ impl Stream {
     pub fn will_use_for<R>(&self, buffers: &[BufferAccess<'_>], work: impl FnOnce() -> R) -> Result<R> {
         let own_capture = self.capture_check("Stream::will_use_for")?;
         let held = order_buffers(self, "Stream::will_use_for", &[buffers], own_capture)?;
-        let outcome = work();
+        // Declared for a capture (nothing ordered or recorded): door work on this stream inside
+        // `work` is refused if the capture has ended meanwhile (audit 2026-11-28c G15R-5).
+        let outcome = if own_capture { self.with_declared_captured(work) } else { work() };
         drop(held);
         Ok(outcome)
     }

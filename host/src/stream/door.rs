@@ -64,7 +64,10 @@ impl Stream {
     /// [`Error::CapturedByAnotherThread`] while a capture of ferrocuda's records the stream and
     /// this handle is not the capture's (see [`Stream`]); [`Error::CaptureChangedWhileQueued`]
     /// when another handle began, ended or joined a capture of the stream while this call was
-    /// queuing (nothing was queued); [`Error::BufferInOtherContext`]; the driver's errors.
+    /// queuing (nothing was queued); [`Error::NestedDoorCall`] when called from inside the
+    /// `work` of another `enqueue` on the same stream (which holds the stream's driver-call
+    /// lock; do not call ferrocuda's stream API inside `work`); [`Error::BufferInOtherContext`];
+    /// the driver's errors.
     #[inline]
     pub fn enqueue<R, E: From<Error>>(&self, operation: &str, accesses: &[BufferAccess<'_>], work: impl FnOnce(RawStream<'_>) -> Result<R, E>) -> Result<R, E> {
         self.enqueue_with(operation, accesses, &[], true, work)
@@ -101,13 +104,24 @@ impl Stream {
         // (the halves of a split buffer, D2), so that no other ordering comes in between.
         let held = order_buffers(self, operation, &[also, accesses], own_capture)?;
         self.context().bind_to_thread()?;
+        // This thread inside this stream's door already (a `work` closure queuing on its own
+        // stream): the lock below would wait for itself (G15R-6). Refused instead.
+        let key = std::sync::Arc::as_ptr(&self.inner) as usize;
+        let Some(_inside) = Inside::enter(key) else {
+            return Err(E::from(Error::NestedDoorCall { operation: operation.to_string() }));
+        };
         let outcome = {
             let _driver = self.driver_calls();
             // The check again, in one critical section with the driver call: a capture's
             // begin, end and joins change its state only under this mutex, so the state read
             // here is the one the call meets (audit 2026-11-28b G14-5). Refused work was
             // ordered and recorded for the state first seen: harmless extra records.
+            // Work of a `will_use_for` declared for a capture that has ended since (G15R-5): its
+            // memory was neither ordered nor recorded; running it now would leave it untracked.
+            // (`own_capture`: also an owner's capture of a `from_raw_in_owner_captures` stream.)
+            let declared_for_capture = !own_capture && on(&DECLARED_CAPTURED, key);
             match self.recheck_locked(ours, operation) {
+                Ok(()) if declared_for_capture => Err(E::from(Error::CaptureChangedWhileQueued { operation: operation.to_string() })),
                 Ok(()) => work(RawStream { raw: self.inner.raw, _call: PhantomData }),
                 Err(refused) => Err(E::from(refused)),
             }
@@ -117,5 +131,128 @@ impl Stream {
             self.note_capture_race();
         }
         outcome
+    }
+}
+
+/// How many streams' doors this thread can be inside at once and still be checked (deeper
+/// nesting is not checked; it needs closures queuing on other streams, four deep).
+const KEPT: usize = 4;
+
+/// A per-thread stack of stream keys (`StreamInner` addresses): how many, and the first
+/// [`KEPT`]. No destructor, no allocation (the launch path allocates nothing).
+type Keys = std::cell::Cell<(usize, [usize; KEPT])>;
+
+thread_local! {
+    /// The streams whose door this thread is inside now, with their `driver_calls` held while
+    /// `work` runs (G15R-6).
+    static INSIDE: Keys = const { std::cell::Cell::new((0, [0; KEPT])) };
+    /// The streams for which this thread runs the `work` of a [`Stream::will_use_for`] whose
+    /// declaration was made inside a capture of ferrocuda's, so ordered and recorded nothing
+    /// (G15R-5).
+    static DECLARED_CAPTURED: Keys = const { std::cell::Cell::new((0, [0; KEPT])) };
+}
+
+/// True when `key` is on the stack `keys` of this thread.
+fn on(keys: &'static std::thread::LocalKey<Keys>, key: usize) -> bool {
+    keys.with(|keys| {
+        let (depth, keys) = keys.get();
+        keys[..depth.min(KEPT)].contains(&key)
+    })
+}
+
+/// `key` is on one of this thread's stacks until this drops.
+struct Mark(&'static std::thread::LocalKey<Keys>);
+
+impl Mark {
+    fn push(keys: &'static std::thread::LocalKey<Keys>, key: usize) -> Mark {
+        keys.with(|cell| {
+            let (depth, mut entries) = cell.get();
+            if depth < KEPT {
+                entries[depth] = key;
+            }
+            cell.set((depth + 1, entries));
+        });
+        Mark(keys)
+    }
+}
+
+impl Drop for Mark {
+    fn drop(&mut self) {
+        self.0.with(|cell| {
+            let (depth, entries) = cell.get();
+            cell.set((depth - 1, entries));
+        });
+    }
+}
+
+/// This thread is inside one stream's door until this drops (G15R-6).
+struct Inside(#[allow(dead_code)] Mark);
+
+impl Inside {
+    /// `None` when this thread is inside the door of the stream `key` already.
+    fn enter(key: usize) -> Option<Inside> {
+        if on(&INSIDE, key) { None } else { Some(Inside(Mark::push(&INSIDE, key))) }
+    }
+}
+
+impl Stream {
+    /// Runs `work` (of a [`Stream::will_use_for`] whose declaration found this stream captured
+    /// by ferrocuda, and so ordered and recorded nothing) with this thread marked: door work on
+    /// this stream inside `work` that finds the capture over is refused
+    /// ([`Error::CaptureChangedWhileQueued`]) instead of running untracked (G15R-5: another
+    /// handle's `end_capture` between the declaration and the work).
+    pub(crate) fn with_declared_captured<R>(&self, work: impl FnOnce() -> R) -> R {
+        let _mark = Mark::push(&DECLARED_CAPTURED, std::sync::Arc::as_ptr(&self.inner) as usize);
+        work()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// G15R-6: a second entry into one stream's door on a thread already inside it is refused
+    /// (it would wait for its own `driver_calls`); other streams nest; the record ends with the
+    /// guard, on unwinding too.
+    #[test]
+    fn g15r_6_a_door_entered_again_on_its_thread_is_refused_not_waited_for() {
+        let outer = Inside::enter(1).expect("first entry");
+        assert!(Inside::enter(1).is_none(), "the same stream's door again on this thread");
+        {
+            let _other = Inside::enter(2).expect("another stream's door nests");
+            assert!(Inside::enter(2).is_none() && Inside::enter(1).is_none());
+        }
+        assert!(Inside::enter(2).is_some(), "left");
+        // Another thread is not inside this thread's doors.
+        assert!(std::thread::spawn(|| Inside::enter(1).is_some()).join().unwrap());
+        drop(outer);
+        let caught = std::panic::catch_unwind(|| {
+            let _inside = Inside::enter(1).unwrap();
+            panic!("a work closure panics");
+        });
+        assert!(caught.is_err());
+        assert!(Inside::enter(1).is_some(), "unwinding left the door");
+        // Deeper than KEPT: not checked, but counted back to 0.
+        let deep: Vec<_> = (10..10 + KEPT + 2).map(|key| Inside::enter(key).unwrap()).collect();
+        drop(deep);
+        assert_eq!(INSIDE.with(|inside| inside.get().0), 0);
+    }
+
+    /// G15R-5: the mark of a declaration made in a capture is this thread's, for that stream,
+    /// while its `work` runs (also across unwinding).
+    #[test]
+    fn g15r_5_a_declaration_made_in_a_capture_is_marked_for_its_work_only() {
+        assert!(!on(&DECLARED_CAPTURED, 7));
+        {
+            let _mark = Mark::push(&DECLARED_CAPTURED, 7);
+            assert!(on(&DECLARED_CAPTURED, 7) && !on(&DECLARED_CAPTURED, 8) && !on(&INSIDE, 7));
+            assert!(!std::thread::spawn(|| on(&DECLARED_CAPTURED, 7)).join().unwrap(), "another thread");
+        }
+        assert!(!on(&DECLARED_CAPTURED, 7));
+        let caught = std::panic::catch_unwind(|| {
+            let _mark = Mark::push(&DECLARED_CAPTURED, 7);
+            panic!("work panics");
+        });
+        assert!(caught.is_err() && !on(&DECLARED_CAPTURED, 7));
     }
 }

@@ -306,7 +306,9 @@ impl Stream {
         // list of hung markers, which destroys it once it completes or at a `Context::synchronize`).
         // Never recorded inside a capture (item 1): a captured record is a graph node, whose
         // query fails, which `Context::timed_out` would take for finished work.
-        let capturing = self.captured_for_ordering().unwrap_or(true);
+        // A stream of `from_raw_in_owner_captures` in its owner's capture too (G15R-7's class):
+        // the marker would be a node of the owner's graph, and its query would invalidate it.
+        let capturing = self.captured_for_ordering().unwrap_or(true) || self.records_for_owner();
         let created = !capturing && context.bind_to_thread().is_ok() && unsafe { driver::event::create(&mut event, flags) }.is_ok();
         // SAFETY: event and stream are alive and of the same context (bound by the door).
         let recorded = created && self.enqueue("cuEventRecord", &[], |stream| Ok::<_, Error>(unsafe { driver::event::record(event, stream.get()) }?)).is_ok();
@@ -557,12 +559,20 @@ impl Stream {
     /// here, so that no capture begins between the check and the record.
     fn tail_for(&self, waiter: Option<&Stream>, gate_held: bool, operation: &'static str) -> Result<Tail> {
         let _gate = (!gate_held).then(|| self.capture_gate());
-        let captured = self.captured_for_ordering()?;
+        // A stream of `from_raw_in_owner_captures` records into its owner's capture, which
+        // `captured_for_ordering` does not report: its tail recorded now would be a node of the
+        // owner's graph, and a ferrocuda stream waiting on it would join that capture unseen
+        // (audit 2026-11-28c review2, G15R-7). Captured, with no point recorded at its start:
+        // refused for waiters outside it (one driver query, only for such streams; `tail_covers`
+        // may be left from an old window and says nothing about the owner's capture).
+        let ours = self.captured_for_ordering()?;
+        let owners = !ours && self.records_for_owner();
+        let captured = ours || owners;
         let waiter_captured = match waiter {
             Some(waiter) if captured => waiter.captured_for_ordering()?,
             _ => false,
         };
-        let covered = self.inner.tail_covers.load(Ordering::Acquire);
+        let covered = !owners && self.inner.tail_covers.load(Ordering::Acquire);
         match tail_rule(captured, waiter_captured, covered) {
             TailRule::RecordNow => {
                 // Out of any capture: a window left open by a wait that joined one can close
@@ -621,10 +631,21 @@ impl Stream {
     /// not been made). Nothing to do when `join` is `None` or this stream is captured by
     /// ferrocuda already (a join back to the capturing stream, or a second wait of a stream
     /// already joined).
-    pub(crate) fn register_join(&self, join: Option<&Join>) -> bool {
+    ///
+    /// The owner rule of the fork (`owner::join_rule`) is applied here again, to the thread the
+    /// capture's list keeps with its token (G15R-8: `join.thread` was read apart from
+    /// `join.token`, and may be an earlier capture's). `Ok(Some(thread))`: registered, the
+    /// capture's thread; `Ok(None)`: nothing to register.
+    pub(crate) fn register_join(&self, join: Option<&Join>, operation: &str) -> Result<Option<u64>> {
+        let changed = || Error::CaptureChangedWhileQueued { operation: operation.to_string() };
         match join {
-            Some(join) if !self.ours_captured() && !self.handle().is_null() => join.origin.joined_streams.register(join.token, &self.inner),
-            _ => true,
+            Some(join) if !self.ours_captured() && !self.handle().is_null() => {
+                let list = &join.origin.joined_streams;
+                let thread = list.thread_of(join.token).ok_or_else(changed)?;
+                owner::join_rule(join.token, owner::in_scope, thread == owner::this_thread(), operation)?;
+                if list.register(join.token, &self.inner) { Ok(Some(thread)) } else { Err(changed()) }
+            }
+            _ => Ok(None),
         }
     }
 
@@ -635,26 +656,40 @@ impl Stream {
     /// noticed). Otherwise it is taken off the capture's list again and the window closes. A
     /// failed query counts as joined (as a failed query counts as capturing elsewhere: the
     /// context has faulted).
-    pub(crate) fn settle_join(&self, join: Option<&Join>, waited: bool) {
+    ///
+    /// A stream the driver says is captured after a wait that named no capture of ferrocuda's
+    /// (`join` is `None`: the event's record into a capture was not seen when the wait was
+    /// checked, G15R-2) joined a capture whose owner never checked this code: the stream is
+    /// marked as one that others may capture (its door asks the driver from now on, and refuses
+    /// work while it is captured, [`Error::ForeignCapture`]), and the wait is reported as
+    /// [`Error::CapturedByAnotherThread`].
+    pub(crate) fn settle_join(&self, join: Option<&Join>, thread: Option<u64>, waited: bool) -> Result<()> {
         if self.ours_captured() || self.handle().is_null() {
-            return;
+            return Ok(());
         }
         let captured = waited && driver_capture_status(self.context(), self.handle()).unwrap_or(true);
         match join {
             Some(join) if captured => {
                 // Before `joined`: door work that sees the join sees its capture.
                 self.inner.capture_owner.store(join.token, Ordering::SeqCst);
-                self.inner.capture_thread.store(join.thread, Ordering::SeqCst);
+                self.inner.capture_thread.store(thread.unwrap_or(join.thread), Ordering::SeqCst);
                 *self.inner.joined_to.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::downgrade(&join.origin);
                 self.token.store(join.token, Ordering::Relaxed);
                 self.inner.joined.store(true, Ordering::SeqCst);
             }
             Some(join) => join.origin.joined_streams.unregister(&self.inner),
+            // A stream of `from_raw_in_owner_captures` waits inside its owner's capture, as its
+            // door let it (a dependency of the owner's graph, not a fork).
+            None if captured && !self.inner.joins_owner_captures => {
+                self.note_foreign_wait();
+                return Err(Error::CapturedByAnotherThread { operation: "Stream::wait_event".to_string() });
+            }
             None => {}
         }
         if !captured {
             self.close_capture_window();
         }
+        Ok(())
     }
 
     /// After door work queued from outside a capture: if a capture of this stream began
@@ -855,7 +890,7 @@ impl Stream {
                 // this value's (G14R-4), and the thread's for forks outside `capture`'s closure.
                 self.inner.capture_owner.store(token, Ordering::SeqCst);
                 self.inner.capture_thread.store(owner::this_thread(), Ordering::SeqCst);
-                self.inner.joined_streams.open(token);
+                self.inner.joined_streams.open(token, owner::this_thread());
                 self.token.store(token, Ordering::Relaxed);
                 // Set before the window closes: door work that began outside sees one or the other.
                 self.inner.capturing.store(true, Ordering::SeqCst);
@@ -902,8 +937,12 @@ impl Stream {
     /// Inside `work`, work this thread queues through any handle of the captured stream (and
     /// of streams `work` forks into the capture) is the capture's: a library value holding a
     /// clone of the stream made before the capture (`Cublas`, a GEMM engine) records into it.
-    /// Other threads queue into it only through `work`'s `&Stream` (lent to a scoped thread,
-    /// say), and clones they hold are refused ([`Error::CapturedByAnotherThread`]).
+    /// Other threads do not queue into it: their work through any handle of the stream, `work`'s
+    /// own `&Stream` lent to a scoped thread included, is refused
+    /// ([`Error::CapturedByAnotherThread`]; audit 2026-11-28c review2 G15R-4). Other code that
+    /// `work` runs on this thread (tasks of an executor polled inside `work`, jobs that a
+    /// work-stealing `join` runs while it waits) is let in as the closure's own, through any
+    /// handle it holds (G15R-3, open): do not run such code inside `work`.
     pub fn capture(&self, work: impl FnOnce(&Stream) -> Result<()>) -> Result<Graph> {
         /// Ends the capture if `work` panics, so the stream stays usable.
         struct EndOnUnwind<'s>(&'s Stream);

@@ -1,0 +1,244 @@
+//! GPU repros of the second held-out review of session 15 (audit/2026-11-28c/FINDINGS-review2.md),
+//! named for the findings (`g15r_<n>_...`). Host API and cudarc only (no kernel crate), so this
+//! binary builds with the host crate alone. They skip without a GPU and fail under
+//! `REQUIRE_GPU=1`; the ones marked `#[ignore]` show open findings (run them with `--ignored`:
+//! they fail while the finding is open).
+//!
+//! Run: `REQUIRE_GPU=1 cargo test --release -p ferrocuda-host --test gpu_g15r -- --nocapture --include-ignored`.
+//! Not run when written (no device time in session 15's review).
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use cudarc::driver::{CudaContext, sys};
+use ferrocuda_host::{BufferAccess, Context, DeviceBuffer, Error, Event, Stream};
+
+/// The context of GPU 0, or `None` (printed) without a GPU; a panic under `REQUIRE_GPU=1`.
+fn gpu_or_skip(test: &str) -> Option<Context> {
+    match Context::primary(0) {
+        Ok(context) => Some(context),
+        Err(error @ (Error::NoDriver | Error::NoDevice { .. })) => {
+            assert!(std::env::var("REQUIRE_GPU").as_deref() != Ok("1"), "REQUIRE_GPU=1 but {test} found no GPU: {error}");
+            eprintln!("SKIPPED {test}: {error}");
+            None
+        }
+        Err(error) => panic!("{test}: could not open the GPU: {error}"),
+    }
+}
+
+/// G15R-1: an `Event` recorded on a stream of `Stream::from_raw_in_owner_captures` while its
+/// owner (PyTorch, here cudarc) captures it is a node of the owner's graph, but `Event::record`
+/// asked only `captured_for_ordering`, which answers "not captured" for every borrowed stream:
+/// the event looked like a point in a stream, and a ferrocuda stream's `wait_event` on it
+/// joined that foreign capture unseen (no flag, no driver query on an owned stream's door).
+/// Its later work (here a fill of a ferrocuda buffer) was recorded into the owner's graph,
+/// which the owner launches when it likes, untracked, reported `Ok` (Q8's class).
+///
+/// Before the fix (expected): `wait: Ok(())`, `joined: Ok(true)`, the fill `Ok` but the buffer
+/// still 0 after a synchronize (the fill is in the owner's graph; the owner's end fails with
+/// an unjoined fork). After: `wait: Err(EventRecordedInCapture)`, `joined: Ok(false)`, the
+/// fill runs (the buffer holds 7s), and the owner's capture ends cleanly.
+#[test]
+fn g15r_1_an_event_recorded_in_an_owners_capture_forks_no_stream_of_ferrocudas_into_it() {
+    let Some(context) = gpu_or_skip("g15r_1_an_event_recorded_in_an_owners_capture_forks_no_stream_of_ferrocudas_into_it") else { return };
+    let cuda = CudaContext::new(0).expect("cudarc opens device 0");
+    let home = cuda.new_stream().unwrap();
+    let ours = Stream::non_blocking(&context).unwrap();
+    let mut theirs = DeviceBuffer::<u32>::zeroed(&context, 256).unwrap();
+    let event = Event::without_timing(&context).unwrap();
+    home.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED).unwrap();
+    let (recorded, wait, joined, fill) = {
+        // SAFETY: cudarc's stream, kept alive by the Arc held with it; the only work through it
+        // is an event record (no memory), and the context outlives the graph.
+        let owned = unsafe { Stream::from_raw_in_owner_captures(&context, home.cu_stream(), home.clone()) }.unwrap();
+        let recorded = event.record(&owned);
+        let wait = ours.wait_event(&event);
+        let joined = ours.is_capturing();
+        let fill = theirs.fill_async(7, &ours);
+        (recorded, wait, joined, fill)
+    };
+    let ended = home.end_capture(sys::CUgraphInstantiate_flags(0)).map(|graph| graph.is_some());
+    let synced = ours.synchronize();
+    let values = theirs.to_vec();
+    println!("G15R-1: record {recorded:?}; wait {wait:?}; joined {joined:?}; fill {fill:?}; owner's end {ended:?}; sync {synced:?}");
+    assert!(recorded.is_ok(), "{recorded:?}");
+    assert!(matches!(wait, Err(Error::EventRecordedInCapture { .. })), "a wait on an event in the owner's capture: {wait:?}");
+    assert!(!joined.unwrap(), "ferrocuda's stream joined the owner's capture");
+    assert!(fill.is_ok() && synced.is_ok(), "{fill:?} {synced:?}");
+    assert_eq!(values.unwrap(), vec![7u32; 256], "the fill went into the owner's graph instead of running");
+    assert!(ended.is_ok(), "the owner's capture: {ended:?}");
+}
+
+/// G15R-2: `Event::record` stored the event's capture state after the driver's record, with no
+/// lock held in between: a `wait_event` on another thread in that window read the previous
+/// state ("a point in a stream"), skipped the owner rule (G14R-1's fix) and forked its stream
+/// into the capture; the thread's later work on the stream was captured, reported `Ok`. The
+/// window is a few instructions wide, so this races one capturing thread (begin, record, end)
+/// against a thread waiting on the event, many rounds, and counts waits that returned `Ok`
+/// and left the waiter's stream captured.
+///
+/// Before the fix (expected): some silent joins in 2,000 rounds (not every run: a race).
+/// After: none (the waits that met the captured record are refused: `CapturedByAnotherThread`
+/// or `EventRecordedInCapture`).
+#[test]
+fn g15r_2_a_wait_racing_an_events_record_into_a_capture_never_joins_silently() {
+    let Some(context) = gpu_or_skip("g15r_2_a_wait_racing_an_events_record_into_a_capture_never_joins_silently") else { return };
+    let origin = Stream::non_blocking(&context).unwrap();
+    let waiter = Stream::non_blocking(&context).unwrap();
+    let event = Event::without_timing(&context).unwrap();
+    event.record(&origin).unwrap();
+    origin.synchronize().unwrap();
+    let stop = AtomicBool::new(false);
+    let (silent, refused, waits) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0));
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                match waiter.wait_event(&event) {
+                    Ok(()) => {
+                        waits.fetch_add(1, Ordering::Relaxed);
+                        if waiter.is_capturing().unwrap_or(false) {
+                            silent.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    Err(_) => {
+                        refused.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(30);
+        for _ in 0..2000 {
+            if Instant::now() > deadline {
+                break;
+            }
+            if let Err(error) = origin.begin_capture() {
+                // After a failed end (an unjoined fork), in case the driver kept the stream.
+                println!("G15R-2: begin refused: {error}");
+                let _ = origin.end_capture();
+                continue;
+            }
+            let _ = event.record(&origin);
+            // Fails (an unjoined fork) when the waiter joined: that is what is counted.
+            let _ = origin.end_capture();
+            // A point in the stream again, for the next round's waits.
+            let _ = event.record(&origin);
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    let (silent, refused, waits) = (silent.into_inner(), refused.into_inner(), waits.into_inner());
+    println!("G15R-2: {waits} waits Ok, {refused} refused, {silent} silent joins");
+    assert_eq!(silent, 0, "a wait returned Ok and left the waiting stream captured by another thread's capture");
+}
+
+/// G15R-5: `Stream::will_use_for` checks the capture once, before `work`. Declared
+/// inside a capture, the declaration orders and records nothing (captured work is not
+/// tracked); when another handle ends the capture before `work` queues (here: inside `work`,
+/// a clone made before the capture, deterministic; in general another thread's
+/// `end_capture`), the work runs for real and the buffer's record never names the stream:
+/// host reads, other streams and its free do not wait for it. The peer all-reduce
+/// (`collectives::peer`) queues its kernel this way.
+///
+/// Before the fix (expected): `y` read back as 0s (the host read did not wait for the memset,
+/// which queues behind ~20 ms of fills: 1,000 of 64 MiB). After: the door work inside `work`
+/// on that stream is refused (`CaptureChangedWhileQueued`: the declaration was made for the
+/// capture), so nothing untracked runs.
+#[test]
+fn g15r_5_a_declaration_made_in_a_capture_that_ended_before_its_work_still_tracks_it() {
+    let Some(context) = gpu_or_skip("g15r_5_a_declaration_made_in_a_capture_that_ended_before_its_work_still_tracks_it") else { return };
+    let capturing = Stream::non_blocking(&context).unwrap();
+    let other_handle = capturing.clone();
+    let n = 64 << 20;
+    let mut scratch = DeviceBuffer::<u8>::zeroed(&context, n).unwrap();
+    let mut y = DeviceBuffer::<u8>::zeroed(&context, n).unwrap();
+    let y_address = y.as_device_ptr().address();
+    capturing.begin_capture().unwrap();
+    let outcome = capturing.will_use_for(&[BufferAccess::write(&mut y)], || -> Result<(), Error> {
+        let ended = other_handle.end_capture();
+        // Real work now: slow fills ahead of the declared work on the same stream.
+        for _ in 0..1000 {
+            scratch.fill_async(1, &capturing)?;
+        }
+        // The declared work, through raw pointers as the peer all-reduce's launcher does.
+        // SAFETY: `y` is a live allocation of n bytes of this context, written by nothing else.
+        capturing.enqueue("cuMemsetD8Async", &[], |raw| {
+            unsafe { cudarc::driver::result::memset_d8_async(y_address, 7, n, raw.get()) }.expect("cuMemsetD8Async");
+            Ok::<_, Error>(())
+        })?;
+        println!("G15R-5: the other handle's end: {:?}", ended.map(|_| ()));
+        Ok(())
+    });
+    let read = y.to_vec();
+    capturing.synchronize().unwrap();
+    println!("G15R-5: will_use_for {outcome:?}; y[0] read right after: {:?}", read.as_ref().map(|v| v[0]));
+    if let (Ok(Ok(())), Ok(values)) = (&outcome, &read) {
+        assert!(values.iter().all(|&v| v == 7), "the work declared inside the capture ran after it ended, untracked: the host read did not wait for it");
+    }
+    assert!(matches!(outcome, Ok(Err(Error::CaptureChangedWhileQueued { .. }))), "{outcome:?}");
+}
+
+/// G15R-6 (liveness): the door holds the stream's `driver_calls` mutex while `work` runs, and
+/// `Stream::enqueue` is public and safe: a `work` closure that queued on the same stream again
+/// waited for a mutex its own thread holds, for ever. Now refused (`NestedDoorCall`). Run on a
+/// helper thread with a 5 s limit so that the test reports instead of hanging. (Still open:
+/// two closures on two threads queuing on each other's streams, and `end_capture` or the drop
+/// of a capture's last handle inside a closure on a stream joined to it.)
+///
+/// Before the fix (expected): `HUNG`. After: `Err(NestedDoorCall { operation: "inner" })`, and
+/// the stream is usable afterwards.
+#[test]
+fn g15r_6_a_door_call_inside_a_door_closure_returns() {
+    let Some(context) = gpu_or_skip("g15r_6_a_door_call_inside_a_door_closure_returns") else { return };
+    let stream = Stream::non_blocking(&context).unwrap();
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let nested = stream.enqueue("outer", &[], |_| stream.enqueue("inner", &[], |_| Ok::<_, Error>(())));
+        let again = stream.enqueue("after", &[], |_| Ok::<_, Error>(()));
+        let _ = done.send((nested, again));
+    });
+    match finished.recv_timeout(Duration::from_secs(5)) {
+        Ok((nested, again)) => {
+            println!("G15R-6: nested door call returned {nested:?}; the next call {again:?}");
+            assert!(matches!(&nested, Err(Error::NestedDoorCall { operation }) if operation == "inner"), "{nested:?}");
+            assert!(again.is_ok(), "{again:?}");
+        }
+        Err(_) => panic!("G15R-6: HUNG: a door call inside a door closure did not return within 5 s (the thread waits for its own driver_calls)"),
+    }
+}
+
+/// G15R-7: ordering a ferrocuda stream after a stream of `Stream::from_raw_in_owner_captures`
+/// (here: a fill on another stream of a buffer the owner's stream wrote before its owner began
+/// capturing) recorded that stream's tail event **into the owner's capture**: `tail_for` asked
+/// `captured_for_ordering`, which answers "not captured" for borrowed streams, and the record
+/// went through the door, which lets such a stream's work into its owner's capture. The waiting
+/// ferrocuda stream then joined the owner's capture unseen, and its fill (and all its later
+/// work until the owner's end) was recorded into the owner's graph, reported `Ok`.
+///
+/// Before the fix (expected): `fill Ok(())`, `joined Ok(true)`, the buffer still 1s after a
+/// synchronize, the owner's end fails (unjoined fork). After: the fill is refused
+/// (`OrderingAfterCapture`: no point of that stream recorded outside the owner's capture),
+/// `joined Ok(false)`, the owner's end `Ok`; after the end the fill runs (9s).
+#[test]
+fn g15r_7_ordering_after_a_stream_in_its_owners_capture_does_not_join_the_waiter_to_it() {
+    let Some(context) = gpu_or_skip("g15r_7_ordering_after_a_stream_in_its_owners_capture_does_not_join_the_waiter_to_it") else { return };
+    let cuda = CudaContext::new(0).expect("cudarc opens device 0");
+    let home = cuda.new_stream().unwrap();
+    let ours = Stream::non_blocking(&context).unwrap();
+    let mut x = DeviceBuffer::<u32>::zeroed(&context, 256).unwrap();
+    // SAFETY: cudarc's stream, kept alive by the Arc held with it; nothing is recorded through it
+    // into the owner's graph (its one fill runs before the capture).
+    let owned = unsafe { Stream::from_raw_in_owner_captures(&context, home.cu_stream(), home.clone()) }.unwrap();
+    x.fill_async(1, &owned).unwrap();
+    home.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED).unwrap();
+    let fill = x.fill_async(9, &ours);
+    let joined = ours.is_capturing();
+    let ended = home.end_capture(sys::CUgraphInstantiate_flags(0)).map(|graph| graph.is_some());
+    let synced = ours.synchronize().and_then(|()| owned.synchronize());
+    let after_capture = x.to_vec();
+    println!("G15R-7: fill {fill:?}; joined {joined:?}; owner's end {ended:?}; sync {synced:?}; x[0] {:?}", after_capture.as_ref().map(|v| v[0]));
+    assert!(matches!(fill, Err(Error::OrderingAfterCapture { .. })), "the ordering after the owner's captured stream: {fill:?}");
+    assert!(!joined.unwrap(), "ferrocuda's stream joined the owner's capture");
+    assert!(ended.is_ok(), "the owner's capture: {ended:?}");
+    assert_eq!(after_capture.unwrap(), vec![1u32; 256]);
+    x.fill_async(9, &ours).unwrap();
+    assert_eq!(x.to_vec().unwrap(), vec![9u32; 256], "after the owner's end the fill runs");
+}
