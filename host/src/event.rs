@@ -81,8 +81,13 @@ impl Event {
     /// [`Error::EventRecordedInCapture`] when the last record was into a capture (E5): the
     /// host can neither query nor wait for a node of a graph, and the query would invalidate
     /// the capture.
-    fn refuse_if_captured(&self, operation: &'static str) -> Result<()> {
-        if self.captured_on().is_some() { Err(Error::EventRecordedInCapture { operation }) } else { Ok(()) }
+    ///
+    /// The guard it returns is held across the caller's driver call (G16-1): a record into a
+    /// capture on another thread, the capture's end and its graph's destruction cannot come
+    /// between the check and the query or wait, which would then read a destroyed graph's node.
+    fn refuse_if_captured(&self, operation: &'static str) -> Result<std::sync::MutexGuard<'_, Option<Stream>>> {
+        let captured_on = self.captured_on();
+        if captured_on.is_some() { Err(Error::EventRecordedInCapture { operation }) } else { Ok(captured_on) }
     }
 
     /// Waits for the event.
@@ -90,7 +95,8 @@ impl Event {
     /// # Errors
     /// [`Error::EventRecordedInCapture`] if it was last recorded into a stream capture.
     pub fn synchronize(&self) -> Result<()> {
-        self.refuse_if_captured("Event::synchronize")?;
+        // Holds the event's lock while it blocks: a record on another thread waits meanwhile.
+        let _checked = self.refuse_if_captured("Event::synchronize")?;
         // SAFETY: the event is alive.
         unsafe { driver::event::synchronize(self.raw) }?;
         Ok(())
@@ -101,7 +107,7 @@ impl Event {
     /// # Errors
     /// [`Error::EventRecordedInCapture`] if it was last recorded into a stream capture.
     pub fn is_complete(&self) -> Result<bool> {
-        self.refuse_if_captured("Event::is_complete")?;
+        let _checked = self.refuse_if_captured("Event::is_complete")?;
         // SAFETY: the event is alive.
         not_ready_is_false(unsafe { driver::event::query(self.raw) })
     }
@@ -111,8 +117,12 @@ impl Event {
     /// # Errors
     /// [`Error::EventRecordedInCapture`] if either was last recorded into a stream capture.
     pub fn elapsed_ms(&self, end: &Event) -> Result<f32> {
-        self.refuse_if_captured("Event::elapsed_ms")?;
-        end.refuse_if_captured("Event::elapsed_ms")?;
+        // Both locks, the lower address first (`a.elapsed_ms(&b)` on one thread and
+        // `b.elapsed_ms(&a)` on another must not take them in opposite orders), one when
+        // `end` is `self`.
+        let (first, second) = if (self as *const Event) <= (end as *const Event) { (self, end) } else { (end, self) };
+        let _first = first.refuse_if_captured("Event::elapsed_ms")?;
+        let _second = if std::ptr::eq(first, second) { None } else { Some(second.refuse_if_captured("Event::elapsed_ms")?) };
         let mut ms = 0.0;
         // SAFETY: writes one float.
         unsafe { driver::event::elapsed_time(&mut ms, self.raw, end.raw) }?;
@@ -165,7 +175,14 @@ impl Stream {
     /// joined it (or inside the closure). [`Error::CaptureChangedWhileQueued`] when the
     /// capture ended meanwhile (nothing was queued).
     pub fn wait_event(&self, event: &Event) -> Result<()> {
-        let captured_on = event.captured_on().clone();
+        // Held until the driver's wait is queued (audit 2026-11-28d, G16-1): with the state read
+        // and the lock released before the wait, another thread's record into a capture, its
+        // end and the graph's destruction fit between them, and the driver's wait then read a
+        // node of a destroyed graph (a segfault inside the driver, three runs of four of
+        // `gpu_g15r`'s G15R-2 loop on an H200). Lock order as `Event::record`'s: this event's
+        // mutex, then the stream's capture gate and door.
+        let captured_guard = event.captured_on();
+        let captured_on = captured_guard.clone();
         let mut join = None;
         if let Some(captured) = captured_on {
             if !captured.captured_for_ordering().unwrap_or(false) {
@@ -206,7 +223,9 @@ impl Stream {
             if may_join || join.is_some() || crate::context::any_capture_running() {
                 self.settle_join(join.as_ref(), thread, waited.is_ok())?;
             }
-            Ok(waited?)
-        })
+            Ok::<_, Error>(waited?)
+        })?;
+        drop(captured_guard);
+        Ok(())
     }
 }

@@ -242,3 +242,88 @@ fn g15r_7_ordering_after_a_stream_in_its_owners_capture_does_not_join_the_waiter
     x.fill_async(9, &ours).unwrap();
     assert_eq!(x.to_vec().unwrap(), vec![9u32; 256], "after the owner's end the fill runs");
 }
+
+/// G16-1 (audit 2026-11-28d, found running G15R-2's loop on an H200: a segfault in three runs
+/// of four): `wait_event`, `Event::synchronize`, `is_complete` and `elapsed_ms` read the
+/// event's capture state and released its lock before their driver call. Another thread's
+/// record into a capture, the capture's end and its graph's destruction fit in between, and
+/// the driver then waited on (or queried) a node of a destroyed graph: the process died
+/// inside the driver. Now the lock is held across the driver call. This races a thread that
+/// captures (begin, record, end, the graph dropped, a plain record again) against one that
+/// waits, queries and synchronizes on the event, and passes if the process lives and every
+/// call returned `Ok`, a refusal or G16-2's spurious INVALID_VALUE from the driver's wait.
+#[test]
+fn g16_1_a_wait_or_query_racing_a_record_into_an_ended_and_dropped_capture_never_reads_its_graph() {
+    let Some(context) = gpu_or_skip("g16_1_a_wait_or_query_racing_a_record_into_an_ended_and_dropped_capture_never_reads_its_graph") else { return };
+    let origin = Stream::non_blocking(&context).unwrap();
+    let waiter = Stream::non_blocking(&context).unwrap();
+    let event = Event::without_timing(&context).unwrap();
+    event.record(&origin).unwrap();
+    origin.synchronize().unwrap();
+    let stop = AtomicBool::new(false);
+    let (ok, refused, spurious) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0));
+    let unexpected = std::sync::Mutex::new(Vec::<String>::new());
+    let capturing_errors = std::sync::Mutex::new(Vec::<String>::new());
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut round = 0u32;
+            while !stop.load(Ordering::Relaxed) {
+                round += 1;
+                let outcome = match round % 3 {
+                    0 => waiter.wait_event(&event),
+                    1 => event.is_complete().map(|_| ()),
+                    _ => event.synchronize(),
+                };
+                match outcome {
+                    Ok(()) => ok.fetch_add(1, Ordering::Relaxed),
+                    Err(Error::EventRecordedInCapture { .. } | Error::CapturedByAnotherThread { .. } | Error::CaptureChangedWhileQueued { .. }) => refused.fetch_add(1, Ordering::Relaxed),
+                    // G16-2 (open, low): the driver's wait now and then answers INVALID_VALUE for
+                    // an event whose last record was a plain point while another thread captures
+                    // with it; an error the caller sees, not undefined behaviour. Counted apart.
+                    Err(Error::Driver(error)) if error.call == "cuStreamWaitEvent" && error.code == sys::cudaError_enum::CUDA_ERROR_INVALID_VALUE => {
+                        spurious.fetch_add(1, Ordering::Relaxed)
+                    }
+                    Err(error) => {
+                        unexpected.lock().unwrap().push(format!("round {round}: {error}"));
+                        0
+                    }
+                };
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(20);
+        for _ in 0..3000 {
+            if Instant::now() > deadline {
+                break;
+            }
+            let note = |step: &str, outcome: Result<(), Error>| {
+                if let Err(error) = outcome {
+                    let mut steps = capturing_errors.lock().unwrap();
+                    if steps.len() < 8 {
+                        steps.push(format!("{step}: {error}"));
+                    }
+                }
+            };
+            if let Err(error) = origin.begin_capture() {
+                note("begin", Err(error));
+                note("end after a refused begin", origin.end_capture().map(drop));
+                continue;
+            }
+            note("record in capture", event.record(&origin));
+            note("end", origin.end_capture().map(drop));
+            note("record", event.record(&origin));
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    println!("G16-1: the capturing thread's errors (first 8): {:?}", capturing_errors.into_inner().unwrap());
+    let _ = waiter.synchronize();
+    let unexpected = unexpected.into_inner().unwrap();
+    println!(
+        "G16-1: {} calls Ok, {} refused, {} waits answered INVALID_VALUE (G16-2), {} other errors {:?}",
+        ok.into_inner(),
+        refused.into_inner(),
+        spurious.into_inner(),
+        unexpected.len(),
+        unexpected.iter().take(3).collect::<Vec<_>>()
+    );
+    assert!(unexpected.is_empty(), "calls failed with errors other than the refusals: {unexpected:?}");
+}
