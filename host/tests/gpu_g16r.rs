@@ -1,0 +1,324 @@
+//! GPU repros of the held-out review of session 16 (audit/2026-11-28d/FINDINGS-review.md),
+//! named for the findings (`g16r_<n>_...`). Host API only (no kernel crate; the one kernel is
+//! hand-written PTX), so this binary builds with the host crate alone. Each test skips without a
+//! GPU and fails under `REQUIRE_GPU=1` while its finding is present. The deadlock repros run
+//! their case in a child process (this binary, re-run on the one test with `G16R_CHILD` set)
+//! with a deadline, so a hang is a failure, not a hung test binary.
+//!
+//! Run: `REQUIRE_GPU=1 cargo test --release -p ferrocuda-host --test gpu_g16r -- --nocapture --test-threads=1`
+//! (or `scripts/gpu-run/review16.sh`).
+
+use std::ffi::c_void;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ferrocuda_host::__private::launch_in_module;
+use ferrocuda_host::{BufferAccess, Context, DeviceBuffer, Error, Event, JitOptions, KernelSignature, LaunchConfig, Module, Stream};
+
+/// The context of GPU 0, or `None` (printed) without a GPU; a panic under `REQUIRE_GPU=1`.
+fn gpu_or_skip(test: &str) -> Option<Context> {
+    match Context::primary(0) {
+        Ok(context) => Some(context),
+        Err(error @ (Error::NoDriver | Error::NoDevice { .. })) => {
+            assert!(std::env::var("REQUIRE_GPU").as_deref() != Ok("1"), "REQUIRE_GPU=1 but {test} found no GPU: {error}");
+            eprintln!("SKIPPED {test}: {error}");
+            None
+        }
+        Err(error) => panic!("{test}: could not open the GPU: {error}"),
+    }
+}
+
+/// A module with one kernel, `mark(u32* out)`: `*out = 7`, and a 256 MiB global that the kernel
+/// touches, so that whether the module is loaded shows in the device's free memory.
+const MARK_PTX: &str = r#"
+.version 7.0
+.target sm_50
+.address_size 64
+
+.visible .global .align 4 .b8 g16r_big[268435456];
+
+.visible .entry mark(
+    .param .u64 out
+)
+{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u32 %r1, 7;
+    st.global.u32 [%rd2], %r1;
+    mov.u64 %rd3, g16r_big;
+    st.global.u32 [%rd3], %r1;
+    ret;
+}
+"#;
+
+/// The module's global, in bytes.
+const BIG: i64 = 256 << 20;
+
+/// What the typed launcher of `mark` would pass (`#[kernel] unsafe fn mark(out: *mut u32)`).
+static MARK: KernelSignature = KernelSignature {
+    symbol: "mark",
+    param_sizes: &[8],
+    canonical: "",
+    fingerprint: 0,
+    layout: &[],
+    param_names: &[],
+    type_names: &[],
+    type_keys: &[],
+};
+
+/// `mark<<<1, 1, 0, stream>>>(out)` from `module`, as `mark::launch_in(&module, stream, ..)`
+/// does (the generated launcher calls this very function).
+fn launch_mark(module: &Module, stream: &Stream, out: &mut DeviceBuffer<u32>) -> ferrocuda_host::Result<()> {
+    let mut address = out.as_device_ptr().address();
+    let mut params = [(&mut address as *mut u64).cast::<c_void>()];
+    // SAFETY: `mark` takes one pointer to a u32, which `out` holds; `out` is declared written.
+    unsafe { launch_in_module(module, &MARK, stream, LaunchConfig::new(1u32, 1u32), &mut params, &[BufferAccess::write(out)]) }
+}
+
+fn free_bytes(context: &Context) -> i64 {
+    context.memory_info().expect("cuMemGetInfo").0 as i64
+}
+
+/// G16R-1: a kernel of an explicitly loaded module, launched on a stream forked into a capture
+/// (`Stream::wait_event` on an event recorded into it), is not kept loaded by the graph. The
+/// launch path keeps the module for the graph only when the launching stream itself is the
+/// capturing one (`is_capturing_fast`), and under the capturing stream's key; a joined stream is
+/// neither. So dropping the module once the capture has ended unloads it while the graph holds
+/// a node of its kernel: `Graph::instantiate` (safe) then meets a node of an unloaded module
+/// (U5: it crashes the driver), and `GraphExec::launch`, whose contract says "the modules of
+/// captured kernels are kept loaded by the graph itself", runs unloaded code.
+///
+/// Seen here without crashing: the module's 256 MiB global comes back to the device's free
+/// memory when the module is dropped, while the graph still lives (then the graph is not
+/// instantiated). After the fix the memory stays in use until the graph goes, and the graph's
+/// replay writes the mark.
+#[test]
+fn g16r_1_a_module_launched_on_a_forked_stream_stays_loaded_for_the_graph() {
+    let Some(context) = gpu_or_skip("g16r_1_a_module_launched_on_a_forked_stream_stays_loaded_for_the_graph") else { return };
+    let origin = Stream::non_blocking(&context).unwrap();
+    let forked = Stream::non_blocking(&context).unwrap();
+    let mut out = DeviceBuffer::<u32>::zeroed(&context, 1).unwrap();
+    let free_before = free_bytes(&context);
+    // SAFETY: the PTX above is valid, and `launch_mark` passes `mark` its one pointer.
+    let module = unsafe { Module::load_ptx(&context, "g16r_1", MARK_PTX, &JitOptions::new()) }.unwrap();
+    // A real launch first: the module's code and global are loaded for sure.
+    launch_mark(&module, &origin, &mut out).unwrap();
+    origin.synchronize().unwrap();
+    let free_loaded = free_bytes(&context);
+    let (fork, join) = (Event::without_timing(&context).unwrap(), Event::without_timing(&context).unwrap());
+    let graph = origin
+        .capture(|stream| {
+            fork.record(stream)?;
+            forked.wait_event(&fork)?;
+            launch_mark(&module, &forked, &mut out)?;
+            join.record(&forked)?;
+            stream.wait_event(&join)
+        })
+        .unwrap();
+    let nodes = graph.node_count().unwrap();
+    drop(module);
+    let free_after_drop = free_bytes(&context);
+    println!(
+        "G16R-1: module load took {} MiB; graph of {nodes} nodes; dropping the module with the graph alive gave back {} MiB",
+        (free_before - free_loaded) >> 20,
+        (free_after_drop - free_loaded) >> 20
+    );
+    assert!(free_before - free_loaded >= BIG / 2, "the module's global did not show in the free memory: the test cannot tell");
+    assert!(
+        free_after_drop - free_loaded < BIG / 2,
+        "the module was unloaded while the graph holds a node of its kernel (instantiating it would crash the driver, U5)"
+    );
+    // Kept: the graph runs the kernel.
+    out.fill_async(0, &origin).unwrap();
+    origin.synchronize().unwrap();
+    let exec = graph.instantiate().unwrap();
+    // SAFETY: the graph's kernel writes `out`, alive and used on `origin` only until the sync.
+    unsafe { exec.launch(&origin) }.unwrap();
+    origin.synchronize().unwrap();
+    assert_eq!(out.to_vec().unwrap(), vec![7]);
+    drop(exec);
+    drop(graph);
+    context.synchronize().unwrap();
+    let free_end = free_bytes(&context);
+    println!("G16R-1: after the graph's drop {} MiB came back", (free_end - free_loaded) >> 20);
+    assert!(free_end - free_loaded >= BIG / 2, "the module is still loaded after its graph went");
+}
+
+/// G16R-2: an `end_capture` that fails (here: a stream forked into the capture and never joined
+/// back, `CUDA_ERROR_STREAM_CAPTURE_UNJOINED`) returned before it took the modules kept for the
+/// capture off the context's list, so an explicitly loaded module launched in the failed capture
+/// stayed loaded for the context's life after its last handle dropped: a leak that nothing
+/// counts (`Context::deferred_releases` is 0) or says, and a later capture on a stream with the
+/// same handle inherits it. Seen through the module's 256 MiB global.
+#[test]
+fn g16r_2_a_failed_capture_leaves_no_module_loaded() {
+    let Some(context) = gpu_or_skip("g16r_2_a_failed_capture_leaves_no_module_loaded") else { return };
+    let origin = Stream::non_blocking(&context).unwrap();
+    let forked = Stream::non_blocking(&context).unwrap();
+    let mut out = DeviceBuffer::<u32>::zeroed(&context, 1).unwrap();
+    context.synchronize().unwrap();
+    let free_before = free_bytes(&context);
+    // SAFETY: as in g16r_1.
+    let module = unsafe { Module::load_ptx(&context, "g16r_2", MARK_PTX, &JitOptions::new()) }.unwrap();
+    launch_mark(&module, &origin, &mut out).unwrap();
+    origin.synchronize().unwrap();
+    let free_loaded = free_bytes(&context);
+    let fork = Event::without_timing(&context).unwrap();
+    let captured = origin.capture(|stream| {
+        launch_mark(&module, stream, &mut out)?;
+        fork.record(stream)?;
+        // Forked and never joined back: the capture's end fails.
+        forked.wait_event(&fork)
+    });
+    println!("G16R-2: the capture with an unjoined fork: {:?}", captured.as_ref().map(|_| "a graph"));
+    assert!(matches!(captured, Err(Error::CaptureFailed { .. })), "{:?}", captured.map(|_| ()));
+    drop(module);
+    drop(fork);
+    context.synchronize().unwrap();
+    let free_after = free_bytes(&context);
+    println!(
+        "G16R-2: module load took {} MiB; after the failed capture and the module's drop {} MiB came back; deferred releases {}",
+        (free_before - free_loaded) >> 20,
+        (free_after - free_loaded) >> 20,
+        context.deferred_releases()
+    );
+    assert!(free_before - free_loaded >= BIG / 2, "the module's global did not show in the free memory: the test cannot tell");
+    assert!(free_after - free_loaded >= BIG / 2, "the module stayed loaded after its last handle dropped (kept for a capture that failed)");
+}
+
+/// G16R-3: `Event::record` into a capture keeps the capturing stream in the event
+/// (`captured_on`) as a clone that counts as one of the caller's handles (`Stream::user`). So
+/// dropping the caller's last `Stream` handle while it captures does not end the capture (N11,
+/// docs/host-safety.md: "the caller's last handle dropped while capturing: the capture ends")
+/// while any event recorded into it lives: the capture runs on unseen by the caller, the
+/// context's deferred releases (modules, plans, handles, graphs) wait for it, and
+/// `Context::synchronize` fails with `CaptureInProgress` naming a capture whose stream the
+/// caller no longer has.
+#[test]
+fn g16r_3_the_last_stream_handle_ends_its_capture_even_with_an_event_recorded_in_it() {
+    let Some(context) = gpu_or_skip("g16r_3_the_last_stream_handle_ends_its_capture_even_with_an_event_recorded_in_it") else { return };
+    let event = Event::without_timing(&context).unwrap();
+    {
+        let stream = Stream::non_blocking(&context).unwrap();
+        stream.begin_capture().unwrap();
+        event.record(&stream).unwrap();
+        // The caller's last handle.
+    }
+    let synced = context.synchronize();
+    println!("G16R-3: Context::synchronize with the capturing stream dropped and the event alive: {synced:?}");
+    drop(event);
+    let after = context.synchronize();
+    println!("G16R-3: after the event's drop: {after:?}");
+    assert!(synced.is_ok(), "the capture outlived the caller's last handle of its stream: {synced:?}");
+    assert!(after.is_ok(), "{after:?}");
+}
+
+/// Runs this test binary again on `test` alone with `G16R_CHILD=test`, and waits at most
+/// `deadline`: `Some(output)` when it exited, `None` when it was still running (killed).
+fn run_child(test: &str, deadline: Duration) -> Option<std::process::Output> {
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env("G16R_CHILD", test)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("re-run the test binary");
+    let start = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return Some(child.wait_with_output().unwrap());
+        }
+        if start.elapsed() > deadline {
+            let _ = child.kill();
+            let output = child.wait_with_output().unwrap();
+            println!("{test}: child killed after {deadline:?}; its output:\n{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn in_child(test: &str) -> bool {
+    std::env::var("G16R_CHILD").as_deref() == Ok(test)
+}
+
+/// G16R-4: since G16-1, `Event::synchronize` holds the event's mutex while it blocks in
+/// `cuEventSynchronize`, and `is_complete`, `record`, `elapsed_ms` and `Stream::wait_event`
+/// take that mutex before anything else. A host callback that touches the event (here
+/// `is_complete`, which must fail there: the driver refuses CUDA calls in callbacks, and
+/// `launch_host_fn`'s docs promise "ferrocuda returns its error instead of deadlocking") blocks
+/// on the mutex, while the synchronising thread waits for an event recorded after that
+/// callback: a deadlock of safe code (the stream's callback thread and the caller hang for
+/// ever). Before G16-1 the call returned the driver's error.
+#[test]
+fn g16r_4_an_event_used_in_a_host_callback_never_deadlocks_its_synchronize() {
+    const TEST: &str = "g16r_4_an_event_used_in_a_host_callback_never_deadlocks_its_synchronize";
+    let Some(context) = gpu_or_skip(TEST) else { return };
+    if in_child(TEST) {
+        let stream = Stream::non_blocking(&context).unwrap();
+        let event = Arc::new(Event::without_timing(&context).unwrap());
+        // Holds the stream for a while, so that the synchronize below is waiting first.
+        stream.launch_host_fn(|| std::thread::sleep(Duration::from_millis(300))).unwrap();
+        let in_callback = Arc::clone(&event);
+        stream
+            .launch_host_fn(move || {
+                let answer = in_callback.is_complete();
+                println!("G16R-4: is_complete inside the callback returned {answer:?}");
+            })
+            .unwrap();
+        event.record(&stream).unwrap();
+        let synced = event.synchronize();
+        println!("G16R-4: synchronize returned {synced:?}");
+        synced.unwrap();
+        return;
+    }
+    drop(context);
+    let output = run_child(TEST, Duration::from_secs(10));
+    let Some(output) = output else { panic!("G16R-4: deadlock: Event::synchronize and a host callback's is_complete of the same event hang") };
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    println!("G16R-4 child:\n{text}");
+    assert!(output.status.success() && text.contains("G16R-4: synchronize returned Ok"), "{}", output.status);
+}
+
+/// G16R-5: since G16-1, `Stream::wait_event` takes the event's mutex first and then waits for
+/// the stream's `hold_off_capture` stretches to end (its capture gate). A thread inside such a
+/// stretch that touches the event (here `is_complete`; `record` and `synchronize` alike, none
+/// of which is refused inside a stretch, unlike a capture or an event wait) waits for the
+/// mutex, and its stretch never ends: a deadlock of safe code. The documented lock order
+/// ("hold_off_capture / NoCapture: no lock, refused rather than waiting") has no such edge.
+#[test]
+fn g16r_5_a_wait_event_never_waits_for_a_stretch_while_holding_the_event() {
+    const TEST: &str = "g16r_5_a_wait_event_never_waits_for_a_stretch_while_holding_the_event";
+    let Some(context) = gpu_or_skip(TEST) else { return };
+    if in_child(TEST) {
+        let stream = Stream::non_blocking(&context).unwrap();
+        let event = Event::without_timing(&context).unwrap();
+        event.record(&stream).unwrap();
+        stream.synchronize().unwrap();
+        let (opened, open) = std::sync::mpsc::channel();
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let stretch = stream.hold_off_capture("g16r_5").unwrap();
+                opened.send(()).unwrap();
+                // Long enough for the wait below to take the event's lock and wait for us.
+                std::thread::sleep(Duration::from_millis(300));
+                let answer = event.is_complete();
+                println!("G16R-5: is_complete inside the stretch returned {answer:?}");
+                drop(stretch);
+            });
+            open.recv().unwrap();
+            let waited = stream.wait_event(&event);
+            println!("G16R-5: wait_event returned {waited:?}");
+            waited.unwrap();
+        });
+        return;
+    }
+    drop(context);
+    let output = run_child(TEST, Duration::from_secs(10));
+    let Some(output) = output else { panic!("G16R-5: deadlock: wait_event holding the event waits for a stretch whose thread waits for the event") };
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    println!("G16R-5 child:\n{text}");
+    assert!(output.status.success() && text.contains("G16R-5: wait_event returned Ok"), "{}", output.status);
+}
