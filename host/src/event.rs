@@ -70,7 +70,11 @@ impl Event {
         let event = self.raw;
         // SAFETY: both handles are alive and of one context (checked above).
         stream.enqueue("cuEventRecord", &[], |s| Ok::<_, Error>(unsafe { driver::event::record(event, s.get()) }?))?;
-        *captured_on = captured.then(|| stream.clone());
+        // A record handle, not a clone (audit 2026-11-28d review, G16R-3): a clone counts as one
+        // of the caller's handles (`Stream::user`), so the caller's last handle dropped during
+        // the capture no longer ended it (N11) while this event lived, and it carried the
+        // capture's token.
+        *captured_on = captured.then(|| stream.record());
         Ok(())
     }
 
@@ -90,16 +94,36 @@ impl Event {
         if captured_on.is_some() { Err(Error::EventRecordedInCapture { operation }) } else { Ok(captured_on) }
     }
 
-    /// Waits for the event.
+    /// Waits for the event: polls it (`cuEventQuery`), yielding and then sleeping up to 100 µs
+    /// between polls.
+    ///
+    /// Each poll holds the event's lock (G16-1: a record into a capture, that capture's end and
+    /// its graph's destruction on other threads cannot come between the check and the driver
+    /// call), but the wait between polls does not (audit 2026-11-28d review, G16R-4: a lock held
+    /// across `cuEventSynchronize` deadlocked with a host callback that queried the event, and
+    /// kept every other user of the event waiting for the GPU). The record polled is the last
+    /// one: a record made by another thread meanwhile is waited for in its place, and one made
+    /// into a capture ends the wait with [`Error::EventRecordedInCapture`].
     ///
     /// # Errors
     /// [`Error::EventRecordedInCapture`] if it was last recorded into a stream capture.
     pub fn synchronize(&self) -> Result<()> {
-        // Holds the event's lock while it blocks: a record on another thread waits meanwhile.
-        let _checked = self.refuse_if_captured("Event::synchronize")?;
-        // SAFETY: the event is alive.
-        unsafe { driver::event::synchronize(self.raw) }?;
-        Ok(())
+        let mut polls = 0u32;
+        loop {
+            {
+                let _checked = self.refuse_if_captured("Event::synchronize")?;
+                // SAFETY: the event is alive.
+                if not_ready_is_false(unsafe { driver::event::query(self.raw) })? {
+                    return Ok(());
+                }
+            }
+            polls = polls.saturating_add(1);
+            if polls < 64 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(std::time::Duration::from_micros(if polls < 256 { 10 } else { 100 }));
+            }
+        }
     }
 
     /// True when the work before the event has finished (or it was never recorded). Never blocks.
@@ -175,12 +199,18 @@ impl Stream {
     /// joined it (or inside the closure). [`Error::CaptureChangedWhileQueued`] when the
     /// capture ended meanwhile (nothing was queued).
     pub fn wait_event(&self, event: &Event) -> Result<()> {
+        // Waiting on an event recorded in a capture joins this stream to it: not while another
+        // thread checks this stream for captures (P2). Taken before the event's lock (audit
+        // 2026-11-28d review, G16R-5): taking it waits for the stream's `hold_off_capture`
+        // stretches, and a stretch's thread may record or query this event, which would wait
+        // for the lock held here.
+        let _gate = self.capture_gate_exclusive()?;
         // Held until the driver's wait is queued (audit 2026-11-28d, G16-1): with the state read
         // and the lock released before the wait, another thread's record into a capture, its
         // end and the graph's destruction fit between them, and the driver's wait then read a
         // node of a destroyed graph (a segfault inside the driver, three runs of four of
-        // `gpu_g15r`'s G15R-2 loop on an H200). Lock order as `Event::record`'s: this event's
-        // mutex, then the stream's capture gate and door.
+        // `gpu_g15r`'s G15R-2 loop on an H200). Lock order: the stream's capture gate, this
+        // event's mutex, then the stream's door (`Event::record`: the mutex, then the door).
         let captured_guard = event.captured_on();
         let captured_on = captured_guard.clone();
         let mut join = None;
@@ -195,9 +225,6 @@ impl Stream {
             captured.join_owner_check("Stream::wait_event")?;
             join = captured.capture_origin();
         }
-        // Waiting on an event recorded in a capture joins this stream to it: not while another
-        // thread checks this stream for captures (P2).
-        let _gate = self.capture_gate_exclusive()?;
         // The wait joins a capture if the event was recorded in one (only a capture of
         // ferrocuda's can be running then): first a real point after this stream's work so
         // far, for streams outside the capture and the host to wait on while it runs (issue

@@ -322,3 +322,76 @@ fn g16r_5_a_wait_event_never_waits_for_a_stretch_while_holding_the_event() {
     println!("G16R-5 child:\n{text}");
     assert!(output.status.success() && text.contains("G16R-5: wait_event returned Ok"), "{}", output.status);
 }
+
+/// `mark(u32* out)` alone (no big global), for the embedded module of g16r_6.
+const MARK_SMALL_PTX: &str = r#"
+.version 7.0
+.target sm_50
+.address_size 64
+
+.visible .entry mark(
+    .param .u64 out
+)
+{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u32 %r1, 7;
+    st.global.u32 [%rd2], %r1;
+    ret;
+}
+"#;
+
+/// A kernel crate's `KERNELS` as `embed_kernels!()` would make it, of the PTX above.
+// SAFETY: `mark` is launched below only with the one pointer its PTX takes.
+static G16R_6_KERNELS: ferrocuda_host::EmbeddedModule = unsafe {
+    ferrocuda_host::EmbeddedModule::new(ferrocuda_host::EmbeddedImages {
+        crate_name: "g16r_6_kernels",
+        toolchain: "",
+        ptx: &[(50, MARK_SMALL_PTX)],
+        cubins: &[],
+        resources: &[],
+        device_overflow_checks: false,
+        host_overflow_probe: |x| x,
+    })
+};
+
+/// G16R-6: the first launch of a kernel crate's embedded module inside a capture is refused
+/// (`ModuleNotLoadedInCapture`, E1a: load it before the capture), but only on the capturing
+/// stream itself (`is_capturing_fast`); on a stream forked into the capture the launcher loaded
+/// the module inside it. After the fix the fork is refused the same way, before anything is
+/// loaded, and the same launch after the capture loads the module and runs.
+#[test]
+fn g16r_6_a_first_launch_on_a_forked_stream_loads_no_module_inside_the_capture() {
+    let Some(context) = gpu_or_skip("g16r_6_a_first_launch_on_a_forked_stream_loads_no_module_inside_the_capture") else { return };
+    let origin = Stream::non_blocking(&context).unwrap();
+    let forked = Stream::non_blocking(&context).unwrap();
+    let mut out = DeviceBuffer::<u32>::zeroed(&context, 1).unwrap();
+    let launch = |stream: &Stream, out: &mut DeviceBuffer<u32>| {
+        let mut address = out.as_device_ptr().address();
+        let mut params = [(&mut address as *mut u64).cast::<c_void>()];
+        // SAFETY: `mark` takes one pointer to a u32, which `out` holds; `out` is declared written.
+        unsafe {
+            ferrocuda_host::__private::launch_embedded(&G16R_6_KERNELS, &MARK, stream, LaunchConfig::new(1u32, 1u32), &mut params, &[BufferAccess::write(out)])
+        }
+    };
+    let (fork, join) = (Event::without_timing(&context).unwrap(), Event::without_timing(&context).unwrap());
+    let mut on_origin = None;
+    let mut on_fork = None;
+    let graph = origin.capture(|stream| {
+        on_origin = Some(launch(stream, &mut out));
+        fork.record(stream)?;
+        forked.wait_event(&fork)?;
+        on_fork = Some(launch(&forked, &mut out));
+        join.record(&forked)?;
+        stream.wait_event(&join)
+    });
+    println!("G16R-6: first launch in the capture on the capturing stream {on_origin:?}; on the forked stream {on_fork:?}; capture {:?}", graph.as_ref().map(|_| ()));
+    assert!(matches!(on_origin, Some(Err(Error::ModuleNotLoadedInCapture { .. }))), "{on_origin:?}");
+    assert!(matches!(on_fork, Some(Err(Error::ModuleNotLoadedInCapture { .. }))), "the fork loaded the module inside the capture: {on_fork:?}");
+    graph.unwrap();
+    launch(&origin, &mut out).unwrap();
+    origin.synchronize().unwrap();
+    assert_eq!(out.to_vec().unwrap(), vec![7]);
+}

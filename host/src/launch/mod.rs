@@ -43,7 +43,10 @@ pub unsafe fn launch_embedded(
     config.validate(context.limits()).map_err(|problem| Error::InvalidLaunch { kernel: symbol.to_string(), problem })?;
     // Through the door: the buffers are ordered and recorded, the context bound.
     stream.enqueue(symbol, buffers, |raw| {
-        let function = if stream.is_capturing_fast() || stream.records_for_owner() {
+        // Any capture of ferrocuda's that records the launch: this stream's own, or one it was
+        // forked into (`wait_event`; audit 2026-11-28d review, G16R-6: a fork loaded modules
+        // inside the capture, which E1a refuses). Exact here, under the stream's `driver_calls`.
+        let function = if stream.ours_captured() || stream.records_for_owner() {
             context.embedded_launch_function_if_loaded(module, signature)?
         } else {
             context.embedded_launch_function(module, signature)?
@@ -111,8 +114,10 @@ pub unsafe fn launch_in_module(
     module.with_globals(Access::Read, |globals| {
         stream.enqueue_both(signature.symbol, buffers, &[globals], |raw| {
             let function = module.checked_function(signature)?;
-            if stream.is_capturing_fast() {
-                context.keep_for_capture(stream.key(), module.keep_alive());
+            // Under the key of the capture that records the launch: this stream's, or the
+            // capturing stream's when this one is forked into it (G16R-1).
+            if let Some(key) = stream.capture_key() {
+                context.keep_for_capture(key, module.keep_alive());
             }
             // SAFETY: the function belongs to the bound context; the caller vouches for `params`.
             unsafe { launch_function(function, signature.symbol, stream, raw, &config, params) }

@@ -375,7 +375,7 @@ impl Stream {
     /// or one it was joined to ([`Stream::wait_event`]). Exact under `driver_calls`, where both
     /// flags are written (G14-5).
     #[inline]
-    fn ours_captured(&self) -> bool {
+    pub(crate) fn ours_captured(&self) -> bool {
         self.inner.capturing.load(Ordering::Relaxed) || self.inner.joined.load(Ordering::Relaxed)
     }
 
@@ -489,6 +489,26 @@ impl Stream {
     pub(crate) fn refuse_capture(&self, operation: &'static str) -> Result<()> {
         // A failed query is the context's fault, reported as such (Q10), not as a capture.
         if !self.handle().is_null() && self.capture_now()? { Err(Error::AllocationInCapture { operation }) } else { Ok(()) }
+    }
+
+    /// The key ([`Stream::key`]) of the stream whose capture of ferrocuda's records work queued
+    /// on this stream now: this stream's own while it captures, the capturing stream's while
+    /// this one is joined to its capture ([`Stream::wait_event`], a fork); `None` otherwise.
+    /// Exact under this stream's `driver_calls` (in the door's work), where both flags are
+    /// written. What a launch keeps for the graph is kept under this key, the one
+    /// [`Stream::end_capture`] takes (audit 2026-11-28d review, G16R-1: a module launched on a
+    /// forked stream was kept for no graph, and unloaded under the one that held its kernel).
+    pub(crate) fn capture_key(&self) -> Option<usize> {
+        if self.inner.capturing.load(Ordering::SeqCst) {
+            Some(self.key())
+        } else if self.inner.joined.load(Ordering::SeqCst) {
+            let origin = self.inner.joined_to.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).upgrade();
+            // The capturing stream is gone: its capture ended with its drop (N11), so the work
+            // queued now is in no graph.
+            origin.map(|origin| origin.raw as usize)
+        } else {
+            None
+        }
     }
 
     /// True while being captured through [`Stream::begin_capture`].
@@ -915,8 +935,15 @@ impl Stream {
     pub fn end_capture(&self) -> Result<Graph> {
         self.context().bind_to_thread()?;
         let mut raw = std::ptr::null_mut();
-        // SAFETY: writes one graph handle (owned by the returned Graph).
-        let (ended, was_capturing) = self.inner.end_capture_locked(|| unsafe { driver::stream::end_capture(self.handle(), &mut raw) });
+        // The modules kept for the capture are taken under the same lock as the end, whether or
+        // not it succeeds (audit 2026-11-28d review, G16R-2: a failed end left them on the
+        // context's list for its life, loaded after their last handle dropped), and before a
+        // capture begun since could keep its own under this stream's key.
+        let ((ended, modules), was_capturing) = self.inner.end_capture_locked(|| {
+            // SAFETY: writes one graph handle (owned by the returned Graph).
+            let ended = unsafe { driver::stream::end_capture(self.handle(), &mut raw) };
+            (ended, self.context().take_captured_modules(self.key()))
+        });
         // Named before they are performed (below): what the error reports.
         let dropped = match (&ended, was_capturing) {
             (Err(_), true) => self.context().deferred_since(self.inner.capture_mark.load(Ordering::Relaxed)).iter().map(ToString::to_string).collect(),
@@ -926,8 +953,9 @@ impl Stream {
             // Frees the buffers dropped during the capture (E1b), now that it is over.
             self.context().capture_ended(self.inner.with_legacy);
         }
+        // On failure the modules go here, after the capture's end was counted: unloaded now
+        // unless another capture of the context runs.
         ended.map_err(|source| Error::CaptureFailed { source, dropped })?;
-        let modules = self.context().take_captured_modules(self.key());
         Ok(Graph::from_raw(raw, self.context().clone(), modules))
     }
 
