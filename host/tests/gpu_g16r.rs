@@ -395,3 +395,39 @@ fn g16r_6_a_first_launch_on_a_forked_stream_loads_no_module_inside_the_capture()
     origin.synchronize().unwrap();
     assert_eq!(out.to_vec().unwrap(), vec![7]);
 }
+
+/// G16R-7: a capturing stream whose last handle is dropped inside a host callback (of another
+/// stream) handed the end of its capture (N11) to `Context::release`, which on the release
+/// thread postponed it until no capture of the context ran: that is, until this very capture
+/// ended, which only that release would do. The capture never ended; `Context::synchronize`
+/// failed with `CaptureInProgress` for good, and every later postponed release of the context
+/// (modules, plans, handles, events recorded into captures) waited with it. docs/host-safety.md:
+/// "the caller's last handle dropped while capturing: the capture ends (N11) ...; dropped in a
+/// callback: destroyed after it". Second part, the same path: what is released at once even
+/// during an unrelated capture (an `Event` never recorded into one, P5) waited for the end of
+/// every capture when dropped in a callback.
+#[test]
+fn g16r_7_a_capturing_stream_dropped_in_a_host_callback_ends_its_capture() {
+    let Some(context) = gpu_or_skip("g16r_7_a_capturing_stream_dropped_in_a_host_callback_ends_its_capture") else { return };
+    let other = Stream::non_blocking(&context).unwrap();
+    let capturing = Stream::non_blocking(&context).unwrap();
+    capturing.begin_capture().unwrap();
+    other.launch_host_fn(move || drop(capturing)).unwrap();
+    other.synchronize().unwrap();
+    // Waits for the release thread's hand-offs first.
+    let synced = context.synchronize();
+    println!("G16R-7: Context::synchronize after the capturing stream's last handle dropped in a callback: {synced:?}; deferred {}", context.deferred_releases());
+    assert!(synced.is_ok(), "the capture of a stream dropped in a host callback never ended: {synced:?}");
+
+    let unrelated = Stream::non_blocking(&context).unwrap();
+    unrelated.begin_capture().unwrap();
+    let event = Event::without_timing(&context).unwrap();
+    other.launch_host_fn(move || drop(event)).unwrap();
+    other.synchronize().unwrap();
+    let during = context.synchronize();
+    let deferred = context.deferred_releases();
+    println!("G16R-7: an event dropped in a callback during an unrelated capture: {during:?}; deferred {deferred}");
+    unrelated.end_capture().unwrap();
+    assert!(matches!(during, Err(Error::CaptureInProgress { .. })), "{during:?}");
+    assert_eq!(deferred, 0, "an event never recorded into a capture waited for an unrelated capture (P5)");
+}

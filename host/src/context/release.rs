@@ -156,20 +156,7 @@ impl Context {
     /// `what` names what is freed (for [`Error::CaptureFailed`](crate::Error::CaptureFailed)).
     pub(crate) fn release(&self, what: Released, release: impl FnOnce(&Context) + Send + 'static) {
         if in_host_callback() {
-            self.inner.handed_off.fetch_add(1, Ordering::AcqRel);
-            /// Counts the hand-off as done when dropped: also when the release panics, so that
-            /// `Context::synchronize` (which waits for the count to reach zero) cannot hang.
-            struct HandedOff(Context);
-            impl Drop for HandedOff {
-                fn drop(&mut self) {
-                    self.0.inner.handed_off.fetch_sub(1, Ordering::AcqRel);
-                }
-            }
-            let handed = HandedOff(self.clone());
-            run_on_release_thread(Box::new(move || {
-                handed.0.release(what, release);
-                drop(handed);
-            }));
+            self.hand_off(move |context| context.release(what, release));
             return;
         }
         if let Err(now) = self.defer_while_capturing(what, release) {
@@ -177,13 +164,37 @@ impl Context {
         }
     }
 
+    /// Runs `job` on the release thread, right after the host callback this thread runs now
+    /// has returned; [`Context::synchronize`] waits for it.
+    fn hand_off(&self, job: impl FnOnce(&Context) + Send + 'static) {
+        self.inner.handed_off.fetch_add(1, Ordering::AcqRel);
+        /// Counts the hand-off as done when dropped: also when the release panics, so that
+        /// `Context::synchronize` (which waits for the count to reach zero) cannot hang.
+        struct HandedOff(Context);
+        impl Drop for HandedOff {
+            fn drop(&mut self) {
+                self.0.inner.handed_off.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+        let handed = HandedOff(self.clone());
+        run_on_release_thread(Box::new(move || {
+            job(&handed.0);
+            drop(handed);
+        }));
+    }
+
     /// Releases something whose release queues no stream work and synchronises nothing (a
-    /// `Graph`, an `Event` never recorded into a capture): now, even while a capture runs in
-    /// the context, so that a capture that never ends (its `Stream` leaked, P5) strands none of
-    /// them; only a drop inside a host callback hands it to the release thread.
-    pub(crate) fn release_outside_captures(&self, what: Released, release: impl FnOnce(&Context) + Send + 'static) {
+    /// `Graph`, an `Event` never recorded into a capture), or that ends a capture itself (a
+    /// capturing stream's last handle, N11): now, even while a capture runs in the context, so
+    /// that a capture that never ends (its `Stream` leaked, P5) strands none of them. A drop
+    /// inside a host callback hands it to the release thread, which performs it as it is, not
+    /// after the context's captures (audit 2026-11-28d review, G16R-7: a capturing stream's
+    /// last handle dropped in a callback waited there for the end of its own capture, which
+    /// only it would bring: the capture never ended, and every later postponed release of the
+    /// context waited with it).
+    pub(crate) fn release_outside_captures(&self, _what: Released, release: impl FnOnce(&Context) + Send + 'static) {
         if in_host_callback() {
-            self.release(what, release);
+            self.hand_off(release);
         } else {
             release(self);
         }
@@ -202,9 +213,15 @@ impl Context {
         streams: Vec<crate::Stream>,
         release: impl FnOnce(&Context, crate::stream::UsedStreams) + Send + 'static,
     ) {
-        let involved = !in_host_callback() && self.is_capturing() && crate::memory::usage::involves_capture(self, &streams);
+        if in_host_callback() {
+            // Decided on the release thread, where the capture queries work (G16R-7: deciding
+            // here deferred it behind any capture, an unrelated one included, against P5).
+            self.hand_off(move |context| context.release_after_streams(what, streams, release));
+            return;
+        }
+        let involved = self.is_capturing() && crate::memory::usage::involves_capture(self, &streams);
         let held = crate::stream::UsedStreams::hold(streams);
-        if involved || in_host_callback() {
+        if involved {
             self.release(what, move |context| release(context, held));
         } else {
             release(self, held);

@@ -1037,7 +1037,9 @@ impl Drop for Stream {
             if crate::context::in_host_callback() {
                 let context = self.inner.context.clone();
                 let keep = self.record();
-                context.release(crate::context::Released::Stream, move |_| {
+                // Right after the callback, not after the context's captures: this capture ends
+                // only here (audit 2026-11-28d review, G16R-7).
+                context.release_outside_captures(crate::context::Released::Stream, move |_| {
                     abandon_capture(&keep.inner);
                     drop(keep);
                 });
@@ -1079,14 +1081,14 @@ impl Drop for StreamInner {
                 let _ = unsafe { driver::stream::destroy(raw) };
             }
         };
-        let in_callback = crate::context::in_host_callback();
         // A stream no capture records can go now even while another stream of the context is
         // captured (P5: a capture that never ends must not strand every stream dropped after it).
         let recorded_by_a_capture = context.is_capturing() && !self.raw.is_null() && capturing_per_driver(&context, self.raw);
-        if (capturing || !recorded_by_a_capture) && !in_callback {
+        if capturing || !recorded_by_a_capture {
             // Capturing: its own capture must end first (N11), or the release below would wait
-            // for the end of this very capture, forever.
-            destroy(&context);
+            // for the end of this very capture, forever (in a host callback too, G16R-7: on the
+            // release thread right after it, not after the context's captures).
+            context.release_outside_captures(crate::context::Released::Stream, destroy);
         } else {
             context.release(crate::context::Released::Stream, destroy);
         }
