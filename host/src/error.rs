@@ -378,6 +378,19 @@ pub enum Error {
          (`Event::record` on one, `Stream::wait_event` on the other)"
     )]
     CaptureOfBorrowedStream,
+    /// [`Stream::wait_event`](crate::Stream::wait_event) on an event recorded into a capture of
+    /// ferrocuda's, through a stream another library owns (or that waited on another library's
+    /// raw event): the wait would fork the owner's stream into ferrocuda's capture, and
+    /// everything the owner queues on it until the capture ends would be recorded into
+    /// ferrocuda's graph instead of running (audit 2026-11-28d review, G16R-8). Nothing was
+    /// queued.
+    #[error(
+        "{operation}: this stream is borrowed from another library (or waited on another library's raw event), and the event          was recorded into a capture of ferrocuda's: the wait would fork the owner's stream into that capture, and the          owner's own work on it would be recorded into ferrocuda's graph instead of running; fork a stream of ferrocuda's          own (`Stream::new`) into the capture instead, and order the borrowed stream with it through events recorded          outside the capture"
+    )]
+    ForkOfBorrowedStream {
+        /// The call refused.
+        operation: &'static str,
+    },
     /// An allocation whose size in bytes does not fit in `usize`.
     #[error("cannot allocate {len} elements of {element_bytes} bytes: the size in bytes overflows usize; allocate less")]
     AllocationTooLarge {

@@ -224,6 +224,12 @@ impl Stream {
             // graph, untracked, reported `Ok`; G14R-4: the capture's handle, not its thread).
             captured.join_owner_check("Stream::wait_event")?;
             join = captured.capture_origin();
+            // A stream another library owns joins no capture of ferrocuda's (G16R-8): the owner's
+            // work on it would be recorded into the graph, as `begin_capture` refuses for such
+            // a stream (Q8).
+            if join.is_some() && self.others_may_capture() {
+                return Err(Error::ForkOfBorrowedStream { operation: "Stream::wait_event" });
+            }
         }
         // The wait joins a capture if the event was recorded in one (only a capture of
         // ferrocuda's can be running then): first a real point after this stream's work so

@@ -431,3 +431,68 @@ fn g16r_7_a_capturing_stream_dropped_in_a_host_callback_ends_its_capture() {
     assert!(matches!(during, Err(Error::CaptureInProgress { .. })), "{during:?}");
     assert_eq!(deferred, 0, "an event never recorded into a capture waited for an unrelated capture (P5)");
 }
+
+/// G16R-8: a stream another library owns (here cudarc's, adopted as `borrowed::cudarc::stream`
+/// does: `Stream::from_raw` on its handle, which that safe function calls) could be forked into
+/// a capture of ferrocuda's (`wait_event` on an event recorded into it). From then until the
+/// capture's end, everything the **owner** queues on its own stream, from any thread and
+/// through its own safe API, is recorded into ferrocuda's graph instead of running: the owner's
+/// calls succeed, its work never runs (unless ferrocuda's caller launches the graph, whose
+/// `unsafe` contract asks for the liveness of memory it never saw). `begin_capture` on such a
+/// stream is refused for this very reason (`CaptureOfBorrowedStream`, Q8), a fork was not.
+///
+/// Here the owner (raw driver calls standing for cudarc's safe `memset`) fills its own memory on
+/// its stream, on another thread, while the stream is forked into ferrocuda's capture. Before
+/// the fix: the fork `Ok`, the owner's fill `Ok`, its memory still 0 after its synchronize.
+/// After: the fork is refused (`ForkOfBorrowedStream`), the fill runs.
+#[test]
+fn g16r_8_a_borrowed_stream_is_never_forked_into_a_capture_of_ferrocudas() {
+    use cudarc::driver::{CudaContext, result};
+    let Some(context) = gpu_or_skip("g16r_8_a_borrowed_stream_is_never_forked_into_a_capture_of_ferrocudas") else { return };
+    let cuda = CudaContext::new(0).expect("cudarc opens device 0");
+    let theirs = cuda.new_stream().unwrap();
+    cuda.bind_to_thread().unwrap();
+    const BYTES: usize = 1024;
+    // SAFETY: the owner's own allocation in the primary context, freed at the end.
+    let memory = unsafe { result::malloc_sync(BYTES) }.unwrap();
+    // SAFETY: `memory` holds BYTES bytes; the stream is alive.
+    unsafe { result::memset_d8_async(memory, 0, BYTES, theirs.cu_stream()) }.unwrap();
+    theirs.synchronize().unwrap();
+    // SAFETY: cudarc's stream of `context` (the primary context), kept alive by the Arc held with
+    // it: what the safe `borrowed::cudarc::stream(&theirs)` does.
+    let adopted = unsafe { Stream::from_raw(&context, theirs.cu_stream(), theirs.clone()) }.unwrap();
+    let origin = Stream::non_blocking(&context).unwrap();
+    let (fork, join) = (Event::without_timing(&context).unwrap(), Event::without_timing(&context).unwrap());
+    origin.begin_capture().unwrap();
+    fork.record(&origin).unwrap();
+    let forked = adopted.wait_event(&fork);
+    // The owner's code, on its own thread, on its own stream.
+    let filled = std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                cuda.bind_to_thread().unwrap();
+                // SAFETY: `memory` holds BYTES bytes, the owner's; the stream is alive.
+                unsafe { result::memset_d8_async(memory, 7, BYTES, theirs.cu_stream()) }
+            })
+            .join()
+            .unwrap()
+    });
+    let joined_back = if forked.is_ok() { join.record(&adopted).and_then(|()| origin.wait_event(&join)) } else { Ok(()) };
+    let ended = origin.end_capture();
+    theirs.synchronize().unwrap();
+    let mut host = vec![0u8; BYTES];
+    cuda.bind_to_thread().unwrap();
+    // SAFETY: `memory` holds BYTES bytes; `host` as many.
+    unsafe { result::memcpy_dtoh_sync(&mut host, memory) }.unwrap();
+    // SAFETY: allocated above, its work done.
+    unsafe { result::free_sync(memory) }.unwrap();
+    let sevens = host.iter().filter(|&&b| b == 7).count();
+    println!(
+        "G16R-8: fork of the owner's stream {forked:?}; owner's fill {filled:?}; join back {joined_back:?}; end {:?}; {sevens} of {BYTES} bytes filled",
+        ended.as_ref().map(|graph| graph.node_count().unwrap_or(0))
+    );
+    assert!(filled.is_ok(), "{filled:?}");
+    assert!(matches!(forked, Err(Error::ForkOfBorrowedStream { .. })), "the owner's stream was forked into ferrocuda's capture: {forked:?}");
+    assert_eq!(sevens, BYTES, "the owner's work was recorded into ferrocuda's graph instead of running");
+    assert!(ended.is_ok(), "{:?}", ended.map(|_| ()));
+}

@@ -448,6 +448,12 @@ impl Stream {
         driver_capture_status(self.context(), self.handle())
     }
 
+    /// True when another library may capture this stream (a borrowed stream, or one that
+    /// waited on another library's raw event): its door asks the driver.
+    pub(crate) fn others_may_capture(&self) -> bool {
+        self.inner.others_may_capture.load(Ordering::Relaxed)
+    }
+
     /// Marks this stream as one another library may have joined to its capture (a wait on
     /// its raw event): work on it asks the driver from now on.
     pub(crate) fn note_foreign_wait(&self) {
