@@ -496,3 +496,35 @@ fn g16r_8_a_borrowed_stream_is_never_forked_into_a_capture_of_ferrocudas() {
     assert_eq!(sevens, BYTES, "the owner's work was recorded into ferrocuda's graph instead of running");
     assert!(ended.is_ok(), "{:?}", ended.map(|_| ()));
 }
+
+/// Probe (an attack that should hold): after a capture's end fails because a stream forked into
+/// it was never joined back (`CUDA_ERROR_STREAM_CAPTURE_UNJOINED`), ferrocuda clears the forked
+/// stream's "joined" flag and treats it as an ordinary stream again. That is right only if the
+/// driver took the forked stream out of the capture too: otherwise ferrocuda's later work on it
+/// (ordered and tracked as if it ran) would be recorded into a dead capture and never run, and a
+/// buffer written there would be read back unwritten. Checked: both streams report no capture,
+/// and a fill on the forked stream lands.
+#[test]
+fn g16r_probe_a_failed_capture_leaves_no_stream_captured() {
+    let Some(context) = gpu_or_skip("g16r_probe_a_failed_capture_leaves_no_stream_captured") else { return };
+    let origin = Stream::non_blocking(&context).unwrap();
+    let forked = Stream::non_blocking(&context).unwrap();
+    let mut buffer = DeviceBuffer::<u32>::zeroed(&context, 64).unwrap();
+    let fork = Event::without_timing(&context).unwrap();
+    let captured = origin.capture(|stream| {
+        fork.record(stream)?;
+        forked.wait_event(&fork)
+    });
+    let states = (origin.is_capturing(), forked.is_capturing());
+    let fill = buffer.fill_async(5, &forked);
+    let synced = forked.synchronize();
+    let values = buffer.to_vec();
+    println!(
+        "probe: capture with an unjoined fork {:?}; capturing after it (origin, forked) {states:?}; fill {fill:?}; sync {synced:?}",
+        captured.as_ref().map(|_| ())
+    );
+    assert!(matches!(captured, Err(Error::CaptureFailed { .. })), "{:?}", captured.map(|_| ()));
+    assert!(matches!(states, (Ok(false), Ok(false))), "the driver kept a stream in the failed capture: {states:?}");
+    assert!(fill.is_ok() && synced.is_ok(), "{fill:?} {synced:?}");
+    assert_eq!(values.unwrap(), vec![5u32; 64], "work on the forked stream after the failed capture did not run");
+}

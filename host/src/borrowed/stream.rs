@@ -242,7 +242,11 @@ impl Stream {
     /// owner keeps alive for its graphs (borrowed memory, such as the tensors of a
     /// `torch.cuda.graph`), never a ferrocuda [`DeviceBuffer`](crate::DeviceBuffer), module
     /// global or library work area, and that `context` (whose loaded modules the graph's
-    /// kernels are) outlives the graph (keep it for the life of the process).
+    /// kernels are) outlives the graph (keep it for the life of the process). A kernel of an
+    /// explicitly loaded [`Module`](crate::Module) (`launch_in`) queued here during the
+    /// owner's capture is in the owner's graph too, and nothing keeps that module loaded for
+    /// it: keep the `Module` alive as long as the owner's graph (audit 2026-11-28d review,
+    /// G16R-9; the embedded modules of `#[kernel]` crates live as long as the context).
     ///
     /// # Errors
     /// As [`Stream::from_raw`] (`CU_STREAM_PER_THREAD` refused).

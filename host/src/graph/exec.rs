@@ -37,7 +37,10 @@ impl GraphExec {
     /// streams' work on those buffers (work queued inside a capture is not tracked): order it
     /// yourself (synchronise, or `stream.will_use(..)` the buffers before this call). Holding
     /// the buffers for as long as the `GraphExec` lives, and using them on `stream` only, is
-    /// enough. The modules of captured kernels are kept loaded by the graph itself (the
+    /// enough. The same holds for the globals of the captured kernels' modules: a
+    /// [`Global::write`](crate::Global::write) is ordered after the module's tracked launches,
+    /// not after a replay (audit 2026-11-28d review, G16R-9): synchronise the replay before
+    /// writing one. The modules of captured kernels are kept loaded by the graph itself (the
     /// embedded ones live as long as the context).
     pub unsafe fn launch(&self, stream: &Stream) -> Result<()> {
         let graph = self.raw;
