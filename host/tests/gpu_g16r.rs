@@ -57,16 +57,8 @@ const MARK_PTX: &str = r#"
 const BIG: i64 = 256 << 20;
 
 /// What the typed launcher of `mark` would pass (`#[kernel] unsafe fn mark(out: *mut u32)`).
-static MARK: KernelSignature = KernelSignature {
-    symbol: "mark",
-    param_sizes: &[8],
-    canonical: "",
-    fingerprint: 0,
-    layout: &[],
-    param_names: &[],
-    type_names: &[],
-    type_keys: &[],
-};
+static MARK: KernelSignature =
+    KernelSignature { symbol: "mark", param_sizes: &[8], canonical: "", fingerprint: 0, layout: &[], param_names: &[], type_names: &[], type_keys: &[] };
 
 /// `mark<<<1, 1, 0, stream>>>(out)` from `module`, as `mark::launch_in(&module, stream, ..)`
 /// does (the generated launcher calls this very function).
@@ -233,7 +225,11 @@ fn run_child(test: &str, deadline: Duration) -> Option<std::process::Output> {
         if start.elapsed() > deadline {
             let _ = child.kill();
             let output = child.wait_with_output().unwrap();
-            println!("{test}: child killed after {deadline:?}; its output:\n{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+            println!(
+                "{test}: child killed after {deadline:?}; its output:\n{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
             return None;
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -387,7 +383,10 @@ fn g16r_6_a_first_launch_on_a_forked_stream_loads_no_module_inside_the_capture()
         join.record(&forked)?;
         stream.wait_event(&join)
     });
-    println!("G16R-6: first launch in the capture on the capturing stream {on_origin:?}; on the forked stream {on_fork:?}; capture {:?}", graph.as_ref().map(|_| ()));
+    println!(
+        "G16R-6: first launch in the capture on the capturing stream {on_origin:?}; on the forked stream {on_fork:?}; capture {:?}",
+        graph.as_ref().map(|_| ())
+    );
     assert!(matches!(on_origin, Some(Err(Error::ModuleNotLoadedInCapture { .. }))), "{on_origin:?}");
     assert!(matches!(on_fork, Some(Err(Error::ModuleNotLoadedInCapture { .. }))), "the fork loaded the module inside the capture: {on_fork:?}");
     graph.unwrap();
@@ -416,7 +415,10 @@ fn g16r_7_a_capturing_stream_dropped_in_a_host_callback_ends_its_capture() {
     other.synchronize().unwrap();
     // Waits for the release thread's hand-offs first.
     let synced = context.synchronize();
-    println!("G16R-7: Context::synchronize after the capturing stream's last handle dropped in a callback: {synced:?}; deferred {}", context.deferred_releases());
+    println!(
+        "G16R-7: Context::synchronize after the capturing stream's last handle dropped in a callback: {synced:?}; deferred {}",
+        context.deferred_releases()
+    );
     assert!(synced.is_ok(), "the capture of a stream dropped in a host callback never ended: {synced:?}");
 
     let unrelated = Stream::non_blocking(&context).unwrap();
