@@ -391,6 +391,17 @@ pub enum Error {
         /// The call refused.
         operation: &'static str,
     },
+    /// [`Stream::capture`](crate::Stream::capture): the capture it began was ended before its
+    /// closure returned (by [`Stream::end_capture`](crate::Stream::end_capture) through another
+    /// handle, or inside the closure), so there is no graph of the closure's work to return. A
+    /// capture running on the stream now was begun by other code and is left to it: its graph
+    /// holds that code's work, not the closure's (audit 2026-11-28d review, G16R-10).
+    #[error(
+        "Stream::capture: the capture it began was ended before its closure returned (`Stream::end_capture` through another \
+         handle, or inside the closure), so there is no graph of the closure's work to return; a capture running on the \
+         stream now belongs to the code that began it and is left running; do not end another code's capture"
+    )]
+    CaptureEndedElsewhere,
     /// An allocation whose size in bytes does not fit in `usize`.
     #[error("cannot allocate {len} elements of {element_bytes} bytes: the size in bytes overflows usize; allocate less")]
     AllocationTooLarge {

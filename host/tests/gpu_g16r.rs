@@ -530,3 +530,46 @@ fn g16r_probe_a_failed_capture_leaves_no_stream_captured() {
     assert!(fill.is_ok() && synced.is_ok(), "{fill:?} {synced:?}");
     assert_eq!(values.unwrap(), vec![5u32; 64], "work on the forked stream after the failed capture did not run");
 }
+
+/// G16R-10: `Stream::capture` ended whatever capture ran on the stream when its closure
+/// returned. Other code holding a clone of the stream may end the closure's capture (any handle
+/// may end a capture, by design) and begin its own; that code's work, queued through its own
+/// handle on its own thread, is then recorded into its capture, and `Stream::capture` ended
+/// *that* capture and returned its graph as the closure's: the caller got a graph of work it
+/// never queued, on memory it never saw (its `GraphExec::launch` contract cannot be kept), and
+/// the other code's own `end_capture` failed.
+///
+/// Before the fix: the closure queues nothing, yet its graph has the other code's fill node, and
+/// the other code's end fails. After: `Stream::capture` returns `CaptureEndedElsewhere`, the
+/// other code's capture keeps running and its end returns its graph.
+#[test]
+fn g16r_10_stream_capture_returns_only_its_own_capture() {
+    let Some(context) = gpu_or_skip("g16r_10_stream_capture_returns_only_its_own_capture") else { return };
+    let stream = Stream::non_blocking(&context).unwrap();
+    let other = stream.clone();
+    let mut theirs = DeviceBuffer::<u32>::zeroed(&context, 256).unwrap();
+    let mut other_code = None;
+    let captured = stream.capture(|_| {
+        // The closure queues nothing itself; meanwhile other code, on another thread, ends this
+        // capture, begins its own and queues into it through its own handle.
+        other_code = Some(std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    let ended_ours = other.end_capture().map(|_| ());
+                    let began = other.begin_capture();
+                    let fill = theirs.fill_async(9, &other);
+                    (ended_ours, began, fill)
+                })
+                .join()
+                .unwrap()
+        }));
+        Ok(())
+    });
+    let nodes = captured.as_ref().map(|graph| graph.node_count());
+    let their_end = other.end_capture().map(|graph| graph.node_count());
+    println!("G16R-10: other code (end ours, begin, fill) {other_code:?}; Stream::capture gave {nodes:?}; the other code's end {their_end:?}");
+    let (ended_ours, began, fill) = other_code.unwrap();
+    assert!(ended_ours.is_ok() && began.is_ok() && fill.is_ok(), "the other code's steps: {ended_ours:?} {began:?} {fill:?}");
+    assert!(matches!(captured, Err(Error::CaptureEndedElsewhere)), "Stream::capture returned another code's capture as its own: {nodes:?}");
+    assert!(matches!(their_end, Ok(Ok(1))), "the other code's capture was ended under it: {their_end:?}");
+}

@@ -939,17 +939,25 @@ impl Stream {
     /// [`Error::CaptureFailed`] when the driver refuses (the capture was invalidated), naming
     /// what was dropped during the capture and is released after it.
     pub fn end_capture(&self) -> Result<Graph> {
+        self.end_capture_of(None)
+    }
+
+    /// [`Stream::end_capture`]; with `own`, only the capture of that token (a capture that
+    /// other code ended and replaced by its own is left to that code:
+    /// [`Error::CaptureEndedElsewhere`], G16R-10).
+    fn end_capture_of(&self, own: Option<u64>) -> Result<Graph> {
         self.context().bind_to_thread()?;
         let mut raw = std::ptr::null_mut();
         // The modules kept for the capture are taken under the same lock as the end, whether or
         // not it succeeds (audit 2026-11-28d review, G16R-2: a failed end left them on the
         // context's list for its life, loaded after their last handle dropped), and before a
         // capture begun since could keep its own under this stream's key.
-        let ((ended, modules), was_capturing) = self.inner.end_capture_locked(|| {
+        let ended_here = self.inner.end_capture_locked(own, || {
             // SAFETY: writes one graph handle (owned by the returned Graph).
             let ended = unsafe { driver::stream::end_capture(self.handle(), &mut raw) };
             (ended, self.context().take_captured_modules(self.key()))
         });
+        let Some(((ended, modules), was_capturing)) = ended_here else { return Err(Error::CaptureEndedElsewhere) };
         // Named before they are performed (below): what the error reports.
         let dropped = match (&ended, was_capturing) {
             (Err(_), true) => self.context().deferred_since(self.inner.capture_mark.load(Ordering::Relaxed)).iter().map(ToString::to_string).collect(),
@@ -978,25 +986,30 @@ impl Stream {
     /// work-stealing `join` runs while it waits) is let in as the closure's own, through any
     /// handle it holds (G15R-3, open): do not run such code inside `work`.
     pub fn capture(&self, work: impl FnOnce(&Stream) -> Result<()>) -> Result<Graph> {
-        /// Ends the capture if `work` panics, so the stream stays usable.
-        struct EndOnUnwind<'s>(&'s Stream);
+        /// Ends the capture if `work` panics, so the stream stays usable: this call's capture
+        /// only (G16R-10).
+        struct EndOnUnwind<'s>(&'s Stream, u64);
         impl Drop for EndOnUnwind<'_> {
             fn drop(&mut self) {
                 if std::thread::panicking() {
-                    let _ = self.0.end_capture();
+                    let _ = self.0.end_capture_of(Some(self.1));
                 }
             }
         }
         self.begin_capture()?;
-        let guard = EndOnUnwind(self);
+        let token = self.token.load(Ordering::Relaxed);
+        let guard = EndOnUnwind(self, token);
         // Every handle this thread queues through inside `work` is the capture's (a library's
         // clone of the stream made before the capture, say): `work` is synchronous, so no other
         // code runs on this thread meanwhile (G14R-4). Ends before the capture does.
-        let scope = owner::CaptureScope::enter(self.token.load(Ordering::Relaxed));
+        let scope = owner::CaptureScope::enter(token);
         let outcome = work(self);
         drop(scope);
         drop(guard);
-        let graph = self.end_capture();
+        // This call's capture, not whatever capture runs on the stream now (audit 2026-11-28d
+        // review, G16R-10: other code that ended it and began its own had its work, recorded
+        // through its own handle, handed to this caller as the closure's graph).
+        let graph = self.end_capture_of(Some(token));
         outcome?;
         graph
     }
@@ -1244,10 +1257,18 @@ impl StreamInner {
     /// order of docs/host-safety.md), closing the capture's list of joined streams first so
     /// that no join comes in unlocked; then clears the capture flag (returned: whether it was
     /// set) and the joined streams' flags, still under the mutexes (G14-5).
-    fn end_capture_locked<R>(&self, end: impl FnOnce() -> R) -> (R, bool) {
+    ///
+    /// `own`: end only the capture of this token (`Stream::capture`'s own, G16R-10); `None`
+    /// when another capture (or none) runs, and nothing is done.
+    fn end_capture_locked<R>(&self, own: Option<u64>, end: impl FnOnce() -> R) -> Option<(R, bool)> {
         let joined;
         let outcome = {
             let _driver = self.driver_calls();
+            if let Some(token) = own {
+                if !self.capturing.load(Ordering::Relaxed) || self.capture_owner.load(Ordering::Relaxed) != token {
+                    return None;
+                }
+            }
             joined = self.joined_streams.close();
             let _members: Vec<_> = joined.iter().map(|member| member.driver_calls()).collect();
             let ended = end();
@@ -1257,7 +1278,7 @@ impl StreamInner {
         };
         // The joined streams' handles go with no lock held (the last one destroys its stream).
         drop(joined);
-        outcome
+        Some(outcome)
     }
 }
 
