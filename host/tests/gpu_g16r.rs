@@ -573,3 +573,98 @@ fn g16r_10_stream_capture_returns_only_its_own_capture() {
     assert!(matches!(captured, Err(Error::CaptureEndedElsewhere)), "Stream::capture returned another code's capture as its own: {nodes:?}");
     assert!(matches!(their_end, Ok(Ok(1))), "the other code's capture was ended under it: {their_end:?}");
 }
+
+/// `spin_then_mark(u32* out, u64 ns)`: one thread spins `ns` nanoseconds on `%globaltimer`, then
+/// writes 0xdead to `out[0]`.
+const SPIN_PTX: &str = r#"
+.version 7.0
+.target sm_50
+.address_size 64
+
+.visible .entry spin_then_mark(
+    .param .u64 out,
+    .param .u64 ns
+)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd2, %rd1;
+    ld.param.u64 %rd3, [ns];
+    mov.u64 %rd4, %globaltimer;
+    add.u64 %rd5, %rd4, %rd3;
+SPIN:
+    mov.u64 %rd6, %globaltimer;
+    setp.lt.u64 %p1, %rd6, %rd5;
+    @%p1 bra SPIN;
+    mov.u32 %r1, 57005;
+    st.global.u32 [%rd2], %r1;
+    ret;
+}
+"#;
+
+static SPIN: KernelSignature =
+    KernelSignature { symbol: "spin_then_mark", param_sizes: &[8, 8], canonical: "", fingerprint: 0, layout: &[], param_names: &[], type_names: &[], type_keys: &[] };
+
+/// `spin_then_mark<<<1, 1, 0, stream>>>(out, ns)`, `out` declared written.
+fn launch_spin(module: &Module, stream: &Stream, out: &mut DeviceBuffer<u32>, ns: u64) -> ferrocuda_host::Result<()> {
+    let mut address = out.as_device_ptr().address();
+    let mut ns = ns;
+    let mut params = [(&mut address as *mut u64).cast::<c_void>(), (&mut ns as *mut u64).cast::<c_void>()];
+    // SAFETY: the kernel takes a pointer to a u32, which `out` holds, and a u64.
+    unsafe { launch_in_module(module, &SPIN, stream, LaunchConfig::new(1u32, 1u32), &mut params, &[BufferAccess::write(out)]) }
+}
+
+/// G16R-11: `DeviceSlice::usage()` is public and safe, and so is `BufferUsage::give_up_on_work`
+/// (meant for a library's own state after an abort: "the record forgets those streams"). On a
+/// buffer's record it made the buffer forget the kernel still writing it: a host copy then read
+/// it at once (before the write: a data race with the kernel), and its drop freed the memory on
+/// the legacy stream with no wait (a non-blocking stream's kernel is not ordered with it), so
+/// the memory pool handed it to a new buffer while the kernel still wrote it (use after free).
+///
+/// Before the fix: the copy returns 0 at once; the new buffer (when the pool reuses the address)
+/// reads 0xdead after the kernel. After: the copy waits for the kernel (0xdead, about 300 ms);
+/// the new buffer reads 0.
+#[test]
+fn g16r_11_giving_up_on_a_buffers_work_never_frees_it_under_the_work() {
+    let Some(context) = gpu_or_skip("g16r_11_giving_up_on_a_buffers_work_never_frees_it_under_the_work") else { return };
+    let spinning = Stream::non_blocking(&context).unwrap();
+    let other = Stream::non_blocking(&context).unwrap();
+    // SAFETY: the PTX above is valid, and `launch_spin` passes its two parameters.
+    let module = unsafe { Module::load_ptx(&context, "g16r_11", SPIN_PTX, &JitOptions::new()) }.unwrap();
+    const SPIN_NS: u64 = 300_000_000;
+
+    // The host copy.
+    let mut victim = DeviceBuffer::<u32>::zeroed_async(&spinning, 1).unwrap();
+    spinning.synchronize().unwrap();
+    launch_spin(&module, &spinning, &mut victim, SPIN_NS).unwrap();
+    victim.usage().give_up_on_work();
+    let start = Instant::now();
+    let seen = victim.to_vec().unwrap();
+    let waited = start.elapsed();
+    spinning.synchronize().unwrap();
+    drop(victim);
+    context.synchronize().unwrap();
+    println!("G16R-11: a host copy after give_up_on_work read {:#x} after {waited:?} (the kernel writes 0xdead after 300 ms)", seen[0]);
+
+    // The free.
+    let mut victim = DeviceBuffer::<u32>::zeroed_async(&spinning, 1024).unwrap();
+    spinning.synchronize().unwrap();
+    let address = victim.as_device_ptr().address();
+    launch_spin(&module, &spinning, &mut victim, SPIN_NS).unwrap();
+    victim.usage().give_up_on_work();
+    drop(victim);
+    Stream::default_of(&context).synchronize().unwrap();
+    let fresh: Vec<DeviceBuffer<u32>> = (0..4).map(|_| DeviceBuffer::<u32>::zeroed_async(&other, 1024).unwrap()).collect();
+    other.synchronize().unwrap();
+    spinning.synchronize().unwrap();
+    let reused = fresh.iter().find(|buffer| buffer.as_device_ptr().address() == address);
+    let after = reused.map(|buffer| buffer.to_vec().unwrap()[0]);
+    println!("G16R-11: the dropped buffer's address reused by a new buffer: {}; its first element after the kernel: {after:x?}", reused.is_some());
+    drop(fresh);
+    context.synchronize().unwrap();
+    assert_eq!(seen, vec![0xdead], "the host copy did not wait for the kernel writing the buffer (its record forgot it)");
+    assert!(waited >= Duration::from_millis(200), "the host copy returned after {waited:?}, before the kernel's write");
+    assert_ne!(after, Some(0xdead), "the buffer was freed under the kernel and its memory handed to a new buffer, which the kernel wrote");
+}

@@ -47,6 +47,12 @@ pub struct BufferUsage {
     /// takes the fast path), so no other thread's ordering can come between them. It stays
     /// set for the record's life (a buffer split once takes an uncontended lock per use).
     shared: AtomicBool,
+    /// Made by [`BufferUsage::for_library_state`]: a library's own state, which ferrocuda never
+    /// frees. Only such a record forgets its streams when its work is given up on
+    /// ([`BufferUsage::give_up_on_work`], audit 2026-11-28d review, G16R-11: a buffer's record,
+    /// reached through the safe `DeviceSlice::usage`, forgot the kernel still writing it, and
+    /// its host copies and its free no longer waited for that kernel).
+    library: bool,
     state: Mutex<UseState>,
     /// The raw handle of a stream that may read the buffer with no wait and no bookkeeping
     /// (it is the last writer, or already ordered after it); 0 for none. The launch path
@@ -229,6 +235,7 @@ impl BufferUsage {
             context: context.clone(),
             context_key: context.raw() as usize,
             shared: AtomicBool::new(false),
+            library: false,
             state: Mutex::new(UseState { writer: Some(writer), readers: Vec::new() }),
             fast_read: AtomicUsize::new(0),
             fast_write: AtomicUsize::new(0),
@@ -242,6 +249,7 @@ impl BufferUsage {
             context: context.clone(),
             context_key: context.raw() as usize,
             shared: AtomicBool::new(false),
+            library: false,
             state: Mutex::new(UseState { writer: None, readers: Vec::new() }),
             fast_read: AtomicUsize::new(0),
             fast_write: AtomicUsize::new(0),
@@ -256,7 +264,7 @@ impl BufferUsage {
     /// `&` may come from two threads at once, so each piece of work holds the record's lock
     /// from its ordering to its queuing (one uncontended lock per call).
     pub fn for_library_state(context: &Context) -> Self {
-        let usage = Self::idle(context);
+        let usage = BufferUsage { library: true, ..Self::idle(context) };
         usage.mark_shared();
         usage
     }
@@ -366,11 +374,29 @@ impl BufferUsage {
     /// [`Context::synchronize`](crate::Context::synchronize) returns), releases and the
     /// context's teardown do not block on it, they leak instead. For a library wrapper whose
     /// teardown aborted work that may never finish (an NCCL communicator aborted because a peer
-    /// is gone). The record forgets those streams.
+    /// is gone). A library state's record ([`BufferUsage::for_library_state`]) forgets those
+    /// streams; any other record (a buffer's, reached through
+    /// [`DeviceSlice::usage`](crate::DeviceSlice::usage)) keeps them, so that its host copies,
+    /// other streams and its release still come after that work (on the GPU, or by leaking:
+    /// audit 2026-11-28d review, G16R-11, a buffer that forgot the kernel still writing it was
+    /// freed under it).
     pub fn give_up_on_work(&self) {
-        for stream in self.take_streams() {
+        let streams = if self.library { self.take_streams() } else { self.streams() };
+        for stream in streams {
             stream.mark_hung();
         }
+    }
+
+    /// Handles for the streams of the record (its writer and the readers since), each once.
+    fn streams(&self) -> Vec<Stream> {
+        let state = self.lock();
+        let mut streams: Vec<Stream> = state.writer.iter().map(Stream::record).collect();
+        for reader in &state.readers {
+            if !streams.iter().any(|s| s.same_as(reader)) {
+                streams.push(reader.record());
+            }
+        }
+        streams
     }
 
     /// Prepares [`BufferUsage::give_up_on_work`] for a teardown that may have to give up on
@@ -379,16 +405,7 @@ impl BufferUsage {
     /// now, after the work queued so far on this record's streams. [`GiveUp::commit`] then
     /// gives up with no CUDA call; dropping the [`GiveUp`] uncommitted destroys the markers.
     pub fn prepare_give_up(&self) -> GiveUp {
-        let streams: Vec<Stream> = {
-            let state = self.lock();
-            let mut streams: Vec<Stream> = state.writer.iter().map(Stream::record).collect();
-            for reader in &state.readers {
-                if !streams.iter().any(|s| s.same_as(reader)) {
-                    streams.push(reader.record());
-                }
-            }
-            streams
-        };
+        let streams = self.streams();
         GiveUp { markers: streams.iter().map(|s| (s.context().clone(), s.hung_marker())).collect() }
     }
 
@@ -418,13 +435,16 @@ pub struct GiveUp {
 impl GiveUp {
     /// Gives up on the work queued on `usage`'s memory before the markers were recorded, as
     /// [`BufferUsage::give_up_on_work`] does, but without a CUDA call: the markers go to their
-    /// contexts' lists, and `usage` forgets its streams without releasing its handles to them
-    /// (leaked: dropping the last handle of a stream would call CUDA to destroy it).
+    /// contexts' lists, and `usage`, if it is a library state's record, forgets its streams
+    /// without releasing its handles to them (leaked: dropping the last handle of a stream
+    /// would call CUDA to destroy it); any other record keeps them (G16R-11).
     pub fn commit(mut self, usage: &BufferUsage) {
         for (context, marker) in self.markers.drain(..) {
             context.note_hung(marker);
         }
-        std::mem::forget(usage.take_streams());
+        if usage.library {
+            std::mem::forget(usage.take_streams());
+        }
     }
 }
 
