@@ -668,3 +668,112 @@ fn g16r_11_giving_up_on_a_buffers_work_never_frees_it_under_the_work() {
     assert!(waited >= Duration::from_millis(200), "the host copy returned after {waited:?}, before the kernel's write");
     assert_ne!(after, Some(0xdead), "the buffer was freed under the kernel and its memory handed to a new buffer, which the kernel wrote");
 }
+
+/// `spin_then_copy(u32* out, const u32* in, u64 ns)`: one thread spins `ns` nanoseconds on
+/// `%globaltimer`, then copies `in[0]` to `out[0]`.
+const SPIN_COPY_PTX: &str = r#"
+.version 7.0
+.target sm_50
+.address_size 64
+
+.visible .entry spin_then_copy(
+    .param .u64 out,
+    .param .u64 in,
+    .param .u64 ns
+)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<10>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd2, %rd1;
+    ld.param.u64 %rd7, [in];
+    cvta.to.global.u64 %rd8, %rd7;
+    ld.param.u64 %rd3, [ns];
+    mov.u64 %rd4, %globaltimer;
+    add.u64 %rd5, %rd4, %rd3;
+SPIN:
+    mov.u64 %rd6, %globaltimer;
+    setp.lt.u64 %p1, %rd6, %rd5;
+    @%p1 bra SPIN;
+    ld.global.u32 %r1, [%rd8];
+    st.global.u32 [%rd2], %r1;
+    ret;
+}
+"#;
+
+/// What a raw-pointer launcher of `spin_then_copy` would pass
+/// (`#[kernel] unsafe fn spin_then_copy(out: *mut u32, input: *const u32, ns: u64)`).
+static SPIN_COPY: KernelSignature =
+    KernelSignature { symbol: "spin_then_copy", param_sizes: &[8, 8, 8], canonical: "", fingerprint: 0, layout: &[], param_names: &[], type_names: &[], type_keys: &[] };
+
+/// G16R-12: `BufferAccess::library_state(&BufferUsage)` (safe, public; meant for records made
+/// by `BufferUsage::for_library_state`) declares a **write** through a shared reference, and
+/// `DeviceSlice::usage()` hands any buffer's record out through `&`. The tracking's premise for
+/// records that are not shared ("a write needs `&mut`, so no other work is declared on the
+/// memory meanwhile": the fast path, and `Stream::will_use`'s "for a buffer or view only you
+/// hold that is given") is then false: another thread holding `&buf` declares a write between a
+/// declaration and its queuing, the record replaces its readers with that writer, and the
+/// declared work is forgotten. Deterministic with `Stream::will_use` (the README's way to order
+/// a raw-pointer launch, whose `unsafe` contract the caller keeps: it declared the buffer): A
+/// declares a read of `buf` on its stream; B declares a library-state write of `buf.usage()` on
+/// another; A launches its kernel (raw pointer, after a 20 ms spin it reads `buf`); `buf` is
+/// dropped: its free waits only for B's stream, which waited for A's stream *before* A's
+/// kernel. The pool hands the memory to a new buffer that is filled with 0xab, and A's kernel
+/// reads 0xab: a use after free caused by the safe call. (Without `will_use` the same window is
+/// one door call wide: a race of safe calls only.)
+///
+/// Before the fix: `out` reads 0xab (when the pool reuses the address; else 0, inconclusive
+/// about the free but the record was still corrupted). After: `library_state` on a buffer's
+/// record panics with a message (B's thread), and A's kernel reads 0.
+#[test]
+fn g16r_12_a_library_state_access_is_never_made_of_a_buffers_record() {
+    let Some(context) = gpu_or_skip("g16r_12_a_library_state_access_is_never_made_of_a_buffers_record") else { return };
+    let (mine, theirs, fresh_stream) = (Stream::non_blocking(&context).unwrap(), Stream::non_blocking(&context).unwrap(), Stream::non_blocking(&context).unwrap());
+    // SAFETY: the PTX above is valid, and the launch below passes its three parameters.
+    let module = unsafe { Module::load_ptx(&context, "g16r_12", SPIN_COPY_PTX, &JitOptions::new()) }.unwrap();
+    let mut out = DeviceBuffer::<u32>::zeroed_async(&mine, 1).unwrap();
+    let buf = DeviceBuffer::<u32>::zeroed_async(&mine, 1024).unwrap();
+    mine.synchronize().unwrap();
+    let address = buf.as_device_ptr().address();
+    // A: declare the read, as the README says a raw-pointer launch must.
+    mine.will_use(&[BufferAccess::read(&buf)]).unwrap();
+    // B, holding `&buf`: a write declared through a shared reference.
+    let declared = std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    theirs.enqueue("a library-state write", &[BufferAccess::library_state(buf.usage())], |_| Ok::<_, Error>(()))
+                }))
+            })
+            .join()
+            .unwrap()
+    });
+    // A: the launch it declared for (raw pointers: the launcher declares nothing for them).
+    let (mut out_address, mut in_address, mut ns) = (out.as_device_ptr().address(), address, 20_000_000u64);
+    let mut params = [(&mut out_address as *mut u64).cast::<c_void>(), (&mut in_address as *mut u64).cast::<c_void>(), (&mut ns as *mut u64).cast::<c_void>()];
+    // SAFETY: the kernel's pointers are `out` (declared written) and `buf` (declared read with
+    // `will_use` on this stream just before, as the README's rule for raw pointers says); both
+    // outlive the kernel as far as the caller's code goes: `buf`'s drop waits for its record.
+    unsafe { launch_in_module(&module, &SPIN_COPY, &mine, LaunchConfig::new(1u32, 1u32), &mut params, &[BufferAccess::write(&mut out)]) }.unwrap();
+    drop(buf);
+    let mut fresh: Vec<DeviceBuffer<u32>> = Vec::new();
+    for _ in 0..4 {
+        let mut buffer = DeviceBuffer::<u32>::zeroed_async(&fresh_stream, 1024).unwrap();
+        buffer.fill_async(0xab, &fresh_stream).unwrap();
+        fresh.push(buffer);
+    }
+    fresh_stream.synchronize().unwrap();
+    mine.synchronize().unwrap();
+    let reused = fresh.iter().any(|buffer| buffer.as_device_ptr().address() == address);
+    let read = out.to_vec().unwrap()[0];
+    println!(
+        "G16R-12: B's library-state write declaration on `&buf`: {}; address reused by a new buffer: {reused}; A's kernel read {read:#x} (0xab: the memory of the new buffer)",
+        match &declared {
+            Ok(result) => format!("{result:?}"),
+            Err(_) => "panicked (refused)".to_string(),
+        }
+    );
+    assert_ne!(read, 0xab, "the buffer was freed under the kernel that read it (its read was erased from the record by a write declared through `&`)");
+    assert!(declared.is_err() || matches!(declared, Ok(Err(_))), "a write was declared on a buffer's record through a shared reference");
+}

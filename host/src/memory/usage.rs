@@ -190,7 +190,20 @@ impl<'a> BufferAccess<'a> {
     /// ([`BufferUsage::for_library_state`]). It is declared through a shared reference, so two
     /// threads may declare it at once: such a record is made shared (its lock is held from the
     /// ordering to the queuing, D2), and no lock of the caller's is needed for the record.
+    ///
+    /// # Panics
+    /// When `usage` was not made by [`BufferUsage::for_library_state`] (a buffer's record,
+    /// from [`DeviceSlice::usage`](crate::DeviceSlice::usage)): a write declared through a
+    /// shared reference to a buffer's record would come between another thread's declaration
+    /// on the buffer and its queuing, and erase that work from the record, which the buffer's
+    /// free then no longer waits for (audit 2026-11-28d review, G16R-12). Declare a buffer's
+    /// write with [`BufferAccess::write`], which takes it by `&mut`.
     pub fn library_state(usage: &'a BufferUsage) -> Self {
+        assert!(
+            usage.library,
+            "BufferAccess::library_state: this record is not a library state's (`BufferUsage::for_library_state`) but a buffer's; \
+             declare a write to a buffer with `BufferAccess::write(&mut buffer)`"
+        );
         BufferAccess::new(Some(usage), Access::Write, "library state")
     }
 
