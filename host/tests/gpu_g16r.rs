@@ -777,3 +777,24 @@ fn g16r_12_a_library_state_access_is_never_made_of_a_buffers_record() {
     assert_ne!(read, 0xab, "the buffer was freed under the kernel that read it (its read was erased from the record by a write declared through `&`)");
     assert!(declared.is_err() || matches!(declared, Ok(Err(_))), "a write was declared on a buffer's record through a shared reference");
 }
+
+/// G16R-12, second door: the same write through `&buf` without `library_state`:
+/// `DeviceRead::kernel_arg(&buf)` (a public trait method) returns the buffer's `SliceArg`, whose
+/// `write(name)` made an `Access::Write` of it. After the fix it panics (a write is declared
+/// through `DeviceWrite::kernel_arg_mut`, `&mut`), and the `&mut` path still works.
+#[test]
+fn g16r_12_a_write_is_never_declared_through_a_shared_slice_argument() {
+    use ferrocuda_host::{DeviceRead, DeviceWrite};
+    let Some(context) = gpu_or_skip("g16r_12_a_write_is_never_declared_through_a_shared_slice_argument") else { return };
+    let mut buf = DeviceBuffer::<u32>::zeroed(&context, 16).unwrap();
+    let through_shared = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let access = DeviceRead::<u32>::kernel_arg(&buf).write("buf");
+        format!("{access:?}")
+    }));
+    println!("G16R-12: a write declared through `&buf` (`kernel_arg().write`): {through_shared:?}");
+    assert!(through_shared.is_err(), "a write was declared through a shared reference: {through_shared:?}");
+    let stream = Stream::non_blocking(&context).unwrap();
+    let access = DeviceWrite::<u32>::kernel_arg_mut(&mut buf).write("buf");
+    assert_eq!(access.access(), ferrocuda_host::Access::Write);
+    stream.enqueue("declared through &mut", &[access], |_| Ok::<_, Error>(())).unwrap();
+}

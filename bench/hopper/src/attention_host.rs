@@ -128,8 +128,11 @@ impl Problem {
         let shared = shared_bytes(self.d, stages(function.name()));
         // Through the door: the kernel reads Q, K, V (through the maps) and writes O and LSE.
         let [q, k, v] = &self._buffers;
-        let accesses =
-            [q.kernel_arg().read("q"), k.kernel_arg().read("k"), v.kernel_arg().read("v"), self.o.kernel_arg().write("o"), self.lse.kernel_arg().write("lse")];
+        // SAFETY: `o` and `lse` are this problem's own buffers, used by its one caller at a time
+        // (this benchmark's thread): nothing else declares work on them between this declaration
+        // and the launch below (`SliceArg::write` refuses a write declared through `&`, G16R-12).
+        let (o, lse) = unsafe { (self.o.kernel_arg().write_shared("o"), self.lse.kernel_arg().write_shared("lse")) };
+        let accesses = [q.kernel_arg().read("q"), k.kernel_arg().read("k"), v.kernel_arg().read("v"), o, lse];
         let code = stream
             .enqueue("attention", &accesses, |raw| {
                 // SAFETY: the kernel's seven parameters in order: the maps describe Q, K, V

@@ -169,7 +169,7 @@ impl<T> BorrowedSliceMut<'_, T> {
 unsafe impl<T> DeviceWrite<T> for BorrowedSliceMut<'_, T> {
     #[inline]
     fn kernel_arg_mut(&mut self) -> SliceArg<'_> {
-        SliceArg::tracked::<T>(self.memory.ptr, self.memory.len, &self.memory.usage)
+        SliceArg::tracked_mut::<T>(self.memory.ptr, self.memory.len, &self.memory.usage)
     }
 }
 

@@ -372,7 +372,10 @@ impl CublasLt {
             })?;
         }
         let workspace = self.workspace.kernel_arg();
-        let mut accesses = [a.read("a"), b.read("b"), c.write("c"), workspace.write("cuBLASLt workspace"), workspace.write("cuBLASLt workspace")];
+        // SAFETY: the workspace is this handle's own, and the handle is `Send`, not `Sync`: no
+        // other code declares work on it while this matmul is declared and queued.
+        let workspace_write = unsafe { workspace.write_shared("cuBLASLt workspace") };
+        let mut accesses = [a.read("a"), b.read("b"), c.write("c"), workspace_write, workspace_write];
         let declared = match epilogue.bias {
             Some(bias) => {
                 accesses[4] = bias.read("bias");

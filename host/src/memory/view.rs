@@ -76,6 +76,11 @@ pub struct SliceArg<'a> {
     /// Number of elements.
     pub len: usize,
     usage: Option<&'a BufferUsage>,
+    /// Made by a `DeviceWrite::kernel_arg_mut` (through `&mut`): [`SliceArg::write`] may
+    /// declare a write of it. One made through `&` (`DeviceRead::kernel_arg`, `SliceArg::new`)
+    /// may not (audit 2026-11-28d review, G16R-12: a write declared through a shared reference
+    /// erased another thread's declared work from the record, and the memory was freed under it).
+    writable: bool,
 }
 
 impl<'a> SliceArg<'a> {
@@ -85,17 +90,24 @@ impl<'a> SliceArg<'a> {
         Self::tracked::<T>(slice.device_ptr(), slice.len(), slice.usage())
     }
 
+    /// [`SliceArg::tracked`] for a `DeviceWrite::kernel_arg_mut` (the memory borrowed
+    /// exclusively): [`SliceArg::write`] may declare a write of it.
+    #[inline]
+    pub(crate) fn tracked_mut<T>(ptr: u64, len: usize, usage: &'a BufferUsage) -> Self {
+        SliceArg { writable: true, ..Self::tracked::<T>(ptr, len, usage) }
+    }
+
     /// The kernel argument for `len` elements of `T` at device address `ptr`, with no use
     /// tracking (the caller orders the memory's uses itself).
     #[inline]
     pub fn from_parts<T>(ptr: u64, len: usize) -> SliceArg<'static> {
-        SliceArg { ptr: Self::valid_ptr::<T>(ptr, len), len, usage: None }
+        SliceArg { ptr: Self::valid_ptr::<T>(ptr, len), len, usage: None, writable: true }
     }
 
     /// The kernel argument for memory tracked by `usage`.
     #[inline]
     pub(crate) fn tracked<T>(ptr: u64, len: usize, usage: &'a BufferUsage) -> Self {
-        SliceArg { ptr: Self::valid_ptr::<T>(ptr, len), len, usage: Some(usage) }
+        SliceArg { ptr: Self::valid_ptr::<T>(ptr, len), len, usage: Some(usage), writable: false }
     }
 
     /// `ptr`, or the dangling aligned address when the slice has no bytes.
@@ -118,8 +130,31 @@ impl<'a> SliceArg<'a> {
 
     /// The kernel writes this argument (`DisjointSlice<T>`, `AtomicSlice<T>`); `name` is the
     /// parameter's, for errors.
+    ///
+    /// # Panics
+    /// For tracked memory whose argument was made through a shared reference
+    /// (`DeviceRead::kernel_arg`, `SliceArg::new`) rather than `DeviceWrite::kernel_arg_mut`:
+    /// a write declared through `&` could come between another thread's declaration on the
+    /// same memory and its queuing and erase that work from the record (G16R-12).
     #[inline]
     pub fn write(&self, name: &'static str) -> BufferAccess<'a> {
+        assert!(
+            self.writable || self.usage.is_none(),
+            "SliceArg::write of `{name}`: the argument was made through a shared reference (`DeviceRead::kernel_arg`); a write \
+             is declared through `DeviceWrite::kernel_arg_mut` (`&mut`), as `BufferAccess::write(&mut buffer)` does"
+        );
+        BufferAccess::new(self.usage, Access::Write, name)
+    }
+
+    /// [`SliceArg::write`] for an argument made through a shared reference.
+    ///
+    /// # Safety
+    /// No other code declares work on this memory, on any thread, from this declaration until
+    /// the work it declares has been queued (the memory's owner is held exclusively in effect,
+    /// as a `CublasLt` holds its workspace: `Send`, not `Sync`).
+    #[doc(hidden)]
+    #[inline]
+    pub unsafe fn write_shared(&self, name: &'static str) -> BufferAccess<'a> {
         BufferAccess::new(self.usage, Access::Write, name)
     }
 }
@@ -362,7 +397,7 @@ unsafe impl<T> DeviceRead<T> for DeviceSlice<T> {
 unsafe impl<T> DeviceWrite<T> for DeviceSlice<T> {
     #[inline]
     fn kernel_arg_mut(&mut self) -> SliceArg<'_> {
-        SliceArg::tracked::<T>(self.device_ptr(), self.len(), self.usage())
+        SliceArg::tracked_mut::<T>(self.device_ptr(), self.len(), self.usage())
     }
 }
 unsafe impl<T: Pod> DeviceRead<T> for DeviceBuffer<T> {
@@ -374,7 +409,7 @@ unsafe impl<T: Pod> DeviceRead<T> for DeviceBuffer<T> {
 unsafe impl<T: Pod> DeviceWrite<T> for DeviceBuffer<T> {
     #[inline]
     fn kernel_arg_mut(&mut self) -> SliceArg<'_> {
-        (**self).kernel_arg()
+        self.slice.kernel_arg_mut()
     }
 }
 unsafe impl<T> DeviceRead<T> for DeviceView<'_, T> {
@@ -392,7 +427,7 @@ unsafe impl<T> DeviceRead<T> for DeviceViewMut<'_, T> {
 unsafe impl<T> DeviceWrite<T> for DeviceViewMut<'_, T> {
     #[inline]
     fn kernel_arg_mut(&mut self) -> SliceArg<'_> {
-        SliceArg::tracked::<T>(self.ptr, self.len, self.usage)
+        SliceArg::tracked_mut::<T>(self.ptr, self.len, self.usage)
     }
 }
 
