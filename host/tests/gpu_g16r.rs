@@ -604,8 +604,16 @@ SPIN:
 }
 "#;
 
-static SPIN: KernelSignature =
-    KernelSignature { symbol: "spin_then_mark", param_sizes: &[8, 8], canonical: "", fingerprint: 0, layout: &[], param_names: &[], type_names: &[], type_keys: &[] };
+static SPIN: KernelSignature = KernelSignature {
+    symbol: "spin_then_mark",
+    param_sizes: &[8, 8],
+    canonical: "",
+    fingerprint: 0,
+    layout: &[],
+    param_names: &[],
+    type_names: &[],
+    type_keys: &[],
+};
 
 /// `spin_then_mark<<<1, 1, 0, stream>>>(out, ns)`, `out` declared written.
 fn launch_spin(module: &Module, stream: &Stream, out: &mut DeviceBuffer<u32>, ns: u64) -> ferrocuda_host::Result<()> {
@@ -704,8 +712,16 @@ SPIN:
 
 /// What a raw-pointer launcher of `spin_then_copy` would pass
 /// (`#[kernel] unsafe fn spin_then_copy(out: *mut u32, input: *const u32, ns: u64)`).
-static SPIN_COPY: KernelSignature =
-    KernelSignature { symbol: "spin_then_copy", param_sizes: &[8, 8, 8], canonical: "", fingerprint: 0, layout: &[], param_names: &[], type_names: &[], type_keys: &[] };
+static SPIN_COPY: KernelSignature = KernelSignature {
+    symbol: "spin_then_copy",
+    param_sizes: &[8, 8, 8],
+    canonical: "",
+    fingerprint: 0,
+    layout: &[],
+    param_names: &[],
+    type_names: &[],
+    type_keys: &[],
+};
 
 /// G16R-12: `BufferAccess::library_state(&BufferUsage)` (safe, public; meant for records made
 /// by `BufferUsage::for_library_state`) declares a **write** through a shared reference, and
@@ -729,7 +745,8 @@ static SPIN_COPY: KernelSignature =
 #[test]
 fn g16r_12_a_library_state_access_is_never_made_of_a_buffers_record() {
     let Some(context) = gpu_or_skip("g16r_12_a_library_state_access_is_never_made_of_a_buffers_record") else { return };
-    let (mine, theirs, fresh_stream) = (Stream::non_blocking(&context).unwrap(), Stream::non_blocking(&context).unwrap(), Stream::non_blocking(&context).unwrap());
+    let (mine, theirs, fresh_stream) =
+        (Stream::non_blocking(&context).unwrap(), Stream::non_blocking(&context).unwrap(), Stream::non_blocking(&context).unwrap());
     // SAFETY: the PTX above is valid, and the launch below passes its three parameters.
     let module = unsafe { Module::load_ptx(&context, "g16r_12", SPIN_COPY_PTX, &JitOptions::new()) }.unwrap();
     let mut out = DeviceBuffer::<u32>::zeroed_async(&mine, 1).unwrap();

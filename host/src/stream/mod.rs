@@ -1264,10 +1264,10 @@ impl StreamInner {
         let joined;
         let outcome = {
             let _driver = self.driver_calls();
-            if let Some(token) = own {
-                if !self.capturing.load(Ordering::Relaxed) || self.capture_owner.load(Ordering::Relaxed) != token {
-                    return None;
-                }
+            if let Some(token) = own
+                && (!self.capturing.load(Ordering::Relaxed) || self.capture_owner.load(Ordering::Relaxed) != token)
+            {
+                return None;
             }
             joined = self.joined_streams.close();
             let _members: Vec<_> = joined.iter().map(|member| member.driver_calls()).collect();
