@@ -40,8 +40,11 @@ impl GraphExec {
     /// enough. The same holds for the globals of the captured kernels' modules: a
     /// [`Global::write`](crate::Global::write) is ordered after the module's tracked launches,
     /// not after a replay (audit 2026-11-28d review, G16R-9): synchronise the replay before
-    /// writing one. The modules of captured kernels are kept loaded by the graph itself (the
-    /// embedded ones live as long as the context).
+    /// writing one. Library values whose work was captured (a cuFFT [`Plan`](crate::cufft::Plan),
+    /// a [`Cublas`](crate::Cublas) or [`CublasLt`](crate::CublasLt) handle, an NCCL
+    /// communicator) must outlive the replay too: the captured calls use their work areas,
+    /// which are freed when they drop (G16R-9). The modules of captured kernels are kept loaded
+    /// by the graph itself (the embedded ones live as long as the context).
     pub unsafe fn launch(&self, stream: &Stream) -> Result<()> {
         let graph = self.raw;
         // SAFETY: both handles are alive; the caller guarantees the captured memory is.
