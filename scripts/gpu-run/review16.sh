@@ -49,7 +49,7 @@ stage)
   rc=$?
   set -e
   cat "$log"
-  failed=$(grep -E '^test g16r_.* FAILED$' "$log" | sed 's/^test //; s/ \.\.\. FAILED$//' | tr '\n' ' ' || true)
+  failed=$(sed -n '/^failures:$/,/^test result/p' "$log" | grep -E '^    g16r_' | tr -d ' ' | tr '\n' ' ' || true)
   if [ $rc -eq 0 ]; then echo "review16 PASS"; else echo "review16 FAIL (exit $rc; failed: ${failed:-?})"; fi
   exit $rc
   ;;
