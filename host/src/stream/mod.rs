@@ -985,6 +985,13 @@ impl Stream {
     /// `work` runs on this thread (tasks of an executor polled inside `work`, jobs that a
     /// work-stealing `join` runs while it waits) is let in as the closure's own, through any
     /// handle it holds (G15R-3, open): do not run such code inside `work`.
+    ///
+    /// # Errors
+    /// `work`'s error; [`Error::CaptureFailed`] when the driver refuses the end;
+    /// [`Error::CaptureEndedElsewhere`] when the capture this call began was ended before
+    /// `work` returned ([`Stream::end_capture`] through another handle, or inside `work`): a
+    /// capture running on the stream then is another code's and is left to it (audit
+    /// 2026-11-28d review, G16R-10).
     pub fn capture(&self, work: impl FnOnce(&Stream) -> Result<()>) -> Result<Graph> {
         /// Ends the capture if `work` panics, so the stream stays usable: this call's capture
         /// only (G16R-10).
