@@ -93,6 +93,16 @@ pub(crate) fn in_host_callback() -> bool {
     IN_HOST_CALLBACK.with(Cell::get)
 }
 
+/// True where a drop must not release its GPU resource itself but hand it to the release
+/// thread: inside a stream host callback (CUDA calls are refused there), and inside the `work`
+/// of a door call (`Stream::enqueue`), which holds its stream's driver-call lock: a release
+/// waits for other streams' locks, which may be held by threads waiting for this one (audit
+/// 2026-11-28c review2 G15R-6).
+#[inline]
+pub(crate) fn hand_off_releases() -> bool {
+    in_host_callback() || crate::stream::in_door_work()
+}
+
 /// Marks the current thread as running a host callback until dropped.
 pub(crate) struct HostCallbackScope {
     was: bool,
@@ -155,21 +165,8 @@ impl Context {
     /// Releases a GPU resource now, or later when it cannot be done now (see the module docs).
     /// `what` names what is freed (for [`Error::CaptureFailed`](crate::Error::CaptureFailed)).
     pub(crate) fn release(&self, what: Released, release: impl FnOnce(&Context) + Send + 'static) {
-        if in_host_callback() {
-            self.inner.handed_off.fetch_add(1, Ordering::AcqRel);
-            /// Counts the hand-off as done when dropped: also when the release panics, so that
-            /// `Context::synchronize` (which waits for the count to reach zero) cannot hang.
-            struct HandedOff(Context);
-            impl Drop for HandedOff {
-                fn drop(&mut self) {
-                    self.0.inner.handed_off.fetch_sub(1, Ordering::AcqRel);
-                }
-            }
-            let handed = HandedOff(self.clone());
-            run_on_release_thread(Box::new(move || {
-                handed.0.release(what, release);
-                drop(handed);
-            }));
+        if hand_off_releases() {
+            self.hand_off(move |context| context.release(what, release));
             return;
         }
         if let Err(now) = self.defer_while_capturing(what, release) {
@@ -177,12 +174,34 @@ impl Context {
         }
     }
 
+    /// Runs `job` on the release thread, counted until it has run ([`Context::synchronize`]
+    /// waits for it): for what cannot be done on this thread now ([`hand_off_releases`]). A
+    /// release hands itself off as `context.release(..)` again (which then waits for the end of
+    /// the captures if it must); the end of an abandoned capture hands off the end itself (it
+    /// must not wait for the end of the captures: it is one of them).
+    pub(crate) fn hand_off(&self, job: impl FnOnce(&Context) + Send + 'static) {
+        self.inner.handed_off.fetch_add(1, Ordering::AcqRel);
+        /// Counts the hand-off as done when dropped: also when the job panics, so that
+        /// `Context::synchronize` (which waits for the count to reach zero) cannot hang.
+        struct HandedOff(Context);
+        impl Drop for HandedOff {
+            fn drop(&mut self) {
+                self.0.inner.handed_off.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+        let handed = HandedOff(self.clone());
+        run_on_release_thread(Box::new(move || {
+            job(&handed.0);
+            drop(handed);
+        }));
+    }
+
     /// Releases something whose release queues no stream work and synchronises nothing (a
     /// `Graph`, an `Event` never recorded into a capture): now, even while a capture runs in
     /// the context, so that a capture that never ends (its `Stream` leaked, P5) strands none of
     /// them; only a drop inside a host callback hands it to the release thread.
     pub(crate) fn release_outside_captures(&self, what: Released, release: impl FnOnce(&Context) + Send + 'static) {
-        if in_host_callback() {
+        if hand_off_releases() {
             self.release(what, release);
         } else {
             release(self);
@@ -202,9 +221,10 @@ impl Context {
         streams: Vec<crate::Stream>,
         release: impl FnOnce(&Context, crate::stream::UsedStreams) + Send + 'static,
     ) {
-        let involved = !in_host_callback() && self.is_capturing() && crate::memory::usage::involves_capture(self, &streams);
+        let hand_off = hand_off_releases();
+        let involved = !hand_off && self.is_capturing() && crate::memory::usage::involves_capture(self, &streams);
         let held = crate::stream::UsedStreams::hold(streams);
-        if involved || in_host_callback() {
+        if involved || hand_off {
             self.release(what, move |context| release(context, held));
         } else {
             release(self, held);

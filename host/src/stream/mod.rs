@@ -22,6 +22,7 @@ mod door;
 mod hold_off;
 mod owner;
 pub use door::RawStream;
+pub(crate) use door::{in_door_work, refuse_inside_door_work};
 pub use hold_off::NoCapture;
 
 /// A queue of work on one context. [`Stream::default_of`] is CUDA's legacy default stream.
@@ -558,6 +559,9 @@ impl Stream {
     /// `gate_held`: the caller holds this stream's capture gate (a release); else it is taken
     /// here, so that no capture begins between the check and the record.
     fn tail_for(&self, waiter: Option<&Stream>, gate_held: bool, operation: &'static str) -> Result<Tail> {
+        // The gate and this stream's door may be held by threads waiting for the door whose
+        // work this thread may be running (G15R-6).
+        refuse_inside_door_work(operation)?;
         let _gate = (!gate_held).then(|| self.capture_gate());
         // A stream of `from_raw_in_owner_captures` records into its owner's capture, which
         // `captured_for_ordering` does not report: its tail recorded now would be a node of the
@@ -816,8 +820,10 @@ impl Stream {
     /// (N10; [`Context::deferred_releases`] counts it until then).
     ///
     /// Refused with [`Error::HostCallbackInCapture`] while the stream is being captured: a
-    /// graph replays its host nodes many times, and a `FnOnce` can run only once.
+    /// graph replays its host nodes many times, and a `FnOnce` can run only once; and with
+    /// [`Error::NestedDoorCall`] inside the `work` of a [`Stream::enqueue`] (G15R-6).
     pub fn launch_host_fn<F: FnOnce() + Send + 'static>(&self, callback: F) -> Result<()> {
+        refuse_inside_door_work("Stream::launch_host_fn")?;
         // Held from the check to the queuing: no capture of this stream (through
         // `begin_capture`, or a `wait_event` that joins one) begins in between, which would
         // record the callback into another thread's graph (audit 2026-11-28b G14-3).
@@ -866,7 +872,9 @@ impl Stream {
     /// [`Error::CaptureOfBorrowedStream`] on a stream borrowed from another library (Q8): its
     /// owner could end the capture and keep the graph beyond the lifetimes of the buffers it
     /// uses; capture on a stream of ferrocuda's, ordered with the borrowed one through events.
+    /// [`Error::NestedDoorCall`] inside the `work` of a [`Stream::enqueue`] (G15R-6).
     pub fn begin_capture(&self) -> Result<()> {
+        refuse_inside_door_work("Stream::begin_capture")?;
         if self.inner.others_may_capture.load(Ordering::Relaxed) {
             return Err(Error::CaptureOfBorrowedStream);
         }
@@ -912,7 +920,12 @@ impl Stream {
     /// # Errors
     /// [`Error::CaptureFailed`] when the driver refuses (the capture was invalidated), naming
     /// what was dropped during the capture and is released after it.
+    /// [`Error::NestedDoorCall`] inside the `work` of a [`Stream::enqueue`] (G15R-6): end the
+    /// capture after that work returns (the capture still runs).
     pub fn end_capture(&self) -> Result<Graph> {
+        // It takes this stream's and its joined streams' `driver_calls`: inside a door call's
+        // work on a joined stream it would wait for its own thread (G15R-6).
+        refuse_inside_door_work("Stream::end_capture")?;
         self.context().bind_to_thread()?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes one graph handle (owned by the returned Graph).
@@ -1006,10 +1019,13 @@ impl Drop for Stream {
         // The last handle of the caller's (exactly one drop gets the count to zero).
         let last_user_handle = self.user.take().is_some_and(|user| Arc::into_inner(user).is_some());
         if last_user_handle && self.inner.capturing.load(Ordering::Relaxed) {
-            if crate::context::in_host_callback() {
-                let context = self.inner.context.clone();
+            if crate::context::hand_off_releases() {
+                // In a host callback (CUDA refused) or a door call's work (which must wait for
+                // no stream lock, G15R-6): the end happens on the release thread, at once. Not
+                // through `Context::release`, which would wait for the end of the context's
+                // captures, this one among them, for ever.
                 let keep = self.record();
-                context.release(crate::context::Released::Stream, move |_| {
+                self.inner.context.hand_off(move |_| {
                     abandon_capture(&keep.inner);
                     drop(keep);
                 });
@@ -1051,10 +1067,17 @@ impl Drop for StreamInner {
                 let _ = unsafe { driver::stream::destroy(raw) };
             }
         };
-        let in_callback = crate::context::in_host_callback();
+        let in_callback = crate::context::hand_off_releases();
+        if capturing && in_callback {
+            // Its own capture must end first (N11), on the release thread (a host callback, a
+            // door call's work: G15R-6), at once: `Context::release` would wait for the end of
+            // the context's captures, this one among them, for ever.
+            context.clone().hand_off(destroy);
+            return;
+        }
         // A stream no capture records can go now even while another stream of the context is
         // captured (P5: a capture that never ends must not strand every stream dropped after it).
-        let recorded_by_a_capture = context.is_capturing() && !self.raw.is_null() && capturing_per_driver(&context, self.raw);
+        let recorded_by_a_capture = !capturing && context.is_capturing() && !self.raw.is_null() && capturing_per_driver(&context, self.raw);
         if (capturing || !recorded_by_a_capture) && !in_callback {
             // Capturing: its own capture must end first (N11), or the release below would wait
             // for the end of this very capture, forever.
