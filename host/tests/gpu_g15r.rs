@@ -316,6 +316,29 @@ fn g15r_6_a_buffer_dropped_inside_a_closure_is_released_after_it() {
     assert_eq!(context.deferred_releases(), 0, "the release was handed off and performed");
 }
 
+/// Found with G15R-6's fix (session 16): the last handle of a capturing stream dropped inside a
+/// host callback (of another stream) handed the capture's end to the release thread through
+/// `Context::release`, which postpones a release until the context's captures have ended: this
+/// capture among them, so it never ended (`Context::synchronize` kept failing with
+/// `CaptureInProgress`, and the releases postponed for it never ran). Now the end is handed off
+/// as such and runs at once on the release thread.
+///
+/// Before (expected): `sync Err(CaptureInProgress { captures: 1, .. })`. After: `sync Ok(())`,
+/// nothing left deferred.
+#[test]
+fn s16_a_capture_abandoned_inside_a_host_callback_ends() {
+    let Some(context) = gpu_or_skip("s16_a_capture_abandoned_inside_a_host_callback_ends") else { return };
+    let origin = Stream::non_blocking(&context).unwrap();
+    let other = Stream::non_blocking(&context).unwrap();
+    origin.begin_capture().unwrap();
+    other.launch_host_fn(move || drop(origin)).unwrap();
+    other.synchronize().unwrap();
+    let synced = context.synchronize();
+    println!("s16 (capture abandoned in a host callback): sync {synced:?}; deferred {}", context.deferred_releases());
+    assert!(synced.is_ok(), "the abandoned capture never ended: {synced:?}");
+    assert_eq!(context.deferred_releases(), 0);
+}
+
 /// G15R-7: ordering a ferrocuda stream after a stream of `Stream::from_raw_in_owner_captures`
 /// (here: a fill on another stream of a buffer the owner's stream wrote before its owner began
 /// capturing) recorded that stream's tail event **into the owner's capture**: `tail_for` asked

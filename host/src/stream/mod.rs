@@ -952,10 +952,21 @@ impl Stream {
     /// clone of the stream made before the capture (`Cublas`, a GEMM engine) records into it.
     /// Other threads do not queue into it: their work through any handle of the stream, `work`'s
     /// own `&Stream` lent to a scoped thread included, is refused
-    /// ([`Error::CapturedByAnotherThread`]; audit 2026-11-28c review2 G15R-4). Other code that
-    /// `work` runs on this thread (tasks of an executor polled inside `work`, jobs that a
-    /// work-stealing `join` runs while it waits) is let in as the closure's own, through any
-    /// handle it holds (G15R-3, open): do not run such code inside `work`.
+    /// ([`Error::CapturedByAnotherThread`]; audit 2026-11-28c review2 G15R-4).
+    ///
+    /// **Everything that runs on this thread while `work` runs is `work`** (audit 2026-11-28c
+    /// review2 G15R-3): the capture cannot tell a library value's pre-capture clone from
+    /// another piece of code's (both are clones made before the capture, used on this thread
+    /// inside the closure), so code that `work` lets run on this thread records into the graph
+    /// as the closure's own, through any handle it holds: tasks of an executor polled inside
+    /// `work` (`block_on`, `run_until`), jobs that a work-stealing `join` or `scope` (rayon, on
+    /// a worker thread) runs while it waits. That work is not tracked, like all captured work,
+    /// and the graph's launcher vouches for its buffers ([`GraphExec::launch`](crate::GraphExec::launch)'s
+    /// contract names it). So inside `work` call nothing that runs other tasks or jobs on this
+    /// thread; where that cannot be avoided, capture with [`Stream::begin_capture`] /
+    /// [`Stream::end_capture`] instead, which let in only the capturing value and clones made
+    /// from it during the capture (other code's clones are refused, on this thread too), and
+    /// queue through that value (a library value holding an older clone is refused then).
     pub fn capture(&self, work: impl FnOnce(&Stream) -> Result<()>) -> Result<Graph> {
         /// Ends the capture if `work` panics, so the stream stays usable.
         struct EndOnUnwind<'s>(&'s Stream);
