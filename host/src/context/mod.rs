@@ -271,7 +271,7 @@ impl Context {
     /// the wait for the release thread and the postponed releases could wait for that very
     /// work's stream (G15R-6).
     pub fn synchronize(&self) -> Result<()> {
-        crate::stream::refuse_inside_door_work("Context::synchronize")?;
+        release::refuse_inside_door_work("Context::synchronize")?;
         if !in_host_callback() {
             self.wait_for_handed_off_releases();
             self.drain_deferred();

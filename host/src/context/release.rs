@@ -103,6 +103,12 @@ pub(crate) fn hand_off_releases() -> bool {
     in_host_callback() || crate::stream::in_door_work()
 }
 
+/// [`Error::NestedDoorCall`](crate::Error::NestedDoorCall) inside the `work` of a door call
+/// (G15R-6), for this module's parent's waits (the door's own check, reached from here).
+pub(crate) fn refuse_inside_door_work(operation: &str) -> crate::Result<()> {
+    crate::stream::refuse_inside_door_work(operation)
+}
+
 /// Marks the current thread as running a host callback until dropped.
 pub(crate) struct HostCallbackScope {
     was: bool,
