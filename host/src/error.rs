@@ -373,6 +373,20 @@ pub enum Error {
         /// The launch or operation refused.
         operation: String,
     },
+    /// A call made inside a stream host callback ([`Stream::launch_host_fn`](crate::Stream::launch_host_fn))
+    /// that would queue work or wait for a lock (session 16, with G15R-6): CUDA refuses API
+    /// calls there, and the stream's later work waits for the callback, so a thread waiting for
+    /// that work (a `Stream::synchronize` inside another stream's door) must never wait, through
+    /// the callback, for a lock it holds. Nothing was queued or waited for. Drops are fine
+    /// inside a callback (their releases are handed to a release thread).
+    #[error(
+        "{operation}: called inside a stream host callback, where CUDA refuses API calls (and ferrocuda waits for no lock: \
+         the stream's later work waits for the callback); signal another thread to make the call"
+    )]
+    CallInHostCallback {
+        /// The launch or operation refused.
+        operation: String,
+    },
     /// [`Stream::begin_capture`](crate::Stream::begin_capture) on a stream another library
     /// owns (Q8): the owner can end the capture itself and keep the graph, with ferrocuda's
     /// buffers in it, beyond those buffers' lifetimes.

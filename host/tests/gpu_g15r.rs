@@ -339,6 +339,27 @@ fn s16_a_capture_abandoned_inside_a_host_callback_ends() {
     assert_eq!(context.deferred_releases(), 0);
 }
 
+/// Session 16, with G15R-6: a stream call inside a host callback (which the stream's later work
+/// waits for) is refused before it takes any lock of ferrocuda's (`CallInHostCallback`), so a
+/// thread waiting on the GPU inside a door's work is never waited for through a callback. Before:
+/// the door took its locks and the driver refused the call (`CUDA_ERROR_NOT_PERMITTED`).
+#[test]
+fn s16_a_stream_call_inside_a_host_callback_is_refused_before_any_lock() {
+    let Some(context) = gpu_or_skip("s16_a_stream_call_inside_a_host_callback_is_refused_before_any_lock") else { return };
+    let stream = Stream::non_blocking(&context).unwrap();
+    let inner = stream.clone();
+    let (sent, received) = std::sync::mpsc::channel();
+    stream
+        .launch_host_fn(move || {
+            let _ = sent.send(inner.enqueue("inside a callback", &[], |_| Ok::<_, Error>(())));
+        })
+        .unwrap();
+    stream.synchronize().unwrap();
+    let outcome = received.recv_timeout(Duration::from_secs(5)).expect("the callback ran");
+    println!("s16 (stream call in a host callback): {outcome:?}");
+    assert!(matches!(&outcome, Err(Error::CallInHostCallback { operation }) if operation == "inside a callback"), "{outcome:?}");
+}
+
 /// G15R-7: ordering a ferrocuda stream after a stream of `Stream::from_raw_in_owner_captures`
 /// (here: a fill on another stream of a buffer the owner's stream wrote before its owner began
 /// capturing) recorded that stream's tail event **into the owner's capture**: `tail_for` asked

@@ -174,12 +174,21 @@ pub(crate) fn in_door_work() -> bool {
 }
 
 /// [`Error::NestedDoorCall`] naming `operation` while this thread runs a door call's `work`
-/// ([`in_door_work`]): what every path that may wait for a lock of ferrocuda's (a stream's
-/// `driver_calls` or capture gate, a stretch, a use record, an event's state, a plan's turn, a
-/// module's globals gate, the release thread) calls before it waits.
+/// ([`in_door_work`]), and [`Error::CallInHostCallback`] inside a stream host callback (the
+/// GPU waits for the callback, so a thread inside a door that waits for the GPU must not be
+/// waited for by the callback): what every path that may wait for a lock of ferrocuda's (a
+/// stream's `driver_calls` or capture gate, a stretch, a use record, an event's state, a plan's
+/// turn, a module's globals gate, the release thread) calls before it waits. Two thread-local
+/// loads.
 #[inline]
 pub(crate) fn refuse_inside_door_work(operation: &str) -> crate::error::Result<()> {
-    if in_door_work() { Err(Error::NestedDoorCall { operation: operation.to_string() }) } else { Ok(()) }
+    if in_door_work() {
+        return Err(Error::NestedDoorCall { operation: operation.to_string() });
+    }
+    if crate::context::in_host_callback() {
+        return Err(Error::CallInHostCallback { operation: operation.to_string() });
+    }
+    Ok(())
 }
 
 /// Runs `work` with `driver_calls` (a stream's) held and this thread marked as inside a door
@@ -243,7 +252,8 @@ impl Drop for Inside {
 
 impl Stream {
     /// [`Error::NestedDoorCall`] naming `operation` when the calling thread runs the `work` of a
-    /// [`Stream::enqueue`] now (which holds that stream's driver-call lock), else `Ok`.
+    /// [`Stream::enqueue`] now (which holds that stream's driver-call lock), and
+    /// [`Error::CallInHostCallback`] inside a stream host callback; else `Ok`.
     ///
     /// For library wrappers built on the door that hold a lock of their own across their
     /// queuing (a cache of tensor maps, a plan's turn): call it before taking that lock. Inside
@@ -252,7 +262,8 @@ impl Stream {
     /// calls refuse themselves there the same way (audit 2026-11-28c review2 G15R-6).
     ///
     /// # Errors
-    /// [`Error::NestedDoorCall`] inside a `work` closure.
+    /// [`Error::NestedDoorCall`] inside a `work` closure; [`Error::CallInHostCallback`] inside
+    /// a host callback.
     #[inline]
     pub fn refuse_inside_door_work(operation: &str) -> crate::error::Result<()> {
         refuse_inside_door_work(operation)
@@ -301,6 +312,10 @@ mod tests {
         let caught = std::panic::catch_unwind(|| door(&a, "panics", || panic!("a work closure panics")));
         assert!(caught.is_err() && !in_door_work(), "unwinding left the door");
         assert!(door(&a, "after a panic", || ()).is_ok(), "the poisoned lock is taken again");
+        // Inside a host callback: refused by name too (the GPU waits for the callback).
+        let _callback = crate::context::HostCallbackScope::enter();
+        let refused = door(&a, "in a callback", || ());
+        assert!(matches!(&refused, Err(Error::CallInHostCallback { operation }) if operation == "in a callback"), "{refused:?}");
     }
 
     /// G15R-6, the cross-stream cycle: two threads, each inside its own stream's door work
