@@ -269,13 +269,13 @@ impl Context {
     /// one ([`Stream::synchronize`](crate::Stream::synchronize)) instead.
     /// [`Error::NestedDoorCall`] inside the `work` of a [`Stream::enqueue`](crate::Stream::enqueue):
     /// the wait for the release thread and the postponed releases could wait for that very
-    /// work's stream (G15R-6).
+    /// work's stream (G15R-6); [`Error::CallInHostCallback`] inside a stream host callback.
     pub fn synchronize(&self) -> Result<()> {
+        // Refused inside a door call's work and inside a host callback (where the driver refuses
+        // it anyway): the waits below take stream locks (G15R-6).
         release::refuse_inside_door_work("Context::synchronize")?;
-        if !in_host_callback() {
-            self.wait_for_handed_off_releases();
-            self.drain_deferred();
-        }
+        self.wait_for_handed_off_releases();
+        self.drain_deferred();
         let captures = self.captures();
         if captures > 0 {
             return Err(Error::CaptureInProgress { operation: "Context::synchronize", captures });
