@@ -362,6 +362,9 @@ impl<T: Transform> Plan<T> {
             BufferAccess::write(output),
             BufferAccess::new(Some(&self.work_area), Access::Write, "cuFFT work area"),
         ];
+        // The turn is held across the execution's door call: inside another door call's work
+        // its holder may be waiting for this thread (G15R-6).
+        Stream::refuse_inside_door_work("a cuFFT execution")?;
         let turn = self.turn.lock().unwrap_or_else(|p| p.into_inner());
         Ok((self.handle, input_ptr, output_ptr, accesses, turn))
     }

@@ -355,16 +355,35 @@ pub enum Error {
         /// The launch or operation refused.
         operation: String,
     },
-    /// Work queued on a stream from inside the `work` closure of a [`Stream::enqueue`](crate::Stream::enqueue)
-    /// on the same stream (audit 2026-11-28c review2, G15R-6): that closure runs with the
-    /// stream's driver-call lock held, so the inner call would wait for its own thread for
-    /// ever. Nothing was queued.
+    /// A call made from inside the `work` closure of a [`Stream::enqueue`](crate::Stream::enqueue)
+    /// (audit 2026-11-28c review2, G15R-6) that could wait for a lock: queuing on any stream,
+    /// a capture's begin or end, an event's record, wait or query, a host wait for a stream's
+    /// work, a declaration ([`Stream::will_use`](crate::Stream::will_use)), a library call that
+    /// holds a lock across its queuing, [`Context::synchronize`](crate::Context::synchronize).
+    /// `work` runs with its stream's driver-call lock held: such a call could wait for that
+    /// lock (its own thread), or for a thread that waits for it (two closures queuing on each
+    /// other's streams). Nothing was queued or waited for.
     #[error(
-        "{operation}: queued from inside the work closure of another `Stream::enqueue` on the same stream, which holds the \
-         stream's driver-call lock until its work returns (the call would wait for itself); queue it after that closure \
-         returns, or inside the one closure through its raw handle"
+        "{operation}: called from inside the work closure of a `Stream::enqueue`, which holds its stream's driver-call \
+         lock until the work returns; inside it ferrocuda waits for no lock (this call could wait for its own thread, or \
+         for a thread waiting for it): make the call after that closure returns, or queue the work through the closure's \
+         raw handle"
     )]
     NestedDoorCall {
+        /// The launch or operation refused.
+        operation: String,
+    },
+    /// A call made inside a stream host callback ([`Stream::launch_host_fn`](crate::Stream::launch_host_fn))
+    /// that would queue work or wait for a lock (session 16, with G15R-6): CUDA refuses API
+    /// calls there, and the stream's later work waits for the callback, so a thread waiting for
+    /// that work (a `Stream::synchronize` inside another stream's door) must never wait, through
+    /// the callback, for a lock it holds. Nothing was queued or waited for. Drops are fine
+    /// inside a callback (their releases are handed to a release thread).
+    #[error(
+        "{operation}: called inside a stream host callback, where CUDA refuses API calls (and ferrocuda waits for no lock: \
+         the stream's later work waits for the callback); signal another thread to make the call"
+    )]
+    CallInHostCallback {
         /// The launch or operation refused.
         operation: String,
     },

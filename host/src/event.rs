@@ -49,7 +49,13 @@ impl Event {
 
     /// Records the event at the current end of `stream`, a stream of the event's context
     /// (else [`Error::StreamInOtherContext`]: the driver would answer `CUDA_ERROR_INVALID_HANDLE`).
+    ///
+    /// # Errors
+    /// [`Error::StreamInOtherContext`]; [`Error::NestedDoorCall`] inside the `work` of a
+    /// [`Stream::enqueue`] (the event's state is held across its record's door call, G15R-6);
+    /// the door's errors.
     pub fn record(&self, stream: &Stream) -> Result<()> {
+        crate::stream::refuse_inside_door_work("Event::record")?;
         if stream.context().raw() != self.context.raw() {
             return Err(Error::StreamInOtherContext { operation: "Event::record" });
         }
@@ -86,10 +92,14 @@ impl Event {
     /// host can neither query nor wait for a node of a graph, and the query would invalidate
     /// the capture.
     ///
+    /// Also refused inside a door call's work ([`Error::NestedDoorCall`]): the state's lock is
+    /// held across a record's door call, whose holder may wait for that work (G15R-6).
+    ///
     /// The guard it returns is held across the caller's driver call (G16-1): a record into a
     /// capture on another thread, the capture's end and its graph's destruction cannot come
     /// between the check and the query or wait, which would then read a destroyed graph's node.
     fn refuse_if_captured(&self, operation: &'static str) -> Result<std::sync::MutexGuard<'_, Option<Stream>>> {
+        crate::stream::refuse_inside_door_work(operation)?;
         let captured_on = self.captured_on();
         if captured_on.is_some() { Err(Error::EventRecordedInCapture { operation }) } else { Ok(captured_on) }
     }
@@ -197,8 +207,10 @@ impl Stream {
     /// code's: a stream is forked into a capture inside its [`Stream::capture`] closure, or on
     /// the thread that began it, and a joined stream is queued on through the handle that
     /// joined it (or inside the closure). [`Error::CaptureChangedWhileQueued`] when the
-    /// capture ended meanwhile (nothing was queued).
+    /// capture ended meanwhile (nothing was queued). [`Error::NestedDoorCall`] inside the
+    /// `work` of a [`Stream::enqueue`] (G15R-6).
     pub fn wait_event(&self, event: &Event) -> Result<()> {
+        crate::stream::refuse_inside_door_work("Stream::wait_event")?;
         // Waiting on an event recorded in a capture joins this stream to it: not while another
         // thread checks this stream for captures (P2). Taken before the event's lock (audit
         // 2026-11-28d review, G16R-5): taking it waits for the stream's `hold_off_capture`

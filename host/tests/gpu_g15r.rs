@@ -179,9 +179,8 @@ fn g15r_5_a_declaration_made_in_a_capture_that_ended_before_its_work_still_track
 /// G15R-6 (liveness): the door holds the stream's `driver_calls` mutex while `work` runs, and
 /// `Stream::enqueue` is public and safe: a `work` closure that queued on the same stream again
 /// waited for a mutex its own thread holds, for ever. Now refused (`NestedDoorCall`). Run on a
-/// helper thread with a 5 s limit so that the test reports instead of hanging. (Still open:
-/// two closures on two threads queuing on each other's streams, and `end_capture` or the drop
-/// of a capture's last handle inside a closure on a stream joined to it.)
+/// helper thread with a 5 s limit so that the test reports instead of hanging. (The rest of
+/// the class: the three `g15r_6_*` tests below.)
 ///
 /// Before the fix (expected): `HUNG`. After: `Err(NestedDoorCall { operation: "inner" })`, and
 /// the stream is usable afterwards.
@@ -203,6 +202,162 @@ fn g15r_6_a_door_call_inside_a_door_closure_returns() {
         }
         Err(_) => panic!("G15R-6: HUNG: a door call inside a door closure did not return within 5 s (the thread waits for its own driver_calls)"),
     }
+}
+
+/// G15R-6's remainder (the class): two `Stream::enqueue` closures on two threads, each
+/// inside its own stream's door at once (a barrier), queuing on the other's stream. Before:
+/// each waited for the other's driver-call lock for ever (ABBA; the helper threads report
+/// `HUNG` after 5 s). Now every call that could wait for a lock inside a door's work is
+/// refused: both return `Err(NestedDoorCall)` and both streams work afterwards.
+#[test]
+fn g15r_6_two_enqueue_closures_queuing_on_each_others_streams_return() {
+    let Some(context) = gpu_or_skip("g15r_6_two_enqueue_closures_queuing_on_each_others_streams_return") else { return };
+    let (a, b) = (Stream::non_blocking(&context).unwrap(), Stream::non_blocking(&context).unwrap());
+    let both_inside = std::sync::Arc::new(std::sync::Barrier::new(2));
+    let (done, finished) = std::sync::mpsc::channel();
+    for (own, other) in [(a.clone(), b.clone()), (b.clone(), a.clone())] {
+        let (both_inside, done) = (both_inside.clone(), done.clone());
+        std::thread::spawn(move || {
+            let outcome = own.enqueue("own", &[], |_| {
+                both_inside.wait();
+                Ok::<_, Error>(other.enqueue("the other stream's", &[], |_| Ok::<_, Error>(())))
+            });
+            let _ = done.send(outcome);
+        });
+    }
+    for _ in 0..2 {
+        let outcome = finished.recv_timeout(Duration::from_secs(5)).expect("G15R-6: HUNG: two enqueue closures queuing on each other's streams deadlocked");
+        println!("G15R-6 (two streams): {outcome:?}");
+        assert!(matches!(&outcome, Ok(Err(Error::NestedDoorCall { operation })) if operation == "the other stream's"), "{outcome:?}");
+    }
+    let mut x = DeviceBuffer::<u32>::zeroed(&context, 64).unwrap();
+    x.fill_async(3, &a).unwrap();
+    x.fill_async(4, &b).unwrap();
+    assert_eq!(x.to_vec().unwrap(), vec![4u32; 64], "both streams work afterwards");
+}
+
+/// G15R-6's remainder: ending a capture (`end_capture`, or dropping its last handle) inside an
+/// `enqueue` closure on a stream joined to that capture. The end locks the joined stream's
+/// driver-call lock, which the closure's door holds: before, a hang. Now `end_capture` there is
+/// refused (`NestedDoorCall`; the capture goes on and ends cleanly after the join back), and the
+/// last handle's drop hands the abandoned capture's end to the release thread, which ends it
+/// once the closure returns. Each step on a helper thread with a 5 s limit.
+#[test]
+fn g15r_6_a_captures_end_inside_a_closure_on_a_joined_stream_returns() {
+    let Some(context) = gpu_or_skip("g15r_6_a_captures_end_inside_a_closure_on_a_joined_stream_returns") else { return };
+    let (done, finished) = std::sync::mpsc::channel();
+    let worker_context = context.clone();
+    std::thread::spawn(move || {
+        let context = worker_context;
+        let origin = Stream::non_blocking(&context).unwrap();
+        let joined = Stream::non_blocking(&context).unwrap();
+        let (fork, join) = (Event::without_timing(&context).unwrap(), Event::without_timing(&context).unwrap());
+        origin.begin_capture().unwrap();
+        fork.record(&origin).unwrap();
+        joined.wait_event(&fork).unwrap();
+        let inside = joined.enqueue("end inside", &[], |_| Ok::<_, Error>(origin.end_capture().map(drop)));
+        // The capture still runs: join back, end it cleanly.
+        join.record(&joined).unwrap();
+        origin.wait_event(&join).unwrap();
+        let ended = origin.end_capture().map(|graph| graph.node_count());
+        // Again, with the last handle of the capture dropped inside the closure (joined back
+        // first, so that the abandoned capture ends cleanly; the events let go of `origin`).
+        let plain = Stream::non_blocking(&context).unwrap();
+        origin.begin_capture().unwrap();
+        fork.record(&origin).unwrap();
+        joined.wait_event(&fork).unwrap();
+        join.record(&joined).unwrap();
+        origin.wait_event(&join).unwrap();
+        fork.record(&plain).unwrap();
+        join.record(&plain).unwrap();
+        let dropped = joined.enqueue("drop inside", &[], |_| {
+            drop(origin);
+            Ok::<_, Error>(())
+        });
+        let synced = context.synchronize();
+        let still_joined = joined.is_capturing();
+        let _ = done.send((inside, ended, dropped, synced, still_joined));
+    });
+    let (inside, ended, dropped, synced, still_joined) =
+        finished.recv_timeout(Duration::from_secs(5)).expect("G15R-6: HUNG: a capture's end inside a closure on a stream joined to it");
+    println!(
+        "G15R-6 (end inside a joined stream's closure): {inside:?}; then {ended:?}; drop inside {dropped:?}, sync {synced:?}, joined after {still_joined:?}"
+    );
+    assert!(matches!(&inside, Ok(Err(Error::NestedDoorCall { operation })) if operation == "Stream::end_capture"), "{inside:?}");
+    assert!(matches!(ended, Ok(Ok(_))), "the capture ends cleanly after the closure: {ended:?}");
+    assert!(dropped.is_ok() && synced.is_ok(), "{dropped:?} {synced:?}");
+    assert!(!still_joined.unwrap(), "the abandoned capture was ended by the release thread");
+    assert_eq!(context.deferred_releases(), 0);
+}
+
+/// G15R-6's remainder: GPU resources dropped inside an `enqueue` closure (a buffer used on that
+/// very stream, whose release orders after it) are released after the closure, on the release
+/// thread, instead of waiting for locks inside it. Before: the release's own door call on the
+/// stream met the held lock (now `NestedDoorCall`) or, on another stream, could deadlock.
+#[test]
+fn g15r_6_a_buffer_dropped_inside_a_closure_is_released_after_it() {
+    let Some(context) = gpu_or_skip("g15r_6_a_buffer_dropped_inside_a_closure_is_released_after_it") else { return };
+    let stream = Stream::non_blocking(&context).unwrap();
+    let mut buffer = DeviceBuffer::<u32>::zeroed(&context, 1 << 20).unwrap();
+    buffer.fill_async(5, &stream).unwrap();
+    let (done, finished) = std::sync::mpsc::channel();
+    let worker = stream.clone();
+    std::thread::spawn(move || {
+        let outcome = worker.enqueue("drop inside", &[], |_| {
+            drop(buffer);
+            Ok::<_, Error>(())
+        });
+        let _ = done.send(outcome);
+    });
+    let outcome = finished.recv_timeout(Duration::from_secs(5)).expect("G15R-6: HUNG: a buffer dropped inside an enqueue closure");
+    let synced = context.synchronize();
+    println!("G15R-6 (drop inside): {outcome:?}; sync {synced:?}; deferred {}", context.deferred_releases());
+    assert!(outcome.is_ok() && synced.is_ok(), "{outcome:?} {synced:?}");
+    assert_eq!(context.deferred_releases(), 0, "the release was handed off and performed");
+}
+
+/// Found with G15R-6's fix (session 16): the last handle of a capturing stream dropped inside a
+/// host callback (of another stream) handed the capture's end to the release thread through
+/// `Context::release`, which postpones a release until the context's captures have ended: this
+/// capture among them, so it never ended (`Context::synchronize` kept failing with
+/// `CaptureInProgress`, and the releases postponed for it never ran). Now the end is handed off
+/// as such and runs at once on the release thread.
+///
+/// Before (expected): `sync Err(CaptureInProgress { captures: 1, .. })`. After: `sync Ok(())`,
+/// nothing left deferred.
+#[test]
+fn s16_a_capture_abandoned_inside_a_host_callback_ends() {
+    let Some(context) = gpu_or_skip("s16_a_capture_abandoned_inside_a_host_callback_ends") else { return };
+    let origin = Stream::non_blocking(&context).unwrap();
+    let other = Stream::non_blocking(&context).unwrap();
+    origin.begin_capture().unwrap();
+    other.launch_host_fn(move || drop(origin)).unwrap();
+    other.synchronize().unwrap();
+    let synced = context.synchronize();
+    println!("s16 (capture abandoned in a host callback): sync {synced:?}; deferred {}", context.deferred_releases());
+    assert!(synced.is_ok(), "the abandoned capture never ended: {synced:?}");
+    assert_eq!(context.deferred_releases(), 0);
+}
+
+/// Session 16, with G15R-6: a stream call inside a host callback (which the stream's later work
+/// waits for) is refused before it takes any lock of ferrocuda's (`CallInHostCallback`), so a
+/// thread waiting on the GPU inside a door's work is never waited for through a callback. Before:
+/// the door took its locks and the driver refused the call (`CUDA_ERROR_NOT_PERMITTED`).
+#[test]
+fn s16_a_stream_call_inside_a_host_callback_is_refused_before_any_lock() {
+    let Some(context) = gpu_or_skip("s16_a_stream_call_inside_a_host_callback_is_refused_before_any_lock") else { return };
+    let stream = Stream::non_blocking(&context).unwrap();
+    let inner = stream.clone();
+    let (sent, received) = std::sync::mpsc::channel();
+    stream
+        .launch_host_fn(move || {
+            let _ = sent.send(inner.enqueue("inside a callback", &[], |_| Ok::<_, Error>(())));
+        })
+        .unwrap();
+    stream.synchronize().unwrap();
+    let outcome = received.recv_timeout(Duration::from_secs(5)).expect("the callback ran");
+    println!("s16 (stream call in a host callback): {outcome:?}");
+    assert!(matches!(&outcome, Err(Error::CallInHostCallback { operation }) if operation == "inside a callback"), "{outcome:?}");
 }
 
 /// G15R-7: ordering a ferrocuda stream after a stream of `Stream::from_raw_in_owner_captures`
@@ -276,7 +431,9 @@ fn g16_1_a_wait_or_query_racing_a_record_into_an_ended_and_dropped_capture_never
                 };
                 match outcome {
                     Ok(()) => ok.fetch_add(1, Ordering::Relaxed),
-                    Err(Error::EventRecordedInCapture { .. } | Error::CapturedByAnotherThread { .. } | Error::CaptureChangedWhileQueued { .. }) => refused.fetch_add(1, Ordering::Relaxed),
+                    Err(Error::EventRecordedInCapture { .. } | Error::CapturedByAnotherThread { .. } | Error::CaptureChangedWhileQueued { .. }) => {
+                        refused.fetch_add(1, Ordering::Relaxed)
+                    }
                     // G16-2 (open, low): the driver's wait now and then answers INVALID_VALUE for
                     // an event whose last record was a plain point while another thread captures
                     // with it; an error the caller sees, not undefined behaviour. Counted apart.

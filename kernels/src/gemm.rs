@@ -635,6 +635,9 @@ impl GemmEngine {
         let b_rows = if schedule.cluster { BOX_B_HALF[1] } else { BOX_B[1] };
         let a_key = MapKey { address: a.kernel_arg().ptr, rows: m as u64, k: k as u64, box_rows: BOX_A[1] };
         let b_key = MapKey { address: b.kernel_arg().ptr, rows: n as u64, k: k as u64, box_rows: b_rows };
+        // The cache is held across the copies and the launch (door calls): inside another door
+        // call's work its holder may be waiting for this thread (audit 2026-11-28c G15R-6).
+        Stream::refuse_inside_door_work("GemmEngine (sm_90 tensor maps)")?;
         let mut cache = self.maps.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         cache.get(stream, a_key)?;
         cache.get(stream, b_key)?;

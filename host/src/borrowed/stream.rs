@@ -271,6 +271,9 @@ impl Stream {
     /// # Safety
     /// `event` is a live event of this stream's context (or of a peer context).
     pub unsafe fn wait_raw_event(&self, event: sys::CUevent) -> Result<()> {
+        // Inside a door call's work it would wait for locks whose holders may wait for it
+        // (G15R-6).
+        crate::stream::refuse_inside_door_work("Stream::wait_raw_event")?;
         // As `Stream::wait_event`: a wait may join a capture (P2).
         let _gate = self.capture_gate_exclusive()?;
         // The event may be of another library's capture, which this wait would join: work on

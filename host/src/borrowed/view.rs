@@ -211,7 +211,13 @@ pub(super) fn order_home_after(home: &Stream, usage: &BufferUsage) {
         if home.wait_for(&stream).is_ok() {
             continue;
         }
-        if let AfterFailedWait::Abort(why) = after_failed_wait(&stream.host_wait()) {
+        let waited = match stream.host_wait() {
+            // Inside a door call's work, which waits for no stream lock (G15R-6): a plain wait
+            // for all the stream's work (no lock; covers the work on the memory).
+            Err(crate::Error::NestedDoorCall { .. }) => stream.synchronize(),
+            other => other,
+        };
+        if let AfterFailedWait::Abort(why) = after_failed_wait(&waited) {
             eprintln!(
                 "ferrocuda: a borrow of another library's memory ends (a cudarc scope, a borrowed slice's drop), and the owner's \
                  later work on it cannot be ordered after ferrocuda's: {why}. The owner would get the memory back (to write or \

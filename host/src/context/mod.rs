@@ -28,7 +28,7 @@ pub(crate) use capture::any_capture_running;
 pub use current::CurrentGuard;
 pub use options::{Limit, SchedulePolicy};
 use recover::poisoned_if_sticky;
-pub(crate) use release::{Handle, HostCallbackScope, Released, in_host_callback};
+pub(crate) use release::{Handle, HostCallbackScope, Released, hand_off_releases, in_host_callback};
 
 thread_local! {
     /// The ferrocuda context last bound on this thread (weak: binding does not keep it alive).
@@ -267,11 +267,15 @@ impl Context {
     /// refuses a context-wide synchronisation then): end the capture first. A capture whose
     /// `Stream` was leaked (`mem::forget`) never ends: synchronise the other streams one by
     /// one ([`Stream::synchronize`](crate::Stream::synchronize)) instead.
+    /// [`Error::NestedDoorCall`] inside the `work` of a [`Stream::enqueue`](crate::Stream::enqueue):
+    /// the wait for the release thread and the postponed releases could wait for that very
+    /// work's stream (G15R-6); [`Error::CallInHostCallback`] inside a stream host callback.
     pub fn synchronize(&self) -> Result<()> {
-        if !in_host_callback() {
-            self.wait_for_handed_off_releases();
-            self.drain_deferred();
-        }
+        // Refused inside a door call's work and inside a host callback (where the driver refuses
+        // it anyway): the waits below take stream locks (G15R-6).
+        release::refuse_inside_door_work("Context::synchronize")?;
+        self.wait_for_handed_off_releases();
+        self.drain_deferred();
         let captures = self.captures();
         if captures > 0 {
             return Err(Error::CaptureInProgress { operation: "Context::synchronize", captures });
@@ -540,8 +544,9 @@ impl Drop for ContextInner {
         }
         let teardown = Teardown { raw: self.raw, device: self.device, kind: self.kind, embedded };
         let teardown = Handle(teardown);
-        if in_host_callback() {
-            // The last handle went inside a host callback, where CUDA calls are refused.
+        if hand_off_releases() {
+            // The last handle went inside a host callback, where CUDA calls are refused, or
+            // inside a door call's work, which must wait for nothing (G15R-6).
             release::run_on_release_thread(Box::new(move || teardown.into_inner().run()));
         } else {
             teardown.into_inner().run();

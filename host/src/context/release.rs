@@ -93,6 +93,22 @@ pub(crate) fn in_host_callback() -> bool {
     IN_HOST_CALLBACK.with(Cell::get)
 }
 
+/// True where a drop must not release its GPU resource itself but hand it to the release
+/// thread: inside a stream host callback (CUDA calls are refused there), and inside the `work`
+/// of a door call (`Stream::enqueue`), which holds its stream's driver-call lock: a release
+/// waits for other streams' locks, which may be held by threads waiting for this one (audit
+/// 2026-11-28c review2 G15R-6).
+#[inline]
+pub(crate) fn hand_off_releases() -> bool {
+    in_host_callback() || crate::stream::in_door_work()
+}
+
+/// [`Error::NestedDoorCall`](crate::Error::NestedDoorCall) inside the `work` of a door call
+/// (G15R-6), for this module's parent's waits (the door's own check, reached from here).
+pub(crate) fn refuse_inside_door_work(operation: &str) -> crate::Result<()> {
+    crate::stream::refuse_inside_door_work(operation)
+}
+
 /// Marks the current thread as running a host callback until dropped.
 pub(crate) struct HostCallbackScope {
     was: bool,
@@ -155,7 +171,7 @@ impl Context {
     /// Releases a GPU resource now, or later when it cannot be done now (see the module docs).
     /// `what` names what is freed (for [`Error::CaptureFailed`](crate::Error::CaptureFailed)).
     pub(crate) fn release(&self, what: Released, release: impl FnOnce(&Context) + Send + 'static) {
-        if in_host_callback() {
+        if hand_off_releases() {
             self.hand_off(move |context| context.release(what, release));
             return;
         }
@@ -164,11 +180,14 @@ impl Context {
         }
     }
 
-    /// Runs `job` on the release thread, right after the host callback this thread runs now
-    /// has returned; [`Context::synchronize`] waits for it.
-    fn hand_off(&self, job: impl FnOnce(&Context) + Send + 'static) {
+    /// Runs `job` on the release thread, counted until it has run ([`Context::synchronize`]
+    /// waits for it): for what cannot be done on this thread now ([`hand_off_releases`]). A
+    /// release hands itself off as `context.release(..)` again (which then waits for the end of
+    /// the captures if it must); the end of an abandoned capture hands off the end itself (it
+    /// must not wait for the end of the captures: it is one of them).
+    pub(crate) fn hand_off(&self, job: impl FnOnce(&Context) + Send + 'static) {
         self.inner.handed_off.fetch_add(1, Ordering::AcqRel);
-        /// Counts the hand-off as done when dropped: also when the release panics, so that
+        /// Counts the hand-off as done when dropped: also when the job panics, so that
         /// `Context::synchronize` (which waits for the count to reach zero) cannot hang.
         struct HandedOff(Context);
         impl Drop for HandedOff {
@@ -187,13 +206,13 @@ impl Context {
     /// `Graph`, an `Event` never recorded into a capture), or that ends a capture itself (a
     /// capturing stream's last handle, N11): now, even while a capture runs in the context, so
     /// that a capture that never ends (its `Stream` leaked, P5) strands none of them. A drop
-    /// inside a host callback hands it to the release thread, which performs it as it is, not
-    /// after the context's captures (audit 2026-11-28d review, G16R-7: a capturing stream's
+    /// inside a host callback or a door call's work (G15R-6) hands it to the release thread,
+    /// which performs it as it is, not after the context's captures (audit 2026-11-28d review, G16R-7: a capturing stream's
     /// last handle dropped in a callback waited there for the end of its own capture, which
     /// only it would bring: the capture never ended, and every later postponed release of the
     /// context waited with it).
     pub(crate) fn release_outside_captures(&self, _what: Released, release: impl FnOnce(&Context) + Send + 'static) {
-        if in_host_callback() {
+        if hand_off_releases() {
             self.hand_off(release);
         } else {
             release(self);
@@ -213,7 +232,7 @@ impl Context {
         streams: Vec<crate::Stream>,
         release: impl FnOnce(&Context, crate::stream::UsedStreams) + Send + 'static,
     ) {
-        if in_host_callback() {
+        if hand_off_releases() {
             // Decided on the release thread, where the capture queries work (G16R-7: deciding
             // here deferred it behind any capture, an unrelated one included, against P5).
             self.hand_off(move |context| context.release_after_streams(what, streams, release));

@@ -45,6 +45,15 @@ impl GraphExec {
     /// communicator) must outlive the replay too: the captured calls use their work areas,
     /// which are freed when they drop (G16R-9). The modules of captured kernels are kept loaded
     /// by the graph itself (the embedded ones live as long as the context).
+    ///
+    /// "The captured work" of a graph made by [`Stream::capture`] is all the work queued on
+    /// the captured streams by the code that ran on the capturing thread while its closure
+    /// ran, through any handle: the closure's own calls and everything they run on that thread,
+    /// including tasks of an executor polled there and jobs a work-stealing `join` ran there
+    /// while it waited (audit 2026-11-28c review2 G15R-3). A graph made with
+    /// [`Stream::begin_capture`] holds only work queued through the `Stream` value that began
+    /// the capture (and clones made from it during the capture) on that thread, and through
+    /// the streams it forked into the capture.
     pub unsafe fn launch(&self, stream: &Stream) -> Result<()> {
         let graph = self.raw;
         // SAFETY: both handles are alive; the caller guarantees the captured memory is.

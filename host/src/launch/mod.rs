@@ -111,7 +111,7 @@ pub unsafe fn launch_in_module(
     config.validate(context.limits()).map_err(|problem| Error::InvalidLaunch { kernel: signature.symbol.to_string(), problem })?;
     // Through the door, with the module's globals as read (S1: `Global::write` waits for the
     // launch, the launch for earlier writes).
-    module.with_globals(Access::Read, |globals| {
+    module.with_globals(Access::Read, signature.symbol, |globals| {
         stream.enqueue_both(signature.symbol, buffers, &[globals], |raw| {
             let function = module.checked_function(signature)?;
             // Under the key of the capture that records the launch: this stream's, or the

@@ -135,6 +135,9 @@ impl<T: Pod> DeviceBuffer<T> {
     /// allocation would be a graph node whose memory exists only while the graph runs.
     /// Allocate before the capture.
     pub fn zeroed_async(stream: &Stream, len: usize) -> Result<Self> {
+        // The gate below may be held by a thread waiting for a door call's work this thread
+        // may be running (G15R-6).
+        crate::stream::refuse_inside_door_work("DeviceBuffer::zeroed_async")?;
         // No capture may begin on `stream` (another thread's `begin_capture`) between the
         // check in `allocate` and the zeroing: both would be recorded into the graph.
         let gate = stream.capture_gate();

@@ -291,6 +291,9 @@ impl BufferUsage {
     /// finished: the last writer's for a read, every user's for a write. That work is then
     /// forgotten (for pinned host memory, which the host reads and writes directly).
     pub(crate) fn wait_on_host(&self, access: Access) -> Result<()> {
+        // The record's lock and the streams' gates may be held by threads waiting for a door
+        // call's work this thread may be running (G15R-6).
+        crate::stream::refuse_inside_door_work("a host copy's wait")?;
         if held_by_this_thread(&self.state) {
             return Err(Error::DeclaredAgainWhileHeld { operation: "a host copy's wait".to_string(), argument: "the buffer" });
         }
@@ -499,7 +502,22 @@ impl Stream {
     /// ([`Error::SharedDeclarationNotHeld`]): another thread's declaration could overtake this
     /// one before its work is queued (D2). Declare and queue such memory with
     /// [`Stream::will_use_for`].
+    ///
+    /// Inside a capture of the stream the declaration orders and records nothing (captured work
+    /// runs when the graph is launched). If the capture ends before the launch (another
+    /// handle's [`Stream::end_capture`], on any thread), the launch runs for real with nothing
+    /// recorded: host reads, other streams and the buffers' drops do not wait for it. The raw
+    /// launch's own `unsafe` contract carries that (audit 2026-11-28c review2 G15R-5); inside a
+    /// capture, prefer [`Stream::will_use_for`], which refuses the work then
+    /// ([`Error::CaptureChangedWhileQueued`]).
+    ///
+    /// # Errors
+    /// [`Error::SharedDeclarationNotHeld`]; [`Error::NestedDoorCall`] inside the `work` of a
+    /// [`Stream::enqueue`] (G15R-6); the door's ordering errors
+    /// ([`Error::ForeignCapture`], [`Error::CapturedByAnotherThread`],
+    /// [`Error::BufferInOtherContext`], [`Error::OrderingAfterCapture`], the driver's).
     pub fn will_use(&self, buffers: &[BufferAccess<'_>]) -> Result<()> {
+        crate::stream::refuse_inside_door_work("Stream::will_use")?;
         refuse_shared(buffers)?;
         before_work(self, "Stream::will_use", buffers)
     }
@@ -509,7 +527,16 @@ impl Stream {
     /// until `work` returns, as [`Stream::enqueue`] holds it until its work is queued: no other
     /// thread's declaration on those buffers comes between (D2). `work` must not declare the
     /// same buffers again (as tracked launch arguments, say): that would wait for itself.
+    ///
+    /// Declared inside a capture of the stream (nothing ordered or recorded), door work on this
+    /// stream inside `work` is refused ([`Error::CaptureChangedWhileQueued`]) once the capture
+    /// has ended meanwhile, instead of running untracked (G15R-5).
+    ///
+    /// # Errors
+    /// As [`Stream::will_use`] (without its refusal of shared records);
+    /// [`Error::NestedDoorCall`] inside the `work` of a [`Stream::enqueue`] (G15R-6).
     pub fn will_use_for<R>(&self, buffers: &[BufferAccess<'_>], work: impl FnOnce() -> R) -> Result<R> {
+        crate::stream::refuse_inside_door_work("Stream::will_use_for")?;
         let own_capture = self.capture_check("Stream::will_use_for")?;
         let held = order_buffers(self, "Stream::will_use_for", &[buffers], own_capture)?;
         // Declared for a capture (nothing ordered or recorded): door work on this stream inside

@@ -33,7 +33,7 @@ impl<T: Pod> Global<'_, T> {
     pub fn read(&self) -> Result<T> {
         let (address, mut value) = (self.address, T::zeroed());
         let legacy = Stream::default_of(self.module.context());
-        self.module.with_globals(Access::Read, |globals| {
+        self.module.with_globals(Access::Read, "Global::read", |globals| {
             // SAFETY: the global holds size_of::<T>() bytes (checked at creation); T accepts
             // any bytes; the door ordered the legacy stream after the last write.
             legacy.enqueue("Global::read", &[globals], |_| {
@@ -48,7 +48,7 @@ impl<T: Pod> Global<'_, T> {
     pub fn write(&self, value: &T) -> Result<()> {
         let address = self.address;
         let legacy = Stream::default_of(self.module.context());
-        self.module.with_globals(Access::Write, |globals| {
+        self.module.with_globals(Access::Write, "Global::write", |globals| {
             // SAFETY: the global holds size_of::<T>() bytes (checked at creation); the door
             // ordered the legacy stream after every launch of the module's kernels so far.
             legacy.enqueue("Global::write", &[globals], |_| {

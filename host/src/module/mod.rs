@@ -153,7 +153,10 @@ impl Module {
 
     /// Runs `f` with the access of stream work to the module's globals, holding the gate for
     /// `access` (shared for a read, exclusive for a write) while `f` declares and queues it.
-    pub(crate) fn with_globals<R>(&self, access: Access, f: impl FnOnce(BufferAccess<'_>) -> R) -> R {
+    /// Refused inside a door call's work ([`Error::NestedDoorCall`](crate::Error::NestedDoorCall),
+    /// G15R-6): the gate is held across a door call, so its holder may wait for that work.
+    pub(crate) fn with_globals<R>(&self, access: Access, operation: &str, f: impl FnOnce(BufferAccess<'_>) -> crate::Result<R>) -> crate::Result<R> {
+        crate::stream::refuse_inside_door_work(operation)?;
         let globals = BufferAccess::new(Some(&self.inner.globals), access, "module globals");
         let gate = &self.inner.globals_gate;
         match access {
@@ -256,8 +259,9 @@ impl Module {
     /// clones or [`Function`]s of it are still alive, it is unloaded when the last one drops.
     pub fn unload(self) -> Result<()> {
         let Some(mut inner) = Arc::into_inner(self.inner) else { return Ok(()) };
-        if inner.context.is_capturing() || crate::context::in_host_callback() {
-            // Synchronising would invalidate the capture (S2) or be refused: unloaded later.
+        if inner.context.is_capturing() || crate::context::hand_off_releases() {
+            // Synchronising would invalidate the capture (S2) or be refused (a host callback,
+            // a door call's work, G15R-6): unloaded later.
             drop(inner);
             return Ok(());
         }

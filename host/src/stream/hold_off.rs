@@ -160,6 +160,9 @@ pub(crate) struct ExclusiveGate<'s> {
 
 impl<'s> ExclusiveGate<'s> {
     pub(super) fn take(stream: &'s Stream) -> Result<Self> {
+        // Inside a door call's work the wait below (for stretches, then the gate's readers)
+        // could wait for a thread that waits for this one (G15R-6).
+        super::refuse_inside_door_work("a capture's begin or an event wait")?;
         if HELD_HERE.with(Cell::get) > 0 {
             return Err(Error::CaptureInsideHoldOff);
         }

@@ -22,6 +22,7 @@ mod door;
 mod hold_off;
 mod owner;
 pub use door::RawStream;
+pub(crate) use door::{in_door_work, refuse_inside_door_work};
 pub use hold_off::NoCapture;
 
 /// A queue of work on one context. [`Stream::default_of`] is CUDA's legacy default stream.
@@ -584,6 +585,9 @@ impl Stream {
     /// `gate_held`: the caller holds this stream's capture gate (a release); else it is taken
     /// here, so that no capture begins between the check and the record.
     fn tail_for(&self, waiter: Option<&Stream>, gate_held: bool, operation: &'static str) -> Result<Tail> {
+        // The gate and this stream's door may be held by threads waiting for the door whose
+        // work this thread may be running (G15R-6).
+        refuse_inside_door_work(operation)?;
         let _gate = (!gate_held).then(|| self.capture_gate());
         // A stream of `from_raw_in_owner_captures` records into its owner's capture, which
         // `captured_for_ordering` does not report: its tail recorded now would be a node of the
@@ -842,8 +846,10 @@ impl Stream {
     /// (N10; [`Context::deferred_releases`] counts it until then).
     ///
     /// Refused with [`Error::HostCallbackInCapture`] while the stream is being captured: a
-    /// graph replays its host nodes many times, and a `FnOnce` can run only once.
+    /// graph replays its host nodes many times, and a `FnOnce` can run only once; and with
+    /// [`Error::NestedDoorCall`] inside the `work` of a [`Stream::enqueue`] (G15R-6).
     pub fn launch_host_fn<F: FnOnce() + Send + 'static>(&self, callback: F) -> Result<()> {
+        refuse_inside_door_work("Stream::launch_host_fn")?;
         // Held from the check to the queuing: no capture of this stream (through
         // `begin_capture`, or a `wait_event` that joins one) begins in between, which would
         // record the callback into another thread's graph (audit 2026-11-28b G14-3).
@@ -892,7 +898,9 @@ impl Stream {
     /// [`Error::CaptureOfBorrowedStream`] on a stream borrowed from another library (Q8): its
     /// owner could end the capture and keep the graph beyond the lifetimes of the buffers it
     /// uses; capture on a stream of ferrocuda's, ordered with the borrowed one through events.
+    /// [`Error::NestedDoorCall`] inside the `work` of a [`Stream::enqueue`] (G15R-6).
     pub fn begin_capture(&self) -> Result<()> {
+        refuse_inside_door_work("Stream::begin_capture")?;
         if self.inner.others_may_capture.load(Ordering::Relaxed) {
             return Err(Error::CaptureOfBorrowedStream);
         }
@@ -938,6 +946,8 @@ impl Stream {
     /// # Errors
     /// [`Error::CaptureFailed`] when the driver refuses (the capture was invalidated), naming
     /// what was dropped during the capture and is released after it.
+    /// [`Error::NestedDoorCall`] inside the `work` of a [`Stream::enqueue`] (G15R-6): end the
+    /// capture after that work returns (the capture still runs).
     pub fn end_capture(&self) -> Result<Graph> {
         self.end_capture_of(None)
     }
@@ -946,6 +956,9 @@ impl Stream {
     /// other code ended and replaced by its own is left to that code:
     /// [`Error::CaptureEndedElsewhere`], G16R-10).
     fn end_capture_of(&self, own: Option<u64>) -> Result<Graph> {
+        // It takes this stream's and its joined streams' `driver_calls`: inside a door call's
+        // work on a joined stream it would wait for its own thread (G15R-6).
+        refuse_inside_door_work("Stream::end_capture")?;
         self.context().bind_to_thread()?;
         let mut raw = std::ptr::null_mut();
         // The modules kept for the capture are taken under the same lock as the end, whether or
@@ -981,10 +994,21 @@ impl Stream {
     /// clone of the stream made before the capture (`Cublas`, a GEMM engine) records into it.
     /// Other threads do not queue into it: their work through any handle of the stream, `work`'s
     /// own `&Stream` lent to a scoped thread included, is refused
-    /// ([`Error::CapturedByAnotherThread`]; audit 2026-11-28c review2 G15R-4). Other code that
-    /// `work` runs on this thread (tasks of an executor polled inside `work`, jobs that a
-    /// work-stealing `join` runs while it waits) is let in as the closure's own, through any
-    /// handle it holds (G15R-3, open): do not run such code inside `work`.
+    /// ([`Error::CapturedByAnotherThread`]; audit 2026-11-28c review2 G15R-4).
+    ///
+    /// **Everything that runs on this thread while `work` runs is `work`** (audit 2026-11-28c
+    /// review2 G15R-3): the capture cannot tell a library value's pre-capture clone from
+    /// another piece of code's (both are clones made before the capture, used on this thread
+    /// inside the closure), so code that `work` lets run on this thread records into the graph
+    /// as the closure's own, through any handle it holds: tasks of an executor polled inside
+    /// `work` (`block_on`, `run_until`), jobs that a work-stealing `join` or `scope` (rayon, on
+    /// a worker thread) runs while it waits. That work is not tracked, like all captured work,
+    /// and the graph's launcher vouches for its buffers ([`GraphExec::launch`](crate::GraphExec::launch)'s
+    /// contract names it). So inside `work` call nothing that runs other tasks or jobs on this
+    /// thread; where that cannot be avoided, capture with [`Stream::begin_capture`] /
+    /// [`Stream::end_capture`] instead, which let in only the capturing value and clones made
+    /// from it during the capture (other code's clones are refused, on this thread too), and
+    /// queue through that value (a library value holding an older clone is refused then).
     ///
     /// # Errors
     /// `work`'s error; [`Error::CaptureFailed`] when the driver refuses the end;
@@ -1060,12 +1084,13 @@ impl Drop for Stream {
         // The last handle of the caller's (exactly one drop gets the count to zero).
         let last_user_handle = self.user.take().is_some_and(|user| Arc::into_inner(user).is_some());
         if last_user_handle && self.inner.capturing.load(Ordering::Relaxed) {
-            if crate::context::in_host_callback() {
-                let context = self.inner.context.clone();
+            if crate::context::hand_off_releases() {
+                // In a host callback (CUDA refused) or a door call's work (which must wait for
+                // no stream lock, G15R-6): the end happens on the release thread, at once. Not
+                // through `Context::release`, which would wait for the end of the context's
+                // captures, this one among them, for ever.
                 let keep = self.record();
-                // Right after the callback, not after the context's captures: this capture ends
-                // only here (audit 2026-11-28d review, G16R-7).
-                context.release_outside_captures(crate::context::Released::Stream, move |_| {
+                self.inner.context.hand_off(move |_| {
                     abandon_capture(&keep.inner);
                     drop(keep);
                 });
