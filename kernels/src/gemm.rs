@@ -21,7 +21,10 @@
 use ferrocuda_host::__private::SliceArg;
 use ferrocuda_host::cublas::{Batch, Cublas, CublasLt, ElementType, Gemm, GemmElement, GemmOutput, MatrixLayout};
 use ferrocuda_host::{DeviceRead, DeviceTensorMap, DeviceWrite, LaunchConfig, Stream, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
-use ferrocuda_kernels_hopper::gemm::{BK, BM, BN, BOX_A, BOX_B, BOX_B_HALF, SHARED_BYTES, THREADS, gemm_bf16_tn, gemm_bf16_tn_cluster2};
+use ferrocuda_kernels_hopper::gemm::{
+    BK, BM, BN, BOX_A, BOX_B, BOX_B_HALF, BOX_C, SHARED_BYTES, STORE_STAGES, STORE3_STAGES, THREADS, gemm_bf16_tn, gemm_bf16_tn_cluster2, gemm_bf16_tn_store,
+    gemm_bf16_tn_store_cluster2, gemm_bf16_tn_store3, gemm_bf16_tn_store3_cluster2, store_shared_bytes,
+};
 use half::bf16;
 
 use crate::error::{expect_len, unsupported};
@@ -130,11 +133,11 @@ pub struct GemmMeasurement {
 }
 
 /// Tiles in bands of 8 along M, balanced grid.
-const G8_BALANCED: HopperSchedule = HopperSchedule { cluster: false, group: 8, balanced_grid: true };
+const G8_BALANCED: HopperSchedule = HopperSchedule { cluster: false, group: 8, balanced_grid: true, store: HopperStore::Direct };
 /// Column-major tiles, balanced grid.
-const BALANCED: HopperSchedule = HopperSchedule { cluster: false, group: 0, balanced_grid: true };
+const BALANCED: HopperSchedule = HopperSchedule { cluster: false, group: 0, balanced_grid: true, store: HopperStore::Direct };
 /// Tiles in bands of 16 along M, balanced grid.
-const G16_BALANCED: HopperSchedule = HopperSchedule { cluster: false, group: 16, balanced_grid: true };
+const G16_BALANCED: HopperSchedule = HopperSchedule { cluster: false, group: 16, balanced_grid: true, store: HopperStore::Direct };
 
 /// The measured table behind [`gemm_path`] and [`hopper_schedule`] for the bf16 `x · Wᵀ` calls
 /// the sm_90 kernel takes ([`hopper_gemm_fits`]). A call goes to that kernel only where the
@@ -360,11 +363,30 @@ pub struct HopperSchedule {
     /// Grid of as few blocks as give the same number of waves (`ceil(units / waves)`, e.g.
     /// 128 of 132 SMs for 2048 tiles: 16 full waves), instead of one block per SM.
     pub balanced_grid: bool,
+    /// How C is written (and the ring's depth that goes with it).
+    pub store: HopperStore,
+}
+
+/// How the sm_90 kernel writes its output tiles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HopperStore {
+    /// Each consumer thread stores its bf16 pairs to global memory, guarded at the edges
+    /// (`gemm_bf16_tn`, `gemm_bf16_tn_cluster2`; 4-stage ring; sessions 12-13's kernels).
+    Direct,
+    /// Through shared memory and the copy engine: `stmatrix` into a swizzled staging buffer,
+    /// TMA stores that run while the next tile starts (`gemm_bf16_tn_store`,
+    /// `gemm_bf16_tn_store_cluster2`; 4-stage ring, half a tile staged at a time). Needs `n %
+    /// 8 == 0` and `c` 16-byte aligned; other calls run [`HopperStore::Direct`].
+    Tma,
+    /// [`HopperStore::Tma`] with a 3-stage ring and the whole tile staged at once
+    /// (`gemm_bf16_tn_store3`, `gemm_bf16_tn_store3_cluster2`): fast.cu kernel 12's split of
+    /// the shared memory.
+    Tma3,
 }
 
 impl HopperSchedule {
     /// Session 12's schedule: one block per tile, column-major order, one block per SM.
-    pub const PLAIN: HopperSchedule = HopperSchedule { cluster: false, group: 0, balanced_grid: false };
+    pub const PLAIN: HopperSchedule = HopperSchedule { cluster: false, group: 0, balanced_grid: false, store: HopperStore::Direct };
 
     /// The grid (blocks) for `units_m x units_n` output tiles on `sms` multiprocessors: at most
     /// one block per SM and per tile, an even number for a cluster schedule.
@@ -479,19 +501,20 @@ fn hopper_checks(
     Ok(tiles)
 }
 
-/// Launches the kernel of `schedule` with maps `a_map` (box [`BOX_A`]) and `b_map` (box
-/// [`BOX_B`], or [`BOX_B_HALF`] for a cluster schedule) of exactly `a` and `b`, after
-/// [`hopper_checks`].
+/// Launches the kernel of `schedule` with maps `a_map` (box [`BOX_A`]), `b_map` (box
+/// [`BOX_B`], or [`BOX_B_HALF`] for a cluster schedule) and, for a copy-engine store,
+/// `c_map` (box [`BOX_C`]) of exactly `a`, `b` and `c`, after [`hopper_checks`].
 ///
 /// # Safety
-/// The maps are 2-D bf16 maps of exactly `a` (`[k, m]`) and `b` (`[k, n]`), 128-byte swizzle,
-/// with those boxes; `schedule.cluster` only with an even number of M tiles.
+/// The maps are 2-D bf16 maps of exactly `a` (`[k, m]`), `b` (`[k, n]`) and `c` (`[n, m]`),
+/// 128-byte swizzle, with those boxes; `schedule.cluster` only with an even number of M tiles;
+/// `c_map` is `Some` when `schedule.store` is not [`HopperStore::Direct`].
 #[allow(clippy::too_many_arguments)]
 unsafe fn launch_hopper(
     stream: &Stream,
     schedule: HopperSchedule,
     tiles: u32,
-    (a_map, b_map): (&DeviceTensorMap<'_>, &DeviceTensorMap<'_>),
+    (a_map, b_map, c_map): (&DeviceTensorMap<'_>, &DeviceTensorMap<'_>, Option<&DeviceTensorMap<'_>>),
     a: &(impl DeviceRead<bf16> + ?Sized),
     b: &(impl DeviceRead<bf16> + ?Sized),
     c: &mut (impl DeviceWrite<bf16> + ?Sized),
@@ -499,24 +522,74 @@ unsafe fn launch_hopper(
 ) -> Result<()> {
     let sms = stream.context().device().multiprocessor_count()?;
     let grid = schedule.grid(tiles, sms);
-    let config = LaunchConfig::new(grid, THREADS).with_shared_bytes(SHARED_BYTES);
     let (m, n, k, group) = (m as u32, n as u32, k as u32, schedule.group);
-    if schedule.cluster {
-        gemm_bf16_tn_cluster2::function(stream.context())?.set_max_dynamic_shared_bytes(SHARED_BYTES)?;
-        // SAFETY: the caller's contract (B's map with the half box, an even tile count).
-        unsafe { gemm_bf16_tn_cluster2::launch(stream, config, a_map, b_map, a, b, c, m, n, k, group) }?;
-    } else {
-        gemm_bf16_tn::function(stream.context())?.set_max_dynamic_shared_bytes(SHARED_BYTES)?;
-        // SAFETY: the caller's contract.
-        unsafe { gemm_bf16_tn::launch(stream, config, a_map, b_map, a, b, c, m, n, k, group) }?;
-    }
+    let ctx = stream.context();
+    let shared = match schedule.store {
+        HopperStore::Direct => SHARED_BYTES,
+        HopperStore::Tma => store_shared_bytes(STORE_STAGES),
+        HopperStore::Tma3 => store_shared_bytes(STORE3_STAGES),
+    };
+    let config = LaunchConfig::new(grid, THREADS).with_shared_bytes(shared);
+    let c_map = || c_map.ok_or_else(|| unsupported("store", format!("{:?}", schedule.store), "a map of C (internal error: report it)"));
+    // SAFETY (every arm): the caller's contract (the maps, B's half box for a cluster
+    // schedule with an even tile count, C's map for a copy-engine store).
+    unsafe {
+        match (schedule.store, schedule.cluster) {
+            (HopperStore::Direct, false) => {
+                gemm_bf16_tn::function(ctx)?.set_max_dynamic_shared_bytes(shared)?;
+                gemm_bf16_tn::launch(stream, config, a_map, b_map, a, b, c, m, n, k, group)
+            }
+            (HopperStore::Direct, true) => {
+                gemm_bf16_tn_cluster2::function(ctx)?.set_max_dynamic_shared_bytes(shared)?;
+                gemm_bf16_tn_cluster2::launch(stream, config, a_map, b_map, a, b, c, m, n, k, group)
+            }
+            (HopperStore::Tma, false) => {
+                gemm_bf16_tn_store::function(ctx)?.set_max_dynamic_shared_bytes(shared)?;
+                gemm_bf16_tn_store::launch(stream, config, a_map, b_map, c_map()?, a, b, c, m, n, k, group)
+            }
+            (HopperStore::Tma, true) => {
+                gemm_bf16_tn_store_cluster2::function(ctx)?.set_max_dynamic_shared_bytes(shared)?;
+                gemm_bf16_tn_store_cluster2::launch(stream, config, a_map, b_map, c_map()?, a, b, c, m, n, k, group)
+            }
+            (HopperStore::Tma3, false) => {
+                gemm_bf16_tn_store3::function(ctx)?.set_max_dynamic_shared_bytes(shared)?;
+                gemm_bf16_tn_store3::launch(stream, config, a_map, b_map, c_map()?, a, b, c, m, n, k, group)
+            }
+            (HopperStore::Tma3, true) => {
+                gemm_bf16_tn_store3_cluster2::function(ctx)?.set_max_dynamic_shared_bytes(shared)?;
+                gemm_bf16_tn_store3_cluster2::launch(stream, config, a_map, b_map, c_map()?, a, b, c, m, n, k, group)
+            }
+        }
+    }?;
     Ok(())
 }
 
-/// The schedule that runs: `schedule`, or the plain kernel with the same tile order and grid
-/// when a cluster schedule meets an odd number of M tiles.
-fn runnable(schedule: HopperSchedule, m: usize) -> HopperSchedule {
-    if schedule.cluster && !m.div_ceil(BM as usize).is_multiple_of(2) { HopperSchedule { cluster: false, ..schedule } } else { schedule }
+/// The schedule that runs: `schedule`, with the plain kernel (same tile order and grid) when a
+/// cluster schedule meets an odd number of M tiles, and direct stores when a copy-engine store
+/// meets a C that TMA cannot write (`n % 8 != 0`, or `c` not 16-byte aligned).
+fn runnable(schedule: HopperSchedule, m: usize, n: usize, c_address: u64) -> HopperSchedule {
+    let mut schedule = schedule;
+    if schedule.cluster && !m.div_ceil(BM as usize).is_multiple_of(2) {
+        schedule.cluster = false;
+    }
+    if schedule.store != HopperStore::Direct && !(n.is_multiple_of(8) && c_address.is_multiple_of(16)) {
+        schedule.store = HopperStore::Direct;
+    }
+    schedule
+}
+
+/// The untracked map of C for a copy-engine store (`[n, m]` bf16, box [`BOX_C`], 128-byte
+/// swizzle), copied to the device on `stream`.
+///
+/// # Safety
+/// `address` is 16-byte aligned device memory of `stream`'s context holding `m x n` bf16, `n %
+/// 8 == 0`; the map is handed only to launches that pass that memory as their declared `c`
+/// (see [`GemmEngine::hopper_gemm_bf16`]'s "Why a cached map is sound").
+unsafe fn c_map_of(stream: &Stream, address: u64, m: usize, n: usize) -> Result<DeviceTensorMap<'static>> {
+    let dims = [n as u64, m as u64];
+    let layout = TiledLayout { data_type: TensorDataType::Bf16, dims: &dims, strides_bytes: &[2 * n as u64], box_dims: &BOX_C, swizzle: TensorSwizzle::B128 };
+    // SAFETY: the caller's contract.
+    Ok(unsafe { TensorMap::encode_tiled(address, &layout) }?.to_device_async(stream)?)
 }
 
 /// Queues the sm_90 bf16 GEMM on `stream`: `c (m x n) = a · bᵀ`, with `a` stored `m x k` and
@@ -550,16 +623,24 @@ pub fn hopper_gemm_bf16(
     // that reads them (audit 2026-11-28, S1). Until they are dropped, no capture can start
     // on `stream`.
     let _stretch = stream.hold_off_capture("hopper_gemm_bf16")?;
-    let schedule = runnable(hopper_schedule(GemmShape { transpose_b: true, ..GemmShape::new(m, n, k) }), m);
+    let c_address = c.kernel_arg_mut().ptr;
+    let schedule = runnable(hopper_schedule(GemmShape { transpose_b: true, ..GemmShape::new(m, n, k) }), m, n, c_address);
     let b_box = if schedule.cluster { BOX_B_HALF } else { BOX_B };
     let (mu, nu, ku) = (m as u64, n as u64, k as u64);
     let a_map = TensorMap::tiled_view(a, TensorDataType::Bf16, &[ku, mu], &BOX_A, TensorSwizzle::B128)?.to_device_async(stream)?;
     let b_map = TensorMap::tiled_view(b, TensorDataType::Bf16, &[ku, nu], &b_box, TensorSwizzle::B128)?.to_device_async(stream)?;
-    // SAFETY: the maps were built just above as the kernels require: 2-D bf16 `[k, m]` and
-    // `[k, n]` views of exactly `a` and `b` (from their first element), boxes `BOX_A` and the
-    // schedule's B box, the 128-byte swizzle; `runnable` gave a cluster schedule only an even
-    // tile count.
-    unsafe { launch_hopper(stream, schedule, tiles, (&a_map, &b_map), a, b, c, (m, n, k)) }
+    let c_map = match schedule.store {
+        HopperStore::Direct => None,
+        // SAFETY: `c` was checked to hold exactly `m x n` bf16 (`hopper_checks`), 16-byte
+        // aligned with `n % 8 == 0` (`runnable`), memory of this stream's context; the map is
+        // handed to this call's launch only, which passes `c` itself (its declared write).
+        _ => Some(unsafe { c_map_of(stream, c_address, m, n) }?),
+    };
+    // SAFETY: the maps were built just above as the kernels require: 2-D bf16 `[k, m]`, `[k,
+    // n]` and `[n, m]` maps of exactly `a`, `b` and `c` (from their first element), boxes
+    // `BOX_A`, the schedule's B box and `BOX_C`, the 128-byte swizzle; `runnable` gave a
+    // cluster schedule only an even tile count and a copy-engine store only a C it can write.
+    unsafe { launch_hopper(stream, schedule, tiles, (&a_map, &b_map, c_map.as_ref()), a, b, c, (m, n, k)) }
 }
 
 impl GemmEngine {
@@ -631,19 +712,28 @@ impl GemmEngine {
     ) -> Result<()> {
         let stream = self.stream();
         let tiles = hopper_checks(stream, a, b, c, (m, n, k))?;
-        let schedule = runnable(schedule, m);
+        let c_address = c.kernel_arg_mut().ptr;
+        let schedule = runnable(schedule, m, n, c_address);
         let b_rows = if schedule.cluster { BOX_B_HALF[1] } else { BOX_B[1] };
         let a_key = MapKey { address: a.kernel_arg().ptr, rows: m as u64, k: k as u64, box_rows: BOX_A[1] };
         let b_key = MapKey { address: b.kernel_arg().ptr, rows: n as u64, k: k as u64, box_rows: b_rows };
+        // C's map: `[n, m]` with box `BOX_C` (64 x 64), i.e. the same kind of key with `n` as
+        // the inner extent.
+        let c_key = (schedule.store != HopperStore::Direct).then_some(MapKey { address: c_address, rows: m as u64, k: n as u64, box_rows: BOX_C[1] });
         let mut cache = self.maps.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         cache.get(stream, a_key)?;
         cache.get(stream, b_key)?;
+        if let Some(c_key) = c_key {
+            cache.get(stream, c_key)?;
+        }
         let find = |key: MapKey| cache.entries.iter().find(|(k, _)| *k == key).map(|(_, map)| map).expect("cached above");
-        // SAFETY: the cached maps encode exactly `a` and `b` (the keys are their checked
-        // addresses, `hopper_checks` checked they hold `m x k` and `n x k` elements), 2-D bf16,
-        // boxes `BOX_A` and the schedule's B box, the 128-byte swizzle; the launch passes `a`
-        // and `b` themselves, so it declares the memory the maps read (see the docs above).
-        unsafe { launch_hopper(stream, schedule, tiles, (find(a_key), find(b_key)), a, b, c, (m, n, k)) }
+        // SAFETY: the cached maps encode exactly `a`, `b` and `c` (the keys are their checked
+        // addresses, `hopper_checks` checked they hold `m x k`, `n x k` and `m x n` elements),
+        // 2-D bf16, boxes `BOX_A`, the schedule's B box and `BOX_C`, the 128-byte swizzle; the
+        // launch passes `a`, `b` and `c` themselves, so it declares the memory the maps read
+        // and write (see the docs above); `runnable` gave a copy-engine store only a C it can
+        // write (`n % 8 == 0`, 16-byte aligned).
+        unsafe { launch_hopper(stream, schedule, tiles, (find(a_key), find(b_key), c_key.map(find)), a, b, c, (m, n, k)) }
     }
 
     /// Tensor maps this engine has built for the sm_90 kernel (cache misses) since it was made:

@@ -4,7 +4,8 @@
 
 use ferrocuda_kernels::KernelsError;
 use ferrocuda_kernels::gemm::{
-    GemmPath, GemmShape, HOPPER_GEMM_TABLE, HopperSchedule, gemm_path, hopper_gemm_fits, hopper_gemm_ratio, hopper_gemm_refusal, hopper_schedule, plan,
+    GemmPath, GemmShape, HOPPER_GEMM_TABLE, HopperSchedule, HopperStore, gemm_path, hopper_gemm_fits, hopper_gemm_ratio, hopper_gemm_refusal, hopper_schedule,
+    plan,
 };
 use half::bf16;
 
@@ -72,7 +73,7 @@ fn gemm_paths_follow_the_shape_and_the_measured_table() {
 #[test]
 fn s13_measured_table_picks_the_best_schedule_and_keeps_cublas_where_it_leads() {
     let linear = |side: usize| GemmShape { transpose_b: true, ..GemmShape::new(side, side, side) };
-    let schedule = |cluster, group, balanced_grid| HopperSchedule { cluster, group, balanced_grid };
+    let schedule = |cluster, group, balanced_grid| HopperSchedule { cluster, group, balanced_grid, store: HopperStore::Direct };
     assert_eq!(hopper_schedule(linear(2048)), schedule(false, 8, true));
     assert_eq!(hopper_schedule(linear(4096)), schedule(false, 0, true));
     assert_eq!(hopper_schedule(linear(8192)), schedule(false, 16, true));
