@@ -132,40 +132,37 @@ pub struct GemmMeasurement {
     pub source: &'static str,
 }
 
-/// Tiles in bands of 8 along M, balanced grid.
-const G8_BALANCED: HopperSchedule = HopperSchedule { cluster: false, group: 8, balanced_grid: true, store: HopperStore::Direct };
-/// Column-major tiles, balanced grid.
-const BALANCED: HopperSchedule = HopperSchedule { cluster: false, group: 0, balanced_grid: true, store: HopperStore::Direct };
-/// Tiles in bands of 16 along M, balanced grid.
-const G16_BALANCED: HopperSchedule = HopperSchedule { cluster: false, group: 16, balanced_grid: true, store: HopperStore::Direct };
+/// Tiles in bands of 16 along M, balanced grid, copy-engine epilogue (4-stage ring).
+const TMA_G16_BALANCED: HopperSchedule = HopperSchedule { cluster: false, group: 16, balanced_grid: true, store: HopperStore::Tma };
 
 /// The measured table behind [`gemm_path`] and [`hopper_schedule`] for the bf16 `x · Wᵀ` calls
 /// the sm_90 kernel takes ([`hopper_gemm_fits`]). A call goes to that kernel only where the
 /// nearest measured side (within a factor of 2 of the call's, by the cube root of `m n k`) has
-/// a ratio of at least 1; elsewhere it stays on cuBLASLt. **Today no side has** (session 13,
-/// one H200): with cached maps and the best schedule, ours is 0.79x cuBLAS at 2048³ (the
-/// sustained ratio; one tile per block leaves the epilogue and the pipeline fill exposed),
-/// 0.93x at 4096³ and 0.955x at 8192³ (1.00 steady, 0.97 burst, 0.955 sustained), so every
-/// call stays on cuBLASLt; [`hopper_gemm_bf16`] and [`GemmEngine::hopper_gemm_bf16`] run the
-/// kernel on request, with the schedule recorded here.
+/// a ratio of at least 1 (and the call has at least [`HOPPER_MIN_TILES`] output tiles);
+/// elsewhere it stays on cuBLASLt.
+///
+/// Session 16 (one H200, `bench/results/s16-gemm/run3`): with the copy-engine epilogue
+/// ([`HopperStore::Tma`], launched as a programmatic dependent launch) ours leads cuBLAS at
+/// 2048³, 4096³ and 8192³ in every mode (steady, burst, sustained), so those sides run the
+/// sm_90 kernel, in bands of 16 tiles.
 pub const HOPPER_GEMM_TABLE: &[GemmMeasurement] = &[
     GemmMeasurement {
         side: 2048,
-        ratio_to_cublas: 0.79,
-        schedule: G8_BALANCED,
-        source: "bench/results/s13-gemm (H200, one run): g8-bal 0.88 steady, 0.95 burst, 0.79 sustained (cuBLAS 711 TFLOP/s sustained); the cluster schedules 0.65-0.78",
+        ratio_to_cublas: 1.045,
+        schedule: TMA_G16_BALANCED,
+        source: "bench/results/s16-gemm/run3 (H200, one run): tma-g16-bal 1.119 steady (732 vs 654 TFLOP/s), 1.24 burst (664 vs 536), 1.045 sustained (748 vs 716); fast.cu kernel 12 614 burst, 680 sustained",
     },
     GemmMeasurement {
         side: 4096,
-        ratio_to_cublas: 0.925,
-        schedule: BALANCED,
-        source: "bench/results/s13-gemm (H200, one run): bal 0.925 steady, 0.93 burst, 0.94 sustained (707 vs 751 TFLOP/s, 1980 MHz); g16-bal 0.92 / 0.95 / 0.93; plain 0.92 / 0.93 / 0.87",
+        ratio_to_cublas: 1.031,
+        schedule: TMA_G16_BALANCED,
+        source: "bench/results/s16-gemm/run3 (H200, one run): tma-g16-bal 1.046 steady (698 vs 667 TFLOP/s), 1.031 burst (797 vs 773), 1.083 sustained (804 vs 743, 1980 MHz); fast.cu kernel 12 781 burst, 740 sustained",
     },
     GemmMeasurement {
         side: 8192,
-        ratio_to_cublas: 0.955,
-        schedule: G16_BALANCED,
-        source: "bench/results/s13-gemm (H200, one run): g16-bal 1.00 steady, 0.97 burst (772 vs 795 TFLOP/s), 0.955 sustained (661 vs 691, 1485 MHz both); plain 0.97 / 0.89 / 0.90",
+        ratio_to_cublas: 1.017,
+        schedule: TMA_G16_BALANCED,
+        source: "bench/results/s16-gemm/run3 (H200, one run): tma-g16-bal 1.077 steady (695 vs 645 TFLOP/s), 1.024 burst (817 vs 798), 1.017 sustained (704 vs 692, 1500 vs 1530 MHz, 700 W cap); fast.cu kernel 12 816 burst, 704 sustained",
     },
 ];
 
@@ -227,13 +224,21 @@ pub fn hopper_gemm_ratio(shape: GemmShape) -> Option<f64> {
         .map(|m| m.ratio_to_cublas)
 }
 
+/// Fewest output tiles (128 x 256) for which [`gemm_path`] takes the sm_90 kernel: one full
+/// wave of a 132-SM H100/H200 (as 2048 x 2048 gives). The kernel computes each tile on one SM
+/// over the whole K (no split-K), so a call with fewer tiles leaves SMs idle where cuBLAS
+/// splits the work; the table was measured on square shapes with at least this many.
+pub const HOPPER_MIN_TILES: usize = 128;
+
 /// The implementation [`gemm`] runs for `shape`: strided batches on cuBLAS; a single GEMM
 /// that the sm_90 kernel takes (`hopper_fits`: [`hopper_gemm_fits`] with `alpha == 1`, `beta
-/// == 0`) on that kernel where [`hopper_gemm_ratio`] is at least 1; every other on cuBLASLt.
+/// == 0`), with at least [`HOPPER_MIN_TILES`] output tiles, on that kernel where
+/// [`hopper_gemm_ratio`] is at least 1; every other on cuBLASLt.
 pub fn gemm_path(shape: GemmShape, hopper_fits: bool) -> GemmPath {
+    let enough_tiles = shape.m.div_ceil(BM as usize).saturating_mul(shape.n.div_ceil(BN as usize)) >= HOPPER_MIN_TILES;
     if shape.batch > 1 {
         GemmPath::CublasStridedBatched
-    } else if hopper_fits && hopper_gemm_ratio(shape).is_some_and(|r| r >= 1.0) {
+    } else if hopper_fits && enough_tiles && hopper_gemm_ratio(shape).is_some_and(|r| r >= 1.0) {
         GemmPath::Hopper
     } else {
         GemmPath::CublasLt
@@ -530,6 +535,15 @@ unsafe fn launch_hopper(
         HopperStore::Tma3 => store_shared_bytes(STORE3_STAGES),
     };
     let config = LaunchConfig::new(grid, THREADS).with_shared_bytes(shared);
+    let config = if schedule.store == HopperStore::Direct {
+        config
+    } else {
+        // SAFETY: the copy-engine kernels (`gemm_bf16_tn_store*`) call
+        // `wait_for_prerequisites()` in every thread before they read the tensor maps, A or B
+        // or write C, having touched only their own shared memory before it, and on their
+        // early return.
+        unsafe { config.with_programmatic_dependent_launch() }
+    };
     let c_map = || c_map.ok_or_else(|| unsupported("store", format!("{:?}", schedule.store), "a map of C (internal error: report it)"));
     // SAFETY (every arm): the caller's contract (the maps, B's half box for a cluster
     // schedule with an even tile count, C's map for a copy-engine store).

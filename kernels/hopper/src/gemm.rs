@@ -9,19 +9,32 @@
 //! - warpgroups 1 and 2 (consumers, `setmaxnreg.inc 240`) each own 64 rows of the tile: wait
 //!   for "full", four `wgmma.m64n256k16` (K = 64), keep that group in flight while waiting for
 //!   the previous step's, release the previous stage (one arrival per warp), and after the last
-//!   K step convert the 128 f32 accumulators per thread to bf16 and store them.
+//!   K step convert the 128 f32 accumulators per thread to bf16 and store them (directly, or
+//!   through shared memory and the copy engine).
 //!
-//! Two schedules share that body (`gemm_body`): [`gemm_bf16_tn()`] (one block per tile) and
+//! Six kernels share that body (`gemm_body`): [`gemm_bf16_tn()`] (one block per tile) and
 //! [`gemm_bf16_tn_cluster2()`] (clusters of two blocks on vertically adjacent tiles, B loaded
-//! half by each and multicast to both). Both walk their tiles in bands of `group` M-tiles
-//! ([`grouped_unit`]), so the blocks running at once share A and B panels in L2; the host picks
-//! the schedule, the band and the grid per shape (`ferrocuda_kernels::gemm`).
+//! half by each and multicast to both; a consumer tells its peer a stage is free with a
+//! CTA-scope arrival, `MBarrier::arrive_cluster_after_reads`), each with direct stores
+//! (sessions 12-13) or, since session 16, with the copy-engine epilogue
+//! ([`gemm_bf16_tn_store()`], [`gemm_bf16_tn_store_cluster2()`] with 4 stages and half a tile
+//! staged at a time; [`gemm_bf16_tn_store3()`], [`gemm_bf16_tn_store3_cluster2()`] with 3
+//! stages and the whole tile staged): each consumer writes its bf16 tile with `stmatrix` into
+//! 128-byte-swizzled 64 x 64 boxes in shared memory and one thread stores them with TMA, which
+//! runs while the warpgroup starts its next tile (fast.cu's kernel 12 and CUTLASS do the same;
+//! the direct stores cost about 11 instructions per 4-byte pair). The copy-engine kernels are
+//! launched as programmatic dependent launches: a block sets up its barriers while the
+//! previous kernel on the stream finishes, then waits for it (`grid_dependency`). All walk
+//! their tiles in bands of `group` M-tiles ([`grouped_unit`]), so the blocks running at once
+//! share A and B panels in L2; the host picks the kernel, the band and the grid per shape
+//! (`ferrocuda_kernels::gemm`).
 //!
 //! Edges: the tensor maps describe A and B exactly, so the copy engine fills the parts of a
 //! box past M, N or K with zeros (and still counts their bytes); the last K step adds zeros,
-//! and the stores of a tile that crosses M or N are guarded. So any `M, N >= 1` and any
-//! `K >= 1` with `K % 8 == 0` (TMA's 16-byte row stride) and `N` even (bf16 pairs are stored)
-//! work (the cluster schedule also needs an even number of M tiles);
+//! and the stores of a tile that crosses M or N are guarded (or clipped by the copy engine).
+//! So any `M, N >= 1` and any `K >= 1` with `K % 8 == 0` (TMA's 16-byte row stride) and `N`
+//! even (bf16 pairs are stored) work (the cluster schedule also needs an even number of M
+//! tiles; the copy-engine epilogue `N % 8 == 0` and C 16-byte aligned);
 //! `ferrocuda_kernels::gemm` checks them, builds (or reuses) the maps and picks the kernel.
 //!
 //! The kernels are `#[kernel]`s: their launchers take the maps as `DeviceTensorMap`s and `A`,
@@ -31,13 +44,16 @@
 //! shape before touching anything, and returns without writing otherwise. What it cannot
 //! check is the maps: 2-D bf16 maps of exactly `A` (`[K, M]`) and `B` (`[K, N]`), boxes
 //! [`BOX_A`] and [`BOX_B`] (or [`BOX_B_HALF`]), 128-byte swizzle (a map with another box would
-//! make the copy engine write a stage of another size, past the stage's shared memory). So
+//! make the copy engine write a stage of another size, past the stage's shared memory), and
+//! for the copy-engine epilogue a map of exactly `C` (`[N, M]`, box [`BOX_C`]; a map of other
+//! memory would be written by the copy engine, undeclared). So
 //! the kernels are `unsafe` and so are their launchers (a safe launcher taking any
 //! `DeviceTensorMap` would let safe code corrupt shared memory);
 //! `ferrocuda_kernels::gemm::hopper_gemm_bf16` builds exactly those maps and is safe.
 
 use ferrocuda_device::cluster;
 use ferrocuda_device::global::UncheckedSlice;
+use ferrocuda_device::grid_dependency;
 use ferrocuda_device::half::{bf16, pack_bf16x2};
 use ferrocuda_device::kernel;
 use ferrocuda_device::ldmatrix;
@@ -304,6 +320,10 @@ unsafe fn gemm_body<const CLUSTER: u32, const S: u32, const STORE: bool>(
     };
     let tiles_m = m.div_ceil(BM);
     if !launch_ok || !operands_ok || !c_ok || k == 0 || !tiles_m.is_multiple_of(CLUSTER) {
+        if STORE {
+            // A programmatic dependent launch returns only after the work it overlaps.
+            grid_dependency::wait_for_prerequisites();
+        }
         return;
     }
     let (a_map, b_map) = (a_map as *const TensorMap, b_map as *const TensorMap);
@@ -324,6 +344,17 @@ unsafe fn gemm_body<const CLUSTER: u32, const S: u32, const STORE: bool>(
         cluster::sync();
     } else {
         sync_threads();
+    }
+    if STORE {
+        // The copy-engine kernels are launched as programmatic dependent launches: this block
+        // started while the previous kernel on the stream may still be running, and set up
+        // only its shared memory so far. Let the next launch be scheduled (a hint: its blocks
+        // take each SM as this kernel's block there exits), then wait for the previous work
+        // to complete and its writes to be visible before anything below reads the tensor
+        // maps, A or B or writes C (every thread, before any global access and before
+        // returning).
+        grid_dependency::launch_dependents();
+        grid_dependency::wait_for_prerequisites();
     }
     // Work units: tiles, or vertical tile pairs in a cluster; each block of a cluster takes
     // its rank's tile of the unit.
@@ -384,8 +415,11 @@ unsafe fn gemm_body<const CLUSTER: u32, const S: u32, const STORE: bool>(
             ring.release(step);
             if CLUSTER > 1 {
                 // SAFETY: the peer is running: it cannot pass the final cluster barrier before
-                // this block reaches it; its barrier sits at the same offset.
-                unsafe { ring.empty(Ring::<S>::slot(step)).arrive_cluster(rank ^ 1) };
+                // this block reaches it; its barrier sits at the same offset. The arrival says
+                // only that this warpgroup's `wgmma` reads of the stage are complete (waited
+                // for before `release` is called); the peer's copy then refills it. No
+                // ordinary writes of this thread are published to the peer by it.
+                unsafe { ring.empty(Ring::<S>::slot(step)).arrive_cluster_after_reads(rank ^ 1) };
             }
         };
         let mut step = 0u32;

@@ -70,6 +70,8 @@ const SCHEDULES: &[(&str, HopperSchedule)] = &[
     ("tma-g16-bal", schedule(false, 16, HopperStore::Tma)),
     ("tma3-g8-bal", schedule(false, 8, HopperStore::Tma3)),
     ("tma3-g16-bal", schedule(false, 16, HopperStore::Tma3)),
+    ("cl2-tma-bal", schedule(true, 0, HopperStore::Tma)),
+    ("cl2-tma-g4-bal", schedule(true, 4, HopperStore::Tma)),
     ("cl2-tma-g8-bal", schedule(true, 8, HopperStore::Tma)),
     ("cl2-tma3-g8-bal", schedule(true, 8, HopperStore::Tma3)),
 ];
