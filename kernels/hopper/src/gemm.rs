@@ -465,7 +465,7 @@ unsafe fn gemm_body<const CLUSTER: u32, const S: u32, const STORE: bool>(
             }
             unit += stride;
         }
-        if STORE && tid % 128 == 0 {
+        if STORE && tid.is_multiple_of(128) {
             // The stores read this block's shared memory and write C: both finish before the
             // block (and the kernel) does.
             store_wait::<0>();
