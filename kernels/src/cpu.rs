@@ -250,9 +250,13 @@ pub fn hopper_gemm_bf16_with(
     k: usize,
     grid: u32,
 ) -> Result<()> {
+    use crate::gemm::HopperStore;
     use ferrocuda_device::tma::TensorMap as DeviceMap;
     use ferrocuda_host::{LaunchConfig, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
-    use ferrocuda_kernels_hopper::gemm::{BM, BOX_A, BOX_B, BOX_B_HALF, SHARED_BYTES, THREADS, gemm_bf16_tn, gemm_bf16_tn_cluster2};
+    use ferrocuda_kernels_hopper::gemm::{
+        BM, BOX_A, BOX_B, BOX_B_HALF, BOX_C, SHARED_BYTES, STORE_STAGES, STORE3_STAGES, THREADS, gemm_bf16_tn, gemm_bf16_tn_cluster2, gemm_bf16_tn_store,
+        gemm_bf16_tn_store_cluster2, gemm_bf16_tn_store3, gemm_bf16_tn_store3_cluster2, store_shared_bytes,
+    };
     let shape = crate::gemm::GemmShape { transpose_b: true, ..crate::gemm::GemmShape::new(m, n, k) };
     if let Some((parameter, value, problem)) = crate::gemm::hopper_gemm_refusal(shape) {
         return Err(crate::error::unsupported(parameter, value, problem));
@@ -261,28 +265,44 @@ pub fn hopper_gemm_bf16_with(
     crate::error::expect_len("b", b.len(), n * k, || format!("n {n} x k {k}"))?;
     crate::error::expect_len("c", c.len(), m * n, || format!("m {m} x n {n}"))?;
     let cluster = schedule.cluster && m.div_ceil(BM as usize).is_multiple_of(2);
-    let map = |x: &[half::bf16], rows: usize, box_dims: &[u32; 2]| -> Result<Box<DeviceMap>> {
-        let dims = [k as u64, rows as u64];
-        let layout = TiledLayout { data_type: TensorDataType::Bf16, dims: &dims, strides_bytes: &[2 * k as u64], box_dims, swizzle: TensorSwizzle::B128 };
-        Ok(Box::new(DeviceMap(TensorMap::emulated(x.as_ptr() as u64, &layout)?.words())))
+    // A copy-engine store needs `n % 8 == 0` (the output below is 16-byte aligned); otherwise
+    // the direct stores run, as on the GPU.
+    let store = if n.is_multiple_of(8) { schedule.store } else { HopperStore::Direct };
+    let map = |address: u64, inner: usize, rows: usize, box_dims: &[u32; 2]| -> Result<Box<DeviceMap>> {
+        let dims = [inner as u64, rows as u64];
+        let layout = TiledLayout { data_type: TensorDataType::Bf16, dims: &dims, strides_bytes: &[2 * inner as u64], box_dims, swizzle: TensorSwizzle::B128 };
+        Ok(Box::new(DeviceMap(TensorMap::emulated(address, &layout)?.words())))
     };
-    let (a_map, b_map) = (map(a, m, &BOX_A)?, map(b, n, if cluster { &BOX_B_HALF } else { &BOX_B })?);
-    // 32-bit words for the kernel's paired stores (a `[bf16]` may be only 2-byte aligned).
-    let mut words = vec![0u32; (m * n).div_ceil(2)];
-    bytemuck::cast_slice_mut::<u32, u8>(&mut words)[..2 * m * n].copy_from_slice(bytemuck::cast_slice::<half::bf16, u8>(c));
+    let (a_map, b_map) = (map(a.as_ptr() as u64, k, m, &BOX_A)?, map(b.as_ptr() as u64, k, n, if cluster { &BOX_B_HALF } else { &BOX_B })?);
+    // 16-byte words for the kernels' paired (4-byte) and copy-engine (16-byte aligned) stores
+    // (a `[bf16]` may be only 2-byte aligned).
+    let mut words = vec![0u128; (m * n).div_ceil(8)];
+    bytemuck::cast_slice_mut::<u128, u8>(&mut words)[..2 * m * n].copy_from_slice(bytemuck::cast_slice::<half::bf16, u8>(c));
     let grid = if cluster { grid.max(1).next_multiple_of(2) } else { grid.max(1) };
-    let config = LaunchConfig::new(grid, THREADS).with_shared_bytes(SHARED_BYTES);
-    let out = &mut bytemuck::cast_slice_mut::<u32, half::bf16>(&mut words)[..m * n];
+    let shared = match store {
+        HopperStore::Direct => SHARED_BYTES,
+        HopperStore::Tma => store_shared_bytes(STORE_STAGES),
+        HopperStore::Tma3 => store_shared_bytes(STORE3_STAGES),
+    };
+    let config = LaunchConfig::new(grid, THREADS).with_shared_bytes(shared);
+    let out = &mut bytemuck::cast_slice_mut::<u128, half::bf16>(&mut words)[..m * n];
+    let c_map = map(out.as_ptr() as u64, n, m, &BOX_C)?;
     let (m, n, k, group) = (m as u32, n as u32, k as u32, schedule.group);
-    if cluster {
-        // SAFETY: the emulated maps describe exactly `a` (`m x k`) and `b` (`n x k`) as the
-        // kernel needs (bf16, boxes `BOX_A` / `BOX_B_HALF`, 128-byte swizzle) and live until
-        // the launch returns; the M tiles are even (checked above).
-        unsafe { gemm_bf16_tn_cluster2::launch_cpu(executor, config, &a_map, &b_map, a, b, out, m, n, k, group) }?;
-    } else {
-        // SAFETY: as above, with `BOX_B`.
-        unsafe { gemm_bf16_tn::launch_cpu(executor, config, &a_map, &b_map, a, b, out, m, n, k, group) }?;
-    }
-    c.copy_from_slice(&bytemuck::cast_slice::<u32, half::bf16>(&words)[..m as usize * n as usize]);
+    // SAFETY (every arm): the emulated maps describe exactly `a` (`m x k`), `b` (`n x k`) and
+    // `out` (`m x n`, 16-byte aligned) as the kernels need (bf16, boxes `BOX_A`, `BOX_B` or
+    // `BOX_B_HALF` for the cluster kernels, `BOX_C`, 128-byte swizzle) and live until the
+    // launch returns; a cluster kernel runs only with even M tiles (checked above), a
+    // copy-engine store only with `n % 8 == 0`.
+    unsafe {
+        match (store, cluster) {
+            (HopperStore::Direct, false) => gemm_bf16_tn::launch_cpu(executor, config, &a_map, &b_map, a, b, out, m, n, k, group),
+            (HopperStore::Direct, true) => gemm_bf16_tn_cluster2::launch_cpu(executor, config, &a_map, &b_map, a, b, out, m, n, k, group),
+            (HopperStore::Tma, false) => gemm_bf16_tn_store::launch_cpu(executor, config, &a_map, &b_map, &c_map, a, b, out, m, n, k, group),
+            (HopperStore::Tma, true) => gemm_bf16_tn_store_cluster2::launch_cpu(executor, config, &a_map, &b_map, &c_map, a, b, out, m, n, k, group),
+            (HopperStore::Tma3, false) => gemm_bf16_tn_store3::launch_cpu(executor, config, &a_map, &b_map, &c_map, a, b, out, m, n, k, group),
+            (HopperStore::Tma3, true) => gemm_bf16_tn_store3_cluster2::launch_cpu(executor, config, &a_map, &b_map, &c_map, a, b, out, m, n, k, group),
+        }
+    }?;
+    c.copy_from_slice(&bytemuck::cast_slice::<u128, half::bf16>(&words)[..m as usize * n as usize]);
     Ok(())
 }

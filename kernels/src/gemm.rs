@@ -21,7 +21,10 @@
 use ferrocuda_host::__private::SliceArg;
 use ferrocuda_host::cublas::{Batch, Cublas, CublasLt, ElementType, Gemm, GemmElement, GemmOutput, MatrixLayout};
 use ferrocuda_host::{DeviceRead, DeviceTensorMap, DeviceWrite, LaunchConfig, Stream, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
-use ferrocuda_kernels_hopper::gemm::{BK, BM, BN, BOX_A, BOX_B, BOX_B_HALF, SHARED_BYTES, THREADS, gemm_bf16_tn, gemm_bf16_tn_cluster2};
+use ferrocuda_kernels_hopper::gemm::{
+    BK, BM, BN, BOX_A, BOX_B, BOX_B_HALF, BOX_C, SHARED_BYTES, STORE_STAGES, STORE3_STAGES, THREADS, gemm_bf16_tn, gemm_bf16_tn_cluster2, gemm_bf16_tn_store,
+    gemm_bf16_tn_store_cluster2, gemm_bf16_tn_store3, gemm_bf16_tn_store3_cluster2, store_shared_bytes,
+};
 use half::bf16;
 
 use crate::error::{expect_len, unsupported};
@@ -129,40 +132,37 @@ pub struct GemmMeasurement {
     pub source: &'static str,
 }
 
-/// Tiles in bands of 8 along M, balanced grid.
-const G8_BALANCED: HopperSchedule = HopperSchedule { cluster: false, group: 8, balanced_grid: true };
-/// Column-major tiles, balanced grid.
-const BALANCED: HopperSchedule = HopperSchedule { cluster: false, group: 0, balanced_grid: true };
-/// Tiles in bands of 16 along M, balanced grid.
-const G16_BALANCED: HopperSchedule = HopperSchedule { cluster: false, group: 16, balanced_grid: true };
+/// Tiles in bands of 16 along M, balanced grid, copy-engine epilogue (4-stage ring).
+const TMA_G16_BALANCED: HopperSchedule = HopperSchedule { cluster: false, group: 16, balanced_grid: true, store: HopperStore::Tma };
 
 /// The measured table behind [`gemm_path`] and [`hopper_schedule`] for the bf16 `x · Wᵀ` calls
 /// the sm_90 kernel takes ([`hopper_gemm_fits`]). A call goes to that kernel only where the
 /// nearest measured side (within a factor of 2 of the call's, by the cube root of `m n k`) has
-/// a ratio of at least 1; elsewhere it stays on cuBLASLt. **Today no side has** (session 13,
-/// one H200): with cached maps and the best schedule, ours is 0.79x cuBLAS at 2048³ (the
-/// sustained ratio; one tile per block leaves the epilogue and the pipeline fill exposed),
-/// 0.93x at 4096³ and 0.955x at 8192³ (1.00 steady, 0.97 burst, 0.955 sustained), so every
-/// call stays on cuBLASLt; [`hopper_gemm_bf16`] and [`GemmEngine::hopper_gemm_bf16`] run the
-/// kernel on request, with the schedule recorded here.
+/// a ratio of at least 1 (and the call has at least [`HOPPER_MIN_TILES`] output tiles);
+/// elsewhere it stays on cuBLASLt.
+///
+/// Session 16 (one H200, `bench/results/s16-gemm/run3`): with the copy-engine epilogue
+/// ([`HopperStore::Tma`], launched as a programmatic dependent launch) ours leads cuBLAS at
+/// 2048³, 4096³ and 8192³ in every mode (steady, burst, sustained), so those sides run the
+/// sm_90 kernel, in bands of 16 tiles.
 pub const HOPPER_GEMM_TABLE: &[GemmMeasurement] = &[
     GemmMeasurement {
         side: 2048,
-        ratio_to_cublas: 0.79,
-        schedule: G8_BALANCED,
-        source: "bench/results/s13-gemm (H200, one run): g8-bal 0.88 steady, 0.95 burst, 0.79 sustained (cuBLAS 711 TFLOP/s sustained); the cluster schedules 0.65-0.78",
+        ratio_to_cublas: 1.045,
+        schedule: TMA_G16_BALANCED,
+        source: "bench/results/s16-gemm/run3 (H200, one run): tma-g16-bal 1.119 steady (732 vs 654 TFLOP/s), 1.24 burst (664 vs 536), 1.045 sustained (748 vs 716); fast.cu kernel 12 614 burst, 680 sustained",
     },
     GemmMeasurement {
         side: 4096,
-        ratio_to_cublas: 0.925,
-        schedule: BALANCED,
-        source: "bench/results/s13-gemm (H200, one run): bal 0.925 steady, 0.93 burst, 0.94 sustained (707 vs 751 TFLOP/s, 1980 MHz); g16-bal 0.92 / 0.95 / 0.93; plain 0.92 / 0.93 / 0.87",
+        ratio_to_cublas: 1.031,
+        schedule: TMA_G16_BALANCED,
+        source: "bench/results/s16-gemm/run3 (H200, one run): tma-g16-bal 1.046 steady (698 vs 667 TFLOP/s), 1.031 burst (797 vs 773), 1.083 sustained (804 vs 743, 1980 MHz); fast.cu kernel 12 781 burst, 740 sustained",
     },
     GemmMeasurement {
         side: 8192,
-        ratio_to_cublas: 0.955,
-        schedule: G16_BALANCED,
-        source: "bench/results/s13-gemm (H200, one run): g16-bal 1.00 steady, 0.97 burst (772 vs 795 TFLOP/s), 0.955 sustained (661 vs 691, 1485 MHz both); plain 0.97 / 0.89 / 0.90",
+        ratio_to_cublas: 1.017,
+        schedule: TMA_G16_BALANCED,
+        source: "bench/results/s16-gemm/run3 (H200, one run): tma-g16-bal 1.077 steady (695 vs 645 TFLOP/s), 1.024 burst (817 vs 798), 1.017 sustained (704 vs 692, 1500 vs 1530 MHz, 700 W cap); fast.cu kernel 12 816 burst, 704 sustained",
     },
 ];
 
@@ -224,13 +224,21 @@ pub fn hopper_gemm_ratio(shape: GemmShape) -> Option<f64> {
         .map(|m| m.ratio_to_cublas)
 }
 
+/// Fewest output tiles (128 x 256) for which [`gemm_path`] takes the sm_90 kernel: one full
+/// wave of a 132-SM H100/H200 (as 2048 x 2048 gives). The kernel computes each tile on one SM
+/// over the whole K (no split-K), so a call with fewer tiles leaves SMs idle where cuBLAS
+/// splits the work; the table was measured on square shapes with at least this many.
+pub const HOPPER_MIN_TILES: usize = 128;
+
 /// The implementation [`gemm`] runs for `shape`: strided batches on cuBLAS; a single GEMM
 /// that the sm_90 kernel takes (`hopper_fits`: [`hopper_gemm_fits`] with `alpha == 1`, `beta
-/// == 0`) on that kernel where [`hopper_gemm_ratio`] is at least 1; every other on cuBLASLt.
+/// == 0`), with at least [`HOPPER_MIN_TILES`] output tiles, on that kernel where
+/// [`hopper_gemm_ratio`] is at least 1; every other on cuBLASLt.
 pub fn gemm_path(shape: GemmShape, hopper_fits: bool) -> GemmPath {
+    let enough_tiles = shape.m.div_ceil(BM as usize).saturating_mul(shape.n.div_ceil(BN as usize)) >= HOPPER_MIN_TILES;
     if shape.batch > 1 {
         GemmPath::CublasStridedBatched
-    } else if hopper_fits && hopper_gemm_ratio(shape).is_some_and(|r| r >= 1.0) {
+    } else if hopper_fits && enough_tiles && hopper_gemm_ratio(shape).is_some_and(|r| r >= 1.0) {
         GemmPath::Hopper
     } else {
         GemmPath::CublasLt
@@ -360,11 +368,30 @@ pub struct HopperSchedule {
     /// Grid of as few blocks as give the same number of waves (`ceil(units / waves)`, e.g.
     /// 128 of 132 SMs for 2048 tiles: 16 full waves), instead of one block per SM.
     pub balanced_grid: bool,
+    /// How C is written (and the ring's depth that goes with it).
+    pub store: HopperStore,
+}
+
+/// How the sm_90 kernel writes its output tiles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HopperStore {
+    /// Each consumer thread stores its bf16 pairs to global memory, guarded at the edges
+    /// (`gemm_bf16_tn`, `gemm_bf16_tn_cluster2`; 4-stage ring; sessions 12-13's kernels).
+    Direct,
+    /// Through shared memory and the copy engine: `stmatrix` into a swizzled staging buffer,
+    /// TMA stores that run while the next tile starts (`gemm_bf16_tn_store`,
+    /// `gemm_bf16_tn_store_cluster2`; 4-stage ring, half a tile staged at a time). Needs `n %
+    /// 8 == 0` and `c` 16-byte aligned; other calls run [`HopperStore::Direct`].
+    Tma,
+    /// [`HopperStore::Tma`] with a 3-stage ring and the whole tile staged at once
+    /// (`gemm_bf16_tn_store3`, `gemm_bf16_tn_store3_cluster2`): fast.cu kernel 12's split of
+    /// the shared memory.
+    Tma3,
 }
 
 impl HopperSchedule {
     /// Session 12's schedule: one block per tile, column-major order, one block per SM.
-    pub const PLAIN: HopperSchedule = HopperSchedule { cluster: false, group: 0, balanced_grid: false };
+    pub const PLAIN: HopperSchedule = HopperSchedule { cluster: false, group: 0, balanced_grid: false, store: HopperStore::Direct };
 
     /// The grid (blocks) for `units_m x units_n` output tiles on `sms` multiprocessors: at most
     /// one block per SM and per tile, an even number for a cluster schedule.
@@ -479,19 +506,20 @@ fn hopper_checks(
     Ok(tiles)
 }
 
-/// Launches the kernel of `schedule` with maps `a_map` (box [`BOX_A`]) and `b_map` (box
-/// [`BOX_B`], or [`BOX_B_HALF`] for a cluster schedule) of exactly `a` and `b`, after
-/// [`hopper_checks`].
+/// Launches the kernel of `schedule` with maps `a_map` (box [`BOX_A`]), `b_map` (box
+/// [`BOX_B`], or [`BOX_B_HALF`] for a cluster schedule) and, for a copy-engine store,
+/// `c_map` (box [`BOX_C`]) of exactly `a`, `b` and `c`, after [`hopper_checks`].
 ///
 /// # Safety
-/// The maps are 2-D bf16 maps of exactly `a` (`[k, m]`) and `b` (`[k, n]`), 128-byte swizzle,
-/// with those boxes; `schedule.cluster` only with an even number of M tiles.
+/// The maps are 2-D bf16 maps of exactly `a` (`[k, m]`), `b` (`[k, n]`) and `c` (`[n, m]`),
+/// 128-byte swizzle, with those boxes; `schedule.cluster` only with an even number of M tiles;
+/// `c_map` is `Some` when `schedule.store` is not [`HopperStore::Direct`].
 #[allow(clippy::too_many_arguments)]
 unsafe fn launch_hopper(
     stream: &Stream,
     schedule: HopperSchedule,
     tiles: u32,
-    (a_map, b_map): (&DeviceTensorMap<'_>, &DeviceTensorMap<'_>),
+    (a_map, b_map, c_map): (&DeviceTensorMap<'_>, &DeviceTensorMap<'_>, Option<&DeviceTensorMap<'_>>),
     a: &(impl DeviceRead<bf16> + ?Sized),
     b: &(impl DeviceRead<bf16> + ?Sized),
     c: &mut (impl DeviceWrite<bf16> + ?Sized),
@@ -499,24 +527,83 @@ unsafe fn launch_hopper(
 ) -> Result<()> {
     let sms = stream.context().device().multiprocessor_count()?;
     let grid = schedule.grid(tiles, sms);
-    let config = LaunchConfig::new(grid, THREADS).with_shared_bytes(SHARED_BYTES);
     let (m, n, k, group) = (m as u32, n as u32, k as u32, schedule.group);
-    if schedule.cluster {
-        gemm_bf16_tn_cluster2::function(stream.context())?.set_max_dynamic_shared_bytes(SHARED_BYTES)?;
-        // SAFETY: the caller's contract (B's map with the half box, an even tile count).
-        unsafe { gemm_bf16_tn_cluster2::launch(stream, config, a_map, b_map, a, b, c, m, n, k, group) }?;
+    let ctx = stream.context();
+    let shared = match schedule.store {
+        HopperStore::Direct => SHARED_BYTES,
+        HopperStore::Tma => store_shared_bytes(STORE_STAGES),
+        HopperStore::Tma3 => store_shared_bytes(STORE3_STAGES),
+    };
+    let config = LaunchConfig::new(grid, THREADS).with_shared_bytes(shared);
+    let config = if schedule.store == HopperStore::Direct {
+        config
     } else {
-        gemm_bf16_tn::function(stream.context())?.set_max_dynamic_shared_bytes(SHARED_BYTES)?;
-        // SAFETY: the caller's contract.
-        unsafe { gemm_bf16_tn::launch(stream, config, a_map, b_map, a, b, c, m, n, k, group) }?;
-    }
+        // SAFETY: the copy-engine kernels (`gemm_bf16_tn_store*`) call
+        // `wait_for_prerequisites()` in every thread before they read the tensor maps, A or B
+        // or write C, having touched only their own shared memory before it, and on their
+        // early return.
+        unsafe { config.with_programmatic_dependent_launch() }
+    };
+    let c_map = || c_map.ok_or_else(|| unsupported("store", format!("{:?}", schedule.store), "a map of C (internal error: report it)"));
+    // SAFETY (every arm): the caller's contract (the maps, B's half box for a cluster
+    // schedule with an even tile count, C's map for a copy-engine store).
+    unsafe {
+        match (schedule.store, schedule.cluster) {
+            (HopperStore::Direct, false) => {
+                gemm_bf16_tn::function(ctx)?.set_max_dynamic_shared_bytes(shared)?;
+                gemm_bf16_tn::launch(stream, config, a_map, b_map, a, b, c, m, n, k, group)
+            }
+            (HopperStore::Direct, true) => {
+                gemm_bf16_tn_cluster2::function(ctx)?.set_max_dynamic_shared_bytes(shared)?;
+                gemm_bf16_tn_cluster2::launch(stream, config, a_map, b_map, a, b, c, m, n, k, group)
+            }
+            (HopperStore::Tma, false) => {
+                gemm_bf16_tn_store::function(ctx)?.set_max_dynamic_shared_bytes(shared)?;
+                gemm_bf16_tn_store::launch(stream, config, a_map, b_map, c_map()?, a, b, c, m, n, k, group)
+            }
+            (HopperStore::Tma, true) => {
+                gemm_bf16_tn_store_cluster2::function(ctx)?.set_max_dynamic_shared_bytes(shared)?;
+                gemm_bf16_tn_store_cluster2::launch(stream, config, a_map, b_map, c_map()?, a, b, c, m, n, k, group)
+            }
+            (HopperStore::Tma3, false) => {
+                gemm_bf16_tn_store3::function(ctx)?.set_max_dynamic_shared_bytes(shared)?;
+                gemm_bf16_tn_store3::launch(stream, config, a_map, b_map, c_map()?, a, b, c, m, n, k, group)
+            }
+            (HopperStore::Tma3, true) => {
+                gemm_bf16_tn_store3_cluster2::function(ctx)?.set_max_dynamic_shared_bytes(shared)?;
+                gemm_bf16_tn_store3_cluster2::launch(stream, config, a_map, b_map, c_map()?, a, b, c, m, n, k, group)
+            }
+        }
+    }?;
     Ok(())
 }
 
-/// The schedule that runs: `schedule`, or the plain kernel with the same tile order and grid
-/// when a cluster schedule meets an odd number of M tiles.
-fn runnable(schedule: HopperSchedule, m: usize) -> HopperSchedule {
-    if schedule.cluster && !m.div_ceil(BM as usize).is_multiple_of(2) { HopperSchedule { cluster: false, ..schedule } } else { schedule }
+/// The schedule that runs: `schedule`, with the plain kernel (same tile order and grid) when a
+/// cluster schedule meets an odd number of M tiles, and direct stores when a copy-engine store
+/// meets a C that TMA cannot write (`n % 8 != 0`, or `c` not 16-byte aligned).
+fn runnable(schedule: HopperSchedule, m: usize, n: usize, c_address: u64) -> HopperSchedule {
+    let mut schedule = schedule;
+    if schedule.cluster && !m.div_ceil(BM as usize).is_multiple_of(2) {
+        schedule.cluster = false;
+    }
+    if schedule.store != HopperStore::Direct && !(n.is_multiple_of(8) && c_address.is_multiple_of(16)) {
+        schedule.store = HopperStore::Direct;
+    }
+    schedule
+}
+
+/// The untracked map of C for a copy-engine store (`[n, m]` bf16, box [`BOX_C`], 128-byte
+/// swizzle), copied to the device on `stream`.
+///
+/// # Safety
+/// `address` is 16-byte aligned device memory of `stream`'s context holding `m x n` bf16, `n %
+/// 8 == 0`; the map is handed only to launches that pass that memory as their declared `c`
+/// (see [`GemmEngine::hopper_gemm_bf16`]'s "Why a cached map is sound").
+unsafe fn c_map_of(stream: &Stream, address: u64, m: usize, n: usize) -> Result<DeviceTensorMap<'static>> {
+    let dims = [n as u64, m as u64];
+    let layout = TiledLayout { data_type: TensorDataType::Bf16, dims: &dims, strides_bytes: &[2 * n as u64], box_dims: &BOX_C, swizzle: TensorSwizzle::B128 };
+    // SAFETY: the caller's contract.
+    Ok(unsafe { TensorMap::encode_tiled(address, &layout) }?.to_device_async(stream)?)
 }
 
 /// Queues the sm_90 bf16 GEMM on `stream`: `c (m x n) = a · bᵀ`, with `a` stored `m x k` and
@@ -550,16 +637,24 @@ pub fn hopper_gemm_bf16(
     // that reads them (audit 2026-11-28, S1). Until they are dropped, no capture can start
     // on `stream`.
     let _stretch = stream.hold_off_capture("hopper_gemm_bf16")?;
-    let schedule = runnable(hopper_schedule(GemmShape { transpose_b: true, ..GemmShape::new(m, n, k) }), m);
+    let c_address = c.kernel_arg_mut().ptr;
+    let schedule = runnable(hopper_schedule(GemmShape { transpose_b: true, ..GemmShape::new(m, n, k) }), m, n, c_address);
     let b_box = if schedule.cluster { BOX_B_HALF } else { BOX_B };
     let (mu, nu, ku) = (m as u64, n as u64, k as u64);
     let a_map = TensorMap::tiled_view(a, TensorDataType::Bf16, &[ku, mu], &BOX_A, TensorSwizzle::B128)?.to_device_async(stream)?;
     let b_map = TensorMap::tiled_view(b, TensorDataType::Bf16, &[ku, nu], &b_box, TensorSwizzle::B128)?.to_device_async(stream)?;
-    // SAFETY: the maps were built just above as the kernels require: 2-D bf16 `[k, m]` and
-    // `[k, n]` views of exactly `a` and `b` (from their first element), boxes `BOX_A` and the
-    // schedule's B box, the 128-byte swizzle; `runnable` gave a cluster schedule only an even
-    // tile count.
-    unsafe { launch_hopper(stream, schedule, tiles, (&a_map, &b_map), a, b, c, (m, n, k)) }
+    let c_map = match schedule.store {
+        HopperStore::Direct => None,
+        // SAFETY: `c` was checked to hold exactly `m x n` bf16 (`hopper_checks`), 16-byte
+        // aligned with `n % 8 == 0` (`runnable`), memory of this stream's context; the map is
+        // handed to this call's launch only, which passes `c` itself (its declared write).
+        _ => Some(unsafe { c_map_of(stream, c_address, m, n) }?),
+    };
+    // SAFETY: the maps were built just above as the kernels require: 2-D bf16 `[k, m]`, `[k,
+    // n]` and `[n, m]` maps of exactly `a`, `b` and `c` (from their first element), boxes
+    // `BOX_A`, the schedule's B box and `BOX_C`, the 128-byte swizzle; `runnable` gave a
+    // cluster schedule only an even tile count and a copy-engine store only a C it can write.
+    unsafe { launch_hopper(stream, schedule, tiles, (&a_map, &b_map, c_map.as_ref()), a, b, c, (m, n, k)) }
 }
 
 impl GemmEngine {
@@ -631,22 +726,31 @@ impl GemmEngine {
     ) -> Result<()> {
         let stream = self.stream();
         let tiles = hopper_checks(stream, a, b, c, (m, n, k))?;
-        let schedule = runnable(schedule, m);
+        let c_address = c.kernel_arg_mut().ptr;
+        let schedule = runnable(schedule, m, n, c_address);
         let b_rows = if schedule.cluster { BOX_B_HALF[1] } else { BOX_B[1] };
         let a_key = MapKey { address: a.kernel_arg().ptr, rows: m as u64, k: k as u64, box_rows: BOX_A[1] };
         let b_key = MapKey { address: b.kernel_arg().ptr, rows: n as u64, k: k as u64, box_rows: b_rows };
+        // C's map: `[n, m]` with box `BOX_C` (64 x 64), i.e. the same kind of key with `n` as
+        // the inner extent.
+        let c_key = (schedule.store != HopperStore::Direct).then_some(MapKey { address: c_address, rows: m as u64, k: n as u64, box_rows: BOX_C[1] });
         // The cache is held across the copies and the launch (door calls): inside another door
         // call's work its holder may be waiting for this thread (audit 2026-11-28c G15R-6).
         Stream::refuse_inside_door_work("GemmEngine (sm_90 tensor maps)")?;
         let mut cache = self.maps.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         cache.get(stream, a_key)?;
         cache.get(stream, b_key)?;
+        if let Some(c_key) = c_key {
+            cache.get(stream, c_key)?;
+        }
         let find = |key: MapKey| cache.entries.iter().find(|(k, _)| *k == key).map(|(_, map)| map).expect("cached above");
-        // SAFETY: the cached maps encode exactly `a` and `b` (the keys are their checked
-        // addresses, `hopper_checks` checked they hold `m x k` and `n x k` elements), 2-D bf16,
-        // boxes `BOX_A` and the schedule's B box, the 128-byte swizzle; the launch passes `a`
-        // and `b` themselves, so it declares the memory the maps read (see the docs above).
-        unsafe { launch_hopper(stream, schedule, tiles, (find(a_key), find(b_key)), a, b, c, (m, n, k)) }
+        // SAFETY: the cached maps encode exactly `a`, `b` and `c` (the keys are their checked
+        // addresses, `hopper_checks` checked they hold `m x k`, `n x k` and `m x n` elements),
+        // 2-D bf16, boxes `BOX_A`, the schedule's B box and `BOX_C`, the 128-byte swizzle; the
+        // launch passes `a`, `b` and `c` themselves, so it declares the memory the maps read
+        // and write (see the docs above); `runnable` gave a copy-engine store only a C it can
+        // write (`n % 8 == 0`, 16-byte aligned).
+        unsafe { launch_hopper(stream, schedule, tiles, (find(a_key), find(b_key), c_key.map(find)), a, b, c, (m, n, k)) }
     }
 
     /// Tensor maps this engine has built for the sm_90 kernel (cache misses) since it was made:

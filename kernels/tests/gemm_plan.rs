@@ -4,7 +4,8 @@
 
 use ferrocuda_kernels::KernelsError;
 use ferrocuda_kernels::gemm::{
-    GemmPath, GemmShape, HOPPER_GEMM_TABLE, HopperSchedule, gemm_path, hopper_gemm_fits, hopper_gemm_ratio, hopper_gemm_refusal, hopper_schedule, plan,
+    GemmPath, GemmShape, HOPPER_MIN_TILES, HopperSchedule, HopperStore, gemm_path, hopper_gemm_fits, hopper_gemm_ratio, hopper_gemm_refusal, hopper_schedule,
+    plan,
 };
 use half::bf16;
 
@@ -65,21 +66,30 @@ fn gemm_paths_follow_the_shape_and_the_measured_table() {
     assert_eq!(gemm_path(GemmShape { m: 256, n: 256, k: 256, ..linear }, true), GemmPath::CublasLt);
 }
 
-/// Session 13's measured picks (H200, bench/results/s13-gemm): the best schedule per side
-/// (bands of 8 tiles at 2048³, a balanced grid at 4096³, bands of 16 at 8192³; no cluster
-/// schedule: 0.65-0.86x), and every side still on cuBLASLt, whose lowest ratio (steady,
-/// burst, sustained) is below 1 (0.79, 0.925, 0.955).
+/// Session 16's measured picks (H200, bench/results/s16-gemm/run3): the copy-engine epilogue
+/// in bands of 16 tiles at 2048³, 4096³ and 8192³, where it leads cuBLAS in every mode (lowest
+/// ratios 1.045, 1.031 and 1.017), so `gemm` runs the sm_90 kernel there; a shape with fewer
+/// than `HOPPER_MIN_TILES` output tiles (no split-K in the kernel) stays on cuBLASLt even
+/// where the nearest measured side leads.
 #[test]
-fn s13_measured_table_picks_the_best_schedule_and_keeps_cublas_where_it_leads() {
+fn s16_measured_table_picks_the_copy_engine_epilogue_where_it_leads_cublas() {
     let linear = |side: usize| GemmShape { transpose_b: true, ..GemmShape::new(side, side, side) };
-    let schedule = |cluster, group, balanced_grid| HopperSchedule { cluster, group, balanced_grid };
-    assert_eq!(hopper_schedule(linear(2048)), schedule(false, 8, true));
-    assert_eq!(hopper_schedule(linear(4096)), schedule(false, 0, true));
-    assert_eq!(hopper_schedule(linear(8192)), schedule(false, 16, true));
-    assert_eq!(hopper_schedule(linear(7000)), schedule(false, 16, true), "nearest measured side");
-    assert!(HOPPER_GEMM_TABLE.iter().all(|m| !m.schedule.cluster), "no cluster schedule won");
-    for (side, ratio) in [(2048, 0.79), (4096, 0.925), (8192, 0.955)] {
-        assert_eq!(hopper_gemm_ratio(linear(side)), Some(ratio));
-        assert_eq!(gemm_path(linear(side), true), GemmPath::CublasLt, "side {side}");
+    let tma_g16 = HopperSchedule { cluster: false, group: 16, balanced_grid: true, store: HopperStore::Tma };
+    for side in [2048, 4096, 7000, 8192] {
+        assert_eq!(hopper_schedule(linear(side)), tma_g16, "side {side}");
     }
+    for (side, ratio) in [(2048, 1.045), (4096, 1.031), (8192, 1.017)] {
+        assert_eq!(hopper_gemm_ratio(linear(side)), Some(ratio));
+        assert_eq!(gemm_path(linear(side), true), GemmPath::Hopper, "side {side}");
+    }
+    // A shape the kernel cannot take stays on cuBLASLt whatever the table says.
+    assert_eq!(gemm_path(linear(8192), false), GemmPath::CublasLt);
+    // 1000 x 768 (8 x 3 = 24 tiles), K 3072: the nearest side (2048) leads, but 24 tiles
+    // would leave most SMs idle.
+    let narrow = GemmShape { transpose_b: true, ..GemmShape::new(1000, 768, 3072) };
+    assert!(hopper_gemm_ratio(narrow).is_some_and(|r| r >= 1.0));
+    assert_eq!(gemm_path(narrow, true), GemmPath::CublasLt);
+    // 2048 x 2048 is exactly 128 tiles: the sm_90 kernel; 2048 x 1792 (112) is not.
+    assert_eq!(HOPPER_MIN_TILES, 128);
+    assert_eq!(gemm_path(GemmShape { transpose_b: true, ..GemmShape::new(2048, 1792, 2048) }, true), GemmPath::CublasLt);
 }

@@ -138,7 +138,7 @@ fn sm90_gemm_cluster_pairs_match_f64() {
 /// A cluster schedule with an odd number of 128-row tiles runs the plain kernel (same result).
 #[test]
 fn sm90_gemm_cluster_schedule_with_odd_tiles_falls_back_to_the_plain_kernel() {
-    check_with(HopperSchedule { cluster: true, group: 2, balanced_grid: true }, 130, 256, 32, 2);
+    check_with(HopperSchedule { cluster: true, group: 2, balanced_grid: true, ..HopperSchedule::PLAIN }, 130, 256, 32, 2);
 }
 
 /// The grid: one block per SM and per tile, or (balanced) as few as keep the number of waves
@@ -167,5 +167,22 @@ fn sm90_gemm_grids_keep_the_waves_and_pair_the_clusters() {
             let units = (tiles / width).max(1);
             assert_eq!(units.div_ceil(grid / width), units.div_ceil(132 / width), "{schedule:?} {tiles}: {grid}");
         }
+    }
+}
+
+/// The copy-engine epilogue (`stmatrix` into the swizzled staging buffer, TMA stores clipped
+/// at C's edges), both ring depths, plain and in clusters: ragged M and N (N a multiple of 8,
+/// as TMA's row stride needs), persistent blocks walking several tiles (the staging buffer is
+/// reused only after the previous tile's stores read it), and an N that is not a multiple of 8
+/// (the direct stores run instead).
+#[test]
+fn s16_sm90_gemm_copy_engine_epilogue_matches_f64() {
+    use ferrocuda_kernels::gemm::HopperStore;
+    for store in [HopperStore::Tma, HopperStore::Tma3] {
+        let schedule = HopperSchedule { store, ..HopperSchedule::PLAIN };
+        check_with(schedule, 200, 312, 72, 1);
+        check_with(HopperSchedule { group: 2, ..schedule }, 300, 520, 64, 2);
+        check_with(HopperSchedule { cluster: true, ..schedule }, 500, 296, 136, 2);
+        check_with(schedule, 70, 30, 16, 1);
     }
 }

@@ -1081,7 +1081,7 @@ fn hopper_gemm_on_sm_90_matches_f64_and_cublas_at_ragged_shapes() {
 /// their own maps; the cache never holds more than `MAP_CACHE_CAPACITY` maps.
 #[test]
 fn hopper_gemm_engine_schedules_and_cached_maps_match_f64() {
-    use ferrocuda_kernels::gemm::{HopperSchedule, MAP_CACHE_CAPACITY};
+    use ferrocuda_kernels::gemm::{HopperSchedule, HopperStore, MAP_CACHE_CAPACITY};
     use ferrocuda_kernels_hopper::gemm::{reference_entry, within_bound};
     let Some((context, stream)) = gpu("hopper_gemm_engine_schedules_and_cached_maps_match_f64") else { return };
     if context.device().arch().unwrap() != 90 {
@@ -1095,7 +1095,13 @@ fn hopper_gemm_engine_schedules_and_cached_maps_match_f64() {
         HopperSchedule { balanced_grid: true, ..plain },
         HopperSchedule { group: 3, balanced_grid: true, ..plain },
         HopperSchedule { cluster: true, ..plain },
-        HopperSchedule { cluster: true, group: 2, balanced_grid: true },
+        HopperSchedule { cluster: true, group: 2, balanced_grid: true, ..HopperSchedule::PLAIN },
+        // The copy-engine epilogue (session 16): both ring depths, plain and in clusters (N not
+        // a multiple of 8 runs the direct stores).
+        HopperSchedule { store: HopperStore::Tma, group: 8, balanced_grid: true, ..plain },
+        HopperSchedule { store: HopperStore::Tma3, group: 16, balanced_grid: true, ..plain },
+        HopperSchedule { store: HopperStore::Tma, cluster: true, group: 2, balanced_grid: true },
+        HopperSchedule { store: HopperStore::Tma3, cluster: true, ..plain },
     ];
     let check = |what: &str, a: &[bf16], b: &[bf16], got: &[bf16], (m, n, k): (usize, usize, usize)| {
         let entries: Vec<(usize, usize)> = if m * n <= 1 << 18 {
@@ -1110,7 +1116,7 @@ fn hopper_gemm_engine_schedules_and_cached_maps_match_f64() {
         }
     };
     // (M tiles even: 512 and 2048 + 256; odd: 300 and 1000.)
-    for (i, &(m, n, k)) in [(512, 768, 128), (300, 258, 72), (2048 + 256, 1536 + 2, 776), (1000, 512, 512)].iter().enumerate() {
+    for (i, &(m, n, k)) in [(512, 768, 128), (300, 258, 72), (2048 + 256, 1536 + 2, 776), (1000, 512, 512), (700, 1000, 200)].iter().enumerate() {
         let (a, _) = input::<bf16>(m * k, 140 + i as u64, 1.0);
         let (b, _) = input::<bf16>(n * k, 160 + i as u64, 1.0);
         let (a_, b_) = (up(&context, &a), up(&context, &b));
@@ -1138,11 +1144,13 @@ fn hopper_gemm_engine_schedules_and_cached_maps_match_f64() {
     }
     // `a_` is dropped; new buffers (the allocator may hand out the same address) with other
     // values: each call's result is its own operands' product.
+    // (Odd rounds store through the copy engine: C's cached map meets reallocated buffers too.)
     for round in 0..4u64 {
         let (a2, _) = input::<bf16>(m * k, 300 + round, 1.0);
         let a2_ = up(&context, &a2);
         let mut c2 = up(&context, &vec![bf16::NAN; m * n]);
-        engine.hopper_gemm_bf16_with(plain, &a2_, &b_, &mut c2, m, n, k).unwrap();
+        let schedule = if round % 2 == 1 { HopperSchedule { store: HopperStore::Tma, ..plain } } else { plain };
+        engine.hopper_gemm_bf16_with(schedule, &a2_, &b_, &mut c2, m, n, k).unwrap();
         check(&format!("a reallocated (round {round})"), &a2, &b, &c2.to_vec().unwrap(), (m, n, k));
     }
     // Views at other offsets of one buffer: other addresses, other maps, the right rows.

@@ -21,7 +21,7 @@
 #        engine's cached path against f64, the map cache (reuse, reallocated buffers, views,
 #        bound), the refusals, gemm() on the path the table picks. Look for
 #        "test result: ok. 4 passed".
-#     3. hopper-gemm --sizes ${SIZES:-2048,4096,8192} --runs ${RUNS:-10}: probes (PASS lines),
+#     3. hopper-gemm --sizes ${SIZES:-2048,4096,8192} --runs ${RUNS:-10} [--schedules $GEMM_SCHEDULES]: probes (PASS lines),
 #        then per size: PASS lines for `library` (per-call maps), each schedule (cached maps:
 #        plain, bal, g8-bal, g16-bal, cl2-bal, cl2-g4-bal, cl2-g8-bal) and the CUDA C++ twin;
 #        isolated and steady timings (% of cuBLAS); burst (20 launches after 1 s idle) and
@@ -89,7 +89,7 @@ cd "$bin"
 REQUIRE_GPU=1 timeout "${T_TESTS:-120}" ./gpu_kernels_lib gemm --test-threads 1 > "$out/gemm-tests.log" 2>&1; rc_tests=$?
 tail -3 "$out/gemm-tests.log"
 # 3. Ours and cuBLAS.
-timeout "${T_BENCH:-150}" ./hopper-gemm --sizes "${SIZES:-2048,4096,8192}" --runs "${RUNS:-10}" --json "$out/hopper-gemm.json" --twin-cubin "$bin/twin.cubin" \
+timeout "${T_BENCH:-150}" ./hopper-gemm --sizes "${SIZES:-2048,4096,8192}" --runs "${RUNS:-10}" --json "$out/hopper-gemm.json" --twin-cubin "$bin/twin.cubin" ${GEMM_SCHEDULES:+--schedules "$GEMM_SCHEDULES"} \
   > "$out/hopper-gemm.log" 2>&1; rc_bench=$?
 # 4. fast.cu's kernel 12 and cuBLAS.
 rc_fastcu=skipped

@@ -143,6 +143,39 @@ fn gemm_sass_has_hgmma_and_no_local_memory() {
     assert!(!body.contains("LDL") && !body.contains("STL"), "{kernel}: local memory in SASS");
 }
 
+/// Session 16's copy-engine epilogue: the same 4 `HGMMA` per K step, 16 `STSM` x4 (the 64 x 256
+/// tile as bf16, 8 KiB per warp) and TMA stores (`UTMASTG.2D`) instead of the guarded `STG`s;
+/// `griddepcontrol` for the programmatic dependent launch; and in the cluster kernels no
+/// `MEMBAR.ALL.GPU` in the K loop (the cluster-scope release arrival put one before every
+/// remote stage release and made the cluster GEMM 0.65-0.78x the plain one): two are left,
+/// the cluster barriers at the start and the end. Local memory: a few bytes of addresses,
+/// spilled at tile boundaries (the consumers' 168-register compile cap), never in the K loop.
+#[test]
+fn s16_gemm_copy_engine_epilogue_sass() {
+    let sass = match sass_of(&ferrocuda_kernels_hopper::KERNELS) {
+        Ok(sass) => sass,
+        Err(why) => return eprintln!("skipped: {why}"),
+    };
+    for kernel in ["gemm_bf16_tn_store", "gemm_bf16_tn_store3", "gemm_bf16_tn_store_cluster2", "gemm_bf16_tn_store3_cluster2"] {
+        let body = kernel_sass(&sass, kernel);
+        assert_eq!(body.matches("HGMMA.64x256x16.F32.BF16").count(), 4, "{kernel}: one K step's 4 HGMMA");
+        assert_eq!(body.matches("STSM.16.M88.4").count(), 16, "{kernel}: 16 stmatrix x4 per tile");
+        // (`STG.E.STRONG.GPU` is the panic report's store, not C's.)
+        assert!(body.contains("UTMASTG.2D") && !body.contains("STG.E desc"), "{kernel}: C through TMA stores only");
+        // `griddepcontrol.launch_dependents` and `.wait`.
+        assert!(body.contains("PREEXIT") && body.contains("ACQBULK"), "{kernel}: programmatic dependent launch");
+        // The K loop: from the first HGMMA to the last of the 4, and the instructions just after.
+        let first = body.find("HGMMA").expect("HGMMA");
+        let loop_end = body[first..].rfind("HGMMA").expect("HGMMA") + first;
+        let window = &body[first..(loop_end + 400).min(body.len())];
+        assert!(!window.contains("LDL") && !window.contains("STL"), "{kernel}: local memory in the K loop");
+        if kernel.ends_with("cluster2") {
+            assert!(!window.contains("MEMBAR.ALL.GPU"), "{kernel}: a cluster-scope fence in the K loop");
+            assert_eq!(body.matches("MEMBAR.ALL.GPU").count(), 2, "{kernel}: only the cluster barriers fence");
+        }
+    }
+}
+
 /// Attention: ptxas serialised every `wgmma` of the overlapped kernels (info C7513: "non wgmma
 /// instructions defining input registers of a wgmma between start and end of the pipeline
 /// stage") while the softmax wrote registers that a later `wgmma` reads, or the first score

@@ -97,6 +97,33 @@ impl MBarrier {
         crate::hopper::emu::mbarrier_update_peer(rank, self.0, 1, 0);
     }
 
+    /// [`MBarrier::arrive_cluster`] without the cluster-scope release: `mapa` then
+    /// `mbarrier.arrive.shared::cluster.b64` (release at CTA scope, the form CUTLASS's
+    /// `ClusterBarrier::arrive(cta_id)` and fast.cu's kernel 12 use). The `.release.cluster`
+    /// form makes ptxas put `MEMBAR.ALL.GPU` (and `ERRBAR`, `CGAERRBAR`) before the arrival,
+    /// which in a consumer's K loop stalls the warp on every stage (the cluster GEMM of
+    /// sessions 12-13 ran at 0.65-0.78x of the plain kernel with it). This form publishes no
+    /// ordinary memory writes to the peer; it is for telling the peer that reads this thread
+    /// has already *completed* are done, e.g. `wgmma` operand reads of a ring stage after
+    /// `wgmma.wait_group`, before the peer's copy refills the stage.
+    ///
+    /// # Safety
+    /// As for [`MBarrier::arrive_cluster`]; and the peer must not rely on this arrival to see
+    /// this thread's earlier ordinary (generic-proxy) writes.
+    #[inline(always)]
+    pub unsafe fn arrive_cluster_after_reads(self, rank: u32) {
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: the caller's contract.
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .b32 remote; mapa.shared::cluster.u32 remote, {a}, {r}; mbarrier.arrive.shared::cluster.b64 _, [remote]; }}",
+                a = in(reg32) self.0, r = in(reg32) rank, options(nostack)
+            )
+        };
+        #[cfg(not(target_arch = "nvptx64"))]
+        crate::hopper::emu::mbarrier_update_peer(rank, self.0, 1, 0);
+    }
+
     /// Whether the phase with parity `parity` has completed (one `try_wait`, which may suspend
     /// the thread for a short while before answering; acquire semantics at CTA scope).
     #[inline(always)]

@@ -14,8 +14,10 @@
 //! sampled during them.
 //!
 //! ```text
-//! hopper-gemm [--sizes 4096,8192] [--runs 20] [--json FILE] [--twin-cubin FILE]
+//! hopper-gemm [--sizes 4096,8192] [--runs 20] [--json FILE] [--twin-cubin FILE] [--schedules a,b,...]
 //! ```
+//! `--schedules` times only the named schedules of `SCHEDULES` (beside `library`, the twin and
+//! cuBLAS).
 //! `--twin-cubin` writes NVRTC's cubin of the CUDA C++ twin (for `nvdisasm`; default
 //! `hopper-gemm-twin.cubin`).
 //! For each size: fresh random bf16 inputs in [-1, 1); C poisoned with NaN before the first
@@ -35,8 +37,11 @@ use ferrocuda_device::half::bf16;
 use ferrocuda_host::{
     Context, Cublas, DeviceBuffer, Event, Function, Gemm, JitOptions, MatrixLayout, Module, Stream, TensorDataType, TensorMap, TensorSwizzle, sys,
 };
-use ferrocuda_kernels::gemm::{GemmEngine, HopperSchedule, hopper_gemm_bf16};
-use ferrocuda_kernels_hopper::gemm::{BK, BM, BN, SHARED_BYTES, THREADS, gemm_bf16_tn, gemm_bf16_tn_cluster2};
+use ferrocuda_kernels::gemm::{GemmEngine, HopperSchedule, HopperStore, hopper_gemm_bf16};
+use ferrocuda_kernels_hopper::gemm::{
+    BK, BM, BN, SHARED_BYTES, STORE_STAGES, STORE3_STAGES, THREADS, gemm_bf16_tn, gemm_bf16_tn_cluster2, gemm_bf16_tn_store, gemm_bf16_tn_store_cluster2,
+    gemm_bf16_tn_store3, gemm_bf16_tn_store3_cluster2, store_shared_bytes,
+};
 use hopper_kernels::tma_probes::COPY_TILE;
 
 type Res<T> = Result<T, String>;
@@ -48,16 +53,41 @@ const TWIN_KERNEL: &str = "gemm_bf16_tn_cpp";
 
 /// The sm_90 schedules timed through `GemmEngine::hopper_gemm_bf16_with` (cached maps): `bal`
 /// a balanced grid (as few blocks as keep the waves), `gN` tiles in bands of N along M (tile
-/// pairs for `cl2`), `cl2` clusters of two blocks sharing B by multicast.
+/// pairs for `cl2`), `cl2` clusters of two blocks sharing B by multicast, `tma` the copy-engine
+/// epilogue (4-stage ring, half tiles staged), `tma3` the same with a 3-stage ring and whole
+/// tiles staged; without `tma`: direct stores (sessions 12-13's kernels). `--schedules`
+/// picks some (default: all).
 const SCHEDULES: &[(&str, HopperSchedule)] = &[
     ("plain", HopperSchedule::PLAIN),
-    ("bal", HopperSchedule { cluster: false, group: 0, balanced_grid: true }),
-    ("g8-bal", HopperSchedule { cluster: false, group: 8, balanced_grid: true }),
-    ("g16-bal", HopperSchedule { cluster: false, group: 16, balanced_grid: true }),
-    ("cl2-bal", HopperSchedule { cluster: true, group: 0, balanced_grid: true }),
-    ("cl2-g4-bal", HopperSchedule { cluster: true, group: 4, balanced_grid: true }),
-    ("cl2-g8-bal", HopperSchedule { cluster: true, group: 8, balanced_grid: true }),
+    ("bal", schedule(false, 0, HopperStore::Direct)),
+    ("g8-bal", schedule(false, 8, HopperStore::Direct)),
+    ("g16-bal", schedule(false, 16, HopperStore::Direct)),
+    ("cl2-bal", schedule(true, 0, HopperStore::Direct)),
+    ("cl2-g4-bal", schedule(true, 4, HopperStore::Direct)),
+    ("cl2-g8-bal", schedule(true, 8, HopperStore::Direct)),
+    ("tma-bal", schedule(false, 0, HopperStore::Tma)),
+    ("tma-g8-bal", schedule(false, 8, HopperStore::Tma)),
+    ("tma-g16-bal", schedule(false, 16, HopperStore::Tma)),
+    ("tma3-g8-bal", schedule(false, 8, HopperStore::Tma3)),
+    ("tma3-g16-bal", schedule(false, 16, HopperStore::Tma3)),
+    ("cl2-tma-bal", schedule(true, 0, HopperStore::Tma)),
+    ("cl2-tma-g4-bal", schedule(true, 4, HopperStore::Tma)),
+    ("cl2-tma-g8-bal", schedule(true, 8, HopperStore::Tma)),
+    ("cl2-tma3-g8-bal", schedule(true, 8, HopperStore::Tma3)),
 ];
+
+/// A balanced-grid schedule.
+const fn schedule(cluster: bool, group: u32, store: HopperStore) -> HopperSchedule {
+    HopperSchedule { cluster, group, balanced_grid: true, store }
+}
+
+/// The schedules `--schedules` picked (all when absent).
+static PICKED: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+
+/// The schedules this run times, in `SCHEDULES`' order.
+fn picked_schedules() -> impl Iterator<Item = &'static (&'static str, HopperSchedule)> {
+    SCHEDULES.iter().filter(|(name, _)| PICKED.get().is_none_or(|picked| picked.contains(name)))
+}
 
 /// Progress on stderr with the time since start: on the first GPU runs (2026-11-23, H100 and
 /// H200) the program stopped printing after loading the module and was killed after 200 s, so
@@ -528,21 +558,28 @@ fn run_size(
     // `library`: the per-call form (maps built and copied per call, the table's schedule);
     // every other name: the engine's cached maps with that schedule.
     let mut kernels: Vec<&str> = vec!["library"];
-    kernels.extend(SCHEDULES.iter().map(|(name, _)| *name));
+    kernels.extend(picked_schedules().map(|(name, _)| *name));
     let engine = GemmEngine::new(stream).map_err(err("GemmEngine"))?;
     if side == sizes_first {
-        for (name, function) in [("gemm_bf16_tn", gemm_bf16_tn::function(context)), ("gemm_bf16_tn_cluster2", gemm_bf16_tn_cluster2::function(context))] {
+        let (store4, store3) = (store_shared_bytes(STORE_STAGES), store_shared_bytes(STORE3_STAGES));
+        for (name, function, shared) in [
+            ("gemm_bf16_tn", gemm_bf16_tn::function(context), SHARED_BYTES),
+            ("gemm_bf16_tn_cluster2", gemm_bf16_tn_cluster2::function(context), SHARED_BYTES),
+            ("gemm_bf16_tn_store", gemm_bf16_tn_store::function(context), store4),
+            ("gemm_bf16_tn_store_cluster2", gemm_bf16_tn_store_cluster2::function(context), store4),
+            ("gemm_bf16_tn_store3", gemm_bf16_tn_store3::function(context), store3),
+            ("gemm_bf16_tn_store3_cluster2", gemm_bf16_tn_store3_cluster2::function(context), store3),
+        ] {
             let function = function.map_err(err(name))?;
-            function.set_max_dynamic_shared_bytes(SHARED_BYTES).map_err(err("smem attribute"))?;
+            function.set_max_dynamic_shared_bytes(shared).map_err(err("smem attribute"))?;
             let attributes = function.attributes().map_err(err("attributes"))?;
             lines.push(format!(
-                "{name} (library kernel): {} registers at entry (setmaxnreg 24/240 at run time), {} B local, {} B dynamic smem, {THREADS} threads; grids: {}",
-                attributes.registers,
-                attributes.local_bytes,
-                SHARED_BYTES,
-                SCHEDULES.iter().map(|(n, s)| format!("{n} {}", s.grid(tiles, sm_count))).collect::<Vec<_>>().join(", ")
+                "{name} (library kernel): {} registers at entry (setmaxnreg 24/240 at run time), {} B local, {shared} B dynamic smem, {THREADS} threads",
+                attributes.registers, attributes.local_bytes,
             ));
         }
+        lines
+            .push(format!("grids at {side}^3: {}", picked_schedules().map(|(n, s)| format!("{n} {}", s.grid(tiles, sm_count))).collect::<Vec<_>>().join(", ")));
     }
     // The CUDA C++ twin: raw maps in global memory (its parameters: A map, B map, C, m, n, k);
     // it needs whole tiles.
@@ -907,7 +944,18 @@ fn run() -> Res<bool> {
             "--runs" => runs = value.parse().map_err(|_| "--runs takes a number".to_string())?,
             "--json" => json_path = value,
             "--twin-cubin" => twin_cubin_path = value,
-            other => return Err(format!("unknown argument {other}; usage: hopper-gemm [--sizes 4096,8192] [--runs 20] [--json FILE] [--twin-cubin FILE]")),
+            "--schedules" => {
+                let picked: Vec<&'static str> = value
+                    .split(',')
+                    .map(|name| SCHEDULES.iter().find(|(n, _)| *n == name.trim()).map(|(n, _)| *n).ok_or_else(|| format!("unknown schedule {name}")))
+                    .collect::<Res<_>>()?;
+                PICKED.set(picked).map_err(|_| "--schedules given twice".to_string())?;
+            }
+            other => {
+                return Err(format!(
+                    "unknown argument {other}; usage: hopper-gemm [--sizes 4096,8192] [--runs 20] [--json FILE] [--twin-cubin FILE] [--schedules a,b,...]"
+                ));
+            }
         }
     }
     let context = Context::primary(0).map_err(err("opening GPU 0"))?;
