@@ -21,7 +21,7 @@
 //!   inside a capture), so a capturing stream takes the tensor-core path.
 
 use ferrocuda_host::{DeviceBuffer, DeviceRead, DeviceWrite, Function, Stream, TensorDataType, TensorMap, TensorSwizzle, TiledLayout, sys};
-use ferrocuda_kernels_hopper::attention::{BM, BOX, STAGES, STAGES_DEEP, THREADS, shared_bytes};
+use ferrocuda_kernels_hopper::attention::{BM, BOX, STAGES, STAGES_DEEP, THREADS, shared_bytes, shared_bytes_q2};
 
 use crate::attention::{Attention, Backward, Layout};
 use crate::launchers::Launchers;
@@ -96,9 +96,10 @@ pub fn hopper_kernels<T: Element>(shape: &Attention, arch: u32) -> Option<[&'sta
 
 /// Every overlapped sm_90 forward instance (the `_serial` ones aside) of `ferrocuda-kernels-hopper`, by
 /// head dimension and mask: the schedules that [`hopper_forward_instances`] offers for a shape.
-const FORWARD_INSTANCES: [&str; 29] = [
+const FORWARD_INSTANCES: [&str; 33] = [
     "attention_d64",
     "attention_d64_persistent",
+    "attention_d64_persistent_q2",
     "attention_d64_pingpong",
     "attention_d64_pingpong_persistent",
     "attention_d64_s3",
@@ -108,6 +109,7 @@ const FORWARD_INSTANCES: [&str; 29] = [
     "attention_d64_causal",
     "attention_d64_causal_pingpong",
     "attention_d64_causal_pingpong_persistent",
+    "attention_d64_causal_pingpong_persistent_q2",
     "attention_d64_causal_s3",
     "attention_d64_causal_pingpong_s3",
     "attention_d64_causal_pingpong_poly4",
@@ -117,12 +119,14 @@ const FORWARD_INSTANCES: [&str; 29] = [
     "attention_d128",
     "attention_d128_pingpong",
     "attention_d128_pingpong_persistent",
+    "attention_d128_pingpong_persistent_q2",
     "attention_d128_s3",
     "attention_d128_pingpong_s3",
     "attention_d128_pingpong_s3_persistent",
     "attention_d128_causal",
     "attention_d128_causal_pingpong",
     "attention_d128_causal_pingpong_persistent",
+    "attention_d128_causal_pingpong_persistent_q2",
     "attention_d128_causal_s3",
     "attention_d128_causal_pingpong_s3",
     "attention_d128_causal_pingpong_s3_persistent",
@@ -183,7 +187,8 @@ pub(crate) fn attention_forward<T: Element>(
     context.embedded_image(&ferrocuda_kernels_device::KERNELS)?;
     let function = Function::from_embedded(context, &ferrocuda_kernels_hopper::KERNELS, kernel)?;
     let stages = if kernel.contains("_s3") { STAGES_DEEP } else { STAGES };
-    let shared = shared_bytes(head_dim as u32, stages);
+    // The `_q2` kernels (persistent, two Q buffers) take one more tile and 40 bytes.
+    let shared = if kernel.ends_with("_q2") { shared_bytes_q2(head_dim as u32, stages) } else { shared_bytes(head_dim as u32, stages) };
     function.set_max_dynamic_shared_bytes(shared)?;
     // The persistent kernels: a block per SM at most, taking the `⌈S/128⌉·B·H` query tiles
     // one after the other (the next from a counter, zeroed below with the maps' buffer).

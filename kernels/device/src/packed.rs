@@ -1662,3 +1662,201 @@ fn vectors_raw16<T: Float>(v: &[Vec16], at: usize, hint: Load) -> (Raw8, Raw8) {
     }
     (a, b)
 }
+
+/// Issue 31, session 16: forms of [`rotary_embedding_packed()`] timed beside it and nvcc's twin
+/// (`bench_rows`, `BENCH_ROWS_VARIANTS=rotary`), `bf16` only. The library's kernel holds 40
+/// registers a thread (ptxas 13.0), so six blocks of 256 fit an SM (1536 threads) against the
+/// twin's 32 registers and eight blocks (2048): the walk's latency chain (position, then the
+/// tables) is hidden by fewer warps. Each trial keeps the library's arithmetic and results.
+pub mod rotary_trials {
+    use super::*;
+
+    /// The library's walk ([`rotary_walk`]) under a cap of 32 registers (eight blocks of 256 an
+    /// SM): ptxas spills 24 bytes a thread (the loop's per-thread base addresses).
+    #[kernel(instances(bf16), launch_bounds(256, 8))]
+    #[allow(clippy::too_many_arguments)]
+    pub fn rotary_embedding_packed_cap32<T: Float>(
+        x: &[T],
+        positions: &[u32],
+        cos: &[f32],
+        sin: &[f32],
+        mut out: DisjointChunks<T, 8>,
+        head_chunks: NonZeroU32,
+        heads: NonZeroU32,
+        shape: RopeShape,
+    ) {
+        let dims = (head_chunks, heads, shape);
+        let (Some(xv), Some(cv), Some(sv)) = (vectors(x), vectors(cos), vectors(sin)) else {
+            return rotary_elements(x, positions, cos, sin, &mut out, dims);
+        };
+        rotary_walk(xv, cv, sv, positions, &mut out, dims);
+    }
+
+    /// [`rotary_walk_u32`] (the chunk's loads addressed from its `u32` index) under `reqntid(256)`.
+    #[kernel(instances(bf16), reqntid(256))]
+    #[allow(clippy::too_many_arguments)]
+    pub fn rotary_embedding_packed_u32<T: Float>(
+        x: &[T],
+        positions: &[u32],
+        cos: &[f32],
+        sin: &[f32],
+        mut out: DisjointChunks<T, 8>,
+        head_chunks: NonZeroU32,
+        heads: NonZeroU32,
+        shape: RopeShape,
+    ) {
+        let dims = (head_chunks, heads, shape);
+        let (Some(xv), Some(cv), Some(sv)) = (vectors(x), vectors(cos), vectors(sin)) else {
+            return rotary_elements(x, positions, cos, sin, &mut out, dims);
+        };
+        rotary_walk_u32(xv, cv, sv, positions, &mut out, dims);
+    }
+
+    /// [`rotary_walk_u32`] under a cap of 32 registers (eight blocks of 256 an SM).
+    #[kernel(instances(bf16), launch_bounds(256, 8))]
+    #[allow(clippy::too_many_arguments)]
+    pub fn rotary_embedding_packed_u32_cap32<T: Float>(
+        x: &[T],
+        positions: &[u32],
+        cos: &[f32],
+        sin: &[f32],
+        mut out: DisjointChunks<T, 8>,
+        head_chunks: NonZeroU32,
+        heads: NonZeroU32,
+        shape: RopeShape,
+    ) {
+        let dims = (head_chunks, heads, shape);
+        let (Some(xv), Some(cv), Some(sv)) = (vectors(x), vectors(cos), vectors(sin)) else {
+            return rotary_elements(x, positions, cos, sin, &mut out, dims);
+        };
+        rotary_walk_u32(xv, cv, sv, positions, &mut out, dims);
+    }
+
+    /// The walk before session 15 (commit 1cf277f: element indices divided back to chunks, a
+    /// bounds check a table), to tell whether session 15's change is a regression.
+    #[kernel(instances(bf16), reqntid(256))]
+    #[allow(clippy::too_many_arguments)]
+    pub fn rotary_embedding_packed_s14<T: Float>(
+        x: &[T],
+        positions: &[u32],
+        cos: &[f32],
+        sin: &[f32],
+        mut out: DisjointChunks<T, 8>,
+        head_chunks: NonZeroU32,
+        heads: NonZeroU32,
+        shape: RopeShape,
+    ) {
+        let dims = (head_chunks, heads, shape);
+        let (Some(xv), Some(cv), Some(sv)) = (vectors(x), vectors(cos), vectors(sin)) else {
+            return rotary_elements(x, positions, cos, sin, &mut out, dims);
+        };
+        rotary_walk_s14(xv, cv, sv, positions, &mut out, dims);
+    }
+
+    /// [`rotary_walk`] with every load addressed from the chunk's `u32` index (widened where
+    /// it is used), not from the loop's `usize` index: LLVM's loop strength reduction turned
+    /// each `usize` address into a per-thread base pointer carried across steps (three pairs of
+    /// registers for `x`'s two chunks and the output).
+    #[inline(always)]
+    pub(super) fn rotary_walk_u32<T: Float>(
+        xv: &[Vec16],
+        cv: &[Vec16],
+        sv: &[Vec16],
+        positions: &[u32],
+        out: &mut DisjointChunks<T, 8>,
+        (head_chunks, heads, shape): (NonZeroU32, NonZeroU32, RopeShape),
+    ) {
+        let half = shape.rotary_dim / 2 / CHUNK as u32;
+        let sign = if shape.inverse != 0 { -1.0 } else { 1.0 };
+        let (cc, sc) = (cv.as_chunks::<2>().0, sv.as_chunks::<2>().0);
+        let tables = cc.len().min(sc.len());
+        let (cc, sc) = (&cc[..tables], &sc[..tables]);
+        let (by_row, by_token) = (Divider::new(head_chunks), Divider::new(head_chunks.saturating_mul(heads)));
+        for i in grid_stride(out.len()) {
+            let chunk = i.get() as u32;
+            let position = positions.get(by_token.div(chunk) as usize).copied().unwrap_or(u32::MAX);
+            let c = chunk - by_row.div(chunk) * head_chunks.get();
+            let o = if c >= 2 * half {
+                widen8::<T>(vector_chunk::<T>(xv, chunk as usize))
+            } else {
+                let (k, first) = if c < half { (c, true) } else { (c - half, false) };
+                // `pair <= chunk`: no wrap.
+                let pair = (chunk - c + k) as usize;
+                let (r1, r2) = (vector_chunk::<T>(xv, pair), vector_chunk::<T>(xv, pair + half as usize));
+                let t = position as usize * half as usize + k as usize;
+                if position < shape.max_positions && t < tables {
+                    let (c2, s2) = (&cc[t], &sc[t]);
+                    let rc = Raw8([cache::load(&c2[0], Load::EvictLast), cache::load(&c2[1], Load::EvictLast)]);
+                    let rs = Raw8([cache::load(&s2[0], Load::EvictLast), cache::load(&s2[1], Load::EvictLast)]);
+                    let (x1, x2, cs, sn) = (widen8::<T>(r1), widen8::<T>(r2), widen8::<f32>(rc), widen8::<f32>(rs));
+                    let mut o = [0.0f32; CHUNK];
+                    unroll::<CHUNK>(|u| {
+                        let sn = sign * sn[u];
+                        o[u] = if first { x1[u] * cs[u] - x2[u] * sn } else { x2[u] * cs[u] + x1[u] * sn };
+                    });
+                    o
+                } else {
+                    [f32::NAN; CHUNK]
+                }
+            };
+            store8(out, i, o);
+        }
+    }
+
+    /// The walk of commit 1cf277f (before session 15), as it was.
+    #[inline(always)]
+    fn rotary_walk_s14<T: Float>(
+        xv: &[Vec16],
+        cv: &[Vec16],
+        sv: &[Vec16],
+        positions: &[u32],
+        out: &mut DisjointChunks<T, 8>,
+        (head_chunks, heads, shape): (NonZeroU32, NonZeroU32, RopeShape),
+    ) {
+        let half = (shape.rotary_dim / 2) as usize;
+        let sign = if shape.inverse != 0 { -1.0 } else { 1.0 };
+        let (by_row, by_token) = (Divider::new(head_chunks), Divider::new(head_chunks.saturating_mul(heads)));
+        for i in grid_stride(out.len()) {
+            let chunk = i.get() as u32;
+            let position = positions.get(by_token.div(chunk) as usize).copied().unwrap_or(u32::MAX);
+            let c = (chunk - by_row.div(chunk) * head_chunks.get()) as usize * CHUNK;
+            let at = i.get() * CHUNK;
+            let o = if c >= 2 * half {
+                widen8::<T>(vectors_raw::<T>(xv, at))
+            } else {
+                let (k, first) = if c < half { (c, true) } else { (c - half, false) };
+                let pair = at - c + k;
+                let (r1, r2) = (vectors_raw::<T>(xv, pair), vectors_raw::<T>(xv, pair + half));
+                if position < shape.max_positions {
+                    let t = position as usize * half + k;
+                    let (rc, rs) = (vectors_raw_whole::<f32>(cv, t, Load::EvictLast), vectors_raw_whole::<f32>(sv, t, Load::EvictLast));
+                    let (x1, x2, cs, sn) = (widen8::<T>(r1), widen8::<T>(r2), widen8::<f32>(rc), widen8::<f32>(rs));
+                    let mut o = [0.0f32; CHUNK];
+                    unroll::<CHUNK>(|u| {
+                        let sn = sign * sn[u];
+                        o[u] = if first { x1[u] * cs[u] - x2[u] * sn } else { x2[u] * cs[u] + x1[u] * sn };
+                    });
+                    o
+                } else {
+                    [f32::NAN; CHUNK]
+                }
+            };
+            store8(out, i, o);
+        }
+    }
+
+    /// One chunk of `v` at element `at`, its words behind one bounds check (commit 1cf277f).
+    #[inline(always)]
+    fn vectors_raw_whole<T: Float>(v: &[Vec16], at: usize, hint: Load) -> Raw8 {
+        let first = at / CHUNK * words::<T>();
+        let mut raw = Raw8::default();
+        if let Some(chunk) = v.get(first..first + words::<T>()) {
+            unroll::<2>(|k| {
+                if k < words::<T>() {
+                    raw.0[k] = cache::load(&chunk[k], hint);
+                }
+            });
+        }
+        raw
+    }
+}
