@@ -677,9 +677,9 @@ fn variants(env: &Env) -> R {
         let want = widen(&want);
         // The library's grid first (`rotary_grid`: at most 4096 blocks of 256, each thread
         // walking several chunks), then a thread a chunk; at each the library's kernel and the
-        // session-16 trials (`packed::rotary_trials`: the walk of commit 1cf277f, the library's
-        // walk under 32 registers, the walk addressed from `u32` chunk indices with and without
-        // that cap) beside the twin on the same grid.
+        // session-16 trials (`packed::rotary_trials`: the walk of commit 1cf277f, session 15's
+        // walk, the library's walk without its cap of 32 registers)
+        // beside the twin on the same grid.
         use packed::rotary_trials as rt;
         let library = LaunchConfig::new((n / 8).div_ceil(256).clamp(1, 4096) as u32, 256);
         for (label, config) in [("library grid", library), ("a thread a chunk", grid)] {
@@ -691,12 +691,8 @@ fn variants(env: &Env) -> R {
             let mut list: Vec<Candidate<'_>> = vec![
                 ("library", Box::new(move || kb::rotary_embedding_packed::launch(stream, config, x, positions, cos, sin, &mut *o.borrow_mut(), hch, heads, shape))),
                 ("s14_walk", Box::new(move || rt::rotary_embedding_packed_s14_bf16::launch(stream, config, x, positions, cos, sin, &mut *o.borrow_mut(), hch, heads, shape))),
-                ("cap32", Box::new(move || rt::rotary_embedding_packed_cap32_bf16::launch(stream, config, x, positions, cos, sin, &mut *o.borrow_mut(), hch, heads, shape))),
-                ("u32", Box::new(move || rt::rotary_embedding_packed_u32_bf16::launch(stream, config, x, positions, cos, sin, &mut *o.borrow_mut(), hch, heads, shape))),
-                (
-                    "u32_cap32",
-                    Box::new(move || rt::rotary_embedding_packed_u32_cap32_bf16::launch(stream, config, x, positions, cos, sin, &mut *o.borrow_mut(), hch, heads, shape)),
-                ),
+                ("s15_walk", Box::new(move || rt::rotary_embedding_packed_s15_bf16::launch(stream, config, x, positions, cos, sin, &mut *o.borrow_mut(), hch, heads, shape))),
+                ("u32_uncapped", Box::new(move || rt::rotary_embedding_packed_u32_bf16::launch(stream, config, x, positions, cos, sin, &mut *o.borrow_mut(), hch, heads, shape))),
             ];
             for (name, f) in list.iter_mut() {
                 check_candidate(env, "rotary_embedding", name, &mut **f, &out, &want, 1e-2, 1e-2)?;
