@@ -689,10 +689,28 @@ fn variants(env: &Env) -> R {
             let o = &out;
             let (x, positions, cos, sin) = (&x, &positions, &cos, &sin);
             let mut list: Vec<Candidate<'_>> = vec![
-                ("library", Box::new(move || kb::rotary_embedding_packed::launch(stream, config, x, positions, cos, sin, &mut *o.borrow_mut(), hch, heads, shape))),
-                ("s14_walk", Box::new(move || rt::rotary_embedding_packed_s14_bf16::launch(stream, config, x, positions, cos, sin, &mut *o.borrow_mut(), hch, heads, shape))),
-                ("s15_walk", Box::new(move || rt::rotary_embedding_packed_s15_bf16::launch(stream, config, x, positions, cos, sin, &mut *o.borrow_mut(), hch, heads, shape))),
-                ("u32_uncapped", Box::new(move || rt::rotary_embedding_packed_u32_bf16::launch(stream, config, x, positions, cos, sin, &mut *o.borrow_mut(), hch, heads, shape))),
+                (
+                    "library",
+                    Box::new(move || kb::rotary_embedding_packed::launch(stream, config, x, positions, cos, sin, &mut *o.borrow_mut(), hch, heads, shape)),
+                ),
+                (
+                    "s14_walk",
+                    Box::new(move || {
+                        rt::rotary_embedding_packed_s14_bf16::launch(stream, config, x, positions, cos, sin, &mut *o.borrow_mut(), hch, heads, shape)
+                    }),
+                ),
+                (
+                    "s15_walk",
+                    Box::new(move || {
+                        rt::rotary_embedding_packed_s15_bf16::launch(stream, config, x, positions, cos, sin, &mut *o.borrow_mut(), hch, heads, shape)
+                    }),
+                ),
+                (
+                    "u32_uncapped",
+                    Box::new(move || {
+                        rt::rotary_embedding_packed_u32_bf16::launch(stream, config, x, positions, cos, sin, &mut *o.borrow_mut(), hch, heads, shape)
+                    }),
+                ),
             ];
             for (name, f) in list.iter_mut() {
                 check_candidate(env, "rotary_embedding", name, &mut **f, &out, &want, 1e-2, 1e-2)?;

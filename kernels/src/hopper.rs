@@ -101,7 +101,7 @@ pub fn hopper_kernels<T: Element>(shape: &Attention, arch: u32) -> Option<[&'sta
 
 /// Every overlapped sm_90 forward instance (the `_serial` ones aside) of `ferrocuda-kernels-hopper`, by
 /// head dimension and mask: the schedules that [`hopper_forward_instances`] offers for a shape.
-const FORWARD_INSTANCES: [&str; 33] = [
+const FORWARD_INSTANCES: [&str; 37] = [
     "attention_d64",
     "attention_d64_persistent",
     "attention_d64_persistent_q2",
@@ -125,6 +125,8 @@ const FORWARD_INSTANCES: [&str; 33] = [
     "attention_d128_pingpong",
     "attention_d128_pingpong_persistent",
     "attention_d128_pingpong_persistent_q2",
+    "attention_d128_persistent",
+    "attention_d128_persistent_q2",
     "attention_d128_s3",
     "attention_d128_pingpong_s3",
     "attention_d128_pingpong_s3_persistent",
@@ -132,6 +134,8 @@ const FORWARD_INSTANCES: [&str; 33] = [
     "attention_d128_causal_pingpong",
     "attention_d128_causal_pingpong_persistent",
     "attention_d128_causal_pingpong_persistent_q2",
+    "attention_d128_causal_persistent",
+    "attention_d128_causal_persistent_q2",
     "attention_d128_causal_s3",
     "attention_d128_causal_pingpong_s3",
     "attention_d128_causal_pingpong_s3_persistent",

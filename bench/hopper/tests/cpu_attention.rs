@@ -10,8 +10,8 @@ use ferrocuda_device::half::bf16;
 use ferrocuda_device::tma::TensorMap as DeviceMap;
 use ferrocuda_host::{LaunchConfig, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
 use hopper_kernels::attention::{
-    BM, BOX, THREADS, attention_body, attention_body_persistent, attention_body_persistent_q2, attention_body_persistent_with, attention_body_with, reference_row, shared_bytes,
-    shared_bytes_q2, within_bound,
+    BM, BOX, THREADS, attention_body, attention_body_persistent, attention_body_persistent_q2, attention_body_persistent_with, attention_body_with,
+    reference_row, shared_bytes, shared_bytes_q2, within_bound,
 };
 
 fn random_bf16(len: usize, mut seed: u64) -> Vec<bf16> {
@@ -129,7 +129,7 @@ fn check_all(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u32,
                         }
                     };
                 }
-                return pick_q2!(64 false false 2, 64 true true 2, 128 false true 2, 128 true true 2);
+                return pick_q2!(64 false false 2, 64 true true 2, 128 false true 2, 128 true true 2, 128 false false 2, 128 true false 2);
             }
             if persistent.is_some() {
                 let next = next as *mut u32;
@@ -144,7 +144,7 @@ fn check_all(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u32,
                     };
                 }
                 return pick_persistent!(64 false false 2, 64 false true 2, 64 true true 2, 64 true false 2, 128 false true 2, 128 true true 2,
-                    128 false true 3, 128 true true 3, 128 false false 2);
+                    128 false true 3, 128 true true 3, 128 false false 2, 128 true false 2);
             }
             macro_rules! pick {
                 ($($d:literal $c:literal $o:literal $p:literal $s:literal),*) => {
@@ -260,4 +260,8 @@ fn s16_cpu_attention_persistent_two_q_buffers() {
     check_all(128, true, pingpong, 300, 3, Some(2), 0, true);
     check_all(128, false, pingpong, 100, 12, Some(2), 0, true);
     check_all(64, true, pingpong, 100, 9, Some(1), 0, true);
+    // D 128 without the ping-pong turns (session 16's instances), one and two Q buffers.
+    check_on(128, true, two, 300, 3, Some(2));
+    check_all(128, false, two, 300, 3, Some(1), 0, true);
+    check_all(128, true, two, 300, 3, Some(2), 0, true);
 }

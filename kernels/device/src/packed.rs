@@ -1646,7 +1646,6 @@ fn rotary_walk<T: Float>(
     }
 }
 
-
 /// The 16-byte loop of [`rotary_embedding_packed()`] before session 16 (`rotary_trials` times
 /// it): the same steps as [`rotary_walk`], its loads addressed from the loop's `usize` index.
 /// Each step reads its token's position first (behind one multiply-high, [`Divider`]), then

@@ -1292,6 +1292,10 @@ mod body {
         attention_d64_causal_pingpong_persistent_q2: 64, true, true, 2;
         attention_d128_pingpong_persistent_q2: 128, false, true, 2;
         attention_d128_causal_pingpong_persistent_q2: 128, true, true, 2;
+        // D 128 without the ping-pong turns (each consumer issues as soon as its data is in;
+        // the turns chain one consumer's epilogue into the other's next issue).
+        attention_d128_persistent_q2: 128, false, false, 2;
+        attention_d128_causal_persistent_q2: 128, true, false, 2;
     }
 
     persistent_kernels! {
@@ -1299,6 +1303,9 @@ mod body {
         attention_d64_pingpong_persistent: 64, false, true, 2;
         attention_d64_causal_pingpong_persistent: 64, true, true, 2;
         attention_d128_pingpong_persistent: 128, false, true, 2;
+        // Session 16: D 128 persistent without the ping-pong turns.
+        attention_d128_persistent: 128, false, false, 2;
+        attention_d128_causal_persistent: 128, true, false, 2;
         attention_d128_causal_pingpong_persistent: 128, true, true, 2;
         attention_d128_pingpong_s3_persistent: 128, false, true, 3;
         attention_d128_causal_pingpong_s3_persistent: 128, true, true, 3;
