@@ -1743,23 +1743,22 @@ fn vectors_raw16<T: Float>(v: &[Vec16], at: usize, hint: Load) -> (Raw8, Raw8) {
     (a, b)
 }
 
-/// Issue 31, session 16: the forms of [`rotary_embedding_packed()`] timed beside it and nvcc's
-/// twin (`bench_rows`, `BENCH_ROWS_VARIANTS=rotary`; `bench/results/s16-attn/`), `bf16` only,
-/// each with the library's arithmetic and results. One H200, 8192x32x128 on the library's grid
-/// (4096 blocks of 256), twin/ours: the library (the `u32`-addressed walk under 32 registers)
-/// 0.984, [`rotary_embedding_packed_u32`] (the same walk, 36 registers: six blocks an SM) 0.930,
-/// [`rotary_embedding_packed_s14`] (commit 1cf277f, 40 registers) 0.895,
-/// [`rotary_embedding_packed_s15`] (session 15's walk, 40 registers) 0.781, and that walk
-/// under 32 registers (24 bytes spilled a thread; not kept: the packed kernels do not spill)
-/// 0.817.
-/// So session 15's walk was a regression (0.895 -> 0.781 on the same grid), and the registers,
-/// not the instructions, set the gap: 32 registers let eight blocks of 256 onto an SM (2048
-/// threads) against six at 36-40, and the walk's latency chain (the position, then the tables)
-/// needs the warps.
+/// Issue 31, session 16: the forms of [`rotary_embedding_packed()`](crate::packed::rotary_embedding_packed())
+/// timed beside it and nvcc's twin (`bench_rows`, `BENCH_ROWS_VARIANTS=rotary`;
+/// `bench/results/s16-attn/`), `bf16` only, each with the library's arithmetic and results. One
+/// H200, 8192x32x128 on the library's grid (4096 blocks of 256), twin/ours: the library (the
+/// `u32`-addressed walk under 32 registers) 0.984, `rotary_embedding_packed_u32` (the same
+/// walk, 36 registers: six blocks an SM) 0.930, `rotary_embedding_packed_s14` (commit 1cf277f,
+/// 40 registers) 0.895, `rotary_embedding_packed_s15` (session 15's walk, 40 registers) 0.781,
+/// and that walk under 32 registers (24 bytes spilled a thread; not kept: the packed kernels do
+/// not spill) 0.817. So session 15's walk was a regression (0.895 -> 0.781 on the same grid),
+/// and the registers, not the instructions, set the gap: 32 registers let eight blocks of 256
+/// onto an SM (2048 threads) against six at 36-40, and the walk's latency chain (the position,
+/// then the tables) needs the warps.
 pub mod rotary_trials {
     use super::*;
 
-    /// Session 15's walk ([`rotary_walk_s15`]), as the library ran it before session 16.
+    /// Session 15's walk (`rotary_walk_s15`), as the library ran it before session 16.
     #[kernel(instances(bf16), reqntid(256))]
     #[allow(clippy::too_many_arguments)]
     pub fn rotary_embedding_packed_s15<T: Float>(
@@ -1779,7 +1778,7 @@ pub mod rotary_trials {
         rotary_walk_s15(xv, cv, sv, positions, &mut out, dims);
     }
 
-    /// The library's walk ([`rotary_walk`]) without the register cap (`reqntid(256)`: 36
+    /// The library's walk (`rotary_walk`) without the register cap (`reqntid(256)`: 36
     /// registers, six blocks of 256 an SM).
     #[kernel(instances(bf16), reqntid(256))]
     #[allow(clippy::too_many_arguments)]
