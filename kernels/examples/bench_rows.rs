@@ -675,34 +675,47 @@ fn variants(env: &Env) -> R {
         let mut want = vec![bf16::default(); CHECK_ROWS * 32 * 128];
         cpu::rotary_embedding(&env.cpu, &hx[..want.len()], &hp[..CHECK_ROWS], &hc, &hs, &mut want, small, false)?;
         let want = widen(&want);
-        let mut twin: Launch<'_> = Box::new(|m: Option<&Module>| {
-            side!(m, kb::rotary_embedding_packed, stream, grid, &x, &positions, &cos, &sin, &mut *out.borrow_mut(), hch, heads, shape)
-        });
-        let mut list: Vec<Candidate<'_>> = vec![(
-            "library",
-            Box::new(|| kb::rotary_embedding_packed::launch(stream, grid, &x, &positions, &cos, &sin, &mut *out.borrow_mut(), hch, heads, shape)),
-        )];
-        for (name, f) in list.iter_mut() {
-            check_candidate(env, "rotary_embedding", name, &mut **f, &out, &want, 1e-2, 1e-2)?;
-        }
-        env.candidates("rotary_embedding", "8192x32x128", repeats, &mut twin, &mut list)?;
-        drop((twin, list));
-        // The same kernels with fewer blocks, each thread walking several chunks (the grid-stride
-        // loop both have): what a chunk's share of the prologue (alignment checks, the
-        // divisors' reciprocals: about 140 SASS instructions in ours, 57 in the twin's) costs.
-        // (The first line above is a thread a chunk; the library launches 4096 blocks since
-        // session 15, the `pair` line.)
-        for blocks in [4096u32, 1024] {
-            let few = LaunchConfig::new(blocks, 256);
+        // The library's grid first (`rotary_grid`: at most 4096 blocks of 256, each thread
+        // walking several chunks), then a thread a chunk; at each the library's kernel and the
+        // session-16 trials (`packed::rotary_trials`: the walk of commit 1cf277f, session 15's
+        // walk, the library's walk without its cap of 32 registers)
+        // beside the twin on the same grid.
+        use packed::rotary_trials as rt;
+        let library = LaunchConfig::new((n / 8).div_ceil(256).clamp(1, 4096) as u32, 256);
+        for (label, config) in [("library grid", library), ("a thread a chunk", grid)] {
             let mut twin: Launch<'_> = Box::new(|m: Option<&Module>| {
-                side!(m, kb::rotary_embedding_packed, stream, few, &x, &positions, &cos, &sin, &mut *out.borrow_mut(), hch, heads, shape)
+                side!(m, kb::rotary_embedding_packed, stream, config, &x, &positions, &cos, &sin, &mut *out.borrow_mut(), hch, heads, shape)
             });
-            let mut list: Vec<Candidate<'_>> = vec![(
-                "library",
-                Box::new(|| kb::rotary_embedding_packed::launch(stream, few, &x, &positions, &cos, &sin, &mut *out.borrow_mut(), hch, heads, shape)),
-            )];
-            check(env, "rotary_embedding", &format!("out, {blocks} blocks"), &mut twin, &out, &want, 1e-2, 1e-2)?;
-            env.candidates("rotary_embedding", &format!("8192x32x128, {blocks} blocks of 256"), repeats, &mut twin, &mut list)?;
+            let o = &out;
+            let (x, positions, cos, sin) = (&x, &positions, &cos, &sin);
+            let mut list: Vec<Candidate<'_>> = vec![
+                (
+                    "library",
+                    Box::new(move || kb::rotary_embedding_packed::launch(stream, config, x, positions, cos, sin, &mut *o.borrow_mut(), hch, heads, shape)),
+                ),
+                (
+                    "s14_walk",
+                    Box::new(move || {
+                        rt::rotary_embedding_packed_s14_bf16::launch(stream, config, x, positions, cos, sin, &mut *o.borrow_mut(), hch, heads, shape)
+                    }),
+                ),
+                (
+                    "s15_walk",
+                    Box::new(move || {
+                        rt::rotary_embedding_packed_s15_bf16::launch(stream, config, x, positions, cos, sin, &mut *o.borrow_mut(), hch, heads, shape)
+                    }),
+                ),
+                (
+                    "u32_uncapped",
+                    Box::new(move || {
+                        rt::rotary_embedding_packed_u32_bf16::launch(stream, config, x, positions, cos, sin, &mut *o.borrow_mut(), hch, heads, shape)
+                    }),
+                ),
+            ];
+            for (name, f) in list.iter_mut() {
+                check_candidate(env, "rotary_embedding", name, &mut **f, &out, &want, 1e-2, 1e-2)?;
+            }
+            env.candidates("rotary_embedding", &format!("8192x32x128, {label} ({} blocks of 256)", config.grid.x), repeats, &mut twin, &mut list)?;
         }
     }
     if std::env::var("BENCH_ROWS_VARIANTS").is_ok_and(|v| v == "rotary") {

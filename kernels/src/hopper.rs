@@ -21,7 +21,7 @@
 //!   inside a capture), so a capturing stream takes the tensor-core path.
 
 use ferrocuda_host::{DeviceBuffer, DeviceRead, DeviceWrite, Function, Stream, TensorDataType, TensorMap, TensorSwizzle, TiledLayout, sys};
-use ferrocuda_kernels_hopper::attention::{BM, BOX, STAGES, STAGES_DEEP, THREADS, shared_bytes};
+use ferrocuda_kernels_hopper::attention::{BM, BOX, STAGES, STAGES_DEEP, THREADS, shared_bytes, shared_bytes_q2};
 
 use crate::attention::{Attention, Backward, Layout};
 use crate::launchers::Launchers;
@@ -58,15 +58,20 @@ pub fn hopper_kernel<T: Element>(shape: &Attention, arch: u32) -> Option<&'stati
     // (0.83 / 0.90 / 0.975x cuDNN at 512 / 1k / 2k against 0.68 / 0.82 / 0.91 one tile per
     // block); the 3-deep rings at D 128 from 2k to 4k; the plain overlap kernel at D 64 from
     // 1k up (no ping-pong: D 64 is bound by the exponentials, not by the tensor cores).
+    // Session 16 (one H200, bench/results/s16-attn/run1-h200 .. run3-h200): the persistent
+    // kernel with two Q buffers (`_q2`) for causal D 64 above 512 (1.02-1.06x / 1.03-1.10x the
+    // one-buffer kernel at 1k / 2k, two runs); for causal D 128 up to 2k the persistent kernel
+    // without the ping-pong turns (1.03x / 1.05x / 1.01x the ping-pong one at 512 / 1k / 2k).
     Some(match (shape.head_dim, shape.causal) {
         (64, false) if s <= 1024 => "attention_d64_persistent",
         (64, false) => "attention_d64",
-        (64, true) if s <= 2048 => "attention_d64_causal_pingpong_persistent",
+        (64, true) if s <= 512 => "attention_d64_causal_pingpong_persistent",
+        (64, true) if s <= 2048 => "attention_d64_causal_pingpong_persistent_q2",
         (64, true) => "attention_d64_causal_pingpong",
         (_, false) if s <= 768 => "attention_d128_pingpong_persistent",
         (_, false) if (2048..=4096).contains(&s) => "attention_d128_pingpong_s3",
         (_, false) => "attention_d128_pingpong",
-        (_, true) if s <= 2048 => "attention_d128_causal_pingpong_persistent",
+        (_, true) if s <= 2048 => "attention_d128_causal_persistent",
         (_, true) if s <= 4096 => "attention_d128_causal_pingpong_s3",
         (_, true) => "attention_d128_causal_pingpong",
     })
@@ -75,7 +80,7 @@ pub fn hopper_kernel<T: Element>(shape: &Attention, arch: u32) -> Option<&'stati
 /// The one-tile-per-block kernels of the forward and their persistent twins (the same
 /// schedule on a grid of at most one block per SM, each block taking query tiles until all are
 /// done: `ferrocuda_kernels_hopper::attention::attention_body_persistent`).
-const FORWARD_TWINS: [[&str; 2]; 7] = [
+const FORWARD_TWINS: [[&str; 2]; 9] = [
     ["attention_d64", "attention_d64_persistent"],
     ["attention_d64_pingpong", "attention_d64_pingpong_persistent"],
     ["attention_d64_causal_pingpong", "attention_d64_causal_pingpong_persistent"],
@@ -83,6 +88,9 @@ const FORWARD_TWINS: [[&str; 2]; 7] = [
     ["attention_d128_causal_pingpong", "attention_d128_causal_pingpong_persistent"],
     ["attention_d128_pingpong_s3", "attention_d128_pingpong_s3_persistent"],
     ["attention_d128_causal_pingpong_s3", "attention_d128_causal_pingpong_s3_persistent"],
+    // (After the pairs above: a pick of `_persistent` finds its one-tile twin first.)
+    ["attention_d64_causal_pingpong_persistent_q2", "attention_d64_causal_pingpong_persistent"],
+    ["attention_d128_causal", "attention_d128_causal_persistent"],
 ];
 
 /// The instances of the sm_90 forward for `shape` on `arch`, for benchmarks and tests that
@@ -96,9 +104,10 @@ pub fn hopper_kernels<T: Element>(shape: &Attention, arch: u32) -> Option<[&'sta
 
 /// Every overlapped sm_90 forward instance (the `_serial` ones aside) of `ferrocuda-kernels-hopper`, by
 /// head dimension and mask: the schedules that [`hopper_forward_instances`] offers for a shape.
-const FORWARD_INSTANCES: [&str; 29] = [
+const FORWARD_INSTANCES: [&str; 37] = [
     "attention_d64",
     "attention_d64_persistent",
+    "attention_d64_persistent_q2",
     "attention_d64_pingpong",
     "attention_d64_pingpong_persistent",
     "attention_d64_s3",
@@ -108,6 +117,7 @@ const FORWARD_INSTANCES: [&str; 29] = [
     "attention_d64_causal",
     "attention_d64_causal_pingpong",
     "attention_d64_causal_pingpong_persistent",
+    "attention_d64_causal_pingpong_persistent_q2",
     "attention_d64_causal_s3",
     "attention_d64_causal_pingpong_s3",
     "attention_d64_causal_pingpong_poly4",
@@ -117,12 +127,18 @@ const FORWARD_INSTANCES: [&str; 29] = [
     "attention_d128",
     "attention_d128_pingpong",
     "attention_d128_pingpong_persistent",
+    "attention_d128_pingpong_persistent_q2",
+    "attention_d128_persistent",
+    "attention_d128_persistent_q2",
     "attention_d128_s3",
     "attention_d128_pingpong_s3",
     "attention_d128_pingpong_s3_persistent",
     "attention_d128_causal",
     "attention_d128_causal_pingpong",
     "attention_d128_causal_pingpong_persistent",
+    "attention_d128_causal_pingpong_persistent_q2",
+    "attention_d128_causal_persistent",
+    "attention_d128_causal_persistent_q2",
     "attention_d128_causal_s3",
     "attention_d128_causal_pingpong_s3",
     "attention_d128_causal_pingpong_s3_persistent",
@@ -183,7 +199,8 @@ pub(crate) fn attention_forward<T: Element>(
     context.embedded_image(&ferrocuda_kernels_device::KERNELS)?;
     let function = Function::from_embedded(context, &ferrocuda_kernels_hopper::KERNELS, kernel)?;
     let stages = if kernel.contains("_s3") { STAGES_DEEP } else { STAGES };
-    let shared = shared_bytes(head_dim as u32, stages);
+    // The `_q2` kernels (persistent, two Q buffers) take one more tile and 40 bytes.
+    let shared = if kernel.ends_with("_q2") { shared_bytes_q2(head_dim as u32, stages) } else { shared_bytes(head_dim as u32, stages) };
     function.set_max_dynamic_shared_bytes(shared)?;
     // The persistent kernels: a block per SM at most, taking the `⌈S/128⌉·B·H` query tiles
     // one after the other (the next from a counter, zeroed below with the maps' buffer).

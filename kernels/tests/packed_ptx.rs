@@ -83,15 +83,15 @@ fn packed_kernels_move_16_bytes_per_access_and_do_not_spill() {
 /// 16-column layer norm at 64 at 0.85x the twin's 48, the 16-column RMSNorm at 48 at 0.95x
 /// the twin's 40 at 8192 columns). Their element-by-element paths for misaligned views
 /// had set the counts; they now run as rolled loops beside 16-byte-only fast paths. The rotary
-/// embedding is pinned at 40, 8 above its twin: session 14's form (position first, divisions
-/// by a reciprocal worked out once, the four table loads together) holds 40 and ran 5.8%
-/// faster on an H200 than the 32-register form (the same steps under a cap of 32 spill 8
-/// bytes; under a cap of 40 the old form ran 3.4% slower): what counts there is the
-/// instructions a chunk, not the blocks an SM.
+/// embedding holds the twin's 32 (session 16): its walk addressed from `u32` chunk indices
+/// (36 registers) under a cap of 32 (`launch_bounds(256, 8)`: eight blocks an SM) ran at 0.984x
+/// the twin on an H200, against 0.93 at 36 and 0.78 for session 15's form at 40 (which spilled
+/// 24 bytes under the cap: session 14 had measured that form's 32-register variant slower).
 /// The layer norm's `reqntid(256)` form (session 14 (2), the library's pick at 4096 columns)
 /// holds the same 48.
-const TWIN_REGISTERS: [(&str, u32); 4] = [
-    ("rotary_embedding_packed_bf16", 40),
+const TWIN_REGISTERS: [(&str, u32); 5] = [
+    ("rotary_embedding_packed_bf16", 32),
+    ("rotary_embedding_packed_f16", 32),
     ("layernorm_forward_packed16_bf16", 48),
     ("layernorm_forward_packed16_t256_bf16", 48),
     ("rmsnorm_forward_packed16_bf16", 40),
@@ -185,7 +185,6 @@ fn s14_one_block_size_kernels_are_compiled_for_their_block() {
         // The chunk-grid kernels: always 256 threads (`chunk_grid`).
         ("silu_and_mul_forward_packed", 256),
         ("silu_and_mul_backward_packed", 256),
-        ("rotary_embedding_packed", 256),
         ("gelu_forward_packed", 256),
         ("gelu_backward_packed", 256),
         ("cross_entropy_backward_packed", 256),
@@ -200,6 +199,13 @@ fn s14_one_block_size_kernels_are_compiled_for_their_block() {
                 assert!(!ptx.contains(register), "{name}: reads {register}: the block's shape is tested at run time again");
             }
         }
+    }
+    // The rotary embedding: `f32` for blocks of 256; the 16-bit instances at most 256 threads and
+    // eight blocks an SM (their cap of 32 registers; session 16).
+    assert!(entry("rotary_embedding_packed_f32").contains(".reqntid 256, 1, 1"), "rotary_embedding_packed_f32: not `reqntid(256)`");
+    for ty in ["bf16", "f16"] {
+        let ptx = entry(&format!("rotary_embedding_packed_{ty}"));
+        assert!(ptx.contains(".maxntid 256, 1, 1") && ptx.contains(".minnctapersm 8"), "rotary_embedding_packed_{ty}: not `launch_bounds(256, 8)`");
     }
     // The any-block kernel still tests it (the check above can fail).
     assert!(entry("softmax_forward_packed_bf16").contains("%ntid."), "softmax_forward_packed_bf16 no longer reads the block's shape: update this test");

@@ -20,7 +20,9 @@
 #     MAX_S, every schedule up to ALL_MAX_S, the previous binary beside it when staged: BASE=1)
 #     as session 14 ran it; ATTN=0: none.
 #  3. ROWS=rotary: the rotary embedding beside its twin (BENCH_ROWS_VARIANTS=rotary: 3 repeats of
-#     7 rounds, `cand` lines; the grid of the library and two smaller grids). ROWS=full: every
+#     7 rounds, `cand` lines; on the library's grid and with a thread a chunk, the library's
+#     kernel and session 16's `packed::rotary_trials`, each beside the twin on the same grid;
+#     `library` on the library grid is the figure, 0.98-0.99 on an H200). ROWS=full: every
 #     row kernel (candidates, the whole table, the rows' GPU tests, PyTorch eager, rows-table.md);
 #     ROWS=0: none.
 # More: BWD=1 (then the backward job, kernels/bench/attention_gpu_job.sh, with its knobs),

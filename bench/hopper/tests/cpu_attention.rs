@@ -10,7 +10,8 @@ use ferrocuda_device::half::bf16;
 use ferrocuda_device::tma::TensorMap as DeviceMap;
 use ferrocuda_host::{LaunchConfig, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
 use hopper_kernels::attention::{
-    BM, BOX, THREADS, attention_body, attention_body_persistent, attention_body_persistent_with, attention_body_with, reference_row, shared_bytes, within_bound,
+    BM, BOX, THREADS, attention_body, attention_body_persistent, attention_body_persistent_q2, attention_body_persistent_with, attention_body_with,
+    reference_row, shared_bytes, shared_bytes_q2, within_bound,
 };
 
 fn random_bf16(len: usize, mut seed: u64) -> Vec<bf16> {
@@ -63,6 +64,14 @@ fn check_on(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u32, 
 /// [`check_on`] with `poly` of the 16 column pairs of each score row through `exp2_poly` (the
 /// `_poly` kernels' bodies: `attention_body_with`, `attention_body_persistent_with`).
 fn check_poly(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u32, persistent: Option<u32>, poly: u32) -> f64 {
+    check_all(d, causal, schedule, seq_len, heads, persistent, poly, false)
+}
+
+/// [`check_poly`], or with `q2` (persistent, `poly` 0) the persistent kernels with two Q
+/// buffers (`attention_body_persistent_q2`).
+#[allow(clippy::too_many_arguments)]
+fn check_all(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u32, persistent: Option<u32>, poly: u32, q2: bool) -> f64 {
+    assert!(!q2 || (persistent.is_some() && poly == 0), "q2: the persistent MUFU kernels only");
     let len = (heads * seq_len * d) as usize;
     let seed = 0x1000 * d as u64 + 10 * seq_len as u64 + causal as u64;
     let (q, k, v) = (random_bf16(len, seed + 1), random_bf16(len, seed + 2), random_bf16(len, seed + 3));
@@ -78,7 +87,8 @@ fn check_poly(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u32
     ];
     let scale_log2 = (1.0 / (d as f32).sqrt()) * std::f32::consts::LOG2_E;
     let grid = persistent.map_or((seq_len.div_ceil(BM), heads), |blocks| (blocks, 1));
-    let config = LaunchConfig::new(grid, THREADS).with_shared_bytes(shared_bytes(d, schedule.stages));
+    let shared = if q2 { shared_bytes_q2(d, schedule.stages) } else { shared_bytes(d, schedule.stages) };
+    let config = LaunchConfig::new(grid, THREADS).with_shared_bytes(shared);
     // The persistent kernels' work counter (0 at the launch).
     let mut counter = Box::new(0u32);
     let next = &mut *counter as *mut u32 as usize;
@@ -107,6 +117,20 @@ fn check_poly(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u32
                     _ => unreachable!("no such poly variant"),
                 };
             }
+            if q2 {
+                let next = next as *mut u32;
+                macro_rules! pick_q2 {
+                    ($($d:literal $c:literal $p:literal $s:literal),*) => {
+                        match (d, causal, schedule) {
+                            $(($d, $c, Schedule { overlap: true, pingpong: $p, stages: $s }) => {
+                                attention_body_persistent_q2::<$d, $c, $p, $s>(qm, km, vm, o, lse, seq_len, scale_log2, heads, next)
+                            })*
+                            _ => unreachable!("no such q2 variant"),
+                        }
+                    };
+                }
+                return pick_q2!(64 false false 2, 64 true true 2, 128 false true 2, 128 true true 2, 128 false false 2, 128 true false 2);
+            }
             if persistent.is_some() {
                 let next = next as *mut u32;
                 macro_rules! pick_persistent {
@@ -120,7 +144,7 @@ fn check_poly(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u32
                     };
                 }
                 return pick_persistent!(64 false false 2, 64 false true 2, 64 true true 2, 64 true false 2, 128 false true 2, 128 true true 2,
-                    128 false true 3, 128 true true 3, 128 false false 2);
+                    128 false true 3, 128 true true 3, 128 false false 2, 128 true false 2);
             }
             macro_rules! pick {
                 ($($d:literal $c:literal $o:literal $p:literal $s:literal),*) => {
@@ -137,7 +161,7 @@ fn check_poly(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u32
         }
     };
     CpuExecutor::new().with_race_detection(false).run("attention", config, &body).unwrap();
-    let what = format!("d {d}, causal {causal}, {schedule:?}, seq_len {seq_len}, heads {heads}, persistent on {persistent:?} blocks, poly {poly}");
+    let what = format!("d {d}, causal {causal}, {schedule:?}, seq_len {seq_len}, heads {heads}, persistent on {persistent:?} blocks, poly {poly}, q2 {q2}");
     if let Some(blocks) = persistent {
         // Each block's producer takes one number from the counter per tile it loaded.
         let _ = blocks;
@@ -220,4 +244,24 @@ fn s15_cpu_attention_poly_exponentials_match_the_f64_reference() {
         check_poly(64, true, pingpong, 300, 3, Some(2), poly);
     }
     check_poly(128, false, two, 300, 2, None, 16);
+}
+
+/// Issue 31, session 16: the persistent kernels with two Q buffers (`_q2`: the producer loads
+/// the next work item's Q into the other buffer as soon as it has issued this item's K and V,
+/// four work-item slots), the instances the library offers: several items a block (Q's two
+/// buffers and the four slots each reused, with both barrier parities: 9 items on 1 block, 12
+/// on 2, with one key tile an item too), every output against f64.
+#[test]
+fn s16_cpu_attention_persistent_two_q_buffers() {
+    let (two, pingpong) = (Schedule { overlap: true, pingpong: false, stages: 2 }, Schedule { overlap: true, pingpong: true, stages: 2 });
+    check_all(64, false, two, 300, 3, Some(1), 0, true);
+    check_all(64, true, pingpong, 300, 3, Some(2), 0, true);
+    check_all(128, false, pingpong, 300, 3, Some(1), 0, true);
+    check_all(128, true, pingpong, 300, 3, Some(2), 0, true);
+    check_all(128, false, pingpong, 100, 12, Some(2), 0, true);
+    check_all(64, true, pingpong, 100, 9, Some(1), 0, true);
+    // D 128 without the ping-pong turns (session 16's instances), one and two Q buffers.
+    check_on(128, true, two, 300, 3, Some(2));
+    check_all(128, false, two, 300, 3, Some(1), 0, true);
+    check_all(128, true, two, 300, 3, Some(2), 0, true);
 }

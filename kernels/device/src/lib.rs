@@ -1014,7 +1014,7 @@ instances_of!(for_f32, "The `f32` instances.":
     sum_of_squares_packed = packed::sum_of_squares_packed_f32,
     silu_and_mul_forward_packed = packed::silu_and_mul_forward_packed_f32,
     silu_and_mul_backward_packed = packed::silu_and_mul_backward_packed_f32,
-    rotary_embedding_packed = packed::rotary_embedding_packed_f32, adamw_step_packed = packed::adamw_step_packed_f32,
+    rotary_embedding_packed = packed::wide::rotary_embedding_packed_f32, adamw_step_packed = packed::adamw_step_packed_f32,
 );
 instances_of!(for_bf16, "The `bf16` instances.":
     rmsnorm_forward = rmsnorm_forward_bf16, add_rmsnorm_forward = add_rmsnorm_forward_bf16,

@@ -540,7 +540,8 @@ pub fn layernorm_forward_packed16_t256<T: Float>(
     layernorm16(x, weight, bias, out, mean, rstd, cols, eps);
 }
 
-/// The `f32` and `f16` instances of the 16-column layer norm, under a register cap of 64.
+/// Instances for wider elements under other register caps than their 16-bit forms: the `f32` and
+/// `f16` 16-column layer norm (a cap of 64), the `f32` packed rotary embedding (no cap).
 pub mod wide {
     use super::*;
 
@@ -560,6 +561,27 @@ pub mod wide {
         eps: f32,
     ) {
         super::layernorm16(x, weight, bias, out, mean, rstd, cols, eps);
+    }
+
+    /// [`rotary_embedding_packed`](super::rotary_embedding_packed) for `f32` (two 16-byte words a
+    /// chunk of `x`), without the 16-bit instances' cap of 32 registers (it would spill).
+    #[kernel(instances(f32), reqntid(256))]
+    #[allow(clippy::too_many_arguments)]
+    pub fn rotary_embedding_packed<T: Float>(
+        x: &[T],
+        positions: &[u32],
+        cos: &[f32],
+        sin: &[f32],
+        mut out: DisjointChunks<T, 8>,
+        head_chunks: NonZeroU32,
+        heads: NonZeroU32,
+        shape: RopeShape,
+    ) {
+        let dims = (head_chunks, heads, shape);
+        let (Some(xv), Some(cv), Some(sv)) = (vectors(x), vectors(cos), vectors(sin)) else {
+            return rotary_elements(x, positions, cos, sin, &mut out, dims);
+        };
+        rotary_walk(xv, cv, sv, positions, &mut out, dims);
     }
 }
 
@@ -1465,7 +1487,13 @@ fn silu_and_mul_backward_walk<T: Float>(
 /// in the second half the one before, past `rotary_dim` it copies; `cos`/`sin` as two 16-byte
 /// loads each. The host picks it when `head_dim % 8 == 0` and `rotary_dim % 16 == 0` and the
 /// chunks fit in `u32`; `head_chunks = head_dim / 8`.
-#[kernel(instances(f32, bf16, f16), reqntid(256))]
+///
+/// At most 32 registers a thread (eight blocks of 256 an SM, as nvcc's twin): the walk's
+/// latency chain (the position, then the tables) needs every warp an SM holds (issue 31,
+/// session 16, one H200, 8192x32x128 bf16 on the library's grid: 0.984x the twin, from 0.78
+/// at 40 registers; `rotary_trials` holds the forms measured beside it). The `f32` instance
+/// ([`wide::rotary_embedding_packed`]: twice the bytes a chunk) has no cap.
+#[kernel(instances(bf16, f16), launch_bounds(256, 8))]
 #[allow(clippy::too_many_arguments)]
 pub fn rotary_embedding_packed<T: Float>(
     x: &[T],
@@ -1567,13 +1595,65 @@ impl Divider {
 /// The 16-byte loop of [`rotary_embedding_packed()`] (`x`, `cos`, `sin` viewed as vectors).
 /// Each step reads its token's position first (behind one multiply-high, [`Divider`]), then
 /// `x`'s two chunks, then (once the position is in) the tables' two chunks of 8 `f32` behind
-/// one bounds check for all four 16-byte words (the tables cut to one length a launch): the
-/// four table loads issue together, as in nvcc's twin (issue 31: with the divisions'
-/// reciprocals worked out in every step and a bounds check a 16-byte word, the position left
-/// at instruction 146 of the step and the tables in two round trips; 0.73x the twin on an
-/// H200, 0.77x with a check a table, session 14; one check and no zeroed defaults, session 15).
+/// one bounds check for all four 16-byte words (the tables cut to one length a launch), as in
+/// nvcc's twin. Every load is addressed from the chunk's `u32` index (widened where it is
+/// used), not from the loop's `usize` index: from that, LLVM's loop strength reduction made a
+/// per-thread base address for `x`'s two chunks and the output, carried across steps (six
+/// registers: 40 a thread, 36 without them; issue 31, session 16).
 #[inline(always)]
 fn rotary_walk<T: Float>(
+    xv: &[Vec16],
+    cv: &[Vec16],
+    sv: &[Vec16],
+    positions: &[u32],
+    out: &mut DisjointChunks<T, 8>,
+    (head_chunks, heads, shape): (NonZeroU32, NonZeroU32, RopeShape),
+) {
+    let half = shape.rotary_dim / 2 / CHUNK as u32;
+    let sign = if shape.inverse != 0 { -1.0 } else { 1.0 };
+    let (cc, sc) = (cv.as_chunks::<2>().0, sv.as_chunks::<2>().0);
+    let tables = cc.len().min(sc.len());
+    let (cc, sc) = (&cc[..tables], &sc[..tables]);
+    let (by_row, by_token) = (Divider::new(head_chunks), Divider::new(head_chunks.saturating_mul(heads)));
+    for i in grid_stride(out.len()) {
+        let chunk = i.get() as u32;
+        let position = positions.get(by_token.div(chunk) as usize).copied().unwrap_or(u32::MAX);
+        let c = chunk - by_row.div(chunk) * head_chunks.get();
+        let o = if c >= 2 * half {
+            widen8::<T>(vector_chunk::<T>(xv, chunk as usize))
+        } else {
+            let (k, first) = if c < half { (c, true) } else { (c - half, false) };
+            // `pair <= chunk`: no wrap.
+            let pair = (chunk - c + k) as usize;
+            let (r1, r2) = (vector_chunk::<T>(xv, pair), vector_chunk::<T>(xv, pair + half as usize));
+            let t = position as usize * half as usize + k as usize;
+            if position < shape.max_positions && t < tables {
+                let (c2, s2) = (&cc[t], &sc[t]);
+                let rc = Raw8([cache::load(&c2[0], Load::EvictLast), cache::load(&c2[1], Load::EvictLast)]);
+                let rs = Raw8([cache::load(&s2[0], Load::EvictLast), cache::load(&s2[1], Load::EvictLast)]);
+                let (x1, x2, cs, sn) = (widen8::<T>(r1), widen8::<T>(r2), widen8::<f32>(rc), widen8::<f32>(rs));
+                let mut o = [0.0f32; CHUNK];
+                unroll::<CHUNK>(|u| {
+                    let sn = sign * sn[u];
+                    o[u] = if first { x1[u] * cs[u] - x2[u] * sn } else { x2[u] * cs[u] + x1[u] * sn };
+                });
+                o
+            } else {
+                [f32::NAN; CHUNK]
+            }
+        };
+        store8(out, i, o);
+    }
+}
+
+/// The 16-byte loop of [`rotary_embedding_packed()`] before session 16 (`rotary_trials` times
+/// it): the same steps as [`rotary_walk`], its loads addressed from the loop's `usize` index.
+/// Each step reads its token's position first (behind one multiply-high, [`Divider`]), then
+/// `x`'s two chunks, then (once the position is in) the tables' two chunks of 8 `f32` behind
+/// one bounds check for all four 16-byte words (session 15: 183 -> 159 SASS instructions a
+/// step; 40 registers a thread).
+#[inline(always)]
+fn rotary_walk_s15<T: Float>(
     xv: &[Vec16],
     cv: &[Vec16],
     sv: &[Vec16],
@@ -1661,4 +1741,139 @@ fn vectors_raw16<T: Float>(v: &[Vec16], at: usize, hint: Load) -> (Raw8, Raw8) {
         });
     }
     (a, b)
+}
+
+/// Issue 31, session 16: the forms of [`rotary_embedding_packed()`](crate::packed::rotary_embedding_packed())
+/// timed beside it and nvcc's twin (`bench_rows`, `BENCH_ROWS_VARIANTS=rotary`;
+/// `bench/results/s16-attn/`), `bf16` only, each with the library's arithmetic and results. One
+/// H200, 8192x32x128 on the library's grid (4096 blocks of 256), twin/ours: the library (the
+/// `u32`-addressed walk under 32 registers) 0.984, `rotary_embedding_packed_u32` (the same
+/// walk, 36 registers: six blocks an SM) 0.930, `rotary_embedding_packed_s14` (commit 1cf277f,
+/// 40 registers) 0.895, `rotary_embedding_packed_s15` (session 15's walk, 40 registers) 0.781,
+/// and that walk under 32 registers (24 bytes spilled a thread; not kept: the packed kernels do
+/// not spill) 0.817. So session 15's walk was a regression (0.895 -> 0.781 on the same grid),
+/// and the registers, not the instructions, set the gap: 32 registers let eight blocks of 256
+/// onto an SM (2048 threads) against six at 36-40, and the walk's latency chain (the position,
+/// then the tables) needs the warps.
+pub mod rotary_trials {
+    use super::*;
+
+    /// Session 15's walk (`rotary_walk_s15`), as the library ran it before session 16.
+    #[kernel(instances(bf16), reqntid(256))]
+    #[allow(clippy::too_many_arguments)]
+    pub fn rotary_embedding_packed_s15<T: Float>(
+        x: &[T],
+        positions: &[u32],
+        cos: &[f32],
+        sin: &[f32],
+        mut out: DisjointChunks<T, 8>,
+        head_chunks: NonZeroU32,
+        heads: NonZeroU32,
+        shape: RopeShape,
+    ) {
+        let dims = (head_chunks, heads, shape);
+        let (Some(xv), Some(cv), Some(sv)) = (vectors(x), vectors(cos), vectors(sin)) else {
+            return rotary_elements(x, positions, cos, sin, &mut out, dims);
+        };
+        rotary_walk_s15(xv, cv, sv, positions, &mut out, dims);
+    }
+
+    /// The library's walk (`rotary_walk`) without the register cap (`reqntid(256)`: 36
+    /// registers, six blocks of 256 an SM).
+    #[kernel(instances(bf16), reqntid(256))]
+    #[allow(clippy::too_many_arguments)]
+    pub fn rotary_embedding_packed_u32<T: Float>(
+        x: &[T],
+        positions: &[u32],
+        cos: &[f32],
+        sin: &[f32],
+        mut out: DisjointChunks<T, 8>,
+        head_chunks: NonZeroU32,
+        heads: NonZeroU32,
+        shape: RopeShape,
+    ) {
+        let dims = (head_chunks, heads, shape);
+        let (Some(xv), Some(cv), Some(sv)) = (vectors(x), vectors(cos), vectors(sin)) else {
+            return rotary_elements(x, positions, cos, sin, &mut out, dims);
+        };
+        rotary_walk(xv, cv, sv, positions, &mut out, dims);
+    }
+
+    /// The walk of commit 1cf277f (before session 15; 40 registers), to tell whether session
+    /// 15's change was a regression.
+    #[kernel(instances(bf16), reqntid(256))]
+    #[allow(clippy::too_many_arguments)]
+    pub fn rotary_embedding_packed_s14<T: Float>(
+        x: &[T],
+        positions: &[u32],
+        cos: &[f32],
+        sin: &[f32],
+        mut out: DisjointChunks<T, 8>,
+        head_chunks: NonZeroU32,
+        heads: NonZeroU32,
+        shape: RopeShape,
+    ) {
+        let dims = (head_chunks, heads, shape);
+        let (Some(xv), Some(cv), Some(sv)) = (vectors(x), vectors(cos), vectors(sin)) else {
+            return rotary_elements(x, positions, cos, sin, &mut out, dims);
+        };
+        rotary_walk_s14(xv, cv, sv, positions, &mut out, dims);
+    }
+
+    /// The walk of commit 1cf277f (before session 15), as it was.
+    #[inline(always)]
+    fn rotary_walk_s14<T: Float>(
+        xv: &[Vec16],
+        cv: &[Vec16],
+        sv: &[Vec16],
+        positions: &[u32],
+        out: &mut DisjointChunks<T, 8>,
+        (head_chunks, heads, shape): (NonZeroU32, NonZeroU32, RopeShape),
+    ) {
+        let half = (shape.rotary_dim / 2) as usize;
+        let sign = if shape.inverse != 0 { -1.0 } else { 1.0 };
+        let (by_row, by_token) = (Divider::new(head_chunks), Divider::new(head_chunks.saturating_mul(heads)));
+        for i in grid_stride(out.len()) {
+            let chunk = i.get() as u32;
+            let position = positions.get(by_token.div(chunk) as usize).copied().unwrap_or(u32::MAX);
+            let c = (chunk - by_row.div(chunk) * head_chunks.get()) as usize * CHUNK;
+            let at = i.get() * CHUNK;
+            let o = if c >= 2 * half {
+                widen8::<T>(vectors_raw::<T>(xv, at))
+            } else {
+                let (k, first) = if c < half { (c, true) } else { (c - half, false) };
+                let pair = at - c + k;
+                let (r1, r2) = (vectors_raw::<T>(xv, pair), vectors_raw::<T>(xv, pair + half));
+                if position < shape.max_positions {
+                    let t = position as usize * half + k;
+                    let (rc, rs) = (vectors_raw_whole::<f32>(cv, t, Load::EvictLast), vectors_raw_whole::<f32>(sv, t, Load::EvictLast));
+                    let (x1, x2, cs, sn) = (widen8::<T>(r1), widen8::<T>(r2), widen8::<f32>(rc), widen8::<f32>(rs));
+                    let mut o = [0.0f32; CHUNK];
+                    unroll::<CHUNK>(|u| {
+                        let sn = sign * sn[u];
+                        o[u] = if first { x1[u] * cs[u] - x2[u] * sn } else { x2[u] * cs[u] + x1[u] * sn };
+                    });
+                    o
+                } else {
+                    [f32::NAN; CHUNK]
+                }
+            };
+            store8(out, i, o);
+        }
+    }
+
+    /// One chunk of `v` at element `at`, its words behind one bounds check (commit 1cf277f).
+    #[inline(always)]
+    fn vectors_raw_whole<T: Float>(v: &[Vec16], at: usize, hint: Load) -> Raw8 {
+        let first = at / CHUNK * words::<T>();
+        let mut raw = Raw8::default();
+        if let Some(chunk) = v.get(first..first + words::<T>()) {
+            unroll::<2>(|k| {
+                if k < words::<T>() {
+                    raw.0[k] = cache::load(&chunk[k], hint);
+                }
+            });
+        }
+        raw
+    }
 }

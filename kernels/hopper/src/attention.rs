@@ -65,6 +65,12 @@ pub const fn shared_bytes(head_dim: u32, stages: u32) -> u32 {
     (1 + 2 * stages) * tile_bytes(head_dim) + 8 * (1 + 4 * stages) + 32 + 1024
 }
 
+/// Dynamic shared memory per block of the persistent `_q2` kernels: [`shared_bytes`] plus a
+/// second Q buffer and 40 bytes of barriers and work-item slots.
+pub const fn shared_bytes_q2(head_dim: u32, stages: u32) -> u32 {
+    shared_bytes(head_dim, stages) + tile_bytes(head_dim) + 40
+}
+
 /// Query tiles of a head: `⌈seq_len / 128⌉`, at least 1.
 pub const fn q_tiles(seq_len: u32) -> u32 {
     let tiles = seq_len.div_ceil(BM);
@@ -123,7 +129,7 @@ pub const fn kv_tiles(causal: bool, q0: u32, seq_len: u32) -> u32 {
     if causal && upto < all { upto } else { all }
 }
 
-pub use body::{attention_body, attention_body_persistent, attention_body_persistent_with, attention_body_with};
+pub use body::{attention_body, attention_body_persistent, attention_body_persistent_q2, attention_body_persistent_with, attention_body_with};
 
 /// Degree of [`exp2_poly`]'s polynomial in the `_poly` kernels.
 pub const EXP2_POLY_DEGREE: usize = 3;
@@ -443,30 +449,37 @@ mod body {
         unroll::<16>(|i| unroll::<4>(|e| o[4 * i + e] *= factor[e >> 1]));
     }
 
-    /// Where the tiles and barriers of a block live in shared memory.
+    /// Where the tiles and barriers of a block live in shared memory. `qbufs` (1, or 2 for the
+    /// persistent `_q2` kernels; a constant after inlining): Q's buffers, before the rings.
     #[derive(Clone, Copy)]
     struct Layout<const STAGES: u32> {
         base: u32,
         tile: u32,
+        qbufs: u32,
     }
 
     impl<const STAGES: u32> Layout<STAGES> {
+        /// Q's buffer `slot` (`< qbufs`).
+        #[inline(always)]
+        fn q_at(self, slot: u32) -> u32 {
+            self.base + self.tile * slot
+        }
         #[inline(always)]
         fn q(self) -> u32 {
             self.base
         }
         #[inline(always)]
         fn k(self, slot: u32) -> u32 {
-            self.base + self.tile * (1 + slot)
+            self.base + self.tile * (self.qbufs + slot)
         }
         #[inline(always)]
         fn v(self, slot: u32) -> u32 {
-            self.base + self.tile * (1 + STAGES + slot)
+            self.base + self.tile * (self.qbufs + STAGES + slot)
         }
         /// The barriers after the tiles: Q's "full", then the K ring's, then the V ring's.
         #[inline(always)]
         fn barriers(self) -> u32 {
-            self.base + self.tile * (1 + 2 * STAGES)
+            self.base + self.tile * (self.qbufs + 2 * STAGES)
         }
         #[inline(always)]
         fn q_full(self) -> MBarrier {
@@ -495,17 +508,55 @@ mod body {
             // ([`shared_bytes`] counts 32 bytes for these), used only as this barrier.
             unsafe { MBarrier::at(self.barriers() + 8 + 2 * Ring::<STAGES>::BARRIER_BYTES) }
         }
-        /// Persistent kernels: the barrier of work-item slot `n % 2` (the producer's one
-        /// arrival after writing the slot).
+        /// The `_q2` kernels' region after the persistent kernels' 32 bytes of barriers and
+        /// slots ([`shared_bytes_q2`] counts its 40 bytes): Q buffer 1's "full" and "empty"
+        /// barriers, work-item slots 2 and 3's barriers, then those two slots.
+        #[inline(always)]
+        fn q2_region(self) -> u32 {
+            self.barriers() + 40 + 2 * Ring::<STAGES>::BARRIER_BYTES
+        }
+        /// Q buffer `slot`'s "full" barrier (the producer's expected bytes, the copy engine's).
+        #[inline(always)]
+        fn q_full_at(self, slot: u32) -> MBarrier {
+            // SAFETY: slot 0: `q_full`; slot 1 (the `_q2` kernels only): the first 8 bytes of
+            // their region, used only as this barrier.
+            if slot == 0 { self.q_full() } else { unsafe { MBarrier::at(self.q2_region()) } }
+        }
+        /// Q buffer `slot`'s "empty" barrier (persistent kernels).
+        #[inline(always)]
+        fn q_empty_at(self, slot: u32) -> MBarrier {
+            // SAFETY: slot 0: `q_empty`; slot 1 (the `_q2` kernels only): the next 8 bytes of
+            // their region, used only as this barrier.
+            if slot == 0 { self.q_empty() } else { unsafe { MBarrier::at(self.q2_region() + 8) } }
+        }
+        /// Persistent kernels' work-item slots: 2 (4 with two Q buffers, so that the producer,
+        /// up to two items ahead, never rewrites a slot the consumers have not read: it
+        /// rewrites slot `n % 4` at item `n` after the consumers released Q after item `n - 3`).
+        #[inline(always)]
+        fn item_slots(self) -> u32 {
+            2 * self.qbufs
+        }
+        /// Persistent kernels: the barrier of work-item slot `n % item_slots` (the producer's
+        /// one arrival after writing the slot).
         #[inline(always)]
         fn item_full(self, n: u32) -> MBarrier {
-            // SAFETY: the next 16 bytes, as for `q_empty`, one barrier per slot.
-            unsafe { MBarrier::at(self.barriers() + 16 + 2 * Ring::<STAGES>::BARRIER_BYTES + 8 * (n % 2)) }
+            let s = n % self.item_slots();
+            // SAFETY: slots 0 and 1: the 16 bytes after `q_empty`, as for it, one barrier per
+            // slot; slots 2 and 3 (the `_q2` kernels): bytes 16..32 of their region.
+            unsafe {
+                if s < 2 {
+                    MBarrier::at(self.barriers() + 16 + 2 * Ring::<STAGES>::BARRIER_BYTES + 8 * s)
+                } else {
+                    MBarrier::at(self.q2_region() + 16 + 8 * (s - 2))
+                }
+            }
         }
-        /// Persistent kernels: the address of work-item slot `n % 2` (a `u32`, after the barriers).
+        /// Persistent kernels: the address of work-item slot `n % item_slots` (a `u32`, after
+        /// the barriers).
         #[inline(always)]
         fn item(self, n: u32) -> u32 {
-            self.barriers() + 32 + 2 * Ring::<STAGES>::BARRIER_BYTES + 4 * (n % 2)
+            let s = n % self.item_slots();
+            if s < 2 { self.barriers() + 32 + 2 * Ring::<STAGES>::BARRIER_BYTES + 4 * s } else { self.q2_region() + 32 + 4 * (s - 2) }
         }
     }
 
@@ -587,18 +638,27 @@ mod body {
     ///
     /// # Safety
     /// One thread calls it; the maps are valid and acquired (the kernel's contract); Q's buffer
-    /// is free (nothing reads it until `q_full` completes again).
+    /// `q_slot` is free (nothing reads it until its `q_full` completes again).
     #[inline(always)]
-    unsafe fn produce_tile<const D: u32, const STAGES: u32>(layout: Layout<STAGES>, maps: [*const TensorMap; 3], q0: u32, head: u32, tiles: u32, round: u32) {
+    unsafe fn produce_tile<const D: u32, const STAGES: u32>(
+        layout: Layout<STAGES>,
+        maps: [*const TensorMap; 3],
+        q0: u32,
+        head: u32,
+        tiles: u32,
+        round: u32,
+        q_slot: u32,
+    ) {
         let [q_map, k_map, v_map] = maps;
         let tile = tile_bytes(D);
         // SAFETY: every box starts inside its array (rows past `seq_len` are filled with zeros by
         // the copy engine); Q's buffer is free (the caller's contract) and each ring slot is
         // free (its `empty` phase waited for by `produce`) before it is refilled.
         unsafe {
-            layout.q_full().arrive_expect_tx(tile);
+            let q_full = layout.q_full_at(q_slot);
+            q_full.arrive_expect_tx(tile);
             for c in 0..D / 64 {
-                TensorMap::load_3d(q_map, layout.q() + c * SLAB, layout.q_full(), (64 * c) as i32, q0 as i32, head as i32);
+                TensorMap::load_3d(q_map, layout.q_at(q_slot) + c * SLAB, q_full, (64 * c) as i32, q0 as i32, head as i32);
             }
             for i in 0..tiles {
                 let (slot, row) = (Ring::<STAGES>::slot(round + i), ((tiles - 1 - i) * BN) as i32);
@@ -619,8 +679,8 @@ mod body {
     /// `PINGPONG` it takes its turns on [`turns`]`(consumer)`; the caller arrives once on the
     /// other's barrier (consumer 1) before the first call and syncs once on its own (consumer 0)
     /// after the last, so that the turns stay strictly alternating across tiles. `RELEASE_Q`
-    /// (the persistent kernels): one arrival per warp on `q_empty` as soon as the last score
-    /// group has been waited for. Returns O's accumulators and the rows' maxima and sums.
+    /// (the persistent kernels): one arrival per warp on Q buffer `q_slot`'s `q_empty` as soon
+    /// as the last score group has been waited for. Returns O's accumulators and the rows' maxima and sums.
     ///
     /// # Safety
     /// The consumer warpgroup's 128 threads call it together with the same arguments; Q's
@@ -633,6 +693,7 @@ mod body {
         consumer: u32,
         tiles: u32,
         round: u32,
+        q_slot: u32,
     ) -> Running {
         let lane = rows.lane;
         // The softmax's split reductions where they measured faster (see `softmax`): the
@@ -670,7 +731,7 @@ mod body {
         // SAFETY: see above.
         unsafe { wgmma::wait::<0>() };
         if RELEASE_Q && tiles == 1 && lane == 0 {
-            layout.q_empty().arrive();
+            layout.q_empty_at(q_slot).arrive();
         }
         // The probabilities are kept in `s` (the next scores' `wgmma` takes them as its
         // accumulator operand, scaled by 0), so they are converted before it.
@@ -729,7 +790,7 @@ mod body {
             unsafe { wgmma::wait::<1>() };
             // The scores of the last step are done: Q's buffer is free.
             if RELEASE_Q && i + 1 == tiles && lane == 0 {
-                layout.q_empty().arrive();
+                layout.q_empty_at(q_slot).arrive();
             }
             // The softmax runs while P·V is on the tensor cores. Its probabilities become A
             // fragments only after the next wait: registers that a later `wgmma` reads must
@@ -844,7 +905,7 @@ mod body {
         const { assert!(POLY <= 16, "POLY: at most the 16 column pairs of a row") };
         let tid = thread_idx_x();
         let tile = tile_bytes(D);
-        let layout = Layout::<STAGES> { base: (dynamic_shared_address() + 1023) & !1023, tile };
+        let layout = Layout::<STAGES> { base: (dynamic_shared_address() + 1023) & !1023, tile, qbufs: 1 };
         if tid == 0 {
             layout.q_full().init(1);
             // One release per consumer warp.
@@ -867,7 +928,7 @@ mod body {
                     TensorMap::acquire(q_map);
                     TensorMap::acquire(k_map);
                     TensorMap::acquire(v_map);
-                    produce_tile::<D, STAGES>(layout, [q_map, k_map, v_map], q0, head, tiles, 0);
+                    produce_tile::<D, STAGES>(layout, [q_map, k_map, v_map], q0, head, tiles, 0, 0);
                 }
             }
             return;
@@ -923,7 +984,7 @@ mod body {
                 other.arrive();
             }
             // SAFETY: the warpgroup's threads call it together; Q is in its buffer (waited for).
-            let state = unsafe { consume_tile::<D, CAUSAL, PINGPONG, STAGES, false, POLY>(layout, rows, q, consumer, tiles, 0) };
+            let state = unsafe { consume_tile::<D, CAUSAL, PINGPONG, STAGES, false, POLY>(layout, rows, q, consumer, tiles, 0, 0) };
             if PINGPONG && consumer == 0 {
                 mine.sync();
             }
@@ -966,6 +1027,32 @@ mod body {
         unsafe { attention_body_persistent_with::<D, CAUSAL, PINGPONG, STAGES, 0>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next) }
     }
 
+    /// [`attention_body_persistent`] with two Q buffers (the `_q2` kernels, issue 31 session
+    /// 16): the producer loads the next work item's Q as soon as it has issued this item's
+    /// K and V loads, into the other buffer, instead of after the consumers' last scores of
+    /// this item; so at short sequences (a few key tiles an item) the consumers do not wait for
+    /// Q at the start of each item. Work-item slots: 4.
+    ///
+    /// # Safety
+    /// As for [`attention_body_persistent`], with [`shared_bytes_q2`]`(D, STAGES)` of dynamic
+    /// shared memory.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn attention_body_persistent_q2<const D: u32, const CAUSAL: bool, const PINGPONG: bool, const STAGES: u32>(
+        q_map: *const TensorMap,
+        k_map: *const TensorMap,
+        v_map: *const TensorMap,
+        o: *mut u32,
+        lse: *mut f32,
+        seq_len: u32,
+        scale_log2: f32,
+        heads: u32,
+        next: *mut u32,
+    ) {
+        // SAFETY: the caller's contract.
+        unsafe { persistent::<D, CAUSAL, PINGPONG, STAGES, 0, 2>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next) }
+    }
+
     /// [`attention_body_persistent`] with `POLY` of the 16 column pairs of each score row
     /// taking their exponentials through [`exp2_poly`] (as [`attention_body_with`]).
     ///
@@ -984,16 +1071,43 @@ mod body {
         heads: u32,
         next: *mut u32,
     ) {
+        // SAFETY: the caller's contract.
+        unsafe { persistent::<D, CAUSAL, PINGPONG, STAGES, POLY, 1>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next) }
+    }
+
+    /// The persistent body with `QB` (1 or 2) Q buffers: [`attention_body_persistent_with`]
+    /// (1) and [`attention_body_persistent_q2`] (2).
+    ///
+    /// # Safety
+    /// As for [`attention_body_persistent`], with [`shared_bytes`]`(D, STAGES)` (`QB` 1) or
+    /// [`shared_bytes_q2`]`(D, STAGES)` (`QB` 2) of dynamic shared memory.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn persistent<const D: u32, const CAUSAL: bool, const PINGPONG: bool, const STAGES: u32, const POLY: u32, const QB: u32>(
+        q_map: *const TensorMap,
+        k_map: *const TensorMap,
+        v_map: *const TensorMap,
+        o: *mut u32,
+        lse: *mut f32,
+        seq_len: u32,
+        scale_log2: f32,
+        heads: u32,
+        next: *mut u32,
+    ) {
         const { assert!(POLY <= 16, "POLY: at most the 16 column pairs of a row") };
+        const { assert!(QB == 1 || QB == 2, "QB: one or two Q buffers") };
         let tid = thread_idx_x();
         let tile = tile_bytes(D);
-        let layout = Layout::<STAGES> { base: (dynamic_shared_address() + 1023) & !1023, tile };
+        let layout = Layout::<STAGES> { base: (dynamic_shared_address() + 1023) & !1023, tile, qbufs: QB };
         if tid == 0 {
-            layout.q_full().init(1);
-            // One arrival per consumer warp.
-            layout.q_empty().init(8);
-            layout.item_full(0).init(1);
-            layout.item_full(1).init(1);
+            for slot in 0..QB {
+                layout.q_full_at(slot).init(1);
+                // One arrival per consumer warp.
+                layout.q_empty_at(slot).init(8);
+            }
+            for slot in 0..layout.item_slots() {
+                layout.item_full(slot).init(1);
+            }
             // One release per consumer warp.
             layout.keys().init(8);
             layout.values().init(8);
@@ -1015,8 +1129,9 @@ mod body {
                     let counter = Atomic::from_ptr(next);
                     let (mut item, mut n, mut round) = (block_idx_x(), 0u32, 0u32);
                     loop {
-                        // Slot n % 2 was last read for item n - 2, before the consumers released
-                        // Q after it (waited for below, at item n - 1).
+                        // Slot n % item_slots was last read for item n - item_slots, before the
+                        // consumers released Q after item n - 1 - QB (waited for below, at item
+                        // n - 1; item_slots = 2 QB).
                         u32::store_shared(layout.item(n), item);
                         layout.item_full(n).arrive();
                         if item >= items {
@@ -1024,11 +1139,12 @@ mod body {
                         }
                         let (q_tile, head) = work_item(CAUSAL, item, q_tiles, heads);
                         let tiles = kv_tiles(CAUSAL, q_tile * BM, seq_len);
-                        if n > 0 {
-                            // The consumers are done with the previous item's Q.
-                            layout.q_empty().wait((n - 1) & 1);
+                        // Q's buffer n % QB was last filled for item n - QB: wait until the
+                        // consumers are done with it (its use k = n / QB waits for release k - 1).
+                        if n >= QB {
+                            layout.q_empty_at(n % QB).wait((n / QB - 1) & 1);
                         }
-                        produce_tile::<D, STAGES>(layout, [q_map, k_map, v_map], q_tile * BM, head, tiles, round);
+                        produce_tile::<D, STAGES>(layout, [q_map, k_map, v_map], q_tile * BM, head, tiles, round, n % QB);
                         round += tiles;
                         n += 1;
                         item = grid_dim_x() + counter.fetch_add(1);
@@ -1041,7 +1157,6 @@ mod body {
         unsafe { warpgroup::alloc_registers::<240>() };
         let consumer = tid / 128 - 1;
         let lane = tid % 32;
-        let q = layout.q() + consumer * 64 * 128;
         // The turns alternate across items: consumer 1's first arrival here, consumer 0's last
         // sync after the loop (see `consume_tile`).
         let (mine, other) = turns(consumer);
@@ -1050,7 +1165,7 @@ mod body {
         }
         let (mut n, mut round) = (0u32, 0u32);
         loop {
-            layout.item_full(n).wait((n / 2) & 1);
+            layout.item_full(n).wait((n / layout.item_slots()) & 1);
             // SAFETY: the slot's address, inside the requested shared memory; written by the
             // producer before its arrival, which the wait above observed.
             let item = unsafe { u32::load_shared(layout.item(n)) };
@@ -1061,10 +1176,12 @@ mod body {
             let q0 = q_tile * BM;
             let tiles = kv_tiles(CAUSAL, q0, seq_len);
             let rows = Rows { lane, row0: q0 + 64 * consumer + 16 * ((tid % 128) / 32) + lane / 4, q0, seq_len, scale_log2 };
-            layout.q_full().wait(n & 1);
+            let q_slot = n % QB;
+            layout.q_full_at(q_slot).wait((n / QB) & 1);
+            let q = layout.q_at(q_slot) + consumer * 64 * 128;
             // SAFETY: the warpgroup's threads call it together (the item is the block's); Q is
             // in its buffer (waited for); the producer fills these rounds.
-            let state = unsafe { consume_tile::<D, CAUSAL, PINGPONG, STAGES, true, POLY>(layout, rows, q, consumer, tiles, round) };
+            let state = unsafe { consume_tile::<D, CAUSAL, PINGPONG, STAGES, true, POLY>(layout, rows, q, consumer, tiles, round, q_slot) };
             // SAFETY: O and LSE hold every head's rows (the kernel's contract); head < heads.
             unsafe { store_rows::<D>(state, rows, o, lse, head) };
             round += tiles;
@@ -1147,11 +1264,48 @@ mod body {
         )*};
     }
 
+    macro_rules! persistent_q2_kernels {
+        ($($name:ident: $d:literal, $causal:literal, $pingpong:literal, $stages:literal;)*) => {$(
+            ferrocuda_device::launch_bounds!($name, 384, 1);
+            /// Attention forward, persistent with two Q buffers (see
+            /// [`attention_body_persistent_q2`]), head dimension and variant in the name.
+            ///
+            /// # Safety
+            /// As for the `_persistent` kernels, with `shared_bytes_q2(D, STAGES)` of dynamic
+            /// shared memory.
+            #[cfg(target_arch = "nvptx64")]
+            #[unsafe(no_mangle)]
+            #[allow(clippy::too_many_arguments)]
+            pub unsafe extern "ptx-kernel" fn $name(
+                q_map: *const TensorMap, k_map: *const TensorMap, v_map: *const TensorMap, o: *mut u32, lse: *mut f32, seq_len: u32, scale_log2: f32,
+                heads: u32, next: *mut u32,
+            ) {
+                // SAFETY: the kernel's contract.
+                unsafe { attention_body_persistent_q2::<$d, $causal, $pingpong, $stages>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next) }
+            }
+        )*};
+    }
+
+    // Session 16 (issue 31): the short-sequence persistent kernels with two Q buffers.
+    persistent_q2_kernels! {
+        attention_d64_persistent_q2: 64, false, false, 2;
+        attention_d64_causal_pingpong_persistent_q2: 64, true, true, 2;
+        attention_d128_pingpong_persistent_q2: 128, false, true, 2;
+        attention_d128_causal_pingpong_persistent_q2: 128, true, true, 2;
+        // D 128 without the ping-pong turns (each consumer issues as soon as its data is in;
+        // the turns chain one consumer's epilogue into the other's next issue).
+        attention_d128_persistent_q2: 128, false, false, 2;
+        attention_d128_causal_persistent_q2: 128, true, false, 2;
+    }
+
     persistent_kernels! {
         attention_d64_persistent: 64, false, false, 2;
         attention_d64_pingpong_persistent: 64, false, true, 2;
         attention_d64_causal_pingpong_persistent: 64, true, true, 2;
         attention_d128_pingpong_persistent: 128, false, true, 2;
+        // Session 16: D 128 persistent without the ping-pong turns.
+        attention_d128_persistent: 128, false, false, 2;
+        attention_d128_causal_persistent: 128, true, false, 2;
         attention_d128_causal_pingpong_persistent: 128, true, true, 2;
         attention_d128_pingpong_s3_persistent: 128, false, true, 3;
         attention_d128_causal_pingpong_s3_persistent: 128, true, true, 3;
