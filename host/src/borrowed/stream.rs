@@ -39,6 +39,11 @@ const PER_THREAD: usize = 0x2;
 /// [`Stream::synchronize_timeout`] first: once it reported the work as still running, the
 /// drop neither waits nor joins (the per-thread stream is then not ordered after that work,
 /// as for a leaked borrow, and a message says so).
+///
+/// Do not drop it inside a stream host callback ([`Stream::launch_host_fn`]): CUDA refuses
+/// every call there, so neither the join nor a host wait can order the owner's stream, and
+/// the drop aborts the process with a message rather than hand the owner's stream back
+/// unordered (audit 2026-11-28d review3, G16S-1). Send it to another thread to drop.
 pub struct BorrowedStream<'a> {
     stream: Stream,
     /// The handle the owner gave (a default stream handle or the owner's stream).

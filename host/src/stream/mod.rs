@@ -843,7 +843,11 @@ impl Stream {
     /// callbacks; ferrocuda returns its error instead of deadlocking): signal another thread
     /// instead. Dropping ferrocuda values inside it is fine: the release of what they own on
     /// the GPU is handed to a release thread and performed once the callback has returned
-    /// (N10; [`Context::deferred_releases`] counts it until then).
+    /// (N10; [`Context::deferred_releases`] counts it until then). Borrows of another
+    /// library's stream or memory are the exception: their end must order the owner's stream
+    /// now, which nothing can do inside a callback, so a
+    /// [`BorrowedStream`](crate::BorrowedStream) (or a borrowed slice) dropped there aborts the
+    /// process with a message (audit 2026-11-28d review3, G16S-1).
     ///
     /// Refused with [`Error::HostCallbackInCapture`] while the stream is being captured: a
     /// graph replays its host nodes many times, and a `FnOnce` can run only once; and with
