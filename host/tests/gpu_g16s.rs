@@ -292,3 +292,80 @@ fn g16s_3_a_capture_made_by_a_destructor_during_an_unwind_returns_its_graph() {
     assert_eq!(got, "Ok(\"a graph\")", "G16S-3 present: the capture made during an unwind was ended by its own guard");
     assert!(!stream.is_capturing().unwrap(), "the capture still runs");
 }
+
+/// The owner's object of a context adopted with `Context::from_raw` (what cudarc's `CudaContext`
+/// is for `borrowed::cudarc::context` of a non-primary context): its drop is where the owner may
+/// destroy the context. It reports whether the context's work was done then (`cuEventQuery` of an
+/// event recorded after that work), and leaves the destruction to the test.
+struct OwnerObject {
+    event: std::sync::Arc<OnceLock<usize>>,
+    seen: mpsc::Sender<String>,
+}
+
+impl Drop for OwnerObject {
+    fn drop(&mut self) {
+        let event = self.event.get().copied().unwrap_or(0) as sys::CUevent;
+        // SAFETY: the event is alive (destroyed by the test after this reported).
+        let query = unsafe { driver::event::query(event) };
+        let thread = std::thread::current().name().unwrap_or("?").to_string();
+        let _ = self.seen.send(format!("{query:?} on thread {thread}"));
+    }
+}
+
+/// G16S-5: the last handle of a context adopted from another library (`Context::from_raw`,
+/// which `borrowed::cudarc::context` uses for cudarc's non-primary contexts; a `BorrowedContext`)
+/// dropped inside a door call's work (or a host callback): the teardown (bind, wait for the
+/// context's work, unload the modules) was handed to the release thread, but the owner's
+/// keep-alive was dropped at once, with the `ContextInner`'s other fields. The owner may destroy
+/// the context in that drop (cudarc does), and the teardown then ran on a destroyed context; a
+/// `BorrowedContext`'s owner may destroy it as soon as its drop returns, which it did before the
+/// teardown ran.
+///
+/// Seen here: the owner's object is dropped while the context's work (a 400 ms host callback)
+/// still runs (`cuEventQuery` answers `CUDA_ERROR_NOT_READY`), printed as `UNORDERED`. After the
+/// fix the teardown runs in place inside door work (it waits for no lock of ferrocuda's) and the
+/// keep-alive is dropped after it (`Ok(())`).
+#[test]
+fn g16s_5_a_borrowed_contexts_owner_is_let_go_only_after_its_teardown() {
+    let Some(primary) = gpu_or_skip("g16s_5_a_borrowed_contexts_owner_is_let_go_only_after_its_teardown") else { return };
+    let device = ferrocuda_host::Device::get(0).unwrap();
+    let mut raw: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: writes one context handle, destroyed at the end; null parameters ask for a plain one.
+    unsafe { driver::context::create(&mut raw, std::ptr::null_mut(), 0, device.raw()) }.expect("cuCtxCreate");
+    let mut popped: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: pops what cuCtxCreate pushed.
+    let _ = unsafe { driver::context::pop_current(&mut popped) };
+    let slot = std::sync::Arc::new(OnceLock::new());
+    let (seen, owner_dropped) = mpsc::channel();
+    // SAFETY: `raw` is live until the end of the test, after the last ferrocuda handle dropped.
+    let adopted = unsafe { Context::from_raw(raw, OwnerObject { event: slot.clone(), seen }) }.unwrap();
+    let stream = Stream::non_blocking(&adopted).unwrap();
+    stream.launch_host_fn(|| std::thread::sleep(Duration::from_millis(400))).unwrap();
+    let mut event: sys::CUevent = std::ptr::null_mut();
+    adopted.bind_to_thread().unwrap();
+    // SAFETY: writes one event handle of the adopted context, destroyed at the end.
+    unsafe { driver::event::create(&mut event, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32) }.expect("cuEventCreate");
+    // SAFETY: the event and the stream are alive and of one context.
+    stream.enqueue("cuEventRecord", &[], |s| Ok::<_, Error>(unsafe { driver::event::record(event, s.get()) }?)).unwrap();
+    slot.set(event as usize).unwrap();
+    drop(stream);
+    let other = Stream::non_blocking(&primary).unwrap();
+    other
+        .enqueue("drop the last handle of an adopted context", &[], move |_| {
+            drop(adopted);
+            Ok::<_, Error>(())
+        })
+        .unwrap();
+    let got = owner_dropped.recv_timeout(Duration::from_secs(10)).expect("the owner's object was dropped");
+    println!("G16S-5: the adopted context's work when its owner's object was dropped (last handle dropped in door work): {got}");
+    // Whatever ran on the release thread: let it finish before the context goes.
+    std::thread::sleep(Duration::from_millis(600));
+    primary.synchronize().unwrap();
+    // SAFETY: created above, destroyed once; no ferrocuda handle of the context is left.
+    unsafe {
+        let _ = driver::event::destroy(event);
+        let _ = driver::context::destroy(raw);
+    }
+    primary.bind_to_thread().unwrap();
+    assert!(got.starts_with("Ok(())"), "G16S-5 present: UNORDERED: the owner's object was dropped before the context's teardown: {got}");
+}

@@ -554,12 +554,32 @@ impl Drop for ContextInner {
             );
             return;
         }
-        let teardown = Teardown { raw: self.raw, device: self.device, kind: self.kind, embedded };
+        // A borrowed context's keep-alive (its owner's object: a cudarc `CudaContext`, say) goes
+        // with the teardown and is dropped after it: its drop may destroy the context (audit
+        // 2026-11-28d review3, G16S-5: dropped here while the teardown waited on the release
+        // thread, the owner destroyed the context first, and the teardown then bound, waited on
+        // and unloaded modules of a destroyed context).
+        let keep_alive = self.keep_alive.take();
+        let teardown = Teardown { raw: self.raw, device: self.device, kind: self.kind, embedded, keep_alive };
         let teardown = Handle(teardown);
-        if hand_off_releases() {
-            // The last handle went inside a host callback, where CUDA calls are refused, or
-            // inside a door call's work, which must wait for nothing (G15R-6).
+        if in_host_callback() {
+            // The last handle went inside a host callback, where CUDA calls are refused.
             release::run_on_release_thread(Box::new(move || teardown.into_inner().run()));
+        } else if hand_off_releases() {
+            // Inside a door call's work (G15R-6): in place, not on the release thread. The
+            // teardown waits for no lock of ferrocuda's (the GPU only, as `Stream::synchronize`
+            // there), and a context borrowed for a lifetime (`BorrowedContext`) may be destroyed
+            // by its owner as soon as this drop returns (G16S-5). The thread's current context
+            // (the door's) is restored for the rest of the work.
+            let mut current = std::ptr::null_mut();
+            // SAFETY: writes one handle.
+            let known = unsafe { driver::context::get_current(&mut current) }.is_ok();
+            let dying = self.raw;
+            teardown.into_inner().run();
+            if known && !current.is_null() && current != dying {
+                // SAFETY: the door's context, alive (its stream holds it).
+                let _ = unsafe { driver::context::set_current(current) };
+            }
         } else {
             teardown.into_inner().run();
         }
@@ -607,6 +627,8 @@ struct Teardown {
     device: Device,
     kind: ContextKind,
     embedded: Vec<LoadedEmbedded>,
+    /// A borrowed context's keep-alive: dropped last, after the context's state is gone (G16S-5).
+    keep_alive: Option<Arc<dyn Any + Send + Sync>>,
 }
 
 impl Teardown {
@@ -629,6 +651,7 @@ impl Teardown {
             ContextKind::Borrowed => Ok(()),
         }
         .ok();
+        drop(self.keep_alive.take());
     }
 }
 
