@@ -72,7 +72,13 @@ impl Function {
     /// The kernel `symbol` of an embedded module (`my_kernels::KERNELS`) as loaded into
     /// `context`, loading the module if needed: for attributes, occupancy and launches by
     /// symbol. A `#[kernel]` launcher gives the same as `name::function(&context)`.
+    ///
+    /// # Errors
+    /// [`Error::CallInHostCallback`](crate::Error::CallInHostCallback) inside a stream host
+    /// callback (audit 2026-11-28d review3, G16S-2: the lock of the context's loaded crates is
+    /// held across loads, which may wait for the callback); the load's errors.
     pub fn from_embedded(context: &Context, module: &'static crate::EmbeddedModule, symbol: &'static str) -> Result<Function> {
+        crate::context::refuse_in_host_callback(module)?;
         context.bind_to_thread()?;
         let raw = context.embedded_function(module, symbol)?;
         Ok(Function::new(raw, symbol.to_string(), context.clone(), None))

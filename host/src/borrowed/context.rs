@@ -66,6 +66,17 @@ impl Drop for BorrowedContext<'_> {
         if context.is_primary() {
             return; // retained: our handles keep it valid
         }
+        // Inside a host callback its state (modules, the wait for its work) cannot be released
+        // (CUDA refuses every call there) before the owner may destroy it, right after this
+        // drop: only stopping is sound (audit 2026-11-28d review3, G16S-5).
+        if crate::context::in_host_callback() {
+            eprintln!(
+                "ferrocuda: a BorrowedContext was dropped inside a stream host callback, where CUDA refuses every call: what \
+                 ferrocuda holds in the context cannot be released before its owner may destroy it, so the process stops here. \
+                 Drop the borrow outside the callback (send it to another thread)."
+            );
+            std::process::abort();
+        }
         // Atomic with the weak handles' upgrades (another thread's `Context::current()`):
         // either this is the last handle and the context's state goes now, before its owner
         // may destroy it, or another handle lives on.

@@ -138,4 +138,30 @@ mod tests {
         assert_eq!(after_failed_wait(&Err(Error::Driver(driver(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS)))), AfterFailedWait::HandBack);
         assert_eq!(after_failed_wait(&Err(Error::ProcessPoisoned { source: driver(CUresult::CUDA_ERROR_LAUNCH_FAILED) })), AfterFailedWait::HandBack);
     }
+
+    /// G16S-1 (audit 2026-11-28d review3): a `BorrowedStream`'s end whose join back was refused
+    /// falls back to a host wait (`Stream::synchronize`), and hands the owner's stream back only
+    /// when that wait finished or the context faulted; the waits a host callback or a capture
+    /// refuse (the driver's `CUDA_ERROR_NOT_PERMITTED`, a capture's
+    /// `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`, ferrocuda's own refusals) abort instead of handing
+    /// it back unordered, as the drop used to (it dropped the wait's error). Inside a callback
+    /// the drop aborts before any call (GPU: `g16s_1_*` in `host/tests/gpu_g16s.rs`).
+    #[test]
+    fn g16s_1_a_borrowed_streams_end_never_hands_the_owner_back_after_a_refused_wait() {
+        use ::cudarc::driver::sys::CUresult;
+
+        use super::view::{AfterFailedWait, after_failed_wait};
+        let driver = |code| crate::driver::DriverError { call: "cuStreamSynchronize", code };
+        for refused in [
+            Error::Driver(driver(CUresult::CUDA_ERROR_NOT_PERMITTED)),
+            Error::Driver(driver(CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)),
+            Error::Driver(driver(CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)),
+            Error::CallInHostCallback { operation: "BorrowedStream::drop".to_string() },
+            Error::NestedDoorCall { operation: "BorrowedStream::drop".to_string() },
+        ] {
+            let after = after_failed_wait(&Err(refused));
+            assert!(matches!(after, AfterFailedWait::Abort(_)), "a refused wait handed the owner's stream back: {after:?}");
+        }
+        assert_eq!(after_failed_wait(&Ok(())), AfterFailedWait::HandBack);
+    }
 }

@@ -39,6 +39,11 @@ const PER_THREAD: usize = 0x2;
 /// [`Stream::synchronize_timeout`] first: once it reported the work as still running, the
 /// drop neither waits nor joins (the per-thread stream is then not ordered after that work,
 /// as for a leaked borrow, and a message says so).
+///
+/// Do not drop it inside a stream host callback ([`Stream::launch_host_fn`]): CUDA refuses
+/// every call there, so neither the join nor a host wait can order the owner's stream, and
+/// the drop aborts the process with a message rather than hand the owner's stream back
+/// unordered (audit 2026-11-28d review3, G16S-1). Send it to another thread to drop.
 pub struct BorrowedStream<'a> {
     stream: Stream,
     /// The handle the owner gave (a default stream handle or the owner's stream).
@@ -136,10 +141,34 @@ impl Drop for BorrowedStream<'_> {
                 );
                 std::process::abort();
             }
-            // The ordering could not be queued (a faulted context): wait on the host instead, as
-            // the owner may destroy its stream right after this.
+            // Inside a stream host callback nothing can order the owner's stream: the driver
+            // refuses every call there (the join, a host wait), and the owner may reuse its
+            // memory or destroy its stream as soon as this drop returns. Handing the borrow back
+            // unordered let the owner's next work race ferrocuda's (audit 2026-11-28d review3,
+            // G16S-1: the fallback wait below was refused too, and its error dropped).
+            Err(_) if crate::context::in_host_callback() => {
+                eprintln!(
+                    "ferrocuda: a BorrowedStream is dropped inside a stream host callback, where CUDA refuses every call: the \
+                     owner's stream cannot be ordered after the work queued through the borrow, which may still run, so the \
+                     process is aborted. Drop the borrow outside the callback (send it to another thread)"
+                );
+                std::process::abort();
+            }
+            // The ordering could not be queued (a faulted context; inside a door call's work,
+            // which waits for no lock, G15R-6): wait on the host instead, as the owner may
+            // destroy its stream right after this. A wait that fails for another reason than a
+            // fault (the stream captured meanwhile) orders nothing: not handed back (G16S-1).
             Err(_) => {
-                let _ = self.stream.synchronize();
+                let waited = self.stream.synchronize();
+                if let super::view::AfterFailedWait::Abort(why) = super::view::after_failed_wait(&waited) {
+                    eprintln!(
+                        "ferrocuda: a BorrowedStream is dropped, and the owner's stream can be ordered after the work queued \
+                         through it neither on the GPU nor from the host ({}): {why}. The owner would get its stream back while \
+                         that work may still run, so the process is aborted",
+                        waited.as_ref().err().map(ToString::to_string).unwrap_or_default()
+                    );
+                    std::process::abort();
+                }
             }
         }
     }

@@ -409,7 +409,15 @@ impl Context {
     }
 
     /// Runs `f` on `module` as loaded into this context, loading it first if needed.
+    ///
+    /// The list's lock is held across a load, which may wait inside the driver for the
+    /// context's work (E2: a module load, a kernel's code), and so for a host callback queued
+    /// in it: refused inside a callback before the lock ([`Error::CallInHostCallback`]), which
+    /// would otherwise wait for a thread that waits for the callback (audit 2026-11-28d
+    /// review3, G16S-2). Inside a door call's work (a launch's first use of a crate) it is
+    /// taken as a leaf: its holders wait for no lock of ferrocuda's.
     fn with_embedded<R>(&self, module: &'static EmbeddedModule, f: impl FnOnce(&mut LoadedEmbedded) -> Result<R>) -> Result<R> {
+        refuse_in_host_callback(module)?;
         let mut loaded = self.inner.embedded.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let index = match loaded.iter().position(|l| l.is(module)) {
             Some(index) => index,
@@ -425,7 +433,11 @@ impl Context {
 
     /// Which image of `module` this context runs ("cubin sm_90" or "PTX sm_70, JIT"), loading
     /// it if needed.
+    ///
+    /// # Errors
+    /// [`Error::CallInHostCallback`] inside a stream host callback (G16S-2); the load's errors.
     pub fn embedded_image(&self, module: &'static EmbeddedModule) -> Result<String> {
+        refuse_in_host_callback(module)?;
         self.bind_to_thread()?;
         self.with_embedded(module, |loaded| Ok(loaded.image().to_string()))
     }
@@ -542,12 +554,32 @@ impl Drop for ContextInner {
             );
             return;
         }
-        let teardown = Teardown { raw: self.raw, device: self.device, kind: self.kind, embedded };
+        // A borrowed context's keep-alive (its owner's object: a cudarc `CudaContext`, say) goes
+        // with the teardown and is dropped after it: its drop may destroy the context (audit
+        // 2026-11-28d review3, G16S-5: dropped here while the teardown waited on the release
+        // thread, the owner destroyed the context first, and the teardown then bound, waited on
+        // and unloaded modules of a destroyed context).
+        let keep_alive = self.keep_alive.take();
+        let teardown = Teardown { raw: self.raw, device: self.device, kind: self.kind, embedded, keep_alive };
         let teardown = Handle(teardown);
-        if hand_off_releases() {
-            // The last handle went inside a host callback, where CUDA calls are refused, or
-            // inside a door call's work, which must wait for nothing (G15R-6).
+        if in_host_callback() {
+            // The last handle went inside a host callback, where CUDA calls are refused.
             release::run_on_release_thread(Box::new(move || teardown.into_inner().run()));
+        } else if hand_off_releases() {
+            // Inside a door call's work (G15R-6): in place, not on the release thread. The
+            // teardown waits for no lock of ferrocuda's (the GPU only, as `Stream::synchronize`
+            // there), and a context borrowed for a lifetime (`BorrowedContext`) may be destroyed
+            // by its owner as soon as this drop returns (G16S-5). The thread's current context
+            // (the door's) is restored for the rest of the work.
+            let mut current = std::ptr::null_mut();
+            // SAFETY: writes one handle.
+            let known = unsafe { driver::context::get_current(&mut current) }.is_ok();
+            let dying = self.raw;
+            teardown.into_inner().run();
+            if known && !current.is_null() && current != dying {
+                // SAFETY: the door's context, alive (its stream holds it).
+                let _ = unsafe { driver::context::set_current(current) };
+            }
         } else {
             teardown.into_inner().run();
         }
@@ -595,6 +627,8 @@ struct Teardown {
     device: Device,
     kind: ContextKind,
     embedded: Vec<LoadedEmbedded>,
+    /// A borrowed context's keep-alive: dropped last, after the context's state is gone (G16S-5).
+    keep_alive: Option<Arc<dyn Any + Send + Sync>>,
 }
 
 impl Teardown {
@@ -617,6 +651,7 @@ impl Teardown {
             ContextKind::Borrowed => Ok(()),
         }
         .ok();
+        drop(self.keep_alive.take());
     }
 }
 
@@ -624,6 +659,16 @@ impl std::fmt::Debug for Context {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Context").field("raw", &self.inner.raw).field("device", &self.inner.device.ordinal()).field("primary", &self.is_primary()).finish()
     }
+}
+
+/// [`Error::CallInHostCallback`] inside a stream host callback, for the calls that take the
+/// context's list of loaded kernel crates (G16S-2, [`Context::with_embedded`]): the list's
+/// holder may wait inside the driver for the callback.
+pub(crate) fn refuse_in_host_callback(module: &EmbeddedModule) -> Result<()> {
+    if in_host_callback() {
+        return Err(Error::CallInHostCallback { operation: format!("loading or looking up the kernels of `{}`", module.crate_name) });
+    }
+    Ok(())
 }
 
 /// How long a call that may wait inside the driver for all of a context's work waits, after a
@@ -638,6 +683,22 @@ mod tests {
 
     /// P12: after a reported timeout the teardown leaks rather than waits (it would wait for
     /// a kernel that never ends); without one it waits and releases as before.
+    /// G16S-2 (audit 2026-11-28d review3): the calls that take the context's list of loaded
+    /// kernel crates (held across loads, which may wait inside the driver for a host callback)
+    /// are refused inside a callback before the lock, by name; outside one they go on.
+    #[test]
+    fn g16s_2_the_loaded_crates_list_is_refused_inside_a_host_callback() {
+        static KERNELS: EmbeddedModule = EmbeddedModule::without_images("g16s_2_kernels");
+        assert!(refuse_in_host_callback(&KERNELS).is_ok());
+        let inside = HostCallbackScope::enter();
+        match refuse_in_host_callback(&KERNELS) {
+            Err(Error::CallInHostCallback { operation }) => assert!(operation.contains("g16s_2_kernels"), "{operation}"),
+            other => panic!("the list was not refused inside a host callback: {other:?}"),
+        }
+        drop(inside);
+        assert!(refuse_in_host_callback(&KERNELS).is_ok(), "the refusal outlived the callback");
+    }
+
     #[test]
     fn p12_the_teardown_after_a_timeout_leaks_instead_of_waiting() {
         assert!(teardown_leaks(true));

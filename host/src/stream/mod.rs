@@ -843,7 +843,11 @@ impl Stream {
     /// callbacks; ferrocuda returns its error instead of deadlocking): signal another thread
     /// instead. Dropping ferrocuda values inside it is fine: the release of what they own on
     /// the GPU is handed to a release thread and performed once the callback has returned
-    /// (N10; [`Context::deferred_releases`] counts it until then).
+    /// (N10; [`Context::deferred_releases`] counts it until then). Borrows of another
+    /// library's stream or memory are the exception: their end must order the owner's stream
+    /// now, which nothing can do inside a callback, so a
+    /// [`BorrowedStream`](crate::BorrowedStream) (or a borrowed slice) dropped there aborts the
+    /// process with a message (audit 2026-11-28d review3, G16S-1).
     ///
     /// Refused with [`Error::HostCallbackInCapture`] while the stream is being captured: a
     /// graph replays its host nodes many times, and a `FnOnce` can run only once; and with
@@ -1019,12 +1023,14 @@ impl Stream {
     pub fn capture(&self, work: impl FnOnce(&Stream) -> Result<()>) -> Result<Graph> {
         /// Ends the capture if `work` panics, so the stream stays usable: this call's capture
         /// only (G16R-10).
+        /// Dropped only by an unwind out of `work`: a normal return forgets it. Not
+        /// `std::thread::panicking()`, which is also true for a `capture` made by a destructor
+        /// while another panic unwinds: that capture was ended right after its `work` returned,
+        /// and reported as [`Error::CaptureEndedElsewhere`] (audit 2026-11-28d review3, G16S-3).
         struct EndOnUnwind<'s>(&'s Stream, u64);
         impl Drop for EndOnUnwind<'_> {
             fn drop(&mut self) {
-                if std::thread::panicking() {
-                    let _ = self.0.end_capture_of(Some(self.1));
-                }
+                let _ = self.0.end_capture_of(Some(self.1));
             }
         }
         self.begin_capture()?;
@@ -1036,7 +1042,7 @@ impl Stream {
         let scope = owner::CaptureScope::enter(token);
         let outcome = work(self);
         drop(scope);
-        drop(guard);
+        std::mem::forget(guard);
         // This call's capture, not whatever capture runs on the stream now (audit 2026-11-28d
         // review, G16R-10: other code that ended it and began its own had its work, recorded
         // through its own handle, handed to this caller as the closure's graph).
