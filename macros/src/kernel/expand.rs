@@ -347,7 +347,7 @@ fn param_elem(p: &Param) -> Option<&syn::Type> {
     use super::parse::ParamKind;
     match &p.kind {
         ParamKind::Scalar { .. } | ParamKind::Value => Some(&p.ty),
-        ParamKind::Slice { elem } | ParamKind::Output { elem } | ParamKind::Pointer { elem, .. } => Some(elem),
+        ParamKind::Slice { elem } | ParamKind::OptionalSlice { elem } | ParamKind::Output { elem } | ParamKind::Pointer { elem, .. } => Some(elem),
         ParamKind::TensorMap { .. } => None,
     }
 }

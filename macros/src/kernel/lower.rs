@@ -167,6 +167,7 @@ pub fn lower(param: &Param) -> Lowered {
             // Safe: `InputParts<'a, T>` gives the slice back for the launch's borrow `'a` only.
             |parts, _| quote!(#parts.get()),
         ),
+        ParamKind::OptionalSlice { elem } => optional_slice(param, elem),
         ParamKind::Output { elem } => {
             let abi = SliceAbi {
                 // A shared reference to an empty `UnsafeCell`: no `noalias` and no `readonly`
@@ -262,6 +263,60 @@ fn slice(
         cpu_rebuild: quote! {
             #bind_shape
             let #mutability #name: #ty = #cpu_value;
+        },
+    }
+}
+
+/// `Option<&[T]>`: an optional input, the slice ABI (pointer, length) with `None` as the null
+/// address and length 0.
+///
+/// On the device the pointer is an `Option<&[T; 0]>`: null is its `None` (Rust guarantees the
+/// null-pointer niche of `Option<&T>`), and `Some` is the same no-alias, read-only reference
+/// as `&[T]`'s, so loads stay `ld.global.nc`. The kernel gets `None` or the rebuilt slice; the
+/// test the kernel makes of the `Option` is the PTX's one null test. The launchers take an
+/// `Option<&dyn DeviceRead<T>>` (a trait object, so that `None` needs no type annotation) and
+/// declare the read of `Some` buffers only; the CPU launcher takes an `Option<&[T]>`.
+fn optional_slice(param: &Param, elem: &Type) -> Lowered {
+    let (name, ty) = (&param.name, &param.ty);
+    let mutability = param.mutable.then(|| quote!(mut));
+    let (host, args) = (paths::host(), paths::args());
+    let (pointer, len, arg, parts) = (generated(name, "ptr"), generated(name, "len"), generated(name, "arg"), generated(name, "cpu"));
+    let present = generated(name, "present");
+    let buffer = generated(name, "buffer");
+    let label = {
+        use syn::ext::IdentExt;
+        name.unraw().to_string()
+    };
+    Lowered {
+        entry_params: vec![quote!(#pointer: ::core::option::Option<&[#elem; 0]>), quote!(#len: ::core::primitive::usize)],
+        entry_rebuild: quote! {
+            let #mutability #name: #ty = match #pointer {
+                ::core::option::Option::Some(#present) => ::core::option::Option::Some(
+                    // SAFETY: a non-null pointer is a device allocation of `len` elements that the
+                    // host launcher borrowed until the kernel has finished (`SliceArg`).
+                    unsafe { ::core::slice::from_raw_parts(#present.as_ptr(), #len) },
+                ),
+                ::core::option::Option::None => ::core::option::Option::None,
+            };
+        },
+        launch_param: quote_spanned!(elem.span()=> #name: ::core::option::Option<&dyn #host::DeviceRead<#elem>>),
+        launch_prepare: quote! {
+            let #arg = match #name {
+                ::core::option::Option::Some(#buffer) => #host::DeviceRead::<#elem>::kernel_arg(#buffer),
+                ::core::option::Option::None => #host::SliceArg::absent(),
+            };
+        },
+        launch_pointers: vec![quote!(#host::param_ptr(&#arg.ptr)), quote!(#host::param_ptr(&#arg.len))],
+        param_sizes: vec![quote!(::core::mem::size_of::<::core::primitive::u64>()), quote!(::core::mem::size_of::<::core::primitive::usize>())],
+        // `None` has no memory: its access is an untracked no-op.
+        buffer_access: vec![quote!(#arg.read(#label))],
+        checks: vec![quote_spanned!(elem.span()=> #args::require_pod::<#elem>();)],
+        requirements: None,
+        cpu_param: quote!(#name: ::core::option::Option<&[#elem]>),
+        cpu_prepare: quote!(let #parts = ::core::option::Option::map(#name, #args::InputParts::new);),
+        // Safe: `InputParts<'a, T>` gives the slice back for the launch's borrow `'a` only.
+        cpu_rebuild: quote! {
+            let #mutability #name: #ty = ::core::option::Option::map(::core::option::Option::as_ref(&#parts), #args::InputParts::get);
         },
     }
 }
