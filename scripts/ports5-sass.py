@@ -21,6 +21,8 @@ PAIRS = [  # (crate, ours, twin)
     ("vllm", "rms_norm_static_fp8_quant_kernel", "twin_rms_norm_static_fp8_quant_kernel"),
     ("vllm", "apply_repetition_penalties_kernel", "twin_apply_repetition_penalties_kernel"),
     ("vllm", "topk_gating_softmax_64", "twin_topk_gating_softmax_64"),
+    # After the port (issue 30): vLLM's `finished` as `Option<&[u8]>`; the twin is the same.
+    ("vllm", "topk_gating_softmax_64_finished", "twin_topk_gating_softmax_64"),
 ]
 
 

@@ -276,6 +276,33 @@ fn topk_gating_softmax_64_picks_the_top_k_of_each_row() {
     }
 }
 
+/// After the port (issue 30): vLLM's `finished` as `Option<&[u8]>`. `None` is the first try's
+/// every-row-active result; given flags, a finished row's experts are `EXPERTS` (not routed),
+/// its weights and source rows unchanged; a `finished` shorter than the rows counts as none.
+#[test]
+fn p30_topk_gating_softmax_64_reads_vllms_optional_finished() {
+    let (rows, k) = (40usize, 6usize);
+    let input: Vec<f32> = noise(15, rows * 64).iter().map(|x| x * 8.0 - 4.0).collect();
+    let f4: Vec<vllm::F4> = input.chunks_exact(4).map(|c| vllm::F4 { v: c.try_into().unwrap() }).collect();
+    let flags: Vec<u8> = (0..rows).map(|r| (r % 3 == 1) as u8).collect();
+    let grid = (rows as u32).div_ceil(vllm::ROWS_PER_CTA);
+    for (given, host) in [(None, None), (Some(&flags[..]), Some(&flags[..])), (Some(&flags[..rows - 1]), None)] {
+        let (ww, wi, ws) = r::topk_gating_softmax_finished(&input, host, 64, k, 0, 48);
+        let (mut w, mut ix, mut src) = (vec![0.0f32; rows * k], vec![0i32; rows * k], vec![0i32; rows * k]);
+        vllm::topk_gating_softmax_64_finished::launch_cpu(&CpuExecutor::new(), (grid, 128u32), &f4, given, &mut w, rows as u32, &mut ix, &mut src, k as u32, 0, 48)
+            .unwrap();
+        let label = given.map(<[u8]>::len);
+        assert_eq!(ix, wi, "finished {label:?}");
+        assert_eq!(src, ws, "finished {label:?}");
+        for (i, (g, r)) in w.iter().zip(&ww).enumerate() {
+            assert!((g - r).abs() <= 1e-6, "finished {label:?}: weight {i}: {g} vs {r}");
+        }
+    }
+    // The flags changed something: a finished row reads 64 everywhere.
+    let (_, with, _) = r::topk_gating_softmax_finished(&input, Some(&flags), 64, k, 0, 64);
+    assert!(with[k..2 * k].iter().all(|&e| e == 64) && with[..k].iter().all(|&e| e < 64));
+}
+
 #[test]
 fn tanh_nvcc_is_within_a_few_ulps_of_the_hosts_tanh() {
     for i in -40_000..=40_000 {
