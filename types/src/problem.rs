@@ -195,6 +195,19 @@ pub enum LaunchProblem {
         /// The block.
         block: Dim3,
     },
+    /// An output's launch-time bound does not hold: the partition's device code relies on a
+    /// fact about its shape, the launch and the buffer that the launchers check once (issue 30:
+    /// `Cells3d`'s row index fits in 32 bits, so each thread's index needs no overflow test).
+    OutputShapeOutOfRange {
+        /// The output parameter.
+        output: &'static str,
+        /// The partition's rule, in words, with what to do.
+        rule: &'static str,
+        /// The launch's value of the bounded quantity.
+        value: u64,
+        /// Its limit.
+        limit: u64,
+    },
     /// More threads per block than the kernel's own limit: its `launch_bounds(max)` (PTX
     /// `.maxntid`), or the registers it was compiled with (the function's
     /// `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`). A GPU refuses the launch
@@ -332,6 +345,9 @@ impl fmt::Display for LaunchProblem {
                  threads stride over the tile by blockDim.x, but the grid {grid} or the block {block} is not of that shape (two threads \
                  would share an element): launch 1-D blocks (blockDim = (n, 1, 1)) in a grid with z = 1, e.g. grid (rows, tiles, 1)"
             ),
+            Self::OutputShapeOutOfRange { output, rule, value, limit } => {
+                write!(f, "the output `{output}`: {rule} (this launch: {value}, above the limit {limit})")
+            }
             Self::ConflictingBlockShapes => write!(
                 f,
                 "the kernel has two per-block tile outputs (`PerBlockTile`) that require different block shapes, so no launch can satisfy both: \

@@ -231,15 +231,25 @@ fn copy_and_cast(g: &Gpu) -> Res<Row> {
     let (t, f) = (twin.to_vec()?, first.to_vec()?);
     let same = bits_equal(&t, &f);
     let host_ok = t.iter().zip(&src_host).take(4096).all(|(a, &b)| *a == bf16::from_f32(b));
-    let times = g.bench(&mut [&mut run_twin, &mut || llmc::copy_and_cast_kernel::launch(&g.stream, config, &mut first, &src, n as u32, n as u32, n as u32)])?;
+    // After the port (issue 30, session 16): `GridSlices`, llm.c's own partition (the "fixed"
+    // column of this row).
+    let mut slices = DeviceBuffer::<bf16>::zeroed(&g.context, n * layers)?;
+    llmc::copy_and_cast_kernel_slices::launch(&g.stream, config, &mut slices, &src, n as u32, n as u32, n as u32)?;
+    g.stream.synchronize()?;
+    let same_slices = bits_equal(&t, &slices.to_vec()?);
+    let times = g.bench(&mut [
+        &mut run_twin,
+        &mut || llmc::copy_and_cast_kernel::launch(&g.stream, config, &mut first, &src, n as u32, n as u32, n as u32),
+        &mut || llmc::copy_and_cast_kernel_slices::launch(&g.stream, config, &mut slices, &src, n as u32, n as u32, n as u32),
+    ])?;
     Ok(Row {
         kernel: "copy_and_cast_kernel",
         shape: format!("{layers} x {n} f32 -> bf16"),
-        correct: same == n * layers && host_ok,
-        note: format!("{same}/{} bits equal", n * layers),
+        correct: same == n * layers && same_slices == n * layers && host_ok,
+        note: format!("{same}/{} bits equal; GridSlices (fixed column, after the port): {same_slices}", n * layers),
         twin_ms: times[0],
         first_ms: times[1],
-        fixed_ms: None,
+        fixed_ms: Some(times[2]),
         unsafe_needed: false,
     })
 }

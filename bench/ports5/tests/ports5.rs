@@ -103,6 +103,32 @@ fn copy_and_cast_kernel_casts_each_slice_and_leaves_the_padding() {
     assert_eq!(got, want);
 }
 
+/// After the port (issue 30): the same copy through `GridSlices`; the launchers refuse a slice
+/// longer than the stride and a grid with more slices than the buffer holds, writing nothing.
+#[test]
+fn p30_copy_and_cast_kernel_slices_casts_each_slice_and_checks_the_slices_at_launch() {
+    let (n, slices, sd, ss) = (1000usize, 3usize, 1024usize, 1010usize);
+    let src: Vec<f32> = noise(7, ss * slices).iter().map(|x| x * 100.0 - 50.0).collect();
+    let pad = bf16::from_f32(-7.0);
+    let mut want = vec![pad; sd * slices];
+    r::copy_and_cast(&mut want, &src, n, slices, sd, ss);
+    let config = LaunchConfig::new((n.div_ceil(512) as u32, slices as u32, 1), (512u32, 1, 1));
+    // The buffer may end right after the last slice's `n` elements.
+    let mut got = vec![pad; sd * (slices - 1) + n];
+    llmc::copy_and_cast_kernel_slices::launch_cpu(&CpuExecutor::new(), config, &mut got, &src, n as u32, sd as u32, ss as u32).unwrap();
+    assert_eq!(got[..], want[..got.len()]);
+    let mut short = vec![pad; sd * (slices - 1) + n - 1];
+    let error = llmc::copy_and_cast_kernel_slices::launch_cpu(&CpuExecutor::new(), config, &mut short, &src, n as u32, sd as u32, ss as u32).unwrap_err();
+    assert!(error.to_string().contains("GridSlices"), "{error}");
+    let error = llmc::copy_and_cast_kernel_slices::launch_cpu(&CpuExecutor::new(), config, &mut got, &src, sd as u32 + 1, sd as u32, ss as u32).unwrap_err();
+    assert!(error.to_string().contains("at most `stride`"), "{error}");
+    assert!(short.iter().all(|&v| v == pad), "a refused launch wrote");
+    // 2-D blocks: refused (the slice is blockIdx.y).
+    let error = llmc::copy_and_cast_kernel_slices::launch_cpu(&CpuExecutor::new(), LaunchConfig::new((2u32, 1, 1), (256u32, 2, 1)), &mut got, &src, n as u32, sd as u32, ss as u32)
+        .unwrap_err();
+    assert!(error.to_string().contains("1-D"), "{error}");
+}
+
 #[test]
 fn gelu_tanh_and_mul_kernel_is_within_one_bf16_ulp() {
     let (tokens, d) = (5, 300);

@@ -32,6 +32,11 @@ pub struct Lowered {
     /// For an output: what it requires of the launch configuration (a constant
     /// `LaunchRequirements`), which every launcher checks before the kernel runs.
     pub requirements: Option<TokenStream>,
+    /// For an output: the GPU launchers' check of its launch-time bound
+    /// (`KernelOutput::check_launch`), a statement after `launch_prepare`.
+    pub launch_check: TokenStream,
+    /// The same check in the CPU launcher, before `cpu_prepare` (it reads the slice's length).
+    pub cpu_check: TokenStream,
     /// Parameter of the CPU launcher.
     pub cpu_param: TokenStream,
     /// Statement in the CPU launcher, before the per-thread body.
@@ -79,6 +84,8 @@ pub fn lower(param: &Param) -> Lowered {
         buffer_access: Vec::new(),
         checks: vec![check],
         requirements: None,
+        launch_check: quote!(),
+        cpu_check: quote!(),
         cpu_param: quote!(#name: #ty),
         cpu_prepare: quote!(),
         // Copied into each thread's call, as the GPU copies parameters to every thread. A
@@ -107,6 +114,8 @@ pub fn lower(param: &Param) -> Lowered {
                 buffer_access: Vec::new(),
                 checks: vec![],
                 requirements: None,
+                launch_check: quote!(),
+                cpu_check: quote!(),
                 cpu_param: quote!(#name: #ty),
                 cpu_prepare: quote!(let #parts = #args::PointerParts::new(#name);),
                 cpu_rebuild: quote!(let #mutability #name: #ty = #parts.get();),
@@ -144,6 +153,8 @@ pub fn lower(param: &Param) -> Lowered {
                 buffer_access: vec![quote!(#name.map_access(#label)), quote!(#name.memory_access(#label))],
                 checks: vec![check],
                 requirements: None,
+                launch_check: quote!(),
+                cpu_check: quote!(),
                 cpu_param: quote!(#name: #ty),
                 cpu_prepare: quote!(),
                 cpu_rebuild: quote!(),
@@ -193,6 +204,27 @@ pub fn lower(param: &Param) -> Lowered {
             // type-checked inside generated `unsafe` (P1); the output's type comes from the
             // `let`'s annotation, so no user-written type is named inside it either.
             let device_args = args.clone();
+            // The output's launch-time bound, in both launchers (after `REQUIREMENTS`): the
+            // same shape expression as the entry's, evaluated on the host from the launch's
+            // arguments (width parameters) or the constant items.
+            let (config, label) = (Ident::new("config", Span::mixed_site()), {
+                use syn::ext::IdentExt;
+                name.unraw().to_string()
+            });
+            let (arg, shape_var) = (generated(name, "arg"), generated(name, "check_shape"));
+            let launch_check = quote! {
+                let #shape_var = #shape;
+                #host::check_output_shape(self::SYMBOL, #args::check_output_launch::<#ty>(#label, &#config, #arg.len, #shape_var))?;
+            };
+            let cpu_check = quote! {
+                let #shape_var = #shape;
+                if let ::core::result::Result::Err(__ferrocuda_problem) = #args::check_output_launch::<#ty>(#label, &#config, #name.len(), #shape_var) {
+                    return ::core::result::Result::Err(::ferrocuda_device::cpu::CpuError::InvalidConfig {
+                        kernel: ::std::string::ToString::to_string(self::SYMBOL),
+                        problem: __ferrocuda_problem,
+                    });
+                }
+            };
             let mut lowered = slice(
                 param,
                 elem,
@@ -207,6 +239,8 @@ pub fn lower(param: &Param) -> Lowered {
             );
             lowered.checks.push(check);
             lowered.requirements = Some(quote!(<#ty as #args::KernelOutput>::REQUIREMENTS));
+            lowered.launch_check = launch_check;
+            lowered.cpu_check = cpu_check;
             lowered
         }
     }
@@ -258,6 +292,8 @@ fn slice(
         buffer_access: vec![buffer_access],
         checks: vec![quote_spanned!(elem.span()=> #args::require_pod::<#elem>();)],
         requirements: None,
+        launch_check: quote!(),
+        cpu_check: quote!(),
         cpu_param: quote!(#name: #cpu_type),
         cpu_prepare: quote!(let #parts = #cpu_parts::new(#name);),
         cpu_rebuild: quote! {
@@ -312,6 +348,8 @@ fn optional_slice(param: &Param, elem: &Type) -> Lowered {
         buffer_access: vec![quote!(#arg.read(#label))],
         checks: vec![quote_spanned!(elem.span()=> #args::require_pod::<#elem>();)],
         requirements: None,
+        launch_check: quote!(),
+        cpu_check: quote!(),
         cpu_param: quote!(#name: ::core::option::Option<&[#elem]>),
         cpu_prepare: quote!(let #parts = ::core::option::Option::map(#name, #args::InputParts::new);),
         // Safe: `InputParts<'a, T>` gives the slice back for the launch's borrow `'a` only.
