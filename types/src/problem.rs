@@ -187,8 +187,9 @@ pub enum LaunchProblem {
     /// Two outputs of the kernel require different block shapes: no launch satisfies both.
     ConflictingBlockShapes,
     /// The kernel has a row-tile output (`DisjointSlice<T, RowTiles>`: block `(x, y)` owns a
-    /// tile of row `x`, its threads striding by `blockDim.x`) and the block is not 1-D or the
-    /// grid has `z > 1`.
+    /// tile of row `x`, its threads striding by `blockDim.x`) or a slice output
+    /// (`DisjointSlice<T, GridSlices>`: slice `blockIdx.y` over a 1-D grid along x), and the
+    /// block is not 1-D or the grid has `z > 1`.
     NotRowTileLaunch {
         /// The grid.
         grid: Dim3,
@@ -341,9 +342,10 @@ impl fmt::Display for LaunchProblem {
             ),
             Self::NotRowTileLaunch { grid, block } => write!(
                 f,
-                "the kernel has a row-tile output (`DisjointSlice<T, RowTiles>`), whose block (x, y) owns tile y of row x and whose \
-                 threads stride over the tile by blockDim.x, but the grid {grid} or the block {block} is not of that shape (two threads \
-                 would share an element): launch 1-D blocks (blockDim = (n, 1, 1)) in a grid with z = 1, e.g. grid (rows, tiles, 1)"
+                "the kernel has a row-tile output (`DisjointSlice<T, RowTiles>`, whose block (x, y) owns tile y of row x and whose \
+                 threads stride over the tile by blockDim.x) or a slice output (`DisjointSlice<T, GridSlices>`, slice blockIdx.y over a \
+                 1-D grid along x), but the grid {grid} or the block {block} is not of that shape (two threads would share an element): \
+                 launch 1-D blocks (blockDim = (n, 1, 1)) in a grid with z = 1, e.g. grid (rows, tiles, 1)"
             ),
             Self::OutputShapeOutOfRange { output, rule, value, limit } => {
                 write!(f, "the output `{output}`: {rule} (this launch: {value}, above the limit {limit})")
