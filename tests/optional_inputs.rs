@@ -141,7 +141,11 @@ fn p30_an_optional_input_is_one_null_test_and_a_nc_load() {
 
 /// The register `ld.param` loads `param` into.
 fn loaded_register(body: &str, param: &str) -> String {
-    let line = body.lines().map(str::trim).find(|l| l.starts_with("ld.param") && l.contains(&format!("[{param}]"))).unwrap_or_else(|| panic!("{param} is loaded:\n{body}"));
+    let line = body
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("ld.param") && l.contains(&format!("[{param}]")))
+        .unwrap_or_else(|| panic!("{param} is loaded:\n{body}"));
     line.split_whitespace().nth(1).unwrap().trim_end_matches(',').to_string()
 }
 

@@ -189,11 +189,7 @@ fn wrong_launch_shapes_are_refused_and_write_nothing(backend: &Backend) {
         "along x",
     );
     // Cells3d's launch-time bound (issue 30): gridDim.z * blockDim.z * rows above 2^32.
-    refused(
-        launch_on!(backend, k::cells_3d, LaunchConfig::new(dim(1, 1, 65_535), dim(1, 1, 64)), &mut out, 1u32 << 12, 8u32),
-        "2^34 plane rows",
-        "Cells3d",
-    );
+    refused(launch_on!(backend, k::cells_3d, LaunchConfig::new(dim(1, 1, 65_535), dim(1, 1, 64)), &mut out, 1u32 << 12, 8u32), "2^34 plane rows", "Cells3d");
     // RowTiles: 1-D blocks in a grid with z = 1.
     refused(launch_on!(backend, k::row_tiles_mark, LaunchConfig::new(dim(2, 2, 1), dim(32, 2, 1)), &mut out, 64u32, 16u32), "2-D block", "RowTiles");
     refused(launch_on!(backend, k::row_tiles_mark, LaunchConfig::new(dim(2, 2, 2), dim(32, 1, 1)), &mut out, 64u32, 16u32), "3-D grid", "RowTiles");

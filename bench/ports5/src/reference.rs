@@ -110,14 +110,7 @@ pub fn topk_gating_softmax(input: &[f32], experts: usize, k: usize, start: i32, 
 /// [`topk_gating_softmax`] with vLLM's `finished` flags (`None`: `nullptr`, every row active):
 /// a row whose flag is non-zero gets `experts` for every index (not routed), its weights and
 /// source rows as an active row's.
-pub fn topk_gating_softmax_finished(
-    input: &[f32],
-    finished: Option<&[u8]>,
-    experts: usize,
-    k: usize,
-    start: i32,
-    end: i32,
-) -> (Vec<f32>, Vec<i32>, Vec<i32>) {
+pub fn topk_gating_softmax_finished(input: &[f32], finished: Option<&[u8]>, experts: usize, k: usize, start: i32, end: i32) -> (Vec<f32>, Vec<i32>, Vec<i32>) {
     let rows = input.len() / experts;
     let (mut w, mut ix, mut src) = (vec![0.0; rows * k], vec![0; rows * k], vec![0; rows * k]);
     for (r, row) in input.chunks_exact(experts).enumerate() {

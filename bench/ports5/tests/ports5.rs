@@ -124,8 +124,16 @@ fn p30_copy_and_cast_kernel_slices_casts_each_slice_and_checks_the_slices_at_lau
     assert!(error.to_string().contains("at most `stride`"), "{error}");
     assert!(short.iter().all(|&v| v == pad), "a refused launch wrote");
     // 2-D blocks: refused (the slice is blockIdx.y).
-    let error = llmc::copy_and_cast_kernel_slices::launch_cpu(&CpuExecutor::new(), LaunchConfig::new((2u32, 1, 1), (256u32, 2, 1)), &mut got, &src, n as u32, sd as u32, ss as u32)
-        .unwrap_err();
+    let error = llmc::copy_and_cast_kernel_slices::launch_cpu(
+        &CpuExecutor::new(),
+        LaunchConfig::new((2u32, 1, 1), (256u32, 2, 1)),
+        &mut got,
+        &src,
+        n as u32,
+        sd as u32,
+        ss as u32,
+    )
+    .unwrap_err();
     assert!(error.to_string().contains("1-D"), "{error}");
 }
 
@@ -315,8 +323,20 @@ fn p30_topk_gating_softmax_64_reads_vllms_optional_finished() {
     for (given, host) in [(None, None), (Some(&flags[..]), Some(&flags[..])), (Some(&flags[..rows - 1]), None)] {
         let (ww, wi, ws) = r::topk_gating_softmax_finished(&input, host, 64, k, 0, 48);
         let (mut w, mut ix, mut src) = (vec![0.0f32; rows * k], vec![0i32; rows * k], vec![0i32; rows * k]);
-        vllm::topk_gating_softmax_64_finished::launch_cpu(&CpuExecutor::new(), (grid, 128u32), &f4, given, &mut w, rows as u32, &mut ix, &mut src, k as u32, 0, 48)
-            .unwrap();
+        vllm::topk_gating_softmax_64_finished::launch_cpu(
+            &CpuExecutor::new(),
+            (grid, 128u32),
+            &f4,
+            given,
+            &mut w,
+            rows as u32,
+            &mut ix,
+            &mut src,
+            k as u32,
+            0,
+            48,
+        )
+        .unwrap();
         let label = given.map(<[u8]>::len);
         assert_eq!(ix, wi, "finished {label:?}");
         assert_eq!(src, ws, "finished {label:?}");

@@ -120,8 +120,11 @@ fn p30_ports5_topk_finished_is_one_null_test_and_one_nc_byte_load() {
     let word = |l: &str, i: usize| l.split_whitespace().nth(i).map(|w| w.trim_end_matches([',', ';']).to_string());
     // `mov.b64 %rdA, 0;` then `cvta.to.global.u64 %rdB, %rdA;`: the null address.
     let mut nulls: Vec<String> = lines.iter().filter(|l| l.starts_with("mov.b64") && l.ends_with(", 0;")).filter_map(|l| word(l, 1)).collect();
-    let converted: Vec<String> =
-        lines.iter().filter(|l| l.starts_with("cvta.to.global.u64") && nulls.iter().any(|n| l.ends_with(&format!("{n};")))).filter_map(|l| word(l, 1)).collect();
+    let converted: Vec<String> = lines
+        .iter()
+        .filter(|l| l.starts_with("cvta.to.global.u64") && nulls.iter().any(|n| l.ends_with(&format!("{n};"))))
+        .filter_map(|l| word(l, 1))
+        .collect();
     nulls.extend(converted);
     let null_tests = lines.iter().filter(|l| l.starts_with("setp.") && nulls.iter().any(|n| l.ends_with(&format!("{n};")))).count();
     assert_eq!(null_tests, 1, "one null test:\n{body}");

@@ -53,7 +53,12 @@ unsafe impl Partition for Cells3d {
     type Shape = (u32, u32);
 
     #[inline]
-    fn check_launch(output: &'static str, config: &ferrocuda_types::LaunchConfig, _len: usize, (rows, _): (u32, u32)) -> Result<(), ferrocuda_types::LaunchProblem> {
+    fn check_launch(
+        output: &'static str,
+        config: &ferrocuda_types::LaunchConfig,
+        _len: usize,
+        (rows, _): (u32, u32),
+    ) -> Result<(), ferrocuda_types::LaunchProblem> {
         let plane_rows = u64::from(config.grid.z) * u64::from(config.block.z) * u64::from(rows);
         if plane_rows > MAX_PLANE_ROWS {
             return Err(ferrocuda_types::LaunchProblem::OutputShapeOutOfRange {

@@ -49,7 +49,12 @@ unsafe impl Partition for GridSlices {
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::LINEAR_BLOCKS;
     type Shape = (u32, u32);
 
-    fn check_launch(output: &'static str, config: &ferrocuda_types::LaunchConfig, len: usize, (n, stride): (u32, u32)) -> Result<(), ferrocuda_types::LaunchProblem> {
+    fn check_launch(
+        output: &'static str,
+        config: &ferrocuda_types::LaunchConfig,
+        len: usize,
+        (n, stride): (u32, u32),
+    ) -> Result<(), ferrocuda_types::LaunchProblem> {
         use ferrocuda_types::LaunchProblem::OutputShapeOutOfRange;
         if n > stride {
             return Err(OutputShapeOutOfRange {

@@ -177,7 +177,12 @@ pub unsafe trait KernelOutput: Sized {
     /// [`REQUIREMENTS`](Self::REQUIREMENTS). `output` names the parameter in the error.
     #[doc(hidden)]
     #[inline]
-    fn check_launch(_output: &'static str, _config: &ferrocuda_types::LaunchConfig, _len: usize, _shape: Self::Shape) -> Result<(), ferrocuda_types::LaunchProblem> {
+    fn check_launch(
+        _output: &'static str,
+        _config: &ferrocuda_types::LaunchConfig,
+        _len: usize,
+        _shape: Self::Shape,
+    ) -> Result<(), ferrocuda_types::LaunchProblem> {
         Ok(())
     }
 }

@@ -58,7 +58,12 @@ pub unsafe trait Partition: Sized + sealed::Sealed {
     /// (`Cells3d`: `gridDim.z * blockDim.z * rows` within `2^32`).
     #[doc(hidden)]
     #[inline]
-    fn check_launch(_output: &'static str, _config: &ferrocuda_types::LaunchConfig, _len: usize, _shape: Self::Shape) -> Result<(), ferrocuda_types::LaunchProblem> {
+    fn check_launch(
+        _output: &'static str,
+        _config: &ferrocuda_types::LaunchConfig,
+        _len: usize,
+        _shape: Self::Shape,
+    ) -> Result<(), ferrocuda_types::LaunchProblem> {
         Ok(())
     }
 

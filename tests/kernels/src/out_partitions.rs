@@ -8,8 +8,8 @@
 use ferrocuda_device::block::RuntimeBlockReduce;
 use ferrocuda_device::global::partition::{BlockRows, ByLastBlock, Cells3d, GridSlices, Handoff, InPlaceRows, RotaryPairs, RowTiles};
 use ferrocuda_device::global::{
-    AtomicSlice, DisjointSlice, PerWarpRow, Reversed, block_row, block_row_reversed, block_rows, block_rows_reversed, row_tile, unique_cell_3d, unique_slice_cell, warp_rows,
-    warp_rows_reversed,
+    AtomicSlice, DisjointSlice, PerWarpRow, Reversed, block_row, block_row_reversed, block_rows, block_rows_reversed, row_tile, unique_cell_3d,
+    unique_slice_cell, warp_rows, warp_rows_reversed,
 };
 use ferrocuda_device::kernel;
 use ferrocuda_device::thread::{block_dim_x, block_idx_x, thread_idx_x};
