@@ -309,12 +309,17 @@ pub mod __private {
     pub use ferrocuda_types::same_lengths;
 
     /// The launchers' check of an output's launch-time bound ([`KernelOutput::check_launch`]).
+    /// The output type comes last, as a marker, so that the compiler meets the shape before it
+    /// knows the type: a shape of the wrong type then fails the projection `O::Shape` with the
+    /// error the output's construction gives already (the same text at the same span, which
+    /// rustc prints once), not a second one.
     #[inline]
     pub fn check_output_launch<O: KernelOutput>(
         output: &'static str,
         config: &ferrocuda_types::LaunchConfig,
         len: usize,
         shape: O::Shape,
+        _output_type: core::marker::PhantomData<O>,
     ) -> Result<(), ferrocuda_types::LaunchProblem> {
         O::check_launch(output, config, len, shape)
     }

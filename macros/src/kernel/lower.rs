@@ -214,11 +214,11 @@ pub fn lower(param: &Param) -> Lowered {
             let (arg, shape_var) = (generated(name, "arg"), generated(name, "check_shape"));
             let launch_check = quote! {
                 let #shape_var = #shape;
-                #host::check_output_shape(self::SYMBOL, #args::check_output_launch::<#ty>(#label, &#config, #arg.len, #shape_var))?;
+                #host::check_output_shape(self::SYMBOL, #args::check_output_launch(#label, &#config, #arg.len, #shape_var, ::core::marker::PhantomData::<#ty>))?;
             };
             let cpu_check = quote! {
                 let #shape_var = #shape;
-                if let ::core::result::Result::Err(__ferrocuda_problem) = #args::check_output_launch::<#ty>(#label, &#config, #name.len(), #shape_var) {
+                if let ::core::result::Result::Err(__ferrocuda_problem) = #args::check_output_launch(#label, &#config, #name.len(), #shape_var, ::core::marker::PhantomData::<#ty>) {
                     return ::core::result::Result::Err(::ferrocuda_device::cpu::CpuError::InvalidConfig {
                         kernel: ::std::string::ToString::to_string(self::SYMBOL),
                         problem: __ferrocuda_problem,
