@@ -116,6 +116,15 @@ impl<'a> SliceArg<'a> {
         if len == 0 || std::mem::size_of::<T>() == 0 { std::mem::align_of::<T>() as u64 } else { ptr }
     }
 
+    /// The argument of an absent optional input (`None` for an `Option<&[T]>` kernel
+    /// parameter): the null address and length 0, with no memory to track (its access is an
+    /// untracked read). The device entry rebuilds it as `None`, so the kernel never reads
+    /// through it.
+    #[inline]
+    pub fn absent() -> SliceArg<'static> {
+        SliceArg { ptr: 0, ..SliceArg::from_parts::<u8>(0, 0) }
+    }
+
     /// The use tracking of the memory (`None` for memory its owner orders itself).
     #[inline]
     pub(crate) fn usage(&self) -> Option<&'a BufferUsage> {
