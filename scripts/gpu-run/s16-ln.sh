@@ -13,11 +13,17 @@
 #                are fence.acq_rel.gpu (MEMBAR.ALL.GPU) not fence.sc.gpu.
 #  rms_bench     vLLM rms_norm (ports4), 4096 x 4096 bf16 at 1024 threads: "twin/Rust" of the
 #                first try, (fixed) and (broadcast) (session 15: 0.91 / 0.90 / 0.92); then 20
-#                launches per event pair (rms_batch20).
+#                launches per event pair (rms_batch20). Two diagnostics of where the 8% is,
+#                each timed against the twin: "(cub's second level, Rust)" is the broadcast
+#                variant with cub's second level written in the port (thread 0 adds the 32 warp
+#                sums; the library's warp 0 folds them by shuffles); "(warp 0's second level,
+#                nvcc)" is the twin with the library's second level. If the first is ~1 and the
+#                second ~0.92, the library's second level is the gap; if both stay where the
+#                broadcast variant and the twin are, it is not (then the ncu step says where).
 #  out_partitions  the partitions' GPU tests with REQUIRE_GPU=1 (the handoff's among them, and
 #                p30_s16_handoff_fold_column_.. : every remainder of four rows, a short buffer).
-#  ncu_rms / ncu_ln  Nsight Compute on the first launches of each kernel (ours and the twin,
-#                in the bench's check order): duration, occupancy, warp stall reasons, and the
+#  ncu_rms / ncu_ln_twin / ncu_ln_regions  Nsight Compute on the first launch of each kernel
+#                (ours and the twin): duration, occupancy, warp stall reasons, and the
 #                per-SASS-instruction stall samples (ncu_*_source.csv): where the time goes in
 #                ours and in nvcc's. Diagnostics only: a missing ncu or counter permission is
 #                reported, not a failure.
@@ -46,11 +52,14 @@ run out_partitions 25 "$here/out_partitions" --test-threads 1
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 sections="--section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis --section SourceCounters"
 if [ -x "$ncu" ]; then
-  # The bench's check launches come first: rms: ours, twin, fixed, broadcast; layernorm: the
+  # The bench's check launches come first: rms: ours, twin, fixed, broadcast, cub, twin with
+  # warp 0's second level; layernorm: the
   # first try, the twin, fixed, regions (PORTS*_RUNS small: few timed launches after them).
-  PORTS4_RUNS=1 run ncu_rms 30 "$ncu" -k regex:rms_norm -c 4 $sections -f -o "$logs/ncu_rms" "$here/ports4_bench" "$twins" rms_norm
-  PORTS3_RUNS=1 PORTS3_REPS=1 run ncu_ln 35 "$ncu" -k regex:layernorm_backward -c 4 $sections -f -o "$logs/ncu_ln" "$here/ports3_bench" "$twins" layernorm_backward
-  for r in ncu_rms ncu_ln; do
+  PORTS4_RUNS=1 run ncu_rms 30 "$ncu" -k regex:rms_norm -c 6 $sections -f -o "$logs/ncu_rms" "$here/ports4_bench" "$twins" rms_norm
+  # layernorm: the twin's first launch (its mangled name), then the regions variant's.
+  PORTS3_RUNS=1 PORTS3_REPS=1 run ncu_ln_twin 25 "$ncu" --kernel-name-base mangled -k regex:^_Z27layernorm_backward_kernel10 -c 1 $sections -f -o "$logs/ncu_ln_twin" "$here/ports3_bench" "$twins" layernorm_backward
+  PORTS3_RUNS=1 PORTS3_REPS=1 run ncu_ln_regions 25 "$ncu" -k regex:layernorm_backward_kernel10_regions -c 1 $sections -f -o "$logs/ncu_ln_regions" "$here/ports3_bench" "$twins" layernorm_backward
+  for r in ncu_rms ncu_ln_twin ncu_ln_regions; do
     [ -f "$logs/$r.ncu-rep" ] || continue
     timeout 20 "$ncu" --import "$logs/$r.ncu-rep" --page details > "$logs/${r}_details.log" 2>&1
     timeout 20 "$ncu" --import "$logs/$r.ncu-rep" --page source --print-source sass --csv > "$logs/${r}_source.csv" 2>&1
@@ -69,9 +78,9 @@ dest=$main_dest
   echo "---- checks"
   echo "checks ok: $(cat "$logs"/ln_bench.log "$logs"/rms_*.log 2>/dev/null | grep -c 'check.*: ok\|: ok$'), failed: $(cat "$logs"/ln_bench.log "$logs"/rms_*.log | grep -c 'FAILED')"
   grep -E "^test result|FAILED|panicked" "$logs/out_partitions.log" | head -5
-  for r in ncu_rms ncu_ln; do
+  for r in ncu_rms ncu_ln_twin ncu_ln_regions; do
     [ -f "$logs/${r}_details.log" ] || { echo "---- $r: no report ($(tail -2 "$logs/$r.log" 2>/dev/null | tr '\n' ' '))"; continue; }
-    echo "---- $r (launch order: ours first try, twin, fixed, broadcast/regions)"
+    echo "---- $r (rms, in launch order: first try, twin, fixed, broadcast, cub, twin-warp0)"
     grep -E "^  [a-zA-Z_0-9]+.*\([0-9]+, [0-9]+, [0-9]+\)x|Duration|Registers Per Thread|Achieved Occupancy|Warp Cycles Per Issued Instruction|Issue Slots Busy|Memory Throughput|DRAM Throughput|L1/TEX Hit Rate|L2 Hit Rate" "$logs/${r}_details.log" | tr -s ' '
   done
 } | tee -a "$summary"

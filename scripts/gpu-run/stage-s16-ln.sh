@@ -28,7 +28,9 @@ cp bench/ports3/cuda/ports3.cu bench/ports4/cuda/ports4.cu "$dest/twins/"
   "$nvcc" -cubin -O3 -arch=sm_90 -DPORTS3_LLMC --use_fast_math ports3.cu -o ports3_llmc.cubin
   "$nvcc" -cubin -O3 -arch=sm_90 -DPORTS3_VLLM --expt-relaxed-constexpr ports3.cu -o ports3_vllm.cubin
   "$nvcc" -cubin -O3 -arch=sm_90 -DPORTS4_LLMC --use_fast_math ports4.cu -o ports4_llmc.cubin
-  "$nvcc" -cubin -O3 -arch=sm_90 -DPORTS4_VLLM ports4.cu -o ports4_vllm.cubin )
+  "$nvcc" -cubin -O3 -arch=sm_90 -DPORTS4_VLLM ports4.cu -o ports4_vllm.cubin
+  # Session 16's diagnostic: the twin with ferrocuda's block-reduction second level.
+  "$nvcc" -cubin -O3 -arch=sm_90 -DPORTS4_VLLM -DRMS_WARP0_REDUCE ports4.cu -o ports4_vllm_warp0.cubin )
 cp scripts/gpu-run/s16-ln.sh scripts/gpu-run/ports-run-lib.sh "$dest/"
 git rev-parse HEAD > "$dest/commit.txt"
 du -sh "$dest"
