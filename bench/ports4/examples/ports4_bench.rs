@@ -328,23 +328,25 @@ impl Bench {
                     rows as i32,
                     c as u32,
                 )?,
-                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid | Imp::Broadcast | Imp::Cub | Imp::TwinWarp0 => fused_residual_forward3_twin::launch_in(
-                    &self.llmc,
-                    &self.stream,
-                    fused_residual_twin_config(rows),
-                    res,
-                    normed,
-                    mean,
-                    rstd,
-                    &a,
-                    &b,
-                    &w,
-                    &bias,
-                    // The source's guard is `idx > N`: it would let row N run past the buffers
-                    // in a grid with spare warps. With rows a multiple of 4 there are none.
-                    rows as i32,
-                    c as u32,
-                )?,
+                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid | Imp::Broadcast | Imp::Cub | Imp::TwinWarp0 => {
+                    fused_residual_forward3_twin::launch_in(
+                        &self.llmc,
+                        &self.stream,
+                        fused_residual_twin_config(rows),
+                        res,
+                        normed,
+                        mean,
+                        rstd,
+                        &a,
+                        &b,
+                        &w,
+                        &bias,
+                        // The source's guard is `idx > N`: it would let row N run past the buffers
+                        // in a grid with spare warps. With rows a multiple of 4 there are none.
+                        rows as i32,
+                        c as u32,
+                    )?
+                }
             }
             Ok(())
         };

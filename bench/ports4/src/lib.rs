@@ -179,7 +179,7 @@ pub fn rms_norm_kernel_cub(
     }
     let t = thread_idx_x();
     let partial = warp::reduce_sum(variance);
-    if t % 32 == 0 {
+    if t.is_multiple_of(32) {
         warp_sums.set((t / 32) as usize % 32, partial);
     }
     sync_threads();
