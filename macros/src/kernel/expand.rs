@@ -207,10 +207,14 @@ fn device_entry(entry: &Entry, same_len: &[Vec<Ident>], bounds: Option<&TokenStr
         let requirements: Vec<&TokenStream> = lowered.iter().filter_map(|l| l.requirements.as_ref()).collect();
         (!requirements.is_empty()).then(|| {
             let (args, thread) = (paths::args(), paths::thread());
+            // The constant is computed outside the `unsafe` block: the output types are the
+            // user's, and the block holds generated tokens alone (P1).
+            let value = format_ident!("__ferrocuda_launch_requirements", span = Span::mixed_site());
             quote! {
+                let #value: #args::LaunchRequirements = const { #args::LaunchRequirements::NONE #(.and(#requirements))* };
                 // SAFETY: every launcher refuses a configuration that does not meet the outputs'
                 // `REQUIREMENTS` before the kernel runs.
-                unsafe { #thread::__assume_launch(const { #args::LaunchRequirements::NONE #(.and(#requirements))* }) };
+                unsafe { #thread::__assume_launch(#value) };
             }
         })
     };
