@@ -150,7 +150,7 @@ pub unsafe fn __assume_block_shape(threads: u32) {
     unsafe { core::hint::assert_unchecked(block_dim_x() == threads && block_dim_y() == 1 && block_dim_z() == 1) }
 }
 
-/// The launch satisfies `requirements`, the kernel's outputs' [`LaunchRequirements`]
+/// The launch satisfies `requirements`, the kernel's outputs' [`LaunchRequirements`](ferrocuda_types::LaunchRequirements)
 /// (`#[kernel]` entries call it first): every launcher checks them before the kernel runs
 /// (`LaunchConfig::check_requirements`), so the entry tells the compiler, and a 1-D kernel's
 /// `blockDim.y`/`.z` and `gridDim.y`/`.z` are the constant 1, its `threadIdx.y`/`.z` and
@@ -163,7 +163,7 @@ pub unsafe fn __assume_block_shape(threads: u32) {
 /// The launch satisfies `requirements` (checked by the caller's launcher).
 #[doc(hidden)]
 #[inline(always)]
-pub unsafe fn __assume_launch(requirements: crate::global::LaunchRequirements) {
+pub unsafe fn __assume_launch(requirements: ferrocuda_types::LaunchRequirements) {
     // SAFETY (every `assert_unchecked` below): what `check_requirements` refused otherwise.
     if requirements.linear_threads {
         unsafe { core::hint::assert_unchecked(block_dim_y() == 1 && block_dim_z() == 1 && grid_dim_y() == 1 && grid_dim_z() == 1) };
