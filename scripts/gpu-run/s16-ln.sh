@@ -55,14 +55,14 @@ if [ -x "$ncu" ]; then
   # The bench's check launches come first: rms: ours, twin, fixed, broadcast, cub, twin with
   # warp 0's second level; layernorm: the
   # first try, the twin, fixed, regions (PORTS*_RUNS small: few timed launches after them).
-  PORTS4_RUNS=1 run ncu_rms 30 "$ncu" -k regex:rms_norm -c 6 $sections -f -o "$logs/ncu_rms" "$here/ports4_bench" "$twins" rms_norm
+  PORTS4_RUNS=1 run ncu_rms 40 "$ncu" -k regex:rms_norm -c 6 $sections -f -o "$logs/ncu_rms" "$here/ports4_bench" "$twins" rms_norm
   # layernorm: the twin's first launch (its mangled name), then the regions variant's.
   PORTS3_RUNS=1 PORTS3_REPS=1 run ncu_ln_twin 25 "$ncu" --kernel-name-base mangled -k regex:^_Z27layernorm_backward_kernel10 -c 1 $sections -f -o "$logs/ncu_ln_twin" "$here/ports3_bench" "$twins" layernorm_backward
   PORTS3_RUNS=1 PORTS3_REPS=1 run ncu_ln_regions 25 "$ncu" -k regex:layernorm_backward_kernel10_regions -c 1 $sections -f -o "$logs/ncu_ln_regions" "$here/ports3_bench" "$twins" layernorm_backward
   for r in ncu_rms ncu_ln_twin ncu_ln_regions; do
     [ -f "$logs/$r.ncu-rep" ] || continue
-    timeout 20 "$ncu" --import "$logs/$r.ncu-rep" --page details > "$logs/${r}_details.log" 2>&1
-    timeout 20 "$ncu" --import "$logs/$r.ncu-rep" --page source --print-source sass --csv > "$logs/${r}_source.csv" 2>&1
+    timeout 10 "$ncu" --import "$logs/$r.ncu-rep" --page details > "$logs/${r}_details.log" 2>&1
+    timeout 10 "$ncu" --import "$logs/$r.ncu-rep" --page source --print-source sass --csv > "$logs/${r}_source.csv" 2>&1
   done
 else
   echo "ncu: not found (diagnostics skipped)" | tee -a "$summary"
