@@ -17,10 +17,14 @@ PAIRS = [  # (crate, ours, twin)
     ("llmc", "crossentropy_forward_kernel1", "twin_crossentropy_forward_kernel1"),
     ("llmc", "crossentropy_softmax_backward_kernel1", "twin_crossentropy_softmax_backward_kernel1"),
     ("llmc", "copy_and_cast_kernel", "twin_copy_and_cast_kernel"),
+    # After the port (issue 30): the output in llm.c's own partition, `GridSlices`.
+    ("llmc", "copy_and_cast_kernel_slices", "twin_copy_and_cast_kernel"),
     ("vllm", "gelu_tanh_and_mul_kernel", "twin_gelu_tanh_and_mul_kernel"),
     ("vllm", "rms_norm_static_fp8_quant_kernel", "twin_rms_norm_static_fp8_quant_kernel"),
     ("vllm", "apply_repetition_penalties_kernel", "twin_apply_repetition_penalties_kernel"),
     ("vllm", "topk_gating_softmax_64", "twin_topk_gating_softmax_64"),
+    # After the port (issue 30): vLLM's `finished` as `Option<&[u8]>`; the twin is the same.
+    ("vllm", "topk_gating_softmax_64_finished", "twin_topk_gating_softmax_64"),
 ]
 
 

@@ -37,6 +37,7 @@ on_both_backends!(
     p30_in_place_rows_read_the_whole_row_then_write_their_own_columns,
     p30_two_byte_elements_scatter_to_computed_indices,
     p30_row_tiles_cover_each_tile_of_each_row_once,
+    p30_grid_slices_cover_each_slice_once_and_refuse_what_the_buffer_cannot_hold,
 );
 
 fn dim(x: u32, y: u32, z: u32) -> Dim3 {
@@ -187,6 +188,8 @@ fn wrong_launch_shapes_are_refused_and_write_nothing(backend: &Backend) {
         "2^33 threads along x",
         "along x",
     );
+    // Cells3d's launch-time bound (issue 30): gridDim.z * blockDim.z * rows above 2^32.
+    refused(launch_on!(backend, k::cells_3d, LaunchConfig::new(dim(1, 1, 65_535), dim(1, 1, 64)), &mut out, 1u32 << 12, 8u32), "2^34 plane rows", "Cells3d");
     // RowTiles: 1-D blocks in a grid with z = 1.
     refused(launch_on!(backend, k::row_tiles_mark, LaunchConfig::new(dim(2, 2, 1), dim(32, 2, 1)), &mut out, 64u32, 16u32), "2-D block", "RowTiles");
     refused(launch_on!(backend, k::row_tiles_mark, LaunchConfig::new(dim(2, 2, 2), dim(32, 1, 1)), &mut out, 64u32, 16u32), "3-D grid", "RowTiles");
@@ -443,4 +446,28 @@ mod cpu_only {
         // The block that took the last ticket reset the counter: 0 only if all four arrived.
         assert_eq!(counter[0], 0, "every block arrived, and the last one reset the counter");
     }
+}
+
+/// Issue 30: `GridSlices` (llm.c's `copy_and_cast` grid): slice `blockIdx.y` at a run-time
+/// stride, the first `n` elements of each written once, the gaps untouched; the launchers
+/// refuse (writing nothing) a slice longer than the stride, a grid with more slices than the
+/// buffer holds, and 2-D blocks.
+fn p30_grid_slices_cover_each_slice_once_and_refuse_what_the_buffer_cannot_hold(backend: &Backend) {
+    let (n, stride, slices) = (300u32, 320u32, 4u32);
+    let len = (stride * (slices - 1) + n) as usize; // ends right after the last slice
+    let mut out = backend.zeroed::<u32>(len);
+    launch_on!(backend, k::p30_grid_slices_mark, LaunchConfig::new(dim(3, slices, 1), dim(128, 1, 1)), &mut out, n, stride).unwrap();
+    for (e, &v) in backend.download(&out).iter().enumerate() {
+        let (s, i) = (e as u32 / stride, e as u32 % stride);
+        let want = if i < n { mark(s, i) } else { 0 };
+        assert_eq!(v, want, "{}: element {e}", backend.name());
+    }
+    let mut short = backend.zeroed::<u32>(len - 1);
+    let error = launch_on!(backend, k::p30_grid_slices_mark, LaunchConfig::new(dim(3, slices, 1), dim(128, 1, 1)), &mut short, n, stride).unwrap_err();
+    assert!(error.contains("GridSlices") && error.contains("every slice"), "{}: {error}", backend.name());
+    let error = launch_on!(backend, k::p30_grid_slices_mark, LaunchConfig::new(dim(3, slices, 1), dim(128, 1, 1)), &mut short, stride + 1, stride).unwrap_err();
+    assert!(error.contains("at most `stride`"), "{}: {error}", backend.name());
+    let error = launch_on!(backend, k::p30_grid_slices_mark, LaunchConfig::new(dim(3, 2, 1), dim(64, 2, 1)), &mut short, n, stride).unwrap_err();
+    assert!(error.contains("1-D"), "{}: {error}", backend.name());
+    assert!(backend.download(&short).iter().all(|&v| v == 0), "{}: a refused launch wrote", backend.name());
 }

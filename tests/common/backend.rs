@@ -117,6 +117,18 @@ impl<'a, T: Pod> KernelArg for &'a mut Buf<T> {
     }
 }
 
+/// An optional input (`Option<&[T]>`): `Some(&buf)` or `None`, as each launcher takes it.
+impl<'a, T: Pod> KernelArg for Option<&'a Buf<T>> {
+    type Gpu = Option<&'a dyn ferrocuda::DeviceRead<T>>;
+    type Cpu = Option<&'a [T]>;
+    fn gpu(self) -> Self::Gpu {
+        self.map(|b| b.gpu() as &dyn ferrocuda::DeviceRead<T>)
+    }
+    fn cpu(self) -> Self::Cpu {
+        self.map(|b| b.cpu())
+    }
+}
+
 macro_rules! by_value {
     ($($t:ty),*) => {$(
         impl KernelArg for $t {

@@ -187,13 +187,27 @@ pub enum LaunchProblem {
     /// Two outputs of the kernel require different block shapes: no launch satisfies both.
     ConflictingBlockShapes,
     /// The kernel has a row-tile output (`DisjointSlice<T, RowTiles>`: block `(x, y)` owns a
-    /// tile of row `x`, its threads striding by `blockDim.x`) and the block is not 1-D or the
-    /// grid has `z > 1`.
+    /// tile of row `x`, its threads striding by `blockDim.x`) or a slice output
+    /// (`DisjointSlice<T, GridSlices>`: slice `blockIdx.y` over a 1-D grid along x), and the
+    /// block is not 1-D or the grid has `z > 1`.
     NotRowTileLaunch {
         /// The grid.
         grid: Dim3,
         /// The block.
         block: Dim3,
+    },
+    /// An output's launch-time bound does not hold: the partition's device code relies on a
+    /// fact about its shape, the launch and the buffer that the launchers check once (issue 30:
+    /// `Cells3d`'s row index fits in 32 bits, so each thread's index needs no overflow test).
+    OutputShapeOutOfRange {
+        /// The output parameter.
+        output: &'static str,
+        /// The partition's rule, in words, with what to do.
+        rule: &'static str,
+        /// The launch's value of the bounded quantity.
+        value: u64,
+        /// Its limit.
+        limit: u64,
     },
     /// More threads per block than the kernel's own limit: its `launch_bounds(max)` (PTX
     /// `.maxntid`), or the registers it was compiled with (the function's
@@ -328,10 +342,14 @@ impl fmt::Display for LaunchProblem {
             ),
             Self::NotRowTileLaunch { grid, block } => write!(
                 f,
-                "the kernel has a row-tile output (`DisjointSlice<T, RowTiles>`), whose block (x, y) owns tile y of row x and whose \
-                 threads stride over the tile by blockDim.x, but the grid {grid} or the block {block} is not of that shape (two threads \
-                 would share an element): launch 1-D blocks (blockDim = (n, 1, 1)) in a grid with z = 1, e.g. grid (rows, tiles, 1)"
+                "the kernel has a row-tile output (`DisjointSlice<T, RowTiles>`, whose block (x, y) owns tile y of row x and whose \
+                 threads stride over the tile by blockDim.x) or a slice output (`DisjointSlice<T, GridSlices>`, slice blockIdx.y over a \
+                 1-D grid along x), but the grid {grid} or the block {block} is not of that shape (two threads would share an element): \
+                 launch 1-D blocks (blockDim = (n, 1, 1)) in a grid with z = 1, e.g. grid (rows, tiles, 1)"
             ),
+            Self::OutputShapeOutOfRange { output, rule, value, limit } => {
+                write!(f, "the output `{output}`: {rule} (this launch: {value}, above the limit {limit})")
+            }
             Self::ConflictingBlockShapes => write!(
                 f,
                 "the kernel has two per-block tile outputs (`PerBlockTile`) that require different block shapes, so no launch can satisfy both: \

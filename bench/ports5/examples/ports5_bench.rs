@@ -231,15 +231,25 @@ fn copy_and_cast(g: &Gpu) -> Res<Row> {
     let (t, f) = (twin.to_vec()?, first.to_vec()?);
     let same = bits_equal(&t, &f);
     let host_ok = t.iter().zip(&src_host).take(4096).all(|(a, &b)| *a == bf16::from_f32(b));
-    let times = g.bench(&mut [&mut run_twin, &mut || llmc::copy_and_cast_kernel::launch(&g.stream, config, &mut first, &src, n as u32, n as u32, n as u32)])?;
+    // After the port (issue 30, session 16): `GridSlices`, llm.c's own partition (the "fixed"
+    // column of this row).
+    let mut slices = DeviceBuffer::<bf16>::zeroed(&g.context, n * layers)?;
+    llmc::copy_and_cast_kernel_slices::launch(&g.stream, config, &mut slices, &src, n as u32, n as u32, n as u32)?;
+    g.stream.synchronize()?;
+    let same_slices = bits_equal(&t, &slices.to_vec()?);
+    let times = g.bench(&mut [
+        &mut run_twin,
+        &mut || llmc::copy_and_cast_kernel::launch(&g.stream, config, &mut first, &src, n as u32, n as u32, n as u32),
+        &mut || llmc::copy_and_cast_kernel_slices::launch(&g.stream, config, &mut slices, &src, n as u32, n as u32, n as u32),
+    ])?;
     Ok(Row {
         kernel: "copy_and_cast_kernel",
         shape: format!("{layers} x {n} f32 -> bf16"),
-        correct: same == n * layers && host_ok,
-        note: format!("{same}/{} bits equal", n * layers),
+        correct: same == n * layers && same_slices == n * layers && host_ok,
+        note: format!("{same}/{} bits equal; GridSlices (fixed column, after the port): {same_slices}", n * layers),
         twin_ms: times[0],
         first_ms: times[1],
-        fixed_ms: None,
+        fixed_ms: Some(times[2]),
         unsafe_needed: false,
     })
 }
@@ -390,7 +400,7 @@ fn repetition_penalties(g: &Gpu) -> Res<Vec<Row>> {
     ])
 }
 
-fn topk_softmax(g: &Gpu) -> Res<Row> {
+fn topk_softmax(g: &Gpu) -> Res<Vec<Row>> {
     let (rows, k) = (32_768usize, 6usize); // tokens; 64 experts, top 6 (DeepSeek-MoE-like)
     let input_host = noise_vec(14, rows * 64, -4.0, 4.0);
     let f4: Vec<vllm::F4> = input_host.chunks_exact(4).map(|c| vllm::F4 { v: c.try_into().unwrap() }).collect();
@@ -423,7 +433,7 @@ fn topk_softmax(g: &Gpu) -> Res<Row> {
     let times = g.bench(&mut [&mut run_twin, &mut || {
         vllm::topk_gating_softmax_64::launch(&g.stream, config, &input, &mut fw, rows as u32, &mut fi, &mut fs, k as u32, 0, 64)
     }])?;
-    Ok(Row {
+    let first = Row {
         kernel: "topkGatingSoftmax<64 experts>",
         shape: format!("{rows} tokens, 64 experts, k {k}"),
         correct: b == y && c == z && weights_near && host_ok,
@@ -432,7 +442,46 @@ fn topk_softmax(g: &Gpu) -> Res<Row> {
         first_ms: times[1],
         fixed_ms: None,
         unsafe_needed: false,
-    })
+    };
+    // After the port (issue 30): vLLM's `finished` as `Option<&[u8]>`, beside the twin given
+    // the same argument: `nullptr` / `None`, then a third of the rows finished.
+    let flags_host: Vec<u8> = (0..rows).map(|r| (r % 3 == 1) as u8).collect();
+    let flags = DeviceBuffer::from_slice(&g.context, &flags_host)?;
+    let fp = ptr::<u8, u8>(&flags);
+    let mut rows_out = vec![first];
+    for (given, label) in [(false, "  same, `finished: Option<&[u8]>`, None"), (true, "  same, `finished` given (1/3 finished)")] {
+        let twin_finished = if given { fp } else { null };
+        let ours_finished: Option<&dyn ferrocuda::DeviceRead<u8>> = if given { Some(&flags) } else { None };
+        // SAFETY: as above; `finished` is null or holds `rows` bytes.
+        let mut run_twin = || unsafe {
+            vt::twin_topk_gating_softmax_64::launch_in(&g.vllm, &g.stream, twin_config, ip, twin_finished, wp, rows as i32, xp, sp, k as i32, 0, 64)
+        };
+        let launch_ours = |fw: &mut DeviceBuffer<f32>, fi: &mut DeviceBuffer<i32>, fs: &mut DeviceBuffer<i32>| {
+            vllm::topk_gating_softmax_64_finished::launch(&g.stream, config, &input, ours_finished, fw, rows as u32, fi, fs, k as u32, 0, 64)
+        };
+        run_twin()?;
+        launch_ours(&mut fw, &mut fi, &mut fs)?;
+        g.stream.synchronize()?;
+        let (a, b, c) = (tw.to_vec()?, ti.to_vec()?, ts.to_vec()?);
+        let (x, y, z) = (fw.to_vec()?, fi.to_vec()?, fs.to_vec()?);
+        let same = bits_equal(&a, &x) + bits_equal(&b, &y) + bits_equal(&c, &z);
+        let weights_near = a.iter().zip(&x).all(|(p, q)| (p - q).abs() <= 1e-6);
+        let host_flags = given.then_some(&flags_host[..64]);
+        let (ww, wi, _) = r::topk_gating_softmax_finished(&input_host[..64 * 64], host_flags, 64, k, 0, 64);
+        let host_ok = b[..64 * k] == wi[..] && a.iter().zip(&ww).all(|(p, q)| (p - q).abs() <= 1e-6);
+        let times = g.bench(&mut [&mut run_twin, &mut || launch_ours(&mut fw, &mut fi, &mut fs)])?;
+        rows_out.push(Row {
+            kernel: label,
+            shape: format!("{rows} tokens, 64 experts, k {k}"),
+            correct: b == y && c == z && weights_near && host_ok,
+            note: format!("{same}/{} output values bit-equal to nvcc; nvcc vs host: {host_ok}", 3 * rows * k),
+            twin_ms: times[0],
+            first_ms: times[1],
+            fixed_ms: None,
+            unsafe_needed: false,
+        });
+    }
+    Ok(rows_out)
 }
 
 fn main() -> std::process::ExitCode {
@@ -501,7 +550,10 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         Ok(rs) => rs.into_iter().for_each(|r| step("apply_repetition_penalties", Ok(r))),
         Err(e) => step("apply_repetition_penalties", Err(e)),
     }
-    step("topk_gating_softmax", topk_softmax(&g));
+    match topk_softmax(&g) {
+        Ok(rs) => rs.into_iter().for_each(|r| step("topk_gating_softmax", Ok(r))),
+        Err(e) => step("topk_gating_softmax", Err(e)),
+    }
     println!();
     println!(
         "{:<40} {:<32} {:>7} {:>10} {:>10} {:>10} {:>11} {:>11} {:>7}",
@@ -526,9 +578,10 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "ratio: nvcc's time over ours (above 1: ours is faster). 'unsafe': whether the port needed `unsafe` (the twins' launches are unsafe: raw pointers)."
     );
-    // Eight ports and the three measurement variants of the penalties kernel (`_rowtiles`: the
-    // row-tile partition added after the port).
-    let expected = 11;
+    // Eight ports, the three measurement variants of the penalties kernel (`_rowtiles`: the
+    // row-tile partition added after the port) and the top-k's two `finished` rows (issue 30,
+    // `Option<&[u8]>`, after the port).
+    let expected = 13;
     let failed = expected - rows.len().min(expected) + rows.iter().filter(|r| !r.correct).count();
     if failed > 0 {
         return Err(format!("{failed} of {expected} rows failed or did not match").into());

@@ -104,6 +104,13 @@ pub fn apply_repetition_penalties(logits: &mut [f32], prompt: &[u8], output: &[u
 /// `experts` logits, the softmax's top `k` as (weight, expert index or `experts` when outside
 /// the node, source row `j rows + row`), ties to the lower expert.
 pub fn topk_gating_softmax(input: &[f32], experts: usize, k: usize, start: i32, end: i32) -> (Vec<f32>, Vec<i32>, Vec<i32>) {
+    topk_gating_softmax_finished(input, None, experts, k, start, end)
+}
+
+/// [`topk_gating_softmax`] with vLLM's `finished` flags (`None`: `nullptr`, every row active):
+/// a row whose flag is non-zero gets `experts` for every index (not routed), its weights and
+/// source rows as an active row's.
+pub fn topk_gating_softmax_finished(input: &[f32], finished: Option<&[u8]>, experts: usize, k: usize, start: i32, end: i32) -> (Vec<f32>, Vec<i32>, Vec<i32>) {
     let rows = input.len() / experts;
     let (mut w, mut ix, mut src) = (vec![0.0; rows * k], vec![0; rows * k], vec![0; rows * k]);
     for (r, row) in input.chunks_exact(experts).enumerate() {
@@ -121,7 +128,8 @@ pub fn topk_gating_softmax(input: &[f32], experts: usize, k: usize, start: i32, 
             }
             w[r * k + j] = bv;
             let e = best as i32;
-            ix[r * k + j] = if e >= start && e < end { e - start } else { experts as i32 };
+            let active = finished.is_none_or(|f| f[r] == 0);
+            ix[r * k + j] = if active && e >= start && e < end { e - start } else { experts as i32 };
             src[r * k + j] = (j * rows + r) as i32;
             p[best] = -10000.0;
         }

@@ -103,6 +103,40 @@ fn copy_and_cast_kernel_casts_each_slice_and_leaves_the_padding() {
     assert_eq!(got, want);
 }
 
+/// After the port (issue 30): the same copy through `GridSlices`; the launchers refuse a slice
+/// longer than the stride and a grid with more slices than the buffer holds, writing nothing.
+#[test]
+fn p30_copy_and_cast_kernel_slices_casts_each_slice_and_checks_the_slices_at_launch() {
+    let (n, slices, sd, ss) = (1000usize, 3usize, 1024usize, 1010usize);
+    let src: Vec<f32> = noise(7, ss * slices).iter().map(|x| x * 100.0 - 50.0).collect();
+    let pad = bf16::from_f32(-7.0);
+    let mut want = vec![pad; sd * slices];
+    r::copy_and_cast(&mut want, &src, n, slices, sd, ss);
+    let config = LaunchConfig::new((n.div_ceil(512) as u32, slices as u32, 1), (512u32, 1, 1));
+    // The buffer may end right after the last slice's `n` elements.
+    let mut got = vec![pad; sd * (slices - 1) + n];
+    llmc::copy_and_cast_kernel_slices::launch_cpu(&CpuExecutor::new(), config, &mut got, &src, n as u32, sd as u32, ss as u32).unwrap();
+    assert_eq!(got[..], want[..got.len()]);
+    let mut short = vec![pad; sd * (slices - 1) + n - 1];
+    let error = llmc::copy_and_cast_kernel_slices::launch_cpu(&CpuExecutor::new(), config, &mut short, &src, n as u32, sd as u32, ss as u32).unwrap_err();
+    assert!(error.to_string().contains("GridSlices"), "{error}");
+    let error = llmc::copy_and_cast_kernel_slices::launch_cpu(&CpuExecutor::new(), config, &mut got, &src, sd as u32 + 1, sd as u32, ss as u32).unwrap_err();
+    assert!(error.to_string().contains("at most `stride`"), "{error}");
+    assert!(short.iter().all(|&v| v == pad), "a refused launch wrote");
+    // 2-D blocks: refused (the slice is blockIdx.y).
+    let error = llmc::copy_and_cast_kernel_slices::launch_cpu(
+        &CpuExecutor::new(),
+        LaunchConfig::new((2u32, 1, 1), (256u32, 2, 1)),
+        &mut got,
+        &src,
+        n as u32,
+        sd as u32,
+        ss as u32,
+    )
+    .unwrap_err();
+    assert!(error.to_string().contains("1-D"), "{error}");
+}
+
 #[test]
 fn gelu_tanh_and_mul_kernel_is_within_one_bf16_ulp() {
     let (tokens, d) = (5, 300);
@@ -274,6 +308,45 @@ fn topk_gating_softmax_64_picks_the_top_k_of_each_row() {
     for (i, (g, r)) in w.iter().zip(&ww).enumerate() {
         assert!((g - r).abs() <= 1e-6, "weight {i}: {g} vs {r}");
     }
+}
+
+/// After the port (issue 30): vLLM's `finished` as `Option<&[u8]>`. `None` is the first try's
+/// every-row-active result; given flags, a finished row's experts are `EXPERTS` (not routed),
+/// its weights and source rows unchanged; a `finished` shorter than the rows counts as none.
+#[test]
+fn p30_topk_gating_softmax_64_reads_vllms_optional_finished() {
+    let (rows, k) = (40usize, 6usize);
+    let input: Vec<f32> = noise(15, rows * 64).iter().map(|x| x * 8.0 - 4.0).collect();
+    let f4: Vec<vllm::F4> = input.chunks_exact(4).map(|c| vllm::F4 { v: c.try_into().unwrap() }).collect();
+    let flags: Vec<u8> = (0..rows).map(|r| (r % 3 == 1) as u8).collect();
+    let grid = (rows as u32).div_ceil(vllm::ROWS_PER_CTA);
+    for (given, host) in [(None, None), (Some(&flags[..]), Some(&flags[..])), (Some(&flags[..rows - 1]), None)] {
+        let (ww, wi, ws) = r::topk_gating_softmax_finished(&input, host, 64, k, 0, 48);
+        let (mut w, mut ix, mut src) = (vec![0.0f32; rows * k], vec![0i32; rows * k], vec![0i32; rows * k]);
+        vllm::topk_gating_softmax_64_finished::launch_cpu(
+            &CpuExecutor::new(),
+            (grid, 128u32),
+            &f4,
+            given,
+            &mut w,
+            rows as u32,
+            &mut ix,
+            &mut src,
+            k as u32,
+            0,
+            48,
+        )
+        .unwrap();
+        let label = given.map(<[u8]>::len);
+        assert_eq!(ix, wi, "finished {label:?}");
+        assert_eq!(src, ws, "finished {label:?}");
+        for (i, (g, r)) in w.iter().zip(&ww).enumerate() {
+            assert!((g - r).abs() <= 1e-6, "finished {label:?}: weight {i}: {g} vs {r}");
+        }
+    }
+    // The flags changed something: a finished row reads 64 everywhere.
+    let (_, with, _) = r::topk_gating_softmax_finished(&input, Some(&flags), 64, k, 0, 64);
+    assert!(with[k..2 * k].iter().all(|&e| e == 64) && with[..k].iter().all(|&e| e < 64));
 }
 
 #[test]

@@ -108,3 +108,32 @@ fn p30_ports5_rowtiles_has_no_check_per_element() {
     let unchecked = entry(vllm_ptx(), "apply_repetition_penalties_kernel_unchecked");
     assert_eq!(unchecked.matches("setp.").count(), 11, "{unchecked}");
 }
+
+/// After the port (issue 30): vLLM's `finished ? !finished[thread_row] : true` as an
+/// `Option<&[u8]>` cut to `num_rows` once. The parameter is compared with null once, its byte
+/// is one `ld.global.nc` (the `&[T]` no-alias read), and its length once, with `num_rows` (not
+/// per row: the row is below `num_rows` already).
+#[test]
+fn p30_ports5_topk_finished_is_one_null_test_and_one_nc_byte_load() {
+    let body = entry(vllm_ptx(), "topk_gating_softmax_64_finished");
+    let lines: Vec<&str> = body.lines().map(str::trim).collect();
+    let word = |l: &str, i: usize| l.split_whitespace().nth(i).map(|w| w.trim_end_matches([',', ';']).to_string());
+    // `mov.b64 %rdA, 0;` then `cvta.to.global.u64 %rdB, %rdA;`: the null address.
+    let mut nulls: Vec<String> = lines.iter().filter(|l| l.starts_with("mov.b64") && l.ends_with(", 0;")).filter_map(|l| word(l, 1)).collect();
+    let converted: Vec<String> = lines
+        .iter()
+        .filter(|l| l.starts_with("cvta.to.global.u64") && nulls.iter().any(|n| l.ends_with(&format!("{n};"))))
+        .filter_map(|l| word(l, 1))
+        .collect();
+    nulls.extend(converted);
+    let null_tests = lines.iter().filter(|l| l.starts_with("setp.") && nulls.iter().any(|n| l.ends_with(&format!("{n};")))).count();
+    assert_eq!(null_tests, 1, "one null test:\n{body}");
+    assert_eq!(body.matches("ld.global.nc.b8").count() + body.matches("ld.global.nc.u8").count(), 1, "one byte load of `finished`:\n{body}");
+    let length = lines
+        .iter()
+        .find(|l| l.starts_with("ld.param") && l.contains("topk_gating_softmax_64_finished_param_3]"))
+        .and_then(|l| word(l, 1))
+        .unwrap_or_else(|| panic!("`finished`'s length is loaded:\n{body}"));
+    let compares = lines.iter().filter(|l| l.starts_with("setp.") && l.split([' ', ',', ';']).any(|w| w == length)).count();
+    assert_eq!(compares, 1, "`finished`'s length compared once:\n{body}");
+}

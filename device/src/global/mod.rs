@@ -19,6 +19,7 @@
 //! | `DisjointSlice<T, BlockRows>` | block `b` owns rows `b, b + gridDim.x, ...` of a row-major matrix of `cols` columns; its thread `t` the columns `t, t + blockDim.x, ...`, named by its [`BlockRow`] |
 //! | `PerWarpRow<T, Reversed>`, `DisjointSlice<T, BlockRows<Reversed>>` | as above with the blocks in reverse order (block `b` takes block `gridDim.x - 1 - b`'s rows: llm.c's softmax and fused classifier), named by [`warp_row_reversed`]/[`block_row_reversed`] and their `_rows_` iterators |
 //! | `DisjointSlice<T, RowTiles>` | block `(x, y)` owns columns `[y tile, min((y + 1) tile, cols))` of row `x` of a row-major matrix (`cols` and `tile` run-time, from `cols(name = (cols, tile))`); its thread `t` the columns `y tile + t + blockDim.x j` of them, named by its [`RowTile`] (vLLM's `(seq, tile)` sampler grids) |
+//! | `DisjointSlice<T, GridSlices>` | slices of `n` elements every `stride` (`cols(name = (n, stride))`): thread `i = blockIdx.x * blockDim.x + threadIdx.x` owns element `blockIdx.y stride + i` for `i < n`, named by its [`SliceCell`] (llm.c's `copy_and_cast_kernel`) |
 //! | `DisjointSlice<T, RotaryPairs<HEAD, HALF>>` | rows as `BlockRows`, cut into heads of `HEAD`; thread `t` owns the pairs `(k, k + HALF)` of its units `t + blockDim.x j` (NeoX rotary) |
 //! | `DisjointSlice<T, Cells3d>` | thread `(x, y, z)` owns element `(z, y, x)` of a `[depth][rows][cols]` tensor, named by its [`ThreadCell3d`] |
 //! | `DisjointSlice<T, Handoff>` | block `b` publishes row `b` (atomically); the last block to [`arrive`](DisjointSlice::arrive) reads them all ([`LastBlock`]) |
@@ -67,6 +68,7 @@ mod block_rows;
 mod cells3d;
 mod chunks;
 mod disjoint;
+mod grid_slices;
 mod handoff;
 mod in_place;
 mod index;
@@ -91,6 +93,7 @@ pub mod partition {
     pub use super::cells3d::Cells3d;
     pub use super::chunks::Chunks;
     pub use super::disjoint::Threads;
+    pub use super::grid_slices::GridSlices;
     pub use super::handoff::{ByLastBlock, Handoff};
     pub use super::in_place::InPlaceRows;
     pub use super::matrix::Cells;
@@ -111,6 +114,7 @@ pub use cells3d::{ThreadCell3d, unique_cell_3d};
 pub use chunks::DisjointChunks;
 pub use disjoint::RemovedDisjointSliceMethod;
 pub use ferrocuda_types::LaunchRequirements;
+pub use grid_slices::{SliceCell, unique_slice_cell};
 pub use handoff::{FinishView, LastBlock};
 pub use in_place::{RowRead, RowWrite};
 pub use index::{BlockIndex, GridStride, ThreadIndex, grid_stride, once_per_block, unique_index};
@@ -130,7 +134,7 @@ pub use window::{Window, window};
 // The partitions without an alias of their own, where the docs' `DisjointSlice<T, BlockRows>`
 // finds them with the other output names (issue 30's third port: E0432 with
 // `global::{BlockRows, Handoff}`, which only `global::partition` had).
-pub use partition::{BlockRows, ByLastBlock, Cells3d, Handoff, InPlaceRows, RotaryPairs, RowTiles};
+pub use partition::{BlockRows, ByLastBlock, Cells3d, GridSlices, Handoff, InPlaceRows, RotaryPairs, RowTiles};
 
 /// A kernel output parameter type: what `#[kernel]` builds from the pointer and length the
 /// launcher passes, and what it requires of the launch. Implemented by the output types of
@@ -166,6 +170,21 @@ pub unsafe trait KernelOutput: Sized {
     /// [`REQUIREMENTS`](Self::REQUIREMENTS), and `shape` is the same in every thread of the
     /// launch.
     unsafe fn from_raw_parts(pointer: *mut Self::Element, len: usize, shape: Self::Shape) -> Self;
+
+    /// The output's launch-time bound (issue 30): a fact about the shape, the launch and the
+    /// buffer's length that the output's device code relies on, checked by every launcher
+    /// (the GPU's and `launch_cpu`) before the kernel runs, after
+    /// [`REQUIREMENTS`](Self::REQUIREMENTS). `output` names the parameter in the error.
+    #[doc(hidden)]
+    #[inline]
+    fn check_launch(
+        _output: &'static str,
+        _config: &ferrocuda_types::LaunchConfig,
+        _len: usize,
+        _shape: Self::Shape,
+    ) -> Result<(), ferrocuda_types::LaunchProblem> {
+        Ok(())
+    }
 }
 
 /// An output type that lives no longer than `'a`, the borrow of the buffer it is made from:
@@ -197,7 +216,7 @@ pub trait WholeBufferOutput: KernelOutput {}
 /// columns) `#[kernel(cols(name = ..))]` gives.
 #[doc(hidden)]
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` has no row width: `cols(..)` names only the row-major outputs `DisjointMatrix`, `PerBlockTile`, `PerThreadTile`, `PerWarpRow` and `DisjointSlice<T, P>` for `P` = `BlockRows`, `RotaryPairs<..>`, `Handoff` (`(rows, cols)` for `Cells3d`, `(cols, tile)` for `RowTiles`)",
+    message = "`{Self}` has no row width: `cols(..)` names only the row-major outputs `DisjointMatrix`, `PerBlockTile`, `PerThreadTile`, `PerWarpRow` and `DisjointSlice<T, P>` for `P` = `BlockRows`, `RotaryPairs<..>`, `Handoff` (`(rows, cols)` for `Cells3d`, `(cols, tile)` for `RowTiles`, `(n, stride)` for `GridSlices`)",
     label = "not a row-major matrix output"
 )]
 pub trait RowMajorOutput: KernelOutput {}
@@ -218,10 +237,10 @@ impl NoShape for () {
 }
 
 /// The shape of a row-major partition, which `#[kernel(cols(..))]` gives: a width (`u32`),
-/// or two values (`(u32, u32)`: rows and columns for `Cells3d`, columns and tile for `RowTiles`).
+/// or two values (`(u32, u32)`: rows and columns for `Cells3d`, columns and tile for `RowTiles`, elements and stride for `GridSlices`).
 #[doc(hidden)]
 #[diagnostic::on_unimplemented(
-    message = "this output has no row width: `cols(..)` names only the row-major outputs `DisjointMatrix`, `PerBlockTile`, `PerThreadTile`, `PerWarpRow` and `DisjointSlice<T, P>` for `P` = `BlockRows`, `RotaryPairs<..>`, `Handoff` (`(rows, cols)` for `Cells3d`, `(cols, tile)` for `RowTiles`)",
+    message = "this output has no row width: `cols(..)` names only the row-major outputs `DisjointMatrix`, `PerBlockTile`, `PerThreadTile`, `PerWarpRow` and `DisjointSlice<T, P>` for `P` = `BlockRows`, `RotaryPairs<..>`, `Handoff` (`(rows, cols)` for `Cells3d`, `(cols, tile)` for `RowTiles`, `(n, stride)` for `GridSlices`)",
     label = "not a row-major matrix output"
 )]
 pub trait LaunchShape: Copy {}
@@ -288,6 +307,22 @@ pub mod __private {
     pub use super::{KernelOutput, LaunchRequirements, NoShape};
     use bytemuck::Pod;
     pub use ferrocuda_types::same_lengths;
+
+    /// The launchers' check of an output's launch-time bound ([`KernelOutput::check_launch`]).
+    /// The output type comes last, as a marker, so that the compiler meets the shape before it
+    /// knows the type: a shape of the wrong type then fails the projection `O::Shape` with the
+    /// error the output's construction gives already (the same text at the same span, which
+    /// rustc prints once), not a second one.
+    #[inline]
+    pub fn check_output_launch<O: KernelOutput>(
+        output: &'static str,
+        config: &ferrocuda_types::LaunchConfig,
+        len: usize,
+        shape: O::Shape,
+        _output_type: core::marker::PhantomData<O>,
+    ) -> Result<(), ferrocuda_types::LaunchProblem> {
+        O::check_launch(output, config, len, shape)
+    }
 
     /// Builds an output parameter from the pointer and length the host launcher passed (and,
     /// for a row-major matrix output, the row width of `#[kernel(cols(..))]`).

@@ -16,8 +16,9 @@ use super::{KernelOutput, LaunchRequirements};
 /// [`partition`](super::partition) and in docs/kernel-model.md.
 ///
 /// # Safety
-/// For every launch that meets [`REQUIREMENTS`](Self::REQUIREMENTS) and every buffer length
-/// and shape that is the same in every thread, the accesses that the inherent methods of
+/// For every launch that meets [`REQUIREMENTS`](Self::REQUIREMENTS) and `check_launch` (the
+/// partition's launch-time bound) and every buffer length and shape that is the same in every
+/// thread, the accesses that the inherent methods of
 /// `DisjointSlice<T, Self>` give in safe code reach the element set the partition's map gives
 /// the running thread, those sets are pairwise disjoint between threads (or every access is
 /// atomic), and every element reached is inside the buffer. Only this crate implements it
@@ -49,6 +50,22 @@ pub unsafe trait Partition: Sized + sealed::Sealed {
     /// [`ATOMIC_WORD`](Self::ATOMIC_WORD)'s value for atomics of the element's size.
     #[doc(hidden)]
     const ATOMIC_ELEMENTS: usize = usize::MAX;
+
+    /// The partition's launch-time bound (issue 30): a fact about `shape`, the launch and the
+    /// buffer's `len` that its accesses rely on, checked by every launcher before the kernel
+    /// runs (none by default). What the map needs of the launch's shape alone is
+    /// [`REQUIREMENTS`](Self::REQUIREMENTS); this is for facts that also involve the shape
+    /// (`Cells3d`: `gridDim.z * blockDim.z * rows` within `2^32`).
+    #[doc(hidden)]
+    #[inline]
+    fn check_launch(
+        _output: &'static str,
+        _config: &ferrocuda_types::LaunchConfig,
+        _len: usize,
+        _shape: Self::Shape,
+    ) -> Result<(), ferrocuda_types::LaunchProblem> {
+        Ok(())
+    }
 
     /// What [`DisjointSlice::len`] counts for a buffer of `len` elements: elements, or whole
     /// chunks for [`Chunks<N>`](super::partition::Chunks).
@@ -82,7 +99,8 @@ pub unsafe trait Partition: Sized + sealed::Sealed {
 /// (rows of heads of NeoX rotary pairs, in place), [`Cells3d`](super::partition::Cells3d)
 /// (thread `(x, y, z)` owns element `(z, y, x)` of a 3-D tensor),
 /// [`RowTiles`](super::partition::RowTiles) (block `(x, y)` owns a run-time tile of row `x`,
-/// threads striding over it) and
+/// threads striding over it), [`GridSlices`](super::partition::GridSlices) (slice `blockIdx.y`
+/// at a run-time stride, a 1-D grid over it) and
 /// [`Handoff`](super::partition::Handoff) (one partial per block, read by the last block).
 ///
 /// ```ignore
@@ -125,6 +143,11 @@ unsafe impl<T: Pod, P: Partition> KernelOutput for DisjointSlice<'_, T, P> {
     const REQUIREMENTS: LaunchRequirements = P::REQUIREMENTS;
     type Shape = P::Shape;
     const PARTITION_KEY: u64 = P::KEY;
+
+    #[inline]
+    fn check_launch(output: &'static str, config: &ferrocuda_types::LaunchConfig, len: usize, shape: P::Shape) -> Result<(), ferrocuda_types::LaunchProblem> {
+        P::check_launch(output, config, len, shape)
+    }
 
     #[inline(always)]
     unsafe fn from_raw_parts(pointer: *mut T, len: usize, shape: P::Shape) -> Self {
@@ -260,6 +283,7 @@ mod sealed {
     impl<O: super::super::order::RowOrder> Sealed for super::super::partition::BlockRows<O> {}
     impl Sealed for super::super::partition::Cells3d {}
     impl Sealed for super::super::partition::RowTiles {}
+    impl Sealed for super::super::partition::GridSlices {}
     impl Sealed for super::super::partition::Handoff {}
     impl Sealed for super::super::partition::ByLastBlock {}
     impl<O: super::super::order::RowOrder> Sealed for super::super::partition::InPlaceRows<O> {}

@@ -87,6 +87,17 @@ pub fn check_same_len(symbol: &'static str, lengths: &[(&'static str, usize)]) -
     ferrocuda_types::same_lengths(lengths).map_err(|problem| Error::InvalidLaunch { kernel: symbol.to_string(), problem })
 }
 
+/// The result of an output's launch-time bound (`Partition::check_launch`, through
+/// `KernelOutput::check_launch`) as the launchers' error.
+///
+/// # Errors
+/// [`Error::InvalidLaunch`] naming the kernel, with the output's problem.
+#[doc(hidden)]
+#[inline]
+pub fn check_output_shape(symbol: &'static str, checked: core::result::Result<(), ferrocuda_types::LaunchProblem>) -> Result<()> {
+    checked.map_err(|problem| Error::InvalidLaunch { kernel: symbol.to_string(), problem })
+}
+
 /// Launches the kernel `signature` names from an explicitly loaded `module`; the first launch
 /// checks the module's kernel against the signature (its fingerprint, where the module has
 /// one, and its parameter sizes). Inside a stream capture the module is kept loaded for the

@@ -110,6 +110,14 @@ impl<'a> SliceArg<'a> {
         SliceArg { ptr: Self::valid_ptr::<T>(ptr, len), len, usage: Some(usage), writable: false }
     }
 
+    /// The argument of an absent optional input (`None` for an `Option<&[T]>` kernel
+    /// parameter): the null address and length 0, with no memory to track. The device entry
+    /// rebuilds it as `None`, so the kernel never reads through it.
+    #[inline]
+    pub fn absent() -> SliceArg<'static> {
+        SliceArg { ptr: 0, len: 0, usage: None }
+    }
+
     /// `ptr`, or the dangling aligned address when the slice has no bytes.
     #[inline]
     fn valid_ptr<T>(ptr: u64, len: usize) -> u64 {

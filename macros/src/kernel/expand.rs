@@ -347,7 +347,7 @@ fn param_elem(p: &Param) -> Option<&syn::Type> {
     use super::parse::ParamKind;
     match &p.kind {
         ParamKind::Scalar { .. } | ParamKind::Value => Some(&p.ty),
-        ParamKind::Slice { elem } | ParamKind::Output { elem } | ParamKind::Pointer { elem, .. } => Some(elem),
+        ParamKind::Slice { elem } | ParamKind::OptionalSlice { elem } | ParamKind::Output { elem } | ParamKind::Pointer { elem, .. } => Some(elem),
         ParamKind::TensorMap { .. } => None,
     }
 }
@@ -505,6 +505,7 @@ fn host_launcher(
         (quote!(), quote!())
     };
     let prepare: Vec<&TokenStream> = prepare.collect();
+    let launch_checks: Vec<&TokenStream> = lowered.iter().map(|l| &l.launch_check).collect();
     let cluster_dims = match cluster {
         Some([x, y, z]) => quote!(::core::option::Option::Some(#fc::Dim3 { x: #x, y: #y, z: #z })),
         None => quote!(::core::option::Option::None),
@@ -525,6 +526,9 @@ fn host_launcher(
             // most u32::MAX threads for per-thread outputs).
             #fc::check_requirements(self::SYMBOL, &#config, self::REQUIREMENTS)?;
             #(#prepare)*
+            // Each output's launch-time bound (its partition's fact about shape, launch and
+            // buffer), before anything is queued.
+            #(#launch_checks)*
             #(#gpu_lengths)*
             let mut #params_array: [*mut ::core::ffi::c_void; #count] = [#(#pointers),*];
             // Each buffer parameter and how the kernel uses it: the host orders the stream
@@ -680,6 +684,7 @@ fn cpu_launcher(lowered: &[Lowered], host_fn: TokenStream, unsafe_fn: bool, is_u
         if compiled_cluster { quote!(#cpu::compiled_cluster(self::SYMBOL, #config.into(), self::CLUSTER_DIMS)?) } else { quote!(#config.into()) };
     let launch_params = lowered.iter().map(|l| &l.cpu_param);
     let prepare = lowered.iter().map(|l| &l.cpu_prepare);
+    let cpu_checks = lowered.iter().map(|l| &l.cpu_check);
     let rebuild = lowered.iter().map(|l| &l.cpu_rebuild);
     let names: Vec<TokenStream> = lowered.iter().map(|l| param_name(&l.cpu_param)).collect();
     // As on the device: the kernel function is named outside any `unsafe`, and only an
@@ -735,6 +740,8 @@ fn cpu_launcher(lowered: &[Lowered], host_fn: TokenStream, unsafe_fn: bool, is_u
             // the kernel's stack (ptxas) fits a GPU thread (Q7), and its static shared memory
             // (ptxas) with the launch's dynamic shared memory fits a block (F7).
             #cpu::__private::check_module(self::SYMBOL, &#kernels, &#config)?;
+            // Each output's launch-time bound, as the GPU launchers check it.
+            #(#cpu_checks)*
             #(#prepare)*
             let #body = move || {
                 #(#rebuild)*

@@ -32,6 +32,11 @@ pub struct Lowered {
     /// For an output: what it requires of the launch configuration (a constant
     /// `LaunchRequirements`), which every launcher checks before the kernel runs.
     pub requirements: Option<TokenStream>,
+    /// For an output: the GPU launchers' check of its launch-time bound
+    /// (`KernelOutput::check_launch`), a statement after `launch_prepare`.
+    pub launch_check: TokenStream,
+    /// The same check in the CPU launcher, before `cpu_prepare` (it reads the slice's length).
+    pub cpu_check: TokenStream,
     /// Parameter of the CPU launcher.
     pub cpu_param: TokenStream,
     /// Statement in the CPU launcher, before the per-thread body.
@@ -79,6 +84,8 @@ pub fn lower(param: &Param) -> Lowered {
         buffer_access: Vec::new(),
         checks: vec![check],
         requirements: None,
+        launch_check: quote!(),
+        cpu_check: quote!(),
         cpu_param: quote!(#name: #ty),
         cpu_prepare: quote!(),
         // Copied into each thread's call, as the GPU copies parameters to every thread. A
@@ -107,6 +114,8 @@ pub fn lower(param: &Param) -> Lowered {
                 buffer_access: Vec::new(),
                 checks: vec![],
                 requirements: None,
+                launch_check: quote!(),
+                cpu_check: quote!(),
                 cpu_param: quote!(#name: #ty),
                 cpu_prepare: quote!(let #parts = #args::PointerParts::new(#name);),
                 cpu_rebuild: quote!(let #mutability #name: #ty = #parts.get();),
@@ -144,6 +153,8 @@ pub fn lower(param: &Param) -> Lowered {
                 buffer_access: vec![quote!(#name.map_access(#label)), quote!(#name.memory_access(#label))],
                 checks: vec![check],
                 requirements: None,
+                launch_check: quote!(),
+                cpu_check: quote!(),
                 cpu_param: quote!(#name: #ty),
                 cpu_prepare: quote!(),
                 cpu_rebuild: quote!(),
@@ -167,6 +178,7 @@ pub fn lower(param: &Param) -> Lowered {
             // Safe: `InputParts<'a, T>` gives the slice back for the launch's borrow `'a` only.
             |parts, _| quote!(#parts.get()),
         ),
+        ParamKind::OptionalSlice { elem } => optional_slice(param, elem),
         ParamKind::Output { elem } => {
             let abi = SliceAbi {
                 // A shared reference to an empty `UnsafeCell`: no `noalias` and no `readonly`
@@ -192,6 +204,27 @@ pub fn lower(param: &Param) -> Lowered {
             // type-checked inside generated `unsafe` (P1); the output's type comes from the
             // `let`'s annotation, so no user-written type is named inside it either.
             let device_args = args.clone();
+            // The output's launch-time bound, in both launchers (after `REQUIREMENTS`): the
+            // same shape expression as the entry's, evaluated on the host from the launch's
+            // arguments (width parameters) or the constant items.
+            let (config, label) = (Ident::new("config", Span::mixed_site()), {
+                use syn::ext::IdentExt;
+                name.unraw().to_string()
+            });
+            let (arg, shape_var) = (generated(name, "arg"), generated(name, "check_shape"));
+            let launch_check = quote! {
+                let #shape_var = #shape;
+                #host::check_output_shape(self::SYMBOL, #args::check_output_launch(#label, &#config, #arg.len, #shape_var, ::core::marker::PhantomData::<#ty>))?;
+            };
+            let cpu_check = quote! {
+                let #shape_var = #shape;
+                if let ::core::result::Result::Err(__ferrocuda_problem) = #args::check_output_launch(#label, &#config, #name.len(), #shape_var, ::core::marker::PhantomData::<#ty>) {
+                    return ::core::result::Result::Err(::ferrocuda_device::cpu::CpuError::InvalidConfig {
+                        kernel: ::std::string::ToString::to_string(self::SYMBOL),
+                        problem: __ferrocuda_problem,
+                    });
+                }
+            };
             let mut lowered = slice(
                 param,
                 elem,
@@ -206,6 +239,8 @@ pub fn lower(param: &Param) -> Lowered {
             );
             lowered.checks.push(check);
             lowered.requirements = Some(quote!(<#ty as #args::KernelOutput>::REQUIREMENTS));
+            lowered.launch_check = launch_check;
+            lowered.cpu_check = cpu_check;
             lowered
         }
     }
@@ -257,11 +292,69 @@ fn slice(
         buffer_access: vec![buffer_access],
         checks: vec![quote_spanned!(elem.span()=> #args::require_pod::<#elem>();)],
         requirements: None,
+        launch_check: quote!(),
+        cpu_check: quote!(),
         cpu_param: quote!(#name: #cpu_type),
         cpu_prepare: quote!(let #parts = #cpu_parts::new(#name);),
         cpu_rebuild: quote! {
             #bind_shape
             let #mutability #name: #ty = #cpu_value;
+        },
+    }
+}
+
+/// `Option<&[T]>`: an optional input, the slice ABI (pointer, length) with `None` as the null
+/// address and length 0.
+///
+/// On the device the pointer is an `Option<&[T; 0]>`: null is its `None` (Rust guarantees the
+/// null-pointer niche of `Option<&T>`), and `Some` is the same no-alias, read-only reference
+/// as `&[T]`'s, so loads stay `ld.global.nc`. The kernel gets `None` or the rebuilt slice; the
+/// test the kernel makes of the `Option` is the PTX's one null test. The launchers take an
+/// `Option<&dyn DeviceRead<T>>` (a trait object, so that `None` needs no type annotation) and
+/// declare the read of `Some` buffers only; the CPU launcher takes an `Option<&[T]>`.
+fn optional_slice(param: &Param, elem: &Type) -> Lowered {
+    let (name, ty) = (&param.name, &param.ty);
+    let mutability = param.mutable.then(|| quote!(mut));
+    let (host, args) = (paths::host(), paths::args());
+    let (pointer, len, arg, parts) = (generated(name, "ptr"), generated(name, "len"), generated(name, "arg"), generated(name, "cpu"));
+    let present = generated(name, "present");
+    let buffer = generated(name, "buffer");
+    let label = {
+        use syn::ext::IdentExt;
+        name.unraw().to_string()
+    };
+    Lowered {
+        entry_params: vec![quote!(#pointer: ::core::option::Option<&[#elem; 0]>), quote!(#len: ::core::primitive::usize)],
+        entry_rebuild: quote! {
+            let #mutability #name: #ty = match #pointer {
+                ::core::option::Option::Some(#present) => ::core::option::Option::Some(
+                    // SAFETY: a non-null pointer is a device allocation of `len` elements that the
+                    // host launcher borrowed until the kernel has finished (`SliceArg`).
+                    unsafe { ::core::slice::from_raw_parts(#present.as_ptr(), #len) },
+                ),
+                ::core::option::Option::None => ::core::option::Option::None,
+            };
+        },
+        launch_param: quote_spanned!(elem.span()=> #name: ::core::option::Option<&dyn #host::DeviceRead<#elem>>),
+        launch_prepare: quote! {
+            let #arg = match #name {
+                ::core::option::Option::Some(#buffer) => #host::DeviceRead::<#elem>::kernel_arg(#buffer),
+                ::core::option::Option::None => #host::SliceArg::absent(),
+            };
+        },
+        launch_pointers: vec![quote!(#host::param_ptr(&#arg.ptr)), quote!(#host::param_ptr(&#arg.len))],
+        param_sizes: vec![quote!(::core::mem::size_of::<::core::primitive::u64>()), quote!(::core::mem::size_of::<::core::primitive::usize>())],
+        // `None` has no memory: its access is an untracked no-op.
+        buffer_access: vec![quote!(#arg.read(#label))],
+        checks: vec![quote_spanned!(elem.span()=> #args::require_pod::<#elem>();)],
+        requirements: None,
+        launch_check: quote!(),
+        cpu_check: quote!(),
+        cpu_param: quote!(#name: ::core::option::Option<&[#elem]>),
+        cpu_prepare: quote!(let #parts = ::core::option::Option::map(#name, #args::InputParts::new);),
+        // Safe: `InputParts<'a, T>` gives the slice back for the launch's borrow `'a` only.
+        cpu_rebuild: quote! {
+            let #mutability #name: #ty = ::core::option::Option::map(::core::option::Option::as_ref(&#parts), #args::InputParts::get);
         },
     }
 }

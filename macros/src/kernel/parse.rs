@@ -20,6 +20,11 @@ pub enum ParamKind {
     Value,
     /// `&[T]`: read-only device slice (pointer + length), `T: Pod`.
     Slice { elem: Type },
+    /// `Option<&[T]>`: an optional read-only device slice, CUDA's `const T*` that may be
+    /// `nullptr`. The same two PTX parameters as `&[T]`; `None` travels as the null address
+    /// (the entry's pointer is an `Option<&[T; 0]>`, whose `None` is null), so the kernel's one
+    /// test of the `Option` is nvcc's null test, and safe code cannot read through `None`.
+    OptionalSlice { elem: Type },
     /// An output (pointer + length): `DisjointSlice<T>`, `DisjointChunks<T, N>`,
     /// `DisjointPlanes<T, P>`, `PerBlock<T>` or `AtomicSlice<T>`, built on the device through
     /// its `KernelOutput` impl (which the generated code requires of the type).
@@ -114,7 +119,7 @@ pub const MATRIX_OUTPUTS: &[&str] = &["DisjointMatrix", "PerBlockTile", "PerThre
 /// Owning or pointer-holding standard types that can never be copied to a GPU.
 const HOST_ONLY: &[&str] = &["String", "str", "Vec", "Box", "Rc", "Arc", "Option", "Result", "HashMap", "BTreeMap", "VecDeque", "Cell", "RefCell"];
 const ALLOWED: &str = "kernel parameters may be integer, float or bool scalars, `#[repr(C)]` `bytemuck::Pod` structs or arrays by value, \
-                       `core::num::NonZero*` integers, `&[T]` (read-only input), the outputs `DisjointSlice<T>` (each thread its own elements), \
+                       `core::num::NonZero*` integers, `&[T]` (read-only input), `Option<&[T]>` (an optional input, `None` a null pointer), the outputs `DisjointSlice<T>` (each thread its own elements), \
                        `DisjointChunks<T, N>` (each thread its own chunks of N), `DisjointPlanes<T, P>` (structure of arrays), `PerBlock<T>` \
                        (one element per block), `UncheckedSlice<T>` (`unsafe` accesses only), `AtomicSlice<T>` (atomic access from any thread), the row-major \
                        matrices `DisjointMatrix<T>` (thread (x, y) its element (y, x)), `PerBlockTile<T, ..>` (a tile per block), `PerThreadTile<T, ..>` (a micro-tile per thread) and `PerWarpRow<T>` \
@@ -296,7 +301,16 @@ impl<'a> Kernel<'a> {
         for group in &same_len {
             for (i, name) in group.iter().enumerate() {
                 let is_slice = params.iter().any(|p| p.name == *name && matches!(p.kind, ParamKind::Slice { .. } | ParamKind::Output { .. }));
-                if !is_slice {
+                let is_optional = params.iter().any(|p| p.name == *name && matches!(p.kind, ParamKind::OptionalSlice { .. }));
+                if is_optional {
+                    errors.push(syn::Error::new(
+                        name.span(),
+                        format!(
+                            "`{name}` is an optional input: it has no length when it is `None`, so it cannot share one. Bound it \
+                             in the kernel instead (`{name}.and_then(|x| x.get(..n))` once, then index below `n`)"
+                        ),
+                    ));
+                } else if !is_slice {
                     errors.push(syn::Error::new(name.span(), format!("`same_len` names slice parameters (`&[T]` or an output); `{name}` is not one")));
                 } else if group[..i].contains(name) {
                     errors.push(syn::Error::new(name.span(), format!("`{name}` is named twice in `same_len`")));
@@ -547,12 +561,19 @@ pub fn classify(ty: &Type) -> syn::Result<ParamKind> {
                 check_element(&elem)?;
                 return Ok(ParamKind::Output { elem });
             }
+            if name == "Option"
+                && let Some(inner) = first_type_argument(last)
+                && let Some(kind) = optional_input(ty, &inner)?
+            {
+                return Ok(kind);
+            }
             if name == "Option" || name == "Result" {
                 return Err(syn::Error::new_spanned(
                     ty,
                     format!(
                         "`{}` is not plain data (its layout is Rust's own, and a GPU thread cannot be handed one): pass the value and a flag \
-                         (`value: f32, present: bool`) or a `#[repr(C)]` `bytemuck::Pod` struct; {ALLOWED}",
+                         (`value: f32, present: bool`) or a `#[repr(C)]` `bytemuck::Pod` struct; for an optional input (CUDA's `const T*` \
+                         that may be `nullptr`) write `Option<&[T]>`; {ALLOWED}",
                         type_text(ty)
                     ),
                 ));
@@ -629,6 +650,42 @@ pub fn classify(ty: &Type) -> syn::Result<ParamKind> {
         }
         other => Err(syn::Error::new_spanned(other, format!("`{}` cannot be a kernel parameter; {ALLOWED}", type_text(other)))),
     }
+}
+
+/// `Option<&[T]>` (`inner` is `&[T]`): an optional input. `Ok(None)` for an `Option` of
+/// something else that is not a reference (the caller's "not plain data" error follows); an
+/// error for the references that cannot be optional inputs, saying what to write.
+fn optional_input(ty: &Type, inner: &Type) -> syn::Result<Option<ParamKind>> {
+    let inner = match inner {
+        Type::Group(group) => &*group.elem,
+        Type::Paren(paren) => &*paren.elem,
+        other => other,
+    };
+    let Type::Reference(reference) = inner else { return Ok(None) };
+    if let Some(lifetime) = &reference.lifetime {
+        return Err(syn::Error::new_spanned(lifetime, "leave out lifetimes on kernel parameters: write `Option<&[T]>`"));
+    }
+    let Type::Slice(slice) = &*reference.elem else {
+        return Err(syn::Error::new_spanned(
+            ty,
+            format!(
+                "an optional input is a slice: write `Option<&[{0}]>` (CUDA's `const {0}*` that may be `nullptr`) and read element `i` \
+                 with `x.and_then(|x| x.get(i))`; one value is element 0",
+                type_text(&reference.elem)
+            ),
+        ));
+    };
+    if reference.mutability.is_some() {
+        return Err(syn::Error::new_spanned(
+            ty,
+            "a kernel cannot take `Option<&mut [T]>`: an optional input is read-only (`Option<&[T]>`). For an output the kernel \
+             may be given or not, take an output type (`DisjointSlice<T>`, `AtomicSlice<T>`, ..) and let the host pass an empty \
+             buffer for none (its accesses then find no element)",
+        ));
+    }
+    let elem = (*slice.elem).clone();
+    check_element(&elem)?;
+    Ok(Some(ParamKind::OptionalSlice { elem }))
 }
 
 /// `T` of `Name<T, ..>`, if the first generic argument is a type.
@@ -728,6 +785,7 @@ impl Param {
             ParamKind::Scalar { primitive } => ParamKind::Scalar { primitive: primitive.clone() },
             ParamKind::Value => ParamKind::Value,
             ParamKind::Slice { elem } => ParamKind::Slice { elem: substitute(elem, name, with) },
+            ParamKind::OptionalSlice { elem } => ParamKind::OptionalSlice { elem: substitute(elem, name, with) },
             ParamKind::Output { elem } => ParamKind::Output { elem: substitute(elem, name, with) },
             ParamKind::Pointer { elem, mutable } => ParamKind::Pointer { elem: substitute(elem, name, with), mutable: *mutable },
             ParamKind::TensorMap { elem, store } => ParamKind::TensorMap { elem: elem.clone(), store: *store },

@@ -413,6 +413,7 @@ mod helpers {
             Ok(ParamKind::Scalar { .. }) => "scalar",
             Ok(ParamKind::Value) => "value",
             Ok(ParamKind::Slice { .. }) => "input",
+            Ok(ParamKind::OptionalSlice { .. }) => "optional input",
             Ok(ParamKind::Output { .. }) => "output",
             Ok(ParamKind::Pointer { .. }) => "pointer",
             Ok(ParamKind::TensorMap { .. }) => "tensor map",
@@ -456,8 +457,27 @@ mod helpers {
         assert_eq!(kind(parse_quote!(core::num::NonZeroU64)), "scalar");
         assert_eq!(kind(parse_quote!(NonZero<u32>)), "scalar");
         assert_eq!(kind(parse_quote!(*mut f32)), "pointer");
+        assert_eq!(kind(parse_quote!(Option<&[u8]>)), "optional input");
+        assert_eq!(kind(parse_quote!(core::option::Option<&[F4]>)), "optional input");
         for bad in [parse_quote!(&mut [f32]), parse_quote!(&f32), parse_quote!(Option<u32>), parse_quote!(&[&str]), parse_quote!(DisjointSlice)] {
             assert_eq!(kind(bad), "error");
+        }
+    }
+
+    /// Issue 30: `Option<&[T]>` is the one optional kind; each other `Option` of a reference
+    /// is refused with what to write (an optional output, a single value, a lifetime).
+    #[test]
+    fn p30_only_an_optional_slice_is_an_optional_input() {
+        for (ty, message) in [
+            (parse_quote!(Option<&mut [f32]>), "a kernel cannot take `Option<&mut [T]>`"),
+            (parse_quote!(Option<&f32>), "an optional input is a slice: write `Option<&[f32]>`"),
+            (parse_quote!(Option<&'static [f32]>), "leave out lifetimes"),
+            (parse_quote!(Option<f32>), "for an optional input (CUDA's `const T*` that may be `nullptr`) write `Option<&[T]>`"),
+            (parse_quote!(Option<&[&str]>), "slice elements must be plain data"),
+        ] {
+            let ty: Type = ty;
+            let error = classify(&ty).err().unwrap_or_else(|| panic!("`{}` was accepted", type_text(&ty)));
+            assert!(error.to_string().contains(message), "`{}`: {error}", type_text(&ty));
         }
     }
 
@@ -653,6 +673,7 @@ fn p1_no_user_written_token_is_inside_generated_unsafe() {
         (quote!(cols(out = user_width_call())), quote!(pub fn matrix(mut out: DisjointMatrix<UserElem>) #body)),
         (quote!(cols(out = width), same_len(x, out)), quote!(pub fn matrix_param(width: u32, x: &[u32], mut out: DisjointMatrix<u32>) #body)),
         (quote!(), quote!(pub unsafe fn raw(p: *mut UserElem, v: UserValue) #body)),
+        (quote!(), quote!(pub fn optional(x: Option<&[UserElem]>, mut out: DisjointSlice<u32>) #body)),
     ];
     let user_words = [
         "user_body_marker",

@@ -44,6 +44,7 @@ pub mod host_device_layout;
 pub mod kernel_model;
 pub mod launch_kinds;
 pub mod matrix_outputs;
+pub mod optional_inputs;
 pub mod out_partitions;
 pub mod port_gaps;
 pub mod port_patterns;

@@ -6,10 +6,10 @@
 //! the CPU executor's checks.
 
 use ferrocuda_device::block::RuntimeBlockReduce;
-use ferrocuda_device::global::partition::{BlockRows, ByLastBlock, Cells3d, Handoff, InPlaceRows, RotaryPairs, RowTiles};
+use ferrocuda_device::global::partition::{BlockRows, ByLastBlock, Cells3d, GridSlices, Handoff, InPlaceRows, RotaryPairs, RowTiles};
 use ferrocuda_device::global::{
-    AtomicSlice, DisjointSlice, PerWarpRow, Reversed, block_row, block_row_reversed, block_rows, block_rows_reversed, row_tile, unique_cell_3d, warp_rows,
-    warp_rows_reversed,
+    AtomicSlice, DisjointSlice, PerWarpRow, Reversed, block_row, block_row_reversed, block_rows, block_rows_reversed, row_tile, unique_cell_3d,
+    unique_slice_cell, warp_rows, warp_rows_reversed,
 };
 use ferrocuda_device::kernel;
 use ferrocuda_device::thread::{block_dim_x, block_idx_x, thread_idx_x};
@@ -115,6 +115,16 @@ pub fn cells_3d(mut out: DisjointSlice<u32, Cells3d>, rows: u32, cols: u32) {
     if let Some((v, index)) = out.get_mut(me) {
         let want = (me.z() as usize * rows as usize + me.y() as usize) * cols as usize + me.x() as usize;
         *v += if index == want { mark3(me.z(), me.y(), me.x()) } else { u32::MAX };
+    }
+}
+
+/// Issue 30 (`GridSlices`): thread `i` of slice `s` (`blockIdx.y`) adds `mark(s, i)` to
+/// element `s stride + i`, for `i < n`.
+#[kernel(cols(out = (n, stride)))]
+pub fn p30_grid_slices_mark(mut out: DisjointSlice<u32, GridSlices>, n: u32, stride: u32) {
+    let me = unique_slice_cell();
+    if let Some(v) = out.get_mut(me) {
+        *v += mark(me.slice(), me.index());
     }
 }
 

@@ -403,3 +403,108 @@ pub fn topk_gating_softmax_64(
         }
     }
 }
+
+/// `topkGatingSoftmax<4, 64, 4, 16>` with vLLM's `finished` argument (after the port, issue 30):
+/// `finished: Option<&[u8]>` is the source's `const bool* finished`, `None` its `nullptr`
+/// (every row active); a finished row's experts read `EXPERTS` (not routed), as vLLM's
+/// `should_process_row`. `finished` is cut to `num_rows` once (`get(..num_rows)`, a comparison
+/// of two launch parameters; a shorter one counts as none), so the row's flag is one null
+/// test and one byte load, nvcc's `finished ? !finished[thread_row] : true`. Otherwise the
+/// first try's body.
+#[kernel(launch_bounds(128))]
+#[allow(clippy::too_many_arguments)]
+pub fn topk_gating_softmax_64_finished(
+    input: &[F4],
+    finished: Option<&[u8]>,
+    output: AtomicSlice<f32>,
+    num_rows: u32,
+    indices: AtomicSlice<i32>,
+    source_rows: AtomicSlice<i32>,
+    k: u32,
+    start_expert: i32,
+    end_expert: i32,
+) {
+    let finished = finished.and_then(|f| f.get(..num_rows as usize));
+    let tid = thread_idx_x();
+    let (warp_y, lane) = (tid / 32, tid % 32);
+    let thread_row = block_idx_x() * ROWS_PER_CTA + warp_y * ROWS_PER_WARP + lane / THREADS_PER_ROW;
+    if thread_row >= num_rows {
+        return;
+    }
+    // vLLM's `finished ? !finished[thread_row] : true`: one null test (the slice was cut to
+    // `num_rows` once, so the index below `num_rows` needs no check of its own).
+    let row_is_active = match finished {
+        Some(finished) => finished.get(thread_row as usize).is_none_or(|&f| f == 0),
+        None => true,
+    };
+    let thread_group_idx = lane % THREADS_PER_ROW;
+    let first_elt_read_by_thread = thread_group_idx * VPT;
+    let Some(chunk) = input.get((thread_row * THREADS_PER_ROW + thread_group_idx) as usize) else { return };
+    let mut row_chunk = vector::load16(chunk).v;
+
+    let mut thread_max = row_chunk[0];
+    unroll::<3>(|ii| thread_max = thread_max.max(row_chunk[ii + 1]));
+    unroll::<4>(|s| {
+        let mask = THREADS_PER_ROW >> (s + 1);
+        thread_max = thread_max.max(warp::shuffle_xor_within::<THREADS_PER_ROW, _>(thread_max, mask));
+    });
+    let mut row_sum = 0.0f32;
+    unroll::<4>(|ii| {
+        row_chunk[ii] = (row_chunk[ii] - thread_max).exp();
+        row_sum += row_chunk[ii];
+    });
+    unroll::<4>(|s| {
+        let mask = THREADS_PER_ROW >> (s + 1);
+        row_sum += warp::shuffle_xor_within::<THREADS_PER_ROW, _>(row_sum, mask);
+    });
+    let reciprocal_row_sum = 1.0 / row_sum;
+    unroll::<4>(|ii| row_chunk[ii] *= reciprocal_row_sum);
+
+    let start_col = first_elt_read_by_thread as i32;
+    for k_idx in 0..k {
+        let mut max_val = row_chunk[0];
+        let mut expert = start_col;
+        unroll::<4>(|ii| {
+            let val = row_chunk[ii];
+            if val > max_val {
+                max_val = val;
+                expert = start_col + ii as i32;
+            }
+        });
+        unroll::<4>(|s| {
+            let mask = THREADS_PER_ROW >> (s + 1);
+            let other_max = warp::shuffle_xor_within::<THREADS_PER_ROW, _>(max_val, mask);
+            let other_expert = warp::shuffle_xor_within::<THREADS_PER_ROW, _>(expert, mask);
+            if other_max > max_val || (other_max == max_val && other_expert < expert) {
+                max_val = other_max;
+                expert = other_expert;
+            }
+        });
+        if thread_group_idx == 0 {
+            let node_uses_expert = expert >= start_expert && expert < end_expert;
+            let node_uses_expert = row_is_active && node_uses_expert;
+            let idx = (k * thread_row + k_idx) as usize;
+            if let Some(o) = output.get(idx) {
+                o.store(max_val);
+            }
+            if let Some(o) = indices.get(idx) {
+                o.store(if node_uses_expert { expert - start_expert } else { EXPERTS as i32 });
+            }
+            if let Some(o) = source_rows.get(idx) {
+                o.store((k_idx * num_rows + thread_row) as i32);
+            }
+        }
+        if k_idx + 1 < k {
+            // One 16-byte load per thread: the expert's group is the thread (expert / 4) % 16.
+            let thread_to_clear_in_group = (expert as u32 / VPT) % THREADS_PER_ROW;
+            if thread_group_idx == thread_to_clear_in_group {
+                let offset_for_expert = expert as u32 % VPT;
+                unroll::<4>(|ii| {
+                    if ii as u32 == offset_for_expert {
+                        row_chunk[ii] = -10000.0;
+                    }
+                });
+            }
+        }
+    }
+}
