@@ -38,6 +38,7 @@ on_both_backends!(
     p30_two_byte_elements_scatter_to_computed_indices,
     p30_row_tiles_cover_each_tile_of_each_row_once,
     p30_grid_slices_cover_each_slice_once_and_refuse_what_the_buffer_cannot_hold,
+    p30_s16_handoff_fold_column_reads_every_row_for_each_remainder_and_a_short_buffer,
 );
 
 fn dim(x: u32, y: u32, z: u32) -> Dim3 {
@@ -165,6 +166,26 @@ fn handoff_rows_of_channels_sum_per_channel(backend: &Backend) {
     let want: Vec<u32> = (0..cols).map(|c| (0..blocks).map(|b| mark(b, c)).sum()).collect();
     assert_eq!(backend.download(&sums), want, "{}", backend.name());
     assert_eq!(backend.download(&counter), [0], "{}", backend.name());
+}
+
+/// Session 16: `LastBlock::fold_column` walks a running pointer over the rows with a 32-bit
+/// count, four rows at a time then one at a time, and `arrive` finds the rows without a 64-bit
+/// division when the buffer holds a row per block: every block count from 1 to 9 (no group of
+/// four, one and two groups, each remainder) sums every block's row, and a buffer short of the
+/// grid's rows (6 whole rows and 5 columns of a seventh for 9 blocks: the division's path)
+/// sums its whole rows only.
+fn p30_s16_handoff_fold_column_reads_every_row_for_each_remainder_and_a_short_buffer(backend: &Backend) {
+    let cols = 70u32;
+    for (blocks, len) in (1..=9u32).map(|b| (b, b * cols)).chain([(9, 6 * cols + 5)]) {
+        let rows = (len / cols).min(blocks);
+        let mut partials = backend.zeroed::<[u32; 4]>(len as usize);
+        let mut counter = backend.zeroed::<u32>(1);
+        let mut sums = backend.zeroed::<u32>(cols as usize);
+        launch_on!(backend, k::handoff_channels, LaunchConfig::new(blocks, 32u32), &mut partials, &mut counter, &mut sums, cols).unwrap();
+        let want: Vec<u32> = (0..cols).map(|c| (0..rows).map(|b| mark(b, c)).sum()).collect();
+        assert_eq!(backend.download(&sums), want, "{}: {blocks} blocks, {len} partials", backend.name());
+        assert_eq!(backend.download(&counter), [0], "{}: {blocks} blocks", backend.name());
+    }
 }
 
 fn wrong_launch_shapes_are_refused_and_write_nothing(backend: &Backend) {

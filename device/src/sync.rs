@@ -7,6 +7,7 @@
 //! | [`sync_threads_and`] / [`sync_threads_or`] | `__syncthreads_and/or(p)` | `barrier.red.and/or.pred` on barriers 2 / 3 | as above |
 //! | [`sync_warp`] | `__syncwarp(mask)` | `bar.warp.sync` | converges the lanes of `mask` |
 //! | [`fence_block`] / [`fence_device`] / [`fence_system`] | `__threadfence_block/()/_system` | `fence.sc.cta/gpu/sys` | orders this thread's memory accesses as seen by the block / GPU / host and peers |
+//! | [`fence_acq_rel_device`] | `cuda::atomic_thread_fence(memory_order_acq_rel, thread_scope_device)` | `fence.acq_rel.gpu` | a release and an acquire fence for the GPU, without the single total order of `fence.sc` (SASS `MEMBAR.ALL.GPU` where `fence.sc.gpu` is `MEMBAR.SC.GPU`) |
 //!
 //! Every thread of the block must reach a block barrier (every lane of `mask`, a warp
 //! barrier), as in CUDA; the CPU executor reports a barrier that some threads skip. Threads
@@ -198,6 +199,12 @@ fences! {
     fence_block => "fence.sc.cta;", core::sync::atomic::Ordering::SeqCst;
     /// `__threadfence()` (`fence.sc.gpu`): ordering as seen by every thread on the device.
     fence_device => "fence.sc.gpu;", core::sync::atomic::Ordering::SeqCst;
+    /// `cuda::atomic_thread_fence(cuda::memory_order_acq_rel, cuda::thread_scope_device)`
+    /// (`fence.acq_rel.gpu`, SASS `MEMBAR.ALL.GPU`): a release fence before a later strong
+    /// write (an atomic), an acquire fence after an earlier strong read, at device scope; what
+    /// the message-passing patterns need (publish, fence, flag / flag, fence, read), without
+    /// the single total order of [`fence_device`]'s `fence.sc.gpu` (`MEMBAR.SC.GPU`).
+    fence_acq_rel_device => "fence.acq_rel.gpu;", core::sync::atomic::Ordering::AcqRel;
     /// `__threadfence_system()` (`fence.sc.sys`): ordering as seen by the host and peer GPUs too
     /// (for mapped host memory and peer memory).
     fence_system => "fence.sc.sys;", core::sync::atomic::Ordering::SeqCst;

@@ -150,6 +150,52 @@ pub unsafe fn __assume_block_shape(threads: u32) {
     unsafe { core::hint::assert_unchecked(block_dim_x() == threads && block_dim_y() == 1 && block_dim_z() == 1) }
 }
 
+/// The launch satisfies `requirements`, the kernel's outputs' [`LaunchRequirements`]
+/// (`#[kernel]` entries call it first): every launcher checks them before the kernel runs
+/// (`LaunchConfig::check_requirements`), so the entry tells the compiler, and a 1-D kernel's
+/// `blockDim.y`/`.z` and `gridDim.y`/`.z` are the constant 1, its `threadIdx.y`/`.z` and
+/// `blockIdx.y`/`.z` 0: the run-time tests of the block's shape in `rank_in_block`,
+/// `block_size` and the block collectives (`RuntimeBlockReduce`'s 3-D rank, its partial-warp
+/// branch under `whole_warps`) fold away (issue 30, session 16: vLLM's RMS norm, 421 -> 401
+/// SASS instructions; nvcc's 372).
+///
+/// # Safety
+/// The launch satisfies `requirements` (checked by the caller's launcher).
+#[doc(hidden)]
+#[inline(always)]
+pub unsafe fn __assume_launch(requirements: crate::global::LaunchRequirements) {
+    // SAFETY (every `assert_unchecked` below): what `check_requirements` refused otherwise.
+    if requirements.linear_threads {
+        unsafe { core::hint::assert_unchecked(block_dim_y() == 1 && block_dim_z() == 1 && grid_dim_y() == 1 && grid_dim_z() == 1) };
+    }
+    if requirements.linear_blocks {
+        unsafe { core::hint::assert_unchecked(block_dim_y() == 1 && block_dim_z() == 1 && grid_dim_z() == 1) };
+    }
+    if requirements.planar_threads {
+        unsafe { core::hint::assert_unchecked(block_dim_z() == 1 && grid_dim_z() == 1) };
+    }
+    if requirements.whole_warps {
+        unsafe { core::hint::assert_unchecked(block_dim_x().is_multiple_of(32)) };
+    }
+    let (x, y) = requirements.block_shape;
+    if (x, y) != (0, 0) && !requirements.conflicting_block_shapes {
+        unsafe { core::hint::assert_unchecked(block_dim_x() == x && block_dim_y() == y && block_dim_z() == 1 && grid_dim_z() == 1) };
+    }
+    // Indices below their dimensions (the hardware's; said for the ones just fixed to 1).
+    if block_dim_y() == 1 {
+        unsafe { core::hint::assert_unchecked(thread_idx_y() == 0) };
+    }
+    if block_dim_z() == 1 {
+        unsafe { core::hint::assert_unchecked(thread_idx_z() == 0) };
+    }
+    if grid_dim_y() == 1 {
+        unsafe { core::hint::assert_unchecked(block_idx_y() == 0) };
+    }
+    if grid_dim_z() == 1 {
+        unsafe { core::hint::assert_unchecked(block_idx_z() == 0) };
+    }
+}
+
 /// Threads in a block (`blockDim.x * blockDim.y * blockDim.z`).
 #[inline(always)]
 pub fn block_size() -> u32 {

@@ -157,3 +157,41 @@ fn p30_shared_regions_leave_no_alignment_test_and_let_warp_0s_column_loop_unroll
     let (fixed, regions) = (lds128("layernorm_backward_kernel10_fixed"), lds128("layernorm_backward_kernel10_regions"));
     assert!(regions >= fixed + 16, "LDS.128: regions {regions}, fixed {fixed} (warp 0's loop unrolled by 4, twice)");
 }
+
+/// Session 16: the last block's `fold_column` as nvcc's, in the SASS. The PTX always had four
+/// rows' loads before their folds (above), but with 64-bit row indices and bounds the loop's
+/// live registers under `launch_bounds(512, 2)` left ptxas room for two rows: it folded the
+/// first two rows before it issued the last two rows' loads (a run of 4 `LDG.E.128`, two L2
+/// latencies per four rows, 66 of the 264 rows' latencies more than nvcc's). With one running
+/// pointer and a 32-bit row count, all eight 16-byte loads of four 32-byte partials are issued
+/// before the first add, as nvcc's unrolled loop (a run of 8 `LDG.E.128`). And the handoff's
+/// fences are `fence.acq_rel.gpu` (`MEMBAR.ALL.GPU`), not `__threadfence()`'s `fence.sc.gpu`
+/// (`MEMBAR.SC.GPU`), in every variant.
+#[test]
+fn p30_s16_handoff_fold_issues_four_rows_of_loads_before_folding_in_the_sass() {
+    for kernel in ["layernorm_backward_kernel10", "layernorm_backward_kernel10_fixed", "layernorm_backward_kernel10_regions"] {
+        let body = llmc(kernel);
+        assert!(!body.contains("fence.sc.gpu"), "{kernel}: the handoff's fences are acq_rel");
+        assert_eq!(body.matches("fence.acq_rel.gpu").count(), 2, "{kernel}: release before the ticket, acquire in the last block");
+    }
+    let Some(&(_, cubin)) = ferrocuda_ports3_llmc::KERNELS.cubins.iter().find(|(arch, _)| *arch == 90) else {
+        eprintln!("SKIPPED the SASS half of p30_s16_handoff_fold_..: no sm_90 cubin (ptxas was not found at build time)");
+        return;
+    };
+    let Some(listing) = sass_listing(cubin, "ports3-sass") else { return };
+    for kernel in ["layernorm_backward_kernel10_fixed", "layernorm_backward_kernel10_regions"] {
+        let ops = sass_instructions(sass_function(&listing, kernel));
+        // The longest run of strong 16-byte loads with no float add between them.
+        let (mut run, mut longest) = (0, 0);
+        for (op, _) in &ops {
+            if *op == "LDG.E.128.STRONG.GPU" {
+                run += 1;
+                longest = longest.max(run);
+            } else if op.starts_with("FADD") {
+                run = 0;
+            }
+        }
+        assert!(longest >= 8, "{kernel}: eight 16-byte loads (four rows) before the first add, found a run of {longest}");
+        assert!(!ops.iter().any(|(op, _)| *op == "MEMBAR.SC.GPU"), "{kernel}: no MEMBAR.SC.GPU");
+    }
+}

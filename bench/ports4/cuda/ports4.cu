@@ -213,9 +213,25 @@ __device__ __forceinline__ void rms_norm_kernel(scalar_t* __restrict__ out, cons
     const float x = (float)input[blockIdx.x * input_stride + idx];
     variance += x * x;
   }
+#ifndef RMS_WARP0_REDUCE
   using BlockReduce = cub::BlockReduce<float, 1024>;
   __shared__ typename BlockReduce::TempStorage reduceStore;
   variance = BlockReduce(reduceStore).Reduce(variance, AddOp{}, blockDim.x);
+#else
+  // Session 16's diagnostic (not vLLM's): ferrocuda's `RuntimeBlockReduce` second level in
+  // CUDA C++ (built into its own cubin with -DRMS_WARP0_REDUCE): each warp's butterfly sum to a
+  // slot, a barrier, then warp 0 folds the slots by shuffles (cub: thread 0 adds them in turn).
+  __shared__ float slots[32];
+  for (int d = 16; d > 0; d /= 2) variance += __shfl_xor_sync(0xffffffffu, variance, d);
+  if (threadIdx.x % 32 == 0) slots[threadIdx.x / 32] = variance;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    const int warps = (blockDim.x + 31) / 32;
+    float p = threadIdx.x < warps ? slots[threadIdx.x] : 0.0f;
+    for (int d = 16; d > 0; d /= 2) p += __shfl_down_sync(0xffffffffu, p, d);
+    variance = p;
+  }
+#endif
   if (threadIdx.x == 0) {
     s_variance = rsqrtf(variance / hidden_size + epsilon);
   }

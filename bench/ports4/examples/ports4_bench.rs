@@ -15,7 +15,7 @@ use std::process::ExitCode;
 
 use common::*;
 use ferrocuda::{Context, DeviceBuffer, Module, Stream};
-use ferrocuda_ports4::{rms_norm_kernel, rms_norm_kernel_broadcast, rms_norm_kernel_fixed, segmented_max_reduction, silu_and_mul_kernel};
+use ferrocuda_ports4::{rms_norm_kernel, rms_norm_kernel_broadcast, rms_norm_kernel_cub, rms_norm_kernel_fixed, segmented_max_reduction, silu_and_mul_kernel};
 use ferrocuda_ports4_llmc::twin_abi::{fused_residual_forward3_twin, softmax_autoregressive_backward_inplace_kernel_twin};
 use ferrocuda_ports4_llmc::{
     X128, encoder_backward_kernel1, fused_residual_forward3, gelu_forward_kernel2, softmax_autoregressive_backward_inplace_kernel,
@@ -38,16 +38,23 @@ enum Imp {
     FixedReqntid,
     /// Session 15: `rms_norm_kernel_broadcast` (`RuntimeBlockReduce::sum_broadcast`).
     Broadcast,
+    /// Session 16's diagnostic: `rms_norm_kernel_cub` (cub's second level in the port).
+    Cub,
+    /// Session 16's diagnostic: the twin with the library's second level
+    /// (`ports4_vllm_warp0.cubin`, `-DRMS_WARP0_REDUCE`; timed only when staged).
+    TwinWarp0,
 }
 
 /// The variants timed beside rms_norm's first try and the twin: the fix round's and session
 /// 15's.
-const RMS_NORM_VARIANTS: &[Imp] = &[Imp::Fixed, Imp::Broadcast];
+const RMS_NORM_VARIANTS: &[Imp] = &[Imp::Fixed, Imp::Broadcast, Imp::Cub];
 
 struct Bench {
     stream: Stream,
     llmc: Module,
     vllm: Module,
+    /// The twin built with `-DRMS_WARP0_REDUCE`, when staged (session 16's diagnostic).
+    vllm_warp0: Option<Module>,
     runs: Runs,
     small: bool,
     filters: Vec<String>,
@@ -125,7 +132,7 @@ impl Bench {
     fn launch_gelu(&self, imp: Imp, input: &DeviceBuffer<X128>, out: &mut DeviceBuffer<X128>, config: ferrocuda::LaunchConfig) -> Result<()> {
         match imp {
             Imp::Rust => gelu_forward_kernel2::launch(&self.stream, config, out, input)?,
-            Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid | Imp::Broadcast => {
+            Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid | Imp::Broadcast | Imp::Cub | Imp::TwinWarp0 => {
                 gelu_forward_kernel2::launch_in(&self.llmc, &self.stream, config, out, input)?
             }
         }
@@ -205,7 +212,7 @@ impl Bench {
                 0,
                 scale,
             )?,
-            Imp::Broadcast => unreachable!("softmax_autoregressive_backward has no broadcast variant"),
+            Imp::Broadcast | Imp::Cub | Imp::TwinWarp0 => unreachable!("softmax_autoregressive_backward has no broadcast variant"),
         }
         Ok(())
     }
@@ -225,7 +232,7 @@ impl Bench {
             let [b, n, nh, d] = shape;
             match imp {
                 Imp::Rust => unpermute_kernel::launch(&self.stream, config, &input, out, b, n, nh, d)?,
-                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid | Imp::Broadcast => {
+                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid | Imp::Broadcast | Imp::Cub | Imp::TwinWarp0 => {
                     unpermute_kernel::launch_in(&self.llmc, &self.stream, config, &input, out, b, n, nh, d)?
                 }
             }
@@ -264,7 +271,7 @@ impl Bench {
             let [b, t, c] = shape;
             match imp {
                 Imp::Rust => encoder_backward_kernel1::launch(&self.stream, config, dwte, dwpe, &dout, &inp, b, t, c)?,
-                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid | Imp::Broadcast => {
+                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid | Imp::Broadcast | Imp::Cub | Imp::TwinWarp0 => {
                     encoder_backward_kernel1::launch_in(&self.llmc, &self.stream, config, dwte, dwpe, &dout, &inp, b, t, c)?
                 }
             }
@@ -321,7 +328,7 @@ impl Bench {
                     rows as i32,
                     c as u32,
                 )?,
-                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid | Imp::Broadcast => fused_residual_forward3_twin::launch_in(
+                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid | Imp::Broadcast | Imp::Cub | Imp::TwinWarp0 => fused_residual_forward3_twin::launch_in(
                     &self.llmc,
                     &self.stream,
                     fused_residual_twin_config(rows),
@@ -375,7 +382,7 @@ impl Bench {
         let launch = |imp: Imp, out: &mut DeviceBuffer<bf16>| -> Result<()> {
             match imp {
                 Imp::Rust => silu_and_mul_kernel::launch(&self.stream, config, out, &input, d as u32)?,
-                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid | Imp::Broadcast => {
+                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid | Imp::Broadcast | Imp::Cub | Imp::TwinWarp0 => {
                     silu_and_mul_kernel::launch_in(&self.vllm, &self.stream, config, out, &input, d as u32)?
                 }
             }
@@ -417,12 +424,18 @@ impl Bench {
                 Imp::Twin => rms_norm_kernel::launch_in(&self.vllm, &self.stream, config, out, &input, args.0, &w, args.1, args.2, args.3)?,
                 Imp::Fixed => rms_norm_kernel_fixed::launch(&self.stream, config, out, &input, args.0, &w, args.1, args.2, args.3)?,
                 Imp::Broadcast => rms_norm_kernel_broadcast::launch(&self.stream, config, out, &input, args.0, &w, args.1, args.2, args.3)?,
+                Imp::Cub => rms_norm_kernel_cub::launch(&self.stream, config, out, &input, args.0, &w, args.1, args.2, args.3)?,
+                Imp::TwinWarp0 => {
+                    let module = self.vllm_warp0.as_ref().ok_or("ports4_vllm_warp0.cubin was not staged")?;
+                    rms_norm_kernel::launch_in(module, &self.stream, config, out, &input, args.0, &w, args.1, args.2, args.3)?
+                }
                 Imp::Reqntid | Imp::FixedReqntid => unreachable!("rms_norm_kernel has no reqntid variant"),
             }
             Ok(())
         };
         let mut ok = Vec::new();
-        for imp in [Imp::Rust, Imp::Twin, Imp::Fixed, Imp::Broadcast] {
+        let diagnostics: &[Imp] = if self.vllm_warp0.is_some() { &[Imp::Cub, Imp::TwinWarp0] } else { &[Imp::Cub] };
+        for &imp in [Imp::Rust, Imp::Twin, Imp::Fixed, Imp::Broadcast].iter().chain(diagnostics) {
             out.fill(bf16::ZERO)?;
             launch(imp, &mut out)?;
             ok.push((imp, close("rms_norm", &widen(&out.to_vec()?), &want, 1e-3, RMS_NORM_REL)));
@@ -439,7 +452,8 @@ impl Bench {
         if batch > 1 {
             println!("  rms_norm_kernel: {batch} launches per timed sample");
         }
-        self.time_with("rms_norm_kernel", 4.0 * (tokens * hidden * batch) as f64, RMS_NORM_VARIANTS, |imp, sw| {
+        let variants: Vec<Imp> = RMS_NORM_VARIANTS.iter().copied().chain(self.vllm_warp0.is_some().then_some(Imp::TwinWarp0)).collect();
+        self.time_with("rms_norm_kernel", 4.0 * (tokens * hidden * batch) as f64, &variants, |imp, sw| {
             sw.start()?;
             for _ in 0..batch {
                 launch(imp, &mut out)?;
@@ -463,7 +477,7 @@ impl Bench {
         let launch = |imp: Imp, scale: &mut DeviceBuffer<i32>| -> Result<()> {
             match imp {
                 Imp::Rust => segmented_max_reduction::launch(&self.stream, config, scale, &input, n)?,
-                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid | Imp::Broadcast => {
+                Imp::Twin | Imp::Fixed | Imp::Reqntid | Imp::FixedReqntid | Imp::Broadcast | Imp::Cub | Imp::TwinWarp0 => {
                     segmented_max_reduction::launch_in(&self.vllm, &self.stream, config, scale, &input, n)?
                 }
             }
@@ -495,6 +509,8 @@ fn label(imp: Imp) -> &'static str {
         Imp::Reqntid => "Rust (reqntid)",
         Imp::FixedReqntid => "Rust (fixed, reqntid)",
         Imp::Broadcast => "Rust (broadcast)",
+        Imp::Cub => "Rust (cub's second level)",
+        Imp::TwinWarp0 => "twin (warp 0's second level)",
     }
 }
 
@@ -507,6 +523,8 @@ fn variant(imp: Imp) -> &'static str {
         Imp::Reqntid => "reqntid",
         Imp::FixedReqntid => "fixed, reqntid",
         Imp::Broadcast => "broadcast",
+        Imp::Cub => "cub's second level, Rust",
+        Imp::TwinWarp0 => "warp 0's second level, nvcc",
     }
 }
 
@@ -529,7 +547,8 @@ fn run() -> harness::Result<bool> {
         unsafe { harness::load_twin(&context, path) }
     };
     let (llmc, vllm) = (load("ports4_llmc.cubin")?, load("ports4_vllm.cubin")?);
-    let mut bench = Bench { stream, llmc, vllm, runs, small, filters, all_ok: std::cell::Cell::new(true) };
+    let vllm_warp0 = if twins.join("ports4_vllm_warp0.cubin").exists() { Some(load("ports4_vllm_warp0.cubin")?) } else { None };
+    let mut bench = Bench { stream, llmc, vllm, vllm_warp0, runs, small, filters, all_ok: std::cell::Cell::new(true) };
     type Case = fn(&mut Bench) -> Result<()>;
     let cases: [(&str, Case); 8] = [
         ("gelu_forward_kernel2", Bench::gelu),

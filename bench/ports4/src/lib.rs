@@ -20,7 +20,7 @@ use ferrocuda_device::half::{F32ToHalf, HalfFloat, bf16};
 use ferrocuda_device::prelude::*;
 use ferrocuda_device::sync::sync_threads;
 use ferrocuda_device::thread::{block_dim_x, grid_stride_range, strided_range, thread_idx_x};
-use ferrocuda_device::{block_scratch, kernel, shared_array};
+use ferrocuda_device::{block_scratch, kernel, shared_array, warp};
 
 ferrocuda_device::embed_kernels!();
 
@@ -142,6 +142,56 @@ pub fn rms_norm_kernel_broadcast(
         variance += v * v;
     }
     let s = RuntimeBlockReduce::new(block_scratch!(f32)).sum_broadcast(variance, |total| (total / hidden_size as f32 + epsilon).rsqrt());
+    row.zip_inputs([x, weight]).for_each(|([&xv, &w], o)| {
+        *o = (xv.widen() * s).to_bf16().mul_rn(w);
+    });
+}
+
+/// Session 16's diagnostic: `rms_norm_kernel_broadcast` with cub's block reduction written out
+/// in the port (not the library's): each warp's butterfly sum to `warp_sums[warp]`, a barrier,
+/// then thread 0 alone adds the warps' sums one after another (cub's
+/// `BLOCK_REDUCE_WARP_REDUCTIONS`, where the library's `RuntimeBlockReduce` has warp 0 fold
+/// them by shuffles), computes `s` and hands it over through shared memory, a second barrier.
+/// Timed beside the twin (`scripts/gpu-run/s16-ln.sh`): at the twin's time, the library's
+/// second level is the gap; at the broadcast variant's, it is not. Full warps only (a block of
+/// a multiple of 32 threads, as the bench's 1024).
+#[kernel(cols(out = hidden_size))]
+pub fn rms_norm_kernel_cub(
+    mut out: DisjointSlice<bf16, BlockRows>,
+    input: &[bf16],
+    input_stride: i64,
+    weight: &[bf16],
+    epsilon: f32,
+    num_tokens: i32,
+    hidden_size: u32,
+) {
+    let _ = num_tokens;
+    let warp_sums = shared_array![f32; 32];
+    let s_variance = shared_array![f32; 1];
+    let me = block_row();
+    let start = me.row() as usize * input_stride as usize;
+    let Some(x) = input.get(start..start + hidden_size as usize) else { return };
+    let Some(row) = out.row_mut(me) else { return };
+    let mut variance = 0.0f32;
+    for i in strided_range(thread_idx_x() as usize, x.len(), block_dim_x() as usize) {
+        let v = x[i].widen();
+        variance += v * v;
+    }
+    let t = thread_idx_x();
+    let partial = warp::reduce_sum(variance);
+    if t % 32 == 0 {
+        warp_sums.set((t / 32) as usize % 32, partial);
+    }
+    sync_threads();
+    if t == 0 {
+        let mut total = partial;
+        for w in 1..block_dim_x().div_ceil(32).min(32) {
+            total += warp_sums.get(w as usize);
+        }
+        s_variance.set(0, (total / hidden_size as f32 + epsilon).rsqrt());
+    }
+    sync_threads();
+    let s = s_variance.get(0);
     row.zip_inputs([x, weight]).for_each(|([&xv, &w], o)| {
         *o = (xv.widen() * s).to_bf16().mul_rn(w);
     });

@@ -129,6 +129,19 @@ fn rms_norm_broadcast(back: Back) -> Result<()> {
     Ok(())
 }
 
+/// Session 16's diagnostic `rms_norm_kernel_cub` (cub's second level written in the port):
+/// the reference at 1024 threads (2100 columns) and at two warps (64).
+fn rms_norm_cub(back: Back) -> Result<()> {
+    let mut rng = Rng::new(7);
+    for (tokens, hidden, stride) in [(3usize, 2100usize, 2100usize), (4, 64, 72)] {
+        let x = rng.bf16s(tokens * stride, -2.0, 2.0);
+        let w = rng.bf16s(hidden, 0.5, 1.5);
+        let got = run_rms_norm_cub(back, &x, stride, &w, 1e-6, tokens)?;
+        close("rms_norm_kernel_cub", &widen(&got), &rms_norm_reference(&x, stride, &w, 1e-6, tokens), 1e-3, RMS_NORM_REL)?;
+    }
+    Ok(())
+}
+
 fn segmented_max(back: Back) -> Result<()> {
     let mut rng = Rng::new(8);
     let (tokens, hidden) = (4usize, 3000usize);
@@ -202,6 +215,10 @@ mod cpu {
         on_cpu(rms_norm_broadcast);
     }
     #[test]
+    fn s16_rms_norm_kernel_cub_matches_the_reference() {
+        on_cpu(rms_norm_cub);
+    }
+    #[test]
     fn softmax_autoregressive_backward_inplace_kernel_reqntid_variants_match_the_reference() {
         on_cpu(softmax_bwd_reqntid);
     }
@@ -267,6 +284,10 @@ mod gpu {
     #[test]
     fn rms_norm_kernel_broadcast_matches_the_reference_and_the_first_try() {
         on_gpu("gpu::rms_norm_kernel_broadcast", rms_norm_broadcast);
+    }
+    #[test]
+    fn s16_rms_norm_kernel_cub_matches_the_reference() {
+        on_gpu("gpu::s16_rms_norm_kernel_cub", rms_norm_cub);
     }
     #[test]
     fn softmax_autoregressive_backward_inplace_kernel_reqntid_variants_match_the_reference() {

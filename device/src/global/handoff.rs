@@ -20,9 +20,11 @@ use crate::thread::{block_dim_x, block_idx_x, grid_dim_x, thread_idx_x};
 /// `#[kernel(cols(name = ..))]`; 1 for one value per block), its thread `t` the columns `t +
 /// blockDim.x j` ([`publish`](DisjointSlice::publish)). Then every thread of every block calls
 /// [`arrive`](DisjointSlice::arrive) with the launch's counter: a barrier, then thread 0
-/// fences (`fence.sc.gpu`, `__threadfence()`) and takes a ticket (`atom.add`); the block
-/// that takes the last ticket resets the counter to 0, fences again (acquire) and gets a
-/// [`LastBlock`] in all its threads, which read all the rows with 16-byte loads.
+/// fences (release: `fence.acq_rel.gpu`, SASS `MEMBAR.ALL.GPU`; CUDA's samples write
+/// `__threadfence()`, `fence.sc.gpu`, whose single total order this pattern does not need) and
+/// takes a ticket (`atom.add`); the block that takes the last ticket resets the counter to 0,
+/// fences again (acquire) and gets a [`LastBlock`] in all its threads, which read all the rows
+/// with 16-byte loads.
 ///
 /// ```ignore
 /// #[kernel(cols(partials = 1))]
@@ -183,8 +185,8 @@ impl<'a, T: Pod> DisjointSlice<'a, T, Handoff> {
     }
 
     /// Hands this block's row to the last block: called by **every thread of the block**
-    /// (a block barrier), once (it takes the output). Thread 0 fences (`__threadfence()`)
-    /// and adds 1 to `counter` (`atomicAdd`); the block that takes ticket `gridDim.x - 1`
+    /// (a block barrier), once (it takes the output). Thread 0 fences (release,
+    /// `fence.acq_rel.gpu`) and adds 1 to `counter` (`atomicAdd`); the block that takes ticket `gridDim.x - 1`
     /// resets `counter` to 0 and gets `Some` in every thread, after an acquire fence, so it
     /// sees every block's published row. Every other block gets `None`.
     ///
@@ -197,26 +199,38 @@ impl<'a, T: Pod> DisjointSlice<'a, T, Handoff> {
         crate::sync::sync_threads();
         let mut last = false;
         if thread_idx_x() == 0 {
-            // `__threadfence()`: the block's rows are visible before its ticket is.
-            crate::sync::fence_device();
+            // Release: the block's rows (ordered before this fence by the barrier) are visible
+            // before its ticket is. `fence.acq_rel.gpu` (`MEMBAR.ALL.GPU`), not `__threadfence()`'s
+            // `fence.sc.gpu` (`MEMBAR.SC.GPU`): message passing needs no single total order.
+            crate::sync::fence_acq_rel_device();
             let ticket = counter.fetch_add(1);
             last = ticket == grid_dim_x().wrapping_sub(1);
             if last {
                 counter.store(0);
-                // Acquire: the other blocks' rows, ordered before their tickets, are visible
+                // Acquire: the other blocks' rows, released before their tickets, are visible
                 // to this block after the barrier below.
-                crate::sync::fence_device();
+                crate::sync::fence_acq_rel_device();
             }
         }
         if crate::sync::sync_threads_or(last) {
-            let rows = (grid_dim_x() as usize).min(match self.shape {
-                0 => 0,
-                cols => self.len / cols as usize,
-            });
-            Some(LastBlock { pointer: self.pointer, rows, cols: self.shape, _partials: PhantomData })
+            Some(LastBlock { pointer: self.pointer, rows: whole_rows(self.len, self.shape, grid_dim_x()), cols: self.shape, _partials: PhantomData })
         } else {
             None
         }
+    }
+}
+
+/// The rows of `cols` columns a buffer of `len` elements holds, at most `grid` (one per block):
+/// `min(grid, len / cols)` without a 64-bit division where the buffer holds every block's row
+/// (the usual case: a call of `__cuda_sm20_div_u64` otherwise).
+#[inline(always)]
+fn whole_rows(len: usize, cols: u32, grid: u32) -> u32 {
+    if cols == 0 {
+        0
+    } else if grid as u64 * cols as u64 <= len as u64 {
+        grid
+    } else {
+        (len as u64 / cols as u64) as u32
     }
 }
 
@@ -225,7 +239,8 @@ impl<'a, T: Pod> DisjointSlice<'a, T, Handoff> {
 /// device-scope loads.
 pub struct LastBlock<'a, T: Pod> {
     pointer: *mut T,
-    rows: usize,
+    /// At most `gridDim.x`, and `rows * cols <= len`.
+    rows: u32,
     cols: u32,
     /// `'a`: the launch's borrow of the `Handoff` output it came from (G13-1).
     _partials: PhantomData<(*mut T, &'a mut [T])>,
@@ -235,7 +250,7 @@ impl<T: Pod> LastBlock<'_, T> {
     /// Rows: one per block of the launch.
     #[inline(always)]
     pub fn rows(&self) -> usize {
-        self.rows
+        self.rows as usize
     }
 
     /// Columns per row.
@@ -247,7 +262,7 @@ impl<T: Pod> LastBlock<'_, T> {
     /// Element `(row, col)`, or `None` outside the partials.
     #[inline(always)]
     pub fn get(&self, row: usize, col: u32) -> Option<T> {
-        if row < self.rows && col < self.cols {
+        if row < self.rows as usize && col < self.cols {
             // SAFETY: inside the partials (`rows * cols <= len`), aligned.
             Some(unsafe { load_relaxed(self.pointer.add(row * self.cols as usize + col as usize)) })
         } else {
@@ -262,24 +277,32 @@ impl<T: Pod> LastBlock<'_, T> {
     pub fn fold_column<A>(&self, col: u32, init: A, mut f: impl FnMut(A, T) -> A) -> A {
         let mut acc = init;
         if col < self.cols {
-            let (cols, col) = (self.cols as usize, col as usize);
-            // Four rows' loads before their folds: four loads in flight per thread, as nvcc's
-            // unrolled `for (b = 0; b < gridDim.x; b++) acc += load128(p + b * cols)`. One at
-            // a time (a fold between loads), the last block of llm.c's layernorm backward
-            // waited one L2 latency per block: 0.33x nvcc (issue 30's third port).
-            let mut row = 0;
-            while row + 4 <= self.rows {
-                // SAFETY: `row + 3 < rows`, `col < cols`: inside the partials.
-                let v: [T; 4] = core::array::from_fn(|k| unsafe { load_relaxed(self.pointer.add((row + k) * cols + col)) });
+            // One running pointer and a 32-bit count of the rows left: the loop holds four rows'
+            // loads, the accumulator, a pointer, a stride and a count, so ptxas can keep the
+            // four rows' loads in flight together (eight `LDG.E.128` for a 32-byte partial, as
+            // nvcc's unrolled `for (b = 0; b < gridDim.x; b++) acc += load128(p + b * cols)`).
+            // With 64-bit row indices and bounds (session 15) the loop's live registers under
+            // llm.c's `launch_bounds(512, 2)` left room for two rows: ptxas folded the first
+            // two before loading the last two, two L2 latencies per four rows. One row at a
+            // time (a fold between loads; issue 30's third port) was 0.33x nvcc.
+            let stride = self.cols as usize;
+            let mut p = self.pointer.wrapping_add(col as usize);
+            let mut left = self.rows;
+            while left >= 4 {
+                // SAFETY: rows `r .. r + 4` of column `col` (`r = rows - left`) are inside the
+                // partials: `r + 3 < rows`, `col < cols`, `rows * cols <= len`; aligned.
+                let v: [T; 4] = core::array::from_fn(|k| unsafe { load_relaxed(p.add(k * stride)) });
+                p = p.wrapping_add(4 * stride);
+                left -= 4;
                 for value in v {
                     acc = f(acc, value);
                 }
-                row += 4;
             }
-            while row < self.rows {
-                // SAFETY: `row < rows`, `col < cols`: inside the partials.
-                acc = f(acc, unsafe { load_relaxed(self.pointer.add(row * cols + col)) });
-                row += 1;
+            while left > 0 {
+                // SAFETY: row `rows - left` of column `col`: inside the partials, aligned.
+                acc = f(acc, unsafe { load_relaxed(p) });
+                p = p.wrapping_add(stride);
+                left -= 1;
             }
         }
         acc
@@ -292,7 +315,7 @@ impl<T: Pod> LastBlock<'_, T> {
     /// Fold the threads' results with a block reduction for the total.
     #[inline(always)]
     pub fn fold<A>(&self, init: A, mut f: impl FnMut(A, T) -> A) -> A {
-        let n = self.rows * self.cols as usize;
+        let n = self.rows as usize * self.cols as usize;
         let (me, threads) = (thread_idx_x() as usize, block_dim_x() as usize);
         let size = core::mem::size_of::<T>();
         let mut acc = init;

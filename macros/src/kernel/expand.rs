@@ -199,6 +199,21 @@ fn device_entry(entry: &Entry, same_len: &[Vec<Ident>], bounds: Option<&TokenStr
             _ => None,
         }
     });
+    // The outputs' launch requirements, which every launcher checked before the kernel ran
+    // (`check_requirements`): the entry tells the compiler, so a 1-D kernel's `blockDim.y`/`.z`
+    // are 1 and the block collectives' run-time tests of the block's shape fold away (issue 30,
+    // session 16).
+    let launch_shape = {
+        let requirements: Vec<&TokenStream> = lowered.iter().filter_map(|l| l.requirements.as_ref()).collect();
+        (!requirements.is_empty()).then(|| {
+            let (args, thread) = (paths::args(), paths::thread());
+            quote! {
+                // SAFETY: every launcher refuses a configuration that does not meet the outputs'
+                // `REQUIREMENTS` before the kernel runs.
+                unsafe { #thread::__assume_launch(const { #args::LaunchRequirements::NONE #(.and(#requirements))* }) };
+            }
+        })
+    };
     let entry_params = lowered.iter().flat_map(|l| l.entry_params.iter());
     // `same_len(a, b)`: the launchers checked the lengths equal, so every slice of the group is
     // rebuilt with the first one's length, one value, and one bounds check covers them all.
@@ -291,6 +306,7 @@ fn device_entry(entry: &Entry, same_len: &[Vec<Ident>], bounds: Option<&TokenStr
             pub unsafe extern "ptx-kernel" fn #symbol(#(#entry_params),*) {
                 #panic::__enter_kernel(#name);
                 #block_shape
+                #launch_shape
                 #(#shared_lengths)*
                 #(#rebuild)*
                 let #kernel = #call;

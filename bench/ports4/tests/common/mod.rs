@@ -7,7 +7,7 @@ use std::error::Error;
 
 use ferrocuda::cpu::CpuExecutor;
 use ferrocuda::{DeviceBuffer, LaunchConfig, Stream};
-use ferrocuda_ports4::{rms_norm_kernel, rms_norm_kernel_broadcast, rms_norm_kernel_fixed, segmented_max_reduction, silu_and_mul_kernel};
+use ferrocuda_ports4::{rms_norm_kernel, rms_norm_kernel_broadcast, rms_norm_kernel_cub, rms_norm_kernel_fixed, segmented_max_reduction, silu_and_mul_kernel};
 use ferrocuda_ports4_llmc::{
     X128, encoder_backward_kernel1, fused_residual_forward3, gelu_forward_kernel2, softmax_autoregressive_backward_inplace_kernel,
     softmax_autoregressive_backward_inplace_kernel_fixed, softmax_autoregressive_backward_inplace_kernel_fixed_reqntid,
@@ -422,6 +422,27 @@ pub fn run_rms_norm_broadcast(back: Back, input: &[bf16], stride: usize, weight:
             let w = DeviceBuffer::from_slice(s.context(), weight)?;
             let mut out = DeviceBuffer::<bf16>::zeroed(s.context(), tokens * hidden)?;
             rms_norm_kernel_broadcast::launch(s, config, &mut out, &x, stride as i64, &w, eps, tokens as i32, hidden as u32)?;
+            Ok(out.to_vec()?)
+        }
+    }
+}
+
+/// [`run_rms_norm`] for session 16's diagnostic `rms_norm_kernel_cub` (cub's second level in
+/// the port; whole warps only).
+pub fn run_rms_norm_cub(back: Back, input: &[bf16], stride: usize, weight: &[bf16], eps: f32, tokens: usize) -> Result<Vec<bf16>> {
+    let hidden = weight.len();
+    let config = rms_norm_config(tokens, hidden);
+    match back {
+        Back::Cpu(e) => {
+            let mut out = vec![bf16::ZERO; tokens * hidden];
+            rms_norm_kernel_cub::launch_cpu(e, config, &mut out, input, stride as i64, weight, eps, tokens as i32, hidden as u32)?;
+            Ok(out)
+        }
+        Back::Gpu(s) => {
+            let x = DeviceBuffer::from_slice(s.context(), input)?;
+            let w = DeviceBuffer::from_slice(s.context(), weight)?;
+            let mut out = DeviceBuffer::<bf16>::zeroed(s.context(), tokens * hidden)?;
+            rms_norm_kernel_cub::launch(s, config, &mut out, &x, stride as i64, &w, eps, tokens as i32, hidden as u32)?;
             Ok(out.to_vec()?)
         }
     }
