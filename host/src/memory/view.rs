@@ -115,7 +115,7 @@ impl<'a> SliceArg<'a> {
     /// rebuilds it as `None`, so the kernel never reads through it.
     #[inline]
     pub fn absent() -> SliceArg<'static> {
-        SliceArg { ptr: 0, len: 0, usage: None }
+        SliceArg { ptr: 0, len: 0, usage: None, writable: false }
     }
 
     /// `ptr`, or the dangling aligned address when the slice has no bytes.
