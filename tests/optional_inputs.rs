@@ -16,6 +16,7 @@ on_both_backends!(
     p30_optional_bias_is_added_when_given_and_skipped_when_none,
     p30_finished_rows_read_as_vllm_reads_them,
     p30_finished_rows_cut_once_read_as_vllm_reads_them,
+    g16d_a1_an_empty_optional_input_is_some_on_both_backends,
 );
 
 /// `Some(&bias)` adds the bias; `None` (the null pointer) leaves `x`; a shorter bias adds
@@ -70,6 +71,19 @@ fn p30_finished_rows_cut_once_read_as_vllm_reads_them(backend: &Backend) {
         let mut out = backend.zeroed::<u32>(rows);
         launch_on!(backend, optional_inputs::p30_active_rows_cut, config, given, &mut out, rows as u32).unwrap();
         assert_eq!(backend.download(&out), active(host, rows), "{}: finished {:?}", backend.name(), host.map(<[u8]>::len));
+    }
+}
+
+/// Audit 2026-11-28d review 2, attack A1 (held): `None` is the null pointer, so an empty
+/// buffer passed as `Some` must not reach the kernel as null (it would read as `None` on the
+/// GPU and `Some(&[])` on the CPU executor). The launcher gives an empty slice the dangling
+/// aligned address (`SliceArg::valid_ptr`), so both back ends see `Some` of length 0.
+fn g16d_a1_an_empty_optional_input_is_some_on_both_backends(backend: &Backend) {
+    let (empty, three) = (backend.upload::<f32>(&[]), backend.upload(&[1.0f32, 2.0, 3.0]));
+    for (given, expected) in [(Some(&empty), 1u32), (None, 0), (Some(&three), 4)] {
+        let mut out = backend.zeroed::<u32>(1);
+        launch_on!(backend, optional_inputs::g16d_optional_presence, (1u32, 1u32), given, &mut out).unwrap();
+        assert_eq!(backend.download(&out), vec![expected], "{}: given {:?}", backend.name(), given.map(|_| "buffer"));
     }
 }
 

@@ -53,3 +53,18 @@ pub fn p30_active_rows_cut(finished: Option<&[u8]>, mut active: DisjointSlice<u3
         *a = row_is_active as u32;
     }
 }
+
+/// Audit 2026-11-28d review 2 (G16D attack A1): what the kernel sees of an optional input,
+/// `out[0]` = 0 for `None`, `1 + len` for `Some`: an empty buffer or view passed as `Some` must
+/// stay `Some(&[])` on the GPU (not the null pointer, which the entry rebuilds as `None`), as
+/// on the CPU executor.
+#[kernel]
+pub fn g16d_optional_presence(x: Option<&[f32]>, mut out: DisjointSlice<u32>) {
+    let i = unique_index();
+    if let Some(o) = out.get_mut(i) {
+        *o = match x {
+            Some(x) => 1 + x.len() as u32,
+            None => 0,
+        };
+    }
+}
