@@ -22,7 +22,7 @@
 #                broadcast variant and the twin are, it is not (then the ncu step says where).
 #  out_partitions  the partitions' GPU tests with REQUIRE_GPU=1 (the handoff's among them, and
 #                p30_s16_handoff_fold_column_.. : every remainder of four rows, a short buffer).
-#  ncu_rms / ncu_ln_twin / ncu_ln_regions  Nsight Compute on the first launch of each kernel
+#  ncu_rms / ncu_ln_twin / ncu_ln_regions  (skipped with NO_NCU=1) Nsight Compute on the first launch of each kernel
 #                (ours and the twin): duration, occupancy, warp stall reasons, and the
 #                per-SASS-instruction stall samples (ncu_*_source.csv): where the time goes in
 #                ours and in nvcc's. Diagnostics only: a missing ncu or counter permission is
@@ -51,7 +51,7 @@ PORTS4_BATCH=20 run rms_batch20 12 "$here/ports4_bench" "$twins" rms_norm
 run out_partitions 25 "$here/out_partitions" --test-threads 1
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 sections="--section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis --section SourceCounters"
-if [ -x "$ncu" ]; then
+if [ -x "$ncu" ] && [ "${NO_NCU:-0}" != 1 ]; then
   # The bench's check launches come first: rms: ours, twin, fixed, broadcast, cub, twin with
   # warp 0's second level; layernorm: the
   # first try, the twin, fixed, regions (PORTS*_RUNS small: few timed launches after them).
