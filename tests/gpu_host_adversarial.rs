@@ -236,11 +236,14 @@ fn a10_fft_plan_dropped_in_a_host_callback_after_use_is_released() {
     assert_eq!(output.to_vec().unwrap()[0], Complex::new(n as f32, 0.0));
 }
 
-/// A buffer dropped in a callback while another thread captures in the same context: its
-/// release waits for the capture to end, then happens.
+/// A buffer dropped in a callback while another thread captures an unrelated stream in the
+/// same context: released on the release thread right after the callback, as it would be
+/// outside a callback (P5: an unrelated capture, maybe one that never ends, holds no memory
+/// back; audit 2026-11-28d review G16R-7 made callbacks keep that rule; this test asserted the
+/// wait before), and the capture is not disturbed (it ends with its one node).
 #[test]
-fn a11_callback_drop_during_another_threads_capture_waits_for_its_end() {
-    if common::gpu_or_skip("a11_callback_drop_during_another_threads_capture_waits_for_its_end").is_none() {
+fn a11_callback_drop_during_another_threads_unrelated_capture_is_released_and_leaves_it_whole() {
+    if common::gpu_or_skip("a11_callback_drop_during_another_threads_unrelated_capture_is_released_and_leaves_it_whole").is_none() {
         return;
     }
     let context = own_context();
@@ -265,8 +268,12 @@ fn a11_callback_drop_during_another_threads_capture_waits_for_its_end() {
     let buffer = DeviceBuffer::<u8>::zeroed(&context, 1 << 20).unwrap();
     stream.launch_host_fn(move || drop(buffer)).unwrap();
     stream.synchronize().unwrap();
-    std::thread::sleep(Duration::from_millis(50));
-    assert!(context.deferred_releases() >= 1, "a release ran during another thread's capture");
+    // The release thread performs it right after the callback: give it up to 2 s.
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    while context.deferred_releases() != 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(context.deferred_releases(), 0, "an unrelated capture held a callback's release back");
     end_tx.send(()).unwrap();
     assert_eq!(capturer.join().unwrap(), 1);
     assert_eq!(settle(&context), 0);

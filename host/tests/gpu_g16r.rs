@@ -158,11 +158,15 @@ fn g16r_2_a_failed_capture_leaves_no_module_loaded() {
     origin.synchronize().unwrap();
     let free_loaded = free_bytes(&context);
     let fork = Event::without_timing(&context).unwrap();
+    let mut side = DeviceBuffer::<u32>::zeroed(&context, 1).unwrap();
     let captured = origin.capture(|stream| {
         launch_mark(&module, stream, &mut out)?;
         fork.record(stream)?;
-        // Forked and never joined back: the capture's end fails.
-        forked.wait_event(&fork)
+        forked.wait_event(&fork)?;
+        // Work on the forked stream, never joined back: the capture's end fails. (A fork with
+        // no work of its own ends with the origin's nodes and counts as joined: the first GPU
+        // run of this test, session 16, ended such a capture with a graph.)
+        side.fill_async(1, &forked)
     });
     println!("G16R-2: the capture with an unjoined fork: {:?}", captured.as_ref().map(|_| "a graph"));
     assert!(matches!(captured, Err(Error::CaptureFailed { .. })), "{:?}", captured.map(|_| ()));
@@ -513,9 +517,12 @@ fn g16r_probe_a_failed_capture_leaves_no_stream_captured() {
     let forked = Stream::non_blocking(&context).unwrap();
     let mut buffer = DeviceBuffer::<u32>::zeroed(&context, 64).unwrap();
     let fork = Event::without_timing(&context).unwrap();
+    let mut side = DeviceBuffer::<u32>::zeroed(&context, 1).unwrap();
     let captured = origin.capture(|stream| {
         fork.record(stream)?;
-        forked.wait_event(&fork)
+        forked.wait_event(&fork)?;
+        // Work of its own on the fork, so that it is unjoined (see g16r_2).
+        side.fill_async(1, &forked)
     });
     let states = (origin.is_capturing(), forked.is_capturing());
     let fill = buffer.fill_async(5, &forked);

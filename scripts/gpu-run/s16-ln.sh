@@ -48,7 +48,7 @@ twins="$here/twins"
 run ln_bench 25 "$here/ports3_bench" "$twins" layernorm_backward
 run rms_bench 12 "$here/ports4_bench" "$twins" rms_norm
 PORTS4_BATCH=20 run rms_batch20 12 "$here/ports4_bench" "$twins" rms_norm
-run out_partitions 25 "$here/out_partitions" --test-threads 1
+run out_partitions 60 "$here/out_partitions" --test-threads 1
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 sections="--section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis --section SourceCounters"
 if [ -x "$ncu" ] && [ "${NO_NCU:-0}" != 1 ]; then

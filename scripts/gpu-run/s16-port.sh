@@ -21,7 +21,7 @@ export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
     xz -dc "$here/$t.xz" > "$here/$t" && chmod +x "$here/$t"
   done
   timeout 30 "$here/optional_inputs" --test-threads 1 || failed="$failed optional_inputs"
-  timeout 30 "$here/out_partitions" --test-threads 1 || failed="$failed out_partitions"
+  timeout 60 "$here/out_partitions" --test-threads 1 || failed="$failed out_partitions"
   # unpermute_3d (Cells3d) beside its CUDA twin (NVRTC), with the other partition kernels.
   (cd "$out" && timeout 40 "$here/ferrocuda-bench" --only partitions --runs 30 --json "$out/partitions.json") || failed="$failed ferrocuda-bench"
   OUT="$out" timeout 110 bash "$here/ports5/ports5.sh" > /dev/null

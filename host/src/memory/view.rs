@@ -122,7 +122,7 @@ impl<'a> SliceArg<'a> {
     /// through it.
     #[inline]
     pub fn absent() -> SliceArg<'static> {
-        SliceArg { ptr: 0, ..SliceArg::from_parts::<u8>(0, 0) }
+        SliceArg { ptr: 0, writable: false, ..SliceArg::from_parts::<u8>(0, 0) }
     }
 
     /// The use tracking of the memory (`None` for memory its owner orders itself).
