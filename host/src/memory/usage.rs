@@ -162,6 +162,18 @@ pub enum Access {
 /// One buffer used by work about to be queued on a stream, and how: the launchers of
 /// `#[kernel]` pass one per slice argument, and [`Stream::will_use`] takes them from other
 /// libraries' callers.
+///
+/// An access stays on the thread that made it (neither `Send` nor `Sync`, G16R-13): declare
+/// it there, and make another on another thread.
+///
+/// ```compile_fail
+/// fn send<T: Send>() {}
+/// send::<ferrocuda_host::BufferAccess<'static>>();
+/// ```
+/// ```compile_fail
+/// fn sync<T: Sync>() {}
+/// sync::<ferrocuda_host::BufferAccess<'static>>();
+/// ```
 #[derive(Clone, Copy)]
 pub struct BufferAccess<'a> {
     usage: Option<&'a BufferUsage>,
@@ -170,13 +182,17 @@ pub struct BufferAccess<'a> {
     /// refused for being of another context.
     any_context: bool,
     name: &'static str,
+    /// Neither `Send` nor `Sync` (audit 2026-11-28d review, G16R-13): an access is declared
+    /// on the thread that made it. A copy of one write access handed to two threads declared
+    /// two writes of one record at once, and the second could erase the first's work from it.
+    _one_thread: std::marker::PhantomData<*const ()>,
 }
 
 impl<'a> BufferAccess<'a> {
     /// The access of a kernel argument (see `SliceArg::read` / `SliceArg::write`).
     #[inline]
     pub(crate) fn new(usage: Option<&'a BufferUsage>, access: Access, name: &'static str) -> Self {
-        BufferAccess { usage, access, any_context: false, name }
+        BufferAccess { usage, access, any_context: false, name, _one_thread: std::marker::PhantomData }
     }
 
     /// The same access, to memory that work of any context may use (a copy engine reaches
