@@ -4,20 +4,10 @@
 //!
 //! Run: `REQUIRE_GPU=1 cargo test --release -p ferrocuda-host --test gpu_g14r -- --nocapture`.
 
-use ferrocuda_host::{Context, DeviceBuffer, Error, Event, Stream};
+use ferrocuda_host::{DeviceBuffer, Error, Event, Stream};
 
-/// The context of GPU 0, or `None` (printed) without a GPU; a panic under `REQUIRE_GPU=1`.
-fn gpu_or_skip(test: &str) -> Option<Context> {
-    match Context::primary(0) {
-        Ok(context) => Some(context),
-        Err(error @ (Error::NoDriver | Error::NoDevice { .. })) => {
-            assert!(std::env::var("REQUIRE_GPU").as_deref() != Ok("1"), "REQUIRE_GPU=1 but {test} found no GPU: {error}");
-            eprintln!("SKIPPED {test}: {error}");
-            None
-        }
-        Err(error) => panic!("{test}: could not open the GPU: {error}"),
-    }
-}
+mod common;
+use common::gpu_or_skip;
 
 /// G14R-1 (b): a wait the door refused (`CapturedByAnotherThread`: the stream is joined to
 /// another thread's capture) still ran `note_join`, which made the refused thread the joined

@@ -11,20 +11,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use cudarc::driver::{CudaContext, sys};
-use ferrocuda_host::{BufferAccess, Context, DeviceBuffer, Error, Event, Stream};
+use ferrocuda_host::{BufferAccess, DeviceBuffer, Error, Event, Stream};
 
-/// The context of GPU 0, or `None` (printed) without a GPU; a panic under `REQUIRE_GPU=1`.
-fn gpu_or_skip(test: &str) -> Option<Context> {
-    match Context::primary(0) {
-        Ok(context) => Some(context),
-        Err(error @ (Error::NoDriver | Error::NoDevice { .. })) => {
-            assert!(std::env::var("REQUIRE_GPU").as_deref() != Ok("1"), "REQUIRE_GPU=1 but {test} found no GPU: {error}");
-            eprintln!("SKIPPED {test}: {error}");
-            None
-        }
-        Err(error) => panic!("{test}: could not open the GPU: {error}"),
-    }
-}
+mod common;
+use common::gpu_or_skip;
 
 /// G15R-1: an `Event` recorded on a stream of `Stream::from_raw_in_owner_captures` while its
 /// owner (PyTorch, here cudarc) captures it is a node of the owner's graph, but `Event::record`

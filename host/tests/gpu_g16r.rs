@@ -15,18 +15,8 @@ use std::time::{Duration, Instant};
 use ferrocuda_host::__private::launch_in_module;
 use ferrocuda_host::{BufferAccess, Context, DeviceBuffer, Error, Event, JitOptions, KernelSignature, LaunchConfig, Module, Stream};
 
-/// The context of GPU 0, or `None` (printed) without a GPU; a panic under `REQUIRE_GPU=1`.
-fn gpu_or_skip(test: &str) -> Option<Context> {
-    match Context::primary(0) {
-        Ok(context) => Some(context),
-        Err(error @ (Error::NoDriver | Error::NoDevice { .. })) => {
-            assert!(std::env::var("REQUIRE_GPU").as_deref() != Ok("1"), "REQUIRE_GPU=1 but {test} found no GPU: {error}");
-            eprintln!("SKIPPED {test}: {error}");
-            None
-        }
-        Err(error) => panic!("{test}: could not open the GPU: {error}"),
-    }
-}
+mod common;
+use common::gpu_or_skip;
 
 /// A module with one kernel, `mark(u32* out)`: `*out = 7`, and a 256 MiB global that the kernel
 /// touches, so that whether the module is loaded shows in the device's free memory.

@@ -17,18 +17,8 @@ use ferrocuda_host::{
     driver, sys,
 };
 
-/// The context of GPU 0, or `None` (printed) without a GPU; a panic under `REQUIRE_GPU=1`.
-fn gpu_or_skip(test: &str) -> Option<Context> {
-    match Context::primary(0) {
-        Ok(context) => Some(context),
-        Err(error @ (Error::NoDriver | Error::NoDevice { .. })) => {
-            assert!(std::env::var("REQUIRE_GPU").as_deref() != Ok("1"), "REQUIRE_GPU=1 but {test} found no GPU: {error}");
-            eprintln!("SKIPPED {test}: {error}");
-            None
-        }
-        Err(error) => panic!("{test}: could not open the GPU: {error}"),
-    }
-}
+mod common;
+use common::gpu_or_skip;
 
 /// Runs this test binary again on `test` alone with `G16S_CHILD=test`, and waits at most
 /// `deadline`: `Some(output)` when it exited (or was aborted), `None` when it was still running
