@@ -2,7 +2,7 @@
 //! named for the findings (`g16r_<n>_...`). Host API only (no kernel crate; the one kernel is
 //! hand-written PTX), so this binary builds with the host crate alone. Each test skips without a
 //! GPU and fails under `REQUIRE_GPU=1` while its finding is present. The deadlock repros run
-//! their case in a child process (this binary, re-run on the one test with `G16R_CHILD` set)
+//! their case in a child process (this binary, re-run on the one test by `common/child.rs`)
 //! with a deadline, so a hang is a failure, not a hung test binary.
 //!
 //! Run: `REQUIRE_GPU=1 cargo test --release -p ferrocuda-host --test gpu_g16r -- --nocapture --test-threads=1`
@@ -15,7 +15,10 @@ use std::time::{Duration, Instant};
 use ferrocuda_host::__private::launch_in_module;
 use ferrocuda_host::{BufferAccess, Context, DeviceBuffer, Error, Event, JitOptions, KernelSignature, LaunchConfig, Module, Stream};
 
+#[path = "common/child.rs"]
+mod child;
 mod common;
+use child::{in_child, run_child};
 use common::gpu_or_skip;
 
 /// A module with one kernel, `mark(u32* out)`: `*out = 7`, and a 256 MiB global that the kernel
@@ -199,39 +202,6 @@ fn g16r_3_the_last_stream_handle_ends_its_capture_even_with_an_event_recorded_in
     println!("G16R-3: after the event's drop: {after:?}");
     assert!(synced.is_ok(), "the capture outlived the caller's last handle of its stream: {synced:?}");
     assert!(after.is_ok(), "{after:?}");
-}
-
-/// Runs this test binary again on `test` alone with `G16R_CHILD=test`, and waits at most
-/// `deadline`: `Some(output)` when it exited, `None` when it was still running (killed).
-fn run_child(test: &str, deadline: Duration) -> Option<std::process::Output> {
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", test, "--nocapture", "--test-threads=1"])
-        .env("G16R_CHILD", test)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("re-run the test binary");
-    let start = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return Some(child.wait_with_output().unwrap());
-        }
-        if start.elapsed() > deadline {
-            let _ = child.kill();
-            let output = child.wait_with_output().unwrap();
-            println!(
-                "{test}: child killed after {deadline:?}; its output:\n{}{}",
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
-            );
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn in_child(test: &str) -> bool {
-    std::env::var("G16R_CHILD").as_deref() == Ok(test)
 }
 
 /// G16R-4: since G16-1, `Event::synchronize` holds the event's mutex while it blocks in

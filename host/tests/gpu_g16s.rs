@@ -2,7 +2,7 @@
 //! named for the findings (`g16s_<n>_...`). Host API only (the kernels are hand-written PTX), so
 //! this binary builds with the host crate alone. Each test skips without a GPU and fails under
 //! `REQUIRE_GPU=1` while its finding is present. The repros that may hang or abort run their case
-//! in a child process (this binary, re-run on the one test with `G16S_CHILD` set) with a deadline.
+//! in a child process (this binary, re-run on the one test by `common/child.rs`) with a deadline.
 //!
 //! Run: `REQUIRE_GPU=1 cargo test --release -p ferrocuda-host --test gpu_g16s -- --nocapture --test-threads=1`
 //! (or `scripts/gpu-run/review16s.sh`).
@@ -17,42 +17,11 @@ use ferrocuda_host::{
     driver, sys,
 };
 
+#[path = "common/child.rs"]
+mod child;
 mod common;
+use child::{in_child, run_child};
 use common::gpu_or_skip;
-
-/// Runs this test binary again on `test` alone with `G16S_CHILD=test`, and waits at most
-/// `deadline`: `Some(output)` when it exited (or was aborted), `None` when it was still running
-/// (killed).
-fn run_child(test: &str, deadline: Duration) -> Option<std::process::Output> {
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", test, "--nocapture", "--test-threads=1"])
-        .env("G16S_CHILD", test)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("re-run the test binary");
-    let start = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return Some(child.wait_with_output().unwrap());
-        }
-        if start.elapsed() > deadline {
-            let _ = child.kill();
-            let output = child.wait_with_output().unwrap();
-            println!(
-                "{test}: child killed after {deadline:?} (a hang); its output:\n{}{}",
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
-            );
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn in_child(test: &str) -> bool {
-    std::env::var("G16S_CHILD").as_deref() == Ok(test)
-}
 
 /// `spin(out, ns)`: spins for `ns` nanoseconds of the GPU's global timer, then `*out = 7`.
 const SPIN_PTX: &str = r#"
