@@ -17,39 +17,15 @@
 # "s16 (capture abandoned in a host callback): sync Ok(()); deferred 0",
 # "s16 (stream call in a host callback): Err(CallInHostCallback { operation: \"inside a callback\" })", "G15R-7: fill Err(OrderingAfterCapture ...".
 # The summary line at the end: PASS or FAIL.
+# Staging and the run are scripts/gpu-run/test-repro.sh's (the staged run-review15b.sh is a copy of it).
 set -euo pipefail
 case "${1:-}" in
 stage)
-  root=$(cd "$(dirname "$0")/../.." && pwd)
   dest=${2:?usage: review15b.sh stage <dest>}
-  cd "$root"
-  mkdir -p "$dest"
-  exe=$(cargo test --release -p ferrocuda-host --test gpu_g15r --no-run --message-format=json 2>/dev/null |
-    python3 -c 'import json,sys
-for l in sys.stdin:
-    try: m=json.loads(l)
-    except ValueError: continue
-    if m.get("reason")=="compiler-artifact" and m.get("executable") and m["target"]["name"]=="gpu_g15r": print(m["executable"])')
-  cp "$exe" "$dest/gpu_g15r"
-  (cd "$dest" && xz -T0 -6 -f gpu_g15r)
-  cp "$0" "$dest/run-review15b.sh"
-  echo "staged $dest/gpu_g15r.xz and $dest/run-review15b.sh"
+  exec "$(dirname "$0")/test-repro.sh" stage review15b ferrocuda-host gpu_g15r 100 "$dest" '' 'G15R-2: .* silent joins'
   ;;
 *)
-  here=$(cd "$(dirname "$0")" && pwd)
-  out=${OUT:-$here/out}
-  mkdir -p "$out"
-  log="$out/review15b.txt"
-  bin=$here/gpu_g15r
-  [ -x "$bin" ] || { xz -dkc "$here/gpu_g15r.xz" > "$bin" && chmod +x "$bin"; }
-  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$log" 2>&1 || true
-  set +e
-  REQUIRE_GPU=1 RUST_BACKTRACE=0 timeout -k 2 100 "$bin" --nocapture --test-threads=1 >> "$log" 2>&1
-  rc=$?
-  set -e
-  cat "$log"
-  silent=$(grep -o 'G15R-2: .* silent joins' "$log" || true)
-  if [ $rc -eq 0 ]; then echo "review15b PASS ($silent)"; else echo "review15b FAIL (exit $rc; $silent)"; fi
-  exit $rc
+  echo "usage: review15b.sh stage <dest>; then, on the GPU machine, bash <dest>/run-review15b.sh" >&2
+  exit 2
   ;;
 esac

@@ -11,36 +11,15 @@
 # Output in $OUT/review16d.txt (or ./out/review16d.txt). Expect "test result: ok. 4 passed"
 # (gpu::g16d_a1_an_empty_optional_input_is_some_on_both_backends and the three p30_ GPU tests)
 # and no "SKIPPED" line. The summary line at the end: PASS, or FAIL with the failed tests named.
+# Staging and the run are scripts/gpu-run/test-repro.sh's (the staged run-review16d.sh is a copy of it).
 set -euo pipefail
 case "${1:-}" in
 stage)
-  root=$(cd "$(dirname "$0")/../.." && pwd)
   dest=${2:?usage: review16d.sh stage <dest>}
-  cd "$root"
-  mkdir -p "$dest"
-  exe=$(cargo test --release -p ferrocuda-main --test optional_inputs --no-run --message-format=json 2>/dev/null |
-    python3 scripts/gpu-run/cargo-executable.py optional_inputs)
-  [ -n "$exe" ] || { echo "no optional_inputs executable built" >&2; exit 1; }
-  cp "$exe" "$dest/optional_inputs"
-  (cd "$dest" && xz -T0 -6 -f optional_inputs)
-  cp "$0" "$dest/run-review16d.sh"
-  echo "staged $dest/optional_inputs.xz and $dest/run-review16d.sh"
+  exec "$(dirname "$0")/test-repro.sh" stage review16d ferrocuda-main optional_inputs 60 "$dest" 'gpu::'
   ;;
 *)
-  here=$(cd "$(dirname "$0")" && pwd)
-  out=${OUT:-$here/out}
-  mkdir -p "$out"
-  log="$out/review16d.txt"
-  bin=$here/optional_inputs
-  [ -x "$bin" ] || { xz -dkc "$here/optional_inputs.xz" > "$bin" && chmod +x "$bin"; }
-  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$log" 2>&1 || true
-  set +e
-  REQUIRE_GPU=1 RUST_BACKTRACE=0 timeout -k 2 60 "$bin" gpu:: --nocapture --test-threads=1 >> "$log" 2>&1
-  rc=$?
-  set -e
-  cat "$log"
-  failed=$(sed -n '/^failures:$/,/^test result/p' "$log" | grep -E '^    gpu::' | tr -d ' ' | tr '\n' ' ' || true)
-  if [ $rc -eq 0 ] && ! grep -q '^SKIPPED' "$log"; then echo "review16d PASS"; else echo "review16d FAIL (exit $rc; failed: ${failed:-?})"; fi
-  exit $rc
+  echo "usage: review16d.sh stage <dest>; then, on the GPU machine, bash <dest>/run-review16d.sh" >&2
+  exit 2
   ;;
 esac

@@ -15,36 +15,15 @@
 #   G16S-3: Stream::capture inside a destructor during an unwind: Ok("a graph")
 #   G16S-5: the adopted context's work when its owner's object was dropped ...: Ok(()) on thread ...
 # The summary line at the end: PASS, or FAIL with the failed tests named.
+# Staging and the run are scripts/gpu-run/test-repro.sh's (the staged run-review16s.sh is a copy of it).
 set -euo pipefail
 case "${1:-}" in
 stage)
-  root=$(cd "$(dirname "$0")/../.." && pwd)
   dest=${2:?usage: review16s.sh stage <dest>}
-  cd "$root"
-  mkdir -p "$dest"
-  exe=$(cargo test --release -p ferrocuda-host --test gpu_g16s --no-run --message-format=json 2>/dev/null |
-    python3 scripts/gpu-run/cargo-executable.py gpu_g16s)
-  [ -n "$exe" ] || { echo "no gpu_g16s executable built" >&2; exit 1; }
-  cp "$exe" "$dest/gpu_g16s"
-  (cd "$dest" && xz -T0 -6 -f gpu_g16s)
-  cp "$0" "$dest/run-review16s.sh"
-  echo "staged $dest/gpu_g16s.xz and $dest/run-review16s.sh"
+  exec "$(dirname "$0")/test-repro.sh" stage review16s ferrocuda-host gpu_g16s 58 "$dest"
   ;;
 *)
-  here=$(cd "$(dirname "$0")" && pwd)
-  out=${OUT:-$here/out}
-  mkdir -p "$out"
-  log="$out/review16s.txt"
-  bin=$here/gpu_g16s
-  [ -x "$bin" ] || { xz -dkc "$here/gpu_g16s.xz" > "$bin" && chmod +x "$bin"; }
-  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$log" 2>&1 || true
-  set +e
-  REQUIRE_GPU=1 RUST_BACKTRACE=0 timeout -k 2 58 "$bin" --nocapture --test-threads=1 >> "$log" 2>&1
-  rc=$?
-  set -e
-  cat "$log"
-  failed=$(sed -n '/^failures:$/,/^test result/p' "$log" | grep -E '^    g16s_' | tr -d ' ' | tr '\n' ' ' || true)
-  if [ $rc -eq 0 ]; then echo "review16s PASS"; else echo "review16s FAIL (exit $rc; failed: ${failed:-?})"; fi
-  exit $rc
+  echo "usage: review16s.sh stage <dest>; then, on the GPU machine, bash <dest>/run-review16s.sh" >&2
+  exit 2
   ;;
 esac
