@@ -120,12 +120,8 @@ impl Event {
     pub fn synchronize(&self) -> Result<()> {
         let mut polls = 0u32;
         loop {
-            {
-                let _checked = self.refuse_if_captured("Event::synchronize")?;
-                // SAFETY: the event is alive.
-                if not_ready_is_false(unsafe { driver::event::query(self.raw) })? {
-                    return Ok(());
-                }
+            if self.query_as("Event::synchronize")? {
+                return Ok(());
             }
             polls = polls.saturating_add(1);
             if polls < 64 {
@@ -141,7 +137,14 @@ impl Event {
     /// # Errors
     /// [`Error::EventRecordedInCapture`] if it was last recorded into a stream capture.
     pub fn is_complete(&self) -> Result<bool> {
-        let _checked = self.refuse_if_captured("Event::is_complete")?;
+        self.query_as("Event::is_complete")
+    }
+
+    /// One `cuEventQuery` under the event's lock (G16-1), refused as `operation` when the last
+    /// record went into a capture: [`Event::is_complete`], and each poll of
+    /// [`Event::synchronize`].
+    fn query_as(&self, operation: &'static str) -> Result<bool> {
+        let _checked = self.refuse_if_captured(operation)?;
         // SAFETY: the event is alive.
         not_ready_is_false(unsafe { driver::event::query(self.raw) })
     }
