@@ -187,7 +187,7 @@ impl Drop for Event {
         } else {
             // Destroying an event queues nothing (a wait already queued on it keeps what it
             // needs): at once, even while an unrelated capture runs, or never ends (P5).
-            self.context.release_outside_captures(crate::context::Released::Event, destroy);
+            self.context.release_outside_captures(destroy);
         }
     }
 }

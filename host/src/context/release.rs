@@ -45,8 +45,6 @@ pub(crate) enum Released {
     CublasLt,
     /// An `Event`.
     Event,
-    /// A `Graph`.
-    Graph,
     /// A `GraphExec`.
     GraphExec,
     /// A `Module` (unloaded after the context's queued work).
@@ -64,7 +62,6 @@ impl std::fmt::Display for Released {
             Released::Cublas => f.write_str("cuBLAS handle"),
             Released::CublasLt => f.write_str("cuBLASLt handle"),
             Released::Event => f.write_str("Event"),
-            Released::Graph => f.write_str("Graph"),
             Released::GraphExec => f.write_str("GraphExec"),
             Released::Module => f.write_str("Module"),
             Released::Stream => f.write_str("Stream"),
@@ -211,7 +208,7 @@ impl Context {
     /// last handle dropped in a callback waited there for the end of its own capture, which
     /// only it would bring: the capture never ended, and every later postponed release of the
     /// context waited with it).
-    pub(crate) fn release_outside_captures(&self, _what: Released, release: impl FnOnce(&Context) + Send + 'static) {
+    pub(crate) fn release_outside_captures(&self, release: impl FnOnce(&Context) + Send + 'static) {
         if hand_off_releases() {
             self.hand_off(release);
         } else {

@@ -65,7 +65,7 @@ impl Drop for Graph {
         // A graph is a host-side template: destroying it queues nothing and touches no capture
         // (the executable graphs made from it stay valid), so a running capture, even one that
         // never ends (P5), does not hold it back.
-        self.context.release_outside_captures(crate::context::Released::Graph, move |context| {
+        self.context.release_outside_captures(move |context| {
             if context.bind_to_thread().is_ok() {
                 // SAFETY: owned by us, destroyed once; executable graphs made from it stay valid.
                 let _ = unsafe { driver::graph::destroy(graph.into_inner()) };

@@ -1145,7 +1145,7 @@ impl Drop for StreamInner {
             // Capturing: its own capture must end first (N11), or the release below would wait
             // for the end of this very capture, forever (in a host callback too, G16R-7: on the
             // release thread right after it, not after the context's captures).
-            context.release_outside_captures(crate::context::Released::Stream, destroy);
+            context.release_outside_captures(destroy);
         } else {
             context.release(crate::context::Released::Stream, destroy);
         }
