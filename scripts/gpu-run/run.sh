@@ -24,14 +24,17 @@ run() { # name, timeout, command...
   local results=$(grep -E '^test result' "$out/$name.log" | sed -E 's/test result: //; s/; finished.*//' | tr '\n' ' ')
   printf '%-26s rc=%-3s %4ss %s\n' "$name" "$rc" "$(( $(date +%s) - start ))" "${results:0:110}" | tee -a "$summary"
 }
-gpu_tests=(gpu_soundness gpu_streams gpu_contexts gpu_kernels gpu_fault gpu_multi_gpu gpu_cublas gpu_cufft gpu_nccl
-  gpu_host_safety gpu_host_adversarial gpu_host_seams gpu_host_threads gpu_borrowed gpu_attention gpu_peer_lengths port_gaps
-  launch_kinds launch_modules launch_no_alloc kernel_model cpu_executor cpu_device_lib nccl_loading cpu_half_floats
-  gpu_tma_tracked llm_examples matrix_outputs gpu_kernels_lib gpu_rules out_partitions port_patterns host_device_layout
-  overflow_checks)
+# Every test binary stage.sh found reaching a GPU (gpu-tests.txt), JOBS at a time (default 1:
+# some tests time their work, and eight at once share one GPU).
+mapfile -t gpu_tests < gpu-tests.txt
+jobs_at_once=${JOBS:-1}
 for t in "${gpu_tests[@]}"; do
-  [ -x "$t" ] && run "$t" 150 "./$t" --test-threads=1
+  [ -x "$t" ] || continue
+  [ "$t" = cpu_main_job ] && continue # needs the main job binary: run below
+  run "$t" 200 "./$t" --test-threads=1 &
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs_at_once" ]; do wait -n; done
 done
+wait
 for e in contexts streams_events graphs cublas_interop cublas_gemm modules cufft module_load launch_overhead port_patterns_bench; do
   [ -x "ex_$e" ] && run "ex_$e" 120 "./ex_$e"
 done

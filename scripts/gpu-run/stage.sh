@@ -13,17 +13,27 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/bin"
 
-# Test binaries: `cargo test --no-run` prints each executable in its JSON messages.
+# Test binaries: `cargo test --no-run` prints each executable in its JSON messages. Those whose
+# source reaches a GPU (gpu_or_skip, REQUIRE_GPU, a Backend, a Context, ...) are staged and listed
+# in gpu-tests.txt, which run.sh runs: a new GPU test is picked up without editing a list
+# (CPU-only tests run in CI).
 cargo test --release --workspace --no-run --message-format=json 2>/dev/null |
   python3 -c '
-import json, sys, shutil
+import json, re, sys, shutil
+gpu = re.compile(r"gpu_or_skip|gpu_required|REQUIRE_GPU|Backend::|backends\(|Context::new|cuInit")
+listed = []
 for line in sys.stdin:
     try: m = json.loads(line)
     except ValueError: continue
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
         kind = m["target"]["kind"][0]
-        name = m["target"]["name"] if kind == "test" else m["target"]["name"] + "-unit"
-        shutil.copy(m["executable"], sys.argv[1] + "/" + name)
+        name = m["target"]["name"]
+        try: text = open(m["target"]["src_path"]).read()
+        except OSError: text = ""
+        if kind == "test" and (name.startswith("gpu_") or name == "cpu_main_job" or gpu.search(text)):
+            shutil.copy(m["executable"], sys.argv[1] + "/" + name)
+            listed.append(name)
+open(sys.argv[1] + "/gpu-tests.txt", "w").write("\n".join(sorted(set(listed))) + "\n")
 ' "$work/bin"
 # The examples, the main job and the benchmark.
 cargo build --release --workspace --examples --bins --message-format=json 2>/dev/null |
