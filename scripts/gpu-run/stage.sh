@@ -30,7 +30,7 @@ for line in sys.stdin:
         name = m["target"]["name"]
         try: text = open(m["target"]["src_path"]).read()
         except OSError: text = ""
-        if kind == "test" and (name.startswith("gpu_") or name == "cpu_main_job" or gpu.search(text)):
+        if kind == "test" and (name.startswith("gpu_") or name in ("cpu_main_job", "nccl_loading") or gpu.search(text)):
             shutil.copy(m["executable"], sys.argv[1] + "/" + name)
             listed.append(name)
 open(sys.argv[1] + "/gpu-tests.txt", "w").write("\n".join(sorted(set(listed))) + "\n")
