@@ -4,6 +4,7 @@
 # build them (llm.c: -O3 --use_fast_math; vLLM: no fast math), then runs the bench binary
 # (ports6_bench, staged xz-compressed by bench/ports6/scripts/stage.sh) twice.
 set -u
+export PATH="$PATH:/usr/local/cuda/bin"
 D=.device-bin/port
 OUT=${OUT:-/tmp/ports6-out}
 mkdir -p "$OUT"
@@ -16,6 +17,6 @@ nvcc -cubin -arch=sm_90 -O3 -std=c++17 --expt-relaxed-constexpr --extended-lambd
 xz -dkf ports6_bench.xz && chmod +x ports6_bench
 for run in 1 2; do
     echo "== run $run" | tee -a "$OUT/bench.txt"
-    timeout 70 ./ports6_bench ports6_llmc.sm_90.cubin ports6_vllm.sm_90.cubin 2>&1 | tee -a "$OUT/bench.txt"
+    timeout 55 ./ports6_bench ports6_llmc.sm_90.cubin ports6_vllm.sm_90.cubin 2>&1 | tee -a "$OUT/bench.txt"
 done
 cp ports6_llmc.sm_90.cubin ports6_vllm.sm_90.cubin "$OUT/" 2>/dev/null

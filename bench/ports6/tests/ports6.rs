@@ -93,6 +93,21 @@ fn softmax_forward_kernel2_matches_the_reference_at_llm_cs_block_sizes() {
 }
 
 #[test]
+fn softmax_forward_kernel2_reqntid512_matches_the_reference_and_refuses_other_blocks() {
+    let (n, c) = (3, 2000);
+    let inp: Vec<f32> = random_f32(n * c, 12).into_iter().map(|x| x * 8.0).collect();
+    let want = softmax_forward(&inp, n, c);
+    let mut out = vec![0.0f32; n * c];
+    let config = LaunchConfig::new(n as u32, 512).with_shared_bytes(512 * 4);
+    llmc::softmax_forward_kernel2_reqntid512::launch_cpu(&CpuExecutor::new(), config, &mut out, &inp, c as u32).unwrap();
+    let err = max_rel_err(&out, &want, 1e-6);
+    assert!(err < 1e-4, "max rel err {err}");
+    let other = LaunchConfig::new(n as u32, 256).with_shared_bytes(256 * 4);
+    let refused = llmc::softmax_forward_kernel2_reqntid512::launch_cpu(&CpuExecutor::new(), other, &mut out, &inp, c as u32);
+    assert!(refused.is_err(), "a 256-thread block was accepted by a reqntid(512) kernel");
+}
+
+#[test]
 fn attention_query_key_kernel1_masks_and_scales_like_the_reference() {
     let (b, t, c, nh) = (2, 12, 32, 4);
     let inp = random_f32(b * t * 3 * c, 8);

@@ -217,6 +217,74 @@ pub fn softmax_forward_kernel2(mut out: DisjointSlice<f32, BlockRows>, inp: &[f3
     }
 }
 
+/// Fix round of [`softmax_forward_kernel2()`] (not the first try): the same body, declared
+/// `reqntid(512)` for the bench's block size, as docs/performance.md's trap table teaches for
+/// a loop striding by `blockDim.x` (the first try's three row loops stayed rolled, one load in
+/// flight per thread, where nvcc unrolls them by 4 with the stride read at run time). The
+/// launchers refuse any other block size.
+///
+/// llm.c `softmax_forward_kernel2` (dev/cuda/softmax_forward.cu): softmax over rows of `C`,
+/// one block per row, the maximum and the sum each a tree reduction over `blockDim.x` floats of
+/// dynamic shared memory (launch with `block_size * 4` shared bytes, a power-of-two block).
+/// The output row is written with `exp(x - max)`, read back (each thread its own columns) for
+/// the sum, and divided in place.
+#[kernel(cols(out = c), reqntid(512))]
+pub fn softmax_forward_kernel2_reqntid512(mut out: DisjointSlice<f32, BlockRows>, inp: &[f32], c: u32) {
+    let shared = dynamic_shared::<f32>();
+    let me = block_row();
+    let tid = thread_idx_x() as usize;
+    let block_size = block_dim_x();
+    let row = me.row() as usize * c as usize;
+    // The same branch in every thread of the block: it returns before any barrier or none does.
+    let Some(x) = inp.get(row..row + c as usize) else { return };
+    // thread coarsening
+    let mut maxval = f32::NEG_INFINITY;
+    for i in strided_range(tid, x.len(), block_size as usize) {
+        maxval = maxval.max(x[i]);
+    }
+    shared.set(tid, maxval);
+    // reductions
+    let mut stride = block_size / 2;
+    while stride >= 1 {
+        sync_threads();
+        if (tid as u32) < stride {
+            shared.set(tid, shared.get(tid).max(shared.get(tid + stride as usize)));
+        }
+        stride /= 2;
+    }
+    sync_threads();
+    let offset = shared.get(0);
+    // exp, written to the output row
+    if let Some(r) = out.row_mut(me) {
+        r.zip_input(x).for_each(|(x, o)| *o = (x - offset).exp());
+    }
+    sync_threads();
+    // thread coarsening again, for the sum (this thread's own columns of the output)
+    let mut sumval = 0.0f32;
+    if let Some(r) = out.row_mut(me) {
+        for v in r.iter_mut() {
+            sumval += *v;
+        }
+    }
+    shared.set(tid, sumval);
+    let mut stride = block_size / 2;
+    while stride >= 1 {
+        sync_threads();
+        if (tid as u32) < stride {
+            shared.set(tid, shared.get(tid) + shared.get(tid + stride as usize));
+        }
+        stride /= 2;
+    }
+    // broadcast the sum to all threads in the block
+    sync_threads();
+    let sum = shared.get(0);
+    if let Some(r) = out.row_mut(me) {
+        for v in r.iter_mut() {
+            *v /= sum;
+        }
+    }
+}
+
 /// llm.c `attention_query_key_kernel1` (dev/cuda/attention_forward.cu): `preatt[b, h, t, t2] =
 /// q[b, t, h] · k[b, t2, h] / sqrt(hs)` for `t2 <= t`, `-inf` above the diagonal; `inp` is the
 /// `(B, T, 3C)` QKV tensor. One thread per output element, `B NH T T` threads.

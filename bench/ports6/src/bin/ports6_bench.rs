@@ -39,7 +39,7 @@ fn time_pair(
     }
     stream.synchronize()?;
     let (start, end) = (Event::new(context)?, Event::new(context)?);
-    let mut run = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
+    let run = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
         start.record(stream)?;
         for _ in 0..reps {
             f()?;
@@ -106,6 +106,14 @@ fn check_bits<T: bytemuck::Pod>(what: &str, ours: &[T], twin: &[T]) -> String {
     format!("{what} {verdict} vs twin: {differ} of {} differ", ours.len())
 }
 
+/// Runs one case; an error (a refused launch, a missing kernel) is printed and the next case
+/// runs.
+fn case(f: impl FnOnce() -> Result<()>) {
+    if let Err(error) = f() {
+        println!("ERROR: {error}");
+    }
+}
+
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let [_, llmc_cubin, vllm_cubin] = &args[..] else {
@@ -122,7 +130,7 @@ fn main() -> Result<()> {
     println!("{:<38} {:<34} {:>9} {:>9} {:>9}  check", "kernel", "size", "ours", "twin", "twin/ours");
 
     // L1: rope_forward_kernel1, llm.c's main: B 8, T 1024, 32 heads of 128; block 128.
-    {
+    case(|| -> Result<()> {
         let (b, t, nh, hd) = (8u32, 1024u32, 32u32, 128u32);
         let n = (b * t * nh * hd) as usize;
         let inp = DeviceBuffer::from_slice(&context, &random_f32(n, 21))?;
@@ -146,10 +154,11 @@ fn main() -> Result<()> {
         stream.synchronize()?;
         let check = check_f32(&ours.to_vec()?, &twin_out.to_vec()?, 1e-6);
         row("llm.c rope_forward_kernel1", &format!("B{b} T{t} NH{nh} HD{hd} f32"), times, &check);
-    }
+        Ok(())
+    });
 
     // L2: repkv_backward_kernel1: B 8, T 1024, 32 query heads, 8 KV heads of 128; block 128.
-    {
+    case(|| -> Result<()> {
         let (b, t, nh, nh_kv, hd) = (8u32, 1024u32, 32u32, 8u32, 128u32);
         let rep = nh / nh_kv;
         let n = (b * t * 3 * nh * hd) as usize;
@@ -174,10 +183,11 @@ fn main() -> Result<()> {
         stream.synchronize()?;
         let check = check_f32(&ours.to_vec()?, &twin_out.to_vec()?, 1e-6);
         row("llm.c repkv_backward_kernel1", &format!("B{b} T{t} NH{nh} KV{nh_kv} HD{hd} f32"), times, &check);
-    }
+        Ok(())
+    });
 
     // L3: matmul_forward_kernel1: B 8, T 256 (BT 2048), C 768, OC 3072, with bias; 16 x 16.
-    {
+    case(|| -> Result<()> {
         let (bt, c, oc) = (2048u32, 768u32, 3072u32);
         let inp = DeviceBuffer::from_slice(&context, &random_f32((bt * c) as usize, 24))?;
         let weight = DeviceBuffer::from_slice(&context, &random_f32((oc * c) as usize, 25))?;
@@ -201,10 +211,11 @@ fn main() -> Result<()> {
         stream.synchronize()?;
         let check = check_f32(&ours.to_vec()?, &twin_out.to_vec()?, 1e-5);
         row("llm.c matmul_forward_kernel1", &format!("BT{bt} C{c} OC{oc} f32, 16x16"), times, &check);
-    }
+        Ok(())
+    });
 
     // L4: softmax_forward_kernel2: N 2048 rows of V 50257 (llm.c's main: B 8, T 1024); block 512.
-    {
+    case(|| -> Result<()> {
         let (n, c, block) = (2048u32, 50257u32, 512u32);
         let data: Vec<f32> = random_f32((n * c) as usize, 27).into_iter().map(|x| x * 8.0).collect();
         let inp = DeviceBuffer::from_slice(&context, &data)?;
@@ -225,10 +236,26 @@ fn main() -> Result<()> {
         stream.synchronize()?;
         let check = check_f32(&ours.to_vec()?, &twin_out.to_vec()?, 1e-4);
         row("llm.c softmax_forward_kernel2", &format!("N{n} C{c} f32, block {block}"), times, &check);
-    }
+        // The fix round (docs/performance.md's reqntid row): the same body at a fixed 512.
+        let mut run_fixed = || -> Result<()> {
+            llmc::softmax_forward_kernel2_reqntid512::launch(&stream, config, &mut ours, &inp, c)?;
+            Ok(())
+        };
+        let run_twin = || -> Result<()> {
+            // SAFETY: as above.
+            unsafe { twins::twin_softmax_forward_kernel2::launch_in(&llmc_module, &stream, config, ptr(&twin_out), ptr(&inp), n as i32, c as i32)? };
+            Ok(())
+        };
+        let reps = reps_for(&context, &stream, &mut run_fixed)?;
+        let times = time_pair(&context, &stream, reps, run_fixed, run_twin)?;
+        stream.synchronize()?;
+        let check = check_f32(&ours.to_vec()?, &twin_out.to_vec()?, 1e-4);
+        row("  fix: softmax_forward_kernel2 reqntid(512)", &format!("N{n} C{c} f32, block {block}"), times, &check);
+        Ok(())
+    });
 
     // L5: attention_query_key_kernel1: B 4, T 1024, C 768, NH 12; block 256.
-    {
+    case(|| -> Result<()> {
         let (b, t, c, nh) = (4u32, 1024u32, 768u32, 12u32);
         let inp = DeviceBuffer::from_slice(&context, &random_f32((b * t * 3 * c) as usize, 28))?;
         let n = (b * nh * t * t) as usize;
@@ -251,10 +278,11 @@ fn main() -> Result<()> {
         stream.synchronize()?;
         let check = check_f32(&ours.to_vec()?, &twin_out.to_vec()?, 1e-5);
         row("llm.c attention_query_key_kernel1", &format!("B{b} T{t} C{c} NH{nh} f32"), times, &check);
-    }
+        Ok(())
+    });
 
     // V1: activation_kernel<bf16, gelu_new>: 8192 tokens of d 4096; block min(d, 1024).
-    {
+    case(|| -> Result<()> {
         let (tokens, d) = (8192u32, 4096u32);
         let input = DeviceBuffer::from_slice(&context, &random_bf16((tokens * d) as usize, 29, 4.0))?;
         let mut ours = DeviceBuffer::<bf16>::zeroed(&context, input.len())?;
@@ -274,10 +302,11 @@ fn main() -> Result<()> {
         stream.synchronize()?;
         let check = check_bits("bf16", &ours.to_vec()?, &twin_out.to_vec()?);
         row("vLLM activation_kernel<gelu_new>", &format!("{tokens}x{d} bf16, block 1024"), times, &check);
-    }
+        Ok(())
+    });
 
     // V2: dynamic_scaled_int8_azp_quant_kernel: 8192 tokens of hidden 4096; block 1024.
-    {
+    case(|| -> Result<()> {
         let (tokens, hidden) = (8192u32, 4096u32);
         let input = DeviceBuffer::from_slice(&context, &random_bf16((tokens * hidden) as usize, 30, 3.0))?;
         let mut ours = DeviceBuffer::<i8>::zeroed(&context, input.len())?;
@@ -317,11 +346,12 @@ fn main() -> Result<()> {
             check_bits("azp", &azp.to_vec()?, &twin_azp.to_vec()?)
         );
         row("vLLM dynamic_scaled_int8_azp_quant", &format!("{tokens}x{hidden} bf16, block 1024"), times, &check);
-    }
+        Ok(())
+    });
 
     // V3: per_token_group_quant_8bit_kernel, FP8: 8192 tokens of hidden 7168, groups of 128,
     // 16 groups per block (256 threads, 4096 shared bytes).
-    {
+    case(|| -> Result<()> {
         let (tokens, hidden, gpb) = (8192u32, 7168u32, 16u32);
         let group = vllm::GROUP_SIZE;
         let num_groups = tokens * hidden / group;
@@ -369,6 +399,7 @@ fn main() -> Result<()> {
             check_bits("scales", &scales.to_vec()?, &twin_scales.to_vec()?)
         );
         row("vLLM per_token_group_quant_8bit (fp8)", &format!("{tokens}x{hidden} bf16, groups of {group}"), times, &check);
-    }
+        Ok(())
+    });
     Ok(())
 }
