@@ -199,12 +199,6 @@ pub fn max_rel_err(a: &[f32], b: &[f32], floor: f32) -> f32 {
     assert_eq!(a.len(), b.len(), "lengths differ");
     a.iter()
         .zip(b)
-        .map(|(&x, &y)| {
-            if x.is_infinite() || y.is_infinite() {
-                if x == y { 0.0 } else { f32::INFINITY }
-            } else {
-                (x - y).abs() / (y.abs() + floor)
-            }
-        })
+        .map(|(&x, &y)| if x.is_infinite() || y.is_infinite() { if x == y { 0.0 } else { f32::INFINITY } } else { (x - y).abs() / (y.abs() + floor) })
         .fold(0.0, f32::max)
 }

@@ -24,8 +24,7 @@ fn rope_forward_kernel1_matches_llm_cs_cpu_reference() {
     let threads = (b * t * nh * hd / 2) as u32;
     // llm.c's launch: ceil_div(total_threads, block_size) blocks of 128.
     let config = LaunchConfig::new(threads.div_ceil(128), 128);
-    llmc::rope_forward_kernel1::launch_cpu(&CpuExecutor::new(), config, &mut out, &inp, &freqs, nz(t as u32), nz(nh as u32), hd as u32)
-        .unwrap();
+    llmc::rope_forward_kernel1::launch_cpu(&CpuExecutor::new(), config, &mut out, &inp, &freqs, nz(t as u32), nz(nh as u32), hd as u32).unwrap();
     let want = rope_forward(&inp, &freqs, b, t, nh, hd);
     let err = max_rel_err(&out, &want, 1e-3);
     assert!(err < 1e-5, "max rel err {err}");
@@ -39,17 +38,8 @@ fn repkv_backward_kernel1_sums_each_kv_heads_replicas() {
     let mut dinp = vec![f32::NAN; b * n * (nh + 2 * nh_kv) * hd];
     let threads = dout.len() as u32;
     let config = LaunchConfig::new(threads.div_ceil(128), 128);
-    llmc::repkv_backward_kernel1::launch_cpu(
-        &CpuExecutor::new(),
-        config,
-        &mut dinp,
-        &dout,
-        nz(n as u32),
-        nz(nh as u32),
-        nz(rep as u32),
-        nz(hd as u32),
-    )
-    .unwrap();
+    llmc::repkv_backward_kernel1::launch_cpu(&CpuExecutor::new(), config, &mut dinp, &dout, nz(n as u32), nz(nh as u32), nz(rep as u32), nz(hd as u32))
+        .unwrap();
     let want = repkv_backward(&dout, b, n, nh, rep, hd);
     // NaN left anywhere (an element nobody wrote) fails the comparison.
     let err = max_rel_err(&dinp, &want, 1e-3);
@@ -68,8 +58,7 @@ fn matmul_forward_kernel1_matches_the_reference_on_a_ragged_2d_grid() {
     for with_bias in [true, false] {
         let mut out = vec![f32::NAN; bt * oc];
         let b = with_bias.then_some(&bias[..]);
-        llmc::matmul_forward_kernel1::launch_cpu(&CpuExecutor::new(), config, &mut out, &inp, &weight, b, bt as u32, c as u32, oc as u32)
-            .unwrap();
+        llmc::matmul_forward_kernel1::launch_cpu(&CpuExecutor::new(), config, &mut out, &inp, &weight, b, bt as u32, c as u32, oc as u32).unwrap();
         // The same f32 operations in the same order (the host fuses nothing): the same bits;
         // NaN left in an element nobody wrote fails too.
         let want = matmul_forward(&inp, &weight, b, bt, c, oc);
@@ -114,8 +103,7 @@ fn attention_query_key_kernel1_masks_and_scales_like_the_reference() {
     let mut preatt = vec![0.0f32; b * nh * t * t];
     let threads = preatt.len() as u32;
     let config = LaunchConfig::new(threads.div_ceil(256), 256);
-    llmc::attention_query_key_kernel1::launch_cpu(&CpuExecutor::new(), config, &mut preatt, &inp, nz(t as u32), c as u32, nz(nh as u32))
-        .unwrap();
+    llmc::attention_query_key_kernel1::launch_cpu(&CpuExecutor::new(), config, &mut preatt, &inp, nz(t as u32), c as u32, nz(nh as u32)).unwrap();
     let want = attention_query_key(&inp, b, t, c, nh);
     let err = max_rel_err(&preatt, &want, 1e-2);
     assert!(err < 1e-5, "max rel err {err}");
@@ -150,8 +138,7 @@ fn dynamic_scaled_int8_azp_quant_kernel_is_exact() {
     let mut azp = vec![0i32; tokens];
     for block in [hidden.min(1024) as u32, 1000, 96, 32] {
         let config = LaunchConfig::new(tokens as u32, block);
-        vllm::dynamic_scaled_int8_azp_quant_kernel::launch_cpu(&CpuExecutor::new(), config, &input, &mut out, &mut scale, &mut azp, hidden as u32)
-            .unwrap();
+        vllm::dynamic_scaled_int8_azp_quant_kernel::launch_cpu(&CpuExecutor::new(), config, &input, &mut out, &mut scale, &mut azp, hidden as u32).unwrap();
         let (want_out, want_scale, want_azp) = int8_azp_quant(&input, hidden);
         assert_eq!(scale, want_scale, "block {block}");
         assert_eq!(azp, want_azp, "block {block}");

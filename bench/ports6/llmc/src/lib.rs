@@ -27,14 +27,7 @@ ferrocuda_device::embed_kernels!();
 /// Output pair `idx` is elements `2 idx, 2 idx + 1` (the source's `idxi = 2 idx`, written out
 /// from `b, t, h, d`): a `DisjointChunks<f32, 2>` chunk per thread.
 #[kernel]
-pub fn rope_forward_kernel1(
-    mut out: DisjointChunks<f32, 2>,
-    inp: &[f32],
-    freqs_cis: &[f32],
-    t_len: NonZeroU32,
-    n_head: NonZeroU32,
-    head_dim: u32,
-) {
+pub fn rope_forward_kernel1(mut out: DisjointChunks<f32, 2>, inp: &[f32], freqs_cis: &[f32], t_len: NonZeroU32, n_head: NonZeroU32, head_dim: u32) {
     let i = unique_index();
     // `idx >= B * T * n_head * head_dim_half`: past the output's pairs.
     let Some(o) = out.get_mut(i) else { return };
@@ -68,14 +61,7 @@ pub fn rope_forward_kernel1(
 /// no partition expresses (each element written by one thread): `AtomicSlice` stores, as
 /// docs/performance.md's "a write at an index no partition expresses" says.
 #[kernel]
-pub fn repkv_backward_kernel1(
-    dinp: AtomicSlice<f32>,
-    dout: &[f32],
-    n: NonZeroU32,
-    nh: NonZeroU32,
-    replicate_factor: NonZeroU32,
-    hd: NonZeroU32,
-) {
+pub fn repkv_backward_kernel1(dinp: AtomicSlice<f32>, dout: &[f32], n: NonZeroU32, nh: NonZeroU32, replicate_factor: NonZeroU32, hd: NonZeroU32) {
     let dout_idx = index_1d();
     // `idx >= B * N * 3 * NH * HD`
     let Some(first) = dout.get(dout_idx) else { return };
@@ -106,11 +92,7 @@ pub fn repkv_backward_kernel1(
             }
         }
         let head = (h / replicate_factor) * hd_ + d;
-        if c == 1 {
-            (row + nh * hd_ + head, reduced_sum)
-        } else {
-            (row + (nh * hd_ + (nh / replicate_factor) * hd_) + head, reduced_sum)
-        }
+        if c == 1 { (row + nh * hd_ + head, reduced_sum) } else { (row + (nh * hd_ + (nh / replicate_factor) * hd_) + head, reduced_sum) }
     };
     if let Some(slot) = dinp.get(dinp_idx as usize) {
         slot.store(value);
@@ -125,15 +107,7 @@ pub fn repkv_backward_kernel1(
 /// `y`, column `x`), and the source's grid is kept, so the output is an `AtomicSlice` (one
 /// relaxed store per thread; the loop over `C` dominates).
 #[kernel]
-pub fn matmul_forward_kernel1(
-    out: AtomicSlice<f32>,
-    inp: &[f32],
-    weight: &[f32],
-    bias: Option<&[f32]>,
-    bt_len: u32,
-    c: u32,
-    oc_len: u32,
-) {
+pub fn matmul_forward_kernel1(out: AtomicSlice<f32>, inp: &[f32], weight: &[f32], bias: Option<&[f32]>, bt_len: u32, c: u32, oc_len: u32) {
     let bt = block_idx_x() * block_dim_x() + thread_idx_x();
     let oc = block_idx_y() * block_dim_y() + thread_idx_y();
     if bt < bt_len && oc < oc_len {

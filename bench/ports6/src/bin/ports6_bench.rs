@@ -145,7 +145,18 @@ fn main() -> Result<()> {
         let run_twin = || -> Result<()> {
             // SAFETY: the buffers hold what the kernel reads and writes at this shape.
             unsafe {
-                twins::twin_rope_forward_kernel1::launch_in(&llmc_module, &stream, config, ptr(&twin_out), ptr(&inp), ptr(&freqs), b as i32, t as i32, nh as i32, hd as i32)?
+                twins::twin_rope_forward_kernel1::launch_in(
+                    &llmc_module,
+                    &stream,
+                    config,
+                    ptr(&twin_out),
+                    ptr(&inp),
+                    ptr(&freqs),
+                    b as i32,
+                    t as i32,
+                    nh as i32,
+                    hd as i32,
+                )?
             };
             Ok(())
         };
@@ -174,7 +185,18 @@ fn main() -> Result<()> {
         let run_twin = || -> Result<()> {
             // SAFETY: as above.
             unsafe {
-                twins::twin_repkv_backward_kernel1::launch_in(&llmc_module, &stream, config, ptr(&twin_out), ptr(&dout), b as i32, t as i32, nh as i32, rep as i32, hd as i32)?
+                twins::twin_repkv_backward_kernel1::launch_in(
+                    &llmc_module,
+                    &stream,
+                    config,
+                    ptr(&twin_out),
+                    ptr(&dout),
+                    b as i32,
+                    t as i32,
+                    nh as i32,
+                    rep as i32,
+                    hd as i32,
+                )?
             };
             Ok(())
         };
@@ -202,7 +224,18 @@ fn main() -> Result<()> {
         let run_twin = || -> Result<()> {
             // SAFETY: as above.
             unsafe {
-                twins::twin_matmul_forward_kernel1::launch_in(&llmc_module, &stream, config, ptr(&twin_out), ptr(&inp), ptr(&weight), ptr(&bias), bt as i32, c as i32, oc as i32)?
+                twins::twin_matmul_forward_kernel1::launch_in(
+                    &llmc_module,
+                    &stream,
+                    config,
+                    ptr(&twin_out),
+                    ptr(&inp),
+                    ptr(&weight),
+                    ptr(&bias),
+                    bt as i32,
+                    c as i32,
+                    oc as i32,
+                )?
             };
             Ok(())
         };
@@ -269,7 +302,17 @@ fn main() -> Result<()> {
         let run_twin = || -> Result<()> {
             // SAFETY: as above.
             unsafe {
-                twins::twin_attention_query_key_kernel1::launch_in(&llmc_module, &stream, config, ptr(&twin_out), ptr(&inp), b as i32, t as i32, c as i32, nh as i32)?
+                twins::twin_attention_query_key_kernel1::launch_in(
+                    &llmc_module,
+                    &stream,
+                    config,
+                    ptr(&twin_out),
+                    ptr(&inp),
+                    b as i32,
+                    t as i32,
+                    c as i32,
+                    nh as i32,
+                )?
             };
             Ok(())
         };
@@ -393,11 +436,7 @@ fn main() -> Result<()> {
         let reps = reps_for(&context, &stream, &mut run_ours)?;
         let times = time_pair(&context, &stream, reps, run_ours, run_twin)?;
         stream.synchronize()?;
-        let check = format!(
-            "{}; {}",
-            check_bits("q", &ours.to_vec()?, &twin_out.to_vec()?),
-            check_bits("scales", &scales.to_vec()?, &twin_scales.to_vec()?)
-        );
+        let check = format!("{}; {}", check_bits("q", &ours.to_vec()?, &twin_out.to_vec()?), check_bits("scales", &scales.to_vec()?, &twin_scales.to_vec()?));
         row("vLLM per_token_group_quant_8bit (fp8)", &format!("{tokens}x{hidden} bf16, groups of {group}"), times, &check);
         Ok(())
     });
