@@ -127,6 +127,10 @@ fn activation_kernel_gelu_new_rounds_like_c10_bf16() {
         off += (ulps != 0) as usize;
     }
     assert!(off * 1000 < out.len(), "{off} of {} one ulp off", out.len());
+    // The reqntid(1024) candidate computes the same bits.
+    let mut fixed = vec![bf16::ZERO; input.len()];
+    vllm::activation_kernel_gelu_new_reqntid1024::launch_cpu(&CpuExecutor::new(), config, &mut fixed, &input, d as u32).unwrap();
+    assert!(fixed == out, "the reqntid(1024) variant differs from the first try");
 }
 
 #[test]

@@ -188,3 +188,17 @@ pub fn per_token_group_quant_8bit_kernel(
         *o = Fp8x8([a, b, c, d, e, f, g, h]);
     }
 }
+
+/// Fix-round candidate of [`activation_kernel_gelu_new()`] (not the first try; built and read
+/// in SASS only, not timed: the session's one GPU call had run): the same body, declared
+/// `reqntid(1024)`, vLLM's block for `d >= 1024` (`min(d, 1024)`), as docs/performance.md's
+/// trap table teaches for a loop striding by `blockDim.x`. The launchers refuse any other
+/// block size, so it serves `d >= 1024` only. Its SASS (bench/results/s17-port/sass.txt):
+/// the row loop still holds one load (LLVM left the `bf16`-and-`tanh` body rolled with the
+/// constant stride too), 82 instructions against the first try's 79: no fix.
+#[kernel(cols(out = d), reqntid(1024))]
+pub fn activation_kernel_gelu_new_reqntid1024(mut out: DisjointSlice<bf16, BlockRows>, input: &[bf16], d: u32) {
+    let Some(row) = out.row_mut(block_row()) else { return };
+    let Some(x) = input.get(row.span()) else { return };
+    row.zip_input(x).for_each(|(x, o)| *o = gelu_new(*x));
+}
