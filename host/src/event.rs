@@ -211,7 +211,8 @@ impl Stream {
     /// the thread that began it, and a joined stream is queued on through the handle that
     /// joined it (or inside the closure). [`Error::CaptureChangedWhileQueued`] when the
     /// capture ended meanwhile (nothing was queued). [`Error::NestedDoorCall`] inside the
-    /// `work` of a [`Stream::enqueue`] (G15R-6).
+    /// `work` of a [`Stream::enqueue`] (G15R-6). [`Error::WaitWhileDeclarationHeld`] inside the
+    /// `work` of a [`Stream::will_use_for`] that holds shared records (session 17).
     pub fn wait_event(&self, event: &Event) -> Result<()> {
         crate::stream::refuse_inside_door_work("Stream::wait_event")?;
         // Waiting on an event recorded in a capture joins this stream to it: not while another
@@ -219,7 +220,7 @@ impl Stream {
         // 2026-11-28d review, G16R-5): taking it waits for the stream's `hold_off_capture`
         // stretches, and a stretch's thread may record or query this event, which would wait
         // for the lock held here.
-        let _gate = self.capture_gate_exclusive()?;
+        let _gate = self.capture_gate_exclusive("Stream::wait_event")?;
         // Held until the driver's wait is queued (audit 2026-11-28d, G16-1): with the state read
         // and the lock released before the wait, another thread's record into a capture, its
         // end and the graph's destruction fit between them, and the driver's wait then read a
@@ -262,7 +263,7 @@ impl Stream {
         // on the stream checks them again (G14-5). A wait the door refused (this stream already
         // joined by another handle's capture, `CapturedByAnotherThread`) joins nothing, and
         // does not make this handle the joined stream's (G14R-1).
-        self.enqueue_with("cuStreamWaitEvent", &[], &[], false, |s| {
+        self.enqueue_with("cuStreamWaitEvent", &[], None, false, |s| {
             let thread = self.register_join(join.as_ref(), "Stream::wait_event")?;
             // SAFETY: both handles are alive; flags must be 0 (CU_EVENT_WAIT_DEFAULT).
             let waited = unsafe { driver::stream::wait_event(s.get(), raw_event, 0) };
