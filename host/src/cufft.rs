@@ -484,7 +484,15 @@ impl<T: Transform> Drop for Plan<T> {
         // in a host callback CUDA is refused: `release` postpones it then (N12).
         let (handle, streams) = (self.handle, UsedStreams::hold(self.work_area.take_streams()));
         self.context.release(crate::context::Released::CufftPlan, move |context| {
-            let Ok(streams) = streams.resolve(context) else { return };
+            // Released outside captures only (`Context::release`), so a failed wait for the
+            // whole context (a stream that ran the plan is gone) is a fault: left, said.
+            let streams = match streams.resolve(context) {
+                Ok(streams) => streams,
+                Err((error, _)) => {
+                    crate::memory::leaks::leaked_after_failed_wait("cuFFT plan", &error);
+                    return;
+                }
+            };
             if let Err(error) = streams.iter().try_for_each(Stream::host_wait).and_then(|()| context.bind_to_thread()) {
                 // Work still running after a reported timeout, or a faulted context: the plan
                 // is left to the context's teardown (said once, counted).

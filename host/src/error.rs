@@ -685,6 +685,42 @@ pub enum Error {
         /// The memory declared again (its access's name).
         argument: &'static str,
     },
+    /// Memory other threads may use at once (a half of a `split_at_mut`, a library's state)
+    /// declared inside the `work` of a [`Stream::will_use_for`](crate::Stream::will_use_for)
+    /// that holds the use records of other such memory (session 17). Waiting there for this
+    /// record's lock, while holding those, could wait for ever: another thread may hold this
+    /// record and wait for one of those (two threads whose works declare crossed halves of two
+    /// split buffers deadlocked). So a thread that holds shared records takes no other; nothing
+    /// was declared or queued.
+    #[error(
+        "{operation}: `{argument}` is memory other threads may use at once (a half of a split buffer, a library's state), \
+         declared inside the work of a `Stream::will_use_for` that holds the records of other such memory; waiting for its \
+         record there could deadlock with a thread that holds it and waits for those. Declare all of the work's shared \
+         memory in the one `will_use_for` (and queue the work inside through raw pointers, `DevicePtr`), or declare it \
+         after the work returns"
+    )]
+    SharedDeclarationWhileHeld {
+        /// What was refused.
+        operation: String,
+        /// The memory declared (its access's name).
+        argument: &'static str,
+    },
+    /// A capture's begin or an event wait ([`Stream::begin_capture`](crate::Stream::begin_capture),
+    /// [`Stream::wait_event`](crate::Stream::wait_event), `wait_raw_event`) inside the `work`
+    /// of a [`Stream::will_use_for`](crate::Stream::will_use_for) that holds the use records of
+    /// memory other threads may use at once (session 17). Those calls wait for the stream's
+    /// [`Stream::hold_off_capture`](crate::Stream::hold_off_capture) stretches on other
+    /// threads, whose work may wait for one of the held records: a deadlock. Nothing was done.
+    #[error(
+        "{operation}: called inside the work of a `Stream::will_use_for` that holds the use records of memory other threads \
+         may use at once (a half of a split buffer, a library's state); it waits for other threads' \
+         `Stream::hold_off_capture` stretches, whose work may wait for those records. Make the call before the \
+         `will_use_for` or after its work returns"
+    )]
+    WaitWhileDeclarationHeld {
+        /// What was refused.
+        operation: String,
+    },
     /// A handle or allocation borrowed from another library (`ferrocuda_host::borrowed`) does
     /// not fit what it was borrowed as (wrong context, misaligned, too short, ...).
     #[error("{problem}")]

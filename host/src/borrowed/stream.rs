@@ -304,7 +304,7 @@ impl Stream {
         // (G15R-6).
         crate::stream::refuse_inside_door_work("Stream::wait_raw_event")?;
         // As `Stream::wait_event`: a wait may join a capture (P2).
-        let _gate = self.capture_gate_exclusive()?;
+        let _gate = self.capture_gate_exclusive("Stream::wait_raw_event")?;
         // The event may be of another library's capture, which this wait would join: work on
         // this stream asks the driver about captures from now on (Q8).
         self.note_foreign_wait();

@@ -12,7 +12,7 @@ use crate::context::Context;
 use crate::driver;
 use crate::error::{Error, Result};
 use crate::function::Function;
-use crate::memory::usage::{Access, BufferAccess};
+use crate::memory::usage::BufferAccess;
 use crate::module::Module;
 use crate::stream::{RawStream, Stream};
 use crate::{KernelSignature, LaunchConfig, LaunchProblem};
@@ -121,18 +121,18 @@ pub unsafe fn launch_in_module(
     }
     config.validate(context.limits()).map_err(|problem| Error::InvalidLaunch { kernel: signature.symbol.to_string(), problem })?;
     // Through the door, with the module's globals as read (S1: `Global::write` waits for the
-    // launch, the launch for earlier writes).
-    module.with_globals(Access::Read, signature.symbol, |globals| {
-        stream.enqueue_both(signature.symbol, buffers, &[globals], |raw| {
-            let function = module.checked_function(signature)?;
-            // Under the key of the capture that records the launch: this stream's, or the
-            // capturing stream's when this one is forked into it (G16R-1).
-            if let Some(key) = stream.capture_key() {
-                context.keep_for_capture(key, module.keep_alive());
-            }
-            // SAFETY: the function belongs to the bound context; the caller vouches for `params`.
-            unsafe { launch_function(function, signature.symbol, stream, raw, &config, params) }
-        })
+    // launch, the launch for earlier writes), declared under the module's globals gate, which
+    // the door takes after the arguments' records (session 17: `Stream::enqueue_gated`).
+    let (gate, globals) = module.globals_for_launch();
+    stream.enqueue_gated(signature.symbol, buffers, gate, &[globals], |raw| {
+        let function = module.checked_function(signature)?;
+        // Under the key of the capture that records the launch: this stream's, or the
+        // capturing stream's when this one is forked into it (G16R-1).
+        if let Some(key) = stream.capture_key() {
+            context.keep_for_capture(key, module.keep_alive());
+        }
+        // SAFETY: the function belongs to the bound context; the caller vouches for `params`.
+        unsafe { launch_function(function, signature.symbol, stream, raw, &config, params) }
     })
 }
 

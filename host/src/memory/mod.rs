@@ -416,7 +416,7 @@ impl<T: Pod> Drop for DeviceBuffer<T> {
         let (ptr, pooled, bytes) = (self.slice.ptr, self.pooled, self.size_bytes());
         let streams = self.slice.usage.take_streams();
         self.context().release_after_streams(crate::context::Released::DeviceBuffer(bytes), streams, move |context: &Context, streams: UsedStreams| {
-            usage::release(context, ptr, streams, pooled)
+            usage::release(context, ptr, bytes, streams, pooled)
         });
     }
 }

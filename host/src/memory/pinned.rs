@@ -166,28 +166,42 @@ impl<T: Pod> Drop for PinnedBuffer<T> {
         if self.len == 0 || std::mem::size_of::<T>() == 0 {
             return;
         }
-        let (ptr, bytes) = (Handle(self.ptr), self.len * std::mem::size_of::<T>());
+        let (ptr, bytes) = (Handle(self.ptr.cast::<std::ffi::c_void>()), self.len * std::mem::size_of::<T>());
         // Like a device buffer (P5): it waits for the end of the context's captures only when
         // one of the streams that copied it is captured; a capture elsewhere, even one that
         // never ends, does not hold it back. The host waits for those streams' work outside
         // any capture (`Stream::host_wait`), then frees it; nothing is queued on a stream.
         self.context().release_after_streams(crate::context::Released::PinnedBuffer(bytes), self.usage.take_streams(), move |context, streams| {
-            // A copy that cannot be waited for (faulted context) may still be queued: then leak
-            // the memory rather than free what the GPU might still touch.
-            let Ok(streams) = streams.resolve(context) else { return };
-            if let Err(error) = streams.iter().try_for_each(Stream::host_wait).and_then(|()| context.bind_to_thread()) {
-                crate::memory::leaks::leaked_after_failed_wait("PinnedBuffer", &error);
-                return;
-            }
-            // cuMemFreeHost waits for the whole device: after a reported timeout, even a buffer
-            // no stream used would wait for ever (F12-2).
-            if !crate::memory::leaks::may_release("PinnedBuffer", context.timed_out(), "cuMemFreeHost (it waits for the whole device)") {
-                return;
-            }
-            // SAFETY: allocated by cuMemHostAlloc, freed once, no copy uses it any more.
-            let _ = unsafe { driver::memory::free_host(ptr.into_inner().cast()) };
+            release_pinned(context, ptr, bytes, streams);
         });
     }
+}
+
+/// The release of a pinned buffer's `bytes` at `ptr` (see its `Drop`), after the host waited
+/// for the streams that copied it.
+fn release_pinned(context: &Context, ptr: Handle<*mut std::ffi::c_void>, bytes: usize, streams: crate::stream::UsedStreams) {
+    // A wait for the whole context (a stream that copied it is gone) refused during a capture
+    // of ferrocuda's: postponed until the captures end; any other failure leaks, said.
+    let what = crate::context::Released::PinnedBuffer(bytes);
+    let raw = ptr.into_inner();
+    let again = {
+        let ptr = Handle(raw);
+        move |context: &Context, streams| release_pinned(context, ptr, bytes, streams)
+    };
+    let Some(streams) = streams.resolve_or_postpone(context, what, again) else { return };
+    // A copy that cannot be waited for (faulted context) may still be queued: then leak
+    // the memory rather than free what the GPU might still touch.
+    if let Err(error) = streams.iter().try_for_each(Stream::host_wait).and_then(|()| context.bind_to_thread()) {
+        crate::memory::leaks::leaked_after_failed_wait("PinnedBuffer", &error);
+        return;
+    }
+    // cuMemFreeHost waits for the whole device: after a reported timeout, even a buffer
+    // no stream used would wait for ever (F12-2).
+    if !crate::memory::leaks::may_release("PinnedBuffer", context.timed_out(), "cuMemFreeHost (it waits for the whole device)") {
+        return;
+    }
+    // SAFETY: allocated by cuMemHostAlloc, freed once, no copy uses it any more.
+    let _ = unsafe { driver::memory::free_host(raw) };
 }
 
 impl<T: Pod + std::fmt::Debug> std::fmt::Debug for PinnedBuffer<T> {

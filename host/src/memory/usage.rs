@@ -541,8 +541,25 @@ impl Stream {
     /// [`Stream::will_use`], then `work` (which queues the declared work), with the ordering
     /// of buffers that other threads may reach at once (the halves of a `split_at_mut`) held
     /// until `work` returns, as [`Stream::enqueue`] holds it until its work is queued: no other
-    /// thread's declaration on those buffers comes between (D2). `work` must not declare the
-    /// same buffers again (as tracked launch arguments, say): that would wait for itself.
+    /// thread's declaration on those buffers comes between (D2).
+    ///
+    /// While `work` runs holding such records, this thread waits for no other such record,
+    /// nor for anything whose holder may wait for one (docs/host-safety.md, "The locks"): so
+    /// two threads cannot wait for each other through their records. Inside `work`,
+    /// - declaring the same memory again (a tracked launch argument, say) is refused
+    ///   ([`Error::DeclaredAgainWhileHeld`]; it would wait for itself);
+    /// - declaring other memory that other threads may reach at once (a half of another split
+    ///   buffer) is refused ([`Error::SharedDeclarationWhileHeld`]): two threads whose works
+    ///   declared crossed halves of two split buffers waited for each other for ever. Declare
+    ///   all of the work's shared memory in this one call, and queue it inside through raw
+    ///   pointers (`DevicePtr`);
+    /// - [`Stream::begin_capture`], [`Stream::wait_event`] and `wait_raw_event` are refused
+    ///   ([`Error::WaitWhileDeclarationHeld`]): they wait for other threads'
+    ///   [`Stream::hold_off_capture`] stretches, whose work may wait for the held records.
+    ///
+    /// Memory no other thread can reach (a whole buffer, a view of one), launches, copies,
+    /// host waits and drops are fine inside `work`; these refusals apply only while the call
+    /// holds shared records (none are held when it declared none).
     ///
     /// Declared inside a capture of the stream (nothing ordered or recorded), door work on this
     /// stream inside `work` is refused ([`Error::CaptureChangedWhileQueued`]) once the capture
@@ -550,7 +567,9 @@ impl Stream {
     ///
     /// # Errors
     /// As [`Stream::will_use`] (without its refusal of shared records);
-    /// [`Error::NestedDoorCall`] inside the `work` of a [`Stream::enqueue`] (G15R-6).
+    /// [`Error::NestedDoorCall`] inside the `work` of a [`Stream::enqueue`] (G15R-6);
+    /// [`Error::SharedDeclarationWhileHeld`] when called inside the `work` of another
+    /// `will_use_for` that holds shared records and `buffers` holds one too.
     pub fn will_use_for<R>(&self, buffers: &[BufferAccess<'_>], work: impl FnOnce() -> R) -> Result<R> {
         crate::stream::refuse_inside_door_work("Stream::will_use_for")?;
         let own_capture = self.capture_check("Stream::will_use_for")?;
@@ -592,13 +611,13 @@ pub(crate) fn before_work(stream: &Stream, operation: &str, buffers: &[BufferAcc
 /// ordering on the same record comes between this work's ordering and its queuing (D2).
 /// Empty (no allocation, no lock) when no record is shared.
 #[must_use = "dropping it releases the records before the work is queued"]
-pub(crate) struct Held<'a> {
-    _guards: Vec<MutexGuard<'a, UseState>>,
+pub(crate) struct Held<'a, S = Stream> {
+    _guards: Vec<MutexGuard<'a, UseState<S>>>,
     /// The records' addresses, registered in [`HELD`] while the guards are held.
     registered: Vec<usize>,
 }
 
-impl Drop for Held<'_> {
+impl<S> Drop for Held<'_, S> {
     fn drop(&mut self) {
         if self.registered.is_empty() {
             return;
@@ -694,19 +713,58 @@ fn door_step(other_context: impl FnOnce() -> bool, own_capture: bool, fast: impl
 }
 
 /// The shared records of one piece of work ([`order_buffers`]): each locked once, in address
-/// order, ordered under its lock, and the locks returned.
+/// order, ordered under its lock, and the locks returned ([`hold_shared`]).
 #[cold]
 #[inline(never)]
 fn order_shared<'a>(stream: &Stream, operation: &str, lists: &[&[BufferAccess<'a>]]) -> Result<Held<'a>> {
-    let accesses = || lists.iter().flat_map(|list| list.iter()).filter(|b| b.usage.is_some_and(BufferUsage::is_shared));
-    // A record this thread already holds (declared by the `will_use_for` or `enqueue` whose
-    // work is running) would be locked again: refused by name instead of a deadlock (E8).
-    if let Some(again) = accesses().find(|b| b.usage.is_some_and(|u| held_by_this_thread(&u.state))) {
-        return Err(Error::DeclaredAgainWhileHeld { operation: operation.to_string(), argument: again.name });
+    let shared = lists.iter().flat_map(|list| list.iter()).filter_map(|b| b.usage.filter(|u| u.is_shared()).map(|u| (&u.state, b.access, b.name)));
+    hold_shared(stream, operation, shared)
+}
+
+/// True while this thread holds shared records locked ([`Held`]): inside the `work` of a
+/// `Stream::will_use_for` (or of a `Stream::enqueue`, where every wait is refused anyway,
+/// G15R-6) whose declaration held some.
+pub(crate) fn holds_shared_records() -> bool {
+    HELD.with(|held| !held.borrow().is_empty())
+}
+
+/// [`Error::WaitWhileDeclarationHeld`] naming `operation` while this thread holds shared
+/// records ([`holds_shared_records`]): for the calls that wait for other threads'
+/// `hold_off_capture` stretches, whose work may wait for those records (session 17).
+pub(crate) fn refuse_while_holding_shared(operation: &str) -> Result<()> {
+    if holds_shared_records() { Err(Error::WaitWhileDeclarationHeld { operation: operation.to_string() }) } else { Ok(()) }
+}
+
+/// Orders `stream` for `accesses` (shared records, with the accesses' names) under their
+/// locks, taken in one go ([`order_locked`]), and returns the locks, registered as this
+/// thread's in [`HELD`]. Generic over the stream for the unit tests.
+///
+/// Two refusals first, so that a thread never waits for a record's lock while it holds
+/// another's (the lock order of docs/host-safety.md, "The locks"):
+/// - a record this thread already holds (declared by the `will_use_for` or `enqueue` whose work
+///   is running) would be locked again and wait for itself: [`Error::DeclaredAgainWhileHeld`]
+///   (E8);
+/// - any shared record while this thread holds others (inside `will_use_for`'s work): the
+///   thread would wait for it while holding those, and another thread holding it may be
+///   waiting for one of those (two works declaring crossed halves of two split buffers waited
+///   for each other for ever): [`Error::SharedDeclarationWhileHeld`] (session 17). So every
+///   thread that waits for a record's lock holds no record but the lower-addressed ones of the
+///   same call, and no cycle of such waits can close.
+fn hold_shared<'a, S: Ordered + 'a>(
+    stream: &S,
+    operation: &str,
+    accesses: impl Iterator<Item = (&'a Mutex<UseState<S>>, Access, &'static str)> + Clone,
+) -> Result<Held<'a, S>> {
+    if let Some((_, _, again)) = accesses.clone().find(|(record, _, _)| held_by_this_thread(*record)) {
+        return Err(Error::DeclaredAgainWhileHeld { operation: operation.to_string(), argument: again });
     }
-    let shared = accesses().filter_map(|b| b.usage.map(|u| (&u.state, b.access)));
-    let guards = order_locked(stream, shared)?;
-    let mut registered: Vec<usize> = accesses().filter_map(|b| b.usage.map(|u| std::ptr::from_ref(&u.state) as usize)).collect();
+    if holds_shared_records()
+        && let Some((_, _, another)) = accesses.clone().next()
+    {
+        return Err(Error::SharedDeclarationWhileHeld { operation: operation.to_string(), argument: another });
+    }
+    let guards = order_locked(stream, accesses.clone().map(|(record, access, _)| (record, access)))?;
+    let mut registered: Vec<usize> = accesses.map(|(record, _, _)| std::ptr::from_ref(record) as usize).collect();
     registered.sort_unstable();
     registered.dedup();
     HELD.with(|held| held.borrow_mut().extend_from_slice(&registered));
@@ -742,7 +800,37 @@ pub(crate) fn free_stream(context: &Context, streams: &[Stream]) -> Stream {
 /// captured (one of them, or the stream the free goes on): that work would become part of the
 /// graph (a free node, an event record) or invalidate the capture (P5, P2).
 pub(crate) fn involves_capture(context: &Context, streams: &[Stream]) -> bool {
-    !matches!(release_blocked(streams.iter().map(Stream::capture_now), free_stream(context, streams).capture_now()), Blocked::No)
+    !matches!(release_blocked(streams.iter().map(capture_of), capture_of(&free_stream(context, streams))), Blocked::No)
+}
+
+/// Whose capture records a stream, for a release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Captured {
+    /// None.
+    No,
+    /// One of ferrocuda's: it ends through ferrocuda, and a release postponed until the
+    /// context's captures end ([`Context::release`]) then happens.
+    Ours,
+    /// One ferrocuda does not know of: another library's capture of a borrowed stream.
+    Foreign,
+}
+
+/// [`Captured`] for `stream` (the driver is asked only as [`Stream::capture_now`] does). A
+/// captured stream is in one of ferrocuda's captures when its own flags say so (it began the
+/// capture, or joined one), and also when no other library can capture it at all: a stream
+/// of ferrocuda's whose handle never left its door closures, and the legacy stream (seen as
+/// captured only while a capture of ferrocuda's on a stream ordered with it runs). Only a
+/// stream another library may capture (borrowed, or one that waited on another library's raw
+/// event), captured without ferrocuda's flags, is in a foreign capture (G16S-4: every capture
+/// seen there was taken for a foreign one).
+fn capture_of(stream: &Stream) -> Result<Captured> {
+    if !stream.capture_now()? {
+        Ok(Captured::No)
+    } else if stream.ours_captured() || !stream.others_may_capture() {
+        Ok(Captured::Ours)
+    } else {
+        Ok(Captured::Foreign)
+    }
 }
 
 /// Why a release cannot happen now.
@@ -750,36 +838,53 @@ pub(crate) fn involves_capture(context: &Context, streams: &[Stream]) -> bool {
 enum Blocked {
     /// Nothing holds it back.
     No,
-    /// A stream involved is being captured.
-    Capture,
+    /// A stream involved is being captured by ferrocuda: the release waits for the end of the
+    /// context's captures.
+    OurCapture,
+    /// A stream involved is being captured by another library (and none by ferrocuda): the
+    /// memory is leaked rather than freed into that graph.
+    ForeignCapture,
     /// A capture query failed: the context faulted (Q10), and nothing may be freed while the
     /// GPU's state is unknown.
     Fault(Error),
 }
 
-/// The rule of [`involves_capture`] on the capture states alone (unit-tested without a GPU):
-/// the driver's answers for the streams that used the memory and for the stream it is freed
-/// on; a failed query is a fault, not a capture (Q10).
-fn release_blocked(used: impl Iterator<Item = Result<bool>>, free_on: Result<bool>) -> Blocked {
-    let mut blocked = Blocked::No;
+/// The rule of [`involves_capture`] and [`release`] on the capture states alone (unit-tested
+/// without a GPU): the states of the streams that used the memory and of the stream it is
+/// freed on. A failed query is a fault, not a capture (Q10), and wins; then a capture of
+/// ferrocuda's (the release waits for it and decides again after it, when a foreign capture
+/// may have ended too); then a foreign one.
+fn release_blocked(used: impl Iterator<Item = Result<Captured>>, free_on: Result<Captured>) -> Blocked {
+    let (mut ours, mut foreign) = (false, false);
     for state in std::iter::once(free_on).chain(used) {
         match state {
             Err(error) => return Blocked::Fault(error),
-            Ok(true) => blocked = Blocked::Capture,
-            Ok(false) => {}
+            Ok(Captured::Ours) => ours = true,
+            Ok(Captured::Foreign) => foreign = true,
+            Ok(Captured::No) => {}
         }
     }
-    blocked
+    if ours {
+        Blocked::OurCapture
+    } else if foreign {
+        Blocked::ForeignCapture
+    } else {
+        Blocked::No
+    }
 }
 
-/// Releases an allocation once the streams that used it are done with it: stream-ordered
-/// (`cuMemFreeAsync` on one of them after it waits for the others) for pool memory, else
-/// after the host waited for them (`cuMemFree`). Errors (a faulted context, a wait refused
-/// after a timeout, P12) leak the memory: freeing what the GPU may still touch would be worse.
-/// So does a stream captured by someone ferrocuda does not know of (another library's
-/// capture of a borrowed stream): a free queued there would become a node of their graph.
-pub(crate) fn release(context: &Context, ptr: u64, streams: UsedStreams, pooled: bool) {
-    let Ok(mut streams) = streams.resolve(context) else { return };
+/// Releases an allocation of `bytes` once the streams that used it are done with it:
+/// stream-ordered (`cuMemFreeAsync` on one of them after it waits for the others) for pool
+/// memory, else after the host waited for them (`cuMemFree`). Errors (a faulted context, a
+/// wait refused after a timeout, P12) leak the memory: freeing what the GPU may still touch
+/// would be worse. So does a stream captured by someone ferrocuda does not know of (another
+/// library's capture of a borrowed stream): a free queued there would become a node of their
+/// graph. A capture of ferrocuda's found here postpones the release until the context's
+/// captures end (G16S-4).
+pub(crate) fn release(context: &Context, ptr: u64, bytes: usize, streams: UsedStreams, pooled: bool) {
+    let what = crate::context::Released::DeviceBuffer(bytes);
+    let again = move |context: &Context, streams: UsedStreams| release(context, ptr, bytes, streams, pooled);
+    let Some(mut streams) = streams.resolve_or_postpone(context, what, again) else { return };
     if context.bind_to_thread().is_err() {
         return;
     }
@@ -788,14 +893,25 @@ pub(crate) fn release(context: &Context, ptr: u64, streams: UsedStreams, pooled:
     // Each stream once (a second shared lock of one gate could wait behind a writer).
     let own = free_stream(context, &streams);
     streams.retain(|s| !s.same_as(&own));
-    let _gates: Vec<_> = streams.iter().chain(std::iter::once(&own)).map(Stream::capture_gate).collect();
-    match release_blocked(streams.iter().map(Stream::capture_now), own.capture_now()) {
+    let gates: Vec<_> = streams.iter().chain(std::iter::once(&own)).map(Stream::capture_gate).collect();
+    match release_blocked(streams.iter().map(capture_of), capture_of(&own)) {
         Blocked::No => {}
-        Blocked::Capture => {
-            eprintln!(
-                "ferrocuda: a DeviceBuffer was dropped while a stream that used it is captured into a graph outside ferrocuda's \
-                 knowledge (another library's capture of a borrowed stream); its memory is leaked rather than freed into that graph"
-            );
+        // A capture of ferrocuda's involves the buffer: it began on one of these streams after
+        // `Context::release_after_streams` looked without the gates (or on a stream ordered
+        // with the legacy stream, the free's, which these gates do not hold off). The release
+        // waits for the end of the context's captures, as that first look would have made it
+        // (P5). It used to take this for another library's capture, and leaked the memory
+        // with that message (audit 2026-11-28d review3, G16S-4). The gates go first: the
+        // release may run again at once (the capture ended meanwhile) and take them again.
+        Blocked::OurCapture => {
+            drop(gates);
+            streams.push(own);
+            let held = UsedStreams::hold(streams);
+            context.release(what, move |context| release(context, ptr, bytes, held, pooled));
+            return;
+        }
+        Blocked::ForeignCapture => {
+            super::leaks::leaked_into_foreign_capture("DeviceBuffer");
             return;
         }
         // The context faulted: the memory goes with the context's teardown or the process, and
@@ -896,7 +1012,7 @@ mod tests {
         assert!(!held_by_this_thread(&record));
         let address = std::ptr::from_ref(&record) as usize;
         HELD.with(|held| held.borrow_mut().push(address));
-        let hold = Held { _guards: Vec::new(), registered: vec![address] };
+        let hold = Held::<Stream> { _guards: Vec::new(), registered: vec![address] };
         assert!(held_by_this_thread(&record) && !held_by_this_thread(&other));
         let seen_elsewhere = std::thread::scope(|scope| scope.spawn(|| held_by_this_thread(&record)).join().unwrap());
         assert!(!seen_elsewhere, "another thread's declarations may lock it (and wait, as intended)");
@@ -949,20 +1065,41 @@ mod tests {
     /// ends, does not hold it back.
     #[test]
     fn p5_a_release_waits_only_for_a_capture_that_involves_the_buffer() {
-        assert!(matches!(release_blocked([Ok(false), Ok(false)].into_iter(), Ok(false)), Blocked::No), "no stream of the buffer captures: freed now");
-        assert!(matches!(release_blocked(std::iter::empty(), Ok(false)), Blocked::No), "an unused buffer is freed now");
-        assert!(matches!(release_blocked([Ok(false), Ok(true)].into_iter(), Ok(false)), Blocked::Capture), "a stream that used it captures: the release waits");
-        assert!(matches!(release_blocked([Ok(false)].into_iter(), Ok(true)), Blocked::Capture), "the stream it is freed on captures: the release waits");
+        use Captured::{No, Ours};
+        assert!(matches!(release_blocked([Ok(No), Ok(No)].into_iter(), Ok(No)), Blocked::No), "no stream of the buffer captures: freed now");
+        assert!(matches!(release_blocked(std::iter::empty(), Ok(No)), Blocked::No), "an unused buffer is freed now");
+        assert!(matches!(release_blocked([Ok(No), Ok(Ours)].into_iter(), Ok(No)), Blocked::OurCapture), "a stream that used it captures: the release waits");
+        assert!(matches!(release_blocked([Ok(No)].into_iter(), Ok(Ours)), Blocked::OurCapture), "the stream it is freed on captures: the release waits");
     }
 
     /// Q10: a failed capture query (a faulted context) blocks the release as a fault, never
     /// as a capture (which printed a message blaming another library's capture).
     #[test]
     fn q10_a_failed_capture_query_is_a_fault_not_a_capture() {
+        use Captured::{Foreign, No, Ours};
         let fault = || Err(Error::NoCurrentContext);
-        assert!(matches!(release_blocked([Ok(false), fault()].into_iter(), Ok(false)), Blocked::Fault(_)));
-        assert!(matches!(release_blocked([Ok(true)].into_iter(), fault()), Blocked::Fault(_)), "a fault wins over a capture");
+        assert!(matches!(release_blocked([Ok(No), fault()].into_iter(), Ok(No)), Blocked::Fault(_)));
+        assert!(matches!(release_blocked([Ok(Ours)].into_iter(), fault()), Blocked::Fault(_)), "a fault wins over a capture");
+        assert!(matches!(release_blocked([Ok(Foreign)].into_iter(), fault()), Blocked::Fault(_)), "and over a foreign one");
         assert!(matches!(release_blocked(std::iter::empty(), fault()), Blocked::Fault(_)));
+    }
+
+    /// G16S-4 (audit 2026-11-28d review3): a release that finds, under the streams' gates, a
+    /// capture that began since its first look (which holds no gate) took every capture for
+    /// another library's, and leaked the memory with that message. Now a capture of
+    /// ferrocuda's postpones the release until the context's captures end (and wins over a
+    /// foreign one, which may have ended by then too); only a foreign capture alone leaks.
+    #[test]
+    fn g16s_4_a_release_meeting_our_capture_waits_for_it_and_only_a_foreign_one_leaks() {
+        use Captured::{Foreign, No, Ours};
+        assert!(matches!(release_blocked([Ok(Ours)].into_iter(), Ok(No)), Blocked::OurCapture));
+        assert!(matches!(release_blocked([Ok(No)].into_iter(), Ok(Ours)), Blocked::OurCapture), "the free's own stream (the legacy one, say)");
+        assert!(
+            matches!(release_blocked([Ok(Foreign), Ok(Ours)].into_iter(), Ok(No)), Blocked::OurCapture),
+            "ours and a foreign one: wait, decide again after"
+        );
+        assert!(matches!(release_blocked([Ok(Foreign), Ok(No)].into_iter(), Ok(No)), Blocked::ForeignCapture), "a foreign capture alone: leaked");
+        assert!(matches!(release_blocked([Ok(No)].into_iter(), Ok(Foreign)), Blocked::ForeignCapture));
     }
 
     /// D4 (audit 2026-11-27d): the context check comes before the fast path. A buffer of
@@ -1082,6 +1219,58 @@ mod tests {
         assert_eq!(b.lock().unwrap().writer.as_ref().unwrap().id, 2);
         let waits = waits.lock().unwrap();
         assert!(!waits.is_empty() && waits.iter().all(|&w| w == (2, 1, 0)), "only waits for the old writer of `a`: {waits:?}");
+    }
+
+    /// Session 17 (README's known gaps, session 16): `Stream::will_use_for`'s work runs holding
+    /// the shared records it declared, and two threads whose works then declared crossed halves
+    /// of two split buffers waited for each other's record for ever. A thread that holds shared
+    /// records is now refused any other ([`Error::SharedDeclarationWhileHeld`]) instead of
+    /// waiting, and so are its waits for stretches ([`Error::WaitWhileDeclarationHeld`]). Here
+    /// two threads each hold one record (the outer declaration) and, while both hold (a
+    /// barrier), declare the other's: both are refused at once, nothing of the other record is
+    /// touched, and the control shows that the setup crosses (the other record is locked by the
+    /// other thread then, so a plain lock would wait). Once the holds end, the same declaration
+    /// goes through. A 10 s limit reports a hang instead of hanging the run.
+    #[test]
+    fn s17_crossed_shared_records_are_refused_not_deadlocked() {
+        type Records = [Mutex<UseState<Queue>>; 2];
+        let waits = Arc::new(Mutex::new(Vec::new()));
+        let stream = |id| Queue { id, queued: Arc::new(AtomicUsize::new(0)), waits: waits.clone() };
+        let records: Arc<Records> = Arc::new([0, 1].map(|_| Mutex::new(UseState { writer: Some(stream(0)), readers: Vec::new() })));
+        let (both_hold, both_tried) = (Arc::new(std::sync::Barrier::new(2)), Arc::new(std::sync::Barrier::new(2)));
+        let (done, finished) = std::sync::mpsc::channel();
+        for first in [0usize, 1] {
+            let (records, both_hold, both_tried, done, queue) = (records.clone(), both_hold.clone(), both_tried.clone(), done.clone(), stream(first + 1));
+            std::thread::spawn(move || {
+                let (mine, other) = (&records[first], &records[1 - first]);
+                assert!(!holds_shared_records() && refuse_while_holding_shared("outside").is_ok());
+                let outer = hold_shared(&queue, "outer will_use_for", std::iter::once((mine, Access::Write, "mine"))).unwrap();
+                both_hold.wait();
+                let crossed = other.try_lock().is_err();
+                let inner = hold_shared(&queue, "inner launch", std::iter::once((other, Access::Write, "other"))).map(drop);
+                let again = hold_shared(&queue, "inner launch", std::iter::once((mine, Access::Read, "mine"))).map(drop);
+                let wait = refuse_while_holding_shared("Stream::begin_capture");
+                both_tried.wait();
+                drop(outer);
+                assert!(!holds_shared_records());
+                let after = hold_shared(&queue, "after the work", std::iter::once((other, Access::Write, "other"))).map(drop);
+                let _ = done.send((crossed, inner, again, wait, after));
+            });
+        }
+        for _ in 0..2 {
+            let (crossed, inner, again, wait, after) =
+                finished.recv_timeout(std::time::Duration::from_secs(10)).expect("HUNG: two threads declaring crossed shared records deadlocked");
+            assert!(crossed, "control: the other thread did not hold its record, so the test did not cross");
+            assert!(matches!(&inner, Err(Error::SharedDeclarationWhileHeld { operation, argument: "other" }) if operation == "inner launch"), "{inner:?}");
+            assert!(matches!(&again, Err(Error::DeclaredAgainWhileHeld { argument: "mine", .. })), "the held record itself: E8's error first: {again:?}");
+            assert!(matches!(&wait, Err(Error::WaitWhileDeclarationHeld { operation }) if operation == "Stream::begin_capture"), "{wait:?}");
+            assert!(after.is_ok(), "{after:?}");
+        }
+        // Each record's last writer is the stream of the thread that declared it after its hold.
+        let writers: Vec<usize> = records.iter().map(|r| r.lock().unwrap().writer.as_ref().unwrap().id).collect();
+        assert!(writers.iter().all(|&w| w == 1 || w == 2), "{writers:?}");
+        let message = Error::SharedDeclarationWhileHeld { operation: "launch: saxpy".into(), argument: "x" }.to_string();
+        assert!(message.contains("`x` is memory other threads may use at once") && message.contains("in the one `will_use_for`"), "{message}");
     }
 
     /// A write elsewhere revokes both fast paths of the old stream; the legacy stream is never

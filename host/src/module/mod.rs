@@ -155,6 +155,9 @@ impl Module {
     /// `access` (shared for a read, exclusive for a write) while `f` declares and queues it.
     /// Refused inside a door call's work ([`Error::NestedDoorCall`](crate::Error::NestedDoorCall),
     /// G15R-6): the gate is held across a door call, so its holder may wait for that work.
+    /// For `Global::read`/`write`, whose door calls declare only the globals (no shared record:
+    /// the gate's holder waits for no record); a launch takes the gate inside its door call,
+    /// after its arguments' records ([`Module::globals_for_launch`], session 17).
     pub(crate) fn with_globals<R>(&self, access: Access, operation: &str, f: impl FnOnce(BufferAccess<'_>) -> crate::Result<R>) -> crate::Result<R> {
         crate::stream::refuse_inside_door_work(operation)?;
         let globals = BufferAccess::new(Some(&self.inner.globals), access, "module globals");
@@ -169,6 +172,13 @@ impl Module {
                 f(globals)
             }
         }
+    }
+
+    /// The module's globals gate and the read access of a launch to its globals, for the
+    /// launch's door call ([`Stream::enqueue_gated`]), which takes the gate shared after the
+    /// arguments' records and declares the read under it (S1, session 17).
+    pub(crate) fn globals_for_launch(&self) -> (&std::sync::RwLock<()>, BufferAccess<'_>) {
+        (&self.inner.globals_gate, BufferAccess::new(Some(&self.inner.globals), Access::Read, "module globals"))
     }
 
     fn raw(&self) -> &RawModule {

@@ -84,31 +84,44 @@ impl Stream {
     /// ([`Stream::refuse_inside_door_work`] tells a library wrapper where it is).
     #[inline]
     pub fn enqueue<R, E: From<Error>>(&self, operation: &str, accesses: &[BufferAccess<'_>], work: impl FnOnce(RawStream<'_>) -> Result<R, E>) -> Result<R, E> {
-        self.enqueue_with(operation, accesses, &[], true, work)
+        self.enqueue_with(operation, accesses, None, true, work)
     }
 
-    /// [`Stream::enqueue`] with the accesses in two lists (a launch's slice arguments and what
-    /// the launch touches besides, such as its module's globals), so neither is copied.
+    /// [`Stream::enqueue`] with a second list of accesses declared under `gate` (shared): a
+    /// launch's slice arguments, then its module's globals under the module's globals gate
+    /// (S1: a `Global::write` takes it exclusively around its own declaration and queuing).
+    ///
+    /// The gate is taken **after** `accesses` are ordered and their shared records locked, and
+    /// held until `work` returns (session 17): a thread holding the gate then waits for no
+    /// record. Taken before them, as it was, a launch waiting for a record held by another
+    /// thread's `will_use_for` held the gate meanwhile; a `Global::write` waited for it, and
+    /// that `will_use_for`'s work, launching a kernel of the same module, waited behind the
+    /// waiting write (the std `RwLock` lets no reader in before a waiting writer): a deadlock.
+    /// `gated` must hold no shared record (a module's globals record is never shared): it is
+    /// ordered while this call already holds `accesses`' records.
     #[inline]
-    pub(crate) fn enqueue_both<R, E: From<Error>>(
+    pub(crate) fn enqueue_gated<R, E: From<Error>>(
         &self,
         operation: &str,
         accesses: &[BufferAccess<'_>],
-        also: &[BufferAccess<'_>],
+        gate: &std::sync::RwLock<()>,
+        gated: &[BufferAccess<'_>],
         work: impl FnOnce(RawStream<'_>) -> Result<R, E>,
     ) -> Result<R, E> {
-        self.enqueue_with(operation, accesses, also, true, work)
+        self.enqueue_with(operation, accesses, Some((gate, gated)), true, work)
     }
 
     /// The door itself. `note_race`: after work queued from outside a capture, check whether
     /// a capture of this stream began meanwhile (`Stream::note_capture_race`, two atomic
     /// loads); false only for the records and waits that open a capture's window themselves.
+    /// `gated`: accesses ordered after `accesses`, under a gate held shared until `work`
+    /// returns ([`Stream::enqueue_gated`]).
     #[inline]
     pub(crate) fn enqueue_with<R, E: From<Error>>(
         &self,
         operation: &str,
         accesses: &[BufferAccess<'_>],
-        also: &[BufferAccess<'_>],
+        gated: Option<(&std::sync::RwLock<()>, &[BufferAccess<'_>])>,
         note_race: bool,
         work: impl FnOnce(RawStream<'_>) -> Result<R, E>,
     ) -> Result<R, E> {
@@ -121,7 +134,18 @@ impl Stream {
         let (own_capture, ours) = self.capture_state(operation)?;
         // Held until the work is queued: the locks of records other threads may reach at once
         // (the halves of a split buffer, D2), so that no other ordering comes in between.
-        let held = order_buffers(self, operation, &[also, accesses], own_capture)?;
+        let held = order_buffers(self, operation, &[accesses], own_capture)?;
+        // The gate after the records (see `enqueue_gated`), held until the work is queued.
+        let gate = match gated {
+            Some((gate, gated)) => {
+                let guard = gate.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+                debug_assert!(gated.iter().all(|access| !access.is_shared()), "a gated access is never shared");
+                // Empty (no shared record), kept with the gate all the same.
+                let gated_held = order_buffers(self, operation, &[gated], own_capture)?;
+                Some((gated_held, guard))
+            }
+            None => None,
+        };
         self.context().bind_to_thread()?;
         let key = std::sync::Arc::as_ptr(&self.inner) as usize;
         let outcome = locked(&self.inner.driver_calls, || {
@@ -139,6 +163,7 @@ impl Stream {
                 Err(refused) => Err(E::from(refused)),
             }
         });
+        drop(gate);
         drop(held);
         if note_race && !own_capture {
             self.note_capture_race();

@@ -159,13 +159,17 @@ pub(crate) struct ExclusiveGate<'s> {
 }
 
 impl<'s> ExclusiveGate<'s> {
-    pub(super) fn take(stream: &'s Stream) -> Result<Self> {
+    pub(super) fn take(stream: &'s Stream, operation: &str) -> Result<Self> {
         // Inside a door call's work the wait below (for stretches, then the gate's readers)
         // could wait for a thread that waits for this one (G15R-6).
-        super::refuse_inside_door_work("a capture's begin or an event wait")?;
+        super::refuse_inside_door_work(operation)?;
         if HELD_HERE.with(Cell::get) > 0 {
             return Err(Error::CaptureInsideHoldOff);
         }
+        // Inside `will_use_for`'s work holding shared records: another thread's stretch may be
+        // waiting for one of them (its work declares a half of the same split buffer), and the
+        // wait below would wait for that stretch (session 17, docs/host-safety.md "The locks").
+        crate::memory::usage::refuse_while_holding_shared(operation)?;
         stream.inner.hold_off.announce_and_wait();
         Ok(ExclusiveGate { stream, lock: Some(stream.capture_gate_write()) })
     }

@@ -481,8 +481,8 @@ impl Stream {
     /// The exclusive side of [`Stream::capture_gate`]: what may make this stream capture.
     /// Taken only once no [`Stream::hold_off_capture`] stretch runs on the stream (new ones are
     /// refused from the start of the wait), so a call's stretch never ends up in a graph (S1).
-    pub(crate) fn capture_gate_exclusive(&self) -> Result<hold_off::ExclusiveGate<'_>> {
-        hold_off::ExclusiveGate::take(self)
+    pub(crate) fn capture_gate_exclusive(&self, operation: &str) -> Result<hold_off::ExclusiveGate<'_>> {
+        hold_off::ExclusiveGate::take(self, operation)
     }
 
     /// The write lock itself (for `hold_off`).
@@ -551,7 +551,7 @@ impl Stream {
         // start's own, or made with the gate held, when no capture can start.
         // SAFETY: event and stream are alive and of the same context (bound by the door: the
         // legacy stream is the current context's).
-        self.enqueue_with("cuEventRecord", &[], &[], false, |stream| Ok::<_, Error>(unsafe { driver::event::record(event, stream.get()) }?))?;
+        self.enqueue_with("cuEventRecord", &[], None, false, |stream| Ok::<_, Error>(unsafe { driver::event::record(event, stream.get()) }?))?;
         Ok(event)
     }
 
@@ -652,7 +652,7 @@ impl Stream {
         // Through the door with no memory (a wait orders streams and touches none); nothing is
         // queued on this stream itself, so its capture is not touched.
         // SAFETY: the event is alive (this stream's); `raw_waiter` per the caller.
-        self.enqueue_with(operation, &[], &[], false, |_| Ok::<_, Error>(unsafe { driver::stream::wait_event(raw_waiter, event, 0) }?))
+        self.enqueue_with(operation, &[], None, false, |_| Ok::<_, Error>(unsafe { driver::stream::wait_event(raw_waiter, event, 0) }?))
     }
 
     /// Inside the door's work of a wait that may join a capture ([`Stream::wait_event`]), with
@@ -742,8 +742,8 @@ impl Stream {
         unsafe { driver::event::create(&mut event, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32) }?;
         // SAFETY: event and streams alive, of one context (bound by the door).
         let outcome =
-            other.enqueue_with("cuEventRecord", &[], &[], false, |s| Ok::<_, Error>(unsafe { driver::event::record(event, s.get()) }?)).and_then(|()| {
-                self.enqueue_with("cuStreamWaitEvent", &[], &[], false, |s| Ok::<_, Error>(unsafe { driver::stream::wait_event(s.get(), event, 0) }?))
+            other.enqueue_with("cuEventRecord", &[], None, false, |s| Ok::<_, Error>(unsafe { driver::event::record(event, s.get()) }?)).and_then(|()| {
+                self.enqueue_with("cuStreamWaitEvent", &[], None, false, |s| Ok::<_, Error>(unsafe { driver::stream::wait_event(s.get(), event, 0) }?))
             });
         // SAFETY: created above, destroyed once.
         let _ = unsafe { driver::event::destroy(event) };
@@ -902,13 +902,15 @@ impl Stream {
     /// [`Error::CaptureOfBorrowedStream`] on a stream borrowed from another library (Q8): its
     /// owner could end the capture and keep the graph beyond the lifetimes of the buffers it
     /// uses; capture on a stream of ferrocuda's, ordered with the borrowed one through events.
-    /// [`Error::NestedDoorCall`] inside the `work` of a [`Stream::enqueue`] (G15R-6).
+    /// [`Error::NestedDoorCall`] inside the `work` of a [`Stream::enqueue`] (G15R-6);
+    /// [`Error::WaitWhileDeclarationHeld`] inside the `work` of a [`Stream::will_use_for`] that
+    /// holds shared records (it waits for other threads' stretches, session 17).
     pub fn begin_capture(&self) -> Result<()> {
         refuse_inside_door_work("Stream::begin_capture")?;
         if self.inner.others_may_capture.load(Ordering::Relaxed) {
             return Err(Error::CaptureOfBorrowedStream);
         }
-        let _gate = self.capture_gate_exclusive()?;
+        let _gate = self.capture_gate_exclusive("Stream::begin_capture")?;
         self.context().bind_to_thread()?;
         // Taken before the capture begins: every release postponed for it comes after.
         let mark = self.context().deferred_mark();
@@ -1346,6 +1348,9 @@ pub(crate) struct UsedStreams(Vec<Held>);
 enum Held {
     Strong(Stream),
     Weak(std::sync::Weak<StreamInner>),
+    /// A stream held weakly was gone at an earlier [`UsedStreams::resolve`] whose wait for the
+    /// whole context failed: the next one waits for the context again.
+    Gone,
 }
 
 impl UsedStreams {
@@ -1356,8 +1361,10 @@ impl UsedStreams {
 
     /// The streams to order the release after. When one of them is gone (destroyed since,
     /// with work perhaps still queued), waits for all the work of `context` first, which
-    /// covers it; an error then means the release must not happen (a faulted context).
-    pub(crate) fn resolve(self, context: &Context) -> Result<Vec<Stream>> {
+    /// covers it. When that wait fails the release must not happen now: the error, with the
+    /// streams held again (and the gone one noted) for a release postponed after it
+    /// ([`UsedStreams::resolve_or_postpone`]).
+    pub(crate) fn resolve(self, context: &Context) -> std::result::Result<Vec<Stream>, (Error, UsedStreams)> {
         let mut live = Vec::with_capacity(self.0.len());
         let mut gone = false;
         for held in self.0 {
@@ -1367,12 +1374,40 @@ impl UsedStreams {
                     Some(inner) => live.push(Stream { inner, user: None, token: AtomicU64::new(0) }),
                     None => gone = true,
                 },
+                Held::Gone => gone = true,
             }
         }
-        if gone {
-            context.synchronize_queued_work()?;
+        if gone && let Err(error) = context.synchronize_queued_work() {
+            let mut kept = UsedStreams::hold(live);
+            kept.0.push(Held::Gone);
+            return Err((error, kept));
         }
         Ok(live)
+    }
+
+    /// [`UsedStreams::resolve`] for a release of `what` that can be postponed: when the wait
+    /// for the whole context fails while a capture of ferrocuda's runs in it (the driver refuses
+    /// that wait during a capture), `again` is postponed until the captures end
+    /// ([`Context::release`]) with the streams held again, and `None` is returned; any other
+    /// failure is a leak, counted and said ([`leaked_after_failed_wait`](crate::memory::leaks::leaked_after_failed_wait)),
+    /// never silent (audit 2026-11-28d review3, G16S-4's related case: it returned with no word).
+    pub(crate) fn resolve_or_postpone(
+        self,
+        context: &Context,
+        what: crate::context::Released,
+        again: impl FnOnce(&Context, UsedStreams) + Send + 'static,
+    ) -> Option<Vec<Stream>> {
+        match self.resolve(context) {
+            Ok(streams) => Some(streams),
+            Err((_, kept)) if context.is_capturing() => {
+                context.release(what, move |context| again(context, kept));
+                None
+            }
+            Err((error, _)) => {
+                crate::memory::leaks::leaked_after_failed_wait(&what.to_string(), &error);
+                None
+            }
+        }
     }
 }
 
