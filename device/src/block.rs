@@ -715,11 +715,11 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
     /// `shared_array!` hand-off take 3; [`reduce_all`](Self::reduce_all) then `then` in every
     /// thread takes 2 but runs `then` in every warp). The value travels through one slot per
     /// type that only these methods write ([`BroadcastSlot`]), always after their first
-    /// barrier, which every thread passes after its read of the previous value. A block of one
-    /// warp hands it over with a shuffle. `then` runs in thread 0 alone: it must not call warp
-    /// or block collectives (shuffles, votes, barriers; in a block of one warp a shuffle inside
-    /// it would meet the hand-off shuffle the other lanes wait in, and they would return
-    /// another value than thread 0, silently on a GPU); the CPU executor reports one (audit
+    /// barrier, which every thread passes after its read of the previous value (a block of one
+    /// warp, which has no first barrier, passes a `bar.warp.sync` instead). `then` runs in
+    /// thread 0 alone: it must not call warp or block collectives (shuffles, votes, barriers:
+    /// they would wait for lanes that wait at the hand-off's barrier, or meet it; a hang or
+    /// another value than thread 0's on a GPU); the CPU executor reports one (audit
     /// 2026-11-28c, G15-2b).
     #[inline(always)]
     #[track_caller]
@@ -731,8 +731,13 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
         #[cfg(not(target_arch = "nvptx64"))]
         let then = |total| crate::cpu::hooks::solo("the `then` of `reduce_broadcast` (thread 0 alone)", || then(total));
         if size <= warp::WARP_SIZE {
-            let mine = if first { then(total) } else { U::default() };
-            return warp::shuffle(mine, 0);
+            // One warp: no partials barrier came before thread 0's write below, so the warp
+            // barrier orders every lane's read of the previous hand-off's value before it.
+            // One path for every block size: what follows the hand-off's barrier is straight
+            // code, where a shuffle for one warp made it a join that ptxas does not hoist the
+            // next loop's setup above (session 17, vLLM's RMS norm: the source's `LDC`s before
+            // its barrier, ours after; it had 0.97x nvcc's with CUB's second level).
+            crate::sync::sync_warp(if size == warp::WARP_SIZE { u32::MAX } else { (1u32 << size) - 1 });
         }
         let slot = U::broadcast_slot();
         if first {
