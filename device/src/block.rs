@@ -77,7 +77,9 @@ mod sealed_slots {
 /// chain): CUB's `BlockReduce<T, 1024>::Reduce(v, op, num_valid)` in SASS (8 `LDS.128`, 31
 /// predicated `FADD`s in thread 0). Slots at or past `warps` are in the array but written by no
 /// collective of this block (its warp count never changes): their unspecified values are read
-/// and never folded in (shared memory's contents are always some value: `crate::shared`).
+/// and never folded in (shared memory's contents are always some value: `crate::shared`). The
+/// CPU executor, which reports reads of shared memory nothing wrote, reads only the slots below
+/// `warps` (the same values, folded in the same order).
 /// A loop over `1..warps` instead waits for each 16-byte read before issuing the next (the
 /// count is known only at run time).
 macro_rules! fold_slots_x4 {
@@ -88,7 +90,17 @@ macro_rules! fold_slots_x4 {
                 let mut acc = first;
                 for q in 0..8u32 {
                     // SAFETY: `4q + 4 <= 32`.
+                    #[cfg(target_arch = "nvptx64")]
                     let v = unsafe { slots.get_x4_unchecked(q as usize) };
+                    // The CPU executor reports a read of shared memory nothing wrote (slots past
+                    // the warp count): there each slot below the count is read alone, the same
+                    // values folded in the same order.
+                    #[cfg(not(target_arch = "nvptx64"))]
+                    let v: [$t; 4] = core::array::from_fn(|i| {
+                        let w = 4 * q as usize + i;
+                        // SAFETY: `w < 32`.
+                        if (w as u32) < warps { unsafe { slots.get_unchecked(w) } } else { first }
+                    });
                     for (i, &x) in v.iter().enumerate() {
                         let w = 4 * q + i as u32;
                         if w != 0 && w < warps {
@@ -485,18 +497,19 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
             let valid = (size - warp * warp::WARP_SIZE).min(warp::WARP_SIZE);
             reduce_down_valid(value, lane, valid, op)
         };
-        if size <= warp::WARP_SIZE {
-            // One warp (the branch is the same in every thread): no shared memory.
-            return (partial, size);
-        }
         if lane == 0 {
             // SAFETY: `warp < 32`: a block has at most 1024 threads (CUDA refuses a larger
             // launch, and so does the CPU executor).
             unsafe { slots.set_unchecked(warp as usize, partial) };
         }
+        // A block of one warp passes this barrier too (its slot is read by no one): one path
+        // for every block size, so that what follows a caller's next barrier is straight code
+        // (session 17: `reduce_broadcast`'s shuffle for one warp made the code after its
+        // hand-off barrier a join, and ptxas left the next loop's setup after the barrier,
+        // where vLLM's RMS norm has it before), and every caller may rely on a barrier here.
         partials_stored(slots.shared_address());
         let mut total = partial;
-        if rank == 0 {
+        if rank == 0 && size > warp::WARP_SIZE {
             // CUB's second level (`BLOCK_REDUCE_WARP_REDUCTIONS`): thread 0 folds the warps'
             // partials in warp order, its own (slot 0's) first. Session 17: in place of warp 0
             // folding them with 5 tested `shfl.down` steps, vLLM's RMS norm went from 0.969 to
@@ -716,7 +729,7 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
     /// thread takes 2 but runs `then` in every warp). The value travels through one slot per
     /// type that only these methods write ([`BroadcastSlot`]), always after their first
     /// barrier, which every thread passes after its read of the previous value (a block of one
-    /// warp, which has no first barrier, passes a `bar.warp.sync` instead). `then` runs in
+    /// warp passes it too: one barrier where a shuffle would do, for one straight path). `then` runs in
     /// thread 0 alone: it must not call warp or block collectives (shuffles, votes, barriers:
     /// they would wait for lanes that wait at the hand-off's barrier, or meet it; a hang or
     /// another value than thread 0's on a GPU); the CPU executor reports one (audit
@@ -724,21 +737,12 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
     #[inline(always)]
     #[track_caller]
     pub fn reduce_broadcast<U: BroadcastSlot + Default>(&self, value: T, op: impl Fn(T, T) -> T + Copy, then: impl FnOnce(T) -> U) -> U {
-        let (total, size) = Self::fold_to_thread_0(self.scratch.slots, value, op);
+        let (total, _) = Self::fold_to_thread_0(self.scratch.slots, value, op);
         let first = rank_in_block() == 0;
         // The CPU executor reports a warp or block collective inside `then` (G15-2b): on a GPU
         // it would meet the collective the other lanes wait in.
         #[cfg(not(target_arch = "nvptx64"))]
         let then = |total| crate::cpu::hooks::solo("the `then` of `reduce_broadcast` (thread 0 alone)", || then(total));
-        if size <= warp::WARP_SIZE {
-            // One warp: no partials barrier came before thread 0's write below, so the warp
-            // barrier orders every lane's read of the previous hand-off's value before it.
-            // One path for every block size: what follows the hand-off's barrier is straight
-            // code, where a shuffle for one warp made it a join that ptxas does not hoist the
-            // next loop's setup above (session 17, vLLM's RMS norm: the source's `LDC`s before
-            // its barrier, ours after; it had 0.97x nvcc's with CUB's second level).
-            crate::sync::sync_warp(if size == warp::WARP_SIZE { u32::MAX } else { (1u32 << size) - 1 });
-        }
         let slot = U::broadcast_slot();
         if first {
             // SAFETY: slot 0 of a one-element array.

@@ -366,6 +366,37 @@ impl<'a, T: Pod> LaneRow<'a, T> {
         }
     }
 
+    /// The same row of an input laid out as the output (row `r` at elements `r * cols ..
+    /// (r + 1) * cols`: llm.c's `dout + bt * C`), held as a 32-bit offset into the whole
+    /// input: `None` when `input` is shorter than that. Its [`get`](RowInput::get) computes
+    /// `input + (offset + c)` per access, as nvcc does from `bt * C + c`, where `&input[r *
+    /// cols..][c]` through a slice keeps the row's 64-bit pointer (and, checked against the
+    /// input's length, a 64-bit bound) live across the loop: two to four registers per input.
+    /// llm.c's layernorm backward (session 17):
+    ///
+    /// ```ignore
+    /// let (Some(dout_bt), Some(inp_bt)) = (row.input(dout), row.input(inp)) else { break };
+    /// row.zip_inputs([dout_bt.as_slice(), inp_bt.as_slice(), weight]).for_each(..);   // the first pass
+    /// .. dout_bt.get(chunk) ..                                                          // a loop with barriers
+    /// ```
+    ///
+    /// # Panics
+    /// When the row ends past element `u32::MAX` of `input` (a 32-bit offset does not reach
+    /// it; take `input.get(r * cols..(r + 1) * cols)` there).
+    #[inline(always)]
+    #[track_caller]
+    pub fn input<'b, U>(&self, input: &'b [U]) -> Option<RowInput<'b, U>> {
+        let start = self.index as u64 * self.cols as u64;
+        let end = start + self.cols as u64;
+        if end > input.len() as u64 {
+            return None;
+        }
+        if end > u32::MAX as u64 {
+            row_past_32_bits(end);
+        }
+        Some(RowInput { base: input.as_ptr(), start: start as u32, cols: self.cols, _input: PhantomData })
+    }
+
     /// The thread's elements beside the same columns of an input row: `(&input[c], &mut
     /// row[c])` for `c = lane, lane + stride, ...` below both `cols` and `input.len()`, with
     /// one bound computed once (a loop as short as CUDA's `for (c = lane; c < n; c += stride)`).
@@ -377,15 +408,16 @@ impl<'a, T: Pod> LaneRow<'a, T> {
     /// with it the kernel's panic path).
     #[inline(always)]
     pub fn zip_input<'b, U>(self, input: &'b [U]) -> LaneRowZip<'a, 'b, T, U> {
-        let end = (self.cols as usize).min(input.len());
+        // `min` in `usize`, then below `cols`, a `u32`.
+        let end = (self.cols as usize).min(input.len()) as u32;
         LaneRowZip {
             row: self.row,
             input: input.as_ptr(),
             start: self.start,
             output: self.output,
             len: self.len,
-            col: self.lane as usize,
-            stride: self.stride as usize,
+            col: self.lane,
+            stride: self.stride,
             end,
             _borrows: PhantomData,
         }
@@ -403,15 +435,15 @@ impl<'a, T: Pod> LaneRow<'a, T> {
     /// [`LaneRowZipN`]'s `fold`); one input keeps `.nc` either way.
     #[inline(always)]
     pub fn zip_inputs<'b, U, const N: usize>(self, inputs: [&'b [U]; N]) -> LaneRowZipN<'a, 'b, T, U, N> {
-        let end = inputs.iter().fold(self.cols as usize, |end, input| end.min(input.len()));
+        let end = inputs.iter().fold(self.cols as usize, |end, input| end.min(input.len())) as u32;
         LaneRowZipN {
             row: self.row,
             inputs: inputs.map(|input| input.as_ptr()),
             start: self.start,
             output: self.output,
             len: self.len,
-            col: self.lane as usize,
-            stride: self.stride as usize,
+            col: self.lane,
+            stride: self.stride,
             end,
             _borrows: PhantomData,
         }
@@ -479,6 +511,62 @@ impl<'a, T: Pod> Iterator for LaneRowIter<'a, T> {
     }
 }
 
+#[cold]
+#[track_caller]
+fn row_past_32_bits(end: u64) -> ! {
+    panic!("LaneRow::input: the row ends at element {end} of the input, past a 32-bit offset; take the row as `input.get(row * cols..(row + 1) * cols)`")
+}
+
+/// A row of an input as a 32-bit offset into the whole input ([`LaneRow::input`]): element `c`
+/// is `input[start + c]` for `c < cols`.
+#[derive(Clone, Copy)]
+pub struct RowInput<'b, U> {
+    /// The whole input's first element (a kernel parameter: ptxas reads it from the constant
+    /// bank, no register).
+    base: *const U,
+    /// The row's first element; `start + cols <= input.len()` and `<= u32::MAX`.
+    start: u32,
+    cols: u32,
+    _input: PhantomData<&'b [U]>,
+}
+
+impl<'b, U> RowInput<'b, U> {
+    /// The row's width.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.cols as usize
+    }
+
+    /// Whether the row is empty.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.cols == 0
+    }
+
+    /// Element `c` of the row, `None` past its width. The address is `input + (start + c)`,
+    /// the sum in 32 bits: nothing of the row but `start` stays live in a loop.
+    #[inline(always)]
+    pub fn get(&self, c: usize) -> Option<&'b U> {
+        if c < self.cols as usize {
+            // A plain `u32` add (`start + c < start + cols <= u32::MAX`: no wrap), so LLVM
+            // cannot split the sum into a loop-invariant 64-bit row pointer plus `c`.
+            let at = self.start.wrapping_add(c as u32);
+            // SAFETY: `at < start + cols <= input.len()` (checked in `LaneRow::input`); the
+            // input is borrowed for `'b`.
+            Some(unsafe { &*self.base.add(at as usize) })
+        } else {
+            None
+        }
+    }
+
+    /// The row as a slice (for [`LaneRow::zip_inputs`] and the like).
+    #[inline(always)]
+    pub fn as_slice(&self) -> &'b [U] {
+        // SAFETY: `start + cols <= input.len()`; the input is borrowed for `'b`.
+        unsafe { core::slice::from_raw_parts(self.base.add(self.start as usize), self.cols as usize) }
+    }
+}
+
 /// The iterator of [`LaneRow::zip_input`].
 pub struct LaneRowZip<'a, 'b, T: Pod, U> {
     row: *mut T,
@@ -486,10 +574,13 @@ pub struct LaneRowZip<'a, 'b, T: Pod, U> {
     start: usize,
     output: *mut T,
     len: usize,
-    col: usize,
-    stride: usize,
-    /// `min(cols, input.len())`.
-    end: usize,
+    col: u32,
+    stride: u32,
+    /// `min(cols, input.len())`. Columns are `u32`s (a row's width is), so the loop's
+    /// counter and bound take one register each, not a 64-bit pair (session 17: the bound is
+    /// loop-invariant and LLVM hoists it out of a grid-stride loop over rows, where a 64-bit
+    /// one held two of the 64 registers `launch_bounds(512, 2)` allows through every row).
+    end: u32,
     _borrows: PhantomData<(&'a mut T, &'b [U])>,
 }
 
@@ -499,9 +590,9 @@ impl<'a, 'b, T: Pod, U> Iterator for LaneRowZip<'a, 'b, T, U> {
     #[inline(always)]
     fn next(&mut self) -> Option<(&'b U, &'a mut T)> {
         if self.col < self.end {
-            let col = self.col;
-            // `col < end <= u32::MAX` and `stride <= u32::MAX`: no overflow in usize.
-            self.col = col + self.stride;
+            let col = self.col as usize;
+            // Saturating: never wraps back to a smaller column.
+            self.col = self.col.saturating_add(self.stride);
             super::note_output(self.output, self.len, self.start + col, 1, true);
             // SAFETY: `col < cols` (inside this thread's row, as in `LaneRow::get_mut`;
             // yielded once, the column only grows) and `col < input.len()`.
@@ -517,8 +608,8 @@ impl<'a, 'b, T: Pod, U> Iterator for LaneRowZip<'a, 'b, T, U> {
     fn fold<B, F: FnMut(B, Self::Item) -> B>(mut self, init: B, mut f: F) -> B {
         let mut acc = init;
         while self.col < self.end {
-            let col = self.col;
-            self.col = col + self.stride;
+            let col = self.col as usize;
+            self.col = self.col.saturating_add(self.stride);
             super::note_output(self.output, self.len, self.start + col, 1, true);
             // SAFETY: as in `next`.
             acc = f(acc, unsafe { (&*self.input.add(col), &mut *self.row.add(col)) });
@@ -534,10 +625,10 @@ pub struct LaneRowZipN<'a, 'b, T: Pod, U, const N: usize> {
     start: usize,
     output: *mut T,
     len: usize,
-    col: usize,
-    stride: usize,
-    /// `min(cols, every input's length)`.
-    end: usize,
+    col: u32,
+    stride: u32,
+    /// `min(cols, every input's length)`, a `u32` as in [`LaneRowZip`].
+    end: u32,
     _borrows: PhantomData<(&'a mut T, &'b [U])>,
 }
 
@@ -547,9 +638,9 @@ impl<'a, 'b, T: Pod, U, const N: usize> Iterator for LaneRowZipN<'a, 'b, T, U, N
     #[inline(always)]
     fn next(&mut self) -> Option<([&'b U; N], &'a mut T)> {
         if self.col < self.end {
-            let col = self.col;
-            // `col < end <= u32::MAX` and `stride <= u32::MAX`: no overflow in usize.
-            self.col = col + self.stride;
+            let col = self.col as usize;
+            // Saturating: never wraps back to a smaller column.
+            self.col = self.col.saturating_add(self.stride);
             super::note_output(self.output, self.len, self.start + col, 1, true);
             // SAFETY: `col < cols` (inside this thread's row, as in `LaneRow::get_mut`;
             // yielded once, the column only grows) and `col` is below every input's length.
@@ -572,8 +663,8 @@ impl<'a, 'b, T: Pod, U, const N: usize> Iterator for LaneRowZipN<'a, 'b, T, U, N
     fn fold<B, F: FnMut(B, Self::Item) -> B>(mut self, init: B, mut f: F) -> B {
         let mut acc = init;
         while self.col < self.end {
-            let col = self.col;
-            self.col = col + self.stride;
+            let col = self.col as usize;
+            self.col = self.col.saturating_add(self.stride);
             super::note_output(self.output, self.len, self.start + col, 1, true);
             // SAFETY: as in `next`.
             acc = f(acc, unsafe { (refs_at(&self.inputs, col), &mut *self.row.add(col)) });

@@ -1124,3 +1124,181 @@ pub fn layernorm_backward_kernel10_regions(
         dweight.update(j, |old| add(old, dweight_shared));
     }
 }
+
+/// [`layernorm_backward_kernel10_regions()`] with warp 0's loop over the other warps' slots as
+/// `SharedSliceX4::fold_columns` (session 17): `(dbias_f, dweight_f) =
+/// SharedSliceX4::fold_columns([dbias_tmp, dweight_tmp], lane, 32, (dbias_f, dweight_f), ..)` for the regions variant's `for k in strided_range(lane, dbias_tmp.len(), 32)
+/// { dbias_f = add4(dbias_f, dbias_tmp.get(k)); .. }`. The same folds in the same order (the
+/// same bits); the regions variant's loop had a 64-bit counter and, under the launch bounds'
+/// 64 registers, ptxas issued its `LDS.128`s one at a time (each folded before the next was
+/// read: 62 registers live at the loop, nvcc's 43-61 with two to eight reads in flight);
+/// `fold_columns` reads two columns (four vectors) before folding them, with a 32-bit counter. And the
+/// inputs' rows are `LaneRow::input` views (a 32-bit offset into the whole input, llm.c's
+/// `dout + bt * C + global_index`) instead of slices (`dout.get(bt * n..(bt + 1) * n)`), whose
+/// 64-bit pointers stayed live across the column loop.
+#[kernel(cols(dinp = c8, scratch = c4), launch_bounds(512, 2))]
+#[allow(clippy::too_many_arguments)]
+pub fn layernorm_backward_kernel10_columns(
+    mut dinp: PerWarpRow<X128>,
+    dweight: DisjointSlice<X128, ByLastBlock>,
+    dbias: DisjointSlice<X128, ByLastBlock>,
+    scratch: DisjointSlice<Partial, Handoff>,
+    counter: AtomicSlice<u32>,
+    dout: &[X128],
+    inp: &[X128],
+    weight: &[X128],
+    mean: &[f32],
+    rstd: &[f32],
+    rows: u32,
+    c8: u32,
+    c4: u32,
+) {
+    let mut scratch = scratch;
+    let block_size = block_dim_x();
+    let warps_in_block = block_size / 32;
+    let t = thread_idx_x();
+    let warp_id = t / 32;
+    let lane = t % 32;
+    let c = c8 * 8;
+    let iterations_c = c.div_ceil(256);
+    let rounded_c = iterations_c * 256;
+
+    // llm.c's `float* dbias_shared = shared; .. dweight_tmp_shared = ..` as `f128` regions:
+    // aligned by construction, one length per pair (so loops bounded by it index unchecked).
+    let ([dbias_shared, dweight_shared], rest) = dynamic_shared_x4::<f32>().carve::<2>((rounded_c / 4) as usize);
+    let ([dbias_tmp, dweight_tmp], _) = rest.carve::<2>((block_size - 32) as usize);
+
+    for k in strided_range(t as usize, dbias_shared.len(), block_size as usize) {
+        dbias_shared.set(k, [0.0; 4]);
+        dweight_shared.set(k, [0.0; 4]);
+    }
+    sync_threads();
+
+    for me in warp_rows(rows) {
+        let Some(row) = dinp.row_mut(me) else { break };
+        let bt = row.row() as usize;
+        // The row of each input as a 32-bit offset (llm.c's `dout + bt * C`): `dout_bt.get(chunk)`
+        // in the column loop keeps one `u32` live, where a slice kept a 64-bit pointer each.
+        let (Some(dout_bt), Some(inp_bt), Some(&mean_bt), Some(&rstd_bt)) = (row.input(dout), row.input(inp), mean.get(bt), rstd.get(bt)) else {
+            break;
+        };
+
+        let mut dnorm_mean = 0.0f32;
+        let mut dnorm_norm_mean = 0.0f32;
+        row.zip_inputs([dout_bt.as_slice(), inp_bt.as_slice(), weight]).for_each(|([d, x, w], _)| {
+            let d = widen8(vector::load16(d));
+            let x = widen8(vector::load16(x));
+            let w = widen8(vector::load16(w));
+            for k in 0..8 {
+                let dnorm_i = w[k] * d[k];
+                dnorm_mean += dnorm_i;
+                dnorm_norm_mean += dnorm_i * x[k];
+            }
+        });
+        let dnorm_mean = warp::reduce_sum(dnorm_mean) / c as f32;
+        let dnorm_norm_mean = warp::reduce_sum(dnorm_norm_mean) / c as f32 * rstd_bt - dnorm_mean * mean_bt * rstd_bt;
+
+        let Some(mut row) = dinp.row_mut(me) else { break };
+        for ci in 0..iterations_c {
+            let global_index = lane * 8 + ci * 256;
+            let chunk = (lane + 32 * ci) as usize;
+            // Packed bf16, widened where used (as llm.c's `(float)dout128[x]`): 16 registers
+            // for the four packs where `[f32; 8]` arrays took 32 (and spilled under the
+            // launch bounds' 64).
+            let mut dout128 = X128::default();
+            let mut inp128 = X128::default();
+            let mut dinp128 = X128::default();
+            let mut weight128 = X128::default();
+            let mut slot = row.get_mut(ci as usize);
+            if let Some(s) = slot.as_deref()
+                && let (Some(d), Some(x), Some(w)) = (dout_bt.get(chunk), inp_bt.get(chunk), weight.get(chunk))
+            {
+                dout128 = cache::load(d, Load::Streaming);
+                inp128 = cache::load(x, Load::Streaming);
+                dinp128 = vector::load16(s);
+                weight128 = vector::load16(w);
+            }
+            unroll::<2>(|o| {
+                let mut dbias_f = [0.0f32; 4];
+                let mut dweight_f = [0.0f32; 4];
+                for i in 0..4 {
+                    let x = o * 4 + i;
+                    let dout_i = dout128.v[x].widen();
+                    let norm_bti = (inp128.v[x].widen() - mean_bt) * rstd_bt;
+                    dbias_f[i] = dout_i;
+                    dweight_f[i] = norm_bti * dout_i;
+                    let mut dval = 0.0f32;
+                    dval += weight128.v[x].widen() * dout_i;
+                    dval -= dnorm_mean;
+                    dval -= norm_bti * dnorm_norm_mean;
+                    dval *= rstd_bt;
+                    dinp128.v[x] = (dinp128.v[x].widen() + dval).to_bf16();
+                }
+                if warp_id != 0 {
+                    dbias_tmp.set((t - 32) as usize, dbias_f);
+                    dweight_tmp.set((t - 32) as usize, dweight_f);
+                }
+                sync_threads();
+                if warp_id == 0 {
+                    // llm.c's `for (j = 1; j < warpsInBlock; j++)` over `threadIdx.x + 32 j`:
+                    // the lane's column of the other warps' slots (two `LDS.128` in flight).
+                    (dbias_f, dweight_f) = SharedSliceX4::fold_columns([dbias_tmp, dweight_tmp], lane as usize, 32, (dbias_f, dweight_f), |(b, w), [tb, tw]| {
+                        (add4(b, tb), add4(w, tw))
+                    });
+                }
+                sync_threads();
+                if warp_id == 0 {
+                    let k = (global_index / 4 + o as u32) as usize;
+                    dbias_shared.set(k, add4(dbias_f, dbias_shared.get(k)));
+                    dweight_shared.set(k, add4(dweight_f, dweight_shared.get(k)));
+                }
+            });
+            if let Some(s) = slot.take() {
+                cache::store(s, dinp128, Store::CacheGlobal);
+            }
+        }
+    }
+    sync_threads();
+
+    // each block hands its partial sums to the last one
+    for (j, k) in strided_range(t as usize, (c / 4) as usize, block_size as usize).enumerate() {
+        scratch.publish(j as u32, Partial { dbias: dbias_shared.get(k), dweight: dweight_shared.get(k) });
+    }
+    let Some(counter) = counter.get(0) else { return };
+    let Some(last) = scratch.arrive(counter) else { return };
+
+    let mut i = t * 4;
+    while i < c {
+        let col = i / 4;
+        let sum = last.fold_column(col, Partial::default(), |a, p| Partial { dbias: add4(a.dbias, p.dbias), dweight: add4(a.dweight, p.dweight) });
+        dbias_shared.set(col as usize, sum.dbias);
+        dweight_shared.set(col as usize, sum.dweight);
+        i += block_size * 4;
+    }
+    sync_threads();
+
+    // llm.c's `for (i = warpId; i < iterations_C; i += warpsInBlock)` over chunks `lane + 32
+    // i`: the chunks `t + blockDim.x j` of the last block's write views.
+    let _ = (iterations_c, warps_in_block);
+    let mut dbias = last.finish(dbias);
+    let mut dweight = last.finish(dweight);
+    for j in 0..dbias.count() {
+        let global_index = (t + block_size * j) * 8;
+        if global_index >= c {
+            break;
+        }
+        // `x128 += the block sums of its eight channels` (two `f128` of the shared sums)
+        let add = |old: X128, shared: SharedSliceX4<f32>| {
+            let mut f = widen8(old);
+            for o in 0..2 {
+                let s = shared.get((global_index / 4 + o as u32) as usize);
+                for i in 0..4 {
+                    f[o * 4 + i] += s[i];
+                }
+            }
+            pack8(f)
+        };
+        dbias.update(j, |old| add(old, dbias_shared));
+        dweight.update(j, |old| add(old, dweight_shared));
+    }
+}
