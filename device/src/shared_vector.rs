@@ -461,65 +461,6 @@ impl<T: SharedX4> SharedSliceX4<T> {
         unsafe { T::store_x4(self.base + (index * 16) as u32, value) }
     }
 
-    /// `f` folded over vectors `first`, `first + step`, `first + 2·step`, .. below
-    /// [`len`](Self::len), in that order: a lane's column of a region. `step` 0 is taken as 1.
-    /// [`fold_columns`](Self::fold_columns) of this region alone (see there for the cost).
-    #[inline(always)]
-    pub fn fold_column<A>(&self, first: usize, step: usize, init: A, mut f: impl FnMut(A, [T; 4]) -> A) -> A {
-        Self::fold_columns([*self], first, step, init, |acc, [v]| f(acc, v))
-    }
-
-    /// `f` folded over the same column of `N` regions: `f(acc, [r0[k], r1[k], ..])` for `k =
-    /// first, first + step, ..` below the shortest region's length, in that order. llm.c's
-    /// layernorm backward, warp 0 adding the other warps' slots of two regions, `for (j = 1; j
-    /// < warpsInBlock; j++) { dbias_f += load128(dbias_tmp + ..(threadIdx.x + j * WARP_SIZE));
-    /// dweight_f += load128(dweight_tmp + ..); }`, is
-    ///
-    /// ```ignore
-    /// let ([dbias_tmp, dweight_tmp], _) = rest.carve::<2>(block_size - 32);
-    /// (dbias_f, dweight_f) = SharedSliceX4::fold_columns([dbias_tmp, dweight_tmp], lane, 32, (dbias_f, dweight_f),
-    ///     |(b, w), [tb, tw]| (add4(b, tb), add4(w, tw)));
-    /// ```
-    ///
-    /// `step` 0 is taken as 1. Cost: the `N` vectors of two columns (`2N` `LDS.128`) are read
-    /// before any is folded, with a 32-bit counter (a region holds fewer than 2^28 vectors):
-    /// one shared-memory round trip per two columns, as nvcc's unrolled loop. Session 17: the
-    /// same fold written `for k in strided_range(lane, tmp.len(), 32) { .. tmp.get(k) .. }` (a
-    /// 64-bit counter, each vector folded as it arrived) had ptxas issue one `LDS.128` at a
-    /// time under `launch_bounds(512, 2)`'s 64 registers (llm.c's layernorm backward: one
-    /// round trip per vector, twice per 256 columns of a row, while 15 warps wait at the next
-    /// barrier).
-    #[inline(always)]
-    pub fn fold_columns<A, const N: usize>(regions: [Self; N], first: usize, step: usize, init: A, mut f: impl FnMut(A, [[T; 4]; N]) -> A) -> A {
-        let len = regions.iter().map(|r| r.len).min().unwrap_or(0);
-        let mut acc = init;
-        if first >= len {
-            return acc;
-        }
-        // SAFETY (each read of `at`): the caller passes `k < len`, the shortest region's length.
-        let at = |k: u32| regions.map(|r| unsafe { r.get_unchecked(k as usize) });
-        if step >= len {
-            // The next column would be past the end.
-            return f(acc, at(first as u32));
-        }
-        // `len < 2^28` (each region's memory is inside the 32-bit shared window, 16 bytes a
-        // vector), so every value below fits in a `u32`: `k < len`, `step < len`, and
-        // `k + 2 step < 3 · 2^28`. (No clamp of `step` by `len`: a constant step stays one.)
-        let (len, step) = (len as u32, step.max(1) as u32);
-        let mut k = first as u32;
-        while k + step < len {
-            // `k < k + step < len`: both columns read before either is folded.
-            let (a, b) = (at(k), at(k + step));
-            acc = f(acc, a);
-            acc = f(acc, b);
-            k += 2 * step;
-        }
-        if k < len {
-            acc = f(acc, at(k));
-        }
-        acc
-    }
-
     /// Splits into vectors `[0, mid)` and `[mid, len)`: both start 16-byte aligned.
     ///
     /// # Panics

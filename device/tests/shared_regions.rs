@@ -7,7 +7,7 @@
 
 use ferrocuda_device::cpu::{CpuError, CpuExecutor, LaunchConfig};
 use ferrocuda_device::shared::dynamic_shared;
-use ferrocuda_device::shared_vector::{SharedSliceX4, dynamic_shared_x4};
+use ferrocuda_device::shared_vector::dynamic_shared_x4;
 use ferrocuda_device::sync::sync_threads;
 use ferrocuda_device::thread::{block_dim_x, strided_range, thread_idx_x};
 
@@ -155,51 +155,5 @@ fn p30_a_lane_column_over_a_regions_length_reads_every_other_warps_slot() {
                 })
                 .unwrap();
         }
-    }
-}
-
-/// Session 17: `fold_column` / `fold_columns` visit `first, first + step, ..` below the
-/// (shortest) region's length, in that order, as a `strided_range` loop does (the same bits
-/// for a float sum): every first lane, steps 0 (taken as 1), 1, 3, 32 and past the end, region
-/// lengths with an even and an odd number of columns (the paired loop and its tail), on the
-/// CPU executor (bounds-, alignment- and race-checked).
-#[test]
-fn p30_s17_fold_columns_visits_a_strided_column_in_order() {
-    let executor = CpuExecutor::new();
-    for len in [0usize, 1, 2, 5, 15, 16, 47] {
-        // Two regions of `len` vectors and a third of `len + 3` (the shortest bounds the fold).
-        let config = LaunchConfig::new(1u32, 64u32).with_shared_bytes(((3 * len + 3) * 16) as u32);
-        executor
-            .run("p30_s17_fold_columns", config, &|| {
-                let ([a, b], rest) = dynamic_shared_x4::<f32>().carve::<2>(len);
-                let t = thread_idx_x() as usize;
-                for k in strided_range(t, len, block_dim_x() as usize) {
-                    // Values whose float sums depend on the order.
-                    a.set(k, [1.0 + k as f32 * 1e-3, 1e7, -(k as f32), 0.1 * k as f32]);
-                    b.set(k, [k as f32, 3.0, 1e-8 * k as f32, -1e7]);
-                }
-                for k in strided_range(t, rest.len(), block_dim_x() as usize) {
-                    rest.set(k, [7.0; 4]);
-                }
-                sync_threads();
-                let add4 = |x: [f32; 4], y: [f32; 4]| [x[0] + y[0], x[1] + y[1], x[2] + y[2], x[3] + y[3]];
-                for step in [0usize, 1, 3, 32, len + 1] {
-                    let first = t % (len + 2);
-                    let mut want = ([0.5f32; 4], [0.25f32; 4]);
-                    let mut visited = 0;
-                    for k in strided_range(first, len, step.max(1)) {
-                        want = (add4(want.0, a.get(k)), add4(want.1, b.get(k)));
-                        visited += 1;
-                    }
-                    let got = SharedSliceX4::fold_columns([a, b, rest], first, step, ([0.5f32; 4], [0.25f32; 4], 0), |(x, y, n), [va, vb, _]| {
-                        (add4(x, va), add4(y, vb), n + 1)
-                    });
-                    assert_eq!((got.0, got.1), want, "len {len}, first {first}, step {step}");
-                    assert_eq!(got.2, visited, "len {len}, first {first}, step {step}: columns visited");
-                    let one = a.fold_column(first, step, [0.5f32; 4], add4);
-                    assert_eq!(one, want.0, "fold_column, len {len}, first {first}, step {step}");
-                }
-            })
-            .unwrap_or_else(|e| panic!("len {len}: {e}"));
     }
 }

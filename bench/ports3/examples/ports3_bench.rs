@@ -627,67 +627,6 @@ fn run() -> R<()> {
             &format!("BT{rows} C{c}"),
             timer.pair(&context, &stream, &mut run_regions, &mut run_twin, &mut reset_flag, true)?,
         );
-        // Session 17: the regions variant with warp 0's column loop as `SharedSliceX4::fold_columns`
-        // and the inputs read at a 32-bit row offset.
-        let mut c_dinp = DeviceBuffer::from_slice(&context, &x128(&dinp))?;
-        let mut c_dbias = DeviceBuffer::from_slice(&context, &x128(&dbias))?;
-        let mut c_dweight = DeviceBuffer::from_slice(&context, &x128(&dweight))?;
-        // The same call as `run_columns` below (a closure holding the buffers would keep them
-        // borrowed through the checks).
-        llmc::layernorm_backward_kernel10_columns::launch(
-            &stream,
-            config,
-            &mut c_dinp,
-            &mut c_dweight,
-            &mut c_dbias,
-            &mut o_scratch,
-            &mut o_counter,
-            &d_dout,
-            &d_inp,
-            &d_weight,
-            &d_mean,
-            &d_rstd,
-            rows as u32,
-            c as u32 / 8,
-            c as u32 / 4,
-        )
-        .unwrap();
-        stream.synchronize()?;
-        let got: Vec<f32> = c_dinp.to_vec()?.iter().flat_map(|x| x.v).map(bf16::to_f32).collect();
-        failed += !check("layernorm_backward_kernel10 (columns) dinp", "ours", max_rel(got, want_ln.dinp.clone(), 0.1), 1.0 / 64.0) as i32;
-        failed += !check("layernorm_backward_kernel10 (columns) dbias", "ours", max_rel(unpack(c_dbias.to_vec()?), want_ln.dbias.clone(), db_floor), 1.0 / 64.0)
-            as i32;
-        failed += !check(
-            "layernorm_backward_kernel10 (columns) dweight",
-            "ours",
-            max_rel(unpack(c_dweight.to_vec()?), want_ln.dweight.clone(), db_floor),
-            1.0 / 64.0,
-        ) as i32;
-        let mut run_columns = || {
-            llmc::layernorm_backward_kernel10_columns::launch(
-                &stream,
-                config,
-                &mut c_dinp,
-                &mut c_dweight,
-                &mut c_dbias,
-                &mut o_scratch,
-                &mut o_counter,
-                &d_dout,
-                &d_inp,
-                &d_weight,
-                &d_mean,
-                &d_rstd,
-                rows as u32,
-                c as u32 / 8,
-                c as u32 / 4,
-            )
-            .unwrap()
-        };
-        report(
-            "layernorm_backward_kernel10 (columns) (1 event pair per launch)",
-            &format!("BT{rows} C{c}"),
-            timer.pair(&context, &stream, &mut run_columns, &mut run_twin, &mut reset_flag, true)?,
-        );
     }
 
     // ---- merge_attn_states_kernel

@@ -128,7 +128,7 @@ pub use slice::DisjointSlice;
 pub use tile::{BlockTile, PerBlockTile, TileMut, block_tile};
 pub use unchecked::UncheckedSlice;
 pub use warp_rows::{
-    LaneRow, LaneRowIter, LaneRowZip, LaneRowZipN, PerWarpRow, RowInput, WarpRow, WarpRowIter, warp_row, warp_row_reversed, warp_rows, warp_rows_reversed,
+    LaneRow, LaneRowIter, LaneRowZip, LaneRowZipN, PerWarpRow, WarpRow, WarpRowIter, warp_row, warp_row_reversed, warp_rows, warp_rows_reversed,
 };
 pub use window::{Window, window};
 // The partitions without an alias of their own, where the docs' `DisjointSlice<T, BlockRows>`

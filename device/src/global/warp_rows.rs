@@ -366,37 +366,6 @@ impl<'a, T: Pod> LaneRow<'a, T> {
         }
     }
 
-    /// The same row of an input laid out as the output (row `r` at elements `r * cols ..
-    /// (r + 1) * cols`: llm.c's `dout + bt * C`), held as a 32-bit offset into the whole
-    /// input: `None` when `input` is shorter than that. Its [`get`](RowInput::get) computes
-    /// `input + (offset + c)` per access, as nvcc does from `bt * C + c`, where `&input[r *
-    /// cols..][c]` through a slice keeps the row's 64-bit pointer (and, checked against the
-    /// input's length, a 64-bit bound) live across the loop: two to four registers per input.
-    /// llm.c's layernorm backward (session 17):
-    ///
-    /// ```ignore
-    /// let (Some(dout_bt), Some(inp_bt)) = (row.input(dout), row.input(inp)) else { break };
-    /// row.zip_inputs([dout_bt.as_slice(), inp_bt.as_slice(), weight]).for_each(..);   // the first pass
-    /// .. dout_bt.get(chunk) ..                                                          // a loop with barriers
-    /// ```
-    ///
-    /// # Panics
-    /// When the row ends past element `u32::MAX` of `input` (a 32-bit offset does not reach
-    /// it; take `input.get(r * cols..(r + 1) * cols)` there).
-    #[inline(always)]
-    #[track_caller]
-    pub fn input<'b, U>(&self, input: &'b [U]) -> Option<RowInput<'b, U>> {
-        let start = self.index as u64 * self.cols as u64;
-        let end = start + self.cols as u64;
-        if end > input.len() as u64 {
-            return None;
-        }
-        if end > u32::MAX as u64 {
-            row_past_32_bits(end);
-        }
-        Some(RowInput { base: input.as_ptr(), start: start as u32, cols: self.cols, _input: PhantomData })
-    }
-
     /// The thread's elements beside the same columns of an input row: `(&input[c], &mut
     /// row[c])` for `c = lane, lane + stride, ...` below both `cols` and `input.len()`, with
     /// one bound computed once (a loop as short as CUDA's `for (c = lane; c < n; c += stride)`).
@@ -508,62 +477,6 @@ impl<'a, T: Pod> Iterator for LaneRowIter<'a, T> {
             acc = f(acc, unsafe { &mut *self.row.add(col) });
         }
         acc
-    }
-}
-
-#[cold]
-#[track_caller]
-fn row_past_32_bits(end: u64) -> ! {
-    panic!("LaneRow::input: the row ends at element {end} of the input, past a 32-bit offset; take the row as `input.get(row * cols..(row + 1) * cols)`")
-}
-
-/// A row of an input as a 32-bit offset into the whole input ([`LaneRow::input`]): element `c`
-/// is `input[start + c]` for `c < cols`.
-#[derive(Clone, Copy)]
-pub struct RowInput<'b, U> {
-    /// The whole input's first element (a kernel parameter: ptxas reads it from the constant
-    /// bank, no register).
-    base: *const U,
-    /// The row's first element; `start + cols <= input.len()` and `<= u32::MAX`.
-    start: u32,
-    cols: u32,
-    _input: PhantomData<&'b [U]>,
-}
-
-impl<'b, U> RowInput<'b, U> {
-    /// The row's width.
-    #[inline(always)]
-    pub fn len(&self) -> usize {
-        self.cols as usize
-    }
-
-    /// Whether the row is empty.
-    #[inline(always)]
-    pub fn is_empty(&self) -> bool {
-        self.cols == 0
-    }
-
-    /// Element `c` of the row, `None` past its width. The address is `input + (start + c)`,
-    /// the sum in 32 bits: nothing of the row but `start` stays live in a loop.
-    #[inline(always)]
-    pub fn get(&self, c: usize) -> Option<&'b U> {
-        if c < self.cols as usize {
-            // A plain `u32` add (`start + c < start + cols <= u32::MAX`: no wrap), so LLVM
-            // cannot split the sum into a loop-invariant 64-bit row pointer plus `c`.
-            let at = self.start.wrapping_add(c as u32);
-            // SAFETY: `at < start + cols <= input.len()` (checked in `LaneRow::input`); the
-            // input is borrowed for `'b`.
-            Some(unsafe { &*self.base.add(at as usize) })
-        } else {
-            None
-        }
-    }
-
-    /// The row as a slice (for [`LaneRow::zip_inputs`] and the like).
-    #[inline(always)]
-    pub fn as_slice(&self) -> &'b [U] {
-        // SAFETY: `start + cols <= input.len()`; the input is borrowed for `'b`.
-        unsafe { core::slice::from_raw_parts(self.base.add(self.start as usize), self.cols as usize) }
     }
 }
 
