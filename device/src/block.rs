@@ -15,8 +15,8 @@
 //! ```
 //!
 //! For a block size known only at run time, and the result in one thread as CUB gives it, use
-//! [`RuntimeBlockReduce`] (fewer registers at large blocks: no thread folds every warp's
-//! partial).
+//! [`RuntimeBlockReduce`] (fewer registers at large blocks: only thread 0 folds the warps'
+//! partials, as CUB's second level does, where here every thread does).
 //!
 //! `THREADS` is the block size, a multiple of 32 up to 1024 (a compile error otherwise); a
 //! launch with another block size panics at the first collective (one comparison, like a
@@ -459,9 +459,9 @@ fn fold_slots_in_warp<T: BlockValue>(slots: SharedArray<T, 32>, lane: u32, warps
 /// llm.c's `blockReduce` does in 2 barriers (each call site its own `shared_val`), is
 /// [`max_then_sum_all`](Self::max_then_sum_all): 2 barriers, where `max_all` then `sum_all`
 /// take 4. `max` and `min` are one `max`/`min` instruction a step (`FMNMX` for `f32`; CUB's
-/// `cuda::maximum` is a compare and a select). Unlike [`BlockReduce`], no thread folds 32
-/// partials in registers: the register count stays near CUB's (docs/performance.md has
-/// both). The `_all` forms have every warp fold the partials (a power-of-two `W`: a butterfly
+/// `cuda::maximum` is a compare and a select). Unlike [`BlockReduce`], where every thread
+/// folds the 32 partials, only thread 0 does, as in CUB: the register count stays within 4 of
+/// CUB's (docs/performance.md has both). The `_all` forms have every warp fold the partials (a power-of-two `W`: a butterfly
 /// of `log2 W` steps, 3 at 256 threads, every lane ending with the total, no broadcast
 /// shuffle; any `W` for `sum_all` and
 /// [`reduce_all_with_identity`](Self::reduce_all_with_identity), the identity filling the lanes

@@ -377,16 +377,15 @@ impl<'a, T: Pod> LaneRow<'a, T> {
     /// with it the kernel's panic path).
     #[inline(always)]
     pub fn zip_input<'b, U>(self, input: &'b [U]) -> LaneRowZip<'a, 'b, T, U> {
-        // `min` in `usize`, then below `cols`, a `u32`.
-        let end = (self.cols as usize).min(input.len()) as u32;
+        let end = (self.cols as usize).min(input.len());
         LaneRowZip {
             row: self.row,
             input: input.as_ptr(),
             start: self.start,
             output: self.output,
             len: self.len,
-            col: self.lane,
-            stride: self.stride,
+            col: self.lane as usize,
+            stride: self.stride as usize,
             end,
             _borrows: PhantomData,
         }
@@ -404,15 +403,15 @@ impl<'a, T: Pod> LaneRow<'a, T> {
     /// [`LaneRowZipN`]'s `fold`); one input keeps `.nc` either way.
     #[inline(always)]
     pub fn zip_inputs<'b, U, const N: usize>(self, inputs: [&'b [U]; N]) -> LaneRowZipN<'a, 'b, T, U, N> {
-        let end = inputs.iter().fold(self.cols as usize, |end, input| end.min(input.len())) as u32;
+        let end = inputs.iter().fold(self.cols as usize, |end, input| end.min(input.len()));
         LaneRowZipN {
             row: self.row,
             inputs: inputs.map(|input| input.as_ptr()),
             start: self.start,
             output: self.output,
             len: self.len,
-            col: self.lane,
-            stride: self.stride,
+            col: self.lane as usize,
+            stride: self.stride as usize,
             end,
             _borrows: PhantomData,
         }
@@ -487,13 +486,10 @@ pub struct LaneRowZip<'a, 'b, T: Pod, U> {
     start: usize,
     output: *mut T,
     len: usize,
-    col: u32,
-    stride: u32,
-    /// `min(cols, input.len())`. Columns are `u32`s (a row's width is), so the loop's
-    /// counter and bound take one register each, not a 64-bit pair (session 17: the bound is
-    /// loop-invariant and LLVM hoists it out of a grid-stride loop over rows, where a 64-bit
-    /// one held two of the 64 registers `launch_bounds(512, 2)` allows through every row).
-    end: u32,
+    col: usize,
+    stride: usize,
+    /// `min(cols, input.len())`.
+    end: usize,
     _borrows: PhantomData<(&'a mut T, &'b [U])>,
 }
 
@@ -503,9 +499,9 @@ impl<'a, 'b, T: Pod, U> Iterator for LaneRowZip<'a, 'b, T, U> {
     #[inline(always)]
     fn next(&mut self) -> Option<(&'b U, &'a mut T)> {
         if self.col < self.end {
-            let col = self.col as usize;
-            // Saturating: never wraps back to a smaller column.
-            self.col = self.col.saturating_add(self.stride);
+            let col = self.col;
+            // `col < end <= u32::MAX` and `stride <= u32::MAX`: no overflow in usize.
+            self.col = col + self.stride;
             super::note_output(self.output, self.len, self.start + col, 1, true);
             // SAFETY: `col < cols` (inside this thread's row, as in `LaneRow::get_mut`;
             // yielded once, the column only grows) and `col < input.len()`.
@@ -521,8 +517,8 @@ impl<'a, 'b, T: Pod, U> Iterator for LaneRowZip<'a, 'b, T, U> {
     fn fold<B, F: FnMut(B, Self::Item) -> B>(mut self, init: B, mut f: F) -> B {
         let mut acc = init;
         while self.col < self.end {
-            let col = self.col as usize;
-            self.col = self.col.saturating_add(self.stride);
+            let col = self.col;
+            self.col = col + self.stride;
             super::note_output(self.output, self.len, self.start + col, 1, true);
             // SAFETY: as in `next`.
             acc = f(acc, unsafe { (&*self.input.add(col), &mut *self.row.add(col)) });
@@ -538,10 +534,10 @@ pub struct LaneRowZipN<'a, 'b, T: Pod, U, const N: usize> {
     start: usize,
     output: *mut T,
     len: usize,
-    col: u32,
-    stride: u32,
-    /// `min(cols, every input's length)`, a `u32` as in [`LaneRowZip`].
-    end: u32,
+    col: usize,
+    stride: usize,
+    /// `min(cols, every input's length)`.
+    end: usize,
     _borrows: PhantomData<(&'a mut T, &'b [U])>,
 }
 
@@ -551,9 +547,9 @@ impl<'a, 'b, T: Pod, U, const N: usize> Iterator for LaneRowZipN<'a, 'b, T, U, N
     #[inline(always)]
     fn next(&mut self) -> Option<([&'b U; N], &'a mut T)> {
         if self.col < self.end {
-            let col = self.col as usize;
-            // Saturating: never wraps back to a smaller column.
-            self.col = self.col.saturating_add(self.stride);
+            let col = self.col;
+            // `col < end <= u32::MAX` and `stride <= u32::MAX`: no overflow in usize.
+            self.col = col + self.stride;
             super::note_output(self.output, self.len, self.start + col, 1, true);
             // SAFETY: `col < cols` (inside this thread's row, as in `LaneRow::get_mut`;
             // yielded once, the column only grows) and `col` is below every input's length.
@@ -576,8 +572,8 @@ impl<'a, 'b, T: Pod, U, const N: usize> Iterator for LaneRowZipN<'a, 'b, T, U, N
     fn fold<B, F: FnMut(B, Self::Item) -> B>(mut self, init: B, mut f: F) -> B {
         let mut acc = init;
         while self.col < self.end {
-            let col = self.col as usize;
-            self.col = self.col.saturating_add(self.stride);
+            let col = self.col;
+            self.col = col + self.stride;
             super::note_output(self.output, self.len, self.start + col, 1, true);
             // SAFETY: as in `next`.
             acc = f(acc, unsafe { (refs_at(&self.inputs, col), &mut *self.row.add(col)) });
