@@ -112,6 +112,11 @@ pub fn attention_backward_sm90<T: Element>(executor: &CpuExecutor, operands: Bac
     attention_backward_sm90_kernel(executor, kernel, operands, shape)
 }
 
+/// Blocks of the sm_90 backward's persistent instances on the CPU executor (the GPU runs one
+/// per SM): three, so that in the tests' shapes each block takes several key blocks of
+/// different heads.
+const PERSISTENT_BLOCKS: usize = 3;
+
 /// [`attention_backward_sm90`] with the kernel instance named (one of
 /// [`hopper_backward_kernels`](crate::attention::hopper_backward_kernels)`(shape, 90)`, or the
 /// [`hopper_backward_trial_kernel`](crate::attention::hopper_backward_trial_kernel)).
@@ -128,7 +133,7 @@ pub fn attention_backward_sm90_kernel<T: Element>(executor: &CpuExecutor, kernel
     let Some(&kernel) = names.iter().find(|&&name| name == kernel) else {
         return Err(crate::error::unsupported("kernel", kernel, format!("one of {names:?}")));
     };
-    let (bulk, early, lpt) = (!kernel.ends_with("_red"), !kernel.contains("_late"), kernel.ends_with("_lpt"));
+    let (bulk, early, lpt, persistent) = (!kernel.contains("_red"), !kernel.contains("_late"), kernel.ends_with("_lpt"), kernel.ends_with("_persistent"));
     let seq_pad = padded_seq(shape.seq_q as u32);
     let rows = shape.batch * shape.heads_q * seq_pad as usize;
     let (mut lse2, mut delta) = (vec![0.0f32; rows], vec![0.0f32; rows]);
@@ -159,11 +164,19 @@ pub fn attention_backward_sm90_kernel<T: Element>(executor: &CpuExecutor, kernel
         heads_kv: shape.heads_kv as u32,
         bshd: (shape.layout == crate::attention::Layout::Bshd) as u32,
         scale: kernel_shape.scale,
+        batch: shape.batch as u32,
     };
     let map_addresses: Vec<usize> = maps.iter().map(|m| &**m as *const DeviceMap as usize).collect();
     let pointers = [dq_acc.as_mut_ptr() as usize, dk_words.as_mut_ptr() as usize, dv_words.as_mut_ptr() as usize];
-    let config = LaunchConfig::new((blocks_x(shape.seq_kv as u32, shape.causal && early), (shape.batch * shape.heads_kv) as u32), THREADS)
-        .with_shared_bytes(shared_bytes(head_dim));
+    // The persistent instances on `PERSISTENT_BLOCKS` blocks (fewer than the key blocks of all
+    // heads in the tests' shapes: each block takes several, across heads), as on a GPU's SMs.
+    let grid = if persistent {
+        let units = shape.seq_kv.div_ceil(128) * shape.batch * shape.heads_kv;
+        (units.min(PERSISTENT_BLOCKS) as u32, 1)
+    } else {
+        (blocks_x(shape.seq_kv as u32, shape.causal && early), (shape.batch * shape.heads_kv) as u32)
+    };
+    let config = LaunchConfig::new(grid, THREADS).with_shared_bytes(shared_bytes(head_dim));
     let body = || {
         let m = [0, 1, 2, 3, 4, 5].map(|i| map_addresses[i] as *const DeviceMap);
         let [a, dk, dv] = pointers;
@@ -175,31 +188,33 @@ pub fn attention_backward_sm90_kernel<T: Element>(executor: &CpuExecutor, kernel
         // shared memory are the kernel's.
         unsafe {
             match (head_dim, shape.causal, T::F16, bulk, early) {
-                _ if lpt => backward_body::<128, true, false, true, false, false, true>(m, a, dk, dv, problem),
-                (64, false, false, true, true) => backward_body::<64, false, false, true, true, true, false>(m, a, dk, dv, problem),
-                (64, false, false, false, true) => backward_body::<64, false, false, false, true, true, false>(m, a, dk, dv, problem),
-                (64, false, false, true, false) => backward_body::<64, false, false, true, false, false, false>(m, a, dk, dv, problem),
-                (64, false, true, true, true) => backward_body::<64, false, true, true, true, true, false>(m, a, dk, dv, problem),
-                (64, false, true, false, true) => backward_body::<64, false, true, false, true, true, false>(m, a, dk, dv, problem),
-                (64, false, true, true, false) => backward_body::<64, false, true, true, false, false, false>(m, a, dk, dv, problem),
-                (64, true, false, true, true) => backward_body::<64, true, false, true, true, true, false>(m, a, dk, dv, problem),
-                (64, true, false, false, true) => backward_body::<64, true, false, false, true, true, false>(m, a, dk, dv, problem),
-                (64, true, false, true, false) => backward_body::<64, true, false, true, false, false, false>(m, a, dk, dv, problem),
-                (64, true, true, true, true) => backward_body::<64, true, true, true, true, true, false>(m, a, dk, dv, problem),
-                (64, true, true, false, true) => backward_body::<64, true, true, false, true, true, false>(m, a, dk, dv, problem),
-                (64, true, true, true, false) => backward_body::<64, true, true, true, false, false, false>(m, a, dk, dv, problem),
-                (128, false, false, true, true) => backward_body::<128, false, false, true, true, true, false>(m, a, dk, dv, problem),
-                (128, false, false, false, true) => backward_body::<128, false, false, false, true, true, false>(m, a, dk, dv, problem),
-                (128, false, false, true, false) => backward_body::<128, false, false, true, false, false, false>(m, a, dk, dv, problem),
-                (128, false, true, true, true) => backward_body::<128, false, true, true, true, true, false>(m, a, dk, dv, problem),
-                (128, false, true, false, true) => backward_body::<128, false, true, false, true, true, false>(m, a, dk, dv, problem),
-                (128, false, true, true, false) => backward_body::<128, false, true, true, false, false, false>(m, a, dk, dv, problem),
-                (128, true, false, true, true) => backward_body::<128, true, false, true, true, true, false>(m, a, dk, dv, problem),
-                (128, true, false, false, true) => backward_body::<128, true, false, false, true, true, false>(m, a, dk, dv, problem),
-                (128, true, false, true, false) => backward_body::<128, true, false, true, false, false, false>(m, a, dk, dv, problem),
-                (128, true, true, true, true) => backward_body::<128, true, true, true, true, true, false>(m, a, dk, dv, problem),
-                (128, true, true, false, true) => backward_body::<128, true, true, false, true, true, false>(m, a, dk, dv, problem),
-                (128, true, true, true, false) => backward_body::<128, true, true, true, false, false, false>(m, a, dk, dv, problem),
+                _ if lpt => backward_body::<128, true, false, true, false, false, true, false>(m, a, dk, dv, problem),
+                (128, false, false, true, true) if persistent => backward_body::<128, false, false, true, true, true, false, true>(m, a, dk, dv, problem),
+                (64, false, false, false, true) if persistent => backward_body::<64, false, false, false, true, true, false, true>(m, a, dk, dv, problem),
+                (64, false, false, true, true) => backward_body::<64, false, false, true, true, true, false, false>(m, a, dk, dv, problem),
+                (64, false, false, false, true) => backward_body::<64, false, false, false, true, true, false, false>(m, a, dk, dv, problem),
+                (64, false, false, true, false) => backward_body::<64, false, false, true, false, false, false, false>(m, a, dk, dv, problem),
+                (64, false, true, true, true) => backward_body::<64, false, true, true, true, true, false, false>(m, a, dk, dv, problem),
+                (64, false, true, false, true) => backward_body::<64, false, true, false, true, true, false, false>(m, a, dk, dv, problem),
+                (64, false, true, true, false) => backward_body::<64, false, true, true, false, false, false, false>(m, a, dk, dv, problem),
+                (64, true, false, true, true) => backward_body::<64, true, false, true, true, true, false, false>(m, a, dk, dv, problem),
+                (64, true, false, false, true) => backward_body::<64, true, false, false, true, true, false, false>(m, a, dk, dv, problem),
+                (64, true, false, true, false) => backward_body::<64, true, false, true, false, false, false, false>(m, a, dk, dv, problem),
+                (64, true, true, true, true) => backward_body::<64, true, true, true, true, true, false, false>(m, a, dk, dv, problem),
+                (64, true, true, false, true) => backward_body::<64, true, true, false, true, true, false, false>(m, a, dk, dv, problem),
+                (64, true, true, true, false) => backward_body::<64, true, true, true, false, false, false, false>(m, a, dk, dv, problem),
+                (128, false, false, true, true) => backward_body::<128, false, false, true, true, true, false, false>(m, a, dk, dv, problem),
+                (128, false, false, false, true) => backward_body::<128, false, false, false, true, true, false, false>(m, a, dk, dv, problem),
+                (128, false, false, true, false) => backward_body::<128, false, false, true, false, false, false, false>(m, a, dk, dv, problem),
+                (128, false, true, true, true) => backward_body::<128, false, true, true, true, true, false, false>(m, a, dk, dv, problem),
+                (128, false, true, false, true) => backward_body::<128, false, true, false, true, true, false, false>(m, a, dk, dv, problem),
+                (128, false, true, true, false) => backward_body::<128, false, true, true, false, false, false, false>(m, a, dk, dv, problem),
+                (128, true, false, true, true) => backward_body::<128, true, false, true, true, true, false, false>(m, a, dk, dv, problem),
+                (128, true, false, false, true) => backward_body::<128, true, false, false, true, true, false, false>(m, a, dk, dv, problem),
+                (128, true, false, true, false) => backward_body::<128, true, false, true, false, false, false, false>(m, a, dk, dv, problem),
+                (128, true, true, true, true) => backward_body::<128, true, true, true, true, true, false, false>(m, a, dk, dv, problem),
+                (128, true, true, false, true) => backward_body::<128, true, true, false, true, true, false, false>(m, a, dk, dv, problem),
+                (128, true, true, true, false) => backward_body::<128, true, true, true, false, false, false, false>(m, a, dk, dv, problem),
                 _ => unreachable!("hopper_backward_kernels: head dims 64 and 128, no `_red` + `_late` instance"),
             }
         }

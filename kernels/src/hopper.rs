@@ -348,14 +348,27 @@ pub fn hopper_backward_kernels<T: Element>(shape: &Attention, arch: u32) -> Opti
     TWINS.iter().find(|names| names.contains(&picked)).copied()
 }
 
-/// The sm_90 backward's trial instance for `shape` on `arch`, if it has one: for bf16, D 128,
-/// causal (where [`hopper_backward_kernel`] picks `_late`), `attention_backward_d128_causal_bf16_late_lpt`,
-/// the `_late` schedule with its blocks longest walk first within groups of heads
-/// (`ferrocuda_kernels_hopper::attention::longest_first`: the grid ends with its shortest
-/// walks). Not picked by any call until a GPU run has timed it; `attention_backward_sm90` runs it
-/// by name.
+/// The sm_90 backward's trial instance for `shape` on `arch`, if it has one, for benchmarks and
+/// tests beside [`hopper_backward_kernels`]; `attention_backward_sm90` runs it by name:
+/// - bf16, D 128, causal (where [`hopper_backward_kernel`] picks `_late`):
+///   `attention_backward_d128_causal_bf16_late_lpt`, the `_late` schedule with its blocks
+///   longest walk first within groups of heads
+///   (`ferrocuda_kernels_hopper::attention::longest_first`: the grid ends with its shortest
+///   walks; session 12: slower than the pick);
+/// - bf16 without the mask (session 17): the persistent form of the pick,
+///   `attention_backward_d128_bf16_persistent` (bulk `dQ`) or
+///   `attention_backward_d64_bf16_red_persistent`: a grid of at most one block per SM, each
+///   block taking key blocks `block, block + grid, ..` of all heads in turn, the next one's
+///   first Q and dO tiles loaded during this one's last steps and its K and V while this one's
+///   dK and dV are stored (the one-block-per-key-block grid pays a block's start and end per
+///   128 keys: 8 steps at S 512).
 pub fn hopper_backward_trial_kernel<T: Element>(shape: &Attention, arch: u32) -> Option<&'static str> {
-    (hopper_backward_kernel::<T>(shape, arch)? == "attention_backward_d128_causal_bf16_late").then_some("attention_backward_d128_causal_bf16_late_lpt")
+    match hopper_backward_kernel::<T>(shape, arch)? {
+        "attention_backward_d128_causal_bf16_late" => Some("attention_backward_d128_causal_bf16_late_lpt"),
+        "attention_backward_d128_bf16" => Some("attention_backward_d128_bf16_persistent"),
+        "attention_backward_d64_bf16_red" => Some("attention_backward_d64_bf16_red_persistent"),
+        _ => None,
+    }
 }
 
 /// Every sm_90 backward instance that may run `shape` on `arch` by name: [`hopper_backward_kernels`]
@@ -484,6 +497,14 @@ pub(crate) fn attention_backward<T: Element>(
         },
     };
     let (seq_q, seq_kv) = (shape.seq_q as u32, shape.seq_kv as u32);
+    // The persistent instances: at most a block per SM, each taking the `⌈seq_kv/128⌉ · B·Hkv`
+    // key blocks `block, block + grid, ..`; the others a block per key block (or pair).
+    let grid = if kernel.ends_with("_persistent") {
+        let Some(units) = u32::try_from(seq_kv.div_ceil(128) as u64 * (shape.batch * shape.heads_kv) as u64).ok() else { return Ok(false) };
+        (units.min(stream.context().device().multiprocessor_count()?).max(1), 1)
+    } else {
+        (blocks_x(seq_kv, shape.causal && !kernel.contains("_late")), (shape.batch * shape.heads_kv) as u32)
+    };
     let seq_pad = padded_seq(seq_q);
     debug_assert_eq!(seq_pad, hopper_padded_seq(seq_q));
     let rows = shape.batch * shape.heads_q * seq_pad as usize;
@@ -574,7 +595,8 @@ pub(crate) fn attention_backward<T: Element>(
         let (mut sq, mut skv, mut hq, mut hkv) = (seq_q, seq_kv, shape.heads_q as u32, shape.heads_kv as u32);
         let mut bshd = (shape.layout == Layout::Bshd) as u32;
         let mut scale = kernel_shape.scale;
-        let mut params: [*mut std::ffi::c_void; 15] = [
+        let mut batch = shape.batch as u32;
+        let mut params: [*mut std::ffi::c_void; 16] = [
             (&raw mut m0).cast(),
             (&raw mut m1).cast(),
             (&raw mut m2).cast(),
@@ -590,23 +612,25 @@ pub(crate) fn attention_backward<T: Element>(
             (&raw mut hkv).cast(),
             (&raw mut bshd).cast(),
             (&raw mut scale).cast(),
+            (&raw mut batch).cast(),
         ];
         // SAFETY: the kernel's contract (`ferrocuda_kernels_hopper::attention_backward`): its
-        // fifteen parameters in order (six map addresses, the dq_acc scratch, dK and dV, the
-        // lengths, heads, layout and scale); the maps (written by the launch above, in stream
+        // sixteen parameters in order (six map addresses, the dq_acc scratch, dK and dV, the
+        // lengths, heads, layout, scale and batch); the maps (written by the launch above, in stream
         // order) describe Q, K, V, dO in the layout, box and swizzle it needs, and lse2, delta
         // (`B·Hq·seq_pad` f32, written by the prep launch before it) as 1-D f32 arrays with
         // 64-element boxes; dq_acc holds `B·Hq·D·seq_pad` f32 (zeroed, 16-byte aligned); dK and
         // dV hold `B·Hkv·seq_kv·D` elements and are 4-byte aligned (checked above); every
-        // buffer is declared to the door; grid `(blocks_x(seq_kv, paired), B·Hkv)` (at most 65535), 384
-        // threads and `shared` bytes of dynamic shared memory (allowed by the attribute set
+        // buffer is declared to the door; grid `(blocks_x(seq_kv, paired), B·Hkv)` (at most
+        // 65535), or for a `_persistent` one `(g, 1)` with 1 <= g <= the key blocks of all
+        // heads (`⌈seq_kv/128⌉·B·Hkv`, a u32), 384 threads and `shared` bytes of dynamic shared memory (allowed by the attribute set
         // above) are what it was built for; `function` is the sm_90a image loaded into this
         // stream's context.
         let code = unsafe {
             sys::cuLaunchKernel(
                 function.raw(),
-                blocks_x(seq_kv, shape.causal && !kernel.contains("_late")),
-                (shape.batch * shape.heads_kv) as u32,
+                grid.0,
+                grid.1,
                 1,
                 THREADS,
                 1,

@@ -37,7 +37,12 @@
 //! key block per block: session 10's order; picked at D 128 with the causal mask);
 //! `attention_backward_d128_causal_bf16_late_lpt`, a trial (session 12, not yet timed on a GPU,
 //! so not picked): `_late` with its blocks in [`crate::attention::longest_first`] order
-//! (every head group's longest walks first, the grid ending with the shortest). Session 10's
+//! (every head group's longest walks first, the grid ending with the shortest);
+//! `attention_backward_d128_bf16_persistent` and `attention_backward_d64_bf16_red_persistent`
+//! (session 17, no mask): a grid of at most one block per SM (`(g, 1)`), block `i` taking the
+//! key blocks `i, i + g, ..` of all `⌈seq_kv / 128⌉ · batch · heads_kv` (key block fastest) one
+//! after the other, the next one's first Q/dO tiles loaded during this one's last steps and
+//! its K and V while this one's dK and dV are stored. Session 10's
 //! `_wg` (each consumer's own dQ, twice the atomics: 0.65-0.85x) and `_ov` (C7512 at D 128) are
 //! gone. Figures: `BENCHMARKS.md`, `bench/results/s11-bwd-*`.
 //!
@@ -359,6 +364,8 @@ mod body {
         pub heads_kv: u32,
         /// 0: `[B, H, S, D]`; otherwise `[B, S, H, D]`.
         pub bshd: u32,
+        /// Batch entries (read by the `_persistent` instances, whose grid does not give it).
+        pub batch: u32,
         /// The score scale.
         pub scale: f32,
     }
@@ -415,9 +422,15 @@ mod body {
     /// row `y` (a trial: the `_late_lpt` instance, not picked by `ferrocuda-kernels` until the
     /// GPU has timed it).
     ///
+    /// `PERSISTENT` (not with `CAUSAL`): block `i` of a grid `(g, 1)` takes the key blocks
+    /// (units) `i, i + g, ..` of the `⌈seq_kv / 128⌉ · batch · heads_kv`, key block fastest; a
+    /// later unit's first [`STAGES`] Q/dO tiles are loaded before its K and V.
+    ///
     /// # Safety
     /// The module's requirements; 384 threads, [`shared_bytes`]`(D)` of dynamic shared memory,
-    /// grid `(blocks_x(seq_kv, CAUSAL && STAGGER), batch·heads_kv)`; run as every thread of the grid.
+    /// grid `(blocks_x(seq_kv, CAUSAL && STAGGER), batch·heads_kv)`, or with `PERSISTENT`
+    /// `(g, 1)` with `1 <= g <=` the units (`problem.batch` the batch entries); run as every
+    /// thread of the grid.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn backward_body<
@@ -428,6 +441,7 @@ mod body {
         const EARLY_DV: bool,
         const STAGGER: bool,
         const LONGEST_FIRST: bool,
+        const PERSISTENT: bool,
     >(
         maps: [*const TensorMap; 6],
         dq_acc: *mut f32,
@@ -435,6 +449,9 @@ mod body {
         dv: *mut u32,
         problem: Problem,
     ) {
+        // The persistent schedule walks key blocks of equal length (no mask): its blocks'
+        // units are taken in turn, not balanced.
+        const { assert!(!(PERSISTENT && CAUSAL)) };
         let [q_map, k_map, v_map, do_map, lse_map, delta_map] = maps;
         let tid = thread_idx_x();
         let panel = panel_bytes(D);
@@ -461,18 +478,43 @@ mod body {
         } else {
             (block_idx_x(), block_idx_y())
         };
-        let (b, hk) = (by / heads_kv, by % heads_kv);
+        let (b_block, hk_block) = (by / heads_kv, by % heads_kv);
         let group = problem.heads_q / heads_kv;
         let seq_pad = padded_seq(problem.seq_q);
         let tiles = seq_pad / BQ;
         // This block's key blocks ("units", one after the other): with the causal mask and
         // `STAGGER`, blocks `x` and `nkb - 1 - x` (the longest walk with the shortest, so every
-        // block does about the same work: [`blocks_x`]), else block `x`.
+        // block does about the same work: [`blocks_x`]); `PERSISTENT` (a grid of at most one
+        // block per SM), units `block + u · grid` of the `nkb · batch · heads_kv` (key block
+        // fastest, so the blocks running together share a head's Q and dO in L2, as the
+        // one-block-per-unit grid's do); else block `x`.
         let nkb = problem.seq_kv.div_ceil(BN).max(1);
         let paired = CAUSAL && STAGGER;
-        let units = if paired && nkb - 1 - x > x { 2 } else { 1 };
-        let walk = |u: u32| Walk::new::<CAUSAL, STAGGER>(if u == 0 { x } else { nkb - 1 - x }, tiles, group);
-        let total_steps = walk(0).steps + if units == 2 { walk(1).steps } else { 0 };
+        let stride = grid_dim_x().max(1);
+        let units = if PERSISTENT {
+            (nkb * problem.batch * heads_kv).saturating_sub(block_idx_x()).div_ceil(stride)
+        } else if paired && nkb - 1 - x > x {
+            2
+        } else {
+            1
+        };
+        // Unit `u`'s key block and its head row `b · heads_kv + hk`, as `(kb, b, hk)`.
+        let unit = |u: u32| {
+            if PERSISTENT {
+                let linear = block_idx_x() + u * stride;
+                let row = linear / nkb;
+                (linear % nkb, row / heads_kv, row % heads_kv)
+            } else {
+                (if u == 0 { x } else { nkb - 1 - x }, b_block, hk_block)
+            }
+        };
+        let walk = |u: u32| Walk::new::<CAUSAL, STAGGER>(unit(u).0, tiles, group);
+        let total_steps = if PERSISTENT {
+            // Every unit has the same walk without the mask.
+            walk(0).steps * units
+        } else {
+            walk(0).steps + if units == 2 { walk(1).steps } else { 0 }
+        };
         // A consumer's `dQ` tile is full (the consumer's 128 threads arrive, the adding warp
         // waits) and empty again (the adding warp arrives, the consumer waits before it writes
         // the next one).
@@ -495,19 +537,35 @@ mod body {
                     let mut g = 0;
                     for u in 0..units {
                         let w = walk(u);
-                        if u > 0 {
-                            // Both consumers are done with the previous unit's K and V.
-                            layout.kv_empty().wait((u - 1) & 1);
-                        }
-                        layout.kv_full().arrive_expect_tx(4 * panel);
-                        for half in 0..2 {
-                            for c in 0..D / 64 {
-                                let at = problem.coords(64 * c, w.k0 + 64 * half, hk, b);
-                                TensorMap::load_4d(k_map, layout.k(half) + c * SLAB, layout.kv_full(), at);
-                                TensorMap::load_4d(v_map, layout.v(half) + c * SLAB, layout.kv_full(), at);
+                        let (_, b, hk) = unit(u);
+                        let kv = |u: u32| {
+                            if u > 0 {
+                                // Both consumers are done with the previous unit's K and V.
+                                layout.kv_empty().wait((u - 1) & 1);
                             }
+                            layout.kv_full().arrive_expect_tx(4 * panel);
+                            for half in 0..2 {
+                                for c in 0..D / 64 {
+                                    let at = problem.coords(64 * c, w.k0 + 64 * half, hk, b);
+                                    TensorMap::load_4d(k_map, layout.k(half) + c * SLAB, layout.kv_full(), at);
+                                    TensorMap::load_4d(v_map, layout.v(half) + c * SLAB, layout.kv_full(), at);
+                                }
+                            }
+                        };
+                        // `PERSISTENT`: the first steps' Q and dO of a later unit are loaded
+                        // before its K and V (their ring slots free up during the previous
+                        // unit's last steps; K and V only after its last), so a unit starts
+                        // with its first tiles in and waits only for K and V, which load
+                        // while the consumers store the previous unit's dK and dV.
+                        let prefetch = PERSISTENT && u > 0;
+                        let early = STAGES.min(w.steps);
+                        if !prefetch {
+                            kv(u);
                         }
                         for n in 0..w.steps {
+                            if prefetch && n == early {
+                                kv(u);
+                            }
                             let (h, q0) = w.at(n, hk * group);
                             let slot = Ring::<STAGES>::slot(g);
                             let full = layout.ring().produce(g, 2 * panel + STATS_BYTES);
@@ -521,6 +579,9 @@ mod body {
                             }
                             g += 1;
                         }
+                        if prefetch && early >= w.steps {
+                            kv(u);
+                        }
                     }
                 }
             } else if BULK_DQ && tid / 32 == 1 {
@@ -530,6 +591,7 @@ mod body {
                 let mut g = 0;
                 for u in 0..units {
                     let w = walk(u);
+                    let (_, b, hk) = unit(u);
                     for n in 0..w.steps {
                         let (h, q0) = w.at(n, hk * group);
                         let bhq = b * problem.heads_q + h;
@@ -608,6 +670,7 @@ mod body {
         let mut g = 0;
         for u in 0..units {
             let w = walk(u);
+            let (_, b, hk) = unit(u);
             let k0 = w.k0;
             let key0 = k0 + 64 * consumer + row0;
             layout.kv_full().wait(u & 1);
@@ -853,26 +916,28 @@ mod body {
     }
 
     macro_rules! kernels {
-        ($($name:ident: $d:literal, $causal:literal, $f16:literal, $bulk:literal, $early:literal, $stagger:literal $(, $lpt:literal)?;)*) => {$(
+        ($($name:ident: $d:literal, $causal:literal, $f16:literal, $bulk:literal, $early:literal, $stagger:literal, $lpt:literal, $persistent:literal;)*) => {$(
             ferrocuda_device::launch_bounds!($name, 384, 1);
             /// Attention backward (see the module docs), head dimension, mask and element type
             /// in the name.
             ///
             /// # Safety
             /// The module's requirements; 384 threads, `shared_bytes(D)` of dynamic shared
-            /// memory, grid `(blocks_x(seq_kv, paired), batch·heads_kv)` (paired: causal, not `_late`).
+            /// memory, grid `(blocks_x(seq_kv, paired), batch·heads_kv)` (paired: causal, not
+            /// `_late`), or for `_persistent` `(g, 1)` with `1 <= g <= ⌈seq_kv / 128⌉ · batch ·
+            /// heads_kv` (a u32); `batch` the batch entries.
             #[cfg(target_arch = "nvptx64")]
             #[unsafe(no_mangle)]
             #[allow(clippy::too_many_arguments)]
             pub unsafe extern "ptx-kernel" fn $name(
                 q_map: *const TensorMap, k_map: *const TensorMap, v_map: *const TensorMap, do_map: *const TensorMap,
                 lse_map: *const TensorMap, delta_map: *const TensorMap, dq_acc: *mut f32, dk: *mut u32, dv: *mut u32,
-                seq_q: u32, seq_kv: u32, heads_q: u32, heads_kv: u32, bshd: u32, scale: f32,
+                seq_q: u32, seq_kv: u32, heads_q: u32, heads_kv: u32, bshd: u32, scale: f32, batch: u32,
             ) {
-                let problem = Problem { seq_q, seq_kv, heads_q, heads_kv, bshd, scale };
+                let problem = Problem { seq_q, seq_kv, heads_q, heads_kv, bshd, scale, batch };
                 // SAFETY: the kernel's contract.
                 unsafe {
-                    backward_body::<$d, $causal, $f16, $bulk, $early, $stagger, { false $(|| $lpt)? }>(
+                    backward_body::<$d, $causal, $f16, $bulk, $early, $stagger, $lpt, $persistent>(
                         [q_map, k_map, v_map, do_map, lse_map, delta_map], dq_acc, dk, dv, problem,
                     )
                 }
@@ -881,31 +946,33 @@ mod body {
     }
 
     kernels! {
-        attention_backward_d64_bf16: 64, false, false, true, true, true;
-        attention_backward_d64_bf16_red: 64, false, false, false, true, true;
-        attention_backward_d64_bf16_late: 64, false, false, true, false, false;
-        attention_backward_d64_causal_bf16: 64, true, false, true, true, true;
-        attention_backward_d64_causal_bf16_red: 64, true, false, false, true, true;
-        attention_backward_d64_causal_bf16_late: 64, true, false, true, false, false;
-        attention_backward_d128_bf16: 128, false, false, true, true, true;
-        attention_backward_d128_bf16_red: 128, false, false, false, true, true;
-        attention_backward_d128_bf16_late: 128, false, false, true, false, false;
-        attention_backward_d128_causal_bf16: 128, true, false, true, true, true;
-        attention_backward_d128_causal_bf16_red: 128, true, false, false, true, true;
-        attention_backward_d128_causal_bf16_late: 128, true, false, true, false, false;
-        attention_backward_d128_causal_bf16_late_lpt: 128, true, false, true, false, false, true;
-        attention_backward_d64_f16: 64, false, true, true, true, true;
-        attention_backward_d64_f16_red: 64, false, true, false, true, true;
-        attention_backward_d64_f16_late: 64, false, true, true, false, false;
-        attention_backward_d64_causal_f16: 64, true, true, true, true, true;
-        attention_backward_d64_causal_f16_red: 64, true, true, false, true, true;
-        attention_backward_d64_causal_f16_late: 64, true, true, true, false, false;
-        attention_backward_d128_f16: 128, false, true, true, true, true;
-        attention_backward_d128_f16_red: 128, false, true, false, true, true;
-        attention_backward_d128_f16_late: 128, false, true, true, false, false;
-        attention_backward_d128_causal_f16: 128, true, true, true, true, true;
-        attention_backward_d128_causal_f16_red: 128, true, true, false, true, true;
-        attention_backward_d128_causal_f16_late: 128, true, true, true, false, false;
+        attention_backward_d64_bf16: 64, false, false, true, true, true, false, false;
+        attention_backward_d64_bf16_red: 64, false, false, false, true, true, false, false;
+        attention_backward_d64_bf16_late: 64, false, false, true, false, false, false, false;
+        attention_backward_d64_bf16_red_persistent: 64, false, false, false, true, true, false, true;
+        attention_backward_d64_causal_bf16: 64, true, false, true, true, true, false, false;
+        attention_backward_d64_causal_bf16_red: 64, true, false, false, true, true, false, false;
+        attention_backward_d64_causal_bf16_late: 64, true, false, true, false, false, false, false;
+        attention_backward_d128_bf16: 128, false, false, true, true, true, false, false;
+        attention_backward_d128_bf16_red: 128, false, false, false, true, true, false, false;
+        attention_backward_d128_bf16_late: 128, false, false, true, false, false, false, false;
+        attention_backward_d128_bf16_persistent: 128, false, false, true, true, true, false, true;
+        attention_backward_d128_causal_bf16: 128, true, false, true, true, true, false, false;
+        attention_backward_d128_causal_bf16_red: 128, true, false, false, true, true, false, false;
+        attention_backward_d128_causal_bf16_late: 128, true, false, true, false, false, false, false;
+        attention_backward_d128_causal_bf16_late_lpt: 128, true, false, true, false, false, true, false;
+        attention_backward_d64_f16: 64, false, true, true, true, true, false, false;
+        attention_backward_d64_f16_red: 64, false, true, false, true, true, false, false;
+        attention_backward_d64_f16_late: 64, false, true, true, false, false, false, false;
+        attention_backward_d64_causal_f16: 64, true, true, true, true, true, false, false;
+        attention_backward_d64_causal_f16_red: 64, true, true, false, true, true, false, false;
+        attention_backward_d64_causal_f16_late: 64, true, true, true, false, false, false, false;
+        attention_backward_d128_f16: 128, false, true, true, true, true, false, false;
+        attention_backward_d128_f16_red: 128, false, true, false, true, true, false, false;
+        attention_backward_d128_f16_late: 128, false, true, true, false, false, false, false;
+        attention_backward_d128_causal_f16: 128, true, true, true, true, true, false, false;
+        attention_backward_d128_causal_f16_red: 128, true, true, false, true, true, false, false;
+        attention_backward_d128_causal_f16_late: 128, true, true, true, false, false, false, false;
     }
 }
 
