@@ -363,11 +363,18 @@ pub fn hopper_backward_kernels<T: Element>(shape: &Attention, arch: u32) -> Opti
 ///   dK and dV are stored (the one-block-per-key-block grid pays a block's start and end per
 ///   128 keys: 8 steps at S 512).
 pub fn hopper_backward_trial_kernel<T: Element>(shape: &Attention, arch: u32) -> Option<&'static str> {
-    match hopper_backward_kernel::<T>(shape, arch)? {
-        "attention_backward_d128_causal_bf16_late" => Some("attention_backward_d128_causal_bf16_late_lpt"),
-        "attention_backward_d128_bf16" => Some("attention_backward_d128_bf16_persistent"),
-        "attention_backward_d64_bf16_red" => Some("attention_backward_d64_bf16_red_persistent"),
-        _ => None,
+    hopper_backward_trial_kernels::<T>(shape, arch).first().copied()
+}
+
+/// Every trial instance of the sm_90 backward for `shape` on `arch`, [`hopper_backward_trial_kernel`]'s
+/// first: for bf16 without the mask also the persistent form that takes its key blocks from a
+/// counter (`_persistent_dyn`: a block that falls behind takes fewer) instead of in turn.
+pub fn hopper_backward_trial_kernels<T: Element>(shape: &Attention, arch: u32) -> Vec<&'static str> {
+    match hopper_backward_kernel::<T>(shape, arch) {
+        Some("attention_backward_d128_causal_bf16_late") => vec!["attention_backward_d128_causal_bf16_late_lpt"],
+        Some("attention_backward_d128_bf16") => vec!["attention_backward_d128_bf16_persistent", "attention_backward_d128_bf16_persistent_dyn"],
+        Some("attention_backward_d64_bf16_red") => vec!["attention_backward_d64_bf16_red_persistent", "attention_backward_d64_bf16_red_persistent_dyn"],
+        _ => vec![],
     }
 }
 
@@ -375,7 +382,7 @@ pub fn hopper_backward_trial_kernel<T: Element>(shape: &Attention, arch: u32) ->
 /// and the [`hopper_backward_trial_kernel`].
 pub(crate) fn backward_instances<T: Element>(shape: &Attention, arch: u32) -> Option<Vec<&'static str>> {
     let mut names = hopper_backward_kernels::<T>(shape, arch)?.to_vec();
-    names.extend(hopper_backward_trial_kernel::<T>(shape, arch));
+    names.extend(hopper_backward_trial_kernels::<T>(shape, arch));
     Some(names)
 }
 
@@ -408,8 +415,8 @@ pub(crate) fn dq_convert_grid(shape: &Attention) -> ferrocuda_host::LaunchConfig
 }
 
 /// `f32` elements of the tensor maps at the start of the sm_90 backward's scratch (six maps of
-/// 128 bytes).
-const MAP_F32S: usize = 6 * 32;
+/// 128 bytes, then 128 bytes for the `_dyn` instances' work-unit counter).
+const MAP_F32S: usize = 2 * ferrocuda_kernels_hopper::attention_backward::MAPS_AREA_WORDS;
 
 /// The length of the `f32` scratch area with which the sm_90 backward runs on memory its
 /// caller owns (`attention::attention_backward_with_scratch`): the six tensor maps, the padded `lse·log2 e` and
@@ -499,7 +506,7 @@ pub(crate) fn attention_backward<T: Element>(
     let (seq_q, seq_kv) = (shape.seq_q as u32, shape.seq_kv as u32);
     // The persistent instances: at most a block per SM, each taking the `⌈seq_kv/128⌉ · B·Hkv`
     // key blocks `block, block + grid, ..`; the others a block per key block (or pair).
-    let grid = if kernel.ends_with("_persistent") {
+    let grid = if kernel.contains("_persistent") {
         let Some(units) = u32::try_from(seq_kv.div_ceil(128) as u64 * (shape.batch * shape.heads_kv) as u64).ok() else { return Ok(false) };
         (units.min(stream.context().device().multiprocessor_count()?).max(1), 1)
     } else {
@@ -584,7 +591,7 @@ pub(crate) fn attention_backward<T: Element>(
         let mut store_params: Vec<*mut std::ffi::c_void> = vec![(&raw mut dst).cast()];
         store_params.extend(flat.iter_mut().map(|w| (w as *mut u64).cast::<std::ffi::c_void>()));
         // SAFETY: `attention_backward_store_maps`'s contract: `dst` then 96 u64 parameters, in
-        // order; `dst` is 768 bytes of this context's device memory (the scratch's first part,
+        // order; `dst` is `MAPS_AREA_WORDS` u64 (896 bytes) of this context's device memory (the scratch's first part,
         // 128-byte aligned), declared written above, read by nothing else meanwhile; one block
         // of 32 threads.
         check("cuLaunchKernel(attention_backward_store_maps)", unsafe {
@@ -596,7 +603,8 @@ pub(crate) fn attention_backward<T: Element>(
         let mut bshd = (shape.layout == Layout::Bshd) as u32;
         let mut scale = kernel_shape.scale;
         let mut batch = shape.batch as u32;
-        let mut params: [*mut std::ffi::c_void; 16] = [
+        let mut next = maps_ptr + 8 * MAP_WORDS as u64;
+        let mut params: [*mut std::ffi::c_void; 17] = [
             (&raw mut m0).cast(),
             (&raw mut m1).cast(),
             (&raw mut m2).cast(),
@@ -613,10 +621,12 @@ pub(crate) fn attention_backward<T: Element>(
             (&raw mut bshd).cast(),
             (&raw mut scale).cast(),
             (&raw mut batch).cast(),
+            (&raw mut next).cast(),
         ];
         // SAFETY: the kernel's contract (`ferrocuda_kernels_hopper::attention_backward`): its
-        // sixteen parameters in order (six map addresses, the dq_acc scratch, dK and dV, the
-        // lengths, heads, layout, scale and batch); the maps (written by the launch above, in stream
+        // seventeen parameters in order (six map addresses, the dq_acc scratch, dK and dV, the
+        // lengths, heads, layout, scale, batch and the work-unit counter: the u32 after the
+        // maps, zeroed by `attention_backward_store_maps` above, read by nothing else); the maps (written by the launch above, in stream
         // order) describe Q, K, V, dO in the layout, box and swizzle it needs, and lse2, delta
         // (`B·Hq·seq_pad` f32, written by the prep launch before it) as 1-D f32 arrays with
         // 64-element boxes; dq_acc holds `B·Hq·D·seq_pad` f32 (zeroed, 16-byte aligned); dK and
@@ -626,21 +636,8 @@ pub(crate) fn attention_backward<T: Element>(
         // heads (`⌈seq_kv/128⌉·B·Hkv`, a u32), 384 threads and `shared` bytes of dynamic shared memory (allowed by the attribute set
         // above) are what it was built for; `function` is the sm_90a image loaded into this
         // stream's context.
-        let code = unsafe {
-            sys::cuLaunchKernel(
-                function.raw(),
-                grid.0,
-                grid.1,
-                1,
-                THREADS,
-                1,
-                1,
-                shared,
-                raw.get(),
-                params.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
-        };
+        let code =
+            unsafe { sys::cuLaunchKernel(function.raw(), grid.0, grid.1, 1, THREADS, 1, 1, shared, raw.get(), params.as_mut_ptr(), std::ptr::null_mut()) };
         check("cuLaunchKernel(attention_backward sm_90)", code)
     })?;
     <T as Launchers>::attention_backward_dq_convert(stream, dq_convert_grid(&shape), &dq_acc, dq, head_dim, kernel_shape)?;
