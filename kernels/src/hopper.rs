@@ -292,7 +292,21 @@ fn check(call: &'static str, code: sys::CUresult) -> Result<()> {
 /// `head_dim` 64 or 128, either layout, grouped-query heads, any lengths (at least one query
 /// and one key), causal or not, `batch * heads_kv` at most 65535, fewer than 2^31 padded
 /// query rows in all, and `arch == 90`.
+///
+/// Session 17 (one H200, two runs, `bench/results/s17-attn/`): for bf16 at D 64 without the mask
+/// and at most 8 query steps per key block (`⌈seq_q / 64⌉ · heads_q / heads_kv`, S 512 in the
+/// benchmark's shapes), the persistent form of the `_red` schedule,
+/// `attention_backward_d64_bf16_red_persistent` (1.04x it in both runs; at 16 steps, S 1k,
+/// 0.99-1.00x, so not there).
 pub fn hopper_backward_kernel<T: Element>(shape: &Attention, arch: u32) -> Option<&'static str> {
+    let base = backward_schedule::<T>(shape, arch)?;
+    let steps = shape.seq_q.div_ceil(64) * (shape.heads_q / shape.heads_kv);
+    Some(if base == "attention_backward_d64_bf16_red" && steps <= 8 { "attention_backward_d64_bf16_red_persistent" } else { base })
+}
+
+/// [`hopper_backward_kernel`]'s schedule with one block per key block (or pair of them): the
+/// pick before session 17, and the row of [`hopper_backward_kernels`]' table.
+fn backward_schedule<T: Element>(shape: &Attention, arch: u32) -> Option<&'static str> {
     let fits = T::HOPPER_BACKWARD
         && arch == 90
         && (shape.head_dim == 64 || shape.head_dim == 128)
@@ -326,7 +340,9 @@ pub fn hopper_backward_kernel<T: Element>(shape: &Attention, arch: u32) -> Optio
 }
 
 /// The instances of the sm_90 backward for `shape` on `arch`, for benchmarks and tests that
-/// compare them, [`hopper_backward_kernel`]'s first: the bulk one (no suffix: the consumers
+/// compare them, [`hopper_backward_kernel`]'s first (where that is a persistent one, it stands
+/// in the place of its one-block-per-key-block form, which is then among the
+/// [`hopper_backward_trial_kernels`]): the bulk one (no suffix: the consumers
 /// hand their `dQ` tiles to a warp that adds them with the copy engine; dV and dK issued
 /// before `dSᵀ` is exchanged; staggered query walks, or with the causal mask two key blocks
 /// per block), `_red` (each consumer adds its `dQ` tile itself with `red.global.add.v4.f32`;
@@ -344,8 +360,10 @@ pub fn hopper_backward_kernels<T: Element>(shape: &Attention, arch: u32) -> Opti
         ["attention_backward_d128_f16", "attention_backward_d128_f16_red", "attention_backward_d128_f16_late"],
         ["attention_backward_d128_causal_f16_late", "attention_backward_d128_causal_f16", "attention_backward_d128_causal_f16_red"],
     ];
+    let base = backward_schedule::<T>(shape, arch)?;
     let picked = hopper_backward_kernel::<T>(shape, arch)?;
-    TWINS.iter().find(|names| names.contains(&picked)).copied()
+    let row = TWINS.iter().find(|names| names[0] == base).copied()?;
+    Some([picked, row[1], row[2]])
 }
 
 /// The sm_90 backward's trial instance for `shape` on `arch`, if it has one, for benchmarks and
@@ -355,13 +373,14 @@ pub fn hopper_backward_kernels<T: Element>(shape: &Attention, arch: u32) -> Opti
 ///   longest walk first within groups of heads
 ///   (`ferrocuda_kernels_hopper::attention::longest_first`: the grid ends with its shortest
 ///   walks; session 12: slower than the pick);
-/// - bf16 without the mask (session 17): the persistent form of the pick,
-///   `attention_backward_d128_bf16_persistent` (bulk `dQ`) or
-///   `attention_backward_d64_bf16_red_persistent`: a grid of at most one block per SM, each
-///   block taking key blocks `block, block + grid, ..` of all heads in turn, the next one's
-///   first Q and dO tiles loaded during this one's last steps and its K and V while this one's
-///   dK and dV are stored (the one-block-per-key-block grid pays a block's start and end per
-///   128 keys: 8 steps at S 512).
+/// - bf16 without the mask (session 17): the persistent form of the schedule,
+///   `attention_backward_d128_bf16_persistent` (bulk `dQ`; 0.96-0.98x the pick on an H200, not
+///   picked) or `attention_backward_d64_bf16_red_persistent` (the pick at up to 8 steps a key
+///   block; otherwise 0.99-1.00x): a grid of at most one block per SM, each block taking key
+///   blocks `block, block + grid, ..` of all heads in turn, the next one's first Q and dO tiles
+///   loaded during this one's last steps and its K and V while this one's dK and dV are stored
+///   (the one-block-per-key-block grid pays a block's start and end per 128 keys: 8 steps at
+///   S 512); where that is the pick, the one-block-per-key-block `attention_backward_d64_bf16_red`.
 pub fn hopper_backward_trial_kernel<T: Element>(shape: &Attention, arch: u32) -> Option<&'static str> {
     hopper_backward_trial_kernels::<T>(shape, arch).first().copied()
 }
@@ -369,17 +388,21 @@ pub fn hopper_backward_trial_kernel<T: Element>(shape: &Attention, arch: u32) ->
 /// Every trial instance of the sm_90 backward for `shape` on `arch`, [`hopper_backward_trial_kernel`]'s
 /// first: for bf16 without the mask also the persistent form that takes its key blocks from a
 /// counter (`_persistent_dyn`: a block that falls behind takes fewer) instead of in turn.
+/// Where [`hopper_backward_kernel`] picks the persistent `_red` schedule (bf16, D 64, short
+/// walks), its one-block-per-key-block form `attention_backward_d64_bf16_red` is the first trial.
 pub fn hopper_backward_trial_kernels<T: Element>(shape: &Attention, arch: u32) -> Vec<&'static str> {
-    match hopper_backward_kernel::<T>(shape, arch) {
+    let picked = hopper_backward_kernel::<T>(shape, arch);
+    match backward_schedule::<T>(shape, arch) {
         Some("attention_backward_d128_causal_bf16_late") => vec!["attention_backward_d128_causal_bf16_late_lpt"],
         Some("attention_backward_d128_bf16") => vec!["attention_backward_d128_bf16_persistent", "attention_backward_d128_bf16_persistent_dyn"],
+        Some(base @ "attention_backward_d64_bf16_red") if picked != Some(base) => vec![base, "attention_backward_d64_bf16_red_persistent_dyn"],
         Some("attention_backward_d64_bf16_red") => vec!["attention_backward_d64_bf16_red_persistent", "attention_backward_d64_bf16_red_persistent_dyn"],
         _ => vec![],
     }
 }
 
 /// Every sm_90 backward instance that may run `shape` on `arch` by name: [`hopper_backward_kernels`]
-/// and the [`hopper_backward_trial_kernel`].
+/// and the [`hopper_backward_trial_kernels`].
 pub(crate) fn backward_instances<T: Element>(shape: &Attention, arch: u32) -> Option<Vec<&'static str>> {
     let mut names = hopper_backward_kernels::<T>(shape, arch)?.to_vec();
     names.extend(hopper_backward_trial_kernels::<T>(shape, arch));

@@ -101,7 +101,12 @@ fn s17_persistent_backward_blocks_take_several_key_blocks_across_heads() {
     let d128 = shape(1, 2, 2, 300, 300, 128, Layout::Bhsd, false);
     let d64 = shape(1, 4, 2, 130, 260, 64, Layout::Bshd, false);
     assert_eq!(hopper_backward_trial_kernel::<bf16>(&d128, 90), Some("attention_backward_d128_bf16_persistent"));
-    assert_eq!(hopper_backward_trial_kernel::<bf16>(&d64, 90), Some("attention_backward_d64_bf16_red_persistent"));
+    // D 64 at 3 query steps a key block: the persistent `_red` schedule is the pick (session 17),
+    // its one-block-per-key-block form the first trial.
+    assert_eq!(hopper_backward_kernel::<bf16>(&d64, 90), Some("attention_backward_d64_bf16_red_persistent"));
+    assert_eq!(hopper_backward_trial_kernel::<bf16>(&d64, 90), Some("attention_backward_d64_bf16_red"));
+    assert_eq!(hopper_backward_kernels::<bf16>(&d64, 90).unwrap()[1..], ["attention_backward_d64_bf16", "attention_backward_d64_bf16_late"]);
+    assert_eq!(hopper_backward_kernel::<bf16>(&shape(1, 4, 2, 1000, 1000, 64, Layout::Bshd, false), 90), Some("attention_backward_d64_bf16_red"));
     assert_eq!(hopper_backward_trial_kernels::<bf16>(&d128, 90)[1], "attention_backward_d128_bf16_persistent_dyn");
     check::<bf16>(d128, 2e-2);
     check::<bf16>(d64, 2e-2);

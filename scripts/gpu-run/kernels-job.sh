@@ -11,8 +11,8 @@
 #  1. TESTS=attention: every attention GPU test of gpu_kernels_lib with REQUIRE_GPU=1 (among them
 #     attention_forward_persistent_kernels_match_their_twins_and_f64, which runs every forward
 #     instance, the `_poly` ones included, against f64 and against the pick).
-#     TESTS=forward: only `attention_forward*`; TESTS=backward: the sm_90 backward's
-#     (`attention_backward_on_sm_90*` and session 17's `s17_persistent_backward*`);
+#     TESTS=forward: only `attention_forward*`; TESTS=backward: the backward's (every test
+#     named `*attention_backward*`, and session 17's `s17_persistent_backward*`);
 #     TESTS=s17: only the latter; TESTS=0: none.
 #  2. ATTN=s15: the D 64 forward at S 2k and 4k, causal or not (BENCH_D=64, forward only): the
 #     pick (`ex2.approx` for every exponential), its twin and the `_poly4` / `_poly6` kernels
@@ -62,7 +62,7 @@ job_start=$SECONDS
 case ${TESTS:-attention} in
   0) ;;
   forward) filters=attention_forward ;;
-  backward) filters="attention_backward_on_sm_90 s17_persistent_backward" ;;
+  backward) filters="attention_backward s17_persistent_backward" ;;
   s17) filters=s17_persistent_backward ;;
   *) filters=attention ;;
 esac

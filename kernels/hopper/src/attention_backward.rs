@@ -42,9 +42,13 @@
 //! (session 17, no mask): a grid of at most one block per SM (`(g, 1)`), block `i` taking the
 //! key blocks `i, i + g, ..` of all `⌈seq_kv / 128⌉ · batch · heads_kv` (key block fastest) one
 //! after the other, the next one's first Q/dO tiles loaded during this one's last steps and
-//! its K and V while this one's dK and dV are stored. Session 10's
-//! `_wg` (each consumer's own dQ, twice the atomics: 0.65-0.85x) and `_ov` (C7512 at D 128) are
-//! gone. Figures: `BENCHMARKS.md`, `bench/results/s11-bwd-*`.
+//! its K and V while this one's dK and dV are stored (`d64_bf16_red_persistent` is picked for
+//! bf16 D 64 at up to 8 query steps a key block: 1.04x `_red` at S 512 on an H200; at D 128 the
+//! persistent form was 0.96-0.98x the bulk one); and their `_persistent_dyn` forms, which take
+//! each next unit from the counter `next` (the producer's thread fetches it and hands it to the
+//! other warps through a shared slot that `kv_full` publishes; 0.98-1.0x the pick at D 128).
+//! Session 10's `_wg` (each consumer's own dQ, twice the atomics: 0.65-0.85x) and `_ov` (C7512
+//! at D 128) are gone. Figures: `BENCHMARKS.md`, `bench/results/s11-bwd-*`, `bench/results/s17-attn`.
 //!
 //! Requirements (the kernels' contract; `ferrocuda_kernels::attention::attention_backward` checks
 //! them, builds the maps and the scratch buffers): the maps describe live `[B, H, S, D]` arrays
@@ -53,7 +57,9 @@
 //! `delta` rows, `B·Hq·seq_pad` f32 each (`seq_pad = ⌈seq_q / 64⌉ · 64`, fewer than 2^31), as
 //! 1-D maps with box [`STATS_BOX`], no swizzle; `dq_acc` holds `B·Hq·D·seq_pad` f32 (zeroed,
 //! 16-byte aligned, tiled as [`dq_acc_index`] says); `dk`, `dv` `B·Hkv·seq_kv·D` elements in
-//! the maps' layout, 4-byte aligned; `heads_q` a multiple of `heads_kv`.
+//! the maps' layout, 4-byte aligned; `heads_q` a multiple of `heads_kv`; `batch` the batch
+//! entries; for the `_persistent_dyn` instances `next` a zeroed `u32` that only they touch
+//! during the launch (the others do not read it).
 
 /// Keys per block (two consumer warpgroups of 64).
 pub const BN: u32 = 128;
