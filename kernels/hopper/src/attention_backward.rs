@@ -1091,7 +1091,7 @@ pub use body::Problem;
 pub const MAP_WORDS: usize = 6 * 16;
 
 /// `u64` words the maps' area holds: the [`MAP_WORDS`], then the `_dyn` instances' work-unit
-/// counter (its first 4 bytes; [`attention_backward_store_maps`]'s launch zeroes the word).
+/// counter (its first 4 bytes; the launch of `attention_backward_store_maps` zeroes the word).
 pub const MAPS_AREA_WORDS: usize = MAP_WORDS + 16;
 
 macro_rules! store_maps {
