@@ -568,13 +568,14 @@ mod body {
                 // SAFETY: the maps are valid (the kernel's contract); every box starts inside
                 // its array or past its end in the position dimension (rows past the end are
                 // filled with zeros by the copy engine); each ring slot is free (its `empty`
-                // phase waited for) before it is refilled.
+                // phase waited for) before it is refilled; `next` (`DYNAMIC` only) is the
+                // launch's zeroed counter, which only this thread touches, atomically.
                 unsafe {
                     for map in maps {
                         TensorMap::acquire(map);
                     }
                     let mut g = 0;
-                    let counter = Atomic::from_ptr(next);
+                    let counter = if DYNAMIC { Some(Atomic::from_ptr(next)) } else { None };
                     let mut item = block_idx_x();
                     for u in 0..units {
                         let (kb, b, hk) = if DYNAMIC {
@@ -594,7 +595,7 @@ mod body {
                         };
                         // The next unit, fetched now so that the atomic's latency passes while
                         // this unit's loads are issued.
-                        let following = if DYNAMIC { stride + counter.fetch_add(1) } else { 0 };
+                        let following = counter.map_or(0, |c| stride + c.fetch_add(1));
                         let w = Walk::new::<CAUSAL, STAGGER>(kb, tiles, group);
                         let kv = |u: u32| {
                             if u > 0 {
