@@ -76,12 +76,15 @@ rows = [json.loads(line) for path in sys.argv[1:3] for line in open(path) if lin
 by = {(r["impl"], r["head_dim"], r["seq"], r["causal"]): r for r in rows}
 keys = sorted({(r["head_dim"], r["seq"], r["causal"]) for r in rows}, key=lambda k: (-k[0], k[2], k[1]))
 twins = any("fwd_twin_tflops" in r for r in rows)
-trials = any("bwd_late_lpt_tflops" in r for r in rows)
+# The backward's trial instance (`_late_lpt` or, since session 17, `_persistent`); runs before
+# session 17 wrote it as `bwd_late_lpt_*`.
+trial_of = lambda r: (r.get("bwd_trial_path", "_late_lpt").replace("attention_backward", ""), r.get("bwd_trial_tflops", r.get("bwd_late_lpt_tflops", float("nan"))))
+trials = any("bwd_trial_tflops" in r or "bwd_late_lpt_tflops" in r for r in rows)
 table, joined = [], []
 gpu = sys.argv[5] if len(sys.argv) > 5 else "GPU"
 table.append(f"Attention, bf16 `[B, H, S, D]`, B·S = 16k, H·D = 2048, TFLOP/s on one {gpu} (backward FLOPs = 2.5 x forward; "
              "SDPA backward = (fwd+bwd) - fwd)" + ("; fwd twin: the forward's other sm_90 instance (persistent or one tile per block)" if twins else "")
-             + ("; bwd trial: the backward's `_late_lpt` instance" if trials else "") + "\n")
+             + ("; bwd trial: the backward's trial instance (`_late_lpt` causal, `_persistent` otherwise)" if trials else "") + "\n")
 twin_head, twin_rule = (" fwd twin | twin/cuDNN |", "---|---|") if twins else ("", "")
 trial_head, trial_rule = (" bwd trial | trial/cuDNN |", "---|---|") if trials else ("", "")
 table.append(f"| D | S | causal | fwd ours | fwd cuDNN | fwd FA2 | ours/cuDNN |{twin_head} bwd ours | bwd cuDNN | bwd FA2 | ours/cuDNN | ours/FA2 |{trial_head}")
@@ -108,8 +111,8 @@ for d, s, c in keys:
         twin = f" {t:.0f} | {line['fwd_twin']['ratio_cudnn']:.2f} |"
     trial = ""
     if trials:
-        t = o.get("bwd_late_lpt_tflops", float("nan"))
-        line["bwd_trial"] = dict(path="_late_lpt", tflops=t, ratio_cudnn=ratio(t, line["bwd"]["cudnn"]))
+        path, t = trial_of(o)
+        line["bwd_trial"] = dict(path=path, tflops=t, ratio_cudnn=ratio(t, line["bwd"]["cudnn"]))
         trial = f" {t:.0f} | {line['bwd_trial']['ratio_cudnn']:.3f} |" if t == t else " | |"
     joined.append(line)
     f, b = line["fwd"], line["bwd"]

@@ -5,7 +5,9 @@
 //! `4 B H S² D` (half when causal), backward 2.5 times that (FlashAttention's convention).
 //! `BENCH_MMA=1` also times the deterministic backward (`attention_backward_deterministic`),
 //! `BENCH_WG=1` the sm_90 backward's `_red` and `_late` instances (`attention_backward_sm90`)
-//! and its trial instance where the shape has one (`_late_lpt`, `hopper_backward_trial_kernel`);
+//! and its trial instances where the shape has them (`_late_lpt`, or `_persistent` and `_persistent_dyn`,
+//! `hopper_backward_trial_kernels`; `BENCH_TRIAL=1`: the trial instances only, JSON `bwd_trial_*`
+//! for the first and `bwd_trials` for all);
 //! the forward's other sm_90 instance (`attention_forward_sm90`: the persistent twin, or the
 //! one-tile-per-block one) is always timed beside the one the call picks; `BENCH_FWD_ALL=1`
 //! times every other sm_90 forward schedule of the shape too (`hopper_forward_instances`; up to
@@ -219,27 +221,31 @@ fn main() -> Result<(), KernelsError> {
                     }
                 };
                 let (wg, ov) = (twin(1)?, twin(2)?);
-                // `BENCH_WG=1`: also the backward's trial instance (`_late_lpt`), where it has one.
-                let trial = match attention::hopper_backward_trial_kernel::<bf16>(&a, arch) {
-                    Some(name) if !fwd_only && std::env::var("BENCH_WG").is_ok_and(|v| v == "1") => {
-                        let ms = time(&context, &stream, || {
-                            attention::attention_backward_sm90(
-                                &stream,
-                                name,
-                                attention::Backward { q: &q, k: &k, v: &v, out: &o, dout: &dout, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv },
-                                a,
-                            )
-                        })?;
-                        Some((ms, 2.5 * flops / (ms * 1e-3) / 1e12))
+                // `BENCH_WG=1` or `BENCH_TRIAL=1`: also the backward's trial instances (`_late_lpt`,
+                // or `_persistent` and `_persistent_dyn`), where it has them.
+                let trial_wanted = ["BENCH_WG", "BENCH_TRIAL"].iter().any(|k| std::env::var(k).is_ok_and(|v| v == "1"));
+                let mut trials = Vec::new();
+                for name in attention::hopper_backward_trial_kernels::<bf16>(&a, arch) {
+                    if fwd_only || !trial_wanted {
+                        break;
                     }
-                    _ => None,
-                };
+                    let ms = time(&context, &stream, || {
+                        attention::attention_backward_sm90(
+                            &stream,
+                            name,
+                            attention::Backward { q: &q, k: &k, v: &v, out: &o, dout: &dout, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv },
+                            a,
+                        )
+                    })?;
+                    trials.push((name, ms, 2.5 * flops / (ms * 1e-3) / 1e12));
+                }
+                let trial = trials.first().copied();
                 let name = format!("D{head_dim} S{s} B{batch} H{heads}{}", if causal { " causal" } else { "" });
                 // Each twin by its schedule: `_red`, `_late`, or the bulk one (no suffix).
                 let names = attention::hopper_backward_kernels::<bf16>(&a, arch);
                 let tag = |which: usize| {
                     names.map_or("", |n| {
-                        if n[which].ends_with("_red") {
+                        if n[which].contains("_red") {
                             "red"
                         } else if n[which].ends_with("_late") {
                             "late"
@@ -250,7 +256,7 @@ fn main() -> Result<(), KernelsError> {
                 };
                 let wg_text = wg.map_or(String::new(), |(_, tf)| format!(" [_{} bwd {tf:.1}]", tag(1)))
                     + &ov.map_or(String::new(), |(_, tf)| format!(" [_{} bwd {tf:.1}]", tag(2)))
-                    + &trial.map_or(String::new(), |(_, tf)| format!(" [_late_lpt bwd {tf:.1}]"));
+                    + &trials.iter().map(|(trial, _, tf)| format!(" [{} bwd {tf:.1}]", trial.trim_start_matches("attention_backward"))).collect::<String>();
                 let mma_text = mma.map_or(String::new(), |(_, tf)| format!(" [deterministic bwd {tf:.1}]"));
                 let twin_text = fwd_twin.map_or(String::new(), |(twin, _, tf)| format!(" [fwd {twin} {tf:.1}]"))
                     + &all.iter().map(|(name, _, tf)| format!(" [fwd {name} {tf:.1}]")).collect::<String>();
@@ -261,7 +267,12 @@ fn main() -> Result<(), KernelsError> {
                         .map_or(String::new(), |(twin, ms, tf)| format!(r#","fwd_twin_path":"{twin}","fwd_twin_ms":{ms:.5},"fwd_twin_tflops":{tf:.2}"#));
                     mma_json += &wg.map_or(String::new(), |(ms, tf)| format!(r#","bwd_{}_ms":{ms:.5},"bwd_{}_tflops":{tf:.2}"#, tag(1), tag(1)));
                     mma_json += &ov.map_or(String::new(), |(ms, tf)| format!(r#","bwd_{}_ms":{ms:.5},"bwd_{}_tflops":{tf:.2}"#, tag(2), tag(2)));
-                    mma_json += &trial.map_or(String::new(), |(ms, tf)| format!(r#","bwd_late_lpt_ms":{ms:.5},"bwd_late_lpt_tflops":{tf:.2}"#));
+                    mma_json += &trial
+                        .map_or(String::new(), |(trial, ms, tf)| format!(r#","bwd_trial_path":"{trial}","bwd_trial_ms":{ms:.5},"bwd_trial_tflops":{tf:.2}"#));
+                    if !trials.is_empty() {
+                        let items: Vec<String> = trials.iter().map(|(name, ms, tf)| format!(r#""{name}":[{ms:.5},{tf:.2}]"#)).collect();
+                        mma_json += &format!(r#","bwd_trials":{{{}}}"#, items.join(","));
+                    }
                     if !all.is_empty() {
                         let items: Vec<String> = all.iter().map(|(name, ms, tf)| format!(r#""{name}":[{ms:.5},{tf:.2}]"#)).collect();
                         mma_json += &format!(r#","fwd_all":{{{}}}"#, items.join(","));

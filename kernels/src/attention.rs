@@ -40,8 +40,8 @@ use crate::launchers::Launchers;
 use crate::{Element, Result, len_of, warp_per_row};
 
 pub use crate::hopper::{
-    backward_scratch_len_sm90, hopper_backward_kernel, hopper_backward_kernels, hopper_backward_trial_kernel, hopper_forward_instances, hopper_kernel,
-    hopper_kernels,
+    backward_scratch_len_sm90, hopper_backward_kernel, hopper_backward_kernels, hopper_backward_trial_kernel, hopper_backward_trial_kernels,
+    hopper_forward_instances, hopper_kernel, hopper_kernels,
 };
 
 /// Where the heads sit in memory (the head dimension is contiguous in both).
@@ -394,7 +394,7 @@ pub fn attention_backward_deterministic<T: Element>(stream: &Stream, operands: B
 }
 
 /// [`attention_backward`] on the sm_90 kernel instance `kernel` (one of
-/// [`hopper_backward_kernels`]`(shape, arch)`, or the [`hopper_backward_trial_kernel`]), for
+/// [`hopper_backward_kernels`]`(shape, arch)`, or one of the [`hopper_backward_trial_kernels`]), for
 /// benchmarks and tests that compare the instances. Refuses another name, another GPU, or inputs that kernel cannot take (not
 /// 16-byte aligned, a capturing stream) instead of falling back.
 pub fn attention_backward_sm90<T: Element>(stream: &Stream, kernel: &str, mut operands: Backward<'_, T>, shape: Attention) -> Result<()> {

@@ -112,9 +112,17 @@ pub fn attention_backward_sm90<T: Element>(executor: &CpuExecutor, operands: Bac
     attention_backward_sm90_kernel(executor, kernel, operands, shape)
 }
 
+/// Blocks of the sm_90 backward's persistent instances on the CPU executor (the GPU runs one
+/// per SM): three, so that in the tests' shapes each block takes several key blocks of
+/// different heads (`_dyn`: as many as the shared counter hands them).
+const PERSISTENT_BLOCKS: usize = 3;
+
 /// [`attention_backward_sm90`] with the kernel instance named (one of
-/// [`hopper_backward_kernels`](crate::attention::hopper_backward_kernels)`(shape, 90)`, or the
-/// [`hopper_backward_trial_kernel`](crate::attention::hopper_backward_trial_kernel)).
+/// [`hopper_backward_kernels`](crate::attention::hopper_backward_kernels)`(shape, 90)`, or of the
+/// [`hopper_backward_trial_kernels`](crate::attention::hopper_backward_trial_kernels)). The
+/// `_dyn` trial instances hand their work units between threads through a shared word published
+/// by an mbarrier phase, which the executor's race detector does not order: run them on an
+/// executor `with_race_detection(false)`.
 pub fn attention_backward_sm90_kernel<T: Element>(executor: &CpuExecutor, kernel: &str, operands: Backward<'_, T>, shape: Attention) -> Result<()> {
     use ferrocuda_device::tma::TensorMap as DeviceMap;
     use ferrocuda_host::{LaunchConfig, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
@@ -128,7 +136,8 @@ pub fn attention_backward_sm90_kernel<T: Element>(executor: &CpuExecutor, kernel
     let Some(&kernel) = names.iter().find(|&&name| name == kernel) else {
         return Err(crate::error::unsupported("kernel", kernel, format!("one of {names:?}")));
     };
-    let (bulk, early, lpt) = (!kernel.ends_with("_red"), !kernel.contains("_late"), kernel.ends_with("_lpt"));
+    let (bulk, early, lpt, persistent) = (!kernel.contains("_red"), !kernel.contains("_late"), kernel.ends_with("_lpt"), kernel.contains("_persistent"));
+    let dynamic = kernel.ends_with("_dyn");
     let seq_pad = padded_seq(shape.seq_q as u32);
     let rows = shape.batch * shape.heads_q * seq_pad as usize;
     let (mut lse2, mut delta) = (vec![0.0f32; rows], vec![0.0f32; rows]);
@@ -159,15 +168,26 @@ pub fn attention_backward_sm90_kernel<T: Element>(executor: &CpuExecutor, kernel
         heads_kv: shape.heads_kv as u32,
         bshd: (shape.layout == crate::attention::Layout::Bshd) as u32,
         scale: kernel_shape.scale,
+        batch: shape.batch as u32,
     };
     let map_addresses: Vec<usize> = maps.iter().map(|m| &**m as *const DeviceMap as usize).collect();
-    let pointers = [dq_acc.as_mut_ptr() as usize, dk_words.as_mut_ptr() as usize, dv_words.as_mut_ptr() as usize];
-    let config = LaunchConfig::new((blocks_x(shape.seq_kv as u32, shape.causal && early), (shape.batch * shape.heads_kv) as u32), THREADS)
-        .with_shared_bytes(shared_bytes(head_dim));
+    // The `_dyn` instances' work-unit counter (zeroed, as `attention_backward_store_maps` does on
+    // a GPU).
+    let mut counter = Box::new(0u32);
+    let pointers = [dq_acc.as_mut_ptr() as usize, dk_words.as_mut_ptr() as usize, dv_words.as_mut_ptr() as usize, &mut *counter as *mut u32 as usize];
+    // The persistent instances on `PERSISTENT_BLOCKS` blocks (fewer than the key blocks of all
+    // heads in the tests' shapes: each block takes several, across heads), as on a GPU's SMs.
+    let grid = if persistent {
+        let units = shape.seq_kv.div_ceil(128) * shape.batch * shape.heads_kv;
+        (units.min(PERSISTENT_BLOCKS) as u32, 1)
+    } else {
+        (blocks_x(shape.seq_kv as u32, shape.causal && early), (shape.batch * shape.heads_kv) as u32)
+    };
+    let config = LaunchConfig::new(grid, THREADS).with_shared_bytes(shared_bytes(head_dim));
     let body = || {
         let m = [0, 1, 2, 3, 4, 5].map(|i| map_addresses[i] as *const DeviceMap);
-        let [a, dk, dv] = pointers;
-        let (a, dk, dv) = (a as *mut f32, dk as *mut u32, dv as *mut u32);
+        let [a, dk, dv, next] = pointers;
+        let (a, dk, dv, next) = (a as *mut f32, dk as *mut u32, dv as *mut u32, next as *mut u32);
         // SAFETY: the kernel's contract: the emulated maps describe q, k, v, dout in the
         // shape's layout (box and swizzle from `backward_map_dims`), and lse2 and delta
         // (`B·Hq·seq_pad` f32, written by the prep launch), alive until `run` returns; dq_acc
@@ -175,31 +195,43 @@ pub fn attention_backward_sm90_kernel<T: Element>(executor: &CpuExecutor, kernel
         // shared memory are the kernel's.
         unsafe {
             match (head_dim, shape.causal, T::F16, bulk, early) {
-                _ if lpt => backward_body::<128, true, false, true, false, false, true>(m, a, dk, dv, problem),
-                (64, false, false, true, true) => backward_body::<64, false, false, true, true, true, false>(m, a, dk, dv, problem),
-                (64, false, false, false, true) => backward_body::<64, false, false, false, true, true, false>(m, a, dk, dv, problem),
-                (64, false, false, true, false) => backward_body::<64, false, false, true, false, false, false>(m, a, dk, dv, problem),
-                (64, false, true, true, true) => backward_body::<64, false, true, true, true, true, false>(m, a, dk, dv, problem),
-                (64, false, true, false, true) => backward_body::<64, false, true, false, true, true, false>(m, a, dk, dv, problem),
-                (64, false, true, true, false) => backward_body::<64, false, true, true, false, false, false>(m, a, dk, dv, problem),
-                (64, true, false, true, true) => backward_body::<64, true, false, true, true, true, false>(m, a, dk, dv, problem),
-                (64, true, false, false, true) => backward_body::<64, true, false, false, true, true, false>(m, a, dk, dv, problem),
-                (64, true, false, true, false) => backward_body::<64, true, false, true, false, false, false>(m, a, dk, dv, problem),
-                (64, true, true, true, true) => backward_body::<64, true, true, true, true, true, false>(m, a, dk, dv, problem),
-                (64, true, true, false, true) => backward_body::<64, true, true, false, true, true, false>(m, a, dk, dv, problem),
-                (64, true, true, true, false) => backward_body::<64, true, true, true, false, false, false>(m, a, dk, dv, problem),
-                (128, false, false, true, true) => backward_body::<128, false, false, true, true, true, false>(m, a, dk, dv, problem),
-                (128, false, false, false, true) => backward_body::<128, false, false, false, true, true, false>(m, a, dk, dv, problem),
-                (128, false, false, true, false) => backward_body::<128, false, false, true, false, false, false>(m, a, dk, dv, problem),
-                (128, false, true, true, true) => backward_body::<128, false, true, true, true, true, false>(m, a, dk, dv, problem),
-                (128, false, true, false, true) => backward_body::<128, false, true, false, true, true, false>(m, a, dk, dv, problem),
-                (128, false, true, true, false) => backward_body::<128, false, true, true, false, false, false>(m, a, dk, dv, problem),
-                (128, true, false, true, true) => backward_body::<128, true, false, true, true, true, false>(m, a, dk, dv, problem),
-                (128, true, false, false, true) => backward_body::<128, true, false, false, true, true, false>(m, a, dk, dv, problem),
-                (128, true, false, true, false) => backward_body::<128, true, false, true, false, false, false>(m, a, dk, dv, problem),
-                (128, true, true, true, true) => backward_body::<128, true, true, true, true, true, false>(m, a, dk, dv, problem),
-                (128, true, true, false, true) => backward_body::<128, true, true, false, true, true, false>(m, a, dk, dv, problem),
-                (128, true, true, true, false) => backward_body::<128, true, true, true, false, false, false>(m, a, dk, dv, problem),
+                _ if lpt => backward_body::<128, true, false, true, false, false, true, false, false>(m, a, dk, dv, problem, next),
+                (128, false, false, true, true) if dynamic => {
+                    backward_body::<128, false, false, true, true, true, false, true, true>(m, a, dk, dv, problem, next)
+                }
+                (64, false, false, false, true) if dynamic => {
+                    backward_body::<64, false, false, false, true, true, false, true, true>(m, a, dk, dv, problem, next)
+                }
+                (128, false, false, true, true) if persistent => {
+                    backward_body::<128, false, false, true, true, true, false, true, false>(m, a, dk, dv, problem, next)
+                }
+                (64, false, false, false, true) if persistent => {
+                    backward_body::<64, false, false, false, true, true, false, true, false>(m, a, dk, dv, problem, next)
+                }
+                (64, false, false, true, true) => backward_body::<64, false, false, true, true, true, false, false, false>(m, a, dk, dv, problem, next),
+                (64, false, false, false, true) => backward_body::<64, false, false, false, true, true, false, false, false>(m, a, dk, dv, problem, next),
+                (64, false, false, true, false) => backward_body::<64, false, false, true, false, false, false, false, false>(m, a, dk, dv, problem, next),
+                (64, false, true, true, true) => backward_body::<64, false, true, true, true, true, false, false, false>(m, a, dk, dv, problem, next),
+                (64, false, true, false, true) => backward_body::<64, false, true, false, true, true, false, false, false>(m, a, dk, dv, problem, next),
+                (64, false, true, true, false) => backward_body::<64, false, true, true, false, false, false, false, false>(m, a, dk, dv, problem, next),
+                (64, true, false, true, true) => backward_body::<64, true, false, true, true, true, false, false, false>(m, a, dk, dv, problem, next),
+                (64, true, false, false, true) => backward_body::<64, true, false, false, true, true, false, false, false>(m, a, dk, dv, problem, next),
+                (64, true, false, true, false) => backward_body::<64, true, false, true, false, false, false, false, false>(m, a, dk, dv, problem, next),
+                (64, true, true, true, true) => backward_body::<64, true, true, true, true, true, false, false, false>(m, a, dk, dv, problem, next),
+                (64, true, true, false, true) => backward_body::<64, true, true, false, true, true, false, false, false>(m, a, dk, dv, problem, next),
+                (64, true, true, true, false) => backward_body::<64, true, true, true, false, false, false, false, false>(m, a, dk, dv, problem, next),
+                (128, false, false, true, true) => backward_body::<128, false, false, true, true, true, false, false, false>(m, a, dk, dv, problem, next),
+                (128, false, false, false, true) => backward_body::<128, false, false, false, true, true, false, false, false>(m, a, dk, dv, problem, next),
+                (128, false, false, true, false) => backward_body::<128, false, false, true, false, false, false, false, false>(m, a, dk, dv, problem, next),
+                (128, false, true, true, true) => backward_body::<128, false, true, true, true, true, false, false, false>(m, a, dk, dv, problem, next),
+                (128, false, true, false, true) => backward_body::<128, false, true, false, true, true, false, false, false>(m, a, dk, dv, problem, next),
+                (128, false, true, true, false) => backward_body::<128, false, true, true, false, false, false, false, false>(m, a, dk, dv, problem, next),
+                (128, true, false, true, true) => backward_body::<128, true, false, true, true, true, false, false, false>(m, a, dk, dv, problem, next),
+                (128, true, false, false, true) => backward_body::<128, true, false, false, true, true, false, false, false>(m, a, dk, dv, problem, next),
+                (128, true, false, true, false) => backward_body::<128, true, false, true, false, false, false, false, false>(m, a, dk, dv, problem, next),
+                (128, true, true, true, true) => backward_body::<128, true, true, true, true, true, false, false, false>(m, a, dk, dv, problem, next),
+                (128, true, true, false, true) => backward_body::<128, true, true, false, true, true, false, false, false>(m, a, dk, dv, problem, next),
+                (128, true, true, true, false) => backward_body::<128, true, true, true, false, false, false, false, false>(m, a, dk, dv, problem, next),
                 _ => unreachable!("hopper_backward_kernels: head dims 64 and 128, no `_red` + `_late` instance"),
             }
         }

@@ -292,7 +292,21 @@ fn check(call: &'static str, code: sys::CUresult) -> Result<()> {
 /// `head_dim` 64 or 128, either layout, grouped-query heads, any lengths (at least one query
 /// and one key), causal or not, `batch * heads_kv` at most 65535, fewer than 2^31 padded
 /// query rows in all, and `arch == 90`.
+///
+/// Session 17 (one H200, two runs, `bench/results/s17-attn/`): for bf16 at D 64 without the mask
+/// and at most 8 query steps per key block (`⌈seq_q / 64⌉ · heads_q / heads_kv`, S 512 in the
+/// benchmark's shapes), the persistent form of the `_red` schedule,
+/// `attention_backward_d64_bf16_red_persistent` (1.04x it in both runs; at 16 steps, S 1k,
+/// 0.99-1.00x, so not there).
 pub fn hopper_backward_kernel<T: Element>(shape: &Attention, arch: u32) -> Option<&'static str> {
+    let base = backward_schedule::<T>(shape, arch)?;
+    let steps = shape.seq_q.div_ceil(64) * (shape.heads_q / shape.heads_kv);
+    Some(if base == "attention_backward_d64_bf16_red" && steps <= 8 { "attention_backward_d64_bf16_red_persistent" } else { base })
+}
+
+/// [`hopper_backward_kernel`]'s schedule with one block per key block (or pair of them): the
+/// pick before session 17, and the row of [`hopper_backward_kernels`]' table.
+fn backward_schedule<T: Element>(shape: &Attention, arch: u32) -> Option<&'static str> {
     let fits = T::HOPPER_BACKWARD
         && arch == 90
         && (shape.head_dim == 64 || shape.head_dim == 128)
@@ -326,7 +340,9 @@ pub fn hopper_backward_kernel<T: Element>(shape: &Attention, arch: u32) -> Optio
 }
 
 /// The instances of the sm_90 backward for `shape` on `arch`, for benchmarks and tests that
-/// compare them, [`hopper_backward_kernel`]'s first: the bulk one (no suffix: the consumers
+/// compare them, [`hopper_backward_kernel`]'s first (where that is a persistent one, it stands
+/// in the place of its one-block-per-key-block form, which is then among the
+/// [`hopper_backward_trial_kernels`]): the bulk one (no suffix: the consumers
 /// hand their `dQ` tiles to a warp that adds them with the copy engine; dV and dK issued
 /// before `dSᵀ` is exchanged; staggered query walks, or with the causal mask two key blocks
 /// per block), `_red` (each consumer adds its `dQ` tile itself with `red.global.add.v4.f32`;
@@ -344,25 +360,52 @@ pub fn hopper_backward_kernels<T: Element>(shape: &Attention, arch: u32) -> Opti
         ["attention_backward_d128_f16", "attention_backward_d128_f16_red", "attention_backward_d128_f16_late"],
         ["attention_backward_d128_causal_f16_late", "attention_backward_d128_causal_f16", "attention_backward_d128_causal_f16_red"],
     ];
+    let base = backward_schedule::<T>(shape, arch)?;
     let picked = hopper_backward_kernel::<T>(shape, arch)?;
-    TWINS.iter().find(|names| names.contains(&picked)).copied()
+    let row = TWINS.iter().find(|names| names[0] == base).copied()?;
+    Some([picked, row[1], row[2]])
 }
 
-/// The sm_90 backward's trial instance for `shape` on `arch`, if it has one: for bf16, D 128,
-/// causal (where [`hopper_backward_kernel`] picks `_late`), `attention_backward_d128_causal_bf16_late_lpt`,
-/// the `_late` schedule with its blocks longest walk first within groups of heads
-/// (`ferrocuda_kernels_hopper::attention::longest_first`: the grid ends with its shortest
-/// walks). Not picked by any call until a GPU run has timed it; `attention_backward_sm90` runs it
-/// by name.
+/// The sm_90 backward's trial instance for `shape` on `arch`, if it has one, for benchmarks and
+/// tests beside [`hopper_backward_kernels`]; `attention_backward_sm90` runs it by name:
+/// - bf16, D 128, causal (where [`hopper_backward_kernel`] picks `_late`):
+///   `attention_backward_d128_causal_bf16_late_lpt`, the `_late` schedule with its blocks
+///   longest walk first within groups of heads
+///   (`ferrocuda_kernels_hopper::attention::longest_first`: the grid ends with its shortest
+///   walks; session 12: slower than the pick);
+/// - bf16 without the mask (session 17): the persistent form of the schedule,
+///   `attention_backward_d128_bf16_persistent` (bulk `dQ`; 0.96-0.98x the pick on an H200, not
+///   picked) or `attention_backward_d64_bf16_red_persistent` (the pick at up to 8 steps a key
+///   block; otherwise 0.99-1.00x): a grid of at most one block per SM, each block taking key
+///   blocks `block, block + grid, ..` of all heads in turn, the next one's first Q and dO tiles
+///   loaded during this one's last steps and its K and V while this one's dK and dV are stored
+///   (the one-block-per-key-block grid pays a block's start and end per 128 keys: 8 steps at
+///   S 512); where that is the pick, the one-block-per-key-block `attention_backward_d64_bf16_red`.
 pub fn hopper_backward_trial_kernel<T: Element>(shape: &Attention, arch: u32) -> Option<&'static str> {
-    (hopper_backward_kernel::<T>(shape, arch)? == "attention_backward_d128_causal_bf16_late").then_some("attention_backward_d128_causal_bf16_late_lpt")
+    hopper_backward_trial_kernels::<T>(shape, arch).first().copied()
+}
+
+/// Every trial instance of the sm_90 backward for `shape` on `arch`, [`hopper_backward_trial_kernel`]'s
+/// first: for bf16 without the mask also the persistent form that takes its key blocks from a
+/// counter (`_persistent_dyn`: a block that falls behind takes fewer) instead of in turn.
+/// Where [`hopper_backward_kernel`] picks the persistent `_red` schedule (bf16, D 64, short
+/// walks), its one-block-per-key-block form `attention_backward_d64_bf16_red` is the first trial.
+pub fn hopper_backward_trial_kernels<T: Element>(shape: &Attention, arch: u32) -> Vec<&'static str> {
+    let picked = hopper_backward_kernel::<T>(shape, arch);
+    match backward_schedule::<T>(shape, arch) {
+        Some("attention_backward_d128_causal_bf16_late") => vec!["attention_backward_d128_causal_bf16_late_lpt"],
+        Some("attention_backward_d128_bf16") => vec!["attention_backward_d128_bf16_persistent", "attention_backward_d128_bf16_persistent_dyn"],
+        Some(base @ "attention_backward_d64_bf16_red") if picked != Some(base) => vec![base, "attention_backward_d64_bf16_red_persistent_dyn"],
+        Some("attention_backward_d64_bf16_red") => vec!["attention_backward_d64_bf16_red_persistent", "attention_backward_d64_bf16_red_persistent_dyn"],
+        _ => vec![],
+    }
 }
 
 /// Every sm_90 backward instance that may run `shape` on `arch` by name: [`hopper_backward_kernels`]
-/// and the [`hopper_backward_trial_kernel`].
+/// and the [`hopper_backward_trial_kernels`].
 pub(crate) fn backward_instances<T: Element>(shape: &Attention, arch: u32) -> Option<Vec<&'static str>> {
     let mut names = hopper_backward_kernels::<T>(shape, arch)?.to_vec();
-    names.extend(hopper_backward_trial_kernel::<T>(shape, arch));
+    names.extend(hopper_backward_trial_kernels::<T>(shape, arch));
     Some(names)
 }
 
@@ -395,8 +438,8 @@ pub(crate) fn dq_convert_grid(shape: &Attention) -> ferrocuda_host::LaunchConfig
 }
 
 /// `f32` elements of the tensor maps at the start of the sm_90 backward's scratch (six maps of
-/// 128 bytes).
-const MAP_F32S: usize = 6 * 32;
+/// 128 bytes, then 128 bytes for the `_dyn` instances' work-unit counter).
+const MAP_F32S: usize = 2 * ferrocuda_kernels_hopper::attention_backward::MAPS_AREA_WORDS;
 
 /// The length of the `f32` scratch area with which the sm_90 backward runs on memory its
 /// caller owns (`attention::attention_backward_with_scratch`): the six tensor maps, the padded `lse·log2 e` and
@@ -484,6 +527,14 @@ pub(crate) fn attention_backward<T: Element>(
         },
     };
     let (seq_q, seq_kv) = (shape.seq_q as u32, shape.seq_kv as u32);
+    // The persistent instances: at most a block per SM, each taking the `⌈seq_kv/128⌉ · B·Hkv`
+    // key blocks `block, block + grid, ..`; the others a block per key block (or pair).
+    let grid = if kernel.contains("_persistent") {
+        let Some(units) = u32::try_from(seq_kv.div_ceil(128) as u64 * (shape.batch * shape.heads_kv) as u64).ok() else { return Ok(false) };
+        (units.min(stream.context().device().multiprocessor_count()?).max(1), 1)
+    } else {
+        (blocks_x(seq_kv, shape.causal && !kernel.contains("_late")), (shape.batch * shape.heads_kv) as u32)
+    };
     let seq_pad = padded_seq(seq_q);
     debug_assert_eq!(seq_pad, hopper_padded_seq(seq_q));
     let rows = shape.batch * shape.heads_q * seq_pad as usize;
@@ -563,7 +614,7 @@ pub(crate) fn attention_backward<T: Element>(
         let mut store_params: Vec<*mut std::ffi::c_void> = vec![(&raw mut dst).cast()];
         store_params.extend(flat.iter_mut().map(|w| (w as *mut u64).cast::<std::ffi::c_void>()));
         // SAFETY: `attention_backward_store_maps`'s contract: `dst` then 96 u64 parameters, in
-        // order; `dst` is 768 bytes of this context's device memory (the scratch's first part,
+        // order; `dst` is `MAPS_AREA_WORDS` u64 (896 bytes) of this context's device memory (the scratch's first part,
         // 128-byte aligned), declared written above, read by nothing else meanwhile; one block
         // of 32 threads.
         check("cuLaunchKernel(attention_backward_store_maps)", unsafe {
@@ -574,7 +625,9 @@ pub(crate) fn attention_backward<T: Element>(
         let (mut sq, mut skv, mut hq, mut hkv) = (seq_q, seq_kv, shape.heads_q as u32, shape.heads_kv as u32);
         let mut bshd = (shape.layout == Layout::Bshd) as u32;
         let mut scale = kernel_shape.scale;
-        let mut params: [*mut std::ffi::c_void; 15] = [
+        let mut batch = shape.batch as u32;
+        let mut next = maps_ptr + 8 * MAP_WORDS as u64;
+        let mut params: [*mut std::ffi::c_void; 17] = [
             (&raw mut m0).cast(),
             (&raw mut m1).cast(),
             (&raw mut m2).cast(),
@@ -590,33 +643,24 @@ pub(crate) fn attention_backward<T: Element>(
             (&raw mut hkv).cast(),
             (&raw mut bshd).cast(),
             (&raw mut scale).cast(),
+            (&raw mut batch).cast(),
+            (&raw mut next).cast(),
         ];
         // SAFETY: the kernel's contract (`ferrocuda_kernels_hopper::attention_backward`): its
-        // fifteen parameters in order (six map addresses, the dq_acc scratch, dK and dV, the
-        // lengths, heads, layout and scale); the maps (written by the launch above, in stream
+        // seventeen parameters in order (six map addresses, the dq_acc scratch, dK and dV, the
+        // lengths, heads, layout, scale, batch and the work-unit counter: the u32 after the
+        // maps, zeroed by `attention_backward_store_maps` above, read by nothing else); the maps (written by the launch above, in stream
         // order) describe Q, K, V, dO in the layout, box and swizzle it needs, and lse2, delta
         // (`B·Hq·seq_pad` f32, written by the prep launch before it) as 1-D f32 arrays with
         // 64-element boxes; dq_acc holds `B·Hq·D·seq_pad` f32 (zeroed, 16-byte aligned); dK and
         // dV hold `B·Hkv·seq_kv·D` elements and are 4-byte aligned (checked above); every
-        // buffer is declared to the door; grid `(blocks_x(seq_kv, paired), B·Hkv)` (at most 65535), 384
-        // threads and `shared` bytes of dynamic shared memory (allowed by the attribute set
+        // buffer is declared to the door; grid `(blocks_x(seq_kv, paired), B·Hkv)` (at most
+        // 65535), or for a `_persistent` one `(g, 1)` with 1 <= g <= the key blocks of all
+        // heads (`⌈seq_kv/128⌉·B·Hkv`, a u32), 384 threads and `shared` bytes of dynamic shared memory (allowed by the attribute set
         // above) are what it was built for; `function` is the sm_90a image loaded into this
         // stream's context.
-        let code = unsafe {
-            sys::cuLaunchKernel(
-                function.raw(),
-                blocks_x(seq_kv, shape.causal && !kernel.contains("_late")),
-                (shape.batch * shape.heads_kv) as u32,
-                1,
-                THREADS,
-                1,
-                1,
-                shared,
-                raw.get(),
-                params.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
-        };
+        let code =
+            unsafe { sys::cuLaunchKernel(function.raw(), grid.0, grid.1, 1, THREADS, 1, 1, shared, raw.get(), params.as_mut_ptr(), std::ptr::null_mut()) };
         check("cuLaunchKernel(attention_backward sm_90)", code)
     })?;
     <T as Launchers>::attention_backward_dq_convert(stream, dq_convert_grid(&shape), &dq_acc, dq, head_dim, kernel_shape)?;

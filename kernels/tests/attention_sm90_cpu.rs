@@ -8,7 +8,9 @@ mod common;
 
 use common::*;
 use ferrocuda_device::cpu::CpuExecutor;
-use ferrocuda_kernels::attention::{Attention, Layout, hopper_backward_kernel, hopper_backward_kernels, hopper_backward_trial_kernel};
+use ferrocuda_kernels::attention::{
+    Attention, Layout, hopper_backward_kernel, hopper_backward_kernels, hopper_backward_trial_kernel, hopper_backward_trial_kernels,
+};
 use ferrocuda_kernels::{Element, bf16, cpu, f16};
 
 fn check<T: Element>(shape: Attention, tol: f64) {
@@ -23,13 +25,19 @@ fn check<T: Element>(shape: Attention, tol: f64) {
     let scale = shape.scale.map_or(1.0 / (shape.head_dim as f64).sqrt(), f64::from);
     let want = attention_ref_scaled(&qf, &kf, &vf, &doutf, dims, shape.layout == Layout::Bshd, shape.causal, scale);
     // Every instance: the default (dQ added by the copy engine), `_red` and `_late`, and the
-    // trial one where the shape has it (`_late_lpt`).
-    for kernel in hopper_backward_kernels::<T>(&shape, 90).unwrap().into_iter().chain(hopper_backward_trial_kernel::<T>(&shape, 90)) {
+    // trial ones where the shape has them (`_late_lpt`, or `_persistent` and `_persistent_dyn`
+    // for bf16 without the mask).
+    for kernel in hopper_backward_kernels::<T>(&shape, 90).unwrap().into_iter().chain(hopper_backward_trial_kernels::<T>(&shape, 90)) {
         let nan = T::from_f32(f32::NAN);
         let (mut dq, mut dk, mut dv) = (vec![nan; shape.q_len()], vec![nan; shape.kv_len()], vec![nan; shape.kv_len()]);
         let start = std::time::Instant::now();
+        // The `_dyn` instances hand each work unit from the producer's thread to the others
+        // through a shared word published by an mbarrier phase, an order the executor's race
+        // detector does not model (it orders block, warp and named barriers): run without it,
+        // as the persistent forward's CPU tests do.
+        let quiet = CpuExecutor::new().with_race_detection(false);
         cpu::attention_backward_sm90_kernel(
-            &e,
+            if kernel.ends_with("_dyn") { &quiet } else { &e },
             kernel,
             cpu::Backward { q: &q, k: &k, v: &v, out: &out, dout: &dout, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv },
             shape,
@@ -78,6 +86,30 @@ fn sm90_backward_d128_bf16_bshd_causal_matches_f64() {
 #[test]
 fn sm90_backward_causal_pairs_of_key_blocks_match_f64() {
     check::<bf16>(shape(1, 2, 1, 300, 300, 64, Layout::Bhsd, true), 2e-2);
+}
+
+/// Session 17's persistent instances (the trial instances of bf16 without the mask:
+/// `attention_backward_d128_bf16_persistent`, `attention_backward_d64_bf16_red_persistent`, and
+/// their `_dyn` forms, which take the units from a counter): the CPU executor runs them on three
+/// blocks, so each block takes several key blocks in turn and crosses heads (its K, V and head row change between units while the Q/dO ring and the dQ
+/// hand-offs run on; the next unit's first tiles load before its K and V). D 128 `[B, H, S, D]`,
+/// 300 positions over two heads (6 key blocks: block 0 takes head 0's first and head 1's first);
+/// D 64 `[B, S, H, D]`, four query heads over two key/value heads, 130 queries and 260 keys (the
+/// third key block ragged, 4 keys). Skipped or repeated units leave dK/dV rows at 0 or doubled.
+#[test]
+fn s17_persistent_backward_blocks_take_several_key_blocks_across_heads() {
+    let d128 = shape(1, 2, 2, 300, 300, 128, Layout::Bhsd, false);
+    let d64 = shape(1, 4, 2, 130, 260, 64, Layout::Bshd, false);
+    assert_eq!(hopper_backward_trial_kernel::<bf16>(&d128, 90), Some("attention_backward_d128_bf16_persistent"));
+    // D 64 at 3 query steps a key block: the persistent `_red` schedule is the pick (session 17),
+    // its one-block-per-key-block form the first trial.
+    assert_eq!(hopper_backward_kernel::<bf16>(&d64, 90), Some("attention_backward_d64_bf16_red_persistent"));
+    assert_eq!(hopper_backward_trial_kernel::<bf16>(&d64, 90), Some("attention_backward_d64_bf16_red"));
+    assert_eq!(hopper_backward_kernels::<bf16>(&d64, 90).unwrap()[1..], ["attention_backward_d64_bf16", "attention_backward_d64_bf16_late"]);
+    assert_eq!(hopper_backward_kernel::<bf16>(&shape(1, 4, 2, 1000, 1000, 64, Layout::Bshd, false), 90), Some("attention_backward_d64_bf16_red"));
+    assert_eq!(hopper_backward_trial_kernels::<bf16>(&d128, 90)[1], "attention_backward_d128_bf16_persistent_dyn");
+    check::<bf16>(d128, 2e-2);
+    check::<bf16>(d64, 2e-2);
 }
 
 /// f16, causal, unequal lengths (70 queries, 140 keys: the second key block sees no query)

@@ -532,6 +532,69 @@ fn attention_backward_on_sm_90_matches_f64() {
     }
 }
 
+/// Session 17's persistent backward instances (`hopper_backward_trial_kernels` for bf16 without
+/// the mask: a grid of at most one block per SM, each block taking key blocks `block, block +
+/// grid, ..` of all heads, or with `_dyn` the next from a counter) with more key blocks than the GPU has SMs, so that blocks take
+/// several and cross heads: against f64 (D 128 `[B, H, S, D]` 140 heads x 2 key blocks; D 64
+/// `[B, S, H, D]` 144 query heads over 72, 2 key blocks, ragged), then at a benchmark shape
+/// (B 8, H 16, S 1024, D 128: 1024 key blocks, about 8 a block) against the instance the call
+/// picks: dK and dV are computed in the same order (equal but for code generation), dQ summed
+/// by atomic adds in another order.
+#[test]
+fn s17_persistent_backward_on_sm_90_matches_f64_and_the_pick() {
+    let Some((context, stream)) = gpu("s17_persistent_backward_on_sm_90_matches_f64_and_the_pick") else { return };
+    if context.device().arch().unwrap() != 90 {
+        eprintln!("not sm_90: no persistent sm_90 backward here");
+        return;
+    }
+    let sms = context.device().multiprocessor_count().unwrap() as usize;
+    let d128 = Attention { batch: 1, heads_q: 140, heads_kv: 140, seq_q: 130, seq_kv: 130, head_dim: 128, layout: Layout::Bhsd, causal: false, scale: None };
+    let d64 = Attention { heads_q: 144, heads_kv: 72, seq_q: 140, seq_kv: 140, head_dim: 64, layout: Layout::Bshd, ..d128 };
+    for shape in [d128, d64] {
+        assert!(2 * shape.heads_kv > sms, "{shape:?}: more key blocks than the {sms} SMs");
+        // The persistent instances among the pick and the trials (D 128: the two trials; D 64
+        // at 6 steps a key block: the pick and the `_dyn` trial).
+        let picked = attention::hopper_backward_kernel::<bf16>(&shape, 90).unwrap();
+        let mut persistent = attention::hopper_backward_trial_kernels::<bf16>(&shape, 90);
+        persistent.insert(0, picked);
+        persistent.retain(|name| name.contains("_persistent"));
+        assert_eq!(persistent.len(), 2, "{persistent:?}");
+        for trial in persistent {
+            attention_backward_on_gpu::<bf16>(&context, &stream, shape, 2e-2, Backward::Sm90(trial));
+        }
+    }
+    let shape = Attention { batch: 8, heads_q: 16, heads_kv: 16, seq_q: 1024, seq_kv: 1024, ..d128 };
+    let (q, _) = input::<bf16>(shape.q_len(), 61, 1.0);
+    let (k, _) = input::<bf16>(shape.kv_len(), 62, 1.0);
+    let (v, _) = input::<bf16>(shape.kv_len(), 63, 1.0);
+    let (dout, _) = input::<bf16>(shape.q_len(), 64, 1.0);
+    let (q_, k_, v_, do_) = (up(&context, &q), up(&context, &k), up(&context, &v), up(&context, &dout));
+    let (mut out, mut lse) = (zeros::<bf16>(&context, shape.q_len()), zeros::<f32>(&context, shape.q_rows()));
+    attention::attention_forward(&stream, &q_, &k_, &v_, &mut out, &mut lse, shape).unwrap();
+    let run = |kernel: &str| {
+        let (mut dq, mut dk, mut dv) =
+            (zeros::<bf16>(&context, shape.q_len()), zeros::<bf16>(&context, shape.kv_len()), zeros::<bf16>(&context, shape.kv_len()));
+        attention::attention_backward_sm90(
+            &stream,
+            kernel,
+            attention::Backward { q: &q_, k: &k_, v: &v_, out: &out, dout: &do_, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv },
+            shape,
+        )
+        .unwrap();
+        [widen(&dq.to_vec().unwrap()), widen(&dk.to_vec().unwrap()), widen(&dv.to_vec().unwrap())]
+    };
+    let picked = attention::hopper_backward_kernel::<bf16>(&shape, 90).unwrap();
+    let want = run(picked);
+    for trial in attention::hopper_backward_trial_kernels::<bf16>(&shape, 90) {
+        let got = run(trial);
+        for ((name, got), want) in ["dq", "dk", "dv"].iter().zip(&got).zip(&want) {
+            let same = got.iter().zip(want).filter(|(g, w)| g.to_bits() == w.to_bits()).count();
+            eprintln!("{trial} vs {picked}: {name} {same} of {} equal bit for bit", got.len());
+            assert_close(&format!("{trial} {name} vs {picked}"), got, want, 1e-2);
+        }
+    }
+}
+
 /// The sm_90 kernels (`ferrocuda-kernels-hopper`) through the safe call: every schedule the
 /// call picks (pingpong, pingpong with 3-deep rings, the plain overlap one, the persistent
 /// ones; session 14's picks), D 64 and 128,

@@ -11,7 +11,9 @@
 #  1. TESTS=attention: every attention GPU test of gpu_kernels_lib with REQUIRE_GPU=1 (among them
 #     attention_forward_persistent_kernels_match_their_twins_and_f64, which runs every forward
 #     instance, the `_poly` ones included, against f64 and against the pick).
-#     TESTS=forward: only `attention_forward*`; TESTS=0: none.
+#     TESTS=forward: only `attention_forward*`; TESTS=backward: the backward's (every test
+#     named `*attention_backward*`, and session 17's `s17_persistent_backward*`);
+#     TESTS=s17: only the latter; TESTS=0: none.
 #  2. ATTN=s15: the D 64 forward at S 2k and 4k, causal or not (BENCH_D=64, forward only): the
 #     pick (`ex2.approx` for every exponential), its twin and the `_poly4` / `_poly6` kernels
 #     (4 or 6 of each row's 16 column pairs through the FMA-pipe polynomial), beside cuDNN and
@@ -25,6 +27,8 @@
 #     `library` on the library grid is the figure, 0.98-0.99 on an H200). ROWS=full: every
 #     row kernel (candidates, the whole table, the rows' GPU tests, PyTorch eager, rows-table.md);
 #     ROWS=0: none.
+# BENCH_TRIAL=1 (passed through to bench_attention): the backward's trial instance beside the
+# pick (`_late_lpt` causal, `_persistent` otherwise: the table's "bwd trial" column).
 # More: BWD=1 (then the backward job, kernels/bench/attention_gpu_job.sh, with its knobs),
 # CHECK=1 (the f64/cuDNN gradient check), NCU=1 (Nsight speed of light of the D 128 forward pick
 # at S 512 and 4k, or NCU_SHAPES="D,S,causal ..."), REPEAT (default 5 for ATTN=s15, 3 else).
@@ -58,6 +62,8 @@ job_start=$SECONDS
 case ${TESTS:-attention} in
   0) ;;
   forward) filters=attention_forward ;;
+  backward) filters="attention_backward s17_persistent_backward" ;;
+  s17) filters=s17_persistent_backward ;;
   *) filters=attention ;;
 esac
 if [ "${TESTS:-attention}" != 0 ]; then

@@ -37,9 +37,18 @@
 //! key block per block: session 10's order; picked at D 128 with the causal mask);
 //! `attention_backward_d128_causal_bf16_late_lpt`, a trial (session 12, not yet timed on a GPU,
 //! so not picked): `_late` with its blocks in [`crate::attention::longest_first`] order
-//! (every head group's longest walks first, the grid ending with the shortest). Session 10's
-//! `_wg` (each consumer's own dQ, twice the atomics: 0.65-0.85x) and `_ov` (C7512 at D 128) are
-//! gone. Figures: `BENCHMARKS.md`, `bench/results/s11-bwd-*`.
+//! (every head group's longest walks first, the grid ending with the shortest);
+//! `attention_backward_d128_bf16_persistent` and `attention_backward_d64_bf16_red_persistent`
+//! (session 17, no mask): a grid of at most one block per SM (`(g, 1)`), block `i` taking the
+//! key blocks `i, i + g, ..` of all `⌈seq_kv / 128⌉ · batch · heads_kv` (key block fastest) one
+//! after the other, the next one's first Q/dO tiles loaded during this one's last steps and
+//! its K and V while this one's dK and dV are stored (`d64_bf16_red_persistent` is picked for
+//! bf16 D 64 at up to 8 query steps a key block: 1.04x `_red` at S 512 on an H200; at D 128 the
+//! persistent form was 0.96-0.98x the bulk one); and their `_persistent_dyn` forms, which take
+//! each next unit from the counter `next` (the producer's thread fetches it and hands it to the
+//! other warps through a shared slot that `kv_full` publishes; 0.98-1.0x the pick at D 128).
+//! Session 10's `_wg` (each consumer's own dQ, twice the atomics: 0.65-0.85x) and `_ov` (C7512
+//! at D 128) are gone. Figures: `BENCHMARKS.md`, `bench/results/s11-bwd-*`, `bench/results/s17-attn`.
 //!
 //! Requirements (the kernels' contract; `ferrocuda_kernels::attention::attention_backward` checks
 //! them, builds the maps and the scratch buffers): the maps describe live `[B, H, S, D]` arrays
@@ -48,7 +57,9 @@
 //! `delta` rows, `B·Hq·seq_pad` f32 each (`seq_pad = ⌈seq_q / 64⌉ · 64`, fewer than 2^31), as
 //! 1-D maps with box [`STATS_BOX`], no swizzle; `dq_acc` holds `B·Hq·D·seq_pad` f32 (zeroed,
 //! 16-byte aligned, tiled as [`dq_acc_index`] says); `dk`, `dv` `B·Hkv·seq_kv·D` elements in
-//! the maps' layout, 4-byte aligned; `heads_q` a multiple of `heads_kv`.
+//! the maps' layout, 4-byte aligned; `heads_q` a multiple of `heads_kv`; `batch` the batch
+//! entries; for the `_persistent_dyn` instances `next` a zeroed `u32` that only they touch
+//! during the launch (the others do not read it).
 
 /// Keys per block (two consumer warpgroups of 64).
 pub const BN: u32 = 128;
@@ -74,10 +85,10 @@ pub const fn panel_bytes(head_dim: u32) -> u32 {
 
 /// Dynamic shared memory per block: K and V (two panels each), the ring of Q and dO panels,
 /// `dSᵀ` (two buffers per consumer), each consumer's `dQ` tile (f32, [`dq_tile_bytes`]), the
-/// ring's `lse2`/`delta` rows, the barriers, 1 KiB to align (226.6 KiB at D = 128, under the
-/// 227 KiB a block may have on sm_90).
+/// ring's `lse2`/`delta` rows, the barriers, two work-unit slots (`_dyn`), 1 KiB to align
+/// (226.6 KiB at D = 128, under the 227 KiB a block may have on sm_90).
 pub const fn shared_bytes(head_dim: u32) -> u32 {
-    (4 + 2 * STAGES) * panel_bytes(head_dim) + 4 * SLAB + 2 * dq_tile_bytes(head_dim) + STATS_BYTES * STAGES + 16 + 16 * STAGES + 1024
+    (4 + 2 * STAGES) * panel_bytes(head_dim) + 4 * SLAB + 2 * dq_tile_bytes(head_dim) + STATS_BYTES * STAGES + 16 + 16 * STAGES + 16 + 1024
 }
 
 /// Bytes of one consumer's share of a step's `dQ` (f32): 64 queries x `head_dim` / 2.
@@ -158,12 +169,14 @@ pub use body::backward_body;
 
 mod body {
     use super::*;
+    use ferrocuda_device::atomic::Atomic;
     use ferrocuda_device::half::{F16x2, pack_bf16x2};
     use ferrocuda_device::ldmatrix;
     use ferrocuda_device::math::FastMath;
     use ferrocuda_device::mbarrier::{MBarrier, fence_init};
     use ferrocuda_device::named_barrier::NamedBarrier;
     use ferrocuda_device::pipeline::Ring;
+    use ferrocuda_device::shared::SharedElement;
     use ferrocuda_device::shared_vector::{SharedX2, SharedX4};
     use ferrocuda_device::sync::sync_threads;
     use ferrocuda_device::sync::sync_warp;
@@ -338,6 +351,11 @@ mod body {
             // ([`shared_bytes`]), used only as this barrier.
             unsafe { MBarrier::at(self.barriers() + 8 + 16 * STAGES) }
         }
+        /// The `_dyn` instances' work-unit slot of unit `u` (two, alternating; after `kv_empty`).
+        #[inline(always)]
+        fn unit_slot(self, u: u32) -> u32 {
+            self.barriers() + 16 + 16 * STAGES + 4 * (u & 1)
+        }
         #[inline(always)]
         fn ring(self) -> Ring<STAGES> {
             // SAFETY: the next `Ring::BARRIER_BYTES`, inside the requested shared memory, used
@@ -359,6 +377,8 @@ mod body {
         pub heads_kv: u32,
         /// 0: `[B, H, S, D]`; otherwise `[B, S, H, D]`.
         pub bshd: u32,
+        /// Batch entries (read by the `_persistent` instances, whose grid does not give it).
+        pub batch: u32,
         /// The score scale.
         pub scale: f32,
     }
@@ -377,6 +397,21 @@ mod body {
             let row = if self.bshd != 0 { (b * seq + s) * heads + h } else { (b * heads + h) * seq + s };
             row * D as usize
         }
+    }
+
+    /// `x`, through an instruction the compilers neither move nor merge (a `mov` with side
+    /// effects), so that what is computed from it is computed again here.
+    #[inline(always)]
+    fn opaque(x: u32) -> u32 {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let mut y = x;
+            // SAFETY: a register move; no memory, no other effect.
+            unsafe { core::arch::asm!("mov.u32 {0}, {0};", inout(reg32) y, options(nomem, nostack)) };
+            y
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        x
     }
 
     /// `red.global.add.v4.f32`: adds `v` to the four f32 at `p` (16-byte aligned).
@@ -415,9 +450,15 @@ mod body {
     /// row `y` (a trial: the `_late_lpt` instance, not picked by `ferrocuda-kernels` until the
     /// GPU has timed it).
     ///
+    /// `PERSISTENT` (not with `CAUSAL`): block `i` of a grid `(g, 1)` takes the key blocks
+    /// (units) `i, i + g, ..` of the `⌈seq_kv / 128⌉ · batch · heads_kv`, key block fastest; a
+    /// later unit's first [`STAGES`] Q/dO tiles are loaded before its K and V.
+    ///
     /// # Safety
     /// The module's requirements; 384 threads, [`shared_bytes`]`(D)` of dynamic shared memory,
-    /// grid `(blocks_x(seq_kv, CAUSAL && STAGGER), batch·heads_kv)`; run as every thread of the grid.
+    /// grid `(blocks_x(seq_kv, CAUSAL && STAGGER), batch·heads_kv)`, or with `PERSISTENT`
+    /// `(g, 1)` with `1 <= g <=` the units (`problem.batch` the batch entries); run as every
+    /// thread of the grid.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn backward_body<
@@ -428,13 +469,20 @@ mod body {
         const EARLY_DV: bool,
         const STAGGER: bool,
         const LONGEST_FIRST: bool,
+        const PERSISTENT: bool,
+        const DYNAMIC: bool,
     >(
         maps: [*const TensorMap; 6],
         dq_acc: *mut f32,
         dk: *mut u32,
         dv: *mut u32,
         problem: Problem,
+        next: *mut u32,
     ) {
+        const { assert!(PERSISTENT || !DYNAMIC) };
+        // The persistent schedule walks key blocks of equal length (no mask): its blocks'
+        // units are taken in turn, not balanced.
+        const { assert!(!(PERSISTENT && CAUSAL)) };
         let [q_map, k_map, v_map, do_map, lse_map, delta_map] = maps;
         let tid = thread_idx_x();
         let panel = panel_bytes(D);
@@ -461,18 +509,51 @@ mod body {
         } else {
             (block_idx_x(), block_idx_y())
         };
-        let (b, hk) = (by / heads_kv, by % heads_kv);
+        let (b_block, hk_block) = (by / heads_kv, by % heads_kv);
         let group = problem.heads_q / heads_kv;
         let seq_pad = padded_seq(problem.seq_q);
         let tiles = seq_pad / BQ;
         // This block's key blocks ("units", one after the other): with the causal mask and
         // `STAGGER`, blocks `x` and `nkb - 1 - x` (the longest walk with the shortest, so every
-        // block does about the same work: [`blocks_x`]), else block `x`.
+        // block does about the same work: [`blocks_x`]); `PERSISTENT` (a grid of at most one
+        // block per SM), units `block + u · grid` of the `nkb · batch · heads_kv` (key block
+        // fastest, so the blocks running together share a head's Q and dO in L2, as the
+        // one-block-per-unit grid's do); else block `x`.
         let nkb = problem.seq_kv.div_ceil(BN).max(1);
         let paired = CAUSAL && STAGGER;
-        let units = if paired && nkb - 1 - x > x { 2 } else { 1 };
-        let walk = |u: u32| Walk::new::<CAUSAL, STAGGER>(if u == 0 { x } else { nkb - 1 - x }, tiles, group);
-        let total_steps = walk(0).steps + if units == 2 { walk(1).steps } else { 0 };
+        let stride = grid_dim_x().max(1);
+        let units_total = nkb * problem.batch * heads_kv;
+        // `DYNAMIC`: the units are taken from the counter `next` (the producer's thread fetches
+        // the next as it starts one and hands each to the others through `unit_slot`, published
+        // by `kv_full`; `units_total` or more: none left), so a block that falls behind takes
+        // fewer; the loops below (`units` = u32::MAX) run until that end mark.
+        let decode = |linear: u32| {
+            let row = linear / nkb;
+            (linear % nkb, row / heads_kv, row % heads_kv)
+        };
+        let units = if DYNAMIC {
+            u32::MAX
+        } else if PERSISTENT {
+            units_total.saturating_sub(block_idx_x()).div_ceil(stride)
+        } else if paired && nkb - 1 - x > x {
+            2
+        } else {
+            1
+        };
+        // Unit `u`'s key block and its head row `b · heads_kv + hk`, as `(kb, b, hk)`.
+        let unit = |u: u32| {
+            if PERSISTENT { decode(block_idx_x() + u * stride) } else { (if u == 0 { x } else { nkb - 1 - x }, b_block, hk_block) }
+        };
+        let walk = |u: u32| Walk::new::<CAUSAL, STAGGER>(unit(u).0, tiles, group);
+        let total_steps = if DYNAMIC {
+            // Not known here: the adding warp arrives after every tile, the consumers wait once more at the end.
+            u32::MAX
+        } else if PERSISTENT {
+            // Every unit has the same walk without the mask.
+            walk(0).steps * units
+        } else {
+            walk(0).steps + if units == 2 { walk(1).steps } else { 0 }
+        };
         // A consumer's `dQ` tile is full (the consumer's 128 threads arrive, the adding warp
         // waits) and empty again (the adding warp arrives, the consumer waits before it writes
         // the next one).
@@ -487,27 +568,68 @@ mod body {
                 // SAFETY: the maps are valid (the kernel's contract); every box starts inside
                 // its array or past its end in the position dimension (rows past the end are
                 // filled with zeros by the copy engine); each ring slot is free (its `empty`
-                // phase waited for) before it is refilled.
+                // phase waited for) before it is refilled; `next` (`DYNAMIC` only) is the
+                // launch's zeroed counter, which only this thread touches, atomically.
                 unsafe {
                     for map in maps {
                         TensorMap::acquire(map);
                     }
                     let mut g = 0;
+                    let counter = if DYNAMIC { Some(Atomic::from_ptr(next)) } else { None };
+                    let mut item = block_idx_x();
                     for u in 0..units {
-                        let w = walk(u);
-                        if u > 0 {
-                            // Both consumers are done with the previous unit's K and V.
-                            layout.kv_empty().wait((u - 1) & 1);
-                        }
-                        layout.kv_full().arrive_expect_tx(4 * panel);
-                        for half in 0..2 {
-                            for c in 0..D / 64 {
-                                let at = problem.coords(64 * c, w.k0 + 64 * half, hk, b);
-                                TensorMap::load_4d(k_map, layout.k(half) + c * SLAB, layout.kv_full(), at);
-                                TensorMap::load_4d(v_map, layout.v(half) + c * SLAB, layout.kv_full(), at);
+                        let (kb, b, hk) = if DYNAMIC {
+                            if item >= units_total {
+                                // None left: the end mark, once the consumers are done with the
+                                // previous unit (the slot's last reader of unit u - 2 is done).
+                                if u > 0 {
+                                    layout.kv_empty().wait((u - 1) & 1);
+                                }
+                                u32::store_shared(layout.unit_slot(u), item);
+                                layout.kv_full().arrive();
+                                break;
                             }
+                            decode(item)
+                        } else {
+                            unit(u)
+                        };
+                        // The next unit, fetched now so that the atomic's latency passes while
+                        // this unit's loads are issued.
+                        let following = counter.map_or(0, |c| stride + c.fetch_add(1));
+                        let w = Walk::new::<CAUSAL, STAGGER>(kb, tiles, group);
+                        let kv = |u: u32| {
+                            if u > 0 {
+                                // Both consumers are done with the previous unit's K and V.
+                                layout.kv_empty().wait((u - 1) & 1);
+                            }
+                            if DYNAMIC {
+                                // Read for unit u - 2 by the consumers (done: they finished unit
+                                // u - 1) and the adding warp (at most a unit behind them).
+                                u32::store_shared(layout.unit_slot(u), item);
+                            }
+                            layout.kv_full().arrive_expect_tx(4 * panel);
+                            for half in 0..2 {
+                                for c in 0..D / 64 {
+                                    let at = problem.coords(64 * c, w.k0 + 64 * half, hk, b);
+                                    TensorMap::load_4d(k_map, layout.k(half) + c * SLAB, layout.kv_full(), at);
+                                    TensorMap::load_4d(v_map, layout.v(half) + c * SLAB, layout.kv_full(), at);
+                                }
+                            }
+                        };
+                        // `PERSISTENT`: the first steps' Q and dO of a later unit are loaded
+                        // before its K and V (their ring slots free up during the previous
+                        // unit's last steps; K and V only after its last), so a unit starts
+                        // with its first tiles in and waits only for K and V, which load
+                        // while the consumers store the previous unit's dK and dV.
+                        let prefetch = PERSISTENT && u > 0;
+                        let early = STAGES.min(w.steps);
+                        if !prefetch {
+                            kv(u);
                         }
                         for n in 0..w.steps {
+                            if prefetch && n == early {
+                                kv(u);
+                            }
                             let (h, q0) = w.at(n, hk * group);
                             let slot = Ring::<STAGES>::slot(g);
                             let full = layout.ring().produce(g, 2 * panel + STATS_BYTES);
@@ -521,6 +643,10 @@ mod body {
                             }
                             g += 1;
                         }
+                        if prefetch && early >= w.steps {
+                            kv(u);
+                        }
+                        item = following;
                     }
                 }
             } else if BULK_DQ && tid / 32 == 1 {
@@ -529,7 +655,20 @@ mod body {
                 let lane = tid % 32;
                 let mut g = 0;
                 for u in 0..units {
-                    let w = walk(u);
+                    let (kb, b, hk) = if DYNAMIC {
+                        // The unit (published with its K and V; this warp is at most one unit
+                        // behind the consumers, so the phase cannot have moved on twice).
+                        layout.kv_full().wait(u & 1);
+                        // SAFETY: the slot, written before the arrival waited for.
+                        let item = unsafe { u32::load_shared(layout.unit_slot(u)) };
+                        if item >= units_total {
+                            break;
+                        }
+                        decode(item)
+                    } else {
+                        unit(u)
+                    };
+                    let w = Walk::new::<CAUSAL, STAGGER>(kb, tiles, group);
                     for n in 0..w.steps {
                         let (h, q0) = w.at(n, hk * group);
                         let bhq = b * problem.heads_q + h;
@@ -548,7 +687,7 @@ mod body {
                                 store_wait_read::<0>();
                             }
                             sync_warp(u32::MAX);
-                            if g + 1 < total_steps {
+                            if DYNAMIC || g + 1 < total_steps {
                                 dq_empty(c).arrive();
                             }
                         }
@@ -607,10 +746,28 @@ mod body {
         let dq_me = layout.dq(consumer) + 16 * me as u32;
         let mut g = 0;
         for u in 0..units {
-            let w = walk(u);
+            let (kb, b, hk) = if DYNAMIC {
+                layout.kv_full().wait(u & 1);
+                // SAFETY: the slot, written before the arrival waited for; rewritten only after
+                // this warp has finished the next unit.
+                let item = unsafe { u32::load_shared(layout.unit_slot(u)) };
+                if item >= units_total {
+                    if BULK_DQ && g > 0 {
+                        // The adding warp's arrival after the last tile.
+                        dq_empty(consumer).sync();
+                    }
+                    break;
+                }
+                decode(item)
+            } else {
+                unit(u)
+            };
+            let w = Walk::new::<CAUSAL, STAGGER>(kb, tiles, group);
             let k0 = w.k0;
             let key0 = k0 + 64 * consumer + row0;
-            layout.kv_full().wait(u & 1);
+            if !DYNAMIC {
+                layout.kv_full().wait(u & 1);
+            }
             if u > 0 {
                 // A new unit's accumulators. SAFETY: all-zero bits are 0.0.
                 (dk_acc, dv_acc) = unsafe { (core::mem::zeroed(), core::mem::zeroed()) };
@@ -829,6 +986,19 @@ mod body {
                 // This warp's reads of the unit's K and V (its wgmmas, all waited for) are done.
                 layout.kv_empty().arrive();
             }
+            // `PERSISTENT`: the unit's head row again, from an opaque copy of `u`, so that the
+            // step loop does not hold `b` and `hk` (the bulk-dQ loop does not read them) on top
+            // of the unit counters: at D 128 every register the loop holds is one more spill.
+            let (b, hk) = if DYNAMIC {
+                // SAFETY: as above (the slot is rewritten for unit u + 2).
+                let (_, b, hk) = decode(unsafe { u32::load_shared(layout.unit_slot(opaque(u))) });
+                (b, hk)
+            } else if PERSISTENT {
+                let (_, b, hk) = unit(opaque(u));
+                (b, hk)
+            } else {
+                (b, hk)
+            };
             // Epilogue: this thread's two key rows of dK (times the scale) and dV.
             unroll::<2>(|half| {
                 let key = key0 + 8 * half as u32;
@@ -853,27 +1023,29 @@ mod body {
     }
 
     macro_rules! kernels {
-        ($($name:ident: $d:literal, $causal:literal, $f16:literal, $bulk:literal, $early:literal, $stagger:literal $(, $lpt:literal)?;)*) => {$(
+        ($($name:ident: $d:literal, $causal:literal, $f16:literal, $bulk:literal, $early:literal, $stagger:literal, $lpt:literal, $persistent:literal $(, $dynamic:literal)?;)*) => {$(
             ferrocuda_device::launch_bounds!($name, 384, 1);
             /// Attention backward (see the module docs), head dimension, mask and element type
             /// in the name.
             ///
             /// # Safety
             /// The module's requirements; 384 threads, `shared_bytes(D)` of dynamic shared
-            /// memory, grid `(blocks_x(seq_kv, paired), batch·heads_kv)` (paired: causal, not `_late`).
+            /// memory, grid `(blocks_x(seq_kv, paired), batch·heads_kv)` (paired: causal, not
+            /// `_late`), or for `_persistent` `(g, 1)` with `1 <= g <= ⌈seq_kv / 128⌉ · batch ·
+            /// heads_kv` (a u32); `batch` the batch entries.
             #[cfg(target_arch = "nvptx64")]
             #[unsafe(no_mangle)]
             #[allow(clippy::too_many_arguments)]
             pub unsafe extern "ptx-kernel" fn $name(
                 q_map: *const TensorMap, k_map: *const TensorMap, v_map: *const TensorMap, do_map: *const TensorMap,
                 lse_map: *const TensorMap, delta_map: *const TensorMap, dq_acc: *mut f32, dk: *mut u32, dv: *mut u32,
-                seq_q: u32, seq_kv: u32, heads_q: u32, heads_kv: u32, bshd: u32, scale: f32,
+                seq_q: u32, seq_kv: u32, heads_q: u32, heads_kv: u32, bshd: u32, scale: f32, batch: u32, next: *mut u32,
             ) {
-                let problem = Problem { seq_q, seq_kv, heads_q, heads_kv, bshd, scale };
+                let problem = Problem { seq_q, seq_kv, heads_q, heads_kv, bshd, scale, batch };
                 // SAFETY: the kernel's contract.
                 unsafe {
-                    backward_body::<$d, $causal, $f16, $bulk, $early, $stagger, { false $(|| $lpt)? }>(
-                        [q_map, k_map, v_map, do_map, lse_map, delta_map], dq_acc, dk, dv, problem,
+                    backward_body::<$d, $causal, $f16, $bulk, $early, $stagger, $lpt, $persistent, { false $(|| $dynamic)? }>(
+                        [q_map, k_map, v_map, do_map, lse_map, delta_map], dq_acc, dk, dv, problem, next,
                     )
                 }
             }
@@ -881,31 +1053,35 @@ mod body {
     }
 
     kernels! {
-        attention_backward_d64_bf16: 64, false, false, true, true, true;
-        attention_backward_d64_bf16_red: 64, false, false, false, true, true;
-        attention_backward_d64_bf16_late: 64, false, false, true, false, false;
-        attention_backward_d64_causal_bf16: 64, true, false, true, true, true;
-        attention_backward_d64_causal_bf16_red: 64, true, false, false, true, true;
-        attention_backward_d64_causal_bf16_late: 64, true, false, true, false, false;
-        attention_backward_d128_bf16: 128, false, false, true, true, true;
-        attention_backward_d128_bf16_red: 128, false, false, false, true, true;
-        attention_backward_d128_bf16_late: 128, false, false, true, false, false;
-        attention_backward_d128_causal_bf16: 128, true, false, true, true, true;
-        attention_backward_d128_causal_bf16_red: 128, true, false, false, true, true;
-        attention_backward_d128_causal_bf16_late: 128, true, false, true, false, false;
-        attention_backward_d128_causal_bf16_late_lpt: 128, true, false, true, false, false, true;
-        attention_backward_d64_f16: 64, false, true, true, true, true;
-        attention_backward_d64_f16_red: 64, false, true, false, true, true;
-        attention_backward_d64_f16_late: 64, false, true, true, false, false;
-        attention_backward_d64_causal_f16: 64, true, true, true, true, true;
-        attention_backward_d64_causal_f16_red: 64, true, true, false, true, true;
-        attention_backward_d64_causal_f16_late: 64, true, true, true, false, false;
-        attention_backward_d128_f16: 128, false, true, true, true, true;
-        attention_backward_d128_f16_red: 128, false, true, false, true, true;
-        attention_backward_d128_f16_late: 128, false, true, true, false, false;
-        attention_backward_d128_causal_f16: 128, true, true, true, true, true;
-        attention_backward_d128_causal_f16_red: 128, true, true, false, true, true;
-        attention_backward_d128_causal_f16_late: 128, true, true, true, false, false;
+        attention_backward_d64_bf16: 64, false, false, true, true, true, false, false;
+        attention_backward_d64_bf16_red: 64, false, false, false, true, true, false, false;
+        attention_backward_d64_bf16_late: 64, false, false, true, false, false, false, false;
+        attention_backward_d64_bf16_red_persistent: 64, false, false, false, true, true, false, true;
+        attention_backward_d64_bf16_red_persistent_dyn: 64, false, false, false, true, true, false, true, true;
+        attention_backward_d64_causal_bf16: 64, true, false, true, true, true, false, false;
+        attention_backward_d64_causal_bf16_red: 64, true, false, false, true, true, false, false;
+        attention_backward_d64_causal_bf16_late: 64, true, false, true, false, false, false, false;
+        attention_backward_d128_bf16: 128, false, false, true, true, true, false, false;
+        attention_backward_d128_bf16_red: 128, false, false, false, true, true, false, false;
+        attention_backward_d128_bf16_late: 128, false, false, true, false, false, false, false;
+        attention_backward_d128_bf16_persistent: 128, false, false, true, true, true, false, true;
+        attention_backward_d128_bf16_persistent_dyn: 128, false, false, true, true, true, false, true, true;
+        attention_backward_d128_causal_bf16: 128, true, false, true, true, true, false, false;
+        attention_backward_d128_causal_bf16_red: 128, true, false, false, true, true, false, false;
+        attention_backward_d128_causal_bf16_late: 128, true, false, true, false, false, false, false;
+        attention_backward_d128_causal_bf16_late_lpt: 128, true, false, true, false, false, true, false;
+        attention_backward_d64_f16: 64, false, true, true, true, true, false, false;
+        attention_backward_d64_f16_red: 64, false, true, false, true, true, false, false;
+        attention_backward_d64_f16_late: 64, false, true, true, false, false, false, false;
+        attention_backward_d64_causal_f16: 64, true, true, true, true, true, false, false;
+        attention_backward_d64_causal_f16_red: 64, true, true, false, true, true, false, false;
+        attention_backward_d64_causal_f16_late: 64, true, true, true, false, false, false, false;
+        attention_backward_d128_f16: 128, false, true, true, true, true, false, false;
+        attention_backward_d128_f16_red: 128, false, true, false, true, true, false, false;
+        attention_backward_d128_f16_late: 128, false, true, true, false, false, false, false;
+        attention_backward_d128_causal_f16: 128, true, true, true, true, true, false, false;
+        attention_backward_d128_causal_f16_red: 128, true, true, false, true, true, false, false;
+        attention_backward_d128_causal_f16_late: 128, true, true, true, false, false, false, false;
     }
 }
 
@@ -914,6 +1090,10 @@ pub use body::Problem;
 /// `u64` words of the six tensor maps of one backward call (Q, K, V, dO, `lse2`, `delta`: 128
 /// bytes each).
 pub const MAP_WORDS: usize = 6 * 16;
+
+/// `u64` words the maps' area holds: the [`MAP_WORDS`], then the `_dyn` instances' work-unit
+/// counter (its first 4 bytes; the launch of `attention_backward_store_maps` zeroes the word).
+pub const MAPS_AREA_WORDS: usize = MAP_WORDS + 16;
 
 macro_rules! store_maps {
     ($(#[$doc:meta])* $($w:ident),*) => {
@@ -932,12 +1112,18 @@ macro_rules! store_maps {
                     unsafe { *dst.add(at) = words[at] };
                 }
             });
+            if t == 0 {
+                // SAFETY: MAP_WORDS < MAPS_AREA_WORDS: inside `dst` (the caller's contract); the
+                // `_dyn` instances' work-unit counter starts at 0 on every call (and replay).
+                unsafe { *dst.add(MAP_WORDS) = 0 };
+            }
         }
     };
 }
 store_maps!(
     /// Writes the tensor maps of one backward call (kernel parameters, so a CUDA graph that
-    /// records this launch replays it with the same words) to `dst`, where the backward kernel
+    /// records this launch replays it with the same words) to `dst`, and zeroes the word after
+    /// them (the `_dyn` instances' work-unit counter), where the backward kernel
     /// reads them: launched with one block of at least 32 threads, just before the backward on
     /// the same stream (which makes the writes visible to it; the backward's `fence.proxy.tensormap`
     /// acquire orders them for the copy engine). Host memory copied with `cuMemcpyHtoDAsync` would
@@ -946,6 +1132,6 @@ store_maps!(
     /// rejects an aggregate passed by value: an internal compiler error on 2026-05-19's nightly).
     ///
     /// # Safety
-    /// `dst` points to [`MAP_WORDS`] `u64` of global memory, 64-byte aligned, that nothing else
+    /// `dst` points to [`MAPS_AREA_WORDS`] `u64` of global memory, 64-byte aligned, that nothing else
     /// reads or writes while the kernel runs.
     w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11, w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23, w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35, w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47, w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59, w60, w61, w62, w63, w64, w65, w66, w67, w68, w69, w70, w71, w72, w73, w74, w75, w76, w77, w78, w79, w80, w81, w82, w83, w84, w85, w86, w87, w88, w89, w90, w91, w92, w93, w94, w95);
