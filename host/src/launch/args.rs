@@ -23,6 +23,19 @@ unsafe impl<T: bytemuck::Pod> KernelValue for T {}
 #[inline(always)]
 pub fn require_kernel_value<T: KernelValue>() {}
 
+/// A by-value parameter's copy for one thread of a CPU launch (a GPU copies it to every thread):
+/// a safe copy, bounded by `Copy` here. The CPU launcher used to copy with `ptr::read` in an
+/// `unsafe` block, relying on the by-value checks; those are made through paths a crate can
+/// make its own (`extern crate self as core;`, or `as ferrocuda_host` with the real `__private`
+/// re-exported beside a check of its own), and a non-`Copy` type was then duplicated into every
+/// thread and dropped once per thread (audit 2026-11-28e, G17R-2: a double free). A crate that
+/// replaces this function has to write its own `unsafe` to duplicate a value.
+#[doc(hidden)]
+#[inline(always)]
+pub fn copy_param<T: Copy>(value: &T) -> T {
+    *value
+}
+
 /// The `void*` that `cuLaunchKernel` wants for one argument.
 #[doc(hidden)]
 #[inline(always)]
