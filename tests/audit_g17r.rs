@@ -17,8 +17,8 @@
 //!
 //! The two builds are played by two modules of one crate, as in `tests/audit_g13r.rs`.
 
-use ferrocuda_device::global::partition::{GridSlices, Partition};
 use ferrocuda::{Dim3, LaunchConfig};
+use ferrocuda_device::global::partition::{GridSlices, Partition};
 
 /// The module the launchers would load from (no images: nothing is launched here).
 pub static KERNELS: ferrocuda::EmbeddedModule = ferrocuda::EmbeddedModule::without_images("g17r");

@@ -54,13 +54,11 @@ pub struct StoreMap(pub TensorMap);
 // device build like any element type (audit 2026-11-28e, G17R-4: a tensor map parameter's type
 // was compared by nothing, and a `cfg`-chosen `use Wide as TensorMap` passed).
 unsafe impl crate::LayoutKey for TensorMap {
-    const LAYOUT_KEY: u64 =
-        crate::layout_key::start("ferrocuda_device::tma::TensorMap", core::mem::size_of::<TensorMap>(), core::mem::align_of::<TensorMap>());
+    const LAYOUT_KEY: u64 = crate::layout_key::start("ferrocuda_device::tma::TensorMap", core::mem::size_of::<TensorMap>(), core::mem::align_of::<TensorMap>());
 }
 // SAFETY: as above.
 unsafe impl crate::LayoutKey for StoreMap {
-    const LAYOUT_KEY: u64 =
-        crate::layout_key::start("ferrocuda_device::tma::StoreMap", core::mem::size_of::<StoreMap>(), core::mem::align_of::<StoreMap>());
+    const LAYOUT_KEY: u64 = crate::layout_key::start("ferrocuda_device::tma::StoreMap", core::mem::size_of::<StoreMap>(), core::mem::align_of::<StoreMap>());
 }
 
 impl StoreMap {
