@@ -14,7 +14,8 @@ mod common;
 
 use ferrocuda::{DeviceBuffer, Dim3, Error, LAYOUT_SYMBOL_PREFIX, LaunchConfig, Stream, TYPES_SYMBOL_PREFIX};
 use test_kernels::host_device_layout::{
-    F1Elem, F1Pair, f1_field_type_by_cfg, f1_generic_F1Pair, f1_generic_u32, f1_permuted_fields, q1_cfg_alias, q1_same_size_alias, q2_cfg_width,
+    F1Elem, F1Pair, f1_field_type_by_cfg, f1_generic_F1Pair, f1_generic_u32, f1_permuted_fields, g17r_1_cfg_width_parameters, g17r_1_width_parameters,
+    g17r_4::g17r_4_cfg_map_type, q1_cfg_alias, q1_same_size_alias, q2_cfg_width,
 };
 
 /// The `u64` words of the device global `name` in `ptx`: a `.b8` array of little-endian
@@ -178,4 +179,76 @@ fn g13r_builds_that_agree_have_equal_keys_with_partitions_and_same_len_groups() 
     // The group's mark is there: `x` and `y` do not have their plain keys.
     use ferrocuda_device::LayoutKey;
     assert_ne!(host_keys(&saxpy_safe::SIGNATURE)[1], f32::LAYOUT_KEY);
+}
+
+/// G17R-1 (audit 2026-11-28e): a `GridSlices` output's `(n, stride)` named by parameters in
+/// another order by the device build (`cfg_attr`). Layout and signature text agree (widths from
+/// parameters count 0); the output's type key now holds which parameter gives each width, so
+/// the device module's key differs from the launcher's. A kernel whose builds agree has equal
+/// keys.
+#[test]
+fn g17r_1_width_parameters_a_cfg_attr_swaps_give_the_device_module_another_key() {
+    let (host, device) = (host_keys(&g17r_1_cfg_width_parameters::SIGNATURE), device_keys("g17r_1_cfg_width_parameters"));
+    assert_eq!(device_layout("g17r_1_cfg_width_parameters"), g17r_1_cfg_width_parameters::SIGNATURE.layout, "the layout cannot tell them apart");
+    assert_ne!(host[0], device[0], "the output's key must hold which parameter gives each width");
+    assert_eq!(host[1..], device[1..], "the width parameters themselves agree");
+    assert_eq!(host_keys(&g17r_1_width_parameters::SIGNATURE), device_keys("g17r_1_width_parameters"), "builds that agree");
+}
+
+/// G17R-1 on the GPU: one slice, the host's `n = 1` and `stride = 1024`, in a one-element view
+/// at the start of a 1024-element buffer (4 blocks of 256 threads). The device build's order
+/// makes `n = 1024`: before the fix the launch was accepted and 1023 elements past the view were
+/// written (said here as a count, printed either way); now it is refused and nothing runs. The
+/// kernel whose builds agree runs and writes the view only.
+#[test]
+fn g17r_1_gpu_a_grid_slices_kernel_whose_width_parameters_differ_is_refused() {
+    let Some(context) = common::gpu_or_skip("g17r_1_gpu_a_grid_slices_kernel_whose_width_parameters_differ_is_refused") else { return };
+    let stream = Stream::new(&context).unwrap();
+    let config = LaunchConfig::new(Dim3 { x: 4, y: 1, z: 1 }, Dim3 { x: 256, y: 1, z: 1 });
+    let mut buf = DeviceBuffer::<u32>::zeroed(&context, 1024).unwrap();
+    let result = g17r_1_cfg_width_parameters::launch(&stream, config, &mut buf.slice_mut(..1), 1, 1024);
+    stream.synchronize().unwrap();
+    let written = buf.to_vec().unwrap();
+    let past = written[1..].iter().filter(|&&v| v != 0).count();
+    println!("G17R-1: the launch gave {result:?}; elements written past the one-element view: {past} of 1023");
+    refused(result, "dst", "");
+    assert_eq!(past, 0, "the device build wrote past the view");
+    let mut agreeing = DeviceBuffer::<u32>::zeroed(&context, 1024).unwrap();
+    g17r_1_width_parameters::launch(&stream, config, &mut agreeing.slice_mut(..1), 1, 1024).unwrap();
+    stream.synchronize().unwrap();
+    let written = agreeing.to_vec().unwrap();
+    assert_eq!((written[0], written[1..].iter().filter(|&&v| v != 0).count()), (7, 0), "the agreeing kernel writes its one element");
+}
+
+/// G17R-4 (audit 2026-11-28e): a `&TensorMap` parameter that the device build resolves to a
+/// 4 KiB type of its own (`use G17rWide as TensorMap` under `cfg(target_arch = "nvptx64")`). The
+/// layout held 0 and 0 and the type table 0 for a tensor map, so nothing told the builds apart;
+/// now the map type's size, alignment and key are compared like any element type's.
+#[test]
+fn g17r_4_a_cfg_chosen_tensor_map_type_gives_the_device_module_another_layout() {
+    let host = g17r_4_cfg_map_type::SIGNATURE.layout;
+    let device = device_layout("g17r_4_cfg_map_type");
+    assert_eq!(&host[..3], &[128, 64, 0], "the host build's map: 128 bytes, 64-byte aligned");
+    assert_eq!(&device[..3], &[4096, 64, 0], "the device build's type");
+    let (host, device) = (host_keys(&g17r_4_cfg_map_type::SIGNATURE), device_keys("g17r_4_cfg_map_type"));
+    assert_ne!(host[0], device[0]);
+    assert_ne!(device[0], 0, "a tensor map's key is in the device table");
+}
+
+/// G17R-4 on the GPU: before the fix the launch was accepted and each thread read the word
+/// 4000 bytes past the start of the map's 128-byte copy; now the first launch is refused.
+#[test]
+fn g17r_4_gpu_a_kernel_whose_tensor_map_type_differs_is_refused() {
+    let Some(context) = common::gpu_or_skip("g17r_4_gpu_a_kernel_whose_tensor_map_type_differs_is_refused") else { return };
+    let stream = Stream::new(&context).unwrap();
+    let data = DeviceBuffer::<u32>::zeroed(&context, 64 * 64).unwrap();
+    let map = ferrocuda::TensorMap::tiled_2d(&data, ferrocuda::TensorDataType::U32, 64, 64, 8, 8, ferrocuda::TensorSwizzle::None)
+        .unwrap()
+        .to_device(&context)
+        .unwrap();
+    let mut out = DeviceBuffer::<u32>::zeroed(&context, 64).unwrap();
+    let result = g17r_4_cfg_map_type::launch(&stream, LaunchConfig::for_elements(64, 64), &map, &mut out);
+    stream.synchronize().unwrap();
+    println!("G17R-4: the launch gave {result:?}; out[0] = {:#x}", out.to_vec().unwrap()[0]);
+    refused(result, "map", "");
 }

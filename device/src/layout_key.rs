@@ -25,8 +25,19 @@
 /// that kernels take by value or as elements: `#[derive(Clone, Copy, Pod, Zeroable,
 /// LayoutKey)]`. Every field's type must implement it too (derive it on nested structs).
 ///
-/// A wrong hand-written key cannot cause undefined behaviour by itself; it only weakens the
-/// check, so the trait is safe to implement. Prefer the derive.
+/// # Safety
+/// Two types' keys are equal only when their layouts are: the same size and alignment, and, for
+/// a struct, the same fields (names, offsets, sizes, types' keys) in the same order, as the
+/// derive computes it. The first launch of a kernel trusts the keys to tell the host build's
+/// types from the device build's (and mixes into them what else both builds must agree on: an
+/// output's partition, a `same_len` group, which parameter gives a `cols(..)` width), and a
+/// device key of 0 is taken for "unknown" and not compared. A hand-written key could therefore
+/// make a kernel whose builds disagree pass, and the device then reads a slice with another
+/// length or writes an output with another map: the trait was safe to implement ("a wrong key
+/// only weakens the check") until audit 2026-11-28e, G17R-5, showed a key chosen per build
+/// undoing G13R-5's check (a `same_len` group of the device build alone: written past the
+/// output). Derive it (`#[derive(LayoutKey)]` writes the `unsafe impl`); write one by hand only
+/// for a generic struct, computing its key as the derive does.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` has no layout key, so a kernel cannot take it",
     label = "kernel parameters (by value, or as slice and output elements) need `LayoutKey`",
@@ -35,10 +46,16 @@
             (every field of a keyed struct must be keyed; a generic struct needs a hand-written impl). A type that is not plain \
             data cannot be a kernel parameter at all: see the error about `Pod`"
 )]
-pub trait LayoutKey {
+pub unsafe trait LayoutKey {
     /// The key: equal in the host and the device build exactly when the layout agrees.
     const LAYOUT_KEY: u64;
 }
+
+/// What `#[derive(LayoutKey)]` measures a struct with, named through this crate rather than
+/// `::core` (a crate can make `::core` another crate with `extern crate self as core;`, and the
+/// derive's `unsafe impl` must measure the real layout: audit 2026-11-28e, G17R-2).
+#[doc(hidden)]
+pub use core::mem::{align_of, offset_of, size_of};
 
 /// Folds `word` into `hash` (FNV-1a over its 8 little-endian bytes): how keys are combined.
 pub const fn mix(hash: u64, word: u64) -> u64 {
@@ -66,7 +83,9 @@ pub const fn field(hash: u64, name: &str, offset: usize, size: usize, key: u64) 
 
 macro_rules! keyed {
     ($($t:ty),*) => {$(
-        impl LayoutKey for $t {
+        // SAFETY: the key of the type's name, size and alignment: distinct primitives have
+        // distinct names.
+        unsafe impl LayoutKey for $t {
             const LAYOUT_KEY: u64 = start(stringify!($t), core::mem::size_of::<$t>(), core::mem::align_of::<$t>());
         }
     )*};
@@ -104,7 +123,8 @@ keyed!(
     ()
 );
 
-impl<T: LayoutKey, const N: usize> LayoutKey for [T; N] {
+// SAFETY: the array's size, alignment and length and its element's key.
+unsafe impl<T: LayoutKey, const N: usize> LayoutKey for [T; N] {
     const LAYOUT_KEY: u64 = mix(mix(start("[T; N]", core::mem::size_of::<Self>(), core::mem::align_of::<Self>()), N as u64), T::LAYOUT_KEY);
 }
 

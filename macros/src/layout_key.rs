@@ -36,17 +36,20 @@ pub fn derive(item: TokenStream) -> TokenStream {
             hash = #key::field(
                 hash,
                 #label,
-                ::core::mem::offset_of!(Self, #member),
-                ::core::mem::size_of::<#ty>(),
+                #key::offset_of!(Self, #member),
+                #key::size_of::<#ty>(),
                 <#ty as ::ferrocuda_device::LayoutKey>::LAYOUT_KEY,
             );
         }
     });
     let text = name.to_string();
     quote! {
-        impl ::ferrocuda_device::LayoutKey for #name {
+        // SAFETY: the key is computed from the struct's name, size and alignment and each field's
+        // name, offset, size and key, as `LayoutKey` asks (through the device crate's own paths
+        // to `size_of`/`offset_of`: `::core` may be another crate, G17R-2).
+        unsafe impl ::ferrocuda_device::LayoutKey for #name {
             const LAYOUT_KEY: ::core::primitive::u64 = {
-                let mut hash = #key::start(#text, ::core::mem::size_of::<Self>(), ::core::mem::align_of::<Self>());
+                let mut hash = #key::start(#text, #key::size_of::<Self>(), #key::align_of::<Self>());
                 #(#fields)*
                 hash
             };

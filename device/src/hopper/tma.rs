@@ -49,6 +49,18 @@ pub struct TensorMap(pub [u64; 16]);
 #[derive(Clone, Copy, Debug)]
 pub struct StoreMap(pub TensorMap);
 
+// SAFETY (both): the key of the type's own name, size and alignment, as for a primitive: the
+// types of `&TensorMap` / `&StoreMap` kernel parameters, compared between the host and the
+// device build like any element type (audit 2026-11-28e, G17R-4: a tensor map parameter's type
+// was compared by nothing, and a `cfg`-chosen `use Wide as TensorMap` passed).
+unsafe impl crate::LayoutKey for TensorMap {
+    const LAYOUT_KEY: u64 = crate::layout_key::start("ferrocuda_device::tma::TensorMap", core::mem::size_of::<TensorMap>(), core::mem::align_of::<TensorMap>());
+}
+// SAFETY: as above.
+unsafe impl crate::LayoutKey for StoreMap {
+    const LAYOUT_KEY: u64 = crate::layout_key::start("ferrocuda_device::tma::StoreMap", core::mem::size_of::<StoreMap>(), core::mem::align_of::<StoreMap>());
+}
+
 impl StoreMap {
     /// The map's address, for the copies of [`TensorMap`] (loads and stores).
     #[inline(always)]

@@ -23,6 +23,19 @@ unsafe impl<T: bytemuck::Pod> KernelValue for T {}
 #[inline(always)]
 pub fn require_kernel_value<T: KernelValue>() {}
 
+/// A by-value parameter's copy for one thread of a CPU launch (a GPU copies it to every thread):
+/// a safe copy, bounded by `Copy` here. The CPU launcher used to copy with `ptr::read` in an
+/// `unsafe` block, relying on the by-value checks; those are made through paths a crate can
+/// make its own (`extern crate self as core;`, or `as ferrocuda_host` with the real `__private`
+/// re-exported beside a check of its own), and a non-`Copy` type was then duplicated into every
+/// thread and dropped once per thread (audit 2026-11-28e, G17R-2: a double free). A crate that
+/// replaces this function has to write its own `unsafe` to duplicate a value.
+#[doc(hidden)]
+#[inline(always)]
+pub fn copy_param<T: Copy>(value: &T) -> T {
+    *value
+}
+
 /// The `void*` that `cuLaunchKernel` wants for one argument.
 #[doc(hidden)]
 #[inline(always)]
@@ -42,8 +55,50 @@ pub fn param_ptr<T>(value: &T) -> *mut c_void {
 pub trait SamePrimitive<T> {}
 impl<T> SamePrimitive<T> for T {}
 
+/// The primitives a kernel takes by value when its parameter is written like one (`u32`,
+/// `bool`, `NonZeroU32`): implemented here, for the types this crate names, and nowhere else.
+///
+/// The generated launchers name the primitive by an absolute path (`::core::primitive::u32`),
+/// and a crate can make that path name any type of its own with `extern crate self as core;`
+/// (safe code). So the path alone proves nothing: the check bounds the named type by this
+/// trait too, whose impls name the real primitives from inside this crate (audit 2026-11-28e,
+/// G17R-2: `extern crate self as core` with `primitive::u32` a non-`Copy` type passed the
+/// check, and the CPU launcher's bitwise copy of the parameter into every thread dropped one
+/// `Box` once per thread; a `Copy` type holding a host reference went to a GPU by value).
+///
+/// # Safety
+/// Implemented only for plain data whose every value the host holds is valid on the device and
+/// holds no host pointer: the integers, floats, `bool` and the non-zero integers.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a primitive a kernel can take by value",
+    label = "not a primitive",
+    note = "a parameter written like a primitive (`u32`, `f64`, `bool`, `NonZeroU32`) must be that primitive: is `core` or `std` renamed in \
+            this crate (`extern crate .. as core;`)?"
+)]
+pub unsafe trait KernelScalar: Copy + Send + Sync + 'static {}
+macro_rules! kernel_scalars {
+    ($($t:ty),*) => {
+        // SAFETY: plain data, no pointers; a value the host holds is valid on the device.
+        $(unsafe impl KernelScalar for $t {})*
+    };
+}
+kernel_scalars!(bool, i8, i16, i32, i64, isize, u8, u16, u32, u64, usize, f32, f64);
+kernel_scalars!(
+    core::num::NonZero<u8>,
+    core::num::NonZero<u16>,
+    core::num::NonZero<u32>,
+    core::num::NonZero<u64>,
+    core::num::NonZero<usize>,
+    core::num::NonZero<i8>,
+    core::num::NonZero<i16>,
+    core::num::NonZero<i32>,
+    core::num::NonZero<i64>,
+    core::num::NonZero<isize>
+);
+
 /// Compile-time check used by generated launchers: `Written`, a parameter type spelled like
-/// a primitive, is that primitive.
+/// a primitive, is that primitive, and `Primitive` (the path the macro wrote) names a real one
+/// ([`KernelScalar`], G17R-2).
 #[doc(hidden)]
 #[inline(always)]
-pub fn require_primitive<Written: SamePrimitive<Primitive>, Primitive>() {}
+pub fn require_primitive<Written: SamePrimitive<Primitive>, Primitive: KernelScalar>() {}

@@ -250,7 +250,7 @@ fn device_entry(entry: &Entry, same_len: &[Vec<Ident>], bounds: Option<&TokenStr
     let panic = paths::panic();
     // The full-signature fingerprint as a module global, which the host compares with its
     // launcher's before the first launch from an explicitly loaded module (U7).
-    let fingerprint = fingerprint_literal(&canonical_signature(symbol, params, same_len));
+    let fingerprint = fingerprint_literal(&canonical_signature(symbol, params, same_len, *unsafe_fn));
     let fingerprint_symbol = format!("{}{}", ferrocuda_types::FINGERPRINT_SYMBOL_PREFIX, symbol_text(symbol));
     // The parameters' layout as this (device) build resolves their types (Q1, Q2), which the
     // host compares with its launcher's on the kernel's first launch from a module.
@@ -280,10 +280,12 @@ fn device_entry(entry: &Entry, same_len: &[Vec<Ident>], bounds: Option<&TokenStr
         (Some(t), None) => quote_spanned!(t.span()=> ::ferrocuda_device::__private::key_of::<#t>()),
         (None, _) => quote!(0u64),
     });
-    // A member of a `same_len(..)` group: its group's number mixed in (G13R-5), as the launcher.
-    let type_keys = type_keys.zip(params.iter()).map(|(key, p)| match same_len_mark(p, same_len) {
-        Some(mark) => quote!(::ferrocuda_device::__private::layout_key::mix(#key, #mark)),
-        None => key,
+    // A member of a `same_len(..)` group: its group's number mixed in (G13R-5), as the launcher;
+    // an output whose `cols(..)` names width parameters: which parameter gives each width
+    // (G17R-1), as the launcher.
+    let type_keys = type_keys.zip(params.iter()).map(|(key, p)| {
+        let marks = same_len_mark(p, same_len).into_iter().chain(width_marks(p, params));
+        marks.fold(key, |key, mark| quote!(::ferrocuda_device::__private::layout_key::mix(#key, #mark)))
     });
     let types_global = (!params.is_empty()).then(|| {
         let types_symbol = format!("{}{}", ferrocuda_types::TYPES_SYMBOL_PREFIX, symbol_text(symbol));
@@ -326,8 +328,13 @@ fn device_entry(entry: &Entry, same_len: &[Vec<Ident>], bounds: Option<&TokenStr
 /// `same_len(..)` groups follow (`k(..);same_len(x,y)`; nothing when there are none, so other
 /// kernels keep their fingerprints): the device entry rebuilds a group's slices with the first
 /// one's length, trusting the launchers' comparison, so a group given to the device build alone
-/// (`cfg_attr`) must not pass the first launch (audit 2026-11-28, G13R-5).
-pub fn canonical_signature(symbol: &Ident, params: &[Param], same_len: &[Vec<Ident>]) -> String {
+/// (`cfg_attr`) must not pass the first launch (audit 2026-11-28, G13R-5). An `unsafe fn`
+/// kernel's text starts with `unsafe ` (nothing for a safe one, so other kernels keep their
+/// fingerprints): its launchers are `unsafe` and its entry calls it trusting their callers, so a
+/// safe function of the same signature in the host build (two `cfg`-gated functions; a tensor
+/// map kernel's tokens are the same either way) must not pass the first launch with a safe
+/// launcher (audit 2026-11-28e, G17R-3).
+pub fn canonical_signature(symbol: &Ident, params: &[Param], same_len: &[Vec<Ident>], unsafe_fn: bool) -> String {
     let types: Vec<String> = params
         .iter()
         .map(|p| {
@@ -337,7 +344,8 @@ pub fn canonical_signature(symbol: &Ident, params: &[Param], same_len: &[Vec<Ide
         .collect();
     let groups: String =
         same_len.iter().map(|group| format!(";same_len({})", group.iter().map(|name| name.unraw().to_string()).collect::<Vec<_>>().join(","))).collect();
-    format!("{}({}){groups}", symbol_text(symbol), types.join(","))
+    let unsafety = if unsafe_fn { "unsafe " } else { "" };
+    format!("{unsafety}{}({}){groups}", symbol_text(symbol), types.join(","))
 }
 
 /// The [`ferrocuda_types::LAYOUT_WORDS`] words of each parameter, as `u64` constant
@@ -362,13 +370,20 @@ pub fn layout(params: &[Param]) -> Vec<TokenStream> {
 }
 
 /// The type a parameter's layout and type name describe: a slice's or an output's element, a
-/// raw pointer's pointee, a by-value parameter's own type; `None` for a tensor map.
+/// raw pointer's pointee, a by-value parameter's own type, a tensor map parameter's map type
+/// (`TensorMap` or `StoreMap`, as each build resolves the written name: audit 2026-11-28e,
+/// G17R-4, a `cfg`-chosen `use .. as TensorMap` gave the device build a 4 KiB type read and
+/// written through the address of the map's 128 bytes, and a tensor map was in no compared
+/// table). Always `Some`; an `Option` for the callers' sake.
 fn param_elem(p: &Param) -> Option<&syn::Type> {
     use super::parse::ParamKind;
     match &p.kind {
         ParamKind::Scalar { .. } | ParamKind::Value => Some(&p.ty),
-        ParamKind::Slice { elem } | ParamKind::OptionalSlice { elem } | ParamKind::Output { elem } | ParamKind::Pointer { elem, .. } => Some(elem),
-        ParamKind::TensorMap { .. } => None,
+        ParamKind::Slice { elem }
+        | ParamKind::OptionalSlice { elem }
+        | ParamKind::Output { elem }
+        | ParamKind::Pointer { elem, .. }
+        | ParamKind::TensorMap { elem, .. } => Some(elem),
     }
 }
 
@@ -395,20 +410,24 @@ fn type_names(params: &[Param]) -> Vec<TokenStream> {
 fn type_keys(params: &[Param], same_len: &[Vec<Ident>]) -> Vec<TokenStream> {
     params
         .iter()
-        .map(|p| match (param_elem(p), same_len_mark(p, same_len)) {
-            // A member of a `same_len(..)` group: the key with the group's number mixed in, as
-            // the device table (G13R-5).
-            (Some(t), Some(mark)) => {
-                let key = match output_type(p) {
-                    Some(ty) => quote!(::ferrocuda_device::__private::args::output_key::<#ty>()),
-                    None => quote!(::ferrocuda_device::__private::key_of::<#t>()),
-                };
-                quote_spanned!(t.span()=> ::core::option::Option::Some(
-                    (|| ::ferrocuda_device::__private::layout_key::mix(#key, #mark)) as fn() -> ::core::primitive::u64
-                ))
+        .map(|p| {
+            let marks: Vec<proc_macro2::Literal> = same_len_mark(p, same_len).into_iter().chain(width_marks(p, params)).collect();
+            match param_elem(p) {
+                // A member of a `same_len(..)` group, or an output with width parameters: the key
+                // with the marks mixed in, as the device table (G13R-5, G17R-1).
+                Some(t) if !marks.is_empty() => {
+                    let key = match output_type(p) {
+                        Some(ty) => quote!(::ferrocuda_device::__private::args::output_key::<#ty>()),
+                        None => quote!(::ferrocuda_device::__private::key_of::<#t>()),
+                    };
+                    let key = marks.iter().fold(key, |key, mark| quote!(::ferrocuda_device::__private::layout_key::mix(#key, #mark)));
+                    quote_spanned!(t.span()=> ::core::option::Option::Some(
+                        (|| #key) as fn() -> ::core::primitive::u64
+                    ))
+                }
+                Some(t) => match_type_key(p, t),
+                None => quote!(::core::option::Option::None),
             }
-            (Some(t), None) => match_type_key(p, t),
-            (None, _) => quote!(::core::option::Option::None),
         })
         .collect()
 }
@@ -433,6 +452,31 @@ fn match_type_key(p: &Param, t: &syn::Type) -> TokenStream {
 fn same_len_mark(p: &Param, same_len: &[Vec<Ident>]) -> Option<proc_macro2::Literal> {
     let group = same_len.iter().position(|group| group.contains(&p.name))?;
     Some(proc_macro2::Literal::u64_suffixed(0x5a3e_1e40_0000_0000 | (group as u64 + 1)))
+}
+
+/// For an output whose `cols(..)` names by-value parameters, one mark per such width: its
+/// position in `cols(..)` (0, or 1 for the second of a pair) and the parameter's number, as
+/// `u64` literals mixed into the output's type key in both builds. The layout holds constant
+/// widths only (a width parameter counts 0 there), and the device entry builds the output with
+/// the parameter its own build names, trusting the launch-time bound the launcher checked with
+/// the parameter the host build names: a `cfg_attr` that gives `cols(dst = (stride, n))` to the
+/// device and `cols(dst = (n, stride))` to the host must not pass the first launch (audit
+/// 2026-11-28e, G17R-1: a `GridSlices` output written `stride - n` elements past its end).
+fn width_marks(p: &Param, params: &[Param]) -> Vec<proc_macro2::Literal> {
+    let Some(cols) = &p.cols else { return Vec::new() };
+    let parts: Vec<TokenStream> = match syn::parse2::<syn::ExprTuple>(cols.clone()) {
+        Ok(tuple) => tuple.elems.iter().map(|e| quote!(#e)).collect(),
+        Err(_) => vec![cols.clone()],
+    };
+    parts
+        .into_iter()
+        .enumerate()
+        .filter_map(|(position, part)| {
+            let name = syn::parse2::<Ident>(part).ok()?;
+            let index = params.iter().position(|q| q.name == name)?;
+            Some(proc_macro2::Literal::u64_suffixed(0x3c01_5000_0000_0000 | (position as u64) << 32 | (index as u64 + 1)))
+        })
+        .collect()
 }
 
 /// The fingerprint of `canonical` as a `u64` literal.
@@ -479,7 +523,7 @@ fn host_launcher(
         .collect();
     let kernels = paths::kernels();
     let text = symbol_text(symbol);
-    let canonical = canonical_signature(symbol, params, same_len);
+    let canonical = canonical_signature(symbol, params, same_len, unsafe_fn);
     let fingerprint = fingerprint_literal(&canonical);
     let layout = layout(params);
     let type_names = type_names(params);

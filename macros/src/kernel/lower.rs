@@ -88,14 +88,14 @@ pub fn lower(param: &Param) -> Lowered {
         cpu_check: quote!(),
         cpu_param: quote!(#name: #ty),
         cpu_prepare: quote!(),
-        // Copied into each thread's call, as the GPU copies parameters to every thread. A
-        // bitwise copy with no bound of its own, so that a refused type gives only the check's
-        // error (not a second one about the launcher's closure, c05's E0525).
-        cpu_rebuild: quote! {
-            // SAFETY: the check above (`require_primitive` / `require_kernel_value`, in this
-            // same module) makes the crate fail to build unless the type is `Copy` plain data,
-            // so a build that runs this copies a `Copy` value.
-            let #mutability #name: #ty = unsafe { ::core::ptr::read(&#name) };
+        // Copied into each thread's call, as the GPU copies parameters to every thread: a safe
+        // copy bounded by `Copy` in the host crate, not `unsafe { ::core::ptr::read }` trusting
+        // the checks above, which are made through paths the user's crate can rename (audit
+        // 2026-11-28e, G17R-2: a non-`Copy` type duplicated into every thread, a double free).
+        // Through a call rather than a plain `let`, so that a refused type gives no error about
+        // the launcher's closure (c05's E0525).
+        cpu_rebuild: quote_spanned! {ty.span()=>
+            let #mutability #name: #ty = #host::copy_param::<#ty>(&#name);
         },
     };
     match &param.kind {
