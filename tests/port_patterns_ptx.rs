@@ -108,27 +108,24 @@ fn registers(kernel: &str) -> Option<u32> {
 
 /// Regression p30_3: a block reduction at 1024 threads took 40 registers (every thread folded
 /// the 32 warps' partials; CUB's kernels 14-22, half the occupancy). `RuntimeBlockReduce`
-/// (any block size at run time, the result in thread 0) stays within 4 of CUB's
+/// (any block size at run time, the result in thread 0) takes no more than CUB's
 /// `BlockReduce<float, 1024>` row sum (22 registers, bench/results/block-reduce-cub-registers.txt),
-/// well under the compile-time reduce's (at least 12 fewer). Since session 17 its second level is CUB's (thread 0 folds
-/// the slots read 16 bytes at a time, four reads in flight as in CUB's SASS): 23 here, where
-/// warp 0's shuffles took 18; under 32, so a block of 1024 keeps two blocks per SM.
+/// half of the compile-time reduce's.
 #[test]
-fn p30_3_runtime_block_reduce_needs_registers_within_4_of_cubs() {
+fn p30_3_runtime_block_reduce_needs_no_more_registers_than_cubs() {
     const CUB_ROW_SUM_1024: u32 = 22;
     let (Some(ours), Some(fixed)) = (registers("p30_row_sum_unchecked"), registers("p30_row_sum_fixed_1024")) else { return };
     println!("row sum: RuntimeBlockReduce {ours} registers, BlockReduce<f32, 1024> {fixed}, CUB's {CUB_ROW_SUM_1024}");
-    assert!(ours <= CUB_ROW_SUM_1024 + 4, "RuntimeBlockReduce's row sum takes {ours} registers, CUB's {CUB_ROW_SUM_1024}");
-    assert!(ours + 12 <= fixed, "{ours} registers against the compile-time reduce's {fixed}: at least 12 fewer expected");
+    assert!(ours <= CUB_ROW_SUM_1024, "RuntimeBlockReduce's row sum takes {ours} registers, CUB's {CUB_ROW_SUM_1024}");
+    assert!(2 * ours <= fixed + 4, "{ours} registers against the compile-time reduce's {fixed}");
     // The first level: the butterfly for whole warps (5 `shfl.bfly`), 5 `shfl.down` steps that
-    // skip missing lanes otherwise; the second level CUB's (session 17): thread 0 reads the 32
-    // slots with 8 `ld.shared.v4` and folds them in order, no shuffle (warp 0's 5 `shfl.down`
-    // had vLLM's RMS norm at 0.97x nvcc's, CUB's form 0.99x).
+    // skip missing lanes otherwise; the second level in warp 0: 5 `shfl.down` (straight-line:
+    // for the result in thread 0 a butterfly loop measured 1.5% slower at 1024 threads on an
+    // H200). No thread folds the slots one by one.
     let body = entry_body(ptx(90), "p30_row_sum_unchecked");
     assert_eq!(body.matches("shfl.sync.bfly.b32").count(), 5, "{body}");
-    assert_eq!(body.matches("shfl.sync.down.b32").count(), 5, "{body}");
-    assert_eq!(body.matches("ld.shared.v4").count(), 8, "the 32 slots in 8 16-byte reads:\n{body}");
-    assert_eq!(body.matches("ld.shared").count(), 8, "no other shared read:\n{body}");
+    assert_eq!(body.matches("shfl.sync.down.b32").count(), 10, "{body}");
+    assert_eq!(body.matches("ld.shared").count(), 1, "one slot read, by warp 0's lanes:\n{body}");
     // Two barriers (the trailing one lets the scratch be reused at once), for every reduction
     // since session 14's one set of slots.
     assert_eq!(body.matches("barrier.sync").count() + body.matches("bar.sync").count(), 2, "two barriers:\n{body}");

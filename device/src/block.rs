@@ -15,8 +15,8 @@
 //! ```
 //!
 //! For a block size known only at run time, and the result in one thread as CUB gives it, use
-//! [`RuntimeBlockReduce`] (fewer registers at large blocks: only thread 0 folds the warps'
-//! partials, as CUB's second level does, where here every thread does).
+//! [`RuntimeBlockReduce`] (fewer registers at large blocks: no thread folds every warp's
+//! partial).
 //!
 //! `THREADS` is the block size, a multiple of 32 up to 1024 (a compile error otherwise); a
 //! launch with another block size panics at the first collective (one comparison, like a
@@ -54,84 +54,9 @@ use crate::thread::{block_size, rank_in_block};
 use crate::warp::{self, ShuffleValue};
 
 /// Values block collectives combine: those a warp shuffle moves and shared memory holds
-/// (`u32`, `i32`, `f32`, `u64`, `i64`, `f64`, and the 16-bit floats of [`crate::half`] with
-/// their packed pairs).
-pub trait BlockValue: ShuffleValue + SharedElement + sealed_slots::FoldSlots {}
-impl<T: ShuffleValue + SharedElement + sealed_slots::FoldSlots> BlockValue for T {}
-
-mod sealed_slots {
-    use crate::shared::{SharedArray, SharedElement};
-
-    /// How one thread folds the warps' partials (CUB's second level): per element type, so
-    /// that 4-byte ones read the slots 16 bytes at a time. A trait other crates cannot name
-    /// (every `BlockValue` type of this crate implements it).
-    pub trait FoldSlots: Sized + SharedElement {
-        /// `first` (slot 0's value) folded with slots `1..warps` in slot order (`warps` from 2
-        /// to 32, each slot below it stored before a barrier by its warp's lane 0).
-        fn fold_successors(slots: SharedArray<Self, 32>, first: Self, warps: u32, op: impl Fn(Self, Self) -> Self) -> Self;
-    }
-}
-
-/// 4-byte elements: all 32 slots read with 8 `ld.shared.v4` issued together, then 31
-/// dependent steps, each folding its slot only below `warps` (a select, off the dependent
-/// chain): CUB's `BlockReduce<T, 1024>::Reduce(v, op, num_valid)` in SASS (8 `LDS.128`, 31
-/// predicated `FADD`s in thread 0). Slots at or past `warps` are in the array but written by no
-/// collective of this block (its warp count never changes): their unspecified values are read
-/// and never folded in (shared memory's contents are always some value: `crate::shared`). The
-/// CPU executor, which reports reads of shared memory nothing wrote, reads only the slots below
-/// `warps` (the same values, folded in the same order).
-/// A loop over `1..warps` instead waits for each 16-byte read before issuing the next (the
-/// count is known only at run time).
-macro_rules! fold_slots_x4 {
-    ($($t:ty),*) => {$(
-        impl sealed_slots::FoldSlots for $t {
-            #[inline(always)]
-            fn fold_successors(slots: SharedArray<$t, 32>, first: $t, warps: u32, op: impl Fn($t, $t) -> $t) -> $t {
-                let mut acc = first;
-                for q in 0..8u32 {
-                    // SAFETY: `4q + 4 <= 32`.
-                    #[cfg(target_arch = "nvptx64")]
-                    let v = unsafe { slots.get_x4_unchecked(q as usize) };
-                    // The CPU executor reports a read of shared memory nothing wrote (slots past
-                    // the warp count): there each slot below the count is read alone, the same
-                    // values folded in the same order.
-                    #[cfg(not(target_arch = "nvptx64"))]
-                    let v: [$t; 4] = core::array::from_fn(|i| {
-                        let w = 4 * q as usize + i;
-                        // SAFETY: `w < 32`.
-                        if (w as u32) < warps { unsafe { slots.get_unchecked(w) } } else { first }
-                    });
-                    for (i, &x) in v.iter().enumerate() {
-                        let w = 4 * q + i as u32;
-                        if w != 0 && w < warps {
-                            acc = op(acc, x);
-                        }
-                    }
-                }
-                acc
-            }
-        }
-    )*};
-}
-fold_slots_x4!(f32, u32, i32);
-
-/// Other elements: slots `1..warps`, one read each, in order.
-macro_rules! fold_slots_scalar {
-    ($($t:ty),*) => {$(
-        impl sealed_slots::FoldSlots for $t {
-            #[inline(always)]
-            fn fold_successors(slots: SharedArray<$t, 32>, first: $t, warps: u32, op: impl Fn($t, $t) -> $t) -> $t {
-                let mut acc = first;
-                for w in 1..warps.min(32) as usize {
-                    // SAFETY: `w < 32`.
-                    acc = op(acc, unsafe { slots.get_unchecked(w) });
-                }
-                acc
-            }
-        }
-    )*};
-}
-fold_slots_scalar!(u64, i64, f64, ::half::bf16, ::half::f16, crate::half::Bf16x2, crate::half::F16x2);
+/// (`u32`, `i32`, `f32`, `u64`, `i64`, `f64`).
+pub trait BlockValue: ShuffleValue + SharedElement {}
+impl<T: ShuffleValue + SharedElement> BlockValue for T {}
 
 /// The shared memory a block collective works in: one slot per warp of the largest block.
 /// Make one per call site with [`block_scratch!`](crate::block_scratch).
@@ -396,24 +321,34 @@ fn xor_fold<T: BlockValue>(mut value: T, top: u32, op: impl Fn(T, T) -> T) -> T 
 }
 
 /// `op` folded over the first `warps` slots of `slots` (2 to 32, each stored before a barrier
-/// by its warp's lane 0), by the calling warp, in every lane (the `_all` forms; the result in
-/// thread 0 is CUB's second level, [`sealed_slots::FoldSlots`]). `partial` is any value of the
-/// caller's (folded into no lane that counts).
+/// by its warp's lane 0), by the calling warp: in every lane where `every_lane`, else in lane 0
+/// (the other lanes hold parts, and lane `l` has read no slot but slot `l`). `partial` is any
+/// value of the caller's (folded into no lane that counts).
 ///
-/// A power-of-two warp count (64, 128, 256, 512, 1024 threads): lane `l` reads slot
-/// `l % warps` and the warp folds by butterfly in `log2 warps` steps (one shuffle and one `op`
-/// each), every lane ending with the total, so no broadcast shuffle (H200: vLLM's `moeSoftmax`
-/// at 256 threads 0.89x -> 0.91x nvcc's with the one-instruction `max`). Any other count with
-/// an identity: the butterfly over the next power of two. Otherwise 5 `shfl.down` steps that
-/// fold only the valid lanes, then a broadcast.
+/// Every lane wanted (the `_all` forms) and a power-of-two warp count (64, 128, 256, 512, 1024
+/// threads): lane `l` reads slot `l % warps` and the warp folds by butterfly in `log2 warps`
+/// steps (one shuffle and one `op` each), every lane ending with the total, so no broadcast
+/// shuffle (H200: vLLM's `moeSoftmax` at 256 threads 0.89x -> 0.91x nvcc's with the one-
+/// instruction `max`). Otherwise 5 `shfl.down` steps that fold only the valid lanes (lane 0
+/// gets the result; a broadcast where every lane is wanted): for the result in thread 0 at 1024
+/// threads these measured 1.5% faster than the butterfly's loop (CUB has thread 0 fold the
+/// slots one by one instead: 31 dependent steps at 1024 threads).
 #[inline(always)]
-fn fold_slots_in_warp<T: BlockValue>(slots: SharedArray<T, 32>, lane: u32, warps: u32, partial: T, op: impl Fn(T, T) -> T + Copy, identity: Option<T>) -> T {
+fn fold_slots_in_warp<T: BlockValue>(
+    slots: SharedArray<T, 32>,
+    lane: u32,
+    warps: u32,
+    partial: T,
+    op: impl Fn(T, T) -> T + Copy,
+    every_lane: bool,
+    identity: Option<T>,
+) -> T {
     // SAFETY (each read): the index is below `warps <= 32` (a block has at most 1024 threads).
     let read = |slot: u32| unsafe { slots.get_unchecked(slot as usize) };
-    if warps.is_power_of_two() {
+    if every_lane && warps.is_power_of_two() {
         // One loop for every such count (the count is the same in every lane).
         xor_fold(read(lane & (warps - 1)), warps / 2, op)
-    } else if let Some(identity) = identity {
+    } else if every_lane && let Some(identity) = identity {
         // Any other count, with an identity of `op` (a sum's 0): the butterfly over the next
         // power of two, lane `l` holding slot `l % top` or the identity past the count, so
         // every lane ends with the total and no broadcast (3 warps, a row of 768 `bf16` at 8
@@ -424,7 +359,8 @@ fn fold_slots_in_warp<T: BlockValue>(slots: SharedArray<T, 32>, lane: u32, warps
     } else {
         // Lanes past the warp count read nothing (and are never folded in).
         let mine = if lane < warps { read(lane) } else { partial };
-        warp::shuffle(reduce_down_valid(mine, lane, warps, op), 0)
+        let total = reduce_down_valid(mine, lane, warps, op);
+        if every_lane { warp::shuffle(total, 0) } else { total }
     }
 }
 
@@ -447,25 +383,22 @@ fn fold_slots_in_warp<T: BlockValue>(slots: SharedArray<T, 32>, lane: u32, warps
 ///
 /// Cost: each warp folds its lanes with 5 shuffles (the butterfly when the block is whole warps,
 /// else `shfl.down` steps that skip the missing lanes; lane 0 holds the warp's value),
-/// one shared store per warp, a barrier, then thread 0 alone folds the `W` warps' values in
-/// warp order as CUB's `BlockReduce` does (for 4-byte types all 32 slots in 8 16-byte reads
-/// issued together, then 31 dependent steps that fold only the slots below `W`; session 17:
-/// warp 0's 5 tested `shfl.down` steps had vLLM's RMS norm at 0.97x nvcc's, CUB's form in the
-/// port at 0.99x); a second barrier lets the scratch be reused at once (CUB leaves it to its
-/// caller). Every reduction ends with that barrier, so one set
+/// one shared store per warp, a barrier, then warp 0 alone folds the `W` warps' values with 5
+/// `shfl.down` steps that skip the missing warps; a second barrier lets the scratch be reused
+/// at once (CUB leaves it to its caller). Every reduction ends with that barrier, so one set
 /// of slots serves any number of reductions and reducers on one scratch (audit 2026-11-28,
 /// G13R-1: session 13's alternation between two sets, which left it out of every second
 /// reduction, raced when two reducers shared a scratch). A softmax's max then sum, which
 /// llm.c's `blockReduce` does in 2 barriers (each call site its own `shared_val`), is
 /// [`max_then_sum_all`](Self::max_then_sum_all): 2 barriers, where `max_all` then `sum_all`
 /// take 4. `max` and `min` are one `max`/`min` instruction a step (`FMNMX` for `f32`; CUB's
-/// `cuda::maximum` is a compare and a select). Unlike [`BlockReduce`], where every thread
-/// folds the 32 partials, only thread 0 does, as in CUB: the register count stays within 4 of
-/// CUB's (docs/performance.md has both). The `_all` forms have every warp fold the partials (a power-of-two `W`: a butterfly
+/// `cuda::maximum` is a compare and a select). Unlike [`BlockReduce`], no thread folds 32
+/// partials in registers: the register count stays near CUB's (docs/performance.md has
+/// both). The `_all` forms have every warp fold the partials (a power-of-two `W`: a butterfly
 /// of `log2 W` steps, 3 at 256 threads, every lane ending with the total, no broadcast
 /// shuffle; any `W` for `sum_all` and
 /// [`reduce_all_with_identity`](Self::reduce_all_with_identity), the identity filling the lanes
-/// past `W`): the same barriers as `reduce` (a partial last warp: thread 0 folds and stores the
+/// past `W`): the same barriers as `reduce` (a partial last warp: warp 0 folds and stores the
 /// total, one more). Every thread of the block must call each method, in the same order (they
 /// contain `bar.sync`); a thread that returns before a reduction is reported by the CPU
 /// executor (G13R-2: its warp's stale partial would be folded in).
@@ -481,7 +414,7 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
         RuntimeBlockReduce { scratch }
     }
 
-    /// The block's fold in thread 0 (the other threads hold parts of it), the block's size.
+    /// The block's fold in warp 0's lane 0 (the other threads hold parts of it), the block's size.
     #[inline(always)]
     #[track_caller]
     fn fold_to_thread_0(slots: SharedArray<T, 32>, value: T, op: impl Fn(T, T) -> T + Copy) -> (T, u32) {
@@ -497,44 +430,31 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
             let valid = (size - warp * warp::WARP_SIZE).min(warp::WARP_SIZE);
             reduce_down_valid(value, lane, valid, op)
         };
+        if size <= warp::WARP_SIZE {
+            // One warp (the branch is the same in every thread): no shared memory.
+            return (partial, size);
+        }
         if lane == 0 {
             // SAFETY: `warp < 32`: a block has at most 1024 threads (CUDA refuses a larger
             // launch, and so does the CPU executor).
             unsafe { slots.set_unchecked(warp as usize, partial) };
         }
-        // A block of one warp passes this barrier too (its slot is read by no one): one path
-        // for every block size, so that what follows a caller's next barrier is straight code
-        // (session 17: `reduce_broadcast`'s shuffle for one warp made the code after its
-        // hand-off barrier a join, and ptxas left the next loop's setup after the barrier,
-        // where vLLM's RMS norm has it before), and every caller may rely on a barrier here.
         partials_stored(slots.shared_address());
         let mut total = partial;
-        if rank == 0 && size > warp::WARP_SIZE {
-            // CUB's second level (`BLOCK_REDUCE_WARP_REDUCTIONS`): thread 0 folds the warps'
-            // partials in warp order, its own (slot 0's) first. Session 17: in place of warp 0
-            // folding them with 5 tested `shfl.down` steps, vLLM's RMS norm went from 0.969 to
-            // 0.993 of nvcc's when written so in the port (session 16, H200).
-            total = T::fold_successors(slots, partial, size.div_ceil(warp::WARP_SIZE), op);
+        if warp == 0 {
+            total = fold_slots_in_warp(slots, lane, size.div_ceil(warp::WARP_SIZE), partial, op, false, None);
         }
         (total, size)
     }
 
     /// `op` folded over every thread's `value` (`op` associative and commutative: the order is
-    /// CUB's, each warp's tree, then the warps in order): `Some` in thread 0 of the block,
-    /// `None` in the others.
-    ///
-    /// Where thread 0 then hands a value computed from the total to the block (`if
-    /// (threadIdx.x == 0) s = f(total); __syncthreads();`), use
-    /// [`reduce_broadcast`](Self::reduce_broadcast) / [`sum_broadcast`](Self::sum_broadcast):
-    /// the source's 2 barriers, where this method's trailing barrier plus the hand-off's make 3
-    /// (vLLM's RMS norm on an H200, session 17: 0.95-0.96x nvcc written with `sum`, 0.985x
-    /// with `sum_broadcast`).
+    /// CUB's, a tree): `Some` in thread 0 of the block, `None` in the others.
     #[inline(always)]
     #[track_caller]
     pub fn reduce(&self, value: T, op: impl Fn(T, T) -> T + Copy) -> Option<T> {
         let (total, size) = Self::fold_to_thread_0(self.scratch.slots, value, op);
         if size > warp::WARP_SIZE {
-            // The next collective on this scratch writes it: not before thread 0 has read it.
+            // The next collective on this scratch writes it: not before warp 0 has read it.
             sync_threads();
         }
         (rank_in_block() == 0).then_some(total)
@@ -584,20 +504,20 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
                 unsafe { slots.set_unchecked(warp as usize, partial) };
             }
             partials_stored(slots.shared_address());
-            let total = fold_slots_in_warp(slots, lane, size / warp::WARP_SIZE, partial, op, identity);
+            let total = fold_slots_in_warp(slots, lane, size / warp::WARP_SIZE, partial, op, true, identity);
             if trailing {
                 // The next collective on this scratch writes it: not before every warp has read it.
                 sync_threads();
             }
             return total;
         }
-        // A partial last warp may have fewer lanes than there are partials: thread 0 folds them
+        // A partial last warp may have fewer lanes than there are partials: warp 0 folds them
         // and hands the total over (one more barrier).
         let (total, size) = Self::fold_to_thread_0(slots, value, op);
         if size <= warp::WARP_SIZE {
             return warp::shuffle(total, 0);
         }
-        // Thread 0 alone read the slots (CUB's second level), so it may overwrite slot 0.
+        // Thread 0 alone read slot 0 (lane `l` of warp 0 read slot `l`), so it may overwrite it.
         if rank_in_block() == 0 {
             // SAFETY: slot 0 exists.
             unsafe { slots.set_unchecked(0, total) };
@@ -731,26 +651,30 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
     /// thread: CUB's `Reduce` followed by `if (threadIdx.x == 0) shared = then(total);
     /// __syncthreads();` (vLLM's RMS norm: `s_variance = rsqrtf(variance / hidden_size +
     /// epsilon)`; layer norms' mean and `rstd`). The source's 2 barriers: the partials', then
-    /// the hand-off's, which also orders thread 0's reads of the scratch before any later write
+    /// the hand-off's, which also orders warp 0's reads of the scratch before any later write
     /// of it, so no trailing barrier is needed ([`reduce`](Self::reduce) then a
     /// `shared_array!` hand-off take 3; [`reduce_all`](Self::reduce_all) then `then` in every
     /// thread takes 2 but runs `then` in every warp). The value travels through one slot per
     /// type that only these methods write ([`BroadcastSlot`]), always after their first
-    /// barrier, which every thread passes after its read of the previous value (a block of one
-    /// warp passes it too: one barrier where a shuffle would do, for one straight path). `then` runs in
-    /// thread 0 alone: it must not call warp or block collectives (shuffles, votes, barriers:
-    /// they would wait for lanes that wait at the hand-off's barrier, or meet it; a hang or
-    /// another value than thread 0's on a GPU); the CPU executor reports one (audit
+    /// barrier, which every thread passes after its read of the previous value. A block of one
+    /// warp hands it over with a shuffle. `then` runs in thread 0 alone: it must not call warp
+    /// or block collectives (shuffles, votes, barriers; in a block of one warp a shuffle inside
+    /// it would meet the hand-off shuffle the other lanes wait in, and they would return
+    /// another value than thread 0, silently on a GPU); the CPU executor reports one (audit
     /// 2026-11-28c, G15-2b).
     #[inline(always)]
     #[track_caller]
     pub fn reduce_broadcast<U: BroadcastSlot + Default>(&self, value: T, op: impl Fn(T, T) -> T + Copy, then: impl FnOnce(T) -> U) -> U {
-        let (total, _) = Self::fold_to_thread_0(self.scratch.slots, value, op);
+        let (total, size) = Self::fold_to_thread_0(self.scratch.slots, value, op);
         let first = rank_in_block() == 0;
         // The CPU executor reports a warp or block collective inside `then` (G15-2b): on a GPU
         // it would meet the collective the other lanes wait in.
         #[cfg(not(target_arch = "nvptx64"))]
         let then = |total| crate::cpu::hooks::solo("the `then` of `reduce_broadcast` (thread 0 alone)", || then(total));
+        if size <= warp::WARP_SIZE {
+            let mine = if first { then(total) } else { U::default() };
+            return warp::shuffle(mine, 0);
+        }
         let slot = U::broadcast_slot();
         if first {
             // SAFETY: slot 0 of a one-element array.

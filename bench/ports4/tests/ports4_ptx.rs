@@ -20,21 +20,6 @@ fn p30_3_sum_broadcast_takes_the_sources_two_barriers() {
     assert_eq!(barriers("rms_norm_kernel"), 3, "the first try (pinned)");
 }
 
-/// Session 17: `RuntimeBlockReduce`'s second level is CUB's and the broadcast has one path for
-/// every block size. Pinned in the broadcast variant's PTX: thread 0 reads the 32 slots with 8
-/// `ld.shared.v4` (CUB's `Reduce(v, op, blockDim.x)`: 8 `LDS.128`, 31 predicated adds), the
-/// only `shfl.down`s are the 5 of a partial last warp's first level (warp 0's 5 tested ones
-/// for the second level are gone), and no `shfl.idx` hands the value over in a block of one
-/// warp (that path made the code after the hand-off barrier a join: 0.97x nvcc; with both
-/// changes 0.985x on an H200).
-#[test]
-fn p30_s17_broadcast_folds_the_partials_in_thread_0_on_one_path() {
-    let body = vllm("rms_norm_kernel_broadcast");
-    assert_eq!(body.matches("ld.shared.v4").count(), 8, "{body}");
-    assert_eq!(body.matches("shfl.sync.down").count(), 5, "{body}");
-    assert_eq!(body.matches("shfl.sync.idx").count(), 0, "{body}");
-}
-
 /// Session 16: a kernel entry assumes its outputs' launch requirements, which every launcher
 /// checks before the kernel runs; `BlockRows` asks for a 1-D launch, so `blockDim.y`/`.z` are 1
 /// and `RuntimeBlockReduce` reads neither them nor `threadIdx.y`/`.z` (its 3-D rank and block
