@@ -31,7 +31,9 @@ for b in bench_attention bench_rows gpu_kernels_lib; do
   test -x "$dest/$b" || { echo "stage-kernels: $b did not build (see $dest/build.log)"; exit 1; }
 done
 [ -z "$base" ] || cp "$base" "$dest/bench_attention_base"
-nvcc=${NVCC:-/work/cuda13-candle/nvidia/cu13/bin/nvcc}
+# nvcc: $NVCC, else the one on PATH, else the nvidia-cuda-nvcc wheel's that
+# scripts/install-device-toolchain.sh installs beside ptxas.
+nvcc=${NVCC:-$(command -v nvcc || python3 -c 'import os, nvidia; print(os.path.join(list(nvidia.__path__)[0], "cu13", "bin", "nvcc"))')}
 "$nvcc" -cubin -O3 -arch=sm_90 kernels/bench/rows_twins.cu -o "$dest/rows_twins.cubin"
 "$nvcc" --version | tail -1 > "$dest/rows_twins.nvcc.txt"
 cp kernels/bench/rows_twins.cu kernels/bench/torch_rows.py scripts/gpu-run/rows_table.py \
