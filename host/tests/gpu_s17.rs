@@ -7,6 +7,9 @@
 //! on standard error, run in a child process (this binary, re-run on the one test by
 //! `common/child.rs`) with a deadline.
 //!
+//! G16S-4's test compares the GPU's free memory before and after, so other processes on the GPU
+//! disturb it: `ferrocuda-gpu-run: alone` (scripts/gpu-run/run.sh runs this binary by itself).
+//!
 //! Run: `REQUIRE_GPU=1 cargo test --release -p ferrocuda-host --test gpu_s17 -- --nocapture --test-threads=1`
 //! (or `scripts/gpu-run/sound17.sh`).
 

@@ -27,6 +27,8 @@ run() { # name, timeout, command...
 # Every test binary stage.sh found reaching a GPU (gpu-tests.txt), JOBS at a time (default 1:
 # some tests time their work, and eight at once share one GPU).
 mapfile -t gpu_tests < gpu-tests.txt
+mapfile -t gpu_tests_alone < gpu-tests-alone.txt
+export GPT2_BIN=$PWD/gpt2 # gpu_torch_agreement runs the staged model binary
 jobs_at_once=${JOBS:-1}
 for t in "${gpu_tests[@]}"; do
   [ -x "$t" ] || continue
@@ -35,6 +37,9 @@ for t in "${gpu_tests[@]}"; do
   while [ "$(jobs -rp | wc -l)" -ge "$jobs_at_once" ]; do wait -n; done
 done
 wait
+for t in "${gpu_tests_alone[@]}"; do
+  [ -x "$t" ] && run "$t" 200 "./$t" --test-threads=1
+done
 for e in contexts streams_events graphs cublas_interop cublas_gemm modules cufft module_load launch_overhead port_patterns_bench; do
   [ -x "ex_$e" ] && run "ex_$e" 120 "./ex_$e"
 done

@@ -15,13 +15,14 @@ mkdir -p "$work/bin"
 
 # Test binaries: `cargo test --no-run` prints each executable in its JSON messages. Those whose
 # source reaches a GPU (gpu_or_skip, REQUIRE_GPU, a Backend, a Context, ...) are staged and listed
-# in gpu-tests.txt, which run.sh runs: a new GPU test is picked up without editing a list
-# (CPU-only tests run in CI).
+# in gpu-tests.txt (or gpu-tests-alone.txt, for sources marked `ferrocuda-gpu-run: alone`), which
+# run.sh runs: a new GPU test is picked up without editing a list (CPU-only tests and the
+# `*_build` tests, which need cargo, run in CI).
 cargo test --release --workspace --no-run --message-format=json 2>/dev/null |
   python3 -c '
 import json, re, sys, shutil
 gpu = re.compile(r"gpu_or_skip|gpu_required|REQUIRE_GPU|Backend::|backends\(|Context::new|cuInit")
-listed = []
+listed, alone = [], []
 for line in sys.stdin:
     try: m = json.loads(line)
     except ValueError: continue
@@ -30,10 +31,13 @@ for line in sys.stdin:
         name = m["target"]["name"]
         try: text = open(m["target"]["src_path"]).read()
         except OSError: text = ""
-        if kind == "test" and (name.startswith("gpu_") or name in ("cpu_main_job", "nccl_loading") or gpu.search(text)):
+        # `*_build` tests run cargo and the device toolchain: CI runs them.
+        if kind == "test" and not name.endswith("_build") and (name.startswith("gpu_") or name in ("cpu_main_job", "nccl_loading") or gpu.search(text)):
             shutil.copy(m["executable"], sys.argv[1] + "/" + name)
-            listed.append(name)
+            # A test that measures the free memory of the GPU says so: it runs after the others, alone.
+            (alone if "ferrocuda-gpu-run: alone" in text else listed).append(name)
 open(sys.argv[1] + "/gpu-tests.txt", "w").write("\n".join(sorted(set(listed))) + "\n")
+open(sys.argv[1] + "/gpu-tests-alone.txt", "w").write("\n".join(sorted(set(alone))) + "\n")
 ' "$work/bin"
 # The examples, the main job and the benchmark.
 cargo build --release --workspace --examples --bins --message-format=json 2>/dev/null |
