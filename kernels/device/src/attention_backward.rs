@@ -35,7 +35,7 @@ use ferrocuda_device::global::{DisjointChunks, DisjointSlice, PerWarpRow, Unchec
 use ferrocuda_device::math::FastMath;
 use ferrocuda_device::shared::SharedArray;
 use ferrocuda_device::sync::sync_threads;
-use ferrocuda_device::thread::{block_dim_x, block_idx_x, thread_idx_x};
+use ferrocuda_device::thread::{block_dim_x, block_dim_y, block_dim_z, block_idx_x, grid_dim_y, grid_dim_z, thread_idx_x};
 use ferrocuda_device::unroll::unroll;
 use ferrocuda_device::{kernel, shared_array};
 
@@ -312,10 +312,23 @@ unsafe fn store_rows<T: MmaElement>(
     });
 }
 
-/// The launch's conditions both main kernels need, uniform over the block.
+/// The launch's conditions both main kernels need, uniform over the launch.
+///
+/// Their outputs are `UncheckedSlice`s whose ownership (a tile per block from `blockIdx.x`, a
+/// row per lane from `threadIdx.x`) holds only in a 1-D launch: blocks of exactly
+/// `(BWD_THREADS, 1, 1)` in a grid of `(n, 1, 1)`. A 2-D grid or 2-D blocks would give two
+/// blocks (two rows of threads) the same elements and shared words (audit 2026-11-28f, G18R-1),
+/// so every other shape does nothing.
 #[inline(always)]
 fn supported(head_dim: u32, shape: &AttentionShape) -> bool {
-    (head_dim == 64 || head_dim == 128) && block_dim_x() == BWD_THREADS && shape.heads_kv != 0 && shape.heads_q.is_multiple_of(shape.heads_kv)
+    (head_dim == 64 || head_dim == 128)
+        && block_dim_x() == BWD_THREADS
+        && block_dim_y() == 1
+        && block_dim_z() == 1
+        && grid_dim_y() == 1
+        && grid_dim_z() == 1
+        && shape.heads_kv != 0
+        && shape.heads_q.is_multiple_of(shape.heads_kv)
 }
 
 /// Attention backward, step 1: `delta[row] = Σ_c dO[row, c] O[row, c]` (a warp per row of
