@@ -66,3 +66,42 @@ fn g18r_1_attention_backward_dq_mma_in_a_2d_grid_is_refused_or_harmless() {
     );
     assert!(result.is_ok(), "G18R-1: a safe launch of attention_backward_dq_mma on a (1, 2) grid races: {}", result.unwrap_err());
 }
+
+fn gpu(test: &str) -> Option<(ferrocuda_host::Context, ferrocuda_host::Stream)> {
+    let attempt = || -> Result<_, String> {
+        let context = ferrocuda_host::Context::primary(0).map_err(|e| e.to_string())?;
+        let stream = ferrocuda_host::Stream::new(&context).map_err(|e| e.to_string())?;
+        Ok((context, stream))
+    };
+    match attempt() {
+        Ok(pair) => Some(pair),
+        Err(why) => {
+            assert!(std::env::var("REQUIRE_GPU").as_deref() != Ok("1"), "REQUIRE_GPU=1 but {test} cannot run: {why}");
+            eprintln!("SKIPPED {test}: {why}");
+            None
+        }
+    }
+}
+
+/// G18R-1 on a GPU: the same safe launch (blocks of `(128, 2)` threads on a `(1, 2)` grid) is
+/// accepted by the GPU launcher; both rows of threads of both blocks stage the same shared
+/// tiles and store the same dK/dV elements (`compute-sanitizer --tool racecheck` reports the
+/// shared-memory hazards). The launch should be refused, or the kernel return without writing.
+#[test]
+fn g18r_1_gpu_attention_backward_dkv_mma_in_a_2d_launch_is_refused() {
+    let Some((context, stream)) = gpu("g18r_1_gpu_attention_backward_dkv_mma_in_a_2d_launch_is_refused") else { return };
+    let (x, dout, lse) = inputs();
+    let up = |v: &[f32]| ferrocuda_host::DeviceBuffer::from_slice(&context, v).unwrap();
+    let (q, d_out, l, delta) = (up(&x), up(&dout), up(&lse), up(&vec![0.0f32; SEQ]));
+    let (mut dk, mut dv) = (up(&vec![0.0f32; SEQ * D]), up(&vec![0.0f32; SEQ * D]));
+    let config = LaunchConfig::new((1u32, 2u32), (128u32, 2u32));
+    let result = ferrocuda_kernels_device::for_f32::attention_backward_dkv_mma::launch(
+        &stream, config, &q, &q, &q, &d_out, &l, &delta, &mut dk, &mut dv, D as u32, shape(),
+    );
+    stream.synchronize().unwrap();
+    let accepted = result.is_ok();
+    let mut host = vec![0.0f32; SEQ * D];
+    dk.copy_to_host(&mut host).unwrap();
+    println!("G18R-1 GPU: launch {}; dK[0..4] = {:?}", if accepted { "accepted" } else { "refused" }, &host[..4]);
+    assert!(!accepted, "G18R-1: the GPU accepted a 2-D launch of attention_backward_dkv_mma: four threads write each dK/dV element");
+}
