@@ -32,7 +32,18 @@ fn g18r_1_attention_backward_dkv_mma_in_a_2d_grid_is_refused_or_harmless() {
     let (mut dk, mut dv) = (vec![0.0f32; SEQ * D], vec![0.0f32; SEQ * D]);
     let config = LaunchConfig::new((1u32, 2u32), 128u32);
     let result = ferrocuda_kernels_device::for_f32::attention_backward_dkv_mma::launch_cpu(
-        &executor, config, &x, &x, &x, &dout, &lse, &delta, &mut dk, &mut dv, D as u32, shape(),
+        &executor,
+        config,
+        &x,
+        &x,
+        &x,
+        &dout,
+        &lse,
+        &delta,
+        &mut dk,
+        &mut dv,
+        D as u32,
+        shape(),
     );
     assert!(result.is_ok(), "G18R-1: a safe launch of attention_backward_dkv_mma on a (1, 2) grid races: {}", result.unwrap_err());
 }
@@ -47,7 +58,18 @@ fn g18r_1_attention_backward_dkv_mma_with_2d_blocks_is_refused_or_harmless() {
     let (mut dk, mut dv) = (vec![0.0f32; SEQ * D], vec![0.0f32; SEQ * D]);
     let config = LaunchConfig::new(1u32, (128u32, 2u32));
     let result = ferrocuda_kernels_device::for_f32::attention_backward_dkv_mma::launch_cpu(
-        &executor, config, &x, &x, &x, &dout, &lse, &delta, &mut dk, &mut dv, D as u32, shape(),
+        &executor,
+        config,
+        &x,
+        &x,
+        &x,
+        &dout,
+        &lse,
+        &delta,
+        &mut dk,
+        &mut dv,
+        D as u32,
+        shape(),
     );
     assert!(result.is_ok(), "G18R-1: a safe launch of attention_backward_dkv_mma with (128, 2) blocks races: {}", result.unwrap_err());
 }
@@ -62,7 +84,17 @@ fn g18r_1_attention_backward_dq_mma_in_a_2d_grid_is_refused_or_harmless() {
     let mut dq = vec![0.0f32; SEQ * D];
     let config = LaunchConfig::new((1u32, 2u32), 128u32);
     let result = ferrocuda_kernels_device::for_f32::attention_backward_dq_mma::launch_cpu(
-        &executor, config, &x, &x, &x, &dout, &lse, &delta, &mut dq, D as u32, shape(),
+        &executor,
+        config,
+        &x,
+        &x,
+        &x,
+        &dout,
+        &lse,
+        &delta,
+        &mut dq,
+        D as u32,
+        shape(),
     );
     assert!(result.is_ok(), "G18R-1: a safe launch of attention_backward_dq_mma on a (1, 2) grid races: {}", result.unwrap_err());
 }
@@ -96,7 +128,18 @@ fn g18r_1_gpu_attention_backward_dkv_mma_in_a_2d_launch_is_refused() {
     let (mut dk, mut dv) = (up(&vec![0.0f32; SEQ * D]), up(&vec![0.0f32; SEQ * D]));
     let config = LaunchConfig::new((1u32, 2u32), (128u32, 2u32));
     let result = ferrocuda_kernels_device::for_f32::attention_backward_dkv_mma::launch(
-        &stream, config, &q, &q, &q, &d_out, &l, &delta, &mut dk, &mut dv, D as u32, shape(),
+        &stream,
+        config,
+        &q,
+        &q,
+        &q,
+        &d_out,
+        &l,
+        &delta,
+        &mut dk,
+        &mut dv,
+        D as u32,
+        shape(),
     );
     stream.synchronize().unwrap();
     let accepted = result.is_ok();
