@@ -117,8 +117,9 @@ fn gpu(test: &str) -> Option<(ferrocuda_host::Context, ferrocuda_host::Stream)> 
 
 /// G18R-1 on a GPU: the same safe launch (blocks of `(128, 2)` threads on a `(1, 2)` grid) is
 /// accepted by the GPU launcher; both rows of threads of both blocks stage the same shared
-/// tiles and store the same dK/dV elements (`compute-sanitizer --tool racecheck` reports the
-/// shared-memory hazards). The launch should be refused, or the kernel return without writing.
+/// tiles and store the same dK/dV elements (`compute-sanitizer --tool racecheck` reported no
+/// hazard on an H200: the writers store equal values; the CPU executor reports both races).
+/// The launch should be refused, or the kernel return without writing.
 #[test]
 fn g18r_1_gpu_attention_backward_dkv_mma_in_a_2d_launch_is_refused() {
     let Some((context, stream)) = gpu("g18r_1_gpu_attention_backward_dkv_mma_in_a_2d_launch_is_refused") else { return };
@@ -145,6 +146,14 @@ fn g18r_1_gpu_attention_backward_dkv_mma_in_a_2d_launch_is_refused() {
     let accepted = result.is_ok();
     let mut host = vec![0.0f32; SEQ * D];
     dk.copy_to_host(&mut host).unwrap();
-    println!("G18R-1 GPU: launch {}; dK[0..4] = {:?}", if accepted { "accepted" } else { "refused" }, &host[..4]);
-    assert!(!accepted, "G18R-1: the GPU accepted a 2-D launch of attention_backward_dkv_mma: four threads write each dK/dV element");
+    let written = host.iter().filter(|v| **v != 0.0).count();
+    println!(
+        "G18R-1 GPU: launch {}; {written} of {} dK elements written; dK[0..4] = {:?}",
+        if accepted { "accepted" } else { "refused" },
+        host.len(),
+        &host[..4]
+    );
+    // Sound: refused by the launcher, or the kernel returns without writing (a uniform check of
+    // the whole launch shape, as `supported()` does for `blockDim.x`).
+    assert!(!accepted || written == 0, "G18R-1: the GPU ran a 2-D launch of attention_backward_dkv_mma: four threads wrote each of {written} dK elements");
 }
