@@ -10,6 +10,12 @@ use super::slice::{DisjointSlice, Partition};
 /// [`as_mut_ptr`](DisjointSlice::as_mut_ptr). Each access's contract: the element is in
 /// bounds and **no other thread of the launch reads or writes it at any time during the
 /// launch**; the kernel's `// SAFETY:` comment says why.
+///
+/// No launcher checks the launch's shape for this output: when that argument derives
+/// ownership from some indices alone (`blockIdx.x` and `threadIdx.x`, say), the kernel must
+/// itself do nothing, uniformly, in a launch where the others vary (`block_dim().y != 1`,
+/// `grid_dim().y != 1`, ...), or two blocks or threads own one element (audit 2026-11-28f,
+/// G18R-1).
 pub type UncheckedSlice<'a, T> = DisjointSlice<'a, T, Unchecked>;
 
 /// The partition of [`UncheckedSlice`]: no safe access at all (only the `unsafe` escape
