@@ -43,11 +43,14 @@ fn g16_2_the_driver_answers_invalid_value_for_a_wait_on_an_event_of_an_ended_cap
     // SAFETY: live handles of one context.
     let after_end = unsafe { sys::cuStreamWaitEvent(waiter.cu_stream(), event.cu_event(), 0) };
     // SAFETY: as above; a plain record, then the same wait.
-    let (recorded, after_plain) = unsafe { (sys::cuEventRecord(event.cu_event(), origin.cu_stream()), sys::cuStreamWaitEvent(waiter.cu_stream(), event.cu_event(), 0)) };
+    let (recorded, after_plain) =
+        unsafe { (sys::cuEventRecord(event.cu_event(), origin.cu_stream()), sys::cuStreamWaitEvent(waiter.cu_stream(), event.cu_event(), 0)) };
     // SAFETY: the graph from the capture above, destroyed once.
     let destroyed = unsafe { sys::cuGraphDestroy(graph) };
     waiter.synchronize().unwrap();
-    println!("G16-2 probe: wait after the capture's end {after_end:?}; plain record {recorded:?}, wait after it {after_plain:?}; graph destroyed {destroyed:?}");
+    println!(
+        "G16-2 probe: wait after the capture's end {after_end:?}; plain record {recorded:?}, wait after it {after_plain:?}; graph destroyed {destroyed:?}"
+    );
     assert_eq!(after_end, sys::CUresult::CUDA_ERROR_INVALID_VALUE, "the driver's answer for a wait on an event of an ended capture");
     assert_eq!((recorded, after_plain), (sys::CUresult::CUDA_SUCCESS, sys::CUresult::CUDA_SUCCESS), "a plain record makes the event a point again");
 }
