@@ -584,7 +584,6 @@ static SPIN: KernelSignature = KernelSignature {
 /// `spin_then_mark<<<1, 1, 0, stream>>>(out, ns)`, `out` declared written.
 fn launch_spin(module: &Module, stream: &Stream, out: &mut DeviceBuffer<u32>, ns: u64) -> ferrocuda_host::Result<()> {
     let address = out.as_device_ptr().address();
-    let ns = ns;
     let mut params = [ferrocuda_host::__private::KernelParam::value(&address), ferrocuda_host::__private::KernelParam::value(&ns)];
     // SAFETY: the kernel takes a pointer to a u32, which `out` holds, and a u64.
     unsafe { launch_in_module(module, &SPIN, stream, LaunchConfig::new(1u32, 1u32), &mut params, &[BufferAccess::write(out)]) }
@@ -733,7 +732,7 @@ fn g16r_12_a_library_state_access_is_never_made_of_a_buffers_record() {
             .unwrap()
     });
     // A: the launch it declared for (raw pointers: the launcher declares nothing for them).
-    let (mut out_address, mut in_address, mut ns) = (out.as_device_ptr().address(), address, 20_000_000u64);
+    let (out_address, in_address, ns) = (out.as_device_ptr().address(), address, 20_000_000u64);
     let mut params = [
         ferrocuda_host::__private::KernelParam::value(&out_address),
         ferrocuda_host::__private::KernelParam::value(&in_address),
