@@ -26,19 +26,19 @@ macro_rules! launch_bounds {
         // The values a GPU can run, checked at compile time on every target (E6, audit
         // 2026-11-27e; `#[kernel]` checks literal values itself, at the attribute).
         const _: () = {
-            let (threads, min_blocks): (u32, u32) = ($threads, $min_blocks);
-            assert!(threads >= 1 && threads <= 1024, "launch_bounds / reqntid: the thread count must be in 1..=1024 (a block has at least 1 and at most 1024 threads)");
-            assert!(min_blocks <= 32, "launch_bounds: min_blocks_per_sm must be at most 32 (an SM holds at most 32 blocks)");
-            assert!(
-                min_blocks as u64 * threads as u64 <= 2048,
+            let (threads, min_blocks): ($crate::__private::core::primitive::u32, $crate::__private::core::primitive::u32) = ($threads, $min_blocks);
+            $crate::__private::assert!(threads >= 1 && threads <= 1024, "launch_bounds / reqntid: the thread count must be in 1..=1024 (a block has at least 1 and at most 1024 threads)");
+            $crate::__private::assert!(min_blocks <= 32, "launch_bounds: min_blocks_per_sm must be at most 32 (an SM holds at most 32 blocks)");
+            $crate::__private::assert!(
+                min_blocks as $crate::__private::core::primitive::u64 * threads as $crate::__private::core::primitive::u64 <= 2048,
                 "launch_bounds: max_threads * min_blocks_per_sm must be at most 2048 (the threads one SM holds)"
             );
         };
         const _: () = {
             #[cfg(target_arch = "nvptx64")]
             #[used]
-            #[unsafe(export_name = concat!("__ferrocuda_launch_bounds__", stringify!($kernel)))]
-            static MARKER: [u32; 3] = [$threads, $min_blocks, $kind];
+            #[unsafe(export_name = $crate::__private::concat!("__ferrocuda_launch_bounds__", $crate::__private::stringify!($kernel)))]
+            static MARKER: [$crate::__private::core::primitive::u32; 3] = [$threads, $min_blocks, $kind];
         };
     };
 }
@@ -55,15 +55,19 @@ macro_rules! cluster_dims {
     ($kernel:ident, $x:expr, $y:expr, $z:expr) => {
         // E6 (audit 2026-11-27e): a shape the launchers can run, at compile time.
         const _: () = {
-            let (x, y, z): (u32, u32, u32) = ($x, $y, $z);
-            assert!(x >= 1 && y >= 1 && z >= 1, "cluster_dims: each cluster dimension must be at least 1");
-            assert!(x as u64 * y as u64 * z as u64 <= 8, "cluster_dims: at most 8 blocks per cluster (the portable limit; the launchers refuse more)");
+            let (x, y, z): ($crate::__private::core::primitive::u32, $crate::__private::core::primitive::u32, $crate::__private::core::primitive::u32) =
+                ($x, $y, $z);
+            $crate::__private::assert!(x >= 1 && y >= 1 && z >= 1, "cluster_dims: each cluster dimension must be at least 1");
+            $crate::__private::assert!(
+                x as $crate::__private::core::primitive::u64 * y as $crate::__private::core::primitive::u64 * z as $crate::__private::core::primitive::u64 <= 8,
+                "cluster_dims: at most 8 blocks per cluster (the portable limit; the launchers refuse more)"
+            );
         };
         const _: () = {
             #[cfg(target_arch = "nvptx64")]
             #[used]
-            #[unsafe(export_name = concat!("__ferrocuda_cluster_dims__", stringify!($kernel)))]
-            static MARKER: [u32; 3] = [$x, $y, $z];
+            #[unsafe(export_name = $crate::__private::concat!("__ferrocuda_cluster_dims__", $crate::__private::stringify!($kernel)))]
+            static MARKER: [$crate::__private::core::primitive::u32; 3] = [$x, $y, $z];
         };
     };
 }

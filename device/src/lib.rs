@@ -110,7 +110,9 @@ macro_rules! embed_kernels {
         #[cfg(not(target_arch = "nvptx64"))]
         #[doc(hidden)]
         pub mod __ferrocuda_artifacts {
-            include!(concat!(env!("OUT_DIR"), "/ferrocuda_artifacts.rs"));
+            // Through `$crate`: a crate's own `macro_rules! include` (or `concat`, `env`) shadows the
+            // built-in macros named plainly here, and gave `KERNELS` PTX of its choosing (session 18).
+            $crate::__private::include!($crate::__private::concat!($crate::__private::env!("OUT_DIR"), "/ferrocuda_artifacts.rs"));
         }
 
         /// The PTX and cubins of this crate's kernels, embedded at build time.
@@ -144,6 +146,12 @@ pub mod __private {
     /// What generated kernel entries and launchers call to build kernel parameters.
     pub use crate::global::__private as args;
     pub use crate::layout_key::{self, key_of};
+    /// `core` and its built-in macros as the exported `macro_rules!` name them: `$crate::__private::core`
+    /// cannot be renamed by the calling crate, while `::core` can (`extern crate self as core;`, a
+    /// dependency renamed in Cargo.toml) and a plain `assert!`, `concat!` or `include!` is shadowed by a
+    /// `macro_rules!` of the same name (session 18, the `macro_rules!` part of G17R-2's class).
+    pub use ::core;
+    pub use ::core::{assert, concat, env, include, stringify};
     pub use ferrocuda_macros::device_print;
     pub use ferrocuda_types as types;
 }

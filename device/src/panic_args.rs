@@ -35,7 +35,7 @@ macro_rules! kernel_panic {
     ($format:literal $(, $arg:expr)* $(,)?) => {{
         $crate::__kernel_panic_at_most_4_arguments!($($arg),*);
         let args = [$($crate::panic_args::Arg::from($arg)),*];
-        $crate::panic_args::__panic_with($format, &args, ::core::panic::Location::caller())
+        $crate::panic_args::__panic_with($format, &args, $crate::__private::core::panic::Location::caller())
     }};
 }
 

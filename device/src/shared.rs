@@ -371,12 +371,12 @@ macro_rules! shared_array {
             use super::*;
             /// This expansion's number (one call of `__shared_site!`, shared by both uses).
             pub(super) const SITE: u64 = $crate::shared::__shared_site!();
-            ::core::arch::global_asm!(
+            $crate::__private::core::arch::global_asm!(
                 ".shared .align {align} .b8 __ferrocuda_shared_{site}[{bytes}];",
                 // 16 bytes (CUDA's `__align__(16)`) for every array, so that its 16-byte
                 // vector accesses (`get_x4`, `set_x4`) need no check.
-                align = const $crate::shared::__shared_align(::core::mem::align_of::<$ty>()),
-                bytes = const ::core::mem::size_of::<$ty>() * ($len),
+                align = const $crate::shared::__shared_align($crate::__private::core::mem::align_of::<$ty>()),
+                bytes = const $crate::__private::core::mem::size_of::<$ty>() * ($len),
                 site = const SITE,
             );
         }
@@ -385,7 +385,7 @@ macro_rules! shared_array {
             let address: u32;
             // SAFETY: reads the address of the array declared just above.
             unsafe {
-                ::core::arch::asm!(
+                $crate::__private::core::arch::asm!(
                     "mov.u32 {a}, __ferrocuda_shared_{site};",
                     a = out(reg32) address,
                     site = const __ferrocuda_shared_site::SITE,
@@ -397,8 +397,8 @@ macro_rules! shared_array {
         #[cfg(not(target_arch = "nvptx64"))]
         let __ferrocuda_address: u32 = $crate::cpu::hooks::static_shared(
             $crate::shared::__shared_site!(),
-            ::core::mem::size_of::<$ty>() * ($len),
-            $crate::shared::__shared_align(::core::mem::align_of::<$ty>()),
+            $crate::__private::core::mem::size_of::<$ty>() * ($len),
+            $crate::shared::__shared_align($crate::__private::core::mem::align_of::<$ty>()),
         );
         // SAFETY: the address is this site's own array of `$len` elements.
         unsafe { $crate::shared::SharedArray::<$ty, { $len }>::__from_address(__ferrocuda_address) }

@@ -609,6 +609,21 @@ pub enum Error {
         /// What was refused.
         operation: &'static str,
     },
+    /// [`Stream::wait_event`](crate::Stream::wait_event) on a stream that one capture of
+    /// ferrocuda's records, for an event recorded into another (session 18, the rest of G16-2):
+    /// CUDA forbids merging two captures' graphs this way (the driver invalidates the captures),
+    /// and nothing would keep the event's capture from ending, and its graph from being destroyed,
+    /// under the wait. Refused before the driver sees it.
+    #[error(
+        "{operation}: the waiting stream is being captured into one graph and the event was recorded into another capture; \
+         CUDA cannot make one capture's work depend on another's (the driver would invalidate both). Wait on the event from a \
+         stream of its own capture (fork or join there), or record a real point outside the captures (after `end_capture`) \
+         and wait on that"
+    )]
+    WaitAcrossCaptures {
+        /// What was refused.
+        operation: &'static str,
+    },
     /// A call that may wait inside the driver (or a library) for all of the context's work
     /// was refused because [`Stream::synchronize_timeout`](crate::Stream::synchronize_timeout)
     /// reported work of the context that has not finished (audit 2026-11-27e E2): loading a

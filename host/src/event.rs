@@ -198,21 +198,6 @@ impl std::fmt::Debug for Event {
     }
 }
 
-/// How many times [`Stream::wait_event`] makes a wait again after the driver's spurious
-/// `CUDA_ERROR_INVALID_VALUE` (G16-2).
-const WAIT_EVENT_RETRIES: u32 = 4;
-
-/// The waits made again after G16-2's spurious error, over the process's life.
-static WAIT_EVENT_RETRIED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-/// How many times [`Stream::wait_event`] made a wait again after the driver answered
-/// `CUDA_ERROR_INVALID_VALUE` for an event last recorded as a plain point (G16-2), in this
-/// process. For the tests (`__private`).
-#[doc(hidden)]
-pub fn wait_event_retries() -> usize {
-    WAIT_EVENT_RETRIED.load(std::sync::atomic::Ordering::Relaxed)
-}
-
 /// Event ordering on a stream lives here, with the event.
 impl Stream {
     /// Makes later work on this stream wait until `event` (recorded on any stream of the same
@@ -225,41 +210,12 @@ impl Stream {
     /// code's: a stream is forked into a capture inside its [`Stream::capture`] closure, or on
     /// the thread that began it, and a joined stream is queued on through the handle that
     /// joined it (or inside the closure). [`Error::CaptureChangedWhileQueued`] when the
-    /// capture ended meanwhile (nothing was queued). [`Error::NestedDoorCall`] inside the
+    /// capture ended meanwhile (nothing was queued). [`Error::WaitAcrossCaptures`] when this
+    /// stream is captured into another graph than the event's. [`Error::NestedDoorCall`] inside the
     /// `work` of a [`Stream::enqueue`] (G15R-6). [`Error::WaitWhileDeclarationHeld`] inside the
     /// `work` of a [`Stream::will_use_for`] that holds shared records (session 17). The
-    /// driver's errors (a `CUDA_ERROR_INVALID_VALUE` for an event last recorded as a plain point,
-    /// which the driver answers now and then while another thread captures with the event's
-    /// stream, is tried again a few times first: G16-2).
+    /// driver's errors.
     pub fn wait_event(&self, event: &Event) -> Result<()> {
-        // G16-2 (audit 2026-11-28d): the driver's `cuStreamWaitEvent` now and then answers
-        // `CUDA_ERROR_INVALID_VALUE` for an event whose last record was a plain point, while
-        // another thread begins and ends captures of the stream that once recorded it (0-65 of
-        // ~10^4 waits per run of the G16-1 race on an H200). Such a failed wait queued nothing,
-        // and the event's last record is a point in a stream, whose wait has one meaning; the
-        // wait is made again, from the start (every check again, the event's state read again:
-        // what the caller would do), a few times, before the error is returned. Counted
-        // (`__private::wait_event_retries`) so that the G16-1 test tells whether the retries
-        // are what made the error go away.
-        let mut retries = 0;
-        loop {
-            let mut plain = false;
-            match self.wait_event_once(event, &mut plain) {
-                Err(Error::Driver(error))
-                    if plain && retries < WAIT_EVENT_RETRIES && error.call == "cuStreamWaitEvent" && error.code == sys::CUresult::CUDA_ERROR_INVALID_VALUE =>
-                {
-                    retries += 1;
-                    WAIT_EVENT_RETRIED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    std::thread::yield_now();
-                }
-                outcome => return outcome,
-            }
-        }
-    }
-
-    /// One attempt of [`Stream::wait_event`]; `plain` is set when the event's last record was a
-    /// point in a stream (not into a capture) when the driver's wait was made.
-    fn wait_event_once(&self, event: &Event, plain: &mut bool) -> Result<()> {
         crate::stream::refuse_inside_door_work("Stream::wait_event")?;
         // Waiting on an event recorded in a capture joins this stream to it: not while another
         // thread checks this stream for captures (P2). Taken before the event's lock (audit
@@ -275,7 +231,6 @@ impl Stream {
         // event's mutex, then the stream's door (`Event::record`: the mutex, then the door).
         let captured_guard = event.captured_on();
         let captured_on = captured_guard.clone();
-        *plain = captured_on.is_none();
         let mut join = None;
         if let Some(captured) = captured_on {
             if !captured.captured_for_ordering().unwrap_or(false) {
@@ -287,6 +242,15 @@ impl Stream {
             // graph, untracked, reported `Ok`; G14R-4: the capture's handle, not its thread).
             captured.join_owner_check("Stream::wait_event")?;
             join = captured.capture_origin();
+            // The capture ended between the check above and this read (audit 2026-11-28d G16-2,
+            // explained in session 18): `join_owner_check` then saw no capture and let any thread
+            // through, and the wait went to the driver with no join for an event of an ended
+            // capture. The driver answers `CUDA_ERROR_INVALID_VALUE` for such a wait (E5), and
+            // the capture's graph may be destroyed by then (the state G16-1 crashed in). What
+            // the event is now is what the first check would have said a moment later.
+            if join.is_none() {
+                return Err(Error::EventRecordedInCapture { operation: "Stream::wait_event" });
+            }
             // A stream another library owns joins no capture of ferrocuda's (G16R-8): the owner's
             // work on it would be recorded into the graph, as `begin_capture` refuses for such
             // a stream (Q8).

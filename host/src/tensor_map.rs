@@ -501,6 +501,55 @@ impl DeviceTensorMap<'_> {
     }
 }
 
+/// A tensor map parameter of one launch: the map's device copy, its address and the two
+/// accesses the launch declares, made from the map itself ([`MapArg::load`], or
+/// [`MapArg::store`] through `&mut`), so that the address a launch passes and the memory it
+/// declares come from one real map whatever path the generated launcher named them by
+/// (session 18, G17R-2's residual: `DeviceTensorMap::kernel_arg` gave a bare `u64`).
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct MapArg<'a> {
+    map: &'a DeviceTensorMap<'a>,
+    address: u64,
+}
+
+impl<'a> MapArg<'a> {
+    /// A `&TensorMap` parameter's argument.
+    #[inline(always)]
+    pub fn load(map: &'a DeviceTensorMap<'_>) -> Self {
+        MapArg { address: map.kernel_arg(), map }
+    }
+
+    /// A `&StoreMap` parameter `parameter` of `kernel`: refused unless the map was made for
+    /// writes ([`DeviceTensorMap::store_arg`]).
+    ///
+    /// # Errors
+    /// [`crate::Error::TensorMapNotForStores`].
+    #[inline(always)]
+    pub fn store(map: &'a mut DeviceTensorMap<'_>, kernel: &'static str, parameter: &'static str) -> Result<Self> {
+        let address = map.store_arg(kernel, parameter)?;
+        Ok(MapArg { address, map })
+    }
+
+    /// The launch reads the map's device copy.
+    #[inline(always)]
+    pub fn map_access(&self, name: &'static str) -> BufferAccess<'a> {
+        self.map.map_access(name)
+    }
+
+    /// The launch's access to the memory behind the map.
+    #[inline(always)]
+    pub fn memory_access(&self, name: &'static str) -> BufferAccess<'a> {
+        self.map.memory_access(name)
+    }
+
+    /// Where the address is kept (the launch parameter's value).
+    #[inline(always)]
+    pub(crate) fn address_ref(&self) -> &u64 {
+        &self.address
+    }
+}
+
 impl std::fmt::Debug for DeviceTensorMap<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DeviceTensorMap").field("ptr", &format_args!("{:#x}", self.device_ptr())).field("access", &self.access()).finish()

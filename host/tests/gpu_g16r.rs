@@ -8,7 +8,6 @@
 //! Run: `REQUIRE_GPU=1 cargo test --release -p ferrocuda-host --test gpu_g16r -- --nocapture --test-threads=1`
 //! (or `scripts/gpu-run/review16.sh`).
 
-use std::ffi::c_void;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -56,8 +55,8 @@ static MARK: KernelSignature =
 /// `mark<<<1, 1, 0, stream>>>(out)` from `module`, as `mark::launch_in(&module, stream, ..)`
 /// does (the generated launcher calls this very function).
 fn launch_mark(module: &Module, stream: &Stream, out: &mut DeviceBuffer<u32>) -> ferrocuda_host::Result<()> {
-    let mut address = out.as_device_ptr().address();
-    let mut params = [(&mut address as *mut u64).cast::<c_void>()];
+    let address = out.as_device_ptr().address();
+    let mut params = [ferrocuda_host::__private::KernelParam::value(&address)];
     // SAFETY: `mark` takes one pointer to a u32, which `out` holds; `out` is declared written.
     unsafe { launch_in_module(module, &MARK, stream, LaunchConfig::new(1u32, 1u32), &mut params, &[BufferAccess::write(out)]) }
 }
@@ -329,8 +328,8 @@ fn g16r_6_a_first_launch_on_a_forked_stream_loads_no_module_inside_the_capture()
     let forked = Stream::non_blocking(&context).unwrap();
     let mut out = DeviceBuffer::<u32>::zeroed(&context, 1).unwrap();
     let launch = |stream: &Stream, out: &mut DeviceBuffer<u32>| {
-        let mut address = out.as_device_ptr().address();
-        let mut params = [(&mut address as *mut u64).cast::<c_void>()];
+        let address = out.as_device_ptr().address();
+        let mut params = [ferrocuda_host::__private::KernelParam::value(&address)];
         // SAFETY: `mark` takes one pointer to a u32, which `out` holds; `out` is declared written.
         unsafe {
             ferrocuda_host::__private::launch_embedded(&G16R_6_KERNELS, &MARK, stream, LaunchConfig::new(1u32, 1u32), &mut params, &[BufferAccess::write(out)])
@@ -584,9 +583,8 @@ static SPIN: KernelSignature = KernelSignature {
 
 /// `spin_then_mark<<<1, 1, 0, stream>>>(out, ns)`, `out` declared written.
 fn launch_spin(module: &Module, stream: &Stream, out: &mut DeviceBuffer<u32>, ns: u64) -> ferrocuda_host::Result<()> {
-    let mut address = out.as_device_ptr().address();
-    let mut ns = ns;
-    let mut params = [(&mut address as *mut u64).cast::<c_void>(), (&mut ns as *mut u64).cast::<c_void>()];
+    let address = out.as_device_ptr().address();
+    let mut params = [ferrocuda_host::__private::KernelParam::value(&address), ferrocuda_host::__private::KernelParam::value(&ns)];
     // SAFETY: the kernel takes a pointer to a u32, which `out` holds, and a u64.
     unsafe { launch_in_module(module, &SPIN, stream, LaunchConfig::new(1u32, 1u32), &mut params, &[BufferAccess::write(out)]) }
 }
@@ -734,8 +732,12 @@ fn g16r_12_a_library_state_access_is_never_made_of_a_buffers_record() {
             .unwrap()
     });
     // A: the launch it declared for (raw pointers: the launcher declares nothing for them).
-    let (mut out_address, mut in_address, mut ns) = (out.as_device_ptr().address(), address, 20_000_000u64);
-    let mut params = [(&mut out_address as *mut u64).cast::<c_void>(), (&mut in_address as *mut u64).cast::<c_void>(), (&mut ns as *mut u64).cast::<c_void>()];
+    let (out_address, in_address, ns) = (out.as_device_ptr().address(), address, 20_000_000u64);
+    let mut params = [
+        ferrocuda_host::__private::KernelParam::value(&out_address),
+        ferrocuda_host::__private::KernelParam::value(&in_address),
+        ferrocuda_host::__private::KernelParam::value(&ns),
+    ];
     // SAFETY: the kernel's pointers are `out` (declared written) and `buf` (declared read with
     // `will_use` on this stream just before, as the README's rule for raw pointers says); both
     // outlive the kernel as far as the caller's code goes: `buf`'s drop waits for its record.

@@ -7,7 +7,6 @@
 //! Run: `REQUIRE_GPU=1 cargo test --release -p ferrocuda-host --test gpu_g16s -- --nocapture --test-threads=1`
 //! (or `scripts/gpu-run/review16s.sh`).
 
-use std::ffi::c_void;
 use std::sync::{Mutex, OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
@@ -58,9 +57,8 @@ static SPIN: KernelSignature =
 
 /// `spin<<<1, 1, 0, stream>>>(out, ns)` from `module`.
 fn launch_spin(module: &Module, stream: &Stream, out: &mut DeviceBuffer<u32>, ns: u64) -> ferrocuda_host::Result<()> {
-    let mut address = out.as_device_ptr().address();
-    let mut ns = ns;
-    let mut params = [(&mut address as *mut u64).cast::<c_void>(), (&mut ns as *mut u64).cast::<c_void>()];
+    let address = out.as_device_ptr().address();
+    let mut params = [ferrocuda_host::__private::KernelParam::value(&address), ferrocuda_host::__private::KernelParam::value(&ns)];
     // SAFETY: `spin` takes a pointer to a u32, which `out` holds (declared written), and a u64.
     unsafe { launch_in_module(module, &SPIN, stream, LaunchConfig::new(1u32, 1u32), &mut params, &[BufferAccess::write(out)]) }
 }

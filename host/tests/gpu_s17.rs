@@ -13,7 +13,6 @@
 //! Run: `REQUIRE_GPU=1 cargo test --release -p ferrocuda-host --test gpu_s17 -- --nocapture --test-threads=1`
 //! (or `scripts/gpu-run/sound17.sh`).
 
-use std::ffi::c_void;
 use std::sync::{Barrier, mpsc};
 use std::time::Duration;
 
@@ -59,8 +58,8 @@ static STORE_FILL: KernelSignature =
 /// globals gate); `declared`: the accesses the launch declares (none when `out` is declared by
 /// an enclosing `will_use_for`).
 fn launch_store_fill(module: &Module, stream: &Stream, out: u64, declared: &[BufferAccess<'_>]) -> ferrocuda_host::Result<()> {
-    let mut address = out;
-    let mut params = [(&mut address as *mut u64).cast::<c_void>()];
+    let address = out;
+    let mut params = [ferrocuda_host::__private::KernelParam::value(&address)];
     // SAFETY: `store_fill` takes one pointer to a u32; `out` is a live u32 of this context,
     // declared written by the caller (in `declared` or by its `will_use_for`).
     unsafe { launch_in_module(module, &STORE_FILL, stream, LaunchConfig::new(1u32, 1u32), &mut params, declared) }

@@ -2,6 +2,9 @@
 //! argument's `void*`, and the by-value check.
 
 use std::ffi::c_void;
+use std::marker::PhantomData;
+
+use crate::memory::view::{DevicePtr, SliceArg};
 
 /// A type that can be passed to a kernel by value: plain data with no pointers to host
 /// memory. Every `bytemuck::Pod` type is one (derive `Pod` on a `#[repr(C)]` struct).
@@ -36,11 +39,82 @@ pub fn copy_param<T: Copy>(value: &T) -> T {
     *value
 }
 
-/// The `void*` that `cuLaunchKernel` wants for one argument.
+/// One parameter of a launch as `cuLaunchKernel` takes it (the address of its value), made only
+/// by this type's constructors, from values whose types say what they are on the GPU: a
+/// primitive ([`KernelScalar`]), plain data ([`KernelValue`]), the address and length of device
+/// memory ([`SliceArg`], made from a [`DeviceRead`]/[`DeviceWrite`] value), a tensor map's device
+/// copy ([`MapArg`]) or a raw device pointer (the launchers of such kernels are `unsafe`).
+///
+/// [`launch_embedded`](crate::launch::launch_embedded) and
+/// [`launch_in_module`](crate::launch::launch_in_module) take these instead of raw `void*`s
+/// (session 18, G17R-2's residual): the generated launcher reaches them through paths the
+/// kernel's crate can rename (`extern crate self as ferrocuda_host;`, a dependency renamed in
+/// Cargo.toml) beside checks of its own, and a check made through such a path cannot protect
+/// `unsafe` code reached through another. Bounds on the constructors of the type the real
+/// launch takes are checked wherever the path leads: a crate that replaces these constructors
+/// makes a type of its own, which the real launch refuses (a compile error), and a crate that
+/// replaces the launch too calls its own function, whose `unsafe` it writes itself.
+///
+/// [`DeviceRead`]: crate::memory::view::DeviceRead
+/// [`DeviceWrite`]: crate::memory::view::DeviceWrite
+/// [`MapArg`]: crate::tensor_map::MapArg
 #[doc(hidden)]
-#[inline(always)]
-pub fn param_ptr<T>(value: &T) -> *mut c_void {
-    value as *const T as *mut c_void
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug)]
+pub struct KernelParam<'a> {
+    value: *mut c_void,
+    _borrow: PhantomData<&'a ()>,
+}
+
+impl<'a> KernelParam<'a> {
+    fn of<T>(value: &'a T) -> Self {
+        KernelParam { value: value as *const T as *mut c_void, _borrow: PhantomData }
+    }
+
+    /// A parameter written like a primitive (`u32`, `f64`, `NonZeroU32`): `Written` must be the
+    /// primitive `Primitive` names, and that a real one ([`require_primitive`]'s bounds).
+    #[inline(always)]
+    pub fn scalar<Written: SamePrimitive<Primitive>, Primitive: KernelScalar>(value: &'a Written) -> Self {
+        Self::of(value)
+    }
+
+    /// A by-value parameter of plain data ([`KernelValue`]: `Pod`, no host pointers).
+    #[inline(always)]
+    pub fn value<T: KernelValue>(value: &'a T) -> Self {
+        Self::of(value)
+    }
+
+    /// The device address of a slice argument.
+    #[inline(always)]
+    pub fn slice_address(arg: &'a SliceArg<'_>) -> Self {
+        Self::of(&arg.ptr)
+    }
+
+    /// The length of a slice argument.
+    #[inline(always)]
+    pub fn slice_len(arg: &'a SliceArg<'_>) -> Self {
+        Self::of(&arg.len)
+    }
+
+    /// The device address of a tensor map's copy.
+    #[inline(always)]
+    pub fn tensor_map(arg: &'a crate::tensor_map::MapArg<'_>) -> Self {
+        Self::of(arg.address_ref())
+    }
+
+    /// A raw device pointer: only kernels whose launchers are `unsafe` take one.
+    #[inline(always)]
+    pub fn device_ptr<T>(pointer: &'a DevicePtr<T>) -> Self {
+        Self::of(pointer.address_ref())
+    }
+
+    /// The `void**` the driver takes.
+    #[inline(always)]
+    pub(crate) fn as_driver_params<'s>(params: &'s mut [KernelParam<'a>]) -> &'s mut [*mut c_void] {
+        // SAFETY: `KernelParam` is `repr(transparent)` over one `*mut c_void` (the marker is
+        // zero-sized), so the slices have one layout; the borrow is the caller's.
+        unsafe { std::slice::from_raw_parts_mut(params.as_mut_ptr().cast::<*mut c_void>(), params.len()) }
+    }
 }
 
 /// `Self` is the type `T`: what the by-value check of a parameter written as a primitive

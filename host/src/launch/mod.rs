@@ -23,11 +23,13 @@ use crate::{KernelSignature, LaunchConfig, LaunchProblem};
 /// compares the module's layout of its parameters with the launcher's (Q1, Q2).
 ///
 /// # Safety
-/// `params` must match the kernel's parameters in number, order and type, and every device
-/// pointer among them must stay valid (and, for outputs, unaliased) until the kernel ends;
-/// `buffers` must list every slice argument among them (with its access), so that the launch
-/// is ordered with the other work on those buffers. The `#[kernel]` launchers guarantee this
-/// from the kernel's own signature.
+/// `params` must match the kernel's parameters in number, order and type, and every raw device
+/// pointer among them ([`args::KernelParam::device_ptr`]) must stay valid (and, for outputs,
+/// unaliased) until the kernel ends; `buffers` must list every slice and tensor map argument
+/// among them (with its access), so that the launch is ordered with the other work on that
+/// memory. The `#[kernel]` launchers guarantee this from the kernel's own signature. What a
+/// parameter *is* (a primitive, plain data, device memory of its length, a map's copy) is no
+/// longer the caller's promise: [`args::KernelParam`]'s constructors check it (G17R-2).
 #[doc(hidden)]
 #[inline]
 pub unsafe fn launch_embedded(
@@ -35,9 +37,10 @@ pub unsafe fn launch_embedded(
     signature: &'static KernelSignature,
     stream: &Stream,
     config: LaunchConfig,
-    params: &mut [*mut c_void],
+    params: &mut [args::KernelParam<'_>],
     buffers: &[BufferAccess<'_>],
 ) -> Result<()> {
+    let params = args::KernelParam::as_driver_params(params);
     let symbol = signature.symbol;
     let context = stream.context();
     config.validate(context.limits()).map_err(|problem| Error::InvalidLaunch { kernel: symbol.to_string(), problem })?;
@@ -112,9 +115,10 @@ pub unsafe fn launch_in_module(
     signature: &'static KernelSignature,
     stream: &Stream,
     config: LaunchConfig,
-    params: &mut [*mut c_void],
+    params: &mut [args::KernelParam<'_>],
     buffers: &[BufferAccess<'_>],
 ) -> Result<()> {
+    let params = args::KernelParam::as_driver_params(params);
     let context = stream.context();
     if context.raw() != module.context().raw() {
         return Err(Error::WrongContext { kernel: signature.symbol.to_string(), module: module.name().to_string() });

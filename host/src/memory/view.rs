@@ -84,6 +84,25 @@ pub struct SliceArg<'a> {
 }
 
 impl<'a> SliceArg<'a> {
+    /// The argument of an input (`&[T]`) kernel parameter, from the memory itself: the
+    /// generated launchers call this, so that a real [`DeviceRead`] impl (an `unsafe` promise)
+    /// makes every slice the launch passes, whatever path the launcher named it by (G17R-2's
+    /// residual, session 18).
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn input<T, B: DeviceRead<T> + ?Sized>(memory: &'a B) -> Self {
+        memory.kernel_arg()
+    }
+
+    /// The argument of an output (`DisjointSlice<T>`, `AtomicSlice<T>`, ..) kernel parameter,
+    /// from the memory itself, borrowed exclusively: as [`SliceArg::input`], with
+    /// [`DeviceWrite`].
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn output<T, B: DeviceWrite<T> + ?Sized>(memory: &'a mut B) -> Self {
+        memory.kernel_arg_mut()
+    }
+
     /// The kernel argument for `slice`.
     #[inline]
     pub fn new<T>(slice: &'a DeviceSlice<T>) -> Self {
@@ -453,6 +472,12 @@ impl<T> DevicePtr<T> {
     pub fn from_address(address: u64) -> Self {
         DevicePtr { address, _element: PhantomData }
     }
+    /// The address where this value keeps it (a launch parameter's value).
+    #[inline(always)]
+    pub(crate) fn address_ref(&self) -> &u64 {
+        &self.address
+    }
+
     /// The raw device address.
     pub fn address(self) -> u64 {
         self.address

@@ -669,6 +669,13 @@ impl Stream {
     pub(crate) fn register_join(&self, join: Option<&Join>, operation: &str) -> Result<Option<u64>> {
         let changed = || Error::CaptureChangedWhileQueued { operation: operation.to_string() };
         match join {
+            // This stream is captured by another capture of ferrocuda's (session 18): the wait
+            // would merge the two graphs, which CUDA forbids, and nothing here keeps `join`'s
+            // capture from ending (and its graph from being destroyed) under the driver's wait:
+            // its end locks the streams on its list, and this one is not on it.
+            Some(join) if self.ours_captured() && self.inner.capture_owner.load(Ordering::SeqCst) != join.token => {
+                Err(Error::WaitAcrossCaptures { operation: "Stream::wait_event" })
+            }
             Some(join) if !self.ours_captured() && !self.handle().is_null() => {
                 let list = &join.origin.joined_streams;
                 let thread = list.thread_of(join.token).ok_or_else(changed)?;

@@ -583,7 +583,9 @@ fn host_launcher(
     let args = paths::args();
     let requirements = lowered.iter().filter_map(|l| l.requirements.as_ref());
     let bounds_requirement = bounds.map(bounds_requirement);
-    let launch_call = |path: TokenStream| {
+    // One body for `launch` and `launch_in` (`module`: `None` for the embedded module), so that
+    // the bounds on each parameter's `KernelParam` report a refused type once.
+    let launch_body = {
         quote! {
             let #config: #fc::LaunchConfig = #config_value;
             // Before anything else: what the outputs' witnesses rely on (a 1-D launch of at
@@ -594,19 +596,25 @@ fn host_launcher(
             // buffer), before anything is queued.
             #(#launch_checks)*
             #(#gpu_lengths)*
-            let mut #params_array: [*mut ::core::ffi::c_void; #count] = [#(#pointers),*];
+            // Each parameter made by a constructor of the type the real launch takes (G17R-2's
+            // residual): what it is on the GPU is that constructor's bound, not a check made
+            // through a path this crate could have renamed.
+            let mut #params_array: [#fc::KernelParam<'_>; #count] = [#(#pointers),*];
             // Each buffer parameter and how the kernel uses it: the host orders the stream
             // after other streams' work on it and refuses another context's buffer.
             let #buffers: [#fc::BufferAccess<'_>; #buffer_count] = [#(#accesses),*];
-            // SAFETY: the parameter array follows the PTX signature generated from the same
-            // function: each slice is a live device allocation of its length, outputs are
-            // borrowed exclusively for the call, raw pointers are vouched for by the caller of
-            // this `unsafe fn`.
-            unsafe { #path }
+            match #module {
+                // SAFETY: the parameter array follows the PTX signature generated from the same
+                // function: each slice is a live device allocation of its length, outputs are
+                // borrowed exclusively for the call, raw pointers are vouched for by the caller of
+                // this `unsafe fn`.
+                ::core::option::Option::None => unsafe { #fc::launch_embedded(&#kernels, &self::SIGNATURE, #stream, #config, &mut #params_array, &#buffers) },
+                // SAFETY: as above.
+                ::core::option::Option::Some(#module) => unsafe { #fc::launch_in_module(#module, &self::SIGNATURE, #stream, #config, &mut #params_array, &#buffers) },
+            }
         }
     };
-    let embedded = launch_call(quote!(#fc::launch_embedded(&#kernels, &self::SIGNATURE, #stream, #config, &mut #params_array, &#buffers)));
-    let in_module = launch_call(quote!(#fc::launch_in_module(#module, &self::SIGNATURE, #stream, #config, &mut #params_array, &#buffers)));
+    let launch_fn = format_ident!("__ferrocuda_launch", span = Span::mixed_site());
     let cpu_unsafe = is_unsafe || params.iter().any(|p| matches!(p.kind, super::parse::ParamKind::TensorMap { .. }));
     let cpu = cpu_launcher(lowered, host_fn, unsafe_fn, cpu_unsafe, cluster.is_some(), &cpu_lengths);
     quote! {
@@ -666,7 +674,9 @@ fn host_launcher(
                 #config: impl ::core::convert::Into<#fc::LaunchConfig>,
                 #(#launch_params),*
             ) -> ::core::result::Result<(), #fc::Error> {
-                #embedded
+                // SAFETY: forwarded from this function's own contract.
+                #[allow(unused_unsafe)]
+                unsafe { self::#launch_fn(::core::option::Option::None, #stream, #config, #(#arg_names),*) }
             }
 
             /// Launches on the default stream of the calling thread's current context.
@@ -695,7 +705,21 @@ fn host_launcher(
                 #config: impl ::core::convert::Into<#fc::LaunchConfig>,
                 #(#launch_params),*
             ) -> ::core::result::Result<(), #fc::Error> {
-                #in_module
+                // SAFETY: forwarded from this function's own contract.
+                #[allow(unused_unsafe)]
+                unsafe { self::#launch_fn(::core::option::Option::Some(#module), #stream, #config, #(#arg_names),*) }
+            }
+
+            /// `launch` (`module` `None`) and `launch_in`.
+            #[inline(always)]
+            #[allow(clippy::too_many_arguments)]
+            #unsafety fn #launch_fn(
+                #module: ::core::option::Option<&#fc::Module>,
+                #stream: &#fc::Stream,
+                #config: impl ::core::convert::Into<#fc::LaunchConfig>,
+                #(#launch_params),*
+            ) -> ::core::result::Result<(), #fc::Error> {
+                #launch_body
             }
 
             #cpu

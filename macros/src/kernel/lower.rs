@@ -56,7 +56,8 @@ pub fn generated(param: &Ident, what: &str) -> Ident {
 struct SliceAbi {
     /// The PTX entry's pointer parameter type.
     device_pointer: TokenStream,
-    /// `DeviceRead::<T>::kernel_arg(x)` or `DeviceWrite::<T>::kernel_arg_mut(x)`.
+    /// `SliceArg::input::<T, _>(x)` or `SliceArg::output::<T, _>(x)` (a real `DeviceRead` /
+    /// `DeviceWrite` impl makes it, G17R-2).
     host_argument: TokenStream,
     /// The launcher's parameter type.
     host_type: TokenStream,
@@ -73,16 +74,19 @@ pub fn lower(param: &Param) -> Lowered {
     let (host, args) = (paths::host(), paths::args());
     // Every by-value parameter is checked by what its type is, not how it is spelled (N5):
     // a primitive's spelling must name the primitive itself, anything else must be `Pod`.
+    // The check is the bound of the constructor of the launch's parameter (`KernelParam`, the
+    // type the real launch takes), not a separate call (G17R-2's residual, session 18: a crate
+    // that renames the runtime replaced the separate check and reached the real launch).
     // Spanned at the user's type, so the error is reported there.
-    let by_value = |check: TokenStream| Lowered {
+    let by_value = |pointer: TokenStream| Lowered {
         entry_params: vec![quote!(#mutability #name: #ty)],
         entry_rebuild: quote!(),
         launch_param: quote!(#name: #ty),
         launch_prepare: quote!(),
-        launch_pointers: vec![quote!(#host::param_ptr(&#name))],
+        launch_pointers: vec![pointer],
         param_sizes: vec![quote!(::core::mem::size_of::<#ty>())],
         buffer_access: Vec::new(),
-        checks: vec![check],
+        checks: vec![],
         requirements: None,
         launch_check: quote!(),
         cpu_check: quote!(),
@@ -99,8 +103,8 @@ pub fn lower(param: &Param) -> Lowered {
         },
     };
     match &param.kind {
-        ParamKind::Scalar { primitive } => by_value(quote_spanned!(ty.span()=> #host::require_primitive::<#ty, #primitive>();)),
-        ParamKind::Value => by_value(quote_spanned!(ty.span()=> #host::require_kernel_value::<#ty>();)),
+        ParamKind::Scalar { primitive } => by_value(quote_spanned!(ty.span()=> #host::KernelParam::scalar::<#ty, #primitive>(&#name))),
+        ParamKind::Value => by_value(quote_spanned!(ty.span()=> #host::KernelParam::value::<#ty>(&#name))),
         ParamKind::Pointer { elem, .. } => {
             let parts = generated(name, "cpu");
             Lowered {
@@ -108,7 +112,7 @@ pub fn lower(param: &Param) -> Lowered {
                 entry_rebuild: quote!(),
                 launch_param: quote_spanned!(elem.span()=> #name: #host::DevicePtr<#elem>),
                 launch_prepare: quote!(),
-                launch_pointers: vec![quote!(#host::param_ptr(&#name))],
+                launch_pointers: vec![quote!(#host::KernelParam::device_ptr(&#name))],
                 param_sizes: vec![quote!(::core::mem::size_of::<::core::primitive::u64>())],
                 // Raw pointers are the caller's business (the launcher is `unsafe`).
                 buffer_access: Vec::new(),
@@ -131,13 +135,13 @@ pub fn lower(param: &Param) -> Lowered {
             let (launch_param, launch_prepare, check) = if *store {
                 (
                     quote_spanned!(ty.span()=> #name: &mut #host::DeviceTensorMap<'_>),
-                    quote!(let #arg: ::core::primitive::u64 = #host::DeviceTensorMap::store_arg(#name, self::SYMBOL, #label)?;),
+                    quote!(let #arg = #host::MapArg::store(#name, self::SYMBOL, #label)?;),
                     quote_spanned!(elem.span()=> #args::require_store_map::<#elem>();),
                 )
             } else {
                 (
                     quote_spanned!(ty.span()=> #name: &#host::DeviceTensorMap<'_>),
-                    quote!(let #arg: ::core::primitive::u64 = #host::DeviceTensorMap::kernel_arg(#name);),
+                    quote!(let #arg = #host::MapArg::load(#name);),
                     quote_spanned!(elem.span()=> #args::require_tensor_map::<#elem>();),
                 )
             };
@@ -147,10 +151,11 @@ pub fn lower(param: &Param) -> Lowered {
                 entry_rebuild: quote!(),
                 launch_param,
                 launch_prepare,
-                launch_pointers: vec![quote!(#host::param_ptr(&#arg))],
+                launch_pointers: vec![quote!(#host::KernelParam::tensor_map(&#arg))],
                 param_sizes: vec![quote!(::core::mem::size_of::<::core::primitive::u64>())],
-                // The map's own copy is read; the memory behind it as the map was made.
-                buffer_access: vec![quote!(#name.map_access(#label)), quote!(#name.memory_access(#label))],
+                // The map's own copy is read; the memory behind it as the map was made. Both from
+                // the `MapArg` made of the real map, as its address is (G17R-2's residual).
+                buffer_access: vec![quote!(#arg.map_access(#label)), quote!(#arg.memory_access(#label))],
                 checks: vec![check],
                 requirements: None,
                 launch_check: quote!(),
@@ -167,7 +172,7 @@ pub fn lower(param: &Param) -> Lowered {
                 // `&[T; 0]`: no-alias and read-only like `&[T]` (so loads become
                 // `ld.global.nc`), yet valid for an empty slice.
                 device_pointer: quote!(&[#elem; 0]),
-                host_argument: quote!(#host::DeviceRead::<#elem>::kernel_arg(#name)),
+                host_argument: quote!(#host::SliceArg::input::<#elem, _>(#name)),
                 host_type: quote_spanned!(elem.span()=> &(impl #host::DeviceRead<#elem> + ?::core::marker::Sized)),
                 writes: false,
                 cpu_type: quote!(&[#elem]),
@@ -185,7 +190,7 @@ pub fn lower(param: &Param) -> Lowered {
                 // (interior mutability), so nothing is cached across barriers, while the PTX
                 // parameter keeps the element's alignment (`.ptr .align N`).
                 device_pointer: quote!(&::core::cell::UnsafeCell<[#elem; 0]>),
-                host_argument: quote!(#host::DeviceWrite::<#elem>::kernel_arg_mut(#name)),
+                host_argument: quote!(#host::SliceArg::output::<#elem, _>(#name)),
                 host_type: quote_spanned!(elem.span()=> &mut (impl #host::DeviceWrite<#elem> + ?::core::marker::Sized)),
                 writes: true,
                 cpu_type: quote!(&mut [#elem]),
@@ -287,7 +292,7 @@ fn slice(
         },
         launch_param: quote!(#name: #host_type),
         launch_prepare: quote!(let #arg = #host_argument;),
-        launch_pointers: vec![quote!(#host::param_ptr(&#arg.ptr)), quote!(#host::param_ptr(&#arg.len))],
+        launch_pointers: vec![quote!(#host::KernelParam::slice_address(&#arg)), quote!(#host::KernelParam::slice_len(&#arg))],
         param_sizes: vec![quote!(::core::mem::size_of::<::core::primitive::u64>()), quote!(::core::mem::size_of::<::core::primitive::usize>())],
         buffer_access: vec![buffer_access],
         checks: vec![quote_spanned!(elem.span()=> #args::require_pod::<#elem>();)],
@@ -338,11 +343,11 @@ fn optional_slice(param: &Param, elem: &Type) -> Lowered {
         launch_param: quote_spanned!(elem.span()=> #name: ::core::option::Option<&dyn #host::DeviceRead<#elem>>),
         launch_prepare: quote! {
             let #arg = match #name {
-                ::core::option::Option::Some(#buffer) => #host::DeviceRead::<#elem>::kernel_arg(#buffer),
+                ::core::option::Option::Some(#buffer) => #host::SliceArg::input::<#elem, _>(#buffer),
                 ::core::option::Option::None => #host::SliceArg::absent(),
             };
         },
-        launch_pointers: vec![quote!(#host::param_ptr(&#arg.ptr)), quote!(#host::param_ptr(&#arg.len))],
+        launch_pointers: vec![quote!(#host::KernelParam::slice_address(&#arg)), quote!(#host::KernelParam::slice_len(&#arg))],
         param_sizes: vec![quote!(::core::mem::size_of::<::core::primitive::u64>()), quote!(::core::mem::size_of::<::core::primitive::usize>())],
         // `None` has no memory: its access is an untracked no-op.
         buffer_access: vec![quote!(#arg.read(#label))],

@@ -3,8 +3,8 @@
 // check, and the CPU launcher's `unsafe { ::core::ptr::read(&n) }` duplicated a non-`Copy` value
 // into every thread (`free(): double free detected`, run before the fix). The CPU launcher now
 // copies with a safe call bounded by `Copy`; a crate that replaces it must write its own
-// `unsafe`. (What stays open: a `Copy` type the renamed check lets through still goes to a GPU
-// by value; audit/2026-11-28e/FINDINGS-review.md.)
+// `unsafe`. Since session 18 the GPU launch refuses it too (`KernelParam::scalar`'s bounds, the
+// first error; a `Copy` one: g17r_2_runtime_renamed_passes_no_host_reference.rs).
 extern crate self as ferrocuda_host;
 
 pub mod __private {
