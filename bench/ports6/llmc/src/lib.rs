@@ -12,7 +12,7 @@
 use core::num::NonZeroU32;
 
 use ferrocuda_device::cache::{self, Load};
-use ferrocuda_device::global::{AtomicSlice, BlockRows, DisjointChunks, DisjointSlice, block_row, unique_index};
+use ferrocuda_device::global::{AtomicSlice, BlockRows, DisjointChunks, DisjointMatrix, DisjointSlice, block_row, unique_cell_transposed, unique_index};
 use ferrocuda_device::prelude::*;
 use ferrocuda_device::shared::dynamic_shared;
 use ferrocuda_device::thread::{block_dim_y, block_idx_y, strided_range, thread_idx_y};
@@ -125,6 +125,42 @@ pub fn matmul_forward_kernel1(out: AtomicSlice<f32>, inp: &[f32], weight: &[f32]
         }
         if let Some(slot) = out.get((bt * oc_len + oc) as usize) {
             slot.store(val);
+        }
+    }
+}
+
+/// Session 18 re-port of [`matmul_forward_kernel1()`] with the transposed cell map (issue 30,
+/// the sixth port's gap 3): the source's grid (row `bt` from x, column `oc` from y) kept, the
+/// output a `DisjointMatrix<f32, true>` of `oc_len` columns written through the thread's
+/// `ThreadCell<true>` (`out[bt * OC + oc]`, a plain `st.global`) in place of an `AtomicSlice`
+/// store.
+#[kernel(cols(out = oc_len))]
+pub fn matmul_forward_kernel1_cells(
+    mut out: DisjointMatrix<f32, true>,
+    inp: &[f32],
+    weight: &[f32],
+    bias: Option<&[f32]>,
+    bt_len: u32,
+    c: u32,
+    oc_len: u32,
+) {
+    let cell = unique_cell_transposed();
+    let (bt, oc) = (cell.row(), cell.col());
+    if bt < bt_len && oc < oc_len {
+        let mut val = match bias {
+            Some(bias) => bias.get(oc as usize).copied().unwrap_or(0.0),
+            None => 0.0,
+        };
+        let w0 = (oc * c) as usize;
+        let i0 = (bt * c) as usize;
+        let (Some(wrow), Some(inp_bt)) = (weight.get(w0..w0 + c as usize), inp.get(i0..i0 + c as usize)) else {
+            return;
+        };
+        for (x, w) in inp_bt.iter().zip(wrow) {
+            val += x * w;
+        }
+        if let Some(o) = out.get_mut(cell) {
+            *o = val;
         }
     }
 }
