@@ -43,7 +43,27 @@ on_both_backends!(
     p30_s18_segment_rows_of_bytes_and_one_value_per_segment,
     p30_s18_transposed_cells_cover_the_matrix_once,
     p30_s18_segment_rows_and_transposed_cells_refuse_wrong_launches,
+    p30_s18_per_thread_shared_tree_reduces_each_block_in_any_block_shape,
 );
+
+fn p30_s18_per_thread_shared_tree_reduces_each_block_in_any_block_shape(backend: &Backend) {
+    // 3 blocks of 64 (1-D), of (8, 4, 2) (3-D: the linear thread number) and of 1; then 4
+    // bytes short of the two planes: every block reports `u32::MAX`, nothing else written.
+    for (block, short) in [(dim(64, 1, 1), 0u32), (dim(8, 4, 2), 0), (dim(1, 1, 1), 0), (dim(64, 1, 1), 4)] {
+        let threads = block.x * block.y * block.z;
+        let x: Vec<u32> = (0..3 * threads).map(|i| (i * 7919) % 1009).collect();
+        let input = backend.upload(&x);
+        let mut out = backend.zeroed::<u32>(6);
+        let config = LaunchConfig::new(3u32, block).with_shared_bytes(2 * threads * 4 - short);
+        launch_on!(backend, k::per_thread_shared_tree, config, &input, &mut out, true).unwrap();
+        let got = backend.download(&out);
+        for b in 0..3usize {
+            let part = &x[b * threads as usize..][..threads as usize];
+            let want = if short == 0 { [*part.iter().max().unwrap(), part.iter().sum::<u32>()] } else { [u32::MAX, 0] };
+            assert_eq!(got[2 * b..2 * b + 2], want, "{}: block {b} of {block:?}, {short} bytes short", backend.name());
+        }
+    }
+}
 
 fn p30_s18_segment_rows_grid_strided_cover_each_row_once(backend: &Backend) {
     // 2 blocks of 12 threads: 6 segments of 4 lanes over 17 rows of 13 (segments own 3 or 2
@@ -528,6 +548,20 @@ mod cpu_only {
         match k::segment_rows_neighbour_write::launch_cpu(&executor, LaunchConfig::new(1u32, 32u32), &mut out, 8) {
             Err(CpuError::GlobalMemoryRace(race)) => assert_eq!(race.element_bytes, 4, "{race:?}"),
             other => panic!("expected a GlobalMemoryRace, got {other:?}"),
+        }
+    }
+
+    /// A tree reduction over a per-thread shared region without its barriers: the CPU
+    /// executor reports the read of a partner's slot that races with its write.
+    #[test]
+    fn p30_s18_a_per_thread_shared_tree_without_barriers_is_a_shared_memory_race() {
+        let executor = CpuExecutor::deterministic();
+        let input: Vec<u32> = (0..64).collect();
+        let mut out = vec![0u32; 2];
+        let config = LaunchConfig::new(1u32, 64u32).with_shared_bytes(2 * 64 * 4);
+        match k::per_thread_shared_tree::launch_cpu(&executor, config, &input, &mut out, false) {
+            Err(CpuError::SharedMemoryRace(_)) => {}
+            other => panic!("expected a SharedMemoryRace, got {other:?}"),
         }
     }
 

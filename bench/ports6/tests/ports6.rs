@@ -254,3 +254,56 @@ fn s18_per_token_group_quant_8bit_segments_refuses_blocks_of_partial_segments() 
     assert!(error.to_string().contains("multiple of WIDTH"), "{error}");
     assert!(scales.iter().all(|&s| s == 0.0));
 }
+
+/// Session 18 (issue 30, gap 6): the per-thread shared region port of softmax 2 matches the
+/// reference at llm.c's block sizes; with too little shared memory it writes nothing (the
+/// region is `None` in every thread).
+#[test]
+fn s18_softmax_forward_kernel2_slots_matches_the_reference_and_needs_its_shared_bytes() {
+    let (n, c) = (6, 1000);
+    let inp: Vec<f32> = random_f32(n * c, 7).into_iter().map(|x| x * 8.0).collect();
+    let want = softmax_forward(&inp, n, c);
+    for block in [32u32, 128, 256, 1024] {
+        let mut out = vec![0.0f32; n * c];
+        let config = LaunchConfig::new(n as u32, block).with_shared_bytes(block * 4);
+        llmc::softmax_forward_kernel2_slots::launch_cpu(&CpuExecutor::new(), config, &mut out, &inp, c as u32).unwrap();
+        let err = max_rel_err(&out, &want, 1e-6);
+        assert!(err < 1e-4, "block {block}: max rel err {err}");
+    }
+    let mut out = vec![0.0f32; n * c];
+    let short = LaunchConfig::new(n as u32, 256).with_shared_bytes(255 * 4);
+    llmc::softmax_forward_kernel2_slots::launch_cpu(&CpuExecutor::new(), short, &mut out, &inp, c as u32).unwrap();
+    assert!(out.iter().all(|&v| v == 0.0), "a block without its shared bytes wrote");
+}
+
+/// Session 18 (gap 2 experiment): the x4-unrolled softmax 2 matches the reference at llm.c's
+/// block sizes and at rows whose length leaves every remainder of 4 strides.
+#[test]
+fn s18_softmax_forward_kernel2_x4_matches_the_reference() {
+    for c in [1000usize, 129, 37, 1] {
+        let n = 5;
+        let inp: Vec<f32> = random_f32(n * c, 7).into_iter().map(|x| x * 8.0).collect();
+        let want = softmax_forward(&inp, n, c);
+        for block in [32u32, 128, 1024] {
+            let mut out = vec![0.0f32; n * c];
+            let config = LaunchConfig::new(n as u32, block).with_shared_bytes(block * 4);
+            llmc::softmax_forward_kernel2_x4::launch_cpu(&CpuExecutor::new(), config, &mut out, &inp, c as u32).unwrap();
+            let err = max_rel_err(&out, &want, 1e-6);
+            assert!(err < 1e-4, "c {c}, block {block}: max rel err {err}");
+        }
+    }
+}
+
+/// Session 18 (gap 2 experiment): the x4-unrolled gelu_new gives the first try's bits.
+#[test]
+fn s18_activation_kernel_gelu_new_x4_gives_the_first_trys_bits() {
+    let (tokens, d) = (3usize, 1000usize);
+    let input = random_bf16(tokens * d, 9, 4.0);
+    for block in [1000u32, 96, 32] {
+        let (mut a, mut b) = (vec![bf16::ZERO; tokens * d], vec![bf16::ZERO; tokens * d]);
+        let config = LaunchConfig::new(tokens as u32, block);
+        vllm::activation_kernel_gelu_new::launch_cpu(&CpuExecutor::new(), config, &mut a, &input, d as u32).unwrap();
+        vllm::activation_kernel_gelu_new_x4::launch_cpu(&CpuExecutor::new(), config, &mut b, &input, d as u32).unwrap();
+        assert_eq!(a, b, "block {block}");
+    }
+}

@@ -404,3 +404,44 @@ pub fn cells_transposed_mark(mut out: ferrocuda_device::global::DisjointMatrix<u
         *o += mark(cell.row(), cell.col());
     }
 }
+
+/// `PerThreadShared` (session 18, issue 30 gap 6): two planes per thread (maximum and sum), a
+/// tree reduction over the block's threads (any block shape: the linear thread number), and
+/// thread 0 of block `b` stores both at `2 b`, `2 b + 1`; `u32::MAX` there if the launch gave
+/// too few shared bytes. `sync = false` leaves out the barriers (the misuse the CPU executor
+/// reports).
+#[kernel]
+pub fn per_thread_shared_tree(x: &[u32], out: AtomicSlice<u32>, sync: bool) {
+    use ferrocuda_device::sync::sync_threads;
+    let b = block_idx_x() as usize;
+    let Some(shared) = ferrocuda_device::dynamic_shared::<u32>().per_thread::<2>() else {
+        if thread_idx_x() == 0
+            && let Some(o) = out.get(2 * b)
+        {
+            o.store(u32::MAX);
+        }
+        return;
+    };
+    let t = shared.mine();
+    let v = x.get(b * shared.threads() as usize + t.get() as usize).copied().unwrap_or(0);
+    shared.set(t, 0, v);
+    shared.set(t, 1, v);
+    let mut stride = shared.threads() / 2;
+    while stride >= 1 {
+        if sync {
+            sync_threads();
+        }
+        if let Some(p) = shared.partner(stride) {
+            shared.set(t, 0, shared.get(t, 0).max(shared.get(p, 0)));
+            shared.set(t, 1, shared.get(t, 1).wrapping_add(shared.get(p, 1)));
+        }
+        stride /= 2;
+    }
+    sync_threads();
+    if t.get() == 0
+        && let (Some(m), Some(s)) = (out.get(2 * b), out.get(2 * b + 1))
+    {
+        m.store(shared.get(shared.first(), 0));
+        s.store(shared.get(shared.first(), 1));
+    }
+}

@@ -330,6 +330,36 @@ fn main() -> Result<()> {
         stream.synchronize()?;
         let check = check_f32(&ours.to_vec()?, &twin_out.to_vec()?, 1e-4);
         row("  fix: softmax_forward_kernel2 reqntid(512)", &format!("N{n} C{c} f32, block {block}"), times, &check);
+        // Session 18: the per-thread shared region (`per_thread::<1>()`, `ThreadSlot`s).
+        let mut run_slots = || -> Result<()> {
+            llmc::softmax_forward_kernel2_slots::launch(&stream, config, &mut ours, &inp, c)?;
+            Ok(())
+        };
+        let run_twin = || -> Result<()> {
+            // SAFETY: as above.
+            unsafe { twins::twin_softmax_forward_kernel2::launch_in(&llmc_module, &stream, config, ptr(&twin_out), ptr(&inp), n as i32, c as i32)? };
+            Ok(())
+        };
+        let reps = reps_for(&context, &stream, &mut run_slots)?;
+        let times = time_pair(&context, &stream, reps, run_slots, run_twin)?;
+        stream.synchronize()?;
+        let check = check_f32(&ours.to_vec()?, &twin_out.to_vec()?, 1e-4);
+        row("  s18: softmax_forward_kernel2 slots", &format!("N{n} C{c} f32, block {block}"), times, &check);
+        // Session 18 (gap 2 experiment): the same with its row loops unrolled by 4.
+        let mut run_x4 = || -> Result<()> {
+            llmc::softmax_forward_kernel2_x4::launch(&stream, config, &mut ours, &inp, c)?;
+            Ok(())
+        };
+        let run_twin = || -> Result<()> {
+            // SAFETY: as above.
+            unsafe { twins::twin_softmax_forward_kernel2::launch_in(&llmc_module, &stream, config, ptr(&twin_out), ptr(&inp), n as i32, c as i32)? };
+            Ok(())
+        };
+        let reps = reps_for(&context, &stream, &mut run_x4)?;
+        let times = time_pair(&context, &stream, reps, run_x4, run_twin)?;
+        stream.synchronize()?;
+        let check = check_f32(&ours.to_vec()?, &twin_out.to_vec()?, 1e-4);
+        row("  s18 x4: softmax_forward_kernel2 slots", &format!("N{n} C{c} f32, block {block}"), times, &check);
         Ok(())
     });
 
@@ -391,6 +421,21 @@ fn main() -> Result<()> {
         stream.synchronize()?;
         let check = check_bits("bf16", &ours.to_vec()?, &twin_out.to_vec()?);
         row("vLLM activation_kernel<gelu_new>", &format!("{tokens}x{d} bf16, block 1024"), times, &check);
+        // Session 18 (gap 2 experiment): the row loop unrolled by 4 without a division.
+        let mut run_x4 = || -> Result<()> {
+            vllm::activation_kernel_gelu_new_x4::launch(&stream, config, &mut ours, &input, d)?;
+            Ok(())
+        };
+        let run_twin = || -> Result<()> {
+            // SAFETY: as above.
+            unsafe { twins::twin_activation_kernel_gelu_new::launch_in(&vllm_module, &stream, config, ptr(&twin_out), ptr(&input), d as i32)? };
+            Ok(())
+        };
+        let reps = reps_for(&context, &stream, &mut run_x4)?;
+        let times = time_pair(&context, &stream, reps, run_x4, run_twin)?;
+        stream.synchronize()?;
+        let check = check_bits("bf16", &ours.to_vec()?, &twin_out.to_vec()?);
+        row("  s18 x4: activation_kernel<gelu_new>", &format!("{tokens}x{d} bf16, block 1024"), times, &check);
         Ok(())
     });
 

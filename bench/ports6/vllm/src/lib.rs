@@ -44,6 +44,16 @@ pub fn activation_kernel_gelu_new(mut out: DisjointSlice<bf16, BlockRows>, input
     row.zip_input(x).for_each(|(x, o)| *o = gelu_new(*x));
 }
 
+/// Session 18 experiment (issue 30, gap 2, opt-in): [`activation_kernel_gelu_new()`] with the
+/// row loop unrolled by 4 without a division (`LaneRow::zip_input_for_each_x4`), to see whether
+/// the form that helps softmax 2 slows a large body (the lead's counted iterators did: 0.930x).
+#[kernel(cols(out = d))]
+pub fn activation_kernel_gelu_new_x4(mut out: DisjointSlice<bf16, BlockRows>, input: &[bf16], d: u32) {
+    let Some(row) = out.row_mut(block_row()) else { return };
+    let Some(x) = input.get(row.span()) else { return };
+    row.zip_input_for_each_x4(x, |x, o| *o = gelu_new(*x));
+}
+
 /// vLLM `dynamic_scaled_int8_azp_quant_kernel<bf16, float, int32_t>`
 /// (csrc/quantization/compressed_tensors/int8_quant_kernels.cu): asymmetric int8 quantisation
 /// per token. One block per token (grid `num_tokens`, block `min(hidden_size, 1024)`): the
