@@ -205,18 +205,8 @@ fn s18_per_token_group_quant_8bit_segments_gives_c10s_fp8_bits_for_any_group_siz
         let mut q = vec![vllm::Fp8x8::default(); input.len() / 8];
         let mut scales = vec![0.0f32; num_groups as usize];
         let config = LaunchConfig::new(num_groups / groups_per_block, groups_per_block * 16).with_shared_bytes(groups_per_block * group as u32 * 2);
-        vllm::per_token_group_quant_8bit_segments::launch_cpu(
-            &CpuExecutor::new(),
-            config,
-            input8,
-            &mut q,
-            &mut scales,
-            group as u32 / 8,
-            1e-10,
-            -448.0,
-            448.0,
-        )
-        .unwrap();
+        vllm::per_token_group_quant_8bit_segments::launch_cpu(&CpuExecutor::new(), config, input8, &mut q, &mut scales, group as u32 / 8, 1e-10, -448.0, 448.0)
+            .unwrap();
         let (want_q, want_scales) = per_token_group_quant_fp8(&input, group, 1e-10, -448.0, 448.0);
         assert_eq!(scales, want_scales, "group {group}");
         let got: &[u8] = bytemuck::cast_slice(&q);

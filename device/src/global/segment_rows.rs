@@ -172,12 +172,7 @@ unsafe impl<const WIDTH: u32> Partition for SegmentRows<WIDTH> {
         segment_width(WIDTH);
     };
 
-    fn check_launch(
-        output: &'static str,
-        config: &ferrocuda_types::LaunchConfig,
-        _len: usize,
-        _cols: u32,
-    ) -> Result<(), ferrocuda_types::LaunchProblem> {
+    fn check_launch(output: &'static str, config: &ferrocuda_types::LaunchConfig, _len: usize, _cols: u32) -> Result<(), ferrocuda_types::LaunchProblem> {
         let remainder = config.block.x % segment_width(WIDTH);
         if remainder != 0 {
             return Err(ferrocuda_types::LaunchProblem::OutputShapeOutOfRange {

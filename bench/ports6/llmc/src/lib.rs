@@ -135,15 +135,7 @@ pub fn matmul_forward_kernel1(out: AtomicSlice<f32>, inp: &[f32], weight: &[f32]
 /// `ThreadCell<true>` (`out[bt * OC + oc]`, a plain `st.global`) in place of an `AtomicSlice`
 /// store.
 #[kernel(cols(out = oc_len))]
-pub fn matmul_forward_kernel1_cells(
-    mut out: DisjointMatrix<f32, true>,
-    inp: &[f32],
-    weight: &[f32],
-    bias: Option<&[f32]>,
-    bt_len: u32,
-    c: u32,
-    oc_len: u32,
-) {
+pub fn matmul_forward_kernel1_cells(mut out: DisjointMatrix<f32, true>, inp: &[f32], weight: &[f32], bias: Option<&[f32]>, bt_len: u32, c: u32, oc_len: u32) {
     let cell = unique_cell_transposed();
     let (bt, oc) = (cell.row(), cell.col());
     if bt < bt_len && oc < oc_len {

@@ -580,7 +580,8 @@ fn main() -> Result<()> {
             let reps = reps_for(&context, &stream, &mut run_ours)?;
             let times = time_pair(&context, &stream, reps, run_ours, run_twin)?;
             stream.synchronize()?;
-            let check = format!("{}; {}", check_bits("q", &ours.to_vec()?, &twin_out.to_vec()?), check_bits("scales", &scales.to_vec()?, &twin_scales.to_vec()?));
+            let check =
+                format!("{}; {}", check_bits("q", &ours.to_vec()?, &twin_out.to_vec()?), check_bits("scales", &scales.to_vec()?, &twin_scales.to_vec()?));
             let name = if bytes { "vLLM per_token_group_quant (u8 segs)" } else { "vLLM per_token_group_quant (segs)" };
             row(name, &format!("{tokens}x{hidden} bf16, groups of {group}"), times, &check);
             Ok(())
