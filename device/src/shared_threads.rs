@@ -105,9 +105,9 @@ impl<T: SharedElement, const K: usize> PerThreadShared<T, K> {
         ThreadSlot { index: 0, _this_launch: PhantomData }
     }
 
-    /// The partner of a tree-reduction step: `Some(tid + stride)` when `tid < stride` and `tid
-    /// + stride` is a thread of the block, `None` otherwise: CUDA's `if (tid < stride) ..
-    /// shared[tid + stride]`, the test the reduction makes anyway (plus `stride < threads -
+    /// The partner of a tree-reduction step: `Some(tid + stride)` when `tid < stride` and the
+    /// sum is a thread of the block, `None` otherwise: CUDA's `if (tid < stride) ..
+    /// shared[tid + stride]`, the test the reduction makes anyway (with `stride < threads -
     /// tid`, which holds for every `tid < stride` when `stride <= threads / 2`).
     #[inline(always)]
     pub fn partner(&self, stride: u32) -> Option<ThreadSlot> {
