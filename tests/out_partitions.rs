@@ -39,7 +39,94 @@ on_both_backends!(
     p30_row_tiles_cover_each_tile_of_each_row_once,
     p30_grid_slices_cover_each_slice_once_and_refuse_what_the_buffer_cannot_hold,
     p30_s16_handoff_fold_column_reads_every_row_for_each_remainder_and_a_short_buffer,
+    p30_s18_segment_rows_grid_strided_cover_each_row_once,
+    p30_s18_segment_rows_of_bytes_and_one_value_per_segment,
+    p30_s18_transposed_cells_cover_the_matrix_once,
+    p30_s18_segment_rows_and_transposed_cells_refuse_wrong_launches,
+    p30_s18_per_thread_shared_tree_reduces_each_block_in_any_block_shape,
 );
+
+fn p30_s18_per_thread_shared_tree_reduces_each_block_in_any_block_shape(backend: &Backend) {
+    // 3 blocks of 64 (1-D), of (8, 4, 2) (3-D: the linear thread number) and of 1; then 4
+    // bytes short of the two planes: every block reports `u32::MAX`, nothing else written.
+    for (block, short) in [(dim(64, 1, 1), 0u32), (dim(8, 4, 2), 0), (dim(1, 1, 1), 0), (dim(64, 1, 1), 4)] {
+        let threads = block.x * block.y * block.z;
+        let x: Vec<u32> = (0..3 * threads).map(|i| (i * 7919) % 1009).collect();
+        let input = backend.upload(&x);
+        let mut out = backend.zeroed::<u32>(6);
+        let config = LaunchConfig::new(3u32, block).with_shared_bytes(2 * threads * 4 - short);
+        launch_on!(backend, k::per_thread_shared_tree, config, &input, &mut out, true).unwrap();
+        let got = backend.download(&out);
+        for b in 0..3usize {
+            let part = &x[b * threads as usize..][..threads as usize];
+            let want = if short == 0 { [*part.iter().max().unwrap(), part.iter().sum::<u32>()] } else { [u32::MAX, 0] };
+            assert_eq!(got[2 * b..2 * b + 2], want, "{}: block {b} of {block:?}, {short} bytes short", backend.name());
+        }
+    }
+}
+
+fn p30_s18_segment_rows_grid_strided_cover_each_row_once(backend: &Backend) {
+    // 2 blocks of 12 threads: 6 segments of 4 lanes over 17 rows of 13 (segments own 3 or 2
+    // rows; lanes 3 or 4 columns; `+=` would show a second visit). Then a buffer 5 short: the
+    // last row is not whole and is not handed out.
+    for short in [0usize, 5] {
+        let (rows, cols) = (17u32, 13u32);
+        let mut out = backend.zeroed::<u32>((rows * cols) as usize - short);
+        launch_on!(backend, k::segment_rows_mark4, LaunchConfig::new(2u32, 12u32), &mut out, rows, cols).unwrap();
+        for (i, &v) in backend.download(&out).iter().enumerate() {
+            let (r, c) = ((i / cols as usize) as u32, (i % cols as usize) as u32);
+            let want = if r < rows - 1 || short == 0 { mark(r, c) } else { 0 };
+            assert_eq!(v, want, "{}: element {i}, short by {short}", backend.name());
+        }
+    }
+}
+
+fn p30_s18_segment_rows_of_bytes_and_one_value_per_segment(backend: &Backend) {
+    // Byte rows of 37, 64 and 100 (a group size that is no multiple of 16 or 8), 3 blocks of
+    // 48 threads: 9 segments of 16 lanes, one row each, 8 rows in the buffer (the ninth
+    // segment owns nothing); one value per segment, lane 0's.
+    for cols in [37u32, 64, 100] {
+        let rows = 8u32;
+        let mut out = backend.zeroed::<u8>((rows * cols) as usize);
+        let mut first = backend.zeroed::<u32>(rows as usize);
+        launch_on!(backend, k::segment_rows_bytes16, LaunchConfig::new(3u32, 48u32), &mut out, &mut first, cols).unwrap();
+        for (i, &v) in backend.download(&out).iter().enumerate() {
+            let (r, c) = ((i / cols as usize) as u32, (i % cols as usize) as u32);
+            assert_eq!(v as u32, (r + c) % 251 + 1, "{}: byte {i} of rows of {cols}", backend.name());
+        }
+        assert_eq!(backend.download(&first), (1..=rows).collect::<Vec<u32>>(), "{}: one value per segment, {cols}", backend.name());
+    }
+}
+
+fn p30_s18_transposed_cells_cover_the_matrix_once(backend: &Backend) {
+    // 21 rows (from x) of 10 columns (from y) by 3 x 2 blocks of (8, 8): threads past either
+    // edge own nothing; `+=` would show a second visit.
+    let (rows, cols) = (21u32, 10u32);
+    let mut out = backend.zeroed::<u32>((rows * cols) as usize);
+    launch_on!(backend, k::cells_transposed_mark, LaunchConfig::new(dim(3, 2, 1), dim(8, 8, 1)), &mut out, cols).unwrap();
+    for (i, &v) in backend.download(&out).iter().enumerate() {
+        let (r, c) = ((i / cols as usize) as u32, (i % cols as usize) as u32);
+        assert_eq!(v, mark(r, c), "{}: element {i}", backend.name());
+    }
+}
+
+fn p30_s18_segment_rows_and_transposed_cells_refuse_wrong_launches(backend: &Backend) {
+    let refused = |result: Result<(), String>, what: &str, names: &str| {
+        let error = result.expect_err(what);
+        assert!(error.contains(names), "{}: {what}: {error}", backend.name());
+    };
+    let mut out = backend.zeroed::<u32>(64 * 64);
+    // SegmentRows<4>: blocks must be multiples of 4 lanes, and 1-D.
+    refused(launch_on!(backend, k::segment_rows_mark4, LaunchConfig::new(2u32, 10u32), &mut out, 8u32, 8u32), "blocks of 10", "multiple of WIDTH");
+    refused(launch_on!(backend, k::segment_rows_mark4, LaunchConfig::new(dim(2, 2, 1), dim(8, 1, 1)), &mut out, 8u32, 8u32), "2-D grid", "1-D");
+    let mut bytes = backend.zeroed::<u8>(64 * 64);
+    let mut first = backend.zeroed::<u32>(64);
+    refused(launch_on!(backend, k::segment_rows_bytes16, LaunchConfig::new(2u32, 24u32), &mut bytes, &mut first, 64u32), "blocks of 24", "multiple of WIDTH");
+    // The transposed cells: a 2-D launch (z = 1), as DisjointMatrix.
+    refused(launch_on!(backend, k::cells_transposed_mark, LaunchConfig::new(dim(2, 2, 2), dim(8, 8, 1)), &mut out, 64u32), "3-D grid", "2-D");
+    assert!(backend.download(&out).iter().all(|&v| v == 0), "{}: a refused launch wrote", backend.name());
+    assert!(backend.download(&bytes).iter().all(|&v| v == 0), "{}: a refused launch wrote", backend.name());
+}
 
 fn dim(x: u32, y: u32, z: u32) -> Dim3 {
     Dim3 { x, y, z }
@@ -437,6 +524,45 @@ mod cpu_only {
         };
         assert!(message.contains("BlockRow") && message.contains("another GPU thread"), "{message}");
         assert!(out.iter().all(|&v| v == 0), "{out:?}");
+    }
+
+    #[test]
+    fn p30_s18_a_segment_row_used_by_another_thread_panics_on_the_cpu_executor() {
+        let executor = CpuExecutor::deterministic();
+        let mut out = vec![0u32; 64];
+        let message = match k::smuggled_segment_row::launch_cpu(&executor, LaunchConfig::new(2u32, 32u32), &mut out) {
+            Err(CpuError::KernelPanic(panic)) => panic.message,
+            other => panic!("expected a kernel panic, got {other:?}"),
+        };
+        assert!(message.contains("SegmentRow") && message.contains("another GPU thread"), "{message}");
+        assert!(out.iter().all(|&v| v == 0), "{out:?}");
+    }
+
+    /// A lane that writes its neighbour's column through the `unsafe` escape hatch is a race
+    /// the sanitizer reports (both threads write one element); the partition's own accesses in
+    /// the same kernel are not.
+    #[test]
+    fn p30_s18_a_write_to_another_lanes_column_of_a_segment_row_is_a_race() {
+        let executor = CpuExecutor::deterministic();
+        let mut out = vec![0u32; 4 * 8];
+        match k::segment_rows_neighbour_write::launch_cpu(&executor, LaunchConfig::new(1u32, 32u32), &mut out, 8) {
+            Err(CpuError::GlobalMemoryRace(race)) => assert_eq!(race.element_bytes, 4, "{race:?}"),
+            other => panic!("expected a GlobalMemoryRace, got {other:?}"),
+        }
+    }
+
+    /// A tree reduction over a per-thread shared region without its barriers: the CPU
+    /// executor reports the read of a partner's slot that races with its write.
+    #[test]
+    fn p30_s18_a_per_thread_shared_tree_without_barriers_is_a_shared_memory_race() {
+        let executor = CpuExecutor::deterministic();
+        let input: Vec<u32> = (0..64).collect();
+        let mut out = vec![0u32; 2];
+        let config = LaunchConfig::new(1u32, 64u32).with_shared_bytes(2 * 64 * 4);
+        match k::per_thread_shared_tree::launch_cpu(&executor, config, &input, &mut out, false) {
+            Err(CpuError::SharedMemoryRace(_)) => {}
+            other => panic!("expected a SharedMemoryRace, got {other:?}"),
+        }
     }
 
     /// The phase barrier of an in-place row is its own hardware barrier: a thread that ends the

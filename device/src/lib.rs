@@ -72,6 +72,7 @@ pub mod panic_args;
 pub use hopper::pipeline;
 pub mod print;
 pub mod shared;
+pub mod shared_threads;
 pub mod shared_vector;
 pub mod sync;
 pub mod thread;
@@ -95,6 +96,7 @@ pub mod prelude;
 
 pub use global::{AtomicSlice, BlockIndex, DisjointChunks, DisjointPlanes, DisjointSlice, PerBlock, ThreadIndex, UncheckedSlice};
 pub use shared::{SharedArray, SharedSlice, dynamic_shared};
+pub use shared_threads::{PerThreadShared, ThreadSlot};
 pub use shared_vector::{SharedSliceX4, dynamic_shared_x4};
 
 pub use ferrocuda_macros::{LayoutKey, kernel};

@@ -124,3 +124,39 @@ mod tests {
         super::rolled(0, |_| panic!("no index in 0..0"));
     }
 }
+
+/// `f(&items[i])` for `i = start, start + stride, ...` below `items.len()`, four per step of
+/// the main loop while the fourth is in range, then one by one: nvcc's unroll by 4 of a
+/// `for (i = tid; i < n; i += blockDim.x)` loop with a run-time stride, without its trip-count
+/// division, so that four loads are in flight (session 18, an opt-in experiment for issue 30's
+/// gap 2; `thread::strided_range` keeps one: see docs/performance.md). A `stride` of 0 calls
+/// nothing.
+#[inline(always)]
+pub fn strided_x4<T>(items: &[T], start: usize, stride: usize, mut f: impl FnMut(&T)) {
+    let len = items.len();
+    if stride == 0 || start >= len {
+        return;
+    }
+    let p = items.as_ptr();
+    let mut i = start;
+    // `i < len`, so `len - i` does not underflow; `3 stride < len - i` without overflow
+    // (checked), then `i + 3 stride < len` and every sum below is in range.
+    while stride.checked_mul(3).is_some_and(|s3| s3 < len - i) {
+        for k in 0..4 {
+            // SAFETY: `i + k stride <= i + 3 stride < len`.
+            f(unsafe { &*p.add(i + k * stride) });
+        }
+        i += 4 * stride;
+        if i >= len {
+            return;
+        }
+    }
+    loop {
+        // SAFETY: `i < len` (checked before the loop and at each step).
+        f(unsafe { &*p.add(i) });
+        match i.checked_add(stride) {
+            Some(next) if next < len => i = next,
+            _ => return,
+        }
+    }
+}

@@ -321,7 +321,7 @@ impl fmt::Display for LaunchProblem {
             ),
             Self::NotTwoDimensional { grid, block } => write!(
                 f,
-                "the kernel has a 2-D per-thread output (`DisjointMatrix`), whose element (row y, column x) belongs to the thread at \
+                "the kernel has a 2-D per-thread output (`DisjointMatrix`), whose element (row y, column x; row x, column y for `DisjointMatrix<T, true>`) belongs to the thread at \
                  (x, y) = (blockIdx.x * blockDim.x + threadIdx.x, blockIdx.y * blockDim.y + threadIdx.y), but the grid {grid} or the block \
                  {block} has z > 1 (two threads would share an element): launch with z = 1"
             ),

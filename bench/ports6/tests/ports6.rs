@@ -171,3 +171,129 @@ fn per_token_group_quant_8bit_kernel_gives_c10s_fp8_bits() {
     let got: &[u8] = bytemuck::cast_slice(&q);
     assert_eq!(got, &want_q[..]);
 }
+
+/// Session 18 (issue 30, gap 3): the transposed cell map (`DisjointMatrix<f32, true>`) gives
+/// the same bits as the `AtomicSlice` port and the reference, on the same ragged grid.
+#[test]
+fn s18_matmul_forward_kernel1_cells_matches_the_reference_on_a_ragged_2d_grid() {
+    let (bt, c, oc) = (37, 48, 29);
+    let inp = random_f32(bt * c, 4);
+    let weight = random_f32(oc * c, 5);
+    let bias = random_f32(oc, 6);
+    let config = LaunchConfig::new(((bt as u32).div_ceil(16), (oc as u32).div_ceil(16)), (16u32, 16u32));
+    for with_bias in [true, false] {
+        let mut out = vec![f32::NAN; bt * oc];
+        let b = with_bias.then_some(&bias[..]);
+        llmc::matmul_forward_kernel1_cells::launch_cpu(&CpuExecutor::new(), config, &mut out, &inp, &weight, b, bt as u32, c as u32, oc as u32).unwrap();
+        let want = matmul_forward(&inp, &weight, b, bt, c, oc);
+        let differ = out.iter().zip(&want).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
+        assert_eq!(differ, 0, "bias {with_bias}: {differ} elements differ");
+    }
+}
+
+/// Session 18 (issue 30, gap 4): the `SegmentRows<16>` port for group sizes 64, 128 and 256
+/// (vectorised path) and 8 .. 1024 groups per launch, exact against c10's FP8 bits.
+#[test]
+fn s18_per_token_group_quant_8bit_segments_gives_c10s_fp8_bits_for_any_group_size() {
+    let (tokens, hidden) = (4usize, 1024usize);
+    let mut input = random_bf16(tokens * hidden, 11, 2.0);
+    input[5] = bf16::from_f32(1e-6);
+    input[200] = bf16::ZERO;
+    let input8: &[vllm::Bf16x8] = bytemuck::cast_slice(&input);
+    for (group, groups_per_block) in [(64usize, 16u32), (128, 8), (256, 4), (128, 1)] {
+        let num_groups = (tokens * hidden / group) as u32;
+        let mut q = vec![vllm::Fp8x8::default(); input.len() / 8];
+        let mut scales = vec![0.0f32; num_groups as usize];
+        let config = LaunchConfig::new(num_groups / groups_per_block, groups_per_block * 16).with_shared_bytes(groups_per_block * group as u32 * 2);
+        vllm::per_token_group_quant_8bit_segments::launch_cpu(&CpuExecutor::new(), config, input8, &mut q, &mut scales, group as u32 / 8, 1e-10, -448.0, 448.0)
+            .unwrap();
+        let (want_q, want_scales) = per_token_group_quant_fp8(&input, group, 1e-10, -448.0, 448.0);
+        assert_eq!(scales, want_scales, "group {group}");
+        let got: &[u8] = bytemuck::cast_slice(&q);
+        assert_eq!(got, &want_q[..], "group {group}");
+    }
+}
+
+/// Session 18: the byte form (`DisjointSlice<u8, SegmentRows<16>>`) for group sizes that are
+/// no multiple of 8 (vLLM's scalar path) and one that is.
+#[test]
+fn s18_per_token_group_quant_8bit_bytes_gives_c10s_fp8_bits_for_odd_group_sizes() {
+    for (group, groups_per_block) in [(100usize, 4u32), (36, 2), (64, 16)] {
+        let num_groups = 32usize;
+        let input = random_bf16(num_groups * group, 12, 3.0);
+        let mut q = vec![0u8; input.len()];
+        let mut scales = vec![0.0f32; num_groups];
+        let config = LaunchConfig::new(num_groups as u32 / groups_per_block, groups_per_block * 16).with_shared_bytes(groups_per_block * group as u32 * 2);
+        vllm::per_token_group_quant_8bit_bytes::launch_cpu(&CpuExecutor::new(), config, &input, &mut q, &mut scales, group as u32, 1e-10, -448.0, 448.0)
+            .unwrap();
+        let (want_q, want_scales) = per_token_group_quant_fp8(&input, group, 1e-10, -448.0, 448.0);
+        assert_eq!(scales, want_scales, "group {group}");
+        assert_eq!(q, want_q, "group {group}");
+    }
+}
+
+/// Session 18: a block that is not whole 16-lane segments is refused before anything runs.
+#[test]
+fn s18_per_token_group_quant_8bit_segments_refuses_blocks_of_partial_segments() {
+    let input = vec![vllm::Bf16x8::default(); 64];
+    let mut q = vec![vllm::Fp8x8::default(); 64];
+    let mut scales = vec![0.0f32; 4];
+    let config = LaunchConfig::new(1u32, 40u32).with_shared_bytes(4096);
+    let error = vllm::per_token_group_quant_8bit_segments::launch_cpu(&CpuExecutor::new(), config, &input, &mut q, &mut scales, 16, 1e-10, -448.0, 448.0)
+        .expect_err("blocks of 40 threads");
+    assert!(error.to_string().contains("multiple of WIDTH"), "{error}");
+    assert!(scales.iter().all(|&s| s == 0.0));
+}
+
+/// Session 18 (issue 30, gap 6): the per-thread shared region port of softmax 2 matches the
+/// reference at llm.c's block sizes; with too little shared memory it writes nothing (the
+/// region is `None` in every thread).
+#[test]
+fn s18_softmax_forward_kernel2_slots_matches_the_reference_and_needs_its_shared_bytes() {
+    let (n, c) = (6, 1000);
+    let inp: Vec<f32> = random_f32(n * c, 7).into_iter().map(|x| x * 8.0).collect();
+    let want = softmax_forward(&inp, n, c);
+    for block in [32u32, 128, 256, 1024] {
+        let mut out = vec![0.0f32; n * c];
+        let config = LaunchConfig::new(n as u32, block).with_shared_bytes(block * 4);
+        llmc::softmax_forward_kernel2_slots::launch_cpu(&CpuExecutor::new(), config, &mut out, &inp, c as u32).unwrap();
+        let err = max_rel_err(&out, &want, 1e-6);
+        assert!(err < 1e-4, "block {block}: max rel err {err}");
+    }
+    let mut out = vec![0.0f32; n * c];
+    let short = LaunchConfig::new(n as u32, 256).with_shared_bytes(255 * 4);
+    llmc::softmax_forward_kernel2_slots::launch_cpu(&CpuExecutor::new(), short, &mut out, &inp, c as u32).unwrap();
+    assert!(out.iter().all(|&v| v == 0.0), "a block without its shared bytes wrote");
+}
+
+/// Session 18 (gap 2 experiment): the x4-unrolled softmax 2 matches the reference at llm.c's
+/// block sizes and at rows whose length leaves every remainder of 4 strides.
+#[test]
+fn s18_softmax_forward_kernel2_x4_matches_the_reference() {
+    for c in [1000usize, 129, 37, 1] {
+        let n = 5;
+        let inp: Vec<f32> = random_f32(n * c, 7).into_iter().map(|x| x * 8.0).collect();
+        let want = softmax_forward(&inp, n, c);
+        for block in [32u32, 128, 1024] {
+            let mut out = vec![0.0f32; n * c];
+            let config = LaunchConfig::new(n as u32, block).with_shared_bytes(block * 4);
+            llmc::softmax_forward_kernel2_x4::launch_cpu(&CpuExecutor::new(), config, &mut out, &inp, c as u32).unwrap();
+            let err = max_rel_err(&out, &want, 1e-6);
+            assert!(err < 1e-4, "c {c}, block {block}: max rel err {err}");
+        }
+    }
+}
+
+/// Session 18 (gap 2 experiment): the x4-unrolled gelu_new gives the first try's bits.
+#[test]
+fn s18_activation_kernel_gelu_new_x4_gives_the_first_trys_bits() {
+    let (tokens, d) = (3usize, 1000usize);
+    let input = random_bf16(tokens * d, 9, 4.0);
+    for block in [1000u32, 96, 32] {
+        let (mut a, mut b) = (vec![bf16::ZERO; tokens * d], vec![bf16::ZERO; tokens * d]);
+        let config = LaunchConfig::new(tokens as u32, block);
+        vllm::activation_kernel_gelu_new::launch_cpu(&CpuExecutor::new(), config, &mut a, &input, d as u32).unwrap();
+        vllm::activation_kernel_gelu_new_x4::launch_cpu(&CpuExecutor::new(), config, &mut b, &input, d as u32).unwrap();
+        assert_eq!(a, b, "block {block}");
+    }
+}

@@ -24,8 +24,13 @@ use crate::thread::{block_dim_x, block_dim_y, block_idx_x, block_idx_y, grid_dim
 /// It is `Copy` but neither `Send` nor `Sync`, not `Pod` and has no public constructor, like
 /// [`ThreadIndex`](super::ThreadIndex); on the CPU executor each use checks that the thread
 /// using it made it.
+///
+/// `ThreadCell<true>` is the transposed witness, from [`unique_cell_transposed`]: thread `(x,
+/// y)`'s cell is (row `x`, column `y`). It fits only a [`DisjointMatrix<T, true>`]: in one
+/// output, thread `(1, 2)`'s plain cell `(2, 1)` and thread `(2, 1)`'s transposed cell `(2, 1)`
+/// would be one element, so the flag is part of both types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ThreadCell {
+pub struct ThreadCell<const TRANSPOSED: bool = false> {
     row: u32,
     col: u32,
     #[cfg(not(target_arch = "nvptx64"))]
@@ -52,7 +57,7 @@ fn this_thread() -> Owner {}
 /// A `ThreadCell` for `(row, col)`, made by `owner` (a free function, not an associated one:
 /// no constructor to suggest to a kernel that tries to build a witness).
 #[inline(always)]
-fn make_cell(row: u32, col: u32, #[cfg_attr(target_arch = "nvptx64", allow(unused_variables))] owner: Owner) -> ThreadCell {
+fn make_cell<const TRANSPOSED: bool>(row: u32, col: u32, #[cfg_attr(target_arch = "nvptx64", allow(unused_variables))] owner: Owner) -> ThreadCell<TRANSPOSED> {
     ThreadCell {
         row,
         col,
@@ -62,7 +67,7 @@ fn make_cell(row: u32, col: u32, #[cfg_attr(target_arch = "nvptx64", allow(unuse
     }
 }
 
-impl ThreadCell {
+impl<const TRANSPOSED: bool> ThreadCell<TRANSPOSED> {
     /// The row, to index inputs with.
     #[inline(always)]
     pub fn row(self) -> u32 {
@@ -96,6 +101,18 @@ impl ThreadCell {
 pub fn unique_cell() -> ThreadCell {
     let col = block_idx_x().wrapping_mul(block_dim_x()).wrapping_add(thread_idx_x());
     let row = block_idx_y().wrapping_mul(block_dim_y()).wrapping_add(thread_idx_y());
+    make_cell(row, col, this_thread())
+}
+
+/// This thread's transposed cell: row `blockIdx.x * blockDim.x + threadIdx.x`, column
+/// `blockIdx.y * blockDim.y + threadIdx.y` (llm.c's `matmul_forward_kernel1`: `bt` from x, `oc`
+/// from y, `out[bt * OC + oc]`), for a [`DisjointMatrix<T, true>`] output. Unique for the same
+/// reason as [`unique_cell`] (`(x, y)` names one thread under `PLANAR_THREADS`); the swap is
+/// free (the same two `mad.lo.u32`).
+#[inline(always)]
+pub fn unique_cell_transposed() -> ThreadCell<true> {
+    let row = block_idx_x().wrapping_mul(block_dim_x()).wrapping_add(thread_idx_x());
+    let col = block_idx_y().wrapping_mul(block_dim_y()).wrapping_add(thread_idx_y());
     make_cell(row, col, this_thread())
 }
 
@@ -168,29 +185,54 @@ impl Iterator for GridStride2d {
 ///
 /// Launch in 2-D (`z = 1`); every launcher refuses other shapes (`NotTwoDimensional`,
 /// `TooManyThreadsAlongAxis`).
-pub type DisjointMatrix<'a, T> = DisjointSlice<'a, T, Cells>;
+///
+/// `DisjointMatrix<T, true>` is the transposed map (issue 30, the sixth port's gap 3): thread
+/// `(x, y)` owns (row `x`, column `y`), `out[x * cols + y]`, through the `ThreadCell<true>` of
+/// [`unique_cell_transposed`]. llm.c's `matmul_forward_kernel1` takes its output row (`bt`) from
+/// x so that a warp's 16 threads along x read 16 rows of `inp`; keeping that grid keeps its
+/// memory behaviour, and the store is a plain `st.global` (an `AtomicSlice` store was
+/// `STG.E.STRONG.GPU`).
+///
+/// ```ignore
+/// #[kernel(cols(out = oc_len))]
+/// pub fn matmul(mut out: DisjointMatrix<f32, true>, inp: &[f32], weight: &[f32], c: u32, oc_len: u32) {
+///     let cell = unique_cell_transposed();        // row = x (bt), column = y (oc)
+///     let (bt, oc) = (cell.row() as usize, cell.col() as usize);
+///     let (Some(x), Some(w)) = (inp.get(bt * c as usize..), weight.get(oc * c as usize..)) else { return };
+///     if let Some(o) = out.get_mut(cell) {
+///         *o = x.iter().zip(w).take(c as usize).map(|(a, b)| a * b).sum();
+///     }
+/// }
+/// ```
+pub type DisjointMatrix<'a, T, const TRANSPOSED: bool = false> = DisjointSlice<'a, T, Cells<TRANSPOSED>>;
 
 /// The partition of [`DisjointMatrix`]: witness [`ThreadCell`] `(r, c)` -> element `r * cols
 /// + c` for `c < cols` (`cols` from `#[kernel(cols(..))]`). Disjoint: the map is one-to-one on
 /// `c < cols` with `cols` the same in every thread, and the cells are unique under
 /// `PLANAR_THREADS` (see `ThreadCell`).
-pub struct Cells;
+///
+/// `Cells<true>` takes the transposed witnesses (`ThreadCell<true>`: thread `(x, y)` holds cell
+/// `(x, y)` where a plain one holds `(y, x)`): the same map and proof, with `(x, y) -> (x, y)`
+/// in place of `(x, y) -> (y, x)`, both one-to-one on the launch's threads. Each output takes
+/// witnesses of its own flag only (the two kinds together would collide).
+pub struct Cells<const TRANSPOSED: bool = false>;
 
 // SAFETY: `(r, c) -> r * cols + c` is one-to-one on `c < cols` (checked at each access, with
 // the end of the buffer), with `cols` the same in every thread (the shape's contract); every
-// access goes through a `ThreadCell`, unique under `PLANAR_THREADS`.
-unsafe impl Partition for Cells {
-    const KEY: u64 = super::slice::partition_key("Cells", &[]);
+// access goes through a `ThreadCell<TRANSPOSED>`, unique under `PLANAR_THREADS` (the plain
+// ones are `(y, x)`, the transposed ones `(x, y)`: each an injective function of the thread).
+unsafe impl<const TRANSPOSED: bool> Partition for Cells<TRANSPOSED> {
+    const KEY: u64 = if TRANSPOSED { super::slice::partition_key("Cells", &[1]) } else { super::slice::partition_key("Cells", &[]) };
     const REQUIREMENTS: LaunchRequirements = LaunchRequirements::PLANAR_THREADS;
     type Shape = u32;
 }
 
-impl<T: Pod> DisjointSlice<'_, T, Cells> {
+impl<T: Pod, const TRANSPOSED: bool> DisjointSlice<'_, T, Cells<TRANSPOSED>> {
     /// This thread's element at `cell`, or `None` if its column is not below `cols` or the
     /// element is past the end of the buffer.
     #[inline(always)]
     #[track_caller]
-    pub fn get_mut(&mut self, cell: ThreadCell) -> Option<&mut T> {
+    pub fn get_mut(&mut self, cell: ThreadCell<TRANSPOSED>) -> Option<&mut T> {
         let (row, col) = cell.owned();
         // `row, col, cols < 2^32`: `row * cols + col < 2^64`, no overflow.
         let cols = self.shape;

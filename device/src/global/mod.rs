@@ -13,9 +13,11 @@
 //! | [`DisjointPlanes<T, P>`] | thread `t` reads and writes element `i` of each of `P` planes for its indices `i` |
 //! | [`PerBlock<T>`] | one thread of block `b` reads and writes element `b`, named by its [`BlockIndex`] |
 //! | [`DisjointMatrix<T>`] | thread `(x, y)` reads and writes element (row `y + k H`, column `x + m W`) of a row-major matrix of `cols` columns, named by its [`ThreadCell`] |
+//! | `DisjointMatrix<T, true>` | the transpose: thread `(x, y)` reads and writes element (row `x`, column `y`), named by its `ThreadCell<true>` from [`unique_cell_transposed`] (llm.c's `out[bt * OC + oc]` with `bt` from x) |
 //! | [`PerBlockTile<T, TR, TC, BX, BY, TRANSPOSED>`] | block `(bx, by)` owns tile `(by, bx)` (`(bx, by)` if `TRANSPOSED`) of `TR x TC` elements; its thread `(tx, ty)` the tile elements `(ty + BY i, tx + BX j)`, named by its [`BlockTile`] |
 //! | [`PerThreadTile<T, TR, TC, MR, MC, RR, RC>`] | block `(bx, by)` owns tile `(by, bx)` of `TR x TC` elements, cut into `RR x RC` quadrants; its thread `t` (1-D blocks of exactly `(TR / RR / MR) (TC / RC / MC)` threads) the contiguous `MR x MC` micro-tile `(t / G, t % G)` of each quadrant (`G = TC / RC / MC`), named by its [`BlockTile`] |
 //! | [`PerWarpRow<T>`] | warp `w` owns row `w` of a row-major matrix; its lane `l` the columns `l, l + 32, ...`, named by its [`WarpRow`] |
+//! | `DisjointSlice<T, SegmentRows<WIDTH>>` | segment `s = t / WIDTH` of a 1-D launch (`WIDTH` lanes of one warp) owns row `s` of a row-major matrix; its lane `l` the columns `l, l + WIDTH, ...`, named by its [`SegmentRow`] (`cols = 1`: one value per segment, lane 0's) |
 //! | `DisjointSlice<T, BlockRows>` | block `b` owns rows `b, b + gridDim.x, ...` of a row-major matrix of `cols` columns; its thread `t` the columns `t, t + blockDim.x, ...`, named by its [`BlockRow`] |
 //! | `PerWarpRow<T, Reversed>`, `DisjointSlice<T, BlockRows<Reversed>>` | as above with the blocks in reverse order (block `b` takes block `gridDim.x - 1 - b`'s rows: llm.c's softmax and fused classifier), named by [`warp_row_reversed`]/[`block_row_reversed`] and their `_rows_` iterators |
 //! | `DisjointSlice<T, RowTiles>` | block `(x, y)` owns columns `[y tile, min((y + 1) tile, cols))` of row `x` of a row-major matrix (`cols` and `tile` run-time, from `cols(name = (cols, tile))`); its thread `t` the columns `y tile + t + blockDim.x j` of them, named by its [`RowTile`] (vLLM's `(seq, tile)` sampler grids) |
@@ -78,6 +80,7 @@ mod order;
 mod per_block;
 mod planes;
 mod row_tiles;
+mod segment_rows;
 mod slice;
 mod tile;
 mod unchecked;
@@ -101,6 +104,7 @@ pub mod partition {
     pub use super::per_block::Blocks;
     pub use super::planes::Planes;
     pub use super::row_tiles::RowTiles;
+    pub use super::segment_rows::SegmentRows;
     pub use super::slice::Partition;
     pub use super::tile::BlockTiles;
     pub use super::unchecked::Unchecked;
@@ -118,12 +122,13 @@ pub use grid_slices::{SliceCell, unique_slice_cell};
 pub use handoff::{FinishView, LastBlock};
 pub use in_place::{RowRead, RowWrite};
 pub use index::{BlockIndex, GridStride, ThreadIndex, grid_stride, once_per_block, unique_index};
-pub use matrix::{DisjointMatrix, GridStride2d, ThreadCell, grid_stride_2d, unique_cell};
+pub use matrix::{DisjointMatrix, GridStride2d, ThreadCell, grid_stride_2d, unique_cell, unique_cell_transposed};
 pub use micro_tile::{MicroTileMut, PerThreadTile};
 pub use order::{Forward, Reversed, RowOrder};
 pub use per_block::PerBlock;
 pub use planes::DisjointPlanes;
 pub use row_tiles::{RowTile, row_tile};
+pub use segment_rows::{SegmentRow, SegmentRowIter, segment_row, segment_rows};
 pub use slice::DisjointSlice;
 pub use tile::{BlockTile, PerBlockTile, TileMut, block_tile};
 pub use unchecked::UncheckedSlice;
@@ -134,7 +139,7 @@ pub use window::{Window, window};
 // The partitions without an alias of their own, where the docs' `DisjointSlice<T, BlockRows>`
 // finds them with the other output names (issue 30's third port: E0432 with
 // `global::{BlockRows, Handoff}`, which only `global::partition` had).
-pub use partition::{BlockRows, ByLastBlock, Cells3d, GridSlices, Handoff, InPlaceRows, RotaryPairs, RowTiles};
+pub use partition::{BlockRows, ByLastBlock, Cells3d, GridSlices, Handoff, InPlaceRows, RotaryPairs, RowTiles, SegmentRows};
 
 /// A kernel output parameter type: what `#[kernel]` builds from the pointer and length the
 /// launcher passes, and what it requires of the launch. Implemented by the output types of

@@ -91,6 +91,7 @@ pub unsafe trait Partition: Sized + sealed::Sealed {
 /// | [`PerBlockTile<T, ..>`](super::PerBlockTile) | [`BlockTiles<..>`](super::partition::BlockTiles) |
 /// | [`PerThreadTile<T, ..>`](super::PerThreadTile) | [`ThreadTiles<..>`](super::partition::ThreadTiles) |
 /// | [`PerWarpRow<T>`](super::PerWarpRow) | [`WarpRows`](super::partition::WarpRows) |
+/// | [`DisjointMatrix<T, true>`](super::DisjointMatrix) | [`Cells<true>`](super::partition::Cells) (the transposed cell map) |
 /// | [`UncheckedSlice<T>`](super::UncheckedSlice) | [`Unchecked`](super::partition::Unchecked) |
 /// | [`AtomicSlice<T>`](super::AtomicSlice) | [`Atomics`](super::partition::Atomics) |
 ///
@@ -98,6 +99,8 @@ pub unsafe trait Partition: Sized + sealed::Sealed {
 /// block, grid-strided, threads striding over it), [`RotaryPairs`](super::partition::RotaryPairs)
 /// (rows of heads of NeoX rotary pairs, in place), [`Cells3d`](super::partition::Cells3d)
 /// (thread `(x, y, z)` owns element `(z, y, x)` of a 3-D tensor),
+/// [`SegmentRows<WIDTH>`](super::partition::SegmentRows) (a row per `WIDTH`-lane segment of a
+/// warp, its lanes striding over it),
 /// [`RowTiles`](super::partition::RowTiles) (block `(x, y)` owns a run-time tile of row `x`,
 /// threads striding over it), [`GridSlices`](super::partition::GridSlices) (slice `blockIdx.y`
 /// at a run-time stride, a 1-D grid over it) and
@@ -278,7 +281,8 @@ mod sealed {
     impl Sealed for super::super::partition::Blocks {}
     impl Sealed for super::super::partition::Unchecked {}
     impl Sealed for super::super::partition::Atomics {}
-    impl Sealed for super::super::partition::Cells {}
+    impl<const TRANSPOSED: bool> Sealed for super::super::partition::Cells<TRANSPOSED> {}
+    impl<const WIDTH: u32> Sealed for super::super::partition::SegmentRows<WIDTH> {}
     impl<O: super::super::order::RowOrder> Sealed for super::super::partition::WarpRows<O> {}
     impl<O: super::super::order::RowOrder> Sealed for super::super::partition::BlockRows<O> {}
     impl Sealed for super::super::partition::Cells3d {}

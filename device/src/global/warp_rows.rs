@@ -417,6 +417,70 @@ impl<'a, T: Pod> LaneRow<'a, T> {
         }
     }
 
+    /// `f` on the thread's elements in order (columns `lane, lane + stride, ...` below `cols`),
+    /// four per step of the main loop while the fourth is in the row, then one by one: the
+    /// shape nvcc gives a `for (i = tid; i < n; i += blockDim.x)` loop (unrolled by 4 with a
+    /// run-time stride), without its trip-count division (session 18, an opt-in experiment for
+    /// issue 30's gap 2: [`iter_mut`](Self::iter_mut) and [`zip_input`](Self::zip_input) keep
+    /// one load in flight where the body is small; a large body unrolled 4 times costs code
+    /// and registers, which is why this is not the default: bench/results/s18-part).
+    #[inline(always)]
+    pub fn for_each_x4(self, mut f: impl FnMut(&mut T)) {
+        let (cols, stride) = (self.cols as usize, self.stride as usize);
+        let mut col = self.lane as usize;
+        // `stride >= 1` (a lane below it); `col < cols <= u32::MAX` and `stride <= u32::MAX`,
+        // so no sum below overflows a `usize` (64 bits).
+        if stride == 0 {
+            return;
+        }
+        while col + 3 * stride < cols {
+            for k in 0..4 {
+                let c = col + k * stride;
+                super::note_output(self.output, self.len, self.start + c, 1, true);
+                // SAFETY: `c <= col + 3 stride < cols`: inside the row, which is inside the
+                // buffer (`new`); the column is this thread's (congruent to its lane), each
+                // visited once, so the references never overlap.
+                f(unsafe { &mut *self.row.add(c) });
+            }
+            col += 4 * stride;
+        }
+        while col < cols {
+            super::note_output(self.output, self.len, self.start + col, 1, true);
+            // SAFETY: as above, `col < cols`.
+            f(unsafe { &mut *self.row.add(col) });
+            col += stride;
+        }
+    }
+
+    /// [`for_each_x4`](Self::for_each_x4) beside the same columns of an input row: `f(&input[c],
+    /// &mut row[c])` for the thread's columns `c` below both `cols` and `input.len()`, four per
+    /// step of the main loop (the four loads issued together).
+    #[inline(always)]
+    pub fn zip_input_for_each_x4<U>(self, input: &[U], mut f: impl FnMut(&U, &mut T)) {
+        let end = (self.cols as usize).min(input.len());
+        let stride = self.stride as usize;
+        let mut col = self.lane as usize;
+        if stride == 0 {
+            return;
+        }
+        let x = input.as_ptr();
+        while col + 3 * stride < end {
+            for k in 0..4 {
+                let c = col + k * stride;
+                super::note_output(self.output, self.len, self.start + c, 1, true);
+                // SAFETY: `c < end`: below `cols` (as in `for_each_x4`) and `input.len()`.
+                unsafe { f(&*x.add(c), &mut *self.row.add(c)) };
+            }
+            col += 4 * stride;
+        }
+        while col < end {
+            super::note_output(self.output, self.len, self.start + col, 1, true);
+            // SAFETY: as above, `col < end`.
+            unsafe { f(&*x.add(col), &mut *self.row.add(col)) };
+            col += stride;
+        }
+    }
+
     /// The thread's elements in order: columns `lane, lane + stride, ...` below `cols`.
     #[inline(always)]
     pub fn iter_mut(self) -> LaneRowIter<'a, T> {

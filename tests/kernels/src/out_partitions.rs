@@ -6,7 +6,7 @@
 //! the CPU executor's checks.
 
 use ferrocuda_device::block::RuntimeBlockReduce;
-use ferrocuda_device::global::partition::{BlockRows, ByLastBlock, Cells3d, GridSlices, Handoff, InPlaceRows, RotaryPairs, RowTiles};
+use ferrocuda_device::global::partition::{BlockRows, ByLastBlock, Cells3d, GridSlices, Handoff, InPlaceRows, RotaryPairs, RowTiles, SegmentRows};
 use ferrocuda_device::global::{
     AtomicSlice, DisjointSlice, PerWarpRow, Reversed, block_row, block_row_reversed, block_rows, block_rows_reversed, row_tile, unique_cell_3d,
     unique_slice_cell, warp_rows, warp_rows_reversed,
@@ -322,5 +322,126 @@ pub fn scatter_u16(x: &[u16], slots: &[u32], out: AtomicSlice<u16>, out_bf16: At
         if let Some(cell) = out_bf16.get(slot as usize) {
             cell.store(ferrocuda_device::half::bf16::from_bits(v));
         }
+    }
+}
+
+/// `SegmentRows<4>` (session 18, issue 30 gap 4), grid-strided over segments: each lane adds
+/// `mark(row, col)` to its columns `lane, lane + 4, ...` of each of its segment's rows.
+#[kernel(cols(out = cols))]
+pub fn segment_rows_mark4(mut out: DisjointSlice<u32, SegmentRows<4>>, rows: u32, cols: u32) {
+    for me in ferrocuda_device::global::segment_rows::<4>(rows) {
+        let Some(row) = out.row_mut(me) else { break };
+        let (r, first, stride) = (row.row(), row.lane(), row.stride());
+        for (j, v) in row.iter_mut().enumerate() {
+            *v += mark(r, first + stride * j as u32);
+        }
+    }
+}
+
+/// `SegmentRows<16>` on bytes, one row per segment (vLLM's FP8 group): each lane adds `(row +
+/// col) % 251 + 1` to its bytes, and lane 0 adds `row + 1` to the segment's one value (`cols =
+/// 1`, `first_mut`).
+#[kernel(cols(out = cols, first = 1))]
+pub fn segment_rows_bytes16(mut out: DisjointSlice<u8, SegmentRows<16>>, mut first: DisjointSlice<u32, SegmentRows<16>>, cols: u32) {
+    let me = ferrocuda_device::global::segment_row::<16>();
+    if let Some(f) = first.first_mut(me) {
+        *f += me.row() + 1;
+    }
+    let Some(row) = out.row_mut(me) else { return };
+    let (r, lane) = (row.row(), row.lane());
+    for (j, v) in row.iter_mut().enumerate() {
+        *v = v.wrapping_add(((r + lane + 16 * j as u32) % 251 + 1) as u8);
+    }
+}
+
+/// Misuse (session 18): a `SegmentRow<16>` carried to another thread through a host
+/// thread-local (possible on the CPU executor only); the executor's owner check catches it.
+#[kernel(cols(out = 16))]
+pub fn smuggled_segment_row(mut out: DisjointSlice<u32, SegmentRows<16>>) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        use core::cell::Cell;
+        use ferrocuda_device::global::SegmentRow;
+        std::thread_local! {
+            static LEFT: Cell<Option<SegmentRow<16>>> = const { Cell::new(None) };
+        }
+        let mine = ferrocuda_device::global::segment_row::<16>();
+        if let Some(theirs) = LEFT.with(|left| left.replace(Some(mine)))
+            && let Some(mut row) = out.row_mut(theirs)
+            && let Some(element) = row.get_mut(0)
+        {
+            *element = 1;
+        }
+    }
+    let _ = &mut out;
+}
+
+/// Misuse (session 18): each lane also writes the next lane's first column of its segment's
+/// row through the `unsafe` escape hatch, breaking its contract (the column is that lane's);
+/// the CPU executor's race detector reports the two writes of one element.
+#[kernel(cols(out = cols))]
+pub fn segment_rows_neighbour_write(mut out: DisjointSlice<u32, SegmentRows<8>>, cols: u32) {
+    let me = ferrocuda_device::global::segment_row::<8>();
+    let (r, lane) = (me.row(), me.lane());
+    if let Some(mut row) = out.row_mut(me)
+        && let Some(v) = row.get_mut(0)
+    {
+        *v = 1;
+    }
+    let neighbour = (r * cols + (lane + 1) % 8) as usize;
+    if neighbour < out.len() {
+        // SAFETY: deliberately broken (the test's point): the element is the next lane's.
+        unsafe { out.write_unchecked(neighbour, 2) };
+    }
+}
+
+/// `DisjointMatrix<u32, true>` (session 18, issue 30 gap 3): thread `(x, y)` writes `mark(x,
+/// y)` at (row `x`, column `y`), llm.c's `out[bt * OC + oc]` with `bt` from x.
+#[kernel(cols(out = cols))]
+pub fn cells_transposed_mark(mut out: ferrocuda_device::global::DisjointMatrix<u32, true>, cols: u32) {
+    let cell = ferrocuda_device::global::unique_cell_transposed();
+    if let Some(o) = out.get_mut(cell) {
+        *o += mark(cell.row(), cell.col());
+    }
+}
+
+/// `PerThreadShared` (session 18, issue 30 gap 6): two planes per thread (maximum and sum), a
+/// tree reduction over the block's threads (any block shape: the linear thread number), and
+/// thread 0 of block `b` stores both at `2 b`, `2 b + 1`; `u32::MAX` there if the launch gave
+/// too few shared bytes. `sync = false` leaves out the barriers (the misuse the CPU executor
+/// reports).
+#[kernel]
+pub fn per_thread_shared_tree(x: &[u32], out: AtomicSlice<u32>, sync: bool) {
+    use ferrocuda_device::sync::sync_threads;
+    let b = block_idx_x() as usize;
+    let Some(shared) = ferrocuda_device::dynamic_shared::<u32>().per_thread::<2>() else {
+        if thread_idx_x() == 0
+            && let Some(o) = out.get(2 * b)
+        {
+            o.store(u32::MAX);
+        }
+        return;
+    };
+    let t = shared.mine();
+    let v = x.get(b * shared.threads() as usize + t.get() as usize).copied().unwrap_or(0);
+    shared.set(t, 0, v);
+    shared.set(t, 1, v);
+    let mut stride = shared.threads() / 2;
+    while stride >= 1 {
+        if sync {
+            sync_threads();
+        }
+        if let Some(p) = shared.partner(stride) {
+            shared.set(t, 0, shared.get(t, 0).max(shared.get(p, 0)));
+            shared.set(t, 1, shared.get(t, 1).wrapping_add(shared.get(p, 1)));
+        }
+        stride /= 2;
+    }
+    sync_threads();
+    if t.get() == 0
+        && let (Some(m), Some(s)) = (out.get(2 * b), out.get(2 * b + 1))
+    {
+        m.store(shared.get(shared.first(), 0));
+        s.store(shared.get(shared.first(), 1));
     }
 }

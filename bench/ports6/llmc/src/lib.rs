@@ -12,7 +12,7 @@
 use core::num::NonZeroU32;
 
 use ferrocuda_device::cache::{self, Load};
-use ferrocuda_device::global::{AtomicSlice, BlockRows, DisjointChunks, DisjointSlice, block_row, unique_index};
+use ferrocuda_device::global::{AtomicSlice, BlockRows, DisjointChunks, DisjointMatrix, DisjointSlice, block_row, unique_cell_transposed, unique_index};
 use ferrocuda_device::prelude::*;
 use ferrocuda_device::shared::dynamic_shared;
 use ferrocuda_device::thread::{block_dim_y, block_idx_y, strided_range, thread_idx_y};
@@ -126,6 +126,146 @@ pub fn matmul_forward_kernel1(out: AtomicSlice<f32>, inp: &[f32], weight: &[f32]
         if let Some(slot) = out.get((bt * oc_len + oc) as usize) {
             slot.store(val);
         }
+    }
+}
+
+/// Session 18 re-port of [`matmul_forward_kernel1()`] with the transposed cell map (issue 30,
+/// the sixth port's gap 3): the source's grid (row `bt` from x, column `oc` from y) kept, the
+/// output a `DisjointMatrix<f32, true>` of `oc_len` columns written through the thread's
+/// `ThreadCell<true>` (`out[bt * OC + oc]`, a plain `st.global`) in place of an `AtomicSlice`
+/// store.
+#[kernel(cols(out = oc_len))]
+pub fn matmul_forward_kernel1_cells(mut out: DisjointMatrix<f32, true>, inp: &[f32], weight: &[f32], bias: Option<&[f32]>, bt_len: u32, c: u32, oc_len: u32) {
+    let cell = unique_cell_transposed();
+    let (bt, oc) = (cell.row(), cell.col());
+    if bt < bt_len && oc < oc_len {
+        let mut val = match bias {
+            Some(bias) => bias.get(oc as usize).copied().unwrap_or(0.0),
+            None => 0.0,
+        };
+        let w0 = (oc * c) as usize;
+        let i0 = (bt * c) as usize;
+        let (Some(wrow), Some(inp_bt)) = (weight.get(w0..w0 + c as usize), inp.get(i0..i0 + c as usize)) else {
+            return;
+        };
+        for (x, w) in inp_bt.iter().zip(wrow) {
+            val += x * w;
+        }
+        if let Some(o) = out.get_mut(cell) {
+            *o = val;
+        }
+    }
+}
+
+/// Session 18 re-port of [`softmax_forward_kernel2()`] with the per-thread shared region
+/// (issue 30, the sixth port's gap 6): `dynamic_shared::<f32>().per_thread::<1>()` checks the
+/// launch's `block_size * 4` shared bytes once, and the tree reductions' `shared[tid]`,
+/// `shared[tid + stride]` and `shared[0]` are `ThreadSlot` accesses with no bounds test (the
+/// first try's `SharedSlice::get`/`set` kept one each, and the kernel its panic path). The row
+/// loops are the first try's.
+#[kernel(cols(out = c))]
+pub fn softmax_forward_kernel2_slots(mut out: DisjointSlice<f32, BlockRows>, inp: &[f32], c: u32) {
+    let me = block_row();
+    // The same branch in every thread of the block: it returns before any barrier or none does.
+    let Some(shared) = dynamic_shared::<f32>().per_thread::<1>() else { return };
+    let tid = shared.mine();
+    let block_size = block_dim_x();
+    let row = me.row() as usize * c as usize;
+    let Some(x) = inp.get(row..row + c as usize) else { return };
+    // thread coarsening
+    let mut maxval = f32::NEG_INFINITY;
+    for i in strided_range(tid.get() as usize, x.len(), block_size as usize) {
+        maxval = maxval.max(x[i]);
+    }
+    shared.set(tid, 0, maxval);
+    // reductions
+    let mut stride = block_size / 2;
+    while stride >= 1 {
+        sync_threads();
+        if let Some(partner) = shared.partner(stride) {
+            shared.set(tid, 0, shared.get(tid, 0).max(shared.get(partner, 0)));
+        }
+        stride /= 2;
+    }
+    sync_threads();
+    let offset = shared.get(shared.first(), 0);
+    // exp, written to the output row
+    if let Some(r) = out.row_mut(me) {
+        r.zip_input(x).for_each(|(x, o)| *o = (x - offset).exp());
+    }
+    sync_threads();
+    // thread coarsening again, for the sum (this thread's own columns of the output)
+    let mut sumval = 0.0f32;
+    if let Some(r) = out.row_mut(me) {
+        for v in r.iter_mut() {
+            sumval += *v;
+        }
+    }
+    shared.set(tid, 0, sumval);
+    let mut stride = block_size / 2;
+    while stride >= 1 {
+        sync_threads();
+        if let Some(partner) = shared.partner(stride) {
+            shared.set(tid, 0, shared.get(tid, 0) + shared.get(partner, 0));
+        }
+        stride /= 2;
+    }
+    // broadcast the sum to all threads in the block
+    sync_threads();
+    let sum = shared.get(shared.first(), 0);
+    if let Some(r) = out.row_mut(me) {
+        for v in r.iter_mut() {
+            *v /= sum;
+        }
+    }
+}
+
+/// Session 18 experiment (issue 30, gap 2, opt-in): [`softmax_forward_kernel2_slots()`] with its
+/// four `blockDim.x`-strided row loops unrolled by 4 without a division
+/// (`unroll::strided_x4`, `LaneRow::zip_input_for_each_x4`, `LaneRow::for_each_x4`), the
+/// shape nvcc gives them; any block size.
+#[kernel(cols(out = c))]
+pub fn softmax_forward_kernel2_x4(mut out: DisjointSlice<f32, BlockRows>, inp: &[f32], c: u32) {
+    let me = block_row();
+    let Some(shared) = dynamic_shared::<f32>().per_thread::<1>() else { return };
+    let tid = shared.mine();
+    let block_size = block_dim_x();
+    let row = me.row() as usize * c as usize;
+    let Some(x) = inp.get(row..row + c as usize) else { return };
+    let mut maxval = f32::NEG_INFINITY;
+    ferrocuda_device::unroll::strided_x4(x, tid.get() as usize, block_size as usize, |v| maxval = maxval.max(*v));
+    shared.set(tid, 0, maxval);
+    let mut stride = block_size / 2;
+    while stride >= 1 {
+        sync_threads();
+        if let Some(partner) = shared.partner(stride) {
+            shared.set(tid, 0, shared.get(tid, 0).max(shared.get(partner, 0)));
+        }
+        stride /= 2;
+    }
+    sync_threads();
+    let offset = shared.get(shared.first(), 0);
+    if let Some(r) = out.row_mut(me) {
+        r.zip_input_for_each_x4(x, |x, o| *o = (x - offset).exp());
+    }
+    sync_threads();
+    let mut sumval = 0.0f32;
+    if let Some(r) = out.row_mut(me) {
+        r.for_each_x4(|v| sumval += *v);
+    }
+    shared.set(tid, 0, sumval);
+    let mut stride = block_size / 2;
+    while stride >= 1 {
+        sync_threads();
+        if let Some(partner) = shared.partner(stride) {
+            shared.set(tid, 0, shared.get(tid, 0) + shared.get(partner, 0));
+        }
+        stride /= 2;
+    }
+    sync_threads();
+    let sum = shared.get(shared.first(), 0);
+    if let Some(r) = out.row_mut(me) {
+        r.for_each_x4(|v| *v /= sum);
     }
 }
 

@@ -107,8 +107,14 @@ fn check_bits<T: bytemuck::Pod>(what: &str, ours: &[T], twin: &[T]) -> String {
 }
 
 /// Runs one case; an error (a refused launch, a missing kernel) is printed and the next case
-/// runs.
-fn case(f: impl FnOnce() -> Result<()>) {
+/// runs. `PORTS6_ONLY=L3,V3` runs only the cases whose labels start with one of the listed
+/// prefixes (session 18's GPU call ran `L3,V3`: the originals and the re-ports beside them).
+fn case(label: &str, f: impl FnOnce() -> Result<()>) {
+    if let Ok(only) = std::env::var("PORTS6_ONLY")
+        && !only.split(',').any(|prefix| label.starts_with(prefix))
+    {
+        return;
+    }
     if let Err(error) = f() {
         println!("ERROR: {error}");
     }
@@ -130,7 +136,7 @@ fn main() -> Result<()> {
     println!("{:<38} {:<34} {:>9} {:>9} {:>9}  check", "kernel", "size", "ours", "twin", "twin/ours");
 
     // L1: rope_forward_kernel1, llm.c's main: B 8, T 1024, 32 heads of 128; block 128.
-    case(|| -> Result<()> {
+    case("L1", || -> Result<()> {
         let (b, t, nh, hd) = (8u32, 1024u32, 32u32, 128u32);
         let n = (b * t * nh * hd) as usize;
         let inp = DeviceBuffer::from_slice(&context, &random_f32(n, 21))?;
@@ -169,7 +175,7 @@ fn main() -> Result<()> {
     });
 
     // L2: repkv_backward_kernel1: B 8, T 1024, 32 query heads, 8 KV heads of 128; block 128.
-    case(|| -> Result<()> {
+    case("L2", || -> Result<()> {
         let (b, t, nh, nh_kv, hd) = (8u32, 1024u32, 32u32, 8u32, 128u32);
         let rep = nh / nh_kv;
         let n = (b * t * 3 * nh * hd) as usize;
@@ -209,7 +215,7 @@ fn main() -> Result<()> {
     });
 
     // L3: matmul_forward_kernel1: B 8, T 256 (BT 2048), C 768, OC 3072, with bias; 16 x 16.
-    case(|| -> Result<()> {
+    case("L3", || -> Result<()> {
         let (bt, c, oc) = (2048u32, 768u32, 3072u32);
         let inp = DeviceBuffer::from_slice(&context, &random_f32((bt * c) as usize, 24))?;
         let weight = DeviceBuffer::from_slice(&context, &random_f32((oc * c) as usize, 25))?;
@@ -247,8 +253,48 @@ fn main() -> Result<()> {
         Ok(())
     });
 
+    // L3 s18: matmul_forward_kernel1 with the transposed cell map (`DisjointMatrix<f32, true>`),
+    // the same size and grid as L3, against the same twin.
+    case("L3-cells", || -> Result<()> {
+        let (bt, c, oc) = (2048u32, 768u32, 3072u32);
+        let inp = DeviceBuffer::from_slice(&context, &random_f32((bt * c) as usize, 24))?;
+        let weight = DeviceBuffer::from_slice(&context, &random_f32((oc * c) as usize, 25))?;
+        let bias = DeviceBuffer::from_slice(&context, &random_f32(oc as usize, 26))?;
+        let mut ours = DeviceBuffer::<f32>::zeroed(&context, (bt * oc) as usize)?;
+        let twin_out = DeviceBuffer::<f32>::zeroed(&context, (bt * oc) as usize)?;
+        let config = LaunchConfig::new((bt.div_ceil(16), oc.div_ceil(16)), (16, 16));
+        let mut run_ours = || -> Result<()> {
+            llmc::matmul_forward_kernel1_cells::launch(&stream, config, &mut ours, &inp, &weight, Some(&bias), bt, c, oc)?;
+            Ok(())
+        };
+        let run_twin = || -> Result<()> {
+            // SAFETY: as above.
+            unsafe {
+                twins::twin_matmul_forward_kernel1::launch_in(
+                    &llmc_module,
+                    &stream,
+                    config,
+                    ptr(&twin_out),
+                    ptr(&inp),
+                    ptr(&weight),
+                    ptr(&bias),
+                    bt as i32,
+                    c as i32,
+                    oc as i32,
+                )?
+            };
+            Ok(())
+        };
+        let reps = reps_for(&context, &stream, &mut run_ours)?;
+        let times = time_pair(&context, &stream, reps, run_ours, run_twin)?;
+        stream.synchronize()?;
+        let check = check_f32(&ours.to_vec()?, &twin_out.to_vec()?, 1e-5);
+        row("llm.c matmul_forward_kernel1 (cells^T)", &format!("BT{bt} C{c} OC{oc} f32, 16x16"), times, &check);
+        Ok(())
+    });
+
     // L4: softmax_forward_kernel2: N 2048 rows of V 50257 (llm.c's main: B 8, T 1024); block 512.
-    case(|| -> Result<()> {
+    case("L4", || -> Result<()> {
         let (n, c, block) = (2048u32, 50257u32, 512u32);
         let data: Vec<f32> = random_f32((n * c) as usize, 27).into_iter().map(|x| x * 8.0).collect();
         let inp = DeviceBuffer::from_slice(&context, &data)?;
@@ -284,11 +330,41 @@ fn main() -> Result<()> {
         stream.synchronize()?;
         let check = check_f32(&ours.to_vec()?, &twin_out.to_vec()?, 1e-4);
         row("  fix: softmax_forward_kernel2 reqntid(512)", &format!("N{n} C{c} f32, block {block}"), times, &check);
+        // Session 18: the per-thread shared region (`per_thread::<1>()`, `ThreadSlot`s).
+        let mut run_slots = || -> Result<()> {
+            llmc::softmax_forward_kernel2_slots::launch(&stream, config, &mut ours, &inp, c)?;
+            Ok(())
+        };
+        let run_twin = || -> Result<()> {
+            // SAFETY: as above.
+            unsafe { twins::twin_softmax_forward_kernel2::launch_in(&llmc_module, &stream, config, ptr(&twin_out), ptr(&inp), n as i32, c as i32)? };
+            Ok(())
+        };
+        let reps = reps_for(&context, &stream, &mut run_slots)?;
+        let times = time_pair(&context, &stream, reps, run_slots, run_twin)?;
+        stream.synchronize()?;
+        let check = check_f32(&ours.to_vec()?, &twin_out.to_vec()?, 1e-4);
+        row("  s18: softmax_forward_kernel2 slots", &format!("N{n} C{c} f32, block {block}"), times, &check);
+        // Session 18 (gap 2 experiment): the same with its row loops unrolled by 4.
+        let mut run_x4 = || -> Result<()> {
+            llmc::softmax_forward_kernel2_x4::launch(&stream, config, &mut ours, &inp, c)?;
+            Ok(())
+        };
+        let run_twin = || -> Result<()> {
+            // SAFETY: as above.
+            unsafe { twins::twin_softmax_forward_kernel2::launch_in(&llmc_module, &stream, config, ptr(&twin_out), ptr(&inp), n as i32, c as i32)? };
+            Ok(())
+        };
+        let reps = reps_for(&context, &stream, &mut run_x4)?;
+        let times = time_pair(&context, &stream, reps, run_x4, run_twin)?;
+        stream.synchronize()?;
+        let check = check_f32(&ours.to_vec()?, &twin_out.to_vec()?, 1e-4);
+        row("  s18 x4: softmax_forward_kernel2 slots", &format!("N{n} C{c} f32, block {block}"), times, &check);
         Ok(())
     });
 
     // L5: attention_query_key_kernel1: B 4, T 1024, C 768, NH 12; block 256.
-    case(|| -> Result<()> {
+    case("L5", || -> Result<()> {
         let (b, t, c, nh) = (4u32, 1024u32, 768u32, 12u32);
         let inp = DeviceBuffer::from_slice(&context, &random_f32((b * t * 3 * c) as usize, 28))?;
         let n = (b * nh * t * t) as usize;
@@ -325,7 +401,7 @@ fn main() -> Result<()> {
     });
 
     // V1: activation_kernel<bf16, gelu_new>: 8192 tokens of d 4096; block min(d, 1024).
-    case(|| -> Result<()> {
+    case("V1", || -> Result<()> {
         let (tokens, d) = (8192u32, 4096u32);
         let input = DeviceBuffer::from_slice(&context, &random_bf16((tokens * d) as usize, 29, 4.0))?;
         let mut ours = DeviceBuffer::<bf16>::zeroed(&context, input.len())?;
@@ -345,11 +421,26 @@ fn main() -> Result<()> {
         stream.synchronize()?;
         let check = check_bits("bf16", &ours.to_vec()?, &twin_out.to_vec()?);
         row("vLLM activation_kernel<gelu_new>", &format!("{tokens}x{d} bf16, block 1024"), times, &check);
+        // Session 18 (gap 2 experiment): the row loop unrolled by 4 without a division.
+        let mut run_x4 = || -> Result<()> {
+            vllm::activation_kernel_gelu_new_x4::launch(&stream, config, &mut ours, &input, d)?;
+            Ok(())
+        };
+        let run_twin = || -> Result<()> {
+            // SAFETY: as above.
+            unsafe { twins::twin_activation_kernel_gelu_new::launch_in(&vllm_module, &stream, config, ptr(&twin_out), ptr(&input), d as i32)? };
+            Ok(())
+        };
+        let reps = reps_for(&context, &stream, &mut run_x4)?;
+        let times = time_pair(&context, &stream, reps, run_x4, run_twin)?;
+        stream.synchronize()?;
+        let check = check_bits("bf16", &ours.to_vec()?, &twin_out.to_vec()?);
+        row("  s18 x4: activation_kernel<gelu_new>", &format!("{tokens}x{d} bf16, block 1024"), times, &check);
         Ok(())
     });
 
     // V2: dynamic_scaled_int8_azp_quant_kernel: 8192 tokens of hidden 4096; block 1024.
-    case(|| -> Result<()> {
+    case("V2", || -> Result<()> {
         let (tokens, hidden) = (8192u32, 4096u32);
         let input = DeviceBuffer::from_slice(&context, &random_bf16((tokens * hidden) as usize, 30, 3.0))?;
         let mut ours = DeviceBuffer::<i8>::zeroed(&context, input.len())?;
@@ -394,7 +485,7 @@ fn main() -> Result<()> {
 
     // V3: per_token_group_quant_8bit_kernel, FP8: 8192 tokens of hidden 7168, groups of 128,
     // 16 groups per block (256 threads, 4096 shared bytes).
-    case(|| -> Result<()> {
+    case("V3", || -> Result<()> {
         let (tokens, hidden, gpb) = (8192u32, 7168u32, 16u32);
         let group = vllm::GROUP_SIZE;
         let num_groups = tokens * hidden / group;
@@ -440,5 +531,61 @@ fn main() -> Result<()> {
         row("vLLM per_token_group_quant_8bit (fp8)", &format!("{tokens}x{hidden} bf16, groups of {group}"), times, &check);
         Ok(())
     });
+    // V3 s18: the `SegmentRows<16>` re-port for groups of 64, 128 and 256 (vectorised, `Fp8x8`
+    // rows) and the byte form for groups of 100 (vLLM's scalar path), each against the same
+    // twin (its `group_size` is a run-time argument), 16 groups per block.
+    for (label, group, bytes) in [("V3-seg64", 64u32, false), ("V3-seg128", 128, false), ("V3-seg256", 256, false), ("V3-bytes100", 100, true)] {
+        case(label, || -> Result<()> {
+            let (tokens, hidden, gpb) = (8192u32, if group == 100 { 7200u32 } else { 7168 }, 16u32);
+            let num_groups = tokens * hidden / group;
+            let input = DeviceBuffer::from_slice(&context, &random_bf16((tokens * hidden) as usize, 31, 2.0))?;
+            let mut ours = DeviceBuffer::<u8>::zeroed(&context, input.len())?;
+            let mut scales = DeviceBuffer::<f32>::zeroed(&context, num_groups as usize)?;
+            let twin_out = DeviceBuffer::<u8>::zeroed(&context, input.len())?;
+            let twin_scales = DeviceBuffer::<f32>::zeroed(&context, num_groups as usize)?;
+            let config = LaunchConfig::new(num_groups / gpb, gpb * vllm::THREADS_PER_GROUP).with_shared_bytes(gpb * group * 2);
+            let (eps, min8, max8) = (1e-10f32, -448.0f32, 448.0f32);
+            let input8 = input.cast::<vllm::Bf16x8>()?;
+            let mut run_ours = || -> Result<()> {
+                if bytes {
+                    vllm::per_token_group_quant_8bit_bytes::launch(&stream, config, &input, &mut ours, &mut scales, group, eps, min8, max8)?;
+                } else {
+                    let mut q = ours.cast_mut::<vllm::Fp8x8>()?;
+                    vllm::per_token_group_quant_8bit_segments::launch(&stream, config, &input8, &mut q, &mut scales, group / 8, eps, min8, max8)?;
+                }
+                Ok(())
+            };
+            let run_twin = || -> Result<()> {
+                // SAFETY: as above.
+                unsafe {
+                    twins::twin_per_token_group_quant_8bit_kernel::launch_in(
+                        &vllm_module,
+                        &stream,
+                        config,
+                        ptr(&input),
+                        ptr(&twin_out),
+                        ptr(&twin_scales),
+                        group as i32,
+                        num_groups as i32,
+                        gpb as i32,
+                        eps,
+                        min8,
+                        max8,
+                        0,
+                        0,
+                    )?
+                };
+                Ok(())
+            };
+            let reps = reps_for(&context, &stream, &mut run_ours)?;
+            let times = time_pair(&context, &stream, reps, run_ours, run_twin)?;
+            stream.synchronize()?;
+            let check =
+                format!("{}; {}", check_bits("q", &ours.to_vec()?, &twin_out.to_vec()?), check_bits("scales", &scales.to_vec()?, &twin_scales.to_vec()?));
+            let name = if bytes { "vLLM per_token_group_quant (u8 segs)" } else { "vLLM per_token_group_quant (segs)" };
+            row(name, &format!("{tokens}x{hidden} bf16, groups of {group}"), times, &check);
+            Ok(())
+        });
+    }
     Ok(())
 }

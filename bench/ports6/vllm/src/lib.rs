@@ -8,9 +8,10 @@
 #![cfg_attr(not(target_arch = "nvptx64"), allow(unused_imports))]
 
 use bytemuck::{Pod, Zeroable};
-use ferrocuda_device::global::{AtomicSlice, BlockRows, DisjointSlice, block_row, unique_index};
+use ferrocuda_device::global::{AtomicSlice, BlockRows, DisjointSlice, SegmentRows, block_row, segment_row, unique_index};
 use ferrocuda_device::half::fp8;
 use ferrocuda_device::prelude::*;
+use ferrocuda_device::shared::dynamic_shared;
 use ferrocuda_device::shared_vector::dynamic_shared_x4;
 use ferrocuda_device::thread::strided_range;
 use ferrocuda_device::{kernel, sync::sync_threads, warp};
@@ -41,6 +42,16 @@ pub fn activation_kernel_gelu_new(mut out: DisjointSlice<bf16, BlockRows>, input
     let Some(row) = out.row_mut(block_row()) else { return };
     let Some(x) = input.get(row.span()) else { return };
     row.zip_input(x).for_each(|(x, o)| *o = gelu_new(*x));
+}
+
+/// Session 18 experiment (issue 30, gap 2, opt-in): [`activation_kernel_gelu_new()`] with the
+/// row loop unrolled by 4 without a division (`LaneRow::zip_input_for_each_x4`), to see whether
+/// the form that helps softmax 2 slows a large body (the lead's counted iterators did: 0.930x).
+#[kernel(cols(out = d))]
+pub fn activation_kernel_gelu_new_x4(mut out: DisjointSlice<bf16, BlockRows>, input: &[bf16], d: u32) {
+    let Some(row) = out.row_mut(block_row()) else { return };
+    let Some(x) = input.get(row.span()) else { return };
+    row.zip_input_for_each_x4(x, |x, o| *o = gelu_new(*x));
 }
 
 /// vLLM `dynamic_scaled_int8_azp_quant_kernel<bf16, float, int32_t>`
@@ -201,4 +212,128 @@ pub fn activation_kernel_gelu_new_reqntid1024(mut out: DisjointSlice<bf16, Block
     let Some(row) = out.row_mut(block_row()) else { return };
     let Some(x) = input.get(row.span()) else { return };
     row.zip_input(x).for_each(|(x, o)| *o = gelu_new(*x));
+}
+
+/// Eight `bf16` quantised to FP8 E4M3 as the source's `scalar_op_quant` does each: `x / y_s`
+/// clamped to `[min_8bit, max_8bit]`, then c10's rounding (the hardware's `cvt.rn.satfinite`
+/// gives the same bits on values already clamped to ±448).
+#[inline(always)]
+fn quant8(v: [bf16; 8], y_s: f32, min_8bit: f32, max_8bit: f32) -> Fp8x8 {
+    let q = v.map(|x| (x.widen() / y_s).max(min_8bit).min(max_8bit));
+    let [a, b] = fp8::e4m3x2(q[0], q[1]);
+    let [c, d] = fp8::e4m3x2(q[2], q[3]);
+    let [e, f] = fp8::e4m3x2(q[4], q[5]);
+    let [g, h] = fp8::e4m3x2(q[6], q[7]);
+    Fp8x8([a, b, c, d, e, f, g, h])
+}
+
+/// Session 18 re-port of [`per_token_group_quant_8bit_kernel()`] with the `SegmentRows<16>`
+/// partition (issue 30, the sixth port's gap 4), for **any group size that is a multiple of 8**
+/// (`vecs_per_group = group_size / 8` 16-byte vectors; vLLM's vectorised path): a quantisation
+/// group is a row of both outputs, one per 16-lane segment. Lane `l` of the segment takes the
+/// vectors `l, l + 16, ...` of its group, as `vectorize_with_alignment` with `tid = lane_id`,
+/// `stride = 16` does: through its `LaneRow` of `output_q` (`Fp8x8`, 8 bytes a lane a step) and
+/// the same columns of the input row. The scale is `output_s`'s `cols = 1` row, lane 0's
+/// ([`first_mut`](DisjointSlice::first_mut)). No `unsafe`, no `AtomicSlice`.
+///
+/// Launch as the source: block `16 groups_per_block`, grid `num_groups / groups_per_block`,
+/// `groups_per_block * group_size * 2` dynamic shared bytes.
+#[kernel(cols(output_q = vecs_per_group, output_s = 1))]
+pub fn per_token_group_quant_8bit_segments(
+    input: &[Bf16x8],
+    mut output_q: DisjointSlice<Fp8x8, SegmentRows<16>>,
+    mut output_s: DisjointSlice<f32, SegmentRows<16>>,
+    vecs_per_group: u32,
+    eps: f32,
+    min_8bit: f32,
+    max_8bit: f32,
+) {
+    let me = segment_row::<16>();
+    let lane = me.lane() as usize;
+    // The block's groups in shared memory, this group's at `local_group_id * vecs_per_group`.
+    let smem = dynamic_shared_x4::<u32>();
+    let base = ((thread_idx_x() / THREADS_PER_GROUP) * vecs_per_group) as usize;
+    let row = output_q.row_mut(me);
+    let x = row.as_ref().and_then(|row| input.get(row.span()));
+
+    let mut local_absmax = eps;
+    // copy global -> shared & compute absmax
+    if let Some(x) = x {
+        let mut c = lane;
+        while c < x.len() {
+            let v = vector::load16(&x[c]);
+            for e in v.0 {
+                local_absmax = local_absmax.max(e.widen().abs());
+            }
+            smem.set(base + c, bytemuck::cast(v.0));
+            c += THREADS_PER_GROUP as usize;
+        }
+    }
+
+    // GroupReduceMax: xor shuffles 8, 4, 2, 1 within the 16-lane segment.
+    let local_absmax = warp::reduce_within::<16, f32>(local_absmax, f32::max);
+
+    let y_s = local_absmax / max_8bit;
+    if let Some(s) = output_s.first_mut(me) {
+        *s = y_s;
+    }
+
+    sync_threads();
+
+    // quantize shared -> global 8-bit
+    if let Some(row) = row {
+        let mut c = base + lane;
+        row.iter_mut().for_each(|o| {
+            *o = quant8(bytemuck::cast(smem.get(c)), y_s, min_8bit, max_8bit);
+            c += THREADS_PER_GROUP as usize;
+        });
+    }
+}
+
+/// Session 18: the same kernel on FP8 **bytes** (`u8` elements), for group sizes that are not a
+/// multiple of 8 (vLLM's scalar path of `vectorize_with_alignment`: lane `l` takes elements `l,
+/// l + 16, ...` of its group): `DisjointSlice<u8, SegmentRows<16>>`, one byte a lane a step.
+/// Shared memory holds the group as `bf16` (`groups_per_block * group_size * 2` bytes).
+#[kernel(cols(output_q = group_size, output_s = 1))]
+pub fn per_token_group_quant_8bit_bytes(
+    input: &[bf16],
+    mut output_q: DisjointSlice<u8, SegmentRows<16>>,
+    mut output_s: DisjointSlice<f32, SegmentRows<16>>,
+    group_size: u32,
+    eps: f32,
+    min_8bit: f32,
+    max_8bit: f32,
+) {
+    let me = segment_row::<16>();
+    let lane = me.lane() as usize;
+    let smem = dynamic_shared::<bf16>();
+    let base = ((thread_idx_x() / THREADS_PER_GROUP) * group_size) as usize;
+    let row = output_q.row_mut(me);
+    let x = row.as_ref().and_then(|row| input.get(row.span()));
+
+    let mut local_absmax = eps;
+    if let Some(x) = x {
+        let mut c = lane;
+        while c < x.len() {
+            local_absmax = local_absmax.max(x[c].widen().abs());
+            smem.set(base + c, x[c]);
+            c += THREADS_PER_GROUP as usize;
+        }
+    }
+    let local_absmax = warp::reduce_within::<16, f32>(local_absmax, f32::max);
+    let y_s = local_absmax / max_8bit;
+    if let Some(s) = output_s.first_mut(me) {
+        *s = y_s;
+    }
+
+    sync_threads();
+
+    if let Some(row) = row {
+        let mut c = base + lane;
+        row.iter_mut().for_each(|o| {
+            let q = (smem.get(c).widen() / y_s).max(min_8bit).min(max_8bit);
+            *o = fp8::e4m3(q);
+            c += THREADS_PER_GROUP as usize;
+        });
+    }
 }
