@@ -190,13 +190,16 @@ class Gpu(unittest.TestCase):
 
     def held_call(self):
         """A saxpy into a producer's temporary, queued behind ~1 s of sleep on torch's current
-        stream; returns a weak reference to the temporary and the producer's stream."""
+        stream. Returns `held()`, true while torch's allocator still counts the temporary as
+        allocated (torch's capsule holds the C++ tensor, not the Python object, so a weak
+        reference cannot tell), and the producer's stream."""
         torch = self.torch
         side = torch.cuda.Stream()
+        base = torch.cuda.memory_allocated()
         with torch.cuda.stream(side):
             y = torch.zeros(self.n, device="cuda")
         side.synchronize()
-        alive = weakref.ref(y)
+        size = y.numel() * y.element_size()
         producer = Producer(y)
         del y
         torch.cuda._sleep(int(2e9))
@@ -205,38 +208,37 @@ class Gpu(unittest.TestCase):
         self.assertFalse(torch.cuda.current_stream().query(), "the call returned after the GPU work: it blocked")
         del producer
         gc.collect()
-        return alive, side
+        return (lambda: torch.cuda.memory_allocated() >= base + size), side
 
     def test_g18r_2_a_gpu_calls_arrays_are_held_until_the_kernel_completed(self):
-        alive, _ = self.held_call()
-        self.assertIsNotNone(alive(), "G18R-2: the producer's array was released while the kernel was queued")
+        held, _ = self.held_call()
+        self.assertTrue(held(), "G18R-2: the producer's array was released while the kernel was queued")
         self.assertEqual(ft.pending(), 2, "x and y of the queued call are held and counted")
         self.assertEqual(ft.release_pending(), 2, "released without waiting while the kernel is queued")
-        self.assertIsNotNone(alive())
+        self.assertTrue(held())
         self.torch.cuda.synchronize()
         self.assertEqual(ft.release_pending(), 0)
         gc.collect()
-        self.assertIsNone(alive(), "the array was kept after its kernel completed (a leak)")
+        self.assertFalse(held(), "the array was kept after its kernel completed (a leak)")
 
     def test_g18r_2_the_next_call_releases_what_completed(self):
-        alive, _ = self.held_call()
+        held, _ = self.held_call()
         self.torch.cuda.synchronize()
+        self.assertTrue(held(), "released before any later call or release_pending")
         out = self.torch.empty(4, 8, device="cuda")
         ft.softmax(self.torch.ones(4, 8, device="cuda"), out)
         gc.collect()
-        self.assertIsNone(alive(), "a later call did not release the completed call's arrays")
+        self.assertFalse(held(), "a later call did not release the completed call's arrays")
         self.assertEqual(ft.pending(), 2, "only the new call's x and out are held")
         self.torch.cuda.synchronize()
         self.assertEqual(ft.release_pending(), 0)
 
     def test_g18r_2_release_pending_wait_waits_for_the_kernel_then_releases(self):
-        alive, side = self.held_call()
-        y = alive()
-        self.assertIsNotNone(y)
-        del y
+        held, side = self.held_call()
+        self.assertTrue(held())
         self.assertEqual(ft.release_pending(wait=True), 0)
         gc.collect()
-        self.assertIsNone(alive())
+        self.assertFalse(held())
         # The wait covered the kernel: the memory the producer gets back next is not written.
         with self.torch.cuda.stream(side):
             z = self.torch.full((self.n,), 7.0, device="cuda")
@@ -249,6 +251,7 @@ class Gpu(unittest.TestCase):
         x = torch.randn(4, 16, device="cuda")
         out = torch.empty_like(x)
         producer = Producer(torch.empty_like(x))
+        self.assertEqual(ft.release_pending(wait=True), 0)
         g = torch.cuda.CUDAGraph()
         with self.assertRaisesRegex(RuntimeError, "being captured"):
             with torch.cuda.graph(g):
