@@ -84,8 +84,9 @@ mod module {
     ) -> PyResult<()> {
         let context = context(ordinal)?;
         let raw = outputs.first().map_or(0, |output| output.stream);
-        // SAFETY: PyTorch's current stream of this device (a pooled stream, or a default stream
-        // handle, which live as long as the process); `()` is all it needs.
+        // SAFETY: PyTorch's current stream of this device (read by `import_all` in this call),
+        // valid for this call, which is as long as the stream and its clones live (the borrows
+        // below end with it, and the parked event keeps none); `()` is all it needs.
         let stream = unsafe { Stream::from_raw(&context, raw as ferrocuda_host::sys::CUstream, ()) }.map_err(gpu_error)?;
         let mut addresses = Vec::new();
         let mut reads = Vec::new();
