@@ -12,6 +12,7 @@ entries! {
     create_with_priority = cuStreamCreateWithPriority(ph_stream: *mut sys::CUstream, flags: c_uint, priority: c_int);
     destroy = cuStreamDestroy_v2(h_stream: sys::CUstream);
     end_capture = cuStreamEndCapture(h_stream: sys::CUstream, ph_graph: *mut sys::CUgraph);
+    exchange_capture_mode = cuThreadExchangeStreamCaptureMode(mode: *mut sys::CUstreamCaptureMode);
     get_ctx = cuStreamGetCtx(h_stream: sys::CUstream, pctx: *mut sys::CUcontext);
     get_flags = cuStreamGetFlags(h_stream: sys::CUstream, flags: *mut c_uint);
     get_priority = cuStreamGetPriority(h_stream: sys::CUstream, priority: *mut c_int);

@@ -1,12 +1,50 @@
 //! Arrays in through DLPack (<https://dmlc.github.io/dlpack/latest/>): `__dlpack_device__`,
-//! then `__dlpack__(stream=...)`, which hands over a capsule holding a `DLManagedTensor`. The
-//! capsule is kept (so the producer keeps the memory alive) until the call ends and then
-//! dropped unconsumed, which makes the producer's own capsule destructor release it: nothing is
-//! copied and nothing is freed twice.
+//! then `__dlpack__(stream=...)`, which hands over a capsule holding a `DLManagedTensor`.
+//! Nothing is copied and nothing is freed twice: the capsule is never consumed, and dropping it
+//! makes the producer's own capsule destructor release the array.
+//!
+//! **How long a capsule is kept.** Dropping the capsule is the producer's permission to free
+//! (and reuse) the memory, so it must outlive every use of the memory:
+//!
+//! - Host arrays: the CPU executor has finished with them when the call returns; the capsule
+//!   drops then.
+//! - CUDA arrays: the kernel is only *queued* on torch's current stream when the call returns.
+//!   A producer that orders its memory on a stream of its own (CuPy's and JAX's pools, torch on
+//!   a side stream, any temporary array) would free it at once and hand it to its next array
+//!   while our kernel still reads or writes it (audit 2026-11-28f, G18R-2: this module used to
+//!   drop the capsule at the end of the call). So the capsules of a GPU call are *parked*
+//!   ([`park`]) with an event recorded on the stream after the call's work, and released by
+//!   [`release_completed`] (at the start of every later DLPack call, and from
+//!   `ferrocuda_torch.dlpack.release_pending()`) once that event has completed, or by
+//!   [`release_all`] (`release_pending(wait=True)`, and an `atexit` hook of the package),
+//!   which waits for the events first. The common path never blocks: one event record per
+//!   call, and one non-blocking query per parked call at the next call. What is parked is
+//!   counted ([`parked_arrays`], `ferrocuda_torch.dlpack.pending()`): memory held past its use
+//!   is visible, never a silent leak.
+//! - Capsules are dropped only here, with the GIL held and outside the list's lock: a
+//!   producer's deleter may run Python code, call CUDA, or call these functions again. Never in
+//!   a CUDA host callback (the driver forbids CUDA calls there, and the GIL would be needed).
+//! - If the event cannot be recorded after the launch (the driver fails, or a capture of the
+//!   stream began in between on another thread), the call's work has no marker: its capsules
+//!   stay parked until a wait for the whole context succeeds ([`release_all`]); they are
+//!   counted like the others.
+//!
+//! **Graph captures.** A kernel queued while torch's current stream is captured runs at every
+//! replay of the graph, at times nobody here knows, for as long as the graph lives; DLPack has
+//! no way to tie a capsule to a graph's life, and a non-torch producer's memory is not in the
+//! graph's memory pool. So the DLPack functions refuse to run while the stream is captured
+//! ([`refuse_capture`]), *before* any producer's `__dlpack__` is called, for every producer
+//! (torch tensors too: the ops of the package, `torch.ops.ferrocuda.*`, are the capture-safe
+//! path, since their tensors are torch's, in the graph's pool). `Stream::from_raw` refuses a
+//! captured stream again when the work is queued, and the door refuses work on a stream whose
+//! capture began after that (`ForeignCapture`).
 
 use std::ffi::{CStr, c_void};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use ferrocuda_host::{Context, Event, Stream};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -56,14 +94,19 @@ pub enum Place {
     Cuda(usize),
 }
 
-/// One array imported for the length of a call: `len` contiguous `f32`s at `address`.
+/// One imported array: `len` contiguous `f32`s at `address`.
 pub struct Imported {
     pub place: Place,
     pub address: u64,
     pub len: usize,
     pub shape: Vec<usize>,
-    /// Keeps the producer's memory alive until the call ends.
-    _capsule: Py<PyAny>,
+    /// The raw CUDA stream the producer was asked to order its work before (torch's current
+    /// stream of the device, 0 for the legacy default stream); 0 for host arrays. The call's
+    /// work must be queued on it.
+    pub stream: usize,
+    /// Keeps the producer's memory alive: dropped when the call ends for host arrays, parked
+    /// until the call's GPU work has completed for CUDA arrays ([`park`]).
+    capsule: Py<PyAny>,
 }
 
 impl Imported {
@@ -104,13 +147,29 @@ pub fn torch_current_stream(py: Python<'_>, ordinal: usize) -> PyResult<usize> {
 }
 
 /// Imports `inputs` and `output`: all on one device, `output` overlapping none of the inputs.
+///
+/// Every array's device is read first, and a CUDA call is refused while torch's current stream
+/// is captured ([`refuse_capture`]) before any producer's `__dlpack__` is called.
 pub fn import_all(py: Python<'_>, inputs: &[&Bound<'_, PyAny>], output: &Bound<'_, PyAny>) -> PyResult<(Vec<Imported>, Imported)> {
-    let inputs: Vec<Imported> = inputs.iter().map(|x| import(py, x)).collect::<PyResult<_>>()?;
-    let output = import(py, output)?;
-    for input in &inputs {
-        if input.place != output.place {
-            return Err(PyValueError::new_err(format!("arrays on different devices ({:?} and {:?}): move them to one first", input.place, output.place)));
+    let output_place = place_of(output)?;
+    for input in inputs {
+        let place = place_of(input)?;
+        if place != output_place {
+            return Err(PyValueError::new_err(format!("arrays on different devices ({place:?} and {output_place:?}): move them to one first")));
         }
+    }
+    let stream = match output_place {
+        Place::Cpu => 0,
+        Place::Cuda(ordinal) => {
+            let stream = torch_current_stream(py, ordinal)?;
+            refuse_capture(ordinal, stream)?;
+            stream
+        }
+    };
+    let inputs: Vec<Imported> = inputs.iter().map(|x| import(py, x, output_place, stream)).collect::<PyResult<_>>()?;
+    let output = import(py, output, output_place, stream)?;
+    // Every array is at `output_place`: `import` checked the capsules against it.
+    for input in &inputs {
         let (a, b) = (input.bytes(), output.bytes());
         if input.len > 0 && output.len > 0 && a.start < b.end && b.start < a.end {
             return Err(PyValueError::new_err("the output overlaps an input: pass a separate output array (e.g. torch.empty_like(x))"));
@@ -119,40 +178,76 @@ pub fn import_all(py: Python<'_>, inputs: &[&Bound<'_, PyAny>], output: &Bound<'
     Ok((inputs, output))
 }
 
-/// One array through DLPack: float32, C-contiguous, on the CPU or a CUDA device.
-fn import(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<Imported> {
+/// Refuses a call on CUDA device `ordinal` while `stream` (torch's current stream there) is
+/// being captured into a graph (see the module's documentation, "Graph captures").
+fn refuse_capture(ordinal: usize, stream: usize) -> PyResult<()> {
+    // The default stream handles (0 and `CU_STREAM_LEGACY`, `CU_STREAM_PER_THREAD`) are never
+    // captured, and querying the legacy one during another stream's capture would invalidate
+    // that capture: not asked.
+    if stream <= 2 {
+        return Ok(());
+    }
+    let context = crate::glue::context(ordinal)?;
+    let mut status = ferrocuda_host::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    // SAFETY: torch's current stream of the device, a live stream of its primary context (bound
+    // to this thread by `context`); the call writes one enum value and queues nothing.
+    unsafe { ferrocuda_host::driver::stream::is_capturing(stream as ferrocuda_host::sys::CUstream, &mut status) }.map_err(crate::glue::gpu_error)?;
+    drop(context);
+    if status != ferrocuda_host::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+        return Err(PyRuntimeError::new_err(
+            "ferrocuda_torch.dlpack: torch's current stream is being captured into a CUDA graph: the DLPack functions cannot keep an array's \
+             memory alive for the graph's replays, so they refuse to run in a capture. Inside torch.cuda.graph use the package's ops \
+             (ferrocuda_torch.softmax, ferrocuda_torch.rmsnorm, torch.ops.ferrocuda.*), or call this function outside the capture",
+        ));
+    }
+    Ok(())
+}
+
+/// Where `array` lives, from its `__dlpack_device__`.
+fn place_of(array: &Bound<'_, PyAny>) -> PyResult<Place> {
     let type_name = || array.get_type().name().map(|n| n.to_string()).unwrap_or_default();
     let (device_type, device_id): (i32, i32) = array.call_method0("__dlpack_device__").and_then(|d| d.extract()).map_err(|_| {
         PyTypeError::new_err(format!("a {} is not an array this module can take: pass a torch.Tensor or numpy.ndarray (anything with __dlpack__)", type_name()))
     })?;
-    let place = match device_type {
-        CPU => Place::Cpu,
-        CUDA => Place::Cuda(usize::try_from(device_id).map_err(|_| PyValueError::new_err("negative CUDA device id"))?),
-        other => return Err(PyValueError::new_err(format!("arrays on DLPack device type {other} are not supported: only CPU (1) and CUDA (2)"))),
-    };
+    match device_type {
+        CPU => Ok(Place::Cpu),
+        CUDA => Ok(Place::Cuda(usize::try_from(device_id).map_err(|_| PyValueError::new_err("negative CUDA device id"))?)),
+        other => Err(PyValueError::new_err(format!("arrays on DLPack device type {other} are not supported: only CPU (1) and CUDA (2)"))),
+    }
+}
+
+/// One array through DLPack: float32, C-contiguous, at `place` (its `__dlpack_device__`); for
+/// a CUDA array, the producer orders its pending work on it before `stream`.
+fn import(py: Python<'_>, array: &Bound<'_, PyAny>, place: Place, stream: usize) -> PyResult<Imported> {
     let capsule = match place {
         Place::Cpu => array.call_method0("__dlpack__")?,
-        Place::Cuda(ordinal) => {
-            // The stream the kernel will run on (DLPack spells the legacy default stream 1):
-            // the producer orders its pending work on the array before it.
-            let stream = match torch_current_stream(py, ordinal)? {
-                0 => 1,
-                raw => raw,
-            };
+        Place::Cuda(_) => {
+            // DLPack spells the legacy default stream 1.
             let kwargs = PyDict::new(py);
-            kwargs.set_item("stream", stream)?;
+            kwargs.set_item("stream", if stream == 0 { 1 } else { stream })?;
             array.call_method("__dlpack__", (), Some(&kwargs))?
         }
     };
     const NAME: &CStr = c"dltensor";
     // SAFETY: a capsule object (or not: then the call fails and sets a Python error); the
-    // pointer stays valid while the capsule lives, which `Imported` ensures.
+    // pointer stays valid while the capsule lives, which `Imported` (and then `park`) ensures.
     let managed = unsafe { pyo3::ffi::PyCapsule_GetPointer(capsule.as_ptr(), NAME.as_ptr()) } as *const DlManagedTensor;
     if managed.is_null() {
         return Err(PyErr::take(py).unwrap_or_else(|| PyTypeError::new_err("__dlpack__ did not return a 'dltensor' capsule")));
     }
     // SAFETY: a live DLManagedTensor (DLPack's contract for a 'dltensor' capsule).
     let tensor = unsafe { &(*managed).dl_tensor };
+    let exported_on = match tensor.device.device_type {
+        CPU => Some(Place::Cpu),
+        CUDA => usize::try_from(tensor.device.device_id).ok().map(Place::Cuda),
+        _ => None,
+    };
+    if exported_on != Some(place) {
+        return Err(PyValueError::new_err(format!(
+            "__dlpack__ exported an array on DLPack device ({}, {}) but __dlpack_device__ said {place:?}: the producer is inconsistent",
+            tensor.device.device_type, tensor.device.device_id
+        )));
+    }
     if (tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes) != (FLOAT, 32, 1) {
         return Err(PyTypeError::new_err(format!(
             "only float32 arrays are supported (got DLPack type code {} with {} bits x {} lanes): convert with .float() / .astype(numpy.float32)",
@@ -181,5 +276,165 @@ fn import(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<Imported> {
     if len > 0 && !address.is_multiple_of(4) {
         return Err(PyValueError::new_err(format!("the array's address {address:#x} is not aligned for float32")));
     }
-    Ok(Imported { place, address, len, shape, _capsule: capsule.unbind() })
+    Ok(Imported { place, address, len, shape, stream, capsule: capsule.unbind() })
+}
+
+/// The capsules of one GPU call, held until its work has completed.
+struct Parked {
+    /// Names the entry across a wait that runs without the list's lock.
+    id: u64,
+    done: Done,
+    capsules: Vec<Py<PyAny>>,
+}
+
+/// How the end of a parked call's work is known.
+enum Done {
+    /// Recorded on the call's stream after all of its work (never into a capture: the stream
+    /// was not being captured, and the door refuses a capture begun since).
+    Event(Arc<Event>),
+    /// No event could be recorded: only a wait for the whole context (whose stream the work was
+    /// queued on) shows that the work has finished.
+    Context(Context),
+}
+
+impl Done {
+    /// Whether the work has completed; never blocks. An error (a failed context) keeps the
+    /// entry: the kernel's state is unknown, so the memory is not handed back.
+    fn is_complete(&self) -> bool {
+        match self {
+            Done::Event(event) => event.is_complete().unwrap_or(false),
+            Done::Context(_) => false,
+        }
+    }
+}
+
+static PARKED: Mutex<Vec<Parked>> = Mutex::new(Vec::new());
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+
+fn parked() -> MutexGuard<'static, Vec<Parked>> {
+    PARKED.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// This thread in the driver's relaxed stream-capture mode while the value lives.
+///
+/// A capture in the default (global) mode, which `torch.cuda.graph` uses, is invalidated by a
+/// "potentially unsafe" call from any thread, and `cuEventQuery` is one even for an event
+/// recorded outside the capture (PyTorch's NCCL watchdog and caching allocator query their
+/// events in relaxed mode for this reason). Our events are never recorded into a capture, so
+/// querying, recording and destroying them conflicts with none: those calls run in relaxed
+/// mode, and a DLPack call made while another thread captures leaves that capture intact.
+/// Producers' deleters never run in it (they may make calls that do conflict, which the
+/// driver must still catch).
+///
+/// Only entered once the driver is loaded (something was parked, or a context was made).
+struct RelaxedCaptureMode(Option<ferrocuda_host::sys::CUstreamCaptureMode>);
+
+impl RelaxedCaptureMode {
+    fn enter() -> Self {
+        let mut mode = ferrocuda_host::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
+        // SAFETY: swaps this thread's mode with the value it is given; writes one enum value.
+        let swapped = unsafe { ferrocuda_host::driver::stream::exchange_capture_mode(&mut mode) };
+        RelaxedCaptureMode(swapped.ok().map(|()| mode))
+    }
+}
+
+impl Drop for RelaxedCaptureMode {
+    fn drop(&mut self) {
+        if let Some(mut previous) = self.0.take() {
+            // SAFETY: as in `enter`: puts the thread's previous mode back.
+            let _ = unsafe { ferrocuda_host::driver::stream::exchange_capture_mode(&mut previous) };
+        }
+    }
+}
+
+/// Parks the capsules of `arrays`, whose memory the work queued on `stream` (of `context`) uses,
+/// until that work has completed: records an event on `stream` after it. Called once the
+/// call's work (and its borrows' ends) are queued, whether the launch succeeded or not (a failed
+/// launch may still have queued work).
+pub fn park(context: &Context, stream: &Stream, arrays: impl IntoIterator<Item = Imported>) {
+    let capsules: Vec<Py<PyAny>> = arrays.into_iter().map(|array| array.capsule).collect();
+    if capsules.is_empty() {
+        return;
+    }
+    let done = {
+        let _relaxed = RelaxedCaptureMode::enter();
+        match Event::without_timing(context).and_then(|event| event.record(stream).map(|()| event)) {
+            Ok(event) => Done::Event(Arc::new(event)),
+            Err(_) => Done::Context(context.clone()),
+        }
+    };
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    parked().push(Parked { id, done, capsules });
+}
+
+/// Takes out the entries that `finished` names or whose work has completed, and drops their
+/// capsules after the list's lock is released (`_py`: with the GIL held; a producer's deleter
+/// may run Python code, even call these functions again). Returns the number of arrays still
+/// parked.
+fn release_where(_py: Python<'_>, finished: &[u64]) -> usize {
+    let capsules: Vec<Py<PyAny>> = {
+        let mut list = parked();
+        if list.is_empty() {
+            // Nothing parked: no driver call (without a GPU the driver is not even loaded).
+            return 0;
+        }
+        let _relaxed = RelaxedCaptureMode::enter();
+        let (released, kept): (Vec<Parked>, Vec<Parked>) =
+            std::mem::take(&mut *list).into_iter().partition(|entry| finished.contains(&entry.id) || entry.done.is_complete());
+        *list = kept;
+        // The events are destroyed here, in relaxed mode; the capsules outside it.
+        released.into_iter().flat_map(|entry| entry.capsules).collect()
+    };
+    drop(capsules);
+    parked_arrays()
+}
+
+/// Releases the capsules of parked calls whose work has completed; never blocks. Returns the
+/// number of arrays still parked.
+pub fn release_completed(py: Python<'_>) -> usize {
+    release_where(py, &[])
+}
+
+/// Waits (without the GIL) for the work of every call parked now, then releases the capsules
+/// of all that completed. Returns the number of arrays still parked: those of calls parked
+/// meanwhile by other threads, and those whose wait failed (a failed context, or a capture in
+/// progress when only a wait for the whole context can tell).
+pub fn release_all(py: Python<'_>) -> usize {
+    enum Wait {
+        Event(Arc<Event>),
+        Context(Context),
+    }
+    let waits: Vec<(u64, Wait)> = parked()
+        .iter()
+        .map(|entry| {
+            let wait = match &entry.done {
+                Done::Event(event) => Wait::Event(event.clone()),
+                Done::Context(context) => Wait::Context(context.clone()),
+            };
+            (entry.id, wait)
+        })
+        .collect();
+    if waits.is_empty() {
+        return release_where(py, &[]);
+    }
+    let finished: Vec<u64> = py.detach(|| {
+        let _relaxed = RelaxedCaptureMode::enter();
+        waits
+            .into_iter()
+            .filter(|(_, wait)| match wait {
+                Wait::Event(event) => event.synchronize().is_ok(),
+                // Refused (not attempted) by ferrocuda while one of its captures of the context
+                // runs; a foreign capture makes the driver refuse it: kept either way.
+                Wait::Context(context) => context.synchronize().is_ok(),
+            })
+            .map(|(id, _)| id)
+            .collect()
+    });
+    release_where(py, &finished)
+}
+
+/// The number of arrays whose capsules are parked (their calls' GPU work had not been seen
+/// complete at the last release).
+pub fn parked_arrays() -> usize {
+    parked().iter().map(|entry| entry.capsules.len()).sum()
 }

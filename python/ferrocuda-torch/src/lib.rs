@@ -17,8 +17,12 @@
 //! - CUDA tensors: imported through DLPack (`__dlpack__`), nothing copied; the kernel is
 //!   launched on PyTorch's current stream of the tensor's device (`torch.cuda.current_stream`),
 //!   in the device's primary context, the one PyTorch uses. Each tensor is borrowed
-//!   (`ferrocuda_host::borrowed`) for the call only, with that stream as its home stream, so
+//!   (`ferrocuda_host::borrowed`) for the call, with that stream as its home stream, so
 //!   PyTorch's work before and after the call is ordered with the kernel by the stream itself.
+//!   The producers' capsules (their permission to free the memory) are kept until the kernel
+//!   has completed, not just until the call returns (G18R-2): parked with an event, released
+//!   at a later call or by `dlpack_release_pending` (see `dlpack.rs`). Refused while torch's
+//!   current stream is captured into a graph.
 //! - CPU tensors and NumPy arrays: the same kernels on ferrocuda's CPU executor, in place.
 //!
 //! Outputs are passed in (`out`, or `y` for saxpy) and written in place; an output may not
@@ -68,36 +72,45 @@ mod module {
         LAST_LAUNCH.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// The GPU side of one call: the home stream (PyTorch's current one) and the borrowed arrays.
-    /// `run` gets the stream, the inputs and the outputs.
+    /// The GPU side of one call: the home stream (PyTorch's current one, the stream the arrays
+    /// were exported for) and the borrowed arrays. `run` gets the stream, the inputs and the
+    /// outputs. Once `run` was called, the arrays' capsules are parked until the work it queued
+    /// has completed on the GPU ([`dlpack::park`], G18R-2), whatever it returned.
     fn on_gpu(
-        py: Python<'_>,
         ordinal: usize,
-        inputs: &[&Imported],
-        outputs: &mut [&mut Imported],
+        inputs: Vec<Imported>,
+        outputs: Vec<Imported>,
         run: impl FnOnce(&Stream, &[BorrowedSlice<'_, f32>], &mut [BorrowedSliceMut<'_, f32>]) -> ferrocuda_host::Result<()>,
     ) -> PyResult<()> {
         let context = context(ordinal)?;
-        let raw = dlpack::torch_current_stream(py, ordinal)?;
-        // SAFETY: PyTorch's current stream of this device, valid for this call, which is as long as
-        // the stream and its clones live (the borrows below end with it); `()` is all it needs.
+        let raw = outputs.first().map_or(0, |output| output.stream);
+        // SAFETY: PyTorch's current stream of this device (read by `import_all` in this call),
+        // valid for this call, which is as long as the stream and its clones live (the borrows
+        // below end with it, and the parked event keeps none); `()` is all it needs.
         let stream = unsafe { Stream::from_raw(&context, raw as ferrocuda_host::sys::CUstream, ()) }.map_err(gpu_error)?;
         let mut addresses = Vec::new();
         let mut reads = Vec::new();
-        for input in inputs {
+        for input in &inputs {
             addresses.push(input.address);
-            // SAFETY: a live tensor of the device (DLPack keeps it alive while `input` lives, past
-            // this borrow), written by PyTorch only on its current stream (the home stream) while
-            // we hold the GIL; no output overlaps it (checked by the caller).
+            // SAFETY: a live array of the device, exported for this stream (the producer's work on
+            // it is ordered before it); its capsule is held until the work queued here has
+            // completed (parked below), so the producer does not free it before; written by
+            // nobody while we hold the GIL except as ordered with this stream (the DLPack
+            // contract), and no output overlaps it (checked by `import_all`).
             reads.push(unsafe { BorrowedSlice::<f32>::new(&stream, input.address, input.len) }.map_err(gpu_error)?);
         }
         let mut writes = Vec::new();
-        for output in outputs.iter_mut() {
+        for output in &outputs {
             addresses.push(output.address);
-            // SAFETY: as above, and no other argument overlaps it (checked by the caller).
+            // SAFETY: as above, and no other argument overlaps it (checked by `import_all`).
             writes.push(unsafe { BorrowedSliceMut::<f32>::new(&stream, output.address, output.len) }.map_err(gpu_error)?);
         }
-        run(&stream, &reads, &mut writes).map_err(gpu_error)?;
+        let launched = run(&stream, &reads, &mut writes);
+        // The borrows end first (their ends queue the ordering of the home stream), then the
+        // event that marks the end of everything queued for this call.
+        drop((reads, writes));
+        dlpack::park(&context, &stream, inputs.into_iter().chain(outputs));
+        launched.map_err(gpu_error)?;
         // The handle the work was queued on, as the door lends it (not `raw` again: the test
         // compares it with PyTorch's current stream).
         let queued_on = stream.enqueue("ferrocuda-torch: stream handle", &[], |handle| Ok::<_, ferrocuda_host::Error>(handle.get())).map_err(gpu_error)?;
@@ -105,19 +118,43 @@ mod module {
         Ok(())
     }
 
+    /// Imports the arrays of one DLPack call, after releasing the capsules of earlier calls whose
+    /// GPU work has completed.
+    fn import_all(py: Python<'_>, inputs: &[&Bound<'_, PyAny>], output: &Bound<'_, PyAny>) -> PyResult<(Vec<Imported>, Imported)> {
+        dlpack::release_completed(py);
+        dlpack::import_all(py, inputs, output)
+    }
+
+    /// The number of arrays (DLPack capsules) the DLPack functions still hold because the GPU
+    /// work of their calls had not been seen complete: their producers may not free them yet.
+    /// Released at the next DLPack call once the work is done, or by `dlpack_release_pending`.
+    #[pyfunction]
+    fn dlpack_pending() -> usize {
+        dlpack::parked_arrays()
+    }
+
+    /// Releases the arrays of earlier DLPack calls whose GPU work has completed; with
+    /// `wait=True`, waits for the work of every call parked now first (the GIL released
+    /// meanwhile). Returns the number of arrays still held (`dlpack_pending()`).
+    #[pyfunction]
+    #[pyo3(signature = (wait = false))]
+    fn dlpack_release_pending(py: Python<'_>, wait: bool) -> usize {
+        if wait { dlpack::release_all(py) } else { dlpack::release_completed(py) }
+    }
+
     /// `y = a * x + y`, in place on `y` (same length as `x`).
     #[pyfunction]
     #[pyo3(name = "dlpack_saxpy")]
     fn saxpy(py: Python<'_>, a: f32, x: &Bound<'_, PyAny>, y: &Bound<'_, PyAny>) -> PyResult<()> {
-        let (x, mut y) = dlpack::import_all(py, &[x], y)?;
-        let x = &x[0];
+        let (inputs, mut y) = import_all(py, &[x], y)?;
+        let x = &inputs[0];
         if x.len != y.len {
             return Err(PyValueError::new_err(format!("saxpy: x has {} elements but y has {}", x.len, y.len)));
         }
         let config = LaunchConfig::for_elements(x.len.max(1), 256);
         match x.place {
             Place::Cpu => saxpy_kernel::launch_cpu(executor(), config, a, x.host(), y.host_mut()).map_err(cpu_error),
-            Place::Cuda(ordinal) => on_gpu(py, ordinal, &[x], &mut [&mut y], |stream, r, w| saxpy_kernel::launch(stream, config, a, &r[0], &mut w[0])),
+            Place::Cuda(ordinal) => on_gpu(ordinal, inputs, vec![y], |stream, r, w| saxpy_kernel::launch(stream, config, a, &r[0], &mut w[0])),
         }
     }
 
@@ -126,7 +163,7 @@ mod module {
     #[pyfunction]
     #[pyo3(name = "dlpack_rms_norm", signature = (x, weight, out, eps = 1e-6))]
     fn rms_norm(py: Python<'_>, x: &Bound<'_, PyAny>, weight: &Bound<'_, PyAny>, out: &Bound<'_, PyAny>, eps: f32) -> PyResult<()> {
-        let (inputs, mut out) = dlpack::import_all(py, &[x, weight], out)?;
+        let (inputs, mut out) = import_all(py, &[x, weight], out)?;
         let (x, weight) = (&inputs[0], &inputs[1]);
         let cols = weight.len;
         let rows = rows_of("rms_norm", x, cols)?;
@@ -138,7 +175,7 @@ mod module {
         match x.place {
             Place::Cpu => rms_norm_kernel::launch_cpu(executor(), config, x.host(), weight.host(), out.host_mut(), rows, eps).map_err(cpu_error),
             Place::Cuda(ordinal) => {
-                on_gpu(py, ordinal, &[x, weight], &mut [&mut out], |stream, r, w| rms_norm_kernel::launch(stream, config, &r[0], &r[1], &mut w[0], rows, eps))
+                on_gpu(ordinal, inputs, vec![out], |stream, r, w| rms_norm_kernel::launch(stream, config, &r[0], &r[1], &mut w[0], rows, eps))
             }
         }
     }
@@ -147,7 +184,7 @@ mod module {
     #[pyfunction]
     #[pyo3(name = "dlpack_softmax")]
     fn softmax(py: Python<'_>, x: &Bound<'_, PyAny>, out: &Bound<'_, PyAny>) -> PyResult<()> {
-        let (inputs, mut out) = dlpack::import_all(py, &[x], out)?;
+        let (inputs, mut out) = import_all(py, &[x], out)?;
         let x = &inputs[0];
         let cols = x.shape.last().copied().unwrap_or(1);
         let rows = rows_of("softmax", x, cols)?;
@@ -161,9 +198,7 @@ mod module {
         };
         match x.place {
             Place::Cpu => softmax_kernel::launch_cpu(executor(), config, x.host(), out.host_mut(), rows, cols).map_err(cpu_error),
-            Place::Cuda(ordinal) => {
-                on_gpu(py, ordinal, &[x], &mut [&mut out], |stream, r, w| softmax_kernel::launch(stream, config, &r[0], &mut w[0], rows, cols))
-            }
+            Place::Cuda(ordinal) => on_gpu(ordinal, inputs, vec![out], |stream, r, w| softmax_kernel::launch(stream, config, &r[0], &mut w[0], rows, cols)),
         }
     }
 
@@ -183,6 +218,8 @@ mod module {
         m.add_function(wrap_pyfunction!(rms_norm, m)?)?;
         m.add_function(wrap_pyfunction!(softmax, m)?)?;
         m.add_function(wrap_pyfunction!(last_launch, m)?)?;
+        m.add_function(wrap_pyfunction!(dlpack_pending, m)?)?;
+        m.add_function(wrap_pyfunction!(dlpack_release_pending, m)?)?;
         crate::ops::add(m)?;
         Ok(())
     }

@@ -8,13 +8,17 @@ as functions: :func:`rmsnorm`, :func:`layernorm`, :func:`softmax`, :func:`cross_
 residual add fused with the norms, :func:`add_rmsnorm` and :func:`add_layernorm`.
 
 :mod:`ferrocuda_torch.dlpack` holds the first three toy functions, which take any DLPack array
-(NumPy arrays on the CPU executor too) and need no torch.
+(NumPy arrays on the CPU executor too) and need no torch; :func:`dlpack_pending` and
+:func:`dlpack_release_pending` count and release the arrays they hold until their GPU work has
+completed.
 """
 
 from . import _C
 from . import dlpack
 
 last_launch = _C.last_launch
+dlpack_pending = dlpack.pending
+dlpack_release_pending = dlpack.release_pending
 
 try:
     import torch as _torch  # noqa: F401
