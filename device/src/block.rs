@@ -415,9 +415,13 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
     }
 
     /// The block's fold in warp 0's lane 0 (the other threads hold parts of it), the block's size.
+    /// `one_path`: a block of one warp stores its partial and passes the barrier too
+    /// (`reduce_broadcast`); otherwise it returns before (`reduce`, and the `_all` forms'
+    /// partial-warp path, which then broadcasts by a shuffle: session 18, the barrier there cost
+    /// the library's softmax 4-6 registers).
     #[inline(always)]
     #[track_caller]
-    fn fold_to_thread_0(slots: SharedArray<T, 32>, value: T, op: impl Fn(T, T) -> T + Copy) -> (T, u32) {
+    fn fold_to_thread_0(slots: SharedArray<T, 32>, value: T, op: impl Fn(T, T) -> T + Copy, one_path: bool) -> (T, u32) {
         let size = block_size();
         let rank = rank_in_block();
         let (lane, warp) = (rank % warp::WARP_SIZE, rank / warp::WARP_SIZE);
@@ -430,7 +434,7 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
             let valid = (size - warp * warp::WARP_SIZE).min(warp::WARP_SIZE);
             reduce_down_valid(value, lane, valid, op)
         };
-        if size <= warp::WARP_SIZE {
+        if !one_path && size <= warp::WARP_SIZE {
             // One warp (the branch is the same in every thread): no shared memory.
             return (partial, size);
         }
@@ -439,9 +443,20 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
             // launch, and so does the CPU executor).
             unsafe { slots.set_unchecked(warp as usize, partial) };
         }
+        // With `one_path`, a block of one warp passes this barrier too (its slot is read by no
+        // one): one path for every block size, so that what follows a caller's next barrier is
+        // straight code. Session 17: `reduce_broadcast`'s shuffle for one warp made the code
+        // after its hand-off barrier a join, and ptxas left the output loop's setup (`LDC`s,
+        // bound tests) after the barrier, where vLLM's RMS norm has it before.
         partials_stored(slots.shared_address());
         let mut total = partial;
-        if warp == 0 {
+        if warp == 0 && size > warp::WARP_SIZE {
+            // Warp 0 folds the partials by shuffles (5 tested `shfl.down` steps), not thread 0
+            // one by one as CUB's second level: thread 0's fold with the 32 slots read at once
+            // (CUB's SASS, session 17) kept 32 values live where the library's row kernels keep
+            // their row, 6-32 more registers (the 16-column bf16 RMS norm 40 -> 46, 0.80x at
+            // 8192 x 8192), and a loop over the run-time count (session 18) was unrolled by 8
+            // with its reads hoisted: 40 -> 50.
             total = fold_slots_in_warp(slots, lane, size.div_ceil(warp::WARP_SIZE), partial, op, false, None);
         }
         (total, size)
@@ -449,10 +464,18 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
 
     /// `op` folded over every thread's `value` (`op` associative and commutative: the order is
     /// CUB's, a tree): `Some` in thread 0 of the block, `None` in the others.
+    ///
+    /// Where thread 0 then hands a value computed from the total to the block (`if
+    /// (threadIdx.x == 0) s = f(total); __syncthreads();`), use
+    /// [`reduce_broadcast`](Self::reduce_broadcast) / [`sum_broadcast`](Self::sum_broadcast):
+    /// the source's 2 barriers, where this method's trailing barrier plus the hand-off's make 3.
     #[inline(always)]
     #[track_caller]
     pub fn reduce(&self, value: T, op: impl Fn(T, T) -> T + Copy) -> Option<T> {
-        let (total, size) = Self::fold_to_thread_0(self.scratch.slots, value, op);
+        // A block of one warp returns before the partials' barrier (no hand-off follows; session
+        // 18: passing it there cost vLLM's int8 azp quantiser, a `max` then a broadcast, 7
+        // registers).
+        let (total, size) = Self::fold_to_thread_0(self.scratch.slots, value, op, false);
         if size > warp::WARP_SIZE {
             // The next collective on this scratch writes it: not before warp 0 has read it.
             sync_threads();
@@ -513,7 +536,7 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
         }
         // A partial last warp may have fewer lanes than there are partials: warp 0 folds them
         // and hands the total over (one more barrier).
-        let (total, size) = Self::fold_to_thread_0(slots, value, op);
+        let (total, size) = Self::fold_to_thread_0(slots, value, op, false);
         if size <= warp::WARP_SIZE {
             return warp::shuffle(total, 0);
         }
@@ -656,25 +679,21 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
     /// `shared_array!` hand-off take 3; [`reduce_all`](Self::reduce_all) then `then` in every
     /// thread takes 2 but runs `then` in every warp). The value travels through one slot per
     /// type that only these methods write ([`BroadcastSlot`]), always after their first
-    /// barrier, which every thread passes after its read of the previous value. A block of one
-    /// warp hands it over with a shuffle. `then` runs in thread 0 alone: it must not call warp
-    /// or block collectives (shuffles, votes, barriers; in a block of one warp a shuffle inside
-    /// it would meet the hand-off shuffle the other lanes wait in, and they would return
-    /// another value than thread 0, silently on a GPU); the CPU executor reports one (audit
-    /// 2026-11-28c, G15-2b).
+    /// barrier, which every thread passes after its read of the previous value (a block of one
+    /// warp passes it too: one barrier where a shuffle would do, for one straight path; session
+    /// 18, vLLM's RMS norm). `then` runs in thread 0 alone: it must not call warp or block
+    /// collectives (shuffles, votes, barriers: they would wait for lanes that wait at the
+    /// hand-off's barrier, or meet it; a hang or another value than thread 0's on a GPU); the
+    /// CPU executor reports one (audit 2026-11-28c, G15-2b).
     #[inline(always)]
     #[track_caller]
     pub fn reduce_broadcast<U: BroadcastSlot + Default>(&self, value: T, op: impl Fn(T, T) -> T + Copy, then: impl FnOnce(T) -> U) -> U {
-        let (total, size) = Self::fold_to_thread_0(self.scratch.slots, value, op);
+        let (total, _) = Self::fold_to_thread_0(self.scratch.slots, value, op, true);
         let first = rank_in_block() == 0;
         // The CPU executor reports a warp or block collective inside `then` (G15-2b): on a GPU
         // it would meet the collective the other lanes wait in.
         #[cfg(not(target_arch = "nvptx64"))]
         let then = |total| crate::cpu::hooks::solo("the `then` of `reduce_broadcast` (thread 0 alone)", || then(total));
-        if size <= warp::WARP_SIZE {
-            let mine = if first { then(total) } else { U::default() };
-            return warp::shuffle(mine, 0);
-        }
         let slot = U::broadcast_slot();
         if first {
             // SAFETY: slot 0 of a one-element array.

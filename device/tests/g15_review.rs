@@ -316,20 +316,28 @@ fn g15_2_then_reading_and_writing_shared_state_is_ordered_by_the_two_barriers() 
     }
 }
 
-/// In a block of one warp the hand-off is a shuffle, which orders no shared memory: `then`
-/// reading what other lanes wrote before the call is a race there, reported (on a GPU the
-/// lanes of a converged warp usually agree, so it would pass unseen).
+/// G15-2: in a block of one warp the hand-off was a shuffle, which orders no shared memory:
+/// `then` reading what other lanes wrote before the call was a race there, which the executor
+/// reported. Since session 18 a block of one warp passes the partials' barrier too (one path for
+/// every block size), which orders those writes before `then`: no race, and `then` sees them
+/// (whole and partial warp).
 #[test]
-fn g15_2_in_one_warp_then_reading_other_lanes_shared_writes_is_a_race() {
-    expect_race(
-        CpuExecutor::new().run("g15_2_one_warp", LaunchConfig::new(1u32, 32u32), &|| {
-            let before = shared_array![u32; 32];
-            let reduce = RuntimeBlockReduce::new(block_scratch!(u32));
-            before.set(rank_in_block() as usize, 1);
-            let _ = reduce.sum_broadcast(1, |total| total + before.get(31));
-        }),
-        "one-warp broadcast, then reads lane 31's write",
-    );
+fn g15_2_in_one_warp_then_reading_other_lanes_shared_writes_is_ordered_by_the_partials_barrier() {
+    for threads in [32u32, 20] {
+        let seen = AtomicU32::new(0);
+        CpuExecutor::new()
+            .run("g15_2_one_warp", LaunchConfig::new(1u32, threads), &|| {
+                let before = shared_array![u32; 32];
+                let reduce = RuntimeBlockReduce::new(block_scratch!(u32));
+                before.set(rank_in_block() as usize, 1 + rank_in_block());
+                let got = reduce.sum_broadcast(1, |total| total + before.get(threads as usize - 1));
+                if got == threads + threads {
+                    seen.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+            .unwrap_or_else(|e| panic!("{threads} threads: {e}"));
+        assert_eq!(seen.load(Ordering::Relaxed), threads, "{threads} threads: every thread gets thread 0's `then`, which saw the last lane's write");
+    }
 }
 
 /// Back-to-back broadcasts of one type from different reducers and element types, a

@@ -20,6 +20,20 @@ fn p30_3_sum_broadcast_takes_the_sources_two_barriers() {
     assert_eq!(barriers("rms_norm_kernel"), 3, "the first try (pinned)");
 }
 
+/// Session 18: `reduce_broadcast` has one path for every block size (a block of one warp
+/// passes the partials' barrier too, no hand-off shuffle), so the code after the hand-off
+/// barrier is straight, as in vLLM's source (the one-warp shuffle made it a join, and ptxas
+/// left the output loop's setup after the barrier: 0.97x nvcc). Warp 0's second level stays 5
+/// `shfl.down` (the library's row kernels keep their registers: CUB's thread-0 fold of 32
+/// slots read at once cost them 6-32); with a partial last warp's 5, 10 in all.
+#[test]
+fn p30_s18_broadcast_has_one_path_and_warp_0_shuffles() {
+    let body = vllm("rms_norm_kernel_broadcast");
+    assert_eq!(body.matches("shfl.sync.idx").count(), 0, "no hand-off shuffle:\n{body}");
+    assert_eq!(body.matches("shfl.sync.down").count(), 10, "{body}");
+    assert_eq!(body.matches("ld.shared.v4").count(), 0, "no thread reads the 32 slots at once:\n{body}");
+}
+
 /// Session 16: a kernel entry assumes its outputs' launch requirements, which every launcher
 /// checks before the kernel runs; `BlockRows` asks for a 1-D launch, so `blockDim.y`/`.z` are 1
 /// and `RuntimeBlockReduce` reads neither them nor `threadIdx.y`/`.z` (its 3-D rank and block
