@@ -2,10 +2,11 @@
 //! `ferrocuda-kernels-hopper` (TMA into mbarrier rings, `wgmma`, a producer and two consumer
 //! warpgroups), behind the same checked call as every other path.
 //!
-//! Those kernels are raw entry points that read Q, K and V through tensor maps (`*const
-//! TensorMap` parameters) and write O and the LSE through raw pointers, so their launch is
-//! `unsafe`. This module is the one place that launches them. Before it does, it checks what
-//! their contract needs and the caller cannot be trusted with:
+//! Those kernels are `#[kernel]`s that read Q, K and V through tensor maps (`*const
+//! TensorMap` parameters) and write O and the LSE through raw pointers, so their typed
+//! launchers (found by name: `forward_kernel`, `backward_kernel`) are `unsafe`. This module is
+//! the one place that launches them. Before it does, it checks what their contract needs and
+//! the caller cannot be trusted with:
 //! - the shape is one they compute ([`hopper_kernel`]: bf16, `[B, H, S, D]`, D 64 or 128, as
 //!   many key/value heads as query heads, `seq_q == seq_kv`, at most 65535 heads in all), on an
 //!   sm_90 GPU (their image is `sm_90a`);
@@ -20,7 +21,9 @@
 //!   which a replayed graph would read after it is gone (and the module may not be loaded
 //!   inside a capture), so a capturing stream takes the tensor-core path.
 
-use ferrocuda_host::{BufferAccess, DeviceBuffer, DevicePtr, DeviceRead, DeviceWrite, LaunchConfig, Stream, TensorDataType, TensorMap, TensorSwizzle, TiledLayout, sys};
+use ferrocuda_host::{
+    BufferAccess, DeviceBuffer, DevicePtr, DeviceRead, DeviceWrite, LaunchConfig, Stream, TensorDataType, TensorMap, TensorSwizzle, TiledLayout, sys,
+};
 use ferrocuda_kernels_hopper::attention::{BM, BOX, ForwardArgs, STAGES, STAGES_DEEP, THREADS, forward_kernel, shared_bytes, shared_bytes_q2};
 use ferrocuda_kernels_hopper::attention_backward::{GpuBackwardArgs, Problem, backward_kernel, store_maps};
 
