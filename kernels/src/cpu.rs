@@ -195,7 +195,7 @@ pub fn attention_backward_sm90_kernel<T: Element>(executor: &CpuExecutor, kernel
     // written by the prep launch), alive until the launch returns; dq_acc `B·Hq·D·seq_pad`
     // (zeroed), dk and dv words `B·Hkv·seq_kv·D / 2`; the grid, block and shared memory are the
     // kernel's.
-    unsafe { (instance.launch_cpu)(executor, config.into(), args) }?;
+    unsafe { (instance.launch_cpu)(executor, config, args) }?;
     <T as CpuLaunchers>::attention_backward_dq_convert(executor, crate::hopper::dq_convert_grid(&shape), &*dq_acc, dq, head_dim, kernel_shape)?;
     for (words, out) in [(&dk_words, dk), (&dv_words, dv)] {
         // Both are 16-bit types here (bf16, f16): the words' bytes are the elements' bytes.
