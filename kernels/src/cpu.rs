@@ -126,7 +126,7 @@ const PERSISTENT_BLOCKS: usize = 3;
 pub fn attention_backward_sm90_kernel<T: Element>(executor: &CpuExecutor, kernel: &str, operands: Backward<'_, T>, shape: Attention) -> Result<()> {
     use ferrocuda_device::tma::TensorMap as DeviceMap;
     use ferrocuda_host::{LaunchConfig, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
-    use ferrocuda_kernels_hopper::attention_backward::{Problem, STATS_BOX, THREADS, backward_body, blocks_x, padded_seq, shared_bytes};
+    use ferrocuda_kernels_hopper::attention_backward::{CpuBackwardArgs, Problem, STATS_BOX, THREADS, backward_kernel, blocks_x, padded_seq, shared_bytes};
     let (head_dim, kernel_shape) = shape.check()?;
     check_lengths(&operands, &shape)?;
     let AttentionBackward { q, k, v, out, dout, lse, dq, dk, dv } = operands;
@@ -136,8 +136,7 @@ pub fn attention_backward_sm90_kernel<T: Element>(executor: &CpuExecutor, kernel
     let Some(&kernel) = names.iter().find(|&&name| name == kernel) else {
         return Err(crate::error::unsupported("kernel", kernel, format!("one of {names:?}")));
     };
-    let (bulk, early, lpt, persistent) = (!kernel.contains("_red"), !kernel.contains("_late"), kernel.ends_with("_lpt"), kernel.contains("_persistent"));
-    let dynamic = kernel.ends_with("_dyn");
+    let (early, persistent) = (!kernel.contains("_late"), kernel.contains("_persistent"));
     let seq_pad = padded_seq(shape.seq_q as u32);
     let rows = shape.batch * shape.heads_q * seq_pad as usize;
     let (mut lse2, mut delta) = (vec![0.0f32; rows], vec![0.0f32; rows]);
@@ -170,11 +169,9 @@ pub fn attention_backward_sm90_kernel<T: Element>(executor: &CpuExecutor, kernel
         scale: kernel_shape.scale,
         batch: shape.batch as u32,
     };
-    let map_addresses: Vec<usize> = maps.iter().map(|m| &**m as *const DeviceMap as usize).collect();
     // The `_dyn` instances' work-unit counter (zeroed, as `attention_backward_store_maps` does on
     // a GPU).
     let mut counter = Box::new(0u32);
-    let pointers = [dq_acc.as_mut_ptr() as usize, dk_words.as_mut_ptr() as usize, dv_words.as_mut_ptr() as usize, &mut *counter as *mut u32 as usize];
     // The persistent instances on `PERSISTENT_BLOCKS` blocks (fewer than the key blocks of all
     // heads in the tests' shapes: each block takes several, across heads), as on a GPU's SMs.
     let grid = if persistent {
@@ -184,59 +181,21 @@ pub fn attention_backward_sm90_kernel<T: Element>(executor: &CpuExecutor, kernel
         (blocks_x(shape.seq_kv as u32, shape.causal && early), (shape.batch * shape.heads_kv) as u32)
     };
     let config = LaunchConfig::new(grid, THREADS).with_shared_bytes(shared_bytes(head_dim));
-    let body = || {
-        let m = [0, 1, 2, 3, 4, 5].map(|i| map_addresses[i] as *const DeviceMap);
-        let [a, dk, dv, next] = pointers;
-        let (a, dk, dv, next) = (a as *mut f32, dk as *mut u32, dv as *mut u32, next as *mut u32);
-        // SAFETY: the kernel's contract: the emulated maps describe q, k, v, dout in the
-        // shape's layout (box and swizzle from `backward_map_dims`), and lse2 and delta
-        // (`B·Hq·seq_pad` f32, written by the prep launch), alive until `run` returns; dq_acc
-        // `B·Hq·D·seq_pad` (zeroed), dk and dv words `B·Hkv·seq_kv·D / 2`; the grid, block and
-        // shared memory are the kernel's.
-        unsafe {
-            match (head_dim, shape.causal, T::F16, bulk, early) {
-                _ if lpt => backward_body::<128, true, false, true, false, false, true, false, false>(m, a, dk, dv, problem, next),
-                (128, false, false, true, true) if dynamic => {
-                    backward_body::<128, false, false, true, true, true, false, true, true>(m, a, dk, dv, problem, next)
-                }
-                (64, false, false, false, true) if dynamic => {
-                    backward_body::<64, false, false, false, true, true, false, true, true>(m, a, dk, dv, problem, next)
-                }
-                (128, false, false, true, true) if persistent => {
-                    backward_body::<128, false, false, true, true, true, false, true, false>(m, a, dk, dv, problem, next)
-                }
-                (64, false, false, false, true) if persistent => {
-                    backward_body::<64, false, false, false, true, true, false, true, false>(m, a, dk, dv, problem, next)
-                }
-                (64, false, false, true, true) => backward_body::<64, false, false, true, true, true, false, false, false>(m, a, dk, dv, problem, next),
-                (64, false, false, false, true) => backward_body::<64, false, false, false, true, true, false, false, false>(m, a, dk, dv, problem, next),
-                (64, false, false, true, false) => backward_body::<64, false, false, true, false, false, false, false, false>(m, a, dk, dv, problem, next),
-                (64, false, true, true, true) => backward_body::<64, false, true, true, true, true, false, false, false>(m, a, dk, dv, problem, next),
-                (64, false, true, false, true) => backward_body::<64, false, true, false, true, true, false, false, false>(m, a, dk, dv, problem, next),
-                (64, false, true, true, false) => backward_body::<64, false, true, true, false, false, false, false, false>(m, a, dk, dv, problem, next),
-                (64, true, false, true, true) => backward_body::<64, true, false, true, true, true, false, false, false>(m, a, dk, dv, problem, next),
-                (64, true, false, false, true) => backward_body::<64, true, false, false, true, true, false, false, false>(m, a, dk, dv, problem, next),
-                (64, true, false, true, false) => backward_body::<64, true, false, true, false, false, false, false, false>(m, a, dk, dv, problem, next),
-                (64, true, true, true, true) => backward_body::<64, true, true, true, true, true, false, false, false>(m, a, dk, dv, problem, next),
-                (64, true, true, false, true) => backward_body::<64, true, true, false, true, true, false, false, false>(m, a, dk, dv, problem, next),
-                (64, true, true, true, false) => backward_body::<64, true, true, true, false, false, false, false, false>(m, a, dk, dv, problem, next),
-                (128, false, false, true, true) => backward_body::<128, false, false, true, true, true, false, false, false>(m, a, dk, dv, problem, next),
-                (128, false, false, false, true) => backward_body::<128, false, false, false, true, true, false, false, false>(m, a, dk, dv, problem, next),
-                (128, false, false, true, false) => backward_body::<128, false, false, true, false, false, false, false, false>(m, a, dk, dv, problem, next),
-                (128, false, true, true, true) => backward_body::<128, false, true, true, true, true, false, false, false>(m, a, dk, dv, problem, next),
-                (128, false, true, false, true) => backward_body::<128, false, true, false, true, true, false, false, false>(m, a, dk, dv, problem, next),
-                (128, false, true, true, false) => backward_body::<128, false, true, true, false, false, false, false, false>(m, a, dk, dv, problem, next),
-                (128, true, false, true, true) => backward_body::<128, true, false, true, true, true, false, false, false>(m, a, dk, dv, problem, next),
-                (128, true, false, false, true) => backward_body::<128, true, false, false, true, true, false, false, false>(m, a, dk, dv, problem, next),
-                (128, true, false, true, false) => backward_body::<128, true, false, true, false, false, false, false, false>(m, a, dk, dv, problem, next),
-                (128, true, true, true, true) => backward_body::<128, true, true, true, true, true, false, false, false>(m, a, dk, dv, problem, next),
-                (128, true, true, false, true) => backward_body::<128, true, true, false, true, true, false, false, false>(m, a, dk, dv, problem, next),
-                (128, true, true, true, false) => backward_body::<128, true, true, true, false, false, false, false, false>(m, a, dk, dv, problem, next),
-                _ => unreachable!("hopper_backward_kernels: head dims 64 and 128, no `_red` + `_late` instance"),
-            }
-        }
+    let args = CpuBackwardArgs {
+        maps: [0, 1, 2, 3, 4, 5].map(|i| &*maps[i] as *const DeviceMap),
+        dq_acc: dq_acc.as_mut_ptr(),
+        dk: dk_words.as_mut_ptr(),
+        dv: dv_words.as_mut_ptr(),
+        problem,
+        next: &mut *counter,
     };
-    executor.run(kernel, config, &body)?;
+    let Some(instance) = backward_kernel(kernel) else { unreachable!("backward_instances names kernels of ferrocuda-kernels-hopper") };
+    // SAFETY: the kernel's contract: the emulated maps describe q, k, v, dout in the shape's
+    // layout (box and swizzle from `backward_map_dims`), and lse2 and delta (`B·Hq·seq_pad` f32,
+    // written by the prep launch), alive until the launch returns; dq_acc `B·Hq·D·seq_pad`
+    // (zeroed), dk and dv words `B·Hkv·seq_kv·D / 2`; the grid, block and shared memory are the
+    // kernel's.
+    unsafe { (instance.launch_cpu)(executor, config, args) }?;
     <T as CpuLaunchers>::attention_backward_dq_convert(executor, crate::hopper::dq_convert_grid(&shape), &*dq_acc, dq, head_dim, kernel_shape)?;
     for (words, out) in [(&dk_words, dk), (&dv_words, dv)] {
         // Both are 16-bit types here (bf16, f16): the words' bytes are the elements' bytes.

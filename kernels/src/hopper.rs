@@ -2,10 +2,11 @@
 //! `ferrocuda-kernels-hopper` (TMA into mbarrier rings, `wgmma`, a producer and two consumer
 //! warpgroups), behind the same checked call as every other path.
 //!
-//! Those kernels are raw entry points that read Q, K and V through tensor maps (`*const
-//! TensorMap` parameters) and write O and the LSE through raw pointers, so their launch is
-//! `unsafe`. This module is the one place that launches them. Before it does, it checks what
-//! their contract needs and the caller cannot be trusted with:
+//! Those kernels are `#[kernel]`s that read Q, K and V through tensor maps (`*const
+//! TensorMap` parameters) and write O and the LSE through raw pointers, so their typed
+//! launchers (found by name: `forward_kernel`, `backward_kernel`) are `unsafe`. This module is
+//! the one place that launches them. Before it does, it checks what their contract needs and
+//! the caller cannot be trusted with:
 //! - the shape is one they compute ([`hopper_kernel`]: bf16, `[B, H, S, D]`, D 64 or 128, as
 //!   many key/value heads as query heads, `seq_q == seq_kv`, at most 65535 heads in all), on an
 //!   sm_90 GPU (their image is `sm_90a`);
@@ -20,8 +21,11 @@
 //!   which a replayed graph would read after it is gone (and the module may not be loaded
 //!   inside a capture), so a capturing stream takes the tensor-core path.
 
-use ferrocuda_host::{DeviceBuffer, DeviceRead, DeviceWrite, Function, Stream, TensorDataType, TensorMap, TensorSwizzle, TiledLayout, sys};
-use ferrocuda_kernels_hopper::attention::{BM, BOX, STAGES, STAGES_DEEP, THREADS, shared_bytes, shared_bytes_q2};
+use ferrocuda_host::{
+    BufferAccess, DeviceBuffer, DevicePtr, DeviceRead, DeviceWrite, LaunchConfig, Stream, TensorDataType, TensorMap, TensorSwizzle, TiledLayout, sys,
+};
+use ferrocuda_kernels_hopper::attention::{BM, BOX, ForwardArgs, STAGES, STAGES_DEEP, THREADS, forward_kernel, shared_bytes, shared_bytes_q2};
+use ferrocuda_kernels_hopper::attention_backward::{GpuBackwardArgs, Problem, backward_kernel, store_maps};
 
 use crate::attention::{Attention, Backward, Layout};
 use crate::launchers::Launchers;
@@ -197,7 +201,10 @@ pub(crate) fn attention_forward<T: Element>(
     // load inside a capture: load that path's module now, while loading is allowed (a captured
     // forward after a warm-up call failed with ModuleNotLoadedInCapture on an H200).
     context.embedded_image(&ferrocuda_kernels_device::KERNELS)?;
-    let function = Function::from_embedded(context, &ferrocuda_kernels_hopper::KERNELS, kernel)?;
+    let Some(instance) = forward_kernel(kernel) else {
+        return Err(crate::error::unsupported("kernel", kernel, "an sm_90 forward instance (hopper_forward_instances)"));
+    };
+    let function = (instance.function)(context)?;
     let stages = if kernel.contains("_s3") { STAGES_DEEP } else { STAGES };
     // The `_q2` kernels (persistent, two Q buffers) take one more tile and 40 bytes.
     let shared = if kernel.ends_with("_q2") { shared_bytes_q2(head_dim as u32, stages) } else { shared_bytes(head_dim as u32, stages) };
@@ -230,55 +237,51 @@ pub(crate) fn attention_forward<T: Element>(
     // zeroed here and not touched by the maps' copy.
     let mut maps = DeviceBuffer::<[u64; 16]>::zeroed_async(stream, 4)?;
     let maps_ptr = maps.device_ptr();
-    let (o, l) = (out.kernel_arg_mut().ptr, lse.kernel_arg_mut().ptr);
+    stream.enqueue("attention_forward (sm_90): maps", &[BufferAccess::write(&mut maps)], |raw| -> Result<()> {
+        let map_bytes = std::mem::size_of_val(&words);
+        // SAFETY: `maps` holds 4 x 128 bytes of device memory of this context, declared written
+        // above; the source is `words` on this stack frame, which the driver has consumed when
+        // the call returns (a pageable host-to-device copy is staged before it returns).
+        check("cuMemcpyHtoDAsync", unsafe { sys::cuMemcpyHtoDAsync_v2(maps_ptr, words.as_ptr().cast(), map_bytes, raw.get()) })
+    })?;
+    let args = ForwardArgs {
+        maps: [at(maps_ptr), at(maps_ptr + 128), at(maps_ptr + 256)],
+        o: at(out.kernel_arg_mut().ptr),
+        lse: at(lse.kernel_arg_mut().ptr),
+        seq_len: seq_len as u32,
+        scale_log2: shape.scale.unwrap_or(1.0 / (head_dim as f32).sqrt()) * std::f32::consts::LOG2_E,
+        heads: heads as u32,
+        next: at(maps_ptr + 384),
+    };
     let accesses = [
         inputs[0].read("q"),
         inputs[1].read("k"),
         inputs[2].read("v"),
         out.kernel_arg_mut().write("out"),
         lse.kernel_arg_mut().write("lse"),
-        ferrocuda_host::BufferAccess::write(&mut maps),
+        BufferAccess::write(&mut maps),
     ];
-    stream.enqueue("attention_forward (sm_90)", &accesses, |raw| -> Result<()> {
-        let map_bytes = std::mem::size_of_val(&words);
-        // SAFETY: `maps` holds 3 x 128 bytes of device memory of this context, declared written
-        // above; the source is `words` on this stack frame, which the driver has consumed when
-        // the call returns (a pageable host-to-device copy is staged before it returns).
-        check("cuMemcpyHtoDAsync", unsafe { sys::cuMemcpyHtoDAsync_v2(maps_ptr, words.as_ptr().cast(), map_bytes, raw.get()) })?;
-        let (mut pq, mut pk, mut pv) = (maps_ptr, maps_ptr + 128, maps_ptr + 256);
-        let (mut po, mut pl, mut ps) = (o, l, seq_len as u32);
-        let mut scale_log2 = shape.scale.unwrap_or(1.0 / (head_dim as f32).sqrt()) * std::f32::consts::LOG2_E;
-        let (mut heads_param, mut next) = (heads as u32, maps_ptr + 384);
-        let mut params: [*mut std::ffi::c_void; 9] = [
-            (&raw mut pq).cast(),
-            (&raw mut pk).cast(),
-            (&raw mut pv).cast(),
-            (&raw mut po).cast(),
-            (&raw mut pl).cast(),
-            (&raw mut ps).cast(),
-            (&raw mut scale_log2).cast(),
-            (&raw mut heads_param).cast(),
-            (&raw mut next).cast(),
-        ];
-        // SAFETY: the kernel's contract (`ferrocuda_kernels_hopper::attention`): its seven
-        // parameters in order (three map addresses, O and LSE pointers, the sequence length and
-        // the scale in log2 units), and for the persistent kernels two more (B·H and the work
-        // counter: a zeroed u32 of `maps`, which nothing else touches during the launch; the
-        // driver reads only as many parameters as the kernel declares); the maps (copied above,
-        // in stream order) describe Q, K, V as `[B·H, S, D]` bf16 with the box and swizzle it
-        // needs; O holds B·H·S·D bf16 and is 4-byte aligned, LSE holds B·H·S f32 (checked
-        // above); every buffer is declared to the door; grid `(⌈S/128⌉, B·H)` (B·H at most
-        // 65535), or for a persistent kernel `(g, 1)` with 1 <= g <= the SMs and the tiles,
-        // 384 threads and `shared` bytes of dynamic shared memory (allowed by the attribute set
-        // above) are what it was built for; `function` is the sm_90a image loaded into this
-        // stream's context.
-        let code =
-            unsafe { sys::cuLaunchKernel(function.raw(), grid.0, grid.1, 1, THREADS, 1, 1, shared, raw.get(), params.as_mut_ptr(), std::ptr::null_mut()) };
-        check("cuLaunchKernel(attention_forward sm_90)", code)
-    })?;
+    let config = LaunchConfig::new(grid, THREADS).with_shared_bytes(shared);
+    stream.will_use_for(&accesses, || {
+        // SAFETY: the kernel's contract (`ferrocuda_kernels_hopper::attention`), through its
+        // typed launcher: the maps (copied above, in stream order) describe Q, K, V as
+        // `[B·H, S, D]` bf16 with the box and swizzle it needs; O holds B·H·S·D bf16 and is
+        // 4-byte aligned, LSE holds B·H·S f32 (checked above); for the persistent kernels
+        // `heads` is B·H and `next` a zeroed u32 of `maps`, which nothing else touches during
+        // the launch; every buffer is declared to the door for this launch (`will_use_for`);
+        // grid `(⌈S/128⌉, B·H)` (B·H at most 65535), or for a persistent kernel `(g, 1)` with
+        // 1 <= g <= the SMs and the tiles, and `shared` bytes of dynamic shared memory
+        // (allowed by the attribute set above) are what it was built for.
+        unsafe { (instance.launch)(stream, config, args) }
+    })??;
     // `maps` is freed in stream order after the kernel (its use was recorded by the door).
     drop(maps);
     Ok(true)
+}
+
+/// A device address as a kernel's raw pointer argument.
+fn at<T>(address: u64) -> DevicePtr<T> {
+    DevicePtr::from_address(address)
 }
 
 /// A driver result as this crate's error.
@@ -541,8 +544,10 @@ pub(crate) fn attention_backward<T: Element>(
     let context = stream.context();
     // The fallback's module too, while loading is allowed (see `attention_forward`).
     context.embedded_image(&ferrocuda_kernels_device::KERNELS)?;
-    let function = Function::from_embedded(context, &ferrocuda_kernels_hopper::KERNELS, kernel)?;
-    let store_maps = Function::from_embedded(context, &ferrocuda_kernels_hopper::KERNELS, "attention_backward_store_maps")?;
+    let Some(instance) = backward_kernel(kernel) else {
+        return Err(crate::error::unsupported("kernel", kernel, "an sm_90 backward instance (hopper_backward_kernels)"));
+    };
+    let function = (instance.function)(context)?;
     let shared = shared_bytes(head_dim);
     function.set_max_dynamic_shared_bytes(shared)?;
     // The scratch: the caller's, or one allocation (zeroed: the dQ accumulator must start at 0).
@@ -590,8 +595,26 @@ pub(crate) fn attention_backward<T: Element>(
         *word = unsafe { TensorMap::encode_tiled(part.0.ptr, &stats) }?.words();
     }
     let maps_ptr = maps.0.ptr;
-    let pa = dq_acc.0.ptr;
-    let (pk, pv) = (dk.kernel_arg_mut().ptr, dv.kernel_arg_mut().ptr);
+    let args = GpuBackwardArgs {
+        maps: [0, 1, 2, 3, 4, 5].map(|i| at(maps_ptr + 128 * i)),
+        dq_acc: at(dq_acc.0.ptr),
+        dk: at(dk.kernel_arg_mut().ptr),
+        dv: at(dv.kernel_arg_mut().ptr),
+        problem: Problem {
+            seq_q,
+            seq_kv,
+            heads_q: shape.heads_q as u32,
+            heads_kv: shape.heads_kv as u32,
+            bshd: (shape.layout == Layout::Bshd) as u32,
+            scale: kernel_shape.scale,
+            batch: shape.batch as u32,
+        },
+        next: at(maps_ptr + 8 * MAP_WORDS as u64),
+    };
+    let mut flat: [u64; MAP_WORDS] = [0; MAP_WORDS];
+    for (i, w) in words.iter().flatten().enumerate() {
+        flat[i] = *w;
+    }
     let accesses = [
         inputs[0].read("q"),
         inputs[1].read("k"),
@@ -604,65 +627,27 @@ pub(crate) fn attention_backward<T: Element>(
         delta.kernel_arg().read("delta"),
         dq_acc.kernel_arg_mut().write("dq_acc"),
     ];
-    stream.enqueue("attention_backward (sm_90)", &accesses, |raw| -> Result<()> {
+    let config = LaunchConfig::new(grid, THREADS).with_shared_bytes(shared);
+    stream.will_use_for(&accesses, || -> Result<()> {
         // The maps, as the parameters of a one-warp kernel (a graph replays them as recorded).
-        let mut dst = maps_ptr;
-        let mut flat: [u64; MAP_WORDS] = [0; MAP_WORDS];
-        for (i, w) in words.iter().flatten().enumerate() {
-            flat[i] = *w;
-        }
-        let mut store_params: Vec<*mut std::ffi::c_void> = vec![(&raw mut dst).cast()];
-        store_params.extend(flat.iter_mut().map(|w| (w as *mut u64).cast::<std::ffi::c_void>()));
-        // SAFETY: `attention_backward_store_maps`'s contract: `dst` then 96 u64 parameters, in
-        // order; `dst` is `MAPS_AREA_WORDS` u64 (896 bytes) of this context's device memory (the scratch's first part,
-        // 128-byte aligned), declared written above, read by nothing else meanwhile; one block
-        // of 32 threads.
-        check("cuLaunchKernel(attention_backward_store_maps)", unsafe {
-            sys::cuLaunchKernel(store_maps.raw(), 1, 1, 1, 32, 1, 1, 0, raw.get(), store_params.as_mut_ptr(), std::ptr::null_mut())
-        })?;
-        let (mut m0, mut m1, mut m2, mut m3, mut m4, mut m5) = (maps_ptr, maps_ptr + 128, maps_ptr + 256, maps_ptr + 384, maps_ptr + 512, maps_ptr + 640);
-        let (mut a, mut k_, mut v_) = (pa, pk, pv);
-        let (mut sq, mut skv, mut hq, mut hkv) = (seq_q, seq_kv, shape.heads_q as u32, shape.heads_kv as u32);
-        let mut bshd = (shape.layout == Layout::Bshd) as u32;
-        let mut scale = kernel_shape.scale;
-        let mut batch = shape.batch as u32;
-        let mut next = maps_ptr + 8 * MAP_WORDS as u64;
-        let mut params: [*mut std::ffi::c_void; 17] = [
-            (&raw mut m0).cast(),
-            (&raw mut m1).cast(),
-            (&raw mut m2).cast(),
-            (&raw mut m3).cast(),
-            (&raw mut m4).cast(),
-            (&raw mut m5).cast(),
-            (&raw mut a).cast(),
-            (&raw mut k_).cast(),
-            (&raw mut v_).cast(),
-            (&raw mut sq).cast(),
-            (&raw mut skv).cast(),
-            (&raw mut hq).cast(),
-            (&raw mut hkv).cast(),
-            (&raw mut bshd).cast(),
-            (&raw mut scale).cast(),
-            (&raw mut batch).cast(),
-            (&raw mut next).cast(),
-        ];
-        // SAFETY: the kernel's contract (`ferrocuda_kernels_hopper::attention_backward`): its
-        // seventeen parameters in order (six map addresses, the dq_acc scratch, dK and dV, the
-        // lengths, heads, layout, scale, batch and the work-unit counter: the u32 after the
-        // maps, zeroed by `attention_backward_store_maps` above, read by nothing else); the maps (written by the launch above, in stream
-        // order) describe Q, K, V, dO in the layout, box and swizzle it needs, and lse2, delta
-        // (`B·Hq·seq_pad` f32, written by the prep launch before it) as 1-D f32 arrays with
-        // 64-element boxes; dq_acc holds `B·Hq·D·seq_pad` f32 (zeroed, 16-byte aligned); dK and
-        // dV hold `B·Hkv·seq_kv·D` elements and are 4-byte aligned (checked above); every
-        // buffer is declared to the door; grid `(blocks_x(seq_kv, paired), B·Hkv)` (at most
-        // 65535), or for a `_persistent` one `(g, 1)` with 1 <= g <= the key blocks of all
-        // heads (`⌈seq_kv/128⌉·B·Hkv`, a u32), 384 threads and `shared` bytes of dynamic shared memory (allowed by the attribute set
-        // above) are what it was built for; `function` is the sm_90a image loaded into this
-        // stream's context.
-        let code =
-            unsafe { sys::cuLaunchKernel(function.raw(), grid.0, grid.1, 1, THREADS, 1, 1, shared, raw.get(), params.as_mut_ptr(), std::ptr::null_mut()) };
-        check("cuLaunchKernel(attention_backward sm_90)", code)
-    })?;
+        // SAFETY: `attention_backward_store_maps`'s contract: `dst` is `MAPS_AREA_WORDS` u64
+        // (896 bytes) of this context's device memory (the scratch's first part, 128-byte
+        // aligned), declared written above, read by nothing else meanwhile.
+        unsafe { store_maps(stream, at(maps_ptr), flat) }?;
+        // SAFETY: the kernel's contract (`ferrocuda_kernels_hopper::attention_backward`), through
+        // its typed launcher: the maps (written by the launch above, in stream order) describe
+        // Q, K, V, dO in the layout, box and swizzle it needs, and lse2, delta (`B·Hq·seq_pad`
+        // f32, written by the prep launch before it) as 1-D f32 arrays with 64-element boxes;
+        // dq_acc holds `B·Hq·D·seq_pad` f32 (zeroed, 16-byte aligned); dK and dV hold
+        // `B·Hkv·seq_kv·D` elements and are 4-byte aligned (checked above); the work-unit
+        // counter is the u32 after the maps, zeroed by `attention_backward_store_maps`, read by
+        // nothing else; every buffer is declared to the door for both launches (`will_use_for`);
+        // grid `(blocks_x(seq_kv, paired), B·Hkv)` (at most 65535), or for a `_persistent` one
+        // `(g, 1)` with 1 <= g <= the key blocks of all heads (`⌈seq_kv/128⌉·B·Hkv`, a u32),
+        // 384 threads and `shared` bytes of dynamic shared memory (allowed by the attribute set
+        // above) are what it was built for.
+        Ok(unsafe { (instance.launch)(stream, config, args) }?)
+    })??;
     <T as Launchers>::attention_backward_dq_convert(stream, dq_convert_grid(&shape), &dq_acc, dq, head_dim, kernel_shape)?;
     // `owned` (if any) is freed in stream order after these launches (their uses are recorded).
     drop(owned);

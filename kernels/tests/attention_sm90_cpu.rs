@@ -209,3 +209,38 @@ fn longest_first_is_one_to_one_and_ends_with_the_shortest_units() {
         assert_eq!(last.0, per_head - 1, "({per_head}, {heads}): the grid's last unit is not a shortest one");
     }
 }
+
+/// Session 18 (issue 31): the sm_90 kernels are `#[kernel]`s launched through typed launchers
+/// that the host finds by name (`forward_kernel`, `backward_kernel`). Every instance the library
+/// may run by name, for every head dim, mask, element type and length class, has a launcher
+/// under exactly that name (a missing one would turn a pick into an error on the GPU only).
+#[test]
+fn s18_every_sm90_instance_the_library_names_has_a_typed_launcher() {
+    use ferrocuda_kernels_hopper::attention::forward_kernel;
+    use ferrocuda_kernels_hopper::attention_backward::backward_kernel;
+    let mut forward = 0;
+    let mut backward = 0;
+    for head_dim in [64, 128] {
+        for causal in [false, true] {
+            for seq in [100, 512, 768, 1024, 2048, 4096, 8192] {
+                let shape = Attention { head_dim, causal, ..shape(2, 4, 4, seq, seq, head_dim, Layout::Bhsd, causal) };
+                for name in ferrocuda_kernels::attention::hopper_forward_instances::<bf16>(&shape, 90) {
+                    let kernel = forward_kernel(name).unwrap_or_else(|| panic!("no launcher for forward {name}"));
+                    assert_eq!(kernel.name, name);
+                    forward += 1;
+                }
+                for grouped in [shape, Attention { heads_kv: 2, ..shape }, Attention { layout: Layout::Bshd, ..shape }] {
+                    let names = [hopper_backward_kernels::<bf16>(&grouped, 90), hopper_backward_kernels::<f16>(&grouped, 90)];
+                    let trials = [hopper_backward_trial_kernels::<bf16>(&grouped, 90), hopper_backward_trial_kernels::<f16>(&grouped, 90)];
+                    for name in names.into_iter().flatten().flatten().chain(trials.into_iter().flatten()) {
+                        let kernel = backward_kernel(name).unwrap_or_else(|| panic!("no launcher for backward {name}"));
+                        assert_eq!(kernel.name, name);
+                        backward += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(forward > 100 && backward > 100, "{forward} forward, {backward} backward names checked");
+    assert!(forward_kernel("attention_d96").is_none() && backward_kernel("attention_backward_d96_bf16").is_none());
+}

@@ -129,6 +129,8 @@ pub const fn kv_tiles(causal: bool, q0: u32, seq_len: u32) -> u32 {
     if causal && upto < all { upto } else { all }
 }
 
+#[cfg(not(target_arch = "nvptx64"))]
+pub use body::{ForwardArgs, ForwardKernel, ForwardLaunch, forward_kernel};
 pub use body::{attention_body, attention_body_persistent, attention_body_persistent_q2, attention_body_persistent_with, attention_body_with};
 
 /// Degree of [`exp2_poly`]'s polynomial in the `_poly` kernels.
@@ -262,6 +264,7 @@ mod body {
     use super::*;
     use ferrocuda_device::atomic::Atomic;
     use ferrocuda_device::half::pack_bf16x2;
+    use ferrocuda_device::kernel;
     use ferrocuda_device::math::FastMath;
     use ferrocuda_device::mbarrier::{MBarrier, fence_init};
     use ferrocuda_device::named_barrier::NamedBarrier;
@@ -1192,23 +1195,98 @@ mod body {
         }
     }
 
+    /// The arguments of every forward instance, as the host passes them (host builds only):
+    /// the three maps' device addresses (Q, K, V), O and LSE, the sequence length, the scale in
+    /// log2 units; the persistent instances also take `heads` (`B·H`) and the work counter
+    /// `next` (the others ignore both).
+    #[cfg(not(target_arch = "nvptx64"))]
+    #[derive(Clone, Copy, Debug)]
+    pub struct ForwardArgs {
+        /// Device addresses of the Q, K and V maps (128 bytes each, 64-byte aligned).
+        pub maps: [ferrocuda_host::DevicePtr<TensorMap>; 3],
+        /// O, `B·H·S·D` bf16 as pairs.
+        pub o: ferrocuda_host::DevicePtr<u32>,
+        /// LSE, `B·H·S` f32.
+        pub lse: ferrocuda_host::DevicePtr<f32>,
+        /// S.
+        pub seq_len: u32,
+        /// The softmax scale times `log2 e`.
+        pub scale_log2: f32,
+        /// `B·H` (persistent instances).
+        pub heads: u32,
+        /// The work counter, a zeroed `u32` (persistent instances).
+        pub next: ferrocuda_host::DevicePtr<u32>,
+    }
+
+    /// A forward instance's typed launcher, as a function pointer (host builds only).
+    ///
+    /// # Safety
+    /// The instance's `# Safety` contract holds for this launch.
+    #[cfg(not(target_arch = "nvptx64"))]
+    pub type ForwardLaunch = unsafe fn(&ferrocuda_host::Stream, ferrocuda_host::LaunchConfig, ForwardArgs) -> Result<(), ferrocuda_host::Error>;
+
+    /// One sm_90 forward instance, for the host to pick by name (host builds only).
+    #[cfg(not(target_arch = "nvptx64"))]
+    #[derive(Clone, Copy, Debug)]
+    pub struct ForwardKernel {
+        /// The kernel's symbol (its name).
+        pub name: &'static str,
+        /// The kernel as loaded into a context (for its shared-memory attribute).
+        pub function: fn(&ferrocuda_host::Context) -> Result<ferrocuda_host::Function, ferrocuda_host::Error>,
+        /// Its typed launcher.
+        pub launch: ForwardLaunch,
+    }
+
+    /// The forward instance named `name`, if there is one (host builds only).
+    #[cfg(not(target_arch = "nvptx64"))]
+    pub fn forward_kernel(name: &str) -> Option<&'static ForwardKernel> {
+        [PLAIN, PERSISTENT, PERSISTENT_Q2].into_iter().flatten().find(|kernel| kernel.name == name)
+    }
+
+    /// The table of a group of forward instances: `$table` names it; `7` or `9` the launchers'
+    /// parameters after the config.
+    macro_rules! forward_table {
+        ($table:ident, 7: $($name:ident)*) => {
+            #[cfg(not(target_arch = "nvptx64"))]
+            const $table: &[ForwardKernel] = &[$(ForwardKernel {
+                name: $name::SYMBOL,
+                function: $name::function,
+                // SAFETY: forwarded (the table's `ForwardLaunch` contract).
+                launch: |stream: &ferrocuda_host::Stream, config: ferrocuda_host::LaunchConfig, a: ForwardArgs| unsafe {
+                    $name::launch(stream, config, a.maps[0], a.maps[1], a.maps[2], a.o, a.lse, a.seq_len, a.scale_log2)
+                },
+            }),*];
+        };
+        ($table:ident, 9: $($name:ident)*) => {
+            #[cfg(not(target_arch = "nvptx64"))]
+            const $table: &[ForwardKernel] = &[$(ForwardKernel {
+                name: $name::SYMBOL,
+                function: $name::function,
+                // SAFETY: forwarded (the table's `ForwardLaunch` contract).
+                launch: |stream: &ferrocuda_host::Stream, config: ferrocuda_host::LaunchConfig, a: ForwardArgs| unsafe {
+                    $name::launch(stream, config, a.maps[0], a.maps[1], a.maps[2], a.o, a.lse, a.seq_len, a.scale_log2, a.heads, a.next)
+                },
+            }),*];
+        };
+    }
+
     macro_rules! kernels {
         ($($name:ident: $d:literal, $causal:literal, $overlap:literal, $pingpong:literal, $stages:literal $(, poly $poly:literal)?;)*) => {$(
-            ferrocuda_device::launch_bounds!($name, 384, 1);
             /// Attention forward (see the module docs), head dimension and variant in the name.
             ///
             /// # Safety
             /// The module's requirements; 384 threads, `shared_bytes(D, STAGES)` of dynamic shared
             /// memory, grid `(⌈seq_len / 128⌉, batch·heads)`.
-            #[cfg(target_arch = "nvptx64")]
-            #[unsafe(no_mangle)]
-            pub unsafe extern "ptx-kernel" fn $name(
+            #[kernel(launch_bounds(384, 1))]
+            pub unsafe fn $name(
                 q_map: *const TensorMap, k_map: *const TensorMap, v_map: *const TensorMap, o: *mut u32, lse: *mut f32, seq_len: u32, scale_log2: f32,
             ) {
                 // SAFETY: the kernel's contract.
                 unsafe { attention_body_with::<$d, $causal, $overlap, $pingpong, $stages, { 0 $(+ $poly)? }>(q_map, k_map, v_map, o, lse, seq_len, scale_log2) }
             }
-        )*};
+        )*
+            forward_table!(PLAIN, 7: $($name)*);
+        };
     }
 
     kernels! {
@@ -1242,7 +1320,6 @@ mod body {
 
     macro_rules! persistent_kernels {
         ($($name:ident: $d:literal, $causal:literal, $pingpong:literal, $stages:literal $(, poly $poly:literal)?;)*) => {$(
-            ferrocuda_device::launch_bounds!($name, 384, 1);
             /// Attention forward, persistent (see the module docs and
             /// [`attention_body_persistent`]), head dimension and variant in the name.
             ///
@@ -1251,39 +1328,40 @@ mod body {
             /// memory, grid `(g, 1)` with `g >= 1` (at most one block per SM); `heads` is
             /// `batch·heads`; `next` a `u32` of global memory, 0 at the launch, used by nothing
             /// else during it.
-            #[cfg(target_arch = "nvptx64")]
-            #[unsafe(no_mangle)]
+            #[kernel(launch_bounds(384, 1))]
             #[allow(clippy::too_many_arguments)]
-            pub unsafe extern "ptx-kernel" fn $name(
+            pub unsafe fn $name(
                 q_map: *const TensorMap, k_map: *const TensorMap, v_map: *const TensorMap, o: *mut u32, lse: *mut f32, seq_len: u32, scale_log2: f32,
                 heads: u32, next: *mut u32,
             ) {
                 // SAFETY: the kernel's contract.
                 unsafe { attention_body_persistent_with::<$d, $causal, $pingpong, $stages, { 0 $(+ $poly)? }>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next) }
             }
-        )*};
+        )*
+            forward_table!(PERSISTENT, 9: $($name)*);
+        };
     }
 
     macro_rules! persistent_q2_kernels {
         ($($name:ident: $d:literal, $causal:literal, $pingpong:literal, $stages:literal;)*) => {$(
-            ferrocuda_device::launch_bounds!($name, 384, 1);
             /// Attention forward, persistent with two Q buffers (see
             /// [`attention_body_persistent_q2`]), head dimension and variant in the name.
             ///
             /// # Safety
             /// As for the `_persistent` kernels, with `shared_bytes_q2(D, STAGES)` of dynamic
             /// shared memory.
-            #[cfg(target_arch = "nvptx64")]
-            #[unsafe(no_mangle)]
+            #[kernel(launch_bounds(384, 1))]
             #[allow(clippy::too_many_arguments)]
-            pub unsafe extern "ptx-kernel" fn $name(
+            pub unsafe fn $name(
                 q_map: *const TensorMap, k_map: *const TensorMap, v_map: *const TensorMap, o: *mut u32, lse: *mut f32, seq_len: u32, scale_log2: f32,
                 heads: u32, next: *mut u32,
             ) {
                 // SAFETY: the kernel's contract.
                 unsafe { attention_body_persistent_q2::<$d, $causal, $pingpong, $stages>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next) }
             }
-        )*};
+        )*
+            forward_table!(PERSISTENT_Q2, 9: $($name)*);
+        };
     }
 
     // Session 16 (issue 31): the short-sequence persistent kernels with two Q buffers.

@@ -171,6 +171,7 @@ mod body {
     use super::*;
     use ferrocuda_device::atomic::Atomic;
     use ferrocuda_device::half::{F16x2, pack_bf16x2};
+    use ferrocuda_device::kernel;
     use ferrocuda_device::ldmatrix;
     use ferrocuda_device::math::FastMath;
     use ferrocuda_device::mbarrier::{MBarrier, fence_init};
@@ -366,6 +367,7 @@ mod body {
 
     /// The problem, as the kernel's scalar parameters give it.
     #[derive(Clone, Copy)]
+    #[cfg_attr(not(target_arch = "nvptx64"), derive(Debug))]
     pub struct Problem {
         /// Query positions.
         pub seq_q: u32,
@@ -1022,9 +1024,63 @@ mod body {
         }
     }
 
+    /// The arguments of every backward instance, as the host passes them (device addresses
+    /// on a GPU, host addresses on the CPU executor; `P` is the pointer type): the six maps
+    /// (Q, K, V, dO, `lse2`, `delta`), the dQ accumulator, dK and dV as 32-bit pairs, the
+    /// problem and the `_dyn` instances' work counter (host builds only).
+    #[cfg(not(target_arch = "nvptx64"))]
+    #[derive(Clone, Copy, Debug)]
+    pub struct BackwardArgs<M, F, W> {
+        /// The six maps' addresses.
+        pub maps: [M; 6],
+        /// The dQ accumulator (`B·Hq·D·seq_pad` f32, zeroed).
+        pub dq_acc: F,
+        /// dK, as pairs of elements.
+        pub dk: W,
+        /// dV, as pairs of elements.
+        pub dv: W,
+        /// The shape.
+        pub problem: Problem,
+        /// The `_dyn` instances' work counter (a zeroed `u32`).
+        pub next: W,
+    }
+
+    /// [`BackwardArgs`] on a GPU.
+    #[cfg(not(target_arch = "nvptx64"))]
+    pub type GpuBackwardArgs = BackwardArgs<ferrocuda_host::DevicePtr<TensorMap>, ferrocuda_host::DevicePtr<f32>, ferrocuda_host::DevicePtr<u32>>;
+    /// [`BackwardArgs`] on the CPU executor.
+    #[cfg(not(target_arch = "nvptx64"))]
+    pub type CpuBackwardArgs = BackwardArgs<*const TensorMap, *mut f32, *mut u32>;
+
+    /// One sm_90 backward instance, for the host to pick by name (host builds only).
+    #[cfg(not(target_arch = "nvptx64"))]
+    #[derive(Clone, Copy, Debug)]
+    pub struct BackwardKernel {
+        /// The kernel's symbol (its name).
+        pub name: &'static str,
+        /// The kernel as loaded into a context (for its shared-memory attribute).
+        pub function: fn(&ferrocuda_host::Context) -> Result<ferrocuda_host::Function, ferrocuda_host::Error>,
+        /// Its typed launcher.
+        ///
+        /// # Safety
+        /// The instance's `# Safety` contract holds for this launch.
+        pub launch: unsafe fn(&ferrocuda_host::Stream, ferrocuda_host::LaunchConfig, GpuBackwardArgs) -> Result<(), ferrocuda_host::Error>,
+        /// Its CPU launcher.
+        ///
+        /// # Safety
+        /// As for `launch`, with host addresses (emulated maps).
+        pub launch_cpu:
+            unsafe fn(&ferrocuda_device::cpu::CpuExecutor, ferrocuda_device::cpu::LaunchConfig, CpuBackwardArgs) -> Result<(), ferrocuda_device::cpu::CpuError>,
+    }
+
+    /// The backward instance named `name`, if there is one (host builds only).
+    #[cfg(not(target_arch = "nvptx64"))]
+    pub fn backward_kernel(name: &str) -> Option<&'static BackwardKernel> {
+        BACKWARD.iter().find(|kernel| kernel.name == name)
+    }
+
     macro_rules! kernels {
         ($($name:ident: $d:literal, $causal:literal, $f16:literal, $bulk:literal, $early:literal, $stagger:literal, $lpt:literal, $persistent:literal $(, $dynamic:literal)?;)*) => {$(
-            ferrocuda_device::launch_bounds!($name, 384, 1);
             /// Attention backward (see the module docs), head dimension, mask and element type
             /// in the name.
             ///
@@ -1033,10 +1089,9 @@ mod body {
             /// memory, grid `(blocks_x(seq_kv, paired), batch·heads_kv)` (paired: causal, not
             /// `_late`), or for `_persistent` `(g, 1)` with `1 <= g <= ⌈seq_kv / 128⌉ · batch ·
             /// heads_kv` (a u32); `batch` the batch entries.
-            #[cfg(target_arch = "nvptx64")]
-            #[unsafe(no_mangle)]
+            #[kernel(launch_bounds(384, 1))]
             #[allow(clippy::too_many_arguments)]
-            pub unsafe extern "ptx-kernel" fn $name(
+            pub unsafe fn $name(
                 q_map: *const TensorMap, k_map: *const TensorMap, v_map: *const TensorMap, do_map: *const TensorMap,
                 lse_map: *const TensorMap, delta_map: *const TensorMap, dq_acc: *mut f32, dk: *mut u32, dv: *mut u32,
                 seq_q: u32, seq_kv: u32, heads_q: u32, heads_kv: u32, bshd: u32, scale: f32, batch: u32, next: *mut u32,
@@ -1049,7 +1104,23 @@ mod body {
                     )
                 }
             }
-        )*};
+        )*
+            #[cfg(not(target_arch = "nvptx64"))]
+            const BACKWARD: &[BackwardKernel] = &[$(BackwardKernel {
+                name: $name::SYMBOL,
+                function: $name::function,
+                // SAFETY: forwarded (the field's contract).
+                launch: |stream: &ferrocuda_host::Stream, config: ferrocuda_host::LaunchConfig, a: GpuBackwardArgs| unsafe {
+                    let ([m0, m1, m2, m3, m4, m5], p) = (a.maps, a.problem);
+                    $name::launch(stream, config, m0, m1, m2, m3, m4, m5, a.dq_acc, a.dk, a.dv, p.seq_q, p.seq_kv, p.heads_q, p.heads_kv, p.bshd, p.scale, p.batch, a.next)
+                },
+                // SAFETY: forwarded (the field's contract).
+                launch_cpu: |executor: &ferrocuda_device::cpu::CpuExecutor, config: ferrocuda_device::cpu::LaunchConfig, a: CpuBackwardArgs| unsafe {
+                    let ([m0, m1, m2, m3, m4, m5], p) = (a.maps, a.problem);
+                    $name::launch_cpu(executor, config, m0, m1, m2, m3, m4, m5, a.dq_acc, a.dk, a.dv, p.seq_q, p.seq_kv, p.heads_q, p.heads_kv, p.bshd, p.scale, p.batch, a.next)
+                },
+            }),*];
+        };
     }
 
     kernels! {
@@ -1086,6 +1157,8 @@ mod body {
 }
 
 pub use body::Problem;
+#[cfg(not(target_arch = "nvptx64"))]
+pub use body::{BackwardArgs, BackwardKernel, CpuBackwardArgs, GpuBackwardArgs, backward_kernel};
 
 /// `u64` words of the six tensor maps of one backward call (Q, K, V, dO, `lse2`, `delta`: 128
 /// bytes each).
@@ -1098,10 +1171,9 @@ pub const MAPS_AREA_WORDS: usize = MAP_WORDS + 16;
 macro_rules! store_maps {
     ($(#[$doc:meta])* $($w:ident),*) => {
         $(#[$doc])*
-        #[cfg(target_arch = "nvptx64")]
-        #[unsafe(no_mangle)]
+        #[ferrocuda_device::kernel]
         #[allow(clippy::too_many_arguments)]
-        pub unsafe extern "ptx-kernel" fn attention_backward_store_maps(dst: *mut u64, $($w: u64),*) {
+        pub unsafe fn attention_backward_store_maps(dst: *mut u64, $($w: u64),*) {
             let words: [u64; MAP_WORDS] = [$($w),*];
             let t = ferrocuda_device::thread::thread_idx_x() as usize;
             ferrocuda_device::unroll::unroll::<3>(|i| {
@@ -1117,6 +1189,22 @@ macro_rules! store_maps {
                 // `_dyn` instances' work-unit counter starts at 0 on every call (and replay).
                 unsafe { *dst.add(MAP_WORDS) = 0 };
             }
+        }
+
+        /// Launches [`attention_backward_store_maps()`] (one block of 32 threads) on `stream`,
+        /// writing `words` and the zeroed counter to `dst` (host builds only).
+        ///
+        /// # Safety
+        /// As for [`attention_backward_store_maps()`].
+        #[cfg(not(target_arch = "nvptx64"))]
+        pub unsafe fn store_maps(
+            stream: &ferrocuda_host::Stream,
+            dst: ferrocuda_host::DevicePtr<u64>,
+            words: [u64; MAP_WORDS],
+        ) -> Result<(), ferrocuda_host::Error> {
+            let [$($w),*] = words;
+            // SAFETY: forwarded.
+            unsafe { attention_backward_store_maps::launch(stream, ferrocuda_host::LaunchConfig::new(1, 32), dst, $($w),*) }
         }
     };
 }
