@@ -3,6 +3,10 @@
 //! `docs/host-safety.md` (the page names the case that pins each promise). Skip (printed)
 //! without a GPU; fail under `REQUIRE_GPU=1`. Run with `--test-threads=1` for the cases that
 //! measure device memory (`a23`).
+//!
+//! Some tests here compare the GPU's free memory before and after, which other processes on the
+//! GPU disturb (session 18's final call: G16R-1 saw -173 MiB with five other test binaries
+//! running): `ferrocuda-gpu-run: alone` (scripts/gpu-run/run.sh runs this binary by itself).
 
 mod common;
 #[path = "common/host_ordering.rs"]

@@ -9,6 +9,10 @@
 //! Each test is named for what it guards. Skip (printed) without a GPU; fail under
 //! `REQUIRE_GPU=1`. Every test uses only APIs that existed before the fix, so the same file
 //! built against the audited commit shows the failures.
+//!
+//! Some tests here compare the GPU's free memory before and after, which other processes on the
+//! GPU disturb (session 18's final call: G16R-1 saw -173 MiB with five other test binaries
+//! running): `ferrocuda-gpu-run: alone` (scripts/gpu-run/run.sh runs this binary by itself).
 
 mod common;
 #[path = "common/host_ordering.rs"]

@@ -3,6 +3,10 @@
 //! the driver trusts (U5, U7), and clear errors (E1a, E2, E7, H1). Each test is named for what
 //! it guards. Skip (printed) without a GPU; fail under `REQUIRE_GPU=1`. The U3 test needs two
 //! GPUs with peer access and skips with a message on one.
+//!
+//! Some tests here compare the GPU's free memory before and after, which other processes on the
+//! GPU disturb (session 18's final call: G16R-1 saw -173 MiB with five other test binaries
+//! running): `ferrocuda-gpu-run: alone` (scripts/gpu-run/run.sh runs this binary by itself).
 
 mod common;
 

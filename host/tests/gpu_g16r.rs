@@ -7,6 +7,10 @@
 //!
 //! Run: `REQUIRE_GPU=1 cargo test --release -p ferrocuda-host --test gpu_g16r -- --nocapture --test-threads=1`
 //! (or `scripts/gpu-run/review16.sh`).
+//!
+//! Some tests here compare the GPU's free memory before and after, which other processes on the
+//! GPU disturb (session 18's final call: G16R-1 saw -173 MiB with five other test binaries
+//! running): `ferrocuda-gpu-run: alone` (scripts/gpu-run/run.sh runs this binary by itself).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
