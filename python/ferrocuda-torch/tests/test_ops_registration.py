@@ -163,7 +163,9 @@ def test_autograd_calls_the_declared_backward_op_with_gradients_shaped_like_the_
         assert x.grad is not None and x.grad.shape == x.shape and x.grad.dtype == x.dtype, (name, x.shape, x.dtype)
 
 
-def test_the_fused_norms_return_the_sum_and_give_x_and_residual_one_gradient(host_only):
+def test_the_fused_norms_return_the_sum_and_give_x_and_residual_one_gradient(host_only_zeros):
+    # Zeroed outputs: in host-only mode nothing writes them, and torch.equal on uninitialised
+    # memory fails whenever it holds a NaN (session 18's GPU run of the whole suite: it did).
     x, r = torch.randn(5, 32, requires_grad=True), torch.randn(5, 32, requires_grad=True)
     w, b = torch.randn(32, requires_grad=True), torch.randn(32, requires_grad=True)
     out, total, mean, rstd = torch.ops.ferrocuda.add_layernorm(x, r, w, b, 1e-5)
