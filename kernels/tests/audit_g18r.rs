@@ -3,6 +3,9 @@
 //! Each test asserts what the library *should* do; while a finding is open it fails, showing
 //! what happens instead.
 
+mod common;
+
+use common::gpu;
 use ferrocuda_device::cpu::CpuExecutor;
 use ferrocuda_host::LaunchConfig;
 use ferrocuda_kernels_device::attention::{AttentionShape, LAYOUT_BHSD};
@@ -26,12 +29,17 @@ fn inputs() -> (Vec<f32>, Vec<f32>, Vec<f32>) {
 /// without writing); the executor reports the race instead.
 #[test]
 fn g18r_1_attention_backward_dkv_mma_in_a_2d_grid_is_refused_or_harmless() {
+    let result = dkv_on_the_cpu(LaunchConfig::new((1u32, 2u32), 128u32));
+    assert!(result.is_ok(), "G18R-1: a safe launch of attention_backward_dkv_mma on a (1, 2) grid races: {}", result.unwrap_err());
+}
+
+/// `attention_backward_dkv_mma` (f32) on the CPU executor with `config`.
+fn dkv_on_the_cpu(config: LaunchConfig) -> Result<(), ferrocuda_device::cpu::CpuError> {
     let executor = CpuExecutor::new();
     let (x, dout, lse) = inputs();
     let delta = vec![0.0f32; SEQ];
     let (mut dk, mut dv) = (vec![0.0f32; SEQ * D], vec![0.0f32; SEQ * D]);
-    let config = LaunchConfig::new((1u32, 2u32), 128u32);
-    let result = ferrocuda_kernels_device::for_f32::attention_backward_dkv_mma::launch_cpu(
+    ferrocuda_kernels_device::for_f32::attention_backward_dkv_mma::launch_cpu(
         &executor,
         config,
         &x,
@@ -44,33 +52,14 @@ fn g18r_1_attention_backward_dkv_mma_in_a_2d_grid_is_refused_or_harmless() {
         &mut dv,
         D as u32,
         shape(),
-    );
-    assert!(result.is_ok(), "G18R-1: a safe launch of attention_backward_dkv_mma on a (1, 2) grid races: {}", result.unwrap_err());
+    )
 }
 
 /// G18R-1, the block form: blocks of `(128, 2)` threads pass `blockDim.x == 128`; the two rows
 /// of threads stage the same shared tiles and write the same dK/dV elements.
 #[test]
 fn g18r_1_attention_backward_dkv_mma_with_2d_blocks_is_refused_or_harmless() {
-    let executor = CpuExecutor::new();
-    let (x, dout, lse) = inputs();
-    let delta = vec![0.0f32; SEQ];
-    let (mut dk, mut dv) = (vec![0.0f32; SEQ * D], vec![0.0f32; SEQ * D]);
-    let config = LaunchConfig::new(1u32, (128u32, 2u32));
-    let result = ferrocuda_kernels_device::for_f32::attention_backward_dkv_mma::launch_cpu(
-        &executor,
-        config,
-        &x,
-        &x,
-        &x,
-        &dout,
-        &lse,
-        &delta,
-        &mut dk,
-        &mut dv,
-        D as u32,
-        shape(),
-    );
+    let result = dkv_on_the_cpu(LaunchConfig::new(1u32, (128u32, 2u32)));
     assert!(result.is_ok(), "G18R-1: a safe launch of attention_backward_dkv_mma with (128, 2) blocks races: {}", result.unwrap_err());
 }
 
@@ -97,22 +86,6 @@ fn g18r_1_attention_backward_dq_mma_in_a_2d_grid_is_refused_or_harmless() {
         shape(),
     );
     assert!(result.is_ok(), "G18R-1: a safe launch of attention_backward_dq_mma on a (1, 2) grid races: {}", result.unwrap_err());
-}
-
-fn gpu(test: &str) -> Option<(ferrocuda_host::Context, ferrocuda_host::Stream)> {
-    let attempt = || -> Result<_, String> {
-        let context = ferrocuda_host::Context::primary(0).map_err(|e| e.to_string())?;
-        let stream = ferrocuda_host::Stream::new(&context).map_err(|e| e.to_string())?;
-        Ok((context, stream))
-    };
-    match attempt() {
-        Ok(pair) => Some(pair),
-        Err(why) => {
-            assert!(std::env::var("REQUIRE_GPU").as_deref() != Ok("1"), "REQUIRE_GPU=1 but {test} cannot run: {why}");
-            eprintln!("SKIPPED {test}: {why}");
-            None
-        }
-    }
 }
 
 /// G18R-1 on a GPU: the same safe launch (blocks of `(128, 2)` threads on a `(1, 2)` grid) is

@@ -15,22 +15,6 @@ use ferrocuda_kernels::gemm::{self, GemmEngine, GemmEpilogue, GemmShape};
 use ferrocuda_kernels::rows::{self, AdamW, Rope, Rows};
 use ferrocuda_kernels::{Element, KernelsError, bf16, cpu, f16};
 
-fn gpu(test: &str) -> Option<(Context, Stream)> {
-    let attempt = || -> Result<(Context, Stream), String> {
-        let context = Context::primary(0).map_err(|e| e.to_string())?;
-        let stream = Stream::new(&context).map_err(|e| e.to_string())?;
-        Ok((context, stream))
-    };
-    match attempt() {
-        Ok(pair) => Some(pair),
-        Err(why) => {
-            assert!(std::env::var("REQUIRE_GPU").as_deref() != Ok("1"), "REQUIRE_GPU=1 but {test} cannot run: {why}");
-            eprintln!("SKIPPED {test}: {why}");
-            None
-        }
-    }
-}
-
 fn up<T: bytemuck::Pod>(context: &Context, x: &[T]) -> DeviceBuffer<T> {
     DeviceBuffer::from_slice(context, x).unwrap()
 }

@@ -169,3 +169,21 @@ pub fn attention_ref_scaled(
     }
     r
 }
+
+/// Device 0's primary context and a stream, or `None` (printed "SKIPPED") without a GPU; a
+/// failure instead of a skip under `REQUIRE_GPU=1`.
+pub fn gpu(test: &str) -> Option<(ferrocuda_host::Context, ferrocuda_host::Stream)> {
+    let attempt = || -> Result<_, String> {
+        let context = ferrocuda_host::Context::primary(0).map_err(|e| e.to_string())?;
+        let stream = ferrocuda_host::Stream::new(&context).map_err(|e| e.to_string())?;
+        Ok((context, stream))
+    };
+    match attempt() {
+        Ok(pair) => Some(pair),
+        Err(why) => {
+            assert!(std::env::var("REQUIRE_GPU").as_deref() != Ok("1"), "REQUIRE_GPU=1 but {test} cannot run: {why}");
+            eprintln!("SKIPPED {test}: {why}");
+            None
+        }
+    }
+}
