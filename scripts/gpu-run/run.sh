@@ -21,7 +21,8 @@ run() { # name, timeout, command...
   local name=$1 limit=$2; shift 2
   local start=$(date +%s)
   timeout "$limit" "$@" > "$out/$name.log" 2>&1; local rc=$?
-  local results=$(grep -E '^test result' "$out/$name.log" | sed -E 's/test result: //; s/; finished.*//' | tr '\n' ' ')
+  # cargo's "test result" lines, or pytest's last line ("176 passed, 2 skipped in 30.1s").
+  local results=$(grep -E '^test result|^=* ?[0-9]+ (passed|failed|error)' "$out/$name.log" | sed -E 's/test result: //; s/; finished.*//; s/^=+ //; s/ =+$//' | tr '\n' ' ')
   printf '%-26s rc=%-3s %4ss %s\n' "$name" "$rc" "$(( $(date +%s) - start ))" "${results:0:110}" | tee -a "$summary"
 }
 # Every test binary stage.sh found reaching a GPU (gpu-tests.txt), JOBS at a time (default 1:
@@ -61,12 +62,22 @@ if [ "$gpus" -ge 2 ]; then
 else
   echo "SKIPPED multi-GPU examples (data_parallel, allreduce_bench): $gpus GPU" | tee -a "$summary"
 fi
+# The Python package's tests (stage.sh's python/ folder) with this machine's PyTorch.
+if [ -d "$work/python" ]; then
+  py=/opt/torch/.venv/bin/python; [ -x "$py" ] || py=python3
+  mkdir -p "$work/python/lib"
+  for w in "$work"/python/wheel/*.whl "$work"/python/pywheels/*.whl; do "$py" -m zipfile -e "$w" "$work/python/lib"; done
+  run python_torch 300 env PYTHONPATH="$work/python/lib" PYTHONDONTWRITEBYTECODE=1 \
+    bash -c 'cd "$1" && "$2" -m pytest -q -rs -p no:cacheprovider .' _ "$work/python/tests" "$py"
+else
+  echo "SKIPPED the Python package's tests: not staged (STAGE_PYTHON=0)" | tee -a "$summary"
+fi
 run main_job 120 ./ferrocuda
 # The main job's test, on the staged binary (its build-machine path would not exist here).
 [ -x cpu_main_job ] && run cpu_main_job 150 env FERROCUDA_MAIN_JOB=./ferrocuda ./cpu_main_job
 [ -n "${SKIP_BENCH:-}" ] || run bench 300 ./ferrocuda-bench
 echo "---- failed tests:" | tee -a "$summary"
-grep -h -E "^test .* FAILED|^SKIPPED" "$out"/*.log | sort | uniq | head -40 | tee -a "$summary"
+grep -h -E "^test .* FAILED|^SKIPPED|^FAILED " "$out"/*.log | sort | uniq | head -40 | tee -a "$summary"
 echo "---- launch overhead:" | tee -a "$summary"
 grep -E "typed - raw|buffer" "$out/ex_launch_overhead.log" | tail -8 | tee -a "$summary"
 echo "---- module load:" | tee -a "$summary"

@@ -51,11 +51,24 @@ for line in sys.stdin:
         name = ("ex_" if kind == "example" else "") + m["target"]["name"]
         shutil.copy(m["executable"], sys.argv[1] + "/" + name)
 ' "$work/bin"
+# The Python package (python/ferrocuda-torch) and its tests, run there with the machine's PyTorch:
+# its wheel built as scripts/check-python.sh builds it (maturin) and pytest's wheels (the GPU
+# machine has no network). STAGE_PYTHON=0 leaves it out.
+if [ "${STAGE_PYTHON:-1}" != 0 ]; then
+  export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
+  venv="${FERROCUDA_PYTHON_VENV:-$CARGO_TARGET_DIR/python-venv}"
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "maturin>=1.5,<2"
+  mkdir -p "$work/python/wheel" "$work/python/pywheels"
+  "$venv/bin/maturin" build --release --quiet -m "$root/python/ferrocuda-torch/Cargo.toml" --out "$work/python/wheel"
+  "$venv/bin/pip" download --quiet --disable-pip-version-check --only-binary=:all: --dest "$work/python/pywheels" pytest
+  cp -r "$root/python/ferrocuda-torch/tests" "$work/python/tests"
+fi
 # The CUDA C++ twins of the ported kernels (examples/ports_bench.rs), built by nvcc there.
 cp "$root/bench/cuda/ports.cu" "$root/bench/cuda/llmc_cuda_utils.cuh" "$work/bin/"
 # One xz stream with a dictionary larger than the folder (the test binaries share most of their
 # code): about 17 MB where tar -J (xz -6, 8 MiB dictionary) gave 71 MB, above `run`'s 64 MiB carry.
-tar -C "$work" -cf - bin | xz -T1 -9e --lzma2=preset=9e,dict=384MiB > "$dest/bins.tar.xz"
+tar -C "$work" -cf - bin $( [ -d "$work/python" ] && echo python) | xz -T1 -9e --lzma2=preset=9e,dict=384MiB > "$dest/bins.tar.xz"
 cp "$root/scripts/gpu-run/run.sh" "$dest/run.sh"
 git -C "$root" rev-parse HEAD > "$dest/commit.txt"
-echo "staged $(ls "$work/bin" | wc -l) binaries of $(cat "$dest/commit.txt") in $dest ($(du -sh "$dest" | cut -f1))"
+echo "staged $(ls "$work/bin" | wc -l) binaries$( [ -d "$work/python" ] && echo " and the Python package") of $(cat "$dest/commit.txt") in $dest ($(du -sh "$dest" | cut -f1))"
