@@ -131,3 +131,60 @@ fn dynamic_scaled_int8_quant_kernel_scales_each_token_by_its_absmax() {
     assert_eq!(bytemuck::cast_slice::<_, i8>(&out), &want[..]);
     assert_eq!(scales, want_scales);
 }
+
+#[test]
+fn reduce_add_sum_kernel_fixed_gives_the_first_trys_bits() {
+    // m = 7: the four-row steps and the one-row tail both run.
+    let (n, m) = (1024 * 3, 7usize);
+    let src = random_f32(n * m, 17);
+    let src4: Vec<llmc::F128> = pack(&src);
+    let mut dst = random_bf16(n, 18, 2.0);
+    let mut want = dst.clone();
+    reduce_add_sum(&mut want, &src, m);
+    let config = LaunchConfig::new((n as u32).div_ceil(256 * 4), 256);
+    llmc::reduce_add_sum_kernel_fixed::launch_cpu(&CpuExecutor::new(), config, &mut dst, &src4, n as u32, m as u32).unwrap();
+    assert_eq!(bits(&dst), bits(&want));
+}
+
+#[test]
+fn fused_residual_forward_kernel5_fixed_gives_the_first_trys_bits() {
+    let (rows, c, block_y) = (24usize, 768usize, 8usize);
+    let (a, b) = (random_bf16(rows * c, 19, 2.0), random_bf16(rows * c, 20, 2.0));
+    let (w, bias) = (random_bf16(c, 21, 1.0), random_bf16(c, 22, 0.5));
+    let config = LaunchConfig::new((rows / block_y) as u32, (32 * block_y) as u32).with_shared_bytes(((2 + block_y) * c * 2) as u32);
+    let run = |fixed: bool| {
+        let (mut res, mut normed) = (vec![llmc::X128::default(); rows * c / 8], vec![llmc::X128::default(); rows * c / 8]);
+        let (mut mean, mut rstd) = (vec![0.0f32; rows], vec![0.0f32; rows]);
+        let args = (pack::<_, llmc::X128>(&a), pack::<_, llmc::X128>(&b), pack::<_, llmc::X128>(&w), pack::<_, llmc::X128>(&bias));
+        let e = CpuExecutor::new();
+        if fixed {
+            llmc::fused_residual_forward_kernel5_fixed::launch_cpu(&e, config, &mut res, &mut normed, &mut mean, &mut rstd, &args.0, &args.1, &args.2, &args.3, (c / 8) as u32).unwrap();
+        } else {
+            llmc::fused_residual_forward_kernel5::launch_cpu(&e, config, &mut res, &mut normed, &mut mean, &mut rstd, &args.0, &args.1, &args.2, &args.3, (c / 8) as u32).unwrap();
+        }
+        let r: Vec<u32> = bytemuck::cast_slice(&res).to_vec();
+        let n: Vec<u32> = bytemuck::cast_slice(&normed).to_vec();
+        (r, n, mean, rstd)
+    };
+    let (first, fixed) = (run(false), run(true));
+    assert_eq!(first.0, fixed.0);
+    assert_eq!(first.1, fixed.1);
+    assert_eq!(first.2, fixed.2);
+    assert_eq!(first.3, fixed.3);
+    // And the reference's residual, so the pair is not equal by being wrong together.
+    let want = fused_residual_forward(&a, &b, &w, &bias, rows, c);
+    assert_eq!(bits(bytemuck::cast_slice(&fixed.0)), bits(&want.residual));
+}
+
+#[test]
+fn dynamic_scaled_int8_quant_kernel_fixed_matches_the_reference() {
+    let (tokens, hidden) = (5usize, 4096usize);
+    let input = random_bf16(tokens * hidden, 23, 3.0);
+    let in8: Vec<vllm::Bf16x8> = pack(&input);
+    let mut out = vec![vllm::I8x16::default(); tokens * hidden / 16];
+    let mut scales = vec![0.0f32; tokens];
+    vllm::dynamic_scaled_int8_quant_kernel_fixed::launch_cpu(&CpuExecutor::new(), LaunchConfig::new(tokens as u32, 1024), &in8, &mut out, &mut scales, (hidden / 16) as u32).unwrap();
+    let (want, want_scales) = dynamic_scaled_int8_quant(&input, tokens, hidden);
+    assert_eq!(bytemuck::cast_slice::<_, i8>(&out), &want[..]);
+    assert_eq!(scales, want_scales);
+}

@@ -19,7 +19,7 @@ use ferrocuda_device::math::FastMath;
 use ferrocuda_device::shared_vector::dynamic_shared_x4;
 use ferrocuda_device::sync::sync_threads;
 use ferrocuda_device::thread::{block_dim_x, strided_range, thread_idx_x};
-use ferrocuda_device::{kernel, vector, warp};
+use ferrocuda_device::{kernel, unroll, vector, warp};
 
 ferrocuda_device::embed_kernels!();
 
@@ -248,6 +248,142 @@ pub fn fused_residual_forward_kernel5(
             r[k] = n * w[k] + b[k];
         }
         cache::store(o, X128::from_f32s(r), Store::Streaming);
+    }
+    if let Some(mut mr) = mean.row_mut(me)
+        && let Some(x) = mr.get_mut(0)
+    {
+        *x = m;
+    }
+    if let Some(mut rr) = rstd.row_mut(me)
+        && let Some(x) = rr.get_mut(0)
+    {
+        *x = s;
+    }
+}
+
+/// The fix round of [`reduce_add_sum_kernel`] (docs/performance.md, the run-time stride row:
+/// "the opt-in x4 forms do what nvcc does without its division: `unroll::strided_x4(row,
+/// tid, stride, ..)` for a read-only pass"): the rows of `src` walked four at a time, so four
+/// 16-byte loads are in flight where the first try's loop (two exits: `src.get(..)` and the
+/// count) had one. (`strided_range` alone, the first fix tried, kept the loop rolled.)
+#[kernel]
+pub fn reduce_add_sum_kernel_fixed(mut dst: DisjointChunks<bf16, 4>, src: &[F128], n: u32, m: u32) {
+    let i = unique_index();
+    // llm.c: `assert(n % x128::size == 0)`.
+    assert!(n % 8 == 0);
+    let Some(out) = dst.get_mut(i) else { return };
+    let mut acc = [0.0f32; 4];
+    let n4 = (n / 4) as usize;
+    let end = (n4 * m as usize).min(src.len());
+    // `unroll::strided_x4`: four rows' loads a step, as nvcc unrolls the source's loop.
+    unroll::strided_x4(&src[..end], i.get(), n4, |s| {
+        let s = vector::load16(s);
+        for k in 0..4 {
+            acc[k] += s.0[k];
+        }
+    });
+    for k in 0..4 {
+        out[k] = (out[k].widen() + acc[k]).to_bf16();
+    }
+}
+
+/// The fix round of [`fused_residual_forward_kernel5`] (docs/performance.md, the
+/// `SharedSliceX4` row: "loops bounded by the region's `len()`"): every shared access indexed
+/// by a `strided_range` counter below its region's length (the first try's running column
+/// counter and `step_by` zip kept a bounds check per access, and the kernel's panic path), the
+/// warp's region split only after a test, the output rows written through `get_mut(k)`.
+#[kernel(cols(residual = c8, normed = c8, mean = 1, rstd = 1))]
+#[allow(clippy::too_many_arguments)]
+pub fn fused_residual_forward_kernel5_fixed(
+    mut residual: PerWarpRow<X128>,
+    mut normed: PerWarpRow<X128>,
+    mut mean: PerWarpRow<f32>,
+    mut rstd: PerWarpRow<f32>,
+    inp1: &[X128],
+    inp2: &[X128],
+    weight: &[X128],
+    bias: &[X128],
+    c8: u32,
+) {
+    let c8u = c8 as usize;
+    let smem = dynamic_shared_x4::<u32>();
+    if smem.len() < 2 * c8u {
+        return;
+    }
+    let ([s_weight, s_bias], rest) = smem.carve::<2>(c8u);
+    let tid = thread_idx_x() as usize;
+    let (Some(weight), Some(bias)) = (weight.get(..c8u), bias.get(..c8u)) else { return };
+    for v in strided_range(tid, s_weight.len(), block_dim_x() as usize) {
+        s_weight.set(v, vector::load16(&weight[v]).to_words());
+        s_bias.set(v, vector::load16(&bias[v]).to_words());
+    }
+    sync_threads();
+
+    let me = warp_row();
+    let lane = me.lane() as usize;
+    let warp_in_block = tid / 32;
+    // Each test is the `split_at` after it, so its panic folds away (one test of `(w + 1) c8
+    // <= len` before both did not: LLVM cannot rule out the products' wrapping).
+    if warp_in_block * c8u > rest.len() {
+        return;
+    }
+    let (_, mine) = rest.split_at(warp_in_block * c8u);
+    if c8u > mine.len() {
+        return;
+    }
+    let (s_res, _) = mine.split_at(c8u);
+    let row = me.row() as usize;
+    let Some(mut res_row) = residual.row_mut(me) else { return };
+    let (Some(in1), Some(in2)) = (inp1.get(row * c8u..row * c8u + c8u), inp2.get(row * c8u..row * c8u + c8u)) else { return };
+
+    let c = c8 as f32 * 8.0;
+    let eps = 1e-5f32;
+    let mut sum = 0.0f32;
+    let mut k = 0;
+    for j in strided_range(lane, s_res.len(), 32) {
+        let a = cache::load(&in1[j], Load::Streaming).to_f32s();
+        let b = cache::load(&in2[j], Load::Streaming).to_f32s();
+        let mut r = [0.0f32; 8];
+        for t in 0..8 {
+            r[t] = a[t] + b[t];
+        }
+        let packed = X128::from_f32s(r);
+        for v in packed.to_f32s() {
+            sum += v;
+        }
+        if let Some(o) = res_row.get_mut(k) {
+            cache::store(o, packed, Store::Streaming);
+        }
+        s_res.set(j, packed.to_words());
+        k += 1;
+    }
+
+    let sum = warp::reduce_sum(sum);
+    let m = sum / c;
+    let mut v = 0.0f32;
+    for j in strided_range(lane, s_res.len(), 32) {
+        for x in X128::from_words(s_res.get(j)).to_f32s() {
+            v += (x - m) * (x - m);
+        }
+    }
+    let v = warp::reduce_sum(v) / c;
+    let s = (v + eps).fast_rsqrt();
+
+    let Some(mut out_row) = normed.row_mut(me) else { return };
+    let mut k = 0;
+    for j in strided_range(lane, s_res.len(), 32) {
+        let res = X128::from_words(s_res.get(j)).to_f32s();
+        let w = X128::from_words(s_weight.get(j)).to_f32s();
+        let b = X128::from_words(s_bias.get(j)).to_f32s();
+        let mut r = [0.0f32; 8];
+        for t in 0..8 {
+            let n = s * (res[t] - m);
+            r[t] = n * w[t] + b[t];
+        }
+        if let Some(o) = out_row.get_mut(k) {
+            cache::store(o, X128::from_f32s(r), Store::Streaming);
+        }
+        k += 1;
     }
     if let Some(mut mr) = mean.row_mut(me)
         && let Some(x) = mr.get_mut(0)

@@ -127,3 +127,45 @@ pub fn dynamic_scaled_int8_quant_kernel(input: &[Bf16x8], mut out: DisjointSlice
         vector::store16(o, q);
     });
 }
+
+/// The fix round of [`dynamic_scaled_int8_quant_kernel`] (the `RuntimeBlockReduce` docs:
+/// `reduce_broadcast` is vLLM's "reduce to thread 0, store to `__shared__`, `__syncthreads()`,
+/// every thread reads it" in 2 barriers, where `max_all` has every warp fold the partials):
+/// thread 0 computes the absmax and writes the scale, every thread gets the absmax.
+#[kernel(cols(out = hidden16, scale = 1))]
+pub fn dynamic_scaled_int8_quant_kernel_fixed(input: &[Bf16x8], mut out: DisjointSlice<I8x16, BlockRows>, mut scale: DisjointSlice<f32, BlockRows>, hidden16: u32) {
+    let me = block_row();
+    let t = me.row() as usize;
+    let h = hidden16 as usize;
+    let Some(inp) = input.get(2 * h * t..2 * h * t + 2 * h) else { return };
+    let (pairs, _) = inp.as_chunks::<2>();
+    let tid = thread_idx_x() as usize;
+    let mut absmax = 0.0f32;
+    for i in strided_range(tid, pairs.len(), block_dim_x() as usize) {
+        let lo = vector::load16(&pairs[i][0]).to_f32s();
+        let hi = vector::load16(&pairs[i][1]).to_f32s();
+        for j in 0..8 {
+            absmax = absmax.max(lo[j].abs());
+            absmax = absmax.max(hi[j].abs());
+        }
+    }
+    let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
+    let block_absmax = reduce.reduce_broadcast(absmax, f32::max, |m| m);
+    if let Some(mut s) = scale.row_mut(me)
+        && let Some(x) = s.get_mut(0)
+    {
+        *x = block_absmax / 127.0;
+    }
+    let tmp_scale = 127.0f32 / block_absmax;
+    let Some(row) = out.row_mut(me) else { return };
+    row.zip_input(pairs).for_each(|(pair, o)| {
+        let lo = vector::load16(&pair[0]).to_f32s();
+        let hi = vector::load16(&pair[1]).to_f32s();
+        let mut q = I8x16::default();
+        for j in 0..8 {
+            q.0[j] = (lo[j] * tmp_scale).to_i8_rn_sat();
+            q.0[8 + j] = (hi[j] * tmp_scale).to_i8_rn_sat();
+        }
+        vector::store16(o, q);
+    });
+}
