@@ -114,7 +114,15 @@ fn static_scaled_int8_quant_kernel_divides_and_saturates() {
     let in8: Vec<vllm::Bf16x8> = pack(&input);
     let mut out = vec![vllm::I8x16::default(); tokens * hidden / 16];
     let scale = [0.02f32];
-    vllm::static_scaled_int8_quant_kernel::launch_cpu(&CpuExecutor::new(), LaunchConfig::new(tokens as u32, 1024), &in8, &mut out, &scale, (hidden / 16) as u32).unwrap();
+    vllm::static_scaled_int8_quant_kernel::launch_cpu(
+        &CpuExecutor::new(),
+        LaunchConfig::new(tokens as u32, 1024),
+        &in8,
+        &mut out,
+        &scale,
+        (hidden / 16) as u32,
+    )
+    .unwrap();
     let got: &[i8] = bytemuck::cast_slice(&out);
     assert_eq!(got, &static_scaled_int8_quant(&input, 0.02)[..]);
 }
@@ -126,7 +134,15 @@ fn dynamic_scaled_int8_quant_kernel_scales_each_token_by_its_absmax() {
     let in8: Vec<vllm::Bf16x8> = pack(&input);
     let mut out = vec![vllm::I8x16::default(); tokens * hidden / 16];
     let mut scales = vec![0.0f32; tokens];
-    vllm::dynamic_scaled_int8_quant_kernel::launch_cpu(&CpuExecutor::new(), LaunchConfig::new(tokens as u32, 1024), &in8, &mut out, &mut scales, (hidden / 16) as u32).unwrap();
+    vllm::dynamic_scaled_int8_quant_kernel::launch_cpu(
+        &CpuExecutor::new(),
+        LaunchConfig::new(tokens as u32, 1024),
+        &in8,
+        &mut out,
+        &mut scales,
+        (hidden / 16) as u32,
+    )
+    .unwrap();
     let (want, want_scales) = dynamic_scaled_int8_quant(&input, tokens, hidden);
     assert_eq!(bytemuck::cast_slice::<_, i8>(&out), &want[..]);
     assert_eq!(scales, want_scales);
@@ -158,9 +174,35 @@ fn fused_residual_forward_kernel5_fixed_gives_the_first_trys_bits() {
         let args = (pack::<_, llmc::X128>(&a), pack::<_, llmc::X128>(&b), pack::<_, llmc::X128>(&w), pack::<_, llmc::X128>(&bias));
         let e = CpuExecutor::new();
         if fixed {
-            llmc::fused_residual_forward_kernel5_fixed::launch_cpu(&e, config, &mut res, &mut normed, &mut mean, &mut rstd, &args.0, &args.1, &args.2, &args.3, (c / 8) as u32).unwrap();
+            llmc::fused_residual_forward_kernel5_fixed::launch_cpu(
+                &e,
+                config,
+                &mut res,
+                &mut normed,
+                &mut mean,
+                &mut rstd,
+                &args.0,
+                &args.1,
+                &args.2,
+                &args.3,
+                (c / 8) as u32,
+            )
+            .unwrap();
         } else {
-            llmc::fused_residual_forward_kernel5::launch_cpu(&e, config, &mut res, &mut normed, &mut mean, &mut rstd, &args.0, &args.1, &args.2, &args.3, (c / 8) as u32).unwrap();
+            llmc::fused_residual_forward_kernel5::launch_cpu(
+                &e,
+                config,
+                &mut res,
+                &mut normed,
+                &mut mean,
+                &mut rstd,
+                &args.0,
+                &args.1,
+                &args.2,
+                &args.3,
+                (c / 8) as u32,
+            )
+            .unwrap();
         }
         let r: Vec<u32> = bytemuck::cast_slice(&res).to_vec();
         let n: Vec<u32> = bytemuck::cast_slice(&normed).to_vec();
@@ -183,8 +225,36 @@ fn dynamic_scaled_int8_quant_kernel_fixed_matches_the_reference() {
     let in8: Vec<vllm::Bf16x8> = pack(&input);
     let mut out = vec![vllm::I8x16::default(); tokens * hidden / 16];
     let mut scales = vec![0.0f32; tokens];
-    vllm::dynamic_scaled_int8_quant_kernel_fixed::launch_cpu(&CpuExecutor::new(), LaunchConfig::new(tokens as u32, 1024), &in8, &mut out, &mut scales, (hidden / 16) as u32).unwrap();
+    vllm::dynamic_scaled_int8_quant_kernel_fixed::launch_cpu(
+        &CpuExecutor::new(),
+        LaunchConfig::new(tokens as u32, 1024),
+        &in8,
+        &mut out,
+        &mut scales,
+        (hidden / 16) as u32,
+    )
+    .unwrap();
     let (want, want_scales) = dynamic_scaled_int8_quant(&input, tokens, hidden);
     assert_eq!(bytemuck::cast_slice::<_, i8>(&out), &want[..]);
     assert_eq!(scales, want_scales);
+}
+
+#[test]
+fn static_scaled_int8_quant_kernel_fixed_matches_the_reference() {
+    let (tokens, hidden) = (5usize, 2048usize);
+    let input = random_bf16(tokens * hidden, 24, 3.0);
+    let in8: Vec<vllm::Bf16x8> = pack(&input);
+    let mut out = vec![vllm::I8x16::default(); tokens * hidden / 16];
+    let scale = [0.015f32];
+    vllm::static_scaled_int8_quant_kernel_fixed::launch_cpu(
+        &CpuExecutor::new(),
+        LaunchConfig::new(tokens as u32, 1024),
+        &in8,
+        &mut out,
+        &scale,
+        (hidden / 16) as u32,
+    )
+    .unwrap();
+    let got: &[i8] = bytemuck::cast_slice(&out);
+    assert_eq!(got, &static_scaled_int8_quant(&input, 0.015)[..]);
 }

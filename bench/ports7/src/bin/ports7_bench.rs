@@ -25,7 +25,13 @@ const PASSES: usize = 7;
 const WARMUP: usize = 3;
 
 /// Times `ours` and `twin`, `reps` launches per pass, alternating which goes first.
-fn time_pair(context: &Context, stream: &Stream, reps: usize, mut ours: impl FnMut() -> Result<()>, mut twin: impl FnMut() -> Result<()>) -> Result<(f64, f64)> {
+fn time_pair(
+    context: &Context,
+    stream: &Stream,
+    reps: usize,
+    mut ours: impl FnMut() -> Result<()>,
+    mut twin: impl FnMut() -> Result<()>,
+) -> Result<(f64, f64)> {
     for _ in 0..WARMUP {
         ours()?;
         twin()?;
@@ -167,7 +173,9 @@ fn main() -> Result<()> {
         };
         let run_twin = || -> Result<()> {
             // SAFETY: as above.
-            unsafe { twins::twin_unpermute_kernel_backward::launch_in(&lm, &stream, config, ptr(&twin_out), ptr(&dout), b as i32, t as i32, nh as i32, hd as i32)? };
+            unsafe {
+                twins::twin_unpermute_kernel_backward::launch_in(&lm, &stream, config, ptr(&twin_out), ptr(&dout), b as i32, t as i32, nh as i32, hd as i32)?
+            };
             Ok(())
         };
         let reps = reps_for(&context, &stream, &mut run_ours)?;
@@ -194,7 +202,19 @@ fn main() -> Result<()> {
         let run_twin = || -> Result<()> {
             // SAFETY: as above.
             unsafe {
-                twins::twin_permute_kernel_backward::launch_in(&lm, &stream, config, ptr(&twin_out), ptr(&dq), ptr(&dk), ptr(&dv), b as i32, t as i32, nh as i32, hd as i32)?
+                twins::twin_permute_kernel_backward::launch_in(
+                    &lm,
+                    &stream,
+                    config,
+                    ptr(&twin_out),
+                    ptr(&dq),
+                    ptr(&dk),
+                    ptr(&dv),
+                    b as i32,
+                    t as i32,
+                    nh as i32,
+                    hd as i32,
+                )?
             };
             Ok(())
         };
@@ -274,9 +294,33 @@ fn main() -> Result<()> {
             let mut run_ours = || -> Result<()> {
                 let (mut r8, mut n8) = (res.cast_mut::<llmc::X128>()?, norm.cast_mut::<llmc::X128>()?);
                 if fixed {
-                    llmc::fused_residual_forward_kernel5_fixed::launch(&stream, config, &mut r8, &mut n8, &mut mean, &mut rstd, &a8, &b8, &w8, &bias8, (c / 8) as u32)?;
+                    llmc::fused_residual_forward_kernel5_fixed::launch(
+                        &stream,
+                        config,
+                        &mut r8,
+                        &mut n8,
+                        &mut mean,
+                        &mut rstd,
+                        &a8,
+                        &b8,
+                        &w8,
+                        &bias8,
+                        (c / 8) as u32,
+                    )?;
                 } else {
-                    llmc::fused_residual_forward_kernel5::launch(&stream, config, &mut r8, &mut n8, &mut mean, &mut rstd, &a8, &b8, &w8, &bias8, (c / 8) as u32)?;
+                    llmc::fused_residual_forward_kernel5::launch(
+                        &stream,
+                        config,
+                        &mut r8,
+                        &mut n8,
+                        &mut mean,
+                        &mut rstd,
+                        &a8,
+                        &b8,
+                        &w8,
+                        &bias8,
+                        (c / 8) as u32,
+                    )?;
                 }
                 Ok(())
             };
@@ -337,7 +381,12 @@ fn main() -> Result<()> {
         let reps = reps_for(&context, &stream, &mut run_ours)?;
         let times = time_pair(&context, &stream, reps, run_ours, run_twin)?;
         stream.synchronize()?;
-        row("vLLM act_and_mul_kernel_with_param<fatrelu>", &format!("{tokens}x{d} bf16, block 1024"), times, &check_bits("bf16", &ours.to_vec()?, &twin_out.to_vec()?));
+        row(
+            "vLLM act_and_mul_kernel_with_param<fatrelu>",
+            &format!("{tokens}x{d} bf16, block 1024"),
+            times,
+            &check_bits("bf16", &ours.to_vec()?, &twin_out.to_vec()?),
+        );
         Ok(())
     });
 
@@ -362,7 +411,12 @@ fn main() -> Result<()> {
         let reps = reps_for(&context, &stream, &mut run_ours)?;
         let times = time_pair(&context, &stream, reps, run_ours, run_twin)?;
         stream.synchronize()?;
-        row("vLLM static_scaled_int8_quant_kernel", &format!("{tokens}x{hidden} bf16, block 1024"), times, &check_bits("i8", &ours.to_vec()?, &twin_out.to_vec()?));
+        row(
+            "vLLM static_scaled_int8_quant_kernel",
+            &format!("{tokens}x{hidden} bf16, block 1024"),
+            times,
+            &check_bits("i8", &ours.to_vec()?, &twin_out.to_vec()?),
+        );
         Ok(())
     });
 
@@ -388,7 +442,9 @@ fn main() -> Result<()> {
             };
             let run_twin = || -> Result<()> {
                 // SAFETY: as above.
-                unsafe { twins::twin_dynamic_scaled_int8_quant_kernel::launch_in(&vm, &stream, config, ptr(&input), ptr(&twin_out), ptr(&twin_scale), hidden as i32)? };
+                unsafe {
+                    twins::twin_dynamic_scaled_int8_quant_kernel::launch_in(&vm, &stream, config, ptr(&input), ptr(&twin_out), ptr(&twin_scale), hidden as i32)?
+                };
                 Ok(())
             };
             let reps = reps_for(&context, &stream, &mut run_ours)?;

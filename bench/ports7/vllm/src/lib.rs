@@ -4,6 +4,9 @@
 //! Built without fast math, as vLLM builds them.
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
 #![cfg_attr(not(target_arch = "nvptx64"), allow(unused_imports))]
+// The kernels stay as measured on the GPU (bench/ports7/RESULTS.md): index loops over register
+// arrays and counters mirror the CUDA source, and a rewrite could change the SASS compared.
+#![allow(clippy::needless_range_loop, clippy::explicit_counter_loop, clippy::manual_is_multiple_of)]
 
 use bytemuck::{Pod, Zeroable};
 use ferrocuda_device::block::RuntimeBlockReduce;
@@ -128,12 +131,17 @@ pub fn dynamic_scaled_int8_quant_kernel(input: &[Bf16x8], mut out: DisjointSlice
     });
 }
 
-/// The fix round of [`dynamic_scaled_int8_quant_kernel`] (the `RuntimeBlockReduce` docs:
+/// The fix round of [`dynamic_scaled_int8_quant_kernel()`] (the `RuntimeBlockReduce` docs:
 /// `reduce_broadcast` is vLLM's "reduce to thread 0, store to `__shared__`, `__syncthreads()`,
 /// every thread reads it" in 2 barriers, where `max_all` has every warp fold the partials):
 /// thread 0 computes the absmax and writes the scale, every thread gets the absmax.
 #[kernel(cols(out = hidden16, scale = 1))]
-pub fn dynamic_scaled_int8_quant_kernel_fixed(input: &[Bf16x8], mut out: DisjointSlice<I8x16, BlockRows>, mut scale: DisjointSlice<f32, BlockRows>, hidden16: u32) {
+pub fn dynamic_scaled_int8_quant_kernel_fixed(
+    input: &[Bf16x8],
+    mut out: DisjointSlice<I8x16, BlockRows>,
+    mut scale: DisjointSlice<f32, BlockRows>,
+    hidden16: u32,
+) {
     let me = block_row();
     let t = me.row() as usize;
     let h = hidden16 as usize;
@@ -167,5 +175,34 @@ pub fn dynamic_scaled_int8_quant_kernel_fixed(input: &[Bf16x8], mut out: Disjoin
             q.0[8 + j] = (hi[j] * tmp_scale).to_i8_rn_sat();
         }
         vector::store16(o, q);
+    });
+}
+
+/// The fix round of [`static_scaled_int8_quant_kernel()`] (docs/performance.md, "no launch
+/// bounds: ptxas picks registers for 1 block/SM"): the first try took 38 registers, so a
+/// block of 1024 threads (vLLM's `min(hidden, 1024)`) left room for one block per SM where
+/// nvcc's 32 fit two: half the occupancy, 0.62x on the H200. `launch_bounds(1024, 2)` asks
+/// ptxas for two blocks of 1024 (32 registers). Not measured on a GPU this session.
+#[kernel(cols(out = hidden16), launch_bounds(1024, 2))]
+pub fn static_scaled_int8_quant_kernel_fixed(input: &[Bf16x8], mut out: DisjointSlice<I8x16, BlockRows>, scale: &[f32], hidden16: u32) {
+    let me = block_row();
+    let t = me.row() as usize;
+    let h = hidden16 as usize;
+    let Some(&scale_val) = scale.first() else { return };
+    let Some(row) = out.row_mut(me) else { return };
+    let Some(inp) = input.get(2 * h * t..2 * h * t + 2 * h) else { return };
+    let (pairs, _) = inp.as_chunks::<2>();
+    row.zip_input(pairs).for_each(|(pair, o)| {
+        // Packed until used (the builder's spill warning at 32 registers): each word of the
+        // output from two bf16 pairs, widened where divided.
+        let v = [vector::load16(&pair[0]), vector::load16(&pair[1])];
+        let mut words = [0u32; 4];
+        for (w, word) in words.iter_mut().enumerate() {
+            let (a, b) = v[w / 2].0[2 * (w % 2)].to_f32s();
+            let (c, d) = v[w / 2].0[2 * (w % 2) + 1].to_f32s();
+            let q = |x: f32| (x / scale_val).to_i8_rn_sat() as u8 as u32;
+            *word = q(a) | q(b) << 8 | q(c) << 16 | q(d) << 24;
+        }
+        vector::store16(o, bytemuck::cast::<[u32; 4], I8x16>(words));
     });
 }
