@@ -70,13 +70,7 @@ fn g19r_2_attention_backward_dkv_mma_row_index_wrap_gives_two_blocks_one_element
         return;
     };
     let nonzero = |x: &[f32]| x[..D as usize].iter().filter(|v| **v != 0.0).count();
-    println!(
-        "block 0 alone: dK[0..4] = {:?}, dV[0..4] = {:?} ({} and {} of the row nonzero)",
-        &dk0[..4],
-        &dv0[..4],
-        nonzero(dk0),
-        nonzero(dv0)
-    );
+    println!("block 0 alone: dK[0..4] = {:?}, dV[0..4] = {:?} ({} and {} of the row nonzero)", &dk0[..4], &dv0[..4], nonzero(dk0), nonzero(dv0));
     println!("with block 2^20: dK[0..4] = {:?}, dV[0..4] = {:?} ({} and {} nonzero)", &dk1[..4], &dv1[..4], nonzero(dk1), nonzero(dv1));
     assert!(nonzero(dk0) + nonzero(dv0) > 0, "the baseline wrote nothing: the repro's inputs no longer reach the row");
     assert!(dk0 == dk1 && dv0 == dv1, "G19R-2: block 2^20 overwrote dK/dV row 0, which block 0 owns (row 2^26 * 2^31 heads * 128 wraps to element 0)");

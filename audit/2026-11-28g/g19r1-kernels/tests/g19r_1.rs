@@ -55,5 +55,8 @@ fn g19r_1_a_renamed_device_runtime_lets_a_safe_launch_write_memory_it_was_never_
     stream.synchronize().unwrap();
     let after = victim.to_vec().unwrap()[0];
     println!("launch: {launched:?}; the buffer the kernel was never given now holds {after}");
-    assert!(launched.is_err() && after == 0, "G19R-1: the launch passed the type check ({launched:?}) and the kernel wrote {after} into memory it was never lent");
+    assert!(
+        launched.is_err() && after == 0,
+        "G19R-1: the launch passed the type check ({launched:?}) and the kernel wrote {after} into memory it was never lent"
+    );
 }
