@@ -70,7 +70,13 @@ pub fn declared_blocks(ptx: &str) -> BTreeMap<String, (u32, u32)> {
 /// size `declared` gives them (from [`declared_blocks`]), or else at `default_block` (the
 /// crate's launch size, when its build names one) or at 1024, 512 and 256 threads.
 /// Kernels in `expected` (names, or prefixes ending in `*`) are not named.
-pub fn warnings(arch: u32, resources: &[KernelResources], declared: &BTreeMap<String, (u32, u32)>, default_block: Option<u32>, expected: &[String]) -> Vec<String> {
+pub fn warnings(
+    arch: u32,
+    resources: &[KernelResources],
+    declared: &BTreeMap<String, (u32, u32)>,
+    default_block: Option<u32>,
+    expected: &[String],
+) -> Vec<String> {
     let mut by_kernel: BTreeMap<&str, &KernelResources> = BTreeMap::new();
     for r in resources {
         by_kernel.insert(&r.kernel, r);

@@ -3,5 +3,9 @@
 fn main() {
     // The library launches its kernels without launch bounds at 256 threads (`BLOCK`): the
     // occupancy warning checks that size.
-    ferrocuda_builder::KernelBuilder::new(env!("CARGO_MANIFEST_DIR")).arch(ferrocuda_builder::Arch::SM_80).arch(ferrocuda_builder::Arch::SM_90).launch_block_threads(256).run();
+    ferrocuda_builder::KernelBuilder::new(env!("CARGO_MANIFEST_DIR"))
+        .arch(ferrocuda_builder::Arch::SM_80)
+        .arch(ferrocuda_builder::Arch::SM_90)
+        .launch_block_threads(256)
+        .run();
 }
