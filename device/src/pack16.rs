@@ -28,8 +28,24 @@ use crate::half::{Bf16x2, F16x2, bf16, f16};
 use crate::vector;
 
 macro_rules! load_store {
-    ($name:ident) => {
+    ($name:ident, $elem:ty, $n:literal) => {
         impl $name {
+            /// The packs of `values` (host code: a `Vec<bf16>` made into the `Vec<Bf16x8>` a
+            /// `launch_cpu` takes), or `None` when `values.len()` is not a multiple of the
+            /// pack's element count. (bytemuck's `pod_collect_to_vec` needs its `alloc`
+            /// feature, which the workspace does not turn on.)
+            #[cfg(not(target_arch = "nvptx64"))]
+            pub fn collect(values: &[$elem]) -> Option<Vec<Self>> {
+                let (packs, rest) = values.as_chunks::<$n>();
+                rest.is_empty().then(|| packs.iter().map(|p| bytemuck::cast::<[$elem; $n], Self>(*p)).collect())
+            }
+
+            /// The packs' values in memory order, as one slice (no copy).
+            #[inline(always)]
+            pub fn elements(packs: &[Self]) -> &[$elem] {
+                bytemuck::cast_slice(packs)
+            }
+
             /// `*src` in one 16-byte load ([`vector::load16`]): `ld.global.nc.v4` on an element
             /// of a kernel's input slice, the plain 16-byte load of the state space otherwise.
             #[inline(always)]
@@ -68,7 +84,7 @@ macro_rules! half_pack {
         #[derive(Clone, Copy, Default, Debug, bytemuck::Pod, bytemuck::Zeroable, crate::LayoutKey)]
         pub struct $name(pub [$pair; 4]);
 
-        load_store!($name);
+        load_store!($name, $elem, 8);
 
         impl $name {
             /// From four pairs (element `2 k` is `pairs[k].lo()`).
@@ -169,7 +185,7 @@ macro_rules! array_pack {
         #[derive(Clone, Copy, Default, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable, crate::LayoutKey)]
         pub struct $name(pub [$elem; $n]);
 
-        load_store!($name);
+        load_store!($name, $elem, $n);
 
         impl $name {
             /// From the values in memory order.
@@ -270,5 +286,20 @@ mod tests {
         assert_eq!(dst[0], I8x16::default());
         let f = F32x4::from_array([1.0, 2.0, 3.0, 4.0]);
         assert_eq!(F32x4::from_words(f.to_words()), f);
+    }
+
+    /// Host packing (issue 30's seventh port, gap 9): a multiple of the pack's count packs,
+    /// anything else is refused; `elements` gives the values back in order.
+    #[test]
+    fn p30_ports7_gap9_host_vectors_pack_and_unpack() {
+        let values: Vec<bf16> = (0..24).map(|i| bf16::from_f32(i as f32)).collect();
+        let packs = Bf16x8::collect(&values).expect("24 = 3 packs");
+        assert_eq!(packs.len(), 3);
+        assert_eq!(packs[2].get(7).to_f32(), 23.0);
+        assert_eq!(Bf16x8::elements(&packs).iter().map(|x| x.to_f32()).collect::<Vec<_>>(), values.iter().map(|x| x.to_f32()).collect::<Vec<_>>());
+        assert!(Bf16x8::collect(&values[..23]).is_none());
+        let bytes: Vec<i8> = (0..32).map(|i| i as i8 - 16).collect();
+        assert_eq!(I8x16::elements(&I8x16::collect(&bytes).expect("2 packs")), &bytes[..]);
+        assert!(F32x4::collect(&[1.0; 6]).is_none());
     }
 }
