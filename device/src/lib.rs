@@ -65,6 +65,7 @@ pub mod mma;
 #[doc(no_inline)]
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
 pub use hopper::named_barrier;
+pub mod pack16;
 pub mod panic;
 pub mod panic_args;
 #[doc(no_inline)]

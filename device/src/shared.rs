@@ -305,6 +305,30 @@ impl<T: SharedElement> SharedSlice<T> {
         (SharedSlice { base: self.base, len: mid, _element: PhantomData }, tail)
     }
 
+    /// [`split_at`](Self::split_at) without the panic: `None` when `mid > len`. A kernel
+    /// that returns early on `None` keeps no panic path (and no call to the panic handler)
+    /// for its shared regions.
+    #[inline(always)]
+    pub fn split_at_checked(self, mid: usize) -> Option<(SharedSlice<T>, SharedSlice<T>)> {
+        if mid > self.len {
+            return None;
+        }
+        let tail = SharedSlice { base: self.address(mid), len: self.len - mid, _element: PhantomData };
+        Some((SharedSlice { base: self.base, len: mid, _element: PhantomData }, tail))
+    }
+
+    /// Region `k` of regions of `each` elements each: elements `k each .. (k + 1) each`, or
+    /// `None` when it does not fit (or the product overflows). llm.c's per-warp
+    /// `params + threadIdx.y * C` as `shared.region(warp, c)`: one test, no panic.
+    #[inline(always)]
+    pub fn region(self, k: usize, each: usize) -> Option<SharedSlice<T>> {
+        let start = k.checked_mul(each)?;
+        if start > self.len || each > self.len - start {
+            return None;
+        }
+        Some(SharedSlice { base: self.address(start), len: each, _element: PhantomData })
+    }
+
     shared_methods!();
 }
 

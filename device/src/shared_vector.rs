@@ -475,6 +475,35 @@ impl<T: SharedX4> SharedSliceX4<T> {
         (SharedSliceX4 { base: self.base, len: mid, _element: PhantomData }, tail)
     }
 
+    /// [`split_at`](Self::split_at) without the panic: `None` when `mid > len()`. A kernel
+    /// that returns early on `None` keeps no panic path for its shared regions (issue 30's
+    /// seventh port: `split_at`'s panics stayed in llm.c's `fused_residual_forward_kernel5`,
+    /// 683 SASS instructions against nvcc's 337).
+    #[inline(always)]
+    pub fn split_at_checked(self, mid: usize) -> Option<(Self, Self)> {
+        if mid > self.len {
+            return None;
+        }
+        let tail = SharedSliceX4 { base: self.base + (mid * 16) as u32, len: self.len - mid, _element: PhantomData };
+        Some((SharedSliceX4 { base: self.base, len: mid, _element: PhantomData }, tail))
+    }
+
+    /// Region `k` of regions of `each` vectors each: vectors `k each .. (k + 1) each`, or
+    /// `None` when it does not fit (or `k each` overflows). llm.c gives each warp of
+    /// `fused_residual_forward_kernel5` its own `C` values at `params + (2 + threadIdx.y) C`:
+    /// `let (_, per_warp) = smem.split_at_checked(2 * c8)?; let mine = per_warp.region(warp,
+    /// c8)?;` is one test per step and no panic path. The regions of different `k` do not
+    /// overlap (the handle is `Copy`, as every shared slice: which thread writes where stays
+    /// the kernel's to arrange, with barriers, as for [`split_at`](Self::split_at)).
+    #[inline(always)]
+    pub fn region(self, k: usize, each: usize) -> Option<Self> {
+        let start = k.checked_mul(each)?;
+        if start > self.len || each > self.len - start {
+            return None;
+        }
+        Some(SharedSliceX4 { base: self.base + (start * 16) as u32, len: each, _element: PhantomData })
+    }
+
     /// `N` consecutive regions of `each` vectors, then the rest: llm.c's `dbias_shared =
     /// shared; dweight_shared = shared + rounded_C` as `let ([dbias, dweight], rest) =
     /// dynamic_shared_x4::<f32>().carve::<2>(rounded_c / 4)`. One check of the total here;

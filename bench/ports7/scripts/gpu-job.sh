@@ -5,7 +5,8 @@
 # (ports7_bench, staged xz-compressed by bench/ports7/scripts/stage.sh) twice.
 set -u
 export PATH="$PATH:/usr/local/cuda/bin"
-D=.device-bin/port
+D=${D:-.device-bin/port}
+RUN_TIMEOUT=${RUN_TIMEOUT:-120}
 OUT=${OUT:-/tmp/ports7-out}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv | tee "$OUT/gpu.txt"
@@ -16,6 +17,6 @@ nvcc -cubin -arch=sm_90 -O3 -std=c++17 -DPORTS7_VLLM -o ports7_vllm.sm_90.cubin 
 xz -dkf ports7_bench.xz && chmod +x ports7_bench
 for run in 1 2; do
     echo "== run $run" | tee -a "$OUT/bench.txt"
-    timeout 120 ./ports7_bench ports7_llmc.sm_90.cubin ports7_vllm.sm_90.cubin 2>&1 | tee -a "$OUT/bench.txt"
+    timeout "$RUN_TIMEOUT" ./ports7_bench ports7_llmc.sm_90.cubin ports7_vllm.sm_90.cubin 2>&1 | tee -a "$OUT/bench.txt"
 done
 cp ports7_llmc.sm_90.cubin ports7_vllm.sm_90.cubin "$OUT/" 2>/dev/null

@@ -74,6 +74,7 @@ mod grid_slices;
 mod handoff;
 mod in_place;
 mod index;
+mod lane_cols;
 mod matrix;
 mod micro_tile;
 mod order;

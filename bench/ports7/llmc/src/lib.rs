@@ -14,10 +14,9 @@
 
 use core::num::NonZeroU32;
 
-use bytemuck::{Pod, Zeroable};
 use ferrocuda_device::cache::{self, Load, Store};
 use ferrocuda_device::global::{AtomicSlice, DisjointChunks, DisjointSlice, PerWarpRow, unique_index, warp_row};
-use ferrocuda_device::half::{Bf16x2, F32ToHalf, HalfFloat, bf16};
+use ferrocuda_device::half::{F32ToHalf, HalfFloat, bf16};
 use ferrocuda_device::math::FastMath;
 use ferrocuda_device::shared_vector::dynamic_shared_x4;
 use ferrocuda_device::sync::sync_threads;
@@ -26,51 +25,10 @@ use ferrocuda_device::{kernel, unroll, vector, warp};
 
 ferrocuda_device::embed_kernels!();
 
-/// llm.c's `x128`: eight bf16 in one 16-byte vector (`Packed128<floatX>`), as four pairs.
-#[repr(C, align(16))]
-#[derive(Clone, Copy, Default, Pod, Zeroable, ferrocuda_device::LayoutKey)]
-pub struct X128(pub [Bf16x2; 4]);
-
-impl X128 {
-    /// The eight values widened to `f32` (exact).
-    #[inline(always)]
-    pub fn to_f32s(self) -> [f32; 8] {
-        let mut out = [0.0f32; 8];
-        for k in 0..4 {
-            let (lo, hi) = self.0[k].to_f32s();
-            out[2 * k] = lo;
-            out[2 * k + 1] = hi;
-        }
-        out
-    }
-
-    /// Eight `f32` rounded to bf16 in pairs (`cvt.rn.bf16x2.f32`, nvcc's `F2FP.BF16.F32.PACK_AB`).
-    #[inline(always)]
-    pub fn from_f32s(v: [f32; 8]) -> X128 {
-        let mut out = X128::default();
-        for k in 0..4 {
-            out.0[k] = Bf16x2::from_f32s(v[2 * k], v[2 * k + 1]);
-        }
-        out
-    }
-
-    /// The bits as four words (for shared memory's 16-byte accesses).
-    #[inline(always)]
-    pub fn to_words(self) -> [u32; 4] {
-        bytemuck::cast(self)
-    }
-
-    /// From four words.
-    #[inline(always)]
-    pub fn from_words(w: [u32; 4]) -> X128 {
-        bytemuck::cast(w)
-    }
-}
-
-/// llm.c's `f128`: four `f32` in one 16-byte vector.
-#[repr(C, align(16))]
-#[derive(Clone, Copy, Default, Pod, Zeroable, ferrocuda_device::LayoutKey)]
-pub struct F128(pub [f32; 4]);
+/// llm.c's `x128` (eight bf16 in one 16-byte vector) and `f128` (four `f32`): the device
+/// library's 16-byte packs (`ferrocuda_device::pack16`), under llm.c's names. The first try
+/// defined its own (gap 8 of RESULTS.md); the SASS is the same.
+pub use ferrocuda_device::pack16::{Bf16x8 as X128, F32x4 as F128};
 
 /// `residual_forward_kernel(floatX* out, const floatX* inp1, const floatX* inp2)`
 /// (llmc/layernorm.cuh): `out = inp1 + inp2`, one `x128` per thread, inputs read streaming
@@ -294,7 +252,8 @@ pub fn reduce_add_sum_kernel_fixed(mut dst: DisjointChunks<bf16, 4>, src: &[F128
 /// `SharedSliceX4` row: "loops bounded by the region's `len()`"): every shared access indexed
 /// by a `strided_range` counter below its region's length (the first try's running column
 /// counter and `step_by` zip kept a bounds check per access, and the kernel's panic path), the
-/// warp's region split only after a test, the output rows written through `get_mut(k)`.
+/// warp's region taken with `SharedSliceX4::region` (no panic path), the output rows written
+/// through `get_mut(k)`.
 #[kernel(cols(residual = c8, normed = c8, mean = 1, rstd = 1))]
 #[allow(clippy::too_many_arguments)]
 pub fn fused_residual_forward_kernel5_fixed(
@@ -325,16 +284,10 @@ pub fn fused_residual_forward_kernel5_fixed(
     let me = warp_row();
     let lane = me.lane() as usize;
     let warp_in_block = tid / 32;
-    // Each test is the `split_at` after it, so its panic folds away (one test of `(w + 1) c8
-    // <= len` before both did not: LLVM cannot rule out the products' wrapping).
-    if warp_in_block * c8u > rest.len() {
-        return;
-    }
-    let (_, mine) = rest.split_at(warp_in_block * c8u);
-    if c8u > mine.len() {
-        return;
-    }
-    let (s_res, _) = mine.split_at(c8u);
+    // The warp's region, llm.c's `params + (2 + threadIdx.y) C`, without a panic path: the
+    // library's `region` (session 19's gap fixes; the measured fix tested each `split_at`'s
+    // condition by hand before it).
+    let Some(s_res) = rest.region(warp_in_block, c8u) else { return };
     let row = me.row() as usize;
     let Some(mut res_row) = residual.row_mut(me) else { return };
     let (Some(in1), Some(in2)) = (inp1.get(row * c8u..row * c8u + c8u), inp2.get(row * c8u..row * c8u + c8u)) else { return };

@@ -8,39 +8,20 @@
 // arrays and counters mirror the CUDA source, and a rewrite could change the SASS compared.
 #![allow(clippy::needless_range_loop, clippy::explicit_counter_loop, clippy::manual_is_multiple_of)]
 
-use bytemuck::{Pod, Zeroable};
 use ferrocuda_device::block::RuntimeBlockReduce;
 use ferrocuda_device::global::{BlockRows, DisjointSlice, block_row};
-use ferrocuda_device::half::{Bf16x2, F32ToHalf, HalfFloat, bf16};
+use ferrocuda_device::half::{F32ToHalf, HalfFloat, bf16};
 use ferrocuda_device::math::FloatToInt;
 use ferrocuda_device::thread::{block_dim_x, strided_range, thread_idx_x};
 use ferrocuda_device::{block_scratch, kernel, vector};
 
 ferrocuda_device::embed_kernels!();
 
-/// Eight bf16 in one 16-byte vector (half of vLLM's `vec_n_t<scalar_t, 16>`).
-#[repr(C, align(16))]
-#[derive(Clone, Copy, Default, Pod, Zeroable, ferrocuda_device::LayoutKey)]
-pub struct Bf16x8(pub [Bf16x2; 4]);
-
-impl Bf16x8 {
-    /// The eight values widened to `f32` (exact).
-    #[inline(always)]
-    pub fn to_f32s(self) -> [f32; 8] {
-        let mut out = [0.0f32; 8];
-        for k in 0..4 {
-            let (lo, hi) = self.0[k].to_f32s();
-            out[2 * k] = lo;
-            out[2 * k + 1] = hi;
-        }
-        out
-    }
-}
-
-/// Sixteen `int8` in one 16-byte vector (vLLM's `vec_n_t<int8_t, 16>`).
-#[repr(C, align(16))]
-#[derive(Clone, Copy, Default, Pod, Zeroable, ferrocuda_device::LayoutKey)]
-pub struct I8x16(pub [i8; 16]);
+/// Eight bf16 in one 16-byte vector (half of vLLM's `vec_n_t<scalar_t, 16>`) and sixteen
+/// `int8` (`vec_n_t<int8_t, 16>`): the device library's 16-byte packs
+/// (`ferrocuda_device::pack16`). The first try defined its own (gap 8 of RESULTS.md); the SASS
+/// is the same.
+pub use ferrocuda_device::pack16::{Bf16x8, I8x16};
 
 /// `vllm::act_and_mul_kernel_with_param<__nv_bfloat16, fatrelu_kernel<__nv_bfloat16>>(scalar_t*
 /// out, const scalar_t* input, const int d, const float param)` (`fatrelu_and_mul`):
