@@ -319,6 +319,13 @@ unsafe fn store_rows<T: MmaElement>(
 /// `(BWD_THREADS, 1, 1)` in a grid of `(n, 1, 1)`. A 2-D grid or 2-D blocks would give two
 /// blocks (two rows of threads) the same elements and shared words (audit 2026-11-28f, G18R-1),
 /// so every other shape does nothing.
+///
+/// The ownership also needs the element index `row(b, h, s) * d` to be one-to-one in machine
+/// arithmetic: it is computed in `u64` from the shape's `u32` fields, and a shape whose
+/// `batch * heads * seq * d` passes 2^64 would wrap two blocks' rows onto one element (audit
+/// 2026-11-28g, G19R-2: `[B, S, H, D]` with 2^31 heads). Every index the kernels form is below
+/// that product for its side (`b < batch`, `h < heads`, `s < seq`, column `< d`), so refusing
+/// shapes whose product overflows, for queries and for keys, keeps the map injective.
 #[inline(always)]
 fn supported(head_dim: u32, shape: &AttentionShape) -> bool {
     (head_dim == 64 || head_dim == 128)
@@ -329,6 +336,16 @@ fn supported(head_dim: u32, shape: &AttentionShape) -> bool {
         && grid_dim_z() == 1
         && shape.heads_kv != 0
         && shape.heads_q.is_multiple_of(shape.heads_kv)
+        && elements_fit(shape.batch, shape.heads_q, shape.seq_q, head_dim)
+        && elements_fit(shape.batch, shape.heads_kv, shape.seq_kv, head_dim)
+}
+
+/// `batch * heads * seq * d` fits in a `u64` (so no element index of that side wraps).
+#[inline(always)]
+fn elements_fit(batch: u32, heads: u32, seq: u32, d: u32) -> bool {
+    // batch * heads < 2^64 always; the two further products are checked.
+    let rows = batch as u64 * heads as u64;
+    rows.checked_mul(seq as u64).and_then(|n| n.checked_mul(d as u64)).is_some()
 }
 
 /// Attention backward, step 1: `delta[row] = Σ_c dO[row, c] O[row, c]` (a warp per row of
