@@ -205,7 +205,13 @@ unsafe impl<const WIDTH: u32> Partition for SegmentRows<WIDTH> {
     // The width is part of the key (G17R-1's rule for widths: a `cfg` that gives the device
     // `SegmentRows<8>` and the host `SegmentRows<16>` must not pass the first launch).
     const KEY: u64 = super::slice::partition_key("SegmentRows", &[WIDTH as u64]);
-    const REQUIREMENTS: LaunchRequirements = LaunchRequirements::LINEAR_THREADS;
+    // The width's check is part of the requirements so that `#[kernel]`'s constant of them (a
+    // concrete type, evaluated even by `cargo check`) refuses `SegmentRows<12>` or `<0>` in the
+    // signature, not only a build that instantiates the kernel.
+    const REQUIREMENTS: LaunchRequirements = {
+        segment_width(WIDTH);
+        LaunchRequirements::LINEAR_THREADS
+    };
     type Shape = u32;
     const VALID: () = {
         segment_width(WIDTH);

@@ -261,8 +261,9 @@ pub fn per_token_group_quant_8bit_segments(
     let mut local_absmax = eps;
     // copy global -> shared & compute absmax. Session 19: the lane's loop counts in `u32`
     // (`strided_range` over `u32`s, vLLM's `int` loop; `x.len()` is the row's `u32` width): a
-    // `usize` counter cost a 64-bit add and compare a step before the one load (SASS 721 -> 648
-    // instructions; groups of 128: 1.500x -> 1.526x the twin on an H200, bench/results/s19-part).
+    // `usize` counter cost a 64-bit add and two compares a step around the one load (SASS 639
+    // -> 633 instructions, 31 -> 30 registers; groups of 128: 1.500x -> 1.526x the twin on an
+    // H200, bench/results/s19-part).
     if let Some(x) = x {
         for c in strided_range(lane, x.len() as u32, THREADS_PER_GROUP) {
             let v = vector::load16(&x[c as usize]);
