@@ -75,15 +75,17 @@ impl<T: SharedElement> SharedSlice<T> {
     /// `K * blockDim.x * blockDim.y * blockDim.z` elements; `None` otherwise (the same in every
     /// thread of the block, so a `let .. else { return }` on it returns the whole block before
     /// any barrier). One compare, made once: launch with `K * threads * size_of::<T>()` dynamic
-    /// shared bytes or more (llm.c's `block_size * sizeof(float)`).
+    /// shared bytes or more (llm.c's `block_size * sizeof(float)`). `K` is at least 1: `K = 0`
+    /// (no slot a thread) does not compile.
     #[inline(always)]
     pub fn per_thread<const K: usize>(self) -> Option<PerThreadShared<T, K>> {
+        const { assert!(K > 0, "`per_thread::<K>()` needs K >= 1 slots a thread (K = 0 gives no slot to index)") };
         let (bx, by, bz) = (block_dim_x(), block_dim_y(), block_dim_z());
         // At most 1024 threads a block (the hardware's and every launcher's limit), but the
         // product is taken in u64 so that no launch can wrap it.
         let threads = u64::from(bx) * u64::from(by) * u64::from(bz);
         let need = (K as u64).checked_mul(threads)?;
-        if K == 0 || threads > u64::from(u32::MAX) || (self.len() as u64) < need {
+        if threads > u64::from(u32::MAX) || (self.len() as u64) < need {
             return None;
         }
         // `threadIdx < blockDim` on each axis, so `tid < threads` (the linear thread number).

@@ -348,7 +348,9 @@ pub struct SharedSliceX4<T: SharedX4> {
     /// 16-byte aligned shared-window address of vector 0.
     base: u32,
     /// Number of vectors; `base + 16 len` is inside the memory the handle was made from.
-    len: usize,
+    /// A `u32` (shared memory is addressed in 32 bits, so every length fits): a loop bounded
+    /// by [`len_u32`](Self::len_u32) then proves `get`'s check in 32-bit arithmetic.
+    len: u32,
     _element: PhantomData<T>,
 }
 
@@ -360,7 +362,8 @@ pub struct SharedSliceX4<T: SharedX4> {
 pub fn dynamic_shared_x4<T: SharedX4>() -> SharedSliceX4<T> {
     let all = dynamic_shared::<T>();
     // The dynamic shared array is declared `.align 16` (the CPU executor puts it at address 0).
-    SharedSliceX4 { base: all.shared_address(), len: all.len() / 4, _element: PhantomData }
+    // The length fits: `all` lies in the 32-bit shared window.
+    SharedSliceX4 { base: all.shared_address(), len: (all.len() / 4) as u32, _element: PhantomData }
 }
 
 #[cold]
@@ -389,7 +392,7 @@ impl<T: SharedX4> SharedSlice<T> {
         if !self.shared_address().is_multiple_of(16) {
             misaligned_slice(self.shared_address(), 16);
         }
-        SharedSliceX4 { base: self.shared_address(), len: self.len() / 4, _element: PhantomData }
+        SharedSliceX4 { base: self.shared_address(), len: (self.len() / 4) as u32, _element: PhantomData }
     }
 }
 
@@ -397,6 +400,15 @@ impl<T: SharedX4> SharedSliceX4<T> {
     /// Number of vectors (four elements each).
     #[inline(always)]
     pub const fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// [`len`](Self::len) as a `u32` (exact: shared memory is addressed in 32 bits): the bound
+    /// of a 32-bit loop, `for k in strided_range(lane, tmp.len_u32(), 32) { tmp.get(k as usize) }`,
+    /// whose counter is one register where a `usize` one takes a pair and a 64-bit add and
+    /// compare a step, and whose test is `get`'s (no check left).
+    #[inline(always)]
+    pub const fn len_u32(&self) -> u32 {
         self.len
     }
 
@@ -420,8 +432,8 @@ impl<T: SharedX4> SharedSliceX4<T> {
     #[inline(always)]
     #[track_caller]
     pub fn get(&self, index: usize) -> [T; 4] {
-        if index >= self.len {
-            vector_out_of_bounds(index, 4, self.len * 4);
+        if index >= self.len() {
+            vector_out_of_bounds(index, 4, self.len() * 4);
         }
         // SAFETY: in bounds, and 16-byte aligned (the type's invariant).
         unsafe { T::load_x4(self.base + (index * 16) as u32) }
@@ -434,8 +446,8 @@ impl<T: SharedX4> SharedSliceX4<T> {
     #[inline(always)]
     #[track_caller]
     pub fn set(&self, index: usize, value: [T; 4]) {
-        if index >= self.len {
-            vector_out_of_bounds(index, 4, self.len * 4);
+        if index >= self.len() {
+            vector_out_of_bounds(index, 4, self.len() * 4);
         }
         // SAFETY: as in `get`.
         unsafe { T::store_x4(self.base + (index * 16) as u32, value) }
@@ -468,10 +480,12 @@ impl<T: SharedX4> SharedSliceX4<T> {
     #[inline(always)]
     #[track_caller]
     pub fn split_at(self, mid: usize) -> (Self, Self) {
-        if mid > self.len {
-            split_too_long(mid, self.len);
+        if mid > self.len() {
+            split_too_long(mid, self.len());
         }
-        let tail = SharedSliceX4 { base: self.base + (mid * 16) as u32, len: self.len - mid, _element: PhantomData };
+        // `mid <= len`, a `u32`.
+        let mid = mid as u32;
+        let tail = SharedSliceX4 { base: self.base + mid * 16, len: self.len - mid, _element: PhantomData };
         (SharedSliceX4 { base: self.base, len: mid, _element: PhantomData }, tail)
     }
 
@@ -516,17 +530,19 @@ impl<T: SharedX4> SharedSliceX4<T> {
     #[track_caller]
     pub fn carve<const N: usize>(self, each: usize) -> ([Self; N], Self) {
         let total = match each.checked_mul(N) {
-            Some(total) if total <= self.len => total,
-            _ => carve_too_long(N, each, self.len),
+            Some(total) if total <= self.len() => total as u32,
+            _ => carve_too_long(N, each, self.len()),
         };
-        let regions = core::array::from_fn(|k| SharedSliceX4 { base: self.base + (k * each * 16) as u32, len: each, _element: PhantomData });
-        (regions, SharedSliceX4 { base: self.base + (total * 16) as u32, len: self.len - total, _element: PhantomData })
+        // `each <= total <= len` (a `u32`) unless `N` is 0, when no region is made.
+        let each = each as u32;
+        let regions = core::array::from_fn(|k| SharedSliceX4 { base: self.base + k as u32 * each * 16, len: each, _element: PhantomData });
+        (regions, SharedSliceX4 { base: self.base + total * 16, len: self.len - total, _element: PhantomData })
     }
 
     /// The same memory as elements (`4 len()` of them), for scalar accesses
     /// ([`SharedSlice::get`]) or a reinterpretation as another element size.
     #[inline(always)]
     pub fn to_scalars(self) -> SharedSlice<T> {
-        SharedSlice::from_parts(self.base, self.len * 4)
+        SharedSlice::from_parts(self.base, self.len() * 4)
     }
 }

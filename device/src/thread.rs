@@ -232,31 +232,94 @@ pub fn grid_stride_range(len: usize) -> GridStrideRange {
 /// past which no slice has elements), so with a step the compiler knows (a constant, or
 /// `block_dim_x()` under `#[kernel(reqntid(n))]`) the trip count is a shift and LLVM unrolls
 /// the loop (several loads in flight, as nvcc's over a `constexpr` stride).
+///
+/// **`usize` or `u32`** ([`StrideIndex`]): with `u32` arguments the loop counts in 32 bits,
+/// CUDA's `int` counter, where `usize` takes a register pair and four instructions a step (a
+/// 64-bit add and compare). Use `u32` where the bound is a `u32` or a shared-memory length
+/// ([`SharedSliceX4::len_u32`](crate::shared_vector::SharedSliceX4::len_u32): shared memory is
+/// addressed in 32 bits, so every length fits): `for k in strided_range(lane, tmp.len_u32(), 32) { tmp.get(k as
+/// usize) }` indexes `tmp` unchecked (the loop's test is `get`'s). In 32 bits the indices stop
+/// below `i32::MAX` (the add's no-wrap bound). llm.c's layernorm backward, warp 0's fold over
+/// the other warps' slots: a 32-bit counter and the twin's two `LDS.128` in flight (issue 30,
+/// session 19).
 #[inline(always)]
-pub fn strided_range(start: usize, end: usize, step: usize) -> GridStrideRange {
+pub fn strided_range<I: StrideIndex>(start: I, end: I, step: I) -> GridStrideRange<I> {
     GridStrideRange::new(start, step, end)
 }
 
-/// The iterator of [`grid_stride_range`] and [`strided_range`]: `next`, `next + stride`, ...
-/// below `len`.
-#[derive(Clone, Debug)]
-pub struct GridStrideRange {
-    next: usize,
-    /// 1 to `isize::MAX`.
-    stride: usize,
-    /// At most `isize::MAX`: `next + stride` never wraps while `next < len`.
-    len: usize,
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for usize {}
+    impl Sealed for u32 {}
 }
 
-impl GridStrideRange {
-    /// `start, start + step, ..` below `end`, with `step` in `1..=isize::MAX` and `end` at most
-    /// `isize::MAX` (no slice has an element at or past it), so that the step's add cannot
-    /// wrap: LLVM then computes the loop's trip count (a `saturating_add` hid it, and the loop
-    /// stayed rolled even with a constant step).
+/// An index type [`strided_range`] counts in: `usize` (slices' lengths) or `u32` (32-bit
+/// counters, for bounds that are `u32`s or shared-memory lengths). Sealed.
+pub trait StrideIndex: sealed::Sealed + Copy + Ord + core::fmt::Debug {
+    /// The largest bound and step: `isize::MAX` or `i32::MAX`, so that `i + step` with `i`
+    /// below the bound cannot wrap.
+    #[doc(hidden)]
+    const MAX: Self;
+    #[doc(hidden)]
+    const ONE: Self;
+    /// `self + step`.
+    ///
+    /// # Safety
+    /// The sum does not wrap.
+    #[doc(hidden)]
+    unsafe fn add_unchecked(self, step: Self) -> Self;
+    /// `(end - self).div_ceil(step)` as a count (`self < end`, `step >= 1`).
+    #[doc(hidden)]
+    fn steps_to(self, end: Self, step: Self) -> usize;
+}
+
+impl StrideIndex for usize {
+    const MAX: usize = isize::MAX as usize;
+    const ONE: usize = 1;
     #[inline(always)]
-    fn new(start: usize, step: usize, end: usize) -> Self {
-        const MAX: usize = isize::MAX as usize;
-        GridStrideRange { next: start, stride: step.clamp(1, MAX), len: end.min(MAX) }
+    unsafe fn add_unchecked(self, step: usize) -> usize {
+        // SAFETY: the caller's.
+        unsafe { self.unchecked_add(step) }
+    }
+    #[inline(always)]
+    fn steps_to(self, end: usize, step: usize) -> usize {
+        (end - self).div_ceil(step)
+    }
+}
+
+impl StrideIndex for u32 {
+    const MAX: u32 = i32::MAX as u32;
+    const ONE: u32 = 1;
+    #[inline(always)]
+    unsafe fn add_unchecked(self, step: u32) -> u32 {
+        // SAFETY: the caller's.
+        unsafe { self.unchecked_add(step) }
+    }
+    #[inline(always)]
+    fn steps_to(self, end: u32, step: u32) -> usize {
+        (end - self).div_ceil(step) as usize
+    }
+}
+
+/// The iterator of [`grid_stride_range`] and [`strided_range`]: `next`, `next + stride`, ...
+/// below `len`, counting in `I` (`usize` unless the range was made from `u32`s).
+#[derive(Clone, Debug)]
+pub struct GridStrideRange<I: StrideIndex = usize> {
+    next: I,
+    /// 1 to `I::MAX`.
+    stride: I,
+    /// At most `I::MAX`: `next + stride` never wraps while `next < len`.
+    len: I,
+}
+
+impl<I: StrideIndex> GridStrideRange<I> {
+    /// `start, start + step, ..` below `end`, with `step` in `1..=I::MAX` and `end` at most
+    /// `I::MAX` (no slice has an element at or past `isize::MAX`; no shared memory at or past
+    /// `i32::MAX`), so that the step's add cannot wrap: LLVM then computes the loop's trip
+    /// count (a `saturating_add` hid it, and the loop stayed rolled even with a constant step).
+    #[inline(always)]
+    fn new(start: I, step: I, end: I) -> Self {
+        GridStrideRange { next: start, stride: step.clamp(I::ONE, I::MAX), len: end.min(I::MAX) }
     }
 
     /// The index after `i`.
@@ -264,18 +327,18 @@ impl GridStrideRange {
     /// # Safety
     /// `i < self.len`.
     #[inline(always)]
-    unsafe fn after(&self, i: usize) -> usize {
-        // SAFETY: `i < len <= isize::MAX` (caller, `new`) and `stride <= isize::MAX`: the sum is
-        // below `usize::MAX`.
-        unsafe { i.unchecked_add(self.stride) }
+    unsafe fn after(&self, i: I) -> I {
+        // SAFETY: `i < len <= I::MAX` (caller, `new`) and `stride <= I::MAX`: the sum is at
+        // most `2 I::MAX`, below the type's maximum.
+        unsafe { i.add_unchecked(self.stride) }
     }
 }
 
-impl Iterator for GridStrideRange {
-    type Item = usize;
+impl<I: StrideIndex> Iterator for GridStrideRange<I> {
+    type Item = I;
 
     #[inline(always)]
-    fn next(&mut self) -> Option<usize> {
+    fn next(&mut self) -> Option<I> {
         if self.next < self.len {
             let i = self.next;
             // SAFETY: `i < len`.
@@ -288,13 +351,13 @@ impl Iterator for GridStrideRange {
 
     #[inline(always)]
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let n = if self.next < self.len { (self.len - self.next).div_ceil(self.stride) } else { 0 };
+        let n = if self.next < self.len { self.next.steps_to(self.len, self.stride) } else { 0 };
         (n, Some(n))
     }
 
     /// CUDA's loop itself (`for_each`, `sum`, ..), without an `Option` per step.
     #[inline(always)]
-    fn fold<B, F: FnMut(B, usize) -> B>(self, init: B, mut f: F) -> B {
+    fn fold<B, F: FnMut(B, I) -> B>(self, init: B, mut f: F) -> B {
         let mut acc = init;
         let mut i = self.next;
         while i < self.len {

@@ -157,3 +157,53 @@ fn p30_a_lane_column_over_a_regions_length_reads_every_other_warps_slot() {
         }
     }
 }
+
+/// Session 19: the same fold counted in `u32` (`strided_range(lane, sums.len_u32(), 32)`, as
+/// llm.c's `int j`): `len_u32` is the region's length exactly, and the loop reads the same slots
+/// in the same order as the `usize` one above, at every block size.
+#[test]
+fn p30_s19_a_u32_lane_column_over_len_u32_reads_what_the_usize_one_reads() {
+    for block in [64u32, 96, 512] {
+        let config = LaunchConfig::new(1u32, block).with_shared_bytes(2 * (block - 32) * 16);
+        CpuExecutor::deterministic()
+            .run("p30_s19_lane_column_u32", config, &|| {
+                let t = thread_idx_x();
+                let ([sums, _], rest) = dynamic_shared_x4::<u32>().carve::<2>((block_dim_x() - 32) as usize);
+                assert_eq!(sums.len_u32() as usize, sums.len());
+                assert_eq!(rest.len_u32(), 0);
+                if t >= 32 {
+                    sums.set((t - 32) as usize, [t, 2 * t, 3 * t, 4 * t]);
+                }
+                sync_threads();
+                if t < 32 {
+                    let wide: Vec<[u32; 4]> = strided_range(t as usize, sums.len(), 32).map(|k| sums.get(k)).collect();
+                    let narrow: Vec<[u32; 4]> = strided_range(t, sums.len_u32(), 32).map(|k| sums.get(k as usize)).collect();
+                    assert_eq!(narrow, wide, "lane {t}");
+                    assert_eq!(narrow.len() as u32, block_dim_x() / 32 - 1, "lane {t}");
+                }
+            })
+            .unwrap();
+    }
+}
+
+/// Session 19: `strided_range` over `u32`s is CUDA's `for (int i = start; i < end; i += step)`:
+/// the same indices as over `usize`s, a step of 0 counts as 1, an exact `size_hint`, and near
+/// the top of the type it stops below `i32::MAX` instead of wrapping (a wrapped index would
+/// restart at a small one: another lane's).
+#[test]
+fn p30_s19_strided_range_over_u32_matches_usize_and_never_wraps() {
+    for (start, end, step) in [(0u32, 100u32, 32u32), (5, 100, 32), (31, 32, 32), (40, 32, 32), (3, 17, 1), (0, 7, 0)] {
+        let narrow: Vec<usize> = strided_range(start, end, step).map(|i| i as usize).collect();
+        let wide: Vec<usize> = strided_range(start as usize, end as usize, step as usize).collect();
+        assert_eq!(narrow, wide, "({start}, {end}, {step})");
+        let range = strided_range(start, end, step);
+        assert_eq!(range.size_hint(), (wide.len(), Some(wide.len())), "({start}, {end}, {step})");
+        assert_eq!(strided_range(start, end, step).fold(0usize, |n, _| n + 1), wide.len());
+    }
+    // Bounds past `i32::MAX` are clamped to it: the last index is below it, and a step as
+    // large as the type never wraps back.
+    let top: Vec<u32> = strided_range(i32::MAX as u32 - 3, u32::MAX, 2).collect();
+    assert_eq!(top, [i32::MAX as u32 - 3, i32::MAX as u32 - 1]);
+    let huge: Vec<u32> = strided_range(1, u32::MAX, u32::MAX).collect();
+    assert_eq!(huge, [1]);
+}

@@ -71,14 +71,43 @@ impl<const WIDTH: u32> SegmentRow<WIDTH> {
         self.lane
     }
 
+    /// The running thread's witness for row `row` and lane `lane`: the one constructor besides
+    /// [`segment_row`], for [`WarpRow`](super::WarpRow)'s reversed order (whose row is the
+    /// warp's reversed slot).
+    ///
+    /// The caller keeps the partition's map: `lane` is this thread's lane (`< WIDTH`) and
+    /// `row` one of the rows its map gives this thread's segment (or warp slot). Not `unsafe`
+    /// only because it is private to `global` and every caller is checked by hand.
+    #[inline(always)]
+    pub(super) fn at(row: u32, lane: u32) -> Self {
+        SegmentRow {
+            row,
+            lane,
+            #[cfg(not(target_arch = "nvptx64"))]
+            owner: super::index::linear_thread(),
+            _this_thread: PhantomData,
+        }
+    }
+
+    /// `self`, after checking on the CPU executor that the running thread made it (a
+    /// witness smuggled to another thread panics there, naming `what`: `SegmentRow` or
+    /// `WarpRow`).
+    #[inline(always)]
+    #[track_caller]
+    pub(super) fn owned_as(self, what: &'static str) -> Self {
+        #[cfg(not(target_arch = "nvptx64"))]
+        if self.owner != super::index::linear_thread() {
+            super::index::used_by_another_thread(what, self.row as usize);
+        }
+        #[cfg(target_arch = "nvptx64")]
+        let _ = what;
+        self
+    }
+
     #[inline(always)]
     #[track_caller]
     fn owned(self) -> Self {
-        #[cfg(not(target_arch = "nvptx64"))]
-        if self.owner != super::index::linear_thread() {
-            super::index::used_by_another_thread("SegmentRow", self.row as usize);
-        }
-        self
+        self.owned_as("SegmentRow")
     }
 }
 
@@ -88,11 +117,7 @@ impl<const WIDTH: u32> SegmentRow<WIDTH> {
 /// segment's row).
 #[inline(always)]
 pub fn segment_rows<const WIDTH: u32>(rows: u32) -> SegmentRowIter<WIDTH> {
-    let first = segment_row::<WIDTH>();
-    // The output's launch check makes `gridDim.x * blockDim.x` a multiple of `WIDTH` within
-    // `u32`, so `segments >= 1`; elsewhere a plain number (`max(1)` keeps the walk finite).
-    let segments = (crate::thread::grid_dim_x().wrapping_mul(crate::thread::block_dim_x()) / WIDTH).max(1);
-    SegmentRowIter { next: first, rows, segments }
+    SegmentRowIter::starting_at(segment_row::<WIDTH>(), rows)
 }
 
 /// The iterator of [`segment_rows`].
@@ -101,6 +126,20 @@ pub struct SegmentRowIter<const WIDTH: u32> {
     next: SegmentRow<WIDTH>,
     rows: u32,
     segments: u32,
+}
+
+impl<const WIDTH: u32> SegmentRowIter<WIDTH> {
+    /// The rows `first.row(), first.row() + segments, ...` below `rows` (`segments =
+    /// gridDim.x * blockDim.x / WIDTH`), for `first` a witness of the running thread whose
+    /// later rows are those (its segment's, or its warp slot's for [`WarpRowIter`](super::WarpRowIter)).
+    #[inline(always)]
+    pub(super) fn starting_at(first: SegmentRow<WIDTH>, rows: u32) -> Self {
+        let width = const { segment_width(WIDTH) };
+        // The output's launch check makes `gridDim.x * blockDim.x` a multiple of `WIDTH` within
+        // `u32`, so `segments >= 1`; elsewhere a plain number (`max(1)` keeps the walk finite).
+        let segments = (crate::thread::grid_dim_x().wrapping_mul(crate::thread::block_dim_x()) / width).max(1);
+        SegmentRowIter { next: first, rows, segments }
+    }
 }
 
 impl<const WIDTH: u32> Iterator for SegmentRowIter<WIDTH> {
@@ -166,7 +205,13 @@ unsafe impl<const WIDTH: u32> Partition for SegmentRows<WIDTH> {
     // The width is part of the key (G17R-1's rule for widths: a `cfg` that gives the device
     // `SegmentRows<8>` and the host `SegmentRows<16>` must not pass the first launch).
     const KEY: u64 = super::slice::partition_key("SegmentRows", &[WIDTH as u64]);
-    const REQUIREMENTS: LaunchRequirements = LaunchRequirements::LINEAR_THREADS;
+    // The width's check is part of the requirements so that `#[kernel]`'s constant of them (a
+    // concrete type, evaluated even by `cargo check`) refuses `SegmentRows<12>` or `<0>` in the
+    // signature, not only a build that instantiates the kernel.
+    const REQUIREMENTS: LaunchRequirements = {
+        segment_width(WIDTH);
+        LaunchRequirements::LINEAR_THREADS
+    };
     type Shape = u32;
     const VALID: () = {
         segment_width(WIDTH);

@@ -6,8 +6,8 @@ use core::marker::PhantomData;
 use bytemuck::Pod;
 
 use super::LaunchRequirements;
-use super::index::NotSend;
 use super::order::{Forward, Reversed, RowOrder};
+use super::segment_rows::{SegmentRow, SegmentRowIter, segment_row, segment_rows};
 use super::slice::{DisjointSlice, Partition};
 
 /// This thread's warp and lane for a [`PerWarpRow`] output: warp `w = t / 32` and lane `t %
@@ -19,13 +19,14 @@ use super::slice::{DisjointSlice, Partition};
 /// blocks of whole warps) `w` is the hardware warp's global index and `(w, lane)` names one
 /// thread. `O` is the order the blocks take rows in ([`Forward`], or [`Reversed`] from
 /// [`warp_row_reversed`]/[`warp_rows_reversed`]); a witness fits only an output of its order.
+///
+/// A [`SegmentRow<32>`](SegmentRow) (the same map: [`SegmentRows<32>`](super::SegmentRows) is
+/// `PerWarpRow`'s partition without the row order) with the order as a type parameter: its
+/// accessors and the CPU executor's owner check are `SegmentRow`'s (session 19). Its own type,
+/// so that a compile error names `WarpRow` and a forward witness stays off reversed outputs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct WarpRow<O: RowOrder = Forward> {
-    row: u32,
-    lane: u32,
-    #[cfg(not(target_arch = "nvptx64"))]
-    owner: u32,
-    _this_thread: NotSend,
+    segment: SegmentRow<32>,
     _order: PhantomData<fn() -> O>,
 }
 
@@ -33,15 +34,7 @@ pub struct WarpRow<O: RowOrder = Forward> {
 /// mask after CUDA's 1-D index).
 #[inline(always)]
 pub fn warp_row() -> WarpRow {
-    let t = super::index::linear_thread();
-    WarpRow {
-        row: t / 32,
-        lane: t % 32,
-        #[cfg(not(target_arch = "nvptx64"))]
-        owner: t,
-        _this_thread: PhantomData,
-        _order: PhantomData,
-    }
+    WarpRow { segment: segment_row::<32>(), _order: PhantomData }
 }
 
 /// The warp's slot in a launch whose blocks take rows in order `O`: `O::slot(blockIdx.x,
@@ -53,43 +46,41 @@ fn warp_slot<O: RowOrder>() -> u32 {
     O::slot(block_idx_x(), grid_dim_x()).wrapping_mul(block_dim_x() / 32).wrapping_add(thread_idx_x() / 32)
 }
 
+/// This thread's reversed witness: its warp's reversed slot and its lane (see
+/// [`warp_row_reversed`]).
+#[inline(always)]
+fn reversed_segment() -> SegmentRow<32> {
+    // The map of `WarpRows<Reversed>`: the slot is this warp's (a bijection of the launch's
+    // warps), the lane this thread's.
+    SegmentRow::at(warp_slot::<Reversed>(), crate::thread::thread_idx_x() % 32)
+}
+
 /// This thread's [`WarpRow`] with the blocks in reverse order: row `(gridDim.x - 1 -
 /// blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32` (llm.c's softmax: `(gridDim.x -
 /// blockIdx.x - 1) * num_warps + warp_id`), lane `threadIdx.x % 32`, for a
 /// `PerWarpRow<T, Reversed>` output. Map and proof: [`WarpRows`].
 #[inline(always)]
 pub fn warp_row_reversed() -> WarpRow<Reversed> {
-    WarpRow {
-        row: warp_slot::<Reversed>(),
-        lane: crate::thread::thread_idx_x() % 32,
-        #[cfg(not(target_arch = "nvptx64"))]
-        owner: super::index::linear_thread(),
-        _this_thread: PhantomData,
-        _order: PhantomData,
-    }
+    WarpRow { segment: reversed_segment(), _order: PhantomData }
 }
 
 impl<O: RowOrder> WarpRow<O> {
     /// The row (the warp's global index), to index inputs with.
     #[inline(always)]
     pub fn row(self) -> u32 {
-        self.row
+        self.segment.row()
     }
 
     /// The lane, `0..32`.
     #[inline(always)]
     pub fn lane(self) -> u32 {
-        self.lane
+        self.segment.lane()
     }
 
     #[inline(always)]
     #[track_caller]
-    fn owned(self) -> Self {
-        #[cfg(not(target_arch = "nvptx64"))]
-        if self.owner != super::index::linear_thread() {
-            super::index::used_by_another_thread("WarpRow", self.row as usize);
-        }
-        self
+    fn owned(self) -> SegmentRow<32> {
+        self.segment.owned_as("WarpRow")
     }
 }
 
@@ -154,7 +145,7 @@ impl<T: Pod, O: RowOrder> DisjointSlice<'_, T, WarpRows<O>> {
         // SAFETY: `(row, lane)` comes from a `WarpRow` of the running thread: the row is one of
         // its warp's (congruent to the warp's index modulo the launch's warps), the lane is
         // its own (`< 32`), and lanes stride by 32 (see `WarpRows`).
-        unsafe { LaneRow::new(self, me.row, me.lane, 32) }
+        unsafe { LaneRow::new(self, me.row(), me.lane(), 32) }
     }
 }
 
@@ -164,20 +155,7 @@ impl<T: Pod, O: RowOrder> DisjointSlice<'_, T, WarpRows<O>> {
 /// [`PerWarpRow`] output. A step past `u32` ends the walk (no wrap onto another warp's row).
 #[inline(always)]
 pub fn warp_rows(rows: u32) -> WarpRowIter {
-    let t = super::index::linear_thread();
-    // `LINEAR_WARPS`: at most u32::MAX threads in whole warps, so `warps >= 1` in a launch
-    // that builds a `PerWarpRow` (a plain number elsewhere; `max(1)` keeps the walk finite).
-    let warps = (crate::thread::grid_dim_x().wrapping_mul(crate::thread::block_dim_x()) / 32).max(1);
-    WarpRowIter {
-        row: t / 32,
-        rows,
-        warps,
-        lane: t % 32,
-        #[cfg(not(target_arch = "nvptx64"))]
-        owner: t,
-        _this_thread: PhantomData,
-        _order: PhantomData,
-    }
+    WarpRowIter { segments: segment_rows::<32>(rows), _order: PhantomData }
 }
 
 /// [`warp_rows`] with the blocks in reverse order: the rows `s, s + warps, ...` below `rows`
@@ -185,29 +163,14 @@ pub fn warp_rows(rows: u32) -> WarpRowIter {
 /// threadIdx.x / 32`, for a `PerWarpRow<T, Reversed>` output.
 #[inline(always)]
 pub fn warp_rows_reversed(rows: u32) -> WarpRowIter<Reversed> {
-    let warps = (crate::thread::grid_dim_x().wrapping_mul(crate::thread::block_dim_x()) / 32).max(1);
-    WarpRowIter {
-        row: warp_slot::<Reversed>(),
-        rows,
-        warps,
-        lane: crate::thread::thread_idx_x() % 32,
-        #[cfg(not(target_arch = "nvptx64"))]
-        owner: super::index::linear_thread(),
-        _this_thread: PhantomData,
-        _order: PhantomData,
-    }
+    WarpRowIter { segments: SegmentRowIter::starting_at(reversed_segment(), rows), _order: PhantomData }
 }
 
-/// The iterator of [`warp_rows`] (and of [`warp_rows_reversed`], `O` = [`Reversed`]).
+/// The iterator of [`warp_rows`] (and of [`warp_rows_reversed`], `O` = [`Reversed`]): a
+/// [`SegmentRowIter<32>`](SegmentRowIter) whose items carry the order.
 #[derive(Debug)]
 pub struct WarpRowIter<O: RowOrder = Forward> {
-    row: u32,
-    rows: u32,
-    warps: u32,
-    lane: u32,
-    #[cfg(not(target_arch = "nvptx64"))]
-    owner: u32,
-    _this_thread: NotSend,
+    segments: SegmentRowIter<32>,
     _order: PhantomData<fn() -> O>,
 }
 
@@ -216,21 +179,7 @@ impl<O: RowOrder> Iterator for WarpRowIter<O> {
 
     #[inline(always)]
     fn next(&mut self) -> Option<WarpRow<O>> {
-        if self.row < self.rows {
-            let row = self.row;
-            // Saturating: `u32::MAX` is never below a `u32` bound, so a step never wraps.
-            self.row = row.saturating_add(self.warps);
-            Some(WarpRow {
-                row,
-                lane: self.lane,
-                #[cfg(not(target_arch = "nvptx64"))]
-                owner: self.owner,
-                _this_thread: PhantomData,
-                _order: PhantomData,
-            })
-        } else {
-            None
-        }
+        self.segments.next().map(|segment| WarpRow { segment, _order: PhantomData })
     }
 }
 

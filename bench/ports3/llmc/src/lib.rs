@@ -987,9 +987,9 @@ pub fn layernorm_backward_kernel10_regions(
     let ([dbias_shared, dweight_shared], rest) = dynamic_shared_x4::<f32>().carve::<2>((rounded_c / 4) as usize);
     let ([dbias_tmp, dweight_tmp], _) = rest.carve::<2>((block_size - 32) as usize);
 
-    for k in strided_range(t as usize, dbias_shared.len(), block_size as usize) {
-        dbias_shared.set(k, [0.0; 4]);
-        dweight_shared.set(k, [0.0; 4]);
+    for k in strided_range(t, dbias_shared.len_u32(), block_size) {
+        dbias_shared.set(k as usize, [0.0; 4]);
+        dweight_shared.set(k as usize, [0.0; 4]);
     }
     sync_threads();
 
@@ -1062,10 +1062,13 @@ pub fn layernorm_backward_kernel10_regions(
                 if warp_id == 0 {
                     // llm.c's `for (j = 1; j < warpsInBlock; j++)` over `threadIdx.x + 32 j`:
                     // the lane's column of the other warps' slots, bounded by the regions'
-                    // length (no check left; unrolled by 4 as nvcc's).
-                    for k in strided_range(lane as usize, dbias_tmp.len(), 32) {
-                        dbias_f = add4(dbias_f, dbias_tmp.get(k));
-                        dweight_f = add4(dweight_f, dweight_tmp.get(k));
+                    // length (no check left; unrolled by 4 as nvcc's). In `u32` (the shared
+                    // length's `len_u32`), as llm.c's `int j`: a `usize` counter took a
+                    // register pair and a 64-bit add and compare a step, and left one
+                    // `LDS.128` in flight where nvcc has two (0.907x; issue 30, session 19).
+                    for k in strided_range(lane, dbias_tmp.len_u32(), 32) {
+                        dbias_f = add4(dbias_f, dbias_tmp.get(k as usize));
+                        dweight_f = add4(dweight_f, dweight_tmp.get(k as usize));
                     }
                 }
                 sync_threads();

@@ -75,7 +75,9 @@ pub fn dynamic_scaled_int8_azp_quant_kernel(
     let (tid, threads) = (thread_idx_x() as usize, block_dim_x() as usize);
 
     // Scan for the min and max value for this token (the source starts the maximum at
-    // `numeric_limits<float>::min()`, the smallest positive normal, and keeps it).
+    // `numeric_limits<float>::min()`, the smallest positive normal, and keeps it). Kept in
+    // `usize`: counted in `u32` (session 19) the kernel took 29 registers instead of 32 but ran
+    // slower on an H200 (1.042x -> 1.021x the twin, bench/results/s19-part).
     let mut max_val = f32::MIN_POSITIVE;
     let mut min_val = f32::MAX;
     for i in strided_range(tid, x.len(), threads) {
@@ -249,24 +251,26 @@ pub fn per_token_group_quant_8bit_segments(
     max_8bit: f32,
 ) {
     let me = segment_row::<16>();
-    let lane = me.lane() as usize;
+    let lane = me.lane();
     // The block's groups in shared memory, this group's at `local_group_id * vecs_per_group`.
     let smem = dynamic_shared_x4::<u32>();
-    let base = ((thread_idx_x() / THREADS_PER_GROUP) * vecs_per_group) as usize;
+    let base = (thread_idx_x() / THREADS_PER_GROUP) * vecs_per_group;
     let row = output_q.row_mut(me);
     let x = row.as_ref().and_then(|row| input.get(row.span()));
 
     let mut local_absmax = eps;
-    // copy global -> shared & compute absmax
+    // copy global -> shared & compute absmax. Session 19: the lane's loop counts in `u32`
+    // (`strided_range` over `u32`s, vLLM's `int` loop; `x.len()` is the row's `u32` width): a
+    // `usize` counter cost a 64-bit add and two compares a step around the one load (SASS 639
+    // -> 633 instructions, 31 -> 30 registers; groups of 128: 1.500x -> 1.526x the twin on an
+    // H200, bench/results/s19-part).
     if let Some(x) = x {
-        let mut c = lane;
-        while c < x.len() {
-            let v = vector::load16(&x[c]);
+        for c in strided_range(lane, x.len() as u32, THREADS_PER_GROUP) {
+            let v = vector::load16(&x[c as usize]);
             for e in v.0 {
                 local_absmax = local_absmax.max(e.widen().abs());
             }
-            smem.set(base + c, bytemuck::cast(v.0));
-            c += THREADS_PER_GROUP as usize;
+            smem.set((base + c) as usize, bytemuck::cast(v.0));
         }
     }
 
@@ -284,8 +288,8 @@ pub fn per_token_group_quant_8bit_segments(
     if let Some(row) = row {
         let mut c = base + lane;
         row.iter_mut().for_each(|o| {
-            *o = quant8(bytemuck::cast(smem.get(c)), y_s, min_8bit, max_8bit);
-            c += THREADS_PER_GROUP as usize;
+            *o = quant8(bytemuck::cast(smem.get(c as usize)), y_s, min_8bit, max_8bit);
+            c = c.wrapping_add(THREADS_PER_GROUP);
         });
     }
 }
