@@ -495,10 +495,12 @@ impl<T: SharedX4> SharedSliceX4<T> {
     /// 683 SASS instructions against nvcc's 337).
     #[inline(always)]
     pub fn split_at_checked(self, mid: usize) -> Option<(Self, Self)> {
-        if mid > self.len {
+        if mid > self.len() {
             return None;
         }
-        let tail = SharedSliceX4 { base: self.base + (mid * 16) as u32, len: self.len - mid, _element: PhantomData };
+        // `mid <= len`, a `u32`.
+        let mid = mid as u32;
+        let tail = SharedSliceX4 { base: self.base + mid * 16, len: self.len - mid, _element: PhantomData };
         Some((SharedSliceX4 { base: self.base, len: mid, _element: PhantomData }, tail))
     }
 
@@ -512,10 +514,12 @@ impl<T: SharedX4> SharedSliceX4<T> {
     #[inline(always)]
     pub fn region(self, k: usize, each: usize) -> Option<Self> {
         let start = k.checked_mul(each)?;
-        if start > self.len || each > self.len - start {
+        let len = self.len();
+        if start > len || each > len - start {
             return None;
         }
-        Some(SharedSliceX4 { base: self.base + (start * 16) as u32, len: each, _element: PhantomData })
+        // `start + each <= len`, a `u32`.
+        Some(SharedSliceX4 { base: self.base + (start * 16) as u32, len: each as u32, _element: PhantomData })
     }
 
     /// `N` consecutive regions of `each` vectors, then the rest: llm.c's `dbias_shared =
