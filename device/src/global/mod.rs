@@ -313,6 +313,38 @@ pub mod __private {
     use bytemuck::Pod;
     pub use ferrocuda_types::same_lengths;
 
+    /// The output types of a kernel entry, as a tuple (nested for more than eight): their
+    /// launch requirements combined, which the entry assumes
+    /// ([`__assume_outputs_launch`](crate::thread::__assume_outputs_launch)).
+    ///
+    /// # Safety
+    /// `REQUIREMENTS` is what the members' `KernelOutput::REQUIREMENTS` combine to: the
+    /// implementations here, and no others.
+    pub unsafe trait OutputSet {
+        /// The combined requirements.
+        const REQUIREMENTS: LaunchRequirements;
+    }
+    // SAFETY: one output's own requirements.
+    unsafe impl<T: Pod, P: super::slice::Partition> OutputSet for super::DisjointSlice<'_, T, P> {
+        const REQUIREMENTS: LaunchRequirements = <Self as KernelOutput>::REQUIREMENTS;
+    }
+    macro_rules! output_sets {
+        ($($member:ident),+) => {
+            // SAFETY: the members' requirements, combined as the launchers combine them.
+            unsafe impl<$($member: OutputSet),+> OutputSet for ($($member,)+) {
+                const REQUIREMENTS: LaunchRequirements = LaunchRequirements::NONE $(.and($member::REQUIREMENTS))+;
+            }
+        };
+    }
+    output_sets!(A);
+    output_sets!(A, B);
+    output_sets!(A, B, C);
+    output_sets!(A, B, C, D);
+    output_sets!(A, B, C, D, E);
+    output_sets!(A, B, C, D, E, F);
+    output_sets!(A, B, C, D, E, F, G);
+    output_sets!(A, B, C, D, E, F, G, H);
+
     /// The launchers' check of an output's launch-time bound ([`KernelOutput::check_launch`]).
     /// The output type comes last, as a marker, so that the compiler meets the shape before it
     /// knows the type: a shape of the wrong type then fails the projection `O::Shape` with the

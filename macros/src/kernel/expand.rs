@@ -203,18 +203,24 @@ fn device_entry(entry: &Entry, same_len: &[Vec<Ident>], bounds: Option<&TokenStr
     // (`check_requirements`): the entry tells the compiler, so a 1-D kernel's `blockDim.y`/`.z`
     // are 1 and the block collectives' run-time tests of the block's shape fold away (issue 30,
     // session 16).
+    //
+    // The requirements come from the output types through the device crate's `OutputSet` (an
+    // `unsafe trait` there), not from a value computed here (session 19, G18S-1): the entry
+    // names its paths in the kernel's crate, which can rename `ferrocuda_device`, and a value
+    // computed through such a path could be one that no launch was checked against.
     let launch_shape = {
-        let requirements: Vec<&TokenStream> = lowered.iter().filter_map(|l| l.requirements.as_ref()).collect();
-        (!requirements.is_empty()).then(|| {
-            let (args, thread) = (paths::args(), paths::thread());
-            // The constant is computed outside the `unsafe` block: the output types are the
-            // user's, and the block holds generated tokens alone (P1).
-            let value = format_ident!("__ferrocuda_launch_requirements", span = Span::mixed_site());
+        let outputs: Vec<&syn::Type> = params.iter().filter_map(output_type).collect();
+        (!outputs.is_empty()).then(|| {
+            let thread = paths::thread();
+            // The output types are named outside the `unsafe` block: they are the user's, and
+            // the block holds generated tokens alone (P1). More than eight are nested.
+            let value = format_ident!("__ferrocuda_outputs", span = Span::mixed_site());
+            let set = output_set(&outputs);
             quote! {
-                let #value: #args::LaunchRequirements = const { #args::LaunchRequirements::NONE #(.and(#requirements))* };
-                // SAFETY: every launcher refuses a configuration that does not meet the outputs'
-                // `REQUIREMENTS` before the kernel runs.
-                unsafe { #thread::__assume_launch(#value) };
+                let #value = ::core::marker::PhantomData::<#set>;
+                // SAFETY: every launch was checked against the outputs' `REQUIREMENTS` before
+                // the kernel ran (the host's launch itself, from the outputs' parameters).
+                unsafe { #thread::__assume_outputs_launch(#value) };
             }
         })
     };
@@ -320,6 +326,14 @@ fn device_entry(entry: &Entry, same_len: &[Vec<Ident>], bounds: Option<&TokenStr
             }
         };
     }
+}
+
+/// The tuple of an entry's output types for `OutputSet` (tuples of up to eight, nested beyond).
+fn output_set(outputs: &[&syn::Type]) -> TokenStream {
+    fn grouped(items: Vec<TokenStream>) -> TokenStream {
+        if items.len() <= 8 { quote!((#(#items,)*)) } else { grouped(items.chunks(8).map(|chunk| quote!((#(#chunk,)*))).collect()) }
+    }
+    grouped(outputs.iter().map(|ty| quote!(#ty)).collect())
 }
 
 /// The canonical text of a kernel's signature, `symbol(type,type,..)`, from which the
