@@ -9,26 +9,32 @@
 extern crate ferrocuda_device as real_device;
 extern crate self as ferrocuda_device;
 
-pub use real_device::*;
+// What the generated host code names under `::ferrocuda_device` besides `__private`.
+pub use real_device::{cpu, global, kernel};
 
 pub mod __private {
     pub use ::real_device::__private::*;
 
     pub mod args {
         pub use ::real_device::__private::args::*;
-        use ferrocuda::{LaunchConfig, LaunchProblem, LaunchRequirements};
 
         /// Says that a per-thread output requires nothing of its launch.
         pub trait KernelOutput {
             type Shape;
-            const REQUIREMENTS: LaunchRequirements;
+            const REQUIREMENTS: ::ferrocuda::types::LaunchRequirements;
         }
-        impl<T, P> KernelOutput for real_device::global::DisjointSlice<'_, T, P> {
+        impl KernelOutput for ::real_device::global::DisjointSlice<'_, u32> {
             type Shape = ();
-            const REQUIREMENTS: LaunchRequirements = LaunchRequirements::NONE;
+            const REQUIREMENTS: ::ferrocuda::types::LaunchRequirements = ::ferrocuda::types::LaunchRequirements::NONE;
         }
 
-        pub fn check_output_launch<S, O>(_: &'static str, _: &LaunchConfig, _: usize, _: S, _: core::marker::PhantomData<O>) -> Result<(), LaunchProblem> {
+        pub fn check_output_launch<S, O>(
+            _: &'static str,
+            _: &::ferrocuda::types::LaunchConfig,
+            _: usize,
+            _: S,
+            _: ::core::marker::PhantomData<O>,
+        ) -> Result<(), ::ferrocuda::types::LaunchProblem> {
             Ok(())
         }
     }

@@ -15,15 +15,18 @@ extern crate self as ferrocuda_host;
 
 pub mod __private {
     pub use ::ferrocuda::__private::*;
-    use ::ferrocuda::{Error, LaunchConfig, LaunchProblem, LaunchRequirements};
 
-    pub fn check_requirements(_: &'static str, _: &LaunchConfig, _: LaunchRequirements) -> Result<(), Error> {
+    pub fn check_requirements(
+        _: &'static str,
+        _: &::ferrocuda::types::LaunchConfig,
+        _: ::ferrocuda::types::LaunchRequirements,
+    ) -> Result<(), ::ferrocuda::Error> {
         Ok(())
     }
-    pub fn check_output_shape(_: &'static str, _: Result<(), LaunchProblem>) -> Result<(), Error> {
+    pub fn check_output_shape(_: &'static str, _: Result<(), ::ferrocuda::types::LaunchProblem>) -> Result<(), ::ferrocuda::Error> {
         Ok(())
     }
-    pub fn check_same_len(_: &'static str, _: &[(&'static str, usize)]) -> Result<(), Error> {
+    pub fn check_same_len(_: &'static str, _: &[(&'static str, usize)]) -> Result<(), ::ferrocuda::Error> {
         Ok(())
     }
 }
@@ -50,7 +53,8 @@ mod kernels {
 }
 
 fn main() {
-    use ferrocuda::{Context, DeviceBuffer, Error, LaunchProblem, Stream};
+    use ferrocuda::types::LaunchProblem;
+    use ferrocuda::{Context, DeviceBuffer, Error, Stream};
     let context = match Context::primary(0) {
         Ok(context) => context,
         Err(error @ (Error::NoDriver | Error::NoDevice { .. })) => {
