@@ -56,7 +56,7 @@ fn g18s_1_a_cpu_output_refuses_two_shapes_in_one_launch() {
     let body = || {
         // A width that differs between threads (a renamed `copy_param` could hand each thread
         // another value): rows of 8 for some threads, of 4 for others would overlap.
-        let cols = if ferrocuda_device::thread::index_1d() % 2 == 0 { 8 } else { 4 };
+        let cols = if ferrocuda_device::thread::index_1d().is_multiple_of(2) { 8 } else { 4 };
         // SAFETY: as in the test above.
         let mut out: DisjointMatrix<u32> = unsafe { parts.output(cols) };
         if let Some(o) = out.get_mut(unique_cell()) {
