@@ -115,6 +115,10 @@ impl Event {
     /// one: a record made by another thread meanwhile is waited for in its place, and one made
     /// into a capture ends the wait with [`Error::EventRecordedInCapture`].
     ///
+    /// Each poll runs in the driver's relaxed capture mode for this thread, so waiting here
+    /// neither fails nor invalidates a stream capture another thread runs in global mode
+    /// (PyTorch's `torch.cuda.graph`), as [`Event::is_complete`].
+    ///
     /// # Errors
     /// [`Error::EventRecordedInCapture`] if it was last recorded into a stream capture.
     pub fn synchronize(&self) -> Result<()> {
@@ -134,6 +138,11 @@ impl Event {
 
     /// True when the work before the event has finished (or it was never recorded). Never blocks.
     ///
+    /// Safe to call while another thread captures a stream in the driver's global mode (the
+    /// default of `cudaStreamBeginCapture`, and of PyTorch's `torch.cuda.graph`): the query runs
+    /// in relaxed capture mode for this thread, so it is neither refused nor does it invalidate
+    /// that capture (an event recorded into a capture is refused before any query, below).
+    ///
     /// # Errors
     /// [`Error::EventRecordedInCapture`] if it was last recorded into a stream capture.
     pub fn is_complete(&self) -> Result<bool> {
@@ -143,8 +152,19 @@ impl Event {
     /// One `cuEventQuery` under the event's lock (G16-1), refused as `operation` when the last
     /// record went into a capture: [`Event::is_complete`], and each poll of
     /// [`Event::synchronize`].
+    ///
+    /// The query runs in the driver's relaxed capture mode for this thread ([`RelaxedCaptureMode`],
+    /// session 19): in the default (global) mode `cuEventQuery` is a "potentially unsafe" call,
+    /// refused (`CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`) while *any* thread runs a capture begun
+    /// in global mode, and that capture is invalidated: a ferrocuda user polling its own event
+    /// broke PyTorch's `torch.cuda.graph` (global mode) running on another thread. The event
+    /// queried here is never a node of a capture (refused just above, under the lock held
+    /// across the query), which is what the global mode's check is there to catch; PyTorch's
+    /// own event queries (the caching allocator, the NCCL watchdog) are relaxed for the same
+    /// reason.
     fn query_as(&self, operation: &'static str) -> Result<bool> {
         let _checked = self.refuse_if_captured(operation)?;
+        let _relaxed = RelaxedCaptureMode::enter();
         // SAFETY: the event is alive.
         not_ready_is_false(unsafe { driver::event::query(self.raw) })
     }
@@ -198,6 +218,34 @@ impl std::fmt::Debug for Event {
     }
 }
 
+/// This thread in the driver's relaxed stream-capture mode while the value lives
+/// (`cuThreadExchangeStreamCaptureMode`): a capture in global mode on another thread then does
+/// not refuse this thread's "potentially unsafe" calls (an event query) nor get invalidated by
+/// them. Only for calls on objects that are in no capture. The previous mode is put back on
+/// drop; a failed exchange leaves the mode as it was (the query then meets the driver's check,
+/// as before).
+///
+/// [CUDA driver API: `cuThreadExchangeStreamCaptureMode`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html).
+struct RelaxedCaptureMode(Option<sys::CUstreamCaptureMode>);
+
+impl RelaxedCaptureMode {
+    fn enter() -> Self {
+        let mut mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
+        // SAFETY: swaps this thread's mode with the value given; writes one enum value.
+        let swapped = unsafe { driver::stream::exchange_capture_mode(&mut mode) };
+        RelaxedCaptureMode(swapped.ok().map(|()| mode))
+    }
+}
+
+impl Drop for RelaxedCaptureMode {
+    fn drop(&mut self) {
+        if let Some(mut previous) = self.0.take() {
+            // SAFETY: as in `enter`: puts this thread's previous mode back.
+            let _ = unsafe { driver::stream::exchange_capture_mode(&mut previous) };
+        }
+    }
+}
+
 /// Event ordering on a stream lives here, with the event.
 impl Stream {
     /// Makes later work on this stream wait until `event` (recorded on any stream of the same
@@ -233,28 +281,22 @@ impl Stream {
         let captured_on = captured_guard.clone();
         let mut join = None;
         if let Some(captured) = captured_on {
-            if !captured.captured_for_ordering().unwrap_or(false) {
-                return Err(Error::EventRecordedInCapture { operation: "Stream::wait_event" });
-            }
-            // Joining this stream to the capture: only the capture's own code may (G14-5's rule;
-            // audit 2026-11-28b review2, G14R-1: another thread holding the event forked its
-            // stream into the capture, and its launches went into the capturing thread's
-            // graph, untracked, reported `Ok`; G14R-4: the capture's handle, not its thread).
-            captured.join_owner_check("Stream::wait_event")?;
-            join = captured.capture_origin();
-            // The capture ended between the check above and this read (audit 2026-11-28d G16-2,
-            // explained in session 18): `join_owner_check` then saw no capture and let any thread
-            // through, and the wait went to the driver with no join for an event of an ended
-            // capture. The driver answers `CUDA_ERROR_INVALID_VALUE` for such a wait (E5), and
-            // the capture's graph may be destroyed by then (the state G16-1 crashed in). What
-            // the event is now is what the first check would have said a moment later.
-            if join.is_none() {
-                return Err(Error::EventRecordedInCapture { operation: "Stream::wait_event" });
-            }
+            // The capture that records the event's stream, read once under that stream's
+            // `driver_calls` (session 19): whether it still runs, the fork's owner rule (G14-5's
+            // rule; audit 2026-11-28b review2, G14R-1: another thread holding the event forked
+            // its stream into the capture, and its launches went into the capturing thread's
+            // graph, untracked, reported `Ok`; G14R-4: the capture's handle, not its thread) and
+            // its origin all come from that one read. Three reads apart could disagree: in
+            // audit 2026-11-28d G16-2 (explained in session 18) the capture ended between the
+            // first and the owner rule, which then saw no capture and let any thread through,
+            // and the wait went to the driver with no join for an event of an ended capture
+            // (`CUDA_ERROR_INVALID_VALUE`, E5, with the graph perhaps destroyed by then, the
+            // state G16-1 crashed in). An ended capture is `EventRecordedInCapture`.
+            join = Some(captured.capture_to_join("Stream::wait_event")?);
             // A stream another library owns joins no capture of ferrocuda's (G16R-8): the owner's
             // work on it would be recorded into the graph, as `begin_capture` refuses for such
             // a stream (Q8).
-            if join.is_some() && self.others_may_capture() {
+            if self.others_may_capture() {
                 return Err(Error::ForkOfBorrowedStream { operation: "Stream::wait_event" });
             }
         }

@@ -3,7 +3,7 @@
 //! hidden from the docs. The call shape is written down in the interface note between host
 //! and macros (`launch_embedded(&crate::KERNELS, &SIGNATURE, stream, config, &mut params, &buffers)`).
 
-pub use crate::launch::args::{KernelParam, KernelScalar, KernelValue, copy_param, require_kernel_value, require_primitive};
+pub use crate::launch::args::{KernelParam, KernelScalar, KernelValue, OutputArg, SameLen, copy_param, require_kernel_value, require_primitive};
 pub use crate::launch::{check_output_shape, check_requirements, check_same_len, compiled_cluster, embedded_function, launch_embedded, launch_in_module};
 pub use crate::memory::usage::BufferAccess;
 pub use crate::memory::view::{DevicePtr, DeviceRead, DeviceWrite, SliceArg};

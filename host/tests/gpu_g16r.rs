@@ -60,9 +60,9 @@ static MARK: KernelSignature =
 /// does (the generated launcher calls this very function).
 fn launch_mark(module: &Module, stream: &Stream, out: &mut DeviceBuffer<u32>) -> ferrocuda_host::Result<()> {
     let address = out.as_device_ptr().address();
-    let mut params = [ferrocuda_host::__private::KernelParam::value(&address)];
+    let params = [ferrocuda_host::__private::KernelParam::value(&address)];
     // SAFETY: `mark` takes one pointer to a u32, which `out` holds; `out` is declared written.
-    unsafe { launch_in_module(module, &MARK, stream, LaunchConfig::new(1u32, 1u32), &mut params, &[BufferAccess::write(out)]) }
+    unsafe { launch_in_module(module, &MARK, stream, LaunchConfig::new(1u32, 1u32), &params, &[BufferAccess::write(out)]) }
 }
 
 fn free_bytes(context: &Context) -> i64 {
@@ -333,10 +333,10 @@ fn g16r_6_a_first_launch_on_a_forked_stream_loads_no_module_inside_the_capture()
     let mut out = DeviceBuffer::<u32>::zeroed(&context, 1).unwrap();
     let launch = |stream: &Stream, out: &mut DeviceBuffer<u32>| {
         let address = out.as_device_ptr().address();
-        let mut params = [ferrocuda_host::__private::KernelParam::value(&address)];
+        let params = [ferrocuda_host::__private::KernelParam::value(&address)];
         // SAFETY: `mark` takes one pointer to a u32, which `out` holds; `out` is declared written.
         unsafe {
-            ferrocuda_host::__private::launch_embedded(&G16R_6_KERNELS, &MARK, stream, LaunchConfig::new(1u32, 1u32), &mut params, &[BufferAccess::write(out)])
+            ferrocuda_host::__private::launch_embedded(&G16R_6_KERNELS, &MARK, stream, LaunchConfig::new(1u32, 1u32), &params, &[BufferAccess::write(out)])
         }
     };
     let (fork, join) = (Event::without_timing(&context).unwrap(), Event::without_timing(&context).unwrap());
@@ -588,9 +588,9 @@ static SPIN: KernelSignature = KernelSignature {
 /// `spin_then_mark<<<1, 1, 0, stream>>>(out, ns)`, `out` declared written.
 fn launch_spin(module: &Module, stream: &Stream, out: &mut DeviceBuffer<u32>, ns: u64) -> ferrocuda_host::Result<()> {
     let address = out.as_device_ptr().address();
-    let mut params = [ferrocuda_host::__private::KernelParam::value(&address), ferrocuda_host::__private::KernelParam::value(&ns)];
+    let params = [ferrocuda_host::__private::KernelParam::value(&address), ferrocuda_host::__private::KernelParam::value(&ns)];
     // SAFETY: the kernel takes a pointer to a u32, which `out` holds, and a u64.
-    unsafe { launch_in_module(module, &SPIN, stream, LaunchConfig::new(1u32, 1u32), &mut params, &[BufferAccess::write(out)]) }
+    unsafe { launch_in_module(module, &SPIN, stream, LaunchConfig::new(1u32, 1u32), &params, &[BufferAccess::write(out)]) }
 }
 
 /// G16R-11: `DeviceSlice::usage()` is public and safe, and so is `BufferUsage::give_up_on_work`
@@ -737,7 +737,7 @@ fn g16r_12_a_library_state_access_is_never_made_of_a_buffers_record() {
     });
     // A: the launch it declared for (raw pointers: the launcher declares nothing for them).
     let (out_address, in_address, ns) = (out.as_device_ptr().address(), address, 20_000_000u64);
-    let mut params = [
+    let params = [
         ferrocuda_host::__private::KernelParam::value(&out_address),
         ferrocuda_host::__private::KernelParam::value(&in_address),
         ferrocuda_host::__private::KernelParam::value(&ns),
@@ -745,7 +745,7 @@ fn g16r_12_a_library_state_access_is_never_made_of_a_buffers_record() {
     // SAFETY: the kernel's pointers are `out` (declared written) and `buf` (declared read with
     // `will_use` on this stream just before, as the README's rule for raw pointers says); both
     // outlive the kernel as far as the caller's code goes: `buf`'s drop waits for its record.
-    unsafe { launch_in_module(&module, &SPIN_COPY, &mine, LaunchConfig::new(1u32, 1u32), &mut params, &[BufferAccess::write(&mut out)]) }.unwrap();
+    unsafe { launch_in_module(&module, &SPIN_COPY, &mine, LaunchConfig::new(1u32, 1u32), &params, &[BufferAccess::write(&mut out)]) }.unwrap();
     drop(buf);
     let mut fresh: Vec<DeviceBuffer<u32>> = Vec::new();
     for _ in 0..4 {

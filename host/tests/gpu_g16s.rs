@@ -58,9 +58,9 @@ static SPIN: KernelSignature =
 /// `spin<<<1, 1, 0, stream>>>(out, ns)` from `module`.
 fn launch_spin(module: &Module, stream: &Stream, out: &mut DeviceBuffer<u32>, ns: u64) -> ferrocuda_host::Result<()> {
     let address = out.as_device_ptr().address();
-    let mut params = [ferrocuda_host::__private::KernelParam::value(&address), ferrocuda_host::__private::KernelParam::value(&ns)];
+    let params = [ferrocuda_host::__private::KernelParam::value(&address), ferrocuda_host::__private::KernelParam::value(&ns)];
     // SAFETY: `spin` takes a pointer to a u32, which `out` holds (declared written), and a u64.
-    unsafe { launch_in_module(module, &SPIN, stream, LaunchConfig::new(1u32, 1u32), &mut params, &[BufferAccess::write(out)]) }
+    unsafe { launch_in_module(module, &SPIN, stream, LaunchConfig::new(1u32, 1u32), &params, &[BufferAccess::write(out)]) }
 }
 
 /// G16S-1: a `BorrowedStream` dropped inside a stream host callback handed the owner's stream

@@ -59,10 +59,10 @@ static STORE_FILL: KernelSignature =
 /// an enclosing `will_use_for`).
 fn launch_store_fill(module: &Module, stream: &Stream, out: u64, declared: &[BufferAccess<'_>]) -> ferrocuda_host::Result<()> {
     let address = out;
-    let mut params = [ferrocuda_host::__private::KernelParam::value(&address)];
+    let params = [ferrocuda_host::__private::KernelParam::value(&address)];
     // SAFETY: `store_fill` takes one pointer to a u32; `out` is a live u32 of this context,
     // declared written by the caller (in `declared` or by its `will_use_for`).
-    unsafe { launch_in_module(module, &STORE_FILL, stream, LaunchConfig::new(1u32, 1u32), &mut params, declared) }
+    unsafe { launch_in_module(module, &STORE_FILL, stream, LaunchConfig::new(1u32, 1u32), &params, declared) }
 }
 
 /// `cuMemsetD32Async(address, value, n)` on `stream`, declaring nothing (the memory is declared

@@ -40,7 +40,7 @@ pub use panic::{
     RECORD_COMPLETE_WITH_ARGUMENTS, RECORD_COMPLETE_WITHOUT_MESSAGE, RECORD_EMPTY,
 };
 pub use problem::LaunchProblem;
-pub use requirements::{LaunchRequirements, same_lengths};
+pub use requirements::{LaunchRequirements, OutputLaunch, same_lengths};
 pub use signature::{FINGERPRINT_SYMBOL_PREFIX, KernelSignature, LAYOUT_SYMBOL_PREFIX, LAYOUT_WORDS, TYPES_SYMBOL_PREFIX, fingerprint, layout_words, type_key};
 
 /// Threads in a warp on every NVIDIA GPU so far.

@@ -214,6 +214,45 @@ pub fn same_lengths(lengths: &[(&'static str, usize)]) -> Result<(), LaunchProbl
     }
 }
 
+/// What an output parameter asks of its launch, as the host's launch checks it itself
+/// (session 19, audit 2026-11-28e's G18S-1): the output's [`LaunchRequirements`] and its
+/// launch-time bound over the launch, the buffer's length and the output's shape.
+///
+/// Shared by the device crate, which implements it for its output type (`DisjointSlice<T, P>`,
+/// the same facts as its `KernelOutput`), and the host crate, whose GPU launch reads an
+/// output's facts from the parameter made by `OutputArg::new::<O>` (bounded by this trait):
+/// the `#[kernel]` launchers name their checks through paths the kernel's crate can rename
+/// (`extern crate self as ferrocuda_host;`), and a check made through such a path protects
+/// nothing, so the launch checks what the output's own type says.
+///
+/// # Safety
+/// The output type hands its elements to the threads of a launch disjointly (or atomically)
+/// whenever the launch meets [`REQUIREMENTS`](Self::REQUIREMENTS) and
+/// [`check_launch`](Self::check_launch) accepts it, with one `shape` for every thread.
+#[doc(hidden)]
+pub unsafe trait OutputLaunch {
+    /// What the output needs besides its buffer (`()`, a row width, or two values).
+    type Shape: Copy + PartialEq + Send + Sync + 'static;
+    /// What the launch configuration must satisfy.
+    const REQUIREMENTS: LaunchRequirements;
+    /// The output's launch-time bound over the configuration, the buffer's length in elements
+    /// and the shape; `output` names the parameter in the error.
+    ///
+    /// # Errors
+    /// The [`LaunchProblem`] the output's partition names.
+    fn check_launch(output: &'static str, config: &LaunchConfig, len: usize, shape: Self::Shape) -> Result<(), LaunchProblem>;
+
+    /// Both checks, in the launchers' order.
+    ///
+    /// # Errors
+    /// As [`LaunchConfig::check_requirements`], then [`check_launch`](Self::check_launch).
+    #[inline]
+    fn check(output: &'static str, config: &LaunchConfig, len: usize, shape: Self::Shape) -> Result<(), LaunchProblem> {
+        config.check_requirements(Self::REQUIREMENTS)?;
+        Self::check_launch(output, config, len, shape)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     extern crate std;

@@ -565,6 +565,9 @@ impl Hooks for BlockContext<'_> {
         let d = self.grid_dim;
         [d.x, d.y, d.z]
     }
+    fn launch_id(&self) -> usize {
+        self.link.stop as *const core::sync::atomic::AtomicBool as usize
+    }
     fn rank(&self) -> u32 {
         self.current.get()
     }

@@ -143,6 +143,9 @@ pub(crate) trait Hooks {
     fn block_dim(&self) -> [u32; 3];
     /// `gridDim`.
     fn grid_dim(&self) -> [u32; 3];
+    /// The identity of the running launch (the address of its stop flag, unique while it
+    /// runs): an output's parts tell one launch from another by it (session 19, G18S-1).
+    fn launch_id(&self) -> usize;
     /// The running thread's linear rank in its block (x fastest).
     fn rank(&self) -> u32;
     /// Waits at the block barrier; returns the barrier's reduction (0 for `Plain`).
@@ -336,6 +339,16 @@ pub(crate) fn block_dim() -> [u32; 3] {
 #[track_caller]
 pub(crate) fn grid_dim() -> [u32; 3] {
     running("grid_dim").grid_dim()
+}
+/// The running launch's identity ([`Hooks::launch_id`]) and its grid and block as a
+/// configuration (the parts of it that output partitions read); `None` outside the executor.
+pub(crate) fn running_launch() -> Option<(usize, ferrocuda_types::LaunchConfig)> {
+    let current = CURRENT.with(|c| c.get())?;
+    // SAFETY: as in `running_shared`: set by `enter` on this OS thread, cleared before the
+    // hooks end; used only here, while this GPU thread runs.
+    let hooks = unsafe { current.hooks.as_ref() };
+    let ([gx, gy, gz], [bx, by, bz]) = (hooks.grid_dim(), hooks.block_dim());
+    Some((hooks.launch_id(), ferrocuda_types::LaunchConfig::new((gx, gy, gz), (bx, by, bz))))
 }
 thread_local! {
     /// The GPU thread (block identity, rank) running a closure that must not call warp or

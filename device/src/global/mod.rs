@@ -314,6 +314,38 @@ pub mod __private {
     use bytemuck::Pod;
     pub use ferrocuda_types::same_lengths;
 
+    /// The output types of a kernel entry, as a tuple (nested for more than eight): their
+    /// launch requirements combined, which the entry assumes
+    /// ([`__assume_outputs_launch`](crate::thread::__assume_outputs_launch)).
+    ///
+    /// # Safety
+    /// `REQUIREMENTS` is what the members' `KernelOutput::REQUIREMENTS` combine to: the
+    /// implementations here, and no others.
+    pub unsafe trait OutputSet {
+        /// The combined requirements.
+        const REQUIREMENTS: LaunchRequirements;
+    }
+    // SAFETY: one output's own requirements.
+    unsafe impl<T: Pod, P: super::slice::Partition> OutputSet for super::DisjointSlice<'_, T, P> {
+        const REQUIREMENTS: LaunchRequirements = <Self as KernelOutput>::REQUIREMENTS;
+    }
+    macro_rules! output_sets {
+        ($($member:ident),+) => {
+            // SAFETY: the members' requirements, combined as the launchers combine them.
+            unsafe impl<$($member: OutputSet),+> OutputSet for ($($member,)+) {
+                const REQUIREMENTS: LaunchRequirements = LaunchRequirements::NONE $(.and($member::REQUIREMENTS))+;
+            }
+        };
+    }
+    output_sets!(A);
+    output_sets!(A, B);
+    output_sets!(A, B, C);
+    output_sets!(A, B, C, D);
+    output_sets!(A, B, C, D, E);
+    output_sets!(A, B, C, D, E, F);
+    output_sets!(A, B, C, D, E, F, G);
+    output_sets!(A, B, C, D, E, F, G, H);
+
     /// The launchers' check of an output's launch-time bound ([`KernelOutput::check_launch`]).
     /// The output type comes last, as a marker, so that the compiler meets the shape before it
     /// knows the type: a shape of the wrong type then fails the projection `O::Shape` with the
@@ -434,6 +466,10 @@ pub mod __private {
     pub struct OutputParts<'a, T> {
         pointer: *mut T,
         len: usize,
+        /// The launch that took the output first and the shape it took it with (a
+        /// `O::Shape`): every other thread must be of that launch and give that shape.
+        #[cfg(not(target_arch = "nvptx64"))]
+        taken: std::sync::OnceLock<(usize, std::boxed::Box<dyn core::any::Any + Send + Sync>)>,
         _borrow: core::marker::PhantomData<&'a mut [T]>,
     }
 
@@ -446,19 +482,62 @@ pub mod __private {
     impl<'a, T: Pod> OutputParts<'a, T> {
         /// Keeps `slice`'s pointer and length; the slice stays borrowed for `'a`.
         pub fn new(slice: &'a mut [T]) -> Self {
-            OutputParts { pointer: slice.as_mut_ptr(), len: slice.len(), _borrow: core::marker::PhantomData }
+            OutputParts {
+                pointer: slice.as_mut_ptr(),
+                len: slice.len(),
+                #[cfg(not(target_arch = "nvptx64"))]
+                taken: std::sync::OnceLock::new(),
+                _borrow: core::marker::PhantomData,
+            }
         }
 
         /// The slice as one GPU thread's output parameter, which lives no longer than the
         /// borrow (`O: OutputOf<'a>`).
         ///
+        /// Checks, in the calling GPU thread, what the launchers checked before the launch
+        /// (session 19, audit 2026-11-28e's G18S-1): the running launch meets the output's
+        /// `REQUIREMENTS` and its launch-time bound (`KernelOutput::check_launch`) for this
+        /// buffer and `shape`, every thread that takes the output is of one launch and gives
+        /// one `shape`, and it runs on the CPU executor at all. A failed check panics in the
+        /// thread, which the executor reports as the launch's error, before any output is made.
+        /// The `#[kernel]` launchers reach their own checks through paths the kernel's crate can
+        /// rename (`extern crate self as ferrocuda_device;`, re-exporting the real parts beside
+        /// checks of its own); these cannot be renamed away.
+        ///
         /// # Safety
         /// The launch has not returned (every thread that uses the output is joined before
-        /// the borrow ends), the launch meets `O::REQUIREMENTS`, and every thread passes the
-        /// same `shape`.
-        pub unsafe fn output<O: KernelOutput<Element = T> + super::OutputOf<'a>>(&self, shape: O::Shape) -> O {
-            // SAFETY: as the caller guarantees; the launch borrows it exclusively for `'a`.
+        /// the borrow ends), and each GPU thread takes the output once.
+        pub unsafe fn output<O: KernelOutput<Element = T> + super::OutputOf<'a>>(&self, shape: O::Shape) -> O
+        where
+            O::Shape: PartialEq + Send + Sync + 'static,
+        {
+            #[cfg(not(target_arch = "nvptx64"))]
+            self.check_thread::<O>(shape);
+            // SAFETY: as the caller guarantees, with the launch and shape checked above; the
+            // launch borrows it exclusively for `'a`.
             unsafe { O::from_raw_parts(self.pointer, self.len, shape) }
+        }
+
+        /// [`OutputParts::output`]'s checks (panics naming the problem).
+        #[cfg(not(target_arch = "nvptx64"))]
+        #[track_caller]
+        fn check_thread<O: KernelOutput>(&self, shape: O::Shape)
+        where
+            O::Shape: PartialEq + Send + Sync + 'static,
+        {
+            let Some((launch, config)) = crate::cpu::hooks::running_launch() else {
+                panic!("a kernel output is made only inside a launch of the CPU executor (the kernel's `launch_cpu`)")
+            };
+            if let Err(problem) = config.check_requirements(O::REQUIREMENTS).and_then(|()| O::check_launch("output", &config, self.len, shape)) {
+                panic!("this launch does not meet what an output of the kernel requires ({problem}); its launcher's checks were skipped")
+            }
+            let (first_launch, first_shape) = self.taken.get_or_init(|| (launch, std::boxed::Box::new(shape)));
+            if *first_launch != launch {
+                panic!("an output's buffer was taken by two launches at once: each launch borrows its outputs exclusively")
+            }
+            if first_shape.downcast_ref::<O::Shape>() != Some(&shape) {
+                panic!("the threads of a launch gave an output two shapes (row widths): one shape holds for every thread")
+            }
         }
     }
 

@@ -29,7 +29,7 @@ pub unsafe trait Partition: Sized + sealed::Sealed {
     const REQUIREMENTS: LaunchRequirements;
     /// What the output needs besides the buffer, the same in every thread: `()`, or the row
     /// width (`u32`) that `#[kernel(cols(name = ..))]` gives.
-    type Shape: Copy;
+    type Shape: Copy + PartialEq + Send + Sync + 'static;
     /// Compile-time checks of the partition's parameters (evaluated when an output is built).
     const VALID: () = ();
     /// The partition's identity (its name, its parameters, its row order), part of the key
@@ -157,6 +157,18 @@ unsafe impl<T: Pod, P: Partition> KernelOutput for DisjointSlice<'_, T, P> {
         #[allow(clippy::let_unit_value)]
         let () = const { P::VALID };
         DisjointSlice { pointer, len, shape, _elements: PhantomData }
+    }
+}
+
+// SAFETY: the output's `KernelOutput` facts, forwarded (one rule: the partition's): the
+// partition's contract makes the threads' element sets disjoint under them.
+unsafe impl<T: Pod, P: Partition> ferrocuda_types::OutputLaunch for DisjointSlice<'_, T, P> {
+    type Shape = P::Shape;
+    const REQUIREMENTS: LaunchRequirements = <Self as KernelOutput>::REQUIREMENTS;
+
+    #[inline]
+    fn check_launch(output: &'static str, config: &ferrocuda_types::LaunchConfig, len: usize, shape: P::Shape) -> Result<(), ferrocuda_types::LaunchProblem> {
+        <Self as KernelOutput>::check_launch(output, config, len, shape)
     }
 }
 

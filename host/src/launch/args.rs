@@ -5,6 +5,8 @@ use std::ffi::c_void;
 use std::marker::PhantomData;
 
 use crate::memory::view::{DevicePtr, SliceArg};
+use crate::{LaunchConfig, LaunchProblem};
+use ferrocuda_types::OutputLaunch;
 
 /// A type that can be passed to a kernel by value: plain data with no pointers to host
 /// memory. Every `bytemuck::Pod` type is one (derive `Pod` on a `#[repr(C)]` struct).
@@ -42,8 +44,10 @@ pub fn copy_param<T: Copy>(value: &T) -> T {
 /// One parameter of a launch as `cuLaunchKernel` takes it (the address of its value), made only
 /// by this type's constructors, from values whose types say what they are on the GPU: a
 /// primitive ([`KernelScalar`]), plain data ([`KernelValue`]), the address and length of device
-/// memory ([`SliceArg`], made from a [`DeviceRead`]/[`DeviceWrite`] value), a tensor map's device
-/// copy ([`MapArg`]) or a raw device pointer (the launchers of such kernels are `unsafe`).
+/// memory ([`SliceArg`], made from a [`DeviceRead`]/[`DeviceWrite`] value), an output's address
+/// with what its launch must meet ([`OutputArg`]), a `same_len` group member's length with the
+/// group's relation ([`SameLen`]), a tensor map's device copy ([`MapArg`]) or a raw device
+/// pointer (the launchers of such kernels are `unsafe`).
 ///
 /// [`launch_embedded`](crate::launch::launch_embedded) and
 /// [`launch_in_module`](crate::launch::launch_in_module) take these instead of raw `void*`s
@@ -55,20 +59,34 @@ pub fn copy_param<T: Copy>(value: &T) -> T {
 /// makes a type of its own, which the real launch refuses (a compile error), and a crate that
 /// replaces the launch too calls its own function, whose `unsafe` it writes itself.
 ///
+/// The same holds for what the launch's *shape* must meet (session 19, G18S-1): an output's
+/// parameter carries its output's facts ([`OutputArg`]: `REQUIREMENTS` and the launch-time
+/// bound of its type, its buffer's length and shape) and a `same_len` member's length parameter
+/// its group's relation ([`SameLen`]), and the real launch checks them against its own
+/// configuration before anything else, so the launchers' checks, renamed away, leave nothing
+/// unchecked.
+///
 /// [`DeviceRead`]: crate::memory::view::DeviceRead
 /// [`DeviceWrite`]: crate::memory::view::DeviceWrite
 /// [`MapArg`]: crate::tensor_map::MapArg
 #[doc(hidden)]
-#[repr(transparent)]
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct KernelParam<'a> {
     value: *mut c_void,
+    /// What the launch must meet for this parameter to be what the kernel assumes.
+    fact: Option<&'a (dyn LaunchFact + 'a)>,
     _borrow: PhantomData<&'a ()>,
+}
+
+impl std::fmt::Debug for KernelParam<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KernelParam").field("value", &self.value).field("checked", &self.fact.is_some()).finish()
+    }
 }
 
 impl<'a> KernelParam<'a> {
     fn of<T>(value: &'a T) -> Self {
-        KernelParam { value: value as *const T as *mut c_void, _borrow: PhantomData }
+        KernelParam { value: value as *const T as *mut c_void, fact: None, _borrow: PhantomData }
     }
 
     /// A parameter written like a primitive (`u32`, `f64`, `NonZeroU32`): `Written` must be the
@@ -96,6 +114,21 @@ impl<'a> KernelParam<'a> {
         Self::of(&arg.len)
     }
 
+    /// The device address of an output argument, carrying what the launch must meet for the
+    /// output's partition to hold (checked by the launch itself, G18S-1).
+    #[inline(always)]
+    pub fn output_address<O: OutputLaunch>(arg: &'a OutputArg<'a, O>) -> Self {
+        KernelParam { value: &arg.slice.ptr as *const u64 as *mut c_void, fact: Some(arg), _borrow: PhantomData }
+    }
+
+    /// The length of a `same_len(..)` group member after the first, carrying the relation the
+    /// device entry relies on (it rebuilds the member with the first one's length; checked by
+    /// the launch itself, G18S-1).
+    #[inline(always)]
+    pub fn same_len(group: &'a SameLen<'a>) -> Self {
+        KernelParam { value: &group.member.1.len as *const usize as *mut c_void, fact: Some(group), _borrow: PhantomData }
+    }
+
     /// The device address of a tensor map's copy.
     #[inline(always)]
     pub fn tensor_map(arg: &'a crate::tensor_map::MapArg<'_>) -> Self {
@@ -108,12 +141,83 @@ impl<'a> KernelParam<'a> {
         Self::of(pointer.address_ref())
     }
 
-    /// The `void**` the driver takes.
+    /// The `void*`s the driver takes, once every parameter's fact holds for `config`: the
+    /// launch's own check of what its outputs and `same_len` groups require (G18S-1), made
+    /// before anything is queued, whatever the launcher checked through paths its crate could
+    /// rename.
+    ///
+    /// # Errors
+    /// The first parameter's [`LaunchProblem`], in parameter order.
     #[inline(always)]
-    pub(crate) fn as_driver_params<'s>(params: &'s mut [KernelParam<'a>]) -> &'s mut [*mut c_void] {
-        // SAFETY: `KernelParam` is `repr(transparent)` over one `*mut c_void` (the marker is
-        // zero-sized), so the slices have one layout; the borrow is the caller's.
-        unsafe { std::slice::from_raw_parts_mut(params.as_mut_ptr().cast::<*mut c_void>(), params.len()) }
+    pub(crate) fn checked_driver_params<const N: usize>(params: &[KernelParam<'a>; N], config: &LaunchConfig) -> Result<[*mut c_void; N], LaunchProblem> {
+        for param in params {
+            if let Some(fact) = param.fact {
+                fact.check(config)?;
+            }
+        }
+        Ok(std::array::from_fn(|i| params[i].value))
+    }
+}
+
+/// What a launch must meet for one parameter to be what the kernel assumes: an output's
+/// partition ([`OutputArg`]), a `same_len` group's relation ([`SameLen`]).
+pub(crate) trait LaunchFact {
+    /// `Ok` when `config` (and the arguments the fact holds) meet it.
+    fn check(&self, config: &LaunchConfig) -> Result<(), LaunchProblem>;
+}
+
+/// An output parameter's argument with what its launch must meet: the output type `O`'s
+/// [`OutputLaunch`] facts (its `REQUIREMENTS` and launch-time bound, an `unsafe` trait
+/// implemented by the device crate's output type), its buffer's length and its shape (the
+/// `cols(..)` width, the same value the kernel gets). Made by the generated launchers, read by
+/// the launch through [`KernelParam::output_address`] (session 19, G18S-1: the launchers'
+/// separate checks are reached through paths the kernel's crate can rename, and replaced by
+/// no-ops a 2-D launch of a per-thread output reached the GPU).
+#[doc(hidden)]
+pub struct OutputArg<'a, O: OutputLaunch> {
+    slice: &'a SliceArg<'a>,
+    name: &'static str,
+    shape: O::Shape,
+    _output: PhantomData<fn() -> O>,
+}
+
+impl<'a, O: OutputLaunch> OutputArg<'a, O> {
+    /// The output `name`'s argument `slice`, for the output type `O` with `shape`. The type
+    /// comes last, as a marker, so that the compiler meets the shape before it knows the type
+    /// (a shape of the wrong type is then reported once, at the output's construction).
+    #[inline(always)]
+    pub fn new(slice: &'a SliceArg<'a>, name: &'static str, shape: O::Shape, _output: PhantomData<O>) -> Self {
+        OutputArg { slice, name, shape, _output: PhantomData }
+    }
+}
+
+impl<O: OutputLaunch> LaunchFact for OutputArg<'_, O> {
+    #[inline]
+    fn check(&self, config: &LaunchConfig) -> Result<(), LaunchProblem> {
+        O::check(self.name, config, self.slice.len, self.shape)
+    }
+}
+
+/// A `same_len(first, .., member, ..)` group's relation for one member after the first: both
+/// lengths equal. Read by the launch through [`KernelParam::same_len`] (G18S-1).
+#[doc(hidden)]
+pub struct SameLen<'a> {
+    first: (&'static str, &'a SliceArg<'a>),
+    member: (&'static str, &'a SliceArg<'a>),
+}
+
+impl<'a> SameLen<'a> {
+    /// The relation of `member` (name, argument) to the group's `first`.
+    #[inline(always)]
+    pub fn new(first: (&'static str, &'a SliceArg<'a>), member: (&'static str, &'a SliceArg<'a>)) -> Self {
+        SameLen { first, member }
+    }
+}
+
+impl LaunchFact for SameLen<'_> {
+    #[inline]
+    fn check(&self, _config: &LaunchConfig) -> Result<(), LaunchProblem> {
+        ferrocuda_types::same_lengths(&[(self.first.0, self.first.1.len), (self.member.0, self.member.1.len)])
     }
 }
 
@@ -176,3 +280,73 @@ kernel_scalars!(
 #[doc(hidden)]
 #[inline(always)]
 pub fn require_primitive<Written: SamePrimitive<Primitive>, Primitive: KernelScalar>() {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferrocuda_types::LaunchRequirements;
+
+    /// A per-thread output's facts, as the device crate's `DisjointSlice<T>` has them.
+    struct PerThread;
+    // SAFETY: a test type that is never given to a kernel.
+    unsafe impl OutputLaunch for PerThread {
+        type Shape = ();
+        const REQUIREMENTS: LaunchRequirements = LaunchRequirements::LINEAR_THREADS;
+        fn check_launch(_: &'static str, _: &LaunchConfig, _: usize, _: ()) -> Result<(), LaunchProblem> {
+            Ok(())
+        }
+    }
+
+    /// A row-major output whose launch-time bound needs the row width to divide the length.
+    struct Rows;
+    // SAFETY: as above.
+    unsafe impl OutputLaunch for Rows {
+        type Shape = u32;
+        const REQUIREMENTS: LaunchRequirements = LaunchRequirements::NONE;
+        fn check_launch(output: &'static str, _: &LaunchConfig, len: usize, cols: u32) -> Result<(), LaunchProblem> {
+            if len.is_multiple_of(cols as usize) {
+                Ok(())
+            } else {
+                Err(LaunchProblem::LengthsDiffer { first: output, first_len: len as u64, other: "cols", other_len: u64::from(cols) })
+            }
+        }
+    }
+
+    /// G18S-1 (audit 2026-11-28e, session 18's addendum): the launchers' checks of an output's
+    /// requirements and of `same_len` groups are reached through paths the kernel's crate can
+    /// rename, and replaced by no-ops the real launch got a 2-D launch of a per-thread output
+    /// or a group of other lengths. The facts now travel in the parameters, and the launch's own
+    /// check (`checked_driver_params`, called first by `launch_embedded` / `launch_in_module`)
+    /// refuses them; the parameters' `void*`s are unchanged otherwise.
+    #[test]
+    fn g18s_1_the_launch_checks_what_its_outputs_and_groups_carry() {
+        let (x, y) = (SliceArg::from_parts::<u32>(0x1000, 64), SliceArg::from_parts::<u32>(0x2000, 64));
+        let out = OutputArg::new(&y, "out", (), PhantomData::<PerThread>);
+        let params = [KernelParam::slice_address(&x), KernelParam::slice_len(&x), KernelParam::output_address(&out), KernelParam::slice_len(&y)];
+        let linear = LaunchConfig::new(2u32, 32u32);
+        let raw = KernelParam::checked_driver_params(&params, &linear).expect("a 1-D launch meets a per-thread output");
+        assert_eq!(raw[2], &y.ptr as *const u64 as *mut c_void, "the output's address is its slice's");
+        assert_eq!(raw[1], &x.len as *const usize as *mut c_void);
+        let planar = LaunchConfig::new(1u32, (32u32, 2u32));
+        assert!(
+            matches!(KernelParam::checked_driver_params(&params, &planar), Err(LaunchProblem::NotOneDimensional { .. })),
+            "a 2-D launch of a per-thread output is refused by the launch"
+        );
+        // A shape the output's launch-time bound refuses (64 elements, rows of 5).
+        let rows = OutputArg::new(&y, "rows", 5u32, PhantomData::<Rows>);
+        assert!(KernelParam::checked_driver_params(&[KernelParam::output_address(&rows)], &linear).is_err());
+        let rows = OutputArg::new(&y, "rows", 8u32, PhantomData::<Rows>);
+        assert!(KernelParam::checked_driver_params(&[KernelParam::output_address(&rows)], &linear).is_ok());
+        // `same_len(x, short)`: the member's length parameter carries the relation.
+        let short = SliceArg::from_parts::<u32>(0x3000, 1);
+        let group = SameLen::new(("x", &x), ("short", &short));
+        let params = [KernelParam::slice_len(&x), KernelParam::same_len(&group)];
+        assert!(matches!(
+            KernelParam::checked_driver_params(&params, &linear),
+            Err(LaunchProblem::LengthsDiffer { first: "x", first_len: 64, other: "short", other_len: 1 })
+        ));
+        let same = SameLen::new(("x", &x), ("y", &y));
+        let raw = KernelParam::checked_driver_params(&[KernelParam::same_len(&same)], &linear).expect("equal lengths");
+        assert_eq!(raw[0], &y.len as *const usize as *mut c_void, "the member's own length goes to the kernel");
+    }
+}

@@ -32,16 +32,19 @@ use crate::{KernelSignature, LaunchConfig, LaunchProblem};
 /// longer the caller's promise: [`args::KernelParam`]'s constructors check it (G17R-2).
 #[doc(hidden)]
 #[inline]
-pub unsafe fn launch_embedded(
+pub unsafe fn launch_embedded<const N: usize>(
     module: &'static EmbeddedModule,
     signature: &'static KernelSignature,
     stream: &Stream,
     config: LaunchConfig,
-    params: &mut [args::KernelParam<'_>],
+    params: &[args::KernelParam<'_>; N],
     buffers: &[BufferAccess<'_>],
 ) -> Result<()> {
-    let params = args::KernelParam::as_driver_params(params);
     let symbol = signature.symbol;
+    // Before anything else: what the outputs and `same_len` groups require of this launch,
+    // carried by their parameters (G18S-1).
+    let mut driver_params = checked_params(symbol, params, &config)?;
+    let params = &mut driver_params[..];
     let context = stream.context();
     config.validate(context.limits()).map_err(|problem| Error::InvalidLaunch { kernel: symbol.to_string(), problem })?;
     // Through the door: the buffers are ordered and recorded, the context bound.
@@ -57,6 +60,21 @@ pub unsafe fn launch_embedded(
         // SAFETY: the function belongs to the bound context; the caller vouches for `params`.
         unsafe { launch_function(function, symbol, stream, raw, &config, params) }
     })
+}
+
+/// The launch's own check of what its parameters carry (an output's partition facts, a
+/// `same_len` group's relation: [`args::KernelParam::output_address`],
+/// [`args::KernelParam::same_len`]), then their `void*`s for the driver. The launchers check
+/// the same before (with their own error order), through paths the kernel's crate can rename;
+/// this check cannot be renamed away (session 19, audit 2026-11-28e's G18S-1: with the
+/// launchers' checks replaced by no-ops, a 2-D launch of a per-thread output, or a `same_len`
+/// group of other lengths, reached the GPU).
+///
+/// # Errors
+/// [`Error::InvalidLaunch`] naming the kernel and the first problem.
+#[inline]
+fn checked_params<const N: usize>(symbol: &'static str, params: &[args::KernelParam<'_>; N], config: &LaunchConfig) -> Result<[*mut c_void; N]> {
+    args::KernelParam::checked_driver_params(params, config).map_err(|problem| Error::InvalidLaunch { kernel: symbol.to_string(), problem })
 }
 
 /// `config` for the kernel `symbol` compiled with the cluster shape `compiled`
@@ -110,15 +128,17 @@ pub fn check_output_shape(symbol: &'static str, checked: core::result::Result<()
 /// As for [`launch_embedded`].
 #[doc(hidden)]
 #[inline]
-pub unsafe fn launch_in_module(
+pub unsafe fn launch_in_module<const N: usize>(
     module: &Module,
     signature: &'static KernelSignature,
     stream: &Stream,
     config: LaunchConfig,
-    params: &mut [args::KernelParam<'_>],
+    params: &[args::KernelParam<'_>; N],
     buffers: &[BufferAccess<'_>],
 ) -> Result<()> {
-    let params = args::KernelParam::as_driver_params(params);
+    // As in `launch_embedded`, first (G18S-1).
+    let mut driver_params = checked_params(signature.symbol, params, &config)?;
+    let params = &mut driver_params[..];
     let context = stream.context();
     if context.raw() != module.context().raw() {
         return Err(Error::WrongContext { kernel: signature.symbol.to_string(), module: module.name().to_string() });

@@ -390,19 +390,39 @@ impl Stream {
         owner::recheck_rule(ours, self.ours_captured(), || self.member_check(operation), operation)
     }
 
-    /// The G14-5 rule for a wait that joins another stream to this stream's capture (audit
-    /// 2026-11-28b review2, G14R-1, with G14R-4): while ferrocuda captures this stream (begun
-    /// here or joined), a fork into the capture is made inside its [`Stream::capture`]
-    /// closure or on the thread that began it (`owner::join_rule`); anything else would make
-    /// the waiting stream a member of a capture whose graph's launcher never sees its work.
-    /// `Ok` when this stream is not captured by ferrocuda.
-    pub(crate) fn join_owner_check(&self, operation: &str) -> Result<()> {
-        if self.inner.capturing.load(Ordering::SeqCst) || self.inner.joined.load(Ordering::SeqCst) {
-            std::sync::atomic::fence(Ordering::Acquire);
-            let began_here = self.inner.capture_thread.load(Ordering::SeqCst) == owner::this_thread();
-            owner::join_rule(self.inner.capture_owner.load(Ordering::SeqCst), owner::in_scope, began_here, operation)?;
-        }
-        Ok(())
+    /// For a wait on an event last recorded on this stream while it was captured
+    /// ([`Stream::wait_event`]): the capture of ferrocuda's that records this stream now, read
+    /// once under this stream's `driver_calls` (where its flags, token, thread and origin are
+    /// written), with the G14-5 rule for the fork applied to that one read.
+    ///
+    /// Session 19: `wait_event` used to read the state three times, apart (whether the stream
+    /// is captured, the owner rule, then the capture's origin), so a capture that ended or
+    /// changed between two reads gave answers about two captures (G16-2 was one such case:
+    /// the owner rule saw no capture and let any thread through). One read under the lock
+    /// cannot disagree with itself.
+    ///
+    /// # Errors
+    /// [`Error::EventRecordedInCapture`] when ferrocuda captures this stream no more (the
+    /// capture ended, or it was another library's); [`Error::CapturedByAnotherThread`] when
+    /// the fork is not the capture's own code's (`owner::join_rule`: a stream is forked into a
+    /// capture inside its [`Stream::capture`] closure, or on the thread that began it, G14R-1,
+    /// G14R-4).
+    pub(crate) fn capture_to_join(&self, operation: &'static str) -> Result<Join> {
+        let _driver = self.driver_calls();
+        let (capturing, joined) = (self.inner.capturing.load(Ordering::SeqCst), self.inner.joined.load(Ordering::SeqCst));
+        let (token, thread) = (self.inner.capture_owner.load(Ordering::SeqCst), self.inner.capture_thread.load(Ordering::SeqCst));
+        let origin = if capturing {
+            Some(self.inner.clone())
+        } else if joined {
+            self.inner.joined_to.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).upgrade()
+        } else {
+            None
+        };
+        // Not captured by ferrocuda now (or the capturing stream is gone, its capture ended
+        // with its drop, N11): the event is a node of an ended (or foreign) capture's graph.
+        let Some(origin) = origin else { return Err(Error::EventRecordedInCapture { operation }) };
+        owner::join_rule(token, owner::in_scope, thread == owner::this_thread(), operation)?;
+        Ok(Join { origin, token, thread })
     }
 
     /// [`owner::member_rule`] for work through this handle, once a capture flag was seen set.
@@ -413,20 +433,6 @@ impl Stream {
         std::sync::atomic::fence(Ordering::Acquire);
         let (capture, thread) = (self.inner.capture_owner.load(Ordering::SeqCst), self.inner.capture_thread.load(Ordering::SeqCst));
         owner::member_rule(capture, self.token.load(Ordering::Relaxed), owner::in_scope, thread, owner::this_thread(), operation)
-    }
-
-    /// The capture of ferrocuda's that records this stream, for a wait on an event recorded in
-    /// it ([`Stream::wait_event`]): its capturing stream, token and beginning thread; `None`
-    /// when none does.
-    pub(crate) fn capture_origin(&self) -> Option<Join> {
-        let origin = if self.inner.capturing.load(Ordering::SeqCst) {
-            self.inner.clone()
-        } else if self.inner.joined.load(Ordering::SeqCst) {
-            self.inner.joined_to.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).upgrade()?
-        } else {
-            return None;
-        };
-        Some(Join { token: self.inner.capture_owner.load(Ordering::SeqCst), thread: self.inner.capture_thread.load(Ordering::SeqCst), origin })
     }
 
     /// The stream's capture window closes (a wait that may have joined a capture did not).

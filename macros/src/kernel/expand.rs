@@ -203,18 +203,24 @@ fn device_entry(entry: &Entry, same_len: &[Vec<Ident>], bounds: Option<&TokenStr
     // (`check_requirements`): the entry tells the compiler, so a 1-D kernel's `blockDim.y`/`.z`
     // are 1 and the block collectives' run-time tests of the block's shape fold away (issue 30,
     // session 16).
+    //
+    // The requirements come from the output types through the device crate's `OutputSet` (an
+    // `unsafe trait` there), not from a value computed here (session 19, G18S-1): the entry
+    // names its paths in the kernel's crate, which can rename `ferrocuda_device`, and a value
+    // computed through such a path could be one that no launch was checked against.
     let launch_shape = {
-        let requirements: Vec<&TokenStream> = lowered.iter().filter_map(|l| l.requirements.as_ref()).collect();
-        (!requirements.is_empty()).then(|| {
-            let (args, thread) = (paths::args(), paths::thread());
-            // The constant is computed outside the `unsafe` block: the output types are the
-            // user's, and the block holds generated tokens alone (P1).
-            let value = format_ident!("__ferrocuda_launch_requirements", span = Span::mixed_site());
+        let outputs: Vec<&syn::Type> = params.iter().filter_map(output_type).collect();
+        (!outputs.is_empty()).then(|| {
+            let thread = paths::thread();
+            // The output types are named outside the `unsafe` block: they are the user's, and
+            // the block holds generated tokens alone (P1). More than eight are nested.
+            let value = format_ident!("__ferrocuda_outputs", span = Span::mixed_site());
+            let set = output_set(&outputs);
             quote! {
-                let #value: #args::LaunchRequirements = const { #args::LaunchRequirements::NONE #(.and(#requirements))* };
-                // SAFETY: every launcher refuses a configuration that does not meet the outputs'
-                // `REQUIREMENTS` before the kernel runs.
-                unsafe { #thread::__assume_launch(#value) };
+                let #value = ::core::marker::PhantomData::<#set>;
+                // SAFETY: every launch was checked against the outputs' `REQUIREMENTS` before
+                // the kernel ran (the host's launch itself, from the outputs' parameters).
+                unsafe { #thread::__assume_outputs_launch(#value) };
             }
         })
     };
@@ -320,6 +326,14 @@ fn device_entry(entry: &Entry, same_len: &[Vec<Ident>], bounds: Option<&TokenStr
             }
         };
     }
+}
+
+/// The tuple of an entry's output types for `OutputSet` (tuples of up to eight, nested beyond).
+fn output_set(outputs: &[&syn::Type]) -> TokenStream {
+    fn grouped(items: Vec<TokenStream>) -> TokenStream {
+        if items.len() <= 8 { quote!((#(#items,)*)) } else { grouped(items.chunks(8).map(|chunk| quote!((#(#chunk,)*))).collect()) }
+    }
+    grouped(outputs.iter().map(|ty| quote!(#ty)).collect())
 }
 
 /// The canonical text of a kernel's signature, `symbol(type,type,..)`, from which the
@@ -543,7 +557,24 @@ fn host_launcher(
 
     let launch_params: Vec<&TokenStream> = lowered.iter().map(|l| &l.launch_param).collect();
     let prepare = lowered.iter().map(|l| &l.launch_prepare);
-    let pointers: Vec<&TokenStream> = lowered.iter().flat_map(|l| l.launch_pointers.iter()).collect();
+    // A `same_len(..)` member after the first passes its length with the group's relation,
+    // which the real launch checks itself (session 19, G18S-1: `check_same_len` below is
+    // reached through a path the kernel's crate can rename, and the device entry rebuilds the
+    // member with the first one's length).
+    let mut same_len_prepare = Vec::new();
+    let mut pointers: Vec<TokenStream> = Vec::new();
+    for (l, p) in lowered.iter().zip(params.iter()) {
+        let mut own = l.launch_pointers.clone();
+        if let Some(group) = same_len.iter().find(|group| group[1..].contains(&p.name))
+            && own.len() == 2
+        {
+            let (first, relation) = (&group[0], generated(&p.name, "same_len"));
+            let (first_label, first_arg, member_label, member_arg) = (label(first), generated(first, "arg"), label(&p.name), generated(&p.name, "arg"));
+            same_len_prepare.push(quote!(let #relation = #fc::SameLen::new((#first_label, &#first_arg), (#member_label, &#member_arg));));
+            own[1] = quote!(#fc::KernelParam::same_len(&#relation));
+        }
+        pointers.extend(own);
+    }
     let sizes = lowered.iter().flat_map(|l| l.param_sizes.iter());
     let checks = lowered.iter().flat_map(|l| l.checks.iter());
     let arg_names: Vec<TokenStream> = launch_params.iter().map(|p| param_name(p)).collect();
@@ -599,7 +630,8 @@ fn host_launcher(
             // Each parameter made by a constructor of the type the real launch takes (G17R-2's
             // residual): what it is on the GPU is that constructor's bound, not a check made
             // through a path this crate could have renamed.
-            let mut #params_array: [#fc::KernelParam<'_>; #count] = [#(#pointers),*];
+            #(#same_len_prepare)*
+            let #params_array: [#fc::KernelParam<'_>; #count] = [#(#pointers),*];
             // Each buffer parameter and how the kernel uses it: the host orders the stream
             // after other streams' work on it and refuses another context's buffer.
             let #buffers: [#fc::BufferAccess<'_>; #buffer_count] = [#(#accesses),*];
@@ -608,9 +640,9 @@ fn host_launcher(
                 // function: each slice is a live device allocation of its length, outputs are
                 // borrowed exclusively for the call, raw pointers are vouched for by the caller of
                 // this `unsafe fn`.
-                ::core::option::Option::None => unsafe { #fc::launch_embedded(&#kernels, &self::SIGNATURE, #stream, #config, &mut #params_array, &#buffers) },
+                ::core::option::Option::None => unsafe { #fc::launch_embedded(&#kernels, &self::SIGNATURE, #stream, #config, &#params_array, &#buffers) },
                 // SAFETY: as above.
-                ::core::option::Option::Some(#module) => unsafe { #fc::launch_in_module(#module, &self::SIGNATURE, #stream, #config, &mut #params_array, &#buffers) },
+                ::core::option::Option::Some(#module) => unsafe { #fc::launch_in_module(#module, &self::SIGNATURE, #stream, #config, &#params_array, &#buffers) },
             }
         }
     };

@@ -216,7 +216,9 @@ pub fn lower(param: &Param) -> Lowered {
                 use syn::ext::IdentExt;
                 name.unraw().to_string()
             });
-            let (arg, shape_var) = (generated(name, "arg"), generated(name, "check_shape"));
+            let (arg, shape_var, facts, launch_shape) =
+                (generated(name, "arg"), generated(name, "check_shape"), generated(name, "output"), generated(name, "launch_shape"));
+            let shape_for_launch = shape.clone();
             let launch_check = quote! {
                 let #shape_var = #shape;
                 #host::check_output_shape(self::SYMBOL, #args::check_output_launch(#label, &#config, #arg.len, #shape_var, ::core::marker::PhantomData::<#ty>))?;
@@ -242,6 +244,16 @@ pub fn lower(param: &Param) -> Lowered {
                 // lifetime is the borrow's (`OutputOf<'a>`, G13-1).
                 move |parts, shape| quote!(unsafe { #parts.output(#shape) }),
             );
+            // The output's facts travel in its address parameter (session 19, G18S-1): the real
+            // launch checks the output type's `REQUIREMENTS` and launch-time bound for this
+            // buffer and shape itself, whatever the check above was renamed to. The same shape
+            // expression as the check's and the entry's; the output type last, as a marker, as
+            // in `check_output_launch`.
+            lowered.launch_prepare.extend(quote! {
+                let #launch_shape = #shape_for_launch;
+                let #facts = #host::OutputArg::new(&#arg, #label, #launch_shape, ::core::marker::PhantomData::<#ty>);
+            });
+            lowered.launch_pointers[0] = quote!(#host::KernelParam::output_address(&#facts));
             lowered.checks.push(check);
             lowered.requirements = Some(quote!(<#ty as #args::KernelOutput>::REQUIREMENTS));
             lowered.launch_check = launch_check;
