@@ -125,7 +125,9 @@ const PERSISTENT_BLOCKS: usize = 3;
 /// executor `with_race_detection(false)`.
 pub fn attention_backward_sm90_kernel<T: Element>(executor: &CpuExecutor, kernel: &str, operands: Backward<'_, T>, shape: Attention) -> Result<()> {
     use ferrocuda_host::{LaunchConfig, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
-    use ferrocuda_kernels_hopper::attention_backward::{CpuBackwardArgs, MAP_WORDS, Problem, STATS_BOX, THREADS, backward_kernel, blocks_x, padded_seq, shared_bytes};
+    use ferrocuda_kernels_hopper::attention_backward::{
+        CpuBackwardArgs, MAP_WORDS, Problem, STATS_BOX, THREADS, backward_kernel, blocks_x, padded_seq, shared_bytes,
+    };
     let (head_dim, kernel_shape) = shape.check()?;
     check_lengths(&operands, &shape)?;
     let AttentionBackward { q, k, v, out, dout, lse, dq, dk, dv } = operands;

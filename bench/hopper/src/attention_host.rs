@@ -5,7 +5,9 @@
 use ferrocuda_device::half::bf16;
 use ferrocuda_host::{Context, DeviceBuffer, DevicePtr, LaunchConfig, Stream, TensorDataType, TensorMap, TensorSwizzle};
 
-use crate::attention::{BM, BOX, ForwardArgs, ForwardKernel, STAGES, STAGES_DEEP, THREADS, forward_kernel, reference_row, shared_bytes, shared_bytes_q2, within_bound};
+use crate::attention::{
+    BM, BOX, ForwardArgs, ForwardKernel, STAGES, STAGES_DEEP, THREADS, forward_kernel, reference_row, shared_bytes, shared_bytes_q2, within_bound,
+};
 
 /// Errors as text (this is test and benchmark code).
 pub type Res<T> = Result<T, String>;

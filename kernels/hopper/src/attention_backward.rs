@@ -1105,8 +1105,11 @@ mod body {
         ///
         /// # Safety
         /// As for `launch`, with emulated maps (`TensorMap::emulated`) of the host slices.
-        pub launch_cpu:
-            unsafe fn(&ferrocuda_device::cpu::CpuExecutor, ferrocuda_device::cpu::LaunchConfig, CpuBackwardArgs<'_>) -> Result<(), ferrocuda_device::cpu::CpuError>,
+        pub launch_cpu: unsafe fn(
+            &ferrocuda_device::cpu::CpuExecutor,
+            ferrocuda_device::cpu::LaunchConfig,
+            CpuBackwardArgs<'_>,
+        ) -> Result<(), ferrocuda_device::cpu::CpuError>,
     }
 
     /// The backward instance named `name`, if there is one (host builds only).
