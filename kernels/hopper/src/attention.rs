@@ -1333,7 +1333,7 @@ mod body {
         let rows = heads as u64 * seq_len as u64;
         let elements = rows * D as u64;
         let operands = seq_len > 0
-            && maps as usize == map_words.as_ptr() as usize
+            && core::ptr::eq(maps, map_words.as_ptr().cast())
             && map_words.len() >= 3 * MAP_WORDS
             && maps.is_aligned()
             && q_tiles(seq_len) as u64 * heads as u64 <= u32::MAX as u64

@@ -1171,7 +1171,7 @@ mod body {
         let (q_len, kv_len) = (b * hq * seq_q as u64 * D as u64, b * hkv * seq_kv as u64 * D as u64);
         let [q, k, v, dout] = inputs;
         let [lse2, delta] = stats;
-        let operands = maps as usize == map_words.as_ptr() as usize
+        let operands = core::ptr::eq(maps, map_words.as_ptr().cast())
             && map_words.len() >= MAP_WORDS
             && maps.is_aligned()
             && q.len() as u64 == q_len
