@@ -451,7 +451,7 @@ fn backward<T: Element>(
     // gradients of K and V). `delta` lives in the caller's scratch: nothing is allocated here,
     // so the call may be recorded into a CUDA graph (torch's ops capture it).
     // The first `q_rows` of the scratch (it may be longer: `backward_scratch_len_sm90`).
-    let mut delta_rows = crate::hopper::Part::of(scratch.kernel_arg_mut(), 0, shape.q_rows());
+    let mut delta_rows = crate::hopper::Part::<f32>::of::<f32>(scratch.kernel_arg_mut(), 0, shape.q_rows());
     if backward_uses_tensor_cores::<T>(&shape) && shape.q_rows() > 0 {
         let delta = &mut delta_rows;
         let (dkv_config, dq_config) = backward_mma_configs(&shape);

@@ -124,9 +124,10 @@ const PERSISTENT_BLOCKS: usize = 3;
 /// by an mbarrier phase, which the executor's race detector does not order: run them on an
 /// executor `with_race_detection(false)`.
 pub fn attention_backward_sm90_kernel<T: Element>(executor: &CpuExecutor, kernel: &str, operands: Backward<'_, T>, shape: Attention) -> Result<()> {
-    use ferrocuda_device::tma::TensorMap as DeviceMap;
     use ferrocuda_host::{LaunchConfig, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
-    use ferrocuda_kernels_hopper::attention_backward::{CpuBackwardArgs, Problem, STATS_BOX, THREADS, backward_kernel, blocks_x, padded_seq, shared_bytes};
+    use ferrocuda_kernels_hopper::attention_backward::{
+        CpuBackwardArgs, MAP_WORDS, Problem, STATS_BOX, THREADS, backward_kernel, blocks_x, padded_seq, shared_bytes,
+    };
     let (head_dim, kernel_shape) = shape.check()?;
     check_lengths(&operands, &shape)?;
     let AttentionBackward { q, k, v, out, dout, lse, dq, dk, dv } = operands;
@@ -148,17 +149,20 @@ pub fn attention_backward_sm90_kernel<T: Element>(executor: &CpuExecutor, kernel
     // 32-bit words for the kernel's paired stores (a `[T]` may be only 2-byte aligned).
     let (mut dk_words, mut dv_words) = (vec![0u32; shape.kv_len() / 2], vec![0u32; shape.kv_len() / 2]);
     let data_type = if T::F16 { TensorDataType::F16 } else { TensorDataType::Bf16 };
-    let mut maps = Vec::new();
+    // The six maps' words, one after the other from a 64-byte aligned start (a map's alignment).
+    let mut maps_raw = vec![0u64; MAP_WORDS + 7];
+    let skip = maps_raw.as_ptr().align_offset(64);
+    let maps = &mut maps_raw[skip..skip + MAP_WORDS];
     for (i, x) in [q, k, v, dout].into_iter().enumerate() {
         let (heads, seq) = if i == 0 || i == 3 { (shape.heads_q, shape.seq_q) } else { (shape.heads_kv, shape.seq_kv) };
         let (dims, strides, box_dims) = crate::hopper::backward_map_dims(&shape, heads, seq);
         let layout = TiledLayout { data_type, dims: &dims, strides_bytes: &strides, box_dims, swizzle: TensorSwizzle::B128 };
-        maps.push(Box::new(DeviceMap(TensorMap::emulated(x.as_ptr() as u64, &layout)?.words())));
+        maps[16 * i..16 * i + 16].copy_from_slice(&TensorMap::emulated(x.as_ptr() as u64, &layout)?.words());
     }
     let stats_dims = [rows as u64];
     let stats = TiledLayout { data_type: TensorDataType::F32, dims: &stats_dims, strides_bytes: &[], box_dims: &STATS_BOX, swizzle: TensorSwizzle::None };
-    for x in [&lse2, &delta] {
-        maps.push(Box::new(DeviceMap(TensorMap::emulated(x.as_ptr() as u64, &stats)?.words())));
+    for (i, x) in [&lse2, &delta].into_iter().enumerate() {
+        maps[64 + 16 * i..80 + 16 * i].copy_from_slice(&TensorMap::emulated(x.as_ptr() as u64, &stats)?.words());
     }
     let problem = Problem {
         seq_q: shape.seq_q as u32,
@@ -171,7 +175,7 @@ pub fn attention_backward_sm90_kernel<T: Element>(executor: &CpuExecutor, kernel
     };
     // The `_dyn` instances' work-unit counter (zeroed, as `attention_backward_store_maps` does on
     // a GPU).
-    let mut counter = Box::new(0u32);
+    let mut counter = [0u32];
     // The persistent instances on `PERSISTENT_BLOCKS` blocks (fewer than the key blocks of all
     // heads in the tests' shapes: each block takes several, across heads), as on a GPU's SMs.
     let grid = if persistent {
@@ -182,19 +186,25 @@ pub fn attention_backward_sm90_kernel<T: Element>(executor: &CpuExecutor, kernel
     };
     let config = LaunchConfig::new(grid, THREADS).with_shared_bytes(shared_bytes(head_dim));
     let args = CpuBackwardArgs {
-        maps: [0, 1, 2, 3, 4, 5].map(|i| &*maps[i] as *const DeviceMap),
-        dq_acc: dq_acc.as_mut_ptr(),
-        dk: dk_words.as_mut_ptr(),
-        dv: dv_words.as_mut_ptr(),
+        maps: maps.as_ptr().cast(),
+        map_words: maps,
+        q: bytemuck::cast_slice(q),
+        k: bytemuck::cast_slice(k),
+        v: bytemuck::cast_slice(v),
+        dout: bytemuck::cast_slice(dout),
+        lse2: &lse2,
+        delta: &delta,
+        dq_acc: &mut *dq_acc,
+        dk: bytemuck::cast_slice_mut(&mut dk_words),
+        dv: bytemuck::cast_slice_mut(&mut dv_words),
         problem,
-        next: &mut *counter,
+        next: &mut counter,
     };
     let Some(instance) = backward_kernel(kernel) else { unreachable!("backward_instances names kernels of ferrocuda-kernels-hopper") };
-    // SAFETY: the kernel's contract: the emulated maps describe q, k, v, dout in the shape's
-    // layout (box and swizzle from `backward_map_dims`), and lse2 and delta (`B·Hq·seq_pad` f32,
-    // written by the prep launch), alive until the launch returns; dq_acc `B·Hq·D·seq_pad`
-    // (zeroed), dk and dv words `B·Hkv·seq_kv·D / 2`; the grid, block and shared memory are the
-    // kernel's.
+    // SAFETY: the kernel's contract (the maps; it checks the rest): the emulated maps describe
+    // q, k, v, dout in the shape's layout (box and swizzle from `backward_map_dims`), and lse2
+    // and delta (`B·Hq·seq_pad` f32, written by the prep launch), the slices passed beside them,
+    // alive until the launch returns.
     unsafe { (instance.launch_cpu)(executor, config, args) }?;
     <T as CpuLaunchers>::attention_backward_dq_convert(executor, crate::hopper::dq_convert_grid(&shape), &*dq_acc, dq, head_dim, kernel_shape)?;
     for (words, out) in [(&dk_words, dk), (&dv_words, dv)] {

@@ -2,11 +2,13 @@
 //! `ferrocuda-kernels-hopper` (TMA into mbarrier rings, `wgmma`, a producer and two consumer
 //! warpgroups), behind the same checked call as every other path.
 //!
-//! Those kernels are `#[kernel]`s that read Q, K and V through tensor maps (`*const
-//! TensorMap` parameters) and write O and the LSE through raw pointers, so their typed
-//! launchers (found by name: `forward_kernel`, `backward_kernel`) are `unsafe`. This module is
-//! the one place that launches them. Before it does, it checks what their contract needs and
-//! the caller cannot be trusted with:
+//! Those kernels are `#[kernel]`s whose typed launchers (found by name: `forward_kernel`,
+//! `backward_kernel`) declare every operand to the stream's door themselves (session 19: Q, K,
+//! V beside the tensor maps, O and LSE as `UncheckedSlice`s, the maps' memory as a slice) and
+//! whose entries check their launch and every length; what they cannot check is the maps'
+//! contents (a box and swizzle the copy engine obeys, an address it reads), so the launchers
+//! are `unsafe` for that alone. This module is the one place that launches them. Before it
+//! does, it checks what the maps need and the caller cannot be trusted with:
 //! - the shape is one they compute ([`hopper_kernel`]: bf16, `[B, H, S, D]`, D 64 or 128, as
 //!   many key/value heads as query heads, `seq_q == seq_kv`, at most 65535 heads in all), on an
 //!   sm_90 GPU (their image is `sm_90a`);
@@ -14,18 +16,19 @@
 //!   `attention::attention_forward`, before it gets here) and Q, K, V start 16-byte aligned
 //!   (TMA's rule; a misaligned view takes the tensor-core path instead);
 //! - the tensor maps are built here, from those checked addresses and the shape, and copied
-//!   to device memory on the same stream just before the launch; that copy, Q, K, V, O and
-//!   LSE are all declared to the stream's door, so the launch is ordered after every earlier
-//!   use of them and their release waits for it;
+//!   to device memory on the same stream just before the launch, which passes them beside the
+//!   memory they describe;
 //! - the stream is not being captured into a graph: the maps are copied from this call's stack,
 //!   which a replayed graph would read after it is gone (and the module may not be loaded
 //!   inside a capture), so a capturing stream takes the tensor-core path.
 
-use ferrocuda_host::{
-    BufferAccess, DeviceBuffer, DevicePtr, DeviceRead, DeviceWrite, LaunchConfig, Stream, TensorDataType, TensorMap, TensorSwizzle, TiledLayout, sys,
-};
+use std::marker::PhantomData;
+
+use ferrocuda_host::__private::SliceArg;
+use ferrocuda_host::{BufferAccess, DeviceBuffer, DeviceRead, DeviceWrite, LaunchConfig, Stream, TensorDataType, TensorMap, TensorSwizzle, TiledLayout, sys};
 use ferrocuda_kernels_hopper::attention::{BM, BOX, ForwardArgs, STAGES, STAGES_DEEP, THREADS, forward_kernel, shared_bytes, shared_bytes_q2};
 use ferrocuda_kernels_hopper::attention_backward::{GpuBackwardArgs, Problem, backward_kernel, store_maps};
+use half::bf16;
 
 use crate::attention::{Attention, Backward, Layout};
 use crate::launchers::Launchers;
@@ -233,9 +236,9 @@ pub(crate) fn attention_forward<T: Element>(
         // a read of it, so the memory's release and later writers wait for the kernel.
         *word = unsafe { TensorMap::encode_tiled(input.ptr, &layout) }?.words();
     }
-    // Three maps, then (persistent kernels) the work counter: the fourth entry's first word,
+    // Three maps, then (persistent kernels) the work counter: the first word after them,
     // zeroed here and not touched by the maps' copy.
-    let mut maps = DeviceBuffer::<[u64; 16]>::zeroed_async(stream, 4)?;
+    let mut maps = DeviceBuffer::<u64>::zeroed_async(stream, 4 * 16)?;
     let maps_ptr = maps.device_ptr();
     stream.enqueue("attention_forward (sm_90): maps", &[BufferAccess::write(&mut maps)], |raw| -> Result<()> {
         let map_bytes = std::mem::size_of_val(&words);
@@ -244,44 +247,61 @@ pub(crate) fn attention_forward<T: Element>(
         // the call returns (a pageable host-to-device copy is staged before it returns).
         check("cuMemcpyHtoDAsync", unsafe { sys::cuMemcpyHtoDAsync_v2(maps_ptr, words.as_ptr().cast(), map_bytes, raw.get()) })
     })?;
+    // The launch declares every operand itself: the maps' words and Q, K, V (read), O, LSE and
+    // the counter (written), so it is ordered after every earlier use of them and their
+    // release waits for it.
+    let whole = maps.kernel_arg_mut();
+    let map_words = Part::<u64>::of::<u64>(whole, 0, 48);
+    let mut counter = Part::<u32>::of::<u64>(whole, 48, 1);
+    let (q, k, v) = (Same::<bf16>::of(q), Same::<bf16>::of(k), Same::<bf16>::of(v));
+    let (mut out, mut lse) = (Part::<bf16>::all(out), Part::<f32>::all(lse));
     let args = ForwardArgs {
-        maps: [at(maps_ptr), at(maps_ptr + 128), at(maps_ptr + 256)],
-        o: at(out.kernel_arg_mut().ptr),
-        lse: at(lse.kernel_arg_mut().ptr),
+        maps: ferrocuda_host::DevicePtr::from_address(map_words.0.ptr),
+        map_words: &map_words,
+        q: &q,
+        k: &k,
+        v: &v,
+        o: &mut out,
+        lse: &mut lse,
         seq_len: seq_len as u32,
         scale_log2: shape.scale.unwrap_or(1.0 / (head_dim as f32).sqrt()) * std::f32::consts::LOG2_E,
         heads: heads as u32,
-        next: at(maps_ptr + 384),
+        next: &mut counter,
     };
-    let accesses = [
-        inputs[0].read("q"),
-        inputs[1].read("k"),
-        inputs[2].read("v"),
-        out.kernel_arg_mut().write("out"),
-        lse.kernel_arg_mut().write("lse"),
-        BufferAccess::write(&mut maps),
-    ];
     let config = LaunchConfig::new(grid, THREADS).with_shared_bytes(shared);
-    stream.will_use_for(&accesses, || {
-        // SAFETY: the kernel's contract (`ferrocuda_kernels_hopper::attention`), through its
-        // typed launcher: the maps (copied above, in stream order) describe Q, K, V as
-        // `[B·H, S, D]` bf16 with the box and swizzle it needs; O holds B·H·S·D bf16 and is
-        // 4-byte aligned, LSE holds B·H·S f32 (checked above); for the persistent kernels
-        // `heads` is B·H and `next` a zeroed u32 of `maps`, which nothing else touches during
-        // the launch; every buffer is declared to the door for this launch (`will_use_for`);
-        // grid `(⌈S/128⌉, B·H)` (B·H at most 65535), or for a persistent kernel `(g, 1)` with
-        // 1 <= g <= the SMs and the tiles, and `shared` bytes of dynamic shared memory
-        // (allowed by the attribute set above) are what it was built for.
-        unsafe { (instance.launch)(stream, config, args) }
-    })??;
+    // SAFETY: the kernel's contract (`ferrocuda_kernels_hopper::attention`), which is the maps
+    // alone (the kernel checks everything else and writes nothing otherwise): `map_words`
+    // holds, copied above in stream order, maps of exactly Q, K and V as `[B·H, S, D]` bf16
+    // (the addresses and lengths checked above), box `BOX`, 128-byte swizzle, and nothing
+    // writes them during the launch.
+    unsafe { (instance.launch)(stream, config, args) }?;
     // `maps` is freed in stream order after the kernel (its use was recorded by the door).
     drop(maps);
     Ok(true)
 }
 
-/// A device address as a kernel's raw pointer argument.
-fn at<T>(address: u64) -> DevicePtr<T> {
-    DevicePtr::from_address(address)
+/// An operand of element type `T` as the same memory of `U`, a type of the same size and
+/// alignment (bf16 or f16 as a kernel's `bf16` or `u16`: one table of instances takes one
+/// type), read-only.
+pub(crate) struct Same<'a, U>(SliceArg<'a>, PhantomData<fn() -> U>);
+
+impl<'a, U> Same<'a, U> {
+    /// `x`'s memory, as `U`s.
+    pub(crate) fn of<T>(x: &'a (impl DeviceRead<T> + ?Sized)) -> Same<'a, U> {
+        // At run time: the generic callers are instantiated for every element type, and take
+        // this path for the 16-bit ones only.
+        assert!(size_of::<T>() == size_of::<U>() && align_of::<T>() == align_of::<U>(), "an operand retyped to another size");
+        Same(x.kernel_arg(), PhantomData)
+    }
+}
+
+// SAFETY: the memory, length (same element size) and use tracking of a `DeviceRead<T>`
+// operand, borrowed for `'a`; every bit pattern is a valid `U` (the kernels' `bf16` or `u16`
+// for the operands' bf16 or f16, `f32` for `f32`).
+unsafe impl<U> DeviceRead<U> for Same<'_, U> {
+    fn kernel_arg(&self) -> SliceArg<'_> {
+        self.0
+    }
 }
 
 /// A driver result as this crate's error.
@@ -452,32 +472,44 @@ pub fn backward_scratch_len_sm90(shape: &Attention) -> usize {
     MAP_F32S + rows * (2 + shape.head_dim)
 }
 
-/// A part of the backward's scratch, as a kernel argument: the scratch's own use tracking,
-/// another address and length inside it.
-pub(crate) struct Part<'a>(ferrocuda_host::__private::SliceArg<'a>);
+/// A part of memory this module holds mutably borrowed for a whole call (the backward's
+/// scratch, the forward's maps buffer, an output), as a kernel argument of `U`s: the memory's own use
+/// tracking, another address and length inside it.
+pub(crate) struct Part<'a, U = f32>(SliceArg<'a>, PhantomData<fn() -> U>);
 
-impl<'a> Part<'a> {
-    /// Elements `start .. start + len` of `whole` (an `f32` slice argument), checked.
-    pub(crate) fn of(whole: ferrocuda_host::__private::SliceArg<'a>, start: usize, len: usize) -> Part<'a> {
+impl<'a, U> Part<'a, U> {
+    /// All of output `x`, as `U`s (of the size of `T`s: bf16 or f16 as a kernel's `bf16` or
+    /// `u16`, one type for every instance of a table).
+    pub(crate) fn all<T>(x: &'a mut (impl DeviceWrite<T> + ?Sized)) -> Part<'a, U> {
+        let whole = x.kernel_arg_mut();
+        Part::of::<T>(whole, 0, whole.len)
+    }
+
+    /// Elements `start .. start + len` of `whole` (the slice argument of a `W` buffer), as
+    /// `U`s: checked to lie inside it, to be whole `U`s and aligned for them.
+    pub(crate) fn of<W>(whole: SliceArg<'a>, start: usize, len: usize) -> Part<'a, U> {
         assert!(start.checked_add(len).is_some_and(|end| end <= whole.len), "a part of the scratch outside it");
+        let (ptr, bytes) = (whole.ptr + (size_of::<W>() * start) as u64, size_of::<W>() * len);
+        assert!(bytes.is_multiple_of(size_of::<U>()) && ptr.is_multiple_of(align_of::<U>() as u64), "a part of the scratch not of whole, aligned elements");
         let mut arg = whole;
-        arg.ptr = whole.ptr + 4 * start as u64;
-        arg.len = len;
-        Part(arg)
+        arg.ptr = ptr;
+        arg.len = bytes / size_of::<U>();
+        Part(arg, PhantomData)
     }
 }
 
-// SAFETY: a `Part` is made (`Part::of`) from the slice argument of `f32` device memory that
-// the backward holds mutably borrowed for the whole call, and lies inside it; its use tracking
-// is that memory's. The parts of one call do not overlap.
-unsafe impl DeviceRead<f32> for Part<'_> {
-    fn kernel_arg(&self) -> ferrocuda_host::__private::SliceArg<'_> {
+// SAFETY: a `Part` is made (`Part::of`, `Part::all`) from the slice argument of device memory
+// that this module holds mutably borrowed for the whole call, and lies inside it, of whole
+// aligned `U`s (plain data: `f32`, `u32`, `u64`, the 16-bit floats' bits, any bits valid); its use tracking is that memory's. The
+// parts of one call do not overlap.
+unsafe impl<U> DeviceRead<U> for Part<'_, U> {
+    fn kernel_arg(&self) -> SliceArg<'_> {
         self.0
     }
 }
 // SAFETY: as above; each part is the only live value giving access to its elements.
-unsafe impl DeviceWrite<f32> for Part<'_> {
-    fn kernel_arg_mut(&mut self) -> ferrocuda_host::__private::SliceArg<'_> {
+unsafe impl<U> DeviceWrite<U> for Part<'_, U> {
+    fn kernel_arg_mut(&mut self) -> SliceArg<'_> {
         self.0
     }
 }
@@ -557,11 +589,11 @@ pub(crate) fn attention_backward<T: Element>(
         Some(s) => s.kernel_arg_mut(),
         None => owned.insert(DeviceBuffer::<f32>::zeroed_async(stream, need)?).kernel_arg_mut(),
     };
-    let (mut maps, mut lse2, mut delta, mut dq_acc) = (
-        Part::of(whole, 0, MAP_F32S),
-        Part::of(whole, MAP_F32S, rows),
-        Part::of(whole, MAP_F32S + rows, rows),
-        Part::of(whole, MAP_F32S + 2 * rows, rows * shape.head_dim),
+    let (mut maps_area, mut lse2, mut delta, mut dq_acc) = (
+        Part::<u64>::of::<f32>(whole, 0, MAP_F32S),
+        Part::<f32>::of::<f32>(whole, MAP_F32S, rows),
+        Part::<f32>::of::<f32>(whole, MAP_F32S + rows, rows),
+        Part::<f32>::of::<f32>(whole, MAP_F32S + 2 * rows, rows * shape.head_dim),
     );
     if zero_here {
         let (pa, words) = (dq_acc.0.ptr, dq_acc.0.len);
@@ -594,12 +626,31 @@ pub(crate) fn attention_backward<T: Element>(
         // the launch runs, whose read the launch declares.
         *word = unsafe { TensorMap::encode_tiled(part.0.ptr, &stats) }?.words();
     }
-    let maps_ptr = maps.0.ptr;
+    let mut flat: [u64; MAP_WORDS] = [0; MAP_WORDS];
+    for (i, w) in words.iter().flatten().enumerate() {
+        flat[i] = *w;
+    }
+    // The maps, as the parameters of a one-warp kernel (a graph replays them as recorded),
+    // with the `_dyn` instances' counter zeroed after them.
+    store_maps(stream, &mut maps_area, flat)?;
+    // Every operand is declared by the launch itself: the maps' words, Q, K, V, dO, lse2 and
+    // delta (read), dQ's accumulator, dK, dV and the counter (written).
+    let map_words = Part::<u64>::of::<f32>(whole, 0, 2 * MAP_WORDS);
+    let mut counter = Part::<u32>::of::<f32>(whole, 2 * MAP_WORDS, 1);
+    let (q, k, v, dout) = (Same::<u16>::of(q), Same::<u16>::of(k), Same::<u16>::of(v), Same::<u16>::of(dout));
+    let (mut dk, mut dv) = (Part::<u16>::all(dk), Part::<u16>::all(dv));
     let args = GpuBackwardArgs {
-        maps: [0, 1, 2, 3, 4, 5].map(|i| at(maps_ptr + 128 * i)),
-        dq_acc: at(dq_acc.0.ptr),
-        dk: at(dk.kernel_arg_mut().ptr),
-        dv: at(dv.kernel_arg_mut().ptr),
+        maps: ferrocuda_host::DevicePtr::from_address(map_words.0.ptr),
+        map_words: &map_words,
+        q: &q,
+        k: &k,
+        v: &v,
+        dout: &dout,
+        lse2: &lse2,
+        delta: &delta,
+        dq_acc: &mut dq_acc,
+        dk: &mut dk,
+        dv: &mut dv,
         problem: Problem {
             seq_q,
             seq_kv,
@@ -609,45 +660,17 @@ pub(crate) fn attention_backward<T: Element>(
             scale: kernel_shape.scale,
             batch: shape.batch as u32,
         },
-        next: at(maps_ptr + 8 * MAP_WORDS as u64),
+        next: &mut counter,
     };
-    let mut flat: [u64; MAP_WORDS] = [0; MAP_WORDS];
-    for (i, w) in words.iter().flatten().enumerate() {
-        flat[i] = *w;
-    }
-    let accesses = [
-        inputs[0].read("q"),
-        inputs[1].read("k"),
-        inputs[2].read("v"),
-        inputs[3].read("dout"),
-        dk.kernel_arg_mut().write("dk"),
-        dv.kernel_arg_mut().write("dv"),
-        maps.kernel_arg_mut().write("maps"),
-        lse2.kernel_arg().read("lse2"),
-        delta.kernel_arg().read("delta"),
-        dq_acc.kernel_arg_mut().write("dq_acc"),
-    ];
     let config = LaunchConfig::new(grid, THREADS).with_shared_bytes(shared);
-    stream.will_use_for(&accesses, || -> Result<()> {
-        // The maps, as the parameters of a one-warp kernel (a graph replays them as recorded).
-        // SAFETY: `attention_backward_store_maps`'s contract: `dst` is `MAPS_AREA_WORDS` u64
-        // (896 bytes) of this context's device memory (the scratch's first part, 128-byte
-        // aligned), declared written above, read by nothing else meanwhile.
-        unsafe { store_maps(stream, at(maps_ptr), flat) }?;
-        // SAFETY: the kernel's contract (`ferrocuda_kernels_hopper::attention_backward`), through
-        // its typed launcher: the maps (written by the launch above, in stream order) describe
-        // Q, K, V, dO in the layout, box and swizzle it needs, and lse2, delta (`B·Hq·seq_pad`
-        // f32, written by the prep launch before it) as 1-D f32 arrays with 64-element boxes;
-        // dq_acc holds `B·Hq·D·seq_pad` f32 (zeroed, 16-byte aligned); dK and dV hold
-        // `B·Hkv·seq_kv·D` elements and are 4-byte aligned (checked above); the work-unit
-        // counter is the u32 after the maps, zeroed by `attention_backward_store_maps`, read by
-        // nothing else; every buffer is declared to the door for both launches (`will_use_for`);
-        // grid `(blocks_x(seq_kv, paired), B·Hkv)` (at most 65535), or for a `_persistent` one
-        // `(g, 1)` with 1 <= g <= the key blocks of all heads (`⌈seq_kv/128⌉·B·Hkv`, a u32),
-        // 384 threads and `shared` bytes of dynamic shared memory (allowed by the attribute set
-        // above) are what it was built for.
-        Ok(unsafe { (instance.launch)(stream, config, args) }?)
-    })??;
+    // SAFETY: the kernel's contract (`ferrocuda_kernels_hopper::attention_backward`), which is
+    // the maps alone (the kernel checks the launch, the problem and every operand's length
+    // and alignment, and writes nothing otherwise): `map_words` holds, written by the launch
+    // above in stream order, maps of exactly Q, K, V, dO (the addresses and lengths checked
+    // above) in the layout, box and swizzle it needs, and of lse2 and delta (`B·Hq·seq_pad`
+    // f32, the parts passed beside them) as 1-D f32 arrays with 64-element boxes; nothing
+    // writes them during the launch.
+    unsafe { (instance.launch)(stream, config, args) }?;
     <T as Launchers>::attention_backward_dq_convert(stream, dq_convert_grid(&shape), &dq_acc, dq, head_dim, kernel_shape)?;
     // `owned` (if any) is freed in stream order after these launches (their uses are recorded).
     drop(owned);

@@ -244,3 +244,66 @@ fn s18_every_sm90_instance_the_library_names_has_a_typed_launcher() {
     assert!(forward > 100 && backward > 100, "{forward} forward, {backward} backward names checked");
     assert!(forward_kernel("attention_d96").is_none() && backward_kernel("attention_backward_d96_bf16").is_none());
 }
+
+/// One launch of `attention_backward_d64_bf16_red` on the CPU executor for B 1, H 1, S 64
+/// with the given grid and dK length (dK and dV poisoned with NaN bits first); returns
+/// whether any element of dK or dV was written.
+fn s19_backward_writes(grid: (u32, u32), dk_len: usize) -> bool {
+    use ferrocuda_host::{LaunchConfig, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
+    use ferrocuda_kernels_hopper::attention_backward::{BOX_BHSD, CpuBackwardArgs, MAP_WORDS, Problem, STATS_BOX, THREADS, backward_kernel, shared_bytes};
+    let (s, d) = (64usize, 64usize);
+    let operand = |seed| -> Vec<u16> { input::<bf16>(s * d, seed, 1.0).0.iter().map(|x| x.to_bits()).collect() };
+    let (q, k, v, dout) = (operand(1), operand(2), operand(3), operand(4));
+    let (lse2, delta) = (vec![0.0f32; s], vec![0.0f32; s]);
+    let mut maps_raw = vec![0u64; MAP_WORDS + 7];
+    let skip = maps_raw.as_ptr().align_offset(64);
+    let maps = &mut maps_raw[skip..skip + MAP_WORDS];
+    let (dims, strides) = ([d as u64, s as u64, 1, 1], [2 * d as u64, 2 * (d * s) as u64, 2 * (d * s) as u64]);
+    let layout = TiledLayout { data_type: TensorDataType::Bf16, dims: &dims, strides_bytes: &strides, box_dims: &BOX_BHSD, swizzle: TensorSwizzle::B128 };
+    for (i, x) in [&q, &k, &v, &dout].into_iter().enumerate() {
+        maps[16 * i..16 * i + 16].copy_from_slice(&TensorMap::emulated(x.as_ptr() as u64, &layout).unwrap().words());
+    }
+    let stats_dims = [s as u64];
+    let stats = TiledLayout { data_type: TensorDataType::F32, dims: &stats_dims, strides_bytes: &[], box_dims: &STATS_BOX, swizzle: TensorSwizzle::None };
+    for (i, x) in [&lse2, &delta].into_iter().enumerate() {
+        maps[64 + 16 * i..80 + 16 * i].copy_from_slice(&TensorMap::emulated(x.as_ptr() as u64, &stats).unwrap().words());
+    }
+    let mut dq_raw = vec![0.0f32; s * d + 3];
+    let at = dq_raw.as_ptr().align_offset(16);
+    let (mut dk_words, mut dv_words) = (vec![0x7fc1_7fc1u32; dk_len / 2], vec![0x7fc1_7fc1u32; s * d / 2]);
+    let mut counter = [0u32];
+    let args = CpuBackwardArgs {
+        maps: maps.as_ptr().cast(),
+        map_words: maps,
+        q: &q,
+        k: &k,
+        v: &v,
+        dout: &dout,
+        lse2: &lse2,
+        delta: &delta,
+        dq_acc: &mut dq_raw[at..at + s * d],
+        dk: bytemuck::cast_slice_mut(&mut dk_words),
+        dv: bytemuck::cast_slice_mut(&mut dv_words),
+        problem: Problem { seq_q: s as u32, seq_kv: s as u32, heads_q: 1, heads_kv: 1, bshd: 0, scale: 0.125, batch: 1 },
+        next: &mut counter,
+    };
+    let kernel = backward_kernel("attention_backward_d64_bf16_red").unwrap();
+    let config = LaunchConfig::new(grid, THREADS).with_shared_bytes(shared_bytes(64));
+    // SAFETY: the emulated maps describe q, k, v, dout (`[64, 64, 1, 1]` bf16, box `BOX_BHSD`,
+    // 128-byte swizzle) and lse2, delta (64 f32, box `STATS_BOX`), alive until it returns.
+    unsafe { (kernel.launch_cpu)(&CpuExecutor::new(), config, args) }.unwrap();
+    dk_words.iter().chain(&dv_words).any(|&w| w != 0x7fc1_7fc1)
+}
+
+/// Session 19: the sm_90 backward entries take dK and dV as `UncheckedSlice`s, whose
+/// ownership argument (block `(x, y)`: key block `x` of head row `y`) needs the launch the
+/// instance was built for; as G18R-1's fix does for the portable kernels, each entry refuses
+/// every other grid, and operands shorter than the problem, uniformly before its first write
+/// or barrier. Positive control first: the right launch writes dK and dV.
+#[test]
+fn s19_sm90_backward_entries_refuse_other_grids_and_short_outputs() {
+    assert!(s19_backward_writes((1, 1), 64 * 64), "the launch the instance was built for writes dK and dV");
+    assert!(!s19_backward_writes((1, 2), 64 * 64), "a second row of blocks (two blocks on one key block) writes nothing");
+    assert!(!s19_backward_writes((2, 1), 64 * 64), "a second block along x (a key block past the end) writes nothing");
+    assert!(!s19_backward_writes((1, 1), 64 * 64 - 2), "a dK shorter than the problem writes nothing");
+}

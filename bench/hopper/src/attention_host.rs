@@ -2,12 +2,12 @@
 //! the GPU (random Q, K, V; O, LSE; the tensor maps), its launch and its check against the f64
 //! reference of [`crate::attention`].
 
-use std::ffi::c_void;
-
 use ferrocuda_device::half::bf16;
-use ferrocuda_host::{Context, DeviceBuffer, DeviceRead, Function, Stream, TensorDataType, TensorMap, TensorSwizzle, sys};
+use ferrocuda_host::{Context, DeviceBuffer, DevicePtr, LaunchConfig, Stream, TensorDataType, TensorMap, TensorSwizzle};
 
-use crate::attention::{BM, BOX, STAGES, STAGES_DEEP, THREADS, reference_row, shared_bytes, within_bound};
+use crate::attention::{
+    BM, BOX, ForwardArgs, ForwardKernel, STAGES, STAGES_DEEP, THREADS, forward_kernel, reference_row, shared_bytes, shared_bytes_q2, within_bound,
+};
 
 /// Errors as text (this is test and benchmark code).
 pub type Res<T> = Result<T, String>;
@@ -54,8 +54,8 @@ pub fn wait_idle(stream: &Stream, what: &str, seconds: f64) -> Res<()> {
 }
 
 /// One problem's device data: Q, K, V (and their host copies for the reference), O, LSE and
-/// the three tensor maps. Private fields: the launch relies on the buffers' sizes matching the
-/// shape.
+/// the three tensor maps. Private fields: the launch relies on the maps describing these
+/// buffers.
 pub struct Problem {
     d: u32,
     heads: u32,
@@ -63,11 +63,26 @@ pub struct Problem {
     q: Vec<bf16>,
     k: Vec<bf16>,
     v: Vec<bf16>,
-    // Kept alive while the maps point into them.
-    _buffers: [DeviceBuffer<bf16>; 3],
+    buffers: [DeviceBuffer<bf16>; 3],
     o: DeviceBuffer<bf16>,
     lse: DeviceBuffer<f32>,
-    maps: [DeviceBuffer<[u64; 16]>; 3],
+    /// The Q, K and V maps, one after the other (48 words, 256-byte aligned).
+    maps: DeviceBuffer<u64>,
+}
+
+/// The forward instance `name` of `ferrocuda-kernels-hopper` (its typed launcher), with its
+/// dynamic shared memory allowed in `context`.
+pub fn kernel(context: &Context, name: &str) -> Res<&'static ForwardKernel> {
+    let kernel = forward_kernel(name).ok_or_else(|| format!("{name}: no attention forward instance of that name"))?;
+    let function = (kernel.function)(context).map_err(err("loading the kernels"))?;
+    function.set_max_dynamic_shared_bytes(shared_bytes_of(name)).map_err(err("smem attribute"))?;
+    Ok(kernel)
+}
+
+/// The dynamic shared memory of instance `name`.
+pub fn shared_bytes_of(name: &str) -> u32 {
+    let d = if name.starts_with("attention_d128") { 128 } else { 64 };
+    if name.ends_with("_q2") { shared_bytes_q2(d, stages(name)) } else { shared_bytes(d, stages(name)) }
 }
 
 impl Problem {
@@ -91,87 +106,64 @@ impl Problem {
         let upload = |x: &[bf16]| DeviceBuffer::from_slice(context, x).map_err(err("upload"));
         let buffers = [upload(&q)?, upload(&k)?, upload(&v)?];
         let dims = [d as u64, seq_len as u64, batch_heads as u64];
-        let map = |b: &DeviceBuffer<bf16>| -> Res<DeviceBuffer<[u64; 16]>> {
-            TensorMap::tiled(b, TensorDataType::Bf16, &dims, &BOX, TensorSwizzle::B128)
-                .map_err(err("cuTensorMapEncodeTiled"))?
-                .to_device_untracked(context)
-                .map_err(err("map upload"))
-        };
-        let maps = [map(&buffers[0])?, map(&buffers[1])?, map(&buffers[2])?];
+        let mut words = Vec::with_capacity(48);
+        for b in &buffers {
+            words.extend(TensorMap::tiled(b, TensorDataType::Bf16, &dims, &BOX, TensorSwizzle::B128).map_err(err("cuTensorMapEncodeTiled"))?.words());
+        }
+        let maps = DeviceBuffer::from_slice(context, &words).map_err(err("map upload"))?;
         let o = DeviceBuffer::<bf16>::zeroed(context, len).map_err(err("alloc O"))?;
         let lse = DeviceBuffer::<f32>::zeroed(context, (batch_heads * seq_len) as usize).map_err(err("alloc LSE"))?;
-        Ok(Problem { d, heads: batch_heads, seq_len, q, k, v, _buffers: buffers, o, lse, maps })
+        Ok(Problem { d, heads: batch_heads, seq_len, q, k, v, buffers, o, lse, maps })
     }
 
-    /// Launches `function` (an `attention_d{D}*` kernel of this module) once on `stream`.
-    ///
-    /// # Safety
-    /// `function` is one of this module's attention kernels with this problem's head dimension
-    /// (checked by name), and `stream` is synchronised before `self` is dropped (the kernel reads
-    /// and writes its buffers).
-    pub unsafe fn launch(&self, function: &Function, stream: &Stream) -> Res<()> {
-        if !function.name().starts_with(&format!("attention_d{}", self.d)) || function.name().starts_with(&format!("attention_d{}", self.d * 10)) {
-            return Err(format!("{} is no attention kernel of head dimension {}", function.name(), self.d));
+    /// Launches `kernel` (an `attention_d{D}*` instance, from [`kernel`]) once on `stream`,
+    /// through its typed launcher: the launch declares Q, K, V and the maps (read) and O, LSE
+    /// and the persistent instances' counter (written), so no synchronisation is the caller's.
+    pub fn launch(&mut self, kernel: &ForwardKernel, stream: &Stream, counter: &mut DeviceBuffer<u32>) -> Res<()> {
+        let name = kernel.name;
+        if !name.starts_with(&format!("attention_d{}", self.d)) || name.starts_with(&format!("attention_d{}", self.d * 10)) {
+            return Err(format!("{name} is no attention kernel of head dimension {}", self.d));
         }
-        let [mut pq, mut pk, mut pv] = [self.maps[0].device_ptr(), self.maps[1].device_ptr(), self.maps[2].device_ptr()];
-        let (mut po, mut pl, mut ps) = (self.o.device_ptr(), self.lse.device_ptr(), self.seq_len);
-        let mut scale_log2 = (1.0 / (self.d as f32).sqrt()) * std::f32::consts::LOG2_E;
-        let mut params: [*mut c_void; 7] = [
-            (&mut pq as *mut u64).cast(),
-            (&mut pk as *mut u64).cast(),
-            (&mut pv as *mut u64).cast(),
-            (&mut po as *mut u64).cast(),
-            (&mut pl as *mut u64).cast(),
-            (&mut ps as *mut u32).cast(),
-            (&mut scale_log2 as *mut f32).cast(),
-        ];
-        let shared = shared_bytes(self.d, stages(function.name()));
-        // Through the door: the kernel reads Q, K, V (through the maps) and writes O and LSE.
-        let [q, k, v] = &self._buffers;
-        // SAFETY: `o` and `lse` are this problem's own buffers, used by its one caller at a time
-        // (this benchmark's thread): nothing else declares work on them between this declaration
-        // and the launch below (`SliceArg::write` refuses a write declared through `&`, G16R-12).
-        let (o, lse) = unsafe { (self.o.kernel_arg().write_shared("o"), self.lse.kernel_arg().write_shared("lse")) };
-        let accesses = [q.kernel_arg().read("q"), k.kernel_arg().read("k"), v.kernel_arg().read("v"), o, lse];
-        let code = stream
-            .enqueue("attention", &accesses, |raw| {
-                // SAFETY: the kernel's seven parameters in order: the maps describe Q, K, V
-                // ([B·H, S, D] bf16, box [64, 128, 1], 128-byte swizzle; the buffers live in
-                // `self`), O and LSE hold B·H·S·D bf16 and B·H·S f32; the grid, block and shared
-                // memory are the kernel's; the function was built for this head dimension (the
-                // caller picks it by name).
-                Ok::<_, ferrocuda_host::Error>(unsafe {
-                    sys::cuLaunchKernel(
-                        function.raw(),
-                        self.seq_len.div_ceil(BM),
-                        self.heads,
-                        1,
-                        THREADS,
-                        1,
-                        1,
-                        shared,
-                        raw.get(),
-                        params.as_mut_ptr(),
-                        std::ptr::null_mut(),
-                    )
-                })
-            })
-            .map_err(err("declare the attention's buffers"))?;
-        if code != sys::CUresult::CUDA_SUCCESS {
-            return Err(format!("cuLaunchKernel({}) failed: {code:?}", function.name()));
+        let persistent = name.contains("_persistent");
+        let grid = if persistent {
+            let sms = stream.context().device().multiprocessor_count().map_err(err("SMs"))?;
+            ((self.seq_len.div_ceil(BM) * self.heads).min(sms).max(1), 1)
+        } else {
+            (self.seq_len.div_ceil(BM), self.heads)
+        };
+        if persistent {
+            counter.fill_async(0, stream).map_err(err("zero the counter"))?;
         }
-        Ok(())
+        let config = LaunchConfig::new(grid, THREADS).with_shared_bytes(shared_bytes_of(name));
+        let [q, k, v] = &self.buffers;
+        let args = ForwardArgs {
+            maps: DevicePtr::from_address(self.maps.device_ptr()),
+            map_words: &self.maps,
+            q,
+            k,
+            v,
+            o: &mut self.o,
+            lse: &mut self.lse,
+            seq_len: self.seq_len,
+            scale_log2: (1.0 / (self.d as f32).sqrt()) * std::f32::consts::LOG2_E,
+            heads: self.heads,
+            next: counter,
+        };
+        // SAFETY: the kernel's contract (the maps; it checks the rest): `maps` holds, from its
+        // start, maps of exactly Q, K and V (`[heads, seq_len, d]` bf16, box `BOX`, 128-byte
+        // swizzle; made by `new` from these buffers, which `self` keeps), written once by `new`
+        // and read by launches only.
+        unsafe { (kernel.launch)(stream, config, args) }.map_err(err(name))
     }
 
     /// Poisons O and LSE, runs once, compares `rows` sampled rows (first and last included; every
     /// row when `rows` is at least heads x seq_len) with the f64 reference. Returns a report line; Err when a row is off.
-    pub fn check(&mut self, function: &Function, stream: &Stream, causal: bool, rows: usize) -> Res<String> {
+    pub fn check(&mut self, kernel: &ForwardKernel, stream: &Stream, causal: bool, rows: usize) -> Res<String> {
         self.o.fill_async(bf16::from_bits(0x7fc1), stream).map_err(err("poison O"))?;
         self.lse.fill_async(f32::NAN, stream).map_err(err("poison LSE"))?;
-        // SAFETY: the caller passes a kernel of this module (the name is checked); the stream is
-        // synchronised below before anything else happens to `self`.
-        unsafe { self.launch(function, stream)? };
-        wait_idle(stream, function.name(), 30.0)?;
+        let mut counter = DeviceBuffer::<u32>::zeroed(stream.context(), 1).map_err(err("alloc the counter"))?;
+        self.launch(kernel, stream, &mut counter)?;
+        wait_idle(stream, kernel.name, 30.0)?;
         let (o, lse) = (self.o.to_vec().map_err(err("download O"))?, self.lse.to_vec().map_err(err("download LSE"))?);
         let (d, s) = (self.d as usize, self.seq_len as usize);
         let mut pick = Rng(0x5eed ^ (s as u64) << 8 ^ d as u64);
@@ -191,7 +183,7 @@ impl Problem {
             let got: Vec<f32> = o[at..at + d].iter().map(|x| x.to_f32()).collect();
             match within_bound(&reference, &got, lse[head * s + row]) {
                 Ok(ratio) => worst = worst.max(ratio),
-                Err(why) => return Err(format!("{}: head {head} row {row}: {why}", function.name())),
+                Err(why) => return Err(format!("{}: head {head} row {row}: {why}", kernel.name)),
             }
         }
         let which = if every { "all" } else { "sampled" };

@@ -6,9 +6,8 @@
 
 use std::io::Write;
 
-use ferrocuda_host::{Context, JitOptions, Module, Stream};
-use hopper_kernels::attention::shared_bytes;
-use hopper_kernels::attention_host::{Problem, stages};
+use ferrocuda_host::{Context, Stream};
+use hopper_kernels::attention_host::{self, Problem};
 
 /// The GPU's context, or `None` (printed) where there is no usable Hopper GPU; panics instead
 /// under `REQUIRE_GPU=1`.
@@ -35,11 +34,6 @@ fn hopper_or_skip() -> Option<Context> {
 #[test]
 fn gpu_attention_every_kernel_matches_the_f64_reference_on_masked_lengths() {
     let Some(context) = hopper_or_skip() else { return };
-    let (_, cubin) = ferrocuda_kernels_hopper::KERNELS.cubins.iter().find(|(arch, _)| *arch == 90).expect("the sm_90a cubin is embedded (ptxas ran)");
-    // SAFETY: ferrocuda-kernels-hopper's build; its attention kernels are launched only by
-    // `Problem::check` with the parameters they declare.
-    #[allow(unused_unsafe)]
-    let module = unsafe { Module::load_binary(&context, "ferrocuda_kernels_hopper", cubin, &JitOptions::new()) }.expect("loading the kernels");
     let stream = Stream::non_blocking(&context).expect("stream");
     let mut failures = Vec::new();
     for d in [64u32, 128] {
@@ -48,9 +42,8 @@ fn gpu_attention_every_kernel_matches_the_f64_reference_on_masked_lengths() {
             for causal in ["", "_causal"] {
                 for schedule in ["", "_serial", "_pingpong", "_s3", "_pingpong_s3"] {
                     let name = format!("attention_d{d}{causal}{schedule}");
-                    let function = module.function(&name).expect("kernel");
-                    function.set_max_dynamic_shared_bytes(shared_bytes(d, stages(&name))).expect("shared memory");
-                    match problem.check(&function, &stream, !causal.is_empty(), 3 * seq_len as usize) {
+                    let kernel = attention_host::kernel(&context, &name).expect("kernel");
+                    match problem.check(kernel, &stream, !causal.is_empty(), 3 * seq_len as usize) {
                         Ok(line) => eprintln!("{name} S {seq_len}: {line}"),
                         Err(why) => failures.push(format!("{name} S {seq_len}: {why}")),
                     }

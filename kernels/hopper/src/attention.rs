@@ -33,11 +33,16 @@
 //! counter until all are done, and loads the next tile while it finishes this one. Their two
 //! more parameters: `heads` (`B·H`) and `next` (the counter, a `u32` zeroed before the launch).
 //!
-//! Requirements (the kernels' contract; `ferrocuda_kernels::attention::attention_forward` checks
-//! them and builds the maps, `bench/hopper`'s `attention_host::Problem` builds inputs that meet it):
-//! the maps describe live arrays with the layout above, box `[64, 128, 1]`, 128-byte swizzle;
-//! `o` holds `B·H·S·D` bf16, `lse` `B·H·S` f32. Design notes, checks and figures:
-//! `docs/hopper.md`, "Attention forward".
+//! The entries (`#[kernel]`s, typed launchers; session 19) take Q, K and V as slices beside
+//! their maps, O and LSE as `UncheckedSlice` outputs, the persistent kernels' counter as an
+//! `AtomicSlice`, and the maps as a pointer to the start of `map_words` (whose read the launch
+//! declares); each checks its launch, the lengths and O's alignment (`launch_ok`) and returns
+//! without writing anything otherwise. Their one `# Safety` requirement is the maps'
+//! contents, which no kernel can check: maps of exactly Q, K and V with the layout above, box
+//! `[64, 128, 1]`, 128-byte swizzle (`ferrocuda_kernels::attention::attention_forward` and
+//! `bench/hopper`'s `attention_host::Problem` build them so). The bodies
+//! (`attention_body*`) keep raw pointers, for the CPU tests of every schedule. Design notes,
+//! checks and figures: `docs/kernels/attention.md`.
 
 /// Query rows per block (two consumer warpgroups of 64).
 pub const BM: u32 = 128;
@@ -263,15 +268,16 @@ pub fn within_bound(reference: &Reference, o: &[f32], lse: f32) -> Result<f64, S
 mod body {
     use super::*;
     use ferrocuda_device::atomic::Atomic;
-    use ferrocuda_device::half::pack_bf16x2;
+    use ferrocuda_device::global::{AtomicSlice, UncheckedSlice};
+    use ferrocuda_device::half::{bf16, pack_bf16x2};
     use ferrocuda_device::kernel;
     use ferrocuda_device::math::FastMath;
     use ferrocuda_device::mbarrier::{MBarrier, fence_init};
     use ferrocuda_device::named_barrier::NamedBarrier;
     use ferrocuda_device::pipeline::Ring;
-    use ferrocuda_device::shared::SharedElement;
+    use ferrocuda_device::shared::{SharedElement, dynamic_shared};
     use ferrocuda_device::sync::sync_threads;
-    use ferrocuda_device::thread::{block_idx_x, block_idx_y, grid_dim_x, thread_idx_x};
+    use ferrocuda_device::thread::{block_dim_x, block_dim_y, block_dim_z, block_idx_x, block_idx_y, grid_dim_x, grid_dim_y, grid_dim_z, thread_idx_x};
     use ferrocuda_device::tma::{TensorMap, dynamic_shared_address};
     use ferrocuda_device::unroll::unroll;
     use ferrocuda_device::warp::shuffle_xor;
@@ -1150,7 +1156,12 @@ mod body {
                         produce_tile::<D, STAGES>(layout, [q_map, k_map, v_map], q_tile * BM, head, tiles, round, n % QB);
                         round += tiles;
                         n += 1;
-                        item = grid_dim_x() + counter.fetch_add(1);
+                        // Saturating: whatever the counter held at the launch, the items handed
+                        // out stay distinct (`grid_dim_x() + c` for distinct `c`, all at least
+                        // the grid's first items `block_idx_x()`), so no two blocks write one
+                        // tile of O (a counter near u32::MAX would otherwise wrap onto tiles
+                        // already done).
+                        item = grid_dim_x().saturating_add(counter.fetch_add(1));
                     }
                 }
             }
@@ -1196,34 +1207,44 @@ mod body {
     }
 
     /// The arguments of every forward instance, as the host passes them (host builds only):
-    /// the three maps' device addresses (Q, K, V), O and LSE, the sequence length, the scale in
-    /// log2 units; the persistent instances also take `heads` (`B·H`) and the work counter
-    /// `next` (the others ignore both).
+    /// the three maps (Q, K, V), Q, K and V themselves (the launch declares
+    /// its reads of them; the maps must describe exactly these), O and LSE, the sequence
+    /// length, the scale in log2 units; the persistent instances also take `heads` (`B·H`)
+    /// and the work counter `next` (the others ignore both).
     #[cfg(not(target_arch = "nvptx64"))]
-    #[derive(Clone, Copy, Debug)]
-    pub struct ForwardArgs {
-        /// Device addresses of the Q, K and V maps (128 bytes each, 64-byte aligned).
-        pub maps: [ferrocuda_host::DevicePtr<TensorMap>; 3],
-        /// O, `B·H·S·D` bf16 as pairs.
-        pub o: ferrocuda_host::DevicePtr<u32>,
-        /// LSE, `B·H·S` f32.
-        pub lse: ferrocuda_host::DevicePtr<f32>,
+    pub struct ForwardArgs<'a> {
+        /// The device address of the Q, K and V maps (128 bytes each, one after the other,
+        /// 64-byte aligned): the start of `map_words`.
+        pub maps: ferrocuda_host::DevicePtr<TensorMap>,
+        /// The memory holding the three maps (at least 48 words), which the launch declares.
+        pub map_words: &'a dyn ferrocuda_host::DeviceRead<u64>,
+        /// Q, `B·H·S·D` bf16 (what `maps[0]` describes).
+        pub q: &'a dyn ferrocuda_host::DeviceRead<bf16>,
+        /// K (`maps[1]`).
+        pub k: &'a dyn ferrocuda_host::DeviceRead<bf16>,
+        /// V (`maps[2]`).
+        pub v: &'a dyn ferrocuda_host::DeviceRead<bf16>,
+        /// O, at least `B·H·S·D` bf16, 4-byte aligned.
+        pub o: &'a mut dyn ferrocuda_host::DeviceWrite<bf16>,
+        /// LSE, at least `B·H·S` f32.
+        pub lse: &'a mut dyn ferrocuda_host::DeviceWrite<f32>,
         /// S.
         pub seq_len: u32,
         /// The softmax scale times `log2 e`.
         pub scale_log2: f32,
         /// `B·H` (persistent instances).
         pub heads: u32,
-        /// The work counter, a zeroed `u32` (persistent instances).
-        pub next: ferrocuda_host::DevicePtr<u32>,
+        /// The work counter, a `u32` (persistent instances; 0 for a complete result: a
+        /// counter that starts higher makes the blocks skip tiles, never repeat one).
+        pub next: &'a mut dyn ferrocuda_host::DeviceWrite<u32>,
     }
 
     /// A forward instance's typed launcher, as a function pointer (host builds only).
     ///
     /// # Safety
-    /// The instance's `# Safety` contract holds for this launch.
+    /// The instance's `# Safety` contract (the maps) holds for this launch.
     #[cfg(not(target_arch = "nvptx64"))]
-    pub type ForwardLaunch = unsafe fn(&ferrocuda_host::Stream, ferrocuda_host::LaunchConfig, ForwardArgs) -> Result<(), ferrocuda_host::Error>;
+    pub type ForwardLaunch = unsafe fn(&ferrocuda_host::Stream, ferrocuda_host::LaunchConfig, ForwardArgs<'_>) -> Result<(), ferrocuda_host::Error>;
 
     /// One sm_90 forward instance, for the host to pick by name (host builds only).
     #[cfg(not(target_arch = "nvptx64"))]
@@ -1243,49 +1264,122 @@ mod body {
         [PLAIN, PERSISTENT, PERSISTENT_Q2].into_iter().flatten().find(|kernel| kernel.name == name)
     }
 
-    /// The table of a group of forward instances: `$table` names it; `7` or `9` the launchers'
-    /// parameters after the config.
+    /// The table of a group of forward instances: `$table` names it; `plain` or `persistent`
+    /// the launchers' parameters after the config.
     macro_rules! forward_table {
-        ($table:ident, 7: $($name:ident)*) => {
+        ($table:ident, plain: $($name:ident)*) => {
             #[cfg(not(target_arch = "nvptx64"))]
             const $table: &[ForwardKernel] = &[$(ForwardKernel {
                 name: $name::SYMBOL,
                 function: $name::function,
                 // SAFETY: forwarded (the table's `ForwardLaunch` contract).
-                launch: |stream: &ferrocuda_host::Stream, config: ferrocuda_host::LaunchConfig, a: ForwardArgs| unsafe {
-                    $name::launch(stream, config, a.maps[0], a.maps[1], a.maps[2], a.o, a.lse, a.seq_len, a.scale_log2)
+                launch: |stream: &ferrocuda_host::Stream, config: ferrocuda_host::LaunchConfig, a: ForwardArgs<'_>| unsafe {
+                    $name::launch(stream, config, a.maps, a.map_words, a.q, a.k, a.v, a.o, a.lse, a.seq_len, a.scale_log2)
                 },
             }),*];
         };
-        ($table:ident, 9: $($name:ident)*) => {
+        ($table:ident, persistent: $($name:ident)*) => {
             #[cfg(not(target_arch = "nvptx64"))]
             const $table: &[ForwardKernel] = &[$(ForwardKernel {
                 name: $name::SYMBOL,
                 function: $name::function,
                 // SAFETY: forwarded (the table's `ForwardLaunch` contract).
-                launch: |stream: &ferrocuda_host::Stream, config: ferrocuda_host::LaunchConfig, a: ForwardArgs| unsafe {
-                    $name::launch(stream, config, a.maps[0], a.maps[1], a.maps[2], a.o, a.lse, a.seq_len, a.scale_log2, a.heads, a.next)
+                launch: |stream: &ferrocuda_host::Stream, config: ferrocuda_host::LaunchConfig, a: ForwardArgs<'_>| unsafe {
+                    $name::launch(stream, config, a.maps, a.map_words, a.q, a.k, a.v, a.o, a.lse, a.seq_len, a.scale_log2, a.heads, a.next)
                 },
             }),*];
         };
     }
 
+    /// `u64` words of one tensor map (128 bytes).
+    const MAP_WORDS: usize = 16;
+
+    /// What an entry checks before anything else, the same in every thread of the grid (so
+    /// either every thread returns before the first barrier or none does): 1-D blocks of
+    /// [`THREADS`], at least `shared` bytes of dynamic shared memory, a grid `(⌈S/128⌉, heads,
+    /// 1)` (one query tile per block: `heads` is `grid_dim_y`) or `(g, 1, 1)` (`persistent`),
+    /// `S >= 1`, at most `u32::MAX` query tiles in all, `maps` 64-byte aligned and the start
+    /// of `map_words`, which holds three maps, Q, K and V of exactly `heads·S·D`
+    /// elements (what the maps must describe), O of at least that many from a 4-byte aligned
+    /// start (bf16 pairs are stored), LSE of at least `heads·S`.
+    ///
+    /// The outputs' ownership rests on it: with this launch a tile-per-block block `(x, y)`
+    /// writes only query tile `x` (or, causal, its mirror `⌈S/128⌉ - 1 - x`: a bijection) of
+    /// head `y`, a persistent block only the work items it was handed (distinct across the
+    /// grid: `block_idx_x`, then `grid_dim_x +` a counter value, saturating), each item's rows
+    /// `< S` inside O and LSE, and within a block each consumer thread its own two rows and
+    /// column pairs (the `wgmma` accumulator layout; one lane per row writes the LSE).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn launch_ok<const D: u32>(
+        persistent: bool,
+        shared: u32,
+        heads: u32,
+        seq_len: u32,
+        maps: *const TensorMap,
+        map_words: &[u64],
+        q: &[bf16],
+        k: &[bf16],
+        v: &[bf16],
+        o: &mut UncheckedSlice<bf16>,
+        lse: &UncheckedSlice<f32>,
+    ) -> bool {
+        let launch = block_dim_x() == THREADS
+            && block_dim_y() == 1
+            && block_dim_z() == 1
+            && grid_dim_z() == 1
+            && dynamic_shared::<u32>().len() >= (shared / 4) as usize
+            && if persistent { grid_dim_y() == 1 } else { grid_dim_x() == q_tiles(seq_len) && grid_dim_y() == heads };
+        let rows = heads as u64 * seq_len as u64;
+        let elements = rows * D as u64;
+        let operands = seq_len > 0
+            && core::ptr::eq(maps, map_words.as_ptr().cast())
+            && map_words.len() >= 3 * MAP_WORDS
+            && maps.is_aligned()
+            && q_tiles(seq_len) as u64 * heads as u64 <= u32::MAX as u64
+            && q.len() as u64 == elements
+            && k.len() as u64 == elements
+            && v.len() as u64 == elements
+            && o.len() as u64 >= elements
+            && (o.as_mut_ptr() as usize).is_multiple_of(4)
+            && lse.len() as u64 >= rows;
+        launch && operands
+    }
+
     macro_rules! kernels {
         ($($name:ident: $d:literal, $causal:literal, $overlap:literal, $pingpong:literal, $stages:literal $(, poly $poly:literal)?;)*) => {$(
             /// Attention forward (see the module docs), head dimension and variant in the name.
+            /// Launch: 384 threads, `shared_bytes(D, STAGES)` of dynamic shared memory, grid
+            /// `(⌈seq_len / 128⌉, batch·heads)`; Q, K, V `[batch·heads, seq_len, D]` bf16, O the
+            /// same shape, LSE `[batch·heads, seq_len]` f32. The kernel checks the launch and the
+            /// lengths and returns without writing anything otherwise.
             ///
             /// # Safety
-            /// The module's requirements; 384 threads, `shared_bytes(D, STAGES)` of dynamic shared
-            /// memory, grid `(⌈seq_len / 128⌉, batch·heads)`.
+            /// `maps` points to three tensor maps (Q, K, V: 128 bytes each) of exactly `q`, `k`
+            /// and `v` as `[D, seq_len, batch·heads]` bf16 (innermost first), box [`BOX`],
+            /// 128-byte swizzle, not written during the launch. (`maps` must be the start of
+            /// `map_words`, at least 48 words, 64-byte aligned: checked; the launch declares
+            /// its read of `map_words` as of `q`, `k` and `v`.) The copy
+            /// engine writes a box of the map's size into each ring slot, so another box would
+            /// overrun the slot's shared memory, and a map of other memory would read memory the
+            /// launch did not declare (the kernel cannot read the opaque maps).
             #[kernel(launch_bounds(384, 1))]
+            #[allow(clippy::too_many_arguments)]
             pub unsafe fn $name(
-                q_map: *const TensorMap, k_map: *const TensorMap, v_map: *const TensorMap, o: *mut u32, lse: *mut f32, seq_len: u32, scale_log2: f32,
+                maps: *const TensorMap, map_words: &[u64], q: &[bf16], k: &[bf16], v: &[bf16],
+                mut o: UncheckedSlice<bf16>, mut lse: UncheckedSlice<f32>, seq_len: u32, scale_log2: f32,
             ) {
-                // SAFETY: the kernel's contract.
-                unsafe { attention_body_with::<$d, $causal, $overlap, $pingpong, $stages, { 0 $(+ $poly)? }>(q_map, k_map, v_map, o, lse, seq_len, scale_log2) }
+                if !launch_ok::<$d>(false, shared_bytes($d, $stages), grid_dim_y(), seq_len, maps, map_words, q, k, v, &mut o, &lse) {
+                    return;
+                }
+                let (o, lse) = (o.as_mut_ptr().cast::<u32>(), lse.as_mut_ptr());
+                // SAFETY: the maps: the kernel's contract; the launch, the shared memory, the
+                // lengths and O's alignment: checked above (`launch_ok`, which also says why
+                // no two threads write one element of O or LSE, and nothing reads them).
+                unsafe { attention_body_with::<$d, $causal, $overlap, $pingpong, $stages, { 0 $(+ $poly)? }>(maps, maps.wrapping_add(1), maps.wrapping_add(2), o, lse, seq_len, scale_log2) }
             }
         )*
-            forward_table!(PLAIN, 7: $($name)*);
+            forward_table!(PLAIN, plain: $($name)*);
         };
     }
 
@@ -1321,46 +1415,56 @@ mod body {
     macro_rules! persistent_kernels {
         ($($name:ident: $d:literal, $causal:literal, $pingpong:literal, $stages:literal $(, poly $poly:literal)?;)*) => {$(
             /// Attention forward, persistent (see the module docs and
-            /// [`attention_body_persistent`]), head dimension and variant in the name.
+            /// [`attention_body_persistent`]), head dimension and variant in the name. Launch:
+            /// 384 threads, `shared_bytes(D, STAGES)` of dynamic shared memory, grid `(g, 1)`
+            /// (at most one block per SM is best); `heads` is `batch·heads`; `next` a `u32`
+            /// work counter, 0 for a complete result. Checked as for the one-tile-per-block
+            /// kernels.
             ///
             /// # Safety
-            /// The module's requirements; 384 threads, `shared_bytes(D, STAGES)` of dynamic shared
-            /// memory, grid `(g, 1)` with `g >= 1` (at most one block per SM); `heads` is
-            /// `batch·heads`; `next` a `u32` of global memory, 0 at the launch, used by nothing
-            /// else during it.
+            /// As for the one-tile-per-block kernels (the maps).
             #[kernel(launch_bounds(384, 1))]
             #[allow(clippy::too_many_arguments)]
             pub unsafe fn $name(
-                q_map: *const TensorMap, k_map: *const TensorMap, v_map: *const TensorMap, o: *mut u32, lse: *mut f32, seq_len: u32, scale_log2: f32,
-                heads: u32, next: *mut u32,
+                maps: *const TensorMap, map_words: &[u64], q: &[bf16], k: &[bf16], v: &[bf16],
+                mut o: UncheckedSlice<bf16>, mut lse: UncheckedSlice<f32>, seq_len: u32, scale_log2: f32, heads: u32, next: AtomicSlice<u32>,
             ) {
-                // SAFETY: the kernel's contract.
-                unsafe { attention_body_persistent_with::<$d, $causal, $pingpong, $stages, { 0 $(+ $poly)? }>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next) }
+                if next.is_empty() || !launch_ok::<$d>(true, shared_bytes($d, $stages), heads, seq_len, maps, map_words, q, k, v, &mut o, &lse) {
+                    return;
+                }
+                let (o, lse) = (o.as_mut_ptr().cast::<u32>(), lse.as_mut_ptr());
+                // SAFETY: as for the one-tile-per-block kernels; `next` is the launch's counter
+                // (an `AtomicSlice`: every access to it is atomic).
+                unsafe { attention_body_persistent_with::<$d, $causal, $pingpong, $stages, { 0 $(+ $poly)? }>(maps, maps.wrapping_add(1), maps.wrapping_add(2), o, lse, seq_len, scale_log2, heads, next.as_ptr()) }
             }
         )*
-            forward_table!(PERSISTENT, 9: $($name)*);
+            forward_table!(PERSISTENT, persistent: $($name)*);
         };
     }
 
     macro_rules! persistent_q2_kernels {
         ($($name:ident: $d:literal, $causal:literal, $pingpong:literal, $stages:literal;)*) => {$(
             /// Attention forward, persistent with two Q buffers (see
-            /// [`attention_body_persistent_q2`]), head dimension and variant in the name.
+            /// [`attention_body_persistent_q2`]), head dimension and variant in the name. As the
+            /// `_persistent` kernels, with `shared_bytes_q2(D, STAGES)` of dynamic shared memory.
             ///
             /// # Safety
-            /// As for the `_persistent` kernels, with `shared_bytes_q2(D, STAGES)` of dynamic
-            /// shared memory.
+            /// As for the one-tile-per-block kernels (the maps).
             #[kernel(launch_bounds(384, 1))]
             #[allow(clippy::too_many_arguments)]
             pub unsafe fn $name(
-                q_map: *const TensorMap, k_map: *const TensorMap, v_map: *const TensorMap, o: *mut u32, lse: *mut f32, seq_len: u32, scale_log2: f32,
-                heads: u32, next: *mut u32,
+                maps: *const TensorMap, map_words: &[u64], q: &[bf16], k: &[bf16], v: &[bf16],
+                mut o: UncheckedSlice<bf16>, mut lse: UncheckedSlice<f32>, seq_len: u32, scale_log2: f32, heads: u32, next: AtomicSlice<u32>,
             ) {
-                // SAFETY: the kernel's contract.
-                unsafe { attention_body_persistent_q2::<$d, $causal, $pingpong, $stages>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next) }
+                if next.is_empty() || !launch_ok::<$d>(true, shared_bytes_q2($d, $stages), heads, seq_len, maps, map_words, q, k, v, &mut o, &lse) {
+                    return;
+                }
+                let (o, lse) = (o.as_mut_ptr().cast::<u32>(), lse.as_mut_ptr());
+                // SAFETY: as for the `_persistent` kernels.
+                unsafe { attention_body_persistent_q2::<$d, $causal, $pingpong, $stages>(maps, maps.wrapping_add(1), maps.wrapping_add(2), o, lse, seq_len, scale_log2, heads, next.as_ptr()) }
             }
         )*
-            forward_table!(PERSISTENT_Q2, 9: $($name)*);
+            forward_table!(PERSISTENT_Q2, persistent: $($name)*);
         };
     }
 

@@ -50,8 +50,15 @@
 //! Session 10's `_wg` (each consumer's own dQ, twice the atomics: 0.65-0.85x) and `_ov` (C7512
 //! at D 128) are gone. Figures: `BENCHMARKS.md`, `bench/results/s11-bwd-*`, `bench/results/s17-attn`.
 //!
-//! Requirements (the kernels' contract; `ferrocuda_kernels::attention::attention_backward` checks
-//! them, builds the maps and the scratch buffers): the maps describe live `[B, H, S, D]` arrays
+//! The entries (session 19) take Q, K, V, dO, `lse2` and `delta` as slices beside their maps
+//! (a pointer to the start of `map_words`, whose read the launch declares), dK and dV as
+//! `UncheckedSlice` outputs of the 16-bit elements' bits, the dQ accumulator and the counter as
+//! `AtomicSlice`s, and check everything below but the maps' contents (`launch_ok`: the launch,
+//! the problem, the lengths and alignments), returning without writing otherwise; their one
+//! `# Safety` requirement is that the maps describe exactly those slices with the boxes and
+//! swizzle below. The body (`backward_body`) keeps raw pointers. The requirements in full
+//! (`ferrocuda_kernels::attention::attention_backward` meets them, builds the maps and the
+//! scratch buffers): the maps describe live `[B, H, S, D]` arrays
 //! (dims `[D, S, H, B]`, or `[D, H, S, B]` with `bshd != 0`) of the element type, box
 //! `[64, 64, 1, 1]` (`[64, 1, 64, 1]` for `bshd`), 128-byte swizzle, and the `lse2` and
 //! `delta` rows, `B·Hq·seq_pad` f32 each (`seq_pad = ⌈seq_q / 64⌉ · 64`, fewer than 2^31), as
@@ -170,6 +177,7 @@ pub use body::backward_body;
 mod body {
     use super::*;
     use ferrocuda_device::atomic::Atomic;
+    use ferrocuda_device::global::{AtomicSlice, UncheckedSlice};
     use ferrocuda_device::half::{F16x2, pack_bf16x2};
     use ferrocuda_device::kernel;
     use ferrocuda_device::ldmatrix;
@@ -177,11 +185,11 @@ mod body {
     use ferrocuda_device::mbarrier::{MBarrier, fence_init};
     use ferrocuda_device::named_barrier::NamedBarrier;
     use ferrocuda_device::pipeline::Ring;
-    use ferrocuda_device::shared::SharedElement;
+    use ferrocuda_device::shared::{SharedElement, dynamic_shared};
     use ferrocuda_device::shared_vector::{SharedX2, SharedX4};
     use ferrocuda_device::sync::sync_threads;
     use ferrocuda_device::sync::sync_warp;
-    use ferrocuda_device::thread::{block_idx_x, block_idx_y, grid_dim_x, grid_dim_y, thread_idx_x};
+    use ferrocuda_device::thread::{block_dim_x, block_dim_y, block_dim_z, block_idx_x, block_idx_y, grid_dim_x, grid_dim_y, grid_dim_z, thread_idx_x};
     use ferrocuda_device::tma::{TensorMap, bulk_reduce_add_f32, dynamic_shared_address, fence_proxy_async_shared, store_commit, store_wait, store_wait_read};
     use ferrocuda_device::unroll::unroll;
     use ferrocuda_device::warpgroup;
@@ -597,7 +605,11 @@ mod body {
                         };
                         // The next unit, fetched now so that the atomic's latency passes while
                         // this unit's loads are issued.
-                        let following = counter.map_or(0, |c| stride + c.fetch_add(1));
+                        // Saturating: whatever the counter held at the launch, the units handed
+                        // out stay distinct (`stride + c` for distinct `c`, all past the grid's
+                        // first units `block_idx_x()`), so no two blocks write one key block of
+                        // dK and dV.
+                        let following = counter.map_or(0, |c| stride.saturating_add(c.fetch_add(1)));
                         let w = Walk::new::<CAUSAL, STAGGER>(kb, tiles, group);
                         let kv = |u: u32| {
                             if u > 0 {
@@ -1024,33 +1036,57 @@ mod body {
         }
     }
 
-    /// The arguments of every backward instance, as the host passes them (device addresses
-    /// on a GPU, host addresses on the CPU executor; `P` is the pointer type): the six maps
-    /// (Q, K, V, dO, `lse2`, `delta`), the dQ accumulator, dK and dV as 32-bit pairs, the
-    /// problem and the `_dyn` instances' work counter (host builds only).
+    /// The arguments of every backward instance, as the host passes them (host builds only):
+    /// the six maps (Q, K, V, dO, `lse2`, `delta`), the memory they describe (the launch
+    /// declares its reads of it), the dQ accumulator, dK and dV, the problem and the `_dyn`
+    /// instances' work counter. The 16-bit elements are bf16 or f16 bits, as the instance's
+    /// name says. [`GpuBackwardArgs`] on a GPU, [`CpuBackwardArgs`] on the CPU executor.
     #[cfg(not(target_arch = "nvptx64"))]
-    #[derive(Clone, Copy, Debug)]
-    pub struct BackwardArgs<M, F, W> {
-        /// The six maps' addresses.
-        pub maps: [M; 6],
-        /// The dQ accumulator (`B·Hq·D·seq_pad` f32, zeroed).
+    pub struct BackwardArgs<M, R64, R, S, F, W, N> {
+        /// The address of the six maps (Q, K, V, dO, `lse2`, `delta`; 64-byte aligned): the
+        /// start of `map_words`.
+        pub maps: M,
+        /// The memory holding them ([`MAP_WORDS`] words at least), which the launch declares.
+        pub map_words: R64,
+        /// Q, dO (`B·Hq·seq_q·D` elements), K, V (`B·Hkv·seq_kv·D`): what `maps[0..4]` describe.
+        pub q: R,
+        /// K.
+        pub k: R,
+        /// V.
+        pub v: R,
+        /// dO.
+        pub dout: R,
+        /// The padded `lse·log2 e` rows (`B·Hq·seq_pad` f32): what `maps[4]` describes.
+        pub lse2: S,
+        /// The padded `delta` rows (`maps[5]`).
+        pub delta: S,
+        /// The dQ accumulator (at least `B·Hq·D·seq_pad` f32, 16-byte aligned, zeroed for a
+        /// correct result).
         pub dq_acc: F,
-        /// dK, as pairs of elements.
+        /// dK (at least `B·Hkv·seq_kv·D` elements, 4-byte aligned).
         pub dk: W,
-        /// dV, as pairs of elements.
+        /// dV (as dK).
         pub dv: W,
         /// The shape.
         pub problem: Problem,
-        /// The `_dyn` instances' work counter (a zeroed `u32`).
-        pub next: W,
+        /// The `_dyn` instances' work counter (a `u32`, zeroed for a complete result).
+        pub next: N,
     }
 
     /// [`BackwardArgs`] on a GPU.
     #[cfg(not(target_arch = "nvptx64"))]
-    pub type GpuBackwardArgs = BackwardArgs<ferrocuda_host::DevicePtr<TensorMap>, ferrocuda_host::DevicePtr<f32>, ferrocuda_host::DevicePtr<u32>>;
-    /// [`BackwardArgs`] on the CPU executor.
+    pub type GpuBackwardArgs<'a> = BackwardArgs<
+        ferrocuda_host::DevicePtr<TensorMap>,
+        &'a dyn ferrocuda_host::DeviceRead<u64>,
+        &'a dyn ferrocuda_host::DeviceRead<u16>,
+        &'a dyn ferrocuda_host::DeviceRead<f32>,
+        &'a mut dyn ferrocuda_host::DeviceWrite<f32>,
+        &'a mut dyn ferrocuda_host::DeviceWrite<u16>,
+        &'a mut dyn ferrocuda_host::DeviceWrite<u32>,
+    >;
+    /// [`BackwardArgs`] on the CPU executor (emulated maps).
     #[cfg(not(target_arch = "nvptx64"))]
-    pub type CpuBackwardArgs = BackwardArgs<*const TensorMap, *mut f32, *mut u32>;
+    pub type CpuBackwardArgs<'a> = BackwardArgs<*const TensorMap, &'a [u64], &'a [u16], &'a [f32], &'a mut [f32], &'a mut [u16], &'a mut [u32]>;
 
     /// One sm_90 backward instance, for the host to pick by name (host builds only).
     #[cfg(not(target_arch = "nvptx64"))]
@@ -1063,14 +1099,17 @@ mod body {
         /// Its typed launcher.
         ///
         /// # Safety
-        /// The instance's `# Safety` contract holds for this launch.
-        pub launch: unsafe fn(&ferrocuda_host::Stream, ferrocuda_host::LaunchConfig, GpuBackwardArgs) -> Result<(), ferrocuda_host::Error>,
+        /// The instance's `# Safety` contract (the maps) holds for this launch.
+        pub launch: unsafe fn(&ferrocuda_host::Stream, ferrocuda_host::LaunchConfig, GpuBackwardArgs<'_>) -> Result<(), ferrocuda_host::Error>,
         /// Its CPU launcher.
         ///
         /// # Safety
-        /// As for `launch`, with host addresses (emulated maps).
-        pub launch_cpu:
-            unsafe fn(&ferrocuda_device::cpu::CpuExecutor, ferrocuda_device::cpu::LaunchConfig, CpuBackwardArgs) -> Result<(), ferrocuda_device::cpu::CpuError>,
+        /// As for `launch`, with emulated maps (`TensorMap::emulated`) of the host slices.
+        pub launch_cpu: unsafe fn(
+            &ferrocuda_device::cpu::CpuExecutor,
+            ferrocuda_device::cpu::LaunchConfig,
+            CpuBackwardArgs<'_>,
+        ) -> Result<(), ferrocuda_device::cpu::CpuError>,
     }
 
     /// The backward instance named `name`, if there is one (host builds only).
@@ -1079,28 +1118,117 @@ mod body {
         BACKWARD.iter().find(|kernel| kernel.name == name)
     }
 
+    /// What an entry checks before anything else, the same in every thread of the grid (so
+    /// either every thread returns before the first barrier or none does): 1-D blocks of
+    /// [`THREADS`], at least [`shared_bytes`]`(D)` of dynamic shared memory, the grid of the
+    /// instance (`(blocks_x(seq_kv, paired), batch·heads_kv, 1)`, or `(g, 1, 1)` for a
+    /// `PERSISTENT` one with at most `u32::MAX` key blocks in all), a problem the body can
+    /// index (`heads_q` a nonzero multiple of `heads_kv >= 1`, `batch`, `seq_q`, `seq_kv`
+    /// at least 1, fewer than 2^31 padded query rows), `maps` 64-byte aligned and the start of
+    /// `map_words`, which holds six maps, the operands' lengths (Q, dO
+    /// `B·Hq·seq_q·D`, K, V `B·Hkv·seq_kv·D`, `lse2` and `delta` `B·Hq·seq_pad`: what the maps
+    /// must describe; dQ's accumulator at least `B·Hq·D·seq_pad` from a 16-byte aligned start,
+    /// dK and dV at least `B·Hkv·seq_kv·D` from a 4-byte aligned one), and for `DYNAMIC` a
+    /// counter.
+    ///
+    /// dK and dV's ownership rests on it: with this grid the blocks' units (key blocks of one
+    /// head row) are distinct (block `(x, y)`: key block `x`, and with the causal pairing
+    /// `⌈seq_kv/128⌉ - 1 - x`, or the `longest_first` bijection, of head row `y`; a persistent
+    /// block its units `block_idx_x + u·grid_dim_x`, or from the counter, saturating), a
+    /// unit's keys `< seq_kv` of head `(b, hk)` with `b < batch` lie inside dK and dV, and
+    /// within a block each consumer thread writes its own two key rows' column pairs. dQ's
+    /// accumulator is only added to, atomically (`red.global.add`, the copy engine's bulk
+    /// reductions), inside its checked length.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn launch_ok<const D: u32, const PAIRED: bool, const PERSISTENT: bool, const DYNAMIC: bool>(
+        maps: *const TensorMap,
+        map_words: &[u64],
+        inputs: [&[u16]; 4],
+        stats: [&[f32]; 2],
+        dq_acc: &AtomicSlice<f32>,
+        dk: &mut UncheckedSlice<u16>,
+        dv: &mut UncheckedSlice<u16>,
+        problem: Problem,
+        next: &AtomicSlice<u32>,
+    ) -> bool {
+        let Problem { seq_q, seq_kv, heads_q, heads_kv, batch, .. } = problem;
+        let shape = heads_kv >= 1 && heads_q >= heads_kv && heads_q % heads_kv == 0 && batch >= 1 && seq_q >= 1 && seq_kv >= 1;
+        let (b, hq, hkv) = (batch as u64, heads_q as u64, heads_kv as u64);
+        let rows = b * hq * padded_seq(seq_q) as u64;
+        let key_blocks = seq_kv.div_ceil(BN) as u64 * b * hkv;
+        let launch = block_dim_x() == THREADS
+            && block_dim_y() == 1
+            && block_dim_z() == 1
+            && grid_dim_z() == 1
+            && dynamic_shared::<u32>().len() >= (shared_bytes(D) / 4) as usize
+            && rows < 1 << 31
+            && if PERSISTENT {
+                grid_dim_y() == 1 && key_blocks <= u32::MAX as u64
+            } else {
+                grid_dim_x() == blocks_x(seq_kv, PAIRED) && grid_dim_y() as u64 == b * hkv
+            };
+        let (q_len, kv_len) = (b * hq * seq_q as u64 * D as u64, b * hkv * seq_kv as u64 * D as u64);
+        let [q, k, v, dout] = inputs;
+        let [lse2, delta] = stats;
+        let operands = core::ptr::eq(maps, map_words.as_ptr().cast())
+            && map_words.len() >= MAP_WORDS
+            && maps.is_aligned()
+            && q.len() as u64 == q_len
+            && dout.len() as u64 == q_len
+            && k.len() as u64 == kv_len
+            && v.len() as u64 == kv_len
+            && lse2.len() as u64 == rows
+            && delta.len() as u64 == rows
+            && dq_acc.len() as u64 >= rows * D as u64
+            && (dq_acc.as_ptr() as usize).is_multiple_of(16)
+            && dk.len() as u64 >= kv_len
+            && dv.len() as u64 >= kv_len
+            && (dk.as_mut_ptr() as usize).is_multiple_of(4)
+            && (dv.as_mut_ptr() as usize).is_multiple_of(4)
+            && (!DYNAMIC || !next.is_empty());
+        shape && launch && operands
+    }
+
     macro_rules! kernels {
         ($($name:ident: $d:literal, $causal:literal, $f16:literal, $bulk:literal, $early:literal, $stagger:literal, $lpt:literal, $persistent:literal $(, $dynamic:literal)?;)*) => {$(
             /// Attention backward (see the module docs), head dimension, mask and element type
-            /// in the name.
+            /// in the name (the 16-bit operands are its bits). Launch: 384 threads,
+            /// `shared_bytes(D)` of dynamic shared memory, grid `(blocks_x(seq_kv, paired),
+            /// batch·heads_kv)` (paired: causal, not `_late`), or for `_persistent` `(g, 1)`
+            /// (at most one block per SM is best). The kernel checks the launch and the
+            /// operands' lengths and alignment and returns without writing anything otherwise.
             ///
             /// # Safety
-            /// The module's requirements; 384 threads, `shared_bytes(D)` of dynamic shared
-            /// memory, grid `(blocks_x(seq_kv, paired), batch·heads_kv)` (paired: causal, not
-            /// `_late`), or for `_persistent` `(g, 1)` with `1 <= g <= ⌈seq_kv / 128⌉ · batch ·
-            /// heads_kv` (a u32); `batch` the batch entries.
+            /// `maps` points to six tensor maps (128 bytes each, in the order Q, K, V, dO,
+            /// `lse2`, `delta`; the start of `map_words`, 64-byte aligned: checked; not written
+            /// during the launch, whose read of `map_words` the launch declares) that describe
+            /// exactly `q`, `k`, `v`, `dout` (dims `[D, S, H, B]`, or `[D, H, S, B]`
+            /// with `bshd != 0`, of the element type; box [`BOX_BHSD`] or [`BOX_BSHD`], 128-byte
+            /// swizzle) and `lse2`, `delta` (1-D f32, box [`STATS_BOX`], no swizzle): the copy
+            /// engine writes a box of the map's size into each ring slot, so another box would
+            /// overrun the slot's shared memory, and a map of other memory would read memory
+            /// the launch did not declare (the kernel cannot read the opaque maps).
             #[kernel(launch_bounds(384, 1))]
             #[allow(clippy::too_many_arguments)]
             pub unsafe fn $name(
-                q_map: *const TensorMap, k_map: *const TensorMap, v_map: *const TensorMap, do_map: *const TensorMap,
-                lse_map: *const TensorMap, delta_map: *const TensorMap, dq_acc: *mut f32, dk: *mut u32, dv: *mut u32,
-                seq_q: u32, seq_kv: u32, heads_q: u32, heads_kv: u32, bshd: u32, scale: f32, batch: u32, next: *mut u32,
+                maps: *const TensorMap, map_words: &[u64], q: &[u16], k: &[u16], v: &[u16], dout: &[u16], lse2: &[f32], delta: &[f32],
+                dq_acc: AtomicSlice<f32>, mut dk: UncheckedSlice<u16>, mut dv: UncheckedSlice<u16>,
+                seq_q: u32, seq_kv: u32, heads_q: u32, heads_kv: u32, bshd: u32, scale: f32, batch: u32, next: AtomicSlice<u32>,
             ) {
                 let problem = Problem { seq_q, seq_kv, heads_q, heads_kv, bshd, scale, batch };
-                // SAFETY: the kernel's contract.
+                const DYNAMIC: bool = false $(|| $dynamic)?;
+                if !launch_ok::<$d, { $causal && $stagger }, $persistent, DYNAMIC>(maps, map_words, [q, k, v, dout], [lse2, delta], &dq_acc, &mut dk, &mut dv, problem, &next) {
+                    return;
+                }
+                // SAFETY: the maps: the kernel's contract; the launch, the shared memory, the
+                // problem, the lengths and alignments: checked above (`launch_ok`, which also
+                // says why no two threads write one element of dK or dV, nothing reads them,
+                // and dQ's accumulator is only added to atomically); `next` is the launch's
+                // counter (an `AtomicSlice`: every access to it is atomic).
                 unsafe {
-                    backward_body::<$d, $causal, $f16, $bulk, $early, $stagger, $lpt, $persistent, { false $(|| $dynamic)? }>(
-                        [q_map, k_map, v_map, do_map, lse_map, delta_map], dq_acc, dk, dv, problem, next,
+                    backward_body::<$d, $causal, $f16, $bulk, $early, $stagger, $lpt, $persistent, DYNAMIC>(
+                        [0, 1, 2, 3, 4, 5].map(|i| maps.wrapping_add(i)), dq_acc.as_ptr(), dk.as_mut_ptr().cast(), dv.as_mut_ptr().cast(), problem, next.as_ptr(),
                     )
                 }
             }
@@ -1110,14 +1238,20 @@ mod body {
                 name: $name::SYMBOL,
                 function: $name::function,
                 // SAFETY: forwarded (the field's contract).
-                launch: |stream: &ferrocuda_host::Stream, config: ferrocuda_host::LaunchConfig, a: GpuBackwardArgs| unsafe {
-                    let ([m0, m1, m2, m3, m4, m5], p) = (a.maps, a.problem);
-                    $name::launch(stream, config, m0, m1, m2, m3, m4, m5, a.dq_acc, a.dk, a.dv, p.seq_q, p.seq_kv, p.heads_q, p.heads_kv, p.bshd, p.scale, p.batch, a.next)
+                launch: |stream: &ferrocuda_host::Stream, config: ferrocuda_host::LaunchConfig, a: GpuBackwardArgs<'_>| unsafe {
+                    let p = a.problem;
+                    $name::launch(
+                        stream, config, a.maps, a.map_words, a.q, a.k, a.v, a.dout, a.lse2, a.delta, a.dq_acc, a.dk, a.dv,
+                        p.seq_q, p.seq_kv, p.heads_q, p.heads_kv, p.bshd, p.scale, p.batch, a.next,
+                    )
                 },
                 // SAFETY: forwarded (the field's contract).
-                launch_cpu: |executor: &ferrocuda_device::cpu::CpuExecutor, config: ferrocuda_device::cpu::LaunchConfig, a: CpuBackwardArgs| unsafe {
-                    let ([m0, m1, m2, m3, m4, m5], p) = (a.maps, a.problem);
-                    $name::launch_cpu(executor, config, m0, m1, m2, m3, m4, m5, a.dq_acc, a.dk, a.dv, p.seq_q, p.seq_kv, p.heads_q, p.heads_kv, p.bshd, p.scale, p.batch, a.next)
+                launch_cpu: |executor: &ferrocuda_device::cpu::CpuExecutor, config: ferrocuda_device::cpu::LaunchConfig, a: CpuBackwardArgs<'_>| unsafe {
+                    let p = a.problem;
+                    $name::launch_cpu(
+                        executor, config, a.maps, a.map_words, a.q, a.k, a.v, a.dout, a.lse2, a.delta, a.dq_acc, a.dk, a.dv,
+                        p.seq_q, p.seq_kv, p.heads_q, p.heads_kv, p.bshd, p.scale, p.batch, a.next,
+                    )
                 },
             }),*];
         };
@@ -1173,20 +1307,29 @@ macro_rules! store_maps {
         $(#[$doc])*
         #[ferrocuda_device::kernel]
         #[allow(clippy::too_many_arguments)]
-        pub unsafe fn attention_backward_store_maps(dst: *mut u64, $($w: u64),*) {
+        pub fn attention_backward_store_maps(mut dst: ferrocuda_device::global::UncheckedSlice<u64>, $($w: u64),*) {
+            use ferrocuda_device::thread::{block_dim_x, block_dim_y, block_dim_z, grid_dim_x, grid_dim_y, grid_dim_z};
+            // One block of 1-D threads, at least a warp: thread t < 32 alone writes words
+            // `32 i + t`, thread 0 also the counter (the ownership the writes below rely on);
+            // every thread returns otherwise, or when `dst` is too short.
+            let launch = grid_dim_x() == 1 && grid_dim_y() == 1 && grid_dim_z() == 1 && block_dim_x() >= 32 && block_dim_y() == 1 && block_dim_z() == 1;
+            if !launch || dst.len() < MAPS_AREA_WORDS {
+                return;
+            }
+            let dst = dst.as_mut_ptr();
             let words: [u64; MAP_WORDS] = [$($w),*];
             let t = ferrocuda_device::thread::thread_idx_x() as usize;
             ferrocuda_device::unroll::unroll::<3>(|i| {
                 let at = 32 * i + t;
                 if t < 32 {
-                    // SAFETY: at < MAP_WORDS: inside `dst` (the caller's contract); one writer
-                    // per word.
+                    // SAFETY: at < MAP_WORDS <= dst.len() (checked); with the launch checked
+                    // above, this thread alone writes word `at`, and nothing reads `dst`.
                     unsafe { *dst.add(at) = words[at] };
                 }
             });
             if t == 0 {
-                // SAFETY: MAP_WORDS < MAPS_AREA_WORDS: inside `dst` (the caller's contract); the
-                // `_dyn` instances' work-unit counter starts at 0 on every call (and replay).
+                // SAFETY: MAP_WORDS < MAPS_AREA_WORDS <= dst.len(); thread 0 alone writes it.
+                // The `_dyn` instances' work-unit counter starts at 0 on every call (and replay).
                 unsafe { *dst.add(MAP_WORDS) = 0 };
             }
         }
@@ -1194,17 +1337,16 @@ macro_rules! store_maps {
         /// Launches [`attention_backward_store_maps()`] (one block of 32 threads) on `stream`,
         /// writing `words` and the zeroed counter to `dst` (host builds only).
         ///
-        /// # Safety
-        /// As for [`attention_backward_store_maps()`].
+        /// # Errors
+        /// The launch's.
         #[cfg(not(target_arch = "nvptx64"))]
-        pub unsafe fn store_maps(
+        pub fn store_maps(
             stream: &ferrocuda_host::Stream,
-            dst: ferrocuda_host::DevicePtr<u64>,
+            dst: &mut (impl ferrocuda_host::DeviceWrite<u64> + ?Sized),
             words: [u64; MAP_WORDS],
         ) -> Result<(), ferrocuda_host::Error> {
             let [$($w),*] = words;
-            // SAFETY: forwarded.
-            unsafe { attention_backward_store_maps::launch(stream, ferrocuda_host::LaunchConfig::new(1, 32), dst, $($w),*) }
+            attention_backward_store_maps::launch(stream, ferrocuda_host::LaunchConfig::new(1, 32), dst, $($w),*)
         }
     };
 }
@@ -1219,7 +1361,6 @@ store_maps!(
     /// The [`MAP_WORDS`] words are [`MAP_WORDS`] scalar parameters after `dst` (rustc's PTX ABI
     /// rejects an aggregate passed by value: an internal compiler error on 2026-05-19's nightly).
     ///
-    /// # Safety
-    /// `dst` points to [`MAPS_AREA_WORDS`] `u64` of global memory, 64-byte aligned, that nothing else
-    /// reads or writes while the kernel runs.
+    /// `dst`: at least [`MAPS_AREA_WORDS`] `u64` (64-byte aligned for the maps' use); a launch
+    /// other than one block of at least 32 1-D threads, or a shorter `dst`, writes nothing.
     w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11, w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23, w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35, w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47, w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59, w60, w61, w62, w63, w64, w65, w66, w67, w68, w69, w70, w71, w72, w73, w74, w75, w76, w77, w78, w79, w80, w81, w82, w83, w84, w85, w86, w87, w88, w89, w90, w91, w92, w93, w94, w95);

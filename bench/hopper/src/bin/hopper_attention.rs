@@ -21,9 +21,9 @@
 
 use std::process::ExitCode;
 
-use ferrocuda_host::{Context, Event, Function, JitOptions, Module, Stream};
-use hopper_kernels::attention::shared_bytes;
-use hopper_kernels::attention_host::{Problem, Res, stages};
+use ferrocuda_host::{Context, DeviceBuffer, Event, Stream};
+use hopper_kernels::attention::ForwardKernel;
+use hopper_kernels::attention_host::{self, Problem, Res};
 
 fn err<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> String + '_ {
     move |e| format!("{what}: {e}")
@@ -37,17 +37,17 @@ fn median(times: &mut [f64]) -> f64 {
 
 /// Median time of one launch: isolated (`runs` launches, each between its own events and
 /// synchronised) and steady state (`max(runs/2, 5)` batches of 20 back-to-back launches).
-fn time(problem: &Problem, function: &Function, stream: &Stream, context: &Context, runs: usize) -> Res<(f64, f64)> {
+fn time(problem: &mut Problem, kernel: &ForwardKernel, stream: &Stream, context: &Context, runs: usize) -> Res<(f64, f64)> {
     const BATCH: usize = 20;
     let (start, end) = (Event::new(context).map_err(err("event"))?, Event::new(context).map_err(err("event"))?);
+    // The persistent instances' work counter (zeroed before each of their launches).
+    let mut counter = DeviceBuffer::<u32>::zeroed(context, 1).map_err(err("alloc the counter"))?;
     let mut isolated = Vec::new();
     for round in 0..runs + 2 {
         start.record(stream).map_err(err("record"))?;
-        // SAFETY: `function` is the attention kernel `run` looked up for this problem's head
-        // dimension; `end.synchronize()` below waits for it before `problem` can be dropped.
-        unsafe { problem.launch(function, stream)? };
+        problem.launch(kernel, stream, &mut counter)?;
         end.record(stream).map_err(err("record"))?;
-        end.synchronize().map_err(err(function.name()))?;
+        end.synchronize().map_err(err(kernel.name))?;
         if round >= 2 {
             isolated.push(start.elapsed_ms(&end).map_err(err("elapsed"))? as f64);
         }
@@ -56,11 +56,10 @@ fn time(problem: &Problem, function: &Function, stream: &Stream, context: &Conte
     for round in 0..(runs / 2).max(5) + 1 {
         start.record(stream).map_err(err("record"))?;
         for _ in 0..BATCH {
-            // SAFETY: as above.
-            unsafe { problem.launch(function, stream)? };
+            problem.launch(kernel, stream, &mut counter)?;
         }
         end.record(stream).map_err(err("record"))?;
-        end.synchronize().map_err(err(function.name()))?;
+        end.synchronize().map_err(err(kernel.name))?;
         if round >= 1 {
             steady.push(start.elapsed_ms(&end).map_err(err("elapsed"))? as f64 / BATCH as f64);
         }
@@ -112,16 +111,6 @@ fn run() -> Res<bool> {
             r.arch, r.kernel, r.registers, r.spill_stores, r.spill_loads, r.stack_frame
         );
     }
-    // SAFETY: the image is ferrocuda-kernels-hopper's build (where the attention kernels live);
-    // they are launched only through `Problem::launch` with the parameter list they declare.
-    #[allow(unused_unsafe)]
-    let module = unsafe {
-        match ferrocuda_kernels_hopper::KERNELS.cubins.iter().find(|(a, _)| *a == 90) {
-            Some((_, image)) => Module::load_binary(&context, "ferrocuda_kernels_hopper", image, &JitOptions::new()),
-            None => Module::load_ptx(&context, "ferrocuda_kernels_hopper", ferrocuda_kernels_hopper::KERNELS.ptx[0].1, &JitOptions::new()),
-        }
-    }
-    .map_err(err("loading the kernels"))?;
     let stream = Stream::non_blocking(&context).map_err(err("stream"))?;
     let mut ok = true;
     let mut json = Vec::new();
@@ -141,23 +130,20 @@ fn run() -> Res<bool> {
         (true, "_s3"),
         (true, "_pingpong_s3"),
     ];
-    let kernel = |d: u32, causal: bool, schedule: &str| -> Res<Function> {
-        let name = format!("attention_d{d}{}{schedule}", if causal { "_causal" } else { "" });
-        let function = module.function(&name).map_err(err("kernel lookup"))?;
-        function.set_max_dynamic_shared_bytes(shared_bytes(d, stages(&name))).map_err(err("smem attribute"))?;
-        Ok(function)
+    let kernel = |d: u32, causal: bool, schedule: &str| -> Res<&'static ForwardKernel> {
+        attention_host::kernel(&context, &format!("attention_d{d}{}{schedule}", if causal { "_causal" } else { "" }))
     };
     for d in [64u32, 128] {
         // Correctness-only lengths (no multiple of the tile: the last key tile masked), B·H = 4.
         for &s in &check_seqs {
             let mut problem = Problem::new(&context, d, 4, s, 0xabc ^ s as u64 ^ (d as u64) << 20)?;
             for (causal, schedule) in variants {
-                let function = kernel(d, causal, schedule)?;
-                match problem.check(&function, &stream, causal, 48) {
-                    Ok(line) => println!("PASS {} B·H 4 S {s}: {line}", function.name()),
+                let kernel = kernel(d, causal, schedule)?;
+                match problem.check(kernel, &stream, causal, 48) {
+                    Ok(line) => println!("PASS {} B·H 4 S {s}: {line}", kernel.name),
                     Err(why) => {
                         ok = false;
-                        println!("FAIL {} B·H 4 S {s}: {why}", function.name());
+                        println!("FAIL {} B·H 4 S {s}: {why}", kernel.name);
                     }
                 }
             }
@@ -169,8 +155,8 @@ fn run() -> Res<bool> {
                 dump(dir, &format!("{tag}.{name}"), bytemuck::cast_slice(&x.iter().map(|x| x.to_bits()).collect::<Vec<u16>>()))?;
             }
             for causal in [false, true] {
-                let function = kernel(d, causal, "")?;
-                problem.check(&function, &stream, causal, 8)?;
+                let kernel = kernel(d, causal, "")?;
+                problem.check(kernel, &stream, causal, 8)?;
                 let o = problem.output()?;
                 dump(
                     dir,
@@ -183,12 +169,12 @@ fn run() -> Res<bool> {
             let (batch, heads) = ((16384 / s).max(1), 2048 / d);
             let mut problem = Problem::new(&context, d, batch * heads, s, 0x1234 ^ (s as u64) << 4 ^ (d as u64) << 24)?;
             for (causal, schedule) in variants {
-                let function = kernel(d, causal, schedule)?;
-                let name = function.name().to_string();
-                let check = problem.check(&function, &stream, causal, if s <= 4096 { 48 } else { 16 });
+                let kernel = kernel(d, causal, schedule)?;
+                let name = kernel.name;
+                let check = problem.check(kernel, &stream, causal, if s <= 4096 { 48 } else { 16 });
                 let passed = check.is_ok();
                 ok &= passed;
-                let (isolated, steady) = time(&problem, &function, &stream, &context, runs)?;
+                let (isolated, steady) = time(&mut problem, kernel, &stream, &context, runs)?;
                 let flop = 4.0 * (batch * heads) as f64 * s as f64 * s as f64 * d as f64 / if causal { 2.0 } else { 1.0 };
                 let (tf_isolated, tf_steady) = (flop / (isolated * 1e9), flop / (steady * 1e9));
                 println!(
