@@ -196,26 +196,6 @@ pub unsafe fn __assume_launch(requirements: ferrocuda_types::LaunchRequirements)
     }
 }
 
-/// [`__assume_launch`] with the combined `REQUIREMENTS` of an entry's output types `S` (a tuple
-/// of them, nested for more than eight): what every launch of the entry was checked against
-/// (the host's launch checks the outputs' facts itself, G18S-1).
-///
-/// The requirements come from the output types through the device crate's own
-/// [`OutputSet`](crate::global::__private::OutputSet) (an `unsafe trait`), not from a value
-/// the entry computes: the entry names its paths in the kernel's crate, which can rename
-/// `ferrocuda_device` (session 19, G18S-1), and a value computed through such a path could be
-/// one that no launch was checked against. What remains is the device build's choice of the
-/// types, which the first launch compares with the host's (their keys).
-///
-/// # Safety
-/// The launch satisfies the outputs' requirements (checked by the host's launch).
-#[doc(hidden)]
-#[inline(always)]
-pub unsafe fn __assume_outputs_launch<S: crate::global::__private::OutputSet>(_outputs: core::marker::PhantomData<S>) {
-    // SAFETY: the caller's contract.
-    unsafe { __assume_launch(const { S::REQUIREMENTS }) }
-}
-
 /// Threads in a block (`blockDim.x * blockDim.y * blockDim.z`).
 #[inline(always)]
 pub fn block_size() -> u32 {

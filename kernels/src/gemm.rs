@@ -348,7 +348,7 @@ fn hopper_ready<In, Out>(
     b: &(impl DeviceRead<In> + ?Sized),
     c: &mut (impl DeviceWrite<Out> + ?Sized),
 ) -> Result<bool> {
-    let aligned = a.kernel_arg().ptr.is_multiple_of(16) && b.kernel_arg().ptr.is_multiple_of(16) && c.kernel_arg_mut().ptr.is_multiple_of(4);
+    let aligned = a.kernel_arg().ptr().is_multiple_of(16) && b.kernel_arg().ptr().is_multiple_of(16) && c.kernel_arg_mut().ptr().is_multiple_of(4);
     Ok(aligned && !stream.is_capturing()?)
 }
 
@@ -486,8 +486,8 @@ fn hopper_checks(
     let count = |x: usize, y: usize| x.checked_mul(y).ok_or_else(|| unsupported("m", m, "m x k, n x k and m x n must fit usize"));
     expect_len("a", len_of(a), count(m, k)?, || format!("m {m} x k {k}, stored row-major"))?;
     expect_len("b", len_of(b), count(n, k)?, || format!("n {n} x k {k}, stored row-major (the transposed operand)"))?;
-    expect_len("c", c.kernel_arg_mut().len, count(m, n)?, || format!("m {m} x n {n}"))?;
-    for (name, ptr) in [("a", a.kernel_arg().ptr), ("b", b.kernel_arg().ptr)] {
+    expect_len("c", c.kernel_arg_mut().len(), count(m, n)?, || format!("m {m} x n {n}"))?;
+    for (name, ptr) in [("a", a.kernel_arg().ptr()), ("b", b.kernel_arg().ptr())] {
         if !ptr.is_multiple_of(16) {
             return Err(unsupported(
                 name,
@@ -496,7 +496,7 @@ fn hopper_checks(
             ));
         }
     }
-    let c_ptr = c.kernel_arg_mut().ptr;
+    let c_ptr = c.kernel_arg_mut().ptr();
     if !c_ptr.is_multiple_of(4) {
         return Err(unsupported("c", format!("{c_ptr:#x}"), "an address 4-byte aligned (bf16 pairs are stored)"));
     }
@@ -637,7 +637,7 @@ pub fn hopper_gemm_bf16(
     // that reads them (audit 2026-11-28, S1). Until they are dropped, no capture can start
     // on `stream`.
     let _stretch = stream.hold_off_capture("hopper_gemm_bf16")?;
-    let c_address = c.kernel_arg_mut().ptr;
+    let c_address = c.kernel_arg_mut().ptr();
     let schedule = runnable(hopper_schedule(GemmShape { transpose_b: true, ..GemmShape::new(m, n, k) }), m, n, c_address);
     let b_box = if schedule.cluster { BOX_B_HALF } else { BOX_B };
     let (mu, nu, ku) = (m as u64, n as u64, k as u64);
@@ -726,11 +726,11 @@ impl GemmEngine {
     ) -> Result<()> {
         let stream = self.stream();
         let tiles = hopper_checks(stream, a, b, c, (m, n, k))?;
-        let c_address = c.kernel_arg_mut().ptr;
+        let c_address = c.kernel_arg_mut().ptr();
         let schedule = runnable(schedule, m, n, c_address);
         let b_rows = if schedule.cluster { BOX_B_HALF[1] } else { BOX_B[1] };
-        let a_key = MapKey { address: a.kernel_arg().ptr, rows: m as u64, k: k as u64, box_rows: BOX_A[1] };
-        let b_key = MapKey { address: b.kernel_arg().ptr, rows: n as u64, k: k as u64, box_rows: b_rows };
+        let a_key = MapKey { address: a.kernel_arg().ptr(), rows: m as u64, k: k as u64, box_rows: BOX_A[1] };
+        let b_key = MapKey { address: b.kernel_arg().ptr(), rows: n as u64, k: k as u64, box_rows: b_rows };
         // C's map: `[n, m]` with box `BOX_C` (64 x 64), i.e. the same kind of key with `n` as
         // the inner extent.
         let c_key = (schedule.store != HopperStore::Direct).then_some(MapKey { address: c_address, rows: m as u64, k: n as u64, box_rows: BOX_C[1] });

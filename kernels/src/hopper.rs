@@ -191,8 +191,8 @@ pub(crate) fn attention_forward<T: Element>(
     let len = (heads * seq_len * head_dim) as usize;
     let inputs = [q.kernel_arg(), k.kernel_arg(), v.kernel_arg()];
     // Defence in depth: the caller's checks, again, where the unsafe launch relies on them.
-    assert!(inputs.iter().all(|a| a.len == len) && out.kernel_arg().len == len && lse.kernel_arg().len == (heads * seq_len) as usize);
-    if inputs.iter().any(|a| !a.ptr.is_multiple_of(16)) || !out.kernel_arg().ptr.is_multiple_of(4) {
+    assert!(inputs.iter().all(|a| a.len() == len) && out.kernel_arg().len() == len && lse.kernel_arg().len() == (heads * seq_len) as usize);
+    if inputs.iter().any(|a| !a.ptr().is_multiple_of(16)) || !out.kernel_arg().ptr().is_multiple_of(4) {
         return Ok(false);
     }
     // The maps are copied from this stack frame, and the work counter lives in a buffer freed
@@ -229,12 +229,12 @@ pub(crate) fn attention_forward<T: Element>(
     context.bind_to_thread()?;
     let mut words = [[0u64; 16]; 3];
     for (word, input) in words.iter_mut().zip(&inputs) {
-        // SAFETY: `input.ptr` is 16-byte aligned (checked above) device memory of the stream's
+        // SAFETY: `input.ptr()` is 16-byte aligned (checked above) device memory of the stream's
         // context (the door refuses the launch below otherwise) holding exactly `len =
         // B·H·S·D` elements (checked), the array the layout describes; it stays allocated
         // while `q`/`k`/`v` are borrowed, and the launch that copies through the map declares
         // a read of it, so the memory's release and later writers wait for the kernel.
-        *word = unsafe { TensorMap::encode_tiled(input.ptr, &layout) }?.words();
+        *word = unsafe { TensorMap::encode_tiled(input.ptr(), &layout) }?.words();
     }
     // Three maps, then (persistent kernels) the work counter: the first word after them,
     // zeroed here and not touched by the maps' copy.
@@ -256,7 +256,7 @@ pub(crate) fn attention_forward<T: Element>(
     let (q, k, v) = (Same::<bf16>::of(q), Same::<bf16>::of(k), Same::<bf16>::of(v));
     let (mut out, mut lse) = (Part::<bf16>::all(out), Part::<f32>::all(lse));
     let args = ForwardArgs {
-        maps: ferrocuda_host::DevicePtr::from_address(map_words.0.ptr),
+        maps: ferrocuda_host::DevicePtr::from_address(map_words.0.ptr()),
         map_words: &map_words,
         q: &q,
         k: &k,
@@ -482,19 +482,17 @@ impl<'a, U> Part<'a, U> {
     /// `u16`, one type for every instance of a table).
     pub(crate) fn all<T>(x: &'a mut (impl DeviceWrite<T> + ?Sized)) -> Part<'a, U> {
         let whole = x.kernel_arg_mut();
-        Part::of::<T>(whole, 0, whole.len)
+        Part::of::<T>(whole, 0, whole.len())
     }
 
     /// Elements `start .. start + len` of `whole` (the slice argument of a `W` buffer), as
     /// `U`s: checked to lie inside it, to be whole `U`s and aligned for them.
     pub(crate) fn of<W>(whole: SliceArg<'a>, start: usize, len: usize) -> Part<'a, U> {
-        assert!(start.checked_add(len).is_some_and(|end| end <= whole.len), "a part of the scratch outside it");
-        let (ptr, bytes) = (whole.ptr + (size_of::<W>() * start) as u64, size_of::<W>() * len);
-        assert!(bytes.is_multiple_of(size_of::<U>()) && ptr.is_multiple_of(align_of::<U>() as u64), "a part of the scratch not of whole, aligned elements");
-        let mut arg = whole;
-        arg.ptr = ptr;
-        arg.len = bytes / size_of::<U>();
-        Part(arg, PhantomData)
+        // SAFETY: every caller passes the slice argument of a `W` buffer (`Part::all`'s `T`,
+        // the scratch's `f32`s, the maps' `u64`s), and every `U` this module names is plain data
+        // (`f32`, `u32`, `u64`, the 16-bit floats' bits: any bits valid).
+        let part = unsafe { whole.part_as::<W, U>(start, len) };
+        Part(part.expect("a part of the scratch outside it, or not of whole aligned elements"), PhantomData)
     }
 }
 
@@ -538,11 +536,11 @@ pub(crate) fn attention_backward<T: Element>(
     let inputs = [q.kernel_arg(), k.kernel_arg(), v.kernel_arg(), dout.kernel_arg()];
     // Defence in depth: the caller's checks, again, where the unsafe launch relies on them.
     let lens = [shape.q_len(), shape.kv_len(), shape.kv_len(), shape.q_len()];
-    assert!(inputs.iter().zip(lens).all(|(a, len)| a.len == len));
-    assert!(dk.kernel_arg_mut().len == shape.kv_len() && dv.kernel_arg_mut().len == shape.kv_len());
-    if inputs.iter().any(|a| !a.ptr.is_multiple_of(16))
-        || !dk.kernel_arg_mut().ptr.is_multiple_of(4)
-        || !dv.kernel_arg_mut().ptr.is_multiple_of(4)
+    assert!(inputs.iter().zip(lens).all(|(a, len)| a.len() == len));
+    assert!(dk.kernel_arg_mut().len() == shape.kv_len() && dv.kernel_arg_mut().len() == shape.kv_len());
+    if inputs.iter().any(|a| !a.ptr().is_multiple_of(16))
+        || !dk.kernel_arg_mut().ptr().is_multiple_of(4)
+        || !dv.kernel_arg_mut().ptr().is_multiple_of(4)
         || shape.q_len() / 8 > DQ_CONVERT_CHUNKS
     {
         return Ok(false);
@@ -550,7 +548,7 @@ pub(crate) fn attention_backward<T: Element>(
     let need = backward_scratch_len_sm90(&shape);
     let given = scratch.filter(|s| {
         let arg = s.kernel_arg();
-        arg.len >= need && arg.ptr.is_multiple_of(128)
+        arg.len() >= need && arg.ptr().is_multiple_of(128)
     });
     // Without the caller's scratch, one allocated here and freed on return: no capture may
     // record the call then (S1); a capture running or starting takes the other path.
@@ -596,7 +594,7 @@ pub(crate) fn attention_backward<T: Element>(
         Part::<f32>::of::<f32>(whole, MAP_F32S + 2 * rows, rows * shape.head_dim),
     );
     if zero_here {
-        let (pa, words) = (dq_acc.0.ptr, dq_acc.0.len);
+        let (pa, words) = (dq_acc.0.ptr(), dq_acc.0.len());
         stream.enqueue("attention_backward (sm_90): zero dQ", &[dq_acc.kernel_arg_mut().write("dq_acc")], |raw| {
             // SAFETY: `words` 32-bit words of device memory of this context at `pa` (a part of
             // the caller's scratch, held mutably borrowed, 4-byte aligned), declared written
@@ -612,11 +610,11 @@ pub(crate) fn attention_backward<T: Element>(
         let (heads, seq) = if i == 0 || i == 3 { (shape.heads_q, shape.seq_q) } else { (shape.heads_kv, shape.seq_kv) };
         let (dims, strides, box_dims) = backward_map_dims(&shape, heads, seq);
         let layout = TiledLayout { data_type, dims: &dims, strides_bytes: &strides, box_dims, swizzle: TensorSwizzle::B128 };
-        // SAFETY: `input.ptr` is 16-byte aligned (checked above) device memory of the stream's
+        // SAFETY: `input.ptr()` is 16-byte aligned (checked above) device memory of the stream's
         // context (the door refuses the launch below otherwise) holding exactly the elements
         // of the shape the layout describes (checked), allocated while the operand is
         // borrowed; the launch that copies through the map declares a read of it.
-        *word = unsafe { TensorMap::encode_tiled(input.ptr, &layout) }?.words();
+        *word = unsafe { TensorMap::encode_tiled(input.ptr(), &layout) }?.words();
     }
     let stats_dims = [rows as u64];
     let stats = TiledLayout { data_type: TensorDataType::F32, dims: &stats_dims, strides_bytes: &[], box_dims: &STATS_BOX, swizzle: TensorSwizzle::None };
@@ -624,7 +622,7 @@ pub(crate) fn attention_backward<T: Element>(
         // SAFETY: a part of the scratch (16-byte aligned: 128-byte aligned scratch, offsets
         // multiples of 64 f32) of `rows` f32, the 1-D array the layout describes, held while
         // the launch runs, whose read the launch declares.
-        *word = unsafe { TensorMap::encode_tiled(part.0.ptr, &stats) }?.words();
+        *word = unsafe { TensorMap::encode_tiled(part.0.ptr(), &stats) }?.words();
     }
     let mut flat: [u64; MAP_WORDS] = [0; MAP_WORDS];
     for (i, w) in words.iter().flatten().enumerate() {
@@ -640,7 +638,7 @@ pub(crate) fn attention_backward<T: Element>(
     let (q, k, v, dout) = (Same::<u16>::of(q), Same::<u16>::of(k), Same::<u16>::of(v), Same::<u16>::of(dout));
     let (mut dk, mut dv) = (Part::<u16>::all(dk), Part::<u16>::all(dv));
     let args = GpuBackwardArgs {
-        maps: ferrocuda_host::DevicePtr::from_address(map_words.0.ptr),
+        maps: ferrocuda_host::DevicePtr::from_address(map_words.0.ptr()),
         map_words: &map_words,
         q: &q,
         k: &k,

@@ -82,7 +82,7 @@ pub(crate) struct Cpu<'a>(pub &'a CpuExecutor);
 impl Gpu<'_> {
     /// Elements of an operand, as the kernel will see it.
     pub(crate) fn len<U>(&self, x: &(impl DeviceRead<U> + ?Sized)) -> usize {
-        x.kernel_arg().len
+        x.kernel_arg().len()
     }
 
     /// `len` zeroed `f32`s of scratch, allocated on the stream.

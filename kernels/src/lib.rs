@@ -92,7 +92,7 @@ impl Element for half::f16 {
 
 /// Elements of a kernel argument (its length as the kernel will see it).
 pub(crate) fn len_of<T>(x: &(impl ferrocuda_host::DeviceRead<T> + ?Sized)) -> usize {
-    x.kernel_arg().len
+    x.kernel_arg().len()
 }
 
 /// Threads per block of every launch of this crate.

@@ -314,9 +314,30 @@ pub mod __private {
     use bytemuck::Pod;
     pub use ferrocuda_types::same_lengths;
 
+    /// [`__assume_launch`](crate::thread::__assume_launch) with the combined `REQUIREMENTS` of an entry's output types `S` (a tuple
+    /// of them, nested for more than eight): what every launch of the entry was checked against
+    /// (the host's launch checks the outputs' facts itself, G18S-1). Here, not in `thread`, so that
+    /// `thread` does not import `global` (no import cycle inside the crate).
+    ///
+    /// The requirements come from the output types through the device crate's own
+    /// [`OutputSet`] (an `unsafe trait`), not from a value
+    /// the entry computes: the entry names its paths in the kernel's crate, which can rename
+    /// `ferrocuda_device` (session 19, G18S-1), and a value computed through such a path could be
+    /// one that no launch was checked against. What remains is the device build's choice of the
+    /// types, which the first launch compares with the host's (their keys).
+    ///
+    /// # Safety
+    /// The launch satisfies the outputs' requirements (checked by the host's launch).
+    #[doc(hidden)]
+    #[inline(always)]
+    pub unsafe fn __assume_outputs_launch<S: OutputSet>(_outputs: core::marker::PhantomData<S>) {
+        // SAFETY: the caller's contract.
+        unsafe { crate::thread::__assume_launch(const { S::REQUIREMENTS }) }
+    }
+
     /// The output types of a kernel entry, as a tuple (nested for more than eight): their
     /// launch requirements combined, which the entry assumes
-    /// ([`__assume_outputs_launch`](crate::thread::__assume_outputs_launch)).
+    /// ([`__assume_outputs_launch`]).
     ///
     /// # Safety
     /// `REQUIREMENTS` is what the members' `KernelOutput::REQUIREMENTS` combine to: the

@@ -8,7 +8,9 @@ use bytemuck::Pod;
 use super::LaunchRequirements;
 use super::index::NotSend;
 use super::slice::{DisjointSlice, Partition};
-use super::warp_rows::LaneRow;
+// Through the parent (its re-export), so that this module and `warp_rows`, which builds its
+// witness on `SegmentRow`, do not import each other.
+use super::LaneRow;
 
 /// Checks at compile time that `WIDTH` is a segment width: a power of two from 1 to 32 (so that
 /// it divides 32 and a segment lies inside one warp), as CUDA's shuffle width argument.

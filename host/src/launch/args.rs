@@ -136,8 +136,15 @@ impl<'a> KernelParam<'a> {
     }
 
     /// A raw device pointer: only kernels whose launchers are `unsafe` take one.
+    ///
+    /// # Safety
+    /// The parameter it fills is a raw pointer parameter of an `unsafe` kernel, whose caller
+    /// promised what the kernel does with the address. Safe, this was a way to put any address
+    /// where a slice parameter's belongs, from a crate that renames `ferrocuda_host` (audit
+    /// 2026-11-28g, G19R-3's class: a `KernelParam` made by a safe constructor must carry
+    /// memory the launch was lent).
     #[inline(always)]
-    pub fn device_ptr<T>(pointer: &'a DevicePtr<T>) -> Self {
+    pub unsafe fn device_ptr<T>(pointer: &'a DevicePtr<T>) -> Self {
         Self::of(pointer.address_ref())
     }
 
@@ -320,7 +327,8 @@ mod tests {
     /// refuses them; the parameters' `void*`s are unchanged otherwise.
     #[test]
     fn g18s_1_the_launch_checks_what_its_outputs_and_groups_carry() {
-        let (x, y) = (SliceArg::from_parts::<u32>(0x1000, 64), SliceArg::from_parts::<u32>(0x2000, 64));
+        // SAFETY (here and below): the arguments are only checked, never launched.
+        let (x, y) = unsafe { (SliceArg::from_parts::<u32>(0x1000, 64), SliceArg::from_parts::<u32>(0x2000, 64)) };
         let out = OutputArg::new(&y, "out", (), PhantomData::<PerThread>);
         let params = [KernelParam::slice_address(&x), KernelParam::slice_len(&x), KernelParam::output_address(&out), KernelParam::slice_len(&y)];
         let linear = LaunchConfig::new(2u32, 32u32);
@@ -338,7 +346,7 @@ mod tests {
         let rows = OutputArg::new(&y, "rows", 8u32, PhantomData::<Rows>);
         assert!(KernelParam::checked_driver_params(&[KernelParam::output_address(&rows)], &linear).is_ok());
         // `same_len(x, short)`: the member's length parameter carries the relation.
-        let short = SliceArg::from_parts::<u32>(0x3000, 1);
+        let short = unsafe { SliceArg::from_parts::<u32>(0x3000, 1) };
         let group = SameLen::new(("x", &x), ("short", &short));
         let params = [KernelParam::slice_len(&x), KernelParam::same_len(&group)];
         assert!(matches!(

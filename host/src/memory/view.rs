@@ -71,10 +71,13 @@ impl<'a> BufferAccess<'a> {
 #[derive(Debug, Clone, Copy)]
 #[doc(hidden)]
 pub struct SliceArg<'a> {
-    /// Device address.
-    pub ptr: u64,
-    /// Number of elements.
-    pub len: usize,
+    /// Device address. Not public: a `SliceArg` is what the real launch trusts to be memory the
+    /// launch was lent, so only this crate's constructors (from a real `DeviceRead`/`DeviceWrite`,
+    /// or the `unsafe` [`SliceArg::from_parts`]) set it (audit 2026-11-28g, G19R-3: public fields
+    /// let a renamed `ferrocuda_host` forge one in safe code). Read it with [`SliceArg::ptr`].
+    pub(crate) ptr: u64,
+    /// Number of elements ([`SliceArg::len`]).
+    pub(crate) len: usize,
     usage: Option<&'a BufferUsage>,
     /// Made by a `DeviceWrite::kernel_arg_mut` (through `&mut`): [`SliceArg::write`] may
     /// declare a write of it. One made through `&` (`DeviceRead::kernel_arg`, `SliceArg::new`)
@@ -118,9 +121,54 @@ impl<'a> SliceArg<'a> {
 
     /// The kernel argument for `len` elements of `T` at device address `ptr`, with no use
     /// tracking (the caller orders the memory's uses itself).
+    ///
+    /// # Safety
+    /// `ptr .. ptr + len * size_of::<T>()` is device memory of the launch's context holding
+    /// `T`s, which the kernel may read and write until it has finished, and nothing else
+    /// accesses it meanwhile (the real launch trusts a `SliceArg` to be such memory: G19R-3).
     #[inline]
-    pub fn from_parts<T>(ptr: u64, len: usize) -> SliceArg<'static> {
+    pub unsafe fn from_parts<T>(ptr: u64, len: usize) -> SliceArg<'static> {
         SliceArg { ptr: Self::valid_ptr::<T>(ptr, len), len, usage: None, writable: true }
+    }
+
+    /// The device address.
+    #[inline]
+    pub fn ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    /// The number of elements.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// No elements.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Elements `start .. start + len` of this argument (made for `W`s) as `U`s, with its use
+    /// tracking: `None` unless they lie inside it, are whole `U`s and are aligned for `U`.
+    ///
+    /// # Safety
+    /// This argument was made for a slice of `W`s (its length counts `W`s), and any bits are a
+    /// valid `U` (the kernel reads and writes the memory as `U`s).
+    #[inline]
+    pub unsafe fn part_as<W, U>(self, start: usize, len: usize) -> Option<Self> {
+        let end = start.checked_add(len)?;
+        if end > self.len {
+            return None;
+        }
+        let ptr = self.ptr + (std::mem::size_of::<W>() * start) as u64;
+        let bytes = std::mem::size_of::<W>() * len;
+        let unit = std::mem::size_of::<U>().max(1);
+        if !bytes.is_multiple_of(unit) || !ptr.is_multiple_of(std::mem::align_of::<U>() as u64) {
+            return None;
+        }
+        let len = bytes / unit;
+        Some(SliceArg { ptr: Self::valid_ptr::<U>(ptr, len), len, ..self })
     }
 
     /// The kernel argument for memory tracked by `usage`.
@@ -141,7 +189,7 @@ impl<'a> SliceArg<'a> {
     /// through it.
     #[inline]
     pub fn absent() -> SliceArg<'static> {
-        SliceArg { ptr: 0, writable: false, ..SliceArg::from_parts::<u8>(0, 0) }
+        SliceArg { ptr: 0, len: 0, usage: None, writable: false }
     }
 
     /// The use tracking of the memory (`None` for memory its owner orders itself).
@@ -535,10 +583,13 @@ mod tests {
     /// non-null, aligned pointer (it used to get null when `len > 0`).
     #[test]
     fn zero_sized_elements_get_a_dangling_aligned_pointer() {
-        assert_eq!(SliceArg::from_parts::<()>(0, 5).ptr, 1);
-        assert_eq!(SliceArg::from_parts::<[u64; 0]>(0, 5).ptr, 8);
-        assert_eq!(SliceArg::from_parts::<f64>(0, 0).ptr, 8);
-        assert_eq!(SliceArg::from_parts::<f64>(0x1000, 3).ptr, 0x1000);
+        // SAFETY: the arguments are only inspected, never launched.
+        unsafe {
+            assert_eq!(SliceArg::from_parts::<()>(0, 5).ptr, 1);
+            assert_eq!(SliceArg::from_parts::<[u64; 0]>(0, 5).ptr, 8);
+            assert_eq!(SliceArg::from_parts::<f64>(0, 0).ptr, 8);
+            assert_eq!(SliceArg::from_parts::<f64>(0x1000, 3).ptr, 0x1000);
+        }
     }
 }
 

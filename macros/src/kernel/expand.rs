@@ -211,7 +211,7 @@ fn device_entry(entry: &Entry, same_len: &[Vec<Ident>], bounds: Option<&TokenStr
     let launch_shape = {
         let outputs: Vec<&syn::Type> = params.iter().filter_map(output_type).collect();
         (!outputs.is_empty()).then(|| {
-            let thread = paths::thread();
+            let args = paths::args();
             // The output types are named outside the `unsafe` block: they are the user's, and
             // the block holds generated tokens alone (P1). More than eight are nested.
             let value = format_ident!("__ferrocuda_outputs", span = Span::mixed_site());
@@ -220,7 +220,7 @@ fn device_entry(entry: &Entry, same_len: &[Vec<Ident>], bounds: Option<&TokenStr
                 let #value = ::core::marker::PhantomData::<#set>;
                 // SAFETY: every launch was checked against the outputs' `REQUIREMENTS` before
                 // the kernel ran (the host's launch itself, from the outputs' parameters).
-                unsafe { #thread::__assume_outputs_launch(#value) };
+                unsafe { #args::__assume_outputs_launch(#value) };
             }
         })
     };
@@ -520,7 +520,7 @@ fn host_launcher(
         .map(|group| {
             let pairs = group.iter().map(|name| {
                 let (text, arg) = (label(name), generated(name, "arg"));
-                quote!((#text, #arg.len))
+                quote!((#text, #arg.len()))
             });
             quote!(#fc::check_same_len(self::SYMBOL, &[#(#pairs),*])?;)
         })

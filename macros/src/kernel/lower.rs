@@ -112,7 +112,10 @@ pub fn lower(param: &Param) -> Lowered {
                 entry_rebuild: quote!(),
                 launch_param: quote_spanned!(elem.span()=> #name: #host::DevicePtr<#elem>),
                 launch_prepare: quote!(),
-                launch_pointers: vec![quote!(#host::KernelParam::device_ptr(&#name))],
+                // SAFETY: pointer parameters make the kernel and its launcher `unsafe` (the caller's
+                // promise covers the address); `device_ptr` is `unsafe` so that no safe code can
+                // put an address in a slice parameter's place (G19R-3).
+                launch_pointers: vec![quote!(unsafe { #host::KernelParam::device_ptr(&#name) })],
                 param_sizes: vec![quote!(::core::mem::size_of::<::core::primitive::u64>())],
                 // Raw pointers are the caller's business (the launcher is `unsafe`).
                 buffer_access: Vec::new(),
@@ -221,7 +224,7 @@ pub fn lower(param: &Param) -> Lowered {
             let shape_for_launch = shape.clone();
             let launch_check = quote! {
                 let #shape_var = #shape;
-                #host::check_output_shape(self::SYMBOL, #args::check_output_launch(#label, &#config, #arg.len, #shape_var, ::core::marker::PhantomData::<#ty>))?;
+                #host::check_output_shape(self::SYMBOL, #args::check_output_launch(#label, &#config, #arg.len(), #shape_var, ::core::marker::PhantomData::<#ty>))?;
             };
             let cpu_check = quote! {
                 let #shape_var = #shape;

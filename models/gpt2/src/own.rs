@@ -72,18 +72,18 @@ macro_rules! own_kernels {
                     gpt2_kernels::$ewpe::launch(s, c, dout, dwpe, batch)
                 }
                 fn split_heads(s: &Stream, src: &(impl DeviceRead<Self> + ?Sized), dst: &mut (impl DeviceWrite<Self> + ?Sized), shape: Heads) -> ferrocuda_host::Result<()> {
-                    let n = dst.kernel_arg().len;
+                    let n = dst.kernel_arg().len();
                     if packed_heads(shape) { gpt2_kernels::$split_p::launch(s, grid(n / 8), src, dst, shape) } else { gpt2_kernels::$split::launch(s, grid(n), src, dst, shape) }
                 }
                 fn merge_heads(s: &Stream, q: &(impl DeviceRead<Self> + ?Sized), k: &(impl DeviceRead<Self> + ?Sized), v: &(impl DeviceRead<Self> + ?Sized), dst: &mut (impl DeviceWrite<Self> + ?Sized), shape: Heads, parts: u32) -> ferrocuda_host::Result<()> {
-                    let n = dst.kernel_arg().len;
+                    let n = dst.kernel_arg().len();
                     if packed_heads(shape) { gpt2_kernels::$merge_p::launch(s, grid(n / 8), q, k, v, dst, shape, parts) } else { gpt2_kernels::$merge::launch(s, grid(n), q, k, v, dst, shape, parts) }
                 }
                 fn cast_from_f32(s: &Stream, c: LaunchConfig, src: &(impl DeviceRead<f32> + ?Sized), dst: &mut (impl DeviceWrite<Self> + ?Sized)) -> ferrocuda_host::Result<()> {
                     gpt2_kernels::$cast::launch(s, c, src, dst)
                 }
                 fn column_partials(s: &Stream, dout: &(impl DeviceRead<Self> + ?Sized), partial: &mut (impl DeviceWrite<f32> + ?Sized), rows: u32, cols: u32) -> ferrocuda_host::Result<()> {
-                    gpt2_kernels::$colp::launch(s, grid(partial.kernel_arg().len), dout, partial, rows, cols)
+                    gpt2_kernels::$colp::launch(s, grid(partial.kernel_arg().len()), dout, partial, rows, cols)
                 }
                 fn column_partials_cpu(e: &CpuExecutor, dout: &[Self], partial: &mut [f32], rows: u32, cols: u32) -> Result<(), CpuError> {
                     gpt2_kernels::$colp::launch_cpu(e, grid(partial.len()), dout, partial, rows, cols)
