@@ -15,5 +15,8 @@ fn main() {
     let builder = ["math_f32", "math_f64", "p10_deep_but_bounded", "print_lines", "q7_big_stack", "q7_small_stack"]
         .into_iter()
         .fold(builder, |b, kernel| b.local_memory_expected(kernel));
+    // Test kernels whose block size is the test's business (correctness, not occupancy).
+    let builder =
+        ["block_collectives_256", "matmul_tiled", "p30_row_sum_fixed_1024", "print_lines"].into_iter().fold(builder, |b, kernel| b.occupancy_expected(kernel));
     unsafe { builder.allow_recursion("q4_fnptr_recurse") }.run();
 }
