@@ -25,6 +25,12 @@ if not torch.cuda.is_available():
     sys.exit(2)
 
 N = 1 << 24  # 64 MiB of float32
+
+# Warm-up: the first call of the process loads the kernel module, which waits for the device
+# (audit 2026-11-28f, G18R-2's first GPU run: the sleep ended before the launch).
+ft.gelu(torch.ones(1024, device="cuda"))
+torch.nn.functional.gelu(torch.ones(1024, device="cuda"), approximate="tanh")
+torch.cuda.synchronize()
 SLEEP = 200_000_000  # cycles: ~0.1 s of a spinning kernel on the current stream
 
 
