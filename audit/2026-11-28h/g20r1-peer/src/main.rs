@@ -58,7 +58,12 @@ fn main() {
                         stream.synchronize().unwrap();
                         let out = y.to_vec().unwrap();
                         let wrong = out.iter().filter(|&&v| v != 100.0 + call as f32).count();
-                        println!("rank {r} call {call}: y[0] = {}, y[N-1] = {}, {wrong} of {N} elements differ from {}", out[0], out[N - 1], 100.0 + call as f32);
+                        println!(
+                            "rank {r} call {call}: y[0] = {}, y[N-1] = {}, {wrong} of {N} elements differ from {}",
+                            out[0],
+                            out[N - 1],
+                            100.0 + call as f32
+                        );
                         firsts.push(out[0]);
                     }
                     let status = match rank.check() {

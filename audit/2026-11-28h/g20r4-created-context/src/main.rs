@@ -12,7 +12,7 @@
 
 use std::ffi::c_void;
 
-use ferrocuda_host::{Context, DeviceBuffer, Device, SchedulePolicy, sys};
+use ferrocuda_host::{Context, Device, DeviceBuffer, SchedulePolicy, sys};
 
 type Malloc = unsafe extern "C" fn(*mut *mut c_void, usize) -> i32;
 type Free = unsafe extern "C" fn(*mut c_void) -> i32;
@@ -76,7 +76,13 @@ fn main() {
     let in_created = rc == sys::CUresult::CUDA_SUCCESS && owner == created.raw();
     println!(
         "runtime: cudaGetDevice -> {rd} (device {device}); cudaMalloc({BYTES}) -> {rm} at {p:?}, whose context is {owner:?} ({})",
-        if in_created { "ferrocuda's created context" } else if owner == primary.raw() { "the primary context" } else { "another" }
+        if in_created {
+            "ferrocuda's created context"
+        } else if owner == primary.raw() {
+            "the primary context"
+        } else {
+            "another"
+        }
     );
 
     // 4. ferrocuda's handles go (safe): cuCtxDestroy frees the runtime's allocation with them.

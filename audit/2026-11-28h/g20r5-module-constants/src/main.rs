@@ -10,7 +10,7 @@
 //! builder and unaltered, whose kernels have their launchers' signatures (its contract, met).
 //! Exit 0 = REPRODUCED, 1 = not, 2 = SKIPPED (no GPU).
 
-use ferrocuda_host::{Context, DeviceBuffer, Device, Error, JitOptions, LaunchConfig, Module, Stream};
+use ferrocuda_host::{Context, Device, DeviceBuffer, Error, JitOptions, LaunchConfig, Module, Stream};
 use test_kernels::square_checked;
 
 const SECRET: &[u8; 32] = b"SECRET-BYTES-NOT-LENT-TO-KERNEL!";
