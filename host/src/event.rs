@@ -226,10 +226,10 @@ impl std::fmt::Debug for Event {
 /// as before).
 ///
 /// [CUDA driver API: `cuThreadExchangeStreamCaptureMode`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html).
-struct RelaxedCaptureMode(Option<sys::CUstreamCaptureMode>);
+pub(crate) struct RelaxedCaptureMode(Option<sys::CUstreamCaptureMode>);
 
 impl RelaxedCaptureMode {
-    fn enter() -> Self {
+    pub(crate) fn enter() -> Self {
         let mut mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
         // SAFETY: swaps this thread's mode with the value given; writes one enum value.
         let swapped = unsafe { driver::stream::exchange_capture_mode(&mut mode) };

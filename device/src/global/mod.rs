@@ -314,6 +314,96 @@ pub mod __private {
     use bytemuck::Pod;
     pub use ferrocuda_types::same_lengths;
 
+    /// A by-value kernel parameter, rebuilt in the device entry from the bytes the host's
+    /// launch passed (audit 2026-11-28g, G19R-1). The entry takes the parameter as
+    /// `MaybeUninit<T>` (same size, alignment and ABI as `T`, so the PTX parameter is the same)
+    /// and only this function makes a `T` of it, under the device crate's own bounds: `T: Pod`
+    /// (every initialised bit pattern is a valid `T`: no reference, no pointer with a validity
+    /// rule, no `bool`/enum niche) and `T: LayoutKey` (the key the first launch compares).
+    ///
+    /// Before, the entry took the parameter *as* `T`, the type the device build resolved, with
+    /// no bound in that build at all: the only thing between a host `u64` and a device
+    /// `&'static mut u32` of one name was the first launch's comparison of type keys, which the
+    /// device build computes through `::ferrocuda_device::__private::key_of`, a path the kernel's
+    /// crate can rename (a shim returning 0, "unknown"). Now the device build itself refuses a
+    /// by-value type that is not plain data, whatever the tables say: the bound is this
+    /// function's, and a crate that renames `ferrocuda_device` gets a function of its own here,
+    /// which cannot make a `T` out of a `MaybeUninit<T>` without writing `unsafe`.
+    ///
+    /// Sound because the host's launch copies the bytes of an initialised host value that is
+    /// `Pod` (`KernelParam::value`/`scalar`: no padding, so every byte is initialised), of the
+    /// size the driver reports for this parameter (checked on the first launch,
+    /// `cuFuncGetParamInfo`), and any such bytes are a valid `T: Pod`.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn by_value<T: Pod + crate::LayoutKey>(raw: core::mem::MaybeUninit<T>) -> T {
+        // SAFETY: as above: initialised bytes (the host's `Pod` value) of `T`'s size, and every
+        // initialised bit pattern is a `T` (`Pod`).
+        unsafe { raw.assume_init() }
+    }
+
+    /// A by-value parameter written like a primitive (`u32`, `bool`, `NonZeroU32`), rebuilt in
+    /// the device entry from the host's bytes as [`by_value`] does for plain data (G19R-1):
+    /// only for the real primitives ([`DeviceScalar`]), and for `bool` and the non-zero
+    /// integers through a value check rather than a promise (those have invalid bit patterns).
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn scalar<T: DeviceScalar>(raw: core::mem::MaybeUninit<T>) -> T {
+        T::rebuild(raw)
+    }
+
+    /// The primitives a device entry takes by value ([`scalar`]).
+    ///
+    /// # Safety
+    /// `rebuild` returns a valid `Self` for any initialised bytes of `Self`'s size: the
+    /// implementations here, and no others.
+    pub unsafe trait DeviceScalar: Sized {
+        /// The value of the initialised bytes `raw`.
+        fn rebuild(raw: core::mem::MaybeUninit<Self>) -> Self;
+    }
+    macro_rules! plain_scalars {
+        ($($t:ty),*) => {$(
+            // SAFETY: every initialised bit pattern is a value of the type.
+            unsafe impl DeviceScalar for $t {
+                #[inline(always)]
+                fn rebuild(raw: core::mem::MaybeUninit<Self>) -> Self {
+                    // SAFETY: the host launch passed initialised bytes (a primitive's), and every
+                    // bit pattern of this type is valid.
+                    unsafe { raw.assume_init() }
+                }
+            }
+        )*};
+    }
+    plain_scalars!(i8, i16, i32, i64, isize, u8, u16, u32, u64, usize, f32, f64);
+    // SAFETY: any byte gives a valid `bool` (not 0: true).
+    unsafe impl DeviceScalar for bool {
+        #[inline(always)]
+        fn rebuild(raw: core::mem::MaybeUninit<Self>) -> Self {
+            // SAFETY: `bool` is one initialised byte (the host launch passed it); read as a `u8`,
+            // so a byte other than 0 or 1 (a host build whose type was not `bool`) is no UB.
+            let byte: u8 = unsafe { core::mem::transmute::<core::mem::MaybeUninit<bool>, u8>(raw) };
+            byte != 0
+        }
+    }
+    macro_rules! non_zero_scalars {
+        ($($t:ty),*) => {$(
+            // SAFETY: a zero (a host build whose type was not non-zero) becomes `MIN`, not UB.
+            unsafe impl DeviceScalar for core::num::NonZero<$t> {
+                #[inline(always)]
+                fn rebuild(raw: core::mem::MaybeUninit<Self>) -> Self {
+                    // SAFETY: `NonZero<T>` has `T`'s size and the host passed initialised bytes;
+                    // read as the plain integer, which any bit pattern is.
+                    let bits: $t = unsafe { core::mem::transmute::<core::mem::MaybeUninit<Self>, $t>(raw) };
+                    // No panic path (kernels take `NonZero` for division without one): a zero
+                    // only reaches here from a host build of another type, which the first
+                    // launch's key check refuses unless the paths it reads are renamed.
+                    core::num::NonZero::new(bits).unwrap_or(core::num::NonZero::<$t>::MIN)
+                }
+            }
+        )*};
+    }
+    non_zero_scalars!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize);
+
     /// [`__assume_launch`](crate::thread::__assume_launch) with the combined `REQUIREMENTS` of an entry's output types `S` (a tuple
     /// of them, nested for more than eight): what every launch of the entry was checked against
     /// (the host's launch checks the outputs' facts itself, G18S-1). Here, not in `thread`, so that

@@ -78,9 +78,20 @@ pub fn lower(param: &Param) -> Lowered {
     // type the real launch takes), not a separate call (G17R-2's residual, session 18: a crate
     // that renames the runtime replaced the separate check and reached the real launch).
     // Spanned at the user's type, so the error is reported there.
-    let by_value = |pointer: TokenStream| Lowered {
-        entry_params: vec![quote!(#mutability #name: #ty)],
-        entry_rebuild: quote!(),
+    //
+    // The device entry takes a by-value parameter as `MaybeUninit<T>` (same size, alignment and
+    // ABI, so the same PTX parameter) and makes the `T` only through the device crate's own
+    // function, bounded there (`by_value`: `Pod`; `scalar`: the real primitives), so that the
+    // device build's type is plain data whatever the cross-build tables say (audit 2026-11-28g,
+    // G19R-1: with `key_of` renamed to return 0, a by-value `&'static mut u32` in the device
+    // build took a host integer as an address). A renamed `ferrocuda_device` gets its own
+    // function there, which cannot make a `T` of a `MaybeUninit<T>` without `unsafe`.
+    let raw = generated(name, "raw");
+    let by_value = |pointer: TokenStream, rebuild: TokenStream| Lowered {
+        entry_params: vec![quote!(#raw: ::core::mem::MaybeUninit<#ty>)],
+        entry_rebuild: quote_spanned! {ty.span()=>
+            let #mutability #name: #ty = #args::#rebuild::<#ty>(#raw);
+        },
         launch_param: quote!(#name: #ty),
         launch_prepare: quote!(),
         launch_pointers: vec![pointer],
@@ -103,8 +114,10 @@ pub fn lower(param: &Param) -> Lowered {
         },
     };
     match &param.kind {
-        ParamKind::Scalar { primitive } => by_value(quote_spanned!(ty.span()=> #host::KernelParam::scalar::<#ty, #primitive>(&#name))),
-        ParamKind::Value => by_value(quote_spanned!(ty.span()=> #host::KernelParam::value::<#ty>(&#name))),
+        ParamKind::Scalar { primitive } => {
+            by_value(quote_spanned!(ty.span()=> #host::KernelParam::scalar::<#ty, #primitive>(&#name)), quote!(scalar))
+        }
+        ParamKind::Value => by_value(quote_spanned!(ty.span()=> #host::KernelParam::value::<#ty>(&#name)), quote!(by_value)),
         ParamKind::Pointer { elem, .. } => {
             let parts = generated(name, "cpu");
             Lowered {
@@ -358,11 +371,12 @@ fn optional_slice(param: &Param, elem: &Type) -> Lowered {
         launch_param: quote_spanned!(elem.span()=> #name: ::core::option::Option<&dyn #host::DeviceRead<#elem>>),
         launch_prepare: quote! {
             let #arg = match #name {
-                ::core::option::Option::Some(#buffer) => #host::SliceArg::input::<#elem, _>(#buffer),
-                ::core::option::Option::None => #host::SliceArg::absent(),
+                ::core::option::Option::Some(#buffer) => #host::OptionalSliceArg::present(#host::SliceArg::input::<#elem, _>(#buffer)),
+                ::core::option::Option::None => #host::OptionalSliceArg::absent(),
             };
         },
-        launch_pointers: vec![quote!(#host::KernelParam::slice_address(&#arg)), quote!(#host::KernelParam::slice_len(&#arg))],
+        // The optional constructors: only they take a null address (a plain slice's never does).
+        launch_pointers: vec![quote!(#host::KernelParam::optional_slice_address(&#arg)), quote!(#host::KernelParam::optional_slice_len(&#arg))],
         param_sizes: vec![quote!(::core::mem::size_of::<::core::primitive::u64>()), quote!(::core::mem::size_of::<::core::primitive::usize>())],
         // `None` has no memory: its access is an untracked no-op.
         buffer_access: vec![quote!(#arg.read(#label))],
