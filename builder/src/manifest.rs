@@ -98,9 +98,7 @@ fn renamed_dependency(manifest_text: &str) -> Option<String> {
         let (_, expected) = GENERATED_PATHS.iter().find(|(reserved, _)| *reserved == name)?;
         match (expected, package) {
             (None, _) => Some(format!("the dependency `{key}` takes the name of the toolchain's `{name}` crate")),
-            (Some(expected), Some(package)) if package != *expected => {
-                Some(format!("the dependency `{key}` is the package `{package}`, not `{expected}`"))
-            }
+            (Some(expected), Some(package)) if package != *expected => Some(format!("the dependency `{key}` is the package `{package}`, not `{expected}`")),
             _ => None,
         }
     };

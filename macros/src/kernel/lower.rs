@@ -16,6 +16,8 @@ pub struct Lowered {
     pub entry_params: Vec<TokenStream>,
     /// Statement in the entry that rebuilds the kernel's own parameter from them.
     pub entry_rebuild: TokenStream,
+    /// A by-value parameter (its rebuild comes first in the entry: outputs' widths read it).
+    pub by_value: bool,
     /// Parameter of the GPU launchers (`name: ty`).
     pub launch_param: TokenStream,
     /// Statement in the GPU launchers before the parameter array is built.
@@ -92,6 +94,7 @@ pub fn lower(param: &Param) -> Lowered {
         entry_rebuild: quote_spanned! {ty.span()=>
             let #mutability #name: #ty = #args::#rebuild::<#ty>(#raw);
         },
+        by_value: true,
         launch_param: quote!(#name: #ty),
         launch_prepare: quote!(),
         launch_pointers: vec![pointer],
@@ -114,15 +117,14 @@ pub fn lower(param: &Param) -> Lowered {
         },
     };
     match &param.kind {
-        ParamKind::Scalar { primitive } => {
-            by_value(quote_spanned!(ty.span()=> #host::KernelParam::scalar::<#ty, #primitive>(&#name)), quote!(scalar))
-        }
+        ParamKind::Scalar { primitive } => by_value(quote_spanned!(ty.span()=> #host::KernelParam::scalar::<#ty, #primitive>(&#name)), quote!(scalar)),
         ParamKind::Value => by_value(quote_spanned!(ty.span()=> #host::KernelParam::value::<#ty>(&#name)), quote!(by_value)),
         ParamKind::Pointer { elem, .. } => {
             let parts = generated(name, "cpu");
             Lowered {
                 entry_params: vec![quote!(#mutability #name: #ty)],
                 entry_rebuild: quote!(),
+                by_value: false,
                 launch_param: quote_spanned!(elem.span()=> #name: #host::DevicePtr<#elem>),
                 launch_prepare: quote!(),
                 // SAFETY: pointer parameters make the kernel and its launcher `unsafe` (the caller's
@@ -165,6 +167,7 @@ pub fn lower(param: &Param) -> Lowered {
                 // A reference to the map in global memory: the PTX parameter is its address.
                 entry_params: vec![quote!(#mutability #name: #ty)],
                 entry_rebuild: quote!(),
+                by_value: false,
                 launch_param,
                 launch_prepare,
                 launch_pointers: vec![quote!(#host::KernelParam::tensor_map(&#arg))],
@@ -318,6 +321,7 @@ fn slice(
             // launch against the outputs' `REQUIREMENTS`.
             let #mutability #name: #ty = unsafe { #device_rebuild };
         },
+        by_value: false,
         launch_param: quote!(#name: #host_type),
         launch_prepare: quote!(let #arg = #host_argument;),
         launch_pointers: vec![quote!(#host::KernelParam::slice_address(&#arg)), quote!(#host::KernelParam::slice_len(&#arg))],
@@ -368,6 +372,7 @@ fn optional_slice(param: &Param, elem: &Type) -> Lowered {
                 ::core::option::Option::None => ::core::option::Option::None,
             };
         },
+        by_value: false,
         launch_param: quote_spanned!(elem.span()=> #name: ::core::option::Option<&dyn #host::DeviceRead<#elem>>),
         launch_prepare: quote! {
             let #arg = match #name {

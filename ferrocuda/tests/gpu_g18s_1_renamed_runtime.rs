@@ -16,9 +16,11 @@
 //! (keep the two alike), as an ordinary test binary, so that the final GPU call runs it.
 extern crate self as ferrocuda_host;
 
+/// The renamed runtime: the real `__private`, but for the three checks, made no-ops.
 pub mod __private {
     pub use ::ferrocuda::__private::*;
 
+    /// No-op.
     pub fn check_requirements(
         _: &'static str,
         _: &::ferrocuda::types::LaunchConfig,
@@ -26,14 +28,17 @@ pub mod __private {
     ) -> Result<(), ::ferrocuda::Error> {
         Ok(())
     }
+    /// No-op.
     pub fn check_output_shape(_: &'static str, _: Result<(), ::ferrocuda::types::LaunchProblem>) -> Result<(), ::ferrocuda::Error> {
         Ok(())
     }
+    /// No-op.
     pub fn check_same_len(_: &'static str, _: &[(&'static str, usize)]) -> Result<(), ::ferrocuda::Error> {
         Ok(())
     }
 }
 
+/// No embedded images: both launches are refused before any module is loaded.
 pub static KERNELS: ferrocuda::EmbeddedModule = ferrocuda::EmbeddedModule::without_images("t");
 
 mod kernels {
