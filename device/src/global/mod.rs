@@ -342,67 +342,48 @@ pub mod __private {
         unsafe { raw.assume_init() }
     }
 
-    /// A by-value parameter written like a primitive (`u32`, `bool`, `NonZeroU32`), rebuilt in
-    /// the device entry from the host's bytes as [`by_value`] does for plain data (G19R-1):
-    /// only for the real primitives ([`DeviceScalar`]), and for `bool` and the non-zero
-    /// integers through a value check rather than a promise (those have invalid bit patterns).
+    /// A by-value parameter written like a primitive (`u32`, `bool`, `NonZeroU32`), in the
+    /// device entry (G19R-1): the entry takes it as the primitive the macro named by its full
+    /// path (`::core::primitive::u32`), and this function, bounded by the device crate's own
+    /// [`DeviceScalar`] (the real primitives only), gives it to the kernel as the type the kernel
+    /// wrote. A device build whose spelling names another type (a `cfg`-chosen
+    /// `type u32 = &'static mut u32;`) is a type error here, whatever the cross-build tables
+    /// say; a renamed `ferrocuda_device` with an unbounded `scalar` still gets a real primitive
+    /// from the entry (the parameter's type is `::core`'s, not the kernel crate's).
+    ///
+    /// An identity on the value, so the PTX parameter and its LLVM attributes (`noundef`, a
+    /// `bool`'s range) are the primitive's, as before.
     #[doc(hidden)]
     #[inline(always)]
-    pub fn scalar<T: DeviceScalar>(raw: core::mem::MaybeUninit<T>) -> T {
-        T::rebuild(raw)
+    pub fn scalar<T: DeviceScalar>(value: T) -> T {
+        value
     }
 
     /// The primitives a device entry takes by value ([`scalar`]).
     ///
     /// # Safety
-    /// `rebuild` returns a valid `Self` for any initialised bytes of `Self`'s size: the
-    /// implementations here, and no others.
-    pub unsafe trait DeviceScalar: Sized {
-        /// The value of the initialised bytes `raw`.
-        fn rebuild(raw: core::mem::MaybeUninit<Self>) -> Self;
+    /// Implemented here for the real primitives, and nowhere else: the host's launch passes
+    /// a value of the same primitive (its `KernelScalar`, the same list).
+    pub unsafe trait DeviceScalar: Copy {}
+    macro_rules! device_scalars {
+        ($($t:ty),*) => {
+            // SAFETY: the real primitives, as the host's `KernelScalar`.
+            $(unsafe impl DeviceScalar for $t {})*
+        };
     }
-    macro_rules! plain_scalars {
-        ($($t:ty),*) => {$(
-            // SAFETY: every initialised bit pattern is a value of the type.
-            unsafe impl DeviceScalar for $t {
-                #[inline(always)]
-                fn rebuild(raw: core::mem::MaybeUninit<Self>) -> Self {
-                    // SAFETY: the host launch passed initialised bytes (a primitive's), and every
-                    // bit pattern of this type is valid.
-                    unsafe { raw.assume_init() }
-                }
-            }
-        )*};
-    }
-    plain_scalars!(i8, i16, i32, i64, isize, u8, u16, u32, u64, usize, f32, f64);
-    // SAFETY: any byte gives a valid `bool` (not 0: true).
-    unsafe impl DeviceScalar for bool {
-        #[inline(always)]
-        fn rebuild(raw: core::mem::MaybeUninit<Self>) -> Self {
-            // SAFETY: `bool` is one initialised byte (the host launch passed it); read as a `u8`,
-            // so a byte other than 0 or 1 (a host build whose type was not `bool`) is no UB.
-            let byte: u8 = unsafe { core::mem::transmute::<core::mem::MaybeUninit<bool>, u8>(raw) };
-            byte != 0
-        }
-    }
-    macro_rules! non_zero_scalars {
-        ($($t:ty),*) => {$(
-            // SAFETY: a zero (a host build whose type was not non-zero) becomes `MIN`, not UB.
-            unsafe impl DeviceScalar for core::num::NonZero<$t> {
-                #[inline(always)]
-                fn rebuild(raw: core::mem::MaybeUninit<Self>) -> Self {
-                    // SAFETY: `NonZero<T>` has `T`'s size and the host passed initialised bytes;
-                    // read as the plain integer, which any bit pattern is.
-                    let bits: $t = unsafe { core::mem::transmute::<core::mem::MaybeUninit<Self>, $t>(raw) };
-                    // No panic path (kernels take `NonZero` for division without one): a zero
-                    // only reaches here from a host build of another type, which the first
-                    // launch's key check refuses unless the paths it reads are renamed.
-                    core::num::NonZero::new(bits).unwrap_or(core::num::NonZero::<$t>::MIN)
-                }
-            }
-        )*};
-    }
-    non_zero_scalars!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize);
+    device_scalars!(bool, i8, i16, i32, i64, isize, u8, u16, u32, u64, usize, f32, f64);
+    device_scalars!(
+        core::num::NonZero<u8>,
+        core::num::NonZero<u16>,
+        core::num::NonZero<u32>,
+        core::num::NonZero<u64>,
+        core::num::NonZero<usize>,
+        core::num::NonZero<i8>,
+        core::num::NonZero<i16>,
+        core::num::NonZero<i32>,
+        core::num::NonZero<i64>,
+        core::num::NonZero<isize>
+    );
 
     /// [`__assume_launch`](crate::thread::__assume_launch) with the combined `REQUIREMENTS` of an entry's output types `S` (a tuple
     /// of them, nested for more than eight): what every launch of the entry was checked against

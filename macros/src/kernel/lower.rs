@@ -81,16 +81,21 @@ pub fn lower(param: &Param) -> Lowered {
     // that renames the runtime replaced the separate check and reached the real launch).
     // Spanned at the user's type, so the error is reported there.
     //
-    // The device entry takes a by-value parameter as `MaybeUninit<T>` (same size, alignment and
+    // The device entry takes a by-value struct as `MaybeUninit<T>` (same size, alignment and
     // ABI, so the same PTX parameter) and makes the `T` only through the device crate's own
-    // function, bounded there (`by_value`: `Pod`; `scalar`: the real primitives), so that the
-    // device build's type is plain data whatever the cross-build tables say (audit 2026-11-28g,
-    // G19R-1: with `key_of` renamed to return 0, a by-value `&'static mut u32` in the device
-    // build took a host integer as an address). A renamed `ferrocuda_device` gets its own
-    // function there, which cannot make a `T` of a `MaybeUninit<T>` without `unsafe`.
+    // `by_value`, bounded there by `Pod`, so that the device build's type is plain data whatever
+    // the cross-build tables say (audit 2026-11-28g, G19R-1: with `key_of` renamed to return 0,
+    // a by-value `&'static mut u32` in the device build took a host integer as an address). A
+    // renamed `ferrocuda_device` gets its own function there, which cannot make a `T` of a
+    // `MaybeUninit<T>` without `unsafe`. A parameter written like a primitive is taken as the
+    // primitive the macro names by its full path (`::core::primitive::u32`) and handed on by
+    // `scalar`, bounded by the device crate's `DeviceScalar`: an identity, so the PTX parameter
+    // keeps the primitive's LLVM attributes (`noundef`, a `bool`'s range: `MaybeUninit` lost
+    // them, and one loop of a test kernel was versioned anew), and the spelling must name that
+    // primitive in the device build too.
     let raw = generated(name, "raw");
-    let by_value = |pointer: TokenStream, rebuild: TokenStream| Lowered {
-        entry_params: vec![quote!(#raw: ::core::mem::MaybeUninit<#ty>)],
+    let by_value = |pointer: TokenStream, entry_type: TokenStream, rebuild: TokenStream| Lowered {
+        entry_params: vec![quote!(#raw: #entry_type)],
         entry_rebuild: quote_spanned! {ty.span()=>
             let #mutability #name: #ty = #args::#rebuild::<#ty>(#raw);
         },
@@ -117,8 +122,12 @@ pub fn lower(param: &Param) -> Lowered {
         },
     };
     match &param.kind {
-        ParamKind::Scalar { primitive } => by_value(quote_spanned!(ty.span()=> #host::KernelParam::scalar::<#ty, #primitive>(&#name)), quote!(scalar)),
-        ParamKind::Value => by_value(quote_spanned!(ty.span()=> #host::KernelParam::value::<#ty>(&#name)), quote!(by_value)),
+        ParamKind::Scalar { primitive } => {
+            by_value(quote_spanned!(ty.span()=> #host::KernelParam::scalar::<#ty, #primitive>(&#name)), primitive.clone(), quote!(scalar))
+        }
+        ParamKind::Value => {
+            by_value(quote_spanned!(ty.span()=> #host::KernelParam::value::<#ty>(&#name)), quote!(::core::mem::MaybeUninit<#ty>), quote!(by_value))
+        }
         ParamKind::Pointer { elem, .. } => {
             let parts = generated(name, "cpu");
             Lowered {
