@@ -21,9 +21,12 @@ use crate::graph::Graph;
 mod door;
 mod hold_off;
 mod owner;
+mod relaxed;
+
 pub use door::RawStream;
 pub(crate) use door::{in_door_work, refuse_inside_door_work};
 pub use hold_off::NoCapture;
+pub(crate) use relaxed::RelaxedCaptureMode;
 
 /// A queue of work on one context. [`Stream::default_of`] is CUDA's legacy default stream.
 ///
@@ -258,7 +261,7 @@ impl Stream {
     /// itself being captured is refused by the driver in every mode, as before.
     pub fn synchronize(&self) -> Result<()> {
         self.context().bind_to_thread()?;
-        let _relaxed = crate::event::RelaxedCaptureMode::enter();
+        let _relaxed = RelaxedCaptureMode::enter();
         // SAFETY: the stream is alive.
         unsafe { driver::stream::synchronize(self.handle()) }.map_err(crate::panic_report::with_kernel_panic)?;
         Ok(())
@@ -836,7 +839,7 @@ impl Stream {
         self.context().bind_to_thread()?;
         // Relaxed capture mode for this thread, as `synchronize` (session 20): a query in global
         // mode would be refused, and invalidate another thread's global-mode capture.
-        let _relaxed = crate::event::RelaxedCaptureMode::enter();
+        let _relaxed = RelaxedCaptureMode::enter();
         // SAFETY: the stream is alive.
         not_ready_is_false(unsafe { driver::stream::query(self.handle()) })
     }
