@@ -304,3 +304,85 @@ fn q3_a_device_only_cols_width_is_not_inside_the_unsafe_entry() {
     let heading = message[..position].lines().rev().find(|l| l.starts_with("error")).unwrap_or("");
     assert!(heading.starts_with("error[E0133]:") && heading.contains("requires unsafe block"), "{heading}\n{message}");
 }
+
+/// G19R-1 (audit 2026-11-28g), the device half: a kernel crate whose `::ferrocuda_device` is a
+/// module of its own (`extern crate self as ferrocuda_device;`, written through a macro so the
+/// builder's text check of `extern crate` items does not see it: that check is defence in
+/// depth), re-exporting the real device crate but for a `key_of` without a bound that returns
+/// 0. Its by-value parameter is plain data in the host build and a `&'static mut u32` in the
+/// device build. Before session 20 the device build compiled (the entry took the parameter as
+/// the device build's type, bounded by nothing but the renamed `key_of`) and a safe launch wrote
+/// 42 wherever the host's integer pointed. Now the entry rebuilds the parameter through the
+/// device crate's `by_value`, bounded by `Pod`, and the device build refuses the reference.
+const RENAMED_DEVICE_BY_VALUE: &str = r#"#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
+macro_rules! rename {
+    ($name:ident) => {
+        extern crate self as $name;
+    };
+}
+rename!(ferrocuda_device);
+pub use real_device::*;
+pub mod __private {
+    pub use real_device::__private::*;
+    pub const fn key_of<T: ?Sized>() -> u64 {
+        0
+    }
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+pub struct Word(pub u64);
+
+#[cfg(target_arch = "nvptx64")]
+#[repr(C)]
+pub struct Word(pub &'static mut u32);
+
+impl Word {
+    #[inline(always)]
+    fn poke(self) {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            *self.0 = 42;
+        }
+    }
+}
+
+#[real_device::kernel]
+pub fn poke(w: Word) { // G19R-1:word
+    w.poke();
+}
+"#;
+
+#[test]
+fn g19r_1_a_renamed_device_runtime_gets_no_reference_by_value_on_the_device() {
+    let workspace = workspace();
+    let dir = workspace.join("target/test-scratch/g19r1-renamed-device");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"g19r1-renamed-device\"\nversion = \"0.0.0\"\nedition = \"2024\"\n[lib]\ncrate-type = [\"rlib\"]\n\
+             [dependencies]\nreal_device = {{ package = \"ferrocuda-device\", path = \"{}\" }}\n\
+             bytemuck = {{ version = \"1\", features = [\"derive\"] }}\n[workspace]\n",
+            workspace.join("device").display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(dir.join("src/lib.rs"), RENAMED_DEVICE_BY_VALUE).unwrap();
+    std::fs::copy(workspace.join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+    let target = workspace.join("target/ferrocuda-test-device");
+    let error = KernelBuilder::new(&dir)
+        .arch(Arch::SM_90)
+        .out_dir(&dir)
+        .target_dir(&target)
+        .build()
+        .expect_err("G19R-1: the device build took a `&'static mut u32` by value from a host integer");
+    let message = ferrocuda_builder::strip_ansi(&error.to_string());
+    println!("{message}");
+    assert!(matches!(error, BuildError::Compile { .. }), "{message}");
+    assert!(message.contains("error[E0277]") && message.contains("Pod"), "refused for `Pod`, the device crate's own bound: {message}");
+    let line = RENAMED_DEVICE_BY_VALUE.lines().position(|l| l.contains("// G19R-1:word")).unwrap() + 1;
+    assert!(message.contains(&format!("src/lib.rs:{line}:")), "at the parameter's type: {message}");
+}

@@ -99,6 +99,14 @@ pub enum BuildError {
         /// The manifest that was read.
         manifest: PathBuf,
     },
+    /// The kernel crate makes a name that `#[kernel]`'s generated code resolves (`core`,
+    /// `ferrocuda_device`, `ferrocuda_host`, ..) another crate (G19R-1).
+    RenamedRuntime {
+        /// The kernel crate's manifest.
+        manifest: PathBuf,
+        /// Which dependency or `extern crate` item, as a sentence.
+        problem: String,
+    },
     /// A file or process operation failed.
     Io {
         /// What was being done.
@@ -212,6 +220,13 @@ impl fmt::Display for BuildError {
             Self::CubinWithoutPtx { arch } => write!(f, "a cubin for {arch} needs PTX for {arch} or older: add `.arch(...)` with an older architecture"),
             Self::NoOutDir => write!(f, "OUT_DIR is not set: call the builder from a build script, or give it `.out_dir(...)`"),
             Self::NotACrate { manifest } => write!(f, "{} has no [package] name: point KernelBuilder::new at the kernel crate's directory", manifest.display()),
+            Self::RenamedRuntime { manifest, problem } => write!(
+                f,
+                "{}: {problem}. The code `#[kernel]` generates reaches core, ferrocuda-device and ferrocuda-host through these names, and \
+                 the checks that keep a safe launch sound rest on them being those crates: depend on the real packages under their own \
+                 names (`ferrocuda-device = {{ .. }}`), and give a crate of your own another name",
+                manifest.display()
+            ),
             Self::Io { what, source } => write!(f, "{what}: {source}"),
         }
     }

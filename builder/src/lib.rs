@@ -458,6 +458,7 @@ impl KernelBuilder {
         let out_dir = std::path::absolute(&out_dir).unwrap_or(out_dir);
         let manifest = self.crate_dir.join("Cargo.toml");
         let crate_name = manifest::lib_crate_name(&manifest)?;
+        manifest::check_generated_paths(&manifest, &crate_name)?;
         if self.env.var("DOCS_RS").is_some() {
             // docs.rs has no device toolchain; the docs need only the host build, which
             // compiles against an artifact list without kernels.

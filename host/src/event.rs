@@ -7,7 +7,7 @@ use cudarc::driver::sys;
 use crate::context::{Context, Handle};
 use crate::driver;
 use crate::error::{Error, Result};
-use crate::stream::{Stream, not_ready_is_false};
+use crate::stream::{RelaxedCaptureMode, Stream, not_ready_is_false};
 
 /// A point in a stream, for timing and waiting.
 pub struct Event {
@@ -215,34 +215,6 @@ impl Drop for Event {
 impl std::fmt::Debug for Event {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Event").field("raw", &self.raw).finish()
-    }
-}
-
-/// This thread in the driver's relaxed stream-capture mode while the value lives
-/// (`cuThreadExchangeStreamCaptureMode`): a capture in global mode on another thread then does
-/// not refuse this thread's "potentially unsafe" calls (an event query) nor get invalidated by
-/// them. Only for calls on objects that are in no capture. The previous mode is put back on
-/// drop; a failed exchange leaves the mode as it was (the query then meets the driver's check,
-/// as before).
-///
-/// [CUDA driver API: `cuThreadExchangeStreamCaptureMode`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html).
-struct RelaxedCaptureMode(Option<sys::CUstreamCaptureMode>);
-
-impl RelaxedCaptureMode {
-    fn enter() -> Self {
-        let mut mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
-        // SAFETY: swaps this thread's mode with the value given; writes one enum value.
-        let swapped = unsafe { driver::stream::exchange_capture_mode(&mut mode) };
-        RelaxedCaptureMode(swapped.ok().map(|()| mode))
-    }
-}
-
-impl Drop for RelaxedCaptureMode {
-    fn drop(&mut self) {
-        if let Some(mut previous) = self.0.take() {
-            // SAFETY: as in `enter`: puts this thread's previous mode back.
-            let _ = unsafe { driver::stream::exchange_capture_mode(&mut previous) };
-        }
     }
 }
 

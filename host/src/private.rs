@@ -6,6 +6,6 @@
 pub use crate::launch::args::{KernelParam, KernelScalar, KernelValue, OutputArg, SameLen, copy_param, require_kernel_value, require_primitive};
 pub use crate::launch::{check_output_shape, check_requirements, check_same_len, compiled_cluster, embedded_function, launch_embedded, launch_in_module};
 pub use crate::memory::usage::BufferAccess;
-pub use crate::memory::view::{DevicePtr, DeviceRead, DeviceWrite, SliceArg};
+pub use crate::memory::view::{DevicePtr, DeviceRead, DeviceWrite, OptionalSliceArg, SliceArg};
 pub use crate::tensor_map::MapArg;
 pub use crate::{Context, DeviceTensorMap, Dim3, EmbeddedModule, Error, Function, KernelResources, KernelSignature, LaunchConfig, Module, Stream};

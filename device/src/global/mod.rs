@@ -314,6 +314,77 @@ pub mod __private {
     use bytemuck::Pod;
     pub use ferrocuda_types::same_lengths;
 
+    /// A by-value kernel parameter, rebuilt in the device entry from the bytes the host's
+    /// launch passed (audit 2026-11-28g, G19R-1). The entry takes the parameter as
+    /// `MaybeUninit<T>` (same size, alignment and ABI as `T`, so the PTX parameter is the same)
+    /// and only this function makes a `T` of it, under the device crate's own bounds: `T: Pod`
+    /// (every initialised bit pattern is a valid `T`: no reference, no pointer with a validity
+    /// rule, no `bool`/enum niche) and `T: LayoutKey` (the key the first launch compares).
+    ///
+    /// Before, the entry took the parameter *as* `T`, the type the device build resolved, with
+    /// no bound in that build at all: the only thing between a host `u64` and a device
+    /// `&'static mut u32` of one name was the first launch's comparison of type keys, which the
+    /// device build computes through `::ferrocuda_device::__private::key_of`, a path the kernel's
+    /// crate can rename (a shim returning 0, "unknown"). Now the device build itself refuses a
+    /// by-value type that is not plain data, whatever the tables say: the bound is this
+    /// function's, and a crate that renames `ferrocuda_device` gets a function of its own here,
+    /// which cannot make a `T` out of a `MaybeUninit<T>` without writing `unsafe`.
+    ///
+    /// Sound because the host's launch copies the bytes of an initialised host value that is
+    /// `Pod` (`KernelParam::value`/`scalar`: no padding, so every byte is initialised), of the
+    /// size the driver reports for this parameter (checked on the first launch,
+    /// `cuFuncGetParamInfo`), and any such bytes are a valid `T: Pod`.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn by_value<T: Pod + crate::LayoutKey>(raw: core::mem::MaybeUninit<T>) -> T {
+        // SAFETY: as above: initialised bytes (the host's `Pod` value) of `T`'s size, and every
+        // initialised bit pattern is a `T` (`Pod`).
+        unsafe { raw.assume_init() }
+    }
+
+    /// A by-value parameter written like a primitive (`u32`, `bool`, `NonZeroU32`), in the
+    /// device entry (G19R-1): the entry takes it as the primitive the macro named by its full
+    /// path (`::core::primitive::u32`), and this function, bounded by the device crate's own
+    /// [`DeviceScalar`] (the real primitives only), gives it to the kernel as the type the kernel
+    /// wrote. A device build whose spelling names another type (a `cfg`-chosen
+    /// `type u32 = &'static mut u32;`) is a type error here, whatever the cross-build tables
+    /// say; a renamed `ferrocuda_device` with an unbounded `scalar` still gets a real primitive
+    /// from the entry (the parameter's type is `::core`'s, not the kernel crate's).
+    ///
+    /// An identity on the value, so the PTX parameter and its LLVM attributes (`noundef`, a
+    /// `bool`'s range) are the primitive's, as before.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn scalar<T: DeviceScalar>(value: T) -> T {
+        value
+    }
+
+    /// The primitives a device entry takes by value ([`scalar`]).
+    ///
+    /// # Safety
+    /// Implemented here for the real primitives, and nowhere else: the host's launch passes
+    /// a value of the same primitive (its `KernelScalar`, the same list).
+    pub unsafe trait DeviceScalar: Copy {}
+    macro_rules! device_scalars {
+        ($($t:ty),*) => {
+            // SAFETY: the real primitives, as the host's `KernelScalar`.
+            $(unsafe impl DeviceScalar for $t {})*
+        };
+    }
+    device_scalars!(bool, i8, i16, i32, i64, isize, u8, u16, u32, u64, usize, f32, f64);
+    device_scalars!(
+        core::num::NonZero<u8>,
+        core::num::NonZero<u16>,
+        core::num::NonZero<u32>,
+        core::num::NonZero<u64>,
+        core::num::NonZero<usize>,
+        core::num::NonZero<i8>,
+        core::num::NonZero<i16>,
+        core::num::NonZero<i32>,
+        core::num::NonZero<i64>,
+        core::num::NonZero<isize>
+    );
+
     /// [`__assume_launch`](crate::thread::__assume_launch) with the combined `REQUIREMENTS` of an entry's output types `S` (a tuple
     /// of them, nested for more than eight): what every launch of the entry was checked against
     /// (the host's launch checks the outputs' facts itself, G18S-1). Here, not in `thread`, so that

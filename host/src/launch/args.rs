@@ -4,7 +4,7 @@
 use std::ffi::c_void;
 use std::marker::PhantomData;
 
-use crate::memory::view::{DevicePtr, SliceArg};
+use crate::memory::view::{DevicePtr, OptionalSliceArg, SliceArg};
 use crate::{LaunchConfig, LaunchProblem};
 use ferrocuda_types::OutputLaunch;
 
@@ -102,10 +102,25 @@ impl<'a> KernelParam<'a> {
         Self::of(value)
     }
 
-    /// The device address of a slice argument.
+    /// The device address of a slice argument: never null (every [`SliceArg`] is real memory, or
+    /// a dangling aligned address when empty), so the entry's `&[T]` is a valid reference.
     #[inline(always)]
     pub fn slice_address(arg: &'a SliceArg<'_>) -> Self {
         Self::of(&arg.ptr)
+    }
+
+    /// The device address of an optional input's argument: the slice's, or null for `None`
+    /// (the entry's `Option<&[T; 0]>`). Only an [`OptionalSliceArg`] can be absent, so a plain
+    /// slice parameter never gets null (session 20: `SliceArg::absent()` was a null `SliceArg`).
+    #[inline(always)]
+    pub fn optional_slice_address(arg: &'a OptionalSliceArg<'_>) -> Self {
+        Self::of(arg.address())
+    }
+
+    /// The length of an optional input's argument (0 for `None`).
+    #[inline(always)]
+    pub fn optional_slice_len(arg: &'a OptionalSliceArg<'_>) -> Self {
+        Self::of(arg.len_ref())
     }
 
     /// The length of a slice argument.

@@ -86,6 +86,64 @@ pub struct SliceArg<'a> {
     writable: bool,
 }
 
+/// The argument of an optional input (`Option<&[T]>` kernel parameter): a [`SliceArg`] or
+/// absent (the null address, length 0, no memory to track; the device entry rebuilds it as
+/// `None`).
+///
+/// Its own type, with its own `KernelParam` constructors
+/// ([`KernelParam::optional_slice_address`](crate::launch::KernelParam::optional_slice_address)),
+/// so that no [`SliceArg`] is ever null: a plain `&[T]` parameter's address comes from a
+/// `SliceArg`, and the device entry rebuilds a reference from it, for which null is UB even at
+/// length 0. Before (session 20's item 3), `SliceArg::absent()` made a null `SliceArg`, and a
+/// crate that renames `ferrocuda_host` could pass it for a plain slice.
+#[derive(Debug, Clone, Copy)]
+#[doc(hidden)]
+pub struct OptionalSliceArg<'a>(Option<SliceArg<'a>>);
+
+impl<'a> OptionalSliceArg<'a> {
+    /// A present optional input: the memory's argument.
+    #[inline(always)]
+    pub fn present(arg: SliceArg<'a>) -> Self {
+        OptionalSliceArg(Some(arg))
+    }
+
+    /// An absent optional input (`None`).
+    #[inline(always)]
+    pub fn absent() -> Self {
+        OptionalSliceArg(None)
+    }
+
+    /// The kernel reads this argument when present; `name` is the parameter's, for errors.
+    /// Absent, it has no memory: an untracked no-op.
+    #[inline]
+    pub fn read(&self, name: &'static str) -> BufferAccess<'a> {
+        match &self.0 {
+            Some(arg) => arg.read(name),
+            None => BufferAccess::new(None, Access::Read, name),
+        }
+    }
+
+    /// The address the entry gets: the slice's, or 0 (the entry's `None`).
+    #[inline(always)]
+    pub(crate) fn address(&self) -> &u64 {
+        const NULL: u64 = 0;
+        match &self.0 {
+            Some(arg) => &arg.ptr,
+            None => &NULL,
+        }
+    }
+
+    /// The length the entry gets: the slice's, or 0.
+    #[inline(always)]
+    pub(crate) fn len_ref(&self) -> &usize {
+        const ZERO: usize = 0;
+        match &self.0 {
+            Some(arg) => &arg.len,
+            None => &ZERO,
+        }
+    }
+}
+
 impl<'a> SliceArg<'a> {
     /// The argument of an input (`&[T]`) kernel parameter, from the memory itself: the
     /// generated launchers call this, so that a real [`DeviceRead`] impl (an `unsafe` promise)
@@ -181,15 +239,6 @@ impl<'a> SliceArg<'a> {
     #[inline]
     fn valid_ptr<T>(ptr: u64, len: usize) -> u64 {
         if len == 0 || std::mem::size_of::<T>() == 0 { std::mem::align_of::<T>() as u64 } else { ptr }
-    }
-
-    /// The argument of an absent optional input (`None` for an `Option<&[T]>` kernel
-    /// parameter): the null address and length 0, with no memory to track (its access is an
-    /// untracked read). The device entry rebuilds it as `None`, so the kernel never reads
-    /// through it.
-    #[inline]
-    pub fn absent() -> SliceArg<'static> {
-        SliceArg { ptr: 0, len: 0, usage: None, writable: false }
     }
 
     /// The use tracking of the memory (`None` for memory its owner orders itself).

@@ -210,9 +210,18 @@ pub(crate) fn type_name_difference(signature: &KernelSignature, device: &[u64]) 
         Some(Some(key)) if signature.type_keys.len() == device.len() => key(),
         _ => crate::type_key(name),
     };
+    // A launcher with keys (every `#[kernel]` since session 10) pairs with a device table the
+    // same macro wrote, where every parameter has a key (tensor maps too, G17R-4) and the real
+    // `key_of` never gives 0: a 0 on either side was written by something else (a renamed
+    // `::ferrocuda_device` whose `key_of` returns 0, G19R-1), so it no longer means "unknown".
+    // Only a launcher without keys (older) leaves a device 0 unchecked.
+    let keyed = signature.type_keys.len() == device.len() && !signature.type_keys.is_empty();
     let (index, name) = signature.type_names.iter().zip(device).enumerate().find_map(|(index, (host, &key))| {
         let name = host.map(|f| f())?;
-        (host_key(index, name) != key && key != 0).then_some((index, name))
+        let host_key = host_key(index, name);
+        let differs = host_key != key && key != 0;
+        let zero = keyed && matches!(signature.type_keys.get(index), Some(Some(_))) && (key == 0 || host_key == 0);
+        (differs || zero).then_some((index, name))
     })?;
     let param = signature.param_names.get(index).copied().unwrap_or("?");
     Some(format!(
@@ -378,6 +387,27 @@ mod tests {
         assert!(why.contains("parameter `p` (#0)") && why.contains("`kernels::Pair` in the host build") && why.contains("fields"), "{why}");
         // The name's key no longer passes a keyed type: the device table holds keys, not names.
         assert!(type_name_difference(&host, &[crate::type_key("kernels::Pair"), 0x2222]).is_some());
+    }
+
+    /// G19R-1 (audit 2026-11-28g): a crate whose `::ferrocuda_device` is a shim with a
+    /// `key_of` that returns 0 wrote 0 into the device table (and the launcher's key, made
+    /// through the same path, was 0 too): "unknown", not compared, so the poke kernel's host
+    /// `u64` and device `&'static mut u32` passed. A keyed launcher now refuses a 0 on either side;
+    /// a launcher without keys (older) still leaves a device 0 unchecked.
+    #[test]
+    fn g19r_1_a_zero_type_key_on_either_side_is_refused() {
+        const NAMES: [Option<fn() -> &'static str>; 1] = [Some(|| "g19r1_kernels::Word")];
+        const REAL: [Option<fn() -> u64>; 1] = [Some(|| 0x1234)];
+        const SHIM: [Option<fn() -> u64>; 1] = [Some(|| 0)];
+        let real = KernelSignature { type_names: &NAMES, type_keys: &REAL, param_names: &["w"], ..KernelSignature::new("poke", &[8], "") };
+        let why = type_name_difference(&real, &[0]).expect("a device key of 0 beside a real host key is refused");
+        assert!(why.contains("parameter `w` (#0) of `poke`"), "{why}");
+        assert_eq!(type_name_difference(&real, &[0x1234]), None, "equal real keys pass");
+        let shim = KernelSignature { type_names: &NAMES, type_keys: &SHIM, param_names: &["w"], ..KernelSignature::new("poke", &[8], "") };
+        assert!(type_name_difference(&shim, &[0]).is_some(), "the repro: 0 on both sides is refused, not 'unknown'");
+        assert!(type_name_difference(&shim, &[0x1234]).is_some(), "a host key of 0 is refused");
+        let older = KernelSignature { type_names: &NAMES, param_names: &["w"], ..KernelSignature::new("poke", &[8], "") };
+        assert_eq!(type_name_difference(&older, &[0]), None, "a launcher without keys compares no device 0");
     }
 
     /// Q2: the same element type with another constant `cols(..)` width per build.

@@ -21,9 +21,12 @@ use crate::graph::Graph;
 mod door;
 mod hold_off;
 mod owner;
+mod relaxed;
+
 pub use door::RawStream;
 pub(crate) use door::{in_door_work, refuse_inside_door_work};
 pub use hold_off::NoCapture;
+pub(crate) use relaxed::RelaxedCaptureMode;
 
 /// A queue of work on one context. [`Stream::default_of`] is CUDA's legacy default stream.
 ///
@@ -249,8 +252,16 @@ impl Stream {
 
     /// Waits for all work queued so far; reports a kernel fault if one happened (with the
     /// kernel's panic report when a `#[kernel]` panicked).
+    ///
+    /// Safe to call while another thread captures a stream in the driver's global mode (the
+    /// default of `cudaStreamBeginCapture`, and PyTorch's `torch.cuda.graph`): the wait runs in
+    /// relaxed capture mode for this thread, as [`Event::synchronize`](crate::Event::synchronize)
+    /// (session 20; in global mode `cuStreamSynchronize` is a "potentially unsafe" call, refused
+    /// while any thread captures and invalidating that capture). Waiting on a stream that is
+    /// itself being captured is refused by the driver in every mode, as before.
     pub fn synchronize(&self) -> Result<()> {
         self.context().bind_to_thread()?;
+        let _relaxed = RelaxedCaptureMode::enter();
         // SAFETY: the stream is alive.
         unsafe { driver::stream::synchronize(self.handle()) }.map_err(crate::panic_report::with_kernel_panic)?;
         Ok(())
@@ -822,9 +833,13 @@ impl Stream {
     }
 
     /// True when all work queued so far has finished, false while some is still running.
-    /// Never blocks.
+    /// Never blocks. Like [`Stream::synchronize`], safe to call while another thread captures a
+    /// stream in global mode (the query runs in relaxed capture mode for this thread).
     pub fn is_idle(&self) -> Result<bool> {
         self.context().bind_to_thread()?;
+        // Relaxed capture mode for this thread, as `synchronize` (session 20): a query in global
+        // mode would be refused, and invalidate another thread's global-mode capture.
+        let _relaxed = RelaxedCaptureMode::enter();
         // SAFETY: the stream is alive.
         not_ready_is_false(unsafe { driver::stream::query(self.handle()) })
     }

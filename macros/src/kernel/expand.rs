@@ -234,7 +234,9 @@ fn device_entry(entry: &Entry, same_len: &[Vec<Ident>], bounds: Option<&TokenStr
             quote!(let #len: ::core::primitive::usize = #first;)
         })
     });
-    let rebuild = lowered.iter().map(|l| &l.entry_rebuild);
+    // By-value parameters first (their rebuild names nothing else): an output's `cols(..)`
+    // width may be one of them, and its rebuild reads it.
+    let rebuild = lowered.iter().filter(|l| l.by_value).chain(lowered.iter().filter(|l| !l.by_value)).map(|l| &l.entry_rebuild);
     let names = params.iter().map(|p| &p.name);
     // The function is named (its path holds the instance's type, user-written) outside any
     // `unsafe`; only the call of an `unsafe fn` kernel is in an `unsafe` block, which then holds

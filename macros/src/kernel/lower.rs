@@ -16,6 +16,8 @@ pub struct Lowered {
     pub entry_params: Vec<TokenStream>,
     /// Statement in the entry that rebuilds the kernel's own parameter from them.
     pub entry_rebuild: TokenStream,
+    /// A by-value parameter (its rebuild comes first in the entry: outputs' widths read it).
+    pub by_value: bool,
     /// Parameter of the GPU launchers (`name: ty`).
     pub launch_param: TokenStream,
     /// Statement in the GPU launchers before the parameter array is built.
@@ -78,9 +80,26 @@ pub fn lower(param: &Param) -> Lowered {
     // type the real launch takes), not a separate call (G17R-2's residual, session 18: a crate
     // that renames the runtime replaced the separate check and reached the real launch).
     // Spanned at the user's type, so the error is reported there.
-    let by_value = |pointer: TokenStream| Lowered {
-        entry_params: vec![quote!(#mutability #name: #ty)],
-        entry_rebuild: quote!(),
+    //
+    // The device entry takes a by-value struct as `MaybeUninit<T>` (same size, alignment and
+    // ABI, so the same PTX parameter) and makes the `T` only through the device crate's own
+    // `by_value`, bounded there by `Pod`, so that the device build's type is plain data whatever
+    // the cross-build tables say (audit 2026-11-28g, G19R-1: with `key_of` renamed to return 0,
+    // a by-value `&'static mut u32` in the device build took a host integer as an address). A
+    // renamed `ferrocuda_device` gets its own function there, which cannot make a `T` of a
+    // `MaybeUninit<T>` without `unsafe`. A parameter written like a primitive is taken as the
+    // primitive the macro names by its full path (`::core::primitive::u32`) and handed on by
+    // `scalar`, bounded by the device crate's `DeviceScalar`: an identity, so the PTX parameter
+    // keeps the primitive's LLVM attributes (`noundef`, a `bool`'s range: `MaybeUninit` lost
+    // them, and one loop of a test kernel was versioned anew), and the spelling must name that
+    // primitive in the device build too.
+    let raw = generated(name, "raw");
+    let by_value = |pointer: TokenStream, entry_type: TokenStream, rebuild: TokenStream| Lowered {
+        entry_params: vec![quote!(#raw: #entry_type)],
+        entry_rebuild: quote_spanned! {ty.span()=>
+            let #mutability #name: #ty = #args::#rebuild::<#ty>(#raw);
+        },
+        by_value: true,
         launch_param: quote!(#name: #ty),
         launch_prepare: quote!(),
         launch_pointers: vec![pointer],
@@ -103,13 +122,18 @@ pub fn lower(param: &Param) -> Lowered {
         },
     };
     match &param.kind {
-        ParamKind::Scalar { primitive } => by_value(quote_spanned!(ty.span()=> #host::KernelParam::scalar::<#ty, #primitive>(&#name))),
-        ParamKind::Value => by_value(quote_spanned!(ty.span()=> #host::KernelParam::value::<#ty>(&#name))),
+        ParamKind::Scalar { primitive } => {
+            by_value(quote_spanned!(ty.span()=> #host::KernelParam::scalar::<#ty, #primitive>(&#name)), primitive.clone(), quote!(scalar))
+        }
+        ParamKind::Value => {
+            by_value(quote_spanned!(ty.span()=> #host::KernelParam::value::<#ty>(&#name)), quote!(::core::mem::MaybeUninit<#ty>), quote!(by_value))
+        }
         ParamKind::Pointer { elem, .. } => {
             let parts = generated(name, "cpu");
             Lowered {
                 entry_params: vec![quote!(#mutability #name: #ty)],
                 entry_rebuild: quote!(),
+                by_value: false,
                 launch_param: quote_spanned!(elem.span()=> #name: #host::DevicePtr<#elem>),
                 launch_prepare: quote!(),
                 // SAFETY: pointer parameters make the kernel and its launcher `unsafe` (the caller's
@@ -152,6 +176,7 @@ pub fn lower(param: &Param) -> Lowered {
                 // A reference to the map in global memory: the PTX parameter is its address.
                 entry_params: vec![quote!(#mutability #name: #ty)],
                 entry_rebuild: quote!(),
+                by_value: false,
                 launch_param,
                 launch_prepare,
                 launch_pointers: vec![quote!(#host::KernelParam::tensor_map(&#arg))],
@@ -305,6 +330,7 @@ fn slice(
             // launch against the outputs' `REQUIREMENTS`.
             let #mutability #name: #ty = unsafe { #device_rebuild };
         },
+        by_value: false,
         launch_param: quote!(#name: #host_type),
         launch_prepare: quote!(let #arg = #host_argument;),
         launch_pointers: vec![quote!(#host::KernelParam::slice_address(&#arg)), quote!(#host::KernelParam::slice_len(&#arg))],
@@ -355,14 +381,16 @@ fn optional_slice(param: &Param, elem: &Type) -> Lowered {
                 ::core::option::Option::None => ::core::option::Option::None,
             };
         },
+        by_value: false,
         launch_param: quote_spanned!(elem.span()=> #name: ::core::option::Option<&dyn #host::DeviceRead<#elem>>),
         launch_prepare: quote! {
             let #arg = match #name {
-                ::core::option::Option::Some(#buffer) => #host::SliceArg::input::<#elem, _>(#buffer),
-                ::core::option::Option::None => #host::SliceArg::absent(),
+                ::core::option::Option::Some(#buffer) => #host::OptionalSliceArg::present(#host::SliceArg::input::<#elem, _>(#buffer)),
+                ::core::option::Option::None => #host::OptionalSliceArg::absent(),
             };
         },
-        launch_pointers: vec![quote!(#host::KernelParam::slice_address(&#arg)), quote!(#host::KernelParam::slice_len(&#arg))],
+        // The optional constructors: only they take a null address (a plain slice's never does).
+        launch_pointers: vec![quote!(#host::KernelParam::optional_slice_address(&#arg)), quote!(#host::KernelParam::optional_slice_len(&#arg))],
         param_sizes: vec![quote!(::core::mem::size_of::<::core::primitive::u64>()), quote!(::core::mem::size_of::<::core::primitive::usize>())],
         // `None` has no memory: its access is an untracked no-op.
         buffer_access: vec![quote!(#arg.read(#label))],
