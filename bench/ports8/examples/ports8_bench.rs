@@ -145,6 +145,11 @@ fn main() -> Res<()> {
             Ok(())
         };
         let times = race(&context, &stream, passes, &mut tw, &mut o)?;
+        let mut f = || -> Res<()> {
+            ports8_llmc::wpe_backward_kernel_fixed::launch(&stream, config, &mut ours, &dout, b as u32, seed)?;
+            Ok(())
+        };
+        let fixed = race(&context, &stream, passes, &mut tw, &mut f)?;
         // Outputs from the same state: one launch each on fresh copies.
         ours.copy_from_host(&dwpe_h)?;
         twin.copy_from_host(&dwpe_h)?;
@@ -153,6 +158,11 @@ fn main() -> Res<()> {
         stream.synchronize()?;
         let check = compare_bits(Bf16x8::elements(&twin.to_vec()?), Bf16x8::elements(&ours.to_vec()?));
         report("wpe_backward_kernel (llm.c)", &format!("B{b} T{t} C{c} bf16"), times, &check);
+        ours.copy_from_host(&dwpe_h)?;
+        ports8_llmc::wpe_backward_kernel_fixed::launch(&stream, config, &mut ours, &dout, b as u32, seed)?;
+        stream.synchronize()?;
+        let check = compare_bits(Bf16x8::elements(&twin.to_vec()?), Bf16x8::elements(&ours.to_vec()?));
+        report("  wpe_backward_kernel_fixed", "", fixed, &check);
     }
 
     // ------------------------------------------------------------ global_norm_aggregate_kernel
@@ -173,6 +183,11 @@ fn main() -> Res<()> {
             Ok(())
         };
         let times = race(&context, &stream, passes, &mut tw, &mut o)?;
+        let mut f = || -> Res<()> {
+            ports8_llmc::global_norm_aggregate_kernel_fixed::launch(&stream, config, &mut ours, grid_size as u32)?;
+            Ok(())
+        };
+        let fixed = race(&context, &stream, passes, &mut tw, &mut f)?;
         ours.copy_from_host(&partials)?;
         twin.copy_from_host(&partials)?;
         tw()?;
@@ -180,6 +195,11 @@ fn main() -> Res<()> {
         stream.synchronize()?;
         let check = compare_f32(&twin.to_vec()?, &ours.to_vec()?);
         report("global_norm_aggregate_kernel (llm.c)", &format!("{grid_size} partials"), times, &check);
+        ours.copy_from_host(&partials)?;
+        ports8_llmc::global_norm_aggregate_kernel_fixed::launch(&stream, config, &mut ours, grid_size as u32)?;
+        stream.synchronize()?;
+        let check = compare_f32(&twin.to_vec()?, &ours.to_vec()?);
+        report("  global_norm_aggregate_kernel_fixed", "", fixed, &check);
     }
 
     // ------------------------------------------------------------ layernorm_forward_kernel6
@@ -218,15 +238,32 @@ fn main() -> Res<()> {
         };
         let times = race(&context, &stream, passes, &mut tw, &mut o)?;
         stream.synchronize()?;
-        let out_check = compare_bits(Bf16x8::elements(&outs[0].to_vec()?), Bf16x8::elements(&outs[1].to_vec()?));
-        let mean_check = compare_f32(&means[0].to_vec()?, &means[1].to_vec()?);
-        let rstd_check = compare_f32(&rstds[0].to_vec()?, &rstds[1].to_vec()?);
-        report(
-            "layernorm_forward_kernel6 (llm.c)",
-            &format!("{n} x {c} bf16"),
-            times,
-            &format!("out {out_check}; mean {mean_check}; rstd {rstd_check}"),
-        );
+        let compare = |outs: &[DeviceBuffer<Bf16x8>; 2], means: &[DeviceBuffer<f32>; 2], rstds: &[DeviceBuffer<f32>; 2]| -> Res<String> {
+            let out_check = compare_bits(Bf16x8::elements(&outs[0].to_vec()?), Bf16x8::elements(&outs[1].to_vec()?));
+            let mean_check = compare_f32(&means[0].to_vec()?, &means[1].to_vec()?);
+            let rstd_check = compare_f32(&rstds[0].to_vec()?, &rstds[1].to_vec()?);
+            Ok(format!("out {out_check}; mean {mean_check}; rstd {rstd_check}"))
+        };
+        report("layernorm_forward_kernel6 (llm.c)", &format!("{n} x {c} bf16"), times, &compare(&outs, &means, &rstds)?);
+        for buffer in [&mut outs[1]] {
+            buffer.copy_from_host(&vec![Bf16x8::default(); n * c / 8])?;
+        }
+        means[1].copy_from_host(&vec![0.0; n])?;
+        rstds[1].copy_from_host(&vec![0.0; n])?;
+        {
+            let [_, ours_out] = &mut outs;
+            let [_, ours_mean] = &mut means;
+            let [_, ours_rstd] = &mut rstds;
+            let mut f = || -> Res<()> {
+                ports8_llmc::layernorm_forward_kernel6_fixed::launch(
+                    &stream, ours_cfg, ours_out, ours_mean, ours_rstd, &inp, &weight, &bias, n as u32, (c / 8) as u32,
+                )?;
+                Ok(())
+            };
+            let fixed = race(&context, &stream, passes, &mut tw, &mut f)?;
+            stream.synchronize()?;
+            report("  layernorm_forward_kernel6_fixed", "", fixed, &compare(&outs, &means, &rstds)?);
+        }
     }
 
     // ------------------------------------------------------------ reshape_and_cache_kernel
@@ -270,12 +307,30 @@ fn main() -> Res<()> {
         };
         let times = race(&context, &stream, passes, &mut tw, &mut o)?;
         stream.synchronize()?;
-        let check = format!(
-            "key {}; value {}",
-            compare_bits(&caches[0].to_vec()?, &caches[2].to_vec()?),
-            compare_bits(&caches[1].to_vec()?, &caches[3].to_vec()?)
-        );
-        report("reshape_and_cache_kernel (vLLM)", &format!("{tokens} tok {heads}x{head_size} bf16"), times, &check);
+        let check = |caches: &[DeviceBuffer<bf16>; 4]| -> Res<String> {
+            Ok(format!(
+                "key {}; value {}",
+                compare_bits(&caches[0].to_vec()?, &caches[2].to_vec()?),
+                compare_bits(&caches[1].to_vec()?, &caches[3].to_vec()?)
+            ))
+        };
+        report("reshape_and_cache_kernel (vLLM)", &format!("{tokens} tok {heads}x{head_size} bf16"), times, &check(&caches)?);
+        for cache in &mut caches[2..] {
+            cache.copy_from_host(&vec![bf16::ZERO; len])?;
+        }
+        {
+            let [_, _, ours_k, ours_v] = &mut caches;
+            let mut f = || -> Res<()> {
+                ports8_vllm::reshape_and_cache_kernel_fixed::launch(
+                    &stream, config, &key, &value, ours_k, ours_v, &slots, n as u32, n as u32, heads as u32, nz(head_size), nz(block_size),
+                    nz(x), 1.0, 1.0,
+                )?;
+                Ok(())
+            };
+            let fixed = race(&context, &stream, passes, &mut tw, &mut f)?;
+            stream.synchronize()?;
+            report("  reshape_and_cache_kernel_fixed", "", fixed, &check(&caches)?);
+        }
     }
 
     // ------------------------------------------------------------ FP8: max reduction, quantisation

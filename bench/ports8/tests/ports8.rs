@@ -8,12 +8,13 @@ use half::bf16;
 use ferrocuda_device::half::fp8;
 use ferrocuda_device::pack16::Bf16x8;
 use ports8_llmc::{
-    AGGREGATE_BLOCK, INIT_BLOCK, LN_BLOCK, WPE_BLOCK, global_norm_aggregate_kernel, init_from_master_kernel,
-    layernorm_forward_kernel6, stochastic_round_at, wpe_backward_kernel,
+    AGGREGATE_BLOCK, INIT_BLOCK, LN_BLOCK, WPE_BLOCK, global_norm_aggregate_kernel, global_norm_aggregate_kernel_fixed,
+    init_from_master_kernel, layernorm_forward_kernel6, layernorm_forward_kernel6_fixed, stochastic_round_at, wpe_backward_kernel,
+    wpe_backward_kernel_fixed,
 };
 use ports8_vllm::{
     Bf16x4, FP8_E4M3_MAX, Fp8x4, Fp8x8, QUANT_BLOCK, fused_add_rms_norm_static_fp8_quant_kernel, reshape_and_cache_kernel,
-    scaled_fp8_quant_kernel, segmented_max_reduction,
+    reshape_and_cache_kernel_fixed, scaled_fp8_quant_kernel, segmented_max_reduction,
 };
 use std::num::NonZeroU32;
 
@@ -109,11 +110,17 @@ fn wpe_backward_sums_the_batch_into_the_old_gradient_as_the_reference() {
     let mut got = Bf16x8::collect(&dwpe).unwrap();
     wpe_backward_kernel::launch_cpu(&CpuExecutor::new(), config, &mut got, &dout_p, b as u32, seed).unwrap();
     assert_eq!(Bf16x8::elements(&got), &want[..], "CPU executor");
+    let mut got = Bf16x8::collect(&dwpe).unwrap();
+    wpe_backward_kernel_fixed::launch_cpu(&CpuExecutor::new(), config, &mut got, &dout_p, b as u32, seed).unwrap();
+    assert_eq!(Bf16x8::elements(&got), &want[..], "CPU executor, fix round");
     if let Some((context, stream)) = gpu("wpe_backward") {
         let dout_d = DeviceBuffer::from_slice(&context, &dout_p).unwrap();
         let mut dwpe_d = DeviceBuffer::from_slice(&context, &Bf16x8::collect(&dwpe).unwrap()).unwrap();
         wpe_backward_kernel::launch(&stream, config, &mut dwpe_d, &dout_d, b as u32, seed).unwrap();
         assert_eq!(Bf16x8::elements(&dwpe_d.to_vec().unwrap()), &want[..], "GPU");
+        let mut dwpe_d = DeviceBuffer::from_slice(&context, &Bf16x8::collect(&dwpe).unwrap()).unwrap();
+        wpe_backward_kernel_fixed::launch(&stream, config, &mut dwpe_d, &dout_d, b as u32, seed).unwrap();
+        assert_eq!(Bf16x8::elements(&dwpe_d.to_vec().unwrap()), &want[..], "GPU, fix round");
     }
 }
 
@@ -132,10 +139,16 @@ fn global_norm_aggregate_sums_the_partials_into_element_zero() {
         let mut got = partials.clone();
         global_norm_aggregate_kernel::launch_cpu(&CpuExecutor::new(), config, &mut got, grid_size as u32).unwrap();
         check(&got, "CPU executor");
+        let mut got = partials.clone();
+        global_norm_aggregate_kernel_fixed::launch_cpu(&CpuExecutor::new(), config, &mut got, grid_size as u32).unwrap();
+        check(&got, "CPU executor, fix round");
         if let Some((context, stream)) = gpu("global_norm_aggregate") {
             let mut out_d = DeviceBuffer::from_slice(&context, &partials).unwrap();
             global_norm_aggregate_kernel::launch(&stream, config, &mut out_d, grid_size as u32).unwrap();
             check(&out_d.to_vec().unwrap(), "GPU");
+            let mut out_d = DeviceBuffer::from_slice(&context, &partials).unwrap();
+            global_norm_aggregate_kernel_fixed::launch(&stream, config, &mut out_d, grid_size as u32).unwrap();
+            check(&out_d.to_vec().unwrap(), "GPU, fix round");
         }
     }
 }
@@ -172,6 +185,11 @@ fn layernorm_forward_kernel6_normalises_each_row() {
     layernorm_forward_kernel6::launch_cpu(&CpuExecutor::new(), config, &mut out, &mut mean, &mut rstd, &inp_p, &w_p, &b_p, n as u32, c8)
         .unwrap();
     check(&out, &mean, &rstd, "CPU executor");
+    let mut out = vec![Bf16x8::default(); n * c / 8];
+    let (mut mean, mut rstd) = (vec![0.0f32; n], vec![0.0f32; n]);
+    layernorm_forward_kernel6_fixed::launch_cpu(&CpuExecutor::new(), config, &mut out, &mut mean, &mut rstd, &inp_p, &w_p, &b_p, n as u32, c8)
+        .unwrap();
+    check(&out, &mean, &rstd, "CPU executor, fix round");
     if let Some((context, stream)) = gpu("layernorm_forward_kernel6") {
         let (i_d, w_d, b_d) = (
             DeviceBuffer::from_slice(&context, &inp_p).unwrap(),
@@ -183,6 +201,11 @@ fn layernorm_forward_kernel6_normalises_each_row() {
         let mut r_d = DeviceBuffer::<f32>::zeroed(&context, n).unwrap();
         layernorm_forward_kernel6::launch(&stream, config, &mut o_d, &mut m_d, &mut r_d, &i_d, &w_d, &b_d, n as u32, c8).unwrap();
         check(&o_d.to_vec().unwrap(), &m_d.to_vec().unwrap(), &r_d.to_vec().unwrap(), "GPU");
+        let mut o_d = DeviceBuffer::<Bf16x8>::zeroed(&context, n * c / 8).unwrap();
+        let mut m_d = DeviceBuffer::<f32>::zeroed(&context, n).unwrap();
+        let mut r_d = DeviceBuffer::<f32>::zeroed(&context, n).unwrap();
+        layernorm_forward_kernel6_fixed::launch(&stream, config, &mut o_d, &mut m_d, &mut r_d, &i_d, &w_d, &b_d, n as u32, c8).unwrap();
+        check(&o_d.to_vec().unwrap(), &m_d.to_vec().unwrap(), &r_d.to_vec().unwrap(), "GPU, fix round");
     }
 }
 
@@ -229,9 +252,11 @@ fn reshape_and_cache_scatters_tokens_to_their_slots_and_skips_padding() {
     cache_reference(&s, &key, &value, &slots, &mut kw, &mut vw);
     let nz = |v: usize| NonZeroU32::new(v as u32).unwrap();
     let config = LaunchConfig::new(s.tokens as u32, (s.heads * s.head_size).min(512) as u32);
+    macro_rules! run {
+        ($kernel:ident, $what:literal) => {{
     let (mut kc, mut vc) = (vec![sentinel; cache_len], vec![sentinel; cache_len]);
     let stride = s.key_stride as u32;
-    reshape_and_cache_kernel::launch_cpu(
+    $kernel::launch_cpu(
         &CpuExecutor::new(),
         config,
         &key,
@@ -249,8 +274,8 @@ fn reshape_and_cache_scatters_tokens_to_their_slots_and_skips_padding() {
         1.0,
     )
     .unwrap();
-    assert_eq!(kc, kw, "CPU executor, key cache");
-    assert_eq!(vc, vw, "CPU executor, value cache");
+    assert_eq!(kc, kw, concat!("CPU executor, key cache, ", $what));
+    assert_eq!(vc, vw, concat!("CPU executor, value cache, ", $what));
     if let Some((context, stream)) = gpu("reshape_and_cache") {
         let (k_d, v_d, s_d) = (
             DeviceBuffer::from_slice(&context, &key).unwrap(),
@@ -259,7 +284,7 @@ fn reshape_and_cache_scatters_tokens_to_their_slots_and_skips_padding() {
         );
         let mut kc_d = DeviceBuffer::from_slice(&context, &vec![sentinel; cache_len]).unwrap();
         let mut vc_d = DeviceBuffer::from_slice(&context, &vec![sentinel; cache_len]).unwrap();
-        reshape_and_cache_kernel::launch(
+        $kernel::launch(
             &stream,
             config,
             &k_d,
@@ -277,9 +302,13 @@ fn reshape_and_cache_scatters_tokens_to_their_slots_and_skips_padding() {
             1.0,
         )
         .unwrap();
-        assert_eq!(kc_d.to_vec().unwrap(), kw, "GPU, key cache");
-        assert_eq!(vc_d.to_vec().unwrap(), vw, "GPU, value cache");
+        assert_eq!(kc_d.to_vec().unwrap(), kw, concat!("GPU, key cache, ", $what));
+        assert_eq!(vc_d.to_vec().unwrap(), vw, concat!("GPU, value cache, ", $what));
     }
+        }};
+    }
+    run!(reshape_and_cache_kernel, "first try");
+    run!(reshape_and_cache_kernel_fixed, "fix round");
 }
 
 // ------------------------------------------------------------------------ FP8 quantisation

@@ -21,6 +21,7 @@ use ferrocuda_device::pack16::Bf16x8;
 use ferrocuda_device::prelude::*;
 use ferrocuda_device::shared_vector::dynamic_shared_x4;
 use ferrocuda_device::thread::{block_idx_y, strided_range};
+use ferrocuda_device::unroll::unroll;
 use ferrocuda_device::warp;
 
 ferrocuda_device::embed_kernels!();
@@ -212,6 +213,133 @@ pub fn layernorm_forward_kernel6(
         }
         cache::store(o, Bf16x8::from_f32s(o32), Store::Streaming);
         j += 1;
+    }
+    if let Some(mut r) = mean.row_mut(me)
+        && let Some(v) = r.get_mut(0)
+    {
+        cache::store(v, m, Store::Streaming);
+    }
+    if let Some(mut r) = rstd.row_mut(me)
+        && let Some(v) = r.get_mut(0)
+    {
+        cache::store(v, s, Store::Streaming);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fix round (one per kernel the SASS showed slow; the first tries above stay as written).
+
+/// [`wpe_backward_kernel`], fix round: the build warned that the first try kept `accum` in local
+/// memory (64-byte stack frame, 57 `LDL` and 45 `STL` in the SASS: the `for k in 0..8` loops
+/// over the register array stayed rolled). The per-element loops are `unroll::<8>` here, as the
+/// performance guide's trap table says.
+#[kernel]
+pub fn wpe_backward_kernel_fixed(mut dwpe: DisjointSlice<Bf16x8>, dout: &[Bf16x8], b: u32, seed: u32) {
+    let i = unique_index();
+    let packs = dwpe.len();
+    let Some(grad) = dwpe.get_mut(i) else { return };
+    let idx = (i.get() as u32).wrapping_mul(8);
+    let mut accum = [0.0f32; 8];
+    for batch in 0..b as usize {
+        let Some(packed) = dout.get(batch * packs + i.get()) else { return };
+        let values = cache::load(packed, Load::Streaming).to_f32s();
+        unroll::<8>(|k| accum[k] += values[k]);
+    }
+    let mut packed = Bf16x8::load(grad);
+    unroll::<8>(|k| {
+        let sum = accum[k] + packed.get(k).widen();
+        packed.set(k, stochastic_rounding(sum, seed.wrapping_add(idx).wrapping_add(k as u32)));
+    });
+    packed.store(grad);
+}
+
+/// [`global_norm_aggregate_kernel`], fix round: llm.c always launches it with one block of 1024
+/// threads, so the entry says so (`reqntid(1024)`): the first try's block reduction read the
+/// block size at run time (225 SASS instructions, 7 barriers on its paths, nvcc's 55 and 1).
+#[kernel(reqntid(1024))]
+pub fn global_norm_aggregate_kernel_fixed(mut out: DisjointSlice<f32>, grid_size: u32) {
+    let i = unique_index();
+    let block_sum = if thread_idx_x() < grid_size { out.get_mut(i).map_or(0.0, |v| *v) } else { 0.0 };
+    let sum = RuntimeBlockReduce::new(block_scratch!(f32)).sum_all(block_sum);
+    if thread_idx_x() == 0
+        && let Some(o) = out.get_mut(i)
+    {
+        *o = sum;
+    }
+}
+
+/// [`layernorm_forward_kernel6`], fix round: the first try kept a panic path (3 `CALL`s to the
+/// panic handler, the kernel tag's shared store, 685 SASS instructions against nvcc's 496):
+/// `carve` panics when the dynamic shared memory is short, and the last loop indexed the
+/// shared regions with the row's column `lane + 32 j`, which nothing bounds. Here the regions
+/// come from `split_at_checked` (a `None` returns the whole block before the barrier) and every
+/// loop runs over `k < c8`, the length all three regions were cut with.
+#[kernel(cols(out = c8, mean = 1, rstd = 1))]
+#[allow(clippy::too_many_arguments)]
+pub fn layernorm_forward_kernel6_fixed(
+    mut out: PerWarpRow<Bf16x8>,
+    mut mean: PerWarpRow<f32>,
+    mut rstd: PerWarpRow<f32>,
+    inp: &[Bf16x8],
+    weight: &[Bf16x8],
+    bias: &[Bf16x8],
+    n: u32,
+    c8: u32,
+) {
+    let Some((s_weight, rest)) = dynamic_shared_x4::<u32>().split_at_checked(c8 as usize) else { return };
+    let Some((s_bias, rest)) = rest.split_at_checked(c8 as usize) else { return };
+    for i in strided_range(thread_idx_x(), c8, block_dim_x()) {
+        if let (Some(w), Some(b)) = (weight.get(i as usize), bias.get(i as usize)) {
+            s_weight.set(i as usize, Bf16x8::load(w).to_words());
+            s_bias.set(i as usize, Bf16x8::load(b).to_words());
+        }
+    }
+    sync_threads();
+
+    let me = warp_row();
+    if me.row() >= n {
+        return;
+    }
+    let lane = me.lane();
+    let Some(s_in) = rest.region((thread_idx_x() / 32) as usize, c8 as usize) else { return };
+    let Some(mut row) = out.row_mut(me) else { return };
+    let Some(x) = inp.get(row.span()) else { return };
+    let c = (c8 * 8) as f32;
+
+    let mut sum = 0.0f32;
+    for k in strided_range(lane, c8, 32) {
+        if let Some(v) = x.get(k as usize) {
+            let v = cache::load(v, Load::Streaming);
+            for e in v.to_f32s() {
+                sum += e;
+            }
+            s_in.set(k as usize, v.to_words());
+        }
+    }
+    let sum = warp::reduce_sum(sum);
+    let m = sum / c;
+
+    let mut var = 0.0f32;
+    for k in strided_range(lane, c8, 32) {
+        for e in Bf16x8::from_words(s_in.get(k as usize)).to_f32s() {
+            var += (e - m) * (e - m);
+        }
+    }
+    let var = warp::reduce_sum(var) / c;
+    let s = (var + 1e-5).fast_rsqrt();
+
+    for (j, k) in strided_range(lane, c8, 32).enumerate() {
+        let xs = Bf16x8::from_words(s_in.get(k as usize)).to_f32s();
+        let ws = Bf16x8::from_words(s_weight.get(k as usize)).to_f32s();
+        let bs = Bf16x8::from_words(s_bias.get(k as usize)).to_f32s();
+        let mut o32 = [0.0f32; 8];
+        for e in 0..8 {
+            let normed = s * (xs[e] - m);
+            o32[e] = normed * ws[e] + bs[e];
+        }
+        if let Some(o) = row.get_mut(j) {
+            cache::store(o, Bf16x8::from_f32s(o32), Store::Streaming);
+        }
     }
     if let Some(mut r) = mean.row_mut(me)
         && let Some(v) = r.get_mut(0)
