@@ -208,10 +208,7 @@ fn main() -> Res<()> {
         let inp = DeviceBuffer::from_slice(&context, &Bf16x8::collect(&bf16s(n * c, 5, 2.0)).unwrap())?;
         let weight = DeviceBuffer::from_slice(&context, &Bf16x8::collect(&bf16s(c, 6, 1.0)).unwrap())?;
         let bias = DeviceBuffer::from_slice(&context, &Bf16x8::collect(&bf16s(c, 7, 0.2)).unwrap())?;
-        let mut outs = [
-            DeviceBuffer::<Bf16x8>::zeroed(&context, n * c / 8)?,
-            DeviceBuffer::<Bf16x8>::zeroed(&context, n * c / 8)?,
-        ];
+        let mut outs = [DeviceBuffer::<Bf16x8>::zeroed(&context, n * c / 8)?, DeviceBuffer::<Bf16x8>::zeroed(&context, n * c / 8)?];
         let mut means = [DeviceBuffer::<f32>::zeroed(&context, n)?, DeviceBuffer::<f32>::zeroed(&context, n)?];
         let mut rstds = [DeviceBuffer::<f32>::zeroed(&context, n)?, DeviceBuffer::<f32>::zeroed(&context, n)?];
         let block_y = LN_BLOCK / 32;
@@ -225,15 +222,11 @@ fn main() -> Res<()> {
         let [_, ours_rstd] = &mut rstds;
         let mut tw = || -> Res<()> {
             // SAFETY: shapes as allocated above; blocks (32, 8) with (2 + 8) C 2 bytes of shared memory.
-            unsafe {
-                twin_layernorm_forward6::launch_in(&llmc, &stream, twin_cfg, ptr(to), tm, tr, ptr(ip), ptr(wp), ptr(bp), n as i32, c as i32)?
-            };
+            unsafe { twin_layernorm_forward6::launch_in(&llmc, &stream, twin_cfg, ptr(to), tm, tr, ptr(ip), ptr(wp), ptr(bp), n as i32, c as i32)? };
             Ok(())
         };
         let mut o = || -> Res<()> {
-            ports8_llmc::layernorm_forward_kernel6::launch(
-                &stream, ours_cfg, ours_out, ours_mean, ours_rstd, &inp, &weight, &bias, n as u32, (c / 8) as u32,
-            )?;
+            ports8_llmc::layernorm_forward_kernel6::launch(&stream, ours_cfg, ours_out, ours_mean, ours_rstd, &inp, &weight, &bias, n as u32, (c / 8) as u32)?;
             Ok(())
         };
         let times = race(&context, &stream, passes, &mut tw, &mut o)?;
@@ -245,9 +238,7 @@ fn main() -> Res<()> {
             Ok(format!("out {out_check}; mean {mean_check}; rstd {rstd_check}"))
         };
         report("layernorm_forward_kernel6 (llm.c)", &format!("{n} x {c} bf16"), times, &compare(&outs, &means, &rstds)?);
-        for buffer in [&mut outs[1]] {
-            buffer.copy_from_host(&vec![Bf16x8::default(); n * c / 8])?;
-        }
+        outs[1].copy_from_host(&vec![Bf16x8::default(); n * c / 8])?;
         means[1].copy_from_host(&vec![0.0; n])?;
         rstds[1].copy_from_host(&vec![0.0; n])?;
         {
@@ -256,7 +247,16 @@ fn main() -> Res<()> {
             let [_, ours_rstd] = &mut rstds;
             let mut f = || -> Res<()> {
                 ports8_llmc::layernorm_forward_kernel6_fixed::launch(
-                    &stream, ours_cfg, ours_out, ours_mean, ours_rstd, &inp, &weight, &bias, n as u32, (c / 8) as u32,
+                    &stream,
+                    ours_cfg,
+                    ours_out,
+                    ours_mean,
+                    ours_rstd,
+                    &inp,
+                    &weight,
+                    &bias,
+                    n as u32,
+                    (c / 8) as u32,
                 )?;
                 Ok(())
             };
@@ -292,27 +292,50 @@ fn main() -> Res<()> {
             // SAFETY: every slot is below blocks * block_size; rows of `n` contiguous.
             unsafe {
                 twin_reshape_and_cache::launch_in(
-                    &vllm, &stream, config, kp, vp, tk, tv, sp, n as i32, n as i32, heads as i32, head_size as i32, block_size as i32,
-                    x as i32, 1.0, 1.0,
+                    &vllm,
+                    &stream,
+                    config,
+                    kp,
+                    vp,
+                    tk,
+                    tv,
+                    sp,
+                    n as i32,
+                    n as i32,
+                    heads as i32,
+                    head_size as i32,
+                    block_size as i32,
+                    x as i32,
+                    1.0,
+                    1.0,
                 )?
             };
             Ok(())
         };
         let mut o = || -> Res<()> {
             ports8_vllm::reshape_and_cache_kernel::launch(
-                &stream, config, &key, &value, ours_k, ours_v, &slots, n as u32, n as u32, heads as u32, nz(head_size), nz(block_size), nz(x),
-                1.0, 1.0,
+                &stream,
+                config,
+                &key,
+                &value,
+                ours_k,
+                ours_v,
+                &slots,
+                n as u32,
+                n as u32,
+                heads as u32,
+                nz(head_size),
+                nz(block_size),
+                nz(x),
+                1.0,
+                1.0,
             )?;
             Ok(())
         };
         let times = race(&context, &stream, passes, &mut tw, &mut o)?;
         stream.synchronize()?;
         let check = |caches: &[DeviceBuffer<bf16>; 4]| -> Res<String> {
-            Ok(format!(
-                "key {}; value {}",
-                compare_bits(&caches[0].to_vec()?, &caches[2].to_vec()?),
-                compare_bits(&caches[1].to_vec()?, &caches[3].to_vec()?)
-            ))
+            Ok(format!("key {}; value {}", compare_bits(&caches[0].to_vec()?, &caches[2].to_vec()?), compare_bits(&caches[1].to_vec()?, &caches[3].to_vec()?)))
         };
         report("reshape_and_cache_kernel (vLLM)", &format!("{tokens} tok {heads}x{head_size} bf16"), times, &check(&caches)?);
         for cache in &mut caches[2..] {
@@ -322,8 +345,21 @@ fn main() -> Res<()> {
             let [_, _, ours_k, ours_v] = &mut caches;
             let mut f = || -> Res<()> {
                 ports8_vllm::reshape_and_cache_kernel_fixed::launch(
-                    &stream, config, &key, &value, ours_k, ours_v, &slots, n as u32, n as u32, heads as u32, nz(head_size), nz(block_size),
-                    nz(x), 1.0, 1.0,
+                    &stream,
+                    config,
+                    &key,
+                    &value,
+                    ours_k,
+                    ours_v,
+                    &slots,
+                    n as u32,
+                    n as u32,
+                    heads as u32,
+                    nz(head_size),
+                    nz(block_size),
+                    nz(x),
+                    1.0,
+                    1.0,
                 )?;
                 Ok(())
             };
@@ -395,8 +431,7 @@ fn main() -> Res<()> {
         // vLLM's block: min(hidden, num_tokens < 256 ? 1024 : 256).
         let block = hidden.min(if tokens < 256 { 1024 } else { 256 }) as u32;
         let config = LaunchConfig::new(tokens as u32, block);
-        let (to, ip, tr, wp, sp) =
-            (twin_out.as_device_ptr(), input.as_device_ptr(), res[0].as_device_ptr(), weight.as_device_ptr(), scale.as_device_ptr());
+        let (to, ip, tr, wp, sp) = (twin_out.as_device_ptr(), input.as_device_ptr(), res[0].as_device_ptr(), weight.as_device_ptr(), scale.as_device_ptr());
         let eps = 1e-6f32;
         {
             let [_, ours_res] = &mut res;
@@ -404,14 +439,34 @@ fn main() -> Res<()> {
                 // SAFETY: shapes as allocated above (rows of `hidden`, contiguous); blocks of 256.
                 unsafe {
                     twin_fused_add_rms_norm_static_fp8_quant::launch_in(
-                        &vllm, &stream, config, to, ptr(ip), hidden as i32, ptr(tr), ptr(wp), sp, eps, tokens as i32, hidden as i32,
+                        &vllm,
+                        &stream,
+                        config,
+                        to,
+                        ptr(ip),
+                        hidden as i32,
+                        ptr(tr),
+                        ptr(wp),
+                        sp,
+                        eps,
+                        tokens as i32,
+                        hidden as i32,
                     )?
                 };
                 Ok(())
             };
             let mut o = || -> Res<()> {
                 ports8_vllm::fused_add_rms_norm_static_fp8_quant_kernel::launch(
-                    &stream, config, &mut ours_out, &input, (hidden / 8) as u32, ours_res, &weight, &scale, eps, tokens as u32,
+                    &stream,
+                    config,
+                    &mut ours_out,
+                    &input,
+                    (hidden / 8) as u32,
+                    ours_res,
+                    &weight,
+                    &scale,
+                    eps,
+                    tokens as u32,
                     (hidden / 8) as u32,
                 )?;
                 Ok(())
@@ -421,7 +476,16 @@ fn main() -> Res<()> {
             // Outputs from the same state: one launch each on fresh residuals.
             ours_res.copy_from_host(&res_h)?;
             ports8_vllm::fused_add_rms_norm_static_fp8_quant_kernel::launch(
-                &stream, config, &mut ours_out, &input, (hidden / 8) as u32, ours_res, &weight, &scale, eps, tokens as u32,
+                &stream,
+                config,
+                &mut ours_out,
+                &input,
+                (hidden / 8) as u32,
+                ours_res,
+                &weight,
+                &scale,
+                eps,
+                tokens as u32,
                 (hidden / 8) as u32,
             )?;
             stream.synchronize()?;
@@ -431,7 +495,18 @@ fn main() -> Res<()> {
         // SAFETY: as above.
         unsafe {
             twin_fused_add_rms_norm_static_fp8_quant::launch_in(
-                &vllm, &stream, config, to, ptr(ip), hidden as i32, ptr(tr), ptr(wp), sp, eps, tokens as i32, hidden as i32,
+                &vllm,
+                &stream,
+                config,
+                to,
+                ptr(ip),
+                hidden as i32,
+                ptr(tr),
+                ptr(wp),
+                sp,
+                eps,
+                tokens as i32,
+                hidden as i32,
             )?
         };
         stream.synchronize()?;

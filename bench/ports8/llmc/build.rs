@@ -9,5 +9,9 @@ fn main() {
         // llm.c's Makefile builds with `--use_fast_math`: its twins too, so the port does.
         .fast_math(true)
         .launch_block_threads(256)
+        // The first try of `wpe_backward_kernel` is kept as written: its rolled loops keep
+        // `accum` in local memory (the warning this vouches for); `wpe_backward_kernel_fixed`
+        // is the fix (RESULTS.md).
+        .local_memory_expected("wpe_backward_kernel")
         .run();
 }

@@ -4,17 +4,16 @@
 
 use ferrocuda::cpu::CpuExecutor;
 use ferrocuda::{Context, DeviceBuffer, Error, LaunchConfig, Stream};
-use half::bf16;
 use ferrocuda_device::half::fp8;
 use ferrocuda_device::pack16::Bf16x8;
+use half::bf16;
 use ports8_llmc::{
-    AGGREGATE_BLOCK, INIT_BLOCK, LN_BLOCK, WPE_BLOCK, global_norm_aggregate_kernel, global_norm_aggregate_kernel_fixed,
-    init_from_master_kernel, layernorm_forward_kernel6, layernorm_forward_kernel6_fixed, stochastic_round_at, wpe_backward_kernel,
-    wpe_backward_kernel_fixed,
+    AGGREGATE_BLOCK, INIT_BLOCK, LN_BLOCK, WPE_BLOCK, global_norm_aggregate_kernel, global_norm_aggregate_kernel_fixed, init_from_master_kernel,
+    layernorm_forward_kernel6, layernorm_forward_kernel6_fixed, stochastic_round_at, wpe_backward_kernel, wpe_backward_kernel_fixed,
 };
 use ports8_vllm::{
-    Bf16x4, FP8_E4M3_MAX, Fp8x4, Fp8x8, QUANT_BLOCK, fused_add_rms_norm_static_fp8_quant_kernel, reshape_and_cache_kernel,
-    reshape_and_cache_kernel_fixed, scaled_fp8_quant_kernel, segmented_max_reduction,
+    Bf16x4, FP8_E4M3_MAX, Fp8x4, Fp8x8, QUANT_BLOCK, fused_add_rms_norm_static_fp8_quant_kernel, reshape_and_cache_kernel, reshape_and_cache_kernel_fixed,
+    scaled_fp8_quant_kernel, segmented_max_reduction,
 };
 use std::num::NonZeroU32;
 
@@ -69,14 +68,12 @@ fn init_from_master_rounds_each_slice_stochastically_as_the_reference() {
     assert!(ups > n / 10 && ups < n * 9 / 10, "{ups} of {n} rounded away from zero");
     let config = LaunchConfig::new(((n as u32).div_ceil(INIT_BLOCK), slices as u32), INIT_BLOCK);
     let mut got = vec![sentinel; want.len()];
-    init_from_master_kernel::launch_cpu(&CpuExecutor::new(), config, &mut got, &master, n as u32, w_stride as u32, s_stride as u32, seed)
-        .unwrap();
+    init_from_master_kernel::launch_cpu(&CpuExecutor::new(), config, &mut got, &master, n as u32, w_stride as u32, s_stride as u32, seed).unwrap();
     assert_eq!(got, want, "CPU executor");
     if let Some((context, stream)) = gpu("init_from_master") {
         let master_d = DeviceBuffer::from_slice(&context, &master).unwrap();
         let mut params_d = DeviceBuffer::from_slice(&context, &vec![sentinel; want.len()]).unwrap();
-        init_from_master_kernel::launch(&stream, config, &mut params_d, &master_d, n as u32, w_stride as u32, s_stride as u32, seed)
-            .unwrap();
+        init_from_master_kernel::launch(&stream, config, &mut params_d, &master_d, n as u32, w_stride as u32, s_stride as u32, seed).unwrap();
         assert_eq!(params_d.to_vec().unwrap(), want, "GPU");
     }
 }
@@ -182,13 +179,11 @@ fn layernorm_forward_kernel6_normalises_each_row() {
     };
     let mut out = vec![Bf16x8::default(); n * c / 8];
     let (mut mean, mut rstd) = (vec![0.0f32; n], vec![0.0f32; n]);
-    layernorm_forward_kernel6::launch_cpu(&CpuExecutor::new(), config, &mut out, &mut mean, &mut rstd, &inp_p, &w_p, &b_p, n as u32, c8)
-        .unwrap();
+    layernorm_forward_kernel6::launch_cpu(&CpuExecutor::new(), config, &mut out, &mut mean, &mut rstd, &inp_p, &w_p, &b_p, n as u32, c8).unwrap();
     check(&out, &mean, &rstd, "CPU executor");
     let mut out = vec![Bf16x8::default(); n * c / 8];
     let (mut mean, mut rstd) = (vec![0.0f32; n], vec![0.0f32; n]);
-    layernorm_forward_kernel6_fixed::launch_cpu(&CpuExecutor::new(), config, &mut out, &mut mean, &mut rstd, &inp_p, &w_p, &b_p, n as u32, c8)
-        .unwrap();
+    layernorm_forward_kernel6_fixed::launch_cpu(&CpuExecutor::new(), config, &mut out, &mut mean, &mut rstd, &inp_p, &w_p, &b_p, n as u32, c8).unwrap();
     check(&out, &mean, &rstd, "CPU executor, fix round");
     if let Some((context, stream)) = gpu("layernorm_forward_kernel6") {
         let (i_d, w_d, b_d) = (
@@ -254,57 +249,57 @@ fn reshape_and_cache_scatters_tokens_to_their_slots_and_skips_padding() {
     let config = LaunchConfig::new(s.tokens as u32, (s.heads * s.head_size).min(512) as u32);
     macro_rules! run {
         ($kernel:ident, $what:literal) => {{
-    let (mut kc, mut vc) = (vec![sentinel; cache_len], vec![sentinel; cache_len]);
-    let stride = s.key_stride as u32;
-    $kernel::launch_cpu(
-        &CpuExecutor::new(),
-        config,
-        &key,
-        &value,
-        &mut kc,
-        &mut vc,
-        &slots,
-        stride,
-        stride,
-        s.heads as u32,
-        nz(s.head_size),
-        nz(s.block_size),
-        nz(s.x),
-        1.0,
-        1.0,
-    )
-    .unwrap();
-    assert_eq!(kc, kw, concat!("CPU executor, key cache, ", $what));
-    assert_eq!(vc, vw, concat!("CPU executor, value cache, ", $what));
-    if let Some((context, stream)) = gpu("reshape_and_cache") {
-        let (k_d, v_d, s_d) = (
-            DeviceBuffer::from_slice(&context, &key).unwrap(),
-            DeviceBuffer::from_slice(&context, &value).unwrap(),
-            DeviceBuffer::from_slice(&context, &slots).unwrap(),
-        );
-        let mut kc_d = DeviceBuffer::from_slice(&context, &vec![sentinel; cache_len]).unwrap();
-        let mut vc_d = DeviceBuffer::from_slice(&context, &vec![sentinel; cache_len]).unwrap();
-        $kernel::launch(
-            &stream,
-            config,
-            &k_d,
-            &v_d,
-            &mut kc_d,
-            &mut vc_d,
-            &s_d,
-            stride,
-            stride,
-            s.heads as u32,
-            nz(s.head_size),
-            nz(s.block_size),
-            nz(s.x),
-            1.0,
-            1.0,
-        )
-        .unwrap();
-        assert_eq!(kc_d.to_vec().unwrap(), kw, concat!("GPU, key cache, ", $what));
-        assert_eq!(vc_d.to_vec().unwrap(), vw, concat!("GPU, value cache, ", $what));
-    }
+            let (mut kc, mut vc) = (vec![sentinel; cache_len], vec![sentinel; cache_len]);
+            let stride = s.key_stride as u32;
+            $kernel::launch_cpu(
+                &CpuExecutor::new(),
+                config,
+                &key,
+                &value,
+                &mut kc,
+                &mut vc,
+                &slots,
+                stride,
+                stride,
+                s.heads as u32,
+                nz(s.head_size),
+                nz(s.block_size),
+                nz(s.x),
+                1.0,
+                1.0,
+            )
+            .unwrap();
+            assert_eq!(kc, kw, concat!("CPU executor, key cache, ", $what));
+            assert_eq!(vc, vw, concat!("CPU executor, value cache, ", $what));
+            if let Some((context, stream)) = gpu("reshape_and_cache") {
+                let (k_d, v_d, s_d) = (
+                    DeviceBuffer::from_slice(&context, &key).unwrap(),
+                    DeviceBuffer::from_slice(&context, &value).unwrap(),
+                    DeviceBuffer::from_slice(&context, &slots).unwrap(),
+                );
+                let mut kc_d = DeviceBuffer::from_slice(&context, &vec![sentinel; cache_len]).unwrap();
+                let mut vc_d = DeviceBuffer::from_slice(&context, &vec![sentinel; cache_len]).unwrap();
+                $kernel::launch(
+                    &stream,
+                    config,
+                    &k_d,
+                    &v_d,
+                    &mut kc_d,
+                    &mut vc_d,
+                    &s_d,
+                    stride,
+                    stride,
+                    s.heads as u32,
+                    nz(s.head_size),
+                    nz(s.block_size),
+                    nz(s.x),
+                    1.0,
+                    1.0,
+                )
+                .unwrap();
+                assert_eq!(kc_d.to_vec().unwrap(), kw, concat!("GPU, key cache, ", $what));
+                assert_eq!(vc_d.to_vec().unwrap(), vw, concat!("GPU, value cache, ", $what));
+            }
         }};
     }
     run!(reshape_and_cache_kernel, "first try");

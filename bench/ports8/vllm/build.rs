@@ -3,8 +3,5 @@
 
 fn main() {
     use ferrocuda_builder::Arch;
-    ferrocuda_builder::KernelBuilder::new(env!("CARGO_MANIFEST_DIR"))
-        .arch(Arch::SM_90)
-        .cubin_arch(Arch::SM_90)
-        .run();
+    ferrocuda_builder::KernelBuilder::new(env!("CARGO_MANIFEST_DIR")).arch(Arch::SM_90).cubin_arch(Arch::SM_90).run();
 }

@@ -3,14 +3,14 @@
 //! first try. The CUDA C++ twins, as the public source writes them, are in
 //! `bench/ports8/cuda/ports8.cu`; bench/ports8/RESULTS.md has the figures.
 //!
-//! - [`init_from_master_kernel`] (llmc/adamw.cuh): bf16 copies of the fp32 master weights with
+//! - [`init_from_master_kernel()`] (llmc/adamw.cuh): bf16 copies of the fp32 master weights with
 //!   stochastic rounding, a slice per `blockIdx.y` (`GridSlices`).
-//! - [`wpe_backward_kernel`] (llmc/encoder.cuh): the position-embedding gradient, one 16-byte
+//! - [`wpe_backward_kernel()`] (llmc/encoder.cuh): the position-embedding gradient, one 16-byte
 //!   pack a thread summed over the batch with streaming loads, added to the old gradient in
 //!   place with stochastic rounding.
-//! - [`global_norm_aggregate_kernel`] (llmc/global_norm.cuh): one block sums the block partials
+//! - [`global_norm_aggregate_kernel()`] (llmc/global_norm.cuh): one block sums the block partials
 //!   of the global norm in place (`out[0]` = the sum of `out[..grid_size]`).
-//! - [`layernorm_forward_kernel6`] (llmc/layernorm.cuh): layer norm, a warp a row, weights and
+//! - [`layernorm_forward_kernel6()`] (llmc/layernorm.cuh): layer norm, a warp a row, weights and
 //!   bias staged in dynamic shared memory, each warp's row kept in its own shared region.
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
 #![cfg_attr(not(target_arch = "nvptx64"), allow(unused_imports))]
@@ -86,14 +86,7 @@ fn stochastic_rounding(value: f32, seed: u32) -> bf16 {
 /// stochastic_round(master[s s_stride + i])` for `i < num_parameters`, slice `s = blockIdx.y`.
 /// Launch: grid `(ceil(num_parameters / 512), slices)`, [`INIT_BLOCK`] threads.
 #[kernel(cols(params = (num_parameters, w_stride)))]
-pub fn init_from_master_kernel(
-    mut params: DisjointSlice<bf16, GridSlices>,
-    master: &[f32],
-    num_parameters: u32,
-    w_stride: u32,
-    s_stride: u32,
-    seed: u32,
-) {
+pub fn init_from_master_kernel(mut params: DisjointSlice<bf16, GridSlices>, master: &[f32], num_parameters: u32, w_stride: u32, s_stride: u32, seed: u32) {
     let me = unique_slice_cell();
     let Some(p) = params.get_mut(me) else { return };
     let Some(&m) = master.get(me.slice() as usize * s_stride as usize + me.index() as usize) else { return };
@@ -229,7 +222,7 @@ pub fn layernorm_forward_kernel6(
 // ---------------------------------------------------------------------------------------------
 // Fix round (one per kernel the SASS showed slow; the first tries above stay as written).
 
-/// [`wpe_backward_kernel`], fix round: the build warned that the first try kept `accum` in local
+/// [`wpe_backward_kernel()`], fix round: the build warned that the first try kept `accum` in local
 /// memory (64-byte stack frame, 57 `LDL` and 45 `STL` in the SASS: the `for k in 0..8` loops
 /// over the register array stayed rolled). The per-element loops are `unroll::<8>` here, as the
 /// performance guide's trap table says.
@@ -253,7 +246,7 @@ pub fn wpe_backward_kernel_fixed(mut dwpe: DisjointSlice<Bf16x8>, dout: &[Bf16x8
     packed.store(grad);
 }
 
-/// [`global_norm_aggregate_kernel`], fix round: llm.c always launches it with one block of 1024
+/// [`global_norm_aggregate_kernel()`], fix round: llm.c always launches it with one block of 1024
 /// threads, so the entry says so (`reqntid(1024)`): the first try's block reduction read the
 /// block size at run time (225 SASS instructions, 7 barriers on its paths, nvcc's 55 and 1).
 #[kernel(reqntid(1024))]
@@ -268,7 +261,7 @@ pub fn global_norm_aggregate_kernel_fixed(mut out: DisjointSlice<f32>, grid_size
     }
 }
 
-/// [`layernorm_forward_kernel6`], fix round: the first try kept a panic path (3 `CALL`s to the
+/// [`layernorm_forward_kernel6()`], fix round: the first try kept a panic path (3 `CALL`s to the
 /// panic handler, the kernel tag's shared store, 685 SASS instructions against nvcc's 496):
 /// `carve` panics when the dynamic shared memory is short, and the last loop indexed the
 /// shared regions with the row's column `lane + 32 j`, which nothing bounds. Here the regions

@@ -42,7 +42,17 @@ pub unsafe fn twin_global_norm_aggregate(out: *mut f32, grid_size: u64) {}
 /// `out` and `inp` hold `N C` elements, `weight` and `bias` `C`, `mean` and `rstd` `N`, `C % 8 ==
 /// 0`, 16-byte aligned; blocks `(32, y)` with `(2 + y) C 2` bytes of dynamic shared memory.
 #[kernel(name = "_Z25layernorm_forward_kernel6P13__nv_bfloat16PfS1_PKS_S3_S3_ii")]
-pub unsafe fn twin_layernorm_forward6(out: *mut bf16, mean: *mut f32, rstd: *mut f32, inp: *const bf16, weight: *const bf16, bias: *const bf16, n: i32, c: i32) {}
+pub unsafe fn twin_layernorm_forward6(
+    out: *mut bf16,
+    mean: *mut f32,
+    rstd: *mut f32,
+    inp: *const bf16,
+    weight: *const bf16,
+    bias: *const bf16,
+    n: i32,
+    c: i32,
+) {
+}
 
 /// vLLM's `reshape_and_cache_kernel<__nv_bfloat16, __nv_bfloat16, kAuto>(key, value, key_cache,
 /// value_cache, slot_mapping, key_stride, value_stride, num_heads, head_size, block_size, x,
@@ -91,7 +101,9 @@ pub unsafe fn twin_scaled_fp8_quant(out: *mut u8, input: *const bf16, scale: *co
 /// `out` (bytes) and `residual` hold `num_tokens hidden_size` elements, `input` `num_tokens`
 /// rows `input_stride` apart, `weight` `hidden_size`; 16-byte aligned, `hidden_size % 8 == 0`;
 /// blocks of at most 1024 threads.
-#[kernel(name = "_ZN4vllm42fused_add_rms_norm_static_fp8_quant_kernelI13__nv_bfloat16Li8EN3c1013Float8_e4m3fnEEENSt9enable_ifIXaagtT0_Li0Esr4vllm12_typeConvertIT_EE6existsEvE4typeEPT1_PS5_iSA_PKS5_PKffii")]
+#[kernel(
+    name = "_ZN4vllm42fused_add_rms_norm_static_fp8_quant_kernelI13__nv_bfloat16Li8EN3c1013Float8_e4m3fnEEENSt9enable_ifIXaagtT0_Li0Esr4vllm12_typeConvertIT_EE6existsEvE4typeEPT1_PS5_iSA_PKS5_PKffii"
+)]
 pub unsafe fn twin_fused_add_rms_norm_static_fp8_quant(
     out: *mut u8,
     input: *mut bf16,

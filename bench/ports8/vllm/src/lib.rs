@@ -3,15 +3,15 @@
 //! public source writes them, are in `bench/ports8/cuda/ports8.cu`; bench/ports8/RESULTS.md has
 //! the figures.
 //!
-//! - [`reshape_and_cache_kernel`] (csrc/cache_kernels.cu, bf16, `kAuto`): a token per block
+//! - [`reshape_and_cache_kernel()`] (csrc/cache_kernels.cu, bf16, `kAuto`): a token per block
 //!   scattered into the paged key cache (`[blocks, heads, head_size / x, block_size, x]`) and
 //!   value cache (`[blocks, heads, head_size, block_size]`) at its slot.
-//! - [`segmented_max_reduction`] (csrc/quantization/fp8/common.cu, bf16): the absolute maximum of
+//! - [`segmented_max_reduction()`] (csrc/quantization/fp8/common.cu, bf16): the absolute maximum of
 //!   the tensor over `448` (the FP8 E4M3 maximum), a shared-memory tree per block and
 //!   `atomicMaxFloat` into one scale.
-//! - [`scaled_fp8_quant_kernel`] (same file): every element times `1 / scale`, clamped to
+//! - [`scaled_fp8_quant_kernel()`] (same file): every element times `1 / scale`, clamped to
 //!   `±448`, as FP8 E4M3, four a step (8-byte loads, 4-byte stores), grid-strided.
-//! - [`fused_add_rms_norm_static_fp8_quant_kernel`] (csrc/layernorm_quant_kernels.cu, the
+//! - [`fused_add_rms_norm_static_fp8_quant_kernel()`] (csrc/layernorm_quant_kernels.cu, the
 //!   width-8 bf16 specialisation): `residual += input` in place (bf16x2 adds), the RMS of the
 //!   row, then `fp8((residual * rms) * weight / scale)`, a token per block.
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
@@ -21,8 +21,8 @@ use core::num::NonZeroU32;
 
 use bytemuck::{Pod, Zeroable};
 use ferrocuda_device::global::{BlockRows, block_row, grid_stride};
-use ferrocuda_device::pack16::Bf16x8;
 use ferrocuda_device::half::fp8::e4m3x2;
+use ferrocuda_device::pack16::Bf16x8;
 use ferrocuda_device::prelude::*;
 use ferrocuda_device::shared::dynamic_shared;
 use ferrocuda_device::thread::strided_range;
@@ -96,9 +96,7 @@ pub fn reshape_and_cache_kernel(
             + u64::from(head_idx * (head_size_u / xs) * bs * xs + x_idx * bs * xs)
             + block_offset * u64::from(xs)
             + u64::from(x_offset);
-        let tgt_value_idx = block_idx * u64::from(num_heads * head_size_u * bs)
-            + u64::from(head_idx * head_size_u * bs + head_offset * bs)
-            + block_offset;
+        let tgt_value_idx = block_idx * u64::from(num_heads * head_size_u * bs) + u64::from(head_idx * head_size_u * bs + head_offset * bs) + block_offset;
         let (Some(&k), Some(&v)) = (key.get(src_key_idx), value.get(src_value_idx)) else { return };
         if let Some(c) = key_cache.get(tgt_key_idx as usize) {
             c.store(k);
@@ -150,6 +148,9 @@ pub fn segmented_max_reduction(scale: AtomicSlice<f32>, input: &[bf16]) {
 
 /// vLLM's `scaled_fp8_conversion`: `x * inverted_scale` clamped to `±448`, as E4M3 bits.
 #[inline(always)]
+// `min`/`max`, not `clamp`: vLLM's `fmax(-448, fmin(x, 448))` turns a NaN into 448 (fmin and fmax
+// return the number), where `clamp` keeps the NaN.
+#[allow(clippy::manual_clamp)]
 fn scaled_fp8_pair(a: f32, b: f32, inverted_scale: f32) -> [u8; 2] {
     let clamp = |v: f32| (v * inverted_scale).min(FP8_E4M3_MAX).max(-FP8_E4M3_MAX);
     e4m3x2(clamp(a), clamp(b))
@@ -249,7 +250,7 @@ pub fn fused_add_rms_norm_static_fp8_quant_kernel(
     });
 }
 
-/// [`reshape_and_cache_kernel`], fix round: the first try checked both input reads in every
+/// [`reshape_and_cache_kernel()`], fix round: the first try checked both input reads in every
 /// step (`key.get(token * stride + i)`, 64-bit compares: 37 `ISETP` against nvcc's 11, 32
 /// registers against 24). Here the token's key and value rows are sliced once before the loop
 /// (the docs' "slice inputs of the output's shape once" advice), so `i < n` bounds them.
@@ -286,9 +287,7 @@ pub fn reshape_and_cache_kernel_fixed(
     let n = num_heads * head_size_u;
     let key_start = token_idx as usize * key_stride as usize;
     let value_start = token_idx as usize * value_stride as usize;
-    let (Some(key_row), Some(value_row)) =
-        (key.get(key_start..key_start + n as usize), value.get(value_start..value_start + n as usize))
-    else {
+    let (Some(key_row), Some(value_row)) = (key.get(key_start..key_start + n as usize), value.get(value_start..value_start + n as usize)) else {
         return;
     };
     let key_base = block_idx * u64::from(num_heads * (head_size_u / xs) * bs * xs) + block_offset * u64::from(xs);
