@@ -16,7 +16,7 @@ timeout 40 nvcc -cubin -arch=sm_90 -O3 -std=c++17 -DPORTS8_VLLM ports8.cu -o vll
 REQUIRE_GPU=1 ./ports8_tests --test-threads=1 2>&1 | tail -15
 wait $P1 $P2
 ls -la *.cubin && sha256sum *.cubin
-./ports8_bench llmc.cubin vllm.cubin 7
-./ports8_bench llmc.cubin vllm.cubin 7
+./ports8_bench llmc.cubin vllm.cubin
+./ports8_bench llmc.cubin vllm.cubin
 echo done
 } 2>&1 | tee "$LOG"

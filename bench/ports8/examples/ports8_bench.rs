@@ -3,13 +3,14 @@
 //! `--use_fast_math`, vLLM's without) on GPU 0, and compares their outputs bit for bit from the
 //! same inputs.
 //!
-//! `cargo run --release -p ferrocuda-ports8 --example ports8_bench -- LLMC.cubin VLLM.cubin
-//! [passes]`. Each figure is the median over `passes` passes (default 7) of the mean time of 20
-//! back-to-back launches between two events, after 3 warm-up launches; twin and port alternate
-//! pass by pass. The timing harness is this file's own (bench/timing was not yet on s20-tidy
-//! when this was written).
+//! `cargo run --release -p ferrocuda-ports8 --example ports8_bench -- LLMC.cubin VLLM.cubin`.
+//! Timing, table and per-kernel cases are the shared harness's (`ferrocuda-bench-timing`,
+//! bench/timing): each figure the median of its `PASSES` passes of about 20 ms of back-to-back
+//! launches between two events, after warm-up, port and twin alternating. `PORTS8_ONLY=L2,V1`
+//! runs a subset (labels L1-L4 for llm.c, V1-V4 for vLLM).
 
-use ferrocuda::{Context, DeviceBuffer, DevicePtr, Event, JitOptions, LaunchConfig, Module, Stream};
+use ferrocuda::{Context, DeviceBuffer, DevicePtr, LaunchConfig, Stream};
+use ferrocuda_bench_timing::{self as timing, Table, case};
 use ferrocuda_device::pack16::Bf16x8;
 use half::bf16;
 use ports8_llmc::{AGGREGATE_BLOCK, INIT_BLOCK, LN_BLOCK, WPE_BLOCK};
@@ -19,42 +20,18 @@ use std::num::NonZeroU32;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
-const LAUNCHES: usize = 20;
-
-/// Mean milliseconds per launch of `f` over `LAUNCHES` back-to-back launches.
-fn time_once(context: &Context, stream: &Stream, f: &mut dyn FnMut() -> Res<()>) -> Res<f64> {
-    let (start, end) = (Event::new(context)?, Event::new(context)?);
-    start.record(stream)?;
-    for _ in 0..LAUNCHES {
-        f()?;
-    }
-    end.record(stream)?;
-    end.synchronize()?;
-    Ok(start.elapsed_ms(&end)? as f64 / LAUNCHES as f64)
+/// Twin and port on the shared harness: `reps` from the port's launch time, then
+/// `time_pair`. Returns `(twin ms, ours ms)`.
+fn race(context: &Context, stream: &Stream, twin: &mut dyn FnMut() -> Res<()>, ours: &mut dyn FnMut() -> Res<()>) -> Res<(f64, f64)> {
+    let reps = timing::reps_for(context, stream, &mut *ours)?;
+    let (o, t) = timing::time_pair(context, stream, reps, &mut *ours, &mut *twin)?;
+    Ok((t, o))
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
-}
-
-/// Twin and port, alternating, `passes` passes each after warm-up: (twin ms, ours ms).
-fn race(context: &Context, stream: &Stream, passes: usize, twin: &mut dyn FnMut() -> Res<()>, ours: &mut dyn FnMut() -> Res<()>) -> Res<(f64, f64)> {
-    for _ in 0..3 {
-        twin()?;
-        ours()?;
-    }
-    stream.synchronize()?;
-    let (mut t, mut o) = (Vec::new(), Vec::new());
-    for _ in 0..passes {
-        t.push(time_once(context, stream, twin)?);
-        o.push(time_once(context, stream, ours)?);
-    }
-    Ok((median(t), median(o)))
-}
+const TABLE: Table = Table::new(38, 30);
 
 fn report(name: &str, size: &str, (twin, ours): (f64, f64), check: &str) {
-    println!("{name:<34} {size:<30} {twin:>9.4} {ours:>9.4} {:>8.3}  {check}", twin / ours);
+    TABLE.row(name, size, (ours, twin), check);
 }
 
 /// A deterministic pseudo-random value in [-1, 1).
@@ -88,20 +65,22 @@ fn compare_bits<T: PartialEq>(a: &[T], b: &[T]) -> String {
 
 fn main() -> Res<()> {
     let args: Vec<String> = std::env::args().collect();
-    let (llmc_cubin, vllm_cubin) = (std::fs::read(&args[1])?, std::fs::read(&args[2])?);
-    let passes: usize = args.get(3).map(|p| p.parse()).transpose()?.unwrap_or(7);
+    let (Some(llmc_cubin), Some(vllm_cubin)) = (args.get(1), args.get(2)) else {
+        return Err("usage: ports8_bench LLMC_CUBIN VLLM_CUBIN (nvcc's builds of bench/ports8/cuda/ports8.cu)".into());
+    };
     let context = Context::primary(0)?;
     let stream = Stream::new(&context)?;
-    println!("device: {}", context.device().name()?);
-    // SAFETY: cubins built by nvcc from cuda/ports8.cu on this machine; the stubs declare their
-    // kernels' parameter lists (checked against the entries at the first launch).
-    let llmc = unsafe { Module::load_binary(&context, "ports8_llmc_twins", &llmc_cubin, &JitOptions::new())? };
-    let vllm = unsafe { Module::load_binary(&context, "ports8_vllm_twins", &vllm_cubin, &JitOptions::new())? };
-    println!("{passes} passes, median of {LAUNCHES}-launch means; twin/ours above 1: the port is faster");
-    println!("{:<34} {:<30} {:>9} {:>9} {:>8}  output", "kernel", "size", "twin ms", "ours ms", "twin/ours");
+    timing::print_device(&context)?;
+    // SAFETY: cubins built by nvcc from cuda/ports8.cu (the job script builds them); the stubs
+    // in ports8_twins declare their kernels' parameter lists.
+    let llmc = unsafe { timing::load_cubin(&context, "ports8_llmc_twins", llmc_cubin)? };
+    // SAFETY: as above.
+    let vllm = unsafe { timing::load_cubin(&context, "ports8_vllm_twins", vllm_cubin)? };
+    println!("twins: {llmc_cubin}, {vllm_cubin}; each time the median of {} passes (ms per launch)", timing::PASSES);
+    println!("{}", TABLE.header());
 
     // ------------------------------------------------------------ init_from_master_kernel
-    {
+    case("PORTS8_ONLY", "L1", || -> Res<()> {
         let (n, slices, seed) = (4_718_592usize, 12usize, 0xdead_beefu32);
         let master = DeviceBuffer::from_slice(&context, &(0..n * slices).map(|i| noise(i, 1)).collect::<Vec<_>>())?;
         let mut ours = DeviceBuffer::<bf16>::zeroed(&context, n * slices)?;
@@ -117,14 +96,15 @@ fn main() -> Res<()> {
             ports8_llmc::init_from_master_kernel::launch(&stream, config, &mut ours, &master, n as u32, n as u32, n as u32, seed)?;
             Ok(())
         };
-        let times = race(&context, &stream, passes, &mut t, &mut o)?;
+        let times = race(&context, &stream, &mut t, &mut o)?;
         stream.synchronize()?;
         let check = compare_bits(&twin.to_vec()?, &ours.to_vec()?);
         report("init_from_master_kernel (llm.c)", &format!("{slices} x {n} f32->bf16"), times, &check);
-    }
+        Ok(())
+    });
 
     // ------------------------------------------------------------ wpe_backward_kernel
-    {
+    case("PORTS8_ONLY", "L2", || -> Res<()> {
         let (b, t, c, seed) = (32usize, 1024usize, 768usize, 1234u32);
         let dout_h = Bf16x8::collect(&bf16s(b * t * c, 2, 0.01)).unwrap();
         let dwpe_h = Bf16x8::collect(&bf16s(t * c, 3, 0.1)).unwrap();
@@ -144,12 +124,12 @@ fn main() -> Res<()> {
             ports8_llmc::wpe_backward_kernel::launch(&stream, config, &mut ours, &dout, b as u32, seed)?;
             Ok(())
         };
-        let times = race(&context, &stream, passes, &mut tw, &mut o)?;
+        let times = race(&context, &stream, &mut tw, &mut o)?;
         let mut f = || -> Res<()> {
             ports8_llmc::wpe_backward_kernel_fixed::launch(&stream, config, &mut ours, &dout, b as u32, seed)?;
             Ok(())
         };
-        let fixed = race(&context, &stream, passes, &mut tw, &mut f)?;
+        let fixed = race(&context, &stream, &mut tw, &mut f)?;
         // Outputs from the same state: one launch each on fresh copies.
         ours.copy_from_host(&dwpe_h)?;
         twin.copy_from_host(&dwpe_h)?;
@@ -163,10 +143,11 @@ fn main() -> Res<()> {
         stream.synchronize()?;
         let check = compare_bits(Bf16x8::elements(&twin.to_vec()?), Bf16x8::elements(&ours.to_vec()?));
         report("  wpe_backward_kernel_fixed", "", fixed, &check);
-    }
+        Ok(())
+    });
 
     // ------------------------------------------------------------ global_norm_aggregate_kernel
-    {
+    case("PORTS8_ONLY", "L3", || -> Res<()> {
         let grid_size = 1024usize;
         let partials: Vec<f32> = (0..grid_size).map(|i| noise(i, 4).abs()).collect();
         let mut ours = DeviceBuffer::from_slice(&context, &partials)?;
@@ -182,12 +163,12 @@ fn main() -> Res<()> {
             ports8_llmc::global_norm_aggregate_kernel::launch(&stream, config, &mut ours, grid_size as u32)?;
             Ok(())
         };
-        let times = race(&context, &stream, passes, &mut tw, &mut o)?;
+        let times = race(&context, &stream, &mut tw, &mut o)?;
         let mut f = || -> Res<()> {
             ports8_llmc::global_norm_aggregate_kernel_fixed::launch(&stream, config, &mut ours, grid_size as u32)?;
             Ok(())
         };
-        let fixed = race(&context, &stream, passes, &mut tw, &mut f)?;
+        let fixed = race(&context, &stream, &mut tw, &mut f)?;
         ours.copy_from_host(&partials)?;
         twin.copy_from_host(&partials)?;
         tw()?;
@@ -200,10 +181,11 @@ fn main() -> Res<()> {
         stream.synchronize()?;
         let check = compare_f32(&twin.to_vec()?, &ours.to_vec()?);
         report("  global_norm_aggregate_kernel_fixed", "", fixed, &check);
-    }
+        Ok(())
+    });
 
     // ------------------------------------------------------------ layernorm_forward_kernel6
-    {
+    case("PORTS8_ONLY", "L4", || -> Res<()> {
         let (n, c) = (32_768usize, 768usize);
         let inp = DeviceBuffer::from_slice(&context, &Bf16x8::collect(&bf16s(n * c, 5, 2.0)).unwrap())?;
         let weight = DeviceBuffer::from_slice(&context, &Bf16x8::collect(&bf16s(c, 6, 1.0)).unwrap())?;
@@ -229,7 +211,7 @@ fn main() -> Res<()> {
             ports8_llmc::layernorm_forward_kernel6::launch(&stream, ours_cfg, ours_out, ours_mean, ours_rstd, &inp, &weight, &bias, n as u32, (c / 8) as u32)?;
             Ok(())
         };
-        let times = race(&context, &stream, passes, &mut tw, &mut o)?;
+        let times = race(&context, &stream, &mut tw, &mut o)?;
         stream.synchronize()?;
         let compare = |outs: &[DeviceBuffer<Bf16x8>; 2], means: &[DeviceBuffer<f32>; 2], rstds: &[DeviceBuffer<f32>; 2]| -> Res<String> {
             let out_check = compare_bits(Bf16x8::elements(&outs[0].to_vec()?), Bf16x8::elements(&outs[1].to_vec()?));
@@ -260,14 +242,15 @@ fn main() -> Res<()> {
                 )?;
                 Ok(())
             };
-            let fixed = race(&context, &stream, passes, &mut tw, &mut f)?;
+            let fixed = race(&context, &stream, &mut tw, &mut f)?;
             stream.synchronize()?;
             report("  layernorm_forward_kernel6_fixed", "", fixed, &compare(&outs, &means, &rstds)?);
         }
-    }
+        Ok(())
+    });
 
     // ------------------------------------------------------------ reshape_and_cache_kernel
-    {
+    case("PORTS8_ONLY", "V1", || -> Res<()> {
         let (tokens, heads, head_size, block_size, x) = (8192usize, 32usize, 128usize, 16usize, 8usize);
         let blocks = tokens / block_size + 8;
         let n = heads * head_size;
@@ -332,7 +315,7 @@ fn main() -> Res<()> {
             )?;
             Ok(())
         };
-        let times = race(&context, &stream, passes, &mut tw, &mut o)?;
+        let times = race(&context, &stream, &mut tw, &mut o)?;
         stream.synchronize()?;
         let check = |caches: &[DeviceBuffer<bf16>; 4]| -> Res<String> {
             Ok(format!("key {}; value {}", compare_bits(&caches[0].to_vec()?, &caches[2].to_vec()?), compare_bits(&caches[1].to_vec()?, &caches[3].to_vec()?)))
@@ -363,14 +346,15 @@ fn main() -> Res<()> {
                 )?;
                 Ok(())
             };
-            let fixed = race(&context, &stream, passes, &mut tw, &mut f)?;
+            let fixed = race(&context, &stream, &mut tw, &mut f)?;
             stream.synchronize()?;
             report("  reshape_and_cache_kernel_fixed", "", fixed, &check(&caches)?);
         }
-    }
+        Ok(())
+    });
 
     // ------------------------------------------------------------ FP8: max reduction, quantisation
-    {
+    case("PORTS8_ONLY", "V2", || -> Res<()> {
         let (tokens, hidden) = (8192usize, 4096usize);
         let num = tokens * hidden;
         let input_h = bf16s(num, 10, 3.0);
@@ -391,7 +375,7 @@ fn main() -> Res<()> {
                 ports8_vllm::segmented_max_reduction::launch(&stream, ours_cfg, ours_s, &input)?;
                 Ok(())
             };
-            let times = race(&context, &stream, passes, &mut tw, &mut o)?;
+            let times = race(&context, &stream, &mut tw, &mut o)?;
             stream.synchronize()?;
             let check = compare_f32(&scales[0].to_vec()?, &scales[1].to_vec()?);
             report("segmented_max_reduction (vLLM)", &format!("{tokens} x {hidden} bf16"), times, &check);
@@ -410,16 +394,17 @@ fn main() -> Res<()> {
             ports8_vllm::scaled_fp8_quant_kernel::launch(&stream, twin_cfg, &mut ours_out, &input4, &scale)?;
             Ok(())
         };
-        let times = race(&context, &stream, passes, &mut tw, &mut o)?;
+        let times = race(&context, &stream, &mut tw, &mut o)?;
         stream.synchronize()?;
         let ours_bytes: Vec<u8> = ours_out.to_vec()?.iter().flat_map(|p| p.0).collect();
         let check = compare_bits(&twin_out.to_vec()?, &ours_bytes);
         report("scaled_fp8_quant_kernel (vLLM)", &format!("{tokens} x {hidden} bf16->fp8"), times, &check);
         let _ = &mut twin_out;
-    }
+        Ok(())
+    });
 
     // ------------------------------------------------------------ fused add RMS norm + FP8
-    {
+    case("PORTS8_ONLY", "V4", || -> Res<()> {
         let (tokens, hidden) = (8192usize, 4096usize);
         let input = DeviceBuffer::from_slice(&context, &Bf16x8::collect(&bf16s(tokens * hidden, 12, 1.0)).unwrap())?;
         let res_h = Bf16x8::collect(&bf16s(tokens * hidden, 13, 1.0)).unwrap();
@@ -471,7 +456,7 @@ fn main() -> Res<()> {
                 )?;
                 Ok(())
             };
-            let times = race(&context, &stream, passes, &mut tw, &mut o)?;
+            let times = race(&context, &stream, &mut tw, &mut o)?;
             stream.synchronize()?;
             // Outputs from the same state: one launch each on fresh residuals.
             ours_res.copy_from_host(&res_h)?;
@@ -518,6 +503,7 @@ fn main() -> Res<()> {
             compare_bits(&twin_out.to_vec()?, &ours_bytes)
         );
         let _ = &mut twin_out;
-    }
+        Ok(())
+    });
     Ok(())
 }
