@@ -9,7 +9,7 @@ use ferrocuda_device::pack16::Bf16x8;
 use half::bf16;
 use ports8_llmc::{
     AGGREGATE_BLOCK, INIT_BLOCK, LN_BLOCK, WPE_BLOCK, global_norm_aggregate_kernel, global_norm_aggregate_kernel_fixed, init_from_master_kernel,
-    layernorm_forward_kernel6, layernorm_forward_kernel6_fixed, stochastic_round_at, wpe_backward_kernel, wpe_backward_kernel_fixed,
+    layernorm_forward_kernel6, layernorm_forward_kernel6_docs, layernorm_forward_kernel6_fixed, stochastic_round_at, wpe_backward_kernel, wpe_backward_kernel_fixed,
 };
 use ports8_vllm::{
     Bf16x4, FP8_E4M3_MAX, Fp8x4, Fp8x8, QUANT_BLOCK, fused_add_rms_norm_static_fp8_quant_kernel, reshape_and_cache_kernel, reshape_and_cache_kernel_fixed,
@@ -185,6 +185,21 @@ fn layernorm_forward_kernel6_normalises_each_row() {
     let (mut mean, mut rstd) = (vec![0.0f32; n], vec![0.0f32; n]);
     layernorm_forward_kernel6_fixed::launch_cpu(&CpuExecutor::new(), config, &mut out, &mut mean, &mut rstd, &inp_p, &w_p, &b_p, n as u32, c8).unwrap();
     check(&out, &mean, &rstd, "CPU executor, fix round");
+    let mut out = vec![Bf16x8::default(); n * c / 8];
+    let (mut mean, mut rstd) = (vec![0.0f32; n], vec![0.0f32; n]);
+    layernorm_forward_kernel6_docs::launch_cpu(&CpuExecutor::new(), config, &mut out, &mut mean, &mut rstd, &inp_p, &w_p, &b_p, n as u32, c8).unwrap();
+    check(&out, &mean, &rstd, "CPU executor, as the docs teach (session 20)");
+    // Too little dynamic shared memory: `carve_checked` is `None`, every thread returns, the
+    // launch succeeds and writes nothing (the first try's `carve` panics there).
+    let short = LaunchConfig::new((n as u32).div_ceil(LN_BLOCK / 32), LN_BLOCK).with_shared_bytes(2 * c as u32 * 2 - 16);
+    let mut out = vec![Bf16x8::default(); n * c / 8];
+    let (mut mean, mut rstd) = (vec![0.0f32; n], vec![0.0f32; n]);
+    layernorm_forward_kernel6_docs::launch_cpu(&CpuExecutor::new(), short, &mut out, &mut mean, &mut rstd, &inp_p, &w_p, &b_p, n as u32, c8).unwrap();
+    assert!(mean.iter().chain(&rstd).all(|&v| v == 0.0), "nothing written with too little shared memory");
+    assert!(
+        layernorm_forward_kernel6::launch_cpu(&CpuExecutor::new(), short, &mut out, &mut mean, &mut rstd, &inp_p, &w_p, &b_p, n as u32, c8).is_err(),
+        "the first try's carve panics with too little shared memory"
+    );
     if let Some((context, stream)) = gpu("layernorm_forward_kernel6") {
         let (i_d, w_d, b_d) = (
             DeviceBuffer::from_slice(&context, &inp_p).unwrap(),
@@ -201,6 +216,11 @@ fn layernorm_forward_kernel6_normalises_each_row() {
         let mut r_d = DeviceBuffer::<f32>::zeroed(&context, n).unwrap();
         layernorm_forward_kernel6_fixed::launch(&stream, config, &mut o_d, &mut m_d, &mut r_d, &i_d, &w_d, &b_d, n as u32, c8).unwrap();
         check(&o_d.to_vec().unwrap(), &m_d.to_vec().unwrap(), &r_d.to_vec().unwrap(), "GPU, fix round");
+        let mut o_d = DeviceBuffer::<Bf16x8>::zeroed(&context, n * c / 8).unwrap();
+        let mut m_d = DeviceBuffer::<f32>::zeroed(&context, n).unwrap();
+        let mut r_d = DeviceBuffer::<f32>::zeroed(&context, n).unwrap();
+        layernorm_forward_kernel6_docs::launch(&stream, config, &mut o_d, &mut m_d, &mut r_d, &i_d, &w_d, &b_d, n as u32, c8).unwrap();
+        check(&o_d.to_vec().unwrap(), &m_d.to_vec().unwrap(), &r_d.to_vec().unwrap(), "GPU, as the docs teach");
     }
 }
 

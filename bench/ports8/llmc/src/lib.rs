@@ -345,3 +345,87 @@ pub fn layernorm_forward_kernel6_fixed(
         cache::store(v, s, Store::Streaming);
     }
 }
+
+/// [`layernorm_forward_kernel6()`] as docs/performance.md's row "a shared region per warp"
+/// teaches since session 20 (issue 30's eighth port, gap 1): the first try with its `carve`
+/// made `carve_checked` (a `None` returns the whole block before the barrier) and its last loop
+/// driven by the regions' length, the output element taken as an `Option` inside it, where the
+/// first try walked the output row and indexed the regions with `lane + 32 j`. Otherwise the
+/// first try as written.
+#[kernel(cols(out = c8, mean = 1, rstd = 1))]
+#[allow(clippy::too_many_arguments)]
+pub fn layernorm_forward_kernel6_docs(
+    mut out: PerWarpRow<Bf16x8>,
+    mut mean: PerWarpRow<f32>,
+    mut rstd: PerWarpRow<f32>,
+    inp: &[Bf16x8],
+    weight: &[Bf16x8],
+    bias: &[Bf16x8],
+    n: u32,
+    c8: u32,
+) {
+    let Some(([s_weight, s_bias], rest)) = dynamic_shared_x4::<u32>().carve_checked::<2>(c8 as usize) else { return };
+    for i in strided_range(thread_idx_x(), s_weight.len_u32(), block_dim_x()) {
+        if let (Some(w), Some(b)) = (weight.get(i as usize), bias.get(i as usize)) {
+            s_weight.set(i as usize, Bf16x8::load(w).to_words());
+            s_bias.set(i as usize, Bf16x8::load(b).to_words());
+        }
+    }
+    sync_threads();
+
+    let me = warp_row();
+    if me.row() >= n {
+        return;
+    }
+    let lane = me.lane();
+    let Some(s_in) = rest.region((thread_idx_x() / 32) as usize, c8 as usize) else { return };
+    let Some(mut row) = out.row_mut(me) else { return };
+    let Some(x) = inp.get(row.span()) else { return };
+    let c = (c8 * 8) as f32;
+
+    let mut sum = 0.0f32;
+    for k in strided_range(lane, s_in.len_u32(), 32) {
+        if let Some(v) = x.get(k as usize) {
+            let v = cache::load(v, Load::Streaming);
+            for e in v.to_f32s() {
+                sum += e;
+            }
+            s_in.set(k as usize, v.to_words());
+        }
+    }
+    let sum = warp::reduce_sum(sum);
+    let m = sum / c;
+
+    let mut var = 0.0f32;
+    for k in strided_range(lane, s_in.len_u32(), 32) {
+        for e in Bf16x8::from_words(s_in.get(k as usize)).to_f32s() {
+            var += (e - m) * (e - m);
+        }
+    }
+    let var = warp::reduce_sum(var) / c;
+    let s = (var + 1e-5).fast_rsqrt();
+
+    for (j, k) in strided_range(lane, s_in.len_u32(), 32).enumerate() {
+        let xs = Bf16x8::from_words(s_in.get(k as usize)).to_f32s();
+        let ws = Bf16x8::from_words(s_weight.get(k as usize)).to_f32s();
+        let bs = Bf16x8::from_words(s_bias.get(k as usize)).to_f32s();
+        let mut o32 = [0.0f32; 8];
+        for e in 0..8 {
+            let normed = s * (xs[e] - m);
+            o32[e] = normed * ws[e] + bs[e];
+        }
+        if let Some(o) = row.get_mut(j) {
+            cache::store(o, Bf16x8::from_f32s(o32), Store::Streaming);
+        }
+    }
+    if let Some(mut r) = mean.row_mut(me)
+        && let Some(v) = r.get_mut(0)
+    {
+        cache::store(v, m, Store::Streaming);
+    }
+    if let Some(mut r) = rstd.row_mut(me)
+        && let Some(v) = r.get_mut(0)
+    {
+        cache::store(v, s, Store::Streaming);
+    }
+}
