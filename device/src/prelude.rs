@@ -19,7 +19,7 @@ pub use crate::sync::sync_threads;
 // The y/z index functions too (issue 30's eighth port: llm.c's stochastic rounding reads
 // `blockIdx.y` in a kernel indexed in 1-D, and the docs' 2-D rows use them).
 pub use crate::thread::{
-    block_dim_x, block_dim_y, block_dim_z, block_idx_x, block_idx_y, block_idx_z, grid_dim_x, grid_dim_y, grid_dim_z, index_1d, thread_idx_x,
-    thread_idx_y, thread_idx_z,
+    block_dim_x, block_dim_y, block_dim_z, block_idx_x, block_idx_y, block_idx_z, grid_dim_x, grid_dim_y, grid_dim_z, index_1d, thread_idx_x, thread_idx_y,
+    thread_idx_z,
 };
 pub use crate::{block_scratch, kernel, shared_array, vector};

@@ -9,11 +9,12 @@ use ferrocuda_device::pack16::Bf16x8;
 use half::bf16;
 use ports8_llmc::{
     AGGREGATE_BLOCK, INIT_BLOCK, LN_BLOCK, WPE_BLOCK, global_norm_aggregate_kernel, global_norm_aggregate_kernel_fixed, init_from_master_kernel,
-    layernorm_forward_kernel6, layernorm_forward_kernel6_docs, layernorm_forward_kernel6_fixed, stochastic_round_at, wpe_backward_kernel, wpe_backward_kernel_fixed,
+    layernorm_forward_kernel6, layernorm_forward_kernel6_docs, layernorm_forward_kernel6_fixed, stochastic_round_at, wpe_backward_kernel,
+    wpe_backward_kernel_fixed,
 };
 use ports8_vllm::{
     Bf16x4, FP8_E4M3_MAX, Fp8x4, Fp8x8, QUANT_BLOCK, fused_add_rms_norm_static_fp8_quant_kernel, reshape_and_cache_kernel, reshape_and_cache_kernel_fixed,
-    scaled_fp8_quant_kernel, segmented_max_reduction,
+    scaled_fp8_quant_kernel, segmented_max_reduction, segmented_max_reduction_static,
 };
 use std::num::NonZeroU32;
 
@@ -189,6 +190,14 @@ fn layernorm_forward_kernel6_normalises_each_row() {
     let (mut mean, mut rstd) = (vec![0.0f32; n], vec![0.0f32; n]);
     layernorm_forward_kernel6_docs::launch_cpu(&CpuExecutor::new(), config, &mut out, &mut mean, &mut rstd, &inp_p, &w_p, &b_p, n as u32, c8).unwrap();
     check(&out, &mean, &rstd, "CPU executor, as the docs teach (session 20)");
+    // llm.c's `mean`/`rstd` may be `nullptr` (gap 6): an empty output buffer is how a caller
+    // says so; `row_mut` is `None` for every row, the stores are skipped, `out` is written.
+    let mut out = vec![Bf16x8::default(); n * c / 8];
+    let (mut no_mean, mut no_rstd) = (Vec::<f32>::new(), Vec::<f32>::new());
+    layernorm_forward_kernel6_docs::launch_cpu(&CpuExecutor::new(), config, &mut out, &mut no_mean, &mut no_rstd, &inp_p, &w_p, &b_p, n as u32, c8).unwrap();
+    let want = out.clone();
+    layernorm_forward_kernel6_docs::launch_cpu(&CpuExecutor::new(), config, &mut out, &mut mean, &mut rstd, &inp_p, &w_p, &b_p, n as u32, c8).unwrap();
+    assert!(Bf16x8::elements(&want) == Bf16x8::elements(&out), "the same output without mean and rstd");
     // Too little dynamic shared memory: `carve_checked` is `None`, every thread returns, the
     // launch succeeds and writes nothing (the first try's `carve` panics there).
     let short = LaunchConfig::new((n as u32).div_ceil(LN_BLOCK / 32), LN_BLOCK).with_shared_bytes(2 * c as u32 * 2 - 16);
@@ -338,11 +347,19 @@ fn segmented_max_reduction_finds_the_absolute_maximum_over_448() {
     let mut scale = vec![0.0f32];
     segmented_max_reduction::launch_cpu(&CpuExecutor::new(), config, &mut scale, &input).unwrap();
     assert_eq!(scale[0], want, "CPU executor");
+    // The static array's form (session 20): vLLM's launch, no dynamic shared bytes.
+    let vllm_launch = LaunchConfig::new(tokens as u32, QUANT_BLOCK);
+    let mut scale = vec![0.0f32];
+    segmented_max_reduction_static::launch_cpu(&CpuExecutor::new(), vllm_launch, &mut scale, &input).unwrap();
+    assert_eq!(scale[0], want, "CPU executor, static shared array");
     if let Some((context, stream)) = gpu("segmented_max_reduction") {
         let i_d = DeviceBuffer::from_slice(&context, &input).unwrap();
         let mut s_d = DeviceBuffer::<f32>::zeroed(&context, 1).unwrap();
         segmented_max_reduction::launch(&stream, config, &mut s_d, &i_d).unwrap();
         assert_eq!(s_d.to_vec().unwrap()[0], want, "GPU");
+        let mut s_d = DeviceBuffer::<f32>::zeroed(&context, 1).unwrap();
+        segmented_max_reduction_static::launch(&stream, vllm_launch, &mut s_d, &i_d).unwrap();
+        assert_eq!(s_d.to_vec().unwrap()[0], want, "GPU, static shared array");
     }
 }
 

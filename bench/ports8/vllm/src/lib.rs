@@ -146,6 +146,42 @@ pub fn segmented_max_reduction(scale: AtomicSlice<f32>, input: &[bf16]) {
     }
 }
 
+/// [`segmented_max_reduction()`] with vLLM's own `__shared__ float cache[1024]` (session 20,
+/// issue 30's eighth port, gap 7): the tree over `shared_array![f32; 1024].per_thread::<1>()`,
+/// which holds a slot for every thread of any block, so the launch passes no dynamic shared
+/// bytes (as vLLM's) and nothing is checked. Otherwise the port as written.
+#[kernel]
+pub fn segmented_max_reduction_static(scale: AtomicSlice<f32>, input: &[bf16]) {
+    let Some(cache) = shared_array![f32; 1024].per_thread::<1>() else { return };
+    let start = block_dim_x() * block_idx_x() + thread_idx_x();
+    let mut tmp = 0.0f32;
+    for i in strided_range(start, input.len() as u32, block_dim_x() * grid_dim_x()) {
+        if let Some(x) = input.get(i as usize) {
+            tmp = tmp.max(x.widen().abs());
+        }
+    }
+    let me = cache.mine();
+    cache.set(me, 0, tmp);
+    sync_threads();
+
+    let mut ib = block_dim_x() / 2;
+    while ib != 0 {
+        if let Some(p) = cache.partner(ib) {
+            let other = cache.get(p, 0);
+            if other > cache.get(me, 0) {
+                cache.set(me, 0, other);
+            }
+        }
+        sync_threads();
+        ib /= 2;
+    }
+    if thread_idx_x() == 0
+        && let Some(s) = scale.get(0)
+    {
+        s.fetch_max(cache.get(cache.first(), 0) / FP8_E4M3_MAX);
+    }
+}
+
 /// vLLM's `scaled_fp8_conversion`: `x * inverted_scale` clamped to `±448`, as E4M3 bits.
 #[inline(always)]
 // `min`/`max`, not `clamp`: vLLM's `fmax(-448, fmin(x, 448))` turns a NaN into 448 (fmin and fmax
