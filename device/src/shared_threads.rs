@@ -48,7 +48,8 @@ impl ThreadSlot {
 /// `K` elements of dynamic shared memory per thread of the block, as `K` planes of `threads`
 /// elements (`threads = blockDim.x * blockDim.y * blockDim.z`): element `(k, slot)` at `k *
 /// threads + slot`, CUDA's `shared[k * blockDim.x + tid]` (plane 0 is `shared[tid]`). Made by
-/// [`SharedSlice::per_thread`], which checks the launch's dynamic size once; every access after
+/// [`SharedSlice::per_thread`], which checks the launch's dynamic size once (or
+/// [`SharedArray::per_thread`] for a static array); every access after
 /// that is unchecked but for `k < K`, a constant that folds.
 ///
 /// ```ignore
