@@ -402,6 +402,20 @@ fn fold_slots_in_warp<T: BlockValue>(
 /// total, one more). Every thread of the block must call each method, in the same order (they
 /// contain `bar.sync`); a thread that returns before a reduction is reported by the CPU
 /// executor (G13R-2: its warp's stale partial would be folded in).
+///
+/// # Declare the block size when the launch has one
+///
+/// With the block size read at run time, the kernel carries every path: one warp (no shared
+/// memory), whole warps, and a partial last warp (its lane-tested folds and one more barrier),
+/// each with its barriers. In a single-block kernel that is most of the SASS: llm.c's
+/// `global_norm_aggregate_kernel` (issue 30's eighth port) with `sum_all` was 225 SASS
+/// instructions and 7 barriers over its paths (2 or 3 on any one), against 55 and 1 for
+/// llm.c's `blockReduce`. Where the source always launches one block size, say so:
+/// `#[kernel(reqntid(1024))]` makes `block_size()` the constant 1024, the other paths fold
+/// away, and the same kernel was 49 instructions (2 barriers: the partials', and the trailing
+/// one that lets the scratch be reused, which llm.c leaves out). Kernels whose outputs need
+/// whole warps (`PerWarpRow`, a `DisjointSlice` over `WarpRows`) fold the partial-warp path without it.
+/// [`BlockReduce<T, THREADS>`](BlockReduce) fixes the size in the type instead.
 #[derive(Clone, Copy)]
 pub struct RuntimeBlockReduce<T: BlockValue> {
     scratch: BlockScratch<T>,

@@ -16,5 +16,10 @@ pub use crate::global::{AtomicSlice, DisjointChunks, DisjointSlice, PerBlock, on
 pub use crate::half::{Bf16x2, F32ToHalf, HalfFloat, bf16};
 pub use crate::math::{DeviceFloat, FastMath, FloatToInt};
 pub use crate::sync::sync_threads;
-pub use crate::thread::{block_dim_x, block_idx_x, grid_dim_x, index_1d, thread_idx_x};
+// The y/z index functions too (issue 30's eighth port: llm.c's stochastic rounding reads
+// `blockIdx.y` in a kernel indexed in 1-D, and the docs' 2-D rows use them).
+pub use crate::thread::{
+    block_dim_x, block_dim_y, block_dim_z, block_idx_x, block_idx_y, block_idx_z, grid_dim_x, grid_dim_y, grid_dim_z, index_1d, thread_idx_x, thread_idx_y,
+    thread_idx_z,
+};
 pub use crate::{block_scratch, kernel, shared_array, vector};

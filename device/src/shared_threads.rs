@@ -19,7 +19,10 @@
 
 use core::marker::PhantomData;
 
-use crate::shared::{SharedElement, SharedSlice};
+/// The most threads a block has (CUDA's limit on every GPU; the CPU executor refuses more).
+const MAX_BLOCK_THREADS: u32 = 1024;
+
+use crate::shared::{SharedArray, SharedElement, SharedSlice};
 use crate::thread::{block_dim_x, block_dim_y, block_dim_z, thread_idx_x, thread_idx_y, thread_idx_z};
 
 /// A thread number of the running block, below the block's thread count `blockDim.x *
@@ -45,7 +48,8 @@ impl ThreadSlot {
 /// `K` elements of dynamic shared memory per thread of the block, as `K` planes of `threads`
 /// elements (`threads = blockDim.x * blockDim.y * blockDim.z`): element `(k, slot)` at `k *
 /// threads + slot`, CUDA's `shared[k * blockDim.x + tid]` (plane 0 is `shared[tid]`). Made by
-/// [`SharedSlice::per_thread`], which checks the launch's dynamic size once; every access after
+/// [`SharedSlice::per_thread`], which checks the launch's dynamic size once (or
+/// [`SharedArray::per_thread`] for a static array); every access after
 /// that is unchecked but for `k < K`, a constant that folds.
 ///
 /// ```ignore
@@ -91,6 +95,34 @@ impl<T: SharedElement> SharedSlice<T> {
         // `threadIdx < blockDim` on each axis, so `tid < threads` (the linear thread number).
         let tid = thread_idx_x() + bx * (thread_idx_y() + by * thread_idx_z());
         Some(PerThreadShared { slice: self, threads: threads as u32, tid })
+    }
+}
+
+impl<T: SharedElement, const N: usize> SharedArray<T, N> {
+    /// This static array as `K` elements per thread of the block, as
+    /// [`SharedSlice::per_thread`] makes of dynamic shared memory: vLLM's `__shared__ float
+    /// cache[1024]` tree (`cache[tid]`, `cache[tid + s]`, `cache[0]`) is `let Some(cache) =
+    /// shared_array![f32; 1024].per_thread::<1>() else { return };`, with no dynamic shared
+    /// bytes at the launch (issue 30's eighth port, gap 7). `None` when `K * blockDim.x *
+    /// blockDim.y * blockDim.z > N` (the same in every thread of the block). An array of `K *
+    /// 1024` elements or more holds `K` for every thread of any block (a block has at most
+    /// 1024 threads: the hardware's limit, and the CPU executor's), so then there is no
+    /// compare at all and the result is always `Some`; a smaller one is one compare of the
+    /// block size with `N`, which folds where the block size is declared
+    /// (`#[kernel(reqntid(n))]`). Every access after it is a bare `ld.shared`/`st.shared`.
+    #[inline(always)]
+    pub fn per_thread<const K: usize>(self) -> Option<PerThreadShared<T, K>> {
+        let slice = SharedSlice::from_parts(self.shared_address(), N);
+        if const { matches!(K.checked_mul(MAX_BLOCK_THREADS as usize), Some(need) if need <= N) } {
+            const { assert!(K > 0, "`per_thread::<K>()` needs K >= 1 slots a thread (K = 0 gives no slot to index)") };
+            let (bx, by) = (block_dim_x(), block_dim_y());
+            // At most 1024 threads a block, so `K * threads <= N` and the product fits a u32;
+            // `threadIdx < blockDim` on each axis, so `tid < threads`.
+            let threads = bx * by * block_dim_z();
+            let tid = thread_idx_x() + bx * (thread_idx_y() + by * thread_idx_z());
+            return Some(PerThreadShared { slice, threads, tid });
+        }
+        slice.per_thread::<K>()
     }
 }
 

@@ -528,6 +528,11 @@ impl<T: SharedX4> SharedSliceX4<T> {
     /// the regions have one length between them, so a loop bounded by it
     /// (`strided_range(start, dbias.len(), step)`) indexes every one of them unchecked.
     ///
+    /// Its check stays in the kernel as a panic path (the kernel tag's shared store and the
+    /// panic `CALL`s: issue 30's eighth port, llm.c's `layernorm_forward_kernel6`, 611 SASS
+    /// instructions with `carve`, 463 without any panic path). A kernel that should have none
+    /// uses [`carve_checked`](Self::carve_checked), which returns `None` instead.
+    ///
     /// # Panics
     /// When `N * each > len()` (too little dynamic shared memory for the launch).
     #[inline(always)]
@@ -541,6 +546,27 @@ impl<T: SharedX4> SharedSliceX4<T> {
         let each = each as u32;
         let regions = core::array::from_fn(|k| SharedSliceX4 { base: self.base + k as u32 * each * 16, len: each, _element: PhantomData });
         (regions, SharedSliceX4 { base: self.base + total * 16, len: self.len - total, _element: PhantomData })
+    }
+
+    /// [`carve`](Self::carve) without the panic: `None` when `N * each > len()` (too little
+    /// dynamic shared memory for the launch, or the product overflows). The answer is the same
+    /// in every thread of the block (it depends on the launch's dynamic size and `each`), so
+    /// `let Some(([s_weight, s_bias], rest)) = dynamic_shared_x4::<u32>().carve_checked::<2>(c8)
+    /// else { return };` returns the whole block before any barrier, and the kernel keeps no
+    /// panic path for its regions (issue 30's eighth port: `carve`'s panic kept one in llm.c's
+    /// `layernorm_forward_kernel6`). The host cannot see the shortfall before the launch (the
+    /// dynamic size is a launch fact the kernel reads at run time), so a test of the output
+    /// (or of the launch's `shared_mem_bytes`) is how a caller learns of a `None`.
+    #[inline(always)]
+    pub fn carve_checked<const N: usize>(self, each: usize) -> Option<([Self; N], Self)> {
+        let total = each.checked_mul(N)?;
+        if total > self.len() {
+            return None;
+        }
+        // `each <= total <= len` (a `u32`) unless `N` is 0, when no region is made.
+        let (each, total) = (each as u32, total as u32);
+        let regions = core::array::from_fn(|k| SharedSliceX4 { base: self.base + k as u32 * each * 16, len: each, _element: PhantomData });
+        Some((regions, SharedSliceX4 { base: self.base + total * 16, len: self.len - total, _element: PhantomData }))
     }
 
     /// The same memory as elements (`4 len()` of them), for scalar accesses

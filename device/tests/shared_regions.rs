@@ -71,6 +71,52 @@ fn p30_carving_more_than_the_launch_gave_panics_at_the_carve() {
     assert!(message.contains("more dynamic shared memory"), "{message}");
 }
 
+/// `carve_checked` (issue 30's eighth port, gap 1): the regions `carve` gives when the memory
+/// suffices (same addresses and lengths), `None` instead of `carve`'s panic when it does not or
+/// when `N * each` overflows, in every thread of the block, so a kernel returning on it ends
+/// the whole block and the launch reports no error.
+#[test]
+fn p30_s20_ports8_gap1_carve_checked_is_carve_or_none_never_a_panic() {
+    let executor = CpuExecutor::new();
+    let config = LaunchConfig::new(1u32, 32u32).with_shared_bytes(19 * 16 + 4);
+    executor
+        .run("p30_carve_checked", config, &|| {
+            let all = dynamic_shared_x4::<u32>();
+            let Some(([a, b], rest)) = all.carve_checked::<2>(8) else { panic!("19 vectors hold 2 x 8") };
+            let ([ca, cb], crest) = all.carve::<2>(8);
+            assert_eq!((a.len(), b.len(), rest.len()), (8, 8, 3));
+            for (x, y) in [(a, ca), (b, cb), (rest, crest)] {
+                assert_eq!((x.shared_address(), x.len()), (y.shared_address(), y.len()));
+            }
+            // Exactly full: the rest is empty; one vector more: None.
+            let Some(([_, _, _], rest)) = all.carve_checked::<3>(6) else { panic!("19 vectors hold 3 x 6") };
+            assert_eq!(rest.len(), 1);
+            assert!(all.carve_checked::<1>(19).is_some_and(|(_, rest)| rest.is_empty()));
+            assert!(all.carve_checked::<1>(20).is_none());
+            assert!(all.carve_checked::<2>(10).is_none());
+            assert!(all.carve_checked::<4>(usize::MAX / 2).is_none(), "N * each wraps: refused, not wrapped");
+            assert!(all.carve_checked::<0>(usize::MAX).is_some_and(|([], rest)| rest.len() == 19));
+            let t = thread_idx_x() as usize;
+            if t < 8 {
+                b.set(t, [t as u32; 4]);
+            }
+            sync_threads();
+            if t < 8 {
+                assert_eq!(cb.get(t), [t as u32; 4]);
+            }
+        })
+        .unwrap();
+    // A launch with too little memory: every thread returns on `None`; no panic, no error.
+    let short = LaunchConfig::new(2u32, 64u32).with_shared_bytes(5 * 16);
+    executor
+        .run("p30_carve_checked_short", short, &|| {
+            let Some(([a, _], _)) = dynamic_shared_x4::<f32>().carve_checked::<2>(3) else { return };
+            a.set(0, [1.0; 4]);
+            unreachable!("5 vectors do not hold 2 x 3");
+        })
+        .unwrap();
+}
+
 /// An index at or past the region's length panics like slice indexing (it would be another
 /// region's memory: the neighbour's first vector here).
 #[test]
@@ -206,4 +252,62 @@ fn p30_s19_strided_range_over_u32_matches_usize_and_never_wraps() {
     assert_eq!(top, [i32::MAX as u32 - 3, i32::MAX as u32 - 1]);
     let huge: Vec<u32> = strided_range(1, u32::MAX, u32::MAX).collect();
     assert_eq!(huge, [1]);
+}
+
+/// A per-thread view of a *static* shared array (issue 30's eighth port, gap 7: vLLM's
+/// `__shared__ float cache[1024]` max tree in `segmented_max_reduction`, no dynamic bytes at
+/// the launch): the tree over `shared_array![f32; 1024].per_thread::<1>()` gives the block's
+/// maximum in slot 0 for blocks of 1024, 256 and 96 threads (an array of 1024 holds one slot
+/// for every thread of any block, so it is always `Some`); a smaller array is `None` for a
+/// block larger than it, in every thread, and the kernel that returns on it ends cleanly.
+#[test]
+fn p30_s20_ports8_gap7_per_thread_view_of_a_static_array_reduces_without_dynamic_bytes() {
+    use ferrocuda_device::shared_array;
+    use std::sync::Mutex;
+    let executor = CpuExecutor::new();
+    for threads in [1024u32, 256, 96] {
+        let seen = Mutex::new(Vec::new());
+        // No dynamic shared memory.
+        let config = LaunchConfig::new(2u32, threads);
+        executor
+            .run("p30_static_per_thread", config, &|| {
+                let Some(cache) = shared_array![f32; 1024].per_thread::<1>() else { panic!("1024 slots hold any block") };
+                assert_eq!(cache.threads(), block_dim_x());
+                let me = cache.mine();
+                // A value whose maximum is thread (block_dim - 3)'s.
+                let t = thread_idx_x();
+                cache.set(me, 0, if t == block_dim_x() - 3 { 1.0e6 } else { (t % 7) as f32 });
+                // CUDA's `for (s = blockDim.x / 2; s > 0; s >>= 1)` over a power of two; 96
+                // threads start at 64 with the top 32 folded in first.
+                let mut stride = block_dim_x().next_power_of_two() / 2;
+                while stride >= 1 {
+                    sync_threads();
+                    if let Some(p) = cache.partner(stride) {
+                        cache.set(me, 0, cache.get(me, 0).max(cache.get(p, 0)));
+                    }
+                    stride /= 2;
+                }
+                sync_threads();
+                if t == 0 {
+                    seen.lock().unwrap().push(cache.get(cache.first(), 0));
+                }
+            })
+            .unwrap();
+        assert_eq!(*seen.lock().unwrap(), vec![1.0e6f32; 2], "{threads} threads");
+    }
+    // An array of 64 for a block of 128: None everywhere (two planes of 32 for 32 threads fit).
+    executor
+        .run("p30_static_per_thread_short", LaunchConfig::new(1u32, 128u32), &|| {
+            assert!(shared_array![u32; 64].per_thread::<1>().is_none());
+        })
+        .unwrap();
+    executor
+        .run("p30_static_per_thread_planes", LaunchConfig::new(1u32, 32u32), &|| {
+            let Some(two) = shared_array![u32; 64].per_thread::<2>() else { panic!("2 x 32 fit in 64") };
+            two.set(two.mine(), 1, thread_idx_x() + 5);
+            sync_threads();
+            let other = two.slot((thread_idx_x() + 1) % 32).unwrap();
+            assert_eq!(two.get(other, 1), (thread_idx_x() + 1) % 32 + 5);
+        })
+        .unwrap();
 }

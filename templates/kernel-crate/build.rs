@@ -6,7 +6,11 @@ fn main() {
     // library offers for sm_75 assembles, and, where ptxas is installed, cubins for sm_80 and
     // sm_90. What needs a newer GPU (L2 cache policies, cp.async: sm_80; clusters, TMA: sm_90)
     // is refused at compile time with the architecture it needs: add `.arch(Arch::SM_80)` (or
-    // SM_90) and put that code under `#[cfg(ferrocuda_sm = "80")]`.
+    // SM_90) and put that code under `#[cfg(ferrocuda_sm = "80")]`. What the default build
+    // does *not* refuse but compiles in software: FP8 conversions (`half::fp8::e4m3x2`, one
+    // `cvt` instruction from sm_89, c10's rounding in software below it, as nvcc's
+    // `cuda_fp8.hpp` under `-arch=sm_75`), even when the PTX runs on an H100/H200: add
+    // `.arch(Arch::SM_90)` for the instruction.
     // Other choices: `.cubin_arch(Arch::SM_90)` (cubins), `.fast_math(true)` (nvcc's
     // --use_fast_math), `.ptx_isa(8, 0)`, `.release(false)`, `.line_info(false)`,
     // `.fma(FmaContraction::Off)`, `.cfg("name")`, `.panic_messages(true)` (panic reports with

@@ -19,4 +19,7 @@ for run in 1 2; do
     echo "== run $run" | tee -a "$OUT/bench.txt"
     timeout 55 ./ports6_bench ports6_llmc.sm_90.cubin ports6_vllm.sm_90.cubin 2>&1 | tee -a "$OUT/bench.txt"
 done
+# The twins' cubins come back too: scripts/sass.py (the repository's) reads them beside the
+# ports' (or builds the twins here with the same flags: --nvcc-flags "-O3 --use_fast_math -DPORTS6_LLMC",
+# or "-O3 -std=c++17 --expt-relaxed-constexpr --extended-lambda -DPORTS6_VLLM").
 cp ports6_llmc.sm_90.cubin ports6_vllm.sm_90.cubin "$OUT/" 2>/dev/null

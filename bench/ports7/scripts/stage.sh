@@ -2,6 +2,7 @@
 # Stages the GPU job of bench/ports7 into the main checkout's .device-bin/port/ (git ignores
 # it): the twins' source, the job script and the bench binary (xz). Build the binary first:
 #   cargo build --release -p ferrocuda-ports7 --bin ports7_bench
+# (The SASS beside the twins needs no GPU: scripts/sass.py at the repository's root.)
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 root=$(cd "$here/../.." && pwd)

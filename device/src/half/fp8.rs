@@ -9,6 +9,14 @@
 //! `cvt.rn.satfinite.e4m3x2.f32` (`F2FP.SATFINITE.E4M3.F32.PACK_AB`); elsewhere (and on the
 //! CPU executor) the same rounding in software.
 //!
+//! **Which one a kernel gets is the device build's architecture, not the GPU's**, as with
+//! nvcc (`cuda_fp8.hpp` picks the instruction under `__CUDA_ARCH__ >= 890`): the kernel-crate
+//! template builds sm_75 PTX by default, which the driver JIT-compiles for an H100 or H200
+//! with the software rounding in it (the same bits, a branchy integer sequence a value instead
+//! of one instruction a pair), and the build says nothing. For the instruction, build for
+//! Hopper: `.arch(Arch::SM_90)` in the crate's `build.rs` (issue 30's eighth port found
+//! `scaled_fp8_quant_kernel` software-rounded on an H200 under the default).
+//!
 //! | input | result |
 //! |---|---|
 //! | finite, `|x| <= 448` | nearest E4M3 value, ties to even (c10's `fp8e4m3fn_from_fp32_value`, bit for bit) |
@@ -24,7 +32,9 @@ pub fn e4m3(x: f32) -> u8 {
 }
 
 /// `[lo, hi]` as FP8 E4M3 (bits, `lo` at the lower address), each rounded to nearest even and
-/// saturated to `±448`: one `cvt.rn.satfinite.e4m3x2.f32` on sm_89+, CUDA's
+/// saturated to `±448`: one `cvt.rn.satfinite.e4m3x2.f32` when the device build targets sm_89+
+/// (`.arch(Arch::SM_90)`; the template's default sm_75 build gets the software
+/// rounding even on an H200: module docs), CUDA's
 /// `__nv_cvt_float2_to_fp8x2(make_float2(lo, hi), __NV_SATFINITE, __NV_E4M3)`.
 #[inline(always)]
 pub fn e4m3x2(lo: f32, hi: f32) -> [u8; 2] {

@@ -1,123 +1,42 @@
 //! The GPU bench of bench/ports6: each Rust port beside its CUDA C++ twin (the nvcc-built
 //! cubins of bench/ports6/cuda/ports6.cu, launched through the raw-pointer stubs of
-//! `ferrocuda_ports6_twins`), on the same grid and the same inputs, in one process.
+//! `ferrocuda_ports6_twins`), on the same grid and the same inputs, in one process. The timing
+//! harness is bench/timing's (`ferrocuda_bench_timing`).
 //!
 //! `ports6_bench LLMC_CUBIN VLLM_CUBIN`: for every kernel, 3 warm-up launches of each into its
-//! own output, then 7 passes that time `reps` back-to-back
-//! launches of one and then of the other (the order alternating per pass) with CUDA events;
+//! own output, then 7 passes that time `reps` back-to-back launches of one and then of the other (the order alternating per pass) with CUDA events;
 //! each time is the median over the passes of the time per launch. `twin/ours` above 1: the
 //! port is faster. Then the two outputs are compared (the same inputs every launch, so the
 //! same values; a port that differs from its twin says MISMATCH). A report, not a test:
 //! nothing is asserted.
 
-use std::error::Error;
-use std::num::NonZeroU32;
-
-use ferrocuda::{Context, DeviceBuffer, DevicePtr, Event, JitOptions, LaunchConfig, Module, Stream};
+use ferrocuda::{Context, DeviceBuffer, LaunchConfig, Stream};
+use ferrocuda_bench_timing::{self as timing, PASSES, Result, Table, WARMUP, check_bits, nz, ptr, reps_for, time_pair};
 use ferrocuda_ports6::*;
 use ferrocuda_ports6_llmc as llmc;
 use ferrocuda_ports6_twins as twins;
 use ferrocuda_ports6_vllm as vllm;
 use half::bf16;
 
-type Result<T> = std::result::Result<T, Box<dyn Error>>;
-
-const PASSES: usize = 7;
-const WARMUP: usize = 3;
-
-/// Times `ours` and `twin`, `reps` launches per pass, alternating which goes first.
-fn time_pair(
-    context: &Context,
-    stream: &Stream,
-    reps: usize,
-    mut ours: impl FnMut() -> Result<()>,
-    mut twin: impl FnMut() -> Result<()>,
-) -> Result<(f64, f64)> {
-    for _ in 0..WARMUP {
-        ours()?;
-        twin()?;
-    }
-    stream.synchronize()?;
-    let (start, end) = (Event::new(context)?, Event::new(context)?);
-    let run = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
-        start.record(stream)?;
-        for _ in 0..reps {
-            f()?;
-        }
-        end.record(stream)?;
-        end.synchronize()?;
-        Ok(start.elapsed_ms(&end)? as f64 / reps as f64)
-    };
-    let (mut a, mut b) = (Vec::new(), Vec::new());
-    for pass in 0..PASSES {
-        if pass % 2 == 0 {
-            a.push(run(&mut ours)?);
-            b.push(run(&mut twin)?);
-        } else {
-            b.push(run(&mut twin)?);
-            a.push(run(&mut ours)?);
-        }
-    }
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(|x, y| x.total_cmp(y));
-        v[v.len() / 2]
-    };
-    Ok((median(a), median(b)))
-}
-
-/// `reps` so that one pass of the slower kernel takes about 20 ms (at least 3).
-fn reps_for(context: &Context, stream: &Stream, mut once: impl FnMut() -> Result<()>) -> Result<usize> {
-    let (start, end) = (Event::new(context)?, Event::new(context)?);
-    once()?;
-    start.record(stream)?;
-    once()?;
-    end.record(stream)?;
-    end.synchronize()?;
-    let ms = start.elapsed_ms(&end)? as f64;
-    Ok(((20.0 / ms.max(1e-3)) as usize).clamp(3, 2000))
-}
-
-fn row(name: &str, size: &str, times: (f64, f64), check: &str) {
-    let (ours, twin) = times;
-    println!("{name:<38} {size:<34} {ours:>9.4} {twin:>9.4} {:>9.3}  {check}", twin / ours);
-}
-
-fn ptr<T: bytemuck::Pod, U>(buffer: &DeviceBuffer<T>) -> DevicePtr<U> {
-    DevicePtr::from_address(buffer.as_device_ptr().address())
-}
-
-fn nz(v: u32) -> NonZeroU32 {
-    NonZeroU32::new(v).expect("a nonzero size")
-}
-
-fn check_f32(ours: &[f32], twin: &[f32], tolerance: f32) -> String {
-    let err = max_rel_err(ours, twin, 1e-3);
-    let exact = ours.iter().zip(twin).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
-    let verdict = if err <= tolerance { "OK" } else { "MISMATCH" };
-    format!("{verdict} vs twin: max rel err {err:.1e}, {exact} of {} bits differ", ours.len())
-}
-
-fn check_bits<T: bytemuck::Pod>(what: &str, ours: &[T], twin: &[T]) -> String {
-    let a: &[u8] = bytemuck::cast_slice(ours);
-    let b: &[u8] = bytemuck::cast_slice(twin);
-    let size = std::mem::size_of::<T>();
-    let differ = a.chunks(size).zip(b.chunks(size)).filter(|(x, y)| x != y).count();
-    let verdict = if differ == 0 { "OK" } else { "MISMATCH" };
-    format!("{what} {verdict} vs twin: {differ} of {} differ", ours.len())
-}
+/// The bench's report lines' column widths (kernel name, size).
+const TABLE: Table = Table::new(38, 34);
 
 /// Runs one case; an error (a refused launch, a missing kernel) is printed and the next case
 /// runs. `PORTS6_ONLY=L3,V3` runs only the cases whose labels start with one of the listed
 /// prefixes (session 18's GPU call ran `L3,V3`: the originals and the re-ports beside them).
+/// Not the shared `timing::case`: this bench's error line has always been `ERROR: <error>`.
 fn case(label: &str, f: impl FnOnce() -> Result<()>) {
-    if let Ok(only) = std::env::var("PORTS6_ONLY")
-        && !only.split(',').any(|prefix| label.starts_with(prefix))
-    {
+    if !timing::selected("PORTS6_ONLY", label) {
         return;
     }
     if let Err(error) = f() {
         println!("ERROR: {error}");
     }
+}
+
+/// [`timing::check_f32`] with this port's relative error and no output name.
+fn check_f32(ours: &[f32], twin: &[f32], tolerance: f32) -> String {
+    timing::check_f32("", ours, twin, tolerance, max_rel_err)
 }
 
 fn main() -> Result<()> {
@@ -127,13 +46,13 @@ fn main() -> Result<()> {
     };
     let context = Context::primary(0)?;
     let stream = Stream::new(&context)?;
-    let device = context.device();
-    println!("device: {} (sm_{}{})", device.name()?, device.compute_capability()?.0, device.compute_capability()?.1);
+    timing::print_device(&context)?;
     // SAFETY: the cubins are nvcc's output for ports6.cu (the job script builds them there).
-    let llmc_module = unsafe { Module::load_binary(&context, "ports6_llmc", &std::fs::read(llmc_cubin)?, &JitOptions::new())? };
-    let vllm_module = unsafe { Module::load_binary(&context, "ports6_vllm", &std::fs::read(vllm_cubin)?, &JitOptions::new())? };
+    let llmc_module = unsafe { timing::load_cubin(&context, "ports6_llmc", llmc_cubin)? };
+    // SAFETY: as above.
+    let vllm_module = unsafe { timing::load_cubin(&context, "ports6_vllm", vllm_cubin)? };
     println!("twins: {llmc_cubin}, {vllm_cubin}; each time the median of {PASSES} passes (ms per launch), after {WARMUP} warm-ups");
-    println!("{:<38} {:<34} {:>9} {:>9} {:>9}  check", "kernel", "size", "ours", "twin", "twin/ours");
+    println!("{}", TABLE.header());
 
     // L1: rope_forward_kernel1, llm.c's main: B 8, T 1024, 32 heads of 128; block 128.
     case("L1", || -> Result<()> {
@@ -170,7 +89,7 @@ fn main() -> Result<()> {
         let times = time_pair(&context, &stream, reps, run_ours, run_twin)?;
         stream.synchronize()?;
         let check = check_f32(&ours.to_vec()?, &twin_out.to_vec()?, 1e-6);
-        row("llm.c rope_forward_kernel1", &format!("B{b} T{t} NH{nh} HD{hd} f32"), times, &check);
+        TABLE.row("llm.c rope_forward_kernel1", &format!("B{b} T{t} NH{nh} HD{hd} f32"), times, &check);
         Ok(())
     });
 
@@ -210,7 +129,7 @@ fn main() -> Result<()> {
         let times = time_pair(&context, &stream, reps, run_ours, run_twin)?;
         stream.synchronize()?;
         let check = check_f32(&ours.to_vec()?, &twin_out.to_vec()?, 1e-6);
-        row("llm.c repkv_backward_kernel1", &format!("B{b} T{t} NH{nh} KV{nh_kv} HD{hd} f32"), times, &check);
+        TABLE.row("llm.c repkv_backward_kernel1", &format!("B{b} T{t} NH{nh} KV{nh_kv} HD{hd} f32"), times, &check);
         Ok(())
     });
 
@@ -249,7 +168,7 @@ fn main() -> Result<()> {
         let times = time_pair(&context, &stream, reps, run_ours, run_twin)?;
         stream.synchronize()?;
         let check = check_f32(&ours.to_vec()?, &twin_out.to_vec()?, 1e-5);
-        row("llm.c matmul_forward_kernel1", &format!("BT{bt} C{c} OC{oc} f32, 16x16"), times, &check);
+        TABLE.row("llm.c matmul_forward_kernel1", &format!("BT{bt} C{c} OC{oc} f32, 16x16"), times, &check);
         Ok(())
     });
 
@@ -289,7 +208,7 @@ fn main() -> Result<()> {
         let times = time_pair(&context, &stream, reps, run_ours, run_twin)?;
         stream.synchronize()?;
         let check = check_f32(&ours.to_vec()?, &twin_out.to_vec()?, 1e-5);
-        row("llm.c matmul_forward_kernel1 (cells^T)", &format!("BT{bt} C{c} OC{oc} f32, 16x16"), times, &check);
+        TABLE.row("llm.c matmul_forward_kernel1 (cells^T)", &format!("BT{bt} C{c} OC{oc} f32, 16x16"), times, &check);
         Ok(())
     });
 
@@ -314,7 +233,7 @@ fn main() -> Result<()> {
         let times = time_pair(&context, &stream, reps, run_ours, run_twin)?;
         stream.synchronize()?;
         let check = check_f32(&ours.to_vec()?, &twin_out.to_vec()?, 1e-4);
-        row("llm.c softmax_forward_kernel2", &format!("N{n} C{c} f32, block {block}"), times, &check);
+        TABLE.row("llm.c softmax_forward_kernel2", &format!("N{n} C{c} f32, block {block}"), times, &check);
         // The fix round (docs/performance.md's reqntid row): the same body at a fixed 512.
         let mut run_fixed = || -> Result<()> {
             llmc::softmax_forward_kernel2_reqntid512::launch(&stream, config, &mut ours, &inp, c)?;
@@ -329,7 +248,7 @@ fn main() -> Result<()> {
         let times = time_pair(&context, &stream, reps, run_fixed, run_twin)?;
         stream.synchronize()?;
         let check = check_f32(&ours.to_vec()?, &twin_out.to_vec()?, 1e-4);
-        row("  fix: softmax_forward_kernel2 reqntid(512)", &format!("N{n} C{c} f32, block {block}"), times, &check);
+        TABLE.row("  fix: softmax_forward_kernel2 reqntid(512)", &format!("N{n} C{c} f32, block {block}"), times, &check);
         // Session 18: the per-thread shared region (`per_thread::<1>()`, `ThreadSlot`s).
         let mut run_slots = || -> Result<()> {
             llmc::softmax_forward_kernel2_slots::launch(&stream, config, &mut ours, &inp, c)?;
@@ -344,7 +263,7 @@ fn main() -> Result<()> {
         let times = time_pair(&context, &stream, reps, run_slots, run_twin)?;
         stream.synchronize()?;
         let check = check_f32(&ours.to_vec()?, &twin_out.to_vec()?, 1e-4);
-        row("  s18: softmax_forward_kernel2 slots", &format!("N{n} C{c} f32, block {block}"), times, &check);
+        TABLE.row("  s18: softmax_forward_kernel2 slots", &format!("N{n} C{c} f32, block {block}"), times, &check);
         // Session 18 (gap 2 experiment): the same with its row loops unrolled by 4.
         let mut run_x4 = || -> Result<()> {
             llmc::softmax_forward_kernel2_x4::launch(&stream, config, &mut ours, &inp, c)?;
@@ -359,7 +278,7 @@ fn main() -> Result<()> {
         let times = time_pair(&context, &stream, reps, run_x4, run_twin)?;
         stream.synchronize()?;
         let check = check_f32(&ours.to_vec()?, &twin_out.to_vec()?, 1e-4);
-        row("  s18 x4: softmax_forward_kernel2 slots", &format!("N{n} C{c} f32, block {block}"), times, &check);
+        TABLE.row("  s18 x4: softmax_forward_kernel2 slots", &format!("N{n} C{c} f32, block {block}"), times, &check);
         Ok(())
     });
 
@@ -396,7 +315,7 @@ fn main() -> Result<()> {
         let times = time_pair(&context, &stream, reps, run_ours, run_twin)?;
         stream.synchronize()?;
         let check = check_f32(&ours.to_vec()?, &twin_out.to_vec()?, 1e-5);
-        row("llm.c attention_query_key_kernel1", &format!("B{b} T{t} C{c} NH{nh} f32"), times, &check);
+        TABLE.row("llm.c attention_query_key_kernel1", &format!("B{b} T{t} C{c} NH{nh} f32"), times, &check);
         Ok(())
     });
 
@@ -420,7 +339,7 @@ fn main() -> Result<()> {
         let times = time_pair(&context, &stream, reps, run_ours, run_twin)?;
         stream.synchronize()?;
         let check = check_bits("bf16", &ours.to_vec()?, &twin_out.to_vec()?);
-        row("vLLM activation_kernel<gelu_new>", &format!("{tokens}x{d} bf16, block 1024"), times, &check);
+        TABLE.row("vLLM activation_kernel<gelu_new>", &format!("{tokens}x{d} bf16, block 1024"), times, &check);
         // Session 18 (gap 2 experiment): the row loop unrolled by 4 without a division.
         let mut run_x4 = || -> Result<()> {
             vllm::activation_kernel_gelu_new_x4::launch(&stream, config, &mut ours, &input, d)?;
@@ -435,7 +354,7 @@ fn main() -> Result<()> {
         let times = time_pair(&context, &stream, reps, run_x4, run_twin)?;
         stream.synchronize()?;
         let check = check_bits("bf16", &ours.to_vec()?, &twin_out.to_vec()?);
-        row("  s18 x4: activation_kernel<gelu_new>", &format!("{tokens}x{d} bf16, block 1024"), times, &check);
+        TABLE.row("  s18 x4: activation_kernel<gelu_new>", &format!("{tokens}x{d} bf16, block 1024"), times, &check);
         Ok(())
     });
 
@@ -479,7 +398,7 @@ fn main() -> Result<()> {
             check_bits("scale", &scale.to_vec()?, &twin_scale.to_vec()?),
             check_bits("azp", &azp.to_vec()?, &twin_azp.to_vec()?)
         );
-        row("vLLM dynamic_scaled_int8_azp_quant", &format!("{tokens}x{hidden} bf16, block 1024"), times, &check);
+        TABLE.row("vLLM dynamic_scaled_int8_azp_quant", &format!("{tokens}x{hidden} bf16, block 1024"), times, &check);
         Ok(())
     });
 
@@ -528,7 +447,7 @@ fn main() -> Result<()> {
         let times = time_pair(&context, &stream, reps, run_ours, run_twin)?;
         stream.synchronize()?;
         let check = format!("{}; {}", check_bits("q", &ours.to_vec()?, &twin_out.to_vec()?), check_bits("scales", &scales.to_vec()?, &twin_scales.to_vec()?));
-        row("vLLM per_token_group_quant_8bit (fp8)", &format!("{tokens}x{hidden} bf16, groups of {group}"), times, &check);
+        TABLE.row("vLLM per_token_group_quant_8bit (fp8)", &format!("{tokens}x{hidden} bf16, groups of {group}"), times, &check);
         Ok(())
     });
     // V3 s18: the `SegmentRows<16>` re-port for groups of 64, 128 and 256 (vectorised, `Fp8x8`
@@ -583,7 +502,7 @@ fn main() -> Result<()> {
             let check =
                 format!("{}; {}", check_bits("q", &ours.to_vec()?, &twin_out.to_vec()?), check_bits("scales", &scales.to_vec()?, &twin_scales.to_vec()?));
             let name = if bytes { "vLLM per_token_group_quant (u8 segs)" } else { "vLLM per_token_group_quant (segs)" };
-            row(name, &format!("{tokens}x{hidden} bf16, groups of {group}"), times, &check);
+            TABLE.row(name, &format!("{tokens}x{hidden} bf16, groups of {group}"), times, &check);
             Ok(())
         });
     }

@@ -1,7 +1,8 @@
 //! The GPU bench of bench/ports7: each Rust port (and its fix-round variant, where there is
 //! one) beside its CUDA C++ twin (the nvcc-built cubins of bench/ports7/cuda/ports7.cu,
 //! launched through the raw-pointer stubs of `ferrocuda_ports7_twins`), on the same grid and
-//! the same inputs, in one process. The timing harness is bench/ports6's.
+//! the same inputs, in one process. The timing harness is bench/timing's
+//! (`ferrocuda_bench_timing`), shared with bench/ports6.
 //!
 //! `ports7_bench LLMC_CUBIN VLLM_CUBIN`: for every kernel, 3 warm-up launches of each into its
 //! own output, then 7 passes that time `reps` back-to-back launches of one and then of the
@@ -10,112 +11,25 @@
 //! compared (in-place kernels: one more launch of each on fresh copies of the same input). A
 //! report, not a test: nothing is asserted.
 
-use std::error::Error;
-use std::num::NonZeroU32;
-
-use ferrocuda::{Context, DeviceBuffer, DevicePtr, Event, JitOptions, LaunchConfig, Module, Stream};
+use ferrocuda::{Context, DeviceBuffer, LaunchConfig, Stream};
+use ferrocuda_bench_timing::{self as timing, PASSES, Result, Table, WARMUP, check_bits, nz, ptr, reps_for, time_pair};
 use ferrocuda_ports7::*;
 use ferrocuda_ports7_llmc as llmc;
 use ferrocuda_ports7_twins as twins;
 use ferrocuda_ports7_vllm as vllm;
 
-type Result<T> = std::result::Result<T, Box<dyn Error>>;
+/// The bench's report lines' column widths (kernel name, size).
+const TABLE: Table = Table::new(44, 30);
 
-const PASSES: usize = 7;
-const WARMUP: usize = 3;
-
-/// Times `ours` and `twin`, `reps` launches per pass, alternating which goes first.
-fn time_pair(
-    context: &Context,
-    stream: &Stream,
-    reps: usize,
-    mut ours: impl FnMut() -> Result<()>,
-    mut twin: impl FnMut() -> Result<()>,
-) -> Result<(f64, f64)> {
-    for _ in 0..WARMUP {
-        ours()?;
-        twin()?;
-    }
-    stream.synchronize()?;
-    let (start, end) = (Event::new(context)?, Event::new(context)?);
-    let run = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
-        start.record(stream)?;
-        for _ in 0..reps {
-            f()?;
-        }
-        end.record(stream)?;
-        end.synchronize()?;
-        Ok(start.elapsed_ms(&end)? as f64 / reps as f64)
-    };
-    let (mut a, mut b) = (Vec::new(), Vec::new());
-    for pass in 0..PASSES {
-        if pass % 2 == 0 {
-            a.push(run(&mut ours)?);
-            b.push(run(&mut twin)?);
-        } else {
-            b.push(run(&mut twin)?);
-            a.push(run(&mut ours)?);
-        }
-    }
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(|x, y| x.total_cmp(y));
-        v[v.len() / 2]
-    };
-    Ok((median(a), median(b)))
-}
-
-/// `reps` so that one pass takes about 20 ms (at least 3).
-fn reps_for(context: &Context, stream: &Stream, mut once: impl FnMut() -> Result<()>) -> Result<usize> {
-    let (start, end) = (Event::new(context)?, Event::new(context)?);
-    once()?;
-    start.record(stream)?;
-    once()?;
-    end.record(stream)?;
-    end.synchronize()?;
-    let ms = start.elapsed_ms(&end)? as f64;
-    Ok(((20.0 / ms.max(1e-3)) as usize).clamp(3, 2000))
-}
-
-fn row(name: &str, size: &str, times: (f64, f64), check: &str) {
-    let (ours, twin) = times;
-    println!("{name:<44} {size:<30} {ours:>9.4} {twin:>9.4} {:>9.3}  {check}", twin / ours);
-}
-
-fn ptr<T: bytemuck::Pod, U>(buffer: &DeviceBuffer<T>) -> DevicePtr<U> {
-    DevicePtr::from_address(buffer.as_device_ptr().address())
-}
-
-fn nz(v: u32) -> NonZeroU32 {
-    NonZeroU32::new(v).expect("a nonzero size")
-}
-
-fn check_f32(what: &str, ours: &[f32], twin: &[f32], tolerance: f32) -> String {
-    let err = max_rel_err(ours, twin, 1e-3);
-    let differ = ours.iter().zip(twin).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
-    let verdict = if err <= tolerance { "OK" } else { "MISMATCH" };
-    format!("{what} {verdict} vs twin: max rel err {err:.1e}, {differ} of {} bits differ", ours.len())
-}
-
-fn check_bits<T: bytemuck::Pod>(what: &str, ours: &[T], twin: &[T]) -> String {
-    let a: &[u8] = bytemuck::cast_slice(ours);
-    let b: &[u8] = bytemuck::cast_slice(twin);
-    let size = std::mem::size_of::<T>();
-    let differ = a.chunks(size).zip(b.chunks(size)).filter(|(x, y)| x != y).count();
-    let verdict = if differ == 0 { "OK" } else { "MISMATCH" };
-    format!("{what} {verdict} vs twin: {differ} of {} differ", ours.len())
-}
-
-/// Runs one case; an error is printed and the next case runs. `PORTS7_ONLY=L1,V2` runs only
-/// the cases whose labels start with one of the listed prefixes.
+/// Runs one case (`timing::case`); `PORTS7_ONLY=L1,V2` runs only the cases whose labels start
+/// with one of the listed prefixes.
 fn case(label: &str, f: impl FnOnce() -> Result<()>) {
-    if let Ok(only) = std::env::var("PORTS7_ONLY")
-        && !only.split(',').any(|prefix| label.starts_with(prefix))
-    {
-        return;
-    }
-    if let Err(error) = f() {
-        println!("ERROR in {label}: {error}");
-    }
+    timing::case("PORTS7_ONLY", label, f);
+}
+
+/// [`timing::check_f32`] with this port's relative error.
+fn check_f32(what: &str, ours: &[f32], twin: &[f32], tolerance: f32) -> String {
+    timing::check_f32(what, ours, twin, tolerance, max_rel_err)
 }
 
 fn main() -> Result<()> {
@@ -125,14 +39,13 @@ fn main() -> Result<()> {
     };
     let context = Context::primary(0)?;
     let stream = Stream::new(&context)?;
-    let device = context.device();
-    println!("device: {} (sm_{}{})", device.name()?, device.compute_capability()?.0, device.compute_capability()?.1);
+    timing::print_device(&context)?;
     // SAFETY: the cubins are nvcc's output for ports7.cu (the job script builds them there).
-    let lm = unsafe { Module::load_binary(&context, "ports7_llmc", &std::fs::read(llmc_cubin)?, &JitOptions::new())? };
+    let lm = unsafe { timing::load_cubin(&context, "ports7_llmc", llmc_cubin)? };
     // SAFETY: as above.
-    let vm = unsafe { Module::load_binary(&context, "ports7_vllm", &std::fs::read(vllm_cubin)?, &JitOptions::new())? };
+    let vm = unsafe { timing::load_cubin(&context, "ports7_vllm", vllm_cubin)? };
     println!("twins: {llmc_cubin}, {vllm_cubin}; each time the median of {PASSES} passes (ms per launch), after {WARMUP} warm-ups");
-    println!("{:<44} {:<30} {:>9} {:>9} {:>9}  check", "kernel", "size", "ours", "twin", "twin/ours");
+    println!("{}", TABLE.header());
 
     // L1: residual_forward_kernel: B 8, T 1024, C 3072 (an MLP-wide residual); block 256.
     case("L1", || -> Result<()> {
@@ -155,7 +68,7 @@ fn main() -> Result<()> {
         let reps = reps_for(&context, &stream, &mut run_ours)?;
         let times = time_pair(&context, &stream, reps, run_ours, run_twin)?;
         stream.synchronize()?;
-        row("llm.c residual_forward_kernel", &format!("{n} bf16"), times, &check_bits("bf16", &ours.to_vec()?, &twin_out.to_vec()?));
+        TABLE.row("llm.c residual_forward_kernel", &format!("{n} bf16"), times, &check_bits("bf16", &ours.to_vec()?, &twin_out.to_vec()?));
         Ok(())
     });
 
@@ -181,7 +94,12 @@ fn main() -> Result<()> {
         let reps = reps_for(&context, &stream, &mut run_ours)?;
         let times = time_pair(&context, &stream, reps, run_ours, run_twin)?;
         stream.synchronize()?;
-        row("llm.c unpermute_kernel_backward", &format!("B{b} T{t} NH{nh} HS{hd} bf16"), times, &check_bits("bf16", &ours.to_vec()?, &twin_out.to_vec()?));
+        TABLE.row(
+            "llm.c unpermute_kernel_backward",
+            &format!("B{b} T{t} NH{nh} HS{hd} bf16"),
+            times,
+            &check_bits("bf16", &ours.to_vec()?, &twin_out.to_vec()?),
+        );
         Ok(())
     });
 
@@ -221,7 +139,7 @@ fn main() -> Result<()> {
         let reps = reps_for(&context, &stream, &mut run_ours)?;
         let times = time_pair(&context, &stream, reps, run_ours, run_twin)?;
         stream.synchronize()?;
-        row("llm.c permute_kernel_backward", &format!("B{b} T{t} NH{nh} HS{hd} bf16"), times, &check_bits("bf16", &ours.to_vec()?, &twin_out.to_vec()?));
+        TABLE.row("llm.c permute_kernel_backward", &format!("B{b} T{t} NH{nh} HS{hd} bf16"), times, &check_bits("bf16", &ours.to_vec()?, &twin_out.to_vec()?));
         Ok(())
     });
 
@@ -264,7 +182,7 @@ fn main() -> Result<()> {
             unsafe { twins::twin_reduce_add_sum_kernel::launch_in(&lm, &stream, config, ptr(&twin_out), ptr(&src), n as u64, m as u64)? };
             stream.synchronize()?;
             let name = if fixed { "  fix: reduce_add_sum_kernel strided_x4" } else { "llm.c reduce_add_sum_kernel" };
-            row(name, &format!("n {n} bf16, m {m}"), times, &check_bits("bf16", &ours.to_vec()?, &twin_out.to_vec()?));
+            TABLE.row(name, &format!("n {n} bf16, m {m}"), times, &check_bits("bf16", &ours.to_vec()?, &twin_out.to_vec()?));
         }
         Ok(())
     });
@@ -356,7 +274,7 @@ fn main() -> Result<()> {
                 check_f32("rstd", &rstd.to_vec()?, &twin_rstd.to_vec()?, 1e-5)
             );
             let name = if fixed { "  fix: fused_residual_forward_kernel5" } else { "llm.c fused_residual_forward_kernel5" };
-            row(name, &format!("N{rows} C{c} bf16, 8 warps"), times, &check);
+            TABLE.row(name, &format!("N{rows} C{c} bf16, 8 warps"), times, &check);
         }
         Ok(())
     });
@@ -381,7 +299,7 @@ fn main() -> Result<()> {
         let reps = reps_for(&context, &stream, &mut run_ours)?;
         let times = time_pair(&context, &stream, reps, run_ours, run_twin)?;
         stream.synchronize()?;
-        row(
+        TABLE.row(
             "vLLM act_and_mul_kernel_with_param<fatrelu>",
             &format!("{tokens}x{d} bf16, block 1024"),
             times,
@@ -421,7 +339,7 @@ fn main() -> Result<()> {
             let times = time_pair(&context, &stream, reps, run_ours, run_twin)?;
             stream.synchronize()?;
             let name = if fixed { "  fix: static_scaled_int8 packed, 31 regs" } else { "vLLM static_scaled_int8_quant_kernel" };
-            row(name, &format!("{tokens}x{hidden} bf16, block 1024"), times, &check_bits("i8", &ours.to_vec()?, &twin_out.to_vec()?));
+            TABLE.row(name, &format!("{tokens}x{hidden} bf16, block 1024"), times, &check_bits("i8", &ours.to_vec()?, &twin_out.to_vec()?));
         }
         Ok(())
     });
@@ -458,7 +376,7 @@ fn main() -> Result<()> {
             stream.synchronize()?;
             let check = format!("{}; {}", check_bits("i8", &ours.to_vec()?, &twin_out.to_vec()?), check_bits("scale", &scale.to_vec()?, &twin_scale.to_vec()?));
             let name = if fixed { "  fix: dynamic_scaled_int8 reduce_broadcast" } else { "vLLM dynamic_scaled_int8_quant_kernel" };
-            row(name, &format!("{tokens}x{hidden} bf16, block 1024"), times, &check);
+            TABLE.row(name, &format!("{tokens}x{hidden} bf16, block 1024"), times, &check);
         }
         Ok(())
     });
