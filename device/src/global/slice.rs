@@ -297,6 +297,7 @@ mod sealed {
     impl<const WIDTH: u32> Sealed for super::super::partition::SegmentRows<WIDTH> {}
     impl<O: super::super::order::RowOrder> Sealed for super::super::partition::WarpRows<O> {}
     impl<O: super::super::order::RowOrder> Sealed for super::super::partition::BlockRows<O> {}
+    impl Sealed for super::super::partition::BlockRowsX16 {}
     impl Sealed for super::super::partition::Cells3d {}
     impl Sealed for super::super::partition::RowTiles {}
     impl Sealed for super::super::partition::GridSlices {}
