@@ -208,6 +208,24 @@ impl<T: X16Element> RowX16<'_, T> {
         }
     }
 
+    /// The body beside an input already in vectors: `f(&packs[v], &mut vector v)` for the
+    /// thread's vectors `v` below `packs.len()`, where `packs` is the input row's body (its
+    /// columns `head() ..` as one `U` per output vector, e.g. `[Bf16x8; 2]` for 16 `bf16`:
+    /// `bytemuck::try_cast_slice` of `&x[head..]`, which succeeds where those bytes are 16-byte
+    /// aligned). One bound computed once, no test in the loop: vLLM's `vectorized_in[i]`.
+    #[inline(always)]
+    pub fn zip_packs<U>(&mut self, packs: &[U], mut f: impl FnMut(&U, &mut T::Vector)) {
+        let vectors = (self.vectors as usize).min(packs.len()) as u32;
+        let x = packs.as_ptr();
+        let mut v = self.lane;
+        while v < vectors {
+            let c = self.head + v * T::LANES;
+            // SAFETY: `v < vectors <= packs.len()`; the output vector as in `vectors_mut`.
+            unsafe { f(&*x.add(v as usize), self.vector_at(c)) };
+            v = v.saturating_add(self.stride);
+        }
+    }
+
     /// `f(c, &mut element)` for this thread's head and tail elements, `c` the column.
     #[inline(always)]
     pub fn elements_mut(&mut self, mut f: impl FnMut(u32, &mut T)) {

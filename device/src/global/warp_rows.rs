@@ -216,14 +216,7 @@ impl<'a, T: Pod> LaneRow<'a, T> {
         let cols = output.shape;
         // `row, cols < 2^32`: no overflow in u64.
         let end = (row as u64 + 1) * cols as u64;
-        // `lane < stride` always holds (the caller's contract), but testing it here, in the
-        // same branch as the row's bound (`&`, not `&&`), makes the thread's lane and stride
-        // (`%tid.x`, `%ntid.x` for a block's row) inputs of the first branch: ptxas then
-        // issues their `S2R`/`LDC` at the kernel's entry beside the row's operands, where it
-        // otherwise sinks them past every early exit and the kernel's first load waits for one
-        // more special-register latency (vLLM's `act_and_mul` port, 0.957x nvcc: bench/ports7,
-        // session 20). Free where the lane is known below the stride (a warp's `lane % 32`).
-        if (end <= output.len as u64) & (lane < stride) {
+        if end <= output.len as u64 {
             let start = row as usize * cols as usize;
             Some(LaneRow {
                 // SAFETY: `start <= end <= len`: inside the buffer (or one past its end).
