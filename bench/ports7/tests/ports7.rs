@@ -288,7 +288,10 @@ fn p30_s20_static_scaled_int8_quant_x16_handles_any_hidden() {
 fn p30_s20_block_rows_x16_refuses_launches_that_are_not_1d() {
     let (tokens, hidden) = (4usize, 100usize);
     let input = random_bf16(tokens * hidden, 7, 3.0);
-    for config in [LaunchConfig::new(ferrocuda::Dim3::new(4, 1, 1), ferrocuda::Dim3::new(32, 2, 1)), LaunchConfig::new(ferrocuda::Dim3::new(2, 2, 1), ferrocuda::Dim3::new(32, 1, 1))] {
+    for config in [
+        LaunchConfig::new(ferrocuda::Dim3::new(4, 1, 1), ferrocuda::Dim3::new(32, 2, 1)),
+        LaunchConfig::new(ferrocuda::Dim3::new(2, 2, 1), ferrocuda::Dim3::new(32, 1, 1)),
+    ] {
         let mut out = vec![0i8; tokens * hidden];
         let error = vllm::static_scaled_int8_quant_kernel_x16::launch_cpu(&CpuExecutor::new(), config, &input, &mut out, &[0.02f32], hidden as u32)
             .expect_err("a BlockRowsX16 output needs a 1-D launch");
