@@ -74,7 +74,13 @@ mod sealed {
 
 /// An element type of a [`BlockRowsX16`] output and its 16-byte vector: `i8` ([`I8x16`]),
 /// `u8` ([`U8x16`]), `bf16` ([`Bf16x8`]), `f16` ([`F16x8`]), `f32` ([`F32x4`]). Sealed: the
-/// vector must be exactly `LANES` elements in 16 bytes, aligned to 16.
+/// vector must be exactly `LANES` elements in 16 bytes, aligned to 16. An element that does not
+/// divide 16 bytes (or a wider one) has no `BlockRowsX16` rows:
+///
+/// ```compile_fail
+/// fn lanes<T: ferrocuda_device::global::X16Element>() -> u32 { T::LANES }
+/// let _ = lanes::<u64>(); // u64 is not an X16Element
+/// ```
 pub trait X16Element: Pod + sealed::Sealed {
     /// The 16-byte pack of [`LANES`](Self::LANES) elements (`#[repr(C, align(16))]`).
     type Vector: Pod;
