@@ -74,8 +74,8 @@ mod sealed {
 
 /// An element type of a [`BlockRowsX16`] output and its 16-byte vector: `i8` ([`I8x16`]),
 /// `u8` ([`U8x16`]), `bf16` ([`Bf16x8`]), `f16` ([`F16x8`]), `f32` ([`F32x4`]). Sealed: the
-/// vector must be exactly `LANES` elements in 16 bytes, aligned to 16. An element that does not
-/// divide 16 bytes (or a wider one) has no `BlockRowsX16` rows:
+/// vector must be exactly `LANES` elements in 16 bytes, aligned to 16. Other element types (`u64`,
+/// `[u8; 3]`, ..) have no `BlockRowsX16` rows:
 ///
 /// ```compile_fail
 /// fn lanes<T: ferrocuda_device::global::X16Element>() -> u32 { T::LANES }
