@@ -121,8 +121,8 @@ fn p30_ports7_gap2_block_rows_x16_zips_read_the_same_columns_below_the_inputs_le
                 assert_eq!((row.head(), row.vectors(), row.tail_start()), (13, 2, 45));
                 row.zip_vectors(&input, |x, v| {
                     assert_eq!(x.len(), 16);
-                    for j in 0..16 {
-                        v.0[j] = x[j] as u8;
+                    for (o, &x) in v.0.iter_mut().zip(x) {
+                        *o = x as u8;
                     }
                 });
                 row.zip_elements(&input, |&x, o| *o = x as u8);
@@ -130,7 +130,7 @@ fn p30_ports7_gap2_block_rows_x16_zips_read_the_same_columns_below_the_inputs_le
             .unwrap();
         for c in 0..COLS as usize {
             // A vector is written only when all 16 of its inputs exist.
-            let vector_in = c >= 13 && c < 45 && (13 + (c - 13) / 16 * 16 + 16) <= short;
+            let vector_in = (13..45).contains(&c) && (13 + (c - 13) / 16 * 16 + 16) <= short;
             let scalar_in = c < 13 && c < short;
             let expected = if vector_in || scalar_in { (c * 2 + 1) as u8 } else { 0 };
             assert_eq!(out[skip + c], expected, "input of {short}, column {c}");
