@@ -258,3 +258,44 @@ fn static_scaled_int8_quant_kernel_fixed_matches_the_reference() {
     let got: &[i8] = bytemuck::cast_slice(&out);
     assert_eq!(got, &static_scaled_int8_quant(&input, 0.015)[..]);
 }
+
+/// Session 20, gap 2: the `BlockRowsX16` port quantises rows of any width (vLLM's vectorised
+/// loop and scalar remainder): widths that are not multiples of 16 or 8 (rows start at every
+/// byte alignment), buffers whose first row is misaligned, and the first try's width, against
+/// the CPU reference; every byte written once by its owner (the race detector).
+#[test]
+fn p30_s20_static_scaled_int8_quant_x16_handles_any_hidden() {
+    for (tokens, hidden, skip) in [(5usize, 2048usize, 0usize), (6, 2050, 0), (7, 1001, 3), (4, 8190, 0), (3, 16, 9), (3, 15, 1), (2, 1, 0)] {
+        let input = random_bf16(tokens * hidden, 30 + hidden as u64, 3.0);
+        let mut buffer = vec![0i8; tokens * hidden + skip];
+        let scale = [0.02f32];
+        vllm::static_scaled_int8_quant_kernel_x16::launch_cpu(
+            &CpuExecutor::new(),
+            LaunchConfig::new(tokens as u32, hidden.min(1024) as u32),
+            &input,
+            &mut buffer[skip..],
+            &scale,
+            hidden as u32,
+        )
+        .unwrap();
+        assert_eq!(&buffer[skip..], &static_scaled_int8_quant(&input, 0.02)[..], "hidden {hidden}, skip {skip}");
+    }
+}
+
+/// Session 20, gap 2: `BlockRowsX16` needs a 1-D launch; a 2-D block or grid is refused before
+/// anything runs, and the refusal says why.
+#[test]
+fn p30_s20_block_rows_x16_refuses_launches_that_are_not_1d() {
+    let (tokens, hidden) = (4usize, 100usize);
+    let input = random_bf16(tokens * hidden, 7, 3.0);
+    for config in [
+        LaunchConfig::new(ferrocuda::Dim3::new(4, 1, 1), ferrocuda::Dim3::new(32, 2, 1)),
+        LaunchConfig::new(ferrocuda::Dim3::new(2, 2, 1), ferrocuda::Dim3::new(32, 1, 1)),
+    ] {
+        let mut out = vec![0i8; tokens * hidden];
+        let error = vllm::static_scaled_int8_quant_kernel_x16::launch_cpu(&CpuExecutor::new(), config, &input, &mut out, &[0.02f32], hidden as u32)
+            .expect_err("a BlockRowsX16 output needs a 1-D launch");
+        assert!(error.to_string().contains("1-D"), "{error}");
+        assert!(out.iter().all(|&v| v == 0), "nothing ran");
+    }
+}

@@ -22,6 +22,7 @@
 //! | `PerWarpRow<T, Reversed>`, `DisjointSlice<T, BlockRows<Reversed>>` | as above with the blocks in reverse order (block `b` takes block `gridDim.x - 1 - b`'s rows: llm.c's softmax and fused classifier), named by [`warp_row_reversed`]/[`block_row_reversed`] and their `_rows_` iterators |
 //! | `DisjointSlice<T, RowTiles>` | block `(x, y)` owns columns `[y tile, min((y + 1) tile, cols))` of row `x` of a row-major matrix (`cols` and `tile` run-time, from `cols(name = (cols, tile))`); its thread `t` the columns `y tile + t + blockDim.x j` of them, named by its [`RowTile`] (vLLM's `(seq, tile)` sampler grids) |
 //! | `DisjointSlice<T, GridSlices>` | slices of `n` elements every `stride` (`cols(name = (n, stride))`): thread `i = blockIdx.x * blockDim.x + threadIdx.x` owns element `blockIdx.y stride + i` for `i < n`, named by its [`SliceCell`] (llm.c's `copy_and_cast_kernel`) |
+//! | `DisjointSlice<T, BlockRowsX16>` | rows as `BlockRows`, each cut into a head (elements before the first 16-byte boundary), 16-byte vectors and a tail, the same split in every thread; thread `t` owns head/tail elements and vectors `t + blockDim.x j` of each run ([`RowX16`]: vLLM's vectorised rows with a scalar tail, any width) |
 //! | `DisjointSlice<T, RotaryPairs<HEAD, HALF>>` | rows as `BlockRows`, cut into heads of `HEAD`; thread `t` owns the pairs `(k, k + HALF)` of its units `t + blockDim.x j` (NeoX rotary) |
 //! | `DisjointSlice<T, Cells3d>` | thread `(x, y, z)` owns element `(z, y, x)` of a `[depth][rows][cols]` tensor, named by its [`ThreadCell3d`] |
 //! | `DisjointSlice<T, Handoff>` | block `b` publishes row `b` (atomically); the last block to [`arrive`](DisjointSlice::arrive) reads them all ([`LastBlock`]) |
@@ -67,6 +68,7 @@
 
 mod atomic_slice;
 mod block_rows;
+mod block_rows_x16;
 mod cells3d;
 mod chunks;
 mod disjoint;
@@ -94,6 +96,7 @@ mod window;
 pub mod partition {
     pub use super::atomic_slice::Atomics;
     pub use super::block_rows::{BlockRows, RotaryPairs};
+    pub use super::block_rows_x16::BlockRowsX16;
     pub use super::cells3d::Cells3d;
     pub use super::chunks::Chunks;
     pub use super::disjoint::Threads;
@@ -115,6 +118,7 @@ pub mod partition {
 pub use crate::atomic::{Atomic, AtomicElement, Scope};
 pub use atomic_slice::AtomicSlice;
 pub use block_rows::{BlockRow, BlockRowIter, RotaryPairsIter, ThreadRow, block_row, block_row_reversed, block_rows, block_rows_reversed};
+pub use block_rows_x16::{RowX16, X16Element};
 pub use cells3d::{ThreadCell3d, unique_cell_3d};
 pub use chunks::DisjointChunks;
 pub use disjoint::RemovedDisjointSliceMethod;
@@ -140,7 +144,7 @@ pub use window::{Window, window};
 // The partitions without an alias of their own, where the docs' `DisjointSlice<T, BlockRows>`
 // finds them with the other output names (issue 30's third port: E0432 with
 // `global::{BlockRows, Handoff}`, which only `global::partition` had).
-pub use partition::{BlockRows, ByLastBlock, Cells3d, GridSlices, Handoff, InPlaceRows, RotaryPairs, RowTiles, SegmentRows};
+pub use partition::{BlockRows, BlockRowsX16, ByLastBlock, Cells3d, GridSlices, Handoff, InPlaceRows, RotaryPairs, RowTiles, SegmentRows};
 
 /// A kernel output parameter type: what `#[kernel]` builds from the pointer and length the
 /// launcher passes, and what it requires of the launch. Implemented by the output types of

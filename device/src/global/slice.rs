@@ -96,7 +96,8 @@ pub unsafe trait Partition: Sized + sealed::Sealed {
 /// | [`AtomicSlice<T>`](super::AtomicSlice) | [`Atomics`](super::partition::Atomics) |
 ///
 /// and without a name of their own: [`BlockRows`](super::partition::BlockRows) (a row per
-/// block, grid-strided, threads striding over it), [`RotaryPairs`](super::partition::RotaryPairs)
+/// block, grid-strided, threads striding over it), [`BlockRowsX16`](super::partition::BlockRowsX16)
+/// (the same rows cut into a scalar head, 16-byte vectors and a scalar tail), [`RotaryPairs`](super::partition::RotaryPairs)
 /// (rows of heads of NeoX rotary pairs, in place), [`Cells3d`](super::partition::Cells3d)
 /// (thread `(x, y, z)` owns element `(z, y, x)` of a 3-D tensor),
 /// [`SegmentRows<WIDTH>`](super::partition::SegmentRows) (a row per `WIDTH`-lane segment of a
@@ -297,6 +298,7 @@ mod sealed {
     impl<const WIDTH: u32> Sealed for super::super::partition::SegmentRows<WIDTH> {}
     impl<O: super::super::order::RowOrder> Sealed for super::super::partition::WarpRows<O> {}
     impl<O: super::super::order::RowOrder> Sealed for super::super::partition::BlockRows<O> {}
+    impl Sealed for super::super::partition::BlockRowsX16 {}
     impl Sealed for super::super::partition::Cells3d {}
     impl Sealed for super::super::partition::RowTiles {}
     impl Sealed for super::super::partition::GridSlices {}

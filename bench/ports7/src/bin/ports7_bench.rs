@@ -317,9 +317,15 @@ fn main() -> Result<()> {
         let twin_out = DeviceBuffer::<i8>::zeroed(&context, input.len())?;
         let config = LaunchConfig::new(tokens, hidden.min(1024));
         let input8 = input.cast::<vllm::Bf16x8>()?;
-        for fixed in [false, true] {
+        for variant in 0..3 {
+            let fixed = variant == 1;
             let mut ours = DeviceBuffer::<i8>::zeroed(&context, input.len())?;
             let mut run_ours = || -> Result<()> {
+                if variant == 2 {
+                    // Session 20: the BlockRowsX16 port (any hidden; here head and tail empty).
+                    vllm::static_scaled_int8_quant_kernel_x16::launch(&stream, config, &input, &mut ours, &scale, hidden)?;
+                    return Ok(());
+                }
                 let mut o = ours.cast_mut::<vllm::I8x16>()?;
                 if fixed {
                     vllm::static_scaled_int8_quant_kernel_fixed::launch(&stream, config, &input8, &mut o, &scale, hidden / 16)?;
@@ -338,7 +344,11 @@ fn main() -> Result<()> {
             let reps = reps_for(&context, &stream, &mut run_ours)?;
             let times = time_pair(&context, &stream, reps, run_ours, run_twin)?;
             stream.synchronize()?;
-            let name = if fixed { "  fix: static_scaled_int8 packed, 31 regs" } else { "vLLM static_scaled_int8_quant_kernel" };
+            let name = match variant {
+                1 => "  fix: static_scaled_int8 packed, 31 regs",
+                2 => "  s20: BlockRowsX16 (any hidden)",
+                _ => "vLLM static_scaled_int8_quant_kernel",
+            };
             TABLE.row(name, &format!("{tokens}x{hidden} bf16, block 1024"), times, &check_bits("i8", &ours.to_vec()?, &twin_out.to_vec()?));
         }
         Ok(())
