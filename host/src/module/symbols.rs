@@ -369,12 +369,7 @@ mod tests {
         const GLOBAL_OBJECT: u8 = 0x11;
         const WEAK_OBJECT: u8 = 0x21;
         const GLOBAL_FUNC: u8 = 0x12;
-        let image = elf_with_symbols(&[
-            ("anon_$_7b_$_12", LOCAL_OBJECT),
-            ("FILL", GLOBAL_OBJECT),
-            ("weak_one", WEAK_OBJECT),
-            ("square_checked", GLOBAL_FUNC),
-        ]);
+        let image = elf_with_symbols(&[("anon_$_7b_$_12", LOCAL_OBJECT), ("FILL", GLOBAL_OBJECT), ("weak_one", WEAK_OBJECT), ("square_checked", GLOBAL_FUNC)]);
         assert_eq!(crate::module::image::check_binary_image(&image), Ok(()));
         let symbols = ImageSymbols::scan(&image, false);
         assert_eq!(symbols.host_accessible("FILL"), HostAccess::Visible);
