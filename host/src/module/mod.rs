@@ -291,6 +291,9 @@ impl Module {
             return Ok(());
         }
         inner.context.synchronize()?;
+        // `cuModuleUnload` unloads from the current context: bound around it (a created
+        // context is current only during ferrocuda's calls, G20R-4).
+        let _bound = inner.context.bind()?;
         match inner.raw.take() {
             Some(raw) => raw.unload(),
             None => Ok(()),
@@ -308,7 +311,11 @@ impl Drop for ModuleInner {
         let Some(raw) = self.raw.take() else { return };
         let raw = Handle(raw);
         self.context.release(crate::context::Released::Module, move |context| {
-            if context.synchronize_queued_work().is_ok() {
+            // Bound across the wait and the unload (`cuModuleUnload` works on the current
+            // context; a created context is current only inside ferrocuda's calls, G20R-4).
+            if let Ok(_bound) = context.bind()
+                && context.synchronize_queued_work().is_ok()
+            {
                 drop(raw.into_inner());
             } else {
                 // The context is unusable; unloading would fail, and leaking is harmless then.
