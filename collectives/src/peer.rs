@@ -466,7 +466,10 @@ impl PeerRank {
         let status = self.shared.status[self.slot].to_vec()?;
         if status[0] != 0 {
             self.poisoned = true;
-            return Err(Error::Timeout { operation: "PeerRank::all_reduce (a rank gave up waiting for a peer that did not launch its side in time, which ends the group for every rank)", after: std::time::Duration::ZERO });
+            return Err(Error::Timeout {
+                operation: "PeerRank::all_reduce (a rank gave up waiting for a peer that did not launch its side in time, which ends the group for every rank)",
+                after: std::time::Duration::ZERO,
+            });
         }
         Ok(())
     }

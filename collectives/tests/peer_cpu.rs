@@ -38,8 +38,7 @@ impl Rank {
 /// and checks every output against the rank-ordered sum.
 fn run(world: usize, capacity: usize, calls: &[usize], first_epoch: u32, threads: u32) {
     let half = capacity.div_ceil(4) * 4;
-    let mut ranks: Vec<Rank> =
-        (0..world).map(|_| Rank { staging: aligned(2 * half), flags: Rank::flags(world, first_epoch), status: 0 }).collect();
+    let mut ranks: Vec<Rank> = (0..world).map(|_| Rank { staging: aligned(2 * half), flags: Rank::flags(world, first_epoch), status: 0 }).collect();
     let mut table: Vec<u64> = ranks.iter_mut().map(|r| as_mut_f32(&mut r.staging) as u64).collect();
     table.extend(ranks.iter_mut().map(|r| r.flags.as_mut_ptr() as u64));
     let status: Vec<u64> = ranks.iter_mut().map(|r| &mut r.status as *mut u32 as u64).collect();
