@@ -92,7 +92,9 @@ fn g20r1_a_rank_that_timed_out_does_not_run_ahead_of_a_late_peer() {
         let _ = writeln!(std::io::stderr(), "{TEST}: HANG after 30 s");
         std::process::exit(4);
     });
-    let results: Vec<(usize, Vec<(usize, usize)>, bool)> = std::thread::scope(|scope| {
+    // Per rank: its number, (wrong, NaN) elements per call, whether `check()` reported it.
+    type Outcome = (usize, Vec<(usize, usize)>, bool);
+    let results: Vec<Outcome> = std::thread::scope(|scope| {
         let handles: Vec<_> = ranks
             .into_iter()
             .map(|rank| {
