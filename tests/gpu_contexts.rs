@@ -62,7 +62,7 @@ fn created_context_beside_the_primary_one_with_push_pop_flags_and_limits() {
     assert!(!created.is_primary());
     assert_ne!(created.raw(), primary.raw());
     assert_eq!(created.schedule_policy().unwrap(), SchedulePolicy::BlockingSync);
-    assert_eq!(current_raw(), created.raw(), "create makes the new context current");
+    assert_eq!(current_raw(), primary.raw(), "create leaves the current context as it was (G20R-4)");
 
     primary.bind_to_thread().unwrap();
     assert_eq!(current_raw(), primary.raw());

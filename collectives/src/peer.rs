@@ -16,7 +16,7 @@
 
 use std::sync::Arc;
 
-use ferrocuda_collectives_kernels::{MAX_BLOCKS, MAX_RANKS, VECTOR, one_shot_all_reduce_f32};
+use ferrocuda_collectives_kernels::{MAX_BLOCKS, MAX_RANKS, VECTOR, flag_words, one_shot_all_reduce_f32};
 use ferrocuda_host::{BufferUsage, Context, DeviceBuffer, DevicePtr, DeviceView, DeviceViewMut, LaunchConfig, Stream, sys};
 
 use crate::Collectives;
@@ -136,7 +136,7 @@ impl PeerGroup {
             // Padded to whole vectors so that every staging half starts 16-byte aligned.
             let padded = capacity.div_ceil(VECTOR as usize) * VECTOR as usize;
             shared.staging.push(DeviceBuffer::zeroed(context, 2 * padded.max(VECTOR as usize))?);
-            shared.flags.push(DeviceBuffer::zeroed(context, world * MAX_BLOCKS as usize)?);
+            shared.flags.push(DeviceBuffer::zeroed(context, flag_words(world as u32))?);
             shared.status.push(DeviceBuffer::zeroed(context, 1)?);
             let sms = context.device().multiprocessor_count()?;
             // Two blocks per SM: all of them resident at once even next to other work, so a
@@ -189,7 +189,7 @@ impl PeerGroup {
         // stream-ordered pool, which `cuIpcGetMemHandle` refuses (CUDA_ERROR_INVALID_VALUE,
         // issue 34).
         let staging = IpcMemory::zeroed(&context, 2 * padded.max(VECTOR as usize) * size_of::<f32>())?;
-        let flags = IpcMemory::zeroed(&context, world * MAX_BLOCKS as usize * size_of::<u32>())?;
+        let flags = IpcMemory::zeroed(&context, flag_words(world as u32) * size_of::<u32>())?;
         // The zeroing ran on the legacy stream: done before any peer can see the handles.
         context.synchronize()?;
         let mut mine = [0u8; 2 * IPC_HANDLE];
@@ -362,6 +362,13 @@ impl PeerRank {
 
     /// Bounds how long the kernel waits for a peer: after `polls` polls of a flag it gives up
     /// and records it, which [`PeerRank::check`] reports (0, the default, waits forever).
+    ///
+    /// A give-up ends the whole group, not one call: the rank that gave up tells its peers,
+    /// and from then on every call's kernel on every rank writes NaN to its output and records
+    /// the give-up, which each rank's [`PeerRank::check`] reports; make a new group to go on.
+    /// A rank that is merely late thus gets an error, never a sum made with another call's
+    /// data (audit 2026-11-28h G20R-1: the rank that gave up used to carry on, run ahead and
+    /// overwrite a staging half its late peer had not read yet).
     #[must_use]
     pub fn spin_limit(mut self, polls: u32) -> Self {
         self.spin_limit = polls;
@@ -404,7 +411,7 @@ impl PeerRank {
         self.epoch = self.epoch.wrapping_add(1);
         let config = LaunchConfig::new(blocks, THREADS);
         // SAFETY: the tables hold 2 * world valid addresses (staging halves of `half` elements,
-        // 16-byte aligned; flag arrays of world * MAX_BLOCKS), peer access is enabled between
+        // 16-byte aligned; flag arrays of flag_words(world)), peer access is enabled between
         // all GPUs, n <= capacity <= half, input/output hold n elements of this GPU, aligned
         // (checked above); the epoch advances by one per call on every rank as long as every
         // rank makes the same calls (the documented contract; a missing rank makes the others
@@ -451,14 +458,18 @@ impl PeerRank {
     }
 
     /// Reads the status word: fails with [`Error::Timeout`] (and refuses later calls) if a
-    /// kernel gave up waiting for a peer (see [`PeerRank::spin_limit`]). Synchronises the
-    /// context first.
+    /// kernel of this rank gave up waiting for a peer, or found the group ended by a rank that
+    /// did (see [`PeerRank::spin_limit`]): the outputs of the calls since are NaN, not sums.
+    /// Synchronises the context first.
     pub fn check(&mut self) -> Result<()> {
         self.shared.contexts[self.slot].synchronize()?;
         let status = self.shared.status[self.slot].to_vec()?;
         if status[0] != 0 {
             self.poisoned = true;
-            return Err(Error::Timeout { operation: "PeerRank::all_reduce (a peer did not launch its side)", after: std::time::Duration::ZERO });
+            return Err(Error::Timeout {
+                operation: "PeerRank::all_reduce (a rank gave up waiting for a peer that did not launch its side in time, which ends the group for every rank)",
+                after: std::time::Duration::ZERO,
+            });
         }
         Ok(())
     }

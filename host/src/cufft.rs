@@ -286,7 +286,7 @@ impl<T: Transform> Plan<T> {
         let mut dims: Vec<i32> = shape.iter().map(|&n| i32::try_from(n)).collect::<Result<_, _>>().map_err(|_| bad())?;
         let batch_i32 = i32::try_from(batch).map_err(|_| bad())?;
         ensure_loaded()?;
-        context.bind_to_thread()?;
+        let _bound = context.bind()?;
         // cuFFT loads its kernels into the context, which may wait for its work (E2).
         context.refuse_after_timeout(|| "cufft::Plan::new (cufftPlanMany)".to_string())?;
         let mut handle: sys::cufftHandle = 0;
@@ -493,12 +493,15 @@ impl<T: Transform> Drop for Plan<T> {
                     return;
                 }
             };
-            if let Err(error) = streams.iter().try_for_each(Stream::host_wait).and_then(|()| context.bind_to_thread()) {
-                // Work still running after a reported timeout, or a faulted context: the plan
-                // is left to the context's teardown (said once, counted).
-                crate::memory::leaks::leaked_after_failed_wait("cuFFT plan", &error);
-                return;
-            }
+            let _bound = match streams.iter().try_for_each(Stream::host_wait).and_then(|()| context.bind()) {
+                Ok(bound) => bound,
+                Err(error) => {
+                    // Work still running after a reported timeout, or a faulted context: the
+                    // plan is left to the context's teardown (said once, counted).
+                    crate::memory::leaks::leaked_after_failed_wait("cuFFT plan", &error);
+                    return;
+                }
+            };
             // cufftDestroy waits for the whole device, not only the plan's streams (F12-2).
             if !crate::memory::leaks::may_release("cuFFT plan", context.timed_out(), "cufftDestroy (it waits for the whole device)") {
                 return;

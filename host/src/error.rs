@@ -251,6 +251,23 @@ pub enum Error {
         /// The module.
         module: String,
     },
+    /// A module global that the image does not declare visible outside its module was asked
+    /// for through [`Module::global`](crate::Module::global): module-internal data (in a
+    /// `#[kernel]` crate, the compiler's own panic locations, string literals, constant tables
+    /// and vtables, which the kernels' code was compiled trusting never to change) is never
+    /// handed out (audit 2026-11-28h G20R-5), nor any global of a fatbin, whose declarations
+    /// ferrocuda cannot read.
+    #[error(
+        "global `{name}` of module `{module}` is not handed out: {reason}. Declare a global the host may read and write in the device code with external linkage and interior mutability (`#[unsafe(no_mangle)] static mut NAME: T = ..;` in a kernel crate, `.visible .global`/`.visible .const` in PTX), and load the module from PTX or a cubin"
+    )]
+    ModuleInternalGlobal {
+        /// The symbol asked for.
+        name: String,
+        /// The module.
+        module: String,
+        /// Why it is not handed out.
+        reason: &'static str,
+    },
     /// A module global has another size than the type it is accessed as.
     #[error(
         "global `{name}` of module `{module}` holds {bytes} bytes, but `{type_name}` has {type_bytes}: access it as a type of the same size (an array for an array)"

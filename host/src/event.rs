@@ -40,7 +40,7 @@ impl Event {
     }
 
     fn with_flags(context: &Context, flags: u32) -> Result<Self> {
-        context.bind_to_thread()?;
+        let _bound = context.bind()?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes one handle; destroyed in Drop.
         unsafe { driver::event::create(&mut raw, flags) }?;
@@ -196,7 +196,7 @@ impl Drop for Event {
     fn drop(&mut self) {
         let event = Handle(self.raw);
         let destroy = move |context: &Context| {
-            if context.bind_to_thread().is_ok() {
+            if let Ok(_bound) = context.bind() {
                 // SAFETY: created by us, destroyed once.
                 let _ = unsafe { driver::event::destroy(event.into_inner()) };
             }

@@ -79,7 +79,7 @@ impl Function {
     /// held across loads, which may wait for the callback); the load's errors.
     pub fn from_embedded(context: &Context, module: &'static crate::EmbeddedModule, symbol: &'static str) -> Result<Function> {
         crate::context::refuse_in_host_callback(module)?;
-        context.bind_to_thread()?;
+        let _bound = context.bind()?;
         let raw = context.embedded_function(module, symbol)?;
         Ok(Function::new(raw, symbol.to_string(), context.clone(), None))
     }
@@ -110,7 +110,7 @@ impl Function {
     /// ([driver API](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html))
     pub fn attributes(&self) -> Result<FunctionAttributes> {
         use sys::CUfunction_attribute::*;
-        self.context.bind_to_thread()?;
+        let _bound = self.context.bind()?;
         Ok(FunctionAttributes {
             max_threads_per_block: self.attribute(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
             registers: self.attribute(CU_FUNC_ATTRIBUTE_NUM_REGS)?,
@@ -133,7 +133,7 @@ impl Function {
     ///
     /// [`LaunchProblem::SharedMemoryTotalTooLarge`]: crate::LaunchProblem::SharedMemoryTotalTooLarge
     pub fn set_max_dynamic_shared_bytes(&self, bytes: u32) -> Result<()> {
-        self.context.bind_to_thread()?;
+        let _bound = self.context.bind()?;
         let static_bytes = self.attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?;
         LaunchConfig::new(1u32, 1u32)
             .with_shared_bytes(bytes)
@@ -148,7 +148,7 @@ impl Function {
     /// Sets the preferred L1/shared memory split for this kernel.
     pub fn set_cache_preference(&self, preference: CachePreference) -> Result<()> {
         use sys::CUfunc_cache::*;
-        self.context.bind_to_thread()?;
+        let _bound = self.context.bind()?;
         let config = match preference {
             CachePreference::None => CU_FUNC_CACHE_PREFER_NONE,
             CachePreference::Shared => CU_FUNC_CACHE_PREFER_SHARED,
@@ -163,7 +163,7 @@ impl Function {
     /// How many blocks of `block_threads` threads (with `dynamic_shared_bytes` each) fit on one
     /// SM at once.
     pub fn max_active_blocks_per_sm(&self, block_threads: u32, dynamic_shared_bytes: usize) -> Result<u32> {
-        self.context.bind_to_thread()?;
+        let _bound = self.context.bind()?;
         let mut blocks = 0;
         // SAFETY: writes one int.
         unsafe { driver::function::occupancy_max_active_blocks_per_multiprocessor(&mut blocks, self.raw, block_threads as i32, dynamic_shared_bytes) }?;
@@ -173,7 +173,7 @@ impl Function {
     /// The block size that maximises occupancy with `dynamic_shared_bytes` per block, and the
     /// smallest grid that reaches it: `(block, min_grid)`.
     pub fn suggested_block_size(&self, dynamic_shared_bytes: usize) -> Result<(u32, u32)> {
-        self.context.bind_to_thread()?;
+        let _bound = self.context.bind()?;
         let (mut min_grid, mut block) = (0, 0);
         // SAFETY: writes two ints; no block-size callback.
         unsafe { driver::function::occupancy_max_potential_block_size(&mut min_grid, &mut block, self.raw, None, dynamic_shared_bytes, 0) }?;

@@ -238,7 +238,7 @@ impl<'buf> TensorMap<'buf> {
     ) -> Result<TensorMap<'buf>> {
         let strides = packed_strides(data_type, dims, box_dims, buffer.size_bytes() as u64)?;
         let layout = TiledLayout { data_type, dims, strides_bytes: &strides[..dims.len() - 1], box_dims, swizzle };
-        buffer.context().bind_to_thread()?;
+        let _bound = buffer.context().bind()?;
         // SAFETY: the buffer holds the whole array (checked) and allocations are 256-byte
         // aligned; the map borrows it for `'buf` and its launches declare `access` to it.
         unsafe { TensorMap::encode(buffer.device_ptr(), &layout, Memory::Tracked(buffer.usage(), access)) }

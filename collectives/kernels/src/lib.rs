@@ -9,7 +9,7 @@
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use ferrocuda_device::kernel;
-use ferrocuda_device::sync::sync_threads;
+use ferrocuda_device::sync::{sync_threads, sync_threads_or};
 use ferrocuda_device::thread::{block_dim_x, block_idx_x, grid_dim_x, thread_idx_x};
 
 ferrocuda_device::embed_kernels!();
@@ -19,6 +19,19 @@ pub const MAX_BLOCKS: u32 = 1024;
 
 /// Ranks a peer all-reduce supports (the size of the pointer table).
 pub const MAX_RANKS: u32 = 8;
+
+/// The `u32`s of each rank's flag array for `world` ranks: a slot per (source rank, block),
+/// then the rank's abort word ([`abort_slot`]).
+pub const fn flag_words(world: u32) -> usize {
+    world as usize * MAX_BLOCKS as usize + 1
+}
+
+/// The index of the abort word in a rank's flag array for `world` ranks: set (system-scope
+/// release) by a peer that gave up on the group, after which this rank's kernels stage,
+/// signal and read nothing any more (audit 2026-11-28h G20R-1).
+pub const fn abort_slot(world: u32) -> usize {
+    world as usize * MAX_BLOCKS as usize
+}
 
 /// Elements of one vector access (16 bytes of `f32`): block ranges are cut at multiples of it.
 pub const VECTOR: u32 = 4;
@@ -45,18 +58,30 @@ pub fn block_range(n: u32, block: u32, blocks: u32) -> (u32, u32) {
 ///
 /// `table` (device memory of this GPU) holds `2 * world` addresses: the staging buffer of
 /// each rank (`2 * capacity` elements: two halves used alternately, `epoch % 2` picks one), then
-/// the flag array of each rank (`world * MAX_BLOCKS` `u32`, zeroed once). Each block:
+/// the flag array of each rank ([`flag_words`]`(world)` `u32`, zeroed once: a slot per source
+/// rank and block, then the abort word). Each block:
+/// 0. returns at once, after marking `output`'s range NaN, storing 1 into `*status` and into
+///    every peer's abort word, if this rank's `*status` or abort word is set: the group is over
+///    (a rank gave up on a peer in an earlier call, below);
 /// 1. copies its range of `input` into this rank's staging half;
 /// 2. after `bar.sync`, one thread per peer stores `epoch` into that peer's flag slot for
 ///    (this rank, this block) with a system-scope release;
 /// 3. one thread per peer waits with system-scope acquires until this rank's slot for (that
-///    peer, this block) reaches `epoch`, then `bar.sync`;
+///    peer, this block) reaches `epoch`, or gives up (after `spin_limit` polls, or when this
+///    rank's abort word is set); a block where any thread gave up then ends as in 0 (it reads
+///    no peer's staging);
 /// 4. sums the range over ranks `0..world` in rank order (so every rank gets bit-identical
 ///    results) from every rank's staging half, and writes `output`.
 ///
-/// Back-to-back calls are safe with two staging halves: a block of call `k + 2` runs only after
-/// this rank's call `k + 1` finished, whose block 0 waited for the peers' block 0 of call
-/// `k + 1`, which started only after the peers' call `k` (the last reader of this half) ended.
+/// Back-to-back calls are safe with two staging halves: a block of call `k + 2` stages only
+/// after this rank's call `k + 1` finished with every wait satisfied (a wait given up sets
+/// `*status`, and every later call then ends at 0 without staging), and a satisfied wait of
+/// call `k + 1` means the peer's call `k + 1` started, after the peer's call `k` (the last
+/// reader of this half) ended. A give-up is never a reason to go on: a rank that gave up never
+/// stages, signals or reads a peer's staging again, and its abort words end the peers' waits
+/// and calls too, so a late peer gets NaN and a set status, never another call's data or a
+/// half being overwritten while it reads it (audit 2026-11-28h G20R-1: carrying on after a
+/// give-up let a rank run ahead and overwrite a half a late peer had not read).
 ///
 /// # Safety
 /// Launch with the same grid on every rank, at most [`MAX_BLOCKS`] blocks, `world <=
@@ -66,7 +91,8 @@ pub fn block_range(n: u32, block: u32, blocks: u32) -> (u32, u32) {
 /// and `output` is touched by no one else while the kernel runs. Every rank must launch the
 /// call, or the others wait: forever when `spin_limit` is 0, else until a waiting thread has
 /// polled its flag `spin_limit` times, when it stores 1 into `*status` (a `u32` on this GPU)
-/// and carries on with garbage.
+/// and ends the group (above). `*status` is never cleared by the kernel: a group that gave
+/// up stays over until its buffers are made anew.
 #[kernel]
 #[allow(clippy::too_many_arguments)] // a kernel's parameters are its ABI
 pub unsafe fn one_shot_all_reduce_f32(
@@ -97,6 +123,19 @@ pub unsafe fn one_shot_all_reduce_f32(
     }
     // SAFETY: rank < world <= MAX_RANKS (caller's contract): no bounds check, no panic path.
     let own_staging = unsafe { *staging.get_unchecked(rank as usize) } as *mut f32;
+    // SAFETY: every flag array holds flag_words(world) u32 (caller's contract), aligned; the
+    // abort word is touched only by atomics.
+    let own_abort = unsafe { AtomicU32::from_ptr((*table.add((world + rank) as usize) as *mut u32).add(abort_slot(world))) };
+    // SAFETY: `status` is a valid u32 on this GPU (caller's contract), touched only by atomics.
+    let status_word = unsafe { AtomicU32::from_ptr(status) };
+
+    // 0. A group that gave up is over (G20R-1): one decision for the whole block.
+    let over = sync_threads_or(tid == 0 && (status_word.load(Ordering::Relaxed) != 0 || own_abort.load(Ordering::Acquire) != 0));
+    if over {
+        // SAFETY: as for the kernel (the caller's contract).
+        unsafe { abandon(rank, world, table, status_word, output, start, end) };
+        return;
+    }
 
     // 1. This block's range of the input into this rank's staging half.
     let mut i = start + tid * VECTOR;
@@ -126,6 +165,7 @@ pub unsafe fn one_shot_all_reduce_f32(
     // what lets every rank's stores happen whatever the order the waits run in.
     sync_threads();
     // 3. Wait until each peer's block has staged the same range.
+    let mut gave_up = false;
     if tid < world && tid != rank {
         // SAFETY: as above, this rank's own flag array.
         let slot = unsafe { (*table.add((world + rank) as usize) as *mut u32).add((tid * MAX_BLOCKS + block) as usize) };
@@ -134,16 +174,21 @@ pub unsafe fn one_shot_all_reduce_f32(
         let mut spins = 0u32;
         while !reached(flag.load(Ordering::Acquire), epoch) {
             spins = spins.wrapping_add(1);
-            if spin_limit != 0 && spins >= spin_limit {
-                // A peer did not arrive: report it and give up (the output is then garbage).
-                // SAFETY: `status` is a valid u32 on this GPU (caller's contract).
-                unsafe { AtomicU32::from_ptr(status) }.store(1, Ordering::Relaxed);
+            // A peer did not arrive in time, or a rank ended the group: give up.
+            if (spin_limit != 0 && spins >= spin_limit) || own_abort.load(Ordering::Relaxed) != 0 {
+                gave_up = true;
                 break;
             }
             core::hint::spin_loop();
         }
     }
-    sync_threads();
+    // A block that gave up on any peer reads no staging at all: the peer may be running
+    // behind (its half not staged yet), and this rank must never run ahead of it (G20R-1).
+    if sync_threads_or(gave_up) {
+        // SAFETY: as for the kernel (the caller's contract).
+        unsafe { abandon(rank, world, table, status_word, output, start, end) };
+        return;
+    }
 
     // 4. Sum over ranks in rank order.
     let mut i = start + tid * VECTOR;
@@ -174,6 +219,34 @@ pub unsafe fn one_shot_all_reduce_f32(
         }
         // SAFETY: i < n; output is ours alone.
         unsafe { *output.add(i as usize) = sum };
+        i += threads;
+    }
+}
+
+/// Ends a block's part of a call on a group that is over (G20R-1): records it in `status`,
+/// tells every peer (its abort word, so its waits and calls end too), and marks this block's
+/// range `[start, end)` of `output` NaN (never another call's sum). Called by every thread of
+/// the block (uniformly); reads no staging.
+///
+/// # Safety
+/// As for [`one_shot_all_reduce_f32`]: `table`'s flag arrays hold [`flag_words`]`(world)`
+/// `u32`, writable from this GPU; `output` holds at least `end` elements of this GPU, written
+/// by no one else.
+#[inline(always)]
+unsafe fn abandon(rank: u32, world: u32, table: *const u64, status: &AtomicU32, output: *mut f32, start: u32, end: u32) {
+    let (tid, threads) = (thread_idx_x(), block_dim_x());
+    if tid == 0 {
+        status.store(1, Ordering::Relaxed);
+    }
+    if tid < world && tid != rank {
+        // SAFETY: the peer's flag array holds flag_words(world) u32 (caller's contract).
+        let abort = unsafe { AtomicU32::from_ptr((*table.add((world + tid) as usize) as *mut u32).add(abort_slot(world))) };
+        abort.store(1, Ordering::Release);
+    }
+    let mut i = start + tid;
+    while i < end {
+        // SAFETY: i < end <= n; output is ours alone.
+        unsafe { *output.add(i as usize) = f32::NAN };
         i += threads;
     }
 }

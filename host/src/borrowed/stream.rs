@@ -351,7 +351,7 @@ unsafe fn check_stream(context: &Context, raw: sys::CUstream) -> Result<u32> {
 /// # Safety
 /// `raw` is a live stream.
 unsafe fn stream_flags(context: &Context, raw: sys::CUstream, captured_ok: bool) -> Result<Option<u32>> {
-    context.bind_to_thread()?;
+    let _bound = context.bind()?;
     let mut owner = std::ptr::null_mut();
     // SAFETY: writes one context handle; `raw` is live.
     unsafe { driver::stream::get_ctx(raw, &mut owner) }?;

@@ -287,7 +287,7 @@ fn check_range(home: &Stream, ptr: u64, bytes: usize, align: usize, type_name: &
         return Err(problem(format!("device address {ptr:#x} is not aligned for {type_name} ({align} bytes): borrow it as bytes, or fix the offset")));
     }
     let context = home.context();
-    context.bind_to_thread()?;
+    let _bound = context.bind()?;
     let not_device = |e| problem(format!("address {ptr:#x} is not device memory the driver knows ({e}); host data must be copied first"));
     use sys::CUpointer_attribute as A;
     let mut memory_type = 0u32;

@@ -193,9 +193,17 @@ impl Context {
         Ok(context)
     }
 
-    /// Creates a new context of its own on device `ordinal` (`cuCtxCreate`) and makes it
-    /// current on this thread (in place of the previous current context; the depth of the
-    /// thread's context stack does not change). It is destroyed when the last handle drops.
+    /// Creates a new context of its own on device `ordinal` (`cuCtxCreate`). It is destroyed
+    /// when the last handle drops.
+    ///
+    /// It is never left current on the thread, here or by any later ferrocuda call with it
+    /// (each binds it for its own driver calls and restores the context current before): the
+    /// CUDA runtime and the libraries over it (PyTorch, cuDNN, a C++ extension) use the
+    /// thread's current context for their own allocations, and would otherwise put them into
+    /// this one, which ferrocuda destroys when its last handle drops (audit 2026-11-28h
+    /// G20R-4). [`Context::bind_to_thread`] and [`Context::push_current`] make it current on
+    /// request; what other code then creates in it is destroyed with it. [`Context::current`]
+    /// names it (the context ferrocuda last used on this thread).
     ///
     /// Nothing outside this handle can reset it, and a kernel fault in another context does
     /// not touch it: the tool for isolation (plug-ins in one process) and for starting over
@@ -209,10 +217,11 @@ impl Context {
         // context. The driver pushes it onto this thread's context stack.
         unsafe { driver::context::create(&mut raw, std::ptr::null_mut(), schedule.flags(), device.raw()) }.map_err(poisoned_if_sticky)?;
         let mut popped = std::ptr::null_mut();
-        // SAFETY: pops what cuCtxCreate pushed, restoring the thread's stack; bound again below.
+        // SAFETY: pops what cuCtxCreate pushed, restoring the thread's stack and its current
+        // context (G20R-4: the new context is not left current).
         let _ = unsafe { driver::context::pop_current(&mut popped) };
         let context = Context { inner: Arc::new(ContextInner::new(raw, device, ContextKind::Created(schedule), limits)) };
-        context.bind_to_thread()?;
+        context.note_current();
         Ok(context)
     }
 
@@ -221,22 +230,46 @@ impl Context {
         CURRENT.with(|c| c.borrow().upgrade()).map(|inner| Context { inner })
     }
 
-    /// Makes this context current on the calling thread (no driver call when it already is).
+    /// Makes this context current on the calling thread (no driver call when it already is),
+    /// and leaves it current. ferrocuda's own calls do not need it (each binds its context);
+    /// a context of [`Context::create`] made current this way is used by the CUDA runtime and
+    /// the libraries over it for their own allocations on this thread, which are destroyed
+    /// with the context (G20R-4): prefer [`Context::push_current`], whose guard restores the
+    /// previous context.
     pub fn bind_to_thread(&self) -> Result<()> {
+        self.bind()?.keep();
+        Ok(())
+    }
+
+    /// Makes this context current on the calling thread for the life of the returned guard
+    /// (ferrocuda's own driver calls). A created context is made current only while the guard
+    /// lives, and the context current before comes back when it drops (G20R-4: the CUDA
+    /// runtime of another library allocates in the thread's current context); a primary or
+    /// borrowed context stays current (the runtime's own context, or its owner's), as before.
+    pub(crate) fn bind(&self) -> Result<Bound> {
         let mut current = std::ptr::null_mut();
         // SAFETY: writes one handle.
         unsafe { driver::context::get_current(&mut current) }?;
+        let mut restore = None;
         if current != self.inner.raw {
             // SAFETY: the context is alive (we hold it).
             unsafe { driver::context::set_current(self.inner.raw) }?;
+            if matches!(self.inner.kind, ContextKind::Created(_)) {
+                restore = Some((self.inner.raw, current));
+            }
         }
+        self.note_current();
+        Ok(Bound { restore, _not_send: std::marker::PhantomData })
+    }
+
+    /// Records this context as the one ferrocuda last used on this thread ([`Context::current`]).
+    fn note_current(&self) {
         CURRENT.with(|c| {
             let mut c = c.borrow_mut();
             if !std::ptr::eq(c.as_ptr(), Arc::as_ptr(&self.inner)) {
                 *c = Arc::downgrade(&self.inner);
             }
         });
-        Ok(())
     }
 
     /// The device of this context.
@@ -280,7 +313,7 @@ impl Context {
         if captures > 0 {
             return Err(Error::CaptureInProgress { operation: "Context::synchronize", captures });
         }
-        self.bind_to_thread()?;
+        let _bound = self.bind()?;
         // SAFETY: no arguments.
         unsafe { driver::context::synchronize() }.map_err(crate::panic_report::with_kernel_panic)?;
         if self.inner.timed_out.load(Ordering::Acquire) {
@@ -296,7 +329,7 @@ impl Context {
         if self.timed_out() {
             return Err(Error::WorkStillRunning { operation: "a release's wait for the context's work" });
         }
-        self.bind_to_thread()?;
+        let _bound = self.bind()?;
         // SAFETY: no arguments.
         unsafe { driver::context::synchronize() }.map_err(crate::panic_report::with_kernel_panic)?;
         Ok(())
@@ -321,9 +354,9 @@ impl Context {
             return false;
         }
         let mut hung = lock(&self.inner.hung);
-        if self.bind_to_thread().is_err() {
+        let Ok(_bound) = self.bind() else {
             return true;
-        }
+        };
         hung.retain(|marker| {
             if marker.0.is_null() {
                 return true;
@@ -378,7 +411,7 @@ impl Context {
 
     /// Free and total device memory in bytes.
     pub fn memory_info(&self) -> Result<(usize, usize)> {
-        self.bind_to_thread()?;
+        let _bound = self.bind()?;
         let (mut free, mut total) = (0, 0);
         // SAFETY: writes two sizes.
         unsafe { driver::memory::get_info(&mut free, &mut total) }?;
@@ -438,7 +471,7 @@ impl Context {
     /// [`Error::CallInHostCallback`] inside a stream host callback (G16S-2); the load's errors.
     pub fn embedded_image(&self, module: &'static EmbeddedModule) -> Result<String> {
         refuse_in_host_callback(module)?;
-        self.bind_to_thread()?;
+        let _bound = self.bind()?;
         self.with_embedded(module, |loaded| Ok(loaded.image().to_string()))
     }
 
@@ -460,7 +493,7 @@ impl Context {
 
     /// How host threads wait for this context's work.
     pub fn schedule_policy(&self) -> Result<SchedulePolicy> {
-        self.bind_to_thread()?;
+        let _bound = self.bind()?;
         let mut flags = 0;
         // SAFETY: writes one int (flags of the current context, bound above).
         unsafe { driver::context::get_flags(&mut flags) }?;
@@ -469,7 +502,7 @@ impl Context {
 
     /// The current value of a resource limit, in bytes.
     pub fn limit(&self, limit: Limit) -> Result<usize> {
-        self.bind_to_thread()?;
+        let _bound = self.bind()?;
         let mut value = 0;
         // SAFETY: writes one size for the current context (bound above).
         unsafe { driver::context::get_limit(&mut value, limit.raw()) }?;
@@ -523,7 +556,7 @@ impl Context {
                 return Err(Error::WorkStillRunning { operation: "Context::set_limit(Limit::StackSize, ..)" });
             }
         }
-        self.bind_to_thread()?;
+        let _bound = self.bind()?;
         // SAFETY: applies to the current context (bound above).
         unsafe { driver::context::set_limit(limit.raw(), bytes) }?;
         Ok(())
@@ -532,7 +565,7 @@ impl Context {
     /// The stream priorities this context supports, as `(lowest, highest)`: numerically the
     /// highest priority is the smallest, e.g. `(0, -5)`. See [`Stream::with_priority`](crate::Stream::with_priority).
     pub fn stream_priority_range(&self) -> Result<(i32, i32)> {
-        self.bind_to_thread()?;
+        let _bound = self.bind()?;
         let (mut least, mut greatest) = (0, 0);
         // SAFETY: writes two ints.
         unsafe { driver::context::get_stream_priority_range(&mut least, &mut greatest) }?;
@@ -540,13 +573,51 @@ impl Context {
     }
 }
 
+/// A context bound by [`Context::bind`] for ferrocuda's own driver calls: for a created
+/// context, dropping it makes the context current before the bind current again (G20R-4).
+#[must_use = "a created context is unbound again as soon as the guard drops"]
+pub(crate) struct Bound {
+    /// The created context bound, and the one current before it (null: none).
+    restore: Option<(sys::CUcontext, sys::CUcontext)>,
+    /// The driver's current context is per thread: the guard must drop where it was made.
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+impl Bound {
+    /// Leaves the context current ([`Context::bind_to_thread`]).
+    fn keep(mut self) {
+        self.restore = None;
+    }
+}
+
+impl Drop for Bound {
+    fn drop(&mut self) {
+        let Some((bound, previous)) = self.restore.take() else { return };
+        let mut current = std::ptr::null_mut();
+        // SAFETY: writes one handle.
+        let known = unsafe { driver::context::get_current(&mut current) }.is_ok();
+        // Only while the bound context is still the current one: code inside the guard that
+        // made another context current (a `CurrentGuard`, a nested bind kept) keeps it.
+        if known && current == bound {
+            // SAFETY: the context current before the bind (null unbinds: none was). The guard
+            // lives within one ferrocuda call, which does not destroy a context it did not bind.
+            let _ = unsafe { driver::context::set_current(previous) };
+        }
+    }
+}
+
 impl Drop for ContextInner {
     fn drop(&mut self) {
         let embedded = std::mem::take(self.embedded.get_mut().unwrap_or_else(|p| p.into_inner()));
+        // The thread's current context, made current again after the teardown binds this one
+        // (G20R-4: a dying or leaked created context is not left current for the runtime of
+        // another library to allocate in). Not inside a host callback (no CUDA calls there).
+        let restore = RestoreCurrent::capture(self.raw);
         if teardown_leaks(still_hung(self)) {
             // P12: work reported as hung may still run; the synchronisation below would never
             // return. Leave the context (and its modules) to the process's exit.
             std::mem::forget(embedded);
+            restore_current(restore);
             eprintln!(
                 "ferrocuda: the last handle of a context was dropped after `Stream::synchronize_timeout` reported work in it still \
                  running; the context is left to the end of the process instead of waiting for that work (call \
@@ -570,19 +641,46 @@ impl Drop for ContextInner {
             // teardown waits for no lock of ferrocuda's (the GPU only, as `Stream::synchronize`
             // there), and a context borrowed for a lifetime (`BorrowedContext`) may be destroyed
             // by its owner as soon as this drop returns (G16S-5). The thread's current context
-            // (the door's) is restored for the rest of the work.
-            let mut current = std::ptr::null_mut();
-            // SAFETY: writes one handle.
-            let known = unsafe { driver::context::get_current(&mut current) }.is_ok();
-            let dying = self.raw;
+            // (the door's, alive: its stream holds it) is restored for the rest of the work.
             teardown.into_inner().run();
-            if known && !current.is_null() && current != dying {
-                // SAFETY: the door's context, alive (its stream holds it).
-                let _ = unsafe { driver::context::set_current(current) };
-            }
+            restore_current(restore);
         } else {
             teardown.into_inner().run();
+            restore_current(restore);
         }
+    }
+}
+
+/// The context current on the thread before a context's teardown bound the dying one, to
+/// make current again after it (none inside a host callback, where no CUDA call is made).
+struct RestoreCurrent {
+    previous: sys::CUcontext,
+}
+
+impl RestoreCurrent {
+    fn capture(dying: sys::CUcontext) -> Option<Self> {
+        if in_host_callback() {
+            return None;
+        }
+        let mut previous = std::ptr::null_mut();
+        // SAFETY: writes one handle.
+        unsafe { driver::context::get_current(&mut previous) }.ok()?;
+        (!previous.is_null() && previous != dying).then_some(RestoreCurrent { previous })
+    }
+}
+
+/// Makes the captured context current again if the teardown changed the current one.
+fn restore_current(saved: Option<RestoreCurrent>) {
+    let Some(RestoreCurrent { previous }) = saved else { return };
+    let mut current = std::ptr::null_mut();
+    // SAFETY: writes one handle.
+    let known = unsafe { driver::context::get_current(&mut current) }.is_ok();
+    if !known || current != previous {
+        // SAFETY: the context that was current when the last handle of the dying one dropped:
+        // another than the one destroyed here, current on this thread, so alive (a context is
+        // not destroyed while current on a thread by its owner's contract, and ferrocuda's own
+        // are held by the handles of the code that bound them).
+        let _ = unsafe { driver::context::set_current(previous) };
     }
 }
 

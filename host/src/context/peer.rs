@@ -28,7 +28,7 @@ impl Context {
         if !self.can_access_peer(peer)? {
             return Err(Error::PeerAccessUnsupported { from: self.inner.device.ordinal(), to: peer.inner.device.ordinal() });
         }
-        self.bind_to_thread()?;
+        let _bound = self.bind()?;
         // SAFETY: both contexts are alive; flags must be 0.
         match unsafe { driver::context::enable_peer_access(peer.inner.raw, 0) } {
             Err(e) if e.code == sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {}

@@ -91,6 +91,8 @@ impl Context {
     /// Checks that a context made by `recover` or `reset_primary` can do work: the driver may keep the whole
     /// process poisoned after a fault (see [`Error::ProcessPoisoned`]).
     fn usable_after_recovery(self) -> Result<Self> {
+        // Bound for the probe only (G20R-4: a created context is never left current).
+        let bound = self.bind()?;
         let mut probe = 0;
         // SAFETY: a one-byte allocation in the bound context, freed right away.
         let outcome = unsafe { driver::memory::alloc(&mut probe, 1) }.and_then(|()| {
@@ -99,6 +101,7 @@ impl Context {
             // SAFETY: no arguments; the context is bound.
             unsafe { driver::context::synchronize() }
         });
+        drop(bound);
         outcome.map_err(poisoned_if_sticky)?;
         Ok(self)
     }

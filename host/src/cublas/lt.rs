@@ -285,7 +285,7 @@ impl CublasLt {
         if !Self::is_available() {
             return Err(Error::LibraryUnavailable { library: "cuBLASLt (libcublasLt)" });
         }
-        stream.context().bind_to_thread()?;
+        let _bound = stream.context().bind()?;
         // cuBLASLt loads its kernels into the context, which may wait for its work (E2).
         stream.context().refuse_after_timeout(|| "CublasLt::new (cublasLtCreate)".to_string())?;
         let workspace = DeviceBuffer::<u8>::zeroed(stream.context(), WORKSPACE_BYTES)?;
@@ -431,7 +431,7 @@ impl Drop for CublasLt {
             if !crate::memory::leaks::may_release("cuBLASLt handle", context.timed_out(), "cublasLtDestroy (it may wait for the whole device)") {
                 return;
             }
-            if context.bind_to_thread().is_ok() {
+            if let Ok(_bound) = context.bind() {
                 // SAFETY: created in `new`, destroyed once; queued matmuls still complete (the
                 // workspace's release waits for the stream).
                 unsafe { lt::cublasLtDestroy(handle) };

@@ -83,7 +83,7 @@ impl Cublas {
         if !Self::is_available() {
             return Err(Error::LibraryUnavailable { library: "cuBLAS (libcublas)" });
         }
-        stream.context().bind_to_thread()?;
+        let _bound = stream.context().bind()?;
         // cuBLAS loads its kernels into the context here, which may wait for its work (E2).
         stream.context().refuse_after_timeout(|| "Cublas::new (cublasCreate)".to_string())?;
         let mut handle = std::ptr::null_mut();
@@ -242,7 +242,7 @@ impl Drop for Cublas {
             if !crate::memory::leaks::may_release("cuBLAS handle", context.timed_out(), "cublasDestroy (it waits for the whole device)") {
                 return;
             }
-            if context.bind_to_thread().is_ok() {
+            if let Ok(_bound) = context.bind() {
                 // SAFETY: created in `new`, destroyed once; queued work still completes.
                 unsafe { cublas::cublasDestroy_v2(handle.into_inner()) };
             }

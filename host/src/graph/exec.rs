@@ -70,7 +70,7 @@ impl Drop for GraphExec {
     fn drop(&mut self) {
         let (graph, modules) = (Handle(self.raw), std::mem::take(&mut self._modules));
         self.context.release(crate::context::Released::GraphExec, move |context| {
-            if context.bind_to_thread().is_ok() {
+            if let Ok(_bound) = context.bind() {
                 // SAFETY: owned by us, destroyed once; replays already queued still complete.
                 let _ = unsafe { driver::graph::exec_destroy(graph.into_inner()) };
             }

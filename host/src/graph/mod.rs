@@ -46,7 +46,7 @@ impl Graph {
 
     /// Makes an executable graph. The graph itself may be dropped afterwards.
     pub fn instantiate(&self) -> Result<GraphExec> {
-        self.context.bind_to_thread()?;
+        let _bound = self.context.bind()?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes one handle, owned by the returned GraphExec; flags 0 = default.
         unsafe { driver::graph::instantiate_with_flags(&mut raw, self.raw, 0) }?;
@@ -66,7 +66,7 @@ impl Drop for Graph {
         // (the executable graphs made from it stay valid), so a running capture, even one that
         // never ends (P5), does not hold it back.
         self.context.release_outside_captures(move |context| {
-            if context.bind_to_thread().is_ok() {
+            if let Ok(_bound) = context.bind() {
                 // SAFETY: owned by us, destroyed once; executable graphs made from it stay valid.
                 let _ = unsafe { driver::graph::destroy(graph.into_inner()) };
             }

@@ -160,7 +160,7 @@ impl<T: Pod> DeviceBuffer<T> {
     fn allocate(stream: &Stream, len: usize, operation: &'static str) -> Result<Self> {
         let context = stream.context();
         let bytes = Self::bytes_for(len)?;
-        context.bind_to_thread()?;
+        let _bound = context.bind()?;
         if bytes > 0 {
             stream.refuse_capture(operation)?;
         }

@@ -48,7 +48,7 @@ impl<T: Pod> PinnedBuffer<T> {
     /// [`Error::RefusedAfterTimeout`].
     pub fn zeroed(context: &Context, len: usize) -> Result<Self> {
         context.refuse_after_timeout(|| "PinnedBuffer::zeroed (cuMemHostAlloc waits for the device)".into())?;
-        context.bind_to_thread()?;
+        let _bound = context.bind()?;
         let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or(Error::AllocationTooLarge { len, element_bytes: std::mem::size_of::<T>() })?;
         let mut ptr: *mut std::ffi::c_void = std::ptr::null_mut();
         if bytes > 0 {
@@ -191,10 +191,13 @@ fn release_pinned(context: &Context, ptr: Handle<*mut std::ffi::c_void>, bytes: 
     let Some(streams) = streams.resolve_or_postpone(context, what, again) else { return };
     // A copy that cannot be waited for (faulted context) may still be queued: then leak
     // the memory rather than free what the GPU might still touch.
-    if let Err(error) = streams.iter().try_for_each(Stream::host_wait).and_then(|()| context.bind_to_thread()) {
-        crate::memory::leaks::leaked_after_failed_wait("PinnedBuffer", &error);
-        return;
-    }
+    let _bound = match streams.iter().try_for_each(Stream::host_wait).and_then(|()| context.bind()) {
+        Ok(bound) => bound,
+        Err(error) => {
+            crate::memory::leaks::leaked_after_failed_wait("PinnedBuffer", &error);
+            return;
+        }
+    };
     // cuMemFreeHost waits for the whole device: after a reported timeout, even a buffer
     // no stream used would wait for ever (F12-2).
     if !crate::memory::leaks::may_release("PinnedBuffer", context.timed_out(), "cuMemFreeHost (it waits for the whole device)") {

@@ -489,7 +489,9 @@ impl fmt::Debug for GiveUp {
 impl Drop for GiveUp {
     fn drop(&mut self) {
         for (context, marker) in self.markers.drain(..) {
-            if !marker.is_null() && context.bind_to_thread().is_ok() {
+            if !marker.is_null()
+                && let Ok(_bound) = context.bind()
+            {
                 // SAFETY: created by `Stream::hung_marker`, never handed to the context, destroyed
                 // once, here (a pending record still completes).
                 let _ = unsafe { crate::driver::event::destroy(marker) };
@@ -885,9 +887,9 @@ pub(crate) fn release(context: &Context, ptr: u64, bytes: usize, streams: UsedSt
     let what = crate::context::Released::DeviceBuffer(bytes);
     let again = move |context: &Context, streams: UsedStreams| release(context, ptr, bytes, streams, pooled);
     let Some(mut streams) = streams.resolve_or_postpone(context, what, again) else { return };
-    if context.bind_to_thread().is_err() {
+    let Ok(_bound) = context.bind() else {
         return;
-    }
+    };
     // No capture may begin on these streams between the check below and the free (another
     // thread's `begin_capture`): the free, or a wait recorded for it, would join the graph.
     // Each stream once (a second shared lock of one gate could wait behind a writer).
@@ -944,11 +946,18 @@ pub(crate) fn release(context: &Context, ptr: u64, bytes: usize, streams: UsedSt
         let _ = own.enqueue("cuMemFreeAsync", &[], |stream| Ok::<_, Error>(unsafe { crate::driver::memory::free_async(ptr, stream.get()) }?));
     } else {
         for stream in streams.iter().chain(std::iter::once(&own)) {
-            if let Err(error) = stream.host_wait_gated(true).and_then(|()| context.bind_to_thread()) {
+            if let Err(error) = stream.host_wait_gated(true) {
                 super::leaks::leaked_after_failed_wait("DeviceBuffer", &error);
                 return;
             }
         }
+        let _bound_again = match context.bind() {
+            Ok(bound) => bound,
+            Err(error) => {
+                super::leaks::leaked_after_failed_wait("DeviceBuffer", &error);
+                return;
+            }
+        };
         // cuMemFree may wait for the whole device (F12-2): not after a reported timeout.
         if !super::leaks::may_release("DeviceBuffer", context.timed_out(), "cuMemFree without memory pools (it may wait for the whole device)") {
             return;

@@ -81,7 +81,7 @@ impl Module {
     /// input keeps the letter of "has that launcher's signature", and its safe launches would
     /// race with every reader of that input).
     pub unsafe fn load_ptx(context: &Context, name: &str, ptx: &str, options: &JitOptions) -> Result<Self> {
-        context.bind_to_thread()?;
+        let _bound = context.bind()?;
         context.refuse_after_timeout(|| format!("Module::load_ptx(`{name}`)"))?;
         check_ptx_supported(name, ptx, context.device())?;
         let (raw, info_log) = RawModule::load_with(name, ptx.as_bytes(), true, options)?;
@@ -100,7 +100,7 @@ impl Module {
     /// launchers say, as for [`Module::load_ptx`].
     pub unsafe fn load_binary(context: &Context, name: &str, image: &[u8], options: &JitOptions) -> Result<Self> {
         image::check_binary_image(image).map_err(|reason| Error::InvalidImage { module: name.to_string(), reason })?;
-        context.bind_to_thread()?;
+        let _bound = context.bind()?;
         context.refuse_after_timeout(|| format!("Module::load_binary(`{name}`)"))?;
         let (raw, info_log) = RawModule::load_with(name, image, false, options)?;
         Ok(Self::wrap(context, name, raw, info_log))
@@ -187,7 +187,7 @@ impl Module {
 
     /// The kernel `symbol`, for attributes and occupancy.
     pub fn function(&self, symbol: &str) -> Result<Function> {
-        self.inner.context.bind_to_thread()?;
+        let _bound = self.inner.context.bind()?;
         let raw = self.raw().function(&self.inner.name, symbol)?;
         Ok(Function::new(raw, symbol.to_string(), self.inner.context.clone(), Some(self.inner.clone())))
     }
@@ -195,7 +195,7 @@ impl Module {
     /// Checks that every kernel in `expected` is in the module with the parameter sizes its
     /// launcher passes (`cuFuncGetParamInfo`, CUDA 12.4+; older drivers check names only).
     pub fn check_kernels(&self, expected: &[&KernelSignature]) -> Result<()> {
-        self.inner.context.bind_to_thread()?;
+        let _bound = self.inner.context.bind()?;
         // The checks read module memory and may load the kernels' code (E2): not after a timeout.
         self.inner.context.refuse_after_timeout(|| format!("Module::check_kernels of module `{}`", self.inner.name))?;
         for signature in expected {
@@ -233,13 +233,28 @@ impl Module {
     /// [`Error::ReservedGlobal`] for a name starting with `__ferrocuda_`: ferrocuda's own
     /// globals (the device panic handler's record address and claim flag, the launch checks'
     /// tables) are never handed out, since writing the record address would aim the panic
-    /// handler's stores anywhere (audit 2026-11-28b G14-1); [`Error::GlobalNotFound`];
-    /// [`Error::GlobalSizeMismatch`].
+    /// handler's stores anywhere (audit 2026-11-28b G14-1); [`Error::ModuleInternalGlobal`] for
+    /// a name the image does not declare visible outside the module (`.visible` in PTX, a
+    /// global-binding data symbol in a cubin), and for any name of a fatbin: the allow-list is
+    /// the data the device code declared host-accessible, since a `#[kernel]` crate's module
+    /// also holds the compiler's own data (panic locations, string literals, constant tables,
+    /// vtables) that its code trusts never to change (audit 2026-11-28h G20R-5);
+    /// [`Error::GlobalNotFound`]; [`Error::GlobalSizeMismatch`].
+    ///
+    /// Device code declares such a global with external linkage and interior mutability:
+    /// `#[unsafe(no_mangle)] static mut NAME: T = ..;` (an immutable `static` may have been
+    /// folded into the code by the compiler, so writing it would not reach every use).
     pub fn global<T: Pod>(&self, name: &str) -> Result<Global<'_, T>> {
         if symbols::is_reserved(name) {
             return Err(Error::ReservedGlobal { name: name.into(), module: self.inner.name.clone() });
         }
-        self.inner.context.bind_to_thread()?;
+        match self.raw().symbols.host_accessible(name) {
+            symbols::HostAccess::Visible => {}
+            symbols::HostAccess::Refused(reason) => return Err(Error::ModuleInternalGlobal { name: name.into(), module: self.inner.name.clone(), reason }),
+            // Not asked for: a failed lookup is an error in compute-sanitizer's report.
+            symbols::HostAccess::Absent => return Err(Error::GlobalNotFound { name: name.into(), module: self.inner.name.clone() }),
+        }
+        let _bound = self.inner.context.bind()?;
         let symbol = CString::new(name).map_err(|_| Error::GlobalNotFound { name: name.into(), module: self.inner.name.clone() })?;
         if !self.raw().symbols.may_hold(name) {
             // Not asked for: a failed lookup is an error in compute-sanitizer's report.
@@ -276,6 +291,9 @@ impl Module {
             return Ok(());
         }
         inner.context.synchronize()?;
+        // `cuModuleUnload` unloads from the current context: bound around it (a created
+        // context is current only during ferrocuda's calls, G20R-4).
+        let _bound = inner.context.bind()?;
         match inner.raw.take() {
             Some(raw) => raw.unload(),
             None => Ok(()),
@@ -293,7 +311,11 @@ impl Drop for ModuleInner {
         let Some(raw) = self.raw.take() else { return };
         let raw = Handle(raw);
         self.context.release(crate::context::Released::Module, move |context| {
-            if context.synchronize_queued_work().is_ok() {
+            // Bound across the wait and the unload (`cuModuleUnload` works on the current
+            // context; a created context is current only inside ferrocuda's calls, G20R-4).
+            if let Ok(_bound) = context.bind()
+                && context.synchronize_queued_work().is_ok()
+            {
                 drop(raw.into_inner());
             } else {
                 // The context is unusable; unloading would fail, and leaking is harmless then.

@@ -40,6 +40,11 @@ pub(crate) struct ImageSymbols {
     names: Option<HashSet<Box<str>>>,
     /// Each `.entry` of a PTX image and its number of `.param`s (empty for other images).
     entries: HashMap<Box<str>, usize>,
+    /// The data the image defines, each with whether it is visible outside its module (PTX
+    /// `.visible`/`.weak`/`.common` `.global`/`.const` variables; a cubin's `OBJECT` symbols of
+    /// global or weak binding): the visible ones are the only globals `Module::global` hands
+    /// out (audit 2026-11-28h G20R-5). `None`: the image's declarations cannot be read (a fatbin).
+    data: Option<HashMap<Box<str>, bool>>,
 }
 
 impl ImageSymbols {
@@ -64,7 +69,25 @@ impl ImageSymbols {
             at = end;
         }
         let entries = if is_ptx { ptx_entries(image) } else { HashMap::new() };
-        ImageSymbols { names: Some(names), entries }
+        let data = if is_ptx { Some(ptx_data(image)) } else { elf_data(image) };
+        ImageSymbols { names: Some(names), entries, data }
+    }
+
+    /// Whether `name` is data the image declares visible outside its module, the only kind
+    /// `Module::global` hands out (G20R-5): the compiler's own data of a `#[kernel]` crate
+    /// (panic `Location`s, string literals, constant tables, vtables: module-internal
+    /// `.global`s the kernels' code was compiled trusting never to change) is not.
+    pub(crate) fn host_accessible(&self, name: &str) -> HostAccess {
+        match self.data.as_ref().map(|data| data.get(name)) {
+            Some(Some(true)) => HostAccess::Visible,
+            Some(Some(false)) => HostAccess::Refused(
+                "it is module-internal data of the image (no `.visible`: the compiler's own constants, panic locations, tables and vtables are such data, and the kernels' code trusts them never to change)",
+            ),
+            Some(None) => HostAccess::Absent,
+            None => HostAccess::Refused(
+                "the image is a fatbin, whose declarations ferrocuda cannot read to tell a global the device code made visible from the compiler's module-internal data",
+            ),
+        }
     }
 
     /// The number of parameters of the kernel `symbol`, when the image is PTX text that
@@ -107,6 +130,127 @@ fn ptx_entries(ptx: &[u8]) -> HashMap<Box<str>, usize> {
     entries
 }
 
+/// What [`ImageSymbols::host_accessible`] says of a name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HostAccess {
+    /// Data the image declares visible outside its module: may be handed out.
+    Visible,
+    /// Not handed out, for the reason given.
+    Refused(&'static str),
+    /// The image (read) defines no data of that name.
+    Absent,
+}
+
+/// The variables PTX text defines in `.global` or `.const` space, each with whether it has
+/// external linkage: a statement that starts with `.visible`, `.weak` or `.common` (module-
+/// internal data has no linkage directive; `.extern` data is defined elsewhere, not here).
+fn ptx_data(ptx: &[u8]) -> HashMap<Box<str>, bool> {
+    let text = String::from_utf8_lossy(ptx);
+    let mut code = String::with_capacity(text.len());
+    let mut rest: &str = &text;
+    // Comments out (a `.visible` in a comment declares nothing).
+    while !rest.is_empty() {
+        let line = rest.find("//").map_or(rest.len(), |n| n);
+        let block = rest.find("/*").map_or(rest.len(), |n| n);
+        if line == rest.len() && block == rest.len() {
+            code.push_str(rest);
+            break;
+        }
+        if line < block {
+            code.push_str(&rest[..line]);
+            rest = rest[line..].find('\n').map_or("", |n| &rest[line + n..]);
+        } else {
+            code.push_str(&rest[..block]);
+            code.push(' ');
+            rest = rest[block + 2..].find("*/").map_or("", |n| &rest[block + 2 + n + 2..]);
+        }
+    }
+    let mut data = HashMap::new();
+    // Lines too: `.version` and `.target` end without a `;`.
+    for statement in code.split([';', '{', '}', '\n']) {
+        let mut words = statement.split_whitespace().peekable();
+        let visible = matches!(words.peek(), Some(&(".visible" | ".weak" | ".common")));
+        if visible {
+            words.next();
+        }
+        if !matches!(words.next(), Some(".global" | ".const")) {
+            continue;
+        }
+        // `.align N`, the type and vector modifiers, then the name (with `[n]`, `=` after it).
+        let mut after_align = false;
+        for word in words {
+            if std::mem::take(&mut after_align) {
+                continue;
+            }
+            if word == ".align" {
+                after_align = true;
+                continue;
+            }
+            if word.starts_with('.') {
+                continue;
+            }
+            let name: String = word.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '$' || *c == '%').collect();
+            if !name.is_empty() {
+                data.insert(name.into(), visible);
+            }
+            break;
+        }
+    }
+    data
+}
+
+/// A 64-bit ELF cubin's data symbols (`STT_OBJECT`), each with whether its binding is global
+/// or weak, read from its `.symtab` (module-internal data is `STB_LOCAL`). `None` when the
+/// image is not one whose symbol table can be read; every read is bounds-checked (a malformed
+/// image gives `None` or fewer names, never a panic).
+fn elf_data(image: &[u8]) -> Option<HashMap<Box<str>, bool>> {
+    let u16_at = |at: usize| image.get(at..at.checked_add(2)?).map(|b| u16::from_le_bytes([b[0], b[1]]) as usize);
+    let u32_at = |at: usize| image.get(at..at.checked_add(4)?).map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")) as usize);
+    let u64_at = |at: usize| image.get(at..at.checked_add(8)?).and_then(|b| usize::try_from(u64::from_le_bytes(b.try_into().expect("8 bytes"))).ok());
+    if !image.starts_with(b"\x7fELF") || image.get(4) != Some(&2) || image.get(5) != Some(&1) {
+        return None;
+    }
+    let (section_table, entry_size, count) = (u64_at(0x28)?, u16_at(0x3A)?, u16_at(0x3C)?);
+    if entry_size < 0x40 {
+        return None;
+    }
+    // Section header fields: sh_type at 4, sh_offset at 0x18, sh_size at 0x20, sh_link at 0x28,
+    // sh_entsize at 0x38.
+    let section = |index: usize| section_table.checked_add(index.checked_mul(entry_size)?);
+    let mut data = HashMap::new();
+    for index in 0..count {
+        let header = section(index)?;
+        const SHT_SYMTAB: usize = 2;
+        if u32_at(header + 4)? != SHT_SYMTAB {
+            continue;
+        }
+        let (symbols, size, link, symbol_size) = (u64_at(header + 0x18)?, u64_at(header + 0x20)?, u32_at(header + 0x28)?, u64_at(header + 0x38)?);
+        let strings_header = section(link)?;
+        let (strings, strings_size) = (u64_at(strings_header + 0x18)?, u64_at(strings_header + 0x20)?);
+        let strings = image.get(strings..strings.checked_add(strings_size)?)?;
+        if symbol_size < 24 {
+            return None;
+        }
+        for symbol in (0..size / symbol_size).map(|n| symbols + n * symbol_size) {
+            // Elf64_Sym: st_name (u32), st_info (u8: binding << 4 | type).
+            let (name, info) = (u32_at(symbol)?, *image.get(symbol + 4)?);
+            const STT_OBJECT: u8 = 1;
+            const STB_GLOBAL: u8 = 1;
+            const STB_WEAK: u8 = 2;
+            if info & 0xf != STT_OBJECT {
+                continue;
+            }
+            let name = strings.get(name..)?;
+            let name = &name[..name.iter().position(|b| *b == 0)?];
+            let visible = matches!(info >> 4, STB_GLOBAL | STB_WEAK);
+            // A name defined twice (cannot happen in one image) stays visible only if both are.
+            let entry = data.entry(String::from_utf8_lossy(name).into()).or_insert(visible);
+            *entry &= visible;
+        }
+    }
+    Some(data)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,6 +289,99 @@ mod tests {
         assert!(symbols.may_hold("my_table"), "a name of another prefix is always asked for");
         assert_eq!(symbols.param_count("saxpy"), Some(1));
         assert_eq!(symbols.param_count("other"), None);
+    }
+
+    /// G20R-5 (audit 2026-11-28h): `Module::global` handed out the compiler's own
+    /// module-internal data (a `#[kernel]` crate's panic `Location`s, string literals, tables),
+    /// past G14-1's name prefix. Only data the image declares visible is handed out; what it
+    /// defines without linkage is refused, and a name it does not define is absent.
+    #[test]
+    fn g20r5_module_internal_ptx_data_is_not_host_accessible() {
+        let ptx = ".version 8.0\n.target sm_80\n.address_size 64\n\
+            // .visible .global .u32 IN_A_COMMENT;\n\
+            /* .visible .global .u32 IN_A_BLOCK; */\n\
+            .global .align 1 .b8 anon_$_47_$_0[20] = {100, 101};\n\
+            .global .align 8 .u64 anon_$_7b_$_12[3] = {generic(anon_$_47_$_0), 19, 38654705872};\n\
+            .const .align 4 .b8 internal_table[16] = {1, 0, 0, 0};\n\
+            .visible .global .align 4 .u32 FILL = 1;\n\
+            .visible .const .align 4 .b8 TABLE[16] = {1, 0, 0, 0};\n\
+            .weak .global .align 8 .u64 weak_one;\n\
+            .extern .global .align 8 .u64 defined_elsewhere;\n\
+            .visible .global .align 8 .u64 __ferrocuda_panic_slot;\n\
+            .visible .entry k(.param .u64 k_param_0) { .reg .b64 %rd<2>; ld.global.u64 %rd1, [FILL]; ret; }\n";
+        let symbols = ImageSymbols::scan(ptx.as_bytes(), true);
+        for visible in ["FILL", "TABLE", "weak_one", "__ferrocuda_panic_slot"] {
+            assert_eq!(symbols.host_accessible(visible), HostAccess::Visible, "{visible}");
+        }
+        for internal in ["anon_$_47_$_0", "anon_$_7b_$_12", "internal_table"] {
+            assert!(matches!(symbols.host_accessible(internal), HostAccess::Refused(r) if r.contains("module-internal")), "{internal}");
+        }
+        for absent in ["IN_A_COMMENT", "IN_A_BLOCK", "defined_elsewhere", "k", "NOPE", "%rd1"] {
+            assert_eq!(symbols.host_accessible(absent), HostAccess::Absent, "{absent}");
+        }
+    }
+
+    /// A 64-bit little-endian ELF with a `.symtab` of the given `(name, st_info)` symbols and
+    /// its `.strtab`, laid out as a cubin is (section headers at the end).
+    fn elf_with_symbols(symbols: &[(&str, u8)]) -> Vec<u8> {
+        let mut strtab = vec![0u8];
+        let mut symtab = vec![0u8; 24]; // the null symbol
+        for (name, info) in symbols {
+            let at = strtab.len() as u32;
+            strtab.extend_from_slice(name.as_bytes());
+            strtab.push(0);
+            let mut symbol = [0u8; 24];
+            symbol[..4].copy_from_slice(&at.to_le_bytes());
+            symbol[4] = *info;
+            symtab.extend_from_slice(&symbol);
+        }
+        let mut image = vec![0u8; 0x40];
+        image[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        let strtab_at = image.len();
+        image.extend_from_slice(&strtab);
+        let symtab_at = image.len();
+        image.extend_from_slice(&symtab);
+        let headers_at = image.len();
+        let header = |kind: u32, offset: usize, size: usize, link: u32, entry: u64| {
+            let mut h = [0u8; 64];
+            h[4..8].copy_from_slice(&kind.to_le_bytes());
+            h[0x18..0x20].copy_from_slice(&(offset as u64).to_le_bytes());
+            h[0x20..0x28].copy_from_slice(&(size as u64).to_le_bytes());
+            h[0x28..0x2C].copy_from_slice(&link.to_le_bytes());
+            h[0x38..0x40].copy_from_slice(&entry.to_le_bytes());
+            h
+        };
+        image.extend_from_slice(&header(0, 0, 0, 0, 0));
+        image.extend_from_slice(&header(3, strtab_at, strtab.len(), 0, 0));
+        image.extend_from_slice(&header(2, symtab_at, symtab.len(), 1, 24));
+        image[0x28..0x30].copy_from_slice(&(headers_at as u64).to_le_bytes());
+        image[0x3A..0x3C].copy_from_slice(&64u16.to_le_bytes());
+        image[0x3C..0x3E].copy_from_slice(&3u16.to_le_bytes());
+        image
+    }
+
+    /// G20R-5 for a cubin: `STB_LOCAL` data (the compiler's) is refused, global and weak data
+    /// is handed out, functions are not data; a malformed symbol table never panics; a fatbin
+    /// hands out nothing (its declarations cannot be read).
+    #[test]
+    fn g20r5_module_internal_cubin_data_is_not_host_accessible() {
+        const LOCAL_OBJECT: u8 = 1;
+        const GLOBAL_OBJECT: u8 = 0x11;
+        const WEAK_OBJECT: u8 = 0x21;
+        const GLOBAL_FUNC: u8 = 0x12;
+        let image = elf_with_symbols(&[("anon_$_7b_$_12", LOCAL_OBJECT), ("FILL", GLOBAL_OBJECT), ("weak_one", WEAK_OBJECT), ("square_checked", GLOBAL_FUNC)]);
+        assert_eq!(crate::module::image::check_binary_image(&image), Ok(()));
+        let symbols = ImageSymbols::scan(&image, false);
+        assert_eq!(symbols.host_accessible("FILL"), HostAccess::Visible);
+        assert_eq!(symbols.host_accessible("weak_one"), HostAccess::Visible);
+        assert!(matches!(symbols.host_accessible("anon_$_7b_$_12"), HostAccess::Refused(_)));
+        assert_eq!(symbols.host_accessible("square_checked"), HostAccess::Absent);
+        assert_eq!(symbols.host_accessible("NOPE"), HostAccess::Absent);
+        for cut in (0..image.len()).step_by(7) {
+            let _ = ImageSymbols::scan(&image[..cut], false).host_accessible("FILL");
+        }
+        let fatbin = [0x50u8, 0xed, 0x55, 0xba, 1, 0, 0x10, 0];
+        assert!(matches!(ImageSymbols::scan(&fatbin, false).host_accessible("FILL"), HostAccess::Refused(r) if r.contains("fatbin")));
     }
 
     /// The parameter count of each entry of PTX text, as `ptxas` and the driver read it.

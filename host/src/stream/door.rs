@@ -146,7 +146,7 @@ impl Stream {
             }
             None => None,
         };
-        self.context().bind_to_thread()?;
+        let _bound = self.context().bind()?;
         let key = std::sync::Arc::as_ptr(&self.inner) as usize;
         let outcome = locked(&self.inner.driver_calls, || {
             // The check again, in one critical section with the driver call: a capture's

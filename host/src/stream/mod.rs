@@ -177,7 +177,7 @@ impl Stream {
     /// [`Context::stream_priority_range`] (0 is the default; out-of-range values are clamped
     /// by the driver).
     pub fn with_priority(context: &Context, ordering: StreamOrdering, priority: i32) -> Result<Self> {
-        context.bind_to_thread()?;
+        let _bound = context.bind()?;
         let flags = match ordering {
             StreamOrdering::WithLegacyDefault => sys::CUstream_flags::CU_STREAM_DEFAULT,
             StreamOrdering::NonBlocking => sys::CUstream_flags::CU_STREAM_NON_BLOCKING,
@@ -260,7 +260,7 @@ impl Stream {
     /// while any thread captures and invalidating that capture). Waiting on a stream that is
     /// itself being captured is refused by the driver in every mode, as before.
     pub fn synchronize(&self) -> Result<()> {
-        self.context().bind_to_thread()?;
+        let _bound = self.context().bind()?;
         let _relaxed = RelaxedCaptureMode::enter();
         // SAFETY: the stream is alive.
         unsafe { driver::stream::synchronize(self.handle()) }.map_err(crate::panic_report::with_kernel_panic)?;
@@ -321,7 +321,8 @@ impl Stream {
         // A stream of `from_raw_in_owner_captures` in its owner's capture too (G15R-7's class):
         // the marker would be a node of the owner's graph, and its query would invalidate it.
         let capturing = self.captured_for_ordering().unwrap_or(true) || self.records_for_owner();
-        let created = !capturing && context.bind_to_thread().is_ok() && unsafe { driver::event::create(&mut event, flags) }.is_ok();
+        let bound = if capturing { None } else { context.bind().ok() };
+        let created = bound.is_some() && unsafe { driver::event::create(&mut event, flags) }.is_ok();
         // SAFETY: event and stream are alive and of the same context (bound by the door).
         let recorded = created && self.enqueue("cuEventRecord", &[], |stream| Ok::<_, Error>(unsafe { driver::event::record(event, stream.get()) }?)).is_ok();
         if created && !recorded {
@@ -551,7 +552,7 @@ impl Stream {
         let event = match self.inner.tail.get() {
             Some(tail) => tail.0,
             None => {
-                context.bind_to_thread()?;
+                let _bound = context.bind()?;
                 let mut raw = std::ptr::null_mut();
                 let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
                 // SAFETY: writes one handle, destroyed with the stream (or right below when
@@ -760,7 +761,7 @@ impl Stream {
     /// Makes later work on `self`, which is captured like `other`, depend on the work captured
     /// on `other` so far: an event recorded inside the capture (a graph node) and waited on.
     fn edge_in_capture(&self, other: &Stream) -> Result<()> {
-        self.context().bind_to_thread()?;
+        let _bound = self.context().bind()?;
         let mut event = std::ptr::null_mut();
         // SAFETY: writes one handle, destroyed below (a queued wait keeps what it needs).
         unsafe { driver::event::create(&mut event, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32) }?;
@@ -836,7 +837,7 @@ impl Stream {
     /// Never blocks. Like [`Stream::synchronize`], safe to call while another thread captures a
     /// stream in global mode (the query runs in relaxed capture mode for this thread).
     pub fn is_idle(&self) -> Result<bool> {
-        self.context().bind_to_thread()?;
+        let _bound = self.context().bind()?;
         // Relaxed capture mode for this thread, as `synchronize` (session 20): a query in global
         // mode would be refused, and invalidate another thread's global-mode capture.
         let _relaxed = RelaxedCaptureMode::enter();
@@ -846,7 +847,7 @@ impl Stream {
 
     /// The stream's priority (lower runs first).
     pub fn priority(&self) -> Result<i32> {
-        self.context().bind_to_thread()?;
+        let _bound = self.context().bind()?;
         let mut priority = 0;
         // SAFETY: writes one int.
         unsafe { driver::stream::get_priority(self.handle(), &mut priority) }?;
@@ -855,7 +856,7 @@ impl Stream {
 
     /// How the stream orders itself with the legacy default stream.
     pub fn ordering(&self) -> Result<StreamOrdering> {
-        self.context().bind_to_thread()?;
+        let _bound = self.context().bind()?;
         let mut flags = 0;
         // SAFETY: writes one int.
         unsafe { driver::stream::get_flags(self.handle(), &mut flags) }?;
@@ -939,7 +940,7 @@ impl Stream {
             return Err(Error::CaptureOfBorrowedStream);
         }
         let _gate = self.capture_gate_exclusive("Stream::begin_capture")?;
-        self.context().bind_to_thread()?;
+        let _bound = self.context().bind()?;
         // Taken before the capture begins: every release postponed for it comes after.
         let mark = self.context().deferred_mark();
         // The point outside the capture that others wait on while it runs (item 1).
@@ -993,7 +994,7 @@ impl Stream {
         // It takes this stream's and its joined streams' `driver_calls`: inside a door call's
         // work on a joined stream it would wait for its own thread (G15R-6).
         refuse_inside_door_work("Stream::end_capture")?;
-        self.context().bind_to_thread()?;
+        let _bound = self.context().bind()?;
         let mut raw = std::ptr::null_mut();
         // The modules kept for the capture are taken under the same lock as the end, whether or
         // not it succeeds (audit 2026-11-28d review, G16R-2: a failed end left them on the
@@ -1083,7 +1084,7 @@ impl Stream {
 
     /// True while this stream is being captured.
     pub fn is_capturing(&self) -> Result<bool> {
-        self.context().bind_to_thread()?;
+        let _bound = self.context().bind()?;
         let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
         // SAFETY: writes one enum value.
         unsafe { driver::stream::is_capturing(self.handle(), &mut status) }?;
@@ -1156,9 +1157,9 @@ impl Drop for StreamInner {
             if capturing {
                 end_abandoned_capture(context, raw, with_legacy, &joined, token);
             }
-            if context.bind_to_thread().is_err() {
+            let Ok(_bound) = context.bind() else {
                 return; // a faulted context: its teardown reclaims the handles
-            }
+            };
             if let Some(TailEvent(event)) = tail {
                 // SAFETY: created by `record_tail`, destroyed once; a queued wait on it stays valid.
                 let _ = unsafe { driver::event::destroy(event) };
@@ -1193,7 +1194,7 @@ fn capturing_per_driver(context: &Context, raw: sys::CUstream) -> bool {
 /// (whoever began the capture; an invalidated capture counts); a failed query (a faulted
 /// context) is the error.
 fn driver_capture_status(context: &Context, raw: sys::CUstream) -> Result<bool> {
-    context.bind_to_thread()?;
+    let _bound = context.bind()?;
     let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
     // SAFETY: writes one enum value; the stream is alive (its handle is not destroyed yet).
     unsafe { driver::stream::is_capturing(raw, &mut status) }?;
@@ -1271,7 +1272,7 @@ fn end_abandoned_capture(context: &Context, raw: sys::CUstream, with_legacy: boo
 
 /// The driver's end of an abandoned capture of `raw`, its graph discarded.
 fn end_in_driver(context: &Context, raw: sys::CUstream) {
-    if context.bind_to_thread().is_ok() {
+    if let Ok(_bound) = context.bind() {
         let mut graph = std::ptr::null_mut();
         // SAFETY: the stream is alive (destroyed after this); writes one graph handle. On
         // another thread than the capturing one this fails, and destroying the stream ends
