@@ -15,7 +15,7 @@
 //! subclass's `__torch_function__` or property, a torch function or dispatch mode, torch's
 //! `empty_like` of the outputs under such a mode). So the addresses, sizes, layouts and devices
 //! the checks saw are read again, last, through a path that runs no Python code
-//! ([`crate::native`]: torch's C methods with `__torch_function__` and the Python dispatch keys
+//! (`native.rs`: torch's C methods with `__torch_function__` and the Python dispatch keys
 //! off), and a call whose tensors changed meanwhile is refused (audit 2026-11-28h, G20R-3; the
 //! same read catches a subclass that reports a storage that is not its own). From there to the
 //! launch no Python code runs, and the GIL, held for the call (`Python<'py>`), keeps other
