@@ -3,6 +3,32 @@
 //! Nothing is copied and nothing is freed twice: the capsule is never consumed, and dropping it
 //! makes the producer's own capsule destructor release the array.
 //!
+//! **No Python code between an address and its use** (audit 2026-11-28h, G20R-3). A producer's
+//! `__dlpack_device__` and `__dlpack__` are arbitrary Python, and so is anything a torch tensor
+//! runs through `__torch_function__` or a mode. Such code may `resize_()` a torch tensor, which
+//! frees its memory in place: the tensor, and a DLPack capsule of it (torch's capsule holds a
+//! view of the same storage object, whose data pointer `resize_` overwrites), stay alive while
+//! the memory does not. So an address read before such code runs may point into freed memory
+//! when it is used. [`import_all`] therefore takes every address after the last Python code of
+//! anyone's that the call runs, and the callers run none from there to the last use (the CPU
+//! executor's run, or the launch being queued):
+//!
+//! - `torch.Tensor`s (subclasses too) are not exported at all: their address, size, dtype,
+//!   layout and device are read last, through torch's C methods with `__torch_function__` and
+//!   the Python dispatch keys off ([`crate::native`]), which run no Python code. On CUDA they are
+//!   recorded on the stream first (`record_stream`, G20R-2's fix for the ops, in the same
+//!   section), so torch reuses their memory, if they are freed or resized after the call, only
+//!   after the call's work.
+//! - `numpy.ndarray`s (exactly that type) are exported after every other producer: NumPy's
+//!   `__dlpack__` is C code, and its capsule holds the array, which NumPy then refuses to
+//!   resize (`ndarray.resize` checks that nothing else refers to it).
+//! - Any other producer (a class of the user's, CuPy, JAX, ...) runs its own code: at most one
+//!   per call, exported before every array above is read. Two would let the second's code free
+//!   the first's memory (refused, with what to do: `torch.from_dlpack(x)` first, whose result is
+//!   a torch tensor whose storage cannot be resized). Its capsule keeps its memory by the DLPack
+//!   contract; one that exports a torch tensor's memory is only as good as that tensor is left
+//!   alone after the call (pass torch tensors directly: they are recorded on the stream).
+//!
 //! **How long a capsule is kept.** Dropping the capsule is the producer's permission to free
 //! (and reuse) the memory, so it must outlive every use of the memory:
 //!
@@ -104,9 +130,10 @@ pub struct Imported {
     /// stream of the device, 0 for the legacy default stream); 0 for host arrays. The call's
     /// work must be queued on it.
     pub stream: usize,
-    /// Keeps the producer's memory alive: dropped when the call ends for host arrays, parked
-    /// until the call's GPU work has completed for CUDA arrays ([`park`]).
-    capsule: Py<PyAny>,
+    /// Keeps the producer's memory alive (the capsule, or the torch tensor itself): dropped
+    /// when the call ends for host arrays, parked until the call's GPU work has completed for
+    /// CUDA arrays ([`park`]).
+    keep: Py<PyAny>,
 }
 
 impl Imported {
@@ -116,10 +143,15 @@ impl Imported {
         if self.len == 0 {
             return &[];
         }
-        // SAFETY: `len` initialised f32s (every bit pattern is one) of host memory the capsule
-        // keeps alive while `self` lives, aligned (checked in `import`); no output of this call
-        // overlaps it (`import_all`), and the caller holds the GIL, so Python code does not
-        // change it meanwhile.
+        // SAFETY: `len` initialised f32s (every bit pattern is one) of host memory, aligned
+        // (checked by `import_all`). It is the array's memory as read after the last Python code
+        // the call runs (`import_all`), and the callers run none until their last use of the
+        // slice (the CPU executor's threads run none; the GIL, held, keeps other threads'
+        // out), so nothing frees it meanwhile: a torch tensor's memory is freed only by Python
+        // code (`resize_`, the last reference dropped; `keep` holds the tensor), a NumPy array's
+        // capsule holds the array, which NumPy refuses to resize while referred to, and another
+        // producer's capsule keeps its memory by the DLPack contract. No output of this call
+        // overlaps it (`import_all`).
         unsafe { std::slice::from_raw_parts(self.address as *const f32, self.len) }
     }
 
@@ -146,14 +178,57 @@ pub fn torch_current_stream(py: Python<'_>, ordinal: usize) -> PyResult<usize> {
     torch.getattr("cuda")?.call_method1("current_stream", (ordinal,))?.getattr("cuda_stream")?.extract()
 }
 
+/// What an array is, by its type alone (read without running Python code).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A `torch.Tensor` (subclasses too): read through torch's C methods, never exported.
+    Tensor,
+    /// Exactly a `numpy.ndarray`: exported by NumPy's C code.
+    NumPy,
+    /// Anything else: its `__dlpack_device__` and `__dlpack__` are Python code of its own.
+    Foreign,
+}
+
+fn kind_of(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<Kind> {
+    Ok(if crate::native::is_tensor(py, array)? {
+        Kind::Tensor
+    } else if crate::native::is_exact_ndarray(py, array)? {
+        Kind::NumPy
+    } else {
+        Kind::Foreign
+    })
+}
+
 /// Imports `inputs` and `output`: all on one device, `output` overlapping none of the inputs.
 ///
 /// Every array's device is read first, and a CUDA call is refused while torch's current stream
-/// is captured ([`refuse_capture`]) before any producer's `__dlpack__` is called.
-pub fn import_all(py: Python<'_>, inputs: &[&Bound<'_, PyAny>], output: &Bound<'_, PyAny>) -> PyResult<(Vec<Imported>, Imported)> {
-    let output_place = place_of(output)?;
-    for input in inputs {
-        let place = place_of(input)?;
+/// is captured ([`refuse_capture`]) before any producer's `__dlpack__` is called. Then the
+/// addresses are taken in an order that leaves no Python code of anyone's after any of them
+/// (see the module's documentation): the one foreign producer's export (more are refused), the
+/// NumPy arrays' exports, and last the torch tensors, read without running Python code.
+pub fn import_all<'py>(py: Python<'py>, inputs: &[&Bound<'py, PyAny>], output: &Bound<'py, PyAny>) -> PyResult<(Vec<Imported>, Imported)> {
+    let arrays: Vec<&Bound<'py, PyAny>> = inputs.iter().copied().chain(std::iter::once(output)).collect();
+    let kinds: Vec<Kind> = arrays.iter().map(|a| kind_of(py, a)).collect::<PyResult<_>>()?;
+    // The devices: the foreign producers' own word first (their code), then the tensors'.
+    let mut places = Vec::with_capacity(arrays.len());
+    for (array, kind) in arrays.iter().zip(&kinds) {
+        places.push(match kind {
+            Kind::Foreign => Some(place_of(array)?),
+            Kind::NumPy => Some(Place::Cpu),
+            Kind::Tensor => None,
+        });
+    }
+    if kinds.contains(&Kind::Tensor) {
+        let hooks = crate::native::NoHooks::enter(py)?;
+        for ((array, kind), place) in arrays.iter().zip(&kinds).zip(&mut places) {
+            if *kind == Kind::Tensor {
+                *place = Some(tensor_place(hooks.read(&[*array])?[0].device));
+            }
+        }
+    }
+    let places: Vec<Place> = places.into_iter().map(|p| p.expect("every array's place was read")).collect();
+    let output_place = *places.last().expect("the output is an array");
+    for &place in &places[..inputs.len()] {
         if place != output_place {
             return Err(PyValueError::new_err(format!("arrays on different devices ({place:?} and {output_place:?}): move them to one first")));
         }
@@ -166,9 +241,43 @@ pub fn import_all(py: Python<'_>, inputs: &[&Bound<'_, PyAny>], output: &Bound<'
             stream
         }
     };
-    let inputs: Vec<Imported> = inputs.iter().map(|x| import(py, x, output_place, stream)).collect::<PyResult<_>>()?;
-    let output = import(py, output, output_place, stream)?;
-    // Every array is at `output_place`: `import` checked the capsules against it.
+    if kinds.iter().filter(|k| **k == Kind::Foreign).count() > 1 {
+        return Err(PyTypeError::new_err(
+            "ferrocuda_torch.dlpack: at most one argument of a call may be an array other than a torch.Tensor or numpy.ndarray: another \
+             producer's __dlpack__ runs Python code, which could free an array already exported (audit 2026-11-28h, G20R-3). Convert the \
+             others first, e.g. torch.from_dlpack(x)",
+        ));
+    }
+    // torch's current stream as an object, for `record_stream` below (torch's code, before the
+    // producers run: a producer that switches streams does not change where the work goes).
+    let stream_object = match output_place {
+        Place::Cuda(ordinal) if kinds.contains(&Kind::Tensor) => Some(crate::native::current_stream_object(py, ordinal, stream)?),
+        _ => None,
+    };
+    let mut imported: Vec<Option<Imported>> = arrays.iter().map(|_| None).collect();
+    for wanted in [Kind::Foreign, Kind::NumPy] {
+        for (i, (array, kind)) in arrays.iter().zip(&kinds).enumerate() {
+            if *kind == wanted {
+                imported[i] = Some(import(py, array, output_place, stream)?);
+            }
+        }
+    }
+    // The tensors, last, with no Python code of anyone's able to run from here on.
+    if kinds.contains(&Kind::Tensor) {
+        let hooks = crate::native::NoHooks::enter(py)?;
+        for (i, (array, kind)) in arrays.iter().zip(&kinds).enumerate() {
+            if *kind == Kind::Tensor {
+                if let Some(stream) = &stream_object {
+                    hooks.record_stream(array, stream)?;
+                }
+                imported[i] = Some(import_tensor(&hooks, array, output_place, stream)?);
+            }
+        }
+    }
+    let mut imported: Vec<Imported> = imported.into_iter().map(|a| a.expect("every array was imported")).collect();
+    let output = imported.pop().expect("the output is an array");
+    let inputs = imported;
+    // Every array is at `output_place`: `import` and `import_tensor` checked it.
     for input in &inputs {
         let (a, b) = (input.bytes(), output.bytes());
         if input.len > 0 && output.len > 0 && a.start < b.end && b.start < a.end {
@@ -176,6 +285,41 @@ pub fn import_all(py: Python<'_>, inputs: &[&Bound<'_, PyAny>], output: &Bound<'
         }
     }
     Ok((inputs, output))
+}
+
+fn tensor_place(device: crate::native::Device) -> Place {
+    match device {
+        crate::native::Device::Cpu => Place::Cpu,
+        crate::native::Device::Cuda(ordinal) => Place::Cuda(ordinal),
+    }
+}
+
+/// One torch tensor, read through `hooks` (no Python code runs): float32, C-contiguous, at
+/// `place`. Its pending work is on torch's current stream, `stream`, which the call's work is
+/// queued on (what `__dlpack__(stream=s)` arranges for `s` the current stream: nothing).
+fn import_tensor<'py>(hooks: &crate::native::NoHooks<'py>, tensor: &Bound<'py, PyAny>, place: Place, stream: usize) -> PyResult<Imported> {
+    let native = hooks.read(&[tensor])?.remove(0);
+    if tensor_place(native.device) != place {
+        return Err(PyValueError::new_err(format!("a tensor moved to {:?} while the call read its arguments (it was on {place:?})", native.device)));
+    }
+    if let Some(why) = hooks.refused_export(tensor)? {
+        return Err(PyValueError::new_err(why));
+    }
+    if !hooks.is_f32(tensor, &native)? {
+        return Err(PyTypeError::new_err("only float32 arrays are supported: convert with .float()"));
+    }
+    if !native.contiguous {
+        return Err(PyValueError::new_err("the tensor is not C-contiguous: call .contiguous() first"));
+    }
+    let shape = hooks.shape(tensor)?;
+    if shape.iter().product::<usize>() != native.numel {
+        return Err(PyValueError::new_err("the tensor's shape and element count disagree"));
+    }
+    if native.numel > 0 && !native.address.is_multiple_of(4) {
+        return Err(PyValueError::new_err(format!("the array's address {:#x} is not aligned for float32", native.address)));
+    }
+    let stream = if place == Place::Cpu { 0 } else { stream };
+    Ok(Imported { place, address: native.address, len: native.numel, shape, stream, keep: tensor.clone().unbind() })
 }
 
 /// Refuses a call on CUDA device `ordinal` while `stream` (torch's current stream there) is
@@ -276,7 +420,7 @@ fn import(py: Python<'_>, array: &Bound<'_, PyAny>, place: Place, stream: usize)
     if len > 0 && !address.is_multiple_of(4) {
         return Err(PyValueError::new_err(format!("the array's address {address:#x} is not aligned for float32")));
     }
-    Ok(Imported { place, address, len, shape, stream, capsule: capsule.unbind() })
+    Ok(Imported { place, address, len, shape, stream, keep: capsule.unbind() })
 }
 
 /// The capsules of one GPU call, held until its work has completed.
@@ -352,7 +496,7 @@ impl Drop for RelaxedCaptureMode {
 /// call's work (and its borrows' ends) are queued, whether the launch succeeded or not (a failed
 /// launch may still have queued work).
 pub fn park(context: &Context, stream: &Stream, arrays: impl IntoIterator<Item = Imported>) {
-    let capsules: Vec<Py<PyAny>> = arrays.into_iter().map(|array| array.capsule).collect();
+    let capsules: Vec<Py<PyAny>> = arrays.into_iter().map(|array| array.keep).collect();
     if capsules.is_empty() {
         return;
     }

@@ -10,11 +10,28 @@
 //! so the launches of an op called inside a capture are recorded into torch's graph.
 //!
 //! A `Call` holds a reference to each of its tensors, so their storage outlives the slices it
-//! lends; the GIL, held for the call (`Python<'py>`), keeps Python code from resizing or
-//! re-pointing a tensor meanwhile (do not release it while a `Call` lives). A tensor is trusted
-//! to report its own storage (`data_ptr()`, `numel()`): a `torch.Tensor` subclass that lies
-//! about them can make a kernel write another tensor of the same device (the driver check of
-//! the borrow still keeps it inside a live allocation of that device).
+//! lends. Holding a tensor does not hold its *memory*: `resize_()` frees it in place, and any
+//! Python code can call it, including code that runs while the call reads its arguments (a
+//! subclass's `__torch_function__` or property, a torch function or dispatch mode, torch's
+//! `empty_like` of the outputs under such a mode). So the addresses, sizes, layouts and devices
+//! the checks saw are read again, last, through a path that runs no Python code
+//! (`native.rs`: torch's C methods with `__torch_function__` and the Python dispatch keys
+//! off), and a call whose tensors changed meanwhile is refused (audit 2026-11-28h, G20R-3; the
+//! same read catches a subclass that reports a storage that is not its own). From there to the
+//! launch no Python code runs, and the GIL, held for the call (`Python<'py>`), keeps other
+//! threads' Python code out (do not release it, nor run Python code, while a `Call` lives).
+//!
+//! **Streams** (G20R-2). The work is queued on torch's current stream; torch's caching
+//! allocator reuses a freed tensor's memory in the order of the stream it was allocated on. A
+//! tensor allocated on another stream and freed (or resized) after the call returns would be
+//! reused there while the kernel still reads or writes it. Torch's own ops leave that to the
+//! user (`Tensor.record_stream`); a `Call` does it itself: every tensor of the call that the
+//! call did not allocate itself is recorded on the current stream (`record_stream`, in the same
+//! no-Python-code section, before the last read), so the allocator reuses its memory only after
+//! the work queued on that stream so far. For a tensor allocated on the current stream the
+//! allocator returns at once (no event, no memory held longer); the cost is the call itself.
+//! The outputs an op allocates come from the current stream with every hook off (`op.rs`), and
+//! need neither the record nor the second read.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -129,23 +146,41 @@ pub struct TensorInfo {
     /// The CUDA device index.
     pub device: usize,
     output: bool,
+    /// Allocated by the call itself, with no Python code of anyone's able to run (see [`verify`]).
+    fresh: bool,
 }
 
-impl TensorInfo {
-    /// A tensor that torch has just allocated for the call (`torch.empty_like` and kin): C-contiguous,
-    /// of the given shape and dtype, on `device`; only its address is read from it.
-    pub(crate) fn fresh(name: &'static str, tensor: &Bound<'_, PyAny>, shape: Vec<usize>, dtype: DType, device: usize) -> PyResult<TensorInfo> {
-        let address: u64 = tensor.call_method0(intern!(tensor.py(), "data_ptr"))?.extract()?;
-        Ok(TensorInfo { name, address, numel: shape.iter().product(), shape, dtype, device, output: true })
-    }
-
-    fn bytes(&self) -> u64 {
-        let size = match self.dtype {
+impl DType {
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
             DType::F32 | DType::I32 => 4,
             DType::BF16 | DType::F16 => 2,
             DType::I64 => 8,
-        };
-        self.numel as u64 * size
+        }
+    }
+}
+
+impl TensorInfo {
+    /// A tensor that torch has just allocated for the call (`torch.empty_like` and kin) while
+    /// `hooks` kept every Python hook off: C-contiguous, of the given shape and dtype, on
+    /// `device`, in memory of torch's current stream; only its address is read from it (through
+    /// `hooks`). Nothing can change it before the launch (no Python code of anyone's runs in
+    /// between), so [`verify`] neither reads it again nor records it.
+    pub(crate) fn fresh(
+        hooks: &crate::native::NoHooks<'_>,
+        name: &'static str,
+        tensor: &Bound<'_, PyAny>,
+        shape: Vec<usize>,
+        dtype: DType,
+        device: usize,
+    ) -> PyResult<TensorInfo> {
+        let address = hooks.address(tensor)?;
+        Ok(TensorInfo { name, address, numel: shape.iter().product(), shape, dtype, device, output: true, fresh: true })
+    }
+
+    fn bytes(&self) -> u64 {
+        self.numel as u64 * self.dtype.size() as u64
     }
 
     fn overlaps(&self, other: &TensorInfo) -> bool {
@@ -212,7 +247,7 @@ pub(crate) fn tensor_info(
         )));
     }
     let address: u64 = tensor.call_method0(intern!(py, "data_ptr"))?.extract()?;
-    Ok(TensorInfo { name, address, numel: shape.iter().product(), shape, dtype, device: device.max(0) as usize, output })
+    Ok(TensorInfo { name, address, numel: shape.iter().product(), shape, dtype, device: device.max(0) as usize, output, fresh: false })
 }
 
 /// Reads one tensor's description and checks that it is a C-contiguous CUDA tensor.
@@ -307,6 +342,55 @@ pub(crate) fn check_tensors(op: &str, tensors: &[TensorInfo]) -> PyResult<usize>
     Ok(device)
 }
 
+/// The last step before a call's memory is used (see the [module docs](self)): with no Python
+/// code of anyone's able to run, records each of `objects` (the tensors `tensors` describe) on
+/// torch's current stream `stream` (`(device, raw handle)`; `None` in host-only mode, which
+/// launches nothing), then reads each tensor's address, element count, element size, layout and
+/// device again and refuses the call if any differs from what the checks saw. The outputs the
+/// call allocated itself ([`TensorInfo::fresh`]) are neither: they come from the current
+/// stream, with the hooks off, and no Python code ran since.
+pub(crate) fn verify(py: Python<'_>, op: &str, tensors: &[TensorInfo], objects: &[Py<PyAny>], stream: Option<(usize, usize)>) -> PyResult<()> {
+    let (tensors, objects): (Vec<&TensorInfo>, Vec<&Bound<'_, PyAny>>) =
+        tensors.iter().zip(objects).filter(|(t, _)| !t.fresh).map(|(t, o)| (t, o.bind(py))).unzip();
+    if tensors.is_empty() {
+        return Ok(());
+    }
+    let stream = stream.map(|(device, raw)| crate::native::current_stream_object(py, device, raw)).transpose()?;
+    let hooks = crate::native::NoHooks::enter(py)?;
+    if let Some(stream) = &stream {
+        for object in &objects {
+            hooks.record_stream(object, stream)?;
+        }
+    }
+    let now = hooks.read(&objects)?;
+    drop(hooks);
+    for (t, n) in tensors.into_iter().zip(&now) {
+        let device_ok = match n.device {
+            crate::native::Device::Cuda(d) => d == t.device,
+            crate::native::Device::Cpu => host_only(),
+        };
+        if (n.address, n.numel, n.element_size) != (t.address, t.numel, t.dtype.size()) || !n.contiguous || !device_ok {
+            return Err(PyRuntimeError::new_err(format!(
+                "{op}: `{}` is not what it reported while the op read its arguments (address {:#x}, {} elements of {} bytes, cuda:{}, \
+                 contiguous; now {:#x}, {} of {} bytes, {:?}, contiguous: {}): Python code run during the call (a __torch_function__, \
+                 a property, a torch function or dispatch mode) resized or re-pointed it, or it reports a storage that is not its own. \
+                 Pass plain tensors (t.as_subclass(torch.Tensor)) and do not change them from hooks (audit 2026-11-28h, G20R-3)",
+                t.name,
+                t.address,
+                t.numel,
+                t.dtype.size(),
+                t.device,
+                n.address,
+                n.numel,
+                n.element_size,
+                n.device,
+                n.contiguous
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// One op invocation on CUDA tensors (see the [module docs](self)).
 pub struct Call {
     op: String,
@@ -322,7 +406,9 @@ impl Call {
     /// Reads and checks `inputs` and `outputs` (name and tensor), borrows torch's current
     /// stream of their device. Refused, with an error that names the argument: a tensor that
     /// is not a CUDA tensor, not contiguous, of an unknown dtype, on another device than the
-    /// first, or an output that overlaps any other argument.
+    /// first, or an output that overlaps any other argument; and a tensor that changed while
+    /// it was read (G20R-3: see the [module docs](self)). Launch before running any Python code:
+    /// the tensors were last read here.
     pub fn new(py: Python<'_>, op: &str, inputs: &[(&'static str, &Bound<'_, PyAny>)], outputs: &[(&'static str, &Bound<'_, PyAny>)]) -> PyResult<Self> {
         let mut tensors = Vec::with_capacity(inputs.len() + outputs.len());
         for (name, t) in inputs {
@@ -344,6 +430,9 @@ impl Call {
         }
         let context = context(device)?;
         let raw = torch_current_stream(py, device)?;
+        // The last Python calls of the call (G20R-2's `record_stream`, G20R-3's final read), none
+        // of which runs anyone's Python code; from here to the launch none runs at all.
+        verify(py, op, &tensors, &keep, Some((device, raw)))?;
         // SAFETY: torch's current stream of `device`, a stream torch keeps for the life of the
         // process (its pooled streams and the default streams; a user-made `torch.cuda.Stream`
         // is kept alive by torch's current-stream state while it is current, which it is for
@@ -394,11 +483,15 @@ impl Call {
     /// The input `name` as a read-only borrowed slice of `T` (its dtype must be `T`'s).
     pub fn input<T: TorchElement>(&self, name: &str) -> PyResult<BorrowedSlice<'_, T>> {
         let (_, info) = self.typed::<T>(name, false)?;
-        // SAFETY: the memory of a live CUDA tensor of this device (`self` holds a reference to
-        // the tensor, and the GIL keeps its storage in place), `numel` elements of `T` (its
-        // dtype was checked; every bit pattern is a value of each `TorchElement`), contiguous;
-        // torch writes it only through work queued on its current stream (the home stream)
-        // before or after this call; no output overlaps it (`Call::new`).
+        // SAFETY: the memory of a live CUDA tensor of this device: `self` holds a reference to
+        // the tensor, and its address, size, layout and device were read last by `verify`, after
+        // which no Python code runs before the launch (the GIL keeps other threads' out), so its
+        // storage is still there; `numel` elements of `T` (its element size was checked; every
+        // bit pattern is a value of each `TorchElement`), contiguous. Torch writes it only
+        // through work queued on its current stream (the home stream) before or after this
+        // call, and reuses it, once freed or resized, only after the work queued on that stream
+        // (`record_stream` in `verify`, whatever stream allocated it); no output overlaps it
+        // (`check_tensors`).
         unsafe { BorrowedSlice::<T>::new(&self.stream, info.address, info.numel) }.map_err(gpu_error)
     }
 

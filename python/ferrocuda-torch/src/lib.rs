@@ -32,6 +32,7 @@
 #[cfg(feature = "library")]
 mod dlpack;
 pub mod glue;
+mod native;
 pub mod op;
 #[cfg(feature = "library")]
 mod ops;
@@ -92,11 +93,14 @@ mod module {
         let mut reads = Vec::new();
         for input in &inputs {
             addresses.push(input.address);
-            // SAFETY: a live array of the device, exported for this stream (the producer's work on
-            // it is ordered before it); its capsule is held until the work queued here has
-            // completed (parked below), so the producer does not free it before; written by
-            // nobody while we hold the GIL except as ordered with this stream (the DLPack
-            // contract), and no output overlaps it (checked by `import_all`).
+            // SAFETY: a live array of the device, its address read after the last Python code
+            // the call runs (`import_all`; none runs from there to the launch below, and the
+            // GIL keeps other threads' out), exported or read for this stream (the producer's
+            // work on it is ordered before it). Its capsule (or tensor) is held until the work
+            // queued here has completed (parked below), so the producer does not free it before,
+            // and a torch tensor's memory, freed or resized later, is reused only after that
+            // work (`record_stream` in `import_all`); written by nobody except as ordered with
+            // this stream (the DLPack contract), and no output overlaps it (`import_all`).
             reads.push(unsafe { BorrowedSlice::<f32>::new(&stream, input.address, input.len) }.map_err(gpu_error)?);
         }
         let mut writes = Vec::new();
@@ -120,7 +124,7 @@ mod module {
 
     /// Imports the arrays of one DLPack call, after releasing the capsules of earlier calls whose
     /// GPU work has completed.
-    fn import_all(py: Python<'_>, inputs: &[&Bound<'_, PyAny>], output: &Bound<'_, PyAny>) -> PyResult<(Vec<Imported>, Imported)> {
+    fn import_all<'py>(py: Python<'py>, inputs: &[&Bound<'py, PyAny>], output: &Bound<'py, PyAny>) -> PyResult<(Vec<Imported>, Imported)> {
         dlpack::release_completed(py);
         dlpack::import_all(py, inputs, output)
     }

@@ -444,7 +444,10 @@ impl Op {
             keep.push(tensor.unbind());
         }
         // The outputs, allocated by torch like their input (so on its device, from its
-        // allocator: a capture's pool during a capture).
+        // allocator: a capture's pool during a capture), with every Python hook off: no mode or
+        // subclass code runs in between (which could switch streams, or change an input), so
+        // they come from torch's current stream and need no second look (`glue::verify`).
+        let hooks = crate::native::NoHooks::enter(py)?;
         let mut returned = Vec::with_capacity(self.outputs.len());
         for output in &self.outputs {
             let index = self.inputs.iter().position(|i| i.name == output.like).expect("checked at registration");
@@ -455,20 +458,27 @@ impl Op {
                 OutputShape::Scratch(len) => vec![len(&Inputs { op, tensors: &tensors[..self.inputs.len()] }, &scalars)?],
             };
             let dtype = output.dtype.unwrap_or(like.dtype);
-            let tensor =
-                if shape == like.shape && dtype == like.dtype { py_empty_like(py, like_tensor)? } else { py_new_empty(py, like_tensor, &shape, dtype)? };
+            let tensor = if shape == like.shape && dtype == like.dtype {
+                py_empty_like(py, like_tensor)?
+            } else {
+                py_new_empty(py, &hooks.device_object(like_tensor)?, &shape, dtype)?
+            };
             if glue::host_only_zeros() {
                 tensor.call_method0(intern!(py, "zero_"))?;
             }
-            let info = TensorInfo::fresh(output.name, &tensor, shape, dtype, like.device)?;
+            let info = TensorInfo::fresh(&hooks, output.name, &tensor, shape, dtype, like.device)?;
             tensors.push(info);
             if matches!(output.shape, OutputShape::Rule(_)) {
                 returned.push(tensor.clone().unbind());
             }
             keep.push(tensor.unbind());
         }
+        drop(hooks);
         let device = glue::check_tensors(op, &tensors)?;
-        if !glue::host_only() {
+        if glue::host_only() {
+            // Nothing launches: the final read alone (what the overhead benchmark measures of it).
+            glue::verify(py, op, &tensors, &keep, None)?;
+        } else {
             let dtype = tensors[0].dtype;
             let launch = self.launches.iter().find(|(d, _)| *d == dtype).map(|(_, l)| l).ok_or_else(|| {
                 let names: Vec<&str> = self.launches.iter().map(|(d, _)| d.torch_name()).collect();
@@ -533,9 +543,9 @@ fn py_empty_like<'py>(py: Python<'py>, like: &Bound<'py, PyAny>) -> PyResult<Bou
     EMPTY_LIKE.get().expect("set above").bind(py).call1((like,))
 }
 
-/// `torch.empty(*shape, dtype=dtype, device=like.device)` (the sizes as separate arguments:
+/// `torch.empty(*shape, dtype=dtype, device=device)` (the sizes as separate arguments:
 /// torch parses them faster than a tuple; measured by `bench/overhead_cpu.py`).
-fn py_new_empty<'py>(py: Python<'py>, like: &Bound<'py, PyAny>, shape: &[usize], dtype: DType) -> PyResult<Bound<'py, PyAny>> {
+fn py_new_empty<'py>(py: Python<'py>, device: &Bound<'py, PyAny>, shape: &[usize], dtype: DType) -> PyResult<Bound<'py, PyAny>> {
     static EMPTY: std::sync::OnceLock<Py<PyAny>> = std::sync::OnceLock::new();
     if EMPTY.get().is_none() {
         let f = py.import("torch")?.getattr("empty")?.unbind();
@@ -543,7 +553,7 @@ fn py_new_empty<'py>(py: Python<'py>, like: &Bound<'py, PyAny>, shape: &[usize],
     }
     let kwargs = PyDict::new(py);
     kwargs.set_item(intern!(py, "dtype"), dtype.object(py)?)?;
-    kwargs.set_item(intern!(py, "device"), like.getattr(intern!(py, "device"))?)?;
+    kwargs.set_item(intern!(py, "device"), device)?;
     let empty = EMPTY.get().expect("set above").bind(py);
     match shape {
         [] => empty.call((PyTuple::empty(py),), Some(&kwargs)),

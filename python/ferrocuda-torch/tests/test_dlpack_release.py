@@ -116,17 +116,32 @@ class NoGpu(unittest.TestCase):
         self.assertIs(ferrocuda_torch.dlpack_pending, ft.pending)
         self.assertIs(ferrocuda_torch.dlpack_release_pending, ft.release_pending)
 
-    def test_a_capsule_on_another_device_than_dlpack_device_said_is_refused(self):
-        # Producers that say CUDA and export host memory: taken at their word, a host address
-        # would be borrowed as device memory (or, the other way round, a device address read as
-        # host memory). Refused by comparing with the capsule's own device, with nothing held.
-        # Without torch the stream is the default one and no driver call comes first.
-        x = Producer(np.ones(64, dtype=np.float32), device=(2, 0))
-        y = Producer(np.zeros(64, dtype=np.float32), device=(2, 0))
-        with self.assertRaisesRegex(ValueError, "inconsistent"):
+    def test_g20r_3_a_second_foreign_producer_is_refused_before_any_export(self):
+        # A producer's __dlpack__ is Python code, which could free an array exported before it
+        # (audit 2026-11-28h, G20R-3): one per call, exported before the NumPy arrays and torch
+        # tensors are read; a second is refused before any producer exports.
+        x = Producer(np.ones(64, dtype=np.float32))
+        y = Producer(np.zeros(64, dtype=np.float32))
+        with self.assertRaisesRegex(TypeError, "at most one argument.*torch.from_dlpack"):
             ft.saxpy(1.0, x, y)
-        self.assertEqual(x.exports, 1)
+        self.assertEqual((x.exports, y.exports), (0, 0), "__dlpack__ was called before the refusal")
         self.assertEqual(ft.pending(), 0)
+        # One producer beside a NumPy array runs.
+        out = np.zeros(64, dtype=np.float32)
+        ft.saxpy(2.0, np.ones(64, dtype=np.float32), Producer(out))
+        self.assertEqual(out.tolist(), [2.0] * 64)
+
+    def test_g20r_3_a_numpy_subclass_counts_as_a_foreign_producer(self):
+        # Only exactly numpy.ndarray is exported without running Python code: a subclass may
+        # carry a __dlpack__ of its own.
+        class Sub(np.ndarray):
+            pass
+
+        x = np.ones(64, dtype=np.float32).view(Sub)
+        y = Producer(np.zeros(64, dtype=np.float32))
+        with self.assertRaisesRegex(TypeError, "at most one argument"):
+            ft.saxpy(1.0, x, y)
+        self.assertEqual(y.exports, 0)
 
     def test_a_cuda_capsule_from_a_producer_that_says_host_is_refused(self):
         # The other way round: `__dlpack_device__` says host, the capsule says CUDA device 0.
@@ -245,6 +260,18 @@ class Gpu(unittest.TestCase):
         side.synchronize()
         self.torch.cuda.synchronize()
         self.assertEqual(z[:4].tolist(), [7.0] * 4)
+
+    def test_a_capsule_on_another_device_than_dlpack_device_said_is_refused(self):
+        # A producer that says CUDA and exports host memory: taken at its word, a host address
+        # would be borrowed as device memory. Refused by comparing with the capsule's own
+        # device, with nothing held. (Beside a torch tensor: two producers are refused anyway.)
+        x = self.torch.ones(64, device="cuda")
+        y = Producer(np.zeros(64, dtype=np.float32) if np is not None else self.torch.zeros(64), device=(2, 0))
+        self.assertEqual(ft.release_pending(wait=True), 0)
+        with self.assertRaisesRegex(ValueError, "inconsistent"):
+            ft.saxpy(1.0, x, y)
+        self.assertEqual(y.exports, 1)
+        self.assertEqual(ft.pending(), 0)
 
     def test_g18r_2_a_capture_is_refused_before_any_producer_exports(self):
         torch = self.torch

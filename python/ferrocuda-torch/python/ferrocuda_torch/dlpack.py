@@ -1,7 +1,9 @@
 """The DLPack functions: float32 arrays of any DLPack producer (torch tensors, NumPy arrays,
 CuPy, JAX), written into a preallocated output; CUDA arrays run on torch's current stream, host
 arrays on ferrocuda's CPU executor. Refused inside a CUDA graph capture (use the ops of the
-package for that).
+package for that). At most one argument of a call may be an array other than a
+``torch.Tensor`` or ``numpy.ndarray`` (another producer's ``__dlpack__`` runs Python code, which
+could free an array already taken; convert the others first, e.g. ``torch.from_dlpack(x)``).
 
 A CUDA call returns once its kernel is queued. The producers' arrays (their DLPack capsules,
 which let the producer free the memory when dropped) are kept until the kernel has completed
