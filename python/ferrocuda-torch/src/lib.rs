@@ -94,9 +94,10 @@ mod module {
             addresses.push(input.address);
             // SAFETY: a live array of the device, exported for this stream (the producer's work on
             // it is ordered before it); its capsule is held until the work queued here has
-            // completed (parked below), so the producer does not free it before; written by
-            // nobody while we hold the GIL except as ordered with this stream (the DLPack
-            // contract), and no output overlaps it (checked by `import_all`).
+            // completed (parked below), so the producer does not free it before; written on the
+            // device only as ordered with this stream (the DLPack contract: the producer's work
+            // is ordered before it; the GIL orders nothing on the GPU, and no host reference to
+            // the memory is made here), and no output overlaps it (checked by `import_all`).
             reads.push(unsafe { BorrowedSlice::<f32>::new(&stream, input.address, input.len) }.map_err(gpu_error)?);
         }
         let mut writes = Vec::new();
@@ -153,7 +154,13 @@ mod module {
         }
         let config = LaunchConfig::for_elements(x.len.max(1), 256);
         match x.place {
-            Place::Cpu => saxpy_kernel::launch_cpu(executor(), config, a, x.host(), y.host_mut()).map_err(cpu_error),
+            Place::Cpu => {
+                // On copies (`Imported::host_values`: the GIL does not keep a host array unchanged).
+                let mut values = y.host_values();
+                saxpy_kernel::launch_cpu(executor(), config, a, &x.host_values(), &mut values).map_err(cpu_error)?;
+                y.store_host(&values);
+                Ok(())
+            }
             Place::Cuda(ordinal) => on_gpu(ordinal, inputs, vec![y], |stream, r, w| saxpy_kernel::launch(stream, config, a, &r[0], &mut w[0])),
         }
     }
@@ -173,7 +180,13 @@ mod module {
         let config = rows_config(rows);
         let rows = u32::try_from(rows).map_err(|_| PyValueError::new_err("rms_norm: more than 2^32 rows"))?;
         match x.place {
-            Place::Cpu => rms_norm_kernel::launch_cpu(executor(), config, x.host(), weight.host(), out.host_mut(), rows, eps).map_err(cpu_error),
+            Place::Cpu => {
+                // On copies, as in `saxpy`.
+                let mut values = out.host_values();
+                rms_norm_kernel::launch_cpu(executor(), config, &x.host_values(), &weight.host_values(), &mut values, rows, eps).map_err(cpu_error)?;
+                out.store_host(&values);
+                Ok(())
+            }
             Place::Cuda(ordinal) => {
                 on_gpu(ordinal, inputs, vec![out], |stream, r, w| rms_norm_kernel::launch(stream, config, &r[0], &r[1], &mut w[0], rows, eps))
             }
@@ -197,7 +210,13 @@ mod module {
             _ => return Err(PyValueError::new_err("softmax: more than 2^32 rows or columns")),
         };
         match x.place {
-            Place::Cpu => softmax_kernel::launch_cpu(executor(), config, x.host(), out.host_mut(), rows, cols).map_err(cpu_error),
+            Place::Cpu => {
+                // On copies, as in `saxpy`.
+                let mut values = out.host_values();
+                softmax_kernel::launch_cpu(executor(), config, &x.host_values(), &mut values, rows, cols).map_err(cpu_error)?;
+                out.store_host(&values);
+                Ok(())
+            }
             Place::Cuda(ordinal) => on_gpu(ordinal, inputs, vec![out], |stream, r, w| softmax_kernel::launch(stream, config, &r[0], &mut w[0], rows, cols)),
         }
     }
