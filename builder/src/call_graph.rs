@@ -406,24 +406,7 @@ fn call_prototype(statement: &str) -> Option<(String, Shape)> {
 /// An indirect call (`call (retval0), %rd4, (param0), prototype_4`): `Some(prototype label)`,
 /// or `Some(None)` when it names none that can be read (a target list, or nothing).
 fn indirect_call(statement: &str) -> Option<Option<String>> {
-    let statement = statement.rsplit(['{', '}']).next().unwrap_or(statement).trim();
-    let statement = match statement.rfind(':') {
-        Some(colon) if !statement[..colon].contains(' ') && !statement[..colon].contains('(') => statement[colon + 1..].trim(),
-        _ => statement,
-    };
-    let rest = statement.strip_prefix("call")?;
-    if !rest.starts_with(['.', ' ', '\t', '\n', '(']) {
-        return None;
-    }
-    let mut rest = rest.trim_start();
-    while let Some(after) = rest.strip_prefix('.') {
-        let end = after.find(|c: char| !c.is_ascii_alphanumeric()).unwrap_or(after.len());
-        rest = after[end..].trim_start();
-    }
-    if rest.starts_with('(') {
-        let close = rest.find(')')?;
-        rest = rest[close + 1..].trim_start().strip_prefix(',')?.trim_start();
-    }
+    let rest = call_operands(statement)?;
     if !rest.starts_with('%') {
         return None;
     }
@@ -431,25 +414,11 @@ fn indirect_call(statement: &str) -> Option<Option<String>> {
     Some((!last.is_empty() && !last.ends_with(')') && last.chars().all(is_name_char)).then(|| last.to_string()))
 }
 
-/// The byte offset of `keyword` as a whole directive (not part of a longer name).
-fn find_keyword(text: &str, keyword: &str) -> Option<usize> {
-    let mut from = 0;
-    while let Some(i) = text[from..].find(keyword) {
-        let at = from + i;
-        let before_ok = at == 0 || text[..at].ends_with(|c: char| c.is_whitespace());
-        let after_ok = text[at + keyword.len()..].starts_with(|c: char| c.is_whitespace() || c == '(');
-        if before_ok && after_ok {
-            return Some(at);
-        }
-        from = at + keyword.len();
-    }
-    None
-}
-
-/// The direct callee of a `call` statement (`call.uni (retval0), name, (param0);` or
-/// `call name, (..)`); `None` for other statements and indirect calls.
-fn call_target(statement: &str) -> Option<String> {
-    let statement = statement.trim();
+/// The operands of a `call` statement from its target on (`call.uni (retval0), name, (param0)`:
+/// `name, (param0)`), after a label or a `{` before the instruction, the modifiers (`.uni`) and
+/// the return-value group; `None` for other statements. The one parse [`call_target`] and
+/// [`indirect_call`] share.
+fn call_operands(statement: &str) -> Option<&str> {
     // A label or a `{` before the instruction on the same statement.
     let statement = statement.rsplit(['{', '}']).next().unwrap_or(statement).trim();
     let statement = match statement.rfind(':') {
@@ -470,6 +439,28 @@ fn call_target(statement: &str) -> Option<String> {
         let close = rest.find(')')?;
         rest = rest[close + 1..].trim_start().strip_prefix(',')?.trim_start();
     }
+    Some(rest)
+}
+
+/// The byte offset of `keyword` as a whole directive (not part of a longer name).
+fn find_keyword(text: &str, keyword: &str) -> Option<usize> {
+    let mut from = 0;
+    while let Some(i) = text[from..].find(keyword) {
+        let at = from + i;
+        let before_ok = at == 0 || text[..at].ends_with(|c: char| c.is_whitespace());
+        let after_ok = text[at + keyword.len()..].starts_with(|c: char| c.is_whitespace() || c == '(');
+        if before_ok && after_ok {
+            return Some(at);
+        }
+        from = at + keyword.len();
+    }
+    None
+}
+
+/// The direct callee of a `call` statement (`call.uni (retval0), name, (param0);` or
+/// `call name, (..)`); `None` for other statements and indirect calls.
+fn call_target(statement: &str) -> Option<String> {
+    let rest = call_operands(statement)?;
     let end = rest.find(|c: char| !is_name_char(c) && c != '%').unwrap_or(rest.len());
     let target = &rest[..end];
     if target.is_empty() || target.starts_with('%') {

@@ -131,6 +131,22 @@ impl Attention {
         Ok((self.head_dim as u32, shape))
     }
 
+    /// [`check`](Self::check), then the forward's operands against the shape, in this order:
+    /// `q` and `out` hold [`q_len`](Self::q_len) elements, `k` and `v`
+    /// [`kv_len`](Self::kv_len), `lse` one per row of `out`. `lens` are their lengths as
+    /// `[q, k, v, out, lse]`. Every forward (the GPU's, the sm_90 instances', the CPU
+    /// executor's) checks through here, so they refuse the same calls with the same errors.
+    pub(crate) fn check_forward(&self, lens: [usize; 5]) -> Result<(u32, AttentionShape)> {
+        let checked = self.check()?;
+        let [q, k, v, out, lse] = lens;
+        self.q("q", q)?;
+        self.kv("k", k)?;
+        self.kv("v", v)?;
+        self.q("out", out)?;
+        self.lse("lse", lse)?;
+        Ok(checked)
+    }
+
     pub(crate) fn q(&self, operand: &'static str, got: usize) -> Result<()> {
         expect_len(operand, got, self.q_len(), || {
             format!("batch {} x heads_q {} x seq_q {} x head_dim {}", self.batch, self.heads_q, self.seq_q, self.head_dim)
@@ -178,12 +194,7 @@ pub fn attention_forward<T: Element>(
     lse: &mut (impl DeviceWrite<f32> + ?Sized),
     shape: Attention,
 ) -> Result<()> {
-    let (head_dim, kernel_shape) = shape.check()?;
-    shape.q("q", len_of(q))?;
-    shape.kv("k", len_of(k))?;
-    shape.kv("v", len_of(v))?;
-    shape.q("out", len_of(out))?;
-    shape.lse("lse", len_of(lse))?;
+    let (head_dim, kernel_shape) = shape.check_forward([len_of(q), len_of(k), len_of(v), len_of(out), len_of(lse)])?;
     if shape.q_rows() == 0 {
         return Ok(());
     }
@@ -219,12 +230,7 @@ pub fn attention_forward_sm90<T: Element>(
     lse: &mut (impl DeviceWrite<f32> + ?Sized),
     shape: Attention,
 ) -> Result<()> {
-    shape.check()?;
-    shape.q("q", len_of(q))?;
-    shape.kv("k", len_of(k))?;
-    shape.kv("v", len_of(v))?;
-    shape.q("out", len_of(out))?;
-    shape.lse("lse", len_of(lse))?;
+    shape.check_forward([len_of(q), len_of(k), len_of(v), len_of(out), len_of(lse)])?;
     let arch = stream.context().device().arch()?;
     let names = hopper_forward_instances::<T>(&shape, arch);
     let Some(&kernel) = names.iter().find(|&&name| name == kernel) else {

@@ -33,12 +33,7 @@ pub use crate::rows::{
 
 /// [`attention::attention_forward`](crate::attention::attention_forward) on the CPU executor.
 pub fn attention_forward<T: Element>(executor: &CpuExecutor, q: &[T], k: &[T], v: &[T], out: &mut [T], lse: &mut [f32], shape: Attention) -> Result<()> {
-    let (head_dim, kernel_shape) = shape.check()?;
-    shape.q("q", q.len())?;
-    shape.kv("k", k.len())?;
-    shape.kv("v", v.len())?;
-    shape.q("out", out.len())?;
-    shape.lse("lse", lse.len())?;
+    let (head_dim, kernel_shape) = shape.check_forward([q.len(), k.len(), v.len(), out.len(), lse.len()])?;
     if shape.q_rows() == 0 {
         return Ok(());
     }

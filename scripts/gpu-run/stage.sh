@@ -52,15 +52,14 @@ for line in sys.stdin:
         shutil.copy(m["executable"], sys.argv[1] + "/" + name)
 ' "$work/bin"
 # The Python package (python/ferrocuda-torch) and its tests, run there with the machine's PyTorch:
-# its wheel built as scripts/check-python.sh builds it (maturin) and pytest's wheels (the GPU
-# machine has no network). STAGE_PYTHON=0 leaves it out.
+# its wheel built by scripts/build-python-wheel.sh (as scripts/check-python.sh builds it) and
+# pytest's wheels (the GPU machine has no network). STAGE_PYTHON=0 leaves it out.
 if [ "${STAGE_PYTHON:-1}" != 0 ]; then
   export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
-  venv="${FERROCUDA_PYTHON_VENV:-$CARGO_TARGET_DIR/python-venv}"
-  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "maturin>=1.5,<2"
-  mkdir -p "$work/python/wheel" "$work/python/pywheels"
-  "$venv/bin/maturin" build --release --quiet -m "$root/python/ferrocuda-torch/Cargo.toml" --out "$work/python/wheel"
+  export FERROCUDA_PYTHON_VENV="${FERROCUDA_PYTHON_VENV:-$CARGO_TARGET_DIR/python-venv}"
+  venv=$FERROCUDA_PYTHON_VENV
+  mkdir -p "$work/python/pywheels"
+  "$root/scripts/build-python-wheel.sh" "$work/python/wheel" >/dev/null
   "$venv/bin/pip" download --quiet --disable-pip-version-check --only-binary=:all: --dest "$work/python/pywheels" pytest
   cp -r "$root/python/ferrocuda-torch/tests" "$work/python/tests"
 fi

@@ -66,7 +66,7 @@
 //! capture began after that (`ForeignCapture`).
 
 use std::ffi::{CStr, c_void};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use ferrocuda_host::{Context, Event, Stream};
@@ -137,33 +137,47 @@ pub struct Imported {
 }
 
 impl Imported {
-    /// The array as a host slice (CPU arrays only).
-    pub fn host(&self) -> &[f32] {
-        assert_eq!(self.place, Place::Cpu, "host() of a device array");
-        if self.len == 0 {
-            return &[];
-        }
-        // SAFETY: `len` initialised f32s (every bit pattern is one) of host memory, aligned
-        // (checked by `import_all`). It is the array's memory as read after the last Python code
-        // the call runs (`import_all`), and the callers run none until their last use of the
-        // slice (the CPU executor's threads run none; the GIL, held, keeps other threads'
-        // out), so nothing frees it meanwhile: a torch tensor's memory is freed only by Python
-        // code (`resize_`, the last reference dropped; `keep` holds the tensor), a NumPy array's
-        // capsule holds the array, which NumPy refuses to resize while referred to, and another
-        // producer's capsule keeps its memory by the DLPack contract. No output of this call
-        // overlaps it (`import_all`).
-        unsafe { std::slice::from_raw_parts(self.address as *const f32, self.len) }
+    /// The array's values, copied out (CPU arrays only).
+    ///
+    /// A copy, not a slice of the array: holding the GIL does not keep a host array unchanged.
+    /// NumPy's ufunc loops and PyTorch's CPU ops release the GIL while they write, and the
+    /// GIL can pass to another thread during this call (torch's `__dlpack__` is Python code),
+    /// so another thread may be writing the array now. A `&[f32]` over it would then be a data
+    /// race (undefined behaviour on our side); this copy reads each element once with an atomic
+    /// load, so a concurrent writer can change which values the kernel sees, never make our
+    /// accesses undefined. The kernel then runs on the copies (the CPU executor is far slower
+    /// than the copy). Audit 2026-11-28g's wording note on the old `SAFETY` argument.
+    pub fn host_values(&self) -> Vec<f32> {
+        assert_eq!(self.place, Place::Cpu, "host_values() of a device array");
+        (0..self.len)
+            .map(|i| {
+                // SAFETY: element `i` of `len` initialised f32s of host memory, its address read
+                // after the last Python code the call runs (`import_all`; the callers run none
+                // until their last use, and a torch tensor's memory is freed only by Python code:
+                // `keep` holds the tensor; a NumPy array's capsule holds the array, which NumPy
+                // refuses to resize while referred to; another producer's capsule keeps its
+                // memory by the DLPack contract), 4-byte aligned (checked in `import`, as `AtomicU32`
+                // needs); every access from this crate to it is atomic (here and in
+                // `store_host`), so another thread's writes race with no non-atomic access of
+                // ours.
+                let cell = unsafe { AtomicU32::from_ptr((self.address as *mut u32).add(i)) };
+                f32::from_bits(cell.load(Ordering::Relaxed))
+            })
+            .collect()
     }
 
-    /// The array as a writable host slice (CPU outputs only).
-    pub fn host_mut(&mut self) -> &mut [f32] {
-        assert_eq!(self.place, Place::Cpu, "host_mut() of a device array");
-        if self.len == 0 {
-            return &mut [];
+    /// Writes `values` into the array (CPU outputs only), one atomic store per element, for
+    /// the reason [`host_values`](Self::host_values) gives.
+    pub fn store_host(&mut self, values: &[f32]) {
+        assert_eq!(self.place, Place::Cpu, "store_host() of a device array");
+        assert_eq!(values.len(), self.len, "store_host() of a different length");
+        for (i, &value) in values.iter().enumerate() {
+            // SAFETY: as in `host_values`; the array is writable (an output: DLPack hands the
+            // consumer the producer's memory, which NumPy and torch let it write), and no other
+            // argument of the call overlaps it (`import_all`).
+            let cell = unsafe { AtomicU32::from_ptr((self.address as *mut u32).add(i)) };
+            cell.store(value.to_bits(), Ordering::Relaxed);
         }
-        // SAFETY: as in `host`; besides, no other argument of the call overlaps it
-        // (`import_all`), so this is the only reference to the memory while it lives.
-        unsafe { std::slice::from_raw_parts_mut(self.address as *mut f32, self.len) }
     }
 
     fn bytes(&self) -> std::ops::Range<u64> {

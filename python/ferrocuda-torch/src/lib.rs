@@ -94,13 +94,14 @@ mod module {
         for input in &inputs {
             addresses.push(input.address);
             // SAFETY: a live array of the device, its address read after the last Python code
-            // the call runs (`import_all`; none runs from there to the launch below, and the
-            // GIL keeps other threads' out), exported or read for this stream (the producer's
-            // work on it is ordered before it). Its capsule (or tensor) is held until the work
-            // queued here has completed (parked below), so the producer does not free it before,
-            // and a torch tensor's memory, freed or resized later, is reused only after that
-            // work (`record_stream` in `import_all`); written by nobody except as ordered with
-            // this stream (the DLPack contract), and no output overlaps it (`import_all`).
+            // the call runs (`import_all`; none runs from there to the launch below), exported
+            // or read for this stream (the producer's work on it is ordered before it). Its
+            // capsule (or tensor) is held until the work queued here has completed (parked
+            // below), so the producer does not free it before, and a torch tensor's memory, freed
+            // or resized later, is reused only after that work (`record_stream` in `import_all`);
+            // written on the device only as ordered with this stream (the DLPack contract; the
+            // GIL orders nothing on the GPU, and no host reference to the memory is made here),
+            // and no output overlaps it (`import_all`).
             reads.push(unsafe { BorrowedSlice::<f32>::new(&stream, input.address, input.len) }.map_err(gpu_error)?);
         }
         let mut writes = Vec::new();
@@ -157,7 +158,13 @@ mod module {
         }
         let config = LaunchConfig::for_elements(x.len.max(1), 256);
         match x.place {
-            Place::Cpu => saxpy_kernel::launch_cpu(executor(), config, a, x.host(), y.host_mut()).map_err(cpu_error),
+            Place::Cpu => {
+                // On copies (`Imported::host_values`: the GIL does not keep a host array unchanged).
+                let mut values = y.host_values();
+                saxpy_kernel::launch_cpu(executor(), config, a, &x.host_values(), &mut values).map_err(cpu_error)?;
+                y.store_host(&values);
+                Ok(())
+            }
             Place::Cuda(ordinal) => on_gpu(ordinal, inputs, vec![y], |stream, r, w| saxpy_kernel::launch(stream, config, a, &r[0], &mut w[0])),
         }
     }
@@ -177,7 +184,13 @@ mod module {
         let config = rows_config(rows);
         let rows = u32::try_from(rows).map_err(|_| PyValueError::new_err("rms_norm: more than 2^32 rows"))?;
         match x.place {
-            Place::Cpu => rms_norm_kernel::launch_cpu(executor(), config, x.host(), weight.host(), out.host_mut(), rows, eps).map_err(cpu_error),
+            Place::Cpu => {
+                // On copies, as in `saxpy`.
+                let mut values = out.host_values();
+                rms_norm_kernel::launch_cpu(executor(), config, &x.host_values(), &weight.host_values(), &mut values, rows, eps).map_err(cpu_error)?;
+                out.store_host(&values);
+                Ok(())
+            }
             Place::Cuda(ordinal) => {
                 on_gpu(ordinal, inputs, vec![out], |stream, r, w| rms_norm_kernel::launch(stream, config, &r[0], &r[1], &mut w[0], rows, eps))
             }
@@ -201,7 +214,13 @@ mod module {
             _ => return Err(PyValueError::new_err("softmax: more than 2^32 rows or columns")),
         };
         match x.place {
-            Place::Cpu => softmax_kernel::launch_cpu(executor(), config, x.host(), out.host_mut(), rows, cols).map_err(cpu_error),
+            Place::Cpu => {
+                // On copies, as in `saxpy`.
+                let mut values = out.host_values();
+                softmax_kernel::launch_cpu(executor(), config, &x.host_values(), &mut values, rows, cols).map_err(cpu_error)?;
+                out.store_host(&values);
+                Ok(())
+            }
             Place::Cuda(ordinal) => on_gpu(ordinal, inputs, vec![out], |stream, r, w| softmax_kernel::launch(stream, config, &r[0], &mut w[0], rows, cols)),
         }
     }

@@ -1,6 +1,8 @@
 """ferrocuda_torch on NumPy arrays: the kernels run on ferrocuda's CPU executor, in place.
 Runs in CI (scripts/check-python.sh), no GPU needed."""
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -80,3 +82,32 @@ def test_numpy_calls_record_no_gpu_launch():
     ft.softmax(x, np.empty_like(x))
     ft.saxpy(2.0, x.reshape(-1), np.zeros(64, dtype=np.float32))
     assert ft.last_launch() == before
+
+
+def test_audit_2026_11_28g_cpu_path_reads_an_array_another_thread_writes():
+    """The GIL does not keep a host array unchanged: NumPy's copy loops (like its ufuncs) release
+    it while they write. The CPU path therefore runs the kernel on copies read with atomic loads
+    and writes the output back with atomic stores (dlpack.rs, `Imported::host_values`), never
+    holding a slice over memory another thread writes (audit 2026-11-28g's note on the old
+    SAFETY argument). Here a thread flips x between all 0 and all 1 while saxpy reads it: each
+    element of y must come out as a * 0 + 2 or a * 1 + 2, never anything else."""
+    n = 4096
+    x = np.zeros(n, dtype=np.float32)
+    ones, zeros = np.ones(n, dtype=np.float32), np.zeros(n, dtype=np.float32)
+    stop = threading.Event()
+
+    def writer():
+        while not stop.is_set():
+            np.copyto(x, ones)
+            np.copyto(x, zeros)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        for _ in range(20):
+            y = np.full(n, 2.0, dtype=np.float32)
+            ft.saxpy(3.0, x, y)
+            assert np.isin(y, [2.0, 5.0]).all(), np.unique(y)
+    finally:
+        stop.set()
+        thread.join()
